@@ -1,0 +1,1 @@
+"""safetrace: sound graph export for PyTorch programs."""
