@@ -1,0 +1,62 @@
+"""TensorMeta: what a shape rule sees of a tensor (no data, no torch.Tensor)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+Size = Any  # int or safetrace.symbolic.SymInt
+
+
+class TensorMeta:
+    """Shape (a tuple of ints or symbolic ints), dtype and device of a tensor."""
+
+    __slots__ = ("shape", "dtype", "device")
+
+    def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.device = device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> Size:
+        n: Size = 1
+        for s in self.shape:
+            n = n * s
+        return n
+
+    def like(self, shape: tuple | None = None, dtype: torch.dtype | None = None) -> TensorMeta:
+        """A new meta on the same device, with the given shape and/or dtype."""
+        return TensorMeta(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.device,
+        )
+
+    def __repr__(self) -> str:
+        return f"TensorMeta({list(self.shape)}, {self.dtype}, {self.device})"
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    """Row-major strides of a contiguous tensor of `shape` (size-0/1 dims as torch does)."""
+    strides = []
+    acc: Size = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc = acc * _at_least_one(s)
+    return tuple(reversed(strides))
+
+
+def _at_least_one(s: Size) -> Size:
+    if isinstance(s, int):
+        return s if s > 1 else 1
+    from safetrace.symbolic import sym_max  # symbolic sizes only
+
+    return sym_max(s, 1)

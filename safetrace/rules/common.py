@@ -1,0 +1,196 @@
+"""Helpers every rule family shares: dims, broadcasting, dtype promotion, checks."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import torch
+
+from safetrace.errors import shape_error
+from safetrace.meta import TensorMeta
+try:
+    from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max
+except ImportError:  # TEMPORARY until the symbolic engine lands (removed then)
+    class SymBool:  # type: ignore[no-redef]
+        pass
+
+    class SymInt:  # type: ignore[no-redef]
+        pass
+
+    class SymFloat:  # type: ignore[no-redef]
+        pass
+
+    def sym_max(a, b):  # type: ignore[no-redef]
+        return max(a, b)
+
+Size = Any
+
+
+def check(cond: Any, op: str, message: str) -> None:
+    """Raise OpShapeError(op: message) unless `cond` holds (a guard when symbolic)."""
+    if not cond:
+        raise shape_error(op, message)
+
+
+def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
+    """Wrap a possibly negative dim into [0, ndim); 0-d tensors accept dim 0 and -1."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise shape_error(op, f"dim {dim} is out of range for a tensor with {ndim} dims "
+                              f"(expected to be in range [{-n}, {n - 1}])")
+    return dim + n if dim < 0 else dim
+
+
+def normalize_dims(dims: Iterable[int] | int | None, ndim: int, op: str = "op") -> list[int]:
+    """Normalize a dim, a list of dims, or None (meaning all dims)."""
+    if dims is None:
+        return list(range(ndim))
+    if isinstance(dims, int):
+        dims = [dims]
+    out = [normalize_dim(d, ndim, op) for d in dims]
+    if len(set(out)) != len(out):
+        raise shape_error(op, f"dim {out} appears multiple times in the list of dims")
+    return out
+
+
+def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
+    """Broadcast shapes as torch does; size-1 questions on symbolic sizes become guards."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[Size] = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, size in enumerate(shape):
+            j = offset + i
+            cur = out[j]
+            if cur is size or size == 1:  # same object, or this operand broadcasts
+                continue
+            if cur == 1:
+                out[j] = size
+                continue
+            check(cur == size, op, f"The size of tensor a ({cur}) must match the size of "
+                                   f"tensor b ({size}) at non-singleton dimension {i}")
+    return tuple(out)
+
+
+# -- dtypes -------------------------------------------------------------------------
+
+_CATEGORY = {bool: 0, int: 1, float: 2, complex: 3}
+
+
+def dtype_category(dtype: torch.dtype) -> int:
+    """0 bool, 1 integer, 2 floating, 3 complex."""
+    if dtype is torch.bool:
+        return 0
+    if dtype.is_complex:
+        return 3
+    if dtype.is_floating_point:
+        return 2
+    return 1
+
+
+def scalar_category(value: Any) -> int:
+    if isinstance(value, (bool, SymBool)):
+        return 0
+    if isinstance(value, (int, SymInt)):
+        return 1
+    if isinstance(value, (float, SymFloat)):
+        return 2
+    if isinstance(value, complex):
+        return 3
+    raise TypeError(f"not a scalar: {value!r}")
+
+
+def scalar_dtype(value: Any) -> torch.dtype:
+    """The dtype torch gives a Python scalar wrapped into a tensor."""
+    cat = scalar_category(value)
+    if cat == 0:
+        return torch.bool
+    if cat == 1:
+        return torch.int64
+    default = torch.get_default_dtype()
+    if cat == 2:
+        return default
+    return torch.complex128 if default is torch.float64 else torch.complex64
+
+
+def result_type(*operands: Any) -> torch.dtype:
+    """torch.result_type over TensorMetas and Python scalars (None entries are skipped).
+
+    Dimensioned tensors win over zero-dim tensors, which win over Python scalars; a lower
+    priority operand only matters when its category (bool < int < float < complex) is higher.
+    """
+    dims: torch.dtype | None = None
+    zero: torch.dtype | None = None
+    scalar_cat = -1
+    for x in operands:
+        if x is None:
+            continue
+        if isinstance(x, TensorMeta):
+            if x.ndim > 0:
+                dims = x.dtype if dims is None else torch.promote_types(dims, x.dtype)
+            else:
+                zero = x.dtype if zero is None else torch.promote_types(zero, x.dtype)
+        else:
+            scalar_cat = max(scalar_cat, scalar_category(x))
+    result = dims
+    if zero is not None:
+        if result is None:
+            result = zero
+        elif dtype_category(zero) > dtype_category(result):
+            result = torch.promote_types(result, zero)
+    if scalar_cat >= 0:
+        if result is None:
+            result = scalar_dtype({0: False, 1: 0, 2: 0.0, 3: 0j}[scalar_cat])
+        elif scalar_cat > dtype_category(result):
+            if scalar_cat == 2:
+                result = torch.get_default_dtype()
+            elif scalar_cat == 3:
+                result = torch.complex128 if result is torch.float64 else torch.complex64
+            else:
+                result = torch.int64
+    if result is None:
+        raise TypeError("result_type needs at least one operand")
+    return result
+
+
+def float_result(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of ops that always compute in floating point (div, sqrt, mean, ...)."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return dtype
+    return torch.get_default_dtype()
+
+
+def to_real(dtype: torch.dtype) -> torch.dtype:
+    """The real dtype of a complex dtype (abs, angle); real dtypes unchanged."""
+    return {torch.complex64: torch.float32, torch.complex128: torch.float64,
+            torch.complex32: torch.float16}.get(dtype, dtype)
+
+
+def prod(sizes: Iterable[Size]) -> Size:
+    """Product of sizes (1 for none)."""
+    n: Size = 1
+    for s in sizes:
+        n = n * s
+    return n
+
+
+def nonneg(size: Size) -> Size:
+    """max(size, 0) without a guard for symbolic sizes."""
+    if isinstance(size, int):
+        return size if size > 0 else 0
+    return sym_max(size, 0)
+
+
+def device_of(*operands: Any) -> torch.device:
+    """The device of the first non-zero-dim tensor operand (else of the first tensor)."""
+    first = None
+    for x in operands:
+        if isinstance(x, TensorMeta):
+            if x.ndim > 0:
+                return x.device
+            first = first or x.device
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                if isinstance(y, TensorMeta):
+                    return y.device
+    return first if first is not None else torch.device("cpu")

@@ -1,0 +1,95 @@
+"""One generic check for every shape rule: the rule's answer equals torch's.
+
+Sample tables live in ``tests/rules/samples_*.py``; each module defines
+``SAMPLES`` (calls torch accepts) and optionally ``ERROR_SAMPLES`` (calls torch
+rejects).  An entry is ``Sample(op, args, kwargs, device="meta")``; tensor arguments
+are written ``T(*shape, dtype=..., high=...)`` (``high`` bounds random integer data,
+for index tensors when the sample must run on CPU).  The reference is the meta kernel,
+or the CPU kernel with ``device="cpu"`` where meta has none or disagrees with CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from safetrace.meta import TensorMeta
+
+
+@dataclasses.dataclass(frozen=True)
+class T:
+    """A tensor argument of a sample: its shape, dtype and (for CPU runs) data range."""
+
+    shape: tuple
+    dtype: torch.dtype = torch.float32
+    high: int | None = None
+
+    def __init__(self, *shape: int, dtype: torch.dtype = torch.float32,
+                 high: int | None = None) -> None:
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "high", high)
+
+
+@dataclasses.dataclass
+class Sample:
+    op: Any
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    device: str = "meta"
+
+    def __repr__(self) -> str:
+        return f"{self.op}({self.args}, {self.kwargs})"
+
+
+def materialize(value: Any, device: str, gen: torch.Generator) -> Any:
+    """Turn T specs into real tensors on `device` (random data on CPU)."""
+    if isinstance(value, T):
+        if device == "meta":
+            return torch.empty(value.shape, dtype=value.dtype, device="meta")
+        if value.dtype is torch.bool:
+            return torch.rand(value.shape, generator=gen) > 0.5
+        if not value.dtype.is_floating_point and not value.dtype.is_complex:
+            high = value.high if value.high is not None else 5
+            return torch.randint(0, max(high, 1), value.shape, generator=gen, dtype=value.dtype)
+        return torch.randn(value.shape, generator=gen).to(value.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(materialize(v, device, gen) for v in value)
+    return value
+
+
+def to_meta(value: Any) -> Any:
+    """Turn T specs into TensorMetas (what a rule receives)."""
+    if isinstance(value, T):
+        return TensorMeta(value.shape, value.dtype, torch.device("cpu"))
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_meta(v) for v in value)
+    return value
+
+
+def describe(value: Any) -> Any:
+    """(shape, dtype) of tensors, recursively; plain values unchanged."""
+    if isinstance(value, (torch.Tensor, TensorMeta)):
+        return (tuple(int(s) for s in value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return tuple(describe(v) for v in value)
+    return value
+
+
+def reference(sample: Sample) -> Any:
+    gen = torch.Generator().manual_seed(0)
+    args = materialize(sample.args, sample.device, gen)
+    kwargs = {k: materialize(v, sample.device, gen) for k, v in sample.kwargs.items()}
+    return sample.op(*args, **kwargs)
+
+
+def run_rule(sample: Sample) -> Any:
+    from safetrace.rules import get_rule
+
+    fn = get_rule(sample.op)
+    assert fn is not None, f"no rule registered for {sample.op}"
+    args = to_meta(sample.args)
+    kwargs = {k: to_meta(v) for k, v in sample.kwargs.items()}
+    return fn(*args, **kwargs)
