@@ -1,0 +1,419 @@
+"""Shape rules of the matmul family: mm, bmm, matmul, linear, addmm & co, einsum, tensordot.
+
+Matrix products dispatch to BLAS kernels that require every operand to have the same
+dtype (CPU raises "expected m1 and m2 to have the same dtype"; the meta kernels of some
+of these ops are laxer than CPU, and the rules follow CPU).  Products that torch reduces
+to elementwise multiplication (outer, einsum without a shared contraction) promote.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import broadcast_shapes, check, normalize_dim, result_type
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+
+
+def same_dtype(op: str, *tensors: TensorMeta | None) -> torch.dtype:
+    """The common dtype of BLAS operands; raises like torch when they differ."""
+    present = [t for t in tensors if t is not None]
+    dtype = present[0].dtype
+    for t in present[1:]:
+        check(t.dtype == dtype, op, f"expected m1 and m2 to have the same dtype, but got: "
+                                    f"{dtype} != {t.dtype}")
+    return dtype
+
+
+def expect_ndim(op: str, t: TensorMeta, ndim: int, name: str) -> None:
+    check(t.ndim == ndim, op, f"{name} must be a {ndim}D tensor, got {t.ndim}D")
+
+
+def out_dtype_ok(op: str, dtype: torch.dtype, out_dtype: torch.dtype | None) -> torch.dtype:
+    """The .dtype overloads: same as the inputs, or float32 from float16/bfloat16."""
+    if out_dtype is None:
+        return dtype
+    check(out_dtype == dtype or (out_dtype == torch.float32
+                                 and dtype in (torch.float16, torch.bfloat16)),
+          op, "out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs")
+    return out_dtype
+
+
+def expand_to(op: str, self: TensorMeta, shape: tuple) -> None:
+    """`self` of addmm-like ops must broadcast to the product's shape."""
+    check(self.ndim <= len(shape), op, f"self of shape {list(self.shape)} cannot be expanded "
+                                       f"to the product's shape {list(shape)}")
+    out = broadcast_shapes(self.shape, shape, op=op)
+    check(len(out) == len(shape), op, "self does not match the product's shape")
+    for a, b in zip(out, shape):
+        check(a is b or a == b, op, f"self of shape {list(self.shape)} cannot be expanded "
+                                    f"to the product's shape {list(shape)}")
+
+
+def mm_shape(op: str, a: TensorMeta, b: TensorMeta) -> tuple:
+    expect_ndim(op, a, 2, "self")
+    expect_ndim(op, b, 2, "mat2")
+    check(a.shape[1] == b.shape[0], op, f"mat1 and mat2 shapes cannot be multiplied "
+          f"({a.shape[0]}x{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    return (a.shape[0], b.shape[1])
+
+
+def bmm_shape(op: str, a: TensorMeta, b: TensorMeta) -> tuple:
+    expect_ndim(op, a, 3, "batch1")
+    expect_ndim(op, b, 3, "batch2")
+    check(a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1], op,
+          f"Expected size for first two dimensions of batch2 tensor to be: "
+          f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    return (a.shape[0], a.shape[1], b.shape[2])
+
+
+@rule(aten.mm.default, aten.mm.dtype)
+def mm(self: TensorMeta, mat2: TensorMeta, out_dtype: torch.dtype | None = None) -> TensorMeta:
+    """(n, m) @ (m, p) -> (n, p)."""
+    shape = mm_shape("aten.mm", self, mat2)
+    dtype = out_dtype_ok("aten.mm", same_dtype("aten.mm", self, mat2), out_dtype)
+    return self.like(shape, dtype)
+
+
+@rule(aten.bmm.default, aten.bmm.dtype)
+def bmm(self: TensorMeta, mat2: TensorMeta, out_dtype: torch.dtype | None = None) -> TensorMeta:
+    """(b, n, m) @ (b, m, p) -> (b, n, p); no batch broadcasting."""
+    shape = bmm_shape("aten.bmm", self, mat2)
+    dtype = out_dtype_ok("aten.bmm", same_dtype("aten.bmm", self, mat2), out_dtype)
+    return self.like(shape, dtype)
+
+
+@rule(aten.addmm.default, aten.addmm.dtype)
+def addmm(self: TensorMeta, mat1: TensorMeta, mat2: TensorMeta,
+          out_dtype: torch.dtype | None = None, *, beta: Any = 1, alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * (mat1 @ mat2); self broadcasts to (n, p)."""
+    shape = mm_shape("aten.addmm", mat1, mat2)
+    dtype = same_dtype("aten.addmm", mat1, mat2)
+    if out_dtype is None:
+        same_dtype("aten.addmm", self, mat2)
+    dtype = out_dtype_ok("aten.addmm", dtype, out_dtype)
+    expand_to("aten.addmm", self, shape)
+    return mat1.like(shape, dtype)
+
+
+@rule(aten.baddbmm.default)
+def baddbmm(self: TensorMeta, batch1: TensorMeta, batch2: TensorMeta, *, beta: Any = 1,
+            alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * bmm(batch1, batch2); self broadcasts to (b, n, p).
+
+    (baddbmm.dtype has no rule: CUDA-only, and its meta decomposition is broken.)
+    """
+    shape = bmm_shape("aten.baddbmm", batch1, batch2)
+    dtype = same_dtype("aten.baddbmm", self, batch1, batch2)
+    expand_to("aten.baddbmm", self, shape)
+    return batch1.like(shape, dtype)
+
+
+@rule(aten.addbmm.default)
+def addbmm(self: TensorMeta, batch1: TensorMeta, batch2: TensorMeta, *, beta: Any = 1,
+           alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * sum_b(batch1[b] @ batch2[b]) -> (n, p)."""
+    shape = bmm_shape("aten.addbmm", batch1, batch2)[1:]
+    dtype = same_dtype("aten.addbmm", self, batch1, batch2)
+    expand_to("aten.addbmm", self, shape)
+    return batch1.like(shape, dtype)
+
+
+@rule(aten.mv.default)
+def mv(self: TensorMeta, vec: TensorMeta) -> TensorMeta:
+    """(n, m) @ (m,) -> (n,)."""
+    check(self.ndim == 2 and vec.ndim == 1, "aten.mv",
+          f"vector + matrix @ vector expected, got {self.ndim}, {vec.ndim}")
+    check(self.shape[1] == vec.shape[0], "aten.mv", f"size mismatch, got input "
+          f"({self.shape[0]}), mat ({self.shape[0]}x{self.shape[1]}), vec ({vec.shape[0]})")
+    return self.like((self.shape[0],), same_dtype("aten.mv", self, vec))
+
+
+@rule(aten.addmv.default)
+def addmv(self: TensorMeta, mat: TensorMeta, vec: TensorMeta, *, beta: Any = 1,
+          alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * (mat @ vec); self broadcasts to (n,)."""
+    out = mv(mat, vec)
+    check(self.dtype == mat.dtype == vec.dtype, "aten.addmv",
+          f"addmv input tensors must have the same dtype, but got {self.dtype}, "
+          f"{mat.dtype}, and {vec.dtype}")
+    expand_to("aten.addmv", self, out.shape)
+    return out
+
+
+def vector_product(op: str, self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    check(self.ndim == 1 and other.ndim == 1, op, f"1D tensors expected, but got "
+          f"{self.ndim}D and {other.ndim}D tensors")
+    check(self.shape[0] == other.shape[0], op, f"inconsistent tensor size, expected tensor "
+          f"[{self.shape[0]}] and src [{other.shape[0]}] to have the same number of elements")
+    check(self.dtype == other.dtype, op, f"expected both vectors to have same dtype, but "
+          f"found {self.dtype} and {other.dtype}")
+    return self.like((), self.dtype)
+
+
+@rule(aten.dot.default)
+def dot(self: TensorMeta, tensor: TensorMeta) -> TensorMeta:
+    """(n,) . (n,) -> 0-d."""
+    return vector_product("aten.dot", self, tensor)
+
+
+@rule(aten.vdot.default)
+def vdot(self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    """conj(self) . other -> 0-d."""
+    return vector_product("aten.vdot", self, other)
+
+
+@rule(aten.outer.default)
+def outer(self: TensorMeta, vec2: TensorMeta) -> TensorMeta:
+    """(n,) x (m,) -> (n, m), an elementwise product, so dtypes promote."""
+    check(self.ndim == 1, "aten.outer", f"Expected 1-D argument self, but got {self.ndim}-D")
+    check(vec2.ndim == 1, "aten.outer", f"Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return self.like((self.shape[0], vec2.shape[0]), result_type(self, vec2))
+
+
+@rule(aten.matmul.default)
+def matmul(self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    """torch.matmul: 1-d operands are promoted and squeezed, batch dims broadcast."""
+    op = "aten.matmul"
+    check(self.ndim >= 1 and other.ndim >= 1, op,
+          f"both arguments to matmul need to be at least 1D, but they are "
+          f"{self.ndim}D and {other.ndim}D")
+    if self.ndim == 1 and other.ndim == 1:
+        return dot(self, other)
+    if self.ndim == 2 and other.ndim == 1:
+        return mv(self, other)
+    dtype = same_dtype(op, self, other)
+    a = self.shape if self.ndim > 1 else (1,) + self.shape
+    b = other.shape if other.ndim > 1 else other.shape + (1,)
+    check(a[-1] == b[-2], op, f"mat1 and mat2 shapes cannot be multiplied "
+          f"({'x'.join(map(str, a[-2:]))} and {'x'.join(map(str, b[-2:]))})")
+    batch = broadcast_shapes(a[:-2], b[:-2], op=op)
+    shape = batch + (() if self.ndim == 1 else (a[-2],)) + (() if other.ndim == 1 else (b[-1],))
+    return self.like(shape, dtype)
+
+
+@rule(aten.linear.default)
+def linear(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None) -> TensorMeta:
+    """input (..., in) @ weight(out, in).T + bias(out) -> (..., out); weight may be 1-d."""
+    op = "aten.linear"
+    check(weight.ndim in (1, 2), op, f"weight must be 1D or 2D, got {weight.ndim}D")
+    wt = weight.like(weight.shape[::-1])
+    out = matmul(input, wt)
+    if bias is not None:
+        same_dtype(op, out, bias)
+        shape = broadcast_shapes(out.shape, bias.shape, op=op)
+        check(len(shape) == out.ndim, op, f"bias of shape {list(bias.shape)} does not "
+                                          f"broadcast to the output {list(out.shape)}")
+        out = out.like(shape)
+    return out
+
+
+@rule(aten.bilinear.default)
+def bilinear(input1: TensorMeta, input2: TensorMeta, weight: TensorMeta,
+             bias: TensorMeta | None = None) -> TensorMeta:
+    """x1 (..., in1), x2 (..., in2), weight (out, in1, in2) -> (..., out)."""
+    op = "aten.bilinear"
+    check(input1.ndim == input2.ndim, op, f"bilinear(): input dimensions do not match: "
+          f"got {input1.ndim} and {input2.ndim}")
+    for i in range(input1.ndim - 1):
+        check(input1.shape[i] == input2.shape[i], op, f"bilinear(): input batch dimensions "
+              f"do not match: got {list(input1.shape)} and {list(input2.shape)}")
+    check(weight.ndim == 3, op, f"bilinear(): weight must be 3D, got {weight.ndim}D")
+    check(input1.shape[-1] == weight.shape[1], op, f"bilinear(): input1 size does not match "
+          f"weight size: got {input1.shape[-1]} but expected {weight.shape[1]}")
+    check(input2.shape[-1] == weight.shape[2], op, f"bilinear(): input2 size does not match "
+          f"weight size: got {input2.shape[-1]} but expected {weight.shape[2]}")
+    if bias is not None:
+        check(bias.ndim == 1 and bias.shape[0] == weight.shape[0], op,
+              f"bilinear(): bias size does not match weight size: got "
+              f"{list(bias.shape)} but expected [{weight.shape[0]}]")
+    dtype = same_dtype(op, input1, input2, weight, bias)
+    return input1.like(input1.shape[:-1] + (weight.shape[0],), dtype)
+
+
+@rule(aten.tensordot.default)
+def tensordot(self: TensorMeta, other: TensorMeta, dims_self: Sequence[int],
+              dims_other: Sequence[int]) -> TensorMeta:
+    """Contract dims_self with dims_other (size 1 broadcasts); free dims of self, then other."""
+    op = "aten.tensordot"
+    check(len(dims_self) == len(dims_other), op,
+          "both dimension lists should have same length")
+    ds = [normalize_dim(d, self.ndim, op) for d in dims_self]
+    do = [normalize_dim(d, other.ndim, op) for d in dims_other]
+    for a, b in zip(ds, do):
+        s1, s2 = self.shape[a], other.shape[b]
+        if s1 == 1 or s2 == 1:
+            continue
+        check(s1 == s2, op, f"contracted dimensions need to match, but first has size {s1} "
+                            f"in dim {a} and second has size {s2} in dim {b}")
+    shape = tuple(s for i, s in enumerate(self.shape) if i not in ds) \
+        + tuple(s for i, s in enumerate(other.shape) if i not in do)
+    return self.like(shape, same_dtype(op, self, other))
+
+
+@rule(aten.linalg_cross.default)
+def linalg_cross(self: TensorMeta, other: TensorMeta, *, dim: int = -1) -> TensorMeta:
+    """Cross product along a dim of size 3; the other dims broadcast."""
+    return cross(self, other, dim)
+
+
+@rule(aten.cross.default)
+def cross(self: TensorMeta, other: TensorMeta, dim: int | None = None) -> TensorMeta:
+    """torch.cross: like linalg.cross; without dim, the first dim of size 3."""
+    op = "aten.cross"
+    check(self.ndim == other.ndim, op, f"inputs must have the same number of dimensions, "
+                                       f"got {self.ndim} and {other.ndim}")
+    shape = broadcast_shapes(self.shape, other.shape, op=op)
+    if dim is None:  # torch.cross without dim: the first dim of size 3
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        check(dim is not None, op, "no dimension of size 3 in input")
+    d = normalize_dim(dim, len(shape), op)
+    check(self.shape[d] == 3 and other.shape[d] == 3, op,
+          f"inputs dimension {dim} must have length 3, got {self.shape[d]} and "
+          f"{other.shape[d]}")
+    return self.like(shape, same_dtype(op, self, other))
+
+
+# -- einsum -----------------------------------------------------------------------------
+
+ELLIPSIS = "."  # stands for the ellipsis in parsed subscripts
+
+
+def parse_subscripts(op: str, text: str, ndim: int, index: int) -> list[str]:
+    """Labels of one operand, one per dim; the ellipsis becomes '.' repeated."""
+    text = text.replace(" ", "")
+    if "..." in text:
+        check(text.count("...") == 1 and text.replace("...", "").isalpha()
+              or text.replace("...", "") == "", op,
+              f"einsum(): found more than one ellipsis or an invalid character for "
+              f"operand {index}")
+        head, tail = text.split("...")
+        n = ndim - len(head) - len(tail)
+        check(n >= 0, op, f"einsum(): the number of subscripts in the equation "
+                          f"({len(head) + len(tail)}) is more than the number of dimensions "
+                          f"({ndim}) for operand {index}")
+        return list(head) + [ELLIPSIS] * n + list(tail)
+    check(text.isalpha() or text == "", op,
+          f"einsum(): invalid subscript given at index {index} in the equation")
+    check(len(text) == ndim, op, f"einsum(): the number of subscripts in the equation "
+          f"({len(text)}) does not match the number of dimensions ({ndim}) for operand "
+          f"{index}{'' if text else ' and no ellipsis was given'}")
+    return list(text)
+
+
+def label_order(label: str) -> int:
+    """torch sorts implicit output labels A-Z before a-z."""
+    return ord(label) - ord("A") if label.isupper() else 26 + ord(label) - ord("a")
+
+
+def sum_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Summing a dim of an integer or bool tensor gives int64."""
+    if dtype is torch.bool or not (dtype.is_floating_point or dtype.is_complex):
+        return torch.int64
+    return dtype
+
+
+@rule(aten.einsum.default)
+def einsum(equation: str, tensors: Sequence[TensorMeta], *,
+           path: Sequence[int] | None = None) -> TensorMeta:
+    """Parse the equation; labels broadcast (size 1) across operands, repeated labels in one
+    operand take a diagonal, the implicit output is the ellipsis then single labels sorted.
+
+    Dtypes follow torch's left-to-right contraction: a label only one operand has and the
+    output lacks is summed there first (int/bool -> int64); a label shared with a later
+    operand goes through bmm (dtypes must be equal), otherwise operands are multiplied
+    (dtypes promote).  With >2 operands and opt_einsum, torch may contract in another order;
+    only mixed-dtype calls can tell the difference.
+    """
+    op = "aten.einsum"
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    inputs = lhs.split(",")
+    check(len(inputs) == len(tensors), op, f"einsum(): more operands were provided than "
+          f"specified in the equation" if len(tensors) > len(inputs) else
+          "einsum(): fewer operands were provided than specified in the equation")
+    check(len(tensors) > 0, op, "einsum(): must provide at least one operand")
+    labels = [parse_subscripts(op, s, t.ndim, i) for i, (s, t) in enumerate(zip(inputs, tensors))]
+
+    # sizes: one per label (a broadcast over operands), and the ellipsis dims right-aligned
+    size: dict[str, Any] = {}
+    ell_shapes = []
+    for i, (labs, t) in enumerate(zip(labels, tensors)):
+        own: dict[str, Any] = {}
+        ell = []
+        for lab, s in zip(labs, t.shape):
+            if lab == ELLIPSIS:
+                ell.append(s)
+                continue
+            if lab in own:
+                check(own[lab] == s, op, f"einsum(): subscript {lab} is repeated for operand "
+                                         f"{i} but the sizes don't match, {own[lab]} != {s}")
+                continue
+            own[lab] = s
+        ell_shapes.append(tuple(ell))
+        for lab, s in own.items():
+            if lab not in size:
+                size[lab] = s
+            else:
+                size[lab] = broadcast_shapes((size[lab],), (s,), op=op)[0]
+    ell_shape = broadcast_shapes(*ell_shapes, op=op)
+    has_ell = any(ELLIPSIS in labs for labs in labels)
+
+    if arrow:
+        if "..." in rhs:
+            check(has_ell, op, "einsum(): ellipsis in the output but not in any operand")
+            check(rhs.count("...") == 1, op, "einsum(): found more than one ellipsis in the "
+                                             "output")
+        out_labels = [c for c in rhs.replace("...", ELLIPSIS)]
+        for c in out_labels:
+            check(c == ELLIPSIS or c.isalpha(), op, f"einsum(): invalid subscript given at "
+                                                    f"index {len(lhs) + 2} in the equation")
+            check(c == ELLIPSIS or c in size, op, f"einsum(): output subscript {c} does not "
+                                                  f"appear in the equation for any input "
+                                                  f"operand")
+            check(out_labels.count(c) == 1, op, f"einsum(): output subscript {c} appears "
+                                                f"more than once in the output")
+    else:
+        counts: dict[str, int] = {}
+        for labs in labels:
+            for c in labs:
+                counts[c] = counts.get(c, 0) + 1
+        singles = sorted((c for c, n in counts.items() if n == 1 and c != ELLIPSIS),
+                         key=label_order)
+        out_labels = ([ELLIPSIS] if has_ell else []) + singles
+    shape: list[Any] = []
+    for c in out_labels:
+        shape.extend(ell_shape if c == ELLIPSIS else (size[c],))
+
+    # dtype: pre-sums, then left-to-right pairwise products (the ellipsis is one label)
+    keep = set(out_labels)
+    sets = [set(labs) for labs in labels]
+    if len(tensors) == 1:
+        dtype = tensors[0].dtype
+        return tensors[0].like(tuple(shape), sum_dtype(dtype) if sets[0] - keep else dtype)
+    acc: TensorMeta | None = None
+    acc_labels: set = set()
+    for i, t in enumerate(tensors):
+        others = set().union(*(x for j, x in enumerate(sets) if j != i))
+        summed = sets[i] - others - keep
+        cur = TensorMeta((1,) * len(sets[i] - summed),
+                         sum_dtype(t.dtype) if summed else t.dtype, t.device)
+        if acc is None:
+            acc, acc_labels = cur, sets[i] - summed
+            continue
+        later = keep.union(*sets[i + 1:])
+        contracted = (acc_labels & sets[i]) - later
+        if contracted:
+            check(acc.dtype == cur.dtype, op, f"expected scalar type {acc.dtype} but found "
+                                              f"{cur.dtype}")
+            dtype = acc.dtype
+        else:
+            # operands are aligned to all labels (size-1 dims), so no 0-d exception
+            dtype = torch.promote_types(acc.dtype, cur.dtype)
+        acc_labels = (acc_labels | sets[i]) - summed - contracted
+        acc = TensorMeta((1,) * len(acc_labels), dtype, t.device)
+    return tensors[0].like(tuple(shape), acc.dtype)
