@@ -1,0 +1,26 @@
+"""Symbolic shape engine (pure Python, never imports torch).
+
+Public names: ``Expr`` (interned expressions; ``Expr.lt/le/gt/ge/eq/ne``, ``Expr.and_/or_/not_``,
+``Expr.min/max`` build conditions and min/max), ``Env`` (symbols, guards, facts, prover),
+``Range``, ``SymInt``/``SymBool``/``SymFloat`` (what traced code sees),
+``DataDependentQuestion``, ``sym_min``/``sym_max``/``sym_not``/``sym_and``/``sym_or``,
+``is_symbolic``, ``to_expr`` and ``parse``.
+"""
+
+from __future__ import annotations
+
+from safetrace.symbolic.env import (
+    Contract, DataDependentQuestion, Env, Fate, Guard, SymbolInfo,
+)
+from safetrace.symbolic.expr import Expr, to_expr
+from safetrace.symbolic.printing import parse
+from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.symvalues import (
+    SymBool, SymFloat, SymInt, is_symbolic, sym_and, sym_max, sym_min, sym_not, sym_or,
+)
+
+__all__ = [
+    "Contract", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard", "Range", "SymBool",
+    "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "parse", "sym_and", "sym_max", "sym_min",
+    "sym_not", "sym_or", "to_expr",
+]

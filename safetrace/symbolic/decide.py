@@ -1,0 +1,232 @@
+"""The prover: value ranges, fact-aware simplification and True/False/None decisions.
+
+Everything here reads an ``Env``'s state (symbol ranges, replacements, linear facts
+``f >= 0``, known conditions) and never changes it, apart from per-version caches.  A
+decision is True or False only when it holds for every binding that satisfies that state;
+otherwise it is None.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from safetrace.symbolic import ranges as R
+from safetrace.symbolic.expr import (
+    ONE, ZERO, Expr, add, compare, const, diff, mod, neg, rebuild, scale, sub, terms,
+)
+from safetrace.symbolic.ranges import Range
+
+if TYPE_CHECKING:
+    from safetrace.symbolic.env import Env
+
+_MISSING = object()
+
+
+def bounds_of(env: Env, e: Expr) -> Range:
+    """Interval of ``e`` from symbol ranges alone (``e`` should already be simplified)."""
+    cache = env._rcache
+    r = cache.get(e)
+    if r is not None:
+        return r
+    op = e.op
+    if op == "const":
+        v = int(e.value)  # type: ignore[arg-type]
+        r = Range(v, v)
+    elif op == "sym":
+        info = env._syms.get(e.name)  # type: ignore[arg-type]
+        r = info.range if info is not None else R.FULL
+    elif op == "add":
+        lo = hi = 0
+        for a in e.args:
+            ra = bounds_of(env, a)
+            lo += ra.lo
+            hi += ra.hi
+        r = Range(lo, hi)
+    elif op == "mul":
+        r = _mul_bounds(env, e)
+    elif op == "floordiv":
+        r = R.r_floordiv(bounds_of(env, e.args[0]), bounds_of(env, e.args[1]))
+    elif op == "mod":
+        r = R.r_mod(bounds_of(env, e.args[0]), bounds_of(env, e.args[1]))
+    elif op in ("min", "max"):
+        f = R.r_min if op == "min" else R.r_max
+        r = bounds_of(env, e.args[0])
+        for a in e.args[1:]:
+            r = f(r, bounds_of(env, a))
+    elif op in ("le", "lt", "ge"):
+        r = R.r_le0(bounds_of(env, diff(e)))
+    elif op == "eq":
+        r = R.r_eq0(bounds_of(env, diff(e)))
+    elif op == "ne":
+        r = R.r_not(R.r_eq0(bounds_of(env, diff(e))))
+    elif op == "not":
+        r = R.r_not(bounds_of(env, e.args[0]))
+    elif op == "and":
+        r = R.r_and([bounds_of(env, a) for a in e.args])
+    else:
+        r = R.r_or([bounds_of(env, a) for a in e.args])
+    cache[e] = r
+    return r
+
+
+def _mul_bounds(env: Env, e: Expr) -> Range:
+    args = e.args
+    k = 1
+    if args[0].op == "const":
+        k = int(args[0].value)  # type: ignore[arg-type]
+        args = args[1:]
+    r: Range | None = None
+    i = 0
+    while i < len(args):
+        j = i
+        while j < len(args) and args[j] is args[i]:
+            j += 1
+        ra = bounds_of(env, args[i])
+        p = ra
+        for _ in range(j - i - 1):
+            p = R.r_mul(p, ra)
+        if (j - i) % 2 == 0 and p.lo < 0:
+            # an even power is never negative
+            p = Range(0, p.hi)
+        r = p if r is None else R.r_mul(r, p)
+        i = j
+    assert r is not None
+    return R.r_scale(r, k)
+
+
+def simplify(env: Env, e: Expr) -> Expr:
+    """Apply replacements and atom rewrites, then drop min/max/mod/floordiv made moot by facts."""
+    cache = env._scache
+    r = cache.get(e)
+    if r is not None:
+        return r
+    op = e.op
+    if op == "const":
+        return e
+    if op == "sym":
+        r = env._repl.get(e, e)
+        cache[e] = r
+        return r
+    args = tuple([simplify(env, a) for a in e.args])
+    r = e
+    for x, y in zip(args, e.args):
+        if x is not y:
+            r = rebuild(op, args)
+            break
+    r = env._atom.get(r, r)
+    rop = r.op
+    if rop == "min" or rop == "max":
+        r = _prune_minmax(env, r)
+    elif (rop == "floordiv" or rop == "mod") and r.args[1].op == "const":
+        m = int(r.args[1].value)  # type: ignore[arg-type]
+        ra = bounds_of(env, r.args[0])
+        if m > 0 and ra.lo >= 0 and ra.hi < m:
+            r = ZERO if rop == "floordiv" else r.args[0]
+        elif rop == "mod" and _is_zero(env, r):
+            r = ZERO
+    elif rop == "add" or rop == "mul":
+        r = _fold_exact_division(env, r)
+    cache[e] = r
+    cache[r] = r
+    return r
+
+
+def _is_zero(env: Env, r: Expr) -> bool:
+    ra = bounds_of(env, r)
+    return ra.lo == 0 and ra.hi == 0
+
+
+def _prune_minmax(env: Env, r: Expr) -> Expr:
+    keep = list(r.args)
+    rel = "le" if r.op == "min" else "ge"
+    for a in r.args:
+        for b in keep:
+            if b is not a and decide(env, compare(rel, b, a)) is True:
+                keep.remove(a)
+                break
+    if len(keep) == len(r.args):
+        return r
+    return rebuild(r.op, tuple(keep))
+
+
+def _fold_exact_division(env: Env, r: Expr) -> Expr:
+    # m*(x//m) == x when x % m is known to be 0 (a divisibility fact).
+    for mono, k in terms(r):
+        if len(mono) == 1 and mono[0].op == "floordiv" and mono[0].args[1].op == "const":
+            x, m = mono[0].args
+            mv = int(m.value)  # type: ignore[arg-type]
+            if mv and k % mv == 0 and simplify(env, mod(x, m)) is ZERO:
+                rest = add(r, scale(mono[0], -k))
+                return simplify(env, add(rest, scale(x, k // mv)))
+    return r
+
+
+def nonneg(env: Env, f: Expr) -> bool:
+    """True when ``f >= 0`` follows from the ranges or from one linear fact plus ranges."""
+    if bounds_of(env, f).lo >= 0:
+        return True
+    for g in env._lin:
+        if bounds_of(env, sub(f, g)).lo >= 0:
+            return True
+    return False
+
+
+def decide(env: Env, cond: Expr) -> bool | None:
+    """True/False when ``cond`` is settled by the env's state, else None."""
+    c = simplify(env, cond)
+    if c.op == "const":
+        return bool(c.value)
+    r = env._dcache.get(c, _MISSING)
+    if r is not _MISSING:
+        return r  # type: ignore[return-value]
+    env._dcache[c] = None  # guards against re-entrant loops through min/max pruning
+    r = _decide(env, c)
+    env._dcache[c] = r
+    return r
+
+
+def _decide(env: Env, c: Expr) -> bool | None:
+    known = env._known
+    if c in known:
+        return True
+    op = c.op
+    if op == "and" or op == "or":
+        rs = [decide(env, a) for a in c.args]
+        if op == "and":
+            return False if False in rs else (True if all(rs) else None)
+        return True if True in rs else (False if all(x is False for x in rs) else None)
+    if op == "not":
+        x = decide(env, c.args[0])
+        return None if x is None else not x
+    rc = bounds_of(env, c)
+    if rc.lo == rc.hi:
+        return bool(rc.lo)
+    from safetrace.symbolic.expr import not_
+    if not_(c) in known:
+        return False
+    d = diff(c)
+    if op in ("le", "lt", "ge"):
+        if nonneg(env, neg(d)):
+            return True
+        if nonneg(env, sub(d, ONE)):
+            return False
+        return None
+    nonzero = nonneg(env, sub(d, ONE)) or nonneg(env, sub(neg(d), ONE))
+    if nonzero:
+        return op == "ne"
+    if nonneg(env, d) and nonneg(env, neg(d)):
+        return op == "eq"
+    return None
+
+
+def hint_value(env: Env, e: Expr) -> int | bool | None:
+    """Value of ``e`` under the hints, or None when it needs an unbacked symbol."""
+    s = simplify(env, e)
+    hints = env._hints
+    for n in s.free_symbols:
+        if n not in hints:
+            return None
+    return s.evaluate(hints)
+
+
+__all__ = ["bounds_of", "simplify", "decide", "nonneg", "hint_value", "const"]

@@ -1,0 +1,433 @@
+"""The shape environment: symbols with hints and ranges, replacements, guards, facts, contract.
+
+``Env.evaluate`` turns an undecided question on backed symbols into a recorded guard (the
+branch the hints take) and assumes it; on unbacked symbols it raises
+``DataDependentQuestion``.  Assuming a condition narrows single-symbol ranges, replaces a
+symbol that equals a linear expression with unit coefficient (union-find, the older symbol
+stays the representative; unbacked symbols are replaced before backed ones), rewrites atoms
+such as ``s0 % 2`` to 0, and keeps anything else as a linear fact ``f >= 0`` or a known
+condition for the prover.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from safetrace.symbolic import decide as D
+from safetrace.symbolic.expr import (
+    TRUE, Expr, compare, const, diff, from_terms, neg, not_, scale, substitute, sym, terms,
+    to_expr,
+)
+from safetrace.symbolic.ranges import Range
+
+INF = math.inf
+
+
+class DataDependentQuestion(Exception):
+    """A condition on data-dependent (unbacked) symbols that the known facts do not settle."""
+
+    def __init__(self, expr: Expr, origin: object = None,
+                 hints: Mapping[str, int] | None = None) -> None:
+        self.expr = expr
+        self.origin = origin
+        self.hints = dict(hints or {})
+        unbacked = sorted(n for n in expr.free_symbols if n not in self.hints)
+        where = f" (at {origin})" if origin is not None else ""
+        super().__init__(
+            f"could not decide `{expr}`{where}: it depends on data-dependent value(s) "
+            f"{', '.join(unbacked)} with no example value; known hints: {self.hints}")
+
+
+@dataclass
+class SymbolInfo:
+    """What the env knows about one symbol; ``range`` is narrowed as facts arrive."""
+
+    name: str
+    backed: bool
+    hint: int | None
+    range: Range
+    origin: object
+    index: int
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition recorded while tracing, with where it came from."""
+
+    cond: Expr
+    origin: object = None
+
+
+@dataclass(frozen=True)
+class Fate:
+    """A symbol's fate: kind is "static" (value), "equal" or "derived" (expr), or "free"."""
+
+    kind: str
+    range: Range
+    value: int | None = None
+    expr: Expr | None = None
+
+
+@dataclass
+class Contract:
+    """Per-symbol fates plus the guards that ranges and replacements do not capture."""
+
+    fates: dict[str, Fate] = field(default_factory=dict)
+    residual: list[Guard] = field(default_factory=list)
+
+
+class Env:
+    """Symbols, hints, ranges, replacements, guards and facts of one trace."""
+
+    def __init__(self) -> None:
+        self._syms: dict[str, SymbolInfo] = {}
+        self._hints: dict[str, int] = {}
+        self._ns = 0
+        self._nu = 0
+        self._repl: dict[Expr, Expr] = {}
+        self._atom: dict[Expr, Expr] = {}
+        self._lin: list[Expr] = []
+        self._known: set[Expr] = set()
+        self.guards: list[Guard] = []
+        self.facts: list[Guard] = []
+        self._guard_set: set[Expr] = set()
+        self.origin_provider: Callable[[], object] | None = None
+        self._scache: dict[Expr, Expr] = {}
+        self._rcache: dict[Expr, Range] = {}
+        self._dcache: dict[Expr, bool | None] = {}
+
+    # --- symbols ----------------------------------------------------------------------
+    def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
+                   name: str | None = None, origin: object = None) -> Expr:
+        """A new symbol with an example value ``hint`` in ``[lo, hi]`` (None: unbounded)."""
+        if name is None:
+            name = self._fresh("s")
+        rng = Range(-INF if lo is None else lo, INF if hi is None else hi)
+        if not isinstance(hint, int) or hint not in rng:
+            raise ValueError(f"hint {hint!r} of {name} is outside its range [{rng.lo}, {rng.hi}]")
+        self._add_symbol(SymbolInfo(name, True, int(hint), rng, origin, len(self._syms)))
+        self._hints[name] = int(hint)
+        return self._maybe_point(name)
+
+    def new_unbacked(self, lo: int | None = None, hi: int | None = None,
+                     origin: object = None, name: str | None = None) -> Expr:
+        """A new data-dependent symbol (no hint) in ``[lo, hi]`` (None: unbounded)."""
+        if name is None:
+            name = self._fresh("u")
+        rng = Range(-INF if lo is None else lo, INF if hi is None else hi)
+        if rng.is_empty:
+            raise ValueError(f"empty range [{rng.lo}, {rng.hi}] for {name}")
+        self._add_symbol(SymbolInfo(name, False, None, rng, origin, len(self._syms)))
+        return self._maybe_point(name)
+
+    def _fresh(self, prefix: str) -> str:
+        while True:
+            if prefix == "s":
+                name, self._ns = f"s{self._ns}", self._ns + 1
+            else:
+                name, self._nu = f"u{self._nu}", self._nu + 1
+            if name not in self._syms:
+                return name
+
+    def _add_symbol(self, info: SymbolInfo) -> None:
+        if info.name in self._syms:
+            raise ValueError(f"symbol {info.name} already exists")
+        self._syms[info.name] = info
+        self._bump()
+
+    def _maybe_point(self, name: str) -> Expr:
+        s = sym(name)
+        rng = self._syms[name].range
+        if rng.is_point:
+            self._replace(s, const(int(rng.lo)))
+        return s
+
+    def _info(self, name: str) -> SymbolInfo:
+        info = self._syms.get(name)
+        if info is None:  # a symbol from parse(): treat as unbacked and unbounded
+            info = SymbolInfo(name, False, None, Range(), None, len(self._syms))
+            self._add_symbol(info)
+        return info
+
+    @property
+    def symbols(self) -> dict[str, SymbolInfo]:
+        """Name -> SymbolInfo for every symbol created in this env."""
+        return self._syms
+
+    @property
+    def replacements(self) -> dict[Expr, Expr]:
+        """Symbol -> the expression it is replaced by (fully resolved)."""
+        return dict(self._repl)
+
+    def _bump(self) -> None:
+        self._scache.clear()
+        self._rcache.clear()
+        self._dcache.clear()
+
+    # --- questions --------------------------------------------------------------------
+    def simplify(self, expr: Expr | int) -> Expr:
+        """Apply replacements and facts, in canonical form."""
+        return D.simplify(self, to_expr(expr))
+
+    def bounds(self, expr: Expr | int) -> Range:
+        """Inclusive interval of ``expr`` (ints or +-inf); conditions give a bool range."""
+        return D.bounds_of(self, D.simplify(self, to_expr(expr)))
+
+    def decide(self, cond: Expr | bool) -> bool | None:
+        """True/False when proven from ranges, replacements and facts; else None."""
+        return D.decide(self, to_expr(cond))
+
+    def hint(self, expr: Expr | int) -> int | bool:
+        """Value of ``expr`` under the hints; raises DataDependentQuestion if unbacked."""
+        e = to_expr(expr)
+        v = D.hint_value(self, e)
+        if v is None:
+            raise DataDependentQuestion(self.simplify(e), None, self._hints_for(e))
+        return v
+
+    def _hints_for(self, e: Expr) -> dict[str, int]:
+        return {n: self._hints[n] for n in sorted(self.simplify(e).free_symbols)
+                if n in self._hints}
+
+    def _origin(self, origin: object) -> object:
+        if origin is None and self.origin_provider is not None:
+            return self.origin_provider()
+        return origin
+
+    def evaluate(self, cond: Expr | bool, origin: object = None) -> bool:
+        """Answer ``cond``: proven, else by the hints with a recorded guard, else raise."""
+        c = to_expr(cond)
+        if c.op == "const":
+            return bool(c.value)
+        r = D.decide(self, c)
+        if r is not None:
+            return r
+        s = D.simplify(self, c)
+        v = D.hint_value(self, s)
+        if v is None:
+            raise DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
+        taken = s if v else not_(s)
+        if taken not in self._guard_set:
+            self._guard_set.add(taken)
+            self.guards.append(Guard(taken, self._origin(origin)))
+        self._assume(taken)
+        return bool(v)
+
+    def add_fact(self, cond: Expr | bool, origin: object = None) -> None:
+        """Assume ``cond`` (a user check); ValueError if it is provably false."""
+        c = D.simplify(self, to_expr(cond))
+        r = D.decide(self, c)
+        if r is False:
+            raise ValueError(f"check `{c}` can never hold")
+        if r is True:
+            return
+        v = D.hint_value(self, c)
+        if v is not None and not v:
+            raise ValueError(f"check `{c}` is false for the example inputs "
+                             f"({self._hints_for(c)})")
+        self.facts.append(Guard(c, self._origin(origin)))
+        self._assume(c)
+
+    # --- assuming facts -----------------------------------------------------------------
+    def _assume(self, cond: Expr) -> None:
+        c = D.simplify(self, cond)
+        op = c.op
+        if op == "const":
+            if not c.value:
+                raise ValueError(f"contradiction: `{cond}` is false under the known facts")
+            return
+        if op == "and":
+            for a in c.args:
+                self._assume(a)
+            return
+        if op == "eq":
+            self._assume_eq(c)
+            return
+        self._known.add(c)
+        if op in ("le", "lt", "ge"):
+            f = neg(diff(c))  # the fact f >= 0
+            one = _single_symbol(f)
+            if one is not None:
+                s, k, c0 = one
+                if k > 0:
+                    self._narrow(s, -(c0 // k), INF)
+                else:
+                    self._narrow(s, -INF, c0 // (-k))
+            else:
+                self._lin.append(f)
+        elif op == "ne":
+            one = _single_symbol(diff(c))
+            if one is not None:
+                s, k, c0 = one
+                if c0 % k == 0:
+                    v = -c0 // k
+                    rng = self._info(s.name).range
+                    if v == rng.lo:
+                        self._narrow(s, v + 1, INF)
+                    elif v == rng.hi:
+                        self._narrow(s, -INF, v - 1)
+        self._bump()
+
+    def _assume_eq(self, c: Expr) -> None:
+        d = diff(c)
+        t = dict(terms(d))
+        best: Expr | None = None
+        for m, k in t.items():
+            if len(m) != 1 or abs(k) != 1:
+                continue
+            x = m[0]
+            rest: set[str] = set()
+            for m2 in t:
+                if m2 != m:
+                    for f in m2:
+                        rest |= f.free_symbols
+            if x.free_symbols & rest:
+                continue
+            if best is None or (best.op != "sym" and x.op == "sym") or (
+                    x.op == "sym" and self._rank(x) > self._rank(best)):
+                best = x
+        if best is None:
+            self._known.add(c)
+            self._lin.append(d)
+            self._lin.append(neg(d))
+            self._bump()
+            return
+        k = t.pop((best,))
+        value = scale(from_terms(t), -k)
+        if best.op == "sym":
+            self._replace(best, value)
+        else:
+            self._atom[best] = value
+            self._known.add(c)
+            self._bump()
+            self._refresh()
+
+    def _rank(self, s: Expr) -> tuple[int, int]:
+        info = self._info(s.name)  # type: ignore[arg-type]
+        return (0 if info.backed else 1, info.index)
+
+    def _narrow(self, s: Expr, lo: float, hi: float) -> None:
+        info = self._info(s.name)  # type: ignore[arg-type]
+        new = info.range.intersect(Range(lo, hi))
+        if new.is_empty:
+            raise ValueError(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
+                             f"is [{info.range.lo}, {info.range.hi}]")
+        if new == info.range:
+            return
+        info.range = new
+        self._bump()
+        if new.is_point and s not in self._repl:
+            self._replace(s, const(int(new.lo)))
+
+    def _replace(self, s: Expr, value: Expr) -> None:
+        info = self._info(s.name)  # type: ignore[arg-type]
+        if value.op == "const" and value.value not in info.range:
+            raise ValueError(f"contradiction: {s.name} == {value} but its range is "
+                             f"[{info.range.lo}, {info.range.hi}]")
+        self._repl[s] = value
+        for k, v in list(self._repl.items()):
+            if s.name in v.free_symbols:
+                self._repl[k] = substitute(v, lambda x: value if x is s else None)
+        self._bump()
+        if value.op != "const":
+            rng = info.range
+            if rng.lo > -INF:
+                self._assume(compare("ge", value, const(int(rng.lo))))
+            if rng.hi < INF:
+                self._assume(compare("le", value, const(int(rng.hi))))
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Re-simplify stored facts after the replacements changed."""
+        lin, known, atom = self._lin, self._known, self._atom
+        self._lin, self._known, self._atom = [], set(), {}
+        self._bump()
+        for a, v in atom.items():
+            a2 = D.simplify(self, a)
+            if a2.op != "const":
+                self._atom[a2] = D.simplify(self, v)
+            self._bump()
+        for f in lin:
+            f2 = D.simplify(self, f)
+            if f2.op == "const":
+                if int(f2.value) < 0:  # type: ignore[arg-type]
+                    raise ValueError("contradiction among the facts")
+            else:
+                self._lin.append(f2)
+        for k in known:
+            k2 = D.simplify(self, k)
+            if k2.op == "const" and not k2.value:
+                raise ValueError(f"contradiction: `{k}` no longer holds")
+            if k2.op != "const":
+                self._known.add(k2)
+        self._bump()
+
+    # --- results ------------------------------------------------------------------------
+    def contract(self) -> Contract:
+        """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
+        out = Contract()
+        for name, info in self._syms.items():
+            v = self._repl.get(sym(name))
+            if v is None:
+                out.fates[name] = Fate("free", info.range, expr=sym(name))
+            elif v.op == "const":
+                out.fates[name] = Fate("static", Range(v.value, v.value), value=int(v.value),
+                                       expr=v)
+            else:
+                kind = "equal" if v.op == "sym" else "derived"
+                out.fates[name] = Fate(kind, self.bounds(v), expr=v)
+        seen: set[Expr] = set()
+        backed_facts = [f for f in self.facts if all(n in self._hints for n in
+                                                     f.cond.free_symbols)]
+        for g in self.guards + backed_facts:
+            c = substitute(g.cond, self._repl.get)
+            if c in seen or D.bounds_of(self, c).lo == 1:
+                continue
+            seen.add(c)
+            out.residual.append(Guard(c, g.origin))
+        return out
+
+    def check_binding(self, binding: Mapping[str, int]) -> list[Expr]:
+        """Conditions of the contract that ``binding`` (name -> int) violates."""
+        conds: list[Expr] = []
+        for name, info in self._syms.items():
+            if name not in binding:
+                continue
+            s = sym(name)
+            v = self._repl.get(s)
+            if v is not None:
+                conds.append(compare("eq", s, v))
+            if info.range.lo > -INF:
+                conds.append(compare("ge", s, const(int(info.range.lo))))
+            if info.range.hi < INF:
+                conds.append(compare("le", s, const(int(info.range.hi))))
+        conds += [g.cond for g in self.guards]
+        conds += [f.cond for f in self.facts if f.cond.free_symbols <= binding.keys()]
+        bad: list[Expr] = []
+        for c in conds:
+            if c is TRUE or c in bad:
+                continue
+            try:
+                ok = c.evaluate(binding)
+            except (KeyError, ZeroDivisionError):
+                continue
+            if not ok:
+                bad.append(c)
+        return bad
+
+
+def _single_symbol(f: Expr) -> tuple[Expr, int, int] | None:
+    """``(s, k, c)`` when ``f == k*s + c`` for one symbol ``s``."""
+    t = terms(f)
+    s = None
+    k = c = 0
+    for m, v in t:
+        if not m:
+            c = v
+        elif len(m) == 1 and m[0].op == "sym" and s is None:
+            s, k = m[0], v
+        else:
+            return None
+    return None if s is None else (s, k, c)

@@ -1,0 +1,415 @@
+"""Python-facing symbolic values: SymInt, SymBool and SymFloat over an Env.
+
+Arithmetic with ints and other Sym values builds expressions without guarding; a result
+whose expression is constant comes back as a plain ``int``/``bool``/``float``.  Questions
+Python must answer with a real value (``bool()``, ``int()``, ``__index__``, ``hash()``,
+``float()``) go through ``Env.evaluate`` and so record guards.  ``n / m`` and mixing with
+floats give a SymFloat: an exact rational ``num / den`` of two int expressions, so
+``math.floor(n * 0.5)`` is ``n//2``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from safetrace.symbolic import decide as D
+from safetrace.symbolic.env import Env
+from safetrace.symbolic.expr import (
+    ONE, Expr, add, and_, compare, const, floordiv, minmax, mod, mul, neg, not_, or_, sub,
+    to_expr,
+)
+
+Fn = Callable[[Expr, Expr], Expr]
+
+
+def _wrap_int(e: Expr, env: Env) -> Any:
+    if e.op == "const":
+        return e.value
+    if env._repl or env._atom:
+        e = D.simplify(env, e)
+        if e.op == "const":
+            return int(e.value)  # type: ignore[arg-type]
+    return SymInt(e, env)
+
+
+def _wrap_bool(e: Expr, env: Env) -> Any:
+    if e.op == "const":
+        return bool(e.value)
+    if env._repl or env._atom:
+        e = D.simplify(env, e)
+        if e.op == "const":
+            return bool(e.value)
+    return SymBool(e, env)
+
+
+def _int_operand(o: object) -> Expr | None:
+    c = o.__class__
+    if c is int:
+        return const(o)  # type: ignore[arg-type]
+    if c is SymInt:
+        return o.expr  # type: ignore[attr-defined]
+    if isinstance(o, int):
+        return const(int(o))
+    return None
+
+
+def _binop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    def op(self: SymInt, o: object) -> Any:
+        e = _int_operand(o)
+        if e is None:
+            return SymFloat._mixed(fop, self, o, False)
+        return _wrap_int(fn(self.expr, e), self.env)
+    return op
+
+
+def _rbinop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
+    def op(self: SymInt, o: object) -> Any:
+        e = _int_operand(o)
+        if e is None:
+            return SymFloat._mixed(fop, self, o, True)
+        return _wrap_int(fn(e, self.expr), self.env)
+    return op
+
+
+def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
+    def op(self: SymInt, o: object) -> Any:
+        e = _int_operand(o)
+        if e is None:
+            return SymFloat._mixed(kind, self, o, False)
+        return _wrap_bool(compare(kind, self.expr, e), self.env)
+    return op
+
+
+class SymInt:
+    """A symbolic int seen by traced code; ``node`` is a free slot for the tracer."""
+
+    __slots__ = ("expr", "env", "node")
+
+    def __init__(self, expr: Expr, env: Env) -> None:
+        self.expr = expr
+        self.env = env
+        self.node: object = None
+
+    __add__, __radd__ = _binop(add, "add"), _rbinop(add, "add")
+    __sub__, __rsub__ = _binop(sub, "sub"), _rbinop(sub, "sub")
+    __mul__, __rmul__ = _binop(mul, "mul"), _rbinop(mul, "mul")
+    __floordiv__, __rfloordiv__ = _binop(floordiv, "floordiv"), _rbinop(floordiv, "floordiv")
+    __mod__, __rmod__ = _binop(mod, "mod"), _rbinop(mod, "mod")
+    __lt__, __le__, __gt__, __ge__ = _cmpop("lt"), _cmpop("le"), _cmpop("gt"), _cmpop("ge")
+    __eq__, __ne__ = _cmpop("eq"), _cmpop("ne")  # type: ignore[assignment]
+
+    def __truediv__(self, o: object) -> Any:
+        return SymFloat._mixed("truediv", self, o, False)
+
+    def __rtruediv__(self, o: object) -> Any:
+        return SymFloat._mixed("truediv", self, o, True)
+
+    def __divmod__(self, o: object) -> tuple[Any, Any]:
+        return self // o, self % o  # type: ignore[operator]
+
+    def __rdivmod__(self, o: object) -> tuple[Any, Any]:
+        return o // self, o % self  # type: ignore[operator]
+
+    def __pow__(self, k: object) -> Any:
+        n = int(k)  # type: ignore[call-overload]
+        if n < 0:
+            return SymFloat._of(1, self.env) / self ** (-n)
+        r: Any = 1
+        for _ in range(n):
+            r = r * self
+        return r
+
+    def __rpow__(self, base: object) -> Any:
+        return base ** int(self)  # type: ignore[operator]
+
+    def __lshift__(self, k: object) -> Any:
+        return self * (1 << int(k))  # type: ignore[call-overload]
+
+    def __rshift__(self, k: object) -> Any:
+        return self // (1 << int(k))  # type: ignore[call-overload]
+
+    def __neg__(self) -> Any:
+        return _wrap_int(neg(self.expr), self.env)
+
+    def __pos__(self) -> SymInt:
+        return self
+
+    def __abs__(self) -> Any:
+        return _wrap_int(minmax("max", [self.expr, neg(self.expr)]), self.env)
+
+    def __floor__(self) -> SymInt:
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits: int | None = None) -> SymInt:
+        return self
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(compare("ne", self.expr, const(0)))
+
+    def __int__(self) -> int:
+        """Specialize: guard ``expr == hint`` and return the hint."""
+        v = int(self.env.hint(self.expr))
+        self.env.evaluate(compare("eq", self.expr, const(v)))
+        return v
+
+    __index__ = __int__
+
+    def __float__(self) -> float:
+        return float(int(self))
+
+    def __hash__(self) -> int:
+        return hash(int(self))
+
+    def __format__(self, spec: str) -> str:
+        return str(self) if not spec else format(int(self), spec)
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    __str__ = __repr__
+
+    def __copy__(self) -> SymInt:
+        return self
+
+    def __deepcopy__(self, memo: object) -> SymInt:
+        return self
+
+    @property
+    def hint(self) -> int:
+        """The example value (raises DataDependentQuestion for unbacked expressions)."""
+        return int(self.env.hint(self.expr))
+
+
+class SymBool:
+    """A symbolic condition; ``bool()`` answers it through ``Env.evaluate`` (a guard)."""
+
+    __slots__ = ("expr", "env", "node")
+
+    def __init__(self, expr: Expr, env: Env) -> None:
+        self.expr = expr
+        self.env = env
+        self.node: object = None
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(self.expr)
+
+    def _logic(self, o: object, f: Callable[..., Expr]) -> Any:
+        if isinstance(o, SymBool):
+            return _wrap_bool(f(self.expr, o.expr), self.env)
+        if isinstance(o, bool):
+            return _wrap_bool(f(self.expr, const(o)), self.env)
+        return NotImplemented
+
+    def __and__(self, o: object) -> Any:
+        return self._logic(o, and_)
+
+    __rand__ = __and__
+
+    def __or__(self, o: object) -> Any:
+        return self._logic(o, or_)
+
+    __ror__ = __or__
+
+    def __invert__(self) -> Any:
+        """Logical not (like torch's SymBool), not bitwise."""
+        return _wrap_bool(not_(self.expr), self.env)
+
+    def __eq__(self, o: object) -> Any:  # type: ignore[override]
+        return self._logic(o, lambda a, b: compare("eq", a, b))
+
+    def __ne__(self, o: object) -> Any:  # type: ignore[override]
+        return self._logic(o, lambda a, b: compare("ne", a, b))
+
+    def __int__(self) -> int:
+        return int(bool(self))
+
+    def __hash__(self) -> int:
+        return hash(bool(self))
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    __str__ = __repr__
+
+    def __copy__(self) -> SymBool:
+        return self
+
+    def __deepcopy__(self, memo: object) -> SymBool:
+        return self
+
+    @property
+    def hint(self) -> bool:
+        """The value under the hints."""
+        return bool(self.env.hint(self.expr))
+
+
+class SymFloat:
+    """An exact rational ``num / den`` of two int expressions (``den`` never 0)."""
+
+    __slots__ = ("num", "den", "env", "node")
+
+    def __init__(self, num: Expr, den: Expr, env: Env) -> None:
+        self.num, self.den, self.env = num, den, env
+        self.node: object = None
+
+    @staticmethod
+    def _of(v: object, env: Env) -> Any:
+        if isinstance(v, SymFloat):
+            return v
+        if isinstance(v, SymInt):
+            return SymFloat(v.expr, ONE, env)
+        if isinstance(v, (int, float)):
+            p, q = float(v).as_integer_ratio() if isinstance(v, float) else (int(v), 1)
+            return SymFloat(const(p), const(q), env)
+        return None
+
+    @staticmethod
+    def _make(num: Expr, den: Expr, env: Env) -> Any:
+        if den.op == "const" and int(den.value) < 0:  # type: ignore[arg-type]
+            num, den = neg(num), neg(den)
+        if num.op == "const" and den.op == "const":
+            return int(num.value) / int(den.value)  # type: ignore[arg-type]
+        return SymFloat(num, den, env)
+
+    @staticmethod
+    def _mixed(op: str, a: Any, b: Any, reverse: bool) -> Any:
+        env = a.env
+        x, y = SymFloat._of(a, env), SymFloat._of(b, env)
+        if x is None or y is None:
+            return NotImplemented
+        if reverse:
+            x, y = y, x
+        return x._apply(op, y)
+
+    def _apply(self, op: str, o: SymFloat) -> Any:
+        a, b, c, d, env = self.num, self.den, o.num, o.den, self.env
+        if op in ("add", "sub"):
+            f = add if op == "add" else sub
+            if b is d:
+                return SymFloat._make(f(a, c), b, env)
+            return SymFloat._make(f(mul(a, d), mul(c, b)), mul(b, d), env)
+        if op == "mul":
+            return SymFloat._make(mul(a, c), mul(b, d), env)
+        if op == "truediv":
+            if c.op == "const" and not c.value:
+                raise ZeroDivisionError("division by zero")
+            return SymFloat._make(mul(a, d), mul(b, c), env)
+        if op == "floordiv":
+            return math_floor(SymFloat._make(mul(a, d), mul(b, c), env))
+        if op in ("lt", "le", "gt", "ge", "eq", "ne"):
+            # a/b ? c/d  <=>  a*d ? c*b  when b*d > 0 (flip otherwise)
+            bd = mul(b, d)
+            if not env.evaluate(compare("gt", bd, const(0))):
+                op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+            return _wrap_bool(compare(op, mul(a, d), mul(c, b)), env)
+        return NotImplemented
+
+    def _bin(op: str, rev: bool = False) -> Callable[[SymFloat, object], Any]:  # type: ignore
+        def f(self: SymFloat, o: object) -> Any:
+            return SymFloat._mixed(op, self, o, rev)
+        return f
+
+    __add__, __radd__ = _bin("add"), _bin("add", True)
+    __sub__, __rsub__ = _bin("sub"), _bin("sub", True)
+    __mul__, __rmul__ = _bin("mul"), _bin("mul", True)
+    __truediv__, __rtruediv__ = _bin("truediv"), _bin("truediv", True)
+    __floordiv__, __rfloordiv__ = _bin("floordiv"), _bin("floordiv", True)
+    __lt__, __le__, __gt__, __ge__ = _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
+    __eq__, __ne__ = _bin("eq"), _bin("ne")  # type: ignore[assignment]
+
+    def __neg__(self) -> Any:
+        return SymFloat._make(neg(self.num), self.den, self.env)
+
+    def __floor__(self) -> Any:
+        return _wrap_int(floordiv(self.num, self.den), self.env)
+
+    def __ceil__(self) -> Any:
+        d = self.den
+        if d.op == "const" and int(d.value) > 0:  # type: ignore[arg-type]
+            return _wrap_int(floordiv(add(self.num, const(int(d.value) - 1)), d), self.env)
+        return _wrap_int(neg(floordiv(neg(self.num), d)), self.env)
+
+    def __trunc__(self) -> Any:
+        return self.__floor__() if self >= 0 else self.__ceil__()
+
+    __int__ = __trunc__  # type: ignore[assignment]
+
+    def __float__(self) -> float:
+        return int(SymInt(self.num, self.env)) / int(SymInt(self.den, self.env))
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(compare("ne", self.num, const(0)))
+
+    def __hash__(self) -> int:
+        return hash(float(self))
+
+    def __repr__(self) -> str:
+        n, d = str(self.num), str(self.den)
+        n = n if self.num.op in ("sym", "const") else f"({n})"
+        d = d if self.den.op in ("sym", "const") else f"({d})"
+        return f"{n}/{d}"
+
+    __str__ = __repr__
+
+    @property
+    def hint(self) -> float:
+        """The value under the hints."""
+        return int(self.env.hint(self.num)) / int(self.env.hint(self.den))
+
+
+def math_floor(x: Any) -> Any:
+    """``math.floor`` that stays symbolic for Sym values."""
+    return x.__floor__() if isinstance(x, SymFloat) else x // 1
+
+
+def is_symbolic(v: object) -> bool:
+    """True for SymInt, SymBool and SymFloat."""
+    return isinstance(v, (SymInt, SymBool, SymFloat))
+
+
+def _env_of(xs: tuple[object, ...]) -> Env | None:
+    for x in xs:
+        if isinstance(x, (SymInt, SymBool)):
+            return x.env
+    return None
+
+
+def sym_min(a: Any, b: Any) -> Any:
+    """``min`` without a guard: an int for ints, else a SymInt of ``min(a, b)``."""
+    env = _env_of((a, b))
+    if env is None or isinstance(a, (float, SymFloat)) or isinstance(b, (float, SymFloat)):
+        return min(a, b)
+    return _wrap_int(minmax("min", [to_expr(a), to_expr(b)]), env)
+
+
+def sym_max(a: Any, b: Any) -> Any:
+    """``max`` without a guard: an int for ints, else a SymInt of ``max(a, b)``."""
+    env = _env_of((a, b))
+    if env is None or isinstance(a, (float, SymFloat)) or isinstance(b, (float, SymFloat)):
+        return max(a, b)
+    return _wrap_int(minmax("max", [to_expr(a), to_expr(b)]), env)
+
+
+def sym_not(a: Any) -> Any:
+    """Logical not without a guard."""
+    if isinstance(a, SymBool):
+        return _wrap_bool(not_(a.expr), a.env)
+    return not a
+
+
+def sym_and(*xs: Any) -> Any:
+    """Logical and of bools/SymBools without a guard."""
+    env = _env_of(xs)
+    if env is None:
+        return all(xs)
+    return _wrap_bool(and_(*[to_expr(x) for x in xs]), env)
+
+
+def sym_or(*xs: Any) -> Any:
+    """Logical or of bools/SymBools without a guard."""
+    env = _env_of(xs)
+    if env is None:
+        return any(xs)
+    return _wrap_bool(or_(*[to_expr(x) for x in xs]), env)
