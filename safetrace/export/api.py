@@ -1,0 +1,220 @@
+"""``st.export``: trace a module or function on example inputs into an ExportedProgram."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import torch
+
+from safetrace import pytree
+from safetrace.errors import ExportError, UnsupportedInputError
+from safetrace.export.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.meta import TensorMeta
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.tracer import Tracer
+
+
+def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
+           dynamic_shapes: Any = None, strict: bool | None = None) -> ExportedProgram:
+    """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space."""
+    if not isinstance(args, tuple):
+        if isinstance(args, list):
+            args = tuple(args)
+        else:
+            raise UnsupportedInputError(
+                f"args must be a tuple of positional inputs, got {type(args).__name__}.\n"
+                f"Fix: st.export(model, (x,)) for a single input x")
+    kwargs = dict(kwargs or {})
+    if dynamic_shapes is not None:
+        raise NotImplementedError("dynamic_shapes arrive with the dynamic-shapes issue")
+    fn = model.forward if isinstance(model, torch.nn.Module) else model
+    if not callable(fn):
+        raise UnsupportedInputError(f"cannot export {type(model).__name__}: it is not callable")
+    return _Exporter(model, fn).run(args, kwargs)
+
+
+class _Exporter:
+    def __init__(self, model: Any, fn: Callable) -> None:
+        self.model = model
+        self.fn = fn
+        self.graph = torch.fx.Graph()
+        self.state: dict[int, torch.fx.Node] = {}
+        self.state_tensors: dict[str, torch.Tensor] = {}
+        self.input_specs: list[InputSpec] = []
+
+    def run(self, args: tuple, kwargs: dict) -> ExportedProgram:
+        leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
+        device = _common_device(leaves)
+        self._lift_state()
+        proxies = self._user_inputs(leaves)
+        tracer = Tracer(self.graph, device, self.state, self._constant_namer())
+        targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
+        with _ModuleGuard(self.model) as guard, _exporting(), tracer:
+            out = self.fn(*targs, **tkwargs)
+        out_leaves, out_spec = pytree.tree_flatten(out)
+        outputs = self._outputs(tracer, guard, out_leaves)
+        for name, t in tracer.constants.items():
+            self.input_specs.append(InputSpec("constant", name, name, None, True))
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        ep = ExportedProgram(
+            gm, self.input_specs, outputs, in_spec, out_spec,
+            state={**self.state_tensors}, constants=dict(tracer.constants),
+            input_leaves=[(path, None if isinstance(v, torch.Tensor) else v)
+                          for path, v in leaves],
+        )
+        return ep
+
+    def _lift_state(self) -> None:
+        """Placeholders for every parameter and buffer (shared tensors lifted once)."""
+        if not isinstance(self.model, torch.nn.Module):
+            return
+        non_persistent = set()
+        for mname, mod in self.model.named_modules(remove_duplicate=False):
+            for b in mod._non_persistent_buffers_set:
+                non_persistent.add(f"{mname}.{b}" if mname else b)
+        for kind, prefix, items in (
+            ("parameter", "p_", self.model.named_parameters(remove_duplicate=False)),
+            ("buffer", "b_", self.model.named_buffers(remove_duplicate=False)),
+        ):
+            for name, t in items:
+                if id(t) in self.state:
+                    continue
+                node = self.graph.placeholder(pytree.placeholder_name(prefix + name))
+                node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+                node.meta["stack_trace"] = ""
+                node.meta["kind"] = kind
+                node.meta["target"] = name
+                self.state[id(t)] = node
+                self.state_tensors[name] = t
+                self.input_specs.append(InputSpec(kind, node.name, name, None,
+                                                  name not in non_persistent))
+
+    def _user_inputs(self, leaves: list) -> list:
+        proxies = []
+        used: set = set()
+        for i, (path, value) in enumerate(leaves):
+            name = pytree.placeholder_name(path)
+            while name in used:
+                name += "_"
+            used.add(name)
+            node = self.graph.placeholder(name)
+            node.meta["stack_trace"] = ""
+            node.meta["kind"] = "user_input"
+            node.meta["path"] = path
+            if isinstance(value, torch.Tensor):
+                p = Proxy(TensorMeta(tuple(value.shape), value.dtype, value.device), node)
+                node.meta["val"] = p
+                proxies.append(p)
+            else:
+                node.meta["val"] = value
+                proxies.append(value)
+            self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
+        return proxies
+
+    def _constant_namer(self) -> Callable[[torch.Tensor], str]:
+        names: dict[int, str] = {}
+        if isinstance(self.model, torch.nn.Module):
+            for mname, mod in self.model.named_modules():
+                for attr, v in vars(mod).items():
+                    if isinstance(v, torch.Tensor) and id(v) not in self.state:
+                        full = f"{mname}.{attr}" if mname else attr
+                        names.setdefault(id(v), pytree.placeholder_name("c_" + full))
+        counter = [0]
+
+        def name(t: torch.Tensor) -> str:
+            found = names.get(id(t))
+            if found is not None:
+                return found
+            counter[0] += 1
+            return f"c_lifted_tensor_{counter[0] - 1}"
+
+        return name
+
+    def _outputs(self, tracer: Tracer, guard: _ModuleGuard, leaves: list) -> list[OutputSpec]:
+        specs: list[OutputSpec] = []
+        nodes: list = []
+        # Buffers written in place, then buffers reassigned in forward (`self.b = self.b + 1`).
+        for base, writer in tracer.mutated.items():
+            if base.meta.get("kind") == "buffer":
+                nodes.append(base)
+                specs.append(OutputSpec("buffer_mutation", base.meta["target"]))
+        for target, value in guard.reassigned_buffers():
+            node = value.st_node if isinstance(value, Proxy) else tracer.lift(value)
+            nodes.append(node)
+            specs.append(OutputSpec("buffer_mutation", target))
+        for leaf in leaves:
+            if isinstance(leaf, Proxy):
+                nodes.append(leaf.st_node)
+            elif isinstance(leaf, torch.Tensor):
+                nodes.append(tracer.lift(leaf))
+            elif isinstance(leaf, pytree.CONSTANT_LEAVES):
+                nodes.append(leaf)
+            elif hasattr(leaf, "expr"):
+                nodes.append(tracer.sym_node(leaf))
+            else:
+                raise ExportError(
+                    f"the model returned a {type(leaf).__qualname__}, which safetrace cannot "
+                    f"flatten.\nFix: st.register_dataclass({type(leaf).__qualname__}) or return "
+                    f"tensors and Python constants")
+            specs.append(OutputSpec("user_output", None))
+        self.graph.output(tuple(nodes))
+        return specs
+
+
+def _common_device(leaves: list) -> torch.device:
+    for _, v in leaves:
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
+
+
+@contextlib.contextmanager
+def _exporting() -> Iterator[None]:
+    """Make traced code see an export in progress (torch.compiler.is_exporting() & co)."""
+    import torch.compiler as tc
+
+    saved = (tc._is_compiling_flag, tc._is_exporting_flag)
+    tc._is_compiling_flag = True
+    tc._is_exporting_flag = True
+    try:
+        yield
+    finally:
+        tc._is_compiling_flag, tc._is_exporting_flag = saved
+
+
+class _ModuleGuard:
+    """Snapshot every submodule's tensors; restore them after tracing whatever happened."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.saved: list = []
+        self.changed: list[tuple[str, Any]] = []
+
+    def __enter__(self) -> _ModuleGuard:
+        if isinstance(self.model, torch.nn.Module):
+            for mname, mod in self.model.named_modules(remove_duplicate=False):
+                self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
+                                   {k: v for k, v in vars(mod).items()
+                                    if isinstance(v, torch.Tensor)}, mod.training))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mname, mod, params, buffers, attrs, training in self.saved:
+            for k, v in mod._buffers.items():
+                if buffers.get(k) is not v and k in buffers:
+                    self.changed.append((f"{mname}.{k}" if mname else k, v))
+            mod._parameters.clear()
+            mod._parameters.update(params)
+            mod._buffers.clear()
+            mod._buffers.update(buffers)
+            for k, v in list(vars(mod).items()):
+                if isinstance(v, torch.Tensor) and attrs.get(k) is not v:
+                    if k in attrs:
+                        object.__setattr__(mod, k, attrs[k])
+                    else:
+                        delattr(mod, k)
+            mod.training = training
+
+    def reassigned_buffers(self) -> list[tuple[str, Any]]:
+        return self.changed

@@ -1,0 +1,101 @@
+"""Readable printing of exported graphs: shapes per value, the user's line per group."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from safetrace.trace.proxy import Proxy, annotation
+
+
+def value_annotation(val: Any) -> str:
+    if isinstance(val, Proxy):
+        return annotation(val.st_meta)
+    if isinstance(val, torch.Tensor):
+        return annotation_of_tensor(val)
+    if hasattr(val, "expr"):
+        return f"Sym({val})"
+    if isinstance(val, (list, tuple)):
+        return "(" + ", ".join(value_annotation(v) for v in val) + ")" if val else "()"
+    return ""
+
+
+def annotation_of_tensor(t: torch.Tensor) -> str:
+    from safetrace.meta import TensorMeta
+
+    return annotation(TensorMeta(tuple(t.shape), t.dtype, t.device))
+
+
+def target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        ns, rest = target.name().split("::")
+        return f"torch.ops.{ns}.{rest.replace('.', '.')}" + (
+            "" if "." in rest else ".default")
+    mod = getattr(target, "__module__", "") or ""
+    name = getattr(target, "__name__", repr(target))
+    if mod in ("_operator", "operator"):
+        return f"operator.{name}"
+    return f"{mod}.{name}" if mod else name
+
+
+def format_arg(a: Any) -> str:
+    if isinstance(a, torch.fx.Node):
+        return a.name
+    if isinstance(a, (list, tuple)):
+        inner = ", ".join(format_arg(x) for x in a)
+        if isinstance(a, list):
+            return f"[{inner}]"
+        return f"({inner},)" if len(a) == 1 else f"({inner})"
+    if isinstance(a, torch.dtype):
+        return str(a)
+    if isinstance(a, torch.device):
+        return f"device(type='{a.type}'" + (f", index={a.index})" if a.index is not None else ")")
+    return repr(a)
+
+
+def location(stack_trace: str) -> str:
+    """``File: path:line in fn, code: text`` from a stack_trace."""
+    if not stack_trace:
+        return ""
+    head, _, code = stack_trace.partition("\n")
+    try:
+        path = head.split('"')[1]
+        line = head.split("line ")[1].split(",")[0]
+        fn = head.split(" in ")[-1]
+    except IndexError:
+        return head
+    return f"File: {path}:{line} in {fn}, code: {code.strip()}"
+
+
+def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:
+    """The graph as Python: annotated values, grouped under the user's source lines."""
+    params = []
+    body: list[str] = []
+    last_loc = None
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            ann = value_annotation(node.meta.get("val"))
+            params.append(f'{node.name}: "{ann}"' if ann else node.name)
+        elif node.op == "call_function":
+            loc = location(node.meta.get("stack_trace", ""))
+            if loc != last_loc:
+                last_loc = loc
+                body.append("")
+                body.append(f"# {loc}" if loc else "# No stacktrace found for following nodes")
+            args = [format_arg(a) for a in node.args]
+            args += [f"{k} = {format_arg(v)}" for k, v in node.kwargs.items()]
+            ann = value_annotation(node.meta.get("val"))
+            lhs = f'{node.name}: "{ann}"' if ann else node.name
+            body.append(f"{lhs} = {target_name(node.target)}({', '.join(args)})")
+        elif node.op == "output":
+            body.append(f"return {format_arg(node.args[0])}")
+    lines = [f"class {name}(torch.nn.Module):",
+             f"    def forward(self, {', '.join(params)}):"]
+    lines += [f"        {b}" if b else "" for b in body]
+    return "\n".join(lines) + "\n"
+
+
+def short_path(path: str) -> str:
+    return os.path.basename(path)

@@ -1,0 +1,157 @@
+"""The exported program: graph, signature, state, input contract; ``module()`` runs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace import pytree
+from safetrace.errors import InputMismatchError
+from safetrace.export.checks import CheckBuilder
+from safetrace.export.printing import print_readable
+from safetrace.export.signature import ExportGraphSignature, InputSpec, OutputSpec
+
+__all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
+
+
+class ExportedGraphModule(torch.fx.GraphModule):
+    """A torch.fx GraphModule whose ``print_readable`` annotates shapes and source lines."""
+
+    def print_readable(self, print_output: bool = True, **kwargs: Any) -> str:  # type: ignore[override]
+        text = print_readable(self.graph, type(self).__name__.replace("Exported", ""))
+        if print_output:
+            print(text)
+        return text
+
+
+class ExportedProgram:
+    """A traced program, sound for the input space it was exported for."""
+
+    def __init__(self, graph_module: torch.fx.GraphModule, input_specs: list[InputSpec],
+                 output_specs: list[OutputSpec], in_spec: Any, out_spec: Any, *,
+                 state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor],
+                 input_leaves: list[tuple[str, Any]], range_constraints: dict | None = None
+                 ) -> None:
+        gm = graph_module
+        if not isinstance(gm, ExportedGraphModule):
+            gm = ExportedGraphModule(gm, gm.graph, "GraphModule")
+        self.graph_module = gm
+        out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+        for spec, node in zip(output_specs, out_node.args[0]):
+            spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
+        self.graph_signature = ExportGraphSignature(input_specs, output_specs)
+        self._state = state
+        self.constants = constants
+        self.in_spec = in_spec
+        self.out_spec = out_spec
+        self.input_leaves = input_leaves
+        self.range_constraints = dict(range_constraints or {})
+        self._check = self._build_checks()
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def graph(self) -> torch.fx.Graph:
+        return self.graph_module.graph
+
+    @property
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Parameters and persistent buffers by their names in the original module."""
+        non_persistent = set(self.graph_signature.non_persistent_buffers)
+        return {k: v for k, v in self._state.items() if k not in non_persistent}
+
+    def placeholder_meta(self) -> dict[str, Any]:
+        return {n.name: n.meta.get("val") for n in self.graph.nodes if n.op == "placeholder"}
+
+    # -- checks --------------------------------------------------------------------
+    def _build_checks(self) -> Any:
+        b = CheckBuilder()
+        metas = self.placeholder_meta()
+        by_leaf = {s.leaf: s.name for s in self.graph_signature.input_specs
+                   if s.kind == "user_input"}
+        for i, (path, const) in enumerate(self.input_leaves):
+            val = metas[by_leaf[i]]
+            if isinstance(val, torch.Tensor):
+                b.tensor(i, path, val.st_meta.dtype, val.st_meta.shape)
+            else:
+                b.constant(i, path, const)
+        return b.build(len(self.input_leaves))
+
+    def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
+        """Validate a call's inputs against the contract; return the flattened leaves."""
+        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+        if spec != self.in_spec:
+            raise InputMismatchError(
+                "the inputs' structure differs from the exported one.\n"
+                f"  expected: {_tree_str(self.in_spec)}\n  got:      {_tree_str(spec)}\n"
+                "Fix: call with the same containers (lists/tuples/dicts/dataclasses) and "
+                "keyword names as at export")
+        self._check(leaves)
+        return leaves
+
+    # -- running -------------------------------------------------------------------
+    def module(self) -> torch.nn.Module:
+        """A callable nn.Module: checks its inputs, then runs the graph."""
+        return _ProgramModule(self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
+
+    def __str__(self) -> str:
+        text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False)]
+        text.append(f"Graph signature: {self.graph_signature}")
+        text.append(f"Range constraints: {self.range_constraints}")
+        return "\n".join(text)
+
+    __repr__ = __str__
+
+
+def _tree_str(spec: Any) -> str:
+    text = str(spec)
+    return text if len(text) < 400 else text[:400] + "..."
+
+
+class _ProgramModule(torch.nn.Module):
+    """What ``ep.module()`` returns."""
+
+    def __init__(self, ep: ExportedProgram) -> None:
+        super().__init__()
+        self._ep = ep
+        self._gm = ep.graph_module
+        mutated = set(ep.graph_signature.buffers_to_mutate.values())
+        self._values: dict[str, torch.Tensor] = {}
+        for name, t in ep._state.items():
+            self._values[name] = t.detach().clone() if name in mutated else t
+        sources: list = []
+        for s in ep.graph_signature.input_specs:
+            if s.kind == "user_input":
+                sources.append(("leaf", s.leaf))
+            elif s.kind == "constant":
+                sources.append(("state", ep.constants[s.target]))
+            else:
+                sources.append(("name", s.target))
+        self._sources = sources
+        self._mutations = [(i, s.target) for i, s in enumerate(ep.graph_signature.output_specs)
+                           if s.kind == "buffer_mutation"]
+        self._n_mut = len(self._mutations)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        leaves = self._ep.check_inputs(args, kwargs)
+        values = self._values
+        call = []
+        for kind, ref in self._sources:
+            if kind == "leaf":
+                call.append(leaves[ref])
+            elif kind == "name":
+                call.append(values[ref])
+            else:
+                call.append(ref)
+        outs = self._gm(*call)
+        for i, target in self._mutations:
+            new = outs[i]
+            if new is not values[target]:
+                values[target] = new
+        return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return dict(self._values)

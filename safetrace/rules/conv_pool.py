@@ -1,0 +1,465 @@
+"""Shape rules of convolutions, pooling and pixel (un)shuffle.
+
+Output sizes are floor divisions of the padded input, so they stay exact on symbolic
+sizes: ``(L + 2*p - d*(k-1) - 1) // s + 1``.  The checks follow the CPU kernels (the meta
+kernels skip several: channel counts, bias sizes, groups divisibility, empty inputs).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import check
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+
+
+def expand_param(op: str, value: Any, n: int, name: str) -> list:
+    """An int or a list of 1 or n values -> n values (conv/pool parameters)."""
+    if isinstance(value, (list, tuple)):
+        check(len(value) in (1, n), op, f"expected {name} to be a single integer value or a "
+                                        f"list of {n} values to match the convolution "
+                                        f"dimensions, but got {name}={list(value)}")
+        return list(value) * n if len(value) == 1 else list(value)
+    return [value] * n
+
+
+# -- convolution ------------------------------------------------------------------------
+
+def conv_out(size: Any, k: Any, s: Any, p: Any, d: Any) -> Any:
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def conv_transpose_out(size: Any, k: Any, s: Any, p: Any, d: Any, op_: Any) -> Any:
+    return (size - 1) * s - 2 * p + d * (k - 1) + op_ + 1
+
+
+def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None,
+                      stride: Any, padding: Any, dilation: Any, transposed: bool,
+                      output_padding: Any, groups: Any) -> tuple:
+    """The output shape of a batched convolution (input (N, C, *spatial)), checked as CPU."""
+    check(weight.ndim >= 3, op, "weight should have at least three dimensions")
+    check(input.ndim == weight.ndim, op, f"Expected {weight.ndim}-dimensional input for "
+          f"{weight.ndim}-dimensional weight {list(weight.shape)}, but got "
+          f"{input.ndim}-dimensional input of size {list(input.shape)} instead")
+    n = weight.ndim - 2
+    stride = expand_param(op, stride, n, "stride")
+    padding = expand_param(op, padding, n, "padding")
+    dilation = expand_param(op, dilation, n, "dilation")
+    output_padding = expand_param(op, output_padding, n, "output_padding")
+    check(all(s > 0 for s in stride), op, "non-positive stride is not supported")
+    check(all(p >= 0 for p in padding), op, "negative padding is not supported")
+    check(all(d > 0 for d in dilation), op, "dilation should be greater than zero")
+    check(all(p >= 0 for p in output_padding), op, "negative output_padding is not supported")
+    check(groups > 0, op, "non-positive groups is not supported")
+    check(input.dtype == weight.dtype, op, f"expected scalar type {input.dtype} but found "
+                                           f"{weight.dtype}")
+    if bias is not None:
+        check(input.dtype == bias.dtype, op, f"Input type ({input.dtype}) and bias type "
+                                             f"({bias.dtype}) should be the same")
+    batch, channels, spatial = input.shape[0], input.shape[1], input.shape[2:]
+    kernel = weight.shape[2:]
+    check(weight.shape[0] % groups == 0, op, f"Given groups={groups}, expected weight to be "
+          f"divisible by {groups} at dimension 0, but got weight of size "
+          f"{list(weight.shape)} instead")
+    if transposed:
+        check(channels == weight.shape[0], op, f"Given transposed=1, weight of size "
+              f"{list(weight.shape)}, expected input{list(input.shape)} to have "
+              f"{weight.shape[0]} channels, but got {channels} channels instead")
+        out_channels = weight.shape[1] * groups
+        for p, s, d in zip(output_padding, stride, dilation):
+            check(p < s or p < d, op, f"output padding must be smaller than either stride or "
+                                      f"dilation, but got output_padding={output_padding}, "
+                                      f"stride={stride}, dilation={dilation}")
+    else:
+        check(channels == weight.shape[1] * groups, op, f"Given groups={groups}, weight of "
+              f"size {list(weight.shape)}, expected input{list(input.shape)} to have "
+              f"{weight.shape[1] * groups} channels, but got {channels} channels instead")
+        out_channels = weight.shape[0]
+        padded = [x + 2 * p for x, p in zip(spatial, padding)]
+        effective = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+        check(all(p >= e for p, e in zip(padded, effective)), op,
+              f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+              f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be "
+              f"greater than actual input size")
+    if bias is not None:
+        check(bias.ndim == 1 and bias.shape[0] == out_channels, op,
+              f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
+              f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
+    check(batch == 0 or channels == 0 or all(x != 0 for x in spatial), op,
+          f"Only zero batch or zero channel inputs are supported, but got input shape: "
+          f"{list(input.shape)}")
+    if transposed:
+        out = [conv_transpose_out(x, k, s, p, d, o) for x, k, s, p, d, o in
+               zip(spatial, kernel, stride, padding, dilation, output_padding)]
+        check(all(o > 0 for o in out), op, f"Given input size per channel: "
+              f"({' x '.join(map(str, spatial))}). Calculated output size per channel: "
+              f"({' x '.join(map(str, out))}). Output size is too small")
+    else:
+        out = [conv_out(x, k, s, p, d) for x, k, s, p, d in
+               zip(spatial, kernel, stride, padding, dilation)]
+    if channels == 0:  # torch gives an empty result with 0 output channels too
+        out_channels = 0
+    return (batch, out_channels, *out)
+
+
+def batchify(op: str, input: TensorMeta, n: int) -> tuple[TensorMeta, bool]:
+    """conv{n}d accepts an unbatched input (C, *spatial); add the batch dim."""
+    check(input.ndim in (n + 1, n + 2), op, f"Expected {n + 1}D (unbatched) or {n + 2}D "
+          f"(batched) input to conv{n}d, but got input of size: {list(input.shape)}")
+    if input.ndim == n + 1:
+        return input.like((1, *input.shape)), True
+    return input, False
+
+
+def conv_nd(op: str, n: int, input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None,
+            stride: Any, padding: Any, dilation: Any, groups: Any, transposed: bool = False,
+            output_padding: Any = 0) -> TensorMeta:
+    x, unbatched = batchify(op, input, n)
+    check(weight.ndim == n + 2, op, f"weight should have {n + 2} dimensions for conv{n}d, "
+                                    f"got {list(weight.shape)}")
+    shape = convolution_shape(op, x, weight, bias, stride, padding, dilation, transposed,
+                              output_padding, groups)
+    return input.like(shape[1:] if unbatched else shape)
+
+
+def conv_padding_str(op: str, n: int, input: TensorMeta, weight: TensorMeta,
+                     bias: TensorMeta | None, stride: Any, padding: str, dilation: Any,
+                     groups: Any) -> TensorMeta:
+    """padding="valid" is 0; "same" pads by d*(k-1) in total, so the size is kept."""
+    check(padding in ("same", "valid"), op, f"Invalid padding string: '{padding}'")
+    if padding == "valid":
+        return conv_nd(op, n, input, weight, bias, stride, 0, dilation, groups)
+    strides = expand_param(op, stride, n, "stride")
+    check(all(s == 1 for s in strides), op,
+          "padding='same' is not supported for strided convolutions")
+    x, unbatched = batchify(op, input, n)
+    check(weight.ndim == n + 2, op, f"weight should have {n + 2} dimensions for conv{n}d, "
+                                    f"got {list(weight.shape)}")
+    dil = expand_param(op, dilation, n, "dilation")
+    # "same" pads floor(total/2) on both sides and the odd remainder on the right; the
+    # symmetric part goes through the generic checks, then the size is the input's.
+    pads = [d * (k - 1) // 2 for d, k in zip(dil, weight.shape[2:])]
+    extra = [d * (k - 1) % 2 for d, k in zip(dil, weight.shape[2:])]
+    padded = x.like(x.shape[:2] + tuple(s + e for s, e in zip(x.shape[2:], extra)))
+    shape = convolution_shape(op, padded, weight, bias, 1, pads, dil, False, 0, groups)
+    shape = shape[:2] + tuple(x.shape[2:])
+    return input.like(shape[1:] if unbatched else shape)
+
+
+@rule(aten.conv1d.default)
+def conv1d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+           stride: Any = (1,), padding: Any = (0,), dilation: Any = (1,),
+           groups: Any = 1) -> TensorMeta:
+    """(N, C, L) or (C, L) -> (N, out, L_out)."""
+    return conv_nd("aten.conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+@rule(aten.conv2d.default)
+def conv2d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+           stride: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
+           groups: Any = 1) -> TensorMeta:
+    """(N, C, H, W) or (C, H, W) -> (N, out, H_out, W_out)."""
+    return conv_nd("aten.conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+@rule(aten.conv3d.default)
+def conv3d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+           stride: Any = (1, 1, 1), padding: Any = (0, 0, 0), dilation: Any = (1, 1, 1),
+           groups: Any = 1) -> TensorMeta:
+    """(N, C, D, H, W) or unbatched -> (N, out, D_out, H_out, W_out)."""
+    return conv_nd("aten.conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+@rule(aten.conv1d.padding)
+def conv1d_padding(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                   stride: Any = (1,), padding: str = "valid", dilation: Any = (1,),
+                   groups: Any = 1) -> TensorMeta:
+    """conv1d with padding "same" or "valid"."""
+    return conv_padding_str("aten.conv1d", 1, input, weight, bias, stride, padding, dilation,
+                            groups)
+
+
+@rule(aten.conv2d.padding)
+def conv2d_padding(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                   stride: Any = (1, 1), padding: str = "valid", dilation: Any = (1, 1),
+                   groups: Any = 1) -> TensorMeta:
+    """conv2d with padding "same" or "valid"."""
+    return conv_padding_str("aten.conv2d", 2, input, weight, bias, stride, padding, dilation,
+                            groups)
+
+
+@rule(aten.conv3d.padding)
+def conv3d_padding(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                   stride: Any = (1, 1, 1), padding: str = "valid",
+                   dilation: Any = (1, 1, 1), groups: Any = 1) -> TensorMeta:
+    """conv3d with padding "same" or "valid"."""
+    return conv_padding_str("aten.conv3d", 3, input, weight, bias, stride, padding, dilation,
+                            groups)
+
+
+@rule(aten.conv_transpose1d.default)
+def conv_transpose1d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                     stride: Any = (1,), padding: Any = (0,), output_padding: Any = (0,),
+                     groups: Any = 1, dilation: Any = (1,)) -> TensorMeta:
+    """weight (C_in, out/groups, k): L_out = (L-1)*s - 2p + d(k-1) + output_padding + 1."""
+    return conv_nd("aten.conv_transpose1d", 1, input, weight, bias, stride, padding,
+                   dilation, groups, True, output_padding)
+
+
+@rule(aten.conv_transpose2d.input)
+def conv_transpose2d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                     stride: Any = (1, 1), padding: Any = (0, 0),
+                     output_padding: Any = (0, 0), groups: Any = 1,
+                     dilation: Any = (1, 1)) -> TensorMeta:
+    """The 2-d transposed convolution."""
+    return conv_nd("aten.conv_transpose2d", 2, input, weight, bias, stride, padding,
+                   dilation, groups, True, output_padding)
+
+
+@rule(aten.conv_transpose3d.input)
+def conv_transpose3d(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None,
+                     stride: Any = (1, 1, 1), padding: Any = (0, 0, 0),
+                     output_padding: Any = (0, 0, 0), groups: Any = 1,
+                     dilation: Any = (1, 1, 1)) -> TensorMeta:
+    """The 3-d transposed convolution."""
+    return conv_nd("aten.conv_transpose3d", 3, input, weight, bias, stride, padding,
+                   dilation, groups, True, output_padding)
+
+
+@rule(aten.convolution.default)
+def convolution(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None,
+                stride: Sequence, padding: Sequence, dilation: Sequence, transposed: bool,
+                output_padding: Sequence, groups: Any) -> TensorMeta:
+    """The batched convolution every conv lowers to (no unbatched inputs here)."""
+    return input.like(convolution_shape("aten.convolution", input, weight, bias, stride,
+                                        padding, dilation, transposed, output_padding, groups))
+
+
+@rule(aten._convolution.default, aten._convolution.deprecated)
+def _convolution(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None,
+                 stride: Sequence, padding: Sequence, dilation: Sequence, transposed: bool,
+                 output_padding: Sequence, groups: Any, benchmark: bool, deterministic: bool,
+                 cudnn_enabled: bool, allow_tf32: bool = True) -> TensorMeta:
+    """Like convolution; the backend flags do not change shapes."""
+    return input.like(convolution_shape("aten._convolution", input, weight, bias, stride,
+                                        padding, dilation, transposed, output_padding, groups))
+
+
+# -- pooling ----------------------------------------------------------------------------
+
+def pool_out(size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool) -> Any:
+    """Windows that fit; with ceil_mode a partial last window counts if it starts inside
+    the input or the left padding (not in the right padding)."""
+    out = (size + 2 * p - d * (k - 1) - 1 + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out = out - 1
+    return out
+
+
+def pool_input(op: str, x: TensorMeta, n: int) -> None:
+    """Pooling takes (C, *spatial) or (N, C, *spatial); only N may be 0."""
+    ok = x.ndim in (n + 1, n + 2)
+    check(ok and all(s != 0 for s in x.shape[x.ndim - n - 1:]), op,
+          f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with optional 0 dim batch size "
+          f"for input, but got: {list(x.shape)}")
+
+
+def pool_params(op: str, n: int, kernel_size: Any, stride: Any, padding: Any,
+                dilation: Any) -> tuple[list, list, list, list]:
+    def one(value: Any, name: str) -> list:
+        if isinstance(value, (list, tuple)):
+            check(len(value) in (1, n), op, f"{name} must either be a single int, or a tuple "
+                                            f"of {n} ints")
+            return list(value) * n if len(value) == 1 else list(value)
+        return [value] * n
+
+    k = one(kernel_size, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
+        else one(stride, "stride")
+    p, d = one(padding, "padding"), one(dilation, "dilation")
+    check(all(x > 0 for x in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(all(x > 0 for x in s), op, f"stride should be greater than zero, but got {s}")
+    check(all(x > 0 for x in d), op, f"dilation should be greater than zero, but got {d}")
+    check(all(x >= 0 for x in p), op, f"pad must be non-negative, but got pad: {p}")
+    check(all(pp <= kk // 2 for pp, kk in zip(p, k)), op, f"pad should be smaller than or "
+          f"equal to half of kernel size, but got pad = {p}, kernel_size = {k}")
+    return k, s, p, d
+
+
+def pool_nd(op: str, n: int, x: TensorMeta, kernel_size: Any, stride: Any, padding: Any,
+            dilation: Any, ceil_mode: bool) -> tuple:
+    pool_input(op, x, n)
+    k, s, p, d = pool_params(op, n, kernel_size, stride, padding, dilation)
+    spatial = x.shape[x.ndim - n:]
+    out = tuple(pool_out(*a, ceil_mode) for a in zip(spatial, k, s, p, d))
+    check(all(o >= 1 for o in out), op, f"Given input size: ({'x'.join(map(str, spatial))}). "
+          f"Calculated output size: ({'x'.join(map(str, out))}). Output size is too small")
+    return x.shape[:x.ndim - n] + out
+
+
+@rule(aten.max_pool1d.default)
+def max_pool1d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = (0,),
+               dilation: Any = (1,), ceil_mode: bool = False) -> TensorMeta:
+    """(N, C, L) or (C, L) -> L_out = pooled windows."""
+    return self.like(pool_nd("aten.max_pool1d", 1, self, kernel_size, stride, padding,
+                             dilation, ceil_mode))
+
+
+@rule(aten.max_pool2d.default)
+def max_pool2d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False) -> TensorMeta:
+    """(N, C, H, W) or (C, H, W)."""
+    return self.like(pool_nd("aten.max_pool2d", 2, self, kernel_size, stride, padding,
+                             dilation, ceil_mode))
+
+
+@rule(aten.max_pool3d.default)
+def max_pool3d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False) -> TensorMeta:
+    """(N, C, D, H, W) or (C, D, H, W)."""
+    return self.like(pool_nd("aten.max_pool3d", 3, self, kernel_size, stride, padding,
+                             dilation, ceil_mode))
+
+
+def with_indices(out: TensorMeta) -> tuple[TensorMeta, TensorMeta]:
+    return out, out.like(dtype=torch.int64)
+
+
+@rule(aten.max_pool1d_with_indices.default)
+def max_pool1d_with_indices(self: TensorMeta, kernel_size: Any, stride: Any = (),
+                            padding: Any = (0,), dilation: Any = (1,),
+                            ceil_mode: bool = False) -> tuple[TensorMeta, TensorMeta]:
+    """max_pool1d and the int64 argmax positions."""
+    return with_indices(max_pool1d(self, kernel_size, stride, padding, dilation, ceil_mode))
+
+
+@rule(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(self: TensorMeta, kernel_size: Any, stride: Any = (),
+                            padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False) -> tuple[TensorMeta, TensorMeta]:
+    """max_pool2d and the int64 argmax positions."""
+    return with_indices(max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode))
+
+
+@rule(aten.max_pool3d_with_indices.default)
+def max_pool3d_with_indices(self: TensorMeta, kernel_size: Any, stride: Any = (),
+                            padding: Any = 0, dilation: Any = 1,
+                            ceil_mode: bool = False) -> tuple[TensorMeta, TensorMeta]:
+    """max_pool3d and the int64 argmax positions."""
+    return with_indices(max_pool3d(self, kernel_size, stride, padding, dilation, ceil_mode))
+
+
+@rule(aten.avg_pool1d.default)
+def avg_pool1d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = (0,),
+               ceil_mode: bool = False, count_include_pad: bool = True) -> TensorMeta:
+    """Like max_pool1d without dilation."""
+    return self.like(pool_nd("aten.avg_pool1d", 1, self, kernel_size, stride, padding, 1,
+                             ceil_mode))
+
+
+@rule(aten.avg_pool2d.default)
+def avg_pool2d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> TensorMeta:
+    """Like max_pool2d without dilation; divisor_override must not be 0."""
+    check(divisor_override != 0, "aten.avg_pool2d", "divisor must be not zero")
+    return self.like(pool_nd("aten.avg_pool2d", 2, self, kernel_size, stride, padding, 1,
+                             ceil_mode))
+
+
+@rule(aten.avg_pool3d.default)
+def avg_pool3d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> TensorMeta:
+    """Like max_pool3d without dilation."""
+    check(divisor_override != 0, "aten.avg_pool3d", "divisor must be not zero")
+    return self.like(pool_nd("aten.avg_pool3d", 3, self, kernel_size, stride, padding, 1,
+                             ceil_mode))
+
+
+def adaptive(op: str, n: int, x: TensorMeta, output_size: Any) -> tuple:
+    """(…, *spatial) -> (…, *output_size); non-batch dims must be non-empty."""
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
+    check(len(sizes) == n, op, f"output_size must be {n}, got {len(sizes)}")
+    check(x.ndim in (n + 1, n + 2), op, f"Expected {n + 1}D or {n + 2}D tensor, but got "
+                                        f"{list(x.shape)}")
+    for i in range(x.ndim - n - 1, x.ndim):
+        check(x.shape[i] != 0, op, f"Expected input to have non-zero size for non-batch "
+                                   f"dimensions, but input has sizes {list(x.shape)} with "
+                                   f"dimension {i} being empty")
+    check(all(s >= 0 for s in sizes), op, f"elements of output_size must be greater than or "
+                                          f"equal to 0 but received {sizes}")
+    return x.shape[:x.ndim - n] + tuple(sizes)
+
+
+@rule(aten.adaptive_avg_pool1d.default)
+def adaptive_avg_pool1d(self: TensorMeta, output_size: Any) -> TensorMeta:
+    """(N, C, L) or (C, L) -> (..., output_size)."""
+    return self.like(adaptive("aten.adaptive_avg_pool1d", 1, self, output_size))
+
+
+@rule(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+def adaptive_avg_pool2d(self: TensorMeta, output_size: Any) -> TensorMeta:
+    """(N, C, H, W) or (C, H, W) -> (..., oh, ow)."""
+    return self.like(adaptive("aten.adaptive_avg_pool2d", 2, self, output_size))
+
+
+@rule(aten.adaptive_avg_pool3d.default, aten._adaptive_avg_pool3d.default)
+def adaptive_avg_pool3d(self: TensorMeta, output_size: Any) -> TensorMeta:
+    """(N, C, D, H, W) or unbatched -> (..., od, oh, ow)."""
+    return self.like(adaptive("aten.adaptive_avg_pool3d", 3, self, output_size))
+
+
+@rule(aten.adaptive_max_pool1d.default)
+def adaptive_max_pool1d(self: TensorMeta, output_size: Any) -> tuple[TensorMeta, TensorMeta]:
+    """Values and int64 indices."""
+    return with_indices(self.like(adaptive("aten.adaptive_max_pool1d", 1, self, output_size)))
+
+
+@rule(aten.adaptive_max_pool2d.default)
+def adaptive_max_pool2d(self: TensorMeta, output_size: Any) -> tuple[TensorMeta, TensorMeta]:
+    """Values and int64 indices."""
+    return with_indices(self.like(adaptive("aten.adaptive_max_pool2d", 2, self, output_size)))
+
+
+@rule(aten.adaptive_max_pool3d.default)
+def adaptive_max_pool3d(self: TensorMeta, output_size: Any) -> tuple[TensorMeta, TensorMeta]:
+    """Values and int64 indices."""
+    return with_indices(self.like(adaptive("aten.adaptive_max_pool3d", 3, self, output_size)))
+
+
+# -- pixel shuffle ----------------------------------------------------------------------
+
+@rule(aten.pixel_shuffle.default)
+def pixel_shuffle(self: TensorMeta, upscale_factor: int) -> TensorMeta:
+    """(..., C*r*r, H, W) -> (..., C, H*r, W*r)."""
+    op, r = "aten.pixel_shuffle", upscale_factor
+    check(self.ndim >= 3, op, f"pixel_shuffle expects input to have at least 3 dimensions, "
+                              f"but got input with {self.ndim} dimension(s)")
+    check(r > 0, op, f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    c, h, w = self.shape[-3:]
+    check(c % (r * r) == 0, op, f"pixel_shuffle expects its input's 'channel' dimension to be "
+          f"divisible by the square of upscale_factor, but input.size(-3)={c} is not "
+          f"divisible by {r * r}")
+    return self.like(self.shape[:-3] + (c // (r * r), h * r, w * r))
+
+
+@rule(aten.pixel_unshuffle.default)
+def pixel_unshuffle(self: TensorMeta, downscale_factor: int) -> TensorMeta:
+    """(..., C, H*r, W*r) -> (..., C*r*r, H, W)."""
+    op, r = "aten.pixel_unshuffle", downscale_factor
+    check(self.ndim >= 3, op, f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                              f"but got input with {self.ndim} dimension(s)")
+    check(r > 0, op, f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    c, h, w = self.shape[-3:]
+    check(h % r == 0, op, f"pixel_unshuffle expects height to be divisible by "
+                          f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
+    check(w % r == 0, op, f"pixel_unshuffle expects width to be divisible by "
+                          f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    return self.like(self.shape[:-3] + (c * r * r, h // r, w // r))
+

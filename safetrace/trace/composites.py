@@ -1,0 +1,121 @@
+"""Python-level torch functions (``F.layer_norm``, ``Tensor.split``, ...).
+
+A composite whose ATen namesake accepts the same arguments is traced as one unit;
+otherwise it is traced through: its body runs with the tracer active, so its inner
+torch calls are recorded.  Tracing through needs the body's own "has a torch-function
+override?" check switched off, or it would hand the call straight back to the tracer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable
+
+from safetrace.trace.schema import schemas_of
+
+_NO = object()
+
+
+def _false(*args: Any, **kwargs: Any) -> bool:
+    return False
+
+
+_THROUGH: dict[Any, Callable] = {}
+
+
+def through(func: Callable) -> Callable | None:
+    """A copy of `func` whose torch-function checks are off (None if not a Python function)."""
+    cached = _THROUGH.get(func)
+    if cached is not None:
+        return cached
+    if not isinstance(func, types.FunctionType):
+        return None
+    g = dict(func.__globals__)
+    for name in ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"):
+        g[name] = _false
+    copy = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    _THROUGH[func] = copy
+    return copy
+
+
+def boolean_dispatch_choice(func: Callable, args: tuple, kwargs: dict) -> tuple[str, Callable] | None:
+    """For F.max_pool2d-style dispatchers: (aten packet name, chosen Python function)."""
+    code = getattr(func, "__code__", None)
+    if code is None or "if_true" not in code.co_freevars:
+        return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in func.__closure__)))
+    flag = cells["default"]
+    if cells["arg_name"] in kwargs:
+        flag = kwargs[cells["arg_name"]]
+    elif cells["arg_index"] < len(args):
+        flag = args[cells["arg_index"]]
+    chosen = cells["if_true"] if flag else cells["if_false"]
+    name = chosen.__name__.lstrip("_") if flag else cells["func_name"]
+    return name, chosen
+
+
+_SIGS: dict[Any, Any] = {}
+
+
+def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict | None:
+    """Bind a Python composite's call by parameter name onto the ATen schema's names.
+
+    Returns keyword arguments for the schema, or None when the Python function takes
+    something the ATen op does not (then the caller traces through instead).
+    """
+    sig = _SIGS.get(func)
+    if sig is None:
+        try:
+            sig = inspect.signature(func)
+        except (TypeError, ValueError):
+            sig = False
+        _SIGS[func] = sig
+    if sig is False:
+        return None
+    schemas = schemas_of(packet)
+    if not schemas:
+        return None
+    names = {a.name for s in schemas for a in s.args}
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    params = sig.parameters
+    defaults = {a.name: a for s in schemas for a in s.args}
+    given = bound.arguments
+    out: dict = {}
+    first = True
+    for name, p in params.items():
+        if name in given:
+            value = given[name]
+        elif p.default is inspect.Parameter.empty:
+            continue
+        else:
+            value = p.default
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return None
+        target = name
+        if first and name not in names:
+            target = "self" if "self" in names else "input" if "input" in names else name
+        first = False
+        if target not in names:
+            if p.default is not inspect.Parameter.empty and _same(value, p.default):
+                continue
+            return None
+        spec = defaults[target]
+        if name not in given and spec.has_default and _same(value, spec.default):
+            continue  # the Python default is the ATen default: leave it implicit
+        if value is None and spec.has_default and not spec.optional:
+            continue  # None for a list argument with a default (stride=None): use the default
+        out[target] = value
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False

@@ -1,0 +1,124 @@
+"""``x[idx]`` and ``x[idx] = v`` lowered to ATen ops, as eager PyTorch does.
+
+Basic indices (ints, slices, None, Ellipsis) become select / slice / unsqueeze nodes;
+tensor indices then become one ``aten.index.Tensor`` (or ``index_put_`` for writes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import OpShapeError
+from safetrace.trace.proxy import Proxy
+
+aten = torch.ops.aten
+
+
+def _ndim(x: Any) -> int:
+    return x.st_meta.ndim if isinstance(x, Proxy) else x.dim()
+
+
+def _is_int(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (
+        hasattr(v, "expr") and not isinstance(v, torch.Tensor))
+
+
+def _normalize(index: Any) -> tuple:
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and index and all(
+            isinstance(i, (slice, type(None), type(Ellipsis))) or isinstance(i, torch.Tensor)
+            or isinstance(i, list) for i in index):
+        return tuple(index)  # numpy-style legacy: a list of index objects
+    return (index,)
+
+
+def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
+    """Apply the basic part of an index; return (view, advanced indices by dim, has advanced)."""
+    items = _normalize(index)
+    consumed = sum(1 for i in items if i is not None and i is not Ellipsis and not isinstance(i, bool))
+    ndim = _ndim(x)
+    if consumed > ndim:
+        raise OpShapeError(f"too many indices for tensor of dimension {ndim}")
+    ellipsis_dims = ndim - consumed
+    d = 0
+    advanced: list = []
+    has_adv = False
+    for item in items:
+        if item is None:
+            x = tr.emit(aten.unsqueeze.default, (x, d), {})
+            advanced.append(None)
+            d += 1
+        elif item is Ellipsis:
+            advanced.extend([None] * ellipsis_dims)
+            d += ellipsis_dims
+        elif isinstance(item, bool):
+            raise OpShapeError("indexing with a Python bool is not supported by safetrace; "
+                               "use x.unsqueeze(0) instead")
+        elif _is_int(item):
+            x = tr.emit(aten.select.int, (x, d, item), {})
+        elif isinstance(item, slice):
+            start, stop, step = item.start, item.stop, item.step
+            if step is not None and not (_is_int(step)):
+                raise OpShapeError(f"slice step must be an int, got {step!r}")
+            if not (start is None and stop is None and (step is None or step == 1)):
+                args = (x, d, start, stop) + ((step,) if step not in (None, 1) else ())
+                x = tr.emit(aten.slice.Tensor, args, {})
+            advanced.append(None)
+            d += 1
+        elif isinstance(item, (torch.Tensor, list, tuple)):
+            t = item
+            if isinstance(t, (list, tuple)):
+                t = torch.tensor(t)  # a constant index tensor (lifted by the tracer)
+            advanced.append(t)
+            has_adv = True
+            d += 1
+        else:
+            raise OpShapeError(f"unsupported index {item!r} of type {type(item).__name__}")
+    return x, advanced, has_adv
+
+
+def _trim(advanced: list) -> list:
+    while advanced and advanced[-1] is None:
+        advanced.pop()
+    return advanced
+
+
+def _is_bool_index(t: Any) -> bool:
+    dtype = t.st_meta.dtype if isinstance(t, Proxy) else getattr(t, "dtype", None)
+    return dtype in (torch.bool, torch.uint8)
+
+
+def getitem(tr: Any, x: Any, index: Any) -> Any:
+    """``x[index]`` as select/slice/unsqueeze (+ index.Tensor for tensor indices)."""
+    view, advanced, has_adv = _basic(tr, x, index)
+    if not has_adv:
+        if view is x:  # x[:] and x[...] are aliases of x
+            return tr.emit(aten.alias.default, (x,), {})
+        return view
+    adv = _trim(advanced)
+    if any(t is not None and _is_bool_index(t) for t in adv):
+        raise tr.data_read("boolean-mask indexing x[mask] (its size depends on the mask's data)")
+    return tr.emit(aten.index.Tensor, (view, adv), {})
+
+
+def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
+    """``x[index] = value`` as copy_/fill_ on the view, or index_put_."""
+    view, advanced, has_adv = _basic(tr, x, index)
+    if not has_adv:
+        if isinstance(value, torch.Tensor):
+            tr.emit(aten.copy_.default, (view, value), {})
+        else:
+            tr.emit(aten.fill_.Scalar, (view, value), {})
+        return None
+    adv = _trim(advanced)
+    if not isinstance(value, torch.Tensor):
+        if len(adv) == 1 and adv[0] is not None and _is_bool_index(adv[0]):
+            tr.emit(aten.masked_fill_.Scalar, (view, adv[0], value), {})
+            return None
+        dtype = view.st_meta.dtype if isinstance(view, Proxy) else view.dtype
+        value = tr.emit(aten.full.default, ([], value), {"dtype": dtype, "device": tr.device})
+    tr.emit(aten.index_put_.default, (view, adv, value), {})
+    return None

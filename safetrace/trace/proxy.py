@@ -1,0 +1,122 @@
+"""The proxy tensor: a metadata-only ``torch.Tensor`` that stands for a traced value.
+
+``isinstance(p, torch.Tensor)`` holds and every Tensor method exists; while tracing,
+the tracer's mode answers every call.  Outside tracing (``node.meta["val"]``) the proxy
+still answers metadata queries (``.shape`` with symbolic sizes, ``.dtype``, ``.device``)
+and refuses to compute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.meta import TensorMeta, contiguous_strides
+
+DTYPE_ABBR = {
+    torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+    torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
+    torch.uint8: "u8", torch.bool: "b8", torch.complex64: "c64", torch.complex128: "c128",
+}
+
+
+def _hint(size: Any) -> int:
+    if isinstance(size, int):
+        return size
+    try:
+        return size.hint
+    except Exception:  # unbacked: any placeholder size will do for the wrapper
+        return 0
+
+
+def annotation(meta: TensorMeta) -> str:
+    """``f32[s0, 4]``: dtype abbreviation and shape, as printed in graphs."""
+    return f"{DTYPE_ABBR.get(meta.dtype, str(meta.dtype))}[{', '.join(str(s) for s in meta.shape)}]"
+
+
+class Proxy(torch.Tensor):
+    """A traced tensor: shape/dtype/device in ``st_meta``, its graph node in ``st_node``."""
+
+    st_meta: TensorMeta
+    st_node: Any
+
+    @staticmethod
+    def __new__(cls, meta: TensorMeta, node: Any) -> Proxy:
+        self = torch.Tensor._make_wrapper_subclass(
+            cls, [_hint(s) for s in meta.shape], dtype=meta.dtype, device="meta")
+        self.st_meta = meta
+        self.st_node = node
+        return self
+
+    def __init__(self, meta: TensorMeta, node: Any) -> None:
+        pass
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        # Only reached outside tracing (the tracer's mode comes first while tracing).
+        handler = _OUTSIDE.get(func)
+        if handler is not None:
+            return handler(args[0], *args[1:])
+        name = getattr(func, "__name__", func)
+        raise RuntimeError(
+            f"{name} was called on a safetrace proxy outside of tracing: proxies carry "
+            f"metadata only (shape, dtype, device). Run the exported program instead: "
+            f"ep.module()(...)")
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        raise RuntimeError(f"internal error: {func} reached ATen dispatch on a safetrace proxy")
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105
+        return f"Proxy({annotation(self.st_meta)})"
+
+
+def _size(p: Proxy, dim: int | None = None) -> Any:
+    shape = p.st_meta.shape
+    if dim is None:
+        return shape_value(shape)
+    return shape[dim]
+
+
+def shape_value(shape: tuple) -> Any:
+    """A torch.Size for static shapes, a SymShape (a tuple subclass) for symbolic ones."""
+    for s in shape:
+        if not isinstance(s, int):
+            return SymShape(shape)
+    return torch.Size(shape)
+
+
+class SymShape(tuple):
+    """The shape of a tensor with symbolic sizes: a tuple with torch.Size's methods."""
+
+    def numel(self) -> Any:
+        n: Any = 1
+        for s in self:
+            n = n * s
+        return n
+
+    def __getitem__(self, item: Any) -> Any:
+        r = tuple.__getitem__(self, item)
+        return SymShape(r) if isinstance(item, slice) else r
+
+    def __repr__(self) -> str:
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+
+_OUTSIDE = {
+    torch.Tensor.shape.__get__: lambda p: _size(p),
+    torch.Tensor.size: _size,
+    torch.Tensor.dim: lambda p: p.st_meta.ndim,
+    torch.Tensor.ndim.__get__: lambda p: p.st_meta.ndim,
+    torch.Tensor.dtype.__get__: lambda p: p.st_meta.dtype,
+    torch.Tensor.device.__get__: lambda p: p.st_meta.device,
+    torch.Tensor.numel: lambda p: p.st_meta.numel(),
+    torch.Tensor.stride: lambda p, d=None: (contiguous_strides(p.st_meta.shape) if d is None
+                                            else contiguous_strides(p.st_meta.shape)[d]),
+    torch.Tensor.__repr__: lambda p, **kw: f"Proxy({annotation(p.st_meta)})",
+    torch.Tensor.__format__: lambda p, spec="": f"Proxy({annotation(p.st_meta)})",
+    torch.Tensor.__hash__: lambda p: id(p),
+    torch.Tensor.layout.__get__: lambda p: torch.strided,
+    torch.Tensor.requires_grad.__get__: lambda p: False,
+}

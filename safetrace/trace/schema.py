@@ -1,0 +1,230 @@
+"""Choosing the ATen overload of a call and binding its arguments to the schema.
+
+Given a packet (``aten.add``) and the arguments of a Python call, pick the overload
+whose schema accepts them (as PyTorch's own argument parser would) and return the
+arguments in schema form: positional ones in order, keyword-only ones as keywords.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_SKIP_OVERLOAD_SUFFIXES = ("out", "Dimname", "names", "_out", "dimname")
+# Where eager PyTorch wraps a Python number into a tensor: prefer the `.Tensor` overload.
+_PREFER_TENSOR = frozenset({"add", "sub", "mul", "div", "true_divide", "add_", "sub_", "mul_",
+                            "div_"})
+# Python keyword spellings accepted by torch's parser for schema argument names.
+_KW_ALIASES = {"input": "self", "axis": "dim", "keepdims": "keepdim", "other": "other"}
+
+
+class ArgSpec:
+    """One schema argument: name, type kind and whether it is optional/list/kw-only."""
+
+    __slots__ = ("name", "kind", "elem", "optional", "kwarg_only", "has_default", "default",
+                 "fixed_len")
+
+    def __init__(self, arg: Any) -> None:
+        self.name = arg.name
+        t = arg.real_type
+        self.optional = False
+        if isinstance(t, torch.OptionalType):
+            self.optional = True
+            t = t.getElementType()
+        self.elem = None
+        self.fixed_len = None
+        if isinstance(t, torch.ListType):
+            self.kind = "list"
+            e = t.getElementType()
+            if isinstance(e, torch.OptionalType):
+                e = e.getElementType()
+            self.elem = "int" if isinstance(e, torch.SymIntType) else str(e)
+            self.fixed_len = arg.N
+        elif isinstance(t, torch.SymIntType):
+            self.kind = "int"
+        else:
+            self.kind = str(t)
+        self.kwarg_only = arg.kwarg_only
+        self.has_default = arg.has_default_value()
+        self.default = arg.default_value if self.has_default else None
+
+
+class Schema:
+    """The parts of an overload's schema that binding needs."""
+
+    __slots__ = ("op", "name", "args", "by_name", "positional")
+
+    def __init__(self, op: Any) -> None:
+        self.op = op
+        schema = op._schema
+        self.name = schema.overload_name
+        self.args = [ArgSpec(a) for a in schema.arguments]
+        self.by_name = {a.name: i for i, a in enumerate(self.args)}
+        self.positional = [a for a in self.args if not a.kwarg_only]
+
+
+_SCHEMAS: dict[str, list[Schema]] = {}
+
+
+def schemas_of(packet_name: str) -> list[Schema]:
+    """The usable overloads of ``aten.<packet_name>`` (no out= or named-tensor variants)."""
+    found = _SCHEMAS.get(packet_name)
+    if found is not None:
+        return found
+    packet = getattr(torch.ops.aten, packet_name, None)
+    found = []
+    if packet is not None:
+        for ov in packet.overloads():
+            if ov.endswith(_SKIP_OVERLOAD_SUFFIXES):
+                continue
+            op = getattr(packet, ov)
+            if any(a.name == "out" or "Dimname" in str(a.type) for a in op._schema.arguments):
+                continue
+            found.append(Schema(op))
+        # `default` first, then `Tensor`-taking overloads before `Scalar`, as the parser does.
+        found.sort(key=lambda s: (s.name != "default", "Scalar" in s.name, s.name))
+    _SCHEMAS[packet_name] = found
+    return found
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, torch.Tensor)
+
+
+def _is_int(v: Any) -> bool:
+    from safetrace.symbolic import SymInt
+
+    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, SymInt)
+
+
+def _is_number(v: Any) -> bool:
+    from safetrace.symbolic import SymBool, SymFloat, SymInt
+
+    return isinstance(v, (int, float, complex, SymInt, SymFloat, SymBool)) and not _is_tensor(v)
+
+
+def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:
+    """Does value `v` fit schema argument `spec`?  `loose` lets numbers stand for tensors."""
+    if v is None:
+        return spec.optional or spec.kind in ("Tensor",) and False
+    k = spec.kind
+    if k == "Tensor":
+        return _is_tensor(v) or (loose and _is_number(v))
+    if k == "int" or k == "SymInt":
+        return _is_int(v) or (isinstance(v, bool) and False)
+    if k == "float":
+        return _is_number(v) and not isinstance(v, complex)
+    if k in ("Scalar", "number"):
+        return _is_number(v)
+    if k == "bool":
+        return isinstance(v, bool) or (_is_int(v) and not _is_tensor(v) and False)
+    if k == "str":
+        return isinstance(v, str)
+    if k == "ScalarType":
+        return isinstance(v, torch.dtype)
+    if k == "Device":
+        return isinstance(v, (torch.device, str, int))
+    if k == "Layout":
+        return isinstance(v, torch.layout)
+    if k == "MemoryFormat":
+        return isinstance(v, torch.memory_format)
+    if k == "Generator":
+        return isinstance(v, torch.Generator)
+    if k == "list":
+        e = spec.elem
+        if e in ("int", "SymInt"):
+            if _is_int(v):
+                return spec.fixed_len is not None
+            return isinstance(v, (list, tuple)) and all(_is_int(x) for x in v)
+        if e == "Tensor":
+            return isinstance(v, (list, tuple)) and all(x is None or _is_tensor(x) for x in v)
+        if e == "float":
+            return (isinstance(v, (list, tuple)) and all(_is_number(x) for x in v)) or (
+                spec.fixed_len is not None and _is_number(v))
+        if e == "bool":
+            return isinstance(v, (list, tuple)) and all(isinstance(x, bool) for x in v)
+        if e == "Scalar":
+            return isinstance(v, (list, tuple)) and all(_is_number(x) for x in v)
+        return False
+    return False
+
+
+def _pack_varargs(schema: Schema, args: tuple, start: int) -> tuple:
+    """``x.view(3, 4)`` / ``torch.zeros(2, 3)``: gather trailing ints into the list argument."""
+    pos = schema.positional
+    if start < len(pos) and pos[start].kind == "list" and pos[start].elem in ("int", "SymInt"):
+        if len(args) > start and _is_int(args[start]) and (
+            len(args) > start + 1 or pos[start].fixed_len is None
+        ):
+            rest = args[start:]
+            if all(_is_int(a) for a in rest):
+                return args[:start] + (list(rest),)
+    return args
+
+
+def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
+         pack: bool = False) -> tuple[tuple, dict] | None:
+    """Bind a call to one schema; None when it does not fit."""
+    pos = schema.positional
+    if pack:
+        for start in (0, 1):
+            packed = _pack_varargs(schema, args, start)
+            if packed is not args:
+                args = packed
+                break
+        else:
+            return None
+    if len(args) > len(pos):
+        return None
+    for spec, v in zip(pos, args):
+        if not matches(spec, v, loose and spec.name != "self"):
+            return None
+    given = set(a.name for a in pos[: len(args)])
+    out_kwargs: dict = {}
+    extra_pos: dict[int, Any] = {}
+    for key, v in kwargs.items():
+        name = key if key in schema.by_name else _KW_ALIASES.get(key, key)
+        idx = schema.by_name.get(name)
+        if idx is None or name in given:
+            return None
+        spec = schema.args[idx]
+        if not matches(spec, v, loose and name != "self"):
+            return None
+        given.add(name)
+        if spec.kwarg_only:
+            out_kwargs[name] = v
+        else:
+            extra_pos[pos.index(spec)] = v
+    for spec in schema.args:
+        if spec.name not in given and not spec.has_default and not spec.optional:
+            return None
+        if spec.name not in given and not spec.has_default and spec.optional:
+            # Optional without default (e.g. `Tensor? weight`): torch passes None.
+            pass
+    if extra_pos:
+        # Keyword arguments that fill positional slots: fill gaps with defaults.
+        full = list(args)
+        last = max(extra_pos)
+        for i in range(len(args), last + 1):
+            if i in extra_pos:
+                full.append(extra_pos[i])
+            else:
+                spec = pos[i]
+                full.append(spec.default if spec.has_default else None)
+        args = tuple(full)
+    return tuple(args), out_kwargs
+
+
+def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
+    """Find the overload of ``aten.<packet_name>`` for this call: (op, args, kwargs)."""
+    candidates = schemas_of(packet_name)
+    passes = ((False, False), (True, False), (False, True), (True, True))
+    if packet_name in _PREFER_TENSOR:
+        passes = ((True, False),) + passes
+    for loose, pack in passes:
+        for schema in candidates:
+            bound = bind(schema, args, kwargs, loose, pack)
+            if bound is not None:
+                return schema.op, bound[0], bound[1]
+    return None

@@ -1,0 +1,56 @@
+"""Finding the user's source line for a traced call (cached per code location)."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from types import FrameType
+
+import torch
+
+import safetrace
+
+_SKIP_DIRS = (
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(safetrace.__file__) + os.sep,
+)
+_CACHE: dict[tuple, str] = {}
+
+
+def user_frame(depth: int = 2) -> FrameType | None:
+    """The innermost frame that belongs to neither torch nor safetrace."""
+    f: FrameType | None = sys._getframe(depth)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_SKIP_DIRS) and not fn.startswith("<frozen"):
+            return f
+        f = f.f_back
+    return None
+
+
+def stack_trace(depth: int = 2) -> str:
+    """``File "model.py", line 12, in forward\\n    return x + y`` for the user's frame."""
+    f = user_frame(depth + 1)
+    if f is None:
+        return ""
+    key = (f.f_code, f.f_lineno)
+    text = _CACHE.get(key)
+    if text is None:
+        code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+        text = f'File "{f.f_code.co_filename}", line {f.f_lineno}, in {f.f_code.co_name}\n    {code}'
+        _CACHE[key] = text
+    return text
+
+
+def short(trace: str) -> str:
+    """``model.py:12 `return x + y``` from a stack_trace string."""
+    if not trace:
+        return "<unknown location>"
+    head, _, code = trace.partition("\n")
+    try:
+        path = head.split('"')[1]
+        line = head.split("line ")[1].split(",")[0]
+    except IndexError:
+        return trace
+    return f"{os.path.basename(path)}:{line} `{code.strip()}`"

@@ -1,0 +1,362 @@
+"""The tracer: a TorchFunctionMode that turns every torch call into one graph node.
+
+Shapes and dtypes of results come from the shape rules (``safetrace.rules``); metadata
+queries are answered from the proxies; Python composites are traced as one unit when an
+ATen op of the same name accepts the call, and traced through otherwise.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
+from safetrace.meta import TensorMeta
+from safetrace.rules import get_rule
+from safetrace.trace import composites, names
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.schema import resolve
+from safetrace.trace.source import short, stack_trace
+
+
+class Tracer(TorchFunctionMode):
+    """Records torch calls into ``self.graph`` (a torch.fx.Graph)."""
+
+    def __init__(self, graph: torch.fx.Graph, device: torch.device,
+                 state: dict[int, torch.fx.Node], const_name: Callable[[torch.Tensor], str],
+                 env: Any = None) -> None:
+        super().__init__()
+        self.graph = graph
+        self.device = device
+        self.state = state            # id(real tensor) -> placeholder node (params, buffers)
+        self.const_name = const_name  # names a constant tensor found in the code
+        self.constants: dict[str, torch.Tensor] = {}
+        self.const_nodes: dict[int, torch.fx.Node] = {}
+        self.keepalive: list = []
+        self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
+        self.env = env
+        self.sym_nodes: dict[Any, torch.fx.Node] = {}
+        self.first_op: torch.fx.Node | None = None
+        self._through_active: set = set()
+
+    # -- the mode --------------------------------------------------------------------
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
+        if kwargs is None:
+            kwargs = {}
+        handler = HANDLERS.get(func)
+        if handler is not None:
+            return handler(self, func, args, kwargs)
+        plan = _PLANS.get(func)
+        if plan is None:
+            plan = _make_plan(func)
+            _PLANS[func] = plan
+        return plan(self, func, args, kwargs)
+
+    # -- values -> graph ---------------------------------------------------------------
+    def lift(self, t: torch.Tensor) -> torch.fx.Node:
+        """The placeholder of a real tensor met in the code (state, or a new constant)."""
+        node = self.state.get(id(t))
+        if node is not None:
+            return node
+        node = self.const_nodes.get(id(t))
+        if node is not None:
+            return node
+        name = self.const_name(t)
+        base, i = name, 0
+        while name in self.constants:
+            i += 1
+            name = f"{base}_{i}"
+        self.constants[name] = t
+        self.keepalive.append(t)
+        anchor = self.first_op
+        if anchor is not None:
+            with self.graph.inserting_before(anchor):
+                node = self.graph.placeholder(name)
+        else:
+            node = self.graph.placeholder(name)
+        node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+        node.meta["stack_trace"] = ""
+        node.meta["kind"] = "constant"
+        self.const_nodes[id(t)] = node
+        return node
+
+    def sym_node(self, v: Any) -> Any:
+        """The graph value of a symbolic int used as an argument (a node computing it)."""
+        from safetrace.trace.symnodes import sym_to_node
+
+        return sym_to_node(self, v)
+
+    def unwrap(self, v: Any) -> tuple[Any, Any]:
+        """(value for the rule, value for the node) of one argument."""
+        if isinstance(v, Proxy):
+            return v.st_meta, v.st_node
+        if isinstance(v, torch.Tensor):
+            node = self.lift(v)
+            return node.meta["val"].st_meta, node
+        if isinstance(v, (list, tuple)):
+            metas, nodes = [], []
+            for x in v:
+                m, n = self.unwrap(x)
+                metas.append(m)
+                nodes.append(n)
+            return (metas, nodes) if isinstance(v, list) else (tuple(metas), tuple(nodes))
+        if isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.device)):
+            return v, v
+        if hasattr(v, "expr") and hasattr(v, "env"):  # symbolic int/float/bool
+            return v, self.sym_node(v)
+        return v, v
+
+    # -- emitting --------------------------------------------------------------------
+    def emit(self, op: Any, args: tuple, kwargs: dict) -> Any:
+        """Record ``op(*args, **kwargs)``: compute its metadata and add one node."""
+        margs, nargs = [], []
+        for a in args:
+            m, n = self.unwrap(a)
+            margs.append(m)
+            nargs.append(n)
+        mkwargs, nkwargs = {}, {}
+        for k, a in kwargs.items():
+            mkwargs[k], nkwargs[k] = self.unwrap(a)
+        trace = stack_trace(3)
+        out = self.shape_of(op, margs, mkwargs, trace)
+        node = self.graph.create_node("call_function", op, tuple(nargs), nkwargs,
+                                      name=op._opname)
+        if self.first_op is None:
+            self.first_op = node
+        node.meta["stack_trace"] = trace
+        schema = op._schema
+        if schema.is_mutable:
+            self._note_mutation(op, nargs, nkwargs, node)
+        if _returns_self(op) and args and isinstance(args[0], torch.Tensor):
+            node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
+            return args[0]
+        return self.wrap(out, node)
+
+    def shape_of(self, op: Any, margs: list, mkwargs: dict, trace: str) -> Any:
+        rule = get_rule(op)
+        try:
+            if rule is not None:
+                return rule(*margs, **mkwargs)
+            return self._meta_fallback(op, margs, mkwargs)
+        except OpShapeError as exc:
+            raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
+
+    def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
+        """No rule: run the meta kernel (static sizes only; slow path)."""
+        device = [self.device]
+
+        def to_meta(v: Any) -> Any:
+            if isinstance(v, TensorMeta):
+                if any(not isinstance(s, int) for s in v.shape):
+                    raise UnsupportedOpError(
+                        f"{op} has no symbolic shape rule and was called with symbolic sizes "
+                        f"{list(v.shape)}.\nFix: register one with "
+                        f"@st.register_shape_rule(torch.ops.{op})")
+                device[0] = v.device
+                return torch.empty(v.shape, dtype=v.dtype, device="meta")
+            if isinstance(v, (list, tuple)):
+                return type(v)(to_meta(x) for x in v)
+            return v
+
+        margs2 = [to_meta(a) for a in margs]
+        mkwargs2 = {k: to_meta(v) for k, v in mkwargs.items()}
+        if "device" in mkwargs2 and mkwargs2["device"] is not None:
+            device[0] = torch.device(mkwargs2["device"])
+            mkwargs2["device"] = "meta"
+        try:
+            with torch._C.DisableTorchFunction():
+                out = op(*margs2, **mkwargs2)
+        except NotImplementedError:
+            raise UnsupportedOpError(
+                f"{op} has no shape rule in safetrace and no meta kernel in PyTorch.\n"
+                f"Fix: register a rule:\n    @st.register_shape_rule(torch.ops.{op})\n"
+                f"    def rule(*args, **kwargs): return TensorMeta(shape, dtype, device)"
+            ) from None
+        except RuntimeError as exc:
+            raise OpShapeError(f"{op}: {exc}") from None
+
+        def back(v: Any) -> Any:
+            if isinstance(v, torch.Tensor):
+                return TensorMeta(tuple(v.shape), v.dtype, device[0])
+            if isinstance(v, (list, tuple)):
+                return type(v)(back(x) for x in v)
+            return v
+
+        return back(out)
+
+    def wrap(self, out: Any, node: torch.fx.Node) -> Any:
+        """Proxies for a rule's result; multiple outputs get getitem nodes."""
+        if isinstance(out, TensorMeta):
+            p = Proxy(out, node)
+            node.meta["val"] = p
+            return p
+        if isinstance(out, (tuple, list)):
+            items = []
+            for i, m in enumerate(out):
+                if isinstance(m, TensorMeta):
+                    g = self.graph.call_function(operator.getitem, (node, i))
+                    g.meta["stack_trace"] = node.meta["stack_trace"]
+                    p = Proxy(m, g)
+                    g.meta["val"] = p
+                    items.append(p)
+                else:
+                    items.append(m)
+            node.meta["val"] = type(out)(items) if isinstance(out, list) else tuple(items)
+            return node.meta["val"]
+        node.meta["val"] = out
+        return out
+
+    def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
+        for i, a in enumerate(op._schema.arguments):
+            if a.alias_info is not None and a.alias_info.is_write and i < len(nargs):
+                target = nargs[i]
+                base = _base_placeholder(target)
+                if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
+                    self.mutated[base] = node
+
+    # -- data reads --------------------------------------------------------------------
+    def data_read(self, what: str) -> DataDependentError:
+        trace = stack_trace(3)
+        return DataDependentError(
+            f"{what} reads tensor data, which export never does (the graph must work for any "
+            f"data).\n  at {short(trace)}\nFix: compute on tensors instead of Python values "
+            f"(e.g. torch.where(cond, a, b) instead of `if`), or move the data-dependent "
+            f"decision out of the exported code.")
+
+
+def _base_placeholder(node: Any) -> Any:
+    """The placeholder a (chain of views of a) node starts from."""
+    seen = 0
+    while isinstance(node, torch.fx.Node) and seen < 64:
+        if node.op == "placeholder":
+            return node
+        if node.op != "call_function" or not node.args:
+            return None
+        node = node.args[0]
+        seen += 1
+    return None
+
+
+_RETURNS_SELF: dict[Any, bool] = {}
+
+
+def _returns_self(op: Any) -> bool:
+    r = _RETURNS_SELF.get(op)
+    if r is None:
+        s = op._schema
+        r = bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
+                 and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
+                 and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
+        _RETURNS_SELF[op] = r
+    return r
+
+
+# -- plans: how a given torch function is handled ------------------------------------------
+
+_PLANS: dict[Any, Callable] = {}
+
+
+def _has_tensor(v: Any) -> bool:
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_tensor(x) for x in v)
+    return False
+
+
+def _make_plan(func: Any) -> Callable:
+    name = names.func_name(func)
+    if name in names.PASSTHROUGH_NAMES:
+        return _passthrough
+    if name in names.DUNDERS:
+        packet, swap = names.DUNDERS[name]
+        if swap:
+            return lambda tr, f, a, k: _op_or_through(tr, f, packet, (a[1], a[0]) + a[2:], k)
+        return lambda tr, f, a, k: _op_or_through(tr, f, packet, a, k)
+    if name in names.CAST_METHODS and getattr(func, "__qualname__", "").startswith("TensorBase"):
+        dtype = names.CAST_METHODS[name]
+        return lambda tr, f, a, k: _cast(tr, a[0], dtype, k)
+    packet = names.ALIASES.get(name, name)
+    return lambda tr, f, a, k: _op_or_through(tr, f, packet, a, k)
+
+
+def _passthrough(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
+    return func(*args, **kwargs)
+
+
+def _cast(tr: Tracer, x: Any, dtype: torch.dtype, kwargs: dict) -> Any:
+    kw = {}
+    if kwargs.get("memory_format") is not None:
+        kw["memory_format"] = kwargs["memory_format"]
+    return tr.emit(torch.ops.aten.to.dtype, (x, dtype), kw)
+
+
+def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:
+    special = SPECIAL_OPS.get(packet)
+    if special is not None:
+        return special(tr, func, args, kwargs)
+    if composites.through(func) is not None:
+        return _composite(tr, func, packet, args, kwargs)
+    found = resolve(packet, args, kwargs)
+    if found is None:
+        if not _has_tensor(args) and not _has_tensor(list(kwargs.values())) and not hasattr(
+                torch.ops.aten, packet):
+            return func(*args, **kwargs)
+        raise _unsupported(func, packet, args, kwargs)
+    op, bargs, bkwargs = found
+    return tr.emit(op, bargs, bkwargs)
+
+
+def _composite(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:
+    choice = composites.boolean_dispatch_choice(func, args, kwargs)
+    target = func
+    if choice is not None:
+        packet, target = choice
+    if func not in tr._through_active:
+        named = composites.bind_by_name(target, packet, args, kwargs)
+        if named is not None:
+            found = resolve(packet, (), named)
+            if found is not None:
+                op, bargs, bkwargs = found
+                return tr.emit(op, bargs, bkwargs)
+    body = composites.through(target)
+    if func in tr._through_active or body is None:
+        raise _unsupported(func, packet, args, kwargs)
+    tr._through_active.add(func)
+    try:
+        with tr:
+            return body(*args, **kwargs)
+    finally:
+        tr._through_active.discard(func)
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, Proxy):
+        from safetrace.trace.proxy import annotation
+
+        return f"Tensor {annotation(v.st_meta)}"
+    if isinstance(v, torch.Tensor):
+        return f"Tensor {list(v.shape)}"
+    if isinstance(v, (list, tuple)):
+        return type(v).__name__ + "[" + ", ".join(_describe(x) for x in v) + "]"
+    return repr(v)
+
+
+def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> UnsupportedOpError:
+    trace = stack_trace(4)
+    qual = getattr(func, "__qualname__", None) or names.func_name(func)
+    call = ", ".join([_describe(a) for a in args] + [f"{k}={_describe(v)}" for k, v in kwargs.items()])
+    if hasattr(torch.ops.aten, packet):
+        why = f"no overload of aten.{packet} accepts these arguments"
+    else:
+        why = f"there is no ATen operator named {packet!r} and safetrace cannot trace into it"
+    return UnsupportedOpError(
+        f"cannot trace {qual}({call}): {why}.\n  at {short(trace)}\n"
+        f"Fix: use an equivalent torch operation, or wrap the code in a custom op "
+        f"(st.custom_op) with a fake implementation (st.register_fake).")
+
+
+from safetrace.trace.handlers import HANDLERS, SPECIAL_OPS  # noqa: E402  (needs Tracer)
