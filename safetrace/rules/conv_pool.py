@@ -397,22 +397,56 @@ def adaptive(op: str, n: int, x: TensorMeta, output_size: Any) -> tuple:
     return x.shape[:x.ndim - n] + tuple(sizes)
 
 
+def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta:
+    """adaptive_avg_pool{2,3}d: an all-ones output_size is a mean over the last n dims
+    (any rank >= n, empty dims allowed, floating dtypes only); else the pooling kernel."""
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
+    if len(sizes) == n and all(s == 1 for s in sizes):
+        check(x.ndim >= n, op, f"Dimension out of range (expected to be in range of "
+                               f"[{-x.ndim}, {x.ndim - 1}], but got {-n})")
+        check(x.dtype.is_floating_point or x.dtype.is_complex, op,
+              f"mean(): could not infer output dtype. Input dtype must be either a floating "
+              f"point or complex dtype. Got: {x.dtype}")
+        return x.like(x.shape[:x.ndim - n] + (1,) * n)
+    return x.like(adaptive(op, n, x, sizes))
+
+
 @rule(aten.adaptive_avg_pool1d.default)
 def adaptive_avg_pool1d(self: TensorMeta, output_size: Any) -> TensorMeta:
-    """(N, C, L) or (C, L) -> (..., output_size)."""
-    return self.like(adaptive("aten.adaptive_avg_pool1d", 1, self, output_size))
+    """(N, C, L) or (C, L) -> (..., output_size), through adaptive_avg_pool2d."""
+    op = "aten.adaptive_avg_pool1d"
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+    check(len(sizes) == 1, op, "adaptive_avg_pool1d() argument 'output_size' should contain "
+                               "one int")
+    check(self.ndim in (2, 3), op, f"adaptive_avg_pool1d() Expected 2D or 3D input tensor, "
+                                   f"but got {list(self.shape)}")
+    x = self.like(self.shape[:-1] + (1, self.shape[-1]))
+    out = adaptive_avg(op, 2, x, [1, sizes[0]])
+    return out.like(out.shape[:-2] + out.shape[-1:])
 
 
-@rule(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+@rule(aten.adaptive_avg_pool2d.default)
 def adaptive_avg_pool2d(self: TensorMeta, output_size: Any) -> TensorMeta:
     """(N, C, H, W) or (C, H, W) -> (..., oh, ow)."""
-    return self.like(adaptive("aten.adaptive_avg_pool2d", 2, self, output_size))
+    return adaptive_avg("aten.adaptive_avg_pool2d", 2, self, output_size)
 
 
-@rule(aten.adaptive_avg_pool3d.default, aten._adaptive_avg_pool3d.default)
+@rule(aten.adaptive_avg_pool3d.default)
 def adaptive_avg_pool3d(self: TensorMeta, output_size: Any) -> TensorMeta:
     """(N, C, D, H, W) or unbatched -> (..., od, oh, ow)."""
-    return self.like(adaptive("aten.adaptive_avg_pool3d", 3, self, output_size))
+    return adaptive_avg("aten.adaptive_avg_pool3d", 3, self, output_size)
+
+
+@rule(aten._adaptive_avg_pool2d.default)
+def _adaptive_avg_pool2d(self: TensorMeta, output_size: Any) -> TensorMeta:
+    """The pooling kernel itself (no mean shortcut)."""
+    return self.like(adaptive("aten._adaptive_avg_pool2d", 2, self, output_size))
+
+
+@rule(aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool3d(self: TensorMeta, output_size: Any) -> TensorMeta:
+    """The pooling kernel itself (no mean shortcut)."""
+    return self.like(adaptive("aten._adaptive_avg_pool3d", 3, self, output_size))
 
 
 @rule(aten.adaptive_max_pool1d.default)
