@@ -1,0 +1,125 @@
+"""Property tests: canonical forms keep values, ranges contain values, decisions are sound."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from safetrace.symbolic import Env, Expr, parse
+from tests.symbolic.strategies import SYMBOLS, bindings, build, raw_conds, raw_exprs, value
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _env(hints: dict[str, int] | None = None) -> Env:
+    env = Env()
+    for name, lo, hi in SYMBOLS:
+        if hints is None:
+            env.new_unbacked(lo=lo, hi=hi, name=name)
+        else:
+            env.new_backed(hints[name], lo=lo, hi=hi, name=name)
+    return env
+
+
+def _build(r):  # type: ignore[no-untyped-def]
+    """The Expr, or skip the example when a divisor is identically zero."""
+    try:
+        return build(r)
+    except ZeroDivisionError:
+        assume(False)
+
+
+def _value_or_none(r, b):  # type: ignore[no-untyped-def]
+    try:
+        return value(r, b)
+    except ZeroDivisionError:
+        return None
+
+
+@SETTINGS
+@given(raw_exprs(), bindings())
+def test_canonical_form_keeps_value(r, b) -> None:  # type: ignore[no-untyped-def]
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    assert build(r).evaluate(b) == v
+
+
+@SETTINGS
+@given(raw_exprs())
+def test_parse_of_str_is_identity(r) -> None:  # type: ignore[no-untyped-def]
+    e = _build(r)
+    assert parse(str(e)) is e
+
+
+@SETTINGS
+@given(raw_exprs(), bindings())
+def test_printed_python_has_the_same_semantics(r, b) -> None:  # type: ignore[no-untyped-def]
+    e = _build(r)
+    try:
+        expected = e.evaluate(b)
+    except ZeroDivisionError:
+        return
+    assert eval(str(e), {}, dict(b)) == expected  # noqa: S307
+
+
+@SETTINGS
+@given(raw_exprs(), bindings())
+def test_bounds_contain_the_value(r, b) -> None:  # type: ignore[no-untyped-def]
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    rng = _env().bounds(build(r))
+    assert rng.lo <= v <= rng.hi
+
+
+@SETTINGS
+@given(raw_conds(), bindings())
+def test_condition_bounds_are_sound(r, b) -> None:  # type: ignore[no-untyped-def]
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    rng = _env().bounds(build(r))
+    assert rng.lo <= int(v) <= rng.hi
+
+
+@SETTINGS
+@given(st.lists(raw_conds(), max_size=4), raw_conds(), bindings())
+def test_decisions_hold_on_bindings_that_satisfy_the_facts(facts, r, b) -> None:  # type: ignore
+    env = _env(b)
+    for f in facts:
+        if _value_or_none(f, b):
+            env.add_fact(build(f))
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    d = env.decide(build(r))
+    assert d is None or d == v
+
+
+@SETTINGS
+@given(st.lists(raw_conds(), min_size=1, max_size=5), bindings())
+def test_guards_hold_on_hints_and_answers_match(conds, b) -> None:  # type: ignore
+    env = _env(b)
+    for r in conds:
+        v = _value_or_none(r, b)
+        if v is None:
+            continue
+        assert env.evaluate(build(r)) == v
+    for g in env.guards:
+        assert g.cond.evaluate(b) is True
+    assert env.check_binding(b) == []
+    for name, info in env.symbols.items():
+        assert info.hint in info.range
+        assert env.simplify(Expr.eq(env.simplify(build(("sym", name))), b[name])).evaluate(b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-50, 50), st.integers(-9, 9).filter(bool), st.integers(-20, 20))
+def test_floordiv_and_mod_match_python_on_negatives(x, m, k) -> None:
+    env = Env()
+    s = env.new_unbacked(name="x")
+    for e, f in [((s * k + 3) // m, lambda: (x * k + 3) // m), (s % m, lambda: x % m),
+                 ((s - 7) % m + s // m, lambda: (x - 7) % m + x // m),
+                 (-(s // m), lambda: -(x // m)), ((s * m + k) // m, lambda: (x * m + k) // m)]:
+        assert e.evaluate({"x": x}) == f()
+        assert eval(str(e), {}, {"x": x}) == f()  # noqa: S307
+        rng = env.bounds(e)
+        assert rng.lo <= f() <= rng.hi
