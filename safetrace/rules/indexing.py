@@ -120,10 +120,9 @@ def index_result_shape(self: TensorMeta, indices: Sequence[TensorMeta | None],
                 entries.append((count,))
         else:
             d = len(entries)
-            if d < self.ndim and _static_zero(self.shape[d]):
-                n = index.numel()
-                check(_static_zero(n) or not n != 0, op,
-                      "index is out of bounds for dimension with size 0")
+            n = index.numel()
+            if d < self.ndim and _static_zero(self.shape[d]) and isinstance(n, int):
+                check(n == 0, op, "index is out of bounds for dimension with size 0")
             entries.append(index.shape)
     check(len(entries) <= self.ndim, op, f"too many indices for tensor of dimension "
                                          f"{self.ndim} (got {len(entries)})")
@@ -228,10 +227,12 @@ def gather(self: TensorMeta, dim: int, index: TensorMeta, *,
 def take_along_dim(self: TensorMeta, indices: TensorMeta, dim: int | None = None) -> TensorMeta:
     """gather along `dim` after broadcasting the other dims; flat when dim is None."""
     op = "take_along_dim"
+    if dim is None:  # a flat gather, which also takes int32 indices
+        check(indices.dtype in _INT_INDEX, op, f"gather(): Expected dtype int32/int64 for "
+                                               f"index, but got {indices.dtype}")
+        return self.like(shape=(indices.numel(),))
     check(indices.dtype is torch.int64, op, f"torch.take_along_dim(): dtype of indices "
                                             f"should be Long but got {indices.dtype}")
-    if dim is None:
-        return self.like(shape=(indices.numel(),))
     check(self.ndim == indices.ndim, op,
           f"torch.take_along_dim(): input and indices should have the same number of "
           f"dimensions, but got {self.ndim} dimensions for input, and {indices.ndim} "
