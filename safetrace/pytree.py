@@ -117,9 +117,9 @@ def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
     cls = type(leaf)
     qual = f"{cls.__module__}.{cls.__qualname__}"
     if dataclasses.is_dataclass(leaf):
-        fix = f"st.register_dataclass({cls.__qualname__})"
+        fix = f"st.register_dataclass({cls.__name__})"
     else:
-        fix = (f"st.register_pytree_node({cls.__qualname__}, flatten_fn, unflatten_fn)  "
+        fix = (f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)  "
                f"# flatten_fn(obj) -> (children, context)")
     return UnsupportedInputError(
         f"input {user_path} has type {qual}, which safetrace does not know how to flatten "

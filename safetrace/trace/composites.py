@@ -53,7 +53,7 @@ def boolean_dispatch_choice(func: Callable, args: tuple, kwargs: dict) -> tuple[
     elif cells["arg_index"] < len(args):
         flag = args[cells["arg_index"]]
     chosen = cells["if_true"] if flag else cells["if_false"]
-    name = chosen.__name__.lstrip("_") if flag else cells["func_name"]
+    name = chosen.__name__.lstrip("_") if flag else func.__name__
     return name, chosen
 
 

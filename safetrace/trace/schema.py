@@ -163,6 +163,13 @@ def _pack_varargs(schema: Schema, args: tuple, start: int) -> tuple:
     return args
 
 
+def _as_list(spec: ArgSpec, v: Any) -> Any:
+    """A single int given for an ``int[N]`` argument means N copies (as torch's parser)."""
+    if spec.kind == "list" and _is_int(v):
+        return [v] * (spec.fixed_len or 1)
+    return v
+
+
 def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
          pack: bool = False) -> tuple[tuple, dict] | None:
     """Bind a call to one schema; None when it does not fit."""
@@ -180,6 +187,8 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
     for spec, v in zip(pos, args):
         if not matches(spec, v, loose and spec.name != "self"):
             return None
+    if any(spec.kind == "list" and _is_int(v) for spec, v in zip(pos, args)):
+        args = tuple(_as_list(spec, v) for spec, v in zip(pos, args))
     given = set(a.name for a in pos[: len(args)])
     out_kwargs: dict = {}
     extra_pos: dict[int, Any] = {}
@@ -192,6 +201,7 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
         if not matches(spec, v, loose and name != "self"):
             return None
         given.add(name)
+        v = _as_list(spec, v)
         if spec.kwarg_only:
             out_kwargs[name] = v
         else:

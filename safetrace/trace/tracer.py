@@ -157,13 +157,16 @@ class Tracer(TorchFunctionMode):
                         f"@st.register_shape_rule(torch.ops.{op})")
                 device[0] = v.device
                 return torch.empty(v.shape, dtype=v.dtype, device="meta")
+            if isinstance(v, torch.device):
+                device[0] = v
+                return torch.device("meta")
             if isinstance(v, (list, tuple)):
                 return type(v)(to_meta(x) for x in v)
             return v
 
         margs2 = [to_meta(a) for a in margs]
         mkwargs2 = {k: to_meta(v) for k, v in mkwargs.items()}
-        if "device" in mkwargs2 and mkwargs2["device"] is not None:
+        if isinstance(mkwargs2.get("device"), (str, int)):
             device[0] = torch.device(mkwargs2["device"])
             mkwargs2["device"] = "meta"
         try:

@@ -1,0 +1,68 @@
+"""Shared checks for exported programs: numerics against eager, early rejections."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+def assert_close(a: Any, b: Any) -> None:
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor), f"{type(b)} is not a tensor"
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_close(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_close(a[k], b[k])
+    else:
+        assert a == b
+
+
+def matches_eager(ep: st.ExportedProgram, model: Any, args: tuple, kwargs: dict | None = None):
+    """Run eager and the exported program on the same inputs; compare outputs."""
+    kwargs = kwargs or {}
+    expected = model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    got = ep.module()(*args, **kwargs)
+    assert_close(expected, got)
+    return got
+
+
+def rejects(ep: st.ExportedProgram, args: tuple, kwargs: dict | None = None,
+            match: str | None = None) -> str:
+    """The program refuses these inputs before computing anything."""
+    with pytest.raises(st.InputMismatchError, match=match) as info:
+        ep.module()(*args, **(kwargs or {}))
+    return str(info.value)
+
+
+def targets(ep: st.ExportedProgram) -> list[str]:
+    """Names of the ATen overloads called by the graph, in order."""
+    return [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+
+
+def constants_in_graph(ep: st.ExportedProgram) -> list:
+    out = []
+    for n in ep.graph.nodes:
+        if n.op == "call_function":
+            for a in list(n.args) + list(n.kwargs.values()):
+                if isinstance(a, (int, float)) and not isinstance(a, bool):
+                    out.append(a)
+    return out
+
+
+def placeholders(ep: st.ExportedProgram) -> list[str]:
+    return [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+
+
+def unchanged(before: Iterable[torch.Tensor], after: Iterable[torch.Tensor]) -> bool:
+    return all(torch.equal(a, b) for a, b in zip(before, after))
