@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from safetrace.symbolic import ranges as R
-from safetrace.symbolic.expr import (
-    ONE, ZERO, Expr, add, compare, const, diff, mod, neg, rebuild, scale, sub, terms,
-)
+from safetrace.symbolic.canon import compare, diff, mod, not_, rebuild
+from safetrace.symbolic.expr import ONE, ZERO, Expr, add, const, neg, scale, sub, terms
 from safetrace.symbolic.ranges import Range
 
 if TYPE_CHECKING:
@@ -201,7 +200,6 @@ def _decide(env: Env, c: Expr) -> bool | None:
     rc = bounds_of(env, c)
     if rc.lo == rc.hi:
         return bool(rc.lo)
-    from safetrace.symbolic.expr import not_
     if not_(c) in known:
         return False
     d = diff(c)

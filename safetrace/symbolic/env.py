@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from safetrace.symbolic import decide as D
-from safetrace.symbolic.expr import (
-    TRUE, Expr, compare, const, diff, from_terms, neg, not_, scale, substitute, sym, terms,
-    to_expr,
-)
+from safetrace.symbolic.canon import compare, diff, not_, substitute
+from safetrace.symbolic.expr import TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr
 from safetrace.symbolic.ranges import Range
 
 INF = math.inf

@@ -57,7 +57,7 @@ class Expr:
             return (const, (self.value,))
         if self.op == "sym":
             return (sym, (self.name,))
-        return (rebuild, (self.op, self.args))
+        return (_c.rebuild, (self.op, self.args))
 
     def __bool__(self) -> bool:
         if self.op == "const":
@@ -97,7 +97,7 @@ class Expr:
     def subs(self, mapping: Mapping[Expr | str, ExprLike]) -> Expr:
         """Replace symbols (given as symbol Exprs or names) and re-canonicalize."""
         by_name = {(k if isinstance(k, str) else k.name): to_expr(v) for k, v in mapping.items()}
-        return substitute(self, lambda e: by_name.get(e.name))  # type: ignore[arg-type]
+        return _c.substitute(self, lambda e: by_name.get(e.name))  # type: ignore[arg-type]
 
     def evaluate(self, binding: Mapping[str, int]) -> int | bool:
         """Value under ``binding`` (name -> int), with Python's semantics for every op."""
@@ -124,16 +124,16 @@ class Expr:
         return mul(to_expr(o), self)
 
     def __floordiv__(self, o: ExprLike) -> Expr:
-        return floordiv(self, to_expr(o))
+        return _c.floordiv(self, to_expr(o))
 
     def __rfloordiv__(self, o: ExprLike) -> Expr:
-        return floordiv(to_expr(o), self)
+        return _c.floordiv(to_expr(o), self)
 
     def __mod__(self, o: ExprLike) -> Expr:
-        return mod(self, to_expr(o))
+        return _c.mod(self, to_expr(o))
 
     def __rmod__(self, o: ExprLike) -> Expr:
-        return mod(to_expr(o), self)
+        return _c.mod(to_expr(o), self)
 
     def __neg__(self) -> Expr:
         return neg(self)
@@ -144,47 +144,47 @@ class Expr:
     # --- symbolic comparisons and logic (call as Expr.lt(a, b) or a.lt(b)) -----------------
     def lt(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a < b``."""
-        return compare("lt", to_expr(a), to_expr(b))
+        return _c.compare("lt", to_expr(a), to_expr(b))
 
     def le(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a <= b``."""
-        return compare("le", to_expr(a), to_expr(b))
+        return _c.compare("le", to_expr(a), to_expr(b))
 
     def gt(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a > b``."""
-        return compare("gt", to_expr(a), to_expr(b))
+        return _c.compare("gt", to_expr(a), to_expr(b))
 
     def ge(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a >= b``."""
-        return compare("ge", to_expr(a), to_expr(b))
+        return _c.compare("ge", to_expr(a), to_expr(b))
 
     def eq(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a == b``."""
-        return compare("eq", to_expr(a), to_expr(b))
+        return _c.compare("eq", to_expr(a), to_expr(b))
 
     def ne(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
         """Symbolic ``a != b``."""
-        return compare("ne", to_expr(a), to_expr(b))
+        return _c.compare("ne", to_expr(a), to_expr(b))
 
     def and_(*xs: ExprLike) -> Expr:
         """Symbolic conjunction."""
-        return and_(*xs)
+        return _c.and_(*xs)
 
     def or_(*xs: ExprLike) -> Expr:
         """Symbolic disjunction."""
-        return or_(*xs)
+        return _c.or_(*xs)
 
     def not_(a: ExprLike) -> Expr:  # noqa: N805
         """Symbolic negation."""
-        return not_(to_expr(a))
+        return _c.not_(to_expr(a))
 
     def min(*xs: ExprLike) -> Expr:
         """Symbolic ``min``."""
-        return minmax("min", [to_expr(x) for x in xs])
+        return _c.minmax("min", [to_expr(x) for x in xs])
 
     def max(*xs: ExprLike) -> Expr:
         """Symbolic ``max``."""
-        return minmax("max", [to_expr(x) for x in xs])
+        return _c.minmax("max", [to_expr(x) for x in xs])
 
 
 def _make(op: str, args: tuple[Expr, ...]) -> Expr:
@@ -373,307 +373,4 @@ def mul(a: Expr, b: Expr) -> Expr:
     return from_terms(d)
 
 
-def _is_posconst(e: Expr) -> bool:
-    return e.op == "const" and type(e.value) is int and e.value > 0
-
-
-def floordiv(a: Expr, b: Expr) -> Expr:
-    """Canonical ``a // b``: multiples of a constant divisor move out, gcds cancel."""
-    if b.op != "const":
-        if a is ZERO:
-            return ZERO
-        if a is b:
-            return ONE
-        return _make("floordiv", (a, b))
-    m = int(b.value)  # type: ignore[arg-type]
-    if m == 0:
-        raise ZeroDivisionError(f"symbolic division by zero: ({a})//0")
-    if a.op == "const":
-        return const(int(a.value) // m)  # type: ignore[arg-type]
-    if m < 0:
-        a, m = neg(a), -m
-    if m == 1:
-        return a
-    q: Terms = {}
-    r: Terms = {}
-    for mono, k in terms(a):
-        qk, rk = divmod(k, m)
-        if qk:
-            q[mono] = q.get(mono, 0) + qk
-        if rk:
-            r[mono] = rk
-    rc = r.pop((), 0)
-    if not r:
-        return from_terms(q)
-    g = m
-    for k in r.values():
-        g = math.gcd(g, k)
-    if g > 1:
-        r = {mono: k // g for mono, k in r.items()}
-        rc, m = rc // g, m // g
-    if rc:
-        r[()] = rc
-    inner = from_terms(r)
-    if inner.op == "floordiv" and _is_posconst(inner.args[1]):
-        node = floordiv(inner.args[0], const(int(inner.args[1].value) * m))  # type: ignore
-    else:
-        node = _make("floordiv", (inner, const(m)))
-    return add(from_terms(q), node) if q else node
-
-
-def mod(a: Expr, b: Expr) -> Expr:
-    """Canonical ``a % b``: multiples of a constant divisor drop out, gcds factor out."""
-    if b.op != "const":
-        if a is ZERO or a is b:
-            return ZERO
-        return _make("mod", (a, b))
-    m = int(b.value)  # type: ignore[arg-type]
-    if m == 0:
-        raise ZeroDivisionError(f"symbolic modulo by zero: ({a}) % 0")
-    if a.op == "const":
-        return const(int(a.value) % m)  # type: ignore[arg-type]
-    am = abs(m)
-    if am == 1:
-        return ZERO
-    r: Terms = {}
-    for mono, k in terms(a):
-        rk = k % am
-        if rk:
-            r[mono] = rk
-    rc = r.pop((), 0)
-    if not r:
-        return const(rc % m)
-    if m > 0:
-        g = m
-        for k in r.values():
-            g = math.gcd(g, k)
-        if g > 1:
-            inner: Terms = {mono: k // g for mono, k in r.items()}
-            inner[()] = rc // g
-            return add(scale(mod(from_terms(inner), const(m // g)), g), const(rc % g))
-        if len(r) == 1 and not rc:
-            (mono, k), = r.items()
-            x = mono[0]
-            if k == 1 and len(mono) == 1 and x.op == "mod" and _is_posconst(x.args[1]):
-                k2 = int(x.args[1].value)  # type: ignore[arg-type]
-                if k2 % m == 0:
-                    return mod(x.args[0], b)
-                if m % k2 == 0:
-                    return x
-    if rc:
-        r[()] = rc
-    return _make("mod", (from_terms(r), b))
-
-
-def minmax(op: str, xs: list[Expr]) -> Expr:
-    """Canonical n-ary ``min``/``max``: flattened, deduplicated, constant offsets resolved."""
-    pick = min if op == "min" else max
-    flat: list[Expr] = []
-    for x in xs:
-        if x.is_bool:
-            raise TypeError(f"{op}() of a condition: {x}")
-        flat.extend(x.args if x.op == op else (x,))
-    cs = [int(x.value) for x in flat if x.op == "const"]  # type: ignore[arg-type]
-    others: list[Expr] = []
-    for x in flat:
-        if x.op == "const" or x in others:
-            continue
-        keep = True
-        for i, y in enumerate(others):
-            d = sub(x, y)
-            if d.op == "const":
-                if pick(int(d.value), 0) == int(d.value) and d.value != 0:  # type: ignore
-                    others[i] = x
-                keep = False
-                break
-        if keep:
-            others.append(x)
-    if not others:
-        return const(pick(cs))
-    args = sorted(set(others), key=lambda e: e._key)
-    if cs:
-        args.append(const(pick(cs)))
-    return args[0] if len(args) == 1 else _make(op, tuple(args))
-
-
-# --- comparisons and logic ------------------------------------------------------------------
-def compare(op: str, a: Expr, b: Expr) -> Expr:
-    """Canonical comparison ``a <op> b`` with op in lt, le, gt, ge, eq, ne."""
-    if a.op == "const" and b.op == "const":
-        x, y = a.value, b.value
-        r = {"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y,  # type: ignore[operator]
-             "eq": x == y, "ne": x != y}[op]
-        return TRUE if r else FALSE
-    if op == "le":
-        return canon_cmp("le", sub(a, b))
-    if op == "lt":
-        return canon_cmp("le", add(sub(a, b), ONE))
-    if op == "ge":
-        return canon_cmp("le", sub(b, a))
-    if op == "gt":
-        return canon_cmp("le", add(sub(b, a), ONE))
-    if op in ("eq", "ne"):
-        if a.is_bool or b.is_bool:
-            same = or_(and_(a, b), and_(not_(a), not_(b)))
-            return same if op == "eq" else not_(same)
-        return canon_cmp(op, sub(a, b))
-    raise ValueError(f"unknown comparison {op!r}")
-
-
-def canon_cmp(kind: str, d: Expr) -> Expr:
-    """The canonical node for ``d <= 0`` (kind "le"), ``d == 0`` or ``d != 0``."""
-    t: Terms = dict(terms(d))
-    c = t.pop((), 0)
-    if not t:
-        r = c <= 0 if kind == "le" else (c == 0) == (kind == "eq")
-        return TRUE if r else FALSE
-    g = 0
-    for k in t.values():
-        g = math.gcd(g, k)
-    if kind == "le":
-        if g > 1:
-            c = -((-c) // g)
-            t = {m: k // g for m, k in t.items()}
-    else:
-        if c % g:
-            return FALSE if kind == "eq" else TRUE
-        c //= g
-        t = {m: k // g for m, k in t.items()}
-        first = min(t, key=_mono_key)
-        if t[first] < 0:
-            t = {m: -k for m, k in t.items()}
-            c = -c
-    p = {m: k for m, k in t.items() if k > 0}
-    n = {m: -k for m, k in t.items() if k < 0}
-    if not n:
-        return _make(kind, (from_terms(p), const(-c)))
-    if not p:
-        return _make("ge", (from_terms(n), const(c)))
-    if kind == "le" and c == 1:
-        return _make("lt", (from_terms(p), from_terms(n)))
-    if c > 0:
-        p[()] = c
-    elif c < 0:
-        n[()] = -c
-    return _make(kind, (from_terms(p), from_terms(n)))
-
-
-def diff(c: Expr) -> Expr:
-    """For a comparison node, the ``d`` of its normal form ``d <= 0`` / ``d == 0`` / ``d != 0``."""
-    d = c._d
-    if d is None:
-        lhs, rhs = c.args
-        if c.op == "ge":
-            d = sub(rhs, lhs)
-        elif c.op == "lt":
-            d = add(sub(lhs, rhs), ONE)
-        else:
-            d = sub(lhs, rhs)
-        c._d = d
-    return d
-
-
-def not_(x: Expr) -> Expr:
-    """Canonical negation; comparisons are complemented instead of wrapped."""
-    op = x.op
-    if op == "const":
-        return FALSE if x.value else TRUE
-    if op == "not":
-        return x.args[0]
-    if op in ("le", "lt", "ge"):
-        return canon_cmp("le", sub(ONE, diff(x)))
-    if op == "eq":
-        return _make("ne", x.args)
-    if op == "ne":
-        return _make("eq", x.args)
-    if op not in BOOL_OPS:
-        raise TypeError(f"not of a non-condition: {x}")
-    return _make("not", (x,))
-
-
-def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
-    absorbing = op == "or"
-    flat: list[Expr] = []
-    for v in xs:
-        x = to_expr(v)
-        if x.op == "const":
-            if bool(x.value) == absorbing:
-                return TRUE if absorbing else FALSE
-            continue
-        if not x.is_bool:
-            raise TypeError(f"{op} of a non-condition: {x}")
-        for y in (x.args if x.op == op else (x,)):
-            if y not in flat:
-                flat.append(y)
-    if not flat:
-        return FALSE if absorbing else TRUE
-    seen = set(flat)
-    for y in flat:
-        if not_(y) in seen:
-            return TRUE if absorbing else FALSE
-    if len(flat) == 1:
-        return flat[0]
-    flat.sort(key=_cond_key)
-    return _make(op, tuple(flat))
-
-
-def _cond_key(e: Expr) -> tuple[object, ...]:
-    # order conditions by the symbols they mention first, so "s0 ..." reads before "s1 ..."
-    return (tuple(sorted(sym(n)._key for n in e.free_symbols)), e._key)
-
-
-def and_(*xs: ExprLike) -> Expr:
-    """Canonical conjunction (flattened, sorted, constants folded)."""
-    return _junction("and", xs)
-
-
-def or_(*xs: ExprLike) -> Expr:
-    """Canonical disjunction (flattened, sorted, constants folded)."""
-    return _junction("or", xs)
-
-
-def rebuild(op: str, args: tuple[Expr, ...]) -> Expr:
-    """Rebuild (and re-canonicalize) a node of kind ``op`` from new arguments."""
-    if op == "add":
-        return add_many(args)
-    if op == "mul":
-        r = args[0]
-        for a in args[1:]:
-            r = mul(r, a)
-        return r
-    if op == "floordiv":
-        return floordiv(*args)
-    if op == "mod":
-        return mod(*args)
-    if op in ("min", "max"):
-        return minmax(op, list(args))
-    if op in CMP_OPS:
-        return compare(op, args[0], args[1])
-    if op == "and":
-        return and_(*args)
-    if op == "or":
-        return or_(*args)
-    if op == "not":
-        return not_(args[0])
-    raise ValueError(f"cannot rebuild {op!r}")
-
-
-def substitute(e: Expr, f: Callable[[Expr], Expr | None],
-               memo: dict[Expr, Expr] | None = None) -> Expr:
-    """Replace each symbol ``s`` by ``f(s)`` (kept when None) and re-canonicalize."""
-    if memo is None:
-        memo = {}
-    r = memo.get(e)
-    if r is not None:
-        return r
-    if e.op == "sym":
-        r = f(e)
-        if r is None:
-            r = e
-    elif e.op == "const":
-        r = e
-    else:
-        new = tuple([substitute(a, f, memo) for a in e.args])
-        r = e if all(x is y for x, y in zip(new, e.args)) else rebuild(e.op, new)
-    memo[e] = r
-    return r
+from safetrace.symbolic import canon as _c  # noqa: E402  (canon builds on this module)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Mapping
 
-from safetrace.symbolic.expr import (
-    Expr, add_many, and_, compare, const, floordiv, minmax, mod, mul, neg, not_, or_, sub, sym,
-)
+from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
+from safetrace.symbolic.expr import Expr, add_many, const, mul, neg, sub, sym
 
 _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 1, 2, 3, 4, 5, 6, 7, 9
 _CMP_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">="}

@@ -14,10 +14,8 @@ from typing import Any, Callable
 
 from safetrace.symbolic import decide as D
 from safetrace.symbolic.env import Env
-from safetrace.symbolic.expr import (
-    ONE, Expr, add, and_, compare, const, floordiv, minmax, mod, mul, neg, not_, or_, sub,
-    to_expr,
-)
+from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
+from safetrace.symbolic.expr import ONE, Expr, add, const, mul, neg, sub, to_expr
 
 Fn = Callable[[Expr, Expr], Expr]
 
