@@ -1,0 +1,136 @@
+"""Shape rules of padding: constant_pad_nd, pad (all modes), reflection/replication pads.
+
+Pad lists run from the last dim backwards: ``[left, right, top, bottom, front, back]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from safetrace.errors import shape_error
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import check
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+Size = Any
+
+
+def _padded(shape: tuple, pad: Sequence[Size]) -> list:
+    """Shape with pad[2i] + pad[2i+1] added to dim -1-i."""
+    out = list(shape)
+    for i in range(len(pad) // 2):
+        d = len(shape) - 1 - i
+        out[d] = shape[d] + pad[2 * i] + pad[2 * i + 1]
+    return out
+
+
+@rule(aten.constant_pad_nd.default)
+def constant_pad_nd(self: TensorMeta, pad: Sequence[Size], value: Any = 0) -> TensorMeta:
+    """Each padded dim grows by its two pads (negative pads crop, never below 0)."""
+    op = "constant_pad_nd"
+    check(len(pad) % 2 == 0, op, f"Length of pad must be even but instead it equals {len(pad)}")
+    check(len(pad) // 2 <= self.ndim, op,
+          f"Length of pad should be no more than twice the number of dimensions of the "
+          f"input. Pad length is {len(pad)} while the input has {self.ndim} dimensions.")
+    out = _padded(self.shape, pad)
+    for i in range(len(pad) // 2):
+        d = self.ndim - 1 - i
+        check(out[d] >= 0, op,
+              f"The input size {self.shape[d]}, plus negative padding {pad[2 * i]} and "
+              f"{pad[2 * i + 1]} resulted in a negative output size, which is invalid. Check "
+              f"dimension {d} of your input.")
+    return self.like(shape=tuple(out))
+
+
+@rule(aten._pad_circular.default)
+def pad_circular(self: TensorMeta, pad: Sequence[Size]) -> TensorMeta:
+    """Each padded dim grows by its pads; a pad may not exceed the dim (one wrap at most)."""
+    op = "_pad_circular"
+    n = len(pad) // 2
+    check(self.ndim - n in (1, 2), op,
+          f"Invalid padding size, expected 1 or 2 non-padded dimensions, which would be "
+          f"equivalent to padding of length {(self.ndim - 1) * 2} or {(self.ndim - 2) * 2} "
+          f"respectively but got {len(pad)}")
+    out = _padded(self.shape, pad[:2 * n])
+    for i in range(n):
+        d = self.ndim - 1 - i
+        size = self.shape[d]
+        check(pad[2 * i] <= size, op, "Padding value causes wrapping around more than once.")
+        check(pad[2 * i + 1] <= size, op, "Padding value causes wrapping around more than once.")
+        check(out[d] >= 0, op, "Negative padding value is resulting in an empty dimension")
+    return self.like(shape=tuple(out))
+
+
+def _pad_nd(self: TensorMeta, padding: Sequence[Size], k: int, reflection: bool,
+            op: str) -> TensorMeta:
+    """reflection_pad{k}d / replication_pad{k}d: the last k dims padded, one optional batch."""
+    check(len(padding) == 2 * k, op, f"padding size is expected to be {2 * k}, but got: "
+                                     f"{len(padding)}")
+    check(self.dtype is not torch.bool, op, f'"{op}" not implemented for \'Bool\'')
+    batch = self.ndim == k + 2
+    # Sizes other than the batch must be non-zero: one guard per symbolic dim.
+    nonzero = all(not s == 0 for s in self.shape[1 if batch else 0:])
+    check(self.ndim in (k + 1, k + 2) and nonzero, op,
+          f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+          f"other non-zero dimensions for input, but got: {list(self.shape)}")
+    out = _padded(self.shape, padding)
+    if reflection:
+        for i in range(k):
+            d = self.ndim - 1 - i
+            lo, hi = padding[2 * i], padding[2 * i + 1]
+            msg = (f"Argument #{4 + 2 * i}: Padding size should be less than the "
+                   f"corresponding input dimension, but got: padding ({lo}, {hi}) at dimension "
+                   f"{d} of input {list(self.shape)}")
+            check(lo < self.shape[d], op, msg)
+            check(hi < self.shape[d], op, msg)
+    # torch accepts the output if any padded dim stays non-empty (its kernels' own test).
+    padded = out[self.ndim - k:]
+    if not any(s >= 1 for s in padded):
+        raise shape_error(op, f"input {list(self.shape[self.ndim - k:])} is too small. "
+                              f"Calculated output {padded}")
+    return self.like(shape=tuple(out))
+
+
+def _register_pads() -> None:
+    for k in (1, 2, 3):
+        for reflection, name in ((True, "reflection"), (False, "replication")):
+            opname = f"{name}_pad{k}d"
+
+            def pad_rule(self: TensorMeta, padding: Sequence[Size], *, _k: int = k,
+                         _r: bool = reflection, _op: str = opname) -> TensorMeta:
+                return _pad_nd(self, padding, _k, _r, _op)
+
+            pad_rule.__doc__ = f"{opname}: the last {k} dims grow by their pads."
+            pad_rule.__name__ = opname
+            rule(getattr(aten, opname).default)(pad_rule)
+
+
+_register_pads()
+
+_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+@rule(aten.pad.default)
+def pad(self: TensorMeta, pad: Sequence[Size], mode: str = "constant",
+        value: float | None = None) -> TensorMeta:
+    """F.pad: constant pads any dims; other modes pad the last 1-3 dims of batched inputs."""
+    op = "pad"
+    check(mode in _MODES, op, f"Unrecognised padding mode {mode}")
+    check(len(pad) % 2 == 0, op, "Padding length must be divisible by 2")
+    check(len(pad) // 2 <= self.ndim, op,
+          f"Padding length should be less than or equal to two times the input dimension but "
+          f"got padding length {len(pad)} and input of dimension {self.ndim}")
+    if mode == "constant":
+        return constant_pad_nd(self, pad, 0 if value is None else value)
+    check(value is None or value == 0, op,
+          f'Padding mode "{mode}" doesn\'t take in value argument')
+    k = len(pad) // 2
+    check(k in (1, 2, 3) and self.ndim in (k + 1, k + 2), op,
+          f"Padding size {len(pad)} is not supported for {self.ndim}D input tensor.")
+    if mode == "circular":
+        return pad_circular(self, pad)
+    name = "reflection" if mode == "reflect" else "replication"
+    return _pad_nd(self, pad, k, mode == "reflect", f"{name}_pad{k}d")
