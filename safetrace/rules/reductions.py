@@ -1,0 +1,416 @@
+"""Reductions (sum, mean, max, var, norm, ...), scans (cumsum, cummax) and sorting.
+
+A reduction removes its dims (or keeps them as size 1 with ``keepdim``).  ``dim=None``
+means every dim; so does ``dim=[]`` for every reduction except ``any``/``all``, where an
+empty list reduces nothing (torch's behaviour, odd as it is).  Reductions without an
+identity (max, amax, argmax, median, mode, aminmax) reject a reduced dim of size 0; on a
+symbolic size that check becomes a guard, as in eager torch it is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import (
+    check,
+    dtype_category,
+    float_result,
+    normalize_dim,
+    normalize_dims,
+    to_real,
+)
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+_LONG = torch.int64
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def reduced_dims(op: str, self: TensorMeta, dim: Any, empty_means_all: bool = True) -> list:
+    """The normalized dims a reduction removes: None (and usually []) means all of them."""
+    if dim is None or (empty_means_all and all_dims(dim)):
+        return list(range(self.ndim))
+    return normalize_dims(dim, self.ndim, op)
+
+
+def all_dims(dim: Any) -> bool:
+    """Whether a dim argument of a reduction means every dim (None or an empty list)."""
+    return dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0)
+
+
+def reduce_shape(self: TensorMeta, dims: Sequence[int], keepdim: bool) -> tuple:
+    """Remove `dims` from self's shape, or make them 1 when keepdim."""
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(self.shape))
+    return tuple(s for i, s in enumerate(self.shape) if i not in dims)
+
+
+def nonempty(op: str, self: TensorMeta, dims: Sequence[int], whole: bool) -> None:
+    """Reductions without an identity reject reducing over a size-0 dim."""
+    if whole:
+        check(self.numel() != 0, op, "Expected reduction dim to be specified for input.numel() "
+                                     "== 0. Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dims:
+        if self.ndim > 0:  # a 0-d tensor has one element along its only "dim"
+            check(self.shape[d] != 0, op, f"Expected reduction dim {d} to have non-zero size.")
+
+
+def real_only(op: str, dtype: torch.dtype) -> None:
+    check(not dtype.is_complex, op, f"{op}(): does not support complex input")
+
+
+def accumulate_dtype(self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype:
+    """sum/prod/cumsum: integral and bool inputs accumulate in int64 unless told otherwise."""
+    if dtype is not None:
+        return dtype
+    return _LONG if dtype_category(self.dtype) <= 1 else self.dtype
+
+
+# -- sum, prod, mean ----------------------------------------------------------------------
+
+
+@rule(aten.sum.default, aten.prod.default)
+def sum_all(self: TensorMeta, *, dtype: torch.dtype | None = None) -> TensorMeta:
+    """sum/prod of every element: a 0-d tensor."""
+    return self.like(shape=(), dtype=accumulate_dtype(self, dtype))
+
+
+@rule(aten.sum.dim_IntList, aten.nansum.default)
+def sum_dim(self: TensorMeta, dim: Any = None, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None) -> TensorMeta:
+    """sum over dims (None or [] meaning all)."""
+    dims = reduced_dims("sum", self, dim)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=accumulate_dtype(self, dtype))
+
+
+@rule(aten.prod.dim_int)
+def prod_dim(self: TensorMeta, dim: int, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None) -> TensorMeta:
+    """prod over one dim."""
+    dims = [normalize_dim(dim, self.ndim, "prod")]
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=accumulate_dtype(self, dtype))
+
+
+def _mean_dtype(self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype:
+    out = self.dtype if dtype is None else dtype
+    which = "Input" if dtype is None else "Optional"
+    check(out.is_floating_point or out.is_complex, "mean",
+          f"mean(): could not infer output dtype. {which} dtype must be either a floating "
+          f"point or complex dtype. Got: {out}")
+    return out
+
+
+@rule(aten.mean.default)
+def mean_all(self: TensorMeta, *, dtype: torch.dtype | None = None) -> TensorMeta:
+    """mean of every element; floating or complex only."""
+    return self.like(shape=(), dtype=_mean_dtype(self, dtype))
+
+
+@rule(aten.mean.dim)
+def mean_dim(self: TensorMeta, dim: Any, keepdim: bool = False, *,
+             dtype: torch.dtype | None = None) -> TensorMeta:
+    """mean over dims (None or [] meaning all)."""
+    dims = reduced_dims("mean", self, dim)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=_mean_dtype(self, dtype))
+
+
+# -- max, min, argmax, any, all -------------------------------------------------------------
+
+
+@rule(aten.amax.default, aten.amin.default)
+def amax(self: TensorMeta, dim: Any = (), keepdim: bool = False) -> TensorMeta:
+    """amax/amin: same dtype; [] means all dims; no identity, so no size-0 reduction."""
+    dims = reduced_dims("amax", self, dim)
+    nonempty("amax", self, dims, whole=all_dims(dim))
+    real_only("amax", self.dtype)
+    return self.like(shape=reduce_shape(self, dims, keepdim))
+
+
+@rule(aten.max.default, aten.min.default)
+def max_all(self: TensorMeta) -> TensorMeta:
+    """max/min of every element: 0-d, same dtype; empty tensors are rejected."""
+    nonempty("max", self, (), whole=True)
+    real_only("max", self.dtype)
+    return self.like(shape=())
+
+
+@rule(aten.max.dim, aten.min.dim, aten.median.dim, aten.nanmedian.dim, aten.mode.default)
+def max_dim(self: TensorMeta, dim: int = -1, keepdim: bool = False) -> tuple:
+    """(values, int64 indices) reduced over one dim, which must not be empty."""
+    d = normalize_dim(dim, self.ndim, "max")
+    if self.ndim > 0:
+        nonempty("max", self, [d], whole=False)
+    real_only("max", self.dtype)
+    shape = reduce_shape(self, [d], keepdim)
+    return self.like(shape=shape), self.like(shape=shape, dtype=_LONG)
+
+
+@rule(aten.median.default, aten.nanmedian.default)
+def median_all(self: TensorMeta) -> TensorMeta:
+    """median of every element (nan for an empty tensor): 0-d, same dtype."""
+    real_only("median", self.dtype)
+    return self.like(shape=())
+
+
+@rule(aten.argmax.default, aten.argmin.default)
+def argmax(self: TensorMeta, dim: int | None = None, keepdim: bool = False) -> TensorMeta:
+    """argmax/argmin: int64 indices; dim=None flattens (keepdim then gives all-ones)."""
+    if dim is None:
+        nonempty("argmax", self, (), whole=True)
+        dims = list(range(self.ndim))
+    else:
+        dims = [normalize_dim(dim, self.ndim, "argmax")]
+        if self.ndim > 0:
+            nonempty("argmax", self, dims, whole=False)
+    real_only("argmax", self.dtype)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=_LONG)
+
+
+@rule(aten.aminmax.default)
+def aminmax(self: TensorMeta, *, dim: int | None = None, keepdim: bool = False) -> tuple:
+    """aminmax: (min, max), both of self's dtype."""
+    if dim is None:
+        dims = list(range(self.ndim))
+        check(self.numel() != 0, "aminmax", "aminmax(): cannot compute aminmax over an empty "
+                                            "dimension as the operation has no identity.")
+    else:
+        dims = [normalize_dim(dim, self.ndim, "aminmax")]
+        if self.ndim > 0:
+            nonempty("aminmax", self, dims, whole=False)
+    real_only("aminmax", self.dtype)
+    shape = reduce_shape(self, dims, keepdim)
+    return self.like(shape=shape), self.like(shape=shape)
+
+
+def _logical_dtype(self: TensorMeta) -> torch.dtype:
+    return torch.uint8 if self.dtype is torch.uint8 else torch.bool
+
+
+@rule(aten.any.default, aten.all.default)
+def any_all(self: TensorMeta) -> TensorMeta:
+    """any/all of every element: bool (uint8 stays uint8)."""
+    return self.like(shape=(), dtype=_logical_dtype(self))
+
+
+@rule(aten.any.dim, aten.all.dim)
+def any_dim(self: TensorMeta, dim: int, keepdim: bool = False) -> TensorMeta:
+    """any/all over one dim."""
+    dims = [normalize_dim(dim, self.ndim, "any")]
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=_logical_dtype(self))
+
+
+@rule(aten.any.dims, aten.all.dims)
+def any_dims(self: TensorMeta, dim: Any = None, keepdim: bool = False) -> TensorMeta:
+    """any/all over dims: None means all, but [] reduces nothing."""
+    dims = reduced_dims("any", self, dim, empty_means_all=False)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=_logical_dtype(self))
+
+
+@rule(aten.count_nonzero.default, aten.count_nonzero.dim_IntList)
+def count_nonzero(self: TensorMeta, dim: Any = None) -> TensorMeta:
+    """count_nonzero: int64 counts; None or [] means every dim."""
+    dims = reduced_dims("count_nonzero", self, dim)
+    return self.like(shape=reduce_shape(self, dims, False), dtype=_LONG)
+
+
+# -- var, std, norm, logsumexp --------------------------------------------------------------
+
+
+def _var(op: str, self: TensorMeta, dim: Any, keepdim: bool) -> TensorMeta:
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          "std and var only support floating point and complex dtypes")
+    dims = reduced_dims(op, self, dim)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=to_real(self.dtype))
+
+
+@rule(aten.var.default, aten.std.default)
+def var_all(self: TensorMeta, unbiased: bool = True) -> TensorMeta:
+    """var/std of every element: 0-d, real dtype."""
+    return _var("var", self, None, False)
+
+
+@rule(aten.var.dim, aten.std.dim)
+def var_dim(self: TensorMeta, dim: Any, unbiased: bool = True, keepdim: bool = False) -> TensorMeta:
+    """var/std over dims (None or [] meaning all)."""
+    return _var("var", self, dim, keepdim)
+
+
+@rule(aten.var.correction, aten.std.correction)
+def var_correction(self: TensorMeta, dim: Any = None, *, correction: Any = None,
+                   keepdim: bool = False) -> TensorMeta:
+    """var/std with an explicit correction."""
+    return _var("var", self, dim, keepdim)
+
+
+def _var_mean(self: TensorMeta, dim: Any, keepdim: bool) -> tuple:
+    check(self.dtype.is_floating_point or self.dtype.is_complex, "var_mean",
+          "var_mean only support floating point and complex dtypes")
+    var = _var("var_mean", self, dim, keepdim)
+    return var, var.like(dtype=self.dtype)
+
+
+@rule(aten.var_mean.default, aten.std_mean.default)
+def var_mean_all(self: TensorMeta, unbiased: bool = True) -> tuple:
+    """(var, mean): the var is real, the mean keeps self's dtype."""
+    return _var_mean(self, None, False)
+
+
+@rule(aten.var_mean.dim, aten.std_mean.dim)
+def var_mean_dim(self: TensorMeta, dim: Any, unbiased: bool = True,
+                 keepdim: bool = False) -> tuple:
+    """(var, mean) over dims."""
+    return _var_mean(self, dim, keepdim)
+
+
+@rule(aten.var_mean.correction, aten.std_mean.correction)
+def var_mean_correction(self: TensorMeta, dim: Any = None, *, correction: Any = None,
+                        keepdim: bool = False) -> tuple:
+    """(var, mean) with an explicit correction."""
+    return _var_mean(self, dim, keepdim)
+
+
+def _norm_dtype(op: str, self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype:
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          f"{op}: Expected a floating point or complex tensor as input. Got {self.dtype}")
+    if dtype is None:
+        return to_real(self.dtype)
+    check(dtype.is_floating_point or dtype.is_complex, op,
+          f"{op}: dtype should be floating point or complex. Got {dtype}")
+    check(dtype.is_complex == self.dtype.is_complex, op,
+          f"{op}: dtype should be {'complex' if self.dtype.is_complex else 'real'} for "
+          f"{'complex' if self.dtype.is_complex else 'real'} inputs, but got {dtype}")
+    check(torch.promote_types(self.dtype, dtype) == dtype, op,
+          f"{op}: the dtype of the input ({self.dtype}) should be convertible without "
+          f"narrowing to the specified dtype ({dtype})")
+    return to_real(dtype)
+
+
+@rule(aten.linalg_vector_norm.default)
+def vector_norm(self: TensorMeta, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: torch.dtype | None = None) -> TensorMeta:
+    """linalg.vector_norm: real result; negative and inf orders need non-empty dims."""
+    op = "linalg.vector_norm"
+    out = _norm_dtype(op, self, dtype)
+    dims = reduced_dims(op, self, dim)
+    if ord < 0 or ord == math.inf:
+        msg = (f"{op} cannot compute the {ord} norm on an empty tensor because the operation "
+               "does not have an identity")
+        if all_dims(dim):
+            check(self.numel() != 0, op, msg)
+        else:
+            for d in dims:
+                check(self.ndim == 0 or self.shape[d] != 0, op, msg)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=out)
+
+
+@rule(aten.norm.Scalar)
+def norm_all(self: TensorMeta, p: Any = 2) -> TensorMeta:
+    """norm of every element."""
+    return vector_norm(self, 2 if p is None else p)
+
+
+@rule(aten.norm.ScalarOpt_dim)
+def norm_dim(self: TensorMeta, p: Any, dim: Any, keepdim: bool = False) -> TensorMeta:
+    """norm over dims ([] meaning all)."""
+    return vector_norm(self, 2 if p is None else p, dim, keepdim)
+
+
+@rule(aten.norm.ScalarOpt_dim_dtype)
+def norm_dim_dtype(self: TensorMeta, p: Any, dim: Any, keepdim: bool, *,
+                   dtype: torch.dtype) -> TensorMeta:
+    """norm over dims, computed in `dtype`."""
+    return vector_norm(self, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+@rule(aten.norm.ScalarOpt_dtype)
+def norm_dtype(self: TensorMeta, p: Any, *, dtype: torch.dtype) -> TensorMeta:
+    """norm of every element, computed in `dtype`."""
+    return vector_norm(self, 2 if p is None else p, dtype=dtype)
+
+
+@rule(aten.logsumexp.default)
+def logsumexp(self: TensorMeta, dim: Any, keepdim: bool = False) -> TensorMeta:
+    """logsumexp: integer inputs give the default float dtype."""
+    # eager torch fails on dim=[] for a tensor with dims (its out= resize disagrees)
+    check(not (isinstance(dim, (list, tuple)) and len(dim) == 0 and self.ndim > 0),
+          "logsumexp", "output with shape [] doesn't match the broadcast shape "
+                       f"{[1] * self.ndim}")
+    dims = reduced_dims("logsumexp", self, dim)
+    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=float_result(self.dtype))
+
+
+# -- scans and sorting ----------------------------------------------------------------------
+
+
+@rule(aten.cumsum.default, aten.cumprod.default)
+def cumsum(self: TensorMeta, dim: int, *, dtype: torch.dtype | None = None) -> TensorMeta:
+    """cumsum/cumprod: same shape; integral inputs accumulate in int64."""
+    normalize_dim(dim, self.ndim, "cumsum")
+    return self.like(dtype=accumulate_dtype(self, dtype))
+
+
+@rule(aten.cummax.default, aten.cummin.default)
+def cummax(self: TensorMeta, dim: int) -> tuple:
+    """cummax/cummin: (values like self, int64 indices like self)."""
+    normalize_dim(dim, self.ndim, "cummax")
+    return self.like(), self.like(dtype=_LONG)
+
+
+@rule(aten.sort.default)
+def sort(self: TensorMeta, dim: int = -1, descending: bool = False) -> tuple:
+    """sort: (values like self, int64 indices like self)."""
+    normalize_dim(dim, self.ndim, "sort")
+    return self.like(), self.like(dtype=_LONG)
+
+
+@rule(aten.sort.stable)
+def sort_stable(self: TensorMeta, *, stable: bool | None, dim: int = -1,
+                descending: bool = False) -> tuple:
+    """sort with an explicit stability flag."""
+    return sort(self, dim, descending)
+
+
+@rule(aten.argsort.default)
+def argsort(self: TensorMeta, dim: int = -1, descending: bool = False) -> TensorMeta:
+    """argsort: int64 indices like self."""
+    normalize_dim(dim, self.ndim, "argsort")
+    return self.like(dtype=_LONG)
+
+
+@rule(aten.argsort.stable)
+def argsort_stable(self: TensorMeta, *, stable: bool, dim: int = -1,
+                   descending: bool = False) -> TensorMeta:
+    """argsort with an explicit stability flag."""
+    return argsort(self, dim, descending)
+
+
+@rule(aten.topk.default)
+def topk(self: TensorMeta, k: Any, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> tuple:
+    """topk: `dim` becomes k, which must lie in [0, size]."""
+    d = normalize_dim(dim, self.ndim, "topk")
+    size = self.shape[d] if self.ndim > 0 else 1
+    check(k >= 0, "topk", f"selected index k out of range (k={k}, dim size {size})")
+    check(k <= size, "topk", f"selected index k out of range (k={k}, dim size {size})")
+    shape = self.shape[:d] + (k,) + self.shape[d + 1:] if self.ndim > 0 else ()
+    return self.like(shape=shape), self.like(shape=shape, dtype=_LONG)
+
+
+@rule(aten.kthvalue.default)
+def kthvalue(self: TensorMeta, k: Any, dim: int = -1, keepdim: bool = False) -> tuple:
+    """kthvalue: (values, int64 indices) reduced over `dim`; k must lie in [1, size]."""
+    d = normalize_dim(dim, self.ndim, "kthvalue")
+    size = self.shape[d] if self.ndim > 0 else 1
+    msg = f"kthvalue(): selected number k out of range for dimension {d}"
+    check(k >= 1, "kthvalue", msg)
+    check(k <= size, "kthvalue", msg)
+    real_only("kthvalue", self.dtype)
+    shape = reduce_shape(self, [d], keepdim)
+    return self.like(shape=shape), self.like(shape=shape, dtype=_LONG)
