@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import broadcast_shapes, check
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -100,7 +100,15 @@ def _fused_rms_norm(input: TensorMeta, normalized_shape: Sequence, weight: Tenso
     dtype = torch.float32 if input.dtype in REDUCED else input.dtype
     if len(normalized_shape) == 0:  # what the CPU kernel does (rms_norm itself rejects [])
         return input.like(), input.like((1,) * input.ndim, dtype)
-    axis = check_normalized("aten._fused_rms_norm", input, normalized_shape, weight, None)
+    # the kernel only counts normalized_shape's dims; a weight multiplies by broadcasting
+    op = "aten._fused_rms_norm"
+    axis = input.ndim - len(normalized_shape)
+    check(axis >= 0, op, f"normalized_shape {list(normalized_shape)} has more dims than the "
+                         f"input {list(input.shape)}")
+    if weight is not None:
+        out = broadcast_shapes(input.shape, weight.shape, op=op)
+        check(len(out) == input.ndim, op, f"weight {list(weight.shape)} does not broadcast "
+                                          f"to the input {list(input.shape)}")
     return input.like(), input.like(input.shape[:axis] + (1,) * (input.ndim - axis), dtype)
 
 
