@@ -121,7 +121,7 @@ def simplify(env: Env, e: Expr) -> Expr:
         ra = bounds_of(env, r.args[0])
         if m > 0 and ra.lo >= 0 and ra.hi < m:
             r = ZERO if rop == "floordiv" else r.args[0]
-        elif rop == "mod" and _is_zero(env, r):
+        elif rop == "mod" and m and _divisible(env, r.args[0], m):
             r = ZERO
     elif rop == "add" or rop == "mul":
         r = _fold_exact_division(env, r)
@@ -130,9 +130,16 @@ def simplify(env: Env, e: Expr) -> Expr:
     return r
 
 
-def _is_zero(env: Env, r: Expr) -> bool:
-    ra = bounds_of(env, r)
-    return ra.lo == 0 and ra.hi == 0
+def _divisible(env: Env, x: Expr, m: int) -> bool:
+    # every term k*atom has a known divisor D of the atom (divisibility facts) with m | k*D
+    div = env._div
+    if not div:
+        return False
+    for mono, k in terms(x):
+        d = div.get(mono[0], 1) if len(mono) == 1 else 1
+        if (k * d) % m:
+            return False
+    return True
 
 
 def _prune_minmax(env: Env, r: Expr) -> Expr:

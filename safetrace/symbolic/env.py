@@ -86,6 +86,7 @@ class Env:
         self._nu = 0
         self._repl: dict[Expr, Expr] = {}
         self._atom: dict[Expr, Expr] = {}
+        self._div: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
         self._lin: list[Expr] = []
         self._known: set[Expr] = set()
         self.guards: list[Guard] = []
@@ -298,6 +299,10 @@ class Env:
             self._replace(best, value)
         else:
             self._atom[best] = value
+            if best.op == "mod" and value.op == "const" and value.value == 0 \
+                    and best.args[1].op == "const":
+                x, m = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
+                self._div[x] = math.lcm(self._div.get(x, 1), m)
             self._known.add(c)
             self._bump()
             self._refresh()
@@ -339,9 +344,12 @@ class Env:
 
     def _refresh(self) -> None:
         """Re-simplify stored facts after the replacements changed."""
-        lin, known, atom = self._lin, self._known, self._atom
-        self._lin, self._known, self._atom = [], set(), {}
+        lin, known, atom, div = self._lin, self._known, self._atom, self._div
+        self._lin, self._known, self._atom, self._div = [], set(), {}, {}
         self._bump()
+        for x, m in div.items():
+            x2 = D.simplify(self, x)
+            self._div[x2] = math.lcm(self._div.get(x2, 1), m)
         for a, v in atom.items():
             a2 = D.simplify(self, a)
             if a2.op != "const":

@@ -23,7 +23,7 @@ Fn = Callable[[Expr, Expr], Expr]
 def _wrap_int(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return e.value
-    if env._repl or env._atom:
+    if env._repl or env._atom or env._div:
         e = D.simplify(env, e)
         if e.op == "const":
             return int(e.value)  # type: ignore[arg-type]
@@ -33,7 +33,7 @@ def _wrap_int(e: Expr, env: Env) -> Any:
 def _wrap_bool(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return bool(e.value)
-    if env._repl or env._atom:
+    if env._repl or env._atom or env._div:
         e = D.simplify(env, e)
         if e.op == "const":
             return bool(e.value)
