@@ -72,6 +72,9 @@ def slice_rule(self: TensorMeta, dim: int = 0, start: Size | None = None,
 
 def _broadcast_index_shapes(shapes: list[tuple], op: str) -> tuple:
     """Broadcast index shapes where a mask's count may appear (only against itself or 1)."""
+    if all(len(s) == len(shapes[0]) and all(a is b for a, b in zip(s, shapes[0]))
+           for s in shapes):
+        return tuple(shapes[0])  # one index, or the same shape everywhere: no question
     ndim = max(len(s) for s in shapes)
     out: list[Size] = [1] * ndim
     for shape in shapes:

@@ -14,11 +14,21 @@ aten = torch.ops.aten
 Size = Any
 
 
+def _static_zero(n: Size) -> bool:
+    return isinstance(n, int) and n == 0
+
+
 def cat_shape(shapes: Sequence[tuple], dim: int, op: str = "cat") -> tuple | None:
     """The shape of concatenating tensors of `shapes` along `dim` (None: all were skipped)."""
-    # Legacy: 1-d tensors of shape (0,) are skipped whatever the others are (a guard on a
-    # symbolic 1-d size).
-    kept = [(i, s) for i, s in enumerate(shapes) if not (len(s) == 1 and s[0] == 0)]
+    # Legacy: 1-d tensors of shape (0,) are skipped whatever the others are.  When every
+    # tensor has the same rank, skipping them changes nothing (they add 0), so the question
+    # is only asked (a guard on a symbolic size) when ranks differ.
+    if all(len(s) == len(shapes[0]) for s in shapes):
+        if all(len(s) == 1 and _static_zero(s[0]) for s in shapes):
+            return None
+        kept = list(enumerate(shapes))
+    else:
+        kept = [(i, s) for i, s in enumerate(shapes) if not (len(s) == 1 and s[0] == 0)]
     if not kept:
         return None
     first = kept[0][1]

@@ -34,16 +34,15 @@ def is_minus_one(size: Size) -> bool:
 
 
 def concrete_count(n: Size, op: str) -> int:
-    """A Python int for a count that fixes a list length; a symbolic count is pinned by guards."""
+    """A Python int for a count that fixes a list length; a symbolic count is pinned by a guard."""
     if isinstance(n, int):
         return n
+    env = getattr(n, "env", None)
+    if env is not None:  # the example's value, then the guard `n == value`
+        k = int(env.hint(n.expr))
+        check(n == k, op, f"expected {n} == {k}")
+        return k
     check(n >= 0, op, f"expected a non-negative count, got {n}")
-    try:
-        from safetrace.symbolic import guard_int  # type: ignore[attr-defined]
-    except ImportError:
-        guard_int = None
-    if guard_int is not None:
-        return guard_int(n)
     k = 0
     while not (n == k):  # each answer is a guard; the last one pins n == k
         k += 1

@@ -17,6 +17,7 @@ SAMPLES = [
     S(aten.cat.default, ([T(0), T(2, 3)], 1)),
     S(aten.cat.default, ([T(2, 3), T(0)], -1)),
     S(aten.cat.default, ([T(0), T(0)],)),
+    S(aten.cat.default, ([T(0), T(3), T(0)], -1)),
     S(aten.cat.default, ([T(0), T(0)], 5)),
     S(aten.cat.default, ([T(0, dtype=f64), T(2, 3, dtype=i32)], 1)),
     S(aten.cat.default, ([T(2, dtype=i64), T(3, dtype=torch.bool)],)),
