@@ -1,17 +1,44 @@
-"""safetrace: export PyTorch programs into graphs sound for a declared space of inputs."""
+"""safetrace: export PyTorch programs into graphs sound for a declared space of inputs.
 
-from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
-                              InputMismatchError, LoadError, OpShapeError,
-                              RuntimeAssertionError, SpecError, UnsupportedInputError,
-                              UnsupportedOpError)
-from safetrace.export.api import export
-from safetrace.export.program import ExportedProgram
-from safetrace.pytree import register_dataclass, register_pytree_node
-from safetrace.rules import register_shape_rule
+The public API is re-exported here lazily, so that ``import safetrace.symbolic`` (the
+symbolic engine, pure Python) works without importing torch.
+"""
 
-__all__ = [
-    "export", "ExportedProgram", "register_dataclass", "register_pytree_node",
-    "register_shape_rule", "ExportError", "UnsupportedInputError", "ConstraintViolationError",
-    "DataDependentError", "UnsupportedOpError", "OpShapeError", "SpecError",
-    "InputMismatchError", "RuntimeAssertionError", "LoadError",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_API = {
+    "export": "safetrace.export.api",
+    "ExportedProgram": "safetrace.export.program",
+    "register_dataclass": "safetrace.pytree",
+    "register_pytree_node": "safetrace.pytree",
+    "register_shape_rule": "safetrace.rules",
+    "TensorMeta": "safetrace.meta",
+    "ExportError": "safetrace.errors",
+    "UnsupportedInputError": "safetrace.errors",
+    "ConstraintViolationError": "safetrace.errors",
+    "DataDependentError": "safetrace.errors",
+    "UnsupportedOpError": "safetrace.errors",
+    "OpShapeError": "safetrace.errors",
+    "SpecError": "safetrace.errors",
+    "InputMismatchError": "safetrace.errors",
+    "RuntimeAssertionError": "safetrace.errors",
+    "LoadError": "safetrace.errors",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'safetrace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

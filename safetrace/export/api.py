@@ -9,7 +9,8 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import ExportError, UnsupportedInputError
-from safetrace.export.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.export.program import (ExportedGraphModule, ExportedProgram, InputSpec,
+                                      OutputSpec)
 from safetrace.meta import TensorMeta
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.tracer import Tracer
@@ -56,7 +57,7 @@ class _Exporter:
         outputs = self._outputs(tracer, guard, out_leaves)
         for name, t in tracer.constants.items():
             self.input_specs.append(InputSpec("constant", name, name, None, True))
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        gm = ExportedGraphModule(torch.nn.Module(), self.graph, "GraphModule")
         ep = ExportedProgram(
             gm, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants),

@@ -16,7 +16,33 @@ __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
 
 
 class ExportedGraphModule(torch.fx.GraphModule):
-    """A torch.fx GraphModule whose ``print_readable`` annotates shapes and source lines."""
+    """A torch.fx GraphModule whose ``print_readable`` annotates shapes and source lines.
+
+    Its Python code is generated on first use (a call, ``.code``), not at export: fx code
+    generation costs about a millisecond, more than tracing a small model.
+    """
+
+    def recompile(self) -> None:  # type: ignore[override]
+        self.__dict__["_st_dirty"] = True
+
+    def ensure_compiled(self) -> None:
+        """Generate the graph's Python code if the graph changed since the last time."""
+        if self.__dict__.get("_st_dirty", True):
+            self.__dict__["_st_dirty"] = False
+            torch.fx.GraphModule.recompile(self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.ensure_compiled()
+        return torch.nn.Module.__call__(self, *args, **kwargs)
+
+    @property
+    def code(self) -> str:  # type: ignore[override]
+        self.ensure_compiled()
+        return self._code
+
+    def __str__(self) -> str:
+        self.ensure_compiled()
+        return super().__str__()
 
     def print_readable(self, print_output: bool = True, **kwargs: Any) -> str:  # type: ignore[override]
         text = print_readable(self.graph, type(self).__name__.replace("Exported", ""))
@@ -36,7 +62,7 @@ class ExportedProgram:
         gm = graph_module
         if not isinstance(gm, ExportedGraphModule):
             gm = ExportedGraphModule(gm, gm.graph, "GraphModule")
-        self.graph_module = gm
+        self.graph_module: ExportedGraphModule = gm
         out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
@@ -47,7 +73,7 @@ class ExportedProgram:
         self.out_spec = out_spec
         self.input_leaves = input_leaves
         self.range_constraints = dict(range_constraints or {})
-        self._check = self._build_checks()
+        self._check_fn: Any = None
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -86,7 +112,10 @@ class ExportedProgram:
                 f"  expected: {_tree_str(self.in_spec)}\n  got:      {_tree_str(spec)}\n"
                 "Fix: call with the same containers (lists/tuples/dicts/dataclasses) and "
                 "keyword names as at export")
-        self._check(leaves)
+        check = self._check_fn
+        if check is None:
+            check = self._check_fn = self._build_checks()
+        check(leaves)
         return leaves
 
     # -- running -------------------------------------------------------------------
@@ -134,6 +163,7 @@ class _ProgramModule(torch.nn.Module):
         self._mutations = [(i, s.target) for i, s in enumerate(ep.graph_signature.output_specs)
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
+        self._forward: Any = None
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         leaves = self._ep.check_inputs(args, kwargs)
@@ -146,7 +176,11 @@ class _ProgramModule(torch.nn.Module):
                 call.append(values[ref])
             else:
                 call.append(ref)
-        outs = self._gm(*call)
+        fwd = self._forward
+        if fwd is None:
+            self._gm.ensure_compiled()
+            fwd = self._forward = self._gm.forward
+        outs = fwd(*call)
         for i, target in self._mutations:
             new = outs[i]
             if new is not values[target]:

@@ -1,0 +1,54 @@
+"""Export time of safetrace divided by the time of one eager forward (same process).
+
+Goal (issue 2): <= 3x.  Prints one row per model and a median line.
+Run: .venv/bin/python benchmarks/bench_trace.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import safetrace as st  # noqa: E402
+from tests.models import MLP, Attention, ConvNet  # noqa: E402
+
+
+def best_time(fn, repeat: int = 15) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    cases = [("mlp", MLP(), (4, 16)), ("convnet", ConvNet(), (2, 3, 16, 16)),
+             ("attention", Attention(), (2, 5, 32))]
+    ratios = []
+    print(f"{'model':<12}{'eager ms':>10}{'export ms':>11}{'ratio':>8}{'nodes':>7}")
+    for name, model, shape in cases:
+        model.eval()
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            model(x)
+            eager = best_time(lambda: model(x))
+        st.export(model, (x,))  # warm caches (overload resolution, plans)
+        export = best_time(lambda: st.export(model, (x,)))
+        ep = st.export(model, (x,))
+        nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
+        ratios.append(export / eager)
+        print(f"{name:<12}{eager * 1e3:>10.3f}{export * 1e3:>11.3f}{export / eager:>8.2f}"
+              f"{nodes:>7}")
+    print(f"export_vs_eager_median: {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()

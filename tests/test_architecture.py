@@ -1,0 +1,81 @@
+"""The library's import boundary and layering (SPEC: what we write ourselves)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "safetrace"
+
+FORBIDDEN = ("torch.export", "torch._dynamo", "torch._export", "torch._subclasses",
+             "torch.fx.experimental.symbolic_shapes", "torch.fx.experimental.proxy_tensor",
+             "torch._functorch", "torch._guards")
+
+# Lower layers never import higher ones.
+LAYERS = {
+    "errors": 0, "symbolic": 1, "dims": 2, "pytree": 2, "meta": 3, "rules": 4, "trace": 5,
+    "export": 6, "serialize": 6, "cli": 7, "demo": 7, "__init__": 7,
+}
+
+
+def _imports(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+            names.extend(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def _layer(path: pathlib.Path) -> int | None:
+    rel = path.relative_to(ROOT).parts
+    key = rel[0].removesuffix(".py")
+    return LAYERS.get(key)
+
+
+def test_library_never_imports_torch_internals_it_replaces():
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        for name in _imports(path):
+            if name.startswith(FORBIDDEN):
+                bad.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not bad, "forbidden imports:\n" + "\n".join(bad)
+
+
+def test_no_string_imports_of_forbidden_modules():
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text()
+        for mod in FORBIDDEN:
+            if f'import_module("{mod}' in text or f"import_module('{mod}" in text:
+                bad.append(f"{path.relative_to(ROOT)}: {mod}")
+    assert not bad
+
+
+def test_imports_flow_one_way():
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        mine = _layer(path)
+        if mine is None:
+            continue
+        for name in _imports(path):
+            if not name.startswith("safetrace."):
+                continue
+            other = LAYERS.get(name.split(".")[1])
+            if other is not None and other > mine:
+                bad.append(f"{path.relative_to(ROOT)} (layer {mine}) imports {name} "
+                           f"(layer {other})")
+    assert not bad, "\n".join(bad)
+
+
+def test_symbolic_engine_imports_without_torch():
+    code = ("import sys; sys.modules['torch'] = None; import safetrace.symbolic as s; "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT.parent)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
