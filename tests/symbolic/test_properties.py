@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from safetrace.symbolic import Env, Expr, parse
 from tests.symbolic.strategies import SYMBOLS, bindings, build, raw_conds, raw_exprs, value
 
-SETTINGS = settings(max_examples=300, deadline=None,
+# SYMBOLIC_EXAMPLES=5000 for a deeper soak; the default keeps the folder fast
+SETTINGS = settings(max_examples=int(os.environ.get("SYMBOLIC_EXAMPLES", "300")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
