@@ -16,11 +16,7 @@ from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check, normalize_dim, normalize_dims, prod
 from safetrace.rules.registry import rule
-
-try:
-    from safetrace.symbolic import sym_max, sym_min
-except ImportError:  # TEMPORARY until the symbolic engine lands
-    sym_min, sym_max = min, max
+from safetrace.symbolic import sym_max, sym_min
 
 aten = torch.ops.aten
 Size = Any
@@ -97,11 +93,7 @@ def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 
         end = sym_max(end + size, 0)
     else:
         end = sym_min(end, size)
-    span = end - start
-    if isinstance(span, int):
-        span = max(span, 0)
-    else:
-        span = sym_max(span, 0)
+    span = sym_max(end - start, 0)
     if isinstance(step, int) and step == 1:
         return span
     return (span + step - 1) // step
@@ -393,7 +385,7 @@ def diagonal(self: TensorMeta, offset: int = 0, dim1: int = 0, dim2: int = 1) ->
         length = sym_min(n, m - offset)
     else:
         length = sym_min(n + offset, m)
-    length = max(length, 0) if isinstance(length, int) else sym_max(length, 0)
+    length = sym_max(length, 0)
     rest = tuple(s for i, s in enumerate(self.shape) if i not in (a, b))
     return self.like(shape=rest + (length,))
 
