@@ -15,6 +15,7 @@ _SKIP_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
     os.path.dirname(safetrace.__file__) + os.sep,
 )
+_USER_FILES = (os.path.join(os.path.dirname(safetrace.__file__), "demo.py"),)  # the tour
 _CACHE: dict[tuple, str] = {}
 
 
@@ -23,7 +24,7 @@ def user_frame(depth: int = 2) -> FrameType | None:
     f: FrameType | None = sys._getframe(depth)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_SKIP_DIRS) and not fn.startswith("<frozen"):
+        if (not fn.startswith(_SKIP_DIRS) or fn in _USER_FILES) and not fn.startswith("<frozen"):
             return f
         f = f.f_back
     return None
