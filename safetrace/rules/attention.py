@@ -1,0 +1,100 @@
+"""Shape rules of scaled dot product attention.
+
+The math path (what CPU runs for torch.nn.functional.scaled_dot_product_attention) is
+``softmax(q @ k.T * scale + mask) @ v``: batch dims broadcast as in matmul, the mask is
+added in place (it broadcasts to the scores, never the other way), and with
+``enable_gqa`` the key/value heads (dim -3) are repeated to the query's head count.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import broadcast_shapes, check
+from safetrace.rules.linalg import matmul
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+
+
+def check_qkv(op: str, query: TensorMeta, key: TensorMeta, value: TensorMeta) -> None:
+    check(query.dtype == key.dtype == value.dtype, op, f"Expected query, key, and value to "
+          f"have the same dtype, but got query.dtype: {query.dtype} key.dtype: {key.dtype} "
+          f"and value.dtype: {value.dtype} instead")
+    check(query.ndim >= 2 and key.ndim >= 2 and value.ndim >= 2, op,
+          f"Expected query, key, and value to all be at least 2 dimensional, but got "
+          f"query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead")
+
+
+def check_mask(op: str, query: TensorMeta, attn_mask: TensorMeta | None,
+               is_causal: bool) -> None:
+    if attn_mask is None:
+        return
+    check(attn_mask.dtype in (torch.bool, query.dtype), op,
+          f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+          f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead")
+    check(not is_causal, op, "Explicit attn_mask should not be set when is_causal=True")
+
+
+def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta) -> TensorMeta:
+    """GQA: kv's heads (dim -3) repeated to the query's head count, which they divide."""
+    if query.ndim < 3 or kv.ndim < 3:
+        return kv
+    hq, hkv = query.shape[-3], kv.shape[-3]
+    check(hq % hkv == 0, op, f"Number of heads in key and value must divide the number of "
+                             f"heads in query, got {hkv} and {hq}")
+    return kv.like(kv.shape[:-3] + (hq,) + kv.shape[-2:])
+
+
+@rule(aten.scaled_dot_product_attention.default)
+def scaled_dot_product_attention(query: TensorMeta, key: TensorMeta, value: TensorMeta,
+                                 attn_mask: TensorMeta | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, *, scale: float | None = None,
+                                 enable_gqa: bool = False) -> TensorMeta:
+    """q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev), batch dims broadcast."""
+    op = "aten.scaled_dot_product_attention"
+    check_qkv(op, query, key, value)
+    check_mask(op, query, attn_mask, is_causal)
+    if enable_gqa:
+        key, value = repeat_heads(op, query, key), repeat_heads(op, query, value)
+    scores = matmul(query, key.like(key.shape[:-2] + (key.shape[-1], key.shape[-2])))
+    if attn_mask is not None:
+        shape = broadcast_shapes(scores.shape, attn_mask.shape, op=op)
+        check(len(shape) == scores.ndim and all(a is b or a == b
+                                                for a, b in zip(shape, scores.shape)), op,
+              f"output with shape {list(scores.shape)} doesn't match the broadcast shape "
+              f"{list(shape)}")
+    return matmul(scores, value)
+
+
+@rule(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _scaled_dot_product_flash_attention_for_cpu(
+        query: TensorMeta, key: TensorMeta, value: TensorMeta, dropout_p: float = 0.0,
+        is_causal: bool = False, *, attn_mask: TensorMeta | None = None,
+        scale: float | None = None) -> tuple[TensorMeta, TensorMeta]:
+    """(B, H, L, E) inputs -> (out (B, H, L, E), logsumexp (B, H, L) in float32)."""
+    op = "aten._scaled_dot_product_flash_attention_for_cpu"
+    check_qkv(op, query, key, value)
+    check(query.ndim == 4 and key.ndim == 4 and value.ndim == 4, op,
+          "scaled_dot_product_attention_flash_attention: Accept only 4 dims inputs shape of "
+          "{B, H, T, K}")
+    check(query.shape[3] == key.shape[3] == value.shape[3], op,
+          "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size")
+    b, h, length, e = query.shape
+    check(key.shape[0] == b and value.shape[0] == b, op, f"batch sizes of query, key and "
+          f"value must be equal, got {b}, {key.shape[0]} and {value.shape[0]}")
+    check(key.shape[1] == value.shape[1] and key.shape[2] == value.shape[2], op,
+          f"key {list(key.shape)} and value {list(value.shape)} must have the same heads and "
+          f"sequence length")
+    check(h % key.shape[1] == 0, op, f"Number of heads in key and value must divide the "
+                                     f"number of heads in query, got {key.shape[1]} and {h}")
+    if attn_mask is not None:
+        check(attn_mask.dtype in (torch.bool, query.dtype), op,
+              f"Expected attn_mask dtype to be bool or to match query dtype, got "
+              f"{attn_mask.dtype}")
+        full = (b, h, length, key.shape[2])
+        shape = broadcast_shapes(full, attn_mask.shape, op=op)
+        check(len(shape) == 4 and all(x is y or x == y for x, y in zip(shape, full)), op,
+              f"attn_mask {list(attn_mask.shape)} does not broadcast to {list(full)}")
+    return query.like(), query.like((b, h, length), torch.float32)
