@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from safetrace.symbolic import SymBool, SymFloat, SymInt
+
 _SKIP_OVERLOAD_SUFFIXES = ("out", "Dimname", "names", "_out", "dimname")
 # Where eager PyTorch wraps a Python number into a tensor: prefer the `.Tensor` overload.
 _PREFER_TENSOR = frozenset({"add", "sub", "mul", "div", "true_divide", "add_", "sub_", "mul_",
@@ -93,14 +95,10 @@ def _is_tensor(v: Any) -> bool:
 
 
 def _is_int(v: Any) -> bool:
-    from safetrace.symbolic import SymInt
-
     return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, SymInt)
 
 
 def _is_number(v: Any) -> bool:
-    from safetrace.symbolic import SymBool, SymFloat, SymInt
-
     return isinstance(v, (int, float, complex, SymInt, SymFloat, SymBool)) and not _is_tensor(v)
 
 
@@ -226,8 +224,40 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
     return tuple(args), out_kwargs
 
 
+def _code(v: Any) -> Any:
+    """A hashable summary of an argument's type: what overload choice depends on."""
+    if isinstance(v, torch.Tensor):
+        return "T"
+    if isinstance(v, (list, tuple)):
+        return tuple(_code(x) for x in v)
+    return type(v)
+
+
+_RESOLVED: dict[tuple, tuple] = {}
+
+
 def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
-    """Find the overload of ``aten.<packet_name>`` for this call: (op, args, kwargs)."""
+    """Find the overload of ``aten.<packet_name>`` for this call: (op, args, kwargs).
+
+    The choice depends only on the argument types, so it is cached on them.
+    """
+    key = (packet_name, tuple(_code(a) for a in args),
+           tuple((k, _code(v)) for k, v in kwargs.items()) if kwargs else ())
+    hit = _RESOLVED.get(key)
+    if hit is not None:
+        schema, loose, pack = hit
+        bound = bind(schema, args, kwargs, loose, pack)
+        if bound is not None:
+            return schema.op, bound[0], bound[1]
+    found = _search(packet_name, args, kwargs)
+    if found is None:
+        return None
+    schema, loose, pack, bound = found
+    _RESOLVED[key] = (schema, loose, pack)
+    return schema.op, bound[0], bound[1]
+
+
+def _search(packet_name: str, args: tuple, kwargs: dict) -> tuple | None:
     candidates = schemas_of(packet_name)
     passes = ((False, False), (True, False), (False, True), (True, True))
     if packet_name in _PREFER_TENSOR:
@@ -236,5 +266,5 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
         for schema in candidates:
             bound = bind(schema, args, kwargs, loose, pack)
             if bound is not None:
-                return schema.op, bound[0], bound[1]
+                return schema, loose, pack, bound
     return None
