@@ -73,7 +73,8 @@ def _scaled_dot_product_flash_attention_for_cpu(
         query: TensorMeta, key: TensorMeta, value: TensorMeta, dropout_p: float = 0.0,
         is_causal: bool = False, *, attn_mask: TensorMeta | None = None,
         scale: float | None = None) -> tuple[TensorMeta, TensorMeta]:
-    """(B, H, L, E) inputs -> (out (B, H, L, E), logsumexp (B, H, L) in float32)."""
+    """(B, H, L, E) inputs -> (out (B, H, L, E), logsumexp (B, H, L), float32 for
+    half/bfloat16 inputs)."""
     op = "aten._scaled_dot_product_flash_attention_for_cpu"
     check_qkv(op, query, key, value)
     check(query.ndim == 4 and key.ndim == 4 and value.ndim == 4, op,
@@ -97,4 +98,5 @@ def _scaled_dot_product_flash_attention_for_cpu(
         shape = broadcast_shapes(full, attn_mask.shape, op=op)
         check(len(shape) == 4 and all(x is y or x == y for x, y in zip(shape, full)), op,
               f"attn_mask {list(attn_mask.shape)} does not broadcast to {list(full)}")
-    return query.like(), query.like((b, h, length), torch.float32)
+    lse = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
+    return query.like(), query.like((b, h, length), lse)
