@@ -126,3 +126,18 @@ def test_floordiv_and_mod_match_python_on_negatives(x, m, k) -> None:
         assert eval(str(e), {}, {"x": x}) == f()  # noqa: S307
         rng = env.bounds(e)
         assert rng.lo <= f() <= rng.hi
+
+
+@SETTINGS
+@given(st.lists(raw_conds(), max_size=4), raw_conds(), bindings())
+def test_decisions_with_unbacked_symbols_are_sound(facts, r, b) -> None:  # type: ignore
+    env = _env(None)
+    for f in facts:
+        if _value_or_none(f, b):
+            env.add_fact(build(f))
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    d = env.decide(build(r))
+    assert d is None or d == v
+    rng = env.bounds(build(r))
+    assert rng.lo <= int(v) <= rng.hi
