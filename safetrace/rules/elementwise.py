@@ -31,7 +31,6 @@ from safetrace.rules.registry import rule
 aten = torch.ops.aten
 
 BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
-_CATEGORY_NAMES = {BOOL: "Bool", INT: "integer", FLOAT: "floating", COMPLEX: "complex"}
 _CPU = torch.device("cpu")
 
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, nonneg, scalar_dtype
+from safetrace.rules.common import check, scalar_dtype
 from safetrace.rules.registry import rule
 from safetrace.symbolic import SymFloat
 
@@ -182,7 +182,8 @@ def arange_start_step(start: Any, end: Any, step: Any = 1, *,
         length = -((start - end) // step)  # ceil division, exact on ints and symbolic ints
     else:
         length = math.ceil((end - start) / step)
-    return TensorMeta((nonneg(length),), out, device_arg(device))
+    # the sign check above makes the length non-negative: no clamp needed
+    return TensorMeta((length,), out, device_arg(device))
 
 
 def _space(op: str, start: Any, end: Any, steps: Any, dtype: torch.dtype | None,
