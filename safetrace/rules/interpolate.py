@@ -1,0 +1,115 @@
+"""Shape rules of upsampling (the ops behind torch.nn.functional.interpolate).
+
+Every op maps (N, C, *spatial) to (N, C, *output_size).  The ``.vec`` overloads take
+either output_size or scale_factors; a scale gives ``floor(size * scale)``:
+
+* an integer-valued scale (2.0) gives ``size * 2``: exact, no guard;
+* a plain int size is computed as torch does, in double precision then truncated;
+* a symbolic size gives ``floor(size * p / q)`` where ``p / q`` is the scale's exact
+  binary value (the engine's SymFloat is an exact rational), a floor division with no
+  guard.  It can differ from torch's double product only where that product rounds
+  across an integer (size * scale within ~1e-16 relative of an integer).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import check
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+
+
+def scaled_size(size: Any, scale: float) -> Any:
+    """floor(size * scale) for an input size and a float scale factor."""
+    if float(scale).is_integer():
+        return size * int(scale)
+    if isinstance(size, int):
+        return int(size * scale)  # torch: double product, truncated (sizes are >= 0)
+    return math.floor(size * scale)
+
+
+def upsample(op: str, n: int, input: TensorMeta, output_size: Sequence | None) -> TensorMeta:
+    """Check input and output sizes like the kernels; (N, C, *output_size)."""
+    check(output_size is not None and len(output_size) == n, op,
+          f"It is expected output_size equals to {n}, but got size "
+          f"{None if output_size is None else len(output_size)}")
+    assert output_size is not None
+    check(input.ndim == n + 2, op, f"It is expected input_size equals to {n + 2}, but got size "
+                                   f"{input.ndim}")
+    check(all(s != 0 for s in input.shape[1:]), op, f"Non-empty {n + 2}D data tensor expected "
+                                                    f"but got a tensor with sizes "
+                                                    f"{list(input.shape)}")
+    check(all(s > 0 for s in input.shape[2:]) and all(s > 0 for s in output_size), op,
+          f"Input and output sizes should be greater than 0, but got input "
+          f"{list(input.shape[2:])} and output {list(output_size)}")
+    return input.like(tuple(input.shape[:2]) + tuple(output_size))
+
+
+def upsample_vec(op: str, n: int, input: TensorMeta, output_size: Sequence | None,
+                 scale_factors: Sequence[float] | None) -> TensorMeta:
+    """The .vec overloads: exactly one of output_size and scale_factors."""
+    check((output_size is None) != (scale_factors is None), op,
+          "Must specify exactly one of output_size and scale_factors")
+    if scale_factors is not None:
+        check(len(scale_factors) == n, op, f"expected {n} scale factors, got "
+                                           f"{len(scale_factors)}")
+        check(input.ndim == n + 2, op, f"It is expected input_size equals to {n + 2}, but got "
+                                       f"size {input.ndim}")
+        output_size = [scaled_size(s, f) for s, f in zip(input.shape[2:], scale_factors)]
+    else:
+        assert output_size is not None
+        check(len(output_size) == n, op, f"expected output_size of {n} values, got "
+                                         f"{list(output_size)}")
+    return upsample(op, n, input, output_size)
+
+
+def _register(name: str, n: int, align: bool) -> None:
+    """Register name.default and name.vec (align: the op takes align_corners)."""
+    packet = getattr(aten, name)
+    op = f"aten.{name}"
+    if align:
+        def default(self: TensorMeta, output_size: Sequence, align_corners: bool,
+                    *scales: float | None, **kw: Any) -> TensorMeta:
+            return upsample(op, n, self, output_size)
+
+        def vec(input: TensorMeta, output_size: Sequence | None, align_corners: bool,
+                scale_factors: Sequence[float] | None) -> TensorMeta:
+            return upsample_vec(op, n, input, output_size, scale_factors)
+    else:
+        def default(self: TensorMeta, output_size: Sequence,  # type: ignore[misc]
+                    *scales: float | None, **kw: Any) -> TensorMeta:
+            return upsample(op, n, self, output_size)
+
+        def vec(input: TensorMeta, output_size: Sequence | None,  # type: ignore[misc]
+                scale_factors: Sequence[float] | None) -> TensorMeta:
+            return upsample_vec(op, n, input, output_size, scale_factors)
+    default.__doc__ = f"{name}: (N, C, *{n} spatial) -> (N, C, *output_size)."
+    vec.__doc__ = f"{name}.vec: output_size, or floor(size * scale) per spatial dim."
+    rule(packet.default)(default)
+    rule(packet.vec)(vec)
+
+
+# name, spatial dims, takes align_corners
+UPSAMPLE_OPS = [
+    ("upsample_nearest1d", 1, False),
+    ("upsample_nearest2d", 2, False),
+    ("upsample_nearest3d", 3, False),
+    ("_upsample_nearest_exact1d", 1, False),
+    ("_upsample_nearest_exact2d", 2, False),
+    ("_upsample_nearest_exact3d", 3, False),
+    ("upsample_linear1d", 1, True),
+    ("upsample_bilinear2d", 2, True),
+    ("upsample_bicubic2d", 2, True),
+    ("upsample_trilinear3d", 3, True),
+    ("_upsample_bilinear2d_aa", 2, True),
+    ("_upsample_bicubic2d_aa", 2, True),
+]
+
+for _name, _n, _align in UPSAMPLE_OPS:
+    _register(_name, _n, _align)
