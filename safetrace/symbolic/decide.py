@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from safetrace.symbolic import ranges as R
 from safetrace.symbolic.canon import compare, diff, mod, not_, rebuild
-from safetrace.symbolic.expr import ONE, ZERO, Expr, add, const, neg, scale, sub, terms
+from safetrace.symbolic.expr import ONE, ZERO, Expr, add, neg, scale, sub, terms
 from safetrace.symbolic.ranges import Range
 
 if TYPE_CHECKING:
@@ -233,5 +233,3 @@ def hint_value(env: Env, e: Expr) -> int | bool | None:
             return None
     return s.evaluate(hints)
 
-
-__all__ = ["bounds_of", "simplify", "decide", "nonneg", "hint_value", "const"]

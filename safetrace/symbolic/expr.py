@@ -18,9 +18,8 @@ structure.  ``Expr.eq(a, b)`` builds the symbolic equality.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Callable, Dict, Iterable, Mapping, Tuple, Union
+from typing import Dict, Iterable, Mapping, Tuple, Union
 
 ExprLike = Union["Expr", int, bool]
 Mono = Tuple["Expr", ...]
