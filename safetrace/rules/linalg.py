@@ -205,6 +205,11 @@ def linear(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None
     out = matmul(input, wt)
     if bias is not None:
         same_dtype(op, out, bias)
+        if bias.ndim == 1 and out.ndim >= 1:  # the usual (out,) bias: no size-1 questions
+            b, o = bias.shape[0], out.shape[-1]
+            check(b is o or b == o or b == 1, op, f"bias of shape {list(bias.shape)} does not "
+                                                  f"broadcast to the output {list(out.shape)}")
+            return out
         shape = broadcast_shapes(out.shape, bias.shape, op=op)
         check(len(shape) == out.ndim, op, f"bias of shape {list(bias.shape)} does not "
                                           f"broadcast to the output {list(out.shape)}")
