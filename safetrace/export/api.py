@@ -8,11 +8,17 @@ from typing import Any, Callable, Iterator
 import torch
 
 from safetrace import pytree
-from safetrace.errors import ExportError, UnsupportedInputError
+from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
+                              UnsupportedInputError)
+from safetrace.export.checks import InputContract
+from safetrace.export.dynamic import DynamicDims, raise_violations
+from safetrace.export.spec import match_spec
 from safetrace.export.program import (ExportedGraphModule, ExportedProgram, InputSpec,
                                       OutputSpec)
 from safetrace.meta import TensorMeta
+from safetrace.symbolic import DataDependentQuestion, Env
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
 
@@ -27,12 +33,10 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
                 f"args must be a tuple of positional inputs, got {type(args).__name__}.\n"
                 f"Fix: st.export(model, (x,)) for a single input x")
     kwargs = dict(kwargs or {})
-    if dynamic_shapes is not None:
-        raise NotImplementedError("dynamic_shapes arrive with the dynamic-shapes issue")
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise UnsupportedInputError(f"cannot export {type(model).__name__}: it is not callable")
-    return _Exporter(model, fn).run(args, kwargs)
+    return _Exporter(model, fn).run(args, kwargs, dynamic_shapes)
 
 
 class _Exporter:
@@ -43,16 +47,32 @@ class _Exporter:
         self.state: dict[int, torch.fx.Node] = {}
         self.state_tensors: dict[str, torch.Tensor] = {}
         self.input_specs: list[InputSpec] = []
+        self.env = Env()
+        self.env.origin_provider = lambda: stack_trace(1)
+        self.dyn = DynamicDims(self.env)
 
-    def run(self, args: tuple, kwargs: dict) -> ExportedProgram:
+    def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
+        specs: list = [None] * len(leaves)
+        if dynamic_shapes is not None:
+            names = pytree._positional_names(self.fn, len(args))
+            specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
         self._lift_state()
-        proxies = self._user_inputs(leaves)
-        tracer = Tracer(self.graph, device, self.state, self._constant_namer())
+        tracer = Tracer(self.graph, device, self.state, self._constant_namer(), env=self.env)
+        proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
-        with _ModuleGuard(self.model) as guard, _exporting(), tracer:
-            out = self.fn(*targs, **tkwargs)
+        try:
+            with _ModuleGuard(self.model) as guard, _exporting(), tracer:
+                out = self.fn(*targs, **tkwargs)
+        except DataDependentQuestion as q:
+            raise _data_dependent(q) from None
+        except ValueError as exc:
+            if "contradiction" not in str(exc):
+                raise
+            raise ConstraintViolationError(
+                f"the traced program requires contradictory input sizes: {exc}") from None
+        raise_violations(self.dyn.violations())
         out_leaves, out_spec = pytree.tree_flatten(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name, t in tracer.constants.items():
@@ -61,10 +81,36 @@ class _Exporter:
         ep = ExportedProgram(
             gm, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants),
-            input_leaves=[(path, None if isinstance(v, torch.Tensor) else v)
-                          for path, v in leaves],
+            contract=self._contract(leaves, proxies),
+            range_constraints=self.dyn.range_constraints(),
+            dims_report=self.dyn.auto_report(),
         )
         return ep
+
+    def _contract(self, leaves: list, proxies: list) -> InputContract:
+        env = self.env
+        entries = []
+        for (path, value), p in zip(leaves, proxies):
+            if isinstance(p, Proxy):
+                shape = tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
+                              for s in p.st_meta.shape)
+                entries.append((path, "tensor", p.st_meta.dtype, shape))
+            else:
+                entries.append((path, "const", value))
+        origins = {}
+        for name in env.symbols:
+            for g in env.guards + env.facts:
+                if name in g.cond.free_symbols:
+                    origins[name] = from_text(g.origin)
+                    break
+        ranges = {}
+        for name, info in env.symbols.items():
+            if info.backed:
+                lo, hi = info.range.lo, info.range.hi
+                ranges[name] = (int(lo) if lo > 0 else None,
+                                None if hi == float("inf") else int(hi))
+        residual = [(g.cond, from_text(g.origin)) for g in env.contract().residual]
+        return InputContract(entries, ranges, residual, origins)
 
     def _lift_state(self) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -91,10 +137,10 @@ class _Exporter:
                 self.input_specs.append(InputSpec(kind, node.name, name, None,
                                                   name not in non_persistent))
 
-    def _user_inputs(self, leaves: list) -> list:
+    def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []
         used: set = set()
-        for i, (path, value) in enumerate(leaves):
+        for i, ((path, value), spec) in enumerate(zip(leaves, specs)):
             name = pytree.placeholder_name(path)
             while name in used:
                 name += "_"
@@ -104,7 +150,11 @@ class _Exporter:
             node.meta["kind"] = "user_input"
             node.meta["path"] = path
             if isinstance(value, torch.Tensor):
-                p = Proxy(TensorMeta(tuple(value.shape), value.dtype, value.device), node)
+                n_decl = len(self.dyn.decls)
+                shape = self.dyn.sizes(path, value, spec)
+                for decl in self.dyn.decls[n_decl:]:
+                    self._source(tracer, node, decl)
+                p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
                 node.meta["val"] = p
                 proxies.append(p)
             else:
@@ -112,6 +162,19 @@ class _Exporter:
                 proxies.append(value)
             self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
         return proxies
+
+    def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:
+        """Where the graph reads a symbol at run time: the first dim declared with it."""
+        e = decl.expr
+        if e.op == "sym":
+            tracer.sym_sources.setdefault(e.name, (node, decl.dim, 1, 0))
+        elif len(e.free_symbols) == 1:
+            name = next(iter(e.free_symbols))
+            from safetrace.symbolic.expr import sym
+
+            at0 = e.subs({sym(name): 0}).evaluate({})
+            coef = e.subs({sym(name): 1}).evaluate({}) - at0
+            tracer.sym_sources.setdefault(name, (node, decl.dim, coef, at0))
 
     def _constant_namer(self) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
@@ -219,3 +282,16 @@ class _ModuleGuard:
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed
+
+
+def _const_or(e: Any) -> Any:
+    return int(e.value) if e.op == "const" else e
+
+
+def _data_dependent(q: DataDependentQuestion) -> DataDependentError:
+    where = short(q.origin) if isinstance(q.origin, str) else "<unknown location>"
+    return DataDependentError(
+        f"could not decide `{q.expr}` at {where}: it depends on values computed from tensor "
+        f"data, which export never reads.\nFix: add a check before this line that settles "
+        f"it, e.g. st.check({q.expr}) or st.check(not ({q.expr})), or rewrite the code so it "
+        f"does not branch on data")

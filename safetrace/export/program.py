@@ -8,7 +8,7 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
-from safetrace.export.checks import CheckBuilder
+from safetrace.export.checks import CheckBuilder, InputContract
 from safetrace.export.printing import print_readable
 from safetrace.export.signature import ExportGraphSignature, InputSpec, OutputSpec
 
@@ -57,8 +57,8 @@ class ExportedProgram:
     def __init__(self, graph_module: torch.fx.GraphModule, input_specs: list[InputSpec],
                  output_specs: list[OutputSpec], in_spec: Any, out_spec: Any, *,
                  state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor],
-                 input_leaves: list[tuple[str, Any]], range_constraints: dict | None = None
-                 ) -> None:
+                 contract: InputContract, range_constraints: dict | None = None,
+                 dims_report: dict[str, str] | None = None) -> None:
         gm = graph_module
         if not isinstance(gm, ExportedGraphModule):
             gm = ExportedGraphModule(gm, gm.graph, "GraphModule")
@@ -71,8 +71,9 @@ class ExportedProgram:
         self.constants = constants
         self.in_spec = in_spec
         self.out_spec = out_spec
-        self.input_leaves = input_leaves
-        self.range_constraints = dict(range_constraints or {})
+        self.contract = contract
+        self.range_constraints = range_constraints if range_constraints is not None else {}
+        self.dims_report = dict(dims_report or {})
         self._check_fn: Any = None
 
     # -- views ---------------------------------------------------------------------
@@ -91,17 +92,31 @@ class ExportedProgram:
 
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
+        return CheckBuilder().build(self.contract)
+
+    def describe_contract(self) -> str:
+        """The input space in words: shapes with symbols, ranges, relations, checks."""
         b = CheckBuilder()
-        metas = self.placeholder_meta()
-        by_leaf = {s.leaf: s.name for s in self.graph_signature.input_specs
-                   if s.kind == "user_input"}
-        for i, (path, const) in enumerate(self.input_leaves):
-            val = metas[by_leaf[i]]
-            if isinstance(val, torch.Tensor):
-                b.tensor(i, path, val.st_meta.dtype, val.st_meta.shape)
-            else:
-                b.constant(i, path, const)
-        return b.build(len(self.input_leaves))
+        lines = []
+        for i, leaf in enumerate(self.contract.leaves):
+            if leaf[1] == "const":
+                lines.append(f"  {leaf[0]} == {leaf[2]!r} (specialized)")
+                continue
+            dims = []
+            for d, size in enumerate(leaf[3]):
+                if not isinstance(size, int) and size.op == "sym" and size.name not in b.bound:
+                    b.bound[size.name] = f"{leaf[0]}.shape[{d}]"
+                dims.append(str(size) if not isinstance(size, int) else str(size))
+            lines.append(f"  {leaf[0]}: {str(leaf[2]).replace('torch.', '')}[{', '.join(dims)}]")
+        for name, (lo, hi) in self.contract.ranges.items():
+            where = b.bound.get(name, name)
+            lo_t = f"{lo} <= " if lo else "0 <= " if lo == 0 else ""
+            lines.append(f"  {lo_t}{name} ({where})" + (f" <= {hi}" if hi is not None else ""))
+        for cond, origin in self.contract.residual:
+            lines.append(f"  {b.readable(cond)}{origin}")
+        for where, fate in self.dims_report.items():
+            lines.append(f"  {where}: {fate}")
+        return "Input contract:\n" + "\n".join(lines)
 
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
         """Validate a call's inputs against the contract; return the flattened leaves."""
@@ -127,7 +142,8 @@ class ExportedProgram:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
 
     def __str__(self) -> str:
-        text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False)]
+        text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),
+                self.describe_contract()]
         text.append(f"Graph signature: {self.graph_signature}")
         text.append(f"Range constraints: {self.range_constraints}")
         return "\n".join(text)

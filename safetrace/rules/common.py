@@ -8,20 +8,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-try:
-    from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max
-except ImportError:  # TEMPORARY until the symbolic engine lands (removed then)
-    class SymBool:  # type: ignore[no-redef]
-        pass
-
-    class SymInt:  # type: ignore[no-redef]
-        pass
-
-    class SymFloat:  # type: ignore[no-redef]
-        pass
-
-    def sym_max(a, b):  # type: ignore[no-redef]
-        return max(a, b)
+from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max
 
 Size = Any
 
@@ -62,14 +49,59 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
         for i, size in enumerate(shape):
             j = offset + i
             cur = out[j]
-            if cur is size or size == 1:  # same object, or this operand broadcasts
+            if cur is size:
                 continue
-            if cur == 1:
-                out[j] = size
-                continue
-            check(cur == size, op, f"The size of tensor a ({cur}) must match the size of "
-                                   f"tensor b ({size}) at non-singleton dimension {i}")
+            if isinstance(cur, int) and isinstance(size, int):
+                if size == 1 or cur == size:
+                    continue
+                if cur == 1:
+                    out[j] = size
+                    continue
+                raise shape_error(op, f"The size of tensor a ({cur}) must match the size of "
+                                      f"tensor b ({size}) at non-singleton dimension {i}")
+            out[j] = _broadcast_symbolic(cur, size, i, op)
     return tuple(out)
+
+
+def _hint_of(size: Size) -> int | None:
+    if isinstance(size, int):
+        return size
+    try:
+        return size.hint
+    except Exception:  # unbacked: no example value
+        return None
+
+
+def _broadcast_symbolic(a: Size, b: Size, i: int, op: str) -> Size:
+    """Broadcast two sizes, one at least symbolic, without arbitrary size-1 guards.
+
+    Sizes equal on the example are unified (equal sizes broadcast alike whether or not
+    they are 1); only when the example really broadcasts is ``== 1`` guarded.
+    """
+    if isinstance(b, int) and b == 1:
+        return a
+    if isinstance(a, int) and a == 1:
+        return b
+    ha, hb = _hint_of(a), _hint_of(b)
+    if ha is not None and hb is not None:
+        if ha == hb:
+            check(a == b, op, f"The size of tensor a ({a}) must match the size of tensor b "
+                              f"({b}) at non-singleton dimension {i}")
+            return a
+        if ha == 1 and a == 1:
+            return b
+        if hb == 1 and b == 1:
+            return a
+        raise shape_error(op, f"The size of tensor a ({a}) must match the size of tensor b "
+                              f"({b}) at non-singleton dimension {i}")
+    # data-dependent sizes: only what the facts prove
+    if b == 1:
+        return a
+    if a == 1:
+        return b
+    check(a == b, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                      f"non-singleton dimension {i}")
+    return a
 
 
 # -- dtypes -------------------------------------------------------------------------

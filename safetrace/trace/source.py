@@ -55,3 +55,16 @@ def short(trace: str) -> str:
     except IndexError:
         return trace
     return f"{os.path.basename(path)}:{line} `{code.strip()}`"
+
+
+def from_text(trace: object) -> str:
+    """`` (from `y @ z` at model.py:12)`` for a stack_trace string ('' when unknown)."""
+    if not isinstance(trace, str) or not trace:
+        return ""
+    head, _, code = trace.partition("\n")
+    try:
+        path = head.split('"')[1]
+        line = head.split("line ")[1].split(",")[0]
+    except IndexError:
+        return ""
+    return f" (from `{code.strip()}` at {os.path.basename(path)}:{line})"

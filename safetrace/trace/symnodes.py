@@ -1,12 +1,70 @@
-"""Graph nodes for symbolic sizes used as operator arguments."""
+"""Graph nodes for symbolic sizes used as operator arguments.
+
+A size like ``s0 + s1`` that reaches an op (``x.view(s0 + s1, -1)``) becomes nodes that
+compute it at run time: ``aten.sym_size.int`` on the input the symbol came from, then
+``operator`` arithmetic.  Hints are never baked into the graph.
+"""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
+
+import torch
+
+_BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
+           "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge}
+_FOLD = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
+         "and": operator.and_, "or": operator.or_}
 
 
 def sym_to_node(tr: Any, v: Any) -> Any:
     """The node computing symbolic value `v` (static values are returned as they are)."""
     if isinstance(v, (int, float, bool)):
         return v
-    raise NotImplementedError("symbolic sizes as arguments arrive with dynamic shapes")
+    env = v.env
+    e = env.simplify(v.expr)
+    if e.op == "const":
+        return e.value
+    return expr_node(tr, e, env)
+
+
+def expr_node(tr: Any, e: Any, env: Any) -> Any:
+    if e.op == "const":
+        return e.value
+    node = tr.sym_nodes.get(e)
+    if node is not None:
+        return node
+    if e.op == "sym":
+        node = tr.symbol_node(e.name)
+    elif e.op == "not":
+        node = _emit(tr, operator.not_, (expr_node(tr, e.args[0], env),), e, env)
+    elif e.op in _BINARY:
+        a, b = (expr_node(tr, x, env) for x in e.args)
+        node = _emit(tr, _BINARY[e.op], (a, b), e, env)
+    elif e.op in _FOLD:
+        fn = _FOLD[e.op]
+        args = [expr_node(tr, x, env) for x in e.args]
+        acc = args[0]
+        for x in args[1:]:
+            acc = _emit(tr, fn, (acc, x), None, env)
+        node = acc
+        node.meta["val"] = _value(e, env)
+    else:  # pragma: no cover - the engine's op set is closed
+        raise NotImplementedError(f"no graph form for expression op {e.op!r}")
+    tr.sym_nodes[e] = node
+    return node
+
+
+def _value(e: Any, env: Any) -> Any:
+    from safetrace.symbolic import SymBool, SymInt
+
+    return SymBool(e, env) if e.is_bool else SymInt(e, env)
+
+
+def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
+    node = tr.graph.call_function(fn, args)
+    node.meta["stack_trace"] = ""
+    if e is not None:
+        node.meta["val"] = _value(e, env)
+    return node

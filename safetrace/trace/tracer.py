@@ -39,6 +39,8 @@ class Tracer(TorchFunctionMode):
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
         self.sym_nodes: dict[Any, torch.fx.Node] = {}
+        # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
+        self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
         self._through_active: set = set()
 
@@ -88,6 +90,32 @@ class Tracer(TorchFunctionMode):
         from safetrace.trace.symnodes import sym_to_node
 
         return sym_to_node(self, v)
+
+    def symbol_node(self, name: str) -> torch.fx.Node:
+        """The node holding symbol `name` at run time (``aten.sym_size.int`` of an input)."""
+        src = self.sym_sources.get(name)
+        if src is None:
+            raise UnsupportedOpError(f"internal error: symbol {name} has no source in the graph")
+        if isinstance(src, torch.fx.Node):
+            return src
+        ph, dim, coef, offset = src  # size = coef * symbol + offset
+        anchor = self.first_op
+        ctx = self.graph.inserting_before(anchor) if anchor is not None else _nullcontext()
+        with ctx:
+            node = self.graph.call_function(torch.ops.aten.sym_size.int, (ph, dim))
+            node.meta["stack_trace"] = ""
+            node.meta["val"] = ph.meta["val"].st_meta.shape[dim]
+            if coef != 1 or offset != 0:
+                node = self.graph.call_function(operator.sub, (node, offset))
+                node.meta["stack_trace"] = ""
+                node = self.graph.call_function(operator.floordiv, (node, coef))
+                node.meta["stack_trace"] = ""
+        from safetrace.symbolic import SymInt
+        from safetrace.symbolic.expr import sym
+
+        node.meta["val"] = SymInt(sym(name), self.env)
+        self.sym_sources[name] = node
+        return node
 
     def unwrap(self, v: Any) -> tuple[Any, Any]:
         """(value for the rule, value for the node) of one argument."""
@@ -241,6 +269,14 @@ def _base_placeholder(node: Any) -> Any:
         node = node.args[0]
         seen += 1
     return None
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 _RETURNS_SELF: dict[Any, bool] = {}

@@ -1,0 +1,172 @@
+"""Matching a ``dynamic_shapes`` spec tree against the inputs, with errors that point.
+
+The result is one entry per flattened input leaf (in the order the program flattens its
+inputs): for a tensor a list with one spec entry per dim, for anything else None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from safetrace.dims import DerivedDim, Dim, ShapesCollection, _Hint
+from safetrace.errors import SpecError
+
+Entry = Any  # None | int | _Hint | Dim | DerivedDim
+
+
+def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
+               names: list[str]) -> list[list[Entry] | None]:
+    """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
+    out: list[list[Entry] | None] = []
+    if isinstance(spec, ShapesCollection):
+        for leaf in pytree.tree_leaves((args, kwargs)):
+            if isinstance(leaf, torch.Tensor) and leaf in spec:
+                out.append(_tensor_spec(leaf, spec[leaf], f"dynamic_shapes[{_desc(leaf)}]"))
+            else:
+                out.append(_static(leaf))
+        return out
+    tops = list(zip(names, args)) + list(kwargs.items())
+    if isinstance(spec, dict):
+        valid = [n for n, _ in tops]
+        unknown = [k for k in spec if k not in valid]
+        if unknown:
+            raise SpecError(
+                f"dynamic_shapes has key(s) {unknown} that are not inputs of the program; "
+                f"the inputs are {valid}.\nFix: key dynamic_shapes by the argument names "
+                f"{valid}")
+        per_top = [spec.get(n) for n, _ in tops]
+    elif isinstance(spec, (tuple, list)):
+        if len(spec) != len(tops):
+            raise SpecError(
+                f"dynamic_shapes has {len(spec)} entries but the program takes {len(tops)} "
+                f"inputs ({[n for n, _ in tops]}).\n{side_by_side(tuple(v for _, v in tops), spec)}"
+                f"\nFix: give one entry per input (None for inputs without dynamic dims)")
+        per_top = list(spec)
+    else:
+        raise SpecError(f"dynamic_shapes must be a dict keyed by argument name, a tuple with "
+                        f"one entry per input, or a ShapesCollection; got {type(spec).__name__}")
+    for (name, value), s in zip(tops, per_top):
+        _walk(value, s, f"dynamic_shapes[{name!r}]", name, out)
+    return out
+
+
+def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
+    if isinstance(value, torch.Tensor):
+        out.append(_tensor_spec(value, spec, where))
+        return
+    node_type = type(value)
+    handler = pytree.SUPPORTED_NODES.get(node_type) if not pytree.is_namedtuple_class(
+        node_type) else pytree.SUPPORTED_NODES.get(tuple)
+    if handler is None:  # a constant leaf
+        if spec is not None and spec != Dim.STATIC:
+            raise SpecError(f"{where}: input {path} is a {node_type.__name__} "
+                            f"({value!r}), which has no dims; its spec must be None, got {spec!r}")
+        out.append(None)
+        return
+    children, context = handler.flatten_fn(value)
+    if spec is None:
+        for i, c in enumerate(children):
+            _walk(c, None, where, f"{path}[{i}]", out)
+        return
+    specs = _spec_children(value, children, context, spec, where, path)
+    keys = _child_keys(value, children, context)
+    for k, c, s in zip(keys, children, specs):
+        _walk(c, s, f"{where}{k}", f"{path}{k}", out)
+
+
+def _child_keys(value: Any, children: list, context: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [f"[{k!r}]" for k in context]
+    if hasattr(value, "__dataclass_fields__"):
+        return [f".{f}" for f in value.__dataclass_fields__]
+    return [f"[{i}]" for i in range(len(children))]
+
+
+def _spec_children(value: Any, children: list, context: Any, spec: Any, where: str,
+                   path: str) -> list:
+    if isinstance(value, dict):
+        if not isinstance(spec, dict):
+            raise _mismatch(value, spec, where, path, "a dict keyed like the input")
+        extra = [k for k in spec if k not in value]
+        if extra:
+            raise _mismatch(value, spec, where, path, f"keys among {list(value)}")
+        return [spec.get(k) for k in context]
+    if hasattr(value, "__dataclass_fields__") and isinstance(spec, dict):
+        fields = list(value.__dataclass_fields__)
+        extra = [k for k in spec if k not in fields]
+        if extra:
+            raise _mismatch(value, spec, where, path, f"fields among {fields}")
+        return [spec.get(f) for f in fields]
+    if type(spec) is type(value) and hasattr(value, "__dataclass_fields__"):
+        return [getattr(spec, f) for f in value.__dataclass_fields__]
+    if isinstance(spec, (list, tuple)):
+        if len(spec) != len(children):
+            raise _mismatch(value, spec, where, path, f"{len(children)} entries")
+        return list(spec)
+    raise _mismatch(value, spec, where, path, f"a {type(value).__name__} of specs")
+
+
+def _mismatch(value: Any, spec: Any, where: str, path: str, expected: str) -> SpecError:
+    return SpecError(f"{where}: the spec does not match input {path}: expected {expected}.\n"
+                     f"{side_by_side(value, spec)}")
+
+
+def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
+    ndim = t.dim()
+    if spec is None:
+        return None
+    if isinstance(spec, dict):
+        entries: list[Entry] = [None] * ndim
+        for d, e in spec.items():
+            if not isinstance(d, int) or not -ndim <= d < ndim:
+                raise SpecError(f"{where}: dim {d!r} is out of range for a tensor of shape "
+                                f"{list(t.shape)} ({ndim} dims)")
+            entries[d % ndim] = _entry(e, f"{where}[{d}]")
+        return entries
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != ndim:
+            raise SpecError(f"{where}: the spec has {len(spec)} entries but the tensor has "
+                            f"{ndim} dims (shape {list(t.shape)}).\nFix: one entry per dim, "
+                            f"e.g. {tuple([Dim.STATIC] * ndim)!r} or a dict {{dim: Dim(...)}}")
+        return [_entry(e, f"{where}[{i}]") for i, e in enumerate(spec)]
+    raise SpecError(f"{where}: a tensor's spec must be a tuple (one entry per dim), a dict "
+                    f"{{dim: ...}} or None; got {spec!r}")
+
+
+def _entry(e: Any, where: str) -> Entry:
+    if e is None or isinstance(e, (_Hint, Dim, DerivedDim)):
+        return e
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    raise SpecError(f"{where}: {e!r} is not a dim spec; use None or an int (static), "
+                    f"Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, Dim('name', min=, max=) or 2*dim")
+
+
+def _static(leaf: Any) -> None:
+    return None
+
+
+def _desc(t: torch.Tensor) -> str:
+    return f"tensor of shape {list(t.shape)}"
+
+
+def _tree(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"Tensor{list(v.shape)}"
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(_tree(x) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_tree(x)}" for k, x in v.items()) + "}"
+    if hasattr(v, "__dataclass_fields__"):
+        return f"{type(v).__name__}(" + ", ".join(
+            f"{f}={_tree(getattr(v, f))}" for f in v.__dataclass_fields__) + ")"
+    return repr(v)
+
+
+def side_by_side(inputs: Any, spec: Any) -> str:
+    """The input tree and the spec tree, one above the other for comparison."""
+    return f"  inputs: {_tree(inputs)}\n  spec:   {_tree(spec)}"
