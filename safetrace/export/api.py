@@ -72,7 +72,10 @@ class _Exporter:
                 raise
             raise ConstraintViolationError(
                 f"the traced program requires contradictory input sizes: {exc}") from None
-        raise_violations(self.dyn.violations())
+        problems = self.dyn.violations()
+        if problems:
+            names = pytree._positional_names(self.fn, len(args))
+            raise_violations(problems, self.dyn.suggestion(specs, leaves, in_spec, names))
         out_leaves, out_spec = pytree.tree_flatten(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name, t in tracer.constants.items():
@@ -105,7 +108,8 @@ class _Exporter:
                     break
         ranges = {}
         for name, info in env.symbols.items():
-            if info.backed:
+            e = env.simplify(_sym(name))
+            if info.backed and e.op == "sym" and e.name == name:
                 lo, hi = info.range.lo, info.range.hi
                 ranges[name] = (int(lo) if lo > 0 else None,
                                 None if hi == float("inf") else int(hi))
@@ -282,6 +286,12 @@ class _ModuleGuard:
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed
+
+
+def _sym(name: str) -> Any:
+    from safetrace.symbolic.expr import sym
+
+    return sym(name)
 
 
 def _const_or(e: Any) -> Any:

@@ -18,7 +18,7 @@ import torch
 from safetrace.dims import DerivedDim, Dim, _Hint
 from safetrace.errors import ConstraintViolationError, SpecError
 from safetrace.symbolic import Env, Expr, SymInt
-from safetrace.trace.source import short
+from safetrace.trace.source import from_text
 
 
 @dataclasses.dataclass
@@ -82,6 +82,8 @@ class DynamicDims:
         self.roots: dict[str, tuple[Dim, Expr]] = {}   # Dim name -> (Dim, symbol)
         self.owner: dict[str, DimDecl] = {}             # symbol name -> first decl
         self.dim_names: dict[str, str] = {}             # symbol name -> Dim name
+        self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
+        self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -164,7 +166,7 @@ class DynamicDims:
         """Where the first guard mentioning symbol `name` came from."""
         for g in self.env.guards + self.env.facts:
             if name in g.cond.free_symbols:
-                return f" by {short(g.origin) if isinstance(g.origin, str) else g.origin}"
+                return from_text(g.origin)
         return ""
 
     def violations(self) -> list[str]:
@@ -183,6 +185,7 @@ class DynamicDims:
                     continue
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
+                self.fixes[(decl.path, decl.dim)] = e.value
                 problems.append(
                     f"{label} was specialized to {e.value}{self.origin_of(name)}.\n"
                     f"    Fix: make it static: {decl.where} -> {e.value} (or Dim.STATIC), or "
@@ -208,6 +211,8 @@ class DynamicDims:
                     continue
                 seen.add(key)
                 lo, hi = info.range.lo, info.range.hi
+                self.dim_fixes[dim_name] = Dim(dim_name, min=int(lo),
+                                               max=None if hi == math.inf else int(hi))
                 args = [repr(dim_name)] + ([f"min={int(lo)}"] if lo > 0 else []) + (
                     [f"max={int(hi)}"] if hi != math.inf else [])
                 problems.append(
@@ -222,6 +227,15 @@ class DynamicDims:
         for s, n in names.items():
             text = text.replace(s, n)
         fix = f"{dim_name} = {text}"
+        if len(rep.free_symbols) == 1:
+            other = next(iter(rep.free_symbols))
+            other_dim = self.dim_names.get(other)
+            if other_dim is not None:
+                at0 = rep.subs({_sym(other): 0}).evaluate({})
+                coef = rep.subs({_sym(other): 1}).evaluate({}) - at0
+                base = self.roots[other_dim][0]
+                self.dim_fixes[dim_name] = base if (coef, at0) == (1, 0) else \
+                    DerivedDim(base, coef, at0)
         return (f"{label} must equal {text}{self.origin_of(root)}, a relation the spec does "
                 f"not declare.\n    Fix: declare it: {fix}  (derive the dim from the other "
                 f"Dim, or use the same Dim in both places)")
@@ -260,6 +274,68 @@ class DynamicDims:
         return f"{text}" + (f" where {', '.join(extra)}" if extra else "")
 
 
+    def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
+        """A ready-to-paste ``dynamic_shapes`` value with every fix applied."""
+        from torch.utils import _pytree as pytree
+
+        defs: dict[str, str] = {}
+
+        def render(entry: Any, path: str, d: int) -> str:
+            fixed = self.fixes.get((path, d), entry)
+            for _ in range(3):  # a fix may point to a Dim that has a fix of its own
+                if isinstance(fixed, Dim) and fixed.name in self.dim_fixes:
+                    fixed = self.dim_fixes[fixed.name]
+                elif isinstance(fixed, DerivedDim) and fixed.root.name in self.dim_fixes \
+                        and isinstance(self.dim_fixes[fixed.root.name], Dim):
+                    fixed = DerivedDim(self.dim_fixes[fixed.root.name], fixed.coef, fixed.offset)
+            if isinstance(fixed, DerivedDim):
+                defs[fixed.root.name] = f"{fixed.root.name} = {fixed.root!r}"
+                return repr(fixed)
+            if isinstance(fixed, Dim):
+                defs[fixed.name] = f"{fixed.name} = {fixed!r}"
+                return fixed.name
+            return repr(fixed)
+
+        rendered = []
+        for (path, value), entries in zip(leaves, specs):
+            if entries is None:
+                rendered.append(_Raw("None"))
+            else:
+                rendered.append(_Raw("(" + ", ".join(render(e, path, d)
+                                                     for d, e in enumerate(entries))
+                                     + ("," if len(entries) == 1 else "") + ")"))
+        args, kwargs = pytree.tree_unflatten(rendered, in_spec)
+        top = dict(zip(names, args))
+        top.update(kwargs)
+        body = "{" + ", ".join(f"{k!r}: {_render(v)}" for k, v in top.items()) + "}"
+        lines = ["from safetrace import Dim"] + list(defs.values())
+        lines.append(f"dynamic_shapes = {body}")
+        return "\n".join("    " + line for line in lines)
+
+
+class _Raw:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _render(v: Any) -> str:
+    if isinstance(v, _Raw):
+        return v.text
+    if isinstance(v, list):
+        return "[" + ", ".join(_render(x) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_render(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k!r}: {_render(x)}" for k, x in v.items()) + "}"
+    if hasattr(v, "__dataclass_fields__"):
+        return "{" + ", ".join(f"{f!r}: {_render(getattr(v, f))}"
+                               for f in v.__dataclass_fields__) + "}"
+    return repr(v)
+
+
 def _sym(name: str) -> Expr:
     from safetrace.symbolic.expr import sym
 
@@ -274,9 +350,10 @@ def _range_text(name: str, lo: float, hi: float) -> str:
     return f"{int(lo)} <= {name} <= {int(hi)}"
 
 
-def raise_violations(problems: list[str]) -> None:
+def raise_violations(problems: list[str], suggestion: str = "") -> None:
     if problems:
+        fix = f"\nSuggested fix (all problems at once):\n{suggestion}" if suggestion else ""
         raise ConstraintViolationError(
             f"the traced program does not work for the whole declared input space "
             f"({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n"
-            + "\n".join(f"  - {p}" for p in problems))
+            + "\n".join(f"  - {p}" for p in problems) + fix)

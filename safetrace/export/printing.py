@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from safetrace.trace.proxy import Proxy, annotation
+from safetrace.trace.proxy import Proxy, annotation, current
 
 
 def value_annotation(val: Any) -> str:
@@ -16,7 +16,7 @@ def value_annotation(val: Any) -> str:
     if isinstance(val, torch.Tensor):
         return annotation_of_tensor(val)
     if hasattr(val, "expr"):
-        return f"Sym({val})"
+        return f"Sym({current(val)})"
     if isinstance(val, (list, tuple)):
         return "(" + ", ".join(value_annotation(v) for v in val) + ")" if val else "()"
     return ""

@@ -8,7 +8,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max
+from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max, sym_min
 
 Size = Any
 
@@ -226,3 +226,41 @@ def device_of(*operands: Any) -> torch.device:
                 if isinstance(y, TensorMeta):
                     return y.device
     return first if first is not None else torch.device("cpu")
+
+
+def _backed(v: Size) -> bool:
+    return isinstance(v, int) or _hint_of(v) is not None
+
+
+def guarded_min(a: Size, b: Size) -> Size:
+    """min(a, b): proven when the facts allow; for sizes with example values, the branch
+    the example takes becomes a guard (as any Python ``min`` would); for data-dependent
+    sizes an unguarded ``min`` expression."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a <= b else b
+    env = (a if not isinstance(a, int) else b).env
+    from safetrace.symbolic import to_expr
+    from safetrace.symbolic.expr import Expr
+
+    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    if known is not None:
+        return a if known else b
+    if _backed(a) and _backed(b):
+        return a if a <= b else b
+    return sym_min(a, b)
+
+
+def guarded_max(a: Size, b: Size) -> Size:
+    """max(a, b), decided like :func:`guarded_min`."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a >= b else b
+    env = (a if not isinstance(a, int) else b).env
+    from safetrace.symbolic import to_expr
+    from safetrace.symbolic.expr import Expr
+
+    known = env.decide(Expr.ge(to_expr(a), to_expr(b)))
+    if known is not None:
+        return a if known else b
+    if _backed(a) and _backed(b):
+        return a if a >= b else b
+    return sym_max(a, b)

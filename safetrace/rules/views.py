@@ -14,7 +14,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, normalize_dim, normalize_dims, prod
+from safetrace.rules.common import guarded_max, guarded_min, check, normalize_dim, normalize_dims, prod
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 
@@ -84,16 +84,16 @@ def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 
     if start is None:
         start = 0
     elif start < 0:
-        start = sym_max(start + size, 0)
+        start = guarded_max(start + size, 0)
     else:
-        start = sym_min(start, size)
+        start = guarded_min(start, size)
     if end is None or (isinstance(end, int) and end >= 2**62):
         end = size
     elif end < 0:
-        end = sym_max(end + size, 0)
+        end = guarded_max(end + size, 0)
     else:
-        end = sym_min(end, size)
-    span = sym_max(end - start, 0)
+        end = guarded_min(end, size)
+    span = guarded_max(end - start, 0)
     if isinstance(step, int) and step == 1:
         return span
     return (span + step - 1) // step

@@ -284,8 +284,7 @@ class Env:
                         rest |= f.free_symbols
             if x.free_symbols & rest:
                 continue
-            if best is None or (best.op != "sym" and x.op == "sym") or (
-                    x.op == "sym" and self._rank(x) > self._rank(best)):
+            if best is None or self._eq_key(x, k, t) > self._eq_key(best, t[(best,)], t):
                 best = x
         if best is None:
             self._known.add(c)
@@ -306,6 +305,13 @@ class Env:
             self._known.add(c)
             self._bump()
             self._refresh()
+
+    def _eq_key(self, x: Expr, k: int, t: dict) -> tuple:
+        """Which side of an equality to replace: a symbol before an atom; a symbol equal to
+        a sum of other sizes (``s3 == s4 + s6``) before one equal to a difference; then the
+        newest (unbacked before backed)."""
+        positive = all((v * -k) >= 0 for m, v in t.items() if m != (x,) and m)
+        return (x.op == "sym", positive, self._rank(x) if x.op == "sym" else (0, 0))
 
     def _rank(self, s: Expr) -> tuple[int, int]:
         info = self._info(s.name)  # type: ignore[arg-type]

@@ -30,9 +30,23 @@ def _hint(size: Any) -> int:
         return 0
 
 
+def current(size: Any) -> Any:
+    """A size as the engine now knows it (after unification/specialization)."""
+    if isinstance(size, int):
+        return size
+    env = getattr(size, "env", None)
+    if env is None:
+        return size
+    e = env.simplify(size.expr)
+    if e.op == "const":
+        return e.value
+    return type(size)(e, env)
+
+
 def annotation(meta: TensorMeta) -> str:
     """``f32[s0, 4]``: dtype abbreviation and shape, as printed in graphs."""
-    return f"{DTYPE_ABBR.get(meta.dtype, str(meta.dtype))}[{', '.join(str(s) for s in meta.shape)}]"
+    dims = ", ".join(str(current(s)) for s in meta.shape)
+    return f"{DTYPE_ABBR.get(meta.dtype, str(meta.dtype))}[{dims}]"
 
 
 class Proxy(torch.Tensor):
@@ -73,7 +87,7 @@ class Proxy(torch.Tensor):
 
 
 def _size(p: Proxy, dim: int | None = None) -> Any:
-    shape = p.st_meta.shape
+    shape = tuple(current(s) for s in p.st_meta.shape)
     if dim is None:
         return shape_value(shape)
     return shape[dim]

@@ -1,0 +1,139 @@
+"""SPEC scenarios 7-10: dynamic dims, unification, specialization errors, state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+from tests.helpers import matches_eager, rejects
+
+
+def shape_of(ep, name):
+    node = next(n for n in ep.graph.nodes if n.name == name)
+    return [str(s) for s in node.meta["val"].shape]
+
+
+# -- scenario 7 ---------------------------------------------------------------------------
+class AddMM(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x + y @ z
+
+
+def test_scenario_7_unification():
+    x, y, z = torch.randn(3, 5), torch.randn(3, 4), torch.randn(4, 5)
+    sc = st.ShapesCollection()
+    for t in (x, y, z):
+        sc[t] = (Dim.DYNAMIC, Dim.DYNAMIC)
+    ep = st.export(AddMM(), (x, y, z), dynamic_shapes=sc)
+    assert shape_of(ep, "x") == ["s0", "s1"]
+    assert shape_of(ep, "y") == ["s0", "s3"]
+    assert shape_of(ep, "z") == ["s3", "s1"]
+    text = ep.graph_module.print_readable(print_output=False)
+    assert 'x: "f32[s0, s1]"' in text and 'add: "f32[s0, s1]"' in text
+    a = torch.randn(6, 6)
+    out = ep.module()(a, torch.eye(6), -a)
+    torch.testing.assert_close(out, torch.zeros(6, 6))
+    msg = rejects(ep, (a, torch.eye(7), -a))
+    assert "y.shape[0] = 7, but it must equal x.shape[0] = 6" in msg
+    assert "y @ z" in msg and "test_scenarios_dynamic.py" in msg
+    for shapes in [((2, 7), (2, 3), (3, 7)), ((1, 1), (1, 1), (1, 1)), ((0, 2), (0, 5), (5, 2))]:
+        matches_eager(ep, AddMM(), tuple(torch.randn(*s) for s in shapes))
+    assert set(map(str, ep.range_constraints)) == {"s0", "s1", "s3"}
+    assert ep.range_constraints["s0"].lower == 0
+
+
+# -- scenario 8 ---------------------------------------------------------------------------
+class CatMM(torch.nn.Module):
+    def forward(self, x, y, zs):
+        return x + y @ torch.cat(zs)
+
+
+def test_scenario_8_cat_propagates_sums():
+    x, y = torch.randn(3, 5), torch.randn(3, 6)
+    zs = [torch.randn(2, 5), torch.randn(4, 5)]
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    ep = st.export(CatMM(), (x, y, zs), dynamic_shapes=(dyn, dyn, [dyn, dyn]))
+    cat = next(n for n in ep.graph.nodes if str(n.target) == "aten.cat.default")
+    assert [str(s) for s in cat.meta["val"].shape] == ["s4 + s6", "s1"]
+    assert shape_of(ep, "y") == ["s0", "s4 + s6"]
+    matches_eager(ep, CatMM(), (torch.randn(2, 3), torch.randn(2, 7),
+                                [torch.randn(3, 3), torch.randn(4, 3)]))
+    matches_eager(ep, CatMM(), (torch.randn(1, 1), torch.randn(1, 0),
+                                [torch.randn(0, 1), torch.randn(0, 1)]))
+    msg = rejects(ep, (torch.randn(2, 3), torch.randn(2, 8),
+                       [torch.randn(3, 3), torch.randn(4, 3)]))
+    assert "y.shape[1] = 8" in msg
+
+
+# -- scenario 9 ---------------------------------------------------------------------------
+class SliceCatMM(torch.nn.Module):
+    def forward(self, x, y, zs):
+        return x[:3] + y @ torch.cat(zs)
+
+
+def _s9_inputs():
+    return torch.randn(7, 5), torch.randn(3, 6), [torch.randn(2, 5), torch.randn(4, 5)]
+
+
+def test_scenario_9_specialization_is_an_error_with_a_fix():
+    x, y, zs = _s9_inputs()
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(SliceCatMM(), (x, y, zs), dynamic_shapes=(dyn, dyn, [dyn, dyn]))
+    msg = str(info.value)
+    assert "y.shape[0]" in msg and "specialized to 3" in msg
+    assert "Dim.STATIC" in msg and "Dim.AUTO" in msg
+    assert "x[:3] + y @ torch.cat(zs)" in msg
+
+
+def test_scenario_9_fixed_with_static_3():
+    x, y, zs = _s9_inputs()
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    ep = st.export(SliceCatMM(), (x, y, zs), dynamic_shapes=(dyn, (3, Dim.DYNAMIC), [dyn, dyn]))
+    assert shape_of(ep, "y")[0] == "3"
+    s_x0 = next(n for n in ep.graph.nodes if n.name == "x").meta["val"].shape[0]
+    assert ep.range_constraints[s_x0].lower == 3
+    assert "aten.slice.Tensor" in [str(n.target) for n in ep.graph.nodes]
+    matches_eager(ep, SliceCatMM(), (torch.randn(3, 2), torch.randn(3, 4),
+                                     [torch.randn(1, 2), torch.randn(3, 2)]))
+    matches_eager(ep, SliceCatMM(), (torch.randn(9, 1), torch.randn(3, 0),
+                                     [torch.randn(0, 1), torch.randn(0, 1)]))
+    rejects(ep, (torch.randn(7, 5), torch.randn(6, 6), zs), match=r"y.shape\[0\]: expected 3")
+    msg = rejects(ep, (torch.randn(2, 5), y, zs))
+    assert "x.shape[0] = 2, but it must be >= 3" in msg
+
+
+# -- scenario 10 --------------------------------------------------------------------------
+class WithState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.randn(4, 4))
+
+    def forward(self, x, y):
+        return x @ self.w + y
+
+
+def test_scenario_10_state_forces_static():
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    auto = (Dim.AUTO, Dim.AUTO)
+    ep = st.export(WithState(), (x, y), dynamic_shapes={"x": auto, "y": auto})
+    assert shape_of(ep, "x") == ["s0", "4"]
+    assert shape_of(ep, "y") == ["s0", "4"]
+    assert ep.dims_report["x.shape[1]"] == "static 4"
+    assert ep.dims_report["x.shape[0]"].startswith("dynamic s0")
+    m = WithState()
+    m.w = ep.state_dict["w"]
+    matches_eager(ep, m, (torch.randn(7, 4), torch.randn(7, 4)))
+    matches_eager(ep, m, (torch.randn(1, 4), torch.randn(1, 4)))
+    rejects(ep, (torch.randn(7, 5), torch.randn(7, 4)), match=r"x.shape\[1\]: expected 4")
+
+
+def test_scenario_10_dynamic_dim_forced_static_is_an_error():
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(WithState(), (x, y), dynamic_shapes={"x": dyn, "y": dyn})
+    msg = str(info.value)
+    assert "x.shape[1]" in msg and "y.shape[1]" in msg and "specialized to 4" in msg
