@@ -1,0 +1,403 @@
+"""JSON forms of the values a saved program holds: constants, node references, tensor
+metadata, symbolic expressions and pytree specs.  Decoding validates every field and
+bounds recursion; it never imports or calls anything named by the file.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import sys
+from typing import Any, Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+from safetrace.errors import LoadError
+from safetrace.symbolic.expr import BOOL_OPS, Expr, _make, const, sym
+
+MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
+MAX_EXPR_DEPTH = 100    # nesting of a symbolic expression
+MAX_EXPR_NODES = 20_000  # nodes of one symbolic expression
+MAX_RANK = 64
+MAX_STR = 1 << 20
+
+SYMBOL_RE = re.compile(r"^[su][0-9]{1,9}$")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
+
+DTYPES: dict[str, torch.dtype] = {}
+for _v in vars(torch).values():
+    if isinstance(_v, torch.dtype):
+        DTYPES.setdefault(str(_v).removeprefix("torch."), _v)
+LAYOUTS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
+           if isinstance(v, torch.layout)}
+MEMORY_FORMATS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
+                  if isinstance(v, torch.memory_format)}
+_DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?$")
+_FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)$")
+
+_EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1}
+_EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
+
+
+def fail(where: str, what: str) -> LoadError:
+    return LoadError(f"{where}: {what}")
+
+
+def expect(value: Any, kind: type | tuple, where: str) -> Any:
+    """``value`` if it has the JSON type ``kind`` (bools are not ints), else a LoadError."""
+    ok = isinstance(value, kind)
+    if ok and isinstance(value, bool) and kind in (int, (int,), float):
+        ok = False
+    if not ok:
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise fail(where, f"expected {names}, got {type(value).__name__} {_short(value)}")
+    if isinstance(value, str) and len(value) > MAX_STR:
+        raise fail(where, f"string of {len(value)} characters is too long")
+    return value
+
+
+def expect_keys(obj: Any, required: set, where: str, optional: set = frozenset()) -> dict:
+    expect(obj, dict, where)
+    missing = required - obj.keys()
+    if missing:
+        raise fail(where, f"missing field(s) {sorted(missing)}")
+    extra = obj.keys() - required - optional
+    if extra:
+        raise fail(where, f"unknown field(s) {sorted(extra)[:5]}")
+    return obj
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) < 60 else text[:57] + "..."
+
+
+# --- symbolic expressions ---------------------------------------------------------------
+def encode_expr(e: Expr) -> Any:
+    """``s0`` -> "s0", ``7`` -> 7, ``s0 + 1`` -> ["add", "s0", 1]."""
+    if e.op == "const":
+        return e.value
+    if e.op == "sym":
+        return e.name
+    return [e.op] + [encode_expr(a) for a in e.args]
+
+
+def decode_expr(obj: Any, where: str) -> Expr:
+    """Rebuild an expression node by node (no re-canonicalization, so no blow-up)."""
+    count = [0]
+    return _dexpr(obj, where, 0, count)
+
+
+def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
+    count[0] += 1
+    if count[0] > MAX_EXPR_NODES:
+        raise fail(where, f"symbolic expression has more than {MAX_EXPR_NODES} nodes")
+    if depth > MAX_EXPR_DEPTH:
+        raise fail(where, f"symbolic expression nested deeper than {MAX_EXPR_DEPTH}")
+    if isinstance(obj, bool):
+        return const(obj)
+    if isinstance(obj, int):
+        if abs(obj) > 1 << 63:
+            raise fail(where, f"integer {_short(obj)} out of range")
+        return const(obj)
+    if isinstance(obj, str):
+        if not SYMBOL_RE.match(obj):
+            raise fail(where, f"bad symbol name {_short(obj)} (expected s<N> or u<N>)")
+        return sym(obj)
+    if not isinstance(obj, list) or not obj or not isinstance(obj[0], str):
+        raise fail(where, f"bad symbolic expression {_short(obj)}")
+    op, raw = obj[0], obj[1:]
+    n = _EXPR_ARITY.get(op)
+    if n is None and op not in _EXPR_VARIADIC:
+        raise fail(where, f"unknown expression operator {_short(op)}")
+    if (n is not None and len(raw) != n) or (n is None and len(raw) < 2):
+        raise fail(where, f"operator {op} has {len(raw)} operand(s)")
+    args = tuple(_dexpr(a, where, depth + 1, count) for a in raw)
+    _check_canonical(op, args, where)
+    return _make(op, args)
+
+
+def _check_canonical(op: str, args: tuple, where: str) -> None:
+    """Reject shapes the engine never produces (and that could blow up when expanded)."""
+    is_bool = [a.is_bool for a in args]
+    if op in ("and", "or", "not"):
+        ok = all(is_bool)
+    elif op in BOOL_OPS:
+        ok = not any(is_bool)
+    else:
+        ok = not any(is_bool)
+    if op == "add":
+        ok = ok and all(a.op != "add" for a in args) and all(
+            a.op != "const" for a in args[:-1])
+    elif op == "mul":
+        ok = ok and all(a.op not in ("add", "mul") for a in args) and all(
+            a.op != "const" for a in args[1:]) and (args[0].op != "const" or
+                                                   args[0].value not in (0, 1))
+    if not ok:
+        raise fail(where, f"malformed symbolic expression (operator {op}): not in the "
+                          "engine's canonical form")
+
+
+# --- plain values and graph arguments -----------------------------------------------------
+def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
+    """Tagged JSON for constants, containers, node references and symbolic values."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        return {"float": repr(v)}
+    if isinstance(v, torch.fx.Node):
+        if node_ref is None:
+            raise ValueError("a graph node where a constant was expected")
+        return {"node": node_ref(v)}
+    if isinstance(v, list):
+        return {"list": [encode_value(x, node_ref) for x in v]}
+    if isinstance(v, tuple):
+        return {"tuple": [encode_value(x, node_ref) for x in v]}
+    if isinstance(v, dict):
+        return {"dict": [[encode_value(k), encode_value(x, node_ref)] for k, x in v.items()]}
+    if isinstance(v, torch.dtype):
+        return {"dtype": str(v).removeprefix("torch.")}
+    if isinstance(v, torch.device):
+        return {"device": str(v)}
+    if isinstance(v, torch.layout):
+        return {"layout": str(v).removeprefix("torch.")}
+    if isinstance(v, torch.memory_format):
+        return {"memory_format": str(v).removeprefix("torch.")}
+    if isinstance(v, complex):
+        return {"complex": [repr(v.real), repr(v.imag)]}
+    if v is Ellipsis:
+        return {"ellipsis": True}
+    from safetrace.trace.proxy import Proxy, current
+
+    if isinstance(v, Proxy):
+        m = v.st_meta
+        return {"tensor": {"shape": [encode_size(current(s)) for s in m.shape],
+                           "dtype": str(m.dtype).removeprefix("torch."),
+                           "device": str(m.device)}}
+    if isinstance(v, Expr):
+        return {"expr": encode_expr(v)}
+    kind = type(v).__name__
+    if kind in ("SymInt", "SymBool") and hasattr(v, "env"):
+        return {kind.lower(): encode_expr(v.env.simplify(v.expr))}
+    raise ValueError(f"cannot save a value of type {type(v).__qualname__}: {_short(v)}")
+
+
+def encode_size(s: Any) -> Any:
+    return s if isinstance(s, int) else encode_expr(s.env.simplify(s.expr))
+
+
+class ValueDecoder:
+    """Decodes tagged values; ``nodes`` resolves node references, ``env`` builds SymInts."""
+
+    def __init__(self, nodes: dict | None = None, env: Any = None) -> None:
+        self.nodes = nodes
+        self.env = env
+
+    def decode(self, obj: Any, where: str, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise fail(where, f"value nested deeper than {MAX_DEPTH}")
+        if obj is None or isinstance(obj, (bool, str)):
+            return expect(obj, (type(None), bool, str), where)
+        if isinstance(obj, int):
+            if abs(obj) > 1 << 64:
+                raise fail(where, f"integer {_short(obj)} out of range")
+            return obj
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise fail(where, f"bad value {_short(obj)}")
+        (tag, x), = obj.items()
+        d = depth + 1
+        if tag == "float":
+            return decode_float(x, where)
+        if tag == "node":
+            if self.nodes is None:
+                raise fail(where, "a node reference is not allowed here")
+            node = self.nodes.get(expect(x, str, where))
+            if node is None:
+                raise fail(where, f"reference to node {_short(x)}, which is not defined "
+                                  "before this point (unknown name, forward reference or cycle)")
+            return node
+        if tag in ("list", "tuple"):
+            items = [self.decode(v, where, d) for v in expect(x, list, where)]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict":
+            out = {}
+            for pair in expect(x, list, where):
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise fail(where, "dict items must be [key, value] pairs")
+                k = self.decode(pair[0], where, d)
+                if not isinstance(k, (str, int, float, bool, type(None))) or k in out:
+                    raise fail(where, f"bad or duplicate dict key {_short(k)}")
+                out[k] = self.decode(pair[1], where, d)
+            return out
+        if tag == "dtype":
+            return lookup(DTYPES, x, where, "dtype")
+        if tag == "layout":
+            return lookup(LAYOUTS, x, where, "layout")
+        if tag == "memory_format":
+            return lookup(MEMORY_FORMATS, x, where, "memory format")
+        if tag == "device":
+            return decode_device(x, where)
+        if tag == "complex":
+            if not isinstance(x, list) or len(x) != 2:
+                raise fail(where, "complex must be [real, imag]")
+            return complex(decode_float(x[0], where), decode_float(x[1], where))
+        if tag == "ellipsis" and x is True:
+            return Ellipsis
+        if tag == "expr":
+            return decode_expr(x, where)
+        if tag in ("symint", "symbool"):
+            return self.symbolic(tag, decode_expr(x, where), where)
+        if tag == "tensor":
+            return self.tensor(x, where)
+        raise fail(where, f"unknown value tag {_short(tag)}")
+
+    def symbolic(self, tag: str, e: Expr, where: str) -> Any:
+        from safetrace.symbolic import SymBool, SymInt
+
+        if self.env is None:
+            raise fail(where, "a symbolic value is not allowed here")
+        unknown = e.free_symbols - self.env.symbols.keys()
+        if unknown:
+            raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
+        if (tag == "symbool") != e.is_bool:
+            raise fail(where, f"{tag} holds a {'condition' if e.is_bool else 'number'}")
+        return SymBool(e, self.env) if tag == "symbool" else SymInt(e, self.env)
+
+    def tensor(self, x: Any, where: str) -> Any:
+        from safetrace.meta import TensorMeta
+
+        expect_keys(x, {"shape", "dtype", "device"}, where)
+        shape = expect(x["shape"], list, where)
+        if len(shape) > MAX_RANK:
+            raise fail(where, f"rank {len(shape)} exceeds {MAX_RANK}")
+        return TensorMeta(tuple(self.size(s, where) for s in shape),
+                          lookup(DTYPES, x["dtype"], where, "dtype"),
+                          decode_device(x["device"], where))
+
+    def size(self, s: Any, where: str) -> Any:
+        if isinstance(s, int) and not isinstance(s, bool):
+            if not 0 <= s < 1 << 62:
+                raise fail(where, f"size {s} out of range")
+            return s
+        return self.symbolic("symint", decode_expr(s, where), where)
+
+
+def decode_float(x: Any, where: str) -> float:
+    expect(x, str, where)
+    if len(x) > 40 or not _FLOAT_RE.match(x):
+        raise fail(where, f"bad float {_short(x)}")
+    return float(x)
+
+
+def decode_device(x: Any, where: str) -> torch.device:
+    expect(x, str, where)
+    if not _DEVICE_RE.match(x):
+        raise fail(where, f"bad device {_short(x)}")
+    try:
+        return torch.device(x)
+    except (RuntimeError, ValueError) as err:
+        raise fail(where, f"bad device {_short(x)}: {err}") from None
+
+
+def lookup(table: dict, x: Any, where: str, what: str) -> Any:
+    expect(x, str, where)
+    if x not in table:
+        raise fail(where, f"unknown {what} {_short(x)}")
+    return table[x]
+
+
+# --- pytree specs -------------------------------------------------------------------------
+_BUILTIN_TYPES = {"tuple": tuple, "list": list, "dict": dict,
+                  "OrderedDict": collections.OrderedDict}
+
+
+def type_name(cls: Any) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def encode_spec(spec: Any) -> Any:
+    """A TreeSpec as {"type", "context", "children"}; a leaf as null."""
+    if spec.is_leaf():
+        return None
+    t = spec.type
+    children = [encode_spec(spec.child(i)) for i in range(spec.num_children)]
+    if t is None:
+        return None
+    if t in (tuple, list, dict, collections.OrderedDict):
+        ctx = encode_value(spec.context)
+        return {"type": t.__name__, "context": ctx, "children": children}
+    if t is collections.namedtuple:
+        return {"type": "namedtuple", "context": type_name(spec.context), "children": children}
+    if t not in pytree.SUPPORTED_NODES:
+        raise ValueError(f"cannot save a pytree node of type {t!r}")
+    try:
+        ctx = encode_value(spec.context)
+    except ValueError:
+        raise ValueError(f"cannot save the pytree context of {t.__qualname__} "
+                         f"({_short(spec.context)}): only plain values are supported") from None
+    return {"type": type_name(t), "context": ctx, "children": children}
+
+
+def decode_spec(obj: Any, where: str, depth: int = 0) -> Any:
+    """Rebuild a TreeSpec; classes are found only among those already registered."""
+    if depth > MAX_DEPTH:
+        raise fail(where, f"pytree spec nested deeper than {MAX_DEPTH}")
+    if obj is None:
+        return pytree.treespec_leaf()
+    expect_keys(obj, {"type", "context", "children"}, where)
+    name = expect(obj["type"], str, where)
+    children = [decode_spec(c, where, depth + 1) for c in expect(obj["children"], list, where)]
+    values = ValueDecoder()
+    if name in _BUILTIN_TYPES:
+        cls = _BUILTIN_TYPES[name]
+        ctx = values.decode(obj["context"], where)
+        if cls is tuple or cls is list:
+            ok = ctx is None
+        else:
+            ok = isinstance(ctx, list) and len(ctx) == len(children)
+        if not ok:
+            raise fail(where, f"bad context for a {name} pytree node")
+    elif name == "namedtuple":
+        cls = collections.namedtuple
+        ctx = _loaded_class(expect(obj["context"], str, where), where)
+        if not (isinstance(ctx, type) and issubclass(ctx, tuple) and hasattr(ctx, "_fields")
+                and len(ctx._fields) == len(children)):
+            raise fail(where, f"{obj['context']} is not a namedtuple of {len(children)} fields")
+    else:
+        cls = _loaded_class(name, where)
+        if cls not in pytree.SUPPORTED_NODES:
+            raise fail(where, f"class {name} is not registered as a pytree node.\nFix: "
+                              f"import the module defining it and call "
+                              f"st.register_dataclass(...) before st.load")
+        ctx = values.decode(obj["context"], where)
+    try:
+        return pytree.TreeSpec(cls, ctx, children)
+    except Exception as err:  # noqa: BLE001 - any inconsistency is a bad file
+        raise fail(where, f"bad pytree spec for {name}: {err}") from None
+
+
+def _loaded_class(name: str, where: str) -> Any:
+    """A class by "module:qualname", only from modules that are already imported."""
+    mod_name, _, qual = name.partition(":")
+    parts = qual.split(".")
+    if not mod_name or not all(IDENT_RE.match(p) for p in parts + mod_name.split(".")):
+        raise fail(where, f"bad class name {_short(name)}")
+    obj = sys.modules.get(mod_name)
+    if obj is None:
+        raise fail(where, f"class {name}: module {mod_name} is not imported.\nFix: import "
+                          f"{mod_name} (and register the class) before st.load")
+    for p in parts:
+        if p.startswith("__"):
+            raise fail(where, f"bad class name {_short(name)}")
+        obj = getattr(obj, p, None)
+    if not isinstance(obj, type):
+        raise fail(where, f"class {name} not found in the imported module {mod_name}")
+    return obj
+
+
+def finite_or_none(x: float | int) -> int | None:
+    return None if isinstance(x, float) and math.isinf(x) else int(x)

@@ -1,0 +1,108 @@
+"""Names of call targets: operator overloads by name from ``torch.ops``, Python callables
+only from an explicit registry.  Nothing is ever imported because a file names it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import re
+from typing import Any, Callable
+
+import torch
+
+from safetrace.errors import LoadError
+
+_CALLABLES: dict[str, Callable] = {}
+_NAMES: dict[int, str] = {}
+_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def register_callable(name: str, fn: Callable) -> Callable:
+    """Allow graphs that call ``fn`` to be saved and loaded; ``name`` is its name in files."""
+    if not isinstance(name, str) or not all(_PART.match(p) for p in name.split(".")):
+        raise ValueError(f"bad callable name {name!r}: use dotted identifiers")
+    if name.startswith("torch.ops."):
+        raise ValueError("torch.ops names are resolved automatically; do not register them")
+    old = _CALLABLES.get(name)
+    if old is not None and old is not fn:
+        raise ValueError(f"{name!r} is already registered for {old!r}")
+    _CALLABLES[name] = fn
+    _NAMES.setdefault(id(fn), name)
+    return fn
+
+
+for _n in ("add", "sub", "mul", "floordiv", "mod", "truediv", "pow", "neg", "pos", "abs",
+           "eq", "ne", "lt", "le", "gt", "ge", "and_", "or_", "xor", "not_", "invert",
+           "getitem", "lshift", "rshift"):
+    register_callable(f"operator.{_n}", getattr(operator, _n))
+for _n in ("min", "max", "abs", "int", "float", "bool", "round"):
+    register_callable(f"builtins.{_n}", getattr(builtins, _n))
+for _n in ("ceil", "floor", "trunc", "sqrt"):
+    register_callable(f"math.{_n}", getattr(math, _n))
+for _n in ("sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sqrt"):
+    if hasattr(torch, _n):
+        register_callable(f"torch.{_n}", getattr(torch, _n))
+
+
+def target_to_name(target: Any) -> str:
+    """``torch.ops.aten.add.Tensor``, ``operator.add``, or a registered name."""
+    if isinstance(target, torch._ops.OpOverload):
+        ns = target.namespace
+        op = target._schema.name.split("::", 1)[1]
+        return f"torch.ops.{ns}.{op}.{target._overloadname}"
+    name = _NAMES.get(id(target))
+    if name is not None and _CALLABLES.get(name) is target:
+        return name
+    label = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', target)}"
+    raise ValueError(
+        f"cannot save a graph that calls {label}: it is neither a torch.ops operator nor a "
+        f"registered callable.\nFix: safetrace.serialize.register_callable({label!r}, fn) in "
+        f"a module imported before both st.save and st.load")
+
+
+def name_to_target(name: Any, where: str) -> Any:
+    """Resolve a target name; unknown names are a LoadError that says how to register them."""
+    if not isinstance(name, str) or len(name) > 400:
+        raise LoadError(f"{where}: bad call target {str(name)[:60]!r}")
+    if name.startswith("torch.ops."):
+        return _op(name, where)
+    fn = _CALLABLES.get(name)
+    if fn is None:
+        raise LoadError(
+            f"{where}: unknown callable {name!r}. Only torch.ops operators and registered "
+            f"callables can be loaded.\nFix: call safetrace.serialize.register_callable"
+            f"({name!r}, fn) before st.load")
+    return fn
+
+
+def _op(name: str, where: str) -> torch._ops.OpOverload:
+    parts = name.split(".")[2:]
+    if len(parts) != 3 or not all(_PART.match(p) for p in parts):
+        raise LoadError(f"{where}: bad operator name {name!r} "
+                        "(expected torch.ops.<namespace>.<op>.<overload>)")
+    ns, op, overload = parts
+    if ns.startswith("_") or overload.startswith("_") or op.startswith("__"):
+        raise LoadError(f"{where}: bad operator name {name!r}")
+    packet = None
+    if torch._C._jit_get_schemas_for_operator(f"{ns}::{op}"):
+        space = getattr(torch.ops, ns, None)
+        if isinstance(space, torch._ops._OpNamespace):
+            try:
+                packet = getattr(space, op)
+            except (AttributeError, RuntimeError):
+                packet = None
+    overload_obj = None
+    if isinstance(packet, torch._ops.OpOverloadPacket):
+        try:
+            overload_obj = getattr(packet, overload)
+        except (AttributeError, RuntimeError):
+            overload_obj = None
+    if not isinstance(overload_obj, torch._ops.OpOverload):
+        raise LoadError(
+            f"{where}: unknown operator {name}: no such operator is registered in this "
+            f"process.\nFix: if it is a custom op, import the module that defines it "
+            f"(st.custom_op / torch.library) before st.load; if it is an ATen op, this "
+            f"PyTorch version ({torch.__version__}) lacks it")
+    return overload_obj
