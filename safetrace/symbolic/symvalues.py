@@ -27,7 +27,7 @@ def _wrap_int(e: Expr, env: Env) -> Any:
         e = D.simplify(env, e)
         if e.op == "const":
             return int(e.value)  # type: ignore[arg-type]
-    return SymInt(e, env)
+    return (env.int_cls or SymInt)(e, env)
 
 
 def _wrap_bool(e: Expr, env: Env) -> Any:
@@ -37,14 +37,14 @@ def _wrap_bool(e: Expr, env: Env) -> Any:
         e = D.simplify(env, e)
         if e.op == "const":
             return bool(e.value)
-    return SymBool(e, env)
+    return (env.bool_cls or SymBool)(e, env)
 
 
 def _int_operand(o: object) -> Expr | None:
     c = o.__class__
     if c is int:
         return const(o)  # type: ignore[arg-type]
-    if c is SymInt:
+    if c is SymInt or isinstance(o, SymInt):
         return o.expr  # type: ignore[attr-defined]
     if isinstance(o, int):
         return const(int(o))
@@ -82,6 +82,15 @@ class SymInt:
     """A symbolic int seen by traced code; ``node`` is a free slot for the tracer."""
 
     __slots__ = ("expr", "env", "node")
+
+    # A subclass to instantiate instead (the tracer registers one that also derives from
+    # torch.SymInt, so that torch's argument parser hands it to the mode untouched instead
+    # of probing ``__index__``, which would specialize it).  This module never imports torch.
+    instance_class: type | None = None
+
+    def __new__(cls, expr: Expr, env: Env) -> SymInt:
+        k = SymInt.instance_class
+        return object.__new__(k if cls is SymInt and k is not None else cls)
 
     def __init__(self, expr: Expr, env: Env) -> None:
         self.expr = expr
@@ -256,11 +265,12 @@ class SymFloat:
     def _of(v: object, env: Env) -> Any:
         if isinstance(v, SymFloat):
             return v
+        cls = env.float_cls or SymFloat
         if isinstance(v, SymInt):
-            return SymFloat(v.expr, ONE, env)
+            return cls(v.expr, ONE, env)
         if isinstance(v, (int, float)):
             p, q = float(v).as_integer_ratio() if isinstance(v, float) else (int(v), 1)
-            return SymFloat(const(p), const(q), env)
+            return cls(const(p), const(q), env)
         return None
 
     @staticmethod
@@ -269,7 +279,7 @@ class SymFloat:
             num, den = neg(num), neg(den)
         if num.op == "const" and den.op == "const":
             return int(num.value) / int(den.value)  # type: ignore[arg-type]
-        return SymFloat(num, den, env)
+        return (env.float_cls or SymFloat)(num, den, env)
 
     @staticmethod
     def _mixed(op: str, a: Any, b: Any, reverse: bool) -> Any:
@@ -355,6 +365,16 @@ class SymFloat:
     def hint(self) -> float:
         """The value under the hints."""
         return int(self.env.hint(self.num)) / int(self.env.hint(self.den))
+
+
+def make_int(e: Expr, env: Env) -> Any:
+    """The Python value of an int expression: an int when constant, else a SymInt."""
+    return _wrap_int(e, env)
+
+
+def make_bool(e: Expr, env: Env) -> Any:
+    """The Python value of a condition: a bool when constant, else a SymBool."""
+    return _wrap_bool(e, env)
 
 
 def math_floor(x: Any) -> Any:
