@@ -83,15 +83,6 @@ class SymInt:
 
     __slots__ = ("expr", "env", "node")
 
-    # A subclass to instantiate instead (the tracer registers one that also derives from
-    # torch.SymInt, so that torch's argument parser hands it to the mode untouched instead
-    # of probing ``__index__``, which would specialize it).  This module never imports torch.
-    instance_class: type | None = None
-
-    def __new__(cls, expr: Expr, env: Env) -> SymInt:
-        k = SymInt.instance_class
-        return object.__new__(k if cls is SymInt and k is not None else cls)
-
     def __init__(self, expr: Expr, env: Env) -> None:
         self.expr = expr
         self.env = env
