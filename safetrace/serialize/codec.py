@@ -180,9 +180,12 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
                            "device": str(m.device)}}
     if isinstance(v, Expr):
         return {"expr": encode_expr(v)}
-    kind = type(v).__name__
-    if kind in ("SymInt", "SymBool") and hasattr(v, "env"):
-        return {kind.lower(): encode_expr(v.env.simplify(v.expr))}
+    from safetrace.symbolic import SymBool, SymInt
+
+    if isinstance(v, SymInt):
+        return {"symint": encode_expr(v.env.simplify(v.expr))}
+    if isinstance(v, SymBool):
+        return {"symbool": encode_expr(v.env.simplify(v.expr))}
     raise ValueError(f"cannot save a value of type {type(v).__qualname__}: {_short(v)}")
 
 
@@ -256,8 +259,6 @@ class ValueDecoder:
         raise fail(where, f"unknown value tag {_short(tag)}")
 
     def symbolic(self, tag: str, e: Expr, where: str) -> Any:
-        from safetrace.symbolic import SymBool, SymInt
-
         if self.env is None:
             raise fail(where, "a symbolic value is not allowed here")
         unknown = e.free_symbols - self.env.symbols.keys()
@@ -265,7 +266,7 @@ class ValueDecoder:
             raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
         if (tag == "symbool") != e.is_bool:
             raise fail(where, f"{tag} holds a {'condition' if e.is_bool else 'number'}")
-        return SymBool(e, self.env) if tag == "symbool" else SymInt(e, self.env)
+        return new_symbolic(e, self.env)
 
     def tensor(self, x: Any, where: str) -> Any:
         from safetrace.meta import TensorMeta
@@ -284,6 +285,27 @@ class ValueDecoder:
                 raise fail(where, f"size {s} out of range")
             return s
         return self.symbolic("symint", decode_expr(s, where), where)
+
+
+def new_env() -> Any:
+    """An Env like the exporter's (its symbolic values pass torch's argument parser)."""
+    try:
+        from safetrace.meta.symtypes import torch_env
+    except ImportError:
+        from safetrace.symbolic import Env
+
+        return Env()
+    return torch_env()
+
+
+def new_symbolic(e: Expr, env: Any) -> Any:
+    from safetrace.symbolic import SymBool, SymInt
+
+    if e.op == "const":
+        return e.value
+    if e.is_bool:
+        return getattr(env, "bool_cls", SymBool)(e, env)
+    return getattr(env, "int_cls", SymInt)(e, env)
 
 
 def decode_float(x: Any, where: str) -> float:

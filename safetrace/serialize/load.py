@@ -21,7 +21,8 @@ import torch
 from safetrace.errors import LoadError
 from safetrace.serialize import tensorfile
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder, decode_expr,
-                                       decode_spec, expect, expect_keys, fail, lookup)
+                                       decode_spec, expect, expect_keys, fail, lookup,
+                                       new_env)
 from safetrace.serialize.save import FORMAT, PROGRAM, TENSORS, VERSION
 from safetrace.serialize.targets import name_to_target
 
@@ -164,11 +165,9 @@ class _Builder:
 
     # -- symbols and tensors ---------------------------------------------------------
     def _env(self, items: list) -> Any:
-        from safetrace.symbolic import Env
-
         if len(items) > MAX_SYMBOLS:
             raise fail("symbols", f"more than {MAX_SYMBOLS} symbols")
-        env = Env()
+        env = new_env()
         for i, s in enumerate(items):
             where = f"symbols[{i}]"
             expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where)
