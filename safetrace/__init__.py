@@ -17,6 +17,10 @@ _API = {
     "register_shape_rule": "safetrace.rules",
     "TensorMeta": "safetrace.meta",
     "Dim": "safetrace.dims",
+    "check": "safetrace.trace.asserts",
+    "custom_op": "safetrace.trace.custom",
+    "register_fake": "safetrace.trace.custom",
+    "new_dynamic_size": "safetrace.trace.custom",
     "ShapesCollection": "safetrace.dims",
     "dims": "safetrace.dims",
     "ExportError": "safetrace.errors",
@@ -29,6 +33,8 @@ _API = {
     "InputMismatchError": "safetrace.errors",
     "RuntimeAssertionError": "safetrace.errors",
     "LoadError": "safetrace.errors",
+    "save": "safetrace.serialize",
+    "load": "safetrace.serialize",
 }
 
 __all__ = sorted(_API)

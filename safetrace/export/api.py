@@ -16,7 +16,9 @@ from safetrace.export.spec import match_spec
 from safetrace.export.program import (ExportedGraphModule, ExportedProgram, InputSpec,
                                       OutputSpec)
 from safetrace.meta import TensorMeta
+from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import DataDependentQuestion, Env
+from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -47,7 +49,7 @@ class _Exporter:
         self.state: dict[int, torch.fx.Node] = {}
         self.state_tensors: dict[str, torch.Tensor] = {}
         self.input_specs: list[InputSpec] = []
-        self.env = Env()
+        self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
         self.dyn = DynamicDims(self.env)
 
@@ -63,7 +65,8 @@ class _Exporter:
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
         try:
-            with _ModuleGuard(self.model) as guard, _exporting(), tracer:
+            with _ModuleGuard(self.model) as guard, _exporting(), torch_checks_routed(), \
+                    tracer:
                 out = self.fn(*targs, **tkwargs)
         except DataDependentQuestion as q:
             raise _data_dependent(q) from None

@@ -17,7 +17,7 @@ import torch
 
 from safetrace.dims import DerivedDim, Dim, _Hint
 from safetrace.errors import ConstraintViolationError, SpecError
-from safetrace.symbolic import Env, Expr, SymInt
+from safetrace.symbolic import Env, Expr, SymInt, make_int
 from safetrace.trace.source import from_text
 
 
@@ -108,11 +108,11 @@ class DynamicDims:
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
-                out.append(SymInt(s, self.env))
+                out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
                 s = self._root(e, n, where, path, d)
                 self._declare(DimDecl(path, d, "named", s, n, e, e.min, e.max))
-                out.append(SymInt(s, self.env))
+                out.append(make_int(s, self.env))
             elif isinstance(e, DerivedDim):
                 root_hint = n - e.offset
                 if root_hint % e.coef:
@@ -121,7 +121,7 @@ class DynamicDims:
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
                 expr = s * e.coef + e.offset
                 self._declare(DimDecl(path, d, "derived", expr, n, e))
-                out.append(SymInt(expr, self.env) if expr.op != "const" else expr.value)
+                out.append(make_int(expr, self.env))
             else:  # pragma: no cover - spec.py validated entries
                 raise SpecError(f"{where}: unsupported entry {e!r}")
         return tuple(out)

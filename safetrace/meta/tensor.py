@@ -10,14 +10,21 @@ Size = Any  # int or safetrace.symbolic.SymInt
 
 
 class TensorMeta:
-    """Shape (a tuple of ints or symbolic ints), dtype and device of a tensor."""
+    """Shape (a tuple of ints or symbolic ints), dtype and device of a tensor.
 
-    __slots__ = ("shape", "dtype", "device")
+    ``bounds`` optionally holds (lo, hi): limits every element's value is known to obey
+    (``count_nonzero(x)`` lies in [0, x.numel()]); ``.item()`` turns them into the range
+    of the data-dependent value it returns.
+    """
 
-    def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device) -> None:
+    __slots__ = ("shape", "dtype", "device", "bounds")
+
+    def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
+                 bounds: tuple | None = None) -> None:
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = device
+        self.bounds = bounds
 
     @property
     def ndim(self) -> int:

@@ -264,3 +264,49 @@ def guarded_max(a: Size, b: Size) -> Size:
     if _backed(a) and _backed(b):
         return a if a >= b else b
     return sym_max(a, b)
+
+
+# -- data-dependent sizes ---------------------------------------------------------------
+
+class _Active:
+    """The symbolic environment of the trace in progress (set by the tracer)."""
+
+    env: Any = None
+
+
+ACTIVE = _Active()
+
+
+def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> SymInt:
+    """A fresh unbacked size in [lo, hi]: an op's output size that depends on data."""
+    env = ACTIVE.env
+    if env is None:
+        from safetrace.errors import DataDependentError
+
+        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
+                                 f"inside st.export")
+    from safetrace.symbolic import to_expr
+
+    lo_i = _static_bound(env, lo, low=True)
+    hi_i = _static_bound(env, hi, low=False)
+    from safetrace.symbolic import make_int
+
+    u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
+    from safetrace.symbolic.expr import Expr
+
+    # symbolic bounds (u0 <= x.numel()) are facts, not just ranges
+    if hi is not None and not isinstance(hi, int):
+        env.add_fact(Expr.le(u.expr, to_expr(hi)))
+    if lo is not None and not isinstance(lo, int):
+        env.add_fact(Expr.ge(u.expr, to_expr(lo)))
+    return u
+
+
+def _static_bound(env: Any, v: Any, low: bool) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    r = env.bounds(v.expr)
+    b = r.lo if low else r.hi
+    return None if b in (float("inf"), float("-inf")) else int(b)

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.errors import DataDependentError
+from safetrace.rules.common import new_size
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import broadcast_shapes, check, normalize_dim
 from safetrace.rules.registry import rule
@@ -87,6 +88,10 @@ def _broadcast_index_shapes(shapes: list[tuple], op: str) -> tuple:
                 if isinstance(other, _MaskCount) or not other == 1:
                     raise _dd(op, "broadcasting a mask index against another index")
                 out[i] = size if isinstance(size, _MaskCount) else cur
+            elif isinstance(cur, int) and cur == 1:
+                out[i] = size  # a literal 1 broadcasts to anything: no question on `size`
+            elif isinstance(size, int) and size == 1:
+                continue
             elif size == 1:
                 continue
             elif cur == 1:
@@ -115,6 +120,7 @@ def index_result_shape(self: TensorMeta, indices: Sequence[TensorMeta | None],
             check(k + index.ndim <= self.ndim, op,
                   f"too many indices for tensor of dimension {self.ndim}")
             count = _MaskCount()
+            count.hi = index.numel()
             for j, size in enumerate(index.shape):
                 check(size is self.shape[k + j] or size == self.shape[k + j], op,
                       f"The shape of the mask {list(index.shape)} at index {i} does not "
@@ -146,7 +152,10 @@ def index(self: TensorMeta, indices: Sequence[TensorMeta | None]) -> TensorMeta:
     """Advanced indexing: index shapes broadcast; their dims replace the indexed ones."""
     shape = index_result_shape(self, indices, "index")
     if any(isinstance(s, _MaskCount) for s in shape):
-        raise _dd("index", "the result's shape of x[mask]")
+        # x[mask]: as many rows as True elements, between 0 and the mask's numel
+        counts: dict[int, Size] = {}
+        shape = tuple(counts.setdefault(id(s), new_size(0, s.hi, "x[mask]"))
+                      if isinstance(s, _MaskCount) else s for s in shape)
     return self.like(shape=shape)
 
 

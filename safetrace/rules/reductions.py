@@ -17,6 +17,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (
     check,
+    prod,
     dtype_category,
     float_result,
     normalize_dim,
@@ -24,6 +25,7 @@ from safetrace.rules.common import (
     to_real,
 )
 from safetrace.rules.registry import rule
+from safetrace.symbolic import sym_max
 
 aten = torch.ops.aten
 _LONG = torch.int64
@@ -79,7 +81,11 @@ def accumulate_dtype(self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype
 @rule(aten.sum.default, aten.prod.default)
 def sum_all(self: TensorMeta, *, dtype: torch.dtype | None = None) -> TensorMeta:
     """sum/prod of every element: a 0-d tensor."""
-    return self.like(shape=(), dtype=accumulate_dtype(self, dtype))
+    out = self.like(shape=(), dtype=accumulate_dtype(self, dtype))
+    if self.dtype is torch.bool and not out.dtype.is_floating_point:
+        # sum of a mask counts the True elements; prod is 0 or 1 (1 when empty)
+        out.bounds = (0, sym_max(self.numel(), 1))
+    return out
 
 
 @rule(aten.sum.dim_IntList, aten.nansum.default)
@@ -87,7 +93,10 @@ def sum_dim(self: TensorMeta, dim: Any = None, keepdim: bool = False, *,
             dtype: torch.dtype | None = None) -> TensorMeta:
     """sum over dims (None or [] meaning all)."""
     dims = reduced_dims("sum", self, dim)
-    return self.like(shape=reduce_shape(self, dims, keepdim), dtype=accumulate_dtype(self, dtype))
+    out = self.like(shape=reduce_shape(self, dims, keepdim), dtype=accumulate_dtype(self, dtype))
+    if self.dtype is torch.bool and not out.dtype.is_floating_point:
+        out.bounds = (0, prod(self.shape[d] for d in dims))  # a count of True elements
+    return out
 
 
 @rule(aten.prod.dim_int)
@@ -217,7 +226,9 @@ def any_dims(self: TensorMeta, dim: Any = None, keepdim: bool = False) -> Tensor
 def count_nonzero(self: TensorMeta, dim: Any = None) -> TensorMeta:
     """count_nonzero: int64 counts; None or [] means every dim."""
     dims = reduced_dims("count_nonzero", self, dim)
-    return self.like(shape=reduce_shape(self, dims, False), dtype=_LONG)
+    out = self.like(shape=reduce_shape(self, dims, False), dtype=_LONG)
+    out.bounds = (0, prod(self.shape[d] for d in dims))  # a count of the reduced elements
+    return out
 
 
 # -- var, std, norm, logsumexp --------------------------------------------------------------

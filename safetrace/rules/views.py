@@ -45,7 +45,8 @@ def concrete_count(n: Size, op: str) -> int:
     return k
 
 
-def infer_size(shape: Sequence[Size], numel: Size, op: str) -> tuple:
+def infer_size(shape: Sequence[Size], numel: Size, op: str,
+               factors: Sequence[Size] | None = None) -> tuple:
     """Resolve one -1 in a requested shape so that the element count is `numel`."""
     out = list(shape)
     infer: int | None = None
@@ -67,9 +68,38 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str) -> tuple:
                                   f"{list(shape)} because the unspecified dimension size -1 "
                                   f"can be any value and is ambiguous")
         raise shape_error(op, invalid)
-    check(numel % known == 0, op, invalid)
-    out[infer] = numel // known
+    num, den = _cancel(factors, [s for s in out if not is_minus_one(s)]) \
+        if factors is not None else (numel, known)
+    check(num % den == 0, op, invalid)
+    out[infer] = num // den
     return tuple(out)
+
+
+def _same_size(a: Size, b: Size) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    return getattr(a, "expr", a) is getattr(b, "expr", b)  # interned expressions
+
+
+def _cancel(factors: Sequence[Size], requested: Sequence[Size]) -> tuple:
+    """prod(factors) and prod(requested) with identical factors cancelled.
+
+    ``view(-1, t)`` of a ``(b, t)`` tensor infers ``b``, not ``(b*t)//t``.  Sound when the
+    full product of `requested` is non-zero (checked before): so is every factor.
+    """
+    num = list(factors)
+    num_p: Size = 1
+    den_p: Size = 1
+    for s in requested:
+        for i, f in enumerate(num):
+            if _same_size(f, s):
+                del num[i]
+                break
+        else:
+            den_p = den_p * s
+    for f in num:
+        num_p = num_p * f
+    return num_p, den_p
 
 
 def replace_dim(shape: Sequence[Size], dim: int, size: Size) -> tuple:
@@ -107,7 +137,7 @@ def view_rule(self: TensorMeta, size: Sequence[Size]) -> TensorMeta:
     """The requested shape, with one -1 inferred by exact division of the element count."""
     # Without strides we cannot tell a non-viewable layout apart: view on a
     # non-contiguous input is accepted here where eager may refuse it.
-    return self.like(shape=infer_size(size, self.numel(), "view"))
+    return self.like(shape=infer_size(size, self.numel(), "view", factors=self.shape))
 
 
 @rule(aten.view.dtype)
@@ -145,7 +175,7 @@ def unflatten(self: TensorMeta, dim: int, sizes: Sequence[Size]) -> TensorMeta:
     check(self.ndim > 0, "unflatten", "cannot unflatten a 0-dim tensor")
     d = normalize_dim(dim, self.ndim, "unflatten")
     check(len(sizes) > 0, "unflatten", "unflatten: sizes must be non-empty")
-    new = infer_size(sizes, self.shape[d], "unflatten")
+    new = infer_size(sizes, self.shape[d], "unflatten", factors=(self.shape[d],))
     return self.like(shape=self.shape[:d] + new + self.shape[d + 1:])
 
 
@@ -276,7 +306,7 @@ def expand_shape(shape: Sequence[Size], size: Sequence[Size], op: str = "expand"
             out.append(new)
             continue
         old = shape[i - lead]
-        if is_minus_one(new) or new is old:
+        if is_minus_one(new) or new is old or _same_size(new, old):
             out.append(old)
         elif old == 1:
             check(new >= 0, op, f"Trying to create tensor with negative dimension {new}")

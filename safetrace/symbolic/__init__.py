@@ -16,11 +16,12 @@ from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.printing import parse
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.symvalues import (
-    SymBool, SymFloat, SymInt, is_symbolic, sym_and, sym_max, sym_min, sym_not, sym_or,
+    SymBool, SymFloat, SymInt, is_symbolic, make_bool, make_int, sym_and, sym_max, sym_min,
+    sym_not, sym_or,
 )
 
 __all__ = [
     "Contract", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard", "Range", "SymBool",
-    "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "parse", "sym_and", "sym_max", "sym_min",
+    "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "make_bool", "make_int", "parse", "sym_and", "sym_max", "sym_min",
     "sym_not", "sym_or", "to_expr",
 ]

@@ -93,6 +93,11 @@ class Env:
         self.facts: list[Guard] = []
         self._guard_set: set[Expr] = set()
         self.origin_provider: Callable[[], object] | None = None
+        # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
+        # a host library may use subclasses that its own runtime recognises.
+        self.int_cls: type | None = None
+        self.bool_cls: type | None = None
+        self.float_cls: type | None = None
         self._scache: dict[Expr, Expr] = {}
         self._rcache: dict[Expr, Range] = {}
         self._dcache: dict[Expr, bool | None] = {}

@@ -22,6 +22,33 @@ def _false(*args: Any, **kwargs: Any) -> bool:
 
 
 _THROUGH: dict[Any, Callable] = {}
+_MODULES: dict[int, dict] = {}
+_CHECKS = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+
+
+def _copy(func: types.FunctionType, g: dict) -> types.FunctionType:
+    copy = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    return copy
+
+
+def _module_globals(g: dict) -> dict:
+    """The globals of a module with its torch-function checks off, shared by its functions.
+
+    Functions of the same module call each other (``unique`` -> ``_unique_impl``); their
+    copies see the patched globals too, so none of them hands the call back to the tracer.
+    """
+    patched = _MODULES.get(id(g))
+    if patched is None:
+        patched = dict(g)
+        for name in _CHECKS:
+            patched[name] = _false
+        _MODULES[id(g)] = patched
+        for name, value in g.items():
+            if isinstance(value, types.FunctionType) and value.__globals__ is g:
+                patched[name] = _copy(value, patched)
+    return patched
 
 
 def through(func: Callable) -> Callable | None:
@@ -31,30 +58,32 @@ def through(func: Callable) -> Callable | None:
         return cached
     if not isinstance(func, types.FunctionType):
         return None
-    g = dict(func.__globals__)
-    for name in ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"):
-        g[name] = _false
-    copy = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__,
-                              func.__closure__)
-    copy.__kwdefaults__ = func.__kwdefaults__
+    copy = _copy(func, _module_globals(func.__globals__))
     _THROUGH[func] = copy
     return copy
 
 
 def boolean_dispatch_choice(func: Callable, args: tuple, kwargs: dict) -> tuple[str, Callable] | None:
-    """For F.max_pool2d-style dispatchers: (aten packet name, chosen Python function)."""
+    """For F.max_pool2d-style dispatchers: (aten packet name, chosen Python function).
+
+    Dispatchers nest (``torch.unique`` picks on return_inverse, then on return_counts).
+    """
     code = getattr(func, "__code__", None)
     if code is None or "if_true" not in code.co_freevars:
         return None
-    cells = dict(zip(code.co_freevars, (c.cell_contents for c in func.__closure__)))
-    flag = cells["default"]
-    if cells["arg_name"] in kwargs:
-        flag = kwargs[cells["arg_name"]]
-    elif cells["arg_index"] < len(args):
-        flag = args[cells["arg_index"]]
-    chosen = cells["if_true"] if flag else cells["if_false"]
-    name = chosen.__name__.lstrip("_") if flag else func.__name__
-    return name, chosen
+    name = func.__name__
+    while code is not None and "if_true" in code.co_freevars:
+        cells = dict(zip(code.co_freevars, (c.cell_contents for c in func.__closure__)))
+        flag = cells["default"]
+        if cells["arg_name"] in kwargs:
+            flag = kwargs[cells["arg_name"]]
+        elif cells["arg_index"] < len(args):
+            flag = args[cells["arg_index"]]
+        func = cells["if_true"] if flag else cells["if_false"]
+        if flag:
+            name = func.__name__.lstrip("_")
+        code = getattr(func, "__code__", None)
+    return name, func
 
 
 _SIGS: dict[Any, Any] = {}

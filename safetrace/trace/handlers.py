@@ -127,8 +127,7 @@ HANDLERS: dict[Any, Any] = {
     T.__float__: _data_read("float()"),
     T.__index__: _data_read("using a tensor as an index (__index__)"),
     T.__complex__: _data_read("complex()"),
-    T.item: _data_read(".item()"),
-    T.tolist: _data_read(".tolist()"),
+
     T.numpy: _data_read(".numpy()"),
     T.__array__: _data_read("numpy conversion"),
     T.__contains__: _data_read("`in`"),
@@ -147,6 +146,27 @@ def _setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return setitem(tr, args[0], args[1], args[2])
 
 
+def _item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    if not isinstance(args[0], Proxy):
+        return _real(func, args, kwargs)
+    return tr.emit(aten.item.default, (args[0],), {})
+
+
+def _tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    if not isinstance(x, Proxy):
+        return _real(func, args, kwargs)
+    shape = x.st_meta.shape
+    if not shape:
+        return tr.emit(aten.item.default, (x,), {})
+    if not isinstance(shape[0], int):
+        raise tr.data_read(f".tolist() of a tensor with a dynamic first dim {shape[0]}")
+    return [_tolist(tr, func, (tr.emit(aten.select.int, (x, 0, i), {}),), {})
+            for i in range(shape[0])]
+
+
+HANDLERS[T.item] = _item
+HANDLERS[T.tolist] = _tolist
 HANDLERS[T.__getitem__] = _getitem
 HANDLERS[T.__setitem__] = _setitem
 

@@ -98,10 +98,7 @@ def getitem(tr: Any, x: Any, index: Any) -> Any:
         if view is x:  # x[:] and x[...] are aliases of x
             return tr.emit(aten.alias.default, (x,), {})
         return view
-    adv = _trim(advanced)
-    if any(t is not None and _is_bool_index(t) for t in adv):
-        raise tr.data_read("boolean-mask indexing x[mask] (its size depends on the mask's data)")
-    return tr.emit(aten.index.Tensor, (view, adv), {})
+    return tr.emit(aten.index.Tensor, (view, _trim(advanced)), {})
 
 
 def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:

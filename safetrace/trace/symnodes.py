@@ -57,14 +57,16 @@ def expr_node(tr: Any, e: Any, env: Any) -> Any:
 
 
 def _value(e: Any, env: Any) -> Any:
-    from safetrace.symbolic import SymBool, SymInt
+    from safetrace.symbolic import make_bool, make_int
 
-    return SymBool(e, env) if e.is_bool else SymInt(e, env)
+    return make_bool(e, env) if e.is_bool else make_int(e, env)
 
 
 def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
+    from safetrace.trace.source import stack_trace
+
     node = tr.graph.call_function(fn, args)
-    node.meta["stack_trace"] = ""
+    node.meta["stack_trace"] = stack_trace(2)
     if e is not None:
         node.meta["val"] = _value(e, env)
     return node

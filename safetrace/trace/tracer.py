@@ -43,6 +43,23 @@ class Tracer(TorchFunctionMode):
         self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
         self._through_active: set = set()
+        self.recording = True          # False while running a custom op's fake function
+        self.pending_checks: list = []  # checks made inside a fake, asserted after the op
+        self._saved_env: list = []
+
+    def __enter__(self) -> Tracer:
+        from safetrace.rules.common import ACTIVE
+
+        self._saved_env.append((ACTIVE.env, _ACTIVE_TRACER[0]))
+        ACTIVE.env = self.env
+        _ACTIVE_TRACER[0] = self
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        from safetrace.rules.common import ACTIVE
+
+        ACTIVE.env, _ACTIVE_TRACER[0] = self._saved_env.pop()
+        return super().__exit__(*exc)
 
     # -- the mode --------------------------------------------------------------------
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
@@ -99,7 +116,7 @@ class Tracer(TorchFunctionMode):
         if isinstance(src, torch.fx.Node):
             return src
         ph, dim, coef, offset = src  # size = coef * symbol + offset
-        anchor = self.first_op
+        anchor = self.first_op if ph.op == "placeholder" else None  # inputs: read up front
         ctx = self.graph.inserting_before(anchor) if anchor is not None else _nullcontext()
         with ctx:
             node = self.graph.call_function(torch.ops.aten.sym_size.int, (ph, dim))
@@ -110,10 +127,10 @@ class Tracer(TorchFunctionMode):
                 node.meta["stack_trace"] = ""
                 node = self.graph.call_function(operator.floordiv, (node, coef))
                 node.meta["stack_trace"] = ""
-        from safetrace.symbolic import SymInt
+        from safetrace.symbolic import make_int
         from safetrace.symbolic.expr import sym
 
-        node.meta["val"] = SymInt(sym(name), self.env)
+        node.meta["val"] = make_int(sym(name), self.env)
         self.sym_sources[name] = node
         return node
 
@@ -138,8 +155,13 @@ class Tracer(TorchFunctionMode):
         return v, v
 
     # -- emitting --------------------------------------------------------------------
-    def emit(self, op: Any, args: tuple, kwargs: dict) -> Any:
-        """Record ``op(*args, **kwargs)``: compute its metadata and add one node."""
+    def emit(self, op: Any, args: tuple, kwargs: dict, out: Any = None,
+             n_syms: int | None = None) -> Any:
+        """Record ``op(*args, **kwargs)``: compute its metadata and add one node.
+
+        `out` is the result's metadata when already known (a custom op's fake ran), and
+        `n_syms` the symbol count before it ran (to find the sizes it created).
+        """
         margs, nargs = [], []
         for a in args:
             m, n = self.unwrap(a)
@@ -149,7 +171,12 @@ class Tracer(TorchFunctionMode):
         for k, a in kwargs.items():
             mkwargs[k], nkwargs[k] = self.unwrap(a)
         trace = stack_trace(3)
-        out = self.shape_of(op, margs, mkwargs, trace)
+        if n_syms is None:
+            n_syms = len(self.env.symbols) if self.env is not None else 0
+        if out is None:
+            out = self.shape_of(op, margs, mkwargs, trace)
+        if not self.recording:
+            return _unrecorded(out)
         node = self.graph.create_node("call_function", op, tuple(nargs), nkwargs,
                                       name=op._opname)
         if self.first_op is None:
@@ -161,7 +188,33 @@ class Tracer(TorchFunctionMode):
         if _returns_self(op) and args and isinstance(args[0], torch.Tensor):
             node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]
-        return self.wrap(out, node)
+        result = self.wrap(out, node)
+        if self.env is not None and len(self.env.symbols) != n_syms:
+            self._source_new_symbols(n_syms, result, node, trace)
+        return result
+
+    def _source_new_symbols(self, n_before: int, result: Any, node: Any, trace: str) -> None:
+        """Record where the graph reads each data-dependent size this op created."""
+        names = list(self.env.symbols)[n_before:]
+        values = result if isinstance(result, (tuple, list)) else (result,)
+        for name in names:
+            info = self.env.symbols[name]
+            info.origin = f"{info.origin} at {short(trace)}" if trace else info.origin
+            if name in self.sym_sources:
+                continue
+            for v in values:
+                if hasattr(v, "expr") and not isinstance(v, torch.Tensor) and \
+                        name in v.expr.free_symbols:
+                    self.sym_sources[name] = node
+                    break
+                if isinstance(v, Proxy):
+                    for d, size in enumerate(v.st_meta.shape):
+                        if not isinstance(size, int) and size.expr.op == "sym" and \
+                                size.expr.name == name:
+                            self.sym_sources[name] = (v.st_node, d, 1, 0)
+                            break
+                if name in self.sym_sources:
+                    break
 
     def shape_of(self, op: Any, margs: list, mkwargs: dict, trace: str) -> Any:
         rule = get_rule(op)
@@ -271,6 +324,23 @@ def _base_placeholder(node: Any) -> Any:
     return None
 
 
+_ACTIVE_TRACER: list = [None]
+
+
+def active_tracer() -> Tracer | None:
+    """The tracer of the export in progress (None outside export)."""
+    return _ACTIVE_TRACER[0]
+
+
+def _unrecorded(out: Any) -> Any:
+    """Proxies without graph nodes: results of ops run inside a custom op's fake."""
+    if isinstance(out, TensorMeta):
+        return Proxy(out, None)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_unrecorded(x) for x in out)
+    return out
+
+
 class _nullcontext:
     def __enter__(self) -> None:
         return None
@@ -307,6 +377,14 @@ def _has_tensor(v: Any) -> bool:
 
 
 def _make_plan(func: Any) -> Callable:
+    if isinstance(func, torch._ops.OpOverload):
+        from safetrace.trace.custom import call_overload
+
+        return lambda tr, f, a, k: call_overload(tr, f, a, k)
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        from safetrace.trace.custom import call_packet
+
+        return lambda tr, f, a, k: call_packet(tr, f, a, k)
     name = names.func_name(func)
     if name in names.PASSTHROUGH_NAMES:
         return _passthrough

@@ -1,0 +1,144 @@
+"""Ops whose output size or value depends on tensor data.
+
+Each result size is a fresh unbacked symbol with the tightest range that holds for all
+data: ``nonzero(x)`` has between 0 and ``x.numel()`` rows, ``.item()`` of
+``count_nonzero(x)`` lies in [0, x.numel()], ``unique`` has at least one element when the
+input is not empty.  Decisions on these sizes must then be provable (or checked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.meta import TensorMeta
+from safetrace.rules.common import check, new_size, normalize_dim, prod
+from safetrace.rules.registry import rule
+
+aten = torch.ops.aten
+_LONG = torch.int64
+
+_DTYPE_RANGE = {torch.bool: (0, 1), torch.uint8: (0, 255), torch.int8: (-128, 127),
+                torch.int16: (-(2 ** 15), 2 ** 15 - 1), torch.int32: (-(2 ** 31), 2 ** 31 - 1)}
+
+
+@rule(aten.item.default, aten._local_scalar_dense.default)
+def item(self: TensorMeta) -> Any:
+    """The value of a one-element integer or bool tensor: an unbacked int (or bool)."""
+    check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
+                                     f"converted to Scalar")
+    if self.dtype.is_floating_point or self.dtype.is_complex:
+        from safetrace.errors import DataDependentError
+
+        raise DataDependentError(
+            f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
+            f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "
+            f"tensor ops) so the graph computes with it")
+    lo, hi = self.bounds if self.bounds is not None else _DTYPE_RANGE.get(self.dtype,
+                                                                          (None, None))
+    u = new_size(lo, hi, ".item()")
+    if self.dtype is torch.bool:
+        return u == 1
+    return u
+
+
+@rule(aten.nonzero.default, aten.argwhere.default)
+def nonzero(self: TensorMeta) -> TensorMeta:
+    """One row per nonzero element (at most numel), one column per dim."""
+    n = new_size(0, self.numel(), "nonzero()")
+    return TensorMeta((n, self.ndim), _LONG, self.device)
+
+
+@rule(aten.masked_select.default)
+def masked_select(self: TensorMeta, mask: TensorMeta) -> TensorMeta:
+    """The selected elements: at most the broadcast numel of self and mask."""
+    from safetrace.rules.common import broadcast_shapes
+
+    check(mask.dtype is torch.bool, "masked_select",
+          f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
+    shape = broadcast_shapes(self.shape, mask.shape, op="masked_select")
+    return TensorMeta((new_size(0, prod(shape), "masked_select()"),), self.dtype, self.device)
+
+
+def _unique_count(self: TensorMeta, what: str) -> Any:
+    """Number of distinct elements: in [1, numel] for a non-empty input, 0 when empty."""
+    n = self.numel()
+    if isinstance(n, int):
+        return new_size(min(n, 1), n, what)
+    return new_size(0, n, what)
+
+
+@rule(aten._unique2.default)
+def unique2(self: TensorMeta, sorted: bool = True, return_inverse: bool = False,
+            return_counts: bool = False) -> tuple:
+    """(values, inverse or empty, counts or empty)."""
+    u = _unique_count(self, "unique()")
+    inverse = self.shape if return_inverse else (0,)
+    counts = (u,) if return_counts else (0,)
+    return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device),
+            TensorMeta(counts, _LONG, self.device))
+
+
+@rule(aten._unique.default)
+def unique1(self: TensorMeta, sorted: bool = True, return_inverse: bool = False) -> tuple:
+    u = _unique_count(self, "unique()")
+    inverse = self.shape if return_inverse else (0,)
+    return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device))
+
+
+@rule(aten.unique_consecutive.default)
+def unique_consecutive(self: TensorMeta, return_inverse: bool = False,
+                       return_counts: bool = False, dim: int | None = None) -> tuple:
+    if dim is not None:
+        return unique_dim(self, dim, True, return_inverse, return_counts)
+    u = _unique_count(self, "unique_consecutive()")
+    inverse = self.shape if return_inverse else (0,)
+    counts = (u,) if return_counts else (0,)
+    return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device),
+            TensorMeta(counts, _LONG, self.device))
+
+
+@rule(aten.unique_dim.default)
+def unique_dim(self: TensorMeta, dim: int, sorted: bool = True, return_inverse: bool = False,
+               return_counts: bool = False) -> tuple:
+    """Distinct slices along `dim`."""
+    d = normalize_dim(dim, self.ndim, "unique_dim")
+    size = self.shape[d]
+    u = new_size(min(size, 1), size, "unique(dim=...)") if isinstance(size, int) else \
+        new_size(0, size, "unique(dim=...)")
+    shape = self.shape[:d] + (u,) + self.shape[d + 1:]
+    return (TensorMeta(shape, self.dtype, self.device),
+            TensorMeta((size,), _LONG, self.device), TensorMeta((u,), _LONG, self.device))
+
+
+@rule(aten.repeat_interleave.Tensor)
+def repeat_interleave(repeats: TensorMeta, *, output_size: Any = None) -> TensorMeta:
+    """arange(len(repeats)) repeated: sum(repeats) elements (given by output_size if set)."""
+    check(repeats.ndim <= 1, "repeat_interleave", "repeats must be 0-dim or 1-dim tensor")
+    n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
+    return TensorMeta((n,), repeats.dtype, repeats.device)
+
+
+@rule(aten.repeat_interleave.self_Tensor)
+def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | None = None, *,
+                           output_size: Any = None) -> TensorMeta:
+    """Each slice along `dim` repeated by its count; without dim the input is flattened."""
+    n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
+    if dim is None:
+        return TensorMeta((n,), self.dtype, self.device)
+    d = normalize_dim(dim, self.ndim, "repeat_interleave")
+    return TensorMeta(self.shape[:d] + (n,) + self.shape[d + 1:], self.dtype, self.device)
+
+
+@rule(aten.bincount.default)
+def bincount(self: TensorMeta, weights: TensorMeta | None = None,
+             minlength: int = 0) -> TensorMeta:
+    """max(input) + 1 bins, at least `minlength`."""
+    check(self.ndim == 1, "bincount", "bincount only supports 1-d non-negative integral inputs.")
+    check(not self.dtype.is_floating_point, "bincount",
+          "bincount only supports 1-d non-negative integral inputs.")
+    n = new_size(minlength, None, "bincount()")
+    dtype = _LONG if weights is None else (weights.dtype if weights.dtype.is_floating_point
+                                           else torch.float64)
+    return TensorMeta((n,), dtype, self.device)

@@ -1,0 +1,114 @@
+"""Checks: ``st.check(cond)`` and ``torch._check`` inside traced code.
+
+A check on a symbolic condition becomes a fact the engine may use.  When it involves a
+data-dependent value it also becomes a run-time assertion node in the graph; a check on
+input sizes only becomes part of the input contract instead (checked before running).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import torch
+
+from safetrace.errors import ConstraintViolationError, RuntimeAssertionError
+from safetrace.symbolic import SymBool, SymInt
+from safetrace.trace.source import from_text, stack_trace
+
+
+def assert_sym(cond: Any, message: str) -> None:
+    """Run time: raise RuntimeAssertionError(message) unless cond holds."""
+    if not cond:
+        raise RuntimeAssertionError(message)
+
+
+def check(cond: Any, msg: Any = None) -> None:
+    """Assume `cond` while exporting (asserted at run time); a plain assertion otherwise."""
+    if callable(msg):
+        msg = msg()
+    if isinstance(cond, SymBool):
+        _symbolic_check(cond, msg)
+        return
+    if isinstance(cond, torch.Tensor):
+        cond = bool(cond)  # a real tensor; a proxy raises a data-dependent error here
+    if not cond:
+        raise RuntimeAssertionError(msg or "check failed")
+
+
+def check_is_size(i: Any, msg: Any = None, *, max: Any = None) -> None:
+    """``torch._check_is_size``: i >= 0 (and <= max)."""
+    check(i >= 0, msg)
+    if max is not None:
+        check(i <= max, msg)
+
+
+def _symbolic_check(cond: SymBool, msg: str | None) -> None:
+    from safetrace.trace.tracer import active_tracer
+
+    env = cond.env
+    origin = stack_trace(3)
+    try:
+        if env.decide(cond.expr) is not True:
+            env.add_fact(cond.expr, origin)
+    except ValueError as exc:
+        raise ConstraintViolationError(
+            f"st.check({cond}) can never hold for the example inputs: {exc}"
+            f"{from_text(origin)}") from None
+    unbacked = [n for n in cond.expr.free_symbols if not env.symbols[n].backed]
+    tr = active_tracer()
+    if not unbacked or tr is None:
+        return  # on input sizes only: part of the input contract (if not already implied)
+    # On data-dependent values the user's check stays in the graph as an assertion, even
+    # when safetrace could prove it (it never fails then, and documents the intent).
+    if tr.recording:
+        emit_assert(tr, cond.expr, msg, origin)
+    else:
+        tr.pending_checks.append((cond.expr, msg, origin))
+
+
+def describe_symbols(env: Any, expr: Any) -> str:
+    parts = []
+    for name in sorted(expr.free_symbols):
+        info = env.symbols.get(name)
+        if info is not None and not info.backed:
+            parts.append(f"{name} = {info.origin}")
+    return f" where {', '.join(parts)}" if parts else ""
+
+
+def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
+    """An assertion node: ``assert_sym(<cond node>, message)``."""
+    from safetrace.trace.symnodes import expr_node
+
+    env = tr.env
+    text = f"check `{expr}`{describe_symbols(env, expr)} failed{from_text(origin)}"
+    if msg:
+        text += f": {msg}"
+    cond_node = expr_node(tr, expr, env)
+    node = tr.graph.call_function(assert_sym, (cond_node, text))
+    node.meta["stack_trace"] = origin
+    node.meta["val"] = None
+
+
+@contextlib.contextmanager
+def torch_checks_routed() -> Iterator[None]:
+    """While exporting, ``torch._check`` / ``torch._check_is_size`` go through st.check."""
+    saved: tuple[Callable, Callable] = (torch._check, torch._check_is_size)
+
+    def _check(cond: Any, message: Any = None) -> None:
+        if isinstance(cond, SymBool):
+            check(cond, message)
+        else:
+            saved[0](cond, message)
+
+    def _check_is_size(i: Any, message: Any = None, *, max: Any = None) -> None:
+        if isinstance(i, SymInt) or isinstance(max, SymInt):
+            check_is_size(i, message, max=max)
+        else:
+            saved[1](i, message, max=max)
+
+    torch._check, torch._check_is_size = _check, _check_is_size
+    try:
+        yield
+    finally:
+        torch._check, torch._check_is_size = saved

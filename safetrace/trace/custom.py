@@ -1,0 +1,178 @@
+"""Calls of operator objects (``torch.ops.ns.op``) and custom ops with fake implementations.
+
+ATen overloads called directly are recorded like any other call.  A custom op is recorded
+as one node; its output metadata comes from a shape rule (``st.register_shape_rule``) or
+from its fake implementation (``st.register_fake`` or torch's ``register_fake``), run on
+the proxies without recording.  Data-dependent sizes the fake creates
+(``st.new_dynamic_size`` / ``ctx.new_dynamic_size()``) and checks it makes become run-time
+assertions right after the op: the real op could break them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import torch
+
+from safetrace.errors import UnsupportedOpError
+from safetrace.rules import get_rule
+from safetrace.rules.common import new_size
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.schema import resolve
+from safetrace.trace.source import short, stack_trace
+
+FAKES: dict[str, Callable] = {}
+
+
+def _qualname(op: Any) -> str:
+    if isinstance(op, str):
+        return op
+    if isinstance(op, torch._ops.OpOverload):
+        return op._schema.name
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return op._qualified_op_name
+    name = getattr(op, "_qualname", None)  # torch.library.custom_op's CustomOpDef
+    if isinstance(name, str):
+        return name
+    raise TypeError(f"expected an operator or 'namespace::name', got {op!r}")
+
+
+def custom_op(name: str, fn: Callable | None = None, *, mutates_args: Any = (),
+              schema: str | None = None) -> Any:
+    """Register a real PyTorch operator from a typed Python function (``"lib::name"``)."""
+
+    def make(f: Callable) -> Any:
+        return torch.library.custom_op(name, mutates_args=mutates_args, schema=schema)(f)
+
+    return make(fn) if fn is not None else make
+
+
+def register_fake(op: Any, fn: Callable | None = None) -> Any:
+    """Register the fake implementation of a custom op: metadata in, metadata out."""
+    qual = _qualname(op)
+
+    def reg(f: Callable) -> Callable:
+        FAKES[qual] = f
+        return f
+
+    return reg(fn) if fn is not None else reg
+
+
+def new_dynamic_size(min: int = 0, max: int | None = None) -> Any:
+    """Inside a fake implementation: a data-dependent size in [min, max]."""
+    return new_size(min, max, "a custom op's dynamic size")
+
+
+class _FakeCtx:
+    """What ``torch.library.get_ctx()`` returns while safetrace runs a torch-style fake."""
+
+    def new_dynamic_size(self, *, min: int = 0, max: int | None = None) -> Any:
+        return new_dynamic_size(min, max)
+
+    create_unbacked_symint = new_dynamic_size
+
+
+@contextlib.contextmanager
+def _torch_ctx() -> Iterator[None]:
+    try:
+        from torch._library import fake_impl
+    except ImportError:  # pragma: no cover - older torch
+        yield
+        return
+    with fake_impl.set_ctx_getter(lambda: _FakeCtx()):
+        yield
+
+
+def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
+    qual = op._schema.name
+    fake = FAKES.get(qual)
+    if fake is not None:
+        return fake
+    try:
+        from torch._library import simple_registry
+
+        entry = simple_registry.singleton.find(qual)
+        kernel = entry.fake_impl.kernel
+    except Exception:
+        return None
+    return kernel
+
+
+def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.ops.ns.op(...)``: pick the overload, then record it."""
+    if packet._qualified_op_name.startswith("aten::"):
+        found = resolve(packet.__name__, args, kwargs)
+        if found is not None:
+            return tr.emit(found[0], found[1], found[2])
+    names = packet.overloads()
+    op = getattr(packet, "default" if "default" in names else names[0])
+    return call_overload(tr, op, args, kwargs)
+
+
+def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
+    if op.namespace in ("aten", "prims") or get_rule(op) is not None:
+        return tr.emit(op, args, kwargs)
+    fake = _fake_of(op)
+    if fake is None:
+        raise _no_fake(op)
+    env = tr.env
+    n_syms = len(env.symbols)
+    saved = (tr.recording, tr.pending_checks)
+    tr.recording, tr.pending_checks = False, []
+    try:
+        with _torch_ctx(), tr:
+            try:
+                result = fake(*args, **kwargs)
+            except RuntimeError as exc:
+                if "no fake impl" in str(exc):
+                    raise _no_fake(op) from None
+                raise
+        checks = tr.pending_checks
+    finally:
+        tr.recording, tr.pending_checks = saved
+    out = _metas(result)
+    value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
+    _assert_fake_promises(tr, n_syms, checks)
+    return value
+
+
+def _no_fake(op: Any) -> UnsupportedOpError:
+    where = short(stack_trace(4))
+    return UnsupportedOpError(
+        f"custom op {op._schema.name} has no fake implementation, so safetrace cannot "
+        f"know its output shapes.\n  at {where}\nFix: register one:\n"
+        f"    @st.register_fake(\"{op._schema.name}\")\n"
+        f"    def _(*args):  # receives metadata-only tensors\n"
+        f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)")
+
+
+def _metas(v: Any) -> Any:
+    if isinstance(v, Proxy):
+        return v.st_meta
+    if isinstance(v, (list, tuple)):
+        return type(v)(_metas(x) for x in v)
+    return v
+
+
+def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
+    """The real op must honour what its fake promised: sizes in range, checks true."""
+    from safetrace.symbolic.expr import Expr, const, sym
+    from safetrace.trace.asserts import emit_assert
+
+    env = tr.env
+    origin = stack_trace(3)
+    for name in list(env.symbols)[n_syms:]:
+        info = env.symbols[name]
+        if info.backed or name not in tr.sym_sources:
+            continue
+        lo, hi = info.range.lo, info.range.hi
+        if lo != float("-inf"):
+            emit_assert(tr, Expr.ge(sym(name), const(int(lo))), "the fake's declared range",
+                        origin)
+        if hi != float("inf"):
+            emit_assert(tr, Expr.le(sym(name), const(int(hi))), "the fake's declared range",
+                        origin)
+    for expr, msg, where in checks:
+        emit_assert(tr, expr, msg, where or origin)
