@@ -152,7 +152,7 @@ def vit() -> Case:
 def whisper_encoder() -> Case:
     import transformers as tf
     torch.manual_seed(0)
-    cfg = _cfg("WhisperConfig", vocab_size=VOCAB, num_mel_bins=16, d_model=32, encoder_layers=2,
+    cfg = _cfg("WhisperConfig", vocab_size=VOCAB, num_mel_bins=16, d_model=32, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, encoder_layers=2,
                encoder_attention_heads=4, decoder_layers=1, decoder_attention_heads=4,
                encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=30,
                max_target_positions=32)
