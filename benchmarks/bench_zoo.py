@@ -1,0 +1,247 @@
+"""The model zoo side by side: safetrace vs torch.export (the reference) vs eager.
+
+For every zoo model (benchmarks/zoo/): export with safetrace and with torch.export (the
+same dynamic_shapes spec, translated to torch.export.Dim), check both on inputs of two
+other sizes against eager, and print one table row; the last line is
+
+    zoo: exported N/M, generalizes N/M, export_speedup_vs_torch R, export_vs_eager E, call_vs_eager C
+
+(medians over the models).  Also: safetrace's dynamic vs static export time.
+Run: .venv/bin/python benchmarks/bench_zoo.py [--repeats 3] [model ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import safetrace as st  # noqa: E402
+from safetrace.dims import DerivedDim, Dim as StDim  # noqa: E402
+from benchmarks.zoo import registry  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+
+# -- the same spec for torch.export -------------------------------------------------------
+def torch_spec(spec, cache=None):
+    """safetrace's dynamic_shapes spec with its Dims replaced by torch.export.Dims."""
+    from torch.export import Dim as TDim
+
+    cache = {} if cache is None else cache
+    if isinstance(spec, StDim):
+        if id(spec) not in cache:
+            kw = {}
+            if spec.min is not None and spec.min > 0:
+                kw["min"] = spec.min
+            if spec.max is not None and spec.max != float("inf") and spec.max < 2**62:
+                kw["max"] = spec.max
+            cache[id(spec)] = TDim(spec.name, **kw)
+        return cache[id(spec)]
+    if isinstance(spec, DerivedDim):
+        return torch_spec(spec.root, cache) * spec.coef + spec.offset
+    if isinstance(spec, dict):
+        return {k: torch_spec(v, cache) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(torch_spec(v, cache) for v in spec)
+    if spec is StDim.AUTO:
+        return TDim.AUTO
+    if spec is StDim.DYNAMIC:
+        return TDim.DYNAMIC
+    if spec is StDim.STATIC:
+        return TDim.STATIC
+    return spec
+
+
+# -- measuring ----------------------------------------------------------------------------
+def timed(fn, repeats):
+    times, out, err = [], None, None
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        try:
+            out = fn()
+        except Exception as exc:  # noqa: BLE001 - the table names the failure
+            err = exc
+            break
+        times.append(time.perf_counter() - t0)
+    return (statistics.median(times) if times else None), out, err
+
+
+def per_call(fn, budget=0.3, cap=200):
+    fn()
+    fn()
+    times = []
+    t_end = time.perf_counter() + budget
+    while len(times) < 5 or (time.perf_counter() < t_end and len(times) < cap):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def close(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+                and torch.allclose(a, b, rtol=1e-4, atol=1e-5))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def generalizes(case, module) -> bool:
+    for args, kwargs in case.others:
+        try:
+            expected = case.model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+            if not close(expected, module(*args, **kwargs)):
+                return False
+        except Exception:  # noqa: BLE001
+            return False
+    return True
+
+
+def nodes(ep) -> int:
+    return sum(1 for n in ep.graph.nodes if n.op == "call_function")
+
+
+def param_bytes(model) -> int:
+    seen = {}
+    for t in list(model.parameters()) + list(model.buffers()):
+        seen[id(t)] = t.numel() * t.element_size()
+    return sum(seen.values())
+
+
+def peak_added(fn) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        pass
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def err_name(exc) -> str:
+    return type(exc).__name__
+
+
+def bench(entry, repeats):
+    case = entry.factory()
+    m, a, k, spec = case.model, case.args, case.kwargs, case.dynamic_shapes
+    row = {"name": entry.name}
+    with torch.no_grad():
+        row["eager_call"] = per_call(lambda: m(*a, **k))
+        try:  # warm-up (per-op plans and caches are per process): steady-state timings
+            st.export(m, a, k, dynamic_shapes=spec)
+            st.export(m, a, k)
+        except Exception:  # noqa: BLE001 - timed below, where the failure is recorded
+            pass
+        st_t, st_ep, st_err = timed(lambda: st.export(m, a, k, dynamic_shapes=spec), repeats)
+        row["st_export"], row["st_err"] = st_t, st_err
+        if st_ep is not None and st_err is None:
+            st_mod = st_ep.module()
+            row["st_nodes"] = nodes(st_ep)
+            row["st_gen"] = generalizes(case, st_mod)
+            row["st_call"] = per_call(lambda: st_mod(*a, **k))
+            row["st_mem"] = peak_added(lambda: st.export(m, a, k, dynamic_shapes=spec))
+            row["params"] = param_bytes(m)
+            s_t, _, s_err = timed(lambda: st.export(m, a, k), repeats)
+            row["st_static"] = s_t if s_err is None else None
+        tspec = torch_spec(spec)
+        t_t, t_ep, t_err = timed(
+            lambda: torch.export.export(m, a, k, dynamic_shapes=tspec), 1)
+        row["tx_export"], row["tx_err"] = t_t, t_err
+        if t_ep is not None and t_err is None:
+            t_mod = t_ep.module()
+            row["tx_nodes"] = nodes(t_ep)
+            row["tx_gen"] = generalizes(case, t_mod)
+            row["tx_call"] = per_call(lambda: t_mod(*a, **k))
+    return row
+
+
+def fmt_s(x):
+    return "-" if x is None else (f"{x * 1e3:.1f}ms" if x < 1 else f"{x:.2f}s")
+
+
+def fmt_us(x):
+    return "-" if x is None else f"{x * 1e6:.0f}"
+
+
+def fmt_r(x):
+    return "-" if x is None else f"{x:.2f}x" if x < 10 else f"{x:.0f}x"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("models", nargs="*")
+    opts = ap.parse_args()
+    torch.set_num_threads(1)
+    entries = [e for e in registry() if not opts.models or e.name in opts.models]
+    torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))  # torch warm-up
+    rows = []
+    for e in entries:
+        try:
+            rows.append(bench(e, opts.repeats))
+        except Exception as exc:  # noqa: BLE001 - factory or eager failure
+            rows.append({"name": e.name, "st_err": exc, "tx_err": exc, "eager_call": None})
+        print(f"  done {e.name}", file=sys.stderr, flush=True)
+
+    head = ("| model | safetrace | gen | nodes | torch.export | gen | nodes | export st | "
+            "export torch | torch/st | st/eager fwd | dyn/static | call µs eager | st | torch | "
+            "st/eager | torch/eager | export mem (tracemalloc peak) |")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    speed, vs_eager, call_ratio, dyn_static, tx_call_ratio = [], [], [], [], []
+    n_ok = n_gen = 0
+    for r in rows:
+        ok = r.get("st_err") is None and r.get("st_export") is not None
+        tok = r.get("tx_err") is None and r.get("tx_export") is not None
+        n_ok += ok
+        n_gen += bool(ok and r.get("st_gen"))
+        ratio = r["tx_export"] / r["st_export"] if ok and tok else None
+        ve = r["st_export"] / r["eager_call"] if ok else None
+        cr = r["st_call"] / r["eager_call"] if ok else None
+        tcr = r["tx_call"] / r["eager_call"] if tok else None
+        ds = r["st_export"] / r["st_static"] if ok and r.get("st_static") else None
+        for lst, v in ((speed, ratio), (vs_eager, ve), (call_ratio, cr), (dyn_static, ds),
+                       (tx_call_ratio, tcr)):
+            if v is not None:
+                lst.append(v)
+        mem = (f"{r['st_mem'] / 1024:.0f} KiB ({100 * r['st_mem'] / max(r['params'], 1):.0f}% "
+               f"of {r['params'] / 1024:.0f} KiB params)") if ok else "-"
+        print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
+              f"{'yes' if r.get('st_gen') else 'no' if ok else '-'} | {r.get('st_nodes', '-')} | "
+              f"{'yes' if tok else err_name(r['tx_err'])} | "
+              f"{'yes' if r.get('tx_gen') else 'no' if tok else '-'} | {r.get('tx_nodes', '-')} | "
+              f"{fmt_s(r.get('st_export') if ok else None)} | "
+              f"{fmt_s(r.get('tx_export') if tok else None)} | {fmt_r(ratio)} | {fmt_r(ve)} | "
+              f"{fmt_r(ds)} | {fmt_us(r.get('eager_call'))} | {fmt_us(r.get('st_call'))} | "
+              f"{fmt_us(r.get('tx_call'))} | {fmt_r(cr)} | {fmt_r(tcr)} | {mem} |")
+
+    def med(xs):
+        return statistics.median(xs) if xs else float("nan")
+
+    print(f"\nsafetrace dynamic/static export time: median {med(dyn_static):.2f}x "
+          f"(goal <= 1.2x); torch.export call/eager: median {med(tx_call_ratio):.2f}x")
+    print(f"zoo: exported {n_ok}/{len(rows)}, generalizes {n_gen}/{len(rows)}, "
+          f"export_speedup_vs_torch {med(speed):.1f}, export_vs_eager {med(vs_eager):.1f}, "
+          f"call_vs_eager {med(call_ratio):.2f}")
+
+
+if __name__ == "__main__":
+    main()
