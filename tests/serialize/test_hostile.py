@@ -199,7 +199,7 @@ def _apply(mutations: list) -> bytes:
             blob = None
     blob = _pack(doc, TENSORS)
     for kind, pos, val in mutations:
-        if kind == "byte":
+        if kind == "byte" and blob:
             b = bytearray(blob)
             b[pos % len(b)] = val
             blob = bytes(b)

@@ -1,0 +1,83 @@
+"""The ``safetrace`` command: show, check, export, run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import safetrace as st
+from safetrace.cli import main
+from tests.serialize.programs import CASES
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "derived.st"
+    st.save(CASES["derived"]().export(), path)
+    return path
+
+
+def test_show_prints_contract_and_graph(saved, capsys):
+    assert main(["show", str(saved)]) == 0
+    out = capsys.readouterr().out
+    ep = st.load(saved)
+    assert out.startswith("Input contract:")
+    assert ep.describe_contract() in out
+    assert ep.graph_module.print_readable(print_output=False) in out
+
+
+def test_check_ok_and_bad(saved, tmp_path, capsys):
+    assert main(["check", str(saved)]) == 0
+    assert "OK" in capsys.readouterr().out
+    bad = tmp_path / "bad.st"
+    bad.write_bytes(saved.read_bytes()[:-20])
+    assert main(["check", str(bad)]) == 1
+    assert "error:" in capsys.readouterr().err
+
+
+def test_run_draws_inputs_from_the_contract(saved, capsys):
+    assert main(["run", str(saved), "--n", "5", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("call ") == 5 and "ms per call" in out
+
+
+@pytest.mark.parametrize("name", ["scenario_7", "scenario_8", "scenario_9", "scenario_1",
+                                  "dataclass_dict_out", "dyn_mlp"])
+def test_run_on_various_contracts(name, tmp_path, capsys):
+    path = tmp_path / f"{name}.st"
+    st.save(CASES[name]().export(), path)
+    assert main(["run", str(path), "--n", "4"]) == 0
+
+
+def test_export_from_a_factory_with_progress(tmp_path, capsys, monkeypatch):
+    (tmp_path / "factory_mod_st.py").write_text(textwrap.dedent("""
+        import torch
+        import safetrace as st
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.relu() * 2
+
+        def make():
+            return M(), (torch.randn(3, 4),), {"x": {0: st.Dim("b")}}
+
+        def make_static():
+            return M(), (torch.randn(3, 4),)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out_file = tmp_path / "m.st"
+    for factory in ("make", "make_static"):
+        assert main(["export", f"factory_mod_st:{factory}", "-o", str(out_file)]) == 0
+        out = capsys.readouterr().out
+        assert "exporting M" in out and "saving" in out and "done" in out
+        assert main(["run", str(out_file), "--n", "2"]) == 0
+
+
+def test_console_entry_point_runs_in_a_subprocess(saved):
+    out = subprocess.run([sys.executable, "-m", "safetrace.cli", "check", str(saved)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "OK" in out.stdout
