@@ -95,7 +95,7 @@ def sum_dim(self: TensorMeta, dim: Any = None, keepdim: bool = False, *,
     dims = reduced_dims("sum", self, dim)
     out = self.like(shape=reduce_shape(self, dims, keepdim), dtype=accumulate_dtype(self, dtype))
     if self.dtype is torch.bool and not out.dtype.is_floating_point:
-        out.bounds = (0, prod(self.shape[d] for d in dims))  # a count of True elements
+        out.bounds = (0, prod(self.shape[d] for d in dims if d < self.ndim))  # True count
     return out
 
 
@@ -227,7 +227,7 @@ def count_nonzero(self: TensorMeta, dim: Any = None) -> TensorMeta:
     """count_nonzero: int64 counts; None or [] means every dim."""
     dims = reduced_dims("count_nonzero", self, dim)
     out = self.like(shape=reduce_shape(self, dims, False), dtype=_LONG)
-    out.bounds = (0, prod(self.shape[d] for d in dims))  # a count of the reduced elements
+    out.bounds = (0, prod(self.shape[d] for d in dims if d < self.ndim))  # a count
     return out
 
 

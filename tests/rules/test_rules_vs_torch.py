@@ -11,7 +11,7 @@ import torch
 import tests.rules as pkg
 from safetrace.errors import OpShapeError
 from safetrace.rules import RULES
-from tests.rules.harness import describe, reference, run_rule
+from tests.rules.harness import describe, reference, run_rule, within
 
 
 def _tables(name: str) -> list:
@@ -29,6 +29,11 @@ ERROR_SAMPLES = _tables("ERROR_SAMPLES")
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=repr)
 def test_rule_matches_torch(sample):
+    if sample.data_dependent:
+        real = reference(sample)
+        got = run_rule(sample)
+        assert within(got, real), (got, describe(real))
+        return
     expected = describe(reference(sample))
     got = describe(run_rule(sample))
     assert got == expected
