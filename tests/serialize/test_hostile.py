@@ -179,6 +179,7 @@ def test_registered_callable_round_trips():
         register_callable("tests.serialize.double", lambda x: x)
 
 
+# Longer run: SAFETRACE_FUZZ_EXAMPLES=20000 pytest tests/serialize -k fuzz (random seeds).
 FUZZ_EXAMPLES = int(os.environ.get("SAFETRACE_FUZZ_EXAMPLES", "150"))
 
 
@@ -221,10 +222,11 @@ def _json_edit(doc: object, pos: int, val: object) -> None:
     walk(doc)
     if slots:
         o, k = slots[pos % len(slots)]
-        o[k] = val
+        o[k] = json.loads(json.dumps(val))  # a fresh copy: never a cycle
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None,
+          derandomize="SAFETRACE_FUZZ_EXAMPLES" not in os.environ,
           suppress_health_check=list(HealthCheck))
 @given(_mutations())
 def test_fuzz_mutated_archives_only_load_or_raise_load_error(mutations):
