@@ -30,7 +30,10 @@ def show(ep: Any) -> None:
 
 def expect_error(fn: Callable, *args: Any) -> None:
     try:
-        fn(*args)
+        if fn is st.export and len(args) == 4:  # (model, args, kwargs, dynamic_shapes)
+            fn(args[0], args[1], args[2], dynamic_shapes=args[3])
+        else:
+            fn(*args)
     except Exception as exc:  # the tour prints what the user would see
         print(f"    -> {type(exc).__name__}: " + str(exc).replace("\n", "\n       "))
     else:
@@ -118,6 +121,131 @@ def s6() -> None:
     for sizes in ((3, 4, 5), (6, 7, 8)):
         print(f"    sizes {sizes}:")
         show(st.export(Branch(), (xs, [torch.randn(s) for s in sizes])))
+
+
+class AddMM(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x + y @ z
+
+
+@scenario("7. dynamic dims unify: x + y @ z with every dim Dim.DYNAMIC")
+def s7() -> None:
+    from safetrace import Dim
+
+    x, y, z = torch.randn(3, 5), torch.randn(3, 4), torch.randn(4, 5)
+    sc = st.ShapesCollection()
+    for t in (x, y, z):
+        sc[t] = (Dim.DYNAMIC, Dim.DYNAMIC)
+    ep = st.export(AddMM(), (x, y, z), dynamic_shapes=sc)
+    show(ep)
+    print(textwrap.indent(ep.describe_contract(), "    "))
+    a = torch.randn(6, 6)
+    print("    6x6 inputs run:", bool((ep.module()(a, torch.eye(6), -a) == 0).all()))
+    print("    a 7 where 6 is required fails early:")
+    expect_error(ep.module(), a, torch.eye(7), -a)
+
+
+class CatMM(torch.nn.Module):
+    def forward(self, x, y, zs):
+        return x + y @ torch.cat(zs)
+
+
+@scenario("8. relations propagate: cat of dynamic tensors has s4 + s6 rows")
+def s8() -> None:
+    from safetrace import Dim
+
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    ep = st.export(CatMM(), (torch.randn(3, 5), torch.randn(3, 6),
+                             [torch.randn(2, 5), torch.randn(4, 5)]),
+                   dynamic_shapes=(dyn, dyn, [dyn, dyn]))
+    show(ep)
+
+
+class SliceCatMM(torch.nn.Module):
+    def forward(self, x, y, zs):
+        return x[:3] + y @ torch.cat(zs)
+
+
+@scenario("9. a dim the code specializes cannot be Dim.DYNAMIC: the error and its fix")
+def s9() -> None:
+    from safetrace import Dim
+
+    dyn = (Dim.DYNAMIC, Dim.DYNAMIC)
+    args = (torch.randn(7, 5), torch.randn(3, 6), [torch.randn(2, 5), torch.randn(4, 5)])
+    expect_error(st.export, SliceCatMM(), args, None, (dyn, dyn, [dyn, dyn]))
+    ep = st.export(SliceCatMM(), args, dynamic_shapes=(dyn, (3, Dim.DYNAMIC), [dyn, dyn]))
+    show(ep)
+    print(f"    range constraints: {ep.range_constraints}")
+    print("    y with 6 rows, then x with 2 rows:")
+    expect_error(ep.module(), torch.randn(7, 5), torch.randn(6, 6), args[2])
+    expect_error(ep.module(), torch.randn(2, 5), args[1], args[2])
+
+
+class WithState(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.randn(4, 4))
+
+    def forward(self, x, y):
+        return x @ self.w + y
+
+
+@scenario("10. state is static and makes the dims it meets static (Dim.AUTO decides)")
+def s10() -> None:
+    from safetrace import Dim
+
+    auto = (Dim.AUTO, Dim.AUTO)
+    ep = st.export(WithState(), (torch.randn(6, 4), torch.randn(6, 4)),
+                   dynamic_shapes={"x": auto, "y": auto})
+    show(ep)
+    for where, fate in ep.dims_report.items():
+        print(f"    {where}: {fate}")
+
+
+class CountSlice(torch.nn.Module):
+    def forward(self, x, y):
+        z = x + y
+        c = torch.count_nonzero(x).item()
+        return z[:c]
+
+
+@scenario("11. data-dependent values: c = count_nonzero(x).item(); z[:c] needs no checks")
+def s11() -> None:
+    ep = st.export(CountSlice(), (torch.randn(6), torch.randn(6)))
+    show(ep)
+    x = torch.tensor([1.0, 0.0, 2.0, 0.0, 0.0, 3.0])
+    print("    3 nonzeros ->", tuple(ep.module()(x, torch.zeros(6)).shape))
+
+
+@st.custom_op("demo::count_nonzero_int")
+def count_nonzero_int(x: torch.Tensor) -> int:
+    return int(torch.count_nonzero(x).item())
+
+
+@st.register_fake(count_nonzero_int)
+def _fake_count(x: torch.Tensor) -> Any:
+    u = st.new_dynamic_size()
+    st.check(u >= 0)
+    st.check(u <= x.numel())
+    return u
+
+
+class CustomCount(torch.nn.Module):
+    def forward(self, x, y):
+        z = x + y
+        return z[:count_nonzero_int(x)]
+
+
+@scenario("12. a custom op whose fake promises 0 <= u <= numel: exports with dynamic shapes")
+def s12() -> None:
+    from safetrace import Dim
+
+    n = Dim("n")
+    ep = st.export(CustomCount(), (torch.randn(6), torch.randn(6)),
+                   dynamic_shapes={"x": (n,), "y": (n,)})
+    show(ep)
+    x = torch.tensor([1.0, 0.0, 2.0, 0.0, 5.0, 0.0, 0.0, 3.0])
+    print("    8 elements, 4 nonzeros ->", tuple(ep.module()(x, torch.zeros(8)).shape))
 
 
 def main() -> None:

@@ -117,7 +117,12 @@ class _Exporter:
                 ranges[name] = (int(lo) if lo > 0 else None,
                                 None if hi == float("inf") else int(hi))
         residual = [(g.cond, from_text(g.origin)) for g in env.contract().residual]
-        return InputContract(entries, ranges, residual, origins)
+        static_why = {}
+        for decl in self.dyn.decls:
+            if env.simplify(decl.expr).op == "const":
+                names = sorted(decl.expr.free_symbols)
+                static_why[decl.where] = origins.get(names[0], "") if names else ""
+        return InputContract(entries, ranges, residual, origins, static_why)
 
     def _lift_state(self) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""

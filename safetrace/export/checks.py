@@ -28,6 +28,8 @@ class InputContract:
     ranges: dict = dataclasses.field(default_factory=dict)     # name -> (lo, hi)
     residual: list = dataclasses.field(default_factory=list)   # (cond Expr, origin text)
     origins: dict = dataclasses.field(default_factory=dict)    # name -> " (from ...)"
+    # dims declared dynamic that the program made static: "x.shape[1]" -> " (from ...)"
+    static_why: dict = dataclasses.field(default_factory=dict)
 
 
 class CheckBuilder:
@@ -49,6 +51,7 @@ class CheckBuilder:
 
     def build(self, contract: InputContract) -> Callable[[list], None]:
         deferred = []
+        self.static_why = contract.static_why
         for i, leaf in enumerate(contract.leaves):
             if leaf[1] == "const":
                 self.constant(i, leaf[0], leaf[2])
@@ -86,8 +89,12 @@ class CheckBuilder:
         deferred = []
         for d, size in enumerate(shape):
             if isinstance(size, int):
-                self.lines.append(f"if sh{i}[{d}] != {size}: _fail({p}, 'static', sh{i}, "
-                                  f"({d}, {size}))")
+                why = self.static_why.get(f"{path}.shape[{d}]") if hasattr(
+                    self, "static_why") else None
+                kind = "static" if why is None else "required"
+                extra = "" if why is None else f", {self.const(why)}"
+                self.lines.append(f"if sh{i}[{d}] != {size}: _fail({p}, '{kind}', sh{i}, "
+                                  f"({d}, {size}{extra}))")
             elif size.op == "sym" and size.name not in self.bound:
                 self.lines.append(f"{size.name} = sh{i}[{d}]")
                 self.bound[size.name] = f"{path}.shape[{d}]"
@@ -156,6 +163,10 @@ def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
                f"(dim {d} was static at export; input shape {list(got)}).\n"
                f"Fix: pass a tensor with {path}.shape[{d}] == {size}, or export with "
                f"{path}.shape[{d}] declared dynamic, e.g. {_dims_spec(path, d)}")
+    elif kind == "required":
+        d, size, why = expected
+        msg = (f"{path}.shape[{d}] = {got[d]}, but the program requires {size}{why} "
+               f"(input shape {list(got)})")
     elif kind == "relation":
         d, value, (text, why) = expected
         msg = (f"{path}.shape[{d}] = {got[d]}, but it must equal {text} = {value}{why} "

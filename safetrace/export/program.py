@@ -109,13 +109,15 @@ class ExportedProgram:
                 dims.append(str(size) if not isinstance(size, int) else str(size))
             lines.append(f"  {leaf[0]}: {str(leaf[2]).replace('torch.', '')}[{', '.join(dims)}]")
         for name, (lo, hi) in self.contract.ranges.items():
-            where = b.bound.get(name, name)
-            lo_t = f"{lo} <= " if lo else "0 <= " if lo == 0 else ""
-            lines.append(f"  {lo_t}{name} ({where})" + (f" <= {hi}" if hi is not None else ""))
+            where = b.bound.get(name)
+            if where is None:
+                continue
+            rng = f"{lo if lo is not None else 0} <= {name}" + (f" <= {hi}" if hi is not None
+                                                                 else "")
+            lines.append(f"  {name} = {where}, {rng}{self.contract.origins.get(name, '')}"
+                         if lo or hi is not None else f"  {name} = {where}")
         for cond, origin in self.contract.residual:
-            lines.append(f"  {b.readable(cond)}{origin}")
-        for where, fate in self.dims_report.items():
-            lines.append(f"  {where}: {fate}")
+            lines.append(f"  requires {b.readable(cond)}{origin}")
         return "Input contract:\n" + "\n".join(lines)
 
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:

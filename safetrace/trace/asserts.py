@@ -81,6 +81,9 @@ def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
     from safetrace.trace.symnodes import expr_node
 
     env = tr.env
+    if expr in tr.asserted:
+        return  # the same condition is already asserted at this point of the graph
+    tr.asserted.add(expr)
     text = f"check `{expr}`{describe_symbols(env, expr)} failed{from_text(origin)}"
     if msg:
         text += f": {msg}"

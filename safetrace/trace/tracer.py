@@ -45,6 +45,7 @@ class Tracer(TorchFunctionMode):
         self._through_active: set = set()
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
+        self.asserted: set = set()      # conditions with an assertion node already
         self._saved_env: list = []
 
     def __enter__(self) -> Tracer:
