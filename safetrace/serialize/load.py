@@ -344,7 +344,7 @@ class _Builder:
     def _contract(self, c: Any) -> Any:
         from safetrace.export.checks import InputContract
 
-        expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract")
+        expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract", {"static_why"})
         leaves = []
         consts = ValueDecoder()
         for i, leaf in enumerate(expect(c["leaves"], list, "contract.leaves")):
@@ -394,7 +394,16 @@ class _Builder:
             if not isinstance(r, list) or len(r) != 2:
                 raise fail(where, "expected [symbol, text]")
             origins[_symbol(r[0], where)] = expect(r[1], str, where)
-        return InputContract(leaves, ranges, residual, origins)
+        contract = InputContract(leaves, ranges, residual, origins)
+        static_why = {}
+        for i, r in enumerate(expect(c.get("static_why", []), list, "contract.static_why")):
+            where = f"contract.static_why[{i}]"
+            if not isinstance(r, list) or len(r) != 2:
+                raise fail(where, "expected [input dim, text]")
+            static_why[expect(r[0], str, where)] = expect(r[1], str, where)
+        if static_why or hasattr(contract, "static_why"):
+            contract.static_why = static_why
+        return contract
 
     def _range_constraints(self) -> Any:
         from safetrace.export.dynamic import RangeConstraints, ValueRange

@@ -77,6 +77,8 @@ def document(ep: Any) -> dict:
             "ranges": [[k, lo, hi] for k, (lo, hi) in contract.ranges.items()],
             "residual": [[encode_expr(c), str(origin)] for c, origin in contract.residual],
             "origins": [[k, str(v)] for k, v in contract.origins.items()],
+            "static_why": [[k, str(v)] for k, v in
+                           (getattr(contract, "static_why", None) or {}).items()],
         },
         "in_spec": encode_spec(ep.in_spec),
         "out_spec": encode_spec(ep.out_spec),

@@ -106,3 +106,17 @@ def _op(name: str, where: str) -> torch._ops.OpOverload:
             f"(st.custom_op / torch.library) before st.load; if it is an ATen op, this "
             f"PyTorch version ({torch.__version__}) lacks it")
     return overload_obj
+
+
+def _register_safetrace_callables() -> None:
+    """Run-time assertion nodes call safetrace's own functions."""
+    try:
+        from safetrace.trace import asserts
+    except ImportError:  # pragma: no cover - an older tree without assertions
+        return
+    fn = getattr(asserts, "assert_sym", None)
+    if fn is not None:
+        register_callable("safetrace.assert_sym", fn)
+
+
+_register_safetrace_callables()
