@@ -11,6 +11,7 @@ from typing import Any
 
 _API = {
     "export": "safetrace.export.api",
+    "explain": "safetrace.export.explain",
     "ExportedProgram": "safetrace.export.program",
     "register_dataclass": "safetrace.pytree",
     "register_pytree_node": "safetrace.pytree",

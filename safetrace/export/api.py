@@ -53,7 +53,9 @@ class _Exporter:
         self.env.origin_provider = lambda: stack_trace(1)
         self.dyn = DynamicDims(self.env)
 
-    def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any) -> ExportedProgram:
+    def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
+            report: Any = None) -> ExportedProgram | None:
+        """Trace and build the program; with a `report`, collect problems instead of raising."""
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
@@ -64,21 +66,34 @@ class _Exporter:
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(), env=self.env)
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
+        if report is not None:
+            self.env.on_undecided = lambda q: report.question(q, _data_dependent(q))
+            report.env, report.dyn = self.env, self.dyn
         try:
-            with _ModuleGuard(self.model) as guard, _exporting(), torch_checks_routed(), \
-                    tracer:
-                out = self.fn(*targs, **tkwargs)
-        except DataDependentQuestion as q:
-            raise _data_dependent(q) from None
-        except ValueError as exc:
-            if "contradiction" not in str(exc):
+            try:
+                with _ModuleGuard(self.model) as guard, _exporting(), torch_checks_routed(), \
+                        tracer:
+                    out = self.fn(*targs, **tkwargs)
+            except DataDependentQuestion as q:
+                raise _data_dependent(q) from None
+            except ValueError as exc:
+                if "contradiction" not in str(exc):
+                    raise
+                raise ConstraintViolationError(
+                    f"the traced program requires contradictory input sizes: {exc}") from None
+        except ExportError as exc:
+            if report is None:
                 raise
-            raise ConstraintViolationError(
-                f"the traced program requires contradictory input sizes: {exc}") from None
+            report.stopped(exc)
+            return None
         problems = self.dyn.violations()
         if problems:
             names = pytree._positional_names(self.fn, len(args))
-            raise_violations(problems, self.dyn.suggestion(specs, leaves, in_spec, names))
+            suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
+            if report is not None:
+                report.violations(problems, suggestion)
+                return None
+            raise_violations(problems, suggestion)
         out_leaves, out_spec = pytree.tree_flatten(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name, t in tracer.constants.items():

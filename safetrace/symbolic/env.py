@@ -95,6 +95,9 @@ class Env:
         self.origin_provider: Callable[[], object] | None = None
         # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
         # a host library may use subclasses that its own runtime recognises.
+        # Report mode: called with the DataDependentQuestion instead of raising it; returns
+        # the answer to assume (the assumption is recorded as a guard).
+        self.on_undecided: Callable[[DataDependentQuestion], bool] | None = None
         self.int_cls: type | None = None
         self.bool_cls: type | None = None
         self.float_cls: type | None = None
@@ -211,7 +214,10 @@ class Env:
         s = D.simplify(self, c)
         v = D.hint_value(self, s)
         if v is None:
-            raise DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
+            q = DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
+            if self.on_undecided is None:
+                raise q
+            v = bool(self.on_undecided(q))  # report mode: note it, assume an answer, go on
         taken = s if v else not_(s)
         if taken not in self._guard_set:
             self._guard_set.add(taken)
