@@ -17,7 +17,7 @@ CASES = {
     "count_checked": lambda: (dd.CountSliceChecked(), (torch.randn(6), torch.randn(6)), None),
     "custom_op": lambda: (dd.CustomSlice(), (torch.randn(6), torch.randn(6)), None),
     "custom_op_dynamic": lambda: (dd.CustomSlice(), (torch.randn(6), torch.randn(6)),
-                                  {"x": (Dim("n"),), "y": (Dim("m"),)}),
+                                  {"x": (Dim("n"),), "y": (Dim("n"),)}),
     "mask_sum": lambda: (dd.MaskSum(), (torch.randn(5, 3), torch.rand(5) > 0.5), None),
     "nonzero": lambda: (dd.NonzeroRows(), (torch.randn(6, 3),), {"x": (Dim("n"), None)}),
     "argwhere": lambda: (dd.Argwhere(), (torch.randn(4, 3),), {"x": (Dim("a"), None)}),
