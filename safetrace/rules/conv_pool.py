@@ -90,7 +90,9 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
         check(bias.ndim == 1 and bias.shape[0] == out_channels, op,
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
-    check(batch == 0 or channels == 0 or all(x != 0 for x in spatial), op,
+    # the usual case first: a symbolic batch must not be asked `== 0` when spatial dims are
+    # known non-empty (that question would become a needless guard)
+    check(all(x != 0 for x in spatial) or batch == 0 or channels == 0, op,
           f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
     if transposed:
