@@ -55,7 +55,7 @@ class ArgSpec:
 class Schema:
     """The parts of an overload's schema that binding needs."""
 
-    __slots__ = ("op", "name", "args", "by_name", "positional")
+    __slots__ = ("op", "name", "args", "by_name", "positional", "has_lists")
 
     def __init__(self, op: Any) -> None:
         self.op = op
@@ -64,6 +64,7 @@ class Schema:
         self.args = [ArgSpec(a) for a in schema.arguments]
         self.by_name = {a.name: i for i, a in enumerate(self.args)}
         self.positional = [a for a in self.args if not a.kwarg_only]
+        self.has_lists = any(a.kind == "list" for a in self.args)
 
 
 _SCHEMAS: dict[str, list[Schema]] = {}
@@ -169,8 +170,11 @@ def _as_list(spec: ArgSpec, v: Any) -> Any:
 
 
 def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
-         pack: bool = False) -> tuple[tuple, dict] | None:
-    """Bind a call to one schema; None when it does not fit."""
+         pack: bool = False, trusted: bool = False) -> tuple[tuple, dict] | None:
+    """Bind a call to one schema; None when it does not fit.
+
+    `trusted`: the argument types are known to fit (a cached choice): skip type checks.
+    """
     pos = schema.positional
     if pack:
         for start in (0, 1):
@@ -182,9 +186,12 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
             return None
     if len(args) > len(pos):
         return None
-    for spec, v in zip(pos, args):
-        if not matches(spec, v, loose and spec.name != "self"):
-            return None
+    if not trusted:
+        for spec, v in zip(pos, args):
+            if not matches(spec, v, loose and spec.name != "self"):
+                return None
+    if trusted and not kwargs and not schema.has_lists:
+        return args, {}
     if any(spec.kind == "list" and _is_int(v) for spec, v in zip(pos, args)):
         args = tuple(_as_list(spec, v) for spec, v in zip(pos, args))
     given = set(a.name for a in pos[: len(args)])
@@ -196,7 +203,7 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
         if idx is None or name in given:
             return None
         spec = schema.args[idx]
-        if not matches(spec, v, loose and name != "self"):
+        if not trusted and not matches(spec, v, loose and name != "self"):
             return None
         given.add(name)
         v = _as_list(spec, v)
@@ -246,7 +253,7 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
     hit = _RESOLVED.get(key)
     if hit is not None:
         schema, loose, pack = hit
-        bound = bind(schema, args, kwargs, loose, pack)
+        bound = bind(schema, args, kwargs, loose, pack, trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
     found = _search(packet_name, args, kwargs)

@@ -17,6 +17,7 @@ from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpErro
 from safetrace.meta import TensorMeta
 from safetrace.rules import get_rule
 from safetrace.trace import composites, names
+from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
@@ -178,8 +179,7 @@ class Tracer(TorchFunctionMode):
             out = self.shape_of(op, margs, mkwargs, trace)
         if not self.recording:
             return _unrecorded(out)
-        node = self.graph.create_node("call_function", op, tuple(nargs), nkwargs,
-                                      name=op._opname)
+        node = add_node(self.graph, op, tuple(nargs), nkwargs, op._opname)
         if self.first_op is None:
             self.first_op = node
         node.meta["stack_trace"] = trace
