@@ -10,9 +10,9 @@ import importlib
 from typing import Any
 
 _API = {
-    "export": "safetrace.export.api",
-    "explain": "safetrace.export.explain",
-    "ExportedProgram": "safetrace.export.program",
+    "export": "safetrace.exporter.api",
+    "explain": "safetrace.exporter.explain",
+    "ExportedProgram": "safetrace.exporter.program",
     "register_dataclass": "safetrace.pytree",
     "register_pytree_node": "safetrace.pytree",
     "register_shape_rule": "safetrace.rules",

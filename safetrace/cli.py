@@ -83,7 +83,7 @@ def _check(ns: argparse.Namespace) -> int:
 
 
 def _export(ns: argparse.Namespace) -> int:
-    from safetrace.export.api import export
+    from safetrace.exporter.api import export
     from safetrace.serialize import load, save
 
     t0 = time.perf_counter()

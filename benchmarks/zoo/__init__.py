@@ -1,7 +1,7 @@
 """The model zoo: real architectures, tiny sizes, random weights, built offline.
 
 Every entry's factory returns a :class:`Case`: the model in eval mode, example args and
-kwargs, a ``dynamic_shapes`` spec (the same object is given to ``safetrace.export`` and
+kwargs, a ``dynamic_shapes`` spec (the same object is given to ``safetrace.export()`` and
 ``torch.export.export``), inputs of two other sizes inside the declared space (to check
 that the export generalizes), and one input outside it (to check it is rejected).
 """

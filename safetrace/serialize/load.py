@@ -130,7 +130,7 @@ class _Builder:
         self.tensors = tensors
 
     def build(self) -> Any:
-        from safetrace.export.program import ExportedGraphModule, ExportedProgram
+        from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
 
         doc = self.doc
         self.env = self._env(expect(doc["symbols"], list, "symbols"))
@@ -287,7 +287,7 @@ class _Builder:
 
     # -- signature and contract ----------------------------------------------------------
     def _inputs(self, placeholders: list, n_leaves: int, state: dict, constants: dict) -> list:
-        from safetrace.export.signature import InputSpec
+        from safetrace.exporter.signature import InputSpec
 
         items = expect(self.doc["inputs"], list, "inputs")
         if len(items) != len(placeholders):
@@ -324,7 +324,7 @@ class _Builder:
         return out
 
     def _outputs(self, n: int, state: dict) -> list:
-        from safetrace.export.signature import OutputSpec
+        from safetrace.exporter.signature import OutputSpec
 
         items = expect(self.doc["outputs"], list, "outputs")
         if len(items) != n:
@@ -342,7 +342,7 @@ class _Builder:
         return out
 
     def _contract(self, c: Any) -> Any:
-        from safetrace.export.checks import InputContract
+        from safetrace.exporter.checks import InputContract
 
         expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract", {"static_why"})
         leaves = []
@@ -406,7 +406,7 @@ class _Builder:
         return contract
 
     def _range_constraints(self) -> Any:
-        from safetrace.export.dynamic import RangeConstraints, ValueRange
+        from safetrace.exporter.dynamic import RangeConstraints, ValueRange
         from safetrace.symbolic.expr import sym
 
         out = RangeConstraints()

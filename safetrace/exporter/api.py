@@ -10,10 +10,10 @@ import torch
 from safetrace import pytree
 from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
                               UnsupportedInputError)
-from safetrace.export.checks import InputContract
-from safetrace.export.dynamic import DynamicDims, raise_violations
-from safetrace.export.spec import match_spec
-from safetrace.export.program import (ExportedGraphModule, ExportedProgram, InputSpec,
+from safetrace.exporter.checks import InputContract
+from safetrace.exporter.dynamic import DynamicDims, raise_violations
+from safetrace.exporter.spec import match_spec
+from safetrace.exporter.program import (ExportedGraphModule, ExportedProgram, InputSpec,
                                       OutputSpec)
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env

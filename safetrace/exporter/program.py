@@ -8,9 +8,9 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
-from safetrace.export.checks import CheckBuilder, InputContract
-from safetrace.export.printing import print_readable
-from safetrace.export.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.exporter.checks import CheckBuilder, InputContract
+from safetrace.exporter.printing import print_readable
+from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
 

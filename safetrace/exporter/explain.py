@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from safetrace.export.api import _Exporter
+from safetrace.exporter.api import _Exporter
 from safetrace.trace.source import short
 
 

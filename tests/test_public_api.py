@@ -1,0 +1,27 @@
+"""The public API is reachable however the package was imported first."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_export_is_the_function_even_after_importing_internals():
+    code = ("import safetrace.exporter.program, safetrace.exporter.api\n"
+            "import safetrace as st, torch\n"
+            "ep = st.export(lambda x: x + 1, (torch.ones(2),))\n"
+            "print(type(st.export).__name__, ep.module()(torch.ones(2)).tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "function [2.0, 2.0]" in out.stdout
+
+
+def test_public_names():
+    import safetrace as st
+
+    for name in ("export", "explain", "Dim", "ShapesCollection", "check", "custom_op",
+                 "register_fake", "new_dynamic_size", "save", "load", "register_dataclass",
+                 "register_pytree_node", "register_shape_rule", "ExportError",
+                 "UnsupportedInputError", "ConstraintViolationError", "DataDependentError",
+                 "UnsupportedOpError", "InputMismatchError", "LoadError"):
+        assert getattr(st, name) is not None, name
