@@ -246,6 +246,33 @@ def s12() -> None:
     show(ep)
     x = torch.tensor([1.0, 0.0, 2.0, 0.0, 5.0, 0.0, 0.0, 3.0])
     print("    8 elements, 4 nonzeros ->", tuple(ep.module()(x, torch.zeros(8)).shape))
+    save_load_run(ep, (x, torch.zeros(8)))
+
+
+def save_load_run(ep: Any, args: tuple) -> None:
+    """Ship it: save to one file, load it back (no code runs from the file), run it."""
+    import os
+    import tempfile
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "count_slice.pt2z")
+        st.save(ep, path)
+        loaded = st.load(path)
+        size = os.path.getsize(path)
+    same = loaded.graph_module.print_readable(print_output=False) == \
+        ep.graph_module.print_readable(print_output=False)
+    out = loaded.module()(*args)
+    ok = torch.equal(out, ep.module()(*args))
+    mod = loaded.module()
+    t0 = time.perf_counter()
+    for _ in range(100):
+        mod(*args)
+    per_call = (time.perf_counter() - t0) / 100 * 1e6
+    print(f"    saved ({size} bytes), loaded: same graph {same}, same outputs {ok}, "
+          f"{per_call:.0f} us per call")
+    print("    the loaded program checks its inputs like the original:")
+    expect_error(mod, torch.zeros(8), torch.zeros(9))
 
 
 def main() -> None:

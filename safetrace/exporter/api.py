@@ -132,11 +132,13 @@ class _Exporter:
                 ranges[name] = (int(lo) if lo > 0 else None,
                                 None if hi == float("inf") else int(hi))
         residual = [(g.cond, from_text(g.origin)) for g in env.contract().residual]
-        static_why = {}
+        static_why = {}  # why a declared dim is static or tied to others: its first guard
         for decl in self.dyn.decls:
-            if env.simplify(decl.expr).op == "const":
+            if env.simplify(decl.expr) is not decl.expr:
                 names = sorted(decl.expr.free_symbols)
                 static_why[decl.where] = origins.get(names[0], "") if names else ""
+            elif decl.kind in ("named", "derived"):  # related by the spec itself
+                static_why[decl.where] = f" (as declared: {decl.spec!r})"
         return InputContract(entries, ranges, residual, origins, static_why)
 
     def _lift_state(self) -> None:

@@ -28,7 +28,8 @@ class InputContract:
     ranges: dict = dataclasses.field(default_factory=dict)     # name -> (lo, hi)
     residual: list = dataclasses.field(default_factory=list)   # (cond Expr, origin text)
     origins: dict = dataclasses.field(default_factory=dict)    # name -> " (from ...)"
-    # dims declared dynamic that the program made static: "x.shape[1]" -> " (from ...)"
+    # declared dynamic dims the program made static or tied to others: "x.shape[1]" ->
+    # " (from ...)", the guard that decided it
     static_why: dict = dataclasses.field(default_factory=dict)
 
 
@@ -116,7 +117,8 @@ class CheckBuilder:
                 self.bound[name] = f"(({path}.shape[{d}] - {at0}) // {coef})"
         if not e.free_symbols <= self.bound.keys():
             return
-        why = "".join(origins.get(s, "") for s in sorted(e.free_symbols))
+        why = self.static_why.get(f"{path}.shape[{d}]") or "".join(
+            origins.get(s, "") for s in sorted(e.free_symbols))
         info = self.const((self.readable(e), why))
         self.lines.append(f"if sh{i}[{d}] != ({e}): _fail({self.const(path)}, 'relation', "
                           f"sh{i}, ({d}, ({e}), {info}))")
