@@ -41,3 +41,26 @@ def test_fast_zoo_model(entry):
         args, kwargs = case.outside
         with pytest.raises(st.InputMismatchError):
             ep.module()(*args, **kwargs)
+
+
+@pytest.mark.parametrize("entry", FAST, ids=[e.name for e in FAST])
+def test_fast_zoo_model_survives_save_and_load(entry, tmp_path):
+    if entry.family == "transformers":
+        pytest.importorskip("transformers")
+    case = entry.factory()
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+        path = tmp_path / f"{entry.name}.pt2z"
+        st.save(ep, path)
+        loaded = st.load(path)
+        assert loaded.graph_module.print_readable(print_output=False) == \
+            ep.graph_module.print_readable(print_output=False)
+        assert loaded.describe_contract() == ep.describe_contract()
+        for args, kwargs in [(case.args, case.kwargs)] + case.others:
+            assert_close(ep.module()(*args, **kwargs), loaded.module()(*args, **kwargs))
+        args, kwargs = case.outside
+        with pytest.raises(st.InputMismatchError) as a:
+            ep.module()(*args, **kwargs)
+        with pytest.raises(st.InputMismatchError) as b:
+            loaded.module()(*args, **kwargs)
+        assert str(a.value) == str(b.value)
