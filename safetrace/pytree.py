@@ -7,6 +7,7 @@ registered for torch.export works with safetrace and the other way round.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 from typing import Any, Callable
@@ -55,6 +56,7 @@ def key_str(path: tuple, root: str) -> str:
 _NON_IDENT = re.compile(r"[^0-9a-zA-Z_]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def placeholder_name(user_path: str) -> str:
     """``d.xs[1]`` -> ``d_xs_1``: a valid, readable graph input name."""
     name = _NON_IDENT.sub("_", user_path).strip("_")
@@ -69,6 +71,12 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
     Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``).
     """
     params = _positional_names(fn, len(args))
+    simple = CONSTANT_LEAVES + (torch.Tensor,)
+    if all(isinstance(a, simple) for a in args) and all(
+            isinstance(v, simple) for v in kwargs.values()):
+        # Common case, no containers: the paths are the argument names.
+        spec = pytree.tree_flatten((args, kwargs))[1]
+        return list(zip(params, args)) + list(kwargs.items()), spec
     leaves, spec = pytree.tree_flatten_with_path((args, kwargs))
     out = []
     for path, leaf in leaves:
@@ -84,10 +92,31 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
     return out, spec
 
 
-def _positional_names(fn: Callable, n: int) -> list[str]:
+_SIGNATURES: dict = {}
+
+
+def _signature(fn: Callable) -> inspect.Signature | None:
+    key = getattr(fn, "__func__", fn)
+    key = getattr(key, "__code__", key)
     try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
+        sig = _SIGNATURES.get(key)
+    except TypeError:  # unhashable callable
+        sig = None
+    if sig is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return None
+        try:
+            _SIGNATURES[key] = sig
+        except TypeError:
+            pass
+    return sig
+
+
+def _positional_names(fn: Callable, n: int) -> list[str]:
+    sig = _signature(fn)
+    if sig is None:
         return [f"args[{i}]" for i in range(n)]
     names: list[str] = []
     for p in sig.parameters.values():

@@ -13,12 +13,12 @@ from safetrace.errors import (ConstraintViolationError, DataDependentError, Expo
 from safetrace.exporter.checks import InputContract
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import match_spec
-from safetrace.exporter.program import (ExportedGraphModule, ExportedProgram, InputSpec,
-                                      OutputSpec)
+from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import DataDependentQuestion, Env
 from safetrace.trace.asserts import torch_checks_routed
+from safetrace.trace.graph import add_placeholder
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -62,8 +62,10 @@ class _Exporter:
             names = pytree._positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
-        self._lift_state()
-        tracer = Tracer(self.graph, device, self.state, self._constant_namer(), env=self.env)
+        guard = _ModuleGuard(self.model).__enter__()  # the snapshot; entered again below
+        self._lift_state(guard)
+        tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
+                        env=self.env)
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
         if report is not None:
@@ -71,8 +73,7 @@ class _Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with _ModuleGuard(self.model) as guard, _exporting(), torch_checks_routed(), \
-                        tracer:
+                with guard, _exporting(), torch_checks_routed(), tracer:
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q) from None
@@ -98,9 +99,8 @@ class _Exporter:
         outputs = self._outputs(tracer, guard, out_leaves)
         for name, t in tracer.constants.items():
             self.input_specs.append(InputSpec("constant", name, name, None, True))
-        gm = ExportedGraphModule(torch.nn.Module(), self.graph, "GraphModule")
         ep = ExportedProgram(
-            gm, self.input_specs, outputs, in_spec, out_spec,
+            self.graph, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants),
             contract=self._contract(leaves, proxies),
             range_constraints=self.dyn.range_constraints(),
@@ -141,30 +141,24 @@ class _Exporter:
                 static_why[decl.where] = f" (as declared: {decl.spec!r})"
         return InputContract(entries, ranges, residual, origins, static_why)
 
-    def _lift_state(self) -> None:
+    def _lift_state(self, guard: _ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
-        if not isinstance(self.model, torch.nn.Module):
-            return
-        non_persistent = set()
-        for mname, mod in self.model.named_modules(remove_duplicate=False):
-            for b in mod._non_persistent_buffers_set:
-                non_persistent.add(f"{mname}.{b}" if mname else b)
-        for kind, prefix, items in (
-            ("parameter", "p_", self.model.named_parameters(remove_duplicate=False)),
-            ("buffer", "b_", self.model.named_buffers(remove_duplicate=False)),
-        ):
-            for name, t in items:
-                if id(t) in self.state:
-                    continue
-                node = self.graph.placeholder(pytree.placeholder_name(prefix + name))
-                node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
-                node.meta["stack_trace"] = ""
-                node.meta["kind"] = kind
-                node.meta["target"] = name
-                self.state[id(t)] = node
-                self.state_tensors[name] = t
-                self.input_specs.append(InputSpec(kind, node.name, name, None,
-                                                  name not in non_persistent))
+        for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
+            for entry in guard.saved:
+                mname, mod, tensors = entry[0], entry[1], entry[index]
+                for key, t in tensors.items():
+                    if t is None or id(t) in self.state:
+                        continue
+                    name = f"{mname}.{key}" if mname else key
+                    node = add_placeholder(self.graph, pytree.placeholder_name(prefix + name))
+                    node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+                    node.meta["stack_trace"] = ""
+                    node.meta["kind"] = kind
+                    node.meta["target"] = name
+                    self.state[id(t)] = node
+                    self.state_tensors[name] = t
+                    persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
+                    self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
 
     def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []
@@ -174,7 +168,7 @@ class _Exporter:
             while name in used:
                 name += "_"
             used.add(name)
-            node = self.graph.placeholder(name)
+            node = add_placeholder(self.graph, name)
             node.meta["stack_trace"] = ""
             node.meta["kind"] = "user_input"
             node.meta["path"] = path
@@ -205,14 +199,13 @@ class _Exporter:
             coef = e.subs({sym(name): 1}).evaluate({}) - at0
             tracer.sym_sources.setdefault(name, (node, decl.dim, coef, at0))
 
-    def _constant_namer(self) -> Callable[[torch.Tensor], str]:
+    def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
-        if isinstance(self.model, torch.nn.Module):
-            for mname, mod in self.model.named_modules():
-                for attr, v in vars(mod).items():
-                    if isinstance(v, torch.Tensor) and id(v) not in self.state:
-                        full = f"{mname}.{attr}" if mname else attr
-                        names.setdefault(id(v), pytree.placeholder_name("c_" + full))
+        for mname, _, _, _, attrs, _ in guard.saved:
+            for attr, v in attrs.items():
+                if id(v) not in self.state:
+                    full = f"{mname}.{attr}" if mname else attr
+                    names.setdefault(id(v), pytree.placeholder_name("c_" + full))
         counter = [0]
 
         def name(t: torch.Tensor) -> str:
@@ -285,29 +278,40 @@ class _ModuleGuard:
         self.changed: list[tuple[str, Any]] = []
 
     def __enter__(self) -> _ModuleGuard:
-        if isinstance(self.model, torch.nn.Module):
+        if isinstance(self.model, torch.nn.Module) and not self.saved:
+            tensor = torch.Tensor
             for mname, mod in self.model.named_modules(remove_duplicate=False):
+                attrs = {k: v for k, v in mod.__dict__.items() if isinstance(v, tensor)}
                 self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
-                                   {k: v for k, v in vars(mod).items()
-                                    if isinstance(v, torch.Tensor)}, mod.training))
+                                   attrs, mod.training))
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        tensor = torch.Tensor
         for mname, mod, params, buffers, attrs, training in self.saved:
-            for k, v in mod._buffers.items():
-                if buffers.get(k) is not v and k in buffers:
-                    self.changed.append((f"{mname}.{k}" if mname else k, v))
-            mod._parameters.clear()
-            mod._parameters.update(params)
-            mod._buffers.clear()
-            mod._buffers.update(buffers)
-            for k, v in list(vars(mod).items()):
-                if isinstance(v, torch.Tensor) and attrs.get(k) is not v:
+            now = mod._buffers
+            if len(now) != len(buffers) or any(now.get(k) is not v for k, v in buffers.items()):
+                for k, v in now.items():
+                    if k in buffers and buffers[k] is not v:
+                        self.changed.append((f"{mname}.{k}" if mname else k, v))
+                now.clear()
+                now.update(buffers)
+            now = mod._parameters
+            if len(now) != len(params) or any(now.get(k) is not v for k, v in params.items()):
+                now.clear()
+                now.update(params)
+            d = mod.__dict__
+            for k, v in list(d.items()):
+                if isinstance(v, tensor) and attrs.get(k) is not v:
                     if k in attrs:
-                        object.__setattr__(mod, k, attrs[k])
+                        d[k] = attrs[k]
                     else:
-                        delattr(mod, k)
-            mod.training = training
+                        del d[k]
+            for k, v in attrs.items():
+                if d.get(k) is not v:
+                    d[k] = v
+            if mod.training != training:
+                mod.training = training
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed

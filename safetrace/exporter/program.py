@@ -54,16 +54,22 @@ class ExportedGraphModule(torch.fx.GraphModule):
 class ExportedProgram:
     """A traced program, sound for the input space it was exported for."""
 
-    def __init__(self, graph_module: torch.fx.GraphModule, input_specs: list[InputSpec],
+    def __init__(self, graph_module: torch.fx.GraphModule | torch.fx.Graph,
+                 input_specs: list[InputSpec],
                  output_specs: list[OutputSpec], in_spec: Any, out_spec: Any, *,
                  state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor],
                  contract: InputContract, range_constraints: dict | None = None,
                  dims_report: dict[str, str] | None = None) -> None:
-        gm = graph_module
-        if not isinstance(gm, ExportedGraphModule):
-            gm = ExportedGraphModule(gm, gm.graph, "GraphModule")
-        self.graph_module: ExportedGraphModule = gm
-        out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+        # The GraphModule (an nn.Module with a class of its own) is built on first use:
+        # the graph is the program; the module is a way to run and print it.
+        self._gm: ExportedGraphModule | None = None
+        if isinstance(graph_module, torch.fx.Graph):
+            self._graph = graph_module
+        else:
+            self._graph = graph_module.graph
+            if isinstance(graph_module, ExportedGraphModule):
+                self._gm = graph_module
+        out_node = next(n for n in reversed(self._graph.nodes) if n.op == "output")
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
         self.graph_signature = ExportGraphSignature(input_specs, output_specs)
@@ -79,7 +85,14 @@ class ExportedProgram:
     # -- views ---------------------------------------------------------------------
     @property
     def graph(self) -> torch.fx.Graph:
-        return self.graph_module.graph
+        return self._graph
+
+    @property
+    def graph_module(self) -> ExportedGraphModule:
+        """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
+        if self._gm is None:
+            self._gm = ExportedGraphModule(torch.nn.Module(), self._graph, "GraphModule")
+        return self._gm
 
     @property
     def state_dict(self) -> dict[str, torch.Tensor]:

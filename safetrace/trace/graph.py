@@ -16,13 +16,14 @@ from torch.fx import Graph, Node
 _FAST = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len"))
 
 
-def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str) -> Node:
-    """Append a call_function node (at the graph's insert point)."""
+def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
+             op: str = "call_function") -> Node:
+    """Append a call_function (or placeholder) node at the graph's insert point."""
     if not _FAST or graph.owning_module is not None:
-        return graph.create_node("call_function", target, args, kwargs, name=name)
+        return graph.create_node(op, target, args, kwargs, name=name)
     ns = graph._graph_namespace
     unique = ns.create_name(name, None)
-    n = Node(graph, unique, "call_function", target, args, kwargs or {})
+    n = Node(graph, unique, op, target, args, kwargs or {})
     ns.associate_name_with_obj(unique, n)
     graph._insert(n)
     table = getattr(graph, "_find_nodes_lookup_table", None)
@@ -30,6 +31,13 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str) ->
         table.insert(n)
     graph._len += 1
     return n
+
+
+def add_placeholder(graph: Graph, name: str) -> Node:
+    """Append a placeholder (a graph input) named after `name`, as Graph.placeholder does."""
+    if not _FAST:
+        return graph.placeholder(name)
+    return add_node(graph, name, (), {}, graph._target_to_str(name), op="placeholder")
 
 
 def _selfcheck() -> bool:
