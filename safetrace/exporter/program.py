@@ -133,9 +133,38 @@ class ExportedProgram:
             lines.append(f"  requires {b.readable(cond)}{origin}")
         return "Input contract:\n" + "\n".join(lines)
 
+    def _flat_arity(self) -> tuple | None:
+        """(number of positional args, keyword names) when every input is a plain leaf."""
+        if not hasattr(self, "_arity"):
+            arity = None
+            spec = self.in_spec
+            try:
+                args_spec, kwargs_spec = _children(spec)
+                if all(c.is_leaf() for c in _children(args_spec)) and all(
+                        c.is_leaf() for c in _children(kwargs_spec)) and \
+                        args_spec.type is tuple and kwargs_spec.type is dict:
+                    arity = (len(_children(args_spec)), tuple(kwargs_spec.context))
+            except (AttributeError, ValueError, TypeError):
+                arity = None
+            self._arity = arity
+        return self._arity
+
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
         """Validate a call's inputs against the contract; return the flattened leaves."""
-        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+        arity = self._flat_arity()
+        leaves = None
+        if arity is not None and len(args) == arity[0] and (
+                not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
+            # plain inputs: the structure is the argument count; no pytree walk needed
+            leaves = list(args)
+            if kwargs:
+                leaves += kwargs.values()
+            if any(type(v) in _CONTAINERS for v in leaves):
+                leaves = None
+        if leaves is None:
+            leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+        else:
+            spec = self.in_spec
         if spec != self.in_spec:
             raise InputMismatchError(
                 "the inputs' structure differs from the exported one.\n"
@@ -164,6 +193,15 @@ class ExportedProgram:
         return "\n".join(text)
 
     __repr__ = __str__
+
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def _children(spec: Any) -> list:
+    """A TreeSpec's child specs (``children()`` in new torch, ``children_specs`` before)."""
+    fn = getattr(spec, "children", None)
+    return list(fn()) if callable(fn) else list(spec.children_specs)
 
 
 def _tree_str(spec: Any) -> str:
@@ -195,6 +233,7 @@ class _ProgramModule(torch.nn.Module):
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
         self._forward: Any = None
+        self._single_out = ep.out_spec.is_leaf()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         leaves = self._ep.check_inputs(args, kwargs)
@@ -216,6 +255,8 @@ class _ProgramModule(torch.nn.Module):
             new = outs[i]
             if new is not values[target]:
                 values[target] = new
+        if self._single_out:
+            return outs[self._n_mut]
         return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
 
     def state(self) -> dict[str, torch.Tensor]:
