@@ -10,7 +10,7 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
-                              UnsupportedInputError)
+                              UnsupportedInputError, UnsupportedOpError)
 from safetrace.exporter.checks import InputContract
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import match_spec
@@ -98,6 +98,8 @@ class _Exporter:
             report.stopped(exc)
             return None
         problems = self.dyn.violations()
+        if problems and tracer.specialized_by_op:
+            _raise_missing_rule(tracer, self.dyn)
         if problems:
             names = pytree._positional_names(self.fn, len(args))
             suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
@@ -344,3 +346,19 @@ def _data_dependent(q: DataDependentQuestion) -> DataDependentError:
         f"data, which export never reads.\nFix: add a check before this line that settles "
         f"it, e.g. st.check({q.expr}) or st.check(not ({q.expr})), or rewrite the code so it "
         f"does not branch on data")
+
+
+def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
+    """Dims declared dynamic were pinned by an op safetrace has no symbolic rule for."""
+    declared = {n: d for d in dyn.decls if d.kind != "auto" for n in d.expr.free_symbols}
+    for op, trace, names in tracer.specialized_by_op:
+        hit = [declared[n].where for n in names if n in declared]
+        if hit:
+            raise UnsupportedOpError(
+                f"{op} has no symbolic shape rule, so the dynamic size(s) {', '.join(hit)} "
+                f"it was called with had to be specialized to their example values.\n"
+                f"  at {short(trace)}\nFix: register a rule (sizes may be symbolic ints):\n"
+                f"    @st.register_shape_rule(torch.ops.{op})\n"
+                f"    def rule(self, *args, **kwargs):\n"
+                f"        return st.TensorMeta(out_shape, self.dtype, self.device)\n"
+                f"or declare those dims Dim.AUTO to accept the specialization")

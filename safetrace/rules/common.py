@@ -145,6 +145,10 @@ def scalar_dtype(value: Any) -> torch.dtype:
     return torch.complex128 if default is torch.float64 else torch.complex64
 
 
+_TO_COMPLEX = {torch.float16: torch.complex32, torch.float32: torch.complex64,
+               torch.float64: torch.complex128}
+
+
 def result_type(*operands: Any) -> torch.dtype:
     """torch.result_type over TensorMetas and Python scalars (None entries are skipped).
 
@@ -169,7 +173,9 @@ def result_type(*operands: Any) -> torch.dtype:
         if result is None:
             result = zero
         elif dtype_category(zero) > dtype_category(result):
-            result = torch.promote_types(result, zero)
+            # a complex 0-d tensor keeps a floating result's precision (torch's rule)
+            result = _TO_COMPLEX.get(result) if zero.is_complex and result.is_floating_point \
+                and result in _TO_COMPLEX else torch.promote_types(result, zero)
     if scalar_cat >= 0:
         if result is None:
             result = scalar_dtype({0: False, 1: 0, 2: 0.0, 3: 0j}[scalar_cat])
@@ -177,7 +183,7 @@ def result_type(*operands: Any) -> torch.dtype:
             if scalar_cat == 2:
                 result = torch.get_default_dtype()
             elif scalar_cat == 3:
-                result = torch.complex128 if result is torch.float64 else torch.complex64
+                result = _TO_COMPLEX.get(result, torch.complex64)
             else:
                 result = torch.int64
     if result is None:

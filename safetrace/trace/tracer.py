@@ -47,6 +47,7 @@ class Tracer(TorchFunctionMode):
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
         self.asserted: set = set()      # conditions with an assertion node already
+        self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
 
     def __enter__(self) -> Tracer:
@@ -227,23 +228,31 @@ class Tracer(TorchFunctionMode):
             raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
-        """No rule: run the meta kernel (static sizes only; slow path)."""
+        """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
+        their example values (recorded: a dim declared dynamic then fails to export with
+        an UnsupportedOpError that says how to register a rule)."""
         device = [self.device]
+
+        def concrete(size: Any) -> int:
+            if isinstance(size, int):
+                return size
+            names = [n for n in size.expr.free_symbols]
+            value = int(size)  # a guard: size == its example value
+            self.specialized_by_op.append((op, stack_trace(5), names))
+            return value
 
         def to_meta(v: Any) -> Any:
             if isinstance(v, TensorMeta):
-                if any(not isinstance(s, int) for s in v.shape):
-                    raise UnsupportedOpError(
-                        f"{op} has no symbolic shape rule and was called with symbolic sizes "
-                        f"{list(v.shape)}.\nFix: register one with "
-                        f"@st.register_shape_rule(torch.ops.{op})")
+                shape = [concrete(s) for s in v.shape]
                 device[0] = v.device
-                return torch.empty(v.shape, dtype=v.dtype, device="meta")
+                return torch.empty(shape, dtype=v.dtype, device="meta")
             if isinstance(v, torch.device):
                 device[0] = v
                 return torch.device("meta")
             if isinstance(v, (list, tuple)):
                 return type(v)(to_meta(x) for x in v)
+            if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+                return concrete(v)
             return v
 
         margs2 = [to_meta(a) for a in margs]
