@@ -19,7 +19,7 @@ import safetrace as st  # noqa: E402
 from tests.models import MLP, Attention, ConvNet  # noqa: E402
 
 
-def best_time(fn, repeat: int = 15) -> float:
+def best_time(fn, repeat: int = 41) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
