@@ -14,10 +14,11 @@ class TensorMeta:
 
     ``bounds`` optionally holds (lo, hi): limits every element's value is known to obey
     (``count_nonzero(x)`` lies in [0, x.numel()]); ``.item()`` turns them into the range
-    of the data-dependent value it returns.
+    of the data-dependent value it returns.  ``mask_count`` remembers how many elements
+    of a bool mask are True once ``x[mask]`` asked, so ``x[m]`` and ``y[m]`` agree.
     """
 
-    __slots__ = ("shape", "dtype", "device", "bounds")
+    __slots__ = ("shape", "dtype", "device", "bounds", "mask_count")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
@@ -25,6 +26,7 @@ class TensorMeta:
         self.dtype = dtype
         self.device = device
         self.bounds = bounds
+        self.mask_count = None  # for a bool mask: its (symbolic) number of True elements
 
     @property
     def ndim(self) -> int:

@@ -119,8 +119,11 @@ def index_result_shape(self: TensorMeta, indices: Sequence[TensorMeta | None],
             k = len(entries)
             check(k + index.ndim <= self.ndim, op,
                   f"too many indices for tensor of dimension {self.ndim}")
-            count = _MaskCount()
-            count.hi = index.numel()
+            count = index.mask_count
+            if count is None:
+                count = _MaskCount()
+                count.hi = index.numel()
+                count.mask = index
             for j, size in enumerate(index.shape):
                 check(size is self.shape[k + j] or size == self.shape[k + j], op,
                       f"The shape of the mask {list(index.shape)} at index {i} does not "
@@ -154,8 +157,15 @@ def index(self: TensorMeta, indices: Sequence[TensorMeta | None]) -> TensorMeta:
     if any(isinstance(s, _MaskCount) for s in shape):
         # x[mask]: as many rows as True elements, between 0 and the mask's numel
         counts: dict[int, Size] = {}
-        shape = tuple(counts.setdefault(id(s), new_size(0, s.hi, "x[mask]"))
-                      if isinstance(s, _MaskCount) else s for s in shape)
+        out = []
+        for s in shape:
+            if isinstance(s, _MaskCount):
+                if id(s) not in counts:
+                    counts[id(s)] = new_size(0, s.hi, "x[mask]")
+                    s.mask.mask_count = counts[id(s)]  # the same mask has the same count
+                s = counts[id(s)]
+            out.append(s)
+        shape = tuple(out)
     return self.like(shape=shape)
 
 
@@ -172,7 +182,8 @@ def index_put(self: TensorMeta, indices: Sequence[TensorMeta | None], values: Te
                f"broadcast to indexing result of shape {list(target)}"
     check(values.ndim <= len(target), op, mismatch)
     for v, r in zip(reversed(values.shape), reversed(target)):
-        if v is r:
+        if v is r or (not isinstance(v, int) and not isinstance(r, (int, _MaskCount))
+                      and v.expr is r.expr):
             continue
         if isinstance(r, _MaskCount):
             if not v == 1:

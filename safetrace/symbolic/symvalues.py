@@ -109,7 +109,11 @@ class SymInt:
         return o // self, o % self  # type: ignore[operator]
 
     def __pow__(self, k: object) -> Any:
-        n = int(k)  # type: ignore[call-overload]
+        if not isinstance(k, int) or isinstance(k, SymFloat):
+            # a float or symbolic exponent: the result is not an integer expression;
+            # Python's own value of the specialized base (a guard) is exact
+            return float(self) ** k  # type: ignore[operator]
+        n = int(k)
         if n < 0:
             return SymFloat._of(1, self.env) / self ** (-n)
         r: Any = 1
@@ -333,7 +337,10 @@ class SymFloat:
     def __trunc__(self) -> Any:
         return self.__floor__() if self >= 0 else self.__ceil__()
 
-    __int__ = __trunc__  # type: ignore[assignment]
+    def __int__(self) -> int:
+        """Python needs a real int here: the truncated value, specialized (a guard)."""
+        v = self.__trunc__()
+        return v if isinstance(v, int) else int(v)
 
     def __float__(self) -> float:
         return int(SymInt(self.num, self.env)) / int(SymInt(self.den, self.env))

@@ -23,6 +23,13 @@ def sym_to_node(tr: Any, v: Any) -> Any:
     if isinstance(v, (int, float, bool)):
         return v
     env = v.env
+    if hasattr(v, "num"):  # SymFloat: an exact ratio num/den of two int expressions
+        num, den = env.simplify(v.num), env.simplify(v.den)
+        n = num.value if num.op == "const" else expr_node(tr, num, env)
+        d = den.value if den.op == "const" else expr_node(tr, den, env)
+        node = _emit(tr, operator.truediv, (n, d), None, env)
+        node.meta["val"] = v
+        return node
     e = env.simplify(v.expr)
     if e.op == "const":
         return e.value

@@ -153,7 +153,7 @@ class Tracer(TorchFunctionMode):
             return (metas, nodes) if isinstance(v, list) else (tuple(metas), tuple(nodes))
         if isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.device)):
             return v, v
-        if hasattr(v, "expr") and hasattr(v, "env"):  # symbolic int/float/bool
+        if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num")):  # Sym values
             return v, self.sym_node(v)
         return v, v
 
@@ -299,7 +299,8 @@ class Tracer(TorchFunctionMode):
                 else:
                     items.append(m)
             node.meta["val"] = type(out)(items) if isinstance(out, list) else tuple(items)
-            return node.meta["val"]
+            named = _return_type(node.target)
+            return named(items) if named is not None else node.meta["val"]
         node.meta["val"] = out
         return out
 
@@ -359,6 +360,20 @@ class _nullcontext:
         return None
 
 
+_RETURN_TYPES: dict[Any, Any] = {}
+
+
+def _return_type(op: Any) -> Any:
+    """torch.return_types.<op> when the op's results are named (max.dim -> values, indices)."""
+    if op not in _RETURN_TYPES:
+        cls = None
+        returns = getattr(op, "_schema", None) and op._schema.returns
+        if returns and len(returns) > 1 and all(r.name for r in returns):
+            cls = getattr(torch.return_types, op._opname, None)
+        _RETURN_TYPES[op] = cls
+    return _RETURN_TYPES[op]
+
+
 _RETURNS_SELF: dict[Any, bool] = {}
 
 
@@ -400,14 +415,47 @@ def _make_plan(func: Any) -> Callable:
         return _passthrough
     if name in names.DUNDERS:
         packet, swap = names.DUNDERS[name]
-        if swap:
-            return lambda tr, f, a, k: _op_or_through(tr, f, packet, (a[1], a[0]) + a[2:], k)
-        return lambda tr, f, a, k: _op_or_through(tr, f, packet, a, k)
+        return lambda tr, f, a, k: _dunder(tr, f, packet, swap, a, k)
+    if name == "__get__" and isinstance(getattr(func, "__self__", None), type(torch.Tensor.T)):
+        prop = func.__self__.__name__  # a Tensor property that computes: x.T, x.mT, x.real
+        return lambda tr, f, a, k: _property(tr, f, prop, a)
     if name in names.CAST_METHODS and getattr(func, "__qualname__", "").startswith("TensorBase"):
         dtype = names.CAST_METHODS[name]
         return lambda tr, f, a, k: _cast(tr, a[0], dtype, k)
     packet = names.ALIASES.get(name, name)
     return lambda tr, f, a, k: _op_or_through(tr, f, packet, a, k)
+
+
+def _dunder(tr: Tracer, func: Any, packet: str, swap: bool, args: tuple, kwargs: dict) -> Any:
+    """Operators (``x + 1``, ``2 ** x``): the ATen op the table names, operands in order."""
+    if swap:
+        args = (args[1], args[0]) + args[2:]
+    found = resolve(packet, args, kwargs)
+    if found is None:
+        if swap:
+            args = (args[1], args[0]) + args[2:]
+        return _op_or_through(tr, func, packet, args, kwargs)
+    return tr.emit(found[0], found[1], found[2])
+
+
+def _property(tr: Tracer, func: Any, prop: str, args: tuple) -> Any:
+    """Tensor properties that compute a new tensor."""
+    x = args[0]
+    aten = torch.ops.aten
+    ndim = x.st_meta.ndim if isinstance(x, Proxy) else x.dim()
+    if prop == "T":
+        return tr.emit(aten.permute.default, (x, list(range(ndim))[::-1]), {})
+    if prop in ("mT", "mH"):
+        y = tr.emit(aten.transpose.int, (x, -2, -1), {})
+        return tr.emit(aten.conj.default, (y,), {}) if prop == "mH" else y
+    if prop == "H":
+        y = tr.emit(aten.permute.default, (x, list(range(ndim))[::-1]), {})
+        return tr.emit(aten.conj.default, (y,), {})
+    if prop in ("real", "imag"):
+        return tr.emit(getattr(aten, prop).default, (x,), {})
+    if prop == "data":
+        return tr.emit(aten.detach.default, (x,), {})
+    return _op_or_through(tr, func, prop, args, {})
 
 
 def _passthrough(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,0 +1,36 @@
+"""Every pattern exports static and with Dim.AUTO dims, matches eager on the example and
+on inputs of other sizes (or rejects them before computing)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+from tests.export.pattern_cases import C
+
+
+def _close(a, b):
+    torch.testing.assert_close(a, b, equal_nan=True, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(C))
+def test_pattern(name):
+    fn, shapes, _ = C[name]
+    torch.manual_seed(0)
+    args = tuple(torch.randn(*s) for s in shapes)
+    ep = st.export(fn, args)
+    _close(ep.module()(*args), fn(*copy.deepcopy(args)))
+    spec = tuple((Dim.AUTO,) * len(s) for s in shapes)
+    ep = st.export(fn, args, dynamic_shapes=spec)
+    _close(ep.module()(*args), fn(*copy.deepcopy(args)))
+    for grow in (1, 2):
+        other = tuple(torch.randn(*[d + grow if d > 1 else d for d in s]) for s in shapes)
+        try:
+            got = ep.module()(*other)
+        except st.InputMismatchError:
+            continue
+        _close(got, fn(*copy.deepcopy(other)))
