@@ -210,54 +210,84 @@ def _tree_str(spec: Any) -> str:
 
 
 class _ProgramModule(torch.nn.Module):
-    """What ``ep.module()`` returns."""
+    """What ``ep.module()`` returns: an nn.Module holding the program's state under the
+    original names (``state_dict()`` keys match the exported model's; ``load_state_dict``
+    and ``.to()`` work), that checks its inputs and runs the graph."""
 
     def __init__(self, ep: ExportedProgram) -> None:
         super().__init__()
         self._ep = ep
-        self._gm = ep.graph_module
         mutated = set(ep.graph_signature.buffers_to_mutate.values())
-        self._values: dict[str, torch.Tensor] = {}
+        specs = {s.target: s for s in ep.graph_signature.input_specs
+                 if s.kind in ("parameter", "buffer")}
+        self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
         for name, t in ep._state.items():
-            self._values[name] = t.detach().clone() if name in mutated else t
+            owner, key = self._owner(name)
+            spec = specs.get(name)
+            if spec is not None and spec.kind == "parameter":
+                if not isinstance(t, torch.nn.Parameter):
+                    t = torch.nn.Parameter(t, requires_grad=t.requires_grad)
+                owner.register_parameter(key, t)
+                self._slots[name] = (owner, "_parameters", key)
+            else:
+                # a buffer forward mutates gets its own copy: the user's model stays as is
+                value = t.detach().clone() if name in mutated else t
+                owner.register_buffer(key, value, persistent=spec is None or spec.persistent)
+                self._slots[name] = (owner, "_buffers", key)
         sources: list = []
         for s in ep.graph_signature.input_specs:
             if s.kind == "user_input":
                 sources.append(("leaf", s.leaf))
             elif s.kind == "constant":
-                sources.append(("state", ep.constants[s.target]))
+                sources.append(("const", ep.constants[s.target]))
             else:
-                sources.append(("name", s.target))
+                owner, table, key = self._slots[s.target]
+                sources.append(("state", (getattr(owner, table), key)))
         self._sources = sources
-        self._mutations = [(i, s.target) for i, s in enumerate(ep.graph_signature.output_specs)
+        self._mutations = [(i, self._slots[s.target])
+                           for i, s in enumerate(ep.graph_signature.output_specs)
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
         self._forward: Any = None
         self._single_out = ep.out_spec.is_leaf()
 
+    def _owner(self, name: str) -> tuple[torch.nn.Module, str]:
+        """The (created on demand) submodule that holds dotted state `name`."""
+        *path, key = name.split(".")
+        owner: torch.nn.Module = self
+        for part in path:
+            child = owner._modules.get(part)
+            if child is None:
+                child = torch.nn.Module()
+                owner.add_module(part, child)
+            owner = child
+        return owner, key
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         leaves = self._ep.check_inputs(args, kwargs)
-        values = self._values
         call = []
         for kind, ref in self._sources:
             if kind == "leaf":
                 call.append(leaves[ref])
-            elif kind == "name":
-                call.append(values[ref])
+            elif kind == "state":
+                call.append(ref[0][ref[1]])
             else:
                 call.append(ref)
         fwd = self._forward
         if fwd is None:
-            self._gm.ensure_compiled()
-            fwd = self._forward = self._gm.forward
+            gm = self._ep.graph_module
+            gm.ensure_compiled()
+            fwd = self._forward = gm.forward
         outs = fwd(*call)
-        for i, target in self._mutations:
-            new = outs[i]
-            if new is not values[target]:
-                values[target] = new
+        for i, (owner, table, key) in self._mutations:
+            store = getattr(owner, table)
+            if outs[i] is not store[key]:
+                store[key] = outs[i]
         if self._single_out:
             return outs[self._n_mut]
         return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
 
-    def state(self) -> dict[str, torch.Tensor]:
-        return dict(self._values)
+    def _current_state(self) -> dict[str, torch.Tensor]:
+        """Current parameters and buffers by their original names (buffers as mutated)."""
+        return {name: getattr(owner, table)[key]
+                for name, (owner, table, key) in self._slots.items()}

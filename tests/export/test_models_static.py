@@ -214,3 +214,17 @@ def test_shape_error_names_source_line():
     with pytest.raises(st.OpShapeError) as info:
         st.export(bad, (torch.randn(2, 3), torch.randn(4, 5)))
     assert "test_models_static.py" in str(info.value)
+
+
+def test_module_holds_state_under_original_names():
+    torch.manual_seed(0)
+    model = ConvNet().eval()
+    ep = st.export(model, (torch.randn(2, 3, 16, 16),))
+    mod = ep.module()
+    assert set(mod.state_dict()) == set(model.state_dict())
+    other = ConvNet().eval()
+    mod.load_state_dict(other.state_dict())
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(mod(x), other(x))
+    assert mod.to(torch.device("cpu")) is mod
