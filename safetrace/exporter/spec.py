@@ -139,10 +139,46 @@ def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
 def _entry(e: Any, where: str) -> Entry:
     if e is None or isinstance(e, (_Hint, Dim, DerivedDim)):
         return e
+    if type(e).__module__.startswith("torch.export"):
+        return _from_torch_export(e, where)
     if isinstance(e, int) and not isinstance(e, bool):
         return e
     raise SpecError(f"{where}: {e!r} is not a dim spec; use None or an int (static), "
                     f"Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, Dim('name', min=, max=) or 2*dim")
+
+
+_TORCH_DIMS: dict[int, Dim] = {}
+
+
+def _from_torch_export(e: Any, where: str) -> Entry:
+    """A torch.export Dim / Dim.AUTO / derived dim written for torch.export, read by duck
+    typing (the library never imports torch.export)."""
+    kind = getattr(e, "type", None)
+    if kind is not None:  # Dim.AUTO / DYNAMIC / STATIC, maybe with a range
+        name = getattr(kind, "name", str(kind)).lower()
+        hint = {"auto": Dim.AUTO, "dynamic": Dim.DYNAMIC, "static": Dim.STATIC}.get(name)
+        if hint is None:
+            raise SpecError(f"{where}: unknown torch.export hint {e!r}")
+        lo, hi = getattr(e, "min", None), getattr(e, "max", None)
+        return hint if (lo, hi) == (None, None) or name == "static" else hint(lo, hi)
+    root = getattr(e, "root", None)
+    if root is not None and callable(getattr(e, "fn", None)):  # derived: fn(root) linear
+        base = _from_torch_export(root, where)
+        at0, at1 = e.fn(0), e.fn(1)
+        if not isinstance(base, Dim) or e.fn(2) != 2 * at1 - at0 or at1 - at0 <= 0:
+            raise SpecError(f"{where}: only linear derived dims (a*d + b) are supported, "
+                            f"got {e!r}")
+        return DerivedDim(base, at1 - at0, at0)
+    name = getattr(e, "__name__", None)
+    if isinstance(name, str):  # a named torch.export Dim: one safetrace Dim per object
+        found = _TORCH_DIMS.get(id(e))
+        if found is None or found.name != name:
+            hi = getattr(e, "max", None)
+            found = Dim(name, min=getattr(e, "min", None),
+                        max=None if hi is None or hi >= 2 ** 62 else hi)
+            _TORCH_DIMS[id(e)] = found
+        return found
+    raise SpecError(f"{where}: {e!r} is not a dim spec")
 
 
 def _static(leaf: Any) -> None:
