@@ -89,12 +89,46 @@ def boolean_dispatch_choice(func: Callable, args: tuple, kwargs: dict) -> tuple[
 _SIGS: dict[Any, Any] = {}
 
 
+_RECIPES: dict[tuple, Any] = {}
+
+
 def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict | None:
     """Bind a Python composite's call by parameter name onto the ATen schema's names.
 
     Returns keyword arguments for the schema, or None when the Python function takes
-    something the ATen op does not (then the caller traces through instead).
+    something the ATen op does not (then the caller traces through instead).  The binding
+    is worked out once per call shape (argument count, keyword names) and replayed.
     """
+    key = (func, packet, len(args), tuple(kwargs))
+    recipe = _RECIPES.get(key)
+    if recipe is not None:
+        out = _replay(recipe, args, kwargs)
+        if out is not _NO:
+            return out
+    found = _bind_slow(func, packet, args, kwargs)
+    if found is None:
+        return None
+    out, recipe = found
+    _RECIPES[key] = recipe
+    return out
+
+
+def _get(src: tuple, args: tuple, kwargs: dict) -> Any:
+    return args[src[1]] if src[0] == "a" else kwargs[src[1]] if src[0] == "k" else src[1]
+
+
+def _replay(recipe: tuple, args: tuple, kwargs: dict) -> Any:
+    fields, drops, nones = recipe
+    for src, default in drops:  # values that were left out because they were defaults
+        if not _same(_get(src, args, kwargs), default):
+            return _NO
+    for src, was_none in nones:
+        if (_get(src, args, kwargs) is None) != was_none:
+            return _NO
+    return {target: _get(src, args, kwargs) for target, src in fields}
+
+
+def _bind_slow(func: Callable, packet: str, args: tuple, kwargs: dict) -> tuple | None:
     sig = _SIGS.get(func)
     if sig is None:
         try:
@@ -115,32 +149,44 @@ def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict
     params = sig.parameters
     defaults = {a.name: a for s in schemas for a in s.args}
     given = bound.arguments
+    positions = {n: i for i, n in enumerate(params)}
     out: dict = {}
+    fields: list = []
+    drops: list = []
+    nones: list = []
     first = True
     for name, p in params.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            if name in given:
+                return None
+            continue
         if name in given:
             value = given[name]
+            src: tuple = ("k", name) if name in kwargs else ("a", positions[name])
         elif p.default is inspect.Parameter.empty:
             continue
         else:
             value = p.default
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            return None
+            src = ("c", value)
         target = name
         if first and name not in names:
             target = "self" if "self" in names else "input" if "input" in names else name
         first = False
         if target not in names:
             if p.default is not inspect.Parameter.empty and _same(value, p.default):
+                drops.append((src, p.default))
                 continue
             return None
         spec = defaults[target]
         if name not in given and spec.has_default and _same(value, spec.default):
             continue  # the Python default is the ATen default: leave it implicit
-        if value is None and spec.has_default and not spec.optional:
-            continue  # None for a list argument with a default (stride=None): use the default
+        if spec.has_default and not spec.optional:
+            nones.append((src, value is None))
+            if value is None:
+                continue  # None for a list argument with a default (stride=None): default
         out[target] = value
-    return out
+        fields.append((target, src))
+    return out, (tuple(fields), tuple(drops), tuple(nones))
 
 
 def _same(a: Any, b: Any) -> bool:
