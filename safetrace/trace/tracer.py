@@ -139,6 +139,11 @@ class Tracer(TorchFunctionMode):
 
     def unwrap(self, v: Any) -> tuple[Any, Any]:
         """(value for the rule, value for the node) of one argument."""
+        t = type(v)
+        if t is Proxy:
+            return v.st_meta, v.st_node
+        if t is int or t is float or t is bool or v is None:
+            return v, v
         if isinstance(v, Proxy):
             return v.st_meta, v.st_node
         if isinstance(v, torch.Tensor):
@@ -180,14 +185,16 @@ class Tracer(TorchFunctionMode):
             out = self.shape_of(op, margs, mkwargs, trace)
         if not self.recording:
             return _unrecorded(out)
-        node = add_node(self.graph, op, tuple(nargs), nkwargs, op._opname)
+        info = _OP_INFO.get(op)
+        if info is None:
+            info = _OP_INFO[op] = (op._opname, op._schema.is_mutable, _returns_self(op))
+        node = add_node(self.graph, op, tuple(nargs), nkwargs, info[0])
         if self.first_op is None:
             self.first_op = node
         node.meta["stack_trace"] = trace
-        schema = op._schema
-        if schema.is_mutable:
+        if info[1]:
             self._note_mutation(op, nargs, nkwargs, node)
-        if _returns_self(op) and args and isinstance(args[0], torch.Tensor):
+        if info[2] and args and isinstance(args[0], torch.Tensor):
             node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]
         result = self.wrap(out, node)
@@ -360,6 +367,7 @@ class _nullcontext:
         return None
 
 
+_OP_INFO: dict[Any, tuple] = {}  # op -> (node name, mutates an input, returns self)
 _RETURN_TYPES: dict[Any, Any] = {}
 
 
