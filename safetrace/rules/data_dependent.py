@@ -142,3 +142,10 @@ def bincount(self: TensorMeta, weights: TensorMeta | None = None,
     dtype = _LONG if weights is None else (weights.dtype if weights.dtype.is_floating_point
                                            else torch.float64)
     return TensorMeta((n,), dtype, self.device)
+
+
+@rule(aten.where.default)
+def where_condition(condition: TensorMeta) -> list:
+    """``torch.where(cond)``: one index tensor per dim, all of the nonzero count."""
+    n = new_size(0, condition.numel(), "torch.where(cond)")
+    return [TensorMeta((n,), _LONG, condition.device) for _ in range(max(condition.ndim, 1))]

@@ -502,6 +502,9 @@ def _composite(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) ->
         named = composites.bind_by_name(target, packet, args, kwargs)
         if named is not None:
             found = resolve(packet, (), named)
+            if found is not None and choice is not None and target is not func and \
+                    len(found[0]._schema.returns) > 1 and packet == func.__name__:
+                found = None  # F.adaptive_max_pool2d without indices: aten returns both
             if found is not None:
                 op, bargs, bkwargs = found
                 return tr.emit(op, bargs, bkwargs)

@@ -132,3 +132,56 @@ def arange_step(x): return torch.arange(0, x.shape[0], 2).float() + torch.linspa
 def triu_mask_attention(x):
     n = x.shape[0]; mask = torch.ones(n, n, dtype=torch.bool).triu(1)
     s = (x @ x.T).masked_fill(mask, float("-inf")); return s.softmax(-1) @ x
+@case((2, 5, 8))
+def rotary(x):
+    b, t, d = x.shape
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    ang = torch.arange(t, device=x.device).float()[:, None] * inv[None, :]
+    cos, sin = ang.cos(), ang.sin()
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+@case((2, 3, 4), (2, 5, 4))
+def kv_cache(q, kv):
+    k = torch.cat([kv, q], dim=1)
+    s = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    return s.softmax(-1) @ k
+@case((5, 4))
+def causal_mask_full(x):
+    n = x.shape[0]
+    m = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+    return ((x @ x.T) + m).softmax(-1)
+@case((3, 4))
+def meshgrid_anchors(x):
+    h, w = x.shape
+    ys, xs = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    return torch.stack([xs, ys], -1).float().sum(-1) + x
+_dw = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, groups=4), nn.BatchNorm2d(4), nn.ReLU6()).eval()
+@case((2, 4, 6, 6))
+def depthwise_se(x):
+    y = _dw(x); s = F.adaptive_avg_pool2d(y, 1).sigmoid(); return y * s
+@case((1, 2, 6, 6))
+def unfold_fold(x): return F.unfold(x, kernel_size=2, stride=2).sum() + x.unfold(2, 2, 2).sum()
+@case((6, 3), (6,))
+def scatter_add_graph(x, w):
+    idx = (w.abs() * 10).long() % 4
+    out = torch.zeros(4, x.shape[1]).index_add(0, idx, x)
+    return out + torch.zeros(4, x.shape[1]).scatter_add(0, idx[:, None].expand_as(x), x)
+@case((2, 3, 4))
+def einsum_heads(x): return torch.einsum("bqd,bkd->bqk", x, x).softmax(-1)
+@case((4, 5))
+def where_single_arg(x):
+    rows, cols = torch.where(x > 0)
+    return rows.float().sum() + cols.shape[0]
+@case((3, 4), (5, 4))
+def cdist_cos(x, y): return torch.cdist(x, y) + F.cosine_similarity(x[:, None], y[None], dim=-1)
+@case((6,))
+def diff_cumsum_bool(x): return torch.diff(x) .sum() + (x > 0).cumsum(0).float()
+@case((2, 3, 8, 8))
+def adaptive_max(x): return F.adaptive_max_pool2d(x, (2, 3)) + F.adaptive_avg_pool2d(x, (2, 3))
+@case((1, 1, 4, 4))
+def grid_sample_(x):
+    theta = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    g = F.affine_grid(theta, list(x.shape), align_corners=False)
+    return F.grid_sample(x, g, align_corners=False)
+@case((6, 4))
+def searchsorted_(x): return torch.searchsorted(torch.tensor([-1.0, 0.0, 1.0]), x).float() + torch.bucketize(x, torch.tensor([0.0])).float()

@@ -33,6 +33,8 @@ SAMPLES = [
     dd(aten.repeat_interleave.self_Tensor, T(4, 2), T(4, dtype=L, high=3), 0),
     dd(aten.repeat_interleave.self_Tensor, T(2, 2), T(4, dtype=L, high=3)),
     dd(aten.bincount.default, T(6, dtype=L, high=5)),
+    dd(aten.where.default, T(3, 4, dtype=B)),
+    dd(aten.where.default, T(5)),
     dd(aten.bincount.default, T(6, dtype=L, high=5), T(6), 9),
 ]
 
