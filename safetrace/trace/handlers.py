@@ -224,13 +224,36 @@ def _constant_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.tensor(data)``: data is Python values, so the result is a constant."""
     from safetrace.trace.tracer import _has_tensor
 
-    if _has_tensor(args) or any(hasattr(a, "expr") for a in _flat(args)):
+    if _has_tensor(args) or any(_is_sym(a) for a in _flat(args)):
         if isinstance(args[0], torch.Tensor):
             return tr.emit(aten.clone.default, (args[0],), {})
-        raise tr.data_read("torch.tensor() of traced values")
+        return _tensor_of_syms(tr, args[0], kwargs)
     t = _real(func, args, kwargs)
     tr.lift(t)
     return t
+
+
+def _is_sym(v: Any) -> bool:
+    return hasattr(v, "env") and not isinstance(v, torch.Tensor)
+
+
+def _tensor_of_syms(tr: Any, data: Any, kwargs: dict) -> Any:
+    """``torch.tensor(n)`` / ``torch.tensor([n, 4])`` of symbolic sizes: computed in the graph."""
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    items = data if isinstance(data, (list, tuple)) else [data]
+    if any(isinstance(v, (list, tuple, torch.Tensor)) for v in items):
+        raise tr.data_read("torch.tensor() of nested traced values")
+    if dtype is None:
+        floaty = any(isinstance(v, float) or hasattr(v, "num") for v in items)
+        dtype = torch.get_default_dtype() if floaty else (
+            torch.bool if all(isinstance(v, bool) or hasattr(v, "expr") and v.expr.is_bool
+                              for v in items) else torch.int64)
+    kw = {"dtype": dtype, "device": torch.device(device) if device is not None else tr.device}
+    scalars = [tr.emit(aten.scalar_tensor.default, (v,), kw) for v in items]
+    if not isinstance(data, (list, tuple)):
+        return scalars[0]
+    return tr.emit(aten.stack.default, (scalars,), {})
 
 
 def _flat(v: Any) -> list:

@@ -185,3 +185,53 @@ def grid_sample_(x):
     return F.grid_sample(x, g, align_corners=False)
 @case((6, 4))
 def searchsorted_(x): return torch.searchsorted(torch.tensor([-1.0, 0.0, 1.0]), x).float() + torch.bucketize(x, torch.tensor([0.0])).float()
+
+@case((4, 6), (4, 6))
+def assert_sizes(x, y):
+    assert x.size(0) == y.size(0), f"mismatch {x.shape} vs {y.shape}"
+    return x + y
+@case((4, 6))
+def torch_size(x):
+    s = torch.Size([x.shape[0], 2, x.shape[1] // 2]); return x.view(s).sum(1)
+@case((4, 6))
+def shape_list(x):
+    shape = list(x.shape); shape[-1] = -1; return x.reshape(*shape[:-1], 2, 3).sum(-1)
+@case((4, 6))
+def print_tensor(x):
+    s = f"{x.shape} {x}"; return x + len(s) * 0
+_enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2).eval()
+@case((2, 5, 8))
+def encoder_padding_mask(x):
+    m = torch.zeros(x.shape[0], x.shape[1], dtype=torch.bool); m[:, -1] = True
+    return _enc(x, src_key_padding_mask=m)
+@case((3, 4))
+def autocast_off(x):
+    with torch.autocast("cpu", enabled=False):
+        return x @ x.T
+@case((4, 6))
+def jit_flags(x):
+    if torch.jit.is_scripting() or torch.jit.is_tracing():
+        return x * 0
+    return x + 1
+_lstm = nn.LSTM(4, 3, batch_first=True)
+@case((2, 5, 4))
+def lstm_hidden(x):
+    h0 = torch.zeros(1, x.shape[0], 3); c0 = torch.zeros(1, x.shape[0], 3)
+    out, (h, c) = _lstm(x, (h0, c0)); return out.sum(1) + h[0] + c[0]
+@case((4, 6))
+def chained_views(x):
+    return x.view(2, 2, 6).transpose(0, 1).contiguous().view(-1, 6)[::2].t().flatten()
+@case((4, 6))
+def cat_mixed_dtype(x): return torch.cat([x, x.long().float(), x.half().float()], 0)
+@case((4, 6))
+def tensor_from_sym(x): return x + torch.tensor(x.shape[0]) * 0 + torch.as_tensor(2.0)
+@case((2, 4))
+def repeat_interleave_int(x): return x.repeat_interleave(2, dim=1) + x.repeat(1, 2)
+@case((3, 4))
+def max_with_other(x): return torch.maximum(x, torch.zeros_like(x)) + torch.max(x, torch.ones_like(x))
+@case((3, 4))
+def clone_detach_ops(x):
+    y = x.detach().clone(); y.requires_grad_(False); return y.sum(dim=1, dtype=torch.float64).float()
+@case((2, 3))
+def complex_ops(x):
+    z = torch.complex(x, x * 2); return torch.view_as_real(z * z).sum(-1) + z.abs()
