@@ -213,11 +213,11 @@ def jit_flags(x):
     if torch.jit.is_scripting() or torch.jit.is_tracing():
         return x * 0
     return x + 1
-_lstm = nn.LSTM(4, 3, batch_first=True)
+_lstm2 = nn.LSTM(4, 3, batch_first=True)
 @case((2, 5, 4))
 def lstm_hidden(x):
     h0 = torch.zeros(1, x.shape[0], 3); c0 = torch.zeros(1, x.shape[0], 3)
-    out, (h, c) = _lstm(x, (h0, c0)); return out.sum(1) + h[0] + c[0]
+    out, (h, c) = _lstm2(x, (h0, c0)); return out.sum(1) + h[0] + c[0]
 @case((4, 6))
 def chained_views(x):
     return x.view(2, 2, 6).transpose(0, 1).contiguous().view(-1, 6)[::2].t().flatten()
