@@ -126,7 +126,10 @@ class CheckBuilder:
     def constant(self, i: int, path: str, value: Any) -> None:
         k = self.const(value)
         p = self.const(path)
-        self.lines.append(f"if type(leaves[{i}]) is not type({k}) or leaves[{i}] != {k}: "
+        same = f"leaves[{i}] == {k}"
+        if isinstance(value, float) and value != value:  # NaN equals only NaN here
+            same = f"leaves[{i}] != leaves[{i}]"
+        self.lines.append(f"if type(leaves[{i}]) is not type({k}) or not ({same}): "
                           f"_fail({p}, 'value', leaves[{i}], {k})")
 
     def _compile(self, n: int) -> Callable[[list], None]:
