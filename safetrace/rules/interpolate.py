@@ -13,6 +13,7 @@ either output_size or scale_factors; a scale gives ``floor(size * scale)``:
 
 from __future__ import annotations
 
+import fractions
 import math
 from typing import Any, Sequence
 
@@ -26,12 +27,22 @@ aten = torch.ops.aten
 
 
 def scaled_size(size: Any, scale: float) -> Any:
-    """floor(size * scale) for an input size and a float scale factor."""
+    """floor(size * scale) for an input size and a float scale factor, as torch computes it
+    (a double product, truncated).
+
+    For a symbolic size the scale is read as the simple fraction it was written as (0.3 is
+    3/10): the double product ``n * 0.3`` rounds to the integer when ``3n/10`` is one, while
+    the exact binary value of 0.3 (just below 3/10) would floor one lower.  A scale with no
+    such fraction specializes the size (a guard) rather than risk a wrong shape.
+    """
     if float(scale).is_integer():
         return size * int(scale)
     if isinstance(size, int):
         return int(size * scale)  # torch: double product, truncated (sizes are >= 0)
-    return math.floor(size * scale)
+    frac = fractions.Fraction(scale).limit_denominator(1 << 16)
+    if abs(float(frac) - scale) <= 4 * math.ulp(scale):
+        return (size * frac.numerator) // frac.denominator
+    return int(int(size) * scale)
 
 
 def upsample(op: str, n: int, input: TensorMeta, output_size: Sequence | None) -> TensorMeta:

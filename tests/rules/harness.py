@@ -122,3 +122,67 @@ def _admits(g: Any, r: Any) -> bool:
         return True
     b = g.env.bounds(g.expr)
     return b.lo <= int(r) <= b.hi
+
+
+# -- symbolic check: the rule on symbolic sizes, evaluated at other sizes -----------------
+
+def symbolic_run(sample: Sample):
+    """Run the rule with every tensor dim a symbol (hint = the sample's size).
+
+    Returns (env, output, dims) where dims maps each symbol to (arg path, dim).
+    """
+    from safetrace.meta.symtypes import torch_env
+    from safetrace.rules import get_rule
+    from safetrace.rules.common import ACTIVE
+    from safetrace.symbolic import make_int
+
+    env = torch_env()
+    dims: dict[str, tuple] = {}
+
+    def symbolize(value: Any, path: tuple) -> Any:
+        if isinstance(value, T):
+            shape = []
+            for d, n in enumerate(value.shape):
+                s = env.new_backed(n, lo=0)
+                dims[s.name] = (path, d)
+                shape.append(make_int(s, env))
+            return TensorMeta(tuple(shape), value.dtype, torch.device("cpu"))
+        if isinstance(value, (list, tuple)):
+            return type(value)(symbolize(v, path + (i,)) for i, v in enumerate(value))
+        return value
+
+    args = symbolize(sample.args, ("args",))
+    kwargs = {k: symbolize(v, ("kw", k)) for k, v in sample.kwargs.items()}
+    saved, ACTIVE.env = ACTIVE.env, env
+    try:
+        out = get_rule(sample.op)(*args, **kwargs)
+    finally:
+        ACTIVE.env = saved
+    return env, out, dims
+
+
+def resized(sample: Sample, sizes: dict) -> Sample:
+    """The sample with tensor dims replaced: sizes maps (path, dim) -> new size."""
+
+    def walk(value: Any, path: tuple) -> Any:
+        if isinstance(value, T):
+            shape = [sizes.get((path, d), n) for d, n in enumerate(value.shape)]
+            return T(*shape, dtype=value.dtype, high=value.high)
+        if isinstance(value, (list, tuple)):
+            return type(value)(walk(v, path + (i,)) for i, v in enumerate(value))
+        return value
+
+    return Sample(sample.op, walk(sample.args, ("args",)),
+                  {k: walk(v, ("kw", k)) for k, v in sample.kwargs.items()}, sample.device)
+
+
+def evaluate(out: Any, binding: dict) -> Any:
+    """(shape, dtype) of a rule's symbolic output under a binding of its symbols."""
+    if isinstance(out, TensorMeta):
+        return (tuple(s if isinstance(s, int) else int(s.expr.evaluate(binding))
+                      for s in out.shape), out.dtype)
+    if isinstance(out, (list, tuple)):
+        return tuple(evaluate(o, binding) for o in out)
+    if hasattr(out, "expr"):
+        return out.expr.evaluate(binding)
+    return out

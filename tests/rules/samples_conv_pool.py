@@ -170,3 +170,13 @@ ERROR_SAMPLES = [
     Sample(aten.pixel_unshuffle.default, (T(2, 8, 3, 6), 2)),
     Sample(aten.pixel_unshuffle.default, (T(2, 8, 4, 5), 2)),
 ]
+
+SAMPLES += [
+    Sample(aten.im2col.default, (T(2, 3, 8, 7), [3, 1], [1, 1], [1, 0], [1, 1])),
+    Sample(aten.im2col.default, (T(3, 9, 9), [2, 2], [2, 1], [0, 1], [2, 3])),
+    Sample(aten.im2col.default, (T(0, 3, 5, 5), [2, 2], [1, 1], [0, 0], [1, 1])),
+]
+ERROR_SAMPLES += [
+    Sample(aten.im2col.default, (T(2, 3, 2, 2), [3, 3], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.im2col.default, (T(2, 3), [1, 1], [1, 1], [0, 0], [1, 1])),
+]

@@ -355,3 +355,10 @@ ERROR_SAMPLES += [
     Sample(aten.fill_.Tensor, (T(3), T(1))),
     Sample(aten.fill_.Scalar, (T(3), 1j), device="cpu"),
 ]
+
+SAMPLES += [
+    Sample(aten.square.default, (T(2, 3),)),
+    Sample(aten.square.default, (T(4, dtype=b),)),
+    Sample(aten.square.default, (T(4, dtype=i32),)),
+    Sample(aten.square.default, (T(0, dtype=c64),)),
+]

@@ -247,3 +247,10 @@ ERROR_SAMPLES += [
     Sample(aten.median.default, (T(3, dtype=c64),), device="cpu"),
     Sample(aten.mode.default, (T(0, 3), 0), device="cpu"),
 ]
+
+SAMPLES += [
+    Sample(aten.histc.default, (T(24),), device="cpu"),
+    Sample(aten.histc.default, (T(6, 4),), {"bins": 4, "min": 0, "max": 3}, device="cpu"),
+    Sample(aten.histc.default, (T(0, dtype=f64), 7), device="cpu"),
+]
+ERROR_SAMPLES += [Sample(aten.histc.default, (T(4, dtype=i64),), device="cpu")]

@@ -223,3 +223,20 @@ ERROR_SAMPLES = [
     S(aten.tensor_split.sections, (T(), 2)),
     S(aten.tensor_split.indices, (T(), [1])),
 ]
+
+SAMPLES += [
+    S(aten.broadcast_to.default, (T(3, 1), [2, 3, 4])),
+    S(aten.broadcast_to.default, (T(3, 1), [-1, 5])),
+    S(aten.broadcast_to.default, (T(), [0, 2])),
+    S(aten.reshape_as.default, (T(2, 6), T(3, 4))),
+    S(aten.reshape_as.default, (T(0, 6), T(3, 0))),
+    S(aten.repeat_interleave.self_int, (T(2, 3), 2)),
+    S(aten.repeat_interleave.self_int, (T(2, 3), 3, 1)),
+    S(aten.repeat_interleave.self_int, (T(2, 3), 0, -2)),
+    S(aten.repeat_interleave.self_int, (T(), 4)),
+    S(aten.repeat_interleave.self_int, (T(4), 2, 0), {"output_size": 8}),
+]
+ERROR_SAMPLES += [
+    S(aten.repeat_interleave.self_int, (T(2, 3), -1), device="cpu"),
+    S(aten.broadcast_to.default, (T(3, 2), [3, 4])),
+]
