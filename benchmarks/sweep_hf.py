@@ -163,7 +163,7 @@ def funnel():
     torch.manual_seed(0)
     cfg = _cfg("FunnelConfig", vocab_size=V, block_sizes=[1, 1], d_model=32, n_head=4,
                d_head=8, d_inner=64, num_decoder_layers=1)
-    return text(_tf().FunnelModel(cfg))
+    return text(_tf().FunnelModel(cfg), static_seq=True)  # list(range(seq_len)) in the model
 
 
 def mpnet():

@@ -98,7 +98,7 @@ class _Exporter:
             report.stopped(exc)
             return None
         problems = self.dyn.violations()
-        if problems and tracer.specialized_by_op:
+        if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
         if problems:
             names = pytree._positional_names(self.fn, len(args))

@@ -499,3 +499,27 @@ def pixel_unshuffle(self: TensorMeta, downscale_factor: int) -> TensorMeta:
                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
     return self.like(self.shape[:-3] + (c * r * r, h // r, w // r))
 
+
+
+# -- im2col / col2im (F.unfold / F.fold) ------------------------------------------------
+
+@rule(aten.im2col.default)
+def im2col(self: TensorMeta, kernel_size: Any, dilation: Any, padding: Any,
+           stride: Any) -> TensorMeta:
+    """(N, C, H, W) -> (N, C*kh*kw, L): L sliding blocks of the padded input."""
+    op = "aten.im2col"
+    k, d = expand_param(op, kernel_size, 2, "kernel_size"), expand_param(op, dilation, 2, "dilation")
+    p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
+    check(all(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(all(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
+    check(all(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
+    check(all(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
+    check(self.ndim in (3, 4), op, "Expected 3D or 4D (batch mode) tensor with possibly 0 "
+          "batch size and other non-zero dimensions for input")
+    c, h, w = self.shape[-3:]
+    check(c != 0 and h != 0 and w != 0, op, "Expected 3D or 4D (batch mode) tensor with "
+          "possibly 0 batch size and other non-zero dimensions for input")
+    oh, ow = conv_out(h, k[0], s[0], p[0], d[0]), conv_out(w, k[1], s[1], p[1], d[1])
+    check(oh >= 1 and ow >= 1, op, "Given input with spatial size, the calculated shape of "
+          "the array of sliding blocks must be at least one")
+    return self.like(shape=self.shape[:-3] + (c * k[0] * k[1], oh * ow))

@@ -183,6 +183,12 @@ for _name, (_kind, _rejected) in UNARY.items():
     register(_name, ("default",), unary(_name, _kind, _rejected))
 
 
+@rule(aten.square.default)
+def square(self: TensorMeta) -> TensorMeta:
+    """square = pow(x, 2): same shape; bool gives int64."""
+    return self.like(dtype=torch.int64 if self.dtype is torch.bool else self.dtype)
+
+
 @rule(aten.gelu.default)
 def gelu(self: TensorMeta, *, approximate: str = "none") -> TensorMeta:
     """gelu: same shape and dtype; floating inputs only."""

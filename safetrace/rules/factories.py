@@ -175,10 +175,15 @@ def arange_start_step(start: Any, end: Any, step: Any = 1, *,
     check(step != 0, "arange", "step must be nonzero")
     if not integral:
         for x in (start, end):
-            check(math.isfinite(x), "arange", f"unsupported range: {start} -> {end}")
+            if not _is_integral(x):  # an int (symbolic or not) is finite: ask nothing
+                check(math.isfinite(x), "arange", f"unsupported range: {start} -> {end}")
     check((step > 0 and start <= end) or (step < 0 and start >= end), "arange",
           "upper bound and lower bound inconsistent with step sign")
-    if integral:
+    int_bounds = _is_integral(start) and _is_integral(end)
+    if int_bounds and isinstance(step, float) and step.is_integer():
+        step_i = int(step)  # arange(-n, n, 1.0): exact integer length, no float of a size
+        length = -((start - end) // step_i)
+    elif integral:
         length = -((start - end) // step)  # ceil division, exact on ints and symbolic ints
     else:
         length = math.ceil((end - start) / step)

@@ -13,7 +13,7 @@ import torch
 from safetrace.errors import DataDependentError
 from safetrace.rules.common import new_size
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, normalize_dim
+from safetrace.rules.common import _broadcast_symbolic, broadcast_shapes, check, normalize_dim
 from safetrace.rules.registry import rule
 from safetrace.rules.views import replace_dim, slice_length
 
@@ -92,6 +92,9 @@ def _broadcast_index_shapes(shapes: list[tuple], op: str) -> tuple:
                 out[i] = size  # a literal 1 broadcasts to anything: no question on `size`
             elif isinstance(size, int) and size == 1:
                 continue
+            elif not (isinstance(cur, int) and isinstance(size, int)):
+                # symbolic: unify sizes equal on the example, no needless `size == 1` guard
+                out[i] = _broadcast_symbolic(cur, size, i, op)
             elif size == 1:
                 continue
             elif cur == 1:

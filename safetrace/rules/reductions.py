@@ -425,3 +425,12 @@ def kthvalue(self: TensorMeta, k: Any, dim: int = -1, keepdim: bool = False) -> 
     real_only("kthvalue", self.dtype)
     shape = reduce_shape(self, [d], keepdim)
     return self.like(shape=shape), self.like(shape=shape, dtype=_LONG)
+
+
+@rule(aten.histc.default)
+def histc(self: TensorMeta, bins: int = 100, min: Any = 0, max: Any = 0) -> TensorMeta:
+    """A histogram of `bins` counts, in the input's (floating) dtype."""
+    check(bins > 0, "histc", f"torch.histc(): bins must be > 0, but got {bins} for dim 0")
+    check(self.dtype.is_floating_point, "histc",
+          f"torch.histc: input tensor of dtype {self.dtype} is not floating point")
+    return TensorMeta((bins,), self.dtype, self.device)

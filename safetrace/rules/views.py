@@ -140,6 +140,12 @@ def view_rule(self: TensorMeta, size: Sequence[Size]) -> TensorMeta:
     return self.like(shape=infer_size(size, self.numel(), "view", factors=self.shape))
 
 
+@rule(aten.reshape_as.default)
+def reshape_as(self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    """reshape to `other`'s shape."""
+    return view_rule(self, other.shape)
+
+
 @rule(aten.view.dtype)
 def view_dtype(self: TensorMeta, dtype: torch.dtype) -> TensorMeta:
     """Reinterpret the bytes: the last dim scales by the ratio of element sizes."""
@@ -325,6 +331,12 @@ def expand(self: TensorMeta, size: Sequence[Size], *, implicit: bool = False) ->
     return self.like(shape=expand_shape(self.shape, size))
 
 
+@rule(aten.broadcast_to.default)
+def broadcast_to(self: TensorMeta, size: Sequence[Size]) -> TensorMeta:
+    """expand under another name: size-1 dims stretched, -1 keeps a dim."""
+    return self.like(shape=expand_shape(self.shape, size, "broadcast_to"))
+
+
 @rule(aten.expand_as.default)
 def expand_as(self: TensorMeta, other: TensorMeta) -> TensorMeta:
     """Expanded to `other`'s shape."""
@@ -341,6 +353,21 @@ def repeat(self: TensorMeta, repeats: Sequence[Size]) -> TensorMeta:
         check(r >= 0, "repeat", f"Repeats cannot be negative, found {r} at index {i}")
     shape = (1,) * (len(repeats) - self.ndim) + self.shape
     return self.like(shape=tuple(s * r for s, r in zip(shape, repeats)))
+
+
+@rule(aten.repeat_interleave.self_int)
+def repeat_interleave_int(self: TensorMeta, repeats: Size, dim: int | None = None, *,
+                          output_size: Any = None) -> TensorMeta:
+    """Each element (or slice along `dim`) repeated `repeats` times; no dim flattens."""
+    check(repeats >= 0, "repeat_interleave", "repeats can not be negative")
+    d = None if dim is None else normalize_dim(dim, self.ndim, "repeat_interleave")
+    n = (self.numel() if d is None else self.shape[d]) * repeats
+    if output_size is not None:
+        check(output_size == n, "repeat_interleave",
+              f"repeat_interleave: Invalid output_size, expected {n} but got {output_size}")
+    if d is None:
+        return self.like(shape=(n,))
+    return self.like(shape=self.shape[:d] + (n,) + self.shape[d + 1:])
 
 
 @rule(aten.tile.default)

@@ -138,3 +138,9 @@ ERROR_SAMPLES: list[Sample] = [
     Sample(aten.triu.default, (T(),)),
     Sample(aten.tril_.default, (T(3),)),
 ]
+
+SAMPLES += [
+    Sample(aten.arange.start_step, (-24, 24, 1.0), {"dtype": torch.int64}),
+    Sample(aten.arange.start_step, (-5, 8, 2.0)),
+    Sample(aten.arange.start_step, (3, -4, -1.0)),
+]

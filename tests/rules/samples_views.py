@@ -240,3 +240,4 @@ ERROR_SAMPLES += [
     S(aten.repeat_interleave.self_int, (T(2, 3), -1), device="cpu"),
     S(aten.broadcast_to.default, (T(3, 2), [3, 4])),
 ]
+ERROR_SAMPLES += [S(aten.repeat_interleave.self_int, (T(5), 2, 0), {"output_size": 8})]

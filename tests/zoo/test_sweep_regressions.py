@@ -1,0 +1,110 @@
+"""Patterns found by the transformers breadth sweep (benchmarks/sweep_hf.py), reproduced
+by small hand-written modules: no transformers needed."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+from safetrace import Dim
+from tests.helpers import matches_eager, rejects
+
+
+def _dims():
+    return Dim("b", min=1, max=64), Dim("t", min=2, max=64)
+
+
+def _export(fn, args, spec):
+    rep = st.explain(fn, args, dynamic_shapes=spec)
+    assert rep.ok, str(rep)
+    assert not rep.guards, rep.guards
+    ep = st.export(fn, args, dynamic_shapes=spec)
+    return ep
+
+
+def test_index_pairs_arange_with_argmax_without_size_one_guard():
+    # CLIP text pooler: h[arange(b), ids.argmax(-1)] must also work for b == 1
+    def f(h, ids):
+        return h[torch.arange(h.shape[0]), ids.to(torch.int).argmax(dim=-1)]
+
+    b, t = _dims()
+    ep = _export(f, (torch.randn(2, 5, 4), torch.randint(0, 9, (2, 5))),
+                 {"h": {0: b, 1: t}, "ids": {0: b, 1: t}})
+    for bb, tt in [(1, 3), (4, 2), (7, 9)]:
+        matches_eager(ep, f, (torch.randn(bb, tt, 4), torch.randint(0, 9, (bb, tt))))
+    rejects(ep, (torch.randn(2, 5, 4), torch.randint(0, 9, (3, 5))))
+
+
+def test_function_form_dtype_queries_are_metadata():
+    # F.multi_head_attention_forward (WavLM) calls torch.is_floating_point(mask)
+    def f(x):
+        y = x * 2 if torch.is_floating_point(x) else x
+        return y + torch.numel(x) if not torch.is_complex(x) else y
+
+    b, t = _dims()
+    ep = _export(f, (torch.randn(2, 5),), {"x": {0: b, 1: t}})
+    assert all("is_floating_point" not in str(n.target) for n in ep.graph.nodes)
+    for s in [(1, 2), (3, 7)]:
+        matches_eager(ep, f, (torch.randn(*s),))
+
+
+def test_arange_with_integral_float_step_stays_symbolic():
+    # Funnel: torch.arange(-seq_len * 2, seq_len * 2, 1.0, dtype=torch.int64)
+    def f(x):
+        n = x.shape[1]
+        return torch.arange(-n * 2, n * 2, 1.0, dtype=torch.int64).sum() + x.sum(), \
+            torch.arange(0, n, 2.0)
+
+    b, t = _dims()
+    ep = _export(f, (torch.randn(2, 5),), {"x": {0: b, 1: t}})
+    for s in [(1, 2), (3, 7), (2, 64)]:
+        matches_eager(ep, f, (torch.randn(*s),))
+
+
+def test_rules_added_for_the_sweep_keep_dims_dynamic():
+    # GPT-J/CodeGen/Cohere rotary (repeat_interleave int), Persimmon (square), RoFormer
+    # (reshape_as), WavLM (broadcast_to), ConvBERT (F.unfold = im2col)
+    def f(x):
+        r = torch.repeat_interleave(x, 2, dim=-1)                       # (b, t, 8)
+        s = torch.square(x).reshape_as(x.transpose(0, 1).contiguous())  # (t, b, 4)
+        m = x[:, None].broadcast_to(x.shape[0], 3, x.shape[1], 4)       # (b, 3, t, 4)
+        u = F.unfold(x.transpose(1, 2)[..., None], [3, 1], padding=[1, 0])   # (b, 12, t)
+        return r.sum(-1) + s.sum(-1).t() + m.sum((1, 3)) + u.sum(1)
+
+    b, t = _dims()
+    ep = _export(f, (torch.randn(2, 5, 4),), {"x": {0: b, 1: t}})
+    for s in [(1, 2, 4), (3, 7, 4)]:
+        matches_eager(ep, f, (torch.randn(*s),))
+
+
+def test_histc_counts_tokens_per_expert_for_any_token_count():
+    # Mixtral / Qwen2-MoE: torch.histc(routing.float(), bins=E, min=0, max=E - 1)
+    def f(x):
+        top = x.argmax(-1).reshape(-1).float()
+        return torch.histc(top, bins=4, min=0, max=3)
+
+    b, t = _dims()
+    ep = _export(f, (torch.randn(2, 5, 4),), {"x": {0: b, 1: t}})
+    for s in [(1, 2, 4), (3, 7, 4)]:
+        matches_eager(ep, f, (torch.randn(*s),))
+
+
+def test_ruleless_op_pinning_a_product_of_named_dims_is_an_error():
+    # Mixtral before histc had a rule: histc(x.reshape(-1)) pinned b*t == 24 silently,
+    # so the program rejected every other (b, t) that the named Dims declare valid
+    import pytest
+    from safetrace.rules.registry import get_rule
+
+    op = torch.ops.aten.logcumsumexp.default
+    if get_rule(op) is not None:
+        pytest.skip("logcumsumexp has a rule now: pick another rule-less op")
+
+    def f(x):
+        return torch.logcumsumexp(x.reshape(-1), 0)
+
+    b, t = _dims()
+    with pytest.raises(st.UnsupportedOpError, match="logcumsumexp"):
+        st.export(f, (torch.randn(2, 5),), dynamic_shapes={"x": {0: b, 1: t}})
+    ep = st.export(f, (torch.randn(2, 5),), dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim.AUTO}})
+    matches_eager(ep, f, (torch.randn(2, 5),))
