@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from safetrace.trace.proxy import Proxy, annotation, current
+from safetrace.trace.source import location
 
 
 def value_annotation(val: Any) -> str:
@@ -53,20 +54,6 @@ def format_arg(a: Any) -> str:
     if isinstance(a, torch.device):
         return f"device(type='{a.type}'" + (f", index={a.index})" if a.index is not None else ")")
     return repr(a)
-
-
-def location(stack_trace: str) -> str:
-    """``File: path:line in fn, code: text`` from a stack_trace."""
-    if not stack_trace:
-        return ""
-    head, _, code = stack_trace.partition("\n")
-    try:
-        path = head.split('"')[1]
-        line = head.split("line ")[1].split(",")[0]
-        fn = head.split(" in ")[-1]
-    except IndexError:
-        return head
-    return f"File: {path}:{line} in {fn}, code: {code.strip()}"
 
 
 def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:

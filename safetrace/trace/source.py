@@ -39,32 +39,42 @@ def stack_trace(depth: int = 2) -> str:
     text = _CACHE.get(key)
     if text is None:
         code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-        text = f'File "{f.f_code.co_filename}", line {f.f_lineno}, in {f.f_code.co_name}\n    {code}'
+        name = f.f_code.co_filename
+        text = f'File "{name}", line {f.f_lineno}, in {f.f_code.co_name}\n    {code}'
         _CACHE[key] = text
     return text
 
 
-def short(trace: str) -> str:
-    """``model.py:12 `return x + y``` from a stack_trace string."""
-    if not trace:
-        return "<unknown location>"
+def parse(trace: object) -> tuple[str, str, str, str] | None:
+    """(path, line, function, code) of a stack_trace string, or None."""
+    if not isinstance(trace, str) or not trace:
+        return None
     head, _, code = trace.partition("\n")
     try:
         path = head.split('"')[1]
         line = head.split("line ")[1].split(",")[0]
     except IndexError:
-        return trace
-    return f"{os.path.basename(path)}:{line} `{code.strip()}`"
+        return None
+    return path, line, head.split(" in ")[-1], code.strip()
+
+
+def short(trace: str) -> str:
+    """``model.py:12 `return x + y``` from a stack_trace string."""
+    p = parse(trace)
+    if p is None:
+        return trace or "<unknown location>"
+    return f"{os.path.basename(p[0])}:{p[1]} `{p[3]}`"
 
 
 def from_text(trace: object) -> str:
     """`` (from `y @ z` at model.py:12)`` for a stack_trace string ('' when unknown)."""
-    if not isinstance(trace, str) or not trace:
-        return ""
-    head, _, code = trace.partition("\n")
-    try:
-        path = head.split('"')[1]
-        line = head.split("line ")[1].split(",")[0]
-    except IndexError:
-        return ""
-    return f" (from `{code.strip()}` at {os.path.basename(path)}:{line})"
+    p = parse(trace)
+    return "" if p is None else f" (from `{p[3]}` at {os.path.basename(p[0])}:{p[1]})"
+
+
+def location(trace: str) -> str:
+    """``File: path:line in fn, code: text`` (the grouping comment of printed graphs)."""
+    p = parse(trace)
+    if p is None:
+        return trace.partition("\n")[0] if trace else ""
+    return f"File: {p[0]}:{p[1]} in {p[2]}, code: {p[3]}"
