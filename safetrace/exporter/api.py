@@ -17,7 +17,7 @@ from safetrace.exporter.spec import match_spec
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
-from safetrace.symbolic import DataDependentQuestion, Env
+from safetrace.symbolic import DataDependentQuestion
 from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.proxy import Proxy
@@ -109,7 +109,7 @@ class _Exporter:
             raise_violations(problems, suggestion)
         out_leaves, out_spec = pytree.tree_flatten(out)
         outputs = self._outputs(tracer, guard, out_leaves)
-        for name, t in tracer.constants.items():
+        for name in tracer.constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
@@ -233,7 +233,7 @@ class _Exporter:
         specs: list[OutputSpec] = []
         nodes: list = []
         # Buffers written in place, then buffers reassigned in forward (`self.b = self.b + 1`).
-        for base, writer in tracer.mutated.items():
+        for base in tracer.mutated:
             if base.meta.get("kind") == "buffer":
                 nodes.append(base)
                 specs.append(OutputSpec("buffer_mutation", base.meta["target"]))

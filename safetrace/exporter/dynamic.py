@@ -297,7 +297,7 @@ class DynamicDims:
             return repr(fixed)
 
         rendered = []
-        for (path, value), entries in zip(leaves, specs):
+        for (path, _), entries in zip(leaves, specs):
             if entries is None:
                 rendered.append(_Raw("None"))
             else:

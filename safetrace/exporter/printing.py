@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
@@ -82,7 +81,3 @@ def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:
              f"    def forward(self, {', '.join(params)}):"]
     lines += [f"        {b}" if b else "" for b in body]
     return "\n".join(lines) + "\n"
-
-
-def short_path(path: str) -> str:
-    return os.path.basename(path)

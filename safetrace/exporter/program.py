@@ -111,7 +111,7 @@ class ExportedProgram:
         """The input space in words: shapes with symbols, ranges, relations, checks."""
         b = CheckBuilder()
         lines = []
-        for i, leaf in enumerate(self.contract.leaves):
+        for leaf in self.contract.leaves:
             if leaf[1] == "const":
                 lines.append(f"  {leaf[0]} == {leaf[2]!r} (specialized)")
                 continue
