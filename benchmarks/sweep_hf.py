@@ -168,7 +168,8 @@ def funnel():
 
 def mpnet():
     torch.manual_seed(0)
-    cfg = _cfg("MPNetConfig", **BERTISH, relative_attention_num_buckets=8)
+    cfg = _cfg("MPNetConfig", **{**BERTISH, "max_position_embeddings": 128},
+               relative_attention_num_buckets=8)
     return text(_tf().MPNetModel(cfg))
 
 
@@ -392,7 +393,7 @@ def _vit(cfg_cls, model_cls, dyn_hw=False, **kw):
 def dinov2():
     torch.manual_seed(0)
     cfg = _cfg("Dinov2Config", **VIT)
-    return image(_tf().Dinov2Model(cfg), mult=8, others_hw=((48, 40), (64, 64)))
+    return image(_tf().Dinov2Model(cfg), mult=8, hw=(40, 48), others_hw=((48, 40), (64, 64)))
 
 
 def swin():
@@ -446,7 +447,7 @@ def mobilenet_v1():
 def efficientnet():
     torch.manual_seed(0)
     cfg = _cfg("EfficientNetConfig", width_coefficient=0.25, depth_coefficient=0.25,
-               image_size=64, hidden_dim=64)
+               image_size=64, hidden_dim=320)
     return image(_tf().EfficientNetModel(cfg), hw=(64, 64), others_hw=((96, 80), (128, 64)),
                  hw_min=32)
 
@@ -476,7 +477,7 @@ def mobilevit():
 
 def bit():
     torch.manual_seed(0)
-    cfg = _cfg("BitConfig", embedding_size=8, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1])
+    cfg = _cfg("BitConfig", embedding_size=32, hidden_sizes=[32, 32, 64, 64], depths=[1, 1, 1, 1])
     return image(_tf().BitModel(cfg), hw=(64, 64), others_hw=((96, 80), (128, 64)), hw_min=32)
 
 
@@ -542,8 +543,6 @@ ENTRIES = {
     "data2vec_text": _enc("Data2VecTextConfig", "Data2VecTextModel"),
     "xlm_roberta_xl": _enc("XLMRobertaXLConfig", "XLMRobertaXLModel"),
     "esm": esm,
-    "nystromformer": _enc("NystromformerConfig", "NystromformerModel", num_landmarks=4,
-                          segment_means_seq_len=12),
     # decoders
     "gpt_neo": gpt_neo,
     "gpt_neox": _dec("GPTNeoXConfig", "GPTNeoXForCausalLM", kv=False, rotary_pct=0.5),
@@ -610,7 +609,6 @@ ENTRIES = {
     "poolformer": poolformer,
     "mobilevit": mobilevit,
     "bit": bit,
-    "cvt": cvt,
     # audio
     "wav2vec2": _w2v("Wav2Vec2Config", "Wav2Vec2Model"),
     "hubert": _w2v("HubertConfig", "HubertModel"),

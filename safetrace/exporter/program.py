@@ -149,6 +149,17 @@ class ExportedProgram:
             self._arity = arity
         return self._arity
 
+    def _ordered(self, kwargs: dict | None) -> dict:
+        """Keyword arguments in the order they were exported with (order is not meaning)."""
+        kwargs = dict(kwargs or {})
+        try:
+            order = list(_children(self.in_spec)[1].context)
+        except (AttributeError, IndexError, TypeError):
+            return kwargs
+        if set(order) == set(kwargs) and list(kwargs) != order:
+            return {k: kwargs[k] for k in order}
+        return kwargs
+
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
         """Validate a call's inputs against the contract; return the flattened leaves."""
         arity = self._flat_arity()
@@ -162,7 +173,7 @@ class ExportedProgram:
             if any(type(v) in _CONTAINERS for v in leaves):
                 leaves = None
         if leaves is None:
-            leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs or {})))
+            leaves, spec = pytree.tree_flatten((tuple(args), self._ordered(kwargs)))
         else:
             spec = self.in_spec
         if spec != self.in_spec:

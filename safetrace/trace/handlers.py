@@ -59,10 +59,15 @@ def _device(tr: Any, x: Proxy) -> torch.device:
     return x.st_meta.device
 
 
+_INDEX = "using a tensor as an index (__index__)"
+
+
 def _data_read(what: str):
     def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(args[0], Proxy):
             return _real(func, args, kwargs)
+        if args[0].st_value is not None and what in ("int()", _INDEX):
+            return args[0].st_value  # torch.tensor(n) of a size: its value is known
         raise tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
 
     return handler
@@ -129,7 +134,7 @@ HANDLERS: dict[Any, Any] = {
     T.__bool__: _data_read("bool()"),
     T.__int__: _data_read("int()"),
     T.__float__: _data_read("float()"),
-    T.__index__: _data_read("using a tensor as an index (__index__)"),
+    T.__index__: _data_read(_INDEX),
     T.__complex__: _data_read("complex()"),
 
     T.numpy: _data_read(".numpy()"),
@@ -153,6 +158,8 @@ def _setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 def _item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(args[0], Proxy):
         return _real(func, args, kwargs)
+    if args[0].st_value is not None:
+        return args[0].st_value
     return tr.emit(aten.item.default, (args[0],), {})
 
 

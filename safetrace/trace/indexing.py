@@ -60,7 +60,7 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
         elif _is_int(item):
             x = tr.emit(aten.select.int, (x, d, item), {})
         elif isinstance(item, slice):
-            start, stop, step = item.start, item.stop, item.step
+            start, stop, step = (_bound(tr, v) for v in (item.start, item.stop, item.step))
             if step is not None and not (_is_int(step)):
                 raise OpShapeError(f"slice step must be an int, got {step!r}")
             if not (start is None and stop is None and (step is None or step == 1)):
@@ -119,3 +119,14 @@ def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
         value = tr.emit(aten.full.default, ([], value), {"dtype": dtype, "device": tr.device})
     tr.emit(aten.index_put_.default, (view, adv, value), {})
     return None
+
+
+def _bound(tr: Any, v: Any) -> Any:
+    """A slice bound; a 0-d tensor bound is used through ``__index__`` as eager does."""
+    from safetrace.trace.proxy import Proxy
+
+    if isinstance(v, Proxy):
+        if v.st_value is not None:
+            return v.st_value  # torch.tensor(n) of a size: its value is known
+        raise tr.data_read(f"a tensor as a slice bound ({v.st_meta.shape})")
+    return v

@@ -198,6 +198,8 @@ class Tracer(TorchFunctionMode):
             node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]
         result = self.wrap(out, node)
+        if op in _VALUE_OPS and isinstance(result, Proxy):
+            result.st_value = _scalar_value(op, args, kwargs, result)
         if self.env is not None and len(self.env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         return result
@@ -484,6 +486,17 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
     if composites.through(func) is not None:
         return _composite(tr, func, packet, args, kwargs)
     found = resolve(packet, args, kwargs)
+    if found is None and args and not _has_tensor(args) and hasattr(args[0], "expr"):
+        # torch.div(n, 4, rounding_mode="trunc") on a size: eager wraps n in a 0-d tensor
+        from safetrace.trace.handlers import _tensor_of_syms
+
+        args = (_tensor_of_syms(tr, args[0], {}),) + tuple(args[1:])
+        found = resolve(packet, args, kwargs)
+    if found is None and _has_valued(args[1:]):
+        # x.view(b, torch.div(n, 2, rounding_mode="trunc")): eager reads a 0-d size tensor
+        # through __index__; its value is known
+        args = (args[0],) + tuple(_values(a) for a in args[1:])
+        found = resolve(packet, args, kwargs)
     if found is None:
         if not _has_tensor(args) and not _has_tensor(list(kwargs.values())) and not hasattr(
                 torch.ops.aten, packet):
@@ -546,3 +559,74 @@ def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> Unsupport
 
 
 from safetrace.trace.handlers import HANDLERS, SPECIAL_OPS  # noqa: E402  (needs Tracer)
+
+
+# -- 0-d integer tensors whose value is a known (symbolic) size ------------------------------
+# torch.tensor(n) / torch.div(n, 4, rounding_mode="trunc") on sizes, and integer arithmetic
+# on them, carry their value so that using them as a size or an index (``__index__``,
+# ``int()``, ``.item()``, slice bounds) gives that value instead of reading tensor data.
+_A = torch.ops.aten
+_VALUE_OPS = {
+    _A.scalar_tensor.default: lambda a: a[0],
+    _A.add.Tensor: lambda a: a[0] + a[1], _A.add.Scalar: lambda a: a[0] + a[1],
+    _A.sub.Tensor: lambda a: a[0] - a[1], _A.sub.Scalar: lambda a: a[0] - a[1],
+    _A.rsub.Tensor: lambda a: a[1] - a[0], _A.rsub.Scalar: lambda a: a[1] - a[0],
+    _A.mul.Tensor: lambda a: a[0] * a[1], _A.mul.Scalar: lambda a: a[0] * a[1],
+    _A.neg.default: lambda a: -a[0],
+    _A.floor_divide.default: lambda a: _floordiv(a[0], a[1]),
+    _A.floor_divide.Scalar: lambda a: _floordiv(a[0], a[1]),
+    _A.clone.default: lambda a: a[0],
+    _A.to.dtype: lambda a: a[0], _A._to_copy.default: lambda a: a[0],
+}
+_MODE_OPS = (_A.div.Tensor_mode, _A.div.Scalar_mode)
+for _op in _MODE_OPS:
+    _VALUE_OPS[_op] = None
+
+
+def _has_valued(v: Any) -> bool:
+    if isinstance(v, Proxy):
+        return v.st_value is not None
+    return isinstance(v, (list, tuple)) and any(_has_valued(x) for x in v)
+
+
+def _values(v: Any) -> Any:
+    if isinstance(v, Proxy) and v.st_value is not None:
+        return v.st_value
+    if isinstance(v, (list, tuple)):
+        return type(v)(_values(x) for x in v)
+    return v
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    if isinstance(b, int) and b > 0:
+        return a // b
+    return None
+
+
+def _scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy) -> Any:
+    meta = result.st_meta
+    if meta.shape != () or meta.dtype.is_floating_point or meta.dtype.is_complex or \
+            meta.dtype is torch.bool:
+        return None
+    if kwargs.get("alpha", 1) != 1:
+        return None
+    vals = []
+    for a in args:
+        if isinstance(a, Proxy):
+            if a.st_value is None:
+                return None
+            vals.append(a.st_value)
+        elif isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "expr")):
+            if op in (_A.to.dtype,) and isinstance(a, torch.dtype):
+                continue
+            return None
+        else:
+            vals.append(a)
+    if op in _MODE_OPS:
+        mode = kwargs.get("rounding_mode")
+        if mode == "floor" or (mode == "trunc" and vals[0] >= 0):
+            return _floordiv(vals[0], vals[1])
+        return None
+    if not vals:
+        return None
+    return _VALUE_OPS[op](vals)
