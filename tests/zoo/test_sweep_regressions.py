@@ -108,3 +108,33 @@ def test_ruleless_op_pinning_a_product_of_named_dims_is_an_error():
         st.export(f, (torch.randn(2, 5),), dynamic_shapes={"x": {0: b, 1: t}})
     ep = st.export(f, (torch.randn(2, 5),), dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim.AUTO}})
     matches_eager(ep, f, (torch.randn(2, 5),))
+
+
+def test_size_tensors_used_as_sizes_and_slice_bounds():
+    # Longformer: x.view(b, torch.div(n, 2w, rounding_mode="trunc"), ...), chunks_count + 1;
+    # DeBERTa: att_span = torch.tensor(min(n, k)); rel[k - att_span : k + att_span]
+    def f(x, rel):
+        n = x.shape[1]
+        span = torch.tensor(min(n, 16))
+        e = rel[16 - span: 16 + span, :]
+        c = torch.div(n, 2, rounding_mode="trunc") - 1
+        y = x.view(x.shape[0], torch.div(n, 2, rounding_mode="trunc"), 2)
+        z = y.new_zeros((x.shape[0], c + 1, 3))
+        return e.sum(0), y.sum(-1) + z.sum(-1), torch.arange(n) + span * 2 - 1
+
+    b, t = Dim("b", min=1, max=64), Dim("t", min=1, max=8)
+    rel = torch.randn(32, 4)
+    ep = st.export(f, (torch.randn(2, 12), rel), dynamic_shapes={"x": {0: b, 1: 2 * t}, "rel": None})
+    for s in [(1, 2), (3, 16), (2, 10)]:
+        matches_eager(ep, f, (torch.randn(*s), rel))
+    rejects(ep, (torch.randn(2, 18), rel))
+
+
+def test_tensor_of_data_as_slice_bound_is_a_data_dependent_error():
+    import pytest
+
+    def f(x, k):
+        return x[: k.sum()]
+
+    with pytest.raises(st.DataDependentError):
+        st.export(f, (torch.randn(5), torch.tensor([1, 2])))
