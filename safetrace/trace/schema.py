@@ -109,7 +109,8 @@ def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:
         return spec.optional or spec.kind in ("Tensor",) and False
     k = spec.kind
     if k == "Tensor":
-        return _is_tensor(v) or (loose and _is_number(v))
+        # a number may stand for a Tensor (aten wraps it), not for a Tensor? (aten refuses)
+        return _is_tensor(v) or (loose and _is_number(v) and not spec.optional)
     if k == "int" or k == "SymInt":
         return _is_int(v) or (isinstance(v, bool) and False)
     if k == "float":
