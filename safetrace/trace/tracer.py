@@ -561,6 +561,15 @@ def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> Unsupport
 from safetrace.trace.handlers import HANDLERS, SPECIAL_OPS  # noqa: E402  (needs Tracer)
 
 
+def _tensor_where(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x.where(cond, y)`` is ``torch.where(cond, x, y)``: the method's self is the value."""
+    rest = list(args[1:]) + [kwargs[k] for k in ("condition", "other") if k in kwargs]
+    return _op_or_through(tr, torch.where, "where", (rest[0], args[0], rest[1]), {})
+
+
+HANDLERS[torch.Tensor.where] = _tensor_where
+
+
 # -- 0-d integer tensors whose value is a known (symbolic) size ------------------------------
 # torch.tensor(n) / torch.div(n, 4, rounding_mode="trunc") on sizes, and integer arithmetic
 # on them, carry their value so that using them as a size or an index (``__index__``,

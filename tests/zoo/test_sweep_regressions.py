@@ -153,3 +153,15 @@ def test_number_for_optional_tensor_argument_never_builds_a_broken_program():
     except st.ExportError:
         pytest.skip("not supported yet: refused at export, not at run time")
     matches_eager(ep, f, (torch.randn(4),))
+
+
+def test_tensor_where_method_takes_self_as_the_value():
+    # Longformer _mask_invalid_locations: x.where(mask.bool(), other)
+    def f(x, m):
+        return x.where(m.bool(), -x), x.where(m > 0, 0.5)
+
+    b, t = _dims()
+    ep = st.export(f, (torch.randn(2, 5), torch.randint(0, 2, (2, 5))),
+                   dynamic_shapes={"x": {0: b, 1: t}, "m": {0: b, 1: t}})
+    for s in [(2, 5), (1, 3), (4, 7)]:
+        matches_eager(ep, f, (torch.randn(*s), torch.randint(0, 2, s)))
