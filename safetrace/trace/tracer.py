@@ -194,6 +194,9 @@ class Tracer(TorchFunctionMode):
         node.meta["stack_trace"] = trace
         if info[1]:
             self._note_mutation(op, nargs, nkwargs, node)
+            for a in args:  # a tensor written in place no longer holds its known value
+                if type(a) is Proxy and a.st_value is not None:
+                    a.st_value = None
         if info[2] and args and isinstance(args[0], torch.Tensor):
             node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]

@@ -165,3 +165,17 @@ def test_tensor_where_method_takes_self_as_the_value():
                    dynamic_shapes={"x": {0: b, 1: t}, "m": {0: b, 1: t}})
     for s in [(2, 5), (1, 3), (4, 7)]:
         matches_eager(ep, f, (torch.randn(*s), torch.randint(0, 2, s)))
+
+
+def test_known_size_value_is_dropped_after_in_place_write():
+    def f(x):
+        t = torch.tensor(x.shape[0])
+        t += 1  # the tensor no longer holds x.shape[0]
+        return x.new_zeros(t.item())
+
+    try:
+        ep = st.export(f, (torch.randn(3),), dynamic_shapes={"x": (Dim("n"),)})
+    except st.DataDependentError:
+        return  # refusing is fine; a stale value would not be
+    for n in (2, 5):
+        assert ep.module()(torch.randn(n)).shape == f(torch.randn(n)).shape
