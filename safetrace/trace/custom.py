@@ -104,7 +104,9 @@ def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
     if packet._qualified_op_name.startswith("aten::"):
         found = resolve(packet.__name__, args, kwargs)
         if found is not None:
-            return tr.emit(found[0], found[1], found[2])
+            from safetrace.trace.tracer import numbers_as_tensors
+
+            return tr.emit(found[0], *numbers_as_tensors(tr, *found))
     names = packet.overloads()
     op = getattr(packet, "default" if "default" in names else names[0])
     return call_overload(tr, op, args, kwargs)

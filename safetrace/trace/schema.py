@@ -109,8 +109,9 @@ def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:
         return spec.optional or spec.kind in ("Tensor",) and False
     k = spec.kind
     if k == "Tensor":
-        # a number may stand for a Tensor (aten wraps it), not for a Tensor? (aten refuses)
-        return _is_tensor(v) or (loose and _is_number(v) and not spec.optional)
+        # a number may stand for a Tensor: aten wraps it; for a `Tensor?` aten refuses, so
+        # the tracer turns it into a scalar tensor first (see tracer.numbers_as_tensors)
+        return _is_tensor(v) or (loose and _is_number(v))
     if k == "int" or k == "SymInt":
         return _is_int(v) or (isinstance(v, bool) and False)
     if k == "float":

@@ -448,7 +448,7 @@ def _dunder(tr: Tracer, func: Any, packet: str, swap: bool, args: tuple, kwargs:
         if swap:
             args = (args[1], args[0]) + args[2:]
         return _op_or_through(tr, func, packet, args, kwargs)
-    return tr.emit(found[0], found[1], found[2])
+    return tr.emit(found[0], *numbers_as_tensors(tr, *found))
 
 
 def _property(tr: Tracer, func: Any, prop: str, args: tuple) -> Any:
@@ -469,6 +469,38 @@ def _property(tr: Tracer, func: Any, prop: str, args: tuple) -> Any:
     if prop == "data":
         return tr.emit(aten.detach.default, (x,), {})
     return _op_or_through(tr, func, prop, args, {})
+
+
+_OPTIONAL_TENSORS: dict[Any, tuple] = {}
+
+
+def numbers_as_tensors(tr: Tracer, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A Python number given for a ``Tensor?`` argument (``torch.clamp(x, 0, t)``) becomes a
+    scalar tensor node: eager's argument parser wraps it, an ATen overload call does not."""
+    slots = _OPTIONAL_TENSORS.get(op)
+    if slots is None:
+        slots = _OPTIONAL_TENSORS[op] = tuple(
+            (i, a.name) for i, a in enumerate(op._schema.arguments)
+            if isinstance(a.real_type, torch.OptionalType)
+            and isinstance(a.real_type.getElementType(), torch.TensorType))
+    if not slots:
+        return args, kwargs
+    from safetrace.trace.schema import _is_number
+
+    args = list(args)
+    for i, name in slots:
+        if i < len(args) and _is_number(args[i]):
+            args[i] = _scalar(tr, args[i])
+        elif name in kwargs and _is_number(kwargs[name]):
+            kwargs = {**kwargs, name: _scalar(tr, kwargs[name])}
+    return tuple(args), kwargs
+
+
+def _scalar(tr: Tracer, v: Any) -> Any:
+    dtype = torch.get_default_dtype() if isinstance(v, float) or hasattr(v, "num") else (
+        torch.bool if isinstance(v, bool) else torch.int64)
+    return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
+                   {"dtype": dtype, "device": tr.device})
 
 
 def _passthrough(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -506,6 +538,7 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
             return func(*args, **kwargs)
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
+    bargs, bkwargs = numbers_as_tensors(tr, op, bargs, bkwargs)
     return tr.emit(op, bargs, bkwargs)
 
 
@@ -523,7 +556,7 @@ def _composite(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) ->
                 found = None  # F.adaptive_max_pool2d without indices: aten returns both
             if found is not None:
                 op, bargs, bkwargs = found
-                return tr.emit(op, bargs, bkwargs)
+                return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
     body = composites.through(target)
     if func in tr._through_active or body is None:
         raise _unsupported(func, packet, args, kwargs)

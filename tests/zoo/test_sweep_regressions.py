@@ -142,17 +142,15 @@ def test_tensor_of_data_as_slice_bound_is_a_data_dependent_error():
 
 def test_number_for_optional_tensor_argument_never_builds_a_broken_program():
     # DeBERTa: torch.clamp(rel + span, 0, span * 2 - 1) with a tensor max: aten.clamp.Tensor
-    # refuses an int min at run time, so the export must not bind it (error or correct)
-    import pytest
+    # refuses an int min at run time: the number becomes a scalar tensor in the graph
 
     def f(x):
         return torch.clamp(x, 0, x.max())
 
-    try:
-        ep = st.export(f, (torch.randn(4),))
-    except st.ExportError:
-        pytest.skip("not supported yet: refused at export, not at run time")
+    ep = st.export(f, (torch.randn(4),))
     matches_eager(ep, f, (torch.randn(4),))
+    g = lambda x: torch.clamp(x, min=x.min(), max=1)  # noqa: E731
+    matches_eager(st.export(g, (torch.randn(4),)), g, (torch.randn(4),))
 
 
 def test_tensor_where_method_takes_self_as_the_value():
