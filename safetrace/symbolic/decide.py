@@ -226,10 +226,18 @@ def _decide(env: Env, c: Expr) -> bool | None:
 
 def hint_value(env: Env, e: Expr) -> int | bool | None:
     """Value of ``e`` under the hints, or None when it needs an unbacked symbol."""
-    s = simplify(env, e)
+    cache = env._hvcache
+    v = cache.get(e)
+    if v is not None:
+        return v
     hints = env._hints
-    for n in s.free_symbols:
-        if n not in hints:
-            return None
-    return s.evaluate(hints)
+    s = e
+    if not all(n in hints for n in e.free_symbols):  # unbacked: facts may replace them
+        s = simplify(env, e)
+        for n in s.free_symbols:
+            if n not in hints:
+                return None
+    v = s.evaluate(hints)  # hints satisfy every guard, so no simplification is needed
+    cache[e] = v
+    return v
 

@@ -104,6 +104,7 @@ class Env:
         self._scache: dict[Expr, Expr] = {}
         self._rcache: dict[Expr, Range] = {}
         self._dcache: dict[Expr, bool | None] = {}
+        self._hvcache: dict[Expr, int | bool] = {}  # values under the hints never change
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,

@@ -69,8 +69,32 @@ def _rbinop(fn: Fn, fop: str) -> Callable[[SymInt, object], Any]:
     return op
 
 
+def _quick(kind: str, lo: float, hi: float, o: int) -> bool | None:
+    """Decide ``x <kind> o`` from an interval of x alone (None when it does not)."""
+    if kind == "ge":
+        return True if lo >= o else False if hi < o else None
+    if kind == "gt":
+        return True if lo > o else False if hi <= o else None
+    if kind == "le":
+        return True if hi <= o else False if lo > o else None
+    if kind == "lt":
+        return True if hi < o else False if lo >= o else None
+    if lo > o or hi < o:
+        return kind == "ne"
+    if lo == hi == o:
+        return kind == "eq"
+    return None
+
+
 def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
     def op(self: SymInt, o: object) -> Any:
+        # sizes against constants are mostly settled by ranges alone; data-dependent
+        # values keep their SymBool so that a user's check of it stays visible
+        if o.__class__ is int and self.expr.free_symbols <= self.env._hints.keys():
+            r = D.bounds_of(self.env, self.expr)
+            known = _quick(kind, r.lo, r.hi, o)  # type: ignore[arg-type]
+            if known is not None:
+                return known
         e = _int_operand(o)
         if e is None:
             return SymFloat._mixed(kind, self, o, False)
