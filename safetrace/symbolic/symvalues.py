@@ -205,7 +205,8 @@ class SymInt:
     @property
     def hint(self) -> int:
         """The example value (raises DataDependentQuestion for unbacked expressions)."""
-        return int(self.env.hint(self.expr))
+        v = self.env._hvcache.get(self.expr)
+        return int(v if v is not None else self.env.hint(self.expr))
 
 
 class SymBool:
