@@ -85,8 +85,8 @@ def _broadcast_symbolic(a: Size, b: Size, i: int, op: str) -> Size:
     ha, hb = _hint_of(a), _hint_of(b)
     if ha is not None and hb is not None:
         if ha == hb:
-            check(a == b, op, f"The size of tensor a ({a}) must match the size of tensor b "
-                              f"({b}) at non-singleton dimension {i}")
+            if not (a == b):  # messages are built only on failure: printing sizes is costly
+                raise _mismatch(a, b, i, op)
             return a
         if ha == 1 and a == 1:
             return b
@@ -99,9 +99,14 @@ def _broadcast_symbolic(a: Size, b: Size, i: int, op: str) -> Size:
         return a
     if a == 1:
         return b
-    check(a == b, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                      f"non-singleton dimension {i}")
+    if not (a == b):
+        raise _mismatch(a, b, i, op)
     return a
+
+
+def _mismatch(a: Size, b: Size, i: int, op: str) -> Exception:
+    return shape_error(op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
+                           f"at non-singleton dimension {i}")
 
 
 # -- dtypes -------------------------------------------------------------------------

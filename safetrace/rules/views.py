@@ -45,6 +45,19 @@ def concrete_count(n: Size, op: str) -> int:
     return k
 
 
+class _Invalid:
+    """A lazily formatted "shape is invalid" message."""
+
+    def __init__(self, shape: Sequence[Size], numel: Size) -> None:
+        self.shape, self.numel = shape, numel
+
+    def __str__(self) -> str:
+        return f"shape '{list(self.shape)}' is invalid for input of size {self.numel}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def infer_size(shape: Sequence[Size], numel: Size, op: str,
                factors: Sequence[Size] | None = None) -> tuple:
     """Resolve one -1 in a requested shape so that the element count is `numel`."""
@@ -56,9 +69,10 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str,
             check(infer is None, op, "only one dimension can be inferred")
             infer = i
         else:
-            check(s >= 0, op, f"invalid shape dimension {s}")
+            if not (s >= 0):
+                raise shape_error(op, f"invalid shape dimension {s}")
             known = known * s
-    invalid = f"shape '{list(shape)}' is invalid for input of size {numel}"
+    invalid = _Invalid(shape, numel)  # the message is only built if it is raised
     if infer is None:
         check(numel == known, op, invalid)
         return tuple(out)
