@@ -36,10 +36,14 @@ class TensorMeta:
         return len(self.shape)
 
     def numel(self) -> Size:
-        n: Size = 1
+        n = 1
+        sym: Size = None
         for s in self.shape:
-            n = n * s
-        return n
+            if s.__class__ is int:
+                n *= s  # plain ints first: each symbolic product builds an expression
+            else:
+                sym = s if sym is None else sym * s
+        return n if sym is None else (sym * n if n != 1 else sym)
 
     def like(self, shape: tuple | None = None, dtype: torch.dtype | None = None) -> TensorMeta:
         """A new meta on the same device, with the given shape and/or dtype."""

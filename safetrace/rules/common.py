@@ -210,11 +210,15 @@ def to_real(dtype: torch.dtype) -> torch.dtype:
 
 
 def prod(sizes: Iterable[Size]) -> Size:
-    """Product of sizes (1 for none)."""
-    n: Size = 1
+    """Product of sizes (1 for none); plain ints are multiplied first (cheaper)."""
+    n = 1
+    sym: Size = None
     for s in sizes:
-        n = n * s
-    return n
+        if s.__class__ is int:
+            n *= s
+        else:
+            sym = s if sym is None else sym * s
+    return n if sym is None else (sym * n if n != 1 else sym)
 
 
 def nonneg(size: Size) -> Size:
