@@ -130,12 +130,12 @@ class _Exporter:
                 entries.append((path, "tensor", p.st_meta.dtype, shape))
             else:
                 entries.append((path, "const", value))
-        origins = {}
-        for name in env.symbols:
-            for g in env.guards + env.facts:
-                if name in g.cond.free_symbols:
-                    origins[name] = from_text(g.origin)
-                    break
+        origins = {}  # per symbol: the guard behind its range (or its first guard)
+        inf = float("inf")
+        for name, info in env.symbols.items():
+            lo, hi = info.range.lo, info.range.hi
+            excluded = int(lo) - 1 if 0 < lo < inf else int(hi) + 1 if hi < inf else None
+            origins[name] = self.dyn.origin_of(name, excluded)
         ranges = {}
         for name, info in env.symbols.items():
             e = env.simplify(_sym(name))

@@ -162,12 +162,20 @@ class DynamicDims:
             self.owner.setdefault(decl.expr.name, decl)
 
     # -- after tracing --------------------------------------------------------------------
-    def origin_of(self, name: str) -> str:
-        """Where the first guard mentioning symbol `name` came from."""
-        for g in self.env.guards + self.env.facts:
-            if name in g.cond.free_symbols:
-                return from_text(g.origin)
-        return ""
+    def origin_of(self, name: str, excluded: int | None = None) -> str:
+        """Where the guard that decided symbol `name` came from: the one ruling out
+        `excluded` (a value just outside its range) if given, else the first mentioning it."""
+        guards = [g for g in self.env.guards + self.env.facts if name in g.cond.free_symbols]
+        if excluded is not None:
+            binding = {n: info.hint for n, info in self.env.symbols.items() if info.backed}
+            binding[name] = excluded
+            for g in guards:
+                try:
+                    if not g.cond.evaluate(binding):
+                        return from_text(g.origin)
+                except (KeyError, ZeroDivisionError):
+                    continue
+        return from_text(guards[0].origin) if guards else ""
 
     def violations(self) -> list[str]:
         """Every declared relation the traced program broke (empty when all hold)."""
@@ -215,9 +223,11 @@ class DynamicDims:
                                                max=None if hi == math.inf else int(hi))
                 args = [repr(dim_name)] + ([f"min={int(lo)}"] if lo > 0 else []) + (
                     [f"max={int(hi)}"] if hi != math.inf else [])
+                outside = int(lo) - 1 if lo > dim.min else int(hi) + 1
                 problems.append(
                     f"{label}: the program only works for {_range_text(dim_name, lo, hi)}"
-                    f"{self.origin_of(root)}, but {dim!r} allows [{dim.min}, {dim.max}].\n"
+                    f"{self.origin_of(root, outside)}, but {dim!r} allows "
+                    f"[{dim.min}, {dim.max}].\n"
                     f"    Fix: {dim_name} = Dim({', '.join(args)})")
         return problems
 
