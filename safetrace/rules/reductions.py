@@ -24,6 +24,7 @@ from safetrace.rules.common import (
     normalize_dims,
     to_real,
 )
+from safetrace.errors import shape_error
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max
 
@@ -434,3 +435,26 @@ def histc(self: TensorMeta, bins: int = 100, min: Any = 0, max: Any = 0) -> Tens
     check(self.dtype.is_floating_point, "histc",
           f"torch.histc: input tensor of dtype {self.dtype} is not floating point")
     return TensorMeta((bins,), self.dtype, self.device)
+
+
+@rule(aten.diff.default)
+def diff(self: TensorMeta, n: int = 1, dim: int = -1, prepend: TensorMeta | None = None,
+         append: TensorMeta | None = None) -> TensorMeta:
+    """n-th forward difference along `dim` (after prepend/append): length - n, at least 0."""
+    check(self.ndim > 0, "diff", "diff expects input to be at least one-dimensional")
+    check(n >= 0, "diff", f"order must be non-negative but got {n}")
+    d = normalize_dim(dim, self.ndim, "diff")
+    length = self.shape[d]
+    for extra, name in ((prepend, "prepend"), (append, "append")):
+        if extra is not None:
+            check(extra.ndim == self.ndim, "diff",
+                  "diff expects prepend or append to be the same dimension as input")
+            for i in range(self.ndim):
+                if i != d and not (extra.shape[i] == self.shape[i]):
+                    raise shape_error("diff", f"diff expects the shape of tensor to {name} "
+                                              f"to match that of input except along the "
+                                              f"differencing dimension")
+            length = length + extra.shape[d]
+    shape = self.shape[:d] + (sym_max(length - n, 0) if not isinstance(length, int)
+                              else max(length - n, 0),) + self.shape[d + 1:]
+    return self.like(shape=shape)

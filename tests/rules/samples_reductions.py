@@ -254,3 +254,16 @@ SAMPLES += [
     Sample(aten.histc.default, (T(0, dtype=f64), 7), device="cpu"),
 ]
 ERROR_SAMPLES += [Sample(aten.histc.default, (T(4, dtype=i64),), device="cpu")]
+
+# -- diff -----------------------------------------------------------------------------------
+SAMPLES += [
+    Sample(aten.diff.default, (T(3, 5),)),
+    Sample(aten.diff.default, (T(3, 5), 2, 0)),
+    Sample(aten.diff.default, (T(3, 5), 1, -1, T(3, 1), T(3, 2))),
+    Sample(aten.diff.default, (T(4, dtype=torch.bool),)),
+    Sample(aten.diff.default, (T(3, 5), 7)),
+]
+ERROR_SAMPLES += [
+    Sample(aten.diff.default, (T(),)),
+    Sample(aten.diff.default, (T(3, 5), 1, -1, T(3))),
+]
