@@ -251,10 +251,15 @@ class _Exporter:
             elif hasattr(leaf, "expr"):
                 nodes.append(tracer.sym_node(leaf))
             else:
+                cls = type(leaf)
+                fix = (f"st.register_dataclass({cls.__name__})"
+                       if hasattr(cls, "__dataclass_fields__") else
+                       f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)")
                 raise ExportError(
-                    f"the model returned a {type(leaf).__qualname__}, which safetrace cannot "
-                    f"flatten.\nFix: st.register_dataclass({type(leaf).__qualname__}) or return "
-                    f"tensors and Python constants")
+                    f"the model returned a {cls.__module__}.{cls.__qualname__}, which safetrace "
+                    f"cannot flatten into tensors and constants.\nFix: register the class "
+                    f"once before exporting ({fix}; a class registered for torch.export works "
+                    f"too), or return tensors and Python constants (e.g. use_cache=False)")
             specs.append(OutputSpec("user_output", None))
         self.graph.output(tuple(nodes))
         return specs
