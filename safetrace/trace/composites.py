@@ -23,6 +23,7 @@ def _false(*args: Any, **kwargs: Any) -> bool:
 
 _THROUGH: dict[Any, Callable] = {}
 _MODULES: dict[int, dict] = {}
+_PATCHED: set[int] = set()  # ids of the patched globals dicts (kept alive by _MODULES)
 _CHECKS = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
 
 
@@ -45,6 +46,7 @@ def _module_globals(g: dict) -> dict:
         for name in _CHECKS:
             patched[name] = _false
         _MODULES[id(g)] = patched
+        _PATCHED.add(id(patched))
         for name, value in g.items():
             if isinstance(value, types.FunctionType) and value.__globals__ is g:
                 patched[name] = _copy(value, patched)
@@ -58,6 +60,8 @@ def through(func: Callable) -> Callable | None:
         return cached
     if not isinstance(func, types.FunctionType):
         return None
+    if id(func.__globals__) in _PATCHED:
+        return func  # already a copy with the checks off
     copy = _copy(func, _module_globals(func.__globals__))
     _THROUGH[func] = copy
     return copy

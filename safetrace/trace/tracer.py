@@ -519,6 +519,11 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
     if special is not None:
         return special(tr, func, args, kwargs)
     if composites.through(func) is not None:
+        if not _has_tensor(args) and not _has_tensor(list(kwargs.values())):
+            # a Python helper on sizes and numbers (torch.sym_max, broadcast_shapes): it
+            # computes no tensors, so it runs as it is, on the symbolic values
+            with torch._C.DisableTorchFunction():
+                return func(*args, **kwargs)
         return _composite(tr, func, packet, args, kwargs)
     found = resolve(packet, args, kwargs)
     if found is None and args and not _has_tensor(args) and hasattr(args[0], "expr"):
