@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import torch
 
+from safetrace.meta.active import ACTIVE
 from safetrace.symbolic import (Env, SymBool, SymFloat, SymInt, sym_max, sym_min, sym_not)
 
 _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
@@ -54,16 +55,18 @@ def _specializing(name: str, convert: Callable[[Any], Any]) -> Callable[..., Any
     return method
 
 
+def _tracing(value: Any) -> bool:
+    """Is the export that owns `value` in progress (and the caller user code)?"""
+    return ACTIVE.env is value.env and not _from_library(3)
+
+
 def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[..., str]]:
+    # Outside an export (meta["val"] shapes, messages) sizes print as expressions.
     def to_str(self: Any) -> str:
-        if _from_library():
-            return self._symbolic_str()
-        return str(convert(self))
+        return str(convert(self)) if _tracing(self) else self._symbolic_str()
 
     def to_format(self: Any, spec: str) -> str:
-        if _from_library():
-            return format(self._symbolic_str(), spec)
-        return format(convert(self), spec)
+        return format(convert(self) if _tracing(self) else self._symbolic_str(), spec)
 
     return to_str, to_format
 

@@ -283,13 +283,7 @@ def guarded_max(a: Size, b: Size) -> Size:
 
 # -- data-dependent sizes ---------------------------------------------------------------
 
-class _Active:
-    """The symbolic environment of the trace in progress (set by the tracer)."""
-
-    env: Any = None
-
-
-ACTIVE = _Active()
+from safetrace.meta.active import ACTIVE  # noqa: E402  (the trace in progress)
 
 
 def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> SymInt:
