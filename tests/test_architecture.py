@@ -79,3 +79,16 @@ def test_symbolic_engine_imports_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT.parent)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_symbolic_engine_passes_mypy_strict():
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (it is in the dev extra)")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary",
+                          str(ROOT / "symbolic")], capture_output=True, text=True,
+                         cwd=ROOT.parent)
+    assert out.returncode == 0, out.stdout[-3000:]

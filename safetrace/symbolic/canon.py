@@ -212,7 +212,7 @@ def diff(c: Expr) -> Expr:
         else:
             d = sub(lhs, rhs)
         c._d = d
-    return d
+    return d  # type: ignore[no-any-return]
 
 
 def not_(x: Expr) -> Expr:

@@ -35,7 +35,8 @@ def bounds_of(env: Env, e: Expr) -> Range:
         info = env._syms.get(e.name)  # type: ignore[arg-type]
         r = info.range if info is not None else R.FULL
     elif op == "add":
-        lo = hi = 0
+        lo: int | float = 0
+        hi: int | float = 0
         for a in e.args:
             ra = bounds_of(env, a)
             lo += ra.lo

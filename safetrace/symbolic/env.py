@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from safetrace.symbolic import decide as D
 from safetrace.symbolic.canon import compare, diff, not_, substitute
@@ -274,7 +274,7 @@ class Env:
                 s, k, c0 = one
                 if c0 % k == 0:
                     v = -c0 // k
-                    rng = self._info(s.name).range
+                    rng = self._info(str(s.name)).range
                     if v == rng.lo:
                         self._narrow(s, v + 1, INF)
                     elif v == rng.hi:
@@ -312,13 +312,13 @@ class Env:
             self._atom[best] = value
             if best.op == "mod" and value.op == "const" and value.value == 0 \
                     and best.args[1].op == "const":
-                x, m = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
-                self._div[x] = math.lcm(self._div.get(x, 1), m)
+                x, modulus = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
+                self._div[x] = math.lcm(self._div.get(x, 1), modulus)
             self._known.add(c)
             self._bump()
             self._refresh()
 
-    def _eq_key(self, x: Expr, k: int, t: dict) -> tuple:
+    def _eq_key(self, x: Expr, k: int, t: dict[tuple[Expr, ...], int]) -> tuple[Any, ...]:
         """Which side of an equality to replace: a symbol before an atom; a symbol equal to
         a sum of other sizes (``s3 == s4 + s6``) before one equal to a difference; then the
         newest (unbacked before backed)."""
@@ -397,8 +397,8 @@ class Env:
             if v is None:
                 out.fates[name] = Fate("free", info.range, expr=sym(name))
             elif v.op == "const":
-                out.fates[name] = Fate("static", Range(v.value, v.value), value=int(v.value),
-                                       expr=v)
+                value = int(v.value)  # type: ignore[arg-type]
+                out.fates[name] = Fate("static", Range(value, value), value=value, expr=v)
             else:
                 kind = "equal" if v.op == "sym" else "derived"
                 out.fates[name] = Fate(kind, self.bounds(v), expr=v)

@@ -19,7 +19,7 @@ structure.  ``Expr.eq(a, b)`` builds the symbolic equality.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, Mapping, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Tuple, Union
 
 ExprLike = Union["Expr", int, bool]
 Mono = Tuple["Expr", ...]
@@ -43,6 +43,12 @@ class Expr:
     args: tuple[Expr, ...]
     value: int | bool | None
     name: str | None
+    # caches, filled on first use
+    _key: tuple[Any, ...]
+    _terms: tuple[tuple[tuple[Expr, ...], int], ...] | None
+    _str: str | None
+    _free: frozenset[str] | None
+    _d: Any
 
     # --- value semantics ---------------------------------------------------------------
     def __copy__(self) -> Expr:
@@ -96,7 +102,7 @@ class Expr:
     def subs(self, mapping: Mapping[Expr | str, ExprLike]) -> Expr:
         """Replace symbols (given as symbol Exprs or names) and re-canonicalize."""
         by_name = {(k if isinstance(k, str) else k.name): to_expr(v) for k, v in mapping.items()}
-        return _c.substitute(self, lambda e: by_name.get(e.name))  # type: ignore[arg-type]
+        return _c.substitute(self, lambda e: by_name.get(e.name))
 
     def evaluate(self, binding: Mapping[str, int]) -> int | bool:
         """Value under ``binding`` (name -> int), with Python's semantics for every op."""

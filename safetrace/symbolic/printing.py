@@ -20,7 +20,7 @@ _CMP_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">="}
 def _prec(e: Expr) -> int:
     op = e.op
     if op == "const":
-        return _UNARY if type(e.value) is int and e.value < 0 else _ATOM  # type: ignore
+        return _UNARY if type(e.value) is int and e.value < 0 else _ATOM
     if op in ("sym", "min", "max"):
         return _ATOM
     if op == "add":
@@ -39,7 +39,7 @@ def _p(e: Expr, ctx: int) -> str:
 
 def _is_negative_term(t: Expr) -> bool:
     if t.op == "const":
-        return type(t.value) is int and t.value < 0  # type: ignore[operator]
+        return type(t.value) is int and t.value < 0
     return t.op == "mul" and t.args[0].op == "const" and t.args[0].value < 0  # type: ignore
 
 

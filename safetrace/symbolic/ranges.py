@@ -116,7 +116,7 @@ def _fdiv(x: Bound, y: Bound) -> Bound:
         return 0 if x >= 0 else -1
     if x in (INF, -INF):
         return x
-    return x // y  # type: ignore[operator]
+    return x // y
 
 
 def _div_pos(a: Range, p: Bound, q: Bound) -> Range:

@@ -45,7 +45,7 @@ def _int_operand(o: object) -> Expr | None:
     if c is int:
         return const(o)  # type: ignore[arg-type]
     if c is SymInt or isinstance(o, SymInt):
-        return o.expr  # type: ignore[attr-defined]
+        return o.expr  # type: ignore[attr-defined, no-any-return]
     if isinstance(o, int):
         return const(int(o))
     return None
@@ -92,7 +92,7 @@ def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
         # values keep their SymBool so that a user's check of it stays visible
         if o.__class__ is int and self.expr.free_symbols <= self.env._hints.keys():
             r = D.bounds_of(self.env, self.expr)
-            known = _quick(kind, r.lo, r.hi, o)  # type: ignore[arg-type]
+            known = _quick(kind, r.lo, r.hi, o)
             if known is not None:
                 return known
         e = _int_operand(o)
@@ -118,7 +118,7 @@ class SymInt:
     __floordiv__, __rfloordiv__ = _binop(floordiv, "floordiv"), _rbinop(floordiv, "floordiv")
     __mod__, __rmod__ = _binop(mod, "mod"), _rbinop(mod, "mod")
     __lt__, __le__, __gt__, __ge__ = _cmpop("lt"), _cmpop("le"), _cmpop("gt"), _cmpop("ge")
-    __eq__, __ne__ = _cmpop("eq"), _cmpop("ne")  # type: ignore[assignment]
+    __eq__, __ne__ = _cmpop("eq"), _cmpop("ne")
 
     def __truediv__(self, o: object) -> Any:
         return SymFloat._mixed("truediv", self, o, False)
@@ -127,10 +127,10 @@ class SymInt:
         return SymFloat._mixed("truediv", self, o, True)
 
     def __divmod__(self, o: object) -> tuple[Any, Any]:
-        return self // o, self % o  # type: ignore[operator]
+        return self // o, self % o
 
     def __rdivmod__(self, o: object) -> tuple[Any, Any]:
-        return o // self, o % self  # type: ignore[operator]
+        return o // self, o % self
 
     def __pow__(self, k: object) -> Any:
         if not isinstance(k, int) or isinstance(k, SymFloat):
@@ -243,10 +243,10 @@ class SymBool:
         """Logical not (like torch's SymBool), not bitwise."""
         return _wrap_bool(not_(self.expr), self.env)
 
-    def __eq__(self, o: object) -> Any:  # type: ignore[override]
+    def __eq__(self, o: object) -> Any:
         return self._logic(o, lambda a, b: compare("eq", a, b))
 
-    def __ne__(self, o: object) -> Any:  # type: ignore[override]
+    def __ne__(self, o: object) -> Any:
         return self._logic(o, lambda a, b: compare("ne", a, b))
 
     def __int__(self) -> int:
@@ -345,7 +345,7 @@ class SymFloat:
     __truediv__, __rtruediv__ = _bin("truediv"), _bin("truediv", True)
     __floordiv__, __rfloordiv__ = _bin("floordiv"), _bin("floordiv", True)
     __lt__, __le__, __gt__, __ge__ = _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
-    __eq__, __ne__ = _bin("eq"), _bin("ne")  # type: ignore[assignment]
+    __eq__, __ne__ = _bin("eq"), _bin("ne")
 
     def __neg__(self) -> Any:
         return SymFloat._make(neg(self.num), self.den, self.env)
@@ -356,7 +356,8 @@ class SymFloat:
     def __ceil__(self) -> Any:
         d = self.den
         if d.op == "const" and int(d.value) > 0:  # type: ignore[arg-type]
-            return _wrap_int(floordiv(add(self.num, const(int(d.value) - 1)), d), self.env)
+            return _wrap_int(floordiv(add(self.num, const(int(d.value) - 1)),  # type: ignore
+                                      d), self.env)
         return _wrap_int(neg(floordiv(neg(self.num), d)), self.env)
 
     def __trunc__(self) -> Any:
