@@ -195,7 +195,8 @@ class DynamicDims:
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = e.value
                 problems.append(
-                    f"{label} was specialized to {e.value}{self.origin_of(name)}.\n"
+                    f"{label} was specialized to {e.value}"
+                    f"{self.origin_of(name, int(e.value) + 1)}.\n"  # the guard ruling out others
                     f"    Fix: make it static: {decl.where} -> {e.value} (or Dim.STATIC), or "
                     f"let safetrace decide: Dim.AUTO")
                 continue

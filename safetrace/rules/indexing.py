@@ -302,21 +302,21 @@ def _scatter_checks(self: TensorMeta, dim: int, index: TensorMeta,
                   f"{list(src.shape)}")
 
 
-@rule(aten.scatter.src, aten.scatter_add.default)
+@rule(aten.scatter.src, aten.scatter_add.default, aten.scatter_.src, aten.scatter_add_.default)
 def scatter_src(self: TensorMeta, dim: int, index: TensorMeta, src: TensorMeta) -> TensorMeta:
     """Self's shape; index fits in self (apart from dim) and in src."""
     _scatter_checks(self, dim, index, src)
     return self.like()
 
 
-@rule(aten.scatter.value)
+@rule(aten.scatter.value, aten.scatter_.value)
 def scatter_value(self: TensorMeta, dim: int, index: TensorMeta, value: Any) -> TensorMeta:
     """Self's shape; index fits in self apart from dim."""
     _scatter_checks(self, dim, index, None)
     return self.like()
 
 
-@rule(aten.scatter.reduce)
+@rule(aten.scatter.reduce, aten.scatter_.reduce)
 def scatter_reduce_old(self: TensorMeta, dim: int, index: TensorMeta, src: TensorMeta, *,
                        reduce: str) -> TensorMeta:
     """scatter.src with reduce "add" or "multiply"."""
@@ -325,7 +325,7 @@ def scatter_reduce_old(self: TensorMeta, dim: int, index: TensorMeta, src: Tenso
     return self.like()
 
 
-@rule(aten.scatter.value_reduce)
+@rule(aten.scatter.value_reduce, aten.scatter_.value_reduce)
 def scatter_value_reduce(self: TensorMeta, dim: int, index: TensorMeta, value: Any, *,
                          reduce: str) -> TensorMeta:
     """scatter.value with reduce "add" or "multiply"."""
@@ -334,7 +334,7 @@ def scatter_value_reduce(self: TensorMeta, dim: int, index: TensorMeta, value: A
     return self.like()
 
 
-@rule(aten.scatter_reduce.two)
+@rule(aten.scatter_reduce.two, aten.scatter_reduce_.two)
 def scatter_reduce(self: TensorMeta, dim: int, index: TensorMeta, src: TensorMeta,
                    reduce: str, *, include_self: bool = True) -> TensorMeta:
     """scatter.src with reduce sum, prod, mean, amax or amin."""
@@ -369,7 +369,7 @@ def _index_source_checks(self: TensorMeta, d: int, index: TensorMeta, source: Te
                               f"the specified dimension. Got {shapes}")
 
 
-@rule(aten.index_add.default)
+@rule(aten.index_add.default, aten.index_add_.default)
 def index_add(self: TensorMeta, dim: int, index: TensorMeta, source: TensorMeta, *,
               alpha: Any = 1) -> TensorMeta:
     """Self's shape; source has one slice of self per index."""
@@ -381,7 +381,7 @@ def index_add(self: TensorMeta, dim: int, index: TensorMeta, source: TensorMeta,
     return self.like()
 
 
-@rule(aten.index_copy.default)
+@rule(aten.index_copy.default, aten.index_copy_.default)
 def index_copy(self: TensorMeta, dim: int, index: TensorMeta, source: TensorMeta) -> TensorMeta:
     """Self's shape; source has one slice of self per index (long indices only)."""
     op = "index_copy_"
@@ -392,7 +392,8 @@ def index_copy(self: TensorMeta, dim: int, index: TensorMeta, source: TensorMeta
     return self.like()
 
 
-@rule(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor)
+@rule(aten.index_fill.int_Scalar, aten.index_fill.int_Tensor, aten.index_fill_.int_Scalar,
+      aten.index_fill_.int_Tensor)
 def index_fill(self: TensorMeta, dim: int, index: TensorMeta, value: Any) -> TensorMeta:
     """Self's shape; a vector of long indices and a scalar (or 0-d tensor) value."""
     op = "index_fill_"

@@ -314,6 +314,11 @@ class Env:
                     and best.args[1].op == "const":
                 x, modulus = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
                 self._div[x] = math.lcm(self._div.get(x, 1), modulus)
+            den = best.args[1].value if best.op == "floordiv" else None
+            if isinstance(den, int) and den > 0 and isinstance(value.value, int) \
+                    and value.op == "const" and best.args[0].op == "sym":
+                v = value.value  # s // den == v: the range [den*v, den*v + den - 1]
+                self._narrow(best.args[0], den * v, den * v + den - 1)
             self._known.add(c)
             self._bump()
             self._refresh()

@@ -130,6 +130,21 @@ SAMPLES = [
     C(aten.index_fill.int_Scalar, (T(), 0, T(1, dtype=L, high=1), 2.5)),
     C(aten.index_fill.int_Tensor, (T(3, 4), 1, T(2, dtype=L, high=4), T(dtype=f64))),
     C(aten.index_fill.int_Tensor, (T(3, 4, dtype=B), 0, T(2, dtype=L, high=3), T(dtype=B))),
+    # in-place forms (self's shape; same checks)
+    S(aten.scatter_.src, (T(3, 4), 0, T(2, 2, dtype=L), T(2, 3))),
+    S(aten.scatter_.value, (T(3, 4), 1, T(2, 3, dtype=L), 1.5)),
+    S(aten.scatter_.reduce, (T(3, 4), 1, T(2, 2, dtype=L), T(2, 3)), {"reduce": "add"}),
+    S(aten.scatter_.value_reduce, (T(3, 4), 1, T(2, 2, dtype=L), 2.0), {"reduce": "multiply"}),
+    S(aten.scatter_add_.default, (T(3, 4), 1, T(2, 2, dtype=L), T(2, 3))),
+    S(aten.scatter_add_.default, (T(5), 0, T(7, dtype=L), T(7))),
+    S(aten.scatter_reduce_.two, (T(3, 4), 0, T(2, 4, dtype=L), T(2, 4), "sum"),
+      {"include_self": False}),
+    C(aten.index_add_.default, (T(3, 4), 0, T(2, dtype=L, high=3), T(2, 4))),
+    C(aten.index_add_.default, (T(3, 4), 1, T(5, dtype=I32, high=4), T(3, 5)), {"alpha": 2}),
+    C(aten.index_add_.default, (T(3, 4), 0, T(0, dtype=L), T(0, 4))),
+    C(aten.index_copy_.default, (T(3, 4), 0, T(2, dtype=L, high=3), T(2, 4))),
+    C(aten.index_fill_.int_Scalar, (T(3, 4), 0, T(2, dtype=L, high=3), 2)),
+    C(aten.index_fill_.int_Tensor, (T(3, 4), 1, T(2, dtype=L, high=4), T())),
 ]
 
 ERROR_SAMPLES = [
