@@ -235,3 +235,60 @@ def clone_detach_ops(x):
 @case((2, 3))
 def complex_ops(x):
     z = torch.complex(x, x * 2); return torch.view_as_real(z * z).sum(-1) + z.abs()
+# -- from benchmarks/sweep_vision.py (hand-written vision / graph models) -----------------
+@case((2, 4, 3, 5))
+def sv_channel_shuffle(x):
+    b, c, h, w = x.size()
+    return torch.transpose(x.view(b, 2, c // 2, h, w), 1, 2).contiguous().view(b, -1, h, w)
+@case((1, 6, 7, 3))
+def sv_swin_windows(x):
+    b, h, w, c = x.shape; ws = 2
+    y = F.pad(x, (0, 0, 0, (ws - w % ws) % ws, 0, (ws - h % ws) % ws)).roll((-1, -1), (1, 2))
+    hp, wp = y.shape[1], y.shape[2]
+    win = y.view(b, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, c)
+    win = win.softmax(1)
+    y = win.view(-1, hp // ws, wp // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, hp, wp, c)
+    return y.roll((1, 1), (1, 2))[:, :h, :w, :].contiguous() + x
+@case((2, 6, 4, 5))
+def sv_yolo_grid(p):
+    b, _, ny, nx = p.shape
+    p = p.view(b, 2, 3, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+    yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+    grid = torch.stack((xv, yv), 2).view(1, 1, ny, nx, 2).float()
+    y = p.sigmoid()
+    return torch.cat(((y[..., 0:2] * 2 - 0.5 + grid) * 8, y[..., 2:]), -1).view(b, -1, 3)
+_sv_tcn = nn.Conv1d(3, 3, 3, dilation=2, padding=4)
+@case((2, 3, 9))
+def sv_causal_chomp(x):
+    z = _sv_tcn(x)[:, :, :-4].contiguous()
+    return torch.tanh(z) * torch.sigmoid(F.pad(z, (2, 0))[..., :-2]) + x
+@case((5, 3), (2, 7))
+def sv_gnn_inplace(x, e):
+    n = x.shape[0]; ei = (e.abs() * 10).long() % n; src, dst = ei[0], ei[1]
+    agg = torch.zeros(n, x.shape[1]).index_add_(0, dst, x[src])
+    deg = torch.zeros(n).scatter_add_(0, dst, torch.ones_like(dst, dtype=x.dtype))
+    return agg / deg.clamp(min=1)[:, None] + x
+_sv_pn = nn.Sequential(nn.Conv1d(3, 8, 1), nn.ReLU(), nn.Conv1d(8, 9, 1)).eval()
+@case((2, 6, 3))
+def sv_pointnet(pts):
+    g = torch.max(_sv_pn(pts.transpose(2, 1)), 2, keepdim=True)[0].view(-1, 9)
+    tr = g.view(-1, 3, 3) + torch.eye(3).view(1, 9).repeat(pts.size(0), 1).view(-1, 3, 3)
+    return torch.bmm(pts, tr).max(dim=1).values
+_sv_aspp = nn.ModuleList([nn.Conv2d(2, 2, 3, padding=r, dilation=r) for r in (1, 2)])
+@case((1, 2, 7, 6))
+def sv_aspp_interp(x):
+    size = x.shape[-2:]
+    pooled = F.interpolate(F.adaptive_avg_pool2d(x, 1), size=size, mode="bilinear", align_corners=False)
+    y = torch.cat([m(x) for m in _sv_aspp] + [pooled], 1)[:, :, ::2, ::2]
+    return F.interpolate(y, size=(x.shape[2], x.shape[3]), mode="bilinear", align_corners=False)
+_sv_cn = nn.ModuleDict({"dw": nn.Conv2d(4, 4, 7, padding=3, groups=4), "ln": nn.LayerNorm(4)}).eval()
+@case((2, 4, 5, 6))
+def sv_convnext_ln(x):
+    y = _sv_cn["ln"](_sv_cn["dw"](x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+    return x + y.mean([-2, -1], keepdim=True).flatten(1)[:, :, None, None]
+@case((2, 3, 4, 4))
+def sv_dense_growth(x):
+    feats = [x]
+    for _ in range(3):
+        feats.append(torch.cat(feats, 1).mean(1, keepdim=True).relu())
+    return torch.cat(feats, 1)
