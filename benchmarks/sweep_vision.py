@@ -660,7 +660,9 @@ def _cmp(a, b, mode):
 
 def _first(e):
     s = f"{type(e).__name__}: {e}".strip().splitlines()
-    return s[0][:150] if s else type(e).__name__
+    if len(s) > 1 and s[1].lstrip().startswith("- "):  # violations: the first one says more
+        s = [f"{type(e).__name__}: {s[1].strip()[2:]}"]
+    return s[0][:160] if s else type(e).__name__
 
 
 def run(name, show_explain=False):
