@@ -508,7 +508,8 @@ def im2col(self: TensorMeta, kernel_size: Any, dilation: Any, padding: Any,
            stride: Any) -> TensorMeta:
     """(N, C, H, W) -> (N, C*kh*kw, L): L sliding blocks of the padded input."""
     op = "aten.im2col"
-    k, d = expand_param(op, kernel_size, 2, "kernel_size"), expand_param(op, dilation, 2, "dilation")
+    k = expand_param(op, kernel_size, 2, "kernel_size")
+    d = expand_param(op, dilation, 2, "dilation")
     p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
     check(all(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
     check(all(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")

@@ -338,8 +338,8 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     inputs = lhs.split(",")
-    check(len(inputs) == len(tensors), op, f"einsum(): more operands were provided than "
-          f"specified in the equation" if len(tensors) > len(inputs) else
+    check(len(inputs) == len(tensors), op, "einsum(): more operands were provided than "
+          "specified in the equation" if len(tensors) > len(inputs) else
           "einsum(): fewer operands were provided than specified in the equation")
     check(len(tensors) > 0, op, "einsum(): must provide at least one operand")
     labels = [parse_subscripts(op, s, t.ndim, i) for i, (s, t) in enumerate(zip(inputs, tensors))]

@@ -14,7 +14,8 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import guarded_max, guarded_min, check, normalize_dim, normalize_dims, prod
+from safetrace.rules.common import (check, guarded_max, guarded_min, normalize_dim,
+                                    normalize_dims, prod)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 

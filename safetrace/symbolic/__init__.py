@@ -22,6 +22,6 @@ from safetrace.symbolic.symvalues import (
 
 __all__ = [
     "Contract", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard", "Range", "SymBool",
-    "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "make_bool", "make_int", "parse", "sym_and", "sym_max", "sym_min",
-    "sym_not", "sym_or", "to_expr",
+    "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "make_bool", "make_int", "parse",
+    "sym_and", "sym_max", "sym_min", "sym_not", "sym_or", "to_expr",
 ]

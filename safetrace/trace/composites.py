@@ -67,7 +67,8 @@ def through(func: Callable) -> Callable | None:
     return copy
 
 
-def boolean_dispatch_choice(func: Callable, args: tuple, kwargs: dict) -> tuple[str, Callable] | None:
+def boolean_dispatch_choice(func: Callable, args: tuple,
+                            kwargs: dict) -> tuple[str, Callable] | None:
     """For F.max_pool2d-style dispatchers: (aten packet name, chosen Python function).
 
     Dispatchers nest (``torch.unique`` picks on return_inverse, then on return_counts).

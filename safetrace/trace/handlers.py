@@ -233,7 +233,7 @@ def _type(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 def _constant_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.tensor(data)``: data is Python values, so the result is a constant."""
-    from safetrace.trace.tracer import _has_tensor
+    from safetrace.trace.dispatch import _has_tensor
 
     if _has_tensor(args) or any(_is_sym(a) for a in _flat(args)):
         if isinstance(args[0], torch.Tensor):
@@ -289,7 +289,8 @@ def _as_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 def _split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     from safetrace.trace.schema import resolve
 
-    size = args[1] if len(args) > 1 else kwargs.get("split_size", kwargs.get("split_size_or_sections"))
+    size = args[1] if len(args) > 1 else kwargs.get(
+        "split_size", kwargs.get("split_size_or_sections"))
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     if isinstance(size, (list, tuple)):
         return tr.emit(aten.split_with_sizes.default, (args[0], list(size), dim), {})

@@ -38,7 +38,8 @@ def _normalize(index: Any) -> tuple:
 def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
     """Apply the basic part of an index; return (view, advanced indices by dim, has advanced)."""
     items = _normalize(index)
-    consumed = sum(1 for i in items if i is not None and i is not Ellipsis and not isinstance(i, bool))
+    consumed = sum(1 for i in items
+                   if i is not None and i is not Ellipsis and not isinstance(i, bool))
     ndim = _ndim(x)
     if consumed > ndim:
         raise OpShapeError(f"too many indices for tensor of dimension {ndim}")

@@ -1,0 +1,84 @@
+"""0-d integer tensors whose value is a known (symbolic) size.
+
+``torch.tensor(n)`` / ``torch.div(n, 4, rounding_mode="trunc")`` on sizes, and integer
+arithmetic on them, carry their value so that using them as a size or an index
+(``__index__``, ``int()``, ``.item()``, slice bounds) gives that value instead of reading
+tensor data.  A tensor written in place forgets it (see ``Tracer.emit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.trace.proxy import Proxy
+
+# torch.tensor(n) / torch.div(n, 4, rounding_mode="trunc") on sizes, and integer arithmetic
+# on them, carry their value so that using them as a size or an index (``__index__``,
+# ``int()``, ``.item()``, slice bounds) gives that value instead of reading tensor data.
+_A = torch.ops.aten
+VALUE_OPS = {
+    _A.scalar_tensor.default: lambda a: a[0],
+    _A.add.Tensor: lambda a: a[0] + a[1], _A.add.Scalar: lambda a: a[0] + a[1],
+    _A.sub.Tensor: lambda a: a[0] - a[1], _A.sub.Scalar: lambda a: a[0] - a[1],
+    _A.rsub.Tensor: lambda a: a[1] - a[0], _A.rsub.Scalar: lambda a: a[1] - a[0],
+    _A.mul.Tensor: lambda a: a[0] * a[1], _A.mul.Scalar: lambda a: a[0] * a[1],
+    _A.neg.default: lambda a: -a[0],
+    _A.floor_divide.default: lambda a: _floordiv(a[0], a[1]),
+    _A.floor_divide.Scalar: lambda a: _floordiv(a[0], a[1]),
+    _A.clone.default: lambda a: a[0],
+    _A.to.dtype: lambda a: a[0], _A._to_copy.default: lambda a: a[0],
+}
+_MODE_OPS = (_A.div.Tensor_mode, _A.div.Scalar_mode)
+for _op in _MODE_OPS:
+    VALUE_OPS[_op] = None
+
+
+def has_valued(v: Any) -> bool:
+    if isinstance(v, Proxy):
+        return v.st_value is not None
+    return isinstance(v, (list, tuple)) and any(has_valued(x) for x in v)
+
+
+def values(v: Any) -> Any:
+    if isinstance(v, Proxy) and v.st_value is not None:
+        return v.st_value
+    if isinstance(v, (list, tuple)):
+        return type(v)(values(x) for x in v)
+    return v
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    if isinstance(b, int) and b > 0:
+        return a // b
+    return None
+
+
+def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy) -> Any:
+    meta = result.st_meta
+    if meta.shape != () or meta.dtype.is_floating_point or meta.dtype.is_complex or \
+            meta.dtype is torch.bool:
+        return None
+    if kwargs.get("alpha", 1) != 1:
+        return None
+    vals = []
+    for a in args:
+        if isinstance(a, Proxy):
+            if a.st_value is None:
+                return None
+            vals.append(a.st_value)
+        elif isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "expr")):
+            if op in (_A.to.dtype,) and isinstance(a, torch.dtype):
+                continue
+            return None
+        else:
+            vals.append(a)
+    if op in _MODE_OPS:
+        mode = kwargs.get("rounding_mode")
+        if mode == "floor" or (mode == "trunc" and vals[0] >= 0):
+            return _floordiv(vals[0], vals[1])
+        return None
+    if not vals:
+        return None
+    return VALUE_OPS[op](vals)
