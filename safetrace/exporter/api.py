@@ -79,14 +79,14 @@ class _Exporter:
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
         if report is not None:
-            self.env.on_undecided = lambda q: report.question(q, _data_dependent(q))
+            self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), tracer:
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
-                raise _data_dependent(q) from None
+                raise _data_dependent(q, self.env) from None
             except ValueError as exc:
                 if "contradiction" not in str(exc):
                     raise
@@ -344,13 +344,16 @@ def _const_or(e: Any) -> Any:
     return int(e.value) if e.op == "const" else e
 
 
-def _data_dependent(q: DataDependentQuestion) -> DataDependentError:
+def _data_dependent(q: DataDependentQuestion, env: Any) -> DataDependentError:
+    from safetrace.trace.asserts import describe_symbols
+
     where = short(q.origin) if isinstance(q.origin, str) else "<unknown location>"
     return DataDependentError(
-        f"could not decide `{q.expr}` at {where}: it depends on values computed from tensor "
-        f"data, which export never reads.\nFix: add a check before this line that settles "
-        f"it, e.g. st.check({q.expr}) or st.check(not ({q.expr})), or rewrite the code so it "
-        f"does not branch on data")
+        f"could not decide `{q.expr}`{describe_symbols(env, q.expr)}, asked at {where}: it "
+        f"depends on values computed from tensor data, which export never reads.\n"
+        f"Fix: add the check that holds for your data before this line, either\n"
+        f"    st.check({q.expr})\nor\n    st.check(not ({q.expr}))\n"
+        f"(torch._check works too), or rewrite the code so it does not branch on data")
 
 
 def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
