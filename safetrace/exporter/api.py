@@ -213,7 +213,7 @@ class _Exporter:
 
     def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
-        for mname, _, _, _, attrs, _ in guard.saved:
+        for mname, _, _, _, attrs, _, _ in guard.saved:
             for attr, v in attrs.items():
                 if id(v) not in self.state:
                     full = f"{mname}.{attr}" if mname else attr
@@ -287,7 +287,12 @@ def _exporting() -> Iterator[None]:
 
 
 class _ModuleGuard:
-    """Snapshot every submodule's tensors; restore them after tracing whatever happened."""
+    """Snapshot every submodule's state; restore it after tracing whatever happened.
+
+    Parameters, buffers, tensor attributes, the training flag and every other attribute
+    (``self.calls += 1`` in forward) come back as they were: export never mutates the
+    model.  (Containers mutated in place, ``self.log.append(...)``, are not undone.)
+    """
 
     def __init__(self, model: Any) -> None:
         self.model = model
@@ -300,12 +305,11 @@ class _ModuleGuard:
             for mname, mod in self.model.named_modules(remove_duplicate=False):
                 attrs = {k: v for k, v in mod.__dict__.items() if isinstance(v, tensor)}
                 self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
-                                   attrs, mod.training))
+                                   attrs, mod.training, dict(mod.__dict__)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        tensor = torch.Tensor
-        for mname, mod, params, buffers, attrs, training in self.saved:
+        for mname, mod, params, buffers, _, training, everything in self.saved:
             now = mod._buffers
             if len(now) != len(buffers) or any(now.get(k) is not v for k, v in buffers.items()):
                 for k, v in now.items():
@@ -318,15 +322,10 @@ class _ModuleGuard:
                 now.clear()
                 now.update(params)
             d = mod.__dict__
-            for k, v in list(d.items()):
-                if isinstance(v, tensor) and attrs.get(k) is not v:
-                    if k in attrs:
-                        d[k] = attrs[k]
-                    else:
-                        del d[k]
-            for k, v in attrs.items():
-                if d.get(k) is not v:
-                    d[k] = v
+            if len(d) != len(everything) or any(d.get(k) is not v for k, v in everything.items()):
+                for k in [k for k in d if k not in everything]:
+                    del d[k]
+                d.update(everything)
             if mod.training != training:
                 mod.training = training
 

@@ -228,3 +228,20 @@ def test_module_holds_state_under_original_names():
     with torch.no_grad():
         torch.testing.assert_close(mod(x), other(x))
     assert mod.to(torch.device("cpu")) is mod
+
+
+class PythonState(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        self.last_shape = tuple(x.shape)
+        return x * 2
+
+
+def test_python_attributes_restored_after_export():
+    m = PythonState()
+    st.export(m, (torch.randn(3),))
+    assert m.calls == 0 and not hasattr(m, "last_shape")
