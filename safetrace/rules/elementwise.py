@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.errors import shape_error
 from safetrace.rules.common import (
     broadcast_shapes,
     check,
@@ -48,10 +49,12 @@ def common_device(op: str, *operands: Any) -> torch.device:
     strict = [x.device for x in metas if not (x.ndim == 0 and x.device.type == "cpu")]
     if not strict:
         return metas[0].device if metas else _CPU
+    first = strict[0]
     for d in strict[1:]:
-        check(d == strict[0], op, "Expected all tensors to be on the same device, but found "
-                                  f"at least two devices, {strict[0]} and {d}!")
-    return strict[0]
+        if d is not first and d != first:  # the message is only formatted when raised
+            raise shape_error(op, "Expected all tensors to be on the same device, but found "
+                                  f"at least two devices, {first} and {d}!")
+    return first
 
 
 def reject(op: str, dtype: torch.dtype, categories: frozenset | set) -> None:

@@ -19,12 +19,21 @@ _USER_FILES = (os.path.join(os.path.dirname(safetrace.__file__), "demo.py"),)  #
 _CACHE: dict[tuple, str] = {}
 
 
+_LIBRARY: dict = {}  # code object -> True when it belongs to torch or safetrace
+
+
 def user_frame(depth: int = 2) -> FrameType | None:
     """The innermost frame that belongs to neither torch nor safetrace."""
     f: FrameType | None = sys._getframe(depth)
+    library = _LIBRARY
     while f is not None:
-        fn = f.f_code.co_filename
-        if (not fn.startswith(_SKIP_DIRS) or fn in _USER_FILES) and not fn.startswith("<frozen"):
+        code = f.f_code
+        skip = library.get(code)
+        if skip is None:
+            fn = code.co_filename
+            skip = library[code] = (fn.startswith(_SKIP_DIRS) and fn not in _USER_FILES) or \
+                fn.startswith("<frozen")
+        if not skip:
             return f
         f = f.f_back
     return None
