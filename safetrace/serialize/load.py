@@ -49,7 +49,7 @@ def load(source: Any, *, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> Any:
 def _load(f: Any, max_tensor_bytes: int) -> Any:
     program, tensors = _read_archive(f, max_tensor_bytes)
     try:
-        doc = json.loads(program.decode("utf-8"), object_pairs_hook=_no_dups,
+        doc = json.loads(program.decode("utf-8"), object_pairs_hook=tensorfile.no_duplicate_keys,
                          parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
@@ -459,14 +459,6 @@ def _opt_int(x: Any, where: str) -> int | None:
         raise fail(where, f"expected an integer bound or null, got {str(x)[:40]}")
     return x
 
-
-def _no_dups(pairs: list) -> dict:
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
 
 
 def _no_constant(name: str) -> Any:

@@ -64,7 +64,7 @@ def load(buf: bytes, where: str = "tensors") -> dict[str, torch.Tensor]:
         raise LoadError(f"{where}: header length {n} exceeds the file ({len(buf)} bytes) "
                         f"or the limit ({MAX_HEADER})")
     try:
-        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"), object_pairs_hook=_no_dups)
+        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"), object_pairs_hook=no_duplicate_keys)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{where}: header is not valid JSON: {err}") from None
     if not isinstance(header, dict):
@@ -122,7 +122,8 @@ def _entry(name: str, info: object, where: str) -> tuple:
     return dtype, shape, offs[0], offs[1]
 
 
-def _no_dups(pairs: list) -> dict:
+def no_duplicate_keys(pairs: list) -> dict:
+    """json object_pairs_hook: a key given twice is an error, not a silent overwrite."""
     out = {}
     for k, v in pairs:
         if k in out:
