@@ -21,6 +21,9 @@ DTYPE_ABBR = {
 }
 
 
+_META = torch.device("meta")
+
+
 def _hint(size: Any) -> int:
     if isinstance(size, int):
         return size
@@ -58,8 +61,13 @@ class Proxy(torch.Tensor):
 
     @staticmethod
     def __new__(cls, meta: TensorMeta, node: Any) -> Proxy:
-        self = torch.Tensor._make_wrapper_subclass(
-            cls, [_hint(s) for s in meta.shape], dtype=meta.dtype, device="meta")
+        shape = meta.shape
+        for s in shape:
+            if s.__class__ is not int:
+                shape = [_hint(s) for s in shape]  # the wrapper holds example sizes
+                break
+        self = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=meta.dtype,
+                                                   device=_META)
         self.st_meta = meta
         self.st_node = node
         return self
