@@ -130,18 +130,6 @@ def _positional_names(fn: Callable, n: int) -> list[str]:
     return names[:n]
 
 
-def flatten_named(root: str, value: Any) -> list[tuple[str, Any]]:
-    """Flatten one named input to (user path, leaf) pairs; unknown classes are an error."""
-    leaves, _ = pytree.tree_flatten_with_path(value)
-    out = []
-    for path, leaf in leaves:
-        user = key_str(path, root)
-        if not isinstance(leaf, (torch.Tensor,) + CONSTANT_LEAVES):
-            raise unsupported_leaf(user, leaf)
-        out.append((user, leaf))
-    return out
-
-
 def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
     cls = type(leaf)
     qual = f"{cls.__module__}.{cls.__qualname__}"

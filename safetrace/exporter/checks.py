@@ -40,6 +40,7 @@ class CheckBuilder:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail}
         self.bound: dict[str, str] = {}  # symbol -> the input dim it was read from
+        self.static_why: dict[str, str] = {}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"
@@ -90,8 +91,7 @@ class CheckBuilder:
         deferred = []
         for d, size in enumerate(shape):
             if isinstance(size, int):
-                why = self.static_why.get(f"{path}.shape[{d}]") if hasattr(
-                    self, "static_why") else None
+                why = self.static_why.get(f"{path}.shape[{d}]")
                 kind = "static" if why is None else "required"
                 extra = "" if why is None else f", {self.const(why)}"
                 self.lines.append(f"if sh{i}[{d}] != {size}: _fail({p}, '{kind}', sh{i}, "

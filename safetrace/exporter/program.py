@@ -100,9 +100,6 @@ class ExportedProgram:
         non_persistent = set(self.graph_signature.non_persistent_buffers)
         return {k: v for k, v in self._state.items() if k not in non_persistent}
 
-    def placeholder_meta(self) -> dict[str, Any]:
-        return {n.name: n.meta.get("val") for n in self.graph.nodes if n.op == "placeholder"}
-
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
         return CheckBuilder().build(self.contract)

@@ -26,7 +26,7 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
             if isinstance(leaf, torch.Tensor) and leaf in spec:
                 out.append(_tensor_spec(leaf, spec[leaf], f"dynamic_shapes[{_desc(leaf)}]"))
             else:
-                out.append(_static(leaf))
+                out.append(None)  # no dims to declare
         return out
     tops = list(zip(names, args)) + list(kwargs.items())
     if isinstance(spec, dict):
@@ -179,10 +179,6 @@ def _from_torch_export(e: Any, where: str) -> Entry:
             _TORCH_DIMS[id(e)] = found
         return found
     raise SpecError(f"{where}: {e!r} is not a dim spec")
-
-
-def _static(leaf: Any) -> None:
-    return None
 
 
 def _desc(t: torch.Tensor) -> str:

@@ -59,7 +59,7 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
                     continue
                 raise shape_error(op, f"The size of tensor a ({cur}) must match the size of "
                                       f"tensor b ({size}) at non-singleton dimension {i}")
-            out[j] = _broadcast_symbolic(cur, size, i, op)
+            out[j] = broadcast_sizes(cur, size, i, op)
     return tuple(out)
 
 
@@ -72,7 +72,7 @@ def _hint_of(size: Size) -> int | None:
         return None
 
 
-def _broadcast_symbolic(a: Size, b: Size, i: int, op: str) -> Size:
+def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     """Broadcast two sizes, one at least symbolic, without arbitrary size-1 guards.
 
     Sizes equal on the example are unified (equal sizes broadcast alike whether or not
@@ -209,6 +209,11 @@ def to_real(dtype: torch.dtype) -> torch.dtype:
             torch.complex32: torch.float16}.get(dtype, dtype)
 
 
+def static_zero(n: Size) -> bool:
+    """True only for a plain 0: a symbolic size is taken as non-empty, without a guard."""
+    return isinstance(n, int) and n == 0
+
+
 def prod(sizes: Iterable[Size]) -> Size:
     """Product of sizes (1 for none); plain ints are multiplied first (cheaper)."""
     n = 1
@@ -226,21 +231,6 @@ def nonneg(size: Size) -> Size:
     if isinstance(size, int):
         return size if size > 0 else 0
     return sym_max(size, 0)
-
-
-def device_of(*operands: Any) -> torch.device:
-    """The device of the first non-zero-dim tensor operand (else of the first tensor)."""
-    first = None
-    for x in operands:
-        if isinstance(x, TensorMeta):
-            if x.ndim > 0:
-                return x.device
-            first = first or x.device
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                if isinstance(y, TensorMeta):
-                    return y.device
-    return first if first is not None else torch.device("cpu")
 
 
 def _backed(v: Size) -> bool:

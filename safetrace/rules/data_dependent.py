@@ -73,7 +73,13 @@ def _unique_count(self: TensorMeta, what: str) -> Any:
 def unique2(self: TensorMeta, sorted: bool = True, return_inverse: bool = False,
             return_counts: bool = False) -> tuple:
     """(values, inverse or empty, counts or empty)."""
-    u = _unique_count(self, "unique()")
+    return _unique_outputs(self, return_inverse, return_counts, "unique()")
+
+
+def _unique_outputs(self: TensorMeta, return_inverse: bool, return_counts: bool,
+                    what: str) -> tuple:
+    """(values (u,), inverse (self's shape or empty), counts ((u,) or empty))."""
+    u = _unique_count(self, what)
     inverse = self.shape if return_inverse else (0,)
     counts = (u,) if return_counts else (0,)
     return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device),
@@ -82,21 +88,17 @@ def unique2(self: TensorMeta, sorted: bool = True, return_inverse: bool = False,
 
 @rule(aten._unique.default)
 def unique1(self: TensorMeta, sorted: bool = True, return_inverse: bool = False) -> tuple:
-    u = _unique_count(self, "unique()")
-    inverse = self.shape if return_inverse else (0,)
-    return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device))
+    """(values, inverse or empty)."""
+    return _unique_outputs(self, return_inverse, False, "unique()")[:2]
 
 
 @rule(aten.unique_consecutive.default)
 def unique_consecutive(self: TensorMeta, return_inverse: bool = False,
                        return_counts: bool = False, dim: int | None = None) -> tuple:
+    """Runs of equal elements (or slices along `dim`)."""
     if dim is not None:
         return unique_dim(self, dim, True, return_inverse, return_counts)
-    u = _unique_count(self, "unique_consecutive()")
-    inverse = self.shape if return_inverse else (0,)
-    counts = (u,) if return_counts else (0,)
-    return (TensorMeta((u,), self.dtype, self.device), TensorMeta(inverse, _LONG, self.device),
-            TensorMeta(counts, _LONG, self.device))
+    return _unique_outputs(self, return_inverse, return_counts, "unique_consecutive()")
 
 
 @rule(aten.unique_dim.default)

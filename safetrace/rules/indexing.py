@@ -11,9 +11,9 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.errors import DataDependentError
-from safetrace.rules.common import new_size
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import _broadcast_symbolic, broadcast_shapes, check, normalize_dim
+from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, new_size,
+                                    normalize_dim, static_zero)
 from safetrace.rules.registry import rule
 from safetrace.rules.views import replace_dim, slice_length
 
@@ -29,11 +29,6 @@ class _MaskCount:
 
     def __repr__(self) -> str:
         return "<mask count>"
-
-
-def _static_zero(n: Size) -> bool:
-    """True only for a plain 0: symbolic counts are taken as non-empty, without a guard."""
-    return isinstance(n, int) and n == 0
 
 
 def _dd(op: str, what: str) -> DataDependentError:
@@ -94,7 +89,7 @@ def _broadcast_index_shapes(shapes: list[tuple], op: str) -> tuple:
                 continue
             elif not (isinstance(cur, int) and isinstance(size, int)):
                 # symbolic: unify sizes equal on the example, no needless `size == 1` guard
-                out[i] = _broadcast_symbolic(cur, size, i, op)
+                out[i] = broadcast_sizes(cur, size, i, op)
             elif size == 1:
                 continue
             elif cur == 1:
@@ -136,7 +131,7 @@ def index_result_shape(self: TensorMeta, indices: Sequence[TensorMeta | None],
         else:
             d = len(entries)
             n = index.numel()
-            if d < self.ndim and _static_zero(self.shape[d]) and isinstance(n, int):
+            if d < self.ndim and static_zero(self.shape[d]) and isinstance(n, int):
                 check(n == 0, op, "index is out of bounds for dimension with size 0")
             entries.append(index.shape)
     check(len(entries) <= self.ndim, op, f"too many indices for tensor of dimension "
@@ -235,7 +230,7 @@ def gather(self: TensorMeta, dim: int, index: TensorMeta, *,
     """The index's shape; it may not exceed self apart from `dim`."""
     op = "gather"
     d = normalize_dim(dim, self.ndim, op)
-    if not _static_zero(index.numel()):
+    if not static_zero(index.numel()):
         check(index.dtype in _INT_INDEX, op, f"gather(): Expected dtype int32/int64 for "
                                              f"index, but got {index.dtype}")
         check(max(self.ndim, 1) == max(index.ndim, 1), op,
@@ -279,7 +274,7 @@ def _scatter_checks(self: TensorMeta, dim: int, index: TensorMeta,
                     src: TensorMeta | None) -> None:
     op = "scatter"
     d = normalize_dim(dim, self.ndim, op)
-    if _static_zero(index.numel()):
+    if static_zero(index.numel()):
         return
     check(index.dtype in _INT_INDEX, op, "scatter(): Expected dtype int32/int64 for index")
     if src is not None:

@@ -7,15 +7,11 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, normalize_dim, result_type
+from safetrace.rules.common import check, normalize_dim, result_type, static_zero
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
 Size = Any
-
-
-def _static_zero(n: Size) -> bool:
-    return isinstance(n, int) and n == 0
 
 
 def cat_shape(shapes: Sequence[tuple], dim: int, op: str = "cat") -> tuple | None:
@@ -24,7 +20,7 @@ def cat_shape(shapes: Sequence[tuple], dim: int, op: str = "cat") -> tuple | Non
     # tensor has the same rank, skipping them changes nothing (they add 0), so the question
     # is only asked (a guard on a symbolic size) when ranks differ.
     if all(len(s) == len(shapes[0]) for s in shapes):
-        if all(len(s) == 1 and _static_zero(s[0]) for s in shapes):
+        if all(len(s) == 1 and static_zero(s[0]) for s in shapes):
             return None
         kept = list(enumerate(shapes))
     else:

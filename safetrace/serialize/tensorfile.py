@@ -64,7 +64,8 @@ def load(buf: bytes, where: str = "tensors") -> dict[str, torch.Tensor]:
         raise LoadError(f"{where}: header length {n} exceeds the file ({len(buf)} bytes) "
                         f"or the limit ({MAX_HEADER})")
     try:
-        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"), object_pairs_hook=no_duplicate_keys)
+        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"),
+                            object_pairs_hook=no_duplicate_keys)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{where}: header is not valid JSON: {err}") from None
     if not isinstance(header, dict):

@@ -386,18 +386,13 @@ def _return_type(op: Any) -> Any:
     return _RETURN_TYPES[op]
 
 
-_RETURNS_SELF: dict[Any, bool] = {}
-
-
 def _returns_self(op: Any) -> bool:
-    r = _RETURNS_SELF.get(op)
-    if r is None:
-        s = op._schema
-        r = bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
-                 and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
-                 and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
-        _RETURNS_SELF[op] = r
-    return r
+    """An in-place op that returns its first argument (``add_``, ``copy_``); cached in
+    _OP_INFO by the caller."""
+    s = op._schema
+    return bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
+                and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
+                and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
 
 
 from safetrace.trace.dispatch import _PLANS, HANDLERS, _has_tensor, _make_plan  # noqa: E402,F401
