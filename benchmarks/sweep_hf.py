@@ -41,21 +41,8 @@ import torch  # noqa: E402
 from safetrace import Dim  # noqa: E402
 from benchmarks.zoo import Case  # noqa: E402
 
-V = 96            # vocabulary of the tiny text models
+from benchmarks.zoo.hf import VOCAB as V, _mask, _tok  # noqa: E402  (same inputs as the zoo)
 SIZES = [(2, 12), (3, 7), (1, 20)]      # (batch, seq): example, two others
-
-
-# -- inputs -------------------------------------------------------------------------------
-def _tok(b, t, vocab=V):
-    g = torch.Generator().manual_seed(b * 1000 + t)
-    return torch.randint(3, vocab, (b, t), generator=g)
-
-
-def _mask(b, t):
-    m = torch.ones(b, t, dtype=torch.long)
-    if t > 2:
-        m[0, -2:] = 0
-    return m
 
 
 def _tf():
