@@ -135,6 +135,23 @@ def peak_added(fn) -> int:
     return peak
 
 
+def tensor_peak_added(fn) -> int:
+    """Peak tensor storage allocated while `fn` runs (torch's profiler allocation events):
+    a copy of the weights would show here; tracemalloc does not see tensor storage."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001
+            pass
+    current = peak = 0
+    for ev in sorted(prof.events(), key=lambda e: e.time_range.start):
+        current += ev.self_cpu_memory_usage
+        peak = max(peak, current)
+    return peak
+
+
 def err_name(exc) -> str:
     return type(exc).__name__
 
@@ -158,6 +175,8 @@ def bench(entry, repeats):
             row["st_gen"] = generalizes(case, st_mod)
             row["st_call"] = per_call(lambda: st_mod(*a, **k))
             row["st_mem"] = peak_added(lambda: st.export(m, a, k, dynamic_shapes=spec))
+            row["st_tmem"] = tensor_peak_added(
+                lambda: st.export(m, a, k, dynamic_shapes=spec))
             row["params"] = param_bytes(m)
             s_t, _, s_err = timed(lambda: st.export(m, a, k), repeats)
             row["st_static"] = s_t if s_err is None else None
@@ -203,10 +222,11 @@ def main() -> None:
 
     head = ("| model | safetrace | gen | nodes | torch.export | gen | nodes | export st | "
             "export torch | torch/st | st/eager fwd | dyn/static | call µs eager | st | torch | "
-            "st/eager | torch/eager | export mem (tracemalloc peak) |")
+            "st/eager | torch/eager | export tensor mem | export Python heap (tracemalloc peak) |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     speed, vs_eager, call_ratio, dyn_static, tx_call_ratio = [], [], [], [], []
+    tensor_mem: list = []
     n_ok = n_gen = 0
     for r in rows:
         ok = r.get("st_err") is None and r.get("st_export") is not None
@@ -222,6 +242,10 @@ def main() -> None:
                        (tx_call_ratio, tcr)):
             if v is not None:
                 lst.append(v)
+        tmem = (f"{r['st_tmem']} B ({100 * r['st_tmem'] / max(r['params'], 1):.1f}%)"
+                if ok else "-")
+        if ok:
+            tensor_mem.append(r["st_tmem"] / max(r["params"], 1))
         mem = (f"{r['st_mem'] / 1024:.0f} KiB ({100 * r['st_mem'] / max(r['params'], 1):.0f}% "
                f"of {r['params'] / 1024:.0f} KiB params)") if ok else "-"
         print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
@@ -231,13 +255,15 @@ def main() -> None:
               f"{fmt_s(r.get('st_export') if ok else None)} | "
               f"{fmt_s(r.get('tx_export') if tok else None)} | {fmt_r(ratio)} | {fmt_r(ve)} | "
               f"{fmt_r(ds)} | {fmt_us(r.get('eager_call'))} | {fmt_us(r.get('st_call'))} | "
-              f"{fmt_us(r.get('tx_call'))} | {fmt_r(cr)} | {fmt_r(tcr)} | {mem} |")
+              f"{fmt_us(r.get('tx_call'))} | {fmt_r(cr)} | {fmt_r(tcr)} | {tmem} | {mem} |")
 
     def med(xs):
         return statistics.median(xs) if xs else float("nan")
 
     print(f"\nsafetrace dynamic/static export time: median {med(dyn_static):.2f}x "
-          f"(goal <= 1.2x); torch.export call/eager: median {med(tx_call_ratio):.2f}x")
+          f"(goal <= 1.2x); torch.export call/eager: median {med(tx_call_ratio):.2f}x; "
+          f"tensor memory added by export: max {100 * max(tensor_mem, default=0):.1f}% of "
+          f"the parameter bytes (goal < 10%)")
     print(f"zoo: exported {n_ok}/{len(rows)}, generalizes {n_gen}/{len(rows)}, "
           f"export_speedup_vs_torch {med(speed):.1f}, export_vs_eager {med(vs_eager):.1f}, "
           f"call_vs_eager {med(call_ratio):.2f}")

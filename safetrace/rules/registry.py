@@ -18,6 +18,7 @@ import torch
 Rule = Callable[..., Any]
 
 RULES: dict[Any, Rule] = {}
+VERSION = [0]  # bumped on every registration (the tracer caches rules per op)
 
 
 def _overloads(op: Any) -> list:
@@ -36,6 +37,7 @@ def rule(*ops: Any) -> Callable[[Rule], Rule]:
         for op in ops:
             for overload in _overloads(op):
                 RULES[overload] = fn
+        VERSION[0] += 1
         return fn
 
     return register

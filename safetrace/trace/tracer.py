@@ -15,11 +15,13 @@ from torch.overrides import TorchFunctionMode
 
 from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
-from safetrace.rules import get_rule
+from safetrace.rules import get_rule, registry
 from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
+
+_MISSING = object()
 
 
 class Tracer(TorchFunctionMode):
@@ -48,6 +50,7 @@ class Tracer(TorchFunctionMode):
         self.asserted: set = set()      # conditions with an assertion node already
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
+        _refresh_op_info()
 
     def __enter__(self) -> Tracer:
         from safetrace.rules.common import ACTIVE
@@ -178,15 +181,16 @@ class Tracer(TorchFunctionMode):
         for k, a in kwargs.items():
             mkwargs[k], nkwargs[k] = self.unwrap(a)
         trace = stack_trace(3)
+        env = self.env
         if n_syms is None:
-            n_syms = len(self.env.symbols) if self.env is not None else 0
-        if out is None:
-            out = self.shape_of(op, margs, mkwargs, trace)
-        if not self.recording:
-            return _unrecorded(out)
+            n_syms = len(env.symbols) if env is not None else 0
         info = _OP_INFO.get(op)
         if info is None:
-            info = _OP_INFO[op] = (op._opname, op._schema.is_mutable, _returns_self(op))
+            info = _op_info(op)
+        if out is None:
+            out = self.shape_of(op, margs, mkwargs, trace, info[3])
+        if not self.recording:
+            return _unrecorded(out)
         node = add_node(self.graph, op, tuple(nargs), nkwargs, info[0])
         if self.first_op is None:
             self.first_op = node
@@ -200,9 +204,9 @@ class Tracer(TorchFunctionMode):
             node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]
         result = self.wrap(out, node)
-        if op in VALUE_OPS and isinstance(result, Proxy):
+        if info[4] and isinstance(result, Proxy):
             result.st_value = scalar_value(op, args, kwargs, result)
-        if self.env is not None and len(self.env.symbols) != n_syms:
+        if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         return result
 
@@ -229,8 +233,10 @@ class Tracer(TorchFunctionMode):
                 if name in self.sym_sources:
                     break
 
-    def shape_of(self, op: Any, margs: list, mkwargs: dict, trace: str) -> Any:
-        rule = get_rule(op)
+    def shape_of(self, op: Any, margs: list, mkwargs: dict, trace: str,
+                 rule: Any = _MISSING) -> Any:
+        if rule is _MISSING:
+            rule = get_rule(op)
         try:
             if rule is not None:
                 return rule(*margs, **mkwargs)
@@ -371,7 +377,26 @@ class _nullcontext:
         return None
 
 
-_OP_INFO: dict[Any, tuple] = {}  # op -> (node name, mutates an input, returns self)
+# op -> (node name, mutates an input, returns self, shape rule, carries a known value).
+# One lookup per traced op (OpOverload hashes in Python); cleared when a rule is registered.
+_OP_INFO: dict[Any, tuple] = {}
+
+
+def _op_info(op: Any) -> tuple:
+    info = _OP_INFO[op] = (op._opname, op._schema.is_mutable, _returns_self(op), get_rule(op),
+                           op in VALUE_OPS)
+    return info
+
+
+_OP_INFO_VERSION: list = [None]
+
+
+def _refresh_op_info() -> None:
+    """Forget cached rules when the registry changed since (called once per trace)."""
+    version = (registry.VERSION[0], len(registry.RULES))
+    if version != _OP_INFO_VERSION[0]:
+        _OP_INFO.clear()
+        _OP_INFO_VERSION[0] = version
 _RETURN_TYPES: dict[Any, Any] = {}
 
 

@@ -52,3 +52,18 @@ def test_register_shape_rule_makes_it_dynamic():
             matches_eager(ep, f, (torch.randn(n, 4),))
     finally:
         RULES.pop(OP, None)
+
+
+def test_rule_registered_after_a_trace_is_used_and_removal_is_seen():
+    st.export(f, (torch.randn(3, 4),))  # the op's (absent) rule is now cached
+    try:
+        @st.register_shape_rule(OP)
+        def same(self):
+            return self.like()
+
+        ep = st.export(f, (torch.randn(3, 4),), dynamic_shapes={"x": (Dim("n"), None)})
+        matches_eager(ep, f, (torch.randn(6, 4),))
+    finally:
+        RULES.pop(OP, None)
+    with pytest.raises(st.UnsupportedOpError):
+        st.export(f, (torch.randn(3, 4),), dynamic_shapes={"x": (Dim.DYNAMIC, None)})
