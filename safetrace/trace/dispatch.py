@@ -57,7 +57,19 @@ def _make_plan(func: Any) -> Callable:
         dtype = names.CAST_METHODS[name]
         return lambda tr, f, a, k: _cast(tr, a[0], dtype, k)
     packet = names.ALIASES.get(name, name)
+    if packet not in SPECIAL_OPS and composites.through(func) is None:
+        return lambda tr, f, a, k: _aten(tr, f, packet, a, k)
     return lambda tr, f, a, k: _op_or_through(tr, f, packet, a, k)
+
+
+def _aten(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:
+    """A function with an ATen namesake and no Python body (``torch.relu``, ``x.view``):
+    the overload the arguments fit, else the general path."""
+    found = resolve(packet, args, kwargs)
+    if found is None:
+        return _op_or_through(tr, func, packet, args, kwargs)
+    op, bargs, bkwargs = found
+    return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
 
 
 def _dunder(tr: Tracer, func: Any, packet: str, swap: bool, args: tuple, kwargs: dict) -> Any:
@@ -92,18 +104,21 @@ def _property(tr: Tracer, func: Any, prop: str, args: tuple) -> Any:
     return _op_or_through(tr, func, prop, args, {})
 
 
-_OPTIONAL_TENSORS: dict[Any, tuple] = {}
+_OPTIONAL_TENSORS: dict[int, tuple] = {}
+_KEEP: list = []
 
 
 def numbers_as_tensors(tr: Tracer, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A Python number given for a ``Tensor?`` argument (``torch.clamp(x, 0, t)``) becomes a
     scalar tensor node: eager's argument parser wraps it, an ATen overload call does not."""
-    slots = _OPTIONAL_TENSORS.get(op)
+    slots = _OPTIONAL_TENSORS.get(id(op))  # by id: an OpOverload hashes in Python
     if slots is None:
-        slots = _OPTIONAL_TENSORS[op] = tuple(
+        slots = tuple(
             (i, a.name) for i, a in enumerate(op._schema.arguments)
             if isinstance(a.real_type, torch.OptionalType)
             and isinstance(a.real_type.getElementType(), torch.TensorType))
+        _OPTIONAL_TENSORS[id(op)] = slots
+        _KEEP.append(op)  # the id stays this op's
     if not slots:
         return args, kwargs
     from safetrace.trace.schema import _is_number

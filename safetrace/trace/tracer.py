@@ -174,36 +174,58 @@ class Tracer(TorchFunctionMode):
         """
         margs, nargs = [], []
         for a in args:
-            m, n = self.unwrap(a)
-            margs.append(m)
-            nargs.append(n)
-        mkwargs, nkwargs = {}, {}
-        for k, a in kwargs.items():
-            mkwargs[k], nkwargs[k] = self.unwrap(a)
+            t = type(a)
+            if t is Proxy:
+                margs.append(a.st_meta)
+                nargs.append(a.st_node)
+            elif t is int or t is float or t is bool or a is None:
+                margs.append(a)
+                nargs.append(a)
+            else:
+                m, n = self.unwrap(a)
+                margs.append(m)
+                nargs.append(n)
+        if kwargs:
+            mkwargs, nkwargs = {}, {}
+            for k, a in kwargs.items():
+                mkwargs[k], nkwargs[k] = self.unwrap(a)
+        else:
+            mkwargs = nkwargs = {}
         trace = stack_trace(3)
         env = self.env
         if n_syms is None:
             n_syms = len(env.symbols) if env is not None else 0
-        info = _OP_INFO.get(op)
+        info = _OP_INFO.get(id(op))
         if info is None:
             info = _op_info(op)
         if out is None:
-            out = self.shape_of(op, margs, mkwargs, trace, info[3])
+            rule = info[3]
+            if rule is not None:
+                try:
+                    out = rule(*margs, **mkwargs)
+                except OpShapeError as exc:
+                    raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
+            else:
+                out = self.shape_of(op, margs, mkwargs, trace, None)
         if not self.recording:
             return _unrecorded(out)
         node = add_node(self.graph, op, tuple(nargs), nkwargs, info[0])
         if self.first_op is None:
             self.first_op = node
-        node.meta["stack_trace"] = trace
+        meta = node.meta
+        meta["stack_trace"] = trace
         if info[1]:
             self._note_mutation(op, nargs, nkwargs, node)
             for a in args:  # a tensor written in place no longer holds its known value
                 if type(a) is Proxy and a.st_value is not None:
                     a.st_value = None
         if info[2] and args and isinstance(args[0], torch.Tensor):
-            node.meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
+            meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             return args[0]
-        result = self.wrap(out, node)
+        if type(out) is TensorMeta:
+            result = meta["val"] = Proxy(out, node)
+        else:
+            result = self.wrap(out, node)
         if info[4] and isinstance(result, Proxy):
             result.st_value = scalar_value(op, args, kwargs, result)
         if env is not None and len(env.symbols) != n_syms:
@@ -378,13 +400,14 @@ class _nullcontext:
 
 
 # op -> (node name, mutates an input, returns self, shape rule, carries a known value).
-# One lookup per traced op (OpOverload hashes in Python); cleared when a rule is registered.
-_OP_INFO: dict[Any, tuple] = {}
+# Keyed by id (an OpOverload hashes in Python; the record holds the op, so the id stays
+# its own); one lookup per traced op; cleared when the rule registry changes.
+_OP_INFO: dict[int, tuple] = {}
 
 
 def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[op] = (op._opname, op._schema.is_mutable, _returns_self(op), get_rule(op),
-                           op in VALUE_OPS)
+    info = _OP_INFO[id(op)] = (op._opname, op._schema.is_mutable, _returns_self(op),
+                               get_rule(op), op in VALUE_OPS, op)  # op: keeps its id valid
     return info
 
 
