@@ -10,7 +10,8 @@ import math
 from typing import Callable, Iterable
 
 from safetrace.symbolic.expr import (
-    BOOL_OPS, CMP_OPS, FALSE, ONE, TRUE, ZERO, Expr, ExprLike, Terms, _make, _mono_key, add,
+    BOOL_OPS, CMP_OPS, FALSE, ONE, TRUE, ZERO, Expr, ExprLike, Terms, _add_const, _make,
+    _mono_key, add,
     add_many, const, from_terms, mul, neg, scale, sub, sym, terms, to_expr,
 )
 
@@ -86,6 +87,9 @@ def mod(a: Expr, b: Expr) -> Expr:
     if not r:
         return const(rc % m)
     if m > 0:
+        reduced = _drop_inner_mods(r, m)
+        if reduced is not None:  # (x % 14) % 7 == x % 7, also inside sums and products
+            return mod(_add_const(reduced, rc), b)
         g = m
         for k in r.values():
             g = math.gcd(g, k)
@@ -105,6 +109,24 @@ def mod(a: Expr, b: Expr) -> Expr:
     if rc:
         r[()] = rc
     return _make("mod", (from_terms(r), b))
+
+
+def _drop_inner_mods(r: Terms, m: int) -> Expr | None:
+    """The terms with every factor ``x % k`` (m dividing k) replaced by ``x``: congruent
+    modulo m, as ``x % k`` differs from x by a multiple of k.  None when there is none."""
+    changed = False
+    parts = []
+    for mono, k in r.items():
+        t = const(k)
+        for f in mono:
+            d = f.args[1] if f.op == "mod" else None
+            if d is not None and d.op == "const" and type(d.value) is int and d.value and \
+                    d.value % m == 0:
+                f = f.args[0]
+                changed = True
+            t = mul(t, f)
+        parts.append(t)
+    return add_many(parts) if changed else None
 
 
 def minmax(op: str, xs: list[Expr]) -> Expr:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from safetrace.symbolic import ranges as R
 from safetrace.symbolic.canon import compare, diff, mod, not_, rebuild
-from safetrace.symbolic.expr import ONE, ZERO, Expr, add, neg, scale, sub, terms
+from safetrace.symbolic.expr import ONE, ZERO, Expr, add, mul, neg, scale, sub, terms
 from safetrace.symbolic.ranges import Range
 
 if TYPE_CHECKING:
@@ -157,15 +157,28 @@ def _prune_minmax(env: Env, r: Expr) -> Expr:
 
 
 def _fold_exact_division(env: Env, r: Expr) -> Expr:
-    # m*(x//m) == x when x % m is known to be 0 (a divisibility fact).
+    # m*(x//m) == x when x % m is known to be 0 (a divisibility fact, or x's own form),
+    # also as a factor of a product: 49*b*(x//7)*(y//7) == b*x*y.
     for mono, k in terms(r):
-        if len(mono) == 1 and mono[0].op == "floordiv" and mono[0].args[1].op == "const":
-            x, m = mono[0].args
+        for i, f in enumerate(mono):
+            if f.op != "floordiv" or f.args[1].op != "const":
+                continue
+            x, m = f.args
             mv = int(m.value)  # type: ignore[arg-type]
             if mv and k % mv == 0 and simplify(env, mod(x, m)) is ZERO:
-                rest = add(r, scale(mono[0], -k))
-                return simplify(env, add(rest, scale(x, k // mv)))
+                rest = add(r, scale(_product(mono), -k))
+                exact = scale(x, k // mv)
+                for g in mono[:i] + mono[i + 1:]:
+                    exact = mul(exact, g)
+                return simplify(env, add(rest, exact))
     return r
+
+
+def _product(mono: tuple[Expr, ...]) -> Expr:
+    p = ONE
+    for f in mono:
+        p = mul(p, f)
+    return p
 
 
 def nonneg(env: Env, f: Expr) -> bool:

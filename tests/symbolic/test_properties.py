@@ -141,3 +141,34 @@ def test_decisions_with_unbacked_symbols_are_sound(facts, r, b) -> None:  # type
     assert d is None or d == v
     rng = env.bounds(build(r))
     assert rng.lo <= int(v) <= rng.hi
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-60, 60), st.integers(-60, 60), st.integers(1, 9), st.integers(-3, 3).filter(bool),
+       st.integers(-9, 9), st.integers(-9, 9))
+def test_inner_mods_with_a_multiple_divisor_keep_values(x, y, m, j, c1, c2) -> None:
+    """(a + c*(b % (j*m))) % m and products with such factors: the inner mod drops out."""
+    env = Env()
+    sx, sy = env.new_unbacked(name="x"), env.new_unbacked(name="y")
+    b = {"x": x, "y": y}
+    cases = [
+        ((sx + c1 * (sy % (j * m))) % m, (x + c1 * (y % (j * m))) % m),
+        ((c1 * (sx % (j * m)) * (sy % m) + c2) % m, (c1 * (x % (j * m)) * (y % m) + c2) % m),
+        (((sx % (j * m)) % m + sy) % m, ((x % (j * m)) % m + y) % m),
+    ]
+    for e, want in cases:
+        assert e.evaluate(b) == want
+        assert eval(str(e), {}, dict(b)) == want  # noqa: S307
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 200), st.integers(0, 50), st.integers(1, 12))
+def test_padding_to_a_multiple_is_proved_divisible(x, b, m) -> None:
+    """Swin-style padding: x + (m - x % m) % m is a multiple of m, so m * (it // m) is it."""
+    env = Env()
+    sx = env.new_backed(x, lo=0, name="x")
+    sb = env.new_backed(b, lo=0, name="b")
+    padded = sx + (m - sx % m) % m
+    assert env.decide(Expr.eq(padded % m, 0)) is True
+    assert env.decide(Expr.eq(sb * m * (padded // m) * m * (padded // m), sb * padded * padded))
+    assert padded.evaluate({"x": x}) == x + (m - x % m) % m
