@@ -47,3 +47,24 @@ def test_python_on_sizes_is_sound(name):
         accepted += 1
         torch.testing.assert_close(got, f(x))
     assert accepted >= 1
+
+
+def _window_partition(x, ws=7):
+    B, H, W, C = x.shape
+    pad_r, pad_b = (ws - W % ws) % ws, (ws - H % ws) % ws
+    x = torch.nn.functional.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+    Hp, Wp = x.shape[1], x.shape[2]
+    x = x.view(B, Hp // ws, ws, Wp // ws, ws, C)
+    return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, C)
+
+
+def test_padding_to_a_multiple_needs_no_runtime_check():
+    """Swin's pad-to-window: the padded size is provably a multiple of the window, so the
+    view needs no residual condition and every size runs."""
+    ep = st.export(_window_partition, (torch.randn(2, 10, 12, 3),),
+                   dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim.AUTO, 2: Dim.AUTO}})
+    assert ep.contract.residual == []
+    assert "requires" not in str(ep)
+    for h, w in ((1, 1), (7, 14), (13, 29), (30, 8)):
+        x = torch.randn(3, h, w, 3)
+        torch.testing.assert_close(ep.module()(x), _window_partition(x))
