@@ -114,13 +114,13 @@ class _Exporter:
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants),
-            contract=self._contract(leaves, proxies),
+            contract=self._contract(leaves, proxies, tracer.layout_queried),
             range_constraints=self.dyn.range_constraints(),
             dims_report=self.dyn.auto_report(),
         )
         return ep
 
-    def _contract(self, leaves: list, proxies: list) -> InputContract:
+    def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> InputContract:
         env = self.env
         entries = []
         for (path, value), p in zip(leaves, proxies):
@@ -151,7 +151,11 @@ class _Exporter:
                 static_why[decl.where] = origins.get(names[0], "") if names else ""
             elif decl.kind in ("named", "derived"):  # related by the spec itself
                 static_why[decl.where] = f" (as declared: {decl.spec!r})"
-        return InputContract(entries, ranges, residual, origins, static_why)
+        layout = []  # the code asked for a layout: inputs must have the traced one
+        if layout_queried:
+            layout = [(i, from_text(layout_queried)) for i, p in enumerate(proxies)
+                      if isinstance(p, Proxy) and p.st_contig]
+        return InputContract(entries, ranges, residual, origins, static_why, layout)
 
     def _lift_state(self, guard: _ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -163,7 +167,10 @@ class _Exporter:
                         continue
                     name = f"{mname}.{key}" if mname else key
                     node = add_placeholder(self.graph, pytree.placeholder_name(prefix + name))
-                    node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+                    p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device),
+                                                 node)
+                    if not _plain_layout(t):
+                        p.st_contig = None
                     node.meta["stack_trace"] = ""
                     node.meta["kind"] = kind
                     node.meta["target"] = name
@@ -190,6 +197,8 @@ class _Exporter:
                 for decl in self.dyn.decls[n_decl:]:
                     self._source(tracer, node, decl)
                 p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
+                if not _plain_layout(value):
+                    p.st_contig = None
                 node.meta["val"] = p
                 proxies.append(p)
             else:
@@ -331,6 +340,11 @@ class _ModuleGuard:
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed
+
+
+def _plain_layout(t: torch.Tensor) -> bool:
+    """Contiguous with storage offset 0: the layout a traced tensor is assumed to have."""
+    return t.is_contiguous() and t.storage_offset() == 0
 
 
 def _sym(name: str) -> Any:

@@ -17,6 +17,7 @@ from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpErro
 from safetrace.meta import TensorMeta
 from safetrace.rules import get_rule, registry
 from safetrace.trace.graph import add_node
+from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
@@ -50,6 +51,7 @@ class Tracer(TorchFunctionMode):
         self.asserted: set = set()      # conditions with an assertion node already
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
+        self.layout_queried: str | None = None  # where the code first asked for a layout
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -101,7 +103,9 @@ class Tracer(TorchFunctionMode):
                 node = self.graph.placeholder(name)
         else:
             node = self.graph.placeholder(name)
-        node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+        p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+        if not (t.is_contiguous() and t.storage_offset() == 0):
+            p.st_contig = None
         node.meta["stack_trace"] = ""
         node.meta["kind"] = "constant"
         self.const_nodes[id(t)] = node
@@ -173,11 +177,14 @@ class Tracer(TorchFunctionMode):
         `n_syms` the symbol count before it ran (to find the sizes it created).
         """
         margs, nargs = [], []
+        known = True  # every tensor argument has a known (contiguous) layout
         for a in args:
             t = type(a)
             if t is Proxy:
                 margs.append(a.st_meta)
                 nargs.append(a.st_node)
+                if a.st_contig is None:
+                    known = False
             elif t is int or t is float or t is bool or a is None:
                 margs.append(a)
                 nargs.append(a)
@@ -185,6 +192,8 @@ class Tracer(TorchFunctionMode):
                 m, n = self.unwrap(a)
                 margs.append(m)
                 nargs.append(n)
+                if t is list or t is tuple:
+                    known = known and all(type(x) is not Proxy or x.st_contig for x in a)
         if kwargs:
             mkwargs, nkwargs = {}, {}
             for k, a in kwargs.items():
@@ -226,6 +235,12 @@ class Tracer(TorchFunctionMode):
             result = meta["val"] = Proxy(out, node)
         else:
             result = self.wrap(out, node)
+        if info[5] or info[6] is not None or not known:
+            contig = result_contiguity(info[5], info[6], args, kwargs, known)
+            if contig is None:
+                for p in (result if isinstance(result, (tuple, list)) else (result,)):
+                    if type(p) is Proxy:
+                        p.st_contig = None
         if info[4] and isinstance(result, Proxy):
             result.st_value = scalar_value(op, args, kwargs, result)
         if env is not None and len(env.symbols) != n_syms:
@@ -399,7 +414,8 @@ class _nullcontext:
         return None
 
 
-# op -> (node name, mutates an input, returns self, shape rule, carries a known value).
+# op -> (node name, mutates an input, returns self, shape rule, carries a known value,
+# result layout kind, memory_format argument index).
 # Keyed by id (an OpOverload hashes in Python; the record holds the op, so the id stays
 # its own); one lookup per traced op; cleared when the rule registry changes.
 _OP_INFO: dict[int, tuple] = {}
@@ -407,7 +423,8 @@ _OP_INFO: dict[int, tuple] = {}
 
 def _op_info(op: Any) -> tuple:
     info = _OP_INFO[id(op)] = (op._opname, op._schema.is_mutable, _returns_self(op),
-                               get_rule(op), op in VALUE_OPS, op)  # op: keeps its id valid
+                               get_rule(op), op in VALUE_OPS, *layout_kind(op),
+                               op)  # op: keeps its id valid
     return info
 
 
