@@ -18,6 +18,7 @@ from safetrace.meta import TensorMeta
 from safetrace.rules import get_rule, registry
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
+from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
@@ -359,12 +360,10 @@ class Tracer(TorchFunctionMode):
         return out
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
-        for i, a in enumerate(op._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write and i < len(nargs):
-                target = nargs[i]
-                base = _base_placeholder(target)
-                if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
-                    self.mutated[base] = node
+        for target in written_args(op, nargs, nkwargs):
+            base = base_placeholder(target)
+            if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
+                self.mutated[base] = node
 
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str) -> DataDependentError:
@@ -374,19 +373,6 @@ class Tracer(TorchFunctionMode):
             f"data).\n  at {short(trace)}\nFix: compute on tensors instead of Python values "
             f"(e.g. torch.where(cond, a, b) instead of `if`), or move the data-dependent "
             f"decision out of the exported code.")
-
-
-def _base_placeholder(node: Any) -> Any:
-    """The placeholder a (chain of views of a) node starts from."""
-    seen = 0
-    while isinstance(node, torch.fx.Node) and seen < 64:
-        if node.op == "placeholder":
-            return node
-        if node.op != "call_function" or not node.args:
-            return None
-        node = node.args[0]
-        seen += 1
-    return None
 
 
 _ACTIVE_TRACER: list = [None]
@@ -422,7 +408,7 @@ _OP_INFO: dict[int, tuple] = {}
 
 
 def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[id(op)] = (op._opname, op._schema.is_mutable, _returns_self(op),
+    info = _OP_INFO[id(op)] = (op._opname, mutates(op), _returns_self(op),
                                get_rule(op), op in VALUE_OPS, *layout_kind(op),
                                op)  # op: keeps its id valid
     return info
