@@ -287,25 +287,55 @@ def _exporting() -> Iterator[None]:
     import torch.compiler as tc
 
     saved = (tc._is_compiling_flag, tc._is_exporting_flag)
+    seeds = (torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed)
     tc._is_compiling_flag = True
     tc._is_exporting_flag = True
+    torch.manual_seed = torch.random.manual_seed = _refuse_seeding
+    torch.seed = torch.random.seed = _refuse_seeding
     try:
         yield
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved
+        torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed = seeds
+
+
+def _refuse_seeding(*args: Any, **kwargs: Any) -> None:
+    """Seeding inside forward: the graph cannot replay it, so its random ops would differ
+    from eager's on every call."""
+    raise UnsupportedOpError(
+        f"the model seeds the random generator (torch.manual_seed / torch.seed) at "
+        f"{short(stack_trace(2))}; an exported graph cannot capture generator state, so "
+        f"its random ops would not repeat eager's numbers.\n"
+        f"Fix: seed outside the model, before calling it, or remove the randomness")
+
+
+_CONTAINERS = {list: list, dict: dict, set: set}
+
+
+def _changed(obj: Any, contents: Any) -> bool:
+    """Whether a container's items differ from its copy (by identity: items may be tensors)."""
+    if len(obj) != len(contents):
+        return True
+    if isinstance(obj, list):
+        return any(a is not b for a, b in zip(obj, contents))
+    if isinstance(obj, dict):
+        return any(k not in contents or contents[k] is not v for k, v in obj.items())
+    return obj != contents
+_MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
 
 
 class _ModuleGuard:
     """Snapshot every submodule's state; restore it after tracing whatever happened.
 
     Parameters, buffers, tensor attributes, the training flag and every other attribute
-    (``self.calls += 1`` in forward) come back as they were: export never mutates the
-    model.  (Containers mutated in place, ``self.log.append(...)``, are not undone.)
+    (``self.calls += 1`` in forward) come back as they were, and so do the contents of
+    list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
     """
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self.saved: list = []
+        self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
 
     def __enter__(self) -> _ModuleGuard:
@@ -315,6 +345,9 @@ class _ModuleGuard:
                 attrs = {k: v for k, v in mod.__dict__.items() if isinstance(v, tensor)}
                 self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
                                    attrs, mod.training, dict(mod.__dict__)))
+                for k, v in mod.__dict__.items():  # user containers: their contents too
+                    if type(v) in _CONTAINERS and k not in _MODULE_INTERNALS:
+                        self.containers.append((v, _CONTAINERS[type(v)](v)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -337,6 +370,13 @@ class _ModuleGuard:
                 d.update(everything)
             if mod.training != training:
                 mod.training = training
+        for obj, contents in self.containers:
+            if _changed(obj, contents):  # self.log.append(...) in forward: undone
+                obj.clear()
+                if isinstance(obj, list):
+                    obj.extend(contents)
+                else:
+                    obj.update(contents)
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed

@@ -24,6 +24,7 @@ from safetrace.trace.source import short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
 _MISSING = object()
+_autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 class Tracer(TorchFunctionMode):
@@ -165,6 +166,12 @@ class Tracer(TorchFunctionMode):
             return (metas, nodes) if isinstance(v, list) else (tuple(metas), tuple(nodes))
         if isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.device)):
             return v, v
+        if isinstance(v, torch.Generator):
+            raise UnsupportedOpError(
+                f"a torch.Generator is passed to a traced op at {short(stack_trace(3))}; "
+                f"an exported graph cannot capture generator state.\n"
+                f"Fix: drop generator= (the program then draws from the default generator), "
+                f"or pass the random tensor in as an input")
         if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num")):  # Sym values
             return v, self.sym_node(v)
         return v, v
@@ -202,6 +209,12 @@ class Tracer(TorchFunctionMode):
         else:
             mkwargs = nkwargs = {}
         trace = stack_trace(3)
+        if _autocast_on():
+            raise UnsupportedOpError(
+                f"autocast is active at {short(trace)}: safetrace records the ops as written "
+                f"and would silently drop autocast's dtype changes.\n"
+                f"Fix: remove the torch.autocast region and cast explicitly, e.g. "
+                f"x.to(torch.bfloat16), or export the model already converted (.to(dtype))")
         env = self.env
         if n_syms is None:
             n_syms = len(env.symbols) if env is not None else 0
@@ -325,6 +338,12 @@ class Tracer(TorchFunctionMode):
                 f"    def rule(*args, **kwargs): return TensorMeta(shape, dtype, device)"
             ) from None
         except RuntimeError as exc:
+            if "meta" in str(exc).lower():  # the kernel needs data or a real device
+                raise UnsupportedOpError(
+                    f"{op} cannot be traced: it needs tensor data or a real device ("
+                    f"{str(exc).splitlines()[0]}), and safetrace has no shape rule for it.\n"
+                    f"Fix: compute this part outside the exported model, or register a "
+                    f"rule: @st.register_shape_rule(torch.ops.{op})") from None
             raise OpShapeError(f"{op}: {exc}") from None
 
         def back(v: Any) -> Any:
