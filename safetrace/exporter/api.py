@@ -114,13 +114,13 @@ class _Exporter:
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants),
-            contract=self._contract(leaves, proxies),
+            contract=self._contract(leaves, proxies, tracer.layout_queried),
             range_constraints=self.dyn.range_constraints(),
             dims_report=self.dyn.auto_report(),
         )
         return ep
 
-    def _contract(self, leaves: list, proxies: list) -> InputContract:
+    def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> InputContract:
         env = self.env
         entries = []
         for (path, value), p in zip(leaves, proxies):
@@ -151,7 +151,11 @@ class _Exporter:
                 static_why[decl.where] = origins.get(names[0], "") if names else ""
             elif decl.kind in ("named", "derived"):  # related by the spec itself
                 static_why[decl.where] = f" (as declared: {decl.spec!r})"
-        return InputContract(entries, ranges, residual, origins, static_why)
+        layout = []  # the code asked for a layout: inputs must have the traced one
+        if layout_queried:
+            layout = [(i, from_text(layout_queried)) for i, p in enumerate(proxies)
+                      if isinstance(p, Proxy) and p.st_contig]
+        return InputContract(entries, ranges, residual, origins, static_why, layout)
 
     def _lift_state(self, guard: _ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -163,7 +167,10 @@ class _Exporter:
                         continue
                     name = f"{mname}.{key}" if mname else key
                     node = add_placeholder(self.graph, pytree.placeholder_name(prefix + name))
-                    node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+                    p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device),
+                                                 node)
+                    if not _plain_layout(t):
+                        p.st_contig = None
                     node.meta["stack_trace"] = ""
                     node.meta["kind"] = kind
                     node.meta["target"] = name
@@ -190,6 +197,8 @@ class _Exporter:
                 for decl in self.dyn.decls[n_decl:]:
                     self._source(tracer, node, decl)
                 p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
+                if not _plain_layout(value):
+                    p.st_contig = None
                 node.meta["val"] = p
                 proxies.append(p)
             else:
@@ -278,25 +287,55 @@ def _exporting() -> Iterator[None]:
     import torch.compiler as tc
 
     saved = (tc._is_compiling_flag, tc._is_exporting_flag)
+    seeds = (torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed)
     tc._is_compiling_flag = True
     tc._is_exporting_flag = True
+    torch.manual_seed = torch.random.manual_seed = _refuse_seeding
+    torch.seed = torch.random.seed = _refuse_seeding
     try:
         yield
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved
+        torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed = seeds
+
+
+def _refuse_seeding(*args: Any, **kwargs: Any) -> None:
+    """Seeding inside forward: the graph cannot replay it, so its random ops would differ
+    from eager's on every call."""
+    raise UnsupportedOpError(
+        f"the model seeds the random generator (torch.manual_seed / torch.seed) at "
+        f"{short(stack_trace(2))}; an exported graph cannot capture generator state, so "
+        f"its random ops would not repeat eager's numbers.\n"
+        f"Fix: seed outside the model, before calling it, or remove the randomness")
+
+
+_CONTAINERS = {list: list, dict: dict, set: set}
+
+
+def _changed(obj: Any, contents: Any) -> bool:
+    """Whether a container's items differ from its copy (by identity: items may be tensors)."""
+    if len(obj) != len(contents):
+        return True
+    if isinstance(obj, list):
+        return any(a is not b for a, b in zip(obj, contents))
+    if isinstance(obj, dict):
+        return any(k not in contents or contents[k] is not v for k, v in obj.items())
+    return obj != contents
+_MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
 
 
 class _ModuleGuard:
     """Snapshot every submodule's state; restore it after tracing whatever happened.
 
     Parameters, buffers, tensor attributes, the training flag and every other attribute
-    (``self.calls += 1`` in forward) come back as they were: export never mutates the
-    model.  (Containers mutated in place, ``self.log.append(...)``, are not undone.)
+    (``self.calls += 1`` in forward) come back as they were, and so do the contents of
+    list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
     """
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self.saved: list = []
+        self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
 
     def __enter__(self) -> _ModuleGuard:
@@ -306,6 +345,9 @@ class _ModuleGuard:
                 attrs = {k: v for k, v in mod.__dict__.items() if isinstance(v, tensor)}
                 self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
                                    attrs, mod.training, dict(mod.__dict__)))
+                for k, v in mod.__dict__.items():  # user containers: their contents too
+                    if type(v) in _CONTAINERS and k not in _MODULE_INTERNALS:
+                        self.containers.append((v, _CONTAINERS[type(v)](v)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -328,9 +370,21 @@ class _ModuleGuard:
                 d.update(everything)
             if mod.training != training:
                 mod.training = training
+        for obj, contents in self.containers:
+            if _changed(obj, contents):  # self.log.append(...) in forward: undone
+                obj.clear()
+                if isinstance(obj, list):
+                    obj.extend(contents)
+                else:
+                    obj.update(contents)
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed
+
+
+def _plain_layout(t: torch.Tensor) -> bool:
+    """Contiguous with storage offset 0: the layout a traced tensor is assumed to have."""
+    return t.is_contiguous() and t.storage_offset() == 0
 
 
 def _sym(name: str) -> Any:

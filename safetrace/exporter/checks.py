@@ -10,6 +10,7 @@ hold.  Non-tensor inputs must equal their specialized values.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any, Callable
 
@@ -31,6 +32,9 @@ class InputContract:
     # declared dynamic dims the program made static or tied to others: "x.shape[1]" ->
     # " (from ...)", the guard that decided it
     static_why: dict = dataclasses.field(default_factory=dict)
+    # tensor inputs that must be contiguous with storage offset 0 (the program branched on
+    # a memory layout): (leaf index, origin text)
+    layout: list = dataclasses.field(default_factory=list)
 
 
 class CheckBuilder:
@@ -38,7 +42,8 @@ class CheckBuilder:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail}
+        self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
+                                    "_copysign": math.copysign}
         self.bound: dict[str, str] = {}  # symbol -> the input dim it was read from
         self.static_why: dict[str, str] = {}
 
@@ -61,6 +66,10 @@ class CheckBuilder:
                 deferred += self.tensor(i, leaf[0], leaf[2], leaf[3])
         for i, d, path, e in deferred:
             self.relation(i, d, path, e, contract.origins)
+        for i, origin in getattr(contract, "layout", ()):
+            p = self.const(contract.leaves[i][0])
+            self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0): "
+                              f"_fail({p}, 'layout', v{i}, {self.const(origin)})")
         for name, (lo, hi) in contract.ranges.items():
             if name not in self.bound:
                 continue
@@ -129,6 +138,9 @@ class CheckBuilder:
         same = f"leaves[{i}] == {k}"
         if isinstance(value, float) and value != value:  # NaN equals only NaN here
             same = f"leaves[{i}] != leaves[{i}]"
+        elif isinstance(value, float) and value == 0:  # 0.0 and -0.0 differ (1/x)
+            sign = math.copysign(1.0, value)
+            same = f"leaves[{i}] == {k} and _copysign(1.0, leaves[{i}]) == {sign}"
         self.lines.append(f"if type(leaves[{i}]) is not type({k}) or not ({same}): "
                           f"_fail({p}, 'value', leaves[{i}], {k})")
 
@@ -180,6 +192,11 @@ def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
         bound, why = expected
         op = ">=" if kind == "min" else "<="
         msg = f"{path} = {got}, but it must be {op} {bound}{why}"
+    elif kind == "layout":
+        msg = (f"{path}: expected a contiguous tensor (storage offset 0), got strides "
+               f"{tuple(got.stride())} and offset {got.storage_offset()}; the program asked "
+               f"for a memory layout{expected} and was traced for contiguous inputs.\n"
+               f"Fix: pass {path}.contiguous()")
     elif kind == "guard":
         msg = f"the inputs violate `{path}`, required{expected}"
     elif kind == "value":

@@ -11,6 +11,7 @@ from safetrace.errors import InputMismatchError
 from safetrace.exporter.checks import CheckBuilder, InputContract
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.trace.mutation import written_placeholders
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
 
@@ -225,21 +226,24 @@ class _ProgramModule(torch.nn.Module):
     def __init__(self, ep: ExportedProgram) -> None:
         super().__init__()
         self._ep = ep
-        mutated = set(ep.graph_signature.buffers_to_mutate.values())
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
+        # State the program writes (in place, or by reassignment) gets its own copy, and
+        # every parameter its own Parameter object: running the program, .to()/.half() and
+        # load_state_dict never change the exported model, whose storage is shared otherwise.
+        in_place = written_placeholders(ep.graph)
+        self._written = {s.target for s in specs.values() if s.name in in_place}
+        self._owned = self._written | set(ep.graph_signature.buffers_to_mutate.values())
         self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
         for name, t in ep._state.items():
             owner, key = self._owner(name)
             spec = specs.get(name)
+            value = t.detach().clone() if name in self._owned else t.detach()
             if spec is not None and spec.kind == "parameter":
-                if not isinstance(t, torch.nn.Parameter):
-                    t = torch.nn.Parameter(t, requires_grad=t.requires_grad)
-                owner.register_parameter(key, t)
+                owner.register_parameter(
+                    key, torch.nn.Parameter(value, requires_grad=t.requires_grad))
                 self._slots[name] = (owner, "_parameters", key)
             else:
-                # a buffer forward mutates gets its own copy: the user's model stays as is
-                value = t.detach().clone() if name in mutated else t
                 owner.register_buffer(key, value, persistent=spec is None or spec.persistent)
                 self._slots[name] = (owner, "_buffers", key)
         sources: list = []
@@ -250,7 +254,10 @@ class _ProgramModule(torch.nn.Module):
                 sources.append(("const", ep.constants[s.target]))
             else:
                 owner, table, key = self._slots[s.target]
-                sources.append(("state", (getattr(owner, table), key)))
+                # a parameter written in place runs detached, as under eager's no_grad
+                kind = "written" if table == "_parameters" and s.target in self._written \
+                    else "state"
+                sources.append((kind, (getattr(owner, table), key)))
         self._sources = sources
         self._mutations = [(i, self._slots[s.target])
                            for i, s in enumerate(ep.graph_signature.output_specs)
@@ -279,6 +286,8 @@ class _ProgramModule(torch.nn.Module):
                 call.append(leaves[ref])
             elif kind == "state":
                 call.append(ref[0][ref[1]])
+            elif kind == "written":
+                call.append(ref[0][ref[1]].detach())
             else:
                 call.append(ref)
         fwd = self._forward
@@ -294,6 +303,22 @@ class _ProgramModule(torch.nn.Module):
         if self._single_out:
             return outs[self._n_mut]
         return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
+        """As nn.Module's; values are copied into storage of this module's own (the
+        exported model's shared weights are never written)."""
+        if not assign:
+            for name, (owner, table, key) in self._slots.items():
+                if name in self._owned:
+                    continue
+                t = getattr(owner, table)[key]
+                if table == "_parameters":
+                    owner._parameters[key] = torch.nn.Parameter(
+                        t.detach().clone(), requires_grad=t.requires_grad)
+                else:
+                    owner._buffers[key] = t.detach().clone()
+                self._owned.add(name)
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def _current_state(self) -> dict[str, torch.Tensor]:
         """Current parameters and buffers by their original names (buffers as mutated)."""

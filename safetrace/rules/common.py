@@ -63,7 +63,7 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
     return tuple(out)
 
 
-def _hint_of(size: Size) -> int | None:
+def hint_of(size: Size) -> int | None:
     if isinstance(size, int):
         return size
     try:
@@ -82,7 +82,7 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
         return a
     if isinstance(a, int) and a == 1:
         return b
-    ha, hb = _hint_of(a), _hint_of(b)
+    ha, hb = hint_of(a), hint_of(b)
     if ha is not None and hb is not None:
         if ha == hb:
             if not (a == b):  # messages are built only on failure: printing sizes is costly
@@ -234,7 +234,7 @@ def nonneg(size: Size) -> Size:
 
 
 def _backed(v: Size) -> bool:
-    return isinstance(v, int) or _hint_of(v) is not None
+    return isinstance(v, int) or hint_of(v) is not None
 
 
 def guarded_min(a: Size, b: Size) -> Size:

@@ -12,7 +12,7 @@ import torch
 
 from safetrace.errors import DataDependentError
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, new_size,
+from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, hint_of, new_size,
                                     normalize_dim, static_zero)
 from safetrace.rules.registry import rule
 from safetrace.rules.views import replace_dim, slice_length
@@ -186,6 +186,8 @@ def index_put(self: TensorMeta, indices: Sequence[TensorMeta | None], values: Te
         if isinstance(r, _MaskCount):
             if not v == 1:
                 raise _dd(op, "whether the values fit x[mask]")
+        elif hint_of(v) is not None and hint_of(v) == hint_of(r):
+            check(v == r, op, mismatch)  # equal on the example: unified, no size-1 guard
         elif not v == 1:
             check(v == r, op, mismatch)
     return self.like()

@@ -155,9 +155,9 @@ def view_rule(self: TensorMeta, size: Sequence[Size]) -> TensorMeta:
     return self.like(shape=infer_size(size, self.numel(), "view", factors=self.shape))
 
 
-@rule(aten.reshape_as.default)
+@rule(aten.reshape_as.default, aten.view_as.default)
 def reshape_as(self: TensorMeta, other: TensorMeta) -> TensorMeta:
-    """reshape to `other`'s shape."""
+    """reshape / view to `other`'s shape."""
     return view_rule(self, other.shape)
 
 

@@ -344,7 +344,8 @@ class _Builder:
     def _contract(self, c: Any) -> Any:
         from safetrace.exporter.checks import InputContract
 
-        expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract", {"static_why"})
+        expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract",
+                    {"static_why", "layout"})
         leaves = []
         consts = ValueDecoder()
         for i, leaf in enumerate(expect(c["leaves"], list, "contract.leaves")):
@@ -403,6 +404,12 @@ class _Builder:
             static_why[expect(r[0], str, where)] = expect(r[1], str, where)
         if static_why or hasattr(contract, "static_why"):
             contract.static_why = static_why
+        for i, r in enumerate(expect(c.get("layout", []), list, "contract.layout")):
+            where = f"contract.layout[{i}]"
+            if not isinstance(r, list) or len(r) != 2 or type(r[0]) is not int or \
+                    not 0 <= r[0] < len(leaves) or leaves[r[0]][1] != "tensor":
+                raise fail(where, "expected [index of a tensor input, text]")
+            contract.layout.append((r[0], expect(r[1], str, where)))
         return contract
 
     def _range_constraints(self) -> Any:

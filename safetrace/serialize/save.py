@@ -79,6 +79,7 @@ def document(ep: Any) -> dict:
             "origins": [[k, str(v)] for k, v in contract.origins.items()],
             "static_why": [[k, str(v)] for k, v in
                            (getattr(contract, "static_why", None) or {}).items()],
+            "layout": [[int(i), str(origin)] for i, origin in getattr(contract, "layout", [])],
         },
         "in_spec": encode_spec(ep.in_spec),
         "out_spec": encode_spec(ep.out_spec),

@@ -95,7 +95,8 @@ def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
 
 @contextlib.contextmanager
 def torch_checks_routed() -> Iterator[None]:
-    """While exporting, ``torch._check`` / ``torch._check_is_size`` go through st.check."""
+    """While exporting, ``torch._check`` / ``_check_with`` / ``_check_is_size`` go through
+    st.check."""
     saved: tuple[Callable, Callable] = (torch._check, torch._check_is_size)
 
     def _check(cond: Any, message: Any = None) -> None:
@@ -110,8 +111,19 @@ def torch_checks_routed() -> Iterator[None]:
         else:
             saved[1](i, message, max=max)
 
+    saved_with = torch._check_with
+
+    def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
+        # torch._check_index/_value/_type and nn code (MultiheadAttention's mask checks)
+        if isinstance(cond, SymBool):
+            check(cond, message)
+        else:
+            saved_with(error_type, cond, message)
+
     torch._check, torch._check_is_size = _check, _check_is_size
+    torch._check_with = _check_with
     try:
         yield
     finally:
         torch._check, torch._check_is_size = saved
+        torch._check_with = saved_with

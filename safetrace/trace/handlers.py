@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from safetrace.meta import contiguous_strides
+from safetrace.trace import layout
 from safetrace.trace.proxy import Proxy, annotation, shape_value
 
 aten = torch.ops.aten
@@ -42,11 +42,6 @@ def _size(tr: Any, x: Proxy, dim: int | None = None) -> Any:
     from safetrace.rules.common import normalize_dim
 
     return shape[normalize_dim(dim, len(shape), "Tensor.size")]
-
-
-def _stride(tr: Any, x: Proxy, dim: int | None = None) -> Any:
-    strides = contiguous_strides(x.st_meta.shape)
-    return strides if dim is None else strides[dim]
 
 
 def _len(tr: Any, x: Proxy) -> Any:
@@ -101,9 +96,9 @@ HANDLERS: dict[Any, Any] = {
     T.numel: _meta_handler(lambda tr, x: x.st_meta.numel()),
     T.nelement: _meta_handler(lambda tr, x: x.st_meta.numel()),
     T.__len__: _meta_handler(_len),
-    T.stride: _meta_handler(_stride),
-    T.storage_offset: _constant(0),
-    T.is_contiguous: _constant(True),
+    T.stride: _meta_handler(layout.stride),
+    T.storage_offset: _meta_handler(layout.storage_offset),
+    T.is_contiguous: _meta_handler(layout.is_contiguous),
     T.is_floating_point: _meta_handler(lambda tr, x: x.st_meta.dtype.is_floating_point),
     T.is_complex: _meta_handler(lambda tr, x: x.st_meta.dtype.is_complex),
     T.is_signed: _meta_handler(lambda tr, x: x.st_meta.dtype.is_signed),

@@ -58,6 +58,7 @@ class Proxy(torch.Tensor):
     st_meta: TensorMeta
     st_node: Any
     st_value: Any = None  # a 0-d integer tensor's known (symbolic) value, see tracer.py
+    st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
 
     @staticmethod
     def __new__(cls, meta: TensorMeta, node: Any) -> Proxy:

@@ -17,11 +17,14 @@ from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpErro
 from safetrace.meta import TensorMeta
 from safetrace.rules import get_rule, registry
 from safetrace.trace.graph import add_node
+from safetrace.trace.layout import layout_kind, result_contiguity
+from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
 _MISSING = object()
+_autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 class Tracer(TorchFunctionMode):
@@ -50,6 +53,7 @@ class Tracer(TorchFunctionMode):
         self.asserted: set = set()      # conditions with an assertion node already
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
+        self.layout_queried: str | None = None  # where the code first asked for a layout
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -101,7 +105,9 @@ class Tracer(TorchFunctionMode):
                 node = self.graph.placeholder(name)
         else:
             node = self.graph.placeholder(name)
-        node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+        p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+        if not (t.is_contiguous() and t.storage_offset() == 0):
+            p.st_contig = None
         node.meta["stack_trace"] = ""
         node.meta["kind"] = "constant"
         self.const_nodes[id(t)] = node
@@ -160,6 +166,12 @@ class Tracer(TorchFunctionMode):
             return (metas, nodes) if isinstance(v, list) else (tuple(metas), tuple(nodes))
         if isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.device)):
             return v, v
+        if isinstance(v, torch.Generator):
+            raise UnsupportedOpError(
+                f"a torch.Generator is passed to a traced op at {short(stack_trace(3))}; "
+                f"an exported graph cannot capture generator state.\n"
+                f"Fix: drop generator= (the program then draws from the default generator), "
+                f"or pass the random tensor in as an input")
         if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num")):  # Sym values
             return v, self.sym_node(v)
         return v, v
@@ -173,11 +185,14 @@ class Tracer(TorchFunctionMode):
         `n_syms` the symbol count before it ran (to find the sizes it created).
         """
         margs, nargs = [], []
+        known = True  # every tensor argument has a known (contiguous) layout
         for a in args:
             t = type(a)
             if t is Proxy:
                 margs.append(a.st_meta)
                 nargs.append(a.st_node)
+                if a.st_contig is None:
+                    known = False
             elif t is int or t is float or t is bool or a is None:
                 margs.append(a)
                 nargs.append(a)
@@ -185,6 +200,8 @@ class Tracer(TorchFunctionMode):
                 m, n = self.unwrap(a)
                 margs.append(m)
                 nargs.append(n)
+                if t is list or t is tuple:
+                    known = known and all(type(x) is not Proxy or x.st_contig for x in a)
         if kwargs:
             mkwargs, nkwargs = {}, {}
             for k, a in kwargs.items():
@@ -192,6 +209,12 @@ class Tracer(TorchFunctionMode):
         else:
             mkwargs = nkwargs = {}
         trace = stack_trace(3)
+        if _autocast_on():
+            raise UnsupportedOpError(
+                f"autocast is active at {short(trace)}: safetrace records the ops as written "
+                f"and would silently drop autocast's dtype changes.\n"
+                f"Fix: remove the torch.autocast region and cast explicitly, e.g. "
+                f"x.to(torch.bfloat16), or export the model already converted (.to(dtype))")
         env = self.env
         if n_syms is None:
             n_syms = len(env.symbols) if env is not None else 0
@@ -226,6 +249,12 @@ class Tracer(TorchFunctionMode):
             result = meta["val"] = Proxy(out, node)
         else:
             result = self.wrap(out, node)
+        if info[5] or info[6] is not None or not known:
+            contig = result_contiguity(info[5], info[6], args, kwargs, known)
+            if contig is None:
+                for p in (result if isinstance(result, (tuple, list)) else (result,)):
+                    if type(p) is Proxy:
+                        p.st_contig = None
         if info[4] and isinstance(result, Proxy):
             result.st_value = scalar_value(op, args, kwargs, result)
         if env is not None and len(env.symbols) != n_syms:
@@ -309,6 +338,12 @@ class Tracer(TorchFunctionMode):
                 f"    def rule(*args, **kwargs): return TensorMeta(shape, dtype, device)"
             ) from None
         except RuntimeError as exc:
+            if "meta" in str(exc).lower():  # the kernel needs data or a real device
+                raise UnsupportedOpError(
+                    f"{op} cannot be traced: it needs tensor data or a real device ("
+                    f"{str(exc).splitlines()[0]}), and safetrace has no shape rule for it.\n"
+                    f"Fix: compute this part outside the exported model, or register a "
+                    f"rule: @st.register_shape_rule(torch.ops.{op})") from None
             raise OpShapeError(f"{op}: {exc}") from None
 
         def back(v: Any) -> Any:
@@ -344,12 +379,10 @@ class Tracer(TorchFunctionMode):
         return out
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
-        for i, a in enumerate(op._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write and i < len(nargs):
-                target = nargs[i]
-                base = _base_placeholder(target)
-                if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
-                    self.mutated[base] = node
+        for target in written_args(op, nargs, nkwargs):
+            base = base_placeholder(target)
+            if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
+                self.mutated[base] = node
 
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str) -> DataDependentError:
@@ -359,19 +392,6 @@ class Tracer(TorchFunctionMode):
             f"data).\n  at {short(trace)}\nFix: compute on tensors instead of Python values "
             f"(e.g. torch.where(cond, a, b) instead of `if`), or move the data-dependent "
             f"decision out of the exported code.")
-
-
-def _base_placeholder(node: Any) -> Any:
-    """The placeholder a (chain of views of a) node starts from."""
-    seen = 0
-    while isinstance(node, torch.fx.Node) and seen < 64:
-        if node.op == "placeholder":
-            return node
-        if node.op != "call_function" or not node.args:
-            return None
-        node = node.args[0]
-        seen += 1
-    return None
 
 
 _ACTIVE_TRACER: list = [None]
@@ -399,15 +419,17 @@ class _nullcontext:
         return None
 
 
-# op -> (node name, mutates an input, returns self, shape rule, carries a known value).
+# op -> (node name, mutates an input, returns self, shape rule, carries a known value,
+# result layout kind, memory_format argument index).
 # Keyed by id (an OpOverload hashes in Python; the record holds the op, so the id stays
 # its own); one lookup per traced op; cleared when the rule registry changes.
 _OP_INFO: dict[int, tuple] = {}
 
 
 def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[id(op)] = (op._opname, op._schema.is_mutable, _returns_self(op),
-                               get_rule(op), op in VALUE_OPS, op)  # op: keeps its id valid
+    info = _OP_INFO[id(op)] = (op._opname, mutates(op), _returns_self(op),
+                               get_rule(op), op in VALUE_OPS, *layout_kind(op),
+                               op)  # op: keeps its id valid
     return info
 
 

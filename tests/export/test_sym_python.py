@@ -68,3 +68,28 @@ def test_padding_to_a_multiple_needs_no_runtime_check():
     for h, w in ((1, 1), (7, 14), (13, 29), (30, 8)):
         x = torch.randn(3, h, w, 3)
         torch.testing.assert_close(ep.module()(x), _window_partition(x))
+
+
+def test_index_put_values_with_their_own_symbol_unify_without_size_one_guard():
+    """gpt-fast's cache update `k_cache[:, :, pos] = k`: the one-token step must run."""
+    def g(x, idx, v):
+        x = x.clone()
+        x[:, idx] = v
+        return x
+
+    ep = st.export(g, (torch.zeros(2, 32, 8), torch.arange(5), torch.randn(2, 5, 8)),
+                   dynamic_shapes=(None, {0: Dim.DYNAMIC}, {1: Dim.DYNAMIC}))
+    assert ep.contract.residual == []
+    for n in (1, 3, 9):
+        args = (torch.zeros(2, 32, 8), torch.randperm(32)[:n], torch.randn(2, n, 8))
+        torch.testing.assert_close(ep.module()(*args), g(*args))
+
+
+def test_view_as_with_a_named_dim():
+    def f(x, y):
+        return x.view_as(y) * 2
+
+    n = Dim("n")
+    ep = st.export(f, (torch.randn(6, 4), torch.randn(6, 4)), dynamic_shapes=({0: n}, {0: n}))
+    a, b = torch.randn(9, 4), torch.randn(9, 4)
+    torch.testing.assert_close(ep.module()(a, b), f(a, b))

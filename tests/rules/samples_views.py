@@ -230,6 +230,8 @@ SAMPLES += [
     S(aten.broadcast_to.default, (T(), [0, 2])),
     S(aten.reshape_as.default, (T(2, 6), T(3, 4))),
     S(aten.reshape_as.default, (T(0, 6), T(3, 0))),
+    S(aten.view_as.default, (T(2, 6), T(3, 4))),
+    S(aten.view_as.default, (T(4, 3), T(12))),
     S(aten.repeat_interleave.self_int, (T(2, 3), 2)),
     S(aten.repeat_interleave.self_int, (T(2, 3), 3, 1)),
     S(aten.repeat_interleave.self_int, (T(2, 3), 0, -2)),

@@ -1,0 +1,110 @@
+"""Memory layout while tracing: which traced tensors are known to be contiguous.
+
+The graph's values never depend on strides, but Python code can branch on them
+(``if x.is_contiguous()``, ``x.stride(0)``).  Each proxy carries ``st_contig``: True when
+the tensor is known to be contiguous with storage offset 0, None when its layout is not
+known (a transpose, slice or other view, or anything computed from such a tensor).
+Layout queries answer for known tensors and record that the program depends on the
+inputs' layout (the input checks then require contiguous inputs); on a tensor of
+unknown layout they raise, naming the line and the fix, instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import UnsupportedOpError
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.source import short, stack_trace
+
+COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS = 0, 1, 2, 3
+
+# Views that keep a contiguous tensor contiguous (same storage offset too).
+_KEEPS_CONTIGUITY = frozenset({
+    "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
+    "alias", "detach", "lift_fresh", "view_as", "reshape_as",
+})
+# Not views, yet their results may have their own strides (LAPACK's column-major
+# outputs, explicit strides).
+_OWN_STRIDES = ("linalg_", "_linalg_", "svd", "qr", "eig", "cholesky", "lu", "geqrf",
+                "triangular_solve", "lstsq", "empty_strided", "new_empty_strided")
+
+
+def layout_kind(op: Any) -> tuple[int, int | None]:
+    """How an op's result layout follows from its inputs, and where its memory_format
+    argument sits (index in the schema's arguments, or None)."""
+    schema = op._schema
+    fmt = next((i for i, a in enumerate(schema.arguments) if a.name == "memory_format"), None)
+    name = op._opname
+    if name == "contiguous":  # a view when already contiguous, else a copy: contiguous
+        return CONTIGUOUS, fmt
+    if name in _KEEPS_CONTIGUITY:
+        return FOLLOW, fmt
+    if name.startswith(_OWN_STRIDES):
+        return UNKNOWN, fmt
+    if any(r.alias_info is not None for r in schema.returns) and not schema.is_mutable:
+        return UNKNOWN, fmt  # a view: a transpose, slice, expand, ...
+    return COMPUTE, fmt
+
+
+def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
+                      inputs_known: bool) -> bool | None:
+    """True when the op's result is known contiguous, else None."""
+    if fmt is not None:
+        mf = kwargs.get("memory_format", args[fmt] if fmt < len(args) else None)
+        if mf is torch.contiguous_format:
+            return True
+        if mf is not None and mf is not torch.preserve_format:
+            return None  # channels_last: not contiguous in the default sense
+    if kind == UNKNOWN:
+        return None
+    if kind == CONTIGUOUS:
+        return True
+    if kind == FOLLOW:
+        first = args[0] if args else None
+        return first.st_contig if isinstance(first, Proxy) else True
+    return True if inputs_known else None
+
+
+def _require_known(tr: Any, x: Proxy, what: str) -> None:
+    trace = stack_trace(4)
+    if x.st_contig is None:
+        raise UnsupportedOpError(
+            f"{what} at {short(trace)} asks for the memory layout of a tensor that is a view "
+            f"(transpose, slice, expand, ...) or computed from one; safetrace does not trace "
+            f"strides, and the answer could differ between inputs.\n"
+            f"Fix: call .contiguous() on the tensor before asking, or drop the layout test "
+            f"(the values computed never depend on it)")
+    if tr.layout_queried is None:
+        tr.layout_queried = trace
+
+
+def is_contiguous(tr: Any, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
+    _require_known(tr, x, "x.is_contiguous()")
+    if memory_format in (torch.contiguous_format, torch.preserve_format):
+        return True
+    # A contiguous tensor is also channels-last contiguous exactly when its strides agree
+    # on every dim of size != 1 (or it is empty): that depends only on which dims are 0
+    # or 1 (guarded here), so a probe with the same 0s and 1s answers.
+    probe_shape = [0 if s == 0 else 1 if s == 1 else 2 for s in x.st_meta.shape]
+    probe = torch.empty(probe_shape, device="meta")
+    with torch._C.DisableTorchFunction():
+        return probe.is_contiguous(memory_format=memory_format)
+
+
+def stride(tr: Any, x: Proxy, dim: int | None = None) -> Any:
+    from safetrace.meta import contiguous_strides
+    from safetrace.rules.common import normalize_dim
+
+    _require_known(tr, x, "x.stride()")
+    strides = contiguous_strides(x.st_meta.shape)
+    if dim is None:
+        return strides
+    return strides[normalize_dim(dim, len(strides), "Tensor.stride")]
+
+
+def storage_offset(tr: Any, x: Proxy) -> int:
+    _require_known(tr, x, "x.storage_offset()")
+    return 0

@@ -1,0 +1,111 @@
+"""Memory layout: branches on is_contiguous()/stride() are answered only where the layout
+is known, the inputs' layout is then checked at run time, and a view's layout is refused
+with a fix instead of guessed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+class Branch(torch.nn.Module):
+    def forward(self, x):
+        return x * 2 if x.is_contiguous() else x * 3
+
+
+def test_branch_on_input_contiguity_requires_contiguous_inputs():
+    m = Branch()
+    ep = st.export(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(ep.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError) as info:
+        ep.module()(torch.randn(4, 5).t())
+    msg = str(info.value)
+    assert "contiguous" in msg and "x.contiguous()" in msg and "test_layout.py" in msg
+
+
+def test_program_without_layout_questions_accepts_any_layout():
+    ep = st.export(lambda x: x * 2, (torch.randn(3, 4),))
+    x = torch.randn(4, 3).t()
+    torch.testing.assert_close(ep.module()(x), x * 2)
+
+
+def test_layout_of_a_view_is_refused_with_a_fix():
+    def f(x):
+        y = x.t()
+        if not y.is_contiguous():
+            y = y.contiguous() * 2
+        return y
+
+    with pytest.raises(st.UnsupportedOpError) as info:
+        st.export(f, (torch.randn(2, 3),))
+    msg = str(info.value)
+    assert "is_contiguous" in msg and ".contiguous()" in msg and "test_layout.py" in msg
+
+
+def test_stride_of_a_view_is_refused():
+    with pytest.raises(st.UnsupportedOpError):
+        st.export(lambda x: x * x.t().stride(0), (torch.randn(2, 5),))
+    with pytest.raises(st.UnsupportedOpError):
+        st.export(lambda x: x * x[:, ::2].is_contiguous(), (torch.randn(2, 6),))
+
+
+def test_layout_after_contiguous_and_compute_is_known():
+    def f(x):
+        y = x.transpose(0, 1).contiguous()
+        z = (y + 1).view(-1, 2)
+        s = z.stride(0)
+        return z * s if z.is_contiguous() else z
+
+    x = torch.randn(4, 6)
+    ep = st.export(f, (x,), dynamic_shapes={"x": {0: Dim("n", min=2, max=64)}})
+    for n in (2, 8):
+        x2 = torch.randn(n, 6)
+        torch.testing.assert_close(ep.module()(x2), f(x2))
+
+
+def test_channels_last_question_on_contiguous_tensor():
+    def f(x):
+        y = x + 1
+        return y * 2 if y.is_contiguous(memory_format=torch.channels_last) else y * 3
+
+    ep = st.export(f, (torch.randn(2, 3, 4, 4),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    x = torch.randn(5, 3, 4, 4)
+    torch.testing.assert_close(ep.module()(x), f(x))
+    ep1 = st.export(f, (torch.randn(2, 1, 4, 4),))  # C == 1: also channels-last contiguous
+    x = torch.randn(2, 1, 4, 4)
+    torch.testing.assert_close(ep1.module()(x), f(x))
+
+
+def test_non_contiguous_example_input_has_unknown_layout():
+    with pytest.raises(st.UnsupportedOpError):
+        st.export(Branch(), (torch.randn(4, 3).t(),))
+    # without a layout question it exports and runs on any layout
+    ep = st.export(lambda x: x.sum(0), (torch.randn(4, 3).t(),))
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(ep.module()(x), x.sum(0))
+
+
+def test_layout_requirement_survives_save_and_load(tmp_path):
+    ep = st.export(Branch(), (torch.randn(3, 4),))
+    path = tmp_path / "p.st"
+    st.save(ep, path)
+    ep2 = st.load(path)
+    with pytest.raises(st.InputMismatchError):
+        ep2.module()(torch.randn(4, 3).t())
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(ep2.module()(x), x * 2)
+
+
+def test_negative_zero_constant_is_not_zero():
+    class D(torch.nn.Module):
+        def forward(self, x, s):
+            return x / s
+
+    ep = st.export(D(), (torch.ones(3), 0.0))
+    torch.testing.assert_close(ep.module()(torch.ones(3), 0.0), torch.full((3,), float("inf")))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(3), -0.0)
