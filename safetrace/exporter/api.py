@@ -287,26 +287,27 @@ def _exporting() -> Iterator[None]:
     import torch.compiler as tc
 
     saved = (tc._is_compiling_flag, tc._is_exporting_flag)
-    seeds = (torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed)
     tc._is_compiling_flag = True
     tc._is_exporting_flag = True
-    torch.manual_seed = torch.random.manual_seed = _refuse_seeding
-    torch.seed = torch.random.seed = _refuse_seeding
+    rng = torch.get_rng_state()
+    failed = True
     try:
         yield
+        failed = False
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved
-        torch.manual_seed, torch.random.manual_seed, torch.seed, torch.random.seed = seeds
-
-
-def _refuse_seeding(*args: Any, **kwargs: Any) -> None:
-    """Seeding inside forward: the graph cannot replay it, so its random ops would differ
-    from eager's on every call."""
-    raise UnsupportedOpError(
-        f"the model seeds the random generator (torch.manual_seed / torch.seed) at "
-        f"{short(stack_trace(2))}; an exported graph cannot capture generator state, so "
-        f"its random ops would not repeat eager's numbers.\n"
-        f"Fix: seed outside the model, before calling it, or remove the randomness")
+        seeded = not torch.equal(rng, torch.get_rng_state())
+        if seeded:
+            torch.set_rng_state(rng)  # export leaves the user's generator as it was
+    if seeded and not failed:
+        # Tracing draws no random numbers: a changed generator means the model seeded it
+        # (torch.manual_seed / torch.seed) or drew from it on real tensors.
+        raise UnsupportedOpError(
+            "the model seeds or draws from torch's default random generator while being "
+            "exported (torch.manual_seed, torch.seed, or a random op on real tensors); an "
+            "exported graph cannot capture generator state, so its random numbers would not "
+            "repeat eager's.\nFix: seed outside the model, before calling it, and keep "
+            "random ops on the model's input-derived tensors")
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}
