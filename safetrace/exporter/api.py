@@ -80,6 +80,7 @@ class _Exporter:
         targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
         if report is not None:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
+            tracer.on_data_read = report.data_read
             report.env, report.dyn = self.env, self.dyn
         try:
             try:

@@ -62,6 +62,12 @@ class ExplainReport:
                           f"st.check({q.expr})  or  st.check(not ({q.expr}))"))
         return True  # assume the condition holds, to keep tracing
 
+    def data_read(self, error: Exception) -> bool:
+        """``if tensor:`` on data: recorded; the True branch is assumed to keep tracing."""
+        msg, _, fix = str(error).partition("\nFix:")
+        self._add(Problem(type(error).__name__, "", msg, fix.strip()))
+        return True
+
     def stopped(self, exc: Exception) -> None:
         text = str(exc)
         msg, _, fix = text.partition("\nFix:")

@@ -63,7 +63,10 @@ def _data_read(what: str):
             return _real(func, args, kwargs)
         if args[0].st_value is not None and what in ("int()", _INDEX):
             return args[0].st_value  # torch.tensor(n) of a size: its value is known
-        raise tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
+        error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
+        if what == "bool()" and tr.on_data_read is not None:
+            return tr.on_data_read(error)  # st.explain: recorded, a branch assumed
+        raise error
 
     return handler
 

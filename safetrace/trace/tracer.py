@@ -54,6 +54,7 @@ class Tracer(TorchFunctionMode):
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
         self.layout_queried: str | None = None  # where the code first asked for a layout
+        self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import safetrace as st
@@ -52,3 +53,18 @@ def test_explain_reports_stopping_errors():
     assert [p.kind for p in report.problems] == ["DataDependentError"]
     report = st.explain(f, (torch.randn(3),), dynamic_shapes={"nope": None})
     assert report.problems[0].kind == "SpecError"
+
+
+def test_explain_keeps_going_after_a_data_dependent_if():
+    def f(x, y):
+        if x.sum() > 0:
+            x = x * 2
+        return x[:3] + y
+
+    report = st.explain(f, (torch.randn(5), torch.randn(3)),
+                        dynamic_shapes=({0: Dim.AUTO}, {0: Dim.DYNAMIC}))
+    text = str(report)
+    assert "if x.sum() > 0" in text and "DataDependentError" in text
+    assert "y.shape[0]" in text and "dynamic_shapes = " in text
+    with pytest.raises(st.DataDependentError):  # export itself still refuses
+        st.export(f, (torch.randn(5), torch.randn(3)))
