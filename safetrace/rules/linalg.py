@@ -196,6 +196,93 @@ def matmul(self: TensorMeta, other: TensorMeta) -> TensorMeta:
     return self.like(shape, dtype)
 
 
+rule(aten.linalg_matmul.default)(matmul)
+
+
+@rule(aten.addr.default)
+def addr(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
+         alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * outer(vec1, vec2): (n, m); an elementwise product, so dtypes
+    promote; self broadcasts to (n, m); beta and alpha must fit the result's category."""
+    op = "aten.addr"
+    check(vec1.ndim == 1, op, f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")
+    check(vec2.ndim == 1, op, f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    shape = (vec1.shape[0], vec2.shape[0])
+    dtype = result_type(self, vec1, vec2)
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool):
+            check(dtype is torch.bool, op, f"Boolean {name} only supported for Boolean results.")
+        elif isinstance(v, (float, complex)):
+            check(dtype.is_floating_point or dtype.is_complex, op, f"For integral input "
+                  f"tensors, argument {name} must not be a floating point number.")
+            check(not isinstance(v, complex) or dtype.is_complex, op,
+                  f"value cannot be converted to type {dtype} without overflow")
+    expand_to(op, self, shape)
+    return vec1.like(shape, dtype)
+
+
+def addr_inplace(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
+                 alpha: Any = 1) -> TensorMeta:
+    """addr_: the product must have self's shape and cast back to self's dtype."""
+    from safetrace.rules.elementwise import castable, same_shape
+
+    out = addr(self, vec1, vec2, beta=beta, alpha=alpha)
+    same_shape("aten.addr_", self, out.shape)
+    castable("aten.addr_", out.dtype, self.dtype)
+    return self.like()
+
+
+rule(aten.addr_.default)(addr_inplace)
+
+
+@rule(aten.kron.default)
+def kron(self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    """Kronecker product: both padded with leading 1s to the same ndim, sizes multiply;
+    the operands are reshaped first, so a 0-d tensor promotes like a dimensioned one."""
+    n = max(self.ndim, other.ndim)
+    a = (1,) * (n - self.ndim) + tuple(self.shape)
+    b = (1,) * (n - other.ndim) + tuple(other.shape)
+    return self.like(tuple(x * y for x, y in zip(a, b)),
+                     torch.promote_types(self.dtype, other.dtype))
+
+
+# -- distances ----------------------------------------------------------------------------
+
+
+@rule(aten.cdist.default, aten._cdist_forward.default)
+def cdist(x1: TensorMeta, x2: TensorMeta, p: float = 2.0,
+          compute_mode: int | None = None) -> TensorMeta:
+    """(*b1, r1, c) and (*b2, r2, c) -> (broadcast(b1, b2), r1, r2); one floating dtype."""
+    op = "aten.cdist"
+    check(x1.ndim >= 2, op, f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    check(x2.ndim >= 2, op, f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    check(x1.dtype.is_floating_point, op, f"cdist only supports floating-point dtypes, X1 "
+                                          f"got: {x1.dtype}")
+    check(x2.dtype.is_floating_point, op, f"cdist only supports floating-point dtypes, X2 "
+                                          f"got: {x2.dtype}")
+    check(x1.shape[-1] == x2.shape[-1], op, f"X1 and X2 must have the same number of "
+          f"columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    check(p >= 0, op, "cdist only supports non-negative p values")
+    check(compute_mode is None or compute_mode in (0, 1, 2), op,
+          f"possible modes: 0, 1, 2, but was: {compute_mode}")
+    check(x1.dtype == x2.dtype, op, f"expected scalar type {x1.dtype} but found {x2.dtype}")
+    batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2], op=op)
+    return x1.like(batch + (x1.shape[-2], x2.shape[-2]), x1.dtype)
+
+
+@rule(aten.cosine_similarity.default)
+def cosine_similarity(x1: TensorMeta, x2: TensorMeta, dim: int = 1,
+                      eps: float = 1e-8) -> TensorMeta:
+    """x1 and x2 broadcast, then `dim` is reduced; the common dtype must be floating."""
+    op = "aten.cosine_similarity"
+    dtype = result_type(x1, x2)
+    check(dtype.is_floating_point, op, f"expected common dtype to be floating point, yet "
+                                       f"common dtype is {dtype}")
+    shape = broadcast_shapes(x1.shape, x2.shape, op=op)
+    d = normalize_dim(dim, len(shape), op)
+    return x1.like(shape[:d] + shape[d + 1:] if shape else (), dtype)
+
+
 @rule(aten.linear.default)
 def linear(input: TensorMeta, weight: TensorMeta, bias: TensorMeta | None = None) -> TensorMeta:
     """input (..., in) @ weight(out, in).T + bias(out) -> (..., out); weight may be 1-d."""

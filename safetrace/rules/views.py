@@ -14,7 +14,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (check, guarded_max, guarded_min, normalize_dim,
+from safetrace.rules.common import (broadcast_shapes, check, guarded_max, guarded_min, normalize_dim,
                                     normalize_dims, prod)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
@@ -566,3 +566,96 @@ def tensor_split_indices(self: TensorMeta, indices: Sequence[Size], dim: int = 0
     n = self.shape[d]
     bounds = [0, *indices, None]
     return _pieces(self, d, [slice_length(n, a, b) for a, b in zip(bounds, bounds[1:])])
+
+
+def _split_dim(op: str, self: TensorMeta, min_ndim: int, dim: int) -> int:
+    check(self.ndim >= min_ndim, op, f"torch.{op} requires a tensor with at least {min_ndim} "
+                                     f"dimension{'s' if min_ndim > 1 else ''}, but got a tensor "
+                                     f"with {self.ndim} dimensions!")
+    return dim
+
+
+def _split_even(op: str, self: TensorMeta, d: int, sections: Size) -> list:
+    """`sections` equal pieces of dim `d`, whose size `sections` must divide."""
+    n = self.shape[d]
+    check(not (isinstance(sections, int) and sections == 0) and n % sections == 0, op,
+          f"torch.{op} attempted to split along dimension {d}, but the size of the dimension "
+          f"{n} is not divisible by the split_size {sections}!")
+    k = concrete_count(sections, op)
+    return _pieces(self, d, [n // k] * k)
+
+
+@rule(aten.hsplit.int)
+def hsplit(self: TensorMeta, sections: Size) -> list:
+    """Equal pieces along dim 1 (dim 0 of a 1-d tensor)."""
+    d = _split_dim("hsplit", self, 1, 0 if self.ndim == 1 else 1)
+    return _split_even("hsplit", self, d, sections)
+
+
+@rule(aten.vsplit.int)
+def vsplit(self: TensorMeta, sections: Size) -> list:
+    """Equal pieces along dim 0 of a tensor with at least 2 dims."""
+    return _split_even("vsplit", self, _split_dim("vsplit", self, 2, 0), sections)
+
+
+@rule(aten.dsplit.int)
+def dsplit(self: TensorMeta, sections: Size) -> list:
+    """Equal pieces along dim 2 of a tensor with at least 3 dims."""
+    return _split_even("dsplit", self, _split_dim("dsplit", self, 3, 2), sections)
+
+
+@rule(aten.hsplit.array)
+def hsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
+    """tensor_split at `indices` along dim 1 (dim 0 of a 1-d tensor)."""
+    d = _split_dim("hsplit", self, 1, 0 if self.ndim == 1 else 1)
+    return tensor_split_indices(self, indices, d)
+
+
+@rule(aten.vsplit.array)
+def vsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
+    """tensor_split at `indices` along dim 0."""
+    return tensor_split_indices(self, indices, _split_dim("vsplit", self, 2, 0))
+
+
+@rule(aten.dsplit.array)
+def dsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
+    """tensor_split at `indices` along dim 2."""
+    return tensor_split_indices(self, indices, _split_dim("dsplit", self, 3, 2))
+
+
+# -- rotations, diagonals, broadcasting several tensors ---------------------------------
+
+@rule(aten.rot90.default)
+def rot90(self: TensorMeta, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorMeta:
+    """Rotation in the plane of `dims`: an odd number of quarter turns swaps their sizes."""
+    op = "rot90"
+    check(len(dims) == 2, op, f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    check(self.ndim >= 2, op, f"expected total dims >= 2, but got total dims = {self.ndim}")
+    check(dims[0] != dims[1] and abs(dims[0] - dims[1]) != self.ndim, op,
+          f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = "
+          f"{dims[1]}")
+    a = normalize_dim(dims[0], self.ndim, op)
+    b = normalize_dim(dims[1], self.ndim, op)
+    if k % 4 in (1, 3):
+        return _swapped(self, a, b, op)
+    return self.like()
+
+
+_diagonal = diagonal  # diag's argument `diagonal` shadows the rule's name
+
+
+@rule(aten.diag.default)
+def diag(self: TensorMeta, diagonal: int = 0) -> TensorMeta:
+    """A 1-d tensor becomes a square matrix of side n + |diagonal|; a 2-d one its diagonal."""
+    check(self.ndim in (1, 2), "diag", f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+    if self.ndim == 1:
+        n = self.shape[0] + abs(diagonal)
+        return self.like(shape=(n, n))
+    return _diagonal(self, diagonal, 0, 1)
+
+
+@rule(aten.broadcast_tensors.default)
+def broadcast_tensors(tensors: Sequence[TensorMeta]) -> list:
+    """Every tensor expanded to the common broadcast shape (each keeps its dtype)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
+    return [t.like(shape=shape) for t in tensors]
