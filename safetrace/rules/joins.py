@@ -7,7 +7,8 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, normalize_dim, prod, result_type, static_zero
+from safetrace.rules.common import (broadcast_shapes, check, normalize_dim, prod, result_type,
+                                    static_zero)
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -145,3 +146,10 @@ def cartesian_prod(tensors: Sequence[TensorMeta]) -> TensorMeta:
         return tensors[0].like()
     meshgrid_indexing(tensors, indexing="ij")
     return tensors[0].like(shape=(prod(t.shape[0] for t in tensors), len(tensors)))
+
+
+@rule(aten.broadcast_tensors.default)
+def broadcast_tensors(tensors: Sequence[TensorMeta]) -> list:
+    """Every tensor expanded to the common broadcast shape (each keeps its dtype)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
+    return [t.like(shape=shape) for t in tensors]

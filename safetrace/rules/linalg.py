@@ -1,4 +1,5 @@
-"""Shape rules of the matmul family: mm, bmm, matmul, linear, addmm & co, einsum, tensordot.
+"""Shape rules of the matmul family: mm, bmm, matmul, linear, addmm & co, einsum, tensordot;
+also kron, distances (cdist, cosine_similarity) and linalg.norm.
 
 Matrix products dispatch to BLAS kernels that require every operand to have the same
 dtype (CPU raises "expected m1 and m2 to have the same dtype"; the meta kernels of some
@@ -8,12 +9,14 @@ to elementwise multiplication (outer, einsum without a shared contraction) promo
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import broadcast_shapes, check, normalize_dim, result_type
+from safetrace.rules.reductions import _norm_dtype, reduce_shape, vector_norm
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -509,3 +512,71 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
         acc_labels = (acc_labels | sets[i]) - summed - contracted
         acc = TensorMeta((1,) * len(acc_labels), dtype, t.device)
     return tensors[0].like(tuple(shape), acc.dtype)
+
+
+# -- linalg.norm: a vector or a matrix norm -------------------------------------------------
+
+
+def matrix_norm(op: str, self: TensorMeta, ord: Any, dim: Sequence[int], keepdim: bool,
+                dtype: torch.dtype | None) -> TensorMeta:
+    """linalg.matrix_norm over two dims: orders +-1, +-2, +-inf, 'fro' and 'nuc'."""
+    if isinstance(ord, str):
+        check(ord in ("fro", "nuc"), op, f"linalg.matrix_norm: Order {ord} not supported.")
+        low_precision = ord != "nuc"
+    else:
+        check(abs(ord) in (1, 2, math.inf), op, f"linalg.matrix_norm: Order {ord} not "
+                                                f"supported.")
+        low_precision = abs(ord) != 2
+    check(self.ndim >= 2, op, "linalg.matrix_norm: The input tensor A must have at least 2 "
+                              "dimensions.")
+    check(len(dim) == 2, op, f"linalg.matrix_norm: dim must be a 2-tuple. Got {list(dim)}")
+    a = normalize_dim(dim[0], self.ndim, op)
+    b = normalize_dim(dim[1], self.ndim, op)
+    check(a != b, op, f"linalg.matrix_norm: dims must be different. Got ({a}, {b})")
+    out = _norm_dtype("linalg.matrix_norm", self, dtype)
+    if not low_precision:
+        check(self.dtype not in (torch.float16, torch.bfloat16), op,
+              f"linalg.matrix_norm: Low precision dtypes not supported. Got {self.dtype}")
+    if not isinstance(ord, str) and ord < 0:  # amin over a dim: no identity
+        if abs(ord) == 2:
+            check(self.shape[a] != 0 and self.shape[b] != 0, op,
+                  "amin(): Expected reduction dim -1 to have non-zero size.")
+        else:
+            second = a if abs(ord) == math.inf else b
+            check(self.shape[second] != 0, op, f"amin(): Expected reduction dim {second} to "
+                                               f"have non-zero size.")
+    return self.like(shape=reduce_shape(self, [a, b], keepdim), dtype=out)
+
+
+@rule(aten.linalg_norm.default)
+def linalg_norm(self: TensorMeta, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
+                dtype: torch.dtype | None = None) -> TensorMeta:
+    """linalg.norm: a matrix norm for a given ord over 2 dims (or of a 2-d input without
+    dim), otherwise a vector norm (ord None meaning 2)."""
+    op = "linalg.norm"
+    if dim is not None:
+        dim = [dim] if isinstance(dim, int) else list(dim)
+        check(len(dim) in (1, 2), op, f"linalg.norm: If dim is specified, it must be of length "
+                                      f"1 or 2. Got {dim}")
+    elif ord is not None:
+        check(self.ndim in (1, 2), op, f"linalg.norm: If dim is not specified but ord is, the "
+                                       f"input must be 1D or 2D. Got {self.ndim}D.")
+    if ord is not None and ((dim is not None and len(dim) == 2) or
+                            (dim is None and self.ndim == 2)):
+        return matrix_norm(op, self, ord, dim if dim is not None else [0, 1], keepdim, dtype)
+    return vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+@rule(aten.linalg_norm.ord_str)
+def linalg_norm_str(self: TensorMeta, ord: str, dim: Any = None, keepdim: bool = False, *,
+                    dtype: torch.dtype | None = None) -> TensorMeta:
+    """linalg.norm with ord 'fro' or 'nuc': a matrix norm (a 1-d or 2-d input without dim)."""
+    op = "linalg.norm"
+    if dim is not None:
+        dim = [dim] if isinstance(dim, int) else list(dim)
+        check(len(dim) in (1, 2), op, f"linalg.norm: If dim is specified, it must be of length "
+                                      f"1 or 2. Got {dim}")
+    else:
+        check(self.ndim in (1, 2), op, f"linalg.norm: If dim is not specified but ord is, the "
+                                       f"input must be 1D or 2D. Got {self.ndim}D.")
+    return matrix_norm(op, self, ord, dim if dim is not None else [0, 1], keepdim, dtype)

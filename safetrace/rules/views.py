@@ -14,7 +14,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (broadcast_shapes, check, guarded_max, guarded_min, normalize_dim,
+from safetrace.rules.common import (check, guarded_max, guarded_min, normalize_dim,
                                     normalize_dims, prod)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
@@ -569,6 +569,7 @@ def tensor_split_indices(self: TensorMeta, indices: Sequence[Size], dim: int = 0
 
 
 def _split_dim(op: str, self: TensorMeta, min_ndim: int, dim: int) -> int:
+    """The dim h/v/dsplit split, after checking self has enough dims."""
     check(self.ndim >= min_ndim, op, f"torch.{op} requires a tensor with at least {min_ndim} "
                                      f"dimension{'s' if min_ndim > 1 else ''}, but got a tensor "
                                      f"with {self.ndim} dimensions!")
@@ -585,45 +586,30 @@ def _split_even(op: str, self: TensorMeta, d: int, sections: Size) -> list:
     return _pieces(self, d, [n // k] * k)
 
 
-@rule(aten.hsplit.int)
-def hsplit(self: TensorMeta, sections: Size) -> list:
-    """Equal pieces along dim 1 (dim 0 of a 1-d tensor)."""
-    d = _split_dim("hsplit", self, 1, 0 if self.ndim == 1 else 1)
-    return _split_even("hsplit", self, d, sections)
+def _directional_split(name: str, min_ndim: int, dim: int) -> None:
+    """Register h/v/dsplit: equal sections, or tensor_split at indices, along `dim`
+    (hsplit splits dim 0 of a 1-d tensor)."""
+
+    def split_int(self: TensorMeta, sections: Size) -> list:
+        d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
+        return _split_even(name, self, d, sections)
+
+    def split_array(self: TensorMeta, indices: Sequence[Size]) -> list:
+        d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
+        return tensor_split_indices(self, indices, d)
+
+    split_int.__doc__ = f"{name}: `sections` equal pieces along dim {dim}."
+    split_array.__doc__ = f"{name}: tensor_split at `indices` along dim {dim}."
+    packet = getattr(aten, name)
+    rule(packet.int)(split_int)
+    rule(packet.array)(split_array)
 
 
-@rule(aten.vsplit.int)
-def vsplit(self: TensorMeta, sections: Size) -> list:
-    """Equal pieces along dim 0 of a tensor with at least 2 dims."""
-    return _split_even("vsplit", self, _split_dim("vsplit", self, 2, 0), sections)
+for _name, _min_ndim, _dim in (("hsplit", 1, 1), ("vsplit", 2, 0), ("dsplit", 3, 2)):
+    _directional_split(_name, _min_ndim, _dim)
 
 
-@rule(aten.dsplit.int)
-def dsplit(self: TensorMeta, sections: Size) -> list:
-    """Equal pieces along dim 2 of a tensor with at least 3 dims."""
-    return _split_even("dsplit", self, _split_dim("dsplit", self, 3, 2), sections)
-
-
-@rule(aten.hsplit.array)
-def hsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
-    """tensor_split at `indices` along dim 1 (dim 0 of a 1-d tensor)."""
-    d = _split_dim("hsplit", self, 1, 0 if self.ndim == 1 else 1)
-    return tensor_split_indices(self, indices, d)
-
-
-@rule(aten.vsplit.array)
-def vsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
-    """tensor_split at `indices` along dim 0."""
-    return tensor_split_indices(self, indices, _split_dim("vsplit", self, 2, 0))
-
-
-@rule(aten.dsplit.array)
-def dsplit_array(self: TensorMeta, indices: Sequence[Size]) -> list:
-    """tensor_split at `indices` along dim 2."""
-    return tensor_split_indices(self, indices, _split_dim("dsplit", self, 3, 2))
-
-
-# -- rotations, diagonals, broadcasting several tensors ---------------------------------
+# -- rotations and diagonals -----------------------------------------------------------
 
 @rule(aten.rot90.default)
 def rot90(self: TensorMeta, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorMeta:
@@ -653,9 +639,3 @@ def diag(self: TensorMeta, diagonal: int = 0) -> TensorMeta:
         return self.like(shape=(n, n))
     return _diagonal(self, diagonal, 0, 1)
 
-
-@rule(aten.broadcast_tensors.default)
-def broadcast_tensors(tensors: Sequence[TensorMeta]) -> list:
-    """Every tensor expanded to the common broadcast shape (each keeps its dtype)."""
-    shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
-    return [t.like(shape=shape) for t in tensors]
