@@ -524,3 +524,88 @@ def im2col(self: TensorMeta, kernel_size: Any, dilation: Any, padding: Any,
     check(oh >= 1 and ow >= 1, op, "Given input with spatial size, the calculated shape of "
           "the array of sliding blocks must be at least one")
     return self.like(shape=self.shape[:-3] + (c * k[0] * k[1], oh * ow))
+
+
+@rule(aten.col2im.default)
+def col2im(self: TensorMeta, output_size: Any, kernel_size: Any, dilation: Any, padding: Any,
+           stride: Any) -> TensorMeta:
+    """(N, C*kh*kw, L) -> (N, C, *output_size): L must be the number of sliding blocks."""
+    op = "aten.col2im"
+    o = expand_param(op, output_size, 2, "output_size")
+    k = expand_param(op, kernel_size, 2, "kernel_size")
+    d = expand_param(op, dilation, 2, "dilation")
+    p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
+    check(o[0] > 0 and o[1] > 0, op, f"output_size should be greater than zero, but got {o}")
+    check(all(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(all(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
+    check(all(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
+    check(all(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
+    check(self.ndim in (2, 3), op, f"Expected 2D or 3D (batch mode) tensor for input with "
+          f"possibly 0 batch size and non-zero dimensions for input, but got: "
+          f"{list(self.shape)}")
+    ck, length = self.shape[-2:]
+    check(ck != 0 and length != 0, op, f"Expected 2D or 3D (batch mode) tensor for input with "
+          f"possibly 0 batch size and non-zero dimensions for input, but got: "
+          f"{list(self.shape)}")
+    check(ck % (k[0] * k[1]) == 0, op, f"Expected size of input's dimension 1 to be divisible "
+          f"by the product of kernel_size, but got input.size(1)={ck} and kernel_size={k}.")
+    bh, bw = conv_out(o[0], k[0], s[0], p[0], d[0]), conv_out(o[1], k[1], s[1], p[1], d[1])
+    check(bh >= 1 and bw >= 1, op, f"Given output_size={o}, kernel_size={k}, dilation={d}, "
+          f"padding={p}, stride={s}, calculated shape of the array of sliding blocks as "
+          f"({bh}, {bw}), but its components must be at least one.")
+    check(length == bh * bw, op, f"Given output_size={o}, kernel_size={k}, dilation={d}, "
+          f"padding={p}, stride={s}, expected size of input's dimension 2 to match the "
+          f"calculated number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
+          f"input.size(2)={length}.")
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          f'"col2im_out_cpu" not implemented for \'{self.dtype}\'')
+    return self.like(shape=self.shape[:-2] + (ck // (k[0] * k[1]), o[0], o[1]))
+
+
+# -- max_unpool (F.max_unpool2d / 3d) -------------------------------------------------------
+
+
+def max_unpool(op: str, n: int, self: TensorMeta, indices: TensorMeta,
+               output_size: Any) -> TensorMeta:
+    """(N, C, *spatial) and its int64 indices -> (N, C, *output_size)."""
+    check(indices.dtype == torch.int64, op, f"elements in indices should be type int64 but "
+                                            f"got: {indices.dtype}")
+    names = "(height, width)" if n == 2 else "(depth, height, width)"
+    check(len(output_size) == n, op, f"There should be exactly {'two' if n == 2 else 'three'} "
+          f"elements {names} in output_size, but got {len(output_size)} elements.")
+    check(self.ndim in (n + 1, n + 2), op, f"Input to max_unpooling{n}d should be a "
+          f"{n + 1}d or {n + 2}d Tensor, but got a tensor with {self.ndim} dimensions.")
+    same = self.ndim == indices.ndim and all(a == b for a, b in zip(self.shape, indices.shape))
+    check(same, op, f"Expected shape of indices to be same as that of the input tensor "
+                    f"({list(self.shape)}) but got indices tensor with shape: "
+                    f"{list(indices.shape)}")
+    for i in range(1, self.ndim):
+        check(self.shape[i] != 0, op, f"max_unpooling{n}d_forward_out_cpu(): Expected input to "
+              f"have non-zero size for non-batch dimensions, but got {list(self.shape)} with "
+              f"dimension {i} being empty.")
+    check(dtype_ok(self.dtype), op, f'"max_unpool{n}d" not implemented for \'{self.dtype}\'')
+    return self.like(shape=self.shape[:-n] + tuple(output_size))
+
+
+def dtype_ok(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point
+
+
+@rule(aten.max_unpool2d.default)
+def max_unpool2d(self: TensorMeta, indices: TensorMeta, output_size: Any) -> TensorMeta:
+    """(N, C, H, W) -> (N, C, *output_size)."""
+    return max_unpool("aten.max_unpool2d", 2, self, indices, output_size)
+
+
+@rule(aten.max_unpool3d.default)
+def max_unpool3d(self: TensorMeta, indices: TensorMeta, output_size: Any, stride: Any,
+                 padding: Any) -> TensorMeta:
+    """(N, C, D, H, W) -> (N, C, *output_size); strides must be positive."""
+    op = "aten.max_unpool3d"
+    check(len(stride) == 3, op, f"There should be exactly three elements (depth, height, "
+                                f"width) in stride, but got: {len(stride)} elements.")
+    check(len(padding) == 3, op, f"There should be exactly three elements (depth, height, "
+                                 f"width) in padding, but got: {len(padding)} elements.")
+    check(all(s > 0 for s in stride), op, f"strides should be greater than zero, but got "
+                                          f"stride: {list(stride)}")
+    return max_unpool(op, 3, self, indices, output_size)

@@ -27,6 +27,7 @@ from safetrace.rules.common import (
     result_type,
     to_real,
 )
+from safetrace.rules.common import _TO_COMPLEX
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -139,7 +140,8 @@ UNARY: dict[str, tuple[str, frozenset]] = {
     "nan_to_num": (SAME, frozenset()),
     "bitwise_not": (SAME, INTEGRAL_ONLY),
     **{name: (SAME, FLOAT_ONLY) for name in (
-        "leaky_relu", "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid")},
+        "leaky_relu", "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid",
+        "hardshrink")},
     # complex inputs give their real dtype
     "abs": (TO_REAL, NO_BOOL),
     # predicates
@@ -363,6 +365,58 @@ register("atan2", ("default",), _promoting("atan2", NO_COMPLEX, to_float=True))
 register("hypot", ("default",), _promoting("hypot", FLOAT_ONLY))
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     register(_name, ("Tensor", "Scalar", "Scalar_Tensor"), _promoting(_name, INTEGRAL_ONLY))
+for _name in ("bitwise_left_shift", "bitwise_right_shift"):  # no bool, unlike and/or/xor
+    register(_name, ("Tensor", "Tensor_Scalar", "Scalar_Tensor"),
+             _promoting(_name, frozenset({BOOL, FLOAT, COMPLEX})))
+register("copysign", ("Tensor", "Scalar"), _promoting("copysign", NO_COMPLEX, to_float=True))
+
+
+@rule(aten.polar.default)
+def polar(abs: TensorMeta, angle: TensorMeta) -> TensorMeta:
+    """polar: broadcast; abs and angle share one floating dtype, the result is its complex."""
+    check(abs.dtype == angle.dtype, "polar", f"Expected object of scalar type {abs.dtype} but "
+                                             f"got scalar type {angle.dtype} for second argument")
+    check(abs.dtype in _TO_COMPLEX, "polar", f"Expected both inputs to be Half, Float or Double "
+                                             f"tensors but got {abs.dtype} and {angle.dtype}")
+    return pointwise("polar", _TO_COMPLEX[abs.dtype], abs, angle)
+
+
+@rule(aten.softshrink.default)
+def softshrink(self: TensorMeta, lambd: Any = 0.5) -> TensorMeta:
+    """softshrink: same shape and dtype; floating inputs only, lambd non-negative."""
+    reject("softshrink", self.dtype, FLOAT_ONLY)
+    check(lambd >= 0, "softshrink", f"lambda must be greater or equal to 0, but found to be "
+                                    f"{lambd}.")
+    return self.like()
+
+
+@rule(aten.prelu.default)
+def prelu(self: TensorMeta, weight: TensorMeta) -> TensorMeta:
+    """prelu: same shape and dtype; weight is 0-d or 1-d, one slope or one per channel (dim 1)."""
+    op = "prelu"
+    check(self.dtype == weight.dtype, op, f"prelu: Type promoting not supported. Got "
+                                          f"{self.dtype} and {weight.dtype}")
+    n = weight.numel()
+    if not (isinstance(n, int) and n == 1):
+        channels = self.shape[1] if self.ndim > 1 else 1
+        # eager branches on weight.numel() != 1 (a guard when symbolic)
+        check(n == 1 or (self.ndim > 0 and channels == n), op,
+              "Not allow zero-dim input tensor." if self.ndim == 0 else
+              f"Mismatch of parameter numbers and input channel size. Found parameter numbers "
+              f"= {n} and channel size = {channels}.")
+    check(weight.ndim <= 1, op, f"prelu: Expected `weight` to be a scalar or 1D tensor, but "
+                                f"got: ndim = {weight.ndim}")
+    reject(op, self.dtype, FLOAT_ONLY)
+    return self.like()
+
+
+@rule(aten._prelu_kernel.default)
+def prelu_kernel(self: TensorMeta, weight: TensorMeta) -> TensorMeta:
+    """_prelu_kernel: self and weight broadcast; they share one floating dtype."""
+    check(self.dtype == weight.dtype, "_prelu_kernel",
+          f"Found dtype {weight.dtype} but expected {self.dtype}")
+    reject("_prelu_kernel", self.dtype, FLOAT_ONLY)
+    return pointwise("_prelu_kernel", self.dtype, self, weight)
 
 
 def _predicate(name: str, rejected: frozenset) -> Callable[..., TensorMeta]:

@@ -130,3 +130,18 @@ def one_hot(self: TensorMeta, num_classes: int = -1) -> TensorMeta:
             "data. Fix: pass num_classes explicitly, e.g. F.one_hot(x, num_classes=10)")
     check(num_classes >= 0, op, f"num_classes should be positive, got {num_classes}")
     return self.like(self.shape + (num_classes,), torch.int64)
+
+
+@rule(aten.embedding_renorm_.default)
+def embedding_renorm_(self: TensorMeta, indices: TensorMeta, max_norm: float,
+                      norm_type: float) -> TensorMeta:
+    """In place: the looked-up rows of weight (V, D) rescaled to max_norm; returns self."""
+    op = "aten.embedding_renorm_"
+    check(self.ndim == 2, op, f"Expected 2-dimensional tensor, but got {self.ndim}-dimensional "
+                              f"tensor for argument #1 'self' (while checking arguments for "
+                              f"embedding_renorm_)")
+    check_indices(op, indices, "indices", 2)
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          f"norm(): input dtype should be either floating point or complex. Got "
+          f"{self.dtype} instead.")
+    return self.like()

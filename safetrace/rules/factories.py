@@ -16,7 +16,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check, scalar_dtype
 from safetrace.rules.registry import rule
-from safetrace.symbolic import SymFloat
+from safetrace.symbolic import SymFloat, sym_min
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
@@ -299,3 +299,61 @@ def tril(self: TensorMeta, diagonal: Any = 0) -> TensorMeta:
 
 
 rule(aten.tril_.default, aten.triu_.default)(tril)
+
+
+def _decided_min(a: Any, b: Any) -> Any:
+    """min(a, b): decided by the facts when they can, else a min expression (no guard)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    env = (a if not isinstance(a, int) else b).env
+    from safetrace.symbolic import to_expr
+    from safetrace.symbolic.expr import Expr
+
+    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    if known is not None:
+        return a if known else b
+    return sym_min(a, b)
+
+
+def _decided_max(a: Any, b: Any) -> Any:
+    return -_decided_min(-a, -b)
+
+
+def tril_size(row: Any, col: Any, offset: int) -> Any:
+    """How many elements of a row x col matrix lie on or below diagonal `offset` (torch's
+    get_tril_size, its min/max kept as expressions rather than guards)."""
+    if row == 0 or col == 0:  # eager branches here: a guard when symbolic
+        return 0
+    if offset > 0:
+        first = _decided_min(col, 1 + offset)
+    else:  # (row + offset > 0) as 0 or 1
+        first = _decided_min(_decided_max(row + offset, 0), 1)
+    last = _decided_max(0, _decided_min(col, row + offset))
+    rows = _decided_max(0, _decided_min(row, row + offset))
+    trapezoid = last - first + 1
+    size = (first + last) * trapezoid // 2
+    return size + _decided_max(rows - trapezoid, 0) * col
+
+
+def _indices(op: str, row: Any, col: Any, dtype: torch.dtype | None, device: Any) -> None:
+    check(row >= 0, op, f"row must be non-negative, got{row}")
+    check(col >= 0, op, f"col must be non-negative, got{col}")
+    check(dtype in (None, torch.int32, torch.int64), op, f'"{op}" not implemented for '
+                                                         f"'{dtype}'")
+
+
+@rule(aten.tril_indices.default)
+def tril_indices(row: Any, col: Any, offset: int = 0, *, dtype: torch.dtype | None = torch.int64,
+                 layout: Any = None, device: Any = None, pin_memory: Any = None) -> TensorMeta:
+    """(2, N): the coordinates of the N elements on or below diagonal `offset`."""
+    _indices("tril_indices", row, col, dtype, device)
+    return made("tril_indices", (2, tril_size(row, col, offset)), dtype or torch.int64, device)
+
+
+@rule(aten.triu_indices.default)
+def triu_indices(row: Any, col: Any, offset: int = 0, *, dtype: torch.dtype | None = torch.int64,
+                 layout: Any = None, device: Any = None, pin_memory: Any = None) -> TensorMeta:
+    """(2, N): the coordinates of the N elements on or above diagonal `offset`."""
+    _indices("triu_indices", row, col, dtype, device)
+    n = row * col - tril_size(row, col, offset - 1)
+    return made("triu_indices", (2, n), dtype or torch.int64, device)

@@ -401,3 +401,13 @@ def index_fill(self: TensorMeta, dim: int, index: TensorMeta, value: Any) -> Ten
         check(value.ndim == 0, op, f"index_fill_ only supports a 0-dimensional value tensor, "
                                    f"but got tensor with {value.ndim} dimension(s).")
     return self.like()
+
+
+@rule(aten.take.default)
+def take(self: TensorMeta, index: TensorMeta) -> TensorMeta:
+    """Elements of the flattened self at int64 `index`: index's shape, self's dtype."""
+    check(index.dtype == torch.int64, "take", f"take(): Expected a long tensor for index, but "
+                                              f"got {index.dtype}")
+    check(index.numel() == 0 or self.numel() != 0, "take",
+          "take(): tried to take from an empty tensor")
+    return self.like(shape=index.shape)

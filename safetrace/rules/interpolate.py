@@ -124,3 +124,75 @@ UPSAMPLE_OPS = [
 
 for _name, _n, _align in UPSAMPLE_OPS:
     _register(_name, _n, _align)
+
+
+# -- grid_sample, affine_grid -----------------------------------------------------------------
+
+
+def grid_sample_shape(op: str, input: TensorMeta, grid: TensorMeta, interpolation_mode: int,
+                      ndim: int | None = None) -> TensorMeta:
+    """input (N, C, *in_spatial), grid (N, *out_spatial, k) -> (N, C, *out_spatial)."""
+    check(input.dtype == grid.dtype, op, f"grid_sampler(): expected input and grid to have "
+          f"same dtype, but input has {input.dtype} and grid has {grid.dtype}")
+    if ndim is None:
+        check(input.ndim in (4, 5) and input.ndim == grid.ndim, op, f"grid_sampler(): expected "
+              f"4D or 5D input and grid with same number of dimensions, but got input with "
+              f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    else:
+        check(input.ndim == ndim and grid.ndim == ndim, op, f"grid_sampler(): expected {ndim}D "
+              f"input and grid with same number of dimensions, but got input with sizes "
+              f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    check(input.shape[0] == grid.shape[0], op, f"grid_sampler(): expected grid and input to "
+          f"have same batch size, but got input with sizes {list(input.shape)} and grid with "
+          f"sizes {list(grid.shape)}")
+    k = input.ndim - 2
+    check(grid.shape[-1] == k, op, f"grid_sampler(): expected grid to have size {k} in last "
+          f"dimension, but got grid with sizes {list(grid.shape)}")
+    for i in range(2, input.ndim):
+        check(input.shape[i] != 0, op, f"grid_sampler(): expected input to have non-empty "
+              f"spatial dimensions, but input has sizes {list(input.shape)} with dimension {i} "
+              f"being empty")
+    if input.ndim == 5:
+        check(interpolation_mode != 2, op, "grid_sampler(): bicubic interpolation only "
+                                           "supports 4D input")
+    check(input.dtype.is_floating_point, op, f'"grid_sampler_{k}d_cpu" not implemented for '
+                                             f"'{input.dtype}'")
+    return input.like(shape=tuple(input.shape[:2]) + tuple(grid.shape[1:-1]))
+
+
+@rule(aten.grid_sampler.default)
+def grid_sampler(input: TensorMeta, grid: TensorMeta, interpolation_mode: int,
+                 padding_mode: int, align_corners: bool) -> TensorMeta:
+    """F.grid_sample: 4-d or 5-d input sampled at the grid's points."""
+    return grid_sample_shape("aten.grid_sampler", input, grid, interpolation_mode)
+
+
+@rule(aten.grid_sampler_2d.default)
+def grid_sampler_2d(input: TensorMeta, grid: TensorMeta, interpolation_mode: int,
+                    padding_mode: int, align_corners: bool) -> TensorMeta:
+    """(N, C, H, W) sampled at grid (N, H', W', 2) -> (N, C, H', W')."""
+    return grid_sample_shape("aten.grid_sampler_2d", input, grid, interpolation_mode, 4)
+
+
+@rule(aten.grid_sampler_3d.default)
+def grid_sampler_3d(input: TensorMeta, grid: TensorMeta, interpolation_mode: int,
+                    padding_mode: int, align_corners: bool) -> TensorMeta:
+    """(N, C, D, H, W) sampled at grid (N, D', H', W', 3) -> (N, C, D', H', W')."""
+    return grid_sample_shape("aten.grid_sampler_3d", input, grid, interpolation_mode, 5)
+
+
+@rule(aten.affine_grid_generator.default)
+def affine_grid_generator(theta: TensorMeta, size: Sequence[Any],
+                          align_corners: bool) -> TensorMeta:
+    """theta (N, k, k+1) and size (N, C, *spatial) -> (N, *spatial, k), in theta's dtype."""
+    op = "aten.affine_grid_generator"
+    check(len(size) in (4, 5), op, "AffineGridGenerator needs 4d (spatial) or 5d (volumetric) "
+                                   "inputs.")
+    k = len(size) - 2
+    n = size[0]
+    ok = theta.ndim == 3 and theta.shape[0] == n and theta.shape[2] == k + 1
+    check(ok, op, f"Expected size for first two dimensions of batch2 tensor to be: "
+                  f"[{n}, {k + 1}] but got: {list(theta.shape[:2])}.")
+    check(theta.shape[1] == k, op, f"shape '{[n, *size[2:], k]}' is invalid for the affine "
+                                   f"matrices of shape {list(theta.shape)}")
+    return theta.like(shape=(n, *size[2:], k))

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, normalize_dim, result_type, static_zero
+from safetrace.rules.common import (broadcast_shapes, check, normalize_dim, prod, result_type,
+                                    static_zero)
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -133,3 +134,22 @@ def meshgrid_indexing(tensors: Sequence[TensorMeta], *, indexing: str) -> list:
     if indexing == "xy" and len(shape) >= 2:
         shape[0], shape[1] = shape[1], shape[0]
     return [t.like(shape=tuple(shape)) for t in tensors]
+
+
+@rule(aten.cartesian_prod.default)
+def cartesian_prod(tensors: Sequence[TensorMeta]) -> TensorMeta:
+    """1-d tensors of sizes n1..nk -> (n1*...*nk, k); a single tensor comes back as is."""
+    for t in tensors:
+        check(t.ndim == 1, "cartesian_prod", f"Expect a 1D vector, but got shape "
+                                             f"{list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0].like()
+    meshgrid_indexing(tensors, indexing="ij")
+    return tensors[0].like(shape=(prod(t.shape[0] for t in tensors), len(tensors)))
+
+
+@rule(aten.broadcast_tensors.default)
+def broadcast_tensors(tensors: Sequence[TensorMeta]) -> list:
+    """Every tensor expanded to the common broadcast shape (each keeps its dtype)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
+    return [t.like(shape=shape) for t in tensors]

@@ -1,4 +1,5 @@
-"""Shape rules of the matmul family: mm, bmm, matmul, linear, addmm & co, einsum, tensordot.
+"""Shape rules of the matmul family: mm, bmm, matmul, linear, addmm & co, einsum, tensordot;
+also kron, distances (cdist, cosine_similarity) and linalg.norm.
 
 Matrix products dispatch to BLAS kernels that require every operand to have the same
 dtype (CPU raises "expected m1 and m2 to have the same dtype"; the meta kernels of some
@@ -8,12 +9,14 @@ to elementwise multiplication (outer, einsum without a shared contraction) promo
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import broadcast_shapes, check, normalize_dim, result_type
+from safetrace.rules.reductions import _norm_dtype, reduce_shape, vector_norm
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -194,6 +197,93 @@ def matmul(self: TensorMeta, other: TensorMeta) -> TensorMeta:
     batch = broadcast_shapes(a[:-2], b[:-2], op=op)
     shape = batch + (() if self.ndim == 1 else (a[-2],)) + (() if other.ndim == 1 else (b[-1],))
     return self.like(shape, dtype)
+
+
+rule(aten.linalg_matmul.default)(matmul)
+
+
+@rule(aten.addr.default)
+def addr(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
+         alpha: Any = 1) -> TensorMeta:
+    """beta * self + alpha * outer(vec1, vec2): (n, m); an elementwise product, so dtypes
+    promote; self broadcasts to (n, m); beta and alpha must fit the result's category."""
+    op = "aten.addr"
+    check(vec1.ndim == 1, op, f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D")
+    check(vec2.ndim == 1, op, f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    shape = (vec1.shape[0], vec2.shape[0])
+    dtype = result_type(self, vec1, vec2)
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if isinstance(v, bool):
+            check(dtype is torch.bool, op, f"Boolean {name} only supported for Boolean results.")
+        elif isinstance(v, (float, complex)):
+            check(dtype.is_floating_point or dtype.is_complex, op, f"For integral input "
+                  f"tensors, argument {name} must not be a floating point number.")
+            check(not isinstance(v, complex) or dtype.is_complex, op,
+                  f"value cannot be converted to type {dtype} without overflow")
+    expand_to(op, self, shape)
+    return vec1.like(shape, dtype)
+
+
+def addr_inplace(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
+                 alpha: Any = 1) -> TensorMeta:
+    """addr_: the product must have self's shape and cast back to self's dtype."""
+    from safetrace.rules.elementwise import castable, same_shape
+
+    out = addr(self, vec1, vec2, beta=beta, alpha=alpha)
+    same_shape("aten.addr_", self, out.shape)
+    castable("aten.addr_", out.dtype, self.dtype)
+    return self.like()
+
+
+rule(aten.addr_.default)(addr_inplace)
+
+
+@rule(aten.kron.default)
+def kron(self: TensorMeta, other: TensorMeta) -> TensorMeta:
+    """Kronecker product: both padded with leading 1s to the same ndim, sizes multiply;
+    the operands are reshaped first, so a 0-d tensor promotes like a dimensioned one."""
+    n = max(self.ndim, other.ndim)
+    a = (1,) * (n - self.ndim) + tuple(self.shape)
+    b = (1,) * (n - other.ndim) + tuple(other.shape)
+    return self.like(tuple(x * y for x, y in zip(a, b)),
+                     torch.promote_types(self.dtype, other.dtype))
+
+
+# -- distances ----------------------------------------------------------------------------
+
+
+@rule(aten.cdist.default, aten._cdist_forward.default)
+def cdist(x1: TensorMeta, x2: TensorMeta, p: float = 2.0,
+          compute_mode: int | None = None) -> TensorMeta:
+    """(*b1, r1, c) and (*b2, r2, c) -> (broadcast(b1, b2), r1, r2); one floating dtype."""
+    op = "aten.cdist"
+    check(x1.ndim >= 2, op, f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    check(x2.ndim >= 2, op, f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    check(x1.dtype.is_floating_point, op, f"cdist only supports floating-point dtypes, X1 "
+                                          f"got: {x1.dtype}")
+    check(x2.dtype.is_floating_point, op, f"cdist only supports floating-point dtypes, X2 "
+                                          f"got: {x2.dtype}")
+    check(x1.shape[-1] == x2.shape[-1], op, f"X1 and X2 must have the same number of "
+          f"columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    check(p >= 0, op, "cdist only supports non-negative p values")
+    check(compute_mode is None or compute_mode in (0, 1, 2), op,
+          f"possible modes: 0, 1, 2, but was: {compute_mode}")
+    check(x1.dtype == x2.dtype, op, f"expected scalar type {x1.dtype} but found {x2.dtype}")
+    batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2], op=op)
+    return x1.like(batch + (x1.shape[-2], x2.shape[-2]), x1.dtype)
+
+
+@rule(aten.cosine_similarity.default)
+def cosine_similarity(x1: TensorMeta, x2: TensorMeta, dim: int = 1,
+                      eps: float = 1e-8) -> TensorMeta:
+    """x1 and x2 broadcast, then `dim` is reduced; the common dtype must be floating."""
+    op = "aten.cosine_similarity"
+    dtype = result_type(x1, x2)
+    check(dtype.is_floating_point, op, f"expected common dtype to be floating point, yet "
+                                       f"common dtype is {dtype}")
+    shape = broadcast_shapes(x1.shape, x2.shape, op=op)
+    d = normalize_dim(dim, len(shape), op)
+    return x1.like(shape[:d] + shape[d + 1:] if shape else (), dtype)
 
 
 @rule(aten.linear.default)
@@ -422,3 +512,71 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
         acc_labels = (acc_labels | sets[i]) - summed - contracted
         acc = TensorMeta((1,) * len(acc_labels), dtype, t.device)
     return tensors[0].like(tuple(shape), acc.dtype)
+
+
+# -- linalg.norm: a vector or a matrix norm -------------------------------------------------
+
+
+def matrix_norm(op: str, self: TensorMeta, ord: Any, dim: Sequence[int], keepdim: bool,
+                dtype: torch.dtype | None) -> TensorMeta:
+    """linalg.matrix_norm over two dims: orders +-1, +-2, +-inf, 'fro' and 'nuc'."""
+    if isinstance(ord, str):
+        check(ord in ("fro", "nuc"), op, f"linalg.matrix_norm: Order {ord} not supported.")
+        low_precision = ord != "nuc"
+    else:
+        check(abs(ord) in (1, 2, math.inf), op, f"linalg.matrix_norm: Order {ord} not "
+                                                f"supported.")
+        low_precision = abs(ord) != 2
+    check(self.ndim >= 2, op, "linalg.matrix_norm: The input tensor A must have at least 2 "
+                              "dimensions.")
+    check(len(dim) == 2, op, f"linalg.matrix_norm: dim must be a 2-tuple. Got {list(dim)}")
+    a = normalize_dim(dim[0], self.ndim, op)
+    b = normalize_dim(dim[1], self.ndim, op)
+    check(a != b, op, f"linalg.matrix_norm: dims must be different. Got ({a}, {b})")
+    out = _norm_dtype("linalg.matrix_norm", self, dtype)
+    if not low_precision:
+        check(self.dtype not in (torch.float16, torch.bfloat16), op,
+              f"linalg.matrix_norm: Low precision dtypes not supported. Got {self.dtype}")
+    if not isinstance(ord, str) and ord < 0:  # amin over a dim: no identity
+        if abs(ord) == 2:
+            check(self.shape[a] != 0 and self.shape[b] != 0, op,
+                  "amin(): Expected reduction dim -1 to have non-zero size.")
+        else:
+            second = a if abs(ord) == math.inf else b
+            check(self.shape[second] != 0, op, f"amin(): Expected reduction dim {second} to "
+                                               f"have non-zero size.")
+    return self.like(shape=reduce_shape(self, [a, b], keepdim), dtype=out)
+
+
+@rule(aten.linalg_norm.default)
+def linalg_norm(self: TensorMeta, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
+                dtype: torch.dtype | None = None) -> TensorMeta:
+    """linalg.norm: a matrix norm for a given ord over 2 dims (or of a 2-d input without
+    dim), otherwise a vector norm (ord None meaning 2)."""
+    op = "linalg.norm"
+    if dim is not None:
+        dim = [dim] if isinstance(dim, int) else list(dim)
+        check(len(dim) in (1, 2), op, f"linalg.norm: If dim is specified, it must be of length "
+                                      f"1 or 2. Got {dim}")
+    elif ord is not None:
+        check(self.ndim in (1, 2), op, f"linalg.norm: If dim is not specified but ord is, the "
+                                       f"input must be 1D or 2D. Got {self.ndim}D.")
+    if ord is not None and ((dim is not None and len(dim) == 2) or
+                            (dim is None and self.ndim == 2)):
+        return matrix_norm(op, self, ord, dim if dim is not None else [0, 1], keepdim, dtype)
+    return vector_norm(self, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+@rule(aten.linalg_norm.ord_str)
+def linalg_norm_str(self: TensorMeta, ord: str, dim: Any = None, keepdim: bool = False, *,
+                    dtype: torch.dtype | None = None) -> TensorMeta:
+    """linalg.norm with ord 'fro' or 'nuc': a matrix norm (a 1-d or 2-d input without dim)."""
+    op = "linalg.norm"
+    if dim is not None:
+        dim = [dim] if isinstance(dim, int) else list(dim)
+        check(len(dim) in (1, 2), op, f"linalg.norm: If dim is specified, it must be of length "
+                                      f"1 or 2. Got {dim}")
+    else:
+        check(self.ndim in (1, 2), op, f"linalg.norm: If dim is not specified but ord is, the "
+                                       f"input must be 1D or 2D. Got {self.ndim}D.")
+    return matrix_norm(op, self, ord, dim if dim is not None else [0, 1], keepdim, dtype)

@@ -458,3 +458,134 @@ def diff(self: TensorMeta, n: int = 1, dim: int = -1, prepend: TensorMeta | None
     shape = self.shape[:d] + (sym_max(length - n, 0) if not isinstance(length, int)
                               else max(length - n, 0),) + self.shape[d + 1:]
     return self.like(shape=shape)
+
+
+@rule(aten.msort.default)
+def msort(self: TensorMeta) -> TensorMeta:
+    """msort: sorted along dim 0, same shape and dtype."""
+    return sort(self, 0)[0]
+
+
+@rule(aten.logcumsumexp.default)
+def logcumsumexp(self: TensorMeta, dim: int) -> TensorMeta:
+    """logcumsumexp: same shape and dtype; floating or complex inputs only."""
+    normalize_dim(dim, self.ndim, "logcumsumexp")
+    check(dtype_category(self.dtype) >= 2, "logcumsumexp",
+          f'"logcumsumexp_out_cpu" not implemented for \'{self.dtype}\'')
+    return self.like()
+
+
+@rule(aten.nanmean.default)
+def nanmean(self: TensorMeta, dim: Any = None, keepdim: bool = False, *,
+            dtype: torch.dtype | None = None) -> TensorMeta:
+    """nanmean: mean ignoring NaNs; floating or complex input, the dtype as mean's."""
+    check(self.dtype.is_floating_point or self.dtype.is_complex, "nanmean",
+          f"nanmean(): expected input to have floating point or complex dtype but got "
+          f"{self.dtype}")
+    return mean_dim(self, dim, keepdim, dtype=dtype)
+
+
+@rule(aten.sum_to_size.default)
+def sum_to_size(self: TensorMeta, size: Sequence[Any]) -> TensorMeta:
+    """Summed down to `size`, which must expand to self's shape.  Integral inputs that are
+    actually summed accumulate in int64; when nothing is summed self comes back as is."""
+    op = "sum_to_size"
+    lead = self.ndim - len(size)
+    ok = lead >= 0
+    if ok:
+        for s, n in zip(size, self.shape[lead:]):
+            if not (s is n or (isinstance(s, int) and s == 1) or s == n or s == 1):
+                ok = False
+                break
+    check(ok, op, f"size {{{list(size)}}} is not expandable to size {{{list(self.shape)}}}.")
+    dtype = self.dtype
+    if dtype_category(dtype) <= 1:
+        # eager sums over the leading dims and the dims where size is 1 but self's is not
+        summed = lead > 0 or any(isinstance(s, int) and s == 1 and not n == 1
+                                 for s, n in zip(size, self.shape[lead:]))
+        dtype = _LONG if summed else dtype
+    return self.like(shape=tuple(size), dtype=dtype)
+
+
+# -- bucketize, searchsorted ----------------------------------------------------------------
+
+
+def _search_dtype(op: str, out_int32: bool, *dtypes: torch.dtype) -> torch.dtype:
+    for d in dtypes:
+        check(dtype_category(d) in (1, 2), op, f'"searchsorted_out_cpu" not implemented for '
+                                               f"'{d}'")
+    return torch.int32 if out_int32 else _LONG
+
+
+@rule(aten.bucketize.Tensor)
+def bucketize(self: TensorMeta, boundaries: TensorMeta, *, out_int32: bool = False,
+              right: bool = False) -> TensorMeta:
+    """bucketize: an index per element of self; boundaries are 1-d."""
+    check(boundaries.ndim == 1, "bucketize", f"boundaries tensor must be 1 dimension, but "
+                                             f"got dim({boundaries.ndim})")
+    return self.like(dtype=_search_dtype("bucketize", out_int32, self.dtype, boundaries.dtype))
+
+
+@rule(aten.bucketize.Scalar)
+def bucketize_scalar(self: Any, boundaries: TensorMeta, *, out_int32: bool = False,
+                     right: bool = False) -> TensorMeta:
+    """bucketize of a Python number: a 0-d index."""
+    check(boundaries.ndim == 1, "bucketize", f"boundaries tensor must be 1 dimension, but "
+                                             f"got dim({boundaries.ndim})")
+    dtype = _search_dtype("bucketize", out_int32, boundaries.dtype)
+    return TensorMeta((), dtype, boundaries.device)
+
+
+def _search_checks(op: str, sorted_sequence: TensorMeta, self: TensorMeta | None,
+                   right: bool, side: str | None, sorter: TensorMeta | None) -> None:
+    if sorter is not None:
+        check(sorter.dtype == _LONG, op, f"torch.searchsorted(): sorter must be a tensor of "
+                                         f"long dtype but got dtype {sorter.dtype}")
+        same = sorter.ndim == sorted_sequence.ndim and all(
+            a == b for a, b in zip(sorter.shape, sorted_sequence.shape))
+        check(same, op, f"torch.searchsorted(): boundary and sorter must have the same size, "
+                        f"but got boundary tensor {list(sorted_sequence.shape)}and got sorter "
+                        f"tensor {list(sorter.shape)}")
+    ndim = 0 if self is None else self.ndim
+    check(ndim > 0 or sorted_sequence.ndim == 1, op,
+          f"torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+          f"dimension is 1, but we got boundaries tensor dim({sorted_sequence.ndim}) and "
+          f"input value's dim({ndim}) numel(1)")
+    check(sorted_sequence.ndim != 0, op, "torch.searchsorted(): boundaries tensor should have "
+                                         "positive dimension, but got 0 dimension")
+    if sorted_sequence.ndim != 1:
+        assert self is not None
+        same = sorted_sequence.ndim == self.ndim and all(
+            a == b for a, b in zip(sorted_sequence.shape[:-1], self.shape[:-1]))
+        check(same, op, f"torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                        f"first N-1 dimensions of boundaries tensor and input value tensor "
+                        f"must match, but we got boundaries tensor {list(sorted_sequence.shape)}"
+                        f" and input value tensor {list(self.shape)}")
+    if side is not None:
+        check(side in ("left", "right"), op, f"torch.searchsorted(): side can only be 'left' or "
+                                             f"'right' but got {side}")
+        check(not right or side == "right", op, f"torch.searchsorted(): side and right can't "
+                                                f"be set to opposites, got side of {side} "
+                                                f"while right was True")
+
+
+@rule(aten.searchsorted.Tensor)
+def searchsorted(sorted_sequence: TensorMeta, self: TensorMeta, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None,
+                 sorter: TensorMeta | None = None) -> TensorMeta:
+    """searchsorted: an index per element of self; an n-d sequence matches self's leading
+    dims."""
+    _search_checks("searchsorted", sorted_sequence, self, right, side, sorter)
+    dtype = _search_dtype("searchsorted", out_int32, sorted_sequence.dtype, self.dtype)
+    return self.like(dtype=dtype)
+
+
+@rule(aten.searchsorted.Scalar)
+def searchsorted_scalar(sorted_sequence: TensorMeta, self: Any, *, out_int32: bool = False,
+                        right: bool = False, side: str | None = None,
+                        sorter: TensorMeta | None = None) -> TensorMeta:
+    """searchsorted of a Python number: a 0-d index into a 1-d sequence."""
+    _search_checks("searchsorted", sorted_sequence, None, right, side, sorter)
+    dtype = _search_dtype("searchsorted", out_int32, sorted_sequence.dtype)
+    return TensorMeta((), dtype, sorted_sequence.device)
+

@@ -566,3 +566,76 @@ def tensor_split_indices(self: TensorMeta, indices: Sequence[Size], dim: int = 0
     n = self.shape[d]
     bounds = [0, *indices, None]
     return _pieces(self, d, [slice_length(n, a, b) for a, b in zip(bounds, bounds[1:])])
+
+
+def _split_dim(op: str, self: TensorMeta, min_ndim: int, dim: int) -> int:
+    """The dim h/v/dsplit split, after checking self has enough dims."""
+    check(self.ndim >= min_ndim, op, f"torch.{op} requires a tensor with at least {min_ndim} "
+                                     f"dimension{'s' if min_ndim > 1 else ''}, but got a tensor "
+                                     f"with {self.ndim} dimensions!")
+    return dim
+
+
+def _split_even(op: str, self: TensorMeta, d: int, sections: Size) -> list:
+    """`sections` equal pieces of dim `d`, whose size `sections` must divide."""
+    n = self.shape[d]
+    check(not (isinstance(sections, int) and sections == 0) and n % sections == 0, op,
+          f"torch.{op} attempted to split along dimension {d}, but the size of the dimension "
+          f"{n} is not divisible by the split_size {sections}!")
+    k = concrete_count(sections, op)
+    return _pieces(self, d, [n // k] * k)
+
+
+def _directional_split(name: str, min_ndim: int, dim: int) -> None:
+    """Register h/v/dsplit: equal sections, or tensor_split at indices, along `dim`
+    (hsplit splits dim 0 of a 1-d tensor)."""
+
+    def split_int(self: TensorMeta, sections: Size) -> list:
+        d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
+        return _split_even(name, self, d, sections)
+
+    def split_array(self: TensorMeta, indices: Sequence[Size]) -> list:
+        d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
+        return tensor_split_indices(self, indices, d)
+
+    split_int.__doc__ = f"{name}: `sections` equal pieces along dim {dim}."
+    split_array.__doc__ = f"{name}: tensor_split at `indices` along dim {dim}."
+    packet = getattr(aten, name)
+    rule(packet.int)(split_int)
+    rule(packet.array)(split_array)
+
+
+for _name, _min_ndim, _dim in (("hsplit", 1, 1), ("vsplit", 2, 0), ("dsplit", 3, 2)):
+    _directional_split(_name, _min_ndim, _dim)
+
+
+# -- rotations and diagonals -----------------------------------------------------------
+
+@rule(aten.rot90.default)
+def rot90(self: TensorMeta, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorMeta:
+    """Rotation in the plane of `dims`: an odd number of quarter turns swaps their sizes."""
+    op = "rot90"
+    check(len(dims) == 2, op, f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    check(self.ndim >= 2, op, f"expected total dims >= 2, but got total dims = {self.ndim}")
+    check(dims[0] != dims[1] and abs(dims[0] - dims[1]) != self.ndim, op,
+          f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = "
+          f"{dims[1]}")
+    a = normalize_dim(dims[0], self.ndim, op)
+    b = normalize_dim(dims[1], self.ndim, op)
+    if k % 4 in (1, 3):
+        return _swapped(self, a, b, op)
+    return self.like()
+
+
+_diagonal = diagonal  # diag's argument `diagonal` shadows the rule's name
+
+
+@rule(aten.diag.default)
+def diag(self: TensorMeta, diagonal: int = 0) -> TensorMeta:
+    """A 1-d tensor becomes a square matrix of side n + |diagonal|; a 2-d one its diagonal."""
+    check(self.ndim in (1, 2), "diag", f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+    if self.ndim == 1:
+        n = self.shape[0] + abs(diagonal)
+        return self.like(shape=(n, n))
+    return _diagonal(self, diagonal, 0, 1)
+

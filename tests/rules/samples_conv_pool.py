@@ -180,3 +180,42 @@ ERROR_SAMPLES += [
     Sample(aten.im2col.default, (T(2, 3, 2, 2), [3, 3], [1, 1], [0, 0], [1, 1])),
     Sample(aten.im2col.default, (T(2, 3), [1, 1], [1, 1], [0, 0], [1, 1])),
 ]
+
+# col2im (F.fold), max_unpool2d / 3d
+SAMPLES += [
+    Sample(aten.col2im.default, (T(2, 12, 12), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(12, 12), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(2, 12, 30, dtype=f64), [4, 5], [2, 2], [1, 1], [1, 1],
+                                 [1, 1])),
+    Sample(aten.col2im.default, (T(0, 12, 12, dtype=f16), [4, 5], [2, 2], [1, 1], [0, 0],
+                                 [1, 1])),
+    Sample(aten.col2im.default, (T(1, 8, 6), [5, 7], [2, 2], [2, 1], [1, 0], [2, 3])),
+    Sample(aten.max_unpool2d.default, (T(2, 3, 3, 3), T(2, 3, 3, 3, dtype=i64), [6, 6])),
+    Sample(aten.max_unpool2d.default, (T(3, 3, 3), T(3, 3, 3, dtype=i64), [7, 5])),
+    Sample(aten.max_unpool2d.default, (T(0, 3, 3, 3, dtype=f16), T(0, 3, 3, 3, dtype=i64),
+                                       [6, 6])),
+    Sample(aten.max_unpool3d.default, (T(2, 3, 2, 2, 2), T(2, 3, 2, 2, 2, dtype=i64),
+                                       [4, 4, 4], [2, 2, 2], [0, 0, 0])),
+    Sample(aten.max_unpool3d.default, (T(3, 2, 2, 2, dtype=f64), T(3, 2, 2, 2, dtype=i64),
+                                       [4, 5, 4], [2, 2, 2], [0, 0, 0])),
+]
+ERROR_SAMPLES += [
+    Sample(aten.col2im.default, (T(2, 12, 11), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(2, 11, 12), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(1, 2, 12, 12), [4, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(2, 12, 12), [1, 5], [2, 2], [1, 1], [0, 0], [1, 1])),
+    Sample(aten.col2im.default, (T(2, 12, 12, dtype=i64), [4, 5], [2, 2], [1, 1], [0, 0],
+                                 [1, 1]), device="cpu"),
+    Sample(aten.max_unpool2d.default, (T(2, 3, 3, 3), T(2, 3, 3, 3, dtype=torch.int32),
+                                       [6, 6])),
+    Sample(aten.max_unpool2d.default, (T(2, 3, 3, 3), T(2, 3, 3, 2, dtype=i64), [6, 6])),
+    Sample(aten.max_unpool2d.default, (T(2, 3, 3, 3), T(2, 3, 3, 3, dtype=i64), [6])),
+    Sample(aten.max_unpool2d.default, (T(2, 0, 3, 3), T(2, 0, 3, 3, dtype=i64), [6, 6]),
+           device="cpu"),
+    Sample(aten.max_unpool2d.default, (T(2, 3, 3, 3, dtype=i64), T(2, 3, 3, 3, dtype=i64),
+                                       [6, 6]), device="cpu"),
+    Sample(aten.max_unpool3d.default, (T(3, 2, 2, 2), T(3, 2, 2, 2, dtype=i64), [4, 4, 4],
+                                       [0, 2, 2], [0, 0, 0]), device="cpu"),
+    Sample(aten.max_unpool3d.default, (T(2, 2), T(2, 2, dtype=i64), [4, 4, 4],
+                                       [2, 2, 2], [0, 0, 0]), device="cpu"),
+]

@@ -362,3 +362,64 @@ SAMPLES += [
     Sample(aten.square.default, (T(4, dtype=i32),)),
     Sample(aten.square.default, (T(0, dtype=c64),)),
 ]
+
+# -- shifts, copysign, polar, shrink, prelu ---------------------------------------------------
+
+for _name in ("bitwise_left_shift", "bitwise_right_shift"):
+    _p = getattr(aten, _name)
+    _ip = getattr(aten, _name + "_")
+    SAMPLES += [
+        Sample(_p.Tensor, (T(2, 3, dtype=i64), T(3, dtype=i32))),
+        Sample(_p.Tensor, (T(2, 1, dtype=i32), T(4, dtype=i32))),
+        Sample(_p.Tensor, (T(3, dtype=u8), T(dtype=i64))),
+        Sample(_p.Tensor_Scalar, (T(2, 3, dtype=i32), 2)),
+        Sample(_p.Scalar_Tensor, (2, T(3, dtype=i32))),
+        Sample(_ip.Tensor, (T(2, 3, dtype=i64), T(3, dtype=i32))),
+        Sample(_ip.Tensor_Scalar, (T(2, 3, dtype=u8), 1)),
+    ]
+    ERROR_SAMPLES += [
+        Sample(_p.Tensor, (T(3), T(3, dtype=i64)), device="cpu"),
+        Sample(_p.Tensor, (T(3, dtype=b), T(3, dtype=b)), device="cpu"),
+        Sample(_p.Tensor_Scalar, (T(3, dtype=i64), 1.5), device="cpu"),
+        Sample(_p.Tensor, (T(2, 3, dtype=i64), T(4, dtype=i64))),
+        Sample(_ip.Tensor, (T(3, dtype=i64), T(2, 3, dtype=i64)), device="cpu"),
+    ]
+
+SAMPLES += [
+    Sample(aten.copysign.Tensor, (T(2, 3), T(3, dtype=f64))),
+    Sample(aten.copysign.Tensor, (T(2, 3, dtype=i64), T(3, dtype=i64))),
+    Sample(aten.copysign.Tensor, (T(3, dtype=b), T(1, dtype=b))),
+    Sample(aten.copysign.Scalar, (T(2, 3, dtype=f16), -1.0)),
+    Sample(aten.copysign.Scalar, (T(2, 3, dtype=i32), -1)),
+    Sample(aten.copysign_.Tensor, (T(2, 3), T(3))),
+    Sample(aten.copysign_.Scalar, (T(2, 3, dtype=f64), -1)),
+    Sample(aten.polar.default, (T(2, 3), T(3)), device="cpu"),
+    Sample(aten.polar.default, (T(4, 1, dtype=f64), T(1, 5, dtype=f64)), device="cpu"),
+    Sample(aten.softshrink.default, (T(2, 3),)),
+    Sample(aten.softshrink.default, (T(0, 3, dtype=f64), 1.0)),
+    Sample(aten.hardshrink.default, (T(4, 2, dtype=f16), -1.0)),
+    Sample(aten.prelu.default, (T(2, 3, 4), T(3))),
+    Sample(aten.prelu.default, (T(2, 3, 4), T(1))),
+    Sample(aten.prelu.default, (T(2, 3), T())),
+    Sample(aten.prelu.default, (T(5), T(1))),
+    Sample(aten.prelu.default, (T(), T(1, dtype=torch.float32))),
+    Sample(aten._prelu_kernel.default, (T(2, 3, 4), T(3, 1))),
+    Sample(aten._prelu_kernel.default, (T(3), T(2, 3))),
+]
+ERROR_SAMPLES += [
+    Sample(aten.copysign.Tensor, (T(3, dtype=c64), T(3)), device="cpu"),
+    Sample(aten.copysign_.Tensor, (T(3, dtype=i64), T(3)), device="cpu"),
+    Sample(aten.copysign.Tensor, (T(2), T(3))),
+    Sample(aten.polar.default, (T(3), T(3, dtype=f64)), device="cpu"),
+    Sample(aten.polar.default, (T(3, dtype=i64), T(3, dtype=i64)), device="cpu"),
+    Sample(aten.polar.default, (T(2), T(3)), device="cpu"),
+    Sample(aten.softshrink.default, (T(3), -1.0), device="cpu"),
+    Sample(aten.softshrink.default, (T(3, dtype=i64),), device="cpu"),
+    Sample(aten.prelu.default, (T(2, 3, 4), T(4)), device="cpu"),
+    Sample(aten.prelu.default, (T(3), T(3)), device="cpu"),
+    Sample(aten.prelu.default, (T(2, 3), T(3, 1)), device="cpu"),
+    Sample(aten.prelu.default, (T(2, 3), T(3, dtype=f64)), device="cpu"),
+    Sample(aten.prelu.default, (T(2, 3, dtype=i64), T(3, dtype=i64)), device="cpu"),
+    Sample(aten._prelu_kernel.default, (T(2, 3, 4), T(2, 1)), device="cpu"),
+    Sample(aten._prelu_kernel.default, (T(2, 3), T(3, dtype=f64)), device="cpu"),
+]

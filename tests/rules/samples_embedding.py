@@ -57,3 +57,17 @@ ERROR_SAMPLES = [
     Sample(aten.embedding_bag.default, (W, T(8), OFF), device="cpu"),
     Sample(aten.one_hot.default, (T(2, dtype=i32, high=2), 4), device="cpu"),
 ]
+
+SAMPLES += [
+    Sample(aten.embedding_renorm_.default, (W, T(4, 2, dtype=i64, high=10), 1.0, 2.0),
+           device="cpu"),
+    Sample(aten.embedding_renorm_.default, (T(10, 3, dtype=f16), T(4, dtype=i32, high=10),
+                                            1.0, 1.0), device="cpu"),
+]
+ERROR_SAMPLES += [
+    Sample(aten.embedding_renorm_.default, (W, T(4), 1.0, 2.0), device="cpu"),
+    Sample(aten.embedding_renorm_.default, (T(10), T(4, dtype=i64, high=10), 1.0, 2.0),
+           device="cpu"),
+    Sample(aten.embedding_renorm_.default, (T(10, 3, dtype=i64), T(4, dtype=i64, high=10),
+                                            1.0, 2.0), device="cpu"),
+]

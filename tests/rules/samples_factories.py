@@ -144,3 +144,19 @@ SAMPLES += [
     Sample(aten.arange.start_step, (-5, 8, 2.0)),
     Sample(aten.arange.start_step, (3, -4, -1.0)),
 ]
+
+SAMPLES += [
+    Sample(aten.tril_indices.default, (4, 3, 1)),
+    Sample(aten.tril_indices.default, (4, 3, -5)),
+    Sample(aten.tril_indices.default, (5, 5)),
+    Sample(aten.tril_indices.default, (3, 6, -1), {"dtype": i32}),
+    Sample(aten.tril_indices.default, (0, 3, 2)),
+    Sample(aten.triu_indices.default, (4, 3, 1), {"dtype": i32}),
+    Sample(aten.triu_indices.default, (6, 2, -3)),
+    Sample(aten.triu_indices.default, (5, 5, 7)),
+]
+ERROR_SAMPLES += [
+    Sample(aten.tril_indices.default, (-1, 3)),
+    Sample(aten.triu_indices.default, (3, -2)),
+    Sample(aten.triu_indices.default, (4, 3), {"dtype": torch.float32}),
+]

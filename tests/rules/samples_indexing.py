@@ -228,3 +228,13 @@ ERROR_SAMPLES = [
     C(aten.index_fill.int_Scalar, (T(3, 4), 2, T(1, dtype=L, high=3), 2)),
     C(aten.index_fill.int_Tensor, (T(3, 4), 0, T(2, dtype=L, high=3), T(1))),
 ]
+
+SAMPLES += [
+    C(aten.take.default, (T(3, 4), T(2, 5, dtype=L, high=12))),
+    C(aten.take.default, (T(3, 4, dtype=L), T(dtype=L, high=12))),
+    S(aten.take.default, (T(0), T(0, dtype=L))),
+]
+ERROR_SAMPLES += [
+    C(aten.take.default, (T(3, 4), T(5, dtype=I32, high=12))),
+    C(aten.take.default, (T(0), T(2, dtype=L, high=1))),
+]

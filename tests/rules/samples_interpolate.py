@@ -64,3 +64,39 @@ SAMPLES += [
     Sample(aten.upsample_nearest1d.vec, (T(2, 1, 49), None, [3 / 49])),
     Sample(aten.upsample_nearest1d.vec, (T(1, 1, 10), None, [0.29999999999999999])),
 ]
+
+# grid_sample, affine_grid
+SAMPLES += [
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6), T(2, 4, 7, 2), 0, 0, False)),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6, 7), T(2, 4, 7, 1, 3), 1, 1, True)),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6, dtype=f64), T(2, 0, 7, 2, dtype=f64),
+                                       2, 2, False)),
+    Sample(aten.grid_sampler.default, (T(0, 3, 5, 6), T(0, 4, 7, 2), 0, 0, False)),
+    Sample(aten.grid_sampler_2d.default, (T(2, 3, 5, 6), T(2, 4, 7, 2), 0, 0, False)),
+    Sample(aten.grid_sampler_3d.default, (T(1, 2, 3, 4, 5), T(1, 2, 3, 4, 3), 0, 0, False)),
+    Sample(aten.affine_grid_generator.default, (T(2, 2, 3), [2, 3, 5, 6], False)),
+    Sample(aten.affine_grid_generator.default, (T(2, 3, 4, dtype=f64), [2, 3, 5, 6, 7], True)),
+    Sample(aten.affine_grid_generator.default, (T(2, 2, 3, dtype=torch.int64), [2, 1, 5, 6],
+                                                False), device="cpu"),
+]
+ERROR_SAMPLES += [
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6), T(2, 4, 7, 2, dtype=f64), 0, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6), T(1, 4, 7, 2), 0, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 0, 6), T(2, 4, 7, 2), 0, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6, 7), T(2, 4, 7, 1, 3), 2, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6), T(2, 4, 7, 3), 0, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5), T(2, 4, 1), 0, 0, False),
+           device="cpu"),
+    Sample(aten.grid_sampler.default, (T(2, 3, 5, 6, dtype=torch.int64), T(2, 4, 7, 2), 0, 0,
+                                       False), device="cpu"),
+    Sample(aten.grid_sampler_2d.default, (T(2, 3, 5, 6, 7), T(2, 4, 7, 1, 3), 0, 0, False),
+           device="cpu"),
+    Sample(aten.affine_grid_generator.default, (T(2, 2, 3), [3, 3, 5, 6], False), device="cpu"),
+    Sample(aten.affine_grid_generator.default, (T(2, 1, 2), [2, 3, 5], False), device="cpu"),
+    Sample(aten.affine_grid_generator.default, (T(2, 3, 3), [2, 3, 5, 6], False), device="cpu"),
+]

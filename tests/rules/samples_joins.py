@@ -68,3 +68,16 @@ ERROR_SAMPLES = [
     S(aten.meshgrid.default, ([T(2), T(3, dtype=i64)],)),
     S(aten.meshgrid.indexing, ([T(2), T(3)],), {"indexing": "ab"}),
 ]
+
+SAMPLES += [
+    S(aten.cartesian_prod.default, ([T(3), T(4)],)),
+    S(aten.cartesian_prod.default, ([T(3, dtype=i64)],)),
+    S(aten.cartesian_prod.default, ([T(3), T(4), T(2)],)),
+    S(aten.cartesian_prod.default, ([T(3), T(0)],)),
+]
+ERROR_SAMPLES += [
+    S(aten.cartesian_prod.default, ([T(3), T(4, dtype=i64)],)),
+    S(aten.cartesian_prod.default, ([T(3, 1), T(4)],)),
+    S(aten.cartesian_prod.default, ([T(), T(4)],)),
+    S(aten.cartesian_prod.default, ([],)),
+]

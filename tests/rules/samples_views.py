@@ -243,3 +243,46 @@ ERROR_SAMPLES += [
     S(aten.broadcast_to.default, (T(3, 2), [3, 4])),
 ]
 ERROR_SAMPLES += [S(aten.repeat_interleave.self_int, (T(5), 2, 0), {"output_size": 8})]
+
+# hsplit / vsplit / dsplit, rot90, diag, broadcast_tensors
+SAMPLES += [
+    S(aten.hsplit.int, (T(2, 6), 3)),
+    S(aten.hsplit.int, (T(6), 2)),
+    S(aten.hsplit.int, (T(2, 0, 3), 4)),
+    S(aten.vsplit.int, (T(6, 2), 3)),
+    S(aten.dsplit.int, (T(1, 2, 4), 2)),
+    S(aten.hsplit.array, (T(2, 6), [1, 4])),
+    S(aten.hsplit.array, (T(6), [2, 9])),
+    S(aten.vsplit.array, (T(6, 2), [3])),
+    S(aten.dsplit.array, (T(1, 2, 5), [1, 3, 3])),
+    S(aten.rot90.default, (T(2, 3),)),
+    S(aten.rot90.default, (T(2, 3, 4), 3, [2, 0])),
+    S(aten.rot90.default, (T(2, 3, 4), 2, [0, 2])),
+    S(aten.rot90.default, (T(2, 3), -1, [1, 0])),
+    S(aten.rot90.default, (T(2, 3), 4)),
+    S(aten.diag.default, (T(3),)),
+    S(aten.diag.default, (T(3, dtype=torch.int64), -2)),
+    S(aten.diag.default, (T(3, 4),)),
+    S(aten.diag.default, (T(3, 4), 2)),
+    S(aten.diag.default, (T(3, 4), -7)),
+    S(aten.diag.default, (T(0),)),
+    S(aten.broadcast_tensors.default, ([T(3, 1), T(4, dtype=torch.int64)],)),
+    S(aten.broadcast_tensors.default, ([T(2, 3)],)),
+    S(aten.broadcast_tensors.default, ([T(), T(0, 1), T(5)],)),
+]
+ERROR_SAMPLES += [
+    S(aten.hsplit.int, (T(5), 3)),
+    S(aten.hsplit.int, (T(2, 6), 0)),
+    S(aten.hsplit.int, (T(), 1)),
+    S(aten.vsplit.int, (T(6), 3)),
+    S(aten.dsplit.int, (T(6, 2), 2)),
+    S(aten.dsplit.array, (T(6, 2), [1])),
+    S(aten.rot90.default, (T(2, 3, 4), 1, [0, 0])),
+    S(aten.rot90.default, (T(2, 3, 4), 1, [-1, 2])),
+    S(aten.rot90.default, (T(2),)),
+    S(aten.rot90.default, (T(2, 3), 1, [0, 1, 1])),
+    S(aten.rot90.default, (T(2, 3), 1, [0, 5])),
+    S(aten.diag.default, (T(2, 2, 2),)),
+    S(aten.diag.default, (T(),)),
+    S(aten.broadcast_tensors.default, ([T(3), T(4)],)),
+]
