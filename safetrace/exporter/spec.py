@@ -190,7 +190,7 @@ def _tree(v: Any) -> str:
         return f"Tensor{list(v.shape)}"
     if isinstance(v, (list, tuple)):
         inner = ", ".join(_tree(x) for x in v)
-        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' * (len(v) == 1)})"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k!r}: {_tree(x)}" for k, x in v.items()) + "}"
     if hasattr(v, "__dataclass_fields__"):
