@@ -38,6 +38,19 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
         pytree.register_pytree_node(cls, flatten_fn, unflatten_fn, **kwargs)
 
 
+class SizeOutput(tuple):
+    """Marks a ``torch.Size`` among a program's outputs: flattened like a tuple (its sizes
+    may be symbolic while tracing), rebuilt as a ``torch.Size`` when the program runs, as
+    eager returns it.  (torch.Size's own registration rebuilds a plain tuple.)"""
+
+
+if SizeOutput not in pytree.SUPPORTED_NODES:
+    pytree.register_pytree_node(
+        SizeOutput, lambda s: (list(s), None), lambda xs, _: torch.Size(xs),
+        flatten_with_keys_fn=lambda s: ([(pytree.SequenceKey(i), v)
+                                         for i, v in enumerate(s)], None))
+
+
 def key_str(path: tuple, root: str) -> str:
     """A user-facing path: ``xs[1]``, ``d.xs[0]``, ``inputs['mask']``."""
     out = root
@@ -146,3 +159,4 @@ def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
 
 tree_flatten = pytree.tree_flatten
 tree_unflatten = pytree.tree_unflatten
+tree_map = pytree.tree_map

@@ -17,10 +17,10 @@ from safetrace.exporter.spec import _tree, match_spec
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
-from safetrace.symbolic import DataDependentQuestion
+from safetrace.symbolic import DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.graph import add_placeholder
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
@@ -108,7 +108,7 @@ class _Exporter:
                 report.violations(problems, suggestion)
                 return None
             raise_violations(problems, suggestion)
-        out_leaves, out_spec = pytree.tree_flatten(out)
+        out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name in tracer.constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
@@ -249,7 +249,7 @@ class _Exporter:
                 nodes.append(tracer.lift(leaf))
             elif isinstance(leaf, pytree.CONSTANT_LEAVES):
                 nodes.append(leaf)
-            elif hasattr(leaf, "expr"):
+            elif isinstance(leaf, (SymInt, SymBool, SymFloat)):  # computed by graph nodes
                 nodes.append(tracer.sym_node(leaf))
             else:
                 cls = type(leaf)
@@ -264,6 +264,21 @@ class _Exporter:
             specs.append(OutputSpec("user_output", None))
         self.graph.output(tuple(nodes))
         return specs
+
+
+def _flatten_outputs(out: Any) -> tuple[list, Any]:
+    """Flatten the model's outputs; a shape (``x.shape``, static or symbolic) flattens into
+    its sizes (symbolic ones computed by the graph) and comes back as a torch.Size."""
+    def is_shape(v: Any) -> bool:
+        return type(v) is SymShape or type(v) is torch.Size
+
+    leaves, spec = pytree.tree_flatten(out, is_leaf=is_shape)
+    if not any(is_shape(v) for v in leaves):
+        return leaves, spec
+    marked = pytree.tree_map(lambda v: pytree.SizeOutput(v) if is_shape(v) else v, out,
+                             is_leaf=is_shape)
+    flat = [s for v in leaves for s in (v if is_shape(v) else (v,))]
+    return flat, pytree.tree_flatten(marked)[1]
 
 
 def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
