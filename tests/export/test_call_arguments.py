@@ -86,3 +86,71 @@ def test_export_decorated_forward_is_left_to_the_decorator():
 
     ep = st.export(Renamed(), (), {"inp": torch.ones(2)})
     assert torch.equal(ep.module()(inp=torch.ones(2)), torch.full((2,), 2.0))
+
+
+# -- ep.module(): a call whose structure differs from the export -----------------------------
+class Pair(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class Seq(torch.nn.Module):
+    def forward(self, xs, d):
+        return xs[0] + xs[1] + d["a"]
+
+
+def _mismatch(ep, *args, **kwargs):
+    with pytest.raises(st.InputMismatchError) as info:
+        ep.module()(*args, **kwargs)
+    return str(info.value)
+
+
+def test_module_too_many_or_too_few_positional_inputs():
+    x = torch.randn(2, 3)
+    ep = st.export(Pair(), (x, x))
+    msg = _mismatch(ep, x, x, x)
+    assert "expected 2 positional inputs (x, y), got 3" in msg and "module(x, y)" in msg
+    assert "TreeSpec" not in msg
+    assert "expected 2 positional inputs (x, y), got 1" in _mismatch(ep, x)
+
+
+def test_module_keyword_names_differ():
+    x = torch.randn(2, 3)
+    ep = st.export(Pair(), (x,), {"y": x})
+    msg = _mismatch(ep, x, z=x)
+    assert "expected keyword inputs ['y'], got ['z']" in msg and "module(x, y=y)" in msg
+
+
+def test_module_container_type_and_length_differ():
+    x = torch.randn(2, 3)
+    ep = st.export(Seq(), ((x, x), {"a": x}))
+    msg = _mismatch(ep, [x, x, x], {"a": x})
+    assert "input `xs` was a tuple of 2 at export, got a list of 3" in msg
+    msg = _mismatch(ep, x, {"a": x})
+    assert "input `xs` was a tuple of 2 at export, got a tensor of shape [2, 3]" in msg
+    msg = _mismatch(ep, (x, x), {"a": x, "b": x})
+    assert "input `d` was a dict with keys ['a'] at export, got a dict with keys ['a', 'b']" \
+        in msg
+
+
+def test_module_nested_difference_names_the_path():
+    x = torch.randn(2, 3)
+
+    class Nested(torch.nn.Module):
+        def forward(self, d):
+            return d["xs"][0] + d["xs"][1][0]
+
+    ep = st.export(Nested(), ({"xs": [x, [x]]},))
+    msg = _mismatch(ep, {"xs": [x, x]})
+    assert "input `d['xs'][1]` was a list of 1 at export, got a tensor of shape [2, 3]" in msg
+
+
+def test_module_var_positional_names():
+    x = torch.randn(2, 3)
+
+    class Var(torch.nn.Module):
+        def forward(self, *xs):
+            return xs[0] + xs[1]
+
+    ep = st.export(Var(), (x, x))
+    assert "expected 2 positional inputs (xs[0], xs[1]), got 3" in _mismatch(ep, x, x, x)
