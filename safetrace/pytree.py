@@ -6,6 +6,7 @@ registered for torch.export works with safetrace and the other way round.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import inspect
@@ -36,6 +37,19 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
     """General registration of a container class (same arguments as torch's pytree)."""
     if cls not in pytree.SUPPORTED_NODES:
         pytree.register_pytree_node(cls, flatten_fn, unflatten_fn, **kwargs)
+
+
+class SizeOutput(tuple):
+    """Marks a ``torch.Size`` among a program's outputs: flattened like a tuple (its sizes
+    may be symbolic while tracing), rebuilt as a ``torch.Size`` when the program runs, as
+    eager returns it.  (torch.Size's own registration rebuilds a plain tuple.)"""
+
+
+if SizeOutput not in pytree.SUPPORTED_NODES:
+    pytree.register_pytree_node(
+        SizeOutput, lambda s: (list(s), None), lambda xs, _: torch.Size(xs),
+        flatten_with_keys_fn=lambda s: ([(pytree.SequenceKey(i), v)
+                                         for i, v in enumerate(s)], None))
 
 
 def key_str(path: tuple, root: str) -> str:
@@ -144,5 +158,103 @@ def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
         f"    import safetrace as st\n    {fix}")
 
 
+def describe_mismatch(expected: Any, got: Any, got_leaves: list,
+                      leaf_paths: list[str]) -> str:
+    """Where a call's input structure (TreeSpec ``got`` of ``(args, kwargs)``) first differs
+    from the exported one, in the user's words: "expected 2 positional inputs (x, y), got 3",
+    "input `xs` was a tuple of 2 at export, got a list of 3"."""
+    (exp_args, exp_kw), (got_args, got_kw) = _kids(expected), _kids(got)
+    names, offset = [], 0
+    for i, child in enumerate(_kids(exp_args)):
+        n = child.num_leaves
+        suffix = _first_suffix(child)
+        path = leaf_paths[offset] if n and offset < len(leaf_paths) else None
+        names.append(path[:len(path) - len(suffix)] if path is not None and
+                     path.endswith(suffix) else f"args[{i}]")
+        offset += n
+    if exp_args.num_children != got_args.num_children:
+        return (f"expected {_count(exp_args.num_children, 'positional input')} "
+                f"({', '.join(names)}), got {got_args.num_children}.\n"
+                f"Fix: call it as at export: module({', '.join(names)}"
+                + "".join(f", {k}={k}" for k in exp_kw.context) + ")")
+    if list(exp_kw.context) != list(got_kw.context):
+        missing = [k for k in exp_kw.context if k not in got_kw.context]
+        extra = [k for k in got_kw.context if k not in exp_kw.context]
+        call = ", ".join(names + [f"{k}={k}" for k in exp_kw.context])
+        return (f"expected keyword inputs {list(exp_kw.context)}, got {list(got_kw.context)}"
+                + (f" (missing {missing})" if missing else "")
+                + (f" (not exported: {extra})" if extra else "")
+                + f".\nFix: call it as at export: module({call})")
+    tops = list(zip(names, _kids(exp_args), _kids(got_args)))
+    tops += [(k, e, g) for k, e, g in zip(exp_kw.context, _kids(exp_kw), _kids(got_kw))]
+    start = 0
+    for name, e, g in tops:
+        found = _first_difference(e, g, name, got_leaves, start)
+        if found is not None:
+            return found + ("\nFix: call with the same containers (lists/tuples/dicts/"
+                            "dataclasses, same lengths and keys) as at export")
+        start += g.num_leaves
+    return ("its containers differ.\nFix: call with the same containers (lists/tuples/dicts/"
+            "dataclasses) and keyword names as at export")
+
+
+def _kids(spec: Any) -> list:
+    return [spec.child(i) for i in range(spec.num_children)]
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _first_suffix(spec: Any) -> str:
+    """The key path from `spec`'s root to its first leaf (``[0]``, ``['a'][0]``)."""
+    out = ""
+    while not spec.is_leaf() and spec.num_children:
+        out += _child_keys(spec)[0]
+        spec = spec.child(0)
+    return out
+
+
+def _child_keys(spec: Any) -> list[str]:
+    t, ctx = spec.type, spec.context
+    if t in (dict, collections.OrderedDict, collections.defaultdict) and ctx is not None:
+        return [f"[{k!r}]" for k in (ctx[1] if t is collections.defaultdict else ctx)]
+    if t is collections.namedtuple and hasattr(ctx, "_fields"):
+        return [f".{f}" for f in ctx._fields]
+    if dataclasses.is_dataclass(t):
+        return [f".{f.name}" for f in dataclasses.fields(t) if f.init][:spec.num_children]
+    return [f"[{i}]" for i in range(spec.num_children)]
+
+
+def _describe(spec: Any, leaf: Any = None) -> str:
+    if spec.is_leaf():
+        if isinstance(leaf, torch.Tensor):
+            return f"a tensor of shape {list(leaf.shape)}"
+        return f"a {type(leaf).__name__} ({leaf!r:.40})"
+    t = spec.type
+    if t in (dict, collections.OrderedDict):
+        return f"a {t.__name__} with keys {list(spec.context)}"
+    name = spec.context.__name__ if t is collections.namedtuple else t.__name__
+    return f"a {name} of {spec.num_children}"
+
+
+def _first_difference(e: Any, g: Any, path: str, got_leaves: list, start: int) -> str | None:
+    if e.is_leaf() and g.is_leaf():
+        return None
+    same = (not e.is_leaf() and not g.is_leaf() and e.type == g.type
+            and e.num_children == g.num_children and e.context == g.context)
+    if not same:
+        leaf = got_leaves[start] if g.is_leaf() and start < len(got_leaves) else None
+        was = "a single value (tensor or constant)" if e.is_leaf() else _describe(e)
+        return f"input `{path}` was {was} at export, got {_describe(g, leaf)}"
+    for key, ec, gc in zip(_child_keys(e), _kids(e), _kids(g)):
+        found = _first_difference(ec, gc, path + key, got_leaves, start)
+        if found is not None:
+            return found
+        start += gc.num_leaves
+    return None
+
+
 tree_flatten = pytree.tree_flatten
 tree_unflatten = pytree.tree_unflatten
+tree_map = pytree.tree_map

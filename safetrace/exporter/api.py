@@ -13,14 +13,14 @@ from safetrace.errors import (ConstraintViolationError, DataDependentError, Expo
                               UnsupportedInputError, UnsupportedOpError)
 from safetrace.exporter.checks import InputContract
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.spec import match_spec
+from safetrace.exporter.spec import _tree, match_spec
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
-from safetrace.symbolic import DataDependentQuestion
+from safetrace.symbolic import DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.graph import add_placeholder
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
@@ -66,6 +66,7 @@ class _Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
+        _check_call(self.model, self.fn, args, kwargs)
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
@@ -108,7 +109,7 @@ class _Exporter:
                 report.violations(problems, suggestion)
                 return None
             raise_violations(problems, suggestion)
-        out_leaves, out_spec = pytree.tree_flatten(out)
+        out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name in tracer.constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
@@ -258,7 +259,7 @@ class _Exporter:
                 nodes.append(tracer.lift(leaf))
             elif isinstance(leaf, pytree.CONSTANT_LEAVES):
                 nodes.append(leaf)
-            elif hasattr(leaf, "expr"):
+            elif isinstance(leaf, (SymInt, SymBool, SymFloat)):  # computed by graph nodes
                 nodes.append(tracer.sym_node(leaf))
             else:
                 cls = type(leaf)
@@ -273,6 +274,67 @@ class _Exporter:
             specs.append(OutputSpec("user_output", None))
         self.graph.output(tuple(nodes))
         return specs
+
+
+def _flatten_outputs(out: Any) -> tuple[list, Any]:
+    """Flatten the model's outputs; a shape (``x.shape``, static or symbolic) flattens into
+    its sizes (symbolic ones computed by the graph) and comes back as a torch.Size."""
+    def is_shape(v: Any) -> bool:
+        return type(v) is SymShape or type(v) is torch.Size
+
+    leaves, spec = pytree.tree_flatten(out, is_leaf=is_shape)
+    if not any(is_shape(v) for v in leaves):
+        return leaves, spec
+    marked = pytree.tree_map(lambda v: pytree.SizeOutput(v) if is_shape(v) else v, out,
+                             is_leaf=is_shape)
+    flat = [s for v in leaves for s in (v if is_shape(v) else (v,))]
+    return flat, pytree.tree_flatten(marked)[1]
+
+
+def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
+    """Refuse, before tracing, a call that does not fit the signature of what is exported."""
+    sig = pytree._signature(fn)
+    if sig is None:
+        return
+    try:
+        sig.bind(*args, **kwargs)
+        return
+    except TypeError as exc:
+        why = str(exc)
+    if hasattr(getattr(fn, "__func__", fn), "__wrapped__"):
+        return  # a decorator may accept (and rename) more than the wrapped signature says
+    params = list(sig.parameters.values())
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                       p.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind is p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    keywords = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    given = set(positional[:len(args)]) | set(kwargs)
+    if not var_pos and len(args) > len(positional):
+        why = (f"{len(args)} positional inputs, but it takes {len(positional)}"
+               f" ({', '.join(positional) or 'none'})")
+    elif twice := [k for k in kwargs if k in positional[:len(args)]]:
+        why = f"{twice[0]!r} both in args (position {positional.index(twice[0])}) and in kwargs"
+    elif unknown := [k for k in kwargs if k not in keywords and not var_kw]:
+        why = (f"keyword input(s) {', '.join(map(repr, unknown))}, which it has no "
+               f"parameter for")
+    elif missing := [p.name for p in params if p.default is p.empty and p.kind not in (
+            p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in given]:
+        why = f"no value for its required input(s) {', '.join(map(repr, missing))}"
+    owner = "model" if isinstance(model, torch.nn.Module) else getattr(fn, "__name__", "fn")
+    pos = [p.name for p in params if p.default is p.empty and p.kind in (
+        p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if var_pos:
+        pos += [f"*{p.name}" for p in params if p.kind is p.VAR_POSITIONAL]
+    kw = [p.name for p in params if p.default is p.empty and p.kind is p.KEYWORD_ONLY]
+    fix = f"st.export({owner}, ({', '.join(pos)}{',' if len(pos) == 1 else ''})"
+    fix += f", kwargs={{{', '.join(f'{k!r}: {k}' for k in kw)}}})" if kw else ")"
+    qual = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+    got = f"args={_tree(args)}" + (f", kwargs={_tree(kwargs)}" if kwargs else "")
+    raise UnsupportedInputError(
+        f"st.export called {qual}{sig} with {why}.\n  got: {got}\n"
+        f"Fix: pass one input per parameter of {qual}, positionally in args or by name in "
+        f"kwargs:\n    {fix}")
 
 
 def _common_device(leaves: list) -> torch.device:

@@ -175,11 +175,14 @@ class ExportedProgram:
         else:
             spec = self.in_spec
         if spec != self.in_spec:
-            raise InputMismatchError(
-                "the inputs' structure differs from the exported one.\n"
-                f"  expected: {_tree_str(self.in_spec)}\n  got:      {_tree_str(spec)}\n"
-                "Fix: call with the same containers (lists/tuples/dicts/dataclasses) and "
-                "keyword names as at export")
+            try:
+                why = pytree.describe_mismatch(self.in_spec, spec, leaves,
+                                               [leaf[0] for leaf in self.contract.leaves])
+            except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
+                why = ("its containers differ.\nFix: call with the same containers (lists/"
+                       "tuples/dicts/dataclasses) and keyword names as at export")
+            raise InputMismatchError(f"the inputs' structure differs from the exported one: "
+                                     f"{why}")
         check = self._check_fn
         if check is None:
             check = self._check_fn = self._build_checks()
@@ -211,11 +214,6 @@ def _children(spec: Any) -> list:
     """A TreeSpec's child specs (``children()`` in new torch, ``children_specs`` before)."""
     fn = getattr(spec, "children", None)
     return list(fn()) if callable(fn) else list(spec.children_specs)
-
-
-def _tree_str(spec: Any) -> str:
-    text = str(spec)
-    return text if len(text) < 400 else text[:400] + "..."
 
 
 class _ProgramModule(torch.nn.Module):

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from safetrace import pytree as st_pytree
 from safetrace.dims import DerivedDim, Dim, ShapesCollection, _Hint
 from safetrace.errors import SpecError
 
@@ -22,21 +23,27 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
     out: list[list[Entry] | None] = []
     if isinstance(spec, ShapesCollection):
+        used = set()
         for leaf in pytree.tree_leaves((args, kwargs)):
             if isinstance(leaf, torch.Tensor) and leaf in spec:
+                used.add(id(leaf))
                 out.append(_tensor_spec(leaf, spec[leaf], f"dynamic_shapes[{_desc(leaf)}]"))
             else:
                 out.append(None)  # no dims to declare
+        for key, (tensor, entry) in spec._specs.items():
+            if key not in used:
+                raise _foreign_tensor(fn, args, kwargs, tensor, entry)
         return out
     tops = list(zip(names, args)) + list(kwargs.items())
     if isinstance(spec, dict):
+        spec = _expand_var_params(fn, spec, names, kwargs)
         valid = [n for n, _ in tops]
         unknown = [k for k in spec if k not in valid]
         if unknown:
             raise SpecError(
                 f"dynamic_shapes has key(s) {unknown} that are not inputs of the program; "
                 f"the inputs are {valid}.\nFix: key dynamic_shapes by the argument names "
-                f"{valid}")
+                f"{valid}{_var_hint(fn)}")
         per_top = [spec.get(n) for n, _ in tops]
     elif isinstance(spec, (tuple, list)):
         if len(spec) != len(tops):
@@ -51,6 +58,84 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
     for (name, value), s in zip(tops, per_top):
         _walk(value, s, f"dynamic_shapes[{name!r}]", name, out)
     return out
+
+
+def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> dict:
+    """torch.export's keys for ``*xs`` / ``**kw`` (a tuple / a dict of specs under the
+    parameter's name) as safetrace's per-input keys (``xs[0]``, the keyword names)."""
+    sig = st_pytree._signature(fn)
+    if sig is None:
+        return spec
+    params = sig.parameters.values()
+    var_pos = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+    var_kw = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+    if var_pos not in spec and var_kw not in spec:
+        return spec
+    out = {k: v for k, v in spec.items() if k not in (var_pos, var_kw)}
+
+    def put(key: str, value: Any, holder: str) -> None:
+        if key in out:
+            raise SpecError(f"dynamic_shapes gives input {key} both under {holder!r} and as "
+                            f"{key!r}.\nFix: keep one of the two entries")
+        out[key] = value
+
+    if var_pos in spec:
+        given = [n for n in names if n.startswith(f"{var_pos}[")]
+        entry = spec[var_pos]
+        if entry is not None:
+            if not isinstance(entry, (tuple, list)) or len(entry) != len(given):
+                n = len(entry) if isinstance(entry, (tuple, list)) else type(entry).__name__
+                raise SpecError(
+                    f"dynamic_shapes[{var_pos!r}] is the spec of *{var_pos}, which received "
+                    f"{len(given)} positional input(s), so it must be a tuple of {len(given)} "
+                    f"specs (one per input); got {n}.\n"
+                    f"Fix: dynamic_shapes={{{var_pos!r}: ({', '.join(['None'] * len(given))}"
+                    f"{',' if len(given) == 1 else ''})}} with a spec in place of each None")
+            for name, e in zip(given, entry):
+                put(name, e, var_pos)
+    if var_kw in spec:
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        extra = [k for k in kwargs if k not in named]
+        entry = spec[var_kw]
+        if entry is not None:
+            unknown = [k for k in entry] if not isinstance(entry, dict) else [
+                k for k in entry if k not in extra]
+            if not isinstance(entry, dict) or unknown:
+                raise SpecError(
+                    f"dynamic_shapes[{var_kw!r}] is the spec of **{var_kw}, which received the "
+                    f"keyword input(s) {extra}, so it must be a dict keyed by those names; "
+                    f"got {entry!r}.\nFix: dynamic_shapes={{{var_kw!r}: "
+                    f"{{{', '.join(f'{k!r}: None' for k in extra)}}}}} with a spec in place "
+                    f"of each None")
+            for k, e in entry.items():
+                put(k, e, var_kw)
+    return out
+
+
+def _var_hint(fn: Any) -> str:
+    sig = st_pytree._signature(fn)
+    params = sig.parameters.values() if sig is not None else ()
+    hints = [f"{{{p.name!r}: (spec0, spec1, ...)}} for *{p.name}" for p in params
+             if p.kind is p.VAR_POSITIONAL]
+    hints += [f"{{{p.name!r}: {{'name': spec, ...}}}} for **{p.name}" for p in params
+              if p.kind is p.VAR_KEYWORD]
+    return f" (or {' and '.join(hints)})" if hints else ""
+
+
+def _foreign_tensor(fn: Any, args: tuple, kwargs: dict, tensor: Any, entry: Any) -> SpecError:
+    """A ShapesCollection entry whose tensor is not (by identity) one of the inputs."""
+    inputs = [(p, v) for p, v in st_pytree.flatten_inputs(fn, args, kwargs)[0]
+              if isinstance(v, torch.Tensor)]
+    shape = list(getattr(tensor, "shape", ()))
+    same = [p for p, v in inputs if list(v.shape) == shape]
+    listed = ", ".join(f"{p}: {list(v.shape)}" for p, v in inputs) or "none"
+    target = same[0] if same else (inputs[0][0] if inputs else "x")
+    return SpecError(
+        f"dynamic_shapes: the ShapesCollection has an entry for a tensor of shape {shape} "
+        f"that is not one of the inputs (entries are matched by identity, not by shape or "
+        f"value: a copy or a new tensor of the same shape does not match). The tensor inputs "
+        f"are {listed}.\nFix: key the collection by the tensor object you pass to "
+        f"st.export:\n    sc[{target}] = {entry!r}")
 
 
 def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
@@ -190,7 +275,7 @@ def _tree(v: Any) -> str:
         return f"Tensor{list(v.shape)}"
     if isinstance(v, (list, tuple)):
         inner = ", ".join(_tree(x) for x in v)
-        return f"[{inner}]" if isinstance(v, list) else f"({inner})"
+        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' * (len(v) == 1)})"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{k!r}: {_tree(x)}" for k, x in v.items()) + "}"
     if hasattr(v, "__dataclass_fields__"):

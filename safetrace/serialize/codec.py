@@ -180,8 +180,11 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
                            "device": str(m.device)}}
     if isinstance(v, Expr):
         return {"expr": encode_expr(v)}
-    from safetrace.symbolic import SymBool, SymInt
+    from safetrace.symbolic import SymBool, SymFloat, SymInt
 
+    if isinstance(v, SymFloat):  # an exact ratio of two int expressions
+        return {"symfloat": [encode_expr(v.env.simplify(v.num)),
+                             encode_expr(v.env.simplify(v.den))]}
     if isinstance(v, SymInt):
         return {"symint": encode_expr(v.env.simplify(v.expr))}
     if isinstance(v, SymBool):
@@ -254,6 +257,8 @@ class ValueDecoder:
             return decode_expr(x, where)
         if tag in ("symint", "symbool"):
             return self.symbolic(tag, decode_expr(x, where), where)
+        if tag == "symfloat":
+            return self.symfloat(x, where)
         if tag == "tensor":
             return self.tensor(x, where)
         raise fail(where, f"unknown value tag {_short(tag)}")
@@ -267,6 +272,19 @@ class ValueDecoder:
         if (tag == "symbool") != e.is_bool:
             raise fail(where, f"{tag} holds a {'condition' if e.is_bool else 'number'}")
         return new_symbolic(e, self.env)
+
+    def symfloat(self, x: Any, where: str) -> Any:
+        from safetrace.symbolic import SymFloat
+
+        if not isinstance(x, list) or len(x) != 2:
+            raise fail(where, "symfloat must be [numerator, denominator]")
+        num, den = (self.symbolic("symint", decode_expr(e, where), where) for e in x)
+        if den == 0:
+            raise fail(where, "symfloat with a zero denominator")
+        env = self.env
+        num, den = (e if isinstance(e, Expr) else const(e) for e in (
+            getattr(num, "expr", num), getattr(den, "expr", den)))
+        return (getattr(env, "float_cls", None) or SymFloat)(num, den, env)
 
     def tensor(self, x: Any, where: str) -> Any:
         from safetrace.meta import TensorMeta

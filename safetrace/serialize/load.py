@@ -42,6 +42,12 @@ def load(source: Any, *, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> Any:
         return _load(io.BytesIO(bytes(source)), max_tensor_bytes)
     if hasattr(source, "read"):
         return _load(source, max_tensor_bytes)
+    if not isinstance(source, (str, os.PathLike)):
+        raise LoadError(
+            f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
+            f"source: expected a file path (str or os.PathLike), a binary file object or "
+            f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
+            f"st.load(open(path, \"rb\"))")
     with open(os.fspath(source), "rb") as f:
         return _load(f, max_tensor_bytes)
 

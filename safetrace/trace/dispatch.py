@@ -246,3 +246,37 @@ def _tensor_where(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 HANDLERS[torch.Tensor.where] = _tensor_where
+
+
+def _new_tensor(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x.new_tensor(data)`` is ``torch.tensor(data)`` with x's dtype and device (unless
+    given): a constant for Python numbers, graph nodes for sizes, a copy of a tensor."""
+    from safetrace.trace.handlers import _constant_tensor, _to
+
+    x, data = args[0], args[1] if len(args) > 1 else kwargs["data"]
+    meta = x.st_meta if isinstance(x, Proxy) else x
+    dtype = kwargs.get("dtype") or meta.dtype
+    device = kwargs.get("device") or meta.device
+    out = _constant_tensor(tr, torch.tensor, (data,), {"dtype": dtype, "device": device})
+    if isinstance(data, torch.Tensor):  # copied as it is: cast to the result's dtype
+        out = _to(tr, torch.Tensor.to, (out, dtype), {})
+    return out
+
+
+def _nonzero(tr: Tracer, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``nonzero(m, as_tuple=True)``: the columns of ``nonzero(m)`` (a 0-dim m counts as
+    1-dim, as in eager), each of the data-dependent length."""
+    kwargs = dict(kwargs)
+    if not kwargs.pop("as_tuple", False) or not isinstance(args[0], Proxy):
+        return _aten(tr, func, "nonzero", args, kwargs)
+    x = args[0]
+    aten = torch.ops.aten
+    if x.st_meta.ndim == 0:
+        x = tr.emit(aten.reshape.default, (x, [1]), {})
+    rows = tr.emit(aten.nonzero.default, (x,), {})
+    return tuple(tr.emit(aten.unbind.int, (rows, 1), {}))
+
+
+HANDLERS[torch.Tensor.new_tensor] = _new_tensor
+HANDLERS[torch.nonzero] = _nonzero
+HANDLERS[torch.Tensor.nonzero] = _nonzero

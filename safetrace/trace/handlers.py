@@ -153,11 +153,27 @@ def _setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return setitem(tr, args[0], args[1], args[2])
 
 
+def _float_read(call: str, x: Proxy) -> Exception:
+    """A float read from data (an unbacked size is an int or bool, never a float)."""
+    from safetrace.errors import DataDependentError
+    from safetrace.trace.source import short, stack_trace
+
+    keep = ("keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim tensor "
+            "broadcasts in tensor ops)" if call == ".item()" else
+            "keep it a tensor and index it (`x[i]`, `x.unbind(0)`) instead of making a list")
+    return DataDependentError(
+        f"{call} of a tensor {annotation(x.st_meta)}: a float computed from data "
+        f"cannot be traced as a Python number (export never reads tensor data).\n"
+        f"  at {short(stack_trace(3))}\nFix: {keep}, so the graph computes with it")
+
+
 def _item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(args[0], Proxy):
         return _real(func, args, kwargs)
     if args[0].st_value is not None:
         return args[0].st_value
+    if args[0].st_meta.dtype.is_floating_point or args[0].st_meta.dtype.is_complex:
+        raise _float_read(".item()", args[0])
     return tr.emit(aten.item.default, (args[0],), {})
 
 
@@ -165,6 +181,8 @@ def _tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     if not isinstance(x, Proxy):
         return _real(func, args, kwargs)
+    if x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex:
+        raise _float_read(".tolist()", x)
     shape = x.st_meta.shape
     if not shape:
         return tr.emit(aten.item.default, (x,), {})

@@ -1,0 +1,53 @@
+"""Reading float data while exporting: the error names the call and the user's line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class FloatItem(torch.nn.Module):
+    def forward(self, x):
+        s = x.sum().item()  # the line the error must show
+        return x * s
+
+
+class FloatToList(torch.nn.Module):
+    def forward(self, x):
+        vals = x.tolist()  # the line the error must show
+        return x + len(vals)
+
+
+class ScalarToList(torch.nn.Module):
+    def forward(self, x):
+        v = x.sum().tolist()  # a 0-dim tensor's tolist() is a number
+        return x * v
+
+
+class IntToList(torch.nn.Module):
+    def forward(self, x):
+        a, b = x.tolist()
+        return torch.zeros(a + b) if False else x * 2
+
+
+@pytest.mark.parametrize("model, call, line", [
+    (FloatItem(), ".item()", "s = x.sum().item()"),
+    (FloatToList(), ".tolist()", "vals = x.tolist()"),
+    (ScalarToList(), ".tolist()", "v = x.sum().tolist()"),
+])
+def test_float_data_read_names_the_call_and_line(model, call, line):
+    with pytest.raises(st.DataDependentError) as info:
+        st.export(model, (torch.randn(3, 4),))
+    msg = str(info.value)
+    assert msg.startswith(f"{call} of a tensor f32[")
+    assert "test_data_reads.py:" in msg and line in msg
+    assert "Fix:" in msg
+    if call == ".tolist()":
+        assert ".item()" not in msg
+
+
+def test_int_tolist_still_traces():
+    ep = st.export(IntToList(), (torch.tensor([1, 2]),))
+    assert torch.equal(ep.module()(torch.tensor([3, 4])), torch.tensor([6, 8]))
