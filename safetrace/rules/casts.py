@@ -1,4 +1,5 @@
-"""Casts and copies: to, _to_copy, type_as, contiguous, clone, detach, alias, view_as_real.
+"""Casts and copies: to, _to_copy, type_as, contiguous, clone, detach, alias, view_as_real,
+real/imag.
 
 ``x.float()``, ``x.half()``, ``x.cuda()`` reach these rules as ``aten.to.dtype`` /
 ``aten.to.device``.  Shapes never change (except view_as_real/view_as_complex, which move
@@ -134,6 +135,20 @@ def view_as_real(self: TensorMeta) -> TensorMeta:
     check(self.dtype in _REAL_OF, "view_as_real",
           "view_as_real is only supported for complex tensors")
     return self.like(shape=self.shape + (2,), dtype=_REAL_OF[self.dtype])
+
+
+@rule(aten.real.default)
+def real(self: TensorMeta) -> TensorMeta:
+    """The real part: a view in the real dtype (a real tensor is returned as it is)."""
+    return self.like(dtype=_REAL_OF.get(self.dtype, self.dtype))
+
+
+@rule(aten.imag.default)
+def imag(self: TensorMeta) -> TensorMeta:
+    """The imaginary part of a complex tensor, in the real dtype."""
+    check(self.dtype in _REAL_OF, "imag",
+          "imag is not implemented for tensors with non-complex dtypes.")
+    return self.like(dtype=_REAL_OF[self.dtype])
 
 
 @rule(aten.view_as_complex.default)
