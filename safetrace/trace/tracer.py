@@ -207,6 +207,8 @@ class Tracer(TorchFunctionMode):
             mkwargs, nkwargs = {}, {}
             for k, a in kwargs.items():
                 mkwargs[k], nkwargs[k] = self.unwrap(a)
+                if type(a) is Proxy and a.st_contig is None:
+                    known = False
         else:
             mkwargs = nkwargs = {}
         trace = stack_trace(3)
@@ -443,6 +445,8 @@ def _refresh_op_info() -> None:
     if version != _OP_INFO_VERSION[0]:
         _OP_INFO.clear()
         _OP_INFO_VERSION[0] = version
+
+
 _RETURN_TYPES: dict[Any, Any] = {}
 
 
