@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 from typing import Any, Callable, Iterator
 
 import torch
@@ -168,14 +169,14 @@ class _Exporter:
                     if t is None or id(t) in self.state:
                         continue
                     name = f"{mname}.{key}" if mname else key
-                    node = add_placeholder(self.graph, pytree.placeholder_name(prefix + name))
-                    p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device),
-                                                 node)
+                    ph = _STATE_NAMES.get(prefix + name)
+                    if ph is None:
+                        ph = _STATE_NAMES[prefix + name] = pytree.placeholder_name(prefix + name)
+                    node = add_placeholder(self.graph, ph)
+                    p = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
                     if not _plain_layout(t):
                         p.st_contig = None
-                    node.meta["stack_trace"] = ""
-                    node.meta["kind"] = kind
-                    node.meta["target"] = name
+                    node.meta.update(val=p, stack_trace="", kind=kind, target=name)
                     self.state[id(t)] = node
                     self.state_tensors[name] = t
                     persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
@@ -224,7 +225,7 @@ class _Exporter:
 
     def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
-        for mname, _, _, _, attrs, _, _ in guard.saved:
+        for mname, _, _, _, attrs, *_ in guard.saved:
             for attr, v in attrs.items():
                 if id(v) not in self.state:
                     full = f"{mname}.{attr}" if mname else attr
@@ -406,29 +407,40 @@ class _ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
             for mname, mod in self.model.named_modules(remove_duplicate=False):
-                attrs = {k: v for k, v in mod.__dict__.items() if isinstance(v, tensor)}
-                self.saved.append((mname, mod, dict(mod._parameters), dict(mod._buffers),
-                                   attrs, mod.training, dict(mod.__dict__)))
-                for k, v in mod.__dict__.items():  # user containers: their contents too
-                    if type(v) in _CONTAINERS and k not in _MODULE_INTERNALS:
-                        self.containers.append((v, _CONTAINERS[type(v)](v)))
+                d = mod.__dict__
+                attrs = {}
+                for k, v in d.items():
+                    t = type(v)
+                    if t in _CONTAINERS:  # user containers: their contents too
+                        if k not in _MODULE_INTERNALS:
+                            self.containers.append((v, _CONTAINERS[t](v)))
+                    elif isinstance(v, tensor):
+                        attrs[k] = v
+                params, buffers = mod._parameters, mod._buffers
+                self.saved.append((mname, mod, dict(params), dict(buffers), attrs,
+                                   mod.training, dict(d), list(params.values()),
+                                   list(buffers.values()), list(d.values())))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for mname, mod, params, buffers, _, training, everything in self.saved:
+        same = operator.is_
+        for mname, mod, params, buffers, _, training, everything, pv, bv, dv in self.saved:
             now = mod._buffers
-            if len(now) != len(buffers) or any(now.get(k) is not v for k, v in buffers.items()):
+            if len(now) != len(bv) or not all(map(same, now.values(), bv)) or \
+                    now.keys() != buffers.keys():
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
                         self.changed.append((f"{mname}.{k}" if mname else k, v))
                 now.clear()
                 now.update(buffers)
             now = mod._parameters
-            if len(now) != len(params) or any(now.get(k) is not v for k, v in params.items()):
+            if len(now) != len(pv) or not all(map(same, now.values(), pv)) or \
+                    now.keys() != params.keys():
                 now.clear()
                 now.update(params)
             d = mod.__dict__
-            if len(d) != len(everything) or any(d.get(k) is not v for k, v in everything.items()):
+            if len(d) != len(dv) or not all(map(same, d.values(), dv)) or \
+                    d.keys() != everything.keys():
                 for k in [k for k in d if k not in everything]:
                     del d[k]
                 d.update(everything)
@@ -444,6 +456,9 @@ class _ModuleGuard:
 
     def reassigned_buffers(self) -> list[tuple[str, Any]]:
         return self.changed
+
+
+_STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cached)
 
 
 def _plain_layout(t: torch.Tensor) -> bool:

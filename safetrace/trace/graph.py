@@ -37,7 +37,15 @@ def add_placeholder(graph: Graph, name: str) -> Node:
     """Append a placeholder (a graph input) named after `name`, as Graph.placeholder does."""
     if not _FAST:
         return graph.placeholder(name)
-    return add_node(graph, name, (), {}, graph._target_to_str(name), op="placeholder")
+    base = _PLACEHOLDER_BASES.get(name)
+    if base is None:
+        if len(_PLACEHOLDER_BASES) > 100_000:
+            _PLACEHOLDER_BASES.clear()
+        base = _PLACEHOLDER_BASES[name] = graph._target_to_str(name)
+    return add_node(graph, name, (), {}, base, op="placeholder")
+
+
+_PLACEHOLDER_BASES: dict[str, str] = {}  # placeholder target -> fx's base name for it
 
 
 def _selfcheck() -> bool:
