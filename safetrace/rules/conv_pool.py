@@ -485,6 +485,19 @@ def pixel_shuffle(self: TensorMeta, upscale_factor: int) -> TensorMeta:
     return self.like(self.shape[:-3] + (c // (r * r), h * r, w * r))
 
 
+@rule(aten.channel_shuffle.default, aten.native_channel_shuffle.default)
+def channel_shuffle(self: TensorMeta, groups: Any) -> TensorMeta:
+    """(N, C, *) with C divisible by groups: same shape (channels permuted)."""
+    op = "aten.channel_shuffle"
+    check(self.ndim > 2, op, f"channel_shuffle expects input with > 2 dims, but got input "
+                             f"with sizes {list(self.shape)}")
+    check(groups > 0, op, f"Number of groups to divide channels in must be positive. Value "
+                          f"of groups:{groups}")
+    check(self.shape[1] % groups == 0, op, f"Number of channels must be divisible by groups. "
+                                           f"Got {self.shape[1]} channels and {groups} groups.")
+    return self.like()
+
+
 @rule(aten.pixel_unshuffle.default)
 def pixel_unshuffle(self: TensorMeta, downscale_factor: int) -> TensorMeta:
     """(..., C, H*r, W*r) -> (..., C*r*r, H, W)."""

@@ -273,6 +273,17 @@ def cdist(x1: TensorMeta, x2: TensorMeta, p: float = 2.0,
     return x1.like(batch + (x1.shape[-2], x2.shape[-2]), x1.dtype)
 
 
+@rule(aten.pdist.default, aten._pdist_forward.default)
+def pdist(self: TensorMeta, p: float = 2.0) -> TensorMeta:
+    """(N, M) -> (N * (N - 1) / 2,): the distances between all pairs of rows."""
+    op = "aten.pdist"
+    check(self.ndim == 2, op, f"pdist only supports 2D tensors, got: {self.ndim}D")
+    check(self.dtype.is_floating_point, op, "pdist only supports floating-point dtypes")
+    check(p >= 0, op, "pdist only supports non-negative p values")
+    n = self.shape[0]
+    return self.like((n * (n - 1) // 2,))
+
+
 @rule(aten.cosine_similarity.default)
 def cosine_similarity(x1: TensorMeta, x2: TensorMeta, dim: int = 1,
                       eps: float = 1e-8) -> TensorMeta:
