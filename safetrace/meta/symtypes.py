@@ -97,8 +97,48 @@ def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]
     cls.__str__, cls.__format__ = _text(convert)
 
 
+class _Node:
+    """What torch's own Python helpers ask of a symbolic value's ``.node``
+    (``torch.broadcast_shapes`` -> ``guard_or_false`` -> ``node.guard_bool``): answered
+    by the engine (a guard, as ``bool()`` is); there is no torch ShapeEnv behind it."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def is_nested_int(self) -> bool:
+        return False
+
+    def is_symbolic(self) -> bool:
+        return True
+
+    def has_hint(self) -> bool:
+        return True
+
+    def maybe_as_int(self) -> None:
+        return None
+
+    def guard_bool(self, file: Any = None, line: Any = None) -> bool:
+        return bool(self.owner)
+
+    def guard_int(self, file: Any = None, line: Any = None) -> int:
+        return int(self.owner)
+
+    def guard_float(self, file: Any = None, line: Any = None) -> float:
+        return float(self.owner)
+
+    def expect_true(self, file: Any = None, line: Any = None) -> bool:
+        return bool(self.owner)
+
+
+def _node(self: Any) -> _Node:
+    return _Node(self)
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
+    node = property(_node)
 
     def __sym_max__(self, other: Any) -> Any:
         return sym_max(self, other)
@@ -112,6 +152,7 @@ class TorchSymInt(SymInt, torch.SymInt):
 
 class TorchSymBool(SymBool, torch.SymBool):
     __slots__ = ()
+    node = property(_node)
 
     def __sym_not__(self) -> Any:
         return sym_not(self)
@@ -125,6 +166,7 @@ class TorchSymBool(SymBool, torch.SymBool):
 
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()
+    node = property(_node)
 
     def __sym_max__(self, other: Any) -> Any:
         return max(float(self), _concrete(other))

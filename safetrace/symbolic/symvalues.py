@@ -103,14 +103,13 @@ def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
 
 
 class SymInt:
-    """A symbolic int seen by traced code; ``node`` is a free slot for the tracer."""
+    """A symbolic int seen by traced code."""
 
-    __slots__ = ("expr", "env", "node")
+    __slots__ = ("expr", "env")
 
     def __init__(self, expr: Expr, env: Env) -> None:
         self.expr = expr
         self.env = env
-        self.node: object = None
 
     __add__, __radd__ = _binop(add, "add"), _rbinop(add, "add")
     __sub__, __rsub__ = _binop(sub, "sub"), _rbinop(sub, "sub")
@@ -212,12 +211,11 @@ class SymInt:
 class SymBool:
     """A symbolic condition; ``bool()`` answers it through ``Env.evaluate`` (a guard)."""
 
-    __slots__ = ("expr", "env", "node")
+    __slots__ = ("expr", "env")
 
     def __init__(self, expr: Expr, env: Env) -> None:
         self.expr = expr
         self.env = env
-        self.node: object = None
 
     def __bool__(self) -> bool:
         return self.env.evaluate(self.expr)
@@ -275,11 +273,10 @@ class SymBool:
 class SymFloat:
     """An exact rational ``num / den`` of two int expressions (``den`` never 0)."""
 
-    __slots__ = ("num", "den", "env", "node")
+    __slots__ = ("num", "den", "env")
 
     def __init__(self, num: Expr, den: Expr, env: Env) -> None:
         self.num, self.den, self.env = num, den, env
-        self.node: object = None
 
     @staticmethod
     def _of(v: object, env: Env) -> Any:

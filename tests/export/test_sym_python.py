@@ -93,3 +93,26 @@ def test_view_as_with_a_named_dim():
     ep = st.export(f, (torch.randn(6, 4), torch.randn(6, 4)), dynamic_shapes=({0: n}, {0: n}))
     a, b = torch.randn(9, 4), torch.randn(9, 4)
     torch.testing.assert_close(ep.module()(a, b), f(a, b))
+
+
+def test_torch_helpers_reaching_a_size_node():
+    """torch.broadcast_shapes (torch's Python) asks sizes for .node.guard_bool; F.binary_
+    cross_entropy with a weight calls it on dynamic sizes."""
+    import torch.nn.functional as F
+
+    def f(x, y):
+        return x.sum() * torch.broadcast_shapes(x.shape, y.shape)[0]
+
+    ep = st.export(f, (torch.randn(3, 5), torch.randn(5)),
+                   dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO}, {0: Dim.AUTO}))
+    a = (torch.ones(4, 6), torch.ones(6))
+    torch.testing.assert_close(ep.module()(*a), f(*a))
+
+    def g(x, t, w):
+        return F.binary_cross_entropy(x.sigmoid(), t, weight=w)
+
+    b = Dim("b")
+    ep = st.export(g, (torch.randn(4, 3), torch.rand(4, 3), torch.rand(4, 3)),
+                   dynamic_shapes=({0: b}, {0: b}, {0: b}))
+    a = (torch.randn(7, 3), torch.rand(7, 3), torch.rand(7, 3))
+    torch.testing.assert_close(ep.module()(*a), g(*a))

@@ -118,8 +118,6 @@ def test_helpers_and_slots() -> None:
     env, n = _n(10)
     assert is_symbolic(n) and is_symbolic(n > 1) and not is_symbolic(3)
     assert to_expr(n) is n.expr and to_expr(4).value == 4
-    assert n.node is None
-    n.node = "graph-node"
     assert copy.deepcopy(n) is n and n.env is env
     with pytest.raises(AttributeError):
         n.other = 1  # type: ignore[attr-defined]
