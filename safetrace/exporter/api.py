@@ -353,25 +353,20 @@ def _exporting() -> Iterator[None]:
     saved = (tc._is_compiling_flag, tc._is_exporting_flag)
     tc._is_compiling_flag = True
     tc._is_exporting_flag = True
-    rng = torch.get_rng_state()
+    seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
     failed = True
     try:
         yield
         failed = False
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved
-        seeded = not torch.equal(rng, torch.get_rng_state())
-        if seeded:
-            torch.set_rng_state(rng)  # export leaves the user's generator as it was
-    if seeded and not failed:
-        # Tracing draws no random numbers: a changed generator means the model seeded it
-        # (torch.manual_seed / torch.seed) or drew from it on real tensors.
+    if not failed and torch.initial_seed() != seed:
+        # The generator stays seeded as the model left it, as after an eager call.
         raise UnsupportedOpError(
-            "the model seeds or draws from torch's default random generator while being "
-            "exported (torch.manual_seed, torch.seed, or a random op on real tensors); an "
-            "exported graph cannot capture generator state, so its random numbers would not "
-            "repeat eager's.\nFix: seed outside the model, before calling it, and keep "
-            "random ops on the model's input-derived tensors")
+            "the model seeds torch's default random generator while being exported "
+            "(torch.manual_seed / torch.seed in forward); an exported graph cannot capture "
+            "generator state, so its random numbers would not repeat eager's.\nFix: seed "
+            "outside the model, before calling it")
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}
