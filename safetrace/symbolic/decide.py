@@ -124,11 +124,31 @@ def simplify(env: Env, e: Expr) -> Expr:
             r = ZERO if rop == "floordiv" else r.args[0]
         elif rop == "mod" and m and _divisible(env, r.args[0], m):
             r = ZERO
+    elif rop == "floordiv" or rop == "mod":  # a symbolic divisor
+        q = _exact_quotient(r.args[0], r.args[1])
+        if q is not None and 0 not in bounds_of(env, r.args[1]):
+            r = simplify(env, q) if rop == "floordiv" else ZERO
     elif rop == "add" or rop == "mul":
         r = _fold_exact_division(env, r)
     cache[e] = r
     cache[r] = r
     return r
+
+
+def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
+    """``a / b`` when the atom b is a factor of every term of a (``(-s0*s1) // s1``)."""
+    if b.op == "const" or b.op in ("add", "mul"):
+        return None
+    q = ZERO
+    for mono, k in terms(a):
+        i = next((j for j, f in enumerate(mono) if f is b), None)  # interned: identity
+        if i is None:
+            return None
+        t = scale(ONE, k)
+        for f in mono[:i] + mono[i + 1:]:
+            t = mul(t, f)
+        q = add(q, t)
+    return q
 
 
 def _divisible(env: Env, x: Expr, m: int) -> bool:

@@ -172,3 +172,20 @@ def test_padding_to_a_multiple_is_proved_divisible(x, b, m) -> None:
     assert env.decide(Expr.eq(padded % m, 0)) is True
     assert env.decide(Expr.eq(sb * m * (padded // m) * m * (padded // m), sb * padded * padded))
     assert padded.evaluate({"x": x}) == x + (m - x % m) % m
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 12), st.integers(-5, 5), st.integers(-5, 5))
+def test_exact_division_by_a_positive_symbol(x, y, k, c) -> None:
+    """(k*x*y) // y == k*x and (k*x*y + c*y) % y == 0 when y's range excludes 0."""
+    env = Env()
+    sx = env.new_backed(x, lo=0, name="x")
+    sy = env.new_backed(y, lo=1, name="y")
+    e1 = env.simplify((k * sx * sy + c * sy) // sy)
+    assert e1.evaluate({"x": x, "y": y}) == (k * x * y + c * y) // y
+    assert e1.free_symbols <= {"x"}
+    assert env.simplify((k * sx * sy) % sy).evaluate({}) == 0
+    assert env.decide(Expr.eq(sx + (-sx * sy) // sy, 0)) is True
+    env2 = Env()
+    u = env2.new_unbacked(name="u")  # a divisor that may be 0 is left alone
+    assert "//" in str(env2.simplify((3 * u * u) // u))
