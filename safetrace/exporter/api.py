@@ -260,7 +260,8 @@ class _Exporter:
                 nodes.append(tracer.lift(leaf))
             elif isinstance(leaf, pytree.CONSTANT_LEAVES):
                 nodes.append(leaf)
-            elif isinstance(leaf, (SymInt, SymBool, SymFloat)):  # computed by graph nodes
+            elif isinstance(leaf, (SymInt, SymBool, SymFloat)) or getattr(leaf, "opaque", False):
+                # computed by graph nodes
                 nodes.append(tracer.sym_node(leaf))
             else:
                 cls = type(leaf)

@@ -17,6 +17,8 @@ def value_annotation(val: Any) -> str:
         return annotation_of_tensor(val)
     if hasattr(val, "expr"):
         return f"Sym({current(val)})"
+    if getattr(val, "opaque", False):
+        return f"Sym({val._symbolic_str()})"
     if isinstance(val, (list, tuple)):
         return "(" + ", ".join(value_annotation(v) for v in val) + ")" if val else "()"
     return ""

@@ -18,6 +18,7 @@ expression.
 from __future__ import annotations
 
 import math
+import operator
 import os
 import sys
 from typing import Any, Callable
@@ -190,4 +191,128 @@ def torch_env() -> Env:
     """An Env whose symbolic values are accepted by torch functions."""
     env = Env()
     env.int_cls, env.bool_cls, env.float_cls = TorchSymInt, TorchSymBool, TorchSymFloat
+    env.opaque_float = _opaque
     return env
+
+
+# -- floats the engine cannot express ---------------------------------------------------
+
+_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+        "truediv": operator.truediv, "pow": operator.pow, "neg": operator.neg}
+
+
+class OpaqueFloat(torch.SymFloat):
+    """A float computed from sizes that is no ratio of integer expressions (``n ** -0.5``,
+    ``10000.0 ** (2 * i / d)``).  The graph computes it from its recipe (``fn`` applied to
+    ``args``); arithmetic on it makes new recipes; anything that needs its value in Python
+    (comparisons, ``float()``, printing) specializes the sizes it depends on."""
+
+    opaque = True  # recognised by the layers above (rules, tracer) without importing this
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, env: Any) -> None:
+        self.fn, self.args, self.env = fn, args, env
+
+    @property
+    def node(self) -> _Node:
+        return _Node(self)
+
+    @property
+    def hint(self) -> float:
+        return float(self.fn(*[_hint_of(a) for a in self.args]))
+
+    def _value(self) -> float:
+        """The concrete value: the sizes it depends on are specialized (guards)."""
+        return float(self.fn(*[_specialize(a) for a in self.args]))
+
+    def _with(self, op: str, other: Any, reverse: bool = False) -> Any:
+        if not isinstance(other, (int, float, SymInt, SymFloat, OpaqueFloat)) or \
+                isinstance(other, bool):
+            return NotImplemented
+        args = (other, self) if reverse else (self, other)
+        return OpaqueFloat(_OPS[op], args, self.env)
+
+    def __add__(self, o: Any) -> Any: return self._with("add", o)
+    def __radd__(self, o: Any) -> Any: return self._with("add", o, True)
+    def __sub__(self, o: Any) -> Any: return self._with("sub", o)
+    def __rsub__(self, o: Any) -> Any: return self._with("sub", o, True)
+    def __mul__(self, o: Any) -> Any: return self._with("mul", o)
+    def __rmul__(self, o: Any) -> Any: return self._with("mul", o, True)
+    def __truediv__(self, o: Any) -> Any: return self._with("truediv", o)
+    def __rtruediv__(self, o: Any) -> Any: return self._with("truediv", o, True)
+    def __pow__(self, o: Any) -> Any: return self._with("pow", o)
+    def __rpow__(self, o: Any) -> Any: return self._with("pow", o, True)
+
+    def __neg__(self) -> Any:
+        return OpaqueFloat(operator.neg, (self,), self.env)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __float__(self) -> float:
+        return self._value()
+
+    def __int__(self) -> int:
+        return int(self._value())
+
+    def __bool__(self) -> bool:
+        return bool(self._value())
+
+    def __hash__(self) -> int:
+        return hash(self._value())
+
+    def __lt__(self, o: Any) -> bool: return self._value() < _specialize(o)
+    def __le__(self, o: Any) -> bool: return self._value() <= _specialize(o)
+    def __gt__(self, o: Any) -> bool: return self._value() > _specialize(o)
+    def __ge__(self, o: Any) -> bool: return self._value() >= _specialize(o)
+    def __eq__(self, o: Any) -> bool: return self._value() == _specialize(o)  # type: ignore
+    def __ne__(self, o: Any) -> bool: return self._value() != _specialize(o)  # type: ignore
+
+    def __floor__(self) -> int:
+        return math.floor(self._value())
+
+    def __ceil__(self) -> int:
+        return math.ceil(self._value())
+
+    def __trunc__(self) -> int:
+        return math.trunc(self._value())
+
+    def __round__(self, n: Any = None) -> Any:
+        return round(self._value(), n)
+
+    def __sym_float__(self) -> Any:
+        return self
+
+    def _symbolic_str(self) -> str:
+        name = getattr(self.fn, "__name__", "f")
+        return f"{name}({', '.join(_text_of(a) for a in self.args)})"
+
+    def __str__(self) -> str:
+        return str(self._value()) if _tracing(self) else self._symbolic_str()
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value() if _tracing(self) else self._symbolic_str(), spec)
+
+    __repr__ = _symbolic_str
+
+
+def _hint_of(v: Any) -> Any:
+    return v.hint if isinstance(v, (SymInt, SymFloat, OpaqueFloat)) else v
+
+
+def _specialize(v: Any) -> Any:
+    if isinstance(v, OpaqueFloat):
+        return v._value()
+    if isinstance(v, SymInt):
+        return int(v)
+    if isinstance(v, SymFloat):
+        return float(v)
+    return v
+
+
+def _text_of(v: Any) -> str:
+    return v._symbolic_str() if hasattr(v, "_symbolic_str") else str(v)
+
+
+def _opaque(op: str, args: tuple) -> OpaqueFloat:
+    env = next(a.env for a in args if hasattr(a, "env"))
+    return OpaqueFloat(_OPS[op], args, env)

@@ -130,8 +130,8 @@ def scalar_category(value: Any) -> int:
         return 0
     if isinstance(value, (int, SymInt)):
         return 1
-    if isinstance(value, (float, SymFloat)):
-        return 2
+    if isinstance(value, (float, SymFloat)) or getattr(value, "opaque", False):
+        return 2  # opaque: a float computed by the graph (n ** -0.5)
     if isinstance(value, complex):
         return 3
     raise TypeError(f"not a scalar: {value!r}")

@@ -105,7 +105,8 @@ def _node(n: torch.fx.Node, ref: Any) -> dict:
     if n.kwargs:
         out["kwargs"] = [[k, encode_value(v, ref)] for k, v in n.kwargs.items()]
     meta: dict = {}
-    if "val" in n.meta:
+    if "val" in n.meta and not getattr(n.meta["val"], "opaque", False):
+        # (an opaque float's value is its node's recipe: nothing more to save)
         try:
             meta["val"] = encode_value(n.meta["val"])
         except ValueError as err:

@@ -101,6 +101,9 @@ class Env:
         self.int_cls: type | None = None
         self.bool_cls: type | None = None
         self.float_cls: type | None = None
+        # f(op, operands) -> a float the engine cannot express (n ** -0.5), computed by the
+        # caller's graph; None: such values are specialized (their sizes guarded)
+        self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
         self._scache: dict[Expr, Expr] = {}
         self._rcache: dict[Expr, Range] = {}
         self._dcache: dict[Expr, bool | None] = {}

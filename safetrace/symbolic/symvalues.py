@@ -133,8 +133,11 @@ class SymInt:
 
     def __pow__(self, k: object) -> Any:
         if not isinstance(k, int) or isinstance(k, SymFloat):
-            # a float or symbolic exponent: the result is not an integer expression;
-            # Python's own value of the specialized base (a guard) is exact
+            # a float or symbolic exponent: the result is not an integer expression; an
+            # opaque float where the env has them, else Python's own value of the
+            # specialized base (a guard), which is exact
+            if self.env.opaque_float is not None and isinstance(k, (float, SymFloat)):
+                return self.env.opaque_float("pow", (self, k))
             return float(self) ** k  # type: ignore[operator]
         n = int(k)
         if n < 0:
@@ -145,6 +148,8 @@ class SymInt:
         return r
 
     def __rpow__(self, base: object) -> Any:
+        if self.env.opaque_float is not None and isinstance(base, float):
+            return self.env.opaque_float("pow", (base, self))  # 10000.0 ** (-2*i/d)
         return base ** int(self)  # type: ignore[operator]
 
     def __lshift__(self, k: object) -> Any:
@@ -343,6 +348,21 @@ class SymFloat:
     __floordiv__, __rfloordiv__ = _bin("floordiv"), _bin("floordiv", True)
     __lt__, __le__, __gt__, __ge__ = _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
     __eq__, __ne__ = _bin("eq"), _bin("ne")
+
+    def __pow__(self, k: object) -> Any:
+        if type(k) is int:
+            r: Any = 1
+            for _ in range(abs(k)):
+                r = r * self
+            return r if k >= 0 else 1 / r
+        if self.env.opaque_float is not None and isinstance(k, (float, SymInt, SymFloat)):
+            return self.env.opaque_float("pow", (self, k))
+        return float(self) ** k  # type: ignore[operator]
+
+    def __rpow__(self, base: object) -> Any:
+        if self.env.opaque_float is not None and isinstance(base, (int, float)):
+            return self.env.opaque_float("pow", (base, self))
+        return base ** float(self)  # type: ignore[operator]
 
     def __neg__(self) -> Any:
         return SymFloat._make(neg(self.num), self.den, self.env)

@@ -100,7 +100,8 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, complex, SymInt, SymFloat, SymBool)) and not _is_tensor(v)
+    return (isinstance(v, (int, float, complex, SymInt, SymFloat, SymBool))
+            or getattr(v, "opaque", False)) and not _is_tensor(v)
 
 
 def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:

@@ -23,6 +23,14 @@ def sym_to_node(tr: Any, v: Any) -> Any:
     if isinstance(v, (int, float, bool)):
         return v
     env = v.env
+    if getattr(v, "opaque", False):  # a float the engine cannot express: its recipe
+        node = tr.sym_nodes.get(id(v))
+        if node is None:
+            node = _emit(tr, v.fn, tuple(sym_to_node(tr, a) for a in v.args), None, env)
+            node.meta["val"] = v
+            tr.sym_nodes[id(v)] = node
+            tr.keepalive.append(v)  # the id stays v's
+        return node
     if hasattr(v, "num"):  # SymFloat: an exact ratio num/den of two int expressions
         num, den = env.simplify(v.num), env.simplify(v.den)
         n = num.value if num.op == "const" else expr_node(tr, num, env)

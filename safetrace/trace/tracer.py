@@ -173,7 +173,8 @@ class Tracer(TorchFunctionMode):
                 f"an exported graph cannot capture generator state.\n"
                 f"Fix: drop generator= (the program then draws from the default generator), "
                 f"or pass the random tensor in as an input")
-        if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num")):  # Sym values
+        if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num") or
+                                  hasattr(v, "opaque")):  # Sym values
             return v, self.sym_node(v)
         return v, v
 

@@ -116,3 +116,39 @@ def test_torch_helpers_reaching_a_size_node():
                    dynamic_shapes=({0: b}, {0: b}, {0: b}))
     a = (torch.randn(7, 3), torch.rand(7, 3), torch.rand(7, 3))
     torch.testing.assert_close(ep.module()(*a), g(*a))
+
+
+def test_float_powers_of_sizes_stay_symbolic(tmp_path):
+    """n ** -0.5 (attention scales, sqrt-length pooling) and 10000.0 ** (2*i/d) (rotary
+    frequencies) are computed by the graph, not baked in; save/load keeps them."""
+    def f(x):
+        scale = x.shape[1] ** -0.5
+        freq = 10000.0 ** (2 * x.shape[0] / x.shape[1])
+        return x.sum(1) * scale * freq, x.shape[1] ** 0.5
+
+    ep = st.export(f, (torch.randn(2, 9),), dynamic_shapes=({0: Dim.AUTO, 1: Dim("n", min=1)},))
+    assert "dynamic" in ep.dims_report["x.shape[1]"]
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for shape in ((3, 4), (1, 25), (5, 1)):
+        x = torch.randn(*shape)
+        for prog in (ep.module(), loaded.module()):
+            got, want = prog(x), f(x)
+            torch.testing.assert_close(got[0], want[0])
+            assert got[1] == pytest.approx(want[1])
+
+
+def test_comparing_a_float_power_specializes_soundly():
+    def f(x):
+        return x * 2 if x.shape[0] ** 0.5 > 2 else x * 3
+
+    ep = st.export(f, (torch.randn(9),), dynamic_shapes=({0: Dim.AUTO},))
+    x = torch.randn(9)
+    torch.testing.assert_close(ep.module()(x), f(x))
+    for n in (2, 4, 16):
+        x = torch.randn(n)
+        try:
+            got = ep.module()(x)
+        except st.InputMismatchError:
+            continue
+        torch.testing.assert_close(got, f(x))
