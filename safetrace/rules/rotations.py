@@ -1,4 +1,5 @@
-"""Shape rules of flips, rotations and diagonals: fliplr/flipud, rot90, diag, diag_embed.
+"""Shape rules of flips, rotations and diagonals: fliplr/flipud, rot90, diag, diag_embed,
+diagflat.
 
 (flip, roll and diagonal, the views these build on, are in views.py.)
 """
@@ -71,3 +72,10 @@ def diag_embed(self: TensorMeta, offset: int = 0, dim1: int = -2, dim2: int = -1
     n = self.shape[-1] + abs(offset)
     rest = iter(self.shape[:-1])
     return self.like(shape=tuple(n if i in (a, b) else next(rest) for i in range(ndim)))
+
+
+@rule(aten.diagflat.default)
+def diagflat(self: TensorMeta, offset: int = 0) -> TensorMeta:
+    """The flattened input on diagonal `offset` of a square matrix of side numel + |offset|."""
+    n = self.numel() + abs(offset)
+    return self.like(shape=(n, n))

@@ -306,3 +306,9 @@ ERROR_SAMPLES += [
     S(aten.diag_embed.default, (T(3), 0, 0, 2)),
     S(aten.diag_embed.default, (T(),)),
 ]
+SAMPLES += [
+    S(aten.diagflat.default, (T(2, 3), -1)),
+    S(aten.diagflat.default, (T(), 2)),
+    S(aten.diagflat.default, (T(0),)),
+    S(aten.diagflat.default, (T(3, dtype=torch.bool),)),
+]
