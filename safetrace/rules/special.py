@@ -1,6 +1,7 @@
-"""Special functions: the ``torch.special.*`` ops that reach their own ATen op, and the
-pointwise ops of the same kind outside that namespace (sinc, polygamma, mvlgamma, xlogy,
-angle, heaviside, logaddexp, ...).
+"""Special functions: the ``torch.special.*`` ops that reach their own ATen op (including
+the orthogonal polynomials and the special_softmax/log_softmax/logsumexp spellings), and
+the pointwise ops of the same kind outside that namespace (sinc, polygamma, mvlgamma, xlogy,
+igamma, gcd, angle, heaviside, logaddexp, ...).
 
 They reuse elementwise.py's machinery: most compute in floating point (integer and bool
 inputs give the default float dtype) and reject complex inputs.  Dtype rejections are by
@@ -18,6 +19,7 @@ from safetrace.rules.common import check, dtype_category, float_result, result_t
 from safetrace.rules.elementwise import (
     BOOL,
     COMPLEX,
+    FLOAT,
     FLOAT_ONLY,
     INT,
     NO_COMPLEX,
@@ -26,12 +28,15 @@ from safetrace.rules.elementwise import (
     TO_FLOAT,
     castable,
     inplace_of,
+    log_softmax,
     pointwise,
     register,
     reject,
     same_shape,
+    softmax,
     unary,
 )
+from safetrace.rules.reductions import logsumexp
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -214,3 +219,55 @@ def isin_scalar_tensor(element: Any, test_elements: TensorMeta, *, assume_unique
     """isin of one value: a 0-d bool."""
     _isin_dtype(test_elements.dtype)
     return test_elements.like(shape=(), dtype=torch.bool)
+
+
+def _same_category(op: str, rejected: frozenset) -> Any:
+    def binary_rule(self: Any, other: Any) -> TensorMeta:
+        dtype = result_type(self, other)
+        reject(op, dtype, rejected)
+        return pointwise(op, dtype, self, other)
+
+    binary_rule.__doc__ = f"{op}: broadcast and promote."
+    return binary_rule
+
+
+# igamma computes in the promoted dtype (int inputs are rejected, not made floating)
+for _name, _op in (("igamma", "igamma"), ("igammac", "igammac"),
+                   ("special_gammainc", "igamma"), ("special_gammaincc", "igammac")):
+    register(_name, ("default",), _same_category(_op, FLOAT_ONLY))
+for _name in ("gcd", "lcm"):
+    register(_name, ("default",), _same_category(_name, frozenset({BOOL, FLOAT, COMPLEX})))
+
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+for _name in _POLYNOMIALS:
+    register("special_" + _name, ("default", "x_scalar", "n_scalar"),
+             _float_binary(_name, NO_COMPLEX))
+
+
+@rule(aten.isreal.default)
+def isreal(self: TensorMeta) -> TensorMeta:
+    """isreal: a bool of self's shape."""
+    return self.like(dtype=torch.bool)
+
+
+# -- torch.special spellings of softmax / log_softmax / logsumexp ---------------------------
+
+
+@rule(aten.special_softmax.default)
+def special_softmax(self: TensorMeta, dim: int, dtype: torch.dtype | None = None) -> TensorMeta:
+    """softmax."""
+    return softmax(self, dim, dtype)
+
+
+@rule(aten.special_log_softmax.default)
+def special_log_softmax(self: TensorMeta, dim: int, *,
+                        dtype: torch.dtype | None = None) -> TensorMeta:
+    """log_softmax."""
+    return log_softmax(self, dim, dtype)
+
+
+rule(aten.special_logsumexp.default)(logsumexp)

@@ -123,3 +123,47 @@ ERROR_SAMPLES += [
     Sample(aten.isin.Tensor_Tensor, (T(3, dtype=b), T(2, dtype=b)), device="cpu"),
     Sample(aten.isin.Tensor_Tensor, (T(3, dtype=c64), T(2)), device="cpu"),
 ]
+
+# igamma / gcd / orthogonal polynomials / isreal / special softmax spellings
+for _name in ("igamma", "igammac", "special_gammainc", "special_gammaincc"):
+    _binary(_name, "default", rejected=(0, 1, 3),
+            inplace=("default",) if _name in ("igamma", "igammac") else ())
+for _name in ("gcd", "lcm"):
+    SAMPLES += [Sample(getattr(aten, _name).default, (T(2, 3, dtype=i32), T(3, dtype=i64))),
+                Sample(getattr(aten, _name).default, (T(4, 1, dtype=u8), T(3, dtype=u8))),
+                Sample(getattr(aten, _name + "_").default, (T(2, 3, dtype=i64), T(3, dtype=i32)))]
+    ERROR_SAMPLES += [Sample(getattr(aten, _name).default, (T(3), T(3)), device="cpu"),
+                      Sample(getattr(aten, _name).default, (T(3, dtype=b), T(3, dtype=b)),
+                             device="cpu"),
+                      Sample(getattr(aten, _name).default, (T(2, 3, dtype=i64), T(4, dtype=i64))),
+                      Sample(getattr(aten, _name + "_").default,
+                             (T(3, dtype=i32), T(2, 3, dtype=i32)), device="cpu")]
+for _name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+              "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+              "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+              "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+              "laguerre_polynomial_l", "legendre_polynomial_p"):
+    _p = getattr(aten, "special_" + _name)
+    SAMPLES += [Sample(_p.default, (T(2, 3), T(3, dtype=i64))),
+                Sample(_p.default, (T(4, 1, dtype=i32), T(3, dtype=i32))),
+                Sample(_p.default, (T(3, dtype=f64), T(dtype=torch.float32))),
+                Sample(_p.x_scalar, (2.5, T(2, 3, dtype=i64))),
+                Sample(_p.n_scalar, (T(2, 3, dtype=b), 3))]
+    ERROR_SAMPLES += [Sample(_p.default, (T(3, dtype=c64), T(3, dtype=c64)), device="cpu"),
+                      Sample(_p.default, (T(2, 3), T(4)))]
+SAMPLES += [
+    Sample(aten.isreal.default, (T(2, 3),)),
+    Sample(aten.isreal.default, (T(3, dtype=c64),)),
+    Sample(aten.isreal.default, (T(dtype=b),)),
+    Sample(aten.special_softmax.default, (T(2, 3), 1)),
+    Sample(aten.special_softmax.default, (T(2, 3), 0, f64)),
+    Sample(aten.special_log_softmax.default, (T(2, 3, dtype=f16), -1)),
+    Sample(aten.special_log_softmax.default, (T(2, 3), 0), {"dtype": f64}),
+    Sample(aten.special_logsumexp.default, (T(2, 3, dtype=i32), [0])),
+    Sample(aten.special_logsumexp.default, (T(2, 3, 4), [0, 2], True)),
+]
+ERROR_SAMPLES += [
+    Sample(aten.special_softmax.default, (T(2, 3, dtype=i32), 0), device="cpu"),
+    Sample(aten.special_softmax.default, (T(2, 3), 2), device="cpu"),
+    Sample(aten.special_logsumexp.default, (T(2, 3), [3]), device="cpu"),
+]
