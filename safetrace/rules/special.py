@@ -32,14 +32,31 @@ from safetrace.rules.elementwise import (
     pointwise,
     register,
     reject,
+    register as _register_elementwise,
     same_shape,
     softmax,
     unary,
 )
 from safetrace.rules.reductions import logsumexp
-from safetrace.rules.registry import rule
+from safetrace.rules.registry import RULES, rule
 
 aten = torch.ops.aten
+
+
+def _here(fn: Any) -> Any:
+    fn.__module__ = __name__
+    return fn
+
+
+def register(name: str, overloads: tuple[str, ...], fn: Any) -> None:
+    """elementwise.register, with the rules made (the in-place forms too) listed under
+    this module, where they are registered (tools/gen_op_list.py groups by module)."""
+    _register_elementwise(name, overloads, fn)
+    for packet in (getattr(aten, name), getattr(aten, name + "_", None)):
+        for overload in overloads:
+            fn_ = RULES.get(getattr(packet, overload, None)) if packet is not None else None
+            if fn_ is not None:
+                _here(fn_)
 
 NONE = frozenset()
 
@@ -130,7 +147,7 @@ register("logaddexp", ("default",), _float_binary("logaddexp", frozenset({BOOL, 
 register("logaddexp2", ("default",), _float_binary("logaddexp2", frozenset({BOOL, INT, COMPLEX})))
 register("nextafter", ("default",), _float_binary("nextafter", frozenset({BOOL, INT, COMPLEX})))
 register("ldexp", ("Tensor",), _float_binary("ldexp", NONE))
-rule(aten.ldexp_.default)(inplace_of(_float_binary("ldexp", NONE), "ldexp_"))
+rule(aten.ldexp_.default)(_here(inplace_of(_float_binary("ldexp", NONE), "ldexp_")))
 register("true_divide", ("Tensor", "Scalar"), _float_binary("true_divide", NONE))
 
 
@@ -144,7 +161,7 @@ def heaviside(self: TensorMeta, values: TensorMeta) -> TensorMeta:
     return pointwise("heaviside", self.dtype, self, values)
 
 
-rule(aten.heaviside_.default)(inplace_of(heaviside, "heaviside_"))
+rule(aten.heaviside_.default)(_here(inplace_of(heaviside, "heaviside_")))
 
 
 def float_power(self: Any, exponent: Any) -> TensorMeta:
