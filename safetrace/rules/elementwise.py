@@ -194,6 +194,9 @@ def square(self: TensorMeta) -> TensorMeta:
     return self.like(dtype=torch.int64 if self.dtype is torch.bool else self.dtype)
 
 
+rule(aten.square_.default)(inplace_of(square, "square_"))
+
+
 @rule(aten.gelu.default)
 def gelu(self: TensorMeta, *, approximate: str = "none") -> TensorMeta:
     """gelu: same shape and dtype; floating inputs only."""

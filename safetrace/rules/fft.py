@@ -108,3 +108,117 @@ def _fft_c2c(self: TensorMeta, dim: Sequence[int], normalization: int,
     check(self.dtype.is_complex, op, f"Only supports complex dtypes, but found: {self.dtype}")
     _fft_dims(op, self, dim)
     return self.like()
+
+
+# -- short-time Fourier transforms ----------------------------------------------------------
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _stft_window(op: str, n_fft: int, hop_length: Any, win_length: Any,
+                 window: TensorMeta | None) -> tuple:
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    check(hop > 0, op, f"{op}: expected hop_length > 0, but got hop_length={hop}")
+    check(0 < win <= n_fft, op, f"{op}: expected 0 < win_length <= n_fft, but got "
+                                f"win_length={win}")
+    if window is not None:
+        check(window.ndim == 1 and window.shape[0] == win, op,
+              f"{op}: expected a 1D window tensor of size equal to win_length={win}, but got "
+              f"window with size {list(window.shape)}")
+    return hop, win
+
+
+def _stft(self: TensorMeta, n_fft: int, hop_length: Any, win_length: Any,
+          window: TensorMeta | None, center: bool, pad_mode: str, onesided: bool | None,
+          return_complex: bool | None, align_to_window: bool | None) -> TensorMeta:
+    op = "stft"
+    complex_in = self.dtype.is_complex or (window is not None and window.dtype.is_complex)
+    check(return_complex is not None or complex_in, op,
+          "stft requires the return_complex parameter be given for real inputs, and will "
+          "further require that return_complex=True in a future PyTorch release.")
+    check(not (center and align_to_window is not None), op,
+          "stft align_to_window should only be set when center = false")
+    check(self.ndim in (1, 2), op, f"{op}: expected a 1D or 2D tensor")
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          f"{op}: expected a tensor of floating point or complex values")
+    length = self.shape[-1]
+    if center:
+        check(pad_mode in _PAD_MODES, op, f"Unrecognised padding mode {pad_mode}")
+        pad = n_fft // 2
+        if pad_mode == "reflect":  # guards on symbolic lengths, as eager's pad checks
+            check(pad < length, op, f"Argument #4: Padding size should be less than the "
+                                    f"corresponding input dimension, but got: padding "
+                                    f"({pad}, {pad}) of input length {length}")
+        elif pad_mode == "circular":
+            check(pad <= length, op, "Padding value causes wrapping around more than once.")
+        elif pad_mode == "replicate":
+            check(length > 0, op, "padding size should be less than the input size")
+        length = length + 2 * pad
+    check(0 < n_fft <= length, op, f"{op}: expected 0 < n_fft < {length}, but got "
+                                   f"n_fft={n_fft}")
+    hop, _ = _stft_window(op, n_fft, hop_length, win_length, window)
+    frames = 1 + (length - n_fft) // hop
+    onesided = not complex_in if onesided is None else onesided
+    check(not (onesided and complex_in), op,
+          "Cannot have onesided output if window or input is complex")
+    freqs = n_fft // 2 + 1 if onesided else n_fft
+    dtype = self.dtype if window is None else torch.promote_types(self.dtype, window.dtype)
+    out = complex_of(dtype)
+    shape = self.shape[:-1] + (freqs, frames)
+    if return_complex is False and not complex_in:  # the deprecated real view
+        return self.like(shape=shape + (2,), dtype=to_real(out))
+    return self.like(shape=shape, dtype=out)
+
+
+@rule(aten.stft.center)
+def stft_center(self: TensorMeta, n_fft: int, hop_length: Any = None, win_length: Any = None,
+                window: TensorMeta | None = None, center: bool = True,
+                pad_mode: str = "reflect", normalized: bool = False,
+                onesided: bool | None = None, return_complex: bool | None = None,
+                align_to_window: bool | None = None) -> TensorMeta:
+    """stft: (*, n_freq, n_frames); centering pads n_fft // 2 on each side first."""
+    return _stft(self, n_fft, hop_length, win_length, window, center, pad_mode, onesided,
+                 return_complex, align_to_window)
+
+
+@rule(aten.stft.default)
+def stft(self: TensorMeta, n_fft: int, hop_length: Any = None, win_length: Any = None,
+         window: TensorMeta | None = None, normalized: bool = False,
+         onesided: bool | None = None, return_complex: bool | None = None,
+         align_to_window: bool | None = None) -> TensorMeta:
+    """stft without centering."""
+    return _stft(self, n_fft, hop_length, win_length, window, False, "constant", onesided,
+                 return_complex, align_to_window)
+
+
+@rule(aten.istft.default)
+def istft(self: TensorMeta, n_fft: int, hop_length: Any = None, win_length: Any = None,
+          window: TensorMeta | None = None, center: bool = True, normalized: bool = False,
+          onesided: bool | None = None, length: Any = None,
+          return_complex: bool = False) -> TensorMeta:
+    """istft: (*, n_fft, n_frames) complex frames back into (*, signal length)."""
+    op = "istft"
+    check(self.dtype.is_complex, op, "istft requires a complex-valued input tensor matching "
+                                     "the output from stft with return_complex=True.")
+    check(self.ndim in (2, 3), op, f"{op}: expected a tensor with 2 or 3 dimensions of "
+                                   f"complex dtype, but got {self.ndim}")
+    hop, win = _stft_window(op, n_fft, hop_length, win_length, window)
+    check(hop <= win, op, f"{op}: expected 0 < hop_length <= win_length")
+    freqs, frames = self.shape[-2], self.shape[-1]
+    onesided = bool(freqs != n_fft) if onesided is None else onesided  # a guard, as eager
+    if onesided:
+        check(freqs == n_fft // 2 + 1, op, f"{op}: expected the frequency dimension (3rd to "
+                                           f"the last) of the input tensor to match n_fft / "
+                                           f"2 + 1 when onesided=True, but got {freqs}")
+    else:
+        check(freqs == n_fft, op, f"{op}: expected the frequency dimension (3rd to the last) "
+                                  f"of the input tensor to match n_fft when onesided=False, "
+                                  f"but got {freqs}")
+    check(not (return_complex and onesided), op,
+          "Cannot have onesided output if window or input is complex")
+    check(frames > 0, op, f"{op}: expected a non-empty input")
+    if length is None:
+        length = n_fft + hop * (frames - 1) - (2 * (n_fft // 2) if center else 0)
+    return self.like(shape=self.shape[:-2] + (length,),
+                     dtype=self.dtype if return_complex else to_real(self.dtype))

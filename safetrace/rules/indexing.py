@@ -205,6 +205,16 @@ def masked_scatter(self: TensorMeta, mask: TensorMeta, source: TensorMeta) -> Te
     return self.like(shape=broadcast_shapes(self.shape, mask.shape, op="masked_scatter"))
 
 
+@rule(aten.masked_scatter_.default)
+def masked_scatter_inplace(self: TensorMeta, mask: TensorMeta, source: TensorMeta) -> TensorMeta:
+    """masked_scatter_: the mask must broadcast to self's shape."""
+    out = masked_scatter(self, mask, source)
+    ok = out.ndim == self.ndim and all(a == b for a, b in zip(out.shape, self.shape))
+    check(ok, "masked_scatter_", f"masked_scatter_: mask of shape {list(mask.shape)} does not "
+                                 f"broadcast to self of shape {list(self.shape)}")
+    return self.like()
+
+
 # -- index_select / gather / take_along_dim ---------------------------------------------
 
 @rule(aten.index_select.default)

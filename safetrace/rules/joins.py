@@ -153,3 +153,18 @@ def broadcast_tensors(tensors: Sequence[TensorMeta]) -> list:
     """Every tensor expanded to the common broadcast shape (each keeps its dtype)."""
     shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
     return [t.like(shape=shape) for t in tensors]
+
+
+@rule(aten.block_diag.default)
+def block_diag(tensors: Sequence[TensorMeta]) -> TensorMeta:
+    """Blocks along the diagonal: 0-d is 1x1, 1-d (n,) is 1xn; rows and columns add up."""
+    rows: Size = 0
+    cols: Size = 0
+    for i, t in enumerate(tensors):
+        check(t.ndim <= 2, "block_diag", f"torch.block_diag: Input tensors must have 2 or fewer "
+                                         f"dimensions. Input {i} has {t.ndim} dimensions")
+        r, c = (1, 1) if t.ndim == 0 else (1, t.shape[0]) if t.ndim == 1 else t.shape
+        rows, cols = rows + r, cols + c
+    if not tensors:  # torch answers a (1, 0) tensor of the default dtype
+        return TensorMeta((1, 0), torch.get_default_dtype(), torch.device("cpu"))
+    return tensors[0].like(shape=(rows, cols), dtype=result_type(*tensors))

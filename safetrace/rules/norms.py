@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check
+from safetrace.rules.common import broadcast_shapes, check, normalize_dim
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -240,3 +240,18 @@ def native_group_norm(input: TensorMeta, weight: TensorMeta | None, bias: Tensor
     stats = input.like((N, group), torch.float32 if mixed else input.dtype)
     return input.like(), stats, stats
 
+
+
+@rule(aten.renorm.default, aten.renorm_.default)
+def renorm(self: TensorMeta, p: Any, dim: int, maxnorm: Any) -> TensorMeta:
+    """renorm: sub-tensors along `dim` rescaled to norm <= maxnorm; same shape and dtype."""
+    op = "renorm"
+    check(p > 0, op, "renorm: non-positive-norm not supported")
+    check(maxnorm >= 0, op, f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    check(self.ndim > 1, op, f"renorm: input needs at least 2 dimensions, got {self.ndim} "
+                             f"dimensions")
+    normalize_dim(dim, self.ndim, op)
+    check(self.dtype.is_floating_point or self.dtype.is_complex, op,
+          f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+          f"{self.dtype}")
+    return self.like()

@@ -607,35 +607,3 @@ def _directional_split(name: str, min_ndim: int, dim: int) -> None:
 
 for _name, _min_ndim, _dim in (("hsplit", 1, 1), ("vsplit", 2, 0), ("dsplit", 3, 2)):
     _directional_split(_name, _min_ndim, _dim)
-
-
-# -- rotations and diagonals -----------------------------------------------------------
-
-@rule(aten.rot90.default)
-def rot90(self: TensorMeta, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorMeta:
-    """Rotation in the plane of `dims`: an odd number of quarter turns swaps their sizes."""
-    op = "rot90"
-    check(len(dims) == 2, op, f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    check(self.ndim >= 2, op, f"expected total dims >= 2, but got total dims = {self.ndim}")
-    check(dims[0] != dims[1] and abs(dims[0] - dims[1]) != self.ndim, op,
-          f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = "
-          f"{dims[1]}")
-    a = normalize_dim(dims[0], self.ndim, op)
-    b = normalize_dim(dims[1], self.ndim, op)
-    if k % 4 in (1, 3):
-        return _swapped(self, a, b, op)
-    return self.like()
-
-
-_diagonal = diagonal  # diag's argument `diagonal` shadows the rule's name
-
-
-@rule(aten.diag.default)
-def diag(self: TensorMeta, diagonal: int = 0) -> TensorMeta:
-    """A 1-d tensor becomes a square matrix of side n + |diagonal|; a 2-d one its diagonal."""
-    check(self.ndim in (1, 2), "diag", f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
-    if self.ndim == 1:
-        n = self.shape[0] + abs(diagonal)
-        return self.like(shape=(n, n))
-    return _diagonal(self, diagonal, 0, 1)
-

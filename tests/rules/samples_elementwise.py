@@ -423,3 +423,6 @@ ERROR_SAMPLES += [
     Sample(aten._prelu_kernel.default, (T(2, 3, 4), T(2, 1)), device="cpu"),
     Sample(aten._prelu_kernel.default, (T(2, 3), T(3, dtype=f64)), device="cpu"),
 ]
+
+SAMPLES += [Sample(aten.square_.default, (T(2, 3),)), Sample(aten.square_.default, (T(3, dtype=i64),))]
+ERROR_SAMPLES += [Sample(aten.square_.default, (T(3, dtype=b),), device="cpu")]

@@ -238,3 +238,14 @@ ERROR_SAMPLES += [
     C(aten.take.default, (T(3, 4), T(5, dtype=I32, high=12))),
     C(aten.take.default, (T(0), T(2, dtype=L, high=1))),
 ]
+
+SAMPLES += [
+    C(aten.masked_scatter_.default, (T(3, 4), T(4, dtype=B), T(12))),
+    C(aten.masked_scatter_.default, (T(2, 1, dtype=L), T(2, 1, dtype=B), T(6, dtype=L))),
+    C(aten.masked_scatter_.default, (T(0, 4), T(1, 4, dtype=B), T(3))),
+]
+ERROR_SAMPLES += [
+    C(aten.masked_scatter_.default, (T(3, 1), T(3, 4, dtype=B), T(12))),
+    C(aten.masked_scatter_.default, (T(4), T(3, 4, dtype=B), T(12))),
+    C(aten.masked_scatter_.default, (T(4), T(4, dtype=B), T(12, dtype=f64))),
+]

@@ -81,3 +81,15 @@ ERROR_SAMPLES += [
     S(aten.cartesian_prod.default, ([T(), T(4)],)),
     S(aten.cartesian_prod.default, ([],)),
 ]
+
+SAMPLES += [
+    S(aten.block_diag.default, ([T(2, 3), T(4, 1)],)),
+    S(aten.block_diag.default, ([T(), T(3, dtype=f64), T(2, 2, dtype=torch.int32)],)),
+    S(aten.block_diag.default, ([T(dtype=f64), T(3, 2)],), device="cpu"),  # meta: float64
+    S(aten.block_diag.default, ([T(0, 3), T(2, 0)],)),
+    S(aten.block_diag.default, ([T(5, dtype=i64)],)),
+    S(aten.block_diag.default, ([],)),
+]
+ERROR_SAMPLES += [
+    S(aten.block_diag.default, ([T(2, 2), T(2, 2, 2)],)),
+]

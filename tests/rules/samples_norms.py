@@ -108,3 +108,17 @@ ERROR_SAMPLES = [
     Sample(aten.group_norm.default, (T(2, 6, 4), 3, T(6, dtype=f16)), device="cpu"),
     Sample(aten.native_group_norm.default, (T(2, 6, 4), None, None, 3, 6, 4, 3, 1e-5)),
 ]
+
+SAMPLES += [
+    Sample(aten.renorm.default, (T(3, 4), 2, 1, 1.0)),
+    Sample(aten.renorm.default, (T(2, 3, 4, dtype=torch.float64), 1.5, -1, 0.5)),
+    Sample(aten.renorm.default, (T(0, 4, dtype=torch.complex64), 2, 0, 1.0)),
+    Sample(aten.renorm_.default, (T(3, 4), 2, 0, 1.0)),
+]
+ERROR_SAMPLES += [
+    Sample(aten.renorm.default, (T(3, 4, dtype=torch.int32), 2, 1, 1.0), device="cpu"),
+    Sample(aten.renorm.default, (T(3, 4), -1, 1, 1.0), device="cpu"),
+    Sample(aten.renorm.default, (T(3, 4), 2, 1, -1.0), device="cpu"),
+    Sample(aten.renorm.default, (T(3), 2, 0, 1.0), device="cpu"),
+    Sample(aten.renorm.default, (T(3, 4), 2, 2, 1.0), device="cpu"),
+]

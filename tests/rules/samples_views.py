@@ -286,3 +286,29 @@ ERROR_SAMPLES += [
     S(aten.diag.default, (T(),)),
     S(aten.broadcast_tensors.default, ([T(3), T(4)],)),
 ]
+
+# fliplr / flipud / diag_embed (rotations.py)
+SAMPLES += [
+    S(aten.fliplr.default, (T(2, 3),)),
+    S(aten.fliplr.default, (T(2, 0, 4, dtype=torch.int64),)),
+    S(aten.flipud.default, (T(3),)),
+    S(aten.flipud.default, (T(3, 1, 2, dtype=torch.bool),)),
+    S(aten.diag_embed.default, (T(3),)),
+    S(aten.diag_embed.default, (T(2, 3), 1)),
+    S(aten.diag_embed.default, (T(2, 3, dtype=torch.int32), -2, 0, 2)),
+    S(aten.diag_embed.default, (T(4, 2, 3), 0, -1, 1)),
+    S(aten.diag_embed.default, (T(0, 2),)),
+]
+ERROR_SAMPLES += [
+    S(aten.fliplr.default, (T(3),)),
+    S(aten.flipud.default, (T(),)),
+    S(aten.diag_embed.default, (T(3), 0, 0, 0)),
+    S(aten.diag_embed.default, (T(3), 0, 0, 2)),
+    S(aten.diag_embed.default, (T(),)),
+]
+SAMPLES += [
+    S(aten.diagflat.default, (T(2, 3), -1)),
+    S(aten.diagflat.default, (T(), 2)),
+    S(aten.diagflat.default, (T(0),)),
+    S(aten.diagflat.default, (T(3, dtype=torch.bool),)),
+]
