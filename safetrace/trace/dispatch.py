@@ -162,6 +162,12 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
                 return func(*args, **kwargs)
         return _composite(tr, func, packet, args, kwargs)
     found = resolve(packet, args, kwargs)
+    if found is None and _has_python_dtype(args, kwargs):
+        # torch.ones(n, dtype=bool), x.to(float): Python types stand for dtypes
+        args = tuple(_PY_DTYPES.get(a, a) if a.__class__ is type else a for a in args)
+        kwargs = {k: _PY_DTYPES.get(v, v) if v.__class__ is type else v
+                  for k, v in kwargs.items()}
+        found = resolve(packet, args, kwargs)
     if found is None and args and not _has_tensor(args) and hasattr(args[0], "expr"):
         # torch.div(n, 4, rounding_mode="trunc") on a size: eager wraps n in a 0-d tensor
         from safetrace.trace.handlers import _tensor_of_syms
@@ -181,6 +187,14 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
     op, bargs, bkwargs = found
     bargs, bkwargs = numbers_as_tensors(tr, op, bargs, bkwargs)
     return tr.emit(op, bargs, bkwargs)
+
+
+_PY_DTYPES = names.PY_DTYPES
+
+
+def _has_python_dtype(args: tuple, kwargs: dict) -> bool:
+    return any(v.__class__ is type and v in _PY_DTYPES
+               for v in (*args, *kwargs.values()))
 
 
 def _composite(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:

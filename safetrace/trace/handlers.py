@@ -11,8 +11,11 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import UnsupportedOpError
 from safetrace.trace import layout
+from safetrace.trace.names import PY_DTYPES
 from safetrace.trace.proxy import Proxy, annotation, shape_value
+from safetrace.trace.source import short, stack_trace
 
 aten = torch.ops.aten
 T = torch.Tensor
@@ -156,7 +159,6 @@ def _setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 def _float_read(call: str, x: Proxy) -> Exception:
     """A float read from data (an unbacked size is an int or bool, never a float)."""
     from safetrace.errors import DataDependentError
-    from safetrace.trace.source import short, stack_trace
 
     keep = ("keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim tensor "
             "broadcasts in tensor ops)" if call == ".item()" else
@@ -204,10 +206,14 @@ def _to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.to(...)`` in all its spellings -> aten.to.dtype / aten.to.device."""
     x, rest = args[0], list(args[1:])
     dtype = kwargs.get("dtype")
+    if dtype.__class__ is type:
+        dtype = PY_DTYPES.get(dtype, dtype)
     device = kwargs.get("device")
     copy = kwargs.get("copy", False)
     non_blocking = kwargs.get("non_blocking", False)
     for a in rest:
+        if a.__class__ is type and a in PY_DTYPES:  # x.to(float): torch.float64
+            a = PY_DTYPES[a]
         if isinstance(a, torch.dtype):
             dtype = a
         elif isinstance(a, (torch.device, str, int)) and not isinstance(a, bool):
@@ -217,6 +223,14 @@ def _to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
             dtype, device = ref.dtype, ref.device
         elif isinstance(a, bool):
             non_blocking = a
+        elif a is not None:
+            raise UnsupportedOpError(
+                f"x.to(...) got an argument safetrace does not understand: {a!r} at "
+                f"{short(stack_trace(3))}.\nFix: pass a torch.dtype, a device or a tensor")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise UnsupportedOpError(
+            f"x.to(dtype={dtype!r}) at {short(stack_trace(3))}: not a dtype.\n"
+            f"Fix: pass a torch.dtype such as torch.float32")
     extra = {}
     if kwargs.get("memory_format") is not None:
         extra["memory_format"] = kwargs["memory_format"]

@@ -71,3 +71,8 @@ def func_name(func: Any) -> str:
     if name is None:
         name = repr(func)
     return name
+
+
+# Python types torch accepts as dtypes (torch.ones(n, dtype=bool), x.to(float))
+PY_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64,
+             complex: torch.complex128}

@@ -34,3 +34,22 @@ def test_pattern(name):
         except st.InputMismatchError:
             continue
         _close(got, fn(*copy.deepcopy(other)))
+
+
+def test_python_types_as_dtypes():
+    """torch accepts bool/int/float/complex for dtype (float is float64); x.to(float) once
+    kept float32 silently."""
+    from safetrace import Dim
+
+    def f(x):
+        t = x.shape[1]
+        mask = torch.ones(t, t, dtype=bool).tril()
+        return (x.to(float), x.to(dtype=int), x.to("cpu", float), mask.sum(),
+                torch.zeros(t, dtype=int), x.new_ones(3, dtype=float), x.sum(dtype=float))
+
+    ep = st.export(f, (torch.randn(2, 5),), dynamic_shapes=({1: Dim("t")},))
+    x = torch.randn(2, 7)
+    for got, want in zip(ep.module()(x), f(x)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+
