@@ -182,6 +182,8 @@ class DynamicDims:
         env = self.env
         problems: list[str] = []
         seen: set[str] = set()
+        residual = env.contract().residual
+        pins: dict[str, tuple | None] = {}  # root symbol -> its single possible value
         for decl in self.decls:
             if decl.kind == "auto":
                 continue
@@ -230,7 +232,42 @@ class DynamicDims:
                     f"{self.origin_of(root, outside)}, but {dim!r} allows "
                     f"[{dim.min}, {dim.max}].\n"
                     f"    Fix: {dim_name} = Dim({', '.join(args)})")
+                continue
+            if root not in pins:
+                pins[root] = self._pinned_by_residuals(root, info.range, residual)
+            pinned = pins[root]
+            if pinned is not None and decl.kind == "named" and f"pin:{decl.where}" not in seen:
+                seen.add(f"pin:{decl.where}")
+                value, origin = pinned
+                self.fixes[(decl.path, decl.dim)] = value
+                problems.append(
+                    f"{label} can only be {value}{origin}: the program's run-time condition "
+                    f"holds for no other value in {dim!r}'s range.\n"
+                    f"    Fix: make it static: {decl.where} -> {value} (or Dim.STATIC), or "
+                    f"let safetrace decide: Dim.AUTO")
         return problems
+
+    def _pinned_by_residuals(self, root: str, rng: Any, residual: list) -> tuple | None:
+        """The single value a bounded dim can take under the residual conditions on it alone
+        (``s*s == 16``, ``(s*s)//4 == 4``), with their origin; None when more (or no
+        enumerable range)."""
+        conds = [g for g in residual if g.cond.free_symbols == {root}]
+        lo, hi = rng.lo, rng.hi
+        if not conds or hi == math.inf or hi - lo > 4096:
+            return None
+        found = []
+        for v in range(int(lo), int(hi) + 1):
+            try:
+                ok = all(g.cond.evaluate({root: v}) for g in conds)
+            except ZeroDivisionError:
+                ok = False
+            if ok:
+                found.append(v)
+                if len(found) > 1:
+                    return None
+        if len(found) != 1:
+            return None
+        return found[0], from_text(conds[0].origin)
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> str:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}

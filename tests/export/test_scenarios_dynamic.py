@@ -138,3 +138,21 @@ def test_scenario_10_dynamic_dim_forced_static_is_an_error():
         st.export(WithState(), (x, y), dynamic_shapes={"x": dyn, "y": dyn})
     msg = str(info.value)
     assert "x.shape[1]" in msg and "y.shape[1]" in msg and "specialized to 4" in msg
+
+
+def test_named_dim_pinned_by_a_runtime_condition_is_a_violation():
+    """DiT's `h = w = int(x.shape[1] ** 0.5)`: the condition s*s == 16 leaves one value of
+    a named Dim; that is a specialization, reported at export with the static fix."""
+    s = Dim("s", min=1, max=64)
+
+    def f(x):
+        return x.new_zeros(int((x.shape[1] * x.shape[2]) ** 0.5))
+
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(f, (torch.randn(2, 4, 4),), dynamic_shapes=({1: s, 2: s},))
+    assert "can only be 4" in str(info.value) and "(None, 4, 4)" in str(info.value)
+    # a condition that leaves several values stays a run-time check
+    ep = st.export(lambda x: x.view(-1, 2, x.shape[1] // 2), (torch.randn(3, 8),),
+                   dynamic_shapes=({1: Dim("t", min=2, max=64)},))
+    x = torch.randn(3, 10)
+    torch.testing.assert_close(ep.module()(x), x.view(-1, 2, 5))
