@@ -236,9 +236,10 @@ class DynamicDims:
             if root not in pins:
                 pins[root] = self._pinned_by_residuals(root, info.range, residual)
             pinned = pins[root]
-            if pinned is not None and decl.kind == "named" and f"pin:{decl.where}" not in seen:
+            if pinned is not None and f"pin:{decl.where}" not in seen:
                 seen.add(f"pin:{decl.where}")
                 value, origin = pinned
+                value = int(decl.expr.evaluate({root: value}))  # a derived dim: 2*d -> 2*v
                 self.fixes[(decl.path, decl.dim)] = value
                 problems.append(
                     f"{label} can only be {value}{origin}: the program's run-time condition "
