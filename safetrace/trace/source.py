@@ -39,6 +39,25 @@ def user_frame(depth: int = 2) -> FrameType | None:
     return None
 
 
+_PLUMBING = tuple(os.path.join("torch", n) for n in ("overrides.py", "_tensor.py"))
+
+
+def library_frame(depth: int = 2) -> str:
+    """``torch/nn/modules/transformer.py:1245 `...``` when the innermost caller outside
+    safetrace is torch's own code (a data read inside a torch helper), else ''."""
+    f: FrameType | None = sys._getframe(depth)
+    safetrace_dir = _SKIP_DIRS[1]
+    while f is not None and ((f.f_code.co_filename.startswith(safetrace_dir) and
+                              f.f_code.co_filename not in _USER_FILES) or
+                             f.f_code.co_filename.endswith(_PLUMBING)):
+        f = f.f_back
+    if f is None or not f.f_code.co_filename.startswith(_SKIP_DIRS[0]):
+        return ""
+    name = f.f_code.co_filename[len(os.path.dirname(_SKIP_DIRS[0].rstrip(os.sep))) + 1:]
+    code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+    return f"{name}:{f.f_lineno} `{code}` (in {f.f_code.co_name})"
+
+
 def stack_trace(depth: int = 2) -> str:
     """``File "model.py", line 12, in forward\\n    return x + y`` for the user's frame."""
     f = user_frame(depth + 1)

@@ -20,7 +20,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
-from safetrace.trace.source import short, stack_trace
+from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
 _MISSING = object()
@@ -391,11 +391,17 @@ class Tracer(TorchFunctionMode):
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str) -> DataDependentError:
         trace = stack_trace(3)
+        inner = library_frame(3)  # the read happened inside torch's own Python code
+        within = f"\n  inside {inner}" if inner else ""
+        fix = ("look for an argument of that call that skips the check (e.g. "
+               "nn.Transformer's tgt_is_causal=True), or move the call out of the exported "
+               "code" if inner else
+               "compute on tensors instead of Python values (e.g. torch.where(cond, a, b) "
+               "instead of `if`), or move the data-dependent decision out of the exported "
+               "code")
         return DataDependentError(
             f"{what} reads tensor data, which export never does (the graph must work for any "
-            f"data).\n  at {short(trace)}\nFix: compute on tensors instead of Python values "
-            f"(e.g. torch.where(cond, a, b) instead of `if`), or move the data-dependent "
-            f"decision out of the exported code.")
+            f"data).\n  at {short(trace)}{within}\nFix: {fix}.")
 
 
 _ACTIVE_TRACER: list = [None]

@@ -270,3 +270,33 @@ def test_python_branch_on_data_still_errors():
 
     with pytest.raises(st.DataDependentError, match="x.sum"):
         st.export(M(), (torch.randn(3),))
+
+
+def test_data_read_inside_torch_code_names_the_torch_line():
+    from torch import nn
+
+    m = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                       dim_feedforward=32, batch_first=True).eval()
+
+    def f(src, tgt):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return m(src, tgt, tgt_mask=mask)
+
+    with pytest.raises(st.DataDependentError) as info:
+        st.export(f, (torch.randn(2, 5, 16), torch.randn(2, 4, 16)))
+    msg = str(info.value)
+    assert "transformer.py" in msg and "tgt_is_causal" in msg and "test_data_dependent.py" in msg
+
+    def g(src, tgt):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return m(src, tgt, tgt_mask=mask, tgt_is_causal=True)
+
+    ep = st.export(g, (torch.randn(2, 5, 16), torch.randn(2, 4, 16)))
+    a = (torch.randn(2, 5, 16), torch.randn(2, 4, 16))
+    torch.testing.assert_close(ep.module()(*a), g(*a))
+
+    def h(x):
+        return x * 2 if x.sum() > 0 else x
+    with pytest.raises(st.DataDependentError) as info:
+        st.export(h, (torch.randn(3),))
+    assert "inside" not in str(info.value)
