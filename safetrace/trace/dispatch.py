@@ -150,8 +150,9 @@ def _cast(tr: Tracer, x: Any, dtype: torch.dtype, kwargs: dict) -> Any:
     return tr.emit(torch.ops.aten.to.dtype, (x, dtype), kw)
 
 
-def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:
-    special = SPECIAL_OPS.get(packet)
+def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict,
+                   special_ok: bool = True) -> Any:
+    special = SPECIAL_OPS.get(packet) if special_ok else None
     if special is not None:
         return special(tr, func, args, kwargs)
     if composites.through(func) is not None:
@@ -167,6 +168,12 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
         args = tuple(_PY_DTYPES.get(a, a) if a.__class__ is type else a for a in args)
         kwargs = {k: _PY_DTYPES.get(v, v) if v.__class__ is type else v
                   for k, v in kwargs.items()}
+        found = resolve(packet, args, kwargs)
+    if found is None and any(_real_scalar_tensor(a) for a in (*args, *kwargs.values())):
+        # torch.full(size, stride) with `stride` an element of a real (constant) tensor:
+        # eager reads the value; a constant's value is known at export
+        args = tuple(a.item() if _real_scalar_tensor(a) else a for a in args)
+        kwargs = {k: v.item() if _real_scalar_tensor(v) else v for k, v in kwargs.items()}
         found = resolve(packet, args, kwargs)
     if found is None and args and not _has_tensor(args) and hasattr(args[0], "expr"):
         # torch.div(n, 4, rounding_mode="trunc") on a size: eager wraps n in a 0-d tensor
@@ -190,6 +197,11 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
 
 
 _PY_DTYPES = names.PY_DTYPES
+
+
+def _real_scalar_tensor(v: Any) -> bool:
+    return isinstance(v, torch.Tensor) and not isinstance(v, Proxy) and v.dim() == 0 and \
+        v.device.type != "meta"
 
 
 def _has_python_dtype(args: tuple, kwargs: dict) -> bool:

@@ -332,7 +332,30 @@ def _contiguous(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.contiguous.default, (args[0],), kwargs)
 
 
+def _full(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """torch.full(size, fill) with a 0-d tensor as the fill value (ultralytics' anchors:
+    ``torch.full((h * w, 1), stride)`` over a stride buffer): eager reads the value; the
+    graph broadcasts the tensor instead, so a traced fill stays a graph value."""
+    fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+    if not (isinstance(fill, Proxy) and fill.st_meta.ndim == 0):
+        from safetrace.trace.dispatch import _op_or_through
+
+        return _op_or_through(tr, func, "full", args, kwargs, special_ok=False)
+    size = args[0] if args else kwargs["size"]
+    dtype = kwargs.get("dtype")
+    if dtype is None:  # the Python scalar the value would become, as eager types it
+        d = fill.st_meta.dtype
+        dtype = d if d is torch.bool else torch.int64 if not (
+            d.is_floating_point or d.is_complex) else (
+            torch.get_default_dtype() if d.is_floating_point else torch.complex64)
+    device = kwargs.get("device") or tr.device
+    x = tr.emit(aten._to_copy.default, (fill,), {"dtype": dtype, "device": device})
+    x = tr.emit(aten.expand.default, (x, list(size)), {})
+    return tr.emit(aten.clone.default, (x,), {"memory_format": torch.contiguous_format})
+
+
 SPECIAL_OPS: dict[str, Any] = {
+    "full": _full,
     "to": _to,
     "cpu": _device_move("cpu"),
     "cuda": _device_move("cuda"),

@@ -53,3 +53,30 @@ def test_python_types_as_dtypes():
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want)
 
+
+
+class _Anchors(torch.nn.Module):
+    """ultralytics' make_anchors: torch.full over the elements of a stride buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("stride", torch.tensor([8.0, 16.0]))
+        self.scale = torch.tensor(0.5)  # a plain tensor attribute
+
+    def forward(self, x):
+        h, w = x.shape[2], x.shape[3]
+        out = [torch.full((h * w, 1), s, dtype=x.dtype) for s in self.stride]
+        return out + [torch.full((h, 2), self.stride[1]), torch.full((w,), self.scale),
+                      torch.full((2,), 3)]
+
+
+def test_full_with_a_zero_dim_tensor_fill():
+    m = _Anchors()
+    ep = st.export(m, (torch.randn(1, 3, 4, 5),), dynamic_shapes=({2: Dim.AUTO, 3: Dim.AUTO},))
+    x = torch.randn(1, 3, 6, 7)
+    for got, want in zip(ep.module()(x), m(x)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+    prog = ep.module()
+    prog.load_state_dict({"stride": torch.tensor([4.0, 32.0])})  # a traced fill follows it
+    assert prog(x)[1][0, 0].item() == 32.0
