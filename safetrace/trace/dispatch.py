@@ -50,6 +50,8 @@ def _make_plan(func: Any) -> Callable:
     if name in names.DUNDERS:
         packet, swap = names.DUNDERS[name]
         return lambda tr, f, a, k: _dunder(tr, f, packet, swap, a, k)
+    if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", "") == "data":
+        return lambda tr, f, a, k: _set_data(tr, a[0], a[1])
     if name == "__get__" and isinstance(getattr(func, "__self__", None), type(torch.Tensor.T)):
         prop = func.__self__.__name__  # a Tensor property that computes: x.T, x.mT, x.real
         return lambda tr, f, a, k: _property(tr, f, prop, a)
@@ -82,6 +84,21 @@ def _dunder(tr: Tracer, func: Any, packet: str, swap: bool, args: tuple, kwargs:
             args = (args[1], args[0]) + args[2:]
         return _op_or_through(tr, func, packet, args, kwargs)
     return tr.emit(found[0], *numbers_as_tensors(tr, *found))
+
+
+def _set_data(tr: Tracer, target: Any, value: Any) -> None:
+    """``w.data = v`` (masked or pruned weights updated in forward): an in-place copy into
+    the tensor's storage, recorded like any write to module state."""
+    t_meta = target.st_meta if isinstance(target, Proxy) else target
+    v_meta = value.st_meta if isinstance(value, Proxy) else value
+    if not isinstance(value, torch.Tensor) or t_meta.dtype != v_meta.dtype or \
+            len(t_meta.shape) != len(v_meta.shape) or \
+            not all(a is b or a == b for a, b in zip(t_meta.shape, v_meta.shape)):
+        raise UnsupportedOpError(
+            f"`x.data = value` at {short(stack_trace(3))} changes the tensor's shape or dtype, "
+            f"which an exported graph cannot do to module state.\nFix: assign a value of "
+            f"the same shape and dtype, or compute with a new tensor instead")
+    tr.emit(torch.ops.aten.copy_.default, (target, value), {})
 
 
 def _property(tr: Tracer, func: Any, prop: str, args: tuple) -> Any:

@@ -66,3 +66,27 @@ def test_conversions_and_load_state_dict_leave_the_model_alone():
     x = torch.randn(2, 4)
     torch.testing.assert_close(prog(x), other(x))
     torch.testing.assert_close(ep.module()(x), m(x))  # a fresh module still has m's weights
+
+
+class MaskedConv(nn.Conv2d):
+    """PixelCNN's MaskedConv2d: `self.weight.data *= self.mask` in forward."""
+
+    def __init__(self):
+        super().__init__(3, 4, 3, padding=1)
+        self.register_buffer("mask", (torch.rand_like(self.weight) > 0.5).float())
+
+    def forward(self, x):
+        self.weight.data *= self.mask
+        return super().forward(x)
+
+
+def test_assigning_data_in_forward_writes_only_the_program_copy():
+    m = MaskedConv()
+    before = _snapshot(m)
+    ep = st.export(m, (torch.randn(1, 3, 8, 8),), dynamic_shapes=({2: Dim.AUTO, 3: Dim.AUTO},))
+    assert _same(_snapshot(m), before)
+    ref = MaskedConv()
+    ref.load_state_dict(m.state_dict())
+    x = torch.randn(2, 3, 5, 7)
+    torch.testing.assert_close(ep.module()(x), ref(x))
+    assert _same(_snapshot(m), before)
