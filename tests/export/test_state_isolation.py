@@ -83,7 +83,8 @@ class MaskedConv(nn.Conv2d):
 def test_assigning_data_in_forward_writes_only_the_program_copy():
     m = MaskedConv()
     before = _snapshot(m)
-    ep = st.export(m, (torch.randn(1, 3, 8, 8),), dynamic_shapes=({2: Dim.AUTO, 3: Dim.AUTO},))
+    ep = st.export(m, (torch.randn(1, 3, 8, 8),),
+                   dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO},))
     assert _same(_snapshot(m), before)
     ref = MaskedConv()
     ref.load_state_dict(m.state_dict())
