@@ -328,21 +328,24 @@ register("pow", ("Tensor_Tensor", "Tensor_Scalar", "Scalar"), pow_)
 rule(aten.pow_.Tensor, aten.pow_.Scalar)(inplace_of(pow_, "pow_"))
 
 
-def _integer_division(name: str) -> Callable[..., TensorMeta]:
-    def division_rule(self: Any, other: Any) -> TensorMeta:
+def promoting_binary(name: str, rejected: frozenset = REAL_ONLY) -> Callable[..., TensorMeta]:
+    """A binary pointwise rule: broadcast and promote, `rejected` dtype categories refused
+    (by default bool and complex, as for the integer divisions)."""
+    def binary_rule(self: Any, other: Any) -> TensorMeta:
         dtype = result_type(self, other)
-        reject(name, dtype, REAL_ONLY)
+        reject(name, dtype, rejected)
         return pointwise(name, dtype, self, other)
 
-    division_rule.__doc__ = f"{name}: broadcast and promote; bool and complex rejected."
-    return division_rule
+    binary_rule.__doc__ = f"{name}: broadcast and promote."
+    return binary_rule
 
 
-register("remainder", ("Tensor", "Scalar", "Scalar_Tensor"), _integer_division("remainder"))
-register("fmod", ("Tensor", "Scalar"), _integer_division("fmod"))
-register("floor_divide", ("default", "Scalar"), _integer_division("floor_divide"))
+
+register("remainder", ("Tensor", "Scalar", "Scalar_Tensor"), promoting_binary("remainder"))
+register("fmod", ("Tensor", "Scalar"), promoting_binary("fmod"))
+register("floor_divide", ("default", "Scalar"), promoting_binary("floor_divide"))
 rule(aten.floor_divide_.Tensor, aten.floor_divide_.Scalar)(
-    inplace_of(_integer_division("floor_divide"), "floor_divide_"))
+    inplace_of(promoting_binary("floor_divide"), "floor_divide_"))
 
 
 def _promoting(name: str, rejected: frozenset, to_float: bool = False,

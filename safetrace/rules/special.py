@@ -30,7 +30,7 @@ from safetrace.rules.elementwise import (
     inplace_of,
     log_softmax,
     pointwise,
-    register,
+    promoting_binary,
     reject,
     register as _register_elementwise,
     same_shape,
@@ -238,22 +238,12 @@ def isin_scalar_tensor(element: Any, test_elements: TensorMeta, *, assume_unique
     return test_elements.like(shape=(), dtype=torch.bool)
 
 
-def _same_category(op: str, rejected: frozenset) -> Any:
-    def binary_rule(self: Any, other: Any) -> TensorMeta:
-        dtype = result_type(self, other)
-        reject(op, dtype, rejected)
-        return pointwise(op, dtype, self, other)
-
-    binary_rule.__doc__ = f"{op}: broadcast and promote."
-    return binary_rule
-
-
 # igamma computes in the promoted dtype (int inputs are rejected, not made floating)
 for _name, _op in (("igamma", "igamma"), ("igammac", "igammac"),
                    ("special_gammainc", "igamma"), ("special_gammaincc", "igammac")):
-    register(_name, ("default",), _same_category(_op, FLOAT_ONLY))
+    register(_name, ("default",), promoting_binary(_op, FLOAT_ONLY))
 for _name in ("gcd", "lcm"):
-    register(_name, ("default",), _same_category(_name, frozenset({BOOL, FLOAT, COMPLEX})))
+    register(_name, ("default",), promoting_binary(_name, frozenset({BOOL, FLOAT, COMPLEX})))
 
 _POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
                 "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
