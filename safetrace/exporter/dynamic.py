@@ -182,7 +182,7 @@ class DynamicDims:
         env = self.env
         problems: list[str] = []
         seen: set[str] = set()
-        residual = env.contract().residual
+        residual: list | None = None  # the contract's residual guards, computed when needed
         pins: dict[str, tuple | None] = {}  # root symbol -> its single possible value
         for decl in self.decls:
             if decl.kind == "auto":
@@ -234,6 +234,8 @@ class DynamicDims:
                     f"    Fix: {dim_name} = Dim({', '.join(args)})")
                 continue
             if root not in pins:
+                if residual is None:
+                    residual = env.contract().residual
                 pins[root] = self._pinned_by_residuals(root, info.range, residual)
             pinned = pins[root]
             if pinned is not None and f"pin:{decl.where}" not in seen:
