@@ -54,6 +54,10 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
 
 class _Exporter:
     def __init__(self, model: Any, fn: Callable) -> None:
+        plain = _uncompiled(model)
+        if plain is not model:  # torch.compile(model): export what it wraps
+            model = plain
+            fn = model.forward if isinstance(model, torch.nn.Module) else model
         self.model = model
         self.fn = fn
         self.graph = torch.fx.Graph()
@@ -67,6 +71,11 @@ class _Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
+        with _compiled_children_unwrapped(self.model):
+            return self._run(args, kwargs, dynamic_shapes, report)
+
+    def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
+             report: Any = None) -> ExportedProgram | None:
         _check_call(self.model, self.fn, args, kwargs)
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
         specs: list = [None] * len(leaves)
@@ -337,6 +346,38 @@ def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
         f"st.export called {qual}{sig} with {why}.\n  got: {got}\n"
         f"Fix: pass one input per parameter of {qual}, positionally in args or by name in "
         f"kwargs:\n    {fix}")
+
+
+def _compiled_wrapper(m: Any) -> bool:
+    """torch.compile's module wrapper (recognised without importing torch._dynamo)."""
+    return type(m).__name__ == "OptimizedModule" and \
+        isinstance(getattr(m, "_orig_mod", None), torch.nn.Module)
+
+
+def _uncompiled(model: Any) -> Any:
+    """What torch.compile wrapped (a module or a function), else the model itself."""
+    if _compiled_wrapper(model):
+        return model._orig_mod
+    orig = getattr(model, "_torchdynamo_orig_callable", None)
+    return orig if callable(orig) else model
+
+
+@contextlib.contextmanager
+def _compiled_children_unwrapped(model: Any) -> Iterator[None]:
+    """Submodules wrapped by torch.compile are traced as the modules they wrap (dynamo
+    would otherwise try to compile the tracer); the wrappers are put back afterwards."""
+    swapped = []
+    if isinstance(model, torch.nn.Module):
+        for mod in list(model.modules()):
+            for name, child in list(mod._modules.items()):
+                if child is not None and _compiled_wrapper(child):
+                    mod._modules[name] = child._orig_mod
+                    swapped.append((mod, name, child))
+    try:
+        yield
+    finally:
+        for mod, name, child in swapped:
+            mod._modules[name] = child
 
 
 def _common_device(leaves: list) -> torch.device:

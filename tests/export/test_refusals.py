@@ -114,3 +114,26 @@ def test_torch_export_still_works_after_a_refused_seed():
     with pytest.raises(st.UnsupportedOpError):
         st.export(f, (torch.zeros(3),))
     assert torch.manual_seed.__module__ == "torch.random"
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_torch_compiled_models_and_submodules_export_what_they_wrap():
+    inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = torch.compile(inner)
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.block(x))
+
+    outer = Outer()
+    for model in (torch.compile(inner), outer):
+        ep = st.export(model, (torch.randn(2, 4),), dynamic_shapes=({0: Dim.AUTO},))
+        x = torch.randn(5, 4)
+        with torch.no_grad():
+            want = inner(x) if model is not outer else outer.head(inner(x))
+        torch.testing.assert_close(ep.module()(x), want)
+    assert type(outer.block).__name__ == "OptimizedModule"  # the wrapper is put back
