@@ -27,40 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import safetrace as st  # noqa: E402
-from safetrace.dims import DerivedDim, Dim as StDim  # noqa: E402
 from benchmarks.zoo import registry  # noqa: E402
+from benchmarks.common import torch_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")
-
-
-# -- the same spec for torch.export -------------------------------------------------------
-def torch_spec(spec, cache=None):
-    """safetrace's dynamic_shapes spec with its Dims replaced by torch.export.Dims."""
-    from torch.export import Dim as TDim
-
-    cache = {} if cache is None else cache
-    if isinstance(spec, StDim):
-        if id(spec) not in cache:
-            kw = {}
-            if spec.min is not None and spec.min > 0:
-                kw["min"] = spec.min
-            if spec.max is not None and spec.max != float("inf") and spec.max < 2**62:
-                kw["max"] = spec.max
-            cache[id(spec)] = TDim(spec.name, **kw)
-        return cache[id(spec)]
-    if isinstance(spec, DerivedDim):
-        return torch_spec(spec.root, cache) * spec.coef + spec.offset
-    if isinstance(spec, dict):
-        return {k: torch_spec(v, cache) for k, v in spec.items()}
-    if isinstance(spec, (list, tuple)):
-        return type(spec)(torch_spec(v, cache) for v in spec)
-    if spec is StDim.AUTO:
-        return TDim.AUTO
-    if spec is StDim.DYNAMIC:
-        return TDim.DYNAMIC
-    if spec is StDim.STATIC:
-        return TDim.STATIC
-    return spec
 
 
 # -- measuring ----------------------------------------------------------------------------

@@ -72,8 +72,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
 import safetrace as st  # noqa: E402
+from benchmarks.common import auto_spec, inputs_changed, model_changed, snap_model, torch_spec  # noqa: E402
 from safetrace import Dim  # noqa: E402
-from safetrace.dims import DerivedDim  # noqa: E402
 
 
 def _g(*k):
@@ -2225,69 +2225,14 @@ CASES = {
 # =========================================================================================
 # The harness
 # =========================================================================================
-def auto_spec(spec):
-    """Every Dim (and derived Dim) of the named spec replaced by Dim.AUTO."""
-    if isinstance(spec, (Dim, DerivedDim)):
-        return Dim.AUTO
-    if isinstance(spec, dict):
-        return {k: auto_spec(v) for k, v in spec.items()}
-    if isinstance(spec, (list, tuple)):
-        return type(spec)(auto_spec(v) for v in spec)
-    return spec
 
 
-def torch_spec(spec, cache=None):
-    from torch.export import Dim as TDim
-    cache = {} if cache is None else cache
-    if spec is Dim.DYNAMIC:
-        return TDim.DYNAMIC
-    if spec is Dim.AUTO:
-        return TDim.AUTO
-    if isinstance(spec, Dim):
-        if id(spec) not in cache:
-            kw = {}
-            if spec.min is not None and spec.min > 0:
-                kw["min"] = spec.min
-            if spec.max is not None and spec.max != math.inf and spec.max < 2 ** 62:
-                kw["max"] = spec.max
-            cache[id(spec)] = TDim(spec.name, **kw)
-        return cache[id(spec)]
-    if isinstance(spec, DerivedDim):
-        return torch_spec(spec.root, cache) * spec.coef + spec.offset
-    if isinstance(spec, dict):
-        return {k: torch_spec(v, cache) for k, v in spec.items()}
-    if isinstance(spec, (list, tuple)):
-        return type(spec)(torch_spec(v, cache) for v in spec)
-    return spec
 
 
-def _snap_model(m):
-    sd = {k: v.detach().clone() for k, v in m.state_dict(keep_vars=True).items()}
-    flags = {n: mod.training for n, mod in m.named_modules()}
-    return sd, flags
 
 
-def _model_changed(m, snap):
-    sd, flags = snap
-    now = m.state_dict(keep_vars=True)
-    if set(now) != set(sd):
-        return f"state_dict keys changed: {set(now) ^ set(sd)}"
-    for k, v in sd.items():
-        w = now[k]
-        if w.shape != v.shape or w.dtype != v.dtype or not torch.equal(w.detach(), v):
-            return f"state {k} changed"
-    for n, mod in m.named_modules():
-        if flags.get(n) != mod.training:
-            return f"training flag of {n or 'model'} changed"
-    return None
 
 
-def _inputs_changed(before, after):
-    lb, la = pytree.tree_leaves(before), pytree.tree_leaves(after)
-    for x, y in zip(lb, la):
-        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y)):
-            return "an input tensor changed"
-    return None
 
 
 def _cmp(got, want, mode="values", tol=1e-4, exact=False):
@@ -2355,7 +2300,7 @@ def _check_runs(model, case, module, inputs, mode, edges=()):
             marks.append("W")
             prob = prob or f"WRONG: eager raises {_first(eager_err)[:80]} but the exported program computed a result"
             continue
-        if _inputs_changed((args, kwargs), (a2, k2)):
+        if inputs_changed((args, kwargs), (a2, k2)):
             marks.append("M")
             prob = prob or "run mutated an input"
             continue
@@ -2374,7 +2319,7 @@ def run_case(name, verbose=False, with_torch=True):
     model = case.model.eval()
     row = dict(model=name, status="ok", error="", gen="", rt="", auto="", auto_gen="", torch="", torch_gen="", t=0.0)
     t0 = time.perf_counter()
-    snap = _snap_model(model)
+    snap = snap_model(model)
     inputs = [(case.args, case.kwargs)] + case.others
     args_b = copy.deepcopy((case.args, case.kwargs))
 
@@ -2387,7 +2332,7 @@ def run_case(name, verbose=False, with_torch=True):
         row.update(status="fail" if _is_st_error(e) else "crash", error=_first(e, 3))
         ep = None
     if ep is not None:
-        ch = _model_changed(model, snap) or _inputs_changed(args_b, (case.args, case.kwargs))
+        ch = model_changed(model, snap) or inputs_changed(args_b, (case.args, case.kwargs))
         if ch:
             row.update(status="mutated", error="export: " + ch)
         try:
@@ -2400,7 +2345,7 @@ def run_case(name, verbose=False, with_torch=True):
             st_ = "WRONG" if prob.startswith("WRONG") else "narrow" if prob.startswith("narrow") else (
                 "mutated" if "mutated" in prob else "crash")
             row.update(status=st_, error=prob)
-        ch = _model_changed(model, snap)
+        ch = model_changed(model, snap)
         if ch and row["status"] == "ok":
             row.update(status="mutated", error="run: " + ch)
         if case.outside is not None:
@@ -2465,7 +2410,7 @@ def run_case(name, verbose=False, with_torch=True):
         row["auto"] = _first(e)[:120]
         if not _is_st_error(e) and row["status"] in ("ok", "fail"):
             row.update(status="crash", error="AUTO " + _first(e, 3))
-    ch = _model_changed(model, snap)
+    ch = model_changed(model, snap)
     if ch and row["status"] == "ok":
         row.update(status="mutated", error=ch)
     row["t"] = time.perf_counter() - t0
@@ -2483,7 +2428,7 @@ def run_case(name, verbose=False, with_torch=True):
         except Exception as e:  # noqa: BLE001
             row["torch"] = type(e).__name__
             row["torch_err"] = _first(e)
-        if _model_changed(model, snap):
+        if model_changed(model, snap):
             model.load_state_dict(snap[0], strict=False)
     return row
 
