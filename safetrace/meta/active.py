@@ -11,6 +11,9 @@ from typing import Any
 
 class _Active:
     env: Any = None
+    # bumped by the tracer on every in-place write: facts about tensor *values* recorded
+    # before (TensorMeta.bounds, .mask_count) no longer hold after one
+    data_epoch: int = 0
 
 
 ACTIVE = _Active()

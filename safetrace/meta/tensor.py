@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from safetrace.meta.active import ACTIVE
+
 Size = Any  # int or safetrace.symbolic.SymInt
 
 
@@ -18,15 +20,36 @@ class TensorMeta:
     of a bool mask are True once ``x[mask]`` asked, so ``x[m]`` and ``y[m]`` agree.
     """
 
-    __slots__ = ("shape", "dtype", "device", "bounds", "mask_count")
+    __slots__ = ("shape", "dtype", "device", "_bounds", "_mask_count", "_bounds_epoch",
+                 "_mask_epoch")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
         self.shape = tuple(shape)
         self.dtype = dtype
         self.device = device
-        self.bounds = bounds
-        self.mask_count = None  # for a bool mask: its (symbolic) number of True elements
+        self._bounds = bounds
+        self._bounds_epoch = ACTIVE.data_epoch
+        self._mask_count = None  # for a bool mask: its (symbolic) number of True elements
+        self._mask_epoch = 0
+
+    # Facts about the values hold until the next in-place write anywhere (a write through
+    # any alias may change them): then they read as unknown.
+    @property
+    def bounds(self) -> tuple | None:
+        return self._bounds if self._bounds_epoch == ACTIVE.data_epoch else None
+
+    @bounds.setter
+    def bounds(self, value: tuple | None) -> None:
+        self._bounds, self._bounds_epoch = value, ACTIVE.data_epoch
+
+    @property
+    def mask_count(self) -> Any:
+        return self._mask_count if self._mask_epoch == ACTIVE.data_epoch else None
+
+    @mask_count.setter
+    def mask_count(self, value: Any) -> None:
+        self._mask_count, self._mask_epoch = value, ACTIVE.data_epoch
 
     @property
     def ndim(self) -> int:

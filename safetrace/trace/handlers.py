@@ -64,8 +64,11 @@ def _data_read(what: str):
     def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(args[0], Proxy):
             return _real(func, args, kwargs)
-        if args[0].st_value is not None and what in ("int()", _INDEX):
-            return args[0].st_value  # torch.tensor(n) of a size: its value is known
+        value = args[0].st_value
+        if value is not None and what in ("int()", _INDEX):
+            # torch.tensor(n) of a size: its value is known; Python needs a real int here,
+            # so a symbolic one is specialized (a guard), as int(size) is
+            return value if isinstance(value, int) else int(value)
         error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
         if what == "bool()" and tr.on_data_read is not None:
             return tr.on_data_read(error)  # st.explain: recorded, a branch assumed

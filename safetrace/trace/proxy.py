@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta, contiguous_strides
+from safetrace.meta.active import ACTIVE
 
 DTYPE_ABBR = {
     torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
@@ -57,7 +58,8 @@ class Proxy(torch.Tensor):
 
     st_meta: TensorMeta
     st_node: Any
-    st_value: Any = None  # a 0-d integer tensor's known (symbolic) value, see tracer.py
+    _st_value: Any = None
+    _st_value_epoch: int = -1
     st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
 
     @staticmethod
@@ -75,6 +77,16 @@ class Proxy(torch.Tensor):
 
     def __init__(self, meta: TensorMeta, node: Any) -> None:
         pass
+
+    @property
+    def st_value(self) -> Any:
+        """A 0-d integer tensor's known (symbolic) value (see values.py); forgotten after
+        any in-place write, which may reach it through an alias."""
+        return self._st_value if self._st_value_epoch == ACTIVE.data_epoch else None
+
+    @st_value.setter
+    def st_value(self, value: Any) -> None:
+        self._st_value, self._st_value_epoch = value, ACTIVE.data_epoch
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):

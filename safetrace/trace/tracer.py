@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 
 from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
@@ -242,6 +243,7 @@ class Tracer(TorchFunctionMode):
         meta = node.meta
         meta["stack_trace"] = trace
         if info[1]:
+            ACTIVE.data_epoch += 1  # bounds and mask counts known so far may be stale
             self._note_mutation(op, nargs, nkwargs, node)
             for a in args:  # a tensor written in place no longer holds its known value
                 if type(a) is Proxy and a.st_value is not None:

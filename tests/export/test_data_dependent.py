@@ -300,3 +300,38 @@ def test_data_read_inside_torch_code_names_the_torch_line():
     with pytest.raises(st.DataDependentError) as info:
         st.export(h, (torch.randn(3),))
     assert "inside" not in str(info.value)
+
+
+def test_in_place_write_forgets_what_was_known_about_values():
+    """A mask's True count and a count's bounds hold only until the tensor is written."""
+    def f(x):
+        m = x > 0
+        a = x[m]
+        m.logical_not_()
+        b = x[m]
+        return a.sum() + b.sum(), b.shape[0]
+
+    ep = st.export(f, (torch.tensor([1.0, -2.0, 3.0, 4.0, -5.0]),))
+    for x in (torch.tensor([1.0, -2.0, 3.0, 4.0, -5.0]), torch.tensor([1.0, -2.0, -3.0, -4.0, -5.0])):
+        got, want = ep.module()(x), f(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]
+
+
+def test_known_size_values_are_forgotten_after_a_write_through_a_view():
+    from safetrace import Dim
+
+    def f(x):
+        t = torch.tensor(x.shape[0])
+        t.view(1).add_(1)  # t changes through an alias
+        return torch.ones(int(t))
+
+    with pytest.raises(st.DataDependentError):
+        st.export(f, (torch.randn(3),), dynamic_shapes=({0: Dim.AUTO},))
+
+    def g(x):  # int() of a known size specializes it, as int(x.shape[0]) does
+        return torch.ones(int(torch.tensor(x.shape[0])) + 1)
+
+    ep = st.export(g, (torch.randn(3),), dynamic_shapes=({0: Dim.AUTO},))
+    assert ep.dims_report["x.shape[0]"] == "static 3"
+    assert ep.module()(torch.randn(3)).shape == (4,)
