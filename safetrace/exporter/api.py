@@ -277,6 +277,10 @@ class _Exporter:
                 fix = (f"st.register_dataclass({cls.__name__})"
                        if hasattr(cls, "__dataclass_fields__") else
                        f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)")
+                if cls.__module__.startswith("transformers.cache_utils"):
+                    fix = ("from transformers.integrations.executorch import "
+                           "register_dynamic_cache_export_support; "
+                           "register_dynamic_cache_export_support()")
                 raise ExportError(
                     f"the model returned a {cls.__module__}.{cls.__qualname__}, which safetrace "
                     f"cannot flatten into tensors and constants.\nFix: register the class "

@@ -64,3 +64,31 @@ def test_fast_zoo_model_survives_save_and_load(entry, tmp_path):
         with pytest.raises(st.InputMismatchError) as b:
             loaded.module()(*args, **kwargs)
         assert str(a.value) == str(b.value)
+
+
+def test_decoder_with_cache_output_names_transformers_registration():
+    """use_cache=True returns a DynamicCache: the error names transformers' own pytree
+    registration, after which the export works (cache included)."""
+    tf = pytest.importorskip("transformers")
+    import safetrace as st
+    from safetrace import Dim
+
+    cfg = tf.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, intermediate_size=64,
+                         max_position_embeddings=64)
+    m = tf.LlamaForCausalLM(cfg).eval()
+    ids = torch.randint(0, 100, (2, 8))
+    from torch.utils import _pytree
+
+    if tf.cache_utils.DynamicCache not in _pytree.SUPPORTED_NODES:
+        with pytest.raises(st.ExportError, match="register_dynamic_cache_export_support"):
+            st.export(m, (ids,))
+    from transformers.integrations.executorch import register_dynamic_cache_export_support
+
+    register_dynamic_cache_export_support()
+    ep = st.export(m, (ids,), dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO},))
+    ids2 = torch.randint(0, 100, (3, 5))
+    got, want = ep.module()(ids2), m(ids2)
+    torch.testing.assert_close(got.logits, want.logits)
+    for a, b in zip(got.past_key_values.layers, want.past_key_values.layers):
+        torch.testing.assert_close(a.keys, b.keys)
