@@ -91,7 +91,8 @@ class CheckBuilder:
         v = f"v{i}"
         p = self.const(path)
         self.lines.append(f"{v} = leaves[{i}]")
-        self.lines.append(f"if not isinstance({v}, Tensor): _fail({p}, 'type', {v}, None)")
+        self.lines.append(f"if not isinstance({v}, Tensor) or {v}.is_meta: "
+                          f"_fail({p}, 'type', {v}, None)")
         self.lines.append(f"if {v}.dtype is not {self.const(dtype)}: "
                           f"_fail({p}, 'dtype', {v}.dtype, {self.const(dtype)})")
         self.lines.append(f"sh{i} = {v}.shape")
@@ -168,7 +169,11 @@ def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
     if kind == "count":
         msg = f"expected {expected} flattened inputs, got {got}"
     elif kind == "type":
-        msg = f"{path}: expected a Tensor, got {type(got).__name__}"
+        if isinstance(got, torch.Tensor):  # a meta tensor has no data to compute with
+            msg = (f"{path}: expected a tensor with data, got one on the meta device.\n"
+                   f"Fix: pass a tensor with data on a real device (cpu, cuda, ...)")
+        else:
+            msg = f"{path}: expected a Tensor, got {type(got).__name__}"
     elif kind == "dtype":
         msg = f"{path}: expected dtype {expected}, got {got}"
     elif kind == "rank":

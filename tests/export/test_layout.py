@@ -109,3 +109,9 @@ def test_negative_zero_constant_is_not_zero():
     torch.testing.assert_close(ep.module()(torch.ones(3), 0.0), torch.full((3,), float("inf")))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.ones(3), -0.0)
+
+
+def test_meta_device_input_is_rejected_before_running():
+    ep = st.export(lambda x: x * 2, (torch.randn(3),))
+    with pytest.raises(st.InputMismatchError, match="meta device"):
+        ep.module()(torch.randn(3, device="meta"))
