@@ -101,7 +101,9 @@ class Tracer(TorchFunctionMode):
             name = f"{base}_{i}"
         self.constants[name] = t
         self.keepalive.append(t)
-        anchor = self.first_op
+        # placeholders come first: before the first node that is not one (an op, or an
+        # input's sym_size read before any op)
+        anchor = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
         if anchor is not None:
             with self.graph.inserting_before(anchor):
                 node = self.graph.placeholder(name)

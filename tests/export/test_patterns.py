@@ -80,3 +80,26 @@ def test_full_with_a_zero_dim_tensor_fill():
     prog = ep.module()
     prog.load_state_dict({"stride": torch.tensor([4.0, 32.0])})  # a traced fill follows it
     assert prog(x)[1][0, 0].item() == 32.0
+
+
+class _SizeFirst(torch.nn.Module):
+    """An input's size is read (a sym_size node) before any op, and a plain tensor
+    attribute is lifted later: the constant's placeholder must still come first."""
+
+    def __init__(self):
+        super().__init__()
+        self.offset = torch.arange(4.0)
+
+    def forward(self, x):
+        return x.new_zeros(x.shape[0], 4) + self.offset
+
+
+def test_constant_lifted_after_a_size_read_saves_and_loads(tmp_path):
+    m = _SizeFirst()
+    ep = st.export(m, (torch.randn(3, 2),), dynamic_shapes=({0: Dim.AUTO},))
+    ops = [n.op for n in ep.graph.nodes]
+    assert ops[:ops.count("placeholder")] == ["placeholder"] * ops.count("placeholder")
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    x = torch.randn(5, 2)
+    torch.testing.assert_close(loaded.module()(x), m(x))
