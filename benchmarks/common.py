@@ -1,10 +1,15 @@
 """Helpers shared by the benchmark and probe scripts: the same spec for torch.export, the
-spec with every Dim made AUTO, and checks that an export left model and inputs alone."""
+spec with every Dim made AUTO, checks that an export left model and inputs alone, and the
+probe sweeps' comparison of a program's runs with eager."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch.utils import _pytree as pytree
+
+import safetrace as st
 
 from safetrace.dims import DerivedDim, Dim
 
@@ -77,3 +82,91 @@ def inputs_changed(before, after):
                                             or not torch.equal(x, y)):
             return "an input tensor changed"
     return None
+
+
+# -- the probe sweeps' run checks (sweep_models*.py) ----------------------------------
+
+def compare(got, want, mode="values", tol=1e-4, exact=False):
+    """Raise AssertionError unless `got` has eager's structure, shapes, dtypes and values
+    (identical bits with `exact`; shapes only with mode != "values")."""
+    lg, sg = pytree.tree_flatten(got)
+    lw, sw = pytree.tree_flatten(want)
+    if sg != sw:
+        raise AssertionError(f"output structure {sg} vs {sw}")
+    for a, b in zip(lg, lw):
+        if isinstance(b, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                raise AssertionError(f"non-tensor output {type(a)}")
+            if a.shape != b.shape or a.dtype != b.dtype:
+                raise AssertionError(f"shape/dtype {tuple(a.shape)} {a.dtype} vs eager {tuple(b.shape)} {b.dtype}")
+            if exact:
+                if not torch.equal(a, b) and not (a.is_floating_point() and torch.equal(a.nan_to_num(0.123), b.nan_to_num(0.123))):
+                    d = (a.double() - b.double()).abs().nan_to_num(0).max().item() if a.numel() else 0
+                    raise AssertionError(f"not identical (max abs diff {d:.3g})")
+            elif mode == "values":
+                torch.testing.assert_close(a, b, rtol=tol, atol=tol, equal_nan=True)
+        elif a != b:
+            raise AssertionError(f"output {a!r} vs eager {b!r}")
+
+
+def first_line(e, n=1):
+    """An exception's first n lines (a violation list's first item), for table cells."""
+    lines = [l for l in f"{type(e).__name__}: {e}".strip().splitlines() if l.strip()]
+    if len(lines) > 1 and lines[1].lstrip().startswith("- ") and n == 1:
+        lines = [f"{type(e).__name__}: {lines[1].strip()[2:]}"]
+    return " / ".join(l.strip() for l in lines[:n])[:220]
+
+
+def is_safetrace_error(e):
+    """A clear refusal by safetrace (as opposed to an internal crash)."""
+    return isinstance(e, (st.ExportError, st.InputMismatchError, st.RuntimeAssertionError))
+
+
+def check_runs(model, case, module, inputs, mode, edges=()):
+    """-> (marks, first problem or ''). Per input: y match, N rejected (InputMismatchError),
+    W wrong, E error, M input mutated; after '/', the edge inputs, where eager may raise:
+    then 'r' (rejected too) is right and 'W' (computed anyway) is wrong."""
+    marks, prob = [], ""
+    stateful = getattr(case, "stateful", False)
+    eager = copy.deepcopy(model) if stateful else model
+    for i, (args, kwargs) in enumerate(list(inputs) + list(edges)):
+        if i == len(inputs):
+            marks.append("/")
+        edge = i >= len(inputs)
+        with torch.no_grad():
+            try:
+                want, eager_err = eager(*copy.deepcopy(args), **copy.deepcopy(kwargs)), None
+            except Exception as e:  # noqa: BLE001
+                if not edge:
+                    raise
+                want, eager_err = None, e
+            a2, k2 = copy.deepcopy(args), copy.deepcopy(kwargs)
+            try:
+                got = module(*a2, **k2)
+            except st.InputMismatchError as e:
+                marks.append("r" if eager_err is not None else "N")
+                if eager_err is None:
+                    prob = prob or "narrow: " + first_line(e)
+                    if stateful:  # the eager copy advanced its state, the program did not
+                        marks.append("-")
+                        break
+                continue
+            except Exception as e:  # noqa: BLE001
+                marks.append("e" if eager_err is not None else "E")
+                prob = prob or ("run (eager fails too): " if eager_err is not None else "run: ") + first_line(e)
+                continue
+        if eager_err is not None:
+            marks.append("W")
+            prob = prob or f"WRONG: eager raises {first_line(eager_err)[:80]} but the exported program computed a result"
+            continue
+        if inputs_changed((args, kwargs), (a2, k2)):
+            marks.append("M")
+            prob = prob or "run mutated an input"
+            continue
+        try:
+            compare(got, want, mode, getattr(case, "tol", 1e-4))
+            marks.append("y")
+        except AssertionError as e:
+            marks.append("W")
+            prob = prob or "WRONG: " + " ".join(str(e).split())[:200]
+    return "".join(marks), prob

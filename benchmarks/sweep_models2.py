@@ -69,10 +69,12 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch.utils import _pytree as pytree  # noqa: E402
 
 import safetrace as st  # noqa: E402
-from benchmarks.common import auto_spec, inputs_changed, model_changed, snap_model, torch_spec  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    auto_spec, check_runs, compare, first_line, inputs_changed, is_safetrace_error, model_changed,
+    snap_model, torch_spec,
+)
 from safetrace import Dim  # noqa: E402
 
 
@@ -2235,84 +2237,6 @@ CASES = {
 
 
 
-def _cmp(got, want, mode="values", tol=1e-4, exact=False):
-    lg, sg = pytree.tree_flatten(got)
-    lw, sw = pytree.tree_flatten(want)
-    if sg != sw:
-        raise AssertionError(f"output structure {sg} vs {sw}")
-    for a, b in zip(lg, lw):
-        if isinstance(b, torch.Tensor):
-            if not isinstance(a, torch.Tensor):
-                raise AssertionError(f"non-tensor output {type(a)}")
-            if a.shape != b.shape or a.dtype != b.dtype:
-                raise AssertionError(f"shape/dtype {tuple(a.shape)} {a.dtype} vs eager {tuple(b.shape)} {b.dtype}")
-            if exact:
-                if not torch.equal(a, b) and not (a.is_floating_point() and torch.equal(a.nan_to_num(0.123), b.nan_to_num(0.123))):
-                    d = (a.double() - b.double()).abs().nan_to_num(0).max().item() if a.numel() else 0
-                    raise AssertionError(f"not identical (max abs diff {d:.3g})")
-            elif mode == "values":
-                torch.testing.assert_close(a, b, rtol=tol, atol=tol, equal_nan=True)
-        elif a != b:
-            raise AssertionError(f"output {a!r} vs eager {b!r}")
-
-
-def _first(e, n=1):
-    lines = [l for l in f"{type(e).__name__}: {e}".strip().splitlines() if l.strip()]
-    if len(lines) > 1 and lines[1].lstrip().startswith("- ") and n == 1:
-        lines = [f"{type(e).__name__}: {lines[1].strip()[2:]}"]
-    return " / ".join(l.strip() for l in lines[:n])[:220]
-
-
-def _is_st_error(e):
-    return isinstance(e, (st.ExportError, st.InputMismatchError, st.RuntimeAssertionError))
-
-
-def _check_runs(model, case, module, inputs, mode, edges=()):
-    """-> (marks, first problem or ''). Per input: y match, N rejected (InputMismatchError),
-    W wrong, E error, M input mutated; after '/', the edge inputs, where eager may raise:
-    then 'r' (rejected too) is right and 'W' (computed anyway) is wrong."""
-    marks, prob = [], ""
-    eager = model
-    for i, (args, kwargs) in enumerate(list(inputs) + list(edges)):
-        if i == len(inputs):
-            marks.append("/")
-        edge = i >= len(inputs)
-        with torch.no_grad():
-            try:
-                want, eager_err = eager(*copy.deepcopy(args), **copy.deepcopy(kwargs)), None
-            except Exception as e:  # noqa: BLE001
-                if not edge:
-                    raise
-                want, eager_err = None, e
-            a2, k2 = copy.deepcopy(args), copy.deepcopy(kwargs)
-            try:
-                got = module(*a2, **k2)
-            except st.InputMismatchError as e:
-                marks.append("r" if eager_err is not None else "N")
-                if eager_err is None:
-                    prob = prob or "narrow: " + _first(e)
-                continue
-            except Exception as e:  # noqa: BLE001
-                marks.append("e" if eager_err is not None else "E")
-                prob = prob or ("run (eager fails too): " if eager_err is not None else "run: ") + _first(e)
-                continue
-        if eager_err is not None:
-            marks.append("W")
-            prob = prob or f"WRONG: eager raises {_first(eager_err)[:80]} but the exported program computed a result"
-            continue
-        if inputs_changed((args, kwargs), (a2, k2)):
-            marks.append("M")
-            prob = prob or "run mutated an input"
-            continue
-        try:
-            _cmp(got, want, mode, case.tol)
-            marks.append("y")
-        except AssertionError as e:
-            marks.append("W")
-            prob = prob or "WRONG: " + " ".join(str(e).split())[:200]
-    return "".join(marks), prob
-
-
 def run_case(name, verbose=False, with_torch=True):
     torch.manual_seed(0)
     case = CASES[name]()
@@ -2329,7 +2253,7 @@ def run_case(name, verbose=False, with_torch=True):
     except Exception as e:  # noqa: BLE001
         if verbose:
             traceback.print_exc()
-        row.update(status="fail" if _is_st_error(e) else "crash", error=_first(e, 3))
+        row.update(status="fail" if is_safetrace_error(e) else "crash", error=first_line(e, 3))
         ep = None
     if ep is not None:
         ch = model_changed(model, snap) or inputs_changed(args_b, (case.args, case.kwargs))
@@ -2337,9 +2261,9 @@ def run_case(name, verbose=False, with_torch=True):
             row.update(status="mutated", error="export: " + ch)
         try:
             module = ep.module()
-            gen, prob = _check_runs(model, case, module, inputs, case.mode, case.edges)
+            gen, prob = check_runs(model, case, module, inputs, case.mode, case.edges)
         except Exception as e:  # noqa: BLE001
-            gen, prob = "E", "module(): " + _first(e)
+            gen, prob = "E", "module(): " + first_line(e)
         row["gen"] = gen
         if prob and row["status"] == "ok":
             st_ = "WRONG" if prob.startswith("WRONG") else "narrow" if prob.startswith("narrow") else (
@@ -2360,7 +2284,7 @@ def run_case(name, verbose=False, with_torch=True):
             except Exception as e:  # noqa: BLE001
                 row["gen"] += "x"
                 if row["status"] == "ok":
-                    row.update(status="lax", error="out-of-spec input: " + _first(e))
+                    row.update(status="lax", error="out-of-spec input: " + first_line(e))
         # save / load round trip: identical outputs on every input
         try:
             buf = io.BytesIO()
@@ -2375,7 +2299,7 @@ def run_case(name, verbose=False, with_torch=True):
                     except st.InputMismatchError:
                         continue
                     g = m2(*copy.deepcopy(a), **copy.deepcopy(k))
-                _cmp(g, w, "values", exact=True)
+                compare(g, w, "values", exact=True)
             if case.outside is not None:
                 try:
                     m2(*case.outside[0], **case.outside[1])
@@ -2385,15 +2309,15 @@ def run_case(name, verbose=False, with_torch=True):
         except Exception as e:  # noqa: BLE001
             if verbose:
                 traceback.print_exc()
-            rt = "rt: " + _first(e)
+            rt = "rt: " + first_line(e)
             if row["status"] == "ok":
-                row.update(status="rt" if isinstance(e, AssertionError) else "crash", error="save/load " + _first(e))
+                row.update(status="rt" if isinstance(e, AssertionError) else "crash", error="save/load " + first_line(e))
         row["rt"] = rt
     # 2. Dim.AUTO
     try:
         ep2 = st.export(model, case.args, case.kwargs, dynamic_shapes=auto_spec(case.spec))
         row["auto"] = "ok"
-        gen, prob = _check_runs(model, case, ep2.module(), inputs, case.mode, case.edges)
+        gen, prob = check_runs(model, case, ep2.module(), inputs, case.mode, case.edges)
         row["auto_gen"] = gen
         if "W" in gen or "E" in gen or "M" in gen:
             row["auto"] = prob[:120]
@@ -2407,9 +2331,9 @@ def run_case(name, verbose=False, with_torch=True):
     except Exception as e:  # noqa: BLE001
         if verbose:
             traceback.print_exc()
-        row["auto"] = _first(e)[:120]
-        if not _is_st_error(e) and row["status"] in ("ok", "fail"):
-            row.update(status="crash", error="AUTO " + _first(e, 3))
+        row["auto"] = first_line(e)[:120]
+        if not is_safetrace_error(e) and row["status"] in ("ok", "fail"):
+            row.update(status="crash", error="AUTO " + first_line(e, 3))
     ch = model_changed(model, snap)
     if ch and row["status"] == "ok":
         row.update(status="mutated", error=ch)
@@ -2423,11 +2347,11 @@ def run_case(name, verbose=False, with_torch=True):
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 tep = torch.export.export(model, case.args, case.kwargs, dynamic_shapes=torch_spec(case.spec))
             row["torch"] = "ok"
-            gen, prob = _check_runs(model, case, tep.module(), inputs, case.mode, case.edges)
+            gen, prob = check_runs(model, case, tep.module(), inputs, case.mode, case.edges)
             row["torch_gen"] = gen
         except Exception as e:  # noqa: BLE001
             row["torch"] = type(e).__name__
-            row["torch_err"] = _first(e)
+            row["torch_err"] = first_line(e)
         if model_changed(model, snap):
             model.load_state_dict(snap[0], strict=False)
     return row
@@ -2448,7 +2372,7 @@ def main(argv):
         except Exception as e:  # noqa: BLE001
             if verbose:
                 traceback.print_exc()
-            r = dict(model=n, status="build", error=_first(e), gen="", auto="", auto_gen="", torch="", torch_gen="", t=0.0)
+            r = dict(model=n, status="build", error=first_line(e), gen="", auto="", auto_gen="", torch="", torch_gen="", t=0.0)
         rows.append(r)
         print(f"| {r['model']} | {r['status']} | {r['error'].replace('|', '/')} | {r['gen']} | {r.get('rt', '')} | {r['auto'].replace('|', '/')} "
               f"| {r['auto_gen']} | {r['torch']} | {r['torch_gen']} | {r['t']:.2f} |", flush=True)
