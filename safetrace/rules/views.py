@@ -225,13 +225,14 @@ def _swapped(self: TensorMeta, a: int, b: int, op: str) -> TensorMeta:
 
 
 @rule(aten.transpose.int, aten.transpose_copy.int, aten.swapaxes.default,
-      aten.swapdims.default)
+      aten.swapdims.default, aten.transpose_.default, aten.swapaxes_.default,
+      aten.swapdims_.default)
 def transpose(self: TensorMeta, dim0: int, dim1: int) -> TensorMeta:
     """Two dims swapped."""
     return _swapped(self, dim0, dim1, "transpose")
 
 
-@rule(aten.t.default)
+@rule(aten.t.default, aten.t_.default)
 def t(self: TensorMeta) -> TensorMeta:
     """Transpose of a matrix; vectors and scalars unchanged."""
     check(self.ndim <= 2, "t", f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -280,26 +281,26 @@ def movedim(self: TensorMeta, source: Sequence[int],
 
 # -- squeeze / unsqueeze --------------------------------------------------------------
 
-@rule(aten.unsqueeze.default, aten.unsqueeze_copy.default)
+@rule(aten.unsqueeze.default, aten.unsqueeze_copy.default, aten.unsqueeze_.default)
 def unsqueeze(self: TensorMeta, dim: int) -> TensorMeta:
     """A size-1 dim inserted at `dim` (counted in the result)."""
     d = normalize_dim(dim, self.ndim + 1, "unsqueeze")
     return self.like(shape=self.shape[:d] + (1,) + self.shape[d:])
 
 
-@rule(aten.squeeze.default)
+@rule(aten.squeeze.default, aten.squeeze_.default)
 def squeeze(self: TensorMeta) -> TensorMeta:
     """Every size-1 dim removed (a guard per symbolic dim)."""
     return self.like(shape=tuple(s for s in self.shape if not s == 1))
 
 
-@rule(aten.squeeze.dim, aten.squeeze_copy.dim)
+@rule(aten.squeeze.dim, aten.squeeze_copy.dim, aten.squeeze_.dim)
 def squeeze_dim(self: TensorMeta, dim: int) -> TensorMeta:
     """Dim `dim` removed if its size is 1."""
     return squeeze_dims(self, [dim])
 
 
-@rule(aten.squeeze.dims)
+@rule(aten.squeeze.dims, aten.squeeze_.dims)
 def squeeze_dims(self: TensorMeta, dim: Sequence[int]) -> TensorMeta:
     """The listed dims of size 1 removed; others listed are kept."""
     if self.ndim == 0:

@@ -252,7 +252,13 @@ class Tracer(TorchFunctionMode):
                     a.st_value = None
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
-            return args[0]
+            x = args[0]
+            if info[0] in _RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
+                # x.t_(), x.unsqueeze_(0): the same tensor with a new shape (and layout)
+                x.st_meta, x.st_node = out, node
+                if info[0] not in ("squeeze_", "unsqueeze_"):
+                    x.st_contig = None
+            return x
         if type(out) is TensorMeta:
             result = meta["val"] = Proxy(out, node)
         else:
@@ -448,6 +454,10 @@ def _op_info(op: Any) -> tuple:
 
 
 _OP_INFO_VERSION: list = [None]
+
+# In-place ops that change the shape or strides of their first argument (not its values)
+_RESHAPES_SELF = frozenset({"t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_",
+                            "unsqueeze_", "as_strided_", "resize_", "resize_as_"})
 
 
 def _refresh_op_info() -> None:

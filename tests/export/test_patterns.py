@@ -103,3 +103,24 @@ def test_constant_lifted_after_a_size_read_saves_and_loads(tmp_path):
     loaded = st.load(tmp_path / "p.st")
     x = torch.randn(5, 2)
     torch.testing.assert_close(loaded.module()(x), m(x))
+
+
+def test_in_place_shape_changes_update_the_traced_tensor():
+    """x.t_(), x.unsqueeze_(0): the same tensor gets a new shape (and layout); its shape,
+    later ops and layout questions see it (they saw the old shape before)."""
+    def f(x):
+        y = x * 1
+        y.t_()
+        z = x * 2
+        z.unsqueeze_(0)
+        z.squeeze_(0)
+        return y.shape[0], y + 0, z.shape, z.is_contiguous()
+
+    ep = st.export(f, (torch.randn(2, 3),), dynamic_shapes=({0: Dim.AUTO},))
+    assert "dynamic" in ep.dims_report["x.shape[0]"]
+    x = torch.randn(5, 3)
+    got, want = ep.module()(x), f(x)
+    assert got[0] == want[0] and got[2] == want[2] and got[3] == want[3]
+    torch.testing.assert_close(got[1], want[1])
+    with pytest.raises(st.UnsupportedOpError):  # a transposed tensor's layout is unknown
+        st.export(lambda x: (x * 1).t_().is_contiguous(), (torch.randn(2, 3),))
