@@ -132,16 +132,18 @@ class ExportedProgram:
         return "Input contract:\n" + "\n".join(lines)
 
     def _flat_arity(self) -> tuple | None:
-        """(number of positional args, keyword names) when every input is a plain leaf."""
+        """(positional recipes, keyword names, keyword recipes) when every input is a plain
+        leaf or a list/tuple of plain leaves (a recipe: None, or (container type, length));
+        None for deeper structures (the pytree walk handles those)."""
         if not hasattr(self, "_arity"):
             arity = None
-            spec = self.in_spec
             try:
-                args_spec, kwargs_spec = _children(spec)
-                if all(c.is_leaf() for c in _children(args_spec)) and all(
-                        c.is_leaf() for c in _children(kwargs_spec)) and \
-                        args_spec.type is tuple and kwargs_spec.type is dict:
-                    arity = (len(_children(args_spec)), tuple(kwargs_spec.context))
+                args_spec, kwargs_spec = _children(self.in_spec)
+                if args_spec.type is tuple and kwargs_spec.type is dict:
+                    recipes = [_recipe(c) for c in _children(args_spec)]
+                    kw_recipes = [_recipe(c) for c in _children(kwargs_spec)]
+                    if _UNSUPPORTED not in recipes and _UNSUPPORTED not in kw_recipes:
+                        arity = (recipes, tuple(kwargs_spec.context), kw_recipes)
             except (AttributeError, ValueError, TypeError):
                 arity = None
             self._arity = arity
@@ -162,14 +164,14 @@ class ExportedProgram:
         """Validate a call's inputs against the contract; return the flattened leaves."""
         arity = self._flat_arity()
         leaves = None
-        if arity is not None and len(args) == arity[0] and (
+        if arity is not None and len(args) == len(arity[0]) and (
                 not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
-            # plain inputs: the structure is the argument count; no pytree walk needed
-            leaves = list(args)
-            if kwargs:
-                leaves += kwargs.values()
-            if any(type(v) in _CONTAINERS for v in leaves):
-                leaves = None
+            # plain inputs (and lists of them): the structure is checked here, without the
+            # pytree walk; anything unexpected falls back to it
+            leaves = _flat_leaves(args, arity[0])
+            if leaves is not None and kwargs:
+                more = _flat_leaves(tuple(kwargs.values()), arity[2])
+                leaves = None if more is None else leaves + more
         if leaves is None:
             leaves, spec = pytree.tree_flatten((tuple(args), self._ordered(kwargs)))
         else:
@@ -208,6 +210,32 @@ class ExportedProgram:
 
 
 _CONTAINERS = (list, tuple, dict)
+_UNSUPPORTED = ("deeper",)
+
+
+def _recipe(spec: Any) -> Any:
+    """None for a leaf, (list or tuple, n) for a flat container of n leaves."""
+    if spec.is_leaf():
+        return None
+    if spec.type in (list, tuple) and all(c.is_leaf() for c in _children(spec)):
+        return (spec.type, spec.num_children)
+    return _UNSUPPORTED
+
+
+def _flat_leaves(values: tuple, recipes: list) -> list | None:
+    """The leaves of `values` laid out as `recipes` say, or None when they do not fit."""
+    out: list = []
+    for v, r in zip(values, recipes):
+        t = type(v)
+        if r is None:
+            if t in _CONTAINERS:
+                return None
+            out.append(v)
+        elif t is r[0] and len(v) == r[1] and not any(type(x) in _CONTAINERS for x in v):
+            out.extend(v)
+        else:
+            return None
+    return out
 
 
 def _children(spec: Any) -> list:

@@ -154,3 +154,27 @@ def test_module_var_positional_names():
 
     ep = st.export(Var(), (x, x))
     assert "expected 2 positional inputs (xs[0], xs[1]), got 3" in _mismatch(ep, x, x, x)
+
+
+def test_list_inputs_are_checked_without_losing_any_mismatch():
+    """The fast structure check for flat lists of inputs: same answers as the full walk."""
+    def f(x, xs, k=None):
+        return x + xs[0] * xs[1] + (0 if k is None else k)
+
+    args = (torch.randn(3), [torch.randn(3), torch.randn(3)])
+    ep = st.export(f, args, {"k": torch.randn(3)})
+    m = ep.module()
+    a = (torch.randn(3), [torch.randn(3), torch.randn(3)])
+    k = torch.randn(3)
+    torch.testing.assert_close(m(*a, k=k), f(*a, k=k))
+    bad_calls = [
+        ((a[0], tuple(a[1])), {"k": k}),              # tuple for list
+        ((a[0], a[1][:1]), {"k": k}),                 # shorter list
+        ((a[0], [a[1], a[1][0]]), {"k": k}),          # nested list
+        ((a[0], [a[1][0], 2.0]), {"k": k}),           # a number for a tensor
+        ((a[0], a[1]), {}),                           # missing keyword
+        ((a[0], a[1]), {"k": [k]}),                   # a list for a tensor
+    ]
+    for args_, kwargs_ in bad_calls:
+        with pytest.raises(st.InputMismatchError):
+            m(*args_, **kwargs_)
