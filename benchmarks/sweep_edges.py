@@ -345,7 +345,6 @@ def run_export(model, mk, ds=None, others=(), rejects=(), mode="exact", save=Tru
                 raise Finding("crash", f"save/load round trip: internal {describe(e)} at {_where(e)}")
             raise
         mod2 = ep2.module()
-        ref2 = copy.deepcopy(model) if isinstance(model, nn.Module) else model
         for i, (f, so) in enumerate(outs):
             torch.manual_seed(1000 + i)
             a, k = f()

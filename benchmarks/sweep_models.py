@@ -36,11 +36,8 @@ guard narrows a named Dim without an error, by design).
 
 from __future__ import annotations
 
-import copy
 import math
 import sys
-import time
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,11 +51,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-import safetrace as st  # noqa: E402
-from benchmarks.common import (  # noqa: E402
-    auto_spec, check_runs, first_line, inputs_changed, is_safetrace_error, model_changed,
-    snap_model, torch_spec,
-)
+from benchmarks.common import sweep_main  # noqa: E402
 from safetrace import Dim  # noqa: E402
 
 
@@ -1864,126 +1857,8 @@ CASES = {
 
 
 
-def run_case(name, verbose=False, with_torch=True):
-    torch.manual_seed(0)
-    case = CASES[name]()
-    model = case.model.eval()
-    row = dict(model=name, status="ok", error="", gen="", auto="", auto_gen="", torch="", torch_gen="", t=0.0)
-    t0 = time.perf_counter()
-    snap = snap_model(model)
-    inputs = [(case.args, case.kwargs)] + case.others
-    args_b = copy.deepcopy((case.args, case.kwargs))
-
-    # 1. named Dims
-    try:
-        ep = st.export(model, case.args, case.kwargs, dynamic_shapes=case.spec)
-    except Exception as e:  # noqa: BLE001
-        if verbose:
-            traceback.print_exc()
-        row.update(status="fail" if is_safetrace_error(e) else "crash", error=first_line(e, 3))
-        ep = None
-    if ep is not None:
-        ch = model_changed(model, snap) or inputs_changed(args_b, (case.args, case.kwargs))
-        if ch:
-            row.update(status="mutated", error="export: " + ch)
-        try:
-            module = ep.module()
-            gen, prob = check_runs(model, case, module, inputs, case.mode, case.edges)
-        except Exception as e:  # noqa: BLE001
-            gen, prob = "E", "module(): " + first_line(e)
-        row["gen"] = gen
-        if prob and row["status"] == "ok":
-            st_ = "WRONG" if prob.startswith("WRONG") else "narrow" if prob.startswith("narrow") else (
-                "mutated" if "mutated" in prob else "crash")
-            row.update(status=st_, error=prob)
-        ch = model_changed(model, snap)
-        if ch and row["status"] == "ok":
-            row.update(status="mutated", error="run: " + ch)
-        if case.outside is not None:
-            a, k = case.outside
-            try:
-                module(*a, **k)
-                if row["status"] == "ok":
-                    row.update(status="lax", error="out-of-spec input accepted")
-                row["gen"] += "!"
-            except st.InputMismatchError:
-                row["gen"] += "r"
-            except Exception as e:  # noqa: BLE001
-                row["gen"] += "x"
-                if row["status"] == "ok":
-                    row.update(status="lax", error="out-of-spec input: " + first_line(e))
-    # 2. Dim.AUTO
-    try:
-        ep2 = st.export(model, case.args, case.kwargs, dynamic_shapes=auto_spec(case.spec))
-        row["auto"] = "ok"
-        gen, prob = check_runs(model, case, ep2.module(), inputs, case.mode, case.edges)
-        row["auto_gen"] = gen
-        if "W" in gen or "E" in gen or "M" in gen:
-            row["auto"] = prob[:120]
-            if row["status"] in ("ok", "fail", "narrow"):
-                row.update(status="WRONG" if "W" in gen else "crash", error="AUTO " + prob)
-        elif "N" in gen:
-            rep = getattr(ep2, "dims_report", None)
-            row["auto"] = "specialized"
-            if verbose:
-                print(rep)
-    except Exception as e:  # noqa: BLE001
-        if verbose:
-            traceback.print_exc()
-        row["auto"] = first_line(e)[:120]
-        if not is_safetrace_error(e) and row["status"] in ("ok", "fail"):
-            row.update(status="crash", error="AUTO " + first_line(e, 3))
-    ch = model_changed(model, snap)
-    if ch and row["status"] == "ok":
-        row.update(status="mutated", error=ch)
-    row["t"] = time.perf_counter() - t0
-    # 3. torch.export, same named spec
-    if with_torch:
-        try:
-            tep = torch.export.export(model, case.args, case.kwargs, dynamic_shapes=torch_spec(case.spec))
-            row["torch"] = "ok"
-            gen, prob = check_runs(model, case, tep.module(), inputs, case.mode, case.edges)
-            row["torch_gen"] = gen
-        except Exception as e:  # noqa: BLE001
-            row["torch"] = type(e).__name__
-            row["torch_err"] = first_line(e)
-        if model_changed(model, snap):
-            model.load_state_dict(snap[0], strict=False)
-    return row
-
-
 def main(argv):
-    verbose = "-v" in argv
-    with_torch = "--no-torch" not in argv
-    names = [a for a in argv if not a.startswith("-")] or list(CASES)
-    rows = []
-    t0 = time.perf_counter()
-    print("| model | status | error | named: gen (y ok, N rejected, W wrong, E error; r/! out-of-spec rejected/accepted)"
-          " | AUTO | AUTO gen | torch.export | torch gen | st s |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for n in names:
-        try:
-            r = run_case(n, verbose, with_torch)
-        except Exception as e:  # noqa: BLE001
-            if verbose:
-                traceback.print_exc()
-            r = dict(model=n, status="build", error=first_line(e), gen="", auto="", auto_gen="", torch="", torch_gen="", t=0.0)
-        rows.append(r)
-        print(f"| {r['model']} | {r['status']} | {r['error'].replace('|', '/')} | {r['gen']} | {r['auto'].replace('|', '/')} "
-              f"| {r['auto_gen']} | {r['torch']} | {r['torch_gen']} | {r['t']:.2f} |", flush=True)
-    ok = sum(r["status"] == "ok" for r in rows)
-    t_ok = sum(r["torch"] == "ok" for r in rows)
-    t_gen = sum(r["torch"] == "ok" and set(r["torch_gen"].split("/")[0]) <= {"y"} for r in rows)
-    bad = {s: sum(r["status"] == s for r in rows) for s in ("WRONG", "crash", "mutated", "lax", "narrow", "fail", "build")}
-    print(f"\nsweep_models: safetrace ok {ok}/{len(rows)}, torch.export exported {t_ok}/{len(rows)} "
-          f"(generalizes {t_gen}); " + ", ".join(f"{k} {v}" for k, v in bad.items() if v)
-          + f"; {time.perf_counter() - t0:.0f}s")
-    if with_torch:
-        for r in rows:
-            if r.get("torch_err"):
-                print(f"  torch.export {r['model']}: {r['torch_err'][:200]}")
-    return rows
-
+    return sweep_main("sweep_models", CASES, argv, roundtrip=False)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

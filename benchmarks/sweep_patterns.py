@@ -20,7 +20,6 @@ Run: .venv/bin/python benchmarks/sweep_patterns.py [name-substring ...] [-v]
 from __future__ import annotations
 
 import collections
-import copy
 import math
 import sys
 import time

@@ -17,7 +17,6 @@ Run: .venv/bin/python benchmarks/sweep_vision.py [name ...] [--explain]
 from __future__ import annotations
 
 import copy
-import math
 import sys
 import traceback
 import warnings

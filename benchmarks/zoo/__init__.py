@@ -9,7 +9,7 @@ that the export generalizes), and one input outside it (to check it is rejected)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
