@@ -182,8 +182,8 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
     found = resolve(packet, args, kwargs)
     if found is None and _has_python_dtype(args, kwargs):
         # torch.ones(n, dtype=bool), x.to(float): Python types stand for dtypes
-        args = tuple(_PY_DTYPES.get(a, a) if a.__class__ is type else a for a in args)
-        kwargs = {k: _PY_DTYPES.get(v, v) if v.__class__ is type else v
+        args = tuple(names.PY_DTYPES.get(a, a) if a.__class__ is type else a for a in args)
+        kwargs = {k: names.PY_DTYPES.get(v, v) if v.__class__ is type else v
                   for k, v in kwargs.items()}
         found = resolve(packet, args, kwargs)
     if found is None and any(_real_scalar_tensor(a) for a in (*args, *kwargs.values())):
@@ -213,16 +213,13 @@ def _op_or_through(tr: Tracer, func: Any, packet: str, args: tuple, kwargs: dict
     return tr.emit(op, bargs, bkwargs)
 
 
-_PY_DTYPES = names.PY_DTYPES
-
-
 def _real_scalar_tensor(v: Any) -> bool:
     return isinstance(v, torch.Tensor) and not isinstance(v, Proxy) and v.dim() == 0 and \
         v.device.type != "meta"
 
 
 def _has_python_dtype(args: tuple, kwargs: dict) -> bool:
-    return any(v.__class__ is type and v in _PY_DTYPES
+    return any(v.__class__ is type and v in names.PY_DTYPES
                for v in (*args, *kwargs.values()))
 
 

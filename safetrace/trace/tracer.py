@@ -24,7 +24,6 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
-_MISSING = object()
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
@@ -229,14 +228,7 @@ class Tracer(TorchFunctionMode):
         if info is None:
             info = _op_info(op)
         if out is None:
-            rule = info[3]
-            if rule is not None:
-                try:
-                    out = rule(*margs, **mkwargs)
-                except OpShapeError as exc:
-                    raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
-            else:
-                out = self.shape_of(op, margs, mkwargs, trace, None)
+            out = self.shape_of(op, info[3], margs, mkwargs, trace)
         if not self.recording:
             return _unrecorded(out)
         node = add_node(self.graph, op, tuple(nargs), nkwargs, info[0])
@@ -298,10 +290,8 @@ class Tracer(TorchFunctionMode):
                 if name in self.sym_sources:
                     break
 
-    def shape_of(self, op: Any, margs: list, mkwargs: dict, trace: str,
-                 rule: Any = _MISSING) -> Any:
-        if rule is _MISSING:
-            rule = get_rule(op)
+    def shape_of(self, op: Any, rule: Any, margs: list, mkwargs: dict, trace: str) -> Any:
+        """The op's output metadata: its rule's, else the meta kernel's (slow path)."""
         try:
             if rule is not None:
                 return rule(*margs, **mkwargs)
