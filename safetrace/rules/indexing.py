@@ -186,7 +186,7 @@ def index_put(self: TensorMeta, indices: Sequence[TensorMeta | None], values: Te
         if isinstance(r, _MaskCount):
             if not v == 1:
                 raise _dd(op, "whether the values fit x[mask]")
-        elif hint_of(v) is not None and hint_of(v) == hint_of(r):
+        elif (hv := hint_of(v)) is not None and hv == hint_of(r):
             check(v == r, op, mismatch)  # equal on the example: unified, no size-1 guard
         elif not v == 1:
             check(v == r, op, mismatch)
