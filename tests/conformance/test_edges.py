@@ -13,6 +13,9 @@ import tests.conformance.edges.edges_3  # noqa: F401
 from tests.conformance.edge_harness import CASES, ST_ERRORS, Finding, Note, _where, describe, from_safetrace
 
 KNOWN = {
+    "load_byte_flips": ("st.load lets zipfile's NotImplementedError ('zip file version 20.0') "
+                        "escape instead of a LoadError (a flipped 'version needed' byte); "
+                        "owner: serialize"),
 }
 
 

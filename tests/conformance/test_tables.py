@@ -3,7 +3,8 @@
 A case either passes every check, or is listed here: REFUSED when a clear safetrace error is
 the documented behaviour (the test then requires exactly that refusal), KNOWN when it is a
 bug or a coverage gap of another area (xfail(strict): a fix makes it XPASS, then move the case
-out of KNOWN). The transformers table is marked ``slow`` (``pytest -m slow``).
+out of KNOWN). The transformers table and the cases in SLOW_CASES are marked ``slow``
+(``pytest -m slow``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ TABLES = {
     "hf": HF,
 }
 SLOW_TABLES = {"hf"}
+SLOW_CASES = {"arch2/hf_bert_mlm", "arch2/hf_bert_cls", "arch2/hf_gpt2_lm", "arch2/hf_llama_lm",
+              "arch2/sd_unet"}   # transformers imports and the biggest model: seconds each
 
 # by design: the error class the case must be refused with
 _FLOAT = "float arithmetic on a size specializes it (documented)"
@@ -95,7 +98,7 @@ def _params():
     for table, cases in TABLES.items():
         for name in cases:
             key = f"{table}/{name}"
-            marks = [pytest.mark.slow] if table in SLOW_TABLES else []
+            marks = [pytest.mark.slow] if table in SLOW_TABLES or key in SLOW_CASES else []
             if key in KNOWN:
                 marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[key]))
             out.append(pytest.param(table, name, id=key, marks=marks))
