@@ -9,15 +9,18 @@ Run: .venv/bin/python benchmarks/bench_realistic.py [--no-torch]
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import torch
 
-import safetrace as st
-from safetrace import Dim
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import safetrace as st  # noqa: E402
+from benchmarks.common import median_time as timed  # noqa: E402
+from safetrace import Dim  # noqa: E402
 
 
 def models():
@@ -34,15 +37,6 @@ def models():
     return [("gpt2-base", gpt2.eval(), (ids,), spec),
             ("bert-base", bert.eval(), (ids,), spec),
             ("mlp-8x2048", mlp.eval(), (torch.randn(32, 2048),), {"input": (Dim("b"), None)})]
-
-
-def timed(fn, n=5):
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main() -> None:

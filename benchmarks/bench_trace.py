@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -16,16 +15,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import safetrace as st  # noqa: E402
+from benchmarks.common import median_time  # noqa: E402
 from tests.models import MLP, Attention, ConvNet  # noqa: E402
-
-
-def best_time(fn, repeat: int = 41) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -39,9 +30,9 @@ def main() -> None:
         x = torch.randn(*shape)
         with torch.no_grad():
             model(x)
-            eager = best_time(lambda: model(x))
+            eager = median_time(lambda: model(x), 41)
         st.export(model, (x,))  # warm caches (overload resolution, plans)
-        export = best_time(lambda: st.export(model, (x,)))
+        export = median_time(lambda: st.export(model, (x,)), 41)
         ep = st.export(model, (x,))
         nodes = sum(1 for n in ep.graph.nodes if n.op == "call_function")
         ratios.append(export / eager)

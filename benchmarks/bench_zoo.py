@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 import safetrace as st  # noqa: E402
 from benchmarks.zoo import registry  # noqa: E402
-from benchmarks.common import torch_spec  # noqa: E402
+from benchmarks.common import per_call, torch_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -46,18 +46,6 @@ def timed(fn, repeats):
             break
         times.append(time.perf_counter() - t0)
     return (statistics.median(times) if times else None), out, err
-
-
-def per_call(fn, budget=0.3, cap=200):
-    fn()
-    fn()
-    times = []
-    t_end = time.perf_counter() + budget
-    while len(times) < 5 or (time.perf_counter() < t_end and len(times) < cap):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def close(a, b) -> bool:

@@ -1,7 +1,11 @@
-"""Helpers shared by the benchmark scripts: the same spec for torch.export. (The probe sweeps
-that lived here are the conformance tables of tests/conformance/.)"""
+"""Helpers shared by the benchmark scripts: timing (median of repeated calls, per-call cost
+within a time budget) and the same spec for torch.export. (The probe sweeps that lived in
+benchmarks/ are the conformance tables of tests/conformance/.)"""
 
 from __future__ import annotations
+
+import statistics
+import time
 
 from safetrace.dims import DerivedDim, Dim
 
@@ -31,3 +35,27 @@ def torch_spec(spec, cache=None):
     if spec is Dim.DYNAMIC:
         return TDim.DYNAMIC
     return spec
+
+
+def median_time(fn, repeat: int = 5) -> float:
+    """Median seconds of ``repeat`` calls of fn()."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def per_call(fn, budget: float = 0.3, cap: int = 200) -> float:
+    """Median seconds per call of fn() after two warm-up calls: at least 5 calls, then as many
+    as fit in ``budget`` seconds (at most ``cap``)."""
+    fn()
+    fn()
+    times = []
+    t_end = time.perf_counter() + budget
+    while len(times) < 5 or (time.perf_counter() < t_end and len(times) < cap):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

@@ -38,7 +38,7 @@ from safetrace.dims import DerivedDim, Dim
 
 ST_ERRORS = (st.ExportError, st.InputMismatchError, st.RuntimeAssertionError, st.LoadError)
 BOUND_MAX = 128          # a Dim's max is tried (and max + 1 refused) only up to this size
-BOUND_NUMEL = 4_000_000  # bound inputs bigger than this many elements are not built
+BOUND_NUMEL = 60_000     # bound inputs bigger than this (elements in all) are not run: cost
 
 
 class Problem(AssertionError):

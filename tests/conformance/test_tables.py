@@ -59,6 +59,7 @@ REFUSED = {
                                                "an example size of 1 specializes (documented)"),
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a float tensor"),
     "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride()"),
+    "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
 }
 
 _RESIDUAL = ("a residual guard on a named Dim narrows its range at run time instead of a "
@@ -89,7 +90,14 @@ KNOWN = {
     "hf/prophetnet": "relative-bucket indexing requires dec_seq <= 62; owner: rules",
     "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
                "owner: trace"),
-    "hf/mpnet": "eager fails on a bound size (IndexError); owner: conformance (case sizes)",
+    "hf/swin": _RELATION + " (`if min(input_resolution) <= self.window_size`)",
+    "hf/swinv2": _RESIDUAL + " (`was_padded = pad_values[3] > 0 or ...`)",
+    "hf/mobilenet_v1": _RESIDUAL + " (TF padding: `if in_width % stride_width == 0`)",
+    "hf/longt5": _RESIDUAL + " (`if x.shape[dim] % block_len != 0`)",
+    "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
+                        "int() of a size symbolic); owner: trace"),
+    "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "
+                     "multiplied); owner: conformance (the case's config)"),
 }
 
 

@@ -235,7 +235,7 @@ def clone_detach_ops(x):
 @case((2, 3))
 def complex_ops(x):
     z = torch.complex(x, x * 2); return torch.view_as_real(z * z).sum(-1) + z.abs()
-# -- from benchmarks/sweep_vision.py (hand-written vision / graph models) -----------------
+# -- from the vision sweep (now tests/conformance/models/vision.py) ---------------------
 @case((2, 4, 3, 5))
 def sv_channel_shuffle(x):
     b, c, h, w = x.size()

@@ -1,4 +1,4 @@
-"""Regressions found by benchmarks/sweep_vision.py (hand-written vision / graph models)."""
+"""Regressions found by the vision sweep (now the conformance table tests/conformance/models/vision.py)."""
 
 from __future__ import annotations
 

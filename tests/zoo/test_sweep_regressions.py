@@ -1,4 +1,4 @@
-"""Patterns found by the transformers breadth sweep (benchmarks/sweep_hf.py), reproduced
+"""Patterns found by the transformers breadth sweep (the conformance table tests/conformance/models/hf.py), reproduced
 by small hand-written modules: no transformers needed."""
 
 from __future__ import annotations
