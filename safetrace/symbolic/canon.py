@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable
 
+from safetrace.symbolic import floats as F
 from safetrace.symbolic.expr import (
-    BOOL_OPS, CMP_OPS, FALSE, ONE, TRUE, ZERO, Expr, ExprLike, Terms, _add_const, _make,
+    BOOL_OPS, CMP_OPS, FALSE, FCMP_OPS, ONE, TRUE, ZERO, Expr, ExprLike, Terms, _add_const, _make,
     _mono_key, add,
     add_many, const, from_terms, mul, neg, scale, sub, sym, terms, to_expr,
 )
@@ -163,6 +164,8 @@ def minmax(op: str, xs: list[Expr]) -> Expr:
 # --- comparisons and logic ------------------------------------------------------------------
 def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Canonical comparison ``a <op> b`` with op in lt, le, gt, ge, eq, ne."""
+    if F.is_float(a) or F.is_float(b):
+        return _int_cmp_of(F.fcmp(op, a, b))
     if a.op == "const" and b.op == "const":
         x, y = a.value, b.value
         r = {"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y,  # type: ignore[operator]
@@ -182,6 +185,13 @@ def compare(op: str, a: Expr, b: Expr) -> Expr:
             return same if op == "eq" else not_(same)
         return canon_cmp(op, sub(a, b))
     raise ValueError(f"unknown comparison {op!r}")
+
+
+def _int_cmp_of(c: Expr) -> Expr:
+    # a float comparison that came out between ints (``n >= 2.5`` is ``n >= 3``)
+    if c.op in FCMP_OPS and not F.is_float(c.args[0]) and not F.is_float(c.args[1]):
+        return compare(c.op[1:], c.args[0], c.args[1])
+    return c
 
 
 def canon_cmp(kind: str, d: Expr) -> Expr:
@@ -250,6 +260,8 @@ def not_(x: Expr) -> Expr:
         return _make("ne", x.args)
     if op == "ne":
         return _make("eq", x.args)
+    if op in FCMP_OPS:
+        return F.negate(x)
     if op not in BOOL_OPS:
         raise TypeError(f"not of a non-condition: {x}")
     return _make("not", (x,))
@@ -319,6 +331,10 @@ def rebuild(op: str, args: tuple[Expr, ...]) -> Expr:
         return or_(*args)
     if op == "not":
         return not_(args[0])
+    if op in F.FLOAT_OPS or op in F.INT_FROM_FLOAT:
+        return F.rebuild(op, args)
+    if op in FCMP_OPS:
+        return _int_cmp_of(F.rebuild(op, args))
     raise ValueError(f"cannot rebuild {op!r}")
 
 
@@ -334,7 +350,7 @@ def substitute(e: Expr, f: Callable[[Expr], Expr | None],
         r = f(e)
         if r is None:
             r = e
-    elif e.op == "const":
+    elif e.op == "const" or e.op == "fconst":
         r = e
     else:
         new = tuple([substitute(a, f, memo) for a in e.args])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from safetrace.symbolic import floats as F
 from safetrace.symbolic import ranges as R
 from safetrace.symbolic.canon import compare, diff, mod, not_, rebuild
 from safetrace.symbolic.expr import ONE, ZERO, Expr, add, mul, neg, scale, sub, terms
@@ -44,6 +45,13 @@ def bounds_of(env: Env, e: Expr) -> Range:
         r = Range(lo, hi)
     elif op == "mul":
         r = _mul_bounds(env, e)
+    elif op in F.INT_FROM_FLOAT:
+        r = F.int_bounds(e, lambda x: bounds_of(env, x))
+    elif op in F.FCMP_FNS:
+        known = F.decide_cmp(e, lambda x: bounds_of(env, x))
+        r = R.BOOL if known is None else R.TRUE_R if known else R.FALSE_R
+    elif op in F.FLOAT_OPS:
+        r = R.FULL  # not an int: callers ask fbounds
     elif op == "floordiv":
         r = R.r_floordiv(bounds_of(env, e.args[0]), bounds_of(env, e.args[1]))
     elif op == "mod":
@@ -101,7 +109,7 @@ def simplify(env: Env, e: Expr) -> Expr:
     if r is not None:
         return r
     op = e.op
-    if op == "const":
+    if op == "const" or op == "fconst":
         return e
     if op == "sym":
         r = env._repl.get(e, e)
@@ -243,6 +251,8 @@ def _decide(env: Env, c: Expr) -> bool | None:
         return bool(rc.lo)
     if not_(c) in known:
         return False
+    if op in F.FCMP_FNS:
+        return None
     d = diff(c)
     if op in ("le", "lt", "ge"):
         if nonneg(env, neg(d)):
@@ -258,7 +268,7 @@ def _decide(env: Env, c: Expr) -> bool | None:
     return None
 
 
-def hint_value(env: Env, e: Expr) -> int | bool | None:
+def hint_value(env: Env, e: Expr) -> int | bool | float | None:
     """Value of ``e`` under the hints, or None when it needs an unbacked symbol."""
     cache = env._hvcache
     v = cache.get(e)

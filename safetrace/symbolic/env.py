@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from safetrace.symbolic import decide as D
-from safetrace.symbolic.canon import compare, diff, not_, substitute
-from safetrace.symbolic.expr import TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr
+from safetrace.symbolic import floats as F
+from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
+from safetrace.symbolic.expr import (
+    TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr,
+)
 from safetrace.symbolic.ranges import Range
 
 INF = math.inf
@@ -91,6 +94,9 @@ class Env:
         self._known: set[Expr] = set()
         self.guards: list[Guard] = []
         self.facts: list[Guard] = []
+        # conditions checked at run time but not assumed (the int range where float
+        # arithmetic on a size is exact): they restrict no declared range
+        self.requirements: list[Guard] = []
         self._guard_set: set[Expr] = set()
         self.origin_provider: Callable[[], object] | None = None
         # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
@@ -107,7 +113,7 @@ class Env:
         self._scache: dict[Expr, Expr] = {}
         self._rcache: dict[Expr, Range] = {}
         self._dcache: dict[Expr, bool | None] = {}
-        self._hvcache: dict[Expr, int | bool] = {}  # values under the hints never change
+        self._hvcache: dict[Expr, int | bool | float] = {}  # values under the hints never change
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
@@ -190,7 +196,7 @@ class Env:
         """True/False when proven from ranges, replacements and facts; else None."""
         return D.decide(self, to_expr(cond))
 
-    def hint(self, expr: Expr | int) -> int | bool:
+    def hint(self, expr: Expr | int) -> int | bool | float:
         """Value of ``expr`` under the hints; raises DataDependentQuestion if unbacked."""
         e = to_expr(expr)
         v = D.hint_value(self, e)
@@ -223,11 +229,62 @@ class Env:
                 raise q
             v = bool(self.on_undecided(q))  # report mode: note it, assume an answer, go on
         taken = s if v else not_(s)
+        if F.has_float(taken):  # a float decision: as an exact int condition where possible
+            taken = self._exact_form(taken)
+            if taken is TRUE:
+                return bool(v)
         if taken not in self._guard_set:
             self._guard_set.add(taken)
             self.guards.append(Guard(taken, self._origin(origin)))
         self._assume(taken)
         return bool(v)
+
+    def _exact_form(self, c: Expr) -> Expr:
+        """A condition on one symbol that involves float arithmetic, as the equivalent int
+        condition (``s0*0.7 >= 3.5`` -> ``s0 >= 5``) when it is monotone in the symbol: the
+        float operations are evaluated exactly as Python does at every probed size."""
+        if c.op in ("and",):
+            return and_(*[self._exact_form(a) for a in c.args])
+        if c.op in ("feq", "eq"):  # an equality holds on the interval between two bounds
+            lhs, rhs = c.args
+            return and_(self._exact_form(compare("le", lhs, rhs)),
+                        self._exact_form(compare("ge", lhs, rhs)))
+        names = c.free_symbols
+        if len(names) != 1:
+            return c
+        (name,) = names
+        info = self._syms.get(name)
+        hint = self._hints.get(name)
+        if info is None or hint is None:
+            return c
+        ib = self._int_bounds
+        d = diff(c) if c.op in ("le", "lt", "ge") else None
+        way = F.cmp_direction(c, d, name, ib)
+        if way is None:
+            return c
+
+        def pred(v: int) -> bool:
+            try:
+                return bool(c.evaluate({name: v}))
+            except (ZeroDivisionError, OverflowError, ValueError):
+                return False
+
+        found = F.threshold(pred, way > 0, True, hint, info.range.lo, info.range.hi)
+        if found is None:
+            return c
+        kind, t = found
+        return TRUE if kind == "true" else compare(kind, sym(name), const(t))
+
+    def _int_bounds(self, e: Expr) -> Range:
+        return D.bounds_of(self, e)
+
+    def require(self, cond: Expr, origin: object = None) -> None:
+        """Check ``cond`` at run time without assuming it (a limit of exactness that must
+        not narrow a declared range); nothing when it is proven."""
+        c = D.simplify(self, cond)
+        if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
+            return
+        self.requirements.append(Guard(c, origin))
 
     def add_fact(self, cond: Expr | bool, origin: object = None) -> None:
         """Assume ``cond`` (a user check); ValueError if it is provably false."""
@@ -413,7 +470,7 @@ class Env:
         seen: set[Expr] = set()
         backed_facts = [f for f in self.facts if all(n in self._hints for n in
                                                      f.cond.free_symbols)]
-        for g in self.guards + backed_facts:
+        for g in self.guards + backed_facts + self.requirements:
             c = substitute(g.cond, self._repl.get)
             if c in seen or D.bounds_of(self, c).lo == 1:
                 continue
@@ -435,7 +492,7 @@ class Env:
                 conds.append(compare("ge", s, const(int(info.range.lo))))
             if info.range.hi < INF:
                 conds.append(compare("le", s, const(int(info.range.hi))))
-        conds += [g.cond for g in self.guards]
+        conds += [g.cond for g in self.guards + self.requirements]
         conds += [f.cond for f in self.facts if f.cond.free_symbols <= binding.keys()]
         bad: list[Expr] = []
         for c in conds:

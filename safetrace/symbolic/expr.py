@@ -8,7 +8,12 @@ Node kinds, as ``Expr.op``:
 * ``"floordiv"``, ``"mod"``: ``(a, b)`` with Python's floor semantics;
 * ``"min"``, ``"max"``: two or more sorted arguments;
 * ``"eq"``, ``"ne"``, ``"lt"``, ``"le"``, ``"ge"``: ``(lhs, rhs)``;
-* ``"and"``, ``"or"``: two or more sorted arguments; ``"not"``: ``(arg,)``.
+* ``"and"``, ``"or"``: two or more sorted arguments; ``"not"``: ``(arg,)``;
+* floats (module ``floats``), kept in the user's order of operations with IEEE double
+  semantics: ``"fconst"`` (``.value``: a float), ``"float"``, ``"fadd"``, ``"fsub"``,
+  ``"fmul"``, ``"fdiv"``, ``"ffloordiv"``, ``"fpow"``, ``"fneg"``; the int-valued ``"trunc"``
+  (Python's ``int(x)``) and ``"round"``; the conditions ``"flt"``, ``"fle"``, ``"fgt"``,
+  ``"fge"``, ``"feq"``, ``"fne"``.
 
 There are no "neg", "sub" or "gt" nodes: ``-x`` is ``mul(-1, x)``, ``a > b`` is stored as
 ``b < a``, and every comparison is normalized from ``lhs - rhs``.  Expressions are interned,
@@ -18,6 +23,7 @@ structure.  ``Expr.eq(a, b)`` builds the symbolic equality.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Dict, Iterable, Mapping, Tuple, Union
 
@@ -28,8 +34,10 @@ Terms = Dict[Mono, int]
 _TABLE: dict[tuple[object, ...], Expr] = {}
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _OPRANK = {op: i for i, op in enumerate(
-    "floordiv mod min max mul add eq ne lt le ge not and or".split())}
-BOOL_OPS = frozenset(("eq", "ne", "lt", "le", "ge", "and", "or", "not"))
+    "floordiv mod min max mul add eq ne lt le ge not and or float fadd fsub fmul fdiv ffloordiv "
+    "fpow fneg trunc round flt fle fgt fge feq fne".split())}
+FCMP_OPS = frozenset(("flt", "fle", "fgt", "fge", "feq", "fne"))
+BOOL_OPS = frozenset(("eq", "ne", "lt", "le", "ge", "and", "or", "not")) | FCMP_OPS
 CMP_OPS = frozenset(("eq", "ne", "lt", "le", "ge"))
 
 
@@ -41,7 +49,7 @@ class Expr:
 
     op: str
     args: tuple[Expr, ...]
-    value: int | bool | None
+    value: int | bool | float | None
     name: str | None
     # caches, filled on first use
     _key: tuple[Any, ...]
@@ -60,6 +68,8 @@ class Expr:
     def __reduce__(self) -> tuple[object, ...]:
         if self.op == "const":
             return (const, (self.value,))
+        if self.op == "fconst":
+            return (fconst, (self.value,))
         if self.op == "sym":
             return (sym, (self.name,))
         return (_c.rebuild, (self.op, self.args))
@@ -87,7 +97,7 @@ class Expr:
         if f is None:
             if self.op == "sym":
                 f = frozenset((self.name,))  # type: ignore[arg-type]
-            elif self.op == "const":
+            elif self.op in ("const", "fconst"):
                 f = frozenset()
             else:
                 f = frozenset().union(*(a.free_symbols for a in self.args))
@@ -104,7 +114,7 @@ class Expr:
         by_name = {(k if isinstance(k, str) else k.name): to_expr(v) for k, v in mapping.items()}
         return _c.substitute(self, lambda e: by_name.get(e.name))
 
-    def evaluate(self, binding: Mapping[str, int]) -> int | bool:
+    def evaluate(self, binding: Mapping[str, int]) -> int | bool | float:
         """Value under ``binding`` (name -> int), with Python's semantics for every op."""
         from safetrace.symbolic.printing import evaluate
         return evaluate(self, binding)
@@ -228,6 +238,19 @@ def sym(name: str) -> Expr:
         e.op, e.args, e.value, e.name = "sym", (), None, name
         m = _NAME_RE.match(name)
         e._key = (1, m.group(1), int(m.group(2)), name) if m else (1, name, -1, name)
+        e._terms = e._str = e._free = e._d = None
+        _TABLE[key] = e
+    return e
+
+
+def fconst(v: float) -> Expr:
+    """The float constant ``v`` (0.0 and -0.0 are different nodes, as are NaNs' bits)."""
+    key = ("fconst", float(v).hex())
+    e = _TABLE.get(key)
+    if e is None:
+        e = object.__new__(Expr)
+        e.op, e.args, e.value, e.name = "fconst", (), float(v), None
+        e._key = (0, v if v == v else math.inf, 2, key[1])
         e._terms = e._str = e._free = e._d = None
         _TABLE[key] = e
     return e

@@ -10,19 +10,33 @@ from __future__ import annotations
 import ast
 from typing import Mapping
 
-from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
-from safetrace.symbolic.expr import Expr, add_many, const, mul, neg, sub, sym
+import math
 
-_OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 1, 2, 3, 4, 5, 6, 7, 9
-_CMP_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">="}
+from safetrace.symbolic import floats as F
+from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
+from safetrace.symbolic.expr import Expr, add_many, const, fconst, mul, neg, sub, sym
+
+_OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _POW, _ATOM = 1, 2, 3, 4, 5, 6, 7, 8, 9
+_CMP_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">=",
+            "flt": "<", "fle": "<=", "fgt": ">", "fge": ">=", "feq": "==", "fne": "!="}
+_FBIN_SYM = {"fadd": (" + ", _ADD), "fsub": (" - ", _ADD), "fmul": ("*", _MUL),
+             "fdiv": ("/", _MUL), "ffloordiv": (" // ", _MUL), "fpow": ("**", _POW)}
+_CALL = {"float": "float", "trunc": "int", "round": "round"}
 
 
 def _prec(e: Expr) -> int:
     op = e.op
     if op == "const":
         return _UNARY if type(e.value) is int and e.value < 0 else _ATOM
-    if op in ("sym", "min", "max"):
+    if op == "fconst":
+        v = float(e.value)  # type: ignore[arg-type]
+        return _UNARY if math.copysign(1.0, v) < 0 or v != v else _ATOM
+    if op in ("sym", "min", "max") or op in _CALL:
         return _ATOM
+    if op in _FBIN_SYM:
+        return _FBIN_SYM[op][1]
+    if op == "fneg":
+        return _UNARY
     if op == "add":
         return _ADD
     if op in ("mul", "floordiv", "mod"):
@@ -50,6 +64,8 @@ def to_str(e: Expr) -> str:
         return repr(e.value)
     if op == "sym":
         return e.name  # type: ignore[return-value]
+    if op in F.FLOAT_OPS or op in _CALL:
+        return _float_str(e)
     if op == "add":
         parts: list[str] = []
         for i, t in enumerate(e.args):
@@ -83,20 +99,40 @@ def to_str(e: Expr) -> str:
     return f" {op} ".join(f"({a})" for a in e.args)
 
 
-def evaluate(e: Expr, b: Mapping[str, int]) -> int | bool:
+def _float_str(e: Expr) -> str:
+    op = e.op
+    if op == "fconst":
+        v = float(e.value)  # type: ignore[arg-type]
+        if math.isinf(v):  # valid Python in the generated checks, which know no `inf`
+            return "1e999" if v > 0 else "-1e999"
+        return "(1e999 - 1e999)" if v != v else repr(v)
+    if op in _CALL:
+        return f"{_CALL[op]}({e.args[0]})"
+    if op == "fneg":
+        return f"-{_p(e.args[0], _UNARY)}"
+    sep, prec = _FBIN_SYM[op]
+    a, b = e.args
+    if op == "fpow":  # right-associative, binds tighter than a unary minus on its left
+        left = f"({a})" if _prec(a) <= _POW else str(a)
+        return f"{left}**{_p(b, _UNARY)}"
+    # left-associative: the same precedence needs parentheses on the right only
+    return f"{_p(a, prec)}{sep}{_p(b, prec + 1)}"
+
+
+def evaluate(e: Expr, b: Mapping[str, int]) -> int | bool | float:
     """Value of ``e`` with symbols bound by name, with Python semantics."""
     op = e.op
-    if op == "const":
+    if op == "const" or op == "fconst":
         return e.value  # type: ignore[return-value]
     if op == "sym":
         return b[e.name]  # type: ignore[index]
     if op == "add":
-        s = 0
+        s: int | float = 0
         for a in e.args:
             s += evaluate(a, b)
         return s
     if op == "mul":
-        p = 1
+        p: int | float = 1
         for a in e.args:
             p *= evaluate(a, b)
         return p
@@ -114,7 +150,13 @@ def evaluate(e: Expr, b: Mapping[str, int]) -> int | bool:
         return any(evaluate(a, b) for a in e.args)
     if op == "not":
         return not evaluate(e.args[0], b)
+    if op in F.FUN_OPS:
+        return F.fun_value(op, evaluate(e.args[0], b))
     x, y = evaluate(e.args[0], b), evaluate(e.args[1], b)
+    if op in F.FBIN_OPS:
+        return F.FBIN_OPS[op](x, y)  # type: ignore[no-any-return]
+    if op in F.FCMP_FNS:
+        return F.FCMP_FNS[op](x, y)  # type: ignore[no-any-return]
     if op == "eq":
         return x == y
     if op == "ne":
@@ -141,17 +183,29 @@ def parse(src: str) -> Expr:
     return _conv(tree.body, src)
 
 
+_FBIN_AST = {ast.Add: "fadd", ast.Sub: "fsub", ast.Mult: "fmul", ast.Div: "fdiv",
+             ast.FloorDiv: "ffloordiv", ast.Pow: "fpow"}
+
+
 def _conv(n: ast.AST, src: str) -> Expr:
+    if isinstance(n, ast.Constant) and isinstance(n.value, float):
+        return fconst(n.value)
     if isinstance(n, ast.Constant) and isinstance(n.value, int):
         return const(n.value)
     if isinstance(n, ast.Name):
         return sym(n.id)
+    if isinstance(n, ast.BinOp) and type(n.op) in _FBIN_AST:
+        a, b = _conv(n.left, src), _conv(n.right, src)
+        # Python's own typing: a float operand, or a true division, makes the result a float
+        if F.is_float(a) or F.is_float(b) or isinstance(n.op, (ast.Div, ast.Pow)):
+            return F.fbin(_FBIN_AST[type(n.op)], a, b)
+        return _BIN[type(n.op)](a, b)
     if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
         return _BIN[type(n.op)](_conv(n.left, src), _conv(n.right, src))
     if isinstance(n, ast.UnaryOp):
         x = _conv(n.operand, src)
         if isinstance(n.op, ast.USub):
-            return neg(x)
+            return F.fun("fneg", x) if F.is_float(x) else neg(x)
         if isinstance(n.op, ast.UAdd):
             return x
         if isinstance(n.op, ast.Not):
@@ -170,7 +224,13 @@ def _conv(n: ast.AST, src: str) -> Expr:
             left = right
         else:
             return and_(*conds)
-    if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max")
-            and n.args and not n.keywords):
-        return minmax(n.func.id, [_conv(a, src) for a in n.args])
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args and not n.keywords:
+        name = n.func.id
+        if name in ("min", "max"):
+            return minmax(name, [_conv(a, src) for a in n.args])
+        ops = {"float": "float", "int": "trunc", "round": "round"}
+        if name in ops and len(n.args) == 1:
+            x = _conv(n.args[0], src)
+            if name == "float" or F.is_float(x):
+                return F.fun(ops[name], x)
     raise ValueError(f"unsupported syntax in symbolic expression {src!r}: {ast.dump(n)[:60]}")

@@ -89,8 +89,9 @@ def test_division_by_literal_zero_raises() -> None:
 
 
 def test_parse_errors() -> None:
+    assert parse("s0 / 2").op == "fdiv"  # a float expression, as in Python
     with pytest.raises(ValueError):
-        parse("s0 / 2")
+        parse("s0 @ 2")
     with pytest.raises(ValueError):
         parse("s0 +")
     assert parse("0 <= u0 <= s0") is Expr.and_(Expr.ge(u0, 0), Expr.le(u0, s0))
