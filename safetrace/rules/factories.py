@@ -306,10 +306,9 @@ def _decided_min(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
     env = (a if not isinstance(a, int) else b).env
-    from safetrace.symbolic import to_expr
-    from safetrace.symbolic.expr import Expr
+    from safetrace.symbolic import le, to_expr
 
-    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    known = env.decide(le(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     return sym_min(a, b)

@@ -18,7 +18,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.errors import LoadError
-from safetrace.symbolic.expr import BOOL_OPS, Expr, _make, const, fconst, sym
+from safetrace.symbolic.expr import Expr, const, fconst, make_node, sym
+from safetrace.symbolic.semantics import BOOL_OPS
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
 MAX_EXPR_DEPTH = 100    # nesting of a symbolic expression
@@ -132,7 +133,7 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
         raise fail(where, f"operator {op} has {len(raw)} operand(s)")
     args = tuple(_dexpr(a, where, depth + 1, count) for a in raw)
     _check_canonical(op, args, where)
-    return _make(op, args)
+    return make_node(op, args)
 
 
 def _check_canonical(op: str, args: tuple, where: str) -> None:

@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from safetrace.symbolic import decide as D
-from safetrace.symbolic import floats as F
+import safetrace.symbolic.decide as D
+import safetrace.symbolic.floats as F
 from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr,
@@ -84,14 +84,14 @@ class Env:
 
     def __init__(self) -> None:
         self._syms: dict[str, SymbolInfo] = {}
-        self._hints: dict[str, int] = {}
+        self.hints: dict[str, int] = {}
         self._ns = 0
         self._nu = 0
-        self._repl: dict[Expr, Expr] = {}
-        self._atom: dict[Expr, Expr] = {}
-        self._div: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
-        self._lin: list[Expr] = []
-        self._known: set[Expr] = set()
+        self.subst: dict[Expr, Expr] = {}
+        self.atoms: dict[Expr, Expr] = {}
+        self.divisors: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
+        self.linear: list[Expr] = []
+        self.known: set[Expr] = set()
         self.guards: list[Guard] = []
         self.facts: list[Guard] = []
         # conditions checked at run time but not assumed (the int range where float
@@ -110,10 +110,7 @@ class Env:
         # f(op, operands) -> a float the engine cannot express (n ** -0.5), computed by the
         # caller's graph; None: such values are specialized (their sizes guarded)
         self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
-        self._scache: dict[Expr, Expr] = {}
-        self._rcache: dict[Expr, Range] = {}
-        self._dcache: dict[Expr, bool | None] = {}
-        self._hvcache: dict[Expr, int | bool | float] = {}  # values under the hints never change
+        self.cache = D.Caches()
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
@@ -125,7 +122,7 @@ class Env:
         if not isinstance(hint, int) or hint not in rng:
             raise ValueError(f"hint {hint!r} of {name} is outside its range [{rng.lo}, {rng.hi}]")
         self._add_symbol(SymbolInfo(name, True, int(hint), rng, origin, len(self._syms)))
-        self._hints[name] = int(hint)
+        self.hints[name] = int(hint)
         return self._maybe_point(name)
 
     def new_unbacked(self, lo: int | None = None, hi: int | None = None,
@@ -176,12 +173,15 @@ class Env:
     @property
     def replacements(self) -> dict[Expr, Expr]:
         """Symbol -> the expression it is replaced by (fully resolved)."""
-        return dict(self._repl)
+        return dict(self.subst)
 
     def _bump(self) -> None:
-        self._scache.clear()
-        self._rcache.clear()
-        self._dcache.clear()
+        self.cache.clear()
+
+    def symbol_range(self, name: str) -> Range | None:
+        """The range of a symbol, None for one this env never created."""
+        info = self._syms.get(name)
+        return info.range if info is not None else None
 
     # --- questions --------------------------------------------------------------------
     def simplify(self, expr: Expr | int) -> Expr:
@@ -205,8 +205,8 @@ class Env:
         return v
 
     def _hints_for(self, e: Expr) -> dict[str, int]:
-        return {n: self._hints[n] for n in sorted(self.simplify(e).free_symbols)
-                if n in self._hints}
+        return {n: self.hints[n] for n in sorted(self.simplify(e).free_symbols)
+                if n in self.hints}
 
     def _origin(self, origin: object) -> object:
         if origin is None and self.origin_provider is not None:
@@ -254,7 +254,7 @@ class Env:
             return c
         (name,) = names
         info = self._syms.get(name)
-        hint = self._hints.get(name)
+        hint = self.hints.get(name)
         if info is None or hint is None:
             return c
         ib = self._int_bounds
@@ -316,7 +316,7 @@ class Env:
         if op == "eq":
             self._assume_eq(c)
             return
-        self._known.add(c)
+        self.known.add(c)
         if op in ("le", "lt", "ge"):
             f = neg(diff(c))  # the fact f >= 0
             one = _single_symbol(f)
@@ -327,7 +327,7 @@ class Env:
                 else:
                     self._narrow(s, -INF, c0 // (-k))
             else:
-                self._lin.append(f)
+                self.linear.append(f)
         elif op == "ne":
             one = _single_symbol(diff(c))
             if one is not None:
@@ -359,9 +359,9 @@ class Env:
             if best is None or self._eq_key(x, k, t) > self._eq_key(best, t[(best,)], t):
                 best = x
         if best is None:
-            self._known.add(c)
-            self._lin.append(d)
-            self._lin.append(neg(d))
+            self.known.add(c)
+            self.linear.append(d)
+            self.linear.append(neg(d))
             self._bump()
             return
         k = t.pop((best,))
@@ -369,17 +369,17 @@ class Env:
         if best.op == "sym":
             self._replace(best, value)
         else:
-            self._atom[best] = value
+            self.atoms[best] = value
             if best.op == "mod" and value.op == "const" and value.value == 0 \
                     and best.args[1].op == "const":
                 x, modulus = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
-                self._div[x] = math.lcm(self._div.get(x, 1), modulus)
+                self.divisors[x] = math.lcm(self.divisors.get(x, 1), modulus)
             den = best.args[1].value if best.op == "floordiv" else None
             if isinstance(den, int) and den > 0 and isinstance(value.value, int) \
                     and value.op == "const" and best.args[0].op == "sym":
                 v = value.value  # s // den == v: the range [den*v, den*v + den - 1]
                 self._narrow(best.args[0], den * v, den * v + den - 1)
-            self._known.add(c)
+            self.known.add(c)
             self._bump()
             self._refresh()
 
@@ -404,7 +404,7 @@ class Env:
             return
         info.range = new
         self._bump()
-        if new.is_point and s not in self._repl:
+        if new.is_point and s not in self.subst:
             self._replace(s, const(int(new.lo)))
 
     def _replace(self, s: Expr, value: Expr) -> None:
@@ -412,10 +412,10 @@ class Env:
         if value.op == "const" and value.value not in info.range:
             raise ValueError(f"contradiction: {s.name} == {value} but its range is "
                              f"[{info.range.lo}, {info.range.hi}]")
-        self._repl[s] = value
-        for k, v in list(self._repl.items()):
+        self.subst[s] = value
+        for k, v in list(self.subst.items()):
             if s.name in v.free_symbols:
-                self._repl[k] = substitute(v, lambda x: value if x is s else None)
+                self.subst[k] = substitute(v, lambda x: value if x is s else None)
         self._bump()
         if value.op != "const":
             rng = info.range
@@ -427,16 +427,16 @@ class Env:
 
     def _refresh(self) -> None:
         """Re-simplify stored facts after the replacements changed."""
-        lin, known, atom, div = self._lin, self._known, self._atom, self._div
-        self._lin, self._known, self._atom, self._div = [], set(), {}, {}
+        lin, known, atom, div = self.linear, self.known, self.atoms, self.divisors
+        self.linear, self.known, self.atoms, self.divisors = [], set(), {}, {}
         self._bump()
         for x, m in div.items():
             x2 = D.simplify(self, x)
-            self._div[x2] = math.lcm(self._div.get(x2, 1), m)
+            self.divisors[x2] = math.lcm(self.divisors.get(x2, 1), m)
         for a, v in atom.items():
             a2 = D.simplify(self, a)
             if a2.op != "const":
-                self._atom[a2] = D.simplify(self, v)
+                self.atoms[a2] = D.simplify(self, v)
             self._bump()
         for f in lin:
             f2 = D.simplify(self, f)
@@ -444,13 +444,13 @@ class Env:
                 if int(f2.value) < 0:  # type: ignore[arg-type]
                     raise ValueError("contradiction among the facts")
             else:
-                self._lin.append(f2)
+                self.linear.append(f2)
         for k in known:
             k2 = D.simplify(self, k)
             if k2.op == "const" and not k2.value:
                 raise ValueError(f"contradiction: `{k}` no longer holds")
             if k2.op != "const":
-                self._known.add(k2)
+                self.known.add(k2)
         self._bump()
 
     # --- results ------------------------------------------------------------------------
@@ -458,7 +458,7 @@ class Env:
         """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
         out = Contract()
         for name, info in self._syms.items():
-            v = self._repl.get(sym(name))
+            v = self.subst.get(sym(name))
             if v is None:
                 out.fates[name] = Fate("free", info.range, expr=sym(name))
             elif v.op == "const":
@@ -468,10 +468,10 @@ class Env:
                 kind = "equal" if v.op == "sym" else "derived"
                 out.fates[name] = Fate(kind, self.bounds(v), expr=v)
         seen: set[Expr] = set()
-        backed_facts = [f for f in self.facts if all(n in self._hints for n in
+        backed_facts = [f for f in self.facts if all(n in self.hints for n in
                                                      f.cond.free_symbols)]
         for g in self.guards + backed_facts + self.requirements:
-            c = substitute(g.cond, self._repl.get)
+            c = substitute(g.cond, self.subst.get)
             if c in seen or D.bounds_of(self, c).lo == 1:
                 continue
             seen.add(c)
@@ -485,7 +485,7 @@ class Env:
             if name not in binding:
                 continue
             s = sym(name)
-            v = self._repl.get(s)
+            v = self.subst.get(s)
             if v is not None:
                 conds.append(compare("eq", s, v))
             if info.range.lo > -INF:

@@ -15,27 +15,17 @@ monotone, so an operation applied to the ends of intervals bounds every rounded 
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Callable
 
-from safetrace.symbolic.expr import (
-    FALSE, FCMP_OPS, TRUE, Expr, _make, const, fconst, neg,
-)
+from safetrace.symbolic.expr import FALSE, TRUE, Expr, const, fconst, make_node, neg
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.semantics import (
+    FBIN_OPS, FCMP_FNS, FCMP_OPS, FLOAT_OPS, FUN_OPS, INT_FROM_FLOAT, Value,
+)
 
-FBIN_OPS = {"fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
-            "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow}
-FUN_OPS: dict[str, Callable[[Any], Any]] = {"float": float, "fneg": operator.neg,
-                                            "trunc": int, "round": round}
-FCMP_FNS = {"flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
-            "feq": operator.eq, "fne": operator.ne}
-FLOAT_OPS = frozenset(("fconst", "float", "fneg")) | frozenset(FBIN_OPS)
-INT_FROM_FLOAT = frozenset(("trunc", "round"))
 FCMP_NEGATION = {"flt": "fge", "fle": "fgt", "fgt": "fle", "fge": "flt", "feq": "fne",
                  "fne": "feq"}
 _SWAP = {"lt": "flt", "le": "fle", "gt": "fgt", "ge": "fge", "eq": "feq", "ne": "fne"}
-
-Value = int | float | bool
 
 
 def is_float(e: Expr) -> bool:
@@ -67,7 +57,7 @@ def fbin(op: str, a: Expr, b: Expr) -> Expr:
     x, y = _value(a), _value(b)
     if x is not None and y is not None:
         return _folded(FBIN_OPS[op](x, y))
-    return _make(op, (a, b))
+    return make_node(op, (a, b))
 
 
 def fun(op: str, a: Expr) -> Expr:
@@ -79,7 +69,7 @@ def fun(op: str, a: Expr) -> Expr:
         return a.args[0]
     if op == "float" and is_float(a):
         return a
-    return _make(op, (a,))
+    return make_node(op, (a,))
 
 
 def floor(a: Expr) -> Expr:
@@ -110,7 +100,7 @@ def fcmp(kind: str, a: Expr, b: Expr) -> Expr:
         r = _int_vs_const(flip, b, float(a.value))  # type: ignore[arg-type]
         if r is not None:
             return r
-    return _make(op, (a, b))
+    return make_node(op, (a, b))
 
 
 def _int_vs_const(op: str, x: Expr, c: float) -> Expr | None:
@@ -126,12 +116,12 @@ def _int_vs_const(op: str, x: Expr, c: float) -> Expr | None:
     if lo != hi and op in ("feq", "fne"):
         return FALSE if op == "feq" else TRUE
     k = {"flt": hi, "fle": lo, "fgt": lo, "fge": hi}.get(op, lo)
-    return _make(op, (x, const(k)))
+    return make_node(op, (x, const(k)))
 
 
 def negate(c: Expr) -> Expr:
     """``not c`` of a float comparison (sizes are never NaN)."""
-    return _make(FCMP_NEGATION[c.op], c.args)
+    return make_node(FCMP_NEGATION[c.op], c.args)
 
 
 def rebuild(op: str, args: tuple[Expr, ...]) -> Expr:

@@ -15,11 +15,12 @@ from typing import Any, Callable
 import math
 from fractions import Fraction
 
-from safetrace.symbolic import decide as D
-from safetrace.symbolic import floats as F
-from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
+import safetrace.symbolic.decide as D
+import safetrace.symbolic.floats as F
+from safetrace.symbolic.canon import and_, compare, minmax, not_, or_
 from safetrace.symbolic.env import Env
-from safetrace.symbolic.expr import Expr, add, const, fconst, mul, neg, sub, to_expr
+from safetrace.symbolic.expr import Expr, add, const, fconst, floordiv, mod, mul, neg, sub, to_expr
+from safetrace.symbolic.semantics import FLOAT_OPS
 
 Fn = Callable[[Expr, Expr], Expr]
 
@@ -27,7 +28,7 @@ Fn = Callable[[Expr, Expr], Expr]
 def _wrap_int(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return e.value
-    if env._repl or env._atom or env._div:
+    if env.subst or env.atoms or env.divisors:
         e = D.simplify(env, e)
         if e.op == "const":
             return int(e.value)  # type: ignore[arg-type]
@@ -37,7 +38,7 @@ def _wrap_int(e: Expr, env: Env) -> Any:
 def _wrap_bool(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return bool(e.value)
-    if env._repl or env._atom or env._div:
+    if env.subst or env.atoms or env.divisors:
         e = D.simplify(env, e)
         if e.op == "const":
             return bool(e.value)
@@ -94,7 +95,7 @@ def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
     def op(self: SymInt, o: object) -> Any:
         # sizes against constants are mostly settled by ranges alone; data-dependent
         # values keep their SymBool so that a user's check of it stays visible
-        if o.__class__ is int and self.expr.free_symbols <= self.env._hints.keys():
+        if o.__class__ is int and self.expr.free_symbols <= self.env.hints.keys():
             r = D.bounds_of(self.env, self.expr)
             known = _quick(kind, r.lo, r.hi, o)
             if known is not None:
@@ -213,7 +214,7 @@ class SymInt:
     @property
     def hint(self) -> int:
         """The example value (raises DataDependentQuestion for unbacked expressions)."""
-        v = self.env._hvcache.get(self.expr)
+        v = self.env.cache.hint_values.get(self.expr)
         return int(v if v is not None else self.env.hint(self.expr))
 
 
@@ -285,7 +286,7 @@ class SymFloat:
     computes (``5 * 0.7 >= 3.5`` is True)."""
 
     __slots__ = ("expr", "env")
-    FLOAT_OPS = F.FLOAT_OPS  # the expression kinds a SymFloat holds
+    FLOAT_OPS = FLOAT_OPS  # the expression kinds a SymFloat holds
 
     def __init__(self, expr: Expr, env: Env) -> None:
         self.expr, self.env = expr, env
@@ -306,7 +307,7 @@ class SymFloat:
     def _make(e: Expr, env: Env) -> Any:
         if e.op == "fconst":
             return float(e.value)  # type: ignore[arg-type]
-        if env._repl or env._atom:
+        if env.subst or env.atoms:
             e = D.simplify(env, e)
             if e.op == "fconst":
                 return float(e.value)  # type: ignore[arg-type]
