@@ -117,11 +117,15 @@ class CheckBuilder:
         free = sorted(e.free_symbols - self.bound.keys())
         if len(free) == 1:  # a dim declared only through a derived form, e.g. 2*d
             name = free[0]
-            from safetrace.symbolic.expr import sym
-
-            at1 = e.subs({sym(name): 1}).evaluate({})
-            at0 = e.subs({sym(name): 0})
-            coef = at1 - at0.evaluate({}) if not at0.free_symbols else None
+            # evaluated, never substituted: substituting re-canonicalizes, which can expand
+            # a product of sums (a loaded file's 40 factors: 2**40 terms)
+            coef = at0 = None
+            if e.free_symbols == {name}:
+                try:
+                    at0 = e.evaluate({name: 0})
+                    coef = e.evaluate({name: 1}) - at0
+                except ArithmeticError:
+                    coef = None
             if coef:
                 self.lines.append(f"{name} = (sh{i}[{d}] - ({at0})) // {coef}")
                 self.bound[name] = f"(({path}.shape[{d}] - {at0}) // {coef})"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from safetrace.errors import LoadError
 from safetrace.serialize.budgets import Budgets
-from safetrace.serialize.load import load
+from safetrace.serialize.reader import load
 from safetrace.serialize.save import VERSION, save
 from safetrace.serialize.targets import register_callable
 

@@ -253,14 +253,22 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
             raise LoadError(f"{where}: {name} on an int of {v.bit_length()} bits")
     if kind in ("pow", "shift"):
         e = args[1]
-        if kind == "pow" and isinstance(e, float):
-            return
+        if kind == "pow" and (_floatish(e) or _floatish(args[0])):
+            return  # float powers cost a float operation, whatever the exponent
         if not _is_int(e) or abs(e) > budgets.max_exponent:
             raise LoadError(f"{where}: {name} with {'exponent' if kind == 'pow' else 'shift'} "
                             f"{_kind(e)}: it must be a constant int within +-{budgets.max_exponent}"
                             f" (max_exponent)")
     if kind == "round" and len(args) == 2 and not (_is_int(args[1]) and abs(args[1]) <= 400):
         raise LoadError(f"{where}: {name} with ndigits {_kind(args[1])}")
+
+
+def _floatish(v: Any) -> bool:
+    """A float constant, or a graph value whose recorded value is a float."""
+    if isinstance(v, torch.fx.Node):
+        v = v.meta.get("val")
+        return isinstance(v, float) or hasattr(v, "den") or getattr(v, "opaque", False)
+    return isinstance(v, float)
 
 
 def _plain(v: Any, where: str, budgets: Budgets) -> None:

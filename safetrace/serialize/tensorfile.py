@@ -26,7 +26,7 @@ import safetensors.torch
 import torch
 
 from safetrace.errors import LoadError
-from safetrace.serialize.budgets import Budgets, json_shape
+from safetrace.serialize.budgets import Budgets
 
 CODES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -205,7 +205,12 @@ def _header_length(head: bytes, size: int, budgets: Budgets, where: str) -> int:
 
 def parse_header(raw: bytes, data_size: int, budgets: Budgets, where: str) -> tuple[dict, dict]:
     """Metadata strings and {name: (dtype, shape)}; every inconsistency is a LoadError."""
-    json_shape(raw, budgets, where + " header", max_depth=4)
+    # The header is flat but holds the program as one long string: bound its entries by
+    # their keys (a raw `"data_offsets"` cannot occur inside a JSON string) before parsing.
+    entries = raw.count(b'"data_offsets"')
+    if entries > budgets.max_tensors:
+        raise LoadError(f"{where}: {entries} tensors, over the budget "
+                        f"(max_tensors={budgets.max_tensors})")
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
