@@ -138,7 +138,7 @@ def _check(ns: argparse.Namespace) -> int:
                                                            *ep.constants.values()])
     _out(f"{ns.file}: OK ({n_nodes} nodes, {len(ep._state)} state tensors, "
          f"{len(ep.constants)} constants, {n_bytes} bytes of weights, "
-         f"{len(ep.contract.leaves)} inputs; every call on the allowlist)")
+         f"{len(ep.contract.inputs)} inputs; every call on the allowlist)")
     return 0
 
 
@@ -230,11 +230,10 @@ def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
 
 def _symbols(ep: Any) -> list[str]:
     names: set = set()
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "tensor":
-            for s in leaf[3]:
-                if not isinstance(s, int):
-                    names |= s.free_symbols
+    for inp in ep.contract.inputs:
+        for dim in getattr(inp, "dims", ()):
+            if not isinstance(dim.size, int):
+                names |= dim.size.free_symbols
     return sorted(names)
 
 
@@ -257,7 +256,8 @@ def _hints(ep: Any) -> dict[str, int]:
 def _draw(ep: Any, rng: random.Random, hints: dict[str, int]) -> dict[str, int]:
     binding = {}
     for name in _symbols(ep):
-        lo, hi = ep.contract.ranges.get(name, (None, None))
+        found = ep.contract.symbol(name)
+        lo, hi = (found.lo, found.hi) if found is not None else (None, None)
         lo = max(lo or 0, 1)
         hi = min(hi if hi is not None else lo + 15, lo + 15)
         binding[name] = rng.randint(lo, max(lo, hi))
@@ -267,14 +267,14 @@ def _draw(ep: Any, rng: random.Random, hints: dict[str, int]) -> dict[str, int]:
 def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator,
             max_numel: int) -> list | None:
     out = []
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "const":
-            out.append(leaf[2])
+    for inp in ep.contract.inputs:
+        if not hasattr(inp, "dims"):  # a specialized constant
+            out.append(inp.value)
             continue
         shape = []
-        for s in leaf[3]:
+        for dim in inp.dims:
             try:
-                v = s if isinstance(s, int) else s.evaluate(binding)
+                v = dim.size if isinstance(dim.size, int) else dim.size.evaluate(binding)
             except (ArithmeticError, KeyError):
                 return None
             if isinstance(v, bool) or v < 0:
@@ -282,7 +282,7 @@ def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator,
             shape.append(int(v))
         if math.prod(shape) > max_numel:
             return None
-        out.append(_tensor(shape, leaf[2], gen))
+        out.append(_tensor(shape, inp.dtype, gen))
     return out
 
 

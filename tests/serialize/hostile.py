@@ -240,51 +240,57 @@ def cases() -> list[Case]:
     blob(bu, "400k_empty_tensors", lambda: _raw_text("{" + ",".join(
         f'"t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' for i in range(400_000))
         + "}"))
-    blob(bu, "700_residual_conditions", lambda: _with(m, lambda d: d["contract"][
-        "residual"].extend([[["lt", "s0", 10 ** 6 + i], "x"] for i in range(700)])),
-        expect="bounded")
-    blob(bu, "2100_residual_conditions", lambda: _with(m, lambda d: d["contract"][
-        "residual"].extend([[["lt", "s0", 10 ** 6 + i], "x"] for i in range(2_100)])))
-    blob(bu, "deep_residual_conditions", lambda: _with(m, lambda d: d["contract"][
-        "residual"].extend([[_deep_not(95), "x"] for _ in range(700)])), expect="bounded")
+    blob(bu, "700_residual_conditions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", "s0", 10 ** 6 + i] for i in range(700)])), expect="bounded")
+    blob(bu, "2100_residual_conditions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", "s0", 10 ** 6 + i] for i in range(2_100)])))
+    blob(bu, "deep_residual_conditions", lambda: _with(m, lambda d: _conds(
+        d, [_deep_not(95) for _ in range(700)])), expect="bounded")
     blob(bu, "nested_products_2_40_terms", lambda: _with(m, lambda d: _products(d, 40)),
          expect="call")
-    blob(bu, "many_large_expressions", lambda: _with(m, lambda d: d["contract"][
-        "residual"].extend([[["lt", _sum_of(19_000), 0], "x"] for _ in range(30)])))
-    blob(bu, "many_expressions_under_each_limit", lambda: _with(m, lambda d: d["contract"][
-        "leaves"][0].__setitem__("shape", [_sum_of(6_000) for _ in range(60)])))
+    blob(bu, "many_large_expressions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(19_000), 0] for _ in range(30)])))
+    blob(bu, "many_expressions_under_each_limit", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(6_000), 0] for _ in range(60)])))
     blob(bu, "expression_depth", lambda: pack(None, m.tensors, raw_program=json.dumps(
-        m.doc).replace('"residual": []', '"residual": [[' + '["not", ' * 5000 + '"s0"'
-                       + "]" * 5000 + ', ""]]')))
+        m.doc).replace('"conditions": []', '"conditions": [{"cond": ' + '["not", ' * 5000
+                       + '"s0"' + "]" * 5000 + ', "origin": ""}]')))
     blob(bu, "many_symbols", lambda: _with(m, lambda d: d["symbols"].extend(
         {"name": f"s{100 + i}", "backed": True, "hint": 1, "lo": 0, "hi": None}
         for i in range(150_000))))
 
     # --- crashes that must be LoadErrors ----------------------------------------------------
     cr = "crashes"
-    blob(cr, "leaf_path_wrong_type", lambda: _with(m, lambda d: d["contract"]["leaves"][0]
+    blob(cr, "leaf_path_wrong_type", lambda: _with(m, lambda d: d["contract"]["inputs"][0]
                                                    .__setitem__("path", 5)))
-    blob(cr, "leaf_is_a_list", lambda: _with(m, lambda d: d["contract"]["leaves"]
+    blob(cr, "leaf_is_a_list", lambda: _with(m, lambda d: d["contract"]["inputs"]
                                              .__setitem__(0, [1, 2])))
-    blob(cr, "leaf_shape_string", lambda: _with(m, lambda d: d["contract"]["leaves"][0]
-                                                .__setitem__("shape", "s0")))
+    blob(cr, "leaf_dims_string", lambda: _with(m, lambda d: d["contract"]["inputs"][0]
+                                               .__setitem__("dims", "s0")))
+    blob(cr, "dim_kind_unknown", lambda: _with(m, lambda d: d["contract"]["inputs"][0][
+        "dims"][0].__setitem__("kind", "exec")))
+    blob(cr, "dim_size_huge", lambda: _with(m, lambda d: d["contract"]["inputs"][0][
+        "dims"][1].__setitem__("size", 1 << 70)))
     blob(cr, "hint_2_63", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
         "hint", 1 << 63)))
     blob(cr, "hint_not_int", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
         "hint", "3")))
     blob(cr, "mod_by_zero_in_meta", lambda: _with(m, lambda d: _first_val(d).__setitem__(
         "shape", [["mod", "s0", 0], 8])))
-    blob(cr, "floordiv_by_zero_residual", lambda: _with(m, lambda d: d["contract"][
-        "residual"].append([["eq", ["floordiv", "s0", 0], 1], ""])))
-    blob(cr, "floordiv_by_cancelled_zero", lambda: _with(m, lambda d: d["contract"][
-        "residual"].append([["eq", ["floordiv", "s0", ["add", ["mul", -1, "s0"], "s0"]], 1],
-                            ""])), expect="call")
+    blob(cr, "floordiv_by_zero_residual", lambda: _with(m, lambda d: _conds(d, [
+        ["eq", ["floordiv", "s0", 0], 1]])))
+    blob(cr, "floordiv_by_cancelled_zero", lambda: _with(m, lambda d: _conds(d, [
+        ["eq", ["floordiv", "s0", ["add", ["mul", -1, "s0"], "s0"]], 1]])), expect="call")
     blob(cr, "unbacked_in_state_shape", lambda: _unbacked_state(m))
     blob(cr, "unbacked_in_input_shape", lambda: _with(m, lambda d: (
+        d["symbols"].__setitem__(0, dict(d["symbols"][0], backed=False, hint=None)),
+        d["contract"]["symbols"][0].__setitem__("backed", False))))
+    blob(cr, "unbacked_equal_dim", lambda: _with(m, lambda d: (
         d["symbols"].append({"name": "u9", "backed": False, "hint": None, "lo": 0, "hi": None}),
-        d["contract"]["leaves"][0].__setitem__("shape", ["u9", 8]))))
-    blob(cr, "undeclared_symbol", lambda: _with(m, lambda d: d["contract"]["residual"].append(
-        [["lt", "s77", 3], ""])))
+        d["contract"]["inputs"][0]["dims"].__setitem__(1, {
+            "kind": "unchecked", "size": "u9", "symbol": None, "coef": 1, "offset": 0,
+            "why": None, "declared": None}))))
+    blob(cr, "undeclared_symbol", lambda: _with(m, lambda d: _conds(d, [["lt", "s77", 3]])))
     blob(cr, "state_entry_missing_dtype", lambda: _with(m, lambda d: d["state"][0].pop(
         "dtype")))
     blob(cr, "state_shape_mismatch", lambda: _with(m, lambda d: d["state"][0].__setitem__(
@@ -376,6 +382,10 @@ def _state_rename(m: Maker, bad: str) -> bytes:
     return m.file(json.loads(text), tensors)
 
 
+def _conds(doc: dict, conds: list) -> None:
+    doc["contract"]["conditions"].extend({"cond": c, "origin": ""} for c in conds)
+
+
 def _deep_not(depth: int) -> Any:
     e: Any = ["lt", "s0", 100]
     for _ in range(depth):
@@ -389,9 +399,11 @@ def _sum_of(n: int) -> Any:
 
 def _products(doc: dict, n: int) -> None:
     """A leaf dim that is a product of n sums (canonical only on the surface)."""
-    doc["symbols"].append({"name": "s90", "backed": True, "hint": 2, "lo": 0, "hi": None})
-    e = ["mul"] + [["floordiv", ["add", "s90", i + 1], 1] for i in range(n)]
-    doc["contract"]["leaves"][0]["shape"] = [e, 8]
+    e = ["mul"] + [["floordiv", ["add", "s0", i + 1], 1] for i in range(n)]
+    doc["contract"]["inputs"][0]["dims"][1] = {
+        "kind": "equal", "size": e, "symbol": None, "coef": 1, "offset": 0, "why": None,
+        "declared": None}
+    doc["contract"]["conditions"].append({"cond": ["lt", e, 5], "origin": ""})
 
 
 def _unbacked_state(m: Maker) -> bytes:

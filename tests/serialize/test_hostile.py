@@ -64,14 +64,14 @@ def test_deeply_nested_expression():
     e: object = "s0"
     for _ in range(130):
         e = ["not", e]
-    doc["contract"]["residual"].append([e, ""])
+    doc["contract"]["conditions"].append({"cond": e, "origin": ""})
     assert "deeper" in _load_error(pack(doc, TENSORS))
 
 
 def test_non_canonical_expression_that_would_blow_up():
     doc = _doc()
     e = ["mul"] + [["add", f"s{i}", 1] for i in range(40)]
-    doc["contract"]["residual"].append([["eq", e, 0], ""])
+    doc["contract"]["conditions"].append({"cond": ["eq", e, 0], "origin": ""})
     assert "canonical" in _load_error(pack(doc, TENSORS))
 
 
@@ -120,7 +120,8 @@ def test_hostile_names_never_reach_code():
         doc["nodes"][0]["name"] = value
         _load_error(pack(doc, TENSORS))
     doc = _doc()
-    doc["contract"]["residual"].append([["eq", "__import__('os')", 0], ""])
+    doc["contract"]["conditions"].append({"cond": ["eq", "__import__('os')", 0],
+                                          "origin": ""})
     assert "bad symbol name" in _load_error(pack(doc, TENSORS))
     doc = _doc()
     doc["in_spec"]["type"] = "os:system"
@@ -178,9 +179,9 @@ def test_rejected_files_do_not_grow_the_intern_table():
     from safetrace.symbolic.expr import table_mark
 
     doc = _doc()
-    doc["contract"]["residual"].extend(
-        [[["lt", ["add"] + [["mul", k + 2, f"s{i % 8}"] for i in range(8)] + [k + 7], 0], ""]
-         for k in range(300)])
+    doc["contract"]["conditions"].extend(
+        [{"cond": ["lt", ["add"] + [["mul", k + 2, f"s{i % 8}"] for i in range(8)] + [k + 7],
+                   0], "origin": ""} for k in range(300)])
     good = pack(doc, TENSORS)
     doc["range_constraints"] = [["s0", 1.5, None]]  # refused after the contract is decoded
     blob = pack(doc, TENSORS)
@@ -189,7 +190,7 @@ def test_rejected_files_do_not_grow_the_intern_table():
         assert "range_constraints" in _load_error(blob)
     assert table_mark() - before <= 2
     ep = st.load(good)  # an accepted file keeps what it uses
-    assert table_mark() - before > 300 and len(ep.contract.residual) >= 300
+    assert table_mark() - before > 300 and len(ep.contract.conditions) >= 300
 
 
 # Longer run: SAFETRACE_FUZZ_EXAMPLES=20000 pytest tests/serialize -k fuzz (random seeds).

@@ -119,7 +119,7 @@ def test_tied_complex_and_strided_state_round_trip(tmp_path):
     assert ep2._state["phase"].dtype is torch.complex128
     for idx in (torch.tensor([3, 4, 5]), torch.tensor([0]), torch.tensor([], dtype=torch.long)):
         for a, b in zip(ep2.module()(idx), model(idx)):
-            torch.testing.assert_close(a, b)
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # float32 sums reorder
 
 
 def test_shared_tensors_are_written_once():
