@@ -11,6 +11,7 @@ from safetrace.errors import InputMismatchError
 from safetrace.exporter.checks import CheckBuilder, InputContract
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
@@ -92,7 +93,8 @@ class ExportedProgram:
     def graph_module(self) -> ExportedGraphModule:
         """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
         if self._gm is None:
-            self._gm = ExportedGraphModule(torch.nn.Module(), self._graph, "GraphModule")
+            self._gm = ExportedGraphModule(owner_module(self._graph), self._graph,
+                                           "GraphModule")
         return self._gm
 
     @property
