@@ -244,7 +244,7 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     loop_syms: set[str] = set()  # sizes made unknown because an iteration changes them
     for _ in range(3):
         c = trace_function(tr, cond_fn, metas, spec, fn_location(cond_fn),
-                           "the cond_fn of while_loop")
+                           "the cond_fn of while_loop", single=True)
         _check_pred_out(tr, c, where)
         b = trace_function(tr, body_fn, metas, spec, fn_location(body_fn),
                            "the body_fn of while_loop")

@@ -86,10 +86,27 @@ _SPELLINGS = [("torch", "cond", "cond"),
               ("functorch.experimental.control_flow", "map", "map")]
 
 
+_HOP_UTILS = sys.modules["torch._higher_order_ops.utils"]
+_COMPILE_AND_CALL = getattr(_HOP_UTILS, "_hop_compile_and_call", None)
+
+
+def _call_uncompiled(fn: Callable, args: tuple, kwargs: dict | None = None) -> Any:
+    """torch's entry points bound before export (``from torch._higher_order_ops import
+    while_loop``) hand the operator call to torch.compile; while tracing it runs as it is,
+    so the operator reaches the tracer's handlers below."""
+    if _tracing() is None:
+        return _COMPILE_AND_CALL(fn, args, kwargs)  # type: ignore[misc]
+    return fn(*args, **(kwargs or {}))
+
+
 @contextlib.contextmanager
 def control_flow_routed() -> Iterator[None]:
     """While exporting, torch's control-flow entry points trace with safetrace."""
     replaced = []
+    if _COMPILE_AND_CALL is not None and \
+            getattr(_HOP_UTILS, "_hop_compile_and_call", None) is _COMPILE_AND_CALL:
+        replaced.append((_HOP_UTILS, "_hop_compile_and_call", None))
+        _HOP_UTILS._hop_compile_and_call = _call_uncompiled
     for module_name, attr, key in _SPELLINGS:
         mod = sys.modules.get(module_name)
         if mod is None or getattr(mod, attr, None) is not _ORIGINAL[key]:
@@ -100,14 +117,15 @@ def control_flow_routed() -> Iterator[None]:
         yield
     finally:
         for mod, attr, key in replaced:
-            setattr(mod, attr, _ORIGINAL[key])
+            setattr(mod, attr, _ORIGINAL[key] if key is not None else _COMPILE_AND_CALL)
 
 
 # -- the operators reaching the mode ----------------------------------------------------------
 
 def _cond_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     pred, true_fn, false_fn, operands = (list(args) + [kwargs.get("operands", ())])[:4]
-    out = ops.cond(tr, pred, true_fn, false_fn, tuple(operands))
+    with tr:  # the mode is off while it handles a call: the branches need it
+        out = ops.cond(tr, pred, true_fn, false_fn, tuple(operands))
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -122,7 +140,8 @@ def _while_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     def b(*v: Any) -> Any:
         return body_fn(*v, *extra)
 
-    out = ops.while_loop(tr, _named(c, cond_fn), _named(b, body_fn), tuple(carried))
+    with tr:
+        out = ops.while_loop(tr, _named(c, cond_fn), _named(b, body_fn), tuple(carried))
     return tuple(out)[:n]
 
 
@@ -132,25 +151,43 @@ def _map_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     def f(x: Any, *rest: Any) -> Any:
         return body(*x, *rest)
 
-    return ops.map_(tr, _named(f, body), list(xs), *pos)
+    with tr:
+        return ops.map_(tr, _named(f, body), list(xs), *pos)
 
 
 def _scan_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-    combine, init, xs, additional = args[:4]
+    combine, init, xs = args[:3]
+    additional = tuple(args[3] if len(args) > 3 else kwargs.get("additional_inputs", ()))
     n_i = len(init)
 
     def f(carry: Any, x: Any) -> Any:
         out = combine(*carry, *x, *additional)
         return list(out[:n_i]), list(out[n_i:])
 
-    carry, ys = ops.scan(tr, _named(f, combine), list(init), list(xs))
+    with tr:
+        carry, ys = ops.scan(tr, _named(f, combine), list(init), list(xs))
     return (*carry, *ys)
 
 
+_USER_FNS = ("cond_fn", "body_fn", "combine_fn", "f", "fn")
+
+
 def _named(fn: Callable, source: Any) -> Callable:
-    """A wrapper that reports the wrapped graph module's location in messages."""
-    fn.__wrapped__ = getattr(source, "forward", source)  # type: ignore[attr-defined]
+    """A wrapper whose messages name the user's function: the graph module's, or the one
+    torch's flattening wrapper (``flat_body_fn``) closes over."""
+    source = getattr(source, "forward", source)
+    code = getattr(source, "__code__", None)
+    if code is not None and code.co_filename.startswith(_TORCH_DIR):
+        cells = dict(zip(code.co_freevars, source.__closure__ or ()))
+        for name in _USER_FNS:
+            if name in cells and callable(cells[name].cell_contents):
+                source = cells[name].cell_contents
+                break
+    fn.__wrapped__ = source  # type: ignore[attr-defined]
     return fn
+
+
+_TORCH_DIR = torch.__file__.rsplit("/", 1)[0]
 
 
 for _op, _handler in ((hop.cond, _cond_op), (hop.while_loop, _while_op),

@@ -183,7 +183,7 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
 
 
 def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str,
-                   what: str) -> Traced:
+                   what: str, single: bool = False) -> Traced:
     """Trace ``fn(*unflatten(inputs))`` into a new graph whose placeholders are `inputs`.
 
     `inputs` are TensorMetas (or Proxies, whose metadata is used) for tensor placeholders.
@@ -231,7 +231,8 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
         _refuse_writes(graph, what, where)
     for i, n in enumerate(nodes):
         leaves[i] = n.meta["val"]
-    graph.output(tuple(nodes))
+    # a while_loop's cond_fn returns its one bool tensor bare, as torch's graphs do
+    graph.output(nodes[0] if single and len(nodes) == 1 else tuple(nodes))
     return Traced(graph, len(inputs), leaves, spec, where, created)
 
 
