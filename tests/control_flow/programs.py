@@ -7,14 +7,64 @@ inputs of another size `n` (0 and 1 included) whose data drives the branch taken
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
-from torch._higher_order_ops import map as hmap
-from torch._higher_order_ops import scan, while_loop
+import torch._higher_order_ops as hops
+from torch.utils import _pytree as pytree
 
 import safetrace as st
+
+
+def while_loop(cond_fn, body_fn, carried):
+    return hops.while_loop(cond_fn, body_fn, carried)
+
+
+def hmap(f, xs, *args):
+    return hops.map(f, xs, *args)
+
+
+def scan(combine_fn, init, xs, **kw):
+    return hops.scan(combine_fn, init, xs, **kw)
+
+
+@contextlib.contextmanager
+def python_semantics() -> Iterator[None]:
+    """The operators' documented meaning in plain Python: a fast eager reference (torch's
+    eager versions compile every call with dynamo, seconds per program)."""
+    def cond(pred, t, f, operands=()):
+        return t(*operands) if bool(pred) else f(*operands)
+
+    def loop(cond_fn, body_fn, carried):
+        carried = tuple(carried)
+        while bool(cond_fn(*carried)):
+            carried = tuple(body_fn(*carried))
+        return carried
+
+    def map_(f, xs, *args):
+        leaves, spec = pytree.tree_flatten(xs)
+        outs = [f(pytree.tree_unflatten([x[i] for x in leaves], spec), *args)
+                for i in range(leaves[0].shape[0])]
+        flat = [pytree.tree_flatten(o) for o in outs]
+        return pytree.tree_unflatten([torch.stack([f[0][k] for f in flat])
+                                      for k in range(len(flat[0][0]))], flat[0][1])
+
+    def scan_(fn, init, xs, dim=0, reverse=False):
+        xs = xs.movedim(dim, 0)
+        order = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
+        carry, ys = init, [None] * xs.shape[0]
+        for i in order:
+            carry, ys[i] = fn(carry, xs[i])
+        return carry, torch.stack(ys).movedim(0, dim)
+
+    saved = (torch.cond, hops.while_loop, hops.map, hops.scan)
+    torch.cond, hops.while_loop, hops.map, hops.scan = cond, loop, map_, scan_
+    try:
+        yield
+    finally:
+        torch.cond, hops.while_loop, hops.map, hops.scan = saved
 
 
 @dataclass
