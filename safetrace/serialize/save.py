@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import UnsupportedOpError
 from safetrace.serialize import tensorfile
 from safetrace.serialize.codec import (encode_expr, encode_spec, encode_value, finite_or_none)
 from safetrace.serialize.targets import target_to_name
@@ -23,6 +24,7 @@ TENSORS = "tensors.safetensors"
 
 def save(ep: Any, path: Any) -> None:
     """Write ``ep`` to ``path`` (a file name or a binary file object): JSON plus tensors."""
+    _refuse_subgraphs(ep)
     doc = document(ep)
     tensors = {f"state:{k}": v for k, v in ep._state.items()}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
@@ -42,6 +44,20 @@ def save(ep: Any, path: Any) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _refuse_subgraphs(ep: Any) -> None:
+    """Programs with control-flow subgraphs (torch.cond, while_loop, map, scan) have no
+    saved form yet: refused before anything is written."""
+    hop = next((n for n in ep.graph.nodes if n.op == "get_attr" or (
+        n.op == "call_function" and getattr(n.target, "namespace", None) == "higher_order")),
+        None)
+    if hop is not None:
+        raise UnsupportedOpError(
+            f"st.save cannot write this program yet: it calls a control-flow subgraph "
+            f"({hop.name}, from torch.cond / while_loop / map / scan), and the saved format "
+            f"has no subgraphs.\nFix: keep the program in memory (ep.module()), or save the "
+            f"model's weights and export again after loading")
 
 
 def _archive(program: bytes, tensors: bytes) -> bytes:

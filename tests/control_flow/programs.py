@@ -313,3 +313,10 @@ CASES = [
          lambda n, s: (_rows(1, s, cols=3)[0], _rows(3, s, cols=n)),
          lambda: _at_least_one("xs", 1, init=None), min_size=1),
 ]
+
+
+class PyPredLike(torch.nn.Module):
+    """A predicate known at export (a static shape): one branch, no subgraph."""
+
+    def forward(self, x):
+        return torch.cond(x.shape[0] > 2, lambda x: x * 2, lambda x: x + 1, (x,))
