@@ -78,7 +78,7 @@ def _check(ns: argparse.Namespace) -> int:
                                                            *ep.constants.values()])
     print(f"{ns.file}: OK ({n_nodes} nodes, {len(ep._state)} state tensors, "
           f"{len(ep.constants)} constants, {n_bytes} bytes of weights, "
-          f"{len(ep.contract.leaves)} inputs)")
+          f"{len(ep.contract.inputs)} inputs)")
     return 0
 
 
@@ -159,11 +159,10 @@ def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
 
 def _symbols(ep: Any) -> list[str]:
     names: set = set()
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "tensor":
-            for s in leaf[3]:
-                if not isinstance(s, int):
-                    names |= s.free_symbols
+    for inp in ep.contract.inputs:
+        for dim in getattr(inp, "dims", ()):
+            if not isinstance(dim.size, int):
+                names |= dim.size.free_symbols
     return sorted(names)
 
 
@@ -186,7 +185,8 @@ def _hints(ep: Any) -> dict[str, int]:
 def _draw(ep: Any, rng: random.Random, hints: dict[str, int]) -> dict[str, int]:
     binding = {}
     for name in _symbols(ep):
-        lo, hi = ep.contract.ranges.get(name, (None, None))
+        found = ep.contract.symbol(name)
+        lo, hi = (found.lo, found.hi) if found is not None else (None, None)
         lo = max(lo or 0, 1)
         hi = min(hi if hi is not None else lo + 15, lo + 15)
         binding[name] = rng.randint(lo, max(lo, hi))
@@ -195,17 +195,17 @@ def _draw(ep: Any, rng: random.Random, hints: dict[str, int]) -> dict[str, int]:
 
 def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator) -> list | None:
     out = []
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "const":
-            out.append(leaf[2])
+    for inp in ep.contract.inputs:
+        if not hasattr(inp, "dims"):  # a specialized constant
+            out.append(inp.value)
             continue
         shape = []
-        for s in leaf[3]:
-            v = s if isinstance(s, int) else s.evaluate(binding)
+        for dim in inp.dims:
+            v = dim.size if isinstance(dim.size, int) else dim.size.evaluate(binding)
             if isinstance(v, bool) or v < 0:
                 return None
             shape.append(int(v))
-        out.append(_tensor(shape, leaf[2], gen))
+        out.append(_tensor(shape, inp.dtype, gen))
     return out
 
 

@@ -39,6 +39,7 @@ class ExplainReport:
         self.program: Any = None
         self.env: Any = None
         self.dyn: Any = None
+        self.contract: Any = None  # the input contract, once tracing finished
         self._seen: set[tuple[str, str]] = set()
 
     @property
@@ -85,8 +86,8 @@ class ExplainReport:
         self.suggestion = suggestion
 
     def finish(self) -> None:
-        if self.dyn is not None:
-            self.dims = self.dyn.auto_report()
+        if self.contract is not None:
+            self.dims = self.contract.dims_report()
         if self.env is not None:
             for g in self.env.guards:
                 where = short(g.origin) if isinstance(g.origin, str) and g.origin else ""

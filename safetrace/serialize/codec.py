@@ -6,9 +6,12 @@ bounds recursion; it never imports or calls anything named by the file.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import re
 import sys
+import types
+import typing
 from typing import Any, Callable
 
 import torch
@@ -441,3 +444,122 @@ def _loaded_class(name: str, where: str) -> Any:
 
 def finite_or_none(x: float | int) -> int | None:
     return None if isinstance(x, float) and math.isinf(x) else int(x)
+
+
+# --- typed records (the input contract): a generic dataclass <-> JSON codec ---------------
+# A dataclass is a JSON object of its fields; each field is encoded by its declared type:
+# int, bool, str, float, None, Expr, torch.dtype, nested dataclasses, tuple[X, ...], unions
+# of these (tried in declared order, each strictly), and Any (a plain constant, as in
+# graph arguments).  Decoding is strict: unknown or missing fields and wrong types raise a
+# LoadError naming the field's path, and the class's own __post_init__ validates the rest.
+def encode_record(obj: Any) -> Any:
+    """A dataclass instance as JSON, field by field according to its declared types."""
+    return _enc(obj, type(obj))
+
+
+def decode_record(cls: type, obj: Any, where: str) -> Any:
+    """An instance of dataclass ``cls`` from JSON written by ``encode_record``."""
+    return _dec(cls, obj, where)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init]
+
+
+def _union_args(tp: Any) -> tuple | None:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return typing.get_args(tp)
+    return None
+
+
+def _matches(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is of declared type ``tp`` (to pick a union member to encode)."""
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if dataclasses.is_dataclass(tp):
+        return type(value) is tp
+    if typing.get_origin(tp) is tuple:
+        return isinstance(value, tuple)
+    if tp is int:
+        return type(value) is int
+    return isinstance(value, tp)
+
+
+def _enc(value: Any, tp: Any) -> Any:
+    members = _union_args(tp)
+    if members is not None:
+        for m in members:
+            if _matches(value, m):
+                return _enc(value, m)
+        raise ValueError(f"cannot save {_short(value)} as {tp}")
+    if dataclasses.is_dataclass(tp):
+        return {f.name: _enc(getattr(value, f.name), ftp) for f, ftp in _fields(tp)}
+    if typing.get_origin(tp) is tuple:  # tuple[X, ...]
+        return [_enc(v, typing.get_args(tp)[0]) for v in value]
+    if tp is Expr:
+        return encode_expr(value)
+    if tp is torch.dtype:
+        return str(value).removeprefix("torch.")
+    if tp is float:
+        return repr(float(value))
+    if tp is Any:
+        return encode_value(value)
+    if tp in (int, bool, str, type(None)):
+        return value
+    raise TypeError(f"no JSON form for a field of type {tp}")
+
+
+def _dec(tp: Any, obj: Any, where: str) -> Any:
+    members = _union_args(tp)
+    if members is not None:
+        errors = []
+        for m in members:
+            try:
+                return _dec(m, obj, where)
+            except LoadError as err:
+                errors.append(str(err).removeprefix(f"{where}: "))
+        raise fail(where, " or ".join(dict.fromkeys(errors)))
+    if dataclasses.is_dataclass(tp):
+        fields = _fields(tp)
+        required = {f.name for f, _ in fields if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        expect_keys(obj, required, where, {f.name for f, _ in fields} - required)
+        kwargs = {f.name: _dec(ftp, obj[f.name], f"{where}.{f.name}")
+                  for f, ftp in fields if f.name in obj}
+        try:
+            return tp(**kwargs)
+        except (ValueError, TypeError) as err:
+            raise fail(where, f"invalid {tp.__name__}: {err}") from None
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        return tuple(_dec(item, v, f"{where}[{i}]")
+                     for i, v in enumerate(expect(obj, list, where)))
+    if tp is Expr:
+        return decode_expr(obj, where)
+    if tp is torch.dtype:
+        return lookup(DTYPES, obj, where, "dtype")
+    if tp is float:
+        return decode_float(obj, where)
+    if tp is Any:
+        return ValueDecoder().decode(obj, where)
+    if tp is type(None):
+        if obj is not None:
+            raise fail(where, f"expected null, got {type(obj).__name__} {_short(obj)}")
+        return None
+    if tp is int:
+        expect(obj, int, where)
+        if abs(obj) > 1 << 63:
+            raise fail(where, f"integer {_short(obj)} out of range")
+        return obj
+    if tp in (bool, str):
+        return expect(obj, tp, where)
+    raise fail(where, f"no JSON form for a field of type {tp}")
+

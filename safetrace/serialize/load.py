@@ -20,9 +20,9 @@ import torch
 
 from safetrace.errors import LoadError
 from safetrace.serialize import tensorfile
-from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder, decode_expr,
-                                       decode_spec, expect, expect_keys, fail, lookup,
-                                       new_env)
+from safetrace.exporter.contract import Contract
+from safetrace.serialize.codec import (IDENT_RE, SYMBOL_RE, ValueDecoder, decode_record,
+                                       decode_spec, expect, expect_keys, fail, new_env)
 from safetrace.serialize.save import FORMAT, PROGRAM, TENSORS, VERSION
 from safetrace.serialize.targets import name_to_target
 
@@ -145,10 +145,10 @@ class _Builder:
         in_spec = decode_spec(doc["in_spec"], "in_spec")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         contract = self._contract(doc["contract"])
-        if in_spec.num_leaves != len(contract.leaves):
+        if in_spec.num_leaves != len(contract.inputs):
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
-                                  f"{len(contract.leaves)}")
-        inputs = self._inputs(placeholders, len(contract.leaves), state, constants)
+                                  f"{len(contract.inputs)}")
+        inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
         if out_spec.num_leaves != n_user:
@@ -160,9 +160,10 @@ class _Builder:
             raise fail("nodes", f"inconsistent graph: {err}") from None
         gm = ExportedGraphModule(torch.nn.Module(), graph, "GraphModule")
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
-                             constants=constants, contract=contract,
-                             range_constraints=self._range_constraints(),
-                             dims_report=self._pairs("dims_report", str))
+                             constants=constants, contract=contract)
+        # (format 1 also stores these two; the program derives them from its contract)
+        self._range_constraints()
+        self._pairs("dims_report", str)
         try:
             ep._check_fn = ep._build_checks()
         except Exception as err:  # noqa: BLE001 - the contract could not be compiled
@@ -348,78 +349,10 @@ class _Builder:
         return out
 
     def _contract(self, c: Any) -> Any:
-        from safetrace.exporter.checks import InputContract
-
-        expect_keys(c, {"leaves", "ranges", "residual", "origins"}, "contract",
-                    {"static_why", "layout"})
-        leaves = []
-        consts = ValueDecoder()
-        for i, leaf in enumerate(expect(c["leaves"], list, "contract.leaves")):
-            where = f"contract.leaves[{i}]"
-            expect(leaf, dict, where)
-            path = expect(leaf.get("path"), str, where)
-            if leaf.get("kind") == "const":
-                expect_keys(leaf, {"path", "kind", "value"}, where)
-                leaves.append((path, "const", consts.decode(leaf["value"], where)))
-                continue
-            expect_keys(leaf, {"path", "kind", "dtype", "shape"}, where)
-            if leaf["kind"] != "tensor":
-                raise fail(where, "kind must be tensor or const")
-            shape = []
-            for s in expect(leaf["shape"], list, where)[:65]:
-                if type(s) is int:
-                    if not 0 <= s < 1 << 62:
-                        raise fail(where, f"size {s} out of range")
-                    shape.append(s)
-                else:
-                    shape.append(decode_expr(s, where))
-            if len(shape) > 64:
-                raise fail(where, "rank exceeds 64")
-            leaves.append((path, "tensor", lookup(DTYPES, leaf["dtype"], where, "dtype"),
-                           tuple(shape)))
-        ranges = {}
-        for i, r in enumerate(expect(c["ranges"], list, "contract.ranges")):
-            where = f"contract.ranges[{i}]"
-            if not isinstance(r, list) or len(r) != 3:
-                raise fail(where, "expected [symbol, lo, hi]")
-            name = _symbol(r[0], where)
-            if name in ranges:
-                raise fail(where, f"duplicate symbol {name}")
-            ranges[name] = (_opt_int(r[1], where), _opt_int(r[2], where))
-        residual = []
-        for i, r in enumerate(expect(c["residual"], list, "contract.residual")):
-            where = f"contract.residual[{i}]"
-            if not isinstance(r, list) or len(r) != 2:
-                raise fail(where, "expected [condition, origin]")
-            cond = decode_expr(r[0], where)
-            if not cond.is_bool:
-                raise fail(where, "a residual check must be a condition")
-            residual.append((cond, expect(r[1], str, where)))
-        origins = {}
-        for i, r in enumerate(expect(c["origins"], list, "contract.origins")):
-            where = f"contract.origins[{i}]"
-            if not isinstance(r, list) or len(r) != 2:
-                raise fail(where, "expected [symbol, text]")
-            origins[_symbol(r[0], where)] = expect(r[1], str, where)
-        contract = InputContract(leaves, ranges, residual, origins)
-        static_why = {}
-        for i, r in enumerate(expect(c.get("static_why", []), list, "contract.static_why")):
-            where = f"contract.static_why[{i}]"
-            if not isinstance(r, list) or len(r) != 2:
-                raise fail(where, "expected [input dim, text]")
-            static_why[expect(r[0], str, where)] = expect(r[1], str, where)
-        if static_why or hasattr(contract, "static_why"):
-            contract.static_why = static_why
-        for i, r in enumerate(expect(c.get("layout", []), list, "contract.layout")):
-            where = f"contract.layout[{i}]"
-            if not isinstance(r, list) or len(r) != 2 or type(r[0]) is not int or \
-                    not 0 <= r[0] < len(leaves) or leaves[r[0]][1] != "tensor":
-                raise fail(where, "expected [index of a tensor input, text]")
-            contract.layout.append((r[0], expect(r[1], str, where)))
-        return contract
+        return decode_record(Contract, c, "contract")
 
     def _range_constraints(self) -> Any:
-        from safetrace.exporter.dynamic import RangeConstraints, ValueRange
+        from safetrace.exporter.contract import RangeConstraints, ValueRange
         from safetrace.symbolic.expr import sym
 
         out = RangeConstraints()

@@ -13,7 +13,7 @@ import torch
 
 from safetrace.errors import UnsupportedOpError
 from safetrace.serialize import tensorfile
-from safetrace.serialize.codec import (encode_expr, encode_spec, encode_value, finite_or_none)
+from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
@@ -75,7 +75,6 @@ def document(ep: Any) -> dict:
     nodes = list(ep.graph.nodes)
     names = {n: n.name for n in nodes}
     ref = names.__getitem__
-    contract = ep.contract
     state_kinds = {s.target: s.kind for s in ep.graph_signature.input_specs
                    if s.kind in ("parameter", "buffer")}
     return {
@@ -88,15 +87,7 @@ def document(ep: Any) -> dict:
                     "persistent": bool(s.persistent)} for s in ep.graph_signature.input_specs],
         "outputs": [{"kind": s.kind, "target": s.target}
                     for s in ep.graph_signature.output_specs],
-        "contract": {
-            "leaves": [_leaf(leaf) for leaf in contract.leaves],
-            "ranges": [[k, lo, hi] for k, (lo, hi) in contract.ranges.items()],
-            "residual": [[encode_expr(c), str(origin)] for c, origin in contract.residual],
-            "origins": [[k, str(v)] for k, v in contract.origins.items()],
-            "static_why": [[k, str(v)] for k, v in
-                           (getattr(contract, "static_why", None) or {}).items()],
-            "layout": [[int(i), str(origin)] for i, origin in getattr(contract, "layout", [])],
-        },
+        "contract": encode_record(ep.contract),
         "in_spec": encode_spec(ep.in_spec),
         "out_spec": encode_spec(ep.out_spec),
         "range_constraints": [[_sym_name(k), _bound(v.lower), _bound(v.upper)]
@@ -142,13 +133,6 @@ def _node(n: torch.fx.Node, ref: Any) -> dict:
     if meta:
         out["meta"] = meta
     return out
-
-
-def _leaf(leaf: tuple) -> dict:
-    if leaf[1] == "const":
-        return {"path": leaf[0], "kind": "const", "value": encode_value(leaf[2])}
-    return {"path": leaf[0], "kind": "tensor", "dtype": encode_value(leaf[2])["dtype"],
-            "shape": [s if isinstance(s, int) else encode_expr(s) for s in leaf[3]]}
 
 
 def _symbols(ep: Any) -> list[dict]:

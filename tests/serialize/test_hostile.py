@@ -92,7 +92,7 @@ def test_deeply_nested_expression():
     e: object = "s0"
     for _ in range(500):
         e = ["not", e]
-    doc["contract"]["residual"].append([e, ""])
+    doc["contract"]["conditions"].append({"cond": e, "origin": ""})
     assert "deeper" in _load_error(_pack(doc, TENSORS))
 
 
@@ -104,7 +104,7 @@ def test_deeply_nested_json():
 def test_non_canonical_expression_that_would_blow_up():
     doc = json.loads(json.dumps(DOC))
     e = ["mul"] + [["add", f"s{i}", 1] for i in range(40)]
-    doc["contract"]["residual"].append([["eq", e, 0], ""])
+    doc["contract"]["conditions"].append({"cond": ["eq", e, 0], "origin": ""})
     assert "canonical" in _load_error(_pack(doc, TENSORS))
 
 
@@ -140,7 +140,8 @@ def test_hostile_names_never_reach_code():
         doc["nodes"][0][field] = value
         _load_error(_pack(doc, TENSORS))
     doc = json.loads(json.dumps(DOC))
-    doc["contract"]["residual"].append([["eq", "__import__('os')", 0], ""])
+    doc["contract"]["conditions"].append({"cond": ["eq", "__import__('os')", 0],
+                                          "origin": ""})
     assert "bad symbol name" in _load_error(_pack(doc, TENSORS))
     doc = json.loads(json.dumps(DOC))
     doc["in_spec"]["type"] = "os:system"
