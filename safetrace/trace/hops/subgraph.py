@@ -161,8 +161,11 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
     tr.lift, tr.symbol_node = lift, symbol_node
     builtins.print = refuse_print
     created: set[str] = set()
+    n_facts = len(tr.env.facts) if tr.env is not None else 0
     try:
         yield created
+        if tr.env is not None:
+            _refuse_outside_facts(tr.env, n_facts, n_syms, where)
     finally:
         builtins.print = saved[7]
         if tr.env is not None:
@@ -180,6 +183,21 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
             del tr.__dict__["st_root"]
         for b in [b for b in tr.mutated if b not in saved[6]]:
             del tr.mutated[b]
+
+
+def _refuse_outside_facts(env: Any, n_facts: int, n_syms: int, where: str) -> None:
+    """A check inside a branch about a data-dependent value from outside would hold only
+    where the branch runs, but the engine would rely on it everywhere after."""
+    inside = set(list(env.symbols)[n_syms:])
+    for fact in env.facts[n_facts:]:
+        outside = [n for n in fact.cond.free_symbols
+                   if n not in inside and not env.symbols[n].backed]
+        if outside:
+            raise UnsupportedOpError(
+                f"a check inside {where} about a data-dependent value from outside it "
+                f"(`{fact.cond}`) at {short(fact.origin) if isinstance(fact.origin, str) else '?'}"
+                f": it would hold only where the branch runs.\nFix: move the check before "
+                f"the torch.cond / loop call")
 
 
 def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str,
