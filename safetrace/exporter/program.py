@@ -92,8 +92,8 @@ class ExportedProgram:
     def graph_module(self) -> ExportedGraphModule:
         """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
         if self._gm is None:
-            self._gm = ExportedGraphModule(owner_module(self._graph), self._graph,
-                                           "GraphModule")
+            root = owner_module(self._graph)
+            self._gm = ExportedGraphModule(root, self._graph, "GraphModule")
         return self._gm
 
     @property
@@ -187,6 +187,8 @@ class ExportedProgram:
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
         """A callable nn.Module: checks its inputs, then runs the graph."""
+        # control-flow subgraphs get their code before a tool such as torch.compile reads them
+        self.graph_module  # noqa: B018
         return _ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

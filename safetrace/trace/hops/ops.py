@@ -57,7 +57,7 @@ def _lift_together(traced: list[Traced]) -> list[torch.fx.Node]:
 
 
 def _get_attr(tr: Any, prefix: str, t: Traced) -> torch.fx.Node:
-    name = add_submodule(tr.graph, prefix, t.module(prefix))
+    name = add_submodule(tr.graph, prefix, t)
     node = tr.graph.get_attr(name)
     node.meta["stack_trace"] = ""
     return node

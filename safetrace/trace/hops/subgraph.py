@@ -28,6 +28,7 @@ from safetrace.trace.source import short, stack_trace
 aten = torch.ops.aten
 
 
+
 def fn_location(fn: Any) -> str:
     """``model.py:12 `lambda x: x.cos()``` for a branch function (where it was written)."""
     target = getattr(fn, "forward", fn) if isinstance(fn, torch.nn.Module) else fn
@@ -44,27 +45,29 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if len(parts) > 1 else path
 
 
-def submodules(graph: torch.fx.Graph) -> dict[str, torch.nn.Module]:
-    """The subgraph modules a graph's get_attr nodes name (empty for plain graphs)."""
+def submodules(graph: torch.fx.Graph) -> dict[str, Any]:
+    """The subgraphs a graph's get_attr nodes name (each with ``.graph`` and ``.module()``;
+    empty for plain graphs)."""
     return getattr(graph, "st_submodules", {})
 
 
-def add_submodule(graph: torch.fx.Graph, prefix: str, gm: torch.nn.Module) -> str:
-    """Register `gm` under a fresh name ``<prefix>_<i>`` for `graph`'s get_attr nodes."""
+def add_submodule(graph: torch.fx.Graph, prefix: str, sub: Any) -> str:
+    """Register `sub` under a fresh name ``<prefix>_<i>`` for `graph`'s get_attr nodes."""
     subs = graph.__dict__.setdefault("st_submodules", {})
     i = 0
     while f"{prefix}_{i}" in subs:
         i += 1
     name = f"{prefix}_{i}"
-    subs[name] = gm
+    subs[name] = sub
     return name
 
 
 def owner_module(graph: torch.fx.Graph) -> torch.nn.Module:
-    """An nn.Module holding `graph`'s subgraph modules (the root a GraphModule copies from)."""
+    """An nn.Module holding `graph`'s subgraphs as GraphModules (the root a GraphModule
+    copies its get_attr targets from)."""
     root = torch.nn.Module()
-    for name, gm in submodules(graph).items():
-        root.add_module(name, gm)
+    for name, sub in submodules(graph).items():
+        root.add_module(name, sub.module(name))
     return root
 
 
@@ -79,6 +82,7 @@ class Traced:
         self.out_spec = out_spec
         self.where = where             # the function's source location
         self.new_symbols = new_symbols  # symbols created while it ran (unknown outside)
+        self._module: torch.fx.GraphModule | None = None
 
     def foreign(self) -> list[torch.fx.Node]:
         """Nodes of other graphs the subgraph reads, in first-use order."""
@@ -110,7 +114,12 @@ class Traced:
                     node.replace_input_with(a, mapping[a])
 
     def module(self, class_name: str) -> torch.fx.GraphModule:
-        return torch.fx.GraphModule(owner_module(self.graph), self.graph, class_name)
+        """The subgraph as a GraphModule, built on first use, not at export (fx code
+        generation costs about a millisecond per subgraph)."""
+        if self._module is None:
+            self._module = torch.fx.GraphModule(owner_module(self.graph), self.graph,
+                                                class_name)
+        return self._module
 
 
 @contextlib.contextmanager
