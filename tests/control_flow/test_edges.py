@@ -117,3 +117,22 @@ def test_a_check_inside_a_branch_on_an_outside_value_is_refused():
     with pytest.raises(st.UnsupportedOpError, match="before") as info:
         st.export(M(), _x(4, 1), dynamic_shapes=N)
     assert "torch._check(k >= 2)" in str(info.value)
+
+
+def test_branches_without_operands_read_their_closure():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda: x * 2, lambda: x + 1)
+    _check(M(), _x)
+
+
+def test_a_view_of_an_outside_value_returned_by_a_branch_is_copied():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            return torch.cond(x.sum() > 0, lambda: y.view(-1), lambda: y.reshape(-1) + 1)
+    ep = _check(M(), _x)
+    cond = next(n for n in ep.graph.nodes if n.target is torch.ops.higher_order.cond)
+    true_gm = getattr(ep.graph_module, cond.args[1].target)
+    out = next(n for n in true_gm.graph.nodes if n.op == "output").args[0][0]
+    assert out.target is torch.ops.aten.clone.default

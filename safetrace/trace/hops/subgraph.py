@@ -112,6 +112,25 @@ class Traced:
             for a in node.all_input_nodes:
                 if a in mapping:
                     node.replace_input_with(a, mapping[a])
+        self._unalias_outputs()
+
+    def _unalias_outputs(self) -> None:
+        """Outputs that are inputs, views of inputs, or repeated get a copy: torch's
+        control-flow operators require outputs that alias nothing."""
+        g = self.graph
+        out = next(n for n in reversed(g.nodes) if n.op == "output")
+        values = out.args[0] if isinstance(out.args[0], tuple) else (out.args[0],)
+        fixed, seen = [], set()
+        for node in values:
+            if node.op == "placeholder" or node in seen or base_placeholder(node) is not None:
+                with g.inserting_before(out):
+                    copy = g.call_function(aten.clone.default, (node,))
+                copy.meta["val"] = Proxy(node.meta["val"].st_meta, copy)
+                copy.meta["stack_trace"] = node.meta.get("stack_trace", "")
+                node = copy
+            seen.add(node)
+            fixed.append(node)
+        out.args = (tuple(fixed) if isinstance(out.args[0], tuple) else fixed[0],)
 
     def module(self, class_name: str) -> torch.fx.GraphModule:
         """The subgraph as a GraphModule, built on first use, not at export (fx code
@@ -254,27 +273,12 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
                 raise UnsupportedOpError(f"{what} ({where}) returned a value computed "
                                          f"inside a custom op's fake implementation")
             nodes.append(node)
-        nodes = _unaliased(tr, graph, nodes, leaves)
         _refuse_writes(graph, what, where)
     for i, n in enumerate(nodes):
         leaves[i] = n.meta["val"]
     # a while_loop's cond_fn returns its one bool tensor bare, as torch's graphs do
     graph.output(nodes[0] if single and len(nodes) == 1 else tuple(nodes))
     return Traced(graph, len(inputs), leaves, spec, where, created)
-
-
-def _unaliased(tr: Any, graph: torch.fx.Graph, nodes: list, leaves: list) -> list:
-    """Outputs that are inputs (or views of them, or repeated) get a copy: torch's control
-    flow operators require outputs that alias nothing."""
-    out, seen = [], set()
-    for node, leaf in zip(nodes, leaves):
-        if node.graph is not graph or node.op == "placeholder" or node in seen or \
-                base_placeholder(node) is not None:
-            p = tr.emit(aten.clone.default, (leaf,), {})
-            node = p.st_node
-        seen.add(node)
-        out.append(node)
-    return out
 
 
 def _refuse_writes(graph: torch.fx.Graph, what: str, where: str) -> None:
