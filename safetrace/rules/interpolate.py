@@ -80,9 +80,9 @@ def upsample_vec(op: str, n: int, input: TensorMeta, output_size: Sequence | Non
     return upsample(op, n, input, output_size)
 
 
-def _register(name: str, n: int, align: bool) -> None:
-    """Register name.default and name.vec (align: the op takes align_corners)."""
-    packet = getattr(aten, name)
+def _register(packet: Any, n: int, align: bool) -> None:
+    """Register packet.default and packet.vec (align: the op takes align_corners)."""
+    name = packet.__name__
     op = f"aten.{name}"
     if align:
         def default(self: TensorMeta, output_size: Sequence, align_corners: bool,
@@ -100,30 +100,32 @@ def _register(name: str, n: int, align: bool) -> None:
         def vec(input: TensorMeta, output_size: Sequence | None,  # type: ignore[misc]
                 scale_factors: Sequence[float] | None) -> TensorMeta:
             return upsample_vec(op, n, input, output_size, scale_factors)
+    default.__name__ = default.__qualname__ = name
+    vec.__name__ = vec.__qualname__ = f"{name}_vec"
     default.__doc__ = f"{name}: (N, C, *{n} spatial) -> (N, C, *output_size)."
     vec.__doc__ = f"{name}.vec: output_size, or floor(size * scale) per spatial dim."
     rule(packet.default)(default)
     rule(packet.vec)(vec)
 
 
-# name, spatial dims, takes align_corners
+# op, spatial dims, takes align_corners
 UPSAMPLE_OPS = [
-    ("upsample_nearest1d", 1, False),
-    ("upsample_nearest2d", 2, False),
-    ("upsample_nearest3d", 3, False),
-    ("_upsample_nearest_exact1d", 1, False),
-    ("_upsample_nearest_exact2d", 2, False),
-    ("_upsample_nearest_exact3d", 3, False),
-    ("upsample_linear1d", 1, True),
-    ("upsample_bilinear2d", 2, True),
-    ("upsample_bicubic2d", 2, True),
-    ("upsample_trilinear3d", 3, True),
-    ("_upsample_bilinear2d_aa", 2, True),
-    ("_upsample_bicubic2d_aa", 2, True),
+    (aten.upsample_nearest1d, 1, False),
+    (aten.upsample_nearest2d, 2, False),
+    (aten.upsample_nearest3d, 3, False),
+    (aten._upsample_nearest_exact1d, 1, False),
+    (aten._upsample_nearest_exact2d, 2, False),
+    (aten._upsample_nearest_exact3d, 3, False),
+    (aten.upsample_linear1d, 1, True),
+    (aten.upsample_bilinear2d, 2, True),
+    (aten.upsample_bicubic2d, 2, True),
+    (aten.upsample_trilinear3d, 3, True),
+    (aten._upsample_bilinear2d_aa, 2, True),
+    (aten._upsample_bicubic2d_aa, 2, True),
 ]
 
-for _name, _n, _align in UPSAMPLE_OPS:
-    _register(_name, _n, _align)
+for _packet, _n, _align in UPSAMPLE_OPS:
+    _register(_packet, _n, _align)
 
 
 # -- grid_sample, affine_grid -----------------------------------------------------------------

@@ -12,6 +12,9 @@ from typing import Any
 
 import torch
 
+from safetrace.symbolic import make_bool, make_int
+from safetrace.trace.source import stack_trace
+
 _BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
            "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge}
 _FOLD = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
@@ -72,14 +75,10 @@ def expr_node(tr: Any, e: Any, env: Any) -> Any:
 
 
 def _value(e: Any, env: Any) -> Any:
-    from safetrace.symbolic import make_bool, make_int
-
     return make_bool(e, env) if e.is_bool else make_int(e, env)
 
 
 def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
-    from safetrace.trace.source import stack_trace
-
     node = tr.graph.call_function(fn, args)
     node.meta["stack_trace"] = stack_trace(2)
     if e is not None:
