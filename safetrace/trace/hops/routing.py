@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterator
 import torch
 import torch._higher_order_ops  # noqa: F401 - the entry points replaced while exporting
 
-from safetrace.trace.handlers import HANDLERS
+from safetrace.trace.current import active_tracer
 from safetrace.trace.hops import ops
-from safetrace.trace.tracer import active_tracer
+from safetrace.trace.registry import handles
 
 hop = torch.ops.higher_order
 
@@ -122,6 +122,7 @@ def control_flow_routed() -> Iterator[None]:
 
 # -- the operators reaching the mode ----------------------------------------------------------
 
+@handles(hop.cond)
 def _cond_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     pred, true_fn, false_fn, operands = (list(args) + [kwargs.get("operands", ())])[:4]
     with tr:  # the mode is off while it handles a call: the branches need it
@@ -129,6 +130,7 @@ def _cond_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
+@handles(hop.while_loop)
 def _while_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     cond_fn, body_fn, carried, additional = (list(args) + [()])[:4]
     n = len(carried)
@@ -145,6 +147,7 @@ def _while_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return tuple(out)[:n]
 
 
+@handles(hop.map_impl)
 def _map_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     body, xs, pos = args[:3]
 
@@ -155,6 +158,7 @@ def _map_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         return ops.map_(tr, _named(f, body), list(xs), *pos)
 
 
+@handles(hop.scan)
 def _scan_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     combine, init, xs = args[:3]
     additional = tuple(args[3] if len(args) > 3 else kwargs.get("additional_inputs", ()))
@@ -188,8 +192,3 @@ def _named(fn: Callable, source: Any) -> Callable:
 
 
 _TORCH_DIR = torch.__file__.rsplit("/", 1)[0]
-
-
-for _op, _handler in ((hop.cond, _cond_op), (hop.while_loop, _while_op),
-                      (hop.map_impl, _map_op), (hop.scan, _scan_op)):
-    HANDLERS[_op] = _handler
