@@ -10,7 +10,7 @@ from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    SymBool, SymFloat, SymInt, ge, le, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, lt, make_int, sym_max, sym_min, to_expr,
 )
 
 Size = Any
@@ -259,6 +259,50 @@ def guarded_min(a: Size, b: Size) -> Size:
     if _backed(a) and _backed(b):
         return a if a <= b else b
     return sym_min(a, b)
+
+
+_COMPARE = {"lt": (lt, lambda a, b: a < b), "le": (le, lambda a, b: a <= b),
+            "ge": (ge, lambda a, b: a >= b)}
+
+
+def known(a: Size, cmp: str, b: Size) -> bool | None:
+    """Whether ``a cmp b`` ("lt", "le", "ge") follows from the facts; None when it does
+    not (never a guard)."""
+    build, plain = _COMPARE[cmp]
+    if isinstance(a, int) and isinstance(b, int):
+        return plain(a, b)
+    env = (a if not isinstance(a, int) else b).env
+    return env.decide(build(to_expr(a), to_expr(b)))
+
+
+def decided_min(a: Size, b: Size) -> Size:
+    """min(a, b) without a guard: one of them where the facts decide, else a Min."""
+    first = known(a, "le", b)
+    if first is None:
+        return sym_min(a, b)
+    return a if first else b
+
+
+def decided_max(a: Size, b: Size) -> Size:
+    """max(a, b) without a guard: one of them where the facts decide, else a Max."""
+    first = known(a, "ge", b)
+    if first is None:
+        return sym_max(a, b)
+    return a if first else b
+
+
+def negative_indicator(a: Size) -> Size:
+    """1 where ``a < 0``, else 0, as an exact integer expression: min(max(-a, 0), 1)."""
+    return decided_min(decided_max(-a, 0), 1)
+
+
+def wrap_index(i: Size, size: Size) -> Size:
+    """A possibly negative index or bound counted from the end (``i + size`` where
+    ``i < 0``), as torch reads it; an unknown sign costs no guard."""
+    negative = known(i, "lt", 0)
+    if negative is None:
+        return i + size * negative_indicator(i)
+    return i + size if negative else i
 
 
 def guarded_max(a: Size, b: Size) -> Size:

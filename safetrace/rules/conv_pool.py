@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, is_empty
+from safetrace.rules.common import check, is_empty, known, negative_indicator
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -258,8 +258,13 @@ def pool_out(size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool) -> Any:
     """Windows that fit; with ceil_mode a partial last window counts if it starts inside
     the input or the left padding (not in the right padding)."""
     out = (size + 2 * p - d * (k - 1) - 1 + ((s - 1) if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out = out - 1
+    if ceil_mode:
+        # one window less where the last would start in the right padding: an exact
+        # expression where the facts do not decide, not a guard
+        past = known((out - 1) * s, "ge", size + p)
+        if past is None:
+            return out - negative_indicator(size + p - (out - 1) * s - 1)
+        return out - 1 if past else out
     return out
 
 
