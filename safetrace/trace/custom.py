@@ -19,9 +19,10 @@ from safetrace.errors import UnsupportedOpError
 from safetrace.rules import get_rule
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
-from safetrace.symbolic.expr import const, sym
+from safetrace.symbolic.expr import const, sym, to_expr
 from safetrace.trace.arguments import numbers_as_tensors
 from safetrace.trace.asserts import emit_assert
+from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
@@ -70,7 +71,16 @@ def register_fake(op: Any, fn: Callable | None = None) -> Any:
 
 def new_dynamic_size(min: int = 0, max: int | None = None) -> Any:
     """Inside a fake implementation: a data-dependent size in [min, max]."""
-    return new_size(min, max, "a custom op's dynamic size")
+    u = new_size(min, max, "a custom op's dynamic size")
+    tr = active_tracer()
+    if tr is not None:
+        # a bound on other sizes (max=x.numel()) is a fact the trace relies on: the real
+        # op must keep it, so it is asserted after the op (static bounds are its range)
+        for bound, relation in ((min, ge), (max, le)):
+            if bound is not None and not isinstance(bound, int):
+                tr.pending_checks.append(
+                    (relation(u.expr, to_expr(bound)), "the fake's declared range", None))
+    return u
 
 
 class _FakeCtx:
