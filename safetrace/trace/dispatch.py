@@ -86,9 +86,24 @@ def aten_call(tr: Any, func: Any, packet: str, args: tuple, kwargs: dict) -> Any
         if not has_tensor(args) and not has_tensor(list(kwargs.values())) and not hasattr(
                 torch.ops.aten, packet):
             return func(*args, **kwargs)
+        scalar = _integer_scalar(args[1:], kwargs)
+        if scalar is not None:
+            # x.new_zeros(t), x.view(t, -1): eager reads a 0-d tensor given for a size
+            # through __index__, a data read (its handler raises, naming the fix)
+            tr.redispatch(torch.Tensor.__index__, (scalar,), {})
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
     return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
+
+
+def _integer_scalar(args: tuple, kwargs: dict) -> Proxy | None:
+    """A 0-d integer proxy among the arguments (in lists too), or None."""
+    for v in (*args, *kwargs.values()):
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(x, Proxy) and x.st_meta.ndim == 0 and not (
+                    x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex):
+                return x
+    return None
 
 
 def dunder(tr: Any, func: Any, packet: str, swap: bool, args: tuple, kwargs: dict) -> Any:

@@ -14,7 +14,7 @@ import torch
 
 from safetrace.errors import OpShapeError
 from safetrace.trace.asserts import check
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.proxy import Proxy, annotation
 
 aten = torch.ops.aten
 
@@ -162,5 +162,9 @@ def _bound(tr: Any, v: Any) -> Any:
     if isinstance(v, Proxy):
         if v.st_value is not None:
             return v.st_value  # torch.tensor(n) of a size: its value is known
-        raise tr.data_read(f"a tensor as a slice bound ({v.st_meta.shape})")
+        raise tr.data_read(
+            f"a tensor {annotation(v.st_meta)} as a slice bound",
+            "read the bound with `.item()`: a data-dependent size (an unbacked symbol) "
+            "that the graph reads at run time, with the checks export cannot prove:\n"
+            "    n = t.item()\n    st.check(n >= 0)\nthen `x[:n]`")
     return v

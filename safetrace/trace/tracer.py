@@ -416,16 +416,19 @@ class Tracer(TorchFunctionMode):
                 self.mutated[base] = node
 
     # -- data reads --------------------------------------------------------------------
-    def data_read(self, what: str) -> DataDependentError:
+    def data_read(self, what: str, fix: str | None = None) -> DataDependentError:
+        """The error for reading tensor data (`what`: ``"bool() of a tensor f32[]"``), at
+        the user's line; `fix` replaces the generic advice."""
         trace = stack_trace(3)
         inner = library_frame(3)  # the read happened inside torch's own Python code
         within = f"\n  inside {inner}" if inner else ""
-        fix = ("look for an argument of that call that skips the check (e.g. "
-               "nn.Transformer's tgt_is_causal=True), or move the call out of the exported "
-               "code" if inner else
-               "compute on tensors instead of Python values (e.g. torch.where(cond, a, b) "
-               "instead of `if`), or move the data-dependent decision out of the exported "
-               "code")
+        if fix is None:
+            fix = ("look for an argument of that call that skips the check (e.g. "
+                   "nn.Transformer's tgt_is_causal=True), or move the call out of the "
+                   "exported code" if inner else
+                   "compute on tensors instead of Python values (e.g. torch.where(cond, a, "
+                   "b) instead of `if`), or move the data-dependent decision out of the "
+                   "exported code")
         return DataDependentError(
             f"{what} reads tensor data, which export never does (the graph must work for any "
             f"data).\n  at {short(trace)}{within}\nFix: {fix}.")
