@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import UnsupportedInputError
+from safetrace.errors import unflattenable_input
 
 # Leaves that are not containers and that safetrace knows how to specialize.
 CONSTANT_LEAVES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
@@ -101,7 +101,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
             root = str(key.key)
         user = key_str(rest, root)
         if not isinstance(leaf, (torch.Tensor,) + CONSTANT_LEAVES):
-            raise unsupported_leaf(user, leaf)
+            raise unflattenable_input(user, leaf)
         out.append((user, leaf))
     return out, spec
 
@@ -142,20 +142,6 @@ def _positional_names(fn: Callable, n: int) -> list[str]:
     while len(names) < n:
         names.append(f"args[{len(names)}]")
     return names[:n]
-
-
-def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
-    cls = type(leaf)
-    qual = f"{cls.__module__}.{cls.__qualname__}"
-    if dataclasses.is_dataclass(leaf):
-        fix = f"st.register_dataclass({cls.__name__})"
-    else:
-        fix = (f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)  "
-               f"# flatten_fn(obj) -> (children, context)")
-    return UnsupportedInputError(
-        f"input {user_path} has type {qual}, which safetrace does not know how to flatten "
-        f"into tensors and constants.\nFix: register the class once before exporting:\n"
-        f"    import safetrace as st\n    {fix}")
 
 
 def describe_mismatch(expected: Any, got: Any, got_leaves: list,

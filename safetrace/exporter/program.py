@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from safetrace import pytree
-from safetrace.errors import InputMismatchError
+from safetrace.errors import wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.printing import print_readable
@@ -174,8 +174,7 @@ class ExportedProgram:
             except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
                 why = ("its containers differ.\nFix: call with the same containers (lists/"
                        "tuples/dicts/dataclasses) and keyword names as at export")
-            raise InputMismatchError(f"the inputs' structure differs from the exported one: "
-                                     f"{why}")
+            raise wrong_structure(why)
         check = self._check_fn
         if check is None:
             check = self._check_fn = self._build_checks()

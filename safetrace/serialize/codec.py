@@ -17,7 +17,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import LoadError
+from safetrace.errors import LoadError, load_error
 from safetrace.symbolic.expr import BOOL_OPS, Expr, _make, const, sym
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
@@ -45,7 +45,7 @@ _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
 def fail(where: str, what: str) -> LoadError:
-    return LoadError(f"{where}: {what}")
+    return load_error(where, what)
 
 
 def expect(value: Any, kind: type | tuple, where: str) -> Any:

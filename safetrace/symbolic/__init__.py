@@ -3,14 +3,15 @@
 Public names: ``Expr`` (interned expressions; ``Expr.lt/le/gt/ge/eq/ne``, ``Expr.and_/or_/not_``,
 ``Expr.min/max`` build conditions and min/max), ``Env`` (symbols, guards, facts, prover),
 ``Range``, ``SymInt``/``SymBool``/``SymFloat`` (what traced code sees),
-``DataDependentQuestion``, ``sym_min``/``sym_max``/``sym_not``/``sym_and``/``sym_or``,
+``DataDependentQuestion``, ``Contradiction`` (a fact contradicting the known ones),
+``sym_min``/``sym_max``/``sym_not``/``sym_and``/``sym_or``,
 ``is_symbolic``, ``to_expr`` and ``parse``.
 """
 
 from __future__ import annotations
 
 from safetrace.symbolic.env import (
-    Contract, DataDependentQuestion, Env, Fate, Guard, SymbolInfo,
+    Contract, Contradiction, DataDependentQuestion, Env, Fate, Guard, SymbolInfo,
 )
 from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.printing import parse
@@ -21,7 +22,8 @@ from safetrace.symbolic.symvalues import (
 )
 
 __all__ = [
-    "Contract", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard", "Range", "SymBool",
+    "Contract", "Contradiction", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard",
+    "Range", "SymBool",
     "SymFloat", "SymInt", "SymbolInfo", "is_symbolic", "make_bool", "make_int", "parse",
     "sym_and", "sym_max", "sym_min", "sym_not", "sym_or", "to_expr",
 ]
