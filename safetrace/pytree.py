@@ -144,6 +144,37 @@ def _positional_names(fn: Callable, n: int) -> list[str]:
     return names[:n]
 
 
+def in_spec_order(value: Any, spec: Any) -> Any:
+    """``value`` with every plain dict's keys put in the order of the matching dict in
+    TreeSpec ``spec`` (as torch.export, keys matter and their order does not), or None when
+    nothing needed reordering or the structures differ otherwise."""
+    changed = [False]
+
+    def walk(v: Any, s: Any) -> Any:
+        if s.is_leaf():
+            return v
+        kids = _kids(s)
+        if s.type is dict and type(v) is dict:
+            keys = list(s.context)
+            if v.keys() != set(keys):
+                return v
+            if list(v) != keys:
+                changed[0] = True
+            return {k: walk(v[k], c) for k, c in zip(keys, kids)}
+        if type(v) is not s.type or s.type is dict:
+            return v
+        handler = pytree.SUPPORTED_NODES.get(s.type)
+        if handler is None:
+            return v
+        children, context = handler.flatten_fn(v)
+        if len(children) != len(kids):
+            return v
+        return handler.unflatten_fn([walk(c, k) for c, k in zip(children, kids)], context)
+
+    out = walk(value, spec)
+    return out if changed[0] else None
+
+
 def describe_mismatch(expected: Any, got: Any, got_leaves: list,
                       leaf_paths: list[str]) -> str:
     """Where a call's input structure (TreeSpec ``got`` of ``(args, kwargs)``) first differs

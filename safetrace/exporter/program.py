@@ -168,6 +168,11 @@ class ExportedProgram:
         else:
             spec = self.in_spec
         if spec != self.in_spec:
+            # the same dict keys in another insertion order: as at export (order is not meaning)
+            reordered = pytree.in_spec_order((tuple(args), self._ordered(kwargs)), self.in_spec)
+            if reordered is not None:
+                leaves, spec = pytree.tree_flatten(reordered)
+        if spec != self.in_spec:
             try:
                 why = pytree.describe_mismatch(self.in_spec, spec, leaves,
                                                [inp.path for inp in self.contract.inputs])
