@@ -296,14 +296,18 @@ class DeclaredSpaceViolation(ConstraintViolationError):
         return self.cause + fix
 
 
-def declared_space(problems: list[Violation], suggestion: str) -> DeclaredSpaceViolation:
-    """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied."""
+def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
+                   dim_fixes: dict | None = None) -> DeclaredSpaceViolation:
+    """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied; ``fixes``:
+    (input path, dim) -> new entry, ``dim_fixes``: Dim name -> new Dim (or derived dim),
+    as data for ``st.refine_dynamic_shapes_from_suggested_fixes``."""
     n = len(problems)
     return DeclaredSpaceViolation(
         f"the traced program does not work for the whole declared input space "
         f"({n} problem{'s' if n > 1 else ''}):\n"
         + "\n".join(f"  - {p.text()}" for p in problems),
-        fix=suggestion, problems=list(problems))
+        fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
+        dim_fixes=dict(dim_fixes or {}))
 
 
 class ContradictorySizes(ConstraintViolationError):

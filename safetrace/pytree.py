@@ -84,7 +84,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
 
     Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``).
     """
-    params = _positional_names(fn, len(args))
+    params = positional_names(fn, len(args))
     simple = CONSTANT_LEAVES + (torch.Tensor,)
     if all(isinstance(a, simple) for a in args) and all(
             isinstance(v, simple) for v in kwargs.values()):
@@ -109,7 +109,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
 _SIGNATURES: dict = {}
 
 
-def _signature(fn: Callable) -> inspect.Signature | None:
+def signature(fn: Callable) -> inspect.Signature | None:
     key = getattr(fn, "__func__", fn)
     key = getattr(key, "__code__", key)
     try:
@@ -128,8 +128,8 @@ def _signature(fn: Callable) -> inspect.Signature | None:
     return sig
 
 
-def _positional_names(fn: Callable, n: int) -> list[str]:
-    sig = _signature(fn)
+def positional_names(fn: Callable, n: int) -> list[str]:
+    sig = signature(fn)
     if sig is None:
         return [f"args[{i}]" for i in range(n)]
     names: list[str] = []

@@ -77,7 +77,7 @@ class _Exporter:
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
-            names = pytree._positional_names(self.fn, len(args))
+            names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
         guard = _ModuleGuard(self.model).__enter__()  # the snapshot; entered again below
@@ -110,12 +110,12 @@ class _Exporter:
         if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
         if problems:
-            names = pytree._positional_names(self.fn, len(args))
+            names = pytree.positional_names(self.fn, len(args))
             suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
             if report is not None:
                 report.violations(problems, suggestion)
                 return None
-            raise_violations(problems, suggestion)
+            raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name in tracer.constants:
@@ -257,7 +257,7 @@ def _flatten_outputs(out: Any) -> tuple[list, Any]:
 
 def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     """Refuse, before tracing, a call that does not fit the signature of what is exported."""
-    sig = pytree._signature(fn)
+    sig = pytree.signature(fn)
     if sig is None:
         return
     try:

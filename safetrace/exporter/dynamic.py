@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from safetrace.dims import DerivedDim, Dim, _Hint
+from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.symbolic import Env, Expr, make_int
@@ -62,7 +62,10 @@ class DynamicDims:
         out: list = []
         for d, (n, e) in enumerate(zip(shape, entries)):
             where = f"dynamic_shapes for {path}.shape[{d}]"
-            if e is None or (isinstance(e, _Hint) and e.kind == "static"):
+            if e is None or (isinstance(e, DimHint) and e.kind == "static"):
+                if e is not None and (e.min is not None or e.max is not None):
+                    self._in_range(where, n, 0 if e.min is None else e.min,
+                                   math.inf if e.max is None else e.max, repr(e))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
@@ -70,7 +73,7 @@ class DynamicDims:
                                               f"[{d}] = {n}.",
                                        f"use {n} or None (static), or a Dim")
                 out.append(n)
-            elif isinstance(e, _Hint):
+            elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
                 self._in_range(where, n, lo, hi, repr(e))
@@ -339,6 +342,6 @@ def _static_fix(where: str, value: int) -> str:
             f"Dim.AUTO")
 
 
-def raise_violations(problems: list[Violation], suggestion: str = "") -> None:
+def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
-        raise declared_space(problems, suggestion)
+        raise declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)

@@ -12,28 +12,19 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace import pytree as st_pytree
-from safetrace.dims import DerivedDim, Dim, ShapesCollection, _Hint
+from safetrace.dims import DerivedDim, Dim, DimHint
+from safetrace.exporter.shapes import AdditionalInputs, ShapesCollection
 from safetrace.errors import SpecStructureError, spec_entry
 
-Entry = Any  # None | int | _Hint | Dim | DerivedDim
+Entry = Any  # None | int | DimHint | Dim | DerivedDim
 
 
 def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
     out: list[list[Entry] | None] = []
-    if isinstance(spec, ShapesCollection):
-        used = set()
-        for leaf in pytree.tree_leaves((args, kwargs)):
-            if isinstance(leaf, torch.Tensor) and leaf in spec:
-                used.add(id(leaf))
-                out.append(_tensor_spec(leaf, spec[leaf], f"dynamic_shapes[{_desc(leaf)}]"))
-            else:
-                out.append(None)  # no dims to declare
-        for key, (tensor, entry) in spec._specs.items():
-            if key not in used:
-                raise _foreign_tensor(fn, args, kwargs, tensor, entry)
-        return out
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)):  # to the tree, as torch does
+        spec = spec.dynamic_shapes(fn, args, kwargs)
     tops = list(zip(names, args)) + list(kwargs.items())
     if isinstance(spec, dict):
         spec = _expand_var_params(fn, spec, names, kwargs)
@@ -64,7 +55,7 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
 def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> dict:
     """torch.export's keys for ``*xs`` / ``**kw`` (a tuple / a dict of specs under the
     parameter's name) as safetrace's per-input keys (``xs[0]``, the keyword names)."""
-    sig = st_pytree._signature(fn)
+    sig = st_pytree.signature(fn)
     if sig is None:
         return spec
     params = sig.parameters.values()
@@ -115,30 +106,13 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
 
 
 def _var_hint(fn: Any) -> str:
-    sig = st_pytree._signature(fn)
+    sig = st_pytree.signature(fn)
     params = sig.parameters.values() if sig is not None else ()
     hints = [f"{{{p.name!r}: (spec0, spec1, ...)}} for *{p.name}" for p in params
              if p.kind is p.VAR_POSITIONAL]
     hints += [f"{{{p.name!r}: {{'name': spec, ...}}}} for **{p.name}" for p in params
               if p.kind is p.VAR_KEYWORD]
     return f" (or {' and '.join(hints)})" if hints else ""
-
-
-def _foreign_tensor(fn: Any, args: tuple, kwargs: dict, tensor: Any,
-                    entry: Any) -> SpecStructureError:
-    """A ShapesCollection entry whose tensor is not (by identity) one of the inputs."""
-    inputs = [(p, v) for p, v in st_pytree.flatten_inputs(fn, args, kwargs)[0]
-              if isinstance(v, torch.Tensor)]
-    shape = list(getattr(tensor, "shape", ()))
-    same = [p for p, v in inputs if list(v.shape) == shape]
-    listed = ", ".join(f"{p}: {list(v.shape)}" for p, v in inputs) or "none"
-    target = same[0] if same else (inputs[0][0] if inputs else "x")
-    return SpecStructureError(
-        f"dynamic_shapes: the ShapesCollection has an entry for a tensor of shape {shape} "
-        f"that is not one of the inputs (entries are matched by identity, not by shape or "
-        f"value: a copy or a new tensor of the same shape does not match). The tensor inputs "
-        f"are {listed}.\nFix: key the collection by the tensor object you pass to "
-        f"st.export:\n    sc[{target}] = {entry!r}")
 
 
 def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
@@ -229,7 +203,7 @@ def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
 
 
 def _entry(e: Any, where: str) -> Entry:
-    if e is None or isinstance(e, (_Hint, Dim, DerivedDim)):
+    if e is None or isinstance(e, (DimHint, Dim, DerivedDim)):
         return e
     if type(e).__module__.startswith("torch.export"):
         return _from_torch_export(e, where)
@@ -251,7 +225,7 @@ def _from_torch_export(e: Any, where: str) -> Entry:
         if hint is None:
             raise spec_entry(where, e, "an unknown torch.export hint")
         lo, hi = getattr(e, "min", None), getattr(e, "max", None)
-        return hint if (lo, hi) == (None, None) or name == "static" else hint(lo, hi)
+        return hint if (lo, hi) == (None, None) else hint(lo, hi)
     root = getattr(e, "root", None)
     if root is not None and callable(getattr(e, "fn", None)):  # derived: fn(root) linear
         base = _from_torch_export(root, where)
@@ -269,12 +243,6 @@ def _from_torch_export(e: Any, where: str) -> Entry:
             _TORCH_DIMS[id(e)] = found
         return found
     raise spec_entry(where, e)
-
-
-def _desc(t: torch.Tensor) -> str:
-    return f"tensor of shape {list(t.shape)}"
-
-
 def _tree(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         return f"Tensor{list(v.shape)}"
