@@ -223,7 +223,34 @@ class DynamicDims:
                     label, f"can only be {value}{origin}: the program's run-time condition "
                            f"holds for no other value in {declared!r}'s range.",
                     _static_fix(decl.where, value)))
+        problems += self._named_relations(contract, seen)
         return problems
+
+    def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
+        """Run-time conditions relating separately declared named Dims (``min(b, c)``,
+        ``if b >= c:``): named Dims are independent, so each such condition is a problem
+        (fix: accept it as a run-time check by declaring one of them Dim.DYNAMIC)."""
+        order = list(self.env.symbols)
+        out = []
+        for c in contract.conditions:
+            named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
+                            and contract.symbol(s) is not None}, key=order.index)
+            names = list(dict.fromkeys(self.dim_names[s] for s in named))
+            if len(names) < 2 or f"rel:{names[-1]}" in seen:
+                continue
+            seen.add(f"rel:{names[-1]}")
+            last = self.roots[names[-1]][0]
+            relaxed = Dim.DYNAMIC(min=last.min or None,
+                                  max=None if last.max == math.inf else last.max)
+            self.dim_fixes[last.name] = relaxed
+            where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
+                              for s, n in zip(named, names))
+            out.append(Violation(
+                where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
+                       f"between Dims the spec declares independent ({', '.join(names)}).",
+                f"declare {last.name} as {relaxed!r} to accept it as a run-time check of "
+                f"the inputs, or change the code so that it does not need the relation"))
+        return out
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}
