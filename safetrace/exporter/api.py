@@ -13,7 +13,7 @@ from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.spec import _tree, match_spec
+from safetrace.exporter.spec import match_spec, tree_text
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -43,13 +43,13 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Exporter(model, fn).run(args, kwargs, dynamic_shapes)
+        return Exporter(model, fn).run(args, kwargs, dynamic_shapes)
     finally:
         if was_enabled:
             gc.enable()
 
 
-class _Exporter:
+class Exporter:
     def __init__(self, model: Any, fn: Callable) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
@@ -294,7 +294,7 @@ def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     fix = f"st.export({owner}, ({', '.join(pos)}{',' if len(pos) == 1 else ''})"
     fix += f", kwargs={{{', '.join(f'{k!r}: {k}' for k in kw)}}})" if kw else ")"
     qual = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-    got = f"args={_tree(args)}" + (f", kwargs={_tree(kwargs)}" if kwargs else "")
+    got = f"args={tree_text(args)}" + (f", kwargs={tree_text(kwargs)}" if kwargs else "")
     raise E.call_mismatch(qual, str(sig), why, got, fix)
 
 

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
@@ -276,8 +277,6 @@ class DynamicDims:
 
     def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
         """A ready-to-paste ``dynamic_shapes`` value with every fix applied."""
-        from torch.utils import _pytree as pytree
-
         defs: dict[str, str] = {}
 
         def render(entry: Any, path: str, d: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
-from safetrace.exporter.api import _Exporter
+from safetrace.exporter.api import Exporter
 from safetrace.trace.source import short
 
 
@@ -133,7 +133,7 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     report = ExplainReport()
     try:
-        ep = _Exporter(model, fn).run(args, dict(kwargs or {}), dynamic_shapes, report=report)
+        ep = Exporter(model, fn).run(args, dict(kwargs or {}), dynamic_shapes, report=report)
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None

@@ -243,20 +243,20 @@ def _from_torch_export(e: Any, where: str) -> Entry:
             _TORCH_DIMS[id(e)] = found
         return found
     raise spec_entry(where, e)
-def _tree(v: Any) -> str:
+def tree_text(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         return f"Tensor{list(v.shape)}"
     if isinstance(v, (list, tuple)):
-        inner = ", ".join(_tree(x) for x in v)
+        inner = ", ".join(tree_text(x) for x in v)
         return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' * (len(v) == 1)})"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k!r}: {_tree(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {tree_text(x)}" for k, x in v.items()) + "}"
     if hasattr(v, "__dataclass_fields__"):
         return f"{type(v).__name__}(" + ", ".join(
-            f"{f}={_tree(getattr(v, f))}" for f in v.__dataclass_fields__) + ")"
+            f"{f}={tree_text(getattr(v, f))}" for f in v.__dataclass_fields__) + ")"
     return repr(v)
 
 
 def side_by_side(inputs: Any, spec: Any) -> str:
     """The input tree and the spec tree, one above the other for comparison."""
-    return f"  inputs: {_tree(inputs)}\n  spec:   {_tree(spec)}"
+    return f"  inputs: {tree_text(inputs)}\n  spec:   {tree_text(spec)}"
