@@ -15,7 +15,8 @@ import torch
 
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter.api import Exporter
-from safetrace.trace.source import short
+from safetrace.trace.hops.rewrite import cond_rewrite
+from safetrace.trace.source import short, user_frame
 
 
 @dataclasses.dataclass
@@ -68,7 +69,12 @@ class ExplainReport:
 
     def data_read(self, error: Any) -> bool:
         """``if tensor:`` on data: recorded; the True branch is assumed to keep tracing."""
-        self._add(_problem(error))
+        problem = _problem(error)
+        rewrite = cond_rewrite(user_frame(2))  # the frame of the `if` on data
+        if rewrite is not None:
+            problem.fix = (f"use torch.cond, which keeps both branches in the graph:\n        "
+                           f"{rewrite}\n     or {problem.fix}")
+        self._add(problem)
         return True
 
     def stopped(self, exc: Exception) -> None:
