@@ -103,6 +103,10 @@ class Exporter:
             if report is None:
                 raise
             report.stopped(exc)
+            try:  # what each declared dim had become when tracing stopped
+                report.contract = self._contract(leaves, proxies, None)
+            except (ValueError, KeyError):
+                pass  # (a half-traced env may not make a consistent contract)
             return None
         contract = self._contract(leaves, proxies, tracer.layout_queried)
         if report is not None:
