@@ -269,3 +269,20 @@ def test_runtime_classes_are_unrelated():
     assert not issubclass(st.RuntimeAssertionError, st.InputMismatchError)
     assert issubclass(st.RuntimeAssertionError, RuntimeError)
     assert not issubclass(st.InputMismatchError, st.ExportError)
+
+
+def test_explain_reports_the_fields_of_each_error():
+    import torch
+
+    def f(x):
+        n = x.long().sum().item()
+        if n > 0:
+            return x.view(3, 4)
+        return x
+
+    report = st.explain(f, (torch.ones(3, 4),), dynamic_shapes={"x": {0: st.Dim("rows")}})
+    codes = {p.code for p in report.problems}
+    assert {"data-dependent-decision", "declared-space"} <= codes, report
+    dd = next(p for p in report.problems if p.code == "data-dependent-decision")
+    assert dd.where.endswith("`if n > 0:`") and "st.check(" in dd.fix
+    assert "\nFix:" not in dd.message
