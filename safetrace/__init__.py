@@ -36,6 +36,8 @@ _API = {
     "LoadError": "safetrace.errors",
     "save": "safetrace.serialize",
     "load": "safetrace.serialize",
+    "to_onnx": "safetrace.interop",
+    "ConversionError": "safetrace.errors",
 }
 
 __all__ = sorted(_API)

@@ -37,6 +37,10 @@ class SpecError(ExportError):
     """The dynamic_shapes specification is malformed or does not match the inputs."""
 
 
+class ConversionError(ExportError):
+    """A safetrace program cannot be handed to torch.export's stack as it is (interop)."""
+
+
 class InputMismatchError(ValueError):
     """An exported program was called with inputs outside the space it was exported for."""
 

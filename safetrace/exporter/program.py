@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from safetrace import pytree
+from safetrace import interop, pytree
 from safetrace.errors import InputMismatchError
 from safetrace.exporter.checks import CheckBuilder, InputContract
 from safetrace.exporter.printing import print_readable
@@ -198,6 +198,12 @@ class ExportedProgram:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
+
+    # -- the deployment stack ------------------------------------------------------------
+    def to_torch(self, *, allow_narrower: bool = False) -> Any:
+        """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
+        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
+        return interop.to_torch(self, allow_narrower=allow_narrower)
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),

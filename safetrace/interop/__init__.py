@@ -1,0 +1,30 @@
+"""The bridge out: a finished safetrace program as a ``torch.export.ExportedProgram``.
+
+This package is the only library code that touches torch.export, ShapeEnv and FakeTensor,
+and it imports them only inside the functions below, when the user asks for a conversion:
+tracing, shape reasoning and input checks never go through it.
+
+* :func:`to_torch` -- ``ep.to_torch()``: validate()-clean, same accept/reject contract.
+* :func:`to_onnx` -- ``st.to_onnx(ep, path)``: through ``torch.onnx.export(ep.to_torch())``,
+  with ONNX dims named after the user's Dims.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safetrace.interop.onnx import export_onnx
+from safetrace.interop.torch_export import convert
+
+
+def to_torch(ep: Any, *, allow_narrower: bool = False) -> Any:
+    """Convert a safetrace ExportedProgram into a ``torch.export.ExportedProgram``."""
+    return convert(ep, allow_narrower=allow_narrower)
+
+
+def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
+    """Export a safetrace program to ONNX through ``torch.onnx.export(ep.to_torch())``."""
+    return export_onnx(ep, path, **kwargs)
+
+
+__all__ = ["to_onnx", "to_torch"]
