@@ -200,10 +200,10 @@ class ExportedProgram:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
 
     # -- the deployment stack ------------------------------------------------------------
-    def to_torch(self, *, allow_narrower: bool = False) -> Any:
+    def to_torch(self, *, strict: bool = False) -> Any:
         """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
         contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
-        return interop.to_torch(self, allow_narrower=allow_narrower)
+        return interop.to_torch(self, strict=strict)
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),

@@ -17,9 +17,9 @@ from safetrace.interop.onnx import export_onnx
 from safetrace.interop.torch_export import convert
 
 
-def to_torch(ep: Any, *, allow_narrower: bool = False) -> Any:
+def to_torch(ep: Any, *, strict: bool = False) -> Any:
     """Convert a safetrace ExportedProgram into a ``torch.export.ExportedProgram``."""
-    return convert(ep, allow_narrower=allow_narrower)
+    return convert(ep, strict=strict)
 
 
 def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:

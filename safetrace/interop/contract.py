@@ -184,14 +184,6 @@ class ContractEmitter:
                 self._assert(self.node(cond), f"the inputs must satisfy "
                              f"`{self._readable(cond)}`{origin}")
 
-    def emit_extra(self, conds: list) -> None:
-        """Relations torch needs beyond ours (``allow_narrower=True``), asserted likewise."""
-        for c in conds:
-            ours = from_sympy(c, self.symbol_names)
-            if ours is None:
-                raise _error(f"torch's requirement {c} cannot be expressed as a check")
-            self._assert(self.node(ours), f"torch.export requires `{self._readable(ours)}`")
-
     def _binds(self, i: int, d: int, size: Any) -> bool:
         if size.op == "sym":
             return self.bound.get(size.name) == (i, d)
@@ -254,6 +246,57 @@ class ContractEmitter:
             raise _error(f"no graph form for {e}")
         self.nodes[e] = node
         return node
+
+    def root_ranges(self) -> dict:
+        """torch symbol -> (lo, hi) as our contract declares it."""
+        out = {}
+        for name in self.bound:
+            v = self.values[name]
+            if isinstance(v, torch.SymInt):
+                out[v.node.expr] = self._range(name)
+        for name, (_i, _d, coef, off) in self.derived.items():
+            v = self.values[f"__root_{name}"]
+            lo, hi = self._range(name)
+            if isinstance(v, torch.SymInt):
+                out[v.node.expr] = (coef * lo + off, None if hi is None else coef * hi + off)
+        return out
+
+    def same_in_torch(self, ours: Expr, theirs: Any) -> bool:
+        """Whether torch's engine proves our size expression equal to its own."""
+        from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+        if not ours.free_symbols <= self.values.keys():
+            return False
+        try:
+            return bool(statically_known_true(evaluate(ours, self.values) == theirs))
+        except Exception:  # noqa: BLE001 - not provable here
+            return False
+
+    def agree(self, a: Expr, b: Expr) -> bool:
+        """Two size expressions neither engine simplifies into each other (``ceil`` written
+        two ways): equal on every point of the declared ranges when those hold at most
+        ~20k points, else on a grid of their low and high ends."""
+        names = sorted(a.free_symbols | b.free_symbols)
+        axes = []
+        budget = max(2, int(20000 ** (1 / max(1, len(names)))))
+        for n in names:
+            lo, hi = self._range(n) if n in self.bound or n in self.derived else (0, None)
+            top = lo + budget - 1 if hi is None else min(hi, lo + budget - 1)
+            values = list(range(lo, top + 1))
+            if hi is not None and hi > top:
+                values += list(range(max(top + 1, hi - budget // 4), hi + 1))
+            elif hi is None:
+                values += [2 ** k + j for k in range(12, 40, 3) for j in (-1, 0, 1)]
+            axes.append(values)
+        points = [{}]
+        for n, values in zip(names, axes):
+            points = [dict(p, **{n: v}) for p in points for v in values]
+            if len(points) > 200000:
+                return False
+        try:
+            return all(a.evaluate(p) == b.evaluate(p) for p in points)
+        except (ZeroDivisionError, ValueError, KeyError):
+            return False
 
     def implied(self, cond: Expr) -> bool:
         """Whether our engine derives `cond` from what the program knows."""

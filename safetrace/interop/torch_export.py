@@ -9,9 +9,9 @@ the Python dispatcher (so size arithmetic gets SymInts and unbacked ops their
 torch's generated input guards skip lower bounds <= 2, derived dims they cannot solve and
 every residual condition, so relying on them alone would accept inputs ours rejects.
 
-Where torch's shape propagation needs a relation our program did not (a guard on input
-sizes that our engine does not derive from the contract), the conversion stops and names
-it (``allow_narrower=True`` ships it anyway, with the relation asserted in the graph too).
+Every tensor node's shape from torch's propagation is compared with ours; a difference
+stops the conversion.  Guards torch records inside op kernels that our contract does not
+imply are reported (``ConversionWarning``; ``strict=True`` refuses).
 """
 
 from __future__ import annotations
@@ -37,18 +37,22 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
 _DROP = (operator.pos,)
 
 
-def convert(ep: Any, *, allow_narrower: bool = False) -> Any:
+class ConversionWarning(UserWarning):
+    """torch assumed something about the input sizes that safetrace's program did not."""
+
+
+def convert(ep: Any, *, strict: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`."""
-    return _Converter(ep, allow_narrower).run()
+    return _Converter(ep, strict).run()
 
 
 class _Converter:
-    def __init__(self, ep: Any, allow_narrower: bool) -> None:
+    def __init__(self, ep: Any, strict: bool) -> None:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.ep = ep
-        self.allow_narrower = allow_narrower
+        self.strict = strict
         # No duck sizing (equal example sizes are not equal dims), no 0/1 specialization
         # (our ranges say what sizes are allowed), data-dependent output sizes allowed.
         self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
@@ -256,9 +260,13 @@ class _Converter:
                 if isinstance(b, torch.SymInt) and b.node.expr not in names and \
                         mine.op == "sym" and b.node.expr.is_symbol:
                     names[b.node.expr] = mine  # an unbacked size born here
+                    self.emitter.values.setdefault(mine.name, b)
                 theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
                 if theirs is not None and (theirs is mine or
                                            self.emitter.implied(Expr.eq(mine, theirs))):
+                    continue
+                if self.emitter.same_in_torch(mine, b) or (
+                        theirs is not None and self.emitter.agree(mine, theirs)):
                     continue
             raise ConversionError(
                 f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
@@ -323,39 +331,48 @@ class _Converter:
 
     # -- contract checks ---------------------------------------------------------------------
     def _check_narrowing(self) -> None:
-        """Guards torch's propagation recorded beyond our contract: each one narrows the
-        input space unless our engine derives it from the contract."""
+        """Guards torch's propagation recorded beyond our contract.
+
+        Our graph has no control flow, so each such guard is a decision inside one op's
+        fake kernel (a memory format, a fast path); the op's output shape was compared with
+        ours on the whole input space, and the converted program's checks come from our
+        contract only (range constraints included), so nothing here narrows what it
+        accepts.  A compiler trusting torch's ShapeEnv could still specialize on them:
+        they are reported (a warning, ``strict=True`` refuses) rather than shipped
+        silently."""
         extra = []
         for guard in self.shape_env.guards[self.contract_guards:]:
-            expr = guard.expr
-            ours = from_sympy(expr, self.emitter.symbol_names)
+            ours = from_sympy(guard.expr, self.emitter.symbol_names)
             if ours is not None and self.emitter.implied(ours):
                 continue
-            extra.append((expr, ours))
+            extra.append(f"`{ours if ours is not None else guard.expr}`")
+        self.torch_guards = list(dict.fromkeys(extra))
         if not extra:
             return
-        text = "; ".join(f"`{ours if ours is not None else e}`" for e, ours in extra)
-        if not self.allow_narrower:
+        text = "; ".join(self.torch_guards)
+        if self.strict:
             raise ConversionError(
-                f"torch's shape propagation needs {text} on the input sizes, which the "
-                f"safetrace program does not: the converted program would reject inputs "
-                f"ep.module() accepts.\nFix: ep.to_torch(allow_narrower=True) to convert "
-                f"anyway (the relations are then asserted in the graph), or export with "
-                f"the relation declared (st.check / dynamic_shapes)")
-        warnings.warn(f"ep.to_torch(): the converted program also requires {text}",
-                      stacklevel=3)
-        self.emitter.emit_extra([e for e, _ in extra])
+                f"torch's shape propagation assumed {text} on the input sizes inside op "
+                f"fake kernels, which the safetrace program does not need.\nFix: "
+                f"ep.to_torch() without strict=True converts anyway (the converted "
+                f"program's checks are safetrace's; torch's assumptions are reported)")
+        warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
+                      f"kernels (not required of the inputs; the program's checks are "
+                      f"safetrace's)", ConversionWarning, stacklevel=4)
 
     def _range_constraints(self) -> dict:
+        """Our ranges for our input symbols (never the ranges torch's guards narrowed),
+        torch's own for the data-dependent symbols it created."""
         from torch.utils._sympy.numbers import int_oo
         from torch.utils._sympy.value_ranges import ValueRanges
 
         out = {}
+        roots = self.emitter.root_ranges()
         for sym, vr in self.shape_env.var_to_range.items():
             if sym in self.shape_env.replacements:
                 continue
-            lo, hi = vr.lower, vr.upper
-            out[sym] = ValueRanges(lo, hi if hi != math.inf else int_oo)
+            lo, hi = roots.get(sym, (vr.lower, vr.upper))
+            out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
         return out
 
     def _state(self, ordered: list) -> tuple[dict, dict]:
