@@ -130,6 +130,7 @@ class _Exporter:
             range_constraints=self.dyn.range_constraints(),
             dims_report=self.dyn.auto_report(),
         )
+        ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> InputContract:

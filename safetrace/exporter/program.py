@@ -81,6 +81,7 @@ class ExportedProgram:
         self.contract = contract
         self.range_constraints = range_constraints if range_constraints is not None else {}
         self.dims_report = dict(dims_report or {})
+        self.dim_names: dict[str, str] = {}  # symbol -> the user's Dim name, where declared
         self._check_fn: Any = None
 
     # -- views ---------------------------------------------------------------------

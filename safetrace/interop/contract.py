@@ -261,6 +261,20 @@ class ContractEmitter:
                 out[v.node.expr] = (coef * lo + off, None if hi is None else coef * hi + off)
         return out
 
+    def labels(self, dim_names: dict) -> dict[str, str]:
+        """torch symbol name -> the user's Dim name (or our symbol, or a derived form)."""
+        out = {}
+        for name in self.bound:
+            v = self.values[name]
+            if isinstance(v, torch.SymInt):
+                out[str(v.node.expr)] = dim_names.get(name, name)
+        for name, (_i, _d, coef, off) in self.derived.items():
+            v = self.values[f"__root_{name}"]
+            if isinstance(v, torch.SymInt):
+                label = f"{coef}*{dim_names.get(name, name)}"
+                out[str(v.node.expr)] = label + (f" + {off}" if off else "")
+        return out
+
     def same_in_torch(self, ours: Expr, theirs: Any) -> bool:
         """Whether torch's engine proves our size expression equal to its own."""
         from torch.fx.experimental.symbolic_shapes import statically_known_true

@@ -95,6 +95,8 @@ class _Converter:
                                         if n.op == "output"))
             self._check_narrowing()
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
+        gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
         state, constants = self._state(ordered)
         tep = ExportedProgram(
