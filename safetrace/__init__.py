@@ -38,6 +38,7 @@ _API = {
     "load": "safetrace.serialize",
     "to_onnx": "safetrace.interop",
     "ConversionError": "safetrace.errors",
+    "ConversionWarning": "safetrace.errors",
 }
 
 __all__ = sorted(_API)

@@ -388,9 +388,10 @@ def from_sympy(expr: Any, names: dict) -> Expr | None:
             return Expr.or_(*[go(a) for a in x.args])
         if isinstance(x, sympy.Not):
             return Expr.not_(go(x.args[0]))
-        if isinstance(x, sympy.Min):
+        # torch has Min/Max classes of its own beside sympy's
+        if type(x).__name__ == "Min":
             return Expr.min(*[go(a) for a in x.args])
-        if isinstance(x, sympy.Max):
+        if type(x).__name__ == "Max":
             return Expr.max(*[go(a) for a in x.args])
         raise KeyError(x)
 

@@ -24,10 +24,11 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import ConversionError
+from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.symbolic import Expr, to_expr
 from safetrace.trace.asserts import assert_sym
+from safetrace.trace.mutation import written_placeholders
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -35,10 +36,6 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
-
-
-class ConversionWarning(UserWarning):
-    """torch assumed something about the input sizes that safetrace's program did not."""
 
 
 def convert(ep: Any, *, strict: bool = False) -> Any:
@@ -378,15 +375,22 @@ class _Converter:
         return out
 
     def _state(self, ordered: list) -> tuple[dict, dict]:
+        """The program's state; what the graph writes gets its own copy (running the
+        converted program never writes the exported model's tensors)."""
         state: dict[str, Any] = {}
         constants: dict[str, Any] = {}
+        in_place = written_placeholders(self.ep.graph)
+        written = {s.target for s in ordered if s.name in in_place}
+        written |= set(self.ep.graph_signature.buffers_to_mutate.values())
         for s in ordered:
-            if s.kind == "parameter":
+            if s.kind in ("parameter", "buffer"):
                 t = self.ep._state[s.target]
-                state[s.target] = t if isinstance(t, torch.nn.Parameter) else \
-                    torch.nn.Parameter(t, requires_grad=t.requires_grad)
+                if s.target in written:
+                    t = t.detach().clone()
+            if s.kind == "parameter":
+                state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
             elif s.kind == "buffer":
-                (state if s.persistent else constants)[s.target] = self.ep._state[s.target]
+                (state if s.persistent else constants)[s.target] = t
             elif s.kind == "constant":
                 constants[s.target] = self.ep.constants[s.target]
         return state, constants
