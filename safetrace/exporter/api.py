@@ -131,6 +131,7 @@ class _Exporter:
             dims_report=self.dyn.auto_report(),
         )
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
+        ep.exported_training = bool(getattr(self.model, "training", False))
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> InputContract:
