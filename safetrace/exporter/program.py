@@ -207,6 +207,11 @@ class ExportedProgram:
         contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
         return interop.to_torch(self, strict=strict)
 
+    def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
+        """This program retraced by safetrace's tracer with each operator decomposed
+        (default: torch's core ATen table): same numerics and contract."""
+        return interop.run_decompositions(self, decomp_table)
+
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),
                 self.describe_contract()]

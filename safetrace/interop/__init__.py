@@ -7,6 +7,8 @@ tracing, shape reasoning and input checks never go through it.
 * :func:`to_torch` -- ``ep.to_torch()``: validate()-clean, same accept/reject contract.
 * :func:`to_onnx` -- ``st.to_onnx(ep, path)``: through ``torch.onnx.export(ep.to_torch())``,
   with ONNX dims named after the user's Dims.
+* :func:`run_decompositions` -- ``ep.run_decompositions()``: retraced by safetrace's own
+  tracer into core ATen operators, the same contract.
 """
 
 from __future__ import annotations
@@ -27,4 +29,13 @@ def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     return export_onnx(ep, path, **kwargs)
 
 
-__all__ = ["to_onnx", "to_torch"]
+def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
+    """The program retraced by safetrace's tracer with `decomp_table` (default: core ATen)."""
+    # The one function-level import of a safetrace module here, on purpose: retracing needs
+    # st.export, whose module imports the program class, which imports this package.
+    from safetrace.interop.decompose import run_decompositions as run
+
+    return run(ep, decomp_table)
+
+
+__all__ = ["run_decompositions", "to_onnx", "to_torch"]
