@@ -18,17 +18,22 @@ import torch
 from torch.utils import _pytree
 
 from safetrace.dims import Dim
+from safetrace.errors import UnsupportedOpError
 from safetrace.exporter import api as _api
+from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.symbolic.expr import sym as _sym
 from safetrace.trace.asserts import assert_sym
 
 
 def default_table() -> dict:
-    """torch's core ATen decomposition table (what torch.export decomposes with)."""
-    from torch.export import default_decompositions
+    """torch's core ATen decomposition table (what torch.export decomposes with), with
+    safetrace's Python forms of the composite operators torch decomposes in C++."""
+    from torch._decomp import core_aten_decompositions
 
-    return dict(default_decompositions().items())
+    table = dict(core_aten_decompositions().items())
+    table.update(COMPOSITES)
+    return table
 
 
 def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
@@ -52,6 +57,7 @@ class _Retracer(torch.nn.Module):
         self.training = ep.exported_training
         self._ep = ep
         self._table = table
+        self.kept: set[str] = set()
         self.arg_names = _arg_names(ep)
         n_pos = len(_children(_children(ep.in_spec)[0]))
         pos, kw = self.arg_names[:n_pos], self.arg_names[n_pos:]
@@ -119,10 +125,15 @@ class _Retracer(torch.nn.Module):
         if target is torch.ops.aten.sym_size.int:
             return args[0].shape[args[1]]
         if isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable:
-            if torch.Tag.core not in target.tags:
-                fn = self._table.get(target)
-                if fn is not None:
+            fn = self._table.get(target)
+            if fn is not None:
+                try:
                     return fn(*args, **kwargs)
+                except UnsupportedOpError:
+                    # the decomposition calls something the tracer cannot record: the
+                    # operator stays as it is (a partly traced decomposition records
+                    # nothing the result depends on: its outputs are dropped)
+                    self.kept.add(str(target))
         return target(*args, **kwargs)
 
     def _residuals(self, leaves: list) -> None:

@@ -23,21 +23,25 @@ def _non_core(ep) -> set[str]:
 
 
 @pytest.mark.parametrize("name", ["dyn_mlp", "derived", "scenario_9", "attention", "counter",
-                                  "convnet", "dataclass_dict_out", "scenario_6"])
+                                  "convnet", "convnet_train", "dataclass_dict_out", "scenario_6"])
 def test_decomposed_program_has_the_same_numerics_and_contract(name, tmp_path):
     case = CASES[name]()
     ep = case.export()
     dep = ep.run_decompositions()
     assert isinstance(dep, st.ExportedProgram)
-    assert not _non_core(dep), _non_core(dep)
+    left = _non_core(dep)
+    if name == "convnet_train":  # batch norm updating its running statistics stays
+        left.discard("aten.batch_norm.default")
+    assert not left, left
     ours, theirs = ep.module(), dep.module()
     for args, kwargs in [(case.args, case.kwargs)] + case.good + case.bad + edge_inputs(ep):
         same_behaviour(ours, theirs, args, kwargs)
     path = tmp_path / "d.pt2z"
     st.save(dep, path)
     loaded = st.load(path)
+    ours, loaded_m = ep.module(), loaded.module()
     for args, kwargs in [(case.args, case.kwargs)] + case.good + case.bad:
-        same_behaviour(ep, loaded, args, kwargs)
+        same_behaviour(ours, loaded_m, args, kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", st.ConversionWarning)
         check_parity(dep, dep.to_torch(), [(case.args, case.kwargs)] + case.good)
