@@ -91,6 +91,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        _provenance(self.graph)
         gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
         gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         gm.meta["safetrace_torch_guards"] = self.torch_guards
@@ -427,6 +428,18 @@ class _Converter:
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def _provenance(graph: torch.fx.Graph) -> None:
+    """``from_node`` on every node, as torch.export's graphs have: run_decompositions maps
+    the module call signatures' names through it (without it an output whose op
+    decomposes away is lost)."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    for node in graph.nodes:
+        if node.op == "call_function":
+            node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
+                                                 NodeSourceAction.CREATE)]
 
 
 def _training_verifier() -> Any:
