@@ -9,14 +9,15 @@ import collections
 import pathlib
 
 from safetrace.rules import RULES
+from safetrace.rules.registry import FAMILY
 
 START, END = "<!-- ops:start -->", "<!-- ops:end -->"
 
 
 def op_list() -> str:
     families: dict[str, list[str]] = collections.defaultdict(list)
-    for op, fn in RULES.items():
-        family = fn.__module__.rsplit(".", 1)[-1]
+    for op in RULES:
+        family = FAMILY[op].rsplit(".", 1)[-1]
         families[family].append(op.name().split("::", 1)[1])
     lines = [f"{len(RULES)} overloads with symbolic shape and dtype rules, by family "
              f"(`safetrace/rules/<family>.py`):", ""]

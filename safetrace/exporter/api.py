@@ -12,7 +12,7 @@ import torch
 from safetrace import pytree
 from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
                               UnsupportedInputError, UnsupportedOpError)
-from safetrace.exporter.checks import InputContract
+from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import _tree, match_spec
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -21,6 +21,7 @@ from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.graph import add_placeholder
+from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -95,7 +96,7 @@ class _Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, _exporting(), torch_checks_routed(), tracer:
+                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), tracer:
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
@@ -109,7 +110,10 @@ class _Exporter:
                 raise
             report.stopped(exc)
             return None
-        problems = self.dyn.violations()
+        contract = self._contract(leaves, proxies, tracer.layout_queried)
+        if report is not None:
+            report.contract = contract
+        problems = self.dyn.violations(contract)
         if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
         if problems:
@@ -125,51 +129,21 @@ class _Exporter:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
-            state={**self.state_tensors}, constants=dict(tracer.constants),
-            contract=self._contract(leaves, proxies, tracer.layout_queried),
-            range_constraints=self.dyn.range_constraints(),
-            dims_report=self.dyn.auto_report(),
-        )
+            state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         return ep
 
-    def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> InputContract:
+    def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:
         env = self.env
-        entries = []
-        for (path, value), p in zip(leaves, proxies):
-            if isinstance(p, Proxy):
-                shape = tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
-                              for s in p.st_meta.shape)
-                entries.append((path, "tensor", p.st_meta.dtype, shape))
-            else:
-                entries.append((path, "const", value))
-        origins = {}  # per symbol: the guard behind its range (or its first guard)
-        inf = float("inf")
-        for name, info in env.symbols.items():
-            lo, hi = info.range.lo, info.range.hi
-            excluded = int(lo) - 1 if 0 < lo < inf else int(hi) + 1 if hi < inf else None
-            origins[name] = self.dyn.origin_of(name, excluded)
-        ranges = {}
-        for name, info in env.symbols.items():
-            e = env.simplify(_sym(name))
-            if info.backed and e.op == "sym" and e.name == name:
-                lo, hi = info.range.lo, info.range.hi
-                ranges[name] = (int(lo) if lo > 0 else None,
-                                None if hi == float("inf") else int(hi))
-        residual = [(g.cond, from_text(g.origin)) for g in env.contract().residual]
-        static_why = {}  # why a declared dim is static or tied to others: its first guard
-        for decl in self.dyn.decls:
-            if env.simplify(decl.expr) is not decl.expr:
-                names = sorted(decl.expr.free_symbols)
-                static_why[decl.where] = origins.get(names[0], "") if names else ""
-            elif decl.kind in ("named", "derived"):  # related by the spec itself
-                static_why[decl.where] = f" (as declared: {decl.spec!r})"
-        layout = []  # the code asked for a layout: inputs must have the traced one
+        shapes = [tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
+                        for s in p.st_meta.shape) if isinstance(p, Proxy) else None
+                  for p in proxies]
+        layout = {}  # the code asked for a layout: inputs must have the traced one
         if layout_queried:
-            layout = [(i, from_text(layout_queried)) for i, p in enumerate(proxies)
-                      if isinstance(p, Proxy) and p.st_contig]
-        return InputContract(entries, ranges, residual, origins, static_why, layout)
+            layout = {i: from_text(layout_queried) for i, p in enumerate(proxies)
+                      if isinstance(p, Proxy) and p.st_contig}
+        return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of)
 
     def _lift_state(self, guard: _ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -223,16 +197,10 @@ class _Exporter:
 
     def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:
         """Where the graph reads a symbol at run time: the first dim declared with it."""
-        e = decl.expr
-        if e.op == "sym":
-            tracer.sym_sources.setdefault(e.name, (node, decl.dim, 1, 0))
-        elif len(e.free_symbols) == 1:
-            name = next(iter(e.free_symbols))
-            from safetrace.symbolic.expr import sym
-
-            at0 = e.subs({sym(name): 0}).evaluate({})
-            coef = e.subs({sym(name): 1}).evaluate({}) - at0
-            tracer.sym_sources.setdefault(name, (node, decl.dim, coef, at0))
+        for name in decl.expr.free_symbols:
+            lin = linear_in(decl.expr, name)
+            if lin is not None:
+                tracer.sym_sources.setdefault(name, (node, decl.dim) + lin)
 
     def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
@@ -507,12 +475,6 @@ _STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cach
 def _plain_layout(t: torch.Tensor) -> bool:
     """Contiguous with storage offset 0: the layout a traced tensor is assumed to have."""
     return t.is_contiguous() and t.storage_offset() == 0
-
-
-def _sym(name: str) -> Any:
-    from safetrace.symbolic.expr import sym
-
-    return sym(name)
 
 
 def _const_or(e: Any) -> Any:

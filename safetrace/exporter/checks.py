@@ -9,7 +9,6 @@ hold.  Non-tensor inputs must equal their specialized values.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from typing import Any, Callable
@@ -17,121 +16,88 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import InputMismatchError
-
-_SYM = re.compile(r"\b([su]\d+)\b")
-
-
-@dataclasses.dataclass
-class InputContract:
-    """What the checks need: per leaf its expected form, symbol ranges, residual guards."""
-
-    leaves: list  # (path, "tensor", dtype, shape entries: int | Expr) or (path, "const", value)
-    ranges: dict = dataclasses.field(default_factory=dict)     # name -> (lo, hi)
-    residual: list = dataclasses.field(default_factory=list)   # (cond Expr, origin text)
-    origins: dict = dataclasses.field(default_factory=dict)    # name -> " (from ...)"
-    # declared dynamic dims the program made static or tied to others: "x.shape[1]" ->
-    # " (from ...)", the guard that decided it
-    static_why: dict = dataclasses.field(default_factory=dict)
-    # tensor inputs that must be contiguous with storage offset 0 (the program branched on
-    # a memory layout): (leaf index, origin text)
-    layout: list = dataclasses.field(default_factory=list)
+from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorInput
 
 
 class CheckBuilder:
-    """Accumulates check code lines and the constants they refer to."""
+    """Turns a Contract into one straight-line Python function (lines + constants)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
                                     "_copysign": math.copysign}
-        self.bound: dict[str, str] = {}  # symbol -> the input dim it was read from
-        self.static_why: dict[str, str] = {}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"
         self.env[name] = value
         return name
 
-    def readable(self, expr: Any) -> str:
-        """``2*s0 + 1`` -> ``2*x.shape[0] + 1``."""
-        return _SYM.sub(lambda m: self.bound.get(m.group(1), m.group(1)), str(expr))
-
-    def build(self, contract: InputContract) -> Callable[[list], None]:
-        deferred = []
-        self.static_why = contract.static_why
-        for i, leaf in enumerate(contract.leaves):
-            if leaf[1] == "const":
-                self.constant(i, leaf[0], leaf[2])
+    def build(self, contract: Contract) -> Callable[[list], None]:
+        bound: set[str] = set()
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, ConstInput):
+                self.constant(i, inp.path, inp.value)
             else:
-                deferred += self.tensor(i, leaf[0], leaf[2], leaf[3])
-        for i, d, path, e in deferred:
-            self.relation(i, d, path, e, contract.origins)
-        for i, origin in getattr(contract, "layout", ()):
-            p = self.const(contract.leaves[i][0])
-            self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0): "
-                              f"_fail({p}, 'layout', v{i}, {self.const(origin)})")
-        for name, (lo, hi) in contract.ranges.items():
-            if name not in self.bound:
+                self.tensor(i, inp)
+        # (the contract's binding order: static and bound dims above, then these)
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, TensorInput):
+                for d, dim in enumerate(inp.dims):
+                    if dim.kind in ("derived", "equal"):
+                        self.relation(i, d, inp, dim, contract)
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, TensorInput) and inp.layout is not None:
+                p = self.const(inp.path)
+                self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0)"
+                                  f": _fail({p}, 'layout', v{i}, {self.const(inp.layout)})")
+        for s in contract.symbols:
+            if s.where is None:
                 continue
-            why = self.const(contract.origins.get(name, ""))
-            where = self.const(self.bound[name])
-            if lo is not None and lo > 0:
-                self.lines.append(f"if {name} < {lo}: _fail({where}, 'min', {name}, ({lo}, {why}))")
-            if hi is not None:
-                self.lines.append(f"if {name} > {hi}: _fail({where}, 'max', {name}, ({hi}, {why}))")
-        for cond, origin in contract.residual:
-            if not cond.free_symbols <= self.bound.keys():
-                continue
-            text = self.const(self.readable(cond))
-            self.lines.append(f"if not ({cond}): _fail({text}, 'guard', None, "
-                              f"{self.const(origin)})")
-        return self._compile(len(contract.leaves))
+            bound.add(s.name)
+            why = self.const(s.origin)
+            where = self.const(s.where)
+            if s.lo is not None and s.lo > 0:
+                self.lines.append(f"if {s.name} < {s.lo}: _fail({where}, 'min', {s.name}, "
+                                  f"({s.lo}, {why}))")
+            if s.hi is not None:
+                self.lines.append(f"if {s.name} > {s.hi}: _fail({where}, 'max', {s.name}, "
+                                  f"({s.hi}, {why}))")
+        for c in contract.conditions:
+            if not c.cond.free_symbols <= bound:
+                continue  # on data-dependent values: asserted inside the graph
+            text = self.const(contract.where_text(c.cond))
+            self.lines.append(f"if not ({c.cond}): _fail({text}, 'guard', None, "
+                              f"{self.const(c.origin)})")
+        return self._compile(len(contract.inputs))
 
-    def tensor(self, i: int, path: str, dtype: torch.dtype, shape: tuple) -> list:
+    def tensor(self, i: int, inp: TensorInput) -> None:
         v = f"v{i}"
-        p = self.const(path)
+        p = self.const(inp.path)
         self.lines.append(f"{v} = leaves[{i}]")
         self.lines.append(f"if not isinstance({v}, Tensor) or {v}.is_meta: "
                           f"_fail({p}, 'type', {v}, None)")
-        self.lines.append(f"if {v}.dtype is not {self.const(dtype)}: "
-                          f"_fail({p}, 'dtype', {v}.dtype, {self.const(dtype)})")
+        self.lines.append(f"if {v}.dtype is not {self.const(inp.dtype)}: "
+                          f"_fail({p}, 'dtype', {v}.dtype, {self.const(inp.dtype)})")
         self.lines.append(f"sh{i} = {v}.shape")
-        self.lines.append(f"if len(sh{i}) != {len(shape)}: _fail({p}, 'rank', sh{i}, "
-                          f"{self.const(tuple(str(s) for s in shape))})")
-        deferred = []
-        for d, size in enumerate(shape):
-            if isinstance(size, int):
-                why = self.static_why.get(f"{path}.shape[{d}]")
-                kind = "static" if why is None else "required"
-                extra = "" if why is None else f", {self.const(why)}"
-                self.lines.append(f"if sh{i}[{d}] != {size}: _fail({p}, '{kind}', sh{i}, "
-                                  f"({d}, {size}{extra}))")
-            elif size.op == "sym" and size.name not in self.bound:
-                self.lines.append(f"{size.name} = sh{i}[{d}]")
-                self.bound[size.name] = f"{path}.shape[{d}]"
-            else:
-                deferred.append((i, d, path, size))
-        return deferred
+        shown = tuple(str(dim.size) for dim in inp.dims)
+        self.lines.append(f"if len(sh{i}) != {len(shown)}: _fail({p}, 'rank', sh{i}, "
+                          f"{self.const(shown)})")
+        for d, dim in enumerate(inp.dims):
+            if dim.kind == "static":
+                kind = "static" if dim.why is None else "required"
+                extra = "" if dim.why is None else f", {self.const(dim.why)}"
+                self.lines.append(f"if sh{i}[{d}] != {dim.size}: _fail({p}, '{kind}', sh{i}, "
+                                  f"({d}, {dim.size}{extra}))")
+            elif dim.kind == "bind":
+                self.lines.append(f"{dim.symbol} = sh{i}[{d}]")
 
-    def relation(self, i: int, d: int, path: str, e: Any, origins: dict) -> None:
-        free = sorted(e.free_symbols - self.bound.keys())
-        if len(free) == 1:  # a dim declared only through a derived form, e.g. 2*d
-            name = free[0]
-            from safetrace.symbolic.expr import sym
-
-            at1 = e.subs({sym(name): 1}).evaluate({})
-            at0 = e.subs({sym(name): 0})
-            coef = at1 - at0.evaluate({}) if not at0.free_symbols else None
-            if coef:
-                self.lines.append(f"{name} = (sh{i}[{d}] - ({at0})) // {coef}")
-                self.bound[name] = f"(({path}.shape[{d}] - {at0}) // {coef})"
-        if not e.free_symbols <= self.bound.keys():
-            return
-        why = self.static_why.get(f"{path}.shape[{d}]") or "".join(
-            origins.get(s, "") for s in sorted(e.free_symbols))
-        info = self.const((self.readable(e), why))
-        self.lines.append(f"if sh{i}[{d}] != ({e}): _fail({self.const(path)}, 'relation', "
-                          f"sh{i}, ({d}, ({e}), {info}))")
+    def relation(self, i: int, d: int, inp: TensorInput, dim: InputDim,
+                 contract: Contract) -> None:
+        if dim.kind == "derived":
+            self.lines.append(f"{dim.symbol} = (sh{i}[{d}] - ({dim.offset})) // {dim.coef}")
+        info = self.const((contract.where_text(dim.size), dim.why or ""))
+        self.lines.append(f"if sh{i}[{d}] != ({dim.size}): _fail({self.const(inp.path)}, "
+                          f"'relation', sh{i}, ({d}, ({dim.size}), {info}))")
 
     def constant(self, i: int, path: str, value: Any) -> None:
         k = self.const(value)
@@ -152,7 +118,7 @@ class CheckBuilder:
         src += "    return None\n"
         code = compile(src, "<safetrace input checks>", "exec")
         scope = dict(self.env)
-        exec(code, scope)  # noqa: S102  (our own generated code, never from a file)
+        exec(code, scope)  # noqa: S102  (generated from a validated Contract, never from text)
         fn = scope["check_inputs"]
         fn.__source__ = src
         return fn

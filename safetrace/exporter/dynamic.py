@@ -17,7 +17,9 @@ import torch
 
 from safetrace.dims import DerivedDim, Dim, _Hint
 from safetrace.errors import ConstraintViolationError, SpecError
-from safetrace.symbolic import Env, Expr, SymInt, make_int
+from safetrace.exporter.contract import Contract, linear_in
+from safetrace.symbolic import Env, Expr, make_int
+from safetrace.symbolic.expr import sym
 from safetrace.trace.source import from_text
 
 
@@ -37,40 +39,6 @@ class DimDecl:
     @property
     def where(self) -> str:
         return f"{self.path}.shape[{self.dim}]"
-
-
-@dataclasses.dataclass
-class ValueRange:
-    """Inclusive range of a symbol; ``math.inf`` when unbounded."""
-
-    lower: int | float
-    upper: int | float
-
-    def __repr__(self) -> str:
-        return f"VR[{self.lower}, {'int_oo' if self.upper == math.inf else self.upper}]"
-
-
-class RangeConstraints(dict):
-    """{symbol: ValueRange}; also indexable by symbol name or by a symbolic int."""
-
-    def __getitem__(self, key: Any) -> ValueRange:
-        return dict.__getitem__(self, _key(key))
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, _key(key))
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return dict.get(self, _key(key), default)
-
-
-def _key(key: Any) -> Any:
-    if isinstance(key, str):
-        from safetrace.symbolic.expr import sym
-
-        return sym(key)
-    if isinstance(key, SymInt):
-        return key.expr
-    return key
 
 
 class DynamicDims:
@@ -177,66 +145,66 @@ class DynamicDims:
                     continue
         return from_text(guards[0].origin) if guards else ""
 
-    def violations(self) -> list[str]:
-        """Every declared relation the traced program broke (empty when all hold)."""
+    def violations(self, contract: Contract) -> list[str]:
+        """Every declared relation the traced program broke (empty when all hold), read
+        from the contract (what each dim became) and the engine's fates (what each
+        declared root symbol became)."""
         env = self.env
+        dims = contract.dims_by_where()
         problems: list[str] = []
         seen: set[str] = set()
-        residual: list | None = None  # the contract's residual guards, computed when needed
         pins: dict[str, tuple | None] = {}  # root symbol -> its single possible value
         for decl in self.decls:
             if decl.kind == "auto":
                 continue
-            e = env.simplify(decl.expr)
+            dim = dims[decl.where]
             label = f"{decl.where} ({decl.spec!r})"
-            if e.op == "const":
+            if dim.kind == "static":
                 key = f"static:{decl.where}"
                 if key in seen:
                     continue
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
-                self.fixes[(decl.path, decl.dim)] = e.value
+                self.fixes[(decl.path, decl.dim)] = dim.size
                 problems.append(
-                    f"{label} was specialized to {e.value}"
-                    f"{self.origin_of(name, int(e.value) + 1)}.\n"  # the guard ruling out others
-                    f"    Fix: make it static: {decl.where} -> {e.value} (or Dim.STATIC), or "
+                    f"{label} was specialized to {dim.size}"
+                    f"{self.origin_of(name, dim.size + 1)}.\n"  # the guard ruling out others
+                    f"    Fix: make it static: {decl.where} -> {dim.size} (or Dim.STATIC), or "
                     f"let safetrace decide: Dim.AUTO")
                 continue
             if decl.kind not in ("named", "derived"):
                 continue
             root = next(iter(decl.expr.free_symbols))
             dim_name = self.dim_names.get(root, root)
-            rep = env.simplify(_sym(root))  # what the root symbol became
-            if rep.op != "sym" or rep.name != root:
+            free = contract.symbol(root)
+            if free is None:  # the root symbol became an expression of others
                 key = f"rel:{root}"
                 if key in seen:
                     continue
                 seen.add(key)
-                problems.append(self._relation_problem(root, dim_name, rep, label))
+                problems.append(self._relation_problem(root, dim_name,
+                                                       env.simplify(sym(root)), label))
                 continue
-            info = env.symbols[root]
-            dim = self.roots[dim_name][0]
-            if info.range.lo > dim.min or info.range.hi < dim.max:
+            declared = self.roots[dim_name][0]
+            lo = 0 if free.lo is None else free.lo
+            hi = math.inf if free.hi is None else free.hi
+            if lo > declared.min or hi < declared.max:
                 key = f"range:{root}"
                 if key in seen:
                     continue
                 seen.add(key)
-                lo, hi = info.range.lo, info.range.hi
-                self.dim_fixes[dim_name] = Dim(dim_name, min=int(lo),
-                                               max=None if hi == math.inf else int(hi))
-                args = [repr(dim_name)] + ([f"min={int(lo)}"] if lo > 0 else []) + (
-                    [f"max={int(hi)}"] if hi != math.inf else [])
-                outside = int(lo) - 1 if lo > dim.min else int(hi) + 1
+                self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
+                args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
+                    [f"max={hi}"] if hi != math.inf else [])
+                outside = lo - 1 if lo > declared.min else int(hi) + 1
                 problems.append(
                     f"{label}: the program only works for {_range_text(dim_name, lo, hi)}"
-                    f"{self.origin_of(root, outside)}, but {dim!r} allows "
-                    f"[{dim.min}, {dim.max}].\n"
+                    f"{self.origin_of(root, outside)}, but {declared!r} allows "
+                    f"[{declared.min}, {declared.max}].\n"
                     f"    Fix: {dim_name} = Dim({', '.join(args)})")
                 continue
             if root not in pins:
-                if residual is None:
-                    residual = env.contract().residual
-                pins[root] = self._pinned_by_residuals(root, info.range, residual)
+                pins[root] = _pinned_by_conditions(root, lo, hi, contract.conditions)
             pinned = pins[root]
             if pinned is not None and f"pin:{decl.where}" not in seen:
                 seen.add(f"pin:{decl.where}")
@@ -245,32 +213,10 @@ class DynamicDims:
                 self.fixes[(decl.path, decl.dim)] = value
                 problems.append(
                     f"{label} can only be {value}{origin}: the program's run-time condition "
-                    f"holds for no other value in {dim!r}'s range.\n"
+                    f"holds for no other value in {declared!r}'s range.\n"
                     f"    Fix: make it static: {decl.where} -> {value} (or Dim.STATIC), or "
                     f"let safetrace decide: Dim.AUTO")
         return problems
-
-    def _pinned_by_residuals(self, root: str, rng: Any, residual: list) -> tuple | None:
-        """The single value a bounded dim can take under the residual conditions on it alone
-        (``s*s == 16``, ``(s*s)//4 == 4``), with their origin; None when more (or no
-        enumerable range)."""
-        conds = [g for g in residual if g.cond.free_symbols == {root}]
-        lo, hi = rng.lo, rng.hi
-        if not conds or hi == math.inf or hi - lo > 4096:
-            return None
-        found = []
-        for v in range(int(lo), int(hi) + 1):
-            try:
-                ok = all(g.cond.evaluate({root: v}) for g in conds)
-            except ZeroDivisionError:
-                ok = False
-            if ok:
-                found.append(v)
-                if len(found) > 1:
-                    return None
-        if len(found) != 1:
-            return None
-        return found[0], from_text(conds[0].origin)
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> str:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}
@@ -281,12 +227,10 @@ class DynamicDims:
         if len(rep.free_symbols) == 1:
             other = next(iter(rep.free_symbols))
             other_dim = self.dim_names.get(other)
-            if other_dim is not None:
-                at0 = rep.subs({_sym(other): 0}).evaluate({})
-                coef = rep.subs({_sym(other): 1}).evaluate({}) - at0
+            lin = linear_in(rep, other)
+            if other_dim is not None and lin is not None:
                 base = self.roots[other_dim][0]
-                self.dim_fixes[dim_name] = base if (coef, at0) == (1, 0) else \
-                    DerivedDim(base, coef, at0)
+                self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
         return (f"{label} must equal {text}{self.origin_of(root)}, a relation the spec does "
                 f"not declare.\n    Fix: declare it: {fix}  (derive the dim from the other "
                 f"Dim, or use the same Dim in both places)")
@@ -294,36 +238,6 @@ class DynamicDims:
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
         return decl.where if decl else name
-
-    def range_constraints(self) -> RangeConstraints:
-        out = RangeConstraints()
-        for name, info in self.env.symbols.items():
-            if not info.backed:
-                continue
-            e = self.env.simplify(_sym(name))
-            if e.op == "sym" and e.name == name:
-                lo, hi = info.range.lo, info.range.hi
-                out[_sym(name)] = ValueRange(int(lo) if lo != -math.inf else lo,
-                                             int(hi) if hi != math.inf else hi)
-        return out
-
-    def auto_report(self) -> dict[str, str]:
-        """What each Dim.AUTO / Dim.DYNAMIC dim became: static value, relation or range."""
-        out = {}
-        for decl in self.decls:
-            e = self.env.simplify(decl.expr)
-            if e.op == "const":
-                out[decl.where] = f"static {e.value}"
-            else:
-                out[decl.where] = f"dynamic {self.describe(e)}"
-        return out
-
-    def describe(self, e: Expr) -> str:
-        """``s0`` -> ``s0 (x.shape[0])``: symbols with the input dims they come from."""
-        text = str(e)
-        extra = [f"{s} = {self._where_of(s)}" for s in sorted(e.free_symbols)]
-        return f"{text}" + (f" where {', '.join(extra)}" if extra else "")
-
 
     def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
         """A ready-to-paste ``dynamic_shapes`` value with every fix applied."""
@@ -387,10 +301,24 @@ def _render(v: Any) -> str:
     return repr(v)
 
 
-def _sym(name: str) -> Expr:
-    from safetrace.symbolic.expr import sym
-
-    return sym(name)
+def _pinned_by_conditions(root: str, lo: int, hi: float, conditions: tuple) -> tuple | None:
+    """The single value a bounded dim can take under the residual conditions on it alone
+    (``s*s == 16``, ``(s*s)//4 == 4``), with their origin; None when more (or no
+    enumerable range)."""
+    conds = [c for c in conditions if c.cond.free_symbols == {root}]
+    if not conds or hi == math.inf or hi - lo > 4096:
+        return None
+    found = []
+    for v in range(lo, int(hi) + 1):
+        try:
+            ok = all(c.cond.evaluate({root: v}) for c in conds)
+        except ZeroDivisionError:
+            ok = False
+        if ok:
+            found.append(v)
+            if len(found) > 1:
+                return None
+    return (found[0], conds[0].origin) if len(found) == 1 else None
 
 
 def _range_text(name: str, lo: float, hi: float) -> str:

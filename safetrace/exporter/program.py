@@ -8,9 +8,11 @@ import torch
 
 from safetrace import interop, pytree
 from safetrace.errors import InputMismatchError
-from safetrace.exporter.checks import CheckBuilder, InputContract
+from safetrace.exporter.checks import CheckBuilder
+from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
@@ -59,8 +61,7 @@ class ExportedProgram:
                  input_specs: list[InputSpec],
                  output_specs: list[OutputSpec], in_spec: Any, out_spec: Any, *,
                  state: dict[str, torch.Tensor], constants: dict[str, torch.Tensor],
-                 contract: InputContract, range_constraints: dict | None = None,
-                 dims_report: dict[str, str] | None = None) -> None:
+                 contract: Contract) -> None:
         # The GraphModule (an nn.Module with a class of its own) is built on first use:
         # the graph is the program; the module is a way to run and print it.
         self._gm: ExportedGraphModule | None = None
@@ -79,8 +80,7 @@ class ExportedProgram:
         self.in_spec = in_spec
         self.out_spec = out_spec
         self.contract = contract
-        self.range_constraints = range_constraints if range_constraints is not None else {}
-        self.dims_report = dict(dims_report or {})
+        self._ranges: RangeConstraints | None = None
         self.dim_names: dict[str, str] = {}  # symbol -> the user's Dim name, where declared
         self.exported_training = False  # the module's .training at export (set by export)
         self._check_fn: Any = None
@@ -94,7 +94,8 @@ class ExportedProgram:
     def graph_module(self) -> ExportedGraphModule:
         """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
         if self._gm is None:
-            self._gm = ExportedGraphModule(torch.nn.Module(), self._graph, "GraphModule")
+            root = owner_module(self._graph)
+            self._gm = ExportedGraphModule(root, self._graph, "GraphModule")
         return self._gm
 
     @property
@@ -109,29 +110,21 @@ class ExportedProgram:
 
     def describe_contract(self) -> str:
         """The input space in words: shapes with symbols, ranges, relations, checks."""
-        b = CheckBuilder()
-        lines = []
-        for leaf in self.contract.leaves:
-            if leaf[1] == "const":
-                lines.append(f"  {leaf[0]} == {leaf[2]!r} (specialized)")
-                continue
-            dims = []
-            for d, size in enumerate(leaf[3]):
-                if not isinstance(size, int) and size.op == "sym" and size.name not in b.bound:
-                    b.bound[size.name] = f"{leaf[0]}.shape[{d}]"
-                dims.append(str(size) if not isinstance(size, int) else str(size))
-            lines.append(f"  {leaf[0]}: {str(leaf[2]).replace('torch.', '')}[{', '.join(dims)}]")
-        for name, (lo, hi) in self.contract.ranges.items():
-            where = b.bound.get(name)
-            if where is None:
-                continue
-            rng = f"{lo if lo is not None else 0} <= {name}" + (f" <= {hi}" if hi is not None
-                                                                 else "")
-            lines.append(f"  {name} = {where}, {rng}{self.contract.origins.get(name, '')}"
-                         if lo or hi is not None else f"  {name} = {where}")
-        for cond, origin in self.contract.residual:
-            lines.append(f"  requires {b.readable(cond)}{origin}")
-        return "Input contract:\n" + "\n".join(lines)
+        return self.contract.text()
+
+    @property
+    def range_constraints(self) -> RangeConstraints:
+        """``{symbol: ValueRange}`` of every free symbol (dynamic dims and data-dependent
+        values), as torch.export's ``ExportedProgram.range_constraints``."""
+        if self._ranges is None:
+            self._ranges = self.contract.range_constraints()
+        return self._ranges
+
+    @property
+    def dims_report(self) -> dict[str, str]:
+        """What each dim declared in dynamic_shapes became (``"static 3"``, ``"dynamic
+        s0 ..."``)."""
+        return self.contract.dims_report()
 
     def _flat_arity(self) -> tuple | None:
         """(positional recipes, keyword names, keyword recipes) when every input is a plain
@@ -181,7 +174,7 @@ class ExportedProgram:
         if spec != self.in_spec:
             try:
                 why = pytree.describe_mismatch(self.in_spec, spec, leaves,
-                                               [leaf[0] for leaf in self.contract.leaves])
+                                               [inp.path for inp in self.contract.inputs])
             except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
                 why = ("its containers differ.\nFix: call with the same containers (lists/"
                        "tuples/dicts/dataclasses) and keyword names as at export")
@@ -196,6 +189,8 @@ class ExportedProgram:
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
         """A callable nn.Module: checks its inputs, then runs the graph."""
+        # control-flow subgraphs get their code before a tool such as torch.compile reads them
+        self.graph_module  # noqa: B018
         return _ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -277,7 +272,7 @@ class _ProgramModule(torch.fx.GraphModule):
     ``forward`` takes the model's own arguments, checks them, then runs that code."""
 
     def __init__(self, ep: ExportedProgram) -> None:
-        super().__init__(torch.nn.Module(), ep.graph, "ProgramModule")
+        super().__init__(owner_module(ep.graph), ep.graph, "ProgramModule")
         self.training = ep.exported_training
         self._ep = ep
         if ep._check_fn is None:

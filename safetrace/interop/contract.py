@@ -18,6 +18,8 @@ from typing import Any
 import torch
 
 from safetrace.errors import ConversionError
+from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace import symbolic as S
 from safetrace.symbolic import Expr
 from safetrace.symbolic.expr import const as _const
 from safetrace.symbolic.expr import sym as _sym
@@ -28,7 +30,8 @@ _ARITH = {"floordiv": operator.floordiv, "mod": operator.mod}
 
 
 class ContractEmitter:
-    """Builds the fake inputs and the in-graph checks of one conversion."""
+    """Builds the fake inputs and the in-graph checks of one conversion, from the
+    program's typed contract (``safetrace.exporter.contract.Contract``)."""
 
     def __init__(self, conv: Any, contract: Any, env: Any) -> None:
         self.conv = conv
@@ -36,174 +39,147 @@ class ContractEmitter:
         self.env = env
         self.values: dict[str, Any] = {}        # our symbol -> torch SymInt (or int)
         self.symbol_names: dict[Any, Expr] = {}  # torch sympy symbol -> our expression
-        self.bound: dict[str, tuple] = {}        # our symbol -> (leaf, dim) it is read at
-        self.derived: dict[str, tuple] = {}      # symbol -> (leaf, dim, coef, offset)
+        self.roots: dict[tuple, Any] = {}        # (input, dim) -> its torch root SymInt
+        self.root_range: dict[Any, tuple] = {}   # torch symbol -> our (lo, hi) for it
         self.hints: dict[str, int] = {}
         self._plan()
 
     # -- symbols ---------------------------------------------------------------------------
     def _hint(self, name: str) -> int:
-        if self.env is None:
-            raise _error(f"no example value is known for symbol {name}")
-        return int(self.env.hint(_sym(name)))
+        if self.env is not None:
+            try:
+                return int(self.env.hint(_sym(name)))
+            except Exception:  # noqa: BLE001 - a loaded program has no example values
+                pass
+        lo, hi = self._range(name)
+        return max(lo, min(2, hi)) if hi is not None else max(lo, 2)
 
     def _range(self, name: str) -> tuple[int, int | None]:
-        lo, hi = self.contract.ranges.get(name, (None, None))
-        return (lo if lo is not None else 0), hi
+        s = self.contract.symbol(name)
+        if s is None:
+            return 0, None
+        return (s.lo if s.lo is not None and s.lo > 0 else 0), s.hi
+
+    def _new_root(self, i: int, d: int, hint: int, lo: int, hi: int | None,
+                  ours: Expr) -> Any:
+        inp = self.contract.inputs[i]
+        v = self.conv.make_symbol(str(ours), hint, lo, hi, inp.where(d))
+        self.roots[(i, d)] = v
+        if isinstance(v, torch.SymInt):
+            self.symbol_names[v.node.expr] = ours
+            self.root_range[v.node.expr] = (lo, hi)
+        return v
 
     def _plan(self) -> None:
-        """Which input dim binds each symbol, and a torch symbol for each."""
-        leaves = self.contract.leaves
-        for i, leaf in enumerate(leaves):
-            if leaf[1] != "tensor":
-                continue
-            for d, size in enumerate(leaf[3]):
-                if not isinstance(size, int) and size.op == "sym" and size.name not in \
-                        self.bound:
-                    self.bound[size.name] = (i, d)
-        for i, leaf in enumerate(leaves):
-            if leaf[1] != "tensor":
-                continue
-            for d, size in enumerate(leaf[3]):
-                if isinstance(size, int) or size.op == "sym":
-                    continue
-                free = [s for s in size.free_symbols if s not in self.bound
-                        and s not in self.derived]
-                if len(free) == 1:
-                    name = free[0]
-                    others = {s: self._placeholder_expr(s) for s in size.free_symbols
-                              if s != name}
-                    if others:
-                        continue  # solved later, once the other symbols are known
-                    offset = size.subs({_sym(name): 0})
-                    coef = size.subs({_sym(name): 1}).evaluate({}) - offset.evaluate({})
-                    if coef <= 0:
-                        raise _error(f"{leaf[0]}.shape[{d}] = {size}: only increasing "
-                                     f"derived dims (a*d + b, a > 0) convert")
-                    self.derived[name] = (i, d, coef, offset.evaluate({}))
-        for name, (i, d) in self.bound.items():
-            lo, hi = self._range(name)
-            h = self._hint(name)
-            self.hints[name] = h
-            v = self.conv.make_symbol(name, h, lo, hi, f"{leaves[i][0]}.shape[{d}]")
-            self.values[name] = v
-            if isinstance(v, torch.SymInt):
-                self.symbol_names[v.node.expr] = _sym(name)
-        for name, (i, d, coef, off) in self.derived.items():
-            lo, hi = self._range(name)
-            h = self._hint(name)
-            self.hints[name] = h
-            root = self.conv.make_symbol(name, coef * h + off, coef * lo + off,
-                                         None if hi is None else coef * hi + off,
-                                         f"{leaves[i][0]}.shape[{d}]")
-            self.values[f"__root_{name}"] = root
-            self.values[name] = (root - off) // coef
-            if isinstance(root, torch.SymInt):
-                self.symbol_names[root.node.expr] = coef * _sym(name) + off
-        for leaf in leaves:
-            if leaf[1] != "tensor":
-                continue
-            for size in leaf[3]:
-                if not isinstance(size, int):
-                    missing = size.free_symbols - self.values.keys()
-                    if missing:
-                        raise _error(f"{leaf[0]}: the size {size} cannot be read from "
-                                     f"the inputs ({', '.join(sorted(missing))} unbound)")
+        """A torch symbol for every dim that binds one of ours (``bind``: the symbol,
+        ``derived``: the dim's size, ours recovered by division, as our checks do), and for
+        every ``unchecked`` dim (sizes no input determines: unchecked in torch too)."""
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "bind":
+                h = self._hint(dim.symbol)
+                self.hints[dim.symbol] = h
+                lo, hi = self._range(dim.symbol)
+                self.values[dim.symbol] = self._new_root(i, d, h, lo, hi, _sym(dim.symbol))
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "derived":
+                name, a, b = dim.symbol, dim.coef, dim.offset
+                if a <= 0:
+                    raise _error(f"{inp.where(d)} = {dim.size}: only increasing derived "
+                                 f"dims (a*d + b, a > 0) convert")
+                h = self._hint(name)
+                self.hints[name] = h
+                lo, hi = self._range(name)
+                root = self._new_root(i, d, a * h + b, a * lo + b,
+                                      None if hi is None else a * hi + b, dim.size)
+                self.values[name] = (root - b) // a
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "unchecked":
+                h = int(self.env.hint(dim.size)) if self.env is not None else 2
+                self._new_root(i, d, h, 0, None, dim.size)
 
-    def _placeholder_expr(self, name: str) -> bool:
-        return name in self.bound or name in self.derived
+    def _dims(self) -> list:
+        return [(i, inp, d, dim) for i, inp in enumerate(self.contract.inputs)
+                if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
 
-    def size_value(self, i: int, d: int, size: Any) -> Any:
-        """The torch size of leaf `i`, dim `d`: the root symbol where it binds one."""
-        if isinstance(size, int):
-            return size
-        for name, (li, ld, _c, _o) in self.derived.items():
-            if (li, ld) == (i, d):
-                return self.values[f"__root_{name}"]
-        return evaluate(size, self.values)
+    def size_value(self, i: int, d: int, dim: Any) -> Any:
+        if dim.kind == "static":
+            return dim.size
+        if (i, d) in self.roots:
+            return self.roots[(i, d)]
+        return evaluate(dim.size, self.values)
 
-    def fake_input(self, i: int, leaf: tuple, ours: Any) -> torch.Tensor:
-        sizes = [self.size_value(i, d, s) for d, s in enumerate(leaf[3])]
+    def fake_input(self, i: int, inp: Any, ours: Any) -> torch.Tensor:
+        sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
         device = getattr(ours, "device", torch.device("cpu"))
-        return torch.empty(sizes, dtype=leaf[2], device=device)
+        return torch.empty(sizes, dtype=inp.dtype, device=device)
 
     def stand_ins(self) -> list:
         """Real example leaves (zeros at the example sizes) for torch's guard function."""
-        hints = dict(self.hints)
         out = []
-        for leaf in self.contract.leaves:
-            if leaf[1] == "const":
-                out.append(leaf[2])
+        for i, inp in enumerate(self.contract.inputs):
+            if isinstance(inp, ConstInput):
+                out.append(inp.value)
                 continue
-            shape = [s if isinstance(s, int) else int(s.evaluate(hints)) for s in leaf[3]]
-            out.append(torch.zeros(shape, dtype=leaf[2]))
+            shape = []
+            for d, dim in enumerate(inp.dims):
+                v = self.size_value(i, d, dim)
+                shape.append(v if isinstance(v, int) else int(v.node.hint))
+            out.append(torch.zeros(shape, dtype=inp.dtype))
         return out
 
     # -- checks ----------------------------------------------------------------------------
     def emit(self, user_leaves: list) -> None:
-        """The contract's checks, right after the placeholders."""
+        """The contract's checks, right after the placeholders (the order of ours)."""
         self.sizes: dict[tuple, Any] = {}
         self.nodes: dict[Any, Any] = {}
-        leaves = self.contract.leaves
+        self.placeholders = dict(user_leaves)
+        c = self.contract
         for i, ph in user_leaves:
-            leaf = leaves[i]
-            dims = [self._size_node(i, d, ph) if not isinstance(s, int) else s
-                    for d, s in enumerate(leaf[3])]
+            inp = c.inputs[i]
             self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
-                           (ph, None, None, leaf[2]), name="assert_tensor_metadata")
+                           (ph, None, None, inp.dtype), name="assert_tensor_metadata")
             # torch's input guards never look at the rank: an identity permute raises
             # for any other rank before the graph computes anything
-            self.conv.call(torch.ops.aten.permute.default, (ph, list(range(len(dims)))),
+            self.conv.call(torch.ops.aten.permute.default, (ph, list(range(len(inp.dims)))),
                            name="rank_check")
-        self.placeholders = dict(user_leaves)
-        for name, (i, d) in self.bound.items():
-            self._ranges(name, _sym(name), f"{leaves[i][0]}.shape[{d}]")
-        for name, (i, d, coef, off) in self.derived.items():
-            where = f"{leaves[i][0]}.shape[{d}]"
-            root = self._size_node(i, d, self.placeholders[i])
-            self.nodes[_sym(name)] = self.conv.call(
-                operator.floordiv, (self.conv.call(operator.sub, (root, off))
-                                    if off else root, coef))
-            if coef != 1:
-                rem = self.conv.call(operator.mod, (self.conv.call(operator.sub, (root, off))
-                                                    if off else root, coef))
-                self._assert(self.conv.call(operator.eq, (rem, 0)),
-                             f"{where} must be {coef}*d + {off} for an integer d")
-            self._ranges(name, _sym(name), f"(({where} - {off}) // {coef})")
-        for i, ph in user_leaves:
-            leaf = leaves[i]
-            for d, size in enumerate(leaf[3]):
-                if isinstance(size, int) or self._binds(i, d, size):
-                    continue
-                got = self._size_node(i, d, ph)
-                want = self.node(size)
-                self._assert(self.conv.call(operator.eq, (got, want)),
-                             f"{leaf[0]}.shape[{d}] must equal {self._readable(size)}")
-        for cond, origin in self.contract.residual:
-            if cond.free_symbols <= self.values.keys():
-                self._assert(self.node(cond), f"the inputs must satisfy "
-                             f"`{self._readable(cond)}`{origin}")
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "bind":
+                self.nodes[_sym(dim.symbol)] = self._size_node(i, d)
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "derived":
+                size = self._size_node(i, d)
+                shifted = self.conv.call(operator.sub, (size, dim.offset)) if dim.offset \
+                    else size
+                self.nodes[_sym(dim.symbol)] = self.conv.call(operator.floordiv,
+                                                              (shifted, dim.coef))
+            if dim.kind in ("derived", "equal"):
+                self._assert(self.conv.call(operator.eq, (self._size_node(i, d),
+                                                          self.node(dim.size))),
+                             f"{inp.where(d)} must equal {c.where_text(dim.size)}"
+                             f"{dim.why or ''}")
+        for s in c.symbols:
+            if s.where is None:
+                continue
+            v = self.node(_sym(s.name))
+            if s.lo is not None and s.lo > 0:
+                self._assert(self.conv.call(operator.ge, (v, s.lo)),
+                             f"{s.where} must be >= {s.lo}{s.origin}")
+            if s.hi is not None:
+                self._assert(self.conv.call(operator.le, (v, s.hi)),
+                             f"{s.where} must be <= {s.hi}{s.origin}")
+        bound = {s.name for s in c.symbols if s.where is not None}
+        for cond in c.conditions:
+            if cond.cond.free_symbols <= bound:
+                self._assert(self.node(cond.cond), f"the inputs must satisfy "
+                             f"`{c.where_text(cond.cond)}`{cond.origin}")
 
-    def _binds(self, i: int, d: int, size: Any) -> bool:
-        if size.op == "sym":
-            return self.bound.get(size.name) == (i, d)
-        return any((li, ld) == (i, d) for li, ld, _c, _o in self.derived.values())
-
-    def _size_node(self, i: int, d: int, ph: Any) -> Any:
+    def _size_node(self, i: int, d: int) -> Any:
         node = self.sizes.get((i, d))
         if node is None:
-            node = self.conv.call(torch.ops.aten.sym_size.int, (ph, d), name="sym_size_int")
+            node = self.conv.call(torch.ops.aten.sym_size.int, (self.placeholders[i], d),
+                                  name="sym_size_int")
             self.sizes[(i, d)] = node
         return node
-
-    def _ranges(self, name: str, e: Expr, where: str) -> None:
-        lo, hi = self.contract.ranges.get(name, (None, None))
-        why = self.contract.origins.get(name, "")
-        v = self.node(e)
-        if lo is not None and lo > 0:
-            self._assert(self.conv.call(operator.ge, (v, lo)), f"{where} must be >= {lo}{why}")
-        if hi is not None:
-            self._assert(self.conv.call(operator.le, (v, hi)), f"{where} must be <= {hi}{why}")
 
     def _assert(self, cond: Any, message: str) -> None:
         self.conv.call(torch.ops.aten._assert_scalar.default, (cond, message),
@@ -211,12 +187,6 @@ class ContractEmitter:
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
         if isinstance(val, torch.SymBool):
             torch._check(val)  # a fact for torch's engine from here on
-
-    def _readable(self, e: Any) -> str:
-        text = str(e)
-        for name, (i, d) in sorted(self.bound.items(), key=lambda kv: -len(kv[0])):
-            text = _replace_word(text, name, f"{self.contract.leaves[i][0]}.shape[{d}]")
-        return text
 
     def node(self, e: Expr) -> Any:
         """The graph node computing our expression `e` from the input sizes."""
@@ -227,9 +197,8 @@ class ContractEmitter:
             return hit
         call = self.conv.call
         if e.op == "sym":
-            i, d = self.bound[e.name]
-            node = self._size_node(i, d, self.placeholders[i])
-        elif e.op in ("add", "mul", "and", "or", "min", "max"):
+            raise _error(f"symbol {e.name} is read from no input dim")
+        if e.op in ("add", "mul", "and", "or", "min", "max"):
             fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
                   "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
             parts = [self.node(a) for a in e.args]
@@ -249,30 +218,17 @@ class ContractEmitter:
 
     def root_ranges(self) -> dict:
         """torch symbol -> (lo, hi) as our contract declares it."""
-        out = {}
-        for name in self.bound:
-            v = self.values[name]
-            if isinstance(v, torch.SymInt):
-                out[v.node.expr] = self._range(name)
-        for name, (_i, _d, coef, off) in self.derived.items():
-            v = self.values[f"__root_{name}"]
-            lo, hi = self._range(name)
-            if isinstance(v, torch.SymInt):
-                out[v.node.expr] = (coef * lo + off, None if hi is None else coef * hi + off)
-        return out
+        return dict(self.root_range)
 
     def labels(self, dim_names: dict) -> dict[str, str]:
         """torch symbol name -> the user's Dim name (or our symbol, or a derived form)."""
         out = {}
-        for name in self.bound:
-            v = self.values[name]
-            if isinstance(v, torch.SymInt):
-                out[str(v.node.expr)] = dim_names.get(name, name)
-        for name, (_i, _d, coef, off) in self.derived.items():
-            v = self.values[f"__root_{name}"]
-            if isinstance(v, torch.SymInt):
-                label = f"{coef}*{dim_names.get(name, name)}"
-                out[str(v.node.expr)] = label + (f" + {off}" if off else "")
+        for sym_, ours in self.symbol_names.items():
+            if sym_ in self.root_range:
+                text = str(ours)
+                for name in sorted(ours.free_symbols, key=len, reverse=True):
+                    text = _replace_word(text, name, dim_names.get(name, name))
+                out[str(sym_)] = text
         return out
 
     def same_in_torch(self, ours: Expr, theirs: Any) -> bool:
@@ -294,7 +250,7 @@ class ContractEmitter:
         axes = []
         budget = max(2, int(20000 ** (1 / max(1, len(names)))))
         for n in names:
-            lo, hi = self._range(n) if n in self.bound or n in self.derived else (0, None)
+            lo, hi = self._range(n)
             top = lo + budget - 1 if hi is None else min(hi, lo + budget - 1)
             values = list(range(lo, top + 1))
             if hi is not None and hi > top:
@@ -371,28 +327,28 @@ def from_sympy(expr: Any, names: dict) -> Expr | None:
         if isinstance(x, (F.PythonMod, F.Mod, sympy.Mod)):
             return go(x.args[0]) % go(x.args[1])
         if isinstance(x, sympy.Eq):
-            return Expr.eq(go(x.args[0]), go(x.args[1]))
+            return S.eq(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.Ne):
-            return Expr.ne(go(x.args[0]), go(x.args[1]))
+            return S.ne(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.StrictLessThan):
-            return Expr.lt(go(x.args[0]), go(x.args[1]))
+            return S.lt(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.LessThan):
-            return Expr.le(go(x.args[0]), go(x.args[1]))
+            return S.le(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.StrictGreaterThan):
-            return Expr.gt(go(x.args[0]), go(x.args[1]))
+            return S.gt(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.GreaterThan):
-            return Expr.ge(go(x.args[0]), go(x.args[1]))
+            return S.ge(go(x.args[0]), go(x.args[1]))
         if isinstance(x, sympy.And):
-            return Expr.and_(*[go(a) for a in x.args])
+            return S.and_(*[go(a) for a in x.args])
         if isinstance(x, sympy.Or):
-            return Expr.or_(*[go(a) for a in x.args])
+            return S.or_(*[go(a) for a in x.args])
         if isinstance(x, sympy.Not):
-            return Expr.not_(go(x.args[0]))
+            return S.not_(go(x.args[0]))
         # torch has Min/Max classes of its own beside sympy's
         if type(x).__name__ == "Min":
-            return Expr.min(*[go(a) for a in x.args])
+            return S.min_(*[go(a) for a in x.args])
         if type(x).__name__ == "Max":
-            return Expr.max(*[go(a) for a in x.args])
+            return S.max_(*[go(a) for a in x.args])
         raise KeyError(x)
 
     try:

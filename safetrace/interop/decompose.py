@@ -19,10 +19,10 @@ from torch.utils import _pytree
 
 from safetrace.dims import Dim
 from safetrace.errors import UnsupportedOpError
+from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.exporter import api as _api
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
-from safetrace.symbolic.expr import sym as _sym
 from safetrace.trace.asserts import assert_sym
 
 
@@ -139,18 +139,19 @@ class _Retracer(torch.nn.Module):
     def _residuals(self, leaves: list) -> None:
         """The contract's residual conditions, on this trace's input sizes."""
         contract = self._ep.contract
-        if not contract.residual:
+        if not contract.conditions:
             return
         values: dict[str, Any] = {}
-        for i, leaf in enumerate(contract.leaves):
-            if leaf[1] != "tensor":
-                continue
-            for d, size in enumerate(leaf[3]):
-                if not isinstance(size, int) and size.op == "sym":
-                    values.setdefault(size.name, leaves[i].shape[d])
-        for cond, _origin in contract.residual:
-            if cond.free_symbols <= values.keys():
-                torch._check(evaluate(cond, values))
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, TensorInput):
+                for d, dim in enumerate(inp.dims):
+                    if dim.kind == "bind":
+                        values[dim.symbol] = leaves[i].shape[d]
+                    elif dim.kind == "derived":
+                        values[dim.symbol] = (leaves[i].shape[d] - dim.offset) // dim.coef
+        for c in contract.conditions:
+            if c.cond.free_symbols <= values.keys():
+                torch._check(evaluate(c.cond, values))
 
 
 def _children(spec: Any) -> list:
@@ -160,7 +161,7 @@ def _children(spec: Any) -> list:
 
 def _arg_names(ep: Any) -> list[str]:
     args_spec, kwargs_spec = _children(ep.in_spec)
-    paths = [leaf[0] for leaf in ep.contract.leaves]
+    paths = [inp.path for inp in ep.contract.inputs]
     names: list[str] = []
     at = 0
     for i, child in enumerate(_children(args_spec)):
@@ -178,16 +179,25 @@ def _examples(ep: Any) -> tuple[tuple, dict]:
     env = next((s.env for n in ep.graph.nodes if n.op == "placeholder"
                 for s in getattr(n.meta.get("val"), "shape", ()) if hasattr(s, "env")), None)
     leaves = []
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "const":
-            leaves.append(leaf[2])
+    for inp in ep.contract.inputs:
+        if isinstance(inp, ConstInput):
+            leaves.append(inp.value)
             continue
-        shape = [s if isinstance(s, int) else int(env.hint(s)) for s in leaf[3]]
-        dtype = leaf[2]
-        leaves.append(torch.randn(shape).to(dtype) if dtype.is_floating_point
-                      else torch.zeros(shape, dtype=dtype))
+        shape = [d.size if d.kind == "static" else _hint(env, ep.contract, d.size)
+                 for d in inp.dims]
+        leaves.append(torch.randn(shape).to(inp.dtype) if inp.dtype.is_floating_point
+                      else torch.zeros(shape, dtype=inp.dtype))
     args, kwargs = _pytree.tree_unflatten(leaves, ep.in_spec)
     return tuple(args), dict(kwargs)
+
+
+def _hint(env: Any, contract: Any, size: Any) -> int:
+    if env is not None:
+        return int(env.hint(size))
+    binding = {}
+    for s in contract.symbols:  # a loaded program: the smallest sizes its ranges allow
+        binding[s.name] = max(s.lo or 0, 2) if s.hi is None else min(max(s.lo or 0, 2), s.hi)
+    return int(size.evaluate(binding))
 
 
 def _spec(ep: Any, names: list[str]) -> Any:
@@ -198,35 +208,37 @@ def _spec(ep: Any, names: list[str]) -> Any:
 
     def dim(name: str) -> Any:
         if name not in dims:
-            lo, hi = contract.ranges.get(name, (None, None))
+            s = contract.symbol(name)
             kw = {}
-            if lo is not None:
-                kw["min"] = lo
-            if hi is not None:
-                kw["max"] = hi
+            if s is not None and s.lo is not None:
+                kw["min"] = s.lo
+            if s is not None and s.hi is not None:
+                kw["max"] = s.hi
             dims[name] = Dim(labels.get(name, name), **kw)
         return dims[name]
 
     leaf_specs = []
     dynamic = False
-    for leaf in contract.leaves:
-        if leaf[1] == "const":
+    for inp in contract.inputs:
+        if isinstance(inp, ConstInput):
             leaf_specs.append(None)
             continue
         entry = {}
-        for d, size in enumerate(leaf[3]):
-            if isinstance(size, int):
+        for d, idim in enumerate(inp.dims):
+            if idim.kind == "static":
                 continue
             dynamic = True
-            free = sorted(size.free_symbols)
-            if size.op == "sym":
-                entry[d] = dim(size.name)
-            elif len(free) == 1:
-                off = size.subs({_sym(free[0]): 0}).evaluate({})
-                coef = size.subs({_sym(free[0]): 1}).evaluate({}) - off
-                entry[d] = coef * dim(free[0]) + off if coef > 0 else Dim.AUTO
+            if idim.kind == "bind":
+                entry[d] = dim(idim.symbol)
+            elif idim.kind == "derived":
+                entry[d] = idim.coef * dim(idim.symbol) + idim.offset
+            elif idim.size.op == "sym":
+                entry[d] = dim(idim.size.name)
             else:
-                entry[d] = Dim.AUTO
+                free = sorted(idim.size.free_symbols)
+                lin = linear_in(idim.size, free[0]) if len(free) == 1 else None
+                entry[d] = (lin[0] * dim(free[0]) + lin[1] if lin is not None and lin[0] > 0
+                            else Dim.AUTO)
         leaf_specs.append(entry or None)
     if not dynamic:
         return None

@@ -25,8 +25,10 @@ from typing import Any
 import torch
 
 from safetrace.errors import ConversionError, ConversionWarning
+from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
-from safetrace.symbolic import Expr, to_expr
+from safetrace import symbolic as S
+from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_placeholders
 
@@ -86,8 +88,11 @@ class _Converter:
                 if node.op == "call_function":
                     self._call(node)
                 elif node.op == "get_attr":
-                    raise ConversionError(f"node {node.name}: get_attr nodes are not "
-                                          f"supported by the conversion")
+                    raise ConversionError(
+                        f"node {node.name}{_where(node)}: the program has control flow "
+                        f"(a cond/map/while subgraph); ep.to_torch() does not convert "
+                        f"subgraphs yet.\nFix: export the branch taken with plain Python "
+                        f"control flow (it becomes a guard), or deploy with st.save/st.load")
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
@@ -117,9 +122,9 @@ class _Converter:
         ctx.update(kwargs)
         paths = [p for p, _ in _pytree.tree_leaves_with_path(ctx)]
         out = []
-        for path, leaf in zip(paths, self.ep.contract.leaves):
-            if leaf[1] == "const" and type(leaf[2]) in (int, float, bool, str):
-                out.append(f"type(L{_pytree.keystr(path)}) is {type(leaf[2]).__name__}")
+        for path, inp in zip(paths, self.ep.contract.inputs):
+            if isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
+                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__}")
         return out
 
     # -- symbols -----------------------------------------------------------------------------
@@ -159,12 +164,12 @@ class _Converter:
         new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
         self.env[node] = new
         if spec.kind == "user_input":
-            leaf = self.ep.contract.leaves[spec.leaf]
-            if leaf[1] == "const":
-                new.meta["val"] = leaf[2]
-                return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, leaf[2]),
+            inp = self.ep.contract.inputs[spec.leaf]
+            if isinstance(inp, ConstInput):
+                new.meta["val"] = inp.value
+                return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
                                  None)
-            new.meta["val"] = self.emitter.fake_input(spec.leaf, leaf, node.meta.get("val"))
+            new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
         value = self._state_value(spec)
         new.meta["val"] = self.mode.from_tensor(value, static_shapes=True)
@@ -182,7 +187,8 @@ class _Converter:
         """(leaf index, new placeholder) of every user tensor input."""
         out = []
         for s in ordered:
-            if s.kind == "user_input" and self.ep.contract.leaves[s.leaf][1] != "const":
+            if s.kind == "user_input" and isinstance(self.ep.contract.inputs[s.leaf],
+                                                     TensorInput):
                 out.append((s.leaf, self.graph.find_nodes(op="placeholder", target=s.name)[0]))
         return out
 
@@ -263,7 +269,7 @@ class _Converter:
                     self.emitter.values.setdefault(mine.name, b)
                 theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
                 if theirs is not None and (theirs is mine or
-                                           self.emitter.implied(Expr.eq(mine, theirs))):
+                                           self.emitter.implied(S.eq(mine, theirs))):
                     continue
                 if self.emitter.same_in_torch(mine, b) or (
                         theirs is not None and self.emitter.agree(mine, theirs)):
@@ -400,7 +406,7 @@ class _Converter:
     def _arg_names(self) -> list[str]:
         """The forward's parameter names: each positional input's leading path part."""
         args_spec, kwargs_spec = _children(self.ep.in_spec)
-        paths = [leaf[0] for leaf in self.ep.contract.leaves]
+        paths = [inp.path for inp in self.ep.contract.inputs]
         names, at = [], 0
         for i, child in enumerate(_children(args_spec)):
             n = child.num_leaves

@@ -1,11 +1,36 @@
 """Shape and dtype rules for ATen operators, one module per op family.
 
-Importing this package registers every rule.  To find the rule of an op, look in the
-module named after its family (``elementwise``, ``reductions``, ``views``, ...).
+Importing this package registers every rule.  To find the rule of an op, search for the
+op object (``aten.max.other``): rules are registered under it, in the module named after
+its family (``elementwise``, ``reductions``, ``views``, ...).
 """
 
 from safetrace.rules.registry import RULES, get_rule, register_shape_rule, rule
 
-from safetrace.rules import families as _families  # noqa: F401  (registers the rules)
+# importing a family registers its rules
+from safetrace.rules import (  # noqa: F401
+    activations,
+    attention,
+    casts,
+    conv_pool,
+    data_dependent,
+    elementwise,
+    embedding,
+    factories,
+    fft,
+    indexing,
+    interpolate,
+    joins,
+    linalg,
+    linalg_decomp,
+    losses,
+    norms,
+    padding,
+    reductions,
+    rnn,
+    rotations,
+    special,
+    views,
+)
 
 __all__ = ["RULES", "get_rule", "register_shape_rule", "rule"]

@@ -119,8 +119,8 @@ def clone(self: TensorMeta, *, memory_format: Any = None) -> TensorMeta:
 @rule(aten.detach.default, aten.detach_.default, aten.alias.default, aten.lift_fresh.default,
       aten.lift_fresh_copy.default, aten.resolve_conj.default, aten.resolve_neg.default,
       aten.conj.default, aten.conj_physical.default, aten.detach_copy.default)
-def same(self: TensorMeta) -> TensorMeta:
-    """Identity on metadata."""
+def detach(self: TensorMeta) -> TensorMeta:
+    """detach, alias, conj and their kin: identity on metadata."""
     return self.like()
 
 

@@ -6,9 +6,12 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from safetrace.errors import shape_error
+from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import SymBool, SymFloat, SymInt, sym_max, sym_min
+from safetrace.meta.active import ACTIVE  # the trace in progress
+from safetrace.symbolic import (
+    SymBool, SymFloat, SymInt, ge, le, make_int, sym_max, sym_min, to_expr,
+)
 
 Size = Any
 
@@ -150,7 +153,7 @@ def scalar_dtype(value: Any) -> torch.dtype:
     return torch.complex128 if default is torch.float64 else torch.complex64
 
 
-_TO_COMPLEX = {torch.float16: torch.complex32, torch.float32: torch.complex64,
+TO_COMPLEX = {torch.float16: torch.complex32, torch.float32: torch.complex64,
                torch.float64: torch.complex128}
 
 
@@ -179,8 +182,8 @@ def result_type(*operands: Any) -> torch.dtype:
             result = zero
         elif dtype_category(zero) > dtype_category(result):
             # a complex 0-d tensor keeps a floating result's precision (torch's rule)
-            result = _TO_COMPLEX.get(result) if zero.is_complex and result.is_floating_point \
-                and result in _TO_COMPLEX else torch.promote_types(result, zero)
+            result = TO_COMPLEX.get(result) if zero.is_complex and result.is_floating_point \
+                and result in TO_COMPLEX else torch.promote_types(result, zero)
     if scalar_cat >= 0:
         if result is None:
             result = scalar_dtype({0: False, 1: 0, 2: 0.0, 3: 0j}[scalar_cat])
@@ -188,7 +191,7 @@ def result_type(*operands: Any) -> torch.dtype:
             if scalar_cat == 2:
                 result = torch.get_default_dtype()
             elif scalar_cat == 3:
-                result = _TO_COMPLEX.get(result, torch.complex64)
+                result = TO_COMPLEX.get(result, torch.complex64)
             else:
                 result = torch.int64
     if result is None:
@@ -244,10 +247,7 @@ def guarded_min(a: Size, b: Size) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return a if a <= b else b
     env = (a if not isinstance(a, int) else b).env
-    from safetrace.symbolic import to_expr
-    from safetrace.symbolic.expr import Expr
-
-    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    known = env.decide(le(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -260,10 +260,7 @@ def guarded_max(a: Size, b: Size) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return a if a >= b else b
     env = (a if not isinstance(a, int) else b).env
-    from safetrace.symbolic import to_expr
-    from safetrace.symbolic.expr import Expr
-
-    known = env.decide(Expr.ge(to_expr(a), to_expr(b)))
+    known = env.decide(ge(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -273,31 +270,20 @@ def guarded_max(a: Size, b: Size) -> Size:
 
 # -- data-dependent sizes ---------------------------------------------------------------
 
-from safetrace.meta.active import ACTIVE  # noqa: E402  (the trace in progress)
-
-
 def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> SymInt:
     """A fresh unbacked size in [lo, hi]: an op's output size that depends on data."""
     env = ACTIVE.env
     if env is None:
-        from safetrace.errors import DataDependentError
-
         raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
                                  f"inside st.export")
-    from safetrace.symbolic import to_expr
-
     lo_i = _static_bound(env, lo, low=True)
     hi_i = _static_bound(env, hi, low=False)
-    from safetrace.symbolic import make_int
-
     u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
-    from safetrace.symbolic.expr import Expr
-
     # symbolic bounds (u0 <= x.numel()) are facts, not just ranges
     if hi is not None and not isinstance(hi, int):
-        env.add_fact(Expr.le(u.expr, to_expr(hi)))
+        env.add_fact(le(u.expr, to_expr(hi)))
     if lo is not None and not isinstance(lo, int):
-        env.add_fact(Expr.ge(u.expr, to_expr(lo)))
+        env.add_fact(ge(u.expr, to_expr(lo)))
     return u
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, new_size, normalize_dim, prod
+from safetrace.errors import DataDependentError
+from safetrace.rules.common import broadcast_shapes, check, new_size, normalize_dim, prod
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -29,8 +30,6 @@ def item(self: TensorMeta) -> Any:
     check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
                                      f"converted to Scalar")
     if self.dtype.is_floating_point or self.dtype.is_complex:
-        from safetrace.errors import DataDependentError
-
         raise DataDependentError(
             f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
             f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "
@@ -53,8 +52,6 @@ def nonzero(self: TensorMeta) -> TensorMeta:
 @rule(aten.masked_select.default)
 def masked_select(self: TensorMeta, mask: TensorMeta) -> TensorMeta:
     """The selected elements: at most the broadcast numel of self and mask."""
-    from safetrace.rules.common import broadcast_shapes
-
     check(mask.dtype is torch.bool, "masked_select",
           f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
     shape = broadcast_shapes(self.shape, mask.shape, op="masked_select")

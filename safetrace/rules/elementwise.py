@@ -1,13 +1,9 @@
-"""Pointwise ops: unary, binary with broadcasting and promotion, their in-place forms.
+"""Pointwise ops: unary, binary with broadcasting and promotion, selection and clamping,
+writes into self, and their in-place forms.
 
-Every rule here answers two questions: the broadcast shape of the operands, and the
-dtype torch's type promotion gives.  In-place forms (``relu_``, ``add_``, ...) keep
-``self``'s shape and dtype, and reject a broadcast result that differs from ``self``'s
-shape or a result dtype that cannot be cast back to ``self``'s (as eager torch does).
-
-Dtype rejections are by category (bool, integer, floating, complex) and only where
-torch's kernels reject that category on every device (``"gelu" not implemented for
-'Long'``); device-specific gaps are not modelled.
+Every rule here answers two questions: the broadcast shape of the operands, and the dtype
+torch's type promotion gives.  The shared machinery (dtype categories, the in-place check,
+the table factories) is in pointwise.py; softmax, dropout and glu are in activations.py.
 """
 
 from __future__ import annotations
@@ -17,187 +13,110 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.errors import shape_error
 from safetrace.rules.common import (
+    TO_COMPLEX,
     broadcast_shapes,
     check,
     dtype_category,
     float_result,
-    normalize_dim,
     result_type,
-    to_real,
 )
-from safetrace.rules.common import _TO_COMPLEX
-from safetrace.rules.registry import rule
+from safetrace.rules.pointwise import (
+    BOOL,
+    COMPLEX,
+    FLOAT,
+    FLOAT_ONLY,
+    INT,
+    INTEGRAL_ONLY,
+    NO_BOOL,
+    NO_COMPLEX,
+    NONE,
+    REAL_ONLY,
+    SAME,
+    TO_BOOL,
+    TO_FLOAT,
+    TO_REAL,
+    binary,
+    pointwise,
+    reject,
+    same_shape,
+    shape_of,
+    unary,
+)
+from safetrace.rules.registry import inplace_form, op_name, rule
 
 aten = torch.ops.aten
-
-BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3
-_CPU = torch.device("cpu")
-
-
-# -- helpers ------------------------------------------------------------------------
-
-
-def shape_of(x: Any) -> tuple:
-    """The shape of a tensor operand; a Python number is 0-d."""
-    return x.shape if isinstance(x, TensorMeta) else ()
-
-
-def common_device(op: str, *operands: Any) -> torch.device:
-    """The device of the result; zero-dim CPU tensors may join tensors of any device."""
-    metas = [x for x in operands if isinstance(x, TensorMeta)]
-    strict = [x.device for x in metas if not (x.ndim == 0 and x.device.type == "cpu")]
-    if not strict:
-        return metas[0].device if metas else _CPU
-    first = strict[0]
-    for d in strict[1:]:
-        if d is not first and d != first:  # the message is only formatted when raised
-            raise shape_error(op, "Expected all tensors to be on the same device, but found "
-                                  f"at least two devices, {first} and {d}!")
-    return first
-
-
-def reject(op: str, dtype: torch.dtype, categories: frozenset | set) -> None:
-    """Raise the way torch's dispatch does for a dtype category the kernel lacks."""
-    check(dtype_category(dtype) not in categories, op,
-          f'"{op}" not implemented for \'{dtype}\'')
-
-
-def same_shape(op: str, self: TensorMeta, shape: tuple) -> None:
-    """In-place ops write into `self`: the broadcast result must have exactly its shape."""
-    ok = len(shape) == self.ndim and all(a == b for a, b in zip(shape, self.shape))
-    check(ok, op, f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                  f"{list(shape)}")
-
-
-def castable(op: str, result: torch.dtype, out: torch.dtype) -> None:
-    check(torch.can_cast(result, out), op,
-          f"result type {result} can't be cast to the desired output type {out}")
-
-
-def pointwise(op: str, dtype: torch.dtype, *operands: Any) -> TensorMeta:
-    """Broadcast the operands; the result has `dtype`."""
-    shape = broadcast_shapes(*(shape_of(x) for x in operands), op=op)
-    return TensorMeta(shape, dtype, common_device(op, *operands))
-
-
-def inplace_of(fn: Callable[..., TensorMeta], op: str) -> Callable[..., TensorMeta]:
-    """The rule of the in-place form of an out-of-place rule `fn`."""
-
-    def inplace(self: TensorMeta, *args: Any, **kwargs: Any) -> TensorMeta:
-        out = fn(self, *args, **kwargs)
-        same_shape(op, self, out.shape)
-        castable(op, out.dtype, self.dtype)
-        return self.like()
-
-    inplace.__doc__ = f"In-place {op}: self's shape and dtype; the result must fit back."
-    return inplace
-
-
-def register(name: str, overloads: tuple[str, ...], fn: Callable[..., TensorMeta]) -> None:
-    """Register `fn` for aten.<name>.<overload> and its in-place form where torch has one."""
-    packet = getattr(aten, name)
-    inplace = getattr(aten, name + "_", None)
-    for overload in overloads:
-        rule(getattr(packet, overload))(fn)
-        if inplace is not None and overload in inplace.overloads():
-            rule(getattr(inplace, overload))(inplace_of(fn, name + "_"))
 
 
 # -- unary --------------------------------------------------------------------------
 
-SAME, TO_FLOAT, TO_BOOL, TO_REAL = "same", "float", "bool", "real"
-NO_BOOL = frozenset({BOOL})
-NO_COMPLEX = frozenset({COMPLEX})
-REAL_ONLY = frozenset({BOOL, COMPLEX})
-FLOAT_ONLY = frozenset({BOOL, INT, COMPLEX})
-INTEGRAL_ONLY = frozenset({FLOAT, COMPLEX})
-
-# name: (dtype kind, rejected input categories).  Facts from the CPU/CUDA dispatch macros.
-UNARY: dict[str, tuple[str, frozenset]] = {
+# op: (dtype kind, rejected input categories).  Facts from the CPU/CUDA dispatch macros.
+UNARY: dict[Any, tuple[str, frozenset]] = {
     # always computed in floating point: int/bool inputs give the default float dtype
-    **{name: (TO_FLOAT, frozenset()) for name in (
-        "sigmoid", "tanh", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt",
-        "rsqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-        "asinh", "acosh", "atanh")},
-    **{name: (TO_FLOAT, NO_COMPLEX) for name in (
-        "erf", "erfc", "erfinv", "digamma", "lgamma", "i0", "logit", "deg2rad", "rad2deg")},
+    **dict.fromkeys((
+        aten.sigmoid.default, aten.tanh.default, aten.exp.default, aten.exp2.default,
+        aten.log.default, aten.log2.default, aten.log10.default, aten.log1p.default,
+        aten.expm1.default, aten.sqrt.default, aten.rsqrt.default, aten.reciprocal.default,
+        aten.sin.default, aten.cos.default, aten.tan.default, aten.asin.default,
+        aten.acos.default, aten.atan.default, aten.sinh.default, aten.cosh.default,
+        aten.asinh.default, aten.acosh.default, aten.atanh.default), (TO_FLOAT, NONE)),
+    **dict.fromkeys((
+        aten.erf.default, aten.erfc.default, aten.erfinv.default, aten.digamma.default,
+        aten.lgamma.default, aten.i0.default, aten.logit.default, aten.deg2rad.default,
+        aten.rad2deg.default), (TO_FLOAT, NO_COMPLEX)),
     # keep the input dtype
-    "relu": (SAME, REAL_ONLY),
-    "neg": (SAME, NO_BOOL),
-    "positive": (SAME, NO_BOOL),
-    "floor": (SAME, REAL_ONLY),
-    "ceil": (SAME, REAL_ONLY),
-    "trunc": (SAME, REAL_ONLY),
-    "frac": (SAME, FLOAT_ONLY),
-    "sign": (SAME, NO_COMPLEX),
-    "sgn": (SAME, frozenset()),
-    "silu": (SAME, frozenset({BOOL, INT})),
-    "hardtanh": (SAME, REAL_ONLY),
-    "relu6": (SAME, REAL_ONLY),
-    "threshold": (SAME, REAL_ONLY),
-    "nan_to_num": (SAME, frozenset()),
-    "bitwise_not": (SAME, INTEGRAL_ONLY),
-    **{name: (SAME, FLOAT_ONLY) for name in (
-        "leaky_relu", "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid",
-        "hardshrink")},
-    # complex inputs give their real dtype
-    "abs": (TO_REAL, NO_BOOL),
+    aten.relu.default: (SAME, REAL_ONLY),
+    aten.neg.default: (SAME, NO_BOOL),
+    aten.positive.default: (SAME, NO_BOOL),
+    aten.floor.default: (SAME, REAL_ONLY),
+    aten.ceil.default: (SAME, REAL_ONLY),
+    aten.trunc.default: (SAME, REAL_ONLY),
+    aten.frac.default: (SAME, FLOAT_ONLY),
+    aten.sign.default: (SAME, NO_COMPLEX),
+    aten.sgn.default: (SAME, NONE),
+    aten.silu.default: (SAME, frozenset({BOOL, INT})),
+    aten.hardtanh.default: (SAME, REAL_ONLY),
+    aten.relu6.default: (SAME, REAL_ONLY),
+    aten.threshold.default: (SAME, REAL_ONLY),
+    aten.nan_to_num.default: (SAME, NONE),
+    aten.bitwise_not.default: (SAME, INTEGRAL_ONLY),
+    **dict.fromkeys((
+        aten.leaky_relu.default, aten.elu.default, aten.selu.default, aten.celu.default,
+        aten.softplus.default, aten.mish.default, aten.hardswish.default,
+        aten.hardsigmoid.default, aten.hardshrink.default), (SAME, FLOAT_ONLY)),
     # predicates
-    "logical_not": (TO_BOOL, frozenset()),
-    "isnan": (TO_BOOL, frozenset()),
-    "isinf": (TO_BOOL, frozenset()),
-    "isfinite": (TO_BOOL, frozenset()),
-    "isposinf": (TO_BOOL, NO_COMPLEX),
-    "isneginf": (TO_BOOL, NO_COMPLEX),
-    "signbit": (TO_BOOL, NO_COMPLEX),
-}
-
-_KIND: dict[str, Callable[[torch.dtype], torch.dtype]] = {
-    SAME: lambda d: d,
-    TO_FLOAT: float_result,
-    TO_BOOL: lambda d: torch.bool,
-    TO_REAL: to_real,
+    aten.logical_not.default: (TO_BOOL, NONE),
+    aten.isnan.default: (TO_BOOL, NONE),
+    aten.isinf.default: (TO_BOOL, NONE),
+    aten.isfinite.default: (TO_BOOL, NONE),
+    aten.isposinf.default: (TO_BOOL, NO_COMPLEX),
+    aten.isneginf.default: (TO_BOOL, NO_COMPLEX),
+    aten.signbit.default: (TO_BOOL, NO_COMPLEX),
 }
 
 
-def unary(name: str, kind: str, rejected: frozenset) -> Callable[..., TensorMeta]:
-    """The rule of a one-tensor pointwise op; extra arguments are scalars and never matter."""
-    to_dtype = _KIND[kind]
+for _op, _entry in UNARY.items():
+    rule(_op, inplace=inplace_form(_op) is not None)(unary(op_name(_op), *_entry))
 
-    def unary_rule(self: TensorMeta, *args: Any, **kwargs: Any) -> TensorMeta:
-        if name == "neg":
-            check(self.dtype is not torch.bool, name,
-                  "Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-        if name == "positive":
-            check(self.dtype is not torch.bool, name,
-                  "The `+` operator, on a bool tensor is not supported.")
-        if name == "hardtanh":
-            check(self.dtype is not torch.bool, name, "Bool inputs not supported for hardtanh")
-        reject(name, self.dtype, rejected)
-        return self.like(dtype=to_dtype(self.dtype))
-
-    unary_rule.__name__ = f"{name}_rule"
-    unary_rule.__doc__ = f"{name}: same shape, {kind} dtype."
-    return unary_rule
+# complex inputs give their real dtype; in place, a complex tensor cannot hold it (below)
+rule(aten.abs.default)(unary("abs", TO_REAL, NO_BOOL))
 
 
-for _name, (_kind, _rejected) in UNARY.items():
-    register(_name, ("default",), unary(_name, _kind, _rejected))
+@rule(aten.abs_.default)
+def abs_(self: TensorMeta) -> TensorMeta:
+    """abs_: complex tensors cannot hold their (real) absolute value in place."""
+    check(not self.dtype.is_complex, "abs_", "In-place abs is not supported for complex tensors.")
+    reject("abs_", self.dtype, NO_BOOL)
+    return self.like()
 
 
-@rule(aten.square.default)
+@rule(aten.square.default, inplace=True)
 def square(self: TensorMeta) -> TensorMeta:
     """square = pow(x, 2): same shape; bool gives int64."""
     return self.like(dtype=torch.int64 if self.dtype is torch.bool else self.dtype)
 
 
-rule(aten.square_.default)(inplace_of(square, "square_"))
-
-
-@rule(aten.gelu.default)
+@rule(aten.gelu.default, inplace=True)
 def gelu(self: TensorMeta, *, approximate: str = "none") -> TensorMeta:
     """gelu: same shape and dtype; floating inputs only."""
     check(approximate in ("none", "tanh"), "gelu",
@@ -206,31 +125,18 @@ def gelu(self: TensorMeta, *, approximate: str = "none") -> TensorMeta:
     return self.like()
 
 
-rule(aten.gelu_.default)(inplace_of(gelu, "gelu_"))
-
-
-@rule(aten.round.default, aten.round.decimals)
-def round_(self: TensorMeta, *, decimals: int = 0) -> TensorMeta:
+@rule(aten.round.default, aten.round.decimals, inplace=True)
+def round_rule(self: TensorMeta, *, decimals: int = 0) -> TensorMeta:
     """round: same shape and dtype; rounding to decimals needs a floating input."""
     reject("round", self.dtype, REAL_ONLY if decimals == 0 else FLOAT_ONLY)
-    return self.like()
-
-
-rule(aten.round_.default, aten.round_.decimals)(inplace_of(round_, "round_"))
-
-
-@rule(aten.abs_.default)
-def abs_inplace(self: TensorMeta) -> TensorMeta:
-    """abs_: complex tensors cannot hold their (real) absolute value in place."""
-    check(not self.dtype.is_complex, "abs_", "In-place abs is not supported for complex tensors.")
-    reject("abs_", self.dtype, NO_BOOL)
     return self.like()
 
 
 # -- binary arithmetic --------------------------------------------------------------
 
 
-def _alpha(op: str, dtype: torch.dtype, alpha: Any) -> None:
+def check_alpha(op: str, dtype: torch.dtype, alpha: Any) -> None:
+    """add/sub's alpha must be representable in the result's dtype category."""
     if isinstance(alpha, bool):
         check(dtype is torch.bool, op, "Boolean alpha only supported for Boolean results.")
     elif isinstance(alpha, float):
@@ -254,34 +160,46 @@ def _no_bool_sub(op: str, a: Any, b: Any) -> None:
           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def add(self: Any, other: Any, alpha: Any = 1) -> TensorMeta:
-    """add: broadcast, promote; alpha must fit the result's category."""
-    dtype = result_type(self, other)
-    _alpha("add", dtype, alpha)
-    return pointwise("add", dtype, self, other)
+def _additive(name: str, no_bool: bool) -> tuple[Callable[..., TensorMeta], ...]:
+    """The rules of add/sub/rsub: the `.Scalar` overload takes alpha positionally, the
+    `.Tensor` one as a keyword."""
+
+    def scalar_rule(self: Any, other: Any, alpha: Any = 1) -> TensorMeta:
+        if no_bool:
+            _no_bool_sub(name, self, other)
+        dtype = result_type(self, other)
+        check_alpha(name, dtype, alpha)
+        return pointwise(name, dtype, self, other)
+
+    def tensor_rule(self: Any, other: Any, *, alpha: Any = 1) -> TensorMeta:
+        return scalar_rule(self, other, alpha)
+
+    for fn, overload in ((scalar_rule, "Scalar"), (tensor_rule, "Tensor")):
+        fn.__name__ = fn.__qualname__ = f"{name}_{overload}"
+        fn.__doc__ = f"{name}: broadcast, promote; alpha must fit the result's category" + \
+            ("; bool operands are rejected." if no_bool else ".")
+    return scalar_rule, tensor_rule
 
 
-def sub(self: Any, other: Any, alpha: Any = 1) -> TensorMeta:
-    """sub: like add, but bool operands are rejected."""
-    _no_bool_sub("sub", self, other)
-    dtype = result_type(self, other)
-    _alpha("sub", dtype, alpha)
-    return pointwise("sub", dtype, self, other)
+add_scalar, add_tensor = _additive("add", no_bool=False)
+rule(aten.add.Scalar, inplace=True)(add_scalar)
+rule(aten.add.Tensor, inplace=True)(add_tensor)
+sub_scalar, sub_tensor = _additive("sub", no_bool=True)
+rule(aten.sub.Scalar, inplace=True)(sub_scalar)
+rule(aten.sub.Tensor, inplace=True)(sub_tensor)
+rsub_scalar, rsub_tensor = _additive("rsub", no_bool=True)  # other - alpha * self
+rule(aten.rsub.Scalar)(rsub_scalar)
+rule(aten.rsub.Tensor)(rsub_tensor)
 
 
-def rsub(self: Any, other: Any, alpha: Any = 1) -> TensorMeta:
-    """rsub: other - alpha * self."""
-    _no_bool_sub("rsub", self, other)
-    dtype = result_type(self, other)
-    _alpha("rsub", dtype, alpha)
-    return pointwise("rsub", dtype, self, other)
-
-
+@rule(aten.mul.Tensor, aten.mul.Scalar, inplace=True)
 def mul(self: Any, other: Any) -> TensorMeta:
     """mul: broadcast and promote."""
     return pointwise("mul", result_type(self, other), self, other)
 
 
+@rule(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
+      inplace=True)
 def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> TensorMeta:
     """div: true division computes in floating point; trunc/floor keep the promoted dtype."""
     check(rounding_mode in (None, "trunc", "floor"), "div",
@@ -294,27 +212,10 @@ def div(self: Any, other: Any, *, rounding_mode: str | None = None) -> TensorMet
     return pointwise("div", dtype, self, other)
 
 
-def _for_tensor_arg(fn: Callable[..., TensorMeta]) -> Callable[..., TensorMeta]:
-    """The `.Tensor` overloads take alpha as a keyword."""
-
-    def tensor_overload(self: Any, other: Any, *, alpha: Any = 1) -> TensorMeta:
-        return fn(self, other, alpha)
-
-    tensor_overload.__doc__ = fn.__doc__
-    return tensor_overload
-
-
-register("add", ("Tensor",), _for_tensor_arg(add))
-register("add", ("Scalar",), add)
-register("sub", ("Tensor",), _for_tensor_arg(sub))
-register("sub", ("Scalar",), sub)
-register("rsub", ("Tensor",), _for_tensor_arg(rsub))
-register("rsub", ("Scalar",), rsub)
-register("mul", ("Tensor", "Scalar"), mul)
-register("div", ("Tensor", "Scalar", "Tensor_mode", "Scalar_mode"), div)
-
-
-def pow_(self: Any, exponent: Any) -> TensorMeta:
+# pow_.Tensor is pow.Tensor_Tensor in place, pow_.Scalar is pow.Tensor_Scalar
+@rule(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar,
+      inplace=(aten.pow_.Tensor, aten.pow_.Scalar))
+def power(self: Any, exponent: Any) -> TensorMeta:
     """pow: broadcast and promote; integers to negative integer scalar powers are rejected."""
     dtype = result_type(self, exponent)
     check(dtype is not torch.bool, "pow", "\"pow\" not implemented for 'Bool'")
@@ -324,57 +225,47 @@ def pow_(self: Any, exponent: Any) -> TensorMeta:
     return pointwise("pow", dtype, self, exponent)
 
 
-register("pow", ("Tensor_Tensor", "Tensor_Scalar", "Scalar"), pow_)
-rule(aten.pow_.Tensor, aten.pow_.Scalar)(inplace_of(pow_, "pow_"))
+# the integer divisions refuse bool and complex
+rule(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor,
+     inplace=True)(binary("remainder", REAL_ONLY))
+rule(aten.fmod.Tensor, aten.fmod.Scalar, inplace=True)(binary("fmod", REAL_ONLY))
+# floor_divide_.Tensor is floor_divide.default in place
+rule(aten.floor_divide.default, aten.floor_divide.Scalar,
+     inplace=(aten.floor_divide_.Tensor, aten.floor_divide_.Scalar))(
+    binary("floor_divide", REAL_ONLY))
 
-
-def promoting_binary(name: str, rejected: frozenset = REAL_ONLY) -> Callable[..., TensorMeta]:
-    """A binary pointwise rule: broadcast and promote, `rejected` dtype categories refused
-    (by default bool and complex, as for the integer divisions)."""
-    def binary_rule(self: Any, other: Any) -> TensorMeta:
-        dtype = result_type(self, other)
-        reject(name, dtype, rejected)
-        return pointwise(name, dtype, self, other)
-
-    binary_rule.__doc__ = f"{name}: broadcast and promote."
-    return binary_rule
-
-
-
-register("remainder", ("Tensor", "Scalar", "Scalar_Tensor"), promoting_binary("remainder"))
-register("fmod", ("Tensor", "Scalar"), promoting_binary("fmod"))
-register("floor_divide", ("default", "Scalar"), promoting_binary("floor_divide"))
-rule(aten.floor_divide_.Tensor, aten.floor_divide_.Scalar)(
-    inplace_of(promoting_binary("floor_divide"), "floor_divide_"))
-
-
-def _promoting(name: str, rejected: frozenset, to_float: bool = False,
-               message: str | None = None) -> Callable[..., TensorMeta]:
-    def binary_rule(self: Any, other: Any) -> TensorMeta:
-        dtype = result_type(self, other)
-        if message is not None:
-            check(dtype_category(dtype) not in rejected, name, message)
-        reject(name, dtype, rejected)
-        return pointwise(name, float_result(dtype) if to_float else dtype, self, other)
-
-    binary_rule.__doc__ = f"{name}: broadcast and promote."
-    return binary_rule
-
-
-for _name in ("maximum", "minimum", "fmax", "fmin"):
-    register(_name, ("default",), _promoting(
-        _name, NO_COMPLEX, message=f"{_name} not implemented for complex tensors."))
-for _name in ("max", "min"):
-    register(_name, ("other",), _promoting(
-        _name, NO_COMPLEX, message=f"{_name}imum not implemented for complex tensors."))
-register("atan2", ("default",), _promoting("atan2", NO_COMPLEX, to_float=True))
-register("hypot", ("default",), _promoting("hypot", FLOAT_ONLY))
-for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    register(_name, ("Tensor", "Scalar", "Scalar_Tensor"), _promoting(_name, INTEGRAL_ONLY))
-for _name in ("bitwise_left_shift", "bitwise_right_shift"):  # no bool, unlike and/or/xor
-    register(_name, ("Tensor", "Tensor_Scalar", "Scalar_Tensor"),
-             _promoting(_name, frozenset({BOOL, FLOAT, COMPLEX})))
-register("copysign", ("Tensor", "Scalar"), _promoting("copysign", NO_COMPLEX, to_float=True))
+BINARY: dict[Any, tuple] = {
+    **{op: (NO_COMPLEX, SAME, f"{op_name(op)} not implemented for complex tensors.")
+       for op in (aten.maximum.default, aten.minimum.default, aten.fmax.default,
+                  aten.fmin.default)},
+    # torch.max(a, b) is maximum, and says so
+    aten.max.other: (NO_COMPLEX, SAME, "maximum not implemented for complex tensors."),
+    aten.min.other: (NO_COMPLEX, SAME, "minimum not implemented for complex tensors."),
+    aten.atan2.default: (NO_COMPLEX, TO_FLOAT),
+    aten.hypot.default: (FLOAT_ONLY, SAME),
+    **dict.fromkeys((
+        aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor,
+        aten.bitwise_or.Tensor, aten.bitwise_or.Scalar, aten.bitwise_or.Scalar_Tensor,
+        aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.bitwise_xor.Scalar_Tensor),
+        (INTEGRAL_ONLY, SAME)),
+    # shifts refuse bool, unlike and/or/xor
+    **dict.fromkeys((
+        aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar,
+        aten.bitwise_left_shift.Scalar_Tensor, aten.bitwise_right_shift.Tensor,
+        aten.bitwise_right_shift.Tensor_Scalar, aten.bitwise_right_shift.Scalar_Tensor),
+        (frozenset({BOOL, FLOAT, COMPLEX}), SAME)),
+    aten.copysign.Tensor: (NO_COMPLEX, TO_FLOAT),
+    aten.copysign.Scalar: (NO_COMPLEX, TO_FLOAT),
+    # comparisons: a bool result
+    **dict.fromkeys((aten.eq.Tensor, aten.eq.Scalar, aten.ne.Tensor, aten.ne.Scalar,
+                     aten.logical_and.default, aten.logical_or.default,
+                     aten.logical_xor.default), (NONE, TO_BOOL)),
+    **dict.fromkeys((aten.lt.Tensor, aten.lt.Scalar, aten.le.Tensor, aten.le.Scalar,
+                     aten.gt.Tensor, aten.gt.Scalar, aten.ge.Tensor, aten.ge.Scalar),
+                    (NO_COMPLEX, TO_BOOL)),
+}
+for _op, _entry in BINARY.items():
+    rule(_op, inplace=inplace_form(_op) is not None)(binary(op_name(_op), *_entry))
 
 
 @rule(aten.polar.default)
@@ -382,9 +273,9 @@ def polar(abs: TensorMeta, angle: TensorMeta) -> TensorMeta:
     """polar: broadcast; abs and angle share one floating dtype, the result is its complex."""
     check(abs.dtype == angle.dtype, "polar", f"Expected object of scalar type {abs.dtype} but "
                                              f"got scalar type {angle.dtype} for second argument")
-    check(abs.dtype in _TO_COMPLEX, "polar", f"Expected both inputs to be Half, Float or Double "
-                                             f"tensors but got {abs.dtype} and {angle.dtype}")
-    return pointwise("polar", _TO_COMPLEX[abs.dtype], abs, angle)
+    check(abs.dtype in TO_COMPLEX, "polar", f"Expected both inputs to be Half, Float or Double "
+                                            f"tensors but got {abs.dtype} and {angle.dtype}")
+    return pointwise("polar", TO_COMPLEX[abs.dtype], abs, angle)
 
 
 @rule(aten.softshrink.default)
@@ -425,23 +316,6 @@ def prelu_kernel(self: TensorMeta, weight: TensorMeta) -> TensorMeta:
     return pointwise("_prelu_kernel", self.dtype, self, weight)
 
 
-def _predicate(name: str, rejected: frozenset) -> Callable[..., TensorMeta]:
-    def predicate_rule(self: Any, other: Any) -> TensorMeta:
-        reject(name, result_type(self, other), rejected)
-        return pointwise(name, torch.bool, self, other)
-
-    predicate_rule.__doc__ = f"{name}: broadcast; bool result."
-    return predicate_rule
-
-
-for _name in ("eq", "ne"):
-    register(_name, ("Tensor", "Scalar"), _predicate(_name, frozenset()))
-for _name in ("lt", "le", "gt", "ge"):
-    register(_name, ("Tensor", "Scalar"), _predicate(_name, NO_COMPLEX))
-for _name in ("logical_and", "logical_or", "logical_xor"):
-    register(_name, ("default",), _predicate(_name, frozenset()))
-
-
 # -- selection and clamping -----------------------------------------------------------
 
 
@@ -454,6 +328,7 @@ def where(condition: TensorMeta, self: Any, other: Any) -> TensorMeta:
     return pointwise("where", result_type(self, other), condition, self, other)
 
 
+@rule(aten.clamp.default, aten.clamp.Tensor, inplace=True)
 def clamp(self: TensorMeta, min: Any = None, max: Any = None) -> TensorMeta:
     """clamp: promote with the bounds; Tensor bounds broadcast."""
     check(min is not None or max is not None, "clamp",
@@ -464,19 +339,18 @@ def clamp(self: TensorMeta, min: Any = None, max: Any = None) -> TensorMeta:
     return pointwise("clamp", dtype, self, min, max)
 
 
+@rule(aten.clamp_min.default, aten.clamp_min.Tensor, inplace=True)
 def clamp_min(self: TensorMeta, min: Any) -> TensorMeta:
     """clamp_min: clamp with only a lower bound."""
     return clamp(self, min, None)
 
 
+@rule(aten.clamp_max.default, aten.clamp_max.Tensor, inplace=True)
 def clamp_max(self: TensorMeta, max: Any) -> TensorMeta:
     """clamp_max: clamp with only an upper bound."""
     return clamp(self, None, max)
 
 
-register("clamp", ("default", "Tensor"), clamp)
-register("clamp_min", ("default", "Tensor"), clamp_min)
-register("clamp_max", ("default", "Tensor"), clamp_max)
 
 
 def _mask(op: str, mask: TensorMeta) -> None:
@@ -504,6 +378,7 @@ def masked_fill_inplace(self: TensorMeta, mask: TensorMeta, value: Any) -> Tenso
     return self.like()
 
 
+@rule(aten.lerp.Scalar, aten.lerp.Tensor, inplace=True)
 def lerp(self: TensorMeta, end: TensorMeta, weight: Any) -> TensorMeta:
     """lerp: broadcast; end (and a dimensioned weight) must have self's floating dtype."""
     check(end.dtype == self.dtype, "lerp",
@@ -515,14 +390,13 @@ def lerp(self: TensorMeta, end: TensorMeta, weight: Any) -> TensorMeta:
     return pointwise("lerp", self.dtype, self, end, weight)
 
 
-register("lerp", ("Scalar", "Tensor"), lerp)
-
-
+@rule(aten.addcmul.default, inplace=True)
 def addcmul(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorMeta:
     """addcmul: self + value * tensor1 * tensor2, all three broadcast and promote."""
     return pointwise("addcmul", result_type(self, tensor1, tensor2), self, tensor1, tensor2)
 
 
+@rule(aten.addcdiv.default, inplace=True)
 def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorMeta:
     """addcdiv: like addcmul; integer division of tensor1 by tensor2 is rejected."""
     integral = all(dtype_category(t.dtype) <= INT for t in (tensor1, tensor2)
@@ -532,91 +406,6 @@ def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorM
           "addcdiv will perform a true division of tensor1 and tensor2. Use "
           "torch.addcdiv(input, tensor1, torch.true_divide(tensor1, tensor2)) instead.")
     return pointwise("addcdiv", result_type(self, tensor1, tensor2), self, tensor1, tensor2)
-
-
-register("addcmul", ("default",), addcmul)
-register("addcdiv", ("default",), addcdiv)
-
-
-# -- softmax, dropout, gating ---------------------------------------------------------
-
-
-def _softmax_dtype(op: str, self: TensorMeta, dim: int, dtype: torch.dtype | None) -> TensorMeta:
-    normalize_dim(dim, self.ndim, op)
-    out = self.dtype if dtype is None else dtype
-    reject(op, out, FLOAT_ONLY)
-    return self.like(dtype=out)
-
-
-@rule(aten.softmax.int)
-def softmax(self: TensorMeta, dim: int, dtype: torch.dtype | None = None) -> TensorMeta:
-    """softmax: same shape; computed in `dtype` (default: the input's), floating only."""
-    return _softmax_dtype("softmax", self, dim, dtype)
-
-
-@rule(aten.log_softmax.int)
-def log_softmax(self: TensorMeta, dim: int, dtype: torch.dtype | None = None) -> TensorMeta:
-    """log_softmax: as softmax."""
-    return _softmax_dtype("log_softmax", self, dim, dtype)
-
-
-@rule(aten._softmax.default, aten._log_softmax.default)
-def softmax_internal(self: TensorMeta, dim: int, half_to_float: bool) -> TensorMeta:
-    """_softmax: half_to_float turns a half/bfloat16 input into a float32 result (not on CPU)."""
-    out = _softmax_dtype("_softmax", self, dim, None)
-    if not half_to_float:
-        return out
-    check(self.device.type != "cpu", "_softmax",
-          "softmax with half to float conversion is not supported on CPU")
-    check(self.dtype in (torch.float16, torch.bfloat16), "_softmax",
-          f"half_to_float is True but the input dtype is {self.dtype}, expected half or bfloat16")
-    return self.like(dtype=torch.float32)
-
-
-def _dropout_check(op: str, input: TensorMeta, p: float, train: bool | None) -> None:
-    check(0 <= p <= 1, op, f"dropout probability has to be between 0 and 1, but got {p}")
-    if train is not False and 0 < p < 1:
-        castable(op, float_result(input.dtype), input.dtype)
-
-
-def dropout(input: TensorMeta, p: float, train: bool) -> TensorMeta:
-    """dropout: same shape and dtype, in training and in eval mode."""
-    _dropout_check("dropout", input, p, train)
-    return input.like()
-
-
-def feature_dropout(input: TensorMeta, p: float, train: bool) -> TensorMeta:
-    """feature_dropout: drops whole channels, so training needs at least 2 dims."""
-    _dropout_check("feature_dropout", input, p, train)
-    if train:
-        check(input.ndim >= 2, "feature_dropout",
-              "Feature dropout requires at least 2 dimensions in the input")
-    return input.like()
-
-
-register("dropout", ("default",), dropout)
-register("alpha_dropout", ("default",), dropout)
-register("feature_dropout", ("default",), feature_dropout)
-register("feature_alpha_dropout", ("default",), feature_dropout)
-
-
-@rule(aten.native_dropout.default)
-def native_dropout(input: TensorMeta, p: float, train: bool | None) -> tuple:
-    """native_dropout: (output like input, bool mask like input)."""
-    _dropout_check("native_dropout", input, p, train)
-    return input.like(), input.like(dtype=torch.bool)
-
-
-@rule(aten.glu.default)
-def glu(self: TensorMeta, dim: int = -1) -> TensorMeta:
-    """glu: halves `dim`, which must have an even size."""
-    check(self.ndim > 0, "glu", "glu does not support 0-dimensional tensors")
-    d = normalize_dim(dim, self.ndim, "glu")
-    size = self.shape[d]
-    check(size % 2 == 0, "glu", f"Halving dimension must be even, but dimension {d} is size "
-                                f"{size}")
-    reject("glu", self.dtype, FLOAT_ONLY)
-    return self.like(shape=self.shape[:d] + (size // 2,) + self.shape[d + 1:])
 
 
 # -- writing into self ------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import _TO_COMPLEX, check, float_result, normalize_dim, to_real
+from safetrace.rules.common import TO_COMPLEX, check, float_result, normalize_dim, to_real
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -26,7 +26,7 @@ _NORMS = (None, "backward", "forward", "ortho")
 def complex_of(dtype: torch.dtype) -> torch.dtype:
     """The complex dtype a transform computes in (int/bool give the default float's)."""
     dtype = float_result(dtype)
-    return dtype if dtype.is_complex else _TO_COMPLEX.get(dtype, torch.complex64)
+    return dtype if dtype.is_complex else TO_COMPLEX.get(dtype, torch.complex64)
 
 
 def _dim_and_n(op: str, self: TensorMeta, n: Any, dim: int, norm: str | None,
@@ -81,7 +81,7 @@ def _fft_r2c(self: TensorMeta, dim: Sequence[int], normalization: int,
     check(self.dtype.is_floating_point, op, f"Only supports floating-point dtypes, but found: "
                                             f"{self.dtype}")
     dims = _fft_dims(op, self, dim)
-    out = self.like(dtype=_TO_COMPLEX[self.dtype])
+    out = self.like(dtype=TO_COMPLEX[self.dtype])
     if onesided and dims:
         last = dims[-1]
         out = _with(out, last, self.shape[last] // 2 + 1, out.dtype)

@@ -16,7 +16,8 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import broadcast_shapes, check, normalize_dim, result_type
-from safetrace.rules.reductions import _norm_dtype, reduce_shape, vector_norm
+from safetrace.rules.reductions import norm_result_dtype, reduce_shape, vector_norm
+from safetrace.rules.pointwise import castable, same_shape
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -227,8 +228,6 @@ def addr(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
 def addr_inplace(self: TensorMeta, vec1: TensorMeta, vec2: TensorMeta, *, beta: Any = 1,
                  alpha: Any = 1) -> TensorMeta:
     """addr_: the product must have self's shape and cast back to self's dtype."""
-    from safetrace.rules.elementwise import castable, same_shape
-
     out = addr(self, vec1, vec2, beta=beta, alpha=alpha)
     same_shape("aten.addr_", self, out.shape)
     castable("aten.addr_", out.dtype, self.dtype)
@@ -544,7 +543,7 @@ def matrix_norm(op: str, self: TensorMeta, ord: Any, dim: Sequence[int], keepdim
     a = normalize_dim(dim[0], self.ndim, op)
     b = normalize_dim(dim[1], self.ndim, op)
     check(a != b, op, f"linalg.matrix_norm: dims must be different. Got ({a}, {b})")
-    out = _norm_dtype("linalg.matrix_norm", self, dtype)
+    out = norm_result_dtype("linalg.matrix_norm", self, dtype)
     if not low_precision:
         check(self.dtype not in (torch.float16, torch.bfloat16), op,
               f"linalg.matrix_norm: Low precision dtypes not supported. Got {self.dtype}")

@@ -16,7 +16,7 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import broadcast_shapes, check, prod, static_zero
-from safetrace.rules.elementwise import FLOAT_ONLY, castable, reject, same_shape
+from safetrace.rules.pointwise import FLOAT_ONLY, castable, reject, same_shape
 from safetrace.rules.registry import get_rule, rule
 
 aten = torch.ops.aten

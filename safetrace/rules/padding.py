@@ -12,7 +12,7 @@ import torch
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check
-from safetrace.rules.registry import rule
+from safetrace.rules.registry import op_name, rule
 
 aten = torch.ops.aten
 Size = Any
@@ -94,21 +94,28 @@ def _pad_nd(self: TensorMeta, padding: Sequence[Size], k: int, reflection: bool,
     return self.like(shape=tuple(out))
 
 
-def _register_pads() -> None:
-    for k in (1, 2, 3):
-        for reflection, name in ((True, "reflection"), (False, "replication")):
-            opname = f"{name}_pad{k}d"
-
-            def pad_rule(self: TensorMeta, padding: Sequence[Size], *, _k: int = k,
-                         _r: bool = reflection, _op: str = opname) -> TensorMeta:
-                return _pad_nd(self, padding, _k, _r, _op)
-
-            pad_rule.__doc__ = f"{opname}: the last {k} dims grow by their pads."
-            pad_rule.__name__ = opname
-            rule(getattr(aten, opname).default)(pad_rule)
+# op, padded dims, reflection (else replication)
+PAD_OPS = [
+    (aten.reflection_pad1d.default, 1, True),
+    (aten.reflection_pad2d.default, 2, True),
+    (aten.reflection_pad3d.default, 3, True),
+    (aten.replication_pad1d.default, 1, False),
+    (aten.replication_pad2d.default, 2, False),
+    (aten.replication_pad3d.default, 3, False),
+]
 
 
-_register_pads()
+def _pad_rule(k: int, reflection: bool, opname: str) -> Any:
+    def pad_rule(self: TensorMeta, padding: Sequence[Size]) -> TensorMeta:
+        return _pad_nd(self, padding, k, reflection, opname)
+
+    pad_rule.__doc__ = f"{opname}: the last {k} dims grow by their pads."
+    pad_rule.__name__ = pad_rule.__qualname__ = opname
+    return pad_rule
+
+
+for _op, _k, _reflection in PAD_OPS:
+    rule(_op)(_pad_rule(_k, _reflection, op_name(_op)))
 
 _MODES = ("constant", "reflect", "replicate", "circular")
 

@@ -288,7 +288,8 @@ def var_mean_correction(self: TensorMeta, dim: Any = None, *, correction: Any = 
     return _var_mean(self, dim, keepdim)
 
 
-def _norm_dtype(op: str, self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype:
+def norm_result_dtype(op: str, self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype:
+    """The real dtype a norm returns, after torch's checks of the input and `dtype`."""
     check(self.dtype.is_floating_point or self.dtype.is_complex, op,
           f"{op}: Expected a floating point or complex tensor as input. Got {self.dtype}")
     if dtype is None:
@@ -309,7 +310,7 @@ def vector_norm(self: TensorMeta, ord: Any = 2, dim: Any = None, keepdim: bool =
                 dtype: torch.dtype | None = None) -> TensorMeta:
     """linalg.vector_norm: real result; negative and inf orders need non-empty dims."""
     op = "linalg.vector_norm"
-    out = _norm_dtype(op, self, dtype)
+    out = norm_result_dtype(op, self, dtype)
     dims = reduced_dims(op, self, dim)
     if ord < 0 or ord == math.inf:
         msg = (f"{op} cannot compute the {ord} norm on an empty tensor because the operation "

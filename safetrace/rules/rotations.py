@@ -13,7 +13,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check, normalize_dim
 from safetrace.rules.registry import rule
-from safetrace.rules.views import _swapped, diagonal
+from safetrace.rules.views import swapped, diagonal
 
 aten = torch.ops.aten
 
@@ -44,7 +44,7 @@ def rot90(self: TensorMeta, k: int = 1, dims: Sequence[int] = (0, 1)) -> TensorM
     a = normalize_dim(dims[0], self.ndim, op)
     b = normalize_dim(dims[1], self.ndim, op)
     if k % 4 in (1, 3):
-        return _swapped(self, a, b, op)
+        return swapped(self, a, b, op)
     return self.like()
 
 

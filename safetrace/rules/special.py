@@ -3,7 +3,7 @@ the orthogonal polynomials and the special_softmax/log_softmax/logsumexp spellin
 the pointwise ops of the same kind outside that namespace (sinc, polygamma, mvlgamma, xlogy,
 igamma, gcd, angle, heaviside, logaddexp, ...).
 
-They reuse elementwise.py's machinery: most compute in floating point (integer and bool
+They are built by pointwise.py's factories: most compute in floating point (integer and bool
 inputs give the default float dtype) and reject complex inputs.  Dtype rejections are by
 category only, as in elementwise.py (CPU's missing float16 kernels are not modelled).
 """
@@ -15,72 +15,58 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, dtype_category, float_result, result_type, to_real
-from safetrace.rules.elementwise import (
+from safetrace.rules.activations import log_softmax, softmax
+from safetrace.rules.common import check, dtype_category, float_result, to_real
+from safetrace.rules.pointwise import (
     BOOL,
     COMPLEX,
     FLOAT,
     FLOAT_ONLY,
     INT,
     NO_COMPLEX,
+    NONE,
     REAL_ONLY,
     SAME,
     TO_FLOAT,
+    binary,
     castable,
-    inplace_of,
-    log_softmax,
     pointwise,
-    promoting_binary,
     reject,
-    register as _register_elementwise,
     same_shape,
-    softmax,
     unary,
 )
 from safetrace.rules.reductions import logsumexp
-from safetrace.rules.registry import RULES, rule
+from safetrace.rules.registry import inplace_form, op_name, rule
 
 aten = torch.ops.aten
 
-
-def _here(fn: Any) -> Any:
-    fn.__module__ = __name__
-    return fn
-
-
-def register(name: str, overloads: tuple[str, ...], fn: Any) -> None:
-    """elementwise.register, with the rules made (the in-place forms too) listed under
-    this module, where they are registered (tools/gen_op_list.py groups by module)."""
-    _register_elementwise(name, overloads, fn)
-    for packet in (getattr(aten, name), getattr(aten, name + "_", None)):
-        for overload in overloads:
-            fn_ = RULES.get(getattr(packet, overload, None)) if packet is not None else None
-            if fn_ is not None:
-                _here(fn_)
-
-NONE = frozenset()
-
-# name: (dtype kind, rejected input categories), as elementwise.UNARY.
+# op: (dtype kind, rejected input categories), as elementwise.UNARY.
 # special_bessel_j0 deliberately has no rule (the example of a rule-less op in the tests).
-SPECIAL_UNARY: dict[str, tuple[str, frozenset]] = {
-    **{name: (TO_FLOAT, NONE) for name in (
-        "special_expit", "special_sinc", "special_log1p", "special_expm1", "special_exp2",
-        "sinc")},
-    **{name: (TO_FLOAT, NO_COMPLEX) for name in (
-        "special_logit", "special_erfcx", "special_ndtr", "special_ndtri", "special_log_ndtr",
-        "special_i0", "special_i0e", "special_i1", "special_i1e", "special_entr",
-        "special_gammaln", "special_digamma", "special_psi", "special_erf", "special_erfc",
-        "special_erfinv", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
-        "special_modified_bessel_i0", "special_modified_bessel_i1",
-        "special_modified_bessel_k0", "special_modified_bessel_k1",
-        "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
-        "special_spherical_bessel_j0", "special_airy_ai")},
-    "special_round": (SAME, FLOAT_ONLY),  # always rounds through round.decimals
-    "fix": (SAME, REAL_ONLY),  # trunc
+SPECIAL_UNARY: dict[Any, tuple[str, frozenset]] = {
+    **dict.fromkeys((
+        aten.special_expit.default, aten.special_sinc.default, aten.special_log1p.default,
+        aten.special_expm1.default, aten.special_exp2.default, aten.sinc.default),
+        (TO_FLOAT, NONE)),
+    **dict.fromkeys((
+        aten.special_logit.default, aten.special_erfcx.default, aten.special_ndtr.default,
+        aten.special_ndtri.default, aten.special_log_ndtr.default, aten.special_i0.default,
+        aten.special_i0e.default, aten.special_i1.default, aten.special_i1e.default,
+        aten.special_entr.default, aten.special_gammaln.default,
+        aten.special_digamma.default, aten.special_psi.default, aten.special_erf.default,
+        aten.special_erfc.default, aten.special_erfinv.default,
+        aten.special_bessel_j1.default, aten.special_bessel_y0.default,
+        aten.special_bessel_y1.default, aten.special_modified_bessel_i0.default,
+        aten.special_modified_bessel_i1.default, aten.special_modified_bessel_k0.default,
+        aten.special_modified_bessel_k1.default,
+        aten.special_scaled_modified_bessel_k0.default,
+        aten.special_scaled_modified_bessel_k1.default,
+        aten.special_spherical_bessel_j0.default, aten.special_airy_ai.default),
+        (TO_FLOAT, NO_COMPLEX)),
+    aten.special_round.default: (SAME, FLOAT_ONLY),  # always rounds through round.decimals
+    aten.fix.default: (SAME, REAL_ONLY),  # trunc
 }
-
-for _name, (_kind, _rejected) in SPECIAL_UNARY.items():
-    register(_name, ("default",), unary(_name, _kind, _rejected))
+for _op, _entry in SPECIAL_UNARY.items():
+    rule(_op, inplace=inplace_form(_op) is not None)(unary(op_name(_op), *_entry))
 
 
 @rule(aten.angle.default)
@@ -90,13 +76,14 @@ def angle(self: TensorMeta) -> TensorMeta:
 
 
 def _polygamma(op: str) -> Any:
-    def polygamma_rule(n: int, self: TensorMeta) -> TensorMeta:
+    def polygamma(n: int, self: TensorMeta) -> TensorMeta:
         check(n >= 0, op, "polygamma(n, x) does not support negative n.")
         reject(op, self.dtype, NO_COMPLEX)
         return self.like(dtype=float_result(self.dtype))
 
-    polygamma_rule.__doc__ = f"{op}(n, x): x's shape, floating dtype; n >= 0."
-    return polygamma_rule
+    polygamma.__name__ = polygamma.__qualname__ = op
+    polygamma.__doc__ = f"{op}(n, x): x's shape, floating dtype; n >= 0."
+    return polygamma
 
 
 rule(aten.polygamma.default)(_polygamma("polygamma"))
@@ -111,47 +98,41 @@ def polygamma_inplace(self: TensorMeta, n: int) -> TensorMeta:
 
 
 def _mvlgamma(op: str) -> Any:
-    def mvlgamma_rule(self: TensorMeta, p: int) -> TensorMeta:
+    def mvlgamma(self: TensorMeta, p: int) -> TensorMeta:
         check(self.dtype is not torch.bool, op, "The input tensor may not be a boolean tensor.")
         check(p >= 1, op, "p has to be greater than or equal to 1")
         reject(op, self.dtype, NO_COMPLEX)
         return self.like(dtype=float_result(self.dtype))
 
-    mvlgamma_rule.__doc__ = f"{op}: same shape, floating dtype; p >= 1, no bool input."
-    return mvlgamma_rule
+    mvlgamma.__name__ = mvlgamma.__qualname__ = op
+    mvlgamma.__doc__ = f"{op}: same shape, floating dtype; p >= 1, no bool input."
+    return mvlgamma
 
 
-register("mvlgamma", ("default",), _mvlgamma("mvlgamma"))
+rule(aten.mvlgamma.default, inplace=True)(_mvlgamma("mvlgamma"))
 rule(aten.special_multigammaln.default)(_mvlgamma("special_multigammaln"))
 
 
 # -- binary -------------------------------------------------------------------------------
 
 
-def _float_binary(op: str, rejected: frozenset) -> Any:
-    def binary_rule(self: Any, other: Any) -> TensorMeta:
-        dtype = result_type(self, other)
-        reject(op, dtype, rejected)
-        return pointwise(op, float_result(dtype), self, other)
-
-    binary_rule.__doc__ = f"{op}: broadcast, promote, computed in floating point."
-    return binary_rule
-
-
-_xlogy = _float_binary("xlogy", NO_COMPLEX)
-register("xlogy", ("Tensor", "Scalar_Other", "Scalar_Self"), _xlogy)
-for _name in ("special_xlogy", "special_xlog1py", "special_zeta"):
-    register(_name, ("default", "other_scalar", "self_scalar"),
-             _float_binary(_name.removeprefix("special_"), NO_COMPLEX))
-register("logaddexp", ("default",), _float_binary("logaddexp", frozenset({BOOL, INT})))
-register("logaddexp2", ("default",), _float_binary("logaddexp2", frozenset({BOOL, INT, COMPLEX})))
-register("nextafter", ("default",), _float_binary("nextafter", frozenset({BOOL, INT, COMPLEX})))
-register("ldexp", ("Tensor",), _float_binary("ldexp", NONE))
-rule(aten.ldexp_.default)(_here(inplace_of(_float_binary("ldexp", NONE), "ldexp_")))
-register("true_divide", ("Tensor", "Scalar"), _float_binary("true_divide", NONE))
+# computed in floating point: int and bool operands give the default float dtype
+rule(aten.xlogy.Tensor, aten.xlogy.Scalar_Other, aten.xlogy.Scalar_Self, inplace=True)(
+    binary("xlogy", NO_COMPLEX, TO_FLOAT))
+for _op in (aten.special_xlogy, aten.special_xlog1py, aten.special_zeta):
+    rule(_op.default, _op.other_scalar, _op.self_scalar)(
+        binary(op_name(_op.default).removeprefix("special_"), NO_COMPLEX, TO_FLOAT))
+rule(aten.logaddexp.default)(binary("logaddexp", frozenset({BOOL, INT}), TO_FLOAT))
+rule(aten.logaddexp2.default)(binary("logaddexp2", frozenset({BOOL, INT, COMPLEX}), TO_FLOAT))
+rule(aten.nextafter.default, inplace=True)(
+    binary("nextafter", frozenset({BOOL, INT, COMPLEX}), TO_FLOAT))
+# ldexp_.default is ldexp.Tensor in place
+rule(aten.ldexp.Tensor, inplace=(aten.ldexp_.default,))(binary("ldexp", NONE, TO_FLOAT))
+rule(aten.true_divide.Tensor, aten.true_divide.Scalar, inplace=True)(
+    binary("true_divide", NONE, TO_FLOAT))
 
 
-@rule(aten.heaviside.default)
+@rule(aten.heaviside.default, inplace=True)
 def heaviside(self: TensorMeta, values: TensorMeta) -> TensorMeta:
     """heaviside: broadcast; both tensors of one real dtype."""
     check(not (self.dtype.is_complex or values.dtype.is_complex), "heaviside",
@@ -161,9 +142,8 @@ def heaviside(self: TensorMeta, values: TensorMeta) -> TensorMeta:
     return pointwise("heaviside", self.dtype, self, values)
 
 
-rule(aten.heaviside_.default)(_here(inplace_of(heaviside, "heaviside_")))
-
-
+# float_power_ checks more than a derived in-place rule would (below)
+@rule(aten.float_power.Tensor_Tensor, aten.float_power.Tensor_Scalar, aten.float_power.Scalar)
 def float_power(self: Any, exponent: Any) -> TensorMeta:
     """float_power: computed in float64 (complex128 when either operand is complex)."""
     cat = max(dtype_category(x.dtype) if isinstance(x, TensorMeta) else
@@ -171,8 +151,6 @@ def float_power(self: Any, exponent: Any) -> TensorMeta:
     return pointwise("float_power", torch.complex128 if cat == COMPLEX else torch.float64,
                      self, exponent)
 
-
-register("float_power", ("Tensor_Tensor", "Tensor_Scalar", "Scalar"), float_power)
 
 
 @rule(aten.float_power_.Tensor, aten.float_power_.Scalar)
@@ -239,20 +217,26 @@ def isin_scalar_tensor(element: Any, test_elements: TensorMeta, *, assume_unique
 
 
 # igamma computes in the promoted dtype (int inputs are rejected, not made floating)
-for _name, _op in (("igamma", "igamma"), ("igammac", "igammac"),
-                   ("special_gammainc", "igamma"), ("special_gammaincc", "igammac")):
-    register(_name, ("default",), promoting_binary(_op, FLOAT_ONLY))
-for _name in ("gcd", "lcm"):
-    register(_name, ("default",), promoting_binary(_name, frozenset({BOOL, FLOAT, COMPLEX})))
+for _op, _name in ((aten.igamma.default, "igamma"), (aten.igammac.default, "igammac"),
+                   (aten.special_gammainc.default, "igamma"),
+                   (aten.special_gammaincc.default, "igammac")):
+    _fn = binary(_name, FLOAT_ONLY)
+    _fn.__name__ = _fn.__qualname__ = op_name(_op)  # torch's messages say igamma
+    rule(_op, inplace=inplace_form(_op) is not None)(_fn)
+for _op in (aten.gcd.default, aten.lcm.default):
+    rule(_op, inplace=True)(binary(op_name(_op), frozenset({BOOL, FLOAT, COMPLEX})))
 
-_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
-                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
-                "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-                "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
-                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
-for _name in _POLYNOMIALS:
-    register("special_" + _name, ("default", "x_scalar", "n_scalar"),
-             _float_binary(_name, NO_COMPLEX))
+POLYNOMIALS = (aten.special_chebyshev_polynomial_t, aten.special_chebyshev_polynomial_u,
+               aten.special_chebyshev_polynomial_v, aten.special_chebyshev_polynomial_w,
+               aten.special_shifted_chebyshev_polynomial_t,
+               aten.special_shifted_chebyshev_polynomial_u,
+               aten.special_shifted_chebyshev_polynomial_v,
+               aten.special_shifted_chebyshev_polynomial_w, aten.special_hermite_polynomial_h,
+               aten.special_hermite_polynomial_he, aten.special_laguerre_polynomial_l,
+               aten.special_legendre_polynomial_p)
+for _op in POLYNOMIALS:
+    rule(_op.default, _op.x_scalar, _op.n_scalar)(
+        binary(op_name(_op.default).removeprefix("special_"), NO_COMPLEX, TO_FLOAT))
 
 
 @rule(aten.isreal.default)

@@ -213,7 +213,7 @@ def permute(self: TensorMeta, dims: Sequence[int]) -> TensorMeta:
     return self.like(shape=tuple(self.shape[d] for d in order))
 
 
-def _swapped(self: TensorMeta, a: int, b: int, op: str) -> TensorMeta:
+def swapped(self: TensorMeta, a: int, b: int, op: str) -> TensorMeta:
     if self.ndim == 0:
         normalize_dim(a, 0, op)
         normalize_dim(b, 0, op)
@@ -229,7 +229,7 @@ def _swapped(self: TensorMeta, a: int, b: int, op: str) -> TensorMeta:
       aten.swapdims_.default)
 def transpose(self: TensorMeta, dim0: int, dim1: int) -> TensorMeta:
     """Two dims swapped."""
-    return _swapped(self, dim0, dim1, "transpose")
+    return swapped(self, dim0, dim1, "transpose")
 
 
 @rule(aten.t.default, aten.t_.default)
@@ -251,7 +251,7 @@ def mT(self: TensorMeta) -> TensorMeta:
     """The last two dims swapped."""
     check(self.ndim >= 2, "mT", f"tensor.mT is only supported on matrices or batches of "
                                 f"matrices. Got {self.ndim}-D tensor.")
-    return _swapped(self, -2, -1, "mT")
+    return swapped(self, -2, -1, "mT")
 
 
 @rule(aten.movedim.int)
@@ -587,9 +587,10 @@ def _split_even(op: str, self: TensorMeta, d: int, sections: Size) -> list:
     return _pieces(self, d, [n // k] * k)
 
 
-def _directional_split(name: str, min_ndim: int, dim: int) -> None:
+def _directional_split(packet: Any, min_ndim: int, dim: int) -> None:
     """Register h/v/dsplit: equal sections, or tensor_split at indices, along `dim`
     (hsplit splits dim 0 of a 1-d tensor)."""
+    name = packet.__name__
 
     def split_int(self: TensorMeta, sections: Size) -> list:
         d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
@@ -599,12 +600,14 @@ def _directional_split(name: str, min_ndim: int, dim: int) -> None:
         d = _split_dim(name, self, min_ndim, 0 if self.ndim == 1 else dim)
         return tensor_split_indices(self, indices, d)
 
+    split_int.__name__ = split_int.__qualname__ = f"{name}_int"
+    split_array.__name__ = split_array.__qualname__ = f"{name}_array"
     split_int.__doc__ = f"{name}: `sections` equal pieces along dim {dim}."
     split_array.__doc__ = f"{name}: tensor_split at `indices` along dim {dim}."
-    packet = getattr(aten, name)
     rule(packet.int)(split_int)
     rule(packet.array)(split_array)
 
 
-for _name, _min_ndim, _dim in (("hsplit", 1, 1), ("vsplit", 2, 0), ("dsplit", 3, 2)):
-    _directional_split(_name, _min_ndim, _dim)
+for _packet, _min_ndim, _dim in ((aten.hsplit, 1, 1), (aten.vsplit, 2, 0),
+                                 (aten.dsplit, 3, 2)):
+    _directional_split(_packet, _min_ndim, _dim)

@@ -6,16 +6,22 @@ bounds recursion; it never imports or calls anything named by the file.
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
+import dataclasses
 import math
 import re
 import sys
+import types
+import typing
 from typing import Any, Callable
 
 import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.errors import LoadError
-from safetrace.symbolic.expr import BOOL_OPS, Expr, _make, const, sym
+from safetrace.symbolic.expr import Expr, const, fconst, make_node, sym
+from safetrace.symbolic.semantics import BOOL_OPS
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
 MAX_EXPR_DEPTH = 100    # nesting of a symbolic expression
@@ -37,7 +43,11 @@ MEMORY_FORMATS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
 _DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?$")
 _FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)$")
 
-_EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1}
+_EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1,
+               # floats on sizes, in the user's order of operations (symbolic/floats.py)
+               "fadd": 2, "fsub": 2, "fmul": 2, "fdiv": 2, "ffloordiv": 2, "fpow": 2,
+               "flt": 2, "fle": 2, "fgt": 2, "fge": 2, "feq": 2, "fne": 2,
+               "float": 1, "fneg": 1, "trunc": 1, "round": 1}
 _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
@@ -81,25 +91,49 @@ def encode_expr(e: Expr) -> Any:
         return e.value
     if e.op == "sym":
         return e.name
+    if e.op == "fconst":  # exact, and JSON has no inf or nan
+        return ["fconst", float(e.value).hex()]
     return [e.op] + [encode_expr(a) for a in e.args]
+
+
+# [nodes left for the whole file, nodes allowed per expression] while a load runs
+_BUDGET: contextvars.ContextVar = contextvars.ContextVar("expr_budget", default=None)
+
+
+@contextlib.contextmanager
+def expr_budget(per_file: int, each: int) -> Any:
+    """Bound the expression nodes decoded inside the block (the whole file, and each)."""
+    token = _BUDGET.set([per_file, each])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def decode_expr(obj: Any, where: str) -> Expr:
     """Rebuild an expression node by node (no re-canonicalization, so no blow-up)."""
-    count = [0]
-    return _dexpr(obj, where, 0, count)
+    budget = _BUDGET.get()
+    count = [0, budget[1] if budget else MAX_EXPR_NODES]
+    e = _dexpr(obj, where, 0, count)
+    if budget is not None:
+        budget[0] -= count[0]
+        if budget[0] < 0:
+            raise fail(where, "the file's symbolic expressions exceed the budget of nodes "
+                              "(max_expr_nodes)")
+    return e
 
 
 def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
     count[0] += 1
-    if count[0] > MAX_EXPR_NODES:
-        raise fail(where, f"symbolic expression has more than {MAX_EXPR_NODES} nodes")
+    if count[0] > count[1]:
+        raise fail(where, f"symbolic expression has more than {count[1]} nodes "
+                          "(max_expr_nodes_each)")
     if depth > MAX_EXPR_DEPTH:
         raise fail(where, f"symbolic expression nested deeper than {MAX_EXPR_DEPTH}")
     if isinstance(obj, bool):
         return const(obj)
     if isinstance(obj, int):
-        if abs(obj) > 1 << 63:
+        if abs(obj) >= 1 << 62:
             raise fail(where, f"integer {_short(obj)} out of range")
         return const(obj)
     if isinstance(obj, str):
@@ -109,6 +143,13 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
     if not isinstance(obj, list) or not obj or not isinstance(obj[0], str):
         raise fail(where, f"bad symbolic expression {_short(obj)}")
     op, raw = obj[0], obj[1:]
+    if op == "fconst":
+        if len(raw) != 1 or not isinstance(raw[0], str):
+            raise fail(where, f"bad float constant {_short(obj)}")
+        try:
+            return fconst(float.fromhex(raw[0]))
+        except (ValueError, OverflowError):
+            raise fail(where, f"bad float constant {_short(obj)}") from None
     n = _EXPR_ARITY.get(op)
     if n is None and op not in _EXPR_VARIADIC:
         raise fail(where, f"unknown expression operator {_short(op)}")
@@ -116,7 +157,7 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
         raise fail(where, f"operator {op} has {len(raw)} operand(s)")
     args = tuple(_dexpr(a, where, depth + 1, count) for a in raw)
     _check_canonical(op, args, where)
-    return _make(op, args)
+    return make_node(op, args)
 
 
 def _check_canonical(op: str, args: tuple, where: str) -> None:
@@ -135,6 +176,8 @@ def _check_canonical(op: str, args: tuple, where: str) -> None:
         ok = ok and all(a.op not in ("add", "mul") for a in args) and all(
             a.op != "const" for a in args[1:]) and (args[0].op != "const" or
                                                    args[0].value not in (0, 1))
+    if op in ("floordiv", "mod") and args[1].op == "const" and args[1].value == 0:
+        ok = False
     if not ok:
         raise fail(where, f"malformed symbolic expression (operator {op}): not in the "
                           "engine's canonical form")
@@ -183,8 +226,7 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
     from safetrace.symbolic import SymBool, SymFloat, SymInt
 
     if isinstance(v, SymFloat):  # an exact ratio of two int expressions
-        return {"symfloat": [encode_expr(v.env.simplify(v.num)),
-                             encode_expr(v.env.simplify(v.den))]}
+        return {"symfloat": encode_expr(v.env.simplify(v.expr))}
     if isinstance(v, SymInt):
         return {"symint": encode_expr(v.env.simplify(v.expr))}
     if isinstance(v, SymBool):
@@ -276,15 +318,18 @@ class ValueDecoder:
     def symfloat(self, x: Any, where: str) -> Any:
         from safetrace.symbolic import SymFloat
 
-        if not isinstance(x, list) or len(x) != 2:
-            raise fail(where, "symfloat must be [numerator, denominator]")
-        num, den = (self.symbolic("symint", decode_expr(e, where), where) for e in x)
-        if den == 0:
-            raise fail(where, "symfloat with a zero denominator")
-        env = self.env
-        num, den = (e if isinstance(e, Expr) else const(e) for e in (
-            getattr(num, "expr", num), getattr(den, "expr", den)))
-        return (getattr(env, "float_cls", None) or SymFloat)(num, den, env)
+        if self.env is None:
+            raise fail(where, "a symbolic value is not allowed here")
+        if isinstance(x, list) and len(x) == 2 and not (isinstance(x[0], str) and
+                                                         x[0] in _EXPR_ARITY):
+            x = ["fdiv", *x]  # files from before float expressions: num / den
+        e = decode_expr(x, where)
+        if e.op not in SymFloat.FLOAT_OPS:
+            raise fail(where, "symfloat holds no float expression")
+        unknown = e.free_symbols - self.env.symbols.keys()
+        if unknown:
+            raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
+        return SymFloat._make(e, self.env)
 
     def tensor(self, x: Any, where: str) -> Any:
         from safetrace.meta import TensorMeta
@@ -441,3 +486,122 @@ def _loaded_class(name: str, where: str) -> Any:
 
 def finite_or_none(x: float | int) -> int | None:
     return None if isinstance(x, float) and math.isinf(x) else int(x)
+
+
+# --- typed records (the input contract): a generic dataclass <-> JSON codec ---------------
+# A dataclass is a JSON object of its fields; each field is encoded by its declared type:
+# int, bool, str, float, None, Expr, torch.dtype, nested dataclasses, tuple[X, ...], unions
+# of these (tried in declared order, each strictly), and Any (a plain constant, as in
+# graph arguments).  Decoding is strict: unknown or missing fields and wrong types raise a
+# LoadError naming the field's path, and the class's own __post_init__ validates the rest.
+def encode_record(obj: Any) -> Any:
+    """A dataclass instance as JSON, field by field according to its declared types."""
+    return _enc(obj, type(obj))
+
+
+def decode_record(cls: type, obj: Any, where: str) -> Any:
+    """An instance of dataclass ``cls`` from JSON written by ``encode_record``."""
+    return _dec(cls, obj, where)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init]
+
+
+def _union_args(tp: Any) -> tuple | None:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return typing.get_args(tp)
+    return None
+
+
+def _matches(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is of declared type ``tp`` (to pick a union member to encode)."""
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if dataclasses.is_dataclass(tp):
+        return type(value) is tp
+    if typing.get_origin(tp) is tuple:
+        return isinstance(value, tuple)
+    if tp is int:
+        return type(value) is int
+    return isinstance(value, tp)
+
+
+def _enc(value: Any, tp: Any) -> Any:
+    members = _union_args(tp)
+    if members is not None:
+        for m in members:
+            if _matches(value, m):
+                return _enc(value, m)
+        raise ValueError(f"cannot save {_short(value)} as {tp}")
+    if dataclasses.is_dataclass(tp):
+        return {f.name: _enc(getattr(value, f.name), ftp) for f, ftp in _fields(tp)}
+    if typing.get_origin(tp) is tuple:  # tuple[X, ...]
+        return [_enc(v, typing.get_args(tp)[0]) for v in value]
+    if tp is Expr:
+        return encode_expr(value)
+    if tp is torch.dtype:
+        return str(value).removeprefix("torch.")
+    if tp is float:
+        return repr(float(value))
+    if tp is Any:
+        return encode_value(value)
+    if tp in (int, bool, str, type(None)):
+        return value
+    raise TypeError(f"no JSON form for a field of type {tp}")
+
+
+def _dec(tp: Any, obj: Any, where: str) -> Any:
+    members = _union_args(tp)
+    if members is not None:
+        errors = []
+        for m in members:
+            try:
+                return _dec(m, obj, where)
+            except LoadError as err:
+                errors.append(str(err).removeprefix(f"{where}: "))
+        raise fail(where, " or ".join(dict.fromkeys(errors)))
+    if dataclasses.is_dataclass(tp):
+        fields = _fields(tp)
+        required = {f.name for f, _ in fields if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        expect_keys(obj, required, where, {f.name for f, _ in fields} - required)
+        kwargs = {f.name: _dec(ftp, obj[f.name], f"{where}.{f.name}")
+                  for f, ftp in fields if f.name in obj}
+        try:
+            return tp(**kwargs)
+        except (ValueError, TypeError) as err:
+            raise fail(where, f"invalid {tp.__name__}: {err}") from None
+    if typing.get_origin(tp) is tuple:
+        item = typing.get_args(tp)[0]
+        return tuple(_dec(item, v, f"{where}[{i}]")
+                     for i, v in enumerate(expect(obj, list, where)))
+    if tp is Expr:
+        return decode_expr(obj, where)
+    if tp is torch.dtype:
+        return lookup(DTYPES, obj, where, "dtype")
+    if tp is float:
+        return decode_float(obj, where)
+    if tp is Any:
+        return ValueDecoder().decode(obj, where)
+    if tp is type(None):
+        if obj is not None:
+            raise fail(where, f"expected null, got {type(obj).__name__} {_short(obj)}")
+        return None
+    if tp is int:
+        expect(obj, int, where)
+        if abs(obj) > 1 << 63:
+            raise fail(where, f"integer {_short(obj)} out of range")
+        return obj
+    if tp in (bool, str):
+        return expect(obj, tp, where)
+    raise fail(where, f"no JSON form for a field of type {tp}")
+

@@ -14,7 +14,9 @@ import torch
 
 from safetrace.errors import ConstraintViolationError, RuntimeAssertionError
 from safetrace.symbolic import SymBool, SymInt
+from safetrace.trace.current import active_tracer
 from safetrace.trace.source import from_text, stack_trace
+from safetrace.trace.symnodes import expr_node
 
 
 def assert_sym(cond: Any, message: str) -> None:
@@ -44,8 +46,6 @@ def check_is_size(i: Any, msg: Any = None, *, max: Any = None) -> None:
 
 
 def _symbolic_check(cond: SymBool, msg: str | None) -> None:
-    from safetrace.trace.tracer import active_tracer
-
     env = cond.env
     origin = stack_trace(3)
     try:
@@ -78,8 +78,6 @@ def describe_symbols(env: Any, expr: Any) -> str:
 
 def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
     """An assertion node: ``assert_sym(<cond node>, message)``."""
-    from safetrace.trace.symnodes import expr_node
-
     env = tr.env
     if expr in tr.asserted:
         return  # the same condition is already asserted at this point of the graph

@@ -18,9 +18,18 @@ import torch
 from safetrace.errors import UnsupportedOpError
 from safetrace.rules import get_rule
 from safetrace.rules.common import new_size
+from safetrace.symbolic import ge, le
+from safetrace.symbolic.expr import const, sym
+from safetrace.trace.arguments import numbers_as_tensors
+from safetrace.trace.asserts import emit_assert
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
+
+try:  # torch's own fake-implementation registry (torch.library.register_fake)
+    from torch._library import fake_impl, simple_registry
+except ImportError:  # pragma: no cover - older torch
+    fake_impl = simple_registry = None
 
 FAKES: dict[str, Callable] = {}
 
@@ -75,9 +84,7 @@ class _FakeCtx:
 
 @contextlib.contextmanager
 def _torch_ctx() -> Iterator[None]:
-    try:
-        from torch._library import fake_impl
-    except ImportError:  # pragma: no cover - older torch
+    if fake_impl is None:  # pragma: no cover - older torch
         yield
         return
     with fake_impl.set_ctx_getter(lambda: _FakeCtx()):
@@ -90,8 +97,6 @@ def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
     if fake is not None:
         return fake
     try:
-        from torch._library import simple_registry
-
         entry = simple_registry.singleton.find(qual)
         kernel = entry.fake_impl.kernel
     except Exception:
@@ -104,8 +109,6 @@ def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
     if packet._qualified_op_name.startswith("aten::"):
         found = resolve(packet.__name__, args, kwargs)
         if found is not None:
-            from safetrace.trace.tracer import numbers_as_tensors
-
             return tr.emit(found[0], *numbers_as_tensors(tr, *found))
     names = packet.overloads()
     op = getattr(packet, "default" if "default" in names else names[0])
@@ -160,9 +163,6 @@ def _metas(v: Any) -> Any:
 
 def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
     """The real op must honour what its fake promised: sizes in range, checks true."""
-    from safetrace.symbolic.expr import Expr, const, sym
-    from safetrace.trace.asserts import emit_assert
-
     env = tr.env
     origin = stack_trace(3)
     for name in list(env.symbols)[n_syms:]:
@@ -171,10 +171,10 @@ def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
             continue
         lo, hi = info.range.lo, info.range.hi
         if lo != float("-inf"):
-            emit_assert(tr, Expr.ge(sym(name), const(int(lo))), "the fake's declared range",
+            emit_assert(tr, ge(sym(name), const(int(lo))), "the fake's declared range",
                         origin)
         if hi != float("inf"):
-            emit_assert(tr, Expr.le(sym(name), const(int(hi))), "the fake's declared range",
+            emit_assert(tr, le(sym(name), const(int(hi))), "the fake's declared range",
                         origin)
     for expr, msg, where in checks:
         emit_assert(tr, expr, msg, where or origin)

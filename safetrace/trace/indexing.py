@@ -124,8 +124,6 @@ def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
 
 def _bound(tr: Any, v: Any) -> Any:
     """A slice bound; a 0-d tensor bound is used through ``__index__`` as eager does."""
-    from safetrace.trace.proxy import Proxy
-
     if isinstance(v, Proxy):
         if v.st_value is not None:
             return v.st_value  # torch.tensor(n) of a size: its value is known

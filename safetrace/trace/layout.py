@@ -16,6 +16,8 @@ from typing import Any
 import torch
 
 from safetrace.errors import UnsupportedOpError
+from safetrace.meta import contiguous_strides
+from safetrace.rules.common import normalize_dim
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 
@@ -95,9 +97,6 @@ def is_contiguous(tr: Any, x: Proxy, memory_format: Any = torch.contiguous_forma
 
 
 def stride(tr: Any, x: Proxy, dim: int | None = None) -> Any:
-    from safetrace.meta import contiguous_strides
-    from safetrace.rules.common import normalize_dim
-
     _require_known(tr, x, "x.stride()")
     strides = contiguous_strides(x.st_meta.shape)
     if dim is None:

@@ -48,7 +48,7 @@ ALIASES: dict[str, str] = {
     "multiply": "mul", "divide": "div", "subtract": "sub", "greater": "gt",
     "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
     "swapaxes": "transpose", "swapdims": "transpose", "moveaxis": "movedim",
-    "negative": "neg", "fix": "trunc", "true_divide": "div", "_VF.split": "split",
+    "negative": "neg", "fix": "trunc", "true_divide": "div",
 }
 
 # Functions that only read or set global state: run them as they are.

@@ -99,7 +99,8 @@ def _is_int(v: Any) -> bool:
     return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, SymInt)
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A Python or symbolic number (not a tensor): what a ``Scalar`` argument accepts."""
     return (isinstance(v, (int, float, complex, SymInt, SymFloat, SymBool))
             or getattr(v, "opaque", False)) and not _is_tensor(v)
 
@@ -111,14 +112,14 @@ def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:
     k = spec.kind
     if k == "Tensor":
         # a number may stand for a Tensor: aten wraps it; for a `Tensor?` aten refuses, so
-        # the tracer turns it into a scalar tensor first (see tracer.numbers_as_tensors)
-        return _is_tensor(v) or (loose and _is_number(v))
+        # the tracer turns it into a scalar tensor first (arguments.numbers_as_tensors)
+        return _is_tensor(v) or (loose and is_number(v))
     if k == "int" or k == "SymInt":
         return _is_int(v) or (isinstance(v, bool) and False)
     if k == "float":
-        return _is_number(v) and not isinstance(v, complex)
+        return is_number(v) and not isinstance(v, complex)
     if k in ("Scalar", "number"):
-        return _is_number(v)
+        return is_number(v)
     if k == "bool":
         return isinstance(v, bool) or (_is_int(v) and not _is_tensor(v) and False)
     if k == "str":
@@ -142,12 +143,12 @@ def matches(spec: ArgSpec, v: Any, loose: bool) -> bool:
         if e == "Tensor":
             return isinstance(v, (list, tuple)) and all(x is None or _is_tensor(x) for x in v)
         if e == "float":
-            return (isinstance(v, (list, tuple)) and all(_is_number(x) for x in v)) or (
-                spec.fixed_len is not None and _is_number(v))
+            return (isinstance(v, (list, tuple)) and all(is_number(x) for x in v)) or (
+                spec.fixed_len is not None and is_number(v))
         if e == "bool":
             return isinstance(v, (list, tuple)) and all(isinstance(x, bool) for x in v)
         if e == "Scalar":
-            return isinstance(v, (list, tuple)) and all(_is_number(x) for x in v)
+            return isinstance(v, (list, tuple)) and all(is_number(x) for x in v)
         return False
     return False
 

@@ -9,13 +9,12 @@ from types import FrameType
 
 import torch
 
-import safetrace
-
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__))  # safetrace/ (as code objects name it)
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(safetrace.__file__) + os.sep,
+    _PACKAGE_DIR + os.sep,
 )
-_USER_FILES = (os.path.join(os.path.dirname(safetrace.__file__), "demo.py"),)  # the tour
+_USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
 _CACHE: dict[tuple, str] = {}
 
 

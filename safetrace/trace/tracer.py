@@ -1,34 +1,54 @@
-"""The tracer: a TorchFunctionMode that turns every torch call into one graph node.
+"""The tracer: a TorchFunctionMode that turns every torch call into graph nodes.
 
-Shapes and dtypes of results come from the shape rules (``safetrace.rules``); metadata
-queries are answered from the proxies; Python composites are traced as one unit when an
-ATen op of the same name accepts the call, and traced through otherwise.
+Each call is answered in one of two ways: a special handler registered for the callable
+(``registry.HANDLERS``: metadata queries, data reads, casts, factories, indexing, ...), or
+the callable's plan (``dispatch.py``: an ATen overload chosen by name, an operator, a
+Python composite traced as one node or traced through).  Shapes and dtypes of results
+come from the shape rules (``safetrace.rules``), else from PyTorch's meta kernels.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from typing import Any, Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
+from safetrace.symbolic import make_int
+from safetrace.symbolic.expr import sym
+from safetrace.trace.current import set_active_tracer
+from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
+from safetrace.trace.symnodes import sym_to_node
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 class Tracer(TorchFunctionMode):
-    """Records torch calls into ``self.graph`` (a torch.fx.Graph)."""
+    """Records torch calls into ``self.graph`` (a torch.fx.Graph).
+
+    What special handlers and plans use to build the graph:
+
+    - ``emit(op, args, kwargs)``: record one ATen overload call, return its proxies;
+    - ``lift(tensor)``: the graph input of a real tensor met in the code (state or a
+      constant);
+    - ``sym_node(size)``: the graph value of a symbolic size (nodes computing it);
+    - ``redispatch(func, args, kwargs)``: trace a call as if the code had made it;
+    - ``data_read(what)``: the error for reading tensor data.
+    """
 
     def __init__(self, graph: torch.fx.Graph, device: torch.device,
                  state: dict[int, torch.fx.Node], const_name: Callable[[torch.Tensor], str],
@@ -47,7 +67,7 @@ class Tracer(TorchFunctionMode):
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
-        self._through_active: set = set()
+        self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
         self.asserted: set = set()      # conditions with an assertion node already
@@ -58,17 +78,13 @@ class Tracer(TorchFunctionMode):
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
-        from safetrace.rules.common import ACTIVE
-
-        self._saved_env.append((ACTIVE.env, _ACTIVE_TRACER[0]))
+        self._saved_env.append((ACTIVE.env, set_active_tracer(self)))
         ACTIVE.env = self.env
-        _ACTIVE_TRACER[0] = self
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        from safetrace.rules.common import ACTIVE
-
-        ACTIVE.env, _ACTIVE_TRACER[0] = self._saved_env.pop()
+        ACTIVE.env, previous = self._saved_env.pop()
+        set_active_tracer(previous)
         return super().__exit__(*exc)
 
     # -- the mode --------------------------------------------------------------------
@@ -78,11 +94,22 @@ class Tracer(TorchFunctionMode):
         handler = HANDLERS.get(func)
         if handler is not None:
             return handler(self, func, args, kwargs)
-        plan = _PLANS.get(func)
+        plan = PLANS.get(func)
         if plan is None:
-            plan = _make_plan(func)
-            _PLANS[func] = plan
+            plan = plan_for(func)
         return plan(self, func, args, kwargs)
+
+    def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
+                   handlers: bool = True) -> Any:
+        """Trace ``func(*args, **kwargs)`` as if the code had called it; with
+        ``handlers=False``, by the callable's plan even when it has a special handler (a
+        handler passing on a call it does not need to treat specially)."""
+        if kwargs is None:
+            kwargs = {}
+        handler = HANDLERS.get(func) if handlers else None
+        if handler is not None:
+            return handler(self, func, args, kwargs)
+        return plan_for(func)(self, func, args, kwargs)
 
     # -- values -> graph ---------------------------------------------------------------
     def lift(self, t: torch.Tensor) -> torch.fx.Node:
@@ -117,9 +144,8 @@ class Tracer(TorchFunctionMode):
         return node
 
     def sym_node(self, v: Any) -> Any:
-        """The graph value of a symbolic int used as an argument (a node computing it)."""
-        from safetrace.trace.symnodes import sym_to_node
-
+        """The graph value of a size used as an argument: a static one as it is, a
+        symbolic one as the node computing it."""
         return sym_to_node(self, v)
 
     def symbol_node(self, name: str) -> torch.fx.Node:
@@ -131,7 +157,8 @@ class Tracer(TorchFunctionMode):
             return src
         ph, dim, coef, offset = src  # size = coef * symbol + offset
         anchor = self.first_op if ph.op == "placeholder" else None  # inputs: read up front
-        ctx = self.graph.inserting_before(anchor) if anchor is not None else _nullcontext()
+        ctx = self.graph.inserting_before(anchor) if anchor is not None else \
+            contextlib.nullcontext()
         with ctx:
             node = self.graph.call_function(torch.ops.aten.sym_size.int, (ph, dim))
             node.meta["stack_trace"] = ""
@@ -141,9 +168,6 @@ class Tracer(TorchFunctionMode):
                 node.meta["stack_trace"] = ""
                 node = self.graph.call_function(operator.floordiv, (node, coef))
                 node.meta["stack_trace"] = ""
-        from safetrace.symbolic import make_int
-        from safetrace.symbolic.expr import sym
-
         node.meta["val"] = make_int(sym(name), self.env)
         self.sym_sources[name] = node
         return node
@@ -404,14 +428,6 @@ class Tracer(TorchFunctionMode):
             f"data).\n  at {short(trace)}{within}\nFix: {fix}.")
 
 
-_ACTIVE_TRACER: list = [None]
-
-
-def active_tracer() -> Tracer | None:
-    """The tracer of the export in progress (None outside export)."""
-    return _ACTIVE_TRACER[0]
-
-
 def _unrecorded(out: Any) -> Any:
     """Proxies without graph nodes: results of ops run inside a custom op's fake."""
     if isinstance(out, TensorMeta):
@@ -419,14 +435,6 @@ def _unrecorded(out: Any) -> Any:
     if isinstance(out, (tuple, list)):
         return type(out)(_unrecorded(x) for x in out)
     return out
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 # op -> (node name, mutates an input, returns self, shape rule, carries a known value,
@@ -480,5 +488,3 @@ def _returns_self(op: Any) -> bool:
                 and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
                 and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
 
-
-from safetrace.trace.dispatch import _PLANS, HANDLERS, _has_tensor, _make_plan  # noqa: E402,F401

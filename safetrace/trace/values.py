@@ -14,10 +14,8 @@ import torch
 
 from safetrace.trace.proxy import Proxy
 
-# torch.tensor(n) / torch.div(n, 4, rounding_mode="trunc") on sizes, and integer arithmetic
-# on them, carry their value so that using them as a size or an index (``__index__``,
-# ``int()``, ``.item()``, slice bounds) gives that value instead of reading tensor data.
 _A = torch.ops.aten
+# op -> its value from its arguments' values (None: computed in scalar_value)
 VALUE_OPS = {
     _A.scalar_tensor.default: lambda a: a[0],
     _A.add.Tensor: lambda a: a[0] + a[1], _A.add.Scalar: lambda a: a[0] + a[1],
@@ -36,12 +34,14 @@ for _op in _MODE_OPS:
 
 
 def has_valued(v: Any) -> bool:
+    """Whether `v` is (or a list or tuple holds) a proxy with a known value."""
     if isinstance(v, Proxy):
         return v.st_value is not None
     return isinstance(v, (list, tuple)) and any(has_valued(x) for x in v)
 
 
 def values(v: Any) -> Any:
+    """`v` with every proxy of known value replaced by that value."""
     if isinstance(v, Proxy) and v.st_value is not None:
         return v.st_value
     if isinstance(v, (list, tuple)):
@@ -56,6 +56,7 @@ def _floordiv(a: Any, b: Any) -> Any:
 
 
 def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy) -> Any:
+    """The known value of `result` of ``op(*args)`` (a 0-d integer tensor), or None."""
     meta = result.st_meta
     if meta.shape != () or meta.dtype.is_floating_point or meta.dtype.is_complex or \
             meta.dtype is torch.bool:

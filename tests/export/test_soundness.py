@@ -83,13 +83,16 @@ def _from_contract(ep, shapes, rng):
     """Inputs drawn from the declared space: symbols in range, relations respected."""
     for _ in range(20):
         binding = {}
-        for name, (lo, hi) in ep.contract.ranges.items():
-            lo = lo or 0
+        for s in ep.contract.symbols:
+            if s.where is None:
+                continue
+            name, lo, hi = s.name, s.lo or 0, s.hi
             binding[name] = rng.randint(lo, lo + 6 if hi is None else min(hi, lo + 6))
         tensors = []
         ok = True
-        for leaf in ep.contract.leaves:
-            dims = [d if isinstance(d, int) else d.evaluate(binding) for d in leaf[3]]
+        for inp in ep.contract.inputs:
+            dims = [d.size if isinstance(d.size, int) else d.size.evaluate(binding)
+                    for d in inp.dims]
             ok = ok and all(d >= 0 for d in dims)
             tensors.append(torch.randn(*[max(d, 0) for d in dims]))
         if ok:

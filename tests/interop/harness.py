@@ -48,17 +48,23 @@ def _leaf(dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
 
 
 def _binding_inputs(ep: st.ExportedProgram, binding: dict, bump: tuple | None) -> Any:
+    from safetrace.exporter.contract import ConstInput
+
     leaves = []
-    for i, leaf in enumerate(ep.contract.leaves):
-        if leaf[1] == "const":
-            leaves.append(leaf[2])
+    for i, inp in enumerate(ep.contract.inputs):
+        if isinstance(inp, ConstInput):
+            leaves.append(inp.value)
             continue
-        shape = [s if isinstance(s, int) else int(s.evaluate(binding)) for s in leaf[3]]
+        try:
+            shape = [d.size if d.kind == "static" else int(d.size.evaluate(binding))
+                     for d in inp.dims]
+        except KeyError:  # a size no input determines
+            return None
         if bump is not None and bump[0] == i:
             shape[bump[1]] += 1
         if any(n < 0 for n in shape):
             return None
-        leaves.append(_leaf(leaf[2], shape))
+        leaves.append(_leaf(inp.dtype, shape))
     args, kwargs = _pytree.tree_unflatten(leaves, ep.in_spec)
     return tuple(args), dict(kwargs)
 
@@ -66,34 +72,28 @@ def _binding_inputs(ep: st.ExportedProgram, binding: dict, bump: tuple | None) -
 def edge_inputs(ep: st.ExportedProgram, cap: int = 64) -> list:
     """(args, kwargs) at and around the contract's edges (accepted sizes above `cap` are
     left out: they only cost compute)."""
-    symbols = {}
-    for leaf in ep.contract.leaves:
-        if leaf[1] == "tensor":
-            for s in leaf[3]:
-                if not isinstance(s, int):
-                    for name in s.free_symbols:
-                        symbols[name] = None
-    env = next((s.env for n in ep.graph.nodes if n.op == "placeholder"
-                for s in getattr(n.meta.get("val"), "shape", ()) if hasattr(s, "env")), None)
-    if env is None:
-        return []
+    from safetrace.exporter.contract import TensorInput
     from safetrace.symbolic.expr import sym
 
-    hints = {n: int(env.hint(sym(n))) for n in symbols}
+    symbols = [s for s in ep.contract.symbols if s.where is not None]
+    env = next((s.env for n in ep.graph.nodes if n.op == "placeholder"
+                for s in getattr(n.meta.get("val"), "shape", ()) if hasattr(s, "env")), None)
+    if env is None or not symbols:
+        return []
+    hints = {s.name: int(env.hint(sym(s.name))) for s in symbols}
     out = []
-    for name in symbols:
-        lo, hi = ep.contract.ranges.get(name, (None, None))
-        lo = lo or 0
-        values = {0, 1, 2, lo - 1, lo, lo + 1, hints[name] + 1}
-        if hi is not None:
-            values |= {hi, hi + 1} if hi <= cap else {hi + 1}
+    for s in symbols:
+        lo = s.lo or 0
+        values = {0, 1, 2, lo - 1, lo, lo + 1, hints[s.name] + 1}
+        if s.hi is not None:
+            values |= {s.hi, s.hi + 1} if s.hi <= cap else {s.hi + 1}
         for v in sorted(x for x in values if x >= 0):
-            made = _binding_inputs(ep, dict(hints, **{name: v}), None)
+            made = _binding_inputs(ep, dict(hints, **{s.name: v}), None)
             if made is not None:
                 out.append(made)
-    for i, leaf in enumerate(ep.contract.leaves):
-        if leaf[1] == "tensor":
-            for d, s in enumerate(leaf[3]):
+    for i, inp in enumerate(ep.contract.inputs):
+        if isinstance(inp, TensorInput):
+            for d, dim in enumerate(inp.dims):
                 made = _binding_inputs(ep, hints, (i, d))
                 if made is not None:
                     out.append(made)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from safetrace.rules.elementwise import UNARY
+from safetrace.rules.registry import inplace_form, op_name
 from tests.rules.harness import Sample, T
 
 aten = torch.ops.aten
@@ -18,13 +19,13 @@ ERROR_SAMPLES: list[Sample] = []
 # -- unary: every op of the table on several shapes and dtypes; rejected dtypes on CPU --
 
 _EXTRA = {"threshold": (0.5, -1.0)}
-_UNARY_INPUTS = [T(2, 3), T(), T(0, 4, dtype=f16), T(5, dtype=i64), T(1, 3, dtype=u8),
+UNARY_INPUTS = [T(2, 3), T(), T(0, 4, dtype=f16), T(5, dtype=i64), T(1, 3, dtype=u8),
                  T(3, dtype=b), T(2, dtype=c64), T(4, 1, dtype=f64)]
 
-for name, (kind, rejected) in UNARY.items():
-    op = getattr(aten, name).default
+for op, (kind, rejected) in UNARY.items():
+    name = op_name(op)
     extra = _EXTRA.get(name, ())
-    for t in _UNARY_INPUTS:
+    for t in UNARY_INPUTS:
         cat = {b: 0, c64: 3}.get(t.dtype, 2 if t.dtype.is_floating_point else 1)
         if cat in rejected or (t.dtype is b and name in ("neg", "positive", "hardtanh")):
             continue
@@ -33,14 +34,17 @@ for name, (kind, rejected) in UNARY.items():
         SAMPLES.append(Sample(op, (t, *extra)))
     for cat in rejected:
         ERROR_SAMPLES.append(Sample(op, (T(3, dtype=_BY_CATEGORY[cat]), *extra), device="cpu"))
-    inplace = getattr(aten, name + "_", None)
+    inplace = inplace_form(op)
     if inplace is not None:
         ok = torch.float32 if 2 not in rejected else i64
-        SAMPLES.append(Sample(inplace.default, (T(2, 3, dtype=ok), *extra)))
-        SAMPLES.append(Sample(inplace.default, (T(0, dtype=ok), *extra)))
+        SAMPLES.append(Sample(inplace, (T(2, 3, dtype=ok), *extra)))
+        SAMPLES.append(Sample(inplace, (T(0, dtype=ok), *extra)))
         if kind == "float":  # an int tensor cannot hold a float result
-            ERROR_SAMPLES.append(Sample(inplace.default, (T(3, dtype=i64), *extra),
-                                        device="cpu"))
+            ERROR_SAMPLES.append(Sample(inplace, (T(3, dtype=i64), *extra), device="cpu"))
+
+# abs is outside the table: its in-place form has a rule of its own
+SAMPLES += [Sample(aten.abs.default, (t,)) for t in UNARY_INPUTS if t.dtype is not b]
+ERROR_SAMPLES.append(Sample(aten.abs.default, (T(3, dtype=b),), device="cpu"))
 
 SAMPLES += [
     Sample(aten.gelu.default, (T(2, 3),), {"approximate": "tanh"}),
@@ -73,7 +77,7 @@ ERROR_SAMPLES += [
 
 # -- binary arithmetic --------------------------------------------------------------------
 
-_PAIRS = [
+PAIRS = [
     (T(2, 3), T(2, 3)),
     (T(2, 1, 4), T(3, 1)),          # both sides broadcast
     (T(5, 0), T(1)),                # size-0 dim
@@ -88,11 +92,11 @@ _PAIRS = [
     (T(2, dtype=b), T(2, dtype=b)),
     (T(2, dtype=c64), T(2, dtype=f64)),
 ]
-_SCALARS = [(T(2, 3, dtype=i64), 2), (T(2, 3, dtype=i32), 2.5), (T(3, dtype=f16), 3),
+SCALARS = [(T(2, 3, dtype=i64), 2), (T(2, 3, dtype=i32), 2.5), (T(3, dtype=f16), 3),
             (T(), 1.5), (T(2, dtype=b), True), (T(2, dtype=f64), 1j)]
 
 
-def _category(x):
+def dtype_category_of(x):
     if isinstance(x, T):
         return {b: 0, c64: 3}.get(x.dtype, 2 if x.dtype.is_floating_point else 1)
     return {bool: 0, int: 1, float: 2, complex: 3}[type(x)]
@@ -105,17 +109,17 @@ def _binary(name, tensor_ovl, scalar_ovl, rejected=(), skip_bool=False, inplace=
     `numbers`: torch also takes Python numbers for its Tensor arguments (add, mul, ...).
     """
     packet, inplace_packet = getattr(aten, name), getattr(aten, name + "_", None)
-    for a, c in _PAIRS:
+    for a, c in PAIRS:
         if not numbers and not isinstance(c, T):
             continue
-        cat = max(_category(a), _category(c))
-        if cat in rejected or (skip_bool and 0 in (_category(a), _category(c))):
+        cat = max(dtype_category_of(a), dtype_category_of(c))
+        if cat in rejected or (skip_bool and 0 in (dtype_category_of(a), dtype_category_of(c))):
             continue
         SAMPLES.append(Sample(getattr(packet, tensor_ovl), (a, c)))
     if scalar_ovl:
-        for a, c in _SCALARS:
-            cat = max(_category(a), _category(c))
-            if cat in rejected or (skip_bool and 0 in (_category(a), _category(c))):
+        for a, c in SCALARS:
+            cat = max(dtype_category_of(a), dtype_category_of(c))
+            if cat in rejected or (skip_bool and 0 in (dtype_category_of(a), dtype_category_of(c))):
                 continue
             SAMPLES.append(Sample(getattr(packet, scalar_ovl), (a, c)))
     if inplace and inplace_packet is not None:
@@ -424,5 +428,6 @@ ERROR_SAMPLES += [
     Sample(aten._prelu_kernel.default, (T(2, 3), T(3, dtype=f64)), device="cpu"),
 ]
 
-SAMPLES += [Sample(aten.square_.default, (T(2, 3),)), Sample(aten.square_.default, (T(3, dtype=i64),))]
+SAMPLES += [Sample(aten.square_.default, (T(2, 3),)),
+            Sample(aten.square_.default, (T(3, dtype=i64),))]
 ERROR_SAMPLES += [Sample(aten.square_.default, (T(3, dtype=b),), device="cpu")]

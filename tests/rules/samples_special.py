@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from safetrace.rules.registry import inplace_form
 from safetrace.rules.special import SPECIAL_UNARY
 from tests.rules.harness import Sample, T
-from tests.rules.samples_elementwise import _PAIRS, _SCALARS, _UNARY_INPUTS, _category
+from tests.rules.samples_elementwise import PAIRS, SCALARS, UNARY_INPUTS, dtype_category_of
 
 aten = torch.ops.aten
 f16, f64, i32, i64, u8, b, c64 = (torch.float16, torch.float64, torch.int32, torch.int64,
@@ -17,23 +18,22 @@ SAMPLES: list[Sample] = []
 ERROR_SAMPLES: list[Sample] = []
 
 # float16 has no CPU kernel for some of these; meta answers for every dtype
-for name, (kind, rejected) in SPECIAL_UNARY.items():
-    op = getattr(aten, name).default
-    for t in _UNARY_INPUTS:
-        if _category(t) not in rejected:
+for op, (kind, rejected) in SPECIAL_UNARY.items():
+    for t in UNARY_INPUTS:
+        if dtype_category_of(t) not in rejected:
             SAMPLES.append(Sample(op, (t,)))
     for cat in rejected:
         ERROR_SAMPLES.append(Sample(op, (T(3, dtype=_BY_CATEGORY[cat]),), device="cpu"))
-    inplace = getattr(aten, name + "_", None)
+    inplace = inplace_form(op)
     if inplace is not None:
-        SAMPLES.append(Sample(inplace.default, (T(2, 3),)))
+        SAMPLES.append(Sample(inplace, (T(2, 3),)))
         if kind == "float":
-            ERROR_SAMPLES.append(Sample(inplace.default, (T(3, dtype=i64),), device="cpu"))
+            ERROR_SAMPLES.append(Sample(inplace, (T(3, dtype=i64),), device="cpu"))
 
 SAMPLES += [
     Sample(aten.special_logit.default, (T(2, 3),), {"eps": 0.1}),
     Sample(aten.special_round.default, (T(2, 3),), {"decimals": 2}),
-    *[Sample(aten.angle.default, (t,)) for t in _UNARY_INPUTS],
+    *[Sample(aten.angle.default, (t,)) for t in UNARY_INPUTS],
     Sample(aten.polygamma.default, (1, T(2, 3))),
     Sample(aten.polygamma.default, (0, T(4, dtype=i64))),
     Sample(aten.polygamma.default, (2, T(3, dtype=b))),
@@ -60,12 +60,12 @@ ERROR_SAMPLES += [
 
 def _binary(name, tensor_ovl, scalar_ovls=(), rejected=(), inplace=()):
     packet = getattr(aten, name)
-    for a, c in _PAIRS:
-        if isinstance(c, T) and max(_category(a), _category(c)) not in rejected:
+    for a, c in PAIRS:
+        if isinstance(c, T) and max(dtype_category_of(a), dtype_category_of(c)) not in rejected:
             SAMPLES.append(Sample(getattr(packet, tensor_ovl), (a, c)))
     for ovl in scalar_ovls:
-        for a, c in _SCALARS:
-            if max(_category(a), _category(c)) not in rejected:
+        for a, c in SCALARS:
+            if max(dtype_category_of(a), dtype_category_of(c)) not in rejected:
                 args = (c, a) if ovl in ("Scalar_Self", "self_scalar") or \
                     (name, ovl) == ("float_power", "Scalar") else (a, c)
                 SAMPLES.append(Sample(getattr(packet, ovl), args))

@@ -1,0 +1,154 @@
+"""From a Python call's arguments to an ATen overload's: normalization and resolution.
+
+A call is resolved as written (``schema.resolve``, cached on the argument types).  When
+no overload accepts it, its arguments are normalized once, with the conversions eager's
+argument parser makes implicitly, and resolved once more:
+
+- a Python type standing for a dtype (``torch.ones(n, dtype=bool)``, ``x.to(float)``);
+- a real (constant) 0-d tensor where a number is expected (``torch.full(size, stride)``
+  with ``stride`` an element of a buffer): eager reads its value, which is known;
+- a 0-d integer proxy whose value is a known size (``x.view(b, torch.div(n, 2, ...))``):
+  eager reads it through ``__index__``;
+
+and as a last resort, a number given where only a tensor fits (``torch.div(n, 4,
+rounding_mode="trunc")``, ``torch.floor_divide(2, x)``) is wrapped in a 0-d tensor, as
+eager wraps it.
+
+After resolution, a number bound to a ``Tensor?`` argument becomes a scalar tensor node
+(``numbers_as_tensors``): the parser wraps it, an overload called directly does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.trace.names import PY_DTYPES
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.schema import is_number, resolve
+from safetrace.trace.values import has_valued, values
+
+
+def has_tensor(v: Any) -> bool:
+    """Whether `v` is a tensor or a (nested) list or tuple holding one."""
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(has_tensor(x) for x in v)
+    return False
+
+
+def resolve_call(tr: Any, packet: str, args: tuple, kwargs: dict) -> tuple | None:
+    """(overload, args, kwargs) of the ``aten.<packet>`` overload this call means, or None."""
+    found = resolve(packet, args, kwargs)
+    if found is not None:
+        return found
+    normalized = _normalize(args, kwargs)
+    if normalized is not None:
+        args, kwargs = normalized
+        found = resolve(packet, args, kwargs)
+    if found is None and args and is_number(args[0]) and not isinstance(args[0], complex):
+        # a number where only a tensor fits (torch.div(n, 4, rounding_mode="trunc"),
+        # torch.floor_divide(2, x) from `2 // x`): eager wraps it in a 0-d tensor.  Last,
+        # because it adds nodes, and because a number first is fine for
+        # torch.ones(n, dtype=bool) or torch.arange(n, stop) once normalized.
+        args = (_wrapped_number(tr, args[0], args[1:]),) + tuple(args[1:])
+        found = resolve(packet, args, kwargs)
+    return found
+
+
+def _wrapped_number(tr: Any, v: Any, rest: tuple) -> Any:
+    """Number `v` as the 0-d tensor eager's parser makes of it: typed so that it promotes
+    with the call's tensor operand as the number itself would (``2 // x`` of an int32 x is
+    int32, ``1.5 // x`` is float)."""
+    other = next((a for a in rest if isinstance(a, torch.Tensor)), None)
+    if other is None:
+        return tensor_of_values(tr, v, {})
+    meta = other.st_meta if isinstance(other, Proxy) else other
+    kind = True if isinstance(v, bool) else 1.0 if isinstance(v, float) or hasattr(
+        v, "num") else 1
+    with torch._C.DisableTorchFunction():
+        dtype = torch.result_type(kind, torch.empty(0, dtype=meta.dtype, device="meta"))
+    return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
+                   {"dtype": dtype, "device": meta.device})
+
+
+def _normalize(args: tuple, kwargs: dict) -> tuple | None:
+    """The call's arguments as eager's parser reads them, or None when that changes none."""
+    changed = False
+    if _has_python_dtype(args, kwargs):
+        args = tuple(PY_DTYPES.get(a, a) if a.__class__ is type else a for a in args)
+        kwargs = {k: PY_DTYPES.get(v, v) if v.__class__ is type else v
+                  for k, v in kwargs.items()}
+        changed = True
+    if any(_real_scalar_tensor(a) for a in (*args, *kwargs.values())):
+        args = tuple(a.item() if _real_scalar_tensor(a) else a for a in args)
+        kwargs = {k: v.item() if _real_scalar_tensor(v) else v for k, v in kwargs.items()}
+        changed = True
+    if has_valued(args[1:]):
+        args = (args[0],) + tuple(values(a) for a in args[1:])
+        changed = True
+    return (args, kwargs) if changed else None
+
+
+def _real_scalar_tensor(v: Any) -> bool:
+    return isinstance(v, torch.Tensor) and not isinstance(v, Proxy) and v.dim() == 0 and \
+        v.device.type != "meta"
+
+
+def _has_python_dtype(args: tuple, kwargs: dict) -> bool:
+    return any(v.__class__ is type and v in PY_DTYPES for v in (*args, *kwargs.values()))
+
+
+_OPTIONAL_TENSORS: dict[int, tuple] = {}
+_KEEP: list = []
+
+
+def numbers_as_tensors(tr: Any, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A Python number given for a ``Tensor?`` argument (``torch.clamp(x, 0, t)``) becomes a
+    scalar tensor node: eager's argument parser wraps it, an ATen overload call does not."""
+    slots = _OPTIONAL_TENSORS.get(id(op))  # by id: an OpOverload hashes in Python
+    if slots is None:
+        slots = tuple(
+            (i, a.name) for i, a in enumerate(op._schema.arguments)
+            if isinstance(a.real_type, torch.OptionalType)
+            and isinstance(a.real_type.getElementType(), torch.TensorType))
+        _OPTIONAL_TENSORS[id(op)] = slots
+        _KEEP.append(op)  # the id stays this op's
+    if not slots:
+        return args, kwargs
+    args = list(args)
+    for i, name in slots:
+        if i < len(args) and is_number(args[i]):
+            args[i] = scalar_tensor(tr, args[i])
+        elif name in kwargs and is_number(kwargs[name]):
+            kwargs = {**kwargs, name: scalar_tensor(tr, kwargs[name])}
+    return tuple(args), kwargs
+
+
+def scalar_tensor(tr: Any, v: Any) -> Any:
+    """A 0-d tensor node holding number `v`, typed as eager wraps a Python number."""
+    dtype = torch.get_default_dtype() if isinstance(v, float) or hasattr(v, "num") else (
+        torch.bool if isinstance(v, bool) else torch.int64)
+    return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
+                   {"dtype": dtype, "device": tr.device})
+
+
+def tensor_of_values(tr: Any, data: Any, kwargs: dict) -> Any:
+    """``torch.tensor(n)`` / ``torch.tensor([n, 4])`` of symbolic sizes: computed in the graph."""
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    items = data if isinstance(data, (list, tuple)) else [data]
+    if any(isinstance(v, (list, tuple, torch.Tensor)) for v in items):
+        raise tr.data_read("torch.tensor() of nested traced values")
+    if dtype is None:
+        floaty = any(isinstance(v, float) or hasattr(v, "num") for v in items)
+        dtype = torch.get_default_dtype() if floaty else (
+            torch.bool if all(isinstance(v, bool) or hasattr(v, "expr") and v.expr.is_bool
+                              for v in items) else torch.int64)
+    kw = {"dtype": dtype, "device": torch.device(device) if device is not None else tr.device}
+    scalars = [tr.emit(torch.ops.aten.scalar_tensor.default, (v,), kw) for v in items]
+    if not isinstance(data, (list, tuple)):
+        return scalars[0]
+    return tr.emit(torch.ops.aten.stack.default, (scalars,), {})

@@ -1,0 +1,15 @@
+"""The tracer's special handlers, one module per concern; importing this package
+registers them all in ``registry.HANDLERS``.
+
+- ``metadata``: shape, dtype, device and layout queries, answered without a node;
+- ``data``: reads of tensor data (``bool``, ``int``, ``.item()``, ``.tolist()``);
+- ``casts``: ``x.to(...)``, ``x.float()``, ``x.cpu()``, ``x.type(dtype)``;
+- ``factories``: ``torch.tensor``, ``as_tensor``, ``new_tensor``, ``full`` of a traced fill;
+- ``views``: indexing, ``x.T`` / ``x.mT`` / ``x.real`` / ``x.data``, ``contiguous``;
+- ``spellings``: calls whose Python signature is not their ATen op's (``x.where``,
+  ``nonzero(as_tuple=True)``, ``split``).
+"""
+
+from safetrace.trace.handlers import casts, data, factories, metadata, spellings, views
+
+__all__ = ["casts", "data", "factories", "metadata", "spellings", "views"]

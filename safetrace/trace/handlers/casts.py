@@ -1,0 +1,104 @@
+"""Casts and device moves: ``x.to(...)`` in all its spellings, ``x.float()``, ``x.cpu()``,
+``x.type(dtype)``, each recorded as ``aten.to.dtype`` or ``aten.to.device``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import UnsupportedOpError
+from safetrace.trace.handlers.metadata import real
+from safetrace.trace.names import CAST_METHODS, PY_DTYPES
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.registry import Handler, handles
+from safetrace.trace.source import short, stack_trace
+
+T = torch.Tensor
+aten = torch.ops.aten
+
+
+@handles(T.to)
+def to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x.to(dtype)``, ``x.to(device, dtype)``, ``x.to(other)``, ``x.to(float)``, keywords."""
+    x, rest = args[0], list(args[1:])
+    dtype = kwargs.get("dtype")
+    if dtype.__class__ is type:
+        dtype = PY_DTYPES.get(dtype, dtype)
+    device = kwargs.get("device")
+    copy = kwargs.get("copy", False)
+    non_blocking = kwargs.get("non_blocking", False)
+    for a in rest:
+        if a.__class__ is type and a in PY_DTYPES:  # x.to(float): torch.float64
+            a = PY_DTYPES[a]
+        if isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, (torch.device, str, int)) and not isinstance(a, bool):
+            device = torch.device(a)
+        elif isinstance(a, torch.Tensor):
+            ref = a.st_meta if isinstance(a, Proxy) else a
+            dtype, device = ref.dtype, ref.device
+        elif isinstance(a, bool):
+            non_blocking = a
+        elif a is not None:
+            raise UnsupportedOpError(
+                f"x.to(...) got an argument safetrace does not understand: {a!r} at "
+                f"{short(stack_trace(3))}.\nFix: pass a torch.dtype, a device or a tensor")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise UnsupportedOpError(
+            f"x.to(dtype={dtype!r}) at {short(stack_trace(3))}: not a dtype.\n"
+            f"Fix: pass a torch.dtype such as torch.float32")
+    extra = {}
+    if kwargs.get("memory_format") is not None:
+        extra["memory_format"] = kwargs["memory_format"]
+    if device is None:
+        args2: tuple = (x, dtype if dtype is not None else _dtype(x), non_blocking, copy)
+        return tr.emit(aten.to.dtype, args2[:2] if not (non_blocking or copy) else args2, extra)
+    device = torch.device(device)
+    return tr.emit(aten.to.device, (x, device, dtype if dtype is not None else _dtype(x),
+                                    non_blocking, copy), extra)
+
+
+def _dtype(x: Any) -> torch.dtype:
+    return x.st_meta.dtype if isinstance(x, Proxy) else x.dtype
+
+
+def _device_move(device: str) -> Handler:
+    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        return to(tr, func, (args[0], torch.device(device)), {})
+
+    return handler
+
+
+handles(T.cpu)(_device_move("cpu"))
+handles(T.cuda)(_device_move("cuda"))
+
+
+@handles(T.type)
+def type_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x.type()`` names the tensor type; ``x.type(dtype)`` is a cast."""
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    x = args[0]
+    if dtype is None:
+        if not isinstance(x, Proxy):
+            return real(func, args[:1], {})
+        # the legacy name ("torch.FloatTensor", "torch.cuda.LongTensor") of an empty
+        # tensor of the same dtype on the CPU, with the device's prefix
+        name = real(T.type, (torch.empty(0, dtype=x.st_meta.dtype),), {})
+        device = x.st_meta.device.type
+        return name if device == "cpu" else name.replace("torch.", f"torch.{device}.", 1)
+    return to(tr, func, (x, dtype), {})
+
+
+def _cast(dtype: torch.dtype) -> Handler:
+    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        kw = {}
+        if kwargs.get("memory_format") is not None:
+            kw["memory_format"] = kwargs["memory_format"]
+        return tr.emit(aten.to.dtype, (args[0], dtype), kw)
+
+    return handler
+
+
+for _name, _dtype_of in CAST_METHODS.items():  # x.float(), x.long(), x.bool(), ...
+    handles(getattr(torch._C.TensorBase, _name))(_cast(_dtype_of))

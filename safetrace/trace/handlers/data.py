@@ -1,0 +1,90 @@
+"""Reads of tensor data: ``bool(t)``, ``int(t)``, ``.item()``, ``.tolist()``, ``.numpy()``.
+
+Export never reads data (the graph must work for any).  An integer read with a known
+value (``torch.tensor(n)`` of a size) gives that value; an integer ``.item()`` becomes an
+unbacked size; anything else is a DataDependentError naming the line and a fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import DataDependentError
+from safetrace.trace.handlers.metadata import real
+from safetrace.trace.proxy import Proxy, annotation
+from safetrace.trace.registry import Handler, handles
+from safetrace.trace.source import short, stack_trace
+
+T = torch.Tensor
+aten = torch.ops.aten
+
+_INDEX = "using a tensor as an index (__index__)"
+
+
+def data_read(what: str) -> Handler:
+    """A handler refusing the read `what` of a proxy (real tensors read their data)."""
+
+    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        if not isinstance(args[0], Proxy):
+            return real(func, args, kwargs)
+        value = args[0].st_value
+        if value is not None and what in ("int()", _INDEX):
+            # torch.tensor(n) of a size: its value is known; Python needs a real int here,
+            # so a symbolic one is specialized (a guard), as int(size) is
+            return value if isinstance(value, int) else int(value)
+        error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
+        if what == "bool()" and tr.on_data_read is not None:
+            return tr.on_data_read(error)  # st.explain: recorded, a branch assumed
+        raise error
+
+    return handler
+
+
+for _func, _what in [
+    (T.__bool__, "bool()"), (T.__int__, "int()"), (T.__float__, "float()"),
+    (T.__index__, _INDEX), (T.__complex__, "complex()"), (T.numpy, ".numpy()"),
+    (T.__array__, "numpy conversion"), (T.__contains__, "`in`"),
+]:
+    handles(_func)(data_read(_what))
+
+
+def _float_read(call: str, x: Proxy) -> Exception:
+    """A float read from data (an unbacked size is an int or bool, never a float)."""
+    keep = ("keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim tensor "
+            "broadcasts in tensor ops)" if call == ".item()" else
+            "keep it a tensor and index it (`x[i]`, `x.unbind(0)`) instead of making a list")
+    return DataDependentError(
+        f"{call} of a tensor {annotation(x.st_meta)}: a float computed from data "
+        f"cannot be traced as a Python number (export never reads tensor data).\n"
+        f"  at {short(stack_trace(3))}\nFix: {keep}, so the graph computes with it")
+
+
+@handles(T.item)
+def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """An integer or bool ``.item()`` is an unbacked size (``aten.item`` in the graph)."""
+    if not isinstance(args[0], Proxy):
+        return real(func, args, kwargs)
+    if args[0].st_value is not None:
+        return args[0].st_value
+    if args[0].st_meta.dtype.is_floating_point or args[0].st_meta.dtype.is_complex:
+        raise _float_read(".item()", args[0])
+    return tr.emit(aten.item.default, (args[0],), {})
+
+
+@handles(T.tolist)
+def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """Nested lists of unbacked sizes, one ``.item()`` per element (static lengths only)."""
+    x = args[0]
+    if not isinstance(x, Proxy):
+        return real(func, args, kwargs)
+    if x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex:
+        raise _float_read(".tolist()", x)
+    shape = x.st_meta.shape
+    if not shape:
+        return tr.emit(aten.item.default, (x,), {})
+    if not isinstance(shape[0], int):
+        raise tr.data_read(f".tolist() of a tensor with a dynamic first dim {shape[0]}")
+    return [tolist(tr, func, (tr.emit(aten.select.int, (x, 0, i), {}),), {})
+            for i in range(shape[0])]

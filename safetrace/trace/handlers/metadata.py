@@ -1,0 +1,160 @@
+"""Metadata queries, answered from the proxy without a graph node.
+
+A quarter of all calls in real models are ``.shape``, ``.dtype``, ``.device``, ``.dim()``
+and the like.  Real tensors met in the code (parameters, buffers, constants) answer for
+themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from safetrace.rules.common import normalize_dim
+from safetrace.trace import layout
+from safetrace.trace.proxy import Proxy, annotation, shape_value
+from safetrace.trace.registry import Handler, handles
+
+T = torch.Tensor
+
+
+def real(func: Any, args: tuple, kwargs: dict) -> Any:
+    """The call run by torch itself, without the tracer (on real tensors)."""
+    with torch._C.DisableTorchFunction():
+        return func(*args, **kwargs)
+
+
+def metadata(fn: Callable) -> Handler:
+    """A handler from ``fn(tr, proxy, *rest)``: proxies answer from their metadata."""
+
+    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        if isinstance(x, Proxy):
+            return fn(tr, x, *args[1:], **kwargs)
+        return real(func, args, kwargs)
+
+    return handler
+
+
+def constant(value: Any) -> Handler:
+    """A query whose answer is the same for every traced tensor (``x.is_sparse``)."""
+    return metadata(lambda tr, x, *a, **k: value)
+
+
+@handles(T.shape.__get__, T.size)
+@metadata
+def size(tr: Any, x: Proxy, dim: int | None = None) -> Any:
+    shape = x.st_meta.shape
+    if dim is None:
+        return shape_value(shape)
+    return shape[normalize_dim(dim, len(shape), "Tensor.size")]
+
+
+@handles(T.dim, T.ndimension, T.ndim.__get__)
+@metadata
+def ndim(tr: Any, x: Proxy) -> int:
+    return x.st_meta.ndim
+
+
+@handles(T.numel, T.nelement, torch.numel)
+@metadata
+def numel(tr: Any, x: Proxy) -> Any:
+    return x.st_meta.numel()
+
+
+@handles(T.__len__)
+@metadata
+def length(tr: Any, x: Proxy) -> Any:
+    if not x.st_meta.shape:
+        raise TypeError("len() of a 0-d tensor")
+    return x.st_meta.shape[0]
+
+
+@handles(T.dtype.__get__)
+@metadata
+def dtype(tr: Any, x: Proxy) -> torch.dtype:
+    return x.st_meta.dtype
+
+
+@handles(T.element_size)
+@metadata
+def element_size(tr: Any, x: Proxy) -> int:
+    return x.st_meta.dtype.itemsize
+
+
+@handles(T.is_floating_point, torch.is_floating_point)
+@metadata
+def is_floating_point(tr: Any, x: Proxy) -> bool:
+    return x.st_meta.dtype.is_floating_point
+
+
+@handles(T.is_complex, torch.is_complex)
+@metadata
+def is_complex(tr: Any, x: Proxy) -> bool:
+    return x.st_meta.dtype.is_complex
+
+
+@handles(T.is_signed, torch.is_signed)
+@metadata
+def is_signed(tr: Any, x: Proxy) -> bool:
+    return x.st_meta.dtype.is_signed
+
+
+@handles(T.device.__get__)
+@metadata
+def device(tr: Any, x: Proxy) -> torch.device:
+    # the inputs' real device, never "meta" (TRACING-NOTES, pitfall 2)
+    return x.st_meta.device
+
+
+@handles(T.get_device)
+@metadata
+def get_device(tr: Any, x: Proxy) -> Any:
+    return -1 if x.st_meta.device.type == "cpu" else x.st_meta.device.index
+
+
+@handles(T.is_cuda.__get__)
+@metadata
+def is_cuda(tr: Any, x: Proxy) -> bool:
+    return x.st_meta.device.type == "cuda"
+
+
+@handles(T.is_cpu.__get__)
+@metadata
+def is_cpu(tr: Any, x: Proxy) -> bool:
+    return x.st_meta.device.type == "cpu"
+
+
+handles(T.stride)(metadata(layout.stride))
+handles(T.storage_offset)(metadata(layout.storage_offset))
+handles(T.is_contiguous)(metadata(layout.is_contiguous))
+
+# What a traced tensor is never: sparse, quantized, a leaf with a gradient, ...
+for _query, _value in [
+    (T.layout.__get__, torch.strided), (T.is_meta.__get__, False),
+    (T.is_sparse.__get__, False), (T.is_quantized.__get__, False),
+    (T.is_nested.__get__, False), (T.is_mkldnn.__get__, False),
+    (T.requires_grad.__get__, False), (T.is_leaf.__get__, True), (T.grad.__get__, None),
+    (T.grad_fn.__get__, None), (T.data_ptr, 0), (T.is_inference, False),
+]:
+    handles(_query)(constant(_value))
+
+
+@handles(T.requires_grad_)
+def requires_grad_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return args[0] if isinstance(args[0], Proxy) else real(func, args, kwargs)
+
+
+@handles(T.__repr__, T.__str__, T.__format__)
+def text(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """Printing a proxy shows its metadata (printing data would read it)."""
+    x = args[0]
+    if isinstance(x, Proxy):
+        return f"Proxy({annotation(x.st_meta)})"
+    return real(func, args, kwargs)
+
+
+@handles(T.__hash__)
+def hash_(tr: Any, func: Any, args: tuple, kwargs: dict) -> int:
+    return id(args[0])

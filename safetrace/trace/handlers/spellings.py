@@ -1,0 +1,48 @@
+"""Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
+``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.registry import handles
+from safetrace.trace.schema import resolve
+
+aten = torch.ops.aten
+
+
+@handles(torch.Tensor.where)
+def tensor_where(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x.where(cond, y)`` is ``torch.where(cond, x, y)``: the method's self is the value."""
+    rest = list(args[1:]) + [kwargs[k] for k in ("condition", "other") if k in kwargs]
+    return tr.redispatch(torch.where, (rest[0], args[0], rest[1]), {})
+
+
+@handles(torch.nonzero, torch.Tensor.nonzero)
+def nonzero(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``nonzero(m, as_tuple=True)``: the columns of ``nonzero(m)`` (a 0-dim m counts as
+    1-dim, as in eager), each of the data-dependent length."""
+    kwargs = dict(kwargs)
+    if not kwargs.pop("as_tuple", False) or not isinstance(args[0], Proxy):
+        return tr.redispatch(func, args, kwargs, handlers=False)
+    x = args[0]
+    if x.st_meta.ndim == 0:
+        x = tr.emit(aten.reshape.default, (x, [1]), {})
+    rows = tr.emit(aten.nonzero.default, (x,), {})
+    return tuple(tr.emit(aten.unbind.int, (rows, 1), {}))
+
+
+@handles(torch.Tensor.split, torch.split, torch._C._VariableFunctions.split,
+         torch._C.TensorBase.split)
+def split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``."""
+    size = args[1] if len(args) > 1 else kwargs.get(
+        "split_size", kwargs.get("split_size_or_sections"))
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if isinstance(size, (list, tuple)):
+        return tr.emit(aten.split_with_sizes.default, (args[0], list(size), dim), {})
+    found = resolve("split", (args[0], size, dim), {})
+    return tr.emit(found[0], found[1], found[2])

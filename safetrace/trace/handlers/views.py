@@ -1,0 +1,95 @@
+"""Views spelled in Python: indexing, the computing properties (``x.T``, ``x.mT``,
+``x.real``, ``x.data``), ``x.data = v`` and ``x.contiguous()``.
+
+Indexing is lowered to the ATen ops eager PyTorch uses (``indexing.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors import UnsupportedOpError
+from safetrace.trace import indexing
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.registry import handles
+from safetrace.trace.source import short, stack_trace
+
+T = torch.Tensor
+aten = torch.ops.aten
+
+
+@handles(T.__getitem__)
+def getitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return indexing.getitem(tr, args[0], args[1])
+
+
+@handles(T.__setitem__)
+def setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return indexing.setitem(tr, args[0], args[1], args[2])
+
+
+def _ndim(x: Any) -> int:
+    return x.st_meta.ndim if isinstance(x, Proxy) else x.dim()
+
+
+@handles(T.T.__get__)
+def transpose_all(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    return tr.emit(aten.permute.default, (x, list(range(_ndim(x)))[::-1]), {})
+
+
+@handles(T.H.__get__)
+def adjoint_all(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    x = args[0]
+    y = tr.emit(aten.permute.default, (x, list(range(_ndim(x)))[::-1]), {})
+    return tr.emit(aten.conj.default, (y,), {})
+
+
+@handles(T.mT.__get__)
+def matrix_transpose(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(aten.transpose.int, (args[0], -2, -1), {})
+
+
+@handles(T.mH.__get__)
+def matrix_adjoint(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    y = tr.emit(aten.transpose.int, (args[0], -2, -1), {})
+    return tr.emit(aten.conj.default, (y,), {})
+
+
+@handles(T.real.__get__)
+def real_part(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(aten.real.default, (args[0],), {})
+
+
+@handles(T.imag.__get__)
+def imag_part(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(aten.imag.default, (args[0],), {})
+
+
+@handles(T.data.__get__)
+def data(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(aten.detach.default, (args[0],), {})
+
+
+@handles(T.data.__set__)
+def set_data(tr: Any, func: Any, args: tuple, kwargs: dict) -> None:
+    """``w.data = v`` (masked or pruned weights updated in forward): an in-place copy into
+    the tensor's storage, recorded like any write to module state."""
+    target, value = args[0], args[1]
+    t_meta = target.st_meta if isinstance(target, Proxy) else target
+    v_meta = value.st_meta if isinstance(value, Proxy) else value
+    if not isinstance(value, torch.Tensor) or t_meta.dtype != v_meta.dtype or \
+            len(t_meta.shape) != len(v_meta.shape) or \
+            not all(a is b or a == b for a, b in zip(t_meta.shape, v_meta.shape)):
+        raise UnsupportedOpError(
+            f"`x.data = value` at {short(stack_trace(3))} changes the tensor's shape or dtype, "
+            f"which an exported graph cannot do to module state.\nFix: assign a value of "
+            f"the same shape and dtype, or compute with a new tensor instead")
+    tr.emit(aten.copy_.default, (target, value), {})
+
+
+@handles(T.contiguous)
+def contiguous(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(aten.contiguous.default, (args[0],), kwargs)

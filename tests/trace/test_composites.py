@@ -1,0 +1,82 @@
+"""Python composites (``F.layer_norm``, ``F.normalize``, ``Tensor.unflatten``): one node when
+the ATen namesake accepts the call, else traced through, re-entering the tracer; nested
+composites; boolean dispatchers; composites of numbers only run as they are."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+from tests.helpers import rejects
+from tests.trace.common import check, targets
+
+
+def _x(n):
+    return (torch.randn(n, 4),)
+
+
+def _image(n):
+    return (torch.randn(n, 3, 8, 8),)
+
+
+def test_composite_with_an_aten_namesake_is_one_node():
+    ep = check(lambda x: F.layer_norm(x, (4,)), _x)
+    assert targets(ep) == ["aten.layer_norm.default"]
+
+
+def test_composite_without_one_is_traced_through():
+    ep = check(lambda x: F.normalize(x, dim=-1), _x)
+    assert not any("normalize" in t for t in targets(ep))
+    assert len(targets(ep)) > 1  # its body's ops
+
+
+def test_nested_composites_re_enter_the_tracer():
+    """F.normalize -> Tensor.norm -> torch.norm, each a Python function."""
+    def f(x):
+        return F.normalize(x, p=1.0, dim=0) + F.softsign(x) + F.hardtanh(x) * x.norm()
+
+    check(f, _x)
+
+
+def test_composite_inside_a_module_with_state():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.GELU())
+    check(m, _x)
+
+
+def test_boolean_dispatcher_picks_the_branch_the_call_asks_for():
+    def with_indices(x):
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        return values + indices.float()
+
+    ep = check(with_indices, _image)
+    assert "aten.max_pool2d_with_indices.default" in targets(ep)
+    check(lambda x: F.max_pool2d(x, 2), _image)
+    check(lambda x: F.adaptive_max_pool2d(x, 2), _image)
+
+
+def test_method_composites():
+    check(lambda x: x.unflatten(1, (2, 2)).flatten(1) + x.split([1, 3], 1)[1].sum(), _x)
+    check(lambda x: x.norm(dim=1) + x.norm(p=1, dim=1, keepdim=True).squeeze(1), _x)
+
+
+def test_composite_of_sizes_only_runs_on_the_symbolic_values():
+    def f(x):
+        shape = torch.broadcast_shapes(x.shape, (4,))
+        return x.new_zeros(shape) + x
+
+    # its body branches on `size == 1`: a guard (n != 1), checked before running
+    ep = check(f, _x, sizes=(0, 2, 5))
+    rejects(ep, (torch.randn(1, 4),))
+
+
+def test_reflected_python_operators_are_composites_too():
+    """``Tensor.__rsub__`` / ``__rdiv__`` / ``__rpow__`` are Python functions in torch."""
+    check(lambda x: (1 - x) + 2 / (x.abs() + 1) + 2 ** x, _x)
+
+
+def test_tracing_through_leaves_the_model_unchanged():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.0))
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    st.export(m, (torch.randn(2, 4),))
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
