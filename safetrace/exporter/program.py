@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -325,6 +326,18 @@ class _ProgramModule(torch.fx.GraphModule):
             self.__dict__["_graph_forward"] = cls.__dict__["forward"].__get__(self)
             delattr(cls, "forward")
         return result
+
+    def __deepcopy__(self, memo: dict) -> _ProgramModule:
+        """A module of the same program with copies of this one's current state (fx's
+        GraphModule copy would rebuild a plain GraphModule without the program)."""
+        new = _ProgramModule(self._ep)
+        memo[id(self)] = new
+        for name, (owner, table, key) in self._slots.items():
+            o2, t2, k2 = new._slots[name]
+            getattr(o2, t2)[k2] = copy.deepcopy(getattr(owner, table)[key], memo)
+        new._owned = set(new._slots)
+        new.training = self.training
+        return new
 
     def train(self, mode: bool = True) -> _ProgramModule:  # type: ignore[override]
         """The graph was traced in one mode: switching to train mode, or to eval mode when
