@@ -50,6 +50,23 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
     raise error
 
 
+def _read_capped(source: Any, cap: int) -> bytes:
+    """The bytes of a binary file object, read in chunks (a single ``read(cap + 1)`` makes
+    CPython allocate ``cap`` bytes up front: a MemoryError for a large cap)."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = source.read(min(1 << 24, cap + 1 - total))
+        if not isinstance(chunk, (bytes, bytearray)):
+            raise LoadError("the file object must be opened in binary mode")
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(bytes(chunk))
+        total += len(chunk)
+        if total > cap:
+            raise LoadError(f"file object holds over {cap} bytes (max_file_bytes)")
+
+
 def _op_names(allow_ops: Any) -> list[str]:
     if isinstance(allow_ops, str):
         allow_ops = [allow_ops]
@@ -69,13 +86,8 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
     if isinstance(source, (bytes, bytearray, memoryview)):
         container = tensorfile.read_bytes(bytes(source), budgets, "file")
     elif hasattr(source, "read"):
-        data = source.read(budgets.max_file_bytes + 1)
-        if not isinstance(data, (bytes, bytearray)):
-            raise LoadError("the file object must be opened in binary mode")
-        if len(data) > budgets.max_file_bytes:
-            raise LoadError(f"file object holds over {budgets.max_file_bytes} bytes "
-                            "(max_file_bytes)")
-        container = tensorfile.read_bytes(bytes(data), budgets, "file")
+        data = _read_capped(source, budgets.max_file_bytes)
+        container = tensorfile.read_bytes(data, budgets, "file")
     elif isinstance(source, (str, os.PathLike)):
         fd = tensorfile.open_regular(source, "program file")
         try:

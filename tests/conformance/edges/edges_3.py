@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
+import json
 import os
 import time
 import zipfile
@@ -241,13 +242,28 @@ def _load_expect(data, what, **kw):
     return msg
 
 
-def _rezip(data, edit):
-    zin = zipfile.ZipFile(io.BytesIO(data))
-    members = {i.filename: (i, zin.read(i.filename)) for i in zin.infolist()}
-    members = edit(members)
+def _split_v2(data):
+    """(program document, header dict, tensor bytes) of a format-2 file (safetensors layout)."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    prog = json.loads(header["__metadata__"]["safetrace.program"])
+    return prog, header, data[8 + n:]
+
+
+def _join_v2(header, body, prog=None, *, raw_program=None):
+    """A format-2 file from its parts, with the program document replaced."""
+    header = copy.deepcopy(header)
+    header["__metadata__"]["safetrace.program"] = (
+        raw_program if raw_program is not None else json.dumps(prog))
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    return len(blob).to_bytes(8, "little") + blob + body
+
+
+def _zip(members):
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
-        for name, (info, payload) in members.items():
+        for name, payload in members.items():
             ct = zipfile.ZIP_DEFLATED if name.endswith(".json") else zipfile.ZIP_STORED
             z.writestr(zipfile.ZipInfo(name), payload, compress_type=ct)
     return out.getvalue()
@@ -326,63 +342,52 @@ def load_byte_flips():
 
 
 @case("load")
-def load_extra_member_and_traversal():
-    data = _good_bytes()
-    _load_expect(_rezip(data, lambda m: {**m, "evil.py": (None, b"print(1)")}), "extra member")
-    _load_expect(_rezip(data, lambda m: {**m, "../x": (None, b"1")}), "path traversal member")
-    _load_expect(_rezip(data, lambda m: {k: v for k, v in m.items() if k.endswith(".json")}), "missing tensors")
+def load_zip_archives():
+    # format-1 files were zip archives: every archive is refused before any member is read
+    prog, _, _ = _split_v2(_good_bytes())
+    doc = json.dumps(prog).encode()
+    _load_expect(_zip({"program.json": doc, "tensors.safetensors": b""}), "format 1 archive")
+    _load_expect(_zip({"program.json": doc, "evil.py": b"print(1)"}), "extra member")
+    _load_expect(_zip({"program.json": doc, "../x": b"1"}), "path traversal member")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        with z.open("program.json", "w", force_zip64=True) as fh:
+            for _ in range(300):
+                fh.write(b" " * (1 << 20))
+    _load_expect(out.getvalue(), "json bomb in an archive")
 
 
 @case("load")
 def load_json_bomb():
-    # program.json deflated from 300 MiB of spaces: must be refused from the declared size, fast
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        with z.open("program.json", "w", force_zip64=True) as fh:
-            chunk = b" " * (1 << 20)
-            for _ in range(300):
-                fh.write(chunk)
-        z.writestr("tensors.safetensors", b"")
-    _load_expect(out.getvalue(), "json bomb")
+    # a program document of 300 MiB of nesting/whitespace: refused from the header's size
+    _, header, body = _split_v2(_good_bytes())
+    _load_expect(_join_v2(header, body, raw_program="[" * 200_000 + "]" * 200_000), "deep json")
+    _load_expect(_join_v2(header, body, raw_program="[" + "0," * 2_000_000 + "0]"),
+                 "json value count")
 
 
 @case("load")
-def load_lying_size_header():
-    # central directory says program.json is small; its deflated stream expands to much more
-    data = _good_bytes()
-    zin = zipfile.ZipFile(io.BytesIO(data))
-    prog = zin.read("program.json")
-    big = prog[:-1] + b" " * (5 << 20) + b"}"
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        z.writestr(zipfile.ZipInfo("program.json"), big, compress_type=zipfile.ZIP_DEFLATED)
-        z.writestr(zipfile.ZipInfo("tensors.safetensors"), zin.read("tensors.safetensors"))
-    raw = bytearray(out.getvalue())
-    # patch the uncompressed size in the central directory entry for program.json
-    cd = raw.rfind(b"PK\x01\x02", 0, raw.rfind(b"PK\x01\x02"))
-    raw[cd + 24:cd + 28] = (len(prog)).to_bytes(4, "little")
-    lh = raw.find(b"PK\x03\x04")
-    raw[lh + 22:lh + 26] = (len(prog)).to_bytes(4, "little")
-    _load_expect(bytes(raw), "lying size")
+def load_lying_header_length():
+    data = bytearray(_good_bytes())
+    for n in (0, 3, len(data), 1 << 40, (1 << 64) - 1):
+        d = bytearray(data)
+        d[:8] = n.to_bytes(8, "little")
+        _load_expect(bytes(d), f"header length {n}")
 
 
 @case("load")
 def load_max_tensor_bytes():
-    _load_expect(_good_bytes(), "max_tensor_bytes=8", max_tensor_bytes=8)
+    _load_expect(_good_bytes(), "max_header_bytes=8", budgets={"max_header_bytes": 8})
 
 
 @case("load")
 def load_hostile_json_fields():
-    import json
-    data = _good_bytes()
-    prog = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("program.json"))
+    prog, header, body = _split_v2(_good_bytes())
     bad = []
 
     def try_prog(p, what):
-        blob = json.dumps(p).encode()
-        d = _rezip(data, lambda m: {**m, "program.json": (None, blob)})
         try:
-            _load_expect(d, what)
+            _load_expect(_join_v2(header, body, p), what)
         except Finding as f:
             bad.append(f"[{f.kind}] {f.msg}")
 
@@ -390,25 +395,21 @@ def load_hostile_json_fields():
         p = copy.deepcopy(prog)
         del p[key]
         try_prog(p, f"missing {key!r}")
-    for key, val in [("format", "other"), ("version", [2, 0]), ("version", "1.0"), ("nodes", {}),
+    for key, val in [("format", "other"), ("version", [9, 0]), ("version", "1.0"), ("nodes", {}),
                      ("nodes", [{"name": "__import__('os')", "op": "placeholder"}]), ("symbols", [[1]]),
                      ("state", [1, 2]), ("contract", None), ("in_spec", 7)]:
         p = copy.deepcopy(prog)
         p[key] = val
         try_prog(p, f"{key}={val!r}")
-    # node target pointing at an arbitrary callable
-    p = copy.deepcopy(prog)
-    for n in p["nodes"]:
-        if n.get("op") == "call_function":
-            n["target"] = "os.system"
-            break
-    try_prog(p, "target os.system")
-    p = copy.deepcopy(prog)
-    for n in p["nodes"]:
-        if n.get("op") == "call_function":
-            n["target"] = "builtins.eval"
-            break
-    try_prog(p, "target builtins.eval")
+    for target in ("os.system", "builtins.eval", "torch.ops.aten.from_file.default",
+                   "torch.ops.aten._print.default",
+                   "torch.ops.aten.set_grad_enabled.default"):
+        p = copy.deepcopy(prog)
+        for n in p["nodes"]:
+            if n.get("op") == "call_function":
+                n["target"] = target
+                break
+        try_prog(p, f"target {target}")
     if bad:
         raise Finding("crash" if any("internal" in b for b in bad) else "unclear",
                       f"{len(bad)} hostile JSON edits: " + " ;; ".join(bad[:4]))
