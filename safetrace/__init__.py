@@ -43,6 +43,9 @@ _API = {
     "LoadError": "safetrace.errors",
     "save": "safetrace.serialize",
     "load": "safetrace.serialize",
+    "to_onnx": "safetrace.interop",
+    "ConversionError": "safetrace.errors",
+    "ConversionWarning": "safetrace.errors",
 }
 
 __all__ = sorted([*_API, "dims"])

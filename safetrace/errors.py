@@ -120,6 +120,17 @@ class OpShapeError(ExportError):
                           where=dataclasses.replace(self.where, source=source), **self.details)
 
 
+class ConversionError(ExportError):
+    """A safetrace program cannot be handed to torch.export's stack as it is (interop)."""
+
+    kind = "conversion"
+
+
+class ConversionWarning(UserWarning):
+    """torch assumed something about input sizes inside an op kernel while converting a
+    program (``ep.to_torch()``) that the safetrace program does not need."""
+
+
 class InputMismatchError(StructuredError, ValueError):
     """An exported program was called with inputs outside the space it was exported for."""
 

@@ -128,6 +128,8 @@ class Exporter:
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
+        ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
+        ep.exported_training = bool(getattr(self.model, "training", False))
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:
