@@ -394,8 +394,13 @@ def floordiv(a: Expr, b: Expr) -> Expr:
     if rc:
         r[()] = rc
     inner = from_terms(r)
-    if inner.op == "floordiv" and _is_posconst(inner.args[1]):
-        node = floordiv(inner.args[0], const(int(inner.args[1].value) * m))  # type: ignore
+    atom = inner.args[0] if inner.op == "add" and len(inner.args) == 2 else inner
+    if atom.op == "floordiv" and _is_posconst(atom.args[1]) and (atom is inner or (
+            inner.args[1].op == "const" and type(inner.args[1].value) is int)):
+        # (x//k + c)//m == (x + c*k)//(k*m): stride-2 stages nest as (x + 2**n - 1)//2**n
+        k = int(atom.args[1].value)  # type: ignore[arg-type]
+        c = 0 if atom is inner else int(inner.args[1].value)  # type: ignore[arg-type]
+        node = floordiv(add_const(atom.args[0], c * k), const(k * m))
     else:
         node = make_node("floordiv", (inner, const(m)))
     return add(from_terms(q), node) if q else node
