@@ -177,7 +177,7 @@ class _Builder:
         env = new_env()
         for i, s in enumerate(items):
             where = f"symbols[{i}]"
-            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where)
+            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
             if not SYMBOL_RE.match(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
@@ -185,7 +185,9 @@ class _Builder:
             if lo is not None and hi is not None and lo > hi:
                 raise fail(where, f"empty range [{lo}, {hi}]")
             try:
-                if expect(s["backed"], bool, where):
+                if s.get("float") is True and s["backed"] is False:
+                    env.new_unbacked_float(name=name)
+                elif expect(s["backed"], bool, where):
                     env.new_backed(expect(s["hint"], int, where), lo, hi, name=name)
                 else:
                     env.new_unbacked(lo, hi, name=name)

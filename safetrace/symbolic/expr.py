@@ -70,6 +70,8 @@ class Expr:
             return (const, (self.value,))
         if self.op == "fconst":
             return (fconst, (self.value,))
+        if self.op == "fsym":
+            return (fsym, (self.name,))
         if self.op == "sym":
             return (sym, (self.name,))
         return (make_node, (self.op, self.args))  # the arguments are canonical already
@@ -94,7 +96,7 @@ class Expr:
         """Names of the symbols that occur in the expression."""
         f = self._free
         if f is None:
-            if self.op == "sym":
+            if self.op == "sym" or self.op == "fsym":
                 f = frozenset((self.name,))  # type: ignore[arg-type]
             elif self.op in ("const", "fconst"):
                 f = frozenset()
@@ -200,6 +202,20 @@ def fconst(v: float) -> Expr:
         e = object.__new__(Expr)
         e.op, e.args, e.value, e.name = "fconst", (), float(v), None
         e._key = (0, v if v == v else math.inf, 2, key[1])
+        e._terms = e._str = e._free = e._d = None
+        _TABLE[key] = e
+    return e
+
+
+def fsym(name: str) -> Expr:
+    """The float symbol ``name``: a float read from data (``x.max().item()``), which may be
+    any double, inf and nan included."""
+    key = ("fsym", name)
+    e = _TABLE.get(key)
+    if e is None:
+        e = object.__new__(Expr)
+        e.op, e.args, e.value, e.name = "fsym", (), None, name
+        e._key = (1, name, -2, name)
         e._terms = e._str = e._free = e._d = None
         _TABLE[key] = e
     return e
