@@ -6,6 +6,8 @@ bounds recursion; it never imports or calls anything named by the file.
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import dataclasses
 import math
 import re
@@ -96,22 +98,44 @@ def encode_expr(e: Expr) -> Any:
     return [e.op] + [encode_expr(a) for a in e.args]
 
 
+# [nodes left for the whole file, nodes allowed per expression] while a load runs
+_BUDGET: contextvars.ContextVar = contextvars.ContextVar("expr_budget", default=None)
+
+
+@contextlib.contextmanager
+def expr_budget(per_file: int, each: int) -> Any:
+    """Bound the expression nodes decoded inside the block (the whole file, and each)."""
+    token = _BUDGET.set([per_file, each])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
 def decode_expr(obj: Any, where: str) -> Expr:
     """Rebuild an expression node by node (no re-canonicalization, so no blow-up)."""
-    count = [0]
-    return _dexpr(obj, where, 0, count)
+    budget = _BUDGET.get()
+    count = [0, budget[1] if budget else MAX_EXPR_NODES]
+    e = _dexpr(obj, where, 0, count)
+    if budget is not None:
+        budget[0] -= count[0]
+        if budget[0] < 0:
+            raise fail(where, "the file's symbolic expressions exceed the budget of nodes "
+                              "(max_expr_nodes)")
+    return e
 
 
 def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
     count[0] += 1
-    if count[0] > MAX_EXPR_NODES:
-        raise fail(where, f"symbolic expression has more than {MAX_EXPR_NODES} nodes")
+    if count[0] > count[1]:
+        raise fail(where, f"symbolic expression has more than {count[1]} nodes "
+                          "(max_expr_nodes_each)")
     if depth > MAX_EXPR_DEPTH:
         raise fail(where, f"symbolic expression nested deeper than {MAX_EXPR_DEPTH}")
     if isinstance(obj, bool):
         return const(obj)
     if isinstance(obj, int):
-        if abs(obj) > 1 << 63:
+        if abs(obj) >= 1 << 62:
             raise fail(where, f"integer {_short(obj)} out of range")
         return const(obj)
     if isinstance(obj, str):
@@ -158,6 +182,8 @@ def _check_canonical(op: str, args: tuple, where: str) -> None:
         ok = ok and all(a.op not in ("add", "mul") for a in args) and all(
             a.op != "const" for a in args[1:]) and (args[0].op != "const" or
                                                    args[0].value not in (0, 1))
+    if op in ("floordiv", "mod") and args[1].op == "const" and args[1].value == 0:
+        ok = False
     if not ok:
         raise fail(where, f"malformed symbolic expression (operator {op}): not in the "
                           "engine's canonical form")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import Any, Dict, Iterable, Mapping, Tuple, Union
 
 from safetrace.symbolic.printing import to_str
@@ -39,6 +40,29 @@ _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _OPRANK = {op: i for i, op in enumerate(
     "floordiv mod min max mul add eq ne lt le ge not and or float fadd fsub fmul fdiv ffloordiv "
     "fpow fneg trunc round flt fle fgt fge feq fne".split())}
+
+
+def table_mark() -> int:
+    """The intern table's size now (give it to ``release_since`` to undo growth after)."""
+    return len(_TABLE)
+
+
+def release_since(mark: int) -> int:
+    """Drop the expressions interned after ``mark`` that nothing else references.
+
+    A loader calls this after rejecting a file, so hostile input cannot grow the table;
+    an expression still referenced anywhere stays (identity keeps meaning equality).
+    Returns how many were dropped.
+    """
+    items = list(_TABLE.items())[mark:]
+    dropped = 0
+    while items:  # newest first: a parent goes before the children it references
+        key, e = items.pop()
+        if sys.getrefcount(e) <= 3 and _TABLE.get(key) is e:  # the table, `e`, the call
+            del _TABLE[key]
+            dropped += 1
+        del key, e
+    return dropped
 
 
 class Expr:
