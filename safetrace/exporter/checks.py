@@ -17,6 +17,9 @@ import torch
 
 from safetrace import errors as E
 from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorInput
+from safetrace.symbolic import Range
+from safetrace.symbolic.describe import passing_sizes
+from safetrace.symbolic.expr import sym
 
 
 class CheckBuilder:
@@ -67,7 +70,7 @@ class CheckBuilder:
                 continue  # on data-dependent values: asserted inside the graph
             text = self.const(contract.where_text(c.cond))
             self.lines.append(f"if not ({c.cond}): _fail({text}, 'guard', None, "
-                              f"{self.const(c.origin)})")
+                              f"{self.const(c.origin + _passing(c.cond, contract))})")
         return self._compile(len(contract.inputs))
 
     def tensor(self, i: int, inp: TensorInput) -> None:
@@ -153,3 +156,15 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "guard": lambda text, got, origin: E.failed_condition(text, origin),
     "value": E.wrong_constant,
 }
+
+
+def _passing(cond: Any, contract: Any) -> str:
+    """"; it holds when x.shape[2] is a multiple of 32" for a condition on one size."""
+    if len(cond.free_symbols) != 1:
+        return ""
+    (name,) = cond.free_symbols
+    spec = next((s for s in contract.symbols if s.name == name), None)
+    lo = spec.lo if spec is not None and spec.lo is not None else 0
+    hi = spec.hi if spec is not None and spec.hi is not None else math.inf
+    words = passing_sizes(cond, name, Range(lo, hi), contract.where_text(sym(name)))
+    return f"; it holds when {words}" if words else ""

@@ -15,7 +15,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.errors import DataDependentError
 from safetrace.rules.common import (
-    broadcast_shapes, check, is_empty, new_size, normalize_dim, prod,
+    broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
 )
 from safetrace.rules.registry import rule
 
@@ -28,10 +28,12 @@ _DTYPE_RANGE = {torch.bool: (0, 1), torch.uint8: (0, 255), torch.int8: (-128, 12
 
 @rule(aten.item.default, aten._local_scalar_dense.default)
 def item(self: TensorMeta) -> Any:
-    """The value of a one-element integer or bool tensor: an unbacked int (or bool)."""
+    """The value of a one-element tensor: an unbacked int, bool or float."""
     check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
                                      f"converted to Scalar")
-    if self.dtype.is_floating_point or self.dtype.is_complex:
+    if self.dtype.is_floating_point:
+        return new_float(".item()")  # the graph computes with it; decisions need checks
+    if self.dtype.is_complex:
         raise DataDependentError(
             f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
             f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "

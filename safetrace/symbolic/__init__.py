@@ -21,13 +21,14 @@ from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.parsing import parse
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.symvalues import (
-    SymBool, SymFloat, SymInt, is_symbolic, make_bool, make_int, sym_and, sym_max, sym_min,
-    sym_not, sym_or,
+    SymBool, SymFloat, SymInt, is_symbolic, make_bool, make_float, make_int, sym_and, sym_max,
+    sym_min, sym_not, sym_or,
 )
 
 __all__ = [
     "Contract", "Contradiction", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard",
     "Range", "SymBool", "SymFloat", "SymInt", "SymbolInfo", "and_", "eq", "ge", "gt",
-    "is_symbolic", "le", "lt", "make_bool", "make_int", "max_", "min_", "ne", "not_", "or_",
-    "parse", "subs", "sym_and", "sym_max", "sym_min", "sym_not", "sym_or", "to_expr",
+    "is_symbolic", "le", "lt", "make_bool", "make_float", "make_int", "max_", "min_", "ne",
+    "not_", "or_", "parse", "subs", "sym_and", "sym_max", "sym_min", "sym_not", "sym_or",
+    "to_expr",
 ]

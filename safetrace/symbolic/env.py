@@ -19,7 +19,7 @@ import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
 from safetrace.symbolic.expr import (
-    TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr,
+    TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
 from safetrace.symbolic.ranges import Range
 
@@ -55,6 +55,7 @@ class SymbolInfo:
     range: Range
     origin: object
     index: int
+    is_float: bool = False  # a float read from data (the expression ``fsym(name)``)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,14 @@ class Env:
             raise ValueError(f"empty range [{rng.lo}, {rng.hi}] for {name}")
         self._add_symbol(SymbolInfo(name, False, None, rng, origin, len(self._syms)))
         return self._maybe_point(name)
+
+    def new_unbacked_float(self, origin: object = None, name: str | None = None) -> Expr:
+        """A new float read from data (no hint; any double, inf and nan included)."""
+        if name is None:
+            name = self._fresh("u")
+        self._add_symbol(SymbolInfo(name, False, None, Range(), origin, len(self._syms),
+                                    is_float=True))
+        return fsym(name)
 
     def _fresh(self, prefix: str) -> str:
         while True:
@@ -464,7 +473,8 @@ class Env:
         for name, info in self._syms.items():
             v = self.subst.get(sym(name))
             if v is None:
-                out.fates[name] = Fate("free", info.range, expr=sym(name))
+                out.fates[name] = Fate("free", info.range,
+                                       expr=fsym(name) if info.is_float else sym(name))
             elif v.op == "const":
                 value = int(v.value)  # type: ignore[arg-type]
                 out.fates[name] = Fate("static", Range(value, value), value=value, expr=v)
