@@ -19,6 +19,7 @@ _API = {
     "TensorMeta": "safetrace.meta",
     "Dim": "safetrace.dims",
     "check": "safetrace.trace.asserts",
+    "cond": "safetrace.trace.hops",
     "custom_op": "safetrace.trace.custom",
     "register_fake": "safetrace.trace.custom",
     "new_dynamic_size": "safetrace.trace.custom",

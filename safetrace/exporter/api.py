@@ -21,6 +21,7 @@ from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import torch_checks_routed
 from safetrace.trace.graph import add_placeholder
+from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -95,7 +96,7 @@ class _Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, _exporting(), torch_checks_routed(), tracer:
+                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), tracer:
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None

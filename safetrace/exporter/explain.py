@@ -14,7 +14,8 @@ from typing import Any
 import torch
 
 from safetrace.exporter.api import _Exporter
-from safetrace.trace.source import short
+from safetrace.trace.hops.rewrite import cond_rewrite
+from safetrace.trace.source import short, user_frame
 
 
 @dataclasses.dataclass
@@ -66,6 +67,10 @@ class ExplainReport:
     def data_read(self, error: Exception) -> bool:
         """``if tensor:`` on data: recorded; the True branch is assumed to keep tracing."""
         msg, _, fix = str(error).partition("\nFix:")
+        rewrite = cond_rewrite(user_frame(2))  # the frame of the `if` on data
+        if rewrite is not None:
+            fix = (f"use torch.cond, which keeps both branches in the graph:\n        "
+                   f"{rewrite}\n     or {fix.strip()}")
         self._add(Problem(type(error).__name__, "", msg, fix.strip()))
         return True
 

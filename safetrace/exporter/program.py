@@ -12,6 +12,7 @@ from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
@@ -91,7 +92,8 @@ class ExportedProgram:
     def graph_module(self) -> ExportedGraphModule:
         """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
         if self._gm is None:
-            self._gm = ExportedGraphModule(torch.nn.Module(), self._graph, "GraphModule")
+            root = owner_module(self._graph)
+            self._gm = ExportedGraphModule(root, self._graph, "GraphModule")
         return self._gm
 
     @property
@@ -185,6 +187,8 @@ class ExportedProgram:
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
         """A callable nn.Module: checks its inputs, then runs the graph."""
+        # control-flow subgraphs get their code before a tool such as torch.compile reads them
+        self.graph_module  # noqa: B018
         return _ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import UnsupportedOpError
 from safetrace.serialize import tensorfile
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.targets import target_to_name
@@ -31,6 +32,7 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
     on the meta device, or one whose weights live in a checkpoint); load it with
     ``st.load(path, weights=<safetensors file or state_dict>)``.
     """
+    _refuse_subgraphs(ep)
     external = set(ep.state_dict) if not weights else set()
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
@@ -51,6 +53,20 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
     doc["aliases"] = sorted([k, v] for k, v in aliases.items())
     program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     tensorfile.write(path, prepared, {PROGRAM: program})
+
+
+def _refuse_subgraphs(ep: Any) -> None:
+    """Programs with control-flow subgraphs (torch.cond, while_loop, map, scan) have no
+    saved form yet: refused before anything is written."""
+    hop = next((n for n in ep.graph.nodes if n.op == "get_attr" or (
+        n.op == "call_function" and getattr(n.target, "namespace", None) == "higher_order")),
+        None)
+    if hop is not None:
+        raise UnsupportedOpError(
+            f"st.save cannot write this program yet: it calls a control-flow subgraph "
+            f"({hop.name}, from torch.cond / while_loop / map / scan), and the saved format "
+            f"has no subgraphs.\nFix: keep the program in memory (ep.module()), or save the "
+            f"model's weights and export again after loading")
 
 
 def document(ep: Any) -> dict:
