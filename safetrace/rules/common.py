@@ -10,7 +10,7 @@ from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    Expr, SymBool, SymFloat, SymInt, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, make_int, sym_max, sym_min, to_expr,
 )
 
 Size = Any
@@ -247,7 +247,7 @@ def guarded_min(a: Size, b: Size) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return a if a <= b else b
     env = (a if not isinstance(a, int) else b).env
-    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    known = env.decide(le(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -260,7 +260,7 @@ def guarded_max(a: Size, b: Size) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return a if a >= b else b
     env = (a if not isinstance(a, int) else b).env
-    known = env.decide(Expr.ge(to_expr(a), to_expr(b)))
+    known = env.decide(ge(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -281,9 +281,9 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
     # symbolic bounds (u0 <= x.numel()) are facts, not just ranges
     if hi is not None and not isinstance(hi, int):
-        env.add_fact(Expr.le(u.expr, to_expr(hi)))
+        env.add_fact(le(u.expr, to_expr(hi)))
     if lo is not None and not isinstance(lo, int):
-        env.add_fact(Expr.ge(u.expr, to_expr(lo)))
+        env.add_fact(ge(u.expr, to_expr(lo)))
     return u
 
 

@@ -18,7 +18,8 @@ import torch
 from safetrace.errors import UnsupportedOpError
 from safetrace.rules import get_rule
 from safetrace.rules.common import new_size
-from safetrace.symbolic.expr import Expr, const, sym
+from safetrace.symbolic import ge, le
+from safetrace.symbolic.expr import const, sym
 from safetrace.trace.arguments import numbers_as_tensors
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.proxy import Proxy
@@ -170,10 +171,10 @@ def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
             continue
         lo, hi = info.range.lo, info.range.hi
         if lo != float("-inf"):
-            emit_assert(tr, Expr.ge(sym(name), const(int(lo))), "the fake's declared range",
+            emit_assert(tr, ge(sym(name), const(int(lo))), "the fake's declared range",
                         origin)
         if hi != float("inf"):
-            emit_assert(tr, Expr.le(sym(name), const(int(hi))), "the fake's declared range",
+            emit_assert(tr, le(sym(name), const(int(hi))), "the fake's declared range",
                         origin)
     for expr, msg, where in checks:
         emit_assert(tr, expr, msg, where or origin)

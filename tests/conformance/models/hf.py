@@ -1,48 +1,34 @@
-"""Breadth sweep over transformers architectures (tiny configs, random weights, offline).
-
-For every entry: build the model, ``st.explain`` it with dynamic batch and (where it has
-one) sequence length / image size / audio length as named Dims, ``st.export`` it, compare
-with eager on the example and on two other sizes, and print one table row:
-
-    | model | status | error | generalizes | dims |
-
-status: ok (exported, matches eager everywhere), wrong (a program accepted an input and
-computed something else: a soundness bug), narrow (it rejected an input of the declared
-space), fail (export raised), build (the model could not be built offline).
-
-Run: .venv/bin/python benchmarks/sweep_hf.py [-j 2] [--timeout 300] [--explain] [name ...]
-Each model runs in its own subprocess (a hang or a crash only loses that row).
-"""
+"""transformers architectures (tiny configs, random weights, offline); ex
+benchmarks/sweep_hf.py. Each runs with dynamic batch and, where it has one, sequence length,
+image size or audio length as named Dims. They are the slowest cases (``-m slow``)."""
 
 from __future__ import annotations
 
-import argparse
-import copy
-import json
 import os
-import subprocess
-import sys
-import time
-import traceback
-import warnings
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import torch
+
+from safetrace import Dim
+from tests.conformance.checker import Case
+from tests.conformance.inputs import gen, rn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-warnings.filterwarnings("ignore")
 
-import torch  # noqa: E402
-
-from safetrace import Dim  # noqa: E402
-from benchmarks.zoo import Case  # noqa: E402
-
-from benchmarks.zoo.hf import VOCAB as V, _mask, _tok  # noqa: E402  (same inputs as the zoo)
+V = 96
 SIZES = [(2, 12), (3, 7), (1, 20)]      # (batch, seq): example, two others
+
+
+def _tok(b, t, vocab=V):
+    return torch.randint(3, vocab, (b, t), generator=gen("tok", b, t))
+
+
+def _mask(b, t):
+    m = torch.ones(b, t, dtype=torch.long)
+    if t > 2:
+        m[0, -2:] = 0          # some left-over padding in the first row
+    return m
 
 
 def _tf():
@@ -79,10 +65,8 @@ def text(model, *, mask=True, sizes=SIZES, seq_min=2, seq_max=64, extra=None, id
     if dec:
         spec["decoder_input_ids"] = {0: batch, 1: Dim("dec_seq", min=2, max=64)}
     if static_seq:
-        t0 = sizes[0][1]
-        sizes = [(b, t0) for b, _ in sizes]
-    ex, o1, o2 = (inputs(*s) for s in sizes)
-    return Case(model.eval(), ex[0], ex[1], spec, [o1, o2])
+        sizes = [(b, sizes[0][1]) for b, _ in sizes]
+    return Case(model.eval(), inputs, sizes[0], spec, list(sizes[1:]))
 
 
 def image(model, *, c=3, hw=(32, 32), others_hw=((48, 40), (64, 64)), dyn_hw=True,
@@ -98,26 +82,21 @@ def image(model, *, c=3, hw=(32, 32), others_hw=((48, 40), (64, 64)), dyn_hw=Tru
             spec.update({2: Dim("h", min=hw_min, max=hw_max), 3: Dim("w", min=hw_min, max=hw_max)})
     else:
         others_hw = (hw, hw)
-    g = torch.Generator().manual_seed(0)
 
     def inp(b, h, w):
-        return (), {key: torch.randn(b, c, h, w, generator=g)}
+        return (), {key: torch.randn(b, c, h, w, generator=gen("img", b, h, w))}
 
-    ex = inp(2, *hw)
-    return Case(model.eval(), ex[0], ex[1], {key: spec},
-                [inp(3, *others_hw[0]), inp(1, *others_hw[1])])
+    return Case(model.eval(), inp, (2, *hw), {key: spec},
+                [(3, *others_hw[0]), (1, *others_hw[1])])
 
 
 def audio(model, *, n=400, others=(560, 320), key="input_values", n_min=200, n_max=4000):
     batch, ln = Dim("batch", min=1, max=64), Dim("samples", min=n_min, max=n_max)
-    g = torch.Generator().manual_seed(0)
 
     def inp(b, t):
-        return (), {key: torch.randn(b, t, generator=g)}
+        return (), {key: torch.randn(b, t, generator=gen("audio", b, t))}
 
-    ex = inp(2, n)
-    return Case(model.eval(), ex[0], ex[1], {key: {0: batch, 1: ln}},
-                [inp(3, others[0]), inp(1, others[1])])
+    return Case(model.eval(), inp, (2, n), {key: {0: batch, 1: ln}}, [(3, others[0]), (1, others[1])])
 
 
 # -- text encoders ------------------------------------------------------------------------
@@ -204,8 +183,7 @@ def layoutlm():
         x0 = torch.randint(0, 50, (b, t, 2), generator=g)
         return {"bbox": torch.cat([x0, x0 + 10], -1)}
     case = text(_tf().LayoutLMModel(cfg), extra=bbox)
-    case.dynamic_shapes["bbox"] = {0: case.dynamic_shapes["input_ids"][0],
-                                   1: case.dynamic_shapes["input_ids"][1]}
+    case.spec["bbox"] = {0: case.spec["input_ids"][0], 1: case.spec["input_ids"][1]}
     return case
 
 
@@ -502,13 +480,11 @@ def ast():
                intermediate_size=64, patch_size=8, max_length=32, num_mel_bins=16,
                frequency_stride=8, time_stride=8)
     batch = Dim("batch", min=1, max=64)
-    r = torch.randn
-    return Case(_tf().ASTModel(cfg).eval(), (), {"input_values": r(2, 32, 16)},
-                {"input_values": {0: batch}},
-                [((), {"input_values": r(3, 32, 16)}), ((), {"input_values": r(1, 32, 16)})])
+    return Case(_tf().ASTModel(cfg).eval(), lambda b: ((), {"input_values": rn(b, 32, 16)}), (2,),
+                {"input_values": {0: batch}}, [(3,), (1,)])
 
 
-ENTRIES = {
+HF = {
     # text encoders
     "roberta": _enc("RobertaConfig", "RobertaModel"),
     "xlm_roberta": _enc("XLMRobertaConfig", "XLMRobertaModel"),
@@ -606,144 +582,3 @@ ENTRIES = {
     "unispeech": _w2v("UniSpeechConfig", "UniSpeechModel"),
     "ast": ast,
 }
-
-
-# -- checking one model -------------------------------------------------------------------
-def _close(a, b):
-    if isinstance(a, torch.Tensor):
-        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
-                and torch.allclose(a, b, rtol=1e-4, atol=1e-4, equal_nan=True))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(
-            _close(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def _first(exc):
-    lines = str(exc).strip().splitlines()
-    return (lines[0] if lines else "")[:160]
-
-
-def run_one(name, show_explain=False):
-    import safetrace as st
-    row = {"name": name, "status": "", "error": "", "gen": "-", "dims": "", "problems": 0}
-    t0 = time.perf_counter()
-    try:
-        case = ENTRIES[name]()
-    except Exception as exc:  # noqa: BLE001
-        row.update(status="build", error=f"{type(exc).__name__}: {_first(exc)}")
-        return row
-    m, a, k, spec = case.model, case.args, case.kwargs, case.dynamic_shapes
-    with torch.no_grad():
-        try:
-            expected = m(*copy.deepcopy(a), **copy.deepcopy(k))
-        except Exception as exc:  # noqa: BLE001
-            row.update(status="build", error=f"eager {type(exc).__name__}: {_first(exc)}")
-            return row
-        try:
-            rep = st.explain(m, a, k, dynamic_shapes=spec)
-            row["problems"] = len(rep.problems)
-            if rep.problems:
-                p = rep.problems[0]
-                row["explain"] = f"[{p.kind}] {p.message.splitlines()[0][:200]}"
-            if show_explain:
-                print(rep, file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001
-            row["explain"] = f"explain crashed: {type(exc).__name__}: {_first(exc)}"
-        try:
-            ep = st.export(m, a, k, dynamic_shapes=spec)
-        except Exception as exc:  # noqa: BLE001
-            row.update(status="fail", error=f"{type(exc).__name__}: {_first(exc)}")
-            if show_explain:
-                traceback.print_exc()
-            return row
-        row["dims"] = ", ".join(f"{s}{rng}" for s, rng in ((str(s), f"[{r.lower},{r.upper}]")
-                                                           for s, r in ep.range_constraints.items()))
-        mod = ep.module()
-        try:
-            got = mod(*a, **k)
-        except Exception as exc:  # noqa: BLE001
-            row.update(status="fail", error=f"run {type(exc).__name__}: {_first(exc)}")
-            return row
-        if not _close(expected, got):
-            row.update(status="wrong", error="example output differs from eager")
-            return row
-        gen = True
-        for oa, ok in case.others:
-            try:
-                exp = m(*copy.deepcopy(oa), **copy.deepcopy(ok))
-            except Exception:  # noqa: BLE001 - eager rejects it too
-                continue
-            try:
-                out = mod(*oa, **ok)
-            except st.InputMismatchError as exc:
-                row.update(status="narrow", error=f"InputMismatchError: {_first(exc)}")
-                gen = False
-                break
-            except Exception as exc:  # noqa: BLE001
-                row.update(status="fail", error=f"other-size {type(exc).__name__}: {_first(exc)}")
-                gen = False
-                break
-            if not _close(exp, out):
-                row.update(status="wrong", error="other-size output differs from eager")
-                gen = False
-                break
-        row["gen"] = "yes" if gen else "no"
-        if gen:
-            row["status"] = "ok"
-    row["secs"] = round(time.perf_counter() - t0, 1)
-    return row
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-j", "--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--explain", action="store_true", help="print each explain report")
-    ap.add_argument("--one", help=argparse.SUPPRESS)
-    ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("models", nargs="*")
-    opts = ap.parse_args()
-    torch.set_num_threads(1)
-    if opts.one:
-        print("ROW " + json.dumps(run_one(opts.one, opts.explain)), flush=True)
-        return
-    names = opts.models or list(ENTRIES)
-
-    def sub(name):
-        cmd = [sys.executable, __file__, "--one", name] + (["--explain"] if opts.explain else [])
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout)
-        except subprocess.TimeoutExpired:
-            return {"name": name, "status": "fail", "error": f"timeout {opts.timeout}s", "gen": "-"}
-        if opts.explain:
-            sys.stderr.write(f"===== {name}\n{p.stderr[-6000:]}\n")
-        for line in p.stdout.splitlines():
-            if line.startswith("ROW "):
-                return json.loads(line[4:])
-        return {"name": name, "status": "fail", "gen": "-",
-                "error": f"crash rc={p.returncode}: {(p.stderr.strip().splitlines() or [''])[-1][:160]}"}
-
-    rows = []
-    with ThreadPoolExecutor(opts.jobs) as pool:
-        for row in pool.map(sub, names):
-            rows.append(row)
-            print(f"  {row['name']}: {row['status']} {row.get('error', '')}", file=sys.stderr,
-                  flush=True)
-    print("| model | status | error (class: first line) | generalizes | explain problems |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        ex = r.get("explain", "")
-        print(f"| {r['name']} | {r['status']} | {r.get('error', '')} | {r.get('gen', '-')} | "
-              f"{r.get('problems', '-')}{': ' + ex if ex else ''} |")
-    n = len(rows)
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "narrow", "wrong", "fail", "build")}
-    print(f"\nsweep: {n} models, " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    if opts.json:
-        Path(opts.json).write_text(json.dumps(rows, indent=1))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,45 +1,20 @@
-"""Breadth sweep over hand-written architectures that users export (torchvision-style CNNs,
-detection / segmentation heads, point clouds, sequence models, generative models, GNNs).
-
-Every model is tiny (random weights, eval mode). For each: ``st.explain`` with dynamic batch
-and (where natural) dynamic spatial / sequence / point / edge counts as named Dims, then
-``st.export``, then compare with eager on the example and on two other sizes:
-
-    | model | status | error | generalizes |
-
-status: ok (matches eager everywhere), wrong (accepted an input, computed something else:
-a soundness bug), narrow (rejected an input of the declared space), fail (export raised),
-explain (explain reported problems but export worked).
-
-Run: .venv/bin/python benchmarks/sweep_vision.py [name ...] [--explain]
-"""
+"""Hand-written architectures that users export (torchvision-style CNNs, detection and
+segmentation heads, point clouds, sequence and generative models, GNNs); ex
+benchmarks/sweep_vision.py. The cases are at the bottom."""
 
 from __future__ import annotations
 
-import copy
-import sys
-import traceback
-import warnings
-from pathlib import Path
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-warnings.filterwarnings("ignore")
-
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import safetrace as st  # noqa: E402
-from safetrace import Dim  # noqa: E402
-
-
-def _g(*k):
-    return torch.Generator().manual_seed(hash(k) % (2 ** 31))
+from safetrace import Dim
+from tests.conformance.checker import Case
+from tests.conformance.inputs import gen
 
 
 def img(b, c, h, w):
-    return torch.randn(b, c, h, w, generator=_g(b, c, h, w))
+    return torch.randn(b, c, h, w, generator=gen(b, c, h, w))
 
 
 def B():
@@ -567,72 +542,78 @@ class Mixer(nn.Module):
         return s.fc(s.blocks(x).mean(1))
 
 
-# -- the sweep ----------------------------------------------------------------------------
-def image_case(model, c=3, hw=(32, 32), others=((3, 48, 40), (1, 64, 64)), dyn_hw=True, lo=16, hi=256):
+# -- the cases ----------------------------------------------------------------------------
+def image_case(model, c=3, hw=(32, 32), others=((3, 48, 40), (1, 64, 64)), dyn_hw=True, lo=16,
+               hi=256, mode="values"):
     spec = {0: B()}
     if dyn_hw:
         h, w = HW(lo, hi)
         spec.update({2: h, 3: w})
     else:
         others = tuple((b, *hw) for b, *_ in others)
-    mk = lambda b, h, w: (img(b, c, h, w),)
-    return model, mk(2, *hw), (spec,), [mk(*o) for o in others], "values"
+    return Case(model, lambda b, h, w: (img(b, c, h, w),), (2, *hw), (spec,), list(others),
+                mode=mode)
 
 
 def pointnet():
-    mk = lambda b, n: (torch.randn(b, n, 3, generator=_g(b, n)),)
-    return PointNet(), mk(2, 50), ({0: B(), 1: Dim("points", min=2, max=4096)},), [mk(3, 33), mk(1, 128)], "values"
+    mk = lambda b, n: (torch.randn(b, n, 3, generator=gen(b, n)),)  # noqa: E731
+    return Case(PointNet(), mk, (2, 50), ({0: B(), 1: Dim("points", min=2, max=4096)},),
+                [(3, 33), (1, 128)])
 
 
 def tcn():
-    mk = lambda b, t: (torch.randn(b, 4, t, generator=_g(b, t)),)
-    return TCN(), mk(2, 30), ({0: B(), 2: Dim("time", min=2, max=1024)},), [mk(3, 17), mk(1, 64)], "values"
+    mk = lambda b, t: (torch.randn(b, 4, t, generator=gen(b, t)),)  # noqa: E731
+    return Case(TCN(), mk, (2, 30), ({0: B(), 2: Dim("time", min=2, max=1024)},),
+                [(3, 17), (1, 64)])
 
 
 def vae():
-    mk = lambda b: (torch.rand(b, 1, 16, 16, generator=_g(b)),)
-    return VAE(), mk(2), ({0: B()},), [mk(3), mk(1)], "shapes"
+    mk = lambda b: (torch.rand(b, 1, 16, 16, generator=gen(b)),)  # noqa: E731
+    return Case(VAE(), mk, (2,), ({0: B()},), [(3,), (1,)], mode="shapes")
 
 
 def dcgan():
-    mk = lambda b: (torch.randn(b, 8, 1, 1, generator=_g(b)),)
-    return DCGAN(), mk(2), ({0: B()},), [mk(5), mk(1)], "values"
+    mk = lambda b: (torch.randn(b, 8, 1, 1, generator=gen(b)),)  # noqa: E731
+    return Case(DCGAN(), mk, (2,), ({0: B()},), [(5,), (1,)])
 
 
 def seq2seq():
-    mk = lambda b, s: (torch.randint(0, 12, (b, s), generator=_g(b, s)),)
-    return Seq2Seq(), mk(2, 7), ({0: B(), 1: Dim("src", min=1, max=128)},), [mk(3, 4), mk(1, 11)], "values"
+    mk = lambda b, s: (torch.randint(0, 12, (b, s), generator=gen(b, s)),)  # noqa: E731
+    return Case(Seq2Seq(), mk, (2, 7), ({0: B(), 1: Dim("src", min=1, max=128)},),
+                [(3, 4), (1, 11)])
 
 
 def gnn():
     def mk(n, e):
-        g = _g(n, e)
+        g = gen(n, e)
         return torch.randn(n, 6, generator=g), torch.randint(0, n, (2, e), generator=g)
     spec = ({0: Dim("nodes", min=1, max=10000)}, {1: Dim("edges", min=0, max=100000)})
-    return GNN(), mk(10, 25), spec, [mk(7, 13), mk(20, 60)], "values"
+    return Case(GNN(), mk, (10, 25), spec, [(7, 13), (20, 60)])
 
 
 def perceiver():
     def mk(b, m):
-        g = _g(b, m)
+        g = gen(b, m)
         mask = torch.ones(b, m, dtype=torch.bool)
         mask[0, -2:] = False
         return torch.randn(b, m, 5, generator=g), mask
     s = {0: B(), 1: Dim("inputs", min=2, max=2048)}
-    return Perceiver(), mk(2, 20), (s, dict(s)), [mk(3, 9), mk(1, 40)], "values"
+    return Case(Perceiver(), mk, (2, 20), (s, dict(s)), [(3, 9), (1, 40)])
 
 
-CASES = {
+VISION = {
     "resnet": lambda: image_case(ResNet()),
     "mobilenetv3": lambda: image_case(MobileNetV3()),
     "efficientnet": lambda: image_case(EfficientNet()),
     "densenet": lambda: image_case(DenseNet()),
     "inception": lambda: image_case(Inception(), hw=(31, 29), others=((3, 40, 37), (1, 17, 64))),
-    "squeezenet": lambda: image_case(SqueezeNet(), hw=(33, 35), others=((3, 48, 41), (1, 64, 64)), lo=20),
+    "squeezenet": lambda: image_case(SqueezeNet(), hw=(33, 35), others=((3, 48, 41), (1, 64, 64)),
+                                     lo=20),
     "shufflenet": lambda: image_case(ShuffleNet()),
     "convnext": lambda: image_case(ConvNeXt()),
     "swin": lambda: image_case(Swin(), hw=(20, 28), others=((3, 16, 36), (1, 26, 18))),
-    "swin_int_batch": lambda: image_case(Swin(legacy=True), hw=(20, 28), others=((3, 16, 36), (1, 26, 18))),
+    "swin_int_batch": lambda: image_case(Swin(legacy=True), hw=(20, 28),
+                                         others=((3, 16, 36), (1, 26, 18))),
     "deeplab": lambda: image_case(DeepLab(), hw=(33, 40), others=((3, 48, 41), (1, 64, 64))),
     "fcn": lambda: image_case(FCN(), hw=(32, 40), others=((3, 48, 64), (1, 64, 64))),
     "yolo": lambda: image_case(YOLOHead(), hw=(64, 48), others=((3, 32, 80), (1, 96, 96)), lo=16),
@@ -645,89 +626,3 @@ CASES = {
     "perceiver": perceiver,
     "mixer": lambda: image_case(Mixer(), hw=(16, 16), dyn_hw=False),
 }
-
-
-def _cmp(a, b, mode):
-    la, lb = torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)
-    assert len(la) == len(lb), f"{len(la)} outputs vs {len(lb)}"
-    for x, y in zip(la, lb):
-        if mode == "shapes":
-            assert x.shape == y.shape and x.dtype == y.dtype, f"{x.shape} vs {y.shape}"
-        else:
-            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
-
-
-def _first(e):
-    s = f"{type(e).__name__}: {e}".strip().splitlines()
-    if len(s) > 1 and s[1].lstrip().startswith("- "):  # violations: the first one says more
-        s = [f"{type(e).__name__}: {s[1].strip()[2:]}"]
-    return s[0][:160] if s else type(e).__name__
-
-
-def run(name, show_explain=False):
-    torch.manual_seed(0)
-    model, ex, spec, others, mode = CASES[name]()
-    model = model.eval()
-    row = {"model": name, "status": "ok", "error": "", "generalizes": ""}
-    try:
-        rep = st.explain(model, ex, dynamic_shapes=spec)
-        if show_explain:
-            print(rep)
-        exp_ok = rep.ok
-        exp_msg = "" if rep.ok else str(rep.problems[0]).splitlines()[0][:150]
-    except Exception as e:  # noqa: BLE001
-        exp_ok, exp_msg = False, "explain raised " + _first(e)
-    try:
-        ep = st.export(model, ex, dynamic_shapes=spec)
-    except Exception as e:  # noqa: BLE001
-        if show_explain:
-            traceback.print_exc()
-        row.update(status="fail", error=_first(e))
-        return row
-    good = []
-    for i, inp in enumerate([ex] + others):
-        with torch.no_grad():
-            torch.manual_seed(1)
-            want = model(*copy.deepcopy(inp))
-            torch.manual_seed(1)
-            try:
-                got = ep.module()(*inp)
-            except st.InputMismatchError as e:
-                row.update(status="narrow", error=_first(e))
-                good.append("N")
-                continue
-            except Exception as e:  # noqa: BLE001
-                row.update(status="fail", error="run: " + _first(e))
-                good.append("E")
-                continue
-        try:
-            _cmp(got, want, mode)
-            good.append("y")
-        except AssertionError as e:
-            row.update(status="wrong", error=_first(e))
-            good.append("W")
-    row["generalizes"] = "".join(good)
-    if row["status"] == "ok" and not exp_ok:
-        row.update(status="explain", error=exp_msg)
-    return row
-
-
-def main(argv):
-    show = "--explain" in argv
-    names = [a for a in argv if not a.startswith("--")] or list(CASES)
-    rows = []
-    print("| model | status | error | generalizes |\n|---|---|---|---|")
-    for n in names:
-        try:
-            r = run(n, show)
-        except Exception as e:  # noqa: BLE001
-            r = {"model": n, "status": "build", "error": _first(e), "generalizes": ""}
-        rows.append(r)
-        print(f"| {r['model']} | {r['status']} | {r['error'].replace('|', '/')} | {r['generalizes']} |", flush=True)
-    ok = sum(r["status"] == "ok" for r in rows)
-    print(f"\n{ok}/{len(rows)} ok")
-    return rows
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

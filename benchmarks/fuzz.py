@@ -1,0 +1,44 @@
+"""The differential fuzzer's long run (the engine is tests/fuzz/engine.py; a short fixed-seed
+run is part of the test suite).
+
+Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5]
+Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
+WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
+shrunk reproducer each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+
+from tests.fuzz.engine import classes, fuzz  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--inputs", type=int, default=24, help="input sizes per exported program")
+    ap.add_argument("--show", type=int, default=0, help="print this many classes, shrunk")
+    opts = ap.parse_args()
+    torch.set_num_threads(1)
+    stats = fuzz(seed=opts.seed, seconds=opts.minutes * 60, n_inputs=opts.inputs)
+    print(stats.line(), flush=True)
+    if opts.show:
+        groups = classes(stats.findings)
+        bad = sorted(groups.items(), key=lambda kv: (kv[0][0] == "over_rejection", -len(kv[1])))
+        for (kind, tags), fs in bad[:opts.show]:
+            print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
+            print(min(fs, key=lambda f: len(f.program.source())).report())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The differential fuzzer: random programs (grammar.py) x random dynamic specs x input sizes,
+eager PyTorch as the oracle, save/load round trips, shrinking to minimal reproducers.
+
+Per input (an exported program called on fresh inputs):
+  ok              the program's outputs (and in-place effects) equal eager's, or both raise
+  rejected        InputMismatchError / RuntimeAssertionError
+  over_rejection  rejected although the spec admits it (named Dims within range, all else as
+                  at export) and eager handles it (a subset of rejected)
+  WRONG           different outputs, or a result where eager raises, or a loaded program
+                  that differs from the saved one
+  crash_after_checks   another exception once the input checks passed, where eager runs
+Per program: exported, or a clear ExportError, or export_crash (any other exception).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import random
+import re
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+import safetrace as st
+from safetrace import Dim
+from tests.conformance.checker import compare
+from tests.fuzz.grammar import KINDS, Program, build
+
+FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection", "WRONG",
+          "crash_after_checks", "export_crash")
+BAD = ("WRONG", "crash_after_checks", "export_crash")
+
+
+@dataclass
+class Finding:
+    kind: str
+    program: Program
+    spec: tuple
+    args: tuple | None
+    message: str
+
+    def key(self) -> str:
+        msg = re.sub(r"\d+", "N", self.message.splitlines()[0] if self.message else "")[:90]
+        return f"{self.kind}: {msg}"
+
+    def report(self) -> str:
+        shapes = None if self.args is None else [tuple(a.shape) for a in self.args]
+        ex = [tuple(t.shape) for _, t in self.program.inputs]
+        return (f"{self.key()}\n  example shapes {ex}, spec {self.spec!r}, failing input shapes "
+                f"{shapes}\n  {self.message[:300]}\n" + self.program.source())
+
+
+@dataclass
+class Stats:
+    counts: Counter = field(default_factory=Counter)
+    findings: list = field(default_factory=list)
+
+    def line(self) -> str:
+        c = self.counts
+        return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
+                f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']}, "
+                f"WRONG {c['WRONG']}, crash_after_checks {c['crash_after_checks']}, "
+                f"export_crash {c['export_crash']}")
+
+
+# -- specs and sizes -----------------------------------------------------------------------
+
+def random_spec(rng, inputs):
+    """Per dim: static, AUTO, DYNAMIC, a named Dim (shared between equal sizes), or derived."""
+    spec, roots = [], []          # roots: (Dim, example value)
+    for _, t in inputs:
+        entry = {}
+        for d, n in enumerate(t.shape):
+            r = rng.random()
+            if r < 0.3:
+                continue
+            if r < 0.42:
+                entry[d] = Dim.AUTO
+            elif r < 0.52:
+                entry[d] = Dim.DYNAMIC
+            else:
+                same = [dim for dim, v in roots if v == n]
+                derived = [(dim, v) for dim, v in roots if n in (2 * v, v + 1) and v != n]
+                if same and rng.random() < 0.5:
+                    entry[d] = rng.choice(same)
+                elif derived and rng.random() < 0.5:
+                    dim, v = rng.choice(derived)
+                    entry[d] = 2 * dim if n == 2 * v else dim + 1
+                else:
+                    lo = rng.choice([0, 0, 1, 2, n])
+                    hi = rng.choice([None, None, n, n + 3, 16])
+                    dim = Dim(f"d{len(roots)}", min=min(lo, n), max=None if hi is None else max(hi, n))
+                    roots.append((dim, n))
+                    entry[d] = dim
+        spec.append(entry or None)
+    return tuple(spec), roots
+
+
+def _value(entry, root_values):
+    if isinstance(entry, Dim):
+        return root_values[entry.name]
+    return entry.coef * root_values[entry.root.name] + entry.offset
+
+
+def input_sizes(rng, inputs, spec, roots, n):
+    """n input shapes: (shapes, admitted). Named roots take 0, 1, bounds, equal sizes, random;
+    half the inputs also move the AUTO / DYNAMIC dims."""
+    out = []
+    for i in range(n):
+        vals = {}
+        for dim, v in roots:
+            hi = dim.max if dim.max != float("inf") else v + 6
+            cands = [dim.min, min(hi, v + 6), 0, 1, v, v + 1, max(v - 1, 0),
+                     rng.randint(dim.min, max(dim.min, min(hi, v + 6)))]
+            cands += list(vals.values())          # equal sizes
+            vals[dim.name] = rng.choice(cands)
+        free = i % 2 == 1
+        admitted = all(dim.min <= vals[dim.name] <= dim.max for dim, _ in roots) and not free
+        shapes = []
+        for (_, t), entry in zip(inputs, spec):
+            shape = list(t.shape)
+            for d, e in (entry or {}).items():
+                if e is Dim.AUTO or e is Dim.DYNAMIC:
+                    if free:
+                        shape[d] = rng.choice([0, 1, 2, shape[d], shape[d] + 1, rng.randint(0, 8)])
+                else:
+                    shape[d] = _value(e, vals)
+            shapes.append(shape)
+        if all(s >= 0 for sh in shapes for s in sh):
+            out.append((shapes, admitted))
+    return out
+
+
+def make_args(shapes, seed):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*s, generator=g) for s in shapes)
+
+
+# -- one program ---------------------------------------------------------------------------
+
+def _first(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).strip()}"[:400]
+
+
+def run_input(eager, module, args):
+    """-> (outcome, message) for one input: ok / rejected / WRONG / crash_after_checks."""
+    ea, pa = copy.deepcopy(args), copy.deepcopy(args)
+    try:
+        with torch.no_grad():
+            want = eager(*ea)
+        eager_err = None
+    except Exception as e:  # noqa: BLE001
+        eager_err = e
+    try:
+        with torch.no_grad():
+            got = module(*pa)
+    except (st.InputMismatchError, st.RuntimeAssertionError) as e:
+        return "rejected", _first(e)
+    except Exception as e:  # noqa: BLE001
+        if eager_err is not None:
+            return "ok", "both raise"
+        return "crash_after_checks", _first(e)
+    if eager_err is not None:
+        return "WRONG", f"eager raises {_first(eager_err)[:160]}, the program computed a result"
+    d = compare(want, got, "values", 1e-4) or compare(ea, pa, "values", 1e-4, "inputs after")
+    return ("WRONG", d) if d else ("ok", "")
+
+
+def export(program, spec):
+    """-> (ep, None) or (None, 'refused' / 'export_crash' message)."""
+    try:
+        return st.export(program.model(), program.example(), dynamic_shapes=spec), None
+    except st.ExportError:
+        return None, "refused"
+    except Exception as e:  # noqa: BLE001
+        return None, _first(e)
+
+
+def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p):
+    c = stats.counts
+    c["programs"] += 1
+    ep, err = export(program, spec)
+    if ep is None:
+        if err != "refused":
+            c["export_crash"] += 1
+            stats.findings.append(Finding("export_crash", program, spec, None, err))
+        return
+    c["exported"] += 1
+    eager, module = program.model(), ep.module()
+    accepted = []
+    for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs):
+        args = make_args(shapes, rng.randrange(2**31))
+        c["inputs"] += 1
+        outcome, msg = run_input(eager, module, args)
+        c[outcome] += 1
+        if outcome == "rejected" and admitted and run_input(eager, eager, args)[0] == "ok":
+            c["over_rejection"] += 1
+            if sum(f.kind == "over_rejection" for f in stats.findings) < 200:
+                stats.findings.append(Finding("over_rejection", program, spec, args, msg))
+        elif outcome in BAD:
+            stats.findings.append(Finding(outcome, program, spec, args, msg))
+        elif outcome == "ok" and not msg:
+            accepted.append(args)
+    if accepted and rng.random() < roundtrip_p:
+        buf = io.BytesIO()
+        try:
+            st.save(ep, buf)
+            loaded = st.load(buf.getvalue()).module()
+        except Exception as e:  # noqa: BLE001
+            c["export_crash"] += 1
+            stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + _first(e)))
+            return
+        c["roundtrips"] += 1
+        for args in accepted[:4]:
+            try:
+                with torch.no_grad():
+                    d = compare(module(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
+                                "exact")
+            except Exception as e:  # noqa: BLE001
+                d = _first(e)
+            if d:
+                c["WRONG"] += 1
+                stats.findings.append(Finding("WRONG", program, spec, args, "save/load: " + d))
+                break
+
+
+def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
+         avoid=()):
+    """Run until `programs` programs or `seconds` elapsed; returns Stats."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
+        return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid)
+
+
+def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid):
+    rng = random.Random(seed)
+    stats = Stats()
+    t_end = None if seconds is None else time.monotonic() + seconds
+    while True:
+        if programs is not None and stats.counts["programs"] >= programs:
+            break
+        if t_end is not None and time.monotonic() > t_end:
+            break
+        prng = random.Random(rng.randrange(2**62))
+        program = build(prng, kinds, avoid=avoid)
+        if not program.stmts:
+            continue
+        spec, roots = random_spec(prng, program.inputs)
+        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p)
+    return stats
+
+
+# -- shrinking -----------------------------------------------------------------------------
+
+def _fails(f: Finding, program) -> bool:
+    try:
+        model = program.model()
+        with torch.no_grad():
+            model(*program.example())
+    except Exception:  # noqa: BLE001 - no longer a valid program on its example
+        return False
+    ep, err = export(program, f.spec)
+    if f.kind == "export_crash":
+        return ep is None and err != "refused" and err.split(":")[0] == f.message.split(":")[0]
+    if ep is None or f.args is None:
+        return False
+    outcome, _ = run_input(program.model(), ep.module(), f.args)
+    if f.kind == "over_rejection":
+        return outcome == "rejected"
+    return outcome == f.kind or (f.message.startswith("save/load") and outcome == "ok")
+
+
+def shrink(f: Finding) -> Finding:
+    """Drop statements while the failure (same kind, same input) persists."""
+    program = f.program
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(program.stmts) - 1, -1, -1):
+            cand = Program(program.inputs, program.stmts[:i] + program.stmts[i + 1:],
+                           program.state, program.tags[:i] + program.tags[i + 1:])
+            if cand.stmts and _fails(f, cand):
+                program, changed = cand, True
+    if program.state and _fails(f, Program(program.inputs, program.stmts, False, program.tags)):
+        program = Program(program.inputs, program.stmts, False, program.tags)
+    return Finding(f.kind, program, f.spec, f.args, f.message)
+
+
+def classes(findings, per_key=4):
+    """{(kind, statement kinds of the shrunk reproducer): [shrunk findings]}, shrinking up to
+    ``per_key`` findings of each message key."""
+    out: dict = {}
+    seen: Counter = Counter()
+    for f in findings:
+        if seen[f.key()] >= per_key:
+            continue
+        seen[f.key()] += 1
+        s = shrink(f)
+        out.setdefault((s.kind, tuple(sorted(set(s.program.tags)))), []).append(s)
+    return out
+
+
+__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Stats", "classes", "fuzz", "shrink"]

@@ -1,0 +1,77 @@
+"""Minimal reproducers of the bug classes the differential fuzzer found (benchmarks/fuzz.py),
+each xfail(strict) with its cause and owner: a fix makes it XPASS, then drop the mark."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+from safetrace import Dim
+
+
+def _same_as_eager(fn, example, spec, inputs):
+    ep = st.export(fn, example, dynamic_shapes=spec)
+    for args in inputs:
+        want = fn(*[a.clone() for a in args])
+        got = ep.module()(*[a.clone() for a in args])
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            assert w.shape == g.shape, (w.shape, g.shape)
+            torch.testing.assert_close(g, w)
+
+
+@pytest.mark.xfail(strict=True, reason="symbolic float sizes are exact fractions, eager rounds "
+                   "in binary floating point (issue 14, cause 1); owner: symbolic")
+def test_int_of_size_times_float_matches_python():
+    def f(x):
+        return torch.ones(int(x.shape[0] * 0.7))      # 40 * 0.7 is 28.000000000000004 in eager
+
+    _same_as_eager(f, (torch.randn(40),), ({0: Dim("n")},), [(torch.randn(40),)])
+
+
+@pytest.mark.xfail(strict=True, reason="F.interpolate(mode='area') computes its size in Python "
+                   "floats: 6 * (1/3) is 2 in eager (issue 14, cause 1); owner: rules")
+def test_interpolate_area_third_matches_eager():
+    def f(x):
+        return F.interpolate(x, scale_factor=1 / 3, mode="area")
+
+    _same_as_eager(f, (torch.randn(1, 2, 6),), ({2: Dim.AUTO},), [(torch.randn(1, 2, 6),)])
+
+
+@pytest.mark.xfail(strict=True, reason="indexing with a 0-d integer tensor is a view in eager, "
+                   "a copy in the graph (issue 14, cause 2); owner: trace")
+def test_zero_dim_tensor_index_stays_an_alias():
+    def f(y):
+        v = y.clone()
+        a = v[torch.tensor(0)]
+        v.zero_()
+        return v, a
+
+    _same_as_eager(f, (torch.randn(3, 2),), ({0: Dim("b")},), [(torch.randn(3, 2),), (torch.randn(5, 2),)])
+
+
+@pytest.mark.xfail(strict=True, reason="x[x.flatten().argmax() % n] is a view in eager, a copy "
+                   "in the graph (issue 14, cause 2); owner: trace")
+def test_argmax_index_stays_an_alias():
+    def f(x):
+        v = x.clone()
+        a = v[v.flatten().argmax() % v.shape[0]]
+        v[:1] = 7.0
+        return v, a
+
+    _same_as_eager(f, (torch.randn(1, 4),), ({1: Dim("d", min=1, max=4)},), [(torch.randn(1, 3),)])
+
+
+@pytest.mark.xfail(strict=True, reason="AttributeError: 'int' object has no attribute 'expr' in "
+                   "rules/common.py:new_size when a data-dependent count's bound is the plain int "
+                   "0 (issue 14, cause 4); owner: rules")
+def test_masked_select_of_empty_dynamic_tensor_exports():
+    def f(x, y):
+        v0 = x[x.shape[0] + 1:1:3]
+        v2 = torch.masked_select(x, x > 0)
+        return v0, v2
+
+    st.export(f, (torch.randn(0), torch.randn(1, 5, 0)),
+              dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}))
