@@ -18,7 +18,7 @@ import torch
 from safetrace import pytree
 from safetrace.errors import OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import Expr, make_int, to_expr
+from safetrace.symbolic import Expr, eq, make_int, to_expr
 from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, short_path, trace_function)
@@ -70,7 +70,7 @@ def _size_expr(s: Any) -> Expr:
 def _same_size(env: Any, a: Any, b: Any) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return env is not None and env.decide(Expr.eq(_size_expr(a), _size_expr(b))) is True
+    return env is not None and env.decide(eq(_size_expr(a), _size_expr(b))) is True
 
 
 def _inner(env: Any, s: Any, created: set[str]) -> bool:
@@ -181,7 +181,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
 
 def _one_element(tr: Any, m: TensorMeta) -> bool:
     n = m.numel()
-    return n == 1 if isinstance(n, int) else tr.env.decide(Expr.eq(to_expr(n), 1)) is True
+    return n == 1 if isinstance(n, int) else tr.env.decide(eq(to_expr(n), 1)) is True
 
 
 def _describe(spec: Any, leaves: list) -> str:

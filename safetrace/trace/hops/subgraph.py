@@ -71,18 +71,33 @@ def owner_module(graph: torch.fx.Graph) -> torch.nn.Module:
     return root
 
 
-class Traced:
+class Subgraph:
+    """A graph called by a control-flow operator (traced, or read from a saved program)."""
+
+    def __init__(self, graph: torch.fx.Graph) -> None:
+        self.graph = graph
+        self._module: torch.fx.GraphModule | None = None
+
+    def module(self, class_name: str) -> torch.fx.GraphModule:
+        """The subgraph as a GraphModule, built on first use, not at export (fx code
+        generation costs about a millisecond per subgraph)."""
+        if self._module is None:
+            self._module = torch.fx.GraphModule(owner_module(self.graph), self.graph,
+                                                class_name)
+        return self._module
+
+
+class Traced(Subgraph):
     """A function traced into a graph: its placeholders, outputs, and outside reads."""
 
     def __init__(self, graph: torch.fx.Graph, n_inputs: int, out_leaves: list, out_spec: Any,
                  where: str, new_symbols: set[str]) -> None:
-        self.graph = graph
+        super().__init__(graph)
         self.n_inputs = n_inputs
         self.out_leaves = out_leaves   # Proxies (or other leaves) the function returned
         self.out_spec = out_spec
         self.where = where             # the function's source location
         self.new_symbols = new_symbols  # symbols created while it ran (unknown outside)
-        self._module: torch.fx.GraphModule | None = None
 
     def foreign(self) -> list[torch.fx.Node]:
         """Nodes of other graphs the subgraph reads, in first-use order."""
@@ -135,14 +150,6 @@ class Traced:
             seen.add(node)
             fixed.append(node)
         out.args = (tuple(fixed) if isinstance(out.args[0], tuple) else fixed[0],)
-
-    def module(self, class_name: str) -> torch.fx.GraphModule:
-        """The subgraph as a GraphModule, built on first use, not at export (fx code
-        generation costs about a millisecond per subgraph)."""
-        if self._module is None:
-            self._module = torch.fx.GraphModule(owner_module(self.graph), self.graph,
-                                                class_name)
-        return self._module
 
 
 @contextlib.contextmanager
