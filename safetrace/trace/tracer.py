@@ -423,6 +423,8 @@ def _size_source(name: str, v: Any, node: Any) -> tuple | None:
     """Where the graph can read symbol `name` from an op's result `v` (a size linear in
     it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
     if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
+            return node  # the op's value is the symbol itself (an unbacked int or float)
         if name in v.expr.free_symbols:
             found = split_linear(v.expr, name)
             if found is not None:
