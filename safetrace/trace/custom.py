@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace.errors import UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
@@ -154,13 +154,7 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _no_fake(op: Any) -> UnsupportedOpError:
-    where = short(stack_trace(4))
-    return UnsupportedOpError(
-        f"custom op {op._schema.name} has no fake implementation, so safetrace cannot "
-        f"know its output shapes.\n  at {where}\nFix: register one:\n"
-        f"    @st.register_fake(\"{op._schema.name}\")\n"
-        f"    def _(*args):  # receives metadata-only tensors\n"
-        f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)")
+    return missing_fake(op._schema.name, short(stack_trace(4)))
 
 
 def _metas(v: Any) -> Any:

@@ -166,5 +166,5 @@ def _bound(tr: Any, v: Any) -> Any:
             f"a tensor {annotation(v.st_meta)} as a slice bound",
             "read the bound with `.item()`: a data-dependent size (an unbacked symbol) "
             "that the graph reads at run time, with the checks export cannot prove:\n"
-            "    n = t.item()\n    st.check(n >= 0)\nthen `x[:n]`")
+            "    n = t.item()\n    st.check(n >= 0)\nthen `x[:n]`.")
     return v

@@ -54,7 +54,7 @@ def expr_node(tr: Any, e: Any, env: Any) -> Any:
     node = tr.sym_nodes.get(e)
     if node is not None:
         return node
-    if e.op == "sym":
+    if e.op == "sym" or e.op == "fsym":  # fsym: a float read from data (.item())
         node = tr.symbol_node(e.name)
     elif e.op in _UNARY:
         node = _emit(tr, _UNARY[e.op], (expr_node(tr, e.args[0], env),), e, env)

@@ -17,6 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
+from safetrace import errors
 from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
@@ -324,7 +325,7 @@ class Tracer(TorchFunctionMode):
                 return rule(*margs, **mkwargs)
             return self._meta_fallback(op, margs, mkwargs)
         except OpShapeError as exc:
-            raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
+            raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
         """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
@@ -363,11 +364,7 @@ class Tracer(TorchFunctionMode):
             with torch._C.DisableTorchFunction():
                 out = op(*margs2, **mkwargs2)
         except NotImplementedError:
-            raise UnsupportedOpError(
-                f"{op} has no shape rule in safetrace and no meta kernel in PyTorch.\n"
-                f"Fix: register a rule:\n    @st.register_shape_rule(torch.ops.{op})\n"
-                f"    def rule(*args, **kwargs): return TensorMeta(shape, dtype, device)"
-            ) from None
+            raise errors.missing_shape_rule(str(op), "") from None
         except RuntimeError as exc:
             if "meta" in str(exc).lower():  # the kernel needs data or a real device
                 raise UnsupportedOpError(
@@ -421,23 +418,15 @@ class Tracer(TorchFunctionMode):
         the user's line; `fix` replaces the generic advice."""
         trace = stack_trace(3)
         inner = library_frame(3)  # the read happened inside torch's own Python code
-        within = f"\n  inside {inner}" if inner else ""
-        if fix is None:
-            fix = ("look for an argument of that call that skips the check (e.g. "
-                   "nn.Transformer's tgt_is_causal=True), or move the call out of the "
-                   "exported code" if inner else
-                   "compute on tensors instead of Python values (e.g. torch.where(cond, a, "
-                   "b) instead of `if`), or move the data-dependent decision out of the "
-                   "exported code")
-        return DataDependentError(
-            f"{what} reads tensor data, which export never does (the graph must work for any "
-            f"data).\n  at {short(trace)}{within}\nFix: {fix}.")
+        return errors.data_read(what, short(trace), inner or "", fix)
 
 
 def _size_source(name: str, v: Any, node: Any) -> tuple | None:
     """Where the graph can read symbol `name` from an op's result `v` (a size linear in
     it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
     if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
+            return node  # the op's value is the symbol itself (an unbacked int or float)
         if name in v.expr.free_symbols:
             found = split_linear(v.expr, name)
             if found is not None:

@@ -54,7 +54,7 @@ def _number_fix(what: str, x: Proxy) -> str | None:
         return None
     if dtype.is_floating_point and what == "float()":
         return ("keep the value a tensor: a 0-d tensor broadcasts in tensor ops (`y * t` "
-                "instead of `y * float(t)`), so the graph computes with it")
+                "instead of `y * float(t)`), so the graph computes with it.")
     item = "t.long().item()" if dtype.is_floating_point else "t.item()"
     why = " (int() truncates toward zero, as .long() does)" if dtype.is_floating_point \
         else ""
@@ -63,7 +63,7 @@ def _number_fix(what: str, x: Proxy) -> str | None:
             f"with checks for what export cannot prove (asserted at run time):\n"
             f"    n = {item}\n    st.check(n >= 0)\n"
             f"then `x[:n]`, `x.new_zeros(n)`, `torch.arange(n)`; for an index `x[n]` also "
-            f"`st.check(n < x.shape[0])`")
+            f"`st.check(n < x.shape[0])`.")
 
 
 for _func, _what in [
@@ -87,14 +87,14 @@ def _float_read(call: str, x: Proxy) -> Exception:
 
 @handles(T.item)
 def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-    """An integer or bool ``.item()`` is an unbacked size (``aten.item`` in the graph)."""
+    """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
         return real(func, args, kwargs)
     if args[0].st_value is not None:
         return args[0].st_value
-    if args[0].st_meta.dtype.is_floating_point or args[0].st_meta.dtype.is_complex:
+    if args[0].st_meta.dtype.is_complex:
         raise _float_read(".item()", args[0])
-    return tr.emit(aten.item.default, (args[0],), {})
+    return tr.emit(aten.item.default, (args[0],), {})  # a float: an unbacked SymFloat
 
 
 @handles(T.tolist)
