@@ -15,7 +15,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.errors import DataDependentError
 from safetrace.rules.common import (
-    broadcast_shapes, check, new_float, new_size, normalize_dim, prod,
+    broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
 )
 from safetrace.rules.registry import rule
 
@@ -108,6 +108,9 @@ def unique_dim(self: TensorMeta, dim: int, sorted: bool = True, return_inverse: 
     """Distinct slices along `dim`."""
     d = normalize_dim(dim, self.ndim, "unique_dim")
     size = self.shape[d]
+    others = prod(s for i, s in enumerate(self.shape) if i != d)
+    check(others != 0 or size == 0, "unique_dim", "There are 0 sized dimensions, and they "
+                                                   "aren't selected, so unique cannot be applied")
     u = new_size(min(size, 1), size, "unique(dim=...)") if isinstance(size, int) else \
         new_size(0, size, "unique(dim=...)")
     shape = self.shape[:d] + (u,) + self.shape[d + 1:]
@@ -127,6 +130,13 @@ def repeat_interleave(repeats: TensorMeta, *, output_size: Any = None) -> Tensor
 def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | None = None, *,
                            output_size: Any = None) -> TensorMeta:
     """Each slice along `dim` repeated by its count; without dim the input is flattened."""
+    check(repeats.ndim <= 1, "repeat_interleave", "repeats must be 0-dim or 1-dim tensor")
+    if repeats.ndim == 1 and not (isinstance(repeats.shape[0], int) and repeats.shape[0] == 1):
+        along = self.numel() if dim is None else \
+            self.shape[normalize_dim(dim, self.ndim, "repeat_interleave")]
+        check(repeats.shape[0] == 1 or repeats.shape[0] == along, "repeat_interleave",
+              f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+              f"{repeats.shape[0]} and input.size({0 if dim is None else dim}) = {along}")
     n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
     if dim is None:
         return TensorMeta((n,), self.dtype, self.device)
@@ -141,6 +151,14 @@ def bincount(self: TensorMeta, weights: TensorMeta | None = None,
     check(self.ndim == 1, "bincount", "bincount only supports 1-d non-negative integral inputs.")
     check(not self.dtype.is_floating_point, "bincount",
           "bincount only supports 1-d non-negative integral inputs.")
+    check(minlength >= 0, "bincount", "minlength should be >= 0")
+    # eager returns int64 zeros, weights or not (without weights, a size >= minlength
+    # already admits that: no guard)
+    if (weights is not None or isinstance(self.numel(), int)) and is_empty(self):
+        return TensorMeta((minlength,), _LONG, self.device)
+    if weights is not None:
+        check(weights.ndim == 1 and weights.shape[0] == self.shape[0], "bincount",
+              "weights should be 1-d and have the same length as input")
     n = new_size(minlength, None, "bincount()")
     dtype = _LONG if weights is None else (weights.dtype if weights.dtype.is_floating_point
                                            else torch.float64)

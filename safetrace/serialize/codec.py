@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import LoadError
+from safetrace.errors import LoadError, load_error
 from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym
 from safetrace.symbolic.semantics import BOOL_OPS
 
@@ -52,7 +52,7 @@ _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
 def fail(where: str, what: str) -> LoadError:
-    return LoadError(f"{where}: {what}")
+    return load_error(where, what)
 
 
 def expect(value: Any, kind: type | tuple, where: str) -> Any:

@@ -41,6 +41,10 @@ class DataDependentQuestion(Exception):
             f"{', '.join(unbacked)} with no example value; known hints: {self.hints}")
 
 
+class Contradiction(ValueError):
+    """A new fact contradicts what the env knows (the inputs would have to be impossible)."""
+
+
 @dataclass
 class SymbolInfo:
     """What the env knows about one symbol; ``range`` is narrowed as facts arrive."""
@@ -316,7 +320,7 @@ class Env:
         op = c.op
         if op == "const":
             if not c.value:
-                raise ValueError(f"contradiction: `{cond}` is false under the known facts")
+                raise Contradiction(f"contradiction: `{cond}` is false under the known facts")
             return
         if op == "and":
             for a in c.args:
@@ -407,7 +411,7 @@ class Env:
         info = self._info(s.name)  # type: ignore[arg-type]
         new = info.range.intersect(Range(lo, hi))
         if new.is_empty:
-            raise ValueError(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
+            raise Contradiction(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
                              f"is [{info.range.lo}, {info.range.hi}]")
         if new == info.range:
             return
@@ -419,7 +423,7 @@ class Env:
     def _replace(self, s: Expr, value: Expr) -> None:
         info = self._info(s.name)  # type: ignore[arg-type]
         if value.op == "const" and value.value not in info.range:
-            raise ValueError(f"contradiction: {s.name} == {value} but its range is "
+            raise Contradiction(f"contradiction: {s.name} == {value} but its range is "
                              f"[{info.range.lo}, {info.range.hi}]")
         self.subst[s] = value
         for k, v in list(self.subst.items()):
@@ -451,13 +455,13 @@ class Env:
             f2 = D.simplify(self, f)
             if f2.op == "const":
                 if int(f2.value) < 0:  # type: ignore[arg-type]
-                    raise ValueError("contradiction among the facts")
+                    raise Contradiction("contradiction among the facts")
             else:
                 self.linear.append(f2)
         for k in known:
             k2 = D.simplify(self, k)
             if k2.op == "const" and not k2.value:
-                raise ValueError(f"contradiction: `{k}` no longer holds")
+                raise Contradiction(f"contradiction: `{k}` no longer holds")
             if k2.op != "const":
                 self.known.add(k2)
         self._bump()
