@@ -70,7 +70,7 @@ class CheckBuilder:
                 continue  # on data-dependent values: asserted inside the graph
             text = self.const(contract.where_text(c.cond))
             self.lines.append(f"if not ({c.cond}): _fail({text}, 'guard', None, "
-                              f"{self.const(c.origin + _passing(c.cond, contract))})")
+                              f"{self.const(_Why(c.origin, c.cond, contract))})")
         return self._compile(len(contract.inputs))
 
     def tensor(self, i: int, inp: TensorInput) -> None:
@@ -156,6 +156,17 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "guard": lambda text, got, origin: E.failed_condition(text, origin),
     "value": E.wrong_constant,
 }
+
+
+class _Why:
+    """The origin of a residual condition, and (worked out only when a check fails) which
+    sizes pass it."""
+
+    def __init__(self, origin: str, cond: Any, contract: Any) -> None:
+        self.origin, self.cond, self.contract = origin, cond, contract
+
+    def __str__(self) -> str:
+        return self.origin + _passing(self.cond, self.contract)
 
 
 def _passing(cond: Any, contract: Any) -> str:

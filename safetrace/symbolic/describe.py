@@ -41,7 +41,7 @@ def passing_sizes(cond: Expr, name: str, rng: Range, label: str | None = None) -
     if not any(values):
         return f"no {who} in [{lo}, {top - 1}] satisfies it"
     passing = [lo + i for i, ok in enumerate(values) if ok]
-    if passing[-1] < top - WINDOW // 2 and len(_ranges(passing)) <= 3:
+    if (passing[-1] < top - WINDOW // 2 or top < lo + WINDOW) and len(_ranges(passing)) <= 3:
         return f"{who} is {_ranges_text(_ranges(passing))}"  # a few sizes, none after them
     start = passing[0]
     tail = values[start - lo:]
@@ -50,7 +50,7 @@ def passing_sizes(cond: Expr, name: str, rng: Range, label: str | None = None) -
             residues = sorted({(start + i) % p for i in range(p) if tail[i]})
             return _words(who, p, residues, start, lo)
     failing = [lo + i for i, ok in enumerate(values) if not ok]
-    if failing[-1] < top - WINDOW // 2 and len(_ranges(failing)) <= 3:
+    if failing and failing[-1] < top - WINDOW // 2 and len(_ranges(failing)) <= 3:
         return f"{who} is not {_ranges_text(_ranges(failing))}"
     return None
 

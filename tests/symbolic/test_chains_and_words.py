@@ -55,3 +55,12 @@ def test_passing_sizes_in_words() -> None:
     for src, words in cases.items():
         assert passing_sizes(parse(src), "s0", Range(1, float("inf")), "H") == words, src
     assert passing_sizes(parse("s0 == s1"), "s0", Range(1, 10)) is None
+
+
+def test_passing_sizes_on_small_ranges() -> None:
+    """A bounded range shorter than any period search (a fuzzer finding: IndexError)."""
+    for hi in range(0, 6):
+        for src in ["s0 >= 1", "s0 % 2 == 0", "s0 != 2", "s0 >= 0"]:
+            words = passing_sizes(parse(src), "s0", Range(0, hi), "H")
+            assert words is None or isinstance(words, str)
+    assert passing_sizes(parse("s0 % 2 == 0"), "s0", Range(1, 3), "H") == "H is 2"
