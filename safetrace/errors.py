@@ -570,6 +570,12 @@ def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:
         where=Where(input=path))
 
 
+# -- interop ------------------------------------------------------------------------------
+def conversion_error(what: str, fix: str = "") -> ConversionError:
+    """A program cannot be converted for torch.export's stack (``ep.to_torch()`` & co)."""
+    return ConversionError(what, fix=fix)
+
+
 # -- running and loading ----------------------------------------------------------------------
 def runtime_check_failed(message: str) -> RuntimeAssertionError:
     """An st.check / torch._check on data failed while the program ran."""

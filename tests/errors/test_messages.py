@@ -58,6 +58,9 @@ CASES = {
     "wrong_layout": lambda: E.wrong_layout("x", (1, 3), 0, " (from `x.is_contiguous()` at m.py:4)"),
     "failed_condition": lambda: E.failed_condition("x.shape[0] <= y.shape[1]", " (from `y[:, :n]` at m.py:5)"),
     "wrong_constant": lambda: E.wrong_constant("k", 3, 2),
+    "conversion_error": lambda: E.conversion_error(
+        "node matmul (m.py:3): torch computes rank 3, safetrace rank 2",
+        "report it; ep.module() runs the program without conversion"),
     "runtime_check_failed": lambda: E.runtime_check_failed("expected n <= 4"),
     "load_error": lambda: E.load_error("contract.inputs[0].dtype", "unknown dtype 'f99'"),
 }
@@ -206,6 +209,9 @@ GOLDEN = {
         'k: expected 2, got 3. Non-tensor inputs are specialized at export: the graph '
         'was built for k = 2.\n'
         'Fix: call with k=2, or export again with the new value'),
+    'conversion_error': ('ConversionError',
+        'node matmul (m.py:3): torch computes rank 3, safetrace rank 2\n'
+        'Fix: report it; ep.module() runs the program without conversion'),
     'runtime_check_failed': ('RuntimeAssertionError',
         'expected n <= 4'),
     'load_error': ('LoadError',
