@@ -3,9 +3,9 @@
     python -m tests.serialize.hostile_runner CATEGORY [CATEGORY ...]
 
 While a case loads and runs, the address space is capped at what the process maps when
-the case starts plus ``HOSTILE_MB`` (200); each case must end as its Spec expects within ``HOSTILE_S`` (2)
-seconds, leave a canary file and the rest of the folder untouched, write nothing to the
-terminal, and leave the process state (grad mode, RNG, default dtype, threads, cwd,
+the case starts plus ``HOSTILE_MB`` (200); each case must end as its Spec expects within
+``HOSTILE_S`` (2) seconds, leave a canary file and the rest of the folder untouched, write
+nothing to the terminal, and leave the process state (grad mode, RNG, default dtype, threads, cwd,
 environment, imported modules) as it found it.
 """
 
