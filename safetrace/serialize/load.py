@@ -122,11 +122,18 @@ class Builder:
             if s.where is not None and not s.backed:
                 raise fail("contract.symbols", f"an input shape binds the unbacked symbol "
                                                f"{s.name} (input sizes are backed)")
+        total = 0
         for where, e in exprs:
             n = _check_divisors(e, where)
-            if where.startswith("contract.conditions") and n > self.budgets.max_residual_nodes:
-                raise fail(where, f"a condition of {n} nodes, over the budget "
-                                  f"(max_residual_nodes={self.budgets.max_residual_nodes})")
+            if where.startswith("contract.conditions"):
+                total += n
+                if n > self.budgets.max_residual_nodes:
+                    raise fail(where, f"a condition of {n} nodes, over the budget "
+                                      f"(max_residual_nodes={self.budgets.max_residual_nodes})")
+                if total > self.budgets.max_residual_total:
+                    raise fail(where, f"the conditions hold over {total} nodes together, over "
+                                      f"the budget (max_residual_total="
+                                      f"{self.budgets.max_residual_total})")
             unknown = e.free_symbols - self.env.symbols.keys()
             if unknown:
                 raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")

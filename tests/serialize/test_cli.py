@@ -98,7 +98,8 @@ def test_show_escapes_terminal_sequences_from_the_file(tmp_path, capsys):
     def edit(doc):
         for n in doc["nodes"]:
             if n["op"] == "call_function":
-                n.setdefault("meta", {})["stack_trace"] = "File \"x.py\", line 1\n\x1b[2J\x1b]0;pwn\x07\u202e"
+                n.setdefault("meta", {})["stack_trace"] = \
+                    "File \"x.py\", line 1\n\x1b[2J\x1b]0;pwn\x07\u202e"
     assert main(["show", str(_hostile_file(tmp_path, edit))]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
