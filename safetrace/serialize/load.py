@@ -163,7 +163,7 @@ class Builder:
         env = new_env()
         for i, s in enumerate(items):
             where = f"symbols[{i}]"
-            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where)
+            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
             if not SYMBOL_RE.match(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
@@ -171,7 +171,9 @@ class Builder:
             if lo is not None and hi is not None and lo > hi:
                 raise fail(where, f"empty range [{lo}, {hi}]")
             try:
-                if expect(s["backed"], bool, where):
+                if s.get("float") is True and s["backed"] is False:
+                    env.new_unbacked_float(name=name)  # a float read from data
+                elif expect(s["backed"], bool, where):
                     hint = _opt_int(expect(s["hint"], int, where), where)
                     if (lo is not None and hint < lo) or (hi is not None and hint > hi):
                         raise fail(where, f"hint {hint} outside its range [{lo}, {hi}]")

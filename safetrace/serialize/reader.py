@@ -70,13 +70,8 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
     if isinstance(source, (bytes, bytearray, memoryview)):
         container = tensorfile.read_bytes(bytes(source), budgets, "file")
     elif hasattr(source, "read"):
-        data = source.read(budgets.max_file_bytes + 1)
-        if not isinstance(data, (bytes, bytearray)):
-            raise LoadError("the file object must be opened in binary mode")
-        if len(data) > budgets.max_file_bytes:
-            raise LoadError(f"file object holds over {budgets.max_file_bytes} bytes "
-                            "(max_file_bytes)")
-        container = tensorfile.read_bytes(bytes(data), budgets, "file")
+        container = tensorfile.read_bytes(_read_all(source, budgets.max_file_bytes), budgets,
+                                          "file")
     elif isinstance(source, (str, os.PathLike)):
         fd = tensorfile.open_regular(source, "program file")
         try:
@@ -103,6 +98,21 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
         # a combination of fields the checks above did not foresee: still a bad file
         raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
                         f"{str(err)[:200]})") from None
+
+
+def _read_all(source: Any, limit: int) -> bytes:
+    """A file object's bytes, read in pieces (a read(limit) would allocate the limit)."""
+    chunks, total = [], 0
+    while True:
+        piece = source.read(1 << 24)
+        if not piece:
+            return b"".join(chunks)
+        if not isinstance(piece, (bytes, bytearray)):
+            raise LoadError("the file object must be opened in binary mode")
+        total += len(piece)
+        if total > limit:
+            raise LoadError(f"file object holds over {limit} bytes (max_file_bytes)")
+        chunks.append(piece)
 
 
 def _document(metadata: dict, budgets: Budgets) -> dict:

@@ -133,9 +133,12 @@ def _symbols(ep: Any) -> list[dict]:
         return []
     out = []
     for name, info in env.symbols.items():
-        out.append({"name": name, "backed": bool(info.backed),
-                    "hint": info.hint if info.backed else None,
-                    "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)})
+        entry = {"name": name, "backed": bool(info.backed),
+                 "hint": info.hint if info.backed else None,
+                 "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)}
+        if getattr(info, "is_float", False):
+            entry["float"] = True  # a float read from data (.item() of a float tensor)
+        out.append(entry)
     return out
 
 

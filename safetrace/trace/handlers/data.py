@@ -63,14 +63,14 @@ def _float_read(call: str, x: Proxy) -> Exception:
 
 @handles(T.item)
 def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-    """An integer or bool ``.item()`` is an unbacked size (``aten.item`` in the graph)."""
+    """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
         return real(func, args, kwargs)
     if args[0].st_value is not None:
         return args[0].st_value
-    if args[0].st_meta.dtype.is_floating_point or args[0].st_meta.dtype.is_complex:
+    if args[0].st_meta.dtype.is_complex:
         raise _float_read(".item()", args[0])
-    return tr.emit(aten.item.default, (args[0],), {})
+    return tr.emit(aten.item.default, (args[0],), {})  # a float: an unbacked SymFloat
 
 
 @handles(T.tolist)
