@@ -10,8 +10,9 @@ A call target of a loaded graph is accepted only if it is
   ["mylib::op"])``) that is registered in this process;
 * a Python callable of ``CALLABLES`` (the arithmetic the tracer emits on sizes) or one the
   program's author registered with ``register_callable``;
-* a higher-order operator of ``HIGHER_ORDER`` (none yet: an entry names the arguments that
-  are subgraphs, which the loader then resolves among the file's own graphs).
+* a higher-order operator of ``HIGHER_ORDER`` (torch.cond, while_loop, map, scan: an entry
+  names the arguments that are subgraphs, which the loader then resolves among the file's
+  own graphs, see ``subgraphs.py``).
 
 Every accepted call is then bound to its schema (positional count, keyword names, one
 value kind per argument) and its constants are held to budgets: sizes an allocation asks
@@ -82,9 +83,16 @@ class HigherOrder:
 
     subgraph_args: tuple[int, ...]
     operand_args: tuple[int, ...] = ()
+    other_args: int = 0  # e.g. cond's predicate
 
 
-HIGHER_ORDER: dict[str, HigherOrder] = {}
+# torch's control-flow operators, as safetrace's tracer emits them (trace/hops/)
+HIGHER_ORDER: dict[str, HigherOrder] = {
+    "cond": HigherOrder((1, 2), (3,), 1),          # (pred, true, false, operands)
+    "while_loop": HigherOrder((0, 1), (2, 3)),     # (cond, body, carried, additional)
+    "map_impl": HigherOrder((0,), (1, 2)),         # (body, xs, args)
+    "scan": HigherOrder((0,), (1, 2, 3)),          # (combine, init, xs, additional)
+}
 
 # Arguments whose constants size an allocation (their product is budgeted).
 SIZE_ARGS = frozenset((

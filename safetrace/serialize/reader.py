@@ -24,6 +24,7 @@ from safetrace.symbolic.expr import release_since, table_mark
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
+_OPTIONAL = {"subgraphs"}  # written only by programs with control flow
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
@@ -161,7 +162,7 @@ def _check_version(doc: Any) -> None:
                         f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
         raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
-    extra = doc.keys() - _TOP
+    extra = doc.keys() - _TOP - _OPTIONAL
     if extra and v[1] <= VERSION[1]:
         raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
     missing = _TOP - doc.keys()

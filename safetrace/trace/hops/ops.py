@@ -21,7 +21,7 @@ from safetrace.meta import TensorMeta
 from safetrace.symbolic import Expr, eq, make_int, to_expr
 from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
-                                           is_sym, short_path, trace_function)
+                                           is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.source import short, stack_trace
 
@@ -470,4 +470,4 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
     return carry, pytree.tree_unflatten(ys, out_spec[0])
 
 
-__all__ = ["cond", "while_loop", "map_", "scan", "short_path"]
+__all__ = ["cond", "while_loop", "map_", "scan"]
