@@ -15,6 +15,7 @@ from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import match_spec, tree_text
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -93,7 +94,8 @@ class Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), tracer:
+                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
+                        tracer, module_stack(self.model, tracer):
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None

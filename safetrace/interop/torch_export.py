@@ -27,6 +27,7 @@ import torch
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.hierarchy import submodule_fqns
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -221,6 +222,13 @@ class _Converter:
             self._assert(node, args)
             return
         target = _REPLACE.get(target, target)
+        if target is torch.ops.aten.contiguous.default:
+            # torch's graphs never hold it (a composite, gone by export time); a program
+            # output made by it would lose its name when run_decompositions removes it
+            target = torch.ops.aten.clone.default
+            kwargs = {"memory_format": args[1] if len(args) > 1 else
+                      kwargs.get("memory_format", torch.contiguous_format)}
+            args = args[:1]
         if not isinstance(target, torch._ops.OpOverload) and target not in \
                 _training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
@@ -424,7 +432,8 @@ class _Converter:
             outputs=[s.arg for s in outputs if s.kind == OutputKind.USER_OUTPUT],
             in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
             forward_arg_names=self._arg_names())
-        return [ModuleCallEntry(fqn="", signature=signature)]
+        return [ModuleCallEntry(fqn="", signature=signature)] + [
+            ModuleCallEntry(fqn=fqn, signature=None) for fqn in submodule_fqns(self.graph)]
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
@@ -437,15 +446,18 @@ class _Converter:
 
 
 def _provenance(graph: torch.fx.Graph) -> None:
-    """``from_node`` on every node, as torch.export's graphs have: run_decompositions maps
-    the module call signatures' names through it (without it an output whose op
-    decomposes away is lost)."""
+    """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
+    run_decompositions maps the module call signatures' names through the first (without
+    it an output whose op decomposes away is lost), unflatten reads the second."""
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
+    root = {"L__self__": ("", "torch.nn.modules.module.Module")}
     for node in graph.nodes:
         if node.op == "call_function":
             node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
                                                  NodeSourceAction.CREATE)]
+            # torch's stacks start at the root module (unflatten reads every node's)
+            node.meta["nn_module_stack"] = {**root, **node.meta.get("nn_module_stack", {})}
 
 
 def _training_verifier() -> Any:

@@ -68,6 +68,9 @@ class Tracer(TorchFunctionMode):
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
+        # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
+        # as nn_module_stack (kept by interop.hierarchy.module_stack during an export)
+        self.nn_stack: dict | None = None
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
@@ -272,6 +275,8 @@ class Tracer(TorchFunctionMode):
             self.first_op = node
         meta = node.meta
         meta["stack_trace"] = trace
+        if self.nn_stack:
+            meta["nn_module_stack"] = self.nn_stack
         if info[1]:
             ACTIVE.data_epoch += 1  # bounds and mask counts known so far may be stale
             self._note_mutation(op, nargs, nkwargs, node)
