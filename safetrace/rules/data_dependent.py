@@ -134,7 +134,8 @@ def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | Non
     if repeats.ndim == 1 and not (isinstance(repeats.shape[0], int) and repeats.shape[0] == 1):
         along = self.numel() if dim is None else \
             self.shape[normalize_dim(dim, self.ndim, "repeat_interleave")]
-        check(repeats.shape[0] == 1 or repeats.shape[0] == along, "repeat_interleave",
+        # equal sizes first: `n == 1 or ...` would guard n != 1 when the sizes are one symbol
+        check(repeats.shape[0] == along or repeats.shape[0] == 1, "repeat_interleave",
               f"repeats must have the same size as input along dim, but got repeats.size(0) = "
               f"{repeats.shape[0]} and input.size({0 if dim is None else dim}) = {along}")
     n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
