@@ -10,7 +10,7 @@ from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    SymBool, SymFloat, SymInt, ge, le, lt, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_max, sym_min, to_expr,
 )
 
 Size = Any
@@ -338,6 +338,15 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     if lo is not None and not isinstance(lo, int):
         env.add_fact(ge(u.expr, to_expr(lo)))
     return u
+
+
+def new_float(what: str = "a float read from data") -> Any:
+    """A fresh unbacked float (any double, inf and nan included): ``x.max().item()``."""
+    env = ACTIVE.env
+    if env is None:
+        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
+                                 f"inside st.export")
+    return make_float(env.new_unbacked_float(origin=what), env)
 
 
 def _static_bound(env: Any, v: Any, low: bool) -> int | None:

@@ -15,7 +15,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.errors import DataDependentError
 from safetrace.rules.common import (
-    broadcast_shapes, check, is_empty, new_size, normalize_dim, prod,
+    broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
 )
 from safetrace.rules.registry import rule
 
@@ -28,10 +28,12 @@ _DTYPE_RANGE = {torch.bool: (0, 1), torch.uint8: (0, 255), torch.int8: (-128, 12
 
 @rule(aten.item.default, aten._local_scalar_dense.default)
 def item(self: TensorMeta) -> Any:
-    """The value of a one-element integer or bool tensor: an unbacked int (or bool)."""
+    """The value of a one-element tensor: an unbacked int, bool or float."""
     check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
                                      f"converted to Scalar")
-    if self.dtype.is_floating_point or self.dtype.is_complex:
+    if self.dtype.is_floating_point:
+        return new_float(".item()")  # the graph computes with it; decisions need checks
+    if self.dtype.is_complex:
         raise DataDependentError(
             f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
             f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "
@@ -132,7 +134,8 @@ def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | Non
     if repeats.ndim == 1 and not (isinstance(repeats.shape[0], int) and repeats.shape[0] == 1):
         along = self.numel() if dim is None else \
             self.shape[normalize_dim(dim, self.ndim, "repeat_interleave")]
-        check(repeats.shape[0] == 1 or repeats.shape[0] == along, "repeat_interleave",
+        # equal sizes first: `n == 1 or ...` would guard n != 1 when the sizes are one symbol
+        check(repeats.shape[0] == along or repeats.shape[0] == 1, "repeat_interleave",
               f"repeats must have the same size as input along dim, but got repeats.size(0) = "
               f"{repeats.shape[0]} and input.size({0 if dim is None else dim}) = {along}")
     n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
