@@ -213,7 +213,10 @@ def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
 
     hints = _hints(ep)
     for attempt in range(tries):
-        binding = dict(hints) if use_hints or attempt == tries - 1 else _draw(ep, rng, hints)
+        # the file's hints first (when asked) and last; they are drawn around when they
+        # would make a tensor over the cap
+        first = use_hints and attempt == 0
+        binding = dict(hints) if first or attempt == tries - 1 else _draw(ep, rng, hints)
         leaves = _leaves(ep, binding, gen, max_numel)
         if leaves is None:
             continue

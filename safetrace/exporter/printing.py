@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from safetrace.meta import TensorMeta
 from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy, annotation, current
 from safetrace.trace.source import location
@@ -26,8 +27,6 @@ def value_annotation(val: Any) -> str:
 
 
 def annotation_of_tensor(t: torch.Tensor) -> str:
-    from safetrace.meta import TensorMeta
-
     return annotation(TensorMeta(tuple(t.shape), t.dtype, t.device))
 
 

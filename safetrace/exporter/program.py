@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from safetrace import interop, pytree
-from safetrace.errors import InputMismatchError
+from safetrace.errors import wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.printing import print_readable
@@ -173,14 +173,18 @@ class ExportedProgram:
         else:
             spec = self.in_spec
         if spec != self.in_spec:
+            # the same dict keys in another insertion order: as at export (order is not meaning)
+            reordered = pytree.in_spec_order((tuple(args), self._ordered(kwargs)), self.in_spec)
+            if reordered is not None:
+                leaves, spec = pytree.tree_flatten(reordered)
+        if spec != self.in_spec:
             try:
                 why = pytree.describe_mismatch(self.in_spec, spec, leaves,
                                                [inp.path for inp in self.contract.inputs])
             except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
                 why = ("its containers differ.\nFix: call with the same containers (lists/"
                        "tuples/dicts/dataclasses) and keyword names as at export")
-            raise InputMismatchError(f"the inputs' structure differs from the exported one: "
-                                     f"{why}")
+            raise wrong_structure(why)
         check = self._check_fn
         if check is None:
             check = self._check_fn = self._build_checks()

@@ -10,7 +10,7 @@ from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    SymBool, SymFloat, SymInt, ge, le, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, make_float, make_int, sym_max, sym_min, to_expr,
 )
 
 Size = Any
@@ -217,6 +217,12 @@ def static_zero(n: Size) -> bool:
     return isinstance(n, int) and n == 0
 
 
+def is_empty(t: TensorMeta) -> bool:
+    """Whether `t` has no elements, for rules of kernels that special-case empty inputs
+    (a guard on symbolic sizes, as the kernel's own branch is)."""
+    return bool(t.numel() == 0)
+
+
 def prod(sizes: Iterable[Size]) -> Size:
     """Product of sizes (1 for none); plain ints are multiplied first (cheaper)."""
     n = 1
@@ -270,8 +276,9 @@ def guarded_max(a: Size, b: Size) -> Size:
 
 # -- data-dependent sizes ---------------------------------------------------------------
 
-def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> SymInt:
-    """A fresh unbacked size in [lo, hi]: an op's output size that depends on data."""
+def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> Any:
+    """A fresh unbacked size in [lo, hi]: an op's output size that depends on data (a
+    plain int where the bounds admit one value)."""
     env = ACTIVE.env
     if env is None:
         raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
@@ -279,6 +286,8 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     lo_i = _static_bound(env, lo, low=True)
     hi_i = _static_bound(env, hi, low=False)
     u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
+    if isinstance(u, int):  # the bounds admit one value (x[100:] of fewer rows: 0)
+        return u
     # symbolic bounds (u0 <= x.numel()) are facts, not just ranges
     if hi is not None and not isinstance(hi, int):
         env.add_fact(le(u.expr, to_expr(hi)))
@@ -287,11 +296,20 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     return u
 
 
+def new_float(what: str = "a float read from data") -> Any:
+    """A fresh unbacked float (any double, inf and nan included): ``x.max().item()``."""
+    env = ACTIVE.env
+    if env is None:
+        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
+                                 f"inside st.export")
+    return make_float(env.new_unbacked_float(origin=what), env)
+
+
 def _static_bound(env: Any, v: Any, low: bool) -> int | None:
     if v is None:
         return None
     if isinstance(v, int):
         return v
-    r = env.bounds(v.expr)
+    r = env.bounds(to_expr(v))
     b = r.lo if low else r.hi
     return None if b in (float("inf"), float("-inf")) else int(b)

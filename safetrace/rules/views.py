@@ -174,6 +174,9 @@ def view_dtype(self: TensorMeta, dtype: torch.dtype) -> TensorMeta:
         ratio = new // old
         check(last % ratio == 0, "view",
               f"self.size(-1) must be divisible by {ratio} {what}, but got {last}")
+        # an empty last dim leaves the next stride at 1 (contiguous strides count it as 1)
+        check(self.ndim == 1 or last != 0, "view",
+              f"self.stride({self.ndim - 2}) must be divisible by {ratio} {what}, but got 1")
         return self.like(shape=replace_dim(self.shape, -1, last // ratio), dtype=dtype)
     return self.like(shape=replace_dim(self.shape, -1, last * (old // new)), dtype=dtype)
 

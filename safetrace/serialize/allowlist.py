@@ -2,15 +2,17 @@
 
 A call target of a loaded graph is accepted only if it is
 
-* an ATen overload that safetrace's tracer can emit (it has a shape rule) or a core ATen
-  operator (what decompositions emit), and not in ``DENIED`` (files, unchecked aliasing,
-  process-global state, printing);
+* an ATen overload that safetrace's tracer can emit (it has a shape rule, or it is a
+  public tensor operator of plain arguments and results, run through its meta kernel) or a
+  core ATen operator (what decompositions emit), and not in ``DENIED`` (files, unchecked
+  aliasing, process-global state, printing);
 * an overload of another namespace the caller named (``st.load(path, allow_ops=
   ["mylib::op"])``) that is registered in this process;
 * a Python callable of ``CALLABLES`` (the arithmetic the tracer emits on sizes) or one the
   program's author registered with ``register_callable``;
-* a higher-order operator of ``HIGHER_ORDER`` (none yet: an entry names the arguments that
-  are subgraphs, which the loader then resolves among the file's own graphs).
+* a higher-order operator of ``HIGHER_ORDER`` (torch.cond, while_loop, map, scan: an entry
+  names the arguments that are subgraphs, which the loader then resolves among the file's
+  own graphs, see ``subgraphs.py``).
 
 Every accepted call is then bound to its schema (positional count, keyword names, one
 value kind per argument) and its constants are held to budgets: sizes an allocation asks
@@ -38,6 +40,8 @@ DENIED: dict[str, str] = {
     "as_strided_": "restrides a tensor in place",
     "resize_": "resizes storage in place (an unbudgeted allocation)",
     "resize_as_": "resizes storage in place",
+    "resize": "resizes storage (an unbudgeted allocation)",
+    "resize_as": "resizes storage",
     "_resize_output_": "resizes storage in place",
     "set_grad_enabled": "changes process-global state",
     "manual_seed": "changes process-global state",
@@ -79,9 +83,16 @@ class HigherOrder:
 
     subgraph_args: tuple[int, ...]
     operand_args: tuple[int, ...] = ()
+    other_args: int = 0  # e.g. cond's predicate
 
 
-HIGHER_ORDER: dict[str, HigherOrder] = {}
+# torch's control-flow operators, as safetrace's tracer emits them (trace/hops/)
+HIGHER_ORDER: dict[str, HigherOrder] = {
+    "cond": HigherOrder((1, 2), (3,), 1),          # (pred, true, false, operands)
+    "while_loop": HigherOrder((0, 1), (2, 3)),     # (cond, body, carried, additional)
+    "map_impl": HigherOrder((0,), (1, 2)),         # (body, xs, args)
+    "scan": HigherOrder((0,), (1, 2, 3)),          # (combine, init, xs, additional)
+}
 
 # Arguments whose constants size an allocation (their product is budgeted).
 SIZE_ARGS = frozenset((
@@ -100,10 +111,13 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
             raise LoadError(f"{where}: calls {name}, which is refused in loaded graphs: it "
                             f"{DENIED[packet]}")
         if op not in RULES and torch.Tag.core not in op.tags:
-            raise LoadError(
-                f"{where}: calls {name}, which is not on the allowlist (ATen operators "
-                f"that safetrace's tracer emits, and core ATen).\nFix: if the program "
-                f"needs it, re-export it with a safetrace that supports it")
+            why = _not_plain(op, packet)
+            if why is not None:
+                raise LoadError(
+                    f"{where}: calls {name}, which is not on the allowlist: it {why} (allowed: "
+                    f"ATen operators with a safetrace shape rule, core ATen, and public "
+                    f"tensor operators of plain arguments and results).\nFix: if the program "
+                    f"needs it, re-export it with a safetrace that supports it")
         if any(a.name == "out" for a in op._schema.arguments):
             raise LoadError(f"{where}: calls the out= variant {name}")
         _self_only_writes(op, name, where)
@@ -113,6 +127,43 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
             f"Fix: if you trust that operator, st.load(path, allow_ops=[{f'{ns}::{packet}'!r}]) "
             f"(its implementation must be registered in this process)")
     bind(op, name, args, kwargs, where, budgets, max_numel)
+
+
+_PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
+                         "Layout", "Device", "MemoryFormat"))
+_PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
+
+
+def _not_plain(op: Any, packet: str) -> str | None:
+    """Why an ATen overload outside the rules and core ATen is refused (None: allowed).
+
+    The tracer also emits public operators it runs through their meta kernels
+    (``aten.atleast_3d``): those pass when they are tensor operators whose arguments and
+    results are plain values (no generators, lists of arbitrary values, strings returned,
+    nothing returned: the TorchScript builtins and side effects of the namespace).
+    """
+    if packet.startswith("_"):
+        return "is a private operator without a safetrace shape rule"
+    schema = op._schema
+    returns = [str(r.real_type) for r in schema.returns]
+    if not returns:
+        return "returns nothing (it is called for a side effect)"
+    bad = [r for r in returns if r not in _PLAIN_RETURNS]
+    if bad:
+        return f"returns {bad[0]}"
+    kinds = [(a.name, _base(str(a.real_type))) for a in schema.arguments]
+    bad = [f"{n}: {k}" for n, k in kinds if k not in _PLAIN_ARGS]
+    if bad:
+        return f"takes an argument of a kind loaded graphs cannot hold ({bad[0]})"
+    if "Tensor" not in returns[0] and all(k != "Tensor" for _, k in kinds):
+        return "is not a tensor operator"
+    return None
+
+
+def _base(kind: str) -> str:
+    while kind.startswith(("Optional[", "List[")):
+        kind = kind[kind.index("[") + 1:-1]
+    return kind
 
 
 def _self_only_writes(op: Any, name: str, where: str) -> None:

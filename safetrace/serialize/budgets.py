@@ -32,6 +32,7 @@ class Budgets:
     max_expr_nodes_each: int = 20_000    # nodes of one expression
     max_residual: int = 2_000            # residual input conditions
     max_residual_nodes: int = 500        # nodes of one residual condition
+    max_residual_total: int = 20_000     # nodes of all residual conditions together
     max_check_code: int = 8 << 20        # characters of generated input-check code
     max_alloc_numel: int = 1 << 26       # elements a constant-sized allocation may ask for
                                          # (or 4x the largest tensor in the file, if more)

@@ -19,8 +19,8 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import LoadError
-from safetrace.symbolic.expr import Expr, const, fconst, make_node, sym
+from safetrace.errors import LoadError, load_error
+from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym
 from safetrace.symbolic.semantics import BOOL_OPS
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
@@ -52,7 +52,7 @@ _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
 def fail(where: str, what: str) -> LoadError:
-    return LoadError(f"{where}: {what}")
+    return load_error(where, what)
 
 
 def expect(value: Any, kind: type | tuple, where: str) -> Any:
@@ -93,6 +93,8 @@ def encode_expr(e: Expr) -> Any:
         return e.name
     if e.op == "fconst":  # exact, and JSON has no inf or nan
         return ["fconst", float(e.value).hex()]
+    if e.op == "fsym":  # a float read from data
+        return ["fsym", e.name]
     return [e.op] + [encode_expr(a) for a in e.args]
 
 
@@ -150,6 +152,10 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
             return fconst(float.fromhex(raw[0]))
         except (ValueError, OverflowError):
             raise fail(where, f"bad float constant {_short(obj)}") from None
+    if op == "fsym":
+        if len(raw) != 1 or not isinstance(raw[0], str) or not SYMBOL_RE.match(raw[0]):
+            raise fail(where, f"bad float symbol {_short(obj)}")
+        return fsym(raw[0])
     n = _EXPR_ARITY.get(op)
     if n is None and op not in _EXPR_VARIADIC:
         raise fail(where, f"unknown expression operator {_short(op)}")
@@ -320,8 +326,8 @@ class ValueDecoder:
 
         if self.env is None:
             raise fail(where, "a symbolic value is not allowed here")
-        if isinstance(x, list) and len(x) == 2 and not (isinstance(x[0], str) and
-                                                         x[0] in _EXPR_ARITY):
+        if isinstance(x, list) and len(x) == 2 and not (isinstance(x[0], str) and (
+                x[0] in _EXPR_ARITY or x[0] in ("fconst", "fsym"))):
             x = ["fdiv", *x]  # files from before float expressions: num / den
         e = decode_expr(x, where)
         if e.op not in SymFloat.FLOAT_OPS:

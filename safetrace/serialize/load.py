@@ -16,12 +16,13 @@ import torch
 
 from safetrace.errors import InputMismatchError, LoadError
 from safetrace.exporter.contract import Contract, TensorInput
-from safetrace.serialize import allowlist
+from safetrace.serialize import allowlist, subgraphs
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
                                        lookup, new_env)
 from safetrace.serialize.targets import name_to_target
+from safetrace.trace.hops import owner_module
 
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}$")
 # attribute names of the module ``ep.module()`` builds: a state path component must not
@@ -65,6 +66,7 @@ class Builder:
         largest = max((t.numel() for t in [*state.values(), *constants.values()]), default=0)
         self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
+        self._subgraphs(graph)
         in_spec = decode_spec(doc["in_spec"], "in_spec")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         self._contract_budget(doc["contract"])
@@ -83,7 +85,7 @@ class Builder:
             graph.lint()
         except Exception as err:  # noqa: BLE001
             raise fail("nodes", f"inconsistent graph: {err}") from None
-        gm = ExportedGraphModule(torch.nn.Module(), graph, "GraphModule")
+        gm = ExportedGraphModule(owner_module(graph), graph, "GraphModule")
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         # (format 1 also stores these two; the program derives them from its contract)
@@ -99,6 +101,25 @@ class Builder:
                                    f"budget (max_check_code={self.budgets.max_check_code})")
         ep._check_fn = _arith_safe(checks)
         return ep
+
+    def _subgraphs(self, graph: torch.fx.Graph) -> None:
+        """The control-flow subgraphs (see ``subgraphs.py``), within the node budget."""
+        graphs = {"": graph}
+        total = len(graph.nodes)
+        for path, items in subgraphs.paths(self.doc.get("subgraphs", []),
+                                           self.budgets.max_nodes):
+            total += len(items)
+            if total > self.budgets.max_nodes:
+                raise fail("subgraphs", f"more than {self.budgets.max_nodes} nodes in all "
+                                        f"graphs (max_nodes)")
+            graphs[path] = self._graph(items, subgraph=path)[0]
+        subgraphs.attach(graphs)
+        for path, g in graphs.items():
+            if path:
+                try:
+                    g.lint()
+                except Exception as err:  # noqa: BLE001
+                    raise fail(f"subgraph {path!r}", f"inconsistent graph: {err}") from None
 
     # -- budgets of the contract (before and after decoding it) ---------------------------
     def _contract_budget(self, c: Any) -> None:
@@ -122,11 +143,18 @@ class Builder:
             if s.where is not None and not s.backed:
                 raise fail("contract.symbols", f"an input shape binds the unbacked symbol "
                                                f"{s.name} (input sizes are backed)")
+        total = 0
         for where, e in exprs:
             n = _check_divisors(e, where)
-            if where.startswith("contract.conditions") and n > self.budgets.max_residual_nodes:
-                raise fail(where, f"a condition of {n} nodes, over the budget "
-                                  f"(max_residual_nodes={self.budgets.max_residual_nodes})")
+            if where.startswith("contract.conditions"):
+                total += n
+                if n > self.budgets.max_residual_nodes:
+                    raise fail(where, f"a condition of {n} nodes, over the budget "
+                                      f"(max_residual_nodes={self.budgets.max_residual_nodes})")
+                if total > self.budgets.max_residual_total:
+                    raise fail(where, f"the conditions hold over {total} nodes together, over "
+                                      f"the budget (max_residual_total="
+                                      f"{self.budgets.max_residual_total})")
             unknown = e.free_symbols - self.env.symbols.keys()
             if unknown:
                 raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")
@@ -142,7 +170,7 @@ class Builder:
         env = new_env()
         for i, s in enumerate(items):
             where = f"symbols[{i}]"
-            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where)
+            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
             if not SYMBOL_RE.match(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
@@ -150,7 +178,9 @@ class Builder:
             if lo is not None and hi is not None and lo > hi:
                 raise fail(where, f"empty range [{lo}, {hi}]")
             try:
-                if expect(s["backed"], bool, where):
+                if s.get("float") is True and s["backed"] is False:
+                    env.new_unbacked_float(name=name)  # a float read from data
+                elif expect(s["backed"], bool, where):
                     hint = _opt_int(expect(s["hint"], int, where), where)
                     if (lo is not None and hint < lo) or (hi is not None and hint > hi):
                         raise fail(where, f"hint {hint} outside its range [{lo}, {hi}]")
@@ -279,7 +309,8 @@ class Builder:
         return t
 
     # -- graph -------------------------------------------------------------------------
-    def _graph(self, items: list) -> tuple[torch.fx.Graph, list, tuple]:
+    def _graph(self, items: list, subgraph: str | None = None) -> tuple[torch.fx.Graph, list,
+                                                                        tuple]:
         from safetrace.trace.proxy import Proxy
 
         if len(items) > self.budgets.max_nodes:
@@ -323,10 +354,23 @@ class Builder:
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
                                        self.budgets, self.max_numel)
+                elif isinstance(target, torch._ops.HigherOrderOperator):
+                    subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:
                     allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
                 node = graph.create_node("call_function", target, args, kwargs, name=name)
+            elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach
+                if args or kwargs:
+                    raise fail(where, "get_attr takes no arguments")
+                node = subgraphs.get_attr(graph, name, item.get("target"), where)
             elif op == "output":
+                if subgraph is not None and not kwargs and subgraphs.output_ok(args) and \
+                        name == "output":
+                    node = graph.output(args[0])
+                    outputs = args[0] if isinstance(args[0], tuple) else (args[0],)
+                    nodes[name] = node
+                    self._meta(node, item.get("meta", {}), where, dec, Proxy)
+                    continue
                 if len(args) != 1 or kwargs or not isinstance(args[0], tuple) or name != "output":
                     raise fail(where, "the output node returns one tuple")
                 node = graph.output(args[0])

@@ -24,6 +24,7 @@ from safetrace.symbolic.expr import release_since, table_mark
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
+_OPTIONAL = {"subgraphs"}  # written only by programs with control flow
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
@@ -50,23 +51,6 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
     raise error
 
 
-def _read_capped(source: Any, cap: int) -> bytes:
-    """The bytes of a binary file object, read in chunks (a single ``read(cap + 1)`` makes
-    CPython allocate ``cap`` bytes up front: a MemoryError for a large cap)."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = source.read(min(1 << 24, cap + 1 - total))
-        if not isinstance(chunk, (bytes, bytearray)):
-            raise LoadError("the file object must be opened in binary mode")
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(bytes(chunk))
-        total += len(chunk)
-        if total > cap:
-            raise LoadError(f"file object holds over {cap} bytes (max_file_bytes)")
-
-
 def _op_names(allow_ops: Any) -> list[str]:
     if isinstance(allow_ops, str):
         allow_ops = [allow_ops]
@@ -86,8 +70,8 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
     if isinstance(source, (bytes, bytearray, memoryview)):
         container = tensorfile.read_bytes(bytes(source), budgets, "file")
     elif hasattr(source, "read"):
-        data = _read_capped(source, budgets.max_file_bytes)
-        container = tensorfile.read_bytes(data, budgets, "file")
+        container = tensorfile.read_bytes(_read_all(source, budgets.max_file_bytes), budgets,
+                                          "file")
     elif isinstance(source, (str, os.PathLike)):
         fd = tensorfile.open_regular(source, "program file")
         try:
@@ -114,6 +98,21 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
         # a combination of fields the checks above did not foresee: still a bad file
         raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
                         f"{str(err)[:200]})") from None
+
+
+def _read_all(source: Any, limit: int) -> bytes:
+    """A file object's bytes, read in pieces (a read(limit) would allocate the limit)."""
+    chunks, total = [], 0
+    while True:
+        piece = source.read(1 << 24)
+        if not piece:
+            return b"".join(chunks)
+        if not isinstance(piece, (bytes, bytearray)):
+            raise LoadError("the file object must be opened in binary mode")
+        total += len(piece)
+        if total > limit:
+            raise LoadError(f"file object holds over {limit} bytes (max_file_bytes)")
+        chunks.append(piece)
 
 
 def _document(metadata: dict, budgets: Budgets) -> dict:
@@ -163,7 +162,7 @@ def _check_version(doc: Any) -> None:
                         f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
         raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
-    extra = doc.keys() - _TOP
+    extra = doc.keys() - _TOP - _OPTIONAL
     if extra and v[1] <= VERSION[1]:
         raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
     missing = _TOP - doc.keys()

@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
 from safetrace.serialize import tensorfile
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
+from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
@@ -32,7 +32,6 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
     on the meta device, or one whose weights live in a checkpoint); load it with
     ``st.load(path, weights=<safetensors file or state_dict>)``.
     """
-    _refuse_subgraphs(ep)
     external = set(ep.state_dict) if not weights else set()
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
@@ -55,25 +54,8 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
     tensorfile.write(path, prepared, {PROGRAM: program})
 
 
-def _refuse_subgraphs(ep: Any) -> None:
-    """Programs with control-flow subgraphs (torch.cond, while_loop, map, scan) have no
-    saved form yet: refused before anything is written."""
-    hop = next((n for n in ep.graph.nodes if n.op == "get_attr" or (
-        n.op == "call_function" and getattr(n.target, "namespace", None) == "higher_order")),
-        None)
-    if hop is not None:
-        raise UnsupportedOpError(
-            f"st.save cannot write this program yet: it calls a control-flow subgraph "
-            f"({hop.name}, from torch.cond / while_loop / map / scan), and the saved format "
-            f"has no subgraphs.\nFix: keep the program in memory (ep.module()), or save the "
-            f"model's weights and export again after loading")
-
-
 def document(ep: Any) -> dict:
     """The JSON document of ``ep`` (everything but the tensor data)."""
-    nodes = list(ep.graph.nodes)
-    names = {n: n.name for n in nodes}
-    ref = names.__getitem__
     state_kinds = {s.target: s.kind for s in ep.graph_signature.input_specs
                    if s.kind in ("parameter", "buffer")}
     return {
@@ -81,7 +63,7 @@ def document(ep: Any) -> dict:
         "version": list(VERSION),
         "torch_version": torch.__version__,
         "symbols": _symbols(ep),
-        "nodes": [_node(n, ref) for n in nodes],
+        "nodes": _nodes(ep.graph),
         "inputs": [{"kind": s.kind, "name": s.name, "target": s.target, "leaf": s.leaf,
                     "persistent": bool(s.persistent)} for s in ep.graph_signature.input_specs],
         "outputs": [{"kind": s.kind, "target": s.target}
@@ -98,13 +80,23 @@ def document(ep: Any) -> dict:
                    "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
                   for k, v in ep._state.items()],
         "constants": list(ep.constants),
+        **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
+           else {}),
     }
+
+
+def _nodes(graph: torch.fx.Graph) -> list[dict]:
+    names = {n: n.name for n in graph.nodes}
+    ref = names.__getitem__
+    return [_node(n, ref) for n in graph.nodes]
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:
     out: dict = {"name": n.name, "op": n.op}
     if n.op == "call_function":
         out["target"] = target_to_name(n.target)
+    elif n.op == "get_attr":  # a control-flow subgraph (saved under "subgraphs")
+        out["target"] = str(n.target)
     elif n.op not in ("placeholder", "output"):
         raise ValueError(f"cannot save graph node {n.name} with opcode {n.op}")
     if n.args:
@@ -141,9 +133,12 @@ def _symbols(ep: Any) -> list[dict]:
         return []
     out = []
     for name, info in env.symbols.items():
-        out.append({"name": name, "backed": bool(info.backed),
-                    "hint": info.hint if info.backed else None,
-                    "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)})
+        entry = {"name": name, "backed": bool(info.backed),
+                 "hint": info.hint if info.backed else None,
+                 "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)}
+        if getattr(info, "is_float", False):
+            entry["float"] = True  # a float read from data (.item() of a float tensor)
+        out.append(entry)
     return out
 
 

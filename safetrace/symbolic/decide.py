@@ -14,7 +14,9 @@ from typing import AbstractSet, Mapping, Protocol, Sequence
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
 from safetrace.symbolic.canon import compare, diff, not_, rebuild
-from safetrace.symbolic.expr import ONE, ZERO, Expr, add, mod, mul, neg, scale, sub, terms
+from safetrace.symbolic.expr import (
+    ONE, ZERO, Expr, add, const, mod, mul, neg, scale, sub, terms,
+)
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT
 
@@ -174,6 +176,14 @@ def simplify(env: Facts, e: Expr) -> Expr:
             r = ZERO if rop == "floordiv" else r.args[0]
         elif rop == "mod" and m and _divisible(env, r.args[0], m):
             r = ZERO
+        elif m > 0 and env.divisors:
+            # x + c with m | x (a divisibility fact) and 0 <= c < m: (x + c)//m == x//m and
+            # (x + c) % m == c, so H % 32 == 0 settles (H + 31)//32 == H//32
+            c = dict(terms(r.args[0])).get((), 0)
+            rest = add(r.args[0], const(-c))
+            if 0 < c < m and _divisible(env, rest, m):
+                r = simplify(env, rebuild(rop, (rest, r.args[1]))) if rop == "floordiv" \
+                    else const(c)
     elif rop == "floordiv" or rop == "mod":  # a symbolic divisor
         q = _exact_quotient(r.args[0], r.args[1])
         if q is not None and 0 not in bounds_of(env, r.args[1]):

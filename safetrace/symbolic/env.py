@@ -19,7 +19,7 @@ import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
 from safetrace.symbolic.expr import (
-    TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr,
+    TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
 from safetrace.symbolic.ranges import Range
 
@@ -41,6 +41,10 @@ class DataDependentQuestion(Exception):
             f"{', '.join(unbacked)} with no example value; known hints: {self.hints}")
 
 
+class Contradiction(ValueError):
+    """A new fact contradicts what the env knows (the inputs would have to be impossible)."""
+
+
 @dataclass
 class SymbolInfo:
     """What the env knows about one symbol; ``range`` is narrowed as facts arrive."""
@@ -51,6 +55,7 @@ class SymbolInfo:
     range: Range
     origin: object
     index: int
+    is_float: bool = False  # a float read from data (the expression ``fsym(name)``)
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,14 @@ class Env:
             raise ValueError(f"empty range [{rng.lo}, {rng.hi}] for {name}")
         self._add_symbol(SymbolInfo(name, False, None, rng, origin, len(self._syms)))
         return self._maybe_point(name)
+
+    def new_unbacked_float(self, origin: object = None, name: str | None = None) -> Expr:
+        """A new float read from data (no hint; any double, inf and nan included)."""
+        if name is None:
+            name = self._fresh("u")
+        self._add_symbol(SymbolInfo(name, False, None, Range(), origin, len(self._syms),
+                                    is_float=True))
+        return fsym(name)
 
     def _fresh(self, prefix: str) -> str:
         while True:
@@ -307,7 +320,7 @@ class Env:
         op = c.op
         if op == "const":
             if not c.value:
-                raise ValueError(f"contradiction: `{cond}` is false under the known facts")
+                raise Contradiction(f"contradiction: `{cond}` is false under the known facts")
             return
         if op == "and":
             for a in c.args:
@@ -398,7 +411,7 @@ class Env:
         info = self._info(s.name)  # type: ignore[arg-type]
         new = info.range.intersect(Range(lo, hi))
         if new.is_empty:
-            raise ValueError(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
+            raise Contradiction(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
                              f"is [{info.range.lo}, {info.range.hi}]")
         if new == info.range:
             return
@@ -410,7 +423,7 @@ class Env:
     def _replace(self, s: Expr, value: Expr) -> None:
         info = self._info(s.name)  # type: ignore[arg-type]
         if value.op == "const" and value.value not in info.range:
-            raise ValueError(f"contradiction: {s.name} == {value} but its range is "
+            raise Contradiction(f"contradiction: {s.name} == {value} but its range is "
                              f"[{info.range.lo}, {info.range.hi}]")
         self.subst[s] = value
         for k, v in list(self.subst.items()):
@@ -442,13 +455,13 @@ class Env:
             f2 = D.simplify(self, f)
             if f2.op == "const":
                 if int(f2.value) < 0:  # type: ignore[arg-type]
-                    raise ValueError("contradiction among the facts")
+                    raise Contradiction("contradiction among the facts")
             else:
                 self.linear.append(f2)
         for k in known:
             k2 = D.simplify(self, k)
             if k2.op == "const" and not k2.value:
-                raise ValueError(f"contradiction: `{k}` no longer holds")
+                raise Contradiction(f"contradiction: `{k}` no longer holds")
             if k2.op != "const":
                 self.known.add(k2)
         self._bump()
@@ -460,7 +473,8 @@ class Env:
         for name, info in self._syms.items():
             v = self.subst.get(sym(name))
             if v is None:
-                out.fates[name] = Fate("free", info.range, expr=sym(name))
+                out.fates[name] = Fate("free", info.range,
+                                       expr=fsym(name) if info.is_float else sym(name))
             elif v.op == "const":
                 value = int(v.value)  # type: ignore[arg-type]
                 out.fates[name] = Fate("static", Range(value, value), value=value, expr=v)

@@ -94,6 +94,8 @@ class Expr:
             return (const, (self.value,))
         if self.op == "fconst":
             return (fconst, (self.value,))
+        if self.op == "fsym":
+            return (fsym, (self.name,))
         if self.op == "sym":
             return (sym, (self.name,))
         return (make_node, (self.op, self.args))  # the arguments are canonical already
@@ -118,7 +120,7 @@ class Expr:
         """Names of the symbols that occur in the expression."""
         f = self._free
         if f is None:
-            if self.op == "sym":
+            if self.op == "sym" or self.op == "fsym":
                 f = frozenset((self.name,))  # type: ignore[arg-type]
             elif self.op in ("const", "fconst"):
                 f = frozenset()
@@ -224,6 +226,20 @@ def fconst(v: float) -> Expr:
         e = object.__new__(Expr)
         e.op, e.args, e.value, e.name = "fconst", (), float(v), None
         e._key = (0, v if v == v else math.inf, 2, key[1])
+        e._terms = e._str = e._free = e._d = None
+        _TABLE[key] = e
+    return e
+
+
+def fsym(name: str) -> Expr:
+    """The float symbol ``name``: a float read from data (``x.max().item()``), which may be
+    any double, inf and nan included."""
+    key = ("fsym", name)
+    e = _TABLE.get(key)
+    if e is None:
+        e = object.__new__(Expr)
+        e.op, e.args, e.value, e.name = "fsym", (), None, name
+        e._key = (1, name, -2, name)
         e._terms = e._str = e._free = e._d = None
         _TABLE[key] = e
     return e
@@ -418,8 +434,13 @@ def floordiv(a: Expr, b: Expr) -> Expr:
     if rc:
         r[()] = rc
     inner = from_terms(r)
-    if inner.op == "floordiv" and _is_posconst(inner.args[1]):
-        node = floordiv(inner.args[0], const(int(inner.args[1].value) * m))  # type: ignore
+    atom = inner.args[0] if inner.op == "add" and len(inner.args) == 2 else inner
+    if atom.op == "floordiv" and _is_posconst(atom.args[1]) and (atom is inner or (
+            inner.args[1].op == "const" and type(inner.args[1].value) is int)):
+        # (x//k + c)//m == (x + c*k)//(k*m): stride-2 stages nest as (x + 2**n - 1)//2**n
+        k = int(atom.args[1].value)  # type: ignore[arg-type]
+        c = 0 if atom is inner else int(inner.args[1].value)  # type: ignore[arg-type]
+        node = floordiv(add_const(atom.args[0], c * k), const(k * m))
     else:
         node = make_node("floordiv", (inner, const(m)))
     return add(from_terms(q), node) if q else node

@@ -165,6 +165,8 @@ def fbounds(e: Expr, ib: IntBounds) -> Interval:
     if op == "fconst":
         v = float(e.value)  # type: ignore[arg-type]
         return (v, v) if v == v else _FULL
+    if has_data_float(e):  # inf and nan possible: interval ends prove nothing
+        return _FULL
     if op not in FLOAT_OPS:
         r = ib(e)
         return float(r.lo), float(r.hi)
@@ -198,6 +200,13 @@ def fbounds(e: Expr, ib: IntBounds) -> Interval:
     return _FULL
 
 
+def has_data_float(e: Expr) -> bool:
+    """True when ``e`` depends on a float read from data (an ``fsym``)."""
+    if e.op == "fsym":
+        return True
+    return any(has_data_float(a) for a in e.args)
+
+
 def int_bounds(e: Expr, ib: IntBounds) -> Range:
     """Int range of ``int(x)`` / ``round(x)`` (both monotone)."""
     lo, hi = fbounds(e.args[0], ib)
@@ -207,6 +216,8 @@ def int_bounds(e: Expr, ib: IntBounds) -> Range:
 
 def decide_cmp(c: Expr, ib: IntBounds) -> bool | None:
     """A float comparison settled by the operands' intervals, else None."""
+    if has_data_float(c):
+        return None
     a, b = fbounds(c.args[0], ib), fbounds(c.args[1], ib)
     op = c.op
     if op in ("fgt", "fge"):
@@ -231,6 +242,8 @@ def direction(e: Expr, s: str, ib: IntBounds) -> int | None:
     op = e.op
     if op == "sym":
         return 1
+    if op == "fsym":
+        return None
     if op in ("float", "trunc", "round"):
         return direction(e.args[0], s, ib)
     if op in ("fneg",):

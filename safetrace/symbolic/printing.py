@@ -28,7 +28,7 @@ def _prec(e: Node) -> int:
     if op == "fconst":
         v = float(e.value)  # type: ignore[arg-type]
         return _UNARY if math.copysign(1.0, v) < 0 or v != v else _ATOM
-    if op in ("sym", "min", "max") or op in _CALL:
+    if op in ("sym", "fsym", "min", "max") or op in _CALL:
         return _ATOM
     if op in _FBIN_SYM:
         return _FBIN_SYM[op][1]
@@ -79,7 +79,7 @@ def to_str(e: Node) -> str:
     op = e.op
     if op == "const":
         return repr(e.value)
-    if op == "sym":
+    if op == "sym" or op == "fsym":
         return e.name  # type: ignore[return-value]
     if op in FLOAT_OPS or op in _CALL:
         return _float_str(e)

@@ -42,7 +42,7 @@ FUN_OPS: dict[str, Callable[[Any], Any]] = {"float": float, "fneg": operator.neg
 FCMP_FNS: dict[str, Callable[[Any, Any], bool]] = {
     "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
     "feq": operator.eq, "fne": operator.ne}
-FLOAT_OPS = frozenset(("fconst", "float", "fneg")) | frozenset(FBIN_OPS)
+FLOAT_OPS = frozenset(("fconst", "fsym", "float", "fneg")) | frozenset(FBIN_OPS)
 INT_FROM_FLOAT = frozenset(("trunc", "round"))
 
 _INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
@@ -55,7 +55,7 @@ def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     op = e.op
     if op == "const" or op == "fconst":
         return e.value  # type: ignore[return-value]
-    if op == "sym":
+    if op == "sym" or op == "fsym":
         return b[e.name]  # type: ignore[index]
     args = e.args
     if op == "add":

@@ -481,6 +481,11 @@ def make_int(e: Expr, env: Env) -> Any:
     return _wrap_int(e, env)
 
 
+def make_float(e: Expr, env: Env) -> Any:
+    """The Python value of a float expression: a float when constant, else a SymFloat."""
+    return SymFloat._make(e, env)
+
+
 def make_bool(e: Expr, env: Env) -> Any:
     """The Python value of a condition: a bool when constant, else a SymBool."""
     return _wrap_bool(e, env)

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from safetrace.symbolic import SymFloat, make_bool, make_int
+from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.trace.source import stack_trace
 
 _BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
@@ -53,7 +54,7 @@ def expr_node(tr: Any, e: Any, env: Any) -> Any:
     node = tr.sym_nodes.get(e)
     if node is not None:
         return node
-    if e.op == "sym":
+    if e.op == "sym" or e.op == "fsym":  # fsym: a float read from data (.item())
         node = tr.symbol_node(e.name)
     elif e.op in _UNARY:
         node = _emit(tr, _UNARY[e.op], (expr_node(tr, e.args[0], env),), e, env)
@@ -86,3 +87,18 @@ def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
     if e is not None:
         node.meta["val"] = _value(e, env)
     return node
+
+
+def split_linear(e: Expr, name: str) -> tuple[int, Expr] | None:
+    """``(c, rest)`` with ``e == c * name + rest`` and `name` not in `rest`, or None when `e`
+    is not linear in symbol `name` (``2*u0 + s0`` -> ``(2, s0)``)."""
+    coef = 0
+    rest: dict = {}
+    for mono, c in terms(e):
+        if len(mono) == 1 and mono[0].op == "sym" and mono[0].name == name:
+            coef += c
+        elif any(name in f.free_symbols for f in mono):
+            return None
+        else:
+            rest[mono] = rest.get(mono, 0) + c
+    return (coef, from_terms(rest)) if coef else None

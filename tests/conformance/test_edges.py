@@ -12,7 +12,7 @@ import tests.conformance.edges.edges_2  # noqa: F401
 import tests.conformance.edges.edges_3  # noqa: F401
 from tests.conformance.edge_harness import CASES, ST_ERRORS, Finding, Note, _where, describe, from_safetrace
 
-KNOWN: dict[str, str] = {}  # case name -> the bug's cause and owner (none open)
+KNOWN: dict[str, str] = {}
 
 
 def _params():

@@ -52,12 +52,16 @@ def python_semantics() -> Iterator[None]:
                                       for k in range(len(flat[0][0]))], flat[0][1])
 
     def scan_(fn, init, xs, dim=0, reverse=False):
-        xs = xs.movedim(dim, 0)
-        order = range(xs.shape[0] - 1, -1, -1) if reverse else range(xs.shape[0])
-        carry, ys = init, [None] * xs.shape[0]
-        for i in order:
-            carry, ys[i] = fn(carry, xs[i])
-        return carry, torch.stack(ys).movedim(0, dim)
+        leaves, spec = pytree.tree_flatten(xs)
+        leaves = [x.movedim(dim, 0) for x in leaves]
+        n = leaves[0].shape[0]
+        carry, ys = init, [None] * n
+        for i in (range(n - 1, -1, -1) if reverse else range(n)):
+            carry, ys[i] = fn(carry, pytree.tree_unflatten([x[i] for x in leaves], spec))
+        flat = [pytree.tree_flatten(y) for y in ys]
+        stacked = [torch.stack([f[0][k] for f in flat]).movedim(0, dim)
+                   for k in range(len(flat[0][0]))]
+        return carry, pytree.tree_unflatten(stacked, flat[0][1])
 
     saved = (torch.cond, hops.while_loop, hops.map, hops.scan)
     torch.cond, hops.while_loop, hops.map, hops.scan = cond, loop, map_, scan_
@@ -277,6 +281,32 @@ class ScanReverseDim1(torch.nn.Module):
         return scan(lambda c, x: (c * 0.5 + x, c - x), init, xs, dim=1, reverse=True)
 
 
+class IntCounter(torch.nn.Module):
+    """A carried Python int: data-dependent inside the loop and after it."""
+
+    def forward(self, x):
+        return while_loop(lambda i, x: i < 5, lambda i, x: (i + 1, x * 2 - 1), (0, x))
+
+
+class UnbackedPred(torch.nn.Module):
+    def forward(self, x):
+        k = (x > 0).sum().item()
+        return torch.cond(k > 3, lambda x: x + 1, lambda x: x * x, (x,))
+
+
+class MapDict(torch.nn.Module):
+    def forward(self, x):
+        return hmap(lambda d, s: {"p": d["a"] * d["b"] + s, "q": d["a"].sum()},
+                    {"a": x, "b": x + 1}, x.sum(0))
+
+
+class ScanTuple(torch.nn.Module):
+    def forward(self, x):
+        def step(c, xs):
+            return (c[0] + xs[0], c[1] * 0.5 + xs[1]), c[0] - xs[1]
+        return scan(step, (x[0] * 0, x[0] * 0 + 1), (x, x.cos()))
+
+
 def _decode_inputs(n: int, sign: int):
     g = torch.Generator().manual_seed(n * 13 + (sign > 0))
     return (torch.randn(4, generator=g) * sign, torch.zeros(max(n, 0), dtype=torch.int64))
@@ -301,6 +331,13 @@ CASES = [
          lambda: {"h": None, "tokens": {0: st.Dim("len")}}),
     Case("while_growing", Growing, lambda n, s: (_rows(n, 1) + 1,), lambda: _at_least_one("x"),
          min_size=1, reference=_growing_reference),
+    Case("while_int_counter", IntCounter, lambda n, s: (_rows(n, s),), _batch),
+    Case("unbacked_pred", UnbackedPred, lambda n, s: (_rows(n, 1) - (0.2 if s > 0 else 0.9),),
+         _batch),
+    Case("map_dict", MapDict, lambda n, s: (_rows(n, s),), lambda: _at_least_one("x"),
+         min_size=1),
+    Case("scan_tuple", ScanTuple, lambda n, s: (_rows(n, s),), lambda: _at_least_one("x"),
+         min_size=1),
     Case("map_basic", MapBasic, lambda n, s: (_rows(n, s), _rows(1, s)[0]),
          lambda: _at_least_one("xs", y=None), min_size=1),
     Case("map_params", MapParams, lambda n, s: (_rows(n, s),),

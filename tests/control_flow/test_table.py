@@ -59,7 +59,8 @@ def test_graph_holds_torch_higher_order_operators(case, exported):
     assert "torch.ops.higher_order." in text and "class " in text.split("\n", 2)[2]
 
 
-@pytest.mark.parametrize("name", ["basic", "while_counter", "map_basic", "scan_cumsum"])
+@pytest.mark.parametrize("name", ["basic", "while_counter", "while_int_counter", "map_dict",
+                                  "scan_reverse_dim1"])
 def test_python_reference_agrees_with_torch_eager(name, exported):
     case = next(c for c in CASES if c.name == name)
     model, _ = exported[name]

@@ -118,3 +118,40 @@ def test_upsample_vec_scale_matches_eager(scale: float) -> None:
     x = torch.randn(1, 1, 98, 98)
     ep = st.export(m, (x,), dynamic_shapes={"x": {3: st.Dim.AUTO}})
     assert _sweep(m, lambda n: torch.randn(1, 1, 98, n), ep, sizes=range(1, 300)) >= 150
+
+
+class DataScale(torch.nn.Module):
+    def forward(self, x):
+        s = x.max().item()  # an unbacked float: the graph computes with it
+        st.check(s > 0)
+        return x * s, x / s
+
+
+def test_float_read_from_data_is_an_unbacked_float(tmp_path) -> None:
+    m = DataScale()
+    ep = st.export(m, (torch.rand(3, 4) + 0.1,), dynamic_shapes={"x": {0: st.Dim.AUTO}})
+    assert "aten.item.default" in ep.graph_module.code
+    for n in (1, 3, 7):
+        x = torch.rand(n, 4) + 0.5
+        for g, w in zip(ep.module()(x), m(x)):
+            torch.testing.assert_close(g, w)
+    with pytest.raises(Exception, match=r"u0 > 0"):  # the check runs inside the graph
+        ep.module()(-torch.rand(2, 4) - 1)
+    st.save(ep, tmp_path / "p.st")
+    x = torch.rand(2, 4) + 1
+    for g, w in zip(st.load(tmp_path / "p.st").module()(x), m(x)):
+        torch.testing.assert_close(g, w)
+
+
+def test_branch_on_a_float_from_data_asks_for_a_check() -> None:
+    def f(x):
+        return x if x.max().item() > 0 else -x
+
+    with pytest.raises(st.DataDependentError, match=r"st.check\(u0 > 0\)"):
+        st.export(f, (torch.rand(3),))
+
+
+def test_a_float_item_can_be_returned() -> None:
+    ep = st.export(lambda x: x.sum().item() * 2.0, (torch.randn(3),))
+    x = torch.randn(3)
+    assert ep.module()(x) == x.sum().item() * 2.0

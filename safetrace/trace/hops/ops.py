@@ -18,10 +18,10 @@ import torch
 from safetrace import pytree
 from safetrace.errors import OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import Expr, make_int, to_expr
+from safetrace.symbolic import Expr, eq, make_int, to_expr
 from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
-                                           short_path, trace_function)
+                                           is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.source import short, stack_trace
 
@@ -70,7 +70,7 @@ def _size_expr(s: Any) -> Expr:
 def _same_size(env: Any, a: Any, b: Any) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return env is not None and env.decide(Expr.eq(_size_expr(a), _size_expr(b))) is True
+    return env is not None and env.decide(eq(_size_expr(a), _size_expr(b))) is True
 
 
 def _inner(env: Any, s: Any, created: set[str]) -> bool:
@@ -78,10 +78,10 @@ def _inner(env: Any, s: Any, created: set[str]) -> bool:
     return not isinstance(s, int) and bool(_size_expr(s).free_symbols & created)
 
 
-def _fresh(env: Any, sizes: list, origin: str) -> Any:
-    """A new unbacked size covering the value ranges of `sizes` (none: any size)."""
+def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
+    """A new unbacked size covering the value ranges of `sizes` (none: any value >= lo)."""
     if not sizes:
-        return make_int(env.new_unbacked(lo=0, hi=None, origin=origin), env)
+        return make_int(env.new_unbacked(lo=lo, hi=None, origin=origin), env)
     lo, hi = float("inf"), float("-inf")
     for s in sizes:
         r = env.bounds(_size_expr(s))
@@ -99,16 +99,17 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
     if tr.first_op is None:
         tr.first_op = node
     node.meta["stack_trace"] = trace
-    outs = []
+    outs, items = [], []
     for i, meta in enumerate(metas):
         g = tr.graph.call_function(operator.getitem, (node, i))
         g.meta["stack_trace"] = trace
-        p = Proxy(meta, g)
+        p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
         g.meta["val"] = p
         outs.append(p)
+        items.append(g)
     node.meta["val"] = tuple(outs)
     for i, d, size in fresh:  # read at run time from the output it describes
-        tr.sym_sources[_size_expr(size).name] = (outs[i].st_node, d, 1, 0)
+        tr.sym_sources[_size_expr(size).name] = items[i] if d is None else (items[i], d, 1, 0)
         tr.env.symbols[_size_expr(size).name].origin = (
             f"a size where the branches/iterations differ, at {short(trace)}")
     return outs
@@ -180,7 +181,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
 
 def _one_element(tr: Any, m: TensorMeta) -> bool:
     n = m.numel()
-    return n == 1 if isinstance(n, int) else tr.env.decide(Expr.eq(to_expr(n), 1)) is True
+    return n == 1 if isinstance(n, int) else tr.env.decide(eq(to_expr(n), 1)) is True
 
 
 def _describe(spec: Any, leaves: list) -> str:
@@ -233,31 +234,43 @@ def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[lis
 
 def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
     """``while_loop(cond_fn, body_fn, carried)``: carried sizes fixed, or unbacked where
-    an iteration changes them."""
+    an iteration changes them; carried ints are data-dependent inside and after."""
     where = short(stack_trace(3))
     if not isinstance(carried, (tuple, list)):
         raise UnsupportedOpError(f"while_loop at {where}: carried_inputs must be a tuple or "
-                                 f"list of tensors, got {type(carried).__name__}")
-    leaves, spec = _flat_operands(carried, "while_loop", where)
-    metas = input_metas(leaves, "while_loop", where)
+                                 f"list of tensors and ints, got {type(carried).__name__}")
+    leaves, spec = pytree.tree_flatten(carried)
+    ints = [isinstance(v, int) or is_sym(v) for v in leaves]
     env = tr.env
-    loop_syms: set[str] = set()  # sizes made unknown because an iteration changes them
+    metas: list = []
+    for v, is_int in zip(leaves, ints):  # a carried int is unknown inside the loop
+        metas.append(_fresh(env, [], "a while_loop carried int", lo=None) if is_int else
+                     input_metas([v], "while_loop", where)[0])
+    loop_syms: set[str] = {_size_expr(m).name for m in metas if is_sym(m)}
     for _ in range(3):
         c = trace_function(tr, cond_fn, metas, spec, fn_location(cond_fn),
-                           "the cond_fn of while_loop", single=True)
+                           "the cond_fn of while_loop", single=True, ints_ok=True)
         _check_pred_out(tr, c, where)
         b = trace_function(tr, body_fn, metas, spec, fn_location(body_fn),
-                           "the body_fn of while_loop")
+                           "the body_fn of while_loop", ints_ok=True)
         if b.out_spec != spec:
             raise OpShapeError(
                 f"while_loop at {where}: body_fn ({b.where}) returns "
                 f"{_describe(b.out_spec, b.out_leaves)}, but the carried values are "
-                f"{_describe(spec, [Proxy(m, None) for m in metas])}.\nFix: return one "
-                f"value per carried input, in the same structure")
+                f"{_describe(spec, leaves)}.\nFix: return one value per carried input, in "
+                f"the same structure")
         changed = False
-        new_metas = []
-        for i, (m, p) in enumerate(zip(metas, b.out_leaves)):
-            o = p.st_meta
+        new_metas: list = []
+        for i, (m, o) in enumerate(zip(metas, b.out_leaves)):
+            if ints[i]:
+                if not (isinstance(o, int) or is_sym(o)) or getattr(o, "st_meta", None):
+                    got = annotation(o.st_meta) if isinstance(o, Proxy) else repr(o)
+                    raise OpShapeError(f"while_loop at {where}: body_fn ({b.where}) returns "
+                                       f"{got} for carried int {i}.\nFix: return an int "
+                                       f"for it")
+                new_metas.append(m)
+                continue
+            o = o.st_meta
             if o.dtype != m.dtype or o.ndim != m.ndim or o.device != m.device:
                 raise OpShapeError(
                     f"while_loop at {where}: body_fn ({b.where}) changes carried value {i} "
@@ -282,9 +295,14 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     outer = _lift_together([c, b])
     c_attr = _get_attr(tr, "while_loop_cond_graph", c)
     b_attr = _get_attr(tr, "while_loop_body_graph", b)
-    ops = tuple(_node_of(tr, v) for v in leaves)
+    ops = tuple(tr.sym_node(v) if i else _node_of(tr, v) for v, i in zip(leaves, ints))
     out_metas, fresh = [], []
     for i, (v, m) in enumerate(zip(leaves, metas)):
+        if ints[i]:
+            u = _fresh(env, [], "while_loop output", lo=None)
+            out_metas.append(u)
+            fresh.append((i, None, u))
+            continue
         start = v.st_meta if isinstance(v, Proxy) else TensorMeta(tuple(v.shape), v.dtype,
                                                                  v.device)
         shape = list(start.shape)
@@ -300,8 +318,11 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
 
 
 def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
-    if len(c.out_leaves) != 1 or c.out_leaves[0].st_meta.dtype is not torch.bool or \
-            not _one_element(tr, c.out_leaves[0].st_meta):
+    out = c.out_leaves[0] if len(c.out_leaves) == 1 else None
+    if is_sym(out) and getattr(out.expr, "is_bool", False):
+        return  # a condition on carried ints
+    if not isinstance(out, Proxy) or out.st_meta.dtype is not torch.bool or \
+            not _one_element(tr, out.st_meta):
         got = _describe(c.out_spec, c.out_leaves)
         raise OpShapeError(
             f"while_loop at {where}: cond_fn ({c.where}) must return one bool tensor with "
@@ -449,4 +470,4 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
     return carry, pytree.tree_unflatten(ys, out_spec[0])
 
 
-__all__ = ["cond", "while_loop", "map_", "scan", "short_path"]
+__all__ = ["cond", "while_loop", "map_", "scan"]

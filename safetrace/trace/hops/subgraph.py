@@ -71,18 +71,33 @@ def owner_module(graph: torch.fx.Graph) -> torch.nn.Module:
     return root
 
 
-class Traced:
+class Subgraph:
+    """A graph called by a control-flow operator (traced, or read from a saved program)."""
+
+    def __init__(self, graph: torch.fx.Graph) -> None:
+        self.graph = graph
+        self._module: torch.fx.GraphModule | None = None
+
+    def module(self, class_name: str) -> torch.fx.GraphModule:
+        """The subgraph as a GraphModule, built on first use, not at export (fx code
+        generation costs about a millisecond per subgraph)."""
+        if self._module is None:
+            self._module = torch.fx.GraphModule(owner_module(self.graph), self.graph,
+                                                class_name)
+        return self._module
+
+
+class Traced(Subgraph):
     """A function traced into a graph: its placeholders, outputs, and outside reads."""
 
     def __init__(self, graph: torch.fx.Graph, n_inputs: int, out_leaves: list, out_spec: Any,
                  where: str, new_symbols: set[str]) -> None:
-        self.graph = graph
+        super().__init__(graph)
         self.n_inputs = n_inputs
         self.out_leaves = out_leaves   # Proxies (or other leaves) the function returned
         self.out_spec = out_spec
         self.where = where             # the function's source location
         self.new_symbols = new_symbols  # symbols created while it ran (unknown outside)
-        self._module: torch.fx.GraphModule | None = None
 
     def foreign(self) -> list[torch.fx.Node]:
         """Nodes of other graphs the subgraph reads, in first-use order."""
@@ -122,6 +137,10 @@ class Traced:
         values = out.args[0] if isinstance(out.args[0], tuple) else (out.args[0],)
         fixed, seen = [], set()
         for node in values:
+            if not isinstance(node, torch.fx.Node) or not isinstance(
+                    node.meta.get("val"), Proxy):
+                fixed.append(node)  # an int or bool: a value, never an alias
+                continue
             if node.op == "placeholder" or node in seen or base_placeholder(node) is not None:
                 with g.inserting_before(out):
                     copy = g.call_function(aten.clone.default, (node,))
@@ -131,14 +150,6 @@ class Traced:
             seen.add(node)
             fixed.append(node)
         out.args = (tuple(fixed) if isinstance(out.args[0], tuple) else fixed[0],)
-
-    def module(self, class_name: str) -> torch.fx.GraphModule:
-        """The subgraph as a GraphModule, built on first use, not at export (fx code
-        generation costs about a millisecond per subgraph)."""
-        if self._module is None:
-            self._module = torch.fx.GraphModule(owner_module(self.graph), self.graph,
-                                                class_name)
-        return self._module
 
 
 @contextlib.contextmanager
@@ -228,27 +239,40 @@ def _refuse_outside_facts(env: Any, n_facts: int, n_syms: int, where: str) -> No
                 f"the torch.cond / loop call")
 
 
+def is_sym(v: Any) -> bool:
+    return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
+
+
 def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str,
-                   what: str, single: bool = False) -> Traced:
+                   what: str, single: bool = False, ints_ok: bool = False) -> Traced:
     """Trace ``fn(*unflatten(inputs))`` into a new graph whose placeholders are `inputs`.
 
-    `inputs` are TensorMetas (or Proxies, whose metadata is used) for tensor placeholders.
+    `inputs` are TensorMetas (or Proxies, whose metadata is used) for tensor placeholders,
+    and symbolic ints (a loop's carried int: an unbacked symbol) for int placeholders.
     """
     graph = torch.fx.Graph()
     args = []
     for i, v in enumerate(inputs):
-        meta = v.st_meta if isinstance(v, Proxy) else v
         node = v.st_node if isinstance(v, Proxy) else None
         ph = graph.placeholder(node.name if isinstance(node, torch.fx.Node) else f"arg{i}")
-        p = Proxy(meta, ph)
+        ph.meta["stack_trace"] = ""
+        if is_sym(v):
+            ph.meta["val"] = v
+            args.append(v)
+            continue
+        p = Proxy(v.st_meta if isinstance(v, Proxy) else v, ph)
         if isinstance(v, Proxy) and v.st_contig is None:
             p.st_contig = None
         ph.meta["val"] = p
-        ph.meta["stack_trace"] = ""
         args.append(p)
     call_args = pytree.tree_unflatten(args, in_spec)
     with _in_subgraph(tr, graph, what) as created:
-        for p in args:  # a size known only inside (a loop's changing size): read it here
+        for p, ph in zip(args, graph.nodes):  # values known only inside: read them here
+            if is_sym(p):
+                if p.expr.op == "sym" and p.expr.name not in tr.sym_sources:
+                    tr.sym_sources[p.expr.name] = ph
+                    created.add(p.expr.name)
+                continue
             for d, size in enumerate(p.st_meta.shape):
                 e = getattr(size, "expr", None)
                 if e is not None and e.op == "sym" and e.name not in tr.sym_sources:
@@ -256,7 +280,7 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
                     created.add(e.name)
         out = fn(*call_args)
         leaves, spec = pytree.tree_flatten(out)
-        nodes = []
+        nodes: list = []
         for i, leaf in enumerate(leaves):
             if isinstance(leaf, Proxy):
                 node = leaf.st_node
@@ -264,18 +288,22 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
                 node = tr.lift(leaf)
                 leaf = node.meta["val"]
                 leaves[i] = leaf
+            elif ints_ok and (is_sym(leaf) or isinstance(leaf, (bool, int))):
+                node = tr.sym_node(leaf)  # an int or bool (a loop counter, a condition)
             else:
                 raise UnsupportedOpError(
                     f"{what} ({where}) returned {type(leaf).__name__} {leaf!r} at output "
-                    f"{i}; a branch or loop body must return tensors only.\nFix: return "
-                    f"a tensor, e.g. torch.tensor(value) or x.new_full((), value)")
+                    f"{i}; a branch or loop body must return tensors (or ints where they "
+                    f"are carried).\nFix: return a tensor, e.g. torch.tensor(value) or "
+                    f"x.new_full((), value)")
             if node is None:
                 raise UnsupportedOpError(f"{what} ({where}) returned a value computed "
                                          f"inside a custom op's fake implementation")
             nodes.append(node)
         _refuse_writes(graph, what, where)
     for i, n in enumerate(nodes):
-        leaves[i] = n.meta["val"]
+        if isinstance(n, torch.fx.Node):
+            leaves[i] = n.meta["val"]
     # a while_loop's cond_fn returns its one bool tensor bare, as torch's graphs do
     graph.output(nodes[0] if single and len(nodes) == 1 else tuple(nodes))
     return Traced(graph, len(inputs), leaves, spec, where, created)
