@@ -237,6 +237,11 @@ class _Converter:
                 f"node {node.name} calls {getattr(target, '__qualname__', target)}, which "
                 f"torch.export graphs cannot hold (only operator overloads and size "
                 f"arithmetic){_where(node)}")
+        if isinstance(target, torch._ops.OpOverload):
+            # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
+            # there, and code generated from them (unflatten's) would fail on one
+            args = tuple(list(a) if type(a) is tuple else a for a in args)
+            kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = self.graph.call_function(target, args, kwargs)
         new.name = self.graph._graph_namespace.create_name(node.name, new)
         for k in ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn"):

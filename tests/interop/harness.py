@@ -100,11 +100,11 @@ def edge_inputs(ep: st.ExportedProgram, cap: int = 64) -> list:
     return out
 
 
-def check_parity(ep: st.ExportedProgram, tep: Any, cases: list) -> dict:
+def check_parity(ep: st.ExportedProgram, tep: Any, cases: list, cap: int = 64) -> dict:
     """Same behaviour on the listed cases and the contract's edges; counts by outcome."""
     converted = tep.module()
     ours = ep.module()
     counts = {"ok": 0, "rejected": 0}
-    for args, kwargs in itertools.chain(cases, edge_inputs(ep)):
+    for args, kwargs in itertools.chain(cases, edge_inputs(ep, cap)):
         counts[same_behaviour(ours, converted, args, kwargs)] += 1
     return counts

@@ -84,7 +84,7 @@ def test_fast_zoo_model_converts_with_the_same_contract(entry):
         tep.validate()
         assert tep.range_constraints
         counts = check_parity(ep, tep, [(case.args, case.kwargs)] + case.others +
-                              [case.outside])
+                              [case.outside], cap=16)  # large accepted sizes only cost time
     assert counts["ok"] >= 3 and counts["rejected"] >= 1
 
 
