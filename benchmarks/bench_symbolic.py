@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from safetrace.symbolic import Env, Expr  # noqa: E402
+from safetrace.symbolic import Env, Expr, eq, ge, gt, le, lt  # noqa: E402
 
 N_SYMBOLS = 8
 HINTS = [3 + 5 * i for i in range(N_SYMBOLS)]
@@ -40,19 +40,19 @@ def workload_ours(n: int) -> int:
         x, y = syms[a], syms[b]
         if kind == 0:
             e = (x + 2 * p - d * (k - 1) - 1) // st + 1
-            cond = Expr.ge(e, 1)
+            cond = ge(e, 1)
         elif kind == 1:
             e = x + y + c
-            cond = Expr.gt(e, 10)
+            cond = gt(e, 10)
         elif kind == 2:
             e = x * y * (c + 1)
-            cond = Expr.eq(e, x * (c + 1) * y)
+            cond = eq(e, x * (c + 1) * y)
         elif kind == 3:
             e = ((x + 2 * p - k) // st + 1) * y + c
-            cond = Expr.lt(e, x * y + c + 4)
+            cond = lt(e, x * y + c + 4)
         else:
             e = (x * st + c) // st - x
-            cond = Expr.le(e, c)
+            cond = le(e, c)
         e = env.simplify(e)
         r = env.bounds(e)
         decided = env.decide(cond)

@@ -9,6 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# ``dims`` (the helper) is bound eagerly: importing the submodule of the same name would
+# otherwise replace it by the module ("'module' object is not callable"). dims.py does not
+# import torch.
+from safetrace.dims import dims  # noqa: E402
+
 _API = {
     "export": "safetrace.exporter.api",
     "explain": "safetrace.exporter.explain",
@@ -19,11 +24,13 @@ _API = {
     "TensorMeta": "safetrace.meta",
     "Dim": "safetrace.dims",
     "check": "safetrace.trace.asserts",
+    "cond": "safetrace.trace.hops",
     "custom_op": "safetrace.trace.custom",
     "register_fake": "safetrace.trace.custom",
     "new_dynamic_size": "safetrace.trace.custom",
-    "ShapesCollection": "safetrace.dims",
-    "dims": "safetrace.dims",
+    "ShapesCollection": "safetrace.exporter.shapes",
+    "AdditionalInputs": "safetrace.exporter.shapes",
+    "refine_dynamic_shapes_from_suggested_fixes": "safetrace.exporter.shapes",
     "ExportError": "safetrace.errors",
     "UnsupportedInputError": "safetrace.errors",
     "ConstraintViolationError": "safetrace.errors",
@@ -36,9 +43,12 @@ _API = {
     "LoadError": "safetrace.errors",
     "save": "safetrace.serialize",
     "load": "safetrace.serialize",
+    "to_onnx": "safetrace.interop",
+    "ConversionError": "safetrace.errors",
+    "ConversionWarning": "safetrace.errors",
 }
 
-__all__ = sorted(_API)
+__all__ = sorted([*_API, "dims"])
 
 
 def __getattr__(name: str) -> Any:

@@ -4,12 +4,21 @@
     safetrace check FILE                     validate a file (exit status 1 if invalid)
     safetrace export MODULE:FACTORY -o FILE  export what FACTORY() returns and save it
     safetrace run FILE [--n N] [--seed S]    run on random inputs drawn from the contract
+
+Options of show/check/run: --allow-ops NS::OP (repeatable) lets the graph call that
+custom operator (it must be registered in this process: --import MODULE imports it).
+Everything printed that comes from a file is escaped to printable text.
+
+Exit status: 0 success; 1 the file is invalid or refused (LoadError); 2 bad command line
+or factory; 3 running failed (no inputs could be drawn under --max-numel, or the program
+raised).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import random
 import statistics
 import sys
@@ -21,28 +30,64 @@ import torch
 from safetrace.errors import ExportError, InputMismatchError, LoadError
 
 
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_RUN = 0, 1, 2, 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     parser = _parser()
-    ns = parser.parse_args(argv)
     try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return EXIT_USAGE if exit_.code else EXIT_OK
+    try:
+        for name in getattr(ns, "imports", None) or ():
+            importlib.import_module(name)
         return ns.func(ns)
     except LoadError as err:
-        print(f"error: {ns.file if hasattr(ns, 'file') else ''}: {err}", file=sys.stderr)
-        return 1
-    except (ExportError, InputMismatchError) as err:
-        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
-        return 1
+        _err(f"error: {ns.file if hasattr(ns, 'file') else ''}: {err}")
+        return EXIT_INVALID
+    except ExportError as err:
+        _err(f"error: {type(err).__name__}: {err}")
+        return EXIT_INVALID
+    except _RunError as err:
+        _err(f"error: {err}")
+        return EXIT_RUN
+
+
+class _RunError(Exception):
+    """Running a loaded program failed (reported as a message, exit status 3)."""
+
+
+_ESCAPES = {"\n": "\n", "\t": "\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character (terminal escapes, bidi controls)
+    escaped as ``\\xNN`` / ``\\uNNNN``; newlines and tabs stay."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in _ESCAPES else
+                   (f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\u{ord(c):04x}"
+                    if ord(c) < 65536 else f"\\U{ord(c):08x}") for c in text)
+
+
+def _out(text: str, end: str = "\n") -> None:
+    sys.stdout.write(printable(text) + end)
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(printable(text) + "\n")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="safetrace", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("show", help="print the input contract and the readable graph")
-    s.add_argument("file")
+    _file_args(s)
     s.set_defaults(func=_show)
-    s = sub.add_parser("check", help="validate a saved program")
-    s.add_argument("file")
+    s = sub.add_parser("check", help="validate a saved program (allowlist included)")
+    _file_args(s)
     s.set_defaults(func=_check)
     s = sub.add_parser("export", help="export MODULE:FACTORY (returns (model, args[, "
                                       "dynamic_shapes])) and save it")
@@ -50,35 +95,50 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True)
     s.set_defaults(func=_export)
     s = sub.add_parser("run", help="run on random inputs drawn from the contract")
-    s.add_argument("file")
+    _file_args(s)
     s.add_argument("--n", type=int, default=10, help="number of calls (default 10)")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--max-numel", type=int, default=1 << 22,
+                   help="most elements of one drawn input tensor (default 4194304)")
     s.set_defaults(func=_run)
     return p
 
 
-def _load(path: str) -> Any:
+def _file_args(s: argparse.ArgumentParser) -> None:
+    s.add_argument("file")
+    s.add_argument("--allow-ops", action="append", default=[], metavar="NS::OP",
+                   help="let the graph call this custom operator (repeatable)")
+    s.add_argument("--weights", default=None,
+                   help="safetensors weights for a file saved with weights=False")
+    s.add_argument("--import", dest="imports", action="append", default=[],
+                   metavar="MODULE", help="import MODULE first (registers custom ops)")
+
+
+def _load(ns: argparse.Namespace) -> Any:
     from safetrace.serialize import load
 
-    return load(path)
+    try:
+        return load(ns.file, allow_ops=ns.allow_ops, weights=ns.weights)
+    except TypeError as err:  # a malformed --allow-ops entry
+        raise LoadError(str(err)) from None
 
 
 def _show(ns: argparse.Namespace) -> int:
-    ep = _load(ns.file)
-    print(ep.describe_contract())
-    print()
-    print(ep.graph_module.print_readable(print_output=False), end="")
+    ep = _load(ns)
+    _out(ep.describe_contract())
+    _out("")
+    _out(ep.graph_module.print_readable(print_output=False), end="")
     return 0
 
 
 def _check(ns: argparse.Namespace) -> int:
-    ep = _load(ns.file)
+    ep = _load(ns)
     n_nodes = len(ep.graph.nodes)
     n_bytes = sum(t.numel() * t.element_size() for t in [*ep._state.values(),
                                                            *ep.constants.values()])
-    print(f"{ns.file}: OK ({n_nodes} nodes, {len(ep._state)} state tensors, "
-          f"{len(ep.constants)} constants, {n_bytes} bytes of weights, "
-          f"{len(ep.contract.inputs)} inputs)")
+    _out(f"{ns.file}: OK ({n_nodes} nodes, {len(ep._state)} state tensors, "
+         f"{len(ep.constants)} constants, {n_bytes} bytes of weights, "
+         f"{len(ep.contract.inputs)} inputs; every call on the allowlist)")
     return 0
 
 
@@ -94,7 +154,7 @@ def _export(ns: argparse.Namespace) -> int:
     mod_name, sep, fn_name = ns.factory.partition(":")
     if not sep or not mod_name or not fn_name:
         print("error: expected MODULE:FACTORY, e.g. mypkg.models:make", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     step(f"importing {mod_name}")
     if "" not in sys.path:
         sys.path.insert(0, "")
@@ -104,7 +164,7 @@ def _export(ns: argparse.Namespace) -> int:
     if not isinstance(made, tuple) or len(made) not in (2, 3):
         print("error: the factory must return (model, args) or (model, args, dynamic_shapes)",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     model, args = made[0], made[1]
     dynamic_shapes = made[2] if len(made) == 3 else None
     step(f"exporting {type(model).__name__}")
@@ -119,32 +179,45 @@ def _export(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    ep = _load(ns.file)
+    ep = _load(ns)
     rng = random.Random(ns.seed)
     gen = torch.Generator().manual_seed(ns.seed)
     mod = ep.module()
     times = []
     for i in range(max(ns.n, 0)):
-        args, kwargs, sizes = draw_inputs(ep, rng, gen, use_hints=(i == 0))
+        try:
+            args, kwargs, sizes = draw_inputs(ep, rng, gen, use_hints=(i == 0),
+                                              max_numel=ns.max_numel)
+        except InputMismatchError as err:
+            raise _RunError(str(err)) from None
         t = time.perf_counter()
-        mod(*args, **kwargs)
+        try:
+            mod(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the program's failure, as a message
+            raise _RunError(f"call {i} ({sizes}) raised {type(err).__name__}: "
+                            f"{str(err)[:2000]}") from None
         times.append(time.perf_counter() - t)
-        print(f"call {i}: {sizes}  {times[-1] * 1e3:.3f} ms")
+        _out(f"call {i}: {sizes}  {times[-1] * 1e3:.3f} ms")
     if times:
-        print(f"{len(times)} calls: median {statistics.median(times) * 1e3:.3f} ms, "
-              f"mean {statistics.fmean(times) * 1e3:.3f} ms per call")
+        _out(f"{len(times)} calls: median {statistics.median(times) * 1e3:.3f} ms, "
+             f"mean {statistics.fmean(times) * 1e3:.3f} ms per call")
     return 0
 
 
 def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
-                use_hints: bool = False, tries: int = 200) -> tuple[tuple, dict, str]:
-    """Random inputs that pass ``ep``'s checks: sizes from the contract's symbols."""
+                use_hints: bool = False, tries: int = 200,
+                max_numel: int = 1 << 22) -> tuple[tuple, dict, str]:
+    """Random inputs that pass ``ep``'s checks: sizes from the contract's symbols, no
+    tensor over ``max_numel`` elements (a file's hints are not trusted to be small)."""
     from safetrace import pytree
 
     hints = _hints(ep)
     for attempt in range(tries):
-        binding = dict(hints) if use_hints or attempt == tries - 1 else _draw(ep, rng, hints)
-        leaves = _leaves(ep, binding, gen)
+        # the file's hints first (when asked) and last; they are drawn around when they
+        # would make a tensor over the cap
+        first = use_hints and attempt == 0
+        binding = dict(hints) if first or attempt == tries - 1 else _draw(ep, rng, hints)
+        leaves = _leaves(ep, binding, gen, max_numel)
         if leaves is None:
             continue
         args, kwargs = pytree.tree_unflatten(leaves, ep.in_spec)
@@ -154,7 +227,8 @@ def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
             continue
         sizes = ", ".join(f"{k}={v}" for k, v in sorted(binding.items())) or "static"
         return args, kwargs, sizes
-    raise InputMismatchError("could not draw inputs that satisfy the contract")
+    raise InputMismatchError(f"could not draw inputs that satisfy the contract with at most "
+                             f"{max_numel} elements per tensor (--max-numel)")
 
 
 def _symbols(ep: Any) -> list[str]:
@@ -193,7 +267,8 @@ def _draw(ep: Any, rng: random.Random, hints: dict[str, int]) -> dict[str, int]:
     return binding
 
 
-def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator) -> list | None:
+def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator,
+            max_numel: int) -> list | None:
     out = []
     for inp in ep.contract.inputs:
         if not hasattr(inp, "dims"):  # a specialized constant
@@ -201,10 +276,15 @@ def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator) -> list | No
             continue
         shape = []
         for dim in inp.dims:
-            v = dim.size if isinstance(dim.size, int) else dim.size.evaluate(binding)
+            try:
+                v = dim.size if isinstance(dim.size, int) else dim.size.evaluate(binding)
+            except (ArithmeticError, KeyError):
+                return None
             if isinstance(v, bool) or v < 0:
                 return None
             shape.append(int(v))
+        if math.prod(shape) > max_numel:
+            return None
         out.append(_tensor(shape, inp.dtype, gen))
     return out
 

@@ -9,23 +9,37 @@ Mirrors torch.export's names so that a spec written for torch.export works here:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 
-class _Hint:
-    """Dim.AUTO / Dim.DYNAMIC / Dim.STATIC, optionally with a range: Dim.DYNAMIC(min=2)."""
+class DimHint:
+    """Dim.AUTO / Dim.DYNAMIC / Dim.STATIC, optionally with a range: ``Dim.DYNAMIC(min=2)``.
 
-    __slots__ = ("kind", "min", "max")
+    As in torch.export, the three names are factories: calling one gives a hint with a
+    range (``Dim.STATIC(min=, max=)`` too: the example size must lie in it), and a hint
+    with a range cannot be called again.
+    """
 
-    def __init__(self, kind: str, min: int | None = None, max: int | None = None) -> None:
+    __slots__ = ("kind", "min", "max", "factory")
+
+    def __init__(self, kind: str, min: int | None = None, max: int | None = None,
+                 factory: bool = False) -> None:
         self.kind = kind
         self.min = min
         self.max = max
+        self.factory = factory
 
-    def __call__(self, min: int | None = None, max: int | None = None) -> _Hint:
-        if self.kind == "static":
-            raise TypeError("Dim.STATIC takes no range")
-        return _Hint(self.kind, min, max)
+    def __call__(self, min: int | None = None, max: int | None = None) -> DimHint:
+        if not self.factory:
+            raise TypeError(f"{self!r} is a dim hint with a range; only Dim.{self.kind.upper()}"
+                            f" itself can be called")
+        for name, v in (("min", min), ("max", max)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"Dim.{self.kind.upper()}({name}={v!r}): {name} must be an "
+                                 f"int >= 0")
+        if min is not None and max is not None and min > max:
+            raise ValueError(f"Dim.{self.kind.upper()}(min={min}, max={max}): min is greater "
+                             f"than max")
+        return DimHint(self.kind, min, max)
 
     def __repr__(self) -> str:
         base = f"Dim.{self.kind.upper()}"
@@ -36,7 +50,7 @@ class _Hint:
         return f"{base}({', '.join(parts)})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Hint) and (self.kind, self.min, self.max) == (
+        return isinstance(other, DimHint) and (self.kind, self.min, self.max) == (
             other.kind, other.min, other.max)
 
     def __hash__(self) -> int:
@@ -46,9 +60,9 @@ class _Hint:
 class Dim:
     """A named dynamic dimension; the same Dim in two places means equal sizes."""
 
-    AUTO = _Hint("auto")
-    DYNAMIC = _Hint("dynamic")
-    STATIC = _Hint("static")
+    AUTO = DimHint("auto", factory=True)
+    DYNAMIC = DimHint("dynamic", factory=True)
+    STATIC = DimHint("static", factory=True)
 
     __slots__ = ("name", "min", "max")
 
@@ -141,26 +155,3 @@ class DerivedDim:
 def dims(*names: str, min: int | None = None, max: int | None = None) -> tuple[Dim, ...]:
     """Several Dims at once: ``batch, seq = dims("batch", "seq")``."""
     return tuple(Dim(n, min=min, max=max) for n in names)
-
-
-class ShapesCollection:
-    """Dynamic shapes keyed by tensor identity: ``sc[x] = (Dim.DYNAMIC, 4)``."""
-
-    def __init__(self) -> None:
-        self._specs: dict[int, tuple[Any, Any]] = {}
-
-    def __setitem__(self, tensor: Any, spec: Any) -> None:
-        self._specs[id(tensor)] = (tensor, spec)
-
-    def __getitem__(self, tensor: Any) -> Any:
-        return self._specs[id(tensor)][1]
-
-    def __contains__(self, tensor: Any) -> bool:
-        return id(tensor) in self._specs
-
-    def get(self, tensor: Any, default: Any = None) -> Any:
-        found = self._specs.get(id(tensor))
-        return default if found is None else found[1]
-
-    def __len__(self) -> int:
-        return len(self._specs)

@@ -1,54 +1,593 @@
-"""Every exception safetrace raises, with the text that explains cause and fix.
+"""Every exception safetrace raises: a catalogue of error kinds with structured fields.
 
-Export-time errors derive from :class:`ExportError`; errors raised when an exported
-program is called derive from :class:`InputMismatchError`; file errors are
-:class:`LoadError`.  Messages say what the user did (input path, dim, source line),
-what was expected, and the fix as code.
+Each error has a ``cause`` (what happened, in the user's words), a ``where`` (input path,
+dim, source line; any may be unknown) and a ``fix`` (code to paste, or what to change);
+``str(err)`` is rendered from them (``cause``, then ``Fix: fix``).  Each kind is a class
+(its ``kind`` is the id used in ``docs/errors.md`` and in ``st.explain``) with one builder
+function below it, which holds the only copy of that message's wording.
+
+The public families::
+
+    ExportError                 raised by st.export / st.explain
+      UnsupportedInputError       an input or output safetrace cannot flatten, a bad call
+      SpecError                   dynamic_shapes is malformed or does not fit the inputs
+      ConstraintViolationError    the program needs less than the declared input space
+      DataDependentError          a decision or a size depends on tensor data
+      UnsupportedOpError          an operation that cannot be traced (yet)
+      OpShapeError                eager PyTorch would reject the call's shapes or dtypes
+    InputMismatchError          (a ValueError) ep.module() called with inputs outside the
+                                exported space, raised before anything is computed
+    RuntimeAssertionError       (a RuntimeError) an st.check / torch._check on data failed
+                                while the program ran
+    LoadError                   a saved program is truncated, corrupted, newer or hostile
+
+``InputMismatchError`` and ``RuntimeAssertionError`` are unrelated classes: the first is
+raised by the generated input checks (sizes, dtypes, constants, structure), the second by
+the assertion nodes in the graph (conditions on values computed from data).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, ClassVar
 
-class ExportError(Exception):
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Where an error happened: the input path (``xs[1]``), the dim, the source line."""
+
+    input: str | None = None
+    dim: int | None = None
+    source: str | None = None   # "model.py:14 `if x.shape[0] > 1:`"
+
+
+class StructuredError(Exception):
+    """Mixin of every safetrace error: ``cause``, ``where``, ``fix``, rendered message.
+
+    Built with keywords by the builders below; a single positional text (older raise
+    sites, other libraries' wrappers) is split once into cause and fix at ``"\\nFix:"``.
+    """
+
+    kind: ClassVar[str] = "error"
+
+    def __init__(self, cause: str = "", *, fix: str = "", where: Where | None = None,
+                 **details: Any) -> None:
+        if not fix and "\nFix:" in cause:
+            cause, _, fix = cause.partition("\nFix:")
+            fix = fix.strip(" ")
+        self.cause = cause
+        self.fix = fix
+        self.where = where or Where()
+        self.details = details
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return f"{self.cause}\nFix: {self.fix}" if self.fix else self.cause
+
+    def __reduce__(self) -> Any:  # picklable (multiprocessing, pytest-xdist)
+        return (_rebuild, (type(self), self.cause, self.fix, self.where, self.details))
+
+
+def _rebuild(cls: type, cause: str, fix: str, where: Where, details: dict) -> Any:
+    return cls(cause, fix=fix, where=where, **details)
+
+
+# -- the families -----------------------------------------------------------------------------
+class ExportError(StructuredError):
     """Base class of every error raised while exporting a program."""
+
+    kind = "export-error"
 
 
 class UnsupportedInputError(ExportError):
-    """An input (or part of one) has a type that safetrace cannot flatten."""
+    """An input (or part of one) has a type that safetrace cannot flatten, or the call is bad."""
 
-
-class ConstraintViolationError(ExportError):
-    """The traced program needs a relation that contradicts the declared dynamic shapes."""
-
-
-class DataDependentError(ExportError):
-    """A decision depends on tensor data, which export never reads."""
-
-
-class UnsupportedOpError(ExportError):
-    """An operator safetrace cannot trace (no shape rule, no fake implementation)."""
-
-
-class OpShapeError(ExportError):
-    """An operator was called with shapes or dtypes that eager PyTorch would reject."""
+    kind = "unsupported-input"
 
 
 class SpecError(ExportError):
     """The dynamic_shapes specification is malformed or does not match the inputs."""
 
+    kind = "spec"
 
-class InputMismatchError(ValueError):
+
+class ConstraintViolationError(ExportError):
+    """The traced program needs a relation that contradicts the declared dynamic shapes."""
+
+    kind = "constraint-violation"
+
+
+class DataDependentError(ExportError):
+    """A decision depends on tensor data, which export never reads."""
+
+    kind = "data-dependent"
+
+
+class UnsupportedOpError(ExportError):
+    """An operator safetrace cannot trace (no shape rule, no fake implementation)."""
+
+    kind = "unsupported-op"
+
+
+class OpShapeError(ExportError):
+    """An operator was called with shapes or dtypes that eager PyTorch would reject."""
+
+    kind = "op-shape"
+
+    def at(self, source: str) -> OpShapeError:
+        """The same error with the user's source line added."""
+        return type(self)(f"{self.cause}\n  at {source}", fix=self.fix,
+                          where=dataclasses.replace(self.where, source=source), **self.details)
+
+
+class ConversionError(ExportError):
+    """A safetrace program cannot be handed to torch.export's stack as it is (interop)."""
+
+    kind = "conversion"
+
+
+class ConversionWarning(UserWarning):
+    """torch assumed something about input sizes inside an op kernel while converting a
+    program (``ep.to_torch()``) that the safetrace program does not need."""
+
+
+class InputMismatchError(StructuredError, ValueError):
     """An exported program was called with inputs outside the space it was exported for."""
 
+    kind = "input-mismatch"
 
-class RuntimeAssertionError(RuntimeError):
+
+class RuntimeAssertionError(StructuredError, RuntimeError):
     """A run-time check inside an exported program failed on the actual data."""
 
+    kind = "runtime-assertion"
 
-class LoadError(Exception):
+
+class LoadError(StructuredError):
     """A saved program file is truncated, corrupted, from a newer format, or hostile."""
 
+    kind = "load"
 
+
+# -- shared fix texts (each exists once) ------------------------------------------------------
+def register_rule_fix(op: str) -> str:
+    """How to give an op a symbolic shape rule (``op`` as in ``torch.ops.<op>``)."""
+    return (f"register a rule (sizes may be symbolic ints):\n"
+            f"    @st.register_shape_rule(torch.ops.{op})\n"
+            f"    def rule(self, *args, **kwargs):\n"
+            f"        return st.TensorMeta(out_shape, self.dtype, self.device)")
+
+
+def check_fix(expr: str) -> str:
+    """How to settle a data-dependent condition: the two checks, one of which must hold."""
+    return (f"add the check that holds for your data before this line, either\n"
+            f"    st.check({expr})\nor\n    st.check(not ({expr}))\n"
+            f"(torch._check works too), or rewrite the code so it does not branch on data")
+
+
+def register_class_fix(cls: type) -> str:
+    """How to make a class flatten into tensors and constants."""
+    if dataclasses.is_dataclass(cls):
+        return f"st.register_dataclass({cls.__name__})"
+    return (f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)  "
+            f"# flatten_fn(obj) -> (children, context)")
+
+
+# -- unsupported inputs -----------------------------------------------------------------------
+class ArgsNotTuple(UnsupportedInputError):
+    """``args`` of st.export is not a tuple of positional inputs."""
+
+    kind = "args-not-tuple"
+
+
+def args_not_tuple(args: Any) -> ArgsNotTuple:
+    return ArgsNotTuple(f"args must be a tuple of positional inputs, got {type(args).__name__}.",
+                        fix="st.export(model, (x,)) for a single input x")
+
+
+class NotCallable(UnsupportedInputError):
+    """The object given to st.export cannot be called."""
+
+    kind = "not-callable"
+
+
+def not_callable(model: Any) -> NotCallable:
+    return NotCallable(f"cannot export {type(model).__name__}: it is not callable",
+                       fix="pass an nn.Module or a function")
+
+
+class CallMismatch(UnsupportedInputError):
+    """The example inputs do not fit the signature of what is exported."""
+
+    kind = "call-mismatch"
+
+
+def call_mismatch(qual: str, signature: str, why: str, got: str, call: str) -> CallMismatch:
+    return CallMismatch(
+        f"st.export called {qual}{signature} with {why}.\n  got: {got}",
+        fix=f"pass one input per parameter of {qual}, positionally in args or by name in "
+            f"kwargs:\n    {call}")
+
+
+class UnflattenableInput(UnsupportedInputError):
+    """An input holds an object of a class that is not registered as a pytree node."""
+
+    kind = "unflattenable-input"
+
+
+def unflattenable_input(path: str, leaf: Any) -> UnflattenableInput:
+    cls = type(leaf)
+    return UnflattenableInput(
+        f"input {path} has type {cls.__module__}.{cls.__qualname__}, which safetrace does not "
+        f"know how to flatten into tensors and constants.",
+        fix=f"register the class once before exporting:\n    import safetrace as st\n"
+            f"    {register_class_fix(cls)}", where=Where(input=path))
+
+
+class UnflattenableOutput(ExportError):
+    """The model returned an object of a class that is not registered as a pytree node."""
+
+    kind = "unflattenable-output"
+
+
+def unflattenable_output(leaf: Any) -> UnflattenableOutput:
+    cls = type(leaf)
+    fix = register_class_fix(cls)
+    if cls.__module__.startswith("transformers.cache_utils"):
+        fix = ("from transformers.integrations.executorch import "
+               "register_dynamic_cache_export_support; register_dynamic_cache_export_support()")
+    return UnflattenableOutput(
+        f"the model returned a {cls.__module__}.{cls.__qualname__}, which safetrace cannot "
+        f"flatten into tensors and constants.",
+        fix=f"register the class once before exporting ({fix}; a class registered for "
+            f"torch.export works too), or return tensors and Python constants "
+            f"(e.g. use_cache=False)")
+
+
+# -- the spec ---------------------------------------------------------------------------------
+class SpecStructureError(SpecError):
+    """dynamic_shapes does not have the structure of the inputs (keys, lengths, nesting)."""
+
+    kind = "spec-structure"
+
+
+def spec_structure(where: str, cause: str, fix: str = "") -> SpecStructureError:
+    return SpecStructureError(f"{where}: {cause}" if where else cause, fix=fix,
+                              where=Where(input=where or None))
+
+
+class SpecEntryError(SpecError):
+    """An entry of dynamic_shapes is not a dim spec."""
+
+    kind = "spec-entry"
+
+
+def spec_entry(where: str, entry: Any, cause: str = "") -> SpecEntryError:
+    return SpecEntryError(
+        f"{where}: {entry!r} is not a dim spec{': ' + cause if cause else ''}",
+        fix="use None or an int (static), Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, "
+            "Dim('name', min=, max=) or a linear derived dim such as 2*dim + 1",
+        where=Where(input=where))
+
+
+class SpecExampleError(SpecError):
+    """The example inputs disagree with the spec (a size, a range, a shared Dim)."""
+
+    kind = "spec-example"
+
+
+def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
+    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=where))
+
+
+# -- constraint violations --------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Violation:
+    """One way the traced program needs less than the declared space."""
+
+    dim: str       # "x.shape[0] (Dim('batch'))": the declared dim, with its spec
+    cause: str     # "was specialized to 3 (from ...)"
+    fix: str       # "batch = Dim('batch', min=2)"
+
+    def text(self) -> str:
+        return f"{self.dim} {self.cause}\n    Fix: {self.fix}"
+
+
+class DeclaredSpaceViolation(ConstraintViolationError):
+    """Declared dynamic dims were specialized, narrowed or related by the program."""
+
+    kind = "declared-space"
+
+    @property
+    def problems(self) -> list[Violation]:
+        return self.details["problems"]
+
+    def render(self) -> str:
+        fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
+        return self.cause + fix
+
+
+def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
+                   dim_fixes: dict | None = None) -> DeclaredSpaceViolation:
+    """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied; ``fixes``:
+    (input path, dim) -> new entry, ``dim_fixes``: Dim name -> new Dim (or derived dim),
+    as data for ``st.refine_dynamic_shapes_from_suggested_fixes``."""
+    n = len(problems)
+    return DeclaredSpaceViolation(
+        f"the traced program does not work for the whole declared input space "
+        f"({n} problem{'s' if n > 1 else ''}):\n"
+        + "\n".join(f"  - {p.text()}" for p in problems),
+        fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
+        dim_fixes=dict(dim_fixes or {}))
+
+
+class ContradictorySizes(ConstraintViolationError):
+    """The program requires input sizes that no input can have at once."""
+
+    kind = "contradictory-sizes"
+
+
+def contradictory_sizes(detail: str) -> ContradictorySizes:
+    return ContradictorySizes(
+        f"the traced program requires contradictory input sizes: {detail}",
+        fix="check the shapes the model expects against the example inputs and the spec; "
+            "st.explain(model, args, dynamic_shapes=...) lists every guard with its line")
+
+
+class CheckNeverHolds(ConstraintViolationError):
+    """An st.check / torch._check on sizes is false for the example inputs."""
+
+    kind = "check-never-holds"
+
+
+def check_never_holds(cond: str, detail: str, origin: str) -> CheckNeverHolds:
+    return CheckNeverHolds(
+        f"st.check({cond}) can never hold for the example inputs: {detail}{origin}",
+        fix="correct the check, or export with example inputs (and a spec) for which it holds")
+
+
+# -- data-dependent ---------------------------------------------------------------------------
+class DataDependentDecision(DataDependentError):
+    """Python code branches on a value computed from data that export cannot decide."""
+
+    kind = "data-dependent-decision"
+
+
+def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDependentDecision:
+    return DataDependentDecision(
+        f"could not decide `{expr}`{symbols}, asked at {source}: it depends on values "
+        f"computed from tensor data, which export never reads.",
+        fix=check_fix(expr), where=Where(source=source), expr=expr)
+
+
+class DataRead(DataDependentError):
+    """The code reads tensor data as a Python value (``if t:``, ``float(t)``)."""
+
+    kind = "data-read"
+
+
+def data_read(what: str, source: str, inside: str = "", fix: str | None = None) -> DataRead:
+    if fix is None:  # the general advice; the tracer names a better one where it knows it
+        fix = ("look for an argument of that call that skips the check (e.g. "
+               "nn.Transformer's tgt_is_causal=True), or move the call out of the exported "
+               "code." if inside else
+               "compute on tensors instead of Python values (e.g. torch.where(cond, a, b) "
+               "instead of `if`), or move the data-dependent decision out of the exported "
+               "code.")
+    within = f"\n  inside {inside}" if inside else ""
+    return DataRead(f"{what} reads tensor data, which export never does (the graph must work "
+                    f"for any data).\n  at {source}{within}", fix=fix, where=Where(source=source))
+
+
+# -- unsupported operations -------------------------------------------------------------------
+class MissingShapeRule(UnsupportedOpError):
+    """An op has no symbolic shape rule, and dynamic sizes reached it."""
+
+    kind = "missing-shape-rule"
+
+
+def missing_shape_rule(op: str, source: str, dims: list[str] | None = None) -> MissingShapeRule:
+    if dims:
+        cause = (f"{op} has no symbolic shape rule, so the dynamic size(s) {', '.join(dims)} "
+                 f"it was called with had to be specialized to their example values.\n"
+                 f"  at {source}")
+        fix = register_rule_fix(op) + "\nor declare those dims Dim.AUTO to accept the " \
+                                      "specialization"
+    else:
+        cause = f"{op} has no shape rule in safetrace and no meta kernel in PyTorch."
+        if source:
+            cause += f"\n  at {source}"
+        fix = register_rule_fix(op)
+    return MissingShapeRule(cause, fix=fix, where=Where(source=source or None), op=op)
+
+
+class MissingFake(UnsupportedOpError):
+    """A custom op has no fake (metadata) implementation."""
+
+    kind = "missing-fake"
+
+
+def missing_fake(op: str, source: str) -> MissingFake:
+    return MissingFake(
+        f"custom op {op} has no fake implementation, so safetrace cannot know its output "
+        f"shapes.\n  at {source}",
+        fix=f"register one:\n    @st.register_fake(\"{op}\")\n"
+            f"    def _(*args):  # receives metadata-only tensors\n"
+            f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)",
+        where=Where(source=source))
+
+
+class UnsupportedConstruct(UnsupportedOpError):
+    """Code that an exported graph cannot represent (generator state, autocast, ...)."""
+
+    kind = "unsupported-construct"
+
+
+def unsupported_construct(what: str, fix: str, source: str = "") -> UnsupportedConstruct:
+    return UnsupportedConstruct(what, fix=fix, where=Where(source=source or None))
+
+
+def seeded_generator() -> UnsupportedConstruct:
+    return unsupported_construct(
+        "the model seeds torch's default random generator while being exported "
+        "(torch.manual_seed / torch.seed in forward); an exported graph cannot capture "
+        "generator state, so its random numbers would not repeat eager's.",
+        "seed outside the model, before calling it")
+
+
+# -- run time: the input checks of an exported program ---------------------------------------
+class WrongInputCount(InputMismatchError):
+    """The call passed a different number of (flattened) inputs."""
+
+    kind = "wrong-input-count"
+
+
+def wrong_input_count(got: int, expected: int) -> WrongInputCount:
+    return WrongInputCount(f"expected {expected} flattened inputs, got {got}")
+
+
+class WrongStructure(InputMismatchError):
+    """The call's containers (lists, dicts, dataclasses, keywords) differ from export's."""
+
+    kind = "wrong-structure"
+
+
+def wrong_structure(why: str) -> WrongStructure:
+    why, _, fix = why.partition("\nFix:")
+    return WrongStructure(f"the inputs' structure differs from the exported one: {why}",
+                          fix=fix.strip())
+
+
+class WrongInputType(InputMismatchError):
+    """A tensor was expected (a tensor with data: not on the meta device)."""
+
+    kind = "wrong-input-type"
+
+
+def wrong_input_type(path: str, got: Any) -> WrongInputType:
+    where = Where(input=path)
+    if getattr(got, "is_meta", False):
+        return WrongInputType(f"{path}: expected a tensor with data, got one on the meta "
+                              f"device.", fix="pass a tensor with data on a real device "
+                              "(cpu, cuda, ...)", where=where)
+    return WrongInputType(f"{path}: expected a Tensor, got {type(got).__name__}", where=where)
+
+
+class WrongDtype(InputMismatchError):
+    """A tensor input has another dtype than at export."""
+
+    kind = "wrong-dtype"
+
+
+def wrong_dtype(path: str, got: Any, expected: Any) -> WrongDtype:
+    return WrongDtype(f"{path}: expected dtype {expected}, got {got}",
+                      fix=f"pass {path}.to({expected})", where=Where(input=path))
+
+
+class WrongRank(InputMismatchError):
+    """A tensor input has another number of dims than at export."""
+
+    kind = "wrong-rank"
+
+
+def wrong_rank(path: str, shape: list, expected: tuple) -> WrongRank:
+    return WrongRank(f"{path}: expected a tensor with {len(expected)} dims (shape "
+                     f"[{', '.join(expected)}]), got {len(shape)} dims (shape {shape})",
+                     where=Where(input=path))
+
+
+class WrongSize(InputMismatchError):
+    """A dim has a size the program was not exported for (static, required or related)."""
+
+    kind = "wrong-size"
+
+
+def static_size(path: str, dim: int, shape: list, size: int, spec: str) -> WrongSize:
+    """``spec``: a dynamic_shapes value that would declare the dim dynamic."""
+    return WrongSize(
+        f"{path}.shape[{dim}]: expected {size}, got {shape[dim]} (dim {dim} was static at "
+        f"export; input shape {shape}).",
+        fix=f"pass a tensor with {path}.shape[{dim}] == {size}, or export with "
+            f"{path}.shape[{dim}] declared dynamic, e.g. {spec}", where=Where(path, dim))
+
+
+def required_size(path: str, dim: int, shape: list, size: int, why: str) -> WrongSize:
+    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but the program requires {size}"
+                     f"{why} (input shape {shape})", where=Where(path, dim))
+
+
+def related_size(path: str, dim: int, shape: list, text: str, value: int,
+                 why: str) -> WrongSize:
+    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but it must equal {text} = {value}"
+                     f"{why} (input shape {shape})", where=Where(path, dim))
+
+
+class OutOfRange(InputMismatchError):
+    """A dynamic size lies outside its symbol's range."""
+
+    kind = "out-of-range"
+
+
+def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRange:
+    return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}",
+                      where=Where(input=where))
+
+
+class WrongLayout(InputMismatchError):
+    """The program asked for a memory layout and was traced for contiguous inputs."""
+
+    kind = "wrong-layout"
+
+
+def wrong_layout(path: str, strides: tuple, offset: int, origin: str) -> WrongLayout:
+    return WrongLayout(
+        f"{path}: expected a contiguous tensor (storage offset 0), got strides {strides} and "
+        f"offset {offset}; the program asked for a memory layout{origin} and was traced for "
+        f"contiguous inputs.", fix=f"pass {path}.contiguous()", where=Where(input=path))
+
+
+class FailedCondition(InputMismatchError):
+    """The sizes break a residual condition of the contract."""
+
+    kind = "failed-condition"
+
+
+def failed_condition(text: str, origin: str) -> FailedCondition:
+    return FailedCondition(f"the inputs violate `{text}`, required{origin}")
+
+
+class WrongConstant(InputMismatchError):
+    """A non-tensor input differs from the value it was specialized to."""
+
+    kind = "wrong-constant"
+
+
+def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:
+    return WrongConstant(
+        f"{path}: expected {expected!r}, got {got!r}. Non-tensor inputs are specialized at "
+        f"export: the graph was built for {path} = {expected!r}.",
+        fix=f"call with {path}={expected!r}, or export again with the new value",
+        where=Where(input=path))
+
+
+# -- interop ------------------------------------------------------------------------------
+def conversion_error(what: str, fix: str = "") -> ConversionError:
+    """A program cannot be converted for torch.export's stack (``ep.to_torch()`` & co)."""
+    return ConversionError(what, fix=fix)
+
+
+# -- running and loading ----------------------------------------------------------------------
+def runtime_check_failed(message: str) -> RuntimeAssertionError:
+    """An st.check / torch._check on data failed while the program ran."""
+    return RuntimeAssertionError(message or "check failed")
+
+
+def load_error(where: str, what: str, fix: str = "") -> LoadError:
+    """``where``: the part of the file (``contract.inputs[0].dtype``)."""
+    return LoadError(f"{where}: {what}", fix=fix, where=Where(input=where))
+
+
+# -- shapes -----------------------------------------------------------------------------------
 def shape_error(op: str, message: str) -> OpShapeError:
     """Build the error a shape rule raises when eager PyTorch would reject the call."""
-    return OpShapeError(f"{op}: {message}")
+    return OpShapeError(f"{op}: {message}", op=op)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import UnsupportedInputError
+from safetrace.errors import unflattenable_input
 
 # Leaves that are not containers and that safetrace knows how to specialize.
 CONSTANT_LEAVES = (int, float, bool, str, complex, type(None), torch.dtype, torch.device,
@@ -84,7 +84,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
 
     Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``).
     """
-    params = _positional_names(fn, len(args))
+    params = positional_names(fn, len(args))
     simple = CONSTANT_LEAVES + (torch.Tensor,)
     if all(isinstance(a, simple) for a in args) and all(
             isinstance(v, simple) for v in kwargs.values()):
@@ -101,7 +101,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
             root = str(key.key)
         user = key_str(rest, root)
         if not isinstance(leaf, (torch.Tensor,) + CONSTANT_LEAVES):
-            raise unsupported_leaf(user, leaf)
+            raise unflattenable_input(user, leaf)
         out.append((user, leaf))
     return out, spec
 
@@ -109,7 +109,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
 _SIGNATURES: dict = {}
 
 
-def _signature(fn: Callable) -> inspect.Signature | None:
+def signature(fn: Callable) -> inspect.Signature | None:
     key = getattr(fn, "__func__", fn)
     key = getattr(key, "__code__", key)
     try:
@@ -128,8 +128,8 @@ def _signature(fn: Callable) -> inspect.Signature | None:
     return sig
 
 
-def _positional_names(fn: Callable, n: int) -> list[str]:
-    sig = _signature(fn)
+def positional_names(fn: Callable, n: int) -> list[str]:
+    sig = signature(fn)
     if sig is None:
         return [f"args[{i}]" for i in range(n)]
     names: list[str] = []
@@ -144,18 +144,35 @@ def _positional_names(fn: Callable, n: int) -> list[str]:
     return names[:n]
 
 
-def unsupported_leaf(user_path: str, leaf: Any) -> UnsupportedInputError:
-    cls = type(leaf)
-    qual = f"{cls.__module__}.{cls.__qualname__}"
-    if dataclasses.is_dataclass(leaf):
-        fix = f"st.register_dataclass({cls.__name__})"
-    else:
-        fix = (f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)  "
-               f"# flatten_fn(obj) -> (children, context)")
-    return UnsupportedInputError(
-        f"input {user_path} has type {qual}, which safetrace does not know how to flatten "
-        f"into tensors and constants.\nFix: register the class once before exporting:\n"
-        f"    import safetrace as st\n    {fix}")
+def in_spec_order(value: Any, spec: Any) -> Any:
+    """``value`` with every plain dict's keys put in the order of the matching dict in
+    TreeSpec ``spec`` (as torch.export, keys matter and their order does not), or None when
+    nothing needed reordering or the structures differ otherwise."""
+    changed = [False]
+
+    def walk(v: Any, s: Any) -> Any:
+        if s.is_leaf():
+            return v
+        kids = _kids(s)
+        if s.type is dict and type(v) is dict:
+            keys = list(s.context)
+            if v.keys() != set(keys):
+                return v
+            if list(v) != keys:
+                changed[0] = True
+            return {k: walk(v[k], c) for k, c in zip(keys, kids)}
+        if type(v) is not s.type or s.type is dict:
+            return v
+        handler = pytree.SUPPORTED_NODES.get(s.type)
+        if handler is None:
+            return v
+        children, context = handler.flatten_fn(v)
+        if len(children) != len(kids):
+            return v
+        return handler.unflatten_fn([walk(c, k) for c, k in zip(children, kids)], context)
+
+    out = walk(value, spec)
+    return out if changed[0] else None
 
 
 def describe_mismatch(expected: Any, got: Any, got_leaves: list,

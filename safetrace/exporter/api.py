@@ -10,17 +10,18 @@ from typing import Any, Callable, Iterator
 import torch
 
 from safetrace import pytree
-from safetrace.errors import (ConstraintViolationError, DataDependentError, ExportError,
-                              UnsupportedInputError, UnsupportedOpError)
+from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.spec import _tree, match_spec
+from safetrace.exporter.spec import match_spec, tree_text
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
-from safetrace.symbolic import DataDependentQuestion, SymBool, SymFloat, SymInt
-from safetrace.trace.asserts import torch_checks_routed
+from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
+from safetrace.trace.asserts import describe_symbols, torch_checks_routed
 from safetrace.trace.graph import add_placeholder
+from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -33,26 +34,24 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
         if isinstance(args, list):
             args = tuple(args)
         else:
-            raise UnsupportedInputError(
-                f"args must be a tuple of positional inputs, got {type(args).__name__}.\n"
-                f"Fix: st.export(model, (x,)) for a single input x")
+            raise E.args_not_tuple(args)
     kwargs = dict(kwargs or {})
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
-        raise UnsupportedInputError(f"cannot export {type(model).__name__}: it is not callable")
+        raise E.not_callable(model)
     # Export creates many short-lived objects with reference cycles (graph <-> nodes).
     # With the cyclic collector paused they die young instead of being promoted and
     # reclaimed by occasional full collections (tens of ms in a process holding torch).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Exporter(model, fn).run(args, kwargs, dynamic_shapes)
+        return Exporter(model, fn).run(args, kwargs, dynamic_shapes)
     finally:
         if was_enabled:
             gc.enable()
 
 
-class _Exporter:
+class Exporter:
     def __init__(self, model: Any, fn: Callable) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
@@ -80,7 +79,7 @@ class _Exporter:
         leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
-            names = pytree._positional_names(self.fn, len(args))
+            names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
         guard = _ModuleGuard(self.model).__enter__()  # the snapshot; entered again below
@@ -95,19 +94,21 @@ class _Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, _exporting(), torch_checks_routed(), tracer:
+                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
+                        tracer, module_stack(self.model, tracer):
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
-            except ValueError as exc:
-                if "contradiction" not in str(exc):
-                    raise
-                raise ConstraintViolationError(
-                    f"the traced program requires contradictory input sizes: {exc}") from None
-        except ExportError as exc:
+            except Contradiction as exc:
+                raise E.contradictory_sizes(str(exc)) from None
+        except E.ExportError as exc:
             if report is None:
                 raise
             report.stopped(exc)
+            try:  # what each declared dim had become when tracing stopped
+                report.contract = self._contract(leaves, proxies, None)
+            except (ValueError, KeyError):
+                pass  # (a half-traced env may not make a consistent contract)
             return None
         contract = self._contract(leaves, proxies, tracer.layout_queried)
         if report is not None:
@@ -116,12 +117,12 @@ class _Exporter:
         if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
         if problems:
-            names = pytree._positional_names(self.fn, len(args))
+            names = pytree.positional_names(self.fn, len(args))
             suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
             if report is not None:
                 report.violations(problems, suggestion)
                 return None
-            raise_violations(problems, suggestion)
+            raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         for name in tracer.constants:
@@ -129,6 +130,8 @@ class _Exporter:
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
             state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
+        ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
+        ep.exported_training = bool(getattr(self.model, "training", False))
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:
@@ -240,19 +243,7 @@ class _Exporter:
                 # computed by graph nodes
                 nodes.append(tracer.sym_node(leaf))
             else:
-                cls = type(leaf)
-                fix = (f"st.register_dataclass({cls.__name__})"
-                       if hasattr(cls, "__dataclass_fields__") else
-                       f"st.register_pytree_node({cls.__name__}, flatten_fn, unflatten_fn)")
-                if cls.__module__.startswith("transformers.cache_utils"):
-                    fix = ("from transformers.integrations.executorch import "
-                           "register_dynamic_cache_export_support; "
-                           "register_dynamic_cache_export_support()")
-                raise ExportError(
-                    f"the model returned a {cls.__module__}.{cls.__qualname__}, which safetrace "
-                    f"cannot flatten into tensors and constants.\nFix: register the class "
-                    f"once before exporting ({fix}; a class registered for torch.export works "
-                    f"too), or return tensors and Python constants (e.g. use_cache=False)")
+                raise E.unflattenable_output(leaf)
             specs.append(OutputSpec("user_output", None))
         self.graph.output(tuple(nodes))
         return specs
@@ -275,7 +266,7 @@ def _flatten_outputs(out: Any) -> tuple[list, Any]:
 
 def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     """Refuse, before tracing, a call that does not fit the signature of what is exported."""
-    sig = pytree._signature(fn)
+    sig = pytree.signature(fn)
     if sig is None:
         return
     try:
@@ -312,11 +303,8 @@ def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     fix = f"st.export({owner}, ({', '.join(pos)}{',' if len(pos) == 1 else ''})"
     fix += f", kwargs={{{', '.join(f'{k!r}: {k}' for k in kw)}}})" if kw else ")"
     qual = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-    got = f"args={_tree(args)}" + (f", kwargs={_tree(kwargs)}" if kwargs else "")
-    raise UnsupportedInputError(
-        f"st.export called {qual}{sig} with {why}.\n  got: {got}\n"
-        f"Fix: pass one input per parameter of {qual}, positionally in args or by name in "
-        f"kwargs:\n    {fix}")
+    got = f"args={tree_text(args)}" + (f", kwargs={tree_text(kwargs)}" if kwargs else "")
+    raise E.call_mismatch(qual, str(sig), why, got, fix)
 
 
 def _compiled_wrapper(m: Any) -> bool:
@@ -375,11 +363,7 @@ def _exporting() -> Iterator[None]:
         tc._is_compiling_flag, tc._is_exporting_flag = saved
     if not failed and torch.initial_seed() != seed:
         # The generator stays seeded as the model left it, as after an eager call.
-        raise UnsupportedOpError(
-            "the model seeds torch's default random generator while being exported "
-            "(torch.manual_seed / torch.seed in forward); an exported graph cannot capture "
-            "generator state, so its random numbers would not repeat eager's.\nFix: seed "
-            "outside the model, before calling it")
+        raise E.seeded_generator()
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}
@@ -478,16 +462,9 @@ def _const_or(e: Any) -> Any:
     return int(e.value) if e.op == "const" else e
 
 
-def _data_dependent(q: DataDependentQuestion, env: Any) -> DataDependentError:
-    from safetrace.trace.asserts import describe_symbols
-
+def _data_dependent(q: DataDependentQuestion, env: Any) -> E.DataDependentDecision:
     where = short(q.origin) if isinstance(q.origin, str) else "<unknown location>"
-    return DataDependentError(
-        f"could not decide `{q.expr}`{describe_symbols(env, q.expr)}, asked at {where}: it "
-        f"depends on values computed from tensor data, which export never reads.\n"
-        f"Fix: add the check that holds for your data before this line, either\n"
-        f"    st.check({q.expr})\nor\n    st.check(not ({q.expr}))\n"
-        f"(torch._check works too), or rewrite the code so it does not branch on data")
+    return E.data_dependent_decision(str(q.expr), describe_symbols(env, q.expr), where)
 
 
 def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
@@ -496,11 +473,4 @@ def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
     for op, trace, names in tracer.specialized_by_op:
         hit = [declared[n].where for n in names if n in declared]
         if hit:
-            raise UnsupportedOpError(
-                f"{op} has no symbolic shape rule, so the dynamic size(s) {', '.join(hit)} "
-                f"it was called with had to be specialized to their example values.\n"
-                f"  at {short(trace)}\nFix: register a rule (sizes may be symbolic ints):\n"
-                f"    @st.register_shape_rule(torch.ops.{op})\n"
-                f"    def rule(self, *args, **kwargs):\n"
-                f"        return st.TensorMeta(out_shape, self.dtype, self.device)\n"
-                f"or declare those dims Dim.AUTO to accept the specialization")
+            raise E.missing_shape_rule(str(op), short(trace), hit)

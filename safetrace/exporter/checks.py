@@ -15,8 +15,11 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import InputMismatchError
+from safetrace import errors as E
 from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorInput
+from safetrace.symbolic import Range
+from safetrace.symbolic.describe import passing_sizes
+from safetrace.symbolic.expr import sym
 
 
 class CheckBuilder:
@@ -67,7 +70,7 @@ class CheckBuilder:
                 continue  # on data-dependent values: asserted inside the graph
             text = self.const(contract.where_text(c.cond))
             self.lines.append(f"if not ({c.cond}): _fail({text}, 'guard', None, "
-                              f"{self.const(c.origin)})")
+                              f"{self.const(_Why(c.origin, c.cond, contract))})")
         return self._compile(len(contract.inputs))
 
     def tensor(self, i: int, inp: TensorInput) -> None:
@@ -132,48 +135,47 @@ def _dims_spec(path: str, dim: int) -> str:
 
 
 def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
-    if kind == "count":
-        msg = f"expected {expected} flattened inputs, got {got}"
-    elif kind == "type":
-        if isinstance(got, torch.Tensor):  # a meta tensor has no data to compute with
-            msg = (f"{path}: expected a tensor with data, got one on the meta device.\n"
-                   f"Fix: pass a tensor with data on a real device (cpu, cuda, ...)")
-        else:
-            msg = f"{path}: expected a Tensor, got {type(got).__name__}"
-    elif kind == "dtype":
-        msg = f"{path}: expected dtype {expected}, got {got}"
-    elif kind == "rank":
-        msg = (f"{path}: expected a tensor with {len(expected)} dims "
-               f"(shape [{', '.join(expected)}]), got {len(got)} dims (shape {list(got)})")
-    elif kind == "static":
-        d, size = expected
-        msg = (f"{path}.shape[{d}]: expected {size}, got {got[d]} "
-               f"(dim {d} was static at export; input shape {list(got)}).\n"
-               f"Fix: pass a tensor with {path}.shape[{d}] == {size}, or export with "
-               f"{path}.shape[{d}] declared dynamic, e.g. {_dims_spec(path, d)}")
-    elif kind == "required":
-        d, size, why = expected
-        msg = (f"{path}.shape[{d}] = {got[d]}, but the program requires {size}{why} "
-               f"(input shape {list(got)})")
-    elif kind == "relation":
-        d, value, (text, why) = expected
-        msg = (f"{path}.shape[{d}] = {got[d]}, but it must equal {text} = {value}{why} "
-               f"(input shape {list(got)})")
-    elif kind in ("min", "max"):
-        bound, why = expected
-        op = ">=" if kind == "min" else "<="
-        msg = f"{path} = {got}, but it must be {op} {bound}{why}"
-    elif kind == "layout":
-        msg = (f"{path}: expected a contiguous tensor (storage offset 0), got strides "
-               f"{tuple(got.stride())} and offset {got.storage_offset()}; the program asked "
-               f"for a memory layout{expected} and was traced for contiguous inputs.\n"
-               f"Fix: pass {path}.contiguous()")
-    elif kind == "guard":
-        msg = f"the inputs violate `{path}`, required{expected}"
-    elif kind == "value":
-        msg = (f"{path}: expected {expected!r}, got {got!r}. Non-tensor inputs are specialized "
-               f"at export: the graph was built for {path} = {expected!r}.\n"
-               f"Fix: call with {path}={expected!r}, or export again with the new value")
-    else:
-        msg = f"{path}: {kind}"
-    raise InputMismatchError(msg)
+    """Called by the generated checks: raise the InputMismatchError of that check."""
+    raise _BUILD[kind](path, got, expected)
+
+
+_BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
+    "count": lambda path, got, n: E.wrong_input_count(got, n),
+    "type": lambda path, got, _: E.wrong_input_type(path, got),
+    "dtype": E.wrong_dtype,
+    "rank": lambda path, got, shown: E.wrong_rank(path, list(got), shown),
+    "static": lambda path, got, exp: E.static_size(path, exp[0], list(got), exp[1],
+                                                   _dims_spec(path, exp[0])),
+    "required": lambda path, got, exp: E.required_size(path, exp[0], list(got), *exp[1:]),
+    "relation": lambda path, got, exp: E.related_size(path, exp[0], list(got), exp[2][0],
+                                                      exp[1], exp[2][1]),
+    "min": lambda where, got, exp: E.out_of_range(where, got, ">=", *exp),
+    "max": lambda where, got, exp: E.out_of_range(where, got, "<=", *exp),
+    "layout": lambda path, got, origin: E.wrong_layout(path, tuple(got.stride()),
+                                                       got.storage_offset(), origin),
+    "guard": lambda text, got, origin: E.failed_condition(text, origin),
+    "value": E.wrong_constant,
+}
+
+
+class _Why:
+    """The origin of a residual condition, and (worked out only when a check fails) which
+    sizes pass it."""
+
+    def __init__(self, origin: str, cond: Any, contract: Any) -> None:
+        self.origin, self.cond, self.contract = origin, cond, contract
+
+    def __str__(self) -> str:
+        return self.origin + _passing(self.cond, self.contract)
+
+
+def _passing(cond: Any, contract: Any) -> str:
+    """"; it holds when x.shape[2] is a multiple of 32" for a condition on one size."""
+    if len(cond.free_symbols) != 1:
+        return ""
+    (name,) = cond.free_symbols
+    spec = next((s for s in contract.symbols if s.name == name), None)
+    lo = spec.lo if spec is not None and spec.lo is not None else 0
+    hi = spec.hi if spec is not None and spec.hi is not None else math.inf
+    words = passing_sizes(cond, name, Range(lo, hi), contract.where_text(sym(name)))
+    return f"; it holds when {words}" if words else ""

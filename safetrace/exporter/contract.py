@@ -320,12 +320,19 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
     """
     fates = env.contract()
     declared = {(d.path, d.dim): d for d in decls}
+    # a symbol's range as its declaration gave it: then the declaration is its origin
+    as_declared = {d.expr.name: d for d in reversed(decls) if d.expr.op == "sym"}
     origins: dict[str, str] = {}
 
     def origin(name: str) -> str:
         if name not in origins:
             rng = fates.fates[name].range
             lo, hi = rng.lo, rng.hi
+            decl = as_declared.get(name)
+            if decl is not None and (lo, hi) == (decl.lo, decl.hi) and (lo > 0 or
+                                                                         hi < math.inf):
+                origins[name] = f" (as declared: {decl.spec!r})"
+                return origins[name]
             excluded = int(lo) - 1 if 0 < lo < math.inf else int(hi) + 1 if hi < math.inf \
                 else None
             origins[name] = origin_of(name, excluded)

@@ -14,9 +14,10 @@ import math
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
-from safetrace.dims import DerivedDim, Dim, _Hint
-from safetrace.errors import ConstraintViolationError, SpecError
+from safetrace.dims import DerivedDim, Dim, DimHint
+from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.symbolic import Env, Expr, make_int
 from safetrace.symbolic.expr import sym
@@ -62,14 +63,18 @@ class DynamicDims:
         out: list = []
         for d, (n, e) in enumerate(zip(shape, entries)):
             where = f"dynamic_shapes for {path}.shape[{d}]"
-            if e is None or (isinstance(e, _Hint) and e.kind == "static"):
+            if e is None or (isinstance(e, DimHint) and e.kind == "static"):
+                if e is not None and (e.min is not None or e.max is not None):
+                    self._in_range(where, n, 0 if e.min is None else e.min,
+                                   math.inf if e.max is None else e.max, repr(e))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
-                    raise SpecError(f"{where} is {e}, but the example input has {path}.shape"
-                                    f"[{d}] = {n}.\nFix: use {n} or None (static), or a Dim")
+                    raise spec_example(where, f"is {e}, but the example input has {path}.shape"
+                                              f"[{d}] = {n}.",
+                                       f"use {n} or None (static), or a Dim")
                 out.append(n)
-            elif isinstance(e, _Hint):
+            elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
                 self._in_range(where, n, lo, hi, repr(e))
@@ -84,20 +89,23 @@ class DynamicDims:
             elif isinstance(e, DerivedDim):
                 root_hint = n - e.offset
                 if root_hint % e.coef:
-                    raise SpecError(f"{where} is {e!r}, but {path}.shape[{d}] = {n} is not of "
-                                    f"that form for any integer {e.root.name}")
+                    raise spec_example(where, f"is {e!r}, but {path}.shape[{d}] = {n} is not "
+                                              f"of that form for any integer {e.root.name}",
+                                       "declare the dim with a Dim of its own, or give an "
+                                       "example of that form")
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
                 expr = s * e.coef + e.offset
                 self._declare(DimDecl(path, d, "derived", expr, n, e))
                 out.append(make_int(expr, self.env))
             else:  # pragma: no cover - spec.py validated entries
-                raise SpecError(f"{where}: unsupported entry {e!r}")
+                raise spec_entry(where, e)
         return tuple(out)
 
     def _in_range(self, where: str, n: int, lo: float, hi: float, what: str) -> None:
         if not lo <= n <= hi:
-            raise SpecError(f"{where} is {what} with range [{lo}, {hi}], but the example "
-                            f"input has size {n}.\nFix: widen the range or change the example")
+            raise spec_example(where, f"is {what} with range [{lo}, {hi}], but the example "
+                                      f"input has size {n}.",
+                               "widen the range or change the example")
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -105,17 +113,19 @@ class DynamicDims:
         if found is not None:
             other, s = found
             if (other.min, other.max) != (dim.min, dim.max):
-                raise SpecError(f"{where}: two different Dims are named {dim.name!r} "
-                                f"({other!r} and {dim!r}); use one Dim object per name")
+                raise spec_example(where, f"names a Dim {dim.name!r} that another Dim of the "
+                                          f"spec is also named ({other!r} and {dim!r})",
+                                   "use one Dim object per name")
             if self.env.hint(s) != hint:
                 first = self.owner[s.name]
                 shown = f"{derived!r} = {hint * derived.coef + derived.offset}" if derived \
                     else f"{dim.name} = {hint}"
-                raise SpecError(
-                    f"{where} uses {dim.name}, but the example sizes disagree: "
-                    f"{first.where} gives {dim.name} = {self.env.hint(s)} while "
-                    f"{path}.shape[{d}] gives {shown}.\nFix: the same Dim means equal "
-                    f"sizes; use separate Dims or consistent example inputs")
+                raise spec_example(
+                    where, f"uses {dim.name}, but the example sizes disagree: "
+                           f"{first.where} gives {dim.name} = {self.env.hint(s)} while "
+                           f"{path}.shape[{d}] gives {shown}.",
+                    "the same Dim means equal sizes; use separate Dims or consistent "
+                    "example inputs")
             return s
         self._in_range(where, hint, dim.min, dim.max, repr(dim))
         s = self.env.new_backed(hint, lo=dim.min, hi=None if dim.max == math.inf else dim.max,
@@ -145,13 +155,13 @@ class DynamicDims:
                     continue
         return from_text(guards[0].origin) if guards else ""
 
-    def violations(self, contract: Contract) -> list[str]:
+    def violations(self, contract: Contract) -> list[Violation]:
         """Every declared relation the traced program broke (empty when all hold), read
         from the contract (what each dim became) and the engine's fates (what each
         declared root symbol became)."""
         env = self.env
         dims = contract.dims_by_where()
-        problems: list[str] = []
+        problems: list[Violation] = []
         seen: set[str] = set()
         pins: dict[str, tuple | None] = {}  # root symbol -> its single possible value
         for decl in self.decls:
@@ -166,11 +176,10 @@ class DynamicDims:
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = dim.size
-                problems.append(
-                    f"{label} was specialized to {dim.size}"
-                    f"{self.origin_of(name, dim.size + 1)}.\n"  # the guard ruling out others
-                    f"    Fix: make it static: {decl.where} -> {dim.size} (or Dim.STATIC), or "
-                    f"let safetrace decide: Dim.AUTO")
+                problems.append(Violation(
+                    label, f"was specialized to {dim.size}"
+                           f"{self.origin_of(name, dim.size + 1)}.",  # the guard ruling out others
+                    _static_fix(decl.where, dim.size)))
                 continue
             if decl.kind not in ("named", "derived"):
                 continue
@@ -197,11 +206,11 @@ class DynamicDims:
                 args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
                     [f"max={hi}"] if hi != math.inf else [])
                 outside = lo - 1 if lo > declared.min else int(hi) + 1
-                problems.append(
-                    f"{label}: the program only works for {_range_text(dim_name, lo, hi)}"
-                    f"{self.origin_of(root, outside)}, but {declared!r} allows "
-                    f"[{declared.min}, {declared.max}].\n"
-                    f"    Fix: {dim_name} = Dim({', '.join(args)})")
+                problems.append(Violation(
+                    label, f"only works for {_range_text(dim_name, lo, hi)}"
+                           f"{self.origin_of(root, outside)}, but {declared!r} allows "
+                           f"[{declared.min}, {declared.max}].",
+                    f"{dim_name} = Dim({', '.join(args)})"))
                 continue
             if root not in pins:
                 pins[root] = _pinned_by_conditions(root, lo, hi, contract.conditions)
@@ -211,14 +220,40 @@ class DynamicDims:
                 value, origin = pinned
                 value = int(decl.expr.evaluate({root: value}))  # a derived dim: 2*d -> 2*v
                 self.fixes[(decl.path, decl.dim)] = value
-                problems.append(
-                    f"{label} can only be {value}{origin}: the program's run-time condition "
-                    f"holds for no other value in {declared!r}'s range.\n"
-                    f"    Fix: make it static: {decl.where} -> {value} (or Dim.STATIC), or "
-                    f"let safetrace decide: Dim.AUTO")
+                problems.append(Violation(
+                    label, f"can only be {value}{origin}: the program's run-time condition "
+                           f"holds for no other value in {declared!r}'s range.",
+                    _static_fix(decl.where, value)))
+        problems += self._named_relations(contract, seen)
         return problems
 
-    def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> str:
+    def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
+        """Run-time conditions relating separately declared named Dims (``min(b, c)``,
+        ``if b >= c:``): named Dims are independent, so each such condition is a problem
+        (fix: accept it as a run-time check by declaring one of them Dim.DYNAMIC)."""
+        order = list(self.env.symbols)
+        out = []
+        for c in contract.conditions:
+            named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
+                            and contract.symbol(s) is not None}, key=order.index)
+            names = list(dict.fromkeys(self.dim_names[s] for s in named))
+            if len(names) < 2 or f"rel:{names[-1]}" in seen:
+                continue
+            seen.add(f"rel:{names[-1]}")
+            last = self.roots[names[-1]][0]
+            relaxed = Dim.DYNAMIC(min=last.min or None,
+                                  max=None if last.max == math.inf else last.max)
+            self.dim_fixes[last.name] = relaxed
+            where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
+                              for s, n in zip(named, names))
+            out.append(Violation(
+                where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
+                       f"between Dims the spec declares independent ({', '.join(names)}).",
+                f"declare {last.name} as {relaxed!r} to accept it as a run-time check of "
+                f"the inputs, or change the code so that it does not need the relation"))
+        return out
+
+    def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}
         text = str(rep)
         for s, n in names.items():
@@ -231,9 +266,10 @@ class DynamicDims:
             if other_dim is not None and lin is not None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
-        return (f"{label} must equal {text}{self.origin_of(root)}, a relation the spec does "
-                f"not declare.\n    Fix: declare it: {fix}  (derive the dim from the other "
-                f"Dim, or use the same Dim in both places)")
+        return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
+                                f"does not declare.",
+                         f"declare it: {fix}  (derive the dim from the other Dim, or use the "
+                         f"same Dim in both places)")
 
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
@@ -241,8 +277,6 @@ class DynamicDims:
 
     def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
         """A ready-to-paste ``dynamic_shapes`` value with every fix applied."""
-        from torch.utils import _pytree as pytree
-
         defs: dict[str, str] = {}
 
         def render(entry: Any, path: str, d: int) -> str:
@@ -329,10 +363,11 @@ def _range_text(name: str, lo: float, hi: float) -> str:
     return f"{int(lo)} <= {name} <= {int(hi)}"
 
 
-def raise_violations(problems: list[str], suggestion: str = "") -> None:
+def _static_fix(where: str, value: int) -> str:
+    return (f"make it static: {where} -> {value} (or Dim.STATIC), or let safetrace decide: "
+            f"Dim.AUTO")
+
+
+def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
-        fix = f"\nSuggested fix (all problems at once):\n{suggestion}" if suggestion else ""
-        raise ConstraintViolationError(
-            f"the traced program does not work for the whole declared input space "
-            f"({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n"
-            + "\n".join(f"  - {p}" for p in problems) + fix)
+        raise declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)

@@ -13,18 +13,22 @@ from typing import Any
 
 import torch
 
-from safetrace.exporter.api import _Exporter
-from safetrace.trace.source import short
+from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
+from safetrace.exporter.api import Exporter
+from safetrace.trace.hops.rewrite import cond_rewrite
+from safetrace.trace.source import short, user_frame
 
 
 @dataclasses.dataclass
 class Problem:
-    """One problem: its kind, where (source line), the message and the fix."""
+    """One problem: its family, where (source line), the message, the fix, and the
+    catalogue id of the error (``docs/errors.md``)."""
 
     kind: str
     where: str
     message: str
     fix: str = ""
+    code: str = ""
 
 
 class ExplainReport:
@@ -57,27 +61,29 @@ class ExplainReport:
                 old.fix += f"\n          and {p.fix}"
 
     # -- called by the exporter --------------------------------------------------------
-    def question(self, q: Any, error: Exception) -> bool:
+    def question(self, q: Any, error: Any) -> bool:
         where = short(q.origin) if isinstance(q.origin, str) else ""
-        self._add(Problem("data-dependent", where, str(error).split("\nFix:")[0],
-                          f"st.check({q.expr})  or  st.check(not ({q.expr}))"))
+        self._add(Problem("data-dependent", where, error.cause,
+                          f"st.check({q.expr})  or  st.check(not ({q.expr}))", error.kind))
         return True  # assume the condition holds, to keep tracing
 
-    def data_read(self, error: Exception) -> bool:
+    def data_read(self, error: Any) -> bool:
         """``if tensor:`` on data: recorded; the True branch is assumed to keep tracing."""
-        msg, _, fix = str(error).partition("\nFix:")
-        self._add(Problem(type(error).__name__, "", msg, fix.strip()))
+        problem = _problem(error)
+        rewrite = cond_rewrite(user_frame(2))  # the frame of the `if` on data
+        if rewrite is not None:
+            problem.fix = (f"use torch.cond, which keeps both branches in the graph:\n        "
+                           f"{rewrite}\n     or {problem.fix}")
+        self._add(problem)
         return True
 
     def stopped(self, exc: Exception) -> None:
-        text = str(exc)
-        msg, _, fix = text.partition("\nFix:")
-        self._add(Problem(type(exc).__name__, "", msg, fix.strip()))
+        self._add(_problem(exc))
 
-    def violations(self, problems: list[str], suggestion: str) -> None:
+    def violations(self, problems: list[Violation], suggestion: str) -> None:
         for p in problems:
-            msg, _, fix = p.partition("\n    Fix: ")
-            self._add(Problem("constraint", "", msg, fix))
+            self._add(Problem("constraint", "", f"{p.dim} {p.cause}", p.fix,
+                              DeclaredSpaceViolation.kind))
         self.suggestion = suggestion
 
     def finish(self) -> None:
@@ -111,6 +117,20 @@ class ExplainReport:
     __repr__ = __str__
 
 
+def _problem(exc: Exception) -> Problem:
+    """A problem from any exception: safetrace's carry their fields; others their text."""
+    family = next((c.__name__ for c in type(exc).__mro__ if c.__name__ in _FAMILIES),
+                  type(exc).__name__)
+    if isinstance(exc, StructuredError):
+        return Problem(family, exc.where.source or "", exc.cause, exc.fix.strip(), exc.kind)
+    return Problem(family, "", str(exc))
+
+
+_FAMILIES = frozenset(("UnsupportedInputError", "SpecError", "ConstraintViolationError",
+                       "DataDependentError", "UnsupportedOpError", "OpShapeError",
+                       "ExportError", "InputMismatchError", "LoadError"))
+
+
 def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
             dynamic_shapes: Any = None) -> ExplainReport:
     """Trace as far as possible and report every decision and problem at once."""
@@ -119,7 +139,7 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     report = ExplainReport()
     try:
-        ep = _Exporter(model, fn).run(args, dict(kwargs or {}), dynamic_shapes, report=report)
+        ep = Exporter(model, fn).run(args, dict(kwargs or {}), dynamic_shapes, report=report)
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None

@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from safetrace.meta import TensorMeta
+from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy, annotation, current
 from safetrace.trace.source import location
 
@@ -25,8 +27,6 @@ def value_annotation(val: Any) -> str:
 
 
 def annotation_of_tensor(t: torch.Tensor) -> str:
-    from safetrace.meta import TensorMeta
-
     return annotation(TensorMeta(tuple(t.shape), t.dtype, t.device))
 
 
@@ -77,9 +77,15 @@ def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:
             ann = value_annotation(node.meta.get("val"))
             lhs = f'{node.name}: "{ann}"' if ann else node.name
             body.append(f"{lhs} = {target_name(node.target)}({', '.join(args)})")
+        elif node.op == "get_attr":  # a control-flow operator's subgraph
+            body.append(f"{node.name} = self.{node.target}")
         elif node.op == "output":
             body.append(f"return {format_arg(node.args[0])}")
     lines = [f"class {name}(torch.nn.Module):",
              f"    def forward(self, {', '.join(params)}):"]
     lines += [f"        {b}" if b else "" for b in body]
+    for sub_name, sub in submodules(graph).items():
+        lines.append("")
+        lines += [f"    {s}" if s else "" for s in
+                  print_readable(sub.graph, sub_name).rstrip("\n").split("\n")]
     return "\n".join(lines) + "\n"

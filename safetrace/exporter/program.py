@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
 
-from safetrace import pytree
-from safetrace.errors import InputMismatchError
+from safetrace import interop, pytree
+from safetrace.errors import wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
@@ -80,6 +82,8 @@ class ExportedProgram:
         self.out_spec = out_spec
         self.contract = contract
         self._ranges: RangeConstraints | None = None
+        self.dim_names: dict[str, str] = {}  # symbol -> the user's Dim name, where declared
+        self.exported_training = False  # the module's .training at export (set by export)
         self._check_fn: Any = None
 
     # -- views ---------------------------------------------------------------------
@@ -91,7 +95,8 @@ class ExportedProgram:
     def graph_module(self) -> ExportedGraphModule:
         """The graph as a ``torch.fx.GraphModule`` (its code is generated on first call)."""
         if self._gm is None:
-            self._gm = ExportedGraphModule(torch.nn.Module(), self._graph, "GraphModule")
+            root = owner_module(self._graph)
+            self._gm = ExportedGraphModule(root, self._graph, "GraphModule")
         return self._gm
 
     @property
@@ -168,14 +173,18 @@ class ExportedProgram:
         else:
             spec = self.in_spec
         if spec != self.in_spec:
+            # the same dict keys in another insertion order: as at export (order is not meaning)
+            reordered = pytree.in_spec_order((tuple(args), self._ordered(kwargs)), self.in_spec)
+            if reordered is not None:
+                leaves, spec = pytree.tree_flatten(reordered)
+        if spec != self.in_spec:
             try:
                 why = pytree.describe_mismatch(self.in_spec, spec, leaves,
                                                [inp.path for inp in self.contract.inputs])
             except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
                 why = ("its containers differ.\nFix: call with the same containers (lists/"
                        "tuples/dicts/dataclasses) and keyword names as at export")
-            raise InputMismatchError(f"the inputs' structure differs from the exported one: "
-                                     f"{why}")
+            raise wrong_structure(why)
         check = self._check_fn
         if check is None:
             check = self._check_fn = self._build_checks()
@@ -185,10 +194,23 @@ class ExportedProgram:
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
         """A callable nn.Module: checks its inputs, then runs the graph."""
+        # control-flow subgraphs get their code before a tool such as torch.compile reads them
+        self.graph_module  # noqa: B018
         return _ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
+
+    # -- the deployment stack ------------------------------------------------------------
+    def to_torch(self, *, strict: bool = False) -> Any:
+        """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
+        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
+        return interop.to_torch(self, strict=strict)
+
+    def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
+        """This program retraced by safetrace's tracer with each operator decomposed
+        (default: torch's core ATen table): same numerics and contract."""
+        return interop.run_decompositions(self, decomp_table)
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),
@@ -235,14 +257,31 @@ def _children(spec: Any) -> list:
     return list(fn()) if callable(fn) else list(spec.children_specs)
 
 
-class _ProgramModule(torch.nn.Module):
-    """What ``ep.module()`` returns: an nn.Module holding the program's state under the
+_MODE_OPS = ("dropout", "batch_norm", "rrelu")
+
+
+def _mode_dependent(graph: torch.fx.Graph) -> bool:
+    """Whether a graph traced in train mode computes differently in eval mode."""
+    return any(n.op == "call_function" and any(k in str(n.target) for k in _MODE_OPS)
+               for n in graph.nodes)
+
+
+class _ProgramModule(torch.fx.GraphModule):
+    """What ``ep.module()`` returns: a GraphModule holding the program's state under the
     original names (``state_dict()`` keys match the exported model's; ``load_state_dict``
-    and ``.to()`` work), that checks its inputs and runs the graph."""
+    and ``.to()`` work), that checks its inputs and runs the graph.
+
+    Everything is built here, eagerly (the graph's code, the input checks), so that
+    ``torch.compile`` captures a call in one graph: code generation (``exec``) inside the
+    first call would be a graph break.  ``.graph`` and ``.code`` are the program's; its
+    ``forward`` takes the model's own arguments, checks them, then runs that code."""
 
     def __init__(self, ep: ExportedProgram) -> None:
-        super().__init__()
+        super().__init__(owner_module(ep.graph), ep.graph, "ProgramModule")
+        self.training = ep.exported_training
         self._ep = ep
+        if ep._check_fn is None:
+            ep._check_fn = ep._build_checks()
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
         # State the program writes (in place, or by reassignment) gets its own copy, and
@@ -280,8 +319,41 @@ class _ProgramModule(torch.nn.Module):
                            for i, s in enumerate(ep.graph_signature.output_specs)
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
-        self._forward: Any = None
         self._single_out = ep.out_spec.is_leaf()
+
+    def recompile(self) -> Any:  # type: ignore[override]
+        """fx puts the generated code on the instance's class as ``forward``; it becomes
+        ``_graph_forward`` here, so that ``forward`` stays the checking entry point."""
+        result = super().recompile()
+        cls = type(self)
+        if "forward" in cls.__dict__:
+            self.__dict__["_graph_forward"] = cls.__dict__["forward"].__get__(self)
+            delattr(cls, "forward")
+        return result
+
+    def __deepcopy__(self, memo: dict) -> _ProgramModule:
+        """A module of the same program with copies of this one's current state (fx's
+        GraphModule copy would rebuild a plain GraphModule without the program)."""
+        new = _ProgramModule(self._ep)
+        memo[id(self)] = new
+        for name, (owner, table, key) in self._slots.items():
+            o2, t2, k2 = new._slots[name]
+            getattr(o2, t2)[k2] = copy.deepcopy(getattr(owner, table)[key], memo)
+        new._owned = set(new._slots)
+        new.training = self.training
+        return new
+
+    def train(self, mode: bool = True) -> _ProgramModule:  # type: ignore[override]
+        """The graph was traced in one mode: switching to train mode, or to eval mode when
+        the graph has dropout or batch norm, would be silently ignored, so it is refused."""
+        if bool(mode) != self._ep.exported_training and (mode or _mode_dependent(self.graph)):
+            was = "train" if self._ep.exported_training else "eval"
+            raise RuntimeError(
+                f"this program was exported in {was} mode; its graph cannot switch to "
+                f"{'train' if mode else 'eval'} mode (.train()/.eval() would be silently "
+                f"ignored).\nFix: call model.{'train' if mode else 'eval'}() before "
+                f"st.export and export again")
+        return self
 
     def _owner(self, name: str) -> tuple[torch.nn.Module, str]:
         """The (created on demand) submodule that holds dotted state `name`."""
@@ -307,12 +379,7 @@ class _ProgramModule(torch.nn.Module):
                 call.append(ref[0][ref[1]].detach())
             else:
                 call.append(ref)
-        fwd = self._forward
-        if fwd is None:
-            gm = self._ep.graph_module
-            gm.ensure_compiled()
-            fwd = self._forward = gm.forward
-        outs = fwd(*call)
+        outs = self._graph_forward(*call)
         for i, (owner, table, key) in self._mutations:
             store = getattr(owner, table)
             if outs[i] is not store[key]:

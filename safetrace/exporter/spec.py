@@ -12,49 +12,41 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace import pytree as st_pytree
-from safetrace.dims import DerivedDim, Dim, ShapesCollection, _Hint
-from safetrace.errors import SpecError
+from safetrace.dims import DerivedDim, Dim, DimHint
+from safetrace.exporter.shapes import AdditionalInputs, ShapesCollection
+from safetrace.errors import SpecStructureError, spec_entry
 
-Entry = Any  # None | int | _Hint | Dim | DerivedDim
+Entry = Any  # None | int | DimHint | Dim | DerivedDim
 
 
 def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
     out: list[list[Entry] | None] = []
-    if isinstance(spec, ShapesCollection):
-        used = set()
-        for leaf in pytree.tree_leaves((args, kwargs)):
-            if isinstance(leaf, torch.Tensor) and leaf in spec:
-                used.add(id(leaf))
-                out.append(_tensor_spec(leaf, spec[leaf], f"dynamic_shapes[{_desc(leaf)}]"))
-            else:
-                out.append(None)  # no dims to declare
-        for key, (tensor, entry) in spec._specs.items():
-            if key not in used:
-                raise _foreign_tensor(fn, args, kwargs, tensor, entry)
-        return out
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)):  # to the tree, as torch does
+        spec = spec.dynamic_shapes(fn, args, kwargs)
     tops = list(zip(names, args)) + list(kwargs.items())
     if isinstance(spec, dict):
         spec = _expand_var_params(fn, spec, names, kwargs)
         valid = [n for n, _ in tops]
         unknown = [k for k in spec if k not in valid]
         if unknown:
-            raise SpecError(
+            raise SpecStructureError(
                 f"dynamic_shapes has key(s) {unknown} that are not inputs of the program; "
                 f"the inputs are {valid}.\nFix: key dynamic_shapes by the argument names "
                 f"{valid}{_var_hint(fn)}")
         per_top = [spec.get(n) for n, _ in tops]
     elif isinstance(spec, (tuple, list)):
         if len(spec) != len(tops):
-            raise SpecError(
+            raise SpecStructureError(
                 f"dynamic_shapes has {len(spec)} entries but the program takes {len(tops)} "
                 f"inputs ({[n for n, _ in tops]}).\n{side_by_side(tuple(v for _, v in tops), spec)}"
                 f"\nFix: give one entry per input (None for inputs without dynamic dims)")
         per_top = list(spec)
     else:
-        raise SpecError(f"dynamic_shapes must be a dict keyed by argument name, a tuple with "
-                        f"one entry per input, or a ShapesCollection; got {type(spec).__name__}")
+        raise SpecStructureError(
+            f"dynamic_shapes must be a dict keyed by argument name, a tuple with "
+            f"one entry per input, or a ShapesCollection; got {type(spec).__name__}")
     for (name, value), s in zip(tops, per_top):
         _walk(value, s, f"dynamic_shapes[{name!r}]", name, out)
     return out
@@ -63,7 +55,7 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
 def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> dict:
     """torch.export's keys for ``*xs`` / ``**kw`` (a tuple / a dict of specs under the
     parameter's name) as safetrace's per-input keys (``xs[0]``, the keyword names)."""
-    sig = st_pytree._signature(fn)
+    sig = st_pytree.signature(fn)
     if sig is None:
         return spec
     params = sig.parameters.values()
@@ -75,8 +67,9 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
 
     def put(key: str, value: Any, holder: str) -> None:
         if key in out:
-            raise SpecError(f"dynamic_shapes gives input {key} both under {holder!r} and as "
-                            f"{key!r}.\nFix: keep one of the two entries")
+            raise SpecStructureError(
+                f"dynamic_shapes gives input {key} both under {holder!r} and as "
+                f"{key!r}.\nFix: keep one of the two entries")
         out[key] = value
 
     if var_pos in spec:
@@ -85,7 +78,7 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
         if entry is not None:
             if not isinstance(entry, (tuple, list)) or len(entry) != len(given):
                 n = len(entry) if isinstance(entry, (tuple, list)) else type(entry).__name__
-                raise SpecError(
+                raise SpecStructureError(
                     f"dynamic_shapes[{var_pos!r}] is the spec of *{var_pos}, which received "
                     f"{len(given)} positional input(s), so it must be a tuple of {len(given)} "
                     f"specs (one per input); got {n}.\n"
@@ -101,7 +94,7 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
             unknown = [k for k in entry] if not isinstance(entry, dict) else [
                 k for k in entry if k not in extra]
             if not isinstance(entry, dict) or unknown:
-                raise SpecError(
+                raise SpecStructureError(
                     f"dynamic_shapes[{var_kw!r}] is the spec of **{var_kw}, which received the "
                     f"keyword input(s) {extra}, so it must be a dict keyed by those names; "
                     f"got {entry!r}.\nFix: dynamic_shapes={{{var_kw!r}: "
@@ -113,29 +106,13 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
 
 
 def _var_hint(fn: Any) -> str:
-    sig = st_pytree._signature(fn)
+    sig = st_pytree.signature(fn)
     params = sig.parameters.values() if sig is not None else ()
     hints = [f"{{{p.name!r}: (spec0, spec1, ...)}} for *{p.name}" for p in params
              if p.kind is p.VAR_POSITIONAL]
     hints += [f"{{{p.name!r}: {{'name': spec, ...}}}} for **{p.name}" for p in params
               if p.kind is p.VAR_KEYWORD]
     return f" (or {' and '.join(hints)})" if hints else ""
-
-
-def _foreign_tensor(fn: Any, args: tuple, kwargs: dict, tensor: Any, entry: Any) -> SpecError:
-    """A ShapesCollection entry whose tensor is not (by identity) one of the inputs."""
-    inputs = [(p, v) for p, v in st_pytree.flatten_inputs(fn, args, kwargs)[0]
-              if isinstance(v, torch.Tensor)]
-    shape = list(getattr(tensor, "shape", ()))
-    same = [p for p, v in inputs if list(v.shape) == shape]
-    listed = ", ".join(f"{p}: {list(v.shape)}" for p, v in inputs) or "none"
-    target = same[0] if same else (inputs[0][0] if inputs else "x")
-    return SpecError(
-        f"dynamic_shapes: the ShapesCollection has an entry for a tensor of shape {shape} "
-        f"that is not one of the inputs (entries are matched by identity, not by shape or "
-        f"value: a copy or a new tensor of the same shape does not match). The tensor inputs "
-        f"are {listed}.\nFix: key the collection by the tensor object you pass to "
-        f"st.export:\n    sc[{target}] = {entry!r}")
 
 
 def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
@@ -147,7 +124,7 @@ def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
         node_type) else pytree.SUPPORTED_NODES.get(tuple)
     if handler is None:  # a constant leaf
         if spec is not None and spec != Dim.STATIC:
-            raise SpecError(f"{where}: input {path} is a {node_type.__name__} "
+            raise SpecStructureError(f"{where}: input {path} is a {node_type.__name__} "
                             f"({value!r}), which has no dims; its spec must be None, got {spec!r}")
         out.append(None)
         return
@@ -194,9 +171,10 @@ def _spec_children(value: Any, children: list, context: Any, spec: Any, where: s
     raise _mismatch(value, spec, where, path, f"a {type(value).__name__} of specs")
 
 
-def _mismatch(value: Any, spec: Any, where: str, path: str, expected: str) -> SpecError:
-    return SpecError(f"{where}: the spec does not match input {path}: expected {expected}.\n"
-                     f"{side_by_side(value, spec)}")
+def _mismatch(value: Any, spec: Any, where: str, path: str, expected: str) -> SpecStructureError:
+    return SpecStructureError(
+        f"{where}: the spec does not match input {path}: expected {expected}.\n"
+        f"{side_by_side(value, spec)}")
 
 
 def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
@@ -207,29 +185,31 @@ def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
         entries: list[Entry] = [None] * ndim
         for d, e in spec.items():
             if not isinstance(d, int) or not -ndim <= d < ndim:
-                raise SpecError(f"{where}: dim {d!r} is out of range for a tensor of shape "
-                                f"{list(t.shape)} ({ndim} dims)")
+                raise SpecStructureError(
+                    f"{where}: dim {d!r} is out of range for a tensor of shape "
+                    f"{list(t.shape)} ({ndim} dims)")
             entries[d % ndim] = _entry(e, f"{where}[{d}]")
         return entries
     if isinstance(spec, (tuple, list)):
         if len(spec) != ndim:
-            raise SpecError(f"{where}: the spec has {len(spec)} entries but the tensor has "
-                            f"{ndim} dims (shape {list(t.shape)}).\nFix: one entry per dim, "
-                            f"e.g. {tuple([Dim.STATIC] * ndim)!r} or a dict {{dim: Dim(...)}}")
+            raise SpecStructureError(
+                f"{where}: the spec has {len(spec)} entries but the tensor has "
+                f"{ndim} dims (shape {list(t.shape)}).\nFix: one entry per dim, "
+                f"e.g. {tuple([Dim.STATIC] * ndim)!r} or a dict {{dim: Dim(...)}}")
         return [_entry(e, f"{where}[{i}]") for i, e in enumerate(spec)]
-    raise SpecError(f"{where}: a tensor's spec must be a tuple (one entry per dim), a dict "
-                    f"{{dim: ...}} or None; got {spec!r}")
+    raise SpecStructureError(
+        f"{where}: a tensor's spec must be a tuple (one entry per dim), a dict "
+        f"{{dim: ...}} or None; got {spec!r}")
 
 
 def _entry(e: Any, where: str) -> Entry:
-    if e is None or isinstance(e, (_Hint, Dim, DerivedDim)):
+    if e is None or isinstance(e, (DimHint, Dim, DerivedDim)):
         return e
     if type(e).__module__.startswith("torch.export"):
         return _from_torch_export(e, where)
     if isinstance(e, int) and not isinstance(e, bool):
         return e
-    raise SpecError(f"{where}: {e!r} is not a dim spec; use None or an int (static), "
-                    f"Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, Dim('name', min=, max=) or 2*dim")
+    raise spec_entry(where, e)
 
 
 _TORCH_DIMS: dict[int, Dim] = {}
@@ -243,16 +223,15 @@ def _from_torch_export(e: Any, where: str) -> Entry:
         name = getattr(kind, "name", str(kind)).lower()
         hint = {"auto": Dim.AUTO, "dynamic": Dim.DYNAMIC, "static": Dim.STATIC}.get(name)
         if hint is None:
-            raise SpecError(f"{where}: unknown torch.export hint {e!r}")
+            raise spec_entry(where, e, "an unknown torch.export hint")
         lo, hi = getattr(e, "min", None), getattr(e, "max", None)
-        return hint if (lo, hi) == (None, None) or name == "static" else hint(lo, hi)
+        return hint if (lo, hi) == (None, None) else hint(lo, hi)
     root = getattr(e, "root", None)
     if root is not None and callable(getattr(e, "fn", None)):  # derived: fn(root) linear
         base = _from_torch_export(root, where)
         at0, at1 = e.fn(0), e.fn(1)
         if not isinstance(base, Dim) or e.fn(2) != 2 * at1 - at0 or at1 - at0 <= 0:
-            raise SpecError(f"{where}: only linear derived dims (a*d + b) are supported, "
-                            f"got {e!r}")
+            raise spec_entry(where, e, "only linear derived dims (a*d + b) are supported")
         return DerivedDim(base, at1 - at0, at0)
     name = getattr(e, "__name__", None)
     if isinstance(name, str):  # a named torch.export Dim: one safetrace Dim per object
@@ -263,27 +242,21 @@ def _from_torch_export(e: Any, where: str) -> Entry:
                         max=None if hi is None or hi >= 2 ** 62 else hi)
             _TORCH_DIMS[id(e)] = found
         return found
-    raise SpecError(f"{where}: {e!r} is not a dim spec")
-
-
-def _desc(t: torch.Tensor) -> str:
-    return f"tensor of shape {list(t.shape)}"
-
-
-def _tree(v: Any) -> str:
+    raise spec_entry(where, e)
+def tree_text(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         return f"Tensor{list(v.shape)}"
     if isinstance(v, (list, tuple)):
-        inner = ", ".join(_tree(x) for x in v)
+        inner = ", ".join(tree_text(x) for x in v)
         return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' * (len(v) == 1)})"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k!r}: {_tree(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {tree_text(x)}" for k, x in v.items()) + "}"
     if hasattr(v, "__dataclass_fields__"):
         return f"{type(v).__name__}(" + ", ".join(
-            f"{f}={_tree(getattr(v, f))}" for f in v.__dataclass_fields__) + ")"
+            f"{f}={tree_text(getattr(v, f))}" for f in v.__dataclass_fields__) + ")"
     return repr(v)
 
 
 def side_by_side(inputs: Any, spec: Any) -> str:
     """The input tree and the spec tree, one above the other for comparison."""
-    return f"  inputs: {_tree(inputs)}\n  spec:   {_tree(spec)}"
+    return f"  inputs: {tree_text(inputs)}\n  spec:   {tree_text(spec)}"

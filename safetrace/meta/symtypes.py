@@ -9,10 +9,10 @@ comes from ``safetrace.symbolic``) that also pass those checks, so ``x.view(n, -
 Nothing of torch's own SymInt machinery may run on them (it expects a SymNode): every
 operator torch's classes define and the engine does not is answered here, either
 symbolically (``torch.sym_max``, ``torch.sym_float``, ``torch.sym_not``) or by
-specializing the value (a recorded guard): ``n & 1``, ``round(x)``, ``math.sqrt(n)``.
-Text: ``str(n)`` / ``f"{n}"`` in the user's code specialize too (a string built from a
-size would otherwise silently hold "s0"); inside safetrace and torch they print the
-expression.
+specializing the value (a recorded guard): ``n & 1``, ``math.sqrt(n)``.
+Text: ``str(n)`` / ``f"{n}"`` in the user's code give the example's digits without a
+guard (``SizeText``: reading the text's content specializes the size); inside safetrace
+and torch they print the expression.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
-from safetrace.symbolic import (Env, SymBool, SymFloat, SymInt, sym_max, sym_min, sym_not)
+from safetrace.symbolic import (
+    DataDependentQuestion, Env, SymBool, SymFloat, SymInt, sym_max, sym_min, sym_not,
+)
 
 _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
                  os.path.dirname(os.path.dirname(__file__)) + os.sep)
@@ -61,13 +63,64 @@ def _tracing(value: Any) -> bool:
     return ACTIVE.env is value.env and not _from_library(3)
 
 
+class SizeText(str):
+    """``str(n)`` / ``f"{n}"`` of a symbolic size in user code: the example's digits, with
+    no guard, because such text is mostly an assert's message that is never read (timm's
+    ``_assert(H % p == 0, f"Input height ({H}) ...")``).  Reading its content through
+    ``len``, indexing, comparison, hashing, ``int()``, ``+`` and the str methods
+    specializes the size first (a guard), so code that depends on the text stays correct.
+    Text that CPython joins without calling back (``f"a{n}b"`` builds a plain str) holds
+    the digits unguarded: use it only for messages."""
+
+    def __new__(cls, text: str, value: Any, convert: Callable[[Any], Any]) -> SizeText:
+        obj = super().__new__(cls, text)
+        obj._value, obj._convert = value, convert  # type: ignore[attr-defined]
+        return obj
+
+    def _read(self) -> str:
+        return str(self._convert(self._value))  # type: ignore[attr-defined]
+
+
+def _reading(name: str) -> Callable[..., Any]:
+    def method(self: SizeText, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._read(), name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in [n for n in vars(str) if not n.startswith("_")] + [
+        "__len__", "__getitem__", "__iter__", "__contains__", "__eq__", "__ne__", "__lt__",
+        "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__rmul__",
+        "__mod__", "__rmod__", "__format__", "__reversed__"]:
+    setattr(SizeText, _name, _reading(_name))
+SizeText.__radd__ = lambda self, o: o + self._read()  # type: ignore[attr-defined]
+SizeText.__int__ = lambda self: int(self._read())  # type: ignore[attr-defined]
+SizeText.__float__ = lambda self: float(self._read())  # type: ignore[attr-defined]
+SizeText.__reduce__ = lambda self: (str, (self._read(),))  # type: ignore[assignment]
+
+
+def _shown(value: Any) -> str:
+    try:
+        return str(value.hint)
+    except DataDependentQuestion:  # no example value: the expression
+        return value._symbolic_str()  # type: ignore[no-any-return]
+
+
 def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[..., str]]:
-    # Outside an export (meta["val"] shapes, messages) sizes print as expressions.
+    # Outside an export (meta["val"] shapes, messages) sizes print as expressions; in user
+    # code the example's digits, read lazily (SizeText).  A format spec needs the number.
     def to_str(self: Any) -> str:
-        return str(convert(self)) if _tracing(self) else self._symbolic_str()
+        if not _tracing(self):
+            return self._symbolic_str()  # type: ignore[no-any-return]
+        return SizeText(_shown(self), self, convert)
 
     def to_format(self: Any, spec: str) -> str:
-        return format(convert(self) if _tracing(self) else self._symbolic_str(), spec)
+        if not _tracing(self):
+            return format(self._symbolic_str(), spec)
+        if spec:
+            return format(convert(self), spec)
+        return SizeText(_shown(self), self, convert)
 
     return to_str, to_format
 

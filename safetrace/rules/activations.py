@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, float_result, normalize_dim
+from safetrace.rules.common import check, float_result, is_empty, normalize_dim
 from safetrace.rules.pointwise import FLOAT_ONLY, castable, reject
 from safetrace.rules.registry import rule
 
@@ -118,6 +118,8 @@ def feature_dropout(input: TensorMeta, p: float, train: bool) -> TensorMeta:
 def native_dropout(input: TensorMeta, p: float, train: bool | None) -> tuple:
     """native_dropout: (output like input, bool mask like input)."""
     _dropout_check("native_dropout", input, p, train)
+    if input.device.type == "cpu" and is_empty(input):  # CPU: an uninitialized mask like input
+        return input.like(), input.like()
     return input.like(), input.like(dtype=torch.bool)
 
 

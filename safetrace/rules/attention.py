@@ -42,7 +42,8 @@ def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta) -> TensorMeta:
     if query.ndim < 3 or kv.ndim < 3:
         return kv
     hq, hkv = query.shape[-3], kv.shape[-3]
-    check(hq % hkv == 0, op, f"Number of heads in key and value must divide the number of "
+    # eager divides by the kv head count (a crash at 0)
+    check(hkv != 0 and hq % hkv == 0, op, f"Number of heads in key and value must divide the number of "
                              f"heads in query, got {hkv} and {hq}")
     return kv.like(kv.shape[:-3] + (hq,) + kv.shape[-2:])
 
@@ -88,6 +89,11 @@ def _scaled_dot_product_flash_attention_for_cpu(
     check(key.shape[1] == value.shape[1] and key.shape[2] == value.shape[2], op,
           f"key {list(key.shape)} and value {list(value.shape)} must have the same heads and "
           f"sequence length")
+    # the CPU kernel divides by these sizes: it crashes the process where one is 0
+    check(h != 0 and key.shape[1] != 0 and length != 0 and key.shape[2] != 0, op,
+          f"the CPU flash attention kernel needs non-empty heads and sequences, got query "
+          f"{list(query.shape)} and key {list(key.shape)}; scaled_dot_product_attention "
+          f"handles empty inputs")
     check(h % key.shape[1] == 0, op, f"Number of heads in key and value must divide the "
                                      f"number of heads in query, got {key.shape[1]} and {h}")
     if attn_mask is not None:

@@ -10,7 +10,7 @@ from safetrace.errors import DataDependentError, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    Expr, SymBool, SymFloat, SymInt, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_max, sym_min, to_expr,
 )
 
 Size = Any
@@ -217,6 +217,12 @@ def static_zero(n: Size) -> bool:
     return isinstance(n, int) and n == 0
 
 
+def is_empty(t: TensorMeta) -> bool:
+    """Whether `t` has no elements, for rules of kernels that special-case empty inputs
+    (a guard on symbolic sizes, as the kernel's own branch is)."""
+    return bool(t.numel() == 0)
+
+
 def prod(sizes: Iterable[Size]) -> Size:
     """Product of sizes (1 for none); plain ints are multiplied first (cheaper)."""
     n = 1
@@ -247,7 +253,7 @@ def guarded_min(a: Size, b: Size) -> Size:
     if isinstance(a, int) and isinstance(b, int):
         return a if a <= b else b
     env = (a if not isinstance(a, int) else b).env
-    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    known = env.decide(le(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -255,12 +261,56 @@ def guarded_min(a: Size, b: Size) -> Size:
     return sym_min(a, b)
 
 
+_COMPARE = {"lt": (lt, lambda a, b: a < b), "le": (le, lambda a, b: a <= b),
+            "ge": (ge, lambda a, b: a >= b)}
+
+
+def known(a: Size, cmp: str, b: Size) -> bool | None:
+    """Whether ``a cmp b`` ("lt", "le", "ge") follows from the facts; None when it does
+    not (never a guard)."""
+    build, plain = _COMPARE[cmp]
+    if isinstance(a, int) and isinstance(b, int):
+        return plain(a, b)
+    env = (a if not isinstance(a, int) else b).env
+    return env.decide(build(to_expr(a), to_expr(b)))
+
+
+def decided_min(a: Size, b: Size) -> Size:
+    """min(a, b) without a guard: one of them where the facts decide, else a Min."""
+    first = known(a, "le", b)
+    if first is None:
+        return sym_min(a, b)
+    return a if first else b
+
+
+def decided_max(a: Size, b: Size) -> Size:
+    """max(a, b) without a guard: one of them where the facts decide, else a Max."""
+    first = known(a, "ge", b)
+    if first is None:
+        return sym_max(a, b)
+    return a if first else b
+
+
+def negative_indicator(a: Size) -> Size:
+    """1 where ``a < 0``, else 0, as an exact integer expression: min(max(-a, 0), 1)."""
+    return decided_min(decided_max(-a, 0), 1)
+
+
+def wrap_index(i: Size, size: Size) -> Size:
+    """A possibly negative index or bound counted from the end (``i + size`` where
+    ``i < 0``), as torch reads it; an unknown sign costs no guard."""
+    negative = known(i, "lt", 0)
+    if negative is None:
+        return i + size * negative_indicator(i)
+    return i + size if negative else i
+
+
 def guarded_max(a: Size, b: Size) -> Size:
     """max(a, b), decided like :func:`guarded_min`."""
     if isinstance(a, int) and isinstance(b, int):
         return a if a >= b else b
     env = (a if not isinstance(a, int) else b).env
-    known = env.decide(Expr.ge(to_expr(a), to_expr(b)))
+    known = env.decide(ge(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     if _backed(a) and _backed(b):
@@ -270,8 +320,9 @@ def guarded_max(a: Size, b: Size) -> Size:
 
 # -- data-dependent sizes ---------------------------------------------------------------
 
-def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> SymInt:
-    """A fresh unbacked size in [lo, hi]: an op's output size that depends on data."""
+def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -> Any:
+    """A fresh unbacked size in [lo, hi]: an op's output size that depends on data (a
+    plain int where the bounds admit one value)."""
     env = ACTIVE.env
     if env is None:
         raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
@@ -279,12 +330,23 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     lo_i = _static_bound(env, lo, low=True)
     hi_i = _static_bound(env, hi, low=False)
     u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
+    if isinstance(u, int):  # the bounds admit one value (x[100:] of fewer rows: 0)
+        return u
     # symbolic bounds (u0 <= x.numel()) are facts, not just ranges
     if hi is not None and not isinstance(hi, int):
-        env.add_fact(Expr.le(u.expr, to_expr(hi)))
+        env.add_fact(le(u.expr, to_expr(hi)))
     if lo is not None and not isinstance(lo, int):
-        env.add_fact(Expr.ge(u.expr, to_expr(lo)))
+        env.add_fact(ge(u.expr, to_expr(lo)))
     return u
+
+
+def new_float(what: str = "a float read from data") -> Any:
+    """A fresh unbacked float (any double, inf and nan included): ``x.max().item()``."""
+    env = ACTIVE.env
+    if env is None:
+        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
+                                 f"inside st.export")
+    return make_float(env.new_unbacked_float(origin=what), env)
 
 
 def _static_bound(env: Any, v: Any, low: bool) -> int | None:
@@ -292,6 +354,6 @@ def _static_bound(env: Any, v: Any, low: bool) -> int | None:
         return None
     if isinstance(v, int):
         return v
-    r = env.bounds(v.expr)
+    r = env.bounds(to_expr(v))
     b = r.lo if low else r.hi
     return None if b in (float("inf"), float("-inf")) else int(b)

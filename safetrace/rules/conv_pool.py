@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import check, is_empty, known, negative_indicator
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -258,8 +258,13 @@ def pool_out(size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool) -> Any:
     """Windows that fit; with ceil_mode a partial last window counts if it starts inside
     the input or the left padding (not in the right padding)."""
     out = (size + 2 * p - d * (k - 1) - 1 + ((s - 1) if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out = out - 1
+    if ceil_mode:
+        # one window less where the last would start in the right padding: an exact
+        # expression where the facts do not decide, not a guard
+        past = known((out - 1) * s, "ge", size + p)
+        if past is None:
+            return out - negative_indicator(size + p - (out - 1) * s - 1)
+        return out - 1 if past else out
     return out
 
 
@@ -384,13 +389,16 @@ def avg_pool3d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: An
                              ceil_mode))
 
 
-def adaptive(op: str, n: int, x: TensorMeta, output_size: Any) -> tuple:
-    """(…, *spatial) -> (…, *output_size); non-batch dims must be non-empty."""
+def adaptive(op: str, n: int, x: TensorMeta, output_size: Any,
+             spatial_only: bool = False) -> tuple:
+    """(…, *spatial) -> (…, *output_size).  Every dim but the first must be non-empty
+    (the CPU kernels' check, also for unbatched inputs); the 2-d average pool checks only
+    its spatial dims (spatial_only)."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
     check(len(sizes) == n, op, f"output_size must be {n}, got {len(sizes)}")
     check(x.ndim in (n + 1, n + 2), op, f"Expected {n + 1}D or {n + 2}D tensor, but got "
                                         f"{list(x.shape)}")
-    for i in range(x.ndim - n - 1, x.ndim):
+    for i in range(x.ndim - n if spatial_only else 1, x.ndim):
         check(x.shape[i] != 0, op, f"Expected input to have non-zero size for non-batch "
                                    f"dimensions, but input has sizes {list(x.shape)} with "
                                    f"dimension {i} being empty")
@@ -410,7 +418,7 @@ def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta
               f"mean(): could not infer output dtype. Input dtype must be either a floating "
               f"point or complex dtype. Got: {x.dtype}")
         return x.like(x.shape[:x.ndim - n] + (1,) * n)
-    return x.like(adaptive(op, n, x, sizes))
+    return x.like(adaptive(op, n, x, sizes, spatial_only=n == 2))
 
 
 @rule(aten.adaptive_avg_pool1d.default)
@@ -442,7 +450,8 @@ def adaptive_avg_pool3d(self: TensorMeta, output_size: Any) -> TensorMeta:
 @rule(aten._adaptive_avg_pool2d.default)
 def _adaptive_avg_pool2d(self: TensorMeta, output_size: Any) -> TensorMeta:
     """The pooling kernel itself (no mean shortcut)."""
-    return self.like(adaptive("aten._adaptive_avg_pool2d", 2, self, output_size))
+    return self.like(adaptive("aten._adaptive_avg_pool2d", 2, self, output_size,
+                              spatial_only=True))
 
 
 @rule(aten._adaptive_avg_pool3d.default)
@@ -510,6 +519,8 @@ def pixel_unshuffle(self: TensorMeta, downscale_factor: int) -> TensorMeta:
                           f"downscale_factor, but input.size(-2)={h} is not divisible by {r}")
     check(w % r == 0, op, f"pixel_unshuffle expects width to be divisible by "
                           f"downscale_factor, but input.size(-1)={w} is not divisible by {r}")
+    if r != 1 and is_empty(self):  # eager returns an empty input unchanged
+        return self.like()
     return self.like(self.shape[:-3] + (c * r * r, h // r, w // r))
 
 

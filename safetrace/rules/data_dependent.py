@@ -14,7 +14,9 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.errors import DataDependentError
-from safetrace.rules.common import broadcast_shapes, check, new_size, normalize_dim, prod
+from safetrace.rules.common import (
+    broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
+)
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -26,10 +28,12 @@ _DTYPE_RANGE = {torch.bool: (0, 1), torch.uint8: (0, 255), torch.int8: (-128, 12
 
 @rule(aten.item.default, aten._local_scalar_dense.default)
 def item(self: TensorMeta) -> Any:
-    """The value of a one-element integer or bool tensor: an unbacked int (or bool)."""
+    """The value of a one-element tensor: an unbacked int, bool or float."""
     check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
                                      f"converted to Scalar")
-    if self.dtype.is_floating_point or self.dtype.is_complex:
+    if self.dtype.is_floating_point:
+        return new_float(".item()")  # the graph computes with it; decisions need checks
+    if self.dtype.is_complex:
         raise DataDependentError(
             f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
             f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "
@@ -104,6 +108,9 @@ def unique_dim(self: TensorMeta, dim: int, sorted: bool = True, return_inverse: 
     """Distinct slices along `dim`."""
     d = normalize_dim(dim, self.ndim, "unique_dim")
     size = self.shape[d]
+    others = prod(s for i, s in enumerate(self.shape) if i != d)
+    check(others != 0 or size == 0, "unique_dim", "There are 0 sized dimensions, and they "
+                                                   "aren't selected, so unique cannot be applied")
     u = new_size(min(size, 1), size, "unique(dim=...)") if isinstance(size, int) else \
         new_size(0, size, "unique(dim=...)")
     shape = self.shape[:d] + (u,) + self.shape[d + 1:]
@@ -123,6 +130,14 @@ def repeat_interleave(repeats: TensorMeta, *, output_size: Any = None) -> Tensor
 def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | None = None, *,
                            output_size: Any = None) -> TensorMeta:
     """Each slice along `dim` repeated by its count; without dim the input is flattened."""
+    check(repeats.ndim <= 1, "repeat_interleave", "repeats must be 0-dim or 1-dim tensor")
+    if repeats.ndim == 1 and not (isinstance(repeats.shape[0], int) and repeats.shape[0] == 1):
+        along = self.numel() if dim is None else \
+            self.shape[normalize_dim(dim, self.ndim, "repeat_interleave")]
+        # equal sizes first: `n == 1 or ...` would guard n != 1 when the sizes are one symbol
+        check(repeats.shape[0] == along or repeats.shape[0] == 1, "repeat_interleave",
+              f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+              f"{repeats.shape[0]} and input.size({0 if dim is None else dim}) = {along}")
     n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")
     if dim is None:
         return TensorMeta((n,), self.dtype, self.device)
@@ -137,6 +152,14 @@ def bincount(self: TensorMeta, weights: TensorMeta | None = None,
     check(self.ndim == 1, "bincount", "bincount only supports 1-d non-negative integral inputs.")
     check(not self.dtype.is_floating_point, "bincount",
           "bincount only supports 1-d non-negative integral inputs.")
+    check(minlength >= 0, "bincount", "minlength should be >= 0")
+    # eager returns int64 zeros, weights or not (without weights, a size >= minlength
+    # already admits that: no guard)
+    if (weights is not None or isinstance(self.numel(), int)) and is_empty(self):
+        return TensorMeta((minlength,), _LONG, self.device)
+    if weights is not None:
+        check(weights.ndim == 1 and weights.shape[0] == self.shape[0], "bincount",
+              "weights should be 1-d and have the same length as input")
     n = new_size(minlength, None, "bincount()")
     dtype = _LONG if weights is None else (weights.dtype if weights.dtype.is_floating_point
                                            else torch.float64)

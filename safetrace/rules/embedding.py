@@ -36,6 +36,8 @@ def embedding(weight: TensorMeta, indices: TensorMeta, padding_idx: Any = -1,
     op = "aten.embedding"
     check(weight.ndim == 2, op, "'weight' must be 2-D")
     check_indices(op, indices, "indices", 1)
+    check(weight.shape[0] != 0 or indices.numel() == 0, op,
+          "index_select(): self indexing axis dim should be positive")
     return weight.like(indices.shape + (weight.shape[1],))
 
 
@@ -63,6 +65,10 @@ def embedding_bag_outputs(weight: TensorMeta, indices: TensorMeta, offsets: Tens
         check(per_sample_weights.dtype == weight.dtype, op, f"expected per_sample_weights to "
               f"have dtype {weight.dtype}, got {per_sample_weights.dtype}")
     n_offsets = offsets.shape[0]
+    # CPU reads offsets[0] of any non-empty input (a crash when there are none)
+    check(n_offsets != 0 or indices.shape[0] == 0, op,
+          f"offsets is empty but input has {indices.shape[0]} indices; give one offset per "
+          f"bag (offsets[0] = 0)")
     if include_last_offset:
         check(n_offsets >= 1, op, "include_last_offset: number of offsets should be at least 1")
     bags = n_offsets - 1 if include_last_offset else n_offsets

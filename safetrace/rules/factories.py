@@ -16,7 +16,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check, scalar_dtype
 from safetrace.rules.registry import rule
-from safetrace.symbolic import Expr, SymFloat, sym_min, to_expr
+from safetrace.symbolic import SymFloat, le, sym_min, to_expr
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
@@ -306,7 +306,7 @@ def _decided_min(a: Any, b: Any) -> Any:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
     env = (a if not isinstance(a, int) else b).env
-    known = env.decide(Expr.le(to_expr(a), to_expr(b)))
+    known = env.decide(le(to_expr(a), to_expr(b)))
     if known is not None:
         return a if known else b
     return sym_min(a, b)

@@ -70,7 +70,13 @@ def fft_irfft(self: TensorMeta, n: Any = None, dim: int = -1,
 
 
 def _fft_dims(op: str, self: TensorMeta, dim: Sequence[int]) -> list:
-    return [normalize_dim(x, self.ndim, op) for x in dim]
+    """The transformed dims, normalized; the kernels reshape to (-1, *their sizes), which
+    an empty transformed dim makes ambiguous (eager raises)."""
+    dims = [normalize_dim(x, self.ndim, op) for x in dim]
+    for d in dims:
+        check(self.shape[d] != 0, op, f"cannot reshape tensor of 0 elements into shape "
+              f"{[-1] + [self.shape[x] for x in dims]}: dim {d} to transform is empty")
+    return dims
 
 
 @rule(aten._fft_r2c.default)
@@ -146,6 +152,10 @@ def _stft(self: TensorMeta, n_fft: int, hop_length: Any, win_length: Any,
     if center:
         check(pad_mode in _PAD_MODES, op, f"Unrecognised padding mode {pad_mode}")
         pad = n_fft // 2
+        # the pad sees the input as (1, batch, length): it needs a non-empty batch
+        check(self.ndim == 1 or self.shape[0] != 0, op, f"Expected 2D or 3D (batch mode) "
+              f"tensor with possibly 0 batch size and other non-zero dimensions for input, "
+              f"but got: [1, {self.shape[0]}, {length}]")
         if pad_mode == "reflect":  # guards on symbolic lengths, as eager's pad checks
             check(pad < length, op, f"Argument #4: Padding size should be less than the "
                                     f"corresponding input dimension, but got: padding "
@@ -218,6 +228,7 @@ def istft(self: TensorMeta, n_fft: int, hop_length: Any = None, win_length: Any 
     check(not (return_complex and onesided), op,
           "Cannot have onesided output if window or input is complex")
     check(frames > 0, op, f"{op}: expected a non-empty input")
+    check(self.numel() != 0, op, f"{op}: input tensor cannot be empty.")
     if length is None:
         length = n_fft + hop * (frames - 1) - (2 * (n_fft // 2) if center else 0)
     return self.like(shape=self.shape[:-2] + (length,),

@@ -5,15 +5,12 @@ either output_size or scale_factors; a scale gives ``floor(size * scale)``:
 
 * an integer-valued scale (2.0) gives ``size * 2``: exact, no guard;
 * a plain int size is computed as torch does, in double precision then truncated;
-* a symbolic size gives ``floor(size * p / q)`` where ``p / q`` is the scale's exact
-  binary value (the engine's SymFloat is an exact rational), a floor division with no
-  guard.  It can differ from torch's double product only where that product rounds
-  across an integer (size * scale within ~1e-16 relative of an integer).
+* a symbolic size gives the floor of the double product exactly as torch computes it
+  (the engine's SymFloat follows IEEE double), with no guard.
 """
 
 from __future__ import annotations
 
-import fractions
 import math
 from typing import Any, Sequence
 
@@ -28,21 +25,17 @@ aten = torch.ops.aten
 
 def scaled_size(size: Any, scale: float) -> Any:
     """floor(size * scale) for an input size and a float scale factor, as torch computes it
-    (a double product, truncated).
+    (a double product, truncated; sizes are >= 0, so truncating is flooring).
 
-    For a symbolic size the scale is read as the simple fraction it was written as (0.3 is
-    3/10): the double product ``n * 0.3`` rounds to the integer when ``3n/10`` is one, while
-    the exact binary value of 0.3 (just below 3/10) would floor one lower.  A scale with no
-    such fraction specializes the size (a guard) rather than risk a wrong shape.
+    A symbolic size keeps Python's float semantics (the engine's SymFloat): the result is
+    ``(size*p)//q`` where that provably equals the double product's floor, else the exact
+    float expression ``int(size*scale // 1)``; neither guards the size.
     """
     if float(scale).is_integer():
         return size * int(scale)
     if isinstance(size, int):
-        return int(size * scale)  # torch: double product, truncated (sizes are >= 0)
-    frac = fractions.Fraction(scale).limit_denominator(1 << 16)
-    if abs(float(frac) - scale) <= 4 * math.ulp(scale):
-        return (size * frac.numerator) // frac.denominator
-    return int(int(size) * scale)
+        return int(size * scale)
+    return math.floor(size * scale)
 
 
 def upsample(op: str, n: int, input: TensorMeta, output_size: Sequence | None) -> TensorMeta:

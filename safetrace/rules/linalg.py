@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, normalize_dim, result_type
+from safetrace.rules.common import broadcast_shapes, check, is_empty, normalize_dim, result_type
 from safetrace.rules.reductions import norm_result_dtype, reduce_shape, vector_norm
 from safetrace.rules.pointwise import castable, same_shape
 from safetrace.rules.registry import rule
@@ -146,6 +146,9 @@ def addmv(self: TensorMeta, mat: TensorMeta, vec: TensorMeta, *, beta: Any = 1,
           f"addmv input tensors must have the same dtype, but got {self.dtype}, "
           f"{mat.dtype}, and {vec.dtype}")
     expand_to("aten.addmv", self, out.shape)
+    broadcast = not (self.ndim == 1 and self.shape[0] is out.shape[0])
+    if broadcast and not (isinstance(beta, (int, float)) and beta == 0) and is_empty(mat):
+        return self.like()  # eager returns beta * self without expanding it
     return out
 
 
@@ -328,6 +331,10 @@ def bilinear(input1: TensorMeta, input2: TensorMeta, weight: TensorMeta,
         check(input1.shape[i] == input2.shape[i], op, f"bilinear(): input batch dimensions "
               f"do not match: got {list(input1.shape)} and {list(input2.shape)}")
     check(weight.ndim == 3, op, f"bilinear(): weight must be 3D, got {weight.ndim}D")
+    # eager flattens each input to (-1, features): ambiguous for no features
+    check(input1.shape[-1] != 0 and input2.shape[-1] != 0, op,
+          f"cannot reshape tensor of 0 elements into shape [-1, 0] (input features "
+          f"{input1.shape[-1]} and {input2.shape[-1]})")
     check(input1.shape[-1] == weight.shape[1], op, f"bilinear(): input1 size does not match "
           f"weight size: got {input1.shape[-1]} but expected {weight.shape[1]}")
     check(input2.shape[-1] == weight.shape[2], op, f"bilinear(): input2 size does not match "

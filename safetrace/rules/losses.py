@@ -456,6 +456,7 @@ def _ctc(log_probs: TensorMeta, targets: TensorMeta, reduction: int) -> TensorMe
     check(log_probs.ndim in (2, 3), op, f"ctc_loss expects log_probs to be (T, N, C) or "
                                         f"(T, C), got {list(log_probs.shape)}")
     floating(op, log_probs, "ctc_loss_cpu")
+    check(log_probs.numel() != 0, op, "log_probs tensor must not be empty")
     batched = log_probs.ndim == 3
     out = (log_probs.shape[1],) if batched else ()
     return log_probs.like(out if reduction == NONE else ())
@@ -465,5 +466,22 @@ def _ctc(log_probs: TensorMeta, targets: TensorMeta, reduction: int) -> TensorMe
 def ctc_loss(log_probs: TensorMeta, targets: TensorMeta, input_lengths: Any,
              target_lengths: Any, blank: int = 0, reduction: int = MEAN,
              zero_infinity: bool = False) -> TensorMeta:
-    """(T, N, C) log-probabilities -> (N,) losses unreduced, else 0-d (lengths are data)."""
-    return _ctc(log_probs, targets, reduction)
+    """(T, N, C) log-probabilities -> (N,) losses unreduced, else 0-d (tensor lengths are
+    data; list lengths size a 1-d, concatenated targets)."""
+    out = _ctc(log_probs, targets, reduction)
+    batch = log_probs.shape[1] if log_probs.ndim == 3 else 1
+    expected = None
+    if targets.ndim == 2 and log_probs.ndim == 3:
+        expected = batch
+    elif targets.ndim == 1 and isinstance(target_lengths, (list, tuple)):
+        expected = sum(target_lengths)
+    if expected is not None:
+        check(targets.shape[0] == expected, "ctc_loss", f"Expected tensor to have size "
+              f"{expected} at dimension 0, but got size {targets.shape[0]} for argument #2 "
+              f"'targets'")
+    if targets.ndim == 2 and isinstance(target_lengths, (list, tuple)) and target_lengths:
+        longest = max(target_lengths)
+        check(targets.shape[1] >= longest, "ctc_loss", f"Expected tensor to have size at "
+              f"least {longest} at dimension 1, but got size {targets.shape[1]} for argument "
+              f"#2 'targets'")
+    return out

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, normalize_dim
+from safetrace.rules.common import broadcast_shapes, check, is_empty, normalize_dim
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -120,9 +120,21 @@ def check_channels(op: str, input: TensorMeta, channels: Any,
                                              f"{p.numel()}")
 
 
+def check_affine_of_empty(op: str, weight: TensorMeta | None, bias: TensorMeta | None,
+                          repeats: Any) -> None:
+    """Eager scales an empty input by weight[0] and shifts it by bias[0] (parameters
+    repeated `repeats` times): an error where they have no elements."""
+    for p in (weight, bias):
+        if p is not None:
+            check(p.numel() * repeats != 0, op, "select(): index 0 out of range for tensor of "
+                                                "size [0] at dimension 0")
+
+
 def batch_norm_outputs(op: str, input: TensorMeta, weight: TensorMeta | None,
                        bias: TensorMeta | None, running_mean: TensorMeta | None,
-                       running_var: TensorMeta | None, training: bool) -> tuple:
+                       running_var: TensorMeta | None, training: bool,
+                       native: bool = True) -> tuple:
+    """(out, save_mean, save_invstd) of the batch norm ops (`native`: not the composite)."""
     check(input.ndim >= 2, op, f"Dimension out of range (expected to be in range of "
                                f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 1)")
     c = input.shape[1]
@@ -130,6 +142,12 @@ def batch_norm_outputs(op: str, input: TensorMeta, weight: TensorMeta | None,
                    running_var=running_var)
     mixed = param_dtypes(op, input, weight, bias, running_mean, running_var)
     dtype = stats_dtype(input, mixed)
+    if training and native and input.device.type == "cpu" and is_empty(input):
+        # CPU's statistics kernel refuses an empty input, except in half precision without
+        # float32 parameters, which goes another way and saves float32 statistics
+        check(input.dtype in REDUCED and not mixed, op, f"input tensor must have at least one element, but "
+                                          f"got input_sizes = {list(input.shape)}")
+        dtype = torch.float32
     saved = c if training or input.device.type != "cpu" else 0
     stats = input.like((saved,), dtype)
     return input.like(), stats, stats
@@ -141,8 +159,9 @@ def batch_norm(input: TensorMeta, weight: TensorMeta | None, bias: TensorMeta | 
                training: bool, momentum: float, eps: float,
                cudnn_enabled: bool) -> TensorMeta:
     """(N, C, *) normalized per channel C; parameters have C elements."""
+    check_affine_of_empty("aten.batch_norm", weight, bias, 1)
     return batch_norm_outputs("aten.batch_norm", input, weight, bias, running_mean,
-                              running_var, training)[0]
+                              running_var, training, native=False)[0]
 
 
 @rule(aten.native_batch_norm.default)
@@ -193,6 +212,7 @@ def instance_norm(input: TensorMeta, weight: TensorMeta | None, bias: TensorMeta
     check(input.ndim >= 2, op, f"Dimension out of range (expected to be in range of "
                                f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 1)")
     n, c = input.shape[0], input.shape[1]
+    check_affine_of_empty(op, weight, bias, n)
     for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):
         if p is not None:

@@ -13,6 +13,7 @@ from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check
 from safetrace.rules.registry import op_name, rule
+from safetrace.symbolic import sym_min
 
 aten = torch.ops.aten
 Size = Any
@@ -38,6 +39,11 @@ def constant_pad_nd(self: TensorMeta, pad: Sequence[Size], value: Any = 0) -> Te
     out = _padded(self.shape, pad)
     for i in range(len(pad) // 2):
         d = self.ndim - 1 - i
+        # eager crops a negative left pad first: that narrow alone must fit
+        left = pad[2 * i]
+        crop = (left if left < 0 else 0) if isinstance(left, int) else sym_min(left, 0)
+        if not (isinstance(crop, int) and crop == 0):
+            check(self.shape[d] + crop >= 0, op, "narrow(): length must be non-negative.")
         check(out[d] >= 0, op,
               f"The input size {self.shape[d]}, plus negative padding {pad[2 * i]} and "
               f"{pad[2 * i + 1]} resulted in a negative output size, which is invalid. Check "

@@ -14,8 +14,8 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (check, guarded_max, guarded_min, normalize_dim,
-                                    normalize_dims, prod)
+from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, known,
+                                    normalize_dim, normalize_dims, prod, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 
@@ -124,21 +124,31 @@ def replace_dim(shape: Sequence[Size], dim: int, size: Size) -> tuple:
     return tuple(out)
 
 
+def _clamp(i: Size, size: Size, known_sign: bool) -> Size:
+    """A wrapped bound clamped into [0, size].  A bound of known sign past the end keeps
+    Python's ``min`` (on the example's side, a guard unless the facts decide): ``x[:3] + y``
+    then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model says;
+    a bound of unknown sign is clamped by Min/Max, with no guard."""
+    upper = guarded_min(i, size) if known_sign else decided_min(i, size)
+    return decided_max(upper, 0)
+
+
+def _bound(i: Size, size: Size) -> Size:
+    negative = known(i, "lt", 0)
+    if negative:  # -k counts from the end; below -size it clamps to 0 (no guard)
+        return decided_max(i + size, 0)
+    return _clamp(wrap_index(i, size), size, negative is not None)
+
+
 def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:
     """Length of ``x[start:end:step]`` along a dim of `size` (torch's wrapping and clamping)."""
-    if start is None:
-        start = 0
-    elif start < 0:
-        start = guarded_max(start + size, 0)
-    else:
-        start = guarded_min(start, size)
+    # torch wraps a negative bound once, then clamps both into [0, size]
+    start = 0 if start is None else _bound(start, size)
     if end is None or (isinstance(end, int) and end >= 2**62):
         end = size
-    elif end < 0:
-        end = guarded_max(end + size, 0)
     else:
-        end = guarded_min(end, size)
-    span = guarded_max(end - start, 0)
+        end = _bound(end, size)
+    span = decided_max(end - start, 0)
     if isinstance(step, int) and step == 1:
         return span
     return (span + step - 1) // step
@@ -174,6 +184,9 @@ def view_dtype(self: TensorMeta, dtype: torch.dtype) -> TensorMeta:
         ratio = new // old
         check(last % ratio == 0, "view",
               f"self.size(-1) must be divisible by {ratio} {what}, but got {last}")
+        # an empty last dim leaves the next stride at 1 (contiguous strides count it as 1)
+        check(self.ndim == 1 or last != 0, "view",
+              f"self.stride({self.ndim - 2}) must be divisible by {ratio} {what}, but got 1")
         return self.like(shape=replace_dim(self.shape, -1, last // ratio), dtype=dtype)
     return self.like(shape=replace_dim(self.shape, -1, last * (old // new)), dtype=dtype)
 
@@ -474,8 +487,7 @@ def narrow(self: TensorMeta, dim: int, start: Size, length: Size) -> TensorMeta:
                                  f"[{-n}, {n}], but got {start})")
     check(start <= n, "narrow", f"start out of range (expected to be in range of "
                                 f"[{-n}, {n}], but got {start})")
-    if start < 0:
-        start = start + n
+    start = wrap_index(start, n)
     check(start + length <= n, "narrow", f"start ({start}) + length ({length}) exceeds "
                                          f"dimension size ({n}).")
     return self.like(shape=replace_dim(self.shape, d, length))

@@ -1,16 +1,20 @@
-"""Saving and loading exported programs: one zip archive, JSON plus safetensors, no pickle.
+"""Saving and loading exported programs: one safetensors file (format 2), no pickle.
 
-``save(ep, path)`` writes; ``load(path)`` reads and validates every field, raising
-``LoadError`` on anything truncated, corrupted, from a newer format or hostile.  Graphs
-that call Python functions other than ``operator``/``min``/``max``-style arithmetic need
-``register_callable(name, fn)`` before both saving and loading.
+``save(ep, path)`` writes the weights through the ``safetensors`` package and the program
+as a JSON document in its header; ``load(path)`` maps the weights (copy on write) and
+validates every field, raising ``LoadError`` on anything truncated, corrupted, from
+another format version, over a budget (``Budgets``) or hostile.  A loaded graph may call
+only allowlisted operators (``allowlist.py``); other namespaces need ``allow_ops=``.
+Graphs that call Python functions other than ``operator``/``min``/``max``-style
+arithmetic need ``register_callable(name, fn)`` before both saving and loading.
 """
 
 from __future__ import annotations
 
 from safetrace.errors import LoadError
-from safetrace.serialize.load import load
+from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.reader import load
 from safetrace.serialize.save import VERSION, save
 from safetrace.serialize.targets import register_callable
 
-__all__ = ["LoadError", "VERSION", "load", "register_callable", "save"]
+__all__ = ["Budgets", "LoadError", "VERSION", "load", "register_callable", "save"]

@@ -6,6 +6,8 @@ bounds recursion; it never imports or calls anything named by the file.
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import dataclasses
 import math
 import re
@@ -17,8 +19,9 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import LoadError
-from safetrace.symbolic.expr import BOOL_OPS, Expr, _make, const, sym
+from safetrace.errors import LoadError, load_error
+from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym
+from safetrace.symbolic.semantics import BOOL_OPS
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
 MAX_EXPR_DEPTH = 100    # nesting of a symbolic expression
@@ -40,12 +43,16 @@ MEMORY_FORMATS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
 _DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?$")
 _FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)$")
 
-_EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1}
+_EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1,
+               # floats on sizes, in the user's order of operations (symbolic/floats.py)
+               "fadd": 2, "fsub": 2, "fmul": 2, "fdiv": 2, "ffloordiv": 2, "fpow": 2,
+               "flt": 2, "fle": 2, "fgt": 2, "fge": 2, "feq": 2, "fne": 2,
+               "float": 1, "fneg": 1, "trunc": 1, "round": 1}
 _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
 def fail(where: str, what: str) -> LoadError:
-    return LoadError(f"{where}: {what}")
+    return load_error(where, what)
 
 
 def expect(value: Any, kind: type | tuple, where: str) -> Any:
@@ -84,25 +91,51 @@ def encode_expr(e: Expr) -> Any:
         return e.value
     if e.op == "sym":
         return e.name
+    if e.op == "fconst":  # exact, and JSON has no inf or nan
+        return ["fconst", float(e.value).hex()]
+    if e.op == "fsym":  # a float read from data
+        return ["fsym", e.name]
     return [e.op] + [encode_expr(a) for a in e.args]
+
+
+# [nodes left for the whole file, nodes allowed per expression] while a load runs
+_BUDGET: contextvars.ContextVar = contextvars.ContextVar("expr_budget", default=None)
+
+
+@contextlib.contextmanager
+def expr_budget(per_file: int, each: int) -> Any:
+    """Bound the expression nodes decoded inside the block (the whole file, and each)."""
+    token = _BUDGET.set([per_file, each])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def decode_expr(obj: Any, where: str) -> Expr:
     """Rebuild an expression node by node (no re-canonicalization, so no blow-up)."""
-    count = [0]
-    return _dexpr(obj, where, 0, count)
+    budget = _BUDGET.get()
+    count = [0, budget[1] if budget else MAX_EXPR_NODES]
+    e = _dexpr(obj, where, 0, count)
+    if budget is not None:
+        budget[0] -= count[0]
+        if budget[0] < 0:
+            raise fail(where, "the file's symbolic expressions exceed the budget of nodes "
+                              "(max_expr_nodes)")
+    return e
 
 
 def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
     count[0] += 1
-    if count[0] > MAX_EXPR_NODES:
-        raise fail(where, f"symbolic expression has more than {MAX_EXPR_NODES} nodes")
+    if count[0] > count[1]:
+        raise fail(where, f"symbolic expression has more than {count[1]} nodes "
+                          "(max_expr_nodes_each)")
     if depth > MAX_EXPR_DEPTH:
         raise fail(where, f"symbolic expression nested deeper than {MAX_EXPR_DEPTH}")
     if isinstance(obj, bool):
         return const(obj)
     if isinstance(obj, int):
-        if abs(obj) > 1 << 63:
+        if abs(obj) >= 1 << 62:
             raise fail(where, f"integer {_short(obj)} out of range")
         return const(obj)
     if isinstance(obj, str):
@@ -112,6 +145,17 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
     if not isinstance(obj, list) or not obj or not isinstance(obj[0], str):
         raise fail(where, f"bad symbolic expression {_short(obj)}")
     op, raw = obj[0], obj[1:]
+    if op == "fconst":
+        if len(raw) != 1 or not isinstance(raw[0], str):
+            raise fail(where, f"bad float constant {_short(obj)}")
+        try:
+            return fconst(float.fromhex(raw[0]))
+        except (ValueError, OverflowError):
+            raise fail(where, f"bad float constant {_short(obj)}") from None
+    if op == "fsym":
+        if len(raw) != 1 or not isinstance(raw[0], str) or not SYMBOL_RE.match(raw[0]):
+            raise fail(where, f"bad float symbol {_short(obj)}")
+        return fsym(raw[0])
     n = _EXPR_ARITY.get(op)
     if n is None and op not in _EXPR_VARIADIC:
         raise fail(where, f"unknown expression operator {_short(op)}")
@@ -119,7 +163,7 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
         raise fail(where, f"operator {op} has {len(raw)} operand(s)")
     args = tuple(_dexpr(a, where, depth + 1, count) for a in raw)
     _check_canonical(op, args, where)
-    return _make(op, args)
+    return make_node(op, args)
 
 
 def _check_canonical(op: str, args: tuple, where: str) -> None:
@@ -138,6 +182,8 @@ def _check_canonical(op: str, args: tuple, where: str) -> None:
         ok = ok and all(a.op not in ("add", "mul") for a in args) and all(
             a.op != "const" for a in args[1:]) and (args[0].op != "const" or
                                                    args[0].value not in (0, 1))
+    if op in ("floordiv", "mod") and args[1].op == "const" and args[1].value == 0:
+        ok = False
     if not ok:
         raise fail(where, f"malformed symbolic expression (operator {op}): not in the "
                           "engine's canonical form")
@@ -186,8 +232,7 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
     from safetrace.symbolic import SymBool, SymFloat, SymInt
 
     if isinstance(v, SymFloat):  # an exact ratio of two int expressions
-        return {"symfloat": [encode_expr(v.env.simplify(v.num)),
-                             encode_expr(v.env.simplify(v.den))]}
+        return {"symfloat": encode_expr(v.env.simplify(v.expr))}
     if isinstance(v, SymInt):
         return {"symint": encode_expr(v.env.simplify(v.expr))}
     if isinstance(v, SymBool):
@@ -279,15 +324,18 @@ class ValueDecoder:
     def symfloat(self, x: Any, where: str) -> Any:
         from safetrace.symbolic import SymFloat
 
-        if not isinstance(x, list) or len(x) != 2:
-            raise fail(where, "symfloat must be [numerator, denominator]")
-        num, den = (self.symbolic("symint", decode_expr(e, where), where) for e in x)
-        if den == 0:
-            raise fail(where, "symfloat with a zero denominator")
-        env = self.env
-        num, den = (e if isinstance(e, Expr) else const(e) for e in (
-            getattr(num, "expr", num), getattr(den, "expr", den)))
-        return (getattr(env, "float_cls", None) or SymFloat)(num, den, env)
+        if self.env is None:
+            raise fail(where, "a symbolic value is not allowed here")
+        if isinstance(x, list) and len(x) == 2 and not (isinstance(x[0], str) and (
+                x[0] in _EXPR_ARITY or x[0] in ("fconst", "fsym"))):
+            x = ["fdiv", *x]  # files from before float expressions: num / den
+        e = decode_expr(x, where)
+        if e.op not in SymFloat.FLOAT_OPS:
+            raise fail(where, "symfloat holds no float expression")
+        unknown = e.free_symbols - self.env.symbols.keys()
+        if unknown:
+            raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
+        return SymFloat._make(e, self.env)
 
     def tensor(self, x: Any, where: str) -> Any:
         from safetrace.meta import TensorMeta

@@ -1,139 +1,61 @@
-"""``load``: rebuild an ExportedProgram from an archive, validating every field.
+"""Rebuilding an ExportedProgram from a parsed format-2 document, field by field.
 
 Nothing in the file is executed or imported: operators are looked up by name in
-``torch.ops``, other callables in an explicit registry, classes only among the ones
-already registered as pytree nodes.  Any problem is a LoadError saying what is wrong.
+``torch.ops`` and must be on the allowlist (``allowlist.py``), other callables come from
+an explicit registry, classes only from the ones already registered as pytree nodes.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import keyword
 import math
-import os
 import re
-import zipfile
 from typing import Any
 
 import torch
 
-from safetrace.errors import LoadError
-from safetrace.serialize import tensorfile
-from safetrace.exporter.contract import Contract
-from safetrace.serialize.codec import (IDENT_RE, SYMBOL_RE, ValueDecoder, decode_record,
-                                       decode_spec, expect, expect_keys, fail, new_env)
-from safetrace.serialize.save import FORMAT, PROGRAM, TENSORS, VERSION
+from safetrace.errors import InputMismatchError, LoadError
+from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.serialize import allowlist, subgraphs
+from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
+                                       decode_record, decode_spec, expect, expect_keys, fail,
+                                       lookup, new_env)
 from safetrace.serialize.targets import name_to_target
+from safetrace.trace.hops import owner_module
 
-MAX_JSON_BYTES = 256 << 20
-MAX_TENSOR_BYTES = 64 << 30
-MAX_NODES = 1_000_000
-MAX_SYMBOLS = 100_000
-_STATE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,299}$")
-_TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
-        "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
-        "constants"}
-
-
-def load(source: Any, *, max_tensor_bytes: int = MAX_TENSOR_BYTES) -> Any:
-    """Read a program written by ``save`` from a path, a binary file or bytes."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return _load(io.BytesIO(bytes(source)), max_tensor_bytes)
-    if hasattr(source, "read"):
-        return _load(source, max_tensor_bytes)
-    if not isinstance(source, (str, os.PathLike)):
-        raise LoadError(
-            f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
-            f"source: expected a file path (str or os.PathLike), a binary file object or "
-            f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
-            f"st.load(open(path, \"rb\"))")
-    with open(os.fspath(source), "rb") as f:
-        return _load(f, max_tensor_bytes)
+_STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}$")
+# attribute names of the module ``ep.module()`` builds: a state path component must not
+# shadow one (nn.Module itself refuses them when registering)
+_RESERVED_ATTRS = frozenset(dir(torch.nn.Module)) | frozenset(vars(torch.nn.Module())) | {
+    "_ep", "_written", "_owned", "_slots", "_sources", "_mutations", "_n_mut", "_forward",
+    "_single_out"}
+_RESERVED_NODES = frozenset({"self"})
+_ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
+                       "layout", "memory_format", "ellipsis"})
 
 
-def _load(f: Any, max_tensor_bytes: int) -> Any:
-    program, tensors = _read_archive(f, max_tensor_bytes)
-    try:
-        doc = json.loads(program.decode("utf-8"), object_pairs_hook=tensorfile.no_duplicate_keys,
-                         parse_constant=_no_constant)
-    except (ValueError, RecursionError, UnicodeDecodeError) as err:
-        raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
-    _check_version(doc)
-    try:
-        return _Builder(doc, tensorfile.load(tensors, TENSORS)).build()
-    except RecursionError:
-        raise LoadError(f"{PROGRAM}: structure nested too deeply") from None
+class LazyTensor:
+    """A tensor of a weights file, mapped only once its name and meta are checked."""
+
+    def __init__(self, container: Any, name: str) -> None:
+        self.container, self.name = container, name
+        self.dtype, self.shape = container.header[name]
+
+    def get(self) -> torch.Tensor:
+        return self.container.tensor(self.name)
 
 
-def _read_archive(f: Any, max_tensor_bytes: int) -> tuple[bytes, bytes]:
-    try:
-        z = zipfile.ZipFile(f)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
-        raise LoadError(f"not a safetrace archive (zip): {err}") from None
-    with z:
-        infos = z.infolist()
-        names = [i.filename for i in infos]
-        for name in names:
-            if name not in (PROGRAM, TENSORS):
-                bad = ".." in name or name.startswith(("/", "\\")) or ":" in name
-                raise LoadError(f"archive member {name[:100]!r} is not part of the format"
-                                + (" (a path traversal name)" if bad else ""))
-        if len(set(names)) != len(names):
-            raise LoadError("archive has duplicate members")
-        if set(names) != {PROGRAM, TENSORS}:
-            raise LoadError(f"archive lacks {sorted({PROGRAM, TENSORS} - set(names))}: "
-                            "truncated or not written by st.save")
-        data = {}
-        for info in infos:
-            limit = MAX_JSON_BYTES if info.filename == PROGRAM else max_tensor_bytes
-            if info.flag_bits & 0x1:
-                raise LoadError(f"{info.filename}: encrypted members are not supported")
-            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                raise LoadError(f"{info.filename}: unsupported compression "
-                                f"{info.compress_type}")
-            if info.file_size > limit:
-                raise LoadError(f"{info.filename}: declares {info.file_size} bytes, over the "
-                                f"limit of {limit} (max_tensor_bytes=... raises it)")
-            try:
-                with z.open(info) as member:
-                    raw = member.read(info.file_size + 1)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
-                    NotImplementedError, zipfile.LargeZipFile) as err:
-                raise LoadError(f"{info.filename}: corrupted: {err}") from None
-            except Exception as err:  # noqa: BLE001 - zlib.error and friends
-                raise LoadError(f"{info.filename}: corrupted: {err}") from None
-            if len(raw) != info.file_size:
-                raise LoadError(f"{info.filename}: holds {len(raw)} bytes, declares "
-                                f"{info.file_size}")
-            data[info.filename] = raw
-    return data[PROGRAM], data[TENSORS]
 
-
-def _check_version(doc: Any) -> None:
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise LoadError(f"{PROGRAM}: not a safetrace program (format field is not {FORMAT!r})")
-    v = doc.get("version")
-    if (not isinstance(v, list) or len(v) != 2
-            or not all(type(x) is int and 0 <= x < 1 << 31 for x in v)):
-        raise LoadError(f"{PROGRAM}: bad format version {str(v)[:40]}")
-    if v[0] > VERSION[0]:
-        raise LoadError(f"this file has format version {v[0]}.{v[1]}, newer than this "
-                        f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
-    if v[0] < 1:
-        raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
-    extra = doc.keys() - _TOP
-    if extra and v[1] <= VERSION[1]:
-        raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
-    missing = _TOP - doc.keys()
-    if missing:
-        raise LoadError(f"{PROGRAM}: missing field(s) {sorted(missing)}")
-
-
-class _Builder:
-    def __init__(self, doc: dict, tensors: dict[str, torch.Tensor]) -> None:
+class Builder:
+    def __init__(self, doc: dict, container: Any, external: dict | None,
+                 allow_ops: frozenset, budgets: Budgets) -> None:
         self.doc = doc
-        self.tensors = tensors
+        self.container = container
+        self.names = set(container.header)
+        self.external = external
+        self.allow_ops = allow_ops
+        self.budgets = budgets
 
     def build(self) -> Any:
         from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
@@ -141,10 +63,15 @@ class _Builder:
         doc = self.doc
         self.env = self._env(expect(doc["symbols"], list, "symbols"))
         state, constants = self._state()
+        largest = max((t.numel() for t in [*state.values(), *constants.values()]), default=0)
+        self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
+        self._subgraphs(graph)
         in_spec = decode_spec(doc["in_spec"], "in_spec")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
+        self._contract_budget(doc["contract"])
         contract = self._contract(doc["contract"])
+        self._contract_exprs(contract)
         if in_spec.num_leaves != len(contract.inputs):
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
@@ -158,26 +85,92 @@ class _Builder:
             graph.lint()
         except Exception as err:  # noqa: BLE001
             raise fail("nodes", f"inconsistent graph: {err}") from None
-        gm = ExportedGraphModule(torch.nn.Module(), graph, "GraphModule")
+        gm = ExportedGraphModule(owner_module(graph), graph, "GraphModule")
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         # (format 1 also stores these two; the program derives them from its contract)
         self._range_constraints()
         self._pairs("dims_report", str)
         try:
-            ep._check_fn = ep._build_checks()
+            checks = ep._build_checks()
         except Exception as err:  # noqa: BLE001 - the contract could not be compiled
-            raise fail("contract", f"cannot build the input checks: {err}") from None
+            raise fail("contract", f"cannot build the input checks: {str(err)[:200]}") from None
+        size = len(getattr(checks, "__source__", ""))
+        if size > self.budgets.max_check_code:
+            raise fail("contract", f"the input checks are {size} characters of code, over the "
+                                   f"budget (max_check_code={self.budgets.max_check_code})")
+        ep._check_fn = _arith_safe(checks)
         return ep
+
+    def _subgraphs(self, graph: torch.fx.Graph) -> None:
+        """The control-flow subgraphs (see ``subgraphs.py``), within the node budget."""
+        graphs = {"": graph}
+        total = len(graph.nodes)
+        for path, items in subgraphs.paths(self.doc.get("subgraphs", []),
+                                           self.budgets.max_nodes):
+            total += len(items)
+            if total > self.budgets.max_nodes:
+                raise fail("subgraphs", f"more than {self.budgets.max_nodes} nodes in all "
+                                        f"graphs (max_nodes)")
+            graphs[path] = self._graph(items, subgraph=path)[0]
+        subgraphs.attach(graphs)
+        for path, g in graphs.items():
+            if path:
+                try:
+                    g.lint()
+                except Exception as err:  # noqa: BLE001
+                    raise fail(f"subgraph {path!r}", f"inconsistent graph: {err}") from None
+
+    # -- budgets of the contract (before and after decoding it) ---------------------------
+    def _contract_budget(self, c: Any) -> None:
+        conditions = c.get("conditions") if isinstance(c, dict) else None
+        if isinstance(conditions, list) and len(conditions) > self.budgets.max_residual:
+            raise fail("contract.conditions", f"{len(conditions)} conditions, over the budget "
+                                              f"(max_residual={self.budgets.max_residual})")
+
+    def _contract_exprs(self, contract: Any) -> None:
+        exprs = [(f"contract.conditions[{i}]", c.cond)
+                 for i, c in enumerate(contract.conditions)]
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, TensorInput):
+                exprs += [(f"contract.inputs[{i}]", dim.size) for dim in inp.dims
+                          if not isinstance(dim.size, int)]
+        for s in contract.symbols:
+            info = self.env.symbols.get(s.name)
+            if info is None or bool(info.backed) != s.backed:
+                raise fail("contract.symbols", f"symbol {s.name} is not declared as "
+                                               f"{'backed' if s.backed else 'unbacked'}")
+            if s.where is not None and not s.backed:
+                raise fail("contract.symbols", f"an input shape binds the unbacked symbol "
+                                               f"{s.name} (input sizes are backed)")
+        total = 0
+        for where, e in exprs:
+            n = _check_divisors(e, where)
+            if where.startswith("contract.conditions"):
+                total += n
+                if n > self.budgets.max_residual_nodes:
+                    raise fail(where, f"a condition of {n} nodes, over the budget "
+                                      f"(max_residual_nodes={self.budgets.max_residual_nodes})")
+                if total > self.budgets.max_residual_total:
+                    raise fail(where, f"the conditions hold over {total} nodes together, over "
+                                      f"the budget (max_residual_total="
+                                      f"{self.budgets.max_residual_total})")
+            unknown = e.free_symbols - self.env.symbols.keys()
+            if unknown:
+                raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")
+            unbacked = [s for s in e.free_symbols if not self.env.symbols[s].backed]
+            if unbacked and where.startswith("contract.inputs"):
+                raise fail(where, f"an input shape uses the unbacked symbol(s) {unbacked[:5]} "
+                                  "(input sizes are backed)")
 
     # -- symbols and tensors ---------------------------------------------------------
     def _env(self, items: list) -> Any:
-        if len(items) > MAX_SYMBOLS:
-            raise fail("symbols", f"more than {MAX_SYMBOLS} symbols")
+        if len(items) > self.budgets.max_symbols:
+            raise fail("symbols", f"more than {self.budgets.max_symbols} symbols (max_symbols)")
         env = new_env()
         for i, s in enumerate(items):
             where = f"symbols[{i}]"
-            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where)
+            expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
             if not SYMBOL_RE.match(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
@@ -185,22 +178,54 @@ class _Builder:
             if lo is not None and hi is not None and lo > hi:
                 raise fail(where, f"empty range [{lo}, {hi}]")
             try:
-                if expect(s["backed"], bool, where):
-                    env.new_backed(expect(s["hint"], int, where), lo, hi, name=name)
+                if s.get("float") is True and s["backed"] is False:
+                    env.new_unbacked_float(name=name)  # a float read from data
+                elif expect(s["backed"], bool, where):
+                    hint = _opt_int(expect(s["hint"], int, where), where)
+                    if (lo is not None and hint < lo) or (hi is not None and hint > hi):
+                        raise fail(where, f"hint {hint} outside its range [{lo}, {hi}]")
+                    env.new_backed(hint, lo, hi, name=name)
                 else:
                     env.new_unbacked(lo, hi, name=name)
-            except ValueError as err:
-                raise fail(where, str(err)) from None
+            except (ValueError, TypeError) as err:
+                raise fail(where, str(err)[:200]) from None
         return env
 
     def _state(self) -> tuple[dict, dict]:
         doc = self.doc
-        state, constants, seen = {}, {}, set()
+        aliases = self._aliases()
+        with_weights = expect(doc["weights"], bool, "weights")
+        if with_weights and self.external is not None:
+            raise LoadError("weights= was given, but this file holds its weights (saved "
+                            "with weights=True)")
+        if not with_weights and self.external is None:
+            raise LoadError("this file was saved without weights (st.save(..., weights="
+                            "False)).\nFix: st.load(path, weights=<safetensors file or "
+                            "state_dict with the parameters and persistent buffers>)")
+        entries, seen = [], set()
         for i, s in enumerate(expect(doc["state"], list, "state")):
             where = f"state[{i}]"
-            expect_keys(s, {"name", "kind", "requires_grad", "parameter"}, where)
+            expect_keys(s, {"name", "kind", "requires_grad", "parameter", "dtype", "shape"},
+                        where)
             name = self._state_name(s["name"], where, seen)
-            t = self._tensor(f"state:{name}", where)
+            dtype = lookup(DTYPES, s["dtype"], where, "dtype")
+            shape = expect(s["shape"], list, where)
+            if len(shape) > 64 or not all(type(x) is int and 0 <= x < 1 << 62 for x in shape):
+                raise fail(where, f"bad shape {str(shape)[:60]} (state shapes are static)")
+            entries.append((where, name, s, dtype, tuple(shape)))
+        inputs = expect(doc["inputs"], list, "inputs")
+        persistent = {s.get("target"): s.get("persistent") for s in inputs
+                      if isinstance(s, dict) and s.get("kind") in ("parameter", "buffer")}
+        external = {name for _, name, s, _, _ in entries if not with_weights
+                    and (s["parameter"] is True or persistent.get(name) is not False)}
+        given = self._given(entries, external) if external or self.external is not None \
+            else {}
+        state, constants = {}, {}
+        for where, name, s, dtype, shape in entries:
+            if name in given:
+                t = given[name]
+            else:
+                t = self._tensor(f"state:{name}", where, dtype, shape, aliases)
             if expect(s["parameter"], bool, where):
                 if not (t.is_floating_point() or t.is_complex()):
                     raise fail(where, f"parameter {name} has non-float dtype {t.dtype}")
@@ -208,31 +233,88 @@ class _Builder:
             state[name] = t
         for i, name in enumerate(expect(doc["constants"], list, "constants")):
             name = self._state_name(name, f"constants[{i}]", seen)
-            constants[name] = self._tensor(f"constant:{name}", f"constants[{i}]")
-        if self.tensors:
-            raise fail(TENSORS, f"tensors not declared by the program: "
-                                f"{sorted(self.tensors)[:5]}")
+            constants[name] = self._tensor(f"constant:{name}", f"constants[{i}]", None, None,
+                                           aliases)
+        if self.names:
+            raise fail("file", f"tensors not declared by the program: {sorted(self.names)[:5]}")
         return state, constants
+
+    def _aliases(self) -> dict:
+        out = {}
+        for i, pair in enumerate(expect(self.doc["aliases"], list, "aliases")):
+            if (not isinstance(pair, list) or len(pair) != 2
+                    or not all(isinstance(x, str) for x in pair) or pair[0] in out
+                    or pair[1] not in self.names or pair[0] in self.names
+                    or pair[1] in out):
+                raise fail(f"aliases[{i}]", "expected [name, name of a stored tensor]")
+            out[pair[0]] = pair[1]
+        return out
+
+    def _given(self, entries: list, external: set) -> dict:
+        """The weights= tensors, checked against the program: every mismatch at once."""
+        ext = self.external
+        problems = []
+        missing = sorted(external - ext.keys())
+        if missing:
+            problems.append(f"missing: {', '.join(missing[:20])}")
+        unexpected = sorted(ext.keys() - external)
+        if unexpected:
+            problems.append(f"not in the program: {', '.join(unexpected[:20])}")
+        out = {}
+        for _, name, _, dtype, shape in entries:
+            if name not in external or name not in ext:
+                continue
+            t = ext[name]
+            if t.dtype is not dtype or tuple(t.shape) != shape:
+                problems.append(f"{name}: expected {str(dtype).removeprefix('torch.')} "
+                                f"{list(shape)}, got {str(t.dtype).removeprefix('torch.')} "
+                                f"{list(t.shape)}")
+            elif isinstance(t, LazyTensor):
+                out[name] = t.get()
+            else:
+                if t.device.type == "meta":
+                    problems.append(f"{name}: a meta tensor (no data)")
+                out[name] = t.detach()
+        if problems:
+            raise LoadError("weights= does not match the program:\n  " + "\n  ".join(problems))
+        return out
 
     def _state_name(self, name: Any, where: str, seen: set) -> str:
         expect(name, str, where)
-        if not _STATE_NAME.match(name) or ".." in name or name in seen:
-            raise fail(where, f"bad or duplicate state name {name[:60]!r}")
+        parts = name.split(".")
+        if (len(name) > 1000 or name in seen or not all(_STATE_PART.match(p) for p in parts)
+                or any(p in _RESERVED_ATTRS or p.startswith("__") or keyword.iskeyword(p)
+                       for p in parts)):
+            raise fail(where, f"bad, reserved or duplicate state name {name[:60]!r} (each "
+                              "dotted part is a name or index that is not an attribute of "
+                              "nn.Module)")
         seen.add(name)
         return name
 
-    def _tensor(self, key: str, where: str) -> torch.Tensor:
-        t = self.tensors.pop(key, None)
-        if t is None:
-            raise fail(where, f"tensor {key!r} is missing from {TENSORS}")
+    def _tensor(self, key: str, where: str, dtype: Any, shape: Any,
+                aliases: dict) -> torch.Tensor:
+        real = aliases.get(key, key)
+        if real not in self.container.header:
+            raise fail(where, f"tensor {key!r} is missing from the file")
+        cache = self.__dict__.setdefault("_loaded", {})
+        if real not in cache:
+            self.names.discard(real)
+            cache[real] = self.container.tensor(real)
+        t = cache[real]
+        if dtype is torch.complex128 and t.dtype is torch.float64 and t.shape[-1:] == (2,):
+            t = torch.view_as_complex(t)
+        if dtype is not None and (t.dtype is not dtype or tuple(t.shape) != shape):
+            raise fail(where, f"stored tensor is {t.dtype} {list(t.shape)}, the program "
+                              f"declares {dtype} {list(shape)}")
         return t
 
     # -- graph -------------------------------------------------------------------------
-    def _graph(self, items: list) -> tuple[torch.fx.Graph, list, tuple]:
+    def _graph(self, items: list, subgraph: str | None = None) -> tuple[torch.fx.Graph, list,
+                                                                        tuple]:
         from safetrace.trace.proxy import Proxy
 
-        if len(items) > MAX_NODES:
-            raise fail("nodes", f"more than {MAX_NODES} nodes")
+        if len(items) > self.budgets.max_nodes:
+            raise fail("nodes", f"more than {self.budgets.max_nodes} nodes (max_nodes)")
         graph = torch.fx.Graph()
         nodes: dict[str, torch.fx.Node] = {}
         dec = ValueDecoder(nodes, self.env)
@@ -243,16 +325,22 @@ class _Builder:
             expect_keys(item, {"name", "op"}, where, {"target", "args", "kwargs", "meta"})
             name = expect(item["name"], str, where)
             where = f"node {name[:60]!r}"
-            if not IDENT_RE.match(name) or keyword.iskeyword(name) or name in nodes:
-                raise fail(where, "bad or duplicate node name")
+            if not IDENT_RE.match(name) or keyword.iskeyword(name) or name in nodes or \
+                    name in _RESERVED_NODES:
+                raise fail(where, "bad, reserved or duplicate node name")
             if outputs is not None:
                 raise fail(where, "nodes after the output node")
             op = item["op"]
-            args = tuple(dec.decode(a, where) for a in expect(item.get("args", []), list, where))
+            raw_args = expect(item.get("args", []), list, where)
+            raw_kwargs = expect(item.get("kwargs", []), list, where)
+            for a in raw_args + [p[1] for p in raw_kwargs if isinstance(p, list) and len(p) == 2]:
+                _plain_arg(a, where)
+            args = tuple(dec.decode(a, where) for a in raw_args)
             kwargs = {}
-            for pair in expect(item.get("kwargs", []), list, where):
+            for pair in raw_kwargs:
                 if (not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str)
-                        or not IDENT_RE.match(pair[0]) or pair[0] in kwargs):
+                        or not IDENT_RE.match(pair[0]) or keyword.iskeyword(pair[0])
+                        or pair[0] in kwargs):
                     raise fail(where, "kwargs must be [name, value] pairs with unique names")
                 kwargs[pair[0]] = dec.decode(pair[1], where)
             if op == "placeholder":
@@ -261,9 +349,28 @@ class _Builder:
                 node = graph.placeholder(name)
                 placeholders.append(node)
             elif op == "call_function":
-                target = name_to_target(item.get("target"), where)
+                tname = item.get("target")
+                target = name_to_target(tname, where)
+                if isinstance(target, torch._ops.OpOverload):
+                    allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
+                                       self.budgets, self.max_numel)
+                elif isinstance(target, torch._ops.HigherOrderOperator):
+                    subgraphs.check_target(target, where)  # its call: subgraphs.attach
+                else:
+                    allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
                 node = graph.create_node("call_function", target, args, kwargs, name=name)
+            elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach
+                if args or kwargs:
+                    raise fail(where, "get_attr takes no arguments")
+                node = subgraphs.get_attr(graph, name, item.get("target"), where)
             elif op == "output":
+                if subgraph is not None and not kwargs and subgraphs.output_ok(args) and \
+                        name == "output":
+                    node = graph.output(args[0])
+                    outputs = args[0] if isinstance(args[0], tuple) else (args[0],)
+                    nodes[name] = node
+                    self._meta(node, item.get("meta", {}), where, dec, Proxy)
+                    continue
                 if len(args) != 1 or kwargs or not isinstance(args[0], tuple) or name != "output":
                     raise fail(where, "the output node returns one tuple")
                 node = graph.output(args[0])
@@ -387,7 +494,8 @@ def _wrap(val: Any, node: torch.fx.Node, proxy: Any) -> Any:
 def _same_meta(node: torch.fx.Node, t: torch.Tensor, where: str) -> None:
     val = node.meta.get("val")
     meta = getattr(val, "st_meta", None)
-    if meta is None or tuple(meta.shape) != tuple(t.shape) or meta.dtype != t.dtype:
+    if meta is None or not all(type(s) is int for s in meta.shape) or \
+            tuple(meta.shape) != tuple(t.shape) or meta.dtype != t.dtype:
         raise fail(where, f"placeholder {node.name} does not match its tensor "
                           f"(shape {list(t.shape)}, {t.dtype})")
 
@@ -401,11 +509,51 @@ def _symbol(x: Any, where: str) -> str:
 def _opt_int(x: Any, where: str) -> int | None:
     if x is None:
         return None
-    if type(x) is not int or abs(x) > 1 << 62:
+    if type(x) is not int or abs(x) >= 1 << 62:
         raise fail(where, f"expected an integer bound or null, got {str(x)[:40]}")
     return x
 
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in JSON")
+def _plain_arg(obj: Any, where: str, depth: int = 0) -> None:
+    """Graph arguments are constants and node references: symbolic values are nodes."""
+    if isinstance(obj, dict) and len(obj) == 1 and depth < 64:
+        (tag, x), = obj.items()
+        if tag not in _ARG_TAGS and tag != "dict":
+            raise fail(where, f"a {str(tag)[:20]!r} value cannot be a graph argument")
+        if tag in ("list", "tuple") and isinstance(x, list):
+            for v in x:
+                _plain_arg(v, where, depth + 1)
+        if tag == "dict" and isinstance(x, list):
+            for pair in x:
+                if isinstance(pair, list) and len(pair) == 2:
+                    _plain_arg(pair[1], where, depth + 1)
+
+
+def _check_divisors(e: Any, where: str) -> int:
+    """Count the nodes of ``e``; a constant zero divisor is refused."""
+    n, stack, seen = 0, [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        n += 1
+        if x.op in ("floordiv", "mod") and x.args[1].op == "const" and x.args[1].value == 0:
+            raise fail(where, f"division by zero in `{str(x)[:80]}`")
+        stack.extend(x.args)
+    return n
+
+
+def _arith_safe(checks: Any) -> Any:
+    """The input checks, with an arithmetic error (a file's `s0 // (s1 - s1)`) reported as
+    an input mismatch rather than escaping as ZeroDivisionError."""
+    def check_inputs(leaves: list) -> None:
+        try:
+            return checks(leaves)
+        except ArithmeticError as err:
+            raise InputMismatchError(f"the inputs cannot be checked against the loaded "
+                                     f"program's contract: {err}") from None
+
+    check_inputs.__source__ = getattr(checks, "__source__", "")
+    return check_inputs

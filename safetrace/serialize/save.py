@@ -1,64 +1,61 @@
-"""``save``: an ExportedProgram as one zip archive of JSON and safetensors."""
+"""``save``: an ExportedProgram as one safetensors file (format 2).
+
+The tensors are written by the ``safetensors`` package straight from their memory (no
+copy of the model is made); the program's JSON document travels as the header metadata
+entry ``safetrace.program``.  ``weights=False`` writes the graph only (parameters and persistent
+buffers are then given to ``st.load(path, weights=...)``).
+"""
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import tempfile
-import zipfile
 from typing import Any
 
 import torch
 
 from safetrace.serialize import tensorfile
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
+from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
-VERSION = (1, 0)
-PROGRAM = "program.json"
-TENSORS = "tensors.safetensors"
+VERSION = (2, 0)
+# the one metadata entry (safetensors keeps metadata in a hash map: one key keeps the
+# header's bytes deterministic)
+PROGRAM = "safetrace.program"
 
 
-def save(ep: Any, path: Any) -> None:
-    """Write ``ep`` to ``path`` (a file name or a binary file object): JSON plus tensors."""
-    doc = document(ep)
-    tensors = {f"state:{k}": v for k, v in ep._state.items()}
+def save(ep: Any, path: Any, *, weights: bool = True) -> None:
+    """Write ``ep`` to ``path`` (a file name or a binary file object).
+
+    ``weights=False`` leaves out the parameters and persistent buffers (a program exported
+    on the meta device, or one whose weights live in a checkpoint); load it with
+    ``st.load(path, weights=<safetensors file or state_dict>)``.
+    """
+    external = set(ep.state_dict) if not weights else set()
+    tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
-    blob = _archive(json.dumps(doc, separators=(",", ":"), allow_nan=False).encode(),
-                    tensorfile.dump(tensors))
-    if hasattr(path, "write"):
-        path.write(blob)
-        return
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".safetrace-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _archive(program: bytes, tensors: bytes) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr(zipfile.ZipInfo(PROGRAM, (1980, 1, 1, 0, 0, 0)), program,
-                   compress_type=zipfile.ZIP_DEFLATED)
-        z.writestr(zipfile.ZipInfo(TENSORS, (1980, 1, 1, 0, 0, 0)), tensors,
-                   compress_type=zipfile.ZIP_STORED)
-    return buf.getvalue()
+    meta = sorted(k for k, v in tensors.items() if v.device.type == "meta")
+    if meta:
+        names = ", ".join(k.split(":", 1)[1] for k in meta[:8]) + (" ..." if len(meta) > 8 else "")
+        kept = [k for k in meta if k.split(":", 1)[1] not in ep.state_dict]
+        fix = ("st.save(ep, path, weights=False) writes the graph only; then "
+               "st.load(path, weights=<safetensors file or state_dict>)")
+        if kept:
+            fix = ("these are constants or non-persistent buffers, which the file must "
+                   "hold: export with them on a real device")
+        raise ValueError(f"cannot save {len(meta)} tensor(s) on the meta device (no data): "
+                         f"{names}.\nFix: {fix}")
+    prepared, aliases = tensorfile.prepare(tensors)
+    doc = document(ep)
+    doc["weights"] = bool(weights)
+    doc["aliases"] = sorted([k, v] for k, v in aliases.items())
+    program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    tensorfile.write(path, prepared, {PROGRAM: program})
 
 
 def document(ep: Any) -> dict:
     """The JSON document of ``ep`` (everything but the tensor data)."""
-    nodes = list(ep.graph.nodes)
-    names = {n: n.name for n in nodes}
-    ref = names.__getitem__
     state_kinds = {s.target: s.kind for s in ep.graph_signature.input_specs
                    if s.kind in ("parameter", "buffer")}
     return {
@@ -66,7 +63,7 @@ def document(ep: Any) -> dict:
         "version": list(VERSION),
         "torch_version": torch.__version__,
         "symbols": _symbols(ep),
-        "nodes": [_node(n, ref) for n in nodes],
+        "nodes": _nodes(ep.graph),
         "inputs": [{"kind": s.kind, "name": s.name, "target": s.target, "leaf": s.leaf,
                     "persistent": bool(s.persistent)} for s in ep.graph_signature.input_specs],
         "outputs": [{"kind": s.kind, "target": s.target}
@@ -79,16 +76,27 @@ def document(ep: Any) -> dict:
         "dims_report": [[k, str(v)] for k, v in ep.dims_report.items()],
         "state": [{"name": k, "kind": state_kinds.get(k, "buffer"),
                    "requires_grad": bool(v.requires_grad),
-                   "parameter": isinstance(v, torch.nn.Parameter)}
+                   "parameter": isinstance(v, torch.nn.Parameter),
+                   "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
                   for k, v in ep._state.items()],
         "constants": list(ep.constants),
+        **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
+           else {}),
     }
+
+
+def _nodes(graph: torch.fx.Graph) -> list[dict]:
+    names = {n: n.name for n in graph.nodes}
+    ref = names.__getitem__
+    return [_node(n, ref) for n in graph.nodes]
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:
     out: dict = {"name": n.name, "op": n.op}
     if n.op == "call_function":
         out["target"] = target_to_name(n.target)
+    elif n.op == "get_attr":  # a control-flow subgraph (saved under "subgraphs")
+        out["target"] = str(n.target)
     elif n.op not in ("placeholder", "output"):
         raise ValueError(f"cannot save graph node {n.name} with opcode {n.op}")
     if n.args:
@@ -125,9 +133,12 @@ def _symbols(ep: Any) -> list[dict]:
         return []
     out = []
     for name, info in env.symbols.items():
-        out.append({"name": name, "backed": bool(info.backed),
-                    "hint": info.hint if info.backed else None,
-                    "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)})
+        entry = {"name": name, "backed": bool(info.backed),
+                 "hint": info.hint if info.backed else None,
+                 "lo": _bound(info.range.lo), "hi": _bound(info.range.hi)}
+        if getattr(info, "is_float", False):
+            entry["float"] = True  # a float read from data (.item() of a float tensor)
+        out.append(entry)
     return out
 
 

@@ -52,6 +52,8 @@ def target_to_name(target: Any) -> str:
         ns = target.namespace
         op = target._schema.name.split("::", 1)[1]
         return f"torch.ops.{ns}.{op}.{target._overloadname}"
+    if isinstance(target, torch._ops.HigherOrderOperator):  # control flow (checked on load)
+        return f"torch.ops.higher_order.{target.name()}"
     name = _NAMES.get(id(target))
     if name is not None and _CALLABLES.get(name) is target:
         return name
@@ -66,6 +68,12 @@ def name_to_target(name: Any, where: str) -> Any:
     """Resolve a target name; unknown names are a LoadError that says how to register them."""
     if not isinstance(name, str) or len(name) > 400:
         raise LoadError(f"{where}: bad call target {str(name)[:60]!r}")
+    if name.startswith("torch.ops.higher_order.") and name.count(".") == 3:
+        hop = getattr(torch.ops.higher_order, name.rsplit(".", 1)[1], None) \
+            if _PART.match(name.rsplit(".", 1)[1]) else None
+        if not isinstance(hop, torch._ops.HigherOrderOperator):
+            raise LoadError(f"{where}: unknown higher-order operator {name[:80]!r}")
+        return hop
     if name.startswith("torch.ops."):
         return _op(name, where)
     fn = _CALLABLES.get(name)

@@ -1,132 +1,23 @@
-"""Canonical construction of floordiv, mod, min/max, comparisons and boolean connectives.
+"""Canonical min/max, comparisons and boolean connectives, rebuilding and substitution.
 
-Kept apart from ``expr`` (nodes, interning, sums and products) to keep both modules small;
-``Expr``'s operators call into this module.
+Built on ``expr`` (nodes, sums, products, floor division, modulo) and ``floats``.
+Conditions are made with the functions here (``le(a, b)``, ``and_(c, d)``), never by an
+``Expr`` method, so that expressions need not import their own consumers.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
+import safetrace.symbolic.floats as F
 from safetrace.symbolic.expr import (
-    BOOL_OPS, CMP_OPS, FALSE, ONE, TRUE, ZERO, Expr, ExprLike, Terms, _add_const, _make,
-    _mono_key, add,
-    add_many, const, from_terms, mul, neg, scale, sub, sym, terms, to_expr,
+    FALSE, ONE, TRUE, Expr, ExprLike, Terms, add, add_many, const, floordiv, from_terms,
+    make_node, mod, mono_key, mul, sub, sym, terms, to_expr,
 )
-
-
-def _is_posconst(e: Expr) -> bool:
-    return e.op == "const" and type(e.value) is int and e.value > 0
-
-
-def floordiv(a: Expr, b: Expr) -> Expr:
-    """Canonical ``a // b``: multiples of a constant divisor move out, gcds cancel."""
-    if b.op != "const":
-        if a is ZERO:
-            return ZERO
-        if a is b:
-            return ONE
-        return _make("floordiv", (a, b))
-    m = int(b.value)  # type: ignore[arg-type]
-    if m == 0:
-        raise ZeroDivisionError(f"symbolic division by zero: ({a})//0")
-    if a.op == "const":
-        return const(int(a.value) // m)  # type: ignore[arg-type]
-    if m < 0:
-        a, m = neg(a), -m
-    if m == 1:
-        return a
-    q: Terms = {}
-    r: Terms = {}
-    for mono, k in terms(a):
-        qk, rk = divmod(k, m)
-        if qk:
-            q[mono] = q.get(mono, 0) + qk
-        if rk:
-            r[mono] = rk
-    rc = r.pop((), 0)
-    if not r:
-        return from_terms(q)
-    g = m
-    for k in r.values():
-        g = math.gcd(g, k)
-    if g > 1:
-        r = {mono: k // g for mono, k in r.items()}
-        rc, m = rc // g, m // g
-    if rc:
-        r[()] = rc
-    inner = from_terms(r)
-    if inner.op == "floordiv" and _is_posconst(inner.args[1]):
-        node = floordiv(inner.args[0], const(int(inner.args[1].value) * m))  # type: ignore
-    else:
-        node = _make("floordiv", (inner, const(m)))
-    return add(from_terms(q), node) if q else node
-
-
-def mod(a: Expr, b: Expr) -> Expr:
-    """Canonical ``a % b``: multiples of a constant divisor drop out, gcds factor out."""
-    if b.op != "const":
-        if a is ZERO or a is b:
-            return ZERO
-        return _make("mod", (a, b))
-    m = int(b.value)  # type: ignore[arg-type]
-    if m == 0:
-        raise ZeroDivisionError(f"symbolic modulo by zero: ({a}) % 0")
-    if a.op == "const":
-        return const(int(a.value) % m)  # type: ignore[arg-type]
-    am = abs(m)
-    if am == 1:
-        return ZERO
-    r: Terms = {}
-    for mono, k in terms(a):
-        rk = k % am
-        if rk:
-            r[mono] = rk
-    rc = r.pop((), 0)
-    if not r:
-        return const(rc % m)
-    if m > 0:
-        reduced = _drop_inner_mods(r, m)
-        if reduced is not None:  # (x % 14) % 7 == x % 7, also inside sums and products
-            return mod(_add_const(reduced, rc), b)
-        g = m
-        for k in r.values():
-            g = math.gcd(g, k)
-        if g > 1:
-            inner: Terms = {mono: k // g for mono, k in r.items()}
-            inner[()] = rc // g
-            return add(scale(mod(from_terms(inner), const(m // g)), g), const(rc % g))
-        if len(r) == 1 and not rc:
-            (mono, k), = r.items()
-            x = mono[0]
-            if k == 1 and len(mono) == 1 and x.op == "mod" and _is_posconst(x.args[1]):
-                k2 = int(x.args[1].value)  # type: ignore[arg-type]
-                if k2 % m == 0:
-                    return mod(x.args[0], b)
-                if m % k2 == 0:
-                    return x
-    if rc:
-        r[()] = rc
-    return _make("mod", (from_terms(r), b))
-
-
-def _drop_inner_mods(r: Terms, m: int) -> Expr | None:
-    """The terms with every factor ``x % k`` (m dividing k) replaced by ``x``: congruent
-    modulo m, as ``x % k`` differs from x by a multiple of k.  None when there is none."""
-    changed = False
-    parts = []
-    for mono, k in r.items():
-        t = const(k)
-        for f in mono:
-            d = f.args[1] if f.op == "mod" else None
-            if d is not None and d.op == "const" and type(d.value) is int and d.value and \
-                    d.value % m == 0:
-                f = f.args[0]
-                changed = True
-            t = mul(t, f)
-        parts.append(t)
-    return add_many(parts) if changed else None
+from safetrace.symbolic.semantics import (
+    BOOL_OPS, CMP_OPS, FCMP_OPS, FLOAT_OPS, INT_FROM_FLOAT,
+)
 
 
 def minmax(op: str, xs: list[Expr]) -> Expr:
@@ -157,12 +48,14 @@ def minmax(op: str, xs: list[Expr]) -> Expr:
     args = sorted(set(others), key=lambda e: e._key)
     if cs:
         args.append(const(pick(cs)))
-    return args[0] if len(args) == 1 else _make(op, tuple(args))
+    return args[0] if len(args) == 1 else make_node(op, tuple(args))
 
 
 # --- comparisons and logic ------------------------------------------------------------------
 def compare(op: str, a: Expr, b: Expr) -> Expr:
     """Canonical comparison ``a <op> b`` with op in lt, le, gt, ge, eq, ne."""
+    if F.is_float(a) or F.is_float(b):
+        return _int_cmp_of(F.fcmp(op, a, b))
     if a.op == "const" and b.op == "const":
         x, y = a.value, b.value
         r = {"lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y,  # type: ignore[operator]
@@ -184,6 +77,13 @@ def compare(op: str, a: Expr, b: Expr) -> Expr:
     raise ValueError(f"unknown comparison {op!r}")
 
 
+def _int_cmp_of(c: Expr) -> Expr:
+    # a float comparison that came out between ints (``n >= 2.5`` is ``n >= 3``)
+    if c.op in FCMP_OPS and not F.is_float(c.args[0]) and not F.is_float(c.args[1]):
+        return compare(c.op[1:], c.args[0], c.args[1])
+    return c
+
+
 def canon_cmp(kind: str, d: Expr) -> Expr:
     """The canonical node for ``d <= 0`` (kind "le"), ``d == 0`` or ``d != 0``."""
     t: Terms = dict(terms(d))
@@ -203,23 +103,23 @@ def canon_cmp(kind: str, d: Expr) -> Expr:
             return FALSE if kind == "eq" else TRUE
         c //= g
         t = {m: k // g for m, k in t.items()}
-        first = min(t, key=_mono_key)
+        first = min(t, key=mono_key)
         if t[first] < 0:
             t = {m: -k for m, k in t.items()}
             c = -c
     p = {m: k for m, k in t.items() if k > 0}
     n = {m: -k for m, k in t.items() if k < 0}
     if not n:
-        return _make(kind, (from_terms(p), const(-c)))
+        return make_node(kind, (from_terms(p), const(-c)))
     if not p:
-        return _make("ge", (from_terms(n), const(c)))
+        return make_node("ge", (from_terms(n), const(c)))
     if kind == "le" and c == 1:
-        return _make("lt", (from_terms(p), from_terms(n)))
+        return make_node("lt", (from_terms(p), from_terms(n)))
     if c > 0:
         p[()] = c
     elif c < 0:
         n[()] = -c
-    return _make(kind, (from_terms(p), from_terms(n)))
+    return make_node(kind, (from_terms(p), from_terms(n)))
 
 
 def diff(c: Expr) -> Expr:
@@ -237,8 +137,9 @@ def diff(c: Expr) -> Expr:
     return d  # type: ignore[no-any-return]
 
 
-def not_(x: Expr) -> Expr:
+def not_(x: ExprLike) -> Expr:
     """Canonical negation; comparisons are complemented instead of wrapped."""
+    x = to_expr(x)
     op = x.op
     if op == "const":
         return FALSE if x.value else TRUE
@@ -247,12 +148,14 @@ def not_(x: Expr) -> Expr:
     if op in ("le", "lt", "ge"):
         return canon_cmp("le", sub(ONE, diff(x)))
     if op == "eq":
-        return _make("ne", x.args)
+        return make_node("ne", x.args)
     if op == "ne":
-        return _make("eq", x.args)
+        return make_node("eq", x.args)
+    if op in FCMP_OPS:
+        return F.negate(x)
     if op not in BOOL_OPS:
         raise TypeError(f"not of a non-condition: {x}")
-    return _make("not", (x,))
+    return make_node("not", (x,))
 
 
 def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
@@ -278,7 +181,7 @@ def _junction(op: str, xs: Iterable[ExprLike]) -> Expr:
     if len(flat) == 1:
         return flat[0]
     flat.sort(key=_cond_key)
-    return _make(op, tuple(flat))
+    return make_node(op, tuple(flat))
 
 
 def _cond_key(e: Expr) -> tuple[object, ...]:
@@ -319,6 +222,10 @@ def rebuild(op: str, args: tuple[Expr, ...]) -> Expr:
         return or_(*args)
     if op == "not":
         return not_(args[0])
+    if op in FLOAT_OPS or op in INT_FROM_FLOAT:
+        return F.rebuild(op, args)
+    if op in FCMP_OPS:
+        return _int_cmp_of(F.rebuild(op, args))
     raise ValueError(f"cannot rebuild {op!r}")
 
 
@@ -334,10 +241,57 @@ def substitute(e: Expr, f: Callable[[Expr], Expr | None],
         r = f(e)
         if r is None:
             r = e
-    elif e.op == "const":
+    elif e.op == "const" or e.op == "fconst":
         r = e
     else:
         new = tuple([substitute(a, f, memo) for a in e.args])
         r = e if all(x is y for x, y in zip(new, e.args)) else rebuild(e.op, new)
     memo[e] = r
     return r
+
+
+def subs(e: Expr, mapping: Mapping[Expr | str, ExprLike]) -> Expr:
+    """``e`` with symbols (given as symbol Exprs or names) replaced, re-canonicalized."""
+    by_name = {(k if isinstance(k, str) else k.name): to_expr(v) for k, v in mapping.items()}
+    return substitute(e, lambda x: by_name.get(x.name or ""))
+
+
+# --- conditions and min/max from ints or expressions -------------------------------------------
+def lt(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a < b``."""
+    return compare("lt", to_expr(a), to_expr(b))
+
+
+def le(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a <= b``."""
+    return compare("le", to_expr(a), to_expr(b))
+
+
+def gt(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a > b``."""
+    return compare("gt", to_expr(a), to_expr(b))
+
+
+def ge(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a >= b``."""
+    return compare("ge", to_expr(a), to_expr(b))
+
+
+def eq(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a == b``."""
+    return compare("eq", to_expr(a), to_expr(b))
+
+
+def ne(a: ExprLike, b: ExprLike) -> Expr:
+    """Symbolic ``a != b``."""
+    return compare("ne", to_expr(a), to_expr(b))
+
+
+def min_(*xs: ExprLike) -> Expr:
+    """Symbolic ``min``."""
+    return minmax("min", [to_expr(x) for x in xs])
+
+
+def max_(*xs: ExprLike) -> Expr:
+    """Symbolic ``max``."""
+    return minmax("max", [to_expr(x) for x in xs])

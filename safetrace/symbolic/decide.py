@@ -8,22 +8,68 @@ otherwise it is None.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import AbstractSet, Mapping, Protocol, Sequence
 
-from safetrace.symbolic import ranges as R
-from safetrace.symbolic.canon import compare, diff, mod, not_, rebuild
-from safetrace.symbolic.expr import ONE, ZERO, Expr, add, mul, neg, scale, sub, terms
+import safetrace.symbolic.floats as F
+import safetrace.symbolic.ranges as R
+from safetrace.symbolic.canon import compare, diff, not_, rebuild
+from safetrace.symbolic.expr import (
+    ONE, ZERO, Expr, add, const, mod, mul, neg, scale, sub, terms,
+)
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT
 
-if TYPE_CHECKING:
-    from safetrace.symbolic.env import Env
+
+@dataclass
+class Caches:
+    """Answers per state of the facts (cleared when they change), and hint values."""
+
+    simplified: dict[Expr, Expr] = field(default_factory=dict)
+    bounds: dict[Expr, Range] = field(default_factory=dict)
+    decided: dict[Expr, bool | None] = field(default_factory=dict)
+    hint_values: dict[Expr, int | bool | float] = field(default_factory=dict)  # never stale
+
+    def clear(self) -> None:
+        """Forget the answers that depend on the facts."""
+        self.simplified.clear()
+        self.bounds.clear()
+        self.decided.clear()
+
+
+class Facts(Protocol):
+    """What the prover reads of an environment (``Env`` implements it)."""
+
+    @property
+    def hints(self) -> Mapping[str, int]: ...
+
+    @property
+    def subst(self) -> Mapping[Expr, Expr]: ...  # symbol -> its replacement
+
+    @property
+    def atoms(self) -> Mapping[Expr, Expr]: ...  # atom (s0 % 2, s0 // 4) -> its value
+
+    @property
+    def divisors(self) -> Mapping[Expr, int]: ...  # x -> a known divisor of x
+
+    @property
+    def linear(self) -> Sequence[Expr]: ...  # facts f >= 0
+
+    @property
+    def known(self) -> AbstractSet[Expr]: ...  # conditions assumed true
+
+    @property
+    def cache(self) -> Caches: ...
+
+    def symbol_range(self, name: str) -> Range | None:
+        """The range of a symbol, None for one the env never created."""
 
 _MISSING = object()
 
 
-def bounds_of(env: Env, e: Expr) -> Range:
+def bounds_of(env: Facts, e: Expr) -> Range:
     """Interval of ``e`` from symbol ranges alone (``e`` should already be simplified)."""
-    cache = env._rcache
+    cache = env.cache.bounds
     r = cache.get(e)
     if r is not None:
         return r
@@ -32,8 +78,7 @@ def bounds_of(env: Env, e: Expr) -> Range:
         v = int(e.value)  # type: ignore[arg-type]
         r = Range(v, v)
     elif op == "sym":
-        info = env._syms.get(e.name)  # type: ignore[arg-type]
-        r = info.range if info is not None else R.FULL
+        r = env.symbol_range(e.name) or R.FULL  # type: ignore[arg-type]
     elif op == "add":
         lo: int | float = 0
         hi: int | float = 0
@@ -44,6 +89,13 @@ def bounds_of(env: Env, e: Expr) -> Range:
         r = Range(lo, hi)
     elif op == "mul":
         r = _mul_bounds(env, e)
+    elif op in INT_FROM_FLOAT:
+        r = F.int_bounds(e, lambda x: bounds_of(env, x))
+    elif op in FCMP_FNS:
+        known = F.decide_cmp(e, lambda x: bounds_of(env, x))
+        r = R.BOOL if known is None else R.TRUE_R if known else R.FALSE_R
+    elif op in FLOAT_OPS:
+        r = R.FULL  # not an int: callers ask fbounds
     elif op == "floordiv":
         r = R.r_floordiv(bounds_of(env, e.args[0]), bounds_of(env, e.args[1]))
     elif op == "mod":
@@ -69,7 +121,7 @@ def bounds_of(env: Env, e: Expr) -> Range:
     return r
 
 
-def _mul_bounds(env: Env, e: Expr) -> Range:
+def _mul_bounds(env: Facts, e: Expr) -> Range:
     args = e.args
     k = 1
     if args[0].op == "const":
@@ -94,17 +146,17 @@ def _mul_bounds(env: Env, e: Expr) -> Range:
     return R.r_scale(r, k)
 
 
-def simplify(env: Env, e: Expr) -> Expr:
+def simplify(env: Facts, e: Expr) -> Expr:
     """Apply replacements and atom rewrites, then drop min/max/mod/floordiv made moot by facts."""
-    cache = env._scache
+    cache = env.cache.simplified
     r = cache.get(e)
     if r is not None:
         return r
     op = e.op
-    if op == "const":
+    if op == "const" or op == "fconst":
         return e
     if op == "sym":
-        r = env._repl.get(e, e)
+        r = env.subst.get(e, e)
         cache[e] = r
         return r
     args = tuple([simplify(env, a) for a in e.args])
@@ -113,7 +165,7 @@ def simplify(env: Env, e: Expr) -> Expr:
         if x is not y:
             r = rebuild(op, args)
             break
-    r = env._atom.get(r, r)
+    r = env.atoms.get(r, r)
     rop = r.op
     if rop == "min" or rop == "max":
         r = _prune_minmax(env, r)
@@ -124,6 +176,14 @@ def simplify(env: Env, e: Expr) -> Expr:
             r = ZERO if rop == "floordiv" else r.args[0]
         elif rop == "mod" and m and _divisible(env, r.args[0], m):
             r = ZERO
+        elif m > 0 and env.divisors:
+            # x + c with m | x (a divisibility fact) and 0 <= c < m: (x + c)//m == x//m and
+            # (x + c) % m == c, so H % 32 == 0 settles (H + 31)//32 == H//32
+            c = dict(terms(r.args[0])).get((), 0)
+            rest = add(r.args[0], const(-c))
+            if 0 < c < m and _divisible(env, rest, m):
+                r = simplify(env, rebuild(rop, (rest, r.args[1]))) if rop == "floordiv" \
+                    else const(c)
     elif rop == "floordiv" or rop == "mod":  # a symbolic divisor
         q = _exact_quotient(r.args[0], r.args[1])
         if q is not None and 0 not in bounds_of(env, r.args[1]):
@@ -151,9 +211,9 @@ def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
     return q
 
 
-def _divisible(env: Env, x: Expr, m: int) -> bool:
+def _divisible(env: Facts, x: Expr, m: int) -> bool:
     # every term k*atom has a known divisor D of the atom (divisibility facts) with m | k*D
-    div = env._div
+    div = env.divisors
     if not div:
         return False
     for mono, k in terms(x):
@@ -163,7 +223,7 @@ def _divisible(env: Env, x: Expr, m: int) -> bool:
     return True
 
 
-def _prune_minmax(env: Env, r: Expr) -> Expr:
+def _prune_minmax(env: Facts, r: Expr) -> Expr:
     keep = list(r.args)
     rel = "le" if r.op == "min" else "ge"
     for a in r.args:
@@ -176,7 +236,7 @@ def _prune_minmax(env: Env, r: Expr) -> Expr:
     return rebuild(r.op, tuple(keep))
 
 
-def _fold_exact_division(env: Env, r: Expr) -> Expr:
+def _fold_exact_division(env: Facts, r: Expr) -> Expr:
     # m*(x//m) == x when x % m is known to be 0 (a divisibility fact, or x's own form),
     # also as a factor of a product: 49*b*(x//7)*(y//7) == b*x*y.
     for mono, k in terms(r):
@@ -201,32 +261,32 @@ def _product(mono: tuple[Expr, ...]) -> Expr:
     return p
 
 
-def nonneg(env: Env, f: Expr) -> bool:
+def nonneg(env: Facts, f: Expr) -> bool:
     """True when ``f >= 0`` follows from the ranges or from one linear fact plus ranges."""
     if bounds_of(env, f).lo >= 0:
         return True
-    for g in env._lin:
+    for g in env.linear:
         if bounds_of(env, sub(f, g)).lo >= 0:
             return True
     return False
 
 
-def decide(env: Env, cond: Expr) -> bool | None:
+def decide(env: Facts, cond: Expr) -> bool | None:
     """True/False when ``cond`` is settled by the env's state, else None."""
     c = simplify(env, cond)
     if c.op == "const":
         return bool(c.value)
-    r = env._dcache.get(c, _MISSING)
+    r = env.cache.decided.get(c, _MISSING)
     if r is not _MISSING:
         return r  # type: ignore[return-value]
-    env._dcache[c] = None  # guards against re-entrant loops through min/max pruning
+    env.cache.decided[c] = None  # guards against re-entrant loops through min/max pruning
     r = _decide(env, c)
-    env._dcache[c] = r
+    env.cache.decided[c] = r
     return r
 
 
-def _decide(env: Env, c: Expr) -> bool | None:
-    known = env._known
+def _decide(env: Facts, c: Expr) -> bool | None:
+    known = env.known
     if c in known:
         return True
     op = c.op
@@ -243,6 +303,8 @@ def _decide(env: Env, c: Expr) -> bool | None:
         return bool(rc.lo)
     if not_(c) in known:
         return False
+    if op in FCMP_FNS:
+        return None
     d = diff(c)
     if op in ("le", "lt", "ge"):
         if nonneg(env, neg(d)):
@@ -258,13 +320,13 @@ def _decide(env: Env, c: Expr) -> bool | None:
     return None
 
 
-def hint_value(env: Env, e: Expr) -> int | bool | None:
+def hint_value(env: Facts, e: Expr) -> int | bool | float | None:
     """Value of ``e`` under the hints, or None when it needs an unbacked symbol."""
-    cache = env._hvcache
+    cache = env.cache.hint_values
     v = cache.get(e)
     if v is not None:
         return v
-    hints = env._hints
+    hints = env.hints
     s = e
     if not all(n in hints for n in e.free_symbols):  # unbacked: facts may replace them
         s = simplify(env, e)

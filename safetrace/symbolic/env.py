@@ -15,9 +15,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from safetrace.symbolic import decide as D
-from safetrace.symbolic.canon import compare, diff, not_, substitute
-from safetrace.symbolic.expr import TRUE, Expr, const, from_terms, neg, scale, sym, terms, to_expr
+import safetrace.symbolic.decide as D
+import safetrace.symbolic.floats as F
+from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
+from safetrace.symbolic.expr import (
+    TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
+)
 from safetrace.symbolic.ranges import Range
 
 INF = math.inf
@@ -38,6 +41,10 @@ class DataDependentQuestion(Exception):
             f"{', '.join(unbacked)} with no example value; known hints: {self.hints}")
 
 
+class Contradiction(ValueError):
+    """A new fact contradicts what the env knows (the inputs would have to be impossible)."""
+
+
 @dataclass
 class SymbolInfo:
     """What the env knows about one symbol; ``range`` is narrowed as facts arrive."""
@@ -48,6 +55,7 @@ class SymbolInfo:
     range: Range
     origin: object
     index: int
+    is_float: bool = False  # a float read from data (the expression ``fsym(name)``)
 
 
 @dataclass(frozen=True)
@@ -81,16 +89,19 @@ class Env:
 
     def __init__(self) -> None:
         self._syms: dict[str, SymbolInfo] = {}
-        self._hints: dict[str, int] = {}
+        self.hints: dict[str, int] = {}
         self._ns = 0
         self._nu = 0
-        self._repl: dict[Expr, Expr] = {}
-        self._atom: dict[Expr, Expr] = {}
-        self._div: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
-        self._lin: list[Expr] = []
-        self._known: set[Expr] = set()
+        self.subst: dict[Expr, Expr] = {}
+        self.atoms: dict[Expr, Expr] = {}
+        self.divisors: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
+        self.linear: list[Expr] = []
+        self.known: set[Expr] = set()
         self.guards: list[Guard] = []
         self.facts: list[Guard] = []
+        # conditions checked at run time but not assumed (the int range where float
+        # arithmetic on a size is exact): they restrict no declared range
+        self.requirements: list[Guard] = []
         self._guard_set: set[Expr] = set()
         self.origin_provider: Callable[[], object] | None = None
         # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
@@ -104,10 +115,7 @@ class Env:
         # f(op, operands) -> a float the engine cannot express (n ** -0.5), computed by the
         # caller's graph; None: such values are specialized (their sizes guarded)
         self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
-        self._scache: dict[Expr, Expr] = {}
-        self._rcache: dict[Expr, Range] = {}
-        self._dcache: dict[Expr, bool | None] = {}
-        self._hvcache: dict[Expr, int | bool] = {}  # values under the hints never change
+        self.cache = D.Caches()
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
@@ -119,7 +127,7 @@ class Env:
         if not isinstance(hint, int) or hint not in rng:
             raise ValueError(f"hint {hint!r} of {name} is outside its range [{rng.lo}, {rng.hi}]")
         self._add_symbol(SymbolInfo(name, True, int(hint), rng, origin, len(self._syms)))
-        self._hints[name] = int(hint)
+        self.hints[name] = int(hint)
         return self._maybe_point(name)
 
     def new_unbacked(self, lo: int | None = None, hi: int | None = None,
@@ -132,6 +140,14 @@ class Env:
             raise ValueError(f"empty range [{rng.lo}, {rng.hi}] for {name}")
         self._add_symbol(SymbolInfo(name, False, None, rng, origin, len(self._syms)))
         return self._maybe_point(name)
+
+    def new_unbacked_float(self, origin: object = None, name: str | None = None) -> Expr:
+        """A new float read from data (no hint; any double, inf and nan included)."""
+        if name is None:
+            name = self._fresh("u")
+        self._add_symbol(SymbolInfo(name, False, None, Range(), origin, len(self._syms),
+                                    is_float=True))
+        return fsym(name)
 
     def _fresh(self, prefix: str) -> str:
         while True:
@@ -170,12 +186,15 @@ class Env:
     @property
     def replacements(self) -> dict[Expr, Expr]:
         """Symbol -> the expression it is replaced by (fully resolved)."""
-        return dict(self._repl)
+        return dict(self.subst)
 
     def _bump(self) -> None:
-        self._scache.clear()
-        self._rcache.clear()
-        self._dcache.clear()
+        self.cache.clear()
+
+    def symbol_range(self, name: str) -> Range | None:
+        """The range of a symbol, None for one this env never created."""
+        info = self._syms.get(name)
+        return info.range if info is not None else None
 
     # --- questions --------------------------------------------------------------------
     def simplify(self, expr: Expr | int) -> Expr:
@@ -190,7 +209,7 @@ class Env:
         """True/False when proven from ranges, replacements and facts; else None."""
         return D.decide(self, to_expr(cond))
 
-    def hint(self, expr: Expr | int) -> int | bool:
+    def hint(self, expr: Expr | int) -> int | bool | float:
         """Value of ``expr`` under the hints; raises DataDependentQuestion if unbacked."""
         e = to_expr(expr)
         v = D.hint_value(self, e)
@@ -199,8 +218,8 @@ class Env:
         return v
 
     def _hints_for(self, e: Expr) -> dict[str, int]:
-        return {n: self._hints[n] for n in sorted(self.simplify(e).free_symbols)
-                if n in self._hints}
+        return {n: self.hints[n] for n in sorted(self.simplify(e).free_symbols)
+                if n in self.hints}
 
     def _origin(self, origin: object) -> object:
         if origin is None and self.origin_provider is not None:
@@ -223,11 +242,62 @@ class Env:
                 raise q
             v = bool(self.on_undecided(q))  # report mode: note it, assume an answer, go on
         taken = s if v else not_(s)
+        if F.has_float(taken):  # a float decision: as an exact int condition where possible
+            taken = self._exact_form(taken)
+            if taken is TRUE:
+                return bool(v)
         if taken not in self._guard_set:
             self._guard_set.add(taken)
             self.guards.append(Guard(taken, self._origin(origin)))
         self._assume(taken)
         return bool(v)
+
+    def _exact_form(self, c: Expr) -> Expr:
+        """A condition on one symbol that involves float arithmetic, as the equivalent int
+        condition (``s0*0.7 >= 3.5`` -> ``s0 >= 5``) when it is monotone in the symbol: the
+        float operations are evaluated exactly as Python does at every probed size."""
+        if c.op in ("and",):
+            return and_(*[self._exact_form(a) for a in c.args])
+        if c.op in ("feq", "eq"):  # an equality holds on the interval between two bounds
+            lhs, rhs = c.args
+            return and_(self._exact_form(compare("le", lhs, rhs)),
+                        self._exact_form(compare("ge", lhs, rhs)))
+        names = c.free_symbols
+        if len(names) != 1:
+            return c
+        (name,) = names
+        info = self._syms.get(name)
+        hint = self.hints.get(name)
+        if info is None or hint is None:
+            return c
+        ib = self._int_bounds
+        d = diff(c) if c.op in ("le", "lt", "ge") else None
+        way = F.cmp_direction(c, d, name, ib)
+        if way is None:
+            return c
+
+        def pred(v: int) -> bool:
+            try:
+                return bool(c.evaluate({name: v}))
+            except (ZeroDivisionError, OverflowError, ValueError):
+                return False
+
+        found = F.threshold(pred, way > 0, True, hint, info.range.lo, info.range.hi)
+        if found is None:
+            return c
+        kind, t = found
+        return TRUE if kind == "true" else compare(kind, sym(name), const(t))
+
+    def _int_bounds(self, e: Expr) -> Range:
+        return D.bounds_of(self, e)
+
+    def require(self, cond: Expr, origin: object = None) -> None:
+        """Check ``cond`` at run time without assuming it (a limit of exactness that must
+        not narrow a declared range); nothing when it is proven."""
+        c = D.simplify(self, cond)
+        if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
+            return
+        self.requirements.append(Guard(c, origin))
 
     def add_fact(self, cond: Expr | bool, origin: object = None) -> None:
         """Assume ``cond`` (a user check); ValueError if it is provably false."""
@@ -250,7 +320,7 @@ class Env:
         op = c.op
         if op == "const":
             if not c.value:
-                raise ValueError(f"contradiction: `{cond}` is false under the known facts")
+                raise Contradiction(f"contradiction: `{cond}` is false under the known facts")
             return
         if op == "and":
             for a in c.args:
@@ -259,7 +329,7 @@ class Env:
         if op == "eq":
             self._assume_eq(c)
             return
-        self._known.add(c)
+        self.known.add(c)
         if op in ("le", "lt", "ge"):
             f = neg(diff(c))  # the fact f >= 0
             one = _single_symbol(f)
@@ -270,7 +340,7 @@ class Env:
                 else:
                     self._narrow(s, -INF, c0 // (-k))
             else:
-                self._lin.append(f)
+                self.linear.append(f)
         elif op == "ne":
             one = _single_symbol(diff(c))
             if one is not None:
@@ -302,9 +372,9 @@ class Env:
             if best is None or self._eq_key(x, k, t) > self._eq_key(best, t[(best,)], t):
                 best = x
         if best is None:
-            self._known.add(c)
-            self._lin.append(d)
-            self._lin.append(neg(d))
+            self.known.add(c)
+            self.linear.append(d)
+            self.linear.append(neg(d))
             self._bump()
             return
         k = t.pop((best,))
@@ -312,17 +382,17 @@ class Env:
         if best.op == "sym":
             self._replace(best, value)
         else:
-            self._atom[best] = value
+            self.atoms[best] = value
             if best.op == "mod" and value.op == "const" and value.value == 0 \
                     and best.args[1].op == "const":
                 x, modulus = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
-                self._div[x] = math.lcm(self._div.get(x, 1), modulus)
+                self.divisors[x] = math.lcm(self.divisors.get(x, 1), modulus)
             den = best.args[1].value if best.op == "floordiv" else None
             if isinstance(den, int) and den > 0 and isinstance(value.value, int) \
                     and value.op == "const" and best.args[0].op == "sym":
                 v = value.value  # s // den == v: the range [den*v, den*v + den - 1]
                 self._narrow(best.args[0], den * v, den * v + den - 1)
-            self._known.add(c)
+            self.known.add(c)
             self._bump()
             self._refresh()
 
@@ -341,24 +411,24 @@ class Env:
         info = self._info(s.name)  # type: ignore[arg-type]
         new = info.range.intersect(Range(lo, hi))
         if new.is_empty:
-            raise ValueError(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
+            raise Contradiction(f"contradiction: {s.name} must lie in [{lo}, {hi}] but its range "
                              f"is [{info.range.lo}, {info.range.hi}]")
         if new == info.range:
             return
         info.range = new
         self._bump()
-        if new.is_point and s not in self._repl:
+        if new.is_point and s not in self.subst:
             self._replace(s, const(int(new.lo)))
 
     def _replace(self, s: Expr, value: Expr) -> None:
         info = self._info(s.name)  # type: ignore[arg-type]
         if value.op == "const" and value.value not in info.range:
-            raise ValueError(f"contradiction: {s.name} == {value} but its range is "
+            raise Contradiction(f"contradiction: {s.name} == {value} but its range is "
                              f"[{info.range.lo}, {info.range.hi}]")
-        self._repl[s] = value
-        for k, v in list(self._repl.items()):
+        self.subst[s] = value
+        for k, v in list(self.subst.items()):
             if s.name in v.free_symbols:
-                self._repl[k] = substitute(v, lambda x: value if x is s else None)
+                self.subst[k] = substitute(v, lambda x: value if x is s else None)
         self._bump()
         if value.op != "const":
             rng = info.range
@@ -370,30 +440,30 @@ class Env:
 
     def _refresh(self) -> None:
         """Re-simplify stored facts after the replacements changed."""
-        lin, known, atom, div = self._lin, self._known, self._atom, self._div
-        self._lin, self._known, self._atom, self._div = [], set(), {}, {}
+        lin, known, atom, div = self.linear, self.known, self.atoms, self.divisors
+        self.linear, self.known, self.atoms, self.divisors = [], set(), {}, {}
         self._bump()
         for x, m in div.items():
             x2 = D.simplify(self, x)
-            self._div[x2] = math.lcm(self._div.get(x2, 1), m)
+            self.divisors[x2] = math.lcm(self.divisors.get(x2, 1), m)
         for a, v in atom.items():
             a2 = D.simplify(self, a)
             if a2.op != "const":
-                self._atom[a2] = D.simplify(self, v)
+                self.atoms[a2] = D.simplify(self, v)
             self._bump()
         for f in lin:
             f2 = D.simplify(self, f)
             if f2.op == "const":
                 if int(f2.value) < 0:  # type: ignore[arg-type]
-                    raise ValueError("contradiction among the facts")
+                    raise Contradiction("contradiction among the facts")
             else:
-                self._lin.append(f2)
+                self.linear.append(f2)
         for k in known:
             k2 = D.simplify(self, k)
             if k2.op == "const" and not k2.value:
-                raise ValueError(f"contradiction: `{k}` no longer holds")
+                raise Contradiction(f"contradiction: `{k}` no longer holds")
             if k2.op != "const":
-                self._known.add(k2)
+                self.known.add(k2)
         self._bump()
 
     # --- results ------------------------------------------------------------------------
@@ -401,9 +471,10 @@ class Env:
         """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
         out = Contract()
         for name, info in self._syms.items():
-            v = self._repl.get(sym(name))
+            v = self.subst.get(sym(name))
             if v is None:
-                out.fates[name] = Fate("free", info.range, expr=sym(name))
+                out.fates[name] = Fate("free", info.range,
+                                       expr=fsym(name) if info.is_float else sym(name))
             elif v.op == "const":
                 value = int(v.value)  # type: ignore[arg-type]
                 out.fates[name] = Fate("static", Range(value, value), value=value, expr=v)
@@ -411,10 +482,10 @@ class Env:
                 kind = "equal" if v.op == "sym" else "derived"
                 out.fates[name] = Fate(kind, self.bounds(v), expr=v)
         seen: set[Expr] = set()
-        backed_facts = [f for f in self.facts if all(n in self._hints for n in
+        backed_facts = [f for f in self.facts if all(n in self.hints for n in
                                                      f.cond.free_symbols)]
-        for g in self.guards + backed_facts:
-            c = substitute(g.cond, self._repl.get)
+        for g in self.guards + backed_facts + self.requirements:
+            c = substitute(g.cond, self.subst.get)
             if c in seen or D.bounds_of(self, c).lo == 1:
                 continue
             seen.add(c)
@@ -428,14 +499,14 @@ class Env:
             if name not in binding:
                 continue
             s = sym(name)
-            v = self._repl.get(s)
+            v = self.subst.get(s)
             if v is not None:
                 conds.append(compare("eq", s, v))
             if info.range.lo > -INF:
                 conds.append(compare("ge", s, const(int(info.range.lo))))
             if info.range.hi < INF:
                 conds.append(compare("le", s, const(int(info.range.hi))))
-        conds += [g.cond for g in self.guards]
+        conds += [g.cond for g in self.guards + self.requirements]
         conds += [f.cond for f in self.facts if f.cond.free_symbols <= binding.keys()]
         bad: list[Expr] = []
         for c in conds:

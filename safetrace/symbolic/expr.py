@@ -8,18 +8,28 @@ Node kinds, as ``Expr.op``:
 * ``"floordiv"``, ``"mod"``: ``(a, b)`` with Python's floor semantics;
 * ``"min"``, ``"max"``: two or more sorted arguments;
 * ``"eq"``, ``"ne"``, ``"lt"``, ``"le"``, ``"ge"``: ``(lhs, rhs)``;
-* ``"and"``, ``"or"``: two or more sorted arguments; ``"not"``: ``(arg,)``.
+* ``"and"``, ``"or"``: two or more sorted arguments; ``"not"``: ``(arg,)``;
+* floats (module ``floats``), kept in the user's order of operations with IEEE double
+  semantics: ``"fconst"`` (``.value``: a float), ``"float"``, ``"fadd"``, ``"fsub"``,
+  ``"fmul"``, ``"fdiv"``, ``"ffloordiv"``, ``"fpow"``, ``"fneg"``; the int-valued ``"trunc"``
+  (Python's ``int(x)``) and ``"round"``; the conditions ``"flt"``, ``"fle"``, ``"fgt"``,
+  ``"fge"``, ``"feq"``, ``"fne"``.
 
 There are no "neg", "sub" or "gt" nodes: ``-x`` is ``mul(-1, x)``, ``a > b`` is stored as
 ``b < a``, and every comparison is normalized from ``lhs - rhs``.  Expressions are interned,
 so structural equality is identity: ``==`` and ``hash`` are identity based and agree with
-structure.  ``Expr.eq(a, b)`` builds the symbolic equality.
+structure.  ``canon.eq(a, b)`` builds the symbolic equality.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from typing import Any, Dict, Iterable, Mapping, Tuple, Union
+
+from safetrace.symbolic.printing import to_str
+from safetrace.symbolic.semantics import BOOL_OPS, evaluate
 
 ExprLike = Union["Expr", int, bool]
 Mono = Tuple["Expr", ...]
@@ -28,9 +38,31 @@ Terms = Dict[Mono, int]
 _TABLE: dict[tuple[object, ...], Expr] = {}
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _OPRANK = {op: i for i, op in enumerate(
-    "floordiv mod min max mul add eq ne lt le ge not and or".split())}
-BOOL_OPS = frozenset(("eq", "ne", "lt", "le", "ge", "and", "or", "not"))
-CMP_OPS = frozenset(("eq", "ne", "lt", "le", "ge"))
+    "floordiv mod min max mul add eq ne lt le ge not and or float fadd fsub fmul fdiv ffloordiv "
+    "fpow fneg trunc round flt fle fgt fge feq fne".split())}
+
+
+def table_mark() -> int:
+    """The intern table's size now (give it to ``release_since`` to undo growth after)."""
+    return len(_TABLE)
+
+
+def release_since(mark: int) -> int:
+    """Drop the expressions interned after ``mark`` that nothing else references.
+
+    A loader calls this after rejecting a file, so hostile input cannot grow the table;
+    an expression still referenced anywhere stays (identity keeps meaning equality).
+    Returns how many were dropped.
+    """
+    items = list(_TABLE.items())[mark:]
+    dropped = 0
+    while items:  # newest first: a parent goes before the children it references
+        key, e = items.pop()
+        if sys.getrefcount(e) <= 3 and _TABLE.get(key) is e:  # the table, `e`, the call
+            del _TABLE[key]
+            dropped += 1
+        del key, e
+    return dropped
 
 
 class Expr:
@@ -41,7 +73,7 @@ class Expr:
 
     op: str
     args: tuple[Expr, ...]
-    value: int | bool | None
+    value: int | bool | float | None
     name: str | None
     # caches, filled on first use
     _key: tuple[Any, ...]
@@ -60,9 +92,13 @@ class Expr:
     def __reduce__(self) -> tuple[object, ...]:
         if self.op == "const":
             return (const, (self.value,))
+        if self.op == "fconst":
+            return (fconst, (self.value,))
+        if self.op == "fsym":
+            return (fsym, (self.name,))
         if self.op == "sym":
             return (sym, (self.name,))
-        return (_c.rebuild, (self.op, self.args))
+        return (make_node, (self.op, self.args))  # the arguments are canonical already
 
     def __bool__(self) -> bool:
         if self.op == "const":
@@ -76,7 +112,6 @@ class Expr:
     def __str__(self) -> str:
         s = self._str
         if s is None:
-            from safetrace.symbolic.printing import to_str
             s = self._str = to_str(self)
         return s
 
@@ -85,9 +120,9 @@ class Expr:
         """Names of the symbols that occur in the expression."""
         f = self._free
         if f is None:
-            if self.op == "sym":
+            if self.op == "sym" or self.op == "fsym":
                 f = frozenset((self.name,))  # type: ignore[arg-type]
-            elif self.op == "const":
+            elif self.op in ("const", "fconst"):
                 f = frozenset()
             else:
                 f = frozenset().union(*(a.free_symbols for a in self.args))
@@ -99,14 +134,8 @@ class Expr:
         """True for conditions (comparisons, and/or/not, bool constants)."""
         return self.op in BOOL_OPS or (self.op == "const" and type(self.value) is bool)
 
-    def subs(self, mapping: Mapping[Expr | str, ExprLike]) -> Expr:
-        """Replace symbols (given as symbol Exprs or names) and re-canonicalize."""
-        by_name = {(k if isinstance(k, str) else k.name): to_expr(v) for k, v in mapping.items()}
-        return _c.substitute(self, lambda e: by_name.get(e.name))
-
-    def evaluate(self, binding: Mapping[str, int]) -> int | bool:
+    def evaluate(self, binding: Mapping[str, int]) -> int | bool | float:
         """Value under ``binding`` (name -> int), with Python's semantics for every op."""
-        from safetrace.symbolic.printing import evaluate
         return evaluate(self, binding)
 
     # --- arithmetic operators ------------------------------------------------------------
@@ -129,16 +158,16 @@ class Expr:
         return mul(to_expr(o), self)
 
     def __floordiv__(self, o: ExprLike) -> Expr:
-        return _c.floordiv(self, to_expr(o))
+        return floordiv(self, to_expr(o))
 
     def __rfloordiv__(self, o: ExprLike) -> Expr:
-        return _c.floordiv(to_expr(o), self)
+        return floordiv(to_expr(o), self)
 
     def __mod__(self, o: ExprLike) -> Expr:
-        return _c.mod(self, to_expr(o))
+        return mod(self, to_expr(o))
 
     def __rmod__(self, o: ExprLike) -> Expr:
-        return _c.mod(to_expr(o), self)
+        return mod(to_expr(o), self)
 
     def __neg__(self) -> Expr:
         return neg(self)
@@ -146,53 +175,9 @@ class Expr:
     def __pos__(self) -> Expr:
         return self
 
-    # --- symbolic comparisons and logic (call as Expr.lt(a, b) or a.lt(b)) -----------------
-    def lt(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a < b``."""
-        return _c.compare("lt", to_expr(a), to_expr(b))
 
-    def le(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a <= b``."""
-        return _c.compare("le", to_expr(a), to_expr(b))
-
-    def gt(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a > b``."""
-        return _c.compare("gt", to_expr(a), to_expr(b))
-
-    def ge(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a >= b``."""
-        return _c.compare("ge", to_expr(a), to_expr(b))
-
-    def eq(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a == b``."""
-        return _c.compare("eq", to_expr(a), to_expr(b))
-
-    def ne(a: ExprLike, b: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic ``a != b``."""
-        return _c.compare("ne", to_expr(a), to_expr(b))
-
-    def and_(*xs: ExprLike) -> Expr:
-        """Symbolic conjunction."""
-        return _c.and_(*xs)
-
-    def or_(*xs: ExprLike) -> Expr:
-        """Symbolic disjunction."""
-        return _c.or_(*xs)
-
-    def not_(a: ExprLike) -> Expr:  # noqa: N805
-        """Symbolic negation."""
-        return _c.not_(to_expr(a))
-
-    def min(*xs: ExprLike) -> Expr:
-        """Symbolic ``min``."""
-        return _c.minmax("min", [to_expr(x) for x in xs])
-
-    def max(*xs: ExprLike) -> Expr:
-        """Symbolic ``max``."""
-        return _c.minmax("max", [to_expr(x) for x in xs])
-
-
-def _make(op: str, args: tuple[Expr, ...]) -> Expr:
+def make_node(op: str, args: tuple[Expr, ...]) -> Expr:
+    """The interned node ``(op, args)``; ``args`` must already be in canonical form."""
     key = (op, args)
     e = _TABLE.get(key)
     if e is None:
@@ -228,6 +213,33 @@ def sym(name: str) -> Expr:
         e.op, e.args, e.value, e.name = "sym", (), None, name
         m = _NAME_RE.match(name)
         e._key = (1, m.group(1), int(m.group(2)), name) if m else (1, name, -1, name)
+        e._terms = e._str = e._free = e._d = None
+        _TABLE[key] = e
+    return e
+
+
+def fconst(v: float) -> Expr:
+    """The float constant ``v`` (0.0 and -0.0 are different nodes, as are NaNs' bits)."""
+    key = ("fconst", float(v).hex())
+    e = _TABLE.get(key)
+    if e is None:
+        e = object.__new__(Expr)
+        e.op, e.args, e.value, e.name = "fconst", (), float(v), None
+        e._key = (0, v if v == v else math.inf, 2, key[1])
+        e._terms = e._str = e._free = e._d = None
+        _TABLE[key] = e
+    return e
+
+
+def fsym(name: str) -> Expr:
+    """The float symbol ``name``: a float read from data (``x.max().item()``), which may be
+    any double, inf and nan included."""
+    key = ("fsym", name)
+    e = _TABLE.get(key)
+    if e is None:
+        e = object.__new__(Expr)
+        e.op, e.args, e.value, e.name = "fsym", (), None, name
+        e._key = (1, name, -2, name)
         e._terms = e._str = e._free = e._d = None
         _TABLE[key] = e
     return e
@@ -271,14 +283,15 @@ def terms(e: Expr) -> tuple[tuple[Mono, int], ...]:
     return t
 
 
-def _mono_key(m: Mono) -> tuple[object, ...]:
+def mono_key(m: Mono) -> tuple[object, ...]:
+    """The order of monomials in sums (a fixed total order)."""
     return tuple([f._key for f in m])
 
 
 def _term(m: Mono, c: int) -> Expr:
     if c == 1:
-        return m[0] if len(m) == 1 else _make("mul", m)
-    return _make("mul", (const(c),) + m)
+        return m[0] if len(m) == 1 else make_node("mul", m)
+    return make_node("mul", (const(c),) + m)
 
 
 def from_terms(d: Terms) -> Expr:
@@ -288,11 +301,11 @@ def from_terms(d: Terms) -> Expr:
     if not items:
         return const(c)
     if len(items) > 1:
-        items.sort(key=lambda mk: _mono_key(mk[0]))
+        items.sort(key=lambda mk: mono_key(mk[0]))
     ts = [_term(m, k) for m, k in items]
     if c:
         ts.append(const(c))
-    return ts[0] if len(ts) == 1 else _make("add", tuple(ts))
+    return ts[0] if len(ts) == 1 else make_node("add", tuple(ts))
 
 
 def add(a: Expr, b: Expr) -> Expr:
@@ -300,16 +313,17 @@ def add(a: Expr, b: Expr) -> Expr:
     if b.op == "const":
         if a.op == "const":
             return const(int(a.value) + int(b.value))  # type: ignore[arg-type]
-        return _add_const(a, int(b.value))  # type: ignore[arg-type]
+        return add_const(a, int(b.value))  # type: ignore[arg-type]
     if a.op == "const":
-        return _add_const(b, int(a.value))  # type: ignore[arg-type]
+        return add_const(b, int(a.value))  # type: ignore[arg-type]
     d: Terms = dict(terms(a))
     for m, k in terms(b):
         d[m] = d.get(m, 0) + k
     return from_terms(d)
 
 
-def _add_const(a: Expr, c: int) -> Expr:
+def add_const(a: Expr, c: int) -> Expr:
+    """Canonical ``a + c`` for an int ``c`` (no term dictionary)."""
     if not c:
         return a
     if a.op == "add":
@@ -318,10 +332,10 @@ def _add_const(a: Expr, c: int) -> Expr:
             nv = int(last.value) + c  # type: ignore[arg-type]
             rest = a.args[:-1]
             if not nv:
-                return rest[0] if len(rest) == 1 else _make("add", rest)
-            return _make("add", rest + (const(nv),))
-        return _make("add", a.args + (const(c),))
-    return _make("add", (a, const(c)))
+                return rest[0] if len(rest) == 1 else make_node("add", rest)
+            return make_node("add", rest + (const(nv),))
+        return make_node("add", a.args + (const(c),))
+    return make_node("add", (a, const(c)))
 
 
 def add_many(xs: Iterable[Expr]) -> Expr:
@@ -352,7 +366,7 @@ def scale(a: Expr, c: int) -> Expr:
     if c == 0:
         return ZERO
     if a.op != "add" and a.op != "mul":
-        return _make("mul", (const(c), a))
+        return make_node("mul", (const(c), a))
     return from_terms({m: k * c for m, k in terms(a)})
 
 
@@ -378,4 +392,120 @@ def mul(a: Expr, b: Expr) -> Expr:
     return from_terms(d)
 
 
-from safetrace.symbolic import canon as _c  # noqa: E402  (canon builds on this module)
+# --- floor division and modulo -------------------------------------------------------------
+def _is_posconst(e: Expr) -> bool:
+    return e.op == "const" and type(e.value) is int and e.value > 0
+
+
+def floordiv(a: Expr, b: Expr) -> Expr:
+    """Canonical ``a // b``: multiples of a constant divisor move out, gcds cancel."""
+    if b.op != "const":
+        if a is ZERO:
+            return ZERO
+        if a is b:
+            return ONE
+        return make_node("floordiv", (a, b))
+    m = int(b.value)  # type: ignore[arg-type]
+    if m == 0:
+        raise ZeroDivisionError(f"symbolic division by zero: ({a})//0")
+    if a.op == "const":
+        return const(int(a.value) // m)  # type: ignore[arg-type]
+    if m < 0:
+        a, m = neg(a), -m
+    if m == 1:
+        return a
+    q: Terms = {}
+    r: Terms = {}
+    for mono, k in terms(a):
+        qk, rk = divmod(k, m)
+        if qk:
+            q[mono] = q.get(mono, 0) + qk
+        if rk:
+            r[mono] = rk
+    rc = r.pop((), 0)
+    if not r:
+        return from_terms(q)
+    g = m
+    for k in r.values():
+        g = math.gcd(g, k)
+    if g > 1:
+        r = {mono: k // g for mono, k in r.items()}
+        rc, m = rc // g, m // g
+    if rc:
+        r[()] = rc
+    inner = from_terms(r)
+    atom = inner.args[0] if inner.op == "add" and len(inner.args) == 2 else inner
+    if atom.op == "floordiv" and _is_posconst(atom.args[1]) and (atom is inner or (
+            inner.args[1].op == "const" and type(inner.args[1].value) is int)):
+        # (x//k + c)//m == (x + c*k)//(k*m): stride-2 stages nest as (x + 2**n - 1)//2**n
+        k = int(atom.args[1].value)  # type: ignore[arg-type]
+        c = 0 if atom is inner else int(inner.args[1].value)  # type: ignore[arg-type]
+        node = floordiv(add_const(atom.args[0], c * k), const(k * m))
+    else:
+        node = make_node("floordiv", (inner, const(m)))
+    return add(from_terms(q), node) if q else node
+
+
+def mod(a: Expr, b: Expr) -> Expr:
+    """Canonical ``a % b``: multiples of a constant divisor drop out, gcds factor out."""
+    if b.op != "const":
+        if a is ZERO or a is b:
+            return ZERO
+        return make_node("mod", (a, b))
+    m = int(b.value)  # type: ignore[arg-type]
+    if m == 0:
+        raise ZeroDivisionError(f"symbolic modulo by zero: ({a}) % 0")
+    if a.op == "const":
+        return const(int(a.value) % m)  # type: ignore[arg-type]
+    am = abs(m)
+    if am == 1:
+        return ZERO
+    r: Terms = {}
+    for mono, k in terms(a):
+        rk = k % am
+        if rk:
+            r[mono] = rk
+    rc = r.pop((), 0)
+    if not r:
+        return const(rc % m)
+    if m > 0:
+        reduced = _drop_inner_mods(r, m)
+        if reduced is not None:  # (x % 14) % 7 == x % 7, also inside sums and products
+            return mod(add_const(reduced, rc), b)
+        g = m
+        for k in r.values():
+            g = math.gcd(g, k)
+        if g > 1:
+            inner: Terms = {mono: k // g for mono, k in r.items()}
+            inner[()] = rc // g
+            return add(scale(mod(from_terms(inner), const(m // g)), g), const(rc % g))
+        if len(r) == 1 and not rc:
+            (mono, k), = r.items()
+            x = mono[0]
+            if k == 1 and len(mono) == 1 and x.op == "mod" and _is_posconst(x.args[1]):
+                k2 = int(x.args[1].value)  # type: ignore[arg-type]
+                if k2 % m == 0:
+                    return mod(x.args[0], b)
+                if m % k2 == 0:
+                    return x
+    if rc:
+        r[()] = rc
+    return make_node("mod", (from_terms(r), b))
+
+
+def _drop_inner_mods(r: Terms, m: int) -> Expr | None:
+    """The terms with every factor ``x % k`` (m dividing k) replaced by ``x``: congruent
+    modulo m, as ``x % k`` differs from x by a multiple of k.  None when there is none."""
+    changed = False
+    parts = []
+    for mono, k in r.items():
+        t = const(k)
+        for f in mono:
+            d = f.args[1] if f.op == "mod" else None
+            if d is not None and d.op == "const" and type(d.value) is int and d.value and \
+                    d.value % m == 0:
+                f = f.args[0]
+                changed = True
+            t = mul(t, f)
+        parts.append(t)
+    return add_many(parts) if changed else None

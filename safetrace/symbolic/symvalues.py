@@ -4,18 +4,23 @@ Arithmetic with ints and other Sym values builds expressions without guarding; a
 whose expression is constant comes back as a plain ``int``/``bool``/``float``.  Questions
 Python must answer with a real value (``bool()``, ``int()``, ``__index__``, ``hash()``,
 ``float()``) go through ``Env.evaluate`` and so record guards.  ``n / m`` and mixing with
-floats give a SymFloat: an exact rational ``num / den`` of two int expressions, so
-``math.floor(n * 0.5)`` is ``n//2``.
+floats give a SymFloat: the float operations as written, evaluated as Python evaluates
+them; ``math.floor(n * 0.5)`` is ``n//2`` where that is exactly Python's answer.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from safetrace.symbolic import decide as D
+import math
+from fractions import Fraction
+
+import safetrace.symbolic.decide as D
+import safetrace.symbolic.floats as F
+from safetrace.symbolic.canon import and_, compare, minmax, not_, or_
 from safetrace.symbolic.env import Env
-from safetrace.symbolic.canon import and_, compare, floordiv, minmax, mod, not_, or_
-from safetrace.symbolic.expr import ONE, Expr, add, const, mul, neg, sub, to_expr
+from safetrace.symbolic.expr import Expr, add, const, fconst, floordiv, mod, mul, neg, sub, to_expr
+from safetrace.symbolic.semantics import FLOAT_OPS
 
 Fn = Callable[[Expr, Expr], Expr]
 
@@ -23,7 +28,7 @@ Fn = Callable[[Expr, Expr], Expr]
 def _wrap_int(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return e.value
-    if env._repl or env._atom or env._div:
+    if env.subst or env.atoms or env.divisors:
         e = D.simplify(env, e)
         if e.op == "const":
             return int(e.value)  # type: ignore[arg-type]
@@ -33,7 +38,7 @@ def _wrap_int(e: Expr, env: Env) -> Any:
 def _wrap_bool(e: Expr, env: Env) -> Any:
     if e.op == "const":
         return bool(e.value)
-    if env._repl or env._atom or env._div:
+    if env.subst or env.atoms or env.divisors:
         e = D.simplify(env, e)
         if e.op == "const":
             return bool(e.value)
@@ -90,7 +95,7 @@ def _cmpop(kind: str) -> Callable[[SymInt, object], Any]:
     def op(self: SymInt, o: object) -> Any:
         # sizes against constants are mostly settled by ranges alone; data-dependent
         # values keep their SymBool so that a user's check of it stays visible
-        if o.__class__ is int and self.expr.free_symbols <= self.env._hints.keys():
+        if o.__class__ is int and self.expr.free_symbols <= self.env.hints.keys():
             r = D.bounds_of(self.env, self.expr)
             known = _quick(kind, r.lo, r.hi, o)
             if known is not None:
@@ -141,7 +146,7 @@ class SymInt:
             return float(self) ** k  # type: ignore[operator]
         n = int(k)
         if n < 0:
-            return SymFloat._of(1, self.env) / self ** (-n)
+            return SymFloat._make(F.fbin("fpow", self.expr, const(n)), self.env)
         r: Any = 1
         for _ in range(n):
             r = r * self
@@ -209,7 +214,7 @@ class SymInt:
     @property
     def hint(self) -> int:
         """The example value (raises DataDependentQuestion for unbacked expressions)."""
-        v = self.env._hvcache.get(self.expr)
+        v = self.env.cache.hint_values.get(self.expr)
         return int(v if v is not None else self.env.hint(self.expr))
 
 
@@ -276,65 +281,68 @@ class SymBool:
 
 
 class SymFloat:
-    """An exact rational ``num / den`` of two int expressions (``den`` never 0)."""
+    """A float computed from sizes: an expression of Python float operations in the user's
+    order (module ``floats``), so every value and decision is exactly what eager Python
+    computes (``5 * 0.7 >= 3.5`` is True)."""
 
-    __slots__ = ("num", "den", "env")
+    __slots__ = ("expr", "env")
+    FLOAT_OPS = FLOAT_OPS  # the expression kinds a SymFloat holds
 
-    def __init__(self, num: Expr, den: Expr, env: Env) -> None:
-        self.num, self.den, self.env = num, den, env
+    def __init__(self, expr: Expr, env: Env) -> None:
+        self.expr, self.env = expr, env
 
     @staticmethod
     def _of(v: object, env: Env) -> Any:
+        """``v`` as a SymFloat (``torch.sym_float``): ints and floats become constants."""
         if isinstance(v, SymFloat):
             return v
         cls = env.float_cls or SymFloat
         if isinstance(v, SymInt):
-            return cls(v.expr, ONE, env)
+            return cls(F.fun("float", v.expr), env)
         if isinstance(v, (int, float)):
-            p, q = float(v).as_integer_ratio() if isinstance(v, float) else (int(v), 1)
-            return cls(const(p), const(q), env)
+            return cls(fconst(float(v)), env)
         return None
 
     @staticmethod
-    def _make(num: Expr, den: Expr, env: Env) -> Any:
-        if den.op == "const" and int(den.value) < 0:  # type: ignore[arg-type]
-            num, den = neg(num), neg(den)
-        if num.op == "const" and den.op == "const":
-            return int(num.value) / int(den.value)  # type: ignore[arg-type]
-        return (env.float_cls or SymFloat)(num, den, env)
+    def _make(e: Expr, env: Env) -> Any:
+        if e.op == "fconst":
+            return float(e.value)  # type: ignore[arg-type]
+        if env.subst or env.atoms:
+            e = D.simplify(env, e)
+            if e.op == "fconst":
+                return float(e.value)  # type: ignore[arg-type]
+        return (env.float_cls or SymFloat)(e, env)
+
+    @staticmethod
+    def _operand(v: object) -> Expr | None:
+        if isinstance(v, SymFloat):
+            return v.expr
+        if isinstance(v, SymInt):
+            return v.expr
+        if isinstance(v, bool):
+            return const(int(v))
+        if isinstance(v, int):
+            return const(v)
+        if isinstance(v, float):
+            return fconst(v)
+        return None
 
     @staticmethod
     def _mixed(op: str, a: Any, b: Any, reverse: bool) -> Any:
         env = a.env
-        x, y = SymFloat._of(a, env), SymFloat._of(b, env)
+        x, y = SymFloat._operand(a), SymFloat._operand(b)
         if x is None or y is None:
             return NotImplemented
         if reverse:
             x, y = y, x
-        return x._apply(op, y)
-
-    def _apply(self, op: str, o: SymFloat) -> Any:
-        a, b, c, d, env = self.num, self.den, o.num, o.den, self.env
-        if op in ("add", "sub"):
-            f = add if op == "add" else sub
-            if b is d:
-                return SymFloat._make(f(a, c), b, env)
-            return SymFloat._make(f(mul(a, d), mul(c, b)), mul(b, d), env)
-        if op == "mul":
-            return SymFloat._make(mul(a, c), mul(b, d), env)
-        if op == "truediv":
-            if c.op == "const" and not c.value:
-                raise ZeroDivisionError("division by zero")
-            return SymFloat._make(mul(a, d), mul(b, c), env)
-        if op == "floordiv":
-            return math_floor(SymFloat._make(mul(a, d), mul(b, c), env))
-        if op in ("lt", "le", "gt", "ge", "eq", "ne"):
-            # a/b ? c/d  <=>  a*d ? c*b  when b*d > 0 (flip otherwise)
-            bd = mul(b, d)
-            if not env.evaluate(compare("gt", bd, const(0))):
-                op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
-            return _wrap_bool(compare(op, mul(a, d), mul(c, b)), env)
-        return NotImplemented
+        if op in _CMP:
+            return _wrap_bool(compare(op, x, y), env)
+        if op == "mod":  # float % float: Python's fmod-based rule, no graph form yet
+            return float(SymFloat._of(a, env)) % b if not reverse else \
+                b % float(SymFloat._of(a, env))
+        if op in ("truediv", "floordiv") and y.op in ("const", "fconst") and not y.value:
+            raise ZeroDivisionError("float division by zero")
+        return SymFloat._make(F.fbin(_FOPS[op], x, y), env)
 
     def _bin(op: str, rev: bool = False) -> Callable[[SymFloat, object], Any]:  # type: ignore
         def f(self: SymFloat, o: object) -> Any:
@@ -346,39 +354,33 @@ class SymFloat:
     __mul__, __rmul__ = _bin("mul"), _bin("mul", True)
     __truediv__, __rtruediv__ = _bin("truediv"), _bin("truediv", True)
     __floordiv__, __rfloordiv__ = _bin("floordiv"), _bin("floordiv", True)
+    __mod__, __rmod__ = _bin("mod"), _bin("mod", True)
+    __pow__, __rpow__ = _bin("pow"), _bin("pow", True)
     __lt__, __le__, __gt__, __ge__ = _bin("lt"), _bin("le"), _bin("gt"), _bin("ge")
     __eq__, __ne__ = _bin("eq"), _bin("ne")
 
-    def __pow__(self, k: object) -> Any:
-        if type(k) is int:
-            r: Any = 1
-            for _ in range(abs(k)):
-                r = r * self
-            return r if k >= 0 else 1 / r
-        if self.env.opaque_float is not None and isinstance(k, (float, SymInt, SymFloat)):
-            return self.env.opaque_float("pow", (self, k))
-        return float(self) ** k  # type: ignore[operator]
-
-    def __rpow__(self, base: object) -> Any:
-        if self.env.opaque_float is not None and isinstance(base, (int, float)):
-            return self.env.opaque_float("pow", (base, self))
-        return base ** float(self)  # type: ignore[operator]
-
     def __neg__(self) -> Any:
-        return SymFloat._make(neg(self.num), self.den, self.env)
+        return SymFloat._make(F.fun("fneg", self.expr), self.env)
+
+    def __pos__(self) -> SymFloat:
+        return self
+
+    def __abs__(self) -> Any:
+        return self if self >= 0 else -self  # a guard on the sign
 
     def __floor__(self) -> Any:
-        return _wrap_int(floordiv(self.num, self.den), self.env)
+        return _wrap_int(_floor_of(self.expr, self.env, False), self.env)
 
     def __ceil__(self) -> Any:
-        d = self.den
-        if d.op == "const" and int(d.value) > 0:  # type: ignore[arg-type]
-            return _wrap_int(floordiv(add(self.num, const(int(d.value) - 1)),  # type: ignore
-                                      d), self.env)
-        return _wrap_int(neg(floordiv(neg(self.num), d)), self.env)
+        return _wrap_int(_floor_of(self.expr, self.env, True), self.env)
 
     def __trunc__(self) -> Any:
-        return self.__floor__() if self >= 0 else self.__ceil__()
+        return _wrap_int(F.fun("trunc", self.expr), self.env)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        if ndigits is not None:
+            return round(float(self), ndigits)
+        return _wrap_int(F.fun("round", self.expr), self.env)
 
     def __int__(self) -> int:
         """Python needs a real int here: the truncated value, specialized (a guard)."""
@@ -386,31 +388,102 @@ class SymFloat:
         return v if isinstance(v, int) else int(v)
 
     def __float__(self) -> float:
-        return int(SymInt(self.num, self.env)) / int(SymInt(self.den, self.env))
+        """Python needs a real float: the value, specialized (an exact guard)."""
+        v = float(self.env.hint(self.expr))
+        self.env.evaluate(compare("eq", self.expr, fconst(v)))
+        return v
 
     def __bool__(self) -> bool:
-        return self.env.evaluate(compare("ne", self.num, const(0)))
+        return self.env.evaluate(compare("ne", self.expr, fconst(0.0)))
 
     def __hash__(self) -> int:
         return hash(float(self))
 
     def __repr__(self) -> str:
-        n, d = str(self.num), str(self.den)
-        n = n if self.num.op in ("sym", "const") else f"({n})"
-        d = d if self.den.op in ("sym", "const") else f"({d})"
-        return f"{n}/{d}"
+        return str(self.expr)
 
     __str__ = __repr__
+
+    def __copy__(self) -> SymFloat:
+        return self
+
+    def __deepcopy__(self, memo: object) -> SymFloat:
+        return self
 
     @property
     def hint(self) -> float:
         """The value under the hints."""
-        return int(self.env.hint(self.num)) / int(self.env.hint(self.den))
+        return float(self.env.hint(self.expr))
+
+
+_CMP = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
+_FOPS = {"add": "fadd", "sub": "fsub", "mul": "fmul", "truediv": "fdiv",
+         "floordiv": "ffloordiv", "pow": "fpow"}
+EXACT = 1 << 53  # ints up to here convert to float exactly
+
+
+def _floor_of(e: Expr, env: Env, ceil: bool) -> Expr:
+    """``math.floor`` (``math.ceil``) of a float expression.  ``x * c``, ``x / c`` and
+    ``x / d`` of an int ``x`` become ``(x*p)//q`` where that equals Python's float result
+    for every x up to a bound (a run-time requirement when the range is wider); anything
+    else stays the exact float expression ``int(e // 1)``."""
+    exact = _rational_floor(e, env, ceil)
+    if exact is not None:
+        return exact
+    return F.ceil(e) if ceil else F.floor(e)
+
+
+def _rational_floor(e: Expr, env: Env, ceil: bool) -> Expr | None:
+    if e.op not in ("fmul", "fdiv", "float"):
+        return None
+    if e.op == "float":
+        x, r = e.args[0], Fraction(1)
+    else:
+        a, b = e.args
+        if e.op == "fmul" and a.op == "fconst":
+            a, b = b, a
+        if F.is_float(a) or b.op not in ("fconst", "const") or not b.value:
+            return None
+        c = b.value
+        if not math.isfinite(c):
+            return None
+        x = a
+        r = Fraction(c) if e.op == "fmul" else 1 / Fraction(c)
+    if F.is_float(x) or r <= 0:
+        return None
+    rng = D.bounds_of(env, D.simplify(env, x))
+    if rng.lo < 0:
+        return None
+    pq = r if r.denominator <= (1 << 16) else r.limit_denominator(1 << 16)
+    delta = r - pq  # the exact error of the float constant (0 for 0.5, 1.5, 1/d)
+    # A product that is an integer k: the double result stays on k's side when the constant
+    # errs towards it, or errs by less than half a unit in the last place of k.
+    if delta and (delta < 0) != ceil and abs(delta) * (1 << 54) >= pq:
+        return None
+    # Any other product lies at least 1/q from an integer; the double result (float(x)
+    # exact, one rounding of relative size 2**-53) must not cross it.
+    err = abs(delta) + r / (1 << 53)
+    limit = min(EXACT, math.floor(1 / (pq.denominator * err))) if err else EXACT
+    if limit < 1:
+        return None
+    if rng.hi > limit:
+        env.require(compare("le", x, const(limit)),
+                    f"float arithmetic on sizes: the int rewrite of `{e}` is exact up to "
+                    f"{limit}")
+    p, q = const(pq.numerator), const(pq.denominator)
+    if ceil:
+        return floordiv(add(mul(x, p), const(pq.denominator - 1)), q)
+    return floordiv(mul(x, p), q)
 
 
 def make_int(e: Expr, env: Env) -> Any:
     """The Python value of an int expression: an int when constant, else a SymInt."""
     return _wrap_int(e, env)
+
+
+def make_float(e: Expr, env: Env) -> Any:
+    """The Python value of a float expression: a float when constant, else a SymFloat."""
+    return SymFloat._make(e, env)
 
 
 def make_bool(e: Expr, env: Env) -> Any:
@@ -420,7 +493,7 @@ def make_bool(e: Expr, env: Env) -> Any:
 
 def math_floor(x: Any) -> Any:
     """``math.floor`` that stays symbolic for Sym values."""
-    return x.__floor__() if isinstance(x, SymFloat) else x // 1
+    return x.__floor__() if isinstance(x, SymFloat) else math.floor(x)
 
 
 def is_symbolic(v: object) -> bool:

@@ -1,7 +1,7 @@
 """From a Python call's arguments to an ATen overload's: normalization and resolution.
 
 A call is resolved as written (``schema.resolve``, cached on the argument types).  When
-no overload accepts it, its arguments are normalized once, with the conversions eager's
+no overload accepts it (``resolve_normalized``), its arguments are normalized once, with the conversions eager's
 argument parser makes implicitly, and resolved once more:
 
 - a Python type standing for a dtype (``torch.ones(n, dtype=bool)``, ``x.to(float)``);
@@ -39,11 +39,10 @@ def has_tensor(v: Any) -> bool:
     return False
 
 
-def resolve_call(tr: Any, packet: str, args: tuple, kwargs: dict) -> tuple | None:
-    """(overload, args, kwargs) of the ``aten.<packet>`` overload this call means, or None."""
-    found = resolve(packet, args, kwargs)
-    if found is not None:
-        return found
+def resolve_normalized(tr: Any, packet: str, args: tuple, kwargs: dict) -> tuple | None:
+    """(overload, args, kwargs) of the ``aten.<packet>`` overload meant by a call that does
+    not resolve as written (``schema.resolve`` failed on it), or None."""
+    found = None
     normalized = _normalize(args, kwargs)
     if normalized is not None:
         args, kwargs = normalized

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import ConstraintViolationError, RuntimeAssertionError
+from safetrace.errors import check_never_holds, runtime_check_failed
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer
 from safetrace.trace.source import from_text, stack_trace
@@ -22,7 +22,7 @@ from safetrace.trace.symnodes import expr_node
 def assert_sym(cond: Any, message: str) -> None:
     """Run time: raise RuntimeAssertionError(message) unless cond holds."""
     if not cond:
-        raise RuntimeAssertionError(message)
+        raise runtime_check_failed(message)
 
 
 def check(cond: Any, msg: Any = None) -> None:
@@ -35,7 +35,7 @@ def check(cond: Any, msg: Any = None) -> None:
     if isinstance(cond, torch.Tensor):
         cond = bool(cond)  # a real tensor; a proxy raises a data-dependent error here
     if not cond:
-        raise RuntimeAssertionError(msg or "check failed")
+        raise runtime_check_failed(msg)
 
 
 def check_is_size(i: Any, msg: Any = None, *, max: Any = None) -> None:
@@ -52,9 +52,7 @@ def _symbolic_check(cond: SymBool, msg: str | None) -> None:
         if env.decide(cond.expr) is not True:
             env.add_fact(cond.expr, origin)
     except ValueError as exc:
-        raise ConstraintViolationError(
-            f"st.check({cond}) can never hold for the example inputs: {exc}"
-            f"{from_text(origin)}") from None
+        raise check_never_holds(str(cond), str(exc), from_text(origin)) from None
     unbacked = [n for n in cond.expr.free_symbols if not env.symbols[n].backed]
     tr = active_tracer()
     if not unbacked or tr is None:

@@ -15,12 +15,14 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace.errors import UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule
 from safetrace.rules.common import new_size
-from safetrace.symbolic.expr import Expr, const, sym
+from safetrace.symbolic import ge, le
+from safetrace.symbolic.expr import const, sym, to_expr
 from safetrace.trace.arguments import numbers_as_tensors
 from safetrace.trace.asserts import emit_assert
+from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
@@ -69,7 +71,16 @@ def register_fake(op: Any, fn: Callable | None = None) -> Any:
 
 def new_dynamic_size(min: int = 0, max: int | None = None) -> Any:
     """Inside a fake implementation: a data-dependent size in [min, max]."""
-    return new_size(min, max, "a custom op's dynamic size")
+    u = new_size(min, max, "a custom op's dynamic size")
+    tr = active_tracer()
+    if tr is not None:
+        # a bound on other sizes (max=x.numel()) is a fact the trace relies on: the real
+        # op must keep it, so it is asserted after the op (static bounds are its range)
+        for bound, relation in ((min, ge), (max, le)):
+            if bound is not None and not isinstance(bound, int):
+                tr.pending_checks.append(
+                    (relation(u.expr, to_expr(bound)), "the fake's declared range", None))
+    return u
 
 
 class _FakeCtx:
@@ -143,13 +154,7 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _no_fake(op: Any) -> UnsupportedOpError:
-    where = short(stack_trace(4))
-    return UnsupportedOpError(
-        f"custom op {op._schema.name} has no fake implementation, so safetrace cannot "
-        f"know its output shapes.\n  at {where}\nFix: register one:\n"
-        f"    @st.register_fake(\"{op._schema.name}\")\n"
-        f"    def _(*args):  # receives metadata-only tensors\n"
-        f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)")
+    return missing_fake(op._schema.name, short(stack_trace(4)))
 
 
 def _metas(v: Any) -> Any:
@@ -170,10 +175,10 @@ def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
             continue
         lo, hi = info.range.lo, info.range.hi
         if lo != float("-inf"):
-            emit_assert(tr, Expr.ge(sym(name), const(int(lo))), "the fake's declared range",
+            emit_assert(tr, ge(sym(name), const(int(lo))), "the fake's declared range",
                         origin)
         if hi != float("inf"):
-            emit_assert(tr, Expr.le(sym(name), const(int(hi))), "the fake's declared range",
+            emit_assert(tr, le(sym(name), const(int(hi))), "the fake's declared range",
                         origin)
     for expr, msg, where in checks:
         emit_assert(tr, expr, msg, where or origin)

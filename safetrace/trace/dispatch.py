@@ -11,7 +11,8 @@ plan, chosen once per callable (``plan_for``) and cached:
 - a Python composite (``F.layer_norm``, ``Tensor.unflatten``): one node when its ATen
   namesake accepts the call, traced through otherwise (``composites.py``);
 - anything else (``torch.relu``, ``x.view``, a Tensor property): the overload of its ATen
-  namesake that the arguments fit (``arguments.resolve_call``).
+  namesake that the arguments fit (``schema.resolve``; ``arguments.resolve_normalized``
+  when they fit as eager's parser reads them).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 
 from safetrace.errors import UnsupportedOpError
 from safetrace.trace import composites, names
-from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_call
+from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_normalized
 from safetrace.trace.custom import call_overload, call_packet
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.schema import resolve
@@ -78,14 +79,31 @@ def passthrough(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 def aten_call(tr: Any, func: Any, packet: str, args: tuple, kwargs: dict) -> Any:
     """A function with an ATen namesake (``torch.relu``, ``x.view``): the overload the
     arguments fit.  A call of numbers only with no ATen namesake runs as it is."""
-    found = resolve_call(tr, packet, args, kwargs)
+    found = resolve(packet, args, kwargs)  # as written: the cached fast path
+    if found is None:
+        found = resolve_normalized(tr, packet, args, kwargs)
     if found is None:
         if not has_tensor(args) and not has_tensor(list(kwargs.values())) and not hasattr(
                 torch.ops.aten, packet):
             return func(*args, **kwargs)
+        scalar = _integer_scalar(args[1:], kwargs)
+        if scalar is not None:
+            # x.new_zeros(t), x.view(t, -1): eager reads a 0-d tensor given for a size
+            # through __index__, a data read (its handler raises, naming the fix)
+            tr.redispatch(torch.Tensor.__index__, (scalar,), {})
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
     return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
+
+
+def _integer_scalar(args: tuple, kwargs: dict) -> Proxy | None:
+    """A 0-d integer proxy among the arguments (in lists too), or None."""
+    for v in (*args, *kwargs.values()):
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if isinstance(x, Proxy) and x.st_meta.ndim == 0 and not (
+                    x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex):
+                return x
+    return None
 
 
 def dunder(tr: Any, func: Any, packet: str, swap: bool, args: tuple, kwargs: dict) -> Any:

@@ -1,7 +1,9 @@
 """``x[idx]`` and ``x[idx] = v`` lowered to ATen ops, as eager PyTorch does.
 
-Basic indices (ints, slices, None, Ellipsis) become select / slice / unsqueeze nodes;
-tensor indices then become one ``aten.index.Tensor`` (or ``index_put_`` for writes).
+Basic indices (ints, slices, None, Ellipsis, and 0-d integer tensors, which eager reads
+as ints) become select / slice / unsqueeze nodes: views of the indexed tensor, as in
+eager, so that a later in-place write shows through them.  Tensor indices then become one
+``aten.index.Tensor`` (a copy, as in eager; ``index_put_`` for writes).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 import torch
 
 from safetrace.errors import OpShapeError
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.asserts import check
+from safetrace.trace.proxy import Proxy, annotation
 
 aten = torch.ops.aten
 
@@ -60,6 +63,8 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
                                "use x.unsqueeze(0) instead")
         elif _is_int(item):
             x = tr.emit(aten.select.int, (x, d, item), {})
+        elif _is_integer_scalar(item):
+            x = tr.emit(aten.select.int, (x, d, _scalar_index(tr, x, d, item)), {})
         elif isinstance(item, slice):
             start, stop, step = (_bound(tr, v) for v in (item.start, item.stop, item.step))
             if step is not None and not (_is_int(step)):
@@ -79,6 +84,33 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
         else:
             raise OpShapeError(f"unsupported index {item!r} of type {type(item).__name__}")
     return x, advanced, has_adv
+
+
+def _is_integer_scalar(t: Any) -> bool:
+    """A 0-d integer tensor (not bool or uint8, which index as masks)."""
+    if not isinstance(t, torch.Tensor):
+        return False
+    meta = t.st_meta if isinstance(t, Proxy) else t
+    dtype = meta.dtype
+    return meta.ndim == 0 and not (dtype.is_floating_point or dtype.is_complex) and \
+        dtype not in (torch.bool, torch.uint8)
+
+
+def _scalar_index(tr: Any, x: Any, d: int, t: Any) -> Any:
+    """The int a 0-d integer tensor index stands for: a constant's value, a size tensor's
+    known value, else the tensor's data read as an unbacked size (``aten.item``), which
+    must lie in [-size, size) as eager's IndexError demands (a run-time assertion)."""
+    if not isinstance(t, Proxy):
+        with torch._C.DisableTorchFunction():
+            return int(t.item())
+    if t.st_value is not None:
+        return t.st_value
+    i = tr.redispatch(torch.Tensor.item, (t,), {})
+    n = x.st_meta.shape[d] if isinstance(x, Proxy) else x.shape[d]
+    msg = f"index out of range for dimension {d} of size {n}"
+    check(i >= -n, msg)
+    check(i < n, msg)
+    return i
 
 
 def _trim(advanced: list) -> list:
@@ -103,13 +135,16 @@ def getitem(tr: Any, x: Any, index: Any) -> Any:
 
 
 def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
-    """``x[index] = value`` as copy_/fill_ on the view, or index_put_."""
+    """``x[index] = value`` as copy_ into the view, or index_put_."""
     view, advanced, has_adv = _basic(tr, x, index)
     if not has_adv:
-        if isinstance(value, torch.Tensor):
-            tr.emit(aten.copy_.default, (view, value), {})
-        else:
-            tr.emit(aten.fill_.Scalar, (view, value), {})
+        if not isinstance(value, torch.Tensor):
+            # eager copies a 0-d tensor of the view's dtype, and so refuses, as copy_ does,
+            # to write into a view with overlapping elements (an expand)
+            dtype = view.st_meta.dtype if isinstance(view, Proxy) else view.dtype
+            value = tr.emit(aten.full.default, ([], value), {"dtype": dtype,
+                                                              "device": tr.device})
+        tr.emit(aten.copy_.default, (view, value), {})
         return None
     adv = _trim(advanced)
     if not isinstance(value, torch.Tensor):
@@ -127,5 +162,9 @@ def _bound(tr: Any, v: Any) -> Any:
     if isinstance(v, Proxy):
         if v.st_value is not None:
             return v.st_value  # torch.tensor(n) of a size: its value is known
-        raise tr.data_read(f"a tensor as a slice bound ({v.st_meta.shape})")
+        raise tr.data_read(
+            f"a tensor {annotation(v.st_meta)} as a slice bound",
+            "read the bound with `.item()`: a data-dependent size (an unbacked symbol) "
+            "that the graph reads at run time, with the checks export cannot prove:\n"
+            "    n = t.item()\n    st.check(n >= 0)\nthen `x[:n]`.")
     return v

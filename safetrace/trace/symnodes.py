@@ -12,11 +12,19 @@ from typing import Any
 
 import torch
 
-from safetrace.symbolic import make_bool, make_int
+from safetrace.symbolic import SymFloat, make_bool, make_int
+from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.trace.source import stack_trace
 
 _BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
-           "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge}
+           "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge,
+           # float arithmetic on sizes, with Python's semantics (symbolic/floats.py)
+           "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
+           "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
+           "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
+           "feq": operator.eq, "fne": operator.ne}
+_UNARY = {"not": operator.not_, "fneg": operator.neg, "float": float, "trunc": int,
+          "round": round}
 _FOLD = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
          "and": operator.and_, "or": operator.or_}
 
@@ -34,29 +42,22 @@ def sym_to_node(tr: Any, v: Any) -> Any:
             tr.sym_nodes[id(v)] = node
             tr.keepalive.append(v)  # the id stays v's
         return node
-    if hasattr(v, "num"):  # SymFloat: an exact ratio num/den of two int expressions
-        num, den = env.simplify(v.num), env.simplify(v.den)
-        n = num.value if num.op == "const" else expr_node(tr, num, env)
-        d = den.value if den.op == "const" else expr_node(tr, den, env)
-        node = _emit(tr, operator.truediv, (n, d), None, env)
-        node.meta["val"] = v
-        return node
     e = env.simplify(v.expr)
-    if e.op == "const":
+    if e.op == "const" or e.op == "fconst":
         return e.value
     return expr_node(tr, e, env)
 
 
 def expr_node(tr: Any, e: Any, env: Any) -> Any:
-    if e.op == "const":
+    if e.op == "const" or e.op == "fconst":
         return e.value
     node = tr.sym_nodes.get(e)
     if node is not None:
         return node
-    if e.op == "sym":
+    if e.op == "sym" or e.op == "fsym":  # fsym: a float read from data (.item())
         node = tr.symbol_node(e.name)
-    elif e.op == "not":
-        node = _emit(tr, operator.not_, (expr_node(tr, e.args[0], env),), e, env)
+    elif e.op in _UNARY:
+        node = _emit(tr, _UNARY[e.op], (expr_node(tr, e.args[0], env),), e, env)
     elif e.op in _BINARY:
         a, b = (expr_node(tr, x, env) for x in e.args)
         node = _emit(tr, _BINARY[e.op], (a, b), e, env)
@@ -75,6 +76,8 @@ def expr_node(tr: Any, e: Any, env: Any) -> Any:
 
 
 def _value(e: Any, env: Any) -> Any:
+    if e.op in SymFloat.FLOAT_OPS:
+        return SymFloat._make(e, env)
     return make_bool(e, env) if e.is_bool else make_int(e, env)
 
 
@@ -84,3 +87,18 @@ def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
     if e is not None:
         node.meta["val"] = _value(e, env)
     return node
+
+
+def split_linear(e: Expr, name: str) -> tuple[int, Expr] | None:
+    """``(c, rest)`` with ``e == c * name + rest`` and `name` not in `rest`, or None when `e`
+    is not linear in symbol `name` (``2*u0 + s0`` -> ``(2, s0)``)."""
+    coef = 0
+    rest: dict = {}
+    for mono, c in terms(e):
+        if len(mono) == 1 and mono[0].op == "sym" and mono[0].name == name:
+            coef += c
+        elif any(name in f.free_symbols for f in mono):
+            return None
+        else:
+            rest[mono] = rest.get(mono, 0) + c
+    return (coef, from_terms(rest)) if coef else None

@@ -17,6 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
+from safetrace import errors
 from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
@@ -31,7 +32,7 @@ from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
-from safetrace.trace.symnodes import sym_to_node
+from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
 from safetrace.trace.values import VALUE_OPS, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
@@ -67,6 +68,9 @@ class Tracer(TorchFunctionMode):
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
+        # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
+        # as nn_module_stack (kept by interop.hierarchy.module_stack during an export)
+        self.nn_stack: dict | None = None
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
@@ -149,25 +153,33 @@ class Tracer(TorchFunctionMode):
         return sym_to_node(self, v)
 
     def symbol_node(self, name: str) -> torch.fx.Node:
-        """The node holding symbol `name` at run time (``aten.sym_size.int`` of an input)."""
+        """The node holding symbol `name` at run time: ``aten.sym_size.int`` of the input
+        (or op result) whose size it is, or the op result that is its value."""
         src = self.sym_sources.get(name)
         if src is None:
             raise UnsupportedOpError(f"internal error: symbol {name} has no source in the graph")
         if isinstance(src, torch.fx.Node):
             return src
-        ph, dim, coef, offset = src  # size = coef * symbol + offset
-        anchor = self.first_op if ph.op == "placeholder" else None  # inputs: read up front
+        # value = coef * symbol + offset, where value is the size `dim` of `src_node`'s
+        # tensor (or `src_node`'s own value when dim is None)
+        src_node, dim, coef, offset = src
+        anchor = self.first_op if src_node.op == "placeholder" else None  # inputs: up front
         ctx = self.graph.inserting_before(anchor) if anchor is not None else \
             contextlib.nullcontext()
         with ctx:
-            node = self.graph.call_function(torch.ops.aten.sym_size.int, (ph, dim))
-            node.meta["stack_trace"] = ""
-            node.meta["val"] = ph.meta["val"].st_meta.shape[dim]
-            if coef != 1 or offset != 0:
-                node = self.graph.call_function(operator.sub, (node, offset))
+            node = src_node
+            if dim is not None:
+                node = self.graph.call_function(torch.ops.aten.sym_size.int, (src_node, dim))
+                node.meta["stack_trace"] = ""
+                node.meta["val"] = src_node.meta["val"].st_meta.shape[dim]
+            if coef != 1 or not (isinstance(offset, int) and offset == 0):
+                off = offset if isinstance(offset, int) else expr_node(self, offset, self.env)
+                node = self.graph.call_function(operator.sub, (node, off))
                 node.meta["stack_trace"] = ""
                 node = self.graph.call_function(operator.floordiv, (node, coef))
                 node.meta["stack_trace"] = ""
+        if node is src_node:
+            return node
         node.meta["val"] = make_int(sym(name), self.env)
         self.sym_sources[name] = node
         return node
@@ -182,6 +194,8 @@ class Tracer(TorchFunctionMode):
         if isinstance(v, Proxy):
             return v.st_meta, v.st_node
         if isinstance(v, torch.Tensor):
+            if not self.recording:  # inside a custom op's fake: metadata only
+                return TensorMeta(tuple(v.shape), v.dtype, v.device), None
             node = self.lift(v)
             return node.meta["val"].st_meta, node
         if isinstance(v, (list, tuple)):
@@ -201,7 +215,8 @@ class Tracer(TorchFunctionMode):
                 f"or pass the random tensor in as an input")
         if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num") or
                                   hasattr(v, "opaque")):  # Sym values
-            return v, self.sym_node(v)
+            # inside a custom op's fake no node is built: its sizes may have no source yet
+            return v, (self.sym_node(v) if self.recording else None)
         return v, v
 
     # -- emitting --------------------------------------------------------------------
@@ -260,6 +275,8 @@ class Tracer(TorchFunctionMode):
             self.first_op = node
         meta = node.meta
         meta["stack_trace"] = trace
+        if self.nn_stack:
+            meta["nn_module_stack"] = self.nn_stack
         if info[1]:
             ACTIVE.data_epoch += 1  # bounds and mask counts known so far may be stale
             self._note_mutation(op, nargs, nkwargs, node)
@@ -301,17 +318,9 @@ class Tracer(TorchFunctionMode):
             if name in self.sym_sources:
                 continue
             for v in values:
-                if hasattr(v, "expr") and not isinstance(v, torch.Tensor) and \
-                        name in v.expr.free_symbols:
-                    self.sym_sources[name] = node
-                    break
-                if isinstance(v, Proxy):
-                    for d, size in enumerate(v.st_meta.shape):
-                        if not isinstance(size, int) and size.expr.op == "sym" and \
-                                size.expr.name == name:
-                            self.sym_sources[name] = (v.st_node, d, 1, 0)
-                            break
-                if name in self.sym_sources:
+                found = _size_source(name, v, node)
+                if found is not None:
+                    self.sym_sources[name] = found
                     break
 
     def shape_of(self, op: Any, rule: Any, margs: list, mkwargs: dict, trace: str) -> Any:
@@ -321,7 +330,7 @@ class Tracer(TorchFunctionMode):
                 return rule(*margs, **mkwargs)
             return self._meta_fallback(op, margs, mkwargs)
         except OpShapeError as exc:
-            raise OpShapeError(f"{exc}\n  at {short(trace)}") from None
+            raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
         """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
@@ -360,11 +369,7 @@ class Tracer(TorchFunctionMode):
             with torch._C.DisableTorchFunction():
                 out = op(*margs2, **mkwargs2)
         except NotImplementedError:
-            raise UnsupportedOpError(
-                f"{op} has no shape rule in safetrace and no meta kernel in PyTorch.\n"
-                f"Fix: register a rule:\n    @st.register_shape_rule(torch.ops.{op})\n"
-                f"    def rule(*args, **kwargs): return TensorMeta(shape, dtype, device)"
-            ) from None
+            raise errors.missing_shape_rule(str(op), "") from None
         except RuntimeError as exc:
             if "meta" in str(exc).lower():  # the kernel needs data or a real device
                 raise UnsupportedOpError(
@@ -413,19 +418,39 @@ class Tracer(TorchFunctionMode):
                 self.mutated[base] = node
 
     # -- data reads --------------------------------------------------------------------
-    def data_read(self, what: str) -> DataDependentError:
+    def data_read(self, what: str, fix: str | None = None) -> DataDependentError:
+        """The error for reading tensor data (`what`: ``"bool() of a tensor f32[]"``), at
+        the user's line; `fix` replaces the generic advice."""
         trace = stack_trace(3)
         inner = library_frame(3)  # the read happened inside torch's own Python code
-        within = f"\n  inside {inner}" if inner else ""
-        fix = ("look for an argument of that call that skips the check (e.g. "
-               "nn.Transformer's tgt_is_causal=True), or move the call out of the exported "
-               "code" if inner else
-               "compute on tensors instead of Python values (e.g. torch.where(cond, a, b) "
-               "instead of `if`), or move the data-dependent decision out of the exported "
-               "code")
-        return DataDependentError(
-            f"{what} reads tensor data, which export never does (the graph must work for any "
-            f"data).\n  at {short(trace)}{within}\nFix: {fix}.")
+        return errors.data_read(what, short(trace), inner or "", fix)
+
+
+def _size_source(name: str, v: Any, node: Any) -> tuple | None:
+    """Where the graph can read symbol `name` from an op's result `v` (a size linear in
+    it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
+    if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
+            return node  # the op's value is the symbol itself (an unbacked int or float)
+        if name in v.expr.free_symbols:
+            found = split_linear(v.expr, name)
+            if found is not None:
+                offset = _plain(found[1])
+                plain = isinstance(offset, int) and offset == 0 and found[0] == 1
+                return node if plain else (node, None, found[0], offset)
+        return None
+    if isinstance(v, Proxy):
+        for d, size in enumerate(v.st_meta.shape):
+            if not isinstance(size, int) and name in size.expr.free_symbols:
+                found = split_linear(size.expr, name)
+                if found is not None:
+                    return (v.st_node, d, found[0], _plain(found[1]))
+    return None
+
+
+def _plain(e: Any) -> Any:
+    """A constant expression as its int."""
+    return int(e.value) if e.op == "const" else e
 
 
 def _unrecorded(out: Any) -> Any:

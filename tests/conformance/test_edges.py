@@ -12,11 +12,7 @@ import tests.conformance.edges.edges_2  # noqa: F401
 import tests.conformance.edges.edges_3  # noqa: F401
 from tests.conformance.edge_harness import CASES, ST_ERRORS, Finding, Note, _where, describe, from_safetrace
 
-KNOWN = {
-    "load_byte_flips": ("st.load lets zipfile's NotImplementedError ('zip file version 20.0') "
-                        "escape instead of a LoadError (a flipped 'version needed' byte); "
-                        "owner: serialize"),
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 
 import pytest
 import torch
@@ -14,6 +13,7 @@ from safetrace import Dim
 from safetrace.exporter.contract import (ConstInput, Contract, InputDim, SymbolRange,
                                          TensorInput, linear_in)
 from safetrace.symbolic.expr import sym
+from tests.serialize.hostile import pack, parts
 
 
 def _three(x, y, z, k):
@@ -127,24 +127,13 @@ def test_the_contract_validates_itself():
 def _doc_and_tensors(ep):
     buf = io.BytesIO()
     st.save(ep, buf)
-    z = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
-    return {n: z.read(n) for n in z.namelist()}
-
-
-def _repack(files, doc):
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for n, data in files.items():
-            z.writestr(n, json.dumps(doc) if n.endswith(".json") else data)
-    return out.getvalue()
+    return parts(buf.getvalue())
 
 
 def test_saved_contract_round_trips_and_hostile_fields_are_refused():
     ep = _export_three()
-    files = _doc_and_tensors(ep)
-    (name,) = [n for n in files if n.endswith(".json")]
-    doc = json.loads(files[name])
-    assert st.load(_repack(files, doc)).contract == ep.contract
+    doc0, tensors = _doc_and_tensors(ep)
+    assert st.load(pack(doc0, tensors)).contract == ep.contract
     bad = [
         (lambda c: c["inputs"][0].update(extra=1), "unknown field"),
         (lambda c: c["inputs"][0].pop("dtype"), "missing field"),
@@ -157,7 +146,7 @@ def test_saved_contract_round_trips_and_hostile_fields_are_refused():
         (lambda c: c.update(inputs={}), "expected list"),
     ]
     for mutate, message in bad:
-        doc = json.loads(files[name])
+        doc = json.loads(json.dumps(doc0))
         mutate(doc["contract"])
         with pytest.raises(st.LoadError, match=message):
-            st.load(_repack(files, doc))
+            st.load(pack(doc, tensors))

@@ -32,8 +32,17 @@ class IntToList(torch.nn.Module):
         return torch.zeros(a + b) if False else x * 2
 
 
+def test_float_item_is_an_unbacked_float():
+    """``x.sum().item()`` of a float tensor: a value the graph computes (issue 15 item 1)."""
+    ep = st.export(FloatItem(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim.DYNAMIC}})
+    for n in (0, 1, 5):
+        x = torch.randn(n, 4)
+        assert torch.allclose(ep.module()(x), FloatItem()(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 5))
+
+
 @pytest.mark.parametrize("model, call, line", [
-    (FloatItem(), ".item()", "s = x.sum().item()"),
     (FloatToList(), ".tolist()", "vals = x.tolist()"),
     (ScalarToList(), ".tolist()", "v = x.sum().tolist()"),
 ])

@@ -31,8 +31,6 @@ def test_int_of_size_times_float_matches_python():
     _same_as_eager(f, (torch.randn(40),), ({0: Dim("n")},), [(torch.randn(40),)])
 
 
-@pytest.mark.xfail(strict=True, reason="F.interpolate(mode='area') computes its size in Python "
-                   "floats: 6 * (1/3) is 2 in eager (issue 14, cause 1); owner: rules")
 def test_interpolate_area_third_matches_eager():
     def f(x):
         return F.interpolate(x, scale_factor=1 / 3, mode="area")
@@ -52,8 +50,6 @@ def test_zero_dim_tensor_index_stays_an_alias():
     _same_as_eager(f, (torch.randn(3, 2),), ({0: Dim("b")},), [(torch.randn(3, 2),), (torch.randn(5, 2),)])
 
 
-@pytest.mark.xfail(strict=True, reason="x[x.flatten().argmax() % n] is a view in eager, a copy "
-                   "in the graph (issue 14, cause 2); owner: trace")
 def test_argmax_index_stays_an_alias():
     def f(x):
         v = x.clone()

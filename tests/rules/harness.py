@@ -186,3 +186,50 @@ def evaluate(out: Any, binding: dict) -> Any:
     if hasattr(out, "expr"):
         return out.expr.evaluate(binding)
     return out
+
+
+# -- zero-size variants: every sample with a dim emptied --------------------------------
+
+def _tensor_specs(value: Any, path: tuple) -> list:
+    if isinstance(value, T):
+        return [(path, value)]
+    if isinstance(value, (list, tuple)):
+        return [x for i, v in enumerate(value) for x in _tensor_specs(v, path + (i,))]
+    return []
+
+
+def _map_specs(value: Any, fn: Any, path: tuple) -> Any:
+    if isinstance(value, T):
+        return fn(path, value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_specs(v, fn, path + (i,)) for i, v in enumerate(value))
+    return value
+
+
+def zero_size_variants(sample: Sample) -> list[Sample]:
+    """The sample with one dim of one tensor set to 0, for each such dim; and with every
+    dim of that size, across all tensors, set to 0 (so that sizes the op requires to match,
+    like a matmul's inner dims, empty together)."""
+    roots = [(("args",), sample.args)] + [(("kw", k), v) for k, v in sample.kwargs.items()]
+    spots = [(path, d, n) for root, value in roots for path, t in _tensor_specs(value, root)
+             for d, n in enumerate(t.shape) if n > 0]
+    out: list[Sample] = []
+    seen: set = set()
+    for path, d, n in spots:
+        for together in (False, True):
+            def empty(p: tuple, t: T, path: tuple = path, d: int = d, n: int = n,
+                      together: bool = together) -> T:
+                if together:
+                    shape = [0 if x == n else x for x in t.shape]
+                else:
+                    shape = [0 if (p == path and i == d) else x for i, x in enumerate(t.shape)]
+                return T(*shape, dtype=t.dtype, high=t.high)
+
+            args = _map_specs(sample.args, empty, ("args",))
+            kwargs = {k: _map_specs(v, empty, ("kw", k)) for k, v in sample.kwargs.items()}
+            key = repr((args, kwargs))
+            if key not in seen:
+                seen.add(key)
+                out.append(Sample(sample.op, args, kwargs, sample.device,
+                                  sample.data_dependent))
+    return out

@@ -81,3 +81,55 @@ def test_console_entry_point_runs_in_a_subprocess(saved):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "OK" in out.stdout
+
+
+def _hostile_file(tmp_path, edit):
+    from tests.serialize.hostile import Maker
+
+    m = Maker()
+    doc = m.d()
+    edit(doc)
+    path = tmp_path / "hostile.st"
+    path.write_bytes(m.file(doc))
+    return path
+
+
+def test_show_escapes_terminal_sequences_from_the_file(tmp_path, capsys):
+    def edit(doc):
+        for n in doc["nodes"]:
+            if n["op"] == "call_function":
+                n.setdefault("meta", {})["stack_trace"] = \
+                    "File \"x.py\", line 1\n\x1b[2J\x1b]0;pwn\x07\u202e"
+    assert main(["show", str(_hostile_file(tmp_path, edit))]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "\\x1b[2J" in out and "\\u202e" in out
+
+
+def test_check_refuses_a_graph_off_the_allowlist(tmp_path, capsys):
+    def edit(doc):
+        doc["nodes"].insert(-1, {"name": "evil", "op": "call_function", "args": ["/etc/passwd"],
+                                 "target": "torch.ops.aten.from_file.default"})
+    assert main(["check", str(_hostile_file(tmp_path, edit))]) == 1
+    err = capsys.readouterr().err
+    assert "from_file" in err and "refused" in err
+
+
+def test_run_caps_inputs_whatever_the_hints_say(tmp_path, capsys):
+    def edit(doc):
+        doc["symbols"][0]["hint"] = 2 ** 33
+        doc["symbols"][0]["hi"] = None
+        doc["contract"]["symbols"][0]["hi"] = None
+    path = _hostile_file(tmp_path, edit)
+    assert main(["run", str(path), "--n", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("call ") == 3 and "8589934592" not in out
+    assert main(["run", str(path), "--n", "1", "--max-numel", "1"]) == 3
+    assert "could not draw inputs" in capsys.readouterr().err
+
+
+def test_exit_codes_for_usage_and_failing_runs(tmp_path, capsys):
+    assert main(["frobnicate"]) == 2
+    assert main(["show"]) == 2
+    assert main(["check", str(tmp_path)]) == 1
+    assert "directory" in capsys.readouterr().err

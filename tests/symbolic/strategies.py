@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from hypothesis import strategies as st
 
+import safetrace.symbolic as S
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym
 
@@ -79,9 +80,7 @@ def build(r: Raw) -> Expr:
         return a // b
     if op == "mod":
         return a % b
-    if op in ("min", "max"):
-        return getattr(Expr, op)(a, b)
-    return getattr(Expr, op)(a, b)
+    return getattr(S, op + "_" if op in ("min", "max") else op)(a, b)
 
 
 _PY = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,

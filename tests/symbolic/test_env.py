@@ -6,41 +6,43 @@ import math
 
 import pytest
 
-from safetrace.symbolic import DataDependentQuestion, Env, Expr, Range, parse
+from safetrace.symbolic import (
+    DataDependentQuestion, Env, Expr, Range, eq, ge, gt, le, lt, min_, ne, parse,
+)
 
 
 def test_prover_examples() -> None:
     env = Env()
     s0 = env.new_backed(5)
     u0 = env.new_unbacked()
-    env.add_fact(Expr.ge(u0, 0))
-    env.add_fact(Expr.le(u0, s0))
-    assert env.decide(Expr.eq(Expr.min(u0, s0), u0)) is True
-    assert env.decide(Expr.le(u0, s0 + 1)) is True
-    assert env.decide(Expr.gt(u0, s0)) is False
-    assert env.decide(Expr.ge(u0, 1)) is None
-    env.add_fact(Expr.ge(s0, 3))
-    assert env.decide(Expr.gt(s0 + 2, 4)) is True
+    env.add_fact(ge(u0, 0))
+    env.add_fact(le(u0, s0))
+    assert env.decide(eq(min_(u0, s0), u0)) is True
+    assert env.decide(le(u0, s0 + 1)) is True
+    assert env.decide(gt(u0, s0)) is False
+    assert env.decide(ge(u0, 1)) is None
+    env.add_fact(ge(s0, 3))
+    assert env.decide(gt(s0 + 2, 4)) is True
 
 
 def test_ranges_prove_simple_facts() -> None:
     env = Env()
     s0 = env.new_backed(4, lo=2)
-    assert env.decide(Expr.ne(s0, 1)) is True
-    assert env.decide(Expr.ge(s0 * 2, s0)) is True
-    assert env.decide(Expr.eq((s0 * 4) // 2, 2 * s0)) is True
-    assert env.decide(Expr.eq(s0, 4)) is None
+    assert env.decide(ne(s0, 1)) is True
+    assert env.decide(ge(s0 * 2, s0)) is True
+    assert env.decide(eq((s0 * 4) // 2, 2 * s0)) is True
+    assert env.decide(eq(s0, 4)) is None
     assert env.bounds(s0 * 3 - 1) == Range(5, math.inf)
     assert env.bounds((s0 + 1) % 4) == Range(0, 3)
-    assert env.bounds(Expr.ge(s0, 2)) == Range(1, 1)
+    assert env.bounds(ge(s0, 2)) == Range(1, 1)
     assert env.guards == []
 
 
 def test_unification_chain_keeps_oldest_symbol() -> None:
     env = Env()
     s0, s1, s2 = env.new_backed(6, lo=2), env.new_backed(6, hi=10), env.new_backed(6)
-    assert env.evaluate(Expr.eq(s2, s1), origin="line 1") is True
-    assert env.evaluate(Expr.eq(s1, s0), origin="line 2") is True
+    assert env.evaluate(eq(s2, s1), origin="line 1") is True
+    assert env.evaluate(eq(s1, s0), origin="line 2") is True
     assert env.simplify(s2) is s0 and env.simplify(s1) is s0
     assert env.replacements == {s1: s0, s2: s0}
     assert env.bounds(s0) == Range(2, 10)
@@ -54,49 +56,49 @@ def test_unification_chain_keeps_oldest_symbol() -> None:
 def test_specialization_and_derived() -> None:
     env = Env()
     s0, s1, s2 = env.new_backed(3), env.new_backed(4), env.new_backed(8)
-    assert env.evaluate(Expr.eq(s0, 3))
+    assert env.evaluate(eq(s0, 3))
     assert env.simplify(s0 + 1).value == 4
-    assert env.evaluate(Expr.eq(s2, 2 * s1))
+    assert env.evaluate(eq(s2, 2 * s1))
     c = env.contract()
     assert c.fates["s0"].kind == "static" and c.fates["s0"].value == 3
     assert c.fates["s2"].kind == "derived" and c.fates["s2"].expr is 2 * s1
     assert env.check_binding({"s0": 3, "s1": 5, "s2": 10}) == []
-    assert env.check_binding({"s0": 4, "s1": 5, "s2": 11}) == [Expr.eq(s0, 3), Expr.eq(s2, 2 * s1)]
+    assert env.check_binding({"s0": 4, "s1": 5, "s2": 11}) == [eq(s0, 3), eq(s2, 2 * s1)]
 
 
 def test_inequality_guards_narrow_ranges_and_dedupe() -> None:
     env = Env()
     s0 = env.new_backed(4)
-    assert env.evaluate(Expr.le(2 * s0, 10)) is True
+    assert env.evaluate(le(2 * s0, 10)) is True
     assert env.bounds(s0) == Range(0, 5)
-    assert env.evaluate(Expr.gt(s0, 20)) is False
-    assert env.evaluate(Expr.gt(s0, 20)) is False
-    assert env.evaluate(Expr.ge(s0, 3)) is True
+    assert env.evaluate(gt(s0, 20)) is False
+    assert env.evaluate(gt(s0, 20)) is False
+    assert env.evaluate(ge(s0, 3)) is True
     assert env.bounds(s0) == Range(3, 5)
     assert len(env.guards) == 2
     assert env.contract().residual == []
-    assert env.check_binding({"s0": 6}) == [Expr.le(s0, 5)]
+    assert env.check_binding({"s0": 6}) == [le(s0, 5)]
 
 
 def test_residual_guards() -> None:
     env = Env()
     s0, s1 = env.new_backed(6), env.new_backed(7)
-    assert env.evaluate(Expr.gt(s0 + s1, 10)) is True
-    assert env.evaluate(Expr.eq(s0 % 2, 0)) is True
-    assert env.evaluate(Expr.ne(s1, 1)) is True
+    assert env.evaluate(gt(s0 + s1, 10)) is True
+    assert env.evaluate(eq(s0 % 2, 0)) is True
+    assert env.evaluate(ne(s1, 1)) is True
     residual = [str(g.cond) for g in env.contract().residual]
     assert residual == ["s0 + s1 >= 11", "s0 % 2 == 0", "s1 != 1"]
-    assert env.decide(Expr.eq((s0 + 4) % 2, 0)) is True
+    assert env.decide(eq((s0 + 4) % 2, 0)) is True
     assert env.simplify(2 * (s0 // 2)) is s0
 
 
 def test_divisibility_fact() -> None:
     env = Env()
     s0 = env.new_backed(8)
-    env.add_fact(Expr.eq(s0 % 4, 0))
-    assert env.decide(Expr.eq(s0 % 2, 0)) is True
-    assert env.decide(Expr.eq((3 * s0) % 4, 0)) is True
-    assert env.decide(Expr.eq((s0 // 4) * 4, s0)) is True
+    env.add_fact(eq(s0 % 4, 0))
+    assert env.decide(eq(s0 % 2, 0)) is True
+    assert env.decide(eq((3 * s0) % 4, 0)) is True
+    assert env.decide(eq((s0 // 4) * 4, s0)) is True
 
 
 def test_unbacked_questions_raise() -> None:
@@ -105,14 +107,14 @@ def test_unbacked_questions_raise() -> None:
     u0 = env.new_unbacked(lo=0, origin="item()")
     assert env.symbols["u0"].backed is False and env.symbols["u0"].origin == "item()"
     with pytest.raises(DataDependentQuestion) as info:
-        env.evaluate(Expr.lt(u0, s0), origin="model.py:3")
-    assert info.value.expr is Expr.lt(u0, s0)
+        env.evaluate(lt(u0, s0), origin="model.py:3")
+    assert info.value.expr is lt(u0, s0)
     assert info.value.origin == "model.py:3"
     assert "u0 < s0" in str(info.value)
     assert info.value.hints == {"s0": 10}
     with pytest.raises(DataDependentQuestion):
         env.hint(u0 + 1)
-    assert env.evaluate(Expr.ge(u0, 0)) is True
+    assert env.evaluate(ge(u0, 0)) is True
     assert env.bounds(u0) == Range(0, math.inf)
     assert Env().bounds(Env().new_unbacked()) == Range(-math.inf, math.inf)
 
@@ -122,14 +124,14 @@ def test_add_fact_on_unbacked() -> None:
     s0 = env.new_backed(10)
     u0, u1 = env.new_unbacked(), env.new_unbacked()
     env.add_fact(parse("0 <= u0 <= s0"))
-    assert env.evaluate(Expr.lt(u0, s0 + 1)) is True
-    env.add_fact(Expr.eq(u1, s0))
+    assert env.evaluate(lt(u0, s0 + 1)) is True
+    env.add_fact(eq(u1, s0))
     assert env.simplify(u1) is s0 and env.hint(u1 * 2) == 20
     with pytest.raises(ValueError):
-        env.add_fact(Expr.lt(u0, 0))
+        env.add_fact(lt(u0, 0))
     with pytest.raises(ValueError):
-        env.add_fact(Expr.eq(s0, 3))  # false on the example
-    env.add_fact(Expr.eq(u0, 4))
+        env.add_fact(eq(s0, 3))  # false on the example
+    env.add_fact(eq(u0, 4))
     assert env.simplify(u0).value == 4
     assert env.facts[0].cond is parse("0 <= u0 <= s0")
 
@@ -139,11 +141,11 @@ def test_origin_provider_is_lazy() -> None:
     s0 = env.new_backed(5)
     calls: list[int] = []
     env.origin_provider = lambda: calls.append(1) or "user.py:7"
-    env.evaluate(Expr.ge(s0, 0))  # proven: no guard, no origin needed
+    env.evaluate(ge(s0, 0))  # proven: no guard, no origin needed
     assert calls == []
-    env.evaluate(Expr.ge(s0, 3))
+    env.evaluate(ge(s0, 3))
     assert env.guards[0].origin == "user.py:7" and calls == [1]
-    env.evaluate(Expr.ge(s0, 4), origin="given")
+    env.evaluate(ge(s0, 4), origin="given")
     assert env.guards[1].origin == "given"
 
 
@@ -154,7 +156,7 @@ def test_contradictions_and_bad_hints() -> None:
     s0 = env.new_backed(4, lo=2, hi=8)
     u0 = env.new_unbacked(lo=10)
     with pytest.raises(ValueError):
-        env.add_fact(Expr.eq(u0, s0))
+        env.add_fact(eq(u0, s0))
     assert env.new_backed(7, lo=7, hi=7, name="k").op == "sym"
     assert env.contract().fates["k"].kind == "static"
 
@@ -165,4 +167,4 @@ def test_hint_and_names() -> None:
     s = env.new_backed(4)
     assert str(b * s + 1) == "batch*s0 + 1"
     assert env.hint(b * s + 1) == 13
-    assert env.hint(Expr.gt(b, s)) is False
+    assert env.hint(gt(b, s)) is False

@@ -7,7 +7,7 @@ import os
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from safetrace.symbolic import Env, Expr, parse
+from safetrace.symbolic import Env, Expr, eq, parse
 from tests.symbolic.strategies import SYMBOLS, bindings, build, raw_conds, raw_exprs, value
 
 # SYMBOLIC_EXAMPLES=5000 for a deeper soak; the default keeps the folder fast
@@ -111,7 +111,7 @@ def test_guards_hold_on_hints_and_answers_match(conds, b) -> None:  # type: igno
     assert env.check_binding(b) == []
     for name, info in env.symbols.items():
         assert info.hint in info.range
-        assert env.simplify(Expr.eq(env.simplify(build(("sym", name))), b[name])).evaluate(b)
+        assert env.simplify(eq(env.simplify(build(("sym", name))), b[name])).evaluate(b)
 
 
 @settings(max_examples=200, deadline=None)
@@ -169,8 +169,8 @@ def test_padding_to_a_multiple_is_proved_divisible(x, b, m) -> None:
     sx = env.new_backed(x, lo=0, name="x")
     sb = env.new_backed(b, lo=0, name="b")
     padded = sx + (m - sx % m) % m
-    assert env.decide(Expr.eq(padded % m, 0)) is True
-    assert env.decide(Expr.eq(sb * m * (padded // m) * m * (padded // m), sb * padded * padded))
+    assert env.decide(eq(padded % m, 0)) is True
+    assert env.decide(eq(sb * m * (padded // m) * m * (padded // m), sb * padded * padded))
     assert padded.evaluate({"x": x}) == x + (m - x % m) % m
 
 
@@ -185,7 +185,7 @@ def test_exact_division_by_a_positive_symbol(x, y, k, c) -> None:
     assert e1.evaluate({"x": x, "y": y}) == (k * x * y + c * y) // y
     assert e1.free_symbols <= {"x"}
     assert env.simplify((k * sx * sy) % sy).evaluate({}) == 0
-    assert env.decide(Expr.eq(sx + (-sx * sy) // sy, 0)) is True
+    assert env.decide(eq(sx + (-sx * sy) // sy, 0)) is True
     env2 = Env()
     u = env2.new_unbacked(name="u")  # a divisor that may be 0 is left alone
     assert "//" in str(env2.simplify((3 * u * u) // u))

@@ -9,7 +9,7 @@ import operator
 import pytest
 
 from safetrace.symbolic import (
-    DataDependentQuestion, Env, Expr, SymBool, SymFloat, SymInt, is_symbolic, sym_and, sym_max,
+    DataDependentQuestion, Env, SymBool, SymFloat, SymInt, eq, is_symbolic, sym_and, sym_max,
     sym_min, sym_not, sym_or, to_expr,
 )
 
@@ -49,7 +49,7 @@ def test_constant_results_are_plain_ints() -> None:
     env, n = _n(10)
     assert type(n - n) is int and (n * 0) == 0 and type(n // n) is int
     assert (n + 1 > n) is True and type(n == n) is bool
-    env.evaluate(Expr.eq(n.expr, 10))
+    env.evaluate(eq(n.expr, 10))
     assert type(n + 1) is int and n + 1 == 11
 
 

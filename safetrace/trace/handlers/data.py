@@ -34,12 +34,36 @@ def data_read(what: str) -> Handler:
             # torch.tensor(n) of a size: its value is known; Python needs a real int here,
             # so a symbolic one is specialized (a guard), as int(size) is
             return value if isinstance(value, int) else int(value)
-        error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}")
+        error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}",
+                             _number_fix(what, args[0]))
         if what == "bool()" and tr.on_data_read is not None:
             return tr.on_data_read(error)  # st.explain: recorded, a branch assumed
         raise error
 
     return handler
+
+
+def _number_fix(what: str, x: Proxy) -> str | None:
+    """For int(t), float(t) and t as an index of a one-element tensor: the ``.item()``
+    spelling, whose result the graph reads at run time (an unbacked size)."""
+    if what not in ("int()", "float()", _INDEX) or not all(
+            isinstance(s, int) and s == 1 for s in x.st_meta.shape):
+        return None
+    dtype = x.st_meta.dtype
+    if dtype.is_complex:
+        return None
+    if dtype.is_floating_point and what == "float()":
+        return ("keep the value a tensor: a 0-d tensor broadcasts in tensor ops (`y * t` "
+                "instead of `y * float(t)`), so the graph computes with it.")
+    item = "t.long().item()" if dtype.is_floating_point else "t.item()"
+    why = " (int() truncates toward zero, as .long() does)" if dtype.is_floating_point \
+        else ""
+    return (f"to use the value as a size or an index, read it with `{item}`{why}: a "
+            f"data-dependent size (an unbacked symbol) that the graph reads at run time, "
+            f"with checks for what export cannot prove (asserted at run time):\n"
+            f"    n = {item}\n    st.check(n >= 0)\n"
+            f"then `x[:n]`, `x.new_zeros(n)`, `torch.arange(n)`; for an index `x[n]` also "
+            f"`st.check(n < x.shape[0])`.")
 
 
 for _func, _what in [
@@ -63,14 +87,14 @@ def _float_read(call: str, x: Proxy) -> Exception:
 
 @handles(T.item)
 def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-    """An integer or bool ``.item()`` is an unbacked size (``aten.item`` in the graph)."""
+    """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
         return real(func, args, kwargs)
     if args[0].st_value is not None:
         return args[0].st_value
-    if args[0].st_meta.dtype.is_floating_point or args[0].st_meta.dtype.is_complex:
+    if args[0].st_meta.dtype.is_complex:
         raise _float_read(".item()", args[0])
-    return tr.emit(aten.item.default, (args[0],), {})
+    return tr.emit(aten.item.default, (args[0],), {})  # a float: an unbacked SymFloat
 
 
 @handles(T.tolist)

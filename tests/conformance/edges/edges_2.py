@@ -86,7 +86,9 @@ def dd_if_sum_positive():
 
 @case("data")
 def dd_item_float():
-    _dd(lambda x: x * x.max().item(), torch.randn(4), contains=(THIS,))
+    # an unbacked float (issue 15 item 1): the graph computes with it, like torch.export
+    run_export(Fn(lambda x: x * x.max().item()), A(R(4)), ds=({0: Dim.AUTO},),
+               others=[A(R(7)), A(R(1))])
 
 
 @case("data")

@@ -21,6 +21,7 @@ from safetrace import Dim
 from tests.conformance.edge_harness import A, Finding, Fn, Lin, Note, R, ST_ERRORS, _where, case, check_model, compare, describe, expect_error, first_lines, from_safetrace, run_export, snap_model
 from tests.conformance.edges.edges_0 import NT, One, RegPt, _paste_fix
 from tests.conformance.edges.edges_2 import Out
+from tests.serialize.hostile import pack, parts
 
 
 @case("call")
@@ -241,16 +242,13 @@ def _load_expect(data, what, **kw):
     return msg
 
 
-def _rezip(data, edit):
-    zin = zipfile.ZipFile(io.BytesIO(data))
-    members = {i.filename: (i, zin.read(i.filename)) for i in zin.infolist()}
-    members = edit(members)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        for name, (info, payload) in members.items():
-            ct = zipfile.ZIP_DEFLATED if name.endswith(".json") else zipfile.ZIP_STORED
-            z.writestr(zipfile.ZipInfo(name), payload, compress_type=ct)
-    return out.getvalue()
+def _program(data):
+    """The program document and the tensors of a saved file (format 2: safetensors)."""
+    return parts(data)
+
+
+def _with_program(data, prog, tensors=None):
+    return pack(prog, _program(data)[1] if tensors is None else tensors)
 
 
 @case("load")
@@ -328,9 +326,12 @@ def load_byte_flips():
 @case("load")
 def load_extra_member_and_traversal():
     data = _good_bytes()
-    _load_expect(_rezip(data, lambda m: {**m, "evil.py": (None, b"print(1)")}), "extra member")
-    _load_expect(_rezip(data, lambda m: {**m, "../x": (None, b"1")}), "path traversal member")
-    _load_expect(_rezip(data, lambda m: {k: v for k, v in m.items() if k.endswith(".json")}), "missing tensors")
+    prog, tensors = _program(data)
+    _load_expect(_with_program(data, prog, {**tensors, "evil.py": torch.ones(1)}),
+                 "extra tensor")
+    _load_expect(_with_program(data, prog, {**tensors, "../x": torch.ones(1)}),
+                 "path-like tensor name")
+    _load_expect(_with_program(data, prog, {}), "missing tensors")
 
 
 @case("load")
@@ -348,39 +349,27 @@ def load_json_bomb():
 
 @case("load")
 def load_lying_size_header():
-    # central directory says program.json is small; its deflated stream expands to much more
+    # the header length claims more than the file holds, or far more than any budget
     data = _good_bytes()
-    zin = zipfile.ZipFile(io.BytesIO(data))
-    prog = zin.read("program.json")
-    big = prog[:-1] + b" " * (5 << 20) + b"}"
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as z:
-        z.writestr(zipfile.ZipInfo("program.json"), big, compress_type=zipfile.ZIP_DEFLATED)
-        z.writestr(zipfile.ZipInfo("tensors.safetensors"), zin.read("tensors.safetensors"))
-    raw = bytearray(out.getvalue())
-    # patch the uncompressed size in the central directory entry for program.json
-    cd = raw.rfind(b"PK\x01\x02", 0, raw.rfind(b"PK\x01\x02"))
-    raw[cd + 24:cd + 28] = (len(prog)).to_bytes(4, "little")
-    lh = raw.find(b"PK\x03\x04")
-    raw[lh + 22:lh + 26] = (len(prog)).to_bytes(4, "little")
-    _load_expect(bytes(raw), "lying size")
+    n = int.from_bytes(data[:8], "little")
+    _load_expect((n + 1000).to_bytes(8, "little") + data[8:], "lying size")
+    _load_expect((1 << 62).to_bytes(8, "little") + data[8:], "huge size")
 
 
 @case("load")
 def load_max_tensor_bytes():
-    _load_expect(_good_bytes(), "max_tensor_bytes=8", max_tensor_bytes=8)
+    _load_expect(_good_bytes(), "max_header_bytes=8", budgets={"max_header_bytes": 8})
 
 
 @case("load")
 def load_hostile_json_fields():
     import json
     data = _good_bytes()
-    prog = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("program.json"))
+    prog = _program(data)[0]
     bad = []
 
     def try_prog(p, what):
-        blob = json.dumps(p).encode()
-        d = _rezip(data, lambda m: {**m, "program.json": (None, blob)})
+        d = _with_program(data, p)
         try:
             _load_expect(d, what)
         except Finding as f:
@@ -390,7 +379,7 @@ def load_hostile_json_fields():
         p = copy.deepcopy(prog)
         del p[key]
         try_prog(p, f"missing {key!r}")
-    for key, val in [("format", "other"), ("version", [2, 0]), ("version", "1.0"), ("nodes", {}),
+    for key, val in [("format", "other"), ("version", [3, 0]), ("version", "1.0"), ("nodes", {}),
                      ("nodes", [{"name": "__import__('os')", "op": "placeholder"}]), ("symbols", [[1]]),
                      ("state", [1, 2]), ("contract", None), ("in_spec", 7)]:
         p = copy.deepcopy(prog)

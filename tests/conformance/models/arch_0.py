@@ -268,8 +268,10 @@ class FCOSHead(nn.Module):
 
 def fcos():
     mk = lambda b, h, w: ((rn(b, 3, h, w),), {})
-    spec = ({0: B(), 2: Dim("h", min=8, max=512), 3: Dim("w", min=8, max=512)},)
-    return C(FCOSHead(), mk, spec, (2, 40, 56), [(1, 64, 33), (3, 17, 100)], (2, 40, 513), edges=[(1, 8, 8), (1, 9, 9), (1, 8, 24)])
+    # topk(K=2) needs two cells: h >= 16 makes that hold for every w (with h, w >= 8 it is a
+    # relation between the two independent Dims, refused with a ConstraintViolationError)
+    spec = ({0: B(), 2: Dim("h", min=16, max=512), 3: Dim("w", min=8, max=512)},)
+    return C(FCOSHead(), mk, spec, (2, 40, 56), [(1, 64, 33), (3, 17, 100)], (2, 40, 513), edges=[(1, 16, 8), (1, 17, 9), (1, 16, 24)])
 
 
 class AnchorGen(nn.Module):

@@ -1,0 +1,190 @@
+"""Saving and loading real-size weights: st.save/st.load against torch.export and safetensors.
+
+    python benchmarks/bench_save.py [--sizes 256,1024] [--dir DIR] [--repeat 1]
+
+For each model size (MiB of float32 weights: a stack of 4096x4096 linear layers) every
+step runs in a fresh process (libraries imported, model built, exported, before the
+clock starts), and reports its wall time and the peak RSS it added (VmHWM reset just
+before the step):
+
+  st.save            st.save(ep, path)
+  st.load+call       ep = st.load(path); ep.module()(x)        (checked against eager)
+  export.save        torch.export.save(ep, path)
+  export.load+call   torch.export.load(path).module()(x)
+  st_file.save       safetensors.torch.save_file(model.state_dict(), path)
+  st_file.load+call  load_file(path); a meta-device model assigned those weights; model(x)
+
+Goals (issue 12): save <= 1.5x save_file and <= 0.5x export.save; load to a first correct
+call <= 1.5x load_file plus module build; peak RSS added by load <= 1.25x weight bytes.
+The files are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+WIDTH = 4096
+
+
+def _model(mib: int, device: str = "cpu") -> object:
+    import torch
+
+    layers = max(1, mib * 2**20 // (WIDTH * WIDTH * 4))
+    torch.manual_seed(0)
+    with torch.device(device):
+        mods = []
+        for _ in range(layers):
+            mods += [torch.nn.Linear(WIDTH, WIDTH, bias=False), torch.nn.ReLU()]
+        return torch.nn.Sequential(*mods)
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM (peak RSS) to the current RSS
+
+
+def _peak() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+def step(name: str, mib: int, folder: str) -> dict:
+    """Run one step in this (fresh) process; returns seconds and peak RSS added."""
+    import torch
+
+    torch.set_num_threads(1)
+    import safetrace as st
+
+    x = torch.randn(2, WIDTH, generator=torch.Generator().manual_seed(1))
+    ref = os.path.join(folder, "ref.pt")
+    path = {"st": os.path.join(folder, "m.st"), "export": os.path.join(folder, "m.pt2"),
+            "st_file": os.path.join(folder, "m.safetensors")}[name.split(".")[0]]
+    run = None
+    if name.endswith(".save"):
+        model = _model(mib)
+        if name == "st.save":
+            ep = st.export(model, (x,))
+            with torch.no_grad():
+                torch.save({"y": model(x)}, ref)
+            run = lambda: st.save(ep, path)  # noqa: E731
+        elif name == "export.save":
+            ep = torch.export.export(model, (x,))
+            run = lambda: torch.export.save(ep, path)  # noqa: E731
+        else:
+            from safetensors.torch import save_file
+
+            sd = model.state_dict()
+            run = lambda: save_file(sd, path)  # noqa: E731
+    expected = torch.load(ref)["y"] if not name.endswith(".save") else None
+    # every library imported before the clock starts: the steps time the formats
+    import safetensors.torch  # noqa: F401
+    import safetrace.serialize  # noqa: F401
+    import torch.export  # noqa: F401
+    from safetrace.exporter import program  # noqa: F401
+
+    def load_st() -> object:
+        return st.load(path).module()(x)
+
+    def load_export() -> object:
+        return torch.export.load(path).module()(x)
+
+    def load_file_and_build() -> object:
+        from safetensors.torch import load_file
+
+        model = _model(mib, device="meta")
+        model.load_state_dict(load_file(path), assign=True)
+        with torch.no_grad():
+            return model(x)
+
+    if run is None:
+        run = {"st.load+call": load_st, "export.load+call": load_export,
+               "st_file.load+call": load_file_and_build}[name]
+    base = _rss()
+    _reset_peak()
+    t = time.perf_counter()
+    out = run()
+    seconds = time.perf_counter() - t
+    added = _peak() - base
+    if expected is not None:
+        torch.testing.assert_close(out, expected)
+    return {"step": name, "mib": mib, "seconds": seconds, "peak_added": added,
+            "file_bytes": os.path.getsize(path) if os.path.exists(path) else None}
+
+
+STEPS = ["st.save", "export.save", "st_file.save", "st.load+call", "export.load+call",
+         "st_file.load+call"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="256,1024")
+    p.add_argument("--dir", default=None)
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--step", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--mib", type=int, default=0, help=argparse.SUPPRESS)
+    ns = p.parse_args()
+    if ns.step:
+        print(json.dumps(step(ns.step, ns.mib, ns.dir)))
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OMP_NUM_THREADS="1")
+    rows = []
+    for mib in (int(s) for s in ns.sizes.split(",")):
+        folder = tempfile.mkdtemp(prefix="bench_save_", dir=ns.dir)
+        try:
+            for name in STEPS:
+                best = None
+                for _ in range(ns.repeat):
+                    out = subprocess.run([sys.executable, __file__, "--step", name, "--mib",
+                                          str(mib), "--dir", folder], capture_output=True,
+                                         text=True, env=env, timeout=3600)
+                    if out.returncode != 0:
+                        raise SystemExit(f"{name} ({mib} MiB) failed:\n{out.stderr[-3000:]}")
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    best = r if best is None or r["seconds"] < best["seconds"] else best
+                rows.append(best)
+                print(f"{mib:5d} MiB  {name:18s} {best['seconds']:8.3f} s  "
+                      f"peak RSS added {best['peak_added'] / 2**20:8.1f} MiB", flush=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    print()
+    _table(rows)
+
+
+def _table(rows: list[dict]) -> None:
+    by = {(r["mib"], r["step"]): r for r in rows}
+    print("| weights | step | time (s) | peak RSS added (MiB) |")
+    print("|---|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['mib']} MiB | {r['step']} | {r['seconds']:.3f} | "
+              f"{r['peak_added'] / 2**20:.0f} |")
+    print()
+    for mib in sorted({r["mib"] for r in rows}):
+        s = {k: by[(mib, k)] for k in STEPS}
+        print(f"{mib} MiB: save {s['st.save']['seconds'] / s['st_file.save']['seconds']:.2f}x "
+              f"save_file (goal <= 1.5), "
+              f"{s['st.save']['seconds'] / s['export.save']['seconds']:.2f}x export.save "
+              f"(goal <= 0.5); load+call "
+              f"{s['st.load+call']['seconds'] / s['st_file.load+call']['seconds']:.2f}x "
+              f"load_file+build (goal <= 1.5); load peak RSS added "
+              f"{s['st.load+call']['peak_added'] / (mib * 2**20):.2f}x weights (goal <= 1.25)")
+
+
+if __name__ == "__main__":
+    main()

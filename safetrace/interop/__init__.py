@@ -1,0 +1,41 @@
+"""The bridge out: a finished safetrace program as a ``torch.export.ExportedProgram``.
+
+This package is the only library code that touches torch.export, ShapeEnv and FakeTensor,
+and it imports them only inside the functions below, when the user asks for a conversion:
+tracing, shape reasoning and input checks never go through it.
+
+* :func:`to_torch` -- ``ep.to_torch()``: validate()-clean, same accept/reject contract.
+* :func:`to_onnx` -- ``st.to_onnx(ep, path)``: through ``torch.onnx.export(ep.to_torch())``,
+  with ONNX dims named after the user's Dims.
+* :func:`run_decompositions` -- ``ep.run_decompositions()``: retraced by safetrace's own
+  tracer into core ATen operators, the same contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safetrace.interop.onnx import export_onnx
+from safetrace.interop.torch_export import convert
+
+
+def to_torch(ep: Any, *, strict: bool = False) -> Any:
+    """Convert a safetrace ExportedProgram into a ``torch.export.ExportedProgram``."""
+    return convert(ep, strict=strict)
+
+
+def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
+    """Export a safetrace program to ONNX through ``torch.onnx.export(ep.to_torch())``."""
+    return export_onnx(ep, path, **kwargs)
+
+
+def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
+    """The program retraced by safetrace's tracer with `decomp_table` (default: core ATen)."""
+    # The one function-level import of a safetrace module here, on purpose: retracing needs
+    # st.export, whose module imports the program class, which imports this package.
+    from safetrace.interop.decompose import run_decompositions as run
+
+    return run(ep, decomp_table)
+
+
+__all__ = ["run_decompositions", "to_onnx", "to_torch"]

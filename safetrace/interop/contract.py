@@ -1,0 +1,372 @@
+"""The input contract in a converted program: torch symbols for our input symbols, fake
+inputs of our symbolic shapes, and the checks as ``aten._assert_scalar`` graph nodes.
+
+The checks mirror ``exporter/checks.py`` one for one: dtype and rank
+(``aten._assert_tensor_metadata``), each symbol's range where it is bound, every other
+occurrence of a symbol or a derived dim as an equality, and the residual guards.  A symbol
+that appears only inside derived dims (``x: [2*d]`` and ``d`` alone nowhere) gets a torch
+symbol of its own for the first such dim, and ``d`` is recovered from it by division, as
+our checks do: torch's input guards could not solve for it.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any
+
+import torch
+
+from safetrace.errors import ConversionError
+from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace import symbolic as S
+from safetrace.symbolic import Expr
+from safetrace.symbolic.expr import const as _const
+from safetrace.symbolic.expr import sym as _sym
+
+_CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+        "ge": operator.ge}
+_ARITH = {"floordiv": operator.floordiv, "mod": operator.mod}
+
+
+class ContractEmitter:
+    """Builds the fake inputs and the in-graph checks of one conversion, from the
+    program's typed contract (``safetrace.exporter.contract.Contract``)."""
+
+    def __init__(self, conv: Any, contract: Any, env: Any) -> None:
+        self.conv = conv
+        self.contract = contract
+        self.env = env
+        self.values: dict[str, Any] = {}        # our symbol -> torch SymInt (or int)
+        self.symbol_names: dict[Any, Expr] = {}  # torch sympy symbol -> our expression
+        self.roots: dict[tuple, Any] = {}        # (input, dim) -> its torch root SymInt
+        self.root_range: dict[Any, tuple] = {}   # torch symbol -> our (lo, hi) for it
+        self.hints: dict[str, int] = {}
+        self._plan()
+
+    # -- symbols ---------------------------------------------------------------------------
+    def _hint(self, name: str) -> int:
+        if self.env is not None:
+            try:
+                return int(self.env.hint(_sym(name)))
+            except Exception:  # noqa: BLE001 - a loaded program has no example values
+                pass
+        lo, hi = self._range(name)
+        return max(lo, min(2, hi)) if hi is not None else max(lo, 2)
+
+    def _range(self, name: str) -> tuple[int, int | None]:
+        s = self.contract.symbol(name)
+        if s is None:
+            return 0, None
+        return (s.lo if s.lo is not None and s.lo > 0 else 0), s.hi
+
+    def _new_root(self, i: int, d: int, hint: int, lo: int, hi: int | None,
+                  ours: Expr) -> Any:
+        inp = self.contract.inputs[i]
+        v = self.conv.make_symbol(str(ours), hint, lo, hi, inp.where(d))
+        self.roots[(i, d)] = v
+        if isinstance(v, torch.SymInt):
+            self.symbol_names[v.node.expr] = ours
+            self.root_range[v.node.expr] = (lo, hi)
+        return v
+
+    def _plan(self) -> None:
+        """A torch symbol for every dim that binds one of ours (``bind``: the symbol,
+        ``derived``: the dim's size, ours recovered by division, as our checks do), and for
+        every ``unchecked`` dim (sizes no input determines: unchecked in torch too)."""
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "bind":
+                h = self._hint(dim.symbol)
+                self.hints[dim.symbol] = h
+                lo, hi = self._range(dim.symbol)
+                self.values[dim.symbol] = self._new_root(i, d, h, lo, hi, _sym(dim.symbol))
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "derived":
+                name, a, b = dim.symbol, dim.coef, dim.offset
+                if a <= 0:
+                    raise _error(f"{inp.where(d)} = {dim.size}: only increasing derived "
+                                 f"dims (a*d + b, a > 0) convert")
+                h = self._hint(name)
+                self.hints[name] = h
+                lo, hi = self._range(name)
+                root = self._new_root(i, d, a * h + b, a * lo + b,
+                                      None if hi is None else a * hi + b, dim.size)
+                self.values[name] = (root - b) // a
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "unchecked":
+                h = int(self.env.hint(dim.size)) if self.env is not None else 2
+                self._new_root(i, d, h, 0, None, dim.size)
+
+    def _dims(self) -> list:
+        return [(i, inp, d, dim) for i, inp in enumerate(self.contract.inputs)
+                if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
+
+    def size_value(self, i: int, d: int, dim: Any) -> Any:
+        if dim.kind == "static":
+            return dim.size
+        if (i, d) in self.roots:
+            return self.roots[(i, d)]
+        return evaluate(dim.size, self.values)
+
+    def fake_input(self, i: int, inp: Any, ours: Any) -> torch.Tensor:
+        sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
+        device = getattr(ours, "device", torch.device("cpu"))
+        return torch.empty(sizes, dtype=inp.dtype, device=device)
+
+    def stand_ins(self) -> list:
+        """Real example leaves (zeros at the example sizes) for torch's guard function."""
+        out = []
+        for i, inp in enumerate(self.contract.inputs):
+            if isinstance(inp, ConstInput):
+                out.append(inp.value)
+                continue
+            shape = []
+            for d, dim in enumerate(inp.dims):
+                v = self.size_value(i, d, dim)
+                shape.append(v if isinstance(v, int) else int(v.node.hint))
+            out.append(torch.zeros(shape, dtype=inp.dtype))
+        return out
+
+    # -- checks ----------------------------------------------------------------------------
+    def emit(self, user_leaves: list) -> None:
+        """The contract's checks, right after the placeholders (the order of ours)."""
+        self.sizes: dict[tuple, Any] = {}
+        self.nodes: dict[Any, Any] = {}
+        self.placeholders = dict(user_leaves)
+        c = self.contract
+        for i, ph in user_leaves:
+            inp = c.inputs[i]
+            self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
+                           (ph, None, None, inp.dtype), name="assert_tensor_metadata")
+            # torch's input guards never look at the rank: an identity permute raises
+            # for any other rank before the graph computes anything
+            self.conv.call(torch.ops.aten.permute.default, (ph, list(range(len(inp.dims)))),
+                           name="rank_check")
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "bind":
+                self.nodes[_sym(dim.symbol)] = self._size_node(i, d)
+        for i, inp, d, dim in self._dims():
+            if dim.kind == "derived":
+                size = self._size_node(i, d)
+                shifted = self.conv.call(operator.sub, (size, dim.offset)) if dim.offset \
+                    else size
+                self.nodes[_sym(dim.symbol)] = self.conv.call(operator.floordiv,
+                                                              (shifted, dim.coef))
+            if dim.kind in ("derived", "equal"):
+                self._assert(self.conv.call(operator.eq, (self._size_node(i, d),
+                                                          self.node(dim.size))),
+                             f"{inp.where(d)} must equal {c.where_text(dim.size)}"
+                             f"{dim.why or ''}")
+        for s in c.symbols:
+            if s.where is None:
+                continue
+            v = self.node(_sym(s.name))
+            if s.lo is not None and s.lo > 0:
+                self._assert(self.conv.call(operator.ge, (v, s.lo)),
+                             f"{s.where} must be >= {s.lo}{s.origin}")
+            if s.hi is not None:
+                self._assert(self.conv.call(operator.le, (v, s.hi)),
+                             f"{s.where} must be <= {s.hi}{s.origin}")
+        bound = {s.name for s in c.symbols if s.where is not None}
+        for cond in c.conditions:
+            if cond.cond.free_symbols <= bound:
+                self._assert(self.node(cond.cond), f"the inputs must satisfy "
+                             f"`{c.where_text(cond.cond)}`{cond.origin}")
+
+    def _size_node(self, i: int, d: int) -> Any:
+        node = self.sizes.get((i, d))
+        if node is None:
+            node = self.conv.call(torch.ops.aten.sym_size.int, (self.placeholders[i], d),
+                                  name="sym_size_int")
+            self.sizes[(i, d)] = node
+        return node
+
+    def _assert(self, cond: Any, message: str) -> None:
+        self.conv.call(torch.ops.aten._assert_scalar.default, (cond, message),
+                       name="_assert_scalar")
+        val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
+        if isinstance(val, torch.SymBool):
+            torch._check(val)  # a fact for torch's engine from here on
+
+    def node(self, e: Expr) -> Any:
+        """The graph node computing our expression `e` from the input sizes."""
+        if e.op == "const":
+            return e.value
+        hit = self.nodes.get(e)
+        if hit is not None:
+            return hit
+        call = self.conv.call
+        if e.op == "sym":
+            raise _error(f"symbol {e.name} is read from no input dim")
+        if e.op in ("add", "mul", "and", "or", "min", "max"):
+            fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
+                  "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
+            parts = [self.node(a) for a in e.args]
+            node = parts[0]
+            for p in parts[1:]:
+                node = call(fn, (node, p))
+        elif e.op in _CMP:
+            node = call(_CMP[e.op], tuple(self.node(a) for a in e.args))
+        elif e.op in _ARITH:
+            node = call(_ARITH[e.op], tuple(self.node(a) for a in e.args))
+        elif e.op == "not":
+            node = call(operator.not_, (self.node(e.args[0]),))
+        else:  # pragma: no cover - the engine's op set is closed
+            raise _error(f"no graph form for {e}")
+        self.nodes[e] = node
+        return node
+
+    def root_ranges(self) -> dict:
+        """torch symbol -> (lo, hi) as our contract declares it."""
+        return dict(self.root_range)
+
+    def labels(self, dim_names: dict) -> dict[str, str]:
+        """torch symbol name -> the user's Dim name (or our symbol, or a derived form)."""
+        out = {}
+        for sym_, ours in self.symbol_names.items():
+            if sym_ in self.root_range:
+                text = str(ours)
+                for name in sorted(ours.free_symbols, key=len, reverse=True):
+                    text = _replace_word(text, name, dim_names.get(name, name))
+                out[str(sym_)] = text
+        return out
+
+    def same_in_torch(self, ours: Expr, theirs: Any) -> bool:
+        """Whether torch's engine proves our size expression equal to its own."""
+        from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+        if not ours.free_symbols <= self.values.keys():
+            return False
+        try:
+            return bool(statically_known_true(evaluate(ours, self.values) == theirs))
+        except Exception:  # noqa: BLE001 - not provable here
+            return False
+
+    def agree(self, a: Expr, b: Expr) -> bool:
+        """Two size expressions neither engine simplifies into each other (``ceil`` written
+        two ways): equal on every point of the declared ranges when those hold at most
+        ~20k points, else on a grid of their low and high ends."""
+        names = sorted(a.free_symbols | b.free_symbols)
+        axes = []
+        budget = max(2, int(20000 ** (1 / max(1, len(names)))))
+        for n in names:
+            lo, hi = self._range(n)
+            top = lo + budget - 1 if hi is None else min(hi, lo + budget - 1)
+            values = list(range(lo, top + 1))
+            if hi is not None and hi > top:
+                values += list(range(max(top + 1, hi - budget // 4), hi + 1))
+            elif hi is None:
+                values += [2 ** k + j for k in range(12, 40, 3) for j in (-1, 0, 1)]
+            axes.append(values)
+        points = [{}]
+        for n, values in zip(names, axes):
+            points = [dict(p, **{n: v}) for p in points for v in values]
+            if len(points) > 200000:
+                return False
+        try:
+            return all(a.evaluate(p) == b.evaluate(p) for p in points)
+        except (ZeroDivisionError, ValueError, KeyError):
+            return False
+
+    def implied(self, cond: Expr) -> bool:
+        """Whether our engine derives `cond` from what the program knows."""
+        if self.env is None:
+            return False
+        try:
+            return self.env.decide(cond) is True
+        except Exception:  # noqa: BLE001 - undecidable here means not implied
+            return False
+
+
+def evaluate(e: Expr, values: dict) -> Any:
+    """Our expression over torch SymInts (Python arithmetic builds torch's expression)."""
+    if e.op == "const":
+        return e.value
+    if e.op == "sym":
+        return values[e.name]
+    args = [evaluate(a, values) for a in e.args]
+    if e.op in ("add", "mul", "min", "max", "and", "or"):
+        fn = {"add": operator.add, "mul": operator.mul, "min": torch.sym_min,
+              "max": torch.sym_max, "and": operator.and_, "or": operator.or_}[e.op]
+        acc = args[0]
+        for a in args[1:]:
+            acc = fn(acc, a)
+        return acc
+    if e.op in _CMP:
+        return _CMP[e.op](*args)
+    if e.op in _ARITH:
+        return _ARITH[e.op](*args)
+    if e.op == "not":
+        return torch.sym_not(args[0])
+    raise _error(f"no torch form for {e}")
+
+
+def from_sympy(expr: Any, names: dict) -> Expr | None:
+    """torch's sympy guard as our expression (None when it has no form in ours)."""
+    import sympy
+
+    from torch.utils._sympy import functions as F
+
+    def go(x: Any) -> Expr:
+        if isinstance(x, int):
+            return _const(x)
+        if x in names:
+            return names[x]
+        if isinstance(x, sympy.logic.boolalg.BooleanTrue):
+            return _const(True)
+        if isinstance(x, sympy.logic.boolalg.BooleanFalse):
+            return _const(False)
+        if isinstance(x, sympy.Integer):
+            return _const(int(x))
+        if isinstance(x, sympy.Add):
+            return _fold(operator.add, [go(a) for a in x.args])
+        if isinstance(x, sympy.Mul):
+            return _fold(operator.mul, [go(a) for a in x.args])
+        if isinstance(x, F.FloorDiv):
+            return go(x.args[0]) // go(x.args[1])
+        if isinstance(x, (F.PythonMod, F.Mod, sympy.Mod)):
+            return go(x.args[0]) % go(x.args[1])
+        if isinstance(x, sympy.Eq):
+            return S.eq(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.Ne):
+            return S.ne(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.StrictLessThan):
+            return S.lt(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.LessThan):
+            return S.le(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.StrictGreaterThan):
+            return S.gt(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.GreaterThan):
+            return S.ge(go(x.args[0]), go(x.args[1]))
+        if isinstance(x, sympy.And):
+            return S.and_(*[go(a) for a in x.args])
+        if isinstance(x, sympy.Or):
+            return S.or_(*[go(a) for a in x.args])
+        if isinstance(x, sympy.Not):
+            return S.not_(go(x.args[0]))
+        # torch has Min/Max classes of its own beside sympy's
+        if type(x).__name__ == "Min":
+            return S.min_(*[go(a) for a in x.args])
+        if type(x).__name__ == "Max":
+            return S.max_(*[go(a) for a in x.args])
+        raise KeyError(x)
+
+    try:
+        return go(expr)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _fold(fn: Any, xs: list) -> Expr:
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = fn(acc, x)
+    return acc
+
+
+def _replace_word(text: str, word: str, by: str) -> str:
+    return re.sub(rf"\b{re.escape(word)}\b", by, text)
+
+
+def _error(message: str) -> Exception:
+    return ConversionError(message)

@@ -1,0 +1,248 @@
+"""``ep.run_decompositions(decomp_table=None)``: the program retraced by safetrace's own
+tracer with each operator replaced by its decomposition (default: torch's core ATen table,
+the one ``torch.export``'s ``run_decompositions`` uses).
+
+The retrace runs the graph node by node inside ``st.export``: decomposable operators go
+through their Python decomposition (whose ATen calls the tracer records), the rest are
+called as they are.  The input contract is carried over: the same Dims (names, ranges,
+derived forms) in the dynamic_shapes spec, and the residual conditions as ``torch._check``
+on the inputs' sizes before the graph runs (a graph has no branches left to re-derive
+them from).  The result is an ordinary safetrace program: it saves, loads and converts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree
+
+from safetrace.dims import Dim
+from safetrace.errors import UnsupportedOpError
+from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
+from safetrace.exporter import api as _api
+from safetrace.interop.composites import TABLE as COMPOSITES
+from safetrace.interop.contract import evaluate
+from safetrace.trace.asserts import assert_sym
+
+
+def default_table() -> dict:
+    """torch's core ATen decomposition table (what torch.export decomposes with), with
+    safetrace's Python forms of the composite operators torch decomposes in C++."""
+    from torch._decomp import core_aten_decompositions
+
+    table = dict(core_aten_decompositions().items())
+    table.update(COMPOSITES)
+    return table
+
+
+def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
+    table = default_table() if decomp_table is None else dict(decomp_table)
+    model = _Retracer(ep, table)
+    args, kwargs = _examples(ep)
+    return _api.export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
+
+
+class _Retracer(torch.nn.Module):
+    """Holds the program's state under its original names and runs its graph with
+    decompositions; ``forward`` has the exported model's parameter names."""
+
+    def __init__(self, ep: Any, table: dict) -> None:
+        super().__init__()
+        inner = ep.module()
+        self._modules.update(inner._modules)
+        self._parameters.update(inner._parameters)
+        self._buffers.update(inner._buffers)
+        self._non_persistent_buffers_set |= inner._non_persistent_buffers_set
+        self.training = ep.exported_training
+        self._ep = ep
+        self._table = table
+        self.kept: set[str] = set()
+        self.arg_names = _arg_names(ep)
+        n_pos = len(_children(_children(ep.in_spec)[0]))
+        pos, kw = self.arg_names[:n_pos], self.arg_names[n_pos:]
+        for name in self.arg_names:
+            if not name.isidentifier():
+                raise ValueError(f"cannot retrace: input name {name!r} is not an identifier")
+        # A real function with the model's parameter names: st.export binds inputs (and
+        # names them in the contract) by the forward's signature.
+        params = ", ".join(["self", *pos] + (["*", *kw] if kw else []))
+        call = ", ".join([*pos] + [f"{k}={k}" for k in kw])
+        src = f"def forward({params}):\n    return _run(self, {call})\n"
+        scope: dict[str, Any] = {"_run": type(self)._run}
+        exec(compile(src, "<safetrace retrace>", "exec"), scope)  # noqa: S102 - our own code
+        self.forward = scope["forward"].__get__(self)  # type: ignore[method-assign]
+
+    def _state(self, name: str) -> torch.Tensor:
+        *path, key = name.split(".")
+        owner: torch.nn.Module = self
+        for part in path:
+            owner = owner._modules[part]
+        if key in owner._parameters:
+            return owner._parameters[key]
+        return owner._buffers[key]
+
+    def _set_state(self, name: str, value: torch.Tensor) -> None:
+        *path, key = name.split(".")
+        owner: torch.nn.Module = self
+        for part in path:
+            owner = owner._modules[part]
+        owner._buffers[key] = value
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        ep = self._ep
+        leaves = _pytree.tree_flatten((tuple(args), dict(kwargs)))[0]
+        self._residuals(leaves)
+        env: dict[torch.fx.Node, Any] = {}
+        specs = {s.name: s for s in ep.graph_signature.input_specs}
+        for node in ep.graph.nodes:
+            if node.op == "placeholder":
+                s = specs[node.name]
+                if s.kind == "user_input":
+                    env[node] = leaves[s.leaf]
+                elif s.kind == "constant":
+                    env[node] = ep.constants[s.target]
+                else:
+                    env[node] = self._state(s.target)
+            elif node.op == "call_function":
+                a, k = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+                env[node] = self._call(node.target, a, k)
+            elif node.op == "output":
+                outs = torch.fx.node.map_arg(node.args[0], env.__getitem__)
+        user = []
+        for spec, value in zip(ep.graph_signature.output_specs, outs):
+            if spec.kind == "buffer_mutation":
+                if value is not self._state(spec.target):
+                    self._set_state(spec.target, value)
+            else:
+                user.append(value)
+        return _pytree.tree_unflatten(user, ep.out_spec)
+
+    def _call(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        if target is assert_sym:
+            torch._check(args[0], lambda: args[1])
+            return None
+        if target is torch.ops.aten.sym_size.int:
+            return args[0].shape[args[1]]
+        if isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable:
+            fn = self._table.get(target)
+            if fn is not None:
+                try:
+                    return fn(*args, **kwargs)
+                except UnsupportedOpError:
+                    # the decomposition calls something the tracer cannot record: the
+                    # operator stays as it is (a partly traced decomposition records
+                    # nothing the result depends on: its outputs are dropped)
+                    self.kept.add(str(target))
+        return target(*args, **kwargs)
+
+    def _residuals(self, leaves: list) -> None:
+        """The contract's residual conditions, on this trace's input sizes."""
+        contract = self._ep.contract
+        if not contract.conditions:
+            return
+        values: dict[str, Any] = {}
+        for i, inp in enumerate(contract.inputs):
+            if isinstance(inp, TensorInput):
+                for d, dim in enumerate(inp.dims):
+                    if dim.kind == "bind":
+                        values[dim.symbol] = leaves[i].shape[d]
+                    elif dim.kind == "derived":
+                        values[dim.symbol] = (leaves[i].shape[d] - dim.offset) // dim.coef
+        for c in contract.conditions:
+            if c.cond.free_symbols <= values.keys():
+                torch._check(evaluate(c.cond, values))
+
+
+def _children(spec: Any) -> list:
+    fn = getattr(spec, "children", None)
+    return list(fn()) if callable(fn) else list(spec.children_specs)
+
+
+def _arg_names(ep: Any) -> list[str]:
+    args_spec, kwargs_spec = _children(ep.in_spec)
+    paths = [inp.path for inp in ep.contract.inputs]
+    names: list[str] = []
+    at = 0
+    for i, child in enumerate(_children(args_spec)):
+        head = paths[at] if child.num_leaves else f"arg{i}"
+        for j, ch in enumerate(head):
+            if ch in "[.":
+                head = head[:j]
+                break
+        names.append(head if head not in names else f"arg{i}")
+        at += child.num_leaves
+    return names + [k for k in kwargs_spec.context if k not in names]
+
+
+def _examples(ep: Any) -> tuple[tuple, dict]:
+    env = next((s.env for n in ep.graph.nodes if n.op == "placeholder"
+                for s in getattr(n.meta.get("val"), "shape", ()) if hasattr(s, "env")), None)
+    leaves = []
+    for inp in ep.contract.inputs:
+        if isinstance(inp, ConstInput):
+            leaves.append(inp.value)
+            continue
+        shape = [d.size if d.kind == "static" else _hint(env, ep.contract, d.size)
+                 for d in inp.dims]
+        leaves.append(torch.randn(shape).to(inp.dtype) if inp.dtype.is_floating_point
+                      else torch.zeros(shape, dtype=inp.dtype))
+    args, kwargs = _pytree.tree_unflatten(leaves, ep.in_spec)
+    return tuple(args), dict(kwargs)
+
+
+def _hint(env: Any, contract: Any, size: Any) -> int:
+    if env is not None:
+        return int(env.hint(size))
+    binding = {}
+    for s in contract.symbols:  # a loaded program: the smallest sizes its ranges allow
+        binding[s.name] = max(s.lo or 0, 2) if s.hi is None else min(max(s.lo or 0, 2), s.hi)
+    return int(size.evaluate(binding))
+
+
+def _spec(ep: Any, names: list[str]) -> Any:
+    """A dynamic_shapes spec that declares the program's own contract."""
+    contract = ep.contract
+    dims: dict[str, Any] = {}
+    labels = getattr(ep, "dim_names", {})
+
+    def dim(name: str) -> Any:
+        if name not in dims:
+            s = contract.symbol(name)
+            kw = {}
+            if s is not None and s.lo is not None:
+                kw["min"] = s.lo
+            if s is not None and s.hi is not None:
+                kw["max"] = s.hi
+            dims[name] = Dim(labels.get(name, name), **kw)
+        return dims[name]
+
+    leaf_specs = []
+    dynamic = False
+    for inp in contract.inputs:
+        if isinstance(inp, ConstInput):
+            leaf_specs.append(None)
+            continue
+        entry = {}
+        for d, idim in enumerate(inp.dims):
+            if idim.kind == "static":
+                continue
+            dynamic = True
+            if idim.kind == "bind":
+                entry[d] = dim(idim.symbol)
+            elif idim.kind == "derived":
+                entry[d] = idim.coef * dim(idim.symbol) + idim.offset
+            elif idim.size.op == "sym":
+                entry[d] = dim(idim.size.name)
+            else:
+                free = sorted(idim.size.free_symbols)
+                lin = linear_in(idim.size, free[0]) if len(free) == 1 else None
+                entry[d] = (lin[0] * dim(free[0]) + lin[1] if lin is not None and lin[0] > 0
+                            else Dim.AUTO)
+        leaf_specs.append(entry or None)
+    if not dynamic:
+        return None
+    args, kwargs = _pytree.tree_unflatten(leaf_specs, ep.in_spec)
+    spec = dict(zip(names, args))
+    spec.update(kwargs)
+    return spec

@@ -1,0 +1,63 @@
+"""``st.to_onnx(ep, path)``: ONNX through ``torch.onnx.export(ep.to_torch())``.
+
+The ONNX graph's symbolic dims carry the user's names: ``Dim("batch")`` becomes the
+dim_param ``batch`` on every input, output and intermediate value that has it (torch's
+exporter would call it ``s55``); symbols without a declared Dim keep safetrace's name
+(``s0``), derived dims their form (``2*d + 1``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def symbol_labels(tep: Any) -> dict[str, str]:
+    """torch symbol name -> the user-facing name of that dim (stored by the conversion)."""
+    return dict(tep.graph_module.meta.get("safetrace_dim_labels", {}))
+
+
+def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
+    """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
+    `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
+    import torch
+
+    tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
+    kwargs.setdefault("verbose", False)
+    program = torch.onnx.export(tep, dynamo=True, **kwargs)
+    rename_dims(program.model, symbol_labels(tep))
+    if path is not None:
+        program.save(str(path))
+    return program
+
+
+def rename_dims(model: Any, labels: dict[str, str]) -> None:
+    """Rename symbolic dims in an onnx_ir model, in place: whole symbols inside each
+    dim's expression (``s55*2`` -> ``batch*2``)."""
+    if not labels:
+        return
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in
+                                           sorted(labels, key=len, reverse=True)) + r")\b")
+
+    def fix(value: Any) -> None:
+        shape = getattr(value, "shape", None)
+        if shape is None:
+            return
+        dims = list(shape.dims)
+        changed = False
+        for i, d in enumerate(dims):
+            name = getattr(d, "value", None)
+            if isinstance(name, str):
+                new = pattern.sub(lambda m: labels[m.group(1)], name)
+                if new != name:
+                    dims[i] = new
+                    changed = True
+        if changed:
+            value.shape = type(shape)(dims)
+
+    graph = model.graph
+    for v in list(graph.inputs) + list(graph.outputs):
+        fix(v)
+    for node in graph.all_nodes() if hasattr(graph, "all_nodes") else graph:
+        for v in node.outputs:
+            fix(v)

@@ -1,0 +1,504 @@
+"""``ep.to_torch()``: a safetrace program as a ``torch.export.ExportedProgram``.
+
+The graph is rebuilt node for node (names and ``stack_trace`` kept) in torch's layout:
+placeholders ordered parameters, buffers, constants, user inputs; every node's ``val``
+recomputed by FakeTensor propagation over a ShapeEnv whose symbols carry our ranges, under
+the Python dispatcher (so size arithmetic gets SymInts and unbacked ops their
+``unbacked_bindings``).  The input contract travels in the graph itself as
+``aten._assert_scalar`` nodes right after the placeholders (see ``interop/contract.py``):
+torch's generated input guards skip lower bounds <= 2, derived dims they cannot solve and
+every residual condition, so relying on them alone would accept inputs ours rejects.
+
+Every tensor node's shape from torch's propagation is compared with ours; a difference
+stops the conversion.  Guards torch records inside op kernels that our contract does not
+imply are reported (``ConversionWarning``; ``strict=True`` refuses).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import warnings
+from typing import Any
+
+import torch
+
+from safetrace.errors import ConversionError, ConversionWarning
+from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.hierarchy import submodule_fqns
+from safetrace import symbolic as S
+from safetrace.symbolic import to_expr
+from safetrace.trace.asserts import assert_sym
+from safetrace.trace.mutation import written_placeholders
+
+# Python callables our graphs may call that torch's verifier refuses, and what replaces
+# them (same value on ints and on SymInts).
+_REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
+            builtins.int: torch.sym_int, builtins.float: torch.sym_float,
+            math.sqrt: torch.sym_sqrt}
+_DROP = (operator.pos,)
+
+
+def convert(ep: Any, *, strict: bool = False) -> Any:
+    """See :func:`safetrace.interop.to_torch`."""
+    return _Converter(ep, strict).run()
+
+
+class _Converter:
+    def __init__(self, ep: Any, strict: bool) -> None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        self.ep = ep
+        self.strict = strict
+        # No duck sizing (equal example sizes are not equal dims), no 0/1 specialization
+        # (our ranges say what sizes are allowed), data-dependent output sizes allowed.
+        self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
+                                  allow_dynamic_output_shape_ops=True,
+                                  assume_static_by_default=False)
+        self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        self.graph = torch.fx.Graph()
+        self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
+
+    # -- the whole conversion --------------------------------------------------------------
+    def run(self) -> Any:
+        from torch._dispatch.python import enable_python_dispatcher
+        from torch.export import ExportedProgram
+        from torch.fx.experimental import _config as fx_config
+        from torch.export.graph_signature import ExportGraphSignature
+
+        ep = self.ep
+        ours = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        specs = ep.graph_signature.input_specs
+        order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
+        ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
+        self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
+        # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
+        # engine already proved every shape for the whole input space, and each node's
+        # shape is compared with ours below, so torch needs no 0/1 guards of its own.
+        with fx_config.patch(backed_size_oblivious=True), self.mode, \
+                enable_python_dispatcher():
+            inputs = [self._placeholder(s, ours[s.name]) for s in ordered]
+            first = len(self.shape_env.guards)
+            self.emitter.emit(self._user_leaves(ordered))
+            self.contract_guards = len(self.shape_env.guards)
+            del first
+            for node in ep.graph.nodes:
+                if node.op == "call_function":
+                    self._call(node)
+                elif node.op == "get_attr":
+                    raise ConversionError(
+                        f"node {node.name}{_where(node)}: the program has control flow "
+                        f"(a cond/map/while subgraph); ep.to_torch() does not convert "
+                        f"subgraphs yet.\nFix: export the branch taken with plain Python "
+                        f"control flow (it becomes a guard), or deploy with st.save/st.load")
+            outputs = self._output(next(n for n in reversed(ep.graph.nodes)
+                                        if n.op == "output"))
+            self._check_narrowing()
+        _provenance(self.graph)
+        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
+        gm.meta["safetrace_torch_guards"] = self.torch_guards
+        signature = ExportGraphSignature(inputs, outputs)
+        state, constants = self._state(ordered)
+        tep = ExportedProgram(
+            root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
+            range_constraints=self._range_constraints(), module_call_graph=
+            self._module_call_graph(inputs, outputs), example_inputs=self._examples(),
+            constants=constants, verifiers=[_training_verifier()])
+        tep._guards_code.extend(self._constant_types(tep))
+        tep.validate()
+        return tep
+
+    def _constant_types(self, tep: Any) -> list[str]:
+        """torch's guard compares a specialized input by ``==`` only (3.0 == 3): ours also
+        wants its type.  (Held in the program object; torch.export.save drops it.)"""
+        from torch.utils import _pytree
+
+        args, kwargs = tep.example_inputs
+        names = self._arg_names()
+        ctx = dict(zip(names, args))
+        ctx.update(kwargs)
+        paths = [p for p, _ in _pytree.tree_leaves_with_path(ctx)]
+        out = []
+        for path, inp in zip(paths, self.ep.contract.inputs):
+            if isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
+                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__}")
+        return out
+
+    # -- symbols -----------------------------------------------------------------------------
+    def _symbolic_env(self) -> Any:
+        """Our engine's env (for hints and to decide torch's guards), found on any symbolic
+        size of the program; None for a fully static program."""
+        for n in self.ep.graph.nodes:
+            val = n.meta.get("val")
+            for s in getattr(val, "shape", ()) if isinstance(val, torch.Tensor) else (val,):
+                env = getattr(s, "env", None)
+                if env is not None and hasattr(env, "hint"):
+                    return env
+        return None
+
+    def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
+        """A backed torch SymInt for one of our input symbols, with our range."""
+        from torch._dynamo.source import ConstantSource
+        from torch.fx.experimental.symbolic_shapes import DimDynamic, StrictMinMaxConstraint
+        from torch.utils._sympy.numbers import int_oo
+        from torch.utils._sympy.value_ranges import ValueRanges
+
+        vr = ValueRanges(lo, int_oo if hi is None else hi)
+        if vr.lower == vr.upper:  # a range of one value: torch would make it static
+            return int(lo)
+        expr = self.shape_env.create_symbol(
+            hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
+            constraint_dim=StrictMinMaxConstraint(vr=vr, warn_only=False),
+            do_not_specialize_zero_one=True)
+        return self.shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
+
+    # -- placeholders ------------------------------------------------------------------------
+    def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
+        from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
+                                                  TensorArgument)
+
+        new = self.graph.placeholder(node.name)
+        new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
+        self.env[node] = new
+        if spec.kind == "user_input":
+            inp = self.ep.contract.inputs[spec.leaf]
+            if isinstance(inp, ConstInput):
+                new.meta["val"] = inp.value
+                return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
+                                 None)
+            new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
+            return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
+        value = self._state_value(spec)
+        new.meta["val"] = self.mode.from_tensor(value, static_shapes=True)
+        kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
+                "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
+        persistent = spec.persistent if spec.kind == "buffer" else None
+        return InputSpec(kind, TensorArgument(new.name), spec.target, persistent)
+
+    def _state_value(self, spec: Any) -> torch.Tensor:
+        if spec.kind == "constant":
+            return self.ep.constants[spec.target]
+        return self.ep._state[spec.target]
+
+    def _user_leaves(self, ordered: list) -> list:
+        """(leaf index, new placeholder) of every user tensor input."""
+        out = []
+        for s in ordered:
+            if s.kind == "user_input" and isinstance(self.ep.contract.inputs[s.leaf],
+                                                     TensorInput):
+                out.append((s.leaf, self.graph.find_nodes(op="placeholder", target=s.name)[0]))
+        return out
+
+    # -- nodes -------------------------------------------------------------------------------
+    def call(self, target: Any, args: tuple, origin: str | None = None,
+             name: str | None = None) -> torch.fx.Node:
+        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``."""
+        node = self.graph.call_function(target, args)
+        if name is not None:
+            node.name = self.graph._graph_namespace.create_name(name, node)
+        if origin:
+            node.meta["stack_trace"] = origin
+        node.meta["val"] = self._run(target, args, {})
+        return node
+
+    def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        vals = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
+        return target(*vals[0], **vals[1])
+
+    def _call(self, node: torch.fx.Node) -> None:
+        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
+        target = node.target
+        args = torch.fx.node.map_arg(node.args, self.env.__getitem__)
+        kwargs = torch.fx.node.map_arg(node.kwargs, self.env.__getitem__)
+        if target in _DROP:
+            self.env[node] = args[0]
+            return
+        if target is assert_sym:
+            self._assert(node, args)
+            return
+        target = _REPLACE.get(target, target)
+        if target is torch.ops.aten.contiguous.default:
+            # torch's graphs never hold it (a composite, gone by export time); a program
+            # output made by it would lose its name when run_decompositions removes it
+            target = torch.ops.aten.clone.default
+            kwargs = {"memory_format": args[1] if len(args) > 1 else
+                      kwargs.get("memory_format", torch.contiguous_format)}
+            args = args[:1]
+        if not isinstance(target, torch._ops.OpOverload) and target not in \
+                _training_verifier()().allowed_builtin_ops() and target not in (
+                    torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
+                    torch.sym_sqrt, torch.sym_not, torch.sym_ite):
+            raise ConversionError(
+                f"node {node.name} calls {getattr(target, '__qualname__', target)}, which "
+                f"torch.export graphs cannot hold (only operator overloads and size "
+                f"arithmetic){_where(node)}")
+        if isinstance(target, torch._ops.OpOverload):
+            # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
+            # there, and code generated from them (unflatten's) would fail on one
+            args = tuple(list(a) if type(a) is tuple else a for a in args)
+            kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
+        new = self.graph.call_function(target, args, kwargs)
+        new.name = self.graph._graph_namespace.create_name(node.name, new)
+        for k in ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn"):
+            if k in node.meta:
+                new.meta[k] = node.meta[k]
+        self.env[node] = new
+        self.current = node
+        try:
+            val = self._run(target, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
+            raise ConversionError(_why_failed(node, target, exc)) from exc
+        new.meta["val"] = val
+        self._same_shape(node, val)
+        bindings = compute_unbacked_bindings(self.shape_env, val)
+        if bindings:
+            new.meta["unbacked_bindings"] = bindings
+
+    def _same_shape(self, node: torch.fx.Node, val: Any) -> None:
+        """torch's shape of a tensor node must be ours (a difference would be a narrower or
+        a wrong program); unbacked symbols are matched up as they appear."""
+        ours = node.meta.get("val")
+        if not isinstance(ours, torch.Tensor) or not isinstance(val, torch.Tensor):
+            return
+        if len(ours.shape) != len(val.shape):
+            raise ConversionError(f"node {node.name}{_where(node)}: torch computes rank "
+                                  f"{val.dim()}, safetrace {len(ours.shape)}")
+        names = self.emitter.symbol_names
+        for d, (a, b) in enumerate(zip(ours.shape, val.shape)):
+            if isinstance(a, int) and isinstance(b, int):
+                if a == b:
+                    continue
+                mine = theirs = None
+            else:
+                mine = to_expr(a.expr if hasattr(a, "expr") else a)
+                if isinstance(b, torch.SymInt) and b.node.expr not in names and \
+                        mine.op == "sym" and b.node.expr.is_symbol:
+                    names[b.node.expr] = mine  # an unbacked size born here
+                    self.emitter.values.setdefault(mine.name, b)
+                theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
+                if theirs is not None and (theirs is mine or
+                                           self.emitter.implied(S.eq(mine, theirs))):
+                    continue
+                if self.emitter.same_in_torch(mine, b) or (
+                        theirs is not None and self.emitter.agree(mine, theirs)):
+                    continue
+            raise ConversionError(
+                f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
+                f"but torch's shape propagation gives {b}; converting would change the "
+                f"program")
+
+    def _assert(self, node: torch.fx.Node, args: tuple) -> None:
+        """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
+        cond, message = args
+        val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
+        new = self.graph.call_function(torch.ops.aten._assert_scalar.default, (cond, message))
+        new.name = self.graph._graph_namespace.create_name(node.name, new)
+        if "stack_trace" in node.meta:
+            new.meta["stack_trace"] = node.meta["stack_trace"]
+        new.meta["val"] = None
+        self.env[node] = new
+        if isinstance(val, torch.SymBool):
+            torch._check(val)
+
+    # -- outputs -----------------------------------------------------------------------------
+    def _output(self, out: torch.fx.Node) -> list:
+        from torch.export.graph_signature import (ConstantArgument, OutputKind, OutputSpec,
+                                                  SymBoolArgument, SymFloatArgument,
+                                                  SymIntArgument, TensorArgument)
+
+        specs, values = [], []
+        written = {self.env[n] for n in self.ep.graph.nodes if n.op == "placeholder"}
+        for spec, value in zip(self.ep.graph_signature.output_specs, out.args[0]):
+            new = self.env[value] if isinstance(value, torch.fx.Node) else value
+            if spec.kind == "buffer_mutation":
+                if new in written and new.name == self._placeholder_of(spec.target):
+                    # written in place: torch's graphs keep the in-place op and no output
+                    continue
+                kind = OutputKind.BUFFER_MUTATION
+            else:
+                kind = OutputKind.USER_OUTPUT
+            if not isinstance(new, torch.fx.Node):
+                arg: Any = ConstantArgument("", new)
+            else:
+                val = new.meta.get("val")
+                if isinstance(val, torch.SymInt):
+                    arg = SymIntArgument(new.name)
+                elif isinstance(val, torch.SymFloat):
+                    arg = SymFloatArgument(new.name)
+                elif isinstance(val, torch.SymBool):
+                    arg = SymBoolArgument(new.name)
+                elif isinstance(val, torch.Tensor):
+                    arg = TensorArgument(new.name)
+                else:
+                    arg = ConstantArgument(new.name, val)
+            specs.append(OutputSpec(kind, arg, spec.target if spec.kind != "user_output"
+                                    else None))
+            values.append(new)
+        self.graph.output(tuple(values))
+        return specs
+
+    def _placeholder_of(self, target: str) -> str | None:
+        for s in self.ep.graph_signature.input_specs:
+            if s.target == target and s.kind == "buffer":
+                return s.name
+        return None
+
+    # -- contract checks ---------------------------------------------------------------------
+    def _check_narrowing(self) -> None:
+        """Guards torch's propagation recorded beyond our contract.
+
+        Our graph has no control flow, so each such guard is a decision inside one op's
+        fake kernel (a memory format, a fast path); the op's output shape was compared with
+        ours on the whole input space, and the converted program's checks come from our
+        contract only (range constraints included), so nothing here narrows what it
+        accepts.  A compiler trusting torch's ShapeEnv could still specialize on them:
+        they are reported (a warning, ``strict=True`` refuses) rather than shipped
+        silently."""
+        extra = []
+        for guard in self.shape_env.guards[self.contract_guards:]:
+            ours = from_sympy(guard.expr, self.emitter.symbol_names)
+            if ours is not None and self.emitter.implied(ours):
+                continue
+            extra.append(f"`{ours if ours is not None else guard.expr}`")
+        self.torch_guards = list(dict.fromkeys(extra))
+        if not extra:
+            return
+        text = "; ".join(self.torch_guards)
+        if self.strict:
+            raise ConversionError(
+                f"torch's shape propagation assumed {text} on the input sizes inside op "
+                f"fake kernels, which the safetrace program does not need.\nFix: "
+                f"ep.to_torch() without strict=True converts anyway (the converted "
+                f"program's checks are safetrace's; torch's assumptions are reported)")
+        warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
+                      f"kernels (not required of the inputs; the program's checks are "
+                      f"safetrace's)", ConversionWarning, stacklevel=4)
+
+    def _range_constraints(self) -> dict:
+        """Our ranges for our input symbols (never the ranges torch's guards narrowed),
+        torch's own for the data-dependent symbols it created."""
+        from torch.utils._sympy.numbers import int_oo
+        from torch.utils._sympy.value_ranges import ValueRanges
+
+        out = {}
+        roots = self.emitter.root_ranges()
+        for sym, vr in self.shape_env.var_to_range.items():
+            if sym in self.shape_env.replacements:
+                continue
+            lo, hi = roots.get(sym, (vr.lower, vr.upper))
+            out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
+        return out
+
+    def _state(self, ordered: list) -> tuple[dict, dict]:
+        """The program's state; what the graph writes gets its own copy (running the
+        converted program never writes the exported model's tensors)."""
+        state: dict[str, Any] = {}
+        constants: dict[str, Any] = {}
+        in_place = written_placeholders(self.ep.graph)
+        written = {s.target for s in ordered if s.name in in_place}
+        written |= set(self.ep.graph_signature.buffers_to_mutate.values())
+        for s in ordered:
+            if s.kind in ("parameter", "buffer"):
+                t = self.ep._state[s.target]
+                if s.target in written:
+                    t = t.detach().clone()
+            if s.kind == "parameter":
+                state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
+            elif s.kind == "buffer":
+                (state if s.persistent else constants)[s.target] = t
+            elif s.kind == "constant":
+                constants[s.target] = self.ep.constants[s.target]
+        return state, constants
+
+    # -- calling convention ------------------------------------------------------------------
+    def _arg_names(self) -> list[str]:
+        """The forward's parameter names: each positional input's leading path part."""
+        args_spec, kwargs_spec = _children(self.ep.in_spec)
+        paths = [inp.path for inp in self.ep.contract.inputs]
+        names, at = [], 0
+        for i, child in enumerate(_children(args_spec)):
+            n = child.num_leaves
+            head = _head(paths[at]) if n else f"arg{i}"
+            names.append(head if head not in names else f"arg{i}")
+            at += n
+        return names + [k for k in kwargs_spec.context if k not in names]
+
+    def _module_call_graph(self, inputs: list, outputs: list) -> list:
+        from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+        from torch.export.graph_signature import InputKind, OutputKind
+
+        signature = ModuleCallSignature(
+            inputs=[s.arg for s in inputs if s.kind == InputKind.USER_INPUT],
+            outputs=[s.arg for s in outputs if s.kind == OutputKind.USER_OUTPUT],
+            in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
+            forward_arg_names=self._arg_names())
+        return [ModuleCallEntry(fqn="", signature=signature)] + [
+            ModuleCallEntry(fqn=fqn, signature=None) for fqn in submodule_fqns(self.graph)]
+
+    def _examples(self) -> tuple:
+        """Stand-in example inputs (zeros of the example sizes): torch builds its input
+        guard function from their structure."""
+        from torch.utils import _pytree
+
+        leaves = self.emitter.stand_ins()
+        args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
+        return tuple(args), dict(kwargs)
+
+
+def _provenance(graph: torch.fx.Graph) -> None:
+    """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
+    run_decompositions maps the module call signatures' names through the first (without
+    it an output whose op decomposes away is lost), unflatten reads the second."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    root = {"L__self__": ("", "torch.nn.modules.module.Module")}
+    for node in graph.nodes:
+        if node.op == "call_function":
+            node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
+                                                 NodeSourceAction.CREATE)]
+            # torch's stacks start at the root module (unflatten reads every node's)
+            node.meta["nn_module_stack"] = {**root, **node.meta.get("nn_module_stack", {})}
+
+
+def _training_verifier() -> Any:
+    from torch._export.verifier import TrainingIRVerifier
+
+    return TrainingIRVerifier
+
+
+def _children(spec: Any) -> list:
+    fn = getattr(spec, "children", None)
+    return list(fn()) if callable(fn) else list(spec.children_specs)
+
+
+def _head(path: str) -> str:
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path
+
+
+def _where(node: torch.fx.Node) -> str:
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return ""
+    last = [line.strip() for line in str(trace).strip().splitlines() if line.strip()]
+    return f" (from {last[-1]})" if last else ""
+
+
+def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> str:
+    name = getattr(target, "_schema", None)
+    op = name.name if name is not None else getattr(target, "__qualname__", str(target))
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = (f"cannot convert node {node.name} ({op}){_where(node)}: torch's FakeTensor "
+            f"propagation failed: {type(exc).__name__}: {first}")
+    if isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
+        text += (f"\nFix: {op} needs a fake implementation registered with torch "
+                 f"(torch.library.register_fake({op!r})); a safetrace-only fake "
+                 f"(st.register_fake) or shape rule is not visible to torch")
+    return text

@@ -1,0 +1,336 @@
+"""What a loaded graph may call, and with which arguments: the allowlist, as tables.
+
+A call target of a loaded graph is accepted only if it is
+
+* an ATen overload that safetrace's tracer can emit (it has a shape rule, or it is a
+  public tensor operator of plain arguments and results, run through its meta kernel) or a
+  core ATen operator (what decompositions emit), and not in ``DENIED`` (files, unchecked
+  aliasing, process-global state, printing);
+* an overload of another namespace the caller named (``st.load(path, allow_ops=
+  ["mylib::op"])``) that is registered in this process;
+* a Python callable of ``CALLABLES`` (the arithmetic the tracer emits on sizes) or one the
+  program's author registered with ``register_callable``;
+* a higher-order operator of ``HIGHER_ORDER`` (torch.cond, while_loop, map, scan: an entry
+  names the arguments that are subgraphs, which the loader then resolves among the file's
+  own graphs, see ``subgraphs.py``).
+
+Every accepted call is then bound to its schema (positional count, keyword names, one
+value kind per argument) and its constants are held to budgets: sizes an allocation asks
+for, string lengths, list lengths, exponents and shift amounts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import torch
+
+from safetrace.errors import LoadError
+from safetrace.rules.registry import RULES
+from safetrace.serialize.budgets import Budgets
+
+# aten operators refused whatever else says, with the reason given in the LoadError.
+DENIED: dict[str, str] = {
+    "from_file": "reads, creates or maps files",
+    "_reshape_alias": "makes a view that is not checked against its storage",
+    "_reshape_alias_copy": "makes a view that is not checked against its storage",
+    "set_": "rebinds a tensor to other memory",
+    "as_strided_": "restrides a tensor in place",
+    "resize_": "resizes storage in place (an unbudgeted allocation)",
+    "resize_as_": "resizes storage in place",
+    "resize": "resizes storage (an unbudgeted allocation)",
+    "resize_as": "resizes storage",
+    "_resize_output_": "resizes storage in place",
+    "set_grad_enabled": "changes process-global state",
+    "manual_seed": "changes process-global state",
+    "seed": "changes process-global state",
+    "_set_deterministic_algorithms": "changes process-global state",
+    "_print": "writes to the terminal",
+    "record_stream": "changes allocator state",
+    "_unsafe_view": "makes a view that is not checked",
+    "lift_fresh": "a tracing-time marker",
+    "_nested_view_from_buffer": "makes a view that is not checked against its storage",
+    "_make_dep_token": "a tracing-time marker",
+}
+
+# Python callables and what their arguments may be: (min args, max args, check).
+# "numbers": every argument a number, bool, or a graph value (no strings, lists or tensors
+# built from constants: `operator.mul("ab", 2**29)` is refused); "pow"/"shift": the second
+# argument a constant within max_exponent; "getitem": a graph value and a small index.
+NUMERIC = "numbers"
+CALLABLES: dict[str, tuple[int, int, str]] = {
+    **{f"operator.{n}": (2, 2, NUMERIC) for n in (
+        "add", "sub", "mul", "floordiv", "mod", "truediv", "eq", "ne", "lt", "le", "gt", "ge",
+        "and_", "or_", "xor")},
+    **{f"operator.{n}": (1, 1, NUMERIC) for n in ("neg", "pos", "abs", "not_", "invert")},
+    "operator.pow": (2, 2, "pow"), "operator.lshift": (2, 2, "shift"),
+    "operator.rshift": (2, 2, "shift"), "operator.getitem": (2, 2, "getitem"),
+    **{f"builtins.{n}": (1, 1, NUMERIC) for n in ("abs", "int", "float", "bool")},
+    "builtins.round": (1, 2, "round"), "builtins.min": (2, 8, NUMERIC),
+    "builtins.max": (2, 8, NUMERIC),
+    **{f"math.{n}": (1, 1, NUMERIC) for n in ("ceil", "floor", "trunc", "sqrt")},
+    **{f"torch.{n}": (1, 1, NUMERIC) for n in ("sym_int", "sym_float", "sym_not", "sym_sqrt")},
+    "torch.sym_max": (2, 2, NUMERIC), "torch.sym_min": (2, 2, NUMERIC),
+    "torch.sym_ite": (3, 3, NUMERIC), "safetrace.assert_sym": (2, 2, "assert"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class HigherOrder:
+    """A higher-order operator: which positional arguments are subgraphs (graph names)."""
+
+    subgraph_args: tuple[int, ...]
+    operand_args: tuple[int, ...] = ()
+    other_args: int = 0  # e.g. cond's predicate
+
+
+# torch's control-flow operators, as safetrace's tracer emits them (trace/hops/)
+HIGHER_ORDER: dict[str, HigherOrder] = {
+    "cond": HigherOrder((1, 2), (3,), 1),          # (pred, true, false, operands)
+    "while_loop": HigherOrder((0, 1), (2, 3)),     # (cond, body, carried, additional)
+    "map_impl": HigherOrder((0,), (1, 2)),         # (body, xs, args)
+    "scan": HigherOrder((0,), (1, 2, 3)),          # (combine, init, xs, additional)
+}
+
+# Arguments whose constants size an allocation (their product is budgeted).
+SIZE_ARGS = frozenset((
+    "size", "sizes", "shape", "repeats", "output_size", "num_classes", "steps", "bins",
+    "minlength", "n", "m", "num_samples", "r", "row", "col", "length", "pad", "padding",
+    "new_size", "window_length", "dims", "upscale_factor", "output_padding"))
+_NUMBER = (int, float, bool)
+
+
+def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
+             allow_ops: frozenset, budgets: Budgets, max_numel: int) -> None:
+    """Refuse an operator overload that is not allowed, or a call that misuses it."""
+    ns, packet = op.namespace, op._schema.name.split("::", 1)[1]
+    if ns == "aten":
+        if packet in DENIED:
+            raise LoadError(f"{where}: calls {name}, which is refused in loaded graphs: it "
+                            f"{DENIED[packet]}")
+        if op not in RULES and torch.Tag.core not in op.tags:
+            why = _not_plain(op, packet)
+            if why is not None:
+                raise LoadError(
+                    f"{where}: calls {name}, which is not on the allowlist: it {why} (allowed: "
+                    f"ATen operators with a safetrace shape rule, core ATen, and public "
+                    f"tensor operators of plain arguments and results).\nFix: if the program "
+                    f"needs it, re-export it with a safetrace that supports it")
+        if any(a.name == "out" for a in op._schema.arguments):
+            raise LoadError(f"{where}: calls the out= variant {name}")
+        _self_only_writes(op, name, where)
+    elif f"{ns}::{packet}" not in allow_ops and ns not in allow_ops:
+        raise LoadError(
+            f"{where}: calls {name} of namespace {ns!r}, which is not allowed by default.\n"
+            f"Fix: if you trust that operator, st.load(path, allow_ops=[{f'{ns}::{packet}'!r}]) "
+            f"(its implementation must be registered in this process)")
+    bind(op, name, args, kwargs, where, budgets, max_numel)
+
+
+_PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
+                         "Layout", "Device", "MemoryFormat"))
+_PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
+
+
+def _not_plain(op: Any, packet: str) -> str | None:
+    """Why an ATen overload outside the rules and core ATen is refused (None: allowed).
+
+    The tracer also emits public operators it runs through their meta kernels
+    (``aten.atleast_3d``): those pass when they are tensor operators whose arguments and
+    results are plain values (no generators, lists of arbitrary values, strings returned,
+    nothing returned: the TorchScript builtins and side effects of the namespace).
+    """
+    if packet.startswith("_"):
+        return "is a private operator without a safetrace shape rule"
+    schema = op._schema
+    returns = [str(r.real_type) for r in schema.returns]
+    if not returns:
+        return "returns nothing (it is called for a side effect)"
+    bad = [r for r in returns if r not in _PLAIN_RETURNS]
+    if bad:
+        return f"returns {bad[0]}"
+    kinds = [(a.name, _base(str(a.real_type))) for a in schema.arguments]
+    bad = [f"{n}: {k}" for n, k in kinds if k not in _PLAIN_ARGS]
+    if bad:
+        return f"takes an argument of a kind loaded graphs cannot hold ({bad[0]})"
+    if "Tensor" not in returns[0] and all(k != "Tensor" for _, k in kinds):
+        return "is not a tensor operator"
+    return None
+
+
+def _base(kind: str) -> str:
+    while kind.startswith(("Optional[", "List[")):
+        kind = kind[kind.index("[") + 1:-1]
+    return kind
+
+
+def _self_only_writes(op: Any, name: str, where: str) -> None:
+    """In-place operators may write their own first argument only (within its bounds)."""
+    for i, a in enumerate(op._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write and i != 0:
+            raise LoadError(f"{where}: {name} writes its argument {a.name!r}")
+
+
+def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Budgets,
+         max_numel: int) -> None:
+    """Match a call to the schema: counts, names and the kind of every value."""
+    schema = op._schema.arguments
+    positional = [a for a in schema if not a.kwarg_only]
+    if len(args) > len(positional):
+        raise LoadError(f"{where}: {name} takes at most {len(positional)} positional "
+                        f"arguments, got {len(args)}")
+    by_name = {a.name: a for a in schema}
+    given = {a.name: v for a, v in zip(positional, args)}
+    for k, v in kwargs.items():
+        if k not in by_name or k in given:
+            raise LoadError(f"{where}: {name} has no keyword argument {k[:40]!r} (or it is "
+                            "given twice)")
+        given[k] = v
+    for a in schema:
+        if a.name not in given:
+            if not a.has_default_value() and not str(a.real_type).startswith("Optional"):
+                raise LoadError(f"{where}: {name} lacks its argument {a.name!r}")
+            continue
+        _value(str(a.real_type), given[a.name], f"{where}: {name} argument {a.name!r}",
+               budgets)
+    for k, v in given.items():
+        if k in SIZE_ARGS:
+            _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
+    if op._schema.name == "aten::arange":
+        _arange(given, where, name, max_numel)
+
+
+def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
+    optional = kind.startswith("Optional[")
+    if optional:
+        kind = kind[len("Optional["):-1]
+        if v is None:
+            return
+    node = isinstance(v, torch.fx.Node)
+    if kind.startswith("List["):
+        inner = kind[5:-1]
+        if node and inner in ("int", "float", "bool"):
+            return  # a size list computed in the graph
+        if inner == "int" and _is_int(v):
+            return  # int[1] given as one int
+        if not isinstance(v, (list, tuple)):
+            raise LoadError(f"{where}: expected a list, got {_kind(v)}")
+        if len(v) > budgets.max_repeat:
+            raise LoadError(f"{where}: list of {len(v)} items (max_repeat={budgets.max_repeat})")
+        for x in v:
+            _value(inner, x, where, budgets)
+        return
+    ok = {
+        "Tensor": lambda: node or isinstance(v, (*_NUMBER, complex)),  # a wrapped number
+        "int": lambda: node or _is_int(v),
+        "float": lambda: node or isinstance(v, _NUMBER),
+        "number": lambda: node or isinstance(v, (*_NUMBER, complex)),
+        "bool": lambda: node or isinstance(v, bool),
+        "str": lambda: isinstance(v, str) and len(v) <= budgets.max_string,
+        "ScalarType": lambda: isinstance(v, torch.dtype),
+        "Layout": lambda: isinstance(v, torch.layout),
+        "Device": lambda: isinstance(v, torch.device),
+        "MemoryFormat": lambda: isinstance(v, torch.memory_format),
+    }.get(kind)
+    if ok is None:
+        raise LoadError(f"{where}: arguments of type {kind} are not supported in loaded graphs")
+    if not ok():
+        raise LoadError(f"{where}: expected {kind}, got {_kind(v)}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, torch.fx.Node):
+        return f"graph value {v.name}"
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) < 40 else text[:37] + '...'}"
+
+
+def _alloc(v: Any, where: str, max_numel: int) -> None:
+    items = v if isinstance(v, (list, tuple)) else [v]
+    total = 1
+    for x in items:
+        if _is_int(x):
+            total *= max(abs(x), 1)
+            if total > max_numel:
+                raise LoadError(f"{where}: constant sizes asking for {total} or more elements, "
+                                f"over the budget (max_alloc_numel={max_numel})")
+
+
+def _arange(given: dict, where: str, name: str, max_numel: int) -> None:
+    start, end, step = given.get("start", 0), given.get("end"), given.get("step", 1)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+               for x in (start, end, step)):
+        return  # sizes from the graph: bounded by the inputs
+    if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
+        raise LoadError(f"{where}: {name} with step {step!r} or a non-finite bound")
+    if (end - start) / step > max_numel:
+        raise LoadError(f"{where}: {name} asks for {(end - start) / step:.0f} elements, over "
+                        f"the budget (max_alloc_numel={max_numel})")
+
+
+def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: str,
+                   budgets: Budgets) -> None:
+    """Refuse a Python callable call whose arguments could cost without bound."""
+    rule = CALLABLES.get(name)
+    if rule is None:  # registered by the program's author: generic limits only
+        for v in (*args, *kwargs.values()):
+            _plain(v, where, budgets)
+        return
+    lo, hi, kind = rule
+    if kwargs or not lo <= len(args) <= hi:
+        raise LoadError(f"{where}: {name} takes {lo}..{hi} positional arguments, got "
+                        f"{len(args)} and keywords {sorted(kwargs)[:3]}")
+    if kind == "getitem":
+        if not isinstance(args[0], torch.fx.Node) or not (
+                _is_int(args[1]) and abs(args[1]) <= budgets.max_repeat):
+            raise LoadError(f"{where}: {name} needs a graph value and a small int index")
+        return
+    if kind == "assert":
+        if not isinstance(args[0], (torch.fx.Node, bool)) or not (
+                isinstance(args[1], str) and len(args[1]) <= budgets.max_string):
+            raise LoadError(f"{where}: {name} needs a condition and a message string "
+                            f"(<= {budgets.max_string} characters)")
+        return
+    for v in args:
+        if not (isinstance(v, torch.fx.Node) or isinstance(v, _NUMBER)):
+            raise LoadError(f"{where}: {name} on {_kind(v)}: only numbers and graph values")
+        if _is_int(v) and abs(v) > 1 << 64:
+            raise LoadError(f"{where}: {name} on an int of {v.bit_length()} bits")
+    if kind in ("pow", "shift"):
+        e = args[1]
+        if kind == "pow" and (_floatish(e) or _floatish(args[0])):
+            return  # float powers cost a float operation, whatever the exponent
+        if not _is_int(e) or abs(e) > budgets.max_exponent:
+            raise LoadError(f"{where}: {name} with {'exponent' if kind == 'pow' else 'shift'} "
+                            f"{_kind(e)}: it must be a constant int within +-{budgets.max_exponent}"
+                            f" (max_exponent)")
+    if kind == "round" and len(args) == 2 and not (_is_int(args[1]) and abs(args[1]) <= 400):
+        raise LoadError(f"{where}: {name} with ndigits {_kind(args[1])}")
+
+
+def _floatish(v: Any) -> bool:
+    """A float constant, or a graph value whose recorded value is a float."""
+    if isinstance(v, torch.fx.Node):
+        v = v.meta.get("val")
+        return isinstance(v, float) or hasattr(v, "den") or getattr(v, "opaque", False)
+    return isinstance(v, float)
+
+
+def _plain(v: Any, where: str, budgets: Budgets) -> None:
+    if isinstance(v, str) and len(v) > budgets.max_string:
+        raise LoadError(f"{where}: string of {len(v)} characters (max_string)")
+    if isinstance(v, (list, tuple)):
+        if len(v) > budgets.max_repeat:
+            raise LoadError(f"{where}: list of {len(v)} items (max_repeat)")
+        for x in v:
+            _plain(x, where, budgets)
+    if isinstance(v, dict):
+        for x in v.values():
+            _plain(x, where, budgets)
+

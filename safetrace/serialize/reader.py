@@ -1,0 +1,174 @@
+"""``load``: read a format-2 file (a path, a binary file object or bytes) into an
+ExportedProgram, within budgets; a rejected file leaves nothing behind (its interned
+expressions are released).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+from typing import Any
+
+import torch
+
+from safetrace.errors import LoadError
+from safetrace.serialize import tensorfile
+from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
+from safetrace.serialize.codec import expr_budget
+from safetrace.serialize.load import Builder, LazyTensor
+from safetrace.serialize.save import FORMAT, PROGRAM, VERSION
+from safetrace.symbolic.expr import release_since, table_mark
+
+_TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
+        "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
+        "constants", "weights", "aliases"}
+_OPTIONAL = {"subgraphs"}  # written only by programs with control flow
+
+
+def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
+         budgets: Any = None) -> Any:
+    """Read a program written by ``save`` from a path, a binary file object or bytes.
+
+    ``weights``: for a file saved with ``weights=False``, a safetensors file (path) or a
+    state_dict with the parameters and persistent buffers; names, shapes and dtypes are
+    checked.  ``allow_ops``: operators of other namespaces the graph may call
+    (``"mylib::op"`` or a whole namespace ``"mylib"``).  ``budgets``: overrides of
+    ``safetrace.serialize.Budgets`` (a dict or a Budgets).
+    """
+    limits = budgets_of(budgets)
+    ops = frozenset(_op_names(allow_ops))
+    mark = table_mark()
+    try:
+        return _load(source, weights, ops, limits)
+    except BaseException as err:  # noqa: BLE001 - released below, then re-raised
+        error = err
+    # Outside the handler the failed load's frames are gone: release what it interned.
+    error.__traceback__ = None
+    gc.collect(1)
+    release_since(mark)
+    raise error
+
+
+def _op_names(allow_ops: Any) -> list[str]:
+    if isinstance(allow_ops, str):
+        allow_ops = [allow_ops]
+    out = []
+    for name in allow_ops:
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_]"
+                                                     r"[A-Za-z0-9_]*)?$", name):
+            raise TypeError(f"allow_ops entries are 'namespace::op' or 'namespace' strings, "
+                            f"got {name!r:.60}")
+        if name.split("::")[0] in ("aten", "prims"):
+            raise TypeError(f"allow_ops cannot extend the aten allowlist ({name!r})")
+        out.append(name)
+    return out
+
+
+def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> Any:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        container = tensorfile.read_bytes(bytes(source), budgets, "file")
+    elif hasattr(source, "read"):
+        container = tensorfile.read_bytes(_read_all(source, budgets.max_file_bytes), budgets,
+                                          "file")
+    elif isinstance(source, (str, os.PathLike)):
+        fd = tensorfile.open_regular(source, "program file")
+        try:
+            container = tensorfile.read_fd(fd, budgets, "file")
+        finally:
+            os.close(fd)
+    else:
+        raise LoadError(
+            f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
+            f"source: expected a file path (str or os.PathLike), a binary file object or "
+            f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
+            f"st.load(open(path, \"rb\"))")
+    doc = _document(container.metadata, budgets)
+    external = _external(weights, budgets) if weights is not None else None
+    try:
+        with expr_budget(budgets.max_expr_nodes, budgets.max_expr_nodes_each):
+            return Builder(doc, container, external, allow_ops, budgets).build()
+    except RecursionError:
+        raise LoadError(f"{PROGRAM}: structure nested too deeply") from None
+    except LoadError:
+        raise
+    except (ArithmeticError, TypeError, ValueError, KeyError, IndexError, AttributeError,
+            LookupError, RuntimeError) as err:
+        # a combination of fields the checks above did not foresee: still a bad file
+        raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
+                        f"{str(err)[:200]})") from None
+
+
+def _read_all(source: Any, limit: int) -> bytes:
+    """A file object's bytes, read in pieces (a read(limit) would allocate the limit)."""
+    chunks, total = [], 0
+    while True:
+        piece = source.read(1 << 24)
+        if not piece:
+            return b"".join(chunks)
+        if not isinstance(piece, (bytes, bytearray)):
+            raise LoadError("the file object must be opened in binary mode")
+        total += len(piece)
+        if total > limit:
+            raise LoadError(f"file object holds over {limit} bytes (max_file_bytes)")
+        chunks.append(piece)
+
+
+def _document(metadata: dict, budgets: Budgets) -> dict:
+    if PROGRAM not in metadata:
+        raise LoadError("not a safetrace program: a safetensors file without the "
+                        f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
+                        "pass the checkpoint as st.load(program, weights=checkpoint))")
+    raw = metadata[PROGRAM].encode("utf-8")
+    json_shape(raw, budgets, PROGRAM)
+    try:
+        doc = json.loads(raw, object_pairs_hook=tensorfile.no_duplicate_keys,
+                         parse_constant=_no_constant)
+    except (ValueError, RecursionError, UnicodeDecodeError) as err:
+        raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
+    _check_version(doc)
+    return doc
+
+
+def _external(weights: Any, budgets: Budgets) -> dict:
+    """Tensors given with ``weights=``: a state_dict, or a safetensors file mapped."""
+    if isinstance(weights, dict):
+        bad = [k for k, v in weights.items()
+               if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
+        if bad:
+            raise LoadError(f"weights= must map names to tensors; bad entries {bad[:5]}")
+        return dict(weights)
+    if not isinstance(weights, (str, os.PathLike)):
+        raise LoadError(f"weights= must be a safetensors file path or a state_dict, got "
+                        f"{type(weights).__name__}")
+    fd = tensorfile.open_regular(weights, "weights file")
+    try:
+        c = tensorfile.read_fd(fd, budgets, "weights file")
+    finally:
+        os.close(fd)
+    return {k: LazyTensor(c, k) for k in c.header}
+
+
+def _check_version(doc: Any) -> None:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise LoadError(f"{PROGRAM}: not a safetrace program (format field is not {FORMAT!r})")
+    v = doc.get("version")
+    if (not isinstance(v, list) or len(v) != 2
+            or not all(type(x) is int and 0 <= x < 1 << 31 for x in v)):
+        raise LoadError(f"{PROGRAM}: bad format version {str(v)[:40]}")
+    if v[0] > VERSION[0]:
+        raise LoadError(f"this file has format version {v[0]}.{v[1]}, newer than this "
+                        f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
+    if v[0] < VERSION[0]:
+        raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
+    extra = doc.keys() - _TOP - _OPTIONAL
+    if extra and v[1] <= VERSION[1]:
+        raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
+    missing = _TOP - doc.keys()
+    if missing:
+        raise LoadError(f"{PROGRAM}: missing field(s) {sorted(missing)}")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")

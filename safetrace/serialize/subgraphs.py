@@ -1,0 +1,124 @@
+"""Control-flow subgraphs in saved programs (torch.cond, while_loop, map, scan).
+
+A program's subgraphs are saved as a flat list ``"subgraphs": [{"path": ..., "nodes": [...]}]``
+next to the main graph's nodes, written only when there are any (files of programs without
+control flow are unchanged).  A subgraph's path is the chain of ``get_attr`` names leading
+to it from the main graph (``true_graph_0``, ``true_graph_0.false_graph_0``), so a graph
+can only call its own children: no cycles, and depth is bounded.  On load every
+``get_attr`` must name a child that the file defines, every higher-order call must be on
+the allowlist (``allowlist.HIGHER_ORDER``) with its subgraph arguments being ``get_attr``
+nodes, and each subgraph must take as many inputs as the call passes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from safetrace.serialize.allowlist import HIGHER_ORDER
+from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
+from safetrace.trace.hops import Subgraph, submodules
+
+MAX_DEPTH = 16  # nesting of control flow in one program
+
+
+def encode(graph: torch.fx.Graph, encode_nodes: Callable[[torch.fx.Graph], list],
+           prefix: str = "") -> list[dict]:
+    """Every subgraph under `graph`, parents before children."""
+    out = []
+    for name, sub in submodules(graph).items():
+        path = f"{prefix}{name}"
+        out.append({"path": path, "nodes": encode_nodes(sub.graph)})
+        out.extend(encode(sub.graph, encode_nodes, path + "."))
+    return out
+
+
+def paths(items: Any, max_graphs: int) -> list[tuple[str, list]]:
+    """(path, nodes) of each saved subgraph, paths checked."""
+    items = expect(items, list, "subgraphs")
+    if len(items) > max_graphs:
+        raise fail("subgraphs", f"{len(items)} subgraphs, over the budget of {max_graphs}")
+    out, seen = [], set()
+    for i, item in enumerate(items):
+        where = f"subgraphs[{i}]"
+        expect_keys(item, {"path", "nodes"}, where)
+        path = expect(item["path"], str, where)
+        parts = path.split(".")
+        if len(path) > 1000 or len(parts) > MAX_DEPTH or path in seen or \
+                not all(IDENT_RE.match(p) for p in parts):
+            raise fail(where, f"bad, too deep or duplicate subgraph path {path[:60]!r}")
+        seen.add(path)
+        out.append((path, expect(item["nodes"], list, where)))
+    return out
+
+
+def attach(graphs: dict[str, torch.fx.Graph]) -> None:
+    """Give each graph (path "" is the main graph) the subgraphs its get_attr nodes name,
+    and check every higher-order call against what it calls."""
+    for path, graph in graphs.items():
+        prefix = f"{path}." if path else ""
+        for node in graph.nodes:
+            if node.op != "get_attr":
+                continue
+            child = graphs.get(prefix + str(node.target))
+            if child is None:
+                raise fail(f"node {node.name!r}", f"get_attr of {str(node.target)[:60]!r}, "
+                                                  "which is not a subgraph of this graph")
+            graph.__dict__.setdefault("st_submodules", {})[node.target] = Subgraph(child)
+        for node in graph.nodes:
+            if node.op == "call_function" and isinstance(node.target,
+                                                         torch._ops.HigherOrderOperator):
+                _check_call(node, graph)
+    unused = [p for p in graphs if p and not _reachable(p, graphs)]
+    if unused:
+        raise fail("subgraphs", f"subgraph {unused[0][:60]!r} is not called by its parent")
+
+
+def _reachable(path: str, graphs: dict[str, torch.fx.Graph]) -> bool:
+    parent, _, name = path.rpartition(".")
+    return name in submodules(graphs.get(parent, torch.fx.Graph()))
+
+
+def _check_call(node: torch.fx.Node, graph: torch.fx.Graph) -> None:
+    where = f"node {node.name!r}"
+    spec = HIGHER_ORDER[node.target.name()]
+    args = node.args
+    if node.kwargs or len(args) != len(spec.subgraph_args) + len(spec.operand_args) + \
+            spec.other_args:
+        raise fail(where, f"{node.target.name()} takes {len(spec.subgraph_args)} subgraphs "
+                          f"and {len(spec.operand_args)} operand lists")
+    subs = []
+    for i in spec.subgraph_args:
+        a = args[i]
+        if not isinstance(a, torch.fx.Node) or a.op != "get_attr" or a.graph is not graph:
+            raise fail(where, f"argument {i} must be a get_attr of a subgraph")
+        subs.append(submodules(graph)[a.target].graph)
+    n_operands = 0
+    for i in spec.operand_args:
+        if not isinstance(args[i], (list, tuple)):
+            raise fail(where, f"argument {i} must be a list of operands")
+        n_operands += len(args[i])
+    for sub in subs:
+        n_in = sum(1 for n in sub.nodes if n.op == "placeholder")
+        if n_in != n_operands:
+            raise fail(where, f"calls a subgraph taking {n_in} inputs with {n_operands}")
+
+
+def output_ok(args: tuple) -> bool:
+    """A subgraph returns a tuple or list of values, or one value (a loop's condition)."""
+    return len(args) == 1
+
+
+def check_target(target: Any, where: str) -> None:
+    if target.name() not in HIGHER_ORDER:
+        raise fail(where, f"higher-order operator {target.name()!r} is not allowed")
+
+
+def get_attr(graph: torch.fx.Graph, name: str, target: Any, where: str) -> torch.fx.Node:
+    if not isinstance(target, str) or not IDENT_RE.match(target):
+        raise fail(where, f"bad get_attr target {str(target)[:60]!r}")
+    return graph.create_node("get_attr", target, name=name)
+
+
+__all__ = ["encode", "paths", "attach", "output_ok", "check_target", "get_attr"]

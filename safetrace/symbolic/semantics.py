@@ -1,0 +1,85 @@
+"""What every expression node kind means: the kind sets and each op's Python value.
+
+The bottom of the engine: it reads nodes only through their ``op``, ``args``, ``value`` and
+``name`` (the ``Node`` protocol) and imports nothing of the engine, so that expressions
+(``expr``), printing and the prover can all build on it.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+Value = int | float | bool
+
+
+class Node(Protocol):
+    """What printing and evaluation read of an expression node."""
+
+    @property
+    def op(self) -> str: ...
+
+    @property
+    def args(self) -> Sequence[Node]: ...
+
+    @property
+    def value(self) -> Value | None: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+
+CMP_OPS = frozenset(("eq", "ne", "lt", "le", "ge"))
+FCMP_OPS = frozenset(("flt", "fle", "fgt", "fge", "feq", "fne"))
+BOOL_OPS = CMP_OPS | FCMP_OPS | frozenset(("and", "or", "not"))
+
+# float arithmetic on sizes, with Python's semantics (module ``floats``)
+FBIN_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
+    "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow}
+FUN_OPS: dict[str, Callable[[Any], Any]] = {"float": float, "fneg": operator.neg,
+                                            "trunc": int, "round": round}
+FCMP_FNS: dict[str, Callable[[Any, Any], bool]] = {
+    "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
+    "feq": operator.eq, "fne": operator.ne}
+FLOAT_OPS = frozenset(("fconst", "fsym", "float", "fneg")) | frozenset(FBIN_OPS)
+INT_FROM_FLOAT = frozenset(("trunc", "round"))
+
+_INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
+    "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge}
+
+
+def evaluate(e: Node, b: Mapping[str, int]) -> Value:
+    """Value of ``e`` with symbols bound by name, with Python semantics for every op."""
+    op = e.op
+    if op == "const" or op == "fconst":
+        return e.value  # type: ignore[return-value]
+    if op == "sym" or op == "fsym":
+        return b[e.name]  # type: ignore[index]
+    args = e.args
+    if op == "add":
+        s: Value = 0
+        for a in args:
+            s += evaluate(a, b)
+        return s
+    if op == "mul":
+        p: Value = 1
+        for a in args:
+            p *= evaluate(a, b)
+        return p
+    if op == "min":
+        return min(evaluate(a, b) for a in args)
+    if op == "max":
+        return max(evaluate(a, b) for a in args)
+    if op == "and":
+        return all(evaluate(a, b) for a in args)
+    if op == "or":
+        return any(evaluate(a, b) for a in args)
+    if op == "not":
+        return not evaluate(args[0], b)
+    if op in FUN_OPS:
+        return FUN_OPS[op](evaluate(args[0], b))  # type: ignore[no-any-return]
+    x, y = evaluate(args[0], b), evaluate(args[1], b)
+    fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
+    return fn(x, y)

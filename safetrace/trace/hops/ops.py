@@ -1,0 +1,473 @@
+"""torch.cond, while_loop, map and scan as torch's own higher-order operator nodes.
+
+Each function argument is traced into a subgraph (``subgraph.py``) and called from one
+``torch.ops.higher_order.*`` node through ``get_attr`` submodules, the structure
+torch.export produces, so fx passes, ``ep.module()`` and torch.compile read it as theirs.
+What the subgraphs read from outside becomes extra operands.  Output sizes the branches
+agree on keep their symbolic form; sizes they do not agree on, and sizes computed inside,
+become fresh data-dependent (unbacked) sizes read from the outputs at run time.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import torch
+
+from safetrace import pytree
+from safetrace.errors import OpShapeError, UnsupportedOpError
+from safetrace.meta import TensorMeta
+from safetrace.symbolic import Expr, eq, make_int, to_expr
+from safetrace.trace.graph import add_node
+from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
+                                           is_sym, trace_function)
+from safetrace.trace.proxy import Proxy, annotation
+from safetrace.trace.source import short, stack_trace
+
+aten = torch.ops.aten
+hop = torch.ops.higher_order
+
+
+# -- shared ----------------------------------------------------------------------------------
+
+def _flat_operands(operands: Any, what: str, where: str) -> tuple[list, Any]:
+    leaves, spec = pytree.tree_flatten(operands)
+    input_metas(leaves, what, where)  # tensors only
+    return leaves, spec
+
+
+def _node_of(tr: Any, v: Any) -> Any:
+    """The graph value of an operand (a proxy's node; a real tensor's placeholder)."""
+    if isinstance(v, Proxy):
+        return v.st_node
+    return tr.lift(v)
+
+
+def _lift_together(traced: list[Traced]) -> list[torch.fx.Node]:
+    """One list of outside values for subgraphs that must share a signature."""
+    union: dict[torch.fx.Node, None] = {}
+    for t in traced:
+        for n in t.foreign():
+            union.setdefault(n, None)
+    outer = list(union)
+    for t in traced:
+        t.lift(outer)
+    return outer
+
+
+def _get_attr(tr: Any, prefix: str, t: Traced) -> torch.fx.Node:
+    name = add_submodule(tr.graph, prefix, t)
+    node = tr.graph.get_attr(name)
+    node.meta["stack_trace"] = ""
+    return node
+
+
+def _size_expr(s: Any) -> Expr:
+    return to_expr(s)
+
+
+def _same_size(env: Any, a: Any, b: Any) -> bool:
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return env is not None and env.decide(eq(_size_expr(a), _size_expr(b))) is True
+
+
+def _inner(env: Any, s: Any, created: set[str]) -> bool:
+    """A size computed inside a subgraph (unknown to the graph around it)."""
+    return not isinstance(s, int) and bool(_size_expr(s).free_symbols & created)
+
+
+def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
+    """A new unbacked size covering the value ranges of `sizes` (none: any value >= lo)."""
+    if not sizes:
+        return make_int(env.new_unbacked(lo=lo, hi=None, origin=origin), env)
+    lo, hi = float("inf"), float("-inf")
+    for s in sizes:
+        r = env.bounds(_size_expr(s))
+        lo, hi = min(lo, r.lo), max(hi, r.hi)
+    lo_i = int(lo) if lo != float("-inf") else None
+    hi_i = int(hi) if hi != float("inf") else None
+    return make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=origin), env)
+
+
+def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: list,
+              name: str) -> list[Proxy]:
+    """The operator node, one getitem per output, and the sources of fresh sizes."""
+    trace = stack_trace(4)
+    node = add_node(tr.graph, op, args, {}, name)
+    if tr.first_op is None:
+        tr.first_op = node
+    node.meta["stack_trace"] = trace
+    outs, items = [], []
+    for i, meta in enumerate(metas):
+        g = tr.graph.call_function(operator.getitem, (node, i))
+        g.meta["stack_trace"] = trace
+        p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
+        g.meta["val"] = p
+        outs.append(p)
+        items.append(g)
+    node.meta["val"] = tuple(outs)
+    for i, d, size in fresh:  # read at run time from the output it describes
+        tr.sym_sources[_size_expr(size).name] = items[i] if d is None else (items[i], d, 1, 0)
+        tr.env.symbols[_size_expr(size).name].origin = (
+            f"a size where the branches/iterations differ, at {short(trace)}")
+    return outs
+
+
+# -- cond --------------------------------------------------------------------------------
+
+def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
+    """``torch.cond`` while tracing: one branch when the predicate is known, else both."""
+    where = short(stack_trace(3))
+    if not callable(true_fn) or not callable(false_fn):
+        raise UnsupportedOpError(f"torch.cond at {where}: true_fn and false_fn must be "
+                                 f"callables")
+    if not isinstance(operands, (tuple, list)):
+        raise UnsupportedOpError(
+            f"torch.cond at {where}: operands must be a tuple or list, got "
+            f"{type(operands).__name__}.\nFix: torch.cond(pred, true_fn, false_fn, (x,))")
+    known = _known_pred(tr, pred, where)
+    if known is not None:  # decided at export: the taken branch is traced inline
+        return (true_fn if known else false_fn)(*operands)
+    leaves, spec = _flat_operands(operands, "torch.cond", where)
+    metas = [v for v in leaves]
+    branches = []
+    for fn, what in ((true_fn, "the true branch"), (false_fn, "the false branch")):
+        branches.append(trace_function(tr, fn, metas, spec, fn_location(fn),
+                                       f"{what} of torch.cond"))
+    t, f = branches
+    if t.out_spec != f.out_spec:
+        raise OpShapeError(
+            f"torch.cond at {where}: the branches return different structures:\n"
+            f"  true branch  ({t.where}): {_describe(t.out_spec, t.out_leaves)}\n"
+            f"  false branch ({f.where}): {_describe(f.out_spec, f.out_leaves)}\n"
+            f"Fix: return the same containers with the same number of tensors from both")
+    out_metas, fresh = _merge(tr, [t, f], where, ("true branch", "false branch"))
+    outer = _lift_together(branches)
+    pred_node = pred.st_node if isinstance(pred, Proxy) else tr.sym_node(pred)
+    if isinstance(pred, torch.Tensor) and not isinstance(pred, Proxy):
+        pred_node = tr.lift(pred)
+    t_attr = _get_attr(tr, "true_graph", t)
+    f_attr = _get_attr(tr, "false_graph", f)
+    ops = tuple(_node_of(tr, v) for v in leaves) + tuple(outer)
+    outs = _emit_hop(tr, hop.cond, (pred_node, t_attr, f_attr, ops), out_metas, fresh, "cond")
+    return pytree.tree_unflatten(outs, t.out_spec)
+
+
+def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
+    """The predicate's value when export knows it, else None (both branches traced)."""
+    if isinstance(pred, (bool, int, float)):
+        return bool(pred)
+    if isinstance(pred, Proxy):
+        m = pred.st_meta
+        if m.dtype is not torch.bool or not _one_element(tr, m):
+            raise UnsupportedOpError(
+                f"torch.cond at {where}: the predicate must be a bool tensor with one "
+                f"element, got {annotation(m)}.\nFix: reduce it first, e.g. "
+                f"(x.sum() > 0) or mask.any()")
+        return None
+    if isinstance(pred, torch.Tensor):  # a real tensor: state is read at run time
+        if id(pred) in tr.state:
+            return None
+        return bool(pred.item())
+    expr = getattr(pred, "expr", None)
+    if expr is not None and getattr(expr, "is_bool", False):
+        return tr.env.decide(expr)
+    raise UnsupportedOpError(
+        f"torch.cond at {where}: the predicate must be a bool, a symbolic bool (a "
+        f"condition on sizes) or a one-element bool tensor, got {type(pred).__name__}")
+
+
+def _one_element(tr: Any, m: TensorMeta) -> bool:
+    n = m.numel()
+    return n == 1 if isinstance(n, int) else tr.env.decide(eq(to_expr(n), 1)) is True
+
+
+def _describe(spec: Any, leaves: list) -> str:
+    try:
+        shown = pytree.tree_unflatten([annotation(v.st_meta) if isinstance(v, Proxy) else v
+                                       for v in leaves], spec)
+    except Exception:  # noqa: BLE001 - a description must never fail
+        shown = leaves
+    return str(shown).replace("'", "")
+
+
+def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
+    """The outputs' metadata both subgraphs agree on; differing sizes become unbacked."""
+    env = tr.env
+    metas, fresh = [], []
+    created = set().union(*(t.new_symbols for t in traced))
+    for i, group in enumerate(zip(*(t.out_leaves for t in traced))):
+        ms = [p.st_meta for p in group]
+        first = ms[0]
+        for k, m in enumerate(ms[1:], start=1):
+            why = None
+            if m.dtype != first.dtype:
+                why = "dtype"
+            elif m.ndim != first.ndim:
+                why = "number of dims"
+            elif m.device != first.device:
+                why = "device"
+            if why is not None:
+                raise OpShapeError(
+                    f"torch.cond at {where}: output {i} differs in {why} between the "
+                    f"branches:\n  {names[0]} ({traced[0].where}): {annotation(first)}\n"
+                    f"  {names[k]} ({traced[k].where}): {annotation(m)}\nFix: make both "
+                    f"branches return the same dtype and number of dims (e.g. .to(dtype), "
+                    f".reshape(...)); sizes may differ")
+        shape = []
+        for d in range(first.ndim):
+            sizes = [m.shape[d] for m in ms]
+            if all(_same_size(env, sizes[0], s) for s in sizes[1:]) and \
+                    not any(_inner(env, s, created) for s in sizes):
+                shape.append(sizes[0])
+            else:
+                u = _fresh(env, sizes, "torch.cond output")
+                fresh.append((i, d, u))
+                shape.append(u)
+        metas.append(TensorMeta(tuple(shape), first.dtype, first.device))
+    return metas, fresh
+
+
+# -- while_loop -------------------------------------------------------------------------
+
+def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
+    """``while_loop(cond_fn, body_fn, carried)``: carried sizes fixed, or unbacked where
+    an iteration changes them; carried ints are data-dependent inside and after."""
+    where = short(stack_trace(3))
+    if not isinstance(carried, (tuple, list)):
+        raise UnsupportedOpError(f"while_loop at {where}: carried_inputs must be a tuple or "
+                                 f"list of tensors and ints, got {type(carried).__name__}")
+    leaves, spec = pytree.tree_flatten(carried)
+    ints = [isinstance(v, int) or is_sym(v) for v in leaves]
+    env = tr.env
+    metas: list = []
+    for v, is_int in zip(leaves, ints):  # a carried int is unknown inside the loop
+        metas.append(_fresh(env, [], "a while_loop carried int", lo=None) if is_int else
+                     input_metas([v], "while_loop", where)[0])
+    loop_syms: set[str] = {_size_expr(m).name for m in metas if is_sym(m)}
+    for _ in range(3):
+        c = trace_function(tr, cond_fn, metas, spec, fn_location(cond_fn),
+                           "the cond_fn of while_loop", single=True, ints_ok=True)
+        _check_pred_out(tr, c, where)
+        b = trace_function(tr, body_fn, metas, spec, fn_location(body_fn),
+                           "the body_fn of while_loop", ints_ok=True)
+        if b.out_spec != spec:
+            raise OpShapeError(
+                f"while_loop at {where}: body_fn ({b.where}) returns "
+                f"{_describe(b.out_spec, b.out_leaves)}, but the carried values are "
+                f"{_describe(spec, leaves)}.\nFix: return one value per carried input, in "
+                f"the same structure")
+        changed = False
+        new_metas: list = []
+        for i, (m, o) in enumerate(zip(metas, b.out_leaves)):
+            if ints[i]:
+                if not (isinstance(o, int) or is_sym(o)) or getattr(o, "st_meta", None):
+                    got = annotation(o.st_meta) if isinstance(o, Proxy) else repr(o)
+                    raise OpShapeError(f"while_loop at {where}: body_fn ({b.where}) returns "
+                                       f"{got} for carried int {i}.\nFix: return an int "
+                                       f"for it")
+                new_metas.append(m)
+                continue
+            o = o.st_meta
+            if o.dtype != m.dtype or o.ndim != m.ndim or o.device != m.device:
+                raise OpShapeError(
+                    f"while_loop at {where}: body_fn ({b.where}) changes carried value {i} "
+                    f"from {annotation(m)} to {annotation(o)}.\nFix: keep each carried "
+                    f"value's dtype and number of dims (sizes may change)")
+            shape = list(m.shape)
+            for d in range(m.ndim):
+                if not isinstance(m.shape[d], int) and \
+                        _size_expr(m.shape[d]).free_symbols <= loop_syms:
+                    continue  # already any size
+                if not _same_size(env, m.shape[d], o.shape[d]) or \
+                        _inner(env, o.shape[d], b.new_symbols):
+                    shape[d] = _fresh(env, [], "a while_loop carried size")
+                    loop_syms.add(_size_expr(shape[d]).name)
+                    changed = True
+            new_metas.append(TensorMeta(tuple(shape), m.dtype, m.device))
+        if not changed:
+            break
+        metas = new_metas  # traced again with the changing sizes unknown
+    else:
+        raise OpShapeError(f"while_loop at {where}: the carried sizes do not settle")
+    outer = _lift_together([c, b])
+    c_attr = _get_attr(tr, "while_loop_cond_graph", c)
+    b_attr = _get_attr(tr, "while_loop_body_graph", b)
+    ops = tuple(tr.sym_node(v) if i else _node_of(tr, v) for v, i in zip(leaves, ints))
+    out_metas, fresh = [], []
+    for i, (v, m) in enumerate(zip(leaves, metas)):
+        if ints[i]:
+            u = _fresh(env, [], "while_loop output", lo=None)
+            out_metas.append(u)
+            fresh.append((i, None, u))
+            continue
+        start = v.st_meta if isinstance(v, Proxy) else TensorMeta(tuple(v.shape), v.dtype,
+                                                                 v.device)
+        shape = list(start.shape)
+        for d in range(m.ndim):
+            if not isinstance(m.shape[d], int) and not _same_size(env, m.shape[d],
+                                                                   start.shape[d]):
+                shape[d] = _fresh(env, [], "while_loop output")
+                fresh.append((i, d, shape[d]))
+        out_metas.append(TensorMeta(tuple(shape), m.dtype, m.device))
+    outs = _emit_hop(tr, hop.while_loop, (c_attr, b_attr, ops, tuple(outer)), out_metas,
+                     fresh, "while_loop")
+    return pytree.tree_unflatten(outs, spec)
+
+
+def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
+    out = c.out_leaves[0] if len(c.out_leaves) == 1 else None
+    if is_sym(out) and getattr(out.expr, "is_bool", False):
+        return  # a condition on carried ints
+    if not isinstance(out, Proxy) or out.st_meta.dtype is not torch.bool or \
+            not _one_element(tr, out.st_meta):
+        got = _describe(c.out_spec, c.out_leaves)
+        raise OpShapeError(
+            f"while_loop at {where}: cond_fn ({c.where}) must return one bool tensor with "
+            f"one element, got {got}.\nFix: return a comparison such as (i < n) or "
+            f"(~done).all()")
+
+
+# -- map ------------------------------------------------------------------------------------
+
+def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
+    """``map(f, xs, *args)``: f on every slice of xs along dim 0, results stacked."""
+    where = short(stack_trace(3))
+    x_leaves, x_spec = _flat_operands(xs, "map", where)
+    a_leaves, a_spec = _flat_operands(args, "map", where)
+    if not x_leaves:
+        raise UnsupportedOpError(f"map at {where}: xs has no tensors to map over")
+    n = _scan_length(tr, x_leaves, 0, "map", where)
+    slices = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device)
+              for m in input_metas(x_leaves, "map", where)]
+    a_metas = input_metas(a_leaves, "map", where)
+    n_x = len(slices)
+
+    def body(*flat: Any) -> Any:
+        return f(pytree.tree_unflatten(list(flat[:n_x]), x_spec),
+                 *pytree.tree_unflatten(list(flat[n_x:]), a_spec))
+
+    flat_spec = pytree.tree_flatten(tuple(range(n_x + len(a_metas))))[1]
+    t = trace_function(tr, body, slices + a_metas, flat_spec, fn_location(f), "the body of map")
+    out_metas = []
+    for i, p in enumerate(t.out_leaves):
+        m = p.st_meta
+        if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
+            raise OpShapeError(
+                f"map at {where}: output {i} of f ({t.where}) has a size computed from "
+                f"data ({annotation(m)}); map stacks its results, so every slice's result "
+                f"must have the same size.\nFix: pad the result to a fixed size")
+        out_metas.append(TensorMeta((n, *m.shape), m.dtype, m.device))
+    outer = _lift_together([t])
+    attr = _get_attr(tr, "body_graph", t)
+    x_nodes = [_node_of(tr, v) for v in x_leaves]
+    a_nodes = [_node_of(tr, v) for v in a_leaves] + outer
+    outs = _emit_hop(tr, hop.map_impl, (attr, x_nodes, a_nodes), out_metas, [], "map_impl")
+    return pytree.tree_unflatten(outs, t.out_spec)
+
+
+def _scan_length(tr: Any, leaves: list, dim: int, what: str, where: str) -> Any:
+    """The common length of `leaves` along `dim`, at least 1 (as torch's eager op needs)."""
+    metas = input_metas(leaves, what, where)
+    for m in metas:
+        if m.ndim <= dim:
+            raise OpShapeError(f"{what} at {where}: every xs tensor needs dim {dim}, got "
+                               f"{annotation(m)}")
+    n = metas[0].shape[dim]
+    for m in metas[1:]:
+        if not bool(m.shape[dim] == n):  # a guard when symbolic
+            raise OpShapeError(f"{what} at {where}: the xs tensors differ in length along "
+                               f"dim {dim}: {annotation(metas[0])} vs {annotation(m)}")
+    if not bool(n >= 1):
+        raise OpShapeError(f"{what} at {where}: xs has length 0 along dim {dim}; torch's "
+                           f"{what} needs at least one element.\nFix: handle empty inputs "
+                           f"outside the {what} call")
+    return n
+
+
+# -- scan -----------------------------------------------------------------------------------
+
+def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
+         reverse: bool = False, additional_inputs: Any = None) -> Any:
+    """``scan(combine_fn, init, xs, dim, reverse)`` -> (final carry, stacked outputs)."""
+    where = short(stack_trace(3))
+    i_leaves, i_spec = _flat_operands(init, "scan", where)
+    x_leaves, x_spec = _flat_operands(xs, "scan", where)
+    if not x_leaves:
+        return init, []
+    if not i_leaves:
+        raise UnsupportedOpError(f"scan at {where}: init needs at least one tensor")
+    ndim = input_metas(x_leaves, "scan", where)[0].ndim
+    d = dim + ndim if dim < 0 else dim
+    if d != 0:
+        x_leaves = [tr.emit(aten.movedim.int, (x, d, 0), {}) for x in x_leaves]
+    if reverse:
+        x_leaves = [tr.emit(aten.flip.default, (x, [0]), {}) for x in x_leaves]
+    n = _scan_length(tr, x_leaves, 0, "scan", where)
+    i_metas = input_metas(i_leaves, "scan", where)
+    s_metas = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device)
+               for m in input_metas(x_leaves, "scan", where)]
+    n_i, n_x = len(i_metas), len(s_metas)
+    extra = list(additional_inputs or ())
+    e_metas = input_metas(extra, "scan", where)
+    out_spec: list = [None]
+
+    def body(*flat: Any) -> Any:
+        carry = pytree.tree_unflatten(list(flat[:n_i]), i_spec)
+        x = pytree.tree_unflatten(list(flat[n_i:n_i + n_x]), x_spec)
+        result = combine_fn(carry, x)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise UnsupportedOpError(
+                f"scan at {where}: combine_fn ({fn_location(combine_fn)}) must return "
+                f"(next_carry, y)")
+        c_leaves, c_spec = pytree.tree_flatten(result[0])
+        y_leaves, y_spec = pytree.tree_flatten(result[1])
+        if c_spec != i_spec:
+            raise OpShapeError(
+                f"scan at {where}: combine_fn ({fn_location(combine_fn)}) returns a carry "
+                f"structured differently from init.\nFix: return the carry in init's "
+                f"structure")
+        out_spec[0] = y_spec
+        return [*c_leaves, *y_leaves]
+
+    flat_spec = pytree.tree_flatten(tuple(range(n_i + n_x + len(e_metas))))[1]
+    t = trace_function(tr, body, i_metas + s_metas + e_metas, flat_spec,
+                       fn_location(combine_fn), "the combine_fn of scan")
+    out_metas = []
+    for i, p in enumerate(t.out_leaves):
+        m = p.st_meta
+        if i < n_i:
+            c = i_metas[i]
+            if m.dtype != c.dtype or m.ndim != c.ndim or not all(
+                    _same_size(tr.env, a, b) for a, b in zip(m.shape, c.shape)):
+                raise OpShapeError(
+                    f"scan at {where}: combine_fn ({t.where}) changes carry {i} from "
+                    f"{annotation(c)} to {annotation(m)}.\nFix: return a carry of the same "
+                    f"shape and dtype as init")
+            out_metas.append(c)
+        else:
+            if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
+                raise OpShapeError(
+                    f"scan at {where}: output y {i - n_i} of combine_fn ({t.where}) has a "
+                    f"size computed from data ({annotation(m)}); scan stacks them.\nFix: "
+                    f"pad it to a fixed size")
+            out_metas.append(TensorMeta((n, *m.shape), m.dtype, m.device))
+    outer = _lift_together([t])
+    attr = _get_attr(tr, "scan_combine_graph", t)
+    i_nodes = [_node_of(tr, v) for v in i_leaves]
+    x_nodes = [_node_of(tr, v) for v in x_leaves]
+    e_nodes = tuple(_node_of(tr, v) for v in extra) + tuple(outer)
+    outs = _emit_hop(tr, hop.scan, (attr, i_nodes, x_nodes, e_nodes), out_metas, [], "scan")
+    carry = pytree.tree_unflatten(outs[:n_i], i_spec)
+    ys = list(outs[n_i:])
+    if reverse:
+        ys = [tr.emit(aten.flip.default, (y, [0]), {}) for y in ys]
+    if d != 0:
+        ys = [tr.emit(aten.movedim.int, (y, 0, d), {}) if d < y.st_meta.ndim else y
+              for y in ys]
+    return carry, pytree.tree_unflatten(ys, out_spec[0])
+
+
+__all__ = ["cond", "while_loop", "map_", "scan"]

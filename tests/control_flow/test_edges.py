@@ -1,0 +1,138 @@
+"""Less common shapes of control flow: nesting across operators, sizes and constants read
+inside branches, operands in containers, state returned as it is."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.control_flow.programs import hmap, python_semantics, while_loop
+from tests.helpers import assert_close
+
+N = {"x": {0: st.Dim("n")}}
+
+
+def _check(model, make, sizes=(0, 1, 2, 5), spec=N, min_size=0):
+    ep = st.export(model, make(4, 1), dynamic_shapes=spec)
+    for n in sizes:
+        if n < min_size:
+            continue
+        for s in (1, -1):
+            args = make(n, s)
+            with python_semantics():
+                want = model(*args)
+            assert_close(want, ep.module()(*args))
+    return ep
+
+
+def _x(n, s):
+    return (torch.rand(n, 4) * s + 0.01 * s,)
+
+
+def test_symbolic_predicate_first_and_sizes_used_inside_the_branch():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.shape[0] > 3, lambda x: x.reshape(x.shape[0] * 4),
+                              lambda x: x.flatten() + 1, (x,))
+    _check(M(), _x)
+
+
+def test_cond_inside_a_while_loop_body():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            def body(i, x):
+                x = torch.cond(x.sum() > 0, lambda x: x - 1.5, lambda x: x + 1, (x,))
+                return i + 1, x
+            return while_loop(lambda i, x: i < 4, body, (torch.zeros((), dtype=torch.int64), x))
+    _check(M(), _x)
+
+
+def test_while_loop_inside_a_cond_branch():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            def t(x):
+                return while_loop(lambda x: x.sum() < 10, lambda x: (x * 2 + 0.5,), (x,))[0]
+            return torch.cond(x.sum() > 0, t, lambda x: x * 0, (x,))
+    _check(M(), _x, sizes=(1, 2, 5), spec={"x": {0: st.Dim("n", min=1)}})
+
+
+def test_cond_inside_map():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return hmap(lambda row: torch.cond(row.sum() > 0, lambda r: r * 2,
+                                               lambda r: r - 1, (row,)), x)
+    _check(M(), lambda n, s: (torch.randn(n, 4),), sizes=(1, 3, 6),
+           spec={"x": {0: st.Dim("n", min=1)}})
+
+
+def test_a_data_dependent_size_from_outside_is_an_operand():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            k = (x > 0.5).sum().item()
+            torch._check(k <= x.shape[0] * 4)
+            flat = x.flatten()
+            return torch.cond(flat.sum() > 0, lambda f: f[:k] * 2, lambda f: f[:k] - 1, (flat,))
+    ep = _check(M(), _x)
+    cond = next(n for n in ep.graph.nodes if n.target is torch.ops.higher_order.cond)
+    assert any(not isinstance(a.meta.get("val"), torch.Tensor) for a in cond.args[3])
+
+
+def test_constants_made_inside_a_branch_are_program_constants():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: x * torch.tensor([1.0, 2.0, 3.0, 4.0]),
+                              lambda x: x - torch.tensor(0.5), (x,))
+    ep = _check(M(), _x)
+    assert ep.constants
+
+
+def test_operands_in_containers_and_state_returned_as_it_is():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4))
+
+        def forward(self, x, y):
+            ops = ({"a": x, "b": [y]},)
+            return torch.cond(x.sum() > 0, lambda d: (d["a"] + d["b"][0], self.w),
+                              lambda d: (d["a"] * 2, self.w * 2), ops)
+    m = M()
+    ep = _check(m, lambda n, s: (*_x(n, s), torch.randn(4)),
+                spec={"x": {0: st.Dim("n")}, "y": None})
+    out = ep.module()(*_x(2, 1), torch.randn(4))
+    assert out[1].data_ptr() != m.w.data_ptr()  # a copy, never an alias of the weight
+
+
+def test_a_check_inside_a_branch_on_an_outside_value_is_refused():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            k = (x > 0.5).sum().item()
+
+            def t(x):
+                torch._check(k >= 2)
+                return x * 2
+            y = torch.cond(x.sum() > 0, t, lambda x: x - 1, (x,))
+            return y, torch.zeros(k - 2)
+    with pytest.raises(st.UnsupportedOpError, match="before") as info:
+        st.export(M(), _x(4, 1), dynamic_shapes=N)
+    assert "torch._check(k >= 2)" in str(info.value)
+
+
+def test_branches_without_operands_read_their_closure():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda: x * 2, lambda: x + 1)
+    _check(M(), _x)
+
+
+def test_a_view_of_an_outside_value_returned_by_a_branch_is_copied():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            return torch.cond(x.sum() > 0, lambda: y.view(-1), lambda: y.reshape(-1) + 1)
+    ep = _check(M(), _x)
+    cond = next(n for n in ep.graph.nodes if n.target is torch.ops.higher_order.cond)
+    true_gm = getattr(ep.graph_module, cond.args[1].target)
+    out = next(n for n in true_gm.graph.nodes if n.op == "output").args[0][0]
+    assert out.target is torch.ops.aten.clone.default

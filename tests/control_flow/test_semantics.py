@@ -1,0 +1,135 @@
+"""What a predicate known at export does, symbolic output sizes, and the graph's structure
+seen by fx tools, torch.compile and re-export."""
+
+from __future__ import annotations
+
+import torch
+
+import safetrace as st
+from tests.control_flow.programs import Basic, Layers, Nested
+from tests.helpers import matches_eager, rejects
+
+
+def _hops(ep):
+    return [n for n in ep.graph.nodes if n.op == "call_function" and
+            getattr(n.target, "namespace", None) == "higher_order"]
+
+
+class PyPred(torch.nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+
+    def forward(self, x):
+        return torch.cond(self.flag, lambda x: x + 1, lambda x: x - 1, (x,))
+
+
+def test_python_bool_predicate_traces_one_branch():
+    for flag in (True, False):
+        ep = st.export(PyPred(flag), (torch.randn(3),))
+        assert not _hops(ep)
+        matches_eager(ep, PyPred(flag), (torch.randn(3),))
+
+
+def test_decidable_shape_predicate_traces_one_branch():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.shape[0] > 2, lambda x: x * 2, lambda x: x + 1, (x,))
+    ep = st.export(M(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", min=3)}})
+    assert not _hops(ep)
+    matches_eager(ep, M(), (torch.randn(7),))
+    rejects(ep, (torch.randn(2),))
+
+
+def test_undecided_shape_predicate_keeps_both_branches():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.shape[0] > 4, lambda x: x * 2, lambda x: x + 1, (x,))
+    ep = st.export(M(), (torch.randn(6),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    assert len(_hops(ep)) == 1
+    for n in (0, 1, 4, 5, 9):
+        matches_eager(ep, M(), (torch.randn(n),))
+    assert not ep.range_constraints or all(
+        r.lower <= 0 for r in ep.range_constraints.values())
+
+
+def test_st_cond_is_torch_cond():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return st.cond(x.sum() > 0, lambda x: x.exp(), lambda x: -x, (x,))
+    ep = st.export(M(), (torch.randn(3),))
+    assert len(_hops(ep)) == 1
+    for x in (torch.ones(3), -torch.ones(3)):
+        matches_eager(ep, M(), (x,))
+    # outside export it is eager torch.cond
+    out = st.cond(torch.tensor(True), lambda x: x + 1, lambda x: x * 1, (torch.ones(2),))
+    assert torch.equal(out,
+                       torch.full((2,), 2.0))
+
+
+def test_nested_cond_makes_nested_submodules():
+    ep = st.export(Nested(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    outer = _hops(ep)[0]
+    true_gm = getattr(ep.graph_module, outer.args[1].target)
+    inner = [n for n in true_gm.graph.nodes if n.op == "call_function" and
+             getattr(n.target, "namespace", None) == "higher_order"]
+    assert len(inner) == 1
+    text = ep.graph_module.print_readable(print_output=False)
+    assert text.count("class true_graph_0") == 2  # the outer one and the nested one
+
+
+def test_cond_over_layers_lifts_each_layers_parameters():
+    ep = st.export(Layers(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    hops = _hops(ep)
+    assert len(hops) == 3
+    for i, node in enumerate(hops):
+        names = [a.name for a in node.args[3]]
+        assert f"p_layers_{i}_weight" in names and f"p_layers_{i}_bias" in names
+
+
+def test_differing_branch_sizes_become_an_unbacked_size():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = torch.cond(x.sum() > 0, lambda x: torch.cat([x, x]), lambda x: x * 2, (x,))
+            return y.sum(0), y.shape[0]
+    ep = st.export(M(), (torch.randn(3, 2),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    cond_out = next(n for n in ep.graph.nodes if n.op == "call_function" and
+                    n.target is __import__("operator").getitem and
+                    n.args[0].target is torch.ops.higher_order.cond)
+    size = cond_out.meta["val"].shape[0]
+    assert str(size).startswith("u")
+    for n in (0, 1, 4):
+        for s in (1, -1):
+            matches_eager(ep, M(), (torch.rand(n, 2) * s + 0.1 * s,))
+
+
+def test_export_does_not_change_the_model_or_inputs():
+    m = Layers()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    x = torch.randn(3, 4)
+    x0 = x.clone()
+    st.export(m, (x,))
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
+    assert torch.equal(x, x0)
+
+
+def test_graph_works_with_fx_interpreter_and_reexport():
+    ep = st.export(Basic(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    gm = ep.graph_module
+    x = torch.randn(2, 4)
+    out = torch.fx.Interpreter(gm).run(x)
+    torch.testing.assert_close(out[0], Basic()(x))
+    # the program's module exports again: the operators reach safetrace's handlers
+    ep2 = st.export(ep.module(), (torch.randn(3, 4),),
+                    dynamic_shapes={"args": ({0: st.Dim("n")},)})
+    assert len(_hops(ep2)) == 1
+    for s in (1, -1):
+        matches_eager(ep2, Basic(), (torch.rand(5, 4) * s,))
+
+
+def test_torch_compile_runs_the_program():
+    ep = st.export(Basic(), (torch.randn(3, 4),))
+    compiled = torch.compile(ep.module(), backend="eager", fullgraph=False)
+    for s in (1, -1):
+        x = torch.rand(3, 4) * s
+        torch.testing.assert_close(compiled(x), Basic()(x))

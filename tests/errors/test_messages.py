@@ -1,0 +1,294 @@
+"""Golden tests: the rendered text of every error builder in safetrace.errors.
+
+A change of wording shows up here as a diff of the pinned text; update GOLDEN together with
+docs/errors.md when a message changes on purpose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pathlib
+import pickle
+
+import pytest
+
+import safetrace as st
+from safetrace import errors as E
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+class Cache:
+    pass
+
+CASES = {
+    "args_not_tuple": lambda: E.args_not_tuple({"x": 1}),
+    "not_callable": lambda: E.not_callable(3),
+    "call_mismatch": lambda: E.call_mismatch("f", "(x, y)", "1 positional inputs, but it takes 2 (x, y)", "args=(Tensor[3],)", "st.export(f, (x, y))"),
+    "unflattenable_input": lambda: E.unflattenable_input("p", Point(1)),
+    "unflattenable_output": lambda: E.unflattenable_output(Cache()),
+    "spec_structure": lambda: E.spec_structure("dynamic_shapes", "has key(s) ['z'] that are not inputs of the program", "key dynamic_shapes by the argument names ['x']"),
+    "spec_entry": lambda: E.spec_entry("dynamic_shapes['x'][0]", "batch"),
+    "spec_example": lambda: E.spec_example("dynamic_shapes for x.shape[0]", "is 4, but the example input has x.shape[0] = 3.", "use 3 or None (static), or a Dim"),
+    "declared_space": lambda: E.declared_space([E.Violation("x.shape[0] (Dim('b'))", "was specialized to 3 (from `x.view(3, 4)` at m.py:2).", "make it static: x.shape[0] -> 3 (or Dim.STATIC), or let safetrace decide: Dim.AUTO")], "    dynamic_shapes = {'x': (3, None)}"),
+    "contradictory_sizes": lambda: E.contradictory_sizes("contradiction: s0 == 3 but its range is [4, 10]"),
+    "check_never_holds": lambda: E.check_never_holds("s0 > 5", "contradiction: `s0 > 5` is false under the known facts", " (from `st.check(n > 5)` at m.py:3)"),
+    "data_dependent_decision": lambda: E.data_dependent_decision("u0 > 0", " (u0 = x.sum().item())", "m.py:4 `if n > 0:`"),
+    "data_read": lambda: E.data_read("`if tensor:`", "m.py:5 `if x.any():`"),
+    "data_read_inside": lambda: E.data_read("`if tensor:`", "m.py:5 `y = F.mha(x)`", "torch/nn/functional.py:6000"),
+    "missing_shape_rule": lambda: E.missing_shape_rule("aten.frob.default", "m.py:6 `torch.frob(x)`", ["x.shape[0]"]),
+    "missing_shape_rule_no_meta": lambda: E.missing_shape_rule("aten.frob.default", ""),
+    "missing_fake": lambda: E.missing_fake("mylib::count", "m.py:7 `mylib.count(x)`"),
+    "unsupported_construct": lambda: E.unsupported_construct("autocast is active at m.py:8", "cast explicitly", "m.py:8"),
+    "seeded_generator": lambda: E.seeded_generator(),
+    "shape_error": lambda: E.shape_error("aten.mm", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+    "shape_error_at": lambda: E.shape_error("aten.mm", "shapes cannot be multiplied").at("m.py:9 `a @ b`"),
+    "wrong_input_count": lambda: E.wrong_input_count(3, 2),
+    "wrong_structure": lambda: E.wrong_structure("input `xs` was a tuple of 2 at export, got a list of 3.\nFix: call with a tuple of 2"),
+    "wrong_input_type": lambda: E.wrong_input_type("x", 3),
+    "wrong_dtype": lambda: E.wrong_dtype("x", "torch.float64", "torch.float32"),
+    "wrong_rank": lambda: E.wrong_rank("x", [2, 3, 4], ("s0", "4")),
+    "static_size": lambda: E.static_size("x", 1, [2, 5], 4, "dynamic_shapes={'x': {1: Dim.DYNAMIC}}"),
+    "required_size": lambda: E.required_size("x", 0, [2, 4], 3, " (from `x.view(3, 4)` at m.py:2)"),
+    "related_size": lambda: E.related_size("y", 0, [7], "x.shape[0]", 6, " (as declared: Dim('n'))"),
+    "out_of_range": lambda: E.out_of_range("x.shape[0]", 1, ">=", 2, " (from `if x.shape[0] > 1:` at m.py:3)"),
+    "wrong_layout": lambda: E.wrong_layout("x", (1, 3), 0, " (from `x.is_contiguous()` at m.py:4)"),
+    "failed_condition": lambda: E.failed_condition("x.shape[0] <= y.shape[1]", " (from `y[:, :n]` at m.py:5)"),
+    "wrong_constant": lambda: E.wrong_constant("k", 3, 2),
+    "conversion_error": lambda: E.conversion_error(
+        "node matmul (m.py:3): torch computes rank 3, safetrace rank 2",
+        "report it; ep.module() runs the program without conversion"),
+    "runtime_check_failed": lambda: E.runtime_check_failed("expected n <= 4"),
+    "load_error": lambda: E.load_error("contract.inputs[0].dtype", "unknown dtype 'f99'"),
+}
+
+GOLDEN = {
+    'args_not_tuple': ('ArgsNotTuple',
+        'args must be a tuple of positional inputs, got dict.\n'
+        'Fix: st.export(model, (x,)) for a single input x'),
+    'not_callable': ('NotCallable',
+        'cannot export int: it is not callable\n'
+        'Fix: pass an nn.Module or a function'),
+    'call_mismatch': ('CallMismatch',
+        'st.export called f(x, y) with 1 positional inputs, but it takes 2 (x, y).\n'
+        '  got: args=(Tensor[3],)\n'
+        'Fix: pass one input per parameter of f, positionally in args or by name in kwargs:\n'
+        '    st.export(f, (x, y))'),
+    'unflattenable_input': ('UnflattenableInput',
+        'input p has type tests.errors.test_messages.Point, which safetrace does not '
+        'know how to flatten into tensors and constants.\n'
+        'Fix: register the class once before exporting:\n'
+        '    import safetrace as st\n'
+        '    st.register_dataclass(Point)'),
+    'unflattenable_output': ('UnflattenableOutput',
+        'the model returned a tests.errors.test_messages.Cache, which safetrace cannot '
+        'flatten into tensors and constants.\n'
+        'Fix: register the class once before exporting (st.register_pytree_node(Cache, '
+        'flatten_fn, unflatten_fn)  # flatten_fn(obj) -> (children, context); a class '
+        'registered for torch.export works too), or return tensors and Python constants '
+        '(e.g. use_cache=False)'),
+    'spec_structure': ('SpecStructureError',
+        "dynamic_shapes: has key(s) ['z'] that are not inputs of the program\n"
+        "Fix: key dynamic_shapes by the argument names ['x']"),
+    'spec_entry': ('SpecEntryError',
+        "dynamic_shapes['x'][0]: 'batch' is not a dim spec\n"
+        'Fix: use None or an int (static), Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, '
+        "Dim('name', min=, max=) or a linear derived dim such as 2*dim + 1"),
+    'spec_example': ('SpecExampleError',
+        'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
+        'Fix: use 3 or None (static), or a Dim'),
+    'declared_space': ('DeclaredSpaceViolation',
+        'the traced program does not work for the whole declared input space (1 problem):\n'
+        "  - x.shape[0] (Dim('b')) was specialized to 3 (from `x.view(3, 4)` at m.py:2).\n"
+        '    Fix: make it static: x.shape[0] -> 3 (or Dim.STATIC), or let safetrace '
+        'decide: Dim.AUTO\n'
+        'Suggested fix (all problems at once):\n'
+        "    dynamic_shapes = {'x': (3, None)}"),
+    'contradictory_sizes': ('ContradictorySizes',
+        'the traced program requires contradictory input sizes: contradiction: s0 == 3 '
+        'but its range is [4, 10]\n'
+        'Fix: check the shapes the model expects against the example inputs and the '
+        'spec; st.explain(model, args, dynamic_shapes=...) lists every guard with its line'),
+    'check_never_holds': ('CheckNeverHolds',
+        'st.check(s0 > 5) can never hold for the example inputs: contradiction: `s0 > 5` '
+        'is false under the known facts (from `st.check(n > 5)` at m.py:3)\n'
+        'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
+    'data_dependent_decision': ('DataDependentDecision',
+        'could not decide `u0 > 0` (u0 = x.sum().item()), asked at m.py:4 `if n > 0:`: '
+        'it depends on values computed from tensor data, which export never reads.\n'
+        'Fix: add the check that holds for your data before this line, either\n'
+        '    st.check(u0 > 0)\n'
+        'or\n'
+        '    st.check(not (u0 > 0))\n'
+        '(torch._check works too), or rewrite the code so it does not branch on data'),
+    'data_read': ('DataRead',
+        '`if tensor:` reads tensor data, which export never does (the graph must work '
+        'for any data).\n'
+        '  at m.py:5 `if x.any():`\n'
+        'Fix: compute on tensors instead of Python values (e.g. torch.where(cond, a, b) '
+        'instead of `if`), or move the data-dependent decision out of the exported code.'),
+    'data_read_inside': ('DataRead',
+        '`if tensor:` reads tensor data, which export never does (the graph must work '
+        'for any data).\n'
+        '  at m.py:5 `y = F.mha(x)`\n'
+        '  inside torch/nn/functional.py:6000\n'
+        'Fix: look for an argument of that call that skips the check (e.g. '
+        "nn.Transformer's tgt_is_causal=True), or move the call out of the exported code."),
+    'missing_shape_rule': ('MissingShapeRule',
+        'aten.frob.default has no symbolic shape rule, so the dynamic size(s) x.shape[0] '
+        'it was called with had to be specialized to their example values.\n'
+        '  at m.py:6 `torch.frob(x)`\n'
+        'Fix: register a rule (sizes may be symbolic ints):\n'
+        '    @st.register_shape_rule(torch.ops.aten.frob.default)\n'
+        '    def rule(self, *args, **kwargs):\n'
+        '        return st.TensorMeta(out_shape, self.dtype, self.device)\n'
+        'or declare those dims Dim.AUTO to accept the specialization'),
+    'missing_shape_rule_no_meta': ('MissingShapeRule',
+        'aten.frob.default has no shape rule in safetrace and no meta kernel in PyTorch.\n'
+        'Fix: register a rule (sizes may be symbolic ints):\n'
+        '    @st.register_shape_rule(torch.ops.aten.frob.default)\n'
+        '    def rule(self, *args, **kwargs):\n'
+        '        return st.TensorMeta(out_shape, self.dtype, self.device)'),
+    'missing_fake': ('MissingFake',
+        'custom op mylib::count has no fake implementation, so safetrace cannot know its '
+        'output shapes.\n'
+        '  at m.py:7 `mylib.count(x)`\n'
+        'Fix: register one:\n'
+        '    @st.register_fake("mylib::count")\n'
+        '    def _(*args):  # receives metadata-only tensors\n'
+        '        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)'),
+    'unsupported_construct': ('UnsupportedConstruct',
+        'autocast is active at m.py:8\n'
+        'Fix: cast explicitly'),
+    'seeded_generator': ('UnsupportedConstruct',
+        "the model seeds torch's default random generator while being exported "
+        '(torch.manual_seed / torch.seed in forward); an exported graph cannot capture '
+        "generator state, so its random numbers would not repeat eager's.\n"
+        'Fix: seed outside the model, before calling it'),
+    'shape_error': ('OpShapeError',
+        'aten.mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)'),
+    'shape_error_at': ('OpShapeError',
+        'aten.mm: shapes cannot be multiplied\n'
+        '  at m.py:9 `a @ b`'),
+    'wrong_input_count': ('WrongInputCount',
+        'expected 2 flattened inputs, got 3'),
+    'wrong_structure': ('WrongStructure',
+        "the inputs' structure differs from the exported one: input `xs` was a tuple of "
+        '2 at export, got a list of 3.\n'
+        'Fix: call with a tuple of 2'),
+    'wrong_input_type': ('WrongInputType',
+        'x: expected a Tensor, got int'),
+    'wrong_dtype': ('WrongDtype',
+        'x: expected dtype torch.float32, got torch.float64\n'
+        'Fix: pass x.to(torch.float32)'),
+    'wrong_rank': ('WrongRank',
+        'x: expected a tensor with 2 dims (shape [s0, 4]), got 3 dims (shape [2, 3, 4])'),
+    'static_size': ('WrongSize',
+        'x.shape[1]: expected 4, got 5 (dim 1 was static at export; input shape [2, 5]).\n'
+        'Fix: pass a tensor with x.shape[1] == 4, or export with x.shape[1] declared '
+        "dynamic, e.g. dynamic_shapes={'x': {1: Dim.DYNAMIC}}"),
+    'required_size': ('WrongSize',
+        'x.shape[0] = 2, but the program requires 3 (from `x.view(3, 4)` at m.py:2) '
+        '(input shape [2, 4])'),
+    'related_size': ('WrongSize',
+        "y.shape[0] = 7, but it must equal x.shape[0] = 6 (as declared: Dim('n')) (input "
+        'shape [7])'),
+    'out_of_range': ('OutOfRange',
+        'x.shape[0] = 1, but it must be >= 2 (from `if x.shape[0] > 1:` at m.py:3)'),
+    'wrong_layout': ('WrongLayout',
+        'x: expected a contiguous tensor (storage offset 0), got strides (1, 3) and '
+        'offset 0; the program asked for a memory layout (from `x.is_contiguous()` at '
+        'm.py:4) and was traced for contiguous inputs.\n'
+        'Fix: pass x.contiguous()'),
+    'failed_condition': ('FailedCondition',
+        'the inputs violate `x.shape[0] <= y.shape[1]`, required (from `y[:, :n]` at m.py:5)'),
+    'wrong_constant': ('WrongConstant',
+        'k: expected 2, got 3. Non-tensor inputs are specialized at export: the graph '
+        'was built for k = 2.\n'
+        'Fix: call with k=2, or export again with the new value'),
+    'conversion_error': ('ConversionError',
+        'node matmul (m.py:3): torch computes rank 3, safetrace rank 2\n'
+        'Fix: report it; ep.module() runs the program without conversion'),
+    'runtime_check_failed': ('RuntimeAssertionError',
+        'expected n <= 4'),
+    'load_error': ('LoadError',
+        "contract.inputs[0].dtype: unknown dtype 'f99'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_builder_renders_its_golden_text(name):
+    err = CASES[name]()
+    cls, text = GOLDEN[name]
+    assert type(err).__name__ == cls
+    assert str(err) == text
+    assert err.cause and (err.fix == "" or text.count(err.fix) == 1)
+
+
+def test_every_builder_and_kind_is_pinned_and_documented():
+    builders = {n for n, f in vars(E).items() if inspect.isfunction(f)
+                and f.__module__ == E.__name__ and not n.startswith("_")
+                and inspect.signature(f).return_annotation not in ("str", "None")}
+    pinned = {n.removesuffix("_at").removesuffix("_inside").removesuffix("_no_meta")
+              for n in CASES}
+    assert builders <= pinned, builders - pinned
+    classes = [c for c in vars(E).values()
+               if isinstance(c, type) and issubclass(c, E.StructuredError)]
+    built = {type(CASES[n]()) for n in CASES}
+    families = {c for c in classes if c.__subclasses__()}
+    assert set(classes) - {E.StructuredError} <= built | families
+    kinds = {c.kind for c in classes} - {"error"}
+    docs = (pathlib.Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    missing = [k for k in kinds if f"`{k}`" not in docs]
+    assert not missing, f"docs/errors.md does not list {missing}"
+
+
+def test_fields_say_where():
+    err = CASES["static_size"]()
+    assert (err.where.input, err.where.dim) == ("x", 1)
+    assert isinstance(err, st.InputMismatchError) and isinstance(err, ValueError)
+    err = CASES["data_dependent_decision"]()
+    assert err.where.source == "m.py:4 `if n > 0:`" and err.details["expr"] == "u0 > 0"
+    assert isinstance(err, st.DataDependentError) and isinstance(err, st.ExportError)
+    assert CASES["shape_error_at"]().where.source == "m.py:9 `a @ b`"
+
+
+def test_a_plain_text_error_is_split_into_cause_and_fix_once():
+    err = st.UnsupportedOpError("cannot do it.\nFix: do this instead")
+    assert (err.cause, err.fix, str(err)) == ("cannot do it.", "do this instead",
+                                              "cannot do it.\nFix: do this instead")
+    assert st.LoadError("bad file").fix == ""
+
+
+def test_errors_survive_pickling():
+    for name in ("static_size", "declared_space", "missing_shape_rule"):
+        err = CASES[name]()
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert back.where == err.where
+
+
+def test_runtime_classes_are_unrelated():
+    assert not issubclass(st.RuntimeAssertionError, st.InputMismatchError)
+    assert issubclass(st.RuntimeAssertionError, RuntimeError)
+    assert not issubclass(st.InputMismatchError, st.ExportError)
+
+
+def test_explain_reports_the_fields_of_each_error():
+    import torch
+
+    def f(x):
+        n = x.long().sum().item()
+        if n > 0:
+            return x.view(3, 4)
+        return x
+
+    report = st.explain(f, (torch.ones(3, 4),), dynamic_shapes={"x": {0: st.Dim("rows")}})
+    codes = {p.code for p in report.problems}
+    assert {"data-dependent-decision", "declared-space"} <= codes, report
+    dd = next(p for p in report.problems if p.code == "data-dependent-decision")
+    assert dd.where.endswith("`if n > 0:`") and "st.check(" in dd.fix
+    assert "\nFix:" not in dd.message

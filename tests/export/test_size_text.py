@@ -1,0 +1,52 @@
+"""Formatting a size does not specialize it (issue 15 item 7): timm's
+``_assert(H % p == 0, f"Input height ({H}) ...")`` keeps H dynamic under Dim.AUTO and a
+named Dim; code that reads the text's content still specializes (a guard), never a
+silently wrong string."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+def _assert(cond, msg):
+    assert cond, msg
+
+
+class PatchEmbed(torch.nn.Module):
+    def forward(self, x):
+        b, c, h, w = x.shape
+        _assert(h % 4 == 0, f"Input height ({h}) should be divisible by patch size (4).")
+        _assert(w % 4 == 0, f"Input width ({w}) should be divisible by patch size (4).")
+        print(h, end="")  # display only
+        return x.reshape(b, c, h // 4, 4, w // 4, 4).sum((3, 5))
+
+
+@pytest.mark.parametrize("spec", [st.Dim.AUTO, st.Dim("h", min=1)])
+def test_fstring_message_keeps_the_size_dynamic(spec, capsys) -> None:
+    m = PatchEmbed()
+    ep = st.export(m, (torch.randn(1, 2, 16, 8),), dynamic_shapes={"x": {2: spec}})
+    assert "16" in capsys.readouterr().out  # the example's digits
+    for h in (4, 8, 32, 100):
+        x = torch.randn(1, 2, h, 8)
+        torch.testing.assert_close(ep.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError, match="multiple of 4"):
+        ep.module()(torch.randn(1, 2, 30, 8))
+
+
+@pytest.mark.parametrize("read", [
+    lambda s: len(s), lambda s: s == "5", lambda s: int(s), lambda s: s[0],
+    lambda s: s + "x", lambda s: "x" + s, lambda s: s.zfill(3), lambda s: {s: 1}[s],
+    lambda s: float(s), lambda s: list(s),
+])
+def test_reading_the_text_specializes(read) -> None:
+    def f(x):
+        n = read(str(x.shape[0]))
+        return x * (len(n) if isinstance(n, (str, list)) else n)
+
+    ep = st.export(f, (torch.ones(5),), dynamic_shapes={"x": (st.Dim.AUTO,)})
+    torch.testing.assert_close(ep.module()(torch.ones(5)), f(torch.ones(5)))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(12))  # "12" would read differently: the size is static

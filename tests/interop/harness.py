@@ -1,0 +1,110 @@
+"""Accept/reject parity between a safetrace program and its torch.export conversion.
+
+Beside the inputs a case lists, every program is probed at the edges of its contract:
+each input symbol moved to 0, 1, its bounds and one past them (all dims that depend on it
+follow), and each dynamic dim of each input nudged by one on its own (breaks relations).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+import torch
+from torch.utils import _pytree
+
+import safetrace as st
+from tests.helpers import assert_close
+
+
+def outcome(fn: Any, args: tuple, kwargs: dict) -> tuple[str, Any]:
+    try:
+        return "ok", fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception as exc:  # noqa: BLE001 - either side may reject in its own words
+        return "rejected", exc
+
+
+def same_behaviour(ep: Any, converted: Any, args: tuple, kwargs: dict) -> str:
+    """Both accept with the same outputs, or both reject; returns which.  `ep` is a
+    safetrace program or its module (stateful programs keep their state across calls)."""
+    ours = ep.module() if isinstance(ep, st.ExportedProgram) else ep
+    a, out_a = outcome(ours, args, kwargs)
+    b, out_b = outcome(converted, args, kwargs)
+    assert a == b, (f"safetrace {a} ({out_a if a == 'rejected' else ''}), torch {b} "
+                    f"({out_b if b == 'rejected' else ''}) for shapes "
+                    f"{[getattr(x, 'shape', x) for x in _pytree.tree_leaves((args, kwargs))]}")
+    if a == "ok":
+        assert_close(out_a, out_b)
+    return a
+
+
+def _leaf(dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(shape).to(dtype)
+    if dtype is torch.bool:
+        return torch.rand(shape) > 0.5
+    return torch.zeros(shape, dtype=dtype)  # valid as an index into anything non-empty
+
+
+def _binding_inputs(ep: st.ExportedProgram, binding: dict, bump: tuple | None) -> Any:
+    from safetrace.exporter.contract import ConstInput
+
+    leaves = []
+    for i, inp in enumerate(ep.contract.inputs):
+        if isinstance(inp, ConstInput):
+            leaves.append(inp.value)
+            continue
+        try:
+            shape = [d.size if d.kind == "static" else int(d.size.evaluate(binding))
+                     for d in inp.dims]
+        except KeyError:  # a size no input determines
+            return None
+        if bump is not None and bump[0] == i:
+            shape[bump[1]] += 1
+        if any(n < 0 for n in shape):
+            return None
+        leaves.append(_leaf(inp.dtype, shape))
+    args, kwargs = _pytree.tree_unflatten(leaves, ep.in_spec)
+    return tuple(args), dict(kwargs)
+
+
+def edge_inputs(ep: st.ExportedProgram, cap: int = 64) -> list:
+    """(args, kwargs) at and around the contract's edges (accepted sizes above `cap` are
+    left out: they only cost compute)."""
+    from safetrace.exporter.contract import TensorInput
+    from safetrace.symbolic.expr import sym
+
+    symbols = [s for s in ep.contract.symbols if s.where is not None]
+    env = next((s.env for n in ep.graph.nodes if n.op == "placeholder"
+                for s in getattr(n.meta.get("val"), "shape", ()) if hasattr(s, "env")), None)
+    if env is None or not symbols:
+        return []
+    hints = {s.name: int(env.hint(sym(s.name))) for s in symbols}
+    out = []
+    for s in symbols:
+        lo = s.lo or 0
+        values = {0, 1, 2, lo - 1, lo, lo + 1, hints[s.name] + 1}
+        if s.hi is not None:
+            values |= {s.hi, s.hi + 1} if s.hi <= cap else {s.hi + 1}
+        for v in sorted(x for x in values if x >= 0):
+            made = _binding_inputs(ep, dict(hints, **{s.name: v}), None)
+            if made is not None:
+                out.append(made)
+    for i, inp in enumerate(ep.contract.inputs):
+        if isinstance(inp, TensorInput):
+            for d, dim in enumerate(inp.dims):
+                made = _binding_inputs(ep, hints, (i, d))
+                if made is not None:
+                    out.append(made)
+    return out
+
+
+def check_parity(ep: st.ExportedProgram, tep: Any, cases: list, cap: int = 64) -> dict:
+    """Same behaviour on the listed cases and the contract's edges; counts by outcome."""
+    converted = tep.module()
+    ours = ep.module()
+    counts = {"ok": 0, "rejected": 0}
+    for args, kwargs in itertools.chain(cases, edge_inputs(ep, cap)):
+        counts[same_behaviour(ours, converted, args, kwargs)] += 1
+    return counts

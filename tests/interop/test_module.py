@@ -1,0 +1,59 @@
+"""``ep.module()``: a GraphModule built eagerly (torch.compile captures a call in one graph
+on the first call; ``.graph`` and ``.code`` work); switching modes is refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.models import ConvNet
+from tests.serialize.programs import CASES
+
+
+def test_module_is_a_graph_module_with_graph_and_code():
+    case = CASES["dyn_mlp"]()
+    ep = case.export()
+    m = ep.module()
+    assert isinstance(m, torch.fx.GraphModule)
+    assert m.graph is ep.graph
+    assert "aten.linear" in m.code
+    torch.testing.assert_close(m(*case.args), case.model(*case.args))
+    with pytest.raises(st.InputMismatchError):
+        m(torch.randn(65, 16))
+
+
+def test_torch_compile_captures_the_first_call_in_one_graph():
+    import torch._dynamo
+
+    case = CASES["dyn_mlp"]()
+    m = case.export().module()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    compiled = torch.compile(m, backend=backend, fullgraph=True)
+    x = torch.randn(5, 16)
+    torch.testing.assert_close(compiled(x), case.model(x))
+    assert len(graphs) == 1
+    torch._dynamo.reset()
+
+
+def test_train_is_refused_on_a_program_exported_in_eval_mode():
+    model = ConvNet().eval()
+    ep = st.export(model, (torch.randn(2, 3, 8, 8),))
+    m = ep.module()
+    m.eval()  # already so
+    with pytest.raises(RuntimeError, match="(?s)exported in eval mode.*model.train\\(\\)"):
+        m.train()
+
+
+def test_eval_is_refused_when_a_train_mode_graph_has_batch_norm():
+    ep = st.export(ConvNet().train(), (torch.randn(2, 3, 8, 8),))
+    with pytest.raises(RuntimeError, match="exported in train mode"):
+        ep.module().eval()
+    plain = st.export(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
+    plain.module().eval()  # nothing in the graph depends on the mode

@@ -1,0 +1,111 @@
+"""Whole programs around the rules' empty-tensor and plain-int cases: exported once,
+then run against eager at other sizes (0 and 1 included)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+from tests.helpers import matches_eager, rejects
+
+
+def _export(fn, x, dims):
+    return st.export(fn, (x,), dynamic_shapes={"x": dims} if dims is not None else None)
+
+
+def test_nonzero_of_a_slice_that_is_always_empty():
+    """x[100:] of at most 50 rows has no elements: nonzero's count is the plain int 0."""
+    def f(x):
+        return x[100:, :x.shape[1] - 2].diagonal().nonzero()
+
+    ep = _export(f, torch.randn(5, 6), {0: st.Dim("a", max=50), 1: st.Dim("b", max=60)})
+    for shape in [(5, 6), (0, 6), (1, 1), (50, 60), (3, 0), (1, 2)]:
+        matches_eager(ep, f, (torch.randn(*shape),))
+
+
+def test_data_dependent_sizes_of_empty_inputs_are_plain_ints():
+    def f(x):
+        y = x[x.shape[0]:]  # always empty
+        return y.nonzero(), torch.masked_select(y, y > 0), y.unique()
+
+    ep = _export(f, torch.randn(4, 3), {0: st.Dim("n"), 1: st.Dim("m")})
+    for shape in [(4, 3), (0, 3), (1, 1), (7, 0)]:
+        matches_eager(ep, f, (torch.randn(*shape),))
+
+
+def test_pixel_unshuffle_of_no_channels_returns_its_input():
+    def f(x):
+        return F.pixel_unshuffle(x, 2)
+
+    ep = _export(f, torch.randn(4, 0, 4, 4), None)
+    assert ep.module()(torch.randn(4, 0, 4, 4)).shape == (4, 0, 4, 4)
+    matches_eager(ep, f, (torch.randn(4, 0, 4, 4),))
+
+
+def test_pixel_unshuffle_with_a_dynamic_batch_rejects_the_empty_batch():
+    """Eager returns an empty input unchanged (another shape): the program needs batch >= 1,
+    says so at export for a named dim, and refuses the empty batch at run time."""
+    def f(x):
+        return F.pixel_unshuffle(x, 2) + 1
+
+    with pytest.raises(st.ConstraintViolationError, match=r"Dim\('batch', min=1\)"):
+        _export(f, torch.randn(3, 2, 4, 6), {0: st.Dim("batch")})
+    ep = _export(f, torch.randn(3, 2, 4, 6), {0: st.Dim("batch", min=1)})
+    for n in (1, 2, 5):
+        matches_eager(ep, f, (torch.randn(n, 2, 4, 6),))
+    rejects(ep, (torch.randn(0, 2, 4, 6),))
+
+
+@pytest.mark.parametrize("pool", [
+    lambda x: F.adaptive_avg_pool2d(x, (2, 3)),
+    lambda x: F.adaptive_avg_pool1d(x.flatten(2), 4),
+])
+def test_adaptive_average_pooling_of_zero_channels(pool):
+    ep = _export(pool, torch.randn(2, 3, 8, 9), {0: st.Dim("n"), 1: st.Dim("c")})
+    for shape in [(2, 3, 8, 9), (2, 0, 8, 9), (0, 3, 8, 9), (1, 1, 8, 9)]:
+        matches_eager(ep, pool, (torch.randn(*shape),))
+
+
+def test_adaptive_max_pooling_needs_channels_but_not_a_batch():
+    def pool(x):
+        return F.adaptive_max_pool2d(x, (2, 3))
+
+    with pytest.raises(st.ConstraintViolationError, match=r"Dim\('c', min=1\)"):
+        _export(pool, torch.randn(2, 3, 8, 9), {0: st.Dim("n"), 1: st.Dim("c")})
+    ep = _export(pool, torch.randn(2, 3, 8, 9), {0: st.Dim("n"), 1: st.Dim("c", min=1)})
+    for shape in [(2, 3, 8, 9), (0, 3, 8, 9), (1, 1, 8, 9)]:
+        matches_eager(ep, pool, (torch.randn(*shape),))
+    unbatched = _export(pool, torch.randn(3, 8, 9), {0: st.Dim("c")})
+    for shape in [(3, 8, 9), (0, 8, 9), (1, 8, 9)]:  # dim 0 of an unbatched input may be 0
+        matches_eager(unbatched, pool, (torch.randn(*shape),))
+
+
+def test_bincount_of_an_empty_input_is_int64_zeros():
+    def f(x):
+        return torch.bincount(x[:0], weights=torch.ones(0), minlength=4)
+
+    ep = _export(f, torch.tensor([1, 2, 2]), None)
+    got = matches_eager(ep, f, (torch.tensor([1, 2, 2]),))
+    assert got.dtype is torch.int64 and got.shape == (4,)
+
+
+def test_shape_derived_slices_export_without_relations():
+    """x[:, :-1] needs no b >= 1, x[a - c:] no a <= c: they clamp as eager does."""
+    def f(x, y):
+        return x[:, :-1].sum(1), x[x.shape[0] - y.shape[0]:], x[-y.shape[0]:, :-y.shape[0]]
+
+    dims = {"x": {0: st.Dim("a"), 1: st.Dim("b")}, "y": {0: st.Dim("c")}}
+    ep = st.export(f, (torch.randn(5, 4), torch.randn(3)), dynamic_shapes=dims)
+    for a, b, c in [(5, 4, 3), (0, 0, 0), (1, 1, 1), (2, 5, 7), (7, 0, 2), (3, 2, 0)]:
+        matches_eager(ep, f, (torch.randn(a, b), torch.randn(c)))
+
+
+def test_ceil_mode_pooling_exports_for_every_size():
+    def f(x):
+        return F.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.avg_pool1d(x[0], 2, ceil_mode=True)
+
+    ep = _export(f, torch.randn(1, 2, 9, 10), {2: st.Dim("h", min=3), 3: st.Dim("w", min=3)})
+    for h, w in [(9, 10), (3, 3), (4, 7), (16, 5), (11, 12)]:
+        matches_eager(ep, f, (torch.randn(1, 2, h, w),))

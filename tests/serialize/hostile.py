@@ -1,0 +1,477 @@
+"""A generator of hostile saved-program files, by category.
+
+Each case makes a file (or a path: FIFO, device, directory) from a small real program and
+says what must happen: ``load`` (a LoadError from st.load), ``call`` (a LoadError, or a
+refusal when the loaded program is called: InputMismatchError or torch's own bounds
+check) or ``bounded`` (any clean outcome, within the limits: a file that is legal but
+costly).  ``hostile_runner.py`` runs them under time and memory limits.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import json
+import os
+import struct
+import zipfile
+from typing import Any, Callable
+
+import safetensors.torch
+import torch
+
+import safetrace as st
+
+KEY = "safetrace.program"
+
+
+@dataclasses.dataclass
+class Spec:
+    source: Any                 # bytes or a path
+    expect: str = "load"        # "load", "call" (refused at load or call) or "bounded"
+    load_kwargs: dict = dataclasses.field(default_factory=dict)
+    after: Callable | None = None  # run on a loaded program (must raise)
+
+
+@dataclasses.dataclass
+class Case:
+    category: str
+    name: str
+    make: Callable[[str], Spec]  # tmp dir -> Spec
+
+
+class Base(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.register_buffer("scale", torch.ones(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * self.scale + x.shape[0]
+
+
+def base_blob() -> bytes:
+    ep = st.export(Base(), (torch.randn(4, 8),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def parts(blob: bytes) -> tuple[dict, dict]:
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    doc = json.loads(header["__metadata__"][KEY])
+    return doc, safetensors.torch.load(blob)
+
+
+def pack(doc: Any, tensors: dict, raw_program: str | None = None) -> bytes:
+    program = raw_program if raw_program is not None else json.dumps(doc)
+    return safetensors.torch.save(tensors, metadata={KEY: program})
+
+
+def _raw_text(head_text: str) -> bytes:
+    head = head_text.encode()
+    head += b" " * (-len(head) % 8)
+    return struct.pack("<Q", len(head)) + head
+
+
+def raw_file(header: dict, data: bytes = b"", length: int | None = None) -> bytes:
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    return struct.pack("<Q", len(head) if length is None else length) + head + data
+
+
+class Maker:
+    """Mutations of the base program."""
+
+    def __init__(self) -> None:
+        self.blob = base_blob()
+        self.doc, self.tensors = parts(self.blob)
+        self.x = next(n["name"] for n in self.doc["nodes"]
+                      if n["op"] == "placeholder" and n["meta"]["extra"]["kind"] == "user_input")
+        self.weight = next(n["name"] for n in self.doc["nodes"] if n["op"] == "placeholder")
+
+    def d(self) -> dict:
+        return copy.deepcopy(self.doc)
+
+    def file(self, doc: dict, tensors: dict | None = None) -> bytes:
+        return pack(doc, self.tensors if tensors is None else tensors)
+
+    def node(self, target: str, args: list, kwargs: list | None = None, name: str = "evil",
+             val: Any = None) -> bytes:
+        doc = self.d()
+        node: dict = {"name": name, "op": "call_function", "target": target, "args": args}
+        if kwargs:
+            node["kwargs"] = kwargs
+        if val is not None:
+            node["meta"] = {"val": val}
+        doc["nodes"].insert(len(doc["nodes"]) - 1, node)
+        return self.file(doc)
+
+    def ref(self, name: str | None = None) -> dict:
+        return {"node": name or self.x}
+
+
+def _l(*items: Any) -> dict:
+    return {"list": list(items)}
+
+
+def cases() -> list[Case]:
+    m = Maker()
+    out: list[Case] = []
+
+    def add(category: str, name: str, make: Callable[[str], Spec]) -> None:
+        out.append(Case(category, name, make))
+
+    def blob(category: str, name: str, fn: Callable[[], bytes], expect: str = "load",
+             **kw: Any) -> None:
+        add(category, name, lambda tmp: Spec(fn(), expect, kw))
+
+    # --- operators: the allowlist ------------------------------------------------------
+    op = "operators"
+    blob(op, "from_file_read", lambda: m.node(
+        "torch.ops.aten.from_file.default", ["CANARY", False, 16]))
+    blob(op, "from_file_shared_write", lambda: m.node(
+        "torch.ops.aten.from_file.default", ["CANARY.pth", True, 4096]))
+    blob(op, "reshape_alias_beyond_storage", lambda: m.node(
+        "torch.ops.aten._reshape_alias.default", [m.ref(), _l(1 << 20), _l(1)]))
+    blob(op, "inductor_alloc_from_pool", lambda: m.node(
+        "torch.ops.inductor._alloc_from_pool.default", [m.ref(), 0, {"dtype": "float32"},
+                                                        _l(1 << 20), _l(1)]))
+    blob(op, "set_grad_enabled", lambda: m.node("torch.ops.aten.set_grad_enabled.default",
+                                                [False]))
+    blob(op, "manual_seed", lambda: m.node("torch.ops.aten.manual_seed.default", [0]))
+    blob(op, "print", lambda: m.node("torch.ops.aten._print.default", ["\x1b[2J pwned"]))
+    blob(op, "set_storage", lambda: m.node("torch.ops.aten.set_.source_Tensor",
+                                           [m.ref(), m.ref(m.weight)]))
+    blob(op, "resize_in_place", lambda: m.node("torch.ops.aten.resize_.default",
+                                               [m.ref(), _l(1 << 40)]))
+    blob(op, "out_variant", lambda: m.node("torch.ops.aten.add.out", [m.ref(), m.ref()],
+                                           [["out", m.ref(m.weight)]]))
+    blob(op, "torchscript_list_repeat", lambda: m.node("torch.ops.aten.mul.left_t",
+                                                       [_l(1, 2), 1 << 29]))
+    blob(op, "custom_namespace_not_allowed", lambda: m.node(
+        "torch.ops.mylib_hostile.frob.default", [m.ref()]))
+    blob(op, "custom_allowed_but_unregistered", lambda: m.node(
+        "torch.ops.mylib_hostile.frob.default", [m.ref()]),
+        allow_ops=["mylib_hostile::frob"])
+    blob(op, "python_os_system", lambda: m.node("os.system", ["touch PWNED"]))
+    blob(op, "python_builtins_eval", lambda: m.node("builtins.eval", ["1"]))
+    blob(op, "python_builtins_open", lambda: m.node("builtins.open", ["CANARY"]))
+    blob(op, "dunder_operator_name", lambda: m.node("torch.ops.aten.__init__.default", []))
+    blob(op, "private_namespace", lambda: m.node("torch.ops._C.foo.default", []))
+    blob(op, "as_strided_beyond_storage", lambda: m.node(
+        "torch.ops.aten.as_strided.default", [m.ref(), _l(1 << 16, 1 << 16), _l(1, 1)]),
+        expect="call")
+    blob(op, "bad_opcode_call_module", lambda: _with(m, lambda d: d["nodes"].insert(
+        -1, {"name": "evil", "op": "call_module", "target": "os"})))
+    blob(op, "get_attr_node", lambda: _with(m, lambda d: d["nodes"].insert(
+        -1, {"name": "evil", "op": "get_attr", "target": "__class__"})))
+
+    # --- arguments: types and allocation budgets ----------------------------------------
+    ar = "arguments"
+    blob(ar, "operator_mul_string_repeat", lambda: m.node("operator.mul", ["ab", 1 << 29]))
+    blob(ar, "operator_mul_list_repeat", lambda: m.node("operator.mul", [_l(0), 1 << 29]))
+    blob(ar, "operator_pow_huge_exponent", lambda: m.node("operator.pow", [7, 10 ** 9]))
+    blob(ar, "operator_pow_graph_int_exponent", lambda: m.node(
+        "operator.pow", [7, m.ref("sym_size_int")]) if _has(m, "sym_size_int")
+        else m.node("operator.pow", [7, {"tuple": [1]}]))
+    blob(ar, "operator_lshift_huge", lambda: m.node("operator.lshift", [1, 10 ** 9]))
+    blob(ar, "operator_getitem_string_key", lambda: m.node("operator.getitem",
+                                                           [m.ref(), "__class__"]))
+    blob(ar, "operator_add_kwargs", lambda: m.node("operator.add", [1, 2], [["x", 1]]))
+    blob(ar, "empty_huge", lambda: m.node("torch.ops.aten.empty.memory_format",
+                                          [_l(1 << 40)]))
+    blob(ar, "full_huge_2d", lambda: m.node("torch.ops.aten.full.default",
+                                            [_l(1 << 20, 1 << 20), {"float": "1.0"}]))
+    blob(ar, "zeros_33_bits", lambda: m.node("torch.ops.aten.zeros.default", [_l(1 << 33)]))
+    blob(ar, "arange_huge", lambda: m.node("torch.ops.aten.arange.default", [1 << 40]))
+    blob(ar, "arange_zero_step", lambda: m.node("torch.ops.aten.arange.start_step", [0, 10, 0]))
+    blob(ar, "repeat_huge", lambda: m.node("torch.ops.aten.repeat.default",
+                                           [m.ref(), _l(1 << 30, 1)]))
+    blob(ar, "expand_huge", lambda: m.node("torch.ops.aten.expand.default",
+                                           [m.ref(), _l(1 << 40, 8)]))
+    blob(ar, "new_zeros_huge", lambda: m.node("torch.ops.aten.new_zeros.default",
+                                              [m.ref(), _l(1 << 35)]))
+    blob(ar, "kwarg_lambda", lambda: m.node("torch.ops.aten.relu.default", [m.ref()],
+                                            [["lambda", 1]]))
+    blob(ar, "kwarg_not_in_schema", lambda: m.node("torch.ops.aten.relu.default", [m.ref()],
+                                                   [["inplace", True]]))
+    blob(ar, "too_many_positional", lambda: m.node("torch.ops.aten.relu.default",
+                                                   [m.ref(), 1, 2, 3]))
+    blob(ar, "missing_required", lambda: m.node("torch.ops.aten.add.Tensor", [m.ref()]))
+    blob(ar, "string_where_tensor", lambda: m.node("torch.ops.aten.relu.default", ["x"]))
+    blob(ar, "long_string_argument", lambda: m.node("torch.ops.aten.div.Tensor_mode",
+                                                    [m.ref(), m.ref()],
+                                                    [["rounding_mode", "f" * 100_000]]))
+    blob(ar, "expression_argument", lambda: m.node("torch.ops.aten.relu.default",
+                                                   [{"expr": "s0"}]))
+    blob(ar, "symint_argument", lambda: m.node("torch.ops.aten.relu.default",
+                                               [{"symint": "s0"}]))
+    blob(ar, "huge_list_argument", lambda: m.node("torch.ops.aten.view.default",
+                                                  [m.ref(), {"list": [1] * 200_000}]))
+    blob(ar, "generator_argument", lambda: m.node("torch.ops.aten.bernoulli.p",
+                                                  [m.ref(), {"float": "0.5"}],
+                                                  [["generator", "gen"]]))
+
+    # --- names that reach generated Python -----------------------------------------------
+    nm = "names"
+    for bad in ("self", "x; import os", "class", "lambda", "torch", "__import__", "getattr",
+                "a" * 300, ""):
+        blob(nm, f"node_named_{bad[:12]!r}", lambda bad=bad: _rename(m, bad))
+    for bad in ("forward", "a.", ".a", "a..b", "__class__", "training", "_parameters",
+                "state_dict", "a b", "x\x1b[2J"):
+        blob(nm, f"state_named_{bad!r}", lambda bad=bad: _state_rename(m, bad))
+    blob(nm, "kwarg_named_class", lambda: m.node("torch.ops.aten.relu.default", [m.ref()],
+                                                 [["class", 1]]))
+
+    # --- budgets: small files, big costs ---------------------------------------------------
+    bu = "budgets"
+    blob(bu, "json_nesting_bomb", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc)[:-1] + ',"bomb":' + "[" * 200_000 + "]" * 200_000 + "}"))
+    blob(bu, "json_value_bomb", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc)[:-1] + ',"bomb":[' + "0," * 3_000_000 + "0]}"))
+    blob(bu, "json_under_value_budget_each_value_a_list", lambda: pack(
+        None, m.tensors, raw_program=json.dumps(m.doc)[:-1] + ',"bomb":[' + "[]," * 1_400_000
+        + "0]}"))
+    blob(bu, "header_length_2_60", lambda: struct.pack("<Q", 1 << 60) + b"{}")
+    blob(bu, "header_length_past_file", lambda: raw_file({}, length=10_000))
+    blob(bu, "400k_empty_tensors", lambda: _raw_text("{" + ",".join(
+        f'"t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' for i in range(400_000))
+        + "}"))
+    blob(bu, "700_residual_conditions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", "s0", 10 ** 6 + i] for i in range(700)])), expect="bounded")
+    blob(bu, "2100_residual_conditions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", "s0", 10 ** 6 + i] for i in range(2_100)])))
+    blob(bu, "deep_residual_conditions", lambda: _with(m, lambda d: _conds(
+        d, [_deep_not(95) for _ in range(700)])), expect="bounded")
+    blob(bu, "nested_products_2_40_terms", lambda: _with(m, lambda d: _products(d, 40)),
+         expect="call")
+    blob(bu, "many_large_expressions", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(19_000), 0] for _ in range(30)])))
+    blob(bu, "many_expressions_under_each_limit", lambda: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(6_000), 0] for _ in range(60)])))
+    blob(bu, "expression_depth", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc).replace('"conditions": []', '"conditions": [{"cond": ' + '["not", ' * 5000
+                       + '"s0"' + "]" * 5000 + ', "origin": ""}]')))
+    blob(bu, "many_symbols", lambda: _with(m, lambda d: d["symbols"].extend(
+        {"name": f"s{100 + i}", "backed": True, "hint": 1, "lo": 0, "hi": None}
+        for i in range(150_000))))
+
+    # --- crashes that must be LoadErrors ----------------------------------------------------
+    cr = "crashes"
+    blob(cr, "leaf_path_wrong_type", lambda: _with(m, lambda d: d["contract"]["inputs"][0]
+                                                   .__setitem__("path", 5)))
+    blob(cr, "leaf_is_a_list", lambda: _with(m, lambda d: d["contract"]["inputs"]
+                                             .__setitem__(0, [1, 2])))
+    blob(cr, "leaf_dims_string", lambda: _with(m, lambda d: d["contract"]["inputs"][0]
+                                               .__setitem__("dims", "s0")))
+    blob(cr, "dim_kind_unknown", lambda: _with(m, lambda d: d["contract"]["inputs"][0][
+        "dims"][0].__setitem__("kind", "exec")))
+    blob(cr, "dim_size_huge", lambda: _with(m, lambda d: d["contract"]["inputs"][0][
+        "dims"][1].__setitem__("size", 1 << 70)))
+    blob(cr, "hint_2_63", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
+        "hint", 1 << 63)))
+    blob(cr, "hint_not_int", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
+        "hint", "3")))
+    blob(cr, "mod_by_zero_in_meta", lambda: _with(m, lambda d: _first_val(d).__setitem__(
+        "shape", [["mod", "s0", 0], 8])))
+    blob(cr, "floordiv_by_zero_residual", lambda: _with(m, lambda d: _conds(d, [
+        ["eq", ["floordiv", "s0", 0], 1]])))
+    blob(cr, "floordiv_by_cancelled_zero", lambda: _with(m, lambda d: _conds(d, [
+        ["eq", ["floordiv", "s0", ["add", ["mul", -1, "s0"], "s0"]], 1]])), expect="call")
+    blob(cr, "unbacked_in_state_shape", lambda: _unbacked_state(m))
+    blob(cr, "unbacked_in_input_shape", lambda: _with(m, lambda d: (
+        d["symbols"].__setitem__(0, dict(d["symbols"][0], backed=False, hint=None)),
+        d["contract"]["symbols"][0].__setitem__("backed", False))))
+    blob(cr, "unbacked_equal_dim", lambda: _with(m, lambda d: (
+        d["symbols"].append({"name": "u9", "backed": False, "hint": None, "lo": 0, "hi": None}),
+        d["contract"]["inputs"][0]["dims"].__setitem__(1, {
+            "kind": "unchecked", "size": "u9", "symbol": None, "coef": 1, "offset": 0,
+            "why": None, "declared": None}))))
+    blob(cr, "undeclared_symbol", lambda: _with(m, lambda d: _conds(d, [["lt", "s77", 3]])))
+    blob(cr, "state_entry_missing_dtype", lambda: _with(m, lambda d: d["state"][0].pop(
+        "dtype")))
+    blob(cr, "state_shape_mismatch", lambda: _with(m, lambda d: d["state"][0].__setitem__(
+        "shape", [3, 3])))
+    blob(cr, "nodes_not_a_list", lambda: _with(m, lambda d: d.__setitem__("nodes", {})))
+    blob(cr, "in_spec_unknown_class", lambda: _with(m, lambda d: d.__setitem__(
+        "in_spec", {"type": "os:system", "context": None, "children": []})))
+    blob(cr, "range_bound_float", lambda: _with(m, lambda d: d["range_constraints"].append(
+        ["s0", 1.5, None])))
+    blob(cr, "aliases_bogus", lambda: _with(m, lambda d: d.__setitem__("aliases", [["a", "b"]])))
+    blob(cr, "weights_flag_string", lambda: _with(m, lambda d: d.__setitem__("weights", "yes")))
+    blob(cr, "node_meta_val_bad_dtype", lambda: _with(m, lambda d: _first_val(d).__setitem__(
+        "dtype", "float1024")))
+    blob(cr, "output_not_tuple", lambda: _with(m, lambda d: d["nodes"][-1].__setitem__(
+        "args", [{"node": m.x}])))
+    blob(cr, "forward_reference", lambda: _with(m, lambda d: d["nodes"][-2].__setitem__(
+        "args", [{"node": "output"}])))
+    blob(cr, "newer_major_version", lambda: _with(m, lambda d: d.__setitem__("version", [3, 0])))
+    blob(cr, "negative_size_in_meta", lambda: _with(m, lambda d: _first_val(d).__setitem__(
+        "shape", [-1, 8])))
+
+    # --- containers: the safetensors layer --------------------------------------------------
+    co = "container"
+    blob(co, "not_utf8_header", lambda: struct.pack("<Q", 8) + b"\xff\xfe\xfd\xfc\xfb\xfa{}")
+    blob(co, "header_not_object", lambda: raw_file([1, 2]))  # type: ignore[arg-type]
+    blob(co, "duplicate_keys", lambda: _dup_keys(m))
+    blob(co, "plain_checkpoint_no_program", lambda: safetensors.torch.save(
+        {"w": torch.ones(2)}))
+    blob(co, "tensor_past_end", lambda: _tensor_header(m, lambda h, k: h[k].__setitem__(
+        "data_offsets", [0, 1 << 40])))
+    blob(co, "tensor_overlap", lambda: _tensor_header(m, _overlap))
+    blob(co, "tensor_shape_overflow", lambda: _tensor_header(m, lambda h, k: h[k].__setitem__(
+        "shape", [1 << 40, 1 << 40])))
+    blob(co, "tensor_dtype_unknown", lambda: _tensor_header(m, lambda h, k: h[k].__setitem__(
+        "dtype", "F128")))
+    blob(co, "bool_bytes_not_0_1", lambda: _bool_tensor(m))
+    blob(co, "metadata_not_strings", lambda: raw_file({"__metadata__": {KEY: 5}}))
+    for cut in (0, 7, 9, 100, -40, -1):
+        blob(co, f"truncated_at_{cut}", lambda cut=cut: m.blob[:cut] if cut else b"")
+    blob(co, "trailing_bytes", lambda: m.blob + b"\0" * 16)
+    blob(co, "version_1_zip_with_64gb_member", lambda: _v1_bomb())
+    blob(co, "tensor_not_declared", lambda: m.file(m.d(), dict(m.tensors, extra=torch.ones(1))))
+
+    # --- not files ----------------------------------------------------------------------------
+    nf = "paths"
+    add(nf, "fifo", lambda tmp: Spec(_fifo(tmp)))
+    add(nf, "dev_zero", lambda tmp: Spec("/dev/zero"))
+    add(nf, "directory", lambda tmp: Spec(tmp))
+    add(nf, "symlink_to_dev_zero", lambda tmp: Spec(_symlink(tmp, "/dev/zero")))
+    add(nf, "missing_file", lambda tmp: Spec(os.path.join(tmp, "nope.st")))
+    add(nf, "weights_fifo", lambda tmp: Spec(_graph_only(tmp, m), "load",
+                                             {"weights": _fifo(tmp, "w.fifo")}))
+    add(nf, "weights_mismatch", lambda tmp: Spec(_graph_only(tmp, m), "load",
+                                                 {"weights": {"fc.weight": torch.ones(2),
+                                                              "bogus": torch.ones(1)}}))
+    add(nf, "weights_missing", lambda tmp: Spec(_graph_only(tmp, m)))
+    return out
+
+
+# --- helpers -----------------------------------------------------------------------------------
+def _with(m: Maker, edit: Callable[[dict], Any]) -> bytes:
+    doc = m.d()
+    edit(doc)
+    return m.file(doc)
+
+
+def _has(m: Maker, name: str) -> bool:
+    return any(n["name"] == name for n in m.doc["nodes"])
+
+
+def _first_val(doc: dict) -> dict:
+    node = next(n for n in doc["nodes"] if n["op"] == "call_function"
+                and "tensor" in n.get("meta", {}).get("val", {}))
+    return node["meta"]["val"]["tensor"]
+
+
+def _rename(m: Maker, bad: str) -> bytes:
+    doc = m.d()
+    old = next(n for n in doc["nodes"] if n["op"] == "call_function")["name"]
+    text = json.dumps(doc).replace(json.dumps(old), json.dumps(bad))
+    return m.file(json.loads(text))
+
+
+def _state_rename(m: Maker, bad: str) -> bytes:
+    doc = m.d()
+    old = doc["state"][0]["name"]
+    text = json.dumps(doc).replace(json.dumps(old), json.dumps(bad))
+    tensors = {(f"state:{bad}" if k == f"state:{old}" else k): v for k, v in m.tensors.items()}
+    return m.file(json.loads(text), tensors)
+
+
+def _conds(doc: dict, conds: list) -> None:
+    doc["contract"]["conditions"].extend({"cond": c, "origin": ""} for c in conds)
+
+
+def _deep_not(depth: int) -> Any:
+    e: Any = ["lt", "s0", 100]
+    for _ in range(depth):
+        e = ["not", e]
+    return e
+
+
+def _sum_of(n: int) -> Any:
+    return ["add"] + [["mul", 2, "s0"] if i % 2 else "s0" for i in range(n - 1)] + [1]
+
+
+def _products(doc: dict, n: int) -> None:
+    """A leaf dim that is a product of n sums (canonical only on the surface)."""
+    e = ["mul"] + [["floordiv", ["add", "s0", i + 1], 1] for i in range(n)]
+    doc["contract"]["inputs"][0]["dims"][1] = {
+        "kind": "equal", "size": e, "symbol": None, "coef": 1, "offset": 0, "why": None,
+        "declared": None}
+    doc["contract"]["conditions"].append({"cond": ["lt", e, 5], "origin": ""})
+
+
+def _unbacked_state(m: Maker) -> bytes:
+    doc = m.d()
+    doc["symbols"].append({"name": "u5", "backed": False, "hint": None, "lo": 0, "hi": None})
+    ph = next(n for n in doc["nodes"] if n["name"] == m.weight)
+    ph["meta"]["val"]["tensor"]["shape"] = ["u5", 8]
+    return m.file(doc)
+
+
+def _dup_keys(m: Maker) -> bytes:
+    program = json.dumps(m.doc)
+    return pack(None, m.tensors, raw_program=program[:-1] + ',"nodes":[]}')
+
+
+def _tensor_header(m: Maker, edit: Callable[[dict, str], Any]) -> bytes:
+    blob = m.blob
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    key = next(k for k in header if k != "__metadata__")
+    edit(header, key)
+    return raw_file(header, blob[8 + n:])
+
+
+def _overlap(header: dict, _: str) -> None:
+    """The last tensor made to start where the first one does."""
+    entries = [k for k in header if k != "__metadata__"]
+    last = max(entries, key=lambda k: header[k]["data_offsets"][0])
+    begin, end = header[last]["data_offsets"]
+    header[last]["data_offsets"] = [0, end - begin]
+
+
+def _bool_tensor(m: Maker) -> bytes:
+    tensors = dict(m.tensors)
+    doc = m.d()
+    doc["constants"].append("flag")
+    tensors["constant:flag"] = torch.tensor([2, 1], dtype=torch.uint8).view(torch.bool)
+    return m.file(doc, tensors)
+
+
+def _v1_bomb() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("program.json", b"{}")
+        z.writestr("tensors.safetensors", b"\0" * 100_000, compress_type=zipfile.ZIP_DEFLATED)
+    blob = bytearray(buf.getvalue())
+    i = blob.rfind(b"PK\x01\x02")
+    blob[i + 24:i + 28] = struct.pack("<I", 0xFFFFFFF0)
+    return bytes(blob)
+
+
+def _fifo(tmp: str, name: str = "prog.fifo") -> str:
+    path = os.path.join(tmp, name)
+    if not os.path.exists(path):
+        os.mkfifo(path)
+    return path
+
+
+def _symlink(tmp: str, target: str) -> str:
+    path = os.path.join(tmp, "link.st")
+    if not os.path.lexists(path):
+        os.symlink(target, path)
+    return path
+
+
+def _graph_only(tmp: str, m: Maker) -> str:
+    path = os.path.join(tmp, "graph_only.st")
+    if not os.path.exists(path):
+        ep = st.load(m.blob)
+        st.save(ep, path, weights=False)
+    return path

@@ -1,0 +1,50 @@
+"""Every hostile file of ``hostile.py`` is refused within 2 s and 200 MB, touching nothing.
+
+The cases run batched in a few subprocesses (``hostile_runner.py``: address space capped,
+canary file, process state and terminal output checked per case).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.serialize import hostile
+
+ROOT = Path(__file__).resolve().parents[2]
+BATCHES = [["operators", "arguments", "names", "paths"], ["budgets", "crashes", "container"]]
+
+
+def _run(categories: list[str]) -> list[dict]:
+    env = dict(os.environ, MALLOC_ARENA_MAX="2", OMP_NUM_THREADS="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "tests.serialize.hostile_runner", *categories],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def test_batches_cover_every_category():
+    assert {c.category for c in hostile.cases()} == {c for b in BATCHES for c in b}
+
+
+@pytest.mark.parametrize("categories", BATCHES, ids=["+".join(b) for b in BATCHES])
+def test_hostile_files_are_refused_within_limits(categories):
+    results = _run(categories)
+    summary = results.pop()
+    assert summary.get("summary") and summary["cases"] == len(results) > 0
+    bad = [f"{r['category']}/{r['name']}: {r['outcome']} {r['problems']} {r['detail'][:200]}"
+           for r in results if r["problems"]]
+    refused = sum(r["outcome"].startswith("refused") for r in results)
+    print(f"{refused} of {len(results)} refused, "
+          f"{sum(r['outcome'] == 'accepted, ran' for r in results)} legal within limits")
+    assert not bad, "\n".join(bad)
+    # a file refused at load leaves the expression intern table as it found it
+    for prev, r in zip(results, results[1:]):
+        if r["outcome"] == "refused at load":
+            assert r["table_growth"] <= prev["table_growth"] + 2, r["name"]

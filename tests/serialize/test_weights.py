@@ -1,0 +1,132 @@
+"""Weights in format 2: mapped copy-on-write, graph-only files, tied and unusual tensors."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import safetrace as st
+from tests.models import MLP
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _check(ep, model, sizes=(4, 0, 1, 7)):
+    for n in sizes:
+        x = torch.randn(n, 16)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 15))
+
+
+def _dyn(model):
+    return st.export(model, (torch.randn(4, 16),), dynamic_shapes={"x": {0: st.Dim("b")}})
+
+
+def test_graph_only_file_from_a_meta_device_export(tmp_path):
+    with torch.device("meta"):
+        meta_model = MLP()
+    ep = _dyn(meta_model)
+    with pytest.raises(ValueError, match=r"meta device.*\n.*weights=False"):
+        st.save(ep, tmp_path / "m.st")
+    st.save(ep, tmp_path / "g.st", weights=False)
+    assert (tmp_path / "g.st").stat().st_size < 64 * 1024
+    real = MLP()
+    _check(st.load(tmp_path / "g.st", weights=real.state_dict()), real)
+    save_file(real.state_dict(), tmp_path / "w.safetensors")
+    _check(st.load(tmp_path / "g.st", weights=tmp_path / "w.safetensors"), real)
+    with pytest.raises(st.LoadError, match="saved without weights"):
+        st.load(tmp_path / "g.st")
+
+
+def test_weights_mismatch_names_every_problem(tmp_path):
+    real = MLP()
+    st.save(_dyn(real), tmp_path / "g.st", weights=False)
+    sd = real.state_dict()
+    sd.pop("fc1.bias")
+    sd["fc2.weight"] = sd["fc2.weight"].double()
+    sd["fc3.weight"] = torch.zeros(3, 3)
+    sd["extra.weight"] = torch.zeros(1)
+    with pytest.raises(st.LoadError) as info:
+        st.load(tmp_path / "g.st", weights=sd)
+    msg = str(info.value)
+    for part in ("missing: fc1.bias", "not in the program: extra.weight",
+                 "fc2.weight: expected float32 [32, 32], got float64",
+                 "fc3.weight: expected float32 [8, 32], got float32 [3, 3]"):
+        assert part in msg, msg
+    st.save(_dyn(real), tmp_path / "full.st")
+    with pytest.raises(st.LoadError, match="holds its weights"):
+        st.load(tmp_path / "full.st", weights=real.state_dict())
+
+
+class Big(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(16 << 20 // 4, 4))  # 64 MiB
+        self.register_buffer("count", torch.zeros(4))
+
+    def forward(self, idx):
+        self.count.add_(1)
+        return self.table[idx] + self.count
+
+
+def test_weights_are_mapped_copy_on_write(tmp_path):
+    model = Big()
+    ep = st.export(model, (torch.tensor([0, 5]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
+    path = tmp_path / "big.st"
+    st.save(ep, path)
+    del ep
+    on_disk = load_file(path)["state:table"].clone()
+    rss = _rss()
+    ep2 = st.load(path)
+    assert _rss() - rss < 16 << 20  # 64 MiB mapped, not read
+    mod = ep2.module()
+    for calls, idx in enumerate((torch.tensor([1, 2, 3]), torch.tensor([7]),
+                                 torch.tensor([], dtype=torch.long)), start=1):
+        torch.testing.assert_close(mod(idx), model.table[idx].detach() + calls)
+    assert torch.equal(load_file(path)["state:count"], torch.zeros(4))  # buffer: own copy
+    assert _rss() - rss < 16 << 20  # a few rows touched
+    ep2.state_dict["table"].data[0] += 1  # written: its pages are copied, the file is not
+    assert torch.equal(load_file(path)["state:table"], on_disk)
+    assert torch.equal(st.load(path).state_dict["table"], on_disk)
+
+
+class Tied(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+        self.register_buffer("phase", torch.randn(4, dtype=torch.complex128))
+        self.register_buffer("t", torch.randn(4, 3).t())  # not contiguous
+
+    def forward(self, idx):
+        h = self.emb(idx) + self.t.sum()
+        return self.head(h), (h * self.phase).real
+
+
+def test_tied_complex_and_strided_state_round_trip(tmp_path):
+    model = Tied()
+    ep = st.export(model, (torch.tensor([1, 2]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
+    st.save(ep, tmp_path / "t.st")
+    ep2 = st.load(tmp_path / "t.st")
+    assert ep2._state["phase"].dtype is torch.complex128
+    for idx in (torch.tensor([3, 4, 5]), torch.tensor([0]), torch.tensor([], dtype=torch.long)):
+        for a, b in zip(ep2.module()(idx), model(idx)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # float32 sums reorder
+
+
+def test_shared_tensors_are_written_once():
+    from safetrace.serialize.tensorfile import prepare
+
+    w = torch.randn(4, 4)
+    out, aliases = prepare({"a": w, "b": w, "c": w[1:], "d": w.t()})
+    assert aliases == {"b": "a"} and set(out) == {"a", "c", "d"}
+    assert out["c"].untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
+    assert out["d"].is_contiguous() and torch.equal(out["d"], w.t())
