@@ -10,7 +10,9 @@ reported all at once with a ready-to-paste fix.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import random
 from typing import Any
 
 import torch
@@ -239,6 +241,10 @@ class DynamicDims:
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
             if len(names) < 2 or f"rel:{names[-1]}" in seen:
                 continue
+            if not self._refuted(contract, c):
+                # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
+                # which the prover cannot simplify): a run-time check that never narrows
+                continue
             seen.add(f"rel:{names[-1]}")
             last = self.roots[names[-1]][0]
             relaxed = Dim.DYNAMIC(min=last.min or None,
@@ -252,6 +258,40 @@ class DynamicDims:
                 f"declare {last.name} as {relaxed!r} to accept it as a run-time check of "
                 f"the inputs, or change the code so that it does not need the relation"))
         return out
+
+    def _refuted(self, contract: Contract, cond: Any) -> bool:
+        """Whether some sizes within the declared ranges violate the residual condition
+        `cond` while meeting every other one: the relation really narrows the declared
+        space.  Searched over each symbol's range ends, its neighbours and the example
+        size, then pseudo-random points; a condition with a symbol that has no declared
+        range (data-dependent) counts as refuted."""
+        names = sorted(cond.cond.free_symbols)
+        others = [o.cond for o in contract.conditions if o is not cond]
+        values: dict[str, list[int]] = {}
+        for name in names:
+            spec = contract.symbol(name)
+            if spec is None or not spec.backed:
+                return True
+            lo = spec.lo if spec.lo is not None else 0
+            hi = spec.hi if spec.hi is not None else max(lo, self.env.hints.get(name, lo)) * 4 + 64
+            hint = self.env.hints.get(name, lo)
+            cands = {lo, lo + 1, lo + 2, hi, hi - 1, hint, hint + 1, max(lo, hint - 1)}
+            values[name] = sorted(v for v in cands if lo <= v <= hi)
+        rnd = random.Random(0)
+        points = [dict(zip(names, combo)) for combo in itertools.islice(
+            itertools.product(*(values[n] for n in names)), 4096)]
+        for _ in range(512):
+            points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
+                           rnd.randint(values[n][0], values[n][-1]) for n in names})
+        for point in points:
+            try:
+                if cond.cond.evaluate(point):
+                    continue
+                if all(_holds(o, point) for o in others):
+                    return True
+            except (ArithmeticError, KeyError, ValueError, TypeError):
+                continue
+        return False
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}
@@ -353,6 +393,13 @@ def _pinned_by_conditions(root: str, lo: int, hi: float, conditions: tuple) -> t
             if len(found) > 1:
                 return None
     return (found[0], conds[0].origin) if len(found) == 1 else None
+
+
+def _holds(cond: Expr, point: dict) -> bool:
+    """`cond` at `point`; True where it reads symbols the point does not bind."""
+    if not cond.free_symbols <= point.keys():
+        return True
+    return bool(cond.evaluate(point))
 
 
 def _range_text(name: str, lo: float, hi: float) -> str:
