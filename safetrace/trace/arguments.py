@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from safetrace.symbolic import SymFloat
 from safetrace.trace.names import PY_DTYPES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import is_number, resolve
@@ -65,8 +66,7 @@ def _wrapped_number(tr: Any, v: Any, rest: tuple) -> Any:
     if other is None:
         return tensor_of_values(tr, v, {})
     meta = other.st_meta if isinstance(other, Proxy) else other
-    kind = True if isinstance(v, bool) else 1.0 if isinstance(v, float) or hasattr(
-        v, "num") else 1
+    kind = True if isinstance(v, bool) else 1.0 if isinstance(v, (float, SymFloat)) else 1
     with torch._C.DisableTorchFunction():
         dtype = torch.result_type(kind, torch.empty(0, dtype=meta.dtype, device="meta"))
     return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
@@ -128,7 +128,7 @@ def numbers_as_tensors(tr: Any, op: Any, args: tuple, kwargs: dict) -> tuple[tup
 
 def scalar_tensor(tr: Any, v: Any) -> Any:
     """A 0-d tensor node holding number `v`, typed as eager wraps a Python number."""
-    dtype = torch.get_default_dtype() if isinstance(v, float) or hasattr(v, "num") else (
+    dtype = torch.get_default_dtype() if isinstance(v, (float, SymFloat)) else (
         torch.bool if isinstance(v, bool) else torch.int64)
     return tr.emit(torch.ops.aten.scalar_tensor.default, (v,),
                    {"dtype": dtype, "device": tr.device})
@@ -142,7 +142,7 @@ def tensor_of_values(tr: Any, data: Any, kwargs: dict) -> Any:
     if any(isinstance(v, (list, tuple, torch.Tensor)) for v in items):
         raise tr.data_read("torch.tensor() of nested traced values")
     if dtype is None:
-        floaty = any(isinstance(v, float) or hasattr(v, "num") for v in items)
+        floaty = any(isinstance(v, (float, SymFloat)) for v in items)
         dtype = torch.get_default_dtype() if floaty else (
             torch.bool if all(isinstance(v, bool) or hasattr(v, "expr") and v.expr.is_bool
                               for v in items) else torch.int64)

@@ -213,8 +213,7 @@ class Tracer(TorchFunctionMode):
                 f"an exported graph cannot capture generator state.\n"
                 f"Fix: drop generator= (the program then draws from the default generator), "
                 f"or pass the random tensor in as an input")
-        if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "num") or
-                                  hasattr(v, "opaque")):  # Sym values
+        if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "opaque")):  # Sym values
             # inside a custom op's fake no node is built: its sizes may have no source yet
             return v, (self.sym_node(v) if self.recording else None)
         return v, v

@@ -35,6 +35,8 @@ SLOW_CASES = {"arch2/hf_bert_mlm", "arch2/hf_bert_cls", "arch2/hf_gpt2_lm", "arc
 _FLOAT = "float arithmetic on a size specializes it (documented)"
 _BRANCH = "a branch on a size rules out part of the declared range: the documented fix is a min"
 REFUSED = {
+    "patterns/mha_masks_both_layouts": ("ConstraintViolationError", "`if t == s_len` relates two "
+                                        "independent named Dims (documented: declare one Dim.DYNAMIC)"),
     "arch/vit_interp": ("ConstraintViolationError", _FLOAT + ": F.interpolate scale_factor"),
     "arch/packed_lstm": ("UnsupportedOpError", "packing reads the lengths' data"),
     "arch2/dit": ("ConstraintViolationError", _FLOAT + ": int((s*s) ** 0.5)"),
@@ -67,18 +69,7 @@ _RESIDUAL = ("a residual guard on a named Dim narrows its range at run time inst
 _RELATION = ("a branch relating two named Dims becomes a run-time relation instead of a "
              "ConstraintViolationError at export (issue 14); owner: exporter")
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
-_NEWCHECK = ("main's new DeclaredSpaceViolation (exporter, merged 18:02) refuses residual relations "
-             "that hold for every size, e.g. `(3*b*n) % (b*n) == 0` from x.view(b * n, -1); "
-             "owner: exporter")
 KNOWN = {
-    "arch/dgcnn": _NEWCHECK,
-    "arch2/local_attn": _NEWCHECK,
-    "arch2/ctc_loss": _NEWCHECK,
-    "arch2/nn_transformer_causal": _NEWCHECK,
-    "vision/swin": _NEWCHECK,
-    "patterns/view_bt_merge": _NEWCHECK,
-    "patterns/mha_masks_both_layouts": ("DeclaredSpaceViolation for `if t == s_len` (q.shape[0] != k.shape[0]) since main's merge at 18:02; owner: exporter"),
-    "patterns/scalar_tensor_outputs": ("a 0-d float output comes back int64 since main's merge at 18:02 (eager float32); owner: trace"),
     "arch/sam_window": _RESIDUAL + " (`if pad_h > 0 or pad_w > 0`)",
     "arch2/swin_mask": _RESIDUAL + " (`if pad_r > 0 or pad_b > 0`)",
     "arch2/mae": _RESIDUAL + " (`int(L * (1 - mask_ratio))`)",
