@@ -132,6 +132,7 @@ class Exporter:
             state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
+        ep.retrace = export
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:

@@ -84,6 +84,9 @@ class ExportedProgram:
         self._ranges: RangeConstraints | None = None
         self.dim_names: dict[str, str] = {}  # symbol -> the user's Dim name, where declared
         self.exported_training = False  # the module's .training at export (set by export)
+        # st.export, handed in by whoever made the program (export, load): retracing for
+        # run_decompositions needs it, and this module sits below the exporter's
+        self.retrace: Any = None
         self._check_fn: Any = None
 
     # -- views ---------------------------------------------------------------------
@@ -210,7 +213,10 @@ class ExportedProgram:
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
         """This program retraced by safetrace's tracer with each operator decomposed
         (default: torch's core ATen table): same numerics and contract."""
-        return interop.run_decompositions(self, decomp_table)
+        if self.retrace is None:
+            raise TypeError("this ExportedProgram was built by hand: run_decompositions needs "
+                            "one made by st.export or st.load")
+        return interop.run_decompositions(self, decomp_table, export=self.retrace)
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),

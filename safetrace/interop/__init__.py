@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.onnx import export_onnx
 from safetrace.interop.torch_export import convert
 
@@ -29,13 +30,10 @@ def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     return export_onnx(ep, path, **kwargs)
 
 
-def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
-    """The program retraced by safetrace's tracer with `decomp_table` (default: core ATen)."""
-    # The one function-level import of a safetrace module here, on purpose: retracing needs
-    # st.export, whose module imports the program class, which imports this package.
-    from safetrace.interop.decompose import run_decompositions as run
-
-    return run(ep, decomp_table)
+def run_decompositions(ep: Any, decomp_table: dict | None = None, *, export: Any) -> Any:
+    """The program retraced by safetrace's tracer (`export`, i.e. ``st.export``) with
+    `decomp_table` (default: core ATen)."""
+    return _decompose(ep, decomp_table, export)
 
 
 __all__ = ["run_decompositions", "to_onnx", "to_torch"]

@@ -20,7 +20,6 @@ from torch.utils import _pytree
 from safetrace.dims import Dim
 from safetrace.errors import UnsupportedOpError
 from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
-from safetrace.exporter import api as _api
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.trace.asserts import assert_sym
@@ -36,11 +35,13 @@ def default_table() -> dict:
     return table
 
 
-def run_decompositions(ep: Any, decomp_table: dict | None = None) -> Any:
+def run_decompositions(ep: Any, decomp_table: dict | None, export: Any) -> Any:
+    """`ep` retraced by `export` (``st.export``, handed in by the program: this layer
+    sits below the exporter) with every operator of `decomp_table` decomposed."""
     table = default_table() if decomp_table is None else dict(decomp_table)
     model = _Retracer(ep, table)
     args, kwargs = _examples(ep)
-    return _api.export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
+    return export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
 
 
 class _Retracer(torch.nn.Module):

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.symbolic import sym_max
 
 Size = Any  # int or safetrace.symbolic.SymInt
 
@@ -93,6 +94,4 @@ def contiguous_strides(shape: tuple) -> tuple:
 def _at_least_one(s: Size) -> Size:
     if isinstance(s, int):
         return s if s > 1 else 1
-    from safetrace.symbolic import sym_max  # symbolic sizes only
-
     return sym_max(s, 1)

@@ -22,6 +22,10 @@ from torch.utils import _pytree as pytree
 from safetrace.errors import LoadError, load_error
 from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym
 from safetrace.symbolic.semantics import BOOL_OPS
+from safetrace.meta import TensorMeta
+from safetrace.meta.symtypes import torch_env
+from safetrace.symbolic import SymBool, SymFloat, SymInt
+from safetrace.trace.proxy import Proxy, current
 
 MAX_DEPTH = 64          # nesting of arguments, values and pytree specs
 MAX_EXPR_DEPTH = 100    # nesting of a symbolic expression
@@ -220,7 +224,6 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
         return {"complex": [repr(v.real), repr(v.imag)]}
     if v is Ellipsis:
         return {"ellipsis": True}
-    from safetrace.trace.proxy import Proxy, current
 
     if isinstance(v, Proxy):
         m = v.st_meta
@@ -229,7 +232,6 @@ def encode_value(v: Any, node_ref: Callable[[Any], Any] | None = None) -> Any:
                            "device": str(m.device)}}
     if isinstance(v, Expr):
         return {"expr": encode_expr(v)}
-    from safetrace.symbolic import SymBool, SymFloat, SymInt
 
     if isinstance(v, SymFloat):  # an exact ratio of two int expressions
         return {"symfloat": encode_expr(v.env.simplify(v.expr))}
@@ -322,7 +324,6 @@ class ValueDecoder:
         return new_symbolic(e, self.env)
 
     def symfloat(self, x: Any, where: str) -> Any:
-        from safetrace.symbolic import SymFloat
 
         if self.env is None:
             raise fail(where, "a symbolic value is not allowed here")
@@ -338,7 +339,6 @@ class ValueDecoder:
         return SymFloat._make(e, self.env)
 
     def tensor(self, x: Any, where: str) -> Any:
-        from safetrace.meta import TensorMeta
 
         expect_keys(x, {"shape", "dtype", "device"}, where)
         shape = expect(x["shape"], list, where)
@@ -358,18 +358,10 @@ class ValueDecoder:
 
 def new_env() -> Any:
     """An Env like the exporter's (its symbolic values pass torch's argument parser)."""
-    try:
-        from safetrace.meta.symtypes import torch_env
-    except ImportError:
-        from safetrace.symbolic import Env
-
-        return Env()
     return torch_env()
 
 
 def new_symbolic(e: Expr, env: Any) -> Any:
-    from safetrace.symbolic import SymBool, SymInt
-
     if e.op == "const":
         return e.value
     if e.is_bool:

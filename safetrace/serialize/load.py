@@ -23,6 +23,13 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
                                        lookup, new_env)
 from safetrace.serialize.targets import name_to_target
 from safetrace.trace.hops import owner_module
+from safetrace.exporter.api import export
+from safetrace.exporter.contract import RangeConstraints, ValueRange
+from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
+from safetrace.exporter.signature import InputSpec, OutputSpec
+from safetrace.meta import TensorMeta
+from safetrace.symbolic.expr import sym
+from safetrace.trace.proxy import Proxy
 
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}$")
 # attribute names of the module ``ep.module()`` builds: a state path component must not
@@ -58,7 +65,6 @@ class Builder:
         self.budgets = budgets
 
     def build(self) -> Any:
-        from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
 
         doc = self.doc
         self.env = self._env(expect(doc["symbols"], list, "symbols"))
@@ -88,6 +94,7 @@ class Builder:
         gm = ExportedGraphModule(owner_module(graph), graph, "GraphModule")
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
+        ep.retrace = export  # run_decompositions retraces with st.export
         # (format 1 also stores these two; the program derives them from its contract)
         self._range_constraints()
         self._pairs("dims_report", str)
@@ -311,7 +318,6 @@ class Builder:
     # -- graph -------------------------------------------------------------------------
     def _graph(self, items: list, subgraph: str | None = None) -> tuple[torch.fx.Graph, list,
                                                                         tuple]:
-        from safetrace.trace.proxy import Proxy
 
         if len(items) > self.budgets.max_nodes:
             raise fail("nodes", f"more than {self.budgets.max_nodes} nodes (max_nodes)")
@@ -401,7 +407,6 @@ class Builder:
 
     # -- signature and contract ----------------------------------------------------------
     def _inputs(self, placeholders: list, n_leaves: int, state: dict, constants: dict) -> list:
-        from safetrace.exporter.signature import InputSpec
 
         items = expect(self.doc["inputs"], list, "inputs")
         if len(items) != len(placeholders):
@@ -438,7 +443,6 @@ class Builder:
         return out
 
     def _outputs(self, n: int, state: dict) -> list:
-        from safetrace.exporter.signature import OutputSpec
 
         items = expect(self.doc["outputs"], list, "outputs")
         if len(items) != n:
@@ -459,8 +463,6 @@ class Builder:
         return decode_record(Contract, c, "contract")
 
     def _range_constraints(self) -> Any:
-        from safetrace.exporter.contract import RangeConstraints, ValueRange
-        from safetrace.symbolic.expr import sym
 
         out = RangeConstraints()
         for i, r in enumerate(expect(self.doc["range_constraints"], list, "range_constraints")):
@@ -482,7 +484,6 @@ class Builder:
 
 
 def _wrap(val: Any, node: torch.fx.Node, proxy: Any) -> Any:
-    from safetrace.meta import TensorMeta
 
     if isinstance(val, TensorMeta):
         return proxy(val, node)

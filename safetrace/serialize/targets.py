@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import LoadError
+from safetrace.trace import asserts
 
 _CALLABLES: dict[str, Callable] = {}
 _NAMES: dict[int, str] = {}
@@ -118,13 +119,7 @@ def _op(name: str, where: str) -> torch._ops.OpOverload:
 
 def _register_safetrace_callables() -> None:
     """Run-time assertion nodes call safetrace's own functions."""
-    try:
-        from safetrace.trace import asserts
-    except ImportError:  # pragma: no cover - an older tree without assertions
-        return
-    fn = getattr(asserts, "assert_sym", None)
-    if fn is not None:
-        register_callable("safetrace.assert_sym", fn)
+    register_callable("safetrace.assert_sym", asserts.assert_sym)
 
 
 _register_safetrace_callables()
