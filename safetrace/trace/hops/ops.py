@@ -351,21 +351,27 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
 
     flat_spec = pytree.tree_flatten(tuple(range(n_x + len(a_metas))))[1]
     t = trace_function(tr, body, slices + a_metas, flat_spec, fn_location(f), "the body of map")
-    out_metas = []
-    for i, p in enumerate(t.out_leaves):
-        m = p.st_meta
-        if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
-            raise OpShapeError(
-                f"map at {where}: output {i} of f ({t.where}) has a size computed from "
-                f"data ({annotation(m)}); map stacks its results, so every slice's result "
-                f"must have the same size.\nFix: pad the result to a fixed size")
-        out_metas.append(TensorMeta((n, *m.shape), m.dtype, m.device))
+    out_metas = [
+        _stacked(tr, t, p.st_meta, n, f"map at {where}: output {i} of f",
+                 "map stacks its results, so every slice's result must have the same "
+                 "size.\nFix: pad the result to a fixed size")
+        for i, p in enumerate(t.out_leaves)]
     outer = _lift_together([t])
     attr = _get_attr(tr, "body_graph", t)
     x_nodes = [_node_of(tr, v) for v in x_leaves]
     a_nodes = [_node_of(tr, v) for v in a_leaves] + outer
     outs = _emit_hop(tr, hop.map_impl, (attr, x_nodes, a_nodes), out_metas, [], "map_impl")
     return pytree.tree_unflatten(outs, t.out_spec)
+
+
+def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, why_fix: str) -> TensorMeta:
+    """The metadata of `n` results of body `t` with metadata `m` stacked on a new dim 0
+    (map's outputs, scan's ys); refused when a size of `m` is computed from data in the
+    body, as the results could then differ in size."""
+    if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
+        raise OpShapeError(f"{what} ({t.where}) has a size computed from data "
+                           f"({annotation(m)}); {why_fix}")
+    return TensorMeta((n, *m.shape), m.dtype, m.device)
 
 
 def _scan_length(tr: Any, leaves: list, dim: int, what: str, where: str) -> Any:
@@ -448,12 +454,9 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
                     f"shape and dtype as init")
             out_metas.append(c)
         else:
-            if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
-                raise OpShapeError(
-                    f"scan at {where}: output y {i - n_i} of combine_fn ({t.where}) has a "
-                    f"size computed from data ({annotation(m)}); scan stacks them.\nFix: "
-                    f"pad it to a fixed size")
-            out_metas.append(TensorMeta((n, *m.shape), m.dtype, m.device))
+            out_metas.append(_stacked(
+                tr, t, m, n, f"scan at {where}: output y {i - n_i} of combine_fn",
+                "scan stacks them.\nFix: pad it to a fixed size"))
     outer = _lift_together([t])
     attr = _get_attr(tr, "scan_combine_graph", t)
     i_nodes = [_node_of(tr, v) for v in i_leaves]
