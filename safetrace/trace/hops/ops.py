@@ -339,9 +339,9 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     a_leaves, a_spec = _flat_operands(args, "map", where)
     if not x_leaves:
         raise UnsupportedOpError(f"map at {where}: xs has no tensors to map over")
-    n = _scan_length(tr, x_leaves, 0, "map", where)
-    slices = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device)
-              for m in input_metas(x_leaves, "map", where)]
+    x_metas = input_metas(x_leaves, "map", where)
+    n = _scan_length(x_metas, 0, "map", where)
+    slices = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device) for m in x_metas]
     a_metas = input_metas(a_leaves, "map", where)
     n_x = len(slices)
 
@@ -374,9 +374,9 @@ def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, why_fix: str) ->
     return TensorMeta((n, *m.shape), m.dtype, m.device)
 
 
-def _scan_length(tr: Any, leaves: list, dim: int, what: str, where: str) -> Any:
-    """The common length of `leaves` along `dim`, at least 1 (as torch's eager op needs)."""
-    metas = input_metas(leaves, what, where)
+def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str) -> Any:
+    """The common length of the xs tensors (`metas`) along `dim`, at least 1 (as torch's
+    eager op needs)."""
     for m in metas:
         if m.ndim <= dim:
             raise OpShapeError(f"{what} at {where}: every xs tensor needs dim {dim}, got "
@@ -411,10 +411,10 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
         x_leaves = [tr.emit(aten.movedim.int, (x, d, 0), {}) for x in x_leaves]
     if reverse:
         x_leaves = [tr.emit(aten.flip.default, (x, [0]), {}) for x in x_leaves]
-    n = _scan_length(tr, x_leaves, 0, "scan", where)
+    x_metas = input_metas(x_leaves, "scan", where)
+    n = _scan_length(x_metas, 0, "scan", where)
     i_metas = input_metas(i_leaves, "scan", where)
-    s_metas = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device)
-               for m in input_metas(x_leaves, "scan", where)]
+    s_metas = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device) for m in x_metas]
     n_i, n_x = len(i_metas), len(s_metas)
     extra = list(additional_inputs or ())
     e_metas = input_metas(extra, "scan", where)
