@@ -88,14 +88,17 @@ def _normalize(args: tuple, kwargs: dict) -> tuple | None:
     if has_valued(args[1:]):
         args = (args[0],) + tuple(values(a) for a in args[1:])
         changed = True
-    if any(v is None or (k == "requires_grad" and v is False) for k, v in kwargs.items()):
-        # eager's parser reads a keyword given as None as not given (`stride=None` of
-        # avg_pool2d takes the schema's default []), and a factory's Python-level
-        # `requires_grad=False` (torch's decompositions write it) changes nothing
-        kwargs = {k: v for k, v in kwargs.items()
-                  if not (v is None or (k == "requires_grad" and v is False))}
+    if any(_unset(k, v) for k, v in kwargs.items()):
+        kwargs = {k: v for k, v in kwargs.items() if not _unset(k, v)}
         changed = True
     return (args, kwargs) if changed else None
+
+
+def _unset(name: str, v: Any) -> bool:
+    """A keyword that eager's parser reads as not given: one given as None (`stride=None`
+    of avg_pool2d takes the schema's default []), or a factory's Python-level
+    `requires_grad=False` (torch's decompositions write it), which changes nothing."""
+    return v is None or (name == "requires_grad" and v is False)
 
 
 def _real_scalar_tensor(v: Any) -> bool:
