@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from safetrace.symbolic.expr import Expr
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.semantics import holds_at
 
 WINDOW = 1024
 MAX_PERIOD = 128
@@ -32,12 +33,7 @@ def passing_sizes(cond: Expr, name: str, rng: Range, label: str | None = None) -
     lo = int(max(rng.lo, 0))
     hi = rng.hi
     top = lo + WINDOW if hi == float("inf") else min(int(hi) + 1, lo + WINDOW)
-    values = []
-    for v in range(lo, top):
-        try:
-            values.append(bool(cond.evaluate({name: v})))
-        except (ZeroDivisionError, ValueError, OverflowError):
-            values.append(False)
+    values = [holds_at(cond, name, v) for v in range(lo, top)]
     if not any(values):
         return f"no {who} in [{lo}, {top - 1}] satisfies it"
     passing = [lo + i for i, ok in enumerate(values) if ok]

@@ -22,6 +22,7 @@ from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.semantics import holds_at
 
 INF = math.inf
 
@@ -275,14 +276,7 @@ class Env:
         way = F.cmp_direction(c, d, name, ib)
         if way is None:
             return c
-
-        def pred(v: int) -> bool:
-            try:
-                return bool(c.evaluate({name: v}))
-            except (ZeroDivisionError, OverflowError, ValueError):
-                return False
-
-        found = F.threshold(pred, way > 0, True, hint, info.range.lo, info.range.hi)
+        found = F.threshold(lambda v: holds_at(c, name, v), way > 0, True, hint, info.range.lo, info.range.hi)
         if found is None:
             return c
         kind, t = found

@@ -23,6 +23,7 @@ structure.  ``canon.eq(a, b)`` builds the symbolic equality.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sys
@@ -54,7 +55,9 @@ def release_since(mark: int) -> int:
     an expression still referenced anywhere stays (identity keeps meaning equality).
     Returns how many were dropped.
     """
-    items = list(_TABLE.items())[mark:]
+    # only the entries after ``mark``, read from the end (not a copy of the whole table)
+    items = list(itertools.islice(reversed(_TABLE.items()), max(len(_TABLE) - mark, 0)))
+    items.reverse()
     dropped = 0
     while items:  # newest first: a parent goes before the children it references
         key, e = items.pop()

@@ -336,27 +336,22 @@ def threshold(pred: Callable[[int], bool], increasing: bool, value: bool, h: int
     b = int(min(hi, INT64[1]))
     # the answer's side: the set where pred == value is an interval ending at a or b
     up = increasing == value  # the set extends upward from its boundary
-    if up:
-        if pred(a) == value:
-            return ("true", 0)
-        x, y = a, h  # pred(x) != value, pred(y) == value
-        while y - x > 1:
-            m = (x + y) // 2
-            if pred(m) == value:
-                y = m
-            else:
-                x = m
-        return ("ge", y)
-    if pred(b) == value:
+    end = a if up else b
+    if pred(end) == value:
         return ("true", 0)
-    x, y = h, b  # pred(x) == value, pred(y) != value
-    while y - x > 1:
-        m = (x + y) // 2
+    return ("ge" if up else "le", _edge(pred, value, h, end))
+
+
+def _edge(pred: Callable[[int], bool], value: bool, inside: int, outside: int) -> int:
+    """The point nearest ``outside`` of the run of ``pred == value`` that holds ``inside``
+    (``pred(inside) == value``, ``pred(outside) != value``), by bisection."""
+    while abs(outside - inside) > 1:
+        m = (inside + outside) // 2
         if pred(m) == value:
-            x = m
+            inside = m
         else:
-            y = m
-    return ("le", x)
+            outside = m
+    return inside
 
 
 def cmp_direction(c: Expr, d: Expr | None, s: str, ib: IntBounds) -> int | None:

@@ -83,3 +83,12 @@ def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     x, y = evaluate(args[0], b), evaluate(args[1], b)
     fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
     return fn(x, y)
+
+
+def holds_at(cond: Node, name: str, v: int) -> bool:
+    """Whether ``cond`` holds with the one symbol ``name`` at ``v`` (Python semantics); an
+    error there (a division by zero, an overflow, a math domain error) counts as False."""
+    try:
+        return bool(evaluate(cond, {name: v}))
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return False

@@ -315,9 +315,7 @@ class SymFloat:
 
     @staticmethod
     def _operand(v: object) -> Expr | None:
-        if isinstance(v, SymFloat):
-            return v.expr
-        if isinstance(v, SymInt):
+        if isinstance(v, (SymFloat, SymInt)):
             return v.expr
         if isinstance(v, bool):
             return const(int(v))

@@ -10,7 +10,7 @@ import pytest
 from safetrace.symbolic import (
     Expr, and_, eq, ge, gt, le, lt, max_, min_, ne, not_, or_, parse, subs, to_expr,
 )
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic.expr import release_since, sym, table_mark
 
 s0, s1, u0 = sym("s0"), sym("s1"), sym("u0")
 
@@ -97,3 +97,17 @@ def test_parse_errors() -> None:
     with pytest.raises(ValueError):
         parse("s0 +")
     assert parse("0 <= u0 <= s0") is and_(ge(u0, 0), le(u0, s0))
+
+
+def test_release_since_keeps_what_is_referenced():
+    # release_since decides "unreferenced" from sys.getrefcount; an interpreter that counts
+    # differently (borrowed references) must not make it drop a live expression, or a
+    # rebuilt equal expression would be a different object
+    mark = table_mark()
+    kept = [sym("rel_kept0") * 5 + 3]
+    held = sym("rel_kept1") // 7
+    garbage = sym("rel_gone") * 11 + 2
+    del garbage
+    assert release_since(mark) >= 1
+    assert sym("rel_kept0") * 5 + 3 is kept[0]
+    assert sym("rel_kept1") // 7 is held
