@@ -43,8 +43,8 @@ def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta) -> TensorMeta:
         return kv
     hq, hkv = query.shape[-3], kv.shape[-3]
     # eager divides by the kv head count (a crash at 0)
-    check(hkv != 0 and hq % hkv == 0, op, f"Number of heads in key and value must divide the number of "
-                             f"heads in query, got {hkv} and {hq}")
+    check(hkv != 0 and hq % hkv == 0, op, f"Number of heads in key and value must divide the "
+                                          f"number of heads in query, got {hkv} and {hq}")
     return kv.like(kv.shape[:-3] + (hq,) + kv.shape[-2:])
 
 

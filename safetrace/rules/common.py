@@ -114,9 +114,6 @@ def _mismatch(a: Size, b: Size, i: int, op: str) -> Exception:
 
 # -- dtypes -------------------------------------------------------------------------
 
-_CATEGORY = {bool: 0, int: 1, float: 2, complex: 3}
-
-
 def dtype_category(dtype: torch.dtype) -> int:
     """0 bool, 1 integer, 2 floating, 3 complex."""
     if dtype is torch.bool:
@@ -303,19 +300,6 @@ def wrap_index(i: Size, size: Size) -> Size:
     if negative is None:
         return i + size * negative_indicator(i)
     return i + size if negative else i
-
-
-def guarded_max(a: Size, b: Size) -> Size:
-    """max(a, b), decided like :func:`guarded_min`."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a if a >= b else b
-    env = (a if not isinstance(a, int) else b).env
-    known = env.decide(ge(to_expr(a), to_expr(b)))
-    if known is not None:
-        return a if known else b
-    if _backed(a) and _backed(b):
-        return a if a >= b else b
-    return sym_max(a, b)
 
 
 # -- data-dependent sizes ---------------------------------------------------------------

@@ -14,9 +14,9 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, scalar_dtype
+from safetrace.rules.common import check, decided_max, decided_min, scalar_dtype
 from safetrace.rules.registry import rule
-from safetrace.symbolic import SymFloat, le, sym_min, to_expr
+from safetrace.symbolic import SymFloat
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
@@ -301,35 +301,20 @@ def tril(self: TensorMeta, diagonal: Any = 0) -> TensorMeta:
 rule(aten.tril_.default, aten.triu_.default)(tril)
 
 
-def _decided_min(a: Any, b: Any) -> Any:
-    """min(a, b): decided by the facts when they can, else a min expression (no guard)."""
-    if isinstance(a, int) and isinstance(b, int):
-        return min(a, b)
-    env = (a if not isinstance(a, int) else b).env
-    known = env.decide(le(to_expr(a), to_expr(b)))
-    if known is not None:
-        return a if known else b
-    return sym_min(a, b)
-
-
-def _decided_max(a: Any, b: Any) -> Any:
-    return -_decided_min(-a, -b)
-
-
 def tril_size(row: Any, col: Any, offset: int) -> Any:
     """How many elements of a row x col matrix lie on or below diagonal `offset` (torch's
     get_tril_size, its min/max kept as expressions rather than guards)."""
     if row == 0 or col == 0:  # eager branches here: a guard when symbolic
         return 0
     if offset > 0:
-        first = _decided_min(col, 1 + offset)
+        first = decided_min(col, 1 + offset)
     else:  # (row + offset > 0) as 0 or 1
-        first = _decided_min(_decided_max(row + offset, 0), 1)
-    last = _decided_max(0, _decided_min(col, row + offset))
-    rows = _decided_max(0, _decided_min(row, row + offset))
+        first = decided_min(decided_max(row + offset, 0), 1)
+    last = decided_max(0, decided_min(col, row + offset))
+    rows = decided_max(0, decided_min(row, row + offset))
     trapezoid = last - first + 1
     size = (first + last) * trapezoid // 2
-    return size + _decided_max(rows - trapezoid, 0) * col
+    return size + decided_max(rows - trapezoid, 0) * col
 
 
 def _indices(op: str, row: Any, col: Any, dtype: torch.dtype | None, device: Any) -> None:

@@ -129,14 +129,10 @@ def grid_sample_shape(op: str, input: TensorMeta, grid: TensorMeta, interpolatio
     """input (N, C, *in_spatial), grid (N, *out_spatial, k) -> (N, C, *out_spatial)."""
     check(input.dtype == grid.dtype, op, f"grid_sampler(): expected input and grid to have "
           f"same dtype, but input has {input.dtype} and grid has {grid.dtype}")
-    if ndim is None:
-        check(input.ndim in (4, 5) and input.ndim == grid.ndim, op, f"grid_sampler(): expected "
-              f"4D or 5D input and grid with same number of dimensions, but got input with "
-              f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    else:
-        check(input.ndim == ndim and grid.ndim == ndim, op, f"grid_sampler(): expected {ndim}D "
-              f"input and grid with same number of dimensions, but got input with sizes "
-              f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    ranks, what = ((4, 5), "4D or 5D") if ndim is None else ((ndim,), f"{ndim}D")
+    check(input.ndim in ranks and input.ndim == grid.ndim, op, f"grid_sampler(): expected "
+          f"{what} input and grid with same number of dimensions, but got input with sizes "
+          f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
     check(input.shape[0] == grid.shape[0], op, f"grid_sampler(): expected grid and input to "
           f"have same batch size, but got input with sizes {list(input.shape)} and grid with "
           f"sizes {list(grid.shape)}")

@@ -145,8 +145,9 @@ def batch_norm_outputs(op: str, input: TensorMeta, weight: TensorMeta | None,
     if training and native and input.device.type == "cpu" and is_empty(input):
         # CPU's statistics kernel refuses an empty input, except in half precision without
         # float32 parameters, which goes another way and saves float32 statistics
-        check(input.dtype in REDUCED and not mixed, op, f"input tensor must have at least one element, but "
-                                          f"got input_sizes = {list(input.shape)}")
+        check(input.dtype in REDUCED and not mixed, op, f"input tensor must have at least one "
+                                                        f"element, but got input_sizes = "
+                                                        f"{list(input.shape)}")
         dtype = torch.float32
     saved = c if training or input.device.type != "cpu" else 0
     stats = input.like((saved,), dtype)

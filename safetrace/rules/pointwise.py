@@ -144,7 +144,8 @@ def binary(name: str, rejected: frozenset, kind: str = SAME,
         dtype = result_type(self, other)
         if message is not None:
             check(dtype_category(dtype) not in rejected, name, message)
-        reject(name, dtype, rejected)
+        else:
+            reject(name, dtype, rejected)
         return pointwise(name, to_dtype(dtype), self, other)
 
     binary_rule.__name__ = binary_rule.__qualname__ = name

@@ -21,6 +21,7 @@ from safetrace.rules.common import (
     dtype_category,
     float_result,
     normalize_dim,
+    nonneg,
     normalize_dims,
     to_real,
 )
@@ -456,8 +457,7 @@ def diff(self: TensorMeta, n: int = 1, dim: int = -1, prepend: TensorMeta | None
                                               f"to match that of input except along the "
                                               f"differencing dimension")
             length = length + extra.shape[d]
-    shape = self.shape[:d] + (sym_max(length - n, 0) if not isinstance(length, int)
-                              else max(length - n, 0),) + self.shape[d + 1:]
+    shape = self.shape[:d] + (nonneg(length - n),) + self.shape[d + 1:]
     return self.like(shape=shape)
 
 
