@@ -59,7 +59,7 @@ class CheckBuilder:
             bound.add(s.name)
             why = self.const(s.origin)
             where = self.const(s.where)
-            if s.lo is not None and s.lo > 0:
+            if s.checked_lo > 0:
                 self.lines.append(f"if {s.name} < {s.lo}: _fail({where}, 'min', {s.name}, "
                                   f"({s.lo}, {why}))")
             if s.hi is not None:
