@@ -59,7 +59,7 @@ class CheckBuilder:
             bound.add(s.name)
             why = self.const(s.origin)
             where = self.const(s.where)
-            if s.lo is not None and s.lo > 0:
+            if s.checked_lo > 0:
                 self.lines.append(f"if {s.name} < {s.lo}: _fail({where}, 'min', {s.name}, "
                                   f"({s.lo}, {why}))")
             if s.hi is not None:
@@ -79,8 +79,8 @@ class CheckBuilder:
         self.lines.append(f"{v} = leaves[{i}]")
         self.lines.append(f"if not isinstance({v}, Tensor) or {v}.is_meta: "
                           f"_fail({p}, 'type', {v}, None)")
-        self.lines.append(f"if {v}.dtype is not {self.const(inp.dtype)}: "
-                          f"_fail({p}, 'dtype', {v}.dtype, {self.const(inp.dtype)})")
+        dt = self.const(inp.dtype)
+        self.lines.append(f"if {v}.dtype is not {dt}: _fail({p}, 'dtype', {v}.dtype, {dt})")
         self.lines.append(f"sh{i} = {v}.shape")
         shown = tuple(str(dim.size) for dim in inp.dims)
         self.lines.append(f"if len(sh{i}) != {len(shown)}: _fail({p}, 'rank', sh{i}, "

@@ -127,6 +127,12 @@ class SymbolRange:
         _require(self.lo is None or self.hi is None or self.lo <= self.hi,
                  f"{self.name}: empty range [{self.lo}, {self.hi}]")
 
+    @property
+    def checked_lo(self) -> int:
+        """The lower bound an input check has to enforce: ``lo`` when positive, else 0 (a
+        size is never negative)."""
+        return self.lo if self.lo is not None and self.lo > 0 else 0
+
 
 @dataclasses.dataclass(frozen=True)
 class Condition:
@@ -246,8 +252,8 @@ class Contract:
         for s in self.symbols:
             if s.where is None:
                 continue
-            if (s.lo is not None and s.lo > 0) or s.hi is not None:
-                lo = s.lo if s.lo is not None and s.lo > 0 else 0
+            if s.checked_lo > 0 or s.hi is not None:
+                lo = s.checked_lo
                 rng = f"{lo} <= {s.name}" + (f" <= {s.hi}" if s.hi is not None else "")
                 lines.append(f"  {s.name} = {s.where}, {rng}{s.origin}")
             else:

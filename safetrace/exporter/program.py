@@ -159,22 +159,9 @@ class ExportedProgram:
             return {k: kwargs[k] for k in order}
         return kwargs
 
-    def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
-        """Validate a call's inputs against the contract; return the flattened leaves."""
-        arity = self._flat_arity()
-        leaves = None
-        if arity is not None and len(args) == len(arity[0]) and (
-                not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
-            # plain inputs (and lists of them): the structure is checked here, without the
-            # pytree walk; anything unexpected falls back to it
-            leaves = _flat_leaves(args, arity[0])
-            if leaves is not None and kwargs:
-                more = _flat_leaves(tuple(kwargs.values()), arity[2])
-                leaves = None if more is None else leaves + more
-        if leaves is None:
-            leaves, spec = pytree.tree_flatten((tuple(args), self._ordered(kwargs)))
-        else:
-            spec = self.in_spec
+    def _pytree_leaves(self, args: tuple, kwargs: dict | None) -> list:
+        """The leaves by the pytree walk; WrongStructure when the containers differ."""
+        leaves, spec = pytree.tree_flatten((tuple(args), self._ordered(kwargs)))
         if spec != self.in_spec:
             # the same dict keys in another insertion order: as at export (order is not meaning)
             reordered = pytree.in_spec_order((tuple(args), self._ordered(kwargs)), self.in_spec)
@@ -188,6 +175,22 @@ class ExportedProgram:
                 why = ("its containers differ.\nFix: call with the same containers (lists/"
                        "tuples/dicts/dataclasses) and keyword names as at export")
             raise wrong_structure(why)
+        return leaves
+
+    def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
+        """Validate a call's inputs against the contract; return the flattened leaves."""
+        arity = self._flat_arity()
+        leaves = None
+        if arity is not None and len(args) == len(arity[0]) and (
+                not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
+            # plain inputs (and lists of them): the structure is checked here, without the
+            # pytree walk; anything unexpected falls back to it
+            leaves = _flat_leaves(args, arity[0])
+            if leaves is not None and kwargs:
+                more = _flat_leaves(tuple(kwargs.values()), arity[2])
+                leaves = None if more is None else leaves + more
+        if leaves is None:
+            leaves = self._pytree_leaves(args, kwargs)
         check = self._check_fn
         if check is None:
             check = self._check_fn = self._build_checks()

@@ -58,7 +58,7 @@ class ContractEmitter:
         s = self.contract.symbol(name)
         if s is None:
             return 0, None
-        return (s.lo if s.lo is not None and s.lo > 0 else 0), s.hi
+        return s.checked_lo, s.hi
 
     def _new_root(self, i: int, d: int, hint: int, lo: int, hi: int | None,
                   ours: Expr) -> Any:
@@ -161,7 +161,7 @@ class ContractEmitter:
             if s.where is None:
                 continue
             v = self.node(_sym(s.name))
-            if s.lo is not None and s.lo > 0:
+            if s.checked_lo > 0:
                 self._assert(self.conv.call(operator.ge, (v, s.lo)),
                              f"{s.where} must be >= {s.lo}{s.origin}")
             if s.hi is not None:

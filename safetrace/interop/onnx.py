@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import torch
+
 
 def symbol_labels(tep: Any) -> dict[str, str]:
     """torch symbol name -> the user-facing name of that dim (stored by the conversion)."""
@@ -20,8 +22,6 @@ def symbol_labels(tep: Any) -> dict[str, str]:
 def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
-    import torch
-
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     kwargs.setdefault("verbose", False)
     program = torch.onnx.export(tep, dynamo=True, **kwargs)

@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 
 import torch
+from torch.utils import _pytree
 
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
@@ -115,8 +116,6 @@ class _Converter:
     def _constant_types(self, tep: Any) -> list[str]:
         """torch's guard compares a specialized input by ``==`` only (3.0 == 3): ours also
         wants its type.  (Held in the program object; torch.export.save drops it.)"""
-        from torch.utils import _pytree
-
         args, kwargs = tep.example_inputs
         names = self._arg_names()
         ctx = dict(zip(names, args))
@@ -443,8 +442,6 @@ class _Converter:
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
         guard function from their structure."""
-        from torch.utils import _pytree
-
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
