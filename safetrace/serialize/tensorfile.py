@@ -95,7 +95,7 @@ def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
         t = t.cpu()
         ptr = t.untyped_storage().data_ptr() if t.numel() else None
         if not t.is_contiguous() or (ptr is not None and ptr in storages):
-            t = t.contiguous() if t.is_contiguous() is False else t.clone()
+            t = t.clone(memory_format=torch.contiguous_format)
         if ptr is not None:
             storages.add(t.untyped_storage().data_ptr())
         out[name] = t
