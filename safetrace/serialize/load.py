@@ -215,6 +215,9 @@ class Builder:
             expect_keys(s, {"name", "kind", "requires_grad", "parameter", "dtype", "shape"},
                         where)
             name = self._state_name(s["name"], where, seen)
+            if s["kind"] not in ("parameter", "buffer"):
+                raise fail(where, f"state kind {str(s['kind'])[:20]!r} is not parameter or "
+                                  "buffer")
             dtype = lookup(DTYPES, s["dtype"], where, "dtype")
             shape = expect(s["shape"], list, where)
             if len(shape) > 64 or not all(type(x) is int and 0 <= x < 1 << 62 for x in shape):
