@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import InputMismatchError, LoadError
-from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import allowlist, subgraphs
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
@@ -24,7 +24,6 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
 from safetrace.serialize.targets import name_to_target
 from safetrace.trace.hops import owner_module
 from safetrace.exporter.api import export
-from safetrace.exporter.contract import RangeConstraints, ValueRange
 from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
