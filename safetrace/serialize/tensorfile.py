@@ -19,6 +19,7 @@ import os
 import stat
 import struct
 import sys
+import tempfile
 from typing import Any
 
 import safetensors
@@ -107,8 +108,6 @@ def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str])
     if hasattr(path, "write"):
         path.write(safetensors.torch.save(tensors, metadata=metadata))
         return
-    import tempfile
-
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".safetrace-", dir=folder)
