@@ -377,7 +377,7 @@ class Builder:
                     node = graph.output(args[0])
                     outputs = args[0] if isinstance(args[0], tuple) else (args[0],)
                     nodes[name] = node
-                    self._meta(node, item.get("meta", {}), where, dec, Proxy)
+                    self._meta(node, item.get("meta", {}), where)
                     continue
                 if len(args) != 1 or kwargs or not isinstance(args[0], tuple) or name != "output":
                     raise fail(where, "the output node returns one tuple")
@@ -388,18 +388,18 @@ class Builder:
             if node.name != name:
                 raise fail(where, f"name is reserved or clashes (became {node.name!r})")
             nodes[name] = node
-            self._meta(node, item.get("meta", {}), where, dec, Proxy)
+            self._meta(node, item.get("meta", {}), where)
         if outputs is None:
             raise fail("nodes", "no output node (truncated graph?)")
         return graph, placeholders, outputs
 
-    def _meta(self, node: torch.fx.Node, meta: Any, where: str, dec: Any, proxy: Any) -> None:
+    def _meta(self, node: torch.fx.Node, meta: Any, where: str) -> None:
         expect_keys(meta, set(), where + " meta", {"val", "stack_trace", "extra"})
         node.meta["stack_trace"] = expect(meta.get("stack_trace", ""), str, where)
         if "val" in meta:
             val = ValueDecoder(None, self.env).decode(meta["val"], where + " meta val")
             try:
-                node.meta["val"] = _wrap(val, node, proxy)
+                node.meta["val"] = _wrap(val, node)
             except (RuntimeError, ValueError, OverflowError) as err:
                 raise fail(where, f"bad tensor metadata: {str(err)[:200]}") from None
         for k, v in expect(meta.get("extra", {}), dict, where).items():
@@ -488,12 +488,12 @@ class Builder:
         return out
 
 
-def _wrap(val: Any, node: torch.fx.Node, proxy: Any) -> Any:
+def _wrap(val: Any, node: torch.fx.Node) -> Any:
 
     if isinstance(val, TensorMeta):
-        return proxy(val, node)
+        return Proxy(val, node)
     if isinstance(val, (list, tuple)):
-        return type(val)(_wrap(v, node, proxy) for v in val)
+        return type(val)(_wrap(v, node) for v in val)
     return val
 
 
