@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import InputMismatchError, LoadError
-from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import allowlist, subgraphs
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
@@ -24,7 +24,6 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
 from safetrace.serialize.targets import name_to_target
 from safetrace.trace.hops import owner_module
 from safetrace.exporter.api import export
-from safetrace.exporter.contract import RangeConstraints, ValueRange
 from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
@@ -215,6 +214,9 @@ class Builder:
             expect_keys(s, {"name", "kind", "requires_grad", "parameter", "dtype", "shape"},
                         where)
             name = self._state_name(s["name"], where, seen)
+            if s["kind"] not in ("parameter", "buffer"):
+                raise fail(where, f"state kind {str(s['kind'])[:20]!r} is not parameter or "
+                                  "buffer")
             dtype = lookup(DTYPES, s["dtype"], where, "dtype")
             shape = expect(s["shape"], list, where)
             if len(shape) > 64 or not all(type(x) is int and 0 <= x < 1 << 62 for x in shape):
@@ -375,7 +377,7 @@ class Builder:
                     node = graph.output(args[0])
                     outputs = args[0] if isinstance(args[0], tuple) else (args[0],)
                     nodes[name] = node
-                    self._meta(node, item.get("meta", {}), where, dec, Proxy)
+                    self._meta(node, item.get("meta", {}), where)
                     continue
                 if len(args) != 1 or kwargs or not isinstance(args[0], tuple) or name != "output":
                     raise fail(where, "the output node returns one tuple")
@@ -386,18 +388,18 @@ class Builder:
             if node.name != name:
                 raise fail(where, f"name is reserved or clashes (became {node.name!r})")
             nodes[name] = node
-            self._meta(node, item.get("meta", {}), where, dec, Proxy)
+            self._meta(node, item.get("meta", {}), where)
         if outputs is None:
             raise fail("nodes", "no output node (truncated graph?)")
         return graph, placeholders, outputs
 
-    def _meta(self, node: torch.fx.Node, meta: Any, where: str, dec: Any, proxy: Any) -> None:
+    def _meta(self, node: torch.fx.Node, meta: Any, where: str) -> None:
         expect_keys(meta, set(), where + " meta", {"val", "stack_trace", "extra"})
         node.meta["stack_trace"] = expect(meta.get("stack_trace", ""), str, where)
         if "val" in meta:
             val = ValueDecoder(None, self.env).decode(meta["val"], where + " meta val")
             try:
-                node.meta["val"] = _wrap(val, node, proxy)
+                node.meta["val"] = _wrap(val, node)
             except (RuntimeError, ValueError, OverflowError) as err:
                 raise fail(where, f"bad tensor metadata: {str(err)[:200]}") from None
         for k, v in expect(meta.get("extra", {}), dict, where).items():
@@ -435,6 +437,9 @@ class Builder:
                                   f"{str(target)[:40]!r}, leaf {str(leaf)[:10]})")
             if kind != "user_input":
                 t = state[target] if kind != "constant" else constants[target]
+                if kind == "constant" and _complex_stored_as_real(node, t):
+                    # the file lists constants without dtypes: their placeholder has it
+                    t = constants[target] = torch.view_as_complex(t)
                 _same_meta(node, t, where)
             out.append(InputSpec(kind, node.name, target, leaf,
                                  expect(s["persistent"], bool, where)))
@@ -483,12 +488,12 @@ class Builder:
         return out
 
 
-def _wrap(val: Any, node: torch.fx.Node, proxy: Any) -> Any:
+def _wrap(val: Any, node: torch.fx.Node) -> Any:
 
     if isinstance(val, TensorMeta):
-        return proxy(val, node)
+        return Proxy(val, node)
     if isinstance(val, (list, tuple)):
-        return type(val)(_wrap(v, node, proxy) for v in val)
+        return type(val)(_wrap(v, node) for v in val)
     return val
 
 
@@ -499,6 +504,13 @@ def _same_meta(node: torch.fx.Node, t: torch.Tensor, where: str) -> None:
             tuple(meta.shape) != tuple(t.shape) or meta.dtype != t.dtype:
         raise fail(where, f"placeholder {node.name} does not match its tensor "
                           f"(shape {list(t.shape)}, {t.dtype})")
+
+
+def _complex_stored_as_real(node: torch.fx.Node, t: torch.Tensor) -> bool:
+    """A complex128 tensor travels as float64 pairs (``tensorfile.AS_REAL``)."""
+    meta = getattr(node.meta.get("val"), "st_meta", None)
+    return (meta is not None and meta.dtype is torch.complex128
+            and t.dtype is torch.float64 and t.shape[-1:] == (2,))
 
 
 def _symbol(x: Any, where: str) -> str:

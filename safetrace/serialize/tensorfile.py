@@ -19,6 +19,7 @@ import os
 import stat
 import struct
 import sys
+import tempfile
 from typing import Any
 
 import safetensors
@@ -95,7 +96,7 @@ def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
         t = t.cpu()
         ptr = t.untyped_storage().data_ptr() if t.numel() else None
         if not t.is_contiguous() or (ptr is not None and ptr in storages):
-            t = t.contiguous() if t.is_contiguous() is False else t.clone()
+            t = t.clone(memory_format=torch.contiguous_format)
         if ptr is not None:
             storages.add(t.untyped_storage().data_ptr())
         out[name] = t
@@ -107,8 +108,6 @@ def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str])
     if hasattr(path, "write"):
         path.write(safetensors.torch.save(tensors, metadata=metadata))
         return
-    import tempfile
-
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".safetrace-", dir=folder)

@@ -271,6 +271,8 @@ def cases() -> list[Case]:
         "dims"][0].__setitem__("kind", "exec")))
     blob(cr, "dim_size_huge", lambda: _with(m, lambda d: d["contract"]["inputs"][0][
         "dims"][1].__setitem__("size", 1 << 70)))
+    blob(cr, "state_kind_unknown", lambda: _with(m, lambda d: d["state"][0].__setitem__(
+        "kind", "exec")))
     blob(cr, "hint_2_63", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
         "hint", 1 << 63)))
     blob(cr, "hint_not_int", lambda: _with(m, lambda d: d["symbols"][0].__setitem__(
