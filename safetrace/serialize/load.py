@@ -437,9 +437,6 @@ class Builder:
                                   f"{str(target)[:40]!r}, leaf {str(leaf)[:10]})")
             if kind != "user_input":
                 t = state[target] if kind != "constant" else constants[target]
-                if kind == "constant" and _complex_stored_as_real(node, t):
-                    # the file lists constants without dtypes: their placeholder has it
-                    t = constants[target] = torch.view_as_complex(t)
                 _same_meta(node, t, where)
             out.append(InputSpec(kind, node.name, target, leaf,
                                  expect(s["persistent"], bool, where)))
@@ -504,13 +501,6 @@ def _same_meta(node: torch.fx.Node, t: torch.Tensor, where: str) -> None:
             tuple(meta.shape) != tuple(t.shape) or meta.dtype != t.dtype:
         raise fail(where, f"placeholder {node.name} does not match its tensor "
                           f"(shape {list(t.shape)}, {t.dtype})")
-
-
-def _complex_stored_as_real(node: torch.fx.Node, t: torch.Tensor) -> bool:
-    """A complex128 tensor travels as float64 pairs (``tensorfile.AS_REAL``)."""
-    meta = getattr(node.meta.get("val"), "st_meta", None)
-    return (meta is not None and meta.dtype is torch.complex128
-            and t.dtype is torch.float64 and t.shape[-1:] == (2,))
 
 
 def _symbol(x: Any, where: str) -> str:

@@ -122,25 +122,6 @@ def test_tied_complex_and_strided_state_round_trip(tmp_path):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # float32 sums reorder
 
 
-class ComplexConstant(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.c = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128)  # a constant
-
-    def forward(self, x):
-        return x + self.c
-
-
-def test_complex128_constant_round_trips(tmp_path):
-    # stored as float64 pairs like complex128 state; the file lists constants by name only
-    model, x = ComplexConstant(), torch.ones(2, dtype=torch.complex128)
-    ep = st.export(model, (x,))
-    st.save(ep, tmp_path / "c.st")
-    ep2 = st.load(tmp_path / "c.st")
-    assert [v.dtype for v in ep2.constants.values()] == [torch.complex128]
-    torch.testing.assert_close(ep2.module()(x), model(x))
-
-
 def test_shared_tensors_are_written_once():
     from safetrace.serialize.tensorfile import prepare
 
