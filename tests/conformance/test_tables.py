@@ -34,6 +34,8 @@ SLOW_CASES = {"arch2/hf_bert_mlm", "arch2/hf_bert_cls", "arch2/hf_gpt2_lm", "arc
 # by design: the error class the case must be refused with
 _FLOAT = "float arithmetic on a size specializes it (documented)"
 _BRANCH = "a branch on a size rules out part of the declared range: the documented fix is a min"
+_NARROW = ("a run-time condition on a named Dim fails inside its declared range (documented: "
+           "the fix is Dim.DYNAMIC, or the range where it holds)")
 REFUSED = {
     "patterns/mha_masks_both_layouts": ("ConstraintViolationError", "`if t == s_len` relates two "
                                         "independent named Dims (documented: declare one Dim.DYNAMIC)"),
@@ -62,6 +64,10 @@ REFUSED = {
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a float tensor"),
     "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride()"),
     "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
+    "arch/sam_window": ("ConstraintViolationError", _NARROW + " (`if pad_h > 0 or pad_w > 0`)"),
+    "arch2/swin_mask": ("ConstraintViolationError", _NARROW + " (`if pad_r > 0 or pad_b > 0`)"),
+    "arch2/mae": ("ConstraintViolationError", _FLOAT + ": `int(L * (1 - mask_ratio))` rules out "
+                  "part of the named Dims' ranges"),
 }
 
 _RESIDUAL = ("a residual guard on a named Dim narrows its range at run time instead of a "
@@ -70,9 +76,6 @@ _RELATION = ("a branch relating two named Dims becomes a run-time relation inste
              "ConstraintViolationError at export (issue 14); owner: exporter")
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
-    "arch/sam_window": _RESIDUAL + " (`if pad_h > 0 or pad_w > 0`)",
-    "arch2/swin_mask": _RESIDUAL + " (`if pad_r > 0 or pad_b > 0`)",
-    "arch2/mae": _RESIDUAL + " (`int(L * (1 - mask_ratio))`)",
     "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
     "patterns/adaptive_pool_none_sizes": ("adaptive pooling with a None output size requires "
                                           "h >= 2 (eager takes 1); owner: rules"),
