@@ -64,16 +64,20 @@ REFUSED = {
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a float tensor"),
     "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride()"),
     "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
+    "patterns/pad_negative_crop_symbolic": ("ConstraintViolationError", "`if d >= 0` with d = y - "
+                                            "x relates two independent named Dims (documented: "
+                                            "declare both Dim.DYNAMIC)"),
+    "hf/swin": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
+    "hf/swinv2": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
+    "hf/mobilenet_v1": ("ConstraintViolationError",
+                        _NARROW + " (TF padding: `if in_height % stride_height == 0:`)"),
+    "hf/longt5": ("ConstraintViolationError", _NARROW + " (`if x.shape[dim] % block_len != 0`)"),
     "arch/sam_window": ("ConstraintViolationError", _NARROW + " (`if pad_h > 0 or pad_w > 0`)"),
     "arch2/swin_mask": ("ConstraintViolationError", _NARROW + " (`if pad_r > 0 or pad_b > 0`)"),
     "arch2/mae": ("ConstraintViolationError", _FLOAT + ": `int(L * (1 - mask_ratio))` rules out "
                   "part of the named Dims' ranges"),
 }
 
-_RESIDUAL = ("a residual guard on a named Dim narrows its range at run time instead of a "
-             "ConstraintViolationError at export; owner: exporter")
-_RELATION = ("a branch relating two named Dims becomes a run-time relation instead of a "
-             "ConstraintViolationError at export (issue 14); owner: exporter")
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
     "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
@@ -81,19 +85,12 @@ KNOWN = {
                                           "h >= 2 (eager takes 1); owner: rules"),
     "patterns/interp_fractional_scale": ("F.interpolate(scale_factor=0.5, mode='area') guards "
                                          "h // 2 != 1 (issue 14, float sizes); owner: rules"),
-    "patterns/pad_negative_crop_symbolic": _RELATION + " (`if d >= 0` with d = y - x)",
     "patterns/setitem_tensor_index_broadcast": ("z[x > 1] = x[x > 1] * 10: the two counts of "
                                                 "the same mask are unrelated unbacked symbols "
                                                 "(DataDependentError); owner: trace"),
-    "patterns/int_outputs_from_shapes": ("returning size arithmetic (b * t, -b, b + 1 > t, ...) "
-                                         "specializes the batch; owner: trace"),
     "hf/prophetnet": "relative-bucket indexing requires dec_seq <= 62; owner: rules",
     "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
                "owner: trace"),
-    "hf/swin": _RELATION + " (`if min(input_resolution) <= self.window_size`)",
-    "hf/swinv2": _RESIDUAL + " (`was_padded = pad_values[3] > 0 or ...`)",
-    "hf/mobilenet_v1": _RESIDUAL + " (TF padding: `if in_width % stride_width == 0`)",
-    "hf/longt5": _RESIDUAL + " (`if x.shape[dim] % block_len != 0`)",
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "
