@@ -467,7 +467,7 @@ class _Converter:
         # never calls, e.g. a dropout that attention takes only the rate of), parents first
         tree = getattr(self.ep, "module_tree", None)
         fqns = list(tree.modules) if tree is not None else []
-        fqns += [f for f in submodule_fqns(self.graph) if f not in fqns]
+        fqns += [f for f in submodule_fqns(self.graph) if f and f not in fqns]
         kept = self.bounds.signatures()
         entries = [ModuleCallEntry(fqn="", signature=signature)]
         entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]

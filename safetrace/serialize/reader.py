@@ -24,7 +24,8 @@ from safetrace.symbolic.expr import release_since, table_mark
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
-_OPTIONAL = {"subgraphs"}  # written only by programs with control flow
+_OPTIONAL = {"subgraphs",  # written only by programs with control flow
+             "dim_names", "training"}  # since 2.1
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
