@@ -29,6 +29,7 @@ from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, evaluate, from_sympy
 from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
+from safetrace.interop.hops import convert_get_attr
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -68,6 +69,8 @@ class _Converter:
         self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
+        self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
+        self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -98,17 +101,16 @@ class _Converter:
             for node in ep.graph.nodes:
                 if node.op == "call_function":
                     self._call(node)
-                elif node.op == "get_attr":
-                    raise ConversionError(
-                        f"node {node.name}{_where(node)}: the program has control flow "
-                        f"(a cond/map/while subgraph); ep.to_torch() does not convert "
-                        f"subgraphs yet.\nFix: export the branch taken with plain Python "
-                        f"control flow (it becomes a guard), or deploy with st.save/st.load")
+                elif node.op == "get_attr":  # a control-flow subgraph
+                    self.env[node] = convert_get_attr(self, node, ep.graph)
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
         _provenance(self.graph)
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        root = torch.nn.Module()
+        for name, sub in self.attrs.items():
+            root.add_module(name, sub)
+        gm = torch.fx.GraphModule(root, self.graph)
         gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
@@ -214,8 +216,17 @@ class _Converter:
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
-        vals = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
+        subs = self.submodule_of
+        vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
+                                     else n.meta["val"])
         return target(*vals[0], **vals[1])
+
+    def error(self, message: str) -> ConversionError:
+        return ConversionError(message)
+
+    def call_node(self, node: torch.fx.Node) -> None:
+        """Convert one of our call_function nodes (of the program or a subgraph)."""
+        self._call(node)
 
     def _call(self, node: torch.fx.Node) -> None:
         from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
@@ -238,7 +249,8 @@ class _Converter:
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
-        if not isinstance(target, torch._ops.OpOverload) and target not in \
+        if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
+                and target not in \
                 _training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
@@ -530,7 +542,13 @@ def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = (f"cannot convert node {node.name} ({op}){_where(node)}: torch's FakeTensor "
             f"propagation failed: {type(exc).__name__}: {first}")
-    if isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        text += (f"\ntorch's {target.__name__} cannot take this program's use of it (safetrace "
+                 f"can: a while_loop whose carried sizes change, branches whose outputs "
+                 f"differ in ways torch's cond refuses).\nFix: keep each carried value's and "
+                 f"branch output's shape fixed (pad it), or deploy this program with "
+                 f"st.save/st.load")
+    elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
         text += (f"\nFix: {op} needs a fake implementation registered with torch "
                  f"(torch.library.register_fake({op!r})); a safetrace-only fake "
                  f"(st.register_fake) or shape rule is not visible to torch")
