@@ -64,7 +64,10 @@ def test_a_dim_name_for_a_symbol_the_program_lacks_is_refused(tmp_path):
         doc["dim_names"] = bad
         with pytest.raises(st.LoadError, match="dim_names"):
             st.load(pack(doc, tensors))
-    del doc["dim_names"], doc["training"]  # a 2.0 file: no names, eval mode
+    del doc["dim_names"], doc["training"]
+    with pytest.raises(st.LoadError, match="missing field"):  # a 2.1 file has them
+        st.load(pack(doc, tensors))
+    doc["version"] = [2, 0]  # a 2.0 file: no names, eval mode
     old = st.load(pack(doc, tensors))
     assert old.dim_names == {} and old.exported_training is False
     json.dumps(doc)
