@@ -262,6 +262,28 @@ def _prune_minmax(env: Facts, r: Expr) -> Expr:
     return rebuild(r.op, tuple(keep))
 
 
+def _round_ups(e: Expr, memo: dict[Expr, Expr]) -> Expr:
+    """``e`` with each ``(j*a) % m`` (j = -1 mod m, the pad of a to a multiple of m: torch
+    code's ``(m - a % m) % m``, or ``a % 2``) written ``m*((a + m - 1)//m) - a``, so that
+    ``a + pad`` is a rounded-up division and chains of them collapse."""
+    r = memo.get(e)
+    if r is not None:
+        return r
+    r = e
+    if e.args and e.op not in ("const", "fconst", "sym"):
+        args = tuple([_round_ups(a, memo) for a in e.args])
+        if any(x is not y for x, y in zip(args, e.args)):
+            r = rebuild(e.op, args)
+        if r.op == "mod" and r.args[1].op == "const":
+            m = int(r.args[1].value)  # type: ignore[arg-type]
+            inner = terms(r.args[0])
+            if m >= 2 and len(inner) == 1 and inner[0][0] and inner[0][1] % m == m - 1:
+                a = _product(inner[0][0])
+                r = sub(scale(rebuild("floordiv", (add(a, const(m - 1)), const(m))), m), a)
+    memo[e] = r
+    return r
+
+
 def _fold_exact_division(env: Facts, r: Expr) -> Expr:
     # m*(x//m) == x when x % m is known to be 0 (a divisibility fact, or x's own form),
     # also as a factor of a product: 49*b*(x//7)*(y//7) == b*x*y.
@@ -331,6 +353,10 @@ def decide(env: Facts, cond: Expr) -> bool | None:
         return r  # type: ignore[return-value]
     env.cache.decided[c] = None  # guards against re-entrant loops through min/max pruning
     r = _decide(env, c)
+    if r is None and c.op in ("le", "lt", "ge", "eq", "ne"):
+        c2 = _round_ups(c, {})
+        if c2 is not c:  # window padding: decided on its rounded-up form (same values)
+            r = decide(env, c2)
     env.cache.decided[c] = r
     return r
 

@@ -95,3 +95,31 @@ def test_common_monomial_cancels(a2: int, a1: int, j: int, jsign: int, b: int, y
     assert env.simplify(n % (d * bb)).evaluate(binding) == nv % (d * b)
     assert env.simplify((256 * bb) % (4 * bb)).value == 0
     assert env.decide(eq((256 * bb) // (4 * bb), 64)) is True
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 9), st.integers(-3, 3), st.integers(0, 3), st.integers(1, 5),
+       st.integers(-9, 9), st.integers(0, 200))
+def test_padding_to_a_multiple_is_a_rounded_up_division(m: int, k: int, t: int, d: int,
+                                                        c: int, x: int) -> None:
+    """k*a + k*((t*m - a) % m) + c (a window pad, spelled as torch code spells it) is known
+    to equal k*m*((a + m - 1)//m) + c, with a = H or H//d (both checked by evaluation)."""
+    env = Env()
+    h = env.new_backed(x, lo=0)
+    a = h // d
+    e = k * a + k * ((t * m - a) % m) + c
+    up = k * m * ((a + m - 1) // m) + c
+    assert up.evaluate({h.name: x}) == e.evaluate({h.name: x})  # type: ignore[dict-item]
+    assert env.decide(eq(e, up)) is True
+
+
+def test_window_padding_chain_collapses() -> None:
+    """torchvision's patch merging pads H to even before halving, four times."""
+    env = Env()
+    h = env.new_backed(64, lo=1)
+    e = h // 4
+    for _ in range(3):
+        e = (e + e % 2) // 2
+    assert env.decide(eq(e, (h + 28) // 32)) is True
+    assert env.decide(ge(e * 32, h - 3)) is True
+    assert env.decide(ge(e * 32, h)) is None  # h in 1..3: h//4 is 0
