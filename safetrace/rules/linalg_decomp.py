@@ -253,7 +253,9 @@ def linalg_lstsq(self: TensorMeta, b: TensorMeta, rcond: float | None = None, *,
 # -- decompositions -------------------------------------------------------------------------
 
 
-@rule(aten.linalg_cholesky.default, aten.cholesky.default)
+# aten.cholesky (deprecated) is gone from torch 2.14
+@rule(aten.linalg_cholesky.default,
+      *([aten.cholesky.default] if hasattr(aten, "cholesky") else []))
 def linalg_cholesky(self: TensorMeta, upper: bool = False) -> TensorMeta:
     """The triangular factor: A's shape and dtype."""
     square("linalg.cholesky", self)

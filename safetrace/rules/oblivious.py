@@ -1,0 +1,87 @@
+"""Size-oblivious answers to questions the traced code asks about data-dependent sizes.
+
+Export cannot read data, so a Python decision on an unbacked size (``if boxes.numel() ==
+0:``, ``if n > 1:``) is normally refused with a DataDependentError.  Two kinds are answered
+here instead, soundly:
+
+- *size tests*: a condition on one data-dependent size that has the same value for every
+  size >= 2 and differs only at 0 or 1 (emptiness and singleton tests).  It is answered as
+  for a general size, and the answer is asserted at run time: the other branch was never
+  traced, so data that takes it is rejected with a clear error, never computed wrongly.
+- *strategy switches* listed in ``STRATEGY_SWITCHES``: library code that picks between two
+  implementations with the same result by input size (torchvision's ``batched_nms``).  The
+  traceable implementation is taken; nothing needs asserting, because both compute the same.
+
+Every answer is recorded in ``env.settled`` and listed by ``st.explain``.  Questions inside
+an op's shape rule (broadcasting, squeeze, preconditions) are settled by the rules
+themselves (``rules.common.check`` / ``open_question`` / ``settle``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from safetrace.symbolic import DataDependentQuestion, Env
+
+# (path suffix, function, answer, why): at these call sites a data-dependent size chooses
+# only how a result is computed.  Each entry names the two branches and why they agree.
+STRATEGY_SWITCHES: list[tuple[str, str, bool, str]] = [
+    ("torchvision/ops/boxes.py", "batched_nms", False,
+     "torchvision's batched_nms runs a per-class loop above 4000 box coordinates on CPU and "
+     "the coordinate-offset trick below; both keep the same boxes (torchvision tests them "
+     "against each other), and the trick is the one it uses while tracing"),
+]
+
+_HEAD = re.compile(r'File "(?P<path>[^"]*)", line \d+, in (?P<fn>\S+)')
+
+# probes of a size test: its value must agree at every one of these (capped by the range)
+_GENERAL = (2, 3, 7, 64, 4097, 10 ** 9)
+
+
+def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
+    """(answer, kind, why, asserted) for a question this module settles, else None."""
+    site = _site(q.origin)
+    if site is not None:
+        path, fn = site
+        for suffix, name, answer, why in STRATEGY_SWITCHES:
+            if fn == name and path.replace("\\", "/").endswith(suffix):
+                return answer, "strategy switch", why, False
+    return _size_test(env, q)
+
+
+def _site(origin: Any) -> tuple[str, str] | None:
+    if not isinstance(origin, str):
+        return None
+    m = _HEAD.search(origin)
+    return (m.group("path"), m.group("fn")) if m else None
+
+
+def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
+    c = q.expr
+    names = c.free_symbols
+    if len(names) != 1:
+        return None
+    (name,) = names
+    info = env.symbols.get(name)
+    if info is None or info.backed or info.is_float or info.range.lo < 0:
+        return None
+    rng = info.range
+    probes = [v for v in _GENERAL if v in rng]
+    if not probes:
+        return None
+    try:
+        general = {bool(c.evaluate({name: v})) for v in probes}
+        small = {v: bool(c.evaluate({name: v})) for v in (0, 1) if v in rng}
+    except (ArithmeticError, KeyError, TypeError, ValueError):
+        return None
+    if len(general) != 1:
+        return None  # a threshold (u > 100): no general answer
+    answer = general.pop()
+    excluded = [v for v, x in small.items() if x != answer]
+    if not excluded:
+        return None  # the facts' prover would have decided it
+    sizes = " or ".join(f"{name} == {v}" for v in excluded)
+    why = (f"`{c}` answered {answer} as for every size >= 2; data with {sizes} would take "
+           f"the other branch, which was not traced")
+    return answer, "size test", why, True
