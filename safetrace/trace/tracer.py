@@ -31,6 +31,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
+from safetrace.trace import pylen
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
@@ -82,13 +83,14 @@ class Tracer(TorchFunctionMode):
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
+        self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
         env = self.env
         self._saved_env.append((ACTIVE.env, set_active_tracer(self),
                                 (env.on_settled, env.settle_policy) if env is not None
-                                else None))
+                                else None, pylen.enter()))
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
@@ -96,7 +98,8 @@ class Tracer(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous, hooks = self._saved_env.pop()
+        ACTIVE.env, previous, hooks, saved_len = self._saved_env.pop()
+        pylen.leave(saved_len)
         if self.env is not None:
             self.env.on_settled, self.env.settle_policy = hooks
         set_active_tracer(previous)
@@ -251,6 +254,11 @@ class Tracer(TorchFunctionMode):
         """
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
+        if out is None and self.recording and (self.const_nodes or self.folded) and \
+                not any(type(a) is Proxy for a in args):
+            folded = self._fold(op, args, kwargs)
+            if folded is not None:
+                return folded[0]
         for a in args:
             t = type(a)
             if t is Proxy:
@@ -333,6 +341,28 @@ class Tracer(TorchFunctionMode):
             for cond, msg, origin in late:
                 emit_assert(self, cond, msg, origin)
         return result
+
+    def _fold(self, op: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """(result,) of an op whose tensors are all small constants made in the traced code
+        (``torch.tensor(0.25).log2()``): computed now, so Python may read its value, as
+        with any constant; None when the op must be recorded."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        tensors += [x for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))
+                    for x in a if isinstance(x, torch.Tensor)]
+        if not tensors or any(type(t) is Proxy or t.numel() > 4096 or (
+                id(t) not in self.const_nodes and id(t) not in self.folded)
+                for t in tensors):
+            return None
+        info = _OP_INFO.get(id(op)) or _op_info(op)
+        if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return None  # a write or a random draw must happen when the program runs
+        with torch._C.DisableTorchFunction():
+            result = op(*args, **kwargs)
+        for t in (result if isinstance(result, (tuple, list)) else (result,)):
+            if isinstance(t, torch.Tensor):  # lifted when a recorded op uses it
+                self.folded.add(id(t))
+                self.keepalive.append(t)
+        return (result,)
 
     def _source_new_symbols(self, n_before: int, result: Any, node: Any, trace: str) -> None:
         """Record where the graph reads each data-dependent size this op created."""
