@@ -9,8 +9,10 @@ here instead, soundly:
   for a general size, and the answer is asserted at run time: the other branch was never
   traced, so data that takes it is rejected with a clear error, never computed wrongly.
 - *strategy switches* listed in ``STRATEGY_SWITCHES``: library code that picks between two
-  implementations with the same result by input size (torchvision's ``batched_nms``).  The
-  traceable implementation is taken; nothing needs asserting, because both compute the same.
+  implementations by input size (torchvision's ``batched_nms``), one of which cannot be
+  traced (a loop over data).  The traceable one is taken and its condition asserted: the
+  two agree only up to the order of equal scores, so the other side is rejected, not
+  computed.
 
 Every answer is recorded in ``env.settled`` and listed by ``st.explain``.  Questions inside
 an op's shape rule (broadcasting, squeeze, preconditions) are settled by the rules
@@ -25,12 +27,13 @@ from typing import Any
 from safetrace.symbolic import DataDependentQuestion, Env
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
-# only how a result is computed.  Each entry names the two branches and why they agree.
+# how a result is computed; the answer names the traceable branch.
 STRATEGY_SWITCHES: list[tuple[str, str, bool, str]] = [
     ("torchvision/ops/boxes.py", "batched_nms", False,
-     "torchvision's batched_nms runs a per-class loop above 4000 box coordinates on CPU and "
-     "the coordinate-offset trick below; both keep the same boxes (torchvision tests them "
-     "against each other), and the trick is the one it uses while tracing"),
+     "torchvision's batched_nms uses the coordinate-offset trick up to 4000 box "
+     "coordinates on CPU (1000 boxes) and a per-class loop over the data above; the loop "
+     "cannot be traced and may order equal-score boxes differently, so more boxes are "
+     "rejected at run time"),
 ]
 
 _HEAD = re.compile(r'File "(?P<path>[^"]*)", line \d+, in (?P<fn>\S+)')
@@ -46,7 +49,7 @@ def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str
         path, fn = site
         for suffix, name, answer, why in STRATEGY_SWITCHES:
             if fn == name and path.replace("\\", "/").endswith(suffix):
-                return answer, "strategy switch", why, False
+                return answer, "strategy switch", why, True
     return _size_test(env, q)
 
 
