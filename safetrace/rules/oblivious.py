@@ -25,6 +25,8 @@ import re
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
+from safetrace.symbolic.canon import diff
+from safetrace.symbolic.expr import add, const, neg, terms
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
 # how a result is computed; the answer names the traceable branch.
@@ -61,30 +63,43 @@ def _site(origin: Any) -> tuple[str, str] | None:
 
 
 def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
+    """A comparison ``S <op> k`` of a size expression S >= 0 (built from data-dependent sizes
+    only: ``4*u0``, ``u0 + u1``, a sum of ``min(u_i, 10)``) whose value is the same for
+    every S >= 2 and differs at S == 0 or S == 1."""
     c = q.expr
-    names = c.free_symbols
-    if len(names) != 1:
+    if c.op not in ("le", "eq", "ne") or not c.free_symbols:
         return None
-    (name,) = names
-    info = env.symbols.get(name)
-    if info is None or info.backed or info.is_float or info.range.lo < 0:
+    for name in c.free_symbols:
+        info = env.symbols.get(name)
+        if info is None or info.backed or info.is_float:
+            return None
+    d = diff(c)  # c is `d <= 0`, `d == 0` or `d != 0`
+    k0 = dict(terms(d)).get((), 0)
+    part = add(d, const(-k0))
+    r = env.bounds(part)
+    if r.lo >= 0:
+        sign, size = 1, part
+    elif r.hi <= 0:
+        sign, size = -1, neg(part)
+    else:
         return None
-    rng = info.range
-    probes = [v for v in _GENERAL if v in rng]
+    hi = r.hi if sign == 1 else -r.lo
+
+    def holds(v: int) -> bool:
+        x = sign * v + k0
+        return x <= 0 if c.op == "le" else (x == 0) == (c.op == "eq")
+
+    probes = [v for v in _GENERAL if v <= hi]
     if not probes:
         return None
-    try:
-        general = {bool(c.evaluate({name: v})) for v in probes}
-        small = {v: bool(c.evaluate({name: v})) for v in (0, 1) if v in rng}
-    except (ArithmeticError, KeyError, TypeError, ValueError):
-        return None
+    general = {holds(v) for v in probes}
     if len(general) != 1:
         return None  # a threshold (u > 100): no general answer
     answer = general.pop()
-    excluded = [v for v, x in small.items() if x != answer]
+    excluded = [v for v in (0, 1) if v <= hi and holds(v) != answer]
     if not excluded:
-        return None  # the facts' prover would have decided it
-    sizes = " or ".join(f"{name} == {v}" for v in excluded)
+        return None
+    sizes = " or ".join(f"{size} == {v}" for v in excluded)
     why = (f"`{c}` answered {answer} as for every size >= 2; data with {sizes} would take "
            f"the other branch, which was not traced")
     return answer, "size test", why, True
