@@ -67,13 +67,13 @@ def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool
     only: ``4*u0``, ``u0 + u1``, a sum of ``min(u_i, 10)``) whose value is the same for
     every S >= 2 and differs at S == 0 or S == 1."""
     c = q.expr
-    if c.op not in ("le", "eq", "ne") or not c.free_symbols:
+    if c.op not in ("le", "lt", "ge", "eq", "ne") or not c.free_symbols:
         return None
     for name in c.free_symbols:
         info = env.symbols.get(name)
         if info is None or info.backed or info.is_float:
             return None
-    d = diff(c)  # c is `d <= 0`, `d == 0` or `d != 0`
+    d = diff(c)  # c is `d <= 0` (le, lt, ge), `d == 0` or `d != 0`
     k0 = dict(terms(d)).get((), 0)
     part = add(d, const(-k0))
     r = env.bounds(part)
@@ -87,7 +87,7 @@ def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool
 
     def holds(v: int) -> bool:
         x = sign * v + k0
-        return x <= 0 if c.op == "le" else (x == 0) == (c.op == "eq")
+        return (x == 0) == (c.op == "eq") if c.op in ("eq", "ne") else x <= 0
 
     probes = [v for v in _GENERAL if v <= hi]
     if not probes:

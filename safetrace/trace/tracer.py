@@ -31,7 +31,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
-from safetrace.trace import pylen
+from safetrace.trace import pylen, shims
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
@@ -90,7 +90,7 @@ class Tracer(TorchFunctionMode):
         env = self.env
         self._saved_env.append((ACTIVE.env, set_active_tracer(self),
                                 (env.on_settled, env.settle_policy) if env is not None
-                                else None, pylen.enter()))
+                                else None, pylen.enter(), shims.enter()))
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
@@ -98,8 +98,9 @@ class Tracer(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous, hooks, saved_len = self._saved_env.pop()
+        ACTIVE.env, previous, hooks, saved_len, saved_shims = self._saved_env.pop()
         pylen.leave(saved_len)
+        shims.leave(saved_shims)
         if self.env is not None:
             self.env.on_settled, self.env.settle_policy = hooks
         set_active_tracer(previous)
