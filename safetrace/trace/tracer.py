@@ -30,8 +30,9 @@ from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
+from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
-from safetrace.trace import pylen, shims
+from safetrace.trace import shims
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
@@ -90,7 +91,7 @@ class Tracer(TorchFunctionMode):
         env = self.env
         self._saved_env.append((ACTIVE.env, set_active_tracer(self),
                                 (env.on_settled, env.settle_policy) if env is not None
-                                else None, pylen.enter(), shims.enter()))
+                                else None, shims.enter()))
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
@@ -98,8 +99,7 @@ class Tracer(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous, hooks, saved_len, saved_shims = self._saved_env.pop()
-        pylen.leave(saved_len)
+        ACTIVE.env, previous, hooks, saved_shims = self._saved_env.pop()
         shims.leave(saved_shims)
         if self.env is not None:
             self.env.on_settled, self.env.settle_policy = hooks
@@ -225,6 +225,8 @@ class Tracer(TorchFunctionMode):
                 return TensorMeta(tuple(v.shape), v.dtype, v.device), None
             node = self.lift(v)
             return node.meta["val"].st_meta, node
+        if isinstance(v, Pieces):  # split/chunk pieces handed to an op: all of them
+            v.pin()
         if isinstance(v, (list, tuple)):
             metas, nodes = [], []
             for x in v:
