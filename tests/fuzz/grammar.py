@@ -13,12 +13,14 @@ dtype promotion, module state, interpolation / pooling / padding.
 
 from __future__ import annotations
 
+import linecache
 import random
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
+FILENAME = "<fuzz program>"
 BUF = 12       # the module's buffer: arange(BUF); its weight: (W, W)
 W = 4
 
@@ -47,8 +49,21 @@ class Program:
 
     def model(self):
         ns = {"torch": torch, "F": F}
-        exec(compile(self.source(), "<fuzz program>", "exec"), ns)  # noqa: S102
+        src = self.source()
+        # the source lines in messages and graphs, as for a module written in a file
+        linecache.cache[FILENAME] = (len(src), None, src.splitlines(True), FILENAME)
+        exec(compile(src, FILENAME, "exec"), ns)  # noqa: S102
         return ns["P"]().eval()
+
+    def kind_at(self, line: int) -> str | None:
+        """The statement kind that wrote source line `line` (1-based) of ``source()``."""
+        first = 6 + 2 * self.state
+        for (src, _), kind in zip(self.stmts, self.tags):
+            n = src.count("\n") + 1
+            if first <= line < first + n:
+                return kind
+            first += n
+        return None
 
     def example(self):
         return tuple(t.clone() for _, t in self.inputs)
