@@ -25,6 +25,7 @@ from safetrace.rules import get_rule, registry
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace.current import set_active_tracer
+from safetrace.trace import pybuiltins
 from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
@@ -33,7 +34,7 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
-from safetrace.trace.values import VALUE_OPS, scalar_value
+from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
@@ -79,16 +80,21 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
+        # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
+        # made in: its value is known until something is written in place
+        self.literals: dict[int, int] = {}
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
         self._saved_env.append((ACTIVE.env, set_active_tracer(self)))
         ACTIVE.env = self.env
+        pybuiltins.enter()
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
         ACTIVE.env, previous = self._saved_env.pop()
         set_active_tracer(previous)
+        pybuiltins.leave()
         return super().__exit__(*exc)
 
     # -- the mode --------------------------------------------------------------------
@@ -302,7 +308,7 @@ class Tracer(TorchFunctionMode):
                     if type(p) is Proxy:
                         p.st_contig = None
         if info[4] and isinstance(result, Proxy):
-            result.st_value = scalar_value(op, args, kwargs, result)
+            result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
         if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         return result
@@ -415,6 +421,20 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+
+    def note_literal(self, t: torch.Tensor) -> None:
+        """``torch.tensor(6)`` made in the code: a constant of the graph whose value ops on
+        it may use (``torch.tensor(6) // 2`` as a size) while nothing is written in place."""
+        if constant_int(t) is not None:
+            self.keepalive.append(t)
+            self.literals[id(t)] = ACTIVE.data_epoch
+
+    def constant_value(self, t: torch.Tensor) -> int | None:
+        """The value of a literal's tensor (see note_literal), else None (state and other
+        real tensors may change; any in-place write may have reached the literal)."""
+        if self.literals.get(id(t), -1) != ACTIVE.data_epoch:
+            return None
+        return constant_int(t)
 
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str, fix: str | None = None) -> DataDependentError:

@@ -84,8 +84,6 @@ KNOWN = {
     "patterns/setitem_tensor_index_broadcast": ("z[x > 1] = x[x > 1] * 10: the two counts of "
                                                 "the same mask are unrelated unbacked symbols "
                                                 "(DataDependentError); owner: trace"),
-    "patterns/int_outputs_from_shapes": ("returning size arithmetic (b * t, -b, b + 1 > t, ...) "
-                                         "specializes the batch; owner: trace"),
     "hf/deberta": ("torch.tensor(min(max(q, k), 16)) of sizes becomes `seq <= 16` (issue 14, "
                    "min/max of sizes); owner: trace"),
     "hf/mpt": _CLAMP + " (`max(0, position_bias.size(2) - key_length)`: seq <= 63)",
