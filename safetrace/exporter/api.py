@@ -19,6 +19,7 @@ from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
+from safetrace.trace import pybuiltins
 from safetrace.trace.asserts import describe_symbols, torch_checks_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
@@ -357,10 +358,12 @@ def _exporting() -> Iterator[None]:
     tc._is_exporting_flag = True
     seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
     failed = True
+    pybuiltins.enter()  # len(), torch.broadcast_shapes, the generator's state functions
     try:
         yield
         failed = False
     finally:
+        pybuiltins.leave()
         tc._is_compiling_flag, tc._is_exporting_flag = saved
     if not failed and torch.initial_seed() != seed:
         # The generator stays seeded as the model left it, as after an eager call.

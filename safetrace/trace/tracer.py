@@ -25,7 +25,6 @@ from safetrace.rules import get_rule, registry
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace.current import set_active_tracer
-from safetrace.trace import pybuiltins
 from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
@@ -83,18 +82,19 @@ class Tracer(TorchFunctionMode):
         # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
         # made in: its value is known until something is written in place
         self.literals: dict[int, int] = {}
+        # bool masks by how they were computed (see _number_mask)
+        self.value_numbers: dict[torch.fx.Node, tuple] = {}
+        self.masks_by_value: dict[tuple, Proxy] = {}
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
         self._saved_env.append((ACTIVE.env, set_active_tracer(self)))
         ACTIVE.env = self.env
-        pybuiltins.enter()
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
         ACTIVE.env, previous = self._saved_env.pop()
         set_active_tracer(previous)
-        pybuiltins.leave()
         return super().__exit__(*exc)
 
     # -- the mode --------------------------------------------------------------------
@@ -309,6 +309,8 @@ class Tracer(TorchFunctionMode):
                         p.st_contig = None
         if info[4] and isinstance(result, Proxy):
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
+        if type(result) is Proxy and result.st_meta.dtype is torch.bool:
+            self._number_mask(op, args, kwargs, result, node)
         if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         return result
@@ -421,6 +423,40 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+
+    def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
+                     node: torch.fx.Node) -> None:
+        """A bool result computed as an earlier one was (the same deterministic op on the
+        same values, nothing written in between: ``z[x > 1] = x[x > 1] * 10``) has the
+        same True count: the two masks share it."""
+        if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return
+        key = (op, self._value_key(args), self._value_key(kwargs), ACTIVE.data_epoch,
+               id(self.graph))
+        if key[1] is None or key[2] is None:
+            return
+        self.value_numbers[node] = key
+        first = self.masks_by_value.setdefault(key, result)
+        if first is not result:
+            result.st_meta.share_mask_count(first.st_meta)
+
+    def _value_key(self, v: Any) -> Any:
+        """A hashable stand-in for an argument's value (None: unknown, no numbering)."""
+        if type(v) is Proxy:
+            return self.value_numbers.get(v.st_node, ("node", v.st_node))
+        if isinstance(v, torch.Tensor):
+            return ("tensor", id(v))  # state or a constant: the same object, unwritten
+        if isinstance(v, (list, tuple)):
+            out = tuple(self._value_key(x) for x in v)
+            return None if any(x is None for x in out) else (type(v).__name__, out)
+        if isinstance(v, dict):
+            out = tuple((k, self._value_key(x)) for k, x in sorted(v.items()))
+            return None if any(x is None for _, x in out) else ("dict", out)
+        if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device,
+                                       torch.layout, torch.memory_format)):
+            return (type(v).__name__, v)
+        expr = getattr(v, "expr", None)  # a symbolic size: its expression
+        return None if expr is None else ("sym", expr)
 
     def note_literal(self, t: torch.Tensor) -> None:
         """``torch.tensor(6)`` made in the code: a constant of the graph whose value ops on

@@ -229,3 +229,63 @@ def test_message_without_a_source_line_has_no_empty_backticks():
         st.export(ns["f"], (torch.randn(5),), dynamic_shapes=({0: Dim("n", min=1)},))
     msg = str(e.value)
     assert "``" not in msg and "(from <typed>:2)" in msg
+
+
+# -- F.affine_grid: its `min(size) <= 0` compared the sizes with each other -------------------
+
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_takes_batch_one(align):
+    def f(x, theta):
+        g = F.affine_grid(theta, x.size(), align_corners=align)
+        return F.grid_sample(x, g, align_corners=align), g
+
+    b = Dim("b", min=1, max=16)
+    spec = ({0: b, 2: Dim("h", min=1, max=32), 3: Dim("w", min=1, max=32)}, {0: b})
+    ep = st.export(f, (torch.randn(2, 1, 4, 5), torch.randn(2, 2, 3)), dynamic_shapes=spec)
+    for n, h, w in ((1, 1, 1), (1, 3, 7), (5, 6, 2), (16, 32, 32)):
+        matches_eager(ep, f, (torch.randn(n, 1, h, w), torch.randn(n, 2, 3)))
+    rejects(ep, (torch.randn(17, 1, 4, 5), torch.randn(17, 2, 3)))
+    rejects(ep, (torch.randn(2, 1, 4, 5), torch.randn(3, 2, 3)))
+
+
+def test_affine_grid_refuses_a_batch_eager_refuses():
+    def f(theta):
+        return F.affine_grid(theta, [theta.shape[0], 1, 4, 4], align_corners=False)
+
+    # eager raises for a 0 batch ("Expected non-zero, positive output size"): the fix is min=1
+    with pytest.raises(st.ConstraintViolationError, match="min=1"):
+        st.export(f, (torch.randn(2, 2, 3),), dynamic_shapes=({0: Dim("b")},))
+
+
+# -- masks computed twice the same way have one count ----------------------------------------
+
+def test_same_mask_computed_twice_has_one_count():
+    def f(x):
+        z = torch.zeros_like(x)
+        z[x > 1] = x[x > 1] * 10
+        w = x.clone()
+        w[(x > 0) & (x < 1)] = x[(x > 0) & (x < 1)].neg()
+        return z, w
+
+    ep = st.export(f, (torch.randn(3, 4) * 2,), dynamic_shapes=({0: Dim("b"), 1: Dim("t")},))
+    for shape in ((0, 4), (1, 1), (5, 6), (2, 0)):
+        matches_eager(ep, f, (torch.randn(*shape) * 2,))
+
+
+def test_masks_separated_by_a_write_keep_separate_counts():
+    def f(x):
+        y = x.clone()
+        a = y[y > 1]
+        y.add_(1)                       # the second mask sees other values
+        return a + y[y > 1]
+
+    with pytest.raises(st.DataDependentError):
+        st.export(f, (torch.randn(6) * 2,))
+
+
+def test_random_masks_keep_separate_counts():
+    def f(x):
+        return x[torch.rand(x.shape) > 0.5] + x[torch.rand(x.shape) > 0.5]
+
+    with pytest.raises(st.DataDependentError):
+        st.export(f, (torch.randn(6),))
