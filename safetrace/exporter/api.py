@@ -19,8 +19,10 @@ from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
-from safetrace.trace import pybuiltins
 from safetrace.trace.asserts import describe_symbols, torch_checks_routed
+from safetrace.trace.pieces import Pieces
+from safetrace.trace.pybuiltins import symbolic_min_max
+from safetrace.trace.pyhelpers import torch_helpers_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
@@ -96,8 +98,13 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
+                        symbolic_min_max(), \
                         tracer, module_stack(self.model, tracer):
                     out = self.fn(*targs, **tkwargs)
+                    # split/chunk pieces returned: all of them (their count is pinned now,
+                    # before the contract is read)
+                    out = pytree.tree_map(lambda v: tuple(v) if isinstance(v, Pieces) else v,
+                                          out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
             except Contradiction as exc:
@@ -358,12 +365,11 @@ def _exporting() -> Iterator[None]:
     tc._is_exporting_flag = True
     seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
     failed = True
-    pybuiltins.enter()  # len(), torch.broadcast_shapes, the generator's state functions
     try:
-        yield
+        with torch_helpers_routed():  # torch.broadcast_shapes, the generator's state
+            yield
         failed = False
     finally:
-        pybuiltins.leave()
         tc._is_compiling_flag, tc._is_exporting_flag = saved
     if not failed and torch.initial_seed() != seed:
         # The generator stays seeded as the model left it, as after an eager call.

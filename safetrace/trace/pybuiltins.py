@@ -1,87 +1,94 @@
-"""Python-level helpers that see traced sizes (``len(x)``, ``torch.broadcast_shapes``) or
-reach the random generator's state (``torch.manual_seed``, ``torch.initial_seed``, ...).
+"""Python's ``min``, ``max`` and ``len`` of symbolic sizes, kept symbolic while tracing.
 
-CPython's ``len()`` turns whatever ``__len__`` returns into a plain int, so ``len(x)`` of a
-tensor with a dynamic first dim would pin that size to the example's value (a guard), where
-``x.shape[0]`` stays symbolic.  ``torch.broadcast_shapes`` runs no torch function (the mode
-never sees it) and asks ``size == 1`` of every size it meets, a needless guard where the
-other size is a static 1.  While a trace runs, both answer from the shape rules, as
-torch.export's tracer does; ``len`` of anything but a traced tensor is the real ``len``.
-Code that needs a real int (``range(len(x))``, ``[0] * len(x)``) converts the symbolic size
-with ``__index__``, which guards exactly as before.
-
-The generator's state functions run no torch function either; a graph cannot follow them
-(``torch.manual_seed(torch.initial_seed())`` in forward leaves the seed as it was, and yet
-eager repeats its random numbers on every call), so while a trace runs they raise.
+``max(0, a.size(1) - b.size(0))`` in user code would otherwise compare the two sizes (a
+guard on the example's branch) and pin the result to one of them.  The builtins cannot be
+overloaded by a class, so while tracing they are replaced by versions that build a Min/Max
+expression (as ``torch.sym_min`` does; one of the arguments where the known facts
+decide, still without a guard) when every argument is an
+int or a symbolic int and one of them is symbolic.  Every other call (floats, keys,
+defaults, strings, safetrace's own code) goes to the original builtin unchanged.
+``len()`` must return an int; under tracing ``len(x)`` of a traced tensor is its symbolic
+first size and ``len(x.chunk(2))`` the symbolic number of pieces (no guard).
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import Any
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterator
 
-import torch
+from safetrace.rules.common import decided_max, decided_min
+from safetrace.symbolic import SymInt
+from safetrace.trace.pieces import Pieces
+from safetrace.trace.proxy import Proxy
 
-from safetrace.errors import rng_state_call
-from safetrace.rules.common import broadcast_shapes as broadcast_rule
-from safetrace.trace.proxy import Proxy, shape_value
-from safetrace.trace.source import short, stack_trace
-
-_real_len = builtins.len
-_real_broadcast_shapes = torch.broadcast_shapes
-_depth = [0]
-
-
-def traced_len(obj: Any) -> Any:
-    """``len(obj)``; a traced tensor's first size stays symbolic."""
-    if isinstance(obj, Proxy):
-        shape = obj.st_meta.shape
-        if not shape:
-            raise TypeError("len() of a 0-d tensor")
-        return shape[0]
-    return _real_len(obj)
+_ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len}
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def traced_broadcast_shapes(*shapes: Any) -> Any:
-    """``torch.broadcast_shapes``: the broadcasting rule of pointwise ops (an int is a 1-d
-    shape, as in torch)."""
-    as_tuples = [(s,) if not isinstance(s, (tuple, list)) else tuple(s) for s in shapes]
-    for shape in as_tuples:
-        for size in shape:
-            if isinstance(size, int) and size < 0:
-                raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
-                                   f"{shape}")
-    return shape_value(broadcast_rule(*as_tuples, op="torch.broadcast_shapes"))
+def _sizes(items: Any) -> list | None:
+    """The items as a list when they are ints and symbolic ints with at least one symbolic
+    (bools excluded: ``min(True, n)`` keeps Python's bool result)."""
+    symbolic = False
+    for v in items:
+        c = v.__class__
+        if c is int:
+            continue
+        if isinstance(v, SymInt):
+            symbolic = True
+        elif not isinstance(v, int) or isinstance(v, bool):
+            return None
+    return list(items) if symbolic else None
 
 
-def _refuse_rng(name: str) -> Any:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise rng_state_call(f"torch.{name}()", short(stack_trace(2)))
+def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    original = _ORIGINAL[name]
 
-    refuse.__name__ = name
-    return refuse
+    def routed(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not isinstance(args[0], (list, tuple)):
+            args = (list(args[0]),)  # a generator is consumed once: keep its items
+        items = args[0] if len(args) == 1 else args
+        if "key" in kwargs or len(kwargs) > ("default" in kwargs):
+            return original(*args, **kwargs)
+        sizes = _sizes(items) if items else None
+        if sizes is None or sys._getframe(1).f_code.co_filename.startswith(_OWN_DIR):
+            return original(*args, **kwargs)  # safetrace's own code keeps Python's min
+        acc = sizes[0]
+        for v in sizes[1:]:
+            acc = combine(acc, v)
+        return acc
 
-
-_RNG = ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-_PATCHES = ((builtins, "len", _real_len, traced_len),
-            (torch, "broadcast_shapes", _real_broadcast_shapes, traced_broadcast_shapes),
-            (torch.functional, "broadcast_shapes", _real_broadcast_shapes,
-             traced_broadcast_shapes)) + tuple(
-    (owner, name, getattr(owner, name), _refuse_rng(name))
-    for name in _RNG for owner in (torch, torch.random))
-
-
-def enter() -> None:
-    """Install the tracing helpers (nested traces share one installation)."""
-    if _depth[0] == 0:
-        for owner, name, _, traced in _PATCHES:
-            setattr(owner, name, traced)
-    _depth[0] += 1
+    routed.__name__ = routed.__qualname__ = name
+    routed.__doc__ = original.__doc__
+    return routed
 
 
-def leave() -> None:
-    """Restore the real helpers when the outermost trace ends."""
-    _depth[0] -= 1
-    if _depth[0] == 0:
-        for owner, name, real, _ in _PATCHES:
-            setattr(owner, name, real)
+def _len(obj: Any) -> Any:
+    if isinstance(obj, (Proxy, Pieces)) and \
+            not sys._getframe(1).f_code.co_filename.startswith(_OWN_DIR):
+        if isinstance(obj, Pieces):
+            return obj.symbolic_len()
+        if obj.st_meta.ndim:
+            return obj.st_meta.shape[0]
+    return _ORIGINAL["len"](obj)
+
+
+_len.__name__ = _len.__qualname__ = "len"
+_len.__doc__ = _ORIGINAL["len"].__doc__
+_ROUTED = {"min": _routed("min", decided_min), "max": _routed("max", decided_max),
+           "len": _len}
+
+
+@contextlib.contextmanager
+def symbolic_min_max() -> Iterator[None]:
+    """While tracing, ``min``/``max`` of sizes build Min/Max expressions and ``len`` of a
+    traced tensor or of pieces is a symbolic size (no guard); the builtins are restored on
+    every exit."""
+    saved = (builtins.min, builtins.max, builtins.len)
+    builtins.min, builtins.max, builtins.len = _ROUTED["min"], _ROUTED["max"], _ROUTED["len"]
+    try:
+        yield
+    finally:
+        builtins.min, builtins.max, builtins.len = saved

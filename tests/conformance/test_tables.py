@@ -83,9 +83,6 @@ KNOWN = {
     "patterns/interp_fractional_scale": ("F.interpolate(scale_factor=0.5, mode='area') guards "
                                          "h // 2 != 1 (issue 14, float sizes); owner: rules"),
     "patterns/pad_negative_crop_symbolic": _RELATION + " (`if d >= 0` with d = y - x)",
-    "hf/deberta": ("torch.tensor(min(max(q, k), 16)) of sizes becomes `seq <= 16` (issue 14, "
-                   "min/max of sizes); owner: trace"),
-    "hf/mpt": _CLAMP + " (`max(0, position_bias.size(2) - key_length)`: seq <= 63)",
     "hf/swin": _RELATION + " (`if min(input_resolution) <= self.window_size`)",
     "hf/swinv2": _RESIDUAL + " (`was_padded = pad_values[3] > 0 or ...`)",
     "hf/mobilenet_v1": _RESIDUAL + " (TF padding: `if in_width % stride_width == 0`)",

@@ -4,6 +4,7 @@ composites; boolean dispatchers; composites of numbers only run as they are."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 

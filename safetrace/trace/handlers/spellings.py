@@ -1,5 +1,6 @@
 """Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
-``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes, ``F.affine_grid``."""
+``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes; ``split`` /
+``chunk`` along a symbolic dim return lazily counted ``Pieces``; ``F.affine_grid``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from safetrace.rules.common import normalize_dim
+from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.schema import resolve
@@ -46,16 +49,35 @@ def split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     if isinstance(size, (list, tuple)):
         return tr.emit(aten.split_with_sizes.default, (args[0], list(size), dim), {})
-    found = resolve("split", (args[0], size, dim), {})
-    return tr.emit(found[0], found[1], found[2])
+
+    def materialize() -> Any:
+        found = resolve("split", (args[0], size, dim), {})
+        return tr.emit(found[0], found[1], found[2])
+
+    return _lazy(tr, args[0], dim, "split", size, materialize)
+
+
+def _lazy(tr: Any, x: Any, dim: Any, kind: str, k: Any, materialize: Any) -> Any:
+    if not isinstance(x, Proxy) or not isinstance(dim, int) or x.st_meta.ndim == 0:
+        return materialize()
+    return pieces(tr, x, normalize_dim(dim, x.st_meta.ndim, kind), kind, k, materialize)
+
+
+@handles(torch.Tensor.chunk, torch.chunk)
+def chunk(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``chunk(x, c, dim)``: lazily counted pieces along a symbolic dim."""
+    chunks = args[1] if len(args) > 1 else kwargs.get("chunks")
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    return _lazy(tr, args[0], dim, "chunk", chunks,
+                 lambda: tr.redispatch(func, args, kwargs, handlers=False))
 
 
 @handles(F.affine_grid)
 def affine_grid(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """``F.affine_grid`` is its Python checks and ``aten.affine_grid_generator``.  Its body
-    asks ``min(size) <= 0``: the builtin ``min`` compares the sizes with one another (batch
-    against channels: a guard ``batch >= 2`` where eager takes 1); here each size is asked
-    ``<= 0`` on its own, which is what the check means."""
+    asks ``align_corners and min(spatial) == 1`` only to choose between a warning and the
+    size check (the grid is the same): a relation between the spatial dims.  Here a unit
+    grid is one whose sizes are statically 1, and each size is asked ``<= 0`` on its own."""
     bound = dict(zip(("theta", "size", "align_corners"), args))
     bound.update(kwargs)
     theta, size, align = bound["theta"], list(bound["size"]), bound.get("align_corners")
