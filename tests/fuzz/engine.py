@@ -39,6 +39,7 @@ from tests.fuzz.grammar import KINDS, Program, build
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection", "WRONG",
           "crash_after_checks", "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
+ONE_VALUE = " [the spec: a Dim with a one-value range]"
 
 
 @dataclass
@@ -103,9 +104,13 @@ class Stats:
         c = self.counts
         runnable = c["programs"] - c["eager_fails"]
         share = 100 * c["exported"] / runnable if runnable else 0.0
+        spec = sum(n for k, n in self.refusals.counts.items() if k.endswith(ONE_VALUE))
+        rest = runnable - spec
+        share2 = 100 * c["exported"] / rest if rest else 0.0
         return (f"refusals: {c['refused']} refused, {c['eager_fails']} eager_fails (eager "
                 f"cannot run the example: not counted); exported {share:.1f}% of the "
-                f"{runnable} programs eager runs")
+                f"{runnable} programs eager runs; {spec} refused for a one-value Dim range in "
+                f"the spec (torch.export refuses those too): {share2:.1f}% of the others")
 
 
 # -- specs and sizes -----------------------------------------------------------------------
@@ -232,6 +237,9 @@ def refusal_key(e: BaseException, program=None) -> str:
     lines = [int(n) for n in re.findall(r"<fuzz program>:(\d+)", first)]
     if program is not None:
         kind = f" [{program.kind_at(lines[-1]) or '?'}]" if lines else " [no source line]"
+    one = re.search(r"\(Dim\('\w+'(?:, min=(\d+))?, max=(\d+)\)\) was specialized", first)
+    if one and int(one.group(1) or 0) == int(one.group(2)):
+        kind = ONE_VALUE   # the spec's own problem, refused as torch.export refuses it
     first = re.sub(r" ?\(from (`.*?` at )?(<[^>]*>|[^ `()]+):\d+\)", "", first)
     first = re.sub(r" at (<[^>]*>|[\w./]+\.py):\d+( `[^`]*`)?", "", first)
     first = re.sub(r"Dim\('\w+'[^)]*\)", "Dim", first)

@@ -289,3 +289,18 @@ def test_random_masks_keep_separate_counts():
 
     with pytest.raises(st.DataDependentError):
         st.export(f, (torch.randn(6),))
+
+
+# -- a bool of sizes in size arithmetic is an int (it pinned the other size) -------------------
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: torch.ones(x.shape[0] * (y.shape[0] > 2)),
+    lambda x, y: torch.ones((x.shape[0] > 1) * x.shape[0] + 1),
+    lambda x, y: torch.ones(1 + (y.shape[0] > 2) - (y.shape[0] > 3) + x.shape[0]),
+], ids=["size_times_bool", "bool_times_size", "sum_of_bools"])
+def test_bool_of_sizes_in_size_arithmetic(fn):
+    spec = ({0: Dim("a", min=2, max=30)}, {0: Dim.DYNAMIC})
+    ep = st.export(fn, (torch.randn(3), torch.randn(4)), dynamic_shapes=spec)
+    for a in (2, 5, 30):
+        matches_eager(ep, fn, (torch.randn(a), torch.randn(4)))
+    rejects(ep, (torch.randn(31), torch.randn(4)))
