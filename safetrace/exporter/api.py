@@ -31,8 +31,13 @@ from safetrace.trace.tracer import Tracer
 
 
 def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
-           dynamic_shapes: Any = None, strict: bool | None = None) -> ExportedProgram:
-    """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space."""
+           dynamic_shapes: Any = None, strict: bool | None = None,
+           preserve_module_call_signature: tuple[str, ...] = ()) -> ExportedProgram:
+    """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
+
+    ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
+    outputs, as in torch.export: ``torch.export.unflatten(ep.to_torch())`` then rebuilds
+    each as a module with its own call signature, which can be swapped for another."""
     if not isinstance(args, tuple):
         if isinstance(args, list):
             args = tuple(args)
@@ -48,20 +53,22 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return Exporter(model, fn).run(args, kwargs, dynamic_shapes)
+        return Exporter(model, fn, preserve_module_call_signature).run(args, kwargs,
+                                                                      dynamic_shapes)
     finally:
         if was_enabled:
             gc.enable()
 
 
 class Exporter:
-    def __init__(self, model: Any, fn: Callable) -> None:
+    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = ()) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
             fn = model.forward if isinstance(model, torch.nn.Module) else model
         self.model = model
         self.fn = fn
+        self.preserve = preserve
         self.graph = torch.fx.Graph()
         self.state: dict[int, torch.fx.Node] = {}
         self.state_tensors: dict[str, torch.Tensor] = {}
@@ -99,7 +106,7 @@ class Exporter:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
                         symbolic_min_max(), \
-                        tracer, module_stack(self.model, tracer):
+                        tracer, module_stack(self.model, tracer, self.preserve) as tree:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
@@ -140,6 +147,7 @@ class Exporter:
             state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
+        ep.module_tree = tree  # submodule paths and preserved calls (interop)
         ep.retrace = export
         return ep
 

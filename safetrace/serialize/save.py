@@ -19,7 +19,7 @@ from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
-VERSION = (2, 0)
+VERSION = (2, 1)  # 2.1: dim_names, training
 # the one metadata entry (safetensors keeps metadata in a hash map: one key keeps the
 # header's bytes deterministic)
 PROGRAM = "safetrace.program"
@@ -80,6 +80,9 @@ def document(ep: Any) -> dict:
                    "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
                   for k, v in ep._state.items()],
         "constants": list(ep.constants),
+        "dim_names": sorted([k, v] for k, v in getattr(ep, "dim_names", {}).items()
+                            if ep.contract.symbol(k) is not None),
+        "training": bool(getattr(ep, "exported_training", False)),
         **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
            else {}),
     }
