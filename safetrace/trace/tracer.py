@@ -37,7 +37,7 @@ from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
-from safetrace.trace.values import VALUE_OPS, scalar_value
+from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
@@ -85,6 +85,12 @@ class Tracer(TorchFunctionMode):
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
+        # made in: its value is known until something is written in place
+        self.literals: dict[int, int] = {}
+        # bool masks by how they were computed (see _number_mask)
+        self.value_numbers: dict[torch.fx.Node, tuple] = {}
+        self.masks_by_value: dict[tuple, Proxy] = {}
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -336,7 +342,9 @@ class Tracer(TorchFunctionMode):
                     if type(p) is Proxy:
                         p.st_contig = None
         if info[4] and isinstance(result, Proxy):
-            result.st_value = scalar_value(op, args, kwargs, result)
+            result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
+        if type(result) is Proxy and result.st_meta.dtype is torch.bool:
+            self._number_mask(op, args, kwargs, result, node)
         if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         if self.unsourced_settled:
@@ -475,6 +483,54 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+
+    def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
+                     node: torch.fx.Node) -> None:
+        """A bool result computed as an earlier one was (the same deterministic op on the
+        same values, nothing written in between: ``z[x > 1] = x[x > 1] * 10``) has the
+        same True count: the two masks share it."""
+        if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return
+        key = (op, self._value_key(args), self._value_key(kwargs), ACTIVE.data_epoch,
+               id(self.graph))
+        if key[1] is None or key[2] is None:
+            return
+        self.value_numbers[node] = key
+        first = self.masks_by_value.setdefault(key, result)
+        if first is not result:
+            result.st_meta.share_mask_count(first.st_meta)
+
+    def _value_key(self, v: Any) -> Any:
+        """A hashable stand-in for an argument's value (None: unknown, no numbering)."""
+        if type(v) is Proxy:
+            return self.value_numbers.get(v.st_node, ("node", v.st_node))
+        if isinstance(v, torch.Tensor):
+            return ("tensor", id(v))  # state or a constant: the same object, unwritten
+        if isinstance(v, (list, tuple)):
+            out = tuple(self._value_key(x) for x in v)
+            return None if any(x is None for x in out) else (type(v).__name__, out)
+        if isinstance(v, dict):
+            out = tuple((k, self._value_key(x)) for k, x in sorted(v.items()))
+            return None if any(x is None for _, x in out) else ("dict", out)
+        if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device,
+                                       torch.layout, torch.memory_format)):
+            return (type(v).__name__, v)
+        expr = getattr(v, "expr", None)  # a symbolic size: its expression
+        return None if expr is None else ("sym", expr)
+
+    def note_literal(self, t: torch.Tensor) -> None:
+        """``torch.tensor(6)`` made in the code: a constant of the graph whose value ops on
+        it may use (``torch.tensor(6) // 2`` as a size) while nothing is written in place."""
+        if constant_int(t) is not None:
+            self.keepalive.append(t)
+            self.literals[id(t)] = ACTIVE.data_epoch
+
+    def constant_value(self, t: torch.Tensor) -> int | None:
+        """The value of a literal's tensor (see note_literal), else None (state and other
+        real tensors may change; any in-place write may have reached the literal)."""
+        if self.literals.get(id(t), -1) != ACTIVE.data_epoch:
+            return None
+        return constant_int(t)
 
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str, fix: str | None = None) -> DataDependentError:

@@ -63,6 +63,10 @@ REFUSED = {
                                                "an example size of 1 specializes (documented)"),
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a float tensor"),
     "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride()"),
+    "hf/led": ("UnsupportedOpError", "reads hidden_states.stride() (Longformer's chunked "
+               "attention); its torch.div of Python ints traces now"),
+    "hf/prophetnet": ("ConstraintViolationError", "dec_seq <= 62 is right: eager fails from 63 "
+                      "on (its position embeddings: IndexError), the case declares max=64"),
     "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
     "patterns/pad_negative_crop_symbolic": ("ConstraintViolationError", "`if d >= 0` with d = y - "
                                             "x relates two independent named Dims (documented: "
@@ -85,12 +89,6 @@ KNOWN = {
                                           "h >= 2 (eager takes 1); owner: rules"),
     "patterns/interp_fractional_scale": ("F.interpolate(scale_factor=0.5, mode='area') guards "
                                          "h // 2 != 1 (issue 14, float sizes); owner: rules"),
-    "patterns/setitem_tensor_index_broadcast": ("z[x > 1] = x[x > 1] * 10: the two counts of "
-                                                "the same mask are unrelated unbacked symbols "
-                                                "(DataDependentError); owner: trace"),
-    "hf/prophetnet": "relative-bucket indexing requires dec_seq <= 62; owner: rules",
-    "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
-               "owner: trace"),
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "
