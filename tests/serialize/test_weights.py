@@ -123,10 +123,10 @@ def test_tied_complex_and_strided_state_round_trip(tmp_path):
 
 
 def test_shared_tensors_are_written_once():
-    from safetrace.serialize.tensorfile import prepare
+    from safetrace.serialize.writer import prepare  # noqa: PLC0415
 
     w = torch.randn(4, 4)
-    out, aliases = prepare({"a": w, "b": w, "c": w[1:], "d": w.t()})
+    out, aliases, _ = prepare({"a": w, "b": w, "c": w[1:], "d": w.t()})
     assert aliases == {"b": "a"} and set(out) == {"a", "c", "d"}
     assert out["c"].untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
     assert out["d"].is_contiguous() and torch.equal(out["d"], w.t())
