@@ -62,6 +62,7 @@ class Builder:
         self.external = external
         self.allow_ops = allow_ops
         self.budgets = budgets
+        self.targets: dict = {}  # call target name -> resolved target or why it is unknown
 
     def build(self) -> Any:
 
@@ -360,7 +361,7 @@ class Builder:
                 placeholders.append(node)
             elif op == "call_function":
                 tname = item.get("target")
-                target = name_to_target(tname, where)
+                target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
                                        self.budgets, self.max_numel)
