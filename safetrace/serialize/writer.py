@@ -73,9 +73,12 @@ def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
         if key is not None:
             seen[key] = name
         t = t.resolve_conj().resolve_neg().cpu()
-        if t.dtype not in CODES and t.dtype not in AS_STORED:  # pragma: no cover
-            raise TypeError(f"cannot save tensor {name!r} of dtype {t.dtype}: the format "
-                            f"has no code for it")
+        if t.dtype not in CODES and t.dtype not in AS_STORED:
+            why = ("a quantized dtype, whose scale and zero point the format does not hold"
+                   if str(t.dtype).startswith(("torch.qint", "torch.quint")) else "the format has no code for it")
+            raise TypeError(f"cannot save tensor {name!r} of dtype {t.dtype}: {why}.\nFix: "
+                            f"store it as a plain dtype (dequantize(), or .view(torch.uint8) "
+                            f"and view it back in forward)")
         ptr = t.untyped_storage().data_ptr() if t.numel() else None
         if not t.is_contiguous() or (ptr is not None and ptr in storages):
             t = t.clone(memory_format=torch.contiguous_format)
