@@ -66,12 +66,12 @@ _CHUNK = 1 << 20
 
 
 def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None = None,
-               count_values: bool = True) -> None:
+               count_values: bool = True) -> int:
     """Refuse a JSON text with too many values or too deep nesting, before parsing it.
 
     The counts are upper bounds read off the bytes (strings blanked out): parsing costs a
-    bounded multiple of what they allow, never a surprise.  (The safetensors header's
-    values are bounded by its size and ``max_tensors`` instead: ``count_values=False``.)
+    bounded multiple of what they allow, never a surprise.  Returns the count of values.
+    (The safetensors header bounds its values per tensor instead: ``count_values=False``.)
     """
     # strings out (escaped backslashes first, then escaped quotes: what is left splits
     # on quotes into outside / inside pieces)
@@ -82,7 +82,7 @@ def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None =
                         f"(max_json_values={budgets.max_json_values})")
     limit = budgets.max_json_depth if max_depth is None else max_depth
     if bare.count(b"[") + bare.count(b"{") <= limit:
-        return
+        return values
     depth = 0
     for i in range(0, len(bare), _CHUNK):
         t = torch.frombuffer(bytearray(bare[i:i + _CHUNK]), dtype=torch.uint8)
@@ -92,3 +92,4 @@ def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None =
             raise LoadError(f"{where}: JSON nested deeper than {limit} "
                             f"(max_json_depth={budgets.max_json_depth})")
         depth += int(run[-1])
+    return values

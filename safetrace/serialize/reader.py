@@ -26,6 +26,7 @@ _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "out
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
 _OPTIONAL = {"subgraphs"}  # written only by programs with control flow
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
@@ -139,6 +140,12 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
                          parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
+    if _SURROGATE.search(raw):  # an escape of one: is every one half of a pair?
+        try:
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise LoadError(f"{PROGRAM}: a string holds a lone surrogate escape "
+                            f"({err.object[err.start:err.end]!a}): not valid Unicode") from None
     _check_version(doc)
     return doc
 

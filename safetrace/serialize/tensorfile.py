@@ -57,6 +57,7 @@ for _name in ("float4_e2m1fn_x2", "bits8", "bits1x8", "bits2x4", "bits4x2", "bit
 STORED_DTYPES = {str(dt).removeprefix("torch."): dt for dt in AS_STORED}
 DTYPES_KEY = "safetrace.dtypes"
 MAGIC_V1 = b"PK\x03\x04"
+_VALUES_PER_TENSOR = 80
 _DATA_ALIGN = 8  # safetensors pads its header so that the data starts at a multiple of 8
 
 
@@ -236,7 +237,11 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
     if entries > budgets.max_tensors:
         raise LoadError(f"{where}: {entries} tensors, over the budget "
                         f"(max_tensors={budgets.max_tensors})")
-    json_shape(raw, budgets, f"{where} header", max_depth=3, count_values=False)
+    values = json_shape(raw, budgets, f"{where} header", max_depth=3, count_values=False)
+    if values > _VALUES_PER_TENSOR * (entries + 1):
+        # (a tensor entry holds at most 70 values: its dtype, up to 64 sizes, two offsets)
+        raise LoadError(f"{where}: the header holds about {values} JSON values for {entries} "
+                        f"tensors (at most {_VALUES_PER_TENSOR} each)")
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys,
                             parse_constant=_no_constant)
