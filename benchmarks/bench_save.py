@@ -205,9 +205,10 @@ def _table(rows: list[dict]) -> None:
         t = {k: v["seconds"] for k, v in s.items()}
         print(f"{mib} MiB: save {t['st.save'] / t['st_file.save']:.2f}x save_file (goal <= 1.5), "
               f"{t['st.save'] / t['export.save']:.2f}x export.save (goal <= 0.5); load+call "
-              + ", ".join(f"{cache} {t['st.load+call ' + cache] / t['st_file.load+call ' + cache]:.2f}x"
-                          f" load_file+build / {t['st.load+call ' + cache] / t['export.load+call ' + cache]:.2f}x"
-                          f" export.load" for cache in ("warm", "cold"))
+              + ", ".join(f"{c} {t['st.load+call ' + c] / t['st_file.load+call ' + c]:.2f}x"
+                          f" load_file+build / "
+                          f"{t['st.load+call ' + c] / t['export.load+call ' + c]:.2f}x"
+                          f" export.load" for c in ("warm", "cold"))
               + " (goal <= 1.5 of load_file+build); load peak RSS added "
               + ", ".join(f"{cache} {s['st.load+call ' + cache]['peak_added'] / (mib * 2**20):.2f}x"
                           for cache in ("warm", "cold")) + " weights (goal <= 1.25)")

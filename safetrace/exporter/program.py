@@ -84,6 +84,9 @@ class ExportedProgram:
         self._ranges: RangeConstraints | None = None
         self.dim_names: dict[str, str] = {}  # symbol -> the user's Dim name, where declared
         self.exported_training = False  # the module's .training at export (set by export)
+        # the model's submodule paths and the preserved module calls (set by export; read
+        # by ep.to_torch() for the module call graph)
+        self.module_tree: Any = None
         # st.export, handed in by whoever made the program (export, load): retracing for
         # run_decompositions needs it, and this module sits below the exporter's
         self.retrace: Any = None

@@ -95,6 +95,8 @@ class Builder:
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         ep.retrace = export  # run_decompositions retraces with st.export
+        ep.dim_names = self._dim_names(contract)
+        ep.exported_training = expect(self.doc.get("training", False), bool, "training")
         # (format 1 also stores these two; the program derives them from its contract)
         self._range_constraints()
         self._pairs("dims_report", str)
@@ -478,6 +480,20 @@ class Builder:
             out[sym(_symbol(r[0], where))] = ValueRange(-math.inf if lo is None else lo,
                                                          math.inf if hi is None else hi)
         return out
+
+    def _dim_names(self, contract: Any) -> dict:
+        """symbol -> the user's Dim name; each symbol one of the contract's."""
+        if "dim_names" not in self.doc:
+            return {}
+        names = self._pairs("dim_names", str)
+        for i, (sym_name, dim_name) in enumerate(names.items()):
+            if contract.symbol(sym_name) is None:
+                raise fail(f"dim_names[{i}]", f"{sym_name[:40]!r} is not a symbol of the "
+                                              f"program's contract")
+            if not dim_name.isidentifier() or len(dim_name) > 200:
+                raise fail(f"dim_names[{i}]", "a Dim name must be a Python identifier of "
+                                              "at most 200 characters")
+        return names
 
     def _pairs(self, key: str, kind: type) -> dict:
         out = {}

@@ -26,6 +26,7 @@ _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "out
         "contract", "in_spec", "out_spec", "range_constraints", "dims_report", "state",
         "constants", "weights", "aliases"}
 _OPTIONAL = {"subgraphs"}  # written only by programs with control flow
+_SINCE = {1: {"dim_names", "training"}}  # fields every file of format 2.<minor> has
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
@@ -181,10 +182,11 @@ def _check_version(doc: Any) -> None:
                         f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
         raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
-    extra = doc.keys() - _TOP - _OPTIONAL
+    required = _TOP.union(*(f for minor, f in _SINCE.items() if minor <= v[1]))
+    extra = doc.keys() - required - _OPTIONAL
     if extra and v[1] <= VERSION[1]:
         raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
-    missing = _TOP - doc.keys()
+    missing = required - doc.keys()
     if missing:
         raise LoadError(f"{PROGRAM}: missing field(s) {sorted(missing)}")
 

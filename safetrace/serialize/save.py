@@ -2,8 +2,8 @@
 
 The tensors are written straight from their memory in the safetensors layout
 (``writer.py``: no copy of the model is made); the program's JSON document travels as
-the header metadata entry ``safetrace.program``.  ``weights=False`` writes the graph only (parameters and persistent
-buffers are then given to ``st.load(path, weights=...)``).
+the header metadata entry ``safetrace.program``.  ``weights=False`` writes the graph only
+(parameters and persistent buffers are then given to ``st.load(path, weights=...)``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
-VERSION = (2, 0)
+# 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
+VERSION = (2, 1)
 # the metadata entry of the program (beside it: ``safetrace.dtypes``, see tensorfile.py)
 PROGRAM = "safetrace.program"
 
@@ -79,6 +80,9 @@ def document(ep: Any) -> dict:
                    "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
                   for k, v in ep._state.items()],
         "constants": list(ep.constants),
+        "dim_names": sorted([k, v] for k, v in getattr(ep, "dim_names", {}).items()
+                            if ep.contract.symbol(k) is not None),
+        "training": bool(getattr(ep, "exported_training", False)),
         **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
            else {}),
     }

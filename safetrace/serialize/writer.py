@@ -74,8 +74,9 @@ def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
             seen[key] = name
         t = t.resolve_conj().resolve_neg().cpu()
         if t.dtype not in CODES and t.dtype not in AS_STORED:
+            quantized = str(t.dtype).startswith(("torch.qint", "torch.quint"))
             why = ("a quantized dtype, whose scale and zero point the format does not hold"
-                   if str(t.dtype).startswith(("torch.qint", "torch.quint")) else "the format has no code for it")
+                   if quantized else "the format has no code for it")
             raise TypeError(f"cannot save tensor {name!r} of dtype {t.dtype}: {why}.\nFix: "
                             f"store it as a plain dtype (dequantize(), or .view(torch.uint8) "
                             f"and view it back in forward)")
