@@ -23,6 +23,7 @@ from safetrace.trace.asserts import describe_symbols, torch_checks_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
+from safetrace.trace.pycalls import number_calls_routed
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
@@ -95,7 +96,8 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
-                        tracer, module_stack(self.model, tracer):
+                        number_calls_routed(self.model, self.fn), tracer, \
+                        module_stack(self.model, tracer):
                     out = self.fn(*targs, **tkwargs)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None

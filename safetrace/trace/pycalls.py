@@ -1,0 +1,176 @@
+"""``int(x)`` and ``float(x)`` in the traced code keep symbolic sizes symbolic.
+
+CPython requires ``__int__`` / ``__float__`` to return a real ``int`` / ``float`` (an int
+subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only specialize the size
+to the few values that give the example's result.  torch.export's strict mode keeps such a
+value symbolic by rewriting bytecode; we do the smallest such rewrite: while an export runs,
+each direct call ``int(...)`` / ``float(...)`` in the user's functions (the traced callable,
+the methods of the model's classes and the functions of their modules; never torch's,
+safetrace's or the standard library's) calls ``__safetrace_int__`` / ``__safetrace_float__``
+instead.  Those give ``trunc(e)`` of a symbolic float, the size itself for a symbolic int
+and ``float(e)`` as a symbolic float, and are exactly the builtins for everything else.
+Only the operand of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same length,
+same line table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are
+untouched.  The original code objects come back when the export ends.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dis
+import os
+import sys
+import sysconfig
+import types
+import weakref
+from typing import Any, Iterator
+
+import torch
+
+from safetrace.meta.active import ACTIVE
+from safetrace.symbolic import SymFloat, SymInt
+
+_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__"}
+# CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
+_SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
+_LOAD_GLOBAL = dis.opmap.get("LOAD_GLOBAL")
+_EXTENDED_ARG = dis.opmap.get("EXTENDED_ARG")
+_SKIP_DIRS = tuple(os.path.realpath(p) + os.sep for p in {
+    os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
+    sysconfig.get_paths()["stdlib"]})
+# original -> rewritten (or itself); weak, as exec'd programs come and go
+_REWRITTEN: weakref.WeakKeyDictionary[types.CodeType, types.CodeType] = \
+    weakref.WeakKeyDictionary()
+
+
+def _ours(x: Any) -> bool:
+    return isinstance(x, (SymInt, SymFloat)) and x.env is ACTIVE.env and ACTIVE.env is not None
+
+
+def sym_int(*args: Any, **kwargs: Any) -> Any:
+    """``int(x)``: symbolic for a size or a float of sizes of the export in progress."""
+    if len(args) == 1 and not kwargs and _ours(args[0]):
+        x = args[0]
+        return x if isinstance(x, SymInt) else x.__trunc__()
+    return int(*args, **kwargs)
+
+
+def sym_float(*args: Any, **kwargs: Any) -> Any:
+    """``float(x)``: a symbolic float for a size (or float of sizes) being exported."""
+    if len(args) == 1 and not kwargs and _ours(args[0]):
+        return SymFloat._of(args[0], args[0].env)
+    return float(*args, **kwargs)
+
+
+def _user_code(code: types.CodeType) -> bool:
+    f = code.co_filename
+    if f.startswith("<"):  # exec'd source (generated programs, notebooks) is the user's
+        return not f.startswith("<frozen")
+    return not os.path.realpath(f).startswith(_SKIP_DIRS)
+
+
+def _rewrite(code: types.CodeType) -> types.CodeType:
+    """``code`` with its direct calls of int/float redirected (itself when it has none)."""
+    done = _REWRITTEN.get(code)
+    if done is not None:
+        return done
+    out = code
+    consts = tuple(_rewrite(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    names = list(code.co_names)
+    raw = bytearray(code.co_code)
+    changed = False
+    wanted = {i: n for i, n in enumerate(names) if n in _NAMES}
+    if wanted:
+        new_index: dict[int, int] = {}
+        for ins in dis.get_instructions(code):
+            if ins.opcode != _LOAD_GLOBAL or ins.arg is None or not ins.arg & 1:
+                continue
+            old = ins.arg >> 1
+            if old not in wanted:
+                continue
+            if old not in new_index:
+                new_index[old] = len(names)
+                names.append(_NAMES[wanted[old]])
+            arg = (new_index[old] << 1) | 1
+            at = ins.offset
+            extended = at >= 2 and raw[at - 2] == _EXTENDED_ARG
+            if arg > 0xFF and not (extended and arg <= 0xFFFF) or (at >= 4 and extended and
+                                                                    raw[at - 4] == _EXTENDED_ARG):
+                continue  # the operand does not fit in place: this call stays the builtin
+            raw[at + 1] = arg & 0xFF
+            if extended:
+                raw[at - 1] = arg >> 8
+            changed = True
+    if changed or consts != code.co_consts:
+        out = code.replace(co_code=bytes(raw) if changed else code.co_code,
+                           co_names=tuple(names) if changed else code.co_names,
+                           co_consts=consts)
+    _REWRITTEN[code] = out
+    return out
+
+
+def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
+    """The user's functions that the export may run: ``fn``, the methods of the model's
+    classes (and of their bases outside torch) and the functions of their modules."""
+    found: dict[int, types.FunctionType] = {}
+    modules: set[str] = set()
+
+    def add(f: Any) -> None:
+        f = getattr(f, "__func__", f)
+        if isinstance(f, property):
+            for g in (f.fget, f.fset):
+                add(g)
+            return
+        if isinstance(f, (staticmethod, classmethod)):
+            f = f.__func__
+        if isinstance(f, types.FunctionType) and _user_code(f.__code__):
+            found[id(f)] = f
+
+    def add_class(cls: type) -> None:
+        for c in cls.__mro__:
+            if c is object or c.__module__.startswith(("torch.", "safetrace.", "builtins")):
+                continue
+            modules.add(c.__module__)
+            for v in vars(c).values():
+                add(v)
+
+    add(fn)
+    mod = getattr(getattr(fn, "__func__", fn), "__module__", None)
+    if mod:
+        modules.add(mod)
+    if isinstance(model, torch.nn.Module):
+        for m in model.modules():
+            add_class(type(m))
+            for v in vars(m).values():
+                add(v)
+    for name in sorted(modules):  # (classes found below add modules: not searched)
+        m = sys.modules.get(name)
+        if m is None or name.startswith(("torch", "safetrace")):
+            continue
+        for v in list(vars(m).values()):
+            add(v)
+            if isinstance(v, type) and v.__module__ == name:
+                add_class(v)
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
+    """While an export runs: the user's ``int()`` / ``float()`` calls keep sizes symbolic."""
+    swapped: list[tuple[types.FunctionType, types.CodeType]] = []
+    if _SUPPORTED:
+        for f in _functions(model, fn):
+            new = _rewrite(f.__code__)
+            if new is not f.__code__:
+                swapped.append((f, f.__code__))
+                f.__code__ = new
+    # The two names stay in builtins after the export: code rewritten here may still run
+    # later (a generator made during the trace), and outside an export they are the builtins.
+    builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
+    builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for f, old in swapped:
+            f.__code__ = old
