@@ -10,6 +10,7 @@ import ast
 
 import safetrace.symbolic.floats as F
 from safetrace.symbolic.canon import and_, compare, minmax, not_, or_
+from safetrace.symbolic.semantics import MATH_FNS
 from safetrace.symbolic.expr import Expr, add_many, const, fconst, floordiv, mod, mul, neg, sub, sym
 
 
@@ -20,6 +21,10 @@ def parse(src: str) -> Expr:
     except SyntaxError as err:
         raise ValueError(f"cannot parse symbolic expression {src!r}: {err.msg}") from None
     return _conv(tree.body, src)
+
+
+def _float_arg(x: Expr) -> Expr:
+    return x if F.is_float(x) else F.fun("float", x)
 
 
 _BIN = {ast.Add: lambda a, b: add_many((a, b)), ast.Sub: sub, ast.Mult: mul,
@@ -69,6 +74,10 @@ def _conv(n: ast.AST, src: str) -> Expr:
             left = right
         else:
             return and_(*conds)
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and len(n.args) == 1 and \
+            isinstance(n.func.value, ast.Name) and n.func.value.id == "math" and \
+            f"f{n.func.attr}" in MATH_FNS and not n.keywords:
+        return F.fun(f"f{n.func.attr}", _float_arg(_conv(n.args[0], src)))
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args and not n.keywords:
         name = n.func.id
         if name in ("min", "max"):

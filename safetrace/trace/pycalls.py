@@ -1,4 +1,4 @@
-"""``int(x)`` and ``float(x)`` in the traced code keep symbolic sizes symbolic.
+"""``int(x)``, ``float(x)`` and ``math.sqrt/exp/log(x)`` in traced code keep sizes symbolic.
 
 CPython requires ``__int__`` / ``__float__`` to return a real ``int`` / ``float`` (an int
 subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only specialize the size
@@ -11,7 +11,10 @@ instead.  Those give ``trunc(e)`` of a symbolic float, the size itself for a sym
 and ``float(e)`` as a symbolic float, and are exactly the builtins for everything else.
 Only the operand of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same length,
 same line table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are
-untouched.  The original code objects come back when the export ends.
+untouched.  The original code objects come back when the export ends.  ``math``'s
+``sqrt``, ``exp``, ``log``, ``log2`` and ``log10`` are wrapped for the export's duration
+(as torch.export wraps ``builtins.max``): a float expression for a size of this export,
+the original function for anything else.
 """
 
 from __future__ import annotations
@@ -19,17 +22,19 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dis
+import math
 import os
 import sys
 import sysconfig
 import types
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
 from safetrace.meta.active import ACTIVE
-from safetrace.symbolic import SymFloat, SymInt
+import safetrace.symbolic.floats as F
+from safetrace.symbolic import SymFloat, SymInt, make_float
 
 _NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__"}
 # CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
@@ -61,6 +66,24 @@ def sym_float(*args: Any, **kwargs: Any) -> Any:
     if len(args) == 1 and not kwargs and _ours(args[0]):
         return SymFloat._of(args[0], args[0].env)
     return float(*args, **kwargs)
+
+
+def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(x: Any, *rest: Any) -> Any:
+        if _ours(x) and not rest:
+            f = x.expr if isinstance(x, SymFloat) else F.fun("float", x.expr)
+            return make_float(F.fun(op, f), x.env)
+        if _ours(x) and op == "flog" and len(rest) == 1:  # math.log(x, base)
+            return fn(x) / (fn(rest[0]) if _ours(rest[0]) else original(rest[0]))
+        return original(x, *rest)
+
+    fn.__name__ = fn.__qualname__ = original.__name__
+    fn.__doc__ = original.__doc__
+    return fn
+
+
+_MATH = {f"f{name}": getattr(math, name) for name in ("sqrt", "exp", "log", "log2", "log10")}
+_MATH_ROUTED = {op: _math_fn(op, fn) for op, fn in _MATH.items()}
 
 
 def _user_code(code: types.CodeType) -> bool:
@@ -169,8 +192,13 @@ def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
     # later (a generator made during the trace), and outside an export they are the builtins.
     builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
     builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]
+    # math.sqrt/exp/log of a size: a float expression (math calls __float__, a guard)
+    for op, fn in _MATH_ROUTED.items():
+        setattr(math, fn.__name__, fn)
     try:
         yield
     finally:
+        for op, fn in _MATH.items():
+            setattr(math, fn.__name__, fn)
         for f, old in swapped:
             f.__code__ = old
