@@ -92,8 +92,11 @@ def _reading(name: str) -> Callable[..., Any]:
 for _name in [n for n in vars(str) if not n.startswith("_")] + [
         "__len__", "__getitem__", "__iter__", "__contains__", "__eq__", "__ne__", "__lt__",
         "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__rmul__",
-        "__mod__", "__rmod__", "__format__", "__reversed__"]:
+        "__mod__", "__rmod__", "__reversed__"]:
     setattr(SizeText, _name, _reading(_name))
+# ``"%s %s" % (n, m)`` formats each piece with an empty spec: that keeps the text lazy
+SizeText.__format__ = lambda self, spec: self if not spec else \
+    format(self._read(), spec)  # type: ignore[attr-defined]
 SizeText.__radd__ = lambda self, o: o + self._read()  # type: ignore[attr-defined]
 SizeText.__int__ = lambda self: int(self._read())  # type: ignore[attr-defined]
 SizeText.__float__ = lambda self: float(self._read())  # type: ignore[attr-defined]
@@ -118,8 +121,12 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
     def to_format(self: Any, spec: str) -> str:
         if not _tracing(self):
             return format(self._symbolic_str(), spec)
-        if spec:
-            return format(convert(self), spec)
+        if spec:  # f"{n:>5}": the example formatted, read (a guard) only when inspected
+            try:
+                shown = format(convert(self.hint), spec)
+            except DataDependentQuestion:
+                return format(convert(self), spec)
+            return SizeText(shown, self, lambda v: format(convert(v), spec))
         return SizeText(_shown(self), self, convert)
 
     return to_str, to_format
