@@ -87,7 +87,10 @@ _MATH_ROUTED = {op: _math_fn(op, fn) for op, fn in _MATH.items()}
 
 
 def _user_code(code: types.CodeType) -> bool:
-    f = code.co_filename
+    return _user_code_file(code.co_filename)
+
+
+def _user_code_file(f: str) -> bool:
     if f.startswith("<"):  # exec'd source (generated programs, notebooks) is the user's
         return not f.startswith("<frozen")
     return not os.path.realpath(f).startswith(_SKIP_DIRS)
@@ -133,48 +136,80 @@ def _rewrite(code: types.CodeType) -> types.CodeType:
     return out
 
 
+_MAX_MODULES = 96  # the user's modules searched per export (nearest to the model first)
+
+
 def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
-    """The user's functions that the export may run: ``fn``, the methods of the model's
-    classes (and of their bases outside torch) and the functions of their modules."""
+    """The user's functions that the export may run, found from ``fn`` and the model: the
+    methods of its classes (and their bases outside torch), functions stored on its
+    modules, and what the user's modules reachable from those hold (functions, classes,
+    functions in module-level dicts/lists/tuples, closures and defaults)."""
     found: dict[int, types.FunctionType] = {}
-    modules: set[str] = set()
+    seen: set[int] = set()
+    modules: list[types.ModuleType] = []
 
-    def add(f: Any) -> None:
-        f = getattr(f, "__func__", f)
-        if isinstance(f, property):
-            for g in (f.fget, f.fset):
-                add(g)
+    def visit(v: Any, depth: int = 0) -> None:
+        if id(v) in seen:
             return
-        if isinstance(f, (staticmethod, classmethod)):
-            f = f.__func__
-        if isinstance(f, types.FunctionType) and _user_code(f.__code__):
-            found[id(f)] = f
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        elif isinstance(v, property):
+            visit(v.fget, depth)
+            visit(v.fset, depth)
+            return
+        v = getattr(v, "__func__", v)  # bound methods
+        if isinstance(v, types.FunctionType):
+            seen.add(id(v))
+            if not _user_code(v.__code__):
+                return
+            found[id(v)] = v
+            for c in v.__closure__ or ():
+                try:
+                    visit(c.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            for d in v.__defaults__ or ():
+                visit(d, depth + 1)
+            visit(getattr(v, "__wrapped__", None), depth)
+            module(sys.modules.get(v.__module__ or ""))
+        elif isinstance(v, type):
+            seen.add(id(v))
+            for c in v.__mro__:
+                if c is object or c.__module__.startswith(("torch", "safetrace", "builtins")):
+                    continue
+                module(sys.modules.get(c.__module__))
+                for w in list(vars(c).values()):
+                    visit(w, depth)
+        elif isinstance(v, types.ModuleType):
+            module(v)
+        elif isinstance(v, (dict, list, tuple)) and depth < 2:
+            seen.add(id(v))
+            for w in list(v.values() if isinstance(v, dict) else v)[:256]:
+                visit(w, depth + 1)
 
-    def add_class(cls: type) -> None:
-        for c in cls.__mro__:
-            if c is object or c.__module__.startswith(("torch.", "safetrace.", "builtins")):
-                continue
-            modules.add(c.__module__)
-            for v in vars(c).values():
-                add(v)
+    def module(m: Any) -> None:
+        if isinstance(m, types.ModuleType) and id(m) not in seen:
+            seen.add(id(m))
+            path = getattr(m, "__file__", None)
+            if path and _user_code_file(path) and len(modules) < _MAX_MODULES:
+                modules.append(m)
 
-    add(fn)
-    mod = getattr(getattr(fn, "__func__", fn), "__module__", None)
-    if mod:
-        modules.add(mod)
+    visit(fn)
     if isinstance(model, torch.nn.Module):
         for m in model.modules():
-            add_class(type(m))
-            for v in vars(m).values():
-                add(v)
-    for name in sorted(modules):  # (classes found below add modules: not searched)
-        m = sys.modules.get(name)
-        if m is None or name.startswith(("torch", "safetrace")):
-            continue
+            visit(type(m))
+            for v in list(vars(m).values()):
+                if not isinstance(v, (dict, torch.Tensor)) or not v or \
+                        not isinstance(next(iter(v.values()), None), torch.nn.Module):
+                    visit(v, 1)
+    i = 0
+    while i < len(modules):  # breadth first: the model's own modules before their imports
+        m = modules[i]
+        i += 1
         for v in list(vars(m).values()):
-            add(v)
-            if isinstance(v, type) and v.__module__ == name:
-                add_class(v)
+            if isinstance(v, type) and v.__module__ != m.__name__:
+                continue  # a class imported here is searched where it is defined
+            visit(v, 1)
     return list(found.values())
 
 
