@@ -66,19 +66,34 @@ def _tracing(value: Any) -> bool:
 class SizeText(str):
     """``str(n)`` / ``f"{n}"`` of a symbolic size in user code: the example's digits, with
     no guard, because such text is mostly an assert's message that is never read (timm's
-    ``_assert(H % p == 0, f"Input height ({H}) ...")``).  Reading its content through
-    ``len``, indexing, comparison, hashing, ``int()``, ``+`` and the str methods
-    specializes the size first (a guard), so code that depends on the text stays correct.
-    Text that CPython joins without calling back (``f"a{n}b"`` builds a plain str) holds
-    the digits unguarded: use it only for messages."""
+    ``_assert(H % p == 0, f"Input height ({H}) ...")``).  Joining it with ``+`` keeps it
+    lazy (``"height " + str(h)``); reading its content through ``len``, indexing,
+    comparison, hashing, ``int()`` and the str methods specializes the sizes in it first
+    (guards), so code that depends on the text stays correct.  Text that CPython joins
+    without calling back (``f"a{n}b"`` builds a plain str) holds the digits unguarded: use
+    it only for messages."""
 
     def __new__(cls, text: str, value: Any, convert: Callable[[Any], Any]) -> SizeText:
-        obj = super().__new__(cls, text)
-        obj._value, obj._convert = value, convert  # type: ignore[attr-defined]
+        return cls._of(text, ((value, convert),))
+
+    @classmethod
+    def _of(cls, text: str, parts: tuple) -> SizeText:
+        obj = str.__new__(cls, text)
+        obj._parts = parts  # type: ignore[attr-defined]  # plain strs and (value, convert)
         return obj
 
     def _read(self) -> str:
-        return str(self._convert(self._value))  # type: ignore[attr-defined]
+        return "".join(p if isinstance(p, str) else str(p[1](p[0]))
+                       for p in self._parts)  # type: ignore[attr-defined]
+
+    def _join(self, other: Any, reverse: bool) -> Any:
+        if not isinstance(other, str):
+            return NotImplemented
+        mine = self._parts  # type: ignore[attr-defined]
+        theirs = other._parts if isinstance(other, SizeText) else (str(other),)
+        a, b = (theirs, mine) if reverse else (mine, theirs)
+        text = str.__add__(str(other), self) if reverse else str.__add__(self, other)
+        return SizeText._of(text, a + b)
 
 
 def _reading(name: str) -> Callable[..., Any]:
@@ -91,13 +106,15 @@ def _reading(name: str) -> Callable[..., Any]:
 
 for _name in [n for n in vars(str) if not n.startswith("_")] + [
         "__len__", "__getitem__", "__iter__", "__contains__", "__eq__", "__ne__", "__lt__",
-        "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__rmul__",
+        "__le__", "__gt__", "__ge__", "__hash__", "__mul__", "__rmul__",
         "__mod__", "__rmod__", "__reversed__"]:
     setattr(SizeText, _name, _reading(_name))
 # ``"%s %s" % (n, m)`` formats each piece with an empty spec: that keeps the text lazy
 SizeText.__format__ = lambda self, spec: self if not spec else \
     format(self._read(), spec)  # type: ignore[attr-defined]
-SizeText.__radd__ = lambda self, o: o + self._read()  # type: ignore[attr-defined]
+SizeText.__add__ = lambda self, o: self._join(o, False)  # type: ignore[assignment]
+SizeText.__radd__ = lambda self, o: self._join(o, True)  # type: ignore[attr-defined]
+SizeText.__str__ = lambda self: self  # type: ignore[assignment]  # str(text) stays lazy
 SizeText.__int__ = lambda self: int(self._read())  # type: ignore[attr-defined]
 SizeText.__float__ = lambda self: float(self._read())  # type: ignore[attr-defined]
 SizeText.__reduce__ = lambda self: (str, (self._read(),))  # type: ignore[assignment]
