@@ -159,3 +159,17 @@ def test_float_of_a_size_is_symbolic() -> None:
 
     ep = st.export(f, (torch.randn(8),), dynamic_shapes={"x": (st.Dim("n", max=64),)})
     assert _sweep(f, lambda n: (torch.randn(n),), ep, [n for n in SIZES if n <= 64]) >= 10
+
+
+def test_len_of_a_tensor_is_its_symbolic_size() -> None:
+    class M(torch.nn.Module):
+        def forward(self, x):
+            v = torch.ones(int(x.numel() * 0.7))
+            w = torch.stack([v, v * 2], 0)
+            return v * 2 if len(v) == w.size(-1) else v.flip(0), torch.ones(len(x) + 1)
+
+    m = M()
+    ep = st.export(m, (torch.randn(7, 6),), dynamic_shapes={"x": {0: st.Dim.AUTO,
+                                                                  1: st.Dim("d", max=16)}})
+    for a, b in ((7, 7), (0, 3), (1, 1), (9, 16)):
+        assert_close(m(torch.randn(a, b)), ep.module()(torch.randn(a, b)))
