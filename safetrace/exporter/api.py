@@ -20,6 +20,8 @@ from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols, torch_checks_routed
+from safetrace.trace.pieces import Pieces
+from safetrace.trace.pybuiltins import symbolic_min_max
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
@@ -96,9 +98,13 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
-                        number_calls_routed(self.model, self.fn), tracer, \
-                        module_stack(self.model, tracer):
+                        symbolic_min_max(), number_calls_routed(self.model, self.fn), \
+                        tracer, module_stack(self.model, tracer):
                     out = self.fn(*targs, **tkwargs)
+                    # split/chunk pieces returned: all of them (their count is pinned now,
+                    # before the contract is read)
+                    out = pytree.tree_map(lambda v: tuple(v) if isinstance(v, Pieces) else v,
+                                          out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
             except Contradiction as exc:

@@ -219,6 +219,7 @@ class DynamicDims:
             pinned = pins[root]
             if pinned is not None and f"pin:{decl.where}" not in seen:
                 seen.add(f"pin:{decl.where}")
+                seen.add(f"pin:{root}")
                 value, origin = pinned
                 value = int(decl.expr.evaluate({root: value}))  # a derived dim: 2*d -> 2*v
                 self.fixes[(decl.path, decl.dim)] = value
@@ -230,52 +231,130 @@ class DynamicDims:
         return problems
 
     def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
-        """Run-time conditions relating separately declared named Dims (``min(b, c)``,
-        ``if b >= c:``): named Dims are independent, so each such condition is a problem
-        (fix: accept it as a run-time check by declaring one of them Dim.DYNAMIC)."""
+        """Run-time conditions that rule out sizes the spec declares: a named Dim promises
+        that every value in its range works, so a residual condition that some named Dims
+        inside their ranges break (every other dim as in the example) is a problem, with
+        the fix that is true: the narrower range where it holds, the one value it allows,
+        or, for a relation between independent named Dims or a condition that no range
+        expresses (``x.shape[0] % 2 == 0``), Dim.DYNAMIC to accept it as a run-time check."""
         order = list(self.env.symbols)
         out = []
         for c in contract.conditions:
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
-            if len(names) < 2 or f"rel:{names[-1]}" in seen:
+            if not names or f"rel:{names[-1]}" in seen or (
+                    len(names) == 1 and any(f"{k}:{named[0]}" in seen for k in _DONE)):
                 continue
-            if not self._refuted(contract, c):
+            if len(names) == 1 and not self._all_backed(contract, c.cond):
+                continue  # a data-dependent check (u0 <= x.shape[0]): not the spec's space
+            point = self._refuted(contract, c, named)
+            if point is None:
                 # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
                 # which the prover cannot simplify): a run-time check that never narrows
                 continue
+            if len(names) >= 2:
+                out.append(self._relation(contract, c, named, names))
+            else:
+                out.append(self._narrowing(contract, c, named[0], point))
             seen.add(f"rel:{names[-1]}")
-            last = self.roots[names[-1]][0]
-            relaxed = Dim.DYNAMIC(min=last.min or None,
-                                  max=None if last.max == math.inf else last.max)
-            self.dim_fixes[last.name] = relaxed
-            where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
-                              for s, n in zip(named, names))
-            out.append(Violation(
-                where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
-                       f"between Dims the spec declares independent ({', '.join(names)}).",
-                f"declare {last.name} as {relaxed!r} to accept it as a run-time check of "
-                f"the inputs, or change the code so that it does not need the relation"))
+            if len(names) == 1:
+                seen.add(f"rel:{named[0]}")
         return out
 
-    def _refuted(self, contract: Contract, cond: Any) -> bool:
-        """Whether some sizes within the declared ranges violate the residual condition
-        `cond` while meeting every other one: the relation really narrows the declared
-        space.  Searched over each symbol's range ends, its neighbours and the example
-        size, then pseudo-random points; a condition with a symbol that has no declared
-        range (data-dependent) counts as refuted."""
+    def _all_backed(self, contract: Contract, cond: Expr) -> bool:
+        for name in cond.free_symbols:
+            spec = contract.symbol(name)
+            if spec is None or not spec.backed:
+                return False
+        return True
+
+    def _relation(self, contract: Contract, c: Any, named: list[str],
+                  names: list[str]) -> Violation:
+        # With one of them Dim.DYNAMIC (at its example size) the others would still be
+        # narrowed: every named Dim in the relation becomes Dim.DYNAMIC
+        relaxed = []
+        for n in names:
+            dim = self.roots[n][0]
+            loose = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
+            self.dim_fixes[n] = loose
+            relaxed.append(f"{n} as {loose!r}")
+        where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
+                          for s, n in zip(named, names))
+        return Violation(
+            where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
+                   f"between Dims the spec declares independent ({', '.join(names)}).",
+            f"declare {' and '.join(relaxed)} to accept it as a run-time check of the "
+            f"inputs, or change the code so that it does not need the relation")
+
+    def _narrowing(self, contract: Contract, c: Any, root: str, point: dict) -> Violation:
+        """One named Dim that a residual condition narrows: the fix is the range around
+        the example where every condition holds, when that is exactly where they hold."""
+        name = self.dim_names[root]
+        dim = self.roots[name][0]
+        spec = contract.symbol(root)
+        lo = spec.lo if spec is not None and spec.lo is not None else 0
+        hi = spec.hi if spec is not None and spec.hi is not None else math.inf
+        others = {n: self.env.hints[n] for n in sorted(c.cond.free_symbols) if n != root}
+        conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols]
+        fixed = {n: self.env.hints.get(n, 0) for o in conds for n in o.free_symbols if n != root}
+        held = _holding_range(conds, root, int(self.env.hints[root]), lo, hi, fixed)
+        text = contract.where_text(c.cond)
+        at = f" (with {', '.join(f'{self._where_of(n)} = {v}' for n, v in others.items())} " \
+             f"as in the example)" if others else ""
+        bad = point[root]
+        cause = (f"must satisfy `{text}`{c.origin}, which fails for {name} = {bad}{at}, "
+                 f"inside {dim!r}'s range [{dim.min}, {dim.max}]")
+        relaxed = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
+        dynamic = (f"declare {name} as {relaxed!r} to accept it as a run-time check of the "
+                   f"inputs")
+        if held is not None and held[2]:
+            value = held[0]
+            first = self._decl_of(root)
+            where = first.where if first is not None else name
+            for decl in self.decls:
+                if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
+                    self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
+            return Violation(self._label(root),
+                             cause + f": it holds for {name} = {value} alone.",
+                             f"{_static_fix(where, value)}; or {dynamic}")
+        if held is not None and held[0] != held[1]:
+            a, b = held[0], held[1]
+            narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
+            self.dim_fixes[name] = narrowed
+            args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
+                [f"max={int(b)}"] if b != math.inf else [])
+            return Violation(self._label(root),
+                             cause + f"; it holds for {_range_text(name, a, b)}.",
+                             f"{name} = Dim({', '.join(args)}); or {dynamic}")
+        self.dim_fixes[name] = relaxed
+        return Violation(self._label(root),
+                         cause + "; no range of " + name + " expresses it.",
+                         f"{dynamic}, or change the code so that it holds for every {name}")
+
+    def _refuted(self, contract: Contract, cond: Any, named: list[str]) -> dict | None:
+        """Sizes within the declared ranges that violate the residual condition `cond`
+        while meeting every other one (the relation really narrows the declared space), or
+        None.  The named Dims range over each one's range ends, their neighbours and the
+        example size, then pseudo-random points; every other symbol keeps its example
+        value.  A condition with a symbol that has no declared range (data-dependent)
+        counts as refuted, at the example."""
         names = sorted(cond.cond.free_symbols)
         others = [o.cond for o in contract.conditions if o is not cond]
         values: dict[str, list[int]] = {}
         for name in names:
             spec = contract.symbol(name)
             if spec is None or not spec.backed:
-                return True
+                return {n: self.env.hints.get(n, 0) for n in names}
+            hint = self.env.hints.get(name, 0)
+            if name not in named:
+                values[name] = [hint]
+                continue
             lo = spec.lo if spec.lo is not None else 0
-            hi = spec.hi if spec.hi is not None else max(lo, self.env.hints.get(name, lo)) * 4 + 64
-            hint = self.env.hints.get(name, lo)
+            hi = spec.hi if spec.hi is not None else max(lo, hint) * 4 + 64
             cands = {lo, lo + 1, lo + 2, hi, hi - 1, hint, hint + 1, max(lo, hint - 1)}
+            if len(named) == 1:  # one dim: every value up to a bound
+                cands.update(range(lo, min(hi, lo + 256) + 1))
             values[name] = sorted(v for v in cands if lo <= v <= hi)
         rnd = random.Random(0)
         points = [dict(zip(names, combo)) for combo in itertools.islice(
@@ -288,10 +367,10 @@ class DynamicDims:
                 if cond.cond.evaluate(point):
                     continue
                 if all(_holds(o, point) for o in others):
-                    return True
+                    return point
             except (ArithmeticError, KeyError, ValueError, TypeError):
                 continue
-        return False
+        return None
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}
@@ -310,6 +389,17 @@ class DynamicDims:
                                 f"does not declare.",
                          f"declare it: {fix}  (derive the dim from the other Dim, or use the "
                          f"same Dim in both places)")
+
+    def _decl_of(self, root: str) -> DimDecl | None:
+        return self.owner.get(root) or next(
+            (d for d in self.decls if root in d.expr.free_symbols), None)
+
+    def _label(self, root: str) -> str:
+        """``x.shape[0] (Dim('b'))``: the first declared dim using root symbol `root`."""
+        decl = self._decl_of(root)
+        if decl is None:
+            return repr(self.roots[self.dim_names[root]][0])
+        return f"{decl.where} ({decl.spec!r})"
 
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
@@ -393,6 +483,40 @@ def _pinned_by_conditions(root: str, lo: int, hi: float, conditions: tuple) -> t
             if len(found) > 1:
                 return None
     return (found[0], conds[0].origin) if len(found) == 1 else None
+
+
+_DONE = ("range", "rel", "pin")  # a dim with one of these problems gets no second one
+
+
+def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
+                   fixed: dict) -> tuple[int, float, bool] | None:
+    """``(a, b, alone)``: the widest interval [a, b] around `hint` inside [lo, hi] where
+    every condition in `conds` holds (other symbols at their `fixed` values), searched up
+    to a bound and sampled beyond it; `alone` when a == b and no other value up to the
+    bound meets them.  None when they fail at the hint itself."""
+    top = int(min(hi, max(hint, lo) * 4 + 256))
+
+    def ok(v: int) -> bool:
+        point = dict(fixed, **{root: v})
+        try:
+            return all(_holds(c, point) for c in conds)
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return False
+
+    if not ok(hint):
+        return None
+    a = hint
+    while a > lo and ok(a - 1):
+        a -= 1
+    b: float = hint
+    while b < top and ok(int(b) + 1):
+        b += 1
+    if b == top and top < hi:
+        far = [top * k for k in (2, 3, 10, 100, 1000)] + [1 << 20, 1 << 31]
+        if all(ok(v) for v in far if v <= hi):
+            b = hi
+    alone = a == b and not any(ok(v) for v in range(lo, top + 1) if v != a)
+    return a, b, alone
 
 
 def _holds(cond: Expr, point: dict) -> bool:

@@ -14,8 +14,8 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, known,
-                                    normalize_dim, normalize_dims, prod, wrap_index)
+from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
+                                    known, normalize_dim, normalize_dims, prod, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 
@@ -124,12 +124,17 @@ def replace_dim(shape: Sequence[Size], dim: int, size: Size) -> tuple:
     return tuple(out)
 
 
-def _clamp(i: Size, size: Size, known_sign: bool) -> Size:
-    """A wrapped bound clamped into [0, size].  A bound of known sign past the end keeps
-    Python's ``min`` (on the example's side, a guard unless the facts decide): ``x[:3] + y``
-    then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model says;
-    a bound of unknown sign is clamped by Min/Max, with no guard."""
-    upper = guarded_min(i, size) if known_sign else decided_min(i, size)
+def _clamp(i: Size, size: Size) -> Size:
+    """A wrapped bound clamped into [0, size], as torch clamps it.  A literal bound within
+    the example's size keeps Python's ``min`` (a guard unless the facts decide): ``x[:3] +
+    y`` then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model
+    says.  A literal past the example's end, and any bound computed from sizes, is clamped
+    by Min/Max with no guard (``z[:, :x.shape[0]]`` works for every pair of sizes)."""
+    if isinstance(i, int):
+        n = hint_of(size)
+        upper = guarded_min(i, size) if n is not None and i <= n else decided_min(i, size)
+    else:
+        upper = decided_min(i, size)
     return decided_max(upper, 0)
 
 
@@ -137,7 +142,7 @@ def _bound(i: Size, size: Size) -> Size:
     negative = known(i, "lt", 0)
     if negative:  # -k counts from the end; below -size it clamps to 0 (no guard)
         return decided_max(i + size, 0)
-    return _clamp(wrap_index(i, size), size, negative is not None)
+    return _clamp(wrap_index(i, size), size)
 
 
 def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:

@@ -29,6 +29,7 @@ from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
+from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
@@ -198,6 +199,8 @@ class Tracer(TorchFunctionMode):
                 return TensorMeta(tuple(v.shape), v.dtype, v.device), None
             node = self.lift(v)
             return node.meta["val"].st_meta, node
+        if isinstance(v, Pieces):  # split/chunk pieces handed to an op: all of them
+            v.pin()
         if isinstance(v, (list, tuple)):
             metas, nodes = [], []
             for x in v:

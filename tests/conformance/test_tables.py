@@ -70,8 +70,6 @@ _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: 
 KNOWN = {
     "arch/sam_window": _RESIDUAL + " (`if pad_h > 0 or pad_w > 0`)",
     "arch2/swin_mask": _RESIDUAL + " (`if pad_r > 0 or pad_b > 0`)",
-    "arch/stn": "F.affine_grid's rule requires batch >= 2 (eager takes 1); owner: rules",
-    "patterns/affine_grid_dynamic": "F.affine_grid's rule requires batch >= 2; owner: rules",
     "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
     "patterns/pad_negative_crop_symbolic": _RELATION + " (`if d >= 0` with d = y - x)",
     "patterns/setitem_tensor_index_broadcast": ("z[x > 1] = x[x > 1] * 10: the two counts of "
@@ -79,9 +77,6 @@ KNOWN = {
                                                 "(DataDependentError); owner: trace"),
     "patterns/int_outputs_from_shapes": ("returning size arithmetic (b * t, -b, b + 1 > t, ...) "
                                          "specializes the batch; owner: trace"),
-    "hf/deberta": ("torch.tensor(min(max(q, k), 16)) of sizes becomes `seq <= 16` (issue 14, "
-                   "min/max of sizes); owner: trace"),
-    "hf/mpt": _CLAMP + " (`max(0, position_bias.size(2) - key_length)`: seq <= 63)",
     "hf/prophetnet": "relative-bucket indexing requires dec_seq <= 62; owner: rules",
     "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
                "owner: trace"),

@@ -17,6 +17,7 @@ from tests.serialize.hostile import pack, parts
 
 
 def _three(x, y, z, k):
+    torch._check(z.shape[0] <= z.shape[1])  # a residual condition (z[:, :n] clamps by a Min)
     return x.sum() + y.sum() + z[:, :x.shape[0]].sum() * k
 
 
@@ -36,7 +37,7 @@ def test_contract_fields_per_input_dim():
     assert "as declared" in y.dims[0].why
     assert [d.kind for d in z.dims] == ["bind", "bind"]
     assert c.symbol("s0") == SymbolRange("s0", 2, 50, True, "x.shape[0]", c.symbol("s0").origin)
-    assert [str(cond.cond) for cond in c.conditions] == ["s0 <= s2"]
+    assert [str(cond.cond) for cond in c.conditions] == ["s1 <= s2"]
     assert "test_contract.py" in c.conditions[0].origin
 
 
@@ -49,15 +50,17 @@ def test_readers_agree_with_the_contract():
                               "z.shape[0]": "dynamic s1 where s1 = z.shape[0]",
                               "z.shape[1]": "dynamic s2 where s2 = z.shape[1]"}
     text = ep.describe_contract()
-    assert "requires x.shape[0] <= z.shape[1]" in text
+    assert "requires z.shape[0] <= z.shape[1]" in text
     m = ep.module()
     for n in (2, 5):
         out = m(torch.ones(n), torch.ones(2 * n + 1), torch.ones(0, 9), 2)
         assert out == _three(torch.ones(n), torch.ones(2 * n + 1), torch.ones(0, 9), 2)
     with pytest.raises(st.InputMismatchError, match="must equal 2\\*x.shape\\[0\\] \\+ 1"):
         m(torch.ones(3), torch.ones(6), torch.ones(1, 9), 2)
-    with pytest.raises(st.InputMismatchError, match="x.shape\\[0\\] <= z.shape\\[1\\]"):
-        m(torch.ones(3), torch.ones(7), torch.ones(1, 2), 2)
+    with pytest.raises(st.InputMismatchError, match="z.shape\\[0\\] <= z.shape\\[1\\]"):
+        m(torch.ones(3), torch.ones(7), torch.ones(3, 2), 2)
+    out = m(torch.ones(5), torch.ones(11), torch.ones(1, 2), 2)  # x[:, :5] of 2 columns
+    assert out == _three(torch.ones(5), torch.ones(11), torch.ones(1, 2), 2)
     with pytest.raises(st.InputMismatchError, match=">= 2"):
         m(torch.ones(1), torch.ones(3), torch.ones(1, 2), 2)
 

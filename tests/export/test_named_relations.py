@@ -28,8 +28,8 @@ class Smaller(torch.nn.Module):
         return x[:n] * y[:n]
 
 
-@pytest.mark.parametrize("model", [Branch(), Smaller()])
-def test_relation_between_named_dims_is_a_violation_with_a_fix(model):
+def test_relation_between_named_dims_is_a_violation_with_a_fix():
+    model = Branch()
     args = (torch.randn(3), torch.randn(5))
     spec = {"x": {0: Dim("b", max=64)}, "y": {0: Dim("c", min=1, max=64)}}
     with pytest.raises(st.ConstraintViolationError) as info:
@@ -37,11 +37,11 @@ def test_relation_between_named_dims_is_a_violation_with_a_fix(model):
     err = info.value
     assert re.search(r"`x.shape\[0\] <?=? ?y.shape\[0\]`", str(err))
     assert "independent (b, c)" in str(err)
-    assert "Dim.DYNAMIC(min=1, max=64)" in str(err)
-    if isinstance(model, Branch):  # (torch keeps min() of sizes symbolic: no relation)
-        with pytest.raises(Exception, match="Constraints violated"):
-            torch.export.export(model, args, dynamic_shapes={
-                "x": {0: TDim("b", max=64)}, "y": {0: TDim("c", min=1, max=64)}})
+    # one of them Dim.DYNAMIC would still narrow the other: both are relaxed
+    assert "declare b as Dim.DYNAMIC(max=64) and c as Dim.DYNAMIC(min=1, max=64)" in str(err)
+    with pytest.raises(Exception, match="Constraints violated"):
+        torch.export.export(model, args, dynamic_shapes={
+            "x": {0: TDim("b", max=64)}, "y": {0: TDim("c", min=1, max=64)}})
     ep = st.export(model, args,
                    dynamic_shapes=st.refine_dynamic_shapes_from_suggested_fixes(err, spec))
     for b, c in ((0, 1), (1, 2), (2, 9)):
@@ -50,9 +50,27 @@ def test_relation_between_named_dims_is_a_violation_with_a_fix(model):
     rejects(ep, (torch.randn(2), torch.randn(65)))
 
 
-def test_a_relation_with_a_dynamic_dim_stays_a_run_time_check():
+@pytest.mark.parametrize("other", [Dim("c", min=1, max=64), Dim.DYNAMIC])
+def test_min_of_sizes_is_symbolic_and_needs_no_relation(other):
+    """``min(b, c)`` is a Min expression (as torch.sym_min): every pair of sizes works."""
     args = (torch.randn(3), torch.randn(5))
-    ep = st.export(Smaller(), args, dynamic_shapes={"x": {0: Dim("b")}, "y": {0: Dim.DYNAMIC}})
-    assert [str(c.cond) for c in ep.contract.conditions] == ["s0 <= s1"]
-    matches_eager(ep, Smaller(), (torch.randn(0), torch.randn(1)))
-    rejects(ep, (torch.randn(4), torch.randn(2)))
+    ep = st.export(Smaller(), args, dynamic_shapes={"x": {0: Dim("b")}, "y": {0: other}})
+    assert ep.contract.conditions == ()
+    for b, c in ((0, 1), (1, 1), (4, 2), (2, 9), (6, 6)):
+        matches_eager(ep, Smaller(), (torch.randn(b), torch.randn(c)))
+
+
+def test_a_relation_with_a_dynamic_dim_narrowing_a_named_dim_is_a_violation():
+    """With y.shape[0] Dim.DYNAMIC at its example size 5, `x.shape[0] >= y.shape[0]` rules
+    out b >= 5: the fix is the range that works, or b Dim.DYNAMIC as well."""
+    args = (torch.randn(3), torch.randn(5))
+    spec = {"x": {0: Dim("b")}, "y": {0: Dim.DYNAMIC}}
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(Branch(), args, dynamic_shapes=spec)
+    assert "fails for b = 5 (with y.shape[0] = 5 as in the example)" in str(info.value)
+    assert "b = Dim('b', max=4); or declare b as Dim.DYNAMIC" in str(info.value)
+    ep = st.export(Branch(), args,
+                   dynamic_shapes=st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec))
+    for b in (0, 1, 4):
+        matches_eager(ep, Branch(), (torch.randn(b), torch.randn(5)))
+    rejects(ep, (torch.randn(5), torch.randn(5)))

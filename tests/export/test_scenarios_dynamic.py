@@ -151,8 +151,13 @@ def test_named_dim_pinned_by_a_runtime_condition_is_a_violation():
     with pytest.raises(st.ConstraintViolationError) as info:
         st.export(f, (torch.randn(2, 4, 4),), dynamic_shapes=({1: s, 2: s},))
     assert "can only be 4" in str(info.value) and "(None, 4, 4)" in str(info.value)
-    # a condition that leaves several values stays a run-time check
+    # a condition that leaves several values but no range of them: Dim.DYNAMIC makes it a
+    # run-time check (a named Dim promises that every value in its range works)
+    spec = ({1: Dim("t", min=2, max=64)},)
+    with pytest.raises(st.ConstraintViolationError, match="no range of t expresses it") as e:
+        st.export(lambda x: x.view(-1, 2, x.shape[1] // 2), (torch.randn(3, 8),),
+                  dynamic_shapes=spec)
     ep = st.export(lambda x: x.view(-1, 2, x.shape[1] // 2), (torch.randn(3, 8),),
-                   dynamic_shapes=({1: Dim("t", min=2, max=64)},))
+                   dynamic_shapes=st.refine_dynamic_shapes_from_suggested_fixes(e.value, spec))
     x = torch.randn(3, 10)
     torch.testing.assert_close(ep.module()(x), x.view(-1, 2, 5))

@@ -63,14 +63,45 @@ def test_argmax_index_stays_an_alias():
     _same_as_eager(f, (torch.randn(1, 4),), ({1: Dim("d", min=1, max=4)},), [(torch.randn(1, 3),)])
 
 
-@pytest.mark.xfail(strict=True, reason="the crash (int has no .expr in new_size) is fixed; "
-                   "x[s + 1:1:3] now specializes a Dim.DYNAMIC size to 0 (a start past the end "
-                   "guarded, not clamped): an over-rejection (issue 14); owner: rules")
 def test_masked_select_of_empty_dynamic_tensor_exports():
     def f(x, y):
         v0 = x[x.shape[0] + 1:1:3]
         v2 = torch.masked_select(x, x > 0)
         return v0, v2
 
-    st.export(f, (torch.randn(0), torch.randn(1, 5, 0)),
-              dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}))
+    ep = st.export(f, (torch.randn(0), torch.randn(1, 5, 0)),
+                   dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}))
+    _same_as_eager(f, (torch.randn(0), torch.randn(1, 5, 0)),
+                   ({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}),
+                   [(torch.randn(0), torch.randn(d0, 5, d1)) for d0, d1 in ((0, 0), (1, 3), (16, 1))])
+    assert ep.contract.conditions == ()
+
+
+def test_max_of_size_difference_stays_symbolic():
+    def f(x):
+        v0 = x[:, x.shape[1] - 2:3:2]
+        v1 = x.double() * 2
+        return v0, v1, torch.ones(max(0, v1.size(-2) - v0.size(-4)))
+
+    spec = ({0: Dim("d0", min=2), 1: Dim.AUTO, 2: Dim.DYNAMIC, 3: Dim.AUTO},)
+    _same_as_eager(f, (torch.randn(4, 3, 4, 5),), spec,
+                   [(torch.randn(n, 3, 4, 5),) for n in (2, 3, 9)])
+
+
+def test_split_piece_needs_no_count():
+    _same_as_eager(lambda x: x.split(3, 0)[0], (torch.randn(6, 6, 4, 2),), ({0: Dim("d0")},),
+                   [(torch.randn(n, 6, 4, 2),) for n in (0, 1, 4, 10)])
+
+
+def test_len_of_chunks_needs_no_count():
+    f = lambda y: torch.ones(len(y.chunk(2, 1)))  # noqa: E731
+    _same_as_eager(f, (torch.randn(2, 4, 2),), ({1: Dim("d0")},),
+                   [(torch.randn(2, n, 2),) for n in (0, 1, 2, 7)])
+
+
+def test_branch_on_a_named_dim_with_a_dynamic_one_is_refused():
+    def f(y):
+        return y * 2 if y.numel() > 7 else y * 0
+
+    with pytest.raises(st.ConstraintViolationError, match="d1 = Dim\\('d1', min=4\\)"):
+        st.export(f, (torch.randn(2, 5),), dynamic_shapes=({0: Dim.DYNAMIC, 1: Dim("d1")},))

@@ -4,6 +4,7 @@ composites; boolean dispatchers; composites of numbers only run as they are."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -65,8 +66,13 @@ def test_composite_of_sizes_only_runs_on_the_symbolic_values():
         shape = torch.broadcast_shapes(x.shape, (4,))
         return x.new_zeros(shape) + x
 
-    # its body branches on `size == 1`: a guard (n != 1), checked before running
-    ep = check(f, _x, sizes=(0, 2, 5))
+    # its body branches on `size == 1`: a guard (n != 1), which rules out part of a named
+    # Dim's range (the fix says so); with Dim.DYNAMIC it is checked before running
+    with pytest.raises(st.ConstraintViolationError, match="n >= 2"):
+        check(f, _x, sizes=(0, 2, 5))
+    ep = st.export(f, _x(3), dynamic_shapes=({0: st.Dim.DYNAMIC},))
+    a = _x(3)
+    torch.testing.assert_close(ep.module()(*a), f(*a))
     rejects(ep, (torch.randn(1, 4),))
 
 

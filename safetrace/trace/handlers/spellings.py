@@ -1,5 +1,6 @@
 """Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
-``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes."""
+``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes; ``split`` /
+``chunk`` along a symbolic dim return lazily counted ``Pieces``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import torch
 
+from safetrace.rules.common import normalize_dim
+from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.schema import resolve
@@ -44,5 +47,25 @@ def split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     if isinstance(size, (list, tuple)):
         return tr.emit(aten.split_with_sizes.default, (args[0], list(size), dim), {})
-    found = resolve("split", (args[0], size, dim), {})
-    return tr.emit(found[0], found[1], found[2])
+
+    def materialize() -> Any:
+        found = resolve("split", (args[0], size, dim), {})
+        return tr.emit(found[0], found[1], found[2])
+
+    return _lazy(tr, args[0], dim, "split", size, materialize)
+
+
+def _lazy(tr: Any, x: Any, dim: Any, kind: str, k: Any, materialize: Any) -> Any:
+    if not isinstance(x, Proxy) or not isinstance(dim, int) or x.st_meta.ndim == 0:
+        return materialize()
+    return pieces(tr, x, normalize_dim(dim, x.st_meta.ndim, kind), kind, k, materialize)
+
+
+@handles(torch.Tensor.chunk, torch.chunk)
+def chunk(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``chunk(x, c, dim)``: lazily counted pieces along a symbolic dim."""
+    chunks = args[1] if len(args) > 1 else kwargs.get("chunks")
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    return _lazy(tr, args[0], dim, "chunk", chunks,
+                 lambda: tr.redispatch(func, args, kwargs, handlers=False))
+

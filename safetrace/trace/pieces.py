@@ -1,0 +1,160 @@
+"""The pieces of ``split`` / ``chunk`` along a dim of symbolic size.
+
+How many pieces there are depends on the size (``(n + 2)//3`` for ``split(3)``), and a
+Python tuple needs a concrete length: building one pins the count with a guard, which
+rules out most sizes.  ``Pieces`` is the sequence returned instead.  Indexing piece ``i``
+only requires that piece to exist (a guard much weaker than the count, none for piece 0).
+``Pieces`` is a tuple of the example's pieces, each a slice of the input (a view, as
+eager's pieces are) whose end is clamped by a Min, so a slice is valid for every size and
+unused ones cost nothing; ``len()`` under tracing is the symbolic count (``pybuiltins``).
+Reading the tuple as a whole (iterating, unpacking, slicing it, ``len`` outside tracing,
+handing it to an op, returning it) pins the count to the example's with a guard, as a
+plain tuple would have.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from safetrace.symbolic import SymInt, sym_max, sym_min, sym_or
+
+aten = torch.ops.aten
+
+
+def _truth(v: Any) -> bool:
+    """A condition's value: decided from the facts, else on the example (a guard)."""
+    return bool(v)
+
+
+class Pieces(tuple):
+    """The pieces at the example's count, as a tuple that torch's own argument parser
+    accepts (see the module docstring); reading it as a whole pins the count."""
+
+    def __new__(cls, tr: Any, x: Any, d: int, kind: str, k: int) -> Pieces:
+        n = x.st_meta.shape[d]
+        q = (n + k - 1) // k if kind == "chunk" else k
+        count = _count(kind, n, k, q)
+        c = int(count.hint) if isinstance(count, SymInt) else int(count)
+        items = [_slice(tr, x, d, j * q, q, n) for j in range(c)]
+        obj = super().__new__(cls, items)
+        obj._st = (tr, x, d, kind, k, n, q, count, c)
+        obj._pinned = False
+        return obj
+
+    def symbolic_len(self) -> Any:
+        """How many pieces there are, as a symbolic int (torch's count for each size)."""
+        return self._st[7]
+
+    def pin(self) -> None:
+        """The count as on the example, from here on (a guard, as a tuple's length is)."""
+        if not self._pinned:
+            count, c = self._st[7], self._st[8]
+            self._pinned = True
+            if not _truth(count == c):  # pragma: no cover - the hint satisfies it
+                raise AssertionError("the piece count differs from the example's")
+
+    def _exists(self, j: int) -> Any:
+        """Whether piece j >= 0 exists (a condition on the size)."""
+        kind, k, n, q = self._st[3], self._st[4], self._st[5], self._st[6]
+        if j == 0:
+            return True
+        if kind == "split":
+            return j * k < n
+        if j >= k:
+            return False
+        return sym_or(n == 0, j * q < n)
+
+    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
+        if self._pinned or isinstance(i, SymInt) or not isinstance(i, int) or \
+                isinstance(i, bool):
+            self.pin()
+            return tuple.__getitem__(self, i)
+        if i >= 0:
+            if not _truth(self._exists(i)):
+                raise IndexError("tuple index out of range")
+            return tuple.__getitem__(self, i)  # (exists on the example: i < the count)
+        j = self._st[7] + i
+        if not _truth(j >= 0):
+            raise IndexError("tuple index out of range")
+        if isinstance(j, int):
+            return tuple.__getitem__(self, j)
+        tr, x, d, q, n = self._st[0], self._st[1], self._st[2], self._st[6], self._st[5]
+        return _slice(tr, x, d, j * q, q, n)
+
+    # -- anything else reads the whole tuple: the count is pinned -----------------------
+    def __len__(self) -> int:
+        self.pin()
+        return tuple.__len__(self)
+
+    def __iter__(self) -> Any:
+        self.pin()
+        return tuple.__iter__(self)
+
+    def __reversed__(self) -> Any:
+        self.pin()
+        return reversed(tuple(tuple.__iter__(self)))
+
+    def __contains__(self, v: Any) -> bool:
+        self.pin()
+        return tuple.__contains__(self, v)
+
+    def __add__(self, other: Any) -> Any:
+        self.pin()
+        return tuple(tuple.__iter__(self)) + tuple(other)
+
+    def __radd__(self, other: Any) -> Any:
+        self.pin()
+        return tuple(other) + tuple(tuple.__iter__(self))
+
+    def __eq__(self, other: Any) -> Any:
+        self.pin()
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: Any) -> Any:
+        self.pin()
+        return tuple.__ne__(self, other)
+
+    def __hash__(self) -> int:
+        self.pin()
+        return tuple.__hash__(self)
+
+    def __repr__(self) -> str:
+        return f"Pieces({self._st[3]} of dim {self._st[2]}, {self._st[7]} pieces)"
+
+    def index(self, *args: Any) -> int:  # type: ignore[override]
+        self.pin()
+        return tuple.index(self, *args)
+
+    def count(self, v: Any) -> int:  # type: ignore[override]
+        self.pin()
+        return tuple.count(self, v)
+
+    def __reduce__(self) -> Any:
+        self.pin()
+        return (tuple, (tuple(tuple.__iter__(self)),))
+
+
+def _count(kind: str, n: Any, k: int, q: Any) -> Any:
+    if kind == "split":
+        return sym_max((n + k - 1) // k, 1)
+    q1 = sym_max(q, 1)  # chunk: ceil(n / q) pieces, or k empty ones for n == 0
+    return sym_max((n + q1 - 1) // q1, k * (1 - sym_min(n, 1)))
+
+
+def _slice(tr: Any, x: Any, d: int, start: Any, q: Any, n: Any) -> Any:
+    """Piece ``x[start:start + q]`` along `d`: both bounds clamped by a Min, never guarded
+    (a literal bound would be guarded to lie within the example's size)."""
+    lo = start if isinstance(start, int) and start == 0 else sym_min(start, n)
+    return tr.emit(aten.slice.Tensor, (x, d, lo, sym_min(start + q, n)), {})
+
+
+def pieces(tr: Any, x: Any, d: int, kind: str, k: Any,
+           materialize: Callable[[], Any]) -> Any:
+    """The pieces of `x` along dim `d` (already normalized): a ``Pieces`` when their count
+    depends on a symbolic size, else the op's own tuple."""
+    n = x.st_meta.shape[d]
+    if isinstance(n, int) or not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        return materialize()
+    return Pieces(tr, x, d, kind, k)
