@@ -17,6 +17,7 @@ and torch they print the expression.
 
 from __future__ import annotations
 
+import dis
 import math
 import operator
 import os
@@ -58,9 +59,9 @@ def _specializing(name: str, convert: Callable[[Any], Any]) -> Callable[..., Any
     return method
 
 
-def _tracing(value: Any) -> bool:
+def _tracing(value: Any, depth: int = 3) -> bool:
     """Is the export that owns `value` in progress (and the caller user code)?"""
-    return ACTIVE.env is value.env and not _from_library(3)
+    return ACTIVE.env is value.env and not _from_library(depth)
 
 
 class SizeText(str):
@@ -214,9 +215,45 @@ def _node(self: Any) -> _Node:
     return _Node(self)
 
 
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_REMAINDERS = {i for i, (name, _) in enumerate(getattr(dis, "_nb_ops", ()))
+               if name in ("NB_REMAINDER", "NB_INPLACE_REMAINDER")}
+
+
+def _percent_formatting(value: Any) -> bool:
+    """Is the user's code running ``"..." % n`` right now (CPython's %-formatting asks
+    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``)?  Only str and
+    bytes formatting convert the right operand there: numbers and tensors answer ``%``
+    without it, and Python-level ``__mod__`` methods have frames of their own."""
+    if _BINARY_OP is None or not _REMAINDERS or not _tracing(value, 5):
+        return False
+    f = sys._getframe(3)  # this, _hint_or, __int__, then the frame C was called from
+    code, at = f.f_code.co_code, f.f_lasti
+    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDERS
+
+
+def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[], Any]) -> Any:
+    """The example's value for %-formatting (text only: no guard), else ``specialize()``."""
+    if _percent_formatting(value):
+        try:
+            return convert(value.hint)
+        except DataDependentQuestion:
+            pass
+    return specialize()
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
     node = property(_node)
+
+    def __int__(self) -> int:
+        return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
+
+    def __index__(self) -> int:
+        return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
+
+    def __float__(self) -> float:
+        return _hint_or(self, float, lambda: SymInt.__float__(self))  # type: ignore
 
     def __sym_max__(self, other: Any) -> Any:
         return sym_max(self, other)
@@ -245,6 +282,12 @@ class TorchSymBool(SymBool, torch.SymBool):
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()
     node = property(_node)
+
+    def __float__(self) -> float:
+        return _hint_or(self, float, lambda: SymFloat.__float__(self))  # type: ignore
+
+    def __int__(self) -> int:
+        return _hint_or(self, int, lambda: SymFloat.__int__(self))  # type: ignore
 
     def __sym_max__(self, other: Any) -> Any:
         return max(float(self), _concrete(other))

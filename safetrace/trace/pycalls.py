@@ -261,6 +261,15 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
     return funcs, mods
 
 
+def _plain_builtins(g: dict) -> bool:
+    """The function's ``int``/``float``/``len`` are the builtins (no module-level name of
+    its own shadows one) and its builtins are the interpreter's (where ours are added)."""
+    b = g.get("__builtins__", builtins)
+    if b is not builtins and b is not vars(builtins):
+        return False
+    return not any(name in g and g[name] is not getattr(builtins, name) for name in _NAMES)
+
+
 @contextlib.contextmanager
 def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
     """While an export runs: the user's ``int()`` / ``float()`` calls keep sizes symbolic."""
@@ -268,10 +277,10 @@ def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
     if _SUPPORTED:
         for f in _functions(model, fn):
             new = _rewrite(f.__code__)
-            if new is not f.__code__:
+            if new is not f.__code__ and _plain_builtins(f.__globals__):
                 swapped.append((f, f.__code__))
                 f.__code__ = new
-    # The two names stay in builtins after the export: code rewritten here may still run
+    # The names stay in builtins after the export: code rewritten here may still run
     # later (a generator made during the trace), and outside an export they are the builtins.
     builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
     builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]

@@ -173,3 +173,12 @@ def test_len_of_a_tensor_is_its_symbolic_size() -> None:
                                                                   1: st.Dim("d", max=16)}})
     for a, b in ((7, 7), (0, 3), (1, 1), (9, 16)):
         assert_close(m(torch.randn(a, b)), ep.module()(torch.randn(a, b)))
+
+
+def test_a_module_level_int_of_its_own_is_respected() -> None:
+    scope: dict = {"torch": torch}
+    exec("def int(v):\n    return 3\n"  # noqa: S102  (a module that shadows int)
+         "def f(x):\n    return torch.ones(int(x.shape[0] * 0.5))\n", scope)
+    ep = st.export(scope["f"], (torch.randn(8),), dynamic_shapes={"x": (st.Dim.AUTO,)})
+    for n in (0, 1, 8, 20):
+        assert ep.module()(torch.randn(n)).shape == (3,)
