@@ -1,22 +1,21 @@
-"""``int(x)``, ``float(x)``, ``len(t)`` and ``math.sqrt/exp/log(x)`` in traced code keep
-sizes symbolic.
+"""``int(x)``, ``float(x)`` and ``math.sqrt/exp/log(x)`` in traced code keep sizes symbolic.
 
-CPython requires ``__int__`` / ``__float__`` / ``__len__`` to return a real ``int`` /
-``float`` (an int subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only
-specialize the size to the few values that give the example's result.  torch.export's
-strict mode keeps such a value symbolic by rewriting bytecode; we do the smallest such
-rewrite: while an export runs, each direct call ``int(...)`` / ``float(...)`` /
-``len(...)`` in the user's functions (the traced callable, the methods of the model's
-classes and the functions of their modules; never torch's, safetrace's or the standard
-library's) calls ``__safetrace_int__`` (``_float__``, ``_len__``) instead.  Those give
-``trunc(e)`` of a symbolic float, the size itself for a symbolic int, ``float(e)`` as a
-symbolic float and a tensor's first size, and are exactly the builtins for everything
-else.  Only the operand of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same
-length, same line table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int``
-are untouched.  The original code objects come back when the export ends.  ``math``'s
-``sqrt``, ``exp``, ``log``, ``log2`` and ``log10`` are wrapped for the export's duration
-(as torch.export wraps ``builtins.max``): a float expression for a size of this export,
-the original function for anything else.
+CPython requires ``__int__`` / ``__float__`` to return a real ``int`` / ``float`` (an int
+subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only specialize the size
+to the few values that give the example's result (``len`` is a function: ``pybuiltins``
+replaces it).  torch.export's strict mode keeps such a value symbolic by rewriting
+bytecode; we do the smallest such rewrite: while an export runs, each direct call
+``int(...)`` / ``float(...)`` in the user's functions (the traced callable, the methods of
+the model's classes and the functions of their modules; never torch's, safetrace's or the
+standard library's) calls ``__safetrace_int__`` / ``__safetrace_float__`` instead.  Those
+give ``trunc(e)`` of a symbolic float, the size itself for a symbolic int and ``float(e)``
+as a symbolic float, and are exactly the builtins for everything else.  Only the operand
+of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same length, same line
+table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are untouched.  The
+original code objects come back when the export ends.  ``math``'s ``sqrt``, ``exp``,
+``log``, ``log2`` and ``log10`` are wrapped for the export's duration (as torch.export
+wraps ``builtins.max``): a float expression for a size of this export, the original
+function for anything else.
 """
 
 from __future__ import annotations
@@ -39,8 +38,7 @@ from safetrace.meta.active import ACTIVE
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymFloat, SymInt, make_float
 
-_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__",
-          "len": "__safetrace_len__"}
+_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__"}
 # CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
 _SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
 _LOAD_GLOBAL = dis.opmap.get("LOAD_GLOBAL")
@@ -70,13 +68,6 @@ def sym_float(*args: Any, **kwargs: Any) -> Any:
     if len(args) == 1 and not kwargs and _ours(args[0]):
         return SymFloat._of(args[0], args[0].env)
     return float(*args, **kwargs)
-
-
-def sym_len(obj: Any) -> Any:
-    """``len(x)``: a tensor's first size as it is (symbolic under a dynamic dim)."""
-    if isinstance(obj, torch.Tensor) and ACTIVE.env is not None and obj.dim() > 0:
-        return obj.shape[0]
-    return len(obj)
 
 
 def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -284,7 +275,6 @@ def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
     # later (a generator made during the trace), and outside an export they are the builtins.
     builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
     builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]
-    builtins.__safetrace_len__ = sym_len  # type: ignore[attr-defined]
     # math.sqrt/exp/log of a size: a float expression (math calls __float__, a guard)
     for op, fn in _MATH_ROUTED.items():
         setattr(math, fn.__name__, fn)

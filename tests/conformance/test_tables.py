@@ -75,8 +75,6 @@ KNOWN = {
     "patterns/setitem_tensor_index_broadcast": ("z[x > 1] = x[x > 1] * 10: the two counts of "
                                                 "the same mask are unrelated unbacked symbols "
                                                 "(DataDependentError); owner: trace"),
-    "patterns/int_outputs_from_shapes": ("returning size arithmetic (b * t, -b, b + 1 > t, ...) "
-                                         "specializes the batch; owner: trace"),
     "hf/prophetnet": "relative-bucket indexing requires dec_seq <= 62; owner: rules",
     "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
                "owner: trace"),
