@@ -15,7 +15,7 @@ monotone, so an operation applied to the ends of intervals bounds every rounded 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 from safetrace.symbolic.expr import FALSE, TRUE, Expr, const, fconst, make_node, neg
 from safetrace.symbolic.ranges import Range
