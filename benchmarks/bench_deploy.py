@@ -2,15 +2,18 @@
 
 Per zoo model, in one run: ``st.export`` + ``ep.to_torch()`` time vs ``torch.export.export``
 time (the same dynamic_shapes spec); ``validate()``; accept/reject parity of the converted
-module with ``ep.module()`` (the example, two other sizes, the out-of-spec input); ONNX
+module with ``ep.module()`` (the example, two other sizes, the out-of-spec input);
+``torch.export.unflatten`` (the model's submodule tree rebuilt, eager's numerics at the 3
+sizes, the out-of-spec input rejected); ONNX
 export + onnxruntime parity at 3 sizes, for ours and for torch.export's program;
 AOTInductor compile + parity (3 sizes) for the small models.  The last line is
 
-    deploy: converted N/M, validated N/M, parity N/M, onnx ours N/M (torch's K/M),
+    deploy: converted N/M, validated N/M, parity N/M, unflatten N/M, onnx ours N/M (torch's K/M),
             onnx ours-fails-where-torch-passes F, aoti N/A, export+to_torch vs torch.export R
 
 (R: median over the models of (st.export + to_torch) / torch.export.export; < 1 is faster).
-Run: .venv/bin/python benchmarks/bench_deploy.py [--no-aoti] [--aoti m1,m2] [model ...]
+Run: .venv/bin/python benchmarks/bench_deploy.py [--no-aoti] [--no-onnx] [--aoti m1,m2]
+[model ...]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import logging
 import os
 import platform
 import statistics
@@ -37,6 +41,8 @@ from benchmarks.common import torch_spec  # noqa: E402
 from benchmarks.zoo import registry  # noqa: E402
 
 warnings.filterwarnings("ignore")
+# torch.onnx logs each missing torchvision op once per export: noise in the table
+logging.getLogger("torch.onnx").setLevel(logging.ERROR)
 AOTI_DEFAULT = ("mlp", "resnet", "lstm_tagger", "tiny_gpt", "data_dependent",
                 "transformer_encoder")
 
@@ -111,6 +117,34 @@ def onnx_parity(program, case, tmp) -> str:
     return "ok"
 
 
+def unflatten_parity(ep, tep, case) -> str:
+    """'ok' when torch.export.unflatten rebuilds the model's submodule tree and the result
+    matches eager at the 3 sizes (and accepts or rejects the out-of-spec input as
+    ``ep.module()`` does), else why not."""
+    want = {n for n, _ in case.model.named_modules() if n}
+    if not want:
+        return "no submodules"
+    try:
+        tree = torch.export.unflatten(tep)
+    except Exception as exc:  # noqa: BLE001
+        return f"unflatten: {type(exc).__name__}"
+    got = {n for n, _ in tree.named_modules() if n}
+    if got != want:
+        return f"tree: {len(got & want)}/{len(want)}"
+    for args, kwargs in [(case.args, case.kwargs)] + case.others:
+        status, out = run(tree, args, kwargs)
+        if status != "ok":
+            return f"run: {type(out).__name__}"
+        with torch.no_grad():
+            ref = case.model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+        if not close(out, ref):
+            return "mismatch"
+    if case.outside is not None and \
+            run(tree, *case.outside)[0] != run(ep.module(), *case.outside)[0]:
+        return "out-of-spec: differs from ep.module()"
+    return "ok"
+
+
 def aoti_parity(tep, case, tmp) -> str:
     try:
         pkg = torch._inductor.aoti_compile_and_package(
@@ -130,7 +164,7 @@ def aoti_parity(tep, case, tmp) -> str:
     return "ok"
 
 
-def bench(entry, aoti: bool) -> dict:
+def bench(entry, aoti: bool, onnx: bool = True) -> dict:
     row = {"model": entry.name}
     case = entry.factory()
     with torch.no_grad():
@@ -157,9 +191,12 @@ def bench(entry, aoti: bool) -> dict:
     except Exception as exc:  # noqa: BLE001
         row["validate"] = type(exc).__name__
     row["parity"] = "ok" if parity(ep, tep, case) else "MISMATCH"
+    row["unflatten"] = unflatten_parity(ep, tep, case)
     with tempfile.TemporaryDirectory() as tmp:
-        row["onnx_ours"] = onnx_parity(ep, case, tmp)
-        row["onnx_torch"] = onnx_parity(ref, case, tmp) if ref is not None else "no program"
+        if onnx:
+            row["onnx_ours"] = onnx_parity(ep, case, tmp)
+            row["onnx_torch"] = onnx_parity(ref, case, tmp) if ref is not None else \
+                "no program"
         if aoti:
             row["aoti"] = aoti_parity(tep, case, tmp)
     return row
@@ -179,6 +216,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("models", nargs="*")
     ap.add_argument("--no-aoti", action="store_true")
+    ap.add_argument("--no-onnx", action="store_true", help="skip the ONNX columns (quick)")
     ap.add_argument("--aoti", default=",".join(AOTI_DEFAULT))
     opts = ap.parse_args()
     aoti_models = set() if opts.no_aoti else set(opts.aoti.split(","))
@@ -188,11 +226,11 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cpus, "
           f"torch {torch.__version__}")
     print("| model | st.export s | to_torch s | torch.export s | ratio | validate | "
-          "parity | onnx ours | onnx torch | aoti |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "parity | unflatten | onnx ours | onnx torch | aoti |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for e in entries:
-        row = bench(e, e.name in aoti_models)
+        row = bench(e, e.name in aoti_models, onnx=not opts.no_onnx)
         rows.append(row)
         ratio = None
         if row.get("torch_export") and row.get("to_torch") is not None:
@@ -204,16 +242,19 @@ def main() -> None:
             return f"{v:.3f}" if isinstance(v, float) else (v if v is not None else "-")
         print(f"| {e.name} | {f('st_export')} | {f('to_torch')} | {f('torch_export')} | "
               f"{f'{ratio:.2f}' if ratio else '-'} | {row.get('validate', row['convert'])} | "
-              f"{row.get('parity', '-')} | {row.get('onnx_ours', '-')} | "
+              f"{row.get('parity', '-')} | {row.get('unflatten', '-')} | "
+              f"{row.get('onnx_ours', '-')} | "
               f"{row.get('onnx_torch', '-')} | {row.get('aoti', '-')} |", flush=True)
     n = len(rows)
     count = lambda k, v="ok": sum(1 for r in rows if r.get(k) == v)  # noqa: E731
     worse = sum(1 for r in rows if r.get("onnx_torch") == "ok" and r.get("onnx_ours") != "ok")
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     n_aoti = sum(1 for r in rows if "aoti" in r)
+    onnx = (f"onnx ours {count('onnx_ours')}/{n} (torch's {count('onnx_torch')}/{n}), onnx "
+            f"ours-fails-where-torch-passes {worse}, " if not opts.no_onnx else "onnx skipped, ")
     print(f"deploy: converted {count('convert')}/{n}, validated {count('validate')}/{n}, "
-          f"parity {count('parity')}/{n}, onnx ours {count('onnx_ours')}/{n} (torch's "
-          f"{count('onnx_torch')}/{n}), onnx ours-fails-where-torch-passes {worse}, "
+          f"parity {count('parity')}/{n}, unflatten {count('unflatten')}/"
+          f"{n - count('unflatten', 'no submodules')}, {onnx}"
           f"aoti {count('aoti')}/{n_aoti}, export+to_torch vs torch.export "
           f"{statistics.median(ratios) if ratios else float('nan'):.2f}")
 

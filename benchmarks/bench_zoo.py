@@ -6,8 +6,14 @@ other sizes against eager, and print one table row; the last line is
 
     zoo: exported N/M, generalizes N/M, export_speedup_vs_torch R, export_vs_eager E, call_vs_eager C
 
-(medians over the models).  Also: safetrace's dynamic vs static export time.
-Run: .venv/bin/python benchmarks/bench_zoo.py [--repeats 3] [model ...]
+(medians over the models), then one line comparing the two exporters (exports, generalizes,
+wrong results, cases torch.export generalizes and safetrace does not).  Also: safetrace's
+dynamic vs static export time.  "gen" is yes when every other input runs and matches eager,
+"rejects" when one is refused (an input check or an error), "WRONG" when one runs and
+differs from eager; "match" compares the example input itself.
+The timm/torchvision entries (benchmarks/zoo/vision.py) need the zoo venv; elsewhere they
+are skipped with the command that builds it.
+Run: .venv/bin/python benchmarks/bench_zoo.py [--repeats 3] [--family timm] [--lean] [model ...]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import safetrace as st  # noqa: E402
-from benchmarks.zoo import registry  # noqa: E402
+from benchmarks.zoo import registry, vision  # noqa: E402
 from benchmarks.common import per_call, torch_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")
@@ -59,15 +65,24 @@ def close(a, b) -> bool:
     return a == b
 
 
-def generalizes(case, module) -> bool:
-    for args, kwargs in case.others:
+def run_on(case, module, inputs) -> str:
+    """'yes' when every input runs and matches eager, 'WRONG' when one runs and differs,
+    'rejects' when one is refused (eager itself computes every input of the zoo)."""
+    verdict = "yes"
+    for args, kwargs in inputs:
+        expected = case.model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         try:
-            expected = case.model(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-            if not close(expected, module(*args, **kwargs)):
-                return False
-        except Exception:  # noqa: BLE001
-            return False
-    return True
+            got = module(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - an input check or a failure inside the graph
+            verdict = "rejects" if verdict == "yes" else verdict
+            continue
+        if not close(expected, got):
+            verdict = "WRONG"
+    return verdict
+
+
+def generalizes(case, module) -> bool:
+    return run_on(case, module, case.others) == "yes"
 
 
 def nodes(ep) -> int:
@@ -114,15 +129,16 @@ def err_name(exc) -> str:
     return type(exc).__name__
 
 
-def bench(entry, repeats):
+def bench(entry, repeats, lean=False, torch_too=True):
     case = entry.factory()
     m, a, k, spec = case.model, case.args, case.kwargs, case.dynamic_shapes
     row = {"name": entry.name}
     with torch.no_grad():
-        row["eager_call"] = per_call(lambda: m(*a, **k))
+        row["eager_call"] = per_call(lambda: m(*a, **k), budget=0.1 if lean else 0.3)
         try:  # warm-up (per-op plans and caches are per process): steady-state timings
             st.export(m, a, k, dynamic_shapes=spec)
-            st.export(m, a, k)
+            if not lean:
+                st.export(m, a, k)
         except Exception:  # noqa: BLE001 - timed below, where the failure is recorded
             pass
         st_t, st_ep, st_err = timed(lambda: st.export(m, a, k, dynamic_shapes=spec), repeats)
@@ -130,14 +146,20 @@ def bench(entry, repeats):
         if st_ep is not None and st_err is None:
             st_mod = st_ep.module()
             row["st_nodes"] = nodes(st_ep)
-            row["st_gen"] = generalizes(case, st_mod)
-            row["st_call"] = per_call(lambda: st_mod(*a, **k))
-            row["st_mem"] = peak_added(lambda: st.export(m, a, k, dynamic_shapes=spec))
-            row["st_tmem"] = tensor_peak_added(
-                lambda: st.export(m, a, k, dynamic_shapes=spec))
+            row["st_match"] = run_on(case, st_mod, [(a, k)])
+            row["st_run"] = run_on(case, st_mod, case.others)
+            row["st_gen"] = row["st_run"] == "yes"
+            row["st_call"] = per_call(lambda: st_mod(*a, **k), budget=0.1 if lean else 0.3)
             row["params"] = param_bytes(m)
-            s_t, _, s_err = timed(lambda: st.export(m, a, k), repeats)
-            row["st_static"] = s_t if s_err is None else None
+            if not lean:
+                row["st_mem"] = peak_added(lambda: st.export(m, a, k, dynamic_shapes=spec))
+                row["st_tmem"] = tensor_peak_added(
+                    lambda: st.export(m, a, k, dynamic_shapes=spec))
+                s_t, _, s_err = timed(lambda: st.export(m, a, k), repeats)
+                row["st_static"] = s_t if s_err is None else None
+        if not torch_too:
+            row["tx_export"], row["tx_err"] = None, RuntimeError("not run (--no-torch)")
+            return row
         tspec = torch_spec(spec)
         t_t, t_ep, t_err = timed(
             lambda: torch.export.export(m, a, k, dynamic_shapes=tspec), 1)
@@ -145,8 +167,9 @@ def bench(entry, repeats):
         if t_ep is not None and t_err is None:
             t_mod = t_ep.module()
             row["tx_nodes"] = nodes(t_ep)
-            row["tx_gen"] = generalizes(case, t_mod)
-            row["tx_call"] = per_call(lambda: t_mod(*a, **k))
+            row["tx_run"] = run_on(case, t_mod, case.others)
+            row["tx_gen"] = row["tx_run"] == "yes"
+            row["tx_call"] = per_call(lambda: t_mod(*a, **k), budget=0.1 if lean else 0.3)
     return row
 
 
@@ -165,32 +188,54 @@ def fmt_r(x):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--family", action="append",
+                    help="hand, transformers, timm, torchvision (repeatable; default all)")
+    ap.add_argument("--lean", action="store_true",
+                    help="skip the memory, static-export and long per-call measurements")
+    ap.add_argument("--no-torch", action="store_true", help="safetrace only (no reference)")
     ap.add_argument("models", nargs="*")
     opts = ap.parse_args()
     torch.set_num_threads(1)
-    entries = [e for e in registry() if not opts.models or e.name in opts.models]
+    entries = [e for e in registry() if (not opts.models or e.name in opts.models)
+               and (not opts.family or e.family in opts.family)]
+    if not vision.available():
+        skipped = [e for e in entries if e.family in ("timm", "torchvision")]
+        if skipped:
+            print(f"skipped {len(skipped)} timm/torchvision entries: {vision.NEEDS}",
+                  file=sys.stderr)
+        entries = [e for e in entries if e not in skipped]
     torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))  # torch warm-up
     rows = []
     for e in entries:
+        t0 = time.perf_counter()
         try:
-            rows.append(bench(e, opts.repeats))
+            rows.append(bench(e, opts.repeats, opts.lean, not opts.no_torch))
         except Exception as exc:  # noqa: BLE001 - factory or eager failure
             rows.append({"name": e.name, "st_err": exc, "tx_err": exc, "eager_call": None})
-        print(f"  done {e.name}", file=sys.stderr, flush=True)
+        r = rows[-1]
+        print(f"  done {e.name} ({time.perf_counter() - t0:.0f}s): safetrace "
+              f"{r.get('st_run', repr(r.get('st_err'))[:300])}, torch.export "
+              f"{r.get('tx_run', repr(r.get('tx_err'))[:300])}", file=sys.stderr, flush=True)
 
-    head = ("| model | safetrace | gen | nodes | torch.export | gen | nodes | export st | "
+    head = ("| model | safetrace | match | gen | nodes | torch.export | gen | nodes | export st | "
             "export torch | torch/st | st/eager fwd | dyn/static | call µs eager | st | torch | "
             "st/eager | torch/eager | export tensor mem | export Python heap (tracemalloc peak) |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     speed, vs_eager, call_ratio, dyn_static, tx_call_ratio = [], [], [], [], []
     tensor_mem: list = []
-    n_ok = n_gen = 0
+    n_ok = n_gen = t_ok = t_gen = wrong = 0
+    behind = []      # torch.export generalizes, safetrace does not
     for r in rows:
         ok = r.get("st_err") is None and r.get("st_export") is not None
         tok = r.get("tx_err") is None and r.get("tx_export") is not None
         n_ok += ok
         n_gen += bool(ok and r.get("st_gen"))
+        t_ok += tok
+        t_gen += bool(tok and r.get("tx_gen"))
+        wrong += (r.get("st_match") == "WRONG") + (r.get("st_run") == "WRONG")
+        if tok and r.get("tx_gen") and not (ok and r.get("st_gen")):
+            behind.append(r["name"])
         ratio = r["tx_export"] / r["st_export"] if ok and tok else None
         ve = r["st_export"] / r["eager_call"] if ok else None
         cr = r["st_call"] / r["eager_call"] if ok else None
@@ -200,16 +245,17 @@ def main() -> None:
                        (tx_call_ratio, tcr)):
             if v is not None:
                 lst.append(v)
+        has_mem = ok and "st_tmem" in r
         tmem = (f"{r['st_tmem']} B ({100 * r['st_tmem'] / max(r['params'], 1):.1f}%)"
-                if ok else "-")
-        if ok:
+                if has_mem else "-")
+        if has_mem:
             tensor_mem.append(r["st_tmem"] / max(r["params"], 1))
         mem = (f"{r['st_mem'] / 1024:.0f} KiB ({100 * r['st_mem'] / max(r['params'], 1):.0f}% "
-               f"of {r['params'] / 1024:.0f} KiB params)") if ok else "-"
+               f"of {r['params'] / 1024:.0f} KiB params)") if has_mem else "-"
         print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
-              f"{'yes' if r.get('st_gen') else 'no' if ok else '-'} | {r.get('st_nodes', '-')} | "
+              f"{r.get('st_match', '-')} | {r.get('st_run', '-')} | {r.get('st_nodes', '-')} | "
               f"{'yes' if tok else err_name(r['tx_err'])} | "
-              f"{'yes' if r.get('tx_gen') else 'no' if tok else '-'} | {r.get('tx_nodes', '-')} | "
+              f"{r.get('tx_run', '-')} | {r.get('tx_nodes', '-')} | "
               f"{fmt_s(r.get('st_export') if ok else None)} | "
               f"{fmt_s(r.get('tx_export') if tok else None)} | {fmt_r(ratio)} | {fmt_r(ve)} | "
               f"{fmt_r(ds)} | {fmt_us(r.get('eager_call'))} | {fmt_us(r.get('st_call'))} | "
@@ -225,6 +271,10 @@ def main() -> None:
     print(f"zoo: exported {n_ok}/{len(rows)}, generalizes {n_gen}/{len(rows)}, "
           f"export_speedup_vs_torch {med(speed):.1f}, export_vs_eager {med(vs_eager):.1f}, "
           f"call_vs_eager {med(call_ratio):.2f}")
+    print(f"side by side: safetrace exports {n_ok}/{len(rows)} generalizes {n_gen}/{len(rows)}; "
+          f"torch.export exports {t_ok}/{len(rows)} generalizes {t_gen}/{len(rows)}; "
+          f"median export speedup {med(speed):.1f}x; wrong results {wrong}; torch.export "
+          f"generalizes where safetrace does not: {', '.join(behind) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,10 @@ def register_dataclass(cls: type) -> type:
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"register_dataclass expects a @dataclass class, got {cls!r}")
     if cls not in pytree.SUPPORTED_NODES:
-        pytree.register_dataclass(cls)
+        # a serialized name lets torch.export.save write a program taking the class
+        # (ep.to_torch()); torch.export.load finds it again once the class is registered
+        pytree.register_dataclass(cls, serialized_type_name=f"{cls.__module__}."
+                                                            f"{cls.__qualname__}")
     return cls
 
 

@@ -33,13 +33,13 @@ class Entry:
     name: str
     factory: Callable[[], Case]
     fast: bool = False
-    family: str = "hand"           # "hand" or "transformers"
+    family: str = "hand"           # "hand", "transformers", "timm" or "torchvision"
     note: str = ""
 
 
 def registry() -> list[Entry]:
-    from benchmarks.zoo import hand, hf
-    return hand.ENTRIES + hf.ENTRIES
+    from benchmarks.zoo import hand, hf, vision
+    return hand.ENTRIES + hf.ENTRIES + vision.ENTRIES
 
 
 def fast_entries() -> list[Entry]:

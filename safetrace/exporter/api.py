@@ -22,6 +22,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols, torch_checks_routed
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.pybuiltins import symbolic_min_max
+from safetrace.trace.pyhelpers import torch_helpers_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
@@ -31,8 +32,13 @@ from safetrace.trace.tracer import Tracer
 
 
 def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
-           dynamic_shapes: Any = None, strict: bool | None = None) -> ExportedProgram:
-    """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space."""
+           dynamic_shapes: Any = None, strict: bool | None = None,
+           preserve_module_call_signature: tuple[str, ...] = ()) -> ExportedProgram:
+    """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
+
+    ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
+    outputs, as in torch.export: ``torch.export.unflatten(ep.to_torch())`` then rebuilds
+    each as a module with its own call signature, which can be swapped for another."""
     if not isinstance(args, tuple):
         if isinstance(args, list):
             args = tuple(args)
@@ -48,20 +54,22 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return Exporter(model, fn).run(args, kwargs, dynamic_shapes)
+        return Exporter(model, fn, preserve_module_call_signature).run(args, kwargs,
+                                                                      dynamic_shapes)
     finally:
         if was_enabled:
             gc.enable()
 
 
 class Exporter:
-    def __init__(self, model: Any, fn: Callable) -> None:
+    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = ()) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
             fn = model.forward if isinstance(model, torch.nn.Module) else model
         self.model = model
         self.fn = fn
+        self.preserve = preserve
         self.graph = torch.fx.Graph()
         self.state: dict[int, torch.fx.Node] = {}
         self.state_tensors: dict[str, torch.Tensor] = {}
@@ -98,8 +106,13 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
+<<<<<<< HEAD
                         symbolic_min_max(), number_calls_routed(self.model, self.fn), \
                         tracer, module_stack(self.model, tracer):
+=======
+                        symbolic_min_max(), \
+                        tracer, module_stack(self.model, tracer, self.preserve) as tree:
+>>>>>>> main
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
@@ -140,6 +153,7 @@ class Exporter:
             state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
+        ep.module_tree = tree  # submodule paths and preserved calls (interop)
         ep.retrace = export
         return ep
 
@@ -366,7 +380,8 @@ def _exporting() -> Iterator[None]:
     seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
     failed = True
     try:
-        yield
+        with torch_helpers_routed():  # torch.broadcast_shapes, the generator's state
+            yield
         failed = False
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved

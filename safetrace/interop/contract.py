@@ -190,31 +190,7 @@ class ContractEmitter:
 
     def node(self, e: Expr) -> Any:
         """The graph node computing our expression `e` from the input sizes."""
-        if e.op == "const":
-            return e.value
-        hit = self.nodes.get(e)
-        if hit is not None:
-            return hit
-        call = self.conv.call
-        if e.op == "sym":
-            raise _error(f"symbol {e.name} is read from no input dim")
-        if e.op in ("add", "mul", "and", "or", "min", "max"):
-            fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
-                  "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
-            parts = [self.node(a) for a in e.args]
-            node = parts[0]
-            for p in parts[1:]:
-                node = call(fn, (node, p))
-        elif e.op in _CMP:
-            node = call(_CMP[e.op], tuple(self.node(a) for a in e.args))
-        elif e.op in _ARITH:
-            node = call(_ARITH[e.op], tuple(self.node(a) for a in e.args))
-        elif e.op == "not":
-            node = call(operator.not_, (self.node(e.args[0]),))
-        else:  # pragma: no cover - the engine's op set is closed
-            raise _error(f"no graph form for {e}")
-        self.nodes[e] = node
-        return node
+        return expr_node(e, self.nodes, self.conv.call)
 
     def root_ranges(self) -> dict:
         """torch symbol -> (lo, hi) as our contract declares it."""
@@ -276,6 +252,38 @@ class ContractEmitter:
             return self.env.decide(cond) is True
         except Exception:  # noqa: BLE001 - undecidable here means not implied
             return False
+
+
+def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
+    """The graph node computing our expression `e`: `nodes` holds (and caches) the nodes
+    already known, `leaf(e)` may supply one more (or None); `call` appends a node."""
+    if e.op == "const":
+        return e.value
+    hit = nodes.get(e)
+    if hit is None and leaf is not None:
+        hit = leaf(e)
+    if hit is not None:
+        nodes[e] = hit
+        return hit
+    if e.op == "sym":
+        raise _error(f"symbol {e.name} is read from no input dim")
+    if e.op in ("add", "mul", "and", "or", "min", "max"):
+        fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
+              "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
+        parts = [expr_node(a, nodes, call, leaf) for a in e.args]
+        node = parts[0]
+        for p in parts[1:]:
+            node = call(fn, (node, p))
+    elif e.op in _CMP:
+        node = call(_CMP[e.op], tuple(expr_node(a, nodes, call, leaf) for a in e.args))
+    elif e.op in _ARITH:
+        node = call(_ARITH[e.op], tuple(expr_node(a, nodes, call, leaf) for a in e.args))
+    elif e.op == "not":
+        node = call(operator.not_, (expr_node(e.args[0], nodes, call, leaf),))
+    else:  # pragma: no cover - the engine's op set is closed
+        raise _error(f"no graph form for {e}")
+    nodes[e] = node
+    return node
 
 
 def evaluate(e: Expr, values: dict) -> Any:

@@ -27,8 +27,9 @@ from torch.utils import _pytree
 
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.contract import ContractEmitter, from_sympy
-from safetrace.interop.hierarchy import submodule_fqns
+from safetrace.interop.contract import ContractEmitter, evaluate, from_sympy
+from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
+from safetrace.interop.hops import convert_get_attr
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -40,6 +41,12 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
+# Ops whose fake kernels (Python decompositions looping over time steps) specialize the
+# sequence length: their outputs' metadata is ours instead, so the converted program
+# keeps that dim dynamic (unflatten's input checks and compilers read these values).
+_SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
+                      ("gru", "rnn_tanh", "rnn_relu")) + tuple(
+    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu"))
 
 
 def convert(ep: Any, *, strict: bool = False) -> Any:
@@ -62,6 +69,8 @@ class _Converter:
         self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
+        self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
+        self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -76,6 +85,9 @@ class _Converter:
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
         self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
+        calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+        self.stacks = dict(zip(calls, fill_stacks(calls)))
+        self.bounds = Boundaries(self, getattr(ep, "module_tree", None), self.stacks)
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
@@ -89,17 +101,16 @@ class _Converter:
             for node in ep.graph.nodes:
                 if node.op == "call_function":
                     self._call(node)
-                elif node.op == "get_attr":
-                    raise ConversionError(
-                        f"node {node.name}{_where(node)}: the program has control flow "
-                        f"(a cond/map/while subgraph); ep.to_torch() does not convert "
-                        f"subgraphs yet.\nFix: export the branch taken with plain Python "
-                        f"control flow (it becomes a guard), or deploy with st.save/st.load")
+                elif node.op == "get_attr":  # a control-flow subgraph
+                    self.env[node] = convert_get_attr(self, node, ep.graph)
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
         _provenance(self.graph)
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        root = torch.nn.Module()
+        for name, sub in self.attrs.items():
+            root.add_module(name, sub)
+        gm = torch.fx.GraphModule(root, self.graph)
         gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
@@ -205,15 +216,25 @@ class _Converter:
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
-        vals = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["val"])
+        subs = self.submodule_of
+        vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
+                                     else n.meta["val"])
         return target(*vals[0], **vals[1])
+
+    def error(self, message: str) -> ConversionError:
+        return ConversionError(message)
+
+    def call_node(self, node: torch.fx.Node) -> None:
+        """Convert one of our call_function nodes (of the program or a subgraph)."""
+        self._call(node)
 
     def _call(self, node: torch.fx.Node) -> None:
         from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
 
         target = node.target
-        args = torch.fx.node.map_arg(node.args, self.env.__getitem__)
-        kwargs = torch.fx.node.map_arg(node.kwargs, self.env.__getitem__)
+        arg = self.bounds.arg
+        args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
         if target in _DROP:
             self.env[node] = args[0]
             return
@@ -228,7 +249,8 @@ class _Converter:
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
-        if not isinstance(target, torch._ops.OpOverload) and target not in \
+        if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
+                and target not in \
                 _training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
@@ -243,13 +265,16 @@ class _Converter:
             kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = self.graph.call_function(target, args, kwargs)
         new.name = self.graph._graph_namespace.create_name(node.name, new)
-        for k in ("stack_trace", "nn_module_stack", "source_fn_stack", "torch_fn"):
+        for k in ("stack_trace", "source_fn_stack", "torch_fn"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
+        if self.stacks.get(node):
+            new.meta["nn_module_stack"] = self.stacks[node]
         self.env[node] = new
         self.current = node
         try:
-            val = self._run(target, args, kwargs)
+            val = self._from_ours(node) if target in _SPECIALIZING else \
+                self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
             raise ConversionError(_why_failed(node, target, exc)) from exc
         new.meta["val"] = val
@@ -257,6 +282,20 @@ class _Converter:
         bindings = compute_unbacked_bindings(self.shape_env, val)
         if bindings:
             new.meta["unbacked_bindings"] = bindings
+
+    def _from_ours(self, node: torch.fx.Node) -> Any:
+        """Fake outputs of our shapes (proven for the whole input space) for an op whose
+        fake kernel would pin a dynamic size."""
+        def one(p: Any) -> Any:
+            if not isinstance(p, torch.Tensor):
+                return p
+            sizes = [s if isinstance(s, int) else evaluate(
+                to_expr(s.expr if hasattr(s, "expr") else s), self.emitter.values)
+                for s in p.shape]
+            return torch.empty(sizes, dtype=p.dtype, device=p.device)
+
+        ours = node.meta["val"]
+        return tuple(one(p) for p in ours) if isinstance(ours, (tuple, list)) else one(ours)
 
     def _same_shape(self, node: torch.fx.Node, val: Any) -> None:
         """torch's shape of a tensor node must be ours (a difference would be a narrower or
@@ -436,8 +475,17 @@ class _Converter:
             outputs=[s.arg for s in outputs if s.kind == OutputKind.USER_OUTPUT],
             in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
             forward_arg_names=self._arg_names())
-        return [ModuleCallEntry(fqn="", signature=signature)] + [
-            ModuleCallEntry(fqn=fqn, signature=None) for fqn in submodule_fqns(self.graph)]
+        # every submodule (torch's unflatten adds an empty module for one the forward
+        # never calls, e.g. a dropout that attention takes only the rate of), parents first
+        tree = getattr(self.ep, "module_tree", None)
+        fqns = list(tree.modules) if tree is not None else []
+        fqns += [f for f in submodule_fqns(self.graph) if f and f not in fqns]
+        kept = self.bounds.signatures()
+        entries = [ModuleCallEntry(fqn="", signature=signature)]
+        entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
+        # later calls of a preserved module last, as torch.export lists them
+        return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
+                          if "@" in k]
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
@@ -454,12 +502,12 @@ def _provenance(graph: torch.fx.Graph) -> None:
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
     root = {"L__self__": ("", "torch.nn.modules.module.Module")}
-    for node in graph.nodes:
-        if node.op == "call_function":
-            node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
-                                                 NodeSourceAction.CREATE)]
-            # torch's stacks start at the root module (unflatten reads every node's)
-            node.meta["nn_module_stack"] = {**root, **node.meta.get("nn_module_stack", {})}
+    calls = [n for n in graph.nodes if n.op == "call_function"]
+    for node, stack in zip(calls, fill_stacks(calls)):
+        node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
+                                             NodeSourceAction.CREATE)]
+        # torch's stacks start at the root module (unflatten reads every node's)
+        node.meta["nn_module_stack"] = {**root, **stack}
 
 
 def _training_verifier() -> Any:
@@ -494,7 +542,13 @@ def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = (f"cannot convert node {node.name} ({op}){_where(node)}: torch's FakeTensor "
             f"propagation failed: {type(exc).__name__}: {first}")
-    if isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        text += (f"\ntorch's {target.__name__} cannot take this program's use of it (safetrace "
+                 f"can: a while_loop whose carried sizes change, branches whose outputs "
+                 f"differ in ways torch's cond refuses).\nFix: keep each carried value's and "
+                 f"branch output's shape fixed (pad it), or deploy this program with "
+                 f"st.save/st.load")
+    elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
         text += (f"\nFix: {op} needs a fake implementation registered with torch "
                  f"(torch.library.register_fake({op!r})); a safetrace-only fake "
                  f"(st.register_fake) or shape rule is not visible to torch")

@@ -253,7 +253,11 @@ def linalg_lstsq(self: TensorMeta, b: TensorMeta, rcond: float | None = None, *,
 # -- decompositions -------------------------------------------------------------------------
 
 
-@rule(aten.linalg_cholesky.default, aten.cholesky.default)
+# torch 2.14 dropped aten.cholesky (torch.cholesky reaches linalg_cholesky there).
+_CHOLESKY = (aten.cholesky.default,) if hasattr(aten, "cholesky") else ()
+
+
+@rule(aten.linalg_cholesky.default, *_CHOLESKY)
 def linalg_cholesky(self: TensorMeta, upper: bool = False) -> TensorMeta:
     """The triangular factor: A's shape and dtype."""
     square("linalg.cholesky", self)

@@ -62,6 +62,7 @@ class Builder:
         self.external = external
         self.allow_ops = allow_ops
         self.budgets = budgets
+        self.targets: dict = {}  # call target name -> resolved target or why it is unknown
 
     def build(self) -> Any:
 
@@ -94,6 +95,8 @@ class Builder:
         ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         ep.retrace = export  # run_decompositions retraces with st.export
+        ep.dim_names = self._dim_names(contract)
+        ep.exported_training = expect(self.doc.get("training", False), bool, "training")
         # (format 1 also stores these two; the program derives them from its contract)
         self._range_constraints()
         self._pairs("dims_report", str)
@@ -311,7 +314,9 @@ class Builder:
             cache[real] = self.container.tensor(real)
         t = cache[real]
         if dtype is torch.complex128 and t.dtype is torch.float64 and t.shape[-1:] == (2,):
-            t = torch.view_as_complex(t)
+            # a file from before the safetrace.dtypes entry: the pairs, aligned to 16 bytes
+            # (complex128 kernels load with aligned instructions: misaligned, they crash)
+            t = torch.view_as_complex(t if t.data_ptr() % 16 == 0 else t.clone())
         if dtype is not None and (t.dtype is not dtype or tuple(t.shape) != shape):
             raise fail(where, f"stored tensor is {t.dtype} {list(t.shape)}, the program "
                               f"declares {dtype} {list(shape)}")
@@ -358,7 +363,7 @@ class Builder:
                 placeholders.append(node)
             elif op == "call_function":
                 tname = item.get("target")
-                target = name_to_target(tname, where)
+                target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
                                        self.budgets, self.max_numel)
@@ -475,6 +480,20 @@ class Builder:
             out[sym(_symbol(r[0], where))] = ValueRange(-math.inf if lo is None else lo,
                                                          math.inf if hi is None else hi)
         return out
+
+    def _dim_names(self, contract: Any) -> dict:
+        """symbol -> the user's Dim name; each symbol one of the contract's."""
+        if "dim_names" not in self.doc:
+            return {}
+        names = self._pairs("dim_names", str)
+        for i, (sym_name, dim_name) in enumerate(names.items()):
+            if contract.symbol(sym_name) is None:
+                raise fail(f"dim_names[{i}]", f"{sym_name[:40]!r} is not a symbol of the "
+                                              f"program's contract")
+            if not dim_name.isidentifier() or len(dim_name) > 200:
+                raise fail(f"dim_names[{i}]", "a Dim name must be a Python identifier of "
+                                              "at most 200 characters")
+        return names
 
     def _pairs(self, key: str, kind: type) -> dict:
         out = {}

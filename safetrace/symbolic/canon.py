@@ -98,6 +98,17 @@ def canon_cmp(kind: str, d: Expr) -> Expr:
         if g > 1:
             c = -((-c) // g)
             t = {m: k // g for m, k in t.items()}
+        if len(t) == 1:
+            ((mono, k),) = t.items()
+            f = mono[0]
+            if len(mono) == 1 and f.op == "floordiv" and f.args[1].op == "const" \
+                    and int(f.args[1].value) > 0:  # type: ignore[arg-type]
+                # a//m <= K is a <= K*m + m - 1, and a//m >= K is a >= K*m: a stride's
+                # `(h + 1)//2 >= 1` is the range fact `h >= 1`, not a residual condition
+                a, m = f.args[0], int(f.args[1].value)  # type: ignore[arg-type]
+                if k > 0:
+                    return canon_cmp("le", add(a, const(c * m - m + 1)))
+                return canon_cmp("le", sub(const(c * m), a))
     else:
         if c % g:
             return FALSE if kind == "eq" else TRUE

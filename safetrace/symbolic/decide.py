@@ -9,6 +9,7 @@ otherwise it is None.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import gcd
 from typing import AbstractSet, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
@@ -188,6 +189,8 @@ def simplify(env: Facts, e: Expr) -> Expr:
         q = _exact_quotient(r.args[0], r.args[1])
         if q is not None and 0 not in bounds_of(env, r.args[1]):
             r = simplify(env, q) if rop == "floordiv" else ZERO
+        elif 0 not in bounds_of(env, r.args[1]):
+            r = _cancel_monomial(env, r)
     elif rop == "add" or rop == "mul":
         r = _fold_exact_division(env, r)
     cache[e] = r
@@ -209,6 +212,29 @@ def _exact_quotient(a: Expr, b: Expr) -> Expr | None:
             t = mul(t, f)
         q = add(q, t)
     return q
+
+
+def _cancel_monomial(env: Facts, r: Expr) -> Expr:
+    """``(k*M*a) // (j*M)`` is ``(k*a) // j`` and ``(k*M*a) % (j*M)`` is ``M*((k*a) % j)``
+    for a monomial M != 0 dividing every term (a reshape's ``(256*b) % (4*b) == 0``): the
+    two sides are equal as rationals before the floor, and the remainder scales by M."""
+    dterms = terms(r.args[1])
+    if len(dterms) != 1 or not dterms[0][0]:
+        return r
+    dmono, dk = dterms[0]
+    rest = ZERO
+    for mono, k in terms(r.args[0]):
+        left = list(mono)
+        for f in dmono:
+            i = next((j for j, g in enumerate(left) if g is f), None)  # interned: identity
+            if i is None:
+                return r
+            del left[i]
+        rest = add(rest, scale(_product(tuple(left)), k))
+    kd = const(dk)
+    if r.op == "floordiv":
+        return simplify(env, rebuild("floordiv", (rest, kd)))
+    return simplify(env, mul(_product(dmono), rebuild("mod", (rest, kd))))
 
 
 def _divisible(env: Facts, x: Expr, m: int) -> bool:
@@ -234,6 +260,28 @@ def _prune_minmax(env: Facts, r: Expr) -> Expr:
     if len(keep) == len(r.args):
         return r
     return rebuild(r.op, tuple(keep))
+
+
+def _round_ups(e: Expr, memo: dict[Expr, Expr]) -> Expr:
+    """``e`` with each ``(j*a) % m`` (j = -1 mod m, the pad of a to a multiple of m: torch
+    code's ``(m - a % m) % m``, or ``a % 2``) written ``m*((a + m - 1)//m) - a``, so that
+    ``a + pad`` is a rounded-up division and chains of them collapse."""
+    r = memo.get(e)
+    if r is not None:
+        return r
+    r = e
+    if e.args and e.op not in ("const", "fconst", "sym"):
+        args = tuple([_round_ups(a, memo) for a in e.args])
+        if any(x is not y for x, y in zip(args, e.args)):
+            r = rebuild(e.op, args)
+        if r.op == "mod" and r.args[1].op == "const":
+            m = int(r.args[1].value)  # type: ignore[arg-type]
+            inner = terms(r.args[0])
+            if m >= 2 and len(inner) == 1 and inner[0][0] and inner[0][1] % m == m - 1:
+                a = _product(inner[0][0])
+                r = sub(scale(rebuild("floordiv", (add(a, const(m - 1)), const(m))), m), a)
+    memo[e] = r
+    return r
 
 
 def _fold_exact_division(env: Facts, r: Expr) -> Expr:
@@ -268,7 +316,32 @@ def nonneg(env: Facts, f: Expr) -> bool:
     for g in env.linear:
         if bounds_of(env, sub(f, g)).lo >= 0:
             return True
-    return False
+    h = _floors_as_remainders(f)
+    return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
+
+
+def _floors_as_remainders(f: Expr) -> Expr | None:
+    """A positive multiple of ``f`` with each linear term ``k*(a//m)`` (m > 0) written as
+    ``k*(a - a % m)/m``, or None when f has no such term.  The two are equal for every a,
+    and ``a`` then cancels against f's other terms while ``a % m`` keeps its range
+    [0, m - 1]: TF "same" padding asks ``x <= 2*((x + 1)//2)``, whose interval bounds
+    are [-inf, inf] but whose rewrite is ``1 - (x + 1) % 2 >= 0``."""
+    floors = [(mono[0], k) for mono, k in terms(f) if len(mono) == 1
+              and mono[0].op == "floordiv" and mono[0].args[1].op == "const"
+              and int(mono[0].args[1].value) > 0]  # type: ignore[arg-type]
+    if not floors:
+        return None
+    lcm = 1
+    for fl, _ in floors:
+        m = int(fl.args[1].value)  # type: ignore[arg-type]
+        lcm = lcm * m // gcd(lcm, m)
+    out = scale(f, lcm)
+    for fl, k in floors:
+        a, den = fl.args
+        m = int(den.value)  # type: ignore[arg-type]
+        out = add(out, scale(fl, -lcm * k))
+        out = add(out, scale(sub(a, mod(a, den)), lcm // m * k))
+    return out
 
 
 def decide(env: Facts, cond: Expr) -> bool | None:
@@ -281,6 +354,10 @@ def decide(env: Facts, cond: Expr) -> bool | None:
         return r  # type: ignore[return-value]
     env.cache.decided[c] = None  # guards against re-entrant loops through min/max pruning
     r = _decide(env, c)
+    if r is None and c.op in ("le", "lt", "ge", "eq", "ne"):
+        c2 = _round_ups(c, {})
+        if c2 is not c:  # window padding: decided on its rounded-up form (same values)
+            r = decide(env, c2)
     env.cache.decided[c] = r
     return r
 

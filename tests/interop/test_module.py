@@ -57,3 +57,21 @@ def test_eval_is_refused_when_a_train_mode_graph_has_batch_norm():
         ep.module().eval()
     plain = st.export(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
     plain.module().eval()  # nothing in the graph depends on the mode
+
+
+def test_dynamo_explain_finds_one_graph_and_no_break_on_a_zoo_model():
+    import torch._dynamo
+
+    from benchmarks.zoo import by_name
+
+    case = by_name("mlp").factory()
+    m = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes).module()
+    torch._dynamo.reset()
+    try:
+        explained = torch._dynamo.explain(m)(*case.args)
+    finally:
+        torch._dynamo.reset()
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+        explained.break_reasons
+    with pytest.raises(RuntimeError, match="exported in eval mode"):
+        m.train()

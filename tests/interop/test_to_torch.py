@@ -171,22 +171,3 @@ def test_strict_refuses_what_torch_assumed_inside_kernels():
     assert any("torch's shape propagation assumed" in str(w.message) for w in seen)
     with pytest.raises(st.ConversionError, match="strict"):
         ep.to_torch(strict=True)
-
-
-def test_unflatten_rebuilds_the_submodule_tree():
-    """nn_module_stack on every node and the module call graph: torch.export.unflatten
-    rebuilds a ResNet's stem / layers / head, with the same numerics."""
-    case = by_name("resnet").factory()
-    with torch.no_grad():
-        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
-        stacks = [n.meta.get("nn_module_stack") for n in ep.graph.nodes
-                  if n.op == "call_function" and "convolution" in str(n.target)
-                  or "conv2d" in str(n.target)]
-        assert stacks and all(s for s in stacks)
-        assert any(fqn == "layers.1.c1" for s in stacks for fqn, _ in s.values())
-        tree = torch.export.unflatten(_convert(ep))
-        names = {n for n, _ in tree.named_modules() if n}
-        assert names == {n for n, _ in case.model.named_modules() if n}
-        for args, kwargs in [(case.args, case.kwargs)] + case.others:
-            torch.testing.assert_close(tree(*args, **kwargs), case.model(*args, **kwargs),
-                                       rtol=1e-4, atol=1e-4)
