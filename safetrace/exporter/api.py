@@ -106,13 +106,8 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
-<<<<<<< HEAD
                         symbolic_min_max(), number_calls_routed(self.model, self.fn), \
-                        tracer, module_stack(self.model, tracer):
-=======
-                        symbolic_min_max(), \
                         tracer, module_stack(self.model, tracer, self.preserve) as tree:
->>>>>>> main
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
