@@ -4,7 +4,9 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5]
 Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
 WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
-shrunk reproducer each.
+shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
+on their example, and a table of refusal classes (error class + normalized first line),
+with --torch-export P the share of a sample of each class that torch.export exports.
 """
 
 from __future__ import annotations
@@ -28,10 +30,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--inputs", type=int, default=24, help="input sizes per exported program")
     ap.add_argument("--show", type=int, default=0, help="print this many classes, shrunk")
+    ap.add_argument("--torch-export", type=float, default=0.05,
+                    help="share of refused programs also tried with torch.export")
+    ap.add_argument("--refusals", type=int, default=25, help="refusal classes to list")
+    ap.add_argument("--refusal-examples", type=int, default=0,
+                    help="print an example program of the first N refusal classes")
     opts = ap.parse_args()
     torch.set_num_threads(1)
-    stats = fuzz(seed=opts.seed, seconds=opts.minutes * 60, n_inputs=opts.inputs)
+    stats = fuzz(seed=opts.seed, seconds=opts.minutes * 60, n_inputs=opts.inputs,
+                 torch_export_p=opts.torch_export)
     print(stats.line(), flush=True)
+    print(stats.refusal_line())
+    print(stats.refusals.table(opts.refusals), flush=True)
+    for key, _ in stats.refusals.counts.most_common(opts.refusal_examples):
+        program, spec, _ = stats.refusals.examples[key]
+        print(f"\n--- refused: {key}\n  spec {spec!r}\n{program.source()}")
     if opts.show:
         groups = classes(stats.findings)
         bad = sorted(groups.items(), key=lambda kv: (kv[0][0] == "over_rejection", -len(kv[1])))

@@ -346,6 +346,18 @@ def check_never_holds(cond: str, detail: str, origin: str) -> CheckNeverHolds:
         fix="correct the check, or export with example inputs (and a spec) for which it holds")
 
 
+def check_false(source: str, msg: str | None) -> CheckNeverHolds:
+    """A check whose condition is already False while tracing (a plain bool, or sizes whose
+    ranges decide it): eager would fail it on every input the trace stands for."""
+    said = f" (message: {msg!r})" if msg else ""
+    return CheckNeverHolds(
+        f"the check at {source} is false while exporting{said}: its condition does not "
+        f"depend on tensor data and already evaluates to False for the example inputs (and "
+        f"every input of the same static sizes), so the program would fail it on every call",
+        fix="correct the check, or export with example inputs (and a spec) for which it "
+            "holds", where=Where(source=source))
+
+
 # -- data-dependent ---------------------------------------------------------------------------
 class DataDependentDecision(DataDependentError):
     """Python code branches on a value computed from data that export cannot decide."""
@@ -433,6 +445,17 @@ def seeded_generator() -> UnsupportedConstruct:
         "(torch.manual_seed / torch.seed in forward); an exported graph cannot capture "
         "generator state, so its random numbers would not repeat eager's.",
         "seed outside the model, before calling it")
+
+
+def rng_state_call(call: str, source: str) -> UnsupportedConstruct:
+    """The traced code reads or sets the default generator's state (a seed read becomes a
+    constant of the graph; a reseed in forward repeats eager's numbers on every call)."""
+    return unsupported_construct(
+        f"{call} at {source} reads or sets the state of torch's default random "
+        f"generator; an exported graph cannot capture generator state, so it would keep "
+        f"the value seen at export (or never reseed) where eager follows the generator.",
+        "seed outside the model, before calling it; a seed the model needs can be an input "
+        "(a tensor) or a constant", source)
 
 
 # -- run time: the input checks of an exported program ---------------------------------------

@@ -22,6 +22,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols, torch_checks_routed
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.pybuiltins import symbolic_min_max
+from safetrace.trace.pyhelpers import torch_helpers_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
@@ -373,7 +374,8 @@ def _exporting() -> Iterator[None]:
     seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
     failed = True
     try:
-        yield
+        with torch_helpers_routed():  # torch.broadcast_shapes, the generator's state
+            yield
         failed = False
     finally:
         tc._is_compiling_flag, tc._is_exporting_flag = saved

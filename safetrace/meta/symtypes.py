@@ -217,6 +217,27 @@ class TorchSymBool(SymBool, torch.SymBool):
     def __sym_float__(self) -> float:
         return float(bool(self))
 
+    # A bool is an int in Python arithmetic (`(n > 1) * n + 1`): decided (a guard on the
+    # condition alone), then 0 or 1, so that the other operand stays symbolic (torch.SymBool's
+    # own operators would need a SymNode).
+    def __add__(self, o: Any) -> Any:
+        return int(bool(self)) + o
+
+    def __radd__(self, o: Any) -> Any:
+        return o + int(bool(self))
+
+    def __sub__(self, o: Any) -> Any:
+        return int(bool(self)) - o
+
+    def __rsub__(self, o: Any) -> Any:
+        return o - int(bool(self))
+
+    def __mul__(self, o: Any) -> Any:
+        return int(bool(self)) * o
+
+    def __rmul__(self, o: Any) -> Any:
+        return o * int(bool(self))
+
 
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()

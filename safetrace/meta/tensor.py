@@ -18,11 +18,12 @@ class TensorMeta:
     ``bounds`` optionally holds (lo, hi): limits every element's value is known to obey
     (``count_nonzero(x)`` lies in [0, x.numel()]); ``.item()`` turns them into the range
     of the data-dependent value it returns.  ``mask_count`` remembers how many elements
-    of a bool mask are True once ``x[mask]`` asked, so ``x[m]`` and ``y[m]`` agree.
+    of a bool mask are True once ``x[mask]`` asked, so ``x[m]`` and ``y[m]`` agree; masks
+    computed the same way from the same values (``x > 1`` twice, no write between) share
+    one count (``share_mask_count``).
     """
 
-    __slots__ = ("shape", "dtype", "device", "_bounds", "_mask_count", "_bounds_epoch",
-                 "_mask_epoch")
+    __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
@@ -31,8 +32,8 @@ class TensorMeta:
         self.device = device
         self._bounds = bounds
         self._bounds_epoch = ACTIVE.data_epoch
-        self._mask_count = None  # for a bool mask: its (symbolic) number of True elements
-        self._mask_epoch = 0
+        # for a bool mask: [its (symbolic) number of True elements, the epoch it holds in]
+        self._mask_cell: list = [None, 0]
 
     # Facts about the values hold until the next in-place write anywhere (a write through
     # any alias may change them): then they read as unknown.
@@ -46,11 +47,17 @@ class TensorMeta:
 
     @property
     def mask_count(self) -> Any:
-        return self._mask_count if self._mask_epoch == ACTIVE.data_epoch else None
+        cell = self._mask_cell
+        return cell[0] if cell[1] == ACTIVE.data_epoch else None
 
     @mask_count.setter
     def mask_count(self, value: Any) -> None:
-        self._mask_count, self._mask_epoch = value, ACTIVE.data_epoch
+        self._mask_cell[:] = [value, ACTIVE.data_epoch]
+
+    def share_mask_count(self, other: TensorMeta) -> None:
+        """This mask has the same values as `other` (the same op on the same values): one
+        count for both, whichever is indexed first."""
+        self._mask_cell = other._mask_cell
 
     @property
     def ndim(self) -> int:

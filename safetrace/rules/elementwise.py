@@ -411,9 +411,10 @@ def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorM
 # -- writing into self ------------------------------------------------------------------
 
 
-@rule(aten.copy_.default)
-def copy_(self: TensorMeta, src: TensorMeta, non_blocking: bool = False) -> TensorMeta:
-    """copy_: src broadcasts to self's shape; any dtype converts."""
+@rule(aten.copy_.default, aten.copy_.Tensor, aten.copy_.int, aten.copy_.float)
+def copy_(self: TensorMeta, src: Any, non_blocking: bool = False) -> TensorMeta:
+    """copy_: src (a tensor or a number: ``t.copy_(2.0)``) broadcasts to self's shape; any
+    dtype converts."""
     same_shape("copy_", self, broadcast_shapes(self.shape, shape_of(src), op="copy_"))
     return self.like()
 

@@ -53,6 +53,8 @@ def _int_operand(o: object) -> Expr | None:
         return o.expr  # type: ignore[attr-defined, no-any-return]
     if isinstance(o, int):
         return const(int(o))
+    if isinstance(o, SymBool):  # a bool is an int (`n * (m > 2)`): decided, n stays symbolic
+        return const(int(bool(o)))
     return None
 
 

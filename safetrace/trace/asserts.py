@@ -12,10 +12,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import check_never_holds, runtime_check_failed
+from safetrace.errors import check_false, check_never_holds, runtime_check_failed
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer
-from safetrace.trace.source import from_text, stack_trace
+from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
 
 
@@ -35,6 +35,8 @@ def check(cond: Any, msg: Any = None) -> None:
     if isinstance(cond, torch.Tensor):
         cond = bool(cond)  # a real tensor; a proxy raises a data-dependent error here
     if not cond:
+        if active_tracer() is not None:  # false at export: say so there, naming the check
+            raise check_false(short(stack_trace(2)), None if msg is None else str(msg))
         raise runtime_check_failed(msg)
 
 
@@ -96,7 +98,7 @@ def torch_checks_routed() -> Iterator[None]:
     saved: tuple[Callable, Callable] = (torch._check, torch._check_is_size)
 
     def _check(cond: Any, message: Any = None) -> None:
-        if isinstance(cond, SymBool):
+        if isinstance(cond, (SymBool, bool)):  # a False bool: the export error naming it
             check(cond, message)
         else:
             saved[0](cond, message)

@@ -190,6 +190,12 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
             return None
     if len(args) > len(pos):
         return None
+    if any(v is None for v in args):
+        # torch's argument parser takes None for an int list whose default is [] (the
+        # `stride=None` of the pooling functions): the default
+        args = tuple([] if v is None and spec.kind == "list" and spec.has_default and
+                     not spec.optional and spec.default == [] else v
+                     for spec, v in zip(pos, args))
     if not trusted:
         for spec, v in zip(pos, args):
             if not matches(spec, v, loose and spec.name != "self"):

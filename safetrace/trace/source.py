@@ -54,7 +54,7 @@ def library_frame(depth: int = 2) -> str:
         return ""
     name = f.f_code.co_filename[len(os.path.dirname(_SKIP_DIRS[0].rstrip(os.sep))) + 1:]
     code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
-    return f"{name}:{f.f_lineno} `{code}` (in {f.f_code.co_name})"
+    return f"{name}:{f.f_lineno}{quoted(code)} (in {f.f_code.co_name})"
 
 
 def stack_trace(depth: int = 2) -> str:
@@ -85,18 +85,28 @@ def parse(trace: object) -> tuple[str, str, str, str] | None:
     return path, line, head.split(" in ")[-1], code.strip()
 
 
+def quoted(code: str) -> str:
+    """`` `code` `` after a location; '' when the line is unknown (code run by exec() or
+    typed at a prompt has no source line in linecache)."""
+    return f" `{code}`" if code else ""
+
+
 def short(trace: str) -> str:
     """``model.py:12 `return x + y``` from a stack_trace string."""
     p = parse(trace)
     if p is None:
         return trace or "<unknown location>"
-    return f"{os.path.basename(p[0])}:{p[1]} `{p[3]}`"
+    return f"{os.path.basename(p[0])}:{p[1]}{quoted(p[3])}"
 
 
 def from_text(trace: object) -> str:
-    """`` (from `y @ z` at model.py:12)`` for a stack_trace string ('' when unknown)."""
+    """`` (from `y @ z` at model.py:12)`` for a stack_trace string ('' when unknown); without
+    a source line: `` (from model.py:12)``."""
     p = parse(trace)
-    return "" if p is None else f" (from `{p[3]}` at {os.path.basename(p[0])}:{p[1]})"
+    if p is None:
+        return ""
+    where = f"{os.path.basename(p[0])}:{p[1]}"
+    return f" (from `{p[3]}` at {where})" if p[3] else f" (from {where})"
 
 
 def location(trace: str) -> str:

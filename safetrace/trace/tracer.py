@@ -22,6 +22,7 @@ from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpErro
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
+from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace.current import set_active_tracer
@@ -31,10 +32,12 @@ from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
+from safetrace.trace import shims
+from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
-from safetrace.trace.values import VALUE_OPS, scalar_value
+from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
@@ -80,17 +83,46 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
+        self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
+        self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
+        # made in: its value is known until something is written in place
+        self.literals: dict[int, int] = {}
+        # bool masks by how they were computed (see _number_mask)
+        self.value_numbers: dict[torch.fx.Node, tuple] = {}
+        self.masks_by_value: dict[tuple, Proxy] = {}
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
-        self._saved_env.append((ACTIVE.env, set_active_tracer(self)))
-        ACTIVE.env = self.env
+        env = self.env
+        self._saved_env.append((ACTIVE.env, set_active_tracer(self),
+                                (env.on_settled, env.settle_policy) if env is not None
+                                else None, shims.enter()))
+        ACTIVE.env = env
+        if env is not None:
+            env.on_settled = self._assert_settled
+            env.settle_policy = lambda q: oblivious_answer(env, q)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous = self._saved_env.pop()
+        ACTIVE.env, previous, hooks, saved_shims = self._saved_env.pop()
+        shims.leave(saved_shims)
+        if self.env is not None:
+            self.env.on_settled, self.env.settle_policy = hooks
         set_active_tracer(previous)
         return super().__exit__(*exc)
+
+    def _assert_settled(self, item: Any) -> None:
+        """A size-oblivious answer the excluded values would contradict: a run-time
+        assertion, placed before the op that asked (once its sizes have graph nodes)."""
+        msg = f"the program was traced for it (size-oblivious: {item.why})"
+        origin = item.origin if isinstance(item.origin, str) else ""
+        if not self.recording:  # inside a custom op's fake: after the op
+            self.pending_checks.append((item.cond, msg, origin))
+        elif all(n in self.sym_sources for n in item.cond.free_symbols):
+            emit_assert(self, item.cond, msg, origin)
+        else:  # a size the current op creates: asserted right after it
+            self.unsourced_settled.append((item.cond, msg, origin))
 
     # -- the mode --------------------------------------------------------------------
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
@@ -231,6 +263,11 @@ class Tracer(TorchFunctionMode):
         """
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
+        if out is None and self.recording and (self.const_nodes or self.folded) and \
+                not any(type(a) is Proxy for a in args):
+            folded = self._fold(op, args, kwargs)
+            if folded is not None:
+                return folded[0]
         for a in args:
             t = type(a)
             if t is Proxy:
@@ -305,10 +342,38 @@ class Tracer(TorchFunctionMode):
                     if type(p) is Proxy:
                         p.st_contig = None
         if info[4] and isinstance(result, Proxy):
-            result.st_value = scalar_value(op, args, kwargs, result)
+            result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
+        if type(result) is Proxy and result.st_meta.dtype is torch.bool:
+            self._number_mask(op, args, kwargs, result, node)
         if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
+        if self.unsourced_settled:
+            late, self.unsourced_settled = self.unsourced_settled, []
+            for cond, msg, origin in late:
+                emit_assert(self, cond, msg, origin)
         return result
+
+    def _fold(self, op: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """(result,) of an op whose tensors are all small constants made in the traced code
+        (``torch.tensor(0.25).log2()``): computed now, so Python may read its value, as
+        with any constant; None when the op must be recorded."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        tensors += [x for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))
+                    for x in a if isinstance(x, torch.Tensor)]
+        if not tensors or any(type(t) is Proxy or t.numel() > 4096 or (
+                id(t) not in self.const_nodes and id(t) not in self.folded)
+                for t in tensors):
+            return None
+        info = _OP_INFO.get(id(op)) or _op_info(op)
+        if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return None  # a write or a random draw must happen when the program runs
+        with torch._C.DisableTorchFunction():
+            result = op(*args, **kwargs)
+        for t in (result if isinstance(result, (tuple, list)) else (result,)):
+            if isinstance(t, torch.Tensor):  # lifted when a recorded op uses it
+                self.folded.add(id(t))
+                self.keepalive.append(t)
+        return (result,)
 
     def _source_new_symbols(self, n_before: int, result: Any, node: Any, trace: str) -> None:
         """Record where the graph reads each data-dependent size this op created."""
@@ -418,6 +483,54 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+
+    def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
+                     node: torch.fx.Node) -> None:
+        """A bool result computed as an earlier one was (the same deterministic op on the
+        same values, nothing written in between: ``z[x > 1] = x[x > 1] * 10``) has the
+        same True count: the two masks share it."""
+        if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return
+        key = (op, self._value_key(args), self._value_key(kwargs), ACTIVE.data_epoch,
+               id(self.graph))
+        if key[1] is None or key[2] is None:
+            return
+        self.value_numbers[node] = key
+        first = self.masks_by_value.setdefault(key, result)
+        if first is not result:
+            result.st_meta.share_mask_count(first.st_meta)
+
+    def _value_key(self, v: Any) -> Any:
+        """A hashable stand-in for an argument's value (None: unknown, no numbering)."""
+        if type(v) is Proxy:
+            return self.value_numbers.get(v.st_node, ("node", v.st_node))
+        if isinstance(v, torch.Tensor):
+            return ("tensor", id(v))  # state or a constant: the same object, unwritten
+        if isinstance(v, (list, tuple)):
+            out = tuple(self._value_key(x) for x in v)
+            return None if any(x is None for x in out) else (type(v).__name__, out)
+        if isinstance(v, dict):
+            out = tuple((k, self._value_key(x)) for k, x in sorted(v.items()))
+            return None if any(x is None for _, x in out) else ("dict", out)
+        if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device,
+                                       torch.layout, torch.memory_format)):
+            return (type(v).__name__, v)
+        expr = getattr(v, "expr", None)  # a symbolic size: its expression
+        return None if expr is None else ("sym", expr)
+
+    def note_literal(self, t: torch.Tensor) -> None:
+        """``torch.tensor(6)`` made in the code: a constant of the graph whose value ops on
+        it may use (``torch.tensor(6) // 2`` as a size) while nothing is written in place."""
+        if constant_int(t) is not None:
+            self.keepalive.append(t)
+            self.literals[id(t)] = ACTIVE.data_epoch
+
+    def constant_value(self, t: torch.Tensor) -> int | None:
+        """The value of a literal's tensor (see note_literal), else None (state and other
+        real tensors may change; any in-place write may have reached the literal)."""
+        if self.literals.get(id(t), -1) != ACTIVE.data_epoch:
+            return None
+        return constant_int(t)
 
     # -- data reads --------------------------------------------------------------------
     def data_read(self, what: str, fix: str | None = None) -> DataDependentError:

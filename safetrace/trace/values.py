@@ -55,8 +55,19 @@ def _floordiv(a: Any, b: Any) -> Any:
     return None
 
 
-def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy) -> Any:
-    """The known value of `result` of ``op(*args)`` (a 0-d integer tensor), or None."""
+def constant_int(t: torch.Tensor) -> int | None:
+    """The value of a real 0-d integer tensor (a constant of the program), else None."""
+    if t.ndim != 0 or t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is torch.bool:
+        return None
+    with torch._C.DisableTorchFunction():
+        return int(t.item())
+
+
+def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
+                 constant: Any = None) -> Any:
+    """The known value of `result` of ``op(*args)`` (a 0-d integer tensor), or None;
+    ``constant(t)`` gives the value of a real tensor argument (a constant whose value the
+    graph keeps: ``torch.tensor(6) // 2``), or None where it is not known."""
     meta = result.st_meta
     if meta.shape != () or meta.dtype.is_floating_point or meta.dtype.is_complex or \
             meta.dtype is torch.bool:
@@ -69,6 +80,11 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy) -> Any:
             if a.st_value is None:
                 return None
             vals.append(a.st_value)
+        elif isinstance(a, torch.Tensor):
+            v = None if constant is None else constant(a)
+            if v is None:
+                return None
+            vals.append(v)
         elif isinstance(a, bool) or not (isinstance(a, int) or hasattr(a, "expr")):
             if op in (_A.to.dtype,) and isinstance(a, torch.dtype):
                 continue

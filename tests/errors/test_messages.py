@@ -44,6 +44,8 @@ CASES = {
     "missing_fake": lambda: E.missing_fake("mylib::count", "m.py:7 `mylib.count(x)`"),
     "unsupported_construct": lambda: E.unsupported_construct("autocast is active at m.py:8", "cast explicitly", "m.py:8"),
     "seeded_generator": lambda: E.seeded_generator(),
+    "rng_state_call": lambda: E.rng_state_call("torch.initial_seed()", "m.py:4 `s = torch.initial_seed()`"),
+    "check_false": lambda: E.check_false("m.py:3 `st.check(n < 0)`", None),
     "shape_error": lambda: E.shape_error("aten.mm", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
     "shape_error_at": lambda: E.shape_error("aten.mm", "shapes cannot be multiplied").at("m.py:9 `a @ b`"),
     "wrong_input_count": lambda: E.wrong_input_count(3, 2),
@@ -163,6 +165,18 @@ GOLDEN = {
     'unsupported_construct': ('UnsupportedConstruct',
         'autocast is active at m.py:8\n'
         'Fix: cast explicitly'),
+    'rng_state_call': ('UnsupportedConstruct',
+        "torch.initial_seed() at m.py:4 `s = torch.initial_seed()` reads or sets the state of "
+        "torch's default random generator; an exported graph cannot capture generator state, "
+        "so it would keep the value seen at export (or never reseed) where eager follows the "
+        "generator.\n"
+        'Fix: seed outside the model, before calling it; a seed the model needs can be an '
+        'input (a tensor) or a constant'),
+    'check_false': ('CheckNeverHolds',
+        'the check at m.py:3 `st.check(n < 0)` is false while exporting: its condition does '
+        'not depend on tensor data and already evaluates to False for the example inputs (and '
+        'every input of the same static sizes), so the program would fail it on every call\n'
+        'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
     'seeded_generator': ('UnsupportedConstruct',
         "the model seeds torch's default random generator while being exported "
         '(torch.manual_seed / torch.seed in forward); an exported graph cannot capture '

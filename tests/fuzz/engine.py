@@ -10,10 +10,16 @@ Per input (an exported program called on fresh inputs):
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
 Per program: exported, or a clear ExportError, or export_crash (any other exception).
+A program that eager itself cannot run on its example is counted as eager_fails, not as a
+refusal (there is nothing to export). Each refusal is classified by its error class and the
+normalized first line of its first problem (``refusal_key``); with ``torch_export_p`` a sample
+of refused programs is also given to torch.export with the same spec, which tells the gaps
+("torch exports it, we do not") from refusals both make.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import random
@@ -31,8 +37,9 @@ from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection", "WRONG",
-          "crash_after_checks", "export_crash")
+          "crash_after_checks", "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
+ONE_VALUE = " [the spec: a Dim with a one-value range]"
 
 
 @dataclass
@@ -55,9 +62,36 @@ class Finding:
 
 
 @dataclass
+class Refusals:
+    """Refused programs by class: count, torch.export tries / successes, one example each."""
+    counts: Counter = field(default_factory=Counter)
+    tried: Counter = field(default_factory=Counter)
+    torch_ok: Counter = field(default_factory=Counter)
+    examples: dict = field(default_factory=dict)     # key -> (program, spec, message)
+
+    def add(self, key: str, program, spec, message: str) -> None:
+        self.counts[key] += 1
+        self.examples.setdefault(key, (program, spec, message))
+
+    def table(self, top: int = 25) -> str:
+        total = sum(self.counts.values()) or 1
+        rows = [f"{'count':>6} {'share':>6} {'torch.export ok':>15}  class"]
+        for key, n in self.counts.most_common(top):
+            t = f"{self.torch_ok[key]}/{self.tried[key]}" if self.tried[key] else "-"
+            rows.append(f"{n:>6} {100 * n / total:>5.1f}% {t:>15}  {key}")
+        rest = sum(self.counts.values()) - sum(n for _, n in self.counts.most_common(top))
+        if rest:
+            rows.append(f"{rest:>6} {100 * rest / total:>5.1f}% {'':>15}  (other classes)")
+        tried, ok = sum(self.tried.values()), sum(self.torch_ok.values())
+        rows.append(f"torch.export on a sample of the refused programs: {ok} of {tried} export")
+        return "\n".join(rows)
+
+
+@dataclass
 class Stats:
     counts: Counter = field(default_factory=Counter)
     findings: list = field(default_factory=list)
+    refusals: Refusals = field(default_factory=Refusals)
 
     def line(self) -> str:
         c = self.counts
@@ -65,6 +99,18 @@ class Stats:
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']}, "
                 f"WRONG {c['WRONG']}, crash_after_checks {c['crash_after_checks']}, "
                 f"export_crash {c['export_crash']}")
+
+    def refusal_line(self) -> str:
+        c = self.counts
+        runnable = c["programs"] - c["eager_fails"]
+        share = 100 * c["exported"] / runnable if runnable else 0.0
+        spec = sum(n for k, n in self.refusals.counts.items() if k.endswith(ONE_VALUE))
+        rest = runnable - spec
+        share2 = 100 * c["exported"] / rest if rest else 0.0
+        return (f"refusals: {c['refused']} refused, {c['eager_fails']} eager_fails (eager "
+                f"cannot run the example: not counted); exported {share:.1f}% of the "
+                f"{runnable} programs eager runs; {spec} refused for a one-value Dim range in "
+                f"the spec (torch.export refuses those too): {share2:.1f}% of the others")
 
 
 # -- specs and sizes -----------------------------------------------------------------------
@@ -180,20 +226,112 @@ def _eager_handles(eager, args) -> bool:
     return True
 
 
+def refusal_key(e: BaseException, program=None) -> str:
+    """The class of a refusal: the error class and the first line of its first problem, with
+    names, numbers and source locations normalized away; with the program, the statement kind
+    the message points at (``[size_math]``)."""
+    msg = str(e)
+    problems = [ln[4:] for ln in msg.splitlines() if ln.startswith("  - ")]
+    first = problems[0] if problems else (msg.strip().splitlines() or [""])[0]
+    kind = ""
+    lines = [int(n) for n in re.findall(r"<fuzz program>:(\d+)", first)]
+    if program is not None:
+        kind = f" [{program.kind_at(lines[-1]) or '?'}]" if lines else " [no source line]"
+    one = re.search(r"\(Dim\('\w+'(?:, min=(\d+))?, max=(\d+)\)\) was specialized", first)
+    if one and int(one.group(1) or 0) == int(one.group(2)):
+        kind = ONE_VALUE   # the spec's own problem, refused as torch.export refuses it
+    first = re.sub(r" ?\(from (`.*?` at )?(<[^>]*>|[^ `()]+):\d+\)", "", first)
+    first = re.sub(r" at (<[^>]*>|[\w./]+\.py):\d+( `[^`]*`)?", "", first)
+    first = re.sub(r"Dim\('\w+'[^)]*\)", "Dim", first)
+    first = re.sub(r"\b[a-z]\w*(\[['\w]+\])*\.shape\[\d+\]", "S", first)
+    first = re.sub(r"\b[sud]\d+\b", "s", first)
+    first = re.sub(r"\d+(\.\d+)?", "N", first)
+    return f"{type(e).__name__}: {' '.join(first.split())[:110]}{kind}"
+
+
+def eager_runs(program) -> bool:
+    try:
+        with torch.no_grad():
+            program.model()(*program.example())
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
 def export(program, spec):
     """-> (ep, None) or (None, 'refused' / 'export_crash' message)."""
+    ep, err, _ = export_classified(program, spec)
+    return ep, err
+
+
+def export_classified(program, spec):
+    """-> (ep, None, None), (None, 'refused', refusal key) or (None, export_crash message, None)."""
     try:
-        return st.export(program.model(), program.example(), dynamic_shapes=spec), None
-    except st.ExportError:
-        return None, "refused"
+        return st.export(program.model(), program.example(), dynamic_shapes=spec), None, None
+    except st.ExportError as e:
+        return None, "refused", refusal_key(e, program)
     except Exception as e:  # noqa: BLE001
-        return None, _first(e)
+        return None, _first(e), None
 
 
-def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p):
+def _torch_spec(spec):
+    """Our spec in torch.export's spelling (the same names, ranges and derived dims)."""
+    from torch.export import Dim as TDim
+
+    roots: dict = {}
+
+    def conv(e):
+        if e is Dim.AUTO:
+            return TDim.AUTO
+        if e is Dim.DYNAMIC:
+            return TDim.DYNAMIC
+        if isinstance(e, Dim):
+            if e.name not in roots:
+                roots[e.name] = TDim(e.name, min=e.min,
+                                     max=None if e.max == float("inf") else e.max)
+            return roots[e.name]
+        out = conv(e.root)
+        out = out * e.coef if e.coef != 1 else out
+        return out + e.offset if e.offset else out
+
+    return tuple(None if entry is None else {d: conv(v) for d, v in entry.items()}
+                 for entry in spec)
+
+
+def torch_exports(program, spec) -> bool:
+    """Whether torch.export exports the program with the same spec (the reference)."""
+    import logging
+
+    import torch.export as te
+
+    quiet = logging.getLogger("torch")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:   # a failing torch.export prints the partial graph: keep the run's output readable
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            te.export(program.model(), program.example(), dynamic_shapes=_torch_spec(spec),
+                      strict=False)
+    except Exception:  # noqa: BLE001
+        return False
+    finally:
+        quiet.setLevel(level)
+    return True
+
+
+def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch_export_p=0.0):
     c = stats.counts
     c["programs"] += 1
-    ep, err = export(program, spec)
+    ep, err, key = export_classified(program, spec)
+    if ep is None and err == "refused":
+        if not eager_runs(program):
+            c["eager_fails"] += 1
+            return
+        c["refused"] += 1
+        stats.refusals.add(key, program, spec, err)
+        if torch_export_p and rng.random() < torch_export_p:
+            stats.refusals.tried[key] += 1
+            stats.refusals.torch_ok[key] += torch_exports(program, spec)
+        return
     if ep is None:
         if err != "refused":
             c["export_crash"] += 1
@@ -239,14 +377,15 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p):
 
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
-         avoid=()):
+         avoid=(), torch_export_p=0.0):
     """Run until `programs` programs or `seconds` elapsed; returns Stats."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
-        return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid)
+        return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
+                     torch_export_p)
 
 
-def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid):
+def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p):
     rng = random.Random(seed)
     stats = Stats()
     t_end = None if seconds is None else time.monotonic() + seconds
@@ -260,7 +399,7 @@ def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid):
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)
-        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p)
+        check_program(program, spec, roots, prng, stats, n_inputs, roundtrip_p, torch_export_p)
     return stats
 
 
@@ -314,4 +453,5 @@ def classes(findings, per_key=4):
     return out
 
 
-__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Stats", "classes", "fuzz", "shrink"]
+__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Refusals", "Stats", "classes", "fuzz",
+           "refusal_key", "shrink", "torch_exports"]

@@ -7,18 +7,23 @@ tensor) to write code that eager accepts on the example; the builder keeps a sta
 if eager runs it. Kinds: pointwise and broadcasting, reductions, views and layout, slices
 (constant, size-derived, negative, stepped), indexing (ints, 0-d tensors, argmax), cat /
 stack / split / chunk / unbind, factories from sizes, size arithmetic (int, float, bool),
-control flow on sizes, in-place writes through views and aliases, data-dependent sizes,
-dtype promotion, module state, interpolation / pooling / padding.
+control flow on sizes (if, torch.cond, loops counted by a size), in-place writes through
+views and aliases (narrow, select, unbind, split, flatten, expand, detach, masked_fill_,
+index_fill_, copy_ of a number), data-dependent sizes (masks, nonzero, .item() sizes in
+factories), dtype promotion (bool, int, half, uint8 with floats and Python numbers), module
+state (reads, an idempotent buffer write), interpolation / pooling / padding.
 """
 
 from __future__ import annotations
 
+import linecache
 import random
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
+FILENAME = "<fuzz program>"
 BUF = 12       # the module's buffer: arange(BUF); its weight: (W, W)
 W = 4
 
@@ -47,8 +52,21 @@ class Program:
 
     def model(self):
         ns = {"torch": torch, "F": F}
-        exec(compile(self.source(), "<fuzz program>", "exec"), ns)  # noqa: S102
+        src = self.source()
+        # the source lines in messages and graphs, as for a module written in a file
+        linecache.cache[FILENAME] = (len(src), None, src.splitlines(True), FILENAME)
+        exec(compile(src, FILENAME, "exec"), ns)  # noqa: S102
         return ns["P"]().eval()
+
+    def kind_at(self, line: int) -> str | None:
+        """The statement kind that wrote source line `line` (1-based) of ``source()``."""
+        first = 6 + 2 * self.state
+        for (src, _), kind in zip(self.stmts, self.tags):
+            n = src.count("\n") + 1
+            if first <= line < first + n:
+                return kind
+            first += n
+        return None
 
     def example(self):
         return tuple(t.clone() for _, t in self.inputs)
@@ -212,6 +230,12 @@ def control(rng, env, v):
     cond = rng.choice([f"{s} > {n}", f"{s} > {max(n - 1, 0)}", f"{s} == {s2}", f"{s} % 2 == 0",
                        f"{s} * 0.7 >= 3.5", f"{s} >= {s2}", f"bool({s})", f"{s} < 4"])
     other = rng.choice([f"{a}[:1]", f"{a} * 0", f"{a}.flip(0)", f"{a}.sum(0, keepdim=True)"])
+    if rng.random() < 0.2:   # the same decision as a torch.cond: both branches traced
+        same = rng.choice([f"t * 0", f"t.flip(0)", f"t.abs()", f"-t"])
+        return (f"{v} = torch.cond({cond}, lambda t: t * 2, lambda t: {same}, "
+                f"({a},))")
+    if rng.random() < 0.15:  # a loop whose count is a size (at most a few rounds)
+        return f"{v} = {a}.clone()\nfor _ in range(min({s}, 3)):\n    {v} = {v} + 1"
     return f"if {cond}:\n    {v} = {a} * 2\nelse:\n    {v} = {other}"
 
 
@@ -230,6 +254,18 @@ def inplace(rng, env, v):
         f"{v} = {a}.clone()\n{w} = {v}.unsqueeze(0)\n{v}.clamp_(max=0.5)",
         f"{v} = {a}.clone()\n{v}[{v} > 0] = 0.0",
         f"{v} = {a}.clone()\n{w} = {v}[{v}.flatten().argmax() % {v}.shape[0]]\n{v}[:1] = 7.0",
+        # writes through views: each must show through the base and every other alias
+        f"{v} = {a}.clone()\n{w} = {v}.narrow(0, 0, 1)\n{w}.mul_(3)",
+        f"{v} = {a}.clone()\n{v}.select(0, -1).fill_(2.0)",
+        f"{v} = {a}.clone()\n{w} = {v}.unbind(0)[0]\n{w}.add_(5)",
+        f"{v} = {a}.clone()\n{w} = {v}.split(1, 0)[0]\n{w}.neg_()",
+        f"{v} = {a}.clone()\n{w} = {v}.flatten()\n{w}[-1:] = 9.0",
+        f"{v} = {a}.clone()\n{v}[..., :1] += 1",
+        f"{v} = {a}.clone()\n{w} = {v}.detach()\n{w}.copy_({a} * 2)",
+        f"{v} = {a}.clone()\n{v}.masked_fill_({v} < 0, 0.25)",
+        f"{v} = {a}.clone()\n{w} = {v}.expand(2, *{v}.shape)\n{v}.sub_({w}[0])",
+        f"{v} = {a}.clone()\n{v}.copy_(1.5)",
+        f"{v} = {a}.clone()\n{v}.index_fill_(0, torch.tensor([0]), -1.0)",
     ])
 
 
@@ -241,7 +277,12 @@ def data_dependent(rng, env, v):
                                    f"{a}.flatten()[:({a} > 0).sum().item()]",
                                    f"torch.count_nonzero({a}).reshape(1)",
                                    f"{a}.nonzero()[:, 0].float()",
-                                   f"torch.unique(({a} > 0).int())"])
+                                   f"torch.unique(({a} > 0).int())",
+                                   f"torch.zeros(({a} > 0).sum().item(), 2)",
+                                   f"torch.arange(({a} > 0).sum().item()) * 2",
+                                   f"{a}.flatten().new_ones(({a} < 0).sum().item())",
+                                   f"{a}[{a} > 0].sum(0, keepdim=True)",
+                                   f"{a}.flatten()[{a}.flatten() > 0][:2]"])
 
 
 def dtype(rng, env, v):
@@ -251,7 +292,11 @@ def dtype(rng, env, v):
     return f"{v} = " + rng.choice([f"{a}.to(torch.int64) + 1.5", f"({a} > 0) + {a}",
                                    f"({a} > 0).sum(0)", f"{a}.double() * 2", f"({a} * 3).int() // 2",
                                    f"{a}.to(torch.int32) * True", f"torch.where({a} > 0, {a}, 0)",
-                                   f"{a}.half().float()", f"{a} / 2", f"{a}.long() % 3"])
+                                   f"{a}.half().float()", f"{a} / 2", f"{a}.long() % 3",
+                                   f"({a} > 0) * 2.5", f"({a} > 0) & ({a} < 1)",
+                                   f"{a}.long() * {a}", f"torch.where({a} > 0, 1, 0.5)",
+                                   f"{a}.to(torch.uint8).int() - 1", f"{a}.bool().float()",
+                                   f"({a} * 4).long() // 3 * 1.0"])
 
 
 def state(rng, env, v):
@@ -263,7 +308,11 @@ def state(rng, env, v):
                                    f"{a}[..., :{W}] @ self.w" if env[a].shape[-1] >= W
                                    else f"{a} * self.buf[0]",
                                    f"torch.cat([{a}.flatten(), self.buf])[:{BUF}]",
-                                   f"{a} * self.w.sum()"])
+                                   f"{a} * self.w.sum()",
+                                   # an idempotent write of module state (a buffer mutation
+                                   # that repeated calls agree on)
+                                   f"self.buf.clamp_(max={BUF}) + {a}.sum()",
+                                   f"{a} + self.w.abs().max() * self.buf[-1]"])
 
 
 def nn_ops(rng, env, v):

@@ -28,6 +28,7 @@ def tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         return tensor_of_values(tr, args[0], kwargs)
     t = real(func, args, kwargs)
     tr.lift(t)
+    tr.note_literal(t)
     return t
 
 

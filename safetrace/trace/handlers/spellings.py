@@ -1,12 +1,14 @@
 """Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
 ``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes; ``split`` /
-``chunk`` along a symbolic dim return lazily counted ``Pieces``."""
+``chunk`` along a symbolic dim return lazily counted ``Pieces``; ``F.affine_grid``."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from safetrace.rules.common import normalize_dim
 from safetrace.trace.pieces import pieces
@@ -69,3 +71,36 @@ def chunk(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return _lazy(tr, args[0], dim, "chunk", chunks,
                  lambda: tr.redispatch(func, args, kwargs, handlers=False))
 
+
+@handles(F.affine_grid)
+def affine_grid(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``F.affine_grid`` is its Python checks and ``aten.affine_grid_generator``.  Its body
+    asks ``align_corners and min(spatial) == 1`` only to choose between a warning and the
+    size check (the grid is the same): a relation between the spatial dims.  Here a unit
+    grid is one whose sizes are statically 1, and each size is asked ``<= 0`` on its own."""
+    bound = dict(zip(("theta", "size", "align_corners"), args))
+    bound.update(kwargs)
+    theta, size, align = bound["theta"], list(bound["size"]), bound.get("align_corners")
+    if align is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", stacklevel=3)
+        align = False
+    meta = theta.st_meta if isinstance(theta, Proxy) else theta  # the handler runs unmoded
+    shape = tuple(meta.shape)
+    if not meta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {meta.dtype}")
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    k = len(size) - 2
+    if len(shape) != 3 or shape[-2] != k or shape[-1] != k + 1:
+        raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for "
+                         f"size {size}. Got {shape}.")
+    unit_grid = align and any(type(s) is int and s == 1 for s in size[2:])
+    if not unit_grid:  # eager only warns for a unit-size grid with align_corners=True
+        for s in size:
+            if s <= 0:
+                raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return tr.redispatch(torch.affine_grid_generator, (theta, size, align), {})

@@ -23,7 +23,7 @@ from safetrace.errors import UnsupportedOpError
 from safetrace.meta import TensorMeta
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
-from safetrace.trace.source import short, stack_trace
+from safetrace.trace.source import quoted, short, stack_trace
 
 aten = torch.ops.aten
 
@@ -37,7 +37,7 @@ def fn_location(fn: Any) -> str:
     if code is None:
         return getattr(fn, "__qualname__", type(fn).__name__)
     line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-    return f"{short_path(code.co_filename)}:{code.co_firstlineno} `{line}`"
+    return f"{short_path(code.co_filename)}:{code.co_firstlineno}{quoted(line)}"
 
 
 def short_path(path: str) -> str:
