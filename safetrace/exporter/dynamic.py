@@ -333,14 +333,12 @@ class DynamicDims:
                          f"{dynamic}, or change the code so that it holds for every {name}")
 
     def _refuted(self, contract: Contract, cond: Any, named: list[str]) -> dict | None:
-        """Sizes within the declared ranges that violate the residual condition `cond`
-        while meeting every other one (the relation really narrows the declared space), or
-        None.  The named Dims range over each one's range ends, their neighbours and the
+        """Sizes within the declared ranges that violate the residual condition `cond` (the
+        condition really narrows the declared space), or None.  The named Dims range over each one's range ends, their neighbours and the
         example size, then pseudo-random points; every other symbol keeps its example
         value.  A condition with a symbol that has no declared range (data-dependent)
         counts as refuted, at the example."""
         names = sorted(cond.cond.free_symbols)
-        others = [o.cond for o in contract.conditions if o is not cond]
         values: dict[str, list[int]] = {}
         for name in names:
             spec = contract.symbol(name)
@@ -363,10 +361,10 @@ class DynamicDims:
             points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
                            rnd.randint(values[n][0], values[n][-1]) for n in names})
         for point in points:
+            # (not only where the others hold: two conditions failing together would
+            # otherwise hide each other)
             try:
-                if cond.cond.evaluate(point):
-                    continue
-                if all(_holds(o, point) for o in others):
+                if not cond.cond.evaluate(point):
                     return point
             except (ArithmeticError, KeyError, ValueError, TypeError):
                 continue

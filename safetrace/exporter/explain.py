@@ -38,6 +38,9 @@ class ExplainReport:
         self.problems: list[Problem] = []
         self.dims: dict[str, str] = {}
         self.guards: list[tuple[str, str]] = []
+        # questions on data-dependent sizes answered size-obliviously:
+        # (condition assumed, kind, why, where, asserted at run time)
+        self.settled: list[tuple[str, str, str, str, bool]] = []
         self.suggestion = ""
         self.program: Any = None
         self.env: Any = None
@@ -93,6 +96,9 @@ class ExplainReport:
             for g in self.env.guards:
                 where = short(g.origin) if isinstance(g.origin, str) and g.origin else ""
                 self.guards.append((str(g.cond), where))
+            for s in self.env.settled:
+                where = short(s.origin) if isinstance(s.origin, str) and s.origin else ""
+                self.settled.append((str(s.cond), s.kind, s.why, where, s.asserted))
 
     # -- printing ---------------------------------------------------------------------
     def __str__(self) -> str:
@@ -112,6 +118,12 @@ class ExplainReport:
         if self.guards:
             lines.append("Guards (conditions the traced program relies on):")
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
+        if self.settled:
+            lines.append("Settled size-obliviously (data-dependent questions answered for "
+                         "every size; [asserted]: checked at run time):")
+            for c, kind, why, w, asserted in self.settled:
+                mark = " [asserted]" if asserted else ""
+                lines.append(f"  {c}{mark}  {'at ' + w if w else ''}\n    {kind}: {why}")
         return "\n".join(lines)
 
     __repr__ = __str__

@@ -408,11 +408,17 @@ class _ProgramModule(torch.fx.GraphModule):
                 if name in self._owned:
                     continue
                 t = getattr(owner, table)[key]
+                new = state_dict.get(name) if hasattr(state_dict, "get") else None
+                if isinstance(new, torch.Tensor) and new.shape == t.shape and \
+                        new.dtype == t.dtype:
+                    fresh = torch.empty_like(t.detach())  # overwritten below: one copy
+                else:  # a value that is absent or may fail to copy keeps the old one
+                    fresh = t.detach().clone()
                 if table == "_parameters":
                     owner._parameters[key] = torch.nn.Parameter(
-                        t.detach().clone(), requires_grad=t.requires_grad)
+                        fresh, requires_grad=t.requires_grad)
                 else:
-                    owner._buffers[key] = t.detach().clone()
+                    owner._buffers[key] = fresh
                 self._owned.add(name)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 

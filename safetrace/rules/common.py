@@ -17,9 +17,33 @@ Size = Any
 
 
 def check(cond: Any, op: str, message: str) -> None:
-    """Raise OpShapeError(op: message) unless `cond` holds (a guard when symbolic)."""
+    """Raise OpShapeError(op: message) unless `cond` holds (a guard when symbolic).
+
+    On data-dependent sizes that the facts do not decide, the condition is what the op
+    requires (eager raises where it fails), so it is assumed and checked at run time: the
+    graph rejects exactly the data that eager rejects, instead of failing the export."""
+    if isinstance(cond, SymBool) and cond.env.undecided_unbacked(cond.expr):
+        cond.env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
+        return
     if not cond:
         raise shape_error(op, message)
+
+
+def open_question(cond: Any) -> bool | None:
+    """``bool(cond)`` (a guard on input sizes), or None when it depends on data-dependent
+    sizes that the facts do not decide: the caller then answers size-obliviously."""
+    if isinstance(cond, SymBool) and cond.env.undecided_unbacked(cond.expr):
+        return None
+    return bool(cond)
+
+
+def settle(cond: Any, why: str, asserted: bool = True) -> None:
+    """Assume `cond` (on data-dependent sizes) as a size-oblivious answer; with `asserted`,
+    the graph checks it at run time because the excluded values would compute otherwise."""
+    if isinstance(cond, SymBool):
+        cond.env.settle(cond.expr, "size-oblivious", why, asserted=asserted)
+    elif not cond:
+        raise AssertionError(f"settled a false condition: {why}")
 
 
 def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
@@ -97,14 +121,33 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
             return a
         raise shape_error(op, f"The size of tensor a ({a}) must match the size of tensor b "
                               f"({b}) at non-singleton dimension {i}")
-    # data-dependent sizes: only what the facts prove
-    if b == 1:
+    # data-dependent sizes: what the facts prove, else size-oblivious.  The graph's op
+    # broadcasts at run time as eager does, so a size-1 operand gives the same result as
+    # an equal one: `a` broadcast with `b` is `b` whenever a == 1 or a == b.  That condition
+    # is asserted (eager raises for other values), and nothing is assumed about a == 1.
+    b_one = open_question(b == 1)
+    if b_one:
         return a
-    if a == 1:
+    a_one = open_question(a == 1)
+    if a_one:
         return b
-    if not (a == b):
-        raise _mismatch(a, b, i, op)
+    same = a == b
+    if a_one is None or b_one is None:
+        if same is True or (isinstance(same, SymBool) and cond_true(same)):
+            return a
+        if a_one is None:
+            settle((a == 1) | same, f"{op}: dim {i} broadcasts ({a} is 1 or equals {b})")
+            return b
+        settle((b == 1) | same, f"{op}: dim {i} broadcasts ({b} is 1 or equals {a})")
+        return a
+    check(same, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
+                    f"at non-singleton dimension {i}")
     return a
+
+
+def cond_true(cond: Any) -> bool:
+    """True when the facts prove `cond` (no guard, no question)."""
+    return cond is True or (isinstance(cond, SymBool) and cond.env.decide(cond.expr) is True)
 
 
 def _mismatch(a: Size, b: Size, i: int, op: str) -> Exception:

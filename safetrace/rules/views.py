@@ -15,7 +15,8 @@ import torch
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
-                                    known, normalize_dim, normalize_dims, prod, wrap_index)
+                                    known, normalize_dim, normalize_dims, open_question, prod,
+                                    settle, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 
@@ -309,7 +310,8 @@ def unsqueeze(self: TensorMeta, dim: int) -> TensorMeta:
 @rule(aten.squeeze.default, aten.squeeze_.default)
 def squeeze(self: TensorMeta) -> TensorMeta:
     """Every size-1 dim removed (a guard per symbolic dim)."""
-    return self.like(shape=tuple(s for s in self.shape if not s == 1))
+    return self.like(shape=tuple(s for i, s in enumerate(self.shape)
+                                 if not _squeezed(s, i, "squeeze")))
 
 
 @rule(aten.squeeze.dim, aten.squeeze_copy.dim, aten.squeeze_.dim)
@@ -326,7 +328,18 @@ def squeeze_dims(self: TensorMeta, dim: Sequence[int]) -> TensorMeta:
         return self.like()
     drop = normalize_dims(dim, self.ndim, "squeeze")
     return self.like(shape=tuple(s for i, s in enumerate(self.shape)
-                                 if not (i in drop and s == 1)))
+                                 if not (i in drop and _squeezed(s, i, "squeeze"))))
+
+
+def _squeezed(size: Size, i: int, op: str) -> bool:
+    """Is dim `i` of size `size` removed?  A data-dependent size is kept (the rank must not
+    depend on data), with a run-time assert that it is not 1 (eager would remove it)."""
+    one = open_question(size == 1)
+    if one is None:
+        settle(size != 1, f"{op}: dim {i} of size {size} is kept (the result's rank cannot "
+                          f"depend on data); at {size} == 1 eager would remove it")
+        return False
+    return one
 
 
 # -- expand / repeat ------------------------------------------------------------------
@@ -348,7 +361,14 @@ def expand_shape(shape: Sequence[Size], size: Sequence[Size], op: str = "expand"
         old = shape[i - lead]
         if is_minus_one(new) or new is old or _same_size(new, old):
             out.append(old)
-        elif old == 1:
+        elif (one := open_question(old == 1)) is None:
+            # data-dependent: the graph's expand stretches a size-1 dim at run time and
+            # keeps an equal one, so the result is `new` in both cases (asserted)
+            check(new >= 0, op, f"Trying to create tensor with negative dimension {new}")
+            settle((old == 1) | (new == old),
+                   f"{op}: dim {i} of size {old} expands to {new} (it is 1 or equals {new})")
+            out.append(new)
+        elif one:
             check(new >= 0, op, f"Trying to create tensor with negative dimension {new}")
             out.append(new)
         else:

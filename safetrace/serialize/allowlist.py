@@ -107,26 +107,40 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
     """Refuse an operator overload that is not allowed, or a call that misuses it."""
     ns, packet = op.namespace, op._schema.name.split("::", 1)[1]
     if ns == "aten":
-        if packet in DENIED:
-            raise LoadError(f"{where}: calls {name}, which is refused in loaded graphs: it "
-                            f"{DENIED[packet]}")
-        if op not in RULES and torch.Tag.core not in op.tags:
-            why = _not_plain(op, packet)
-            if why is not None:
-                raise LoadError(
-                    f"{where}: calls {name}, which is not on the allowlist: it {why} (allowed: "
-                    f"ATen operators with a safetrace shape rule, core ATen, and public "
-                    f"tensor operators of plain arguments and results).\nFix: if the program "
-                    f"needs it, re-export it with a safetrace that supports it")
-        if any(a.name == "out" for a in op._schema.arguments):
-            raise LoadError(f"{where}: calls the out= variant {name}")
-        _self_only_writes(op, name, where)
+        why = _ATEN_REFUSALS.get(op, _UNSEEN)
+        if why is _UNSEEN:  # a property of the operator: decided once per process
+            why = _ATEN_REFUSALS[op] = _aten_refusal(op, packet)
+        if why is not None:
+            raise LoadError(f"{where}: calls {name}, {why}")
     elif f"{ns}::{packet}" not in allow_ops and ns not in allow_ops:
         raise LoadError(
             f"{where}: calls {name} of namespace {ns!r}, which is not allowed by default.\n"
             f"Fix: if you trust that operator, st.load(path, allow_ops=[{f'{ns}::{packet}'!r}]) "
             f"(its implementation must be registered in this process)")
     bind(op, name, args, kwargs, where, budgets, max_numel)
+
+
+_UNSEEN = object()
+_ATEN_REFUSALS: dict = {}  # aten overload -> why it is refused (None: allowed)
+
+
+def _aten_refusal(op: Any, packet: str) -> str | None:
+    if packet in DENIED:
+        return f"which is refused in loaded graphs: it {DENIED[packet]}"
+    if op not in RULES and torch.Tag.core not in op.tags:
+        why = _not_plain(op, packet)
+        if why is not None:
+            return (f"which is not on the allowlist: it {why} (allowed: ATen operators with "
+                    f"a safetrace shape rule, core ATen, and public tensor operators of plain "
+                    f"arguments and results).\nFix: if the program needs it, re-export it "
+                    f"with a safetrace that supports it")
+    if any(a.name == "out" for a in op._schema.arguments):
+        return "the out= variant, which loaded graphs may not call"
+    for i, a in enumerate(op._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write and i != 0:
+            return f"which writes its argument {a.name!r} (in-place operators may write " \
+                   "their first argument only)"
+    return None
 
 
 _PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
@@ -166,40 +180,44 @@ def _base(kind: str) -> str:
     return kind
 
 
-def _self_only_writes(op: Any, name: str, where: str) -> None:
-    """In-place operators may write their own first argument only (within its bounds)."""
-    for i, a in enumerate(op._schema.arguments):
-        if a.alias_info is not None and a.alias_info.is_write and i != 0:
-            raise LoadError(f"{where}: {name} writes its argument {a.name!r}")
-
-
 def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Budgets,
          max_numel: int) -> None:
     """Match a call to the schema: counts, names and the kind of every value."""
-    schema = op._schema.arguments
-    positional = [a for a in schema if not a.kwarg_only]
+    positional, kinds = _signature(op)
     if len(args) > len(positional):
         raise LoadError(f"{where}: {name} takes at most {len(positional)} positional "
                         f"arguments, got {len(args)}")
-    by_name = {a.name: a for a in schema}
-    given = {a.name: v for a, v in zip(positional, args)}
+    given = dict(zip(positional, args))
     for k, v in kwargs.items():
-        if k not in by_name or k in given:
+        if k not in kinds or k in given:
             raise LoadError(f"{where}: {name} has no keyword argument {k[:40]!r} (or it is "
                             "given twice)")
         given[k] = v
-    for a in schema:
-        if a.name not in given:
-            if not a.has_default_value() and not str(a.real_type).startswith("Optional"):
-                raise LoadError(f"{where}: {name} lacks its argument {a.name!r}")
+    for arg, (kind, required) in kinds.items():
+        if arg not in given:
+            if required:
+                raise LoadError(f"{where}: {name} lacks its argument {arg!r}")
             continue
-        _value(str(a.real_type), given[a.name], f"{where}: {name} argument {a.name!r}",
-               budgets)
+        _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets)
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
     if op._schema.name == "aten::arange":
         _arange(given, where, name, max_numel)
+
+
+_SIGNATURES: dict = {}
+
+
+def _signature(op: Any) -> tuple[list, dict]:
+    """(positional argument names, {name: (type, required)}) of ``op``, read once."""
+    sig = _SIGNATURES.get(op)
+    if sig is None:
+        schema = op._schema.arguments
+        kinds = {a.name: (str(a.real_type), not a.has_default_value()
+                          and not str(a.real_type).startswith("Optional")) for a in schema}
+        sig = _SIGNATURES[op] = ([a.name for a in schema if not a.kwarg_only], kinds)
+    return sig
 
 
 def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:

@@ -65,22 +65,24 @@ def budgets_of(value: Any) -> Budgets:
 _CHUNK = 1 << 20
 
 
-def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None = None) -> None:
+def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None = None,
+               count_values: bool = True) -> int:
     """Refuse a JSON text with too many values or too deep nesting, before parsing it.
 
     The counts are upper bounds read off the bytes (strings blanked out): parsing costs a
-    bounded multiple of what they allow, never a surprise.
+    bounded multiple of what they allow, never a surprise.  Returns the count of values.
+    (The safetensors header bounds its values per tensor instead: ``count_values=False``.)
     """
     # strings out (escaped backslashes first, then escaped quotes: what is left splits
     # on quotes into outside / inside pieces)
     bare = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
     values = bare.count(b",") + bare.count(b"[") + bare.count(b"{") + 1
-    if values > budgets.max_json_values:
+    if count_values and values > budgets.max_json_values:
         raise LoadError(f"{where}: about {values} JSON values, over the budget "
                         f"(max_json_values={budgets.max_json_values})")
     limit = budgets.max_json_depth if max_depth is None else max_depth
     if bare.count(b"[") + bare.count(b"{") <= limit:
-        return
+        return values
     depth = 0
     for i in range(0, len(bare), _CHUNK):
         t = torch.frombuffer(bytearray(bare[i:i + _CHUNK]), dtype=torch.uint8)
@@ -90,3 +92,4 @@ def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None =
             raise LoadError(f"{where}: JSON nested deeper than {limit} "
                             f"(max_json_depth={budgets.max_json_depth})")
         depth += int(run[-1])
+    return values

@@ -62,6 +62,7 @@ class Builder:
         self.external = external
         self.allow_ops = allow_ops
         self.budgets = budgets
+        self.targets: dict = {}  # call target name -> resolved target or why it is unknown
 
     def build(self) -> Any:
 
@@ -313,7 +314,9 @@ class Builder:
             cache[real] = self.container.tensor(real)
         t = cache[real]
         if dtype is torch.complex128 and t.dtype is torch.float64 and t.shape[-1:] == (2,):
-            t = torch.view_as_complex(t)
+            # a file from before the safetrace.dtypes entry: the pairs, aligned to 16 bytes
+            # (complex128 kernels load with aligned instructions: misaligned, they crash)
+            t = torch.view_as_complex(t if t.data_ptr() % 16 == 0 else t.clone())
         if dtype is not None and (t.dtype is not dtype or tuple(t.shape) != shape):
             raise fail(where, f"stored tensor is {t.dtype} {list(t.shape)}, the program "
                               f"declares {dtype} {list(shape)}")
@@ -360,7 +363,7 @@ class Builder:
                 placeholders.append(node)
             elif op == "call_function":
                 tname = item.get("target")
-                target = name_to_target(tname, where)
+                target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
                                        self.budgets, self.max_numel)

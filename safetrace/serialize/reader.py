@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import re
+import traceback
 from typing import Any
 
 import torch
@@ -26,11 +27,17 @@ _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "out
         "constants", "weights", "aliases"}
 _OPTIONAL = {"subgraphs"}  # written only by programs with control flow
 _SINCE = {1: {"dim_names", "training"}}  # fields every file of format 2.<minor> has
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
          budgets: Any = None) -> Any:
     """Read a program written by ``save`` from a path, a binary file object or bytes.
+
+    A path is mapped (copy on write); from bytes, a bytearray or a memoryview the tensors
+    are views of that buffer, not copies: leave it unchanged while the program is in use
+    (``ep.module()`` copies the state it writes before writing it).  A file object is
+    read once into one buffer.
 
     ``weights``: for a file saved with ``weights=False``, a safetensors file (path) or a
     state_dict with the parameters and persistent buffers; names, shapes and dtypes are
@@ -45,11 +52,26 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
         return _load(source, weights, ops, limits)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err
-    # Outside the handler the failed load's frames are gone: release what it interned.
-    error.__traceback__ = None
+    # Outside the handler the failed load's frames are gone once the tracebacks drop them
+    # (kept as text): then release what it interned.
+    _frames_to_text(error)
     gc.collect(1)
     release_since(mark)
     raise error
+
+
+def _frames_to_text(error: BaseException) -> None:
+    """Drop the tracebacks of ``error`` and of its causes, keeping those of internal errors
+    (not LoadError: a bug, an interrupt, a MemoryError) as a note with the frames' text."""
+    seen: set = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen and len(seen) < 16:
+        seen.add(id(e))
+        if e.__traceback__ is not None and not isinstance(e, LoadError):
+            text = "".join(traceback.format_tb(e.__traceback__))
+            e.add_note(f"(traceback of the {type(e).__name__} inside st.load)\n{text}")
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
 
 
 def _op_names(allow_ops: Any) -> list[str]:
@@ -69,10 +91,12 @@ def _op_names(allow_ops: Any) -> list[str]:
 
 def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> Any:
     if isinstance(source, (bytes, bytearray, memoryview)):
-        container = tensorfile.read_bytes(bytes(source), budgets, "file")
+        if memoryview(source).nbytes > budgets.max_file_bytes:
+            raise LoadError(f"the bytes given hold over {budgets.max_file_bytes} bytes "
+                            "(max_file_bytes)")
+        container = tensorfile.read_bytes(source, budgets, "file")
     elif hasattr(source, "read"):
-        container = tensorfile.read_bytes(_read_all(source, budgets.max_file_bytes), budgets,
-                                          "file")
+        container = tensorfile.read_stream(source, budgets, "file")
     elif isinstance(source, (str, os.PathLike)):
         fd = tensorfile.open_regular(source, "program file")
         try:
@@ -98,22 +122,7 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
             LookupError, RuntimeError) as err:
         # a combination of fields the checks above did not foresee: still a bad file
         raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
-                        f"{str(err)[:200]})") from None
-
-
-def _read_all(source: Any, limit: int) -> bytes:
-    """A file object's bytes, read in pieces (a read(limit) would allocate the limit)."""
-    chunks, total = [], 0
-    while True:
-        piece = source.read(1 << 24)
-        if not piece:
-            return b"".join(chunks)
-        if not isinstance(piece, (bytes, bytearray)):
-            raise LoadError("the file object must be opened in binary mode")
-        total += len(piece)
-        if total > limit:
-            raise LoadError(f"file object holds over {limit} bytes (max_file_bytes)")
-        chunks.append(piece)
+                        f"{str(err)[:200]})") from err
 
 
 def _document(metadata: dict, budgets: Budgets) -> dict:
@@ -121,13 +130,23 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
         raise LoadError("not a safetrace program: a safetensors file without the "
                         f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
                         "pass the checkpoint as st.load(program, weights=checkpoint))")
-    raw = metadata[PROGRAM].encode("utf-8")
+    try:
+        raw = metadata[PROGRAM].encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise LoadError(f"{PROGRAM}: not valid Unicode ({err.reason} at character "
+                        f"{err.start}: a lone surrogate escape)") from None
     json_shape(raw, budgets, PROGRAM)
     try:
         doc = json.loads(raw, object_pairs_hook=tensorfile.no_duplicate_keys,
                          parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
+    if _SURROGATE.search(raw):  # an escape of one: is every one half of a pair?
+        try:
+            json.dumps(doc, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise LoadError(f"{PROGRAM}: a string holds a lone surrogate escape "
+                            f"({err.object[err.start:err.end]!a}): not valid Unicode") from None
     _check_version(doc)
     return doc
 

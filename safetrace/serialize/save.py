@@ -1,9 +1,9 @@
 """``save``: an ExportedProgram as one safetensors file (format 2).
 
-The tensors are written by the ``safetensors`` package straight from their memory (no
-copy of the model is made); the program's JSON document travels as the header metadata
-entry ``safetrace.program``.  ``weights=False`` writes the graph only (parameters and persistent
-buffers are then given to ``st.load(path, weights=...)``).
+The tensors are written straight from their memory in the safetensors layout
+(``writer.py``: no copy of the model is made); the program's JSON document travels as
+the header metadata entry ``safetrace.program``.  ``weights=False`` writes the graph only
+(parameters and persistent buffers are then given to ``st.load(path, weights=...)``).
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from typing import Any
 
 import torch
 
-from safetrace.serialize import tensorfile
+from safetrace.serialize import writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
 
 FORMAT = "safetrace.program"
-VERSION = (2, 1)  # 2.1: dim_names, training
-# the one metadata entry (safetensors keeps metadata in a hash map: one key keeps the
-# header's bytes deterministic)
+# 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
+VERSION = (2, 1)
+# the metadata entry of the program (beside it: ``safetrace.dtypes``, see tensorfile.py)
 PROGRAM = "safetrace.program"
 
 
@@ -46,12 +46,12 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
                    "hold: export with them on a real device")
         raise ValueError(f"cannot save {len(meta)} tensor(s) on the meta device (no data): "
                          f"{names}.\nFix: {fix}")
-    prepared, aliases = tensorfile.prepare(tensors)
+    prepared, aliases, dtypes = writer.prepare(tensors)
     doc = document(ep)
     doc["weights"] = bool(weights)
     doc["aliases"] = sorted([k, v] for k, v in aliases.items())
     program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
-    tensorfile.write(path, prepared, {PROGRAM: program})
+    writer.write(path, prepared, {PROGRAM: program}, dtypes)
 
 
 def document(ep: Any) -> dict:

@@ -65,35 +65,66 @@ def target_to_name(target: Any) -> str:
         f"a module imported before both st.save and st.load")
 
 
-def name_to_target(name: Any, where: str) -> Any:
-    """Resolve a target name; unknown names are a LoadError that says how to register them."""
+class _Unknown(Exception):
+    """A name that does not resolve (the message, without the node it came from)."""
+
+
+# operator overloads found by name (what torch.ops itself keeps once looked up)
+_OPS: dict[str, torch._ops.OpOverload] = {}
+_MEMO_MAX = 4096
+
+
+def name_to_target(name: Any, where: str, memo: dict | None = None) -> Any:
+    """Resolve a target name; unknown names are a LoadError that says how to register them.
+
+    ``memo`` (one per load) remembers every name's answer, a failure too: a file that
+    repeats a name pays its lookup once.  Failures are not kept across loads (a custom op
+    may be registered in between).
+    """
     if not isinstance(name, str) or len(name) > 400:
         raise LoadError(f"{where}: bad call target {str(name)[:60]!r}")
+    hit = _OPS.get(name) if memo is None else memo.get(name)
+    if hit is None:
+        try:
+            hit = _resolve(name)
+        except _Unknown as err:
+            hit = str(err)
+        if memo is not None and len(memo) < _MEMO_MAX:
+            memo[name] = hit
+    if isinstance(hit, str):
+        raise LoadError(f"{where}: {hit}")
+    return hit
+
+
+def _resolve(name: str) -> Any:
     if name.startswith("torch.ops.higher_order.") and name.count(".") == 3:
         hop = getattr(torch.ops.higher_order, name.rsplit(".", 1)[1], None) \
             if _PART.match(name.rsplit(".", 1)[1]) else None
         if not isinstance(hop, torch._ops.HigherOrderOperator):
-            raise LoadError(f"{where}: unknown higher-order operator {name[:80]!r}")
+            raise _Unknown(f"unknown higher-order operator {name[:80]!r}")
         return hop
     if name.startswith("torch.ops."):
-        return _op(name, where)
+        return _op(name)
     fn = _CALLABLES.get(name)
     if fn is None:
-        raise LoadError(
-            f"{where}: unknown callable {name!r}. Only torch.ops operators and registered "
+        raise _Unknown(
+            f"unknown callable {name!r}. Only torch.ops operators and registered "
             f"callables can be loaded.\nFix: call safetrace.serialize.register_callable"
             f"({name!r}, fn) before st.load")
     return fn
 
 
-def _op(name: str, where: str) -> torch._ops.OpOverload:
+def _op(name: str) -> torch._ops.OpOverload:
+    hit = _OPS.get(name)
+    if hit is not None:
+        return hit
     parts = name.split(".")[2:]
     if len(parts) != 3 or not all(_PART.match(p) for p in parts):
-        raise LoadError(f"{where}: bad operator name {name!r} "
-                        "(expected torch.ops.<namespace>.<op>.<overload>)")
+        raise _Unknown(f"bad operator name {name!r} "
+                       "(expected torch.ops.<namespace>.<op>.<overload>)")
     ns, op, overload = parts
     if ns.startswith("_") or overload.startswith("_") or op.startswith("__"):
-        raise LoadError(f"{where}: bad operator name {name!r}")
+        raise _Unknown(f"bad operator name {name!r}")
     packet = None
     if torch._C._jit_get_schemas_for_operator(f"{ns}::{op}"):
         space = getattr(torch.ops, ns, None)
@@ -109,11 +140,13 @@ def _op(name: str, where: str) -> torch._ops.OpOverload:
         except (AttributeError, RuntimeError):
             overload_obj = None
     if not isinstance(overload_obj, torch._ops.OpOverload):
-        raise LoadError(
-            f"{where}: unknown operator {name}: no such operator is registered in this "
+        raise _Unknown(
+            f"unknown operator {name}: no such operator is registered in this "
             f"process.\nFix: if it is a custom op, import the module that defines it "
             f"(st.custom_op / torch.library) before st.load; if it is an ATen op, this "
             f"PyTorch version ({torch.__version__}) lacks it")
+    if ns == "aten":  # never deregistered; a custom op's library may be destroyed
+        _OPS[name] = overload_obj
     return overload_obj
 
 

@@ -1,33 +1,36 @@
-"""The container of format 2: one safetensors file, written and mapped by ``safetensors``.
+"""The container of format 2: one safetensors file (written by ``writer.py``), read here.
 
 Layout (the safetensors format): an 8-byte little-endian header length N, N bytes of JSON
 ``{name: {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}``, then the data.
 The program's JSON document is the metadata entry ``safetrace.program``; tensors are named
-``state:<name>`` and ``constant:<name>``.  Any safetensors reader opens the weights.
+``state:<name>`` and ``constant:<name>``.  Any safetensors reader opens the weights.  A
+dtype the layout has no code for travels as a view (``AS_STORED``: complex128 as float64
+pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
+``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
-Reading validates the header here first (sizes, budgets, names, tiling), then lets the
-``safetensors`` package map the data: tensors are copy-on-write views of the file
-(``MAP_PRIVATE``), so untouched weights cost no memory and writing one copies only its
-pages.  Paths are opened once, refused unless they are regular files, and mapped through
-``/proc/self/fd`` so the mapped file is the one that was checked.
+Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment),
+then makes each tensor a view of the data without a copy: of a private mapping of the
+file (``MAP_PRIVATE``: untouched weights cost no memory, writing one copies only its
+pages, the file never changes), or of the buffer given to ``st.load`` (bytes, bytearray,
+memoryview: the tensors share its memory, so it must not be changed while the program
+lives; ``ep.module()`` copies any state it writes first).  Paths are opened once, refused
+unless they are regular files, and the open fd is what is mapped.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import stat
 import struct
-import sys
-import tempfile
+import warnings
 from typing import Any
 
-import safetensors
-import safetensors.torch
 import torch
 
 from safetrace.errors import LoadError
-from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.budgets import Budgets, json_shape
 
 CODES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -35,90 +38,65 @@ CODES = {
     torch.uint8: "U8", torch.bool: "BOOL", torch.complex64: "C64",
 }
 for _name, _code in (("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"),
-                     ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2")):
+                     ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+                     ("float8_e4m3fnuz", "F8_E4M3FNUZ"), ("float8_e5m2fnuz", "F8_E5M2FNUZ"),
+                     ("float8_e8m0fnu", "F8_E8M0")):
     if hasattr(torch, _name):
         CODES[getattr(torch, _name)] = _code
 DTYPE_OF = {code: dt for dt, code in CODES.items()}
-# dtypes safetensors lacks travel as a real view: complex128 as float64 pairs
-AS_REAL = {torch.complex128: torch.float64}
+# dtypes without a safetensors code, stored as a view: complex as (real, imag) pairs of
+# its float dtype (a last dim of 2), the others as same-sized unsigned ints (same shape).
+# (float4_e2m1fn_x2 holds two values per byte; the layout's F4 counts values: bytes.)
+AS_STORED: dict[torch.dtype, tuple[torch.dtype, bool]] = {
+    torch.complex128: (torch.float64, True), torch.complex32: (torch.float16, True)}
+for _name in ("float4_e2m1fn_x2", "bits8", "bits1x8", "bits2x4", "bits4x2", "bits16",
+              *(f"int{i}" for i in range(1, 8)), *(f"uint{i}" for i in range(1, 8))):
+    _dt = getattr(torch, _name, None)
+    if isinstance(_dt, torch.dtype) and _dt not in CODES:
+        AS_STORED[_dt] = (torch.uint8 if _dt.itemsize == 1 else torch.uint16, False)
+STORED_DTYPES = {str(dt).removeprefix("torch."): dt for dt in AS_STORED}
+DTYPES_KEY = "safetrace.dtypes"
 MAGIC_V1 = b"PK\x03\x04"
+_VALUES_PER_TENSOR = 80
+_DATA_ALIGN = 8  # safetensors pads its header so that the data starts at a multiple of 8
+
+
+def stored_form(dtype: torch.dtype, shape: tuple) -> tuple[str, tuple]:
+    """The safetensors code and shape a tensor of ``dtype`` and ``shape`` is stored as."""
+    if dtype in AS_STORED:
+        base, pairs = AS_STORED[dtype]
+        return CODES[base], (*shape, 2) if pairs else shape
+    return CODES[dtype], shape
 
 
 class Container:
-    """A parsed file: its metadata strings and a way to get each tensor."""
+    """A parsed file: its metadata strings, and each tensor as a view of ``buffer``."""
 
-    def __init__(self, metadata: dict, header: dict, getter: Any) -> None:
+    def __init__(self, metadata: dict, header: dict, spans: dict | None = None,
+                 buffer: Any = None, start: int = 0) -> None:
         self.metadata = metadata
-        self.header = header  # tensor name -> (dtype, shape)
-        self._get = getter
+        self.header = header  # tensor name -> (dtype, shape), the true dtype and shape
+        self._spans = spans or {}  # tensor name -> (begin, end) in the data
+        self._buffer = buffer  # an object with the buffer protocol (a mapping, bytes, ...)
+        self._start = start  # where the data starts in the buffer
 
     def tensor(self, name: str) -> torch.Tensor:
         dtype, shape = self.header[name]
-        if 0 in shape:
+        begin, end = self._spans[name]
+        if begin == end:
             return torch.empty(shape, dtype=dtype)
-        t = self._get(name)
-        if t.dtype is not dtype or tuple(t.shape) != tuple(shape):  # pragma: no cover
-            raise LoadError(f"tensor {name!r}: the reader returned {t.dtype} {list(t.shape)}")
-        if dtype is torch.bool and bool(((t.view(torch.uint8)) > 1).any()):
+        with warnings.catch_warnings():  # a bytes source is read-only: see the docstring
+            warnings.filterwarnings("ignore", message=".*not writable.*")
+            raw = torch.frombuffer(self._buffer, dtype=torch.uint8, count=end - begin,
+                                   offset=self._start + begin)
+        if raw.data_ptr() % dtype.itemsize:
+            # a buffer given at an odd address (a sliced memoryview): kernels assume
+            # aligned elements (misaligned complex128 crashes them), so copy this one
+            raw = raw.clone()
+        t = raw.view(dtype).view(shape)
+        if dtype is torch.bool and bool((raw > 1).any()):
             raise LoadError(f"tensor {name!r} holds bool bytes other than 0 and 1")
         return t
-
-
-# --- writing -------------------------------------------------------------------------------
-def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict]:
-    """CPU, contiguous tensors for safetensors (copies only where needed) and the aliases.
-
-    Tensors that are the same view of one storage (tied weights) are written once:
-    ``aliases`` maps the other names to the written one.
-    """
-    if sys.byteorder != "little":  # pragma: no cover
-        raise NotImplementedError("saving on a big-endian machine is not supported")
-    out: dict[str, torch.Tensor] = {}
-    aliases: dict[str, str] = {}
-    seen: dict[tuple, str] = {}
-    storages: set = set()
-    for name, t in tensors.items():
-        t = t.detach()
-        if t.device.type == "meta":
-            raise ValueError(name)
-        key = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
-               t.stride(), t.dtype) if t.numel() else None
-        if key is not None and key in seen:
-            aliases[name] = seen[key]
-            continue
-        if key is not None:
-            seen[key] = name
-        if t.dtype in AS_REAL:
-            t = torch.view_as_real(t.resolve_conj())
-        if t.dtype not in CODES:
-            raise TypeError(f"cannot save tensor {name!r} of dtype {t.dtype}: the safetensors "
-                            f"layout has no code for it")
-        t = t.cpu()
-        ptr = t.untyped_storage().data_ptr() if t.numel() else None
-        if not t.is_contiguous() or (ptr is not None and ptr in storages):
-            t = t.clone(memory_format=torch.contiguous_format)
-        if ptr is not None:
-            storages.add(t.untyped_storage().data_ptr())
-        out[name] = t
-    return out, aliases
-
-
-def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> None:
-    """Write a container: streamed by safetensors to a temporary file, then renamed."""
-    if hasattr(path, "write"):
-        path.write(safetensors.torch.save(tensors, metadata=metadata))
-        return
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".safetrace-", dir=folder)
-    os.close(fd)
-    try:
-        safetensors.torch.save_file(tensors, tmp, metadata=metadata)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -147,39 +125,85 @@ def open_regular(path: Any, what: str = "file") -> int:
 
 
 def read_fd(fd: int, budgets: Budgets, where: str) -> Container:
-    """Parse the container behind ``fd`` and map its tensors (the fd may be closed after)."""
+    """Parse the container behind ``fd`` and map its data (the fd may be closed after)."""
     size = os.fstat(fd).st_size
-    head = os.pread(fd, 8, 0)
-    n = _header_length(head, size, budgets, where)
+    n = _header_length(os.pread(fd, 8, 0), size, budgets, where)
     raw = os.pread(fd, n, 8)
     if len(raw) != n:
         raise LoadError(f"{where}: truncated header")
-    metadata, header = parse_header(raw, size - 8 - n, budgets, where)
-    if not header:
-        return Container(metadata, header, None)
-    target = f"/proc/self/fd/{fd}"
-    if not os.path.exists(target):  # pragma: no cover - no /proc: read instead of mapping
-        data = os.pread(fd, size - 8 - n, 8 + n)
-        tensors = safetensors.torch.load(head + raw + data)
-        return Container(metadata, header, tensors.__getitem__)
+    metadata, header, spans = parse_header(raw, size - 8 - n, budgets, where)
+    if size == 8 + n:
+        return Container(metadata, header, spans)
     try:
-        handle = safetensors.safe_open(target, framework="pt")
-    except Exception as err:  # noqa: BLE001 - the package's own validation failed
-        raise LoadError(f"{where}: invalid safetensors data: {str(err)[:200]}") from None
-    return Container(metadata, header, handle.get_tensor)
+        mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError) as err:
+        raise LoadError(f"{where}: cannot map the file: {err}") from None
+    if os.fstat(fd).st_size != size:
+        raise LoadError(f"{where}: the file changed size while being read")
+    if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_WILLNEED"):
+        # a program reads all its weights in its first call: start reading them now, in
+        # large requests, rather than page by page as the first call faults them in
+        # (the page cache fills; the process's memory grows only with what it touches)
+        mapping.madvise(mmap.MADV_WILLNEED)
+    return Container(metadata, header, spans, mapping, 8 + n)
 
 
-def read_bytes(buf: bytes, budgets: Budgets, where: str) -> Container:
-    """Parse a container held in memory (the tensors are copied out of ``buf``)."""
-    n = _header_length(buf[:8], len(buf), budgets, where)
-    metadata, header = parse_header(buf[8:8 + n], len(buf) - 8 - n, budgets, where)
-    if not header:
-        return Container(metadata, header, None)
-    try:
-        tensors = safetensors.torch.load(bytes(buf))
-    except Exception as err:  # noqa: BLE001
-        raise LoadError(f"{where}: invalid safetensors data: {str(err)[:200]}") from None
-    return Container(metadata, header, tensors.__getitem__)
+def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
+    """Parse a container held in memory; its tensors are views of ``buf`` (no copy)."""
+    view = memoryview(buf)
+    if not view.c_contiguous:
+        raise LoadError(f"{where}: the buffer given to st.load is not contiguous")
+    view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    n = _header_length(bytes(view[:8]), view.nbytes, budgets, where)
+    metadata, header, spans = parse_header(bytes(view[8:8 + n]), view.nbytes - 8 - n,
+                                           budgets, where)
+    return Container(metadata, header, spans, view, 8 + n)
+
+
+def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
+    """Parse a container from a binary file object: the header first, then exactly the
+    data it declares, read once into one buffer that grows as bytes arrive."""
+    head = _read_exactly(f, 8, where)
+    n = _header_length(head, budgets.max_file_bytes, budgets, where)
+    raw = _read_exactly(f, n, where)
+    metadata, header, spans = parse_header(raw, None, budgets, where)
+    size = max((e for _, e in spans.values()), default=0)
+    if 8 + n + size > budgets.max_file_bytes:
+        raise LoadError(f"{where}: the header declares {8 + n + size} bytes, over the budget "
+                        f"(max_file_bytes={budgets.max_file_bytes})")
+    data = bytearray()
+    while len(data) < size:  # grown in place: large reallocations remap, no second copy
+        piece = f.read(min(size - len(data), 1 << 24))
+        if not piece:
+            raise LoadError(f"{where}: truncated: the header declares {size} bytes of data, "
+                            f"the file object holds {len(data)}")
+        _binary(piece)
+        data += piece
+    extra = f.read(1)
+    if extra:
+        _binary(extra)
+        raise LoadError(f"{where}: trailing bytes after the last tensor")
+    return Container(metadata, header, spans, data, 0)
+
+
+def _binary(piece: Any) -> None:
+    if not isinstance(piece, (bytes, bytearray, memoryview)):
+        raise LoadError("the file object must be opened in binary mode")
+
+
+def _read_exactly(f: Any, n: int, where: str) -> bytes:
+    chunks, left = [], n
+    while left:
+        piece = f.read(min(left, 1 << 24))
+        if not piece:
+            if n == 8 and left == n:
+                raise LoadError(f"{where}: truncated (no header length)")
+            raise LoadError(f"{where}: truncated header ({n - left} of {n} bytes)")
+        _binary(piece)
+        chunks.append(bytes(piece))
+        left -= len(piece)
+    return b"".join(chunks)
 
 
 def _header_length(head: bytes, size: int, budgets: Budgets, where: str) -> int:
@@ -202,16 +226,25 @@ def _header_length(head: bytes, size: int, budgets: Budgets, where: str) -> int:
     return n
 
 
-def parse_header(raw: bytes, data_size: int, budgets: Budgets, where: str) -> tuple[dict, dict]:
-    """Metadata strings and {name: (dtype, shape)}; every inconsistency is a LoadError."""
+def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
+                 where: str) -> tuple[dict, dict, dict]:
+    """Metadata strings, {name: (dtype, shape)} and {name: (begin, end)}; every
+    inconsistency is a LoadError.  ``data_size`` None: a stream, whose size is what the
+    header declares (the caller checks that it holds that many bytes)."""
     # The header is flat but holds the program as one long string: bound its entries by
     # their keys (a raw `"data_offsets"` cannot occur inside a JSON string) before parsing.
     entries = raw.count(b'"data_offsets"')
     if entries > budgets.max_tensors:
         raise LoadError(f"{where}: {entries} tensors, over the budget "
                         f"(max_tensors={budgets.max_tensors})")
+    values = json_shape(raw, budgets, f"{where} header", max_depth=3, count_values=False)
+    if values > _VALUES_PER_TENSOR * (entries + 1):
+        # (a tensor entry holds at most 70 values: its dtype, up to 64 sizes, two offsets)
+        raise LoadError(f"{where}: the header holds about {values} JSON values for {entries} "
+                        f"tensors (at most {_VALUES_PER_TENSOR} each)")
     try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys,
+                            parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
         raise LoadError(f"{where}: header is not valid JSON: {str(err)[:200]}") from None
     if not isinstance(header, dict):
@@ -220,33 +253,105 @@ def parse_header(raw: bytes, data_size: int, budgets: Budgets, where: str) -> tu
     if not isinstance(metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise LoadError(f"{where}: __metadata__ must map strings to strings")
+    for k in metadata:
+        _text(k, f"{where}: __metadata__ key")
     if len(header) > budgets.max_tensors:
         raise LoadError(f"{where}: {len(header)} tensors, over the budget "
                         f"(max_tensors={budgets.max_tensors})")
-    spans, out = [], {}
+    if header and (len(raw) + 8) % _DATA_ALIGN:
+        raise LoadError(f"{where}: the data starts at byte {len(raw) + 8}, not a multiple of "
+                        f"{_DATA_ALIGN} (safetensors pads its header with spaces): its "
+                        "tensors would be misaligned")
+    true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, where)
+    spans, out = {}, {}
     for name, info in header.items():
+        _text(name, f"{where}: tensor name")
         dtype, shape, begin, end = _entry(name, info, where)
         numel = 1
         for s in shape:
             numel *= s
-        itemsize = dtype.itemsize
-        if numel * itemsize != end - begin:
+        if numel * dtype.itemsize != end - begin:
             raise LoadError(f"{where}: tensor {name!r} declares shape {shape} of {dtype} "
-                            f"({numel * itemsize} bytes) but spans {end - begin} bytes")
-        if end > data_size:
+                            f"({numel * dtype.itemsize} bytes) but spans {end - begin} bytes")
+        if data_size is not None and end > data_size:
             raise LoadError(f"{where}: tensor {name!r} ends at byte {end}, past the data "
                             f"({data_size} bytes): truncated file?")
-        spans.append((begin, end, name))
+        if _huge(shape):
+            raise LoadError(f"{where}: tensor {name!r} has shape {str(shape)[:80]}, whose "
+                            "nonzero sizes multiply past 2**62")
+        if begin % dtype.itemsize:
+            raise LoadError(f"{where}: tensor {name!r} starts at data byte {begin}, not a "
+                            f"multiple of its element size ({dtype.itemsize}): misaligned")
+        true = true_dtypes.get(name)
+        if true is not None:
+            dtype, shape = _as_true(name, true, dtype, shape, begin, where)
+        spans[name] = (begin, end)
         out[name] = (dtype, tuple(shape))
     pos = 0
-    for begin, end, name in sorted(spans):
+    for begin, end, name in sorted((b, e, k) for k, (b, e) in spans.items()):
         if begin != pos:
             raise LoadError(f"{where}: tensor {name!r} starts at byte {begin}, expected {pos} "
                             "(tensors must tile the data without gaps or overlaps)")
         pos = end
-    if pos != data_size:
+    if data_size is not None and pos != data_size:
         raise LoadError(f"{where}: {data_size - pos} trailing bytes after the last tensor")
-    return metadata, out
+    return metadata, out, spans
+
+
+def _true_dtypes(text: Any, header: dict, where: str) -> dict:
+    """The ``safetrace.dtypes`` entry: {stored tensor name: dtype it is a view of}."""
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text, object_pairs_hook=no_duplicate_keys,
+                           parse_constant=_no_constant)
+    except (ValueError, RecursionError) as err:
+        raise LoadError(f"{where}: {DTYPES_KEY} is not valid JSON: {str(err)[:100]}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise LoadError(f"{where}: {DTYPES_KEY} must map tensor names to dtype names")
+    out = {}
+    for name, dt in value.items():
+        if name not in header:
+            raise LoadError(f"{where}: {DTYPES_KEY} names {name[:80]!r}, which is not a tensor "
+                            "of the file")
+        if dt not in STORED_DTYPES:
+            raise LoadError(f"{where}: {DTYPES_KEY}: {name[:80]!r} has dtype {dt[:40]!r}, not "
+                            f"one stored as a view ({', '.join(sorted(STORED_DTYPES))})")
+        out[name] = STORED_DTYPES[dt]
+    return out
+
+
+def _as_true(name: str, true: torch.dtype, dtype: torch.dtype, shape: list, begin: int,
+             where: str) -> tuple:
+    base, pairs = AS_STORED[true]
+    if dtype is not base or (pairs and shape[-1:] != [2]):
+        form = f"{CODES[base]} with a last dim of 2" if pairs else CODES[base]
+        raise LoadError(f"{where}: tensor {name!r} is declared {true} ({DTYPES_KEY}), which is "
+                        f"stored as {form}, but it is {CODES[dtype]} {shape}")
+    if begin % true.itemsize:
+        raise LoadError(f"{where}: tensor {name!r} ({true}) starts at data byte {begin}, not "
+                        f"a multiple of {true.itemsize}: misaligned")
+    return true, shape[:-1] if pairs else shape
+
+
+def _huge(shape: list) -> bool:
+    numel = 1
+    for s in shape:
+        numel *= s or 1
+    return numel >= 1 << 62
+
+
+def _text(s: str, what: str) -> None:
+    """A string from the file that Python can encode (no lone surrogates from escapes)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LoadError(f"{what} {s[:40]!a} is not valid Unicode (a lone surrogate escape)") \
+            from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")
 
 
 def _entry(name: str, info: object, where: str) -> tuple:

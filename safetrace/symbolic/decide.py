@@ -316,8 +316,8 @@ def nonneg(env: Facts, f: Expr) -> bool:
     for g in env.linear:
         if bounds_of(env, sub(f, g)).lo >= 0:
             return True
-    g = _floors_as_remainders(f)
-    return g is not None and bounds_of(env, simplify(env, g)).lo >= 0
+    h = _floors_as_remainders(f)
+    return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
 
 
 def _floors_as_remainders(f: Expr) -> Expr | None:
@@ -337,9 +337,10 @@ def _floors_as_remainders(f: Expr) -> Expr | None:
         lcm = lcm * m // gcd(lcm, m)
     out = scale(f, lcm)
     for fl, k in floors:
-        a, m = fl.args
+        a, den = fl.args
+        m = int(den.value)  # type: ignore[arg-type]
         out = add(out, scale(fl, -lcm * k))
-        out = add(out, scale(sub(a, mod(a, m)), lcm // int(m.value) * k))  # type: ignore[arg-type]
+        out = add(out, scale(sub(a, mod(a, den)), lcm // m * k))
     return out
 
 

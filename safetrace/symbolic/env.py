@@ -68,6 +68,19 @@ class Guard:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """A question on data-dependent sizes answered by size-oblivious reasoning: ``cond`` is
+    assumed from here on; ``asserted``: checked at run time, because the excluded values
+    would give another result (or an error in eager); else the answer holds for them too."""
+
+    cond: Expr
+    kind: str
+    why: str
+    origin: object = None
+    asserted: bool = True
+
+
+@dataclass(frozen=True)
 class Fate:
     """A symbol's fate: kind is "static" (value), "equal" or "derived" (expr), or "free"."""
 
@@ -110,6 +123,13 @@ class Env:
         # Report mode: called with the DataDependentQuestion instead of raising it; returns
         # the answer to assume (the assumption is recorded as a guard).
         self.on_undecided: Callable[[DataDependentQuestion], bool] | None = None
+        # Size-oblivious answers: the policy (installed by the layer that knows the
+        # question's context) returns (answer, kind, why, asserted) or None; each answer is
+        # recorded in ``settled`` and, when asserted, handed to ``on_settled`` (the tracer
+        # puts a run-time assertion in the graph).
+        self.settle_policy: Callable[[DataDependentQuestion], Any] | None = None
+        self.on_settled: Callable[[Settled], None] | None = None
+        self.settled: list[Settled] = []
         self.int_cls: type | None = None
         self.bool_cls: type | None = None
         self.float_cls: type | None = None
@@ -239,6 +259,11 @@ class Env:
         v = D.hint_value(self, s)
         if v is None:
             q = DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
+            found = self.settle_policy(q) if self.settle_policy is not None else None
+            if found is not None:
+                answer, kind, why, asserted = found
+                self.settle(s if answer else not_(s), kind, why, q.origin, asserted)
+                return bool(answer)
             if self.on_undecided is None:
                 raise q
             v = bool(self.on_undecided(q))  # report mode: note it, assume an answer, go on
@@ -292,6 +317,25 @@ class Env:
         if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
             return
         self.requirements.append(Guard(c, origin))
+
+    def settle(self, cond: Expr, kind: str, why: str, origin: object = None,
+               asserted: bool = True) -> None:
+        """Assume ``cond``, a condition on data-dependent sizes that the facts do not
+        decide, as a size-oblivious answer (see ``Settled``)."""
+        c = D.simplify(self, cond)
+        if D.decide(self, c) is True:
+            return
+        item = Settled(c, kind, why, self._origin(origin), asserted)
+        self.settled.append(item)
+        self.facts.append(Guard(c, item.origin))
+        self._assume(c)
+        if asserted and self.on_settled is not None:
+            self.on_settled(item)
+
+    def undecided_unbacked(self, cond: Expr) -> bool:
+        """True when ``cond`` is open: not settled by the facts and no hint decides it."""
+        c = D.simplify(self, cond)
+        return D.decide(self, c) is None and D.hint_value(self, c) is None
 
     def add_fact(self, cond: Expr | bool, origin: object = None) -> None:
         """Assume ``cond`` (a user check); ValueError if it is provably false."""

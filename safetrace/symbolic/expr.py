@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-import sys
+import weakref
 from typing import Any, Dict, Iterable, Mapping, Tuple, Union
 
 from safetrace.symbolic.printing import to_str
@@ -55,17 +55,29 @@ def release_since(mark: int) -> int:
     an expression still referenced anywhere stays (identity keeps meaning equality).
     Returns how many were dropped.
     """
-    # only the entries after ``mark``, read from the end (not a copy of the whole table)
-    items = list(itertools.islice(reversed(_TABLE.items()), max(len(_TABLE) - mark, 0)))
-    items.reverse()
-    dropped = 0
-    while items:  # newest first: a parent goes before the children it references
-        key, e = items.pop()
-        if sys.getrefcount(e) <= 3 and _TABLE.get(key) is e:  # the table, `e`, the call
-            del _TABLE[key]
-            dropped += 1
-        del key, e
-    return dropped
+    # Take the entries after ``mark`` out of the table (read from its end, not a copy of
+    # the whole table) and keep only weak references: what nothing else holds dies at
+    # once (a parent first, then the children it held), the rest goes back in order.
+    # Ownership decides, not reference counts, which interpreters count differently.
+    n = max(len(_TABLE) - mark, 0)
+    keys = list(itertools.islice(reversed(_TABLE), n))
+    refs = [weakref.ref(_TABLE.pop(key)) for key in keys]
+    del keys  # the keys hold the children of their nodes
+    survivors = [e for e in (r() for r in reversed(refs)) if e is not None]
+    for e in survivors:
+        _TABLE[_table_key(e)] = e
+    return n - len(survivors)
+
+
+def _table_key(e: Expr) -> tuple[object, ...]:
+    """The key ``e`` is interned under (as built by the constructors below)."""
+    if e.op == "const":
+        return ("const", type(e.value) is bool, e.value)
+    if e.op in ("sym", "fsym"):
+        return (e.op, e.name)
+    if e.op == "fconst":
+        return ("fconst", float(e.value).hex())  # type: ignore[arg-type]
+    return (e.op, e.args)
 
 
 class Expr:

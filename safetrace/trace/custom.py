@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterator
 import torch
 
 from safetrace.errors import UnsupportedOpError, missing_fake
-from safetrace.rules import get_rule
+from safetrace.rules import get_rule, rule
+from safetrace.rules.vision_ops import NAMED_RULES
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
 from safetrace.symbolic.expr import const, sym, to_expr
@@ -128,6 +129,10 @@ def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
 def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
     if op.namespace in ("aten", "prims") or get_rule(op) is not None:
+        return tr.emit(op, args, kwargs)
+    named = NAMED_RULES.get(op._schema.name)
+    if named is not None:  # a library op safetrace has a rule for, met for the first time
+        rule(op)(named)
         return tr.emit(op, args, kwargs)
     fake = _fake_of(op)
     if fake is None:

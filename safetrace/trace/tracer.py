@@ -22,6 +22,7 @@ from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpErro
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
+from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace.current import set_active_tracer
@@ -31,6 +32,8 @@ from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
+from safetrace.trace import shims
+from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
@@ -80,6 +83,8 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
+        self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
+        self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
         # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
         # made in: its value is known until something is written in place
         self.literals: dict[int, int] = {}
@@ -89,14 +94,35 @@ class Tracer(TorchFunctionMode):
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
-        self._saved_env.append((ACTIVE.env, set_active_tracer(self)))
-        ACTIVE.env = self.env
+        env = self.env
+        self._saved_env.append((ACTIVE.env, set_active_tracer(self),
+                                (env.on_settled, env.settle_policy) if env is not None
+                                else None, shims.enter()))
+        ACTIVE.env = env
+        if env is not None:
+            env.on_settled = self._assert_settled
+            env.settle_policy = lambda q: oblivious_answer(env, q)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous = self._saved_env.pop()
+        ACTIVE.env, previous, hooks, saved_shims = self._saved_env.pop()
+        shims.leave(saved_shims)
+        if self.env is not None:
+            self.env.on_settled, self.env.settle_policy = hooks
         set_active_tracer(previous)
         return super().__exit__(*exc)
+
+    def _assert_settled(self, item: Any) -> None:
+        """A size-oblivious answer the excluded values would contradict: a run-time
+        assertion, placed before the op that asked (once its sizes have graph nodes)."""
+        msg = f"the program was traced for it (size-oblivious: {item.why})"
+        origin = item.origin if isinstance(item.origin, str) else ""
+        if not self.recording:  # inside a custom op's fake: after the op
+            self.pending_checks.append((item.cond, msg, origin))
+        elif all(n in self.sym_sources for n in item.cond.free_symbols):
+            emit_assert(self, item.cond, msg, origin)
+        else:  # a size the current op creates: asserted right after it
+            self.unsourced_settled.append((item.cond, msg, origin))
 
     # -- the mode --------------------------------------------------------------------
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
@@ -237,6 +263,11 @@ class Tracer(TorchFunctionMode):
         """
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
+        if out is None and self.recording and (self.const_nodes or self.folded) and \
+                not any(type(a) is Proxy for a in args):
+            folded = self._fold(op, args, kwargs)
+            if folded is not None:
+                return folded[0]
         for a in args:
             t = type(a)
             if t is Proxy:
@@ -316,7 +347,33 @@ class Tracer(TorchFunctionMode):
             self._number_mask(op, args, kwargs, result, node)
         if env is not None and len(env.symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
+        if self.unsourced_settled:
+            late, self.unsourced_settled = self.unsourced_settled, []
+            for cond, msg, origin in late:
+                emit_assert(self, cond, msg, origin)
         return result
+
+    def _fold(self, op: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """(result,) of an op whose tensors are all small constants made in the traced code
+        (``torch.tensor(0.25).log2()``): computed now, so Python may read its value, as
+        with any constant; None when the op must be recorded."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        tensors += [x for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))
+                    for x in a if isinstance(x, torch.Tensor)]
+        if not tensors or any(type(t) is Proxy or t.numel() > 4096 or (
+                id(t) not in self.const_nodes and id(t) not in self.folded)
+                for t in tensors):
+            return None
+        info = _OP_INFO.get(id(op)) or _op_info(op)
+        if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+            return None  # a write or a random draw must happen when the program runs
+        with torch._C.DisableTorchFunction():
+            result = op(*args, **kwargs)
+        for t in (result if isinstance(result, (tuple, list)) else (result,)):
+            if isinstance(t, torch.Tensor):  # lifted when a recorded op uses it
+                self.folded.add(id(t))
+                self.keepalive.append(t)
+        return (result,)
 
     def _source_new_symbols(self, n_before: int, result: Any, node: Any, trace: str) -> None:
         """Record where the graph reads each data-dependent size this op created."""

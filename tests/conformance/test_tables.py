@@ -34,6 +34,8 @@ SLOW_CASES = {"arch2/hf_bert_mlm", "arch2/hf_bert_cls", "arch2/hf_gpt2_lm", "arc
 # by design: the error class the case must be refused with
 _FLOAT = "float arithmetic on a size specializes it (documented)"
 _BRANCH = "a branch on a size rules out part of the declared range: the documented fix is a min"
+_NARROW = ("a run-time condition on a named Dim fails inside its declared range (documented: "
+           "the fix is Dim.DYNAMIC, or the range where it holds)")
 REFUSED = {
     "patterns/mha_masks_both_layouts": ("ConstraintViolationError", "`if t == s_len` relates two "
                                         "independent named Dims (documented: declare one Dim.DYNAMIC)"),
@@ -66,27 +68,27 @@ REFUSED = {
     "hf/prophetnet": ("ConstraintViolationError", "dec_seq <= 62 is right: eager fails from 63 "
                       "on (its position embeddings: IndexError), the case declares max=64"),
     "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
+    "patterns/pad_negative_crop_symbolic": ("ConstraintViolationError", "`if d >= 0` with d = y - "
+                                            "x relates two independent named Dims (documented: "
+                                            "declare both Dim.DYNAMIC)"),
+    "hf/swin": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
+    "hf/swinv2": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
+    "hf/mobilenet_v1": ("ConstraintViolationError",
+                        _NARROW + " (TF padding: `if in_height % stride_height == 0:`)"),
+    "hf/longt5": ("ConstraintViolationError", _NARROW + " (`if x.shape[dim] % block_len != 0`)"),
+    "arch/sam_window": ("ConstraintViolationError", _NARROW + " (`if pad_h > 0 or pad_w > 0`)"),
+    "arch2/swin_mask": ("ConstraintViolationError", _NARROW + " (`if pad_r > 0 or pad_b > 0`)"),
+    "arch2/mae": ("ConstraintViolationError", _FLOAT + ": `int(L * (1 - mask_ratio))` rules out "
+                  "part of the named Dims' ranges"),
 }
 
-_RESIDUAL = ("a residual guard on a named Dim narrows its range at run time instead of a "
-             "ConstraintViolationError at export; owner: exporter")
-_RELATION = ("a branch relating two named Dims becomes a run-time relation instead of a "
-             "ConstraintViolationError at export (issue 14); owner: exporter")
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
-    "arch/sam_window": _RESIDUAL + " (`if pad_h > 0 or pad_w > 0`)",
-    "arch2/swin_mask": _RESIDUAL + " (`if pad_r > 0 or pad_b > 0`)",
-    "arch2/mae": _RESIDUAL + " (`int(L * (1 - mask_ratio))`)",
     "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
     "patterns/adaptive_pool_none_sizes": ("adaptive pooling with a None output size requires "
                                           "h >= 2 (eager takes 1); owner: rules"),
     "patterns/interp_fractional_scale": ("F.interpolate(scale_factor=0.5, mode='area') guards "
                                          "h // 2 != 1 (issue 14, float sizes); owner: rules"),
-    "patterns/pad_negative_crop_symbolic": _RELATION + " (`if d >= 0` with d = y - x)",
-    "hf/swin": _RELATION + " (`if min(input_resolution) <= self.window_size`)",
-    "hf/swinv2": _RESIDUAL + " (`was_padded = pad_values[3] > 0 or ...`)",
-    "hf/mobilenet_v1": _RESIDUAL + " (TF padding: `if in_width % stride_width == 0`)",
-    "hf/longt5": _RESIDUAL + " (`if x.shape[dim] % block_len != 0`)",
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "

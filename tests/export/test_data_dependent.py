@@ -57,7 +57,9 @@ def test_scenario_11_dynamic():
 class Unprovable(torch.nn.Module):
     def forward(self, x, z):
         c = torch.count_nonzero(x).item()
-        return z.view(c, -1)
+        if c > 3:  # a threshold on data: no size-oblivious answer exists
+            return z * 2
+        return z
 
 
 def test_undecidable_is_a_data_dependent_error_with_fix():

@@ -12,7 +12,7 @@ from safetrace import Dim
 class Many(torch.nn.Module):
     def forward(self, x, y, z):
         c = torch.count_nonzero(x).item()
-        w = z.view(c, -1)
+        w = z * 2 if (c > 3 and c < 10) else z  # thresholds on data: two questions
         if x.shape[0] > 4:
             return x[:3] + y, w
         return x + y, w

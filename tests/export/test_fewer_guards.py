@@ -132,3 +132,14 @@ def test_narrowing_a_named_dim_is_refused_with_a_true_fix(name):
     fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
     ep = st.export(fn, _rows(*example), dynamic_shapes=fixed)  # the fix is true
     matches_eager(ep, fn, _rows(*example))
+
+
+def test_min_max_of_a_data_dependent_size_stay_symbolic():
+    def f(x):
+        n = (x > 0).sum().item()
+        return x[: min(n, 3)], torch.ones(max(n, x.shape[0] // 2))
+
+    ep = st.export(f, (torch.randn(6),), dynamic_shapes=({0: Dim("d")},))
+    assert ep.contract.conditions == ()
+    for n in (0, 1, 5, 9):
+        matches_eager(ep, f, (torch.randn(n),))

@@ -32,6 +32,7 @@ class Spec:
     expect: str = "load"        # "load", "call" (refused at load or call) or "bounded"
     load_kwargs: dict = dataclasses.field(default_factory=dict)
     after: Callable | None = None  # run on a loaded program (must raise)
+    match: str | None = None    # a regex the refusal's message must match (what was wrong)
 
 
 @dataclasses.dataclass
@@ -125,8 +126,8 @@ def cases() -> list[Case]:
         out.append(Case(category, name, make))
 
     def blob(category: str, name: str, fn: Callable[[], bytes], expect: str = "load",
-             **kw: Any) -> None:
-        add(category, name, lambda tmp: Spec(fn(), expect, kw))
+             match: str | None = None, **kw: Any) -> None:
+        add(category, name, lambda tmp: Spec(fn(), expect, kw, match=match))
 
     # --- operators: the allowlist ------------------------------------------------------
     op = "operators"
@@ -335,6 +336,7 @@ def cases() -> list[Case]:
     blob(co, "trailing_bytes", lambda: m.blob + b"\0" * 16)
     blob(co, "version_1_zip_with_64gb_member", lambda: _v1_bomb())
     blob(co, "tensor_not_declared", lambda: m.file(m.d(), dict(m.tensors, extra=torch.ones(1))))
+    _container_cases(m, blob)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"
@@ -350,6 +352,112 @@ def cases() -> list[Case]:
                                                               "bogus": torch.ones(1)}}))
     add(nf, "weights_missing", lambda tmp: Spec(_graph_only(tmp, m)))
     return out
+
+
+def _container_cases(m: Maker, blob: Callable) -> None:
+    """The safetensors layer, byte by byte: each refusal must name what is wrong."""
+    co = "container"
+    head, data = _split(m.blob)
+    key = next(k for k in head if k != "__metadata__" and head[k]["dtype"] == "F32")
+    blob(co, "header_length_past_eof", lambda: struct.pack("<Q", 1 << 20) + m.blob[8:4096],
+         match="exceeds the file")
+    blob(co, "header_length_2_63", lambda: struct.pack("<Q", 1 << 63) + m.blob[8:],
+         match="over the budget")
+    blob(co, "header_cut_mid_json", lambda: _raw(m.blob[8:8 + len(m.blob) // 3], b""),
+         match="not valid JSON")
+    blob(co, "data_start_not_aligned", lambda: _raw(_header_bytes(head) + b" " * 4, data,
+                                                    pad=False), match="multiple of 8")
+    blob(co, "offsets_misaligned", lambda: _shifted(head, data, key, 2), match="misaligned")
+    blob(co, "offsets_gap", lambda: _shifted(head, data, key, 4, gap=True),
+         match="expected|gaps")
+    blob(co, "offsets_reversed", lambda: _edit(head, data, key, "data_offsets", [8, 0]),
+         match="bad data_offsets")
+    blob(co, "offsets_negative", lambda: _edit(head, data, key, "data_offsets", [-4, 28]),
+         match="bad data_offsets")
+    blob(co, "dtype_size_mismatch", lambda: _edit(head, data, key, "dtype", "F64"),
+         match="declares shape")
+    blob(co, "shape_numel_mismatch", lambda: _edit(head, data, key, "shape", [3]),
+         match="declares shape")
+    blob(co, "shape_bool_entry", lambda: _edit(head, data, key, "shape", [True, 8]),
+         match="bad shape")
+    blob(co, "shape_huge_but_empty", lambda: _raw(_header_bytes(dict(head, **{"state:huge": {
+        "dtype": "F32", "shape": [0, 1 << 61, 1 << 61], "data_offsets": [len(data)] * 2}})),
+        data), match=r"2\*\*62")
+    blob(co, "shape_65_dims", lambda: _edit(head, data, key, "shape", [1] * 65),
+         match="bad shape")
+    for word in ("NaN", "Infinity", "-Infinity"):
+        blob(co, f"shape_{word}", lambda w=word: _raw(_header_bytes(head).replace(
+            b'"shape":[8],"data_offsets"', f'"shape":[{w}],"data_offsets"'.encode(), 1), data),
+            match="not allowed")
+        blob(co, f"program_hint_{word}", lambda w=word: pack(None, m.tensors, raw_program=(
+            json.dumps(m.doc).replace('"hint": 4', f'"hint": {w}', 1))), match="not allowed")
+    blob(co, "offsets_1e400", lambda: _raw(_header_bytes(head).replace(
+        b'"data_offsets":[0,', b'"data_offsets":[1e400,', 1), data), match="bad data_offsets")
+    blob(co, "duplicate_tensor_key", lambda: _raw(_header_bytes(head)[:-1] + b"," + json.dumps(
+        {key: head[key]})[1:-1].encode() + b"}", data), match="duplicate key")
+    blob(co, "deeply_nested_header", lambda: _raw(b'{"x":' + b"[" * 200_000 + b"]" * 200_000
+                                                  + b"}", b""), match="nested deeper")
+    blob(co, "header_of_numbers", lambda: _raw(b'{"x":[' + b"0," * 8_000_000 + b"0]}", b""),
+         match="JSON values")
+    blob(co, "name_lone_surrogate", lambda: _raw(_header_bytes(head).replace(
+        json.dumps(key).encode(), rb'"state:\udc80"', 1), data), match="not valid Unicode")
+    blob(co, "name_bytes_ff", lambda: _raw(_header_bytes(head).replace(
+        json.dumps(key).encode(), b'"state:' + bytes([0xff, 0xfe]) + b'"', 1), data),
+        match="utf-8")
+    blob(co, "program_lone_surrogate", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc).replace('"stack_trace": "', '"stack_trace": "\\udc80', 1)),
+        match="not valid Unicode|surrogate")
+    blob(co, "metadata_key_surrogate", lambda: _raw(_header_bytes(head).replace(
+        b'"__metadata__":{', b'"__metadata__":{"\\ud800":"x",', 1), data),
+        match="not valid Unicode")
+    for name, value, why in (
+            ("dtypes_not_json", "{", "not valid JSON"),
+            ("dtypes_unknown_tensor", json.dumps({"state:nope": "complex128"}), "not a tensor"),
+            ("dtypes_unknown_dtype", json.dumps({key: "complex256"}), "stored as a view"),
+            ("dtypes_wrong_base", json.dumps({key: "complex128"}), "stored as"),
+            ("dtypes_not_a_map", json.dumps(["complex128"]), "must map")):
+        blob(co, name, lambda v=value: _raw(_header_bytes(_with_meta(
+            head, "safetrace.dtypes", v)), data), match=why)
+
+
+def _split(blob: bytes) -> tuple[dict, bytes]:
+    (n,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8:8 + n]), blob[8 + n:]
+
+
+def _header_bytes(head: dict) -> bytes:
+    return json.dumps(head, separators=(",", ":")).encode()
+
+
+def _raw(text: bytes, data: bytes, pad: bool = True) -> bytes:
+    if pad:
+        text += b" " * (-(8 + len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def _edit(head: dict, data: bytes, key: str, field: str, value: Any) -> bytes:
+    head = copy.deepcopy(head)
+    head[key][field] = value
+    return _raw(_header_bytes(head), data)
+
+
+def _with_meta(head: dict, name: str, value: str) -> dict:
+    head = copy.deepcopy(head)
+    head["__metadata__"][name] = value
+    return head
+
+
+def _shifted(head: dict, data: bytes, key: str, by: int, gap: bool = False) -> bytes:
+    """Every tensor from ``key`` on moved ``by`` bytes later: a 1-byte filler tensor in
+    front (tiling kept, offsets misaligned) or nothing (a gap)."""
+    head = copy.deepcopy(head)
+    begin = head[key]["data_offsets"][0]
+    for k, v in head.items():
+        if k != "__metadata__" and v["data_offsets"][0] >= begin:
+            v["data_offsets"] = [v["data_offsets"][0] + by, v["data_offsets"][1] + by]
+    if not gap:
+        head["filler"] = {"dtype": "U8", "shape": [by], "data_offsets": [begin, begin + by]}
+    return _raw(_header_bytes(head), data[:begin] + bytes(by) + data[begin:])
 
 
 # --- helpers -----------------------------------------------------------------------------------

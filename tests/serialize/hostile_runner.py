@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -127,6 +128,9 @@ def run_case(case: hostile.Case, tmp: str) -> dict:
     problems = []
     if outcome.startswith(("CRASH", "ACCEPTED")):
         problems.append(outcome)
+    elif spec.match and outcome.startswith("refused") and not re.search(spec.match, detail,
+                                                                        re.IGNORECASE):
+        problems.append(f"the refusal does not say {spec.match!r}")
     # CPU time: what the case costs this process (the wall clock also counts the other
     # processes of a loaded machine); a hang shows in both, and the parent's timeout
     if cpu > LIMIT_S:

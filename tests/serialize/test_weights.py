@@ -123,10 +123,37 @@ def test_tied_complex_and_strided_state_round_trip(tmp_path):
 
 
 def test_shared_tensors_are_written_once():
-    from safetrace.serialize.tensorfile import prepare
+    from safetrace.serialize.writer import prepare  # noqa: PLC0415
 
     w = torch.randn(4, 4)
-    out, aliases = prepare({"a": w, "b": w, "c": w[1:], "d": w.t()})
+    out, aliases, _ = prepare({"a": w, "b": w, "c": w[1:], "d": w.t()})
     assert aliases == {"b": "a"} and set(out) == {"a", "c", "d"}
     assert out["c"].untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
     assert out["d"].is_contiguous() and torch.equal(out["d"], w.t())
+
+
+def test_load_state_dict_into_a_loaded_program_copies_each_weight_once(tmp_path, monkeypatch):
+    model = MLP()
+    st.save(_dyn(model), tmp_path / "m.st")
+    before = (tmp_path / "m.st").read_bytes()
+    module = st.load(tmp_path / "m.st").module()
+    other = MLP()
+    new = {k: v.detach().clone() for k, v in other.state_dict().items()}
+    clones = []
+    real_clone = torch.Tensor.clone
+    monkeypatch.setattr(torch.Tensor, "clone", lambda t, *a, **k: clones.append(t.shape)
+                        or real_clone(t, *a, **k))
+    module.load_state_dict(new)
+    monkeypatch.undo()
+    assert clones == []  # the mapped weights are not copied before being overwritten
+    for k, v in module.state_dict().items():
+        assert torch.equal(v, new[k]) and v.data_ptr() != new[k].data_ptr()
+    x = torch.randn(3, 16)
+    torch.testing.assert_close(module(x), other(x))
+    assert (tmp_path / "m.st").read_bytes() == before
+    # a value that cannot be copied leaves the old one (a clone), never uninitialized memory
+    module2 = st.load(tmp_path / "m.st").module()
+    bad = dict(new, **{"fc1.weight": torch.ones(3, 3)})
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        module2.load_state_dict(bad)
+    assert torch.equal(module2.state_dict()["fc1.weight"], model.state_dict()["fc1.weight"])

@@ -100,9 +100,8 @@ def test_parse_errors() -> None:
 
 
 def test_release_since_keeps_what_is_referenced():
-    # release_since decides "unreferenced" from sys.getrefcount; an interpreter that counts
-    # differently (borrowed references) must not make it drop a live expression, or a
-    # rebuilt equal expression would be a different object
+    # a live expression must never be dropped, or a rebuilt equal expression would be a
+    # different object (release_since decides by weak references, not reference counts)
     mark = table_mark()
     kept = [sym("rel_kept0") * 5 + 3]
     held = sym("rel_kept1") // 7
@@ -111,3 +110,18 @@ def test_release_since_keeps_what_is_referenced():
     assert release_since(mark) >= 1
     assert sym("rel_kept0") * 5 + 3 is kept[0]
     assert sym("rel_kept1") // 7 is held
+
+
+def test_release_since_drops_children_of_dropped_parents_only():
+    import weakref
+
+    mark = table_mark()
+    parent = (sym("rel_p0") * 13) // 17      # its child `rel_p0 * 13` is held by it only
+    child = weakref.ref(sym("rel_p0") * 13)
+    lone = weakref.ref((sym("rel_p1") * 19) // 23)
+    release_since(mark)
+    assert child() is not None and sym("rel_p0") * 13 is child()  # parent alive: kept
+    assert lone() is None  # nothing held it or its children
+    del parent
+    release_since(mark)
+    assert child() is None

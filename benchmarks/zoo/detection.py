@@ -1,0 +1,195 @@
+"""torchvision's detectors in the zoo: export, generalize, match eager, beside torch.export.
+
+Six detectors with random weights (``weights=None, weights_backbone=None``), eval mode, at a
+small resolution (``min_size=max_size=128``; SSDlite resizes to 320 itself) so that one eager
+forward stays within seconds on a CPU.  Each has two cases:
+
+- ``<name>``: a low score threshold, so boxes survive (random weights score low);
+- ``<name>-empty``: a score threshold no box passes, the case where the post-processing
+  meets an empty set of boxes.
+
+The model is called as ``model(list(x))`` for ``x`` of shape (B, 3, H, W), with the spec
+``{0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}``: torchvision iterates over the image list, so
+the batch is always specialized (by torch.export too); height and width stay dynamic
+where the model allows.
+
+torchvision imports only beside its own torch (``/work/zoo/.venv``: torch 2.14.1 +
+torchvision 0.29.1); ``available()`` says whether it does here, and ``registry()`` /
+bench_zoo pick these entries up only then.  Run on its own:
+
+    PYTHONPATH=$PWD /work/zoo/.venv/bin/python benchmarks/zoo/detection.py [name ...]
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import torch  # noqa: E402
+
+from safetrace import Dim  # noqa: E402
+from benchmarks.zoo import Case, Entry  # noqa: E402
+
+SIZE = 128
+# Candidate counts are kept small so that every batched_nms call sees at most 1000 boxes:
+# above that torchvision switches to a per-class loop that cannot be traced (safetrace
+# asserts the traced side), and random weights score many boxes equal, which the two
+# strategies order differently.
+_RCNN = {"min_size": SIZE, "max_size": SIZE, "rpn_pre_nms_top_n_test": 200,
+         "rpn_post_nms_top_n_test": 10}
+_ONE_STAGE = {"min_size": SIZE, "max_size": SIZE, "topk_candidates": 100}
+# name -> (constructor keywords, attribute path of the score threshold, low, impossible)
+DETECTORS: dict[str, tuple[dict, str, float, float]] = {
+    "fasterrcnn_mobilenet_v3_large_fpn": (_RCNN, "roi_heads.score_thresh", 0.0, 1.01),
+    "retinanet_resnet50_fpn": (_ONE_STAGE, "score_thresh", 0.0, 1.01),
+    "ssdlite320_mobilenet_v3_large": ({"topk_candidates": 10}, "score_thresh", 0.001, 1.01),
+    "fcos_resnet50_fpn": (_ONE_STAGE, "score_thresh", 0.0, 1.01),
+    "maskrcnn_resnet50_fpn": (_RCNN, "roi_heads.score_thresh", 0.0, 1.01),
+    "keypointrcnn_resnet50_fpn": (_RCNN, "roi_heads.score_thresh", 0.0, 1.01),
+}
+FAST = ("fasterrcnn_mobilenet_v3_large_fpn", "ssdlite320_mobilenet_v3_large")
+
+
+def available() -> bool:
+    """True when torchvision (with its C++ ops: nms, roi_align) imports beside this torch."""
+    try:
+        import torchvision  # noqa: F401
+        return hasattr(torch.ops.torchvision, "nms")
+    except Exception:  # noqa: BLE001 - any import failure means: not here
+        return False
+
+
+class ImageList(torch.nn.Module):
+    """``detector(list(x))``: the batch tensor as torchvision's list of images."""
+
+    def __init__(self, detector: torch.nn.Module) -> None:
+        super().__init__()
+        self.detector = detector
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.detector(list(x))
+
+
+def build(name: str, empty: bool = False) -> torch.nn.Module:
+    """The detector `name` (random weights, eval mode), with a threshold that lets boxes
+    through, or none (`empty`)."""
+    from torchvision.models import detection
+
+    kwargs, attr, low, impossible = DETECTORS[name]
+    torch.manual_seed(0)
+    model = getattr(detection, name)(weights=None, weights_backbone=None, **kwargs).eval()
+    owner_path, _, field = attr.rpartition(".")
+    owner = model
+    for part in filter(None, owner_path.split(".")):
+        owner = getattr(owner, part)
+    setattr(owner, field, impossible if empty else low)
+    return ImageList(model).eval()
+
+
+def _factory(name: str, empty: bool) -> Callable[[], Case]:
+    def make() -> Case:
+        model = build(name, empty)
+        g = torch.Generator().manual_seed(1)
+        img = lambda *s: torch.rand(*s, generator=g)  # noqa: E731
+        auto = Dim.AUTO
+        return Case(model, (img(1, 3, SIZE, SIZE),), {}, {"x": {0: auto, 2: auto, 3: auto}},
+                    [((img(1, 3, SIZE, SIZE),), {}), ((img(1, 3, SIZE + 32, SIZE + 32),), {})],
+                    outside=((img(1, 3, SIZE),), {}))
+    return make
+
+
+ENTRIES: list[Entry] = [
+    Entry(f"{name}{'-empty' if empty else ''}", _factory(name, empty),
+          fast=name in FAST and not empty, family="detection",
+          note="no box passes the score threshold" if empty else "")
+    for name in DETECTORS for empty in (False, True)
+]
+
+
+# -- running on its own ---------------------------------------------------------------------
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+                and torch.allclose(a, b, rtol=1e-4, atol=1e-4))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and \
+            all(_close(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def _outcome(case: Case, module: Any, args: tuple) -> str:
+    """'match', 'MISMATCH', 'rejected (<error>)' or 'eager raises'."""
+    with torch.no_grad():
+        try:
+            expected = case.model(*copy.deepcopy(args))
+        except Exception:  # noqa: BLE001
+            return "eager raises"
+        try:
+            got = module(*args)
+        except Exception as exc:  # noqa: BLE001
+            return f"rejected ({type(exc).__name__})"
+    return "match" if _close(expected, got) else "MISMATCH"
+
+
+def _export(which: str, case: Case) -> tuple[Any, float, str]:
+    import safetrace as st
+    t0 = time.perf_counter()
+    try:
+        if which == "safetrace":
+            ep = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+        else:
+            from benchmarks.common import torch_spec
+            ep = torch.export.export(case.model, case.args,
+                                     dynamic_shapes=torch_spec(case.dynamic_shapes))
+        return ep.module(), time.perf_counter() - t0, ""
+    except Exception as exc:  # noqa: BLE001 - the row names the failure
+        return None, time.perf_counter() - t0, f"{type(exc).__name__}: {str(exc)[:160]}"
+
+
+def evaluate(entry: Entry, with_torch: bool = True) -> dict:
+    """One row: per exporter, (exported, example result, generalizes, export seconds)."""
+    case = entry.factory()
+    row: dict = {"name": entry.name}
+    for which in ("safetrace", "torch.export") if with_torch else ("safetrace",):
+        module, secs, err = _export(which, case)
+        if module is None:
+            row[which] = {"exported": False, "error": err, "seconds": secs}
+            continue
+        example = _outcome(case, module, case.args)
+        others = [_outcome(case, module, a) for a, _ in case.others]
+        row[which] = {"exported": True, "seconds": secs, "example": example,
+                      "others": others, "generalizes": all(o == "match" for o in others)}
+    return row
+
+
+def _cell(r: dict) -> str:
+    if not r["exported"]:
+        return f"fails ({r['error'][:70]})"
+    return (f"{r['seconds']:.1f}s ex={r['example']} others={','.join(r['others'])}")
+
+
+def main(names: list[str]) -> None:
+    torch.set_grad_enabled(False)
+    if not available():
+        print("torchvision with its ops does not import here: run with /work/zoo/.venv")
+        return
+    rows = [evaluate(e) for e in ENTRIES if not names or e.name in names]
+    for row in rows:
+        print(f"| {row['name']} | {_cell(row['safetrace'])} | {_cell(row['torch.export'])} |")
+    for which in ("safetrace", "torch.export"):
+        ok = [r[which] for r in rows if r[which]["exported"]]
+        print(f"{which}: exported {len(ok)}/{len(rows)}, example matches "
+              f"{sum(r['example'] == 'match' for r in ok)}/{len(rows)}, generalizes "
+              f"{sum(r['generalizes'] for r in ok)}/{len(rows)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

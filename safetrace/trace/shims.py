@@ -1,0 +1,56 @@
+"""Library functions replaced, while a program is traced, by versions without a branch on
+data-dependent sizes that compute exactly the same result for every input.
+
+A branch on a size computed from data (``if boxes.numel() == 0: return empty``) can only
+be traced one way; data taking the other way is then refused at run time.  Where a
+library's branch exists only to avoid an op that raises on empty input, a branch-free
+spelling gives the same values on both sides, so the traced program handles that data too.
+Each replacement says why it is equal.  A library is patched only if the traced code has
+already imported it, and everything is restored when tracing ends, also on errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import torch
+
+
+def _batched_nms_coordinate_trick(boxes: torch.Tensor, scores: torch.Tensor,
+                                  idxs: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """torchvision's per-class NMS by coordinate offsets, without its ``numel() == 0``
+    early return.  The largest coordinate is taken over the boxes plus one element that
+    never wins (-inf, or the dtype's minimum): the same value for any non-empty set (NaN
+    included), and for no boxes a value that only multiplies empty tensors, so ``nms``
+    returns the same empty int64 tensor as the early return."""
+    lowest = float("-inf") if boxes.dtype.is_floating_point else torch.iinfo(boxes.dtype).min
+    floor = torch.full((1,), lowest, dtype=boxes.dtype, device=boxes.device)
+    max_coordinate = torch.cat([boxes.reshape(-1), floor]).max()
+    offsets = idxs.to(boxes) * (max_coordinate + torch.tensor(1).to(boxes))
+    boxes_for_nms = boxes + offsets[:, None]
+    return torch.ops.torchvision.nms(boxes_for_nms, scores, iou_threshold)
+
+
+# (module, attribute, replacement)
+SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
+    ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
+]
+
+
+def enter() -> list[tuple[Any, str, Any]]:
+    """Install the replacements of already imported libraries; returns what ``leave``
+    restores."""
+    saved = []
+    for module_name, attr, replacement in SHIMS:
+        module = sys.modules.get(module_name)
+        if module is None or not hasattr(module, attr):
+            continue
+        saved.append((module, attr, getattr(module, attr)))
+        setattr(module, attr, replacement)
+    return saved
+
+
+def leave(saved: list[tuple[Any, str, Any]]) -> None:
+    for module, attr, original in reversed(saved):
+        setattr(module, attr, original)

@@ -1,0 +1,135 @@
+"""Detector-shaped programs without torchvision: a score filter, an nms-like custom op with a
+data-dependent count, a RoI-like gather, and the empty result, against eager.
+
+The same steps as torchvision's post-processing (see benchmarks/zoo/detection.py for the
+real detectors), small enough for the default test run.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+from tests.helpers import assert_close, rejects
+
+
+@st.custom_op("sttest_det::nms_like")
+def nms_like(boxes: torch.Tensor, scores: torch.Tensor, iou: float) -> torch.Tensor:
+    """Greedy NMS in PyTorch: indices kept, by decreasing score."""
+    order = scores.argsort(descending=True)
+    keep = []
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    suppressed = torch.zeros(len(boxes), dtype=torch.bool)
+    for i in order.tolist():
+        if suppressed[i]:
+            continue
+        keep.append(i)
+        lt = torch.maximum(boxes[i, :2], boxes[:, :2])
+        rb = torch.minimum(boxes[i, 2:], boxes[:, 2:])
+        inter = (rb - lt).clamp(min=0).prod(1)
+        suppressed |= inter / (area[i] + area - inter) > iou
+    return torch.tensor(keep, dtype=torch.int64)
+
+
+@st.register_fake(nms_like)
+def _(boxes, scores, iou):
+    return boxes.new_empty((st.new_dynamic_size(max=boxes.shape[0]),), dtype=torch.int64)
+
+
+@st.custom_op("sttest_det::roi_gather")
+def roi_gather(feats: torch.Tensor, rois: torch.Tensor) -> torch.Tensor:
+    """A RoI-align stand-in: the features of each RoI's source row, scaled by its width."""
+    idx = rois[:, 0].long()
+    return feats[idx] * (rois[:, 3] - rois[:, 1])[:, None]
+
+
+@st.register_fake(roi_gather)
+def _(feats, rois):
+    return feats.new_empty((rois.shape[0], feats.shape[1]))
+
+
+class Detector(torch.nn.Module):
+    """Score filter -> (empty early return) -> nms -> top-k -> RoI gather."""
+
+    def __init__(self, thresh: float = 0.5, early_return: bool = True) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(8, 1)
+        self.thresh, self.early_return, self.max_det = thresh, early_return, 3
+
+    def forward(self, feats, boxes):
+        scores = self.head(feats).sigmoid().squeeze(-1)
+        keep = torch.where(scores > self.thresh)[0]
+        boxes, scores, feats = boxes[keep], scores[keep], feats[keep]
+        if self.early_return and boxes.numel() == 0:  # torchvision's batched_nms does this
+            return boxes, scores, feats[:, :2]
+        k = nms_like(boxes, scores, 0.5)[: self.max_det]
+        rois = torch.cat([k[:, None].to(boxes.dtype), boxes[k]], 1)
+        return boxes[k], scores[k], roi_gather(feats, rois)[:, :2]
+
+
+def _inputs(n, seed, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    xy = torch.rand(n, 2, generator=g) * 10
+    wh = torch.rand(n, 2, generator=g) * 4 + 0.5
+    return torch.randn(n, 8, generator=g) * scale, torch.cat([xy, xy + wh], 1)
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    return Detector(**kw).eval()
+
+
+SPEC = {"feats": {0: Dim("n")}, "boxes": {0: Dim("n")}}
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_detector_matches_eager_when_boxes_survive(dynamic):
+    model = _model()
+    ep = st.export(model, _inputs(12, 0), dynamic_shapes=SPEC if dynamic else None)
+    text = ep.graph_module.print_readable(print_output=False)
+    assert "sttest_det.nms_like.default" in text and "sttest_det.roi_gather.default" in text
+    sizes = (12, 1, 3, 40) if dynamic else (12,)
+    compared = 0
+    for n in sizes:
+        for seed in range(3):
+            args = _inputs(n, seed)
+            expected = model(*args)
+            if expected[0].shape[0] == 0:
+                continue  # no box survived: the next test
+            assert_close(expected, ep.module()(*args))
+            compared += 1
+    assert compared >= (6 if dynamic else 2)
+    if dynamic:
+        rejects(ep, (torch.randn(4, 8), torch.randn(5, 4)))
+
+
+def test_no_surviving_box_is_rejected_not_miscomputed():
+    # The early return for an empty set was never traced: data taking it is refused
+    # (a run-time assertion naming the `if`), never computed through the other branch.
+    model = _model(thresh=0.5)
+    empty = _inputs(12, 0, scale=0.0)  # every score is sigmoid(bias), below the threshold
+    with torch.no_grad():
+        model.head.bias.fill_(-5.0)
+    assert model(*empty)[0].shape[0] == 0
+    ep = st.export(model, _inputs(12, 1, scale=100.0), dynamic_shapes=SPEC)
+    with pytest.raises(st.RuntimeAssertionError, match="boxes.numel"):
+        ep.module()(*empty)
+
+
+def test_empty_safe_detector_matches_eager_at_zero():
+    # Without the early return every step is defined on zero boxes: no decision, and the
+    # program matches eager on empty results too.
+    model = _model(early_return=False)
+    ep = st.export(model, _inputs(12, 0), dynamic_shapes=SPEC)
+    report = st.explain(model, _inputs(12, 0), dynamic_shapes=SPEC)
+    assert report.ok and not [s for s in report.settled if s[1] == "size test"]
+    with torch.no_grad():
+        model.head.bias.fill_(-50.0)
+    ep = st.export(model, _inputs(12, 1), dynamic_shapes=SPEC)
+    for n in (12, 0, 1):
+        args = _inputs(n, 2)
+        expected = model(*args)
+        assert expected[0].shape[0] == 0
+        assert_close(expected, ep.module()(*args))
