@@ -85,6 +85,9 @@ class Tracer(TorchFunctionMode):
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        # storages of real constants written by a recorded op (never folded from then on:
+        # the real tensor keeps its old value, the graph's copy has the new one)
+        self.written_storages: set[int] = set()
         # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
         # made in: its value is known until something is written in place
         self.literals: dict[int, int] = {}
@@ -322,6 +325,9 @@ class Tracer(TorchFunctionMode):
             for a in args:  # a tensor written in place no longer holds its known value
                 if type(a) is Proxy and a.st_value is not None:
                     a.st_value = None
+                elif isinstance(a, torch.Tensor) and type(a) is not Proxy:
+                    # a real constant written in the graph: its eager value is stale now
+                    self.written_storages.add(a.untyped_storage().data_ptr())
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
@@ -361,8 +367,8 @@ class Tracer(TorchFunctionMode):
         tensors += [x for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))
                     for x in a if isinstance(x, torch.Tensor)]
         if not tensors or any(type(t) is Proxy or t.numel() > 4096 or (
-                id(t) not in self.const_nodes and id(t) not in self.folded)
-                for t in tensors):
+                id(t) not in self.const_nodes and id(t) not in self.folded) or
+                t.untyped_storage().data_ptr() in self.written_storages for t in tensors):
             return None
         info = _OP_INFO.get(id(op)) or _op_info(op)
         if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
