@@ -370,6 +370,8 @@ class Tracer(TorchFunctionMode):
                 id(t) not in self.const_nodes and id(t) not in self.folded) or
                 t.untyped_storage().data_ptr() in self.written_storages for t in tensors):
             return None
+        if _has_symbolic(args) or _has_symbolic(list(kwargs.values())):
+            return None  # a symbolic size among the arguments: the result depends on it
         info = _OP_INFO.get(id(op)) or _op_info(op)
         if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
             return None  # a write or a random draw must happen when the program runs
@@ -545,6 +547,13 @@ class Tracer(TorchFunctionMode):
         trace = stack_trace(3)
         inner = library_frame(3)  # the read happened inside torch's own Python code
         return errors.data_read(what, short(trace), inner or "", fix)
+
+
+def _has_symbolic(v: Any) -> bool:
+    """Whether a (nested) argument holds a symbolic int, float or bool."""
+    if isinstance(v, (list, tuple)):
+        return any(_has_symbolic(x) for x in v)
+    return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
 
 
 def _size_source(name: str, v: Any, node: Any) -> tuple | None:
