@@ -502,7 +502,8 @@ def _provenance(graph: torch.fx.Graph) -> None:
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
     root = {"L__self__": ("", "torch.nn.modules.module.Module")}
-    calls = [n for n in graph.nodes if n.op == "call_function"]
+    # (a subgraph's get_attr too: unflatten places it in a module like any node)
+    calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
     for node, stack in zip(calls, fill_stacks(calls)):
         node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
                                              NodeSourceAction.CREATE)]
