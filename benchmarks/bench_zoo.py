@@ -233,6 +233,8 @@ def main() -> None:
     ap.add_argument("--rows-out", help="append each finished row (JSON lines) to this file")
     ap.add_argument("--from-rows", nargs="+",
                     help="print the table of rows saved by --rows-out (no export)")
+    ap.add_argument("--compact", action="store_true",
+                    help="print the verdict and export-time columns only")
     ap.add_argument("models", nargs="*")
     opts = ap.parse_args()
     torch.set_num_threads(1)
@@ -269,6 +271,9 @@ def main() -> None:
     head = ("| model | safetrace | match | gen | nodes | torch.export | gen | nodes | export st | "
             "export torch | torch/st | st/eager fwd | dyn/static | call µs eager | st | torch | "
             "st/eager | torch/eager | export tensor mem | export Python heap (tracemalloc peak) |")
+    if opts.compact:
+        head = ("| model | safetrace | match | gen | torch.export | gen | export st | "
+                "export torch | torch/st |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     speed, vs_eager, call_ratio, dyn_static, tx_call_ratio = [], [], [], [], []
@@ -301,6 +306,13 @@ def main() -> None:
             tensor_mem.append(r["st_tmem"] / max(r["params"], 1))
         mem = (f"{r['st_mem'] / 1024:.0f} KiB ({100 * r['st_mem'] / max(r['params'], 1):.0f}% "
                f"of {r['params'] / 1024:.0f} KiB params)") if has_mem else "-"
+        if opts.compact:
+            print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
+                  f"{r.get('st_match', '-')} | {r.get('st_run', '-')} | "
+                  f"{'yes' if tok else err_name(r['tx_err'])} | {r.get('tx_run', '-')} | "
+                  f"{fmt_s(r.get('st_export') if ok else None)} | "
+                  f"{fmt_s(r.get('tx_export') if tok else None)} | {fmt_r(ratio)} |")
+            continue
         print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
               f"{r.get('st_match', '-')} | {r.get('st_run', '-')} | {r.get('st_nodes', '-')} | "
               f"{'yes' if tok else err_name(r['tx_err'])} | "

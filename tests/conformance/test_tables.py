@@ -34,6 +34,7 @@ SLOW_CASES = {"arch2/hf_bert_mlm", "arch2/hf_bert_cls", "arch2/hf_gpt2_lm", "arc
 # by design: the error class the case must be refused with
 _FLOAT = "float arithmetic on a size specializes it (documented)"
 _BRANCH = "a branch on a size rules out part of the declared range: the documented fix is a min"
+_PATH = "a size branch whose other side is another program narrows a named Dim (documented)"
 REFUSED = {
     "patterns/mha_masks_both_layouts": ("ConstraintViolationError", "`if t == s_len` relates two "
                                         "independent named Dims (documented: declare one Dim.DYNAMIC)"),
@@ -62,6 +63,14 @@ REFUSED = {
     "patterns/tolist_numpy_errors": ("DataDependentError", ".tolist() of a float tensor"),
     "hf/longformer": ("UnsupportedOpError", "reads hidden_states.stride()"),
     "hf/mobilevit": ("ConstraintViolationError", _FLOAT + ": math.ceil(h / patch) * patch"),
+    # the branch really takes another path at other sizes (a pad, a shift or a TF padding
+    # amount that differs), so a named Dim is refused with the range fix and the words for
+    # the sizes that pass (`it holds when h % 4 != 0`); Dim.DYNAMIC makes it a run-time check
+    "arch/sam_window": ("ConstraintViolationError", _PATH + " (`if pad_h > 0 or pad_w > 0`)"),
+    "arch2/swin_mask": ("ConstraintViolationError", _PATH + " (`if pad_r > 0 or pad_b > 0`)"),
+    "hf/swinv2": ("ConstraintViolationError", _PATH + " (`if width % self.patch_size[1] != 0`)"),
+    "hf/mobilenet_v1": ("ConstraintViolationError",
+                        _PATH + " (TF padding: `if in_height % stride_height == 0`)"),
 }
 
 _RESIDUAL = ("a residual guard on a named Dim narrows its range at run time instead of a "
@@ -70,8 +79,6 @@ _RELATION = ("a branch relating two named Dims becomes a run-time relation inste
              "ConstraintViolationError at export (issue 14); owner: exporter")
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
-    "arch/sam_window": _RESIDUAL + " (`if pad_h > 0 or pad_w > 0`)",
-    "arch2/swin_mask": _RESIDUAL + " (`if pad_r > 0 or pad_b > 0`)",
     "arch2/mae": _RESIDUAL + " (`int(L * (1 - mask_ratio))`)",
     "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
     "patterns/adaptive_pool_none_sizes": ("adaptive pooling with a None output size requires "
@@ -88,8 +95,6 @@ KNOWN = {
     "hf/led": ("torch.div(16, 4, rounding_mode='trunc') on Python ints is an UnsupportedOpError; "
                "owner: trace"),
     "hf/swin": _RELATION + " (`if min(input_resolution) <= self.window_size`)",
-    "hf/swinv2": _RESIDUAL + " (`was_padded = pad_values[3] > 0 or ...`)",
-    "hf/mobilenet_v1": _RESIDUAL + " (TF padding: `if in_width % stride_width == 0`)",
     "hf/longt5": _RESIDUAL + " (`if x.shape[dim] % block_len != 0`)",
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
