@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import json
+import signal
 import statistics
 import sys
 import time
@@ -126,10 +128,43 @@ def tensor_peak_added(fn) -> int:
 
 
 def err_name(exc) -> str:
-    return type(exc).__name__
+    return exc if isinstance(exc, str) else type(exc).__name__
 
 
-def bench(entry, repeats, lean=False, torch_too=True):
+class ExportTimeout(Exception):
+    """torch.export ran past --torch-timeout (counted as not exported, named in the table)."""
+
+
+def _with_timeout(fn, seconds):
+    if not seconds:
+        return fn
+
+    def run():
+        def alarm(signum, frame):
+            raise ExportTimeout(f"torch.export took more than {seconds} s")
+        old = signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(seconds)
+        try:
+            return fn()
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+    return run
+
+
+def saved(row) -> dict:
+    """A row as JSON: failures by class name and message."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, BaseException):
+            out[k] = type(v).__name__
+            out[k + "_msg"] = str(v)[:300]
+        else:
+            out[k] = v
+    return out
+
+
+def bench(entry, repeats, lean=False, torch_too=True, torch_timeout=0):
     case = entry.factory()
     m, a, k, spec = case.model, case.args, case.kwargs, case.dynamic_shapes
     row = {"name": entry.name}
@@ -161,8 +196,8 @@ def bench(entry, repeats, lean=False, torch_too=True):
             row["tx_export"], row["tx_err"] = None, RuntimeError("not run (--no-torch)")
             return row
         tspec = torch_spec(spec)
-        t_t, t_ep, t_err = timed(
-            lambda: torch.export.export(m, a, k, dynamic_shapes=tspec), 1)
+        t_t, t_ep, t_err = timed(_with_timeout(
+            lambda: torch.export.export(m, a, k, dynamic_shapes=tspec), torch_timeout), 1)
         row["tx_export"], row["tx_err"] = t_t, t_err
         if t_ep is not None and t_err is None:
             t_mod = t_ep.module()
@@ -193,6 +228,13 @@ def main() -> None:
     ap.add_argument("--lean", action="store_true",
                     help="skip the memory, static-export and long per-call measurements")
     ap.add_argument("--no-torch", action="store_true", help="safetrace only (no reference)")
+    ap.add_argument("--torch-timeout", type=int, default=0,
+                    help="seconds one torch.export may take (0: no limit)")
+    ap.add_argument("--rows-out", help="append each finished row (JSON lines) to this file")
+    ap.add_argument("--from-rows", nargs="+",
+                    help="print the table of rows saved by --rows-out (no export)")
+    ap.add_argument("--compact", action="store_true",
+                    help="print the verdict and export-time columns only")
     ap.add_argument("models", nargs="*")
     opts = ap.parse_args()
     torch.set_num_threads(1)
@@ -204,15 +246,24 @@ def main() -> None:
             print(f"skipped {len(skipped)} timm/torchvision entries: {vision.NEEDS}",
                   file=sys.stderr)
         entries = [e for e in entries if e not in skipped]
-    torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))  # torch warm-up
     rows = []
+    if opts.from_rows:
+        for path in opts.from_rows:
+            rows += [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+        entries = []
+    else:
+        torch.export.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),))  # torch warm-up
     for e in entries:
         t0 = time.perf_counter()
         try:
-            rows.append(bench(e, opts.repeats, opts.lean, not opts.no_torch))
+            rows.append(bench(e, opts.repeats, opts.lean, not opts.no_torch,
+                              opts.torch_timeout))
         except Exception as exc:  # noqa: BLE001 - factory or eager failure
             rows.append({"name": e.name, "st_err": exc, "tx_err": exc, "eager_call": None})
         r = rows[-1]
+        if opts.rows_out:
+            with open(opts.rows_out, "a") as f:
+                f.write(json.dumps(saved(r)) + "\n")
         print(f"  done {e.name} ({time.perf_counter() - t0:.0f}s): safetrace "
               f"{r.get('st_run', repr(r.get('st_err'))[:300])}, torch.export "
               f"{r.get('tx_run', repr(r.get('tx_err'))[:300])}", file=sys.stderr, flush=True)
@@ -220,6 +271,9 @@ def main() -> None:
     head = ("| model | safetrace | match | gen | nodes | torch.export | gen | nodes | export st | "
             "export torch | torch/st | st/eager fwd | dyn/static | call µs eager | st | torch | "
             "st/eager | torch/eager | export tensor mem | export Python heap (tracemalloc peak) |")
+    if opts.compact:
+        head = ("| model | safetrace | match | gen | torch.export | gen | export st | "
+                "export torch | torch/st |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     speed, vs_eager, call_ratio, dyn_static, tx_call_ratio = [], [], [], [], []
@@ -252,6 +306,13 @@ def main() -> None:
             tensor_mem.append(r["st_tmem"] / max(r["params"], 1))
         mem = (f"{r['st_mem'] / 1024:.0f} KiB ({100 * r['st_mem'] / max(r['params'], 1):.0f}% "
                f"of {r['params'] / 1024:.0f} KiB params)") if has_mem else "-"
+        if opts.compact:
+            print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
+                  f"{r.get('st_match', '-')} | {r.get('st_run', '-')} | "
+                  f"{'yes' if tok else err_name(r['tx_err'])} | {r.get('tx_run', '-')} | "
+                  f"{fmt_s(r.get('st_export') if ok else None)} | "
+                  f"{fmt_s(r.get('tx_export') if tok else None)} | {fmt_r(ratio)} |")
+            continue
         print(f"| {r['name']} | {'yes' if ok else err_name(r['st_err'])} | "
               f"{r.get('st_match', '-')} | {r.get('st_run', '-')} | {r.get('st_nodes', '-')} | "
               f"{'yes' if tok else err_name(r['tx_err'])} | "

@@ -26,6 +26,7 @@ from safetrace.trace.pyhelpers import torch_helpers_routed
 from safetrace.trace.graph import add_placeholder
 from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
+from safetrace.trace.pycalls import number_calls_routed
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
@@ -105,7 +106,7 @@ class Exporter:
         try:
             try:
                 with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
-                        symbolic_min_max(), \
+                        symbolic_min_max(), number_calls_routed(self.model, self.fn), \
                         tracer, module_stack(self.model, tracer, self.preserve) as tree:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,

@@ -28,7 +28,7 @@ class CheckBuilder:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
-                                    "_copysign": math.copysign}
+                                    "_copysign": math.copysign, "math": math}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"

@@ -21,7 +21,8 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
-from safetrace.symbolic import Env, Expr, make_int
+from safetrace.symbolic import Env, Expr, Range, make_int
+from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
 from safetrace.trace.source import from_text
 
@@ -305,6 +306,9 @@ class DynamicDims:
         bad = point[root]
         cause = (f"must satisfy `{text}`{c.origin}, which fails for {name} = {bad}{at}, "
                  f"inside {dim!r}'s range [{dim.min}, {dim.max}]")
+        words = passing_sizes(c.cond, root, Range(lo, hi), name) if not others else None
+        if words and not (held is not None and held[2]):
+            cause += f"; it holds when {words}"  # the sizes that pass, beyond any range
         relaxed = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
         dynamic = (f"declare {name} as {relaxed!r} to accept it as a run-time check of the "
                    f"inputs")
@@ -325,11 +329,13 @@ class DynamicDims:
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),
-                             cause + f"; it holds for {_range_text(name, a, b)}.",
+                             cause + f"; {'around the example, ' if words else ''}it holds "
+                                     f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
         self.dim_fixes[name] = relaxed
         return Violation(self._label(root),
-                         cause + "; no range of " + name + " expresses it.",
+                         cause + ("; " if not words else ", and ") + "no range of " + name
+                         + " expresses it.",
                          f"{dynamic}, or change the code so that it holds for every {name}")
 
     def _refuted(self, contract: Contract, cond: Any, named: list[str]) -> dict | None:

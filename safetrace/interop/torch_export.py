@@ -27,9 +27,9 @@ from torch.utils import _pytree
 
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.contract import ContractEmitter, evaluate, from_sympy
+from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
-from safetrace.interop.hops import convert_get_attr
+from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -221,9 +221,6 @@ class _Converter:
                                      else n.meta["val"])
         return target(*vals[0], **vals[1])
 
-    def error(self, message: str) -> ConversionError:
-        return ConversionError(message)
-
     def call_node(self, node: torch.fx.Node) -> None:
         """Convert one of our call_function nodes (of the program or a subgraph)."""
         self._call(node)
@@ -286,16 +283,10 @@ class _Converter:
     def _from_ours(self, node: torch.fx.Node) -> Any:
         """Fake outputs of our shapes (proven for the whole input space) for an op whose
         fake kernel would pin a dynamic size."""
-        def one(p: Any) -> Any:
-            if not isinstance(p, torch.Tensor):
-                return p
-            sizes = [s if isinstance(s, int) else evaluate(
-                to_expr(s.expr if hasattr(s, "expr") else s), self.emitter.values)
-                for s in p.shape]
-            return torch.empty(sizes, dtype=p.dtype, device=p.device)
-
         ours = node.meta["val"]
-        return tuple(one(p) for p in ours) if isinstance(ours, (tuple, list)) else one(ours)
+        if isinstance(ours, (tuple, list)):
+            return tuple(fake_of(self, p) for p in ours)
+        return fake_of(self, ours)
 
     def _same_shape(self, node: torch.fx.Node, val: Any) -> None:
         """torch's shape of a tensor node must be ours (a difference would be a narrower or
@@ -390,8 +381,8 @@ class _Converter:
     def _check_narrowing(self) -> None:
         """Guards torch's propagation recorded beyond our contract.
 
-        Our graph has no control flow, so each such guard is a decision inside one op's
-        fake kernel (a memory format, a fast path); the op's output shape was compared with
+        Each such guard is a decision inside one op's fake kernel (a memory format, a fast
+        path; or a control-flow operator's, which decides on its subgraphs' shapes); the op's output shape was compared with
         ours on the whole input space, and the converted program's checks come from our
         contract only (range constraints included), so nothing here narrows what it
         accepts.  A compiler trusting torch's ShapeEnv could still specialize on them:
@@ -502,7 +493,8 @@ def _provenance(graph: torch.fx.Graph) -> None:
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
     root = {"L__self__": ("", "torch.nn.modules.module.Module")}
-    calls = [n for n in graph.nodes if n.op == "call_function"]
+    # (a subgraph's get_attr too: unflatten places it in a module like any node)
+    calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
     for node, stack in zip(calls, fill_stacks(calls)):
         node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
                                              NodeSourceAction.CREATE)]

@@ -17,6 +17,7 @@ and torch they print the expression.
 
 from __future__ import annotations
 
+import dis
 import math
 import operator
 import os
@@ -58,27 +59,42 @@ def _specializing(name: str, convert: Callable[[Any], Any]) -> Callable[..., Any
     return method
 
 
-def _tracing(value: Any) -> bool:
+def _tracing(value: Any, depth: int = 3) -> bool:
     """Is the export that owns `value` in progress (and the caller user code)?"""
-    return ACTIVE.env is value.env and not _from_library(3)
+    return ACTIVE.env is value.env and not _from_library(depth)
 
 
 class SizeText(str):
     """``str(n)`` / ``f"{n}"`` of a symbolic size in user code: the example's digits, with
     no guard, because such text is mostly an assert's message that is never read (timm's
-    ``_assert(H % p == 0, f"Input height ({H}) ...")``).  Reading its content through
-    ``len``, indexing, comparison, hashing, ``int()``, ``+`` and the str methods
-    specializes the size first (a guard), so code that depends on the text stays correct.
-    Text that CPython joins without calling back (``f"a{n}b"`` builds a plain str) holds
-    the digits unguarded: use it only for messages."""
+    ``_assert(H % p == 0, f"Input height ({H}) ...")``).  Joining it with ``+`` keeps it
+    lazy (``"height " + str(h)``); reading its content through ``len``, indexing,
+    comparison, hashing, ``int()`` and the str methods specializes the sizes in it first
+    (guards), so code that depends on the text stays correct.  Text that CPython joins
+    without calling back (``f"a{n}b"`` builds a plain str) holds the digits unguarded: use
+    it only for messages."""
 
     def __new__(cls, text: str, value: Any, convert: Callable[[Any], Any]) -> SizeText:
-        obj = super().__new__(cls, text)
-        obj._value, obj._convert = value, convert  # type: ignore[attr-defined]
+        return cls._of(text, ((value, convert),))
+
+    @classmethod
+    def _of(cls, text: str, parts: tuple) -> SizeText:
+        obj = str.__new__(cls, text)
+        obj._parts = parts  # type: ignore[attr-defined]  # plain strs and (value, convert)
         return obj
 
     def _read(self) -> str:
-        return str(self._convert(self._value))  # type: ignore[attr-defined]
+        return "".join(p if isinstance(p, str) else str(p[1](p[0]))
+                       for p in self._parts)  # type: ignore[attr-defined]
+
+    def _join(self, other: Any, reverse: bool) -> Any:
+        if not isinstance(other, str):
+            return NotImplemented
+        mine = self._parts  # type: ignore[attr-defined]
+        theirs = other._parts if isinstance(other, SizeText) else (str(other),)
+        a, b = (theirs, mine) if reverse else (mine, theirs)
+        text = str.__add__(str(other), self) if reverse else str.__add__(self, other)
+        return SizeText._of(text, a + b)
 
 
 def _reading(name: str) -> Callable[..., Any]:
@@ -91,10 +107,15 @@ def _reading(name: str) -> Callable[..., Any]:
 
 for _name in [n for n in vars(str) if not n.startswith("_")] + [
         "__len__", "__getitem__", "__iter__", "__contains__", "__eq__", "__ne__", "__lt__",
-        "__le__", "__gt__", "__ge__", "__hash__", "__add__", "__mul__", "__rmul__",
-        "__mod__", "__rmod__", "__format__", "__reversed__"]:
+        "__le__", "__gt__", "__ge__", "__hash__", "__mul__", "__rmul__",
+        "__mod__", "__rmod__", "__reversed__"]:
     setattr(SizeText, _name, _reading(_name))
-SizeText.__radd__ = lambda self, o: o + self._read()  # type: ignore[attr-defined]
+# ``"%s %s" % (n, m)`` formats each piece with an empty spec: that keeps the text lazy
+SizeText.__format__ = lambda self, spec: self if not spec else \
+    format(self._read(), spec)  # type: ignore[attr-defined]
+SizeText.__add__ = lambda self, o: self._join(o, False)  # type: ignore[assignment]
+SizeText.__radd__ = lambda self, o: self._join(o, True)  # type: ignore[attr-defined]
+SizeText.__str__ = lambda self: self  # type: ignore[assignment]  # str(text) stays lazy
 SizeText.__int__ = lambda self: int(self._read())  # type: ignore[attr-defined]
 SizeText.__float__ = lambda self: float(self._read())  # type: ignore[attr-defined]
 SizeText.__reduce__ = lambda self: (str, (self._read(),))  # type: ignore[assignment]
@@ -118,8 +139,12 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
     def to_format(self: Any, spec: str) -> str:
         if not _tracing(self):
             return format(self._symbolic_str(), spec)
-        if spec:
-            return format(convert(self), spec)
+        if spec:  # f"{n:>5}": the example formatted, read (a guard) only when inspected
+            try:
+                shown = format(convert(self.hint), spec)
+            except DataDependentQuestion:
+                return format(convert(self), spec)
+            return SizeText(shown, self, lambda v: format(convert(v), spec))
         return SizeText(_shown(self), self, convert)
 
     return to_str, to_format
@@ -190,9 +215,45 @@ def _node(self: Any) -> _Node:
     return _Node(self)
 
 
+_BINARY_OP = dis.opmap.get("BINARY_OP")
+_REMAINDERS = {i for i, (name, _) in enumerate(getattr(dis, "_nb_ops", ()))
+               if name in ("NB_REMAINDER", "NB_INPLACE_REMAINDER")}
+
+
+def _percent_formatting(value: Any) -> bool:
+    """Is the user's code running ``"..." % n`` right now (CPython's %-formatting asks
+    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``)?  Only str and
+    bytes formatting convert the right operand there: numbers and tensors answer ``%``
+    without it, and Python-level ``__mod__`` methods have frames of their own."""
+    if _BINARY_OP is None or not _REMAINDERS or not _tracing(value, 5):
+        return False
+    f = sys._getframe(3)  # this, _hint_or, __int__, then the frame C was called from
+    code, at = f.f_code.co_code, f.f_lasti
+    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDERS
+
+
+def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[], Any]) -> Any:
+    """The example's value for %-formatting (text only: no guard), else ``specialize()``."""
+    if _percent_formatting(value):
+        try:
+            return convert(value.hint)
+        except DataDependentQuestion:
+            pass
+    return specialize()
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
     node = property(_node)
+
+    def __int__(self) -> int:
+        return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
+
+    def __index__(self) -> int:
+        return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
+
+    def __float__(self) -> float:
+        return _hint_or(self, float, lambda: SymInt.__float__(self))  # type: ignore
 
     def __sym_max__(self, other: Any) -> Any:
         return sym_max(self, other)
@@ -242,6 +303,12 @@ class TorchSymBool(SymBool, torch.SymBool):
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()
     node = property(_node)
+
+    def __float__(self) -> float:
+        return _hint_or(self, float, lambda: SymFloat.__float__(self))  # type: ignore
+
+    def __int__(self) -> int:
+        return _hint_or(self, int, lambda: SymFloat.__int__(self))  # type: ignore
 
     def __sym_max__(self, other: Any) -> Any:
         return max(float(self), _concrete(other))

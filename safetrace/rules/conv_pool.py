@@ -411,7 +411,12 @@ def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta
     """adaptive_avg_pool{2,3}d: an all-ones output_size is a mean over the last n dims
     (any rank >= n, empty dims allowed, floating dtypes only); else the pooling kernel."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
-    if len(sizes) == n and all(s == 1 for s in sizes):
+    # A symbolic size that may or may not be 1 (``int(h * 0.5)``) takes the kernel's path
+    # without a guard: the output shape is the same, only the checks differ, and the
+    # kernel's are the stricter ones (it computes the same mean where every size is 1).
+    ones = [s == 1 if isinstance(s, int) else
+            known(s, "le", 1) is True and known(s, "ge", 1) is True for s in sizes]
+    if len(sizes) == n and all(ones):
         check(x.ndim >= n, op, f"Dimension out of range (expected to be in range of "
                                f"[{-x.ndim}, {x.ndim - 1}], but got {-n})")
         check(x.dtype.is_floating_point or x.dtype.is_complex, op,

@@ -149,6 +149,15 @@ def _is_integral(x: Any) -> bool:
     return not isinstance(x, (float, complex, SymFloat))
 
 
+def _finite(x: Any) -> Any:
+    """``math.isfinite(x)``; for a float of sizes proven from its interval when it can be
+    (``math.isfinite`` would specialize it), else an exact guard ``x - x == 0``."""
+    if isinstance(x, SymFloat):
+        known = x.is_finite()
+        return known if known is not None else (x - x == 0.0)
+    return math.isfinite(x)
+
+
 @rule(aten.arange.default)
 def arange(end: Any, *, dtype: torch.dtype | None = None, layout: Any = None,
            device: Any = None, pin_memory: bool | None = None) -> TensorMeta:
@@ -176,7 +185,7 @@ def arange_start_step(start: Any, end: Any, step: Any = 1, *,
     if not integral:
         for x in (start, end):
             if not _is_integral(x):  # an int (symbolic or not) is finite: ask nothing
-                check(math.isfinite(x), "arange", f"unsupported range: {start} -> {end}")
+                check(_finite(x), "arange", f"unsupported range: {start} -> {end}")
     check((step > 0 and start <= end) or (step < 0 and start >= end), "arange",
           "upper bound and lower bound inconsistent with step sign")
     int_bounds = _is_integral(start) and _is_integral(end)

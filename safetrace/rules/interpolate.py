@@ -19,6 +19,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check
 from safetrace.rules.registry import rule
+from safetrace.symbolic import SymFloat
 
 aten = torch.ops.aten
 
@@ -31,6 +32,8 @@ def scaled_size(size: Any, scale: float) -> Any:
     ``(size*p)//q`` where that provably equals the double product's floor, else the exact
     float expression ``int(size*scale // 1)``; neither guards the size.
     """
+    if isinstance(scale, SymFloat):  # a scale computed from sizes: the kernel's own double
+        return math.trunc(size * scale)  # product, truncated, as an exact float expression
     if float(scale).is_integer():
         return size * int(scale)
     if isinstance(size, int):

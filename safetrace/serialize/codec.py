@@ -51,7 +51,8 @@ _EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge"
                # floats on sizes, in the user's order of operations (symbolic/floats.py)
                "fadd": 2, "fsub": 2, "fmul": 2, "fdiv": 2, "ffloordiv": 2, "fpow": 2,
                "flt": 2, "fle": 2, "fgt": 2, "fge": 2, "feq": 2, "fne": 2,
-               "float": 1, "fneg": 1, "trunc": 1, "round": 1}
+               "float": 1, "fneg": 1, "trunc": 1, "round": 1,
+               "fsqrt": 1, "fexp": 1, "flog": 1, "flog2": 1, "flog10": 1}
 _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 

@@ -36,8 +36,9 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
 
     A path is mapped (copy on write); from bytes, a bytearray or a memoryview the tensors
     are views of that buffer, not copies: leave it unchanged while the program is in use
-    (``ep.module()`` copies the state it writes before writing it).  A file object is
-    read once into one buffer.
+    (``ep.module()`` copies the state it writes before writing it).  A tensor that would
+    sit off torch's 64-byte alignment is copied instead (kernels may compute other bits on
+    misaligned operands).  A file object is read once into one buffer.
 
     ``weights``: for a file saved with ``weights=False``, a safetensors file (path) or a
     state_dict with the parameters and persistent buffers; names, shapes and dtypes are

@@ -40,7 +40,7 @@ for _n in ("add", "sub", "mul", "floordiv", "mod", "truediv", "pow", "neg", "pos
     register_callable(f"operator.{_n}", getattr(operator, _n))
 for _n in ("min", "max", "abs", "int", "float", "bool", "round"):
     register_callable(f"builtins.{_n}", getattr(builtins, _n))
-for _n in ("ceil", "floor", "trunc", "sqrt"):
+for _n in ("ceil", "floor", "trunc", "sqrt", "exp", "log", "log2", "log10"):
     register_callable(f"math.{_n}", getattr(math, _n))
 for _n in ("sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite", "sym_sqrt"):
     if hasattr(torch, _n):

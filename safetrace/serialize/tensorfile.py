@@ -13,7 +13,9 @@ then makes each tensor a view of the data without a copy: of a private mapping o
 file (``MAP_PRIVATE``: untouched weights cost no memory, writing one copies only its
 pages, the file never changes), or of the buffer given to ``st.load`` (bytes, bytearray,
 memoryview: the tensors share its memory, so it must not be changed while the program
-lives; ``ep.module()`` copies any state it writes first).  Paths are opened once, refused
+lives; ``ep.module()`` copies any state it writes first).  A tensor whose address is not
+64-byte aligned is copied instead (see ``Container.tensor``): in a mapped file written by
+``st.save`` that is only the small tensors after the 64-byte blocks.  Paths are opened once, refused
 unless they are regular files, and the open fd is what is mapped.
 """
 
@@ -58,6 +60,7 @@ STORED_DTYPES = {str(dt).removeprefix("torch."): dt for dt in AS_STORED}
 DTYPES_KEY = "safetrace.dtypes"
 MAGIC_V1 = b"PK\x03\x04"
 _VALUES_PER_TENSOR = 80
+ALIGN = 64  # torch's CPU allocator aligns every tensor to 64 bytes
 _DATA_ALIGN = 8  # safetensors pads its header so that the data starts at a multiple of 8
 
 
@@ -89,9 +92,12 @@ class Container:
             warnings.filterwarnings("ignore", message=".*not writable.*")
             raw = torch.frombuffer(self._buffer, dtype=torch.uint8, count=end - begin,
                                    offset=self._start + begin)
-        if raw.data_ptr() % dtype.itemsize:
-            # a buffer given at an odd address (a sliced memoryview): kernels assume
-            # aligned elements (misaligned complex128 crashes them), so copy this one
+        if raw.data_ptr() % ALIGN:
+            # kernels assume aligned elements (misaligned complex128 crashes them), and
+            # some compute other bits for operands off torch's 64-byte alignment (oneDNN
+            # convolutions): a loaded program computes what the original computes, so a
+            # tensor off that alignment (in a buffer given at such an address, or a small
+            # one after the 64-byte blocks) is copied into aligned memory
             raw = raw.clone()
         t = raw.view(dtype).view(shape)
         if dtype is torch.bool and bool((raw > 1).any()):

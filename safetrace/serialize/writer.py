@@ -3,9 +3,11 @@
 Layout (what every safetensors reader expects): an 8-byte little-endian header length N,
 N bytes of JSON ``{name: {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}``
 padded with spaces so that the data starts at a multiple of 64 bytes, then the tensors'
-bytes back to back.  Tensors are ordered by alignment (largest first), then by name, so
-every tensor starts at a multiple of its own element size (complex128, stored as float64
-pairs, at 16: its kernels load it with aligned 16-byte instructions).
+bytes back to back.  Tensors whose size is a multiple of 64 bytes come first (each starts
+64-byte aligned, as in torch's allocator: oneDNN's convolutions give other bits for other
+operand alignments), then the others by alignment (largest first), each at a multiple of
+its own element size (complex128, stored as float64 pairs, at 16: its kernels load it
+with aligned 16-byte instructions, and crash on others); ties by name.
 
 Nothing is copied on the way: each tensor is written from a byte view of its (CPU,
 contiguous) memory.  Files of at least ``DIRECT_MIN_BYTES`` go to the device with
@@ -93,7 +95,11 @@ def prepare(tensors: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
 
 def layout(tensors: dict[str, torch.Tensor], metadata: dict[str, str]) -> tuple[bytes, list]:
     """The header (length prefix included, padded) and the tensors in file order."""
-    order = sorted(tensors.items(), key=lambda kv: (-kv[1].dtype.itemsize, kv[0]))
+    # tensors of whole 64-byte lines first: each of them starts 64-byte aligned, as
+    # torch's allocator places tensors (some kernels' results depend on the alignment of
+    # their operands); then the rest, by alignment
+    order = sorted(tensors.items(), key=lambda kv: (
+        kv[1].numel() * kv[1].dtype.itemsize % _DATA_ALIGN != 0, -kv[1].dtype.itemsize, kv[0]))
     entries: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
     views, pos = [], 0
     for name, t in order:

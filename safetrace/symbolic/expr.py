@@ -40,7 +40,7 @@ _TABLE: dict[tuple[object, ...], Expr] = {}
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _OPRANK = {op: i for i, op in enumerate(
     "floordiv mod min max mul add eq ne lt le ge not and or float fadd fsub fmul fdiv ffloordiv "
-    "fpow fneg trunc round flt fle fgt fge feq fne".split())}
+    "fpow fneg trunc round flt fle fgt fge feq fne fsqrt fexp flog flog2 flog10".split())}
 
 
 def table_mark() -> int:

@@ -15,12 +15,12 @@ monotone, so an operation applied to the ends of intervals bounds every rounded 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 from safetrace.symbolic.expr import FALSE, TRUE, Expr, const, fconst, make_node, neg
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.semantics import (
-    FBIN_OPS, FCMP_FNS, FCMP_OPS, FLOAT_OPS, FUN_OPS, INT_FROM_FLOAT, Value,
+    FBIN_OPS, FCMP_FNS, FCMP_OPS, FLOAT_OPS, FUN_OPS, INT_FROM_FLOAT, MATH_FNS, Value,
 )
 
 FCMP_NEGATION = {"flt": "fge", "fle": "fgt", "fgt": "fle", "fge": "flt", "feq": "fne",
@@ -175,6 +175,8 @@ def fbounds(e: Expr, ib: IntBounds) -> Interval:
     if op == "fneg":
         lo, hi = fbounds(e.args[0], ib)
         return -hi, -lo
+    if op in MATH_FNS:
+        return _math_bounds(MATH_FNS[op], op, fbounds(e.args[0], ib))
     a, b = fbounds(e.args[0], ib), fbounds(e.args[1], ib)
     if op == "fadd":
         return _fix(a[0] + b[0], a[1] + b[1])
@@ -198,6 +200,26 @@ def fbounds(e: Expr, ib: IntBounds) -> Interval:
             return _FULL
         return _fix(min(ends), max(ends))
     return _FULL
+
+
+_DOMAIN_LOW = {"fsqrt": 0.0, "flog": 0.0, "flog2": 0.0, "flog10": 0.0}
+
+
+def _math_bounds(fn: Callable[[float], float], op: str, a: Interval) -> Interval:
+    """An increasing math function over an interval: its values at the ends.  Below the
+    domain Python raises (nothing to bound there); at log's 0 also, so -inf is a bound."""
+    low = _DOMAIN_LOW.get(op, -math.inf)
+    if a[1] < low:
+        return _FULL
+    ends = []
+    for x in (max(a[0], low), a[1]):
+        try:
+            ends.append(fn(x))
+        except OverflowError:
+            ends.append(math.inf)
+        except ValueError:  # log(0.0): values just above 0 go down to any negative number
+            ends.append(-math.inf)
+    return _fix(ends[0], ends[1])
 
 
 def has_data_float(e: Expr) -> bool:
@@ -244,7 +266,7 @@ def direction(e: Expr, s: str, ib: IntBounds) -> int | None:
         return 1
     if op == "fsym":
         return None
-    if op in ("float", "trunc", "round"):
+    if op in ("float", "trunc", "round") or op in MATH_FNS:  # all non-decreasing
         return direction(e.args[0], s, ib)
     if op in ("fneg",):
         d = direction(e.args[0], s, ib)

@@ -18,7 +18,8 @@ _CMP_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "ge": ">=",
             "flt": "<", "fle": "<=", "fgt": ">", "fge": ">=", "feq": "==", "fne": "!="}
 _FBIN_SYM = {"fadd": (" + ", _ADD), "fsub": (" - ", _ADD), "fmul": ("*", _MUL),
              "fdiv": ("/", _MUL), "ffloordiv": (" // ", _MUL), "fpow": ("**", _POW)}
-_CALL = {"float": "float", "trunc": "int", "round": "round"}
+_CALL = {"float": "float", "trunc": "int", "round": "round", "fsqrt": "math.sqrt",
+         "fexp": "math.exp", "flog": "math.log", "flog2": "math.log2", "flog10": "math.log10"}
 
 
 def _prec(e: Node) -> int:

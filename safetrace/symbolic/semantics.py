@@ -7,6 +7,7 @@ The bottom of the engine: it reads nodes only through their ``op``, ``args``, ``
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -37,12 +38,17 @@ BOOL_OPS = CMP_OPS | FCMP_OPS | frozenset(("and", "or", "not"))
 FBIN_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
     "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow}
+# math.sqrt/exp/log... of a float (each monotone increasing where it is defined)
+MATH_FNS: dict[str, Callable[[Any], Any]] = {
+    "fsqrt": math.sqrt, "fexp": math.exp, "flog": math.log, "flog2": math.log2,
+    "flog10": math.log10}
 FUN_OPS: dict[str, Callable[[Any], Any]] = {"float": float, "fneg": operator.neg,
-                                            "trunc": int, "round": round}
+                                            "trunc": int, "round": round, **MATH_FNS}
 FCMP_FNS: dict[str, Callable[[Any, Any], bool]] = {
     "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
     "feq": operator.eq, "fne": operator.ne}
-FLOAT_OPS = frozenset(("fconst", "fsym", "float", "fneg")) | frozenset(FBIN_OPS)
+FLOAT_OPS = frozenset(("fconst", "fsym", "float", "fneg")) | frozenset(FBIN_OPS) | \
+    frozenset(MATH_FNS)
 INT_FROM_FLOAT = frozenset(("trunc", "round"))
 
 _INT_BIN: dict[str, Callable[[Any, Any], Any]] = {

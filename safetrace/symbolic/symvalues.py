@@ -140,9 +140,10 @@ class SymInt:
 
     def __pow__(self, k: object) -> Any:
         if not isinstance(k, int) or isinstance(k, SymFloat):
-            # a float or symbolic exponent: the result is not an integer expression; an
-            # opaque float where the env has them, else Python's own value of the
-            # specialized base (a guard), which is exact
+            # a float exponent: a float expression where the base is >= 0 (never complex),
+            # else opaque where the env has them, else the specialized base's value
+            if isinstance(k, (float, SymFloat)) and D.bounds_of(self.env, self.expr).lo >= 0:
+                return SymFloat._mixed("pow", self, k, False)
             if self.env.opaque_float is not None and isinstance(k, (float, SymFloat)):
                 return self.env.opaque_float("pow", (self, k))
             return float(self) ** k  # type: ignore[operator]
@@ -407,13 +408,17 @@ class SymFloat:
     def __copy__(self) -> SymFloat:
         return self
 
-    def __deepcopy__(self, memo: object) -> SymFloat:
-        return self
+    __deepcopy__ = lambda self, memo: self  # noqa: E731
 
     @property
     def hint(self) -> float:
         """The value under the hints."""
         return float(self.env.hint(self.expr))
+
+    def is_finite(self) -> bool | None:
+        """``math.isfinite`` proven from the env's ranges (True / False), else None."""
+        lo, hi = F.fbounds(self.expr, lambda x: D.bounds_of(self.env, x))
+        return True if math.isfinite(lo + hi) else False if lo == hi else None
 
 
 _CMP = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))

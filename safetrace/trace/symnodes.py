@@ -14,6 +14,7 @@ import torch
 
 from safetrace.symbolic import SymFloat, make_bool, make_int
 from safetrace.symbolic.expr import Expr, from_terms, terms
+from safetrace.symbolic.semantics import MATH_FNS
 from safetrace.trace.source import stack_trace
 
 _BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
@@ -24,7 +25,7 @@ _BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq
            "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
            "feq": operator.eq, "fne": operator.ne}
 _UNARY = {"not": operator.not_, "fneg": operator.neg, "float": float, "trunc": int,
-          "round": round}
+          "round": round, **MATH_FNS}
 _FOLD = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
          "and": operator.and_, "or": operator.or_}
 

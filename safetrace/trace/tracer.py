@@ -85,6 +85,9 @@ class Tracer(TorchFunctionMode):
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        # storages of real constants written by a recorded op (never folded from then on:
+        # the real tensor keeps its old value, the graph's copy has the new one)
+        self.written_storages: set[int] = set()
         # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
         # made in: its value is known until something is written in place
         self.literals: dict[int, int] = {}
@@ -322,6 +325,9 @@ class Tracer(TorchFunctionMode):
             for a in args:  # a tensor written in place no longer holds its known value
                 if type(a) is Proxy and a.st_value is not None:
                     a.st_value = None
+                elif isinstance(a, torch.Tensor) and type(a) is not Proxy:
+                    # a real constant written in the graph: its eager value is stale now
+                    self.written_storages.add(a.untyped_storage().data_ptr())
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
@@ -361,9 +367,11 @@ class Tracer(TorchFunctionMode):
         tensors += [x for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))
                     for x in a if isinstance(x, torch.Tensor)]
         if not tensors or any(type(t) is Proxy or t.numel() > 4096 or (
-                id(t) not in self.const_nodes and id(t) not in self.folded)
-                for t in tensors):
+                id(t) not in self.const_nodes and id(t) not in self.folded) or
+                t.untyped_storage().data_ptr() in self.written_storages for t in tensors):
             return None
+        if _has_symbolic(args) or _has_symbolic(list(kwargs.values())):
+            return None  # a symbolic size among the arguments: the result depends on it
         info = _OP_INFO.get(id(op)) or _op_info(op)
         if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
             return None  # a write or a random draw must happen when the program runs
@@ -539,6 +547,13 @@ class Tracer(TorchFunctionMode):
         trace = stack_trace(3)
         inner = library_frame(3)  # the read happened inside torch's own Python code
         return errors.data_read(what, short(trace), inner or "", fix)
+
+
+def _has_symbolic(v: Any) -> bool:
+    """Whether a (nested) argument holds a symbolic int, float or bool."""
+    if isinstance(v, (list, tuple)):
+        return any(_has_symbolic(x) for x in v)
+    return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
 
 
 def _size_source(name: str, v: Any, node: Any) -> tuple | None:

@@ -42,19 +42,34 @@ def test_float_item_is_an_unbacked_float():
         ep.module()(torch.randn(3, 5))
 
 
-@pytest.mark.parametrize("model, call, line", [
-    (FloatToList(), ".tolist()", "vals = x.tolist()"),
-    (ScalarToList(), ".tolist()", "v = x.sum().tolist()"),
-])
-def test_float_data_read_names_the_call_and_line(model, call, line):
+@pytest.mark.parametrize("model", [FloatToList(), ScalarToList()])
+def test_float_tolist_gives_unbacked_floats(model, tmp_path):
+    """``.tolist()`` of a float tensor: one unbacked float per element (issue 15 item 1)."""
+    static = isinstance(model, FloatToList)  # a list's length is a static size
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=None if static else {"x": {1: st.Dim.DYNAMIC}})
+    st.save(ep, tmp_path / "p.st")
+    for prog in (ep, st.load(tmp_path / "p.st")):
+        for n in (0, 1, 4, 7):
+            x = torch.randn(3, n)
+            if static and n != 4:
+                with pytest.raises(st.InputMismatchError):
+                    prog.module()(x)
+                continue
+            torch.testing.assert_close(prog.module()(x), model(x))
+
+
+def test_complex_tolist_names_the_call_and_line():
+    class ComplexToList(torch.nn.Module):
+        def forward(self, x):
+            vals = x.tolist()  # the line the error must show
+            return x + len(vals)
+
     with pytest.raises(st.DataDependentError) as info:
-        st.export(model, (torch.randn(3, 4),))
+        st.export(ComplexToList(), (torch.randn(3, 4, dtype=torch.complex64),))
     msg = str(info.value)
-    assert msg.startswith(f"{call} of a tensor f32[")
-    assert "test_data_reads.py:" in msg and line in msg
-    assert "Fix:" in msg
-    if call == ".tolist()":
-        assert ".item()" not in msg
+    assert msg.startswith(".tolist() of a tensor c64[")
+    assert "test_data_reads.py:" in msg and "vals = x.tolist()" in msg and "Fix:" in msg
 
 
 def test_int_tolist_still_traces():

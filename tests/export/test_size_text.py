@@ -50,3 +50,54 @@ def test_reading_the_text_specializes(read) -> None:
     torch.testing.assert_close(ep.module()(torch.ones(5)), f(torch.ones(5)))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.ones(12))  # "12" would read differently: the size is static
+
+
+class FormattedMessages(torch.nn.Module):
+    """Every spelling of a message about a size, built on each call and not raised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = 16
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        _assert(h % 4 == 0, f"Input height ({h}) doesn't match model ({self.h}).")
+        _assert(w % 4 == 0, f"width {w:>5} / {w:d} / {w!r} / {w * 0.5:.1f} / {h}x{w}")
+        _assert(h > 0, "%s rows, %s cols" % (h, w))
+        _assert(h > 0, "%d x %d (%5.1f, %x)" % (h, w, h * 0.5, w))
+        _assert(h > 0, "{} and {:>3}".format(h, w) + str(h) + repr(w) + format(h, "04d"))
+        _assert(h > 0, "Input height " + str(h) + " and width " + str(w) + ".")
+        return x.reshape(b, c, h // 4, 4, w // 4, 4).mean((3, 5))
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_every_spelling_of_a_message_keeps_the_size_dynamic(named: bool) -> None:
+    m = FormattedMessages()
+    x0 = torch.randn(1, 2, 16, 8)
+    if named:  # the only problem named is the assert's condition, never its message
+        with pytest.raises(st.ConstraintViolationError) as info:
+            st.export(m, (x0,), dynamic_shapes={"x": {2: st.Dim("h", min=4, max=64),
+                                                      3: st.Dim("w", min=4, max=64)}})
+        text = str(info.value)
+        assert "x.shape[2] % 4 == 0" in text and "x.shape[3] % 4 == 0" in text
+        assert "specialized" not in text and "2 problems" in text
+    dims = (st.Dim.DYNAMIC(min=4, max=64),) * 2 if named else (st.Dim.AUTO, st.Dim.AUTO)
+    ep = st.export(m, (x0,), dynamic_shapes={"x": {2: dims[0], 3: dims[1]}})
+    for h, w in ((4, 4), (8, 32), (64, 12), (20, 64)):
+        x = torch.randn(1, 2, h, w)
+        torch.testing.assert_close(ep.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2, 30, 8))
+
+
+def test_text_used_as_a_key_specializes_with_the_line() -> None:
+    def f(x):
+        table = {"10": 2.0}
+        return x * table.get(str(x.shape[0]), 1.0)
+
+    with pytest.raises(st.ConstraintViolationError, match=r"specialized to 10 .*table.get"):
+        st.export(f, (torch.ones(10),), dynamic_shapes={"x": (st.Dim("n"),)})
+    ep = st.export(f, (torch.ones(10),), dynamic_shapes={"x": (st.Dim.AUTO,)})
+    torch.testing.assert_close(ep.module()(torch.ones(10)), f(torch.ones(10)))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(11))

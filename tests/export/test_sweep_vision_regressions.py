@@ -33,15 +33,16 @@ def _legacy_window_reverse(x):
 
 
 def test_floordiv_guard_narrows_the_range():
-    """int(s0 / 3) == 1 is the range [3, 5]: a named Dim that allows more is a violation
-    (it was a silent residual guard), with the range in the fix."""
+    """b = int(s0 / 3) stays symbolic (issue 14); the view then needs 2*b to divide 6*s0,
+    which holds on [3, 6] around the example (not at 2 or 7): a named Dim that allows more
+    is a violation (it was a silent residual guard), with the range in the fix."""
     x = torch.randn(4, 6)
     with pytest.raises(st.ConstraintViolationError) as ei:
         st.export(_legacy_window_reverse, (x,), dynamic_shapes=({0: Dim("b"), 1: None},))
-    assert "Dim('b', min=3, max=5)" in str(ei.value)
-    ep = st.export(_legacy_window_reverse, (x,), dynamic_shapes=({0: Dim("b", min=3, max=5),
+    assert "Dim('b', min=3, max=6)" in str(ei.value)
+    ep = st.export(_legacy_window_reverse, (x,), dynamic_shapes=({0: Dim("b", min=3, max=6),
                                                                   1: None},))
-    for n in (3, 5):
+    for n in (3, 5, 6):
         y = torch.randn(n, 6)
         torch.testing.assert_close(ep.module()(y), _legacy_window_reverse(y))
 

@@ -22,9 +22,6 @@ def _same_as_eager(fn, example, spec, inputs):
             torch.testing.assert_close(g, w)
 
 
-@pytest.mark.xfail(strict=True, reason="int() of a float size is exact now but specializes the "
-                   "size to the few values with the same int (n in [40, 41]) instead of staying "
-                   "symbolic: an over-rejection (issue 14, float sizes); owner: symbolic")
 def test_int_of_size_times_float_matches_python():
     def f(x):
         return torch.ones(int(x.shape[0] * 0.7))      # 40 * 0.7 is 28.000000000000004 in eager

@@ -66,3 +66,16 @@ def test_a_loop_torch_cannot_take_is_refused_with_the_operator_named():
     ep.module()(*case.fresh(4, 1))  # safetrace runs it
     with pytest.raises(st.ConversionError, match="(?s)while_loop.*cannot take.*st.save"):
         ep.to_torch()
+
+
+def test_unflatten_keeps_the_modules_around_control_flow():
+    case = next(c for c in CASES if c.name == "layers")
+    model = case.make().eval()
+    ep = st.export(model, case.fresh(3, 1), dynamic_shapes=case.dynamic())
+    tree = torch.export.unflatten(_convert(ep))
+    names = {n for n, _ in tree.named_modules()}
+    assert {n for n, _ in model.named_modules()} <= names
+    for n in (1, 6):
+        for sign in (1, -1):
+            args = case.fresh(n, sign)
+            torch.testing.assert_close(tree(*args), model(*args))

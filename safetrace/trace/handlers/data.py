@@ -2,11 +2,14 @@
 
 Export never reads data (the graph must work for any).  An integer read with a known
 value (``torch.tensor(n)`` of a size) gives that value; an integer ``.item()`` becomes an
-unbacked size; anything else is a DataDependentError naming the line and a fix.
+unbacked size and a float one an unbacked float (``.item()``, ``.tolist()``); anything
+else is a DataDependentError naming the line and a fix.
 """
 
 from __future__ import annotations
 
+import io
+import tokenize
 from typing import Any
 
 import torch
@@ -15,7 +18,7 @@ from safetrace.errors import DataDependentError
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.registry import Handler, handles
-from safetrace.trace.source import short, stack_trace
+from safetrace.trace.source import parse, short, stack_trace
 
 T = torch.Tensor
 aten = torch.ops.aten
@@ -52,10 +55,12 @@ def _number_fix(what: str, x: Proxy) -> str | None:
     dtype = x.st_meta.dtype
     if dtype.is_complex:
         return None
+    t = _operand_text(what[:-2]) or "t"
     if dtype.is_floating_point and what == "float()":
-        return ("keep the value a tensor: a 0-d tensor broadcasts in tensor ops (`y * t` "
-                "instead of `y * float(t)`), so the graph computes with it.")
-    item = "t.long().item()" if dtype.is_floating_point else "t.item()"
+        return (f"keep the value a tensor: a 0-d tensor broadcasts in tensor ops (`y * {t}` "
+                f"instead of `y * float({t})`), so the graph computes with it.")
+    t = t if t.isidentifier() or t.endswith(")") and "(" in t and t[0].isalpha() else f"({t})"
+    item = f"{t}.long().item()" if dtype.is_floating_point else f"{t}.item()"
     why = " (int() truncates toward zero, as .long() does)" if dtype.is_floating_point \
         else ""
     return (f"to use the value as a size or an index, read it with `{item}`{why}: a "
@@ -64,6 +69,29 @@ def _number_fix(what: str, x: Proxy) -> str | None:
             f"    n = {item}\n    st.check(n >= 0)\n"
             f"then `x[:n]`, `x.new_zeros(n)`, `torch.arange(n)`; for an index `x[n]` also "
             f"`st.check(n < x.shape[0])`.")
+
+
+def _operand_text(fn: str) -> str | None:
+    """The source text of the operand of the first ``fn(...)`` on the user's line, so the
+    suggested fix names their own expression."""
+    p = parse(stack_trace(4))
+    toks: list = []
+    try:  # one line of a statement may leave brackets open: keep the tokens before that
+        for tok in tokenize.generate_tokens(io.StringIO(p[3] if p else "").readline):
+            toks.append(tok)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    for i in range(len(toks) - 2):
+        if toks[i].string == fn and toks[i + 1].string == "(" and \
+                (i == 0 or toks[i - 1].string != "."):
+            depth = 0
+            for j in range(i + 2, len(toks)):
+                depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(
+                    toks[j].string, 0)
+                if depth < 0:
+                    inner = p[3][toks[i + 1].end[1]:toks[j].start[1]].strip()  # type: ignore
+                    return inner if inner and "," not in inner else None
+    return None
 
 
 for _func, _what in [
@@ -99,11 +127,12 @@ def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 @handles(T.tolist)
 def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-    """Nested lists of unbacked sizes, one ``.item()`` per element (static lengths only)."""
+    """Nested lists of unbacked values (ints, bools, floats), one ``.item()`` per element
+    (static lengths only)."""
     x = args[0]
     if not isinstance(x, Proxy):
         return real(func, args, kwargs)
-    if x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex:
+    if x.st_meta.dtype.is_complex:
         raise _float_read(".tolist()", x)
     shape = x.st_meta.shape
     if not shape:

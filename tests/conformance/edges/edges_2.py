@@ -99,7 +99,9 @@ def dd_item_int_slice():
 
 @case("data")
 def dd_tolist():
-    _dd(lambda x: x * sum(x.tolist()), torch.randn(4), contains=(THIS,))
+    # a float tensor's .tolist(): unbacked floats that the graph computes with (issue 15)
+    run_export(Fn(lambda x: x * sum(x.tolist())), A(R(4)), others=[A(R(4, seed=3))],
+               rejects=[A(R(5))])
 
 
 @case("data")

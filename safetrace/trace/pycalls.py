@@ -1,0 +1,287 @@
+"""``int(x)``, ``float(x)`` and ``math.sqrt/exp/log(x)`` in traced code keep sizes symbolic.
+
+CPython requires ``__int__`` / ``__float__`` to return a real ``int`` / ``float`` (an int
+subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only specialize the size
+to the few values that give the example's result (``len`` is a function: ``pybuiltins``
+replaces it).  torch.export's strict mode keeps such a value symbolic by rewriting
+bytecode; we do the smallest such rewrite: while an export runs, each direct call
+``int(...)`` / ``float(...)`` in the user's functions (the traced callable, the methods of
+the model's classes and the functions of their modules; never torch's, safetrace's or the
+standard library's) calls ``__safetrace_int__`` / ``__safetrace_float__`` instead.  Those
+give ``trunc(e)`` of a symbolic float, the size itself for a symbolic int and ``float(e)``
+as a symbolic float, and are exactly the builtins for everything else.  Only the operand
+of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same length, same line
+table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are untouched.  The
+original code objects come back when the export ends.  ``math``'s ``sqrt``, ``exp``,
+``log``, ``log2`` and ``log10`` are wrapped for the export's duration (as torch.export
+wraps ``builtins.max``): a float expression for a size of this export, the original
+function for anything else.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dis
+import functools
+import math
+import os
+import sys
+import sysconfig
+import types
+import weakref
+from typing import Any, Callable, Iterator
+
+import torch
+
+from safetrace.meta.active import ACTIVE
+import safetrace.symbolic.floats as F
+from safetrace.symbolic import SymFloat, SymInt, make_float
+
+_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__"}
+# CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
+_SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
+_LOAD_GLOBAL = dis.opmap.get("LOAD_GLOBAL")
+_EXTENDED_ARG = dis.opmap.get("EXTENDED_ARG")
+_SKIP_DIRS = tuple(os.path.realpath(p) + os.sep for p in {
+    os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
+    sysconfig.get_paths()["stdlib"]})
+# id(original) -> (original, rewritten or original): keyed by identity, since a code
+# object hashes its whole content; the original is held so that its id stays its own
+_REWRITTEN: dict[int, tuple[types.CodeType, types.CodeType]] = {}
+
+
+def _ours(x: Any) -> bool:
+    return isinstance(x, (SymInt, SymFloat)) and x.env is ACTIVE.env and ACTIVE.env is not None
+
+
+def sym_int(*args: Any, **kwargs: Any) -> Any:
+    """``int(x)``: symbolic for a size or a float of sizes of the export in progress."""
+    if len(args) == 1 and not kwargs and _ours(args[0]):
+        x = args[0]
+        return x if isinstance(x, SymInt) else x.__trunc__()
+    return int(*args, **kwargs)
+
+
+def sym_float(*args: Any, **kwargs: Any) -> Any:
+    """``float(x)``: a symbolic float for a size (or float of sizes) being exported."""
+    if len(args) == 1 and not kwargs and _ours(args[0]):
+        return SymFloat._of(args[0], args[0].env)
+    return float(*args, **kwargs)
+
+
+def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(x: Any, *rest: Any) -> Any:
+        if _ours(x) and not rest:
+            f = x.expr if isinstance(x, SymFloat) else F.fun("float", x.expr)
+            return make_float(F.fun(op, f), x.env)
+        if _ours(x) and op == "flog" and len(rest) == 1:  # math.log(x, base)
+            return fn(x) / (fn(rest[0]) if _ours(rest[0]) else original(rest[0]))
+        return original(x, *rest)
+
+    fn.__name__ = fn.__qualname__ = original.__name__
+    fn.__doc__ = original.__doc__
+    return fn
+
+
+_MATH = {f"f{name}": getattr(math, name) for name in ("sqrt", "exp", "log", "log2", "log10")}
+_MATH_ROUTED = {op: _math_fn(op, fn) for op, fn in _MATH.items()}
+
+
+def _user_code(code: types.CodeType) -> bool:
+    return _user_code_file(code.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _user_code_file(f: str) -> bool:
+    if f.startswith("<"):  # exec'd source (generated programs, notebooks) is the user's
+        return not f.startswith("<frozen")
+    return not os.path.realpath(f).startswith(_SKIP_DIRS)
+
+
+def _rewrite(code: types.CodeType) -> types.CodeType:
+    """``code`` with its direct calls of int/float redirected (itself when it has none)."""
+    done = _REWRITTEN.get(id(code))
+    if done is not None and done[0] is code:
+        return done[1]
+    out = code
+    consts = tuple(_rewrite(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    names = list(code.co_names)
+    raw = bytearray(code.co_code)
+    changed = False
+    wanted = {i: n for i, n in enumerate(names) if n in _NAMES}
+    if wanted:
+        new_index: dict[int, int] = {}
+        for ins in dis.get_instructions(code):
+            if ins.opcode != _LOAD_GLOBAL or ins.arg is None or not ins.arg & 1:
+                continue
+            old = ins.arg >> 1
+            if old not in wanted:
+                continue
+            if old not in new_index:
+                new_index[old] = len(names)
+                names.append(_NAMES[wanted[old]])
+            arg = (new_index[old] << 1) | 1
+            at = ins.offset
+            extended = at >= 2 and raw[at - 2] == _EXTENDED_ARG
+            if arg > 0xFF and not (extended and arg <= 0xFFFF) or (at >= 4 and extended and
+                                                                    raw[at - 4] == _EXTENDED_ARG):
+                continue  # the operand does not fit in place: this call stays the builtin
+            raw[at + 1] = arg & 0xFF
+            if extended:
+                raw[at - 1] = arg >> 8
+            changed = True
+    if changed or consts != code.co_consts:
+        out = code.replace(co_code=bytes(raw) if changed else code.co_code,
+                           co_names=tuple(names) if changed else code.co_names,
+                           co_consts=consts)
+    if len(_REWRITTEN) > 20000:  # generated programs come and go: keep the table bounded
+        _REWRITTEN.clear()
+    _REWRITTEN[id(code)] = (code, out)
+    return out
+
+
+def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
+    """The user's functions that the export may run, found from ``fn`` and the model: the
+    methods of its classes (and their bases outside torch), functions stored on its
+    modules, and what the modules defining those classes and ``fn`` hold (functions,
+    classes, functions in module-level dicts/lists/tuples; closures and defaults).  What a
+    class or a module holds is cached: an export walks only the model's instances."""
+    found: dict[int, types.FunctionType] = {}
+    modules: dict[str, types.ModuleType] = {}
+
+    def take(part: tuple[list, list]) -> None:
+        for f in part[0]:
+            found[id(f)] = f
+        for m in part[1]:
+            modules.setdefault(m.__name__, m)
+
+    take(_collect([fn]))
+    if isinstance(model, torch.nn.Module):
+        classes: dict[int, type] = {}
+        for m in model.modules():
+            classes.setdefault(id(type(m)), type(m))
+            attrs = [v for v in vars(m).values()
+                     if not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
+            if attrs:
+                take(_collect(attrs))
+        for cls in classes.values():
+            take(_of_class(cls))
+    done: set[str] = set()
+    while len(done) < len(modules):  # (classes defined in a module add their modules)
+        for name in [n for n in modules if n not in done]:
+            done.add(name)
+            take(_of_module(modules[name]))
+    return list(found.values())
+
+
+_CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
+_MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
+
+
+def _of_class(cls: type) -> tuple[list, list]:
+    hit = _CLASSES.get(cls)
+    if hit is None:
+        hit = _CLASSES[cls] = _collect([cls])
+    return hit
+
+
+def _of_module(m: types.ModuleType) -> tuple[list, list]:
+    """What module ``m`` defines that may hold user code (its functions and classes, and
+    its dicts, lists and tuples: registries of functions); cached while the module's
+    namespace keeps its size."""
+    names = vars(m)
+    hit = _MODULES.get(m.__name__)
+    if hit is None or hit[0] != len(names):
+        roots = [v for k, v in list(names.items())
+                 if (isinstance(v, (types.FunctionType, type)) and
+                     getattr(v, "__module__", None) == m.__name__) or
+                 isinstance(v, (dict, list, tuple)) and not k.startswith("__")]
+        hit = _MODULES[m.__name__] = (len(names), _collect(roots, containers=1))
+    return hit[1]
+
+
+def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
+    """The user functions that call ``int``/``float``, reachable from ``roots`` (through methods, closures, defaults,
+    ``__wrapped__`` and up to ``containers`` levels of dicts/lists/tuples), and the user
+    modules that define the classes met."""
+    funcs: list[types.FunctionType] = []
+    mods: list[types.ModuleType] = []
+    seen: set[int] = set()
+
+    def visit(v: Any, depth: int) -> None:
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        elif isinstance(v, property):
+            visit(v.fget, depth)
+            visit(v.fset, depth)
+            return
+        v = getattr(v, "__func__", v)  # bound methods
+        if isinstance(v, types.FunctionType):
+            if not _user_code(v.__code__):
+                return
+            if _rewrite(v.__code__) is not v.__code__:  # it calls int() or float()
+                funcs.append(v)
+            for c in v.__closure__ or ():
+                try:
+                    visit(c.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            for d in v.__defaults__ or ():
+                visit(d, depth + 1)
+            visit(getattr(v, "__wrapped__", None), depth)
+        elif isinstance(v, type):
+            for c in v.__mro__:
+                if c is object or c.__module__.startswith(("torch", "safetrace", "builtins")):
+                    continue
+                m = sys.modules.get(c.__module__)
+                path = getattr(m, "__file__", None)
+                if m is not None and path and _user_code_file(path):
+                    mods.append(m)
+                for w in list(vars(c).values()):
+                    visit(w, depth)
+        elif isinstance(v, (dict, list, tuple)) and depth < containers:
+            for w in list(v.values() if isinstance(v, dict) else v)[:256]:
+                visit(w, depth + 1)
+
+    for r in roots:
+        visit(r, 0)
+    return funcs, mods
+
+
+def _plain_builtins(g: dict) -> bool:
+    """The function's ``int``/``float``/``len`` are the builtins (no module-level name of
+    its own shadows one) and its builtins are the interpreter's (where ours are added)."""
+    b = g.get("__builtins__", builtins)
+    if b is not builtins and b is not vars(builtins):
+        return False
+    return not any(name in g and g[name] is not getattr(builtins, name) for name in _NAMES)
+
+
+@contextlib.contextmanager
+def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
+    """While an export runs: the user's ``int()`` / ``float()`` calls keep sizes symbolic."""
+    swapped: list[tuple[types.FunctionType, types.CodeType]] = []
+    if _SUPPORTED:
+        for f in _functions(model, fn):
+            new = _rewrite(f.__code__)
+            if new is not f.__code__ and _plain_builtins(f.__globals__):
+                swapped.append((f, f.__code__))
+                f.__code__ = new
+    # The names stay in builtins after the export: code rewritten here may still run
+    # later (a generator made during the trace), and outside an export they are the builtins.
+    builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
+    builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]
+    # math.sqrt/exp/log of a size: a float expression (math calls __float__, a guard)
+    for op, fn in _MATH_ROUTED.items():
+        setattr(math, fn.__name__, fn)
+    try:
+        yield
+    finally:
+        for op, fn in _MATH.items():
+            setattr(math, fn.__name__, fn)
+        for f, old in swapped:
+            f.__code__ = old
