@@ -63,32 +63,49 @@ def evaluate(e: Node, b: Mapping[str, int]) -> Value:
         return e.value  # type: ignore[return-value]
     if op == "sym" or op == "fsym":
         return b[e.name]  # type: ignore[index]
+    # nodes are interned and shared: a window-padding chain repeats its inner divisions
+    # dozens of times, so a tree walk is exponential in the chain's depth; walk the DAG
+    return _eval(e, b, {})
+
+
+def _eval(e: Node, b: Mapping[str, int], memo: dict) -> Value:
+    op = e.op
+    if op == "const" or op == "fconst":
+        return e.value  # type: ignore[return-value]
+    if op == "sym" or op == "fsym":
+        return b[e.name]  # type: ignore[index]
+    r = memo.get(e, memo)
+    if r is not memo:
+        return r  # type: ignore[no-any-return]
     args = e.args
     if op == "add":
         s: Value = 0
         for a in args:
-            s += evaluate(a, b)
-        return s
-    if op == "mul":
+            s += _eval(a, b, memo)
+        r = s
+    elif op == "mul":
         p: Value = 1
         for a in args:
-            p *= evaluate(a, b)
-        return p
-    if op == "min":
-        return min(evaluate(a, b) for a in args)
-    if op == "max":
-        return max(evaluate(a, b) for a in args)
-    if op == "and":
-        return all(evaluate(a, b) for a in args)
-    if op == "or":
-        return any(evaluate(a, b) for a in args)
-    if op == "not":
-        return not evaluate(args[0], b)
-    if op in FUN_OPS:
-        return FUN_OPS[op](evaluate(args[0], b))  # type: ignore[no-any-return]
-    x, y = evaluate(args[0], b), evaluate(args[1], b)
-    fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
-    return fn(x, y)
+            p *= _eval(a, b, memo)
+        r = p
+    elif op == "min":
+        r = min(_eval(a, b, memo) for a in args)
+    elif op == "max":
+        r = max(_eval(a, b, memo) for a in args)
+    elif op == "and":
+        r = all(_eval(a, b, memo) for a in args)
+    elif op == "or":
+        r = any(_eval(a, b, memo) for a in args)
+    elif op == "not":
+        r = not _eval(args[0], b, memo)
+    elif op in FUN_OPS:
+        r = FUN_OPS[op](_eval(args[0], b, memo))
+    else:
+        x, y = _eval(args[0], b, memo), _eval(args[1], b, memo)
+        fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
+        r = fn(x, y)
+    memo[e] = r
+    return r  # type: ignore[no-any-return]
 
 
 def holds_at(cond: Node, name: str, v: int) -> bool:

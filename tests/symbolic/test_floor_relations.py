@@ -123,3 +123,15 @@ def test_window_padding_chain_collapses() -> None:
     assert env.decide(eq(e, (h + 28) // 32)) is True
     assert env.decide(ge(e * 32, h - 3)) is True
     assert env.decide(ge(e * 32, h)) is None  # h in 1..3: h//4 is 0
+
+
+def test_shared_subexpressions_evaluate_once() -> None:
+    """Interned nodes are shared: a chain that uses each step twice has 2**40 paths as a
+    tree, and must still evaluate (a window-padding chain's conditions did not)."""
+    e = H
+    for _ in range(40):
+        e = (e + e % 7) // 2 + e // 3
+    v = 1000
+    for _ in range(40):
+        v = (v + v % 7) // 2 + v // 3
+    assert e.evaluate({"H": 1000}) == v
