@@ -51,10 +51,8 @@ def _int_operand(o: object) -> Expr | None:
         return const(o)  # type: ignore[arg-type]
     if c is SymInt or isinstance(o, SymInt):
         return o.expr  # type: ignore[attr-defined, no-any-return]
-    if isinstance(o, int):
+    if isinstance(o, (int, SymBool)):  # a SymBool is an int too (`n * (m > 2)`): decided
         return const(int(o))
-    if isinstance(o, SymBool):  # a bool is an int (`n * (m > 2)`): decided, n stays symbolic
-        return const(int(bool(o)))
     return None
 
 
