@@ -62,6 +62,8 @@ def _floats(ints: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
 
 
 def _fbin(op: str, a: Expr, b: Expr) -> Expr:
+    if not F.is_float(a) and not F.is_float(b) and op not in ("fdiv", "fpow"):
+        a = _fun("float", a)  # the engine builds float + - * // only with a float operand
     try:
         return F.fbin(op, a, b)
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):
