@@ -111,8 +111,7 @@ class Exporter:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
-                    out = pytree.tree_map(lambda v: tuple(v) if isinstance(v, Pieces) else v,
-                                          out)
+                    out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
             except Contradiction as exc:
@@ -265,6 +264,18 @@ class Exporter:
             specs.append(OutputSpec("user_output", None))
         self.graph.output(tuple(nodes))
         return specs
+
+
+def _pin_pieces(out: Any) -> Any:
+    """Returned split/chunk pieces as plain tuples (which pins their count); the rest of
+    the output as it is (a torch.Size stays one)."""
+    def leaf(v: Any) -> bool:
+        return isinstance(v, (Pieces, torch.Size, SymShape))
+
+    if not any(isinstance(v, Pieces) for v in pytree.tree_flatten(out, is_leaf=leaf)[0]):
+        return out
+    return pytree.tree_map(lambda v: tuple(v) if isinstance(v, Pieces) else v, out,
+                           is_leaf=leaf)
 
 
 def _flatten_outputs(out: Any) -> tuple[list, Any]:

@@ -332,6 +332,20 @@ class DynamicDims:
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
+        step = _residue_class(c.cond, root)
+        if step is not None and all(
+                _holds(o, dict(fixed, **{root: v})) for o in conds
+                for v in range(lo + (step[1] - lo) % step[0], int(min(hi, lo + 64 * step[0])) + 1,
+                               step[0])):
+            k, r = step  # `s % k == r`, and every condition holds there: s = k*q + r
+            q = Dim(f"{name}_{k}", min=max(-(-(lo - r) // k), 0),
+                    max=None if hi == math.inf else int(hi - r) // k)
+            self.dim_fixes[name] = DerivedDim(q, k, r)
+            return Violation(self._label(root),
+                             cause + f"; it holds for the sizes {k}*q + {r}." if r else
+                             cause + f"; it holds for the multiples of {k}.",
+                             f"derive the dim: {name} = {DerivedDim(q, k, r)!r} with "
+                             f"{q.name} = {q!r}; or {dynamic}")
         self.dim_fixes[name] = relaxed
         return Violation(self._label(root),
                          cause + ("; " if not words else ", and ") + "no range of " + name
@@ -340,7 +354,8 @@ class DynamicDims:
 
     def _refuted(self, contract: Contract, cond: Any, named: list[str]) -> dict | None:
         """Sizes within the declared ranges that violate the residual condition `cond` (the
-        condition really narrows the declared space), or None.  The named Dims range over each one's range ends, their neighbours and the
+        condition really narrows the declared space), or None.  The named Dims range over
+        each one's range ends, their neighbours and the
         example size, then pseudo-random points; every other symbol keeps its example
         value.  A condition with a symbol that has no declared range (data-dependent)
         counts as refuted, at the example."""
@@ -489,7 +504,8 @@ def _pinned_by_conditions(root: str, lo: int, hi: float, conditions: tuple) -> t
     return (found[0], conds[0].origin) if len(found) == 1 else None
 
 
-_DONE = ("range", "rel", "pin")  # a dim with one of these problems gets no second one
+_DONE = ("rel", "pin")  # a dim with one of these problems gets no second one (a narrowed
+# range may: the condition is then searched, and its fix given, inside the narrowed range)
 
 
 def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
@@ -521,6 +537,18 @@ def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
             b = hi
     alone = a == b and not any(ok(v) for v in range(lo, top + 1) if v != a)
     return a, b, alone
+
+
+def _residue_class(cond: Expr, root: str) -> tuple[int, int] | None:
+    """``(k, r)`` when `cond` is ``root % k == r`` (a constant k > 1), else None."""
+    if cond.op != "eq":
+        return None
+    lhs, rhs = cond.args
+    if lhs.op != "mod" or rhs.op != "const" or lhs.args[0].op != "sym" or \
+            lhs.args[0].name != root or lhs.args[1].op != "const":
+        return None
+    k, r = int(lhs.args[1].value), int(rhs.value)  # type: ignore[arg-type]
+    return (k, r) if k > 1 and 0 <= r < k else None
 
 
 def _holds(cond: Expr, point: dict) -> bool:

@@ -61,6 +61,9 @@ PATTERNS = {
     # an emptiness test in user code: the general branch, asserted
     "if numel != 0": (lambda b, m: b[m] * 2 if b[m].numel() != 0 else b[:0], (), {0}),
     "if len == 0": (lambda b, m: b[:0] if len(b[m]) == 0 else b[m].sum(0), (), {0}),
+    # min/max of a data-dependent size stay symbolic (torchvision's _topk_min)
+    "topk(min(3, u))": (lambda b, m: b[m][:, 0].topk(min(3, b[m].shape[0])).values, (), set()),
+    "b[:max(u - 2, 0)]": (lambda b, m: b[: max(b[m].shape[0] - 2, 0)], (), set()),
     # results that hold at every size (no decision at all)
     "reductions": (lambda b, m: (b[m].softmax(0), b[m].sum(0), b[m].amax(1)), (), set()),
     "sort/gather": (lambda b, m: b[m][b[m][:, 0].argsort()], (), set()),

@@ -70,7 +70,8 @@ def test_masked_select_of_empty_dynamic_tensor_exports():
                    dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}))
     _same_as_eager(f, (torch.randn(0), torch.randn(1, 5, 0)),
                    ({0: Dim.DYNAMIC}, {0: Dim("d0", max=16), 2: Dim("d1")}),
-                   [(torch.randn(0), torch.randn(d0, 5, d1)) for d0, d1 in ((0, 0), (1, 3), (16, 1))])
+                   [(torch.randn(0), torch.randn(d0, 5, d1))
+                    for d0, d1 in ((0, 0), (1, 3), (16, 1))])
     assert ep.contract.conditions == ()
 
 
