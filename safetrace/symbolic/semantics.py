@@ -68,15 +68,16 @@ def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     return _eval(e, b, {})
 
 
-def _eval(e: Node, b: Mapping[str, int], memo: dict) -> Value:
+def _eval(e: Node, b: Mapping[str, int], memo: dict[int, Value]) -> Value:
     op = e.op
     if op == "const" or op == "fconst":
         return e.value  # type: ignore[return-value]
     if op == "sym" or op == "fsym":
         return b[e.name]  # type: ignore[index]
-    r = memo.get(e, memo)
-    if r is not memo:
-        return r  # type: ignore[no-any-return]
+    key = id(e)  # the node outlives this walk, so its id is stable
+    if key in memo:
+        return memo[key]
+    r: Value
     args = e.args
     if op == "add":
         s: Value = 0
@@ -104,8 +105,8 @@ def _eval(e: Node, b: Mapping[str, int], memo: dict) -> Value:
         x, y = _eval(args[0], b, memo), _eval(args[1], b, memo)
         fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
         r = fn(x, y)
-    memo[e] = r
-    return r  # type: ignore[no-any-return]
+    memo[key] = r
+    return r
 
 
 def holds_at(cond: Node, name: str, v: int) -> bool:
