@@ -173,6 +173,8 @@ class DynamicDims:
             dim = dims[decl.where]
             label = f"{decl.where} ({decl.spec!r})"
             if dim.kind == "static":
+                if _only_value(decl.spec) == dim.size:
+                    continue  # the declared range is that one size: nothing was narrowed
                 key = f"static:{decl.where}"
                 if key in seen:
                     continue
@@ -564,6 +566,16 @@ def _range_text(name: str, lo: float, hi: float) -> str:
     if lo <= 0:
         return f"{name} <= {int(hi)}"
     return f"{int(lo)} <= {name} <= {int(hi)}"
+
+
+def _only_value(spec: Any) -> int | None:
+    """The one size a named or derived Dim allows (``Dim('d', min=4, max=4)``), else None."""
+    if isinstance(spec, DerivedDim):
+        root = spec.root
+        return spec.coef * root.min + spec.offset if root.min == root.max else None
+    if isinstance(spec, Dim) and spec.min == spec.max:
+        return int(spec.min)
+    return None
 
 
 def _static_fix(where: str, value: int) -> str:
