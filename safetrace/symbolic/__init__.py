@@ -11,8 +11,9 @@ guards, facts, prover),
 
 from __future__ import annotations
 
-from safetrace.symbolic.env import (
-    Contract, Contradiction, DataDependentQuestion, Env, Fate, Guard, Settled, SymbolInfo,
+from safetrace.symbolic.env import Env
+from safetrace.symbolic.records import (
+    Contract, Contradiction, DataDependentQuestion, Fate, Guard, Settled, SymbolInfo,
 )
 from safetrace.symbolic.canon import (
     and_, eq, ge, gt, le, lt, max_, min_, ne, not_, or_, subs,
