@@ -24,17 +24,8 @@ from torch.utils import _pytree as pytree
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import safetrace as st  # noqa: E402
-from benchmarks.common import torch_spec  # noqa: E402
+from benchmarks.common import median_time, torch_spec  # noqa: E402
 from tests.control_flow.programs import CASES  # noqa: E402
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def agrees(run, reference, case) -> bool:

@@ -25,6 +25,7 @@ from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 
 _ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len}
+_real_len = builtins.len  # this module's own len() calls must not go through the routed one
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -47,10 +48,10 @@ def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]
     original = _ORIGINAL[name]
 
     def routed(*args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not isinstance(args[0], (list, tuple)):
+        if _real_len(args) == 1 and not isinstance(args[0], (list, tuple)):
             args = (list(args[0]),)  # a generator is consumed once: keep its items
-        items = args[0] if len(args) == 1 else args
-        if "key" in kwargs or len(kwargs) > ("default" in kwargs):
+        items = args[0] if _real_len(args) == 1 else args
+        if "key" in kwargs or _real_len(kwargs) > ("default" in kwargs):
             return original(*args, **kwargs)
         sizes = _sizes(items) if items else None
         if sizes is None or sys._getframe(1).f_code.co_filename.startswith(_OWN_DIR):

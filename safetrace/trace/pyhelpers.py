@@ -23,9 +23,6 @@ from safetrace.rules.common import broadcast_shapes as broadcast_rule
 from safetrace.trace.proxy import shape_value
 from safetrace.trace.source import short, stack_trace
 
-_real_broadcast_shapes = torch.broadcast_shapes
-
-
 def traced_broadcast_shapes(*shapes: Any) -> Any:
     """``torch.broadcast_shapes``: the broadcasting rule of pointwise ops (an int is a 1-d
     shape, as in torch)."""
