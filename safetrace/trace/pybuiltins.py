@@ -81,14 +81,20 @@ _len.__name__ = _len.__qualname__ = "len"
 _len.__doc__ = _ORIGINAL["len"].__doc__
 
 
-def _print(*args: Any, **kwargs: Any) -> None:
+# print() runs the real builtin from a frame that counts as the caller's (a "<frozen ...>"
+# file name: neither library code for symtypes, which then shows a size as the example's
+# digits, as print in user code does, nor a user frame for error locations)
+_PRINT_SOURCE = """
+def _print(*args, **kwargs):
     tr = active_tracer()
     refusal = getattr(tr, "print_refusal", None) if tr is not None else None
     if refusal is not None:
         raise refusal()
-    _ORIGINAL["print"](*args, **kwargs)
-
-
+    real_print(*args, **kwargs)
+"""
+_print_ns: dict[str, Any] = {"active_tracer": active_tracer, "real_print": builtins.print}
+exec(compile(_PRINT_SOURCE, "<frozen safetrace.print>", "exec"), _print_ns)
+_print = _print_ns["_print"]
 _print.__name__ = _print.__qualname__ = "print"
 _print.__doc__ = _ORIGINAL["print"].__doc__
 
