@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.spec import OMITTED
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
@@ -56,12 +57,15 @@ class DynamicDims:
         self.dim_names: dict[str, str] = {}             # symbol name -> Dim name
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
+        self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
         """The traced shape of input `t`: ints for static dims, SymInts for dynamic ones."""
         shape = tuple(int(s) for s in t.shape)
-        if entries is None:
+        if entries is OMITTED:
+            self.omitted[path] = shape
+        if entries is None or entries is OMITTED:
             return shape
         out: list = []
         for d, (n, e) in enumerate(zip(shape, entries)):
@@ -181,10 +185,11 @@ class DynamicDims:
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = dim.size
-                problems.append(Violation(
-                    label, f"was specialized to {dim.size}"
-                           f"{self.origin_of(name, dim.size + 1)}.",  # the guard ruling out others
-                    _static_fix(decl.where, dim.size)))
+                cause = (f"was specialized to {dim.size}"
+                         f"{self.origin_of(name, dim.size + 1)}.")  # the guard ruling out others
+                fix = _static_fix(decl.where, dim.size)
+                cause, fix = self._omitted_note(decl, dim.size, cause, fix)
+                problems.append(Violation(label, cause, fix))
                 continue
             if decl.kind not in ("named", "derived"):
                 continue
@@ -232,6 +237,27 @@ class DynamicDims:
                     _static_fix(decl.where, value)))
         problems += self._named_relations(contract, seen)
         return problems
+
+    def _omitted_note(self, decl: DimDecl, size: int, cause: str, fix: str) -> tuple[str, str]:
+        """A dim specialized where an input left out of the spec has a dim of that size:
+        name the missing key (the likely cause) and the fix that shares the Dim."""
+        same = [(p, d) for p, shape in self.omitted.items()
+                for d, n in enumerate(shape) if n == size]
+        if not same:
+            return cause, fix
+        tops = list(dict.fromkeys(_top_key(p) for p, _ in same))
+        keys = ", ".join(repr(k) for k in tops)
+        dims = ", ".join(f"{p}.shape[{d}]" for p, d in same)
+        cause += (f" dynamic_shapes has no entry for {keys}, so its dims are static, "
+                  f"{dims} (also {size}) among them: an op that needs {decl.where} to equal "
+                  f"{'it' if len(same) == 1 else 'one of them'} pins it (torch.export refuses "
+                  f"a dict without a key for every input).")
+        spec = decl.spec.name if isinstance(decl.spec, Dim) else repr(decl.spec)
+        p, d = same[0]
+        share = (f"dynamic_shapes[{p!r}] = {{{d}: {spec}}}" if p == tops[0] else
+                 f"add {tops[0]!r} to dynamic_shapes with {spec} for {p}.shape[{d}]")
+        return cause, f"if {p}.shape[{d}] goes with {decl.where}, give it the same Dim: " \
+                      f"{share}; otherwise {fix}"
 
     def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
         """Run-time conditions that rule out sizes the spec declares: a named Dim promises
@@ -448,7 +474,7 @@ class DynamicDims:
 
         rendered = []
         for (path, _), entries in zip(leaves, specs):
-            if entries is None:
+            if entries is None or entries is OMITTED:
                 rendered.append(_Raw("None"))
             else:
                 rendered.append(_Raw("(" + ", ".join(render(e, path, d)
@@ -576,6 +602,11 @@ def _only_value(spec: Any) -> int | None:
     if isinstance(spec, Dim) and spec.min == spec.max:
         return int(spec.min)
     return None
+
+
+def _top_key(path: str) -> str:
+    """The top-level input of a leaf path: ``xs[1]['a']`` -> ``xs``."""
+    return path.split("[", 1)[0].split(".", 1)[0]
 
 
 def _static_fix(where: str, value: int) -> str:
