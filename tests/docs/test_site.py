@@ -87,6 +87,7 @@ def test_readme_quick_start_runs(tmp_path):
     assert (tmp_path / "model.st").exists()
 
 
+@pytest.mark.slow
 def test_getting_started_runs(tmp_path):
     code = "\n".join(_python_blocks((DOCS / "getting-started.md").read_text()))
     out = _run(code, tmp_path, "getting_started.py")
