@@ -11,6 +11,7 @@ from safetrace import interop, pytree
 from safetrace.errors import wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
+from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
 from safetrace.trace.hops import owner_module
@@ -223,6 +224,15 @@ class ExportedProgram:
             raise TypeError("this ExportedProgram was built by hand: run_decompositions needs "
                             "one made by st.export or st.load")
         return interop.run_decompositions(self, decomp_table, export=self.retrace)
+
+    def to_html(self, path: Any = None, *, title: str = "safetrace program") -> str:
+        """This program as one self-contained HTML page (graph by module, shapes, source
+        lines, input contract, dims, operator histogram); written to `path` if given."""
+        page = render_html(self, title)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),
