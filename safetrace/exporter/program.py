@@ -14,6 +14,7 @@ from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.progress import task
 from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
@@ -212,10 +213,12 @@ class ExportedProgram:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
 
     # -- the deployment stack ------------------------------------------------------------
-    def to_torch(self, *, strict: bool = False) -> Any:
+    def to_torch(self, *, strict: bool = False, verbose: bool | None = None) -> Any:
         """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
-        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
-        return interop.to_torch(self, strict=strict)
+        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``.
+        ``verbose``: progress on standard error (default: only on a terminal)."""
+        with task("ep.to_torch(): building torch.export's program", verbose):
+            return interop.to_torch(self, strict=strict)
 
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
         """This program retraced by safetrace's tracer with each operator decomposed
