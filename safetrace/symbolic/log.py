@@ -19,6 +19,7 @@ each hook costs one ``isEnabledFor`` call.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from safetrace.symbolic.expr import Expr
@@ -26,10 +27,18 @@ from safetrace.symbolic.expr import Expr
 logger = logging.getLogger("safetrace")
 
 
+_FRAME = re.compile(r'File "([^"]*)", line (\d+), in [^\n]*\n?(.*)', re.S)
+
+
 def _where(origin: object) -> str:
-    """A recorded origin (a stack-trace text, or a record) on one line."""
-    text = " ".join(part.strip() for part in str(origin or "").splitlines() if part.strip())
-    return text.removeprefix("File ") if text else "(no source line)"
+    """A recorded origin on one line: ``model.py:12 `if x.shape[0] > 2:` ``."""
+    text = str(origin or "").strip()
+    m = _FRAME.match(text)
+    if m is None:
+        return " ".join(text.split()) or "(no source line)"
+    path, line, code = m.group(1), m.group(2), " ".join(m.group(3).split())
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"{name}:{line}" + (f" `{code}`" if code else "")
 
 
 def _names(env: Any, expr: Expr) -> str:

@@ -45,11 +45,11 @@ def test_debug_log_says_what_was_decided_and_where(caplog):
         _export_checked()
     lines = [r.getMessage() for r in caplog.records if r.name == "safetrace"]
     text = "\n".join(lines)
-    assert any(m.startswith("guard s0 >= 3 (s0 = x.shape[0])") and
-               "test_progress_logging.py" in m for m in lines), text
+    assert any(m.startswith("guard s0 >= 3 (s0 = x.shape[0]) at test_progress_logging.py:")
+               and "`if x.shape[0] > 2:`" in m for m in lines), text
     assert "unified s2 (s2 = y.shape[0]) with s0 (s0 = x.shape[0])" in text
     assert "specialized s1 (s1 = x.shape[1]) to 4" in text
-    assert "return (x + y) @ self.w" in text  # the user's line, as written
+    assert "`return (x + y) @ self.w`: the program needs them equal" in text
 
 
 def test_quiet_by_default(caplog):
