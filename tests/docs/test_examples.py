@@ -40,6 +40,7 @@ def test_vision_onnx(tmp_path):
     assert (tmp_path / "smallnet.onnx").exists()
 
 
+@pytest.mark.slow  # eager torch.cond goes through torch.compile: ~10 s
 def test_cond_model(tmp_path):
     out = _run("cond_model.py", tmp_path)
     assert "Fix: use torch.cond" in out
@@ -54,6 +55,7 @@ def test_custom_op(tmp_path):
     assert "refused: scale.shape[0] = 9, but it must equal x.shape[0] = 8" in out
 
 
+@pytest.mark.slow  # two fresh processes importing torch
 def test_save_load_in_a_fresh_process(tmp_path):
     out = _run("save_load.py", tmp_path, "--out", str(tmp_path))
     assert out.count("in a fresh process matches eager") == 2
