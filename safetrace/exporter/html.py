@@ -74,6 +74,15 @@ def _modules(node: torch.fx.Node) -> list[tuple[str, str]]:
     return out
 
 
+def _group(path: str) -> str:
+    """The module a node is colored by: the top-level one, or the block of a container
+    (``layers.3`` of ``layers.3.attn.q``: a Sequential or ModuleList alone says little)."""
+    parts = path.split(".")
+    if len(parts) > 1 and parts[1].isdigit():
+        return ".".join(parts[:2])
+    return parts[0]
+
+
 def summary_text(ep: Any, top: int = 15) -> str:
     """Inputs, dims, state sizes and the most called operators, as plain text."""
     sig = ep.graph_signature
@@ -99,9 +108,11 @@ def summary_text(ep: Any, top: int = 15) -> str:
 
 def _layout(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], dict, int, int]:
     """Nodes to draw (user inputs, operators, output) at (rank, slot): rank = longest path
-    from an input; state placeholders are left out (they are listed in the table)."""
-    shown = [n for n in graph.nodes if n.op != "placeholder"
-             or n.meta.get("kind") in (None, "user_input")]
+    from an input; state placeholders and size arithmetic (``sym_size``, ``s0*4``) are
+    left out of the picture (they are listed in the table: drawn, their edges to every
+    view and reshape would hide the data flow)."""
+    shown = [n for n in graph.nodes if (n.op != "placeholder"
+             or n.meta.get("kind") in (None, "user_input")) and not _is_size(n)]
     keep = set(shown)
     rank: dict[torch.fx.Node, int] = {}
     for n in shown:
@@ -115,6 +126,11 @@ def _layout(graph: torch.fx.Graph) -> tuple[list[torch.fx.Node], dict, int, int]
     depth = 1 + max(rank.values(), default=0)
     width = max(slots.values(), default=1)
     return shown, pos, depth, width
+
+
+def _is_size(n: torch.fx.Node) -> bool:
+    return n.op in ("call_function", "placeholder") and value_annotation(
+        n.meta.get("val")).startswith("Sym(")
 
 
 def _svg(graph: torch.fx.Graph, colors: dict[str, str]) -> str:
@@ -141,7 +157,7 @@ def _svg(graph: torch.fx.Graph, colors: dict[str, str]) -> str:
     for n in shown:
         x, y = xy(n)
         mods = _modules(n)
-        top = mods[0][0].split(".")[0] if mods else ""
+        top = _group(mods[-1][0]) if mods else ""
         fill = colors.get(top, "#ffffff") if n.op == "call_function" else "#e5e7eb"
         label = n.name if n.op != "call_function" else op_name(n).split(".")[-2 if op_name(
             n).count(".") >= 2 else -1]
@@ -178,7 +194,7 @@ def _rows(graph: torch.fx.Graph, colors: dict[str, str], prefix: str = "") -> li
             out.append("</div></details>")
             open_groups.pop()
         for path, cls in mods[common:]:
-            color = colors.get(path.split(".")[0], "#ffffff")
+            color = colors.get(_group(path), "#ffffff")
             out.append(f'<details open class="module"><summary style="background:{color}">'
                        f'<code>{_esc(path)}</code> <span class="cls">{_esc(cls)}</span>'
                        f'</summary><div class="members">')
@@ -220,11 +236,11 @@ def _row(n: torch.fx.Node, prefix: str) -> str:
 def render_html(ep: Any, title: str = "safetrace program") -> str:
     """The whole page, as a string (``ep.to_html()``)."""
     graph = ep.graph
-    tops = []
+    tops: list[str] = []
     for n in graph.nodes:
-        for path, _ in _modules(n)[:1]:
-            if path.split(".")[0] not in tops:
-                tops.append(path.split(".")[0])
+        for path, _ in _modules(n):
+            if _group(path) not in tops:
+                tops.append(_group(path))
     colors = {t: _PALETTE[i % len(_PALETTE)] for i, t in enumerate(tops)}
     hist = op_histogram(graph)
     most = max(hist.values(), default=1)
@@ -256,7 +272,8 @@ def render_html(ep: Any, title: str = "safetrace program") -> str:
                 for name, count in hist.most_common()),
         "</table>",
         '<h2 id="picture">Graph</h2><p class="hint">Operators by depth from the inputs '
-        "(parameters and buffers are left out), colored by top-level module. Click a box "
+        "(parameters, buffers and size arithmetic are left out), colored by module (a "
+        "container's blocks apart). Click a box "
         "to find its node below.</p>",
         f'<div class="scroll">{_svg(graph, colors)}</div>',
         '<h2 id="nodes">Nodes by module</h2>',
@@ -276,7 +293,8 @@ h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.15em;margin-top:1.6em}
 pre{background:#f6f8fa;padding:.8em;overflow:auto} code{font-size:12.5px}
 nav a{margin-right:1em} .stats{color:#444} .hint{color:#555;font-size:.9em}
 table{border-collapse:collapse} td,th{padding:2px 8px;text-align:left;vertical-align:top}
-.hist .count{text-align:right} .hist .bar{width:240px} .hist .bar div{background:#60a5fa;height:10px}
+.hist .count{text-align:right} .hist .bar{width:240px}
+.hist .bar div{background:#60a5fa;height:10px}
 .scroll{overflow:auto;max-height:70vh;border:1px solid #ddd}
 #graph .edge{fill:none;stroke:#9ca3af;stroke-width:1.2}
 #graph .node rect{stroke:#6b7280;stroke-width:1;cursor:pointer}
