@@ -116,3 +116,15 @@ def test_migration_guide_names_exist():
     ep = st.export(lambda x: x + 1, (__import__("torch").ones(2),))
     for name in set(re.findall(r"(?<!to_torch\(\)\.)\bep\.(\w+)", ours)):
         assert hasattr(ep, name), f"migration.md names ep.{name}, which does not exist"
+
+
+def test_readme_figures_are_documented_with_their_runs():
+    """Every figure in the README's "Why" comes from a dated run described in docs/."""
+    text = README.read_text()
+    why = text[text.index("## Why"):text.index("## Install")]
+    figures = set(re.findall(r"\d[\d,]*(?:\.\d+)?(?:/\d+)?", why))
+    assert len(figures) >= 10
+    runs = (DOCS / "benchmarks.md").read_text() + (DOCS / "development.md").read_text()
+    compared = (DOCS / "vs-torch-export.md").read_text()
+    missing = [f for f in figures if f != "0/1" and not (f in runs and f in compared)]
+    assert not missing, f"README figures without a documented run: {missing}"
