@@ -28,6 +28,8 @@ def test_every_example_is_tested_and_listed():
     assert set(scripts) == tested
     listing = (EXAMPLES / "README.md").read_text()
     assert all(f"`{s}`" in listing for s in scripts)
+    page = (ROOT / "docs" / "examples.md").read_text()  # the site shows each one's source
+    assert all(f'--8<-- "examples/{s}"' in page for s in scripts)
 
 
 @pytest.mark.slow
