@@ -93,6 +93,7 @@ def test_getting_started_runs(tmp_path):
     out = _run(code, tmp_path, "getting_started.py")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "1 <= s0 <= 1024" in out.stdout
+    assert "torch.ops.aten.mul.Tensor(relu, 2.0)" in out.stdout  # `scale` folded, as said
     assert "Fix: n = Dim('n', min=3)" in out.stdout
     assert (tmp_path / "model.onnx").exists()
 
