@@ -101,3 +101,44 @@ def test_to_torch_reports_progress(capsys):
     assert "done in" in err
     ep.to_torch(verbose=False)
     assert "safetrace:" not in capsys.readouterr().err
+
+
+def test_the_tools_page_shows_real_log_lines(tmp_path):
+    """docs/tools.md's sample is what the logger prints for the model it describes."""
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "tools.md").read_text()
+    sample = re.search(r"```\n(safetrace: guard .*?)```", page, re.S).group(1)
+    expected = [line for line in sample.splitlines() if line != "..."]
+    (tmp_path / "model.py").write_text(
+        "import logging, torch, safetrace as st\n"
+        "logging.basicConfig(format='%(name)s: %(message)s')\n"
+        "logging.getLogger('safetrace').setLevel(logging.DEBUG)\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(s): super().__init__(); s.w = torch.nn.Parameter(torch.randn(4, 3))\n"
+        "    def forward(self, x, y):\n"
+        "        if x.shape[0] > 2:\n"
+        "            x = x * 2\n"
+        "        return (x + y) @ self.w\n"
+        "spec = {'x': (st.Dim.AUTO, st.Dim.AUTO), 'y': (st.Dim.AUTO, st.Dim.AUTO)}\n"
+        "model = M()\n"
+        "ep = st.export(model, (torch.randn(5, 4), torch.randn(5, 4)), dynamic_shapes=spec)\n"
+        "m = ep.module()\n"
+        "for n in (3, 8):\n"
+        "    x, y = torch.randn(n, 4), torch.randn(n, 4)\n"
+        "    assert torch.allclose(m(x, y), model(x, y), atol=1e-6)\n"
+        "try:\n"
+        "    m(torch.randn(2, 4), torch.randn(2, 4))\n"
+        "except st.InputMismatchError:\n"
+        "    print('refused')\n")
+    out = subprocess.run([sys.executable, "model.py"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**__import__("os").environ,
+                                                      "PYTHONPATH": str(root)})
+    assert out.returncode == 0 and out.stdout == "refused\n", out.stderr[-2000:]
+    logged = out.stderr.splitlines()
+    for line in expected:
+        assert line in logged, f"{line!r} not in {logged}"

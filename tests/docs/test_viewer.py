@@ -102,6 +102,8 @@ def test_cli_show_html_and_summary(program, tmp_path, capsys):
     assert "parameters: 56 elements in 8 tensors" in text
     assert re.search(r"^\s+2  aten\.linear\.default", text, re.M)
     assert "x.shape[0]: dynamic s0" in text and "inputs: 1, outputs: 1" in text
+    assert cli.main(["show", "--html", str(path)]) == 0  # without -o: standard output
+    assert capsys.readouterr().out == page  # the same page as with -o
     assert cli.main(["show", str(path)]) == 0  # plain show is unchanged
     assert "class GraphModule" in capsys.readouterr().out
 
