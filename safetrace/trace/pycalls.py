@@ -162,13 +162,14 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
         for m in part[1]:
             modules.setdefault(m.__name__, m)
 
-    take(_collect([fn]))
+    take(_of_function(fn))
     if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
         for m in model.modules():
             classes.setdefault(id(type(m)), type(m))
-            attrs = [v for v in vars(m).values()
-                     if not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
+            attrs = [v for k, v in vars(m).items()
+                     if k not in _MODULE_STATE and v and
+                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
             if attrs:
                 take(_collect(attrs))
         for cls in classes.values():
@@ -181,8 +182,30 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
     return list(found.values())
 
 
+# nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
+_MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                           "_state_dict_hooks", "_state_dict_pre_hooks",
+                           "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
 _CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
 _MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
+
+
+def _of_function(fn: Any) -> tuple[list, list]:
+    """What the traced callable reaches, cached per function while its module's namespace
+    keeps its size (a bound method: its function; anything else is walked each time)."""
+    f = getattr(fn, "__func__", fn)
+    if not isinstance(f, types.FunctionType) or f is not fn and \
+            getattr(fn, "__self__", None) is None:
+        return _collect([fn])
+    hit = _FUNCTIONS.get(f)
+    if hit is None or hit[0] != len(f.__globals__) or hit[1] is not f.__code__ and \
+            original_code(f) is not hit[1]:
+        hit = _FUNCTIONS[f] = (len(f.__globals__), original_code(f), _collect([f]))
+    return hit[2]
+
+
+_FUNCTIONS: weakref.WeakKeyDictionary[types.FunctionType, tuple[int, types.CodeType, Any]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _of_class(cls: type) -> tuple[list, list]:
