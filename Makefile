@@ -12,7 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -35,7 +35,7 @@ test-torch:
 	@test -n "$(VERSION)" || { echo "usage: make test-torch VERSION=2.14.1"; exit 2; }
 	test -x .venv-torch-$(VERSION)/bin/python || $(PY) -m venv .venv-torch-$(VERSION)
 	.venv-torch-$(VERSION)/bin/pip install -q --upgrade pip
-	.venv-torch-$(VERSION)/bin/pip install -q "torch==$(VERSION)" -e '.[dev]'
+	.venv-torch-$(VERSION)/bin/pip install -q "torch==$(VERSION)" -e '.[dev,docs]'
 	.venv-torch-$(VERSION)/bin/python -c "import torch; print('torch', torch.__version__)"
 	.venv-torch-$(VERSION)/bin/python -m pytest -n $(JOBS) tests
 
