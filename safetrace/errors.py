@@ -196,6 +196,21 @@ def not_callable(model: Any) -> NotCallable:
                        fix="pass an nn.Module or a function")
 
 
+class ScriptModuleInput(UnsupportedInputError):
+    """A TorchScript module was given to st.export."""
+
+    kind = "script-module"
+
+
+def script_module(model: Any) -> ScriptModuleInput:
+    return ScriptModuleInput(
+        f"cannot export {type(model).__name__}, a TorchScript module (the result of "
+        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
+        f"safetrace cannot follow (torch.export refuses it too).",
+        fix="export the original nn.Module, before torch.jit.script / torch.jit.trace: "
+            "st.export(model, args)")
+
+
 class CallMismatch(UnsupportedInputError):
     """The example inputs do not fit the signature of what is exported."""
 
@@ -437,6 +452,17 @@ class UnsupportedConstruct(UnsupportedOpError):
 
 def unsupported_construct(what: str, fix: str, source: str = "") -> UnsupportedConstruct:
     return UnsupportedConstruct(what, fix=fix, where=Where(source=source or None))
+
+
+def below_tracer(op: str, source: str) -> UnsupportedConstruct:
+    return unsupported_construct(
+        f"{op} reached PyTorch's dispatcher beneath safetrace's tracer at "
+        f"{source or 'an unknown line'}: a function transform (torch.vmap, torch.func.grad / jacrev / "
+        f"functional_call under a transform) or a tensor subclass's __torch_dispatch__ runs "
+        f"ops that an exported graph cannot record.",
+        "write the batched computation with ordinary tensor ops (a batch dim and "
+        "broadcasting instead of torch.vmap), or export the model without the transform",
+        source)
 
 
 def seeded_generator() -> UnsupportedConstruct:

@@ -41,6 +41,8 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
         else:
             raise E.args_not_tuple(args)
     kwargs = dict(kwargs or {})
+    if isinstance(model, torch.jit.ScriptModule):
+        raise E.script_module(model)
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)

@@ -12,8 +12,10 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import below_tracer
 from safetrace.meta import TensorMeta, contiguous_strides
 from safetrace.meta.active import ACTIVE
+from safetrace.trace.source import short, stack_trace
 
 DTYPE_ABBR = {
     torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
@@ -102,7 +104,9 @@ class Proxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        raise RuntimeError(f"internal error: {func} reached ATen dispatch on a safetrace proxy")
+        # only code beneath the tracer's mode gets here: a functorch transform (vmap) or
+        # another dispatch-level wrapper around a proxy
+        raise below_tracer(str(func), short(stack_trace(2)))
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105
         return f"Proxy({annotation(self.st_meta)})"

@@ -168,8 +168,9 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
         for m in model.modules():
             classes.setdefault(id(type(m)), type(m))
             attrs = [v for k, v in vars(m).items()
-                     if k not in _MODULE_STATE and v and
-                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
+                     if k not in _MODULE_STATE and
+                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str)) and
+                     not (isinstance(v, (dict, list, tuple, set)) and not v)]
             if attrs:
                 take(_collect(attrs))
         for cls in classes.values():

@@ -44,6 +44,9 @@ CASES = {
     "missing_fake": lambda: E.missing_fake("mylib::count", "m.py:7 `mylib.count(x)`"),
     "unsupported_construct": lambda: E.unsupported_construct("autocast is active at m.py:8", "cast explicitly", "m.py:8"),
     "seeded_generator": lambda: E.seeded_generator(),
+    "below_tracer": lambda: E.below_tracer("aten.expand.default",
+                                           "m.py:3 `return torch.vmap(f)(x)`"),
+    "script_module": lambda: E.script_module(type("RecursiveScriptModule", (), {})()),
     "rng_state_call": lambda: E.rng_state_call("torch.initial_seed()", "m.py:4 `s = torch.initial_seed()`"),
     "check_false": lambda: E.check_false("m.py:3 `st.check(n < 0)`", None),
     "shape_error": lambda: E.shape_error("aten.mm", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
@@ -177,6 +180,19 @@ GOLDEN = {
         'not depend on tensor data and already evaluates to False for the example inputs (and '
         'every input of the same static sizes), so the program would fail it on every call\n'
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
+    'below_tracer': ('UnsupportedConstruct',
+        "aten.expand.default reached PyTorch's dispatcher beneath safetrace's tracer at m.py:3 "
+        "`return torch.vmap(f)(x)`: a function transform (torch.vmap, torch.func.grad / jacrev "
+        "/ functional_call under a transform) or a tensor subclass's __torch_dispatch__ runs "
+        "ops that an exported graph cannot record.\n"
+        "Fix: write the batched computation with ordinary tensor ops (a batch dim and "
+        "broadcasting instead of torch.vmap), or export the model without the transform"),
+    'script_module': ('ScriptModuleInput',
+        "cannot export RecursiveScriptModule, a TorchScript module (the result of "
+        "torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
+        "safetrace cannot follow (torch.export refuses it too).\n"
+        "Fix: export the original nn.Module, before torch.jit.script / torch.jit.trace: "
+        "st.export(model, args)"),
     'seeded_generator': ('UnsupportedConstruct',
         "the model seeds torch's default random generator while being exported "
         '(torch.manual_seed / torch.seed in forward); an exported graph cannot capture '

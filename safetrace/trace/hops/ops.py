@@ -145,9 +145,12 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
             f"Fix: return the same containers with the same number of tensors from both")
     out_metas, fresh = _merge(tr, [t, f], where, ("true branch", "false branch"))
     outer = _lift_together(branches)
-    pred_node = pred.st_node if isinstance(pred, Proxy) else tr.sym_node(pred)
-    if isinstance(pred, torch.Tensor) and not isinstance(pred, Proxy):
+    if isinstance(pred, Proxy):
+        pred_node = pred.st_node
+    elif isinstance(pred, torch.Tensor):  # a buffer or constant: an input of the program
         pred_node = tr.lift(pred)
+    else:
+        pred_node = tr.sym_node(pred)
     t_attr = _get_attr(tr, "true_graph", t)
     f_attr = _get_attr(tr, "false_graph", f)
     ops = tuple(_node_of(tr, v) for v in leaves) + tuple(outer)
