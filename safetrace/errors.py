@@ -454,6 +454,14 @@ def unsupported_construct(what: str, fix: str, source: str = "") -> UnsupportedC
     return UnsupportedConstruct(what, fix=fix, where=Where(source=source or None))
 
 
+def unknown_tensor_type(name: str, source: str) -> UnsupportedOpError:
+    return UnsupportedOpError(
+        f"x.type({name!r}) at {source}: not the name of a tensor type.",
+        fix="pass a torch.dtype (x.type(torch.float32)) or a type name such as "
+            "'torch.FloatTensor' or 'torch.cuda.HalfTensor'",
+        where=Where(source=source or None))
+
+
 def below_tracer(op: str, source: str) -> UnsupportedConstruct:
     return unsupported_construct(
         f"{op} reached PyTorch's dispatcher beneath safetrace's tracer at "

@@ -27,19 +27,28 @@ from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
 
-def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
+def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
            dynamic_shapes: Any = None, strict: bool | None = None,
-           preserve_module_call_signature: tuple[str, ...] = ()) -> ExportedProgram:
+           preserve_module_call_signature: tuple[str, ...] = (), mod: Any = None,
+           ) -> ExportedProgram:
     """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
 
     ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
     outputs, as in torch.export: ``torch.export.unflatten(ep.to_torch())`` then rebuilds
-    each as a module with its own call signature, which can be swapped for another."""
+    each as a module with its own call signature, which can be swapped for another.
+    ``mod=`` is torch.export's name for ``model`` and is accepted too."""
+    if mod is not None:
+        if model is not None:  # as Python says of a parameter given twice
+            raise TypeError("st.export() got both model and mod= (torch.export's name for "
+                            "it): pass one")
+        model = mod
     if not isinstance(args, tuple):
         if isinstance(args, list):
             args = tuple(args)
         else:
             raise E.args_not_tuple(args)
+    elif type(args) is not tuple:  # a namedtuple of inputs: positional inputs, as in torch
+        args = tuple(args)
     kwargs = dict(kwargs or {})
     if isinstance(model, torch.jit.ScriptModule):
         raise E.script_module(model)

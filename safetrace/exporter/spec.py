@@ -31,13 +31,32 @@ class Omitted:
 OMITTED = Omitted()
 
 
+def _torch_collection(spec: Any) -> bool:
+    """torch.export's own ShapesCollection / AdditionalInputs (recognized without importing
+    torch.export): both turn into the spec tree through ``dynamic_shapes(m, args,
+    kwargs)``, as in torch."""
+    cls = type(spec)
+    return cls.__name__ in ("ShapesCollection", "AdditionalInputs") and \
+        cls.__module__.startswith("torch.export") and callable(getattr(spec, "dynamic_shapes",
+                                                                        None))
+
+
+def _in_signature_order(fn: Any, kwargs: dict) -> list[tuple[str, Any]]:
+    """Keyword inputs in the order of the signature's parameters (then the rest as given):
+    a tuple spec's entries follow the signature, as torch binds them, not the order the
+    kwargs dict was written in."""
+    sig = st_pytree.signature(fn)
+    order = {name: i for i, name in enumerate(sig.parameters)} if sig is not None else {}
+    return sorted(kwargs.items(), key=lambda kv: order.get(kv[0], len(order)))
+
+
 def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
     out: list[list[Entry] | None] = []
-    if isinstance(spec, (ShapesCollection, AdditionalInputs)):  # to the tree, as torch does
-        spec = spec.dynamic_shapes(fn, args, kwargs)
-    tops = list(zip(names, args)) + list(kwargs.items())
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)) or _torch_collection(spec):
+        spec = spec.dynamic_shapes(fn, args, kwargs)  # to the tree, as torch does
+    tops = list(zip(names, args)) + list(kwargs.items())  # the order of the leaves
     if isinstance(spec, dict):
         spec = _expand_var_params(fn, spec, names, kwargs)
         valid = [n for n, _ in tops]
@@ -54,7 +73,10 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                 f"dynamic_shapes has {len(spec)} entries but the program takes {len(tops)} "
                 f"inputs ({[n for n, _ in tops]}).\n{side_by_side(tuple(v for _, v in tops), spec)}"
                 f"\nFix: give one entry per input (None for inputs without dynamic dims)")
-        per_top = list(spec)
+        # entries follow the signature (torch binds them so), leaves the kwargs' order
+        by_name = dict(zip([n for n, _ in tops[:len(args)]] +
+                           [k for k, _ in _in_signature_order(fn, kwargs)], spec))
+        per_top = [by_name[n] for n, _ in tops]
     else:
         raise SpecStructureError(
             f"dynamic_shapes must be a dict keyed by argument name, a tuple with "

@@ -46,6 +46,7 @@ CASES = {
     "seeded_generator": lambda: E.seeded_generator(),
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
                                            "m.py:3 `return torch.vmap(f)(x)`"),
+    "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
     "script_module": lambda: E.script_module(type("RecursiveScriptModule", (), {})()),
     "rng_state_call": lambda: E.rng_state_call("torch.initial_seed()", "m.py:4 `s = torch.initial_seed()`"),
     "check_false": lambda: E.check_false("m.py:3 `st.check(n < 0)`", None),
@@ -187,6 +188,11 @@ GOLDEN = {
         "ops that an exported graph cannot record.\n"
         "Fix: write the batched computation with ordinary tensor ops (a batch dim and "
         "broadcasting instead of torch.vmap), or export the model without the transform"),
+    'unknown_tensor_type': ('UnsupportedOpError',
+        "x.type('torch.Float') at m.py:2 `x.type('torch.Float')`: not the name of a tensor "
+        "type.\n"
+        "Fix: pass a torch.dtype (x.type(torch.float32)) or a type name such as "
+        "'torch.FloatTensor' or 'torch.cuda.HalfTensor'"),
     'script_module': ('ScriptModuleInput',
         "cannot export RecursiveScriptModule, a TorchScript module (the result of "
         "torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "

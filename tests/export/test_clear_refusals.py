@@ -51,3 +51,43 @@ def test_vmap_inside_the_program_is_refused_naming_the_line() -> None:
         st.export(f, (torch.randn(3, 4),))
     assert "test_clear_refusals.py" in str(info.value)
     assert "broadcasting instead of torch.vmap" in info.value.fix
+
+
+@pytest.mark.parametrize("spelling", [torch.FloatTensor, "torch.FloatTensor"])
+def test_legacy_tensor_types_cast_as_eager(spelling) -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x.type(spelling) * 2
+
+    n = st.Dim("n", min=0, max=8)
+    ep = st.export(f, (torch.randn(3).double(),), dynamic_shapes={"x": {0: n}})
+    for size in (0, 1, 5):
+        x = torch.randn(size).double()
+        out = ep.module()(x)
+        assert out.dtype == torch.float32
+        torch.testing.assert_close(out, f(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3))  # float32 where float64 was exported
+
+
+def test_an_unknown_type_name_is_refused() -> None:
+    with pytest.raises(st.UnsupportedOpError, match="not the name of a tensor type"):
+        st.export(lambda x: x.type("torch.NoSuchTensor"), (torch.randn(3),))
+
+
+class Profiled(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.profiler.record_function("block"):
+            y = x * 2
+        with torch.autograd.profiler.record_function("other"):
+            return y + 1
+
+
+def test_profiler_ranges_are_left_out_of_the_graph() -> None:
+    n = st.Dim("n", min=0, max=8)
+    ep = st.export(Profiled(), (torch.randn(4),), dynamic_shapes={"x": {0: n}})
+    assert not any("profiler" in str(node.target) for node in ep.graph.nodes)
+    for size in (0, 1, 6):
+        x = torch.randn(size)
+        torch.testing.assert_close(ep.module()(x), x * 2 + 1)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(9))

@@ -7,9 +7,10 @@ registers them all in ``registry.HANDLERS``.
 - ``factories``: ``torch.tensor``, ``as_tensor``, ``new_tensor``, ``full`` of a traced fill;
 - ``views``: indexing, ``x.T`` / ``x.mT`` / ``x.real`` / ``x.data``, ``contiguous``;
 - ``spellings``: calls whose Python signature is not their ATen op's (``x.where``,
-  ``nonzero(as_tuple=True)``, ``split``).
+  ``nonzero(as_tuple=True)``, ``split``);
+- ``profiler``: ``record_function`` ranges, left out of the graph.
 """
 
-from safetrace.trace.handlers import casts, data, factories, metadata, spellings, views
+from safetrace.trace.handlers import casts, data, factories, metadata, profiler, spellings, views
 
-__all__ = ["casts", "data", "factories", "metadata", "spellings", "views"]
+__all__ = ["casts", "data", "factories", "metadata", "profiler", "spellings", "views"]

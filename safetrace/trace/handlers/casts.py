@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace.errors import UnsupportedOpError, unknown_tensor_type
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
@@ -87,7 +87,28 @@ def type_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         name = real(T.type, (torch.empty(0, dtype=x.st_meta.dtype),), {})
         device = x.st_meta.device.type
         return name if device == "cpu" else name.replace("torch.", f"torch.{device}.", 1)
+    if isinstance(dtype, str):  # x.type("torch.FloatTensor"): the legacy type's name
+        dtype = _legacy_type(dtype)
+    if isinstance(dtype, type) and hasattr(dtype, "dtype") and hasattr(dtype, "is_cuda"):
+        # a legacy tensor type (torch.FloatTensor, torch.cuda.LongTensor): its dtype, on
+        # the CPU or CUDA as the type says (eager moves the tensor too)
+        device = torch.device("cuda") if dtype.is_cuda else torch.device("cpu")
+        if x.st_meta.device.type == device.type:
+            return to(tr, func, (x, dtype.dtype), {})
+        return to(tr, func, (x, device, dtype.dtype), {})
     return to(tr, func, (x, dtype), {})
+
+
+def _legacy_type(name: str) -> Any:
+    """``"torch.FloatTensor"`` / ``"torch.cuda.HalfTensor"`` as the type object."""
+    parts = name.split(".")
+    owner: Any = torch
+    if parts[0] == "torch" and len(parts) in (2, 3):
+        for p in parts[1:]:
+            owner = getattr(owner, p, None)
+        if isinstance(owner, type) and hasattr(owner, "dtype"):
+            return owner
+    raise unknown_tensor_type(name, short(stack_trace(4)))
 
 
 def _cast(dtype: torch.dtype) -> Handler:

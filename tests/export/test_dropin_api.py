@@ -1,0 +1,90 @@
+"""torch.export's calling conventions, as a user switching imports writes them (issue 21):
+``mod=``, a namedtuple of inputs, a tuple ``dynamic_shapes`` bound in signature order when
+keyword inputs were written in another order, and torch's own ShapesCollection,
+AdditionalInputs and Dim objects.  Each is compared with torch.export on the same call."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from torch.export import AdditionalInputs as TorchAdditionalInputs
+from torch.export import Dim as TorchDim
+from torch.export import ShapesCollection as TorchShapesCollection
+
+import safetrace as st
+
+
+class Three(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None,
+                z: torch.Tensor | None = None) -> torch.Tensor:
+        return x.sum(0) + 2 * y.sum(0) + 3 * z.sum(0)
+
+
+def _inputs(a: int, b: int, c: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.randn(a, 2), torch.randn(b, 2), torch.randn(c, 2)
+
+
+def _same_refusals(ep: st.ExportedProgram, tep, calls: list) -> None:
+    """Our program accepts and refuses what torch's accepts and refuses, with its values."""
+    for args, kwargs in calls:
+        try:
+            want = tep.module()(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - torch refuses: so must we
+            with pytest.raises(st.InputMismatchError):
+                ep.module()(*args, **kwargs)
+            continue
+        torch.testing.assert_close(ep.module()(*args, **kwargs), want)
+
+
+def test_mod_keyword_is_torchs_name_for_the_model() -> None:
+    x, y, z = _inputs(3, 4, 5)
+    ep = st.export(mod=Three(), args=(x, y, z))
+    torch.testing.assert_close(ep.module()(x, y, z), Three()(x, y, z))
+    with pytest.raises(TypeError, match="both model and mod="):
+        st.export(Three(), (x, y, z), mod=Three())
+
+
+def test_a_namedtuple_of_inputs_is_the_positional_inputs() -> None:
+    Inputs = collections.namedtuple("Inputs", "x y z")
+    inp = Inputs(*_inputs(3, 4, 5))
+    ep = st.export(Three(), inp)
+    tep = torch.export.export(Three(), inp)
+    _same_refusals(ep, tep, [(tuple(inp), {}), (_inputs(3, 4, 5), {}), (_inputs(2, 4, 5), {})])
+
+
+def test_a_tuple_spec_follows_the_signature_not_the_kwargs_order() -> None:
+    x, y, z = _inputs(3, 4, 5)
+    spec = ({0: TorchDim("a", max=16)}, None, {0: TorchDim("c", max=16)})  # y static
+    ep = st.export(Three(), (x,), {"z": z, "y": y}, dynamic_shapes=spec)
+    tep = torch.export.export(Three(), (x,), {"z": z, "y": y}, dynamic_shapes=spec)
+    calls = []
+    for a, b, c in [(6, 4, 7), (1, 4, 1), (6, 7, 5), (3, 4, 9)]:
+        x2, y2, z2 = _inputs(a, b, c)
+        calls.append(((x2,), {"y": y2, "z": z2}))
+    _same_refusals(ep, tep, calls)
+    with pytest.raises(st.InputMismatchError):  # y was static at 4 rows
+        ep.module()(torch.randn(3, 2), y=torch.randn(5, 2), z=torch.randn(5, 2))
+
+
+def test_torchs_shapes_collection_and_dims() -> None:
+    x, y, z = _inputs(3, 4, 5)
+    sc = TorchShapesCollection()
+    sc[x] = {0: TorchDim("a", max=16)}
+    sc[z] = {0: TorchDim.AUTO}
+    ep = st.export(Three(), (x, y, z), dynamic_shapes=sc)
+    tep = torch.export.export(Three(), (x, y, z), dynamic_shapes=sc)
+    _same_refusals(ep, tep, [(_inputs(a, b, c), {}) for a, b, c in
+                             [(1, 4, 1), (16, 4, 9), (17, 4, 5), (3, 5, 5)]])
+
+
+def test_torchs_additional_inputs() -> None:
+    ai = TorchAdditionalInputs()
+    ai.add(_inputs(3, 4, 5))
+    ai.add(_inputs(6, 4, 8))
+    example = _inputs(3, 4, 5)
+    ep = st.export(Three(), example, dynamic_shapes=ai)
+    tep = torch.export.export(Three(), example, dynamic_shapes=ai)
+    _same_refusals(ep, tep, [(_inputs(a, b, c), {}) for a, b, c in
+                             [(9, 4, 2), (1, 4, 1), (3, 5, 5), (0, 4, 0)]])
