@@ -30,7 +30,7 @@ from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import sym
 from safetrace.trace.proxy import Proxy
 
-_STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}$")
+_STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
 # attribute names of the module ``ep.module()`` builds: a state path component must not
 # shadow one (nn.Module itself refuses them when registering)
 _RESERVED_ATTRS = frozenset(dir(torch.nn.Module)) | frozenset(vars(torch.nn.Module())) | {
@@ -181,7 +181,7 @@ class Builder:
             where = f"symbols[{i}]"
             expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
-            if not SYMBOL_RE.match(name) or name in env.symbols:
+            if not SYMBOL_RE.fullmatch(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
             lo, hi = (_opt_int(s[k], where) for k in ("lo", "hi"))
             if lo is not None and hi is not None and lo > hi:
@@ -294,7 +294,7 @@ class Builder:
     def _state_name(self, name: Any, where: str, seen: set) -> str:
         expect(name, str, where)
         parts = name.split(".")
-        if (len(name) > 1000 or name in seen or not all(_STATE_PART.match(p) for p in parts)
+        if (len(name) > 1000 or name in seen or not all(_STATE_PART.fullmatch(p) for p in parts)
                 or any(p in _RESERVED_ATTRS or p.startswith("__") or keyword.iskeyword(p)
                        for p in parts)):
             raise fail(where, f"bad, reserved or duplicate state name {name[:60]!r} (each "
@@ -338,7 +338,7 @@ class Builder:
             expect_keys(item, {"name", "op"}, where, {"target", "args", "kwargs", "meta"})
             name = expect(item["name"], str, where)
             where = f"node {name[:60]!r}"
-            if not IDENT_RE.match(name) or keyword.iskeyword(name) or name in nodes or \
+            if not IDENT_RE.fullmatch(name) or keyword.iskeyword(name) or name in nodes or \
                     name in _RESERVED_NODES:
                 raise fail(where, "bad, reserved or duplicate node name")
             if outputs is not None:
@@ -352,7 +352,7 @@ class Builder:
             kwargs = {}
             for pair in raw_kwargs:
                 if (not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str)
-                        or not IDENT_RE.match(pair[0]) or keyword.iskeyword(pair[0])
+                        or not IDENT_RE.fullmatch(pair[0]) or keyword.iskeyword(pair[0])
                         or pair[0] in kwargs):
                     raise fail(where, "kwargs must be [name, value] pairs with unique names")
                 kwargs[pair[0]] = dec.decode(pair[1], where)
@@ -408,7 +408,7 @@ class Builder:
             except (RuntimeError, ValueError, OverflowError) as err:
                 raise fail(where, f"bad tensor metadata: {str(err)[:200]}") from None
         for k, v in expect(meta.get("extra", {}), dict, where).items():
-            if not IDENT_RE.match(k) or k in ("val", "stack_trace"):
+            if not IDENT_RE.fullmatch(k) or k in ("val", "stack_trace"):
                 raise fail(where, f"bad meta key {k[:40]!r}")
             node.meta[k] = ValueDecoder(None, self.env).decode(v, f"{where} meta {k}")
 
@@ -523,7 +523,7 @@ def _same_meta(node: torch.fx.Node, t: torch.Tensor, where: str) -> None:
 
 
 def _symbol(x: Any, where: str) -> str:
-    if not isinstance(x, str) or not SYMBOL_RE.match(x):
+    if not isinstance(x, str) or not SYMBOL_RE.fullmatch(x):
         raise fail(where, f"bad symbol name {str(x)[:40]!r}")
     return x
 
