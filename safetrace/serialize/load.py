@@ -73,6 +73,11 @@ class Builder:
         self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
+        clash = {n.target for n in graph.nodes if n.op == "get_attr"} & {
+            k.split(".")[0] for k in [*state, *constants]}
+        if clash:
+            raise fail("subgraphs", f"subgraph {sorted(clash)[0]!r} has the name of the "
+                                    "program's state (both would be attributes of its module)")
         in_spec = decode_spec(doc["in_spec"], "in_spec")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         self._contract_budget(doc["contract"])

@@ -191,7 +191,13 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
     data it declares, each tensor read into its own memory; never more than the object
     holds (its real size, where it can tell) or the budget."""
     left = _stream_left(f)
-    head = _read_exactly(f, 8, where)
+    head = b""
+    while len(head) < 8:
+        piece = f.read(8 - len(head))
+        _binary(piece)
+        if not piece:
+            _start(head, lambda: b"", where)  # (a stream of under 8 bytes)
+        head += piece
     brace = f.read(1)  # (the header's first byte: "{" in every safetensors file)
     _binary(brace)
     if sniff.is_zip(head) or brace != b"{":
