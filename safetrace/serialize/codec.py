@@ -456,7 +456,8 @@ def decode_spec(obj: Any, where: str, depth: int = 0) -> Any:
         if cls not in pytree.SUPPORTED_NODES:
             raise fail(where, f"class {name} is not registered as a pytree node.\nFix: "
                               f"import the module defining it and call "
-                              f"st.register_dataclass(...) before st.load")
+                              f"st.register_dataclass(...) before st.load (the safetrace "
+                              f"command: --import MODULE)")
         ctx = values.decode(obj["context"], where)
     try:
         return pytree.TreeSpec(cls, ctx, children)
@@ -473,7 +474,8 @@ def _loaded_class(name: str, where: str) -> Any:
     obj = sys.modules.get(mod_name)
     if obj is None:
         raise fail(where, f"class {name}: module {mod_name} is not imported.\nFix: import "
-                          f"{mod_name} (and register the class) before st.load")
+                          f"{mod_name} (and register the class) before st.load (the "
+                          f"safetrace command: --import {mod_name})")
     for p in parts:
         if p.startswith("__"):
             raise fail(where, f"bad class name {_short(name)}")

@@ -110,7 +110,8 @@ def _resolve(name: str) -> Any:
         raise _Unknown(
             f"unknown callable {name!r}. Only torch.ops operators and registered "
             f"callables can be loaded.\nFix: call safetrace.serialize.register_callable"
-            f"({name!r}, fn) before st.load")
+            f"({name!r}, fn) before st.load (the safetrace command: --import MODULE, "
+            f"a module that registers it)")
     return fn
 
 
@@ -143,7 +144,8 @@ def _op(name: str) -> torch._ops.OpOverload:
         raise _Unknown(
             f"unknown operator {name}: no such operator is registered in this "
             f"process.\nFix: if it is a custom op, import the module that defines it "
-            f"(st.custom_op / torch.library) before st.load; if it is an ATen op, this "
+            f"(st.custom_op / torch.library) before st.load (the safetrace command: "
+            f"--import MODULE --allow-ops NS::OP); if it is an ATen op, this "
             f"PyTorch version ({torch.__version__}) lacks it")
     if ns == "aten":  # never deregistered; a custom op's library may be destroyed
         _OPS[name] = overload_obj
