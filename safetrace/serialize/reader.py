@@ -27,6 +27,7 @@ _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "out
         "constants", "weights", "aliases"}
 _OPTIONAL = {"subgraphs"}  # written only by programs with control flow
 _SINCE = {1: {"dim_names", "training"}}  # fields every file of format 2.<minor> has
+_TORCH_VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
@@ -155,11 +156,11 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
                         f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
                         "pass the checkpoint as st.load(program, weights=checkpoint))")
     try:
-        raw = metadata[PROGRAM].encode("utf-8")
+        raw = metadata.pop(PROGRAM).encode("utf-8")  # (the text is not kept twice)
     except UnicodeEncodeError as err:
         raise LoadError(f"{PROGRAM}: not valid Unicode ({err.reason} at character "
                         f"{err.start}: a lone surrogate escape)") from None
-    json_shape(raw, budgets, PROGRAM)
+    json_shape(raw, budgets, PROGRAM, max_string=budgets.max_json_string)
     try:
         doc = json.loads(raw, object_pairs_hook=tensorfile.no_duplicate_keys,
                          parse_constant=_no_constant)
@@ -214,6 +215,10 @@ def _check_version(doc: Any) -> None:
                         f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
         raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
+    tv = doc.get("torch_version")
+    if not isinstance(tv, str) or not _TORCH_VERSION.fullmatch(tv):
+        raise LoadError(f"{PROGRAM}: torch_version {str(tv)[:40]!a} is not a version "
+                        "(at most 64 characters of letters, digits and .+-_)")
     required = _TOP.union(*(f for minor, f in _SINCE.items() if minor <= v[1]))
     extra = doc.keys() - required - _OPTIONAL
     if extra and v[1] <= VERSION[1]:

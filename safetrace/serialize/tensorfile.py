@@ -33,7 +33,7 @@ import torch
 
 from safetrace.errors import LoadError
 from safetrace.serialize import sniff
-from safetrace.serialize.budgets import Budgets, json_shape
+from safetrace.serialize.budgets import Budgets, json_shape, text_cost
 
 CODES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -385,6 +385,11 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
         # (a tensor entry holds at most 70 values: its dtype, up to 64 sizes, two offsets)
         raise LoadError(f"{where}: the header holds about {values} JSON values for {entries} "
                         f"tensors (at most {_VALUES_PER_TENSOR} each)")
+    cost = text_cost(raw)
+    if cost > budgets.max_text_bytes:
+        raise LoadError(f"{where}: the header's text would take about {cost} bytes of memory, "
+                        f"over the budget (max_text_bytes={budgets.max_text_bytes}; one astral "
+                        "character makes its string take 4 bytes a character)")
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys,
                             parse_constant=_no_constant)
@@ -405,7 +410,7 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
         raise LoadError(f"{where}: the data starts at byte {len(raw) + 8}, not a multiple of "
                         f"{_DATA_ALIGN} (safetensors pads its header with spaces): its "
                         "tensors would be misaligned")
-    true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, where)
+    true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, budgets, where)
     spans, out = {}, {}
     for name, info in header.items():
         _text(name, f"{where}: tensor name")
@@ -441,10 +446,17 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
     return metadata, out, spans
 
 
-def _true_dtypes(text: Any, header: dict, where: str) -> dict:
+def _true_dtypes(text: Any, header: dict, budgets: Budgets, where: str) -> dict:
     """The ``safetrace.dtypes`` entry: {stored tensor name: dtype it is a view of}."""
     if text is None:
         return {}
+    # bounded before parsing: one flat object of at most one entry per tensor
+    raw = text.encode("utf-8", "replace")
+    values = json_shape(raw, budgets, f"{where}: {DTYPES_KEY}", max_depth=1,
+                        count_values=False, max_string=1024)
+    if values > 2 * len(header) + 1:
+        raise LoadError(f"{where}: {DTYPES_KEY} holds about {values} JSON values for "
+                        f"{len(header)} tensors")
     try:
         value = json.loads(text, object_pairs_hook=no_duplicate_keys,
                            parse_constant=_no_constant)
