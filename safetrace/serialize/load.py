@@ -154,9 +154,10 @@ class Builder:
             if info is None or bool(info.backed) != s.backed:
                 raise fail("contract.symbols", f"symbol {s.name} is not declared as "
                                                f"{'backed' if s.backed else 'unbacked'}")
-            if s.where is not None and not s.backed:
-                raise fail("contract.symbols", f"an input shape binds the unbacked symbol "
-                                               f"{s.name} (input sizes are backed)")
+            # (an unbacked symbol may be bound by an input shape: a data-dependent size the
+            # program equated with an input's, `z.shape[0] == 2 * u0`; the checks bind it
+            # from that size as they do at export)
+        bound = {s.name for s in contract.symbols if s.where is not None}
         total = 0
         for where, e in exprs:
             n = _check_divisors(e, where)
@@ -172,10 +173,11 @@ class Builder:
             unknown = e.free_symbols - self.env.symbols.keys()
             if unknown:
                 raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")
-            unbacked = [s for s in e.free_symbols if not self.env.symbols[s].backed]
-            if unbacked and where.startswith("contract.inputs"):
-                raise fail(where, f"an input shape uses the unbacked symbol(s) {unbacked[:5]} "
-                                  "(input sizes are backed)")
+            unbound = [x for x in e.free_symbols if not self.env.symbols[x].backed
+                       and x not in bound]
+            if unbound and where.startswith("contract.inputs"):
+                raise fail(where, f"an input shape uses the unbacked symbol(s) {unbound[:5]}, "
+                                  "which no input size binds")
 
     # -- symbols and tensors ---------------------------------------------------------
     def _env(self, items: list) -> Any:

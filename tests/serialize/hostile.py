@@ -285,9 +285,10 @@ def cases() -> list[Case]:
     blob(cr, "floordiv_by_cancelled_zero", lambda: _with(m, lambda d: _conds(d, [
         ["eq", ["floordiv", "s0", ["add", ["mul", -1, "s0"], "s0"]], 1]])), expect="call")
     blob(cr, "unbacked_in_state_shape", lambda: _unbacked_state(m))
+    # (an unbacked symbol an input size binds is legal: `z.shape[0] == 2 * u0` programs)
     blob(cr, "unbacked_in_input_shape", lambda: _with(m, lambda d: (
         d["symbols"].__setitem__(0, dict(d["symbols"][0], backed=False, hint=None)),
-        d["contract"]["symbols"][0].__setitem__("backed", False))))
+        d["contract"]["symbols"][0].__setitem__("backed", False))), expect="bounded")
     blob(cr, "unbacked_equal_dim", lambda: _with(m, lambda d: (
         d["symbols"].append({"name": "u9", "backed": False, "hint": None, "lo": 0, "hi": None}),
         d["contract"]["inputs"][0]["dims"].__setitem__(1, {
