@@ -8,15 +8,14 @@ dtype the layout has no code for travels as a view (``AS_STORED``: complex128 as
 pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
 ``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
-Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment),
-then makes each tensor a view of the data without a copy: of a private mapping of the
-file (``MAP_PRIVATE``: untouched weights cost no memory, writing one copies only its
-pages, the file never changes), or of the buffer given to ``st.load`` (bytes, bytearray,
-memoryview: the tensors share its memory, so it must not be changed while the program
-lives; ``ep.module()`` copies any state it writes first).  A tensor whose address is not
-64-byte aligned is copied instead (see ``Container.tensor``): in a mapped file written by
-``st.save`` that is only the small tensors after the 64-byte blocks.  Paths are opened once, refused
-unless they are regular files, and the open fd is what is mapped.
+Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment;
+a file that is not a safetensors file is named by ``sniff.py``), then reads each tensor
+straight into storage of its own (``preadv`` from a path, ``readinto`` from a file object,
+one copy from a buffer given to ``st.load``): nothing done to the file or the buffer
+afterwards reaches the program.  ``st.load(path, mmap=True)`` maps the file instead
+(``MAP_PRIVATE``: untouched weights cost no memory; the file must then stay unchanged,
+see docs/saving.md); a mapped tensor off torch's 64-byte alignment, and every bool
+tensor, is copied.  Paths are opened once, refused unless they are regular files.
 """
 
 from __future__ import annotations
