@@ -22,9 +22,8 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
                                        decode_record, decode_spec, expect, expect_keys, fail,
                                        lookup, new_env)
 from safetrace.serialize.targets import name_to_target
-from safetrace.trace.hops import owner_module
 from safetrace.exporter.api import export
-from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
+from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import sym
@@ -96,8 +95,9 @@ class Builder:
             graph.lint()
         except Exception as err:  # noqa: BLE001
             raise fail("nodes", f"inconsistent graph: {err}") from None
-        gm = ExportedGraphModule(owner_module(graph), graph, "GraphModule")
-        ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
+        # (the graph, not a GraphModule: the modules of its subgraphs, and their code, are
+        # made on first use, so that loading costs no code generation per subgraph)
+        ep = ExportedProgram(graph, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         ep.retrace = export  # run_decompositions retraces with st.export
         ep.dim_names = self._dim_names(contract)
