@@ -70,6 +70,7 @@ class Builder:
         state, constants = self._state()
         largest = max((t.numel() for t in [*state.values(), *constants.values()]), default=0)
         self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
+        self.alloc = allowlist.AllocBudget(self.max_numel)  # summed over every graph
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
         clash = {n.target for n in graph.nodes if n.op == "get_attr"} & {
@@ -373,12 +374,14 @@ class Builder:
                 target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
-                                       self.budgets, self.max_numel)
+                                       self.budgets, self.max_numel, self.alloc)
                 elif isinstance(target, torch._ops.HigherOrderOperator):
                     subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:
                     allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
                 node = graph.create_node("call_function", target, args, kwargs, name=name)
+                if not isinstance(target, torch._ops.OperatorBase):
+                    self.alloc.fold(node, tname, target, args)
             elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach
                 if args or kwargs:
                     raise fail(where, "get_attr takes no arguments")

@@ -339,6 +339,7 @@ def cases() -> list[Case]:
     blob(co, "tensor_not_declared", lambda: m.file(m.d(), dict(m.tensors, extra=torch.ones(1))))
     _container_cases(m, blob)
     _memory_cases(m, blob)
+    _alloc_cases(m, blob)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"
@@ -464,6 +465,39 @@ def _memory_cases(m: Maker, blob: Callable) -> None:
         for i in range(1 << 12)})
     blob(me, "pipe_declares_64gb_in_16mb_tensors",
          lambda: _Pipe(_raw(_header_bytes(many), b"\0" * 4096)), match="truncated")
+
+
+def _alloc_cases(m: Maker, blob: Callable) -> None:
+    """Allocations of constant size: folded sizes, bytes not elements, strides, repeats,
+    the whole program's sum (issue 23)."""
+    al = "memory"
+
+    def nodes(*items: dict) -> bytes:
+        doc = m.d()
+        doc["nodes"][len(doc["nodes"]) - 1:len(doc["nodes"]) - 1] = list(items)
+        return m.file(doc)
+
+    def call(name: str, target: str, args: list, kwargs: list | None = None) -> dict:
+        out = {"name": name, "op": "call_function", "target": target, "args": args}
+        if kwargs:
+            out["kwargs"] = kwargs
+        return out
+
+    aten = "torch.ops.aten."
+    blob(al, "size_from_folded_mul_4gib", lambda: nodes(
+        call("k", "operator.mul", [65536, 16384]),
+        call("evil", aten + "empty.memory_format", [_l({"node": "k"})])), match="bytes")
+    blob(al, "empty_strided_4tib", lambda: nodes(call(
+        "evil", aten + "empty_strided.default", [_l(2, 2), _l(1 << 40, 1)])), match="bytes")
+    blob(al, "complex128_4x_1gib", lambda: nodes(*[call(
+        f"evil{i}", aten + "zeros.default", [_l(1 << 26)], [["dtype", {"dtype": "complex128"}]])
+        for i in range(4)]), match="bytes")
+    blob(al, "float32_6x_200mb_in_all", lambda: nodes(*[call(
+        f"evil{i}", aten + "zeros.default", [_l(50_000_000)]) for i in range(6)]),
+        match="in all")
+    blob(al, "repeat_of_a_weight_16gib", lambda: nodes(call(
+        "evil", aten + "repeat.default", [{"node": m.weight}, _l(1 << 13, 1 << 13)])),
+        match="bytes")
 
 
 class _Pipe(io.RawIOBase):
