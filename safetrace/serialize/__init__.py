@@ -2,8 +2,9 @@
 
 ``save(ep, path)`` writes the weights in the safetensors layout and the program as a JSON
 document in its header (atomically: see docs/saving.md); ``load(path)`` reads the weights
-into memory of the program's own (``mmap=True``: maps them) and validates every field, raising ``LoadError`` on anything truncated, corrupted, from
-another format version, over a budget (``Budgets``) or hostile.  A loaded graph may call
+into memory of the program's own (``mmap=True``: maps them) and validates every field,
+raising ``LoadError`` on anything truncated, corrupted, from another format version, over
+a budget (``Budgets``) or hostile.  A loaded graph may call
 only allowlisted operators (``allowlist.py``); other namespaces need ``allow_ops=``.
 Graphs that call Python functions other than ``operator``/``min``/``max``-style
 arithmetic need ``register_callable(name, fn)`` before both saving and loading.
