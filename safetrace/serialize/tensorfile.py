@@ -293,12 +293,21 @@ def _preadv_all(fd: int, base: int, pieces: list, where: str) -> None:
             total += v.nbytes
         done = 0
         while done < total:
-            got = os.preadv(fd, _skip(batch, done), base + offset + done)
+            got = _preadv(fd, _skip(batch, done), base + offset + done)
             if got <= 0:
                 raise LoadError(f"{where}: the file ended while its tensors were read (it "
                                 "was truncated or changed while being loaded)")
             done += got
         i += len(batch)
+
+
+def _preadv(fd: int, views: list, offset: int) -> int:
+    """``os.preadv``, or (where the platform lacks it) one ``pread`` into the first view."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, views, offset)
+    data = os.pread(fd, min(views[0].nbytes, _PREAD_MAX), offset)
+    views[0][:len(data)] = data
+    return len(data)
 
 
 def _skip(views: list, n: int) -> list:

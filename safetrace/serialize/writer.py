@@ -144,7 +144,8 @@ def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str],
     fd, tmp = tempfile.mkstemp(prefix=".safetrace-", suffix=".tmp", dir=folder)
     try:
         try:
-            os.fchmod(fd, mode)
+            if hasattr(os, "fchmod"):  # (POSIX: mkstemp made it 0600)
+                os.fchmod(fd, mode)
             total = len(head) + sum(v.nbytes for v in views)
             direct = DIRECT_MIN_BYTES is not None and total >= DIRECT_MIN_BYTES
             if not (direct and _write_direct(tmp, head, views, total)):

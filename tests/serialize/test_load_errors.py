@@ -194,3 +194,16 @@ def test_mmap_needs_a_path(base):
         st.load(base.blob, mmap=True)
     with pytest.raises(TypeError):
         st.load(base.blob, mmap="yes")
+
+
+def test_missing_custom_op_hint_names_the_commands_import_flag(base):
+    blob = base.node("torch.ops.mylib_st_hint.frob.default", [base.ref()])
+    with pytest.raises(st.LoadError, match="--import MODULE"):
+        st.load(blob, allow_ops=["mylib_st_hint::frob"])
+
+
+def test_reading_without_preadv(base, tmp_path, monkeypatch):
+    path = tmp_path / "m.st"
+    path.write_bytes(base.blob)
+    monkeypatch.delattr("os.preadv")
+    _runs(st.load(path), _base_model(base))
