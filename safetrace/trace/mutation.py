@@ -50,7 +50,7 @@ def written_args(op: Any, args: tuple | list, kwargs: dict) -> list:
     if stats is not None:
         idx, name = stats
         training = args[idx] if idx < len(args) else kwargs.get(name)
-        if training is not False:  # (a computed flag, bool(1), may be true)
+        if training is not False and training is not None:  # (a computed flag may be true)
             for i in (3, 4):
                 v = args[i] if i < len(args) else None
                 if v is not None and all(v is not w for w in out):

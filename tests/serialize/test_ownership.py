@@ -241,3 +241,18 @@ def test_ownership_is_exact_for_plain_programs():
             return torch.relu_(self.fc(x))  # in place on a fresh result: no copy
     ep = st.export(Inplace(), (torch.randn(2, 16),))
     assert ep.module().fc.weight.data_ptr() == ep.state_dict["fc.weight"].data_ptr()
+
+
+def test_deepcopy_copies_the_written_constants(cases):
+    doc, tensors = cases["constant_add_"]
+    ep = st.load(hostile.pack(doc, tensors))
+    x = _input(ep)
+    mod = ep.module()
+    mod(x)
+    twin = copy.deepcopy(mod)  # the same state as `mod` now, in memory of its own
+    torch.testing.assert_close(twin(x), mod(x))
+    twin(x)
+    twin(x)
+    third = copy.deepcopy(mod)
+    torch.testing.assert_close(third(x), mod(x))  # `mod` did not see twin's writes
+    torch.testing.assert_close(ep.module()(x), st.load(hostile.pack(doc, tensors)).module()(x))
