@@ -11,16 +11,21 @@ Options of show/check/run: --allow-ops NS::OP (repeatable) lets the graph call t
 custom operator (it must be registered in this process: --import MODULE imports it).
 Everything printed that comes from a file is escaped to printable text.
 
-Exit status: 0 success; 1 the file is invalid or refused (LoadError); 2 bad command line
-or factory; 3 running failed (no inputs could be drawn under --max-numel, or the program
-raised).
+MODULE may be a dotted name or a file (path/to/models.py:make).  Errors are one message
+on stderr, never a traceback (SAFETRACE_DEBUG=1 shows it).
+
+Exit status: 0 success; 1 the file is invalid or refused (LoadError), or export failed;
+2 bad command line, module or factory; 3 running failed (no inputs could be drawn under
+--max-numel, or the program raised); 130 interrupted; 141 stdout closed early (| head).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import math
+import os
 import random
 import statistics
 import sys
@@ -33,10 +38,13 @@ from safetrace.errors import ExportError, InputMismatchError, LoadError
 
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_RUN = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_PIPE = 130, 141  # as a shell reports SIGINT, SIGPIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.  Every failure is a
+    message on stderr and an exit status, never a traceback (``SAFETRACE_DEBUG=1``
+    re-raises internal errors, for a bug report)."""
     parser = _parser()
     try:
         ns = parser.parse_args(argv)
@@ -44,21 +52,87 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if exit_.code else EXIT_OK
     try:
         for name in getattr(ns, "imports", None) or ():
-            importlib.import_module(name)
-        return ns.func(ns)
+            _import(name)
+        status = ns.func(ns)
+        sys.stdout.flush()  # (here, so that a closed pipe is reported below, not at exit)
+        return status
+    except BrokenPipeError:
+        # the reader went away (`safetrace show m.st | head`): stop quietly, as `cat` does
+        _quiet_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
     except LoadError as err:
         _err(f"error: {ns.file if hasattr(ns, 'file') else ''}: {err}")
         return EXIT_INVALID
     except ExportError as err:
         _err(f"error: {type(err).__name__}: {err}")
         return EXIT_INVALID
+    except _UsageError as err:
+        _err(f"error: {err}")
+        return EXIT_USAGE
     except _RunError as err:
         _err(f"error: {err}")
         return EXIT_RUN
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        if os.environ.get("SAFETRACE_DEBUG"):
+            raise
+        _err(f"error: {type(err).__name__}: {str(err)[:4000]}\n(an unexpected error: run "
+             f"with SAFETRACE_DEBUG=1 for the traceback)")
+        return EXIT_INVALID
 
 
 class _RunError(Exception):
     """Running a loaded program failed (reported as a message, exit status 3)."""
+
+
+class _UsageError(Exception):
+    """A bad command line, module or factory (reported as a message, exit status 2)."""
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing more."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _import(name: str) -> Any:
+    """A module by dotted name, or from a file (``path/to/models.py``)."""
+    try:
+        if name.endswith(".py") or os.sep in name or "/" in name:
+            return _import_file(name)
+        return importlib.import_module(name)
+    except _UsageError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's module failed to import
+        raise _UsageError(f"cannot import {name}: {type(err).__name__}: {err}") from None
+
+
+def _import_file(path: str) -> Any:
+    if not os.path.isfile(path):
+        raise _UsageError(f"cannot import {path}: no such file")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if not stem.isidentifier():
+        raise _UsageError(f"cannot import {path}: {stem!r} is not a module name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # (its own imports of neighbouring modules work)
+    spec = importlib.util.spec_from_file_location(stem, path)
+    if spec is None or spec.loader is None:
+        raise _UsageError(f"cannot import {path}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(stem, None)
+        raise
+    return module
 
 
 _ESCAPES = {"\n": "\n", "\t": "\t"}
@@ -184,20 +258,25 @@ def _export(ns: argparse.Namespace) -> int:
     def step(text: str) -> None:
         print(f"[{time.perf_counter() - t0:7.2f}s] {text}", flush=True)
 
-    mod_name, sep, fn_name = ns.factory.partition(":")
-    if not sep or not mod_name or not fn_name:
-        print("error: expected MODULE:FACTORY, e.g. mypkg.models:make", file=sys.stderr)
-        return EXIT_USAGE
+    mod_name, sep, fn_name = ns.factory.rpartition(":")
+    if not sep or not mod_name or not fn_name.isidentifier():
+        raise _UsageError(f"expected MODULE:FACTORY or path/to/file.py:FACTORY (e.g. "
+                          f"mypkg.models:make), got {ns.factory!r}")
     step(f"importing {mod_name}")
     if "" not in sys.path:
         sys.path.insert(0, "")
-    factory = getattr(importlib.import_module(mod_name), fn_name)
+    module = _import(mod_name)
+    factory = getattr(module, fn_name, None)
+    if not callable(factory):
+        raise _UsageError(f"{mod_name} has no function {fn_name}")
     step(f"calling {fn_name}()")
-    made = factory()
+    try:
+        made = factory()
+    except Exception as err:  # noqa: BLE001 - the user's factory failed
+        raise _UsageError(f"{fn_name}() raised {type(err).__name__}: {err}") from None
     if not isinstance(made, tuple) or len(made) not in (2, 3):
-        print("error: the factory must return (model, args) or (model, args, dynamic_shapes)",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise _UsageError("the factory must return (model, args) or (model, args, "
+                          "dynamic_shapes)")
     model, args = made[0], made[1]
     dynamic_shapes = made[2] if len(made) == 3 else None
     step(f"exporting {type(model).__name__}")

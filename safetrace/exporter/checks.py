@@ -28,6 +28,7 @@ class CheckBuilder:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
+                                    "_UNDEFINED": _UNDEFINED, "_Mismatch": E.InputMismatchError,
                                     "_copysign": math.copysign, "math": math}
 
     def const(self, value: Any) -> str:
@@ -69,8 +70,12 @@ class CheckBuilder:
             if not c.cond.free_symbols <= bound:
                 continue  # on data-dependent values: asserted inside the graph
             text = self.const(contract.where_text(c.cond))
-            self.lines.append(f"if not ({c.cond}): _fail({text}, 'guard', None, "
-                              f"{self.const(_Why(c.origin, c.cond, contract))})")
+            why = self.const(_Why(c.origin, c.cond, contract))
+            # evaluated total: a domain error (sqrt of a negative, log(0), int(nan), a
+            # complex power compared) is a rejection of these sizes, not a crash
+            self.lines += ["try:", f"    _ok = ({c.cond})",
+                           f"except _UNDEFINED as _e: _fail({text}, 'undefined', _e, {why})",
+                           f"if not _ok: _fail({text}, 'guard', None, {why})"]
         return self._compile(len(contract.inputs))
 
     def tensor(self, i: int, inp: TensorInput) -> None:
@@ -117,8 +122,13 @@ class CheckBuilder:
     def _compile(self, n: int) -> Callable[[list], None]:
         body = [f"if len(leaves) != {n}: _fail('inputs', 'count', len(leaves), {n})"]
         body += self.lines
-        src = "def check_inputs(leaves):\n" + "".join(f"    {line}\n" for line in body)
-        src += "    return None\n"
+        # any other size expression (a derived dim, a relation) is evaluated total too
+        src = "def check_inputs(leaves):\n    try:\n" + "".join(f"        {line}\n"
+                                                             for line in body)
+        src += ("    except _Mismatch:\n        raise\n"
+                "    except _UNDEFINED as _e:\n"
+                "        _fail('a size expression of the contract', 'undefined', _e, '')\n"
+                "    return None\n")
         code = compile(src, "<safetrace input checks>", "exec")
         scope = dict(self.env)
         exec(code, scope)  # noqa: S102  (generated from a validated Contract, never from text)
@@ -132,6 +142,10 @@ def _dims_spec(path: str, dim: int) -> str:
     if top == path:
         return f"dynamic_shapes={{{top!r}: {{{dim}: Dim.DYNAMIC}}}}"
     return f"a dynamic_shapes entry Dim.DYNAMIC for {path} dim {dim}"
+
+
+# what evaluating a size expression may raise on sizes where it is undefined
+_UNDEFINED = (ArithmeticError, ValueError, TypeError)
 
 
 def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
@@ -154,6 +168,9 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "layout": lambda path, got, origin: E.wrong_layout(path, tuple(got.stride()),
                                                        got.storage_offset(), origin),
     "guard": lambda text, got, origin: E.failed_condition(text, origin),
+    "undefined": lambda text, err, origin: E.failed_condition(
+        text, f"{origin}; it is undefined at these sizes ({type(err).__name__}: "
+              f"{str(err)[:100]})"),
     "value": E.wrong_constant,
 }
 

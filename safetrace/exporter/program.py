@@ -16,7 +16,7 @@ from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
 from safetrace.progress import task
 from safetrace.trace.hops import owner_module
-from safetrace.trace.mutation import written_placeholders
+from safetrace.trace.mutation import written_inputs
 
 __all__ = ["ExportedProgram", "InputSpec", "OutputSpec", "ExportedGraphModule"]
 
@@ -282,6 +282,16 @@ def _children(spec: Any) -> list:
     return list(fn()) if callable(fn) else list(spec.children_specs)
 
 
+def _written_inputs(ep: ExportedProgram) -> set:
+    """The placeholders a write of the program may reach (cached while its graph holds
+    the same nodes)."""
+    key = (id(ep.graph), len(ep.graph.nodes))
+    cached = ep.__dict__.get("_st_written")
+    if cached is None or cached[0] != key:
+        cached = ep.__dict__["_st_written"] = (key, written_inputs(ep.graph))
+    return cached[1]
+
+
 _MODE_OPS = ("dropout", "batch_norm", "rrelu")
 
 
@@ -309,10 +319,11 @@ class _ProgramModule(torch.fx.GraphModule):
             ep._check_fn = ep._build_checks()
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
-        # State the program writes (in place, or by reassignment) gets its own copy, and
-        # every parameter its own Parameter object: running the program, .to()/.half() and
-        # load_state_dict never change the exported model, whose storage is shared otherwise.
-        in_place = written_placeholders(ep.graph)
+        # State and constants the program may write (in place, by analysis of every graph,
+        # or by reassignment) get their own copy, and every parameter its own Parameter
+        # object: running the program, .to()/.half() and load_state_dict never change the
+        # exported model, the caller's weights= tensors or another module of the program.
+        in_place = _written_inputs(ep)
         self._written = {s.target for s in specs.values() if s.name in in_place}
         self._owned = self._written | set(ep.graph_signature.buffers_to_mutate.values())
         self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
@@ -332,7 +343,8 @@ class _ProgramModule(torch.fx.GraphModule):
             if s.kind == "user_input":
                 sources.append(("leaf", s.leaf))
             elif s.kind == "constant":
-                sources.append(("const", ep.constants[s.target]))
+                t = ep.constants[s.target]
+                sources.append(("const", t.clone() if s.name in in_place else t))
             else:
                 owner, table, key = self._slots[s.target]
                 # a parameter written in place runs detached, as under eager's no_grad
@@ -366,6 +378,8 @@ class _ProgramModule(torch.fx.GraphModule):
             getattr(o2, t2)[k2] = copy.deepcopy(getattr(owner, table)[key], memo)
         new._owned = set(new._slots)
         new.training = self.training
+        new._sources = [(k, copy.deepcopy(v, memo) if k == "const" and v is not c else c)
+                        for (k, v), (_, c) in zip(self._sources, new._sources)]
         return new
 
     def train(self, mode: bool = True) -> _ProgramModule:  # type: ignore[override]

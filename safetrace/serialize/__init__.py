@@ -1,9 +1,10 @@
 """Saving and loading exported programs: one safetensors file (format 2), no pickle.
 
-``save(ep, path)`` writes the weights through the ``safetensors`` package and the program
-as a JSON document in its header; ``load(path)`` maps the weights (copy on write) and
-validates every field, raising ``LoadError`` on anything truncated, corrupted, from
-another format version, over a budget (``Budgets``) or hostile.  A loaded graph may call
+``save(ep, path)`` writes the weights in the safetensors layout and the program as a JSON
+document in its header (atomically: see docs/saving.md); ``load(path)`` reads the weights
+into memory of the program's own (``mmap=True``: maps them) and validates every field,
+raising ``LoadError`` on anything truncated, corrupted, from another format version, over
+a budget (``Budgets``) or hostile.  A loaded graph may call
 only allowlisted operators (``allowlist.py``); other namespaces need ``allow_ops=``.
 Graphs that call Python functions other than ``operator``/``min``/``max``-style
 arithmetic need ``register_callable(name, fn)`` before both saving and loading.

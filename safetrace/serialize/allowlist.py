@@ -103,8 +103,112 @@ SIZE_ARGS = frozenset((
 _NUMBER = (int, float, bool)
 
 
+class AllocBudget:
+    """Allocations of constant size in a whole program, in bytes.
+
+    Sizes are read through the values the loader can work out (``fold``: arithmetic of
+    constants in the graph, ``operator.mul(65536, 65536)``), counted in bytes (the dtype
+    asked for; 4 for the default float), strides included (``empty_strided``), a repeat
+    times what it repeats (a state tensor of known shape); each call is held to
+    ``4 * max_numel`` bytes, the program's sum to four times that.
+    """
+
+    def __init__(self, max_numel: int) -> None:
+        self.each = 4 * max_numel
+        self.limit = 4 * self.each
+        self.total = 0
+        self.known: dict = {}  # graph node -> the int it always computes
+
+    def fold(self, node: torch.fx.Node, name: str, fn: Any, args: tuple) -> None:
+        """Remember the value of an arithmetic node of constants."""
+        if CALLABLES.get(name, (0, 0, ""))[2] != NUMERIC:
+            return
+        vals = [self.known.get(a, a) if isinstance(a, torch.fx.Node) else a for a in args]
+        if not all(_is_int(v) and abs(v) < 1 << 64 for v in vals):
+            return
+        try:
+            out = fn(*vals)
+        except (ArithmeticError, ValueError, TypeError):
+            return
+        if _is_int(out) and abs(out) < 1 << 126:
+            self.known[node] = out
+
+    def resolve(self, v: Any) -> Any:
+        if isinstance(v, torch.fx.Node):
+            return self.known.get(v, v)
+        if isinstance(v, (list, tuple)):
+            return [self.resolve(x) for x in v]
+        return v
+
+    def check(self, op: Any, given: dict, where: str) -> None:
+        packet = op._schema.name.split("::", 1)[1]
+        if packet not in ALLOCATING:
+            return  # (views, pads, permutations: their size arguments allocate nothing)
+        sizes = [self.resolve(v) for k, v in given.items() if k in SIZE_ARGS]
+        if not sizes:
+            return
+        numel = 1
+        for v in sizes:
+            for x in (v if isinstance(v, list) else [v]):
+                if _is_int(x):
+                    numel *= max(x, 0) if packet not in ("repeat", "repeat_interleave") \
+                        else max(abs(x), 1)
+        if packet in ("empty_strided", "new_empty_strided"):
+            numel = _extent(self.resolve(given.get("size")), self.resolve(given.get("stride")))
+        if packet in ("repeat", "repeat_interleave"):
+            numel *= _static_numel(given.get("self"))
+        nbytes = numel * _itemsize(given)
+        if nbytes > self.each:
+            raise LoadError(f"{where}: constant sizes asking for {nbytes} bytes in one call, "
+                            f"over the budget (4 * max_alloc_numel = {self.each} bytes)")
+        self.total += nbytes
+        if self.total > self.limit:
+            raise LoadError(f"{where}: the program's constant-size allocations ask for "
+                            f"{self.total} bytes in all, over the budget (16 * "
+                            f"max_alloc_numel = {self.limit} bytes)")
+
+
+# operators whose size arguments are what they allocate
+ALLOCATING = frozenset((
+    "empty", "empty_strided", "new_empty", "new_empty_strided", "zeros", "new_zeros", "ones",
+    "new_ones", "full", "new_full", "rand", "randn", "randint", "randperm", "repeat",
+    "repeat_interleave", "tile", "eye", "linspace", "logspace", "scalar_tensor"))
+
+
+def _extent(size: Any, stride: Any) -> int:
+    """Elements of storage a strided tensor spans (0 when a size is 0)."""
+    if not isinstance(size, list) or not isinstance(stride, list):
+        return 1
+    if any(_is_int(x) and x == 0 for x in size):
+        return 0
+    span = 1
+    for x, st in zip(size, stride):
+        if _is_int(x) and _is_int(st):
+            span += (x - 1) * abs(st)
+    return span
+
+
+def _static_numel(v: Any) -> int:
+    shape = getattr(getattr(v, "meta", {}).get("val"), "shape", None)
+    if shape is None or not all(type(x) is int for x in shape):
+        return 1
+    return math.prod(shape)
+
+
+def _itemsize(given: dict) -> int:
+    dtype = given.get("dtype")
+    if isinstance(dtype, torch.dtype):
+        return dtype.itemsize
+    self_val = getattr(given.get("self"), "meta", {}).get("val") \
+        if isinstance(given.get("self"), torch.fx.Node) else None
+    if isinstance(getattr(self_val, "dtype", None), torch.dtype):
+        return self_val.dtype.itemsize
+    return 4 if given.get("self") is None else 16  # (a tensor of unknown dtype: the widest)
+
+
 def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
-             allow_ops: frozenset, budgets: Budgets, max_numel: int) -> None:
+             allow_ops: frozenset, budgets: Budgets, max_numel: int,
+             alloc: AllocBudget | None = None) -> None:
     """Refuse an operator overload that is not allowed, or a call that misuses it."""
     ns, packet = op.namespace, op._schema.name.split("::", 1)[1]
     if ns == "aten":
@@ -118,7 +222,9 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
             f"{where}: calls {name} of namespace {ns!r}, which is not allowed by default.\n"
             f"Fix: if you trust that operator, st.load(path, allow_ops=[{f'{ns}::{packet}'!r}]) "
             f"(its implementation must be registered in this process)")
-    bind(op, name, args, kwargs, where, budgets, max_numel)
+    given = bind(op, name, args, kwargs, where, budgets, max_numel)
+    if alloc is not None:
+        alloc.check(op, given, where)
 
 
 _UNSEEN = object()
@@ -182,8 +288,9 @@ def _base(kind: str) -> str:
 
 
 def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Budgets,
-         max_numel: int) -> None:
-    """Match a call to the schema: counts, names and the kind of every value."""
+         max_numel: int) -> dict:
+    """Match a call to the schema: counts, names and the kind of every value; returns
+    the arguments by name."""
     positional, kinds = _signature(op)
     if len(args) > len(positional):
         raise LoadError(f"{where}: {name} takes at most {len(positional)} positional "
@@ -205,6 +312,7 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
     if op._schema.name == "aten::arange":
         _arange(given, where, name, max_numel)
+    return given
 
 
 _SIGNATURES: dict = {}

@@ -10,6 +10,7 @@ caller with a legitimately large program raises just that one::
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import torch
@@ -39,6 +40,9 @@ class Budgets:
     max_string: int = 1 << 12            # a string argument of a graph call
     max_exponent: int = 64               # |exponent| / shift of int pow and shifts in a graph
     max_repeat: int = 1 << 16            # a list argument's length in a graph call
+    max_json_string: int = 1 << 20       # bytes of one string in the program document
+    max_text_bytes: int = 64 << 20       # memory of the header's strings (an astral
+                                         # character makes its string 4 bytes a character)
 
 
 DEFAULT = Budgets()
@@ -63,33 +67,84 @@ def budgets_of(value: Any) -> Budgets:
 
 
 _CHUNK = 1 << 20
+_QUOTE, _COMMA, _OPEN_L, _OPEN_D, _CLOSE_L, _CLOSE_D = 34, 44, 91, 123, 93, 125
 
 
 def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None = None,
-               count_values: bool = True) -> int:
-    """Refuse a JSON text with too many values or too deep nesting, before parsing it.
+               count_values: bool = True, max_string: int | None = None) -> int:
+    """Refuse a JSON text with too many values, too deep nesting or (``max_string``) too
+    long a string, before parsing it.
 
-    The counts are upper bounds read off the bytes (strings blanked out): parsing costs a
-    bounded multiple of what they allow, never a surprise.  Returns the count of values.
-    (The safetensors header bounds its values per tensor instead: ``count_values=False``.)
+    The counts are upper bounds read off the bytes, a megabyte at a time (strings masked
+    out): parsing costs a bounded multiple of what they allow, never a surprise, and so
+    does counting.  Returns the count of values.  (The safetensors header bounds its
+    values per tensor instead: ``count_values=False``.)
     """
-    # strings out (escaped backslashes first, then escaped quotes: what is left splits
-    # on quotes into outside / inside pieces)
-    bare = b"".join(raw.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
-    values = bare.count(b",") + bare.count(b"[") + bare.count(b"{") + 1
-    if count_values and values > budgets.max_json_values:
-        raise LoadError(f"{where}: about {values} JSON values, over the budget "
-                        f"(max_json_values={budgets.max_json_values})")
+    # escaped backslashes out first, then escaped quotes: every quote left delimits a string
+    clean = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
     limit = budgets.max_json_depth if max_depth is None else max_depth
-    if bare.count(b"[") + bare.count(b"{") <= limit:
-        return values
-    depth = 0
-    for i in range(0, len(bare), _CHUNK):
-        t = torch.frombuffer(bytearray(bare[i:i + _CHUNK]), dtype=torch.uint8)
-        step = ((t == 91) | (t == 123)).to(torch.int32) - ((t == 93) | (t == 125)).to(torch.int32)
+    values, depth, inside, opened = 1, 0, 0, 0
+    for i in range(0, len(clean), _CHUNK):
+        t = torch.frombuffer(bytearray(clean[i:i + _CHUNK]), dtype=torch.uint8)
+        quote = t == _QUOTE
+        ins = (torch.cumsum(quote.to(torch.int32), 0) + inside) % 2 == 1
+        out = ~(ins | quote)
+        values += int((((t == _COMMA) | (t == _OPEN_L) | (t == _OPEN_D)) & out).sum())
+        if count_values and values > budgets.max_json_values:
+            raise LoadError(f"{where}: about {values} JSON values, over the budget "
+                            f"(max_json_values={budgets.max_json_values})")
+        step = (((t == _OPEN_L) | (t == _OPEN_D)) & out).to(torch.int32) - \
+            (((t == _CLOSE_L) | (t == _CLOSE_D)) & out).to(torch.int32)
         run = torch.cumsum(step, 0)
-        if depth + int(run.max()) > limit:
+        if len(run) and depth + int(run.max()) > limit:
             raise LoadError(f"{where}: JSON nested deeper than {limit} "
                             f"(max_json_depth={budgets.max_json_depth})")
-        depth += int(run[-1])
+        depth += int(run[-1]) if len(run) else 0
+        if max_string is not None:
+            opened = _longest(quote, i, inside, opened, max_string, where)
+        inside = (inside + int(quote.sum())) % 2
+    if max_string is not None and inside and len(clean) - opened - 1 > max_string:
+        _long(len(clean) - opened - 1, max_string, where)
     return values
+
+
+def _longest(quote: torch.Tensor, base: int, inside: int, opened: int, max_string: int,
+             where: str) -> int:
+    """Refuse a string longer than ``max_string`` among those this chunk closes; return
+    where the string still open at its end was opened."""
+    pos = torch.nonzero(quote).flatten() + base
+    if not len(pos):
+        if inside and base + len(quote) - opened - 1 > max_string:
+            _long(base + len(quote) - opened - 1, max_string, where)
+        return opened
+    if inside:
+        pos = torch.cat([torch.tensor([opened]), pos])
+    if len(pos) >= 2:
+        lengths = pos[1::2][:len(pos) // 2] - pos[0::2][:len(pos) // 2] - 1
+        if int(lengths.max()) > max_string:
+            _long(int(lengths.max()), max_string, where)
+    if len(pos) % 2:
+        opened = int(pos[-1])
+        if base + len(quote) - opened - 1 > max_string:
+            _long(base + len(quote) - opened - 1, max_string, where)
+    return opened
+
+
+def _long(n: int, max_string: int, where: str) -> None:
+    raise LoadError(f"{where}: a string of about {n} bytes, over the budget "
+                    f"(max_json_string={max_string})")
+
+
+_ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")  # UTF-8 lead byte or escape
+_WIDE = re.compile(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])")  # U+0100 and up
+
+
+def text_cost(raw: bytes) -> int:
+    """An upper bound of the memory the strings of a JSON text take once parsed: Python
+    stores a string at 1, 2 or 4 bytes a character, by its widest character."""
+    if raw.isascii() and b"\\u" not in raw:
+        return len(raw)
+    bare = raw.replace(b"\\\\", b"")  # (what is left of a backslash starts an escape)
+    if _ASTRAL.search(bare):
+        return 4 * len(raw)
+    return 2 * len(raw) if _WIDE.search(bare) else len(raw)

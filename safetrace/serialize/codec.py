@@ -33,8 +33,8 @@ MAX_EXPR_NODES = 20_000  # nodes of one symbolic expression
 MAX_RANK = 64
 MAX_STR = 1 << 20
 
-SYMBOL_RE = re.compile(r"^[su][0-9]{1,9}$")
-IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
+SYMBOL_RE = re.compile(r"^[su][0-9]{1,9}\Z")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}\Z")
 
 DTYPES: dict[str, torch.dtype] = {}
 for _v in vars(torch).values():
@@ -44,8 +44,8 @@ LAYOUTS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
            if isinstance(v, torch.layout)}
 MEMORY_FORMATS = {str(v).removeprefix("torch."): v for v in vars(torch).values()
                   if isinstance(v, torch.memory_format)}
-_DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?$")
-_FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)$")
+_DEVICE_RE = re.compile(r"^[a-z_]{1,16}(:[0-9]{1,4})?\Z")
+_FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)\Z")
 
 _EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1,
                # floats on sizes, in the user's order of operations (symbolic/floats.py)
@@ -144,7 +144,7 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
             raise fail(where, f"integer {_short(obj)} out of range")
         return const(obj)
     if isinstance(obj, str):
-        if not SYMBOL_RE.match(obj):
+        if not SYMBOL_RE.fullmatch(obj):
             raise fail(where, f"bad symbol name {_short(obj)} (expected s<N> or u<N>)")
         return sym(obj)
     if not isinstance(obj, list) or not obj or not isinstance(obj[0], str):
@@ -158,7 +158,7 @@ def _dexpr(obj: Any, where: str, depth: int, count: list) -> Expr:
         except (ValueError, OverflowError):
             raise fail(where, f"bad float constant {_short(obj)}") from None
     if op == "fsym":
-        if len(raw) != 1 or not isinstance(raw[0], str) or not SYMBOL_RE.match(raw[0]):
+        if len(raw) != 1 or not isinstance(raw[0], str) or not SYMBOL_RE.fullmatch(raw[0]):
             raise fail(where, f"bad float symbol {_short(obj)}")
         return fsym(raw[0])
     n = _EXPR_ARITY.get(op)
@@ -372,14 +372,14 @@ def new_symbolic(e: Expr, env: Any) -> Any:
 
 def decode_float(x: Any, where: str) -> float:
     expect(x, str, where)
-    if len(x) > 40 or not _FLOAT_RE.match(x):
+    if len(x) > 40 or not _FLOAT_RE.fullmatch(x):
         raise fail(where, f"bad float {_short(x)}")
     return float(x)
 
 
 def decode_device(x: Any, where: str) -> torch.device:
     expect(x, str, where)
-    if not _DEVICE_RE.match(x):
+    if not _DEVICE_RE.fullmatch(x):
         raise fail(where, f"bad device {_short(x)}")
     try:
         return torch.device(x)
@@ -456,7 +456,8 @@ def decode_spec(obj: Any, where: str, depth: int = 0) -> Any:
         if cls not in pytree.SUPPORTED_NODES:
             raise fail(where, f"class {name} is not registered as a pytree node.\nFix: "
                               f"import the module defining it and call "
-                              f"st.register_dataclass(...) before st.load")
+                              f"st.register_dataclass(...) before st.load (the safetrace "
+                              f"command: --import MODULE)")
         ctx = values.decode(obj["context"], where)
     try:
         return pytree.TreeSpec(cls, ctx, children)
@@ -468,12 +469,13 @@ def _loaded_class(name: str, where: str) -> Any:
     """A class by "module:qualname", only from modules that are already imported."""
     mod_name, _, qual = name.partition(":")
     parts = qual.split(".")
-    if not mod_name or not all(IDENT_RE.match(p) for p in parts + mod_name.split(".")):
+    if not mod_name or not all(IDENT_RE.fullmatch(p) for p in parts + mod_name.split(".")):
         raise fail(where, f"bad class name {_short(name)}")
     obj = sys.modules.get(mod_name)
     if obj is None:
         raise fail(where, f"class {name}: module {mod_name} is not imported.\nFix: import "
-                          f"{mod_name} (and register the class) before st.load")
+                          f"{mod_name} (and register the class) before st.load (the "
+                          f"safetrace command: --import {mod_name})")
     for p in parts:
         if p.startswith("__"):
             raise fail(where, f"bad class name {_short(name)}")

@@ -22,15 +22,14 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
                                        decode_record, decode_spec, expect, expect_keys, fail,
                                        lookup, new_env)
 from safetrace.serialize.targets import name_to_target
-from safetrace.trace.hops import owner_module
 from safetrace.exporter.api import export
-from safetrace.exporter.program import ExportedGraphModule, ExportedProgram
+from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import sym
 from safetrace.trace.proxy import Proxy
 
-_STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}$")
+_STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
 # attribute names of the module ``ep.module()`` builds: a state path component must not
 # shadow one (nn.Module itself refuses them when registering)
 _RESERVED_ATTRS = frozenset(dir(torch.nn.Module)) | frozenset(vars(torch.nn.Module())) | {
@@ -71,8 +70,14 @@ class Builder:
         state, constants = self._state()
         largest = max((t.numel() for t in [*state.values(), *constants.values()]), default=0)
         self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
+        self.alloc = allowlist.AllocBudget(self.max_numel)  # summed over every graph
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
+        clash = {n.target for n in graph.nodes if n.op == "get_attr"} & {
+            k.split(".")[0] for k in [*state, *constants]}
+        if clash:
+            raise fail("subgraphs", f"subgraph {sorted(clash)[0]!r} has the name of the "
+                                    "program's state (both would be attributes of its module)")
         in_spec = decode_spec(doc["in_spec"], "in_spec")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         self._contract_budget(doc["contract"])
@@ -91,8 +96,9 @@ class Builder:
             graph.lint()
         except Exception as err:  # noqa: BLE001
             raise fail("nodes", f"inconsistent graph: {err}") from None
-        gm = ExportedGraphModule(owner_module(graph), graph, "GraphModule")
-        ep = ExportedProgram(gm, inputs, out_specs, in_spec, out_spec, state=state,
+        # (the graph, not a GraphModule: the modules of its subgraphs, and their code, are
+        # made on first use, so that loading costs no code generation per subgraph)
+        ep = ExportedProgram(graph, inputs, out_specs, in_spec, out_spec, state=state,
                              constants=constants, contract=contract)
         ep.retrace = export  # run_decompositions retraces with st.export
         ep.dim_names = self._dim_names(contract)
@@ -149,9 +155,10 @@ class Builder:
             if info is None or bool(info.backed) != s.backed:
                 raise fail("contract.symbols", f"symbol {s.name} is not declared as "
                                                f"{'backed' if s.backed else 'unbacked'}")
-            if s.where is not None and not s.backed:
-                raise fail("contract.symbols", f"an input shape binds the unbacked symbol "
-                                               f"{s.name} (input sizes are backed)")
+            # (an unbacked symbol may be bound by an input shape: a data-dependent size the
+            # program equated with an input's, `z.shape[0] == 2 * u0`; the checks bind it
+            # from that size as they do at export)
+        bound = {s.name for s in contract.symbols if s.where is not None}
         total = 0
         for where, e in exprs:
             n = _check_divisors(e, where)
@@ -167,10 +174,11 @@ class Builder:
             unknown = e.free_symbols - self.env.symbols.keys()
             if unknown:
                 raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")
-            unbacked = [s for s in e.free_symbols if not self.env.symbols[s].backed]
-            if unbacked and where.startswith("contract.inputs"):
-                raise fail(where, f"an input shape uses the unbacked symbol(s) {unbacked[:5]} "
-                                  "(input sizes are backed)")
+            unbound = [x for x in e.free_symbols if not self.env.symbols[x].backed
+                       and x not in bound]
+            if unbound and where.startswith("contract.inputs"):
+                raise fail(where, f"an input shape uses the unbacked symbol(s) {unbound[:5]}, "
+                                  "which no input size binds")
 
     # -- symbols and tensors ---------------------------------------------------------
     def _env(self, items: list) -> Any:
@@ -181,7 +189,7 @@ class Builder:
             where = f"symbols[{i}]"
             expect_keys(s, {"name", "backed", "hint", "lo", "hi"}, where, {"float"})
             name = expect(s["name"], str, where)
-            if not SYMBOL_RE.match(name) or name in env.symbols:
+            if not SYMBOL_RE.fullmatch(name) or name in env.symbols:
                 raise fail(where, f"bad or duplicate symbol name {name[:40]!r}")
             lo, hi = (_opt_int(s[k], where) for k in ("lo", "hi"))
             if lo is not None and hi is not None and lo > hi:
@@ -294,7 +302,7 @@ class Builder:
     def _state_name(self, name: Any, where: str, seen: set) -> str:
         expect(name, str, where)
         parts = name.split(".")
-        if (len(name) > 1000 or name in seen or not all(_STATE_PART.match(p) for p in parts)
+        if (len(name) > 1000 or name in seen or not all(_STATE_PART.fullmatch(p) for p in parts)
                 or any(p in _RESERVED_ATTRS or p.startswith("__") or keyword.iskeyword(p)
                        for p in parts)):
             raise fail(where, f"bad, reserved or duplicate state name {name[:60]!r} (each "
@@ -338,7 +346,7 @@ class Builder:
             expect_keys(item, {"name", "op"}, where, {"target", "args", "kwargs", "meta"})
             name = expect(item["name"], str, where)
             where = f"node {name[:60]!r}"
-            if not IDENT_RE.match(name) or keyword.iskeyword(name) or name in nodes or \
+            if not IDENT_RE.fullmatch(name) or keyword.iskeyword(name) or name in nodes or \
                     name in _RESERVED_NODES:
                 raise fail(where, "bad, reserved or duplicate node name")
             if outputs is not None:
@@ -352,7 +360,7 @@ class Builder:
             kwargs = {}
             for pair in raw_kwargs:
                 if (not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str)
-                        or not IDENT_RE.match(pair[0]) or keyword.iskeyword(pair[0])
+                        or not IDENT_RE.fullmatch(pair[0]) or keyword.iskeyword(pair[0])
                         or pair[0] in kwargs):
                     raise fail(where, "kwargs must be [name, value] pairs with unique names")
                 kwargs[pair[0]] = dec.decode(pair[1], where)
@@ -366,12 +374,14 @@ class Builder:
                 target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
-                                       self.budgets, self.max_numel)
+                                       self.budgets, self.max_numel, self.alloc)
                 elif isinstance(target, torch._ops.HigherOrderOperator):
                     subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:
                     allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
                 node = graph.create_node("call_function", target, args, kwargs, name=name)
+                if not isinstance(target, torch._ops.OperatorBase):
+                    self.alloc.fold(node, tname, target, args)
             elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach
                 if args or kwargs:
                     raise fail(where, "get_attr takes no arguments")
@@ -408,7 +418,7 @@ class Builder:
             except (RuntimeError, ValueError, OverflowError) as err:
                 raise fail(where, f"bad tensor metadata: {str(err)[:200]}") from None
         for k, v in expect(meta.get("extra", {}), dict, where).items():
-            if not IDENT_RE.match(k) or k in ("val", "stack_trace"):
+            if not IDENT_RE.fullmatch(k) or k in ("val", "stack_trace"):
                 raise fail(where, f"bad meta key {k[:40]!r}")
             node.meta[k] = ValueDecoder(None, self.env).decode(v, f"{where} meta {k}")
 
@@ -523,7 +533,7 @@ def _same_meta(node: torch.fx.Node, t: torch.Tensor, where: str) -> None:
 
 
 def _symbol(x: Any, where: str) -> str:
-    if not isinstance(x, str) or not SYMBOL_RE.match(x):
+    if not isinstance(x, str) or not SYMBOL_RE.fullmatch(x):
         raise fail(where, f"bad symbol name {str(x)[:40]!r}")
     return x
 

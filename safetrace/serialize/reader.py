@@ -27,18 +27,22 @@ _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "out
         "constants", "weights", "aliases"}
 _OPTIONAL = {"subgraphs"}  # written only by programs with control flow
 _SINCE = {1: {"dim_names", "training"}}  # fields every file of format 2.<minor> has
+_TORCH_VERSION = re.compile(r"[0-9A-Za-z.+_-]{1,64}")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
-         budgets: Any = None) -> Any:
+         budgets: Any = None, mmap: bool = False) -> Any:
     """Read a program written by ``save`` from a path, a binary file object or bytes.
 
-    A path is mapped (copy on write); from bytes, a bytearray or a memoryview the tensors
-    are views of that buffer, not copies: leave it unchanged while the program is in use
-    (``ep.module()`` copies the state it writes before writing it).  A tensor that would
-    sit off torch's 64-byte alignment is copied instead (kernels may compute other bits on
-    misaligned operands).  A file object is read once into one buffer.
+    The weights are read into memory of the program's own, each tensor straight into its
+    storage (no other copy): nothing done to the file or to the buffer given afterwards
+    can change or crash the loaded program, and the program never writes the buffer.
+
+    ``mmap=True`` (paths only) maps the file copy-on-write instead: loading costs no time
+    and untouched weights no memory, but the file must then stay as it is while the
+    program lives (truncating it kills the process with SIGBUS at the next call; rewriting
+    it in place changes the weights): see docs/saving.md.
 
     ``weights``: for a file saved with ``weights=False``, a safetensors file (path) or a
     state_dict with the parameters and persistent buffers; names, shapes and dtypes are
@@ -48,9 +52,11 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
     """
     limits = budgets_of(budgets)
     ops = frozenset(_op_names(allow_ops))
+    if not isinstance(mmap, bool):
+        raise TypeError(f"mmap must be True or False, got {type(mmap).__name__}")
     mark = table_mark()
     try:
-        return _load(source, weights, ops, limits)
+        return _load(source, weights, ops, limits, mmap)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err
     # Outside the handler the failed load's frames are gone once the tracebacks drop them
@@ -80,8 +86,8 @@ def _op_names(allow_ops: Any) -> list[str]:
         allow_ops = [allow_ops]
     out = []
     for name in allow_ops:
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_]"
-                                                     r"[A-Za-z0-9_]*)?$", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_]"
+                                                     r"[A-Za-z0-9_]*)?", name):
             raise TypeError(f"allow_ops entries are 'namespace::op' or 'namespace' strings, "
                             f"got {name!r:.60}")
         if name.split("::")[0] in ("aten", "prims"):
@@ -90,31 +96,24 @@ def _op_names(allow_ops: Any) -> list[str]:
     return out
 
 
-def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> Any:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        if memoryview(source).nbytes > budgets.max_file_bytes:
-            raise LoadError(f"the bytes given hold over {budgets.max_file_bytes} bytes "
-                            "(max_file_bytes)")
-        container = tensorfile.read_bytes(source, budgets, "file")
-    elif hasattr(source, "read"):
-        container = tensorfile.read_stream(source, budgets, "file")
-    elif isinstance(source, (str, os.PathLike)):
-        fd = tensorfile.open_regular(source, "program file")
-        try:
-            container = tensorfile.read_fd(fd, budgets, "file")
-        finally:
-            os.close(fd)
-    else:
-        raise LoadError(
-            f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
-            f"source: expected a file path (str or os.PathLike), a binary file object or "
-            f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
-            f"st.load(open(path, \"rb\"))")
+def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
+          mapped: bool) -> Any:
+    if mapped and not isinstance(source, (str, os.PathLike)):
+        raise LoadError(f"st.load(..., mmap=True) maps a file given by its path; got a "
+                        f"{type(source).__name__}.\nFix: st.load(path, mmap=True), or drop "
+                        f"mmap=True")
+    try:
+        container = _container(source, budgets, mapped)
+    except OSError as err:
+        raise LoadError(f"cannot read the program file: {err}") from None
     doc = _document(container.metadata, budgets)
-    external = _external(weights, budgets) if weights is not None else None
+    try:
+        external = _external(weights, budgets, mapped) if weights is not None else None
+    except OSError as err:
+        raise LoadError(f"cannot read the weights file: {err}") from None
     try:
         with expr_budget(budgets.max_expr_nodes, budgets.max_expr_nodes_each):
-            return Builder(doc, container, external, allow_ops, budgets).build()
+            ep = Builder(doc, container, external, allow_ops, budgets).build()
     except RecursionError:
         raise LoadError(f"{PROGRAM}: structure nested too deeply") from None
     except LoadError:
@@ -124,6 +123,31 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets) -> 
         # a combination of fields the checks above did not foresee: still a bad file
         raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
                         f"{str(err)[:200]})") from err
+    files = {c.mapped for c in (container, getattr(external, "container", None))
+             if c is not None and c.mapped is not None}
+    ep.mapped_files = frozenset(files)  # st.save refuses to write over one of these
+    return ep
+
+
+def _container(source: Any, budgets: Budgets, mapped: bool) -> Any:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        if memoryview(source).nbytes > budgets.max_file_bytes:
+            raise LoadError(f"the bytes given hold over {budgets.max_file_bytes} bytes "
+                            "(max_file_bytes)")
+        return tensorfile.read_bytes(source, budgets, "file")
+    if hasattr(source, "read"):
+        return tensorfile.read_stream(source, budgets, "file")
+    if isinstance(source, (str, os.PathLike)):
+        fd = tensorfile.open_regular(source, "program file")
+        try:
+            return tensorfile.read_fd(fd, budgets, "file", mapped)
+        finally:
+            os.close(fd)
+    raise LoadError(
+        f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
+        f"source: expected a file path (str or os.PathLike), a binary file object or "
+        f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
+        f"st.load(open(path, \"rb\"))")
 
 
 def _document(metadata: dict, budgets: Budgets) -> dict:
@@ -132,11 +156,11 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
                         f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
                         "pass the checkpoint as st.load(program, weights=checkpoint))")
     try:
-        raw = metadata[PROGRAM].encode("utf-8")
+        raw = metadata.pop(PROGRAM).encode("utf-8")  # (the text is not kept twice)
     except UnicodeEncodeError as err:
         raise LoadError(f"{PROGRAM}: not valid Unicode ({err.reason} at character "
                         f"{err.start}: a lone surrogate escape)") from None
-    json_shape(raw, budgets, PROGRAM)
+    json_shape(raw, budgets, PROGRAM, max_string=budgets.max_json_string)
     try:
         doc = json.loads(raw, object_pairs_hook=tensorfile.no_duplicate_keys,
                          parse_constant=_no_constant)
@@ -152,7 +176,7 @@ def _document(metadata: dict, budgets: Budgets) -> dict:
     return doc
 
 
-def _external(weights: Any, budgets: Budgets) -> dict:
+def _external(weights: Any, budgets: Budgets, mapped: bool) -> dict:
     """Tensors given with ``weights=``: a state_dict, or a safetensors file mapped."""
     if isinstance(weights, dict):
         bad = [k for k, v in weights.items()
@@ -165,10 +189,18 @@ def _external(weights: Any, budgets: Budgets) -> dict:
                         f"{type(weights).__name__}")
     fd = tensorfile.open_regular(weights, "weights file")
     try:
-        c = tensorfile.read_fd(fd, budgets, "weights file")
+        c = tensorfile.read_fd(fd, budgets, "weights file", mapped)
     finally:
         os.close(fd)
-    return {k: LazyTensor(c, k) for k in c.header}
+    return _Weights({k: LazyTensor(c, k) for k in c.header}, c)
+
+
+class _Weights(dict):
+    """The tensors of a weights file, and the file's container."""
+
+    def __init__(self, tensors: dict, container: Any) -> None:
+        super().__init__(tensors)
+        self.container = container
 
 
 def _check_version(doc: Any) -> None:
@@ -183,6 +215,10 @@ def _check_version(doc: Any) -> None:
                         f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
         raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
+    tv = doc.get("torch_version")
+    if not isinstance(tv, str) or not _TORCH_VERSION.fullmatch(tv):
+        raise LoadError(f"{PROGRAM}: torch_version {str(tv)[:40]!a} is not a version "
+                        "(at most 64 characters of letters, digits and .+-_)")
     required = _TOP.union(*(f for minor, f in _SINCE.items() if minor <= v[1]))
     extra = doc.keys() - required - _OPTIONAL
     if extra and v[1] <= VERSION[1]:

@@ -9,6 +9,7 @@ the header metadata entry ``safetrace.program``.  ``weights=False`` writes the g
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import torch
@@ -46,12 +47,34 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
                    "hold: export with them on a real device")
         raise ValueError(f"cannot save {len(meta)} tensor(s) on the meta device (no data): "
                          f"{names}.\nFix: {fix}")
+    _not_onto_mapped(ep, path)
     prepared, aliases, dtypes = writer.prepare(tensors)
     doc = document(ep)
     doc["weights"] = bool(weights)
     doc["aliases"] = sorted([k, v] for k, v in aliases.items())
     program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     writer.write(path, prepared, {PROGRAM: program}, dtypes)
+
+
+def _not_onto_mapped(ep: Any, path: Any) -> None:
+    """Refuse to write through a file object into the file ``ep``'s weights are mapped
+    from (``st.load(..., mmap=True)``): the writes would change (or, once the file is
+    truncated, crash) the program being saved.  A path is safe: the new file replaces the
+    old one by a rename and the mapping keeps the old one's data."""
+    mapped = getattr(ep, "mapped_files", None)
+    if not mapped or not hasattr(path, "write"):
+        return
+    try:
+        info = os.fstat(path.fileno())
+    except (AttributeError, OSError, ValueError):
+        return
+    if (info.st_dev, info.st_ino) in mapped:
+        raise ValueError(
+            "st.save refuses to write into the file this program's weights are mapped from "
+            "(it was loaded with st.load(..., mmap=True)); opening it for writing has "
+            "already truncated it, so the weights are gone from it.\nFix: save to a path, "
+            "st.save(ep, path): the new file replaces the old one atomically; or load "
+            "without mmap=True (the default reads the weights into memory)")
 
 
 def document(ep: Any) -> dict:

@@ -12,12 +12,14 @@ nodes, and each subgraph must take as many inputs as the call passes it.
 
 from __future__ import annotations
 
+import keyword
 from typing import Any, Callable
 
 import torch
 
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
+from safetrace.exporter.program import ExportedGraphModule
 from safetrace.trace.hops import Subgraph, submodules
 
 MAX_DEPTH = 16  # nesting of control flow in one program
@@ -46,7 +48,7 @@ def paths(items: Any, max_graphs: int) -> list[tuple[str, list]]:
         path = expect(item["path"], str, where)
         parts = path.split(".")
         if len(path) > 1000 or len(parts) > MAX_DEPTH or path in seen or \
-                not all(IDENT_RE.match(p) for p in parts):
+                not all(IDENT_RE.fullmatch(p) for p in parts):
             raise fail(where, f"bad, too deep or duplicate subgraph path {path[:60]!r}")
         seen.add(path)
         out.append((path, expect(item["nodes"], list, where)))
@@ -115,9 +117,23 @@ def check_target(target: Any, where: str) -> None:
         raise fail(where, f"higher-order operator {target.name()!r} is not allowed")
 
 
+# a subgraph becomes an attribute of the module that runs its parent graph: it must not
+# shadow one (``code``, ``forward``, ``_ep``, ``__deepcopy__``, ``_graph_forward`` ...)
+RESERVED = frozenset(dir(ExportedGraphModule)) | frozenset(vars(torch.nn.Module())) | {
+    "code", "graph", "training", "self"}
+
+
+def reserved(name: str) -> bool:
+    """Whether ``name`` cannot be a subgraph's attribute name."""
+    return name.startswith("_") or name in RESERVED or keyword.iskeyword(name)
+
+
 def get_attr(graph: torch.fx.Graph, name: str, target: Any, where: str) -> torch.fx.Node:
-    if not isinstance(target, str) or not IDENT_RE.match(target):
+    if not isinstance(target, str) or not IDENT_RE.fullmatch(target):
         raise fail(where, f"bad get_attr target {str(target)[:60]!r}")
+    if reserved(target):
+        raise fail(where, f"subgraph name {target!r} is reserved (an attribute of the module "
+                          "that runs the graph, or a private name)")
     return graph.create_node("get_attr", target, name=name)
 
 

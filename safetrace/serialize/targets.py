@@ -17,12 +17,12 @@ from safetrace.trace import asserts
 
 _CALLABLES: dict[str, Callable] = {}
 _NAMES: dict[int, str] = {}
-_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 
 
 def register_callable(name: str, fn: Callable) -> Callable:
     """Allow graphs that call ``fn`` to be saved and loaded; ``name`` is its name in files."""
-    if not isinstance(name, str) or not all(_PART.match(p) for p in name.split(".")):
+    if not isinstance(name, str) or not all(_PART.fullmatch(p) for p in name.split(".")):
         raise ValueError(f"bad callable name {name!r}: use dotted identifiers")
     if name.startswith("torch.ops."):
         raise ValueError("torch.ops names are resolved automatically; do not register them")
@@ -99,7 +99,7 @@ def name_to_target(name: Any, where: str, memo: dict | None = None) -> Any:
 def _resolve(name: str) -> Any:
     if name.startswith("torch.ops.higher_order.") and name.count(".") == 3:
         hop = getattr(torch.ops.higher_order, name.rsplit(".", 1)[1], None) \
-            if _PART.match(name.rsplit(".", 1)[1]) else None
+            if _PART.fullmatch(name.rsplit(".", 1)[1]) else None
         if not isinstance(hop, torch._ops.HigherOrderOperator):
             raise _Unknown(f"unknown higher-order operator {name[:80]!r}")
         return hop
@@ -110,7 +110,8 @@ def _resolve(name: str) -> Any:
         raise _Unknown(
             f"unknown callable {name!r}. Only torch.ops operators and registered "
             f"callables can be loaded.\nFix: call safetrace.serialize.register_callable"
-            f"({name!r}, fn) before st.load")
+            f"({name!r}, fn) before st.load (the safetrace command: --import MODULE, "
+            f"a module that registers it)")
     return fn
 
 
@@ -119,7 +120,7 @@ def _op(name: str) -> torch._ops.OpOverload:
     if hit is not None:
         return hit
     parts = name.split(".")[2:]
-    if len(parts) != 3 or not all(_PART.match(p) for p in parts):
+    if len(parts) != 3 or not all(_PART.fullmatch(p) for p in parts):
         raise _Unknown(f"bad operator name {name!r} "
                        "(expected torch.ops.<namespace>.<op>.<overload>)")
     ns, op, overload = parts
@@ -143,7 +144,8 @@ def _op(name: str) -> torch._ops.OpOverload:
         raise _Unknown(
             f"unknown operator {name}: no such operator is registered in this "
             f"process.\nFix: if it is a custom op, import the module that defines it "
-            f"(st.custom_op / torch.library) before st.load; if it is an ATen op, this "
+            f"(st.custom_op / torch.library) before st.load (the safetrace command: "
+            f"--import MODULE --allow-ops NS::OP); if it is an ATen op, this "
             f"PyTorch version ({torch.__version__}) lacks it")
     if ns == "aten":  # never deregistered; a custom op's library may be destroyed
         _OPS[name] = overload_obj

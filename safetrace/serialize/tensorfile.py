@@ -8,31 +8,31 @@ dtype the layout has no code for travels as a view (``AS_STORED``: complex128 as
 pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
 ``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
-Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment),
-then makes each tensor a view of the data without a copy: of a private mapping of the
-file (``MAP_PRIVATE``: untouched weights cost no memory, writing one copies only its
-pages, the file never changes), or of the buffer given to ``st.load`` (bytes, bytearray,
-memoryview: the tensors share its memory, so it must not be changed while the program
-lives; ``ep.module()`` copies any state it writes first).  A tensor whose address is not
-64-byte aligned is copied instead (see ``Container.tensor``): in a mapped file written by
-``st.save`` that is only the small tensors after the 64-byte blocks.  Paths are opened once, refused
-unless they are regular files, and the open fd is what is mapped.
+Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment;
+a file that is not a safetensors file is named by ``sniff.py``), then reads each tensor
+straight into storage of its own (``preadv`` from a path, ``readinto`` from a file object,
+one copy from a buffer given to ``st.load``): nothing done to the file or the buffer
+afterwards reaches the program.  ``st.load(path, mmap=True)`` maps the file instead
+(``MAP_PRIVATE``: untouched weights cost no memory; the file must then stay unchanged,
+see docs/saving.md); a mapped tensor off torch's 64-byte alignment, and every bool
+tensor, is copied.  Paths are opened once, refused unless they are regular files.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import mmap
 import os
 import stat
 import struct
-import warnings
 from typing import Any
 
 import torch
 
 from safetrace.errors import LoadError
-from safetrace.serialize.budgets import Budgets, json_shape
+from safetrace.serialize import sniff
+from safetrace.serialize.budgets import Budgets, json_shape, text_cost
 
 CODES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
@@ -58,7 +58,6 @@ for _name in ("float4_e2m1fn_x2", "bits8", "bits1x8", "bits2x4", "bits4x2", "bit
         AS_STORED[_dt] = (torch.uint8 if _dt.itemsize == 1 else torch.uint16, False)
 STORED_DTYPES = {str(dt).removeprefix("torch."): dt for dt in AS_STORED}
 DTYPES_KEY = "safetrace.dtypes"
-MAGIC_V1 = b"PK\x03\x04"
 _VALUES_PER_TENSOR = 80
 ALIGN = 64  # torch's CPU allocator aligns every tensor to 64 bytes
 _DATA_ALIGN = 8  # safetensors pads its header so that the data starts at a multiple of 8
@@ -73,36 +72,41 @@ def stored_form(dtype: torch.dtype, shape: tuple) -> tuple[str, tuple]:
 
 
 class Container:
-    """A parsed file: its metadata strings, and each tensor as a view of ``buffer``."""
+    """A parsed file: its metadata strings, and its tensors.
+
+    ``tensors``: each tensor's bytes read into memory of its own (the default); or
+    ``buffer``: a mapping of the file (``st.load(..., mmap=True)``) that tensors view.
+    """
 
     def __init__(self, metadata: dict, header: dict, spans: dict | None = None,
-                 buffer: Any = None, start: int = 0) -> None:
+                 buffer: Any = None, start: int = 0, tensors: dict | None = None,
+                 mapped: tuple | None = None) -> None:
         self.metadata = metadata
         self.header = header  # tensor name -> (dtype, shape), the true dtype and shape
         self._spans = spans or {}  # tensor name -> (begin, end) in the data
-        self._buffer = buffer  # an object with the buffer protocol (a mapping, bytes, ...)
+        self._buffer = buffer  # a mapping of the file (mmap opt-in)
         self._start = start  # where the data starts in the buffer
+        self._tensors = tensors or {}  # tensor name -> its bytes (uint8), privately read
+        self.mapped = mapped  # (st_dev, st_ino) of the file mapped, if any
 
     def tensor(self, name: str) -> torch.Tensor:
         dtype, shape = self.header[name]
         begin, end = self._spans[name]
         if begin == end:
             return torch.empty(shape, dtype=dtype)
-        with warnings.catch_warnings():  # a bytes source is read-only: see the docstring
-            warnings.filterwarnings("ignore", message=".*not writable.*")
+        raw = self._tensors.get(name)
+        if raw is None:
             raw = torch.frombuffer(self._buffer, dtype=torch.uint8, count=end - begin,
                                    offset=self._start + begin)
-        if raw.data_ptr() % ALIGN:
-            # kernels assume aligned elements (misaligned complex128 crashes them), and
-            # some compute other bits for operands off torch's 64-byte alignment (oneDNN
-            # convolutions): a loaded program computes what the original computes, so a
-            # tensor off that alignment (in a buffer given at such an address, or a small
-            # one after the 64-byte blocks) is copied into aligned memory
-            raw = raw.clone()
-        t = raw.view(dtype).view(shape)
+            if raw.data_ptr() % ALIGN or dtype is torch.bool:
+                # kernels assume aligned elements (misaligned complex128 crashes them), and
+                # some compute other bits for operands off torch's 64-byte alignment (oneDNN
+                # convolutions): a tensor off that alignment is copied into aligned memory;
+                # so is a bool tensor, whose bytes are checked on the copy the program uses
+                raw = raw.clone()
         if dtype is torch.bool and bool((raw > 1).any()):
             raise LoadError(f"tensor {name!r} holds bool bytes other than 0 and 1")
-        return t
+        return raw.view(dtype).view(shape)
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -130,16 +134,29 @@ def open_regular(path: Any, what: str = "file") -> int:
     return fd
 
 
-def read_fd(fd: int, budgets: Budgets, where: str) -> Container:
-    """Parse the container behind ``fd`` and map its data (the fd may be closed after)."""
-    size = os.fstat(fd).st_size
-    n = _header_length(os.pread(fd, 8, 0), size, budgets, where)
+def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Container:
+    """Parse the container behind ``fd`` and read its tensors into memory of their own
+    (``mapped``: map the file copy-on-write instead); the fd may be closed after."""
+    st = os.fstat(fd)
+    size = st.st_size
+    first = os.pread(fd, sniff.HEAD_BYTES, 0)
+    _start(first, lambda: os.pread(fd, sniff.TAIL_BYTES, max(0, size - sniff.TAIL_BYTES)),
+           where)
+    n = _header_length(first[:8], size, budgets, where)
     raw = os.pread(fd, n, 8)
     if len(raw) != n:
-        raise LoadError(f"{where}: truncated header")
+        raise LoadError(f"{where}: truncated header (the file changed while being read?)")
     metadata, header, spans = parse_header(raw, size - 8 - n, budgets, where)
     if size == 8 + n:
         return Container(metadata, header, spans)
+    if not mapped:
+        if hasattr(os, "posix_fadvise"):
+            # start the disk on the whole data now: the reads below then find it arriving
+            # while they fault in fresh memory
+            os.posix_fadvise(fd, 8 + n, size - 8 - n, os.POSIX_FADV_WILLNEED)
+        tensors = _allocate(spans)
+        _preadv_all(fd, 8 + n, [(spans[k][0], v) for k, v in tensors.items()], where)
+        return Container(metadata, header, spans, tensors=tensors)
     try:
         mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -148,49 +165,188 @@ def read_fd(fd: int, budgets: Budgets, where: str) -> Container:
     if os.fstat(fd).st_size != size:
         raise LoadError(f"{where}: the file changed size while being read")
     if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_WILLNEED"):
-        # a program reads all its weights in its first call: start reading them now, in
-        # large requests, rather than page by page as the first call faults them in
-        # (the page cache fills; the process's memory grows only with what it touches)
+        # a program reads all its weights in its first call: start reading them now
         mapping.madvise(mmap.MADV_WILLNEED)
-    return Container(metadata, header, spans, mapping, 8 + n)
+    return Container(metadata, header, spans, mapping, 8 + n, mapped=(st.st_dev, st.st_ino))
 
 
 def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
-    """Parse a container held in memory; its tensors are views of ``buf`` (no copy)."""
+    """Parse a container held in memory; its tensors are copies (``buf`` is never written
+    through them, and may change or go after the load)."""
     view = memoryview(buf)
     if not view.c_contiguous:
         raise LoadError(f"{where}: the buffer given to st.load is not contiguous")
     view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+    _start(bytes(view[:sniff.HEAD_BYTES]),
+           lambda: bytes(view[max(0, view.nbytes - sniff.TAIL_BYTES):]), where)
     n = _header_length(bytes(view[:8]), view.nbytes, budgets, where)
     metadata, header, spans = parse_header(bytes(view[8:8 + n]), view.nbytes - 8 - n,
                                            budgets, where)
-    return Container(metadata, header, spans, view, 8 + n)
+    tensors = _allocate(spans)
+    for name, t in tensors.items():
+        begin, end = spans[name]
+        _memory_of(t)[:] = view[8 + n + begin:8 + n + end]
+    return Container(metadata, header, spans, tensors=tensors)
 
 
 def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
     """Parse a container from a binary file object: the header first, then exactly the
-    data it declares, read once into one buffer that grows as bytes arrive."""
-    head = _read_exactly(f, 8, where)
-    n = _header_length(head, budgets.max_file_bytes, budgets, where)
-    raw = _read_exactly(f, n, where)
+    data it declares, each tensor read into its own memory; never more than the object
+    holds (its real size, where it can tell) or the budget."""
+    left = _stream_left(f)
+    head = b""
+    while len(head) < 8:
+        piece = f.read(8 - len(head))
+        _binary(piece)
+        if not piece:
+            _start(head, lambda: b"", where)  # (a stream of under 8 bytes)
+        head += piece
+    brace = f.read(1)  # (the header's first byte: "{" in every safetensors file)
+    _binary(brace)
+    if sniff.is_zip(head) or brace != b"{":
+        more = f.read(sniff.HEAD_BYTES - 9) if brace else b""
+        _binary(more)
+        _start(head + brace + more, lambda: b"", where)
+    limit = budgets.max_file_bytes if left is None else min(left, budgets.max_file_bytes)
+    n = _header_length(head, limit, budgets, where)
+    raw = brace + _read_exactly(f, n - 1, where) if n else b""
     metadata, header, spans = parse_header(raw, None, budgets, where)
     size = max((e for _, e in spans.values()), default=0)
-    if 8 + n + size > budgets.max_file_bytes:
-        raise LoadError(f"{where}: the header declares {8 + n + size} bytes, over the budget "
-                        f"(max_file_bytes={budgets.max_file_bytes})")
-    data = bytearray()
-    while len(data) < size:  # grown in place: large reallocations remap, no second copy
-        piece = f.read(min(size - len(data), 1 << 24))
-        if not piece:
-            raise LoadError(f"{where}: truncated: the header declares {size} bytes of data, "
-                            f"the file object holds {len(data)}")
-        _binary(piece)
-        data += piece
+    if 8 + n + size > limit:
+        what = (f"the file object holds {left} bytes" if left is not None and limit == left
+                else f"over the budget (max_file_bytes={budgets.max_file_bytes})")
+        raise LoadError(f"{where}: the header declares {8 + n + size} bytes; {what}")
+    tensors = {}
+    for name in sorted(spans, key=lambda k: spans[k][0]):
+        begin, end = spans[name]
+        if begin == end:
+            continue
+        if left is None and end - begin > _STREAM_PIECE:
+            # a stream of unknown size: the bytes first (a short stream costs only what it
+            # holds), then the tensor
+            data = _read_exactly(f, end - begin, where, "tensor data")
+            t = torch.empty(end - begin, dtype=torch.uint8)
+            _memory_of(t)[:] = data
+            del data
+        else:
+            t = torch.empty(end - begin, dtype=torch.uint8)
+            _readinto(f, _memory_of(t), where)
+        tensors[name] = t
     extra = f.read(1)
     if extra:
         _binary(extra)
         raise LoadError(f"{where}: trailing bytes after the last tensor")
-    return Container(metadata, header, spans, data, 0)
+    return Container(metadata, header, spans, tensors=tensors)
+
+
+_STREAM_PIECE = 1 << 24
+_IOV_MAX = 1024
+_PREAD_MAX = 1 << 30
+
+
+def _start(first: bytes, tail: Any, where: str) -> None:
+    """Refuse a file that is not a safetensors file, saying what it is instead."""
+    if sniff.is_zip(first) or not sniff.looks_like_safetensors(first):
+        raise LoadError(f"{where}: " + sniff.describe(first, tail() if sniff.is_zip(first)
+                                                      else None))
+
+
+def _seekable(f: Any) -> bool:
+    try:
+        return bool(f.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _stream_left(f: Any) -> int | None:
+    """How many bytes a file object holds from its position on (None: it cannot tell)."""
+    if not _seekable(f):
+        return None
+    try:
+        pos = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(pos)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return max(0, end - pos) if isinstance(end, int) and isinstance(pos, int) else None
+
+
+def _allocate(spans: dict) -> dict[str, torch.Tensor]:
+    """One uint8 tensor per nonempty span, in file order (torch aligns each to 64 bytes)."""
+    return {name: torch.empty(spans[name][1] - spans[name][0], dtype=torch.uint8)
+            for name in sorted(spans, key=lambda k: spans[k][0])
+            if spans[name][1] > spans[name][0]}
+
+
+def _memory_of(t: torch.Tensor) -> memoryview:
+    """The bytes of a contiguous uint8 CPU tensor, writable, without numpy."""
+    return memoryview((ctypes.c_char * t.numel()).from_address(t.data_ptr())).cast("B")
+
+
+def _preadv_all(fd: int, base: int, pieces: list, where: str) -> None:
+    """Read the file's data at ``base + offset`` straight into each tensor (in file order:
+    the pieces tile the data, so consecutive ones are read by one call)."""
+    i = 0
+    views = [(off, _memory_of(t)) for off, t in pieces]
+    while i < len(views):
+        offset = views[i][0]
+        batch, total = [], 0
+        while i + len(batch) < len(views) and len(batch) < _IOV_MAX and total < _PREAD_MAX:
+            v = views[i + len(batch)][1]
+            batch.append(v)
+            total += v.nbytes
+        done = 0
+        while done < total:
+            got = _preadv(fd, _skip(batch, done), base + offset + done)
+            if got <= 0:
+                raise LoadError(f"{where}: the file ended while its tensors were read (it "
+                                "was truncated or changed while being loaded)")
+            done += got
+        i += len(batch)
+
+
+def _preadv(fd: int, views: list, offset: int) -> int:
+    """``os.preadv``, or (where the platform lacks it) one ``pread`` into the first view."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, views, offset)
+    data = os.pread(fd, min(views[0].nbytes, _PREAD_MAX), offset)
+    views[0][:len(data)] = data
+    return len(data)
+
+
+def _skip(views: list, n: int) -> list:
+    """``views`` less their first ``n`` bytes (after a short read)."""
+    out = []
+    for v in views:
+        if n >= v.nbytes:
+            n -= v.nbytes
+            continue
+        out.append(v[n:] if n else v)
+        n = 0
+    return out
+
+
+def _readinto(f: Any, view: memoryview, where: str) -> None:
+    done = 0
+    readinto = getattr(f, "readinto", None)
+    while done < view.nbytes:
+        got = None
+        if readinto is not None:
+            try:
+                got = readinto(view[done:done + _STREAM_PIECE])
+            except NotImplementedError:  # (a RawIOBase that implements read only)
+                readinto = None
+        if got is None and readinto is not None:
+            raise LoadError("the file object would block (a non-blocking stream): give "
+                            "st.load a blocking file")
+        if readinto is None:
+            piece = f.read(min(view.nbytes - done, _STREAM_PIECE))
+            _binary(piece)
+            got = len(piece)
+            view[done:done + got] = piece
+        if not got:
+            raise LoadError(f"{where}: truncated: the file object ended inside the tensor data")
+        done += got
 
 
 def _binary(piece: Any) -> None:
@@ -198,14 +354,14 @@ def _binary(piece: Any) -> None:
         raise LoadError("the file object must be opened in binary mode")
 
 
-def _read_exactly(f: Any, n: int, where: str) -> bytes:
+def _read_exactly(f: Any, n: int, where: str, what: str = "header") -> bytes:
     chunks, left = [], n
     while left:
         piece = f.read(min(left, 1 << 24))
         if not piece:
             if n == 8 and left == n:
                 raise LoadError(f"{where}: truncated (no header length)")
-            raise LoadError(f"{where}: truncated header ({n - left} of {n} bytes)")
+            raise LoadError(f"{where}: truncated {what} ({n - left} of {n} bytes)")
         _binary(piece)
         chunks.append(bytes(piece))
         left -= len(piece)
@@ -213,13 +369,6 @@ def _read_exactly(f: Any, n: int, where: str) -> bytes:
 
 
 def _header_length(head: bytes, size: int, budgets: Budgets, where: str) -> int:
-    if head[:4] == MAGIC_V1:
-        raise LoadError(
-            f"{where}: this is a format 1 file (a zip archive, written by safetrace before "
-            f"format 2); this safetrace reads format 2 only, which maps weights and checks "
-            f"every operator.\nFix: re-save it: with the safetrace that wrote it, "
-            f"ep = st.load(path); then with this one, st.save(ep, path) (or export the "
-            f"model again and st.save it)")
     if len(head) < 8:
         raise LoadError(f"{where}: truncated (no header length)")
     (n,) = struct.unpack("<Q", head)
@@ -248,6 +397,11 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
         # (a tensor entry holds at most 70 values: its dtype, up to 64 sizes, two offsets)
         raise LoadError(f"{where}: the header holds about {values} JSON values for {entries} "
                         f"tensors (at most {_VALUES_PER_TENSOR} each)")
+    cost = text_cost(raw)
+    if cost > budgets.max_text_bytes:
+        raise LoadError(f"{where}: the header's text would take about {cost} bytes of memory, "
+                        f"over the budget (max_text_bytes={budgets.max_text_bytes}; one astral "
+                        "character makes its string take 4 bytes a character)")
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys,
                             parse_constant=_no_constant)
@@ -268,7 +422,7 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
         raise LoadError(f"{where}: the data starts at byte {len(raw) + 8}, not a multiple of "
                         f"{_DATA_ALIGN} (safetensors pads its header with spaces): its "
                         "tensors would be misaligned")
-    true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, where)
+    true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, budgets, where)
     spans, out = {}, {}
     for name, info in header.items():
         _text(name, f"{where}: tensor name")
@@ -304,10 +458,17 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
     return metadata, out, spans
 
 
-def _true_dtypes(text: Any, header: dict, where: str) -> dict:
+def _true_dtypes(text: Any, header: dict, budgets: Budgets, where: str) -> dict:
     """The ``safetrace.dtypes`` entry: {stored tensor name: dtype it is a view of}."""
     if text is None:
         return {}
+    # bounded before parsing: one flat object of at most one entry per tensor
+    raw = text.encode("utf-8", "replace")
+    values = json_shape(raw, budgets, f"{where}: {DTYPES_KEY}", max_depth=1,
+                        count_values=False, max_string=1024)
+    if values > 2 * len(header) + 1:
+        raise LoadError(f"{where}: {DTYPES_KEY} holds about {values} JSON values for "
+                        f"{len(header)} tensors")
     try:
         value = json.loads(text, object_pairs_hook=no_duplicate_keys,
                            parse_constant=_no_constant)

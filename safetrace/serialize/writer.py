@@ -27,6 +27,7 @@ import io
 import json
 import mmap
 import os
+import stat
 import sys
 import tempfile
 from typing import Any
@@ -126,29 +127,90 @@ def _bytes_of(t: torch.Tensor) -> memoryview:
 
 def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str],
           dtypes: dict[str, str] | None = None) -> None:
-    """Write a container to a path (a temporary file renamed when complete) or a file object."""
+    """Write a container to a path or a file object.
+
+    A path is written as a careful tool writes: into a temporary file in the destination's
+    folder, flushed to the disk (``fsync``), given the mode a new file gets under the
+    process's umask (0644 under 022; an existing file keeps its mode), renamed over the
+    destination, and the folder flushed too.  A symlink is followed (its target is
+    written, the link stays); a destination that exists and is not a regular file (a
+    directory, FIFO, device, socket) is refused.  The temporary file never outlives a
+    failure.
+    """
     if dtypes:
         metadata = {**metadata, DTYPES_KEY: json.dumps(dtypes, sort_keys=True)}
     head, views = layout(tensors, metadata)
     if hasattr(path, "write"):
         _to_file_object(path, head, views)
         return
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".safetrace-", dir=folder)
+    path, mode = destination(path)
+    folder = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".safetrace-", suffix=".tmp", dir=folder)
     try:
         try:
+            if hasattr(os, "fchmod"):  # (POSIX: mkstemp made it 0600)
+                os.fchmod(fd, mode)
             total = len(head) + sum(v.nbytes for v in views)
             direct = DIRECT_MIN_BYTES is not None and total >= DIRECT_MIN_BYTES
             if not (direct and _write_direct(tmp, head, views, total)):
                 _write_buffered(fd, head, views)
+            os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
         raise
+    _fsync_folder(folder)
+
+
+def destination(path: Any) -> tuple[str, int]:
+    """The file a save to ``path`` writes (symlinks followed) and the mode it gets."""
+    path = os.path.realpath(os.fspath(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path, 0o666 & ~_umask()
+    if stat.S_ISREG(st.st_mode):
+        return path, stat.S_IMODE(st.st_mode)
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if
+            stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode)
+            or stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file")
+    err = IsADirectoryError if stat.S_ISDIR(st.st_mode) else FileExistsError
+    raise err(f"st.save refuses to write {path!r}: it is {kind}, not a regular file (saving "
+              f"would replace it).\nFix: give st.save the path of a file, e.g. "
+              f"os.path.join(folder, 'model.st')")
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux: /proc/self/status)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read by setting it (and set it straight back)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable (a crash after it keeps the new file, not an empty one)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(folder, flags)
+    except OSError:
+        return  # (a folder that cannot be opened for reading: the rename is done anyway)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on a folder (EINVAL): nothing more to do
+    finally:
+        os.close(fd)
 
 
 def _to_file_object(f: Any, head: bytes, views: list) -> None:

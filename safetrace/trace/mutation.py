@@ -1,9 +1,20 @@
-"""Which tensors an op writes in place, and which graph input a written tensor belongs to.
+"""Which tensors an op writes in place, and which graph inputs a write may reach.
 
 Used while tracing (to record writes to parameters and buffers) and by ``ep.module()``
-(to give written state its own storage, so running the program never changes the model
-it was exported from).  Besides the schema's ``(a!)`` annotations, batch norm in training
-mode updates its running statistics without declaring it.
+(``written_inputs``: to give written state and constants their own storage, so running
+the program never changes the model it was exported from, the caller's weights, or
+another module of the same program).  Besides the schema's ``(a!)`` annotations, batch
+norm in training mode updates its running statistics without declaring it (a training
+flag that is not the literal False counts as training).
+
+``written_inputs`` is an analysis, not a reading of annotations: a write reaches every
+input that the written value may alias, through every op whose result may alias an
+input.  An op's result is fresh only when the op has its own kernel and its schema
+declares no alias, or when it is a composite known to allocate (``FRESH``); everything
+else (composites such as ``type_as``, ``atleast_1d``, ``broadcast_tensors``, ``meshgrid``,
+``unsafe_chunk``, which return their input or a view of it without saying so; ``lift``
+and ``unsafe_split``; Python callables; control flow) counts as aliasing.  Control-flow
+subgraphs are analysed too: a write inside any of them reaches every operand of the call.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ def written_args(op: Any, args: tuple | list, kwargs: dict) -> list:
     if stats is not None:
         idx, name = stats
         training = args[idx] if idx < len(args) else kwargs.get(name)
-        if training is True:
+        if training is not False and training is not None:  # (a computed flag may be true)
             for i in (3, 4):
                 v = args[i] if i < len(args) else None
                 if v is not None and all(v is not w for w in out):
@@ -87,3 +98,100 @@ def written_placeholders(graph: torch.fx.Graph) -> set:
             if base is not None:
                 names.add(base.name)
     return names
+
+
+_ATEN = torch.ops.aten
+# composites (no kernel of their own) whose result is always a new tensor
+FRESH = frozenset(op for op in (
+    _ATEN.linear.default, _ATEN.matmul.default, _ATEN.bilinear.default,
+    _ATEN.batch_norm.default, _ATEN.layer_norm.default, _ATEN.group_norm.default,
+    _ATEN.instance_norm.default, _ATEN.conv1d.default, _ATEN.conv2d.default,
+    _ATEN.conv3d.default, _ATEN.conv_transpose1d.default, _ATEN.conv_transpose2d.input,
+    _ATEN.conv_transpose3d.input, _ATEN.softmax.int, _ATEN.log_softmax.int,
+    _ATEN.scaled_dot_product_attention.default, _ATEN.cross_entropy_loss.default,
+    _ATEN.embedding_bag.padding_idx, _ATEN.rms_norm.default,
+    _ATEN.cosine_similarity.default, _ATEN.pairwise_distance.default,
+) if op is not None)
+# own kernels whose result may be an input (or a view of it) though the schema says not
+UNDECLARED_ALIAS = frozenset(("lift", "unsafe_split", "unsafe_split_with_sizes",
+                              "unsafe_chunk"))
+
+
+def may_alias(op: Any) -> bool:
+    """Whether the result of ATen overload `op` may share memory with an input."""
+    if op in FRESH:
+        return False
+    if any(r.alias_info is not None for r in op._schema.returns):
+        return True
+    if op._opname in UNDECLARED_ALIAS or op._schema.is_mutable:
+        return True
+    return _composite(op)
+
+
+def _composite(op: Any) -> bool:
+    cached = _COMPOSITE.get(op)
+    if cached is None:
+        cached = _COMPOSITE[op] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
+            op.name(), "CompositeImplicitAutograd"))
+    return cached
+
+
+_COMPOSITE: dict = {}
+
+
+def written_inputs(graph: torch.fx.Graph) -> set:
+    """Names of the placeholders of `graph` whose memory an in-place op may write, in the
+    graph or in any of its control-flow subgraphs."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    written, _ = _writes(graph, 0)
+    return {placeholders[i].name for i in written}
+
+
+def _writes(graph: torch.fx.Graph, depth: int) -> tuple[set, set]:
+    """(indices of the placeholders a write may reach, indices the outputs may alias)."""
+    subs = getattr(graph, "st_submodules", {})  # (trace/hops: the graphs get_attr names)
+    alias: dict = {}
+    written: set = set()
+    out: set = set()
+    index = 0
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            alias[node] = frozenset((index,))
+            index += 1
+            continue
+        srcs = frozenset().union(*(alias.get(a, ()) for a in node.all_input_nodes))
+        if node.op == "output":
+            out |= srcs
+            continue
+        if node.op != "call_function":
+            continue  # get_attr: a subgraph, read by the call that runs it
+        target = node.target
+        if isinstance(target, torch._ops.OpOverload):
+            if mutates(target):
+                for v in written_args(target, node.args, node.kwargs):
+                    written |= _union(v, alias)
+            alias[node] = srcs if may_alias(target) else frozenset()
+            continue
+        if isinstance(target, torch._ops.HigherOrderOperator):
+            for a in node.all_input_nodes:
+                sub = subs.get(a.target) if a.op == "get_attr" else None
+                if sub is None:
+                    continue
+                if depth > 64 or _writes(sub.graph, depth + 1)[0]:
+                    written |= srcs  # (a write inside reaches every operand)
+        alias[node] = srcs  # control flow, Python callables: unknown, so aliasing
+    return written, out
+
+
+def _union(value: Any, alias: dict) -> set:
+    out: set = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, torch.fx.Node):
+            out |= alias.get(v, frozenset())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return out

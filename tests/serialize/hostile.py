@@ -285,9 +285,10 @@ def cases() -> list[Case]:
     blob(cr, "floordiv_by_cancelled_zero", lambda: _with(m, lambda d: _conds(d, [
         ["eq", ["floordiv", "s0", ["add", ["mul", -1, "s0"], "s0"]], 1]])), expect="call")
     blob(cr, "unbacked_in_state_shape", lambda: _unbacked_state(m))
+    # (an unbacked symbol an input size binds is legal: `z.shape[0] == 2 * u0` programs)
     blob(cr, "unbacked_in_input_shape", lambda: _with(m, lambda d: (
         d["symbols"].__setitem__(0, dict(d["symbols"][0], backed=False, hint=None)),
-        d["contract"]["symbols"][0].__setitem__("backed", False))))
+        d["contract"]["symbols"][0].__setitem__("backed", False))), expect="bounded")
     blob(cr, "unbacked_equal_dim", lambda: _with(m, lambda d: (
         d["symbols"].append({"name": "u9", "backed": False, "hint": None, "lo": 0, "hi": None}),
         d["contract"]["inputs"][0]["dims"].__setitem__(1, {
@@ -337,6 +338,8 @@ def cases() -> list[Case]:
     blob(co, "version_1_zip_with_64gb_member", lambda: _v1_bomb())
     blob(co, "tensor_not_declared", lambda: m.file(m.d(), dict(m.tensors, extra=torch.ones(1))))
     _container_cases(m, blob)
+    _memory_cases(m, blob)
+    _alloc_cases(m, blob)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"
@@ -418,6 +421,104 @@ def _container_cases(m: Maker, blob: Callable) -> None:
             ("dtypes_not_a_map", json.dumps(["complex128"]), "must map")):
         blob(co, name, lambda v=value: _raw(_header_bytes(_with_meta(
             head, "safetrace.dtypes", v)), data), match=why)
+
+
+def _memory_cases(m: Maker, blob: Callable) -> None:
+    """Header parsing bounded: nested metadata JSON, long and astral strings, and file
+    objects that declare more than they hold (issue 23)."""
+    me = "memory"
+    head, data = _split(m.blob)
+    blob(me, "dtypes_nested_25mb", lambda: _raw(_header_bytes(_with_meta(
+        head, "safetrace.dtypes", "[" * 12_000_000 + "]" * 12_000_000)), data),
+        match="nested deeper|JSON values")
+    blob(me, "dtypes_many_values", lambda: _raw(_header_bytes(_with_meta(
+        head, "safetrace.dtypes", "{" + ",".join(f'"k{i}":"x"' for i in range(1_500_000))
+        + "}")), data), match="JSON values")
+    blob(me, "torch_version_astral_31mb", lambda: pack(_set(m.d(), "torch_version",
+                                                            "\U0001F600" + "a" * 31_000_000),
+                                                       m.tensors),
+         match="max_text_bytes|max_json_string")
+    blob(me, "torch_version_not_a_version", lambda: pack(_set(m.d(), "torch_version",
+                                                              "2.13\n$(rm -rf)"), m.tensors),
+         match="torch_version")
+    blob(me, "stack_trace_2mb", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc).replace('"stack_trace": "', '"stack_trace": "' + "x" * 2_000_000, 1)),
+        match="max_json_string")
+    blob(me, "astral_stack_trace_16mb", lambda: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc, ensure_ascii=False).replace(
+            '"stack_trace": "', '"stack_trace": "\U0001F600' + "x" * 900_000, 18)
+        .replace('"dims_report"', '"pad": "' + "y" * 16_000_000 + '", "dims_report"')),
+        match="max_text_bytes|max_json_string")
+    tib = {"__metadata__": head["__metadata__"],
+           "state:big": {"dtype": "F32", "shape": [1 << 38], "data_offsets": [0, 1 << 40]}}
+    blob(me, "stream_declares_1tib", lambda: io.BytesIO(_raw(_header_bytes(tib), b"\0" * 64)),
+         match="holds")
+    blob(me, "pipe_declares_1tib", lambda: _Pipe(_raw(_header_bytes(tib), b"\0" * 4096)),
+         match="max_file_bytes")
+    gib = {"__metadata__": head["__metadata__"],
+           "state:big": {"dtype": "F32", "shape": [1 << 36], "data_offsets": [0, 1 << 38]}}
+    blob(me, "pipe_declares_256gib", lambda: _Pipe(_raw(_header_bytes(gib), b"\0" * 4096)),
+         match="truncated")
+    many = dict({"__metadata__": head["__metadata__"]}, **{
+        f"state:t{i}": {"dtype": "U8", "shape": [1 << 24], "data_offsets": [i << 24,
+                                                                          (i + 1) << 24]}
+        for i in range(1 << 12)})
+    blob(me, "pipe_declares_64gb_in_16mb_tensors",
+         lambda: _Pipe(_raw(_header_bytes(many), b"\0" * 4096)), match="truncated")
+
+
+def _alloc_cases(m: Maker, blob: Callable) -> None:
+    """Allocations of constant size: folded sizes, bytes not elements, strides, repeats,
+    the whole program's sum (issue 23)."""
+    al = "memory"
+
+    def nodes(*items: dict) -> bytes:
+        doc = m.d()
+        doc["nodes"][len(doc["nodes"]) - 1:len(doc["nodes"]) - 1] = list(items)
+        return m.file(doc)
+
+    def call(name: str, target: str, args: list, kwargs: list | None = None) -> dict:
+        out = {"name": name, "op": "call_function", "target": target, "args": args}
+        if kwargs:
+            out["kwargs"] = kwargs
+        return out
+
+    aten = "torch.ops.aten."
+    blob(al, "size_from_folded_mul_4gib", lambda: nodes(
+        call("k", "operator.mul", [65536, 16384]),
+        call("evil", aten + "empty.memory_format", [_l({"node": "k"})])), match="bytes")
+    blob(al, "empty_strided_4tib", lambda: nodes(call(
+        "evil", aten + "empty_strided.default", [_l(2, 2), _l(1 << 40, 1)])), match="bytes")
+    blob(al, "complex128_4x_1gib", lambda: nodes(*[call(
+        f"evil{i}", aten + "zeros.default", [_l(1 << 26)], [["dtype", {"dtype": "complex128"}]])
+        for i in range(4)]), match="bytes")
+    blob(al, "float32_6x_200mb_in_all", lambda: nodes(*[call(
+        f"evil{i}", aten + "zeros.default", [_l(50_000_000)]) for i in range(6)]),
+        match="in all")
+    blob(al, "repeat_of_a_weight_16gib", lambda: nodes(call(
+        "evil", aten + "repeat.default", [{"node": m.weight}, _l(1 << 13, 1 << 13)])),
+        match="bytes")
+
+
+class _Pipe(io.RawIOBase):
+    """A non-seekable stream (a pipe, a socket): st.load cannot know its size."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), len(self.data) - self.pos, 1 << 20)
+        b[:n] = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return n
+
+
+def _set(doc: dict, key: str, value: Any) -> dict:
+    doc[key] = value
+    return doc
 
 
 def _split(blob: bytes) -> tuple[dict, bytes]:

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+import torch
 
 import safetrace as st
 from safetrace.cli import main
@@ -133,3 +134,89 @@ def test_exit_codes_for_usage_and_failing_runs(tmp_path, capsys):
     assert main(["show"]) == 2
     assert main(["check", str(tmp_path)]) == 1
     assert "directory" in capsys.readouterr().err
+
+
+class Long(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(1500):  # a printout far over a pipe's 64 KiB buffer
+            x = x.sin()
+        return x
+
+
+def test_show_into_a_closed_pipe_ends_quietly(tmp_path):
+    saved = tmp_path / "long.st"
+    st.save(st.export(Long(), (torch.randn(2),)), saved)
+    cmd = (f"{sys.executable} -m safetrace.cli show {saved} | head -n 1; "
+           f"exit ${{PIPESTATUS[0]}}")
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert out.stdout.count("\n") == 1
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+    assert out.returncode == 141
+
+
+def test_export_from_a_factory_file_path(tmp_path, capsys):
+    sub = tmp_path / "pkg dir"
+    sub.mkdir()
+    (sub / "models_by_path_st.py").write_text(textwrap.dedent("""
+        import torch
+        import safetrace as st
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                return x.sin() + 1
+
+        def make():
+            return M(), (torch.randn(3, 4),), {"x": {0: st.Dim("b", max=16)}}
+    """))
+    out_file = tmp_path / "m.st"
+    assert main(["export", f"{sub / 'models_by_path_st.py'}:make", "-o", str(out_file)]) == 0
+    mod = st.load(out_file).module()
+    for n in (0, 1, 9):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(mod(x), x.sin() + 1)
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(17, 4))
+
+
+def test_bad_factories_and_imports_are_messages_with_exit_2(tmp_path, capsys):
+    (tmp_path / "broken_factories_st.py").write_text(textwrap.dedent("""
+        def raises():
+            raise RuntimeError("no weights here")
+
+        def wrong():
+            return 5
+    """))
+    (tmp_path / "syntax_error_st.py").write_text("def f(:\n")
+    mod = tmp_path / "broken_factories_st.py"
+    cases = [
+        (["export", "no_such_module_st:make", "-o", str(tmp_path / "a.st")], "cannot import"),
+        (["export", f"{mod}:missing", "-o", str(tmp_path / "a.st")], "has no function"),
+        (["export", f"{mod}:raises", "-o", str(tmp_path / "a.st")], "no weights here"),
+        (["export", f"{mod}:wrong", "-o", str(tmp_path / "a.st")], "must return"),
+        (["export", "nocolon", "-o", str(tmp_path / "a.st")], "MODULE:FACTORY"),
+        (["export", f"{tmp_path / 'syntax_error_st.py'}:f", "-o", str(tmp_path / "a.st")],
+         "SyntaxError"),
+        (["show", str(tmp_path / "a.st"), "--import", "no_such_module_st"], "cannot import"),
+    ]
+    for argv, words in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "a.st").exists()
+
+
+def test_unexpected_failures_are_messages(tmp_path, capsys):
+    (tmp_path / "ok_factory_st.py").write_text(textwrap.dedent("""
+        import torch
+
+        def make():
+            return torch.nn.Linear(2, 2), (torch.randn(1, 2),)
+    """))
+    argv = ["export", f"{tmp_path / 'ok_factory_st.py'}:make", "-o", str(tmp_path)]
+    assert main(argv) == 1  # saving onto a directory
+    err = capsys.readouterr().err
+    assert "directory" in err and "Traceback" not in err
+    torch_zip = tmp_path / "ckpt.pt"
+    torch.save({"w": torch.ones(2)}, torch_zip)
+    assert main(["show", str(torch_zip)]) == 1
+    assert "torch.save checkpoint" in capsys.readouterr().err

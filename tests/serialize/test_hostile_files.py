@@ -17,7 +17,8 @@ import pytest
 from tests.serialize import hostile
 
 ROOT = Path(__file__).resolve().parents[2]
-BATCHES = [["operators", "arguments", "names", "paths"], ["budgets", "crashes", "container"]]
+BATCHES = [["operators", "arguments", "names", "paths"], ["budgets", "crashes", "container"],
+           ["memory"]]
 
 
 def _run(categories: list[str]) -> list[dict]:

@@ -76,7 +76,7 @@ class Big(torch.nn.Module):
         return self.table[idx] + self.count
 
 
-def test_weights_are_mapped_copy_on_write(tmp_path):
+def test_weights_are_mapped_copy_on_write_on_request(tmp_path):
     model = Big()
     ep = st.export(model, (torch.tensor([0, 5]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
     path = tmp_path / "big.st"
@@ -84,7 +84,7 @@ def test_weights_are_mapped_copy_on_write(tmp_path):
     del ep
     on_disk = load_file(path)["state:table"].clone()
     rss = _rss()
-    ep2 = st.load(path)
+    ep2 = st.load(path, mmap=True)
     assert _rss() - rss < 16 << 20  # 64 MiB mapped, not read
     mod = ep2.module()
     for calls, idx in enumerate((torch.tensor([1, 2, 3]), torch.tensor([7]),
@@ -95,6 +95,27 @@ def test_weights_are_mapped_copy_on_write(tmp_path):
     ep2.state_dict["table"].data[0] += 1  # written: its pages are copied, the file is not
     assert torch.equal(load_file(path)["state:table"], on_disk)
     assert torch.equal(st.load(path).state_dict["table"], on_disk)
+
+
+def test_weights_are_private_by_default(tmp_path):
+    model = Big()
+    ep = st.export(model, (torch.tensor([0, 5]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
+    path = tmp_path / "big.st"
+    st.save(ep, path)
+    ep2 = st.load(path)
+    mod = ep2.module()
+    with open(path, "r+b") as f:  # the file rewritten in place, then truncated
+        f.seek(-4096, os.SEEK_END)
+        f.write(b"\x7f" * 4096)
+        f.truncate(1000)
+    idx = torch.tensor([1, 511])
+    torch.testing.assert_close(mod(idx), model.table[idx].detach() + 1)  # no SIGBUS
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.tensor([[1]]))
+    # saving over the file it came from, through a truncating file object
+    with open(path, "wb") as f:
+        st.save(ep2, f)
+    torch.testing.assert_close(st.load(path).module()(idx), model.table[idx].detach() + 1)
 
 
 class Tied(torch.nn.Module):
