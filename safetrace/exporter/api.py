@@ -14,6 +14,7 @@ from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import match_spec, tree_text
+from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
@@ -33,7 +34,8 @@ from safetrace.trace.tracer import Tracer
 
 def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
            dynamic_shapes: Any = None, strict: bool | None = None,
-           preserve_module_call_signature: tuple[str, ...] = ()) -> ExportedProgram:
+           preserve_module_call_signature: tuple[str, ...] = (),
+           max_splits: int = MAX_SPLITS) -> ExportedProgram:
     """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
 
     ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
@@ -54,15 +56,17 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return Exporter(model, fn, preserve_module_call_signature).run(args, kwargs,
-                                                                      dynamic_shapes)
+        return export_with_splits(lambda sides: Exporter(
+            model, fn, preserve_module_call_signature, sides).run(args, kwargs, dynamic_shapes),
+            max_splits)
     finally:
         if was_enabled:
             gc.enable()
 
 
 class Exporter:
-    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = ()) -> None:
+    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
+                 sides: dict | None = None) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
@@ -77,6 +81,7 @@ class Exporter:
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
         self.dyn = DynamicDims(self.env)
+        self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:

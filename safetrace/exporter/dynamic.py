@@ -56,6 +56,12 @@ class DynamicDims:
         self.dim_names: dict[str, str] = {}             # symbol name -> Dim name
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
+        # a size split's side (exporter/splits.py): Dim name -> (hint, lo, hi) traced
+        # instead of the example size and the declared range
+        self.overrides: dict[str, tuple[int, int, float]] = {}
+        # named Dims narrowed around their hint, one per problem found narrowing one:
+        # (Dim name, lo, hi it works for, declared lo, declared hi, hint)
+        self.narrowed: list[tuple[str, int, float, int, float, int]] = []
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -87,18 +93,21 @@ class DynamicDims:
                 out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
                 s = self._root(e, n, where, path, d)
-                self._declare(DimDecl(path, d, "named", s, n, e, e.min, e.max))
+                eff = self.roots[e.name][0]  # the declared Dim, or a split side's range
+                self._declare(DimDecl(path, d, "named", s, self.env.hint(s), e, eff.min,
+                                      eff.max))
                 out.append(make_int(s, self.env))
             elif isinstance(e, DerivedDim):
                 root_hint = n - e.offset
-                if root_hint % e.coef:
+                if root_hint % e.coef and e.root.name not in self.overrides:
                     raise spec_example(where, f"is {e!r}, but {path}.shape[{d}] = {n} is not "
                                               f"of that form for any integer {e.root.name}",
                                        "declare the dim with a Dim of its own, or give an "
                                        "example of that form")
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
                 expr = s * e.coef + e.offset
-                self._declare(DimDecl(path, d, "derived", expr, n, e))
+                self._declare(DimDecl(path, d, "derived", expr,
+                                      self.env.hint(s) * e.coef + e.offset, e))
                 out.append(make_int(expr, self.env))
             else:  # pragma: no cover - spec.py validated entries
                 raise spec_entry(where, e)
@@ -112,6 +121,10 @@ class DynamicDims:
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
+        side = self.overrides.get(dim.name)
+        if side is not None:  # a split's side: its own hint and range
+            hint = side[0]
+            dim = Dim(dim.name, min=side[1], max=None if side[2] == math.inf else int(side[2]))
         found = self.roots.get(dim.name)
         if found is not None:
             other, s = found
@@ -119,7 +132,7 @@ class DynamicDims:
                 raise spec_example(where, f"names a Dim {dim.name!r} that another Dim of the "
                                           f"spec is also named ({other!r} and {dim!r})",
                                    "use one Dim object per name")
-            if self.env.hint(s) != hint:
+            if self.env.hint(s) != hint and side is None:
                 first = self.owner[s.name]
                 shown = f"{derived!r} = {hint * derived.coef + derived.offset}" if derived \
                     else f"{dim.name} = {hint}"
@@ -173,7 +186,7 @@ class DynamicDims:
             dim = dims[decl.where]
             label = f"{decl.where} ({decl.spec!r})"
             if dim.kind == "static":
-                if _only_value(decl.spec) == dim.size:
+                if self._only_value(decl) == dim.size:
                     continue  # the declared range is that one size: nothing was narrowed
                 key = f"static:{decl.where}"
                 if key in seen:
@@ -181,6 +194,7 @@ class DynamicDims:
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = dim.size
+                self._narrowed_to(decl, dim.size)
                 problems.append(Violation(
                     label, f"was specialized to {dim.size}"
                            f"{self.origin_of(name, dim.size + 1)}.",  # the guard ruling out others
@@ -208,6 +222,8 @@ class DynamicDims:
                     continue
                 seen.add(key)
                 self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
+                self.narrowed.append((dim_name, lo, hi, declared.min, declared.max,
+                                      self.env.hints[root]))
                 args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
                     [f"max={hi}"] if hi != math.inf else [])
                 outside = lo - 1 if lo > declared.min else int(hi) + 1
@@ -232,6 +248,30 @@ class DynamicDims:
                     _static_fix(decl.where, value)))
         problems += self._named_relations(contract, seen)
         return problems
+
+    def _only_value(self, decl: DimDecl) -> int | None:
+        """The one size a declared dim allows (its range, or a split side's, is a point)."""
+        root = decl.spec.root if isinstance(decl.spec, DerivedDim) else decl.spec
+        side = self.overrides.get(root.name) if isinstance(root, Dim) else None
+        if side is None or side[1] != side[2]:
+            return _only_value(decl.spec)
+        if isinstance(decl.spec, DerivedDim):
+            return decl.spec.coef * side[1] + decl.spec.offset
+        return side[1]
+
+    def _narrowed_to(self, decl: DimDecl, size: int) -> None:
+        """Note a named (or derived) Dim specialized to `size` as a narrowing to a point."""
+        spec = decl.spec
+        if decl.kind not in ("named", "derived"):
+            return
+        root = spec.root if isinstance(spec, DerivedDim) else spec
+        coef, offset = (spec.coef, spec.offset) if isinstance(spec, DerivedDim) else (1, 0)
+        if (size - offset) % coef:
+            return
+        value = (size - offset) // coef
+        dim = self.roots[root.name][0]
+        if dim.min <= value <= dim.max:
+            self.narrowed.append((root.name, value, value, dim.min, dim.max, value))
 
     def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
         """Run-time conditions that rule out sizes the spec declares: a named Dim promises
@@ -321,6 +361,7 @@ class DynamicDims:
             for decl in self.decls:
                 if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
                     self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
+            self.narrowed.append((name, value, value, dim.min, dim.max, value))
             return Violation(self._label(root),
                              cause + f": it holds for {name} = {value} alone.",
                              f"{_static_fix(where, value)}; or {dynamic}")
@@ -328,6 +369,7 @@ class DynamicDims:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
             self.dim_fixes[name] = narrowed
+            self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root])))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),
@@ -585,4 +627,8 @@ def _static_fix(where: str, value: int) -> str:
 
 def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
-        raise declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)
+        exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)
+        # every problem narrows a named Dim around its hint: a size split can keep the
+        # declared space (exporter/splits.py)
+        exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
+        raise exc
