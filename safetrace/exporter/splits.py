@@ -256,7 +256,7 @@ def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
             val = node.meta.get("val")
             e = None if isinstance(val, Proxy) else _expr(val, subst)
             if node.op == "call_function" and _is_size_fn(node) and isinstance(e, Expr):
-                ids[node] = ("e", e)
+                ids[node] = e  # compared by value, as a literal size would be
                 continue
             ids[node] = ("n", len(out))
             out.append((node.op, node.target, _norm(node.args, ids, subst),
@@ -517,10 +517,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = ""
-    ref_out = next(n for n in reversed(ref.ep.graph.nodes) if n.op == "output").args[0]
-    ref_specs = ref.ep.graph_signature.output_specs
-    ref_vals = [getattr(v, "meta", {}).get("val") if isinstance(v, torch.fx.Node) else v
-                for o, v in zip(ref_specs, ref_out) if o.kind == "user_output"]
+    ref_vals = _output_vals(sides, ref, syms, env)
     buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
                if spec.kind == "buffer"}
     vals = [buf_val.get(t) for t in mutated] + ref_vals
@@ -532,3 +529,46 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     node.meta["val"] = tuple(it.meta["val"] for it in items)
     g.output(tuple(items))
     return g
+
+
+def _user_vals(ep: ExportedProgram) -> list:
+    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output").args[0]
+    return [v.meta.get("val") if isinstance(v, torch.fx.Node) else v
+            for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
+
+
+def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
+    """The outputs' metadata every side agrees on (the reference's, where each side's
+    sizes are the reference's at its point); a size they disagree on is a fresh
+    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
+    rank cannot be one torch.cond."""
+    vals = _user_vals(ref.ep)
+    fresh: dict[tuple[int, int], Any] = {}
+    for s in sides:
+        subst = _point_subst(s, syms)
+        for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
+            if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
+                raise _Unsplittable(f"output {k} differs in kind between the sides")
+            if not isinstance(mine, Proxy):
+                if _expr(mine, subst) != _expr(theirs, {}) and (k, -1) not in fresh:
+                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
+                                            env)
+                continue
+            a, b = mine.st_meta, theirs.st_meta
+            if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+                raise _Unsplittable(f"output {k} differs in dtype or rank between the sides")
+            for d, (x, y) in enumerate(zip(a.shape, b.shape)):
+                if _expr(x, subst) != _expr(y, {}) and (k, d) not in fresh:
+                    lo = 0
+                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
+                                                            "output"), env)
+    out = []
+    for k, v in enumerate(vals):
+        if (k, -1) in fresh:
+            v = fresh[k, -1]
+        elif isinstance(v, Proxy) and any((k, d) in fresh for d in range(len(v.st_meta.shape))):
+            m = v.st_meta
+            shape = tuple(fresh.get((k, d), x) for d, x in enumerate(m.shape))
+            v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        out.append(v)
+    return out
