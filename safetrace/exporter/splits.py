@@ -186,7 +186,8 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
 
 def _note(graph: torch.fx.Graph, notes: list[str]) -> None:
     if notes:
-        graph.__dict__.setdefault("st_splits", []).extend(notes)
+        have = graph.__dict__.setdefault("st_splits", [])
+        have.extend(n for n in dict.fromkeys(notes) if n not in have)
 
 
 # -- comparing programs --------------------------------------------------------------------------
@@ -370,6 +371,9 @@ def _point_subst(side: Side, syms: dict) -> dict:
 def _region_pred(region: dict, syms: dict) -> Expr:
     parts = []
     for d, (lo, hi) in sorted(region.items()):
+        if lo == hi:
+            parts.append(eq(sym(syms[d]), lo))
+            continue
         parts.append(ge(sym(syms[d]), lo))
         if hi != math.inf:
             parts.append(le(sym(syms[d]), int(hi)))
