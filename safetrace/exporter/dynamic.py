@@ -369,7 +369,8 @@ class DynamicDims:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
             self.dim_fixes[name] = narrowed
-            self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root])))
+            if not _holds_outside(conds, root, a, b, lo, hi, fixed):  # an interval: split
+                self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root])))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),
@@ -581,6 +582,15 @@ def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
             b = hi
     alone = a == b and not any(ok(v) for v in range(lo, top + 1) if v != a)
     return a, b, alone
+
+
+def _holds_outside(conds: list, root: str, a: int, b: float, lo: int, hi: float,
+                   fixed: dict) -> bool:
+    """Whether the conditions hold somewhere in [lo, hi] outside [a, b] (searched up to a
+    bound): then a size split at [a, b] would not end (``s % 3 != 0``)."""
+    top = int(min(hi, max(b if b != math.inf else a, lo) * 4 + 256))
+    return any((v < a or v > b) and _holding_range(conds, root, v, v, v, fixed) is not None
+               for v in range(lo, top + 1))
 
 
 def _residue_class(cond: Expr, root: str) -> tuple[int, int] | None:
