@@ -45,6 +45,15 @@ class TwoDims(torch.nn.Module):
         return y.sum(1, keepdim=True) if x.shape[1] == 1 else y.cumsum(1)
 
 
+class Uneven(torch.nn.Module):
+    """b is decided on one side of the seq split only."""
+
+    def forward(self, x):
+        if x.shape[1] == 1:
+            return x * 3
+        return x + 1 if x.shape[0] == 1 else x.cumsum(0)
+
+
 class ConditionOnOneSide(torch.nn.Module):
     """Only the seq == 1 side needs an even batch (a residual condition of that side)."""
 
@@ -112,6 +121,28 @@ def test_two_dims_split_into_four_programs():
     assert str(ep).count("size split:") == 4
     _check(ep, m, [(i, k) for i in (1, 2, 5, 16) for k in (1, 2, 9, 64)])
     _rejected(ep, [(0, 3), (17, 3), (3, 0), (3, 65)])
+
+
+def test_a_dim_split_on_one_side_only():
+    m = Uneven()
+    b = st.Dim("b", min=1, max=16)
+    ep = st.export(m, (torch.randn(3, 5),), dynamic_shapes={"x": {0: b, 1: SEQ}})
+    assert str(ep).count("its own graph") == 3  # (b, seq == 1) merged: one graph
+    _check(ep, m, [(i, k) for i in (1, 2, 16) for k in (1, 2, 64)])
+    _rejected(ep, [(0, 3), (17, 1), (3, 65)])
+
+
+def test_saved_and_converted_split_programs_keep_dispatching(tmp_path):
+    m = ThreeWays()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    st.save(ep, tmp_path / "three.st")
+    loaded = st.load(tmp_path / "three.st")
+    _check(loaded, m, [(2, k) for k in (1, 2, 8, 9, 64)])
+    _rejected(loaded, [(2, 0), (2, 65)])
+    converted = ep.to_torch().module()
+    for k in (1, 2, 8, 9, 64):
+        x = torch.randn(2, k)
+        assert torch.allclose(converted(x), m(x)), k
 
 
 def test_a_condition_of_one_side_applies_on_that_side_only():
