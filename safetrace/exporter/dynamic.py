@@ -60,8 +60,9 @@ class DynamicDims:
         # instead of the example size and the declared range
         self.overrides: dict[str, tuple[int, int, float]] = {}
         # named Dims narrowed around their hint, one per problem found narrowing one:
-        # (Dim name, lo, hi it works for, declared lo, declared hi, hint)
-        self.narrowed: list[tuple[str, int, float, int, float, int]] = []
+        # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
+        # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
+        self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -223,7 +224,7 @@ class DynamicDims:
                 seen.add(key)
                 self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
                 self.narrowed.append((dim_name, lo, hi, declared.min, declared.max,
-                                      self.env.hints[root]))
+                                      self.env.hints[root], False))
                 args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
                     [f"max={hi}"] if hi != math.inf else [])
                 outside = lo - 1 if lo > declared.min else int(hi) + 1
@@ -271,7 +272,7 @@ class DynamicDims:
         value = (size - offset) // coef
         dim = self.roots[root.name][0]
         if dim.min <= value <= dim.max:
-            self.narrowed.append((root.name, value, value, dim.min, dim.max, value))
+            self.narrowed.append((root.name, value, value, dim.min, dim.max, value, False))
 
     def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
         """Run-time conditions that rule out sizes the spec declares: a named Dim promises
@@ -361,7 +362,7 @@ class DynamicDims:
             for decl in self.decls:
                 if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
                     self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
-            self.narrowed.append((name, value, value, dim.min, dim.max, value))
+            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
             return Violation(self._label(root),
                              cause + f": it holds for {name} = {value} alone.",
                              f"{_static_fix(where, value)}; or {dynamic}")
@@ -369,8 +370,8 @@ class DynamicDims:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
             self.dim_fixes[name] = narrowed
-            if not _holds_outside(conds, root, a, b, lo, hi, fixed):  # an interval: split
-                self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root])))
+            self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root]),
+                                  _holds_outside(conds, root, a, b, lo, hi, fixed)))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),

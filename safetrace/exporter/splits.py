@@ -65,7 +65,7 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         original = exc
     sides: list[Side] = []
     try:
-        _explore(run, {}, original.st_narrowed[0], sides, [0, max_splits, original])
+        _explore(run, {}, original.st_narrowed[0], sides, [0, max_splits, original, False])
         return combine(sides)
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if getattr(why, "kind", "") == "too-many-splits":
@@ -75,7 +75,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
 
 def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side],
              budget: list) -> None:
-    name, lo, hi, dlo, dhi, hint = narrowing
+    name, lo, hi, dlo, dhi, hint, soft = narrowing
+    budget[3] = budget[3] or soft
     if (lo, hi) == (dlo, dhi) or lo < dlo or hi > dhi:
         raise _Unsplittable(f"{name}: no progress splitting [{dlo}, {dhi}]")
     parts = [(lo, hi, hint)]
@@ -85,6 +86,8 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         parts.append((int(hi) + 1, dhi, _hint(int(hi) + 1, dhi, int(hi) + 1)))
     budget[0] += len(parts) - 1
     if budget[0] > budget[1]:
+        if budget[3]:  # a condition holding on many intervals (`s % 3 != 0`): refused
+            raise _Unsplittable("a condition that no few ranges express")
         found = [_region_text(s.region) for s in sides]
         found += [_region_text(dict({k: (v[1], v[2]) for k, v in overrides.items()},
                                     **{name: (a, b)})) for a, b, _ in parts]

@@ -45,6 +45,13 @@ class TwoDims(torch.nn.Module):
         return y.sum(1, keepdim=True) if x.shape[1] == 1 else y.cumsum(1)
 
 
+class SevenIsSpecial(torch.nn.Module):
+    """`n == 7` decided at n = 5: seq != 7 holds on two ranges around the point."""
+
+    def forward(self, x):
+        return x * 7 if x.shape[1] == 7 else x.cumsum(1)
+
+
 class Uneven(torch.nn.Module):
     """b is decided on one side of the seq split only."""
 
@@ -112,6 +119,22 @@ def test_three_ranges_nest_two_conds():
     assert len(_conds(ep.graph)) == 1 and len(_conds(inner)) == 1
     _check(ep, m, [(2, k) for k in range(1, 65)])
     _rejected(ep, [(2, 0), (2, 65)])
+
+
+def test_a_point_inside_the_range_splits_in_three():
+    m = SevenIsSpecial()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    assert "size split: seq == 7" in str(ep)
+    _check(ep, m, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
+
+
+def test_a_condition_on_many_ranges_stays_refused():
+    def parity(x):
+        return x * 2 if x.shape[1] % 3 != 0 else x
+
+    with pytest.raises(st.ConstraintViolationError, match="it holds when seq % 3 != 0"):
+        st.export(parity, (torch.randn(2, 4),), dynamic_shapes={"x": {1: SEQ}})
 
 
 def test_two_dims_split_into_four_programs():
