@@ -124,7 +124,9 @@ class ExplainReport:
             lines.append("Dims (declared dynamic -> as traced):")
             lines += [f"  {k}: {v}" for k, v in self.dims.items()]
         if self.guards:
-            lines.append("Guards (conditions the traced program relies on):")
+            lines.append("Guards (conditions the traced program relies on):" if not self.splits
+                         else "Guards (of the first trace; the size splits dispatch on the "
+                              "split Dims'):")
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
         if self.settled:
             lines.append("Settled size-obliviously (data-dependent questions answered for "

@@ -371,14 +371,16 @@ def _point_subst(side: Side, syms: dict) -> dict:
     return {syms[d]: lo for d, (lo, hi) in side.region.items() if lo == hi}
 
 
-def _region_pred(region: dict, syms: dict) -> Expr:
+def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
+    """The sizes of `region`, given that the contract already checks the `hull`."""
     parts = []
     for d, (lo, hi) in sorted(region.items()):
         if lo == hi:
             parts.append(eq(sym(syms[d]), lo))
             continue
-        parts.append(ge(sym(syms[d]), lo))
-        if hi != math.inf:
+        if lo > hull[d][0]:
+            parts.append(ge(sym(syms[d]), lo))
+        if hi < hull[d][1]:
             parts.append(le(sym(syms[d]), int(hi)))
     return and_(*parts) if parts else TRUE
 
@@ -399,7 +401,7 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
         conditions = c.conditions
     else:  # each side's conditions hold on its own range
         conditions = tuple(
-            Condition(or_(not_(_region_pred(s.region, syms)), cond.cond), cond.origin)
+            Condition(or_(not_(_region_pred(s.region, syms, hull)), cond.cond), cond.origin)
             for s in sides for cond in s.ep.contract.conditions)
     return dataclasses.replace(c, symbols=symbols, conditions=conditions)
 
