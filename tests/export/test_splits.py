@@ -218,3 +218,16 @@ def test_explain_lists_the_splits():
     assert report.ok and report.program is not None
     text = str(report)
     assert "Size splits" in text and "seq == 1" in text and "2 <= seq <= 64" in text
+
+
+def test_a_derived_dim_splits_on_its_root():
+    class Derived(torch.nn.Module):
+        def forward(self, y):
+            return y * 3 if y.shape[1] == 2 else y + 1
+
+    seq = st.Dim("seq", min=1, max=32)
+    m = Derived()
+    ep = st.export(m, (torch.randn(2, 10),), dynamic_shapes={"y": {1: 2 * seq}})
+    assert len(_conds(ep.graph)) == 1
+    _check(ep, m, [(2, 2 * k) for k in (1, 2, 3, 32)])
+    _rejected(ep, [(2, 3), (2, 66), (2, 0)])
