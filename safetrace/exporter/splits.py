@@ -34,6 +34,7 @@ from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_, subs
 from safetrace.symbolic.expr import TRUE, Expr, const, sym
 from safetrace.trace.hops import submodules
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.mutation import written_placeholders
 from safetrace.trace.proxy import Proxy
 
 MAX_SPLITS = 4
@@ -344,6 +345,10 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
         if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
                 _contract_key(s.ep.contract, {}, set(syms.values())):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
+    for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
+        params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
+        if written_placeholders(s.ep.graph) & params:
+            raise _Unsplittable("a side writes a parameter in place")
     contract = _union_contract(sides, ref, syms)
     consts, const_names = _unified_constants(sides)
     inputs = [dataclasses.replace(spec) for spec in ref.ep.graph_signature.input_specs

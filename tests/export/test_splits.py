@@ -231,3 +231,31 @@ def test_a_derived_dim_splits_on_its_root():
     assert len(_conds(ep.graph)) == 1
     _check(ep, m, [(2, 2 * k) for k in (1, 2, 3, 32)])
     _rejected(ep, [(2, 3), (2, 66), (2, 0)])
+
+
+PREDICATES = {
+    "eq1": lambda n: n == 1,
+    "gt20": lambda n: n > 20,
+    "lt3": lambda n: n < 3,
+    "eq7": lambda n: n == 7,
+    "window": lambda n: 10 <= n <= 12,
+    "ne5": lambda n: n != 5,
+    "min4": lambda n: min(n, 4) == 4,
+    "le1_or_ge60": lambda n: n <= 1 or n >= 60,
+}
+
+
+@pytest.mark.parametrize("example", [1, 5, 11, 64])
+@pytest.mark.parametrize("name", sorted(PREDICATES))
+def test_every_size_gives_eager_result(name, example):
+    """A branch on a size predicate, exported from examples on both sides: the program gives
+    eager's result at every size of the declared range, which is kept whole."""
+    pred = PREDICATES[name]
+
+    def f(x):
+        return x * 3 if pred(x.shape[1]) else x.cumsum(1)
+
+    ep = st.export(f, (torch.randn(2, example),), dynamic_shapes={"x": {1: SEQ}})
+    assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
+    _check(ep, f, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
