@@ -509,14 +509,16 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
                 metas.setdefault(n.name, dict(n.meta))
     phs = _placeholders(g, inputs, metas)
     region = sides[0].region
+    hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
+                max(s.region[d][1] for s in sides if d in s.region)) for d in region}
     pred, expr = None, TRUE
     for d, (lo, hi) in sorted(region.items()):
-        size = _size_node(g, ref, phs, inputs, syms[d], env)
         tests = [(eq, lo, operator.eq)] if lo == hi else \
-            [(ge, lo, operator.ge), (le, hi, operator.le)]
+            [(ge, lo, operator.ge)] * (lo > hull[d][0]) + [(le, hi, operator.le)] * (hi < hull[d][1])
+        if not tests:
+            continue  # the rest of the sides lie in this one's range of d
+        size = _size_node(g, ref, phs, inputs, syms[d], env)
         for op, bound, fn in tests:
-            if bound == math.inf:
-                continue
             c = g.call_function(fn, (size, int(bound)))
             cond = op(sym(syms[d]), int(bound))
             c.meta.update(val=make_bool(cond, env), stack_trace="")
@@ -525,6 +527,8 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
                 c = g.call_function(operator.and_, (pred, c))
                 c.meta.update(val=make_bool(expr, env), stack_trace="")
             pred = c
+    if pred is None:
+        raise _Unsplittable("sides with overlapping ranges")
     rest = _dispatch_graph(sides[1:], branches[1:], ref, inputs, syms, mutated)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(rest)))
