@@ -1,6 +1,8 @@
 """The ``safetrace`` command: show, check, export and run saved programs.
 
     safetrace show FILE                      the input contract in words and the graph
+    safetrace show --summary FILE            operators, inputs, dims, parameter count
+    safetrace show --html FILE -o PAGE.html  the graph as a self-contained HTML page
     safetrace check FILE                     validate a file (exit status 1 if invalid)
     safetrace export MODULE:FACTORY -o FILE  export what FACTORY() returns and save it
     safetrace run FILE [--n N] [--seed S]    run on random inputs drawn from the contract
@@ -86,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="print the input contract and the readable graph")
     _file_args(s)
     s.set_defaults(func=_show)
+    _view_args(s)
     s = sub.add_parser("check", help="validate a saved program (allowlist included)")
     _file_args(s)
     s.set_defaults(func=_check)
@@ -128,6 +131,36 @@ def _show(ns: argparse.Namespace) -> int:
     _out(ep.describe_contract())
     _out("")
     _out(ep.graph_module.print_readable(print_output=False), end="")
+    return 0
+
+
+def _view_args(s: argparse.ArgumentParser) -> None:
+    """``show --html`` (a self-contained page) and ``show --summary`` (text)."""
+    s.add_argument("--html", action="store_true",
+                   help="write the program as one self-contained HTML page")
+    s.add_argument("--summary", action="store_true",
+                   help="operator histogram, inputs, dims and parameter count")
+    s.add_argument("-o", "--output", default=None,
+                   help="where --html writes the page (default: standard output)")
+    s.set_defaults(func=_show_view)
+
+
+def _show_view(ns: argparse.Namespace) -> int:
+    if not (ns.html or ns.summary):
+        return _show(ns)
+    from safetrace.exporter.html import render_html, summary_text
+
+    ep = _load(ns)
+    if ns.summary:
+        _out(summary_text(ep), end="")
+    if ns.html:
+        page = render_html(ep, title=f"safetrace: {ns.file}")
+        if ns.output is None:
+            sys.stdout.write(page)
+        else:
+            with open(ns.output, "w", encoding="utf-8") as f:
+                f.write(page)
+            _err(f"wrote {ns.output} ({len(page):,} bytes)")
     return 0
 
 

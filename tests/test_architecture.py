@@ -15,7 +15,7 @@ FORBIDDEN = ("torch.export", "torch._dynamo", "torch._export", "torch._subclasse
 
 # Lower layers never import higher ones.
 LAYERS = {
-    "errors": 0, "symbolic": 1, "dims": 2, "pytree": 2, "meta": 3, "rules": 4, "trace": 5,
+    "errors": 0, "progress": 0, "symbolic": 1, "dims": 2, "pytree": 2, "meta": 3, "rules": 4, "trace": 5,
     "export": 6, "exporter": 6, "serialize": 6, "interop": 6, "cli": 7, "demo": 7, "__init__": 7,
 }
 

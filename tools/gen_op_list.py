@@ -1,4 +1,4 @@
-"""Regenerate the README's list of covered ATen overloads from the rule registry.
+"""Regenerate docs/ops.md's list of covered ATen overloads from the rule registry.
 
 Run: .venv/bin/python tools/gen_op_list.py   (rewrites the block between the markers)
 """
@@ -28,7 +28,7 @@ def op_list() -> str:
 
 
 def main() -> None:
-    path = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+    path = pathlib.Path(__file__).resolve().parent.parent / "docs" / "ops.md"
     text = path.read_text()
     head, _, rest = text.partition(START)
     _, _, tail = rest.partition(END)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import operator
 from typing import Any, Callable, Iterator
 
@@ -20,14 +19,11 @@ from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
-from safetrace.trace.asserts import describe_symbols, torch_checks_routed
+from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
-from safetrace.trace.pybuiltins import symbolic_min_max
-from safetrace.trace.pyhelpers import torch_helpers_routed
 from safetrace.trace.graph import add_placeholder
-from safetrace.trace.hops import control_flow_routed
 from safetrace.trace.proxy import Proxy, SymShape
-from safetrace.trace.pycalls import number_calls_routed
+from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
@@ -50,18 +46,10 @@ def export(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
-    # Export creates many short-lived objects with reference cycles (graph <-> nodes).
-    # With the cyclic collector paused they die young instead of being promoted and
-    # reclaimed by occasional full collections (tens of ms in a process holding torch).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return export_with_splits(lambda sides: Exporter(
             model, fn, preserve_module_call_signature, sides).run(args, kwargs, dynamic_shapes),
             max_splits)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class Exporter:
@@ -110,9 +98,8 @@ class Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, _exporting(), torch_checks_routed(), control_flow_routed(), \
-                        symbolic_min_max(), number_calls_routed(self.model, self.fn), \
-                        tracer, module_stack(self.model, tracer, self.preserve) as tree:
+                with guard, ExportSession(self.model, self.fn), tracer, \
+                        module_stack(self.model, tracer, self.preserve) as tree:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
@@ -378,27 +365,6 @@ def _common_device(leaves: list) -> torch.device:
         if isinstance(v, torch.Tensor):
             return v.device
     return torch.device("cpu")
-
-
-@contextlib.contextmanager
-def _exporting() -> Iterator[None]:
-    """Make traced code see an export in progress (torch.compiler.is_exporting() & co)."""
-    import torch.compiler as tc
-
-    saved = (tc._is_compiling_flag, tc._is_exporting_flag)
-    tc._is_compiling_flag = True
-    tc._is_exporting_flag = True
-    seed = torch.initial_seed()  # changes when the code seeds (no tensor is allocated)
-    failed = True
-    try:
-        with torch_helpers_routed():  # torch.broadcast_shapes, the generator's state
-            yield
-        failed = False
-    finally:
-        tc._is_compiling_flag, tc._is_exporting_flag = saved
-    if not failed and torch.initial_seed() != seed:
-        # The generator stays seeded as the model left it, as after an eager call.
-        raise E.seeded_generator()
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}

@@ -21,6 +21,8 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.sides import only_value, point_narrowing
+from safetrace.exporter.spec import OMITTED
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
@@ -63,12 +65,15 @@ class DynamicDims:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
         self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
+        self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
         """The traced shape of input `t`: ints for static dims, SymInts for dynamic ones."""
         shape = tuple(int(s) for s in t.shape)
-        if entries is None:
+        if entries is OMITTED:
+            self.omitted[path] = shape
+        if entries is None or entries is OMITTED:
             return shape
         out: list = []
         for d, (n, e) in enumerate(zip(shape, entries)):
@@ -187,7 +192,7 @@ class DynamicDims:
             dim = dims[decl.where]
             label = f"{decl.where} ({decl.spec!r})"
             if dim.kind == "static":
-                if self._only_value(decl) == dim.size:
+                if only_value(decl.spec, self.overrides) == dim.size:
                     continue  # the declared range is that one size: nothing was narrowed
                 key = f"static:{decl.where}"
                 if key in seen:
@@ -195,11 +200,14 @@ class DynamicDims:
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = dim.size
-                self._narrowed_to(decl, dim.size)
-                problems.append(Violation(
-                    label, f"was specialized to {dim.size}"
-                           f"{self.origin_of(name, dim.size + 1)}.",  # the guard ruling out others
-                    _static_fix(decl.where, dim.size)))
+                if decl.kind in ("named", "derived"):  # a size split can keep it
+                    self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
+                                                                   self.roots)])
+                cause = (f"was specialized to {dim.size}"
+                         f"{self.origin_of(name, dim.size + 1)}.")  # the guard ruling out others
+                fix = _static_fix(decl.where, dim.size)
+                cause, fix = self._omitted_note(decl, dim.size, cause, fix)
+                problems.append(Violation(label, cause, fix))
                 continue
             if decl.kind not in ("named", "derived"):
                 continue
@@ -250,29 +258,26 @@ class DynamicDims:
         problems += self._named_relations(contract, seen)
         return problems
 
-    def _only_value(self, decl: DimDecl) -> int | None:
-        """The one size a declared dim allows (its range, or a split side's, is a point)."""
-        root = decl.spec.root if isinstance(decl.spec, DerivedDim) else decl.spec
-        side = self.overrides.get(root.name) if isinstance(root, Dim) else None
-        if side is None or side[1] != side[2]:
-            return _only_value(decl.spec)
-        if isinstance(decl.spec, DerivedDim):
-            return decl.spec.coef * side[1] + decl.spec.offset
-        return side[1]
-
-    def _narrowed_to(self, decl: DimDecl, size: int) -> None:
-        """Note a named (or derived) Dim specialized to `size` as a narrowing to a point."""
-        spec = decl.spec
-        if decl.kind not in ("named", "derived"):
-            return
-        root = spec.root if isinstance(spec, DerivedDim) else spec
-        coef, offset = (spec.coef, spec.offset) if isinstance(spec, DerivedDim) else (1, 0)
-        if (size - offset) % coef:
-            return
-        value = (size - offset) // coef
-        dim = self.roots[root.name][0]
-        if dim.min <= value <= dim.max:
-            self.narrowed.append((root.name, value, value, dim.min, dim.max, value, False))
+    def _omitted_note(self, decl: DimDecl, size: int, cause: str, fix: str) -> tuple[str, str]:
+        """A dim specialized where an input left out of the spec has a dim of that size:
+        name the missing key (the likely cause) and the fix that shares the Dim."""
+        same = [(p, d) for p, shape in self.omitted.items()
+                for d, n in enumerate(shape) if n == size]
+        if not same:
+            return cause, fix
+        tops = list(dict.fromkeys(_top_key(p) for p, _ in same))
+        keys = ", ".join(repr(k) for k in tops)
+        dims = ", ".join(f"{p}.shape[{d}]" for p, d in same)
+        cause += (f" dynamic_shapes has no entry for {keys}, so its dims are static, "
+                  f"{dims} (also {size}) among them: an op that needs {decl.where} to equal "
+                  f"{'it' if len(same) == 1 else 'one of them'} pins it (torch.export refuses "
+                  f"a dict without a key for every input).")
+        spec = decl.spec.name if isinstance(decl.spec, Dim) else repr(decl.spec)
+        p, d = same[0]
+        share = (f"dynamic_shapes[{p!r}] = {{{d}: {spec}}}" if p == tops[0] else
+                 f"add {tops[0]!r} to dynamic_shapes with {spec} for {p}.shape[{d}]")
+        return cause, f"if {p}.shape[{d}] goes with {decl.where}, give it the same Dim: " \
+                      f"{share}; otherwise {fix}"
 
     def _named_relations(self, contract: Contract, seen: set[str]) -> list[Violation]:
         """Run-time conditions that rule out sizes the spec declares: a named Dim promises
@@ -492,7 +497,7 @@ class DynamicDims:
 
         rendered = []
         for (path, _), entries in zip(leaves, specs):
-            if entries is None:
+            if entries is None or entries is OMITTED:
                 rendered.append(_Raw("None"))
             else:
                 rendered.append(_Raw("(" + ", ".join(render(e, path, d)
@@ -621,14 +626,9 @@ def _range_text(name: str, lo: float, hi: float) -> str:
     return f"{int(lo)} <= {name} <= {int(hi)}"
 
 
-def _only_value(spec: Any) -> int | None:
-    """The one size a named or derived Dim allows (``Dim('d', min=4, max=4)``), else None."""
-    if isinstance(spec, DerivedDim):
-        root = spec.root
-        return spec.coef * root.min + spec.offset if root.min == root.max else None
-    if isinstance(spec, Dim) and spec.min == spec.max:
-        return int(spec.min)
-    return None
+def _top_key(path: str) -> str:
+    """The top-level input of a leaf path: ``xs[1]['a']`` -> ``xs``."""
+    return path.split("[", 1)[0].split(".", 1)[0]
 
 
 def _static_fix(where: str, value: int) -> str:

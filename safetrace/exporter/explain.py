@@ -16,8 +16,7 @@ import torch
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter.api import Exporter
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
-from safetrace.trace.hops.rewrite import cond_rewrite
-from safetrace.trace.source import short, user_frame
+from safetrace.trace.source import short
 
 
 @dataclasses.dataclass
@@ -75,13 +74,9 @@ class ExplainReport:
         return True  # assume the condition holds, to keep tracing
 
     def data_read(self, error: Any) -> bool:
-        """``if tensor:`` on data: recorded; the True branch is assumed to keep tracing."""
-        problem = _problem(error)
-        rewrite = cond_rewrite(user_frame(2))  # the frame of the `if` on data
-        if rewrite is not None:
-            problem.fix = (f"use torch.cond, which keeps both branches in the graph:\n        "
-                           f"{rewrite}\n     or {problem.fix}")
-        self._add(problem)
+        """``if tensor:`` on data: recorded (its fix names the torch.cond rewrite where the
+        branches are simple); the True branch is assumed to keep tracing."""
+        self._add(_problem(error))
         return True
 
     def stopped(self, exc: Exception) -> None:

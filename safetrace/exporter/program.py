@@ -11,8 +11,10 @@ from safetrace import interop, pytree
 from safetrace.errors import wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
+from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.progress import task
 from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_placeholders
 
@@ -211,10 +213,12 @@ class ExportedProgram:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
 
     # -- the deployment stack ------------------------------------------------------------
-    def to_torch(self, *, strict: bool = False) -> Any:
+    def to_torch(self, *, strict: bool = False, verbose: bool | None = None) -> Any:
         """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
-        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``."""
-        return interop.to_torch(self, strict=strict)
+        contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``.
+        ``verbose``: progress on standard error (default: only on a terminal)."""
+        with task("ep.to_torch(): building torch.export's program", verbose):
+            return interop.to_torch(self, strict=strict)
 
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
         """This program retraced by safetrace's tracer with each operator decomposed
@@ -223,6 +227,15 @@ class ExportedProgram:
             raise TypeError("this ExportedProgram was built by hand: run_decompositions needs "
                             "one made by st.export or st.load")
         return interop.run_decompositions(self, decomp_table, export=self.retrace)
+
+    def to_html(self, path: Any = None, *, title: str = "safetrace program") -> str:
+        """This program as one self-contained HTML page (graph by module, shapes, source
+        lines, input contract, dims, operator histogram); written to `path` if given."""
+        page = render_html(self, title)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(page)
+        return page
 
     def __str__(self) -> str:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),

@@ -19,6 +19,18 @@ from safetrace.errors import SpecStructureError, spec_entry
 Entry = Any  # None | int | DimHint | Dim | DerivedDim
 
 
+class Omitted:
+    """The spec of a tensor in an input left out of a ``dynamic_shapes`` dict: static, like
+    None, but remembered, so that a declared dim specialized against it names the missing
+    key (torch.export refuses the dict; safetrace reads the input as static)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+OMITTED = Omitted()
+
+
 def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
@@ -35,7 +47,7 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                 f"dynamic_shapes has key(s) {unknown} that are not inputs of the program; "
                 f"the inputs are {valid}.\nFix: key dynamic_shapes by the argument names "
                 f"{valid}{_var_hint(fn)}")
-        per_top = [spec.get(n) for n, _ in tops]
+        per_top = [spec.get(n, OMITTED) for n, _ in tops]
     elif isinstance(spec, (tuple, list)):
         if len(spec) != len(tops):
             raise SpecStructureError(
@@ -117,21 +129,21 @@ def _var_hint(fn: Any) -> str:
 
 def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
     if isinstance(value, torch.Tensor):
-        out.append(_tensor_spec(value, spec, where))
+        out.append(OMITTED if spec is OMITTED else _tensor_spec(value, spec, where))
         return
     node_type = type(value)
     handler = pytree.SUPPORTED_NODES.get(node_type) if not pytree.is_namedtuple_class(
         node_type) else pytree.SUPPORTED_NODES.get(tuple)
     if handler is None:  # a constant leaf
-        if spec is not None and spec != Dim.STATIC:
+        if spec is not None and spec is not OMITTED and spec != Dim.STATIC:
             raise SpecStructureError(f"{where}: input {path} is a {node_type.__name__} "
                             f"({value!r}), which has no dims; its spec must be None, got {spec!r}")
         out.append(None)
         return
     children, context = handler.flatten_fn(value)
-    if spec is None:
+    if spec is None or spec is OMITTED:
         for i, c in enumerate(children):
-            _walk(c, None, where, f"{path}[{i}]", out)
+            _walk(c, spec, where, f"{path}[{i}]", out)
         return
     specs = _spec_children(value, children, context, spec, where, path)
     keys = _child_keys(value, children, context)

@@ -18,6 +18,7 @@ from typing import Any
 from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.onnx import export_onnx
 from safetrace.interop.torch_export import convert
+from safetrace.progress import task
 
 
 def to_torch(ep: Any, *, strict: bool = False) -> Any:
@@ -25,9 +26,13 @@ def to_torch(ep: Any, *, strict: bool = False) -> Any:
     return convert(ep, strict=strict)
 
 
-def to_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
-    """Export a safetrace program to ONNX through ``torch.onnx.export(ep.to_torch())``."""
-    return export_onnx(ep, path, **kwargs)
+def to_onnx(ep: Any, path: Any = None, *, verbose: bool | None = None, **kwargs: Any) -> Any:
+    """Export a safetrace program to ONNX through ``torch.onnx.export(ep.to_torch())``.
+
+    ``verbose``: progress on standard error (default: only on a terminal); True also
+    turns on ``torch.onnx.export``'s own messages, False silences both."""
+    with task("st.to_onnx: converting, then torch.onnx.export", verbose):
+        return export_onnx(ep, path, verbose=bool(verbose), **kwargs)
 
 
 def run_decompositions(ep: Any, decomp_table: dict | None = None, *, export: Any) -> Any:

@@ -13,6 +13,7 @@ pytree specs): ``ep.to_torch()`` makes them the module call signatures that
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -66,8 +67,12 @@ def module_stack(model: Any, tracer: Any, preserve: Any = ()) -> Iterator[Hierar
             found.modules.append(fqn)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
+    # torch's global module hooks run on every thread: only this export's thread counts
+    thread = threading.get_ident()
 
     def pre(module: torch.nn.Module, args: Any) -> None:
+        if threading.get_ident() != thread:
+            return
         fqn = names.get(id(module))
         if not fqn:  # the root, or a module that is not a submodule of the model
             stack.append((id(module), None))
@@ -81,6 +86,8 @@ def module_stack(model: Any, tracer: Any, preserve: Any = ()) -> Iterator[Hierar
         tracer.nn_stack = current
 
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
+        if threading.get_ident() != thread:
+            return
         while stack:
             ident, previous = stack.pop()
             if previous is not None or names.get(ident):

@@ -21,6 +21,7 @@ then each tensor in pieces of at most 16 MiB (no whole-file buffer).
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import errno
 import io
 import json
@@ -117,7 +118,10 @@ def _bytes_of(t: torch.Tensor) -> memoryview:
     """The bytes of a contiguous CPU tensor, without a copy (the view keeps it alive)."""
     if t.numel() == 0:
         return memoryview(b"")
-    return memoryview(t.reshape(-1).view(torch.uint8).numpy())
+    # a ctypes array over the tensor's memory, not ``.numpy()``: numpy is not a dependency
+    raw = (ctypes.c_char * (t.numel() * t.element_size())).from_address(t.data_ptr())
+    raw.keep_alive = t  # type: ignore[attr-defined]
+    return memoryview(raw).cast("B")
 
 
 def write(path: Any, tensors: dict[str, torch.Tensor], metadata: dict[str, str],

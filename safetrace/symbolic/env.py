@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
+import safetrace.symbolic.log as log
 from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
@@ -206,6 +207,7 @@ class Env:
         if taken not in self._guard_set:
             self._guard_set.add(taken)
             self.guards.append(Guard(taken, self._origin(origin)))
+            log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)
         return bool(v)
 
@@ -258,6 +260,7 @@ class Env:
             return
         item = Settled(c, kind, why, self._origin(origin), asserted)
         self.settled.append(item)
+        log.settled(self, c, kind, why, item.origin, asserted)
         self.facts.append(Guard(c, item.origin))
         self._assume(c)
         if asserted and self.on_settled is not None:
@@ -395,6 +398,7 @@ class Env:
             raise Contradiction(f"contradiction: {s.name} == {value} but its range is "
                              f"[{info.range.lo}, {info.range.hi}]")
         self.subst[s] = value
+        log.replaced(self, s, value)
         for k, v in list(self.subst.items()):
             if s.name in v.free_symbols:
                 self.subst[k] = substitute(v, lambda x: value if x is s else None)

@@ -7,14 +7,13 @@ input sizes only becomes part of the input contract instead (checked before runn
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
 from safetrace.errors import check_false, check_never_holds, runtime_check_failed
 from safetrace.symbolic import SymBool, SymInt
-from safetrace.trace.current import active_tracer
+from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
 
@@ -91,37 +90,37 @@ def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
     node.meta["val"] = None
 
 
-@contextlib.contextmanager
-def torch_checks_routed() -> Iterator[None]:
+_REAL_CHECK = torch._check
+_REAL_CHECK_IS_SIZE = torch._check_is_size
+_REAL_CHECK_WITH = torch._check_with
+
+
+def _check(cond: Any, message: Any = None) -> None:
+    """``torch._check``: st.check on an exporting thread (a False bool: the export error
+    naming it), torch's own elsewhere."""
+    if isinstance(cond, (SymBool, bool)) and exporting():
+        check(cond, message)
+    else:
+        _REAL_CHECK(cond, message)
+
+
+def _check_is_size(i: Any, message: Any = None, *, max: Any = None) -> None:
+    if (isinstance(i, SymInt) or isinstance(max, SymInt)) and exporting():
+        check_is_size(i, message, max=max)
+    else:
+        _REAL_CHECK_IS_SIZE(i, message, max=max)
+
+
+def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
+    # torch._check_index/_value/_type and nn code (MultiheadAttention's mask checks)
+    if isinstance(cond, SymBool) and exporting():
+        check(cond, message)
+    else:
+        _REAL_CHECK_WITH(error_type, cond, message)
+
+
+def patches() -> list[tuple[Any, str, Any]]:
     """While exporting, ``torch._check`` / ``_check_with`` / ``_check_is_size`` go through
-    st.check."""
-    saved: tuple[Callable, Callable] = (torch._check, torch._check_is_size)
-
-    def _check(cond: Any, message: Any = None) -> None:
-        if isinstance(cond, (SymBool, bool)):  # a False bool: the export error naming it
-            check(cond, message)
-        else:
-            saved[0](cond, message)
-
-    def _check_is_size(i: Any, message: Any = None, *, max: Any = None) -> None:
-        if isinstance(i, SymInt) or isinstance(max, SymInt):
-            check_is_size(i, message, max=max)
-        else:
-            saved[1](i, message, max=max)
-
-    saved_with = torch._check_with
-
-    def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
-        # torch._check_index/_value/_type and nn code (MultiheadAttention's mask checks)
-        if isinstance(cond, SymBool):
-            check(cond, message)
-        else:
-            saved_with(error_type, cond, message)
-
-    torch._check, torch._check_is_size = _check, _check_is_size
-    torch._check_with = _check_with
-    try:
-        yield
-    finally:
-        torch._check, torch._check_is_size = saved
-        torch._check_with = saved_with
+    st.check (installed by the export session)."""
+    return [(torch, "_check", _check), (torch, "_check_is_size", _check_is_size),
+            (torch, "_check_with", _check_with)]

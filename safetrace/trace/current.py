@@ -1,19 +1,44 @@
-"""The tracer of the export in progress, for code that runs inside it without a reference
-to it (``st.check`` and ``torch._check`` called by the user's program)."""
+"""What is being exported on this thread: the tracer in progress and the depth of export
+sessions, for code that runs inside an export without a reference to it (``st.check``,
+``torch._check`` and the routed Python builtins called by the user's program).
+
+Everything here is thread-local: the replacements an export installs consult it, so code
+on other threads (and after the export) runs the originals.
+"""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-_ACTIVE: list = [None]
+
+class _Local(threading.local):
+    tracer: Any = None   # the tracer in progress (None outside export)
+    sessions: int = 0    # export sessions entered on this thread and not yet left
+
+
+_LOCAL = _Local()
 
 
 def active_tracer() -> Any:
-    """The tracer of the export in progress (None outside export)."""
-    return _ACTIVE[0]
+    """The tracer of the export in progress on this thread (None outside export)."""
+    return _LOCAL.tracer
 
 
 def set_active_tracer(tracer: Any) -> Any:
-    """Make `tracer` the active one; returns the one it replaces (to restore later)."""
-    previous, _ACTIVE[0] = _ACTIVE[0], tracer
+    """Make `tracer` this thread's active one; returns the one it replaces (to restore)."""
+    previous, _LOCAL.tracer = _LOCAL.tracer, tracer
     return previous
+
+
+def exporting() -> bool:
+    """True on a thread that is inside an export session."""
+    return _LOCAL.sessions > 0
+
+
+def enter_session() -> None:
+    _LOCAL.sessions += 1
+
+
+def leave_session() -> None:
+    _LOCAL.sessions -= 1

@@ -1,32 +1,34 @@
-"""Python's ``min``, ``max`` and ``len`` of symbolic sizes, kept symbolic while tracing.
+"""Python's ``min``, ``max``, ``len`` and ``print`` as the user's code calls them while it
+is exported.
 
 ``max(0, a.size(1) - b.size(0))`` in user code would otherwise compare the two sizes (a
 guard on the example's branch) and pin the result to one of them.  The builtins cannot be
-overloaded by a class, so while tracing they are replaced by versions that build a Min/Max
-expression (as ``torch.sym_min`` does; one of the arguments where the known facts
-decide, still without a guard) when every argument is an
-int or a symbolic int and one of them is symbolic.  Every other call (floats, keys,
-defaults, strings, safetrace's own code) goes to the original builtin unchanged.
-``len()`` must return an int; under tracing ``len(x)`` of a traced tensor is its symbolic
-first size and ``len(x.chunk(2))`` the symbolic number of pieces (no guard).
+overloaded by a class, and swapping them in ``builtins`` would change them for every thread
+(and for torch's own caches, which record what ``builtins.len`` is when they are built).
+Instead ``trace/pycalls.py`` redirects the user's own direct calls of these names to the
+functions here for the export's duration.  They build a Min/Max expression (as
+``torch.sym_min`` does; one of the arguments where the known facts decide, still without a
+guard) when every argument is an int or a symbolic int and one of them is symbolic;
+``len(x)`` of a traced tensor is its symbolic first size and ``len(x.chunk(2))`` the
+symbolic number of pieces (no guard); ``print`` inside a torch.cond branch or loop body is
+refused (it would run once, at export).  Every other call (floats, keys, defaults, strings,
+and every call on a thread that is not exporting) is the builtin's, unchanged.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
-import os
-import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from safetrace.rules.common import decided_max, decided_min
 from safetrace.symbolic import SymInt
+from safetrace.trace.current import active_tracer
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 
-_ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len}
-_real_len = builtins.len  # this module's own len() calls must not go through the routed one
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len,
+             "print": builtins.print}
+_real_len = builtins.len
 
 
 def _sizes(items: Any) -> list | None:
@@ -54,8 +56,8 @@ def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]
         if "key" in kwargs or _real_len(kwargs) > ("default" in kwargs):
             return original(*args, **kwargs)
         sizes = _sizes(items) if items else None
-        if sizes is None or sys._getframe(1).f_code.co_filename.startswith(_OWN_DIR):
-            return original(*args, **kwargs)  # safetrace's own code keeps Python's min
+        if sizes is None:
+            return original(*args, **kwargs)
         acc = sizes[0]
         for v in sizes[1:]:
             acc = combine(acc, v)
@@ -67,8 +69,7 @@ def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]
 
 
 def _len(obj: Any) -> Any:
-    if isinstance(obj, (Proxy, Pieces)) and \
-            not sys._getframe(1).f_code.co_filename.startswith(_OWN_DIR):
+    if isinstance(obj, (Proxy, Pieces)):
         if isinstance(obj, Pieces):
             return obj.symbolic_len()
         if obj.st_meta.ndim:
@@ -78,18 +79,26 @@ def _len(obj: Any) -> Any:
 
 _len.__name__ = _len.__qualname__ = "len"
 _len.__doc__ = _ORIGINAL["len"].__doc__
-_ROUTED = {"min": _routed("min", decided_min), "max": _routed("max", decided_max),
-           "len": _len}
 
 
-@contextlib.contextmanager
-def symbolic_min_max() -> Iterator[None]:
-    """While tracing, ``min``/``max`` of sizes build Min/Max expressions and ``len`` of a
-    traced tensor or of pieces is a symbolic size (no guard); the builtins are restored on
-    every exit."""
-    saved = (builtins.min, builtins.max, builtins.len)
-    builtins.min, builtins.max, builtins.len = _ROUTED["min"], _ROUTED["max"], _ROUTED["len"]
-    try:
-        yield
-    finally:
-        builtins.min, builtins.max, builtins.len = saved
+# print() runs the real builtin from a frame that counts as the caller's (a "<frozen ...>"
+# file name: neither library code for symtypes, which then shows a size as the example's
+# digits, as print in user code does, nor a user frame for error locations)
+_PRINT_SOURCE = """
+def _print(*args, **kwargs):
+    tr = active_tracer()
+    refusal = getattr(tr, "print_refusal", None) if tr is not None else None
+    if refusal is not None:
+        raise refusal()
+    real_print(*args, **kwargs)
+"""
+_print_ns: dict[str, Any] = {"active_tracer": active_tracer, "real_print": builtins.print}
+exec(compile(_PRINT_SOURCE, "<frozen safetrace.print>", "exec"), _print_ns)
+_print = _print_ns["_print"]
+_print.__name__ = _print.__qualname__ = "print"
+_print.__doc__ = _ORIGINAL["print"].__doc__
+
+# the name each builtin is redirected to in the user's code -> its exporting version
+ROUTED = {"__safetrace_min__": _routed("min", decided_min),
+          "__safetrace_max__": _routed("max", decided_max),
+          "__safetrace_len__": _len, "__safetrace_print__": _print}

@@ -1,27 +1,28 @@
-"""``int(x)``, ``float(x)`` and ``math.sqrt/exp/log(x)`` in traced code keep sizes symbolic.
+"""The user's own calls of ``int``, ``float``, ``min``, ``max``, ``len``, ``print`` and
+``math.sqrt/exp/log/log2/log10`` keep sizes symbolic while they are exported.
 
 CPython requires ``__int__`` / ``__float__`` to return a real ``int`` / ``float`` (an int
-subclass is copied), so ``int(n * 0.7)`` of a symbolic size could only specialize the size
-to the few values that give the example's result (``len`` is a function: ``pybuiltins``
-replaces it).  torch.export's strict mode keeps such a value symbolic by rewriting
-bytecode; we do the smallest such rewrite: while an export runs, each direct call
-``int(...)`` / ``float(...)`` in the user's functions (the traced callable, the methods of
-the model's classes and the functions of their modules; never torch's, safetrace's or the
-standard library's) calls ``__safetrace_int__`` / ``__safetrace_float__`` instead.  Those
-give ``trunc(e)`` of a symbolic float, the size itself for a symbolic int and ``float(e)``
-as a symbolic float, and are exactly the builtins for everything else.  Only the operand
-of a ``LOAD_GLOBAL`` that pushes the callee of a call changes (same length, same line
-table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are untouched.  The
-original code objects come back when the export ends.  ``math``'s ``sqrt``, ``exp``,
-``log``, ``log2`` and ``log10`` are wrapped for the export's duration (as torch.export
-wraps ``builtins.max``): a float expression for a size of this export, the original
-function for anything else.
+subclass is copied) and ``__len__`` an int, and ``min``/``max`` compare, so ``int(n * 0.7)``
+or ``max(0, n - 2)`` of a symbolic size could only specialize the size to the values that
+give the example's result.  torch.export's strict mode keeps such values symbolic by
+rewriting bytecode; we do the smallest such rewrite: for the export's duration, each direct
+call ``int(...)``, ``len(...)`` ... and each load of the global ``math`` in the user's
+functions (the traced callable, the methods of the model's classes, the functions of their
+modules and the user functions those call by global name; never torch's, safetrace's or
+the standard library's) is redirected to ``__safetrace_int__``, ``__safetrace_len__`` ...
+(``trace/pybuiltins.py``) or ``__safetrace_math__``.  Those give ``trunc(e)`` of a
+symbolic float, the size itself for a symbolic int, ``float(e)`` as a symbolic float, a
+Min/Max expression, a float expression for ``math.sqrt(n)``, and are exactly the builtins
+for everything else.  Only the operand of a ``LOAD_GLOBAL`` changes (same length, same
+line table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are untouched.
+Nothing in ``builtins`` or ``math`` is replaced: other threads, torch's library code and
+torch's caches see the real functions.  The export session (``trace/session.py``)
+installs the rewritten code objects and puts the originals back when the export ends.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dis
 import functools
 import math
@@ -30,15 +31,19 @@ import sys
 import sysconfig
 import types
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.trace.pybuiltins import ROUTED
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymFloat, SymInt, make_float
 
-_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__"}
+_NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__",
+          "min": "__safetrace_min__", "max": "__safetrace_max__", "len": "__safetrace_len__",
+          "print": "__safetrace_print__", "math": "__safetrace_math__"}
+_MODULE_NAMES = {"math"}  # a module name: ``math.sqrt(n)`` loads it without a call
 # CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
 _SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
 _LOAD_GLOBAL = dis.opmap.get("LOAD_GLOBAL")
@@ -113,15 +118,16 @@ def _rewrite(code: types.CodeType) -> types.CodeType:
     if wanted:
         new_index: dict[int, int] = {}
         for ins in dis.get_instructions(code):
-            if ins.opcode != _LOAD_GLOBAL or ins.arg is None or not ins.arg & 1:
+            if ins.opcode != _LOAD_GLOBAL or ins.arg is None:
                 continue
             old = ins.arg >> 1
-            if old not in wanted:
+            # a called builtin pushes NULL first (the low bit); a module is loaded plainly
+            if old not in wanted or not ins.arg & 1 and wanted[old] not in _MODULE_NAMES:
                 continue
             if old not in new_index:
                 new_index[old] = len(names)
                 names.append(_NAMES[wanted[old]])
-            arg = (new_index[old] << 1) | 1
+            arg = (new_index[old] << 1) | (ins.arg & 1)
             at = ins.offset
             extended = at >= 2 and raw[at - 2] == _EXTENDED_ARG
             if arg > 0xFF and not (extended and arg <= 0xFFFF) or (at >= 4 and extended and
@@ -156,13 +162,14 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
         for m in part[1]:
             modules.setdefault(m.__name__, m)
 
-    take(_collect([fn]))
+    take(_of_function(fn))
     if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
         for m in model.modules():
             classes.setdefault(id(type(m)), type(m))
-            attrs = [v for v in vars(m).values()
-                     if not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
+            attrs = [v for k, v in vars(m).items()
+                     if k not in _MODULE_STATE and v and
+                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str))]
             if attrs:
                 take(_collect(attrs))
         for cls in classes.values():
@@ -175,8 +182,30 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
     return list(found.values())
 
 
+# nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
+_MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                           "_state_dict_hooks", "_state_dict_pre_hooks",
+                           "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
 _CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
 _MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
+
+
+def _of_function(fn: Any) -> tuple[list, list]:
+    """What the traced callable reaches, cached per function while its module's namespace
+    keeps its size (a bound method: its function; anything else is walked each time)."""
+    f = getattr(fn, "__func__", fn)
+    if not isinstance(f, types.FunctionType) or f is not fn and \
+            getattr(fn, "__self__", None) is None:
+        return _collect([fn])
+    hit = _FUNCTIONS.get(f)
+    if hit is None or hit[0] != len(f.__globals__) or hit[1] is not f.__code__ and \
+            original_code(f) is not hit[1]:
+        hit = _FUNCTIONS[f] = (len(f.__globals__), original_code(f), _collect([f]))
+    return hit[2]
+
+
+_FUNCTIONS: weakref.WeakKeyDictionary[types.FunctionType, tuple[int, types.CodeType, Any]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _of_class(cls: type) -> tuple[list, list]:
@@ -221,10 +250,18 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
             return
         v = getattr(v, "__func__", v)  # bound methods
         if isinstance(v, types.FunctionType):
-            if not _user_code(v.__code__):
+            code = original_code(v)
+            if not _user_code(code):
                 return
-            if _rewrite(v.__code__) is not v.__code__:  # it calls int() or float()
+            if _rewrite(code) is not code:  # it calls int(), len(), math.sqrt() ...
                 funcs.append(v)
+            # the user functions it calls by global name (helpers imported from another
+            # of the user's modules: ``from .masks import make_mask``)
+            g = v.__globals__
+            for name in _global_names(code):
+                w = g.get(name)
+                if isinstance(w, types.FunctionType):
+                    visit(w, depth)
             for c in v.__closure__ or ():
                 try:
                     visit(c.cell_contents, depth + 1)
@@ -252,36 +289,82 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
     return funcs, mods
 
 
+def _global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The names ``code`` and its nested functions may load as globals (cached)."""
+    hit = _GLOBAL_NAMES.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names.update(_global_names(c))
+    out = tuple(names)
+    if len(_GLOBAL_NAMES) > 20000:
+        _GLOBAL_NAMES.clear()
+    _GLOBAL_NAMES[id(code)] = (code, out)
+    return out
+
+
+_GLOBAL_NAMES: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
+
+
+def original_code(f: types.FunctionType) -> types.CodeType:
+    """``f``'s own code, also while another export has it rewritten."""
+    code = f.__code__
+    source = _SOURCE.get(id(code))
+    return source[1] if source is not None and source[0] is code else code
+
+
+# id(rewritten) -> (rewritten, original)
+_SOURCE: dict[int, tuple[types.CodeType, types.CodeType]] = {}
+
+
 def _plain_builtins(g: dict) -> bool:
-    """The function's ``int``/``float``/``len`` are the builtins (no module-level name of
-    its own shadows one) and its builtins are the interpreter's (where ours are added)."""
+    """The function's redirected names are the builtins (no module-level name of its own
+    shadows one; ``math`` is the math module) and its builtins are the interpreter's
+    (where ours are added)."""
     b = g.get("__builtins__", builtins)
     if b is not builtins and b is not vars(builtins):
         return False
-    return not any(name in g and g[name] is not getattr(builtins, name) for name in _NAMES)
+    if "math" in g and g["math"] is not math:
+        return False
+    return not any(name in g and g[name] is not getattr(builtins, name)
+                   for name in _NAMES if name not in _MODULE_NAMES)
 
 
-@contextlib.contextmanager
-def number_calls_routed(model: Any, fn: Any) -> Iterator[None]:
-    """While an export runs: the user's ``int()`` / ``float()`` calls keep sizes symbolic."""
-    swapped: list[tuple[types.FunctionType, types.CodeType]] = []
-    if _SUPPORTED:
-        for f in _functions(model, fn):
-            new = _rewrite(f.__code__)
-            if new is not f.__code__ and _plain_builtins(f.__globals__):
-                swapped.append((f, f.__code__))
-                f.__code__ = new
-    # The names stay in builtins after the export: code rewritten here may still run
-    # later (a generator made during the trace), and outside an export they are the builtins.
-    builtins.__safetrace_int__ = sym_int  # type: ignore[attr-defined]
-    builtins.__safetrace_float__ = sym_float  # type: ignore[attr-defined]
-    # math.sqrt/exp/log of a size: a float expression (math calls __float__, a guard)
-    for op, fn in _MATH_ROUTED.items():
-        setattr(math, fn.__name__, fn)
-    try:
-        yield
-    finally:
-        for op, fn in _MATH.items():
-            setattr(math, fn.__name__, fn)
-        for f, old in swapped:
-            f.__code__ = old
+class _RoutedMath(types.ModuleType):
+    """``math`` as the user's rewritten code sees it: sqrt/exp/log/log2/log10 of a size are
+    float expressions; every other name is math's own."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(math, name)
+
+
+_ROUTED_MATH = _RoutedMath("math")
+for _fn in _MATH_ROUTED.values():
+    setattr(_ROUTED_MATH, _fn.__name__, _fn)
+
+# The names stay in builtins for good: code rewritten during an export may still run
+# later (a generator made during the trace), and outside an export each one is exactly the
+# builtin it stands for.  Nothing that exists in builtins is replaced.
+for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_float,
+                      "__safetrace_math__": _ROUTED_MATH, **ROUTED}.items():
+    setattr(builtins, _name, _value)
+
+
+def code_patches(model: Any, fn: Any) -> list[tuple[Any, str, Any]]:
+    """``(function, "__code__", rewritten code)`` for each of the user's functions an export
+    of ``fn`` may run that calls a redirected name: installed and restored by the export
+    session (counted, so two exports of one model at once share them)."""
+    if not _SUPPORTED:
+        return []
+    out = []
+    for f in _functions(model, fn):
+        code = original_code(f)
+        new = _rewrite(code)
+        if new is not code and _plain_builtins(f.__globals__):
+            if len(_SOURCE) > 20000:
+                _SOURCE.clear()
+            _SOURCE[id(new)] = (new, code)
+            out.append((f, "__code__", new))
+    return out

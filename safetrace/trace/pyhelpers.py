@@ -8,18 +8,19 @@ exporting it answers from the broadcasting rule of pointwise ops.
 The generator's state functions cannot be followed by a graph:
 ``torch.manual_seed(torch.initial_seed())`` in forward leaves the seed as it was, and yet
 eager repeats its random numbers on every call; a seed read would become a constant of the
-graph.  While exporting they raise, naming the line.  Both are restored on every exit.
+graph.  On an exporting thread they raise, naming the line; on every other thread they are
+torch's own.  The export session installs them and restores the originals.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from safetrace.errors import rng_state_call
 from safetrace.rules.common import broadcast_shapes as broadcast_rule
+from safetrace.trace.current import exporting
 from safetrace.trace.proxy import shape_value
 from safetrace.trace.source import short, stack_trace
 
@@ -35,28 +36,45 @@ def traced_broadcast_shapes(*shapes: Any) -> Any:
     return shape_value(broadcast_rule(*as_tuples, op="torch.broadcast_shapes"))
 
 
+def _broadcast_shapes(*shapes: Any) -> Any:
+    if exporting():
+        return traced_broadcast_shapes(*shapes)
+    return _REAL["broadcast_shapes"](*shapes)
+
+
+# seeding calls made by threads that are not exporting, while some thread exports: the
+# export's own check that the generator was not seeded then cannot tell who did it
+BYSTANDER_SEEDS = [0]
+_MUTATORS = ("manual_seed", "seed", "set_rng_state")
+
+
 def _refuse_rng(name: str) -> Any:
+    real = _REAL[name]
+
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise rng_state_call(f"torch.{name}()", short(stack_trace(2)))
+        if exporting():
+            raise rng_state_call(f"torch.{name}()", short(stack_trace(2)))
+        if name in _MUTATORS:
+            BYSTANDER_SEEDS[0] += 1
+        return real(*args, **kwargs)
 
     refuse.__name__ = refuse.__qualname__ = name
     return refuse
 
 
 _RNG = ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-_PATCHES = ((torch, "broadcast_shapes", traced_broadcast_shapes),
-            (torch.functional, "broadcast_shapes", traced_broadcast_shapes)) + tuple(
-    (owner, name, _refuse_rng(name)) for name in _RNG for owner in (torch, torch.random))
+_REAL = {name: getattr(torch, name) for name in ("broadcast_shapes", *_RNG)}
+_ROUTED_RNG = {name: _refuse_rng(name) for name in _RNG}
 
 
-@contextlib.contextmanager
-def torch_helpers_routed() -> Iterator[None]:
-    """Install the exporting versions; the originals come back on every exit."""
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in _PATCHES]
-    for owner, name, routed in _PATCHES:
-        setattr(owner, name, routed)
-    try:
-        yield
-    finally:
-        for owner, name, real in saved:
-            setattr(owner, name, real)
+def patches() -> list[tuple[Any, str, Any]]:
+    """The exporting versions of torch.broadcast_shapes and the generator's state
+    functions, for the export session to install (each is torch's own on threads that are
+    not exporting)."""
+    out: list[tuple[Any, str, Any]] = [(torch, "broadcast_shapes", _broadcast_shapes),
+                                       (torch.functional, "broadcast_shapes", _broadcast_shapes)]
+    for name in _RNG:
+        for owner in (torch, torch.random):
+            if getattr(owner, name, None) is _REAL[name]:
+                out.append((owner, name, _ROUTED_RNG[name]))
+    return out

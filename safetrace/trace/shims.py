@@ -6,7 +6,8 @@ be traced one way; data taking the other way is then refused at run time.  Where
 library's branch exists only to avoid an op that raises on empty input, a branch-free
 spelling gives the same values on both sides, so the traced program handles that data too.
 Each replacement says why it is equal.  A library is patched only if the traced code has
-already imported it, and everything is restored when tracing ends, also on errors.
+already imported it, only on the exporting thread, and everything is restored when the
+export ends, also on errors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 from typing import Any, Callable
 
 import torch
+
+from safetrace.trace.current import exporting
 
 
 def _batched_nms_coordinate_trick(boxes: torch.Tensor, scores: torch.Tensor,
@@ -38,19 +41,30 @@ SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
 ]
 
 
-def enter() -> list[tuple[Any, str, Any]]:
-    """Install the replacements of already imported libraries; returns what ``leave``
-    restores."""
-    saved = []
+def _gated(replacement: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return (replacement if exporting() else original)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(original, "__name__", "shim")
+    call.__doc__ = replacement.__doc__
+    return call
+
+
+_GATED: dict[tuple[str, str], tuple[Any, Callable[..., Any]]] = {}
+
+
+def patches() -> list[tuple[Any, str, Any]]:
+    """``(module, attribute, replacement)`` for the libraries already imported: installed
+    by the export session; the replacement is the library's own function on threads that
+    are not exporting."""
+    out = []
     for module_name, attr, replacement in SHIMS:
         module = sys.modules.get(module_name)
-        if module is None or not hasattr(module, attr):
+        original = getattr(module, attr, None) if module is not None else None
+        if original is None:
             continue
-        saved.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, replacement)
-    return saved
-
-
-def leave(saved: list[tuple[Any, str, Any]]) -> None:
-    for module, attr, original in reversed(saved):
-        setattr(module, attr, original)
+        hit = _GATED.get((module_name, attr))
+        if hit is None or hit[0] is not original and original is not hit[1]:
+            hit = _GATED[(module_name, attr)] = (original, _gated(replacement, original))
+        out.append((module, attr, hit[1]))
+    return out

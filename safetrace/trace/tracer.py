@@ -32,7 +32,6 @@ from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
-from safetrace.trace import shims
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
@@ -81,6 +80,8 @@ class Tracer(TorchFunctionMode):
         self.asserted: set = set()      # conditions with an assertion node already
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
+        # inside a branch or loop body: makes the error for a print() there (pybuiltins)
+        self.print_refusal: Callable[[], Exception] | None = None
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
@@ -100,7 +101,7 @@ class Tracer(TorchFunctionMode):
         env = self.env
         self._saved_env.append((ACTIVE.env, set_active_tracer(self),
                                 (env.on_settled, env.settle_policy) if env is not None
-                                else None, shims.enter()))
+                                else None))
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
@@ -108,8 +109,7 @@ class Tracer(TorchFunctionMode):
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        ACTIVE.env, previous, hooks, saved_shims = self._saved_env.pop()
-        shims.leave(saved_shims)
+        ACTIVE.env, previous, hooks = self._saved_env.pop()
         if self.env is not None:
             self.env.on_settled, self.env.settle_policy = hooks
         set_active_tracer(previous)

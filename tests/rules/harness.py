@@ -11,6 +11,7 @@ or the CPU kernel with ``device="cpu"`` where meta has none or disagrees with CP
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import torch
@@ -233,3 +234,26 @@ def zero_size_variants(sample: Sample) -> list[Sample]:
                 out.append(Sample(sample.op, args, kwargs, sample.device,
                                   sample.data_dependent))
     return out
+
+
+# Samples per op in the default run (`make test`): at most this many of each op's samples,
+# spread evenly over its list (the first and the last always in), so every op is still
+# covered; SAFETRACE_RULE_SAMPLES=all (`make test-full`) runs every sample.
+RULE_SAMPLES = os.environ.get("SAFETRACE_RULE_SAMPLES", "2")
+
+
+def sampled(samples: list, per_op: str = RULE_SAMPLES) -> list:
+    """A deterministic subset of ``samples``: ``per_op`` of each op's, evenly spread."""
+    if per_op == "all":
+        return list(samples)
+    k = int(per_op)
+    by_op: dict = {}
+    for s in samples:
+        by_op.setdefault(s.op, []).append(s)
+    keep = set()
+    for group in by_op.values():
+        n = len(group)
+        picks = range(n) if n <= k else {round(i * (n - 1) / (k - 1)) for i in range(k)} \
+            if k > 1 else {0}
+        keep.update(id(group[i]) for i in picks)
+    return [s for s in samples if id(s) in keep]

@@ -9,10 +9,11 @@ import random
 import pytest
 
 from safetrace.symbolic.expr import sym
-from tests.rules.harness import describe, evaluate, reference, resized, symbolic_run
+from tests.rules.harness import describe, evaluate, reference, resized, sampled, \
+    symbolic_run
 from tests.rules.test_rules_vs_torch import SAMPLES
 
-SYMBOLIC = [s for s in SAMPLES if not s.data_dependent]
+SYMBOLIC = sampled([s for s in SAMPLES if not s.data_dependent])
 
 
 def _bindings(env, dims, rng, n=3):

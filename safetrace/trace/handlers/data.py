@@ -16,14 +16,17 @@ import torch
 
 from safetrace.errors import DataDependentError
 from safetrace.trace.handlers.metadata import real
+from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.registry import Handler, handles
-from safetrace.trace.source import parse, short, stack_trace
+from safetrace.trace.source import parse, short, stack_trace, user_frame
 
 T = torch.Tensor
 aten = torch.ops.aten
 
 _INDEX = "using a tensor as an index (__index__)"
+# what st.explain assumes a data read gave, to trace on past it
+_ASSUMED: dict[str, Any] = {"bool()": True, "int()": 1, "float()": 1.0, _INDEX: 1}
 
 
 def data_read(what: str) -> Handler:
@@ -38,12 +41,27 @@ def data_read(what: str) -> Handler:
             # so a symbolic one is specialized (a guard), as int(size) is
             return value if isinstance(value, int) else int(value)
         error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}",
-                             _number_fix(what, args[0]))
-        if what == "bool()" and tr.on_data_read is not None:
-            return tr.on_data_read(error)  # st.explain: recorded, a branch assumed
+                             _cond_fix() if what == "bool()" else _number_fix(what, args[0]))
+        if what in _ASSUMED and tr.on_data_read is not None:
+            # st.explain: recorded, and tracing goes on with an assumed value (the True
+            # branch; 1 for a number), so that the problems after this line are found too
+            tr.on_data_read(error)
+            return _ASSUMED[what]
         raise error
 
     return handler
+
+
+def _cond_fix() -> str | None:
+    """For ``if <tensor>:`` whose branches are simple: the paste-ready torch.cond rewrite,
+    then the general advice."""
+    rewrite = cond_rewrite(user_frame(3))  # the frame of the `if` on data
+    if rewrite is None:
+        return None
+    return (f"use torch.cond, which keeps both branches in the graph:\n        {rewrite}\n"
+            f"     or compute on tensors instead of Python values (e.g. torch.where(cond, a, "
+            f"b) instead of `if`), or move the data-dependent decision out of the exported "
+            f"code.")
 
 
 def _number_fix(what: str, x: Proxy) -> str | None:

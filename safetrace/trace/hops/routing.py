@@ -2,17 +2,18 @@
 
 ``torch.cond`` and ``torch._higher_order_ops.while_loop / map / scan`` are Python functions
 that hand tensors to torch.compile unless dynamo is already tracing; they never reach a
-TorchFunctionMode.  While exporting they are replaced (and put back afterwards, also on
-failure) by functions that trace with safetrace.  The operators themselves
+TorchFunctionMode.  While exporting, the export session replaces them (and puts them back
+afterwards, also on failure) by functions that trace with safetrace on the exporting thread
+and call torch's own everywhere else; torch's entry points reached under another name are
+recognized by the wrapper they hand to torch.compile.  The operators themselves
 (``torch.ops.higher_order.cond`` ..., e.g. in a re-exported program's graph) do reach the
 mode and get handlers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import torch._higher_order_ops  # noqa: F401 - the entry points replaced while exporting
@@ -90,34 +91,49 @@ _HOP_UTILS = sys.modules["torch._higher_order_ops.utils"]
 _COMPILE_AND_CALL = getattr(_HOP_UTILS, "_hop_compile_and_call", None)
 
 
+def _wrapper_code(entry: Callable, name: str) -> Any:
+    """The code of the op-calling wrapper a torch entry point defines inside itself
+    (``cond``'s ``_cond_op_wrapper``): how it is recognized whatever name it was called by."""
+    for c in getattr(getattr(entry, "__code__", None), "co_consts", ()):
+        if getattr(c, "co_name", None) == name:
+            return c
+    return None
+
+
+# torch's own entry points, called under any name (``from torch import cond as c``,
+# functorch's cond) while tracing: the wrapper they hand to torch.compile -> ours
+_BY_WRAPPER = {code: ours for code, ours in (
+    (_wrapper_code(_ORIGINAL["cond"], "_cond_op_wrapper"),
+     lambda pred, true_fn, false_fn, operands: cond(pred, true_fn, false_fn, operands)),
+) if code is not None}
+
+
 def _call_uncompiled(fn: Callable, args: tuple, kwargs: dict | None = None) -> Any:
-    """torch's entry points bound before export (``from torch._higher_order_ops import
-    while_loop``) hand the operator call to torch.compile; while tracing it runs as it is,
-    so the operator reaches the tracer's handlers below."""
+    """torch's entry points bound before export (``from torch import cond as c``) hand the
+    operator call to torch.compile; while tracing, a known entry point's wrapper is traced
+    as the entry point itself, and any other runs as it is, so the operator reaches the
+    tracer's handlers below."""
     if _tracing() is None:
         return _COMPILE_AND_CALL(fn, args, kwargs)  # type: ignore[misc]
+    ours = _BY_WRAPPER.get(getattr(fn, "__code__", None))
+    if ours is not None and not kwargs:
+        return ours(*args)
     return fn(*args, **(kwargs or {}))
 
 
-@contextlib.contextmanager
-def control_flow_routed() -> Iterator[None]:
-    """While exporting, torch's control-flow entry points trace with safetrace."""
-    replaced = []
-    if _COMPILE_AND_CALL is not None and \
-            getattr(_HOP_UTILS, "_hop_compile_and_call", None) is _COMPILE_AND_CALL:
-        replaced.append((_HOP_UTILS, "_hop_compile_and_call", None))
-        _HOP_UTILS._hop_compile_and_call = _call_uncompiled
+def patches() -> list[tuple[Any, str, Any]]:
+    """``(owner, attribute, replacement)`` for every control-flow spelling loaded now; the
+    export session installs them for its duration.  Each replacement traces with safetrace
+    on a thread that is exporting and is torch's own function everywhere else."""
+    out: list[tuple[Any, str, Any]] = []
+    if _COMPILE_AND_CALL is not None:  # (map/scan's _maybe_compile_and_run_fn calls it too)
+        out.append((_HOP_UTILS, "_hop_compile_and_call", _call_uncompiled))
     for module_name, attr, key in _SPELLINGS:
         mod = sys.modules.get(module_name)
         if mod is None or getattr(mod, attr, None) is not _ORIGINAL[key]:
             continue  # not loaded, or not the function (a submodule of the same name)
-        replaced.append((mod, attr, key))
-        setattr(mod, attr, _OURS[key])
-    try:
-        yield
-    finally:
-        for mod, attr, key in replaced:
-            setattr(mod, attr, _ORIGINAL[key] if key is not None else _COMPILE_AND_CALL)
+        out.append((mod, attr, _OURS[key]))
+    return out
 
 
 # -- the operators reaching the mode ----------------------------------------------------------

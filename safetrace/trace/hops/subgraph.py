@@ -10,7 +10,6 @@ operands.  State and constants always get their placeholders in the root graph.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import inspect
 import linecache
@@ -157,7 +156,7 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
     """Route the tracer's node creation into `graph` while the function runs."""
     saved = (tr.graph, tr.sym_nodes, tr.asserted, tr.first_op,
              tr.__dict__.get("lift"), tr.__dict__.get("symbol_node"),
-             set(tr.mutated), builtins.print)
+             set(tr.mutated), tr.print_refusal)
     outermost = "st_root" not in tr.__dict__
     if outermost:  # the program's own graph, and its first op (where input sizes are read)
         tr.st_root = [tr.graph, tr.first_op]
@@ -187,9 +186,9 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
             return on_graph(src[0].graph, lambda: cls.symbol_node(tr, name))
         return cls.symbol_node(tr, name)
 
-    def refuse_print(*args: Any, **kwargs: Any) -> None:
-        raise UnsupportedOpError(
-            f"print() inside {where} at {short(stack_trace(2))}: a branch or loop body is "
+    def refuse_print() -> Exception:
+        return UnsupportedOpError(
+            f"print() inside {where} at {short(stack_trace(3))}: a branch or loop body is "
             f"traced once, so the print would run at export and never when the program "
             f"runs.\nFix: remove the print from the branch (print outside the "
             f"torch.cond / loop call, or return the value and print it after running)")
@@ -198,7 +197,7 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
         root[1] = tr.first_op
     tr.graph, tr.sym_nodes, tr.asserted, tr.first_op = graph, {}, set(tr.asserted), None
     tr.lift, tr.symbol_node = lift, symbol_node
-    builtins.print = refuse_print
+    tr.print_refusal = refuse_print
     created: set[str] = set()
     n_facts = len(tr.env.facts) if tr.env is not None else 0
     try:
@@ -206,7 +205,7 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
         if tr.env is not None:
             _refuse_outside_facts(tr.env, n_facts, n_syms, where)
     finally:
-        builtins.print = saved[7]
+        tr.print_refusal = saved[7]
         if tr.env is not None:
             created.update(list(tr.env.symbols)[n_syms:])
         for name in created:  # sizes made inside are read from the subgraph's nodes

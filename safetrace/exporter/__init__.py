@@ -1,0 +1,1 @@
+"""L6: ``st.export``, spec matching, the input contract, input checks, ExportedProgram."""

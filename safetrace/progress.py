@@ -1,0 +1,119 @@
+"""Progress for long steps (ONNX export, conversion to torch.export, saving, loading).
+
+``with task("converting to ONNX", verbose): ...`` writes to standard error:
+
+- on a terminal (``verbose=None``, the default): after one second, a line that counts the
+  seconds in place (``safetrace: converting to ONNX ... 12 s``), then ``done in 52.3 s``;
+  steps shorter than a second print nothing;
+- ``verbose=True``: the same on a terminal; elsewhere (a log file, CI) a line when the
+  step starts and one when it ends;
+- ``verbose=False``, or the environment variable ``SAFETRACE_PROGRESS=0``: nothing.
+
+A step inside another step (``st.to_onnx`` calls ``ep.to_torch()``) reports as part of
+the outer one. Standard library only, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from typing import Iterator, TextIO
+
+_ACTIVE = threading.local()  # steps running in this thread (inner ones stay quiet)
+DELAY_S = 1.0  # quieter than this, a step says nothing on a terminal
+TICK_S = 1.0
+
+
+def enabled(verbose: bool | None, stream: TextIO | None = None) -> bool:
+    """Whether a step reports: ``verbose`` if given, else whether `stream` is a terminal."""
+    if verbose is not None:
+        return bool(verbose)
+    if os.environ.get("SAFETRACE_PROGRESS", "") in ("0", "false", "no"):
+        return False
+    stream = stream or sys.stderr
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
+
+
+class _Ticker:
+    def __init__(self, label: str, stream: TextIO, live: bool) -> None:
+        self.label, self.stream, self.live = label, stream, live
+        self.start = time.perf_counter()
+        self.shown = False
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def _write(self, text: str) -> None:
+        with self.lock:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):  # a closed pipe must not break the real work
+                self.stop.set()
+
+    def _run(self) -> None:
+        if self.stop.wait(DELAY_S):
+            return
+        while not self.stop.is_set():
+            elapsed = time.perf_counter() - self.start
+            self._write(f"\rsafetrace: {self.label} ... {elapsed:.0f} s")
+            self.shown = True
+            self.stop.wait(TICK_S)
+
+    def begin(self) -> None:
+        if self.live:
+            self.thread = threading.Thread(target=self._run, name="safetrace-progress",
+                                           daemon=True)
+            self.thread.start()
+        else:
+            self._write(f"safetrace: {self.label} ...\n")
+            self.shown = True
+
+    def end(self, ok: bool) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        if not self.shown:
+            return
+        elapsed = time.perf_counter() - self.start
+        what = "done" if ok else "failed"
+        lead = "\r" if self.live else ""
+        self._write(f"{lead}safetrace: {self.label}: {what} in {elapsed:.1f} s\n")
+
+
+@contextlib.contextmanager
+def task(label: str, verbose: bool | None = None,
+         stream: TextIO | None = None) -> Iterator[None]:
+    """Report the step `label` while the block runs (see the module's docstring)."""
+    out = stream or sys.stderr
+    depth = getattr(_ACTIVE, "depth", 0)
+    if depth or not enabled(verbose, out):
+        _ACTIVE.depth = depth + 1
+        try:
+            yield
+        finally:
+            _ACTIVE.depth = depth
+        return
+    ticker = _Ticker(label, out, live=_isatty(out))
+    ticker.begin()
+    ok = False
+    _ACTIVE.depth = 1
+    try:
+        yield
+        ok = True
+    finally:
+        _ACTIVE.depth = 0
+        ticker.end(ok)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,1 @@
+"""L5: the tracer: proxy tensors, the TorchFunctionMode, handlers and graph building."""

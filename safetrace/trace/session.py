@@ -1,0 +1,167 @@
+"""One export session: everything an export changes in the process, entered and restored as
+one unit, and invisible to every other thread.
+
+An export must make the user's program reach safetrace where it calls torch's Python-level
+entry points that never reach a TorchFunctionMode (``torch.cond`` and the other control-flow
+spellings, ``torch._check``, ``torch.broadcast_shapes``, the generator's state functions,
+``torch.compiler.is_exporting``, library shims) and keep sizes symbolic in the user's own
+calls of ``int``/``float``/``min``/``max``/``len``/``print``/``math`` (``trace/pycalls.py``).
+All of it is one declarative table of ``(owner, attribute, replacement)``, collected from
+the modules that own each concern (``patches()`` in each) and installed here:
+
+- **Per thread.**  Every replacement consults this thread's export state
+  (``trace/current.py``) and is the original function on any thread that is not exporting,
+  so code on other threads, and torch's library code, behaves as if nothing were installed.
+- **Counted.**  Two exports at once (two threads) share the installed table: the first to
+  enter installs an entry, the last to leave restores it, under one lock.
+- **Restored.**  torch's thread-local modes (grad mode, autocast, default dtype,
+  deterministic algorithms) are snapshot on entry and put back on exit, also when the
+  export fails, as torch.export does.  The cyclic garbage collector is paused while any
+  export runs (graphs are cyclic and short-lived) and resumed by the last one to end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from typing import Any, Callable, Iterator
+
+import torch
+import torch.compiler
+
+from safetrace.errors import seeded_generator
+from safetrace.trace import asserts, hops, pycalls, pyhelpers, shims
+from safetrace.trace.current import enter_session, exporting, leave_session
+
+Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
+
+_LOCK = threading.RLock()
+# (id(owner), attribute) -> [owner, original, replacement, sessions using it]
+_INSTALLED: dict[tuple[int, str], list[Any]] = {}
+_GC = {"sessions": 0, "was_enabled": False}
+
+
+def _gated_flag(original: Callable[[], bool]) -> Callable[[], bool]:
+    def flag() -> bool:
+        return True if exporting() else original()
+
+    flag.__name__ = flag.__qualname__ = original.__name__
+    flag.__doc__ = original.__doc__
+    return flag
+
+
+_COMPILER_FLAGS = {name: _gated_flag(getattr(torch.compiler, name))
+                   for name in ("is_compiling", "is_exporting")}
+
+
+def _compiler_patches() -> list[Patch]:
+    """``torch.compiler.is_compiling()`` / ``is_exporting()`` are True for the code being
+    exported (libraries take their export-friendly paths) and nowhere else: torch's module
+    flags, which every thread reads, are left alone."""
+    return [(torch.compiler, name, fn) for name, fn in _COMPILER_FLAGS.items()]
+
+
+def _install(patches: list[Patch]) -> list[tuple[int, str]]:
+    keys = []
+    with _LOCK:
+        for owner, attr, replacement in patches:
+            key = (id(owner), attr)
+            slot = _INSTALLED.get(key)
+            if slot is None:
+                slot = _INSTALLED[key] = [owner, getattr(owner, attr), replacement, 0]
+                setattr(owner, attr, replacement)
+            slot[3] += 1
+            keys.append(key)
+    return keys
+
+
+def _uninstall(keys: list[tuple[int, str]]) -> None:
+    with _LOCK:
+        for key in reversed(keys):
+            slot = _INSTALLED[key]
+            slot[3] -= 1
+            if slot[3] == 0:
+                del _INSTALLED[key]
+                setattr(slot[0], key[1], slot[1])
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector paused while any export runs: an export creates many
+    short-lived objects with reference cycles (graph <-> nodes), which die young instead of
+    being promoted and reclaimed by full collections (tens of ms in a process holding
+    torch).  The last export to end resumes it if it was running."""
+    with _LOCK:
+        if _GC["sessions"] == 0:
+            _GC["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _GC["sessions"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _GC["sessions"] -= 1
+            if _GC["sessions"] == 0 and _GC["was_enabled"]:
+                gc.enable()
+
+
+def _autocast_devices() -> tuple[str, ...]:
+    return ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
+
+
+def _snapshot() -> tuple:
+    autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                     for d in _autocast_devices())
+    return (torch.is_grad_enabled(), torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
+
+
+def _restore(snap: tuple) -> None:
+    grad, dtype, deterministic, warn_only, autocast = snap
+    torch.set_grad_enabled(grad)
+    if torch.get_default_dtype() != dtype:
+        torch.set_default_dtype(dtype)
+    if (torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled()) != (deterministic, warn_only):
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    for device, enabled, cast_dtype in autocast:
+        torch.set_autocast_enabled(device, enabled)
+        torch.set_autocast_dtype(device, cast_dtype)
+
+
+class ExportSession:
+    """``with ExportSession(model, fn):`` traces ``fn`` with everything an export needs
+    installed for this thread only, and leaves the process as it found it."""
+
+    def __init__(self, model: Any, fn: Any) -> None:
+        self.model, self.fn = model, fn
+        self._keys: list[tuple[int, str]] = []
+        self._modes: tuple = ()
+        self._seed = 0
+        self._bystander_seeds = 0
+
+    def patches(self) -> list[Patch]:
+        """Everything this export installs, in one table."""
+        return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
+                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn)]
+
+    def __enter__(self) -> ExportSession:
+        self._modes = _snapshot()
+        # the generator's seed changes when the traced code seeds it (nothing is allocated)
+        self._seed = torch.default_generator.initial_seed()
+        self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
+        self._keys = _install(self.patches())
+        enter_session()
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        leave_session()
+        _uninstall(self._keys)
+        _restore(self._modes)
+        if exc_type is None and torch.default_generator.initial_seed() != self._seed and \
+                pyhelpers.BYSTANDER_SEEDS[0] == self._bystander_seeds:
+            # seeded by this export's code, through a path no replacement saw; the generator
+            # stays seeded as the model left it, as after an eager call
+            raise seeded_generator()

@@ -1,0 +1,97 @@
+"""Papercuts of issue 24, item 7: each message names what the user wrote and gives a fix."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_an_input_left_out_of_dynamic_shapes_is_named_with_the_shared_dim_fix():
+    b = st.Dim("b", min=0, max=64)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(Add(), (torch.randn(2, 3), torch.randn(2, 3)), dynamic_shapes={"x": {0: b}})
+    text = str(info.value)
+    assert "dynamic_shapes has no entry for 'y'" in text, text
+    assert "y.shape[0] (also 2)" in text, text
+    assert "dynamic_shapes['y'] = {0: b}" in text, text
+    # the named fix works: the program is dynamic in b for both inputs
+    ep = st.export(Add(), (torch.randn(2, 3), torch.randn(2, 3)),
+                   dynamic_shapes={"x": {0: b}, "y": {0: b}})
+    for n in (0, 1, 5):
+        x, y = torch.randn(n, 3), torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x, y), x + y)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 3), torch.randn(4, 3))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(65, 3), torch.randn(65, 3))
+
+
+def test_an_omitted_input_without_a_dim_of_that_size_is_not_blamed():
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return x[:2] * y.sum()
+
+    b = st.Dim("b", min=1, max=64)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(M(), (torch.randn(2, 3), torch.randn(5, 4)), dynamic_shapes={"x": {0: b}},
+                  max_splits=0)  # (by default: a size split, exporter/splits.py)
+    assert "no entry" not in str(info.value)
+
+
+class DataIf(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+
+class DataCond(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 1, (x,))
+
+
+def test_export_error_of_a_data_dependent_if_gives_the_torch_cond_rewrite():
+    with pytest.raises(st.DataDependentError) as info:
+        st.export(DataIf(), (torch.randn(3, 4),))
+    fix = info.value.fix
+    assert "return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 1, (x,))" in fix, fix
+    report = st.explain(DataIf(), (torch.randn(3, 4),))
+    assert report.problems[0].fix == fix  # explain and export give the same fix
+    # the rewrite exports and takes either branch at run time, at other sizes too
+    n = st.Dim("n", min=1, max=16)
+    ep = st.export(DataCond(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: n}})
+    for rows in (1, 2, 7):
+        for sign in (1.0, -1.0):
+            x = sign * (torch.rand(rows, 4) + 0.1)
+            torch.testing.assert_close(ep.module()(x), DataIf()(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 5))
+
+
+class IntReads(torch.nn.Module):
+    def forward(self, x, n):
+        k = int(n)
+        y = x[:k]
+        m = int(n.sum() * 2)
+        z = torch.zeros(m)
+        if n > 3:
+            y = y * 2
+        return y, z, float(x.mean())
+
+
+def test_explain_reports_every_data_read_not_only_the_first():
+    report = st.explain(IntReads(), (torch.randn(8, 4), torch.tensor(3)))
+    lines = [p.where for p in report.problems]
+    assert len(report.problems) == 4, str(report)
+    for code in ("k = int(n)", "m = int(n.sum() * 2)", "if n > 3:", "float(x.mean())"):
+        assert any(code in w for w in lines), (code, lines)
+    assert not report.ok and report.program is None
+    with pytest.raises(st.DataDependentError, match="int\\(\\) of a tensor"):
+        st.export(IntReads(), (torch.randn(8, 4), torch.tensor(3)))

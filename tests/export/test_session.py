@@ -1,0 +1,219 @@
+"""An export changes nothing another thread can see, and leaves the process as it found it
+(issue 20, the export session): two exports at once give the programs of one at a time; a
+bystander thread calling builtins and torch's entry points during an export sees their
+usual behaviour and does not disturb the export; torch's modes come back after an export
+that changes them, also after one that fails; ``torch.cond`` under any name traces."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+
+import safetrace as st
+
+from functorch.experimental.control_flow import cond as functorch_cond
+from torch import cond as aliased_cond
+
+
+class Mixed(torch.nn.Module):
+    """Routes through everything a session installs: min/max/len/int/math of sizes,
+    torch._check, broadcast_shapes, torch.cond, a submodule (the module-stack hooks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        n = len(x)
+        k = max(1, min(n, 3))
+        torch._check(x.shape[0] >= 1)
+        shape = torch.broadcast_shapes(x.shape, (1, 4))
+        scale = int(math.sqrt(n * n))
+        z = self.lin(x.expand(shape)) * scale
+        z = torch.cond(y.sum() > 0, lambda a: a + 1, lambda a: a - 1, (z,))
+        return z[:k]
+
+
+def _export_mixed() -> st.ExportedProgram:
+    n = st.Dim("n", min=1, max=64)
+    return st.export(Mixed().eval(), (torch.randn(5, 4), torch.ones(2)),
+                     dynamic_shapes={"x": {0: n}, "y": None})
+
+
+def _fingerprint(ep: st.ExportedProgram) -> str:
+    return str(ep)
+
+
+def test_two_threads_export_at_once_and_match_serial_programs() -> None:
+    torch.manual_seed(0)
+    serial = _fingerprint(_export_mixed())
+    results: dict[int, list] = {0: [], 1: []}
+    barrier = threading.Barrier(2)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        for _ in range(20):
+            try:
+                results[i].append(_fingerprint(_export_mixed()))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                results[i].append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    for i in range(2):
+        assert len(results[i]) == 20
+        for r in results[i]:
+            assert not isinstance(r, Exception), repr(r)
+            assert r == serial
+
+
+def test_program_from_a_thread_runs_right_at_other_sizes() -> None:
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(_export_mixed()))
+    t.start()
+    t.join(timeout=120)
+    ep = box[0]
+    m = Mixed().eval()
+    m.load_state_dict(ep.module().state_dict(), strict=False)
+    eager = Mixed().eval()
+    eager.lin.load_state_dict({k.split(".", 1)[1]: v for k, v in ep.state_dict.items()})
+    for n in (1, 2, 7):
+        for sign in (1.0, -1.0):
+            x, y = torch.randn(n, 4), torch.full((2,), sign)
+            torch.testing.assert_close(ep.module()(x, y), eager(x, y))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(65, 4), torch.ones(2))
+
+
+class _Waits(torch.nn.Module):
+    """A forward that lets a bystander thread run in the middle of the export."""
+
+    def __init__(self, started: threading.Event, done: threading.Event) -> None:
+        super().__init__()
+        self.started, self.done = started, done
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.lin(x)
+        self.started.set()
+        assert self.done.wait(timeout=120)
+        return y * max(1, len(x) - 1)
+
+
+def test_a_bystander_thread_sees_the_real_functions_during_an_export() -> None:
+    started, done = threading.Event(), threading.Event()
+    seen: dict = {}
+
+    def bystander() -> None:
+        assert started.wait(timeout=120)
+        try:
+            seen["min"] = min(3, 5)
+            seen["max"] = max([2, 9, 4])
+            seen["len"] = len(torch.zeros(6, 2))
+            seen["print"] = print is __builtins__["print"] if isinstance(
+                __builtins__, dict) else print is __builtins__.print
+            torch.manual_seed(123)
+            seen["rand"] = torch.rand(2)
+            seen["broadcast"] = torch.broadcast_shapes((2, 1), (1, 3))
+            seen["compiling"] = (torch.compiler.is_compiling(), torch.compiler.is_exporting())
+            a = torch.ones(2)
+            seen["check"] = torch._check(True) is None
+            seen["cond"] = torch.cond(a.sum() > 0, lambda v: v + 1, lambda v: v - 1, (a,))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen["error"] = exc
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    n = st.Dim("n", min=1, max=32)
+    ep = st.export(_Waits(started, done), (torch.randn(4, 3),), dynamic_shapes={"x": {0: n}})
+    t.join(timeout=300)
+    assert "error" not in seen, repr(seen.get("error"))
+    assert (seen["min"], seen["max"], seen["len"], seen["print"]) == (3, 9, 6, True)
+    torch.manual_seed(123)
+    torch.testing.assert_close(seen["rand"], torch.rand(2))
+    assert seen["broadcast"] == torch.Size([2, 3])
+    assert seen["compiling"] == (False, False)
+    assert seen["check"]
+    torch.testing.assert_close(seen["cond"], torch.full((2,), 2.0))
+    # the export was not disturbed: it still sizes by len(x) - 1 symbolically
+    m = ep.module()
+    for rows in (1, 2, 9):
+        x = torch.randn(rows, 3)
+        expected = torch.nn.functional.linear(x, ep.state_dict["lin.weight"],
+                                              ep.state_dict["lin.bias"]) * max(1, rows - 1)
+        torch.testing.assert_close(m(x), expected)
+
+
+class _ChangesModes(torch.nn.Module):
+    def __init__(self, fail) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.set_grad_enabled(False)
+        torch.set_default_dtype(torch.float64)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        if self.fail == "autocast":  # refused at the next op (an export error)
+            torch.set_autocast_enabled("cpu", True)
+        elif self.fail:
+            raise ValueError("the model fails")
+        return x * 2
+
+
+@pytest.mark.parametrize("fail", [False, True, "autocast"])
+def test_modes_are_restored_after_an_export(fail) -> None:
+    before = (torch.is_grad_enabled(), torch.get_default_dtype(),
+              torch.are_deterministic_algorithms_enabled(), torch.is_autocast_enabled("cpu"))
+    assert before == (True, torch.float32, False, False)
+    if fail == "autocast":
+        with pytest.raises(st.UnsupportedOpError, match="autocast is active"):
+            st.export(_ChangesModes(fail), (torch.randn(3),))
+    elif fail:
+        with pytest.raises(ValueError, match="the model fails"):
+            st.export(_ChangesModes(fail), (torch.randn(3),))
+    else:
+        ep = st.export(_ChangesModes(fail), (torch.randn(3),))
+        x = torch.randn(3)
+        torch.testing.assert_close(ep.module()(x), x * 2)
+    after = (torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.are_deterministic_algorithms_enabled(), torch.is_autocast_enabled("cpu"))
+    assert after == before
+
+
+class _Aliased(torch.nn.Module):
+    def __init__(self, cond_fn) -> None:
+        super().__init__()
+        self.cond_fn = cond_fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.cond_fn(x.sum() > 0, lambda v: v.cos() + 1, lambda v: v.sin() - 1, (x,))
+
+
+@pytest.mark.parametrize("cond_fn", [aliased_cond, functorch_cond],
+                         ids=["from_torch_import_cond_as", "functorch_cond"])
+def test_cond_under_another_name_exports_and_eager_cond_still_works(cond_fn) -> None:
+    n = st.Dim("n", min=1, max=16)
+    model = _Aliased(cond_fn)
+    ep = st.export(model, (torch.randn(4),), dynamic_shapes={"x": {0: n}})
+    for size in (1, 3, 16):
+        for sign in (1.0, -1.0):
+            x = torch.rand(size) * sign
+            out = ep.module()(x)
+            assert isinstance(out, torch.Tensor)
+            torch.testing.assert_close(out, x.cos() + 1 if sign > 0 else x.sin() - 1)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(17))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(0))
+    # torch's own cond, eager, in the same process afterwards
+    x = torch.ones(3)
+    torch.testing.assert_close(torch.cond(x.sum() > 0, lambda v: v + 1, lambda v: v - 1, (x,)),
+                               x + 1)
