@@ -349,6 +349,22 @@ def contradictory_sizes(detail: str) -> ContradictorySizes:
             "st.explain(model, args, dynamic_shapes=...) lists every guard with its line")
 
 
+class TooManySplits(ConstraintViolationError):
+    """The program branches on a declared Dim's size more often than ``max_splits`` allows."""
+
+    kind = "too-many-splits"
+
+
+def too_many_splits(limit: int, found: list[str], first: str) -> TooManySplits:
+    """``found``: the size ranges traced so far (``seq == 1``); ``first``: the first
+    decision that split (its problem text)."""
+    return TooManySplits(
+        f"the program branches on declared sizes into more than {limit + 1} specializations "
+        f"(max_splits={limit}); traced so far: {'; '.join(found)}. First split: {first}",
+        fix=f"allow more: st.export(..., max_splits={2 * limit + 2}), or narrow the Dim's "
+            f"declared range to the sizes you use")
+
+
 class CheckNeverHolds(ConstraintViolationError):
     """An st.check / torch._check on sizes is false for the example inputs."""
 

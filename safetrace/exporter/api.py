@@ -13,6 +13,8 @@ from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.spec import match_spec, tree_text
+from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
+from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.interop.hierarchy import module_stack
 from safetrace.meta import TensorMeta
@@ -29,14 +31,17 @@ from safetrace.trace.tracer import Tracer
 
 def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
            dynamic_shapes: Any = None, strict: bool | None = None,
-           preserve_module_call_signature: tuple[str, ...] = (), mod: Any = None,
-           ) -> ExportedProgram:
+           preserve_module_call_signature: tuple[str, ...] = (),
+           max_splits: int = MAX_SPLITS, mod: Any = None,
+           verbose: bool | None = None) -> ExportedProgram:
     """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
 
     ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
     outputs, as in torch.export: ``torch.export.unflatten(ep.to_torch())`` then rebuilds
     each as a module with its own call signature, which can be swapped for another.
-    ``mod=`` is torch.export's name for ``model`` and is accepted too."""
+    ``mod=`` is torch.export's name for ``model`` and is accepted too.  ``max_splits``
+    bounds the size splits (``exporter/splits.py``); ``verbose`` reports a long export's
+    progress on standard error (by default only on a terminal)."""
     if mod is not None:
         if model is not None:  # as Python says of a parameter given twice
             raise TypeError("st.export() got both model and mod= (torch.export's name for "
@@ -55,13 +60,15 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
-    with gc_paused():
-        return Exporter(model, fn, preserve_module_call_signature).run(args, kwargs,
-                                                                      dynamic_shapes)
+    with gc_paused(), task(f"exporting {type(model).__name__}", verbose):
+        return export_with_splits(lambda sides: Exporter(
+            model, fn, preserve_module_call_signature, sides).run(args, kwargs, dynamic_shapes),
+            max_splits)
 
 
 class Exporter:
-    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = ()) -> None:
+    def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
+                 sides: dict | None = None) -> None:
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
@@ -76,6 +83,7 @@ class Exporter:
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
         self.dyn = DynamicDims(self.env)
+        self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:

@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.sides import only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
@@ -57,6 +58,13 @@ class DynamicDims:
         self.dim_names: dict[str, str] = {}             # symbol name -> Dim name
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
+        # a size split's side (exporter/splits.py): Dim name -> (hint, lo, hi) traced
+        # instead of the example size and the declared range
+        self.overrides: dict[str, tuple[int, int, float]] = {}
+        # named Dims narrowed around their hint, one per problem found narrowing one:
+        # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
+        # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
+        self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
         self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
 
     # -- before tracing ---------------------------------------------------------------
@@ -91,18 +99,21 @@ class DynamicDims:
                 out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
                 s = self._root(e, n, where, path, d)
-                self._declare(DimDecl(path, d, "named", s, n, e, e.min, e.max))
+                eff = self.roots[e.name][0]  # the declared Dim, or a split side's range
+                self._declare(DimDecl(path, d, "named", s, self.env.hint(s), e, eff.min,
+                                      eff.max))
                 out.append(make_int(s, self.env))
             elif isinstance(e, DerivedDim):
                 root_hint = n - e.offset
-                if root_hint % e.coef:
+                if root_hint % e.coef and e.root.name not in self.overrides:
                     raise spec_example(where, f"is {e!r}, but {path}.shape[{d}] = {n} is not "
                                               f"of that form for any integer {e.root.name}",
                                        "declare the dim with a Dim of its own, or give an "
                                        "example of that form")
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
                 expr = s * e.coef + e.offset
-                self._declare(DimDecl(path, d, "derived", expr, n, e))
+                self._declare(DimDecl(path, d, "derived", expr,
+                                      self.env.hint(s) * e.coef + e.offset, e))
                 out.append(make_int(expr, self.env))
             else:  # pragma: no cover - spec.py validated entries
                 raise spec_entry(where, e)
@@ -116,6 +127,10 @@ class DynamicDims:
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
+        side = self.overrides.get(dim.name)
+        if side is not None:  # a split's side: its own hint and range
+            hint = side[0]
+            dim = Dim(dim.name, min=side[1], max=None if side[2] == math.inf else int(side[2]))
         found = self.roots.get(dim.name)
         if found is not None:
             other, s = found
@@ -123,7 +138,7 @@ class DynamicDims:
                 raise spec_example(where, f"names a Dim {dim.name!r} that another Dim of the "
                                           f"spec is also named ({other!r} and {dim!r})",
                                    "use one Dim object per name")
-            if self.env.hint(s) != hint:
+            if self.env.hint(s) != hint and side is None:
                 first = self.owner[s.name]
                 shown = f"{derived!r} = {hint * derived.coef + derived.offset}" if derived \
                     else f"{dim.name} = {hint}"
@@ -177,7 +192,7 @@ class DynamicDims:
             dim = dims[decl.where]
             label = f"{decl.where} ({decl.spec!r})"
             if dim.kind == "static":
-                if _only_value(decl.spec) == dim.size:
+                if only_value(decl.spec, self.overrides) == dim.size:
                     continue  # the declared range is that one size: nothing was narrowed
                 key = f"static:{decl.where}"
                 if key in seen:
@@ -185,6 +200,9 @@ class DynamicDims:
                 seen.add(key)
                 name = next(iter(decl.expr.free_symbols), "")
                 self.fixes[(decl.path, decl.dim)] = dim.size
+                if decl.kind in ("named", "derived"):  # a size split can keep it
+                    self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
+                                                                   self.roots)])
                 cause = (f"was specialized to {dim.size}"
                          f"{self.origin_of(name, dim.size + 1)}.")  # the guard ruling out others
                 fix = _static_fix(decl.where, dim.size)
@@ -213,6 +231,8 @@ class DynamicDims:
                     continue
                 seen.add(key)
                 self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
+                self.narrowed.append((dim_name, lo, hi, declared.min, declared.max,
+                                      self.env.hints[root], False))
                 args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
                     [f"max={hi}"] if hi != math.inf else [])
                 outside = lo - 1 if lo > declared.min else int(hi) + 1
@@ -347,6 +367,7 @@ class DynamicDims:
             for decl in self.decls:
                 if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
                     self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
+            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
             return Violation(self._label(root),
                              cause + f": it holds for {name} = {value} alone.",
                              f"{_static_fix(where, value)}; or {dynamic}")
@@ -354,6 +375,8 @@ class DynamicDims:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
             self.dim_fixes[name] = narrowed
+            self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root]),
+                                  _holds_outside(conds, root, a, b, lo, hi, fixed)))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),
@@ -567,6 +590,15 @@ def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
     return a, b, alone
 
 
+def _holds_outside(conds: list, root: str, a: int, b: float, lo: int, hi: float,
+                   fixed: dict) -> bool:
+    """Whether the conditions hold somewhere in [lo, hi] outside [a, b] (searched up to a
+    bound): then a size split at [a, b] would not end (``s % 3 != 0``)."""
+    top = int(min(hi, max(b if b != math.inf else a, lo) * 4 + 256))
+    return any((v < a or v > b) and _holding_range(conds, root, v, v, v, fixed) is not None
+               for v in range(lo, top + 1))
+
+
 def _residue_class(cond: Expr, root: str) -> tuple[int, int] | None:
     """``(k, r)`` when `cond` is ``root % k == r`` (a constant k > 1), else None."""
     if cond.op != "eq":
@@ -594,16 +626,6 @@ def _range_text(name: str, lo: float, hi: float) -> str:
     return f"{int(lo)} <= {name} <= {int(hi)}"
 
 
-def _only_value(spec: Any) -> int | None:
-    """The one size a named or derived Dim allows (``Dim('d', min=4, max=4)``), else None."""
-    if isinstance(spec, DerivedDim):
-        root = spec.root
-        return spec.coef * root.min + spec.offset if root.min == root.max else None
-    if isinstance(spec, Dim) and spec.min == spec.max:
-        return int(spec.min)
-    return None
-
-
 def _top_key(path: str) -> str:
     """The top-level input of a leaf path: ``xs[1]['a']`` -> ``xs``."""
     return path.split("[", 1)[0].split(".", 1)[0]
@@ -616,4 +638,8 @@ def _static_fix(where: str, value: int) -> str:
 
 def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
-        raise declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)
+        exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)
+        # every problem narrows a named Dim around its hint: a size split can keep the
+        # declared space (exporter/splits.py)
+        exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
+        raise exc

@@ -15,6 +15,7 @@ import torch
 
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter.api import Exporter
+from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.trace.source import short
 
 
@@ -45,6 +46,9 @@ class ExplainReport:
         self.env: Any = None
         self.dyn: Any = None
         self.contract: Any = None  # the input contract, once tracing finished
+        # size splits that keep a named Dim's range (exporter/splits.py): one line each
+        self.splits: list[str] = []
+        self._n_violations = 0
         self._seen: set[tuple[str, str]] = set()
 
     @property
@@ -79,6 +83,7 @@ class ExplainReport:
         self._add(_problem(exc))
 
     def violations(self, problems: list[Violation], suggestion: str) -> None:
+        self._n_violations = len(problems)
         for p in problems:
             self._add(Problem("constraint", "", f"{p.dim} {p.cause}", p.fix,
                               DeclaredSpaceViolation.kind))
@@ -107,11 +112,16 @@ class ExplainReport:
         if self.suggestion:
             lines.append("Suggested dynamic_shapes (fixes every constraint problem):")
             lines.append(self.suggestion)
+        if self.splits:
+            lines.append("Size splits (one program; each range of sizes runs its own graph):")
+            lines += [f"  {note}" for note in self.splits]
         if self.dims:
             lines.append("Dims (declared dynamic -> as traced):")
             lines += [f"  {k}: {v}" for k, v in self.dims.items()]
         if self.guards:
-            lines.append("Guards (conditions the traced program relies on):")
+            lines.append("Guards (conditions the traced program relies on):" if not self.splits
+                         else "Guards (of the first trace; the size splits dispatch on the "
+                              "split Dims'):")
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
         if self.settled:
             lines.append("Settled size-obliviously (data-dependent questions answered for "
@@ -138,6 +148,14 @@ _FAMILIES = frozenset(("UnsupportedInputError", "SpecError", "ConstraintViolatio
                        "ExportError", "InputMismatchError", "LoadError"))
 
 
+def _splittable(report: ExplainReport) -> bool:
+    """Every problem is a named Dim narrowed around its example size."""
+    dyn = report.dyn
+    return bool(report.problems) and dyn is not None and report._n_violations > 0 and \
+        all(p.kind == "constraint" for p in report.problems) and \
+        len(dyn.narrowed) == report._n_violations
+
+
 def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
             dynamic_shapes: Any = None) -> ExplainReport:
     """Trace as far as possible and report every decision and problem at once."""
@@ -150,6 +168,17 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None
+    if _splittable(report):  # the refusals narrow named Dims: size splits keep them
+        try:
+            ep = export_with_splits(lambda sides: Exporter(model, fn, (), sides).run(
+                args, dict(kwargs or {}), dynamic_shapes), MAX_SPLITS)
+        except Exception as exc:  # noqa: BLE001 - the refusals stand; say why
+            report.splits.append(f"not possible: {str(exc).splitlines()[0]}")
+        else:
+            report.problems = [p for p in report.problems if p.kind != "constraint"]
+            report.suggestion = ""
+            report.splits = list(ep.graph.__dict__.get("st_splits", ()))
+            report.contract = ep.contract
     if report.ok:
         report.program = ep
     report.finish()

@@ -83,6 +83,8 @@ def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:
             body.append(f"return {format_arg(node.args[0])}")
     lines = [f"class {name}(torch.nn.Module):",
              f"    def forward(self, {', '.join(params)}):"]
+    # size splits (exporter/splits.py): which sizes run which graph
+    lines += [f"        # size split: {note}" for note in graph.__dict__.get("st_splits", ())]
     lines += [f"        {b}" if b else "" for b in body]
     for sub_name, sub in submodules(graph).items():
         lines.append("")

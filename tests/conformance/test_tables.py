@@ -54,8 +54,6 @@ REFUSED = {
                         "Dims h and w ((h//4)*(w//4) != 16)"),
     "arch/packed_lstm": ("UnsupportedOpError", "packing reads the lengths' data"),
     "arch2/mlp_mixer": ("ConstraintViolationError", "the token-mixing Linear makes the dims static"),
-    "arch2/autoformer": ("ConstraintViolationError", "`for i in range(int(factor * log(L)))`: "
-                         "a Python loop fixes its count (21 <= seq <= 54)"),
     "arch2/nn_transformer": ("DataDependentError", "bool() of (mask == causal).all()"),
     "patterns/conv_same_functional_even_kernel": ("ConstraintViolationError", _BRANCH),
     "patterns/pack_padded_sequence": ("UnsupportedOpError", "packing reads the lengths' data"),
@@ -94,7 +92,6 @@ REFUSED = {
 
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
-    "arch/nerf": _CLAMP + " (`expand(dists[..., :1].shape)` requires samples >= 2)",
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "

@@ -35,6 +35,8 @@ CASES = {
     "spec_example": lambda: E.spec_example("dynamic_shapes for x.shape[0]", "is 4, but the example input has x.shape[0] = 3.", "use 3 or None (static), or a Dim"),
     "declared_space": lambda: E.declared_space([E.Violation("x.shape[0] (Dim('b'))", "was specialized to 3 (from `x.view(3, 4)` at m.py:2).", "make it static: x.shape[0] -> 3 (or Dim.STATIC), or let safetrace decide: Dim.AUTO")], "    dynamic_shapes = {'x': (3, None)}"),
     "contradictory_sizes": lambda: E.contradictory_sizes("contradiction: s0 == 3 but its range is [4, 10]"),
+    "too_many_splits": lambda: E.too_many_splits(1, ["seq == 1", "2 <= seq <= 8", "seq >= 9"],
+                                                 "x.shape[1] (Dim('seq')) only works for ..."),
     "check_never_holds": lambda: E.check_never_holds("s0 > 5", "contradiction: `s0 > 5` is false under the known facts", " (from `st.check(n > 5)` at m.py:3)"),
     "data_dependent_decision": lambda: E.data_dependent_decision("u0 > 0", " (u0 = x.sum().item())", "m.py:4 `if n > 0:`"),
     "data_read": lambda: E.data_read("`if tensor:`", "m.py:5 `if x.any():`"),
@@ -113,6 +115,12 @@ GOLDEN = {
         'decide: Dim.AUTO\n'
         'Suggested fix (all problems at once):\n'
         "    dynamic_shapes = {'x': (3, None)}"),
+    'too_many_splits': ('TooManySplits',
+        'the program branches on declared sizes into more than 2 specializations '
+        '(max_splits=1); traced so far: seq == 1; 2 <= seq <= 8; seq >= 9. First split: '
+        "x.shape[1] (Dim('seq')) only works for ...\n"
+        "Fix: allow more: st.export(..., max_splits=4), or narrow the Dim's declared range "
+        'to the sizes you use'),
     'contradictory_sizes': ('ContradictorySizes',
         'the traced program requires contradictory input sizes: contradiction: s0 == 3 '
         'but its range is [4, 10]\n'

@@ -1,0 +1,592 @@
+"""Size splits: one program for a declared Dim whose range the code branches on.
+
+When the traced program works for only part of a named Dim's declared range (``if
+x.shape[1] == 1:``, transformers' ``q_length == 1``), export does not narrow the range: it
+traces each side of the decision again with a hint there (seq = 1, then 2 <= seq <= 64),
+each side a complete export, sound for its own range by the usual machinery.  Then
+
+(a) sides whose graphs are the same (every op, argument and tensor size equal once the
+    point side's size is substituted, the same input contract) are one graph: the guard
+    is dropped and the graph's range widened;
+(b) the other sides become one program whose top is ``torch.cond`` on the Dim's range,
+    with each side's graph as a branch, and one input contract: the union of the sides'
+    (their residual conditions apply on their own range only).
+
+Sides that need different input contracts in other ways, or a split that fails, leave
+the original refusal in place (nothing is ever narrowed silently).  At most
+``max_splits`` splits per export (``TooManySplits`` past it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from typing import Any, Callable
+
+import torch
+
+from safetrace.errors import DeclaredSpaceViolation, too_many_splits
+from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
+from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.symbolic import make_bool, make_int
+from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_, subs
+from safetrace.symbolic.expr import TRUE, Expr, const, sym
+from safetrace.trace.hops import submodules
+from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.mutation import written_placeholders
+from safetrace.trace.proxy import Proxy
+
+MAX_SPLITS = 4
+aten = torch.ops.aten
+_SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
+
+
+@dataclasses.dataclass
+class Side:
+    """One specialization: the Dim ranges it was traced for, and its program."""
+
+    region: dict[str, tuple[int, float]]   # Dim name -> (lo, hi), inclusive
+    ep: ExportedProgram
+
+
+class _Unsplittable(Exception):
+    """The sides cannot make one program (the original refusal stands)."""
+
+
+def export_with_splits(run: Callable[[dict], ExportedProgram],
+                       max_splits: int = MAX_SPLITS) -> ExportedProgram:
+    """``run(overrides)`` exports with ``{Dim name: (hint, lo, hi)}`` in place of the
+    declared ranges; a refusal that only narrows named Dims is split instead."""
+    try:
+        return run({})
+    except DeclaredSpaceViolation as exc:
+        if not getattr(exc, "st_narrowed", None) or max_splits <= 0:
+            raise
+        original = exc
+    sides: list[Side] = []
+    try:
+        _explore(run, {}, original.st_narrowed[0], sides, [0, max_splits, original, False])
+        return combine(sides)
+    except Exception as why:  # noqa: BLE001 - a split never makes an error worse
+        if getattr(why, "kind", "") == "too-many-splits":
+            raise
+        raise original from why
+
+
+def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side],
+             budget: list) -> None:
+    name, lo, hi, dlo, dhi, hint, soft = narrowing
+    budget[3] = budget[3] or soft
+    if (lo, hi) == (dlo, dhi) or lo < dlo or hi > dhi:
+        raise _Unsplittable(f"{name}: no progress splitting [{dlo}, {dhi}]")
+    parts = [(lo, hi, hint)]
+    if lo > dlo:
+        parts.append((dlo, lo - 1, _hint(dlo, lo - 1, lo - 1)))
+    if hi < dhi:
+        parts.append((int(hi) + 1, dhi, _hint(int(hi) + 1, dhi, int(hi) + 1)))
+    budget[0] += len(parts) - 1
+    if budget[0] > budget[1]:
+        if budget[3]:  # a condition holding on many intervals (`s % 3 != 0`): refused
+            raise _Unsplittable("a condition that no few ranges express")
+        found = [_region_text(s.region) for s in sides]
+        found += [_region_text(dict({k: (v[1], v[2]) for k, v in overrides.items()},
+                                    **{name: (a, b)})) for a, b, _ in parts]
+        problem = budget[2].problems[0].text().split("\n")[0]
+        raise too_many_splits(budget[1], found, problem)
+    for plo, phi, phint in sorted(parts):
+        side = dict(overrides)
+        side[name] = (phint, plo, phi)
+        try:
+            ep = run(side)
+        except DeclaredSpaceViolation as exc:
+            more = getattr(exc, "st_narrowed", None)
+            if not more:
+                raise
+            _explore(run, side, more[0], sides, budget)
+            continue
+        sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
+
+
+def _hint(lo: int, hi: float, near: int) -> int:
+    """A hint in [lo, hi] next to the split point, avoiding 0 and 1 (special to code)."""
+    if near <= 1 and lo <= 2 <= hi:
+        return 2
+    return near
+
+
+def _range_text(name: str, lo: int, hi: float) -> str:
+    if lo == hi:
+        return f"{name} == {lo}"
+    if hi == math.inf:
+        return f"{name} >= {lo}"
+    return f"{lo} <= {name} <= {int(hi)}"
+
+
+def _region_text(region: dict) -> str:
+    return ", ".join(_range_text(n, *r) for n, r in sorted(region.items()))
+
+
+# -- combining ---------------------------------------------------------------------------------
+def combine(sides: list[Side]) -> ExportedProgram:
+    """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
+    notes: list[str] = []
+    merged = True
+    while merged and len(sides) > 1:
+        merged = False
+        for i in range(len(sides)):
+            for j in range(len(sides)):
+                if i != j and _try_merge(sides, i, j, notes):
+                    merged = True
+                    break
+            if merged:
+                break
+    if len(sides) == 1:
+        ep = sides[0].ep
+        _note(ep.graph, notes)
+        return ep
+    return _dispatch(sides, notes)
+
+
+def _symbol_of(ep: ExportedProgram, dim: str) -> str | None:
+    """The free symbol standing for Dim `dim` in `ep` (None when it became a constant)."""
+    for s, n in ep.dim_names.items():
+        spec = ep.contract.symbol(s)
+        if n == dim and spec is not None and spec.where is not None:
+            return s
+    return None
+
+
+def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
+    g, h = sides[i], sides[j]
+    differ = [n for n in g.region if g.region[n] != h.region.get(n)]
+    if len(differ) != 1 or set(g.region) != set(h.region):
+        return False
+    dim = differ[0]
+    (glo, ghi), (hlo, hhi) = g.region[dim], h.region[dim]
+    if not (ghi + 1 == hlo or hhi + 1 == glo):
+        return False  # not adjacent
+    s = _symbol_of(g.ep, dim)
+    if s is None or glo == ghi:
+        return False  # g must be symbolic in the Dim
+    subst = {s: hlo} if hlo == hhi else {}
+    if hlo != hhi and _symbol_of(h.ep, dim) != s:
+        return False
+    if not _same_program(g.ep, h.ep, subst, {s}):
+        return False
+    lo, hi = min(glo, hlo), max(ghi, hhi)
+    symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
+                                        origin="") if x.name == s else x
+                    for x in g.ep.contract.symbols)
+    g.ep.contract = dataclasses.replace(g.ep.contract, symbols=symbols)
+    g.ep._ranges = None
+    g.ep._check_fn = None
+    notes.append(f"{_range_text(dim, hlo, hhi)} traces the same graph as "
+                 f"{_range_text(dim, glo, ghi)}: guard dropped")
+    g.region = dict(g.region, **{dim: (lo, hi)})
+    del sides[j]
+    return True
+
+
+def _note(graph: torch.fx.Graph, notes: list[str]) -> None:
+    if notes:
+        have = graph.__dict__.setdefault("st_splits", [])
+        have.extend(n for n in dict.fromkeys(notes) if n not in have)
+
+
+# -- comparing programs --------------------------------------------------------------------------
+def _expr(v: Any, subst: dict) -> Any:
+    """A size or scalar as a canonical Expr (with `subst` applied); None if not one."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int):
+        return const(v)
+    e = getattr(v, "expr", None)
+    if not isinstance(e, Expr):
+        return None
+    env = getattr(v, "env", None)
+    if env is not None:
+        e = env.simplify(e)
+    return subs(e, subst) if subst and e.free_symbols & subst.keys() else e
+
+
+def _meta_key(val: Any, subst: dict) -> Any:
+    if isinstance(val, Proxy):
+        m = val.st_meta
+        return ("t", m.dtype, m.device, tuple(_expr(d, subst) for d in m.shape))
+    if isinstance(val, (tuple, list)):
+        return tuple(_meta_key(v, subst) for v in val)
+    e = _expr(val, subst)
+    return e if e is not None else ("v", type(val).__name__)
+
+
+def _norm(a: Any, ids: dict, subst: dict) -> Any:
+    if isinstance(a, torch.fx.Node):
+        return ids[a]
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__,) + tuple(_norm(x, ids, subst) for x in a)
+    if isinstance(a, dict):
+        return ("dict",) + tuple((k, _norm(v, ids, subst)) for k, v in a.items())
+    if isinstance(a, bool) or a is None:
+        return ("bool", a)
+    if isinstance(a, int):
+        return const(a)
+    if isinstance(a, float):
+        return ("float", a.hex()) if math.isfinite(a) else ("float", repr(a))
+    return ("obj", a)
+
+
+def _is_size_fn(node: torch.fx.Node) -> bool:
+    """A node that only computes a size from sizes (symnodes.py): compared by its value."""
+    t = node.target
+    return t in _SIZE_FNS or getattr(t, "__module__", None) in ("_operator", "operator",
+                                                               "math", "builtins")
+
+
+def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
+    """The graph as data: ops with their arguments and output metadata, sizes as
+    expressions (`subst` applied), size arithmetic folded into the values it computes."""
+    ids: dict = {}
+    out: list = []
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            ids[node] = ("in", node.name)
+        elif node.op == "get_attr":
+            sub = submodules(graph).get(node.target)
+            ids[node] = ("graph", canonical(sub.graph, subst) if sub is not None
+                         else node.target)
+        elif node.op == "output":
+            out.append(("out", _norm(node.args, ids, subst)))
+        else:
+            val = node.meta.get("val")
+            e = None if isinstance(val, Proxy) else _expr(val, subst)
+            if node.op == "call_function" and _is_size_fn(node) and isinstance(e, Expr):
+                ids[node] = e  # compared by value, as a literal size would be
+                continue
+            ids[node] = ("n", len(out))
+            out.append((node.op, node.target, _norm(node.args, ids, subst),
+                        _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
+    return tuple(out)
+
+
+def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
+    inputs = []
+    for inp in c.inputs:
+        if isinstance(inp, TensorInput):
+            dims = []
+            for d in inp.dims:
+                e = const(d.size) if isinstance(d.size, int) else d.size
+                dims.append(subs(e, subst) if subst else e)
+            inputs.append((inp.path, inp.dtype, inp.layout is not None, tuple(dims)))
+        else:
+            inputs.append((inp.path, "const", repr(inp.value)))
+    symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
+                           if s.name not in skip))
+    return tuple(inputs), symbols
+
+
+def _conditions(c: Contract, subst: dict) -> frozenset | None:
+    """The residual conditions with `subst` applied; None when one becomes False."""
+    out = set()
+    for cond in c.conditions:
+        e = subs(cond.cond, subst) if subst else cond.cond
+        if e.op == "const":
+            if not e.value:
+                return None
+            continue
+        out.add(e)
+    return frozenset(out)
+
+
+def _signature_key(ep: ExportedProgram) -> tuple:
+    sig = ep.graph_signature
+    ins = tuple((s.kind, s.name, s.target, s.leaf) for s in sig.input_specs
+                if s.kind != "constant")
+    outs = tuple((s.kind, s.target) for s in sig.output_specs)
+    return ins, outs, ep.in_spec, ep.out_spec
+
+
+def _same_constants(a: ExportedProgram, b: ExportedProgram) -> bool:
+    if a.constants.keys() != b.constants.keys():
+        return False
+    for k, t in a.constants.items():
+        u = b.constants[k]
+        if t.dtype != u.dtype or t.shape != u.shape or not torch.equal(t, u):
+            return False
+    return True
+
+
+def _same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set) -> bool:
+    """Whether `g`'s graph computes what `h`'s does on `h`'s range (at `subst`), with the
+    same input contract there."""
+    if _signature_key(g) != _signature_key(h) or not _same_constants(g, h):
+        return False
+    if _contract_key(g.contract, subst, skip) != _contract_key(h.contract, {}, skip):
+        return False
+    cg = _conditions(g.contract, subst)
+    if cg is None or cg != _conditions(h.contract, {}):
+        return False
+    return canonical(g.graph, subst) == canonical(h.graph, {})
+
+
+# -- dispatching -------------------------------------------------------------------------------
+def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
+    dims = sorted({n for s in sides for n in s.region})
+    ref = next((s for s in sides if all(_symbol_of(s.ep, d) for d in dims)), None)
+    if ref is None:
+        raise _Unsplittable("no side keeps the split Dims symbolic")
+    syms = {d: _symbol_of(ref.ep, d) for d in dims}
+    key = _signature_key(ref.ep)[:1] + _signature_key(ref.ep)[2:]
+    for s in sides:
+        sk = _signature_key(s.ep)
+        if sk[:1] + sk[2:] != key:
+            raise _Unsplittable("the sides' signatures differ")
+        subst = _point_subst(s, syms)
+        if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
+                _contract_key(s.ep.contract, {}, set(syms.values())):
+            raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
+    for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
+        params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
+        if written_placeholders(s.ep.graph) & params:
+            raise _Unsplittable("a side writes a parameter in place")
+    contract = _union_contract(sides, ref, syms)
+    consts, const_names = _unified_constants(sides)
+    inputs = [dataclasses.replace(spec) for spec in ref.ep.graph_signature.input_specs
+              if spec.kind != "constant"]
+    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
+    mutated = list(dict.fromkeys(o.target for s in sides
+                                 for o in s.ep.graph_signature.output_specs
+                                 if o.kind == "buffer_mutation"))
+    n_user = sum(1 for o in ref.ep.graph_signature.output_specs if o.kind == "user_output")
+    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
+    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
+    branches = [_branch(s, ref, inputs, const_names[k], mutated) for k, s in enumerate(sides)]
+    graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated)
+    for s in sides:
+        notes.append(f"{_region_text(s.region)}: its own graph (a torch.cond branch)")
+    _note(graph, notes)
+    ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
+                         state=dict(ref.ep._state), constants=consts, contract=contract)
+    for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
+        setattr(ep, attr, getattr(ref.ep, attr))
+    return ep
+
+
+def _point_subst(side: Side, syms: dict) -> dict:
+    return {syms[d]: lo for d, (lo, hi) in side.region.items() if lo == hi}
+
+
+def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
+    """The sizes of `region`, given that the contract already checks the `hull`."""
+    parts = []
+    for d, (lo, hi) in sorted(region.items()):
+        if lo == hi:
+            parts.append(eq(sym(syms[d]), lo))
+            continue
+        if lo > hull[d][0]:
+            parts.append(ge(sym(syms[d]), lo))
+        if hi < hull[d][1]:
+            parts.append(le(sym(syms[d]), int(hi)))
+    return and_(*parts) if parts else TRUE
+
+
+def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
+    c = ref.ep.contract
+    hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
+                max(s.region[d][1] for s in sides if d in s.region)) for d in syms}
+    by_sym = {syms[d]: r for d, r in hull.items()}
+    symbols = tuple(dataclasses.replace(x, lo=by_sym[x.name][0],
+                                        hi=None if by_sym[x.name][1] == math.inf
+                                        else int(by_sym[x.name][1]), origin="")
+                    if x.name in by_sym else x for x in c.symbols)
+    ref_conds = _conditions(c, {})
+    same = all(_conditions(s.ep.contract, {}) == _conditions(c, _point_subst(s, syms))
+               for s in sides)
+    if same and ref_conds is not None:
+        conditions = c.conditions
+    else:  # each side's conditions hold on its own range
+        conditions = tuple(
+            Condition(or_(not_(_region_pred(s.region, syms, hull)), cond.cond), cond.origin)
+            for s in sides for cond in s.ep.contract.conditions)
+    return dataclasses.replace(c, symbols=symbols, conditions=conditions)
+
+
+def _unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
+    """Every side's lifted constants under one name each (renamed where two differ)."""
+    out: dict[str, torch.Tensor] = {}
+    names: list[dict] = []
+    for s in sides:
+        mine = {}
+        for name, t in s.ep.constants.items():
+            new = name
+            k = 0
+            while new in out and not (out[new].dtype == t.dtype and out[new].shape == t.shape
+                                      and torch.equal(out[new], t)):
+                k += 1
+                new = f"{name}_split{k}"
+            out[new] = t
+            mine[name] = new
+        names.append(mine)
+    return out, names
+
+
+def _placeholders(g: torch.fx.Graph, inputs: list[InputSpec], metas: dict) -> list:
+    phs = []
+    for spec in inputs:
+        ph = g.placeholder(spec.name)
+        ph.meta.update(metas.get(spec.name, {"stack_trace": ""}))
+        phs.append(ph)
+    return phs
+
+
+def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
+            mutated: list[str]) -> torch.fx.Graph:
+    """The side's graph taking every unified input, returning every unified output."""
+    old = side.ep.graph
+    by_name = {}
+    for spec in side.ep.graph_signature.input_specs:
+        key = const_names[spec.target] if spec.kind == "constant" else spec.name
+        by_name[key] = spec.name
+    old_phs = {n.name: n for n in old.nodes if n.op == "placeholder"}
+    g = torch.fx.Graph()
+    metas = {spec.name: dict(old_phs[by_name[spec.name]].meta) for spec in inputs
+             if spec.name in by_name}
+    phs = _placeholders(g, inputs, metas)
+    val_map = {old_phs[by_name[spec.name]]: ph for spec, ph in zip(inputs, phs)
+               if spec.name in by_name}
+    outs = g.graph_copy(old, val_map)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    specs = side.ep.graph_signature.output_specs
+    written = {o.target: v for o, v in zip(specs, outs) if o.kind == "buffer_mutation"}
+    buf_ph = {spec.target: ph for spec, ph in zip(inputs, phs) if spec.kind == "buffer"}
+    user = [v for o, v in zip(specs, outs) if o.kind == "user_output"]
+    g.output(tuple(written.get(t, buf_ph.get(t)) for t in mutated) + tuple(user))
+    subs_ = submodules(old)
+    if subs_:
+        g.__dict__["st_submodules"] = dict(subs_)
+    return g
+
+
+def _env_of(graph: torch.fx.Graph) -> Any:
+    for n in graph.nodes:
+        val = n.meta.get("val")
+        for d in (val.st_meta.shape if isinstance(val, Proxy) else (val,)):
+            if getattr(d, "env", None) is not None:
+                return d.env
+    return None
+
+
+def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,
+               env: Any) -> torch.fx.Node:
+    """Nodes reading symbol `name` from the input dim the contract binds it to."""
+    user = {spec.leaf: ph for spec, ph in zip(inputs, phs) if spec.kind == "user_input"}
+    for i, inp in enumerate(ref.ep.contract.inputs):
+        if not isinstance(inp, TensorInput):
+            continue
+        for d, dim in enumerate(inp.dims):
+            if dim.kind in ("bind", "derived") and dim.symbol == name:
+                node = g.call_function(aten.sym_size.int, (user[i], d))
+                node.meta.update(val=make_int(dim.size, env), stack_trace="")
+                if dim.kind == "derived":
+                    node = g.call_function(operator.sub, (node, dim.offset))
+                    node = g.call_function(operator.floordiv, (node, dim.coef))
+                    node.meta.update(val=make_int(sym(name), env), stack_trace="")
+                return node
+    raise _Unsplittable(f"no input dim binds {name}")
+
+
+def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
+                    syms: dict, mutated: list[str]) -> torch.fx.Graph:
+    """torch.cond on the first side's range: its graph, else the rest dispatched."""
+    if len(sides) == 1:
+        return branches[0]
+    env = _env_of(ref.ep.graph)
+    g = torch.fx.Graph()
+    metas = {n.name: dict(n.meta) for n in ref.ep.graph.nodes if n.op == "placeholder"}
+    for b in branches:
+        for n in b.nodes:
+            if n.op == "placeholder":
+                metas.setdefault(n.name, dict(n.meta))
+    phs = _placeholders(g, inputs, metas)
+    region = sides[0].region
+    hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
+                max(s.region[d][1] for s in sides if d in s.region)) for d in region}
+    pred, expr = None, TRUE
+    for d, (lo, hi) in sorted(region.items()):
+        tests = [(eq, lo, operator.eq)] if lo == hi else \
+            [(ge, lo, operator.ge)] * (lo > hull[d][0]) + [(le, hi, operator.le)] * (hi < hull[d][1])
+        if not tests:
+            continue  # the rest of the sides lie in this one's range of d
+        size = _size_node(g, ref, phs, inputs, syms[d], env)
+        for op, bound, fn in tests:
+            c = g.call_function(fn, (size, int(bound)))
+            cond = op(sym(syms[d]), int(bound))
+            c.meta.update(val=make_bool(cond, env), stack_trace="")
+            expr = and_(expr, cond)
+            if pred is not None:
+                c = g.call_function(operator.and_, (pred, c))
+                c.meta.update(val=make_bool(expr, env), stack_trace="")
+            pred = c
+    if pred is None:
+        raise _Unsplittable("sides with overlapping ranges")
+    rest = _dispatch_graph(sides[1:], branches[1:], ref, inputs, syms, mutated)
+    t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
+    f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(rest)))
+    t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
+    node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
+    node.meta["stack_trace"] = ""
+    ref_vals = _output_vals(sides, ref, syms, env)
+    buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
+               if spec.kind == "buffer"}
+    vals = [buf_val.get(t) for t in mutated] + ref_vals
+    items = []
+    for i, val in enumerate(vals):
+        item = g.call_function(operator.getitem, (node, i))
+        item.meta.update(val=val, stack_trace="")
+        items.append(item)
+    node.meta["val"] = tuple(it.meta["val"] for it in items)
+    g.output(tuple(items))
+    return g
+
+
+def _user_vals(ep: ExportedProgram) -> list:
+    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output").args[0]
+    return [v.meta.get("val") if isinstance(v, torch.fx.Node) else v
+            for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
+
+
+def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
+    """The outputs' metadata every side agrees on (the reference's, where each side's
+    sizes are the reference's at its point); a size they disagree on is a fresh
+    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
+    rank cannot be one torch.cond."""
+    vals = _user_vals(ref.ep)
+    fresh: dict[tuple[int, int], Any] = {}
+    for s in sides:
+        subst = _point_subst(s, syms)
+        for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
+            if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
+                raise _Unsplittable(f"output {k} differs in kind between the sides")
+            if not isinstance(mine, Proxy):
+                if _expr(mine, subst) != _expr(theirs, {}) and (k, -1) not in fresh:
+                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
+                                            env)
+                continue
+            a, b = mine.st_meta, theirs.st_meta
+            if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+                raise _Unsplittable(f"output {k} differs in dtype or rank between the sides")
+            for d, (x, y) in enumerate(zip(a.shape, b.shape)):
+                if _expr(x, subst) != _expr(y, {}) and (k, d) not in fresh:
+                    lo = 0
+                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
+                                                            "output"), env)
+    out = []
+    for k, v in enumerate(vals):
+        if (k, -1) in fresh:
+            v = fresh[k, -1]
+        elif isinstance(v, Proxy) and any((k, d) in fresh for d in range(len(v.st_meta.shape))):
+            m = v.st_meta
+            shape = tuple(fresh.get((k, d), x) for d, x in enumerate(m.shape))
+            v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        out.append(v)
+    return out

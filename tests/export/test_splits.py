@@ -1,0 +1,261 @@
+"""Size splits: a decision on a named Dim's size keeps the declared range (exporter/splits.py).
+
+Every program is checked against eager at every size of the declared range that matters
+(1 included), and inputs outside the declared space are rejected before running."""
+
+import pytest
+import torch
+
+import safetrace as st
+
+SEQ = st.Dim("seq", min=1, max=64)
+
+
+class OneIsSpecial(torch.nn.Module):
+    """torch.export accepts this with seq in [1, 64] and returns x + x at seq == 1."""
+
+    def forward(self, x):
+        if x.shape[1] == 1:
+            return x * 3
+        return x + x
+
+
+class SameEitherWay(torch.nn.Module):
+    """Both sides of the decision trace the same ops (transformers' `q_length == 1` shape)."""
+
+    def forward(self, x):
+        n = x.shape[1]
+        k = 2 if n == 1 else 2
+        return x * k + n
+
+
+class ThreeWays(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[1]
+        if n == 1:
+            return x * 3
+        elif n <= 8:
+            return x.cumsum(1)
+        return x - 1
+
+
+class TwoDims(torch.nn.Module):
+    def forward(self, x):
+        y = x * 3 if x.shape[0] == 1 else x + 1
+        return y.sum(1, keepdim=True) if x.shape[1] == 1 else y.cumsum(1)
+
+
+class SevenIsSpecial(torch.nn.Module):
+    """`n == 7` decided at n = 5: seq != 7 holds on two ranges around the point."""
+
+    def forward(self, x):
+        return x * 7 if x.shape[1] == 7 else x.cumsum(1)
+
+
+class Uneven(torch.nn.Module):
+    """b is decided on one side of the seq split only."""
+
+    def forward(self, x):
+        if x.shape[1] == 1:
+            return x * 3
+        return x + 1 if x.shape[0] == 1 else x.cumsum(0)
+
+
+class ConditionOnOneSide(torch.nn.Module):
+    """Only the seq == 1 side needs an even batch (a residual condition of that side)."""
+
+    def forward(self, x):
+        if x.shape[1] == 1:
+            return x.reshape(-1, 2).sum(1)
+        return x.sum(1)
+
+
+def _conds(graph):
+    return [n for n in graph.nodes if n.op == "call_function"
+            and n.target is torch.ops.higher_order.cond]
+
+
+def _check(ep, model, shapes):
+    mod = ep.module()
+    for shape in shapes:
+        x = torch.randn(*shape)
+        assert torch.allclose(mod(x), model(x)), shape
+
+
+def _rejected(ep, shapes):
+    mod = ep.module()
+    for shape in shapes:
+        with pytest.raises(st.InputMismatchError):
+            mod(torch.randn(*shape))
+
+
+@pytest.mark.parametrize("example", [5, 1, 2, 64])
+def test_the_unsound_pattern_gives_eager_results_at_every_size(example):
+    m = OneIsSpecial()
+    ep = st.export(m, (torch.randn(2, example),), dynamic_shapes={"x": {1: SEQ}})
+    assert len(_conds(ep.graph)) == 1
+    _check(ep, m, [(2, k) for k in (*range(1, 10), 33, 63, 64)])
+    out = ep.module()(torch.ones(2, 1))
+    assert torch.equal(out, torch.full((2, 1), 3.0))  # not x + x
+    _rejected(ep, [(2, 0), (2, 65), (3, 4)])
+    assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
+    text = str(ep)
+    assert "size split: seq == 1" in text and "size split: 2 <= seq <= 64" in text
+
+
+def test_same_graph_on_both_sides_drops_the_guard():
+    m = SameEitherWay()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    assert not _conds(ep.graph)
+    assert "guard dropped" in str(ep)
+    _check(ep, m, [(2, k) for k in (1, 2, 3, 7, 64)])
+    _rejected(ep, [(2, 0), (2, 65)])
+
+
+def test_three_ranges_nest_two_conds():
+    m = ThreeWays()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    inner = ep.graph_module.false_graph_0.graph
+    assert len(_conds(ep.graph)) == 1 and len(_conds(inner)) == 1
+    _check(ep, m, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
+
+
+def test_a_point_inside_the_range_splits_in_three():
+    m = SevenIsSpecial()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    assert "size split: seq == 7" in str(ep)
+    _check(ep, m, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
+
+
+def test_a_condition_on_many_ranges_stays_refused():
+    def parity(x):
+        return x * 2 if x.shape[1] % 3 != 0 else x
+
+    with pytest.raises(st.ConstraintViolationError, match="it holds when seq % 3 != 0"):
+        st.export(parity, (torch.randn(2, 4),), dynamic_shapes={"x": {1: SEQ}})
+
+
+def test_two_dims_split_into_four_programs():
+    m = TwoDims()
+    b = st.Dim("b", min=1, max=16)
+    ep = st.export(m, (torch.randn(3, 5),), dynamic_shapes={"x": {0: b, 1: SEQ}})
+    assert str(ep).count("size split:") == 4
+    _check(ep, m, [(i, k) for i in (1, 2, 5, 16) for k in (1, 2, 9, 64)])
+    _rejected(ep, [(0, 3), (17, 3), (3, 0), (3, 65)])
+
+
+def test_a_dim_split_on_one_side_only():
+    m = Uneven()
+    b = st.Dim("b", min=1, max=16)
+    ep = st.export(m, (torch.randn(3, 5),), dynamic_shapes={"x": {0: b, 1: SEQ}})
+    assert str(ep).count("its own graph") == 3  # (b, seq == 1) merged: one graph
+    _check(ep, m, [(i, k) for i in (1, 2, 16) for k in (1, 2, 64)])
+    _rejected(ep, [(0, 3), (17, 1), (3, 65)])
+
+
+def test_saved_and_converted_split_programs_keep_dispatching(tmp_path):
+    m = ThreeWays()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    st.save(ep, tmp_path / "three.st")
+    loaded = st.load(tmp_path / "three.st")
+    _check(loaded, m, [(2, k) for k in (1, 2, 8, 9, 64)])
+    _rejected(loaded, [(2, 0), (2, 65)])
+    converted = ep.to_torch().module()
+    for k in (1, 2, 8, 9, 64):
+        x = torch.randn(2, k)
+        assert torch.allclose(converted(x), m(x)), k
+
+
+def test_a_condition_of_one_side_applies_on_that_side_only():
+    m = ConditionOnOneSide()
+    ep = st.export(m, (torch.randn(4, 3),), dynamic_shapes={"x": {0: st.Dim.DYNAMIC, 1: SEQ}})
+    _check(ep, m, [(4, 1), (6, 1), (5, 2), (5, 64), (3, 7)])
+    _rejected(ep, [(5, 1), (3, 1)])  # odd batch: only seq == 1 needs it even
+
+
+def test_the_number_of_splits_is_bounded():
+    m = ThreeWays()
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}}, max_splits=1)
+    assert type(info.value).__name__ == "TooManySplits"
+    assert "max_splits=1" in str(info.value) and "9 <= seq <= 64" in str(info.value)
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}}, max_splits=2)
+    _check(ep, m, [(2, k) for k in (1, 5, 20)])
+
+
+def test_max_splits_zero_keeps_the_refusal():
+    with pytest.raises(st.ConstraintViolationError, match="only works for 2 <= seq <= 64"):
+        st.export(OneIsSpecial(), (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}},
+                  max_splits=0)
+
+
+def test_a_split_never_mutates_the_model_or_inputs():
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("n", torch.zeros(()))
+
+        def forward(self, x):
+            self.n.add_(1)
+            return x * self.n if x.shape[1] == 1 else x + self.n
+
+    m = Counter()
+    x = torch.randn(2, 5)
+    before = x.clone()
+    ep = st.export(m, (x,), dynamic_shapes={"x": {1: SEQ}})
+    assert float(m.n) == 0 and torch.equal(x, before)
+    mod, ref = ep.module(), Counter()
+    for k in (1, 3, 1, 64):
+        a = torch.randn(2, k)
+        assert torch.allclose(mod(a), ref(a)), k
+    assert float(m.n) == 0
+
+
+def test_explain_lists_the_splits():
+    report = st.explain(OneIsSpecial(), (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    assert report.ok and report.program is not None
+    text = str(report)
+    assert "Size splits" in text and "seq == 1" in text and "2 <= seq <= 64" in text
+
+
+def test_a_derived_dim_splits_on_its_root():
+    class Derived(torch.nn.Module):
+        def forward(self, y):
+            return y * 3 if y.shape[1] == 2 else y + 1
+
+    seq = st.Dim("seq", min=1, max=32)
+    m = Derived()
+    ep = st.export(m, (torch.randn(2, 10),), dynamic_shapes={"y": {1: 2 * seq}})
+    assert len(_conds(ep.graph)) == 1
+    _check(ep, m, [(2, 2 * k) for k in (1, 2, 3, 32)])
+    _rejected(ep, [(2, 3), (2, 66), (2, 0)])
+
+
+PREDICATES = {
+    "eq1": lambda n: n == 1,
+    "gt20": lambda n: n > 20,
+    "lt3": lambda n: n < 3,
+    "eq7": lambda n: n == 7,
+    "window": lambda n: 10 <= n <= 12,
+    "ne5": lambda n: n != 5,
+    "min4": lambda n: min(n, 4) == 4,
+    "le1_or_ge60": lambda n: n <= 1 or n >= 60,
+}
+
+
+@pytest.mark.parametrize("example", [1, 5, 11, 64])
+@pytest.mark.parametrize("name", sorted(PREDICATES))
+def test_every_size_gives_eager_result(name, example):
+    """A branch on a size predicate, exported from examples on both sides: the program gives
+    eager's result at every size of the declared range, which is kept whole."""
+    pred = PREDICATES[name]
+
+    def f(x):
+        return x * 3 if pred(x.shape[1]) else x.cumsum(1)
+
+    ep = st.export(f, (torch.randn(2, example),), dynamic_shapes={"x": {1: SEQ}})
+    assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
+    _check(ep, f, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
