@@ -29,124 +29,54 @@ the assertion nodes in the graph (conditions on values computed from data).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
+
+from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
+    Where as Where,
+    StructuredError as StructuredError,
+    ExportError as ExportError,
+    UnsupportedInputError as UnsupportedInputError,
+    SpecError as SpecError,
+    ConstraintViolationError as ConstraintViolationError,
+    DataDependentError as DataDependentError,
+    UnsupportedOpError as UnsupportedOpError,
+    OpShapeError as OpShapeError,
+    ConversionError as ConversionError,
+    ConversionWarning as ConversionWarning,
+    InputMismatchError as InputMismatchError,
+    RuntimeAssertionError as RuntimeAssertionError,
+    LoadError as LoadError,
+)
+from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-exported
+    WrongInputCount as WrongInputCount,
+    wrong_input_count as wrong_input_count,
+    WrongStructure as WrongStructure,
+    wrong_structure as wrong_structure,
+    WrongInputType as WrongInputType,
+    wrong_input_type as wrong_input_type,
+    WrongDtype as WrongDtype,
+    wrong_dtype as wrong_dtype,
+    WrongRank as WrongRank,
+    wrong_rank as wrong_rank,
+    WrongSize as WrongSize,
+    static_size as static_size,
+    required_size as required_size,
+    related_size as related_size,
+    OutOfRange as OutOfRange,
+    out_of_range as out_of_range,
+    WrongLayout as WrongLayout,
+    wrong_layout as wrong_layout,
+    FailedCondition as FailedCondition,
+    failed_condition as failed_condition,
+    WrongConstant as WrongConstant,
+    wrong_constant as wrong_constant,
+)
 
 
-@dataclasses.dataclass(frozen=True)
-class Where:
-    """Where an error happened: the input path (``xs[1]``), the dim, the source line."""
-
-    input: str | None = None
-    dim: int | None = None
-    source: str | None = None   # "model.py:14 `if x.shape[0] > 1:`"
-
-
-class StructuredError(Exception):
-    """Mixin of every safetrace error: ``cause``, ``where``, ``fix``, rendered message.
-
-    Built with keywords by the builders below; a single positional text (older raise
-    sites, other libraries' wrappers) is split once into cause and fix at ``"\\nFix:"``.
-    """
-
-    kind: ClassVar[str] = "error"
-
-    def __init__(self, cause: str = "", *, fix: str = "", where: Where | None = None,
-                 **details: Any) -> None:
-        if not fix and "\nFix:" in cause:
-            cause, _, fix = cause.partition("\nFix:")
-            fix = fix.strip(" ")
-        self.cause = cause
-        self.fix = fix
-        self.where = where or Where()
-        self.details = details
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        return f"{self.cause}\nFix: {self.fix}" if self.fix else self.cause
-
-    def __reduce__(self) -> Any:  # picklable (multiprocessing, pytest-xdist)
-        return (_rebuild, (type(self), self.cause, self.fix, self.where, self.details))
-
-
-def _rebuild(cls: type, cause: str, fix: str, where: Where, details: dict) -> Any:
-    return cls(cause, fix=fix, where=where, **details)
-
-
-# -- the families -----------------------------------------------------------------------------
-class ExportError(StructuredError):
-    """Base class of every error raised while exporting a program."""
-
-    kind = "export-error"
-
-
-class UnsupportedInputError(ExportError):
-    """An input (or part of one) has a type that safetrace cannot flatten, or the call is bad."""
-
-    kind = "unsupported-input"
-
-
-class SpecError(ExportError):
-    """The dynamic_shapes specification is malformed or does not match the inputs."""
-
-    kind = "spec"
-
-
-class ConstraintViolationError(ExportError):
-    """The traced program needs a relation that contradicts the declared dynamic shapes."""
-
-    kind = "constraint-violation"
-
-
-class DataDependentError(ExportError):
-    """A decision depends on tensor data, which export never reads."""
-
-    kind = "data-dependent"
-
-
-class UnsupportedOpError(ExportError):
-    """An operator safetrace cannot trace (no shape rule, no fake implementation)."""
-
-    kind = "unsupported-op"
-
-
-class OpShapeError(ExportError):
-    """An operator was called with shapes or dtypes that eager PyTorch would reject."""
-
-    kind = "op-shape"
-
-    def at(self, source: str) -> OpShapeError:
-        """The same error with the user's source line added."""
-        return type(self)(f"{self.cause}\n  at {source}", fix=self.fix,
-                          where=dataclasses.replace(self.where, source=source), **self.details)
-
-
-class ConversionError(ExportError):
-    """A safetrace program cannot be handed to torch.export's stack as it is (interop)."""
-
-    kind = "conversion"
-
-
-class ConversionWarning(UserWarning):
-    """torch assumed something about input sizes inside an op kernel while converting a
-    program (``ep.to_torch()``) that the safetrace program does not need."""
-
-
-class InputMismatchError(StructuredError, ValueError):
-    """An exported program was called with inputs outside the space it was exported for."""
-
-    kind = "input-mismatch"
-
-
-class RuntimeAssertionError(StructuredError, RuntimeError):
-    """A run-time check inside an exported program failed on the actual data."""
-
-    kind = "runtime-assertion"
-
-
-class LoadError(StructuredError):
-    """A saved program file is truncated, corrupted, from a newer format, or hostile."""
-
-    kind = "load"
+# every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined
+for _cls in [v for v in list(globals().values())
+             if isinstance(v, type) and v.__module__.startswith(__name__ + ".")]:
+    _cls.__module__ = __name__
 
 
 # -- shared fix texts (each exists once) ------------------------------------------------------
@@ -506,141 +436,6 @@ def rng_state_call(call: str, source: str) -> UnsupportedConstruct:
         f"the value seen at export (or never reseed) where eager follows the generator.",
         "seed outside the model, before calling it; a seed the model needs can be an input "
         "(a tensor) or a constant", source)
-
-
-# -- run time: the input checks of an exported program ---------------------------------------
-class WrongInputCount(InputMismatchError):
-    """The call passed a different number of (flattened) inputs."""
-
-    kind = "wrong-input-count"
-
-
-def wrong_input_count(got: int, expected: int) -> WrongInputCount:
-    return WrongInputCount(f"expected {expected} flattened inputs, got {got}")
-
-
-class WrongStructure(InputMismatchError):
-    """The call's containers (lists, dicts, dataclasses, keywords) differ from export's."""
-
-    kind = "wrong-structure"
-
-
-def wrong_structure(why: str) -> WrongStructure:
-    why, _, fix = why.partition("\nFix:")
-    return WrongStructure(f"the inputs' structure differs from the exported one: {why}",
-                          fix=fix.strip())
-
-
-class WrongInputType(InputMismatchError):
-    """A tensor was expected (a tensor with data: not on the meta device)."""
-
-    kind = "wrong-input-type"
-
-
-def wrong_input_type(path: str, got: Any) -> WrongInputType:
-    where = Where(input=path)
-    if getattr(got, "is_meta", False):
-        return WrongInputType(f"{path}: expected a tensor with data, got one on the meta "
-                              f"device.", fix="pass a tensor with data on a real device "
-                              "(cpu, cuda, ...)", where=where)
-    return WrongInputType(f"{path}: expected a Tensor, got {type(got).__name__}", where=where)
-
-
-class WrongDtype(InputMismatchError):
-    """A tensor input has another dtype than at export."""
-
-    kind = "wrong-dtype"
-
-
-def wrong_dtype(path: str, got: Any, expected: Any) -> WrongDtype:
-    return WrongDtype(f"{path}: expected dtype {expected}, got {got}",
-                      fix=f"pass {path}.to({expected})", where=Where(input=path))
-
-
-class WrongRank(InputMismatchError):
-    """A tensor input has another number of dims than at export."""
-
-    kind = "wrong-rank"
-
-
-def wrong_rank(path: str, shape: list, expected: tuple) -> WrongRank:
-    return WrongRank(f"{path}: expected a tensor with {len(expected)} dims (shape "
-                     f"[{', '.join(expected)}]), got {len(shape)} dims (shape {shape})",
-                     where=Where(input=path))
-
-
-class WrongSize(InputMismatchError):
-    """A dim has a size the program was not exported for (static, required or related)."""
-
-    kind = "wrong-size"
-
-
-def static_size(path: str, dim: int, shape: list, size: int, spec: str) -> WrongSize:
-    """``spec``: a dynamic_shapes value that would declare the dim dynamic."""
-    return WrongSize(
-        f"{path}.shape[{dim}]: expected {size}, got {shape[dim]} (dim {dim} was static at "
-        f"export; input shape {shape}).",
-        fix=f"pass a tensor with {path}.shape[{dim}] == {size}, or export with "
-            f"{path}.shape[{dim}] declared dynamic, e.g. {spec}", where=Where(path, dim))
-
-
-def required_size(path: str, dim: int, shape: list, size: int, why: str) -> WrongSize:
-    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but the program requires {size}"
-                     f"{why} (input shape {shape})", where=Where(path, dim))
-
-
-def related_size(path: str, dim: int, shape: list, text: str, value: int,
-                 why: str) -> WrongSize:
-    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but it must equal {text} = {value}"
-                     f"{why} (input shape {shape})", where=Where(path, dim))
-
-
-class OutOfRange(InputMismatchError):
-    """A dynamic size lies outside its symbol's range."""
-
-    kind = "out-of-range"
-
-
-def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRange:
-    return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}",
-                      where=Where(input=where))
-
-
-class WrongLayout(InputMismatchError):
-    """The program asked for a memory layout and was traced for contiguous inputs."""
-
-    kind = "wrong-layout"
-
-
-def wrong_layout(path: str, strides: tuple, offset: int, origin: str) -> WrongLayout:
-    return WrongLayout(
-        f"{path}: expected a contiguous tensor (storage offset 0), got strides {strides} and "
-        f"offset {offset}; the program asked for a memory layout{origin} and was traced for "
-        f"contiguous inputs.", fix=f"pass {path}.contiguous()", where=Where(input=path))
-
-
-class FailedCondition(InputMismatchError):
-    """The sizes break a residual condition of the contract."""
-
-    kind = "failed-condition"
-
-
-def failed_condition(text: str, origin: str) -> FailedCondition:
-    return FailedCondition(f"the inputs violate `{text}`, required{origin}")
-
-
-class WrongConstant(InputMismatchError):
-    """A non-tensor input differs from the value it was specialized to."""
-
-    kind = "wrong-constant"
-
-
-def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:
-    return WrongConstant(
-        f"{path}: expected {expected!r}, got {got!r}. Non-tensor inputs are specialized at "
-        f"export: the graph was built for {path} = {expected!r}.",
-        fix=f"call with {path}={expected!r}, or export again with the new value",
-        where=Where(input=path))
 
 
 # -- interop ------------------------------------------------------------------------------

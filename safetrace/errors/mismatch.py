@@ -1,0 +1,142 @@
+"""The run-time kinds of the catalogue: what an exported program's input checks raise
+(``InputMismatchError`` subclasses and their builders), before anything is computed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safetrace.errors.base import InputMismatchError, Where
+
+
+class WrongInputCount(InputMismatchError):
+    """The call passed a different number of (flattened) inputs."""
+
+    kind = "wrong-input-count"
+
+
+def wrong_input_count(got: int, expected: int) -> WrongInputCount:
+    return WrongInputCount(f"expected {expected} flattened inputs, got {got}")
+
+
+class WrongStructure(InputMismatchError):
+    """The call's containers (lists, dicts, dataclasses, keywords) differ from export's."""
+
+    kind = "wrong-structure"
+
+
+def wrong_structure(why: str) -> WrongStructure:
+    why, _, fix = why.partition("\nFix:")
+    return WrongStructure(f"the inputs' structure differs from the exported one: {why}",
+                          fix=fix.strip())
+
+
+class WrongInputType(InputMismatchError):
+    """A tensor was expected (a tensor with data: not on the meta device)."""
+
+    kind = "wrong-input-type"
+
+
+def wrong_input_type(path: str, got: Any) -> WrongInputType:
+    where = Where(input=path)
+    if getattr(got, "is_meta", False):
+        return WrongInputType(f"{path}: expected a tensor with data, got one on the meta "
+                              f"device.", fix="pass a tensor with data on a real device "
+                              "(cpu, cuda, ...)", where=where)
+    return WrongInputType(f"{path}: expected a Tensor, got {type(got).__name__}", where=where)
+
+
+class WrongDtype(InputMismatchError):
+    """A tensor input has another dtype than at export."""
+
+    kind = "wrong-dtype"
+
+
+def wrong_dtype(path: str, got: Any, expected: Any) -> WrongDtype:
+    return WrongDtype(f"{path}: expected dtype {expected}, got {got}",
+                      fix=f"pass {path}.to({expected})", where=Where(input=path))
+
+
+class WrongRank(InputMismatchError):
+    """A tensor input has another number of dims than at export."""
+
+    kind = "wrong-rank"
+
+
+def wrong_rank(path: str, shape: list, expected: tuple) -> WrongRank:
+    return WrongRank(f"{path}: expected a tensor with {len(expected)} dims (shape "
+                     f"[{', '.join(expected)}]), got {len(shape)} dims (shape {shape})",
+                     where=Where(input=path))
+
+
+class WrongSize(InputMismatchError):
+    """A dim has a size the program was not exported for (static, required or related)."""
+
+    kind = "wrong-size"
+
+
+def static_size(path: str, dim: int, shape: list, size: int, spec: str) -> WrongSize:
+    """``spec``: a dynamic_shapes value that would declare the dim dynamic."""
+    return WrongSize(
+        f"{path}.shape[{dim}]: expected {size}, got {shape[dim]} (dim {dim} was static at "
+        f"export; input shape {shape}).",
+        fix=f"pass a tensor with {path}.shape[{dim}] == {size}, or export with "
+            f"{path}.shape[{dim}] declared dynamic, e.g. {spec}", where=Where(path, dim))
+
+
+def required_size(path: str, dim: int, shape: list, size: int, why: str) -> WrongSize:
+    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but the program requires {size}"
+                     f"{why} (input shape {shape})", where=Where(path, dim))
+
+
+def related_size(path: str, dim: int, shape: list, text: str, value: int,
+                 why: str) -> WrongSize:
+    return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but it must equal {text} = {value}"
+                     f"{why} (input shape {shape})", where=Where(path, dim))
+
+
+class OutOfRange(InputMismatchError):
+    """A dynamic size lies outside its symbol's range."""
+
+    kind = "out-of-range"
+
+
+def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRange:
+    return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}",
+                      where=Where(input=where))
+
+
+class WrongLayout(InputMismatchError):
+    """The program asked for a memory layout and was traced for contiguous inputs."""
+
+    kind = "wrong-layout"
+
+
+def wrong_layout(path: str, strides: tuple, offset: int, origin: str) -> WrongLayout:
+    return WrongLayout(
+        f"{path}: expected a contiguous tensor (storage offset 0), got strides {strides} and "
+        f"offset {offset}; the program asked for a memory layout{origin} and was traced for "
+        f"contiguous inputs.", fix=f"pass {path}.contiguous()", where=Where(input=path))
+
+
+class FailedCondition(InputMismatchError):
+    """The sizes break a residual condition of the contract."""
+
+    kind = "failed-condition"
+
+
+def failed_condition(text: str, origin: str) -> FailedCondition:
+    return FailedCondition(f"the inputs violate `{text}`, required{origin}")
+
+
+class WrongConstant(InputMismatchError):
+    """A non-tensor input differs from the value it was specialized to."""
+
+    kind = "wrong-constant"
+
+
+def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:
+    return WrongConstant(
+        f"{path}: expected {expected!r}, got {got!r}. Non-tensor inputs are specialized at "
+        f"export: the graph was built for {path} = {expected!r}.",
+        fix=f"call with {path}={expected!r}, or export again with the new value",
+        where=Where(input=path))
