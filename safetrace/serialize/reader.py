@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from safetrace.progress import task
 from safetrace.errors import LoadError
 from safetrace.serialize import tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
@@ -32,7 +33,7 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
-         budgets: Any = None, mmap: bool = False) -> Any:
+         budgets: Any = None, mmap: bool = False, verbose: bool | None = None) -> Any:
     """Read a program written by ``save`` from a path, a binary file object or bytes.
 
     The weights are read into memory of the program's own, each tensor straight into its
@@ -48,7 +49,8 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
     state_dict with the parameters and persistent buffers; names, shapes and dtypes are
     checked.  ``allow_ops``: operators of other namespaces the graph may call
     (``"mylib::op"`` or a whole namespace ``"mylib"``).  ``budgets``: overrides of
-    ``safetrace.serialize.Budgets`` (a dict or a Budgets).
+    ``safetrace.serialize.Budgets`` (a dict or a Budgets).  ``verbose``: report a long
+    load's progress on standard error (by default only on a terminal).
     """
     limits = budgets_of(budgets)
     ops = frozenset(_op_names(allow_ops))
@@ -56,7 +58,8 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
         raise TypeError(f"mmap must be True or False, got {type(mmap).__name__}")
     mark = table_mark()
     try:
-        return _load(source, weights, ops, limits, mmap)
+        with task("st.load: reading and validating", verbose):
+            return _load(source, weights, ops, limits, mmap)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err
     # Outside the handler the failed load's frames are gone once the tracebacks drop them

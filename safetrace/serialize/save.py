@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from safetrace.progress import task
 from safetrace.serialize import writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
@@ -26,8 +27,11 @@ VERSION = (2, 1)
 PROGRAM = "safetrace.program"
 
 
-def save(ep: Any, path: Any, *, weights: bool = True) -> None:
+def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = None) -> None:
     """Write ``ep`` to ``path`` (a file name or a binary file object).
+
+    ``verbose``: report a long save's progress on standard error (by default only on a
+    terminal; ``safetrace.progress``).
 
     ``weights=False`` leaves out the parameters and persistent buffers (a program exported
     on the meta device, or one whose weights live in a checkpoint); load it with
@@ -48,12 +52,14 @@ def save(ep: Any, path: Any, *, weights: bool = True) -> None:
         raise ValueError(f"cannot save {len(meta)} tensor(s) on the meta device (no data): "
                          f"{names}.\nFix: {fix}")
     _not_onto_mapped(ep, path)
-    prepared, aliases, dtypes = writer.prepare(tensors)
-    doc = document(ep)
-    doc["weights"] = bool(weights)
-    doc["aliases"] = sorted([k, v] for k, v in aliases.items())
-    program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
-    writer.write(path, prepared, {PROGRAM: program}, dtypes)
+    with task(f"st.save: writing {path if isinstance(path, (str, os.PathLike)) else 'a file'}",
+              verbose):
+        prepared, aliases, dtypes = writer.prepare(tensors)
+        doc = document(ep)
+        doc["weights"] = bool(weights)
+        doc["aliases"] = sorted([k, v] for k, v in aliases.items())
+        program = json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        writer.write(path, prepared, {PROGRAM: program}, dtypes)
 
 
 def _not_onto_mapped(ep: Any, path: Any) -> None:
