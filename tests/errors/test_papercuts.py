@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -94,3 +96,27 @@ def test_explain_reports_every_data_read_not_only_the_first():
     assert not report.ok and report.program is None
     with pytest.raises(st.DataDependentError, match="int\\(\\) of a tensor"):
         st.export(IntReads(), (torch.randn(8, 4), torch.tensor(3)))
+
+
+def test_a_condition_from_a_torch_layer_names_the_layer():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4),
+                                torch.nn.ReLU()).train()
+    b = st.Dim("b", min=1, max=64)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: b},))
+    assert "in layer `1`, BatchNorm1d" in str(info.value), str(info.value)
+    report = st.explain(model, (torch.randn(2, 3),), dynamic_shapes=({0: b},))
+    assert any("(in layer `1`, BatchNorm1d)" in where for _, where in report.guards), \
+        report.guards
+    # the user's own line carries no layer note
+    ep = st.export(Add(), (torch.randn(2, 3), torch.randn(2, 3)))
+    assert all("in layer" not in n.meta.get("stack_trace", "") for n in ep.graph.nodes)
+    # the fix it gives works
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: st.Dim("b", min=2,
+                                                                             max=64)},))
+    for n in (2, 5, 64):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), copy.deepcopy(model)(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 3))
