@@ -4,6 +4,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # pytest-xdist workers: one per core (the CI machine has 2)
 JOBS ?= auto
+# what test-torch runs (a subset: make test-torch VERSION=2.14.1 TESTS=tests/export)
+TESTS ?= tests
 
 .PHONY: demo test test-full test-torch wheel-smoke bench clean
 
@@ -37,7 +39,7 @@ test-torch:
 	.venv-torch-$(VERSION)/bin/pip install -q --upgrade pip
 	.venv-torch-$(VERSION)/bin/pip install -q "torch==$(VERSION)" -e '.[dev,docs]'
 	.venv-torch-$(VERSION)/bin/python -c "import torch; print('torch', torch.__version__)"
-	.venv-torch-$(VERSION)/bin/python -m pytest -n $(JOBS) tests
+	.venv-torch-$(VERSION)/bin/python -m pytest -n $(JOBS) $(TESTS)
 
 # the built wheel in a clean venv with only its declared dependencies (no numpy)
 wheel-smoke: $(STAMP)

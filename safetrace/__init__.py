@@ -6,8 +6,8 @@ symbolic engine, pure Python) works without importing torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+import importlib as _importlib
+from typing import Any as _Any
 
 # ``dims`` (the helper) is bound eagerly: importing the submodule of the same name would
 # otherwise replace it by the module ("'module' object is not callable"). dims.py does not
@@ -48,17 +48,24 @@ _API = {
     "ConversionWarning": "safetrace.errors",
 }
 
+__version__ = "0.1.0"  # pyproject.toml reads it from here
+
 __all__ = sorted([*_API, "dims"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _API.get(name)
     if module is None:
         raise AttributeError(f"module 'safetrace' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_API))
+    """The public API (``__all__``) and ``__version__``: not the helpers this module
+    imports, nor the subpackages that importing them binds here."""
+    return sorted([*__all__, "__version__"])
+
+
+del annotations  # bound by the __future__ import; not part of the API

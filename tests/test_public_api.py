@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_export_is_the_function_even_after_importing_internals():
     code = ("import safetrace.exporter.program, safetrace.exporter.api\n"
@@ -25,3 +27,34 @@ def test_public_names():
                  "UnsupportedInputError", "ConstraintViolationError", "DataDependentError",
                  "UnsupportedOpError", "InputMismatchError", "LoadError"):
         assert getattr(st, name) is not None, name
+
+
+def test_the_namespace_holds_only_the_api():
+    code = ("import safetrace as st\n"
+            "print(' '.join(dir(st)))\n"
+            "print(hasattr(st, 'Any'), hasattr(st, 'annotations'), hasattr(st, 'importlib'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    names, helpers = out.stdout.splitlines()
+    import safetrace as st
+
+    assert names.split() == sorted([*st.__all__, "__version__"])
+    assert helpers == "False False False"
+    for name in ("Any", "annotations", "importlib", "exporter", "symbolic"):
+        assert name not in dir(st), name
+    for name in st.__all__:
+        assert getattr(st, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        st.nope  # noqa: B018
+
+
+def test_version_is_the_package_version():
+    import importlib.metadata
+
+    import safetrace as st
+
+    try:
+        installed = importlib.metadata.version("safetrace")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("safetrace is not installed (run from a checkout without pip install -e)")
+    assert st.__version__ == installed

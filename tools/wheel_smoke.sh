@@ -16,7 +16,7 @@ if ! "$HOST_PY" -c "import build" 2>/dev/null; then
     HOST_PY="$work/build-env/bin/python"
 fi
 # build from a copy of the tracked files so that the tree's build/ and egg-info stay untouched
-git ls-files -z | xargs -0 tar -cf - | (mkdir "$work/src" && tar -xf - -C "$work/src")
+git ls-files -z | tar --null -T - -cf - | (mkdir "$work/src" && tar -xf - -C "$work/src")
 log="$work/log"
 quiet() { "$@" >>"$log" 2>&1 || { cat "$log" >&2; echo "failed: $*" >&2; exit 1; }; }
 quiet "$HOST_PY" -m build --wheel --outdir "$work/dist" "$work/src"

@@ -101,7 +101,13 @@ class OutOfRange(InputMismatchError):
 
 
 def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRange:
-    return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}",
+    fix = f"pass an input whose {where} is {op} {bound}"
+    if why.startswith(" (as declared:"):  # the user's range, not the program's need
+        fix += (f", or export again with a declared range that admits {got} "
+                f"({'max' if op == '<=' else 'min'}={got} in that Dim)")
+    else:
+        fix += f": the traced program does not work for {got} (the line above says why)"
+    return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}", fix=fix,
                       where=Where(input=where))
 
 

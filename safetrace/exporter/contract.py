@@ -306,6 +306,17 @@ class RangeConstraints(dict):
     def get(self, key: Any, default: Any = None) -> Any:
         return dict.get(self, _key(key), default)
 
+    def __repr__(self) -> str:  # as torch.export prints it: {s0: VR[2, 64]}
+        return self.text()
+
+    def text(self, names: dict | None = None) -> str:
+        """``{s0: VR[2, 64]}``; with ``names`` (symbol -> the user's Dim name) each symbol
+        has its Dim beside it: ``{s0 (batch): VR[2, 64]}``."""
+        names = names or {}
+        return "{" + ", ".join(
+            f"{k}{f' ({names[str(k)]})' if str(k) in names else ''}: {v!r}"
+            for k, v in self.items()) + "}"
+
 
 def _key(key: Any) -> Any:
     if isinstance(key, str):

@@ -392,9 +392,10 @@ class DynamicDims:
             q = Dim(f"{name}_{k}", min=max(-(-(lo - r) // k), 0),
                     max=None if hi == math.inf else int(hi - r) // k)
             self.dim_fixes[name] = DerivedDim(q, k, r)
-            return Violation(self._label(root),
-                             cause + f"; it holds for the sizes {k}*q + {r}." if r else
-                             cause + f"; it holds for the multiples of {k}.",
+            holds = "." if words else (  # `words` said it already
+                f"; it holds for the sizes {k}*q + {r}." if r else
+                f"; it holds for the multiples of {k}.")
+            return Violation(self._label(root), cause + holds,
                              f"derive the dim: {name} = {DerivedDim(q, k, r)!r} with "
                              f"{q.name} = {q!r}; or {dynamic}")
         self.dim_fixes[name] = relaxed

@@ -241,7 +241,7 @@ class ExportedProgram:
         text = ["ExportedProgram:", self.graph_module.print_readable(print_output=False),
                 self.describe_contract()]
         text.append(f"Graph signature: {self.graph_signature}")
-        text.append(f"Range constraints: {self.range_constraints}")
+        text.append(f"Range constraints: {self.range_constraints.text(self.dim_names)}")
         return "\n".join(text)
 
     __repr__ = __str__

@@ -393,7 +393,7 @@ class _Converter:
             ours = from_sympy(guard.expr, self.emitter.symbol_names)
             if ours is not None and self.emitter.implied(ours):
                 continue
-            extra.append(f"`{ours if ours is not None else guard.expr}`")
+            extra.append(self._user_text(ours) if ours is not None else f"`{guard.expr}`")
         self.torch_guards = list(dict.fromkeys(extra))
         if not extra:
             return
@@ -405,8 +405,17 @@ class _Converter:
                 f"ep.to_torch() without strict=True converts anyway (the converted "
                 f"program's checks are safetrace's; torch's assumptions are reported)")
         warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
-                      f"kernels (not required of the inputs; the program's checks are "
-                      f"safetrace's)", ConversionWarning, stacklevel=4)
+                      f"kernels (not required of the inputs: the converted program's checks "
+                      f"are safetrace's, and it accepts every input the safetrace program "
+                      f"accepts)", ConversionWarning, stacklevel=4)
+
+    def _user_text(self, cond: Any) -> str:
+        """`` `x.shape[0] <= 15` (s0: Dim 'batch') ``: the condition on the input dims, with
+        the user's Dim name of each symbol in it."""
+        names = getattr(self.ep, "dim_names", None) or {}
+        syms = sorted(cond.free_symbols)
+        dims = ", ".join(f"{s}: Dim {names[s]!r}" if s in names else s for s in syms)
+        return f"`{self.ep.contract.where_text(cond)}`" + (f" ({dims})" if dims else "")
 
     def _range_constraints(self) -> dict:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),

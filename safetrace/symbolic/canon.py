@@ -118,6 +118,10 @@ def canon_cmp(kind: str, d: Expr) -> Expr:
         if t[first] < 0:
             t = {m: -k for m, k in t.items()}
             c = -c
+        if len(t) == 1 and len(first) == 1 and first[0].op == "mod":
+            solved = _solve_mod(kind, first[0], -c)
+            if solved is not None:
+                return solved
     p = {m: k for m, k in t.items() if k > 0}
     n = {m: -k for m, k in t.items() if k < 0}
     if not n:
@@ -131,6 +135,28 @@ def canon_cmp(kind: str, d: Expr) -> Expr:
     elif c < 0:
         n[()] = -c
     return make_node(kind, (from_terms(p), from_terms(n)))
+
+
+def _solve_mod(kind: str, f: Expr, r: int) -> Expr | None:
+    """``(k*x + c0) % m == r`` (or ``!=``) with k coprime to m as ``x % m == r'``, where
+    r' = (r - c0) * k^-1 mod m: `(3*b) % 4 == 0` is `b % 4 == 0`, whose derived-dim fix
+    (``b = 4*q``) the exporter gives.  A remainder outside [0, m) never holds.  None when
+    the node has no such form."""
+    a, b = f.args
+    if b.op != "const" or type(b.value) is not int or b.value <= 1:
+        return None
+    m = b.value
+    if not 0 <= r < m:
+        return FALSE if kind == "eq" else TRUE
+    t: Terms = dict(terms(a))
+    c0 = t.pop((), 0)
+    if len(t) != 1:
+        return None
+    ((mono, k),) = t.items()
+    if (k == 1 and c0 == 0) or math.gcd(k, m) != 1:
+        return None
+    x = from_terms({mono: 1})
+    return canon_cmp(kind, sub(mod(x, b), const((r - c0) * pow(k, -1, m) % m)))
 
 
 def diff(c: Expr) -> Expr:

@@ -9,6 +9,8 @@ from types import FrameType
 
 import torch
 
+from safetrace.trace.current import active_tracer
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__))  # safetrace/ (as code objects name it)
 _SKIP_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
@@ -58,18 +60,48 @@ def library_frame(depth: int = 2) -> str:
 
 
 def stack_trace(depth: int = 2) -> str:
-    """``File "model.py", line 12, in forward\\n    return x + y`` for the user's frame."""
+    """``File "model.py", line 12, in forward\n    return x + y`` for the user's frame; when
+    the call came from a torch layer (a BatchNorm inside an ``nn.Sequential``), a third
+    line names it: ``    (in layer `1`, BatchNorm1d)``."""
     f = user_frame(depth + 1)
     if f is None:
         return ""
-    key = (f.f_code, f.f_lineno)
+    layer = _library_layer()
+    key = (f.f_code, f.f_lineno, layer)
     text = _CACHE.get(key)
     if text is None:
         code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
         name = f.f_code.co_filename
         text = f'File "{name}", line {f.f_lineno}, in {f.f_code.co_name}\n    {code}'
+        if layer:
+            text += f"\n    {_LAYER_PREFIX}{layer})"
         _CACHE[key] = text
     return text
+
+
+_LAYER_PREFIX = "(in layer "
+
+
+def _library_layer() -> str:
+    """`` `1`, BatchNorm1d`` when the innermost module being called (by the export in
+    progress) is one of torch's layers, whose code is not the user's: the user's line alone
+    (often the ``st.export`` call) would not say where the condition arose."""
+    stack = getattr(active_tracer(), "nn_stack", None)
+    if not stack:
+        return ""
+    fqn, type_name = next(reversed(stack.values()))
+    if not type_name.startswith("torch."):
+        return ""
+    return f"`{fqn}`, {type_name.rpartition('.')[2]}"
+
+
+def layer_of(trace: object) -> str:
+    """The layer line of a stack_trace string (`` `1`, BatchNorm1d``), or ''."""
+    if not isinstance(trace, str):
+        return ""
+    _, _, last = trace.rpartition("\n")
+    last = last.strip()
+    return last[len(_LAYER_PREFIX):-1] if last.startswith(_LAYER_PREFIX) else ""
 
 
 def parse(trace: object) -> tuple[str, str, str, str] | None:
@@ -82,7 +114,7 @@ def parse(trace: object) -> tuple[str, str, str, str] | None:
         line = head.split("line ")[1].split(",")[0]
     except IndexError:
         return None
-    return path, line, head.split(" in ")[-1], code.strip()
+    return path, line, head.split(" in ")[-1], code.partition("\n")[0].strip()
 
 
 def quoted(code: str) -> str:
@@ -96,7 +128,9 @@ def short(trace: str) -> str:
     p = parse(trace)
     if p is None:
         return trace or "<unknown location>"
-    return f"{os.path.basename(p[0])}:{p[1]}{quoted(p[3])}"
+    layer = layer_of(trace)
+    return f"{os.path.basename(p[0])}:{p[1]}{quoted(p[3])}" + (
+        f" (in layer {layer})" if layer else "")
 
 
 def from_text(trace: object) -> str:
@@ -106,6 +140,8 @@ def from_text(trace: object) -> str:
     if p is None:
         return ""
     where = f"{os.path.basename(p[0])}:{p[1]}"
+    layer = layer_of(trace)
+    where += f", in layer {layer}" if layer else ""
     return f" (from `{p[3]}` at {where})" if p[3] else f" (from {where})"
 
 

@@ -63,6 +63,8 @@ CASES = {
     "required_size": lambda: E.required_size("x", 0, [2, 4], 3, " (from `x.view(3, 4)` at m.py:2)"),
     "related_size": lambda: E.related_size("y", 0, [7], "x.shape[0]", 6, " (as declared: Dim('n'))"),
     "out_of_range": lambda: E.out_of_range("x.shape[0]", 1, ">=", 2, " (from `if x.shape[0] > 1:` at m.py:3)"),
+    "out_of_declared_range": lambda: E.out_of_range("x.shape[0]", 65, "<=", 64,
+                                                    " (as declared: Dim('b', max=64))"),
     "wrong_layout": lambda: E.wrong_layout("x", (1, 3), 0, " (from `x.is_contiguous()` at m.py:4)"),
     "failed_condition": lambda: E.failed_condition("x.shape[0] <= y.shape[1]", " (from `y[:, :n]` at m.py:5)"),
     "wrong_constant": lambda: E.wrong_constant("k", 3, 2),
@@ -241,7 +243,13 @@ GOLDEN = {
         "y.shape[0] = 7, but it must equal x.shape[0] = 6 (as declared: Dim('n')) (input "
         'shape [7])'),
     'out_of_range': ('OutOfRange',
-        'x.shape[0] = 1, but it must be >= 2 (from `if x.shape[0] > 1:` at m.py:3)'),
+        'x.shape[0] = 1, but it must be >= 2 (from `if x.shape[0] > 1:` at m.py:3)\n'
+        'Fix: pass an input whose x.shape[0] is >= 2: the traced program does not work for '
+        '1 (the line above says why)'),
+    'out_of_declared_range': ('OutOfRange',
+        "x.shape[0] = 65, but it must be <= 64 (as declared: Dim('b', max=64))\n"
+        'Fix: pass an input whose x.shape[0] is <= 64, or export again with a declared range '
+        'that admits 65 (max=65 in that Dim)'),
     'wrong_layout': ('WrongLayout',
         'x: expected a contiguous tensor (storage offset 0), got strides (1, 3) and '
         'offset 0; the program asked for a memory layout (from `x.is_contiguous()` at '

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -95,3 +97,67 @@ def test_explain_reports_every_data_read_not_only_the_first():
     assert not report.ok and report.program is None
     with pytest.raises(st.DataDependentError, match="int\\(\\) of a tensor"):
         st.export(IntReads(), (torch.randn(8, 4), torch.tensor(3)))
+
+
+def test_a_condition_from_a_torch_layer_names_the_layer():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4),
+                                torch.nn.ReLU()).train()
+    b = st.Dim("b", min=1, max=64)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: b},))
+    assert "in layer `1`, BatchNorm1d" in str(info.value), str(info.value)
+    report = st.explain(model, (torch.randn(2, 3),), dynamic_shapes=({0: b},))
+    assert any("(in layer `1`, BatchNorm1d)" in where for _, where in report.guards), \
+        report.guards
+    # the user's own line carries no layer note
+    ep = st.export(Add(), (torch.randn(2, 3), torch.randn(2, 3)))
+    assert all("in layer" not in n.meta.get("stack_trace", "") for n in ep.graph.nodes)
+    # the fix it gives works
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: st.Dim("b", min=2,
+                                                                             max=64)},))
+    for n in (2, 5, 64):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), copy.deepcopy(model)(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 3))
+
+
+class Rows(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1, 4) * 2
+
+
+def test_printed_program_names_the_dims_and_out_of_range_has_a_fix():
+    batch = st.Dim("batch", max=64)
+    ep = st.export(Rows(), (torch.randn(4, 4),), dynamic_shapes=({0: batch},))
+    text = str(ep)
+    assert "Range constraints: {s0 (batch): VR[0, 64]}" in text, text
+    assert "Expr(" not in text and "Expr(" not in repr(ep.range_constraints)
+    assert repr(ep.range_constraints) == "{s0: VR[0, 64]}"
+    for n in (0, 1, 64):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), x * 2)
+    with pytest.raises(st.InputMismatchError) as info:
+        ep.module()(torch.randn(65, 4))
+    assert info.value.fix == ("pass an input whose x.shape[0] is <= 64, or export again with "
+                              "a declared range that admits 65 (max=65 in that Dim)")
+
+
+def test_coprime_modulus_condition_gets_the_derived_dim_fix():
+    class ThreeRows(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(-1, 4)
+
+    b = st.Dim("b", min=1, max=64)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(ThreeRows(), (torch.randn(4, 3),), dynamic_shapes=({0: b},))
+    text = str(info.value)
+    assert "x.shape[0] % 4 == 0" in text and "b = 4*b_4" in text, text
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, ({0: b},))
+    ep = st.export(ThreeRows(), (torch.randn(4, 3),), dynamic_shapes=fixed)
+    for n in (4, 8, 64):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x.reshape(-1, 4))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(6, 3))

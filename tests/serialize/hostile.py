@@ -368,8 +368,8 @@ def _container_cases(m: Maker, blob: Callable) -> None:
          match="over the budget")
     blob(co, "header_cut_mid_json", lambda: _raw(m.blob[8:8 + len(m.blob) // 3], b""),
          match="not valid JSON")
-    blob(co, "data_start_not_aligned", lambda: _raw(_header_bytes(head) + b" " * 4, data,
-                                                    pad=False), match="multiple of 8")
+    blob(co, "data_start_not_aligned", lambda: _raw(_padded(_header_bytes(head)) + b" " * 4,
+                                                    data, pad=False), match="multiple of 8")
     blob(co, "offsets_misaligned", lambda: _shifted(head, data, key, 2), match="misaligned")
     blob(co, "offsets_gap", lambda: _shifted(head, data, key, 4, gap=True),
          match="expected|gaps")
@@ -530,9 +530,14 @@ def _header_bytes(head: dict) -> bytes:
     return json.dumps(head, separators=(",", ":")).encode()
 
 
+def _padded(text: bytes) -> bytes:
+    """The header text padded so that the data starts at a multiple of 8."""
+    return text + b" " * (-(8 + len(text)) % 8)
+
+
 def _raw(text: bytes, data: bytes, pad: bool = True) -> bytes:
     if pad:
-        text += b" " * (-(8 + len(text)) % 8)
+        text = _padded(text)
     return struct.pack("<Q", len(text)) + text + data
 
 
