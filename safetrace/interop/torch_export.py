@@ -118,7 +118,7 @@ class _Converter:
         tep = ExportedProgram(
             root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
-            self._module_call_graph(inputs, outputs), example_inputs=self._examples(),
+            self._module_call_graph(), example_inputs=self._examples(),
             constants=constants, verifiers=[_training_verifier()])
         tep._guards_code.extend(self._constant_types(tep))
         tep.validate()
@@ -457,14 +457,14 @@ class _Converter:
             at += n
         return names + [k for k in kwargs_spec.context if k not in names]
 
-    def _module_call_graph(self, inputs: list, outputs: list) -> list:
+    def _module_call_graph(self) -> list:
         from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
-        from torch.export.graph_signature import InputKind, OutputKind
 
+        # the root's inputs and outputs are empty, as torch.export writes them: the graph
+        # signature already names them, and passes that rename outputs (ExecuTorch's edge
+        # passes) update the graph signature only, so names here would go stale
         signature = ModuleCallSignature(
-            inputs=[s.arg for s in inputs if s.kind == InputKind.USER_INPUT],
-            outputs=[s.arg for s in outputs if s.kind == OutputKind.USER_OUTPUT],
-            in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
+            inputs=[], outputs=[], in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
             forward_arg_names=self._arg_names())
         # every submodule (torch's unflatten adds an empty module for one the forward
         # never calls, e.g. a dropout that attention takes only the rate of), parents first
