@@ -106,6 +106,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        self._as_torch_settings()
         _provenance(self.graph)
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
@@ -124,9 +125,23 @@ class _Converter:
         tep.validate()
         return tep
 
+    def _as_torch_settings(self) -> None:
+        """After propagation, the ShapeEnv specializes 0 and 1 as torch.export's does.
+
+        Tools that retrace the program (``run_decompositions``, hence ONNX and ExecuTorch)
+        find this ShapeEnv on the graph's fake values and make a symbol of every int
+        input; a bool input (``use_cache=False``) is an int to them, and a symbol of value
+        False breaks torch's range check (``upper must be a sympy.Expr``) unless 0/1 are
+        specialized.  Only symbols created later see the setting: ours are all made."""
+        import dataclasses
+
+        settings = self.shape_env.settings
+        if not settings.specialize_zero_one:
+            self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)
+
     def _constant_types(self, tep: Any) -> list[str]:
-        """torch's guard compares a specialized input by ``==`` only (3.0 == 3): ours also
-        wants its type.  (Held in the program object; torch.export.save drops it.)"""
+        """torch's guard compares a specialized input by ``==`` only (3.0 == 3, 0 == False):
+        ours also wants its type.  (Held in the program object; torch.export.save drops it.)"""
         args, kwargs = tep.example_inputs
         names = self._arg_names()
         ctx = dict(zip(names, args))
@@ -135,7 +150,10 @@ class _Converter:
         out = []
         for path, inp in zip(paths, self.ep.contract.inputs):
             if isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
-                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__}")
+                # while torch traces the program (run_decompositions, re-export) the value
+                # is torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
+                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
+                           f"torch._guards.TracingContext.try_get() is not None")
         return out
 
     # -- symbols -----------------------------------------------------------------------------
