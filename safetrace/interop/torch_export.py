@@ -33,7 +33,6 @@ from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.mutation import written_placeholders
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -442,18 +441,15 @@ class _Converter:
         return out
 
     def _state(self, ordered: list) -> tuple[dict, dict]:
-        """The program's state; what the graph writes gets its own copy (running the
-        converted program never writes the exported model's tensors)."""
+        """The program's state: what the graph writes is the program's own copy, shared
+        with every module of the program and of this conversion (as torch.export's
+        programs share their state); running it never writes the exported model."""
         state: dict[str, Any] = {}
         constants: dict[str, Any] = {}
-        in_place = written_placeholders(self.ep.graph)
-        written = {s.target for s in ordered if s.name in in_place}
-        written |= set(self.ep.graph_signature.buffers_to_mutate.values())
+        self.ep.own_state()
         for s in ordered:
             if s.kind in ("parameter", "buffer"):
                 t = self.ep._state[s.target]
-                if s.target in written:
-                    t = t.detach().clone()
             if s.kind == "parameter":
                 state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
             elif s.kind == "buffer":
