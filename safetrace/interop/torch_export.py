@@ -292,10 +292,29 @@ class _Converter:
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
             raise ConversionError(_why_failed(node, target, exc)) from exc
         new.meta["val"] = val
-        self._same_shape(node, val)
         bindings = compute_unbacked_bindings(self.shape_env, val)
         if bindings:
             new.meta["unbacked_bindings"] = bindings
+            self._bind_unbacked(node, val, bindings)
+        self._same_shape(node, val)
+
+    def _bind_unbacked(self, node: torch.fx.Node, val: Any, bindings: dict) -> None:
+        """Each data-dependent symbol torch's kernel created is ours at the same place in
+        our node's value (``.item()``'s result, ``nonzero``'s row count): torch numbers
+        them its own way, and a later size compares by meaning only once they are
+        matched."""
+        names = self.emitter.symbol_names
+        for sym, path in bindings.items():
+            if sym in names:
+                continue
+            mine = _follow(node.meta.get("val"), path)
+            if mine is None or isinstance(mine, bool):
+                continue
+            mine = to_expr(mine.expr if hasattr(mine, "expr") else mine)
+            names[sym] = mine
+            theirs = _follow(val, path)
+            if mine.op == "sym" and isinstance(theirs, torch.SymInt):
+                self.emitter.values.setdefault(mine.name, theirs)
 
     def _from_ours(self, node: torch.fx.Node) -> Any:
         """Fake outputs of our shapes (proven for the whole input space) for an op whose
@@ -331,7 +350,8 @@ class _Converter:
                                            self.emitter.implied(S.eq(mine, theirs))):
                     continue
                 if self.emitter.same_in_torch(mine, b) or (
-                        theirs is not None and self.emitter.agree(mine, theirs)):
+                        theirs is not None and self.emitter.agree(mine, theirs)) or (
+                        theirs is None and self.emitter.agree_sympy(mine, b)):
                     continue
             raise ConversionError(
                 f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
@@ -498,6 +518,25 @@ class _Converter:
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def _follow(value: Any, path: tuple) -> Any:
+    """The part of `value` (ours or torch's) that an unbacked binding's key path names;
+    None for a path this walk does not know."""
+    for key in path:
+        name = type(key).__name__
+        if name == "SequenceKey":
+            value = value[key.idx]
+        elif name == "CallMethodKey" and key.name == "size":
+            value = tuple(value.shape)
+        elif name == "CallMethodKey" and key.name == "stride" and \
+                isinstance(value, torch.Tensor):
+            value = tuple(value.stride())
+        elif name == "ConvertIntKey":
+            continue
+        else:
+            return None
+    return value
 
 
 def _provenance(graph: torch.fx.Graph) -> None:

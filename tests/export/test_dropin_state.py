@@ -161,3 +161,18 @@ def test_to_torch_shares_the_programs_state():
     assert ep.state_dict["count"].item() == 2.0
     assert ep.module()(x)[0, 0].item() == pytest.approx(
         (x[0, 0] * 2 + 3 + 3 * x.sum(0)[0]).item())
+
+
+def test_run_decompositions_keeps_the_programs_state_as_in_torch():
+    """torch's ``run_decompositions`` returns a program holding the same state tensors."""
+    x = torch.randn(2, 3)
+    ref = torch.export.export(Counter(), (x,))
+    ref_d = ref.run_decompositions()
+    ep = st.export(Counter(), (x,), dynamic_shapes={"x": {0: st.Dim("b", min=0)}})
+    dep = ep.run_decompositions()
+    for program, decomposed in ((ref, ref_d), (ep, dep)):
+        program.module()(x)
+        decomposed.module()(x)
+        assert decomposed.state_dict["count"] is program.state_dict["count"]
+        assert program.state_dict["count"].item() == 2.0
+    assert dep.module()(torch.randn(0, 3)).shape == (0, 3)
