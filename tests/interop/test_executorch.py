@@ -140,3 +140,48 @@ def test_root_module_call_entry_is_torch_exports():
     with torch.no_grad():
         torch.testing.assert_close(torch.export.unflatten(tep)(y), model(y))
         torch.testing.assert_close(tep.module()(y), model(y))
+
+
+@needs_executorch
+@pytest.mark.slow
+def test_small_llama_decode_pte_generates_eagers_tokens(tmp_path):
+    """A llama-style model from a config (random weights, no download) with a StaticCache,
+    the one-token decode program transformers' ExecuTorch recipe exports: the .pte's greedy
+    tokens are eager's (the cache lives in the .pte's state across calls)."""
+    transformers = pytest.importorskip("transformers")
+    from executorch.runtime import Runtime
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.use_cache = True
+
+    def wrapper():
+        return TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=32,
+                                                    device="cpu")
+
+    ep = st.export(wrapper(), (), {"input_ids": torch.tensor([[5]]),
+                                   "cache_position": torch.tensor([0])})
+    st.to_executorch(ep, tmp_path / "llama.pte")
+    method = Runtime.get().load_program(tmp_path / "llama.pte").load_method("forward")
+    prompt = [5, 7, 11]
+
+    def generate(step, n=10):
+        out = []
+        for i in range(len(prompt) + n - 1):
+            tok = prompt[i] if i < len(prompt) else out[-1]
+            logits = step(torch.tensor([[tok]]), torch.tensor([i]))
+            if i >= len(prompt) - 1:
+                out.append(int(logits[0, -1].argmax()))
+        return out
+
+    eager = wrapper()
+    with torch.no_grad():
+        want = generate(lambda a, b: eager(input_ids=a, cache_position=b))
+    assert generate(lambda a, b: method.execute([a, b])[0]) == want
+    # and through a fresh ep.module() per step (the program's state carries the cache)
+    assert generate(lambda a, b: ep.module()(input_ids=a, cache_position=b)) == want
