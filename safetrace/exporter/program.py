@@ -318,31 +318,31 @@ def _mode_dependent(graph: torch.fx.Graph) -> bool:
 
 class _Shadows:
     """The program-owned copy of each model tensor programs hold as state: one per source
-    tensor (by identity, while it lives), shared by every program exported from it."""
+    tensor (by identity), shared by every program exported from it while one of them
+    lives (then freed: a later program copies the source again)."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self._copies: dict[int, tuple[Any, torch.Tensor]] = {}  # id(source) -> (ref, copy)
+        self._copies: dict[int, tuple[Any, Any]] = {}  # id(source) -> (ref, ref to copy)
         self._ours: dict[int, Any] = {}  # id(copy) -> ref: a copy is its own copy
 
     def existing(self, t: torch.Tensor) -> torch.Tensor | None:
-        """`t`'s copy if one was made (or `t` itself if it is one), else None."""
-        with self.lock:
-            mine = self._ours.get(id(t))
-            if mine is not None and mine() is t:
-                return t
-            entry = self._copies.get(id(t))
-            return entry[1] if entry is not None and entry[0]() is t else None
-
-    def of(self, t: torch.Tensor) -> torch.Tensor:
-        """`t`'s copy, made on first use."""
+        """`t`'s copy if one lives (or `t` itself if it is one), else None."""
         with self.lock:
             mine = self._ours.get(id(t))
             if mine is not None and mine() is t:
                 return t
             entry = self._copies.get(id(t))
             if entry is not None and entry[0]() is t:
-                return entry[1]
+                return entry[1]()  # type: ignore[no-any-return]
+            return None
+
+    def of(self, t: torch.Tensor) -> torch.Tensor:
+        """`t`'s copy, made on first use."""
+        with self.lock:
+            found = self.existing(t)
+            if found is not None:
+                return found
             try:
                 copy_ = t.detach().clone()
             except (NotImplementedError, RuntimeError):
@@ -350,15 +350,17 @@ class _Shadows:
                 return t
             if isinstance(t, torch.nn.Parameter):
                 copy_ = torch.nn.Parameter(copy_, requires_grad=t.requires_grad)
-            self._copies[id(t)] = (weakref.ref(t, self._forget(self._copies, id(t))), copy_)
-            self._ours[id(copy_)] = weakref.ref(copy_, self._forget(self._ours, id(copy_)))
+            src, mine = id(t), id(copy_)
+            self._copies[src] = (weakref.ref(t, self._forget(self._copies, src)),
+                                 weakref.ref(copy_, self._forget(self._copies, src)))
+            self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
             return copy_
 
     def _forget(self, table: dict, key: int) -> Any:
         def drop(ref: Any) -> None:
             with self.lock:
                 entry = table.get(key)
-                if entry is not None and (entry is ref or entry[0] is ref):
+                if entry is ref or (type(entry) is tuple and any(r is ref for r in entry)):
                     del table[key]
         return drop
 

@@ -176,3 +176,22 @@ def test_run_decompositions_keeps_the_programs_state_as_in_torch():
         assert decomposed.state_dict["count"] is program.state_dict["count"]
         assert program.state_dict["count"].item() == 2.0
     assert dep.module()(torch.randn(0, 3)).shape == (0, 3)
+
+
+def test_the_state_copy_lives_as_long_as_a_program_holding_it():
+    """No copy outlives the programs: with every program gone, a new export of the same
+    model starts again from the model's own values (which were never written)."""
+    import gc
+    import weakref
+
+    model = Counter()
+    ep = st.export(model, (torch.randn(2, 3),))
+    ep.module()(torch.randn(2, 3))
+    copy_ref = weakref.ref(ep.state_dict["count"])
+    ep2 = st.export(model, (torch.randn(2, 3),))
+    assert ep2.state_dict["count"] is copy_ref()  # shared while ep lives
+    del ep, ep2
+    gc.collect()
+    assert copy_ref() is None
+    ep3 = st.export(model, (torch.randn(2, 3),))
+    assert ep3.state_dict["count"].item() == 0.0 == model.count.item()
