@@ -116,6 +116,29 @@ class ExportedProgram:
         non_persistent = set(self.graph_signature.non_persistent_buffers)
         return {k: v for k, v in self._state.items() if k not in non_persistent}
 
+    def named_parameters(self) -> Any:
+        """(name, parameter) of the program, as torch.export's ``named_parameters``."""
+        self.own_state()
+        for name in self.graph_signature.parameters:
+            yield name, self._state[name]
+
+    def parameters(self) -> Any:
+        """The program's parameters."""
+        for _, p in self.named_parameters():
+            yield p
+
+    def named_buffers(self) -> Any:
+        """(name, buffer) of the program, non-persistent ones included, as torch.export's
+        ``named_buffers``: the tensors its modules run on."""
+        self.own_state()
+        for name in self.graph_signature.buffers:
+            yield name, self._state[name]
+
+    def buffers(self) -> Any:
+        """The program's buffers."""
+        for _, b in self.named_buffers():
+            yield b
+
     def written_state(self) -> set[str]:
         """Names of the parameters and buffers the graph writes (in place or by
         reassignment)."""

@@ -195,3 +195,33 @@ def test_the_state_copy_lives_as_long_as_a_program_holding_it():
     assert copy_ref() is None
     ep3 = st.export(model, (torch.randn(2, 3),))
     assert ep3.state_dict["count"].item() == 0.0 == model.count.item()
+
+
+class WithParams(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.register_buffer("steps", torch.zeros(1))
+        self.register_buffer("mask", torch.ones(3), persistent=False)
+
+    def forward(self, x):
+        self.steps.add_(1)
+        return self.lin(x) * self.mask + self.steps
+
+
+def test_named_parameters_and_buffers_are_torch_exports():
+    """transformers' ExecuTorch helpers read ``ep.named_buffers()``: the same names, in the
+    same order, with the state the program's modules run on (non-persistent included)."""
+    model, x = WithParams(), torch.randn(2, 3)
+    ref = torch.export.export(model, (x,))
+    ep = st.export(model, (x,), dynamic_shapes={"x": {0: st.Dim("b", min=0)}})
+    assert [n for n, _ in ep.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    assert [n for n, _ in ep.named_buffers()] == [n for n, _ in ref.named_buffers()]
+    for (_, a), (_, b) in zip(ep.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(a, b)
+    assert [tuple(p.shape) for p in ep.parameters()] == [(3, 3), (3,)]
+    m = ep.module()
+    m(torch.randn(0, 3))
+    bufs = dict(ep.named_buffers())
+    assert bufs["steps"] is m.steps and bufs["steps"].item() == 1.0
+    assert len(list(ep.buffers())) == 2
