@@ -44,6 +44,7 @@ _API = {
     "save": "safetrace.serialize",
     "load": "safetrace.serialize",
     "to_onnx": "safetrace.interop",
+    "to_executorch": "safetrace.interop",
     "ConversionError": "safetrace.errors",
     "ConversionWarning": "safetrace.errors",
 }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import threading
+import weakref
 from typing import Any
 
 import torch
@@ -93,6 +95,7 @@ class ExportedProgram:
         # run_decompositions needs it, and this module sits below the exporter's
         self.retrace: Any = None
         self._check_fn: Any = None
+        self._owns_state = False  # state replaced by the shared program copies (own_state)
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -109,9 +112,67 @@ class ExportedProgram:
 
     @property
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Parameters and persistent buffers by their names in the original module."""
+        """Parameters and persistent buffers by their names in the original module (the
+        state the program writes as its modules' calls left it)."""
+        self.own_state()
         non_persistent = set(self.graph_signature.non_persistent_buffers)
         return {k: v for k, v in self._state.items() if k not in non_persistent}
+
+    def named_parameters(self) -> Any:
+        """(name, parameter) of the program, as torch.export's ``named_parameters``."""
+        self.own_state()
+        for name in self.graph_signature.parameters:
+            yield name, self._state[name]
+
+    def parameters(self) -> Any:
+        """The program's parameters."""
+        for _, p in self.named_parameters():
+            yield p
+
+    def named_buffers(self) -> Any:
+        """(name, buffer) of the program, non-persistent ones included, as torch.export's
+        ``named_buffers``: the tensors its modules run on."""
+        self.own_state()
+        for name in self.graph_signature.buffers:
+            yield name, self._state[name]
+
+    def buffers(self) -> Any:
+        """The program's buffers."""
+        for _, b in self.named_buffers():
+            yield b
+
+    def written_state(self) -> set[str]:
+        """Names of the parameters and buffers the graph writes (in place or by
+        reassignment)."""
+        in_place = _written_inputs(self)
+        names = {s.target for s in self.graph_signature.input_specs
+                 if s.kind in ("parameter", "buffer") and s.name in in_place}
+        return names | set(self.graph_signature.buffers_to_mutate.values())
+
+    def own_state(self) -> None:
+        """The program's buffers, and the parameters it writes, become the program's:
+        torch.export's rule (every ``module()`` of a program, and ``state_dict``, see the
+        writes of the others; programs exported from one model share its buffers).
+
+        torch.export's program aliases the model's own tensors, so its modules write into
+        the model.  Here each such tensor is replaced, once, by a copy shared by every
+        program whose state is that tensor: the exported model, and memory handed to
+        ``st.load``, are never written.  All buffers are copied, not only the ones this
+        program writes: another program of the same model may write one this one reads.
+        A parameter is copied when this program writes it (or another one already did)."""
+        if self._owns_state:
+            return
+        with _SHADOWS.lock:
+            if self._owns_state:
+                return
+            written = self.written_state()
+            kinds = {s.target: s.kind for s in self.graph_signature.input_specs}
+            for name, t in self._state.items():
+                if kinds.get(name) != "parameter" or name in written:
+                    self._state[name] = _SHADOWS.of(t)
+                else:
+                    self._state[name] = _SHADOWS.existing(t) or t
+            self._owns_state = True
 
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
@@ -301,6 +362,58 @@ def _mode_dependent(graph: torch.fx.Graph) -> bool:
                for n in graph.nodes)
 
 
+class _Shadows:
+    """The program-owned copy of each model tensor programs hold as state: one per source
+    tensor (by identity), shared by every program exported from it while one of them
+    lives (then freed: a later program copies the source again)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._copies: dict[int, tuple[Any, Any]] = {}  # id(source) -> (ref, ref to copy)
+        self._ours: dict[int, Any] = {}  # id(copy) -> ref: a copy is its own copy
+
+    def existing(self, t: torch.Tensor) -> torch.Tensor | None:
+        """`t`'s copy if one lives (or `t` itself if it is one), else None."""
+        with self.lock:
+            mine = self._ours.get(id(t))
+            if mine is not None and mine() is t:
+                return t
+            entry = self._copies.get(id(t))
+            if entry is not None and entry[0]() is t:
+                return entry[1]()  # type: ignore[no-any-return]
+            return None
+
+    def of(self, t: torch.Tensor) -> torch.Tensor:
+        """`t`'s copy, made on first use."""
+        with self.lock:
+            found = self.existing(t)
+            if found is not None:
+                return found
+            try:
+                copy_ = t.detach().clone()
+            except (NotImplementedError, RuntimeError):
+                # a dtype without a copy kernel (int1, ...): no kernel can write it either
+                return t
+            if isinstance(t, torch.nn.Parameter):
+                copy_ = torch.nn.Parameter(copy_, requires_grad=t.requires_grad)
+            src, mine = id(t), id(copy_)
+            self._copies[src] = (weakref.ref(t, self._forget(self._copies, src)),
+                                 weakref.ref(copy_, self._forget(self._copies, src)))
+            self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
+            return copy_
+
+    def _forget(self, table: dict, key: int) -> Any:
+        def drop(ref: Any) -> None:
+            with self.lock:
+                entry = table.get(key)
+                if entry is ref or (type(entry) is tuple and any(r is ref for r in entry)):
+                    del table[key]
+        return drop
+
+
+_SHADOWS = _Shadows()
+
+
 class _ProgramModule(torch.fx.GraphModule):
     """What ``ep.module()`` returns: a GraphModule holding the program's state under the
     original names (``state_dict()`` keys match the exported model's; ``load_state_dict``
@@ -319,18 +432,23 @@ class _ProgramModule(torch.fx.GraphModule):
             ep._check_fn = ep._build_checks()
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
-        # State and constants the program may write (in place, by analysis of every graph,
-        # or by reassignment) get their own copy, and every parameter its own Parameter
-        # object: running the program, .to()/.half() and load_state_dict never change the
-        # exported model, the caller's weights= tensors or another module of the program.
+        # Buffers and written parameters are the program's own copies, shared by all its
+        # modules (ep.own_state, torch's semantics); constants a write may reach (by
+        # analysis of every graph) get a copy per module, and every parameter its own
+        # Parameter object: running the program, .to()/.half() and load_state_dict never
+        # change the exported model or the caller's weights= tensors.
+        ep.own_state()
         in_place = _written_inputs(ep)
         self._written = {s.target for s in specs.values() if s.name in in_place}
-        self._owned = self._written | set(ep.graph_signature.buffers_to_mutate.values())
+        # (load_state_dict copies into these in place: the state the modules share)
+        self._owned = {name for name, t in ep._state.items() if _SHADOWS.existing(t) is t}
         self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
         for name, t in ep._state.items():
             owner, key = self._owner(name)
             spec = specs.get(name)
-            value = t.detach().clone() if name in self._owned else t.detach()
+            # (a buffer is registered as itself: `ep.module().buf is ep.state_dict["buf"]`,
+            # as in torch; a parameter gets a Parameter of its own)
+            value = t if spec is None or spec.kind != "parameter" else t.detach()
             if spec is not None and spec.kind == "parameter":
                 owner.register_parameter(
                     key, torch.nn.Parameter(value, requires_grad=t.requires_grad))
@@ -421,8 +539,15 @@ class _ProgramModule(torch.fx.GraphModule):
         outs = self._graph_forward(*call)
         for i, (owner, table, key) in self._mutations:
             store = getattr(owner, table)
-            if outs[i] is not store[key]:
-                store[key] = outs[i]
+            old, new = store[key], outs[i]
+            if new is old:
+                continue
+            if new.shape == old.shape and new.dtype == old.dtype and \
+                    new.device == old.device:
+                with torch.no_grad():  # written into the state every module shares
+                    old.copy_(new)
+            else:
+                store[key] = new
         if self._single_out:
             return outs[self._n_mut]
         return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)

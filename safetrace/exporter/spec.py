@@ -6,6 +6,7 @@ inputs): for a tensor a list with one spec entry per dim, for anything else None
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -57,6 +58,8 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
     if isinstance(spec, (ShapesCollection, AdditionalInputs)) or _torch_collection(spec):
         spec = spec.dynamic_shapes(fn, args, kwargs)  # to the tree, as torch does
     tops = list(zip(names, args)) + list(kwargs.items())  # the order of the leaves
+    if isinstance(spec, (tuple, list)):
+        spec = _torch_tuple_form(fn, spec, args, kwargs) or spec
     if isinstance(spec, dict):
         spec = _expand_var_params(fn, spec, names, kwargs)
         valid = [n for n, _ in tops]
@@ -84,6 +87,36 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
     for (name, value), s in zip(tops, per_top):
         _walk(value, s, f"dynamic_shapes[{name!r}]", name, out)
     return out
+
+
+def _torch_tuple_form(fn: Any, spec: tuple | list, args: tuple, kwargs: dict) -> dict | None:
+    """torch.export's tuple form for a forward with ``*args`` / ``**kwargs``: one entry per
+    parameter of the signature, ``*args``' a tuple of per-input specs (``**kwargs``' a
+    dict), as the dict form; None when `spec` is not written that way (safetrace's own
+    form, one entry per input, is matched as it is)."""
+    sig = st_pytree.signature(fn)
+    if sig is None:
+        return None
+    kinds = {p.name: p.kind for p in sig.parameters.values()}
+    var = [n for n, k in kinds.items() if k in (inspect.Parameter.VAR_POSITIONAL,
+                                                  inspect.Parameter.VAR_KEYWORD)]
+    if not var:
+        return None
+    try:
+        bound = list(sig.bind(*args, **kwargs).arguments)
+    except TypeError:
+        return None
+    if len(bound) != len(spec) or not any(n in var for n in bound):
+        return None
+    for name, entry in zip(bound, spec):
+        kind = kinds[name]
+        if kind is inspect.Parameter.VAR_POSITIONAL and not (
+                entry is None or isinstance(entry, (tuple, list))):
+            return None
+        if kind is inspect.Parameter.VAR_KEYWORD and not (entry is None or
+                                                          isinstance(entry, dict)):
+            return None
+    return dict(zip(bound, spec))
 
 
 def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> dict:

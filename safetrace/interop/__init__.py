@@ -7,6 +7,8 @@ tracing, shape reasoning and input checks never go through it.
 * :func:`to_torch` -- ``ep.to_torch()``: validate()-clean, same accept/reject contract.
 * :func:`to_onnx` -- ``st.to_onnx(ep, path)``: through ``torch.onnx.export(ep.to_torch())``,
   with ONNX dims named after the user's Dims.
+* :func:`to_executorch` -- ``st.to_executorch(ep, path)``: an ExecuTorch ``.pte`` through
+  ``executorch.exir.to_edge(ep.to_torch()).to_executorch()``.
 * :func:`run_decompositions` -- ``ep.run_decompositions()``: retraced by safetrace's own
   tracer into core ATen operators, the same contract.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from safetrace.interop.decompose import run_decompositions as _decompose
+from safetrace.interop.executorch import export_executorch
 from safetrace.interop.onnx import export_onnx
 from safetrace.interop.torch_export import convert
 from safetrace.progress import task
@@ -35,10 +38,17 @@ def to_onnx(ep: Any, path: Any = None, *, verbose: bool | None = None, **kwargs:
         return export_onnx(ep, path, verbose=bool(verbose), **kwargs)
 
 
+def to_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
+                  compile_config: Any = None) -> Any:
+    """Lower a safetrace program to ExecuTorch (``to_edge(ep.to_torch()).to_executorch()``);
+    the ``.pte`` is written to `path` if given.  Needs ``pip install 'safetrace[executorch]'``."""
+    return export_executorch(ep, path, partitioner=partitioner, compile_config=compile_config)
+
+
 def run_decompositions(ep: Any, decomp_table: dict | None = None, *, export: Any) -> Any:
     """The program retraced by safetrace's tracer (`export`, i.e. ``st.export``) with
     `decomp_table` (default: core ATen)."""
     return _decompose(ep, decomp_table, export)
 
 
-__all__ = ["run_decompositions", "to_onnx", "to_torch"]
+__all__ = ["run_decompositions", "to_executorch", "to_onnx", "to_torch"]

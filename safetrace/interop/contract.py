@@ -22,11 +22,26 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
 from safetrace.symbolic.expr import const as _const
+from safetrace.symbolic.expr import fconst as _fconst
 from safetrace.symbolic.expr import sym as _sym
+from safetrace.symbolic import floats as F_
 
 _CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
         "ge": operator.ge}
-_ARITH = {"floordiv": operator.floordiv, "mod": operator.mod}
+_ARITH = {"floordiv": operator.floordiv, "mod": operator.mod,
+          # float expressions (Python's float semantics, as ours): IEEE ops and comparisons
+          "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
+          "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
+          "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
+          "feq": operator.eq, "fne": operator.ne}
+_UNARY = {"trunc": lambda: torch.sym_int, "float": lambda: torch.sym_float,
+          "round": lambda: round, "fneg": lambda: operator.neg,
+          "fsqrt": lambda: torch.sym_sqrt}
+# torch's sympy functions of floats -> ours (Python semantics on both sides)
+_FLOAT_FUNS = {"TruncToInt": lambda a: F_.fun("trunc", a),
+               "RoundToInt": lambda a: F_.fun("round", a),
+               "ToFloat": lambda a: F_.fun("float", a),
+               "FloorToInt": F_.floor, "CeilToInt": F_.ceil}
 
 
 class ContractEmitter:
@@ -222,7 +237,35 @@ class ContractEmitter:
         """Two size expressions neither engine simplifies into each other (``ceil`` written
         two ways): equal on every point of the declared ranges when those hold at most
         ~20k points, else on a grid of their low and high ends."""
-        names = sorted(a.free_symbols | b.free_symbols)
+        return self._agree_on(a.free_symbols | b.free_symbols, a.evaluate, b.evaluate)
+
+    def agree_sympy(self, ours: Expr, theirs: Any) -> bool:
+        """`agree` for a torch size whose expression has no form in ours: torch's sympy
+        expression evaluated at the same points (its symbols are ours, matched)."""
+        import sympy
+
+        if isinstance(theirs, torch.SymInt):
+            theirs = theirs.node.expr
+        if not isinstance(theirs, sympy.Expr):
+            return False
+        mapped = {s: self.symbol_names.get(s) for s in theirs.free_symbols}
+        if any(m is None for m in mapped.values()):
+            return False
+        names = set(ours.free_symbols)
+        for m in mapped.values():
+            names |= m.free_symbols
+
+        def value(p: dict) -> Any:
+            got = theirs.xreplace({s: sympy.Integer(m.evaluate(p)) for s, m in
+                                   mapped.items()})
+            if not got.is_number:
+                raise ValueError(got)
+            return int(got) if got.is_integer else float(got)
+
+        return self._agree_on(names, ours.evaluate, value)
+
+    def _agree_on(self, symbols: Any, a: Any, b: Any) -> bool:
+        names = sorted(symbols)
         axes = []
         budget = max(2, int(20000 ** (1 / max(1, len(names)))))
         for n in names:
@@ -240,8 +283,8 @@ class ContractEmitter:
             if len(points) > 200000:
                 return False
         try:
-            return all(a.evaluate(p) == b.evaluate(p) for p in points)
-        except (ZeroDivisionError, ValueError, KeyError):
+            return all(a(p) == b(p) for p in points)
+        except (ZeroDivisionError, ValueError, KeyError, TypeError):
             return False
 
     def implied(self, cond: Expr) -> bool:
@@ -257,7 +300,7 @@ class ContractEmitter:
 def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
     """The graph node computing our expression `e`: `nodes` holds (and caches) the nodes
     already known, `leaf(e)` may supply one more (or None); `call` appends a node."""
-    if e.op == "const":
+    if e.op in ("const", "fconst"):
         return e.value
     hit = nodes.get(e)
     if hit is None and leaf is not None:
@@ -280,6 +323,8 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
         node = call(_ARITH[e.op], tuple(expr_node(a, nodes, call, leaf) for a in e.args))
     elif e.op == "not":
         node = call(operator.not_, (expr_node(e.args[0], nodes, call, leaf),))
+    elif e.op in _UNARY:
+        node = call(_UNARY[e.op](), (expr_node(e.args[0], nodes, call, leaf),))
     else:  # pragma: no cover - the engine's op set is closed
         raise _error(f"no graph form for {e}")
     nodes[e] = node
@@ -288,7 +333,7 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
 
 def evaluate(e: Expr, values: dict) -> Any:
     """Our expression over torch SymInts (Python arithmetic builds torch's expression)."""
-    if e.op == "const":
+    if e.op in ("const", "fconst"):
         return e.value
     if e.op == "sym":
         return values[e.name]
@@ -306,6 +351,8 @@ def evaluate(e: Expr, values: dict) -> Any:
         return _ARITH[e.op](*args)
     if e.op == "not":
         return torch.sym_not(args[0])
+    if e.op in _UNARY:
+        return _UNARY[e.op]()(args[0])
     raise _error(f"no torch form for {e}")
 
 
@@ -352,6 +399,13 @@ def from_sympy(expr: Any, names: dict) -> Expr | None:
             return S.or_(*[go(a) for a in x.args])
         if isinstance(x, sympy.Not):
             return S.not_(go(x.args[0]))
+        kind = type(x).__name__
+        if kind in ("IntTrueDiv", "FloatTrueDiv"):
+            return F_.fbin("fdiv", go(x.args[0]), go(x.args[1]))
+        if kind in _FLOAT_FUNS:
+            return _FLOAT_FUNS[kind](go(x.args[0]))
+        if isinstance(x, sympy.Float):
+            return _fconst(float(x))
         # torch has Min/Max classes of its own beside sympy's
         if type(x).__name__ == "Min":
             return S.min_(*[go(a) for a in x.args])

@@ -33,7 +33,6 @@ from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.mutation import written_placeholders
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -106,6 +105,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        self._as_torch_settings()
         _provenance(self.graph)
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
@@ -118,15 +118,29 @@ class _Converter:
         tep = ExportedProgram(
             root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
-            self._module_call_graph(inputs, outputs), example_inputs=self._examples(),
+            self._module_call_graph(), example_inputs=self._examples(),
             constants=constants, verifiers=[_training_verifier()])
         tep._guards_code.extend(self._constant_types(tep))
         tep.validate()
         return tep
 
+    def _as_torch_settings(self) -> None:
+        """After propagation, the ShapeEnv specializes 0 and 1 as torch.export's does.
+
+        Tools that retrace the program (``run_decompositions``, hence ONNX and ExecuTorch)
+        find this ShapeEnv on the graph's fake values and make a symbol of every int
+        input; a bool input (``use_cache=False``) is an int to them, and a symbol of value
+        False breaks torch's range check (``upper must be a sympy.Expr``) unless 0/1 are
+        specialized.  Only symbols created later see the setting: ours are all made."""
+        import dataclasses
+
+        settings = self.shape_env.settings
+        if not settings.specialize_zero_one:
+            self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)
+
     def _constant_types(self, tep: Any) -> list[str]:
-        """torch's guard compares a specialized input by ``==`` only (3.0 == 3): ours also
-        wants its type.  (Held in the program object; torch.export.save drops it.)"""
+        """torch's guard compares a specialized input by ``==`` only (3.0 == 3, 0 == False):
+        ours also wants its type.  (Held in the program object; torch.export.save drops it.)"""
         args, kwargs = tep.example_inputs
         names = self._arg_names()
         ctx = dict(zip(names, args))
@@ -135,7 +149,10 @@ class _Converter:
         out = []
         for path, inp in zip(paths, self.ep.contract.inputs):
             if isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
-                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__}")
+                # while torch traces the program (run_decompositions, re-export) the value
+                # is torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
+                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
+                           f"torch._guards.TracingContext.try_get() is not None")
         return out
 
     # -- symbols -----------------------------------------------------------------------------
@@ -275,10 +292,29 @@ class _Converter:
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
             raise ConversionError(_why_failed(node, target, exc)) from exc
         new.meta["val"] = val
-        self._same_shape(node, val)
         bindings = compute_unbacked_bindings(self.shape_env, val)
         if bindings:
             new.meta["unbacked_bindings"] = bindings
+            self._bind_unbacked(node, val, bindings)
+        self._same_shape(node, val)
+
+    def _bind_unbacked(self, node: torch.fx.Node, val: Any, bindings: dict) -> None:
+        """Each data-dependent symbol torch's kernel created is ours at the same place in
+        our node's value (``.item()``'s result, ``nonzero``'s row count): torch numbers
+        them its own way, and a later size compares by meaning only once they are
+        matched."""
+        names = self.emitter.symbol_names
+        for sym, path in bindings.items():
+            if sym in names:
+                continue
+            mine = _follow(node.meta.get("val"), path)
+            if mine is None or isinstance(mine, bool):
+                continue
+            mine = to_expr(mine.expr if hasattr(mine, "expr") else mine)
+            names[sym] = mine
+            theirs = _follow(val, path)
+            if mine.op == "sym" and isinstance(theirs, torch.SymInt):
+                self.emitter.values.setdefault(mine.name, theirs)
 
     def _from_ours(self, node: torch.fx.Node) -> Any:
         """Fake outputs of our shapes (proven for the whole input space) for an op whose
@@ -314,7 +350,8 @@ class _Converter:
                                            self.emitter.implied(S.eq(mine, theirs))):
                     continue
                 if self.emitter.same_in_torch(mine, b) or (
-                        theirs is not None and self.emitter.agree(mine, theirs)):
+                        theirs is not None and self.emitter.agree(mine, theirs)) or (
+                        theirs is None and self.emitter.agree_sympy(mine, b)):
                     continue
             raise ConversionError(
                 f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
@@ -433,18 +470,15 @@ class _Converter:
         return out
 
     def _state(self, ordered: list) -> tuple[dict, dict]:
-        """The program's state; what the graph writes gets its own copy (running the
-        converted program never writes the exported model's tensors)."""
+        """The program's state: what the graph writes is the program's own copy, shared
+        with every module of the program and of this conversion (as torch.export's
+        programs share their state); running it never writes the exported model."""
         state: dict[str, Any] = {}
         constants: dict[str, Any] = {}
-        in_place = written_placeholders(self.ep.graph)
-        written = {s.target for s in ordered if s.name in in_place}
-        written |= set(self.ep.graph_signature.buffers_to_mutate.values())
+        self.ep.own_state()
         for s in ordered:
             if s.kind in ("parameter", "buffer"):
                 t = self.ep._state[s.target]
-                if s.target in written:
-                    t = t.detach().clone()
             if s.kind == "parameter":
                 state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
             elif s.kind == "buffer":
@@ -466,14 +500,14 @@ class _Converter:
             at += n
         return names + [k for k in kwargs_spec.context if k not in names]
 
-    def _module_call_graph(self, inputs: list, outputs: list) -> list:
+    def _module_call_graph(self) -> list:
         from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
-        from torch.export.graph_signature import InputKind, OutputKind
 
+        # the root's inputs and outputs are empty, as torch.export writes them: the graph
+        # signature already names them, and passes that rename outputs (ExecuTorch's edge
+        # passes) update the graph signature only, so names here would go stale
         signature = ModuleCallSignature(
-            inputs=[s.arg for s in inputs if s.kind == InputKind.USER_INPUT],
-            outputs=[s.arg for s in outputs if s.kind == OutputKind.USER_OUTPUT],
-            in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
+            inputs=[], outputs=[], in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
             forward_arg_names=self._arg_names())
         # every submodule (torch's unflatten adds an empty module for one the forward
         # never calls, e.g. a dropout that attention takes only the rate of), parents first
@@ -493,6 +527,25 @@ class _Converter:
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def _follow(value: Any, path: tuple) -> Any:
+    """The part of `value` (ours or torch's) that an unbacked binding's key path names;
+    None for a path this walk does not know."""
+    for key in path:
+        name = type(key).__name__
+        if name == "SequenceKey":
+            value = value[key.idx]
+        elif name == "CallMethodKey" and key.name == "size":
+            value = tuple(value.shape)
+        elif name == "CallMethodKey" and key.name == "stride" and \
+                isinstance(value, torch.Tensor):
+            value = tuple(value.stride())
+        elif name == "ConvertIntKey":
+            continue
+        else:
+            return None
+    return value
 
 
 def _provenance(graph: torch.fx.Graph) -> None:

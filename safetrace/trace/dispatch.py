@@ -86,21 +86,41 @@ def aten_call(tr: Any, func: Any, packet: str, args: tuple, kwargs: dict) -> Any
         if not has_tensor(args) and not has_tensor(list(kwargs.values())) and not hasattr(
                 torch.ops.aten, packet):
             return func(*args, **kwargs)
-        scalar = _integer_scalar(args[1:], kwargs)
+        # (a Tensor method's first argument is its tensor; a function's may be the size)
+        first = 1 if getattr(func, "__objclass__", None) is torch._C.TensorBase else 0
+        scalar = _integer_scalar(args[first:], kwargs)
         if scalar is not None:
-            # x.new_zeros(t), x.view(t, -1): eager reads a 0-d tensor given for a size
-            # through __index__, a data read (its handler raises, naming the fix)
-            tr.redispatch(torch.Tensor.__index__, (scalar,), {})
+            # x.new_zeros(t), torch.ones(b, t): eager reads a 0-d integer tensor given for
+            # a size through __index__ (an unbacked size, as .item(); its handler refuses
+            # what eager refuses): the call again with that int in its place
+            value = tr.redispatch(torch.Tensor.__index__, (scalar,), {})
+            args, kwargs = _replaced((args[:first], args[first:], kwargs), scalar, value)
+            return aten_call(tr, func, packet, args, kwargs)
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
     return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
 
 
+def _replaced(parts: tuple, old: Any, new: Any) -> tuple[tuple, dict]:
+    """(args, kwargs) with every `old` (in lists too) replaced, but in `head`."""
+    def swap(v: Any) -> Any:
+        if v is old:
+            return new
+        if type(v) in (list, tuple):
+            return type(v)(swap(x) for x in v)
+        return v
+
+    head, rest, kwargs = parts
+    return (*head, *(swap(a) for a in rest)), {k: swap(v) for k, v in kwargs.items()}
+
+
 def _integer_scalar(args: tuple, kwargs: dict) -> Proxy | None:
-    """A 0-d integer proxy among the arguments (in lists too), or None."""
+    """A one-element integer proxy among the arguments (in lists too), or None (eager
+    reads those through __index__ where an int is expected)."""
     for v in (*args, *kwargs.values()):
         for x in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(x, Proxy) and x.st_meta.ndim == 0 and not (
+            if isinstance(x, Proxy) and all(type(s) is int and s == 1
+                                            for s in x.st_meta.shape) and not (
                     x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex):
                 return x
     return None

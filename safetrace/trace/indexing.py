@@ -159,9 +159,16 @@ def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
 
 def _bound(tr: Any, v: Any) -> Any:
     """A slice bound; a 0-d tensor bound is used through ``__index__`` as eager does."""
+    if isinstance(v, torch.Tensor) and not isinstance(v, Proxy):
+        return tr.redispatch(torch.Tensor.__index__, (v,), {})  # a constant or state
     if isinstance(v, Proxy):
         if v.st_value is not None:
             return v.st_value  # torch.tensor(n) of a size: its value is known
+        meta = v.st_meta
+        if not (meta.dtype.is_floating_point or meta.dtype.is_complex) and all(
+                isinstance(s, int) and s == 1 for s in meta.shape):
+            # a one-element integer tensor: read at run time, an unbacked size (.item())
+            return tr.redispatch(torch.Tensor.__index__, (v,), {})
         raise tr.data_read(
             f"a tensor {annotation(v.st_meta)} as a slice bound",
             "read the bound with `.item()`: a data-dependent size (an unbacked symbol) "

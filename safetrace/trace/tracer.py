@@ -377,6 +377,11 @@ class Tracer(TorchFunctionMode):
             return None  # a write or a random draw must happen when the program runs
         with torch._C.DisableTorchFunction():
             result = op(*args, **kwargs)
+        named = _return_type(op)
+        if named is not None and type(result) is tuple:
+            # an overload returns a plain tuple; torch.topk & co. a torch.return_types
+            # (.values / .indices), as the recorded path gives
+            result = named(result)
         for t in (result if isinstance(result, (tuple, list)) else (result,)):
             if isinstance(t, torch.Tensor):  # lifted when a recorded op uses it
                 self.folded.add(id(t))

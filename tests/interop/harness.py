@@ -101,9 +101,11 @@ def edge_inputs(ep: st.ExportedProgram, cap: int = 64) -> list:
 
 
 def check_parity(ep: st.ExportedProgram, tep: Any, cases: list, cap: int = 64) -> dict:
-    """Same behaviour on the listed cases and the contract's edges; counts by outcome."""
+    """Same behaviour on the listed cases and the contract's edges; counts by outcome.
+    (The converted program is the same program: it shares our program's state, as torch's
+    conversions do; ours runs on a copy of that state so that both start alike.)"""
+    ours = copy.deepcopy(ep.module())
     converted = tep.module()
-    ours = ep.module()
     counts = {"ok": 0, "rejected": 0}
     for args, kwargs in itertools.chain(cases, edge_inputs(ep, cap)):
         counts[same_behaviour(ours, converted, args, kwargs)] += 1

@@ -1,10 +1,9 @@
 """The deployment stack on converted programs: ONNX (onnxruntime parity at several sizes,
-dims named after the user's Dims), AOTInductor (slow), ExecuTorch (skips when absent)."""
+dims named after the user's Dims), AOTInductor (slow); ExecuTorch is in test_executorch.py."""
 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import warnings
 
 import pytest
@@ -69,14 +68,3 @@ def test_aoti_compiled_package_matches_eager_and_keeps_the_range_checks(tmp_path
         torch.testing.assert_close(got, _eager(case, args, kwargs)[0], rtol=1e-4, atol=1e-4)
     with pytest.raises(Exception):
         runner(torch.randn(1025, 32))  # batch is declared <= 1024
-
-
-def test_executorch_lowering():
-    if importlib.util.find_spec("executorch") is None:
-        pytest.skip("ExecuTorch is not installed: pip install executorch (then this test "
-                    "lowers a converted program with to_edge().to_executorch())")
-    from executorch.exir import to_edge
-
-    case, ep = _export("mlp")
-    program = to_edge(ep.to_torch()).to_executorch()
-    assert program.buffer

@@ -41,10 +41,7 @@ CASES = [
      lambda x, m: x[: size(_count(m).int())]),
     ("int_of_float", lambda x, m: x[: int(m.float().sum())],
      lambda x, m: x[: size(m.float().sum().long())]),
-    ("index_dunder", lambda x, m: x.new_zeros(_count(m)),
-     lambda x, m: x.new_zeros(size(_count(m)))),
     ("int_as_index", lambda x, m: x[int(_count(m))], lambda x, m: x[index(x, _count(m))]),
-    ("slice_bound", lambda x, m: x[: _count(m)], lambda x, m: x[: size(_count(m))]),
 ]
 MASKS = [torch.tensor([1, 0, 1]), torch.tensor([0, 0, 0]), torch.tensor([1, 1, 1]),
          torch.tensor([0, 1, 0])]
@@ -63,6 +60,16 @@ def test_number_read_suggests_item_and_the_suggestion_exports(name, bad, fixed):
     ep = st.export(fixed, (x, m))
     for mask in MASKS:
         matches_eager(ep, fixed, (torch.randn(5), mask))
+
+
+@pytest.mark.parametrize("fn", [lambda x, m: x.new_zeros(_count(m)),
+                                lambda x, m: x[: _count(m)]], ids=["factory", "slice_bound"])
+def test_a_tensor_read_through_index_is_an_unbacked_size(fn):
+    """``__index__`` (a size or a slice bound given as a one-element integer tensor) reads
+    the value at run time as ``.item()`` does: it exports, with eager's numbers."""
+    ep = st.export(fn, (torch.randn(5), torch.tensor([1, 0, 1])))
+    for mask in MASKS:
+        matches_eager(ep, fn, (torch.randn(5), mask))
 
 
 def test_float_of_a_float_tensor_suggests_keeping_a_tensor():

@@ -3,6 +3,7 @@ registers them all in ``registry.HANDLERS``.
 
 - ``metadata``: shape, dtype, device and layout queries, answered without a node;
 - ``data``: reads of tensor data (``bool``, ``int``, ``.item()``, ``.tolist()``);
+- ``index_value``: ``__index__`` of a one-element integer tensor (an unbacked size);
 - ``casts``: ``x.to(...)``, ``x.float()``, ``x.cpu()``, ``x.type(dtype)``;
 - ``factories``: ``torch.tensor``, ``as_tensor``, ``new_tensor``, ``full`` of a traced fill;
 - ``views``: indexing, ``x.T`` / ``x.mT`` / ``x.real`` / ``x.data``, ``contiguous``;
@@ -11,6 +12,8 @@ registers them all in ``registry.HANDLERS``.
 - ``profiler``: ``record_function`` ranges, left out of the graph.
 """
 
-from safetrace.trace.handlers import casts, data, factories, metadata, profiler, spellings, views
+from safetrace.trace.handlers import (casts, data, factories, index_value, metadata, profiler,
+                                     spellings, views)
 
-__all__ = ["casts", "data", "factories", "metadata", "profiler", "spellings", "views"]
+__all__ = ["casts", "data", "factories", "index_value", "metadata", "profiler", "spellings",
+           "views"]

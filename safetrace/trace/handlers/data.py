@@ -114,7 +114,7 @@ def _operand_text(fn: str) -> str | None:
 
 for _func, _what in [
     (T.__bool__, "bool()"), (T.__int__, "int()"), (T.__float__, "float()"),
-    (T.__index__, _INDEX), (T.__complex__, "complex()"), (T.numpy, ".numpy()"),
+    (T.__complex__, "complex()"), (T.numpy, ".numpy()"),
     (T.__array__, "numpy conversion"), (T.__contains__, "`in`"),
 ]:
     handles(_func)(data_read(_what))

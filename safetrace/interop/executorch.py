@@ -1,0 +1,75 @@
+"""``st.to_executorch(ep, path)``: an ExecuTorch ``.pte`` through ``ep.to_torch()``.
+
+The three lines ExecuTorch documents (``to_edge(ep).to_executorch()``, then write the
+buffer), on the converted program: the input contract travels as ``_assert_scalar`` nodes
+in the graph, so the ``.pte`` refuses what ``ep.module()`` refuses where ExecuTorch keeps
+them.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
+bound (``Dim("batch", max=64)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from safetrace.errors import conversion_error
+
+INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
+           "  (or: pip install 'safetrace[executorch]')")
+
+
+def _exir() -> Any:
+    try:
+        from executorch import exir
+    except ImportError as exc:
+        raise conversion_error(
+            f"st.to_executorch needs the executorch package, which is not installed "
+            f"({type(exc).__name__}: {exc})", fix=INSTALL) from exc
+    return exir
+
+
+def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
+                      compile_config: Any = None) -> Any:
+    """The ``ExecutorchProgramManager`` of a safetrace program (its ``.pte`` written to
+    `path` if given).  `partitioner` (a list, e.g. XNNPACK's) delegates what it claims;
+    `compile_config` is an ``exir.EdgeCompileConfig``."""
+    exir = _exir()
+    tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
+    _bounded(tep)
+    if partitioner:
+        edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
+                                                compile_config=compile_config)
+    else:
+        edge = exir.to_edge(tep, compile_config=compile_config)
+    program = edge.to_executorch()
+    if path is not None:
+        Path(path).write_bytes(program.buffer)
+    return program
+
+
+def _bounded(tep: Any) -> None:
+    """A dynamic dim without an upper bound cannot be memory-planned: say which and how."""
+    from torch.utils._sympy.numbers import int_oo
+
+    labels = tep.graph_module.meta.get("safetrace_dim_labels", {})
+    inputs = {s.arg.name for s in tep.graph_signature.input_specs
+              if s.kind.name == "USER_INPUT"}
+    for node in tep.graph.nodes:
+        if node.op != "placeholder" or node.name not in inputs:
+            continue
+        val = node.meta.get("val")
+        for d, size in enumerate(getattr(val, "shape", ())):
+            if not isinstance(size, torch.SymInt):
+                continue
+            for sym in size.node.expr.free_symbols:
+                vr = tep.range_constraints.get(sym)
+                if vr is not None and (vr.upper is int_oo or vr.upper == int_oo):
+                    name = labels.get(str(sym), str(sym))
+                    raise conversion_error(
+                        f"st.to_executorch: {node.name}.shape[{d}] ({name}) has no upper "
+                        f"bound; ExecuTorch plans memory for the largest size every dim "
+                        f"can take",
+                        fix=f'declare a maximum, e.g. Dim("{name}", max=1024), and export '
+                            f"again")

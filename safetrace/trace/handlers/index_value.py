@@ -1,0 +1,56 @@
+"""``operator.index(t)`` of a one-element integer tensor: an unbacked size, as ``.item()``.
+
+Eager reads such a tensor through ``__index__`` wherever Python wants an int: a size
+(``torch.ones(b, n)``, ``x.new_zeros(n)``, OPT's ``torch.ones(batch, seq_length)`` with a
+0-d ``seq_length``), a slice bound (``x[:n]``), ``range(n)``.  The value is data, so it
+becomes what ``t.item()`` gives: an unbacked symbol with the dtype's range, read by the
+graph at run time (``aten.item``), the checks export cannot prove asserted there.  A
+known value (``torch.tensor(n)`` of a size) is that value.  Anything else eager refuses
+(a float tensor, more than one element) stays a DataRead refusal with its fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.meta.active import ACTIVE
+from safetrace.trace.handlers.data import data_read
+from safetrace.trace.handlers.metadata import real
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.registry import handles
+
+T = torch.Tensor
+_REFUSE = data_read("using a tensor as an index (__index__)")
+
+
+@handles(T.__index__)
+def index_value(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``t.__index__()``: the known value, else ``t.item()`` for a one-element integer
+    tensor (an unbacked size)."""
+    x = args[0]
+    if not isinstance(x, Proxy):
+        if id(x) not in tr.state or not _integral(x.dtype) or x.numel() != 1:
+            return real(func, args, kwargs)  # a constant: its value (eager's errors too)
+        # a parameter or buffer (a cache's length, written between calls): data, read
+        # by the graph at run time (aten.item of its placeholder), never its value at
+        # export (.item()'s handler reads a real tensor's value)
+        return tr.emit(torch.ops.aten.item.default, (x,), {})
+    meta = x.st_meta
+    if x.st_value is not None or not _integral(meta.dtype) or \
+            not all(isinstance(s, int) and s == 1 for s in meta.shape):
+        return _REFUSE(tr, func, args, kwargs)  # known value, or refused as eager would be
+    # one read per tensor value: `torch.ones(n)` then `x[:n]` see one symbol, as eager
+    # sees one number (a write in place starts a new data epoch: read again)
+    seen = getattr(x, "st_index_value", None)
+    if seen is not None and seen[0] == ACTIVE.data_epoch:
+        return seen[1]
+    value = tr.redispatch(T.item, (x,), {})
+    x.st_index_value = (ACTIVE.data_epoch, value)
+    return value
+
+
+def _integral(dtype: torch.dtype) -> bool:
+    """Integer dtypes; not bool (eager's size arguments refuse a bool tensor)."""
+    return not (dtype.is_floating_point or dtype.is_complex or dtype is torch.bool)

@@ -1,0 +1,187 @@
+"""ExecuTorch end to end: ``st.to_executorch(ep, path)`` writes a ``.pte`` that
+``executorch.runtime`` runs with eager's numbers at sizes other than the example's.
+
+The lowering needs ``to_torch()`` to write the root module-call entry as torch.export does
+(no inputs or outputs: ExecuTorch's edge passes rename outputs in the graph signature only,
+so names there went stale: ``SpecViolationError: Output addmm_1 does not exist``).
+One small lowering runs by default; the CNN and the larger sweep are marked slow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+
+import pytest
+import torch
+
+import safetrace as st
+
+warnings.filterwarnings("ignore", category=st.ConversionWarning)
+
+INSTALL = "pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
+needs_executorch = pytest.mark.skipif(importlib.util.find_spec("executorch") is None,
+                                      reason=f"ExecuTorch is not installed: {INSTALL}")
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 16)
+        self.fc2 = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class CNN(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc(y.mean(dim=(2, 3)))
+
+
+def _run_pte(path, x: torch.Tensor) -> torch.Tensor:
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(path).load_method("forward")
+    return method.execute([x])[0]
+
+
+def _lower_and_compare(model, example, dynamic_shapes, sizes, too_big, tmp_path):
+    """Lower ours and torch.export's program; both .pte files give eager's numbers at
+    `sizes`; a `too_big` input is refused by ours (module) and by the .pte's planned
+    capacity alike."""
+    model = model.eval()
+    ep = st.export(model, (example,), dynamic_shapes=dynamic_shapes)
+    path = tmp_path / "ours.pte"
+    program = st.to_executorch(ep, path)
+    assert path.read_bytes() == program.buffer
+    from executorch.exir import to_edge
+
+    ref = torch.export.export(model, (example,), dynamic_shapes={
+        "x": {d: torch.export.Dim(f"d{d}", min=v.min, max=v.max)
+              for d, v in dynamic_shapes["x"].items()}})
+    ref_path = tmp_path / "torch.pte"
+    ref_path.write_bytes(to_edge(ref).to_executorch().buffer)
+    for shape in sizes:
+        x = torch.randn(shape)
+        with torch.no_grad():
+            want = model(x)
+        got = _run_pte(path, x)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(_run_pte(ref_path, x), want, rtol=1e-4, atol=1e-5)
+    x = torch.randn(too_big)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(x)
+    with pytest.raises(RuntimeError):  # set_inputs: larger than the planned capacity
+        _run_pte(path, x)
+
+
+@needs_executorch
+def test_mlp_pte_matches_eager_at_other_batch_sizes(tmp_path):
+    batch = st.Dim("batch", min=1, max=16)
+    _lower_and_compare(MLP(), torch.randn(4, 6), {"x": {0: batch}},
+                       sizes=[(1, 6), (7, 6), (16, 6)], too_big=(17, 6), tmp_path=tmp_path)
+
+
+@needs_executorch
+@pytest.mark.slow
+def test_cnn_pte_matches_eager_at_other_resolutions(tmp_path):
+    dims = {0: st.Dim("batch", min=1, max=8), 2: st.Dim("h", min=4, max=32),
+            3: st.Dim("w", min=4, max=32)}
+    _lower_and_compare(CNN(), torch.randn(2, 3, 8, 8), {"x": dims},
+                       sizes=[(1, 3, 4, 4), (3, 3, 17, 9), (8, 3, 32, 32)],
+                       too_big=(9, 3, 32, 32), tmp_path=tmp_path)
+
+
+@needs_executorch
+def test_an_unbounded_dim_is_refused_with_the_bound_to_declare():
+    """ExecuTorch plans memory at the example's size for a dim without a maximum (its .pte
+    then refuses every larger size at run time): refused here, naming the Dim."""
+    ep = st.export(MLP().eval(), (torch.randn(4, 6),),
+                   dynamic_shapes={"x": {0: st.Dim("batch")}})
+    with pytest.raises(st.ConversionError, match=r'Dim\("batch", max='):
+        st.to_executorch(ep)
+
+
+def test_missing_executorch_names_the_install_line(monkeypatch):
+    ep = st.export(MLP().eval(), (torch.randn(4, 6),))
+    monkeypatch.setitem(sys.modules, "executorch", None)  # import executorch -> ImportError
+    with pytest.raises(st.ConversionError, match="pip install --no-deps executorch==1.5.1"):
+        st.to_executorch(ep)
+
+
+def test_root_module_call_entry_is_torch_exports():
+    """torch.export leaves the root entry's inputs and outputs empty (the graph signature
+    names them); ours match, and the submodule entries are torch's too."""
+    model = MLP().eval()
+    x = torch.randn(4, 6)
+    tep = st.export(model, (x,), dynamic_shapes={"x": {0: st.Dim("b", max=16)}}).to_torch()
+    ref = torch.export.export(model, (x,), dynamic_shapes={"x": {0: torch.export.Dim("b",
+                                                                                     max=16)}})
+    ours, theirs = tep.module_call_graph[0], ref.module_call_graph[0]
+    assert ours.fqn == theirs.fqn == ""
+    assert ours.signature.inputs == theirs.signature.inputs == []
+    assert ours.signature.outputs == theirs.signature.outputs == []
+    assert ours.signature.in_spec == theirs.signature.in_spec
+    assert ours.signature.out_spec == theirs.signature.out_spec
+    assert ours.signature.forward_arg_names == theirs.signature.forward_arg_names == ["x"]
+    assert [e.fqn for e in tep.module_call_graph] == [e.fqn for e in ref.module_call_graph]
+    # unflatten and module() still work without the names, at another size
+    y = torch.randn(9, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.export.unflatten(tep)(y), model(y))
+        torch.testing.assert_close(tep.module()(y), model(y))
+
+
+@needs_executorch
+@pytest.mark.slow
+def test_small_llama_decode_pte_generates_eagers_tokens(tmp_path):
+    """A llama-style model from a config (random weights, no download) with a StaticCache,
+    the one-token decode program transformers' ExecuTorch recipe exports: the .pte's greedy
+    tokens are eager's (the cache lives in the .pte's state across calls)."""
+    transformers = pytest.importorskip("transformers")
+    from executorch.runtime import Runtime
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.use_cache = True
+
+    def wrapper():
+        return TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=32,
+                                                    device="cpu")
+
+    ep = st.export(wrapper(), (), {"input_ids": torch.tensor([[5]]),
+                                   "cache_position": torch.tensor([0])})
+    st.to_executorch(ep, tmp_path / "llama.pte")
+    method = Runtime.get().load_program(tmp_path / "llama.pte").load_method("forward")
+    prompt = [5, 7, 11]
+
+    def generate(step, n=10):
+        out = []
+        for i in range(len(prompt) + n - 1):
+            tok = prompt[i] if i < len(prompt) else out[-1]
+            logits = step(torch.tensor([[tok]]), torch.tensor([i]))
+            if i >= len(prompt) - 1:
+                out.append(int(logits[0, -1].argmax()))
+        return out
+
+    eager = wrapper()
+    with torch.no_grad():
+        want = generate(lambda a, b: eager(input_ids=a, cache_position=b))
+    assert generate(lambda a, b: method.execute([a, b])[0]) == want
+    # and through a fresh ep.module() per step (the program's state carries the cache)
+    assert generate(lambda a, b: ep.module()(input_ids=a, cache_position=b)) == want
