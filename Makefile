@@ -15,6 +15,9 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,docs]'
+	# ExecuTorch's wheel pins another torch: --no-deps keeps the pinned one (pyproject's
+	# executorch extra lists the same packages)
+	$(BIN)/pip install -q -c constraints.txt --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate
 	touch $(STAMP)
 
 demo: $(STAMP)
