@@ -148,7 +148,12 @@ class _Converter:
         paths = [p for p, _ in _pytree.tree_leaves_with_path(ctx)]
         out = []
         for path, inp in zip(paths, self.ep.contract.inputs):
-            if isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
+            if isinstance(inp, ConstInput) and inp.value is None:
+                # torch's guard leaves a None input unchecked (a tensor passed there runs
+                # the branch traced for None): ours refuses anything but None
+                out.append(f"L{_pytree.keystr(path)} is None or "
+                           f"torch._guards.TracingContext.try_get() is not None")
+            elif isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
                 # while torch traces the program (run_decompositions, re-export) the value
                 # is torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
                 out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "

@@ -38,6 +38,11 @@ _ALL = [f"{t}/{n}" for t, cases in _TABLES.items() for n in cases
 _FAST = {"arch/unet_pad", "arch/kv_cache", "arch/sliding_window", "arch2/pixelcnn_functional",
          "patterns/unfold_overlap_padding", "patterns/conv_transpose1d_outpad"}
 
+# (case, bad input) pairs that torch's serializer cannot keep checked: the check lives in the
+# converted program's guard code, which torch.export.save drops (torch's own program accepts
+# these inputs, and runs the branch traced for the export's value)
+_LOST_BY_TORCH_SAVE = {("patterns/container_inputs_bad_structure", "None -> tensor")}
+
 # what a module may run before refusing: checks, size reads and arithmetic, views
 _ALLOWED = ("_assert", "sym_size", "sym_numel", "sym_stride", "sym_storage_offset", "permute",
             "view", "alias", "expand", "detach", "_local_scalar_dense", "lift_fresh",
@@ -116,6 +121,8 @@ def _check(name: str) -> None:
         if _refuses(ours, a, k) is not None:
             continue  # only what our program refuses is required of the lowered ones
         for label, module in lowered:
+            if label == "after save/load" and (name, what) in _LOST_BY_TORCH_SAVE:
+                continue
             if (p := _refuses(module, a, k)) is not None:
                 problems.append(f"{what} ({label}): {p}")
     assert not problems, "\n".join(problems)
