@@ -15,6 +15,7 @@ import torch
 from safetrace.errors import OpShapeError
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
+from safetrace.trace.values import program_data
 
 aten = torch.ops.aten
 
@@ -101,8 +102,11 @@ def _scalar_index(tr: Any, x: Any, d: int, t: Any) -> Any:
     known value, else the tensor's data read as an unbacked size (``aten.item``), which
     must lie in [-size, size) as eager's IndexError demands (a run-time assertion)."""
     if not isinstance(t, Proxy):
-        with torch._C.DisableTorchFunction():
-            return int(t.item())
+        traced = program_data(tr, t)  # a parameter or buffer: read at run time
+        if traced is None:
+            with torch._C.DisableTorchFunction():
+                return int(t.item())
+        t = traced
     if t.st_value is not None:
         return t.st_value
     i = tr.redispatch(torch.Tensor.item, (t,), {})

@@ -1,4 +1,5 @@
-"""0-d integer tensors whose value is a known (symbolic) size.
+"""0-d integer tensors whose value is a known (symbolic) size, and real tensors whose value
+is data (``program_data``).
 
 ``torch.tensor(n)`` / ``torch.div(n, 4, rounding_mode="trunc")`` on sizes, and integer
 arithmetic on them, carry their value so that using them as a size or an index
@@ -99,3 +100,16 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
     if not vals:
         return None
     return VALUE_OPS[op](vals)
+
+
+def program_data(tr: Any, t: Any) -> Proxy | None:
+    """A real tensor whose data the program reads at run time, as its graph value: a
+    parameter or buffer (an input of the program, which its modules and the caller may
+    write between calls: a step counter, a cache's length), or a constant the traced code
+    wrote in place.  None for any other real tensor (a constant: its value is known)."""
+    if not isinstance(t, torch.Tensor) or isinstance(t, Proxy):
+        return None
+    if id(t) not in tr.state and not (
+            tr.written_storages and t.untyped_storage().data_ptr() in tr.written_storages):
+        return None
+    return tr.lift(t).meta["val"]

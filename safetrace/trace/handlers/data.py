@@ -20,6 +20,7 @@ from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import parse, short, stack_trace, user_frame
+from safetrace.trace.values import program_data
 
 T = torch.Tensor
 aten = torch.ops.aten
@@ -34,7 +35,10 @@ def data_read(what: str) -> Handler:
 
     def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(args[0], Proxy):
-            return real(func, args, kwargs)
+            traced = program_data(tr, args[0])
+            if traced is None:
+                return real(func, args, kwargs)  # a constant: its value is known
+            args = (traced, *args[1:])
         value = args[0].st_value
         if value is not None and what in ("int()", _INDEX):
             # torch.tensor(n) of a size: its value is known; Python needs a real int here,
@@ -135,7 +139,10 @@ def _float_read(call: str, x: Proxy) -> Exception:
 def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
-        return real(func, args, kwargs)
+        traced = program_data(tr, args[0])
+        if traced is None:
+            return real(func, args, kwargs)
+        args = (traced, *args[1:])
     if args[0].st_value is not None:
         return args[0].st_value
     if args[0].st_meta.dtype.is_complex:
@@ -149,7 +156,9 @@ def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     (static lengths only)."""
     x = args[0]
     if not isinstance(x, Proxy):
-        return real(func, args, kwargs)
+        x = program_data(tr, x)
+        if x is None:
+            return real(func, args, kwargs)
     if x.st_meta.dtype.is_complex:
         raise _float_read(".tolist()", x)
     shape = x.st_meta.shape
