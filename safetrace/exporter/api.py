@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from typing import Any, Callable, Iterator
 
@@ -33,13 +34,19 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
            dynamic_shapes: Any = None, strict: bool | None = None,
            preserve_module_call_signature: tuple[str, ...] = (),
            max_splits: int = MAX_SPLITS, mod: Any = None,
+           prefer_deferred_runtime_asserts_over_guards: bool = False,
            verbose: bool | None = None) -> ExportedProgram:
     """Capture ``model(*args, **kwargs)`` into a graph sound for the declared input space.
 
     ``preserve_module_call_signature`` names submodules whose calls keep their inputs and
     outputs, as in torch.export: ``torch.export.unflatten(ep.to_torch())`` then rebuilds
     each as a module with its own call signature, which can be swapped for another.
-    ``mod=`` is torch.export's name for ``model`` and is accepted too.  ``max_splits``
+    ``mod=`` is torch.export's name for ``model`` and is accepted too.
+    ``prefer_deferred_runtime_asserts_over_guards=True`` (torch.export's option): where
+    the program needs less than a named Dim declares (a narrower range, a relation, one
+    size), export anyway and let the program's input checks refuse the rest at run time
+    (sound: such an input raises InputMismatchError before computing) instead of raising
+    ConstraintViolationError; ``ep.deferred_checks`` lists them.  ``max_splits``
     bounds the size splits (``exporter/splits.py``); ``verbose`` reports a long export's
     progress on standard error (by default only on a terminal)."""
     if mod is not None:
@@ -62,13 +69,15 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
         raise E.not_callable(model)
     with gc_paused(), task(f"exporting {type(model).__name__}", verbose):
         return export_with_splits(lambda sides: Exporter(
-            model, fn, preserve_module_call_signature, sides).run(args, kwargs, dynamic_shapes),
-            max_splits)
+            model, fn, preserve_module_call_signature, sides,
+            defer=prefer_deferred_runtime_asserts_over_guards).run(
+                args, kwargs, dynamic_shapes), max_splits)
 
 
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
-                 sides: dict | None = None) -> None:
+                 sides: dict | None = None, defer: bool = False) -> None:
+        self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
@@ -137,7 +146,7 @@ class Exporter:
         problems = self.dyn.violations(contract)
         if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
-        if problems:
+        if problems and not self.defer:
             names = pytree.positional_names(self.fn, len(args))
             suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
             if report is not None:
@@ -154,7 +163,10 @@ class Exporter:
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         ep.module_tree = tree  # submodule paths and preserved calls (interop)
-        ep.retrace = export
+        ep.retrace = functools.partial(
+            export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
+        # what the contract checks at run time beyond the declaration (the deferred asserts)
+        ep.deferred_checks = [p.text() for p in problems] if self.defer else []
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:

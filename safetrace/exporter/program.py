@@ -94,6 +94,9 @@ class ExportedProgram:
         # st.export, handed in by whoever made the program (export, load): retracing for
         # run_decompositions needs it, and this module sits below the exporter's
         self.retrace: Any = None
+        # torch.export's prefer_deferred_runtime_asserts_over_guards: what the input checks
+        # refuse beyond the declared space (one line per declared dim)
+        self.deferred_checks: list[str] = []
         self._check_fn: Any = None
         self._owns_state = False  # state replaced by the shared program copies (own_state)
 
