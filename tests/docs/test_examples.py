@@ -24,7 +24,8 @@ def _run(name: str, tmp_path: pathlib.Path, *args: str) -> str:
 
 def test_every_example_is_tested_and_listed():
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
-    tested = {"vision_onnx.py", "cond_model.py", "custom_op.py", "save_load.py"}
+    tested = {"vision_onnx.py", "cond_model.py", "custom_op.py", "save_load.py",
+              "llm_generate.py"}
     assert set(scripts) == tested
     listing = (EXAMPLES / "README.md").read_text()
     assert all(f"`{s}`" in listing for s in scripts)
@@ -63,3 +64,12 @@ def test_save_load_in_a_fresh_process(tmp_path):
     assert out.count("in a fresh process matches eager") == 2
     assert "refused: tokens.shape[1] = 0, but it must be >= 1" in out
     assert (tmp_path / "encoder.st").exists()
+
+
+@pytest.mark.slow
+def test_llm_generate(tmp_path):
+    pytest.importorskip("transformers", reason="pip install transformers")
+    out = _run("llm_generate.py", tmp_path, "--out", str(tmp_path))
+    assert "20 greedy tokens from the loaded program match eager generate" in out
+    assert "an empty prompt is refused" in out
+    assert (tmp_path / "llama.st").exists()
