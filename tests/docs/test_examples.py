@@ -25,7 +25,7 @@ def _run(name: str, tmp_path: pathlib.Path, *args: str) -> str:
 def test_every_example_is_tested_and_listed():
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
     tested = {"vision_onnx.py", "cond_model.py", "custom_op.py", "save_load.py",
-              "llm_generate.py"}
+              "llm_generate.py", "detector.py"}
     assert set(scripts) == tested
     listing = (EXAMPLES / "README.md").read_text()
     assert all(f"`{s}`" in listing for s in scripts)
@@ -73,3 +73,10 @@ def test_llm_generate(tmp_path):
     assert "20 greedy tokens from the loaded program match eager generate" in out
     assert "an empty prompt is refused" in out
     assert (tmp_path / "llama.st").exists()
+
+
+def test_detector(tmp_path):
+    out = _run("detector.py", tmp_path)
+    assert out.count("as eager") == 10
+    assert "0 boxes, as eager" in out and "5 boxes, as eager" in out
+    assert "a batch of 2 is refused" in out
