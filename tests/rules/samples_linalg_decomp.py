@@ -14,10 +14,12 @@ _SQUARE_OPS = [aten.linalg_inv.default, aten.inverse.default, aten.linalg_inv_ex
                aten.cholesky_inverse.default, aten.linalg_det.default, aten.det.default,
                aten.logdet.default, aten._linalg_det.default, aten.linalg_slogdet.default,
                aten.slogdet.default, aten._linalg_slogdet.default, aten.linalg_cholesky.default,
-               aten.cholesky.default, aten.linalg_cholesky_ex.default,
+               aten.linalg_cholesky_ex.default,
                aten.linalg_eigh.default, aten._linalg_eigh.default,
                aten.linalg_eigvalsh.default, aten.linalg_eig.default,
                aten.linalg_eigvals.default]
+if hasattr(aten, "cholesky"):  # torch 2.14 dropped aten.cholesky (the rule is registered only
+    _SQUARE_OPS.append(aten.cholesky.default)  # where it exists)
 
 SAMPLES: list[S] = []
 ERROR_SAMPLES: list[S] = []
