@@ -23,6 +23,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.trace.asserts import assert_sym
+from safetrace.trace.hops import submodules
 
 
 def default_table() -> dict:
@@ -94,22 +95,18 @@ class _Retracer(torch.nn.Module):
         ep = self._ep
         leaves = _pytree.tree_flatten((tuple(args), dict(kwargs)))[0]
         self._residuals(leaves)
-        env: dict[torch.fx.Node, Any] = {}
         specs = {s.name: s for s in ep.graph_signature.input_specs}
+        inputs = []
         for node in ep.graph.nodes:
             if node.op == "placeholder":
                 s = specs[node.name]
                 if s.kind == "user_input":
-                    env[node] = leaves[s.leaf]
+                    inputs.append(leaves[s.leaf])
                 elif s.kind == "constant":
-                    env[node] = ep.constants[s.target]
+                    inputs.append(ep.constants[s.target])
                 else:
-                    env[node] = self._state(s.target)
-            elif node.op == "call_function":
-                a, k = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-                env[node] = self._call(node.target, a, k)
-            elif node.op == "output":
-                outs = torch.fx.node.map_arg(node.args[0], env.__getitem__)
+                    inputs.append(self._state(s.target))
+        outs = self._interpret(ep.graph, inputs)
         user = []
         for spec, value in zip(ep.graph_signature.output_specs, outs):
             if spec.kind == "buffer_mutation":
@@ -118,6 +115,31 @@ class _Retracer(torch.nn.Module):
             else:
                 user.append(value)
         return _pytree.tree_unflatten(user, ep.out_spec)
+
+    def _interpret(self, graph: torch.fx.Graph, inputs: list) -> Any:
+        """Run `graph` on `inputs` (one per placeholder) with the table's decompositions;
+        a control-flow subgraph (``get_attr``) becomes a function interpreted the same
+        way, so the operators inside branches and loop bodies are decomposed too."""
+        env: dict[torch.fx.Node, Any] = {}
+        values = iter(inputs)
+        subgraphs = submodules(graph)
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                env[node] = next(values)
+            elif node.op == "get_attr":
+                env[node] = self._subgraph(subgraphs[node.target].graph)
+            elif node.op == "call_function":
+                a, k = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+                env[node] = self._call(node.target, a, k)
+            elif node.op == "output":
+                return torch.fx.node.map_arg(node.args[0], env.__getitem__)
+        raise ValueError("a graph without an output node")
+
+    def _subgraph(self, graph: torch.fx.Graph) -> Any:
+        def run(*args: Any) -> Any:
+            return self._interpret(graph, list(args))
+
+        return run
 
     def _call(self, target: Any, args: tuple, kwargs: dict) -> Any:
         if target is assert_sym:

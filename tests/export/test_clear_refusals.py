@@ -91,3 +91,28 @@ def test_profiler_ranges_are_left_out_of_the_graph() -> None:
         torch.testing.assert_close(ep.module()(x), x * 2 + 1)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(9))
+
+
+class ParamOperand(torch.nn.Module):
+    """A parameter passed as a torch.cond operand (its branch placeholder had the real
+    tensor as metadata: "'Parameter' object has no attribute 'like'")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda v, w: v @ w.t(), lambda v, w: (v @ w) * 2,
+                          (x, self.w))
+
+
+def test_a_parameter_as_a_cond_operand() -> None:
+    model = ParamOperand()
+    n = st.Dim("n", min=0, max=8)
+    ep = st.export(model, (torch.rand(3, 4),), dynamic_shapes={"x": {0: n}})
+    for rows in (0, 1, 5):
+        for sign in (1.0, -1.0):
+            x = torch.rand(rows, 4) * sign + (0.1 if sign > 0 else -0.1)
+            torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(9, 4))

@@ -259,7 +259,13 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
             ph.meta["val"] = v
             args.append(v)
             continue
-        p = Proxy(v.st_meta if isinstance(v, Proxy) else v, ph)
+        if isinstance(v, Proxy):
+            meta = v.st_meta
+        elif isinstance(v, torch.Tensor):  # a real operand (a parameter, buffer, constant)
+            meta = TensorMeta(tuple(v.shape), v.dtype, v.device)
+        else:
+            meta = v
+        p = Proxy(meta, ph)
         if isinstance(v, Proxy) and v.st_contig is None:
             p.st_contig = None
         ph.meta["val"] = p
