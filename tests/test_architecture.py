@@ -152,3 +152,32 @@ def test_fast_node_insertion_is_active_on_the_pinned_torch():
     from safetrace.trace import graph
 
     assert graph._FAST
+
+
+# Catalogue errors built with free text outside safetrace/errors/ (issue 20 item 4): the
+# count may only go down.  A new raise site uses (or adds) a builder in safetrace/errors/.
+FREE_TEXT_RAISES_MAX = 174
+
+
+def test_free_text_catalogue_errors_only_shrink():
+    import inspect
+
+    import safetrace.errors as E
+
+    kinds = {n for n, v in vars(E).items()
+             if inspect.isclass(v) and issubclass(v, E.StructuredError)}
+    sites = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if "errors" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and node.args and isinstance(
+                    node.args[0], (ast.Constant, ast.JoinedStr, ast.BinOp)):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                if name in kinds:
+                    sites.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert len(sites) <= FREE_TEXT_RAISES_MAX, (
+        f"{len(sites)} catalogue errors built with free text (at most "
+        f"{FREE_TEXT_RAISES_MAX}): add a builder in safetrace/errors/ instead; the newest "
+        f"sites include {sites[-5:]}")
