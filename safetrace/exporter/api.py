@@ -167,6 +167,7 @@ class Exporter:
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
+        ep.example_inputs = (args, kwargs)
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:

@@ -88,3 +88,14 @@ def test_torchs_additional_inputs() -> None:
     tep = torch.export.export(Three(), example, dynamic_shapes=ai)
     _same_refusals(ep, tep, [(_inputs(a, b, c), {}) for a, b, c in
                              [(9, 4, 2), (1, 4, 1), (3, 5, 5), (0, 4, 0)]])
+
+
+def test_example_inputs_are_kept_as_torch_keeps_them() -> None:
+    x, y, z = _inputs(3, 4, 5)
+    ep = st.export(Three(), (x,), {"y": y, "z": z})
+    tep = torch.export.export(Three(), (x,), {"y": y, "z": z})
+    args, kwargs = ep.example_inputs
+    targs, tkwargs = tep.example_inputs
+    assert len(args) == len(targs) and set(kwargs) == set(tkwargs)
+    assert args[0] is x and kwargs["y"] is y and kwargs["z"] is z
+    torch.testing.assert_close(ep.module()(*args, **kwargs), tep.module()(*targs, **tkwargs))
