@@ -28,10 +28,13 @@ _META = torch.device("meta")
 
 
 def _hint(size: Any) -> int:
+    """A size for the wrapper tensor (never read: ``st_meta`` is the truth).  The hint of
+    a size expression can be negative where the expression holds only on another range
+    (a size split's other side, evaluated at this program's example): 0 then."""
     if isinstance(size, int):
         return size
     try:
-        return size.hint
+        return max(0, size.hint)
     except Exception:  # unbacked: any placeholder size will do for the wrapper
         return 0
 

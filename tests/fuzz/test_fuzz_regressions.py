@@ -104,3 +104,36 @@ def test_branch_on_a_named_dim_with_a_dynamic_one_is_refused():
     with pytest.raises(st.ConstraintViolationError, match="d1 = Dim\\('d1', min=4\\)"):
         st.export(f, (torch.randn(2, 5),), dynamic_shapes=({0: Dim.DYNAMIC, 1: Dim("d1")},),
                   max_splits=0)  # (by default: a size split, exporter/splits.py)
+
+
+def test_a_split_program_with_sizes_negative_at_the_example_saves_and_loads():
+    """Fuzzer (fifth session, seed 5): a size split's other side holds size expressions that
+    are negative at this program's example; the loaded program's wrapper tensors were built
+    from those hints ('numel: integer multiplication overflow', a LoadError at load)."""
+    import io
+
+    import safetrace as st
+
+    class P(torch.nn.Module):
+        def forward(self, x, y):
+            v0 = torch.ones(min(len(x), 3))
+            v1 = v0[3:v0.shape[0] + 1:3]
+            v2 = x.clone()
+            v2a = v2.split(1, 0)[0]
+            v2a.neg_()
+            v3 = torch.ones(int(v0.size(-1) == v1.numel()) + 1)
+            v5 = torch.cat(v3.split(4, 0)[::-1], 0)
+            v6 = v1.sum(0, keepdim=True)
+            v7 = v2a.split(1, 0)[0]
+            return v0, v1, v2, v2a, v3, v5, v6, v7
+
+    model = P()
+    ep = st.export(model, (torch.randn(4), torch.randn(7)),
+                   dynamic_shapes=({0: st.Dim("d0", max=7)}, {0: st.Dim("d1", max=10)}))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue())
+    for n in (1, 2, 3, 7):  # (eager's split(1, 0)[0] needs a row)
+        args = (torch.randn(n), torch.randn(5))
+        for got, want in zip(loaded.module()(*args), model(*args)):
+            torch.testing.assert_close(got, want)
