@@ -129,6 +129,10 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
     files = {c.mapped for c in (container, getattr(external, "container", None))
              if c is not None and c.mapped is not None}
     ep.mapped_files = frozenset(files)  # st.save refuses to write over one of these
+    # Weights read into memory of the program's own are its state already: its modules
+    # share them (torch's semantics) with no copy.  A mapping of a file (mmap=True) or a
+    # caller's state_dict (weights={...}) is copied once, on first use (ep.own_state).
+    ep._owns_state = not files and (external is None or isinstance(external, _Weights))
     return ep
 
 

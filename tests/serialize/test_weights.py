@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import pytest
@@ -179,3 +180,24 @@ def test_load_state_dict_into_a_loaded_program_copies_each_weight_once(tmp_path,
     with pytest.raises(RuntimeError, match="size mismatch"):
         module2.load_state_dict(bad)
     assert torch.equal(module2.state_dict()["fc1.weight"], model.state_dict()["fc1.weight"])
+
+
+def test_a_loaded_program_runs_on_its_own_weights_without_another_copy():
+    """Weights read into the program's memory are its state: modules share them, as torch's
+    do, and nothing is copied again; a caller's state_dict given as weights= is copied."""
+    model = Big()
+    ep = st.export(model, (torch.tensor([0, 5]),), dynamic_shapes={"idx": {0: st.Dim("k")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue())
+    before = {k: v.data_ptr() for k, v in loaded._state.items()}
+    mod = loaded.module()
+    mod(torch.tensor([1, 2]))
+    assert {k: v.data_ptr() for k, v in loaded.state_dict.items()} == before
+    assert mod.count.data_ptr() == before["count"]  # the module runs on the program's own
+    graph_only = io.BytesIO()
+    st.save(ep, graph_only, weights=False)
+    mine = {k: v.clone() for k, v in ep.state_dict.items()}
+    ep2 = st.load(graph_only.getvalue(), weights=mine)
+    ep2.module()(torch.tensor([1, 2]))
+    assert torch.equal(mine["count"], torch.zeros(4))  # the caller's tensor: never written
