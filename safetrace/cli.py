@@ -35,6 +35,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.errors import ExportError, InputMismatchError, LoadError
+from safetrace.exporter.html import render_html, summary_text
 
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_RUN = 0, 1, 2, 3
@@ -222,8 +223,6 @@ def _view_args(s: argparse.ArgumentParser) -> None:
 def _show_view(ns: argparse.Namespace) -> int:
     if not (ns.html or ns.summary):
         return _show(ns)
-    from safetrace.exporter.html import render_html, summary_text
-
     ep = _load(ns)
     if ns.summary:
         _out(summary_text(ep), end="")

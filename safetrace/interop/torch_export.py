@@ -17,6 +17,7 @@ imply are reported (``ConversionWarning``; ``strict=True`` refuses).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 import operator
 import warnings
@@ -132,8 +133,6 @@ class _Converter:
         input; a bool input (``use_cache=False``) is an int to them, and a symbol of value
         False breaks torch's range check (``upper must be a sympy.Expr``) unless 0/1 are
         specialized.  Only symbols created later see the setting: ours are all made."""
-        import dataclasses
-
         settings = self.shape_env.settings
         if not settings.specialize_zero_one:
             self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)

@@ -20,6 +20,7 @@ from safetrace.trace.handlers.data import data_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
+from safetrace.trace.values import program_data
 
 T = torch.Tensor
 _REFUSE = data_read("using a tensor as an index (__index__)")
@@ -31,12 +32,12 @@ def index_value(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     tensor (an unbacked size)."""
     x = args[0]
     if not isinstance(x, Proxy):
-        if id(x) not in tr.state or not _integral(x.dtype) or x.numel() != 1:
+        # a parameter or buffer (a cache's length, written between calls) or a constant
+        # written in place: data, read by the graph at run time, never its export value
+        x = program_data(tr, x)
+        if x is None:
             return real(func, args, kwargs)  # a constant: its value (eager's errors too)
-        # a parameter or buffer (a cache's length, written between calls): data, read
-        # by the graph at run time (aten.item of its placeholder), never its value at
-        # export (.item()'s handler reads a real tensor's value)
-        return tr.emit(torch.ops.aten.item.default, (x,), {})
+        args = (x, *args[1:])
     meta = x.st_meta
     if x.st_value is not None or not _integral(meta.dtype) or \
             not all(isinstance(s, int) and s == 1 for s in meta.shape):
