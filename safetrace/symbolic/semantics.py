@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 Value = int | float | bool
@@ -56,57 +57,87 @@ _INT_BIN: dict[str, Callable[[Any, Any], Any]] = {
     "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge}
 
 
+# every compound op's Python function: binary for the variadic ones, which fold left
+PY_FNS: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "mul": operator.mul, "min": min, "max": max,
+    "and": operator.and_, "or": operator.or_,
+    "not": operator.not_, **_INT_BIN, **FBIN_OPS, **FCMP_FNS, **FUN_OPS}
+VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
+LEAF_OPS = frozenset(("const", "fconst", "sym", "fsym"))
+
+
+def _apply(fn: Callable[..., Any], args: tuple, e: Node | None) -> Any:
+    return fn(*args)
+
+
+@dataclass(frozen=True)
+class Algebra:
+    """How to lower an expression into some other world, op by op.
+
+    ``leaf(e)`` gives a constant's or a symbol's image; ``call(fn, args, e)`` applies the
+    op's function ``fns[op]`` to the images of its arguments (``e`` is the node it
+    computes, or None for the inner steps of a variadic op, which fold left); ``lazy``
+    makes ``and``/``or`` stop at their first deciding argument, as Python does.  The
+    engine's own evaluation, the graph nodes of a traced size, torch's SymInts and the
+    printed checks are all algebras over this one walk (``lower``).
+    """
+
+    leaf: Callable[[Node], Any]
+    call: Callable[[Callable[..., Any], tuple, Node | None], Any] = _apply
+    fns: Mapping[str, Callable[..., Any]] = field(default_factory=lambda: PY_FNS)
+    lazy: bool = False
+
+
+def lower(e: Node, algebra: Algebra, memo: dict | None = None) -> Any:
+    """The image of ``e`` under ``algebra``, each shared node lowered once.
+
+    Nodes are interned and shared: a window-padding chain repeats its inner divisions
+    dozens of times, so a tree walk would be exponential in the chain's depth; ``memo``
+    (keyed by node, identity-hashed) makes it a walk of the DAG, and may be kept across
+    calls (a graph's nodes for sizes already computed).
+    """
+    call = None if algebra.call is _apply else algebra.call
+    return _lower(e, algebra.leaf, call, algebra.fns, algebra.lazy,
+                  {} if memo is None else memo)
+
+
+def _lower(e: Node, leaf: Callable | dict, call: Callable | None, fns: Mapping, lazy: bool,
+           memo: dict) -> Any:
+    op = e.op
+    if op in LEAF_OPS:
+        if type(leaf) is dict:  # plain evaluation: symbols bound by name
+            return e.value if e.name is None else leaf[e.name]
+        return leaf(e)
+    hit = memo.get(e, memo)
+    if hit is not memo:
+        return hit
+    fn = fns[op]
+    args = e.args
+    if op in VARIADIC:
+        if lazy and (op == "and" or op == "or"):
+            stop = op == "or"
+            r: Any = not stop
+            for a in args:
+                if bool(_lower(a, leaf, call, fns, lazy, memo)) is stop:
+                    r = stop
+                    break
+        else:
+            r = _lower(args[0], leaf, call, fns, lazy, memo)
+            last = len(args) - 1
+            for i in range(1, last + 1):
+                x = _lower(args[i], leaf, call, fns, lazy, memo)
+                r = fn(r, x) if call is None else call(fn, (r, x), e if i == last else None)
+    elif call is None:
+        r = fn(*[_lower(a, leaf, call, fns, lazy, memo) for a in args])
+    else:
+        r = call(fn, tuple(_lower(a, leaf, call, fns, lazy, memo) for a in args), e)
+    memo[e] = r
+    return r
+
+
 def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     """Value of ``e`` with symbols bound by name, with Python semantics for every op."""
-    op = e.op
-    if op == "const" or op == "fconst":
-        return e.value  # type: ignore[return-value]
-    if op == "sym" or op == "fsym":
-        return b[e.name]  # type: ignore[index]
-    # nodes are interned and shared: a window-padding chain repeats its inner divisions
-    # dozens of times, so a tree walk is exponential in the chain's depth; walk the DAG
-    return _eval(e, b, {})
-
-
-def _eval(e: Node, b: Mapping[str, int], memo: dict[int, Value]) -> Value:
-    op = e.op
-    if op == "const" or op == "fconst":
-        return e.value  # type: ignore[return-value]
-    if op == "sym" or op == "fsym":
-        return b[e.name]  # type: ignore[index]
-    key = id(e)  # the node outlives this walk, so its id is stable
-    if key in memo:
-        return memo[key]
-    r: Value
-    args = e.args
-    if op == "add":
-        s: Value = 0
-        for a in args:
-            s += _eval(a, b, memo)
-        r = s
-    elif op == "mul":
-        p: Value = 1
-        for a in args:
-            p *= _eval(a, b, memo)
-        r = p
-    elif op == "min":
-        r = min(_eval(a, b, memo) for a in args)
-    elif op == "max":
-        r = max(_eval(a, b, memo) for a in args)
-    elif op == "and":
-        r = all(_eval(a, b, memo) for a in args)
-    elif op == "or":
-        r = any(_eval(a, b, memo) for a in args)
-    elif op == "not":
-        r = not _eval(args[0], b, memo)
-    elif op in FUN_OPS:
-        r = FUN_OPS[op](_eval(args[0], b, memo))
-    else:
-        x, y = _eval(args[0], b, memo), _eval(args[1], b, memo)
-        fn = _INT_BIN.get(op) or FBIN_OPS.get(op) or FCMP_FNS[op]
-        r = fn(x, y)
-    memo[key] = r
-    return r
+    return _lower(e, b if type(b) is dict else dict(b), None, PY_FNS, True, {})
 
 
 def holds_at(cond: Node, name: str, v: int) -> bool:

@@ -7,27 +7,14 @@ compute it at run time: ``aten.sym_size.int`` on the input the symbol came from,
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import torch
 
 from safetrace.symbolic import SymFloat, make_bool, make_int
 from safetrace.symbolic.expr import Expr, from_terms, terms
-from safetrace.symbolic.semantics import MATH_FNS
+from safetrace.symbolic.semantics import Algebra, lower
 from safetrace.trace.source import stack_trace
-
-_BINARY = {"floordiv": operator.floordiv, "mod": operator.mod, "eq": operator.eq,
-           "ne": operator.ne, "lt": operator.lt, "le": operator.le, "ge": operator.ge,
-           # float arithmetic on sizes, with Python's semantics (symbolic/floats.py)
-           "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
-           "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
-           "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
-           "feq": operator.eq, "fne": operator.ne}
-_UNARY = {"not": operator.not_, "fneg": operator.neg, "float": float, "trunc": int,
-          "round": round, **MATH_FNS}
-_FOLD = {"add": operator.add, "mul": operator.mul, "min": min, "max": max,
-         "and": operator.and_, "or": operator.or_}
 
 
 def sym_to_node(tr: Any, v: Any) -> Any:
@@ -50,30 +37,20 @@ def sym_to_node(tr: Any, v: Any) -> Any:
 
 
 def expr_node(tr: Any, e: Any, env: Any) -> Any:
-    if e.op == "const" or e.op == "fconst":
-        return e.value
-    node = tr.sym_nodes.get(e)
-    if node is not None:
+    """The graph node computing `e` (a constant stays a constant); the nodes of sizes
+    already computed are shared through ``tr.sym_nodes``."""
+    def leaf(x: Any) -> Any:
+        if x.op == "const" or x.op == "fconst":
+            return x.value
+        node = tr.sym_nodes.get(x)  # fsym: a float read from data (.item())
+        if node is None:
+            node = tr.sym_nodes[x] = tr.symbol_node(x.name)
         return node
-    if e.op == "sym" or e.op == "fsym":  # fsym: a float read from data (.item())
-        node = tr.symbol_node(e.name)
-    elif e.op in _UNARY:
-        node = _emit(tr, _UNARY[e.op], (expr_node(tr, e.args[0], env),), e, env)
-    elif e.op in _BINARY:
-        a, b = (expr_node(tr, x, env) for x in e.args)
-        node = _emit(tr, _BINARY[e.op], (a, b), e, env)
-    elif e.op in _FOLD:
-        fn = _FOLD[e.op]
-        args = [expr_node(tr, x, env) for x in e.args]
-        acc = args[0]
-        for x in args[1:]:
-            acc = _emit(tr, fn, (acc, x), None, env)
-        node = acc
-        node.meta["val"] = _value(e, env)
-    else:  # pragma: no cover - the engine's op set is closed
-        raise NotImplementedError(f"no graph form for expression op {e.op!r}")
-    tr.sym_nodes[e] = node
-    return node
+
+    def call(fn: Any, args: tuple, x: Any) -> Any:
+        return _emit(tr, fn, args, x, env)
+
+    return lower(e, Algebra(leaf, call), tr.sym_nodes)
 
 
 def _value(e: Any, env: Any) -> Any:
