@@ -66,7 +66,11 @@ VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 LEAF_OPS = frozenset(("const", "fconst", "sym", "fsym"))
 
 
-def _apply(fn: Callable[..., Any], args: tuple, e: Node | None) -> Any:
+Leaf = Callable[[Node], Any]
+Call = Callable[[Callable[..., Any], tuple[Any, ...], "Node | None"], Any]
+
+
+def _apply(fn: Callable[..., Any], args: tuple[Any, ...], e: Node | None) -> Any:
     return fn(*args)
 
 
@@ -82,13 +86,13 @@ class Algebra:
     printed checks are all algebras over this one walk (``lower``).
     """
 
-    leaf: Callable[[Node], Any]
-    call: Callable[[Callable[..., Any], tuple, Node | None], Any] = _apply
+    leaf: Leaf
+    call: Call = _apply
     fns: Mapping[str, Callable[..., Any]] = field(default_factory=lambda: PY_FNS)
     lazy: bool = False
 
 
-def lower(e: Node, algebra: Algebra, memo: dict | None = None) -> Any:
+def lower(e: Node, algebra: Algebra, memo: dict[Any, Any] | None = None) -> Any:
     """The image of ``e`` under ``algebra``, each shared node lowered once.
 
     Nodes are interned and shared: a window-padding chain repeats its inner divisions
@@ -101,11 +105,11 @@ def lower(e: Node, algebra: Algebra, memo: dict | None = None) -> Any:
                   {} if memo is None else memo)
 
 
-def _lower(e: Node, leaf: Callable | dict, call: Callable | None, fns: Mapping, lazy: bool,
-           memo: dict) -> Any:
+def _lower(e: Node, leaf: Leaf | dict[str, Value], call: Call | None,
+           fns: Mapping[str, Callable[..., Any]], lazy: bool, memo: dict[Any, Any]) -> Any:
     op = e.op
     if op in LEAF_OPS:
-        if type(leaf) is dict:  # plain evaluation: symbols bound by name
+        if isinstance(leaf, dict):  # plain evaluation: symbols bound by name
             return e.value if e.name is None else leaf[e.name]
         return leaf(e)
     hit = memo.get(e, memo)
@@ -137,7 +141,8 @@ def _lower(e: Node, leaf: Callable | dict, call: Callable | None, fns: Mapping, 
 
 def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     """Value of ``e`` with symbols bound by name, with Python semantics for every op."""
-    return _lower(e, b if type(b) is dict else dict(b), None, PY_FNS, True, {})
+    v: Value = _lower(e, b if type(b) is dict else dict(b), None, PY_FNS, True, {})
+    return v
 
 
 def holds_at(cond: Node, name: str, v: int) -> bool:
