@@ -335,7 +335,7 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
     (``DimDecl``); ``layout``: leaf index -> origin, for inputs that must be contiguous;
     ``origin_of(name, excluded)``: the guard that decided a symbol (text).
     """
-    fates = env.contract()
+    fates = env.solution()
     declared = {(d.path, d.dim): d for d in decls}
     # a symbol's range as its declaration gave it: then the declaration is its origin
     as_declared = {d.expr.name: d for d in reversed(decls) if d.expr.op == "sym"}

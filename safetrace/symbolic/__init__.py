@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from safetrace.symbolic.env import Env
 from safetrace.symbolic.records import (
-    Contract, Contradiction, DataDependentQuestion, Fate, Guard, Settled, SymbolInfo,
+    Contradiction, DataDependentQuestion, Fate, Guard, Settled, Solution, SymbolInfo,
 )
 from safetrace.symbolic.canon import (
     and_, eq, ge, gt, le, lt, max_, min_, ne, not_, or_, subs,
@@ -27,8 +27,8 @@ from safetrace.symbolic.symvalues import (
 )
 
 __all__ = [
-    "Contract", "Contradiction", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard",
-    "Range", "SymBool", "SymFloat", "SymInt", "SymbolInfo", "and_", "eq", "ge", "gt",
+    "Contradiction", "DataDependentQuestion", "Env", "Expr", "Fate", "Guard",
+    "Range", "Solution", "SymBool", "SymFloat", "SymInt", "SymbolInfo", "and_", "eq", "ge", "gt",
     "is_symbolic", "le", "lt", "make_bool", "make_float", "make_int", "max_", "min_", "ne",
     "not_", "or_", "parse", "subs", "sym_and", "sym_max", "sym_min", "sym_not", "sym_or",
     "to_expr",

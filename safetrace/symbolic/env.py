@@ -23,7 +23,7 @@ from safetrace.symbolic.expr import (
 )
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import (
-    Contract, Contradiction, DataDependentQuestion, Fate, Guard, Settled, SymbolInfo,
+    Contradiction, DataDependentQuestion, Fate, Guard, Settled, Solution, SymbolInfo,
 )
 from safetrace.symbolic.semantics import holds_at
 
@@ -440,9 +440,9 @@ class Env:
         self._bump()
 
     # --- results ------------------------------------------------------------------------
-    def contract(self) -> Contract:
+    def solution(self) -> Solution:
         """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
-        out = Contract()
+        out = Solution()
         for name, info in self._syms.items():
             v = self.subst.get(sym(name))
             if v is None:

@@ -74,8 +74,10 @@ class Fate:
 
 
 @dataclass
-class Contract:
-    """Per-symbol fates plus the guards that ranges and replacements do not capture."""
+class Solution:
+    """What the engine solved: per-symbol fates plus the guards that ranges and
+    replacements do not capture (``exporter/contract.build_contract`` turns it into the
+    program's one ``Contract``)."""
 
     fates: dict[str, Fate] = field(default_factory=dict)
     residual: list[Guard] = field(default_factory=list)

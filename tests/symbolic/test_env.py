@@ -47,9 +47,9 @@ def test_unification_chain_keeps_oldest_symbol() -> None:
     assert env.replacements == {s1: s0, s2: s0}
     assert env.bounds(s0) == Range(2, 10)
     assert env.simplify(s1 + s2) is 2 * s0
-    fates = env.contract().fates
+    fates = env.solution().fates
     assert fates["s0"].kind == "free" and fates["s1"].kind == "equal" and fates["s1"].expr is s0
-    assert env.contract().residual == []
+    assert env.solution().residual == []
     assert [g.origin for g in env.guards] == ["line 1", "line 2"]
 
 
@@ -59,7 +59,7 @@ def test_specialization_and_derived() -> None:
     assert env.evaluate(eq(s0, 3))
     assert env.simplify(s0 + 1).value == 4
     assert env.evaluate(eq(s2, 2 * s1))
-    c = env.contract()
+    c = env.solution()
     assert c.fates["s0"].kind == "static" and c.fates["s0"].value == 3
     assert c.fates["s2"].kind == "derived" and c.fates["s2"].expr is 2 * s1
     assert env.check_binding({"s0": 3, "s1": 5, "s2": 10}) == []
@@ -76,7 +76,7 @@ def test_inequality_guards_narrow_ranges_and_dedupe() -> None:
     assert env.evaluate(ge(s0, 3)) is True
     assert env.bounds(s0) == Range(3, 5)
     assert len(env.guards) == 2
-    assert env.contract().residual == []
+    assert env.solution().residual == []
     assert env.check_binding({"s0": 6}) == [le(s0, 5)]
 
 
@@ -86,7 +86,7 @@ def test_residual_guards() -> None:
     assert env.evaluate(gt(s0 + s1, 10)) is True
     assert env.evaluate(eq(s0 % 2, 0)) is True
     assert env.evaluate(ne(s1, 1)) is True
-    residual = [str(g.cond) for g in env.contract().residual]
+    residual = [str(g.cond) for g in env.solution().residual]
     assert residual == ["s0 + s1 >= 11", "s0 % 2 == 0", "s1 != 1"]
     assert env.decide(eq((s0 + 4) % 2, 0)) is True
     assert env.simplify(2 * (s0 // 2)) is s0
@@ -158,7 +158,7 @@ def test_contradictions_and_bad_hints() -> None:
     with pytest.raises(ValueError):
         env.add_fact(eq(u0, s0))
     assert env.new_backed(7, lo=7, hi=7, name="k").op == "sym"
-    assert env.contract().fates["k"].kind == "static"
+    assert env.solution().fates["k"].kind == "static"
 
 
 def test_hint_and_names() -> None:

@@ -68,7 +68,7 @@ def test_specialization_via_int_index_hash() -> None:
     assert int(n) == 10 and list(range(n)) == list(range(10))
     assert str(env.guards[-1].cond) == "s0 == 10"
     assert hash(n) == hash(10) and float(n) == 10.0 and f"{n:03d}" == "010"
-    assert env.contract().fates["s0"].kind == "static"
+    assert env.solution().fates["s0"].kind == "static"
 
 
 def test_symfloat_rationals() -> None:
