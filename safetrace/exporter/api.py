@@ -17,7 +17,7 @@ from safetrace.exporter.spec import match_spec, tree_text
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
-from safetrace.interop.hierarchy import module_stack
+from safetrace.trace.modules import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt

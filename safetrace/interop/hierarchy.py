@@ -1,178 +1,18 @@
-"""The module hierarchy of a traced program: ``nn_module_stack`` on every recorded node,
-as torch.export writes it, so that ``torch.export.unflatten(ep.to_torch())`` can rebuild
-the submodule tree.
-
-While ``st.export`` traces, global forward (pre-)hooks keep the stack of submodules being
-called; the tracer stamps the current stack (one shared dict per stack state, so a node
-costs one reference) on each node it records.  The calls of modules named in
-``preserve_module_call_signature`` are recorded too (the graph values in and out, their
-pytree specs): ``ep.to_torch()`` makes them the module call signatures that
-``torch.export.unflatten`` needs to rebuild a submodule that can be swapped.
+"""The module hierarchy in a converted program: ``nn_module_stack`` completed on every node
+(``fill_stacks``) and the preserved module calls (recorded by ``trace/modules.py`` during
+the export) turned into torch's module call signatures, so that
+``torch.export.unflatten(ep.to_torch())`` can rebuild the submodule tree.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
-from torch.utils import _pytree
 
-from safetrace.errors import ConversionError, UnsupportedInputError
+from safetrace.errors import ConversionError
 from safetrace.interop.contract import expr_node
-
-
-def _type_name(module: torch.nn.Module) -> str:
-    cls = type(module)
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-@dataclass
-class ModuleCall:
-    """One call of a module named in ``preserve_module_call_signature``: the graph values
-    it received and returned (each ``("tensor" | "sym", node)`` or ``("const", value)``),
-    with the pytree specs of ``(args, kwargs)`` and of its output."""
-
-    fqn: str                      # "layer1", "layer1@1" for its second call
-    key: str                      # its key in nodes' nn_module_stack
-    in_spec: Any = None
-    inputs: list = field(default_factory=list)
-    out_spec: Any = None
-    outputs: list = field(default_factory=list)
-
-
-@dataclass
-class Hierarchy:
-    """What an export learnt of the model's module tree."""
-
-    modules: list[str] = field(default_factory=list)  # every submodule path, model order
-    calls: list[ModuleCall] = field(default_factory=list)  # preserved calls, in call order
-
-
-@contextlib.contextmanager
-def module_stack(model: Any, tracer: Any, preserve: Any = ()) -> Iterator[Hierarchy]:
-    """Maintain ``tracer.nn_stack`` ({key: (fqn, type name)}) during the trace, and record
-    the calls of the submodules named in `preserve` (their inputs and outputs)."""
-    found = Hierarchy()
-    preserve = _preserved_names(model, preserve)
-    if not isinstance(model, torch.nn.Module):
-        yield found
-        return
-    names: dict[int, str] = {}
-    for fqn, mod in model.named_modules(remove_duplicate=False):
-        names.setdefault(id(mod), fqn)
-        if fqn and fqn not in found.modules:
-            found.modules.append(fqn)
-    calls: dict[str, int] = {}
-    stack: list[tuple[int, dict | None]] = []
-    # torch's global module hooks run on every thread: only this export's thread counts
-    thread = threading.get_ident()
-
-    def pre(module: torch.nn.Module, args: Any) -> None:
-        if threading.get_ident() != thread:
-            return
-        fqn = names.get(id(module))
-        if not fqn:  # the root, or a module that is not a submodule of the model
-            stack.append((id(module), None))
-            return
-        n = calls.get(fqn, 0)
-        calls[fqn] = n + 1
-        key = f"L__self___{fqn.replace('.', '_')}" + (f"@{n}" if n else "")
-        stack.append((id(module), tracer.nn_stack))
-        current = dict(tracer.nn_stack or {})
-        current[key] = (fqn, _type_name(module))  # as torch's: the call count in the key
-        tracer.nn_stack = current
-
-    def post(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if threading.get_ident() != thread:
-            return
-        while stack:
-            ident, previous = stack.pop()
-            if previous is not None or names.get(ident):
-                tracer.nn_stack = previous
-            if ident == id(module):
-                break
-
-    open_calls: dict[int, list[ModuleCall]] = {}
-
-    def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
-        fqn = names[id(module)]
-        n = calls[fqn] - 1  # the global pre-hook above ran first
-        key = f"L__self___{fqn.replace('.', '_')}" + (f"@{n}" if n else "")
-        call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
-        leaves, call.in_spec = _pytree.tree_flatten((tuple(args), dict(kwargs)))
-        call.inputs = [_value(tracer, v, f"{fqn} input") for v in leaves]
-        open_calls.setdefault(id(module), []).append(call)
-
-    def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        pending = open_calls.get(id(module))
-        if not pending:
-            return
-        call = pending.pop()
-        leaves, call.out_spec = _pytree.tree_flatten(output)
-        call.outputs = [_value(tracer, v, f"{call.fqn} output") for v in leaves]
-        found.calls.append(call)
-
-    h1 = torch.nn.modules.module.register_module_forward_pre_hook(pre)
-    h2 = torch.nn.modules.module.register_module_forward_hook(post, always_call=True)
-    handles = []
-    for fqn in preserve:
-        mod = model.get_submodule(fqn)
-        handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
-        handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
-    try:
-        yield found
-    finally:
-        for h in (h1, h2, *handles):
-            h.remove()
-        tracer.nn_stack = None
-    never = [f for f in preserve if not any(c.fqn.split("@")[0] == f for c in found.calls)]
-    if never:
-        raise UnsupportedInputError(
-            f"preserve_module_call_signature names {never[0]!r}, which the exported "
-            f"forward never calls (no call signature to keep).",
-            fix=f"leave {never[0]!r} out of preserve_module_call_signature")
-
-
-def _preserved_names(model: Any, preserve: Any) -> list[str]:
-    if isinstance(preserve, str):
-        preserve = (preserve,)
-    preserve = list(preserve or ())
-    if not preserve:
-        return []
-    if not isinstance(model, torch.nn.Module):
-        raise UnsupportedInputError(
-            "preserve_module_call_signature names submodules, but the exported callable "
-            "is a function, not an nn.Module.", fix="export the nn.Module that owns them")
-    known = {fqn for fqn, _ in model.named_modules() if fqn}
-    for fqn in preserve:
-        if not isinstance(fqn, str) or fqn not in known:
-            close = sorted(known, key=lambda k: (not k.endswith(str(fqn)), len(k)))[:3]
-            raise UnsupportedInputError(
-                f"preserve_module_call_signature names {fqn!r}, which is not a submodule "
-                f"of {type(model).__name__} (its submodules include {close}).",
-                fix="name submodules by their path in model.named_modules(), e.g. "
-                    "\"encoder.layer.0\"")
-    return list(dict.fromkeys(preserve))
-
-
-def _value(tracer: Any, v: Any, what: str) -> tuple[str, Any]:
-    """A recorded call value: a tensor's or a symbolic size's node, or a constant."""
-    if isinstance(v, torch.Tensor):
-        node = tracer.unwrap(v)[1]
-        if isinstance(node, torch.fx.Node):
-            return ("tensor", node)
-    elif hasattr(v, "expr") and hasattr(v, "env"):
-        node = tracer.sym_node(v)
-        return ("sym", node) if isinstance(node, torch.fx.Node) else ("const", node)
-    elif v is None or isinstance(v, (int, float, bool, str, torch.dtype, torch.device)):
-        return ("const", v)
-    raise UnsupportedInputError(
-        f"the {what} is a {type(v).__name__}, which a preserved module call signature "
-        f"cannot hold (tensors, sizes and Python constants only).",
-        fix="leave this module out of preserve_module_call_signature")
+from safetrace.trace.modules import Hierarchy
 
 
 def fill_stacks(nodes: list) -> list:

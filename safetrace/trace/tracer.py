@@ -72,7 +72,7 @@ class Tracer(TorchFunctionMode):
         self.sym_sources: dict[str, Any] = {}
         self.first_op: torch.fx.Node | None = None
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
-        # as nn_module_stack (kept by interop.hierarchy.module_stack during an export)
+        # as nn_module_stack (kept by trace.modules.module_stack during an export)
         self.nn_stack: dict | None = None
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
