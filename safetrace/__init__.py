@@ -45,6 +45,7 @@ _API = {
     "load": "safetrace.serialize",
     "to_onnx": "safetrace.interop",
     "to_executorch": "safetrace.interop",
+    "to_aoti": "safetrace.interop",
     "ConversionError": "safetrace.errors",
     "ConversionWarning": "safetrace.errors",
 }

@@ -9,6 +9,8 @@ tracing, shape reasoning and input checks never go through it.
   with ONNX dims named after the user's Dims.
 * :func:`to_executorch` -- ``st.to_executorch(ep, path)``: an ExecuTorch ``.pte`` through
   ``executorch.exir.to_edge(ep.to_torch()).to_executorch()``.
+* :func:`to_aoti` -- ``st.to_aoti(ep, path)``: an AOTInductor ``.pt2`` package whose input
+  checks survive inductor's own assumptions about sizes.
 * :func:`run_decompositions` -- ``ep.run_decompositions()``: retraced by safetrace's own
   tracer into core ATen operators, the same contract.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from safetrace.interop.aoti import to_aoti as _to_aoti
 from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.executorch import export_executorch
 from safetrace.interop.onnx import export_onnx
@@ -45,10 +48,21 @@ def to_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     return export_executorch(ep, path, partitioner=partitioner, compile_config=compile_config)
 
 
+def to_aoti(ep: Any, path: Any = None, *, inductor_configs: dict | None = None,
+            verbose: bool | None = None) -> str:
+    """Compile a safetrace program with AOTInductor into a ``.pt2`` package (written to
+    `path`, or a temporary file) and return its path; load it with
+    ``torch._inductor.aoti_load_package``.  Every input the program refuses, the package
+    refuses too (checks torch's compile would assume away are added as tensor arithmetic
+    on the input sizes)."""
+    with task("st.to_aoti: converting, then AOTInductor", verbose):
+        return _to_aoti(ep, path, inductor_configs=inductor_configs)
+
+
 def run_decompositions(ep: Any, decomp_table: dict | None = None, *, export: Any) -> Any:
     """The program retraced by safetrace's tracer (`export`, i.e. ``st.export``) with
     `decomp_table` (default: core ATen)."""
     return _decompose(ep, decomp_table, export)
 
 
-__all__ = ["run_decompositions", "to_executorch", "to_onnx", "to_torch"]
+__all__ = ["run_decompositions", "to_aoti", "to_executorch", "to_onnx", "to_torch"]

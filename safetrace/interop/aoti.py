@@ -1,0 +1,255 @@
+"""AOTInductor packages that keep the program's input checks: ``st.to_aoti(ep, path)``.
+
+``ep.to_torch()`` carries the contract as ``aten._assert_scalar`` nodes, and inductor
+compiles every one it cannot prove.  But inductor proves them in its own model of the
+sizes, in which every dynamic input size is at least 2 (torch's 0/1 specialization): a
+declared ``min=1`` or ``min=2``, or a residual condition such as ``h // 2 >= 1``, is "true"
+there and its check is dropped, so the package would run a batch of 0 that the program
+refuses (and torch's optional input checks, ``AOTI_RUNTIME_CHECK_INPUTS=1``, refuse a batch
+of 1 the program accepts).  Before compiling, each such check is added again as tensor
+arithmetic on the input sizes (``scalar_tensor(x.shape[0]) >= 1`` then
+``aten._assert_async``): values inductor computes at run time and cannot assume away.
+The conditions are lowered with the engine's ``lower`` over a tensor algebra.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from safetrace.errors.deploy import compiled_specialized
+from safetrace.exporter.contract import TensorInput
+from safetrace.symbolic import canon
+from safetrace.symbolic.expr import sym
+from safetrace.symbolic.semantics import Algebra, lower
+
+_aten = torch.ops.aten
+# our expression ops as aten ops on 0-d tensors (int64 sizes, float64 for float sizes)
+_TENSOR_OPS: dict[str, Any] = {
+    "add": _aten.add.Tensor, "mul": _aten.mul.Tensor, "floordiv": _aten.floor_divide.default,
+    "mod": _aten.remainder.Tensor, "min": _aten.minimum.default, "max": _aten.maximum.default,
+    "eq": _aten.eq.Tensor, "ne": _aten.ne.Tensor, "lt": _aten.lt.Tensor, "le": _aten.le.Tensor,
+    "ge": _aten.ge.Tensor, "and": _aten.logical_and.default, "or": _aten.logical_or.default,
+    "not": _aten.logical_not.default}
+
+
+def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None = None,
+            verify: bool = True) -> str:
+    """Compile a safetrace program with AOTInductor into a ``.pt2`` package whose input checks
+    hold where torch's compile would drop them (see the module doc); returns the path.
+    Load it with ``torch._inductor.aoti_load_package(path)``.
+
+    ``verify``: run the package and the program side by side at other sizes inside the
+    declared space (a few calls on random data) and refuse a package that differs
+    (``CompiledSpecialized``): inductor decomposes some ops (LSTM, GRU) into loops over a
+    dim and specializes it silently, and its packages check no input size."""
+    tep = ep.to_torch()
+    harden_checks(tep, ep.contract)
+    if package_path is None:
+        fd, package_path = tempfile.mkstemp(suffix=".pt2")
+        os.close(fd)
+    path = str(torch._inductor.aoti_compile_and_package(
+        tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    if verify:
+        verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor")
+    return path
+
+
+def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3) -> int:
+    """Call `runner` and ``ep.module()`` on inputs at other sizes inside the declared space;
+    raise ``CompiledSpecialized`` on a different output.  Returns how many sizes were run."""
+    ran = 0
+    module = copy.deepcopy(ep.module())  # the program's own state stays as it is
+    for binding in _other_bindings(ep)[:tries]:
+        args, kwargs = _inputs_at(ep, binding)
+        try:
+            ep.check_inputs(args, kwargs)
+        except Exception:  # noqa: BLE001 - a binding the contract refuses: try another
+            continue
+        with torch.no_grad():
+            try:
+                want = module(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+            except Exception:  # noqa: BLE001 - random data the model itself refuses
+                continue
+            got = runner(*args, **kwargs)
+        ran += 1
+        w, g = _leaves(want), _leaves(got)
+        if len(w) != len(g) or any(not _same(a, b) for a, b in zip(g, w)):
+            shapes = [tuple(t.shape) for t in _leaves((args, kwargs))]
+            raise compiled_specialized(tool, str(shapes), _shapes(g), _shapes(w))
+    return ran
+
+
+def _leaves(tree: Any) -> list:
+    return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
+
+
+def _same(got: torch.Tensor, want: torch.Tensor) -> bool:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False
+    if not want.dtype.is_floating_point and not want.dtype.is_complex:
+        return bool(torch.equal(got, want))
+    return bool(torch.allclose(got, want, rtol=1e-3, atol=1e-3, equal_nan=True))
+
+
+def _shapes(ts: list) -> str:
+    return str([tuple(t.shape) for t in ts])
+
+
+def _example_binding(ep: Any) -> dict[str, int]:
+    """Each bound symbol's value at the export's example (or a small value in range)."""
+    out: dict[str, int] = {}
+    example = ep.example_inputs
+    leaves = pytree.tree_leaves(example) if example is not None else None
+    for i, inp in enumerate(ep.contract.inputs):
+        if not isinstance(inp, TensorInput):
+            continue
+        for d, dim in enumerate(inp.dims):
+            if dim.kind in ("bind", "derived") and dim.symbol not in out:
+                if leaves is not None and isinstance(leaves[i], torch.Tensor):
+                    out[dim.symbol] = (int(leaves[i].shape[d]) - dim.offset) // dim.coef
+                else:
+                    s = ep.contract.symbol(dim.symbol)
+                    out[dim.symbol] = max(s.checked_lo, 2) if s.hi is None else \
+                        min(max(s.checked_lo, 2), s.hi)
+    return out
+
+
+def _other_bindings(ep: Any) -> list[dict[str, int]]:
+    """Bindings that move every symbol away from the example at once (up, then down)."""
+    base = _example_binding(ep)
+    out = []
+    for step in (3, -1, 1):
+        moved = {}
+        for name, v in base.items():
+            s = ep.contract.symbol(name)
+            lo, hi = s.checked_lo, s.hi
+            moved[name] = min(max(v + step, lo), hi if hi is not None else v + step)
+        if moved != base and moved not in out:
+            out.append(moved)
+    return out
+
+
+def _inputs_at(ep: Any, binding: dict[str, int]) -> tuple[tuple, dict]:
+    leaves = []
+    for inp in ep.contract.inputs:
+        if not isinstance(inp, TensorInput):
+            leaves.append(inp.value)
+            continue
+        shape = [dim.size if dim.kind == "static" else int(dim.size.evaluate(binding))
+                 for dim in inp.dims]
+        if inp.dtype.is_floating_point:
+            leaves.append(torch.randn(shape).to(inp.dtype))
+        elif inp.dtype is torch.bool:
+            leaves.append(torch.rand(shape) > 0.5)
+        else:  # zeros: a valid index into anything non-empty
+            leaves.append(torch.zeros(shape, dtype=inp.dtype))
+    args, kwargs = pytree.tree_unflatten(leaves, ep.in_spec)
+    return tuple(args), dict(kwargs)
+
+
+def harden_checks(tep: Any, contract: Any) -> int:
+    """Add tensor-level copies of the checks a compile that assumes sizes >= 2 would drop:
+    lower bounds of 1 and 2, and every residual condition on input sizes.  Returns how many
+    were added."""
+    graph = tep.graph
+    users = [n for n in graph.nodes if n.op == "placeholder"
+             and n.name in set(tep.graph_signature.user_inputs)]
+    if len(users) != len(contract.inputs):
+        return 0  # not the layout this module knows: the symbolic checks stand alone
+    fake_mode = next((n.meta["val"].fake_mode for n in users
+                      if isinstance(n.meta.get("val"), torch.Tensor)), None)
+    if fake_mode is None:
+        return 0
+    anchor = _first_op(graph)
+    builder = _Builder(graph, fake_mode, anchor)
+    reads: dict[str, tuple] = {}  # our symbol -> (placeholder, dim, coef, offset)
+    for inp, node in zip(contract.inputs, users):
+        if isinstance(inp, TensorInput):
+            for d, dim in enumerate(inp.dims):
+                if dim.kind in ("bind", "derived") and dim.symbol not in reads:
+                    reads[dim.symbol] = (node, d, dim.coef, dim.offset)
+    added = 0
+    for s in contract.symbols:
+        if s.name in reads and 1 <= s.checked_lo <= 2:
+            added += builder.check(canon.ge(sym(s.name), s.checked_lo), reads,
+                                   f"{s.where} must be >= {s.checked_lo}{s.origin}")
+    for c in contract.conditions:
+        if c.cond.free_symbols and c.cond.free_symbols <= set(reads):
+            added += builder.check(c.cond, reads, f"the inputs must satisfy "
+                                                  f"{contract.where_text(c.cond)}{c.origin}")
+    if added:
+        graph.lint()
+        tep.graph_module.recompile()
+    return added
+
+
+def _first_op(graph: torch.fx.Graph) -> torch.fx.Node:
+    for n in graph.nodes:
+        if n.op != "placeholder":
+            return n
+    raise ValueError("a graph without an output")  # pragma: no cover - fx always has one
+
+
+class _Builder:
+    """Nodes of tensor arithmetic on input sizes, inserted before the first op."""
+
+    def __init__(self, graph: torch.fx.Graph, fake_mode: Any, anchor: torch.fx.Node) -> None:
+        self.graph = graph
+        self.fake_mode = fake_mode
+        self.anchor = anchor
+        self.leaves: dict[str, torch.fx.Node] = {}
+
+    def node(self, target: Any, args: tuple, kwargs: dict | None = None) -> torch.fx.Node:
+        with self.graph.inserting_before(self.anchor):
+            n = self.graph.call_function(target, args, kwargs or {})
+        vals = tuple(a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args)
+        with self.fake_mode:
+            n.meta["val"] = target(*vals, **(kwargs or {}))
+        return n
+
+    def scalar(self, v: Any) -> torch.fx.Node:
+        dtype = torch.bool if isinstance(v, bool) else torch.int64
+        return self.node(_aten.scalar_tensor.default, (v,), {"dtype": dtype})
+
+    def symbol(self, name: str, reads: dict) -> torch.fx.Node:
+        hit = self.leaves.get(name)
+        if hit is None:
+            ph, d, coef, offset = reads[name]
+            size = self.node(_aten.sym_size.int, (ph, d))
+            hit = self.scalar(size)
+            if (coef, offset) != (1, 0):  # a derived dim: recover the symbol, as checks do
+                hit = self.node(_aten.floor_divide.default,
+                                (self.node(_aten.sub.Tensor, (hit, self.scalar(offset))),
+                                 self.scalar(coef)))
+            self.leaves[name] = hit
+        return hit
+
+    def check(self, cond: Any, reads: dict, message: str) -> int:
+        """1 when `cond` became an ``_assert_async`` of tensor arithmetic, else 0 (an op
+        with no tensor form here, such as float sizes: the symbolic check stands alone)."""
+        def leaf(e: Any) -> Any:
+            if e.op == "const":
+                return e.value
+            if e.op == "sym":
+                return self.symbol(e.name, reads)
+            raise LookupError(e.op)
+
+        def call(fn: Any, args: tuple, e: Any) -> Any:
+            return self.node(fn, tuple(a if isinstance(a, torch.fx.Node) else self.scalar(a)
+                                       for a in args))
+        try:
+            ok = lower(cond, Algebra(leaf, call, _TENSOR_OPS))
+        except (KeyError, LookupError):
+            return 0
+        if not isinstance(ok, torch.fx.Node):
+            return 0  # a constant condition: nothing to check
+        with self.graph.inserting_before(self.anchor):
+            done = self.graph.call_function(_aten._assert_async.msg, (ok, message))
+        done.meta["val"] = None
+        return 1
