@@ -32,6 +32,8 @@ import dataclasses
 from typing import Any
 
 from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
+    DOCS_PAGE as DOCS_PAGE,
+    docs_link as docs_link,
     Where as Where,
     StructuredError as StructuredError,
     ExportError as ExportError,
@@ -46,6 +48,9 @@ from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
     InputMismatchError as InputMismatchError,
     RuntimeAssertionError as RuntimeAssertionError,
     LoadError as LoadError,
+    DataRead as DataRead,
+    MissingShapeRule as MissingShapeRule,
+    UnsupportedConstruct as UnsupportedConstruct,
 )
 from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-exported
     WrongInputCount as WrongInputCount,
@@ -71,6 +76,10 @@ from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-e
     WrongConstant as WrongConstant,
     wrong_constant as wrong_constant,
 )
+# the kinds and builders of each part of the library, re-exported (each module's __all__)
+from safetrace.errors.control_flow import *  # noqa: F401,F403
+from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
+from safetrace.errors.tracing import *  # noqa: F401,F403
 
 
 # every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined
@@ -190,17 +199,6 @@ def unflattenable_output(leaf: Any) -> UnflattenableOutput:
 
 
 # -- the spec ---------------------------------------------------------------------------------
-class SpecStructureError(SpecError):
-    """dynamic_shapes does not have the structure of the inputs (keys, lengths, nesting)."""
-
-    kind = "spec-structure"
-
-
-def spec_structure(where: str, cause: str, fix: str = "") -> SpecStructureError:
-    return SpecStructureError(f"{where}: {cause}" if where else cause, fix=fix,
-                              where=Where(input=where or None))
-
-
 class SpecEntryError(SpecError):
     """An entry of dynamic_shapes is not a dim spec."""
 
@@ -249,7 +247,7 @@ class DeclaredSpaceViolation(ConstraintViolationError):
 
     def render(self) -> str:
         fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
-        return self.cause + fix
+        return f"{self.cause}{fix}\n{self.see()}"
 
 
 def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
@@ -333,12 +331,6 @@ def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDepende
         fix=check_fix(expr), where=Where(source=source), expr=expr)
 
 
-class DataRead(DataDependentError):
-    """The code reads tensor data as a Python value (``if t:``, ``float(t)``)."""
-
-    kind = "data-read"
-
-
 def data_read(what: str, source: str, inside: str = "", fix: str | None = None) -> DataRead:
     if fix is None:  # the general advice; the tracer names a better one where it knows it
         fix = ("look for an argument of that call that skips the check (e.g. "
@@ -353,12 +345,6 @@ def data_read(what: str, source: str, inside: str = "", fix: str | None = None) 
 
 
 # -- unsupported operations -------------------------------------------------------------------
-class MissingShapeRule(UnsupportedOpError):
-    """An op has no symbolic shape rule, and dynamic sizes reached it."""
-
-    kind = "missing-shape-rule"
-
-
 def missing_shape_rule(op: str, source: str, dims: list[str] | None = None) -> MissingShapeRule:
     if dims:
         cause = (f"{op} has no symbolic shape rule, so the dynamic size(s) {', '.join(dims)} "
@@ -388,12 +374,6 @@ def missing_fake(op: str, source: str) -> MissingFake:
             f"    def _(*args):  # receives metadata-only tensors\n"
             f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)",
         where=Where(source=source))
-
-
-class UnsupportedConstruct(UnsupportedOpError):
-    """Code that an exported graph cannot represent (generator state, autocast, ...)."""
-
-    kind = "unsupported-construct"
 
 
 def unsupported_construct(what: str, fix: str, source: str = "") -> UnsupportedConstruct:
