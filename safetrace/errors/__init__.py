@@ -213,16 +213,6 @@ def spec_entry(where: str, entry: Any, cause: str = "") -> SpecEntryError:
         where=Where(input=where))
 
 
-class SpecExampleError(SpecError):
-    """The example inputs disagree with the spec (a size, a range, a shared Dim)."""
-
-    kind = "spec-example"
-
-
-def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
-    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=where))
-
-
 # -- constraint violations --------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Violation:

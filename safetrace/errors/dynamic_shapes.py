@@ -1,6 +1,8 @@
 """The builders of ``SpecStructureError``: a ``dynamic_shapes`` whose structure does not fit
 the inputs (keys, lengths, nesting, the forms of ``*args`` / ``**kwargs``), a
-``ShapesCollection`` or ``AdditionalInputs`` that does not match them.
+``ShapesCollection`` or ``AdditionalInputs`` that does not match them; and of
+``SpecExampleError``: example inputs that disagree with the spec (a size, a range, a Dim
+shared by inputs).
 
 ``where`` is the spec's path (``dynamic_shapes['x'][0]``), ``path`` the input's (``x[0]``);
 ``picture`` is the input tree above the spec tree (two lines, from the exporter)."""
@@ -16,6 +18,9 @@ __all__ = [
     "spec_given_twice", "spec_var_positional", "spec_var_keyword", "spec_on_constant",
     "spec_shape", "spec_dim_out_of_range", "spec_rank", "spec_tensor_form",
     "spec_signature", "collection_entry", "additional_structure",
+    "SpecExampleError", "spec_example", "example_size", "example_not_derived",
+    "example_out_of_range", "dim_name_clash", "dim_sizes_disagree", "additional_value",
+    "additional_rank",
 ]
 
 
@@ -155,3 +160,75 @@ def additional_structure(i: int, got: Any, expected: Any) -> SpecStructureError:
         f"({got} vs {expected})",
         fix="give every example the same containers, keys and tensor positions",
         where=Where(input="dynamic_shapes"))
+
+
+# -- the example inputs against the spec ----------------------------------------------------
+class SpecExampleError(SpecError):
+    """The example inputs disagree with the spec (a size, a range, a shared Dim)."""
+
+    kind = "spec-example"
+
+
+def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
+    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=where))
+
+
+def _dim(where: str, path: str, d: int, cause: str, fix: str) -> SpecExampleError:
+    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=path, dim=d))
+
+
+def example_size(where: str, path: str, d: int, spec: int, size: int) -> SpecExampleError:
+    """The spec gives the static size ``spec``; the example's ``path.shape[d]`` is ``size``."""
+    return _dim(where, path, d, f"is {spec}, but the example input has {path}.shape[{d}] = "
+                                f"{size}.", f"use {size} or None (static), or a Dim")
+
+
+def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
+                        root: str) -> SpecExampleError:
+    """``size`` is not ``derived`` (``2*n + 1``) for any integer value of Dim ``root``."""
+    return _dim(where, path, d, f"is {derived!r}, but {path}.shape[{d}] = {size} is not of "
+                                f"that form for any integer {root}",
+                "declare the dim with a Dim of its own, or give an example of that form")
+
+
+def example_out_of_range(where: str, spec: str, lo: Any, hi: Any,
+                         size: int) -> SpecExampleError:
+    """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``)."""
+    bound = "min" if size < lo else "max"
+    return spec_example(where, f"is {spec} with range [{lo}, {hi}], but the example input "
+                               f"has size {size}.",
+                        f"widen the range to admit {size} ({bound}={size}), or change the "
+                        f"example")
+
+
+def dim_name_clash(where: str, name: str, first: Any, second: Any) -> SpecExampleError:
+    """Two different Dims of the spec have the same ``name``."""
+    return spec_example(where, f"names a Dim {name!r} that another Dim of the spec is also "
+                               f"named ({first!r} and {second!r})",
+                        "use one Dim object per name")
+
+
+def dim_sizes_disagree(where: str, name: str, first: str, first_size: int, path: str, d: int,
+                       shown: str) -> SpecExampleError:
+    """Dim ``name`` is ``first_size`` at its first use (``first``: that dim's path) but
+    ``path.shape[d]`` gives ``shown`` (``n = 5``, or ``2*n = 10`` for a derived dim)."""
+    return _dim(where, path, d, f"uses {name}, but the example sizes disagree: {first} gives "
+                                f"{name} = {first_size} while {path}.shape[{d}] gives {shown}.",
+                "the same Dim means equal sizes; use separate Dims or consistent example "
+                "inputs")
+
+
+def additional_value(index: int, values: list) -> SpecExampleError:
+    """A non-tensor input leaf differs between the examples of AdditionalInputs."""
+    return spec_example(f"AdditionalInputs: input leaf {index}",
+                        f"differs between the examples ({', '.join(repr(v) for v in values)}), "
+                        f"but only tensor sizes can be dynamic (other values are specialized).",
+                        "give every example the same non-tensor values")
+
+
+def additional_rank(index: int) -> SpecExampleError:
+    """A tensor input leaf has another rank (or is no tensor) in some example."""
+    return spec_example(f"AdditionalInputs: input leaf {index}",
+                        "is a tensor whose rank (or type) differs between the examples; a dim "
+                        "can be dynamic, the rank cannot.",
+                        "give every example tensors of the same rank at this position")

@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 from safetrace import pytree as st_pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
-from safetrace.errors import DeclaredSpaceViolation, SpecStructureError, spec_example
+from safetrace.errors import DeclaredSpaceViolation, SpecStructureError
 
 
 def combine_args(model: Any, args: tuple, kwargs: dict | None) -> dict[str, Any]:
@@ -148,17 +148,10 @@ def _merge(values: list, index: int) -> Any:
     first = values[0]
     if not isinstance(first, torch.Tensor):
         if any(type(v) is not type(first) or v != first for v in values[1:]):
-            raise spec_example(
-                f"AdditionalInputs: input leaf {index}", f"differs between the examples "
-                f"({', '.join(repr(v) for v in values)}), but only tensor sizes can be "
-                f"dynamic (other values are specialized).",
-                "give every example the same non-tensor values")
+            raise errors.additional_value(index, values)
         return None
     if any(not isinstance(v, torch.Tensor) or v.dim() != first.dim() for v in values):
-        raise spec_example(
-            f"AdditionalInputs: input leaf {index}", "is a tensor whose rank (or type) "
-            "differs between the examples; a dim can be dynamic, the rank cannot.",
-            "give every example tensors of the same rank at this position")
+        raise errors.additional_rank(index)
     dims = [None if all(v.shape[d] == first.shape[d] for v in values) else Dim.DYNAMIC
             for d in range(first.dim())]
     return tuple(dims)

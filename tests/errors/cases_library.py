@@ -5,6 +5,7 @@ raise site passes, and the text the user reads (less the docs link every message
 
 from __future__ import annotations
 
+import safetrace as st
 from safetrace import errors as E
 
 W = "m.py:3 `torch.cond(p, f, g, (x,))`"
@@ -414,3 +415,47 @@ GOLDEN = {
         '(TreeSpec(tuple, 1) vs TreeSpec(tuple, 2))\n'
         'Fix: give every example the same containers, keys and tensor positions'),
 }
+
+CASES.update({
+    "example_size": lambda: E.example_size("dynamic_shapes for x.shape[0]", "x", 0, 4, 3),
+    "example_not_derived": lambda: E.example_not_derived(
+        "dynamic_shapes for x.shape[1]", "x", 1, 2 * st.Dim("n") + 1, 8, "n"),
+    "example_out_of_range": lambda: E.example_out_of_range(
+        "dynamic_shapes for x.shape[0]", "Dim('b', min=2, max=8)", 2, 8, 9),
+    "dim_name_clash": lambda: E.dim_name_clash("dynamic_shapes for y.shape[0]", "n",
+                                               st.Dim("n", max=8), st.Dim("n", max=16)),
+    "dim_sizes_disagree": lambda: E.dim_sizes_disagree("dynamic_shapes for y.shape[0]", "n",
+                                                       "x.shape[0]", 4, "y", 0, "n = 5"),
+    "additional_value": lambda: E.additional_value(2, [1.0, 2.0]),
+    "additional_rank": lambda: E.additional_rank(0),
+})
+GOLDEN.update({
+    'example_size': ('SpecExampleError',
+        'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
+        'Fix: use 3 or None (static), or a Dim'),
+    'example_not_derived': ('SpecExampleError',
+        'dynamic_shapes for x.shape[1] is 2*n + 1, but x.shape[1] = 8 is not of that '
+        'form for any integer n\n'
+        'Fix: declare the dim with a Dim of its own, or give an example of that form'),
+    'example_out_of_range': ('SpecExampleError',
+        "dynamic_shapes for x.shape[0] is Dim('b', min=2, max=8) with range [2, 8], but "
+        'the example input has size 9.\n'
+        'Fix: widen the range to admit 9 (max=9), or change the example'),
+    'dim_name_clash': ('SpecExampleError',
+        "dynamic_shapes for y.shape[0] names a Dim 'n' that another Dim of the spec is "
+        "also named (Dim('n', max=8) and Dim('n', max=16))\n"
+        'Fix: use one Dim object per name'),
+    'dim_sizes_disagree': ('SpecExampleError',
+        'dynamic_shapes for y.shape[0] uses n, but the example sizes disagree: '
+        'x.shape[0] gives n = 4 while y.shape[0] gives n = 5.\n'
+        'Fix: the same Dim means equal sizes; use separate Dims or consistent example '
+        'inputs'),
+    'additional_value': ('SpecExampleError',
+        'AdditionalInputs: input leaf 2 differs between the examples (1.0, 2.0), but '
+        'only tensor sizes can be dynamic (other values are specialized).\n'
+        'Fix: give every example the same non-tensor values'),
+    'additional_rank': ('SpecExampleError',
+        'AdditionalInputs: input leaf 0 is a tensor whose rank (or type) differs between '
+        'the examples; a dim can be dynamic, the rank cannot.\n'
+        'Fix: give every example tensors of the same rank at this position'),
+})
