@@ -2,9 +2,11 @@
 
 Each error has a ``cause`` (what happened, in the user's words), a ``where`` (input path,
 dim, source line; any may be unknown) and a ``fix`` (code to paste, or what to change);
-``str(err)`` is rendered from them (``cause``, then ``Fix: fix``).  Each kind is a class
-(its ``kind`` is the id used in ``docs/errors.md`` and in ``st.explain``) with one builder
-function below it, which holds the only copy of that message's wording.
+``str(err)`` is rendered from them (``cause``, then ``Fix: fix``, then ``See
+docs/errors.md#<kind>``).  Each kind is a class (its ``kind`` is the id used in
+``docs/errors.md``, its anchor there, and in ``st.explain``) with builder functions beside
+it (here, or in the module of its part of the library: ``control_flow``, ``tracing``,
+``dynamic_shapes``, ``mismatch``), which hold the only copy of that message's wording.
 
 The public families::
 
