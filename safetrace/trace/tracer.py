@@ -18,7 +18,7 @@ from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace import errors
-from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
+from safetrace.errors import DataDependentError, OpShapeError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
