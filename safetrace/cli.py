@@ -34,7 +34,8 @@ from typing import Any, Sequence
 
 import torch
 
-from safetrace.errors import ExportError, InputMismatchError, LoadError
+from safetrace.errors import (ExportError, InputMismatchError, LoadError, allow_ops_entry,
+                              no_inputs_drawn)
 from safetrace.exporter.html import render_html, summary_text
 
 
@@ -198,7 +199,7 @@ def _load(ns: argparse.Namespace) -> Any:
     try:
         return load(ns.file, allow_ops=ns.allow_ops, weights=ns.weights)
     except TypeError as err:  # a malformed --allow-ops entry
-        raise LoadError(str(err)) from None
+        raise allow_ops_entry(str(err)) from None
 
 
 def _show(ns: argparse.Namespace) -> int:
@@ -338,8 +339,7 @@ def draw_inputs(ep: Any, rng: random.Random, gen: torch.Generator,
             continue
         sizes = ", ".join(f"{k}={v}" for k, v in sorted(binding.items())) or "static"
         return args, kwargs, sizes
-    raise InputMismatchError(f"could not draw inputs that satisfy the contract with at most "
-                             f"{max_numel} elements per tensor (--max-numel)")
+    raise no_inputs_drawn(max_numel)
 
 
 def _symbols(ep: Any) -> list[str]:

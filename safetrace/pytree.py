@@ -179,10 +179,11 @@ def in_spec_order(value: Any, spec: Any) -> Any:
 
 
 def describe_mismatch(expected: Any, got: Any, got_leaves: list,
-                      leaf_paths: list[str]) -> str:
+                      leaf_paths: list[str]) -> tuple[str, str]:
     """Where a call's input structure (TreeSpec ``got`` of ``(args, kwargs)``) first differs
-    from the exported one, in the user's words: "expected 2 positional inputs (x, y), got 3",
-    "input `xs` was a tuple of 2 at export, got a list of 3"."""
+    from the exported one, in the user's words, and the call to make instead: ("expected 2
+    positional inputs (x, y), got 3.", "call it as at export: module(x, y)"), ("input `xs`
+    was a tuple of 2 at export, got a list of 3", ...)."""
     (exp_args, exp_kw), (got_args, got_kw) = _kids(expected), _kids(got)
     names, offset = [], 0
     for i, child in enumerate(_kids(exp_args)):
@@ -194,8 +195,8 @@ def describe_mismatch(expected: Any, got: Any, got_leaves: list,
         offset += n
     if exp_args.num_children != got_args.num_children:
         return (f"expected {_count(exp_args.num_children, 'positional input')} "
-                f"({', '.join(names)}), got {got_args.num_children}.\n"
-                f"Fix: call it as at export: module({', '.join(names)}"
+                f"({', '.join(names)}), got {got_args.num_children}.",
+                f"call it as at export: module({', '.join(names)}"
                 + "".join(f", {k}={k}" for k in exp_kw.context) + ")")
     if list(exp_kw.context) != list(got_kw.context):
         missing = [k for k in exp_kw.context if k not in got_kw.context]
@@ -203,19 +204,19 @@ def describe_mismatch(expected: Any, got: Any, got_leaves: list,
         call = ", ".join(names + [f"{k}={k}" for k in exp_kw.context])
         return (f"expected keyword inputs {list(exp_kw.context)}, got {list(got_kw.context)}"
                 + (f" (missing {missing})" if missing else "")
-                + (f" (not exported: {extra})" if extra else "")
-                + f".\nFix: call it as at export: module({call})")
+                + (f" (not exported: {extra})" if extra else "") + ".",
+                f"call it as at export: module({call})")
     tops = list(zip(names, _kids(exp_args), _kids(got_args)))
     tops += [(k, e, g) for k, e, g in zip(exp_kw.context, _kids(exp_kw), _kids(got_kw))]
     start = 0
     for name, e, g in tops:
         found = _first_difference(e, g, name, got_leaves, start)
         if found is not None:
-            return found + ("\nFix: call with the same containers (lists/tuples/dicts/"
-                            "dataclasses, same lengths and keys) as at export")
+            return found, ("call with the same containers (lists/tuples/dicts/"
+                           "dataclasses, same lengths and keys) as at export")
         start += g.num_leaves
-    return ("its containers differ.\nFix: call with the same containers (lists/tuples/dicts/"
-            "dataclasses) and keyword names as at export")
+    return "its containers differ.", ("call with the same containers (lists/tuples/dicts/"
+                                       "dataclasses) and keyword names as at export")
 
 
 def _kids(spec: Any) -> list:

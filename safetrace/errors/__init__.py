@@ -2,9 +2,11 @@
 
 Each error has a ``cause`` (what happened, in the user's words), a ``where`` (input path,
 dim, source line; any may be unknown) and a ``fix`` (code to paste, or what to change);
-``str(err)`` is rendered from them (``cause``, then ``Fix: fix``).  Each kind is a class
-(its ``kind`` is the id used in ``docs/errors.md`` and in ``st.explain``) with one builder
-function below it, which holds the only copy of that message's wording.
+``str(err)`` is rendered from them (``cause``, then ``Fix: fix``, then ``See
+docs/errors.md#<kind>``).  Each kind is a class (its ``kind`` is the id used in
+``docs/errors.md``, its anchor there, and in ``st.explain``) with builder functions beside
+it (here, or in the module of its part of the library: ``control_flow``, ``tracing``,
+``dynamic_shapes``, ``mismatch``), which hold the only copy of that message's wording.
 
 The public families::
 
@@ -32,6 +34,8 @@ import dataclasses
 from typing import Any
 
 from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
+    DOCS_PAGE as DOCS_PAGE,
+    docs_link as docs_link,
     Where as Where,
     StructuredError as StructuredError,
     ExportError as ExportError,
@@ -46,6 +50,9 @@ from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
     InputMismatchError as InputMismatchError,
     RuntimeAssertionError as RuntimeAssertionError,
     LoadError as LoadError,
+    DataRead as DataRead,
+    MissingShapeRule as MissingShapeRule,
+    UnsupportedConstruct as UnsupportedConstruct,
 )
 from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-exported
     WrongInputCount as WrongInputCount,
@@ -71,6 +78,10 @@ from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-e
     WrongConstant as WrongConstant,
     wrong_constant as wrong_constant,
 )
+# the kinds and builders of each part of the library, re-exported (each module's __all__)
+from safetrace.errors.control_flow import *  # noqa: F401,F403
+from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
+from safetrace.errors.tracing import *  # noqa: F401,F403
 
 
 # every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined
@@ -190,17 +201,6 @@ def unflattenable_output(leaf: Any) -> UnflattenableOutput:
 
 
 # -- the spec ---------------------------------------------------------------------------------
-class SpecStructureError(SpecError):
-    """dynamic_shapes does not have the structure of the inputs (keys, lengths, nesting)."""
-
-    kind = "spec-structure"
-
-
-def spec_structure(where: str, cause: str, fix: str = "") -> SpecStructureError:
-    return SpecStructureError(f"{where}: {cause}" if where else cause, fix=fix,
-                              where=Where(input=where or None))
-
-
 class SpecEntryError(SpecError):
     """An entry of dynamic_shapes is not a dim spec."""
 
@@ -213,16 +213,6 @@ def spec_entry(where: str, entry: Any, cause: str = "") -> SpecEntryError:
         fix="use None or an int (static), Dim.STATIC, Dim.AUTO, Dim.DYNAMIC, "
             "Dim('name', min=, max=) or a linear derived dim such as 2*dim + 1",
         where=Where(input=where))
-
-
-class SpecExampleError(SpecError):
-    """The example inputs disagree with the spec (a size, a range, a shared Dim)."""
-
-    kind = "spec-example"
-
-
-def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
-    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=where))
 
 
 # -- constraint violations --------------------------------------------------------------------
@@ -249,7 +239,7 @@ class DeclaredSpaceViolation(ConstraintViolationError):
 
     def render(self) -> str:
         fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
-        return self.cause + fix
+        return f"{self.cause}{fix}\n{self.see()}"
 
 
 def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
@@ -333,12 +323,6 @@ def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDepende
         fix=check_fix(expr), where=Where(source=source), expr=expr)
 
 
-class DataRead(DataDependentError):
-    """The code reads tensor data as a Python value (``if t:``, ``float(t)``)."""
-
-    kind = "data-read"
-
-
 def data_read(what: str, source: str, inside: str = "", fix: str | None = None) -> DataRead:
     if fix is None:  # the general advice; the tracer names a better one where it knows it
         fix = ("look for an argument of that call that skips the check (e.g. "
@@ -353,12 +337,6 @@ def data_read(what: str, source: str, inside: str = "", fix: str | None = None) 
 
 
 # -- unsupported operations -------------------------------------------------------------------
-class MissingShapeRule(UnsupportedOpError):
-    """An op has no symbolic shape rule, and dynamic sizes reached it."""
-
-    kind = "missing-shape-rule"
-
-
 def missing_shape_rule(op: str, source: str, dims: list[str] | None = None) -> MissingShapeRule:
     if dims:
         cause = (f"{op} has no symbolic shape rule, so the dynamic size(s) {', '.join(dims)} "
@@ -388,12 +366,6 @@ def missing_fake(op: str, source: str) -> MissingFake:
             f"    def _(*args):  # receives metadata-only tensors\n"
             f"        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)",
         where=Where(source=source))
-
-
-class UnsupportedConstruct(UnsupportedOpError):
-    """Code that an exported graph cannot represent (generator state, autocast, ...)."""
-
-    kind = "unsupported-construct"
 
 
 def unsupported_construct(what: str, fix: str, source: str = "") -> UnsupportedConstruct:

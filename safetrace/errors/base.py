@@ -16,20 +16,27 @@ class Where:
     source: str | None = None   # "model.py:14 `if x.shape[0] > 1:`"
 
 
+# The catalogue page: every kind has an anchor there (``docs/errors.md#<kind>``; the site
+# built by mkdocs serves the same page as ``errors/#<kind>``).
+DOCS_PAGE = "docs/errors.md"
+
+
+def docs_link(kind: str) -> str:
+    """Where a kind is documented: ``docs/errors.md#wrong-size``."""
+    return f"{DOCS_PAGE}#{kind}"
+
+
 class StructuredError(Exception):
     """Mixin of every safetrace error: ``cause``, ``where``, ``fix``, rendered message.
 
-    Built with keywords by the builders below; a single positional text (older raise
-    sites, other libraries' wrappers) is split once into cause and fix at ``"\\nFix:"``.
+    Built by the builders of ``safetrace.errors`` with cause and fix as separate fields
+    (the text is never split); the message ends with a link to the kind's docs entry.
     """
 
     kind: ClassVar[str] = "error"
 
     def __init__(self, cause: str = "", *, fix: str = "", where: Where | None = None,
                  **details: Any) -> None:
-        if not fix and "\nFix:" in cause:
-            cause, _, fix = cause.partition("\nFix:")
-            fix = fix.strip(" ")
         self.cause = cause
         self.fix = fix
         self.where = where or Where()
@@ -37,7 +44,12 @@ class StructuredError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        return f"{self.cause}\nFix: {self.fix}" if self.fix else self.cause
+        text = f"{self.cause}\nFix: {self.fix}" if self.fix else self.cause
+        return f"{text}\n{self.see()}"
+
+    def see(self) -> str:
+        """The last line of the message: the kind's entry in the docs."""
+        return f"See {docs_link(self.kind)}"
 
     def __reduce__(self) -> Any:  # picklable (multiprocessing, pytest-xdist)
         return (_rebuild, (type(self), self.cause, self.fix, self.where, self.details))
@@ -122,3 +134,22 @@ class LoadError(StructuredError):
     """A saved program file is truncated, corrupted, from a newer format, or hostile."""
 
     kind = "load"
+
+
+# -- kinds that builders of several modules build --------------------------------------------
+class DataRead(DataDependentError):
+    """The code reads tensor data as a Python value (``if t:``, ``float(t)``)."""
+
+    kind = "data-read"
+
+
+class MissingShapeRule(UnsupportedOpError):
+    """An op has no symbolic shape rule, and dynamic sizes reached it."""
+
+    kind = "missing-shape-rule"
+
+
+class UnsupportedConstruct(UnsupportedOpError):
+    """Code that an exported graph cannot represent (generator state, autocast, ...)."""
+
+    kind = "unsupported-construct"

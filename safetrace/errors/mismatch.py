@@ -24,10 +24,10 @@ class WrongStructure(InputMismatchError):
     kind = "wrong-structure"
 
 
-def wrong_structure(why: str) -> WrongStructure:
-    why, _, fix = why.partition("\nFix:")
+def wrong_structure(why: str, fix: str = "") -> WrongStructure:
+    """``why``: where the structures first differ; ``fix``: the call to make instead."""
     return WrongStructure(f"the inputs' structure differs from the exported one: {why}",
-                          fix=fix.strip())
+                          fix=fix)
 
 
 class WrongInputType(InputMismatchError):

@@ -19,7 +19,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.dims import DerivedDim, Dim, DimHint
-from safetrace.errors import Violation, declared_space, spec_entry, spec_example
+from safetrace import errors
+from safetrace.errors import Violation, declared_space, spec_entry
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.sides import only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED
@@ -85,9 +86,7 @@ class DynamicDims:
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
-                    raise spec_example(where, f"is {e}, but the example input has {path}.shape"
-                                              f"[{d}] = {n}.",
-                                       f"use {n} or None (static), or a Dim")
+                    raise errors.example_size(where, path, d, e, n)
                 out.append(n)
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
@@ -106,10 +105,7 @@ class DynamicDims:
             elif isinstance(e, DerivedDim):
                 root_hint = n - e.offset
                 if root_hint % e.coef and e.root.name not in self.overrides:
-                    raise spec_example(where, f"is {e!r}, but {path}.shape[{d}] = {n} is not "
-                                              f"of that form for any integer {e.root.name}",
-                                       "declare the dim with a Dim of its own, or give an "
-                                       "example of that form")
+                    raise errors.example_not_derived(where, path, d, e, n, e.root.name)
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
                 expr = s * e.coef + e.offset
                 self._declare(DimDecl(path, d, "derived", expr,
@@ -121,9 +117,7 @@ class DynamicDims:
 
     def _in_range(self, where: str, n: int, lo: float, hi: float, what: str) -> None:
         if not lo <= n <= hi:
-            raise spec_example(where, f"is {what} with range [{lo}, {hi}], but the example "
-                                      f"input has size {n}.",
-                               "widen the range or change the example")
+            raise errors.example_out_of_range(where, what, lo, hi, n)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -135,19 +129,13 @@ class DynamicDims:
         if found is not None:
             other, s = found
             if (other.min, other.max) != (dim.min, dim.max):
-                raise spec_example(where, f"names a Dim {dim.name!r} that another Dim of the "
-                                          f"spec is also named ({other!r} and {dim!r})",
-                                   "use one Dim object per name")
+                raise errors.dim_name_clash(where, dim.name, other, dim)
             if self.env.hint(s) != hint and side is None:
                 first = self.owner[s.name]
                 shown = f"{derived!r} = {hint * derived.coef + derived.offset}" if derived \
                     else f"{dim.name} = {hint}"
-                raise spec_example(
-                    where, f"uses {dim.name}, but the example sizes disagree: "
-                           f"{first.where} gives {dim.name} = {self.env.hint(s)} while "
-                           f"{path}.shape[{d}] gives {shown}.",
-                    "the same Dim means equal sizes; use separate Dims or consistent "
-                    "example inputs")
+                raise errors.dim_sizes_disagree(where, dim.name, first.where,
+                                                self.env.hint(s), path, d, shown)
             return s
         self._in_range(where, hint, dim.min, dim.max, repr(dim))
         s = self.env.new_backed(hint, lo=dim.min, hi=None if dim.max == math.inf else dim.max,

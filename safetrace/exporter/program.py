@@ -241,12 +241,13 @@ class ExportedProgram:
                 leaves, spec = pytree.tree_flatten(reordered)
         if spec != self.in_spec:
             try:
-                why = pytree.describe_mismatch(self.in_spec, spec, leaves,
-                                               [inp.path for inp in self.contract.inputs])
+                why, fix = pytree.describe_mismatch(self.in_spec, spec, leaves,
+                                                    [inp.path for inp in self.contract.inputs])
             except Exception:  # noqa: BLE001 - never hide the mismatch behind a bug here
-                why = ("its containers differ.\nFix: call with the same containers (lists/"
-                       "tuples/dicts/dataclasses) and keyword names as at export")
-            raise wrong_structure(why)
+                why, fix = "its containers differ.", ("call with the same containers (lists/"
+                                                      "tuples/dicts/dataclasses) and keyword "
+                                                      "names as at export")
+            raise wrong_structure(why, fix)
         return leaves
 
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:

@@ -23,7 +23,8 @@ from torch.utils import _pytree as pytree
 
 from safetrace import pytree as st_pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
-from safetrace.errors import DeclaredSpaceViolation, SpecStructureError, spec_example
+from safetrace import errors
+from safetrace.errors import DeclaredSpaceViolation, SpecStructureError
 
 
 def combine_args(model: Any, args: tuple, kwargs: dict | None) -> dict[str, Any]:
@@ -39,9 +40,7 @@ def combine_args(model: Any, args: tuple, kwargs: dict | None) -> dict[str, Any]
     try:
         return dict(sig.bind(*args, **kwargs).arguments)
     except TypeError as err:
-        raise SpecStructureError(
-            f"dynamic_shapes: the example inputs do not fit the signature {sig}: {err}",
-            fix="pass the same args and kwargs as to st.export") from None
+        raise errors.spec_signature(str(sig), str(err)) from None
 
 
 class ShapesCollection:
@@ -105,12 +104,7 @@ def _foreign_tensor(model: Any, args: tuple, kwargs: dict, tensor: Any,
     same = [p for p, v in inputs if list(v.shape) == shape]
     listed = ", ".join(f"{p}: {list(v.shape)}" for p, v in inputs) or "none"
     target = same[0] if same else (inputs[0][0] if inputs else "x")
-    return SpecStructureError(
-        f"dynamic_shapes: the ShapesCollection has an entry for a tensor of shape {shape} "
-        f"that is not one of the inputs (entries are matched by identity, not by shape or "
-        f"value: a copy or a new tensor of the same shape does not match). The tensor inputs "
-        f"are {listed}.", fix=f"key the collection by the tensor object you pass to "
-                              f"st.export:\n    sc[{target}] = {entry!r}")
+    return errors.collection_entry(shape, listed, target, entry)
 
 
 class AdditionalInputs:
@@ -136,10 +130,7 @@ class AdditionalInputs:
         leaves0, spec0 = flat[0]
         for i, (_, spec) in enumerate(flat[1:], start=1):
             if spec != spec0:
-                raise SpecStructureError(
-                    f"AdditionalInputs: example {i} has another structure than the export's "
-                    f"inputs ({spec} vs {spec0})",
-                    fix="give every example the same containers, keys and tensor positions")
+                raise errors.additional_structure(i, spec, spec0)
         out = []
         for j, first in enumerate(leaves0):
             values = [leaves[j] for leaves, _ in flat]
@@ -157,17 +148,10 @@ def _merge(values: list, index: int) -> Any:
     first = values[0]
     if not isinstance(first, torch.Tensor):
         if any(type(v) is not type(first) or v != first for v in values[1:]):
-            raise spec_example(
-                f"AdditionalInputs: input leaf {index}", f"differs between the examples "
-                f"({', '.join(repr(v) for v in values)}), but only tensor sizes can be "
-                f"dynamic (other values are specialized).",
-                "give every example the same non-tensor values")
+            raise errors.additional_value(index, values)
         return None
     if any(not isinstance(v, torch.Tensor) or v.dim() != first.dim() for v in values):
-        raise spec_example(
-            f"AdditionalInputs: input leaf {index}", "is a tensor whose rank (or type) "
-            "differs between the examples; a dim can be dynamic, the rank cannot.",
-            "give every example tensors of the same rank at this position")
+        raise errors.additional_rank(index)
     dims = [None if all(v.shape[d] == first.shape[d] for v in values) else Dim.DYNAMIC
             for d in range(first.dim())]
     return tuple(dims)

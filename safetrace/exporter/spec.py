@@ -15,7 +15,8 @@ from torch.utils import _pytree as pytree
 from safetrace import pytree as st_pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.exporter.shapes import AdditionalInputs, ShapesCollection
-from safetrace.errors import SpecStructureError, spec_entry
+from safetrace import errors
+from safetrace.errors import spec_entry
 
 Entry = Any  # None | int | DimHint | Dim | DerivedDim
 
@@ -65,25 +66,18 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
         valid = [n for n, _ in tops]
         unknown = [k for k in spec if k not in valid]
         if unknown:
-            raise SpecStructureError(
-                f"dynamic_shapes has key(s) {unknown} that are not inputs of the program; "
-                f"the inputs are {valid}.\nFix: key dynamic_shapes by the argument names "
-                f"{valid}{_var_hint(fn)}")
+            raise errors.spec_keys(unknown, valid, _var_hint(fn))
         per_top = [spec.get(n, OMITTED) for n, _ in tops]
     elif isinstance(spec, (tuple, list)):
         if len(spec) != len(tops):
-            raise SpecStructureError(
-                f"dynamic_shapes has {len(spec)} entries but the program takes {len(tops)} "
-                f"inputs ({[n for n, _ in tops]}).\n{side_by_side(tuple(v for _, v in tops), spec)}"
-                f"\nFix: give one entry per input (None for inputs without dynamic dims)")
+            raise errors.spec_count(len(spec), [n for n, _ in tops],
+                                    side_by_side(tuple(v for _, v in tops), spec))
         # entries follow the signature (torch binds them so), leaves the kwargs' order
         by_name = dict(zip([n for n, _ in tops[:len(args)]] +
                            [k for k, _ in _in_signature_order(fn, kwargs)], spec))
         per_top = [by_name[n] for n, _ in tops]
     else:
-        raise SpecStructureError(
-            f"dynamic_shapes must be a dict keyed by argument name, a tuple with "
-            f"one entry per input, or a ShapesCollection; got {type(spec).__name__}")
+        raise errors.spec_form(type(spec).__name__)
     for (name, value), s in zip(tops, per_top):
         _walk(value, s, f"dynamic_shapes[{name!r}]", name, out)
     return out
@@ -134,9 +128,7 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
 
     def put(key: str, value: Any, holder: str) -> None:
         if key in out:
-            raise SpecStructureError(
-                f"dynamic_shapes gives input {key} both under {holder!r} and as "
-                f"{key!r}.\nFix: keep one of the two entries")
+            raise errors.spec_given_twice(key, holder)
         out[key] = value
 
     if var_pos in spec:
@@ -145,12 +137,7 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
         if entry is not None:
             if not isinstance(entry, (tuple, list)) or len(entry) != len(given):
                 n = len(entry) if isinstance(entry, (tuple, list)) else type(entry).__name__
-                raise SpecStructureError(
-                    f"dynamic_shapes[{var_pos!r}] is the spec of *{var_pos}, which received "
-                    f"{len(given)} positional input(s), so it must be a tuple of {len(given)} "
-                    f"specs (one per input); got {n}.\n"
-                    f"Fix: dynamic_shapes={{{var_pos!r}: ({', '.join(['None'] * len(given))}"
-                    f"{',' if len(given) == 1 else ''})}} with a spec in place of each None")
+                raise errors.spec_var_positional(var_pos, len(given), n)
             for name, e in zip(given, entry):
                 put(name, e, var_pos)
     if var_kw in spec:
@@ -161,12 +148,7 @@ def _expand_var_params(fn: Any, spec: dict, names: list[str], kwargs: dict) -> d
             unknown = [k for k in entry] if not isinstance(entry, dict) else [
                 k for k in entry if k not in extra]
             if not isinstance(entry, dict) or unknown:
-                raise SpecStructureError(
-                    f"dynamic_shapes[{var_kw!r}] is the spec of **{var_kw}, which received the "
-                    f"keyword input(s) {extra}, so it must be a dict keyed by those names; "
-                    f"got {entry!r}.\nFix: dynamic_shapes={{{var_kw!r}: "
-                    f"{{{', '.join(f'{k!r}: None' for k in extra)}}}}} with a spec in place "
-                    f"of each None")
+                raise errors.spec_var_keyword(var_kw, extra, entry)
             for k, e in entry.items():
                 put(k, e, var_kw)
     return out
@@ -191,8 +173,7 @@ def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
         node_type) else pytree.SUPPORTED_NODES.get(tuple)
     if handler is None:  # a constant leaf
         if spec is not None and spec is not OMITTED and spec != Dim.STATIC:
-            raise SpecStructureError(f"{where}: input {path} is a {node_type.__name__} "
-                            f"({value!r}), which has no dims; its spec must be None, got {spec!r}")
+            raise errors.spec_on_constant(where, path, value, spec)
         out.append(None)
         return
     children, context = handler.flatten_fn(value)
@@ -238,10 +219,8 @@ def _spec_children(value: Any, children: list, context: Any, spec: Any, where: s
     raise _mismatch(value, spec, where, path, f"a {type(value).__name__} of specs")
 
 
-def _mismatch(value: Any, spec: Any, where: str, path: str, expected: str) -> SpecStructureError:
-    return SpecStructureError(
-        f"{where}: the spec does not match input {path}: expected {expected}.\n"
-        f"{side_by_side(value, spec)}")
+def _mismatch(value: Any, spec: Any, where: str, path: str, expected: str) -> Exception:
+    return errors.spec_shape(where, path, expected, side_by_side(value, spec))
 
 
 def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
@@ -252,21 +231,15 @@ def _tensor_spec(t: torch.Tensor, spec: Any, where: str) -> list[Entry] | None:
         entries: list[Entry] = [None] * ndim
         for d, e in spec.items():
             if not isinstance(d, int) or not -ndim <= d < ndim:
-                raise SpecStructureError(
-                    f"{where}: dim {d!r} is out of range for a tensor of shape "
-                    f"{list(t.shape)} ({ndim} dims)")
+                raise errors.spec_dim_out_of_range(where, d, list(t.shape))
             entries[d % ndim] = _entry(e, f"{where}[{d}]")
         return entries
     if isinstance(spec, (tuple, list)):
         if len(spec) != ndim:
-            raise SpecStructureError(
-                f"{where}: the spec has {len(spec)} entries but the tensor has "
-                f"{ndim} dims (shape {list(t.shape)}).\nFix: one entry per dim, "
-                f"e.g. {tuple([Dim.STATIC] * ndim)!r} or a dict {{dim: Dim(...)}}")
+            raise errors.spec_rank(where, len(spec), list(t.shape),
+                                   repr(tuple([Dim.STATIC] * ndim)))
         return [_entry(e, f"{where}[{i}]") for i, e in enumerate(spec)]
-    raise SpecStructureError(
-        f"{where}: a tensor's spec must be a tuple (one entry per dim), a dict "
-        f"{{dim: ...}} or None; got {spec!r}")
+    raise errors.spec_tensor_form(where, spec)
 
 
 def _entry(e: Any, where: str) -> Entry:

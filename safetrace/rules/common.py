@@ -6,7 +6,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from safetrace.errors import DataDependentError, shape_error
+from safetrace.errors import outside_export, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
@@ -352,8 +352,7 @@ def new_size(lo: Any = 0, hi: Any = None, what: str = "a data-dependent size") -
     plain int where the bounds admit one value)."""
     env = ACTIVE.env
     if env is None:
-        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
-                                 f"inside st.export")
+        raise outside_export(what)
     lo_i = _static_bound(env, lo, low=True)
     hi_i = _static_bound(env, hi, low=False)
     u = make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=what), env)
@@ -371,8 +370,7 @@ def new_float(what: str = "a float read from data") -> Any:
     """A fresh unbacked float (any double, inf and nan included): ``x.max().item()``."""
     env = ACTIVE.env
     if env is None:
-        raise DataDependentError(f"{what} depends on tensor data; it can only be traced "
-                                 f"inside st.export")
+        raise outside_export(what)
     return make_float(env.new_unbacked_float(origin=what), env)
 
 

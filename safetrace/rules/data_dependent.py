@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.errors import DataDependentError
+from safetrace.errors import complex_item
 from safetrace.rules.common import (
     broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
 )
@@ -34,10 +34,7 @@ def item(self: TensorMeta) -> Any:
     if self.dtype.is_floating_point:
         return new_float(".item()")  # the graph computes with it; decisions need checks
     if self.dtype.is_complex:
-        raise DataDependentError(
-            f".item() of a {self.dtype} tensor: a float computed from data cannot be traced "
-            f"as a Python number.\nFix: keep it a tensor (use x[0] or x.reshape(()) and "
-            f"tensor ops) so the graph computes with it")
+        raise complex_item(self.dtype)
     lo, hi = self.bounds if self.bounds is not None else _DTYPE_RANGE.get(self.dtype,
                                                                           (None, None))
     u = new_size(lo, hi, ".item()")

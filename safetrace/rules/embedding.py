@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import DataDependentError
+from safetrace.errors import one_hot_num_classes
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import check
 from safetrace.rules.registry import rule
@@ -131,9 +131,7 @@ def one_hot(self: TensorMeta, num_classes: int = -1) -> TensorMeta:
     check(self.dtype == torch.int64, op, "one_hot is only applicable to index tensor of type "
                                          "LongTensor.")
     if num_classes == -1:
-        raise DataDependentError(
-            "aten.one_hot: num_classes=-1 means max(tensor) + 1, which depends on the tensor's "
-            "data. Fix: pass num_classes explicitly, e.g. F.one_hot(x, num_classes=10)")
+        raise one_hot_num_classes()
     check(num_classes >= 0, op, f"num_classes should be positive, got {num_classes}")
     return self.like(self.shape + (num_classes,), torch.int64)
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import torch
 
-from safetrace.errors import DataDependentError
+from safetrace.errors import DataDependentError, mask_count
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, hint_of, new_size,
                                     normalize_dim, static_zero)
@@ -32,10 +32,7 @@ class _MaskCount:
 
 
 def _dd(op: str, what: str) -> DataDependentError:
-    return DataDependentError(
-        f"{op}: {what} depends on how many elements of a boolean mask are True, which "
-        f"export never reads. Fix: use torch.where(mask, ...) or masked_fill for a "
-        f"fixed-shape result, or call mask.nonzero() and check(...) its length.")
+    return mask_count(op, what)
 
 
 # -- select / slice -------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import torch
 
-from safetrace.errors import DataDependentError
+from safetrace.errors import lstsq_residuals
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (
     broadcast_shapes, check, guarded_min, is_empty, normalize_dim, to_real,
@@ -243,9 +243,7 @@ def linalg_lstsq(self: TensorMeta, b: TensorMeta, rcond: float | None = None, *,
     residuals = _empty(self, real)
     if driver != "gelsy" and m > n:  # a guard on symbolic sizes, as eager branches
         if driver != "gels":
-            raise DataDependentError(f"{op}: with driver {driver!r}, residuals are computed "
-                                     f"only when every matrix has full rank (a fact of the "
-                                     f"data); use driver='gelsy' or 'gels'")
+            raise lstsq_residuals(op, driver)
         residuals = self.like(shape=batch + ((1,) if vector else (B[-1],)), dtype=real)
     return solution, residuals, rank, svals
 

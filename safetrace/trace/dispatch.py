@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace import errors
 from safetrace.trace import composites, names
 from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_normalized
 from safetrace.trace.custom import call_overload, call_packet
@@ -181,16 +181,10 @@ def _describe(v: Any) -> str:
     return repr(v)
 
 
-def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> UnsupportedOpError:
+def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> Exception:
     trace = stack_trace(4)
     qual = getattr(func, "__qualname__", None) or names.func_name(func)
     call = ", ".join([_describe(a) for a in args]
                      + [f"{k}={_describe(v)}" for k, v in kwargs.items()])
-    if hasattr(torch.ops.aten, packet):
-        why = f"no overload of aten.{packet} accepts these arguments"
-    else:
-        why = f"there is no ATen operator named {packet!r} and safetrace cannot trace into it"
-    return UnsupportedOpError(
-        f"cannot trace {qual}({call}): {why}.\n  at {short(trace)}\n"
-        f"Fix: use an equivalent torch operation, or wrap the code in a custom op "
-        f"(st.custom_op) with a fake implementation (st.register_fake).")
+    return errors.untraceable_call(f"{qual}({call})", packet, hasattr(torch.ops.aten, packet),
+                                   short(trace))

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import OpShapeError
+from safetrace import errors
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.values import program_data
@@ -46,7 +46,7 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
                    if i is not None and i is not Ellipsis and not isinstance(i, bool))
     ndim = _ndim(x)
     if consumed > ndim:
-        raise OpShapeError(f"too many indices for tensor of dimension {ndim}")
+        raise errors.too_many_indices(ndim, consumed)
     ellipsis_dims = ndim - consumed
     d = 0
     advanced: list = []
@@ -60,8 +60,7 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
             advanced.extend([None] * ellipsis_dims)
             d += ellipsis_dims
         elif isinstance(item, bool):
-            raise OpShapeError("indexing with a Python bool is not supported by safetrace; "
-                               "use x.unsqueeze(0) instead")
+            raise errors.bool_index()
         elif _is_int(item):
             x = tr.emit(aten.select.int, (x, d, item), {})
         elif _is_integer_scalar(item):
@@ -69,7 +68,7 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
         elif isinstance(item, slice):
             start, stop, step = (_bound(tr, v) for v in (item.start, item.stop, item.step))
             if step is not None and not (_is_int(step)):
-                raise OpShapeError(f"slice step must be an int, got {step!r}")
+                raise errors.slice_step(step)
             if not (start is None and stop is None and (step is None or step == 1)):
                 args = (x, d, start, stop) + ((step,) if step not in (None, 1) else ())
                 x = tr.emit(aten.slice.Tensor, args, {})
@@ -83,7 +82,7 @@ def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
             has_adv = True
             d += 1
         else:
-            raise OpShapeError(f"unsupported index {item!r} of type {type(item).__name__}")
+            raise errors.index_type(item)
     return x, advanced, has_adv
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace.errors import layout_of_view
 from safetrace.meta import contiguous_strides
 from safetrace.rules.common import normalize_dim
 from safetrace.trace.proxy import Proxy
@@ -73,12 +73,7 @@ def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
 def _require_known(tr: Any, x: Proxy, what: str) -> None:
     trace = stack_trace(4)
     if x.st_contig is None:
-        raise UnsupportedOpError(
-            f"{what} at {short(trace)} asks for the memory layout of a tensor that is a view "
-            f"(transpose, slice, expand, ...) or computed from one; safetrace does not trace "
-            f"strides, and the answer could differ between inputs.\n"
-            f"Fix: call .contiguous() on the tensor before asking, or drop the layout test "
-            f"(the values computed never depend on it)")
+        raise layout_of_view(what, short(trace))
     if tr.layout_queried is None:
         tr.layout_queried = trace
 

@@ -18,7 +18,7 @@ from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace import errors
-from safetrace.errors import DataDependentError, OpShapeError, UnsupportedOpError
+from safetrace.errors import DataDependentError, OpShapeError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
@@ -193,7 +193,7 @@ class Tracer(TorchFunctionMode):
         (or op result) whose size it is, or the op result that is its value."""
         src = self.sym_sources.get(name)
         if src is None:
-            raise UnsupportedOpError(f"internal error: symbol {name} has no source in the graph")
+            raise errors.internal_error(f"symbol {name} has no source in the graph")
         if isinstance(src, torch.fx.Node):
             return src
         # value = coef * symbol + offset, where value is the size `dim` of `src_node`'s
@@ -246,11 +246,7 @@ class Tracer(TorchFunctionMode):
         if isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.device)):
             return v, v
         if isinstance(v, torch.Generator):
-            raise UnsupportedOpError(
-                f"a torch.Generator is passed to a traced op at {short(stack_trace(3))}; "
-                f"an exported graph cannot capture generator state.\n"
-                f"Fix: drop generator= (the program then draws from the default generator), "
-                f"or pass the random tensor in as an input")
+            raise errors.generator_argument(short(stack_trace(3)))
         if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "opaque")):  # Sym values
             # inside a custom op's fake no node is built: its sizes may have no source yet
             return v, (self.sym_node(v) if self.recording else None)
@@ -297,11 +293,7 @@ class Tracer(TorchFunctionMode):
             mkwargs = nkwargs = {}
         trace = stack_trace(3)
         if _autocast_on():
-            raise UnsupportedOpError(
-                f"autocast is active at {short(trace)}: safetrace records the ops as written "
-                f"and would silently drop autocast's dtype changes.\n"
-                f"Fix: remove the torch.autocast region and cast explicitly, e.g. "
-                f"x.to(torch.bfloat16), or export the model already converted (.to(dtype))")
+            raise errors.autocast_active(short(trace))
         env = self.env
         if n_syms is None:
             n_syms = len(env.symbols) if env is not None else 0
@@ -452,12 +444,8 @@ class Tracer(TorchFunctionMode):
             raise errors.missing_shape_rule(str(op), "") from None
         except RuntimeError as exc:
             if "meta" in str(exc).lower():  # the kernel needs data or a real device
-                raise UnsupportedOpError(
-                    f"{op} cannot be traced: it needs tensor data or a real device ("
-                    f"{str(exc).splitlines()[0]}), and safetrace has no shape rule for it.\n"
-                    f"Fix: compute this part outside the exported model, or register a "
-                    f"rule: @st.register_shape_rule(torch.ops.{op})") from None
-            raise OpShapeError(f"{op}: {exc}") from None
+                raise errors.kernel_needs_data(str(op), str(exc).splitlines()[0]) from None
+            raise errors.kernel_rejects(str(op), str(exc)) from None
 
         def back(v: Any) -> Any:
             if isinstance(v, torch.Tensor):

@@ -10,11 +10,13 @@ import dataclasses
 import inspect
 import pathlib
 import pickle
+import re
 
 import pytest
 
 import safetrace as st
 from safetrace import errors as E
+from tests.errors import cases_library
 
 
 @dataclasses.dataclass
@@ -55,7 +57,7 @@ CASES = {
     "shape_error": lambda: E.shape_error("aten.mm", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
     "shape_error_at": lambda: E.shape_error("aten.mm", "shapes cannot be multiplied").at("m.py:9 `a @ b`"),
     "wrong_input_count": lambda: E.wrong_input_count(3, 2),
-    "wrong_structure": lambda: E.wrong_structure("input `xs` was a tuple of 2 at export, got a list of 3.\nFix: call with a tuple of 2"),
+    "wrong_structure": lambda: E.wrong_structure("input `xs` was a tuple of 2 at export, got a list of 3.", "call with a tuple of 2"),
     "wrong_input_type": lambda: E.wrong_input_type("x", 3),
     "wrong_dtype": lambda: E.wrong_dtype("x", "torch.float64", "torch.float32"),
     "wrong_rank": lambda: E.wrong_rank("x", [2, 3, 4], ("s0", "4")),
@@ -269,6 +271,8 @@ GOLDEN = {
     'load_error': ('LoadError',
         "contract.inputs[0].dtype: unknown dtype 'f99'"),
 }
+CASES.update(cases_library.CASES)
+GOLDEN.update(cases_library.GOLDEN)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -276,7 +280,7 @@ def test_builder_renders_its_golden_text(name):
     err = CASES[name]()
     cls, text = GOLDEN[name]
     assert type(err).__name__ == cls
-    assert str(err) == text
+    assert str(err) == f"{text}\nSee docs/errors.md#{err.kind}"
     assert err.cause and (err.fix == "" or text.count(err.fix) == 1)
 
 
@@ -308,11 +312,37 @@ def test_fields_say_where():
     assert CASES["shape_error_at"]().where.source == "m.py:9 `a @ b`"
 
 
-def test_a_plain_text_error_is_split_into_cause_and_fix_once():
-    err = st.UnsupportedOpError("cannot do it.\nFix: do this instead")
-    assert (err.cause, err.fix, str(err)) == ("cannot do it.", "do this instead",
-                                              "cannot do it.\nFix: do this instead")
+def test_cause_and_fix_are_separate_fields_never_split_from_text():
+    err = st.UnsupportedOpError("cannot do it.", fix="do this instead")
+    assert (err.cause, err.fix, str(err)) == (
+        "cannot do it.", "do this instead",
+        "cannot do it.\nFix: do this instead\nSee docs/errors.md#unsupported-op")
+    err = st.UnsupportedOpError("cannot do it.\nFix: do this instead")  # a wrapped text
+    assert (err.cause, err.fix) == ("cannot do it.\nFix: do this instead", "")
     assert st.LoadError("bad file").fix == ""
+
+
+def _kinds() -> set[str]:
+    return {c.kind for c in vars(E).values()
+            if isinstance(c, type) and issubclass(c, E.StructuredError)}
+
+
+def test_every_message_links_its_kind_and_every_kind_has_its_anchor():
+    """The last line of every message is its docs entry, ``docs/errors.md#<kind>``, and
+    the page holds that anchor (``<a id="<kind>"></a>``) for every kind of the catalogue."""
+    docs = (pathlib.Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    anchors = set(re.findall(r'<a id="([a-z-]+)"></a>', docs))
+    missing = sorted(_kinds() - anchors)
+    assert not missing, f"docs/errors.md has no anchor for {missing}"
+    for name, build in CASES.items():
+        err = build()
+        page, _, anchor = str(err).splitlines()[-1].removeprefix("See ").partition("#")
+        assert (page, anchor) == ("docs/errors.md", err.kind), name
+        assert anchor in anchors, name
+    assert str(E.args_not_tuple(1)).endswith("\nSee docs/errors.md#args-not-tuple")
+    for kind in anchors:  # an anchor just above the kind's own section (or the families')
+        after = docs.split(f'<a id="{kind}"></a>', 1)[1].lstrip()
+        assert after.startswith(f"## `{kind}`") or after.startswith(f"`{kind}`"), kind
 
 
 def test_errors_survive_pickling():

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import UnsupportedOpError, unknown_tensor_type
+from safetrace.errors import to_argument, to_dtype, unknown_tensor_type
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
@@ -41,13 +41,9 @@ def to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         elif isinstance(a, bool):
             non_blocking = a
         elif a is not None:
-            raise UnsupportedOpError(
-                f"x.to(...) got an argument safetrace does not understand: {a!r} at "
-                f"{short(stack_trace(3))}.\nFix: pass a torch.dtype, a device or a tensor")
+            raise to_argument(a, short(stack_trace(3)))
     if dtype is not None and not isinstance(dtype, torch.dtype):
-        raise UnsupportedOpError(
-            f"x.to(dtype={dtype!r}) at {short(stack_trace(3))}: not a dtype.\n"
-            f"Fix: pass a torch.dtype such as torch.float32")
+        raise to_dtype(dtype, short(stack_trace(3)))
     extra = {}
     if kwargs.get("memory_format") is not None:
         extra["memory_format"] = kwargs["memory_format"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import DataDependentError
+from safetrace.errors import float_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
@@ -126,13 +126,7 @@ for _func, _what in [
 
 def _float_read(call: str, x: Proxy) -> Exception:
     """A float read from data (an unbacked size is an int or bool, never a float)."""
-    keep = ("keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim tensor "
-            "broadcasts in tensor ops)" if call == ".item()" else
-            "keep it a tensor and index it (`x[i]`, `x.unbind(0)`) instead of making a list")
-    return DataDependentError(
-        f"{call} of a tensor {annotation(x.st_meta)}: a float computed from data "
-        f"cannot be traced as a Python number (export never reads tensor data).\n"
-        f"  at {short(stack_trace(3))}\nFix: {keep}, so the graph computes with it")
+    return float_read(call, annotation(x.st_meta), short(stack_trace(3)))
 
 
 @handles(T.item)

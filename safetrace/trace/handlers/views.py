@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import UnsupportedOpError
+from safetrace.errors import data_assignment
 from safetrace.trace import indexing
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
@@ -83,10 +83,7 @@ def set_data(tr: Any, func: Any, args: tuple, kwargs: dict) -> None:
     if not isinstance(value, torch.Tensor) or t_meta.dtype != v_meta.dtype or \
             len(t_meta.shape) != len(v_meta.shape) or \
             not all(a is b or a == b for a, b in zip(t_meta.shape, v_meta.shape)):
-        raise UnsupportedOpError(
-            f"`x.data = value` at {short(stack_trace(3))} changes the tensor's shape or dtype, "
-            f"which an exported graph cannot do to module state.\nFix: assign a value of "
-            f"the same shape and dtype, or compute with a new tensor instead")
+        raise data_assignment(short(stack_trace(3)))
     tr.emit(aten.copy_.default, (target, value), {})
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace import pytree
-from safetrace.errors import OpShapeError, UnsupportedOpError
+from safetrace import errors
 from safetrace.meta import TensorMeta
 from safetrace.symbolic import Expr, eq, make_int, to_expr
 from safetrace.trace.graph import add_node
@@ -35,6 +35,11 @@ def _flat_operands(operands: Any, what: str, where: str) -> tuple[list, Any]:
     leaves, spec = pytree.tree_flatten(operands)
     input_metas(leaves, what, where)  # tensors only
     return leaves, spec
+
+
+def _type_name(v: Any) -> str:
+    """The type as the user knows it (a traced tensor is a Tensor, not a Proxy)."""
+    return "Tensor" if isinstance(v, torch.Tensor) else type(v).__name__
 
 
 def _node_of(tr: Any, v: Any) -> Any:
@@ -121,12 +126,12 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
     """``torch.cond`` while tracing: one branch when the predicate is known, else both."""
     where = short(stack_trace(3))
     if not callable(true_fn) or not callable(false_fn):
-        raise UnsupportedOpError(f"torch.cond at {where}: true_fn and false_fn must be "
-                                 f"callables")
+        raise errors.cond_not_callable(where, f"{type(true_fn).__name__}, "
+                                              f"{type(false_fn).__name__}")
     if not isinstance(operands, (tuple, list)):
-        raise UnsupportedOpError(
-            f"torch.cond at {where}: operands must be a tuple or list, got "
-            f"{type(operands).__name__}.\nFix: torch.cond(pred, true_fn, false_fn, (x,))")
+        raise errors.operands_not_sequence("torch.cond", where, "operands",
+                                           _type_name(operands),
+                                           "torch.cond(pred, true_fn, false_fn, (x,))")
     known = _known_pred(tr, pred, where)
     if known is not None:  # decided at export: the taken branch is traced inline
         return (true_fn if known else false_fn)(*operands)
@@ -138,11 +143,8 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
                                        f"{what} of torch.cond"))
     t, f = branches
     if t.out_spec != f.out_spec:
-        raise OpShapeError(
-            f"torch.cond at {where}: the branches return different structures:\n"
-            f"  true branch  ({t.where}): {_describe(t.out_spec, t.out_leaves)}\n"
-            f"  false branch ({f.where}): {_describe(f.out_spec, f.out_leaves)}\n"
-            f"Fix: return the same containers with the same number of tensors from both")
+        raise errors.branch_structures(where, t.where, _describe(t.out_spec, t.out_leaves),
+                                       f.where, _describe(f.out_spec, f.out_leaves))
     out_metas, fresh = _merge(tr, [t, f], where, ("true branch", "false branch"))
     outer = _lift_together(branches)
     if isinstance(pred, Proxy):
@@ -165,10 +167,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
     if isinstance(pred, Proxy):
         m = pred.st_meta
         if m.dtype is not torch.bool or not _one_element(tr, m):
-            raise UnsupportedOpError(
-                f"torch.cond at {where}: the predicate must be a bool tensor with one "
-                f"element, got {annotation(m)}.\nFix: reduce it first, e.g. "
-                f"(x.sum() > 0) or mask.any()")
+            raise errors.cond_predicate(where, annotation(m), tensor=True)
         return None
     if isinstance(pred, torch.Tensor):  # a real tensor: state is read at run time
         if id(pred) in tr.state:
@@ -177,9 +176,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
     expr = getattr(pred, "expr", None)
     if expr is not None and getattr(expr, "is_bool", False):
         return tr.env.decide(expr)
-    raise UnsupportedOpError(
-        f"torch.cond at {where}: the predicate must be a bool, a symbolic bool (a "
-        f"condition on sizes) or a one-element bool tensor, got {type(pred).__name__}")
+    raise errors.cond_predicate(where, type(pred).__name__, tensor=False)
 
 
 def _one_element(tr: Any, m: TensorMeta) -> bool:
@@ -213,12 +210,9 @@ def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[lis
             elif m.device != first.device:
                 why = "device"
             if why is not None:
-                raise OpShapeError(
-                    f"torch.cond at {where}: output {i} differs in {why} between the "
-                    f"branches:\n  {names[0]} ({traced[0].where}): {annotation(first)}\n"
-                    f"  {names[k]} ({traced[k].where}): {annotation(m)}\nFix: make both "
-                    f"branches return the same dtype and number of dims (e.g. .to(dtype), "
-                    f".reshape(...)); sizes may differ")
+                raise errors.branch_output(
+                    where, i, why, (names[0], traced[0].where, annotation(first)),
+                    (names[k], traced[k].where, annotation(m)))
         shape = []
         for d in range(first.ndim):
             sizes = [m.shape[d] for m in ms]
@@ -240,8 +234,9 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     an iteration changes them; carried ints are data-dependent inside and after."""
     where = short(stack_trace(3))
     if not isinstance(carried, (tuple, list)):
-        raise UnsupportedOpError(f"while_loop at {where}: carried_inputs must be a tuple or "
-                                 f"list of tensors and ints, got {type(carried).__name__}")
+        raise errors.operands_not_sequence("while_loop", where, "carried_inputs (tensors "
+                                           "and ints)", _type_name(carried),
+                                           "while_loop(cond_fn, body_fn, (x, i))")
     leaves, spec = pytree.tree_flatten(carried)
     ints = [isinstance(v, int) or is_sym(v) for v in leaves]
     env = tr.env
@@ -257,28 +252,20 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
         b = trace_function(tr, body_fn, metas, spec, fn_location(body_fn),
                            "the body_fn of while_loop", ints_ok=True)
         if b.out_spec != spec:
-            raise OpShapeError(
-                f"while_loop at {where}: body_fn ({b.where}) returns "
-                f"{_describe(b.out_spec, b.out_leaves)}, but the carried values are "
-                f"{_describe(spec, leaves)}.\nFix: return one value per carried input, in "
-                f"the same structure")
+            raise errors.body_structure(where, b.where, _describe(b.out_spec, b.out_leaves),
+                                        _describe(spec, leaves))
         changed = False
         new_metas: list = []
         for i, (m, o) in enumerate(zip(metas, b.out_leaves)):
             if ints[i]:
                 if not (isinstance(o, int) or is_sym(o)) or getattr(o, "st_meta", None):
                     got = annotation(o.st_meta) if isinstance(o, Proxy) else repr(o)
-                    raise OpShapeError(f"while_loop at {where}: body_fn ({b.where}) returns "
-                                       f"{got} for carried int {i}.\nFix: return an int "
-                                       f"for it")
+                    raise errors.carried_int(where, b.where, got, i)
                 new_metas.append(m)
                 continue
             o = o.st_meta
             if o.dtype != m.dtype or o.ndim != m.ndim or o.device != m.device:
-                raise OpShapeError(
-                    f"while_loop at {where}: body_fn ({b.where}) changes carried value {i} "
-                    f"from {annotation(m)} to {annotation(o)}.\nFix: keep each carried "
-                    f"value's dtype and number of dims (sizes may change)")
+                raise errors.carried_change(where, b.where, i, annotation(m), annotation(o))
             shape = list(m.shape)
             for d in range(m.ndim):
                 if not isinstance(m.shape[d], int) and \
@@ -294,7 +281,7 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
             break
         metas = new_metas  # traced again with the changing sizes unknown
     else:
-        raise OpShapeError(f"while_loop at {where}: the carried sizes do not settle")
+        raise errors.carried_unsettled(where, 3)
     outer = _lift_together([c, b])
     c_attr = _get_attr(tr, "while_loop_cond_graph", c)
     b_attr = _get_attr(tr, "while_loop_body_graph", b)
@@ -327,10 +314,7 @@ def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
     if not isinstance(out, Proxy) or out.st_meta.dtype is not torch.bool or \
             not _one_element(tr, out.st_meta):
         got = _describe(c.out_spec, c.out_leaves)
-        raise OpShapeError(
-            f"while_loop at {where}: cond_fn ({c.where}) must return one bool tensor with "
-            f"one element, got {got}.\nFix: return a comparison such as (i < n) or "
-            f"(~done).all()")
+        raise errors.loop_condition(where, c.where, got)
 
 
 # -- map ------------------------------------------------------------------------------------
@@ -341,7 +325,7 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     x_leaves, x_spec = _flat_operands(xs, "map", where)
     a_leaves, a_spec = _flat_operands(args, "map", where)
     if not x_leaves:
-        raise UnsupportedOpError(f"map at {where}: xs has no tensors to map over")
+        raise errors.nothing_to_map(where)
     x_metas = input_metas(x_leaves, "map", where)
     n = _scan_length(x_metas, 0, "map", where)
     slices = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device) for m in x_metas]
@@ -355,9 +339,7 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     flat_spec = pytree.tree_flatten(tuple(range(n_x + len(a_metas))))[1]
     t = trace_function(tr, body, slices + a_metas, flat_spec, fn_location(f), "the body of map")
     out_metas = [
-        _stacked(tr, t, p.st_meta, n, f"map at {where}: output {i} of f",
-                 "map stacks its results, so every slice's result must have the same "
-                 "size.\nFix: pad the result to a fixed size")
+        _stacked(tr, t, p.st_meta, n, f"map at {where}: output {i} of f", "map")
         for i, p in enumerate(t.out_leaves)]
     outer = _lift_together([t])
     attr = _get_attr(tr, "body_graph", t)
@@ -367,13 +349,12 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
-def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, why_fix: str) -> TensorMeta:
+def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, op: str) -> TensorMeta:
     """The metadata of `n` results of body `t` with metadata `m` stacked on a new dim 0
     (map's outputs, scan's ys); refused when a size of `m` is computed from data in the
     body, as the results could then differ in size."""
     if any(_inner(tr.env, s, t.new_symbols) for s in m.shape):
-        raise OpShapeError(f"{what} ({t.where}) has a size computed from data "
-                           f"({annotation(m)}); {why_fix}")
+        raise errors.stacked_size_from_data(op, what, t.where, annotation(m))
     return TensorMeta((n, *m.shape), m.dtype, m.device)
 
 
@@ -382,17 +363,13 @@ def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str) -> An
     eager op needs)."""
     for m in metas:
         if m.ndim <= dim:
-            raise OpShapeError(f"{what} at {where}: every xs tensor needs dim {dim}, got "
-                               f"{annotation(m)}")
+            raise errors.xs_rank(what, where, dim, annotation(m))
     n = metas[0].shape[dim]
     for m in metas[1:]:
         if not bool(m.shape[dim] == n):  # a guard when symbolic
-            raise OpShapeError(f"{what} at {where}: the xs tensors differ in length along "
-                               f"dim {dim}: {annotation(metas[0])} vs {annotation(m)}")
+            raise errors.xs_lengths(what, where, dim, annotation(metas[0]), annotation(m))
     if not bool(n >= 1):
-        raise OpShapeError(f"{what} at {where}: xs has length 0 along dim {dim}; torch's "
-                           f"{what} needs at least one element.\nFix: handle empty inputs "
-                           f"outside the {what} call")
+        raise errors.xs_empty(what, where, dim)
     return n
 
 
@@ -407,7 +384,7 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
     if not x_leaves:
         return init, []
     if not i_leaves:
-        raise UnsupportedOpError(f"scan at {where}: init needs at least one tensor")
+        raise errors.scan_without_init(where)
     ndim = input_metas(x_leaves, "scan", where)[0].ndim
     d = dim + ndim if dim < 0 else dim
     if d != 0:
@@ -428,16 +405,11 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
         x = pytree.tree_unflatten(list(flat[n_i:n_i + n_x]), x_spec)
         result = combine_fn(carry, x)
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise UnsupportedOpError(
-                f"scan at {where}: combine_fn ({fn_location(combine_fn)}) must return "
-                f"(next_carry, y)")
+            raise errors.scan_combine_return(where, fn_location(combine_fn))
         c_leaves, c_spec = pytree.tree_flatten(result[0])
         y_leaves, y_spec = pytree.tree_flatten(result[1])
         if c_spec != i_spec:
-            raise OpShapeError(
-                f"scan at {where}: combine_fn ({fn_location(combine_fn)}) returns a carry "
-                f"structured differently from init.\nFix: return the carry in init's "
-                f"structure")
+            raise errors.scan_carry_structure(where, fn_location(combine_fn))
         out_spec[0] = y_spec
         return [*c_leaves, *y_leaves]
 
@@ -451,15 +423,11 @@ def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
             c = i_metas[i]
             if m.dtype != c.dtype or m.ndim != c.ndim or not all(
                     _same_size(tr.env, a, b) for a, b in zip(m.shape, c.shape)):
-                raise OpShapeError(
-                    f"scan at {where}: combine_fn ({t.where}) changes carry {i} from "
-                    f"{annotation(c)} to {annotation(m)}.\nFix: return a carry of the same "
-                    f"shape and dtype as init")
+                raise errors.scan_carry_change(where, t.where, i, annotation(c), annotation(m))
             out_metas.append(c)
         else:
             out_metas.append(_stacked(
-                tr, t, m, n, f"scan at {where}: output y {i - n_i} of combine_fn",
-                "scan stacks them.\nFix: pad it to a fixed size"))
+                tr, t, m, n, f"scan at {where}: output y {i - n_i} of combine_fn", "scan"))
     outer = _lift_together([t])
     attr = _get_attr(tr, "scan_combine_graph", t)
     i_nodes = [_node_of(tr, v) for v in i_leaves]

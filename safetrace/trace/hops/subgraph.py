@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from safetrace import pytree
-from safetrace.errors import UnsupportedOpError
+from safetrace import errors
 from safetrace.meta import TensorMeta
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
@@ -187,11 +187,7 @@ def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str
         return cls.symbol_node(tr, name)
 
     def refuse_print() -> Exception:
-        return UnsupportedOpError(
-            f"print() inside {where} at {short(stack_trace(3))}: a branch or loop body is "
-            f"traced once, so the print would run at export and never when the program "
-            f"runs.\nFix: remove the print from the branch (print outside the "
-            f"torch.cond / loop call, or return the value and print it after running)")
+        return errors.print_in_branch(where, short(stack_trace(3)))
 
     if saved[0] is root[0]:
         root[1] = tr.first_op
@@ -231,11 +227,9 @@ def _refuse_outside_facts(env: Any, n_facts: int, n_syms: int, where: str) -> No
         outside = [n for n in fact.cond.free_symbols
                    if n not in inside and not env.symbols[n].backed]
         if outside:
-            raise UnsupportedOpError(
-                f"a check inside {where} about a data-dependent value from outside it "
-                f"(`{fact.cond}`) at {short(fact.origin) if isinstance(fact.origin, str) else '?'}"
-                f": it would hold only where the branch runs.\nFix: move the check before "
-                f"the torch.cond / loop call")
+            raise errors.outside_check_in_branch(
+                where, str(fact.cond),
+                short(fact.origin) if isinstance(fact.origin, str) else '?')
 
 
 def is_sym(v: Any) -> bool:
@@ -296,14 +290,9 @@ def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str
             elif ints_ok and (is_sym(leaf) or isinstance(leaf, (bool, int))):
                 node = tr.sym_node(leaf)  # an int or bool (a loop counter, a condition)
             else:
-                raise UnsupportedOpError(
-                    f"{what} ({where}) returned {type(leaf).__name__} {leaf!r} at output "
-                    f"{i}; a branch or loop body must return tensors (or ints where they "
-                    f"are carried).\nFix: return a tensor, e.g. torch.tensor(value) or "
-                    f"x.new_full((), value)")
+                raise errors.branch_output_type(what, where, leaf, i)
             if node is None:
-                raise UnsupportedOpError(f"{what} ({where}) returned a value computed "
-                                         f"inside a custom op's fake implementation")
+                raise errors.branch_output_from_fake(what, where)
             nodes.append(node)
         _refuse_writes(graph, what, where)
     for i, n in enumerate(nodes):
@@ -331,11 +320,8 @@ def _refuse_writes(graph: torch.fx.Graph, what: str, where: str) -> None:
                 continue
             kind = "module state" if (base.meta.get("kind") in ("parameter", "buffer")) \
                 else "an input of the branch" if base.graph is graph else "a tensor from outside"
-            raise UnsupportedOpError(
-                f"{op._opname} inside {what} ({where}) writes in place to {kind} "
-                f"({base.name}) at {short(node.meta.get('stack_trace', ''))}: a branch or "
-                f"loop body must not change its inputs or state (side effects).\nFix: "
-                f"compute a new tensor (e.g. x = x + 1 instead of x.add_(1)) and return it")
+            raise errors.branch_writes_in_place(op._opname, what, where, kind, base.name,
+                                                short(node.meta.get('stack_trace', '')))
 
 
 def input_metas(values: list, what: str, where: str) -> list[TensorMeta]:
@@ -347,8 +333,5 @@ def input_metas(values: list, what: str, where: str) -> list[TensorMeta]:
         elif isinstance(v, torch.Tensor):
             out.append(TensorMeta(tuple(v.shape), v.dtype, v.device))
         else:
-            raise UnsupportedOpError(
-                f"{what} got {type(v).__name__} {v!r} as operand {i} at {where}; operands must "
-                f"be tensors (possibly in lists, tuples or dicts).\nFix: pass it as a tensor, "
-                f"or let the function read it from its closure")
+            raise errors.operand_type(what, v, i, where)
     return out

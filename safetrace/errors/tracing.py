@@ -1,0 +1,229 @@
+"""The tracing kinds of the catalogue: calls the tracer cannot record (an argument it does not
+understand, an index, a construct a graph cannot hold) and ops whose result depends on data
+(``DataDependentShape``), with their builders.
+
+``source`` is the user's line (``m.py:3 `y = x.to(t)```); values are printed as the user
+wrote them (``repr``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchError, LoadError,
+                                   MissingShapeRule, OpShapeError, UnsupportedConstruct,
+                                   UnsupportedOpError, Where)
+
+__all__ = [
+    "DataDependentShape", "UnsupportedCall", "BadIndex",
+    "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
+    "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
+    "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
+    "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
+    "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
+    "no_inputs_drawn",
+]
+
+
+class DataDependentShape(DataDependentError):
+    """An op's output shape (or whether it is defined) depends on tensor data in a way the
+    op's arguments could avoid: ``one_hot`` without num_classes, a boolean mask's count."""
+
+    kind = "data-dependent-shape"
+
+
+class UnsupportedCall(UnsupportedOpError):
+    """A torch call with arguments the tracer does not understand (no overload accepts
+    them, an argument of an unknown type)."""
+
+    kind = "unsupported-call"
+
+
+class BadIndex(OpShapeError):
+    """A subscript ``x[...]`` that eager would reject, or that safetrace does not trace."""
+
+    kind = "bad-index"
+
+
+def _at(source: str) -> Where:
+    return Where(source=source or None)
+
+
+# -- data-dependent -------------------------------------------------------------------------
+def data_dependent_shape(op: str, what: str, fix: str) -> DataDependentShape:
+    """``what``: why a size of ``op``'s result depends on data; ``fix``: the argument or
+    op that avoids it."""
+    return DataDependentShape(f"{op}: {what}.", fix=fix, op=op)
+
+
+def one_hot_num_classes() -> DataDependentShape:
+    return data_dependent_shape(
+        "aten.one_hot", "num_classes=-1 means max(tensor) + 1, which depends on the "
+                        "tensor's data (export never reads it)",
+        "pass num_classes explicitly, e.g. F.one_hot(x, num_classes=10)")
+
+
+def mask_count(op: str, what: str) -> DataDependentShape:
+    """``what`` (an output size of ``op``) is the number of True elements of a mask."""
+    return data_dependent_shape(
+        op, f"{what} depends on how many elements of a boolean mask are True, which "
+            f"export never reads",
+        "use torch.where(mask, ...) or masked_fill for a fixed-shape result, or call "
+        "mask.nonzero() and check(...) its length.")
+
+
+def lstsq_residuals(op: str, driver: str) -> DataDependentShape:
+    return data_dependent_shape(
+        op, f"with driver {driver!r}, residuals are computed only when every matrix has "
+            f"full rank (a fact of the data)",
+        "use driver='gelsy' or driver='gels'")
+
+
+def outside_export(what: str) -> DataDependentError:
+    """A data-dependent size or float asked for outside an export (no environment)."""
+    return DataDependentError(f"{what} depends on tensor data; it can only be traced inside "
+                              f"st.export",
+                              fix="call it inside the model (or function) that st.export "
+                                  "traces")
+
+
+def float_read(call: str, got: str, source: str) -> DataRead:
+    """``call`` (``.item()``, ``.tolist()``) of a float tensor ``got`` (its annotation)."""
+    keep = ("keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim tensor "
+            "broadcasts in tensor ops)" if call == ".item()" else
+            "keep it a tensor and index it (`x[i]`, `x.unbind(0)`) instead of making a list")
+    return DataRead(f"{call} of a tensor {got}: a float computed from data cannot be traced "
+                    f"as a Python number (export never reads tensor data).\n  at {source}",
+                    fix=f"{keep}, so the graph computes with it", where=_at(source))
+
+
+def complex_item(dtype: Any) -> DataRead:
+    """``.item()`` of a complex tensor (a Python complex is never symbolic)."""
+    return DataRead(f".item() of a {dtype} tensor: a complex number computed from data cannot "
+                    f"be traced as a Python number.",
+                    fix="keep it a tensor (use x[0] or x.reshape(()) and tensor ops) so the "
+                        "graph computes with it")
+
+
+# -- calls the tracer does not understand ---------------------------------------------------
+def untraceable_call(call: str, packet: str, overloaded: bool,
+                     source: str) -> UnsupportedCall:
+    """``call``: the call as written (``torch.frob(Tensor[3], k=2)``); ``packet``: the ATen
+    name it maps to; ``overloaded``: that ATen op exists but no overload fits."""
+    why = (f"no overload of aten.{packet} accepts these arguments" if overloaded else
+           f"there is no ATen operator named {packet!r} and safetrace cannot trace into it")
+    return UnsupportedCall(
+        f"cannot trace {call}: {why}.\n  at {source}",
+        fix="use an equivalent torch operation, or wrap the code in a custom op "
+            "(st.custom_op) with a fake implementation (st.register_fake).",
+        where=_at(source))
+
+
+def to_argument(arg: Any, source: str) -> UnsupportedCall:
+    """``x.to(arg)`` with an argument that is no dtype, device or tensor."""
+    return UnsupportedCall(f"x.to(...) got an argument safetrace does not understand: "
+                           f"{arg!r} at {source}.",
+                           fix="pass a torch.dtype, a device or a tensor, e.g. "
+                               "x.to(torch.float32), x.to('cpu') or x.to(other)",
+                           where=_at(source))
+
+
+def to_dtype(dtype: Any, source: str) -> UnsupportedCall:
+    return UnsupportedCall(f"x.to(dtype={dtype!r}) at {source}: not a dtype.",
+                           fix="pass a torch.dtype such as torch.float32", where=_at(source))
+
+
+def too_many_indices(ndim: int, given: int) -> BadIndex:
+    return BadIndex(f"too many indices for tensor of dimension {ndim} ({given} given)",
+                    fix=f"index at most {ndim} dims (use ... for the dims you skip)")
+
+
+def bool_index() -> BadIndex:
+    return BadIndex("indexing with a Python bool is not supported by safetrace",
+                    fix="use x.unsqueeze(0) instead of x[True] (and x[:0] instead of x[False])")
+
+
+def slice_step(step: Any) -> BadIndex:
+    return BadIndex(f"slice step must be an int, got {step!r}",
+                    fix="use an int step, e.g. x[::2]")
+
+
+def index_type(item: Any) -> BadIndex:
+    return BadIndex(f"unsupported index {item!r} of type {type(item).__name__}",
+                    fix="index with ints, slices, None, ..., tensors or lists of ints")
+
+
+# -- constructs a graph cannot hold ---------------------------------------------------------
+def _construct(what: str, fix: str, source: str) -> UnsupportedConstruct:
+    return UnsupportedConstruct(what, fix=fix, where=_at(source))
+
+
+def generator_argument(source: str) -> UnsupportedConstruct:
+    return _construct(f"a torch.Generator is passed to a traced op at {source}; an exported "
+                      f"graph cannot capture generator state.",
+                      "drop generator= (the program then draws from the default generator), "
+                      "or pass the random tensor in as an input", source)
+
+
+def autocast_active(source: str) -> UnsupportedConstruct:
+    return _construct(f"autocast is active at {source}: safetrace records the ops as written "
+                      f"and would silently drop autocast's dtype changes.",
+                      "remove the torch.autocast region and cast explicitly, e.g. "
+                      "x.to(torch.bfloat16), or export the model already converted (.to(dtype))",
+                      source)
+
+
+def data_assignment(source: str) -> UnsupportedConstruct:
+    """``x.data = value`` with another shape or dtype."""
+    return _construct(f"`x.data = value` at {source} changes the tensor's shape or dtype, "
+                      f"which an exported graph cannot do to module state.",
+                      "assign a value of the same shape and dtype, or compute with a new "
+                      "tensor instead", source)
+
+
+def layout_of_view(what: str, source: str) -> UnsupportedConstruct:
+    """``what`` (``x.is_contiguous()``, ``x.stride()``) on a view."""
+    return _construct(f"{what} at {source} asks for the memory layout of a tensor that is a "
+                      f"view (transpose, slice, expand, ...) or computed from one; safetrace "
+                      f"does not trace strides, and the answer could differ between inputs.",
+                      "call .contiguous() on the tensor before asking, or drop the layout test "
+                      "(the values computed never depend on it)", source)
+
+
+# -- kernels without a rule -----------------------------------------------------------------
+def kernel_needs_data(op: str, detail: str) -> MissingShapeRule:
+    """``op`` has no rule and its meta kernel needs data or a device (``detail``: torch's
+    first line)."""
+    return MissingShapeRule(
+        f"{op} cannot be traced: it needs tensor data or a real device ({detail}), and "
+        f"safetrace has no shape rule for it.",
+        fix=f"compute this part outside the exported model, or register a rule: "
+            f"@st.register_shape_rule(torch.ops.{op})", op=op)
+
+
+def kernel_rejects(op: str, message: str) -> OpShapeError:
+    """torch's meta kernel for ``op`` rejects the call (``message``: torch's text)."""
+    return OpShapeError(f"{op}: {message}",
+                        fix="fix the call (eager PyTorch rejects it too), or the example "
+                            "inputs", op=op)
+
+
+def internal_error(what: str) -> UnsupportedOpError:
+    """A state safetrace never expects (a bug): named, with how to report it."""
+    return UnsupportedOpError(f"internal error: {what}",
+                              fix="report it with the model that triggers it; st.explain("
+                                  "model, args) shows how far the trace gets")
+
+
+# -- the command line -----------------------------------------------------------------------
+def allow_ops_entry(detail: str) -> LoadError:
+    """A malformed ``--allow-ops`` entry (``detail``: what is wrong with it)."""
+    return LoadError(f"--allow-ops: {detail}",
+                     fix="name an op 'namespace::op' or a whole 'namespace', e.g. --allow-ops "
+                         "mylib::frob (repeat the flag for more; aten ops need none)",
+                     where=Where(input="--allow-ops"))
+
+
+def no_inputs_drawn(max_numel: int) -> InputMismatchError:
+    return InputMismatchError(f"could not draw inputs that satisfy the contract with at most "
+                              f"{max_numel} elements per tensor (--max-numel)",
+                              fix=f"allow larger inputs: --max-numel {max_numel * 16}")

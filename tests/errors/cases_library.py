@@ -1,0 +1,461 @@
+"""Golden cases of the builders of ``safetrace/errors/control_flow.py``, ``tracing.py`` and
+``dynamic_shapes.py`` (merged into ``test_messages.CASES`` / ``GOLDEN``): the arguments a
+raise site passes, and the text the user reads (less the docs link every message ends with).
+"""
+
+from __future__ import annotations
+
+import safetrace as st
+from safetrace import errors as E
+
+W = "m.py:3 `torch.cond(p, f, g, (x,))`"
+L = "m.py:3 `while_loop(c, b, (x, i))`"
+PICTURE = "  inputs: (Tensor[3, 4], Tensor[3])\n  spec:   ({0: Dim('b')},)"
+
+CASES = {
+    # -- control flow
+    "cond_not_callable": lambda: E.cond_not_callable(W, "int, function"),
+    "operands_not_sequence": lambda: E.operands_not_sequence(
+        "torch.cond", W, "operands", "Tensor", "torch.cond(pred, true_fn, false_fn, (x,))"),
+    "cond_predicate": lambda: E.cond_predicate(W, "f32[3]", tensor=True),
+    "cond_predicate_type": lambda: E.cond_predicate(W, "str", tensor=False),
+    "branch_structures": lambda: E.branch_structures(W, "m.py:5", "[f32[s0]]", "m.py:7",
+                                                     "(f32[s0], f32[s0])"),
+    "branch_output": lambda: E.branch_output(W, 0, "dtype", ("true branch", "m.py:5", "f32[s0]"),
+                                             ("false branch", "m.py:7", "i64[s0]")),
+    "body_structure": lambda: E.body_structure(L, "m.py:6", "(f32[4],)", "(f32[4], 0)"),
+    "carried_int": lambda: E.carried_int(L, "m.py:6", "f32[]", 1),
+    "carried_change": lambda: E.carried_change(L, "m.py:6", 0, "f32[4]", "f32[4, 1]"),
+    "carried_unsettled": lambda: E.carried_unsettled(L, 3),
+    "loop_condition": lambda: E.loop_condition(L, "m.py:5", "(f32[4],)"),
+    "nothing_to_map": lambda: E.nothing_to_map("m.py:3 `map(f, [])`"),
+    "stacked_size_from_data": lambda: E.stacked_size_from_data(
+        "map", "map at m.py:3 `map(f, xs)`: output 0 of f", "m.py:8", "i64[u0]"),
+    "stacked_size_from_data_scan": lambda: E.stacked_size_from_data(
+        "scan", "scan at m.py:3: output y 0 of combine_fn", "m.py:8", "i64[u0]"),
+    "xs_rank": lambda: E.xs_rank("scan", "m.py:3 `scan(f, c, xs)`", 0, "f32[]"),
+    "xs_lengths": lambda: E.xs_lengths("map", "m.py:3 `map(f, (a, b))`", 0, "f32[3, 2]",
+                                       "f32[4, 2]"),
+    "xs_empty": lambda: E.xs_empty("map", "m.py:3 `map(f, xs)`", 0),
+    "scan_without_init": lambda: E.scan_without_init("m.py:3 `scan(f, (), xs)`"),
+    "scan_combine_return": lambda: E.scan_combine_return("m.py:3 `scan(f, c, xs)`", "m.py:1"),
+    "scan_carry_structure": lambda: E.scan_carry_structure("m.py:3 `scan(f, c, xs)`", "m.py:1"),
+    "scan_carry_change": lambda: E.scan_carry_change("m.py:3 `scan(f, c, xs)`", "m.py:1", 0,
+                                                     "f32[4]", "f64[4]"),
+    "print_in_branch": lambda: E.print_in_branch("the true branch of torch.cond (m.py:5)",
+                                                 "m.py:6 `print(x)`"),
+    "outside_check_in_branch": lambda: E.outside_check_in_branch(
+        "the true branch of torch.cond (m.py:5)", "u0 >= 0", "m.py:6 `torch._check(n >= 0)`"),
+    "branch_output_type": lambda: E.branch_output_type("the true branch of torch.cond",
+                                                       "m.py:5", 3, 0),
+    "branch_output_from_fake": lambda: E.branch_output_from_fake(
+        "the true branch of torch.cond", "m.py:5"),
+    "branch_writes_in_place": lambda: E.branch_writes_in_place(
+        "aten.add_", "the body_fn of while_loop", "m.py:6", "module state", "count",
+        "m.py:7 `self.count.add_(1)`"),
+    "operand_type": lambda: E.operand_type("torch.cond", "a", 1, W),
+    # -- tracing
+    "data_dependent_shape": lambda: E.data_dependent_shape(
+        "aten.frob", "the output size is the number of distinct values, which export never reads",
+        "pass size= explicitly"),
+    "one_hot_num_classes": lambda: E.one_hot_num_classes(),
+    "mask_count": lambda: E.mask_count("aten.index.Tensor", "the result's dim 0"),
+    "lstsq_residuals": lambda: E.lstsq_residuals("aten.linalg_lstsq", "gelsd"),
+    "outside_export": lambda: E.outside_export("st.new_dynamic_size()"),
+    "float_read": lambda: E.float_read(".item()", "f32[]", "m.py:4 `v = x.sum().item()`"),
+    "float_read_list": lambda: E.float_read(".tolist()", "f32[3]", "m.py:4 `v = x.tolist()`"),
+    "complex_item": lambda: E.complex_item("torch.complex64"),
+    "untraceable_call": lambda: E.untraceable_call("torch.frob(Tensor f32[3], k=2)", "frob",
+                                                   False, "m.py:2 `torch.frob(x, k=2)`"),
+    "untraceable_call_overload": lambda: E.untraceable_call(
+        "torch.add(Tensor f32[3], 'a')", "add", True, "m.py:2 `torch.add(x, 'a')`"),
+    "to_argument": lambda: E.to_argument(object, "m.py:2 `x.to(object)`"),
+    "to_dtype": lambda: E.to_dtype("float", "m.py:2 `x.to(dtype='float')`"),
+    "too_many_indices": lambda: E.too_many_indices(2, 3),
+    "bool_index": lambda: E.bool_index(),
+    "slice_step": lambda: E.slice_step(0.5),
+    "index_type": lambda: E.index_type("a"),
+    "generator_argument": lambda: E.generator_argument("m.py:2 `torch.rand(3, generator=g)`"),
+    "autocast_active": lambda: E.autocast_active("m.py:3 `y = x @ w`"),
+    "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
+    "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
+                                               "m.py:3 `if x.t().is_contiguous():`"),
+    "kernel_needs_data": lambda: E.kernel_needs_data(
+        "aten.frob.default", "Tensor.item() cannot be called on meta tensors"),
+    "kernel_rejects": lambda: E.kernel_rejects("aten.frob.default",
+                                               "frob(): expected a 2-D tensor"),
+    "internal_error": lambda: E.internal_error("symbol s3 has no source in the graph"),
+    "allow_ops_entry": lambda: E.allow_ops_entry(
+        "allow_ops entries are 'namespace::op' or 'namespace' strings, got 'my lib'"),
+    "no_inputs_drawn": lambda: E.no_inputs_drawn(1000),
+    # -- dynamic_shapes
+    "spec_keys": lambda: E.spec_keys(["z"], ["x", "y"], ""),
+    "spec_count": lambda: E.spec_count(1, ["x", "y"], PICTURE),
+    "spec_form": lambda: E.spec_form("str"),
+    "spec_given_twice": lambda: E.spec_given_twice("xs[0]", "xs"),
+    "spec_var_positional": lambda: E.spec_var_positional("xs", 2, 1),
+    "spec_var_positional_one": lambda: E.spec_var_positional("xs", 1, "Dim"),
+    "spec_var_keyword": lambda: E.spec_var_keyword("kw", ["mask"], ["mask"]),
+    "spec_on_constant": lambda: E.spec_on_constant("dynamic_shapes['k']", "k", 3, {0: "b"}),
+    "spec_shape": lambda: E.spec_shape("dynamic_shapes['xs']", "xs", "2 entries",
+                                       "  inputs: [Tensor[3], Tensor[3]]\n  spec:   [None]"),
+    "spec_dim_out_of_range": lambda: E.spec_dim_out_of_range("dynamic_shapes['x']", 2, [3, 4]),
+    "spec_dim_out_of_range_scalar": lambda: E.spec_dim_out_of_range("dynamic_shapes['x']", 0,
+                                                                    []),
+    "spec_rank": lambda: E.spec_rank("dynamic_shapes['x']", 1, [3, 4],
+                                     "(Dim.STATIC, Dim.STATIC)"),
+    "spec_tensor_form": lambda: E.spec_tensor_form("dynamic_shapes['x']", "batch"),
+    "spec_signature": lambda: E.spec_signature("(x, y)", "missing a required argument: 'y'"),
+    "collection_entry": lambda: E.collection_entry([3, 4], "x: [3, 4]", "x", (2, None)),
+    "additional_structure": lambda: E.additional_structure(1, "TreeSpec(tuple, 1)",
+                                                           "TreeSpec(tuple, 2)"),
+}
+
+GOLDEN = {
+    'cond_not_callable': ('ControlFlowCall',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: true_fn and false_fn must be '
+        'callables, got int, function\n'
+        'Fix: torch.cond(pred, true_fn, false_fn, (x,)) with two functions of the '
+        'operands (a def or a lambda each)'),
+    'operands_not_sequence': ('ControlFlowCall',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: operands must be a tuple or '
+        'list, got Tensor\n'
+        'Fix: torch.cond(pred, true_fn, false_fn, (x,))'),
+    'cond_predicate': ('ControlFlowCall',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: the predicate must be a bool '
+        'tensor with one element, got f32[3]\n'
+        'Fix: reduce it first, e.g. (x.sum() > 0) or mask.any()'),
+    'cond_predicate_type': ('ControlFlowCall',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: the predicate must be a bool, '
+        'a symbolic bool (a condition on sizes) or a one-element bool tensor, got str\n'
+        'Fix: pass a condition such as (x.sum() > 0), x.shape[0] > 4 or a Python bool'),
+    'branch_structures': ('BranchMismatch',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: the branches return different '
+        'structures:\n'
+        '  true branch  (m.py:5): [f32[s0]]\n'
+        '  false branch (m.py:7): (f32[s0], f32[s0])\n'
+        'Fix: return the same containers with the same number of tensors from both'),
+    'branch_output': ('BranchMismatch',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: output 0 differs in dtype '
+        'between the branches:\n'
+        '  true branch (m.py:5): f32[s0]\n'
+        '  false branch (m.py:7): i64[s0]\n'
+        'Fix: make both branches return the same dtype and number of dims (e.g. '
+        '.to(dtype), .reshape(...)); sizes may differ'),
+    'body_structure': ('BranchMismatch',
+        'while_loop at m.py:3 `while_loop(c, b, (x, i))`: body_fn (m.py:6) returns '
+        '(f32[4],), but the carried values are (f32[4], 0).\n'
+        'Fix: return one value per carried input, in the same structure'),
+    'carried_int': ('BranchMismatch',
+        'while_loop at m.py:3 `while_loop(c, b, (x, i))`: body_fn (m.py:6) returns f32[] '
+        'for carried int 1.\n'
+        'Fix: return an int for it (e.g. i + 1)'),
+    'carried_change': ('BranchMismatch',
+        'while_loop at m.py:3 `while_loop(c, b, (x, i))`: body_fn (m.py:6) changes '
+        'carried value 0 from f32[4] to f32[4, 1].\n'
+        "Fix: keep each carried value's dtype and number of dims (sizes may change)"),
+    'carried_unsettled': ('BranchMismatch',
+        'while_loop at m.py:3 `while_loop(c, b, (x, i))`: the carried sizes do not '
+        'settle: they still changed after tracing the loop 3 times\n'
+        "Fix: keep each carried tensor's size fixed across iterations (pad it to a fixed "
+        'maximum size), or carry the changing size as an int'),
+    'loop_condition': ('BranchMismatch',
+        'while_loop at m.py:3 `while_loop(c, b, (x, i))`: cond_fn (m.py:5) must return '
+        'one bool tensor with one element, got (f32[4],).\n'
+        'Fix: return a comparison such as (i < n) or (~done).all()'),
+    'nothing_to_map': ('ControlFlowCall',
+        'map at m.py:3 `map(f, [])`: xs has no tensors to map over\n'
+        'Fix: map(f, xs) with xs a tensor (or a list, tuple or dict of tensors) whose '
+        'dim 0 is the one to map over'),
+    'stacked_size_from_data': ('BranchMismatch',
+        'map at m.py:3 `map(f, xs)`: output 0 of f (m.py:8) has a size computed from '
+        "data (i64[u0]); map stacks its results, so every slice's result must have the "
+        'same size.\n'
+        'Fix: pad the result to a fixed size'),
+    'stacked_size_from_data_scan': ('BranchMismatch',
+        'scan at m.py:3: output y 0 of combine_fn (m.py:8) has a size computed from data '
+        '(i64[u0]); scan stacks them.\n'
+        'Fix: pad the result to a fixed size'),
+    'xs_rank': ('BranchMismatch',
+        'scan at m.py:3 `scan(f, c, xs)`: every xs tensor needs dim 0, got f32[]\n'
+        'Fix: pass xs tensors that have dim 0 (e.g. x.unsqueeze(0))'),
+    'xs_lengths': ('BranchMismatch',
+        'map at m.py:3 `map(f, (a, b))`: the xs tensors differ in length along dim 0: '
+        'f32[3, 2] vs f32[4, 2]\n'
+        'Fix: pass xs tensors of the same length along dim 0'),
+    'xs_empty': ('BranchMismatch',
+        "map at m.py:3 `map(f, xs)`: xs has length 0 along dim 0; torch's map needs at "
+        'least one element.\n'
+        'Fix: handle empty inputs outside the map call'),
+    'scan_without_init': ('ControlFlowCall',
+        'scan at m.py:3 `scan(f, (), xs)`: init needs at least one tensor\n'
+        'Fix: scan(combine_fn, init, xs) with init a tensor (or a container of tensors): '
+        'the first carry'),
+    'scan_combine_return': ('ControlFlowCall',
+        'scan at m.py:3 `scan(f, c, xs)`: combine_fn (m.py:1) must return (next_carry, '
+        'y)\n'
+        'Fix: return a pair from combine_fn: return next_carry, y'),
+    'scan_carry_structure': ('BranchMismatch',
+        'scan at m.py:3 `scan(f, c, xs)`: combine_fn (m.py:1) returns a carry structured '
+        'differently from init.\n'
+        "Fix: return the carry in init's structure"),
+    'scan_carry_change': ('BranchMismatch',
+        'scan at m.py:3 `scan(f, c, xs)`: combine_fn (m.py:1) changes carry 0 from '
+        'f32[4] to f64[4].\n'
+        'Fix: return a carry of the same shape and dtype as init'),
+    'print_in_branch': ('ControlFlowCall',
+        'print() inside the true branch of torch.cond (m.py:5) at m.py:6 `print(x)`: a '
+        'branch or loop body is traced once, so the print would run at export and never '
+        'when the program runs.\n'
+        'Fix: remove the print from the branch (print outside the torch.cond / loop '
+        'call, or return the value and print it after running)'),
+    'outside_check_in_branch': ('ControlFlowCall',
+        'a check inside the true branch of torch.cond (m.py:5) about a data-dependent '
+        'value from outside it (`u0 >= 0`) at m.py:6 `torch._check(n >= 0)`: it would '
+        'hold only where the branch runs.\n'
+        'Fix: move the check before the torch.cond / loop call'),
+    'branch_output_type': ('ControlFlowCall',
+        'the true branch of torch.cond (m.py:5) returned int 3 at output 0; a branch or '
+        'loop body must return tensors (or ints where they are carried).\n'
+        'Fix: return a tensor, e.g. torch.tensor(value) or x.new_full((), value)'),
+    'branch_output_from_fake': ('ControlFlowCall',
+        'the true branch of torch.cond (m.py:5) returned a value computed inside a '
+        "custom op's fake implementation\n"
+        "Fix: return the custom op's outputs (tensors), not a value made inside its fake "
+        'implementation'),
+    'branch_writes_in_place': ('ControlFlowCall',
+        'aten.add_ inside the body_fn of while_loop (m.py:6) writes in place to module '
+        'state (count) at m.py:7 `self.count.add_(1)`: a branch or loop body must not '
+        'change its inputs or state (side effects).\n'
+        'Fix: compute a new tensor (e.g. x = x + 1 instead of x.add_(1)) and return it'),
+    'operand_type': ('ControlFlowCall',
+        "torch.cond got str 'a' as operand 1 at m.py:3 `torch.cond(p, f, g, (x,))`; "
+        'operands must be tensors (possibly in lists, tuples or dicts).\n'
+        'Fix: pass it as a tensor, or let the function read it from its closure'),
+    'data_dependent_shape': ('DataDependentShape',
+        'aten.frob: the output size is the number of distinct values, which export never '
+        'reads.\n'
+        'Fix: pass size= explicitly'),
+    'one_hot_num_classes': ('DataDependentShape',
+        'aten.one_hot: num_classes=-1 means max(tensor) + 1, which depends on the '
+        "tensor's data (export never reads it).\n"
+        'Fix: pass num_classes explicitly, e.g. F.one_hot(x, num_classes=10)'),
+    'mask_count': ('DataDependentShape',
+        "aten.index.Tensor: the result's dim 0 depends on how many elements of a boolean "
+        'mask are True, which export never reads.\n'
+        'Fix: use torch.where(mask, ...) or masked_fill for a fixed-shape result, or '
+        'call mask.nonzero() and check(...) its length.'),
+    'lstsq_residuals': ('DataDependentShape',
+        "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
+        'matrix has full rank (a fact of the data).\n'
+        "Fix: use driver='gelsy' or driver='gels'"),
+    'outside_export': ('DataDependentError',
+        'st.new_dynamic_size() depends on tensor data; it can only be traced inside '
+        'st.export\n'
+        'Fix: call it inside the model (or function) that st.export traces'),
+    'float_read': ('DataRead',
+        '.item() of a tensor f32[]: a float computed from data cannot be traced as a '
+        'Python number (export never reads tensor data).\n'
+        '  at m.py:4 `v = x.sum().item()`\n'
+        'Fix: keep it a tensor (e.g. `x.sum()` instead of `x.sum().item()`; a 0-dim '
+        'tensor broadcasts in tensor ops), so the graph computes with it'),
+    'float_read_list': ('DataRead',
+        '.tolist() of a tensor f32[3]: a float computed from data cannot be traced as a '
+        'Python number (export never reads tensor data).\n'
+        '  at m.py:4 `v = x.tolist()`\n'
+        'Fix: keep it a tensor and index it (`x[i]`, `x.unbind(0)`) instead of making a '
+        'list, so the graph computes with it'),
+    'complex_item': ('DataRead',
+        '.item() of a torch.complex64 tensor: a complex number computed from data cannot '
+        'be traced as a Python number.\n'
+        'Fix: keep it a tensor (use x[0] or x.reshape(()) and tensor ops) so the graph '
+        'computes with it'),
+    'untraceable_call': ('UnsupportedCall',
+        'cannot trace torch.frob(Tensor f32[3], k=2): there is no ATen operator named '
+        "'frob' and safetrace cannot trace into it.\n"
+        '  at m.py:2 `torch.frob(x, k=2)`\n'
+        'Fix: use an equivalent torch operation, or wrap the code in a custom op '
+        '(st.custom_op) with a fake implementation (st.register_fake).'),
+    'untraceable_call_overload': ('UnsupportedCall',
+        "cannot trace torch.add(Tensor f32[3], 'a'): no overload of aten.add accepts "
+        'these arguments.\n'
+        "  at m.py:2 `torch.add(x, 'a')`\n"
+        'Fix: use an equivalent torch operation, or wrap the code in a custom op '
+        '(st.custom_op) with a fake implementation (st.register_fake).'),
+    'to_argument': ('UnsupportedCall',
+        "x.to(...) got an argument safetrace does not understand: <class 'object'> at "
+        'm.py:2 `x.to(object)`.\n'
+        'Fix: pass a torch.dtype, a device or a tensor, e.g. x.to(torch.float32), '
+        "x.to('cpu') or x.to(other)"),
+    'to_dtype': ('UnsupportedCall',
+        "x.to(dtype='float') at m.py:2 `x.to(dtype='float')`: not a dtype.\n"
+        'Fix: pass a torch.dtype such as torch.float32'),
+    'too_many_indices': ('BadIndex',
+        'too many indices for tensor of dimension 2 (3 given)\n'
+        'Fix: index at most 2 dims (use ... for the dims you skip)'),
+    'bool_index': ('BadIndex',
+        'indexing with a Python bool is not supported by safetrace\n'
+        'Fix: use x.unsqueeze(0) instead of x[True] (and x[:0] instead of x[False])'),
+    'slice_step': ('BadIndex',
+        'slice step must be an int, got 0.5\n'
+        'Fix: use an int step, e.g. x[::2]'),
+    'index_type': ('BadIndex',
+        "unsupported index 'a' of type str\n"
+        'Fix: index with ints, slices, None, ..., tensors or lists of ints'),
+    'generator_argument': ('UnsupportedConstruct',
+        'a torch.Generator is passed to a traced op at m.py:2 `torch.rand(3, '
+        'generator=g)`; an exported graph cannot capture generator state.\n'
+        'Fix: drop generator= (the program then draws from the default generator), or '
+        'pass the random tensor in as an input'),
+    'autocast_active': ('UnsupportedConstruct',
+        'autocast is active at m.py:3 `y = x @ w`: safetrace records the ops as written '
+        "and would silently drop autocast's dtype changes.\n"
+        'Fix: remove the torch.autocast region and cast explicitly, e.g. '
+        'x.to(torch.bfloat16), or export the model already converted (.to(dtype))'),
+    'data_assignment': ('UnsupportedConstruct',
+        "`x.data = value` at m.py:4 `self.w.data = w2` changes the tensor's shape or "
+        'dtype, which an exported graph cannot do to module state.\n'
+        'Fix: assign a value of the same shape and dtype, or compute with a new tensor '
+        'instead'),
+    'layout_of_view': ('UnsupportedConstruct',
+        'x.is_contiguous() at m.py:3 `if x.t().is_contiguous():` asks for the memory '
+        'layout of a tensor that is a view (transpose, slice, expand, ...) or computed '
+        'from one; safetrace does not trace strides, and the answer could differ between '
+        'inputs.\n'
+        'Fix: call .contiguous() on the tensor before asking, or drop the layout test '
+        '(the values computed never depend on it)'),
+    'kernel_needs_data': ('MissingShapeRule',
+        'aten.frob.default cannot be traced: it needs tensor data or a real device '
+        '(Tensor.item() cannot be called on meta tensors), and safetrace has no shape '
+        'rule for it.\n'
+        'Fix: compute this part outside the exported model, or register a rule: '
+        '@st.register_shape_rule(torch.ops.aten.frob.default)'),
+    'kernel_rejects': ('OpShapeError',
+        'aten.frob.default: frob(): expected a 2-D tensor\n'
+        'Fix: fix the call (eager PyTorch rejects it too), or the example inputs'),
+    'internal_error': ('UnsupportedOpError',
+        'internal error: symbol s3 has no source in the graph\n'
+        'Fix: report it with the model that triggers it; st.explain(model, args) shows '
+        'how far the trace gets'),
+    'allow_ops_entry': ('LoadError',
+        "--allow-ops: allow_ops entries are 'namespace::op' or 'namespace' strings, got "
+        "'my lib'\n"
+        "Fix: name an op 'namespace::op' or a whole 'namespace', e.g. --allow-ops "
+        'mylib::frob (repeat the flag for more; aten ops need none)'),
+    'no_inputs_drawn': ('InputMismatchError',
+        'could not draw inputs that satisfy the contract with at most 1000 elements per '
+        'tensor (--max-numel)\n'
+        'Fix: allow larger inputs: --max-numel 16000'),
+    'spec_keys': ('SpecStructureError',
+        "dynamic_shapes has key(s) ['z'] that are not inputs of the program; the inputs "
+        "are ['x', 'y'].\n"
+        "Fix: key dynamic_shapes by the argument names ['x', 'y']"),
+    'spec_count': ('SpecStructureError',
+        "dynamic_shapes has 1 entries but the program takes 2 inputs (['x', 'y']).\n"
+        '  inputs: (Tensor[3, 4], Tensor[3])\n'
+        "  spec:   ({0: Dim('b')},)\n"
+        'Fix: give one entry per input (None for inputs without dynamic dims)'),
+    'spec_form': ('SpecStructureError',
+        'dynamic_shapes must be a dict keyed by argument name, a tuple with one entry '
+        'per input, or a ShapesCollection; got str\n'
+        "Fix: dynamic_shapes={'x': {0: Dim('batch')}} (or a tuple: ({0: Dim('batch')},))"),
+    'spec_given_twice': ('SpecStructureError',
+        "dynamic_shapes gives input xs[0] both under 'xs' and as 'xs[0]'.\n"
+        'Fix: keep one of the two entries'),
+    'spec_var_positional': ('SpecStructureError',
+        "dynamic_shapes['xs'] is the spec of *xs, which received 2 positional input(s), "
+        'so it must be a tuple of 2 specs (one per input); got 1.\n'
+        "Fix: dynamic_shapes={'xs': (None, None)} with a spec in place of each None"),
+    'spec_var_positional_one': ('SpecStructureError',
+        "dynamic_shapes['xs'] is the spec of *xs, which received 1 positional input(s), "
+        'so it must be a tuple of 1 specs (one per input); got Dim.\n'
+        "Fix: dynamic_shapes={'xs': (None,)} with a spec in place of each None"),
+    'spec_var_keyword': ('SpecStructureError',
+        "dynamic_shapes['kw'] is the spec of **kw, which received the keyword input(s) "
+        "['mask'], so it must be a dict keyed by those names; got ['mask'].\n"
+        "Fix: dynamic_shapes={'kw': {'mask': None}} with a spec in place of each None"),
+    'spec_on_constant': ('SpecStructureError',
+        "dynamic_shapes['k']: input k is a int (3), which has no dims; its spec must be "
+        "None, got {0: 'b'}\n"
+        "Fix: dynamic_shapes['k'] = None (or leave it out)"),
+    'spec_shape': ('SpecStructureError',
+        "dynamic_shapes['xs']: the spec does not match input xs: expected 2 entries.\n"
+        '  inputs: [Tensor[3], Tensor[3]]\n'
+        '  spec:   [None]\n'
+        "Fix: give dynamic_shapes['xs'] the containers of xs (None for parts without "
+        'dynamic dims)'),
+    'spec_dim_out_of_range': ('SpecStructureError',
+        "dynamic_shapes['x']: dim 2 is out of range for a tensor of shape [3, 4] (2 "
+        'dims)\n'
+        'Fix: key the dict by dims 0 to 1 (or -2 to -1)'),
+    'spec_dim_out_of_range_scalar': ('SpecStructureError',
+        "dynamic_shapes['x']: dim 0 is out of range for a tensor of shape [] (0 dims)\n"
+        "Fix: dynamic_shapes['x'] = None (a 0-dim tensor has no dims)"),
+    'spec_rank': ('SpecStructureError',
+        "dynamic_shapes['x']: the spec has 1 entries but the tensor has 2 dims (shape "
+        '[3, 4]).\n'
+        'Fix: one entry per dim, e.g. (Dim.STATIC, Dim.STATIC) or a dict {dim: Dim(...)}'),
+    'spec_tensor_form': ('SpecStructureError',
+        "dynamic_shapes['x']: a tensor's spec must be a tuple (one entry per dim), a "
+        "dict {dim: ...} or None; got 'batch'\n"
+        "Fix: dynamic_shapes['x'] = {0: Dim('batch')} (the dims you make dynamic)"),
+    'spec_signature': ('SpecStructureError',
+        'dynamic_shapes: the example inputs do not fit the signature (x, y): missing a '
+        "required argument: 'y'\n"
+        'Fix: pass the same args and kwargs as to st.export'),
+    'collection_entry': ('SpecStructureError',
+        'dynamic_shapes: the ShapesCollection has an entry for a tensor of shape [3, 4] '
+        'that is not one of the inputs (entries are matched by identity, not by shape or '
+        'value: a copy or a new tensor of the same shape does not match). The tensor '
+        'inputs are x: [3, 4].\n'
+        'Fix: key the collection by the tensor object you pass to st.export:\n'
+        '    sc[x] = (2, None)'),
+    'additional_structure': ('SpecStructureError',
+        "AdditionalInputs: example 1 has another structure than the export's inputs "
+        '(TreeSpec(tuple, 1) vs TreeSpec(tuple, 2))\n'
+        'Fix: give every example the same containers, keys and tensor positions'),
+}
+
+CASES.update({
+    "example_size": lambda: E.example_size("dynamic_shapes for x.shape[0]", "x", 0, 4, 3),
+    "example_not_derived": lambda: E.example_not_derived(
+        "dynamic_shapes for x.shape[1]", "x", 1, 2 * st.Dim("n") + 1, 8, "n"),
+    "example_out_of_range": lambda: E.example_out_of_range(
+        "dynamic_shapes for x.shape[0]", "Dim('b', min=2, max=8)", 2, 8, 9),
+    "dim_name_clash": lambda: E.dim_name_clash("dynamic_shapes for y.shape[0]", "n",
+                                               st.Dim("n", max=8), st.Dim("n", max=16)),
+    "dim_sizes_disagree": lambda: E.dim_sizes_disagree("dynamic_shapes for y.shape[0]", "n",
+                                                       "x.shape[0]", 4, "y", 0, "n = 5"),
+    "additional_value": lambda: E.additional_value(2, [1.0, 2.0]),
+    "additional_rank": lambda: E.additional_rank(0),
+})
+GOLDEN.update({
+    'example_size': ('SpecExampleError',
+        'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
+        'Fix: use 3 or None (static), or a Dim'),
+    'example_not_derived': ('SpecExampleError',
+        'dynamic_shapes for x.shape[1] is 2*n + 1, but x.shape[1] = 8 is not of that '
+        'form for any integer n\n'
+        'Fix: declare the dim with a Dim of its own, or give an example of that form'),
+    'example_out_of_range': ('SpecExampleError',
+        "dynamic_shapes for x.shape[0] is Dim('b', min=2, max=8) with range [2, 8], but "
+        'the example input has size 9.\n'
+        'Fix: widen the range to admit 9 (max=9), or change the example'),
+    'dim_name_clash': ('SpecExampleError',
+        "dynamic_shapes for y.shape[0] names a Dim 'n' that another Dim of the spec is "
+        "also named (Dim('n', max=8) and Dim('n', max=16))\n"
+        'Fix: use one Dim object per name'),
+    'dim_sizes_disagree': ('SpecExampleError',
+        'dynamic_shapes for y.shape[0] uses n, but the example sizes disagree: '
+        'x.shape[0] gives n = 4 while y.shape[0] gives n = 5.\n'
+        'Fix: the same Dim means equal sizes; use separate Dims or consistent example '
+        'inputs'),
+    'additional_value': ('SpecExampleError',
+        'AdditionalInputs: input leaf 2 differs between the examples (1.0, 2.0), but '
+        'only tensor sizes can be dynamic (other values are specialized).\n'
+        'Fix: give every example the same non-tensor values'),
+    'additional_rank': ('SpecExampleError',
+        'AdditionalInputs: input leaf 0 is a tensor whose rank (or type) differs between '
+        'the examples; a dim can be dynamic, the rank cannot.\n'
+        'Fix: give every example tensors of the same rank at this position'),
+})
