@@ -80,6 +80,7 @@ from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-e
 )
 # the kinds and builders of each part of the library, re-exported (each module's __all__)
 from safetrace.errors.control_flow import *  # noqa: F401,F403
+from safetrace.errors.deploy import *  # noqa: F401,F403
 from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
 from safetrace.errors.tracing import *  # noqa: F401,F403
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from safetrace.errors.base import ConversionError
 
+__all__ = ["CompiledSpecialized", "compiled_specialized"]
+
 
 class CompiledSpecialized(ConversionError):
     """A compiled artifact (AOTInductor) computes something else than the program at a size

@@ -11,7 +11,7 @@ from typing import Any
 
 from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchError, LoadError,
                                    MissingShapeRule, OpShapeError, UnsupportedConstruct,
-                                   UnsupportedOpError, Where)
+                                   UnsupportedInputError, UnsupportedOpError, Where)
 
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
@@ -20,7 +20,8 @@ __all__ = [
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
-    "no_inputs_drawn",
+    "no_inputs_drawn", "preserved_never_called", "preserved_in_function",
+    "preserved_unknown", "preserved_value",
 ]
 
 
@@ -227,3 +228,33 @@ def no_inputs_drawn(max_numel: int) -> InputMismatchError:
     return InputMismatchError(f"could not draw inputs that satisfy the contract with at most "
                               f"{max_numel} elements per tensor (--max-numel)",
                               fix=f"allow larger inputs: --max-numel {max_numel * 16}")
+
+
+# -- preserve_module_call_signature ---------------------------------------------------------
+_LEAVE_OUT = "leave {0!r} out of preserve_module_call_signature"
+
+
+def preserved_never_called(fqn: str) -> UnsupportedInputError:
+    return UnsupportedInputError(
+        f"preserve_module_call_signature names {fqn!r}, which the exported forward never "
+        f"calls (no call signature to keep).", fix=_LEAVE_OUT.format(fqn))
+
+
+def preserved_in_function() -> UnsupportedInputError:
+    return UnsupportedInputError(
+        "preserve_module_call_signature names submodules, but the exported callable is a "
+        "function, not an nn.Module.", fix="export the nn.Module that owns them")
+
+
+def preserved_unknown(fqn: Any, model: str, close: list[str]) -> UnsupportedInputError:
+    return UnsupportedInputError(
+        f"preserve_module_call_signature names {fqn!r}, which is not a submodule of {model} "
+        f"(its submodules include {close}).",
+        fix="name submodules by their path in model.named_modules(), e.g. "
+            "\"encoder.layer.0\"")
+
+
+def preserved_value(what: str, type_name: str, fqn: str) -> UnsupportedInputError:
+    return UnsupportedInputError(
+        f"the {what} is a {type_name}, which a preserved module call signature cannot hold "
+        f"(tensors, sizes and Python constants only).", fix=_LEAVE_OUT.format(fqn))

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import torch
 from torch.utils import _pytree
 
-from safetrace.errors import UnsupportedInputError
+from safetrace import errors as E
 
 
 def _type_name(module: torch.nn.Module) -> str:
@@ -129,10 +129,7 @@ def module_stack(model: Any, tracer: Any, preserve: Any = ()) -> Iterator[Hierar
         tracer.nn_stack = None
     never = [f for f in preserve if not any(c.fqn.split("@")[0] == f for c in found.calls)]
     if never:
-        raise UnsupportedInputError(
-            f"preserve_module_call_signature names {never[0]!r}, which the exported "
-            f"forward never calls (no call signature to keep).",
-            fix=f"leave {never[0]!r} out of preserve_module_call_signature")
+        raise E.preserved_never_called(never[0])
 
 
 def _preserved_names(model: Any, preserve: Any) -> list[str]:
@@ -142,18 +139,12 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
     if not preserve:
         return []
     if not isinstance(model, torch.nn.Module):
-        raise UnsupportedInputError(
-            "preserve_module_call_signature names submodules, but the exported callable "
-            "is a function, not an nn.Module.", fix="export the nn.Module that owns them")
+        raise E.preserved_in_function()
     known = {fqn for fqn, _ in model.named_modules() if fqn}
     for fqn in preserve:
         if not isinstance(fqn, str) or fqn not in known:
             close = sorted(known, key=lambda k: (not k.endswith(str(fqn)), len(k)))[:3]
-            raise UnsupportedInputError(
-                f"preserve_module_call_signature names {fqn!r}, which is not a submodule "
-                f"of {type(model).__name__} (its submodules include {close}).",
-                fix="name submodules by their path in model.named_modules(), e.g. "
-                    "\"encoder.layer.0\"")
+            raise E.preserved_unknown(fqn, type(model).__name__, close)
     return list(dict.fromkeys(preserve))
 
 
@@ -168,7 +159,4 @@ def _value(tracer: Any, v: Any, what: str) -> tuple[str, Any]:
         return ("sym", node) if isinstance(node, torch.fx.Node) else ("const", node)
     elif v is None or isinstance(v, (int, float, bool, str, torch.dtype, torch.device)):
         return ("const", v)
-    raise UnsupportedInputError(
-        f"the {what} is a {type(v).__name__}, which a preserved module call signature "
-        f"cannot hold (tensors, sizes and Python constants only).",
-        fix="leave this module out of preserve_module_call_signature")
+    raise E.preserved_value(what, type(v).__name__, what.split(" ")[0].split("@")[0])

@@ -273,6 +273,17 @@ GOLDEN = {
 }
 CASES.update(cases_library.CASES)
 GOLDEN.update(cases_library.GOLDEN)
+CASES["compiled_specialized"] = lambda: E.compiled_specialized(
+    "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
+CASES['preserved_never_called'] = lambda: E.preserved_never_called("layer2")
+GOLDEN['preserved_never_called'] = ('UnsupportedInputError', "preserve_module_call_signature names 'layer2', which the exported forward never calls (no call signature to keep).\nFix: leave 'layer2' out of preserve_module_call_signature")
+CASES['preserved_in_function'] = lambda: E.preserved_in_function()
+GOLDEN['preserved_in_function'] = ('UnsupportedInputError', 'preserve_module_call_signature names submodules, but the exported callable is a function, not an nn.Module.\nFix: export the nn.Module that owns them')
+CASES['preserved_unknown'] = lambda: E.preserved_unknown("layer9", "Net", ["layer1", "layer2"])
+GOLDEN['preserved_unknown'] = ('UnsupportedInputError', 'preserve_module_call_signature names \'layer9\', which is not a submodule of Net (its submodules include [\'layer1\', \'layer2\']).\nFix: name submodules by their path in model.named_modules(), e.g. "encoder.layer.0"')
+CASES['preserved_value'] = lambda: E.preserved_value("layer1 input", "set", "layer1")
+GOLDEN['preserved_value'] = ('UnsupportedInputError', "the layer1 input is a set, which a preserved module call signature cannot hold (tensors, sizes and Python constants only).\nFix: leave 'layer1' out of preserve_module_call_signature")
+GOLDEN["compiled_specialized"] = ("CompiledSpecialized", "AOTInductor compiled a different program: called with input shapes [(5, 13)] (inside the declared space) the compiled package returns [(5, 10, 7)] where the exported program returns [(5, 13, 7)]. The compiler specialized a dynamic dim to the example's size (it decomposed an op into a loop over that dim, or assumed what the program does not), and its package checks no input size, so it would answer such calls silently wrong.\nFix: export the dims the mismatch names as static (leave them out of dynamic_shapes) and compile one package per size, or run the program itself (ep.module())")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
