@@ -20,6 +20,7 @@ from safetrace.exporter.contract import ConstInput, Contract, InputDim, TensorIn
 from safetrace.symbolic import Range
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
+from safetrace.symbolic.semantics import holds
 
 
 class CheckBuilder:
@@ -29,7 +30,8 @@ class CheckBuilder:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
                                     "_UNDEFINED": _UNDEFINED, "_Mismatch": E.InputMismatchError,
-                                    "_copysign": math.copysign, "math": math}
+                                    "_copysign": math.copysign, "math": math,
+                                    "_holds": holds}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"
@@ -72,9 +74,15 @@ class CheckBuilder:
             text = self.const(contract.where_text(c.cond))
             why = self.const(_Why(c.origin, c.cond, contract))
             # evaluated total: a domain error (sqrt of a negative, log(0), int(nan), a
-            # complex power compared) is a rejection of these sizes, not a crash
+            # complex power compared) is a rejection of these sizes, not a crash -- unless
+            # the condition holds anyway (a defined disjunct of an `or` is true, whatever
+            # the order Python evaluates them in): the engine's `holds` decides then
+            binding = "{" + ", ".join(f"{n!r}: {n}" for n in sorted(c.cond.free_symbols)) + "}"
             self.lines += ["try:", f"    _ok = ({c.cond})",
-                           f"except _UNDEFINED as _e: _fail({text}, 'undefined', _e, {why})",
+                           "except _UNDEFINED as _e:",
+                           f"    if not _holds({self.const(c.cond)}, {binding}): "
+                           f"_fail({text}, 'undefined', _e, {why})",
+                           "    _ok = True",
                            f"if not _ok: _fail({text}, 'guard', None, {why})"]
         return self._compile(len(contract.inputs))
 

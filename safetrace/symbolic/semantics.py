@@ -145,10 +145,24 @@ def evaluate(e: Node, b: Mapping[str, int]) -> Value:
     return v
 
 
-def holds_at(cond: Node, name: str, v: int) -> bool:
-    """Whether ``cond`` holds with the one symbol ``name`` at ``v`` (Python semantics); an
-    error there (a division by zero, an overflow, a math domain error) counts as False."""
+UNDEFINED = (ArithmeticError, ValueError, TypeError)
+
+
+def holds(cond: Node, b: Mapping[str, int]) -> bool:
+    """Whether ``cond`` holds at binding ``b``: a part that is undefined there (a division by
+    zero, an overflow, a math domain error) does not hold, and a disjunction holds when
+    any defined disjunct does, whichever order they print in (``(n//(m - 2) == 1) or
+    (m <= 5)`` holds at m = 2); a conjunction needs every conjunct defined and true."""
+    if cond.op == "or":
+        return any(holds(a, b) for a in cond.args)
+    if cond.op == "and":
+        return all(holds(a, b) for a in cond.args)
     try:
-        return bool(evaluate(cond, {name: v}))
-    except (ZeroDivisionError, OverflowError, ValueError):
+        return bool(evaluate(cond, b))
+    except UNDEFINED:
         return False
+
+
+def holds_at(cond: Node, name: str, v: int) -> bool:
+    """``holds`` with the one symbol ``name`` at ``v``."""
+    return holds(cond, {name: v})

@@ -137,3 +137,23 @@ def test_a_split_program_with_sizes_negative_at_the_example_saves_and_loads():
         args = (torch.randn(n), torch.randn(5))
         for got, want in zip(loaded.module()(*args), model(*args)):
             torch.testing.assert_close(got, want)
+
+
+def test_a_condition_with_an_undefined_disjunct_holds_when_another_does():
+    """`((2*n - 5)//(n - 2) == 1) or (n <= 5)` at n = 2: Python evaluates the division first
+    and fails, but the second disjunct holds; the input check used to refuse n = 2 (found by
+    the fuzzer, seed 7: over-rejection)."""
+    class P(torch.nn.Module):
+        def forward(self, x):
+            v1 = x[:, 2:]
+            v2 = v1.long() % 3
+            v3 = v1 * 2 if v1.size(-1) < 4 else v1.flip(0)
+            return v1, v2, v3, torch.stack([p.sum() for p in v2.chunk(1, 1)])
+
+    spec = ({0: Dim.DYNAMIC, 1: Dim("d0", min=2, max=16)},)
+    _same_as_eager(P(), (torch.randn(4, 9),), spec,
+                   [(torch.randn(3, n),) for n in (2, 3, 5, 6, 16)] + [(torch.randn(0, 2),)])
+    ep = st.export(P(), (torch.randn(4, 9),), dynamic_shapes=spec)
+    for bad in (torch.randn(3, 1), torch.randn(3, 17)):
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(bad)

@@ -121,3 +121,11 @@ def test_and_or_short_circuit_only_in_lazy_algebras() -> None:
         pass
     else:  # pragma: no cover - the eager walk must compute every operand
         raise AssertionError("an eager algebra computed `or` lazily")
+
+
+def test_holds_takes_a_defined_true_disjunct_whatever_the_order() -> None:
+    from safetrace.symbolic.semantics import holds
+    n = sym("s0")
+    cond = C.or_(C.eq((2 * n - 5) // (n - 2), 1), C.le(n, 5))
+    assert holds(cond, {"s0": 2}) and holds(cond, {"s0": 3}) and not holds(cond, {"s0": 9})
+    assert not holds(C.and_(C.eq((2 * n - 5) // (n - 2), 1), C.le(n, 5)), {"s0": 2})
