@@ -57,6 +57,7 @@ class ContractEmitter:
         self.roots: dict[tuple, Any] = {}        # (input, dim) -> its torch root SymInt
         self.root_range: dict[Any, tuple] = {}   # torch symbol -> our (lo, hi) for it
         self.hints: dict[str, int] = {}
+        self.derived: list[tuple] = []           # (our derived size, its torch root)
         self._plan()
 
     # -- symbols ---------------------------------------------------------------------------
@@ -107,6 +108,7 @@ class ContractEmitter:
                 root = self._new_root(i, d, a * h + b, a * lo + b,
                                       None if hi is None else a * hi + b, dim.size)
                 self.values[name] = (root - b) // a
+                self.derived.append((dim.size, root))
         for i, inp, d, dim in self._dims():
             if dim.kind == "unchecked":
                 h = int(self.env.hint(dim.size)) if self.env is not None else 2
@@ -115,6 +117,10 @@ class ContractEmitter:
     def _dims(self) -> list:
         return [(i, inp, d, dim) for i, inp in enumerate(self.contract.inputs)
                 if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
+
+    def derived_roots(self) -> list[tuple]:
+        """(our size expression, torch's root symbol) of each derived input dim."""
+        return list(self.derived)
 
     def size_value(self, i: int, d: int, dim: Any) -> Any:
         if dim.kind == "static":

@@ -29,6 +29,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
 from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
@@ -49,18 +50,19 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
     getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu"))
 
 
-def convert(ep: Any, *, strict: bool = False) -> Any:
+def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`."""
-    return _Converter(ep, strict).run()
+    return _Converter(ep, strict, verify).run()
 
 
 class _Converter:
-    def __init__(self, ep: Any, strict: bool) -> None:
+    def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.ep = ep
         self.strict = strict
+        self.verify = verify
         # No duck sizing (equal example sizes are not equal dims), no 0/1 specialization
         # (our ranges say what sizes are allowed), data-dependent output sizes allowed.
         self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
@@ -85,6 +87,9 @@ class _Converter:
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
         self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
+        self.fakes = FakeBuilder(self)
+        for size, root in self.emitter.derived_roots():
+            self.fakes.seed(size, root)
         calls = [n for n in ep.graph.nodes if n.op == "call_function"]
         self.stacks = dict(zip(calls, fill_stacks(calls)))
         self.bounds = Boundaries(self, getattr(ep, "module_tree", None), self.stacks)
@@ -290,6 +295,10 @@ class _Converter:
             new.meta["nn_module_stack"] = self.stacks[node]
         self.env[node] = new
         self.current = node
+        ours = node.meta.get("val")
+        if not self.verify and builds(target, ours, self.fakes):
+            new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
+            return
         try:
             val = self._from_ours(node) if target in _SPECIALIZING else \
                 self._run(target, args, kwargs)
