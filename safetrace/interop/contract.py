@@ -131,8 +131,9 @@ class ContractEmitter:
 
     def fake_input(self, i: int, inp: Any, ours: Any) -> torch.Tensor:
         sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
-        device = getattr(ours, "device", torch.device("cpu"))
-        return torch.empty(sizes, dtype=inp.dtype, device=device)
+        meta = getattr(ours, "st_meta", ours)
+        device = getattr(meta, "device", torch.device("cpu"))
+        return self.conv.fakes.make(sizes, None, inp.dtype, device)
 
     def stand_ins(self) -> list:
         """Real example leaves (zeros at the example sizes) for torch's guard function."""

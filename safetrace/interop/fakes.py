@@ -42,6 +42,9 @@ class FakeBuilder:
         self.fake_class = FakeTensor
         self.outside = unset_fake_temporarily  # meta tensors are made outside the mode
         self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
+        # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
+        # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
+        self.metas: dict[tuple, torch.Tensor] = {}
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.built = 0                     # values made here (for the benchmark)
 
@@ -100,14 +103,36 @@ class FakeBuilder:
     # -- values ----------------------------------------------------------------------------
     def tensor(self, val: Any, strides: Any = None) -> Any:
         meta = val.st_meta
-        sizes = [self.size(s) for s in meta.shape]
-        with self.outside():
-            if strides is None:
-                elem = torch.empty(sizes, dtype=meta.dtype, device=_META)
-            else:
-                elem = torch.empty_strided(sizes, strides, dtype=meta.dtype, device=_META)
+        return self.make([self.size(s) for s in meta.shape], strides, meta.dtype, meta.device)
+
+    def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any) -> Any:
+        key = (tuple(_key(s) for s in sizes),
+               None if strides is None else tuple(_key(s) for s in strides), dtype)
+        elem = self.metas.get(key)
+        if elem is None:
+            with self.outside():
+                if strides is None:
+                    elem = torch.empty(sizes, dtype=dtype, device=_META)
+                else:
+                    elem = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
+            self.metas[key] = elem
         self.built += 1
-        return self.fake_class(self.conv.mode, elem, meta.device)
+        return self.fake_class(self.conv.mode, elem, device)
+
+    def static(self, value: torch.Tensor) -> Any:
+        """A parameter's, buffer's or constant's value (static shape, its strides)."""
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or \
+                value.layout != torch.strided or value.is_quantized:
+            return self.conv.mode.from_tensor(value, static_shapes=True)
+        fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device)
+        if value.requires_grad:
+            fake.requires_grad_(True)
+        return fake
+
+    def permuted(self, fake: Any, dims: list) -> Any:
+        """``aten.permute(fake, dims)``'s value (the contract's rank check)."""
+        return self.make([fake.shape[d] for d in dims], [fake.stride()[d] for d in dims],
+                         fake.dtype, fake.device)
 
     def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
         """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
@@ -117,6 +142,10 @@ class FakeBuilder:
             return type(ours)(out) if isinstance(ours, tuple) else out
         strides = _view_strides(target, args, kwargs, None)
         return self.tensor(ours, strides[0] if strides else None)
+
+
+def _key(s: Any) -> Any:
+    return s.node.expr if isinstance(s, torch.SymInt) else s
 
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:

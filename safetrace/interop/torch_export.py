@@ -42,6 +42,8 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
+_NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
+             torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
 # sequence length: their outputs' metadata is ours instead, so the converted program
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
@@ -86,8 +88,8 @@ class _Converter:
         specs = ep.graph_signature.input_specs
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
-        self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
         self.fakes = FakeBuilder(self)
+        self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
         for size, root in self.emitter.derived_roots():
             self.fakes.seed(size, root)
         calls = [n for n in ep.graph.nodes if n.op == "call_function"]
@@ -116,18 +118,18 @@ class _Converter:
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
             root.add_module(name, sub)
-        gm = torch.fx.GraphModule(root, self.graph)
-        gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
-        gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
         state, constants = self._state(ordered)
+        # (the graph module is made once, by the constructor, which also validates it)
         tep = ExportedProgram(
-            root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
+            root=root, graph=self.graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
             constants=constants, verifiers=[_training_verifier()])
+        meta = tep.graph_module.meta
+        meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
+        meta["safetrace_torch_guards"] = self.torch_guards
         tep._guards_code.extend(self._constant_types(tep))
-        tep.validate()
         return tep
 
     def _as_torch_settings(self) -> None:
@@ -209,7 +211,7 @@ class _Converter:
             new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
         value = self._state_value(spec)
-        new.meta["val"] = self.mode.from_tensor(value, static_shapes=True)
+        new.meta["val"] = self.fakes.static(value)
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
@@ -238,7 +240,12 @@ class _Converter:
             node.name = self.graph._graph_namespace.create_name(name, node)
         if origin:
             node.meta["stack_trace"] = origin
-        node.meta["val"] = self._run(target, args, {})
+        if target in _NO_VALUE:
+            node.meta["val"] = None
+        elif target is torch.ops.aten.permute.default and not self.verify:
+            node.meta["val"] = self.fakes.permuted(args[0].meta["val"], args[1])
+        else:
+            node.meta["val"] = self._run(target, args, {})
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -296,9 +303,14 @@ class _Converter:
         self.env[node] = new
         self.current = node
         ours = node.meta.get("val")
-        if not self.verify and builds(target, ours, self.fakes):
-            new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
-            return
+        if not self.verify:
+            if builds(target, ours, self.fakes):
+                new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
+                return
+            if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
+                    isinstance(args[0].meta.get("val"), (tuple, list)):
+                new.meta["val"] = args[0].meta["val"][args[1]]  # a part of a value made
+                return
         try:
             val = self._from_ours(node) if target in _SPECIALIZING else \
                 self._run(target, args, kwargs)
