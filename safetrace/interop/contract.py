@@ -172,8 +172,8 @@ class ContractEmitter:
                 size = self._size_node(i, d)
                 shifted = self.conv.call(operator.sub, (size, dim.offset)) if dim.offset \
                     else size
-                self.nodes[_sym(dim.symbol)] = self.conv.call(operator.floordiv,
-                                                              (shifted, dim.coef))
+                self.nodes[_sym(dim.symbol)] = self.conv.call(
+                    operator.floordiv, (shifted, dim.coef), value=self.values[dim.symbol])
             if dim.kind in ("derived", "equal"):
                 self._assert(self.conv.call(operator.eq, (self._size_node(i, d),
                                                           self.node(dim.size))),
@@ -207,8 +207,10 @@ class ContractEmitter:
         self.conv.call(torch.ops.aten._assert_scalar.default, (cond, message),
                        name="_assert_scalar")
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
-        if isinstance(val, torch.SymBool):
-            torch._check(val)  # a fact for torch's engine from here on
+        if isinstance(val, torch.SymBool) and self.conv.verify:
+            # a fact for torch's kernels from here on (only they ask torch's engine; tools
+            # that retrace the program learn it again from the assert node)
+            torch._check(val)
 
     def node(self, e: Expr) -> Any:
         """The graph node computing our expression `e` from the input sizes."""

@@ -45,6 +45,7 @@ class FakeBuilder:
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
         # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
         self.metas: dict[tuple, torch.Tensor] = {}
+        self.keys: dict[int, tuple] = {}   # id of a value made here -> its meta's key
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.built = 0                     # values made here (for the benchmark)
 
@@ -117,7 +118,9 @@ class FakeBuilder:
                     elem = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
             self.metas[key] = elem
         self.built += 1
-        return self.fake_class(self.conv.mode, elem, device)
+        fake = self.fake_class(self.conv.mode, elem, device)
+        self.keys[id(fake)] = key
+        return fake
 
     def static(self, value: torch.Tensor) -> Any:
         """A parameter's, buffer's or constant's value (static shape, its strides)."""
@@ -130,7 +133,12 @@ class FakeBuilder:
         return fake
 
     def permuted(self, fake: Any, dims: list) -> Any:
-        """``aten.permute(fake, dims)``'s value (the contract's rank check)."""
+        """``aten.permute(fake, dims)``'s value (the contract's rank check: the identity,
+        of an input made here, so the input's own meta tensor serves)."""
+        if list(dims) == list(range(fake.dim())):
+            elem = self.metas.get(self.keys.get(id(fake)))
+            if elem is not None:
+                return self.fake_class(self.conv.mode, elem, fake.device)
         return self.make([fake.shape[d] for d in dims], [fake.stride()[d] for d in dims],
                          fake.dtype, fake.device)
 

@@ -233,14 +233,17 @@ class _Converter:
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
-             name: str | None = None) -> torch.fx.Node:
-        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``."""
+             name: str | None = None, value: Any = None) -> torch.fx.Node:
+        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
+        (or take `value`, torch's value of it made already, unless verifying)."""
         node = self.graph.call_function(target, args)
         if name is not None:
             node.name = self.graph._graph_namespace.create_name(name, node)
         if origin:
             node.meta["stack_trace"] = origin
-        if target in _NO_VALUE:
+        if value is not None and not self.verify:
+            node.meta["val"] = value
+        elif target in _NO_VALUE:
             node.meta["val"] = None
         elif target is torch.ops.aten.permute.default and not self.verify:
             node.meta["val"] = self.fakes.permuted(args[0].meta["val"], args[1])
