@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import ConversionError
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
@@ -100,8 +100,7 @@ class ContractEmitter:
             if dim.kind == "derived":
                 name, a, b = dim.symbol, dim.coef, dim.offset
                 if a <= 0:
-                    raise _error(f"{inp.where(d)} = {dim.size}: only increasing derived "
-                                 f"dims (a*d + b, a > 0) convert")
+                    raise EI.derived_not_increasing(inp.where(d), dim.size)
                 h = self._hint(name)
                 self.hints[name] = h
                 lo, hi = self._range(name)
@@ -318,7 +317,7 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
         nodes[e] = hit
         return hit
     if e.op == "sym":
-        raise _error(f"symbol {e.name} is read from no input dim")
+        raise EI.unread_symbol(e.name)
     if e.op in ("add", "mul", "and", "or", "min", "max"):
         fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
               "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
@@ -335,7 +334,7 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
     elif e.op in _UNARY:
         node = call(_UNARY[e.op](), (expr_node(e.args[0], nodes, call, leaf),))
     else:  # pragma: no cover - the engine's op set is closed
-        raise _error(f"no graph form for {e}")
+        raise EI.no_torch_form(e)
     nodes[e] = node
     return node
 
@@ -362,7 +361,7 @@ def evaluate(e: Expr, values: dict) -> Any:
         return torch.sym_not(args[0])
     if e.op in _UNARY:
         return _UNARY[e.op]()(args[0])
-    raise _error(f"no torch form for {e}")
+    raise EI.no_torch_form(e)
 
 
 def from_sympy(expr: Any, names: dict) -> Expr | None:
@@ -438,6 +437,3 @@ def _fold(fn: Any, xs: list) -> Expr:
 def _replace_word(text: str, word: str, by: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", by, text)
 
-
-def _error(message: str) -> Exception:
-    return ConversionError(message)

@@ -27,6 +27,7 @@ import torch
 from torch.utils import _pytree
 
 from safetrace.errors import ConversionError, ConversionWarning
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
@@ -287,10 +288,8 @@ class _Converter:
                 _training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
-            raise ConversionError(
-                f"node {node.name} calls {getattr(target, '__qualname__', target)}, which "
-                f"torch.export graphs cannot hold (only operator overloads and size "
-                f"arithmetic){_where(node)}")
+            raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
+                                          _where(node))
         if isinstance(target, torch._ops.OpOverload):
             # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
             # there, and code generated from them (unflatten's) would fail on one
@@ -318,7 +317,7 @@ class _Converter:
             val = self._from_ours(node) if target in _SPECIALIZING else \
                 self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
-            raise ConversionError(_why_failed(node, target, exc)) from exc
+            raise _why_failed(node, target, exc) from exc
         new.meta["val"] = val
         bindings = compute_unbacked_bindings(self.shape_env, val)
         if bindings:
@@ -359,8 +358,7 @@ class _Converter:
         if not isinstance(ours, torch.Tensor) or not isinstance(val, torch.Tensor):
             return
         if len(ours.shape) != len(val.shape):
-            raise ConversionError(f"node {node.name}{_where(node)}: torch computes rank "
-                                  f"{val.dim()}, safetrace {len(ours.shape)}")
+            raise EI.rank_differs(node.name, _where(node), val.dim(), len(ours.shape))
         names = self.emitter.symbol_names
         for d, (a, b) in enumerate(zip(ours.shape, val.shape)):
             if isinstance(a, int) and isinstance(b, int):
@@ -381,10 +379,7 @@ class _Converter:
                         theirs is not None and self.emitter.agree(mine, theirs)) or (
                         theirs is None and self.emitter.agree_sympy(mine, b)):
                     continue
-            raise ConversionError(
-                f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
-                f"but torch's shape propagation gives {b}; converting would change the "
-                f"program")
+            raise EI.dim_differs(node.name, _where(node), d, a, b)
 
     def _assert(self, node: torch.fx.Node, args: tuple) -> None:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
@@ -464,11 +459,7 @@ class _Converter:
             return
         text = "; ".join(self.torch_guards)
         if self.strict:
-            raise ConversionError(
-                f"torch's shape propagation assumed {text} on the input sizes inside op "
-                f"fake kernels, which the safetrace program does not need.\nFix: "
-                f"ep.to_torch() without strict=True converts anyway (the converted "
-                f"program's checks are safetrace's; torch's assumptions are reported)")
+            raise EI.torch_assumed(text)
         warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
                       f"kernels (not required of the inputs: the converted program's checks "
                       f"are safetrace's, and it accepts every input the safetrace program "
@@ -618,20 +609,14 @@ def _where(node: torch.fx.Node) -> str:
     return f" (from {last[-1]})" if last else ""
 
 
-def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> str:
+def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionError:
     name = getattr(target, "_schema", None)
     op = name.name if name is not None else getattr(target, "__qualname__", str(target))
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = (f"cannot convert node {node.name} ({op}){_where(node)}: torch's FakeTensor "
-            f"propagation failed: {type(exc).__name__}: {first}")
     if isinstance(target, torch._ops.HigherOrderOperator):
-        text += (f"\ntorch's {target.__name__} cannot take this program's use of it (safetrace "
-                 f"can: a while_loop whose carried sizes change, branches whose outputs "
-                 f"differ in ways torch's cond refuses).\nFix: keep each carried value's and "
-                 f"branch output's shape fixed (pad it), or deploy this program with "
-                 f"st.save/st.load")
+        op, kind = target.__name__, "control-flow"
     elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
-        text += (f"\nFix: {op} needs a fake implementation registered with torch "
-                 f"(torch.library.register_fake({op!r})); a safetrace-only fake "
-                 f"(st.register_fake) or shape rule is not visible to torch")
-    return text
+        kind = "custom"
+    else:
+        kind = "aten"
+    return EI.kernel_failed(node.name, op, _where(node), f"{type(exc).__name__}: {first}", kind)
