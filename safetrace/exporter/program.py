@@ -281,12 +281,16 @@ class ExportedProgram:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
 
     # -- the deployment stack ------------------------------------------------------------
-    def to_torch(self, *, strict: bool = False, verbose: bool | None = None) -> Any:
+    def to_torch(self, *, strict: bool = False, verify: bool | None = None,
+                 verbose: bool | None = None) -> Any:
         """This program as a ``torch.export.ExportedProgram`` (validate()-clean, same input
         contract), for AOTInductor, ONNX, ExecuTorch, ``torch.export.save``/``unflatten``.
+        Its fake values are built from this program's shapes; ``verify=True`` recomputes
+        them with torch's meta kernels and compares (default: the environment variable
+        ``SAFETRACE_VERIFY_TO_TORCH=1``).
         ``verbose``: progress on standard error (default: only on a terminal)."""
         with task("ep.to_torch(): building torch.export's program", verbose):
-            return interop.to_torch(self, strict=strict)
+            return interop.to_torch(self, strict=strict, verify=verify)
 
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
         """This program retraced by safetrace's tracer with each operator decomposed

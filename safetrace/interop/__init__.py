@@ -17,6 +17,7 @@ tracing, shape reasoning and input checks never go through it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from safetrace.interop.aoti import to_aoti as _to_aoti
@@ -27,9 +28,14 @@ from safetrace.interop.torch_export import convert
 from safetrace.progress import task
 
 
-def to_torch(ep: Any, *, strict: bool = False) -> Any:
-    """Convert a safetrace ExportedProgram into a ``torch.export.ExportedProgram``."""
-    return convert(ep, strict=strict)
+def to_torch(ep: Any, *, strict: bool = False, verify: bool | None = None) -> Any:
+    """Convert a safetrace ExportedProgram into a ``torch.export.ExportedProgram``.
+
+    ``verify``: also run torch's meta kernels on every node and compare their shapes with
+    ours (slower; default: the environment variable ``SAFETRACE_VERIFY_TO_TORCH=1``)."""
+    if verify is None:
+        verify = os.environ.get("SAFETRACE_VERIFY_TO_TORCH", "") in ("1", "true", "yes")
+    return convert(ep, strict=strict, verify=verify)
 
 
 def to_onnx(ep: Any, path: Any = None, *, verbose: bool | None = None, **kwargs: Any) -> Any:

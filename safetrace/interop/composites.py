@@ -175,3 +175,95 @@ def max_pool2d(x: Any, kernel: Any, stride: Any = (), padding: Any = 0, dilation
                ceil_mode: bool = False) -> Any:
     return aten.max_pool2d_with_indices.default(x, kernel, stride, padding, dilation,
                                                 ceil_mode)[0]
+
+
+@_register(aten.to.dtype, aten.to.device, aten.to.dtype_layout)
+def to(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``_to_copy`` when the dtype or device changes (or ``copy=True``), else x itself."""
+    if args and isinstance(args[0], torch.device) or "device" in kwargs and len(args) < 1:
+        device = args[0] if args else kwargs.get("device")
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        rest = args[2:]
+    else:
+        device = kwargs.get("device")
+        dtype = args[0] if args else kwargs.get("dtype")
+        rest = args[1:]
+    copy = rest[1] if len(rest) > 1 else kwargs.get("copy", False)
+    fmt = rest[2] if len(rest) > 2 else kwargs.get("memory_format")
+    dtype = x.dtype if dtype is None else dtype
+    # (no torch.device(...) call here: the tracer would record it)
+    moves = device is not None and str(device) != str(x.device)
+    if dtype == x.dtype and not moves and not copy and fmt is None:
+        return x
+    out = {"dtype": dtype}
+    if moves:
+        out["device"] = device
+    if fmt is not None:
+        out["memory_format"] = fmt
+    return aten._to_copy.default(x, **out)
+
+
+@_register(aten.chunk.default)
+def chunk(x: Any, chunks: int, dim: int = 0) -> Any:
+    n = x.shape[dim]
+    if not isinstance(n, int):  # the number of parts would depend on the size: kept
+        return aten.chunk.default(x, chunks, dim)
+    size = -(-n // chunks) if n else 0
+    sizes = [size] * (n // size) + ([n % size] if size and n % size else []) if size else [0]
+    return aten.split_with_sizes.default(x, sizes, dim)
+
+
+@_register(aten.unflatten.int)
+def unflatten(x: Any, dim: int, sizes: Any) -> Any:
+    dim = dim % x.dim()
+    shape = list(x.shape)
+    return aten.view.default(x, shape[:dim] + list(sizes) + shape[dim + 1:])
+
+
+@_register(aten.min.other)
+def min_other(a: Any, b: Any) -> Any:
+    return aten.minimum.default(a, b)
+
+
+@_register(aten.max.other)
+def max_other(a: Any, b: Any) -> Any:
+    return aten.maximum.default(a, b)
+
+
+@_register(aten.where.ScalarOther)
+def where_scalar_other(cond: Any, x: Any, other: Any) -> Any:
+    dtype = torch.get_default_dtype() if isinstance(other, float) and \
+        not (x.dtype.is_floating_point or x.dtype.is_complex) else x.dtype
+    return aten.where.self(cond, x, aten.full.default([], other, dtype=dtype, device=x.device))
+
+
+@_register(aten.group_norm.default)
+def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5,
+               cudnn_enabled: bool = True) -> Any:
+    n, c = x.shape[0], x.shape[1]
+    hw = 1
+    for s in x.shape[2:]:
+        hw = hw * s
+    return aten.native_group_norm.default(x, weight, bias, n, c, hw, groups, eps)[0]
+
+
+@_register(aten.conv_transpose1d.default, aten.conv_transpose2d.input,
+           aten.conv_transpose3d.input)
+def conv_transpose(x: Any, w: Any, b: Any = None, stride: Any = 1, padding: Any = 0,
+                   output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
+    n = w.dim() - 2
+
+    def rep(v: Any) -> list:
+        return list(v) * (n if len(list(v)) == 1 else 1) if isinstance(v, (list, tuple)) \
+            else [v] * n
+
+    return aten.convolution.default(x, w, b, rep(stride), rep(padding), rep(dilation), True,
+                                    rep(output_padding), groups)
+
+
+@_register(aten.where.ScalarSelf)
+def where_scalar_self(cond: Any, x: Any, other: Any) -> Any:
+    dtype = torch.get_default_dtype() if isinstance(x, float) and \
+        not (other.dtype.is_floating_point or other.dtype.is_complex) else other.dtype
+    return aten.where.self(cond, aten.full.default([], x, dtype=dtype, device=other.device),
+                           other)

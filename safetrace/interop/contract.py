@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import ConversionError
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
@@ -57,6 +57,7 @@ class ContractEmitter:
         self.roots: dict[tuple, Any] = {}        # (input, dim) -> its torch root SymInt
         self.root_range: dict[Any, tuple] = {}   # torch symbol -> our (lo, hi) for it
         self.hints: dict[str, int] = {}
+        self.derived: list[tuple] = []           # (our derived size, its torch root)
         self._plan()
 
     # -- symbols ---------------------------------------------------------------------------
@@ -99,14 +100,14 @@ class ContractEmitter:
             if dim.kind == "derived":
                 name, a, b = dim.symbol, dim.coef, dim.offset
                 if a <= 0:
-                    raise _error(f"{inp.where(d)} = {dim.size}: only increasing derived "
-                                 f"dims (a*d + b, a > 0) convert")
+                    raise EI.derived_not_increasing(inp.where(d), dim.size)
                 h = self._hint(name)
                 self.hints[name] = h
                 lo, hi = self._range(name)
                 root = self._new_root(i, d, a * h + b, a * lo + b,
                                       None if hi is None else a * hi + b, dim.size)
                 self.values[name] = (root - b) // a
+                self.derived.append((dim.size, root))
         for i, inp, d, dim in self._dims():
             if dim.kind == "unchecked":
                 h = int(self.env.hint(dim.size)) if self.env is not None else 2
@@ -115,6 +116,10 @@ class ContractEmitter:
     def _dims(self) -> list:
         return [(i, inp, d, dim) for i, inp in enumerate(self.contract.inputs)
                 if isinstance(inp, TensorInput) for d, dim in enumerate(inp.dims)]
+
+    def derived_roots(self) -> list[tuple]:
+        """(our size expression, torch's root symbol) of each derived input dim."""
+        return list(self.derived)
 
     def size_value(self, i: int, d: int, dim: Any) -> Any:
         if dim.kind == "static":
@@ -125,8 +130,9 @@ class ContractEmitter:
 
     def fake_input(self, i: int, inp: Any, ours: Any) -> torch.Tensor:
         sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
-        device = getattr(ours, "device", torch.device("cpu"))
-        return torch.empty(sizes, dtype=inp.dtype, device=device)
+        meta = getattr(ours, "st_meta", ours)
+        device = getattr(meta, "device", torch.device("cpu"))
+        return self.conv.fakes.make(sizes, None, inp.dtype, device)
 
     def stand_ins(self) -> list:
         """Real example leaves (zeros at the example sizes) for torch's guard function."""
@@ -165,8 +171,8 @@ class ContractEmitter:
                 size = self._size_node(i, d)
                 shifted = self.conv.call(operator.sub, (size, dim.offset)) if dim.offset \
                     else size
-                self.nodes[_sym(dim.symbol)] = self.conv.call(operator.floordiv,
-                                                              (shifted, dim.coef))
+                self.nodes[_sym(dim.symbol)] = self.conv.call(
+                    operator.floordiv, (shifted, dim.coef), value=self.values[dim.symbol])
             if dim.kind in ("derived", "equal"):
                 self._assert(self.conv.call(operator.eq, (self._size_node(i, d),
                                                           self.node(dim.size))),
@@ -200,8 +206,10 @@ class ContractEmitter:
         self.conv.call(torch.ops.aten._assert_scalar.default, (cond, message),
                        name="_assert_scalar")
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
-        if isinstance(val, torch.SymBool):
-            torch._check(val)  # a fact for torch's engine from here on
+        if isinstance(val, torch.SymBool) and self.conv.verify:
+            # a fact for torch's kernels from here on (only they ask torch's engine; tools
+            # that retrace the program learn it again from the assert node)
+            torch._check(val)
 
     def node(self, e: Expr) -> Any:
         """The graph node computing our expression `e` from the input sizes."""
@@ -309,7 +317,7 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
         nodes[e] = hit
         return hit
     if e.op == "sym":
-        raise _error(f"symbol {e.name} is read from no input dim")
+        raise EI.unread_symbol(e.name)
     if e.op in ("add", "mul", "and", "or", "min", "max"):
         fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
               "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
@@ -326,7 +334,7 @@ def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
     elif e.op in _UNARY:
         node = call(_UNARY[e.op](), (expr_node(e.args[0], nodes, call, leaf),))
     else:  # pragma: no cover - the engine's op set is closed
-        raise _error(f"no graph form for {e}")
+        raise EI.no_torch_form(e)
     nodes[e] = node
     return node
 
@@ -353,7 +361,7 @@ def evaluate(e: Expr, values: dict) -> Any:
         return torch.sym_not(args[0])
     if e.op in _UNARY:
         return _UNARY[e.op]()(args[0])
-    raise _error(f"no torch form for {e}")
+    raise EI.no_torch_form(e)
 
 
 def from_sympy(expr: Any, names: dict) -> Expr | None:
@@ -429,6 +437,3 @@ def _fold(fn: Any, xs: list) -> Expr:
 def _replace_word(text: str, word: str, by: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", by, text)
 
-
-def _error(message: str) -> Exception:
-    return ConversionError(message)

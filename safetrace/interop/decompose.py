@@ -40,9 +40,27 @@ def run_decompositions(ep: Any, decomp_table: dict | None, export: Any) -> Any:
     """`ep` retraced by `export` (``st.export``, handed in by the program: this layer
     sits below the exporter) with every operator of `decomp_table` decomposed."""
     table = default_table() if decomp_table is None else dict(decomp_table)
-    model = _Retracer(ep, table)
-    args, kwargs = _examples(ep)
-    return export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
+    for _ in range(3):
+        # a decomposition's own calls are recorded as they are: one written with a
+        # non-core operator (``x.to(dtype)`` inside a norm's) leaves it for one more round
+        model = _Retracer(ep, table)
+        args, kwargs = _examples(ep)
+        ep = export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
+        if not any(_decomposable(n.target, table) for n in _all_nodes(ep.graph)):
+            break
+    return ep
+
+
+def _decomposable(target: Any, table: dict) -> bool:
+    return isinstance(target, torch._ops.OpOverload) and target in table and \
+        not target._schema.is_mutable
+
+
+def _all_nodes(graph: torch.fx.Graph) -> list:
+    out = list(graph.nodes)
+    for sub in submodules(graph).values():
+        out += _all_nodes(sub.graph)
+    return out
 
 
 class _Retracer(torch.nn.Module):
@@ -123,6 +141,8 @@ class _Retracer(torch.nn.Module):
         env: dict[torch.fx.Node, Any] = {}
         values = iter(inputs)
         subgraphs = submodules(graph)
+        groups: dict[torch.fx.Node, list] = {}  # a written tensor's nodes (it, its writes)
+        order = {n: i for i, n in enumerate(graph.nodes)}
         for node in graph.nodes:
             if node.op == "placeholder":
                 env[node] = next(values)
@@ -130,10 +150,65 @@ class _Retracer(torch.nn.Module):
                 env[node] = self._subgraph(subgraphs[node.target].graph)
             elif node.op == "call_function":
                 a, k = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-                env[node] = self._call(node.target, a, k)
+                scatter = _view_write(node, groups, order)
+                if scatter is not None:
+                    base, value = scatter, self._scatter(node, a, env)
+                    group = groups.setdefault(base, [base])
+                    groups[node] = group
+                    for member in group:
+                        env[member] = value
+                    env[node] = env[node.args[0]] = value  # (nothing reads them again)
+                    continue
+                functional = _functional(node, groups, order)
+                if functional is None:
+                    env[node] = self._call(node.target, a, k)
+                    continue
+                # a write into a tensor nothing else aliases: its functional form, and every
+                # later read of the tensor reads the result (what torch's functionalization
+                # gives; core ATen has no in-place operators)
+                group = groups.setdefault(node.args[0], [node.args[0]])
+                group.append(node)
+                groups[node] = group
+                value = self._call(functional, a, k)
+                written = a[0]
+                if isinstance(value, torch.Tensor) and value.dtype != written.dtype:
+                    # an in-place op keeps its tensor's dtype (add_ of a double into floats)
+                    value = torch.ops.aten._to_copy.default(value, dtype=written.dtype)
+                for member in group:
+                    env[member] = value
             elif node.op == "output":
                 return torch.fx.node.map_arg(node.args[0], env.__getitem__)
         raise ValueError("a graph without an output node")
+
+    def _scatter(self, node: torch.fx.Node, a: tuple, env: dict) -> Any:
+        """``copy_(base[view], src)`` as ``slice_scatter`` / ``select_scatter`` of base."""
+        aten = torch.ops.aten
+        view = node.args[0]
+        base = env[view.args[0]]
+        dst = a[0]
+        src = a[1]
+        if not isinstance(src, torch.Tensor):
+            src = aten.full.default([], src, dtype=dst.dtype, device=dst.device)
+        if src.dtype != dst.dtype:
+            src = aten._to_copy.default(src, dtype=dst.dtype)
+        src = aten.expand.default(src, list(dst.shape))
+        # base[..., :start], src, base[..., end:] joined (cat: core, and it has a shape rule)
+        vargs = torch.fx.node.map_arg(view.args, env.__getitem__)
+        dim = vargs[1] if len(vargs) > 1 else 0
+        dim = dim % base.dim()
+        if view.target is aten.select.int:
+            start = vargs[2]
+            start = start if not isinstance(start, int) or start >= 0 else start + \
+                base.shape[dim]
+            end = start + 1
+            src = aten.unsqueeze.default(src, dim)
+        else:
+            start = vargs[2] if len(vargs) > 2 and vargs[2] is not None else 0
+            end = vargs[3] if len(vargs) > 3 and vargs[3] is not None else None
+        parts = [aten.slice.Tensor(base, dim, 0, start), src]
+        if end is not None:
+            parts.append(aten.slice.Tensor(base, dim, end))
+        return aten.cat.default(parts, dim)
 
     def _subgraph(self, graph: torch.fx.Graph) -> Any:
         def run(*args: Any) -> Any:
@@ -175,6 +250,85 @@ class _Retracer(torch.nn.Module):
         for c in contract.conditions:
             if c.cond.free_symbols <= values.keys():
                 torch._check(evaluate(c.cond, values))
+
+
+def _functional(node: torch.fx.Node, groups: dict, order: dict) -> Any:
+    """The functional overload of an in-place operator writing its first argument (``add_``
+    -> ``add``, ``copy_`` -> ``copy``), when that argument is a tensor the graph computed
+    and no view of it exists (a view would see the write); else None."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload) or not target._schema.is_mutable:
+        return None
+    first = target._schema.arguments[0] if target._schema.arguments else None
+    if first is None or first.alias_info is None or not first.alias_info.is_write or \
+            any(a.alias_info is not None and a.alias_info.is_write
+                for a in target._schema.arguments[1:]):
+        return None
+    name = target._opname
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    functional = getattr(packet, target._overloadname, None) if packet is not None else None
+    if functional is None or functional._schema.is_mutable:
+        return None
+    written = node.args[0] if node.args else None
+    if not isinstance(written, torch.fx.Node) or written.op != "call_function":
+        return None
+    if written not in groups and (not isinstance(written.target, torch._ops.OpOverload) or
+                                  _aliases(written.target)):
+        return None
+    if _views_before(groups.get(written, [written]), node, order, set()):
+        return None  # a view of the written tensor, which would see the write
+    return functional
+
+
+def _view_write(node: torch.fx.Node, groups: dict, order: dict) -> Any:
+    """The base tensor of ``copy_(base[slice or index], src)`` when that view is read by
+    nothing else and the base could be written functionally (see `_functional`); else
+    None.  The write becomes ``slice_scatter`` / ``select_scatter`` of the base."""
+    aten = torch.ops.aten
+    if node.target is not aten.copy_.default or len(node.args) < 2 or node.kwargs:
+        return None
+    view = node.args[0]
+    if not isinstance(view, torch.fx.Node) or view.target not in (
+            aten.slice.Tensor, aten.select.int) or len(view.users) != 1 or view.kwargs:
+        return None
+    if view.target is aten.slice.Tensor and (
+            len(view.args) > 4 and view.args[4] != 1 or
+            any(isinstance(v, int) and v < 0 for v in view.args[2:4])):
+        return None  # a stepped or negative-bounded slice: left as it is
+    base = view.args[0]
+    if not isinstance(base, torch.fx.Node) or base.op != "call_function":
+        return None
+    if base not in groups and (not isinstance(base.target, torch._ops.OpOverload) or
+                               _aliases(base.target)):
+        return None
+    if _views_before(groups.get(base, [base]), node, order, {view}):
+        return None
+    return base
+
+
+def _views_before(members: list, node: torch.fx.Node, order: dict, allowed: set) -> bool:
+    """Whether a view of one of `members` (other than `allowed` and the writes folded into
+    scatters) was taken before `node`: it would see a write at `node`."""
+    for member in members:
+        for u in member.users:
+            if u in allowed or not isinstance(u.target, torch._ops.OpOverload) or \
+                    not _aliases(u.target) or order[u] >= order[node]:
+                continue
+            if u.args and u.args[0] is member and u.target._schema.is_mutable:
+                continue  # a write into it
+            if u.target in (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int) and \
+                    all(w.target is torch.ops.aten.copy_.default and w.args[0] is u
+                        for w in u.users):
+                continue  # a view only written through (folded into a scatter)
+            return True
+    return False
+
+
+def _aliases(op: Any) -> bool:
+    """Whether `op`'s result may share memory with an argument (a view or a write)."""
+    return any(r.alias_info is not None for r in op._schema.returns)
 
 
 def _children(spec: Any) -> list:

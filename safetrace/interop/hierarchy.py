@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import ConversionError
+from safetrace.errors import interop as EI
 from safetrace.interop.contract import expr_node
 from safetrace.trace.modules import Hierarchy
 
@@ -109,12 +110,8 @@ class Boundaries:
         k = (entering or leaving)[0]
         how = (f"reads {m.name}, which is not one of its inputs" if entering else
                f"is read by {user.name} outside it, but is not one of its outputs")
-        raise ConversionError(
-            f"the preserved module {self.calls[k].fqn!r}: {m.name if leaving else user.name}"
-            f"{_where(user)} {how}; its call signature would not be "
-            f"its whole interface.\nFix: pass the value to the module as an argument "
-            f"(or return it), or leave {self.calls[k].fqn.split('@')[0]!r} out of "
-            f"preserve_module_call_signature")
+        raise EI.preserved_crossing(self.calls[k].fqn, m.name if leaving else user.name,
+                                    _where(user), how)
 
     def _size(self, e: Any, scope: str, user: torch.fx.Node) -> Any:
         key = (scope, e)
@@ -130,11 +127,7 @@ class Boundaries:
                 node = expr_node(e, {}, self.conv.call, self._input_dims(scope))
         except ConversionError:
             fqn = self.calls[scope].fqn if scope else "the program"
-            raise ConversionError(
-                f"{user.name}{_where(user)} uses the size {e}, which no input of "
-                f"{fqn!r} carries; the preserved call signature cannot supply it.\nFix: "
-                f"pass a tensor of that size to the module, or leave it out of "
-                f"preserve_module_call_signature") from None
+            raise EI.preserved_size(user.name, _where(user), e, fqn) from None
         stack = self.stacks.get(user)
         created = list(graph.nodes)
         start = created.index(last) + 1 if last is not None else 0

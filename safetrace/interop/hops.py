@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import ConversionError
+from safetrace.errors import interop as EI
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
 from safetrace.symbolic import to_expr
@@ -26,8 +26,7 @@ def convert_get_attr(conv: Any, node: torch.fx.Node, owner: torch.fx.Graph) -> t
     """The new graph's get_attr for our subgraph `node` names, its module converted."""
     sub = submodules(owner).get(node.target)
     if sub is None:
-        raise ConversionError(f"node {node.name} reads attribute {node.target!r}, which is no "
-                              f"control-flow subgraph of the program")
+        raise EI.not_a_subgraph(node.name, str(node.target))
     gm = convert_subgraph(conv, sub.graph)
     conv.attrs[node.target] = gm
     new = conv.graph.get_attr(node.target)

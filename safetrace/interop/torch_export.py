@@ -27,8 +27,10 @@ import torch
 from torch.utils import _pytree
 
 from safetrace.errors import ConversionError, ConversionWarning
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
 from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
@@ -41,6 +43,8 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
+_NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
+             torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
 # sequence length: their outputs' metadata is ours instead, so the converted program
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
@@ -49,18 +53,19 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
     getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu"))
 
 
-def convert(ep: Any, *, strict: bool = False) -> Any:
+def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`."""
-    return _Converter(ep, strict).run()
+    return _Converter(ep, strict, verify).run()
 
 
 class _Converter:
-    def __init__(self, ep: Any, strict: bool) -> None:
+    def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.ep = ep
         self.strict = strict
+        self.verify = verify
         # No duck sizing (equal example sizes are not equal dims), no 0/1 specialization
         # (our ranges say what sizes are allowed), data-dependent output sizes allowed.
         self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
@@ -84,7 +89,10 @@ class _Converter:
         specs = ep.graph_signature.input_specs
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
+        self.fakes = FakeBuilder(self)
         self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
+        for size, root in self.emitter.derived_roots():
+            self.fakes.seed(size, root)
         calls = [n for n in ep.graph.nodes if n.op == "call_function"]
         self.stacks = dict(zip(calls, fill_stacks(calls)))
         self.bounds = Boundaries(self, getattr(ep, "module_tree", None), self.stacks)
@@ -111,18 +119,18 @@ class _Converter:
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
             root.add_module(name, sub)
-        gm = torch.fx.GraphModule(root, self.graph)
-        gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
-        gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
         state, constants = self._state(ordered)
+        # (the graph module is made once, by the constructor, which also validates it)
         tep = ExportedProgram(
-            root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
+            root=root, graph=self.graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
             constants=constants, verifiers=[_training_verifier()])
+        meta = tep.graph_module.meta
+        meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
+        meta["safetrace_torch_guards"] = self.torch_guards
         tep._guards_code.extend(self._constant_types(tep))
-        tep.validate()
         return tep
 
     def _as_torch_settings(self) -> None:
@@ -204,7 +212,7 @@ class _Converter:
             new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
         value = self._state_value(spec)
-        new.meta["val"] = self.mode.from_tensor(value, static_shapes=True)
+        new.meta["val"] = self.fakes.static(value)
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
@@ -226,14 +234,22 @@ class _Converter:
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
-             name: str | None = None) -> torch.fx.Node:
-        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``."""
+             name: str | None = None, value: Any = None) -> torch.fx.Node:
+        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
+        (or take `value`, torch's value of it made already, unless verifying)."""
         node = self.graph.call_function(target, args)
         if name is not None:
             node.name = self.graph._graph_namespace.create_name(name, node)
         if origin:
             node.meta["stack_trace"] = origin
-        node.meta["val"] = self._run(target, args, {})
+        if value is not None and not self.verify:
+            node.meta["val"] = value
+        elif target in _NO_VALUE:
+            node.meta["val"] = None
+        elif target is torch.ops.aten.permute.default and not self.verify:
+            node.meta["val"] = self.fakes.permuted(args[0].meta["val"], args[1])
+        else:
+            node.meta["val"] = self._run(target, args, {})
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -272,10 +288,8 @@ class _Converter:
                 _training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
-            raise ConversionError(
-                f"node {node.name} calls {getattr(target, '__qualname__', target)}, which "
-                f"torch.export graphs cannot hold (only operator overloads and size "
-                f"arithmetic){_where(node)}")
+            raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
+                                          _where(node))
         if isinstance(target, torch._ops.OpOverload):
             # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
             # there, and code generated from them (unflatten's) would fail on one
@@ -290,11 +304,20 @@ class _Converter:
             new.meta["nn_module_stack"] = self.stacks[node]
         self.env[node] = new
         self.current = node
+        ours = node.meta.get("val")
+        if not self.verify:
+            if builds(target, ours, self.fakes):
+                new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
+                return
+            if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
+                    isinstance(args[0].meta.get("val"), (tuple, list)):
+                new.meta["val"] = args[0].meta["val"][args[1]]  # a part of a value made
+                return
         try:
             val = self._from_ours(node) if target in _SPECIALIZING else \
                 self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
-            raise ConversionError(_why_failed(node, target, exc)) from exc
+            raise _why_failed(node, target, exc) from exc
         new.meta["val"] = val
         bindings = compute_unbacked_bindings(self.shape_env, val)
         if bindings:
@@ -335,8 +358,7 @@ class _Converter:
         if not isinstance(ours, torch.Tensor) or not isinstance(val, torch.Tensor):
             return
         if len(ours.shape) != len(val.shape):
-            raise ConversionError(f"node {node.name}{_where(node)}: torch computes rank "
-                                  f"{val.dim()}, safetrace {len(ours.shape)}")
+            raise EI.rank_differs(node.name, _where(node), val.dim(), len(ours.shape))
         names = self.emitter.symbol_names
         for d, (a, b) in enumerate(zip(ours.shape, val.shape)):
             if isinstance(a, int) and isinstance(b, int):
@@ -357,10 +379,7 @@ class _Converter:
                         theirs is not None and self.emitter.agree(mine, theirs)) or (
                         theirs is None and self.emitter.agree_sympy(mine, b)):
                     continue
-            raise ConversionError(
-                f"node {node.name}{_where(node)}: dim {d} is {a} in the safetrace program "
-                f"but torch's shape propagation gives {b}; converting would change the "
-                f"program")
+            raise EI.dim_differs(node.name, _where(node), d, a, b)
 
     def _assert(self, node: torch.fx.Node, args: tuple) -> None:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
@@ -440,11 +459,7 @@ class _Converter:
             return
         text = "; ".join(self.torch_guards)
         if self.strict:
-            raise ConversionError(
-                f"torch's shape propagation assumed {text} on the input sizes inside op "
-                f"fake kernels, which the safetrace program does not need.\nFix: "
-                f"ep.to_torch() without strict=True converts anyway (the converted "
-                f"program's checks are safetrace's; torch's assumptions are reported)")
+            raise EI.torch_assumed(text)
         warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
                       f"kernels (not required of the inputs: the converted program's checks "
                       f"are safetrace's, and it accepts every input the safetrace program "
@@ -594,20 +609,14 @@ def _where(node: torch.fx.Node) -> str:
     return f" (from {last[-1]})" if last else ""
 
 
-def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> str:
+def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionError:
     name = getattr(target, "_schema", None)
     op = name.name if name is not None else getattr(target, "__qualname__", str(target))
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = (f"cannot convert node {node.name} ({op}){_where(node)}: torch's FakeTensor "
-            f"propagation failed: {type(exc).__name__}: {first}")
     if isinstance(target, torch._ops.HigherOrderOperator):
-        text += (f"\ntorch's {target.__name__} cannot take this program's use of it (safetrace "
-                 f"can: a while_loop whose carried sizes change, branches whose outputs "
-                 f"differ in ways torch's cond refuses).\nFix: keep each carried value's and "
-                 f"branch output's shape fixed (pad it), or deploy this program with "
-                 f"st.save/st.load")
+        op, kind = target.__name__, "control-flow"
     elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
-        text += (f"\nFix: {op} needs a fake implementation registered with torch "
-                 f"(torch.library.register_fake({op!r})); a safetrace-only fake "
-                 f"(st.register_fake) or shape rule is not visible to torch")
-    return text
+        kind = "custom"
+    else:
+        kind = "aten"
+    return EI.kernel_failed(node.name, op, _where(node), f"{type(exc).__name__}: {first}", kind)

@@ -62,3 +62,30 @@ def test_a_custom_table_is_used():
     assert torch.ops.aten.relu.default not in targets
     assert torch.ops.aten.clamp_min.default in targets
     same_behaviour(ep, dep.module(), (torch.randn(7, 16),), {})
+
+
+# zoo models: in-place writes (relu_, add_, masked_fill_, copy_ into a slice), aten.to,
+# chunk, unflatten, min/where with scalars reach core ATen; the contract is unchanged
+_ZOO_CORE = ["mlp", "resnet", "transformer_encoder", "tiny_gpt", "bert"] + [
+    pytest.param(n, marks=pytest.mark.slow) for n in ("llama", "t5_encoder", "bart", "gpt2")]
+
+
+@pytest.mark.parametrize("name", _ZOO_CORE)
+def test_zoo_model_decomposes_to_core_aten_with_the_same_contract(name):
+    from benchmarks.zoo import by_name
+
+    entry = by_name(name)
+    if entry.family == "transformers":
+        pytest.importorskip("transformers")
+    case = entry.factory()
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+        dep = ep.run_decompositions()
+    mutable = {str(n.target) for n in dep.graph.nodes if isinstance(n.target, torch._ops.OpOverload)
+               and n.target._schema.is_mutable}
+    assert not _non_core(dep) and not mutable, (_non_core(dep), mutable)
+    assert str(dep.range_constraints) == str(ep.range_constraints)  # nothing narrowed
+    with torch.no_grad():
+        ours, theirs = copy.deepcopy(ep.module()), copy.deepcopy(dep.module())
+        for args, kwargs in [(case.args, case.kwargs)] + case.others + [case.outside]:
+            same_behaviour(ours, theirs, args, kwargs)

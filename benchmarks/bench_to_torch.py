@@ -1,0 +1,217 @@
+"""What a deploy path costs: ``ep.to_torch()`` against the export it converts, and
+``st.to_onnx`` against ``torch.onnx.export(..., dynamo=True)``, torch measured in the same
+process on the same model and spec.
+
+Per model: ``st.export``; ``to_torch()`` (fake values built from our shapes, the default);
+``to_torch(verify=True)`` (torch's meta kernels on every node, what to_torch did before);
+``torch.export.export``.  Models: the zoo's (hand-written and transformers), tiny
+transformers LLMs built from configs (a StaticCache prefill+decode program, seq >= 1, as in
+tests/llm), and the Llama-3-8B shape on the meta device (no weights allocated).
+``--onnx`` adds st.to_onnx vs torch.onnx.export on a few models.  Each time is the best
+(the minimum: least disturbed) of ``--repeat`` runs after one warm-up of every path.
+
+Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--onnx] [names]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import io
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+import safetrace as st  # noqa: E402
+from benchmarks.common import torch_spec  # noqa: E402
+
+warnings.filterwarnings("ignore")
+logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+ONNX_MODELS = ("mlp", "tiny_gpt", "llama")
+LLM = ("llama", "gemma2", "gpt2", "qwen2", "qwen3", "mistral", "phi3", "gemma", "olmo2",
+       "granite", "smollm3")
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out  # the least disturbed run: the machine may be shared
+
+
+# -- the models ---------------------------------------------------------------------------------
+def zoo_models(names: list[str]) -> list:
+    from benchmarks.zoo import registry
+
+    out = []
+    for e in registry():
+        if e.family not in ("hand", "transformers") or (names and e.name not in names):
+            continue
+        case = e.factory()
+        out.append((e.name, case.model, case.args, case.kwargs, case.dynamic_shapes))
+    return out
+
+
+def llm_models(names: list[str]) -> list:
+    from tests.llm.test_generate import CACHE, VOCAB, tiny
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    out = []
+    for kind in LLM:
+        if names and kind not in names:
+            continue
+        model = tiny(kind)
+        model.generation_config.cache_implementation = "static"
+        model.generation_config.use_cache = True
+        wrapper = TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=CACHE)
+        seq = st.Dim("seq", min=1, max=CACHE)
+        prompt = torch.randint(0, VOCAB, (1, 5))
+        out.append((f"{kind} (static cache)", wrapper, (),
+                    {"input_ids": prompt, "cache_position": torch.arange(5)},
+                    {"input_ids": {1: seq}, "cache_position": {0: seq}}))
+    return out
+
+
+def big_model() -> tuple:
+    """Llama-3-8B's shape (32 layers, 4096 hidden, GQA 32/8) on the meta device."""
+    import transformers
+
+    cfg = transformers.LlamaConfig(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192,
+        rope_theta=500000.0)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg).eval()
+    ids = torch.zeros(1, 16, dtype=torch.long, device="meta")
+    seq = st.Dim("seq", min=2, max=4096)
+    return ("llama-3-8b shape (meta)", model, (ids,), {"use_cache": False},
+            {"input_ids": {1: seq}, "use_cache": None})
+
+
+# -- one model ----------------------------------------------------------------------------------
+def bench(name, model, args, kwargs, spec, repeat: int, onnx: bool) -> dict:
+    row: dict = {"model": name}
+    with torch.no_grad():
+        export = lambda: st.export(model, args, kwargs, dynamic_shapes=spec)  # noqa: E731
+        try:
+            export()
+            row["st"], ep = timed(export, repeat)
+        except Exception as exc:  # noqa: BLE001
+            row["error"] = f"st.export: {type(exc).__name__}"
+            return row
+        try:
+            ep.to_torch(), ep.to_torch(verify=True)
+            row["to_torch"], _ = timed(ep.to_torch, repeat)
+            row["verify"], _ = timed(lambda: ep.to_torch(verify=True), repeat)
+        except Exception as exc:  # noqa: BLE001
+            row["error"] = f"to_torch: {type(exc).__name__}: {str(exc)[:80]}"
+            return row
+        tspec = torch_spec(spec)
+        t_export = lambda: torch.export.export(model, args, kwargs,  # noqa: E731
+                                               dynamic_shapes=tspec)
+        try:
+            t_export()
+            row["torch"], _ = timed(t_export, repeat)
+        except Exception as exc:  # noqa: BLE001
+            row["torch_error"] = type(exc).__name__
+        if onnx:
+            row.update(onnx_times(ep, model, args, kwargs, tspec, repeat))
+    return row
+
+
+def onnx_times(ep, model, args, kwargs, tspec, repeat: int) -> dict:
+    """st.to_onnx (conversion included) vs torch.onnx.export(model, dynamo=True) (its
+    torch.export included), both end to end from the model or the safetrace program."""
+    out: dict = {}
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    try:
+        with quiet:
+            out["st_onnx"], _ = timed(lambda: st.to_onnx(ep, verbose=False), repeat)
+    except Exception as exc:  # noqa: BLE001
+        out["st_onnx_error"] = type(exc).__name__
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            out["torch_onnx"], _ = timed(lambda: torch.onnx.export(
+                model, args, kwargs=kwargs, dynamic_shapes=tspec, dynamo=True,
+                verbose=False), repeat)
+    except Exception as exc:  # noqa: BLE001
+        out["torch_onnx_error"] = type(exc).__name__
+    return out
+
+
+def warm_up() -> None:
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    x = torch.randn(3, 4)
+    spec = {"input": {0: st.Dim("b", max=64)}}
+    ep = st.export(m, (x,), dynamic_shapes=spec)
+    ep.to_torch(), ep.to_torch(verify=True)
+    torch.export.export(m, (x,), dynamic_shapes=torch_spec(spec))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--zoo", action="store_true")
+    ap.add_argument("--llm", action="store_true")
+    ap.add_argument("--big", action="store_true")
+    ap.add_argument("--onnx", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    o = ap.parse_args()
+    if not (o.zoo or o.llm or o.big):
+        o.zoo = o.llm = True
+    torch.manual_seed(0)
+    warm_up()
+    models = (zoo_models(o.names) if o.zoo else []) + (llm_models(o.names) if o.llm else [])
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cpus, "
+          f"torch {torch.__version__}; best of {o.repeat}")
+    print("| model | st.export s | to_torch s | to_torch(verify) s | torch.export s | "
+          "to_torch / st.export | st.export+to_torch / torch.export | st.to_onnx s | "
+          "torch.onnx s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    todo = [(m, False) for m in models] + ([(big_model(), True)] if o.big else [])
+    for (name, model, args, kwargs, spec), big in todo:
+        onnx = o.onnx and any(name.startswith(k) for k in ONNX_MODELS)
+        row = bench(name, model, args, kwargs, spec, 1 if big else o.repeat, onnx)
+        rows.append(row)
+        print(line(row), flush=True)
+    done = [r for r in rows if "to_torch" in r]
+    ratio = [r["to_torch"] / r["st"] for r in done]
+    speed = [r["verify"] / r["to_torch"] for r in done]
+    within = sum(1 for r in done if r["to_torch"] <= r["st"])
+    print(f"to_torch <= st.export on {within}/{len(done)} models; median to_torch/st.export "
+          f"{statistics.median(ratio):.2f}; median speedup over verify=True "
+          f"{statistics.median(speed):.1f}x")
+
+
+def line(r: dict) -> str:
+    def f(k):
+        v = r.get(k)
+        return f"{v:.3f}" if isinstance(v, float) else "-"
+
+    if "error" in r:
+        return f"| {r['model']} | {r['error']} |"
+    ratio = f"{r['to_torch'] / r['st']:.2f}"
+    vs = f"{(r['st'] + r['to_torch']) / r['torch']:.2f}" if r.get("torch") else \
+        r.get("torch_error", "-")
+    return (f"| {r['model']} | {f('st')} | {f('to_torch')} | {f('verify')} | {f('torch')} | "
+            f"{ratio} | {vs} | {f('st_onnx') if 'st_onnx' in r else r.get('st_onnx_error', '-')}"
+            f" | {f('torch_onnx') if 'torch_onnx' in r else r.get('torch_onnx_error', '-')} |")
+
+
+if __name__ == "__main__":
+    main()

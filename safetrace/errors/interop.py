@@ -1,0 +1,109 @@
+"""What ``ep.to_torch()`` and the tools built on it raise (``interop/``): each builder holds
+the one wording of its message.  All are ``ConversionError`` (kind ``conversion``): the
+program is sound and runs with ``ep.module()``; only its hand-over to torch.export's stack
+failed, for the reason the message gives."""
+
+from __future__ import annotations
+
+from safetrace.errors.base import ConversionError
+
+_RUN_OURS = "run the program with ep.module() (no conversion needed), or st.save / st.load it"
+
+
+def unrepresentable_call(node: str, target: str, where: str) -> ConversionError:
+    """A graph node calls a Python callable that torch.export graphs cannot hold."""
+    return ConversionError(
+        f"node {node} calls {target}, which torch.export graphs cannot hold (only operator "
+        f"overloads and size arithmetic){where}",
+        fix=f"wrap the computation in a custom operator (torch.library.custom_op) so the "
+            f"graph calls an operator overload, or {_RUN_OURS}")
+
+
+def not_a_subgraph(node: str, attr: str) -> ConversionError:
+    """A ``get_attr`` node names something other than a control-flow subgraph."""
+    return ConversionError(
+        f"node {node} reads attribute {attr!r}, which is no control-flow subgraph of the "
+        f"program", fix=_RUN_OURS)
+
+
+def rank_differs(node: str, where: str, theirs: int, ours: int) -> ConversionError:
+    """torch's meta kernel gives another rank than our shape rule (``verify=True``)."""
+    return ConversionError(
+        f"node {node}{where}: torch computes rank {theirs}, safetrace {ours}",
+        fix=f"{_RUN_OURS}; and report the node (a shape rule disagrees with torch's kernel)")
+
+
+def dim_differs(node: str, where: str, dim: int, ours: object,
+                theirs: object) -> ConversionError:
+    """torch's meta kernel gives another size than our shape rule (``verify=True``)."""
+    return ConversionError(
+        f"node {node}{where}: dim {dim} is {ours} in the safetrace program but torch's "
+        f"shape propagation gives {theirs}; converting would change the program",
+        fix=f"{_RUN_OURS}; and report the node (a shape rule disagrees with torch's kernel)")
+
+
+def torch_assumed(text: str) -> ConversionError:
+    """``to_torch(strict=True)``: torch's kernels assumed something of the input sizes."""
+    return ConversionError(
+        f"torch's shape propagation assumed {text} on the input sizes inside op fake "
+        f"kernels, which the safetrace program does not need.",
+        fix="ep.to_torch() without strict=True converts anyway (the converted program's "
+            "checks are safetrace's; torch's assumptions are reported)")
+
+
+def kernel_failed(node: str, op: str, where: str, error: str, kind: str) -> ConversionError:
+    """torch's fake kernel raised on a node; `kind`: "control-flow", "custom" or "aten"."""
+    cause = (f"cannot convert node {node} ({op}){where}: torch's FakeTensor propagation "
+             f"failed: {error}")
+    if kind == "control-flow":
+        return ConversionError(
+            f"{cause}\ntorch's {op} cannot take this program's use of it (safetrace can: a "
+            f"while_loop whose carried sizes change, branches whose outputs differ in ways "
+            f"torch's cond refuses).",
+            fix="keep each carried value's and branch output's shape fixed (pad it), or "
+                "deploy this program with st.save/st.load")
+    if kind == "custom":
+        return ConversionError(
+            cause, fix=f"{op} needs a fake implementation registered with torch "
+                       f"(torch.library.register_fake({op!r})); a safetrace-only fake "
+                       f"(st.register_fake) or shape rule is not visible to torch")
+    return ConversionError(cause, fix=f"{_RUN_OURS}; and report the node")
+
+
+def preserved_crossing(fqn: str, name: str, where: str, how: str) -> ConversionError:
+    """A value crosses a preserved module call's boundary other than through its
+    signature."""
+    return ConversionError(
+        f"the preserved module {fqn!r}: {name}{where} {how}; its call signature would not "
+        f"be its whole interface.",
+        fix=f"pass the value to the module as an argument (or return it), or leave "
+            f"{fqn.split('@')[0]!r} out of preserve_module_call_signature")
+
+
+def preserved_size(user: str, where: str, size: object, fqn: str) -> ConversionError:
+    """A size used inside a preserved module comes from none of its inputs."""
+    return ConversionError(
+        f"{user}{where} uses the size {size}, which no input of {fqn!r} carries; the "
+        f"preserved call signature cannot supply it.",
+        fix="pass a tensor of that size to the module, or leave it out of "
+            "preserve_module_call_signature")
+
+
+def derived_not_increasing(where: str, size: object) -> ConversionError:
+    """A derived input dim ``a*d + b`` with ``a <= 0``: torch's symbols cannot carry it."""
+    return ConversionError(
+        f"{where} = {size}: only increasing derived dims (a*d + b, a > 0) convert",
+        fix="declare the dim as its own Dim and relate the two with st.check(...) in the "
+            "model, or " + _RUN_OURS)
+
+
+def unread_symbol(name: str) -> ConversionError:
+    """A size symbol of the contract is read from no input dim."""
+    return ConversionError(f"symbol {name} is read from no input dim",
+                           fix=f"{_RUN_OURS}; and report the program")
+
+
+def no_torch_form(expr: object) -> ConversionError:
+    """A size expression with an operation torch's symbols do not have."""
+    return ConversionError(f"the size expression {expr} has no form in torch's symbols",
+                           fix=f"{_RUN_OURS}; and report the program")

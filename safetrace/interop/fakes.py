@@ -1,0 +1,341 @@
+"""torch's fake values of a converted program, built from safetrace's own metadata.
+
+Our rules already gave every node its shape (symbolic sizes proven for the whole declared
+space), dtype and device; re-deriving them through torch's FakeTensor dispatch cost the
+conversion about 95% of its time.  Here each tensor value is made directly: our size
+expressions become torch SymInts once per distinct expression (memoized, over the torch
+symbols the contract emitter made for our input symbols), and a FakeTensor wraps a meta
+tensor of those sizes, with no kernel run.
+
+Strides are not part of our metadata (the graph's values never depend on them): a value
+is contiguous unless it is a view whose strides follow from its input's by a simple rule
+(permute, transpose, expand, slice, select, unsqueeze, squeeze, split, unbind, aliases,
+as_strided), as torch's kernels give them.  Tools that retrace the program
+(``run_decompositions``, hence ONNX and ExecuTorch, AOTInductor) compute their own from
+the placeholders, whose values are exact.
+
+``ep.to_torch(verify=True)`` runs torch's kernels instead and compares every shape with
+ours (the test suite does so); ops whose output sizes come from data (a new unbacked
+symbol), control-flow operators and non-ATen operators always run torch's kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.interop.contract import evaluate
+from safetrace.symbolic import Expr, to_expr
+
+_META = torch.device("meta")
+_NAMESPACES = ("aten", "prims")
+
+
+class FakeBuilder:
+    """Makes the fake values of one conversion (one ShapeEnv, one FakeTensorMode)."""
+
+    def __init__(self, conv: Any) -> None:
+        from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+        self.conv = conv
+        self.fake_class = FakeTensor
+        self.outside = unset_fake_temporarily  # meta tensors are made outside the mode
+        self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
+        # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
+        # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
+        self.metas: dict[tuple, torch.Tensor] = {}
+        self.keys: dict[int, tuple] = {}   # id of a value made here -> its meta's key
+        self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
+        self.built = 0                     # values made here (for the benchmark)
+
+    # -- sizes -----------------------------------------------------------------------------
+    def expr_of(self, s: Any) -> Expr:
+        return to_expr(s.env.simplify(s.expr) if hasattr(s, "env") else s)
+
+    def known(self, val: Any) -> bool:
+        """Whether every symbol in `val`'s sizes has a torch symbol already (else the op
+        creates one: a data-dependent size, which torch's kernel must bind)."""
+        values = self.conv.emitter.values
+        for part in val if isinstance(val, (tuple, list)) else (val,):
+            if part is None:
+                continue
+            meta = getattr(part, "st_meta", None)
+            if meta is None:
+                return False
+            for s in meta.shape:
+                if s.__class__ is not int and not self.expr_of(s).free_symbols <= \
+                        values.keys():
+                    return False
+        return True
+
+    def size(self, s: Any) -> Any:
+        if s.__class__ is int:
+            return s
+        key = id(s.expr) if hasattr(s, "expr") else s
+        hit = self.sizes.get(key)
+        if hit is None:
+            hit = self.torch_expr(self.expr_of(s))
+            self.sizes[key] = hit
+        return hit
+
+    def torch_expr(self, e: Expr) -> Any:
+        """Our expression as a torch value, each distinct sub-expression built once."""
+        if e.op == "const":
+            return e.value
+        hit = self.exprs.get(e)
+        if hit is None:
+            if e.op == "sym":
+                hit = self.conv.emitter.values[e.name]
+            elif e.op in ("add", "mul"):
+                parts = [self.torch_expr(a) for a in e.args]
+                hit = parts[0]
+                for p in parts[1:]:
+                    hit = hit + p if e.op == "add" else hit * p
+            else:
+                hit = evaluate(e, self.conv.emitter.values)
+            self.exprs[e] = hit
+        return hit
+
+    def seed(self, ours: Expr, theirs: Any) -> None:
+        """torch's value for one of our expressions (a derived dim's own root symbol)."""
+        self.exprs.setdefault(ours, theirs)
+
+    # -- values ----------------------------------------------------------------------------
+    def tensor(self, val: Any, strides: Any = None) -> Any:
+        meta = val.st_meta
+        return self.make([self.size(s) for s in meta.shape], strides, meta.dtype, meta.device)
+
+    def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any) -> Any:
+        key = (tuple(_key(s) for s in sizes),
+               None if strides is None else tuple(_key(s) for s in strides), dtype)
+        elem = self.metas.get(key)
+        if elem is None:
+            with self.outside():
+                if strides is None:
+                    elem = torch.empty(sizes, dtype=dtype, device=_META)
+                else:
+                    elem = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
+            self.metas[key] = elem
+        self.built += 1
+        fake = self.fake_class(self.conv.mode, elem, device)
+        self.keys[id(fake)] = key
+        return fake
+
+    def static(self, value: torch.Tensor) -> Any:
+        """A parameter's, buffer's or constant's value (static shape, its strides)."""
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or \
+                value.layout != torch.strided or value.is_quantized:
+            return self.conv.mode.from_tensor(value, static_shapes=True)
+        fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device)
+        if value.requires_grad:
+            fake.requires_grad_(True)
+        return fake
+
+    def permuted(self, fake: Any, dims: list) -> Any:
+        """``aten.permute(fake, dims)``'s value (the contract's rank check: the identity,
+        of an input made here, so the input's own meta tensor serves)."""
+        if list(dims) == list(range(fake.dim())):
+            elem = self.metas.get(self.keys.get(id(fake)))
+            if elem is not None:
+                return self.fake_class(self.conv.mode, elem, fake.device)
+        return self.make([fake.shape[d] for d in dims], [fake.stride()[d] for d in dims],
+                         fake.dtype, fake.device)
+
+    def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
+        """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
+        if isinstance(ours, (tuple, list)):
+            strides = _view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
+            out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
+            return type(ours)(out) if isinstance(ours, tuple) else out
+        strides = _view_strides(target, args, kwargs, None)
+        return self.tensor(ours, strides[0] if strides else None)
+
+
+def _key(s: Any) -> Any:
+    return s.node.expr if isinstance(s, torch.SymInt) else s
+
+
+def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
+    """Whether `target`'s value is made from ours (an ATen op returning tensors whose
+    sizes torch already has symbols for); else torch's kernel runs."""
+    if not isinstance(target, torch._ops.OpOverload) or target.namespace not in _NAMESPACES:
+        return False
+    parts = ours if isinstance(ours, (tuple, list)) else (ours,)
+    if not parts or not all(p is None or hasattr(p, "st_meta") for p in parts):
+        return False
+    if all(p is None for p in parts):
+        return False
+    return builder.known(ours)
+
+
+# -- strides of views ------------------------------------------------------------------------
+def _val(a: Any) -> Any:
+    if isinstance(a, torch.fx.Node):
+        return a.meta.get("val")
+    if isinstance(a, (list, tuple)):
+        return [_val(x) for x in a]
+    return a
+
+
+def _arg(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
+    if i < len(args):
+        return _val(args[i])
+    return _val(kwargs.get(name, default))
+
+
+def _dim(d: Any, n: int) -> int:
+    return d + n if d < 0 else d
+
+
+def _view_strides(target: Any, args: tuple, kwargs: dict, count: int | None) -> list | None:
+    """The strides of a view's result(s) from its input's, as torch computes them; None
+    for a result that is a new contiguous tensor (or a view this table does not know)."""
+    name = target._opname
+    rule = _VIEWS.get(name)
+    if rule is None or not args:
+        return None
+    x = _val(args[0])
+    if not isinstance(x, torch.Tensor):
+        return None
+    try:
+        out = rule(list(x.shape), list(x.stride()), args, kwargs)
+    except (TypeError, IndexError, ValueError, AttributeError):
+        return None  # an argument this table does not read: a contiguous result
+    if out is None:
+        return None
+    if count is None:
+        return [out]
+    return [out] * count if not isinstance(out, list) or not out or \
+        not isinstance(out[0], list) else out
+
+
+def _same(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    return stride
+
+
+def _permute(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    dims = _arg(args, kwargs, 1, "dims", None)
+    return [stride[_dim(d, len(size))] for d in dims]
+
+
+def _transpose(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    n = len(size)
+    a = _dim(_arg(args, kwargs, 1, "dim0", 0), n)
+    b = _dim(_arg(args, kwargs, 2, "dim1", 0), n)
+    out = list(stride)
+    out[a], out[b] = out[b], out[a]
+    return out
+
+
+def _t(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    return list(reversed(stride))
+
+
+def _expand(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    target = list(_arg(args, kwargs, 1, "size", None))
+    lead = len(target) - len(size)
+    out = [0] * lead
+    for s, st, want in zip(size, stride, target[lead:]):
+        if isinstance(s, int) and s == 1 and not (isinstance(want, int) and want in (1, -1)):
+            out.append(0)
+        else:
+            out.append(st)
+    return out
+
+
+def _slice(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
+    step = _arg(args, kwargs, 4, "step", 1)
+    out = list(stride)
+    out[d] = out[d] * step
+    return out
+
+
+def _select(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
+    return stride[:d] + stride[d + 1:]
+
+
+def _unsqueeze(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size) + 1)
+    new = size[d] * stride[d] if d < len(size) else 1
+    return stride[:d] + [new] + stride[d:]
+
+
+def _squeeze(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
+    dims = _arg(args, kwargs, 1, "dim", None)
+    if dims is None:
+        dims = range(len(size))
+    elif isinstance(dims, int):
+        dims = [dims]
+    drop = {_dim(d, len(size)) for d in dims if isinstance(size[_dim(d, len(size))], int)
+            and size[_dim(d, len(size))] == 1}
+    return [s for i, s in enumerate(stride) if i not in drop]
+
+
+def _split(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    return stride  # every part keeps its input's strides
+
+
+def _unbind(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
+    return stride[:d] + stride[d + 1:]
+
+
+def _hint(v: Any) -> int:
+    if isinstance(v, int):
+        return v
+    hint = v.node.hint
+    if hint is None:  # a data-dependent size: no layout to derive
+        raise ValueError(v)
+    return int(hint)
+
+
+def _view(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
+    """torch's ``computeStride``: the strides of a view of a strided tensor (sizes compared
+    at their example values), None (contiguous) for a contiguous input."""
+    shape = list(_arg(args, kwargs, 1, "size", None))
+    if -1 in shape:
+        return None
+    old, new = [_hint(v) for v in size], [_hint(v) for v in shape]
+    expected = 1
+    for n, st in zip(reversed(old), reversed(stride)):
+        if n != 1 and _hint(st) != expected:
+            break
+        expected *= n
+    else:
+        return None  # contiguous in, contiguous out
+    out: list = [0] * len(new)
+    view_d = len(new) - 1
+    chunk_base = stride[-1] if stride else 1
+    tensor_numel = view_numel = 1   # example values, to compare
+    view_size: Any = 1              # the product of the view's own sizes, symbolic
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel *= old[d]
+        if d == 0 or (old[d - 1] != 1 and _hint(stride[d - 1]) != tensor_numel *
+                      _hint(chunk_base)):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                out[view_d] = chunk_base * view_size if view_size is not 1 else chunk_base
+                view_numel *= new[view_d]
+                view_size = shape[view_d] if view_size is 1 else view_size * shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = stride[d - 1]
+                tensor_numel = view_numel = 1
+                view_size = 1
+    return out if view_d == -1 else None
+
+
+def _as_strided(size: list, stride: list, args: tuple, kwargs: dict) -> list:
+    return list(_arg(args, kwargs, 2, "stride", None))
+
+
+_VIEWS = {
+    "permute": _permute, "transpose": _transpose, "t": _t, "expand": _expand,
+    "slice": _slice, "select": _select, "unsqueeze": _unsqueeze, "squeeze": _squeeze,
+    "alias": _same, "detach": _same, "split": _split, "split_with_sizes": _split,
+    "unbind": _unbind, "as_strided": _as_strided, "view": _view, "_unsafe_view": _view,
+}

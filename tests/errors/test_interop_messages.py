@@ -1,0 +1,80 @@
+"""Golden tests of the conversion errors (safetrace/errors/interop.py): the rendered text of
+every builder, its kind, and one raised through ``ep.to_torch(verify=True)``."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace.errors import interop as EI
+
+CASES = {
+    "unrepresentable_call": lambda: EI.unrepresentable_call("print_1", "print", " (from m.py:3 `print(x)`)"),
+    "not_a_subgraph": lambda: EI.not_a_subgraph("get_attr_1", "weight"),
+    "rank_differs": lambda: EI.rank_differs("t_1", " (from m.py:3 `x.t()`)", 2, 3),
+    "dim_differs": lambda: EI.dim_differs("t_1", " (from m.py:3 `x.t()`)", 0, "s0", 5),
+    "torch_assumed": lambda: EI.torch_assumed("`x.shape[0] <= 15` (s0: Dim 'batch')"),
+    "kernel_failed_custom": lambda: EI.kernel_failed("thrice_1", "deploytest::thrice", "", "RuntimeError: no fake", "custom"),
+    "kernel_failed_control_flow": lambda: EI.kernel_failed("cond_1", "cond", "", "RuntimeError: branches differ", "control-flow"),
+    "kernel_failed_aten": lambda: EI.kernel_failed("add_1", "aten::add.Tensor", "", "RuntimeError: boom", "aten"),
+    "preserved_crossing": lambda: EI.preserved_crossing("layer1@1", "relu_1", " (from m.py:9)", "reads x_1, which is not one of its inputs"),
+    "preserved_size": lambda: EI.preserved_size("view_1", "", "s0*4", "layer1"),
+    "derived_not_increasing": lambda: EI.derived_not_increasing("x.shape[0]", "10 - d"),
+    "unread_symbol": lambda: EI.unread_symbol("s3"),
+    "no_torch_form": lambda: EI.no_torch_form("s0 ** 2"),
+}
+
+GOLDEN = {
+    'unrepresentable_call': 'node print_1 calls print, which torch.export graphs cannot hold (only operator overloads and size arithmetic) (from m.py:3 `print(x)`)\nFix: wrap the computation in a custom operator (torch.library.custom_op) so the graph calls an operator overload, or run the program with ep.module() (no conversion needed), or st.save / st.load it',
+    'not_a_subgraph': "node get_attr_1 reads attribute 'weight', which is no control-flow subgraph of the program\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it",
+    'rank_differs': "node t_1 (from m.py:3 `x.t()`): torch computes rank 2, safetrace 3\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the node (a shape rule disagrees with torch's kernel)",
+    'dim_differs': "node t_1 (from m.py:3 `x.t()`): dim 0 is s0 in the safetrace program but torch's shape propagation gives 5; converting would change the program\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the node (a shape rule disagrees with torch's kernel)",
+    'torch_assumed': "torch's shape propagation assumed `x.shape[0] <= 15` (s0: Dim 'batch') on the input sizes inside op fake kernels, which the safetrace program does not need.\nFix: ep.to_torch() without strict=True converts anyway (the converted program's checks are safetrace's; torch's assumptions are reported)",
+    'kernel_failed_custom': "cannot convert node thrice_1 (deploytest::thrice): torch's FakeTensor propagation failed: RuntimeError: no fake\nFix: deploytest::thrice needs a fake implementation registered with torch (torch.library.register_fake('deploytest::thrice')); a safetrace-only fake (st.register_fake) or shape rule is not visible to torch",
+    'kernel_failed_control_flow': "cannot convert node cond_1 (cond): torch's FakeTensor propagation failed: RuntimeError: branches differ\ntorch's cond cannot take this program's use of it (safetrace can: a while_loop whose carried sizes change, branches whose outputs differ in ways torch's cond refuses).\nFix: keep each carried value's and branch output's shape fixed (pad it), or deploy this program with st.save/st.load",
+    'kernel_failed_aten': "cannot convert node add_1 (aten::add.Tensor): torch's FakeTensor propagation failed: RuntimeError: boom\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the node",
+    'preserved_crossing': "the preserved module 'layer1@1': relu_1 (from m.py:9) reads x_1, which is not one of its inputs; its call signature would not be its whole interface.\nFix: pass the value to the module as an argument (or return it), or leave 'layer1' out of preserve_module_call_signature",
+    'preserved_size': "view_1 uses the size s0*4, which no input of 'layer1' carries; the preserved call signature cannot supply it.\nFix: pass a tensor of that size to the module, or leave it out of preserve_module_call_signature",
+    'derived_not_increasing': 'x.shape[0] = 10 - d: only increasing derived dims (a*d + b, a > 0) convert\nFix: declare the dim as its own Dim and relate the two with st.check(...) in the model, or run the program with ep.module() (no conversion needed), or st.save / st.load it',
+    'unread_symbol': 'symbol s3 is read from no input dim\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program',
+    'no_torch_form': "the size expression s0 ** 2 has no form in torch's symbols\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_conversion_message_is_pinned(name):
+    err = CASES[name]()
+    assert isinstance(err, st.ConversionError) and err.kind == "conversion"
+    assert str(err) == GOLDEN[name]
+    assert err.fix and "\nFix: " + err.fix in str(err)  # the fix is its own field
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err)
+
+
+def test_every_builder_is_pinned():
+    builders = {n for n, v in vars(EI).items() if callable(v) and not n.startswith("_")
+                and v.__module__ == EI.__name__}
+    pinned = {n.split("_custom")[0].split("_control_flow")[0].split("_aten")[0]
+              for n in CASES}
+    assert builders <= pinned, builders - pinned
+
+
+def test_a_shape_disagreement_names_the_node_and_the_fix(monkeypatch):
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.t() + 1
+
+    ep = st.export(M(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    node = next(n for n in ep.graph.nodes if getattr(n.target, "_opname", None) == "t")
+    meta = node.meta["val"].st_meta
+    monkeypatch.setattr(node.meta["val"], "st_meta",
+                        type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device))
+    with pytest.raises(st.ConversionError) as info:
+        ep.to_torch(verify=True)
+    text = str(info.value)
+    assert text.startswith(f"node {node.name} (from ")
+    assert "in the safetrace program but torch's shape propagation gives" in text
+    assert info.value.fix.startswith("run the program with ep.module()")

@@ -1,0 +1,165 @@
+"""``ep.to_torch()`` builds torch's fake values from safetrace's shapes; ``verify=True``
+recomputes them with torch's meta kernels.  Both conversions must agree on every node:
+same rank, dtype and device, and sizes equal as functions of the input sizes (compared at
+sample points of the declared ranges); a view of the strides table gets torch's strides.
+
+(The other interop tests convert with ``verify=True``, see conftest.py: this file checks
+the default, fast path against it.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+
+import pytest
+import sympy
+import torch
+
+import safetrace as st
+from tests.interop.harness import check_parity
+from tests.serialize.programs import CASES
+
+from benchmarks.zoo import by_name, fast_entries
+
+FAST = fast_entries()
+_VIEWS = ("permute", "transpose", "t", "expand", "slice", "select", "unsqueeze", "squeeze",
+          "view", "_unsafe_view", "alias", "detach", "unbind", "split", "split_with_sizes")
+
+
+def _both(ep):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", st.ConversionWarning)
+        return ep.to_torch(verify=False), ep.to_torch(verify=True)
+
+
+def _points(tep):
+    """A few bindings of the backed input symbols inside their ranges."""
+    syms = sorted((s for s in tep.range_constraints if str(s).startswith("s")), key=str)
+    choices = []
+    for s in syms:
+        vr = tep.range_constraints[s]
+        lo = int(vr.lower)
+        hi = lo + 40 if str(vr.upper) in ("int_oo", "oo") else int(vr.upper)
+        choices.append(sorted({lo, min(hi, lo + 1), min(hi, lo + 3), min(hi, lo + 17), hi}))
+    points = [dict(zip(syms, vals)) for vals in itertools.product(*choices)]
+    return points[:64] or [{}]
+
+
+def _value(size, point):
+    if isinstance(size, int):
+        return size
+    e = size.node.expr if isinstance(size, torch.SymInt) else size
+    got = sympy.sympify(e).xreplace({k: sympy.Integer(v) for k, v in point.items()})
+    return int(got) if got.is_number else None  # an unbacked size: compared by rank only
+
+
+def _same_input_layout(node, theirs):
+    """A view of the strides table whose input has torch's strides in both programs."""
+    if getattr(node.target, "_opname", None) not in _VIEWS or not node.args or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return False
+    a, b = node.args[0].meta.get("val"), theirs[node.args[0].name].meta.get("val")
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+        [str(v) for v in a.stride()] == [str(v) for v in b.stride()]
+
+
+def _same_values(direct, verified):
+    """Every node of `direct` carries torch's metadata of `verified`'s node of that name."""
+    theirs = {n.name: n for n in verified.graph.nodes}
+    points = _points(verified)
+    compared = 0
+    for node in direct.graph.nodes:
+        a, b = node.meta.get("val"), theirs[node.name].meta.get("val")
+        pairs = list(zip(a, b)) if isinstance(a, (tuple, list)) else [(a, b)]
+        for x, y in pairs:
+            if not isinstance(x, torch.Tensor):
+                continue
+            assert isinstance(y, torch.Tensor), node.name
+            assert type(x).__name__ == "FakeTensor", node.name
+            assert (x.dtype, x.device, x.dim()) == (y.dtype, y.device, y.dim()), node.name
+            for p in points:
+                for d, (s, t) in enumerate(zip(x.shape, y.shape)):
+                    vs, vt = _value(s, p), _value(t, p)
+                    if vs is not None and vt is not None:
+                        assert vs == vt, f"{node.name} dim {d} at {p}: {s} vs {t}"
+            if _same_input_layout(node, theirs) and all(isinstance(v, int)
+                                                        for v in y.stride()):
+                assert list(x.stride()) == list(y.stride()), node.name
+            compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_program_fakes_from_our_shapes_are_torchs(name):
+    case = CASES[name]()
+    ep = case.export()
+    direct, verified = _both(ep)
+    direct.validate()
+    assert _same_values(direct, verified) >= 1
+    counts = check_parity(ep, direct, [(case.args, case.kwargs)] + case.good + case.bad)
+    assert counts["ok"] >= 1
+
+
+@pytest.mark.parametrize("entry", FAST, ids=[e.name for e in FAST])
+def test_fast_zoo_fakes_from_our_shapes_are_torchs(entry):
+    if entry.family == "transformers":
+        pytest.importorskip("transformers")
+    case = entry.factory()
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    direct, verified = _both(ep)
+    direct.validate()
+    assert _same_values(direct, verified) >= 3
+    counts = check_parity(ep, direct, [(case.args, case.kwargs)] + case.others +
+                          [case.outside], cap=16)
+    assert counts["ok"] >= 3 and counts["rejected"] >= 1
+
+
+def test_fast_path_converts_faster_than_verifying():
+    case = by_name("tiny_gpt").factory()
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    _both(ep)  # warm both paths
+    times = {}
+    for verify in (False, True):
+        t0 = time.perf_counter()
+        ep.to_torch(verify=verify)
+        times[verify] = time.perf_counter() - t0
+    assert times[False] < times[True], times
+
+
+def test_a_wrong_rule_is_caught_only_by_verify(monkeypatch):
+    """The fast path trusts our shapes; verify=True compares them with torch's kernels."""
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.t() + 1
+
+    ep = st.export(M(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    node = next(n for n in ep.graph.nodes if n.op == "call_function" and
+                "t" == getattr(n.target, "_opname", None))
+    good = node.meta["val"]
+    meta = good.st_meta
+    wrong = type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device)
+    monkeypatch.setattr(good, "st_meta", wrong)
+    ep.to_torch(verify=False)  # converts, trusting our (here corrupted) metadata
+    with pytest.raises(st.ConversionError, match="torch's shape propagation gives"):
+        ep.to_torch(verify=True)
+
+
+def test_environment_variable_turns_verification_on(monkeypatch):
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.t() + 1
+
+    ep = st.export(M(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    node = next(n for n in ep.graph.nodes if getattr(n.target, "_opname", None) == "t")
+    meta = node.meta["val"].st_meta
+    monkeypatch.setattr(node.meta["val"], "st_meta",
+                        type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device))
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")
+    ep.to_torch()
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "1")
+    with pytest.raises(st.ConversionError):
+        ep.to_torch()
