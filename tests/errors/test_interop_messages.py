@@ -48,7 +48,7 @@ GOLDEN = {
 def test_conversion_message_is_pinned(name):
     err = CASES[name]()
     assert isinstance(err, st.ConversionError) and err.kind == "conversion"
-    assert str(err) == GOLDEN[name]
+    assert str(err) == f"{GOLDEN[name]}\nSee docs/errors.md#{err.kind}"
     assert err.fix and "\nFix: " + err.fix in str(err)  # the fix is its own field
     again = pickle.loads(pickle.dumps(err))
     assert str(again) == str(err)
