@@ -310,22 +310,22 @@ def _view(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
     view_d = len(new) - 1
     chunk_base = stride[-1] if stride else 1
     tensor_numel = view_numel = 1   # example values, to compare
-    view_size: Any = 1              # the product of the view's own sizes, symbolic
+    view_size: Any = None           # the product of the view's own sizes (None: empty)
     for d in range(len(old) - 1, -1, -1):
         tensor_numel *= old[d]
         if d == 0 or (old[d - 1] != 1 and _hint(stride[d - 1]) != tensor_numel *
                       _hint(chunk_base)):
             while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
-                out[view_d] = chunk_base * view_size if view_size is not 1 else chunk_base
+                out[view_d] = chunk_base * view_size if view_size is not None else chunk_base
                 view_numel *= new[view_d]
-                view_size = shape[view_d] if view_size is 1 else view_size * shape[view_d]
+                view_size = shape[view_d] if view_size is None else view_size * shape[view_d]
                 view_d -= 1
             if view_numel != tensor_numel:
                 return None
             if d > 0:
                 chunk_base = stride[d - 1]
                 tensor_numel = view_numel = 1
-                view_size = 1
+                view_size = None
     return out if view_d == -1 else None
 
 
