@@ -37,6 +37,8 @@ class Budgets:
     max_check_code: int = 8 << 20        # characters of generated input-check code
     max_alloc_numel: int = 1 << 26       # elements a constant-sized allocation may ask for
                                          # (or 4x the largest tensor in the file, if more)
+    max_static_ops: int = 10_000         # operators applied to the program's own state and
+                                         # constants (evaluated at load to bound memory)
     max_string: int = 1 << 12            # a string argument of a graph call
     max_exponent: int = 64               # |exponent| / shift of int pow and shifts in a graph
     max_repeat: int = 1 << 16            # a list argument's length in a graph call

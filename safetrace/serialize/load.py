@@ -16,7 +16,7 @@ import torch
 
 from safetrace.errors import InputMismatchError, LoadError
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, subgraphs
+from safetrace.serialize import allowlist, memory, subgraphs
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -87,6 +87,8 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
+        memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops).graph(
+            graph, memory.state_of(inputs, state, constants))
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
         if out_spec.num_leaves != n_user:
