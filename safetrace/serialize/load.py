@@ -130,7 +130,7 @@ class Builder:
                 raise fail("subgraphs", f"more than {self.budgets.max_nodes} nodes in all "
                                         f"graphs (max_nodes)")
             graphs[path] = self._graph(items, subgraph=path)[0]
-        subgraphs.attach(graphs)
+        subgraphs.attach(graphs, self.budgets.max_loop_iterations)
         for path, g in graphs.items():
             if path:
                 try:

@@ -116,3 +116,33 @@ def hostile(kind: str) -> bytes:
     if kind == "reduce":  # a zero-byte [0, 2**20, 2**20] constant reduced over dim 0: 4 TiB
         return replaced(b, {"constant:c_z": torch.zeros(0, 1 << 20, 1 << 20)})
     raise ValueError(kind)
+
+
+class Loop(torch.nn.Module):
+    """A while_loop of three iterations (a counter and a carried tensor)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def cond(i: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return i < 3
+
+        def body(i: torch.Tensor, y: torch.Tensor) -> tuple:
+            return i + 1, y * 2
+
+        return torch._higher_order_ops.while_loop(cond, body, (torch.tensor(0), x))[1]
+
+
+@functools.lru_cache(maxsize=None)
+def loop_base() -> bytes:
+    ep = st.export(Loop(), (torch.randn(4, 16),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def stuck_loop() -> bytes:
+    """The loop's body made to stop incrementing its counter: it never ends."""
+    doc, tensors = parts(loop_base())
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])
+    add = next(n for n in body["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
+    add["args"][1] = 0
+    return pack(doc, tensors)
