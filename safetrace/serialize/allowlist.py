@@ -28,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import LoadError
+from safetrace.errors.load import over_budget
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
 
@@ -166,6 +167,15 @@ class AllocBudget:
             raise LoadError(f"{where}: the program's constant-size allocations ask for "
                             f"{self.total} bytes in all, over the budget (16 * "
                             f"max_alloc_numel = {self.limit} bytes)")
+
+
+    def again(self, nbytes: int, where: str) -> None:
+        """Count once more the allocations of a graph that is used twice."""
+        self.total += nbytes
+        if self.total > self.limit:
+            raise over_budget(where, f"the program's constant-size allocations ask for "
+                              f"{self.total} bytes in all, {self.limit} allowed (16 * "
+                              "max_alloc_numel bytes)", "max_alloc_numel", -(-self.total // 16))
 
 
 # operators whose size arguments are what they allocate

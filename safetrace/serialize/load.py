@@ -123,15 +123,24 @@ class Builder:
         """The control-flow subgraphs (see ``subgraphs.py``), within the node budget."""
         graphs = {"": graph}
         total = len(graph.nodes)
-        for path, items in subgraphs.paths(self.doc.get("subgraphs", []),
-                                           self.budgets.max_nodes):
+        saved = subgraphs.paths(self.doc.get("subgraphs", []), self.budgets.max_nodes)
+        # identical subgraphs (2000 torch.cond of one function) are built, checked and
+        # code-generated once, and shared; their allocations still count each time
+        keys, built = subgraphs.same_graphs(saved), {}
+        for path, items in saved:
             total += len(items)
             if total > self.budgets.max_nodes:
                 raise fail("subgraphs", f"more than {self.budgets.max_nodes} nodes in all "
                                         f"graphs (max_nodes)")
+            if keys[path] in built:
+                graphs[path], allocated = built[keys[path]]
+                self.alloc.again(allocated, f"subgraph {path[:60]!r}")
+                continue
+            before = self.alloc.total
             graphs[path] = self._graph(items, subgraph=path)[0]
+            built[keys[path]] = graphs[path], self.alloc.total - before
         subgraphs.attach(graphs, self.budgets.max_loop_iterations)
-        for path, g in graphs.items():
+        for path, g in {id(g): (p, g) for p, g in graphs.items()}.values():
             if path:
                 try:
                     g.lint()

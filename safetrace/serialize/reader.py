@@ -21,6 +21,7 @@ from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
 from safetrace.serialize.load import Builder, LazyTensor
 from safetrace.serialize.save import FORMAT, PROGRAM, VERSION
+from safetrace.trace.session import gc_paused
 from safetrace.symbolic.expr import release_since, table_mark
 
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
@@ -58,7 +59,9 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
         raise TypeError(f"mmap must be True or False, got {type(mmap).__name__}")
     mark = table_mark()
     try:
-        with task("st.load: reading and validating", verbose):
+        # (the collector paused as in an export: the document's objects and the graphs'
+        # nodes, with their cycles, live on; collections would scan them again and again)
+        with gc_paused(), task("st.load: reading and validating", verbose):
             return _load(source, weights, ops, limits, mmap)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err

@@ -12,6 +12,7 @@ nodes, and each subgraph must take as many inputs as the call passes it.
 
 from __future__ import annotations
 
+import json
 import keyword
 import threading
 from typing import Any, Callable
@@ -57,10 +58,46 @@ def paths(items: Any, max_graphs: int) -> list[tuple[str, list]]:
     return out
 
 
+def same_graphs(saved: list[tuple[str, list]]) -> dict[str, str]:
+    """path -> a key equal for subgraphs saved identically (their nodes, metadata and
+    children alike)."""
+    children: dict[str, list[str]] = {}
+    for path, _ in saved:
+        parent, _, _ = path.rpartition(".")
+        children.setdefault(parent, []).append(path)
+    keys: dict[str, str] = {}
+    for path, nodes in reversed(saved):  # (children after their parents: keyed first)
+        kids = sorted((p.rpartition(".")[2], keys[p]) for p in children.get(path, ()))
+        keys[path] = json.dumps([_numbered(nodes), kids], sort_keys=True,
+                                separators=(",", ":"))
+    return keys
+
+
+def _numbered(nodes: list) -> list:
+    """``nodes`` with each node's name (and every reference to it) replaced by its
+    position: graphs that differ only in names (a placeholder named after the operand
+    passed to it) are the same graph."""
+    index = {n["name"]: i for i, n in enumerate(nodes)
+             if isinstance(n, dict) and isinstance(n.get("name"), str)}
+
+    def refs(v: Any) -> Any:
+        if isinstance(v, dict):
+            if len(v) == 1 and isinstance(v.get("node"), str) and v["node"] in index:
+                return {"node": index[v["node"]]}
+            return {k: refs(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [refs(x) for x in v]
+        return v
+
+    return [{**n, "name": i, "args": refs(n.get("args")), "kwargs": refs(n.get("kwargs"))}
+            if isinstance(n, dict) else n for i, n in enumerate(nodes)]
+
+
 def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = None) -> None:
     """Give each graph (path "" is the main graph) the subgraphs its get_attr nodes name,
     and check every higher-order call against what it calls; the condition and body of
     each while_loop count its iterations (``max_loop_iterations``, if given)."""
+    shared: dict[int, Subgraph] = {}  # a graph used twice is one Subgraph: one module
     for path, graph in graphs.items():
         prefix = f"{path}." if path else ""
         for node in graph.nodes:
@@ -70,7 +107,8 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
             if child is None:
                 raise fail(f"node {node.name!r}", f"get_attr of {str(node.target)[:60]!r}, "
                                                   "which is not a subgraph of this graph")
-            graph.__dict__.setdefault("st_submodules", {})[node.target] = Subgraph(child)
+            sub = shared.setdefault(id(child), Subgraph(child))
+            graph.__dict__.setdefault("st_submodules", {})[node.target] = sub
         for node in graph.nodes:
             if node.op == "call_function" and isinstance(node.target,
                                                          torch._ops.HigherOrderOperator):

@@ -541,9 +541,11 @@ def _entry(name: str, info: object, where: str) -> tuple:
 
 def no_duplicate_keys(pairs: list) -> dict:
     """json object_pairs_hook: a key given twice is an error, not a silent overwrite."""
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k[:80]!r}")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # (rare: the loop only then)
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ValueError(f"duplicate key {k[:80]!r}")
+            seen.add(k)
     return out
