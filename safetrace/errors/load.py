@@ -9,7 +9,7 @@ raise them).
 
 from __future__ import annotations
 
-from safetrace.errors.base import LoadError, Where
+from safetrace.errors.base import InputMismatchError, LoadError, Where
 
 
 def _at(where: str | None, what: str) -> str:
@@ -33,9 +33,10 @@ def over_budget(where: str | None, what: str, budget: str, need: int | None = No
 
 def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
     """A call in a loaded graph that the allowlist refuses (operator, callable, arguments)."""
-    return LoadError(_at(where, what), fix=fix or "re-export the program with a safetrace "
-                     "that supports it, or load it only if you trust the file's author",
-                     where=Where(input=where))
+    if not fix and "\nFix:" not in what:
+        fix = ("re-export the program with a safetrace that supports it, or load it only if "
+               "you trust the file's author")
+    return LoadError(_at(where, what), fix=fix, where=Where(input=where))
 
 
 def bad_source(what: str, fix: str = "") -> LoadError:
@@ -60,5 +61,14 @@ def loop_budget(node: str, limit: int) -> LoadError:
         where=Where(input=f"node {node!r}"), budget="max_loop_iterations")
 
 
+def unchecked_inputs(err: ArithmeticError) -> InputMismatchError:
+    """A loaded program's input checks hit an arithmetic error (a file's ``s0 // (s1 -
+    s1)``): the inputs are refused, not the error let through."""
+    return InputMismatchError(
+        f"the inputs cannot be checked against the loaded program's contract: {err}",
+        fix="pass inputs within the program's declared space (see ep.range_constraints and "
+            "ep.describe_contract()), or re-export the program")
+
+
 __all__ = ["bad_file", "over_budget", "refused_call", "bad_source", "truncated",
-           "loop_budget"]
+           "loop_budget", "unchecked_inputs"]

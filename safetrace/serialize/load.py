@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import InputMismatchError, LoadError
+from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import allowlist, memory, subgraphs
 from safetrace.serialize.budgets import Budgets
@@ -224,12 +224,12 @@ class Builder:
         aliases = self._aliases()
         with_weights = expect(doc["weights"], bool, "weights")
         if with_weights and self.external is not None:
-            raise LoadError("weights= was given, but this file holds its weights (saved "
-                            "with weights=True)")
+            raise bad_source("weights= was given, but this file holds its weights (saved "
+                             "with weights=True)", "st.load(path) without weights=")
         if not with_weights and self.external is None:
-            raise LoadError("this file was saved without weights (st.save(..., weights="
-                            "False)).\nFix: st.load(path, weights=<safetensors file or "
-                            "state_dict with the parameters and persistent buffers>)")
+            raise bad_source("this file was saved without weights (st.save(..., weights="
+                             "False))", "st.load(path, weights=<safetensors file or state_dict "
+                             "with the parameters and persistent buffers>)")
         entries, seen = [], set()
         for i, s in enumerate(expect(doc["state"], list, "state")):
             where = f"state[{i}]"
@@ -307,7 +307,9 @@ class Builder:
                     problems.append(f"{name}: a meta tensor (no data)")
                 out[name] = t.detach()
         if problems:
-            raise LoadError("weights= does not match the program:\n  " + "\n  ".join(problems))
+            raise bad_source("weights= does not match the program:\n  " + "\n  ".join(problems),
+                             "give the parameters and persistent buffers the program was "
+                             "saved with (names, shapes and dtypes as listed)")
         return out
 
     def _state_name(self, name: Any, where: str, seen: set) -> str:
@@ -595,8 +597,7 @@ def _arith_safe(checks: Any) -> Any:
         try:
             return checks(leaves)
         except ArithmeticError as err:
-            raise InputMismatchError(f"the inputs cannot be checked against the loaded "
-                                     f"program's contract: {err}") from None
+            raise unchecked_inputs(err) from None
 
     check_inputs.__source__ = getattr(checks, "__source__", "")
     return check_inputs

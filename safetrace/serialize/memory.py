@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import bad_file, over_budget
+from safetrace.errors.load import over_budget
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
