@@ -87,10 +87,12 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
-        memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops).graph(
-            graph, memory.state_of(inputs, state, constants))
+        for g in {id(g): g for g in self._all_graphs}.values():
+            memory.guard_sizes(g, self.max_numel)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
+        memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops).graph(
+            graph, memory.state_of(inputs, state, constants, out_specs))
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")
@@ -140,6 +142,7 @@ class Builder:
             graphs[path] = self._graph(items, subgraph=path)[0]
             built[keys[path]] = graphs[path], self.alloc.total - before
         subgraphs.attach(graphs, self.budgets.max_loop_iterations)
+        self._all_graphs = list(graphs.values())
         for path, g in {id(g): (p, g) for p, g in graphs.items()}.values():
             if path:
                 try:

@@ -23,7 +23,8 @@ import torch
 from safetrace.errors.load import over_budget
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
-from safetrace.serialize.allowlist import CALLABLES, NUMERIC
+from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 _UNKNOWN = object()
@@ -39,23 +40,27 @@ class StaticMemory:
         self.limit, self.max_ops = limit, max_ops
         self.total = 0
         self.ops = 0
+        self.over: torch.fx.Node | None = None  # where the sum first passed the limit
 
-    def graph(self, graph: torch.fx.Graph, tensors: dict[str, torch.Tensor]) -> None:
-        """``tensors``: placeholder name -> the state or constant tensor it is bound to."""
+    def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple]) -> None:
+        """``tensors``: placeholder name -> (the state or constant tensor it is bound to,
+        whether the program updates it: its values then change from call to call)."""
         written = written_inputs(graph)
         meta: dict = {}   # node -> TensorMeta(s), or the Python value it always computes
         data: dict = {}   # node -> the real tensor, for placeholders never written
         for node in graph.nodes:
             if node.op == "placeholder":
-                t = tensors.get(node.name)
-                if t is not None:
+                entry = tensors.get(node.name)
+                if entry is not None:
+                    t, updated = entry
                     meta[node] = TensorMeta(tuple(t.shape), t.dtype, _CPU)
-                    if node.name not in written:
+                    if node.name not in written and not updated:
                         data[node] = t
             elif node.op == "call_function":
                 out = self._node(node, meta, data)
                 if out is not _UNKNOWN:
                     meta[node] = out
+        self.check()
 
     def _node(self, node: torch.fx.Node, meta: dict, data: dict) -> Any:
         target = node.target
@@ -77,12 +82,17 @@ class StaticMemory:
         if out is _UNKNOWN:
             return _UNKNOWN
         self.total += _bytes(target, out, args, kwargs)
-        if self.total > self.limit:
-            raise over_budget(
-                f"node {node.name!r} ({node.target})", f"the tensors the program computes from "
-                f"its own state and constants take {self.total} bytes, {self.limit} allowed "
-                f"(16 * max_alloc_numel bytes)", "max_alloc_numel", -(-self.total // 16))
+        if self.total > self.limit and self.over is None:
+            self.over = node  # (the sum goes on: the fix names what admits the program)
         return out
+
+    def check(self) -> None:
+        if self.over is not None:
+            raise over_budget(
+                f"node {self.over.name!r} ({self.over.target})", f"the tensors the program "
+                f"computes from its own state and constants take {self.total} bytes, "
+                f"{self.limit} allowed (16 * max_alloc_numel bytes)", "max_alloc_numel",
+                -(-self.total // 16))
 
 
 _CPU = torch.device("cpu")
@@ -225,15 +235,64 @@ def _repeated(node: torch.fx.Node, args: Any, kwargs: dict, data: dict) -> Any:
     return TensorMeta(tuple(size), this.dtype, _CPU)
 
 
-def state_of(inputs: list, state: dict, constants: dict) -> dict[str, torch.Tensor]:
-    """placeholder name -> the state or constant tensor it is bound to."""
+def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
+    """placeholder name -> (the state or constant tensor it is bound to, whether the
+    program updates it: a buffer an output of the program is written back to)."""
+    updated = {s.target for s in outputs if s.kind == "buffer_mutation"}
     out = {}
     for s in inputs:
         if s.kind in ("parameter", "buffer"):
-            out[s.name] = state[s.target]
+            out[s.name] = (state[s.target], s.target in updated)
         elif s.kind == "constant":
-            out[s.name] = constants[s.target]
+            out[s.name] = (constants[s.target], False)
     return out
 
 
-__all__ = ["StaticMemory", "state_of"]
+__all__ = ["StaticMemory", "state_of", "guard_sizes"]
+
+
+def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
+    """Before each allocation of a size computed as the program runs (read from data:
+    ``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
+    call is refused (a RuntimeAssertionError naming the budget) before allocating."""
+    limit = 4 * max_numel
+    for node in list(graph.nodes):
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or \
+                target._opname not in ALLOCATING:
+            continue
+        names = [a.name for a in target._schema.arguments if not a.kwarg_only]
+        ints = {a.name for a in target._schema.arguments
+                if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
+        given = {**dict(zip(names, node.args)), **node.kwargs}
+        sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
+        if not any(isinstance(s, torch.fx.Node) for s in sizes):
+            continue  # constant sizes: held to the budget at load (allowlist.AllocBudget)
+        with graph.inserting_before(node):
+            total: Any = 1
+            for s in sizes:
+                if isinstance(s, torch.fx.Node):
+                    s = _call(graph, operator.abs, (s,))
+                elif not isinstance(s, int) or s == 1:
+                    continue
+                total = _call(graph, operator.mul, (total, s))
+            ok = _call(graph, operator.le, (total, limit))
+            check = graph.call_function(assert_sym, (ok, (
+                f"node {node.name!r} ({target}): a size computed as the program runs asks "
+                f"for more than {limit} elements, over the budget (max_alloc_numel = "
+                f"{max_numel}); if you trust the file, st.load(path, budgets="
+                f"{{'max_alloc_numel': <larger>}})")))
+            check.meta["val"] = None
+            check.meta["stack_trace"] = node.meta.get("stack_trace", "")
+
+
+def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:
+    """A node of Python arithmetic, its value (a symbolic int or bool) computed from its
+    arguments' as the tracer would have recorded it."""
+    node = graph.call_function(fn, args)
+    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+    try:
+        node.meta["val"] = fn(*vals) if all(v is not None for v in vals) else None
+    except Exception:  # noqa: BLE001 - a value that cannot be computed here: unknown
+        node.meta["val"] = None
+    return node

@@ -146,3 +146,28 @@ def stuck_loop() -> bytes:
     add = next(n for n in body["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor")
     add["args"][1] = 0
     return pack(doc, tensors)
+
+
+class Counter(torch.nn.Module):
+    """A buffer the program updates, whose value sizes an allocation: read as it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("n", torch.tensor(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.n.add_(1)
+        return x + torch.zeros(self.n.item()).sum()
+
+
+@functools.lru_cache(maxsize=None)
+def counter_base() -> bytes:
+    ep = st.export(Counter(), (torch.randn(3),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def counter_hostile() -> bytes:
+    """The updated buffer set to 2**36: zeros() would ask for 256 GiB at the first call."""
+    return replaced(counter_base(), {"state:n": torch.tensor(1 << 36)})
