@@ -252,8 +252,8 @@ __all__ = ["StaticMemory", "state_of", "guard_sizes"]
 
 
 def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
-    """Before each allocation of a size computed as the program runs (read from data:
-    ``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
+    """Before each allocation of a size read from data as the program runs
+    (``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
     call is refused (a RuntimeAssertionError naming the budget) before allocating."""
     limit = 4 * max_numel
     for node in list(graph.nodes):
@@ -266,8 +266,9 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
         given = {**dict(zip(names, node.args)), **node.kwargs}
         sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
-        if not any(isinstance(s, torch.fx.Node) for s in sizes):
-            continue  # constant sizes: held to the budget at load (allowlist.AllocBudget)
+        if not any(isinstance(s, torch.fx.Node) and _from_data_read(s) for s in sizes):
+            continue  # constant sizes are held to the budget at load (allowlist.AllocBudget),
+            # sizes of the inputs' shapes to the ranges the caller declared
         with graph.inserting_before(node):
             total: Any = 1
             for s in sizes:
@@ -284,6 +285,15 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 f"{{'max_alloc_numel': <larger>}})")))
             check.meta["val"] = None
             check.meta["stack_trace"] = node.meta.get("stack_trace", "")
+
+
+def _from_data_read(node: torch.fx.Node) -> bool:
+    """Whether a size node may hold a value read from data (an unbacked symbol ``u0``, or
+    no recorded value at all)."""
+    expr = getattr(node.meta.get("val"), "expr", None)
+    if expr is None:
+        return not isinstance(node.meta.get("val"), int)
+    return any(str(x).startswith("u") for x in expr.free_symbols)
 
 
 def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:

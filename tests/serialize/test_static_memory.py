@@ -58,3 +58,17 @@ def test_guards_survive_a_second_save_and_load():
     st.save(ep, buf)
     again = st.load(buf.getvalue()).module()
     torch.testing.assert_close(again(torch.ones(2)), Counter()(torch.ones(2)))
+
+
+def test_sizes_of_the_inputs_get_no_guard():
+    class Pad(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 3) + x[:, None]
+
+    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue(), budgets={"max_alloc_numel": 16})
+    assert not [n for n in loaded.graph.nodes if "max_alloc_numel" in str(n.args)]
+    x = torch.randn(100)  # 300 elements: over 4 * 16, but sized by the caller's input
+    torch.testing.assert_close(loaded.module()(x), Pad()(x))
