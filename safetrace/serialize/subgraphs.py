@@ -65,11 +65,18 @@ def same_graphs(saved: list[tuple[str, list]]) -> dict[str, str]:
     for path, _ in saved:
         parent, _, _ = path.rpartition(".")
         children.setdefault(parent, []).append(path)
+    nodes_of = dict(saved)
     keys: dict[str, str] = {}
-    for path, nodes in reversed(saved):  # (children after their parents: keyed first)
-        kids = sorted((p.rpartition(".")[2], keys[p]) for p in children.get(path, ()))
-        keys[path] = json.dumps([_numbered(nodes), kids], sort_keys=True,
-                                separators=(",", ":"))
+
+    def key(path: str) -> str:  # (paths are at most MAX_DEPTH deep: bounded recursion)
+        if path not in keys:
+            kids = sorted((p.rpartition(".")[2], key(p)) for p in children.get(path, ()))
+            keys[path] = json.dumps([_numbered(nodes_of[path]), kids], sort_keys=True,
+                                    separators=(",", ":"))
+        return keys[path]
+
+    for path, _ in saved:
+        key(path)
     return keys
 
 
