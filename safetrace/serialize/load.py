@@ -27,6 +27,7 @@ from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import sym
+from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
@@ -395,7 +396,7 @@ class Builder:
                     subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:
                     allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
-                node = graph.create_node("call_function", target, args, kwargs, name=name)
+                node = add_node(graph, target, args, kwargs, name)
                 if not isinstance(target, torch._ops.OperatorBase):
                     self.alloc.fold(node, tname, target, args)
             elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach

@@ -511,6 +511,8 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     blob(al, "updated_buffer_item_zeros_256gib", hostile_static.counter_hostile, expect="call",
          match="max_alloc_numel")
     blob(al, "control_updated_buffer", hostile_static.counter_base, expect="bounded")
+    hostile_static.cond_base()
+    blob(al, "one_thousand_conds", lambda: hostile_static.many_conds(1000), expect="bounded")
     hostile_static.loop_base()
     blob(al, "while_loop_body_stops_incrementing", hostile_static.stuck_loop, expect="call",
          match="max_loop_iterations")

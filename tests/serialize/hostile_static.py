@@ -171,3 +171,44 @@ def counter_base() -> bytes:
 def counter_hostile() -> bytes:
     """The updated buffer set to 2**36: zeros() would ask for 256 GiB at the first call."""
     return replaced(counter_base(), {"state:n": torch.tensor(1 << 36)})
+
+
+class OneCond(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+
+
+@functools.lru_cache(maxsize=None)
+def cond_base() -> bytes:
+    ep = st.export(OneCond(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def many_conds(n: int = 2000) -> bytes:
+    """The saved one-cond program's cond repeated ``n`` times in a chain (each with its own
+    pair of subgraphs, as an export of ``n`` conds writes them): what ``OneCond`` applied
+    ``n`` times computes."""
+    doc, tensors = parts(cond_base())
+    nodes = doc["nodes"]
+    out = nodes[-1]
+    first = next(i for i, n_ in enumerate(nodes) if n_["op"] == "call_function")
+    body = nodes[first:-1]  # sum, gt, get_attr x2, cond, getitem
+    prev = body[0]["args"][0]["node"]
+    last = out["args"][0]["tuple"][0]["node"]
+    chain, subs = [], []
+    for i in range(n):
+        text = json.dumps(body)
+        for node in body:
+            text = text.replace(f'"{node["name"]}"', f'"{node["name"]}_c{i}"')
+        for g in doc["subgraphs"]:
+            text = text.replace(f'"{g["path"]}"', f'"{g["path"]}_c{i}"')
+        text = text.replace(json.dumps({"node": prev}), json.dumps({"node": f"{last}_c{i - 1}"})
+                            ) if i else text
+        chain.extend(json.loads(text))
+        subs.extend({"path": f'{g["path"]}_c{i}', "nodes": g["nodes"]} for g in doc["subgraphs"])
+    out["args"][0]["tuple"][0]["node"] = f"{last}_c{n - 1}"
+    doc["nodes"] = nodes[:first] + chain + [out]
+    doc["subgraphs"] = subs
+    return pack(doc, tensors)

@@ -70,3 +70,27 @@ def test_different_subgraphs_stay_apart():
     for n in (0, 1, 7):
         x = torch.randn(n).abs() + 0.5
         torch.testing.assert_close(ep.module()(x), Different()(x))
+
+
+def test_two_thousand_conds_load_in_bounded_time():
+    import time
+
+    from tests.serialize.hostile_static import OneCond, many_conds
+
+    blob = many_conds(2000)  # 6.8 MB: 12,000 main-graph nodes, 4,000 subgraphs
+    st.load(many_conds(2))  # (first-load imports and caches out of the measure)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (CPU time, not the spinning of idle intra-op threads)
+    try:
+        cpu = time.process_time()
+        ep = st.load(blob)
+        cpu = time.process_time() - cpu
+    finally:
+        torch.set_num_threads(threads)
+    assert cpu < 2.0  # 0.8 s measured (2-core VM, 2026-12-04)
+    assert len(_graphs(ep)) == 2
+    x = torch.randn(3)
+    expected = x
+    for _ in range(2000):
+        expected = OneCond()(expected)
+    torch.testing.assert_close(ep.module()(x), expected)
