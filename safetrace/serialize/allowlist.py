@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import LoadError
+from safetrace.errors.load import bad_file, over_budget, refused_call
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
 
@@ -159,13 +159,23 @@ class AllocBudget:
             numel *= _static_numel(given.get("self"))
         nbytes = numel * _itemsize(given)
         if nbytes > self.each:
-            raise LoadError(f"{where}: constant sizes asking for {nbytes} bytes in one call, "
-                            f"over the budget (4 * max_alloc_numel = {self.each} bytes)")
+            raise over_budget(where, f"constant sizes asking for {nbytes} bytes in one call, "
+                              f"{self.each} allowed (4 * max_alloc_numel bytes)",
+                              "max_alloc_numel", -(-nbytes // 4))
         self.total += nbytes
         if self.total > self.limit:
-            raise LoadError(f"{where}: the program's constant-size allocations ask for "
-                            f"{self.total} bytes in all, over the budget (16 * "
-                            f"max_alloc_numel = {self.limit} bytes)")
+            raise over_budget(where, f"the program's constant-size allocations ask for "
+                              f"{self.total} bytes in all, {self.limit} allowed (16 * "
+                              "max_alloc_numel bytes)", "max_alloc_numel", -(-self.total // 16))
+
+
+    def again(self, nbytes: int, where: str) -> None:
+        """Count once more the allocations of a graph that is used twice."""
+        self.total += nbytes
+        if self.total > self.limit:
+            raise over_budget(where, f"the program's constant-size allocations ask for "
+                              f"{self.total} bytes in all, {self.limit} allowed (16 * "
+                              "max_alloc_numel bytes)", "max_alloc_numel", -(-self.total // 16))
 
 
 # operators whose size arguments are what they allocate
@@ -216,12 +226,12 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
         if why is _UNSEEN:  # a property of the operator: decided once per process
             why = _ATEN_REFUSALS[op] = _aten_refusal(op, packet)
         if why is not None:
-            raise LoadError(f"{where}: calls {name}, {why}")
+            raise refused_call(where, f"calls {name}, {why}")
     elif f"{ns}::{packet}" not in allow_ops and ns not in allow_ops:
-        raise LoadError(
-            f"{where}: calls {name} of namespace {ns!r}, which is not allowed by default.\n"
-            f"Fix: if you trust that operator, st.load(path, allow_ops=[{f'{ns}::{packet}'!r}]) "
-            f"(its implementation must be registered in this process)")
+        raise refused_call(where, f"calls {name} of namespace {ns!r}, which is not allowed by "
+                           "default", f"if you trust that operator, st.load(path, allow_ops="
+                           f"[{f'{ns}::{packet}'!r}]) (its implementation must be registered "
+                           "in this process)")
     given = bind(op, name, args, kwargs, where, budgets, max_numel)
     if alloc is not None:
         alloc.check(op, given, where)
@@ -293,18 +303,18 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
     the arguments by name."""
     positional, kinds = _signature(op)
     if len(args) > len(positional):
-        raise LoadError(f"{where}: {name} takes at most {len(positional)} positional "
-                        f"arguments, got {len(args)}")
+        raise bad_file(where, f"{name} takes at most {len(positional)} positional "
+                              f"arguments, got {len(args)}")
     given = dict(zip(positional, args))
     for k, v in kwargs.items():
         if k not in kinds or k in given:
-            raise LoadError(f"{where}: {name} has no keyword argument {k[:40]!r} (or it is "
-                            "given twice)")
+            raise bad_file(where, f"{name} has no keyword argument {k[:40]!r} (or it is "
+                                  "given twice)")
         given[k] = v
     for arg, (kind, required) in kinds.items():
         if arg not in given:
             if required:
-                raise LoadError(f"{where}: {name} lacks its argument {arg!r}")
+                raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets)
     for k, v in given.items():
@@ -343,9 +353,10 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
         if inner == "int" and _is_int(v):
             return  # int[1] given as one int
         if not isinstance(v, (list, tuple)):
-            raise LoadError(f"{where}: expected a list, got {_kind(v)}")
+            raise bad_file(where, f"expected a list, got {_kind(v)}")
         if len(v) > budgets.max_repeat:
-            raise LoadError(f"{where}: list of {len(v)} items (max_repeat={budgets.max_repeat})")
+            raise over_budget(where, f"list of {len(v)} items, {budgets.max_repeat} allowed",
+                              "max_repeat", len(v))
         for x in v:
             _value(inner, x, where, budgets)
         return
@@ -362,9 +373,9 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
         "MemoryFormat": lambda: isinstance(v, torch.memory_format),
     }.get(kind)
     if ok is None:
-        raise LoadError(f"{where}: arguments of type {kind} are not supported in loaded graphs")
+        raise bad_file(where, f"arguments of type {kind} are not supported in loaded graphs")
     if not ok():
-        raise LoadError(f"{where}: expected {kind}, got {_kind(v)}")
+        raise bad_file(where, f"expected {kind}, got {_kind(v)}")
 
 
 def _is_int(v: Any) -> bool:
@@ -385,8 +396,8 @@ def _alloc(v: Any, where: str, max_numel: int) -> None:
         if _is_int(x):
             total *= max(abs(x), 1)
             if total > max_numel:
-                raise LoadError(f"{where}: constant sizes asking for {total} or more elements, "
-                                f"over the budget (max_alloc_numel={max_numel})")
+                raise over_budget(where, f"constant sizes asking for {total} or more "
+                                  f"elements, {max_numel} allowed", "max_alloc_numel", total)
 
 
 def _arange(given: dict, where: str, name: str, max_numel: int) -> None:
@@ -395,10 +406,10 @@ def _arange(given: dict, where: str, name: str, max_numel: int) -> None:
                for x in (start, end, step)):
         return  # sizes from the graph: bounded by the inputs
     if step == 0 or not all(math.isfinite(x) for x in (start, end, step)):
-        raise LoadError(f"{where}: {name} with step {step!r} or a non-finite bound")
+        raise bad_file(where, f"{name} with step {step!r} or a non-finite bound")
     if (end - start) / step > max_numel:
-        raise LoadError(f"{where}: {name} asks for {(end - start) / step:.0f} elements, over "
-                        f"the budget (max_alloc_numel={max_numel})")
+        raise over_budget(where, f"{name} asks for {(end - start) / step:.0f} elements, "
+                          f"{max_numel} allowed", "max_alloc_numel")
 
 
 def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: str,
@@ -411,34 +422,34 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
         return
     lo, hi, kind = rule
     if kwargs or not lo <= len(args) <= hi:
-        raise LoadError(f"{where}: {name} takes {lo}..{hi} positional arguments, got "
-                        f"{len(args)} and keywords {sorted(kwargs)[:3]}")
+        raise bad_file(where, f"{name} takes {lo}..{hi} positional arguments, got "
+                              f"{len(args)} and keywords {sorted(kwargs)[:3]}")
     if kind == "getitem":
         if not isinstance(args[0], torch.fx.Node) or not (
                 _is_int(args[1]) and abs(args[1]) <= budgets.max_repeat):
-            raise LoadError(f"{where}: {name} needs a graph value and a small int index")
+            raise bad_file(where, f"{name} needs a graph value and a small int index")
         return
     if kind == "assert":
         if not isinstance(args[0], (torch.fx.Node, bool)) or not (
                 isinstance(args[1], str) and len(args[1]) <= budgets.max_string):
-            raise LoadError(f"{where}: {name} needs a condition and a message string "
-                            f"(<= {budgets.max_string} characters)")
+            raise bad_file(where, f"{name} needs a condition and a message string "
+                                  f"(<= {budgets.max_string} characters)")
         return
     for v in args:
         if not (isinstance(v, torch.fx.Node) or isinstance(v, _NUMBER)):
-            raise LoadError(f"{where}: {name} on {_kind(v)}: only numbers and graph values")
+            raise bad_file(where, f"{name} on {_kind(v)}: only numbers and graph values")
         if _is_int(v) and abs(v) > 1 << 64:
-            raise LoadError(f"{where}: {name} on an int of {v.bit_length()} bits")
+            raise bad_file(where, f"{name} on an int of {v.bit_length()} bits")
     if kind in ("pow", "shift"):
         e = args[1]
         if kind == "pow" and (_floatish(e) or _floatish(args[0])):
             return  # float powers cost a float operation, whatever the exponent
         if not _is_int(e) or abs(e) > budgets.max_exponent:
-            raise LoadError(f"{where}: {name} with {'exponent' if kind == 'pow' else 'shift'} "
-                            f"{_kind(e)}: it must be a constant int within +-{budgets.max_exponent}"
-                            f" (max_exponent)")
+            raise over_budget(where, f"{name} with {'exponent' if kind == 'pow' else 'shift'} "
+                              f"{_kind(e)}: it must be a constant int within "
+                              f"+-{budgets.max_exponent}", "max_exponent")
     if kind == "round" and len(args) == 2 and not (_is_int(args[1]) and abs(args[1]) <= 400):
-        raise LoadError(f"{where}: {name} with ndigits {_kind(args[1])}")
+        raise bad_file(where, f"{name} with ndigits {_kind(args[1])}")
 
 
 def _floatish(v: Any) -> bool:
@@ -451,10 +462,10 @@ def _floatish(v: Any) -> bool:
 
 def _plain(v: Any, where: str, budgets: Budgets) -> None:
     if isinstance(v, str) and len(v) > budgets.max_string:
-        raise LoadError(f"{where}: string of {len(v)} characters (max_string)")
+        raise over_budget(where, f"string of {len(v)} characters", "max_string", len(v))
     if isinstance(v, (list, tuple)):
         if len(v) > budgets.max_repeat:
-            raise LoadError(f"{where}: list of {len(v)} items (max_repeat)")
+            raise over_budget(where, f"list of {len(v)} items", "max_repeat", len(v))
         for x in v:
             _plain(x, where, budgets)
     if isinstance(v, dict):

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import LoadError
+from safetrace.errors.load import over_budget
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +37,10 @@ class Budgets:
     max_check_code: int = 8 << 20        # characters of generated input-check code
     max_alloc_numel: int = 1 << 26       # elements a constant-sized allocation may ask for
                                          # (or 4x the largest tensor in the file, if more)
+    max_static_ops: int = 10_000         # operators applied to the program's own state and
+                                         # constants (evaluated at load to bound memory)
+    max_loop_iterations: int = 10_000    # iterations of one while_loop call (checked as it
+                                         # runs: a loop that never ends would hang the call)
     max_string: int = 1 << 12            # a string argument of a graph call
     max_exponent: int = 64               # |exponent| / shift of int pow and shifts in a graph
     max_repeat: int = 1 << 16            # a list argument's length in a graph call
@@ -91,14 +95,13 @@ def json_shape(raw: bytes, budgets: Budgets, where: str, max_depth: int | None =
         out = ~(ins | quote)
         values += int((((t == _COMMA) | (t == _OPEN_L) | (t == _OPEN_D)) & out).sum())
         if count_values and values > budgets.max_json_values:
-            raise LoadError(f"{where}: about {values} JSON values, over the budget "
-                            f"(max_json_values={budgets.max_json_values})")
+            raise over_budget(where, f"about {values} JSON values, {budgets.max_json_values} "
+                              "allowed", "max_json_values", values)
         step = (((t == _OPEN_L) | (t == _OPEN_D)) & out).to(torch.int32) - \
             (((t == _CLOSE_L) | (t == _CLOSE_D)) & out).to(torch.int32)
         run = torch.cumsum(step, 0)
         if len(run) and depth + int(run.max()) > limit:
-            raise LoadError(f"{where}: JSON nested deeper than {limit} "
-                            f"(max_json_depth={budgets.max_json_depth})")
+            raise over_budget(where, f"JSON nested deeper than {limit}", "max_json_depth")
         depth += int(run[-1]) if len(run) else 0
         if max_string is not None:
             opened = _longest(quote, i, inside, opened, max_string, where)
@@ -131,8 +134,8 @@ def _longest(quote: torch.Tensor, base: int, inside: int, opened: int, max_strin
 
 
 def _long(n: int, max_string: int, where: str) -> None:
-    raise LoadError(f"{where}: a string of about {n} bytes, over the budget "
-                    f"(max_json_string={max_string})")
+    raise over_budget(where, f"a string of about {n} bytes, {max_string} allowed",
+                      "max_json_string", n)
 
 
 _ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")  # UTF-8 lead byte or escape

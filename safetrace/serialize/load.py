@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import InputMismatchError, LoadError
+from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, subgraphs
+from safetrace.serialize import allowlist, memory, subgraphs
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -27,6 +27,7 @@ from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import sym
+from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
@@ -87,8 +88,12 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
+        for g in {id(g): g for g in self._all_graphs}.values():
+            memory.guard_sizes(g, self.max_numel)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
+        memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops).graph(
+            graph, memory.state_of(inputs, state, constants, out_specs))
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")
@@ -121,15 +126,25 @@ class Builder:
         """The control-flow subgraphs (see ``subgraphs.py``), within the node budget."""
         graphs = {"": graph}
         total = len(graph.nodes)
-        for path, items in subgraphs.paths(self.doc.get("subgraphs", []),
-                                           self.budgets.max_nodes):
+        saved = subgraphs.paths(self.doc.get("subgraphs", []), self.budgets.max_nodes)
+        # identical subgraphs (2000 torch.cond of one function) are built, checked and
+        # code-generated once, and shared; their allocations still count each time
+        keys, built = subgraphs.same_graphs(saved), {}
+        for path, items in saved:
             total += len(items)
             if total > self.budgets.max_nodes:
                 raise fail("subgraphs", f"more than {self.budgets.max_nodes} nodes in all "
                                         f"graphs (max_nodes)")
+            if keys[path] in built:
+                graphs[path], allocated = built[keys[path]]
+                self.alloc.again(allocated, f"subgraph {path[:60]!r}")
+                continue
+            before = self.alloc.total
             graphs[path] = self._graph(items, subgraph=path)[0]
-        subgraphs.attach(graphs)
-        for path, g in graphs.items():
+            built[keys[path]] = graphs[path], self.alloc.total - before
+        subgraphs.attach(graphs, self.budgets.max_loop_iterations)
+        self._all_graphs = list(graphs.values())
+        for path, g in {id(g): (p, g) for p, g in graphs.items()}.values():
             if path:
                 try:
                     g.lint()
@@ -213,12 +228,12 @@ class Builder:
         aliases = self._aliases()
         with_weights = expect(doc["weights"], bool, "weights")
         if with_weights and self.external is not None:
-            raise LoadError("weights= was given, but this file holds its weights (saved "
-                            "with weights=True)")
+            raise bad_source("weights= was given, but this file holds its weights (saved "
+                             "with weights=True)", "st.load(path) without weights=")
         if not with_weights and self.external is None:
-            raise LoadError("this file was saved without weights (st.save(..., weights="
-                            "False)).\nFix: st.load(path, weights=<safetensors file or "
-                            "state_dict with the parameters and persistent buffers>)")
+            raise bad_source("this file was saved without weights (st.save(..., weights="
+                             "False))", "st.load(path, weights=<safetensors file or state_dict "
+                             "with the parameters and persistent buffers>)")
         entries, seen = [], set()
         for i, s in enumerate(expect(doc["state"], list, "state")):
             where = f"state[{i}]"
@@ -296,7 +311,9 @@ class Builder:
                     problems.append(f"{name}: a meta tensor (no data)")
                 out[name] = t.detach()
         if problems:
-            raise LoadError("weights= does not match the program:\n  " + "\n  ".join(problems))
+            raise bad_source("weights= does not match the program:\n  " + "\n  ".join(problems),
+                             "give the parameters and persistent buffers the program was "
+                             "saved with (names, shapes and dtypes as listed)")
         return out
 
     def _state_name(self, name: Any, where: str, seen: set) -> str:
@@ -379,7 +396,7 @@ class Builder:
                     subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:
                     allowlist.check_callable(tname, target, args, kwargs, where, self.budgets)
-                node = graph.create_node("call_function", target, args, kwargs, name=name)
+                node = add_node(graph, target, args, kwargs, name)
                 if not isinstance(target, torch._ops.OperatorBase):
                     self.alloc.fold(node, tname, target, args)
             elif op == "get_attr":  # a control-flow subgraph, resolved by subgraphs.attach
@@ -584,8 +601,7 @@ def _arith_safe(checks: Any) -> Any:
         try:
             return checks(leaves)
         except ArithmeticError as err:
-            raise InputMismatchError(f"the inputs cannot be checked against the loaded "
-                                     f"program's contract: {err}") from None
+            raise unchecked_inputs(err) from None
 
     check_inputs.__source__ = getattr(checks, "__source__", "")
     return check_inputs

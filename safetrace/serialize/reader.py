@@ -16,11 +16,13 @@ import torch
 
 from safetrace.progress import task
 from safetrace.errors import LoadError
+from safetrace.errors.load import bad_file, bad_source, over_budget
 from safetrace.serialize import tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
 from safetrace.serialize.load import Builder, LazyTensor
 from safetrace.serialize.save import FORMAT, PROGRAM, VERSION
+from safetrace.trace.session import gc_paused
 from safetrace.symbolic.expr import release_since, table_mark
 
 _TOP = {"format", "version", "torch_version", "symbols", "nodes", "inputs", "outputs",
@@ -58,7 +60,9 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
         raise TypeError(f"mmap must be True or False, got {type(mmap).__name__}")
     mark = table_mark()
     try:
-        with task("st.load: reading and validating", verbose):
+        # (the collector paused as in an export: the document's objects and the graphs'
+        # nodes, with their cycles, live on; collections would scan them again and again)
+        with gc_paused(), task("st.load: reading and validating", verbose):
             return _load(source, weights, ops, limits, mmap)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err
@@ -102,30 +106,29 @@ def _op_names(allow_ops: Any) -> list[str]:
 def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
           mapped: bool) -> Any:
     if mapped and not isinstance(source, (str, os.PathLike)):
-        raise LoadError(f"st.load(..., mmap=True) maps a file given by its path; got a "
-                        f"{type(source).__name__}.\nFix: st.load(path, mmap=True), or drop "
-                        f"mmap=True")
+        raise bad_source(f"st.load(..., mmap=True) maps a file given by its path; got a "
+                         f"{type(source).__name__}", "st.load(path, mmap=True), or drop mmap=True")
     try:
         container = _container(source, budgets, mapped)
     except OSError as err:
-        raise LoadError(f"cannot read the program file: {err}") from None
+        raise bad_source(f"cannot read the program file: {err}") from None
     doc = _document(container.metadata, budgets)
     try:
         external = _external(weights, budgets, mapped) if weights is not None else None
     except OSError as err:
-        raise LoadError(f"cannot read the weights file: {err}") from None
+        raise bad_file(None, f"cannot read the weights file: {err}") from None
     try:
         with expr_budget(budgets.max_expr_nodes, budgets.max_expr_nodes_each):
             ep = Builder(doc, container, external, allow_ops, budgets).build()
     except RecursionError:
-        raise LoadError(f"{PROGRAM}: structure nested too deeply") from None
+        raise bad_file(PROGRAM, "structure nested too deeply") from None
     except LoadError:
         raise
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError, AttributeError,
             LookupError, RuntimeError) as err:
         # a combination of fields the checks above did not foresee: still a bad file
-        raise LoadError(f"{PROGRAM}: malformed program ({type(err).__name__}: "
-                        f"{str(err)[:200]})") from err
+        raise bad_file(PROGRAM, f"malformed program ({type(err).__name__}: "
+                                f"{str(err)[:200]})") from err
     files = {c.mapped for c in (container, getattr(external, "container", None))
              if c is not None and c.mapped is not None}
     ep.mapped_files = frozenset(files)  # st.save refuses to write over one of these
@@ -139,8 +142,8 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
 def _container(source: Any, budgets: Budgets, mapped: bool) -> Any:
     if isinstance(source, (bytes, bytearray, memoryview)):
         if memoryview(source).nbytes > budgets.max_file_bytes:
-            raise LoadError(f"the bytes given hold over {budgets.max_file_bytes} bytes "
-                            "(max_file_bytes)")
+            raise over_budget(None, f"the bytes given hold over {budgets.max_file_bytes} "
+                              "bytes", "max_file_bytes", memoryview(source).nbytes)
         return tensorfile.read_bytes(source, budgets, "file")
     if hasattr(source, "read"):
         return tensorfile.read_stream(source, budgets, "file")
@@ -150,35 +153,35 @@ def _container(source: Any, budgets: Budgets, mapped: bool) -> Any:
             return tensorfile.read_fd(fd, budgets, "file", mapped)
         finally:
             os.close(fd)
-    raise LoadError(
-        f"st.load got {source!r:.80} of type {type(source).__name__}, which is not a program "
-        f"source: expected a file path (str or os.PathLike), a binary file object or "
-        f"bytes.\nFix: st.load(\"model.st\") with the path given to st.save, or "
-        f"st.load(open(path, \"rb\"))")
+    raise bad_source(f"st.load got {source!r:.80} of type {type(source).__name__}, which is "
+                     "not a program source: expected a file path (str or os.PathLike), a "
+                     "binary file object or bytes", "st.load(\"model.st\") with the path given "
+                     "to st.save, or st.load(open(path, \"rb\"))")
 
 
 def _document(metadata: dict, budgets: Budgets) -> dict:
     if PROGRAM not in metadata:
-        raise LoadError("not a safetrace program: a safetensors file without the "
-                        f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
-                        "pass the checkpoint as st.load(program, weights=checkpoint))")
+        raise bad_file(None, "not a safetrace program: a safetensors file without the "
+                             f"{FORMAT!r} metadata (a plain checkpoint? load the program file and "
+                             "pass the checkpoint as st.load(program, weights=checkpoint))")
     try:
         raw = metadata.pop(PROGRAM).encode("utf-8")  # (the text is not kept twice)
     except UnicodeEncodeError as err:
-        raise LoadError(f"{PROGRAM}: not valid Unicode ({err.reason} at character "
-                        f"{err.start}: a lone surrogate escape)") from None
+        raise bad_file(PROGRAM, f"not valid Unicode ({err.reason} at character "
+                                f"{err.start}: a lone surrogate escape)") from None
     json_shape(raw, budgets, PROGRAM, max_string=budgets.max_json_string)
     try:
         doc = json.loads(raw, object_pairs_hook=tensorfile.no_duplicate_keys,
                          parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
-        raise LoadError(f"{PROGRAM}: not valid JSON: {str(err)[:200]}") from None
+        raise bad_file(PROGRAM, f"not valid JSON: {str(err)[:200]}") from None
     if _SURROGATE.search(raw):  # an escape of one: is every one half of a pair?
         try:
             json.dumps(doc, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError as err:
-            raise LoadError(f"{PROGRAM}: a string holds a lone surrogate escape "
-                            f"({err.object[err.start:err.end]!a}): not valid Unicode") from None
+            raise bad_file(PROGRAM, f"a string holds a lone surrogate escape "
+                                    f"({err.object[err.start:err.end]!a}): not valid "
+                                    "Unicode") from None
     _check_version(doc)
     return doc
 
@@ -189,11 +192,11 @@ def _external(weights: Any, budgets: Budgets, mapped: bool) -> dict:
         bad = [k for k, v in weights.items()
                if not isinstance(k, str) or not isinstance(v, torch.Tensor)]
         if bad:
-            raise LoadError(f"weights= must map names to tensors; bad entries {bad[:5]}")
+            raise bad_file(None, f"weights= must map names to tensors; bad entries {bad[:5]}")
         return dict(weights)
     if not isinstance(weights, (str, os.PathLike)):
-        raise LoadError(f"weights= must be a safetensors file path or a state_dict, got "
-                        f"{type(weights).__name__}")
+        raise bad_file(None, f"weights= must be a safetensors file path or a state_dict, got "
+                             f"{type(weights).__name__}")
     fd = tensorfile.open_regular(weights, "weights file")
     try:
         c = tensorfile.read_fd(fd, budgets, "weights file", mapped)
@@ -212,27 +215,27 @@ class _Weights(dict):
 
 def _check_version(doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise LoadError(f"{PROGRAM}: not a safetrace program (format field is not {FORMAT!r})")
+        raise bad_file(PROGRAM, f"not a safetrace program (format field is not {FORMAT!r})")
     v = doc.get("version")
     if (not isinstance(v, list) or len(v) != 2
             or not all(type(x) is int and 0 <= x < 1 << 31 for x in v)):
-        raise LoadError(f"{PROGRAM}: bad format version {str(v)[:40]}")
+        raise bad_file(PROGRAM, f"bad format version {str(v)[:40]}")
     if v[0] > VERSION[0]:
-        raise LoadError(f"this file has format version {v[0]}.{v[1]}, newer than this "
-                        f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
+        raise bad_file(None, f"this file has format version {v[0]}.{v[1]}, newer than this "
+                             f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
     if v[0] < VERSION[0]:
-        raise LoadError(f"unsupported format version {v[0]}.{v[1]}")
+        raise bad_file(None, f"unsupported format version {v[0]}.{v[1]}")
     tv = doc.get("torch_version")
     if not isinstance(tv, str) or not _TORCH_VERSION.fullmatch(tv):
-        raise LoadError(f"{PROGRAM}: torch_version {str(tv)[:40]!a} is not a version "
-                        "(at most 64 characters of letters, digits and .+-_)")
+        raise bad_file(PROGRAM, f"torch_version {str(tv)[:40]!a} is not a version "
+                                "(at most 64 characters of letters, digits and .+-_)")
     required = _TOP.union(*(f for minor, f in _SINCE.items() if minor <= v[1]))
     extra = doc.keys() - required - _OPTIONAL
     if extra and v[1] <= VERSION[1]:
-        raise LoadError(f"{PROGRAM}: unknown field(s) {sorted(extra)[:5]}")
+        raise bad_file(PROGRAM, f"unknown field(s) {sorted(extra)[:5]}")
     missing = required - doc.keys()
     if missing:
-        raise LoadError(f"{PROGRAM}: missing field(s) {sorted(missing)}")
+        raise bad_file(PROGRAM, f"missing field(s) {sorted(missing)}")
 
 
 def _no_constant(name: str) -> Any:

@@ -12,15 +12,18 @@ nodes, and each subgraph must take as many inputs as the call passes it.
 
 from __future__ import annotations
 
+import json
 import keyword
+import threading
 from typing import Any, Callable
 
 import torch
 
+from safetrace.errors.load import loop_budget
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
-from safetrace.trace.hops import Subgraph, submodules
+from safetrace.trace.hops import Subgraph, owner_module, submodules
 
 MAX_DEPTH = 16  # nesting of control flow in one program
 
@@ -55,9 +58,53 @@ def paths(items: Any, max_graphs: int) -> list[tuple[str, list]]:
     return out
 
 
-def attach(graphs: dict[str, torch.fx.Graph]) -> None:
+def same_graphs(saved: list[tuple[str, list]]) -> dict[str, str]:
+    """path -> a key equal for subgraphs saved identically (their nodes, metadata and
+    children alike)."""
+    children: dict[str, list[str]] = {}
+    for path, _ in saved:
+        parent, _, _ = path.rpartition(".")
+        children.setdefault(parent, []).append(path)
+    nodes_of = dict(saved)
+    keys: dict[str, str] = {}
+
+    def key(path: str) -> str:  # (paths are at most MAX_DEPTH deep: bounded recursion)
+        if path not in keys:
+            kids = sorted((p.rpartition(".")[2], key(p)) for p in children.get(path, ()))
+            keys[path] = json.dumps([_numbered(nodes_of[path]), kids], sort_keys=True,
+                                    separators=(",", ":"))
+        return keys[path]
+
+    for path, _ in saved:
+        key(path)
+    return keys
+
+
+def _numbered(nodes: list) -> list:
+    """``nodes`` with each node's name (and every reference to it) replaced by its
+    position: graphs that differ only in names (a placeholder named after the operand
+    passed to it) are the same graph."""
+    index = {n["name"]: i for i, n in enumerate(nodes)
+             if isinstance(n, dict) and isinstance(n.get("name"), str)}
+
+    def refs(v: Any) -> Any:
+        if isinstance(v, dict):
+            if len(v) == 1 and isinstance(v.get("node"), str) and v["node"] in index:
+                return {"node": index[v["node"]]}
+            return {k: refs(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [refs(x) for x in v]
+        return v
+
+    return [{**n, "name": i, "args": refs(n.get("args")), "kwargs": refs(n.get("kwargs"))}
+            if isinstance(n, dict) else n for i, n in enumerate(nodes)]
+
+
+def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = None) -> None:
     """Give each graph (path "" is the main graph) the subgraphs its get_attr nodes name,
-    and check every higher-order call against what it calls."""
+    and check every higher-order call against what it calls; the condition and body of
+    each while_loop count its iterations (``max_loop_iterations``, if given)."""
+    shared: dict[int, Subgraph] = {}  # a graph used twice is one Subgraph: one module
     for path, graph in graphs.items():
         prefix = f"{path}." if path else ""
         for node in graph.nodes:
@@ -67,11 +114,14 @@ def attach(graphs: dict[str, torch.fx.Graph]) -> None:
             if child is None:
                 raise fail(f"node {node.name!r}", f"get_attr of {str(node.target)[:60]!r}, "
                                                   "which is not a subgraph of this graph")
-            graph.__dict__.setdefault("st_submodules", {})[node.target] = Subgraph(child)
+            sub = shared.setdefault(id(child), Subgraph(child))
+            graph.__dict__.setdefault("st_submodules", {})[node.target] = sub
         for node in graph.nodes:
             if node.op == "call_function" and isinstance(node.target,
                                                          torch._ops.HigherOrderOperator):
                 _check_call(node, graph)
+                if node.target.name() == "while_loop" and max_loop_iterations is not None:
+                    _count_loop(node, graph, max_loop_iterations)
     unused = [p for p in graphs if p and not _reachable(p, graphs)]
     if unused:
         raise fail("subgraphs", f"subgraph {unused[0][:60]!r} is not called by its parent")
@@ -105,6 +155,62 @@ def _check_call(node: torch.fx.Node, graph: torch.fx.Graph) -> None:
         n_in = sum(1 for n in sub.nodes if n.op == "placeholder")
         if n_in != n_operands:
             raise fail(where, f"calls a subgraph taking {n_in} inputs with {n_operands}")
+
+
+def _count_loop(node: torch.fx.Node, graph: torch.fx.Graph, limit: int) -> None:
+    subs = graph.__dict__["st_submodules"]
+    loop = _Loop(node.name, limit)
+    for role, arg in (("cond", node.args[0]), ("body", node.args[1])):
+        subs[arg.target] = LoopPart(subs[arg.target].graph, loop, role)
+
+
+class _Loop:
+    """The iterations of one loaded while_loop, counted per thread."""
+
+    def __init__(self, node: str, limit: int) -> None:
+        self.node, self.limit = node, limit
+        self.local = threading.local()
+
+
+class LoopPart(Subgraph):
+    """The condition or the body of a loaded while_loop, whose module counts iterations:
+    a file's loop whose body stops making progress must not hang the call."""
+
+    def __init__(self, graph: torch.fx.Graph, loop: _Loop, role: str) -> None:
+        super().__init__(graph)
+        self.loop, self.role = loop, role
+
+    def module(self, class_name: str) -> torch.fx.GraphModule:
+        if self._module is None:
+            gm = _Counted(owner_module(self.graph), self.graph, class_name)
+            gm.st_loop, gm.st_role = self.loop, self.role
+            self._module = gm
+        return self._module
+
+
+class _Counted(torch.fx.GraphModule):
+    """A loop's condition counts a call that receives what the body just returned as one
+    more iteration (a first call, on other values, starts the count again)."""
+
+    st_loop: _Loop
+    st_role: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        state = self.st_loop.local
+        if self.st_role == "body":
+            out = super().__call__(*args, **kwargs)
+            state.last = out
+            return out
+        last = getattr(state, "last", None)
+        state.last = None
+        going_on = last is not None and len(args) >= len(last) and all(
+            a is b for a, b in zip(args, last))
+        state.count = getattr(state, "count", 0) + 1 if going_on else 0
+        out = super().__call__(*args, **kwargs)
+        if state.count >= self.st_loop.limit and bool(out):
+            state.count = 0
+            raise loop_budget(self.st_loop.node, self.st_loop.limit)
+        return out
 
 
 def output_ok(args: tuple) -> bool:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors import LoadError
+from safetrace.errors.load import bad_file
 from safetrace.trace import asserts
 
 _CALLABLES: dict[str, Callable] = {}
@@ -82,7 +82,7 @@ def name_to_target(name: Any, where: str, memo: dict | None = None) -> Any:
     may be registered in between).
     """
     if not isinstance(name, str) or len(name) > 400:
-        raise LoadError(f"{where}: bad call target {str(name)[:60]!r}")
+        raise bad_file(where, f"bad call target {str(name)[:60]!r}")
     hit = _OPS.get(name) if memo is None else memo.get(name)
     if hit is None:
         try:
@@ -92,7 +92,7 @@ def name_to_target(name: Any, where: str, memo: dict | None = None) -> Any:
         if memo is not None and len(memo) < _MEMO_MAX:
             memo[name] = hit
     if isinstance(hit, str):
-        raise LoadError(f"{where}: {hit}")
+        raise bad_file(where, f"{hit}")
     return hit
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import LoadError
+from safetrace.errors.load import bad_file, over_budget, truncated
 from safetrace.serialize import sniff
 from safetrace.serialize.budgets import Budgets, json_shape, text_cost
 
@@ -105,7 +105,7 @@ class Container:
                 # so is a bool tensor, whose bytes are checked on the copy the program uses
                 raw = raw.clone()
         if dtype is torch.bool and bool((raw > 1).any()):
-            raise LoadError(f"tensor {name!r} holds bool bytes other than 0 and 1")
+            raise bad_file(None, f"tensor {name!r} holds bool bytes other than 0 and 1")
         return raw.view(dtype).view(shape)
 
 
@@ -116,21 +116,21 @@ def open_regular(path: Any, what: str = "file") -> int:
         path = os.fspath(path)
         st = os.stat(path)
     except (OSError, TypeError, ValueError) as err:
-        raise LoadError(f"cannot open {what} {str(path)[:200]!r}: {err}") from None
+        raise bad_file(None, f"cannot open {what} {str(path)[:200]!r}: {err}") from None
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise LoadError(f"{what} {str(path)[:200]!r} is {kind} (FIFOs, devices and "
-                        "directories are refused)")
+        raise bad_file(None, f"{what} {str(path)[:200]!r} is {kind} (FIFOs, devices and "
+                             "directories are refused)")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | \
         getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
     except OSError as err:
-        raise LoadError(f"cannot open {what} {str(path)[:200]!r}: {err}") from None
+        raise bad_file(None, f"cannot open {what} {str(path)[:200]!r}: {err}") from None
     st2 = os.fstat(fd)
     if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)
-        raise LoadError(f"{what} {str(path)[:200]!r} changed while being opened")
+        raise bad_file(None, f"{what} {str(path)[:200]!r} changed while being opened")
     return fd
 
 
@@ -145,7 +145,7 @@ def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Cont
     n = _header_length(first[:8], size, budgets, where)
     raw = os.pread(fd, n, 8)
     if len(raw) != n:
-        raise LoadError(f"{where}: truncated header (the file changed while being read?)")
+        raise truncated(where, "truncated header (the file changed while being read?)")
     metadata, header, spans = parse_header(raw, size - 8 - n, budgets, where)
     if size == 8 + n:
         return Container(metadata, header, spans)
@@ -161,9 +161,9 @@ def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Cont
         mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
     except (OSError, ValueError) as err:
-        raise LoadError(f"{where}: cannot map the file: {err}") from None
+        raise bad_file(where, f"cannot map the file: {err}") from None
     if os.fstat(fd).st_size != size:
-        raise LoadError(f"{where}: the file changed size while being read")
+        raise bad_file(where, "the file changed size while being read")
     if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_WILLNEED"):
         # a program reads all its weights in its first call: start reading them now
         mapping.madvise(mmap.MADV_WILLNEED)
@@ -175,7 +175,7 @@ def read_bytes(buf: Any, budgets: Budgets, where: str) -> Container:
     through them, and may change or go after the load)."""
     view = memoryview(buf)
     if not view.c_contiguous:
-        raise LoadError(f"{where}: the buffer given to st.load is not contiguous")
+        raise bad_file(where, "the buffer given to st.load is not contiguous")
     view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
     _start(bytes(view[:sniff.HEAD_BYTES]),
            lambda: bytes(view[max(0, view.nbytes - sniff.TAIL_BYTES):]), where)
@@ -215,7 +215,7 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
     if 8 + n + size > limit:
         what = (f"the file object holds {left} bytes" if left is not None and limit == left
                 else f"over the budget (max_file_bytes={budgets.max_file_bytes})")
-        raise LoadError(f"{where}: the header declares {8 + n + size} bytes; {what}")
+        raise bad_file(where, f"the header declares {8 + n + size} bytes; {what}")
     tensors = {}
     for name in sorted(spans, key=lambda k: spans[k][0]):
         begin, end = spans[name]
@@ -235,7 +235,7 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
     extra = f.read(1)
     if extra:
         _binary(extra)
-        raise LoadError(f"{where}: trailing bytes after the last tensor")
+        raise bad_file(where, "trailing bytes after the last tensor")
     return Container(metadata, header, spans, tensors=tensors)
 
 
@@ -247,8 +247,8 @@ _PREAD_MAX = 1 << 30
 def _start(first: bytes, tail: Any, where: str) -> None:
     """Refuse a file that is not a safetensors file, saying what it is instead."""
     if sniff.is_zip(first) or not sniff.looks_like_safetensors(first):
-        raise LoadError(f"{where}: " + sniff.describe(first, tail() if sniff.is_zip(first)
-                                                      else None))
+        raise bad_file(None, f"{where}: " + sniff.describe(first, tail() if sniff.is_zip(first)
+                             else None))
 
 
 def _seekable(f: Any) -> bool:
@@ -299,8 +299,8 @@ def _preadv_all(fd: int, base: int, pieces: list, where: str) -> None:
         while done < total:
             got = _preadv(fd, _skip(batch, done), base + offset + done)
             if got <= 0:
-                raise LoadError(f"{where}: the file ended while its tensors were read (it "
-                                "was truncated or changed while being loaded)")
+                raise truncated(where, "the file ended while its tensors were read (it was "
+                                "truncated or changed while being loaded)")
             done += got
         i += len(batch)
 
@@ -337,21 +337,21 @@ def _readinto(f: Any, view: memoryview, where: str) -> None:
             except NotImplementedError:  # (a RawIOBase that implements read only)
                 readinto = None
         if got is None and readinto is not None:
-            raise LoadError("the file object would block (a non-blocking stream): give "
-                            "st.load a blocking file")
+            raise bad_file(None, "the file object would block (a non-blocking stream): give "
+                                 "st.load a blocking file")
         if readinto is None:
             piece = f.read(min(view.nbytes - done, _STREAM_PIECE))
             _binary(piece)
             got = len(piece)
             view[done:done + got] = piece
         if not got:
-            raise LoadError(f"{where}: truncated: the file object ended inside the tensor data")
+            raise truncated(where, "truncated: the file object ended inside the tensor data")
         done += got
 
 
 def _binary(piece: Any) -> None:
     if not isinstance(piece, (bytes, bytearray, memoryview)):
-        raise LoadError("the file object must be opened in binary mode")
+        raise bad_file(None, "the file object must be opened in binary mode")
 
 
 def _read_exactly(f: Any, n: int, where: str, what: str = "header") -> bytes:
@@ -360,8 +360,8 @@ def _read_exactly(f: Any, n: int, where: str, what: str = "header") -> bytes:
         piece = f.read(min(left, 1 << 24))
         if not piece:
             if n == 8 and left == n:
-                raise LoadError(f"{where}: truncated (no header length)")
-            raise LoadError(f"{where}: truncated {what} ({n - left} of {n} bytes)")
+                raise truncated(where, "truncated (no header length)")
+            raise truncated(where, f"truncated {what} ({n - left} of {n} bytes)")
         _binary(piece)
         chunks.append(bytes(piece))
         left -= len(piece)
@@ -370,14 +370,14 @@ def _read_exactly(f: Any, n: int, where: str, what: str = "header") -> bytes:
 
 def _header_length(head: bytes, size: int, budgets: Budgets, where: str) -> int:
     if len(head) < 8:
-        raise LoadError(f"{where}: truncated (no header length)")
+        raise truncated(where, "truncated (no header length)")
     (n,) = struct.unpack("<Q", head)
     if n > budgets.max_header_bytes:
-        raise LoadError(f"{where}: header of {n} bytes is over the budget "
-                        f"(max_header_bytes={budgets.max_header_bytes})")
+        raise over_budget(where, f"header of {n} bytes, {budgets.max_header_bytes} allowed",
+                          "max_header_bytes", n)
     if 8 + n > size:
-        raise LoadError(f"{where}: header length {n} exceeds the file ({size} bytes): "
-                        "truncated or not a safetrace file")
+        raise bad_file(where, f"header length {n} exceeds the file ({size} bytes): "
+                              "truncated or not a safetrace file")
     return n
 
 
@@ -390,38 +390,38 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
     # their keys (a raw `"data_offsets"` cannot occur inside a JSON string) before parsing.
     entries = raw.count(b'"data_offsets"')
     if entries > budgets.max_tensors:
-        raise LoadError(f"{where}: {entries} tensors, over the budget "
-                        f"(max_tensors={budgets.max_tensors})")
+        raise over_budget(where, f"{entries} tensors, {budgets.max_tensors} allowed",
+                          "max_tensors", entries)
     values = json_shape(raw, budgets, f"{where} header", max_depth=3, count_values=False)
     if values > _VALUES_PER_TENSOR * (entries + 1):
         # (a tensor entry holds at most 70 values: its dtype, up to 64 sizes, two offsets)
-        raise LoadError(f"{where}: the header holds about {values} JSON values for {entries} "
-                        f"tensors (at most {_VALUES_PER_TENSOR} each)")
+        raise bad_file(where, f"the header holds about {values} JSON values for {entries} "
+                              f"tensors (at most {_VALUES_PER_TENSOR} each)")
     cost = text_cost(raw)
     if cost > budgets.max_text_bytes:
-        raise LoadError(f"{where}: the header's text would take about {cost} bytes of memory, "
-                        f"over the budget (max_text_bytes={budgets.max_text_bytes}; one astral "
-                        "character makes its string take 4 bytes a character)")
+        raise over_budget(where, f"the header's text would take about {cost} bytes of memory "
+                          f"({budgets.max_text_bytes} allowed; one astral character makes its "
+                          "string take 4 bytes a character)", "max_text_bytes", cost)
     try:
         header = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicate_keys,
                             parse_constant=_no_constant)
     except (ValueError, RecursionError, UnicodeDecodeError) as err:
-        raise LoadError(f"{where}: header is not valid JSON: {str(err)[:200]}") from None
+        raise bad_file(where, f"header is not valid JSON: {str(err)[:200]}") from None
     if not isinstance(header, dict):
-        raise LoadError(f"{where}: header is not a JSON object")
+        raise bad_file(where, "header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-        raise LoadError(f"{where}: __metadata__ must map strings to strings")
+        raise bad_file(where, "__metadata__ must map strings to strings")
     for k in metadata:
         _text(k, f"{where}: __metadata__ key")
     if len(header) > budgets.max_tensors:
-        raise LoadError(f"{where}: {len(header)} tensors, over the budget "
-                        f"(max_tensors={budgets.max_tensors})")
+        raise over_budget(where, f"{len(header)} tensors, {budgets.max_tensors} allowed",
+                          "max_tensors", len(header))
     if header and (len(raw) + 8) % _DATA_ALIGN:
-        raise LoadError(f"{where}: the data starts at byte {len(raw) + 8}, not a multiple of "
-                        f"{_DATA_ALIGN} (safetensors pads its header with spaces): its "
-                        "tensors would be misaligned")
+        raise bad_file(where, f"the data starts at byte {len(raw) + 8}, not a multiple of "
+                              f"{_DATA_ALIGN} (safetensors pads its header with spaces): its "
+                              "tensors would be misaligned")
     true_dtypes = _true_dtypes(metadata.get(DTYPES_KEY), header, budgets, where)
     spans, out = {}, {}
     for name, info in header.items():
@@ -431,17 +431,17 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
         for s in shape:
             numel *= s
         if numel * dtype.itemsize != end - begin:
-            raise LoadError(f"{where}: tensor {name!r} declares shape {shape} of {dtype} "
-                            f"({numel * dtype.itemsize} bytes) but spans {end - begin} bytes")
+            raise bad_file(where, f"tensor {name!r} declares shape {shape} of {dtype} "
+                                  f"({numel * dtype.itemsize} bytes) but spans {end - begin} bytes")
         if data_size is not None and end > data_size:
-            raise LoadError(f"{where}: tensor {name!r} ends at byte {end}, past the data "
-                            f"({data_size} bytes): truncated file?")
+            raise bad_file(where, f"tensor {name!r} ends at byte {end}, past the data "
+                                  f"({data_size} bytes): truncated file?")
         if _huge(shape):
-            raise LoadError(f"{where}: tensor {name!r} has shape {str(shape)[:80]}, whose "
-                            "nonzero sizes multiply past 2**62")
+            raise bad_file(where, f"tensor {name!r} has shape {str(shape)[:80]}, whose "
+                                  "nonzero sizes multiply past 2**62")
         if begin % dtype.itemsize:
-            raise LoadError(f"{where}: tensor {name!r} starts at data byte {begin}, not a "
-                            f"multiple of its element size ({dtype.itemsize}): misaligned")
+            raise bad_file(where, f"tensor {name!r} starts at data byte {begin}, not a "
+                                  f"multiple of its element size ({dtype.itemsize}): misaligned")
         true = true_dtypes.get(name)
         if true is not None:
             dtype, shape = _as_true(name, true, dtype, shape, begin, where)
@@ -450,11 +450,11 @@ def parse_header(raw: bytes, data_size: int | None, budgets: Budgets,
     pos = 0
     for begin, end, name in sorted((b, e, k) for k, (b, e) in spans.items()):
         if begin != pos:
-            raise LoadError(f"{where}: tensor {name!r} starts at byte {begin}, expected {pos} "
-                            "(tensors must tile the data without gaps or overlaps)")
+            raise bad_file(where, f"tensor {name!r} starts at byte {begin}, expected {pos} "
+                                  "(tensors must tile the data without gaps or overlaps)")
         pos = end
     if data_size is not None and pos != data_size:
-        raise LoadError(f"{where}: {data_size - pos} trailing bytes after the last tensor")
+        raise bad_file(where, f"{data_size - pos} trailing bytes after the last tensor")
     return metadata, out, spans
 
 
@@ -467,23 +467,23 @@ def _true_dtypes(text: Any, header: dict, budgets: Budgets, where: str) -> dict:
     values = json_shape(raw, budgets, f"{where}: {DTYPES_KEY}", max_depth=1,
                         count_values=False, max_string=1024)
     if values > 2 * len(header) + 1:
-        raise LoadError(f"{where}: {DTYPES_KEY} holds about {values} JSON values for "
-                        f"{len(header)} tensors")
+        raise bad_file(where, f"{DTYPES_KEY} holds about {values} JSON values for "
+                              f"{len(header)} tensors")
     try:
         value = json.loads(text, object_pairs_hook=no_duplicate_keys,
                            parse_constant=_no_constant)
     except (ValueError, RecursionError) as err:
-        raise LoadError(f"{where}: {DTYPES_KEY} is not valid JSON: {str(err)[:100]}") from None
+        raise bad_file(where, f"{DTYPES_KEY} is not valid JSON: {str(err)[:100]}") from None
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise LoadError(f"{where}: {DTYPES_KEY} must map tensor names to dtype names")
+        raise bad_file(where, f"{DTYPES_KEY} must map tensor names to dtype names")
     out = {}
     for name, dt in value.items():
         if name not in header:
-            raise LoadError(f"{where}: {DTYPES_KEY} names {name[:80]!r}, which is not a tensor "
-                            "of the file")
+            raise bad_file(where, f"{DTYPES_KEY} names {name[:80]!r}, which is not a tensor "
+                                  "of the file")
         if dt not in STORED_DTYPES:
-            raise LoadError(f"{where}: {DTYPES_KEY}: {name[:80]!r} has dtype {dt[:40]!r}, not "
-                            f"one stored as a view ({', '.join(sorted(STORED_DTYPES))})")
+            raise bad_file(where, f"{DTYPES_KEY}: {name[:80]!r} has dtype {dt[:40]!r}, not "
+                                  f"one stored as a view ({', '.join(sorted(STORED_DTYPES))})")
         out[name] = STORED_DTYPES[dt]
     return out
 
@@ -493,11 +493,11 @@ def _as_true(name: str, true: torch.dtype, dtype: torch.dtype, shape: list, begi
     base, pairs = AS_STORED[true]
     if dtype is not base or (pairs and shape[-1:] != [2]):
         form = f"{CODES[base]} with a last dim of 2" if pairs else CODES[base]
-        raise LoadError(f"{where}: tensor {name!r} is declared {true} ({DTYPES_KEY}), which is "
-                        f"stored as {form}, but it is {CODES[dtype]} {shape}")
+        raise bad_file(where, f"tensor {name!r} is declared {true} ({DTYPES_KEY}), which is "
+                              f"stored as {form}, but it is {CODES[dtype]} {shape}")
     if begin % true.itemsize:
-        raise LoadError(f"{where}: tensor {name!r} ({true}) starts at data byte {begin}, not "
-                        f"a multiple of {true.itemsize}: misaligned")
+        raise bad_file(where, f"tensor {name!r} ({true}) starts at data byte {begin}, not "
+                              f"a multiple of {true.itemsize}: misaligned")
     return true, shape[:-1] if pairs else shape
 
 
@@ -513,7 +513,7 @@ def _text(s: str, what: str) -> None:
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
-        raise LoadError(f"{what} {s[:40]!a} is not valid Unicode (a lone surrogate escape)") \
+        raise bad_file(None, f"{what} {s[:40]!a} is not valid Unicode (a lone surrogate escape)") \
             from None
 
 
@@ -523,27 +523,29 @@ def _no_constant(name: str) -> Any:
 
 def _entry(name: str, info: object, where: str) -> tuple:
     if len(name) > 1000:
-        raise LoadError(f"{where}: tensor name of {len(name)} characters")
+        raise bad_file(where, f"tensor name of {len(name)} characters")
     if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
-        raise LoadError(f"{where}: tensor {name[:80]!r}: expected dtype, shape and data_offsets")
+        raise bad_file(where, f"tensor {name[:80]!r}: expected dtype, shape and data_offsets")
     dtype = DTYPE_OF.get(info["dtype"]) if isinstance(info["dtype"], str) else None
     if dtype is None:
-        raise LoadError(f"{where}: tensor {name[:80]!r}: unknown dtype {str(info['dtype'])[:20]!r}")
+        raise bad_file(where, f"tensor {name[:80]!r}: unknown dtype {str(info['dtype'])[:20]!r}")
     shape, offs = info["shape"], info["data_offsets"]
     if (not isinstance(shape, list) or len(shape) > 64
             or not all(type(s) is int and 0 <= s < 1 << 62 for s in shape)):
-        raise LoadError(f"{where}: tensor {name[:80]!r}: bad shape {str(shape)[:80]}")
+        raise bad_file(where, f"tensor {name[:80]!r}: bad shape {str(shape)[:80]}")
     if (not isinstance(offs, list) or len(offs) != 2
             or not all(type(o) is int and 0 <= o < 1 << 62 for o in offs) or offs[0] > offs[1]):
-        raise LoadError(f"{where}: tensor {name[:80]!r}: bad data_offsets {str(offs)[:80]}")
+        raise bad_file(where, f"tensor {name[:80]!r}: bad data_offsets {str(offs)[:80]}")
     return dtype, shape, offs[0], offs[1]
 
 
 def no_duplicate_keys(pairs: list) -> dict:
     """json object_pairs_hook: a key given twice is an error, not a silent overwrite."""
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k[:80]!r}")
-        out[k] = v
+    out = dict(pairs)
+    if len(out) != len(pairs):  # (rare: the loop only then)
+        seen: set = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ValueError(f"duplicate key {k[:80]!r}")
+            seen.add(k)
     return out

@@ -22,6 +22,7 @@ import safetensors.torch
 import torch
 
 import safetrace as st
+from tests.serialize import hostile_static
 
 KEY = "safetrace.program"
 
@@ -498,6 +499,24 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     blob(al, "repeat_of_a_weight_16gib", lambda: nodes(call(
         "evil", aten + "repeat.default", [{"node": m.weight}, _l(1 << 13, 1 << 13)])),
         match="bytes")
+    # sizes from the program's own constants: broadcasts, reductions, values (real
+    # programs, their constants changed; each base loads and runs untouched)
+    for kind in hostile_static.KINDS:
+        hostile_static.base(kind)  # (exported now: a case's export would grow the tables)
+        blob(al, f"constants_{kind}", lambda kind=kind: hostile_static.hostile(kind),
+             match="max_alloc_numel")
+        blob(al, f"control_{kind}", lambda kind=kind: hostile_static.base(kind),
+             expect="bounded")
+    hostile_static.counter_base()
+    blob(al, "updated_buffer_item_zeros_256gib", hostile_static.counter_hostile, expect="call",
+         match="max_alloc_numel")
+    blob(al, "control_updated_buffer", hostile_static.counter_base, expect="bounded")
+    hostile_static.cond_base()
+    blob(al, "one_thousand_conds", lambda: hostile_static.many_conds(1000), expect="bounded")
+    hostile_static.loop_base()
+    blob(al, "while_loop_body_stops_incrementing", hostile_static.stuck_loop, expect="call",
+         match="max_loop_iterations")
+    blob(al, "control_while_loop", hostile_static.loop_base, expect="bounded")
 
 
 class _Pipe(io.RawIOBase):

@@ -207,3 +207,18 @@ def test_reading_without_preadv(base, tmp_path, monkeypatch):
     path.write_bytes(base.blob)
     monkeypatch.delattr("os.preadv")
     _runs(st.load(path), _base_model(base))
+
+
+def test_load_builders_render_cause_and_paste_able_fix():
+    from safetrace.errors import load as L
+
+    err = L.over_budget("node 'evil'", "list of 70000 items", "max_repeat", 70000)
+    assert isinstance(err, st.LoadError) and err.details["budget"] == "max_repeat"
+    assert str(err) == ("node 'evil': list of 70000 items, over the budget (max_repeat)\n"
+                        "Fix: if you trust the file, st.load(path, budgets={'max_repeat': 70000})")
+    assert L.bad_file(None, "bad.\nFix: do this").fix == "do this"
+    assert "re-export" in L.refused_call("node 'x'", "calls os.system").fix
+    assert L.refused_call("n", "no.\nFix: allow it").fix == "allow it"
+    err = L.loop_budget("while_loop", 8)
+    assert "max_loop_iterations=8" in err.cause and "'max_loop_iterations': 16" in err.fix
+    assert isinstance(L.unchecked_inputs(ZeroDivisionError("x")), st.InputMismatchError)

@@ -1,0 +1,74 @@
+"""Builders of the errors ``st.load`` raises: what the file (or source) holds that is
+refused, where in it, and the fix.
+
+Every refusal is a ``LoadError``.  ``where`` names the part of the file (``node 'add'``,
+``contract.inputs[0]``, ``m.st``); a budget's refusal names the budget and the call that
+raises it (budgets bound what a small hostile file can cost; a trusted large program may
+raise them).
+"""
+
+from __future__ import annotations
+
+from safetrace.errors.base import InputMismatchError, LoadError, Where
+
+
+def _at(where: str | None, what: str) -> str:
+    return f"{where}: {what}" if where else what
+
+
+def bad_file(where: str | None, what: str, fix: str = "") -> LoadError:
+    """A part of the file that is malformed, inconsistent or not what the format allows."""
+    return LoadError(_at(where, what), fix=fix, where=Where(input=where))
+
+
+def over_budget(where: str | None, what: str, budget: str, need: int | None = None
+                ) -> LoadError:
+    """The file asks for more than the budget ``budget`` allows (``need``: a value of the
+    budget that would admit it, when known)."""
+    value = f"{need}" if need is not None else "<a larger value>"
+    return LoadError(_at(where, f"{what}, over the budget ({budget})"),
+                     fix=f"if you trust the file, st.load(path, budgets={{{budget!r}: {value}}})",
+                     where=Where(input=where), budget=budget)
+
+
+def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
+    """A call in a loaded graph that the allowlist refuses (operator, callable, arguments)."""
+    if not fix and "\nFix:" not in what:
+        fix = ("re-export the program with a safetrace that supports it, or load it only if "
+               "you trust the file's author")
+    return LoadError(_at(where, what), fix=fix, where=Where(input=where))
+
+
+def bad_source(what: str, fix: str = "") -> LoadError:
+    """What was given to ``st.load`` (a path, a buffer, a file object) cannot be read."""
+    return LoadError(what, fix=fix)
+
+
+def truncated(where: str | None, what: str) -> LoadError:
+    """The file ends (or changed) before what its header declares."""
+    return LoadError(_at(where, what), fix="the file is incomplete: save or copy it again "
+                     "(and keep it unchanged while it is loaded)", where=Where(input=where))
+
+
+def loop_budget(node: str, limit: int) -> LoadError:
+    """A loaded program's while_loop ran past its iteration budget (at call)."""
+    return LoadError(
+        f"while_loop {node!r} of a loaded program ran {limit} iterations without its "
+        f"condition turning false (the loop budget max_loop_iterations={limit}); a file "
+        "whose loop never ends would hang the call",
+        fix=f"if the program legitimately loops longer, st.load(path, budgets="
+            f"{{'max_loop_iterations': {2 * limit}}})",
+        where=Where(input=f"node {node!r}"), budget="max_loop_iterations")
+
+
+def unchecked_inputs(err: ArithmeticError) -> InputMismatchError:
+    """A loaded program's input checks hit an arithmetic error (a file's ``s0 // (s1 -
+    s1)``): the inputs are refused, not the error let through."""
+    return InputMismatchError(
+        f"the inputs cannot be checked against the loaded program's contract: {err}",
+        fix="pass inputs within the program's declared space (see ep.range_constraints and "
+            "ep.describe_contract()), or re-export the program")
+
+
+__all__ = ["bad_file", "over_budget", "refused_call", "bad_source", "truncated",
+           "loop_budget", "unchecked_inputs"]

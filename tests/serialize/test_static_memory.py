@@ -1,0 +1,74 @@
+"""Memory a loaded program's own constants and state make it allocate (issue 23): bounded
+at load from the graph (not the file's metadata), and at call for sizes read as it runs."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize.hostile_static import (KINDS, Consts, Counter, base, counter_base,
+                                            counter_hostile, hostile)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_untouched_program_loads_and_matches_eager(kind):
+    mod = st.load(base(kind)).module()
+    for n in (0, 1, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), Consts(kind)(x))
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(65))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_inflated_constants_are_refused_at_load_naming_node_and_budget(kind):
+    with pytest.raises(st.LoadError, match=r"node '\w+'.*over the budget \(max_alloc_numel\)") \
+            as info:
+        st.load(hostile(kind))
+    err = info.value
+    assert err.details["budget"] == "max_alloc_numel" and "st.load(path, budgets=" in err.fix
+    need = int(err.fix.rsplit(": ", 1)[1].rstrip("})"))
+    # the fix admits the file (not called: it would allocate what it asks for)
+    st.load(hostile(kind), budgets={"max_alloc_numel": need})
+
+
+def test_counted_bytes_are_the_graphs_not_the_metadata():
+    # the hostile files keep the saved metadata of every node but the constants: a [4, 4]
+    # that is really [32768, 16384] must count as 2 GiB
+    with pytest.raises(st.LoadError, match="2147483648 bytes|21474836"):
+        st.load(hostile("outer"))
+
+
+def test_a_size_read_from_an_updated_buffer_is_checked_before_allocating():
+    mod = st.load(counter_base()).module()
+    eager = Counter()
+    for n in (0, 1, 5):  # the buffer grows at every call, in both
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), eager(x))
+    with pytest.raises(st.RuntimeAssertionError, match=r"node 'zeros'.*max_alloc_numel"):
+        st.load(counter_hostile()).module()(torch.randn(3))
+
+
+def test_guards_survive_a_second_save_and_load():
+    ep = st.load(counter_base())
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    again = st.load(buf.getvalue()).module()
+    torch.testing.assert_close(again(torch.ones(2)), Counter()(torch.ones(2)))
+
+
+def test_sizes_of_the_inputs_get_no_guard():
+    class Pad(torch.nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 3) + x[:, None]
+
+    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue(), budgets={"max_alloc_numel": 16})
+    assert not [n for n in loaded.graph.nodes if "max_alloc_numel" in str(n.args)]
+    x = torch.randn(100)  # 300 elements: over 4 * 16, but sized by the caller's input
+    torch.testing.assert_close(loaded.module()(x), Pad()(x))
