@@ -251,6 +251,7 @@ def _code(v: Any) -> Any:
 
 
 _RESOLVED: dict[tuple, tuple] = {}
+_NO_FIT = ()  # cached: no overload accepts arguments of these types
 
 
 def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
@@ -262,12 +263,16 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
            tuple((k, _code(v)) for k, v in kwargs.items()) if kwargs else ())
     hit = _RESOLVED.get(key)
     if hit is not None:
+        if hit is _NO_FIT:  # no overload fits these argument types (searched before)
+            return None
         schema, loose, pack = hit
         bound = bind(schema, args, kwargs, loose, pack, trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
     found = _search(packet_name, args, kwargs)
     if found is None:
+        if hit is None:
+            _RESOLVED[key] = _NO_FIT
         return None
     schema, loose, pack, bound = found
     _RESOLVED[key] = (schema, loose, pack)
