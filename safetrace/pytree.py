@@ -278,3 +278,20 @@ def _first_difference(e: Any, g: Any, path: str, got_leaves: list, start: int) -
 tree_flatten = pytree.tree_flatten
 tree_unflatten = pytree.tree_unflatten
 tree_map = pytree.tree_map
+
+
+def module_walk(model: Any) -> list[tuple[str, Any]]:
+    """``list(model.named_modules(remove_duplicate=False))`` (a module reached twice is
+    listed twice), walked without nested generators: one walk an export shares between the
+    snapshot of the model, the module hierarchy and the user-code rewrite."""
+    out: list[tuple[str, Any]] = []
+    todo = [("", model)]
+    while todo:
+        name, mod = todo.pop()
+        out.append((name, mod))
+        children = mod._modules
+        if children:
+            prefix = name + "." if name else ""
+            todo.extend([(prefix + k, m) for k, m in reversed(children.items())
+                         if m is not None])
+    return out

@@ -97,7 +97,8 @@ class Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
-        with _compiled_children_unwrapped(self.model):
+        with _compiled_children_unwrapped(self.model) as walk:
+            self.walk = walk  # the model's modules (one walk for the whole export)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -109,7 +110,7 @@ class Exporter:
             names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
-        guard = _ModuleGuard(self.model).__enter__()  # the snapshot; entered again below
+        guard = _ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
@@ -121,8 +122,8 @@ class Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, ExportSession(self.model, self.fn), tracer, \
-                        module_stack(self.model, tracer, self.preserve) as tree:
+                with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
+                        module_stack(self.model, tracer, self.preserve, self.walk) as tree:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
@@ -370,18 +371,27 @@ def _uncompiled(model: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _compiled_children_unwrapped(model: Any) -> Iterator[None]:
+def _compiled_children_unwrapped(model: Any) -> Iterator[list | None]:
     """Submodules wrapped by torch.compile are traced as the modules they wrap (dynamo
-    would otherwise try to compile the tracer); the wrappers are put back afterwards."""
+    would otherwise try to compile the tracer); the wrappers are put back afterwards.
+    Gives the model's (unwrapped) modules, ``pytree.module_walk``; None for a function."""
     swapped = []
+    walk = None
     if isinstance(model, torch.nn.Module):
-        for mod in list(model.modules()):
+        walk = pytree.module_walk(model)
+        seen: set[int] = set()
+        for _, mod in walk:
+            if id(mod) in seen:
+                continue
+            seen.add(id(mod))
             for name, child in list(mod._modules.items()):
                 if child is not None and _compiled_wrapper(child):
                     mod._modules[name] = child._orig_mod
                     swapped.append((mod, name, child))
+        if swapped:
+            walk = pytree.module_walk(model)
     try:
-        yield
+        yield walk
     finally:
         for mod, name, child in swapped:
             mod._modules[name] = child
@@ -417,8 +427,9 @@ class _ModuleGuard:
     list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, walk: list | None = None) -> None:
         self.model = model
+        self.walk = walk  # pytree.module_walk(model), when the caller has it
         self.saved: list = []
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
@@ -426,7 +437,8 @@ class _ModuleGuard:
     def __enter__(self) -> _ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
-            for mname, mod in self.model.named_modules(remove_duplicate=False):
+            walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
+            for mname, mod in walk:
                 d = mod.__dict__
                 attrs = {}
                 for k, v in d.items():

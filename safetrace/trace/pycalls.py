@@ -23,6 +23,7 @@ installs the rewritten code objects and puts the originals back when the export 
 from __future__ import annotations
 
 import builtins
+import collections
 import dis
 import functools
 import math
@@ -147,7 +148,7 @@ def _rewrite(code: types.CodeType) -> types.CodeType:
     return out
 
 
-def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
+def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.FunctionType]:
     """The user's functions that the export may run, found from ``fn`` and the model: the
     methods of its classes (and their bases outside torch), functions stored on its
     modules, and what the modules defining those classes and ``fn`` hold (functions,
@@ -165,12 +166,24 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
     take(_of_function(fn))
     if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
-        for m in model.modules():
+        seen: set[int] = set()
+        for _, m in walk if walk is not None else [("", m) for m in model.modules()]:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
-            attrs = [v for k, v in vars(m).items()
-                     if k not in _MODULE_STATE and
-                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str)) and
-                     not (isinstance(v, (dict, list, tuple, set)) and not v)]
+            attrs = []
+            for k, v in vars(m).items():
+                t = type(v)
+                if t in _ATOMS:  # (the common attributes, by exact type)
+                    continue
+                if t in _CONTAINERS:
+                    if v and k not in _MODULE_STATE:
+                        attrs.append(v)
+                elif k not in _MODULE_STATE and not isinstance(
+                        v, (torch.Tensor, torch.nn.Module, int, float, str)) and \
+                        not (isinstance(v, (dict, list, tuple, set)) and not v):
+                    attrs.append(v)
             if attrs:
                 take(_collect(attrs))
         for cls in classes.values():
@@ -187,6 +200,9 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
 _MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
                            "_state_dict_hooks", "_state_dict_pre_hooks",
                            "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+# attribute types that never hold code, and containers (empty ones hold none)
+_ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
+_CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
 _CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
 _MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
 
@@ -353,14 +369,14 @@ for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_f
     setattr(builtins, _name, _value)
 
 
-def code_patches(model: Any, fn: Any) -> list[tuple[Any, str, Any]]:
+def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[Any, str, Any]]:
     """``(function, "__code__", rewritten code)`` for each of the user's functions an export
     of ``fn`` may run that calls a redirected name: installed and restored by the export
     session (counted, so two exports of one model at once share them)."""
     if not _SUPPORTED:
         return []
     out = []
-    for f in _functions(model, fn):
+    for f in _functions(model, fn, walk):
         code = original_code(f)
         new = _rewrite(code)
         if new is not code and _plain_builtins(f.__globals__):

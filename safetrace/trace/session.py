@@ -135,8 +135,9 @@ class ExportSession:
     """``with ExportSession(model, fn):`` traces ``fn`` with everything an export needs
     installed for this thread only, and leaves the process as it found it."""
 
-    def __init__(self, model: Any, fn: Any) -> None:
+    def __init__(self, model: Any, fn: Any, walk: list | None = None) -> None:
         self.model, self.fn = model, fn
+        self.walk = walk  # the model's pytree.module_walk, when the caller has it
         self._keys: list[tuple[int, str]] = []
         self._modes: tuple = ()
         self._seed = 0
@@ -145,7 +146,7 @@ class ExportSession:
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
-                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn)]
+                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()
