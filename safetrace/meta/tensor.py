@@ -59,6 +59,16 @@ class TensorMeta:
         count for both, whichever is indexed first."""
         self._mask_cell = other._mask_cell
 
+    def static_key(self) -> tuple | None:
+        """(shape, dtype, device) when every size is an int and no value facts are held
+        (all a shape rule can read of this meta); else None."""
+        if self._bounds is not None or self._mask_cell[0] is not None:
+            return None
+        for s in self.shape:
+            if s.__class__ is not int:
+                return None
+        return (self.shape, self.dtype, self.device)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
