@@ -348,7 +348,7 @@ class Tracer(TorchFunctionMode):
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy:
                         p.st_contig = None
-        if info[4] and isinstance(result, Proxy):
+        if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
             self._number_mask(op, args, kwargs, result, node)
