@@ -23,7 +23,7 @@ from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
-from safetrace.trace.graph import add_placeholder
+from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, short, stack_trace
@@ -115,7 +115,7 @@ class Exporter:
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
         proxies = self._user_inputs(leaves, specs, tracer)
-        targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
+        targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
             tracer.on_data_read = report.data_read
@@ -282,13 +282,16 @@ class Exporter:
             else:
                 raise E.unflattenable_output(leaf)
             specs.append(OutputSpec("user_output", None))
-        self.graph.output(tuple(nodes))
+        add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
 
 
 def _pin_pieces(out: Any) -> Any:
     """Returned split/chunk pieces as plain tuples (which pins their count); the rest of
     the output as it is (a torch.Size stays one)."""
+    if type(out) is Proxy:
+        return out
+
     def leaf(v: Any) -> bool:
         return isinstance(v, (Pieces, torch.Size, SymShape))
 
@@ -301,6 +304,9 @@ def _pin_pieces(out: Any) -> Any:
 def _flatten_outputs(out: Any) -> tuple[list, Any]:
     """Flatten the model's outputs; a shape (``x.shape``, static or symbolic) flattens into
     its sizes (symbolic ones computed by the graph) and comes back as a torch.Size."""
+    if type(out) is Proxy:
+        return [out], _LEAF_SPEC
+
     def is_shape(v: Any) -> bool:
         return type(v) is SymShape or type(v) is torch.Size
 
@@ -490,6 +496,7 @@ class _ModuleGuard:
         return self.changed
 
 
+_LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
 _STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cached)
 
 

@@ -479,7 +479,7 @@ class Tracer(TorchFunctionMode):
             items = []
             for i, m in enumerate(out):
                 if isinstance(m, TensorMeta):
-                    g = self.graph.call_function(operator.getitem, (node, i))
+                    g = add_node(self.graph, operator.getitem, (node, i), {}, "getitem")
                     g.meta["stack_trace"] = node.meta["stack_trace"]
                     p = Proxy(m, g)
                     g.meta["val"] = p
