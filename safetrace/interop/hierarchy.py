@@ -64,10 +64,12 @@ def module_stack(model: Any, tracer: Any, preserve: Any = (),
         yield found
         return
     names: dict[int, str] = {}
+    paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
     for fqn, mod in walk if walk is not None else module_walk(model):
         names.setdefault(id(mod), fqn)
-        if fqn and fqn not in found.modules:
-            found.modules.append(fqn)
+        if fqn:
+            paths[fqn] = None
+    found.modules = list(paths)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts
