@@ -376,10 +376,17 @@ def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[An
     if not _SUPPORTED:
         return []
     out = []
+    plain: dict[int, bool] = {}  # id(globals) -> _plain_builtins (a module's functions share one)
     for f in _functions(model, fn, walk):
         code = original_code(f)
         new = _rewrite(code)
-        if new is not code and _plain_builtins(f.__globals__):
+        if new is code:
+            continue
+        g = f.__globals__
+        ok = plain.get(id(g))
+        if ok is None:
+            ok = plain[id(g)] = _plain_builtins(g)
+        if ok:
             if len(_SOURCE) > 20000:
                 _SOURCE.clear()
             _SOURCE[id(new)] = (new, code)
