@@ -472,11 +472,13 @@ class _ModuleGuard:
             for mname, mod in walk:
                 d = mod.__dict__
                 attrs = {}
-                for k, v in d.items():
+                # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
+                # holds no tensor and no user container; it is restored below as a whole)
+                for k in [k for k in d if k not in _MODULE_INTERNALS]:
+                    v = d[k]
                     t = type(v)
                     if t in _CONTAINERS:  # user containers: their contents too
-                        if k not in _MODULE_INTERNALS:
-                            self.containers.append((v, _CONTAINERS[t](v)))
+                        self.containers.append((v, _CONTAINERS[t](v)))
                     elif isinstance(v, tensor):
                         attrs[k] = v
                 params, buffers = mod._parameters, mod._buffers
