@@ -27,6 +27,7 @@ import collections
 import dis
 import functools
 import math
+import operator
 import os
 import sys
 import sysconfig
@@ -154,12 +155,12 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
     modules, and what the modules defining those classes and ``fn`` hold (functions,
     classes, functions in module-level dicts/lists/tuples; closures and defaults).  What a
     class or a module holds is cached: an export walks only the model's instances."""
-    found: dict[int, types.FunctionType] = {}
+    parts: list[tuple[list, list]] = []
     modules: dict[str, types.ModuleType] = {}
+    fresh = False  # a part found on the instances (not cached): the union is not either
 
     def take(part: tuple[list, list]) -> None:
-        for f in part[0]:
-            found[id(f)] = f
+        parts.append(part)
         for m in part[1]:
             modules.setdefault(m.__name__, m)
 
@@ -180,12 +181,17 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
                 if t in _CONTAINERS:
                     if v and k not in _MODULE_STATE:
                         attrs.append(v)
-                elif k not in _MODULE_STATE and not isinstance(
-                        v, (torch.Tensor, torch.nn.Module, int, float, str)) and \
-                        not (isinstance(v, (dict, list, tuple, set)) and not v):
+                elif k not in _MODULE_STATE and (
+                        issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or
+                        issubclass(t, (dict, list, tuple, set)) and v):
+                    # (by type: what _collect can find code in; an isinstance test asks
+                    # the object for __class__, slow on a transformers config)
                     attrs.append(v)
             if attrs:
-                take(_collect(attrs))
+                part = _collect(attrs)
+                if part[0] or part[1]:
+                    take(part)
+                    fresh = True
         for cls in classes.values():
             take(_of_class(cls))
     done: set[str] = set()
@@ -193,7 +199,28 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
         for name in [n for n in modules if n not in done]:
             done.add(name)
             take(_of_module(modules[name]))
-    return list(found.values())
+    # the union of the parts, cached by their identities (each part is a cached answer
+    # that is replaced when what it was read from changes)
+    key = tuple(map(id, parts))
+    hit = None if fresh else _UNIONS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], parts)):
+        return hit[1]
+    found: dict[int, types.FunctionType] = {}
+    for part in parts:
+        for f in part[0]:
+            found[id(f)] = f
+    out = list(found.values())
+    if not fresh:
+        if len(_UNIONS) > 1000:
+            _UNIONS.clear()
+        _UNIONS[key] = (parts, out)  # (parts held: their ids stay theirs)
+    return out
+
+
+_UNIONS: dict[tuple, tuple[list, list]] = {}
+# what may hold code that _collect finds (besides containers and types with __func__)
+_CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
+                 property)
 
 
 # nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
