@@ -6,8 +6,9 @@ When every size is a plain int and no meta carries value facts (``bounds``, a ma
 count), its answer, one meta or a tuple/list of them with static sizes, is kept under that
 whole key and given again, as new metas, to the same call (the same rule, op and
 arguments) in this export or a later one.  Symbolic sizes, value facts, anything
-unhashable and every other kind of answer go to the rule each time; a rule that raises is
-never remembered.
+unhashable and every other kind of answer go to the rule each time; a rule that raises,
+or that made a symbol (a data-dependent size that turned out static), is never
+remembered.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 _CACHE: dict[tuple, tuple] = {}
@@ -65,7 +67,11 @@ def call(rule: Callable[..., Any], op: Any, margs: list, mkwargs: dict) -> Any:
         if kind is None:
             return TensorMeta(*found)
         return kind(TensorMeta(*m) for m in found)
+    env = ACTIVE.env
+    n_syms = len(env.symbols) if env is not None else 0
     out = rule(*margs, **mkwargs)
+    if env is not None and len(env.symbols) != n_syms:
+        return out  # it made a size (x[100:] of fewer rows: a plain 0): asked every time
     t = type(out)
     if t is TensorMeta:
         found = out.static_key()
