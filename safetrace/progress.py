@@ -15,12 +15,11 @@ the outer one. Standard library only, so every layer may use it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
 import time
-from typing import Iterator, TextIO
+from typing import Any, TextIO
 
 _ACTIVE = threading.local()  # steps running in this thread (inner ones stay quiet)
 DELAY_S = 1.0  # quieter than this, a step says nothing on a terminal
@@ -87,29 +86,38 @@ class _Ticker:
         self._write(f"{lead}safetrace: {self.label}: {what} in {elapsed:.1f} s\n")
 
 
-@contextlib.contextmanager
 def task(label: str, verbose: bool | None = None,
-         stream: TextIO | None = None) -> Iterator[None]:
+         stream: TextIO | None = None) -> _Task:
     """Report the step `label` while the block runs (see the module's docstring)."""
-    out = stream or sys.stderr
-    depth = getattr(_ACTIVE, "depth", 0)
-    if depth or not enabled(verbose, out):
-        _ACTIVE.depth = depth + 1
-        try:
-            yield
-        finally:
-            _ACTIVE.depth = depth
-        return
-    ticker = _Ticker(label, out, live=_isatty(out))
-    ticker.begin()
-    ok = False
-    _ACTIVE.depth = 1
-    try:
-        yield
-        ok = True
-    finally:
+    return _Task(label, verbose, stream)
+
+
+class _Task:
+    """The context manager of ``task`` (a class: every export enters one)."""
+
+    __slots__ = ("label", "verbose", "stream", "depth", "ticker")
+
+    def __init__(self, label: str, verbose: bool | None, stream: TextIO | None) -> None:
+        self.label, self.verbose, self.stream = label, verbose, stream
+        self.depth = 0
+        self.ticker: _Ticker | None = None
+
+    def __enter__(self) -> None:
+        out = self.stream or sys.stderr
+        self.depth = depth = getattr(_ACTIVE, "depth", 0)
+        if depth or not enabled(self.verbose, out):
+            _ACTIVE.depth = depth + 1
+            return
+        self.ticker = _Ticker(self.label, out, live=_isatty(out))
+        self.ticker.begin()
+        _ACTIVE.depth = 1
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if self.ticker is None:
+            _ACTIVE.depth = self.depth
+            return
         _ACTIVE.depth = 0
-        ticker.end(ok)
+        self.ticker.end(exc_type is None)
 
 
 def _isatty(stream: TextIO) -> bool:

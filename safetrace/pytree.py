@@ -92,7 +92,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
     if all(isinstance(a, simple) for a in args) and all(
             isinstance(v, simple) for v in kwargs.values()):
         # Common case, no containers: the paths are the argument names.
-        spec = pytree.tree_flatten((args, kwargs))[1]
+        spec = _plain_spec(args, kwargs)
         return list(zip(params, args)) + list(kwargs.items()), spec
     leaves, spec = pytree.tree_flatten_with_path((args, kwargs))
     out = []
@@ -107,6 +107,36 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
             raise unflattenable_input(user, leaf)
         out.append((user, leaf))
     return out, spec
+
+
+# (argument types, keyword names, keyword types) -> the spec of plain arguments (tensors and
+# constants only: their spec depends on nothing else); id(spec) -> (spec, number of
+# positional ones, keyword names) where none is None (a leaf-less node in torch's pytree)
+_PLAIN_SPECS: dict[tuple, Any] = {}
+_PLAIN_LAYOUT: dict[int, tuple] = {}
+_PLAIN_TYPES = frozenset(CONSTANT_LEAVES) | {torch.Tensor, torch.nn.Parameter}
+
+
+def _plain_spec(args: tuple, kwargs: dict) -> Any:
+    key = (tuple(map(type, args)), tuple(kwargs), tuple(map(type, kwargs.values())))
+    spec = _PLAIN_SPECS.get(key)
+    if spec is None:
+        spec = pytree.tree_flatten((args, kwargs))[1]
+        if all(t in _PLAIN_TYPES for t in key[0] + key[2]) and len(_PLAIN_SPECS) < 10_000:
+            _PLAIN_SPECS[key] = spec
+            if type(None) not in key[0] + key[2]:
+                _PLAIN_LAYOUT[id(spec)] = (spec, len(args), key[1])
+    return spec
+
+
+def unflatten_inputs(leaves: list, spec: Any) -> Any:
+    """``tree_unflatten(leaves, spec)`` for a spec of ``flatten_inputs`` (directly when the
+    inputs were plain tensors and constants)."""
+    hit = _PLAIN_LAYOUT.get(id(spec))
+    if hit is not None and hit[0] is spec and len(leaves) == hit[1] + len(hit[2]):
+        n = hit[1]
+        return tuple(leaves[:n]), dict(zip(hit[2], leaves[n:]))
+    return pytree.tree_unflatten(leaves, spec)
 
 
 _SIGNATURES: dict = {}
@@ -279,3 +309,20 @@ def _first_difference(e: Any, g: Any, path: str, got_leaves: list, start: int) -
 tree_flatten = pytree.tree_flatten
 tree_unflatten = pytree.tree_unflatten
 tree_map = pytree.tree_map
+
+
+def module_walk(model: Any) -> list[tuple[str, Any]]:
+    """``list(model.named_modules(remove_duplicate=False))`` (a module reached twice is
+    listed twice), walked without nested generators: one walk an export shares between the
+    snapshot of the model, the module hierarchy and the user-code rewrite."""
+    out: list[tuple[str, Any]] = []
+    todo = [("", model)]
+    while todo:
+        name, mod = todo.pop()
+        out.append((name, mod))
+        children = mod._modules
+        if children:
+            prefix = name + "." if name else ""
+            todo.extend([(prefix + k, m) for k, m in reversed(children.items())
+                         if m is not None])
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 from typing import Any, Callable, Iterator
 
@@ -23,7 +24,7 @@ from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
-from safetrace.trace.graph import add_placeholder
+from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, short, stack_trace
@@ -97,7 +98,8 @@ class Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
-        with _compiled_children_unwrapped(self.model):
+        with _compiled_children_unwrapped(self.model) as walk:
+            self.walk = walk  # the model's modules (one walk for the whole export)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -109,20 +111,20 @@ class Exporter:
             names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
-        guard = _ModuleGuard(self.model).__enter__()  # the snapshot; entered again below
+        guard = _ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
         proxies = self._user_inputs(leaves, specs, tracer)
-        targs, tkwargs = pytree.tree_unflatten(proxies, in_spec)
+        targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
             tracer.on_data_read = report.data_read
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, ExportSession(self.model, self.fn), tracer, \
-                        module_stack(self.model, tracer, self.preserve) as tree:
+                with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
+                        module_stack(self.model, tracer, self.preserve, self.walk) as tree:
                     out = self.fn(*targs, **tkwargs)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
@@ -281,13 +283,16 @@ class Exporter:
             else:
                 raise E.unflattenable_output(leaf)
             specs.append(OutputSpec("user_output", None))
-        self.graph.output(tuple(nodes))
+        add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
 
 
 def _pin_pieces(out: Any) -> Any:
     """Returned split/chunk pieces as plain tuples (which pins their count); the rest of
     the output as it is (a torch.Size stays one)."""
+    if type(out) is Proxy:
+        return out
+
     def leaf(v: Any) -> bool:
         return isinstance(v, (Pieces, torch.Size, SymShape))
 
@@ -300,6 +305,9 @@ def _pin_pieces(out: Any) -> Any:
 def _flatten_outputs(out: Any) -> tuple[list, Any]:
     """Flatten the model's outputs; a shape (``x.shape``, static or symbolic) flattens into
     its sizes (symbolic ones computed by the graph) and comes back as a torch.Size."""
+    if type(out) is Proxy:
+        return [out], _LEAF_SPEC
+
     def is_shape(v: Any) -> bool:
         return type(v) is SymShape or type(v) is torch.Size
 
@@ -317,6 +325,12 @@ def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     sig = pytree.signature(fn)
     if sig is None:
         return
+    if not kwargs:  # positional inputs only: their count decides (sig.bind is ~5 us)
+        arity = _ARITY.get(id(sig))
+        if arity is None or arity[0] is not sig:
+            arity = _ARITY[id(sig)] = (sig, _positional_arity(sig))
+        if arity[1] is not None and arity[1][0] <= len(args) <= arity[1][1]:
+            return
     try:
         sig.bind(*args, **kwargs)
         return
@@ -355,6 +369,24 @@ def _check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
     raise E.call_mismatch(qual, str(sig), why, got, fix)
 
 
+_ARITY: dict[int, tuple] = {}  # id(signature) -> (it, _positional_arity(it))
+
+
+def _positional_arity(sig: Any) -> tuple[int, float] | None:
+    """(required, most) positional inputs a call with no keywords may pass, or None when
+    a keyword-only parameter is required (then no such call fits)."""
+    required, most = 0, 0.0
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            most += 1
+            required += p.default is p.empty  # (none without a default follows one with)
+        elif p.kind is p.VAR_POSITIONAL:
+            most = math.inf
+        elif p.kind is p.KEYWORD_ONLY and p.default is p.empty:
+            return None
+    return required, most
+
+
 def _compiled_wrapper(m: Any) -> bool:
     """torch.compile's module wrapper (recognised without importing torch._dynamo)."""
     return type(m).__name__ == "OptimizedModule" and \
@@ -370,18 +402,27 @@ def _uncompiled(model: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _compiled_children_unwrapped(model: Any) -> Iterator[None]:
+def _compiled_children_unwrapped(model: Any) -> Iterator[list | None]:
     """Submodules wrapped by torch.compile are traced as the modules they wrap (dynamo
-    would otherwise try to compile the tracer); the wrappers are put back afterwards."""
+    would otherwise try to compile the tracer); the wrappers are put back afterwards.
+    Gives the model's (unwrapped) modules, ``pytree.module_walk``; None for a function."""
     swapped = []
+    walk = None
     if isinstance(model, torch.nn.Module):
-        for mod in list(model.modules()):
+        walk = pytree.module_walk(model)
+        seen: set[int] = set()
+        for _, mod in walk:
+            if id(mod) in seen:
+                continue
+            seen.add(id(mod))
             for name, child in list(mod._modules.items()):
                 if child is not None and _compiled_wrapper(child):
                     mod._modules[name] = child._orig_mod
                     swapped.append((mod, name, child))
+        if swapped:
+            walk = pytree.module_walk(model)
     try:
-        yield
+        yield walk
     finally:
         for mod, name, child in swapped:
             mod._modules[name] = child
@@ -417,8 +458,9 @@ class _ModuleGuard:
     list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, walk: list | None = None) -> None:
         self.model = model
+        self.walk = walk  # pytree.module_walk(model), when the caller has it
         self.saved: list = []
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
@@ -426,14 +468,17 @@ class _ModuleGuard:
     def __enter__(self) -> _ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
-            for mname, mod in self.model.named_modules(remove_duplicate=False):
+            walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
+            for mname, mod in walk:
                 d = mod.__dict__
                 attrs = {}
-                for k, v in d.items():
+                # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
+                # holds no tensor and no user container; it is restored below as a whole)
+                for k in [k for k in d if k not in _MODULE_INTERNALS]:
+                    v = d[k]
                     t = type(v)
                     if t in _CONTAINERS:  # user containers: their contents too
-                        if k not in _MODULE_INTERNALS:
-                            self.containers.append((v, _CONTAINERS[t](v)))
+                        self.containers.append((v, _CONTAINERS[t](v)))
                     elif isinstance(v, tensor):
                         attrs[k] = v
                 params, buffers = mod._parameters, mod._buffers
@@ -478,6 +523,7 @@ class _ModuleGuard:
         return self.changed
 
 
+_LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
 _STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cached)
 
 

@@ -32,8 +32,9 @@ class TensorMeta:
         self.device = device
         self._bounds = bounds
         self._bounds_epoch = ACTIVE.data_epoch
-        # for a bool mask: [its (symbolic) number of True elements, the epoch it holds in]
-        self._mask_cell: list = [None, 0]
+        # for a bool mask: [its (symbolic) number of True elements, the epoch it holds in],
+        # made when first set or shared (most metas never need one)
+        self._mask_cell: list | None = None
 
     # Facts about the values hold until the next in-place write anywhere (a write through
     # any alias may change them): then they read as unknown.
@@ -48,16 +49,32 @@ class TensorMeta:
     @property
     def mask_count(self) -> Any:
         cell = self._mask_cell
-        return cell[0] if cell[1] == ACTIVE.data_epoch else None
+        return cell[0] if cell is not None and cell[1] == ACTIVE.data_epoch else None
 
     @mask_count.setter
     def mask_count(self, value: Any) -> None:
-        self._mask_cell[:] = [value, ACTIVE.data_epoch]
+        if self._mask_cell is None:
+            self._mask_cell = [value, ACTIVE.data_epoch]
+        else:
+            self._mask_cell[:] = [value, ACTIVE.data_epoch]
 
     def share_mask_count(self, other: TensorMeta) -> None:
         """This mask has the same values as `other` (the same op on the same values): one
         count for both, whichever is indexed first."""
+        if other._mask_cell is None:
+            other._mask_cell = [None, 0]
         self._mask_cell = other._mask_cell
+
+    def static_key(self) -> tuple | None:
+        """(shape, dtype, device) when every size is an int and no value facts are held
+        (all a shape rule can read of this meta); else None."""
+        if self._bounds is not None or self._mask_cell is not None and \
+                self._mask_cell[0] is not None:
+            return None
+        for s in self.shape:
+            if s.__class__ is not int:
+                return None
+        return (self.shape, self.dtype, self.device)
 
     @property
     def ndim(self) -> int:

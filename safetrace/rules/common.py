@@ -86,6 +86,9 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
                     continue
                 raise shape_error(op, f"The size of tensor a ({cur}) must match the size of "
                                       f"tensor b ({size}) at non-singleton dimension {i}")
+            if cur.__class__ is size.__class__ is SymInt and cur.expr is size.expr and \
+                    cur.env is size.env:
+                continue  # one (interned) size expression: equal, with nothing to decide
             out[j] = broadcast_sizes(cur, size, i, op)
     return tuple(out)
 

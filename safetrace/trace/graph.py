@@ -13,22 +13,25 @@ from typing import Any
 import torch
 from torch.fx import Graph, Node
 
-_FAST = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len"))
+_FAST = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
+                                          "_owning_module", "_find_nodes_lookup_table")) \
+    and isinstance(getattr(Graph()._find_nodes_lookup_table, "table", None), dict) and \
+    isinstance(getattr(Graph()._graph_namespace, "_obj_to_name", None), dict)
 
 
 def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
              op: str = "call_function") -> Node:
     """Append a call_function (or placeholder) node at the graph's insert point."""
-    if not _FAST or graph.owning_module is not None:
+    if not _FAST or graph._owning_module is not None:
         return graph.create_node(op, target, args, kwargs, name=name)
     ns = graph._graph_namespace
     unique = ns.create_name(name, None)
     n = Node(graph, unique, op, target, args, kwargs or {})
-    ns.associate_name_with_obj(unique, n)
+    ns._obj_to_name[n] = unique  # (associate_name_with_obj of a new node)
     graph._insert(n)
-    table = getattr(graph, "_find_nodes_lookup_table", None)
-    if table is not None:
-        table.insert(n)
+    # (the find_nodes table's insert: keyed by op, and target for call_function)
+    graph._find_nodes_lookup_table.table[
+        (op, target if op == "call_function" else None)][n] = None
     graph._len += 1
     return n
 
@@ -60,7 +63,10 @@ def _selfcheck() -> bool:
         b = add_node(g, torch.ops.aten.relu.default, (a,), {}, "relu")
         g.output((b,))
         ok = [n.name for n in g.nodes] == ["x", "relu", "relu_1", "output"] and \
-            list(a.users) == [b] and len(g.nodes) == 4
+            list(a.users) == [b] and len(g.nodes) == 4 and \
+            g.find_nodes(op="call_function", target=torch.ops.aten.relu.default) == [a, b] \
+            and g.find_nodes(op="placeholder") == [x] and \
+            g._graph_namespace.create_name("relu", None) == "relu_2"
         g.lint()
     except Exception:
         ok = False

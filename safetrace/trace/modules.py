@@ -21,6 +21,7 @@ import torch
 from torch.utils import _pytree
 
 from safetrace import errors as E
+from safetrace.pytree import module_walk
 
 
 def _type_name(module: torch.nn.Module) -> str:
@@ -51,19 +52,23 @@ class Hierarchy:
 
 
 @contextlib.contextmanager
-def module_stack(model: Any, tracer: Any, preserve: Any = ()) -> Iterator[Hierarchy]:
+def module_stack(model: Any, tracer: Any, preserve: Any = (),
+                 walk: list | None = None) -> Iterator[Hierarchy]:
     """Maintain ``tracer.nn_stack`` ({key: (fqn, type name)}) during the trace, and record
-    the calls of the submodules named in `preserve` (their inputs and outputs)."""
+    the calls of the submodules named in `preserve` (their inputs and outputs).  `walk`:
+    the model's ``pytree.module_walk``, when the caller has it."""
     found = Hierarchy()
     preserve = _preserved_names(model, preserve)
     if not isinstance(model, torch.nn.Module):
         yield found
         return
     names: dict[int, str] = {}
-    for fqn, mod in model.named_modules(remove_duplicate=False):
+    paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
+    for fqn, mod in walk if walk is not None else module_walk(model):
         names.setdefault(id(mod), fqn)
-        if fqn and fqn not in found.modules:
-            found.modules.append(fqn)
+        if fqn:
+            paths[fqn] = None
+    found.modules = list(paths)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts

@@ -78,10 +78,7 @@ class Proxy(torch.Tensor):
                                                    device=_META)
         self.st_meta = meta
         self.st_node = node
-        return self
-
-    def __init__(self, meta: TensorMeta, node: Any) -> None:
-        pass
+        return self  # (no Python __init__: torch's accepts the arguments, one call less)
 
     @property
     def st_value(self) -> Any:

@@ -23,9 +23,11 @@ installs the rewritten code objects and puts the originals back when the export 
 from __future__ import annotations
 
 import builtins
+import collections
 import dis
 import functools
 import math
+import operator
 import os
 import sys
 import sysconfig
@@ -147,32 +149,49 @@ def _rewrite(code: types.CodeType) -> types.CodeType:
     return out
 
 
-def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
+def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.FunctionType]:
     """The user's functions that the export may run, found from ``fn`` and the model: the
     methods of its classes (and their bases outside torch), functions stored on its
     modules, and what the modules defining those classes and ``fn`` hold (functions,
     classes, functions in module-level dicts/lists/tuples; closures and defaults).  What a
     class or a module holds is cached: an export walks only the model's instances."""
-    found: dict[int, types.FunctionType] = {}
+    parts: list[tuple[list, list]] = []
     modules: dict[str, types.ModuleType] = {}
+    fresh = False  # a part found on the instances (not cached): the union is not either
 
     def take(part: tuple[list, list]) -> None:
-        for f in part[0]:
-            found[id(f)] = f
+        parts.append(part)
         for m in part[1]:
             modules.setdefault(m.__name__, m)
 
     take(_of_function(fn))
     if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
-        for m in model.modules():
+        seen: set[int] = set()
+        for _, m in walk if walk is not None else [("", m) for m in model.modules()]:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
-            attrs = [v for k, v in vars(m).items()
-                     if k not in _MODULE_STATE and
-                     not isinstance(v, (torch.Tensor, torch.nn.Module, int, float, str)) and
-                     not (isinstance(v, (dict, list, tuple, set)) and not v)]
+            attrs = []
+            for k, v in vars(m).items():
+                t = type(v)
+                if t in _ATOMS:  # (the common attributes, by exact type)
+                    continue
+                if t in _CONTAINERS:
+                    if v and k not in _MODULE_STATE:
+                        attrs.append(v)
+                elif k not in _MODULE_STATE and (
+                        issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or
+                        issubclass(t, (dict, list, tuple, set)) and v):
+                    # (by type: what _collect can find code in; an isinstance test asks
+                    # the object for __class__, slow on a transformers config)
+                    attrs.append(v)
             if attrs:
-                take(_collect(attrs))
+                part = _collect(attrs)
+                if part[0] or part[1]:
+                    take(part)
+                    fresh = True
         for cls in classes.values():
             take(_of_class(cls))
     done: set[str] = set()
@@ -180,13 +199,37 @@ def _functions(model: Any, fn: Any) -> list[types.FunctionType]:
         for name in [n for n in modules if n not in done]:
             done.add(name)
             take(_of_module(modules[name]))
-    return list(found.values())
+    # the union of the parts, cached by their identities (each part is a cached answer
+    # that is replaced when what it was read from changes)
+    key = tuple(map(id, parts))
+    hit = None if fresh else _UNIONS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], parts)):
+        return hit[1]
+    found: dict[int, types.FunctionType] = {}
+    for part in parts:
+        for f in part[0]:
+            found[id(f)] = f
+    out = list(found.values())
+    if not fresh:
+        if len(_UNIONS) > 1000:
+            _UNIONS.clear()
+        _UNIONS[key] = (parts, out)  # (parts held: their ids stay theirs)
+    return out
+
+
+_UNIONS: dict[tuple, tuple[list, list]] = {}
+# what may hold code that _collect finds (besides containers and types with __func__)
+_CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
+                 property)
 
 
 # nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
 _MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
                            "_state_dict_hooks", "_state_dict_pre_hooks",
                            "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+# attribute types that never hold code, and containers (empty ones hold none)
+_ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
+_CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
 _CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
 _MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
 
@@ -353,17 +396,24 @@ for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_f
     setattr(builtins, _name, _value)
 
 
-def code_patches(model: Any, fn: Any) -> list[tuple[Any, str, Any]]:
+def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[Any, str, Any]]:
     """``(function, "__code__", rewritten code)`` for each of the user's functions an export
     of ``fn`` may run that calls a redirected name: installed and restored by the export
     session (counted, so two exports of one model at once share them)."""
     if not _SUPPORTED:
         return []
     out = []
-    for f in _functions(model, fn):
+    plain: dict[int, bool] = {}  # id(globals) -> _plain_builtins (a module's functions share one)
+    for f in _functions(model, fn, walk):
         code = original_code(f)
         new = _rewrite(code)
-        if new is not code and _plain_builtins(f.__globals__):
+        if new is code:
+            continue
+        g = f.__globals__
+        ok = plain.get(id(g))
+        if ok is None:
+            ok = plain[id(g)] = _plain_builtins(g)
+        if ok:
             if len(_SOURCE) > 20000:
                 _SOURCE.clear()
             _SOURCE[id(new)] = (new, code)

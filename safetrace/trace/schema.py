@@ -55,7 +55,7 @@ class ArgSpec:
 class Schema:
     """The parts of an overload's schema that binding needs."""
 
-    __slots__ = ("op", "name", "args", "by_name", "positional", "has_lists")
+    __slots__ = ("op", "name", "args", "by_name", "positional", "has_lists", "none_lists")
 
     def __init__(self, op: Any) -> None:
         self.op = op
@@ -65,6 +65,9 @@ class Schema:
         self.by_name = {a.name: i for i, a in enumerate(self.args)}
         self.positional = [a for a in self.args if not a.kwarg_only]
         self.has_lists = any(a.kind == "list" for a in self.args)
+        # an int list defaulting to [] that the parser lets None stand for (see bind)
+        self.none_lists = any(a.kind == "list" and a.has_default and not a.optional and
+                              a.default == [] for a in self.positional)
 
 
 _SCHEMAS: dict[str, list[Schema]] = {}
@@ -190,7 +193,7 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
             return None
     if len(args) > len(pos):
         return None
-    if any(v is None for v in args):
+    if schema.none_lists and any(v is None for v in args):
         # torch's argument parser takes None for an int list whose default is [] (the
         # `stride=None` of the pooling functions): the default
         args = tuple([] if v is None and spec.kind == "list" and spec.has_default and
@@ -244,13 +247,20 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
 def _code(v: Any) -> Any:
     """A hashable summary of an argument's type: what overload choice depends on."""
     if isinstance(v, torch.Tensor):
-        return "T"
-    if isinstance(v, (list, tuple)):
+        code = "T"
+    elif isinstance(v, (list, tuple)):
         return tuple(_code(x) for x in v)
-    return type(v)
+    else:
+        code = type(v)
+    _CODES[type(v)] = code  # (the key of each argument of resolve(), by its type)
+    return code
+
+
+_CODES: dict[type, Any] = {}  # type -> its _code, for every type that is not a sequence
 
 
 _RESOLVED: dict[tuple, tuple] = {}
+_NO_FIT = ()  # cached: no overload accepts arguments of these types
 
 
 def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
@@ -258,16 +268,22 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
 
     The choice depends only on the argument types, so it is cached on them.
     """
-    key = (packet_name, tuple(_code(a) for a in args),
-           tuple((k, _code(v)) for k, v in kwargs.items()) if kwargs else ())
+    codes = _CODES
+    key = (packet_name, tuple([codes.get(type(a)) or _code(a) for a in args]),
+           tuple([(k, codes.get(type(v)) or _code(v)) for k, v in kwargs.items()])
+           if kwargs else ())
     hit = _RESOLVED.get(key)
     if hit is not None:
+        if hit is _NO_FIT:  # no overload fits these argument types (searched before)
+            return None
         schema, loose, pack = hit
         bound = bind(schema, args, kwargs, loose, pack, trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
     found = _search(packet_name, args, kwargs)
     if found is None:
+        if hit is None:
+            _RESOLVED[key] = _NO_FIT
         return None
     schema, loose, pack, bound = found
     _RESOLVED[key] = (schema, loose, pack)

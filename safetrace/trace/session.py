@@ -22,10 +22,9 @@ the modules that own each concern (``patches()`` in each) and installed here:
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import torch.compiler
@@ -86,24 +85,30 @@ def _uninstall(keys: list[tuple[int, str]]) -> None:
                 setattr(slot[0], key[1], slot[1])
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic collector paused while any export runs: an export creates many
-    short-lived objects with reference cycles (graph <-> nodes), which die young instead of
-    being promoted and reclaimed by full collections (tens of ms in a process holding
-    torch).  The last export to end resumes it if it was running."""
-    with _LOCK:
-        if _GC["sessions"] == 0:
-            _GC["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _GC["sessions"] += 1
-    try:
-        yield
-    finally:
+class _GcPaused:
+    def __enter__(self) -> None:
+        with _LOCK:
+            if _GC["sessions"] == 0:
+                _GC["was_enabled"] = gc.isenabled()
+                gc.disable()
+            _GC["sessions"] += 1
+
+    def __exit__(self, *exc: Any) -> None:
         with _LOCK:
             _GC["sessions"] -= 1
             if _GC["sessions"] == 0 and _GC["was_enabled"]:
                 gc.enable()
+
+
+_GC_PAUSED = _GcPaused()  # (its state is _GC's: one object serves every export)
+
+
+def gc_paused() -> _GcPaused:
+    """The cyclic collector paused while any export runs: an export creates many
+    short-lived objects with reference cycles (graph <-> nodes), which die young instead of
+    being promoted and reclaimed by full collections (tens of ms in a process holding
+    torch).  The last export to end resumes it if it was running."""
+    return _GC_PAUSED
 
 
 def _autocast_devices() -> tuple[str, ...]:
@@ -135,8 +140,9 @@ class ExportSession:
     """``with ExportSession(model, fn):`` traces ``fn`` with everything an export needs
     installed for this thread only, and leaves the process as it found it."""
 
-    def __init__(self, model: Any, fn: Any) -> None:
+    def __init__(self, model: Any, fn: Any, walk: list | None = None) -> None:
         self.model, self.fn = model, fn
+        self.walk = walk  # the model's pytree.module_walk, when the caller has it
         self._keys: list[tuple[int, str]] = []
         self._modes: tuple = ()
         self._seed = 0
@@ -145,7 +151,7 @@ class ExportSession:
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
-                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn)]
+                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()

@@ -63,10 +63,22 @@ def stack_trace(depth: int = 2) -> str:
     """``File "model.py", line 12, in forward\n    return x + y`` for the user's frame; when
     the call came from a torch layer (a BatchNorm inside an ``nn.Sequential``), a third
     line names it: ``    (in layer `1`, BatchNorm1d)``."""
-    f = user_frame(depth + 1)
+    f: FrameType | None = sys._getframe(depth)  # (user_frame, inlined: once per op)
+    library = _LIBRARY
+    while f is not None:
+        code = f.f_code
+        skip = library.get(code)
+        if skip is None:
+            fn = code.co_filename
+            skip = library[code] = (fn.startswith(_SKIP_DIRS) and fn not in _USER_FILES) or \
+                fn.startswith("<frozen")
+        if not skip:
+            break
+        f = f.f_back
     if f is None:
         return ""
-    layer = _library_layer()
+    stack = getattr(active_tracer(), "nn_stack", None)
+    layer = _layer_text(next(reversed(stack.values()))) if stack else ""
     key = (f.f_code, f.f_lineno, layer)
     text = _CACHE.get(key)
     if text is None:
@@ -82,17 +94,21 @@ def stack_trace(depth: int = 2) -> str:
 _LAYER_PREFIX = "(in layer "
 
 
-def _library_layer() -> str:
-    """`` `1`, BatchNorm1d`` when the innermost module being called (by the export in
-    progress) is one of torch's layers, whose code is not the user's: the user's line alone
-    (often the ``st.export`` call) would not say where the condition arose."""
-    stack = getattr(active_tracer(), "nn_stack", None)
-    if not stack:
-        return ""
-    fqn, type_name = next(reversed(stack.values()))
-    if not type_name.startswith("torch."):
-        return ""
-    return f"`{fqn}`, {type_name.rpartition('.')[2]}"
+def _layer_text(innermost: tuple[str, str]) -> str:
+    """`` `1`, BatchNorm1d`` for the innermost module call (fqn, type name) when it is one
+    of torch's layers, else '' (cached)."""
+    text = _LAYERS.get(innermost)
+    if text is None:
+        fqn, type_name = innermost
+        text = f"`{fqn}`, {type_name.rpartition('.')[2]}" if type_name.startswith(
+            "torch.") else ""
+        if len(_LAYERS) > 100_000:
+            _LAYERS.clear()
+        _LAYERS[innermost] = text
+    return text
+
+
+_LAYERS: dict[tuple[str, str], str] = {}
 
 
 def layer_of(trace: object) -> str:

@@ -14,6 +14,7 @@ import torch
 from safetrace.symbolic import SymFloat, make_bool, make_int
 from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.symbolic.semantics import Algebra, lower
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import stack_trace
 
 
@@ -80,3 +81,30 @@ def split_linear(e: Expr, name: str) -> tuple[int, Expr] | None:
         else:
             rest[mono] = rest.get(mono, 0) + c
     return (coef, from_terms(rest)) if coef else None
+
+
+def size_source(name: str, v: Any, node: Any) -> tuple | None:
+    """Where the graph can read symbol `name` from an op's result `v` (a size linear in
+    it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
+    if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
+            return node  # the op's value is the symbol itself (an unbacked int or float)
+        if name in v.expr.free_symbols:
+            found = split_linear(v.expr, name)
+            if found is not None:
+                offset = _as_int(found[1])
+                plain = isinstance(offset, int) and offset == 0 and found[0] == 1
+                return node if plain else (node, None, found[0], offset)
+        return None
+    if isinstance(v, Proxy):
+        for d, size in enumerate(v.st_meta.shape):
+            if not isinstance(size, int) and name in size.expr.free_symbols:
+                found = split_linear(size.expr, name)
+                if found is not None:
+                    return (v.st_node, d, found[0], _as_int(found[1]))
+    return None
+
+
+def _as_int(e: Any) -> Any:
+    """A constant expression as its int."""
+    return int(e.value) if e.op == "const" else e

@@ -25,6 +25,7 @@ from safetrace.rules import get_rule, registry
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
+from safetrace.trace import rulecache
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, plan_for
 from safetrace.trace.graph import add_node
@@ -35,7 +36,7 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
-from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
+from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
@@ -339,7 +340,7 @@ class Tracer(TorchFunctionMode):
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy:
                         p.st_contig = None
-        if info[4] and isinstance(result, Proxy):
+        if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
             self._number_mask(op, args, kwargs, result, node)
@@ -390,7 +391,7 @@ class Tracer(TorchFunctionMode):
             if name in self.sym_sources:
                 continue
             for v in values:
-                found = _size_source(name, v, node)
+                found = size_source(name, v, node)
                 if found is not None:
                     self.sym_sources[name] = found
                     break
@@ -398,9 +399,9 @@ class Tracer(TorchFunctionMode):
     def shape_of(self, op: Any, rule: Any, margs: list, mkwargs: dict, trace: str) -> Any:
         """The op's output metadata: its rule's, else the meta kernel's (slow path)."""
         try:
-            if rule is not None:
-                return rule(*margs, **mkwargs)
-            return self._meta_fallback(op, margs, mkwargs)
+            if rule is None:
+                return self._meta_fallback(op, margs, mkwargs)
+            return rulecache.call(rule, op, margs, mkwargs)  # (remembered on static sizes)
         except OpShapeError as exc:
             raise exc.at(short(trace)) from None
 
@@ -466,7 +467,7 @@ class Tracer(TorchFunctionMode):
             items = []
             for i, m in enumerate(out):
                 if isinstance(m, TensorMeta):
-                    g = self.graph.call_function(operator.getitem, (node, i))
+                    g = add_node(self.graph, operator.getitem, (node, i), {}, "getitem")
                     g.meta["stack_trace"] = node.meta["stack_trace"]
                     p = Proxy(m, g)
                     g.meta["val"] = p
@@ -547,33 +548,6 @@ def _has_symbolic(v: Any) -> bool:
     if isinstance(v, (list, tuple)):
         return any(_has_symbolic(x) for x in v)
     return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
-
-
-def _size_source(name: str, v: Any, node: Any) -> tuple | None:
-    """Where the graph can read symbol `name` from an op's result `v` (a size linear in
-    it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
-    if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
-        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
-            return node  # the op's value is the symbol itself (an unbacked int or float)
-        if name in v.expr.free_symbols:
-            found = split_linear(v.expr, name)
-            if found is not None:
-                offset = _plain(found[1])
-                plain = isinstance(offset, int) and offset == 0 and found[0] == 1
-                return node if plain else (node, None, found[0], offset)
-        return None
-    if isinstance(v, Proxy):
-        for d, size in enumerate(v.st_meta.shape):
-            if not isinstance(size, int) and name in size.expr.free_symbols:
-                found = split_linear(size.expr, name)
-                if found is not None:
-                    return (v.st_node, d, found[0], _plain(found[1]))
-    return None
-
-
-def _plain(e: Any) -> Any:
-    """A constant expression as its int."""
-    return int(e.value) if e.op == "const" else e
 
 
 def _unrecorded(out: Any) -> Any:
