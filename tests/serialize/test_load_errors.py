@@ -215,7 +215,8 @@ def test_load_builders_render_cause_and_paste_able_fix():
     err = L.over_budget("node 'evil'", "list of 70000 items", "max_repeat", 70000)
     assert isinstance(err, st.LoadError) and err.details["budget"] == "max_repeat"
     assert str(err) == ("node 'evil': list of 70000 items, over the budget (max_repeat)\n"
-                        "Fix: if you trust the file, st.load(path, budgets={'max_repeat': 70000})")
+                        "Fix: if you trust the file, st.load(path, budgets={'max_repeat': 70000})"
+                        "\nSee docs/errors.md#load")
     assert L.bad_file(None, "bad.\nFix: do this").fix == "do this"
     assert "re-export" in L.refused_call("node 'x'", "calls os.system").fix
     assert L.refused_call("n", "no.\nFix: allow it").fix == "allow it"
