@@ -56,6 +56,9 @@ DETECTORS: dict[str, tuple[dict, str, float, float]] = {
     "keypointrcnn_resnet50_fpn": (_RCNN, "roi_heads.score_thresh", 0.0, 1.01),
 }
 FAST = ("fasterrcnn_mobilenet_v3_large_fpn", "ssdlite320_mobilenet_v3_large")
+# other resolutions the export must serve: the example's, a larger square, and non-square
+OTHER_SIZES = ((SIZE, SIZE), (SIZE + 32, SIZE + 32), (SIZE, SIZE + 32), (SIZE + 32, SIZE),
+               (96, SIZE))
 
 
 def available() -> bool:
@@ -97,9 +100,9 @@ def _factory(name: str, empty: bool) -> Callable[[], Case]:
         g = torch.Generator().manual_seed(1)
         img = lambda *s: torch.rand(*s, generator=g)  # noqa: E731
         auto = Dim.AUTO
+        others = [((img(1, 3, h, w),), {}) for h, w in OTHER_SIZES]
         return Case(model, (img(1, 3, SIZE, SIZE),), {}, {"x": {0: auto, 2: auto, 3: auto}},
-                    [((img(1, 3, SIZE, SIZE),), {}), ((img(1, 3, SIZE + 32, SIZE + 32),), {})],
-                    outside=((img(1, 3, SIZE),), {}))
+                    others, outside=((img(1, 3, SIZE),), {}))
     return make
 
 
