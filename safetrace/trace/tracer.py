@@ -401,7 +401,7 @@ class Tracer(TorchFunctionMode):
             if rule is not None:
                 return rule(*margs, **mkwargs)
             return self._meta_fallback(op, margs, mkwargs)
-        except OpShapeError as exc:
+        except (OpShapeError, errors.DataDependentShape) as exc:
             raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
