@@ -61,6 +61,17 @@ def test_min_of_float_size_ratios_stays_symbolic(min_size, max_size):
         ep.module()(torch.rand(1, 4, 128, 128))  # channels were static
 
 
+def test_float_min_survives_save_and_load(tmp_path):
+    model = Resize(128, 160)
+    ep = st.export(model, (torch.rand(1, 3, 128, 128),),
+                   dynamic_shapes={"x": {2: st.Dim.AUTO, 3: st.Dim.AUTO}})
+    st.save(ep, tmp_path / "resize.st")
+    loaded = st.load(tmp_path / "resize.st")
+    for h, w in [(96, 200), (200, 96)]:
+        x = torch.rand(1, 3, h, w)
+        assert_close(model(x), loaded.module()(x))
+
+
 def test_max_of_a_float_and_a_symbolic_float_keeps_python_order():
     # min(a, b) is `a` unless b < a: equal values give the first argument
     def f(x):
