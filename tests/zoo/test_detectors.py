@@ -198,5 +198,19 @@ def test_detector_generalizes_to_other_resolutions(name):
     _check(name, [(0, 0), (128, 160), (160, 128), (96, 128)])
 
 
+@needs_torchvision
+@pytest.mark.slow
+@pytest.mark.parametrize("name,loop", [("maskrcnn_resnet50_fpn", "zip(masks, boxes)"),
+                                       ("keypointrcnn_resnet50_fpn", "range(len(rois))")])
+def test_mask_and_keypoint_rcnn_refuse_their_python_loop_over_detections(name, loop):
+    # torchvision pastes masks / decodes keypoints box by box in Python: the number of
+    # iterations is the number of detections, which only the data decides
+    case = next(e for e in detection.ENTRIES if e.name == name).factory()
+    with torch.no_grad(), pytest.raises(st.DataDependentError) as info:
+        st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+    text = str(info.value)
+    assert loop in text and "roi_heads.py" in text and "Fix: compute the loop's body" in text
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-m", "slow or not slow"]))
