@@ -42,18 +42,20 @@ def _infer_scale(feature: torch.Tensor, original_size: list[int]) -> float:
     the power of two nearest to the ratio of heights, computed by float32 tensor ops whose
     result it reads back), without reading a tensor: the power ``2 ** k`` at the example,
     and guards keeping the ratio inside ``k``'s rounding interval narrowed by a relative
-    1e-6 (float32 rounding of the ratio and of ``log2`` moves it by less), where the
-    original gives the same ``2 ** k``.  An example too close to a rounding edge (or
-    static sizes) is left to the original."""
+    1e-4 (0.00014 in log2; float32 rounding of the ratio and of ``log2`` moves it by less
+    than 1e-5 for any ratio a float32 holds), where the original gives the same ``2 ** k``.
+    An example too close to a rounding edge (or static sizes) is left to the original."""
     ratio = feature.shape[-2] / original_size[0]
     env = getattr(ratio, "env", None)
     if env is None:
         return _ORIGINALS["_infer_scale"](feature, original_size)
     at = struct.unpack("f", struct.pack("f", env.hint(ratio.expr)))[0]  # float32, as torch
     k = round(math.log2(at)) if at > 0 else None
-    if k is None or not 2.0 ** (k - 0.5) * (1 + 1e-6) < at < 2.0 ** (k + 0.5) * (1 - 1e-6):
+    lo, hi = (2.0 ** (k - 0.5) * (1 + 1e-4), 2.0 ** (k + 0.5) * (1 - 1e-4)) if k is not None \
+        else (1.0, 0.0)
+    if not lo < at < hi:
         return _ORIGINALS["_infer_scale"](feature, original_size)
-    if not (ratio > 2.0 ** (k - 0.5) * (1 + 1e-6) and ratio < 2.0 ** (k + 0.5) * (1 - 1e-6)):
+    if not (ratio > lo and ratio < hi):  # the guards (they hold at the example)
         raise AssertionError("unreachable: the guards hold at the example")
     return float(2 ** k)
 
