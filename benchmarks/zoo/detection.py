@@ -13,11 +13,13 @@ The model is called as ``model(list(x))`` for ``x`` of shape (B, 3, H, W), with 
 the batch is always specialized (by torch.export too); height and width stay dynamic
 where the model allows.
 
-torchvision imports only beside its own torch (``/work/zoo/.venv``: torch 2.14.1 +
-torchvision 0.29.1); ``available()`` says whether it does here, and ``registry()`` /
-bench_zoo pick these entries up only then.  Run on its own:
+torchvision's C++ kernels load only beside the torch it was built for; elsewhere (the
+registry's wheel beside a CPU torch, imported through ``/work/shared/tools/tv_shim.py``)
+``tv_ops.install()`` registers plain-torch CPU kernels of ``nms`` and ``roi_align``.
+``available()`` says whether torchvision imports and its two ops run here, and
+``registry()`` / bench_zoo pick these entries up only then.  Run on its own:
 
-    PYTHONPATH=$PWD /work/zoo/.venv/bin/python benchmarks/zoo/detection.py [name ...]
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/zoo/detection.py [name ...]
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ if __name__ == "__main__":
 import torch  # noqa: E402
 
 from safetrace import Dim  # noqa: E402
-from benchmarks.zoo import Case, Entry  # noqa: E402
+from benchmarks.zoo import Case, Entry, tv_ops  # noqa: E402
 
 SIZE = 128
 # Candidate counts are kept small so that every batched_nms call sees at most 1000 boxes:
@@ -54,15 +56,15 @@ DETECTORS: dict[str, tuple[dict, str, float, float]] = {
     "keypointrcnn_resnet50_fpn": (_RCNN, "roi_heads.score_thresh", 0.0, 1.01),
 }
 FAST = ("fasterrcnn_mobilenet_v3_large_fpn", "ssdlite320_mobilenet_v3_large")
+# other resolutions the export must serve: the example's, a larger square, and non-square
+OTHER_SIZES = ((SIZE, SIZE), (SIZE + 32, SIZE + 32), (SIZE, SIZE + 32), (SIZE + 32, SIZE),
+               (96, SIZE))
 
 
 def available() -> bool:
-    """True when torchvision (with its C++ ops: nms, roi_align) imports beside this torch."""
-    try:
-        import torchvision  # noqa: F401
-        return hasattr(torch.ops.torchvision, "nms")
-    except Exception:  # noqa: BLE001 - any import failure means: not here
-        return False
+    """True when torchvision imports and its ops nms and roi_align run on CPU here (its own
+    C++ kernels, or the plain-torch ones of ``tv_ops``)."""
+    return tv_ops.install()
 
 
 class ImageList(torch.nn.Module):
@@ -98,9 +100,9 @@ def _factory(name: str, empty: bool) -> Callable[[], Case]:
         g = torch.Generator().manual_seed(1)
         img = lambda *s: torch.rand(*s, generator=g)  # noqa: E731
         auto = Dim.AUTO
+        others = [((img(1, 3, h, w),), {}) for h, w in OTHER_SIZES]
         return Case(model, (img(1, 3, SIZE, SIZE),), {}, {"x": {0: auto, 2: auto, 3: auto}},
-                    [((img(1, 3, SIZE, SIZE),), {}), ((img(1, 3, SIZE + 32, SIZE + 32),), {})],
-                    outside=((img(1, 3, SIZE),), {}))
+                    others, outside=((img(1, 3, SIZE),), {}))
     return make
 
 
@@ -179,7 +181,7 @@ def _cell(r: dict) -> str:
 def main(names: list[str]) -> None:
     torch.set_grad_enabled(False)
     if not available():
-        print("torchvision with its ops does not import here: run with /work/zoo/.venv")
+        print("torchvision does not import here (see /work/shared/tools/tv_shim.py)")
         return
     rows = [evaluate(e) for e in ENTRIES if not names or e.name in names]
     for row in rows:

@@ -317,6 +317,18 @@ class DataDependentDecision(DataDependentError):
     kind = "data-dependent-decision"
 
 
+def data_dependent_int(expr: str, symbols: str, source: str) -> DataDependentDecision:
+    """Python asked for the int value of a data-dependent size (``range(n)``, a list index)."""
+    return DataDependentDecision(
+        f"needs the Python int value of `{expr}`{symbols}, asked at {source}: it depends on values "
+        f"computed from tensor data, which export never reads, so a Python loop over it "
+        f"(`for i in range(n)`) or a list length or index taken from it has no fixed value.",
+        fix="compute the loop's body on the whole tensor at once (batched ops over that "
+            "dim), or export the program up to that tensor and run the loop eagerly on its "
+            "output (torchvision's Keypoint R-CNN: export up to the detections, then decode "
+            "the keypoints per box)", where=Where(source=source), expr=expr)
+
+
 def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDependentDecision:
     return DataDependentDecision(
         f"could not decide `{expr}`{symbols}, asked at {source}: it depends on values "

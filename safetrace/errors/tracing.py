@@ -7,6 +7,7 @@ wrote them (``repr``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchError, LoadError,
@@ -16,6 +17,7 @@ from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchEr
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
+    "data_dependent_count",
     "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
@@ -30,6 +32,11 @@ class DataDependentShape(DataDependentError):
     op's arguments could avoid: ``one_hot`` without num_classes, a boolean mask's count."""
 
     kind = "data-dependent-shape"
+
+    def at(self, source: str) -> DataDependentShape:
+        """The same error with the user's source line added (raised by a shape rule)."""
+        return type(self)(f"{self.cause}\n  at {source}", fix=self.fix,
+                          where=dataclasses.replace(self.where, source=source), **self.details)
 
 
 class UnsupportedCall(UnsupportedOpError):
@@ -70,6 +77,20 @@ def mask_count(op: str, what: str) -> DataDependentShape:
             f"export never reads",
         "use torch.where(mask, ...) or masked_fill for a fixed-shape result, or call "
         "mask.nonzero() and check(...) its length.")
+
+
+def data_dependent_count(op: str, size: str) -> DataDependentShape:
+    """``op`` returns a Python list with one tensor per index of a dim whose ``size``
+    depends on data: a Python loop over it has no fixed number of steps."""
+    return data_dependent_shape(
+        op, f"it returns a list of one tensor per index of a dim of size `{size}`, which "
+            f"depends on tensor data: the Python loop over it (`for m in masks:`, "
+            f"`zip(masks, boxes)`, `list(t)`) would run a number of times only the data "
+            f"decides, and a graph holds a fixed sequence of ops",
+        "compute the loop's body on the whole tensor at once (batched ops over that dim), "
+        "or export the program up to that tensor and run the loop eagerly on its output "
+        "(torchvision's Mask/Keypoint R-CNN: export up to the detections, then paste the "
+        "masks / decode the keypoints per box)")
 
 
 def lstsq_residuals(op: str, driver: str) -> DataDependentShape:

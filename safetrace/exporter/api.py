@@ -27,7 +27,7 @@ from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
-from safetrace.trace.source import from_text, short, stack_trace
+from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.tracer import Tracer
 
 
@@ -537,7 +537,10 @@ def _const_or(e: Any) -> Any:
 
 
 def _data_dependent(q: DataDependentQuestion, env: Any) -> E.DataDependentDecision:
-    where = short(q.origin) if isinstance(q.origin, str) else "<unknown location>"
+    where = short(q.origin) if isinstance(q.origin, str) else \
+        raised_at(q.__traceback__) or "<unknown location>"
+    if not q.expr.is_bool:  # Python asked for the value itself: an int, a loop's length
+        return E.data_dependent_int(str(q.expr), describe_symbols(env, q.expr), where)
     return E.data_dependent_decision(str(q.expr), describe_symbols(env, q.expr), where)
 
 

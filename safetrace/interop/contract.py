@@ -32,6 +32,7 @@ _ARITH = {"floordiv": operator.floordiv, "mod": operator.mod,
           # float expressions (Python's float semantics, as ours): IEEE ops and comparisons
           "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
           "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
+          "fmin": torch.sym_min, "fmax": torch.sym_max,
           "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
           "feq": operator.eq, "fne": operator.ne}
 _UNARY = {"trunc": lambda: torch.sym_int, "float": lambda: torch.sym_float,

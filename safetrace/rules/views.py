@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import torch
 
-from safetrace.errors import shape_error
+from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
                                     known, normalize_dim, normalize_dims, open_question, prod,
@@ -37,7 +37,8 @@ def concrete_count(n: Size, op: str) -> int:
         return n
     env = getattr(n, "env", None)
     if env is not None:  # the example's value, then the guard `n == value`
-        k = int(env.hint(n.expr))
+        if (k := hint_of(n)) is None:  # from data: a loop over it has no fixed length
+            raise data_dependent_count(op, str(env.simplify(n.expr)))
         check(n == k, op, f"expected {n} == {k}")
         return k
     check(n >= 0, op, f"expected a non-negative count, got {n}")
@@ -166,8 +167,7 @@ def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 
       aten.view_copy.default)
 def view_rule(self: TensorMeta, size: Sequence[Size]) -> TensorMeta:
     """The requested shape, with one -1 inferred by exact division of the element count."""
-    # Without strides we cannot tell a non-viewable layout apart: view on a
-    # non-contiguous input is accepted here where eager may refuse it.
+    # no strides here: a view of a non-viewable layout is accepted where eager may refuse it
     return self.like(shape=infer_size(size, self.numel(), "view", factors=self.shape))
 
 

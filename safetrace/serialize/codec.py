@@ -50,6 +50,7 @@ _FLOAT_RE = re.compile(r"^-?(inf|nan|[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]{1,4})?)\Z"
 _EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge": 2, "not": 1,
                # floats on sizes, in the user's order of operations (symbolic/floats.py)
                "fadd": 2, "fsub": 2, "fmul": 2, "fdiv": 2, "ffloordiv": 2, "fpow": 2,
+               "fmin": 2, "fmax": 2,
                "flt": 2, "fle": 2, "fgt": 2, "fge": 2, "feq": 2, "fne": 2,
                "float": 1, "fneg": 1, "trunc": 1, "round": 1,
                "fsqrt": 1, "fexp": 1, "flog": 1, "flog2": 1, "flog10": 1}

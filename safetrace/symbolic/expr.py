@@ -11,7 +11,8 @@ Node kinds, as ``Expr.op``:
 * ``"and"``, ``"or"``: two or more sorted arguments; ``"not"``: ``(arg,)``;
 * floats (module ``floats``), kept in the user's order of operations with IEEE double
   semantics: ``"fconst"`` (``.value``: a float), ``"float"``, ``"fadd"``, ``"fsub"``,
-  ``"fmul"``, ``"fdiv"``, ``"ffloordiv"``, ``"fpow"``, ``"fneg"``; the int-valued ``"trunc"``
+  ``"fmul"``, ``"fdiv"``, ``"ffloordiv"``, ``"fpow"``, ``"fmin"``, ``"fmax"``, ``"fneg"``;
+  the int-valued ``"trunc"``
   (Python's ``int(x)``) and ``"round"``; the conditions ``"flt"``, ``"fle"``, ``"fgt"``,
   ``"fge"``, ``"feq"``, ``"fne"``.
 
@@ -40,7 +41,7 @@ _TABLE: dict[tuple[object, ...], Expr] = {}
 _NAME_RE = re.compile(r"^(.*?)(\d+)$")
 _OPRANK = {op: i for i, op in enumerate(
     "floordiv mod min max mul add eq ne lt le ge not and or float fadd fsub fmul fdiv ffloordiv "
-    "fpow fneg trunc round flt fle fgt fge feq fne fsqrt fexp flog flog2 flog10".split())}
+    "fpow fneg trunc round flt fle fgt fge feq fne fsqrt fexp flog flog2 flog10 fmin fmax".split())}
 
 
 def table_mark() -> int:

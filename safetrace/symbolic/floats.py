@@ -199,6 +199,10 @@ def fbounds(e: Expr, ib: IntBounds) -> Interval:
         except (ZeroDivisionError, OverflowError):
             return _FULL
         return _fix(min(ends), max(ends))
+    if op == "fmin":
+        return min(a[0], b[0]), min(a[1], b[1])
+    if op == "fmax":
+        return max(a[0], b[0]), max(a[1], b[1])
     return _FULL
 
 
@@ -292,7 +296,7 @@ def direction(e: Expr, s: str, ib: IntBounds) -> int | None:
         sign = _sign(den, ib)
         d = direction(num, s, ib)
         return None if sign is None or d is None or sign == 0 else d * sign
-    if op in ("min", "max"):
+    if op in ("min", "max", "fmin", "fmax"):
         return _combine([direction(a, s, ib) for a in e.args], same_only=True)
     return None
 

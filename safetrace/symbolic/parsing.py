@@ -93,7 +93,13 @@ class _Parser:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args and not n.keywords:
             name = n.func.id
             if name in ("min", "max"):
-                return minmax(name, [self.conv(a) for a in n.args])
+                items = [self.conv(a) for a in n.args]
+                if len(items) > 1 and all(F.is_float(x) for x in items):
+                    acc = items[0]
+                    for x in items[1:]:
+                        acc = F.fbin(f"f{name}", acc, x)
+                    return acc
+                return minmax(name, items)
             ops = {"float": "float", "int": "trunc", "round": "round"}
             if name in ops and len(n.args) == 1:
                 x = self.conv(n.args[0])

@@ -29,7 +29,7 @@ def _prec(e: Node) -> int:
     if op == "fconst":
         v = float(e.value)  # type: ignore[arg-type]
         return _UNARY if math.copysign(1.0, v) < 0 or v != v else _ATOM
-    if op in ("sym", "fsym", "min", "max") or op in _CALL:
+    if op in ("sym", "fsym", "min", "max", "fmin", "fmax") or op in _CALL:
         return _ATOM
     if op in _FBIN_SYM:
         return _FBIN_SYM[op][1]
@@ -121,6 +121,8 @@ def _float_str(e: Node) -> str:
         return f"{_CALL[op]}({e.args[0]})"
     if op == "fneg":
         return f"-{_p(e.args[0], _UNARY)}"
+    if op in ("fmin", "fmax"):
+        return f"{op[1:]}({e.args[0]}, {e.args[1]})"
     sep, prec = _FBIN_SYM[op]
     a, b = e.args
     if op == "fpow":  # right-associative, binds tighter than a unary minus on its left

@@ -38,7 +38,9 @@ BOOL_OPS = CMP_OPS | FCMP_OPS | frozenset(("and", "or", "not"))
 # float arithmetic on sizes, with Python's semantics (module ``floats``)
 FBIN_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
-    "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow}
+    "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
+    # min/max of two floats (Python's: the first where they compare equal)
+    "fmin": min, "fmax": max}
 # math.sqrt/exp/log... of a float (each monotone increasing where it is defined)
 MATH_FNS: dict[str, Callable[[Any], Any]] = {
     "fsqrt": math.sqrt, "fexp": math.exp, "flog": math.log, "flog2": math.log2,

@@ -8,7 +8,8 @@ overloaded by a class, and swapping them in ``builtins`` would change them for e
 Instead ``trace/pycalls.py`` redirects the user's own direct calls of these names to the
 functions here for the export's duration.  They build a Min/Max expression (as
 ``torch.sym_min`` does; one of the arguments where the known facts decide, still without a
-guard) when every argument is an int or a symbolic int and one of them is symbolic;
+guard) when every argument is an int or a symbolic int and one of them is symbolic, and a
+float Min/Max of two floats one of which is symbolic (``min(800 / h, 1333 / w)``);
 ``len(x)`` of a traced tensor is its symbolic first size and ``len(x.chunk(2))`` the
 symbolic number of pieces (no guard); ``print`` inside a torch.cond branch or loop body is
 refused (it would run once, at export).  Every other call (floats, keys, defaults, strings,
@@ -21,7 +22,9 @@ import builtins
 from typing import Any, Callable
 
 from safetrace.rules.common import decided_max, decided_min
-from safetrace.symbolic import SymInt
+import safetrace.symbolic.floats as F
+from safetrace.symbolic import SymFloat, SymInt
+from safetrace.symbolic.canon import compare
 from safetrace.trace.current import active_tracer
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
@@ -31,22 +34,48 @@ _ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len,
 _real_len = builtins.len
 
 
-def _sizes(items: Any) -> list | None:
-    """The items as a list when they are ints and symbolic ints with at least one symbolic
-    (bools excluded: ``min(True, n)`` keeps Python's bool result)."""
-    symbolic = False
+def _sizes(items: Any) -> tuple[list, bool] | None:
+    """The items as a list when they are ints, floats and symbolic ints and floats with at
+    least one symbolic (bools excluded: ``min(True, n)`` keeps Python's bool result), and
+    whether a float is among them."""
+    symbolic = floats = False
     for v in items:
         c = v.__class__
         if c is int:
             continue
-        if isinstance(v, SymInt):
+        if c is float:
+            floats = True
+        elif isinstance(v, SymInt):
             symbolic = True
+        elif isinstance(v, SymFloat):
+            symbolic = floats = True
         elif not isinstance(v, int) or isinstance(v, bool):
             return None
-    return list(items) if symbolic else None
+    return (list(items), floats) if symbolic else None
 
 
-def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def _float_step(op: str) -> Callable[[Any, Any], Any]:
+    """Python's ``min(a, b)`` / ``max(a, b)`` where a float is involved: ``a`` unless ``b`` is
+    strictly smaller (larger), decided from the facts without a guard; undecided, two floats
+    give a float Min/Max expression, and an int against a float (the result's type depends
+    on the values) is the builtin's, which decides at the example with a guard."""
+    original = _ORIGINAL[op]
+
+    def step(a: Any, b: Any) -> Any:
+        s = a if isinstance(a, (SymInt, SymFloat)) else b
+        x, y = SymFloat._operand(a), SymFloat._operand(b)
+        if not isinstance(s, (SymInt, SymFloat)) or x is None or y is None:
+            return original(a, b)
+        b_wins = s.env.decide(compare("lt" if op == "min" else "gt", y, x))
+        if b_wins is None and F.is_float(x) and F.is_float(y):
+            return SymFloat._make(F.fbin(f"f{op}", x, y), s.env)
+        return original(a, b) if b_wins is None else (b if b_wins else a)
+
+    return step
+
+
+def _routed(name: str, combine: Callable[[Any, Any], Any],
+            fcombine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     original = _ORIGINAL[name]
 
     def routed(*args: Any, **kwargs: Any) -> Any:
@@ -55,12 +84,14 @@ def _routed(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]
         items = args[0] if _real_len(args) == 1 else args
         if "key" in kwargs or _real_len(kwargs) > ("default" in kwargs):
             return original(*args, **kwargs)
-        sizes = _sizes(items) if items else None
-        if sizes is None:
+        found = _sizes(items) if items else None
+        if found is None:
             return original(*args, **kwargs)
+        sizes, floats = found
+        step = fcombine if floats else combine
         acc = sizes[0]
         for v in sizes[1:]:
-            acc = combine(acc, v)
+            acc = step(acc, v)
         return acc
 
     routed.__name__ = routed.__qualname__ = name
@@ -99,6 +130,6 @@ _print.__name__ = _print.__qualname__ = "print"
 _print.__doc__ = _ORIGINAL["print"].__doc__
 
 # the name each builtin is redirected to in the user's code -> its exporting version
-ROUTED = {"__safetrace_min__": _routed("min", decided_min),
-          "__safetrace_max__": _routed("max", decided_max),
+ROUTED = {"__safetrace_min__": _routed("min", decided_min, _float_step("min")),
+          "__safetrace_max__": _routed("max", decided_max, _float_step("max")),
           "__safetrace_len__": _len, "__safetrace_print__": _print}

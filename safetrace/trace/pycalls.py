@@ -53,6 +53,8 @@ _EXTENDED_ARG = dis.opmap.get("EXTENDED_ARG")
 _SKIP_DIRS = tuple(os.path.realpath(p) + os.sep for p in {
     os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)),
     sysconfig.get_paths()["stdlib"]})
+# classes of these packages are never the user's ("torchvision" is: only the root counts)
+_LIBRARY_ROOTS = frozenset(("torch", "safetrace", "builtins"))
 # id(original) -> (original, rewritten or original): keyed by identity, since a code
 # object hashes its whole content; the original is held so that its id stays its own
 _REWRITTEN: dict[int, tuple[types.CodeType, types.CodeType]] = {}
@@ -316,7 +318,7 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
             visit(getattr(v, "__wrapped__", None), depth)
         elif isinstance(v, type):
             for c in v.__mro__:
-                if c is object or c.__module__.startswith(("torch", "safetrace", "builtins")):
+                if c is object or c.__module__.partition(".")[0] in _LIBRARY_ROOTS:
                     continue
                 m = sys.modules.get(c.__module__)
                 path = getattr(m, "__file__", None)

@@ -12,6 +12,8 @@ export ends, also on errors.
 
 from __future__ import annotations
 
+import math
+import struct
 import sys
 from typing import Any, Callable
 
@@ -35,10 +37,35 @@ def _batched_nms_coordinate_trick(boxes: torch.Tensor, scores: torch.Tensor,
     return torch.ops.torchvision.nms(boxes_for_nms, scores, iou_threshold)
 
 
+def _infer_scale(feature: torch.Tensor, original_size: list[int]) -> float:
+    """torchvision's ``2 ** round(log2(h_feature / h_image))`` (``poolers._infer_scale``:
+    the power of two nearest to the ratio of heights, computed by float32 tensor ops whose
+    result it reads back), without reading a tensor: the power ``2 ** k`` at the example,
+    and guards keeping the ratio inside ``k``'s rounding interval narrowed by a relative
+    1e-4 (0.00014 in log2; float32 rounding of the ratio and of ``log2`` moves it by less
+    than 1e-5 for any ratio a float32 holds), where the original gives the same ``2 ** k``.
+    An example too close to a rounding edge (or static sizes) is left to the original."""
+    ratio = feature.shape[-2] / original_size[0]
+    env = getattr(ratio, "env", None)
+    if env is None:
+        return _ORIGINALS["_infer_scale"](feature, original_size)
+    at = struct.unpack("f", struct.pack("f", env.hint(ratio.expr)))[0]  # float32, as torch
+    k = round(math.log2(at)) if at > 0 else None
+    lo, hi = (2.0 ** (k - 0.5) * (1 + 1e-4), 2.0 ** (k + 0.5) * (1 - 1e-4)) if k is not None \
+        else (1.0, 0.0)
+    if not lo < at < hi:
+        return _ORIGINALS["_infer_scale"](feature, original_size)
+    if not (ratio > lo and ratio < hi):  # the guards (they hold at the example)
+        raise AssertionError("unreachable: the guards hold at the example")
+    return float(2 ** k)
+
+
 # (module, attribute, replacement)
 SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
+    ("torchvision.ops.poolers", "_infer_scale", _infer_scale),
 ]
+_ORIGINALS: dict[str, Callable[..., Any]] = {}
 
 
 def _gated(replacement: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
@@ -66,5 +93,6 @@ def patches() -> list[tuple[Any, str, Any]]:
         hit = _GATED.get((module_name, attr))
         if hit is None or hit[0] is not original and original is not hit[1]:
             hit = _GATED[(module_name, attr)] = (original, _gated(replacement, original))
+        _ORIGINALS.setdefault(attr, hit[0])
         out.append((module, attr, hit[1]))
     return out

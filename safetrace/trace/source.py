@@ -5,7 +5,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from types import FrameType
+from types import FrameType, TracebackType
 
 import torch
 
@@ -137,6 +137,19 @@ def quoted(code: str) -> str:
     """`` `code` `` after a location; '' when the line is unknown (code run by exec() or
     typed at a prompt has no source line in linecache)."""
     return f" `{code}`" if code else ""
+
+
+def raised_at(tb: TracebackType | None) -> str:
+    """``model.py:12 `for i in range(n):``` for the innermost user frame of a traceback
+    (neither torch's nor safetrace's), '' when there is none."""
+    found = ""
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if not fn.startswith(_SKIP_DIRS) and not fn.startswith("<frozen"):
+            code = linecache.getline(fn, tb.tb_lineno).strip()
+            found = f"{os.path.basename(fn)}:{tb.tb_lineno}{quoted(code)}"
+        tb = tb.tb_next
+    return found
 
 
 def short(trace: str) -> str:

@@ -402,7 +402,7 @@ class Tracer(TorchFunctionMode):
             if rule is None:
                 return self._meta_fallback(op, margs, mkwargs)
             return rulecache.call(rule, op, margs, mkwargs)  # (remembered on static sizes)
-        except OpShapeError as exc:
+        except (OpShapeError, errors.DataDependentShape) as exc:
             raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:

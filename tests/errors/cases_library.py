@@ -60,6 +60,7 @@ CASES = {
         "pass size= explicitly"),
     "one_hot_num_classes": lambda: E.one_hot_num_classes(),
     "mask_count": lambda: E.mask_count("aten.index.Tensor", "the result's dim 0"),
+    "data_dependent_count": lambda: E.data_dependent_count("unbind", "min(u9, 100)"),
     "lstsq_residuals": lambda: E.lstsq_residuals("aten.linalg_lstsq", "gelsd"),
     "outside_export": lambda: E.outside_export("st.new_dynamic_size()"),
     "float_read": lambda: E.float_read(".item()", "f32[]", "m.py:4 `v = x.sum().item()`"),
@@ -245,6 +246,15 @@ GOLDEN = {
         'mask are True, which export never reads.\n'
         'Fix: use torch.where(mask, ...) or masked_fill for a fixed-shape result, or '
         'call mask.nonzero() and check(...) its length.'),
+    'data_dependent_count': ('DataDependentShape',
+        'unbind: it returns a list of one tensor per index of a dim of size `min(u9, 100)`, '
+        'which depends on tensor data: the Python loop over it (`for m in masks:`, '
+        '`zip(masks, boxes)`, `list(t)`) would run a number of times only the data '
+        'decides, and a graph holds a fixed sequence of ops.\n'
+        "Fix: compute the loop's body on the whole tensor at once (batched ops over that "
+        'dim), or export the program up to that tensor and run the loop eagerly on its '
+        "output (torchvision's Mask/Keypoint R-CNN: export up to the detections, then "
+        'paste the masks / decode the keypoints per box)'),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

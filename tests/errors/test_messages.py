@@ -41,6 +41,7 @@ CASES = {
                                                  "x.shape[1] (Dim('seq')) only works for ..."),
     "check_never_holds": lambda: E.check_never_holds("s0 > 5", "contradiction: `s0 > 5` is false under the known facts", " (from `st.check(n > 5)` at m.py:3)"),
     "data_dependent_decision": lambda: E.data_dependent_decision("u0 > 0", " (u0 = x.sum().item())", "m.py:4 `if n > 0:`"),
+    "data_dependent_int": lambda: E.data_dependent_int("u0", " (u0 = x[mask])", "m.py:5 `for i in range(len(kept)):`"),
     "data_read": lambda: E.data_read("`if tensor:`", "m.py:5 `if x.any():`"),
     "data_read_inside": lambda: E.data_read("`if tensor:`", "m.py:5 `y = F.mha(x)`", "torch/nn/functional.py:6000"),
     "missing_shape_rule": lambda: E.missing_shape_rule("aten.frob.default", "m.py:6 `torch.frob(x)`", ["x.shape[0]"]),
@@ -134,6 +135,15 @@ GOLDEN = {
         'st.check(s0 > 5) can never hold for the example inputs: contradiction: `s0 > 5` '
         'is false under the known facts (from `st.check(n > 5)` at m.py:3)\n'
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
+    'data_dependent_int': ('DataDependentDecision',
+        'needs the Python int value of `u0` (u0 = x[mask]), asked at m.py:5 '
+        '`for i in range(len(kept)):`: it depends on values computed from tensor data, '
+        'which export never reads, so a Python loop over it (`for i in range(n)`) or a '
+        'list length or index taken from it has no fixed value.\n'
+        "Fix: compute the loop's body on the whole tensor at once (batched ops over that "
+        'dim), or export the program up to that tensor and run the loop eagerly on its '
+        "output (torchvision's Keypoint R-CNN: export up to the detections, then decode "
+        'the keypoints per box)'),
     'data_dependent_decision': ('DataDependentDecision',
         'could not decide `u0 > 0` (u0 = x.sum().item()), asked at m.py:4 `if n > 0:`: '
         'it depends on values computed from tensor data, which export never reads.\n'

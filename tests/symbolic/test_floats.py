@@ -10,7 +10,10 @@ from typing import Any, Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import safetrace.symbolic.floats as F
 from safetrace.symbolic import Env, SymBool, SymFloat, SymInt, parse
+from safetrace.symbolic.expr import const, fconst
+from safetrace.symbolic.semantics import evaluate
 
 FLOATS = [0.1, 0.3, 0.7, 1.1, 1.7, 2.3, 1 / 3, 2 / 3, 0.5, 1.5, 1 / 49, 0.001, 2.0, 3.14159]
 SIZES = list(range(0, 80)) + [97, 100, 128, 255, 256, 1000, 1023, 4096, 10**6 + 3]
@@ -120,3 +123,20 @@ def test_intervals_decide_without_guards() -> None:
     assert bool(n * 0.5 >= 1.0) is True and bool(n / 3 < 4) is True
     assert env.guards == []
     assert bool(n * 0.5 < 3.0) is True and [str(g.cond) for g in env.guards] == ["s0 <= 5"]
+
+
+def test_float_min_max_values_bounds_and_text() -> None:
+    # min/max of two float expressions of sizes: Python's value at every size, inside the
+    # bounds the prover gives, printed as Python and parsed back to the same expression
+    env = Env()
+    h = env.new_backed(128, lo=1)
+    w = env.new_backed(160, lo=1)
+    a, b = F.fbin("fdiv", const(800), h), F.fbin("fdiv", const(1333), w)
+    for e, fn in ((F.fbin("fmin", a, b), min), (F.fbin("fmax", a, fconst(0.5)), max)):
+        assert parse(str(e)) == e
+        lo, hi = F.fbounds(e, env.bounds)
+        for x in (1, 2, 7, 128, 160, 1000, 10**6):
+            for y in (1, 3, 128, 160, 999):
+                got = evaluate(e, {h.name: x, w.name: y})
+                want = fn(800 / x, 1333 / y) if fn is min else max(800 / x, 0.5)
+                assert got == want and lo <= got <= hi

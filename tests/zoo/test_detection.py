@@ -1,7 +1,7 @@
 """torchvision's detectors (benchmarks/zoo/detection.py): the fast ones export with dynamic
 image sizes and match eager, also where no box survives the score threshold.  Needs
-torchvision, which imports only beside its own torch (run with /work/zoo/.venv); skipped
-elsewhere."""
+torchvision (beside a CPU-only torch: /work/shared/tools/tv_shim.py, and the CPU kernels of
+benchmarks/zoo/tv_ops.py); skipped elsewhere.  Other resolutions: test_detectors.py."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from tests.helpers import assert_close
 
 needs_torchvision = pytest.mark.skipif(
     not detection.available(),
-    reason="torchvision with its C++ ops (nms, roi_align) does not import beside this torch; "
-           "run these with PYTHONPATH=$PWD /work/zoo/.venv/bin/python -m pytest tests/zoo")
+    reason="torchvision does not import here (pip install torchvision; beside a CPU-only "
+           "torch also install /work/shared/tools/tv_shim.py as a .pth hook)")
 
 
 def test_entries_are_listed_without_torchvision():

@@ -1,0 +1,216 @@
+"""torchvision's detectors with dynamic resolution (issue 22, item 8).
+
+- the transform's ``min(min_size / min(h, w), max_size / max(h, w))`` of two float size
+  expressions stays symbolic (no guard at the example), without torchvision;
+- the plain-torch CPU kernels of ``torchvision::nms`` / ``roi_align`` (benchmarks/zoo/tv_ops.py)
+  against torchvision's own pure-Python ``_roi_align``, a naive NMS and hand-computed cases;
+- the detectors export with ``Dim.AUTO`` on H/W, match eager at the example and at other
+  resolutions (non-square included), and reject inputs outside the declared space.
+
+Needs torchvision (imported through /work/shared/tools/tv_shim.py beside a CPU torch); the
+tests that do are skipped with that reason elsewhere.  One small detector case runs by
+default; the others are marked slow.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+import pytest
+import torch
+
+import safetrace as st
+from benchmarks.zoo import detection
+from tests.helpers import assert_close
+
+needs_torchvision = pytest.mark.skipif(
+    not detection.available(),
+    reason="torchvision does not import here (pip install torchvision; beside a CPU-only "
+           "torch also install /work/shared/tools/tv_shim.py as a .pth hook)")
+
+
+# -- the transform's float min/max, without torchvision -------------------------------------
+class Resize(torch.nn.Module):
+    """GeneralizedRCNNTransform's resize: the scale is the smaller of two float ratios."""
+
+    def __init__(self, min_size: int, max_size: int) -> None:
+        super().__init__()
+        self.min_size, self.max_size = min_size, max_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, w = x.shape[-2:]
+        scale = min(self.min_size / min(h, w), self.max_size / max(h, w))
+        return torch.nn.functional.interpolate(x, scale_factor=scale, mode="bilinear",
+                                               recompute_scale_factor=True)
+
+
+@pytest.mark.parametrize("min_size,max_size", [(128, 128), (128, 160), (800, 1333)])
+def test_min_of_float_size_ratios_stays_symbolic(min_size, max_size):
+    model = Resize(min_size, max_size)
+    auto = st.Dim.AUTO
+    ep = st.export(model, (torch.rand(1, 3, 128, 128),),
+                   dynamic_shapes={"x": {2: auto, 3: auto}})
+    # no condition relating H and W: either ratio may be the smaller one
+    assert all(r.lower <= 2 and r.upper == float("inf") or r.upper > 10 ** 6
+               for r in ep.range_constraints.values())
+    for h, w in [(128, 128), (128, 160), (160, 128), (96, 128), (200, 50), (7, 300), (1, 1)]:
+        x = torch.rand(1, 3, h, w)
+        assert_close(model(x), ep.module()(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(1, 4, 128, 128))  # channels were static
+
+
+def test_float_min_survives_save_and_load(tmp_path):
+    model = Resize(128, 160)
+    ep = st.export(model, (torch.rand(1, 3, 128, 128),),
+                   dynamic_shapes={"x": {2: st.Dim.AUTO, 3: st.Dim.AUTO}})
+    st.save(ep, tmp_path / "resize.st")
+    loaded = st.load(tmp_path / "resize.st")
+    for h, w in [(96, 200), (200, 96)]:
+        x = torch.rand(1, 3, h, w)
+        assert_close(model(x), loaded.module()(x))
+
+
+def test_max_of_a_float_and_a_symbolic_float_keeps_python_order():
+    # min(a, b) is `a` unless b < a: equal values give the first argument
+    def f(x):
+        n = x.shape[0]
+        return x * max(0.5, n / 4) + min(n / 2, n / 2)
+
+    ep = st.export(f, (torch.rand(4),), dynamic_shapes={"x": {0: st.Dim.AUTO}})
+    for n in (0, 1, 2, 3, 4, 9):
+        x = torch.rand(n)
+        assert_close(f(x), ep.module()(x))
+
+
+# -- the CPU kernels of benchmarks/zoo/tv_ops.py ----------------------------------------------
+@needs_torchvision
+def test_roi_align_kernel_matches_torchvisions_python_reference():
+    import importlib
+
+    from torchvision.ops import roi_align
+
+    reference = importlib.import_module("torchvision.ops.roi_align")._roi_align.__wrapped__
+    g = torch.Generator().manual_seed(0)
+    worst = 0.0
+    for trial in range(12):
+        h, w = (int(v) for v in torch.randint(3, 20, (2,), generator=g))
+        x = torch.rand(2, 3, h, w, generator=g)
+        scale = (1.0, 0.5, 0.25)[trial % 3]
+        # boxes inside the feature map, where the reference (no out-of-range zeroing) agrees
+        x1 = torch.rand(5, generator=g) * (w - 1) / scale
+        y1 = torch.rand(5, generator=g) * (h - 1) / scale
+        x2 = x1 + torch.rand(5, generator=g) * (w / scale - x1)
+        y2 = y1 + torch.rand(5, generator=g) * (h / scale - y1)
+        rois = torch.stack([torch.randint(0, 2, (5,), generator=g).float(), x1, y1, x2, y2], 1)
+        for ratio in (-1, 2):
+            for aligned in (False, True):
+                for ph, pw in ((2, 2), (3, 4), (7, 7)):
+                    got = roi_align(x, rois, (ph, pw), scale, ratio, aligned)
+                    want = reference(x, rois, scale, ph, pw, ratio, aligned)
+                    worst = max(worst, (got - want).abs().max().item())
+    assert worst < 1e-5
+
+
+@needs_torchvision
+def test_roi_align_kernel_hand_cases():
+    from torchvision.ops import roi_align
+
+    x = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    # one sample at (0.5, 0.5): the mean of the four pixels
+    assert roi_align(x, torch.tensor([[0, 0.0, 0.0, 1.0, 1.0]]), 1, 1.0, 1).item() == 2.5
+    # aligned: the box shifts by -0.5, so [0, 2] samples at 0.5 again
+    assert roi_align(x, torch.tensor([[0, 0.0, 0.0, 2.0, 2.0]]), 1, 1.0, 1, True).item() == 2.5
+    # a sample beyond the map (y > height) counts as zero, as torchvision's CPU kernel
+    assert roi_align(x, torch.tensor([[0, 5.0, 5.0, 9.0, 9.0]]), 1, 1.0, 1).item() == 0.0
+    # at the last row and column the sample clamps to them: (1.5, 1.5) -> pixel (1, 1)
+    assert roi_align(x, torch.tensor([[0, 1.0, 1.0, 2.0, 2.0]]), 1, 1.0, 1).item() == 4.0
+    assert roi_align(x, torch.zeros(0, 5), 3, 1.0, 2).shape == (0, 1, 3, 3)
+
+
+@needs_torchvision
+def test_nms_kernel_against_the_greedy_definition():
+    from torchvision.ops import nms
+
+    def greedy(boxes, scores, thr):
+        kept = []
+        for i in scores.argsort(descending=True, stable=True).tolist():
+            a = boxes[i]
+            ok = True
+            for j in kept:
+                b = boxes[j]
+                iw = (min(a[2], b[2]) - max(a[0], b[0])).clamp(min=0)
+                ih = (min(a[3], b[3]) - max(a[1], b[1])).clamp(min=0)
+                inter = iw * ih
+                union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+                ok = ok and not inter / union > thr
+            if ok:
+                kept.append(i)
+        return kept
+
+    g = torch.Generator().manual_seed(0)
+    for n in (0, 1, 5, 60):
+        xy = torch.rand(n, 2, generator=g) * 50
+        boxes = torch.cat([xy, xy + torch.rand(n, 2, generator=g) * 20 + 0.1], 1)
+        scores = torch.rand(n, generator=g)
+        for thr in (0.3, 0.7):
+            keep = nms(boxes, scores, thr)
+            assert keep.dtype == torch.int64 and keep.tolist() == greedy(boxes, scores, thr)
+    # two identical boxes: the first of equal scores is kept
+    assert nms(torch.tensor([[0.0, 0, 1, 1]] * 2), torch.ones(2), 0.5).tolist() == [0]
+
+
+# -- the detectors ------------------------------------------------------------------------------
+def _check(name: str, sizes) -> None:
+    entry = next(e for e in detection.ENTRIES if e.name == name)
+    case = entry.factory()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+        code = ep.graph_module.code
+        assert "torchvision.nms.default" in code
+        for h, w in sizes:
+            x = case.args[0] if (h, w) == (0, 0) else torch.rand(1, 3, h, w, generator=g)
+            expected = case.model(copy.deepcopy(x))
+            assert (expected[0]["boxes"].shape[0] == 0) == name.endswith("-empty")
+            assert_close(expected, ep.module()(x))
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*case.outside[0])      # rank 3: outside the declared space
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.rand(1, 4, 128, 128))  # channels are static
+
+
+@needs_torchvision
+def test_faster_rcnn_generalizes_to_other_resolutions():
+    # the example, a non-square portrait and a smaller non-square landscape
+    _check("fasterrcnn_mobilenet_v3_large_fpn", [(0, 0), (160, 128), (96, 128)])
+
+
+SLOW = ["fasterrcnn_mobilenet_v3_large_fpn-empty", "ssdlite320_mobilenet_v3_large",
+        "retinanet_resnet50_fpn", "fcos_resnet50_fpn"]
+
+
+@needs_torchvision
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_detector_generalizes_to_other_resolutions(name):
+    _check(name, [(0, 0), (128, 160), (160, 128), (96, 128)])
+
+
+@needs_torchvision
+@pytest.mark.slow
+@pytest.mark.parametrize("name,loop", [("maskrcnn_resnet50_fpn", "zip(masks, boxes)"),
+                                       ("keypointrcnn_resnet50_fpn", "range(len(rois))")])
+def test_mask_and_keypoint_rcnn_refuse_their_python_loop_over_detections(name, loop):
+    # torchvision pastes masks / decodes keypoints box by box in Python: the number of
+    # iterations is the number of detections, which only the data decides
+    case = next(e for e in detection.ENTRIES if e.name == name).factory()
+    with torch.no_grad(), pytest.raises(st.DataDependentError) as info:
+        st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+    text = str(info.value)
+    assert loop in text and "roi_heads.py" in text and "Fix: compute the loop's body" in text
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-m", "slow or not slow"]))
