@@ -103,3 +103,14 @@ def split_linear(e: Expr, name: str) -> tuple[int, Expr] | None:
         else:
             rest[mono] = rest.get(mono, 0) + c
     return (coef, from_terms(rest)) if coef else None
+
+
+def bool_read(e: Expr) -> str | None:
+    """The symbol `u` of ``u == 1``, how a bool ``.item()`` reads its unbacked 0/1 value
+    (the graph's bool is `u` as an int), else None."""
+    if e.op != "eq":
+        return None
+    args = {a.op: a for a in e.args}
+    if set(args) == {"sym", "const"} and args["const"].value == 1:
+        return str(args["sym"].name)
+    return None

@@ -35,7 +35,7 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
-from safetrace.trace.symnodes import expr_node, split_linear, sym_to_node
+from safetrace.trace.symnodes import bool_read, expr_node, split_linear, sym_to_node
 from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
@@ -565,8 +565,8 @@ def _size_source(name: str, v: Any, node: Any) -> tuple | None:
     """Where the graph can read symbol `name` from an op's result `v` (a size linear in
     it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
     if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
-        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
-            return node  # the op's value is the symbol itself (an unbacked int or float)
+        if (v.expr.op in ("sym", "fsym") and v.expr.name == name) or bool_read(v.expr) == name:
+            return node  # the symbol itself (an unbacked int/float) or a bool read `u == 1`
         if name in v.expr.free_symbols:
             found = split_linear(v.expr, name)
             if found is not None:
