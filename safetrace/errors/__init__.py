@@ -72,6 +72,10 @@ from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-e
     wrong_constant as wrong_constant,
 )
 
+from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in builders
+    cond_output_kinds as cond_output_kinds,
+    cond_size_output as cond_size_output,
+)
 
 # every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined
 for _cls in [v for v in list(globals().values())
