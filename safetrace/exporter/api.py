@@ -24,6 +24,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_placeholder
+from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, short, stack_trace
@@ -281,6 +282,7 @@ class Exporter:
             else:
                 raise E.unflattenable_output(leaf)
             specs.append(OutputSpec("user_output", None))
+        close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         self.graph.output(tuple(nodes))
         return specs
 

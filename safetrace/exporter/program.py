@@ -269,6 +269,12 @@ class ExportedProgram:
         check(leaves)
         return leaves
 
+    @property
+    def module_call_graph(self) -> list:
+        """torch.export's ``ModuleCallEntry`` list: the root's calling convention, every
+        submodule, the preserved module calls (what torch's unflatten reads)."""
+        return interop.module_call_graph(self)
+
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
         """A callable nn.Module: checks its inputs, then runs the graph."""

@@ -92,7 +92,7 @@ class _Converter:
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
         with fx_config.patch(backed_size_oblivious=True), self.mode, \
-                enable_python_dispatcher():
+                enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = [self._placeholder(s, ours[s.name]) for s in ordered]
             first = len(self.shape_env.guards)
             self.emitter.emit(self._user_leaves(ordered))
@@ -115,6 +115,10 @@ class _Converter:
         gm.meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         gm.meta["safetrace_torch_guards"] = self.torch_guards
         signature = ExportGraphSignature(inputs, outputs)
+        if any(n.target is torch._C._set_grad_enabled for n in gm.graph.nodes):
+            from torch._export.passes.replace_set_grad_with_hop_pass import (
+                replace_set_grad_with_hop_pass)
+            gm, signature = replace_set_grad_with_hop_pass(gm, signature)
         state, constants = self._state(ordered)
         tep = ExportedProgram(
             root=gm, graph=gm.graph, graph_signature=signature, state_dict=state,
@@ -258,6 +262,9 @@ class _Converter:
             return
         if target is assert_sym:
             self._assert(node, args)
+            return
+        if target is torch.is_grad_enabled or target is torch._C._set_grad_enabled:
+            self._grad_mode(node, args)
             return
         target = _REPLACE.get(target, target)
         if target is torch.ops.aten.contiguous.default:
@@ -493,37 +500,21 @@ class _Converter:
 
     # -- calling convention ------------------------------------------------------------------
     def _arg_names(self) -> list[str]:
-        """The forward's parameter names: each positional input's leading path part."""
-        args_spec, kwargs_spec = _children(self.ep.in_spec)
-        paths = [inp.path for inp in self.ep.contract.inputs]
-        names, at = [], 0
-        for i, child in enumerate(_children(args_spec)):
-            n = child.num_leaves
-            head = _head(paths[at]) if n else f"arg{i}"
-            names.append(head if head not in names else f"arg{i}")
-            at += n
-        return names + [k for k in kwargs_spec.context if k not in names]
+        return arg_names(self.ep)
+
+    def _grad_mode(self, node: torch.fx.Node, args: tuple) -> None:
+        """A no_grad block as torch's pre-dispatch graph has it (constant modes, a restore
+        the export's), for torch's pass to make ``wrap_with_set_grad_enabled`` regions."""
+        if node.target is torch.is_grad_enabled:
+            self.env[node] = node.meta["val"]  # the mode around the block at export
+            return
+        new = self.graph.call_function(torch._C._set_grad_enabled, (bool(args[0]),))
+        new.meta["val"] = None
+        self.env[node] = new
+        torch._C._set_grad_enabled(bool(args[0]))
 
     def _module_call_graph(self) -> list:
-        from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
-
-        # the root's inputs and outputs are empty, as torch.export writes them: the graph
-        # signature already names them, and passes that rename outputs (ExecuTorch's edge
-        # passes) update the graph signature only, so names here would go stale
-        signature = ModuleCallSignature(
-            inputs=[], outputs=[], in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
-            forward_arg_names=self._arg_names())
-        # every submodule (torch's unflatten adds an empty module for one the forward
-        # never calls, e.g. a dropout that attention takes only the rate of), parents first
-        tree = getattr(self.ep, "module_tree", None)
-        fqns = list(tree.modules) if tree is not None else []
-        fqns += [f for f in submodule_fqns(self.graph) if f and f not in fqns]
-        kept = self.bounds.signatures()
-        entries = [ModuleCallEntry(fqn="", signature=signature)]
-        entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
-        # later calls of a preserved module last, as torch.export lists them
-        return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
-                          if "@" in k]
+        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names())
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
@@ -531,6 +522,52 @@ class _Converter:
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def module_call_graph(ep: Any) -> list:
+    """``ep.module_call_graph`` as torch.export lists it, for our program: built from the
+    program alone, or the conversion's where a call signature is preserved (its arguments
+    name the converted graph's nodes)."""
+    tree = getattr(ep, "module_tree", None)
+    if tree is not None and tree.calls:
+        return convert(ep).module_call_graph
+    return call_graph(ep, ep.graph, {}, arg_names(ep))
+
+
+def arg_names(ep: Any) -> list[str]:
+    """The forward's parameter names: each positional input's leading path part."""
+    args_spec, kwargs_spec = _children(ep.in_spec)
+    paths = [inp.path for inp in ep.contract.inputs]
+    names, at = [], 0
+    for i, child in enumerate(_children(args_spec)):
+        n = child.num_leaves
+        head = _head(paths[at]) if n else f"arg{i}"
+        names.append(head if head not in names else f"arg{i}")
+        at += n
+    return names + [k for k in kwargs_spec.context if k not in names]
+
+
+def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
+    """The module call graph: the root, every submodule, the preserved calls (`kept`:
+    fqn -> ModuleCallSignature)."""
+    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+
+    # the root's inputs and outputs are empty, as torch.export writes them: the graph
+    # signature already names them, and passes that rename outputs (ExecuTorch's edge
+    # passes) update the graph signature only, so names here would go stale
+    signature = ModuleCallSignature(
+        inputs=[], outputs=[], in_spec=ep.in_spec, out_spec=ep.out_spec,
+        forward_arg_names=arg_names)
+    # every submodule (torch's unflatten adds an empty module for one the forward
+    # never calls, e.g. a dropout that attention takes only the rate of), parents first
+    tree = getattr(ep, "module_tree", None)
+    fqns = list(tree.modules) if tree is not None else []
+    fqns += [f for f in submodule_fqns(graph) if f and f not in fqns]
+    entries = [ModuleCallEntry(fqn="", signature=signature)]
+    entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
+    # later calls of a preserved module last, as torch.export lists them
+    return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
+                      if "@" in k]
 
 
 def _follow(value: Any, path: tuple) -> Any:
