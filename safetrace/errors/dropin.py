@@ -4,7 +4,7 @@ construct and the fix."""
 
 from __future__ import annotations
 
-from safetrace.errors.base import OpShapeError, UnsupportedOpError, Where
+from safetrace.errors.base import OpShapeError, UnsupportedInputError, UnsupportedOpError, Where
 
 
 def cond_output_kinds(where: str, index: int, branches: list[tuple[str, str, str]]) -> \
@@ -33,3 +33,19 @@ def cond_size_output(where: str, index: int, sizes: list[tuple[str, str, str]]) 
         fix="return the size as a tensor (x.new_tensor(x.shape[0])) and read it after the "
             "cond with .item(), or compute it outside the cond: sizes are known there",
         where=Where(source=where), op="torch.cond")
+
+
+def torch_api_given_ours(api: str | None, what: str = "") -> UnsupportedInputError:
+    """A torch API (`api`, e.g. ``torch.export.save``; None: the user's own code) needs
+    torch.export's program, and got safetrace's (`what`: the attribute read, if any)."""
+    if api is None:
+        cause = (f"`{what}` is an attribute of torch.export.ExportedProgram; safetrace's "
+                 f"ExportedProgram does not have it.")
+    else:
+        looked = f" (it read `{what}`, which only torch's has)" if what else ""
+        cause = (f"{api} was handed a safetrace ExportedProgram, not a "
+                 f"torch.export.ExportedProgram{looked}.")
+    return UnsupportedInputError(
+        cause, fix="convert it first: pass ep.to_torch() (torch's class, with the same input "
+                   "contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) "
+                   "writes safetrace's own format", where=Where())

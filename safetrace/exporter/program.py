@@ -10,12 +10,13 @@ from typing import Any
 import torch
 
 from safetrace import interop, pytree
-from safetrace.errors import wrong_structure
+from safetrace.errors import torch_api_given_ours, wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
-from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
+                                          torch_only, type_check_caller)
 from safetrace.progress import task
 from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_inputs
@@ -61,6 +62,28 @@ class ExportedGraphModule(torch.fx.GraphModule):
 
 class ExportedProgram:
     """A traced program, sound for the input space it was exported for."""
+
+    # torch.export's program has these and ours not: code reading them wants torch's
+    _TORCH_ONLY = frozenset({
+        "_check_input_constraints", "_constants", "_example_inputs",
+        "_get_flat_args_with_check", "_graph_module", "_graph_module_flat_inputs",
+        "_graph_signature", "_guards_code", "_module_call_graph",
+        "_num_lifted_params_buffers", "_range_constraints", "_state_dict",
+        "_transform_do_not_use", "_update", "_validate", "_verifiers", "call_spec", "dialect",
+        "tensor_constants", "validate", "verifier", "verifiers"})
+
+    def __getattr__(self, name: str) -> Any:
+        return torch_only("ExportedProgram", name, self._TORCH_ONLY)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """The class, except to a torch.export-family API checking ``isinstance(ep,
+        torch.export.ExportedProgram)``: that call is told to pass ``ep.to_torch()``
+        (instead of "must be an instance of 'ExportedProgram', got 'ExportedProgram'")."""
+        api = type_check_caller()
+        if api is not None:
+            raise torch_api_given_ours(api)
+        return type(self)
 
     def __init__(self, graph_module: torch.fx.GraphModule | torch.fx.Graph,
                  input_specs: list[InputSpec],
