@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import UnsupportedOpError, missing_fake
+from safetrace.errors import UnsupportedConstruct, UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule, rule
 from safetrace.rules.vision_ops import NAMED_RULES
 from safetrace.rules.common import new_size
@@ -135,6 +135,9 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
         rule(op)(named)
         return tr.emit(op, args, kwargs)
     fake = _fake_of(op)
+    if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
+            op.name(), "CompositeImplicitAutograd"):
+        return _decomposed(tr, op, args, kwargs)
     if fake is None:
         raise _no_fake(op)
     env = tr.env
@@ -156,6 +159,23 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
     _assert_fake_promises(tr, n_syms, checks)
     return value
+
+
+def _decomposed(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """A custom op with a CompositeImplicitAutograd kernel and no fake: its kernel traced
+    through, as torch's fake mode runs it.  The dispatcher is entered below torch-function
+    handling (which would hand the op straight back to the tracer); the kernel's own calls
+    reach the tracer."""
+    if op in tr.tracing_through:
+        raise _no_fake(op)
+    tr.tracing_through.add(op)
+    try:
+        with tr:
+            return torch._C._dispatch_call_boxed(op._handle, *args, **kwargs)
+    except UnsupportedConstruct:  # a C++ kernel: its ops never reach the tracer
+        raise _no_fake(op) from None
+    finally:
+        tr.tracing_through.discard(op)
 
 
 def _no_fake(op: Any) -> UnsupportedOpError:
