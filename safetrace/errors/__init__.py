@@ -76,6 +76,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     cond_output_kinds as cond_output_kinds,
     cond_size_output as cond_size_output,
     torch_api_given_ours as torch_api_given_ours,
+    unknown_higher_order_op as unknown_higher_order_op,
 )
 
 # every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined

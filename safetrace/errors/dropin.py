@@ -49,3 +49,23 @@ def torch_api_given_ours(api: str | None, what: str = "") -> UnsupportedInputErr
         cause, fix="convert it first: pass ep.to_torch() (torch's class, with the same input "
                    "contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) "
                    "writes safetrace's own format", where=Where())
+
+
+def unknown_higher_order_op(name: str, source: str, fn_class: str = "") -> UnsupportedOpError:
+    """A higher-order operator safetrace has no handler for (`fn_class`: the
+    autograd.Function of ``custom_function_call``, what torch.vmap makes of one)."""
+    if fn_class:
+        return UnsupportedOpError(
+            f"{fn_class}.apply under torch.vmap (the higher-order operator {name}) at "
+            f"{source}: a function transform over an autograd.Function cannot be traced "
+            f"into an exported graph.",
+            fix=f"call {fn_class}.apply on the batched tensor (its forward written for a "
+                f"batch dim) instead of under torch.vmap, or export without the transform",
+            where=Where(source=source), op=name)
+    return UnsupportedOpError(
+        f"the higher-order operator {name} at {source}: safetrace traces torch.cond, "
+        f"while_loop, map, scan and hints_wrapper, not operators defined elsewhere.",
+        fix="call the operator's body function directly while exporting (e.g. `if "
+            "torch.compiler.is_exporting(): return body(x)`), or make it a custom op with "
+            "a fake implementation (st.custom_op + st.register_fake)",
+        where=Where(source=source), op=name)
