@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace.errors import Violation, declared_space, spec_entry, spec_example
 from safetrace.exporter.contract import Contract, linear_in
-from safetrace.exporter.sides import only_value, point_narrowing
+from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
@@ -214,6 +214,9 @@ class DynamicDims:
             root = next(iter(decl.expr.free_symbols))
             dim_name = self.dim_names.get(root, root)
             free = contract.symbol(root)
+            alias = auto_alias(env, self.decls, root) if free is None else None
+            if alias and self.dim_names.setdefault(alias, dim_name) == dim_name:  # AUTO dims
+                root, free = alias, contract.symbol(alias)  # (only): now this named Dim
             if free is None:  # the root symbol became an expression of others
                 key = f"rel:{root}"
                 if key in seen:
