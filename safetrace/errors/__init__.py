@@ -73,6 +73,7 @@ from safetrace.errors.mismatch import (  # noqa: F401 - the run-time kinds, re-e
 )
 
 from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in builders
+    collective_async as collective_async,
     cond_output_kinds as cond_output_kinds,
     cond_size_output as cond_size_output,
     torch_api_given_ours as torch_api_given_ours,

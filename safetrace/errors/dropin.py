@@ -69,3 +69,14 @@ def unknown_higher_order_op(name: str, source: str, fn_class: str = "") -> Unsup
             "torch.compiler.is_exporting(): return body(x)`), or make it a custom op with "
             "a fake implementation (st.custom_op + st.register_fake)",
         where=Where(source=source), op=name)
+
+
+def collective_async(api: str, source: str) -> UnsupportedOpError:
+    """A torch.distributed collective called with ``async_op=True`` while exporting."""
+    return UnsupportedOpError(
+        f"{api}(..., async_op=True) at {source}: it returns a Work handle to wait on, which "
+        f"an exported graph cannot hold.",
+        fix="call it with async_op=False (the graph waits right after it), or use "
+            "torch.distributed._functional_collectives, whose results are waited on when "
+            "first used",
+        where=Where(source=source), op=api)

@@ -17,6 +17,7 @@ import torch
 
 from safetrace.errors import UnsupportedConstruct, UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule, rule
+from safetrace.rules.collectives import NAMED_RULES as COLLECTIVES
 from safetrace.rules.vision_ops import NAMED_RULES
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
@@ -130,7 +131,7 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
     if op.namespace in ("aten", "prims") or get_rule(op) is not None:
         return tr.emit(op, args, kwargs)
-    named = NAMED_RULES.get(op._schema.name)
+    named = NAMED_RULES.get(op._schema.name) or COLLECTIVES.get(op._schema.name)
     if named is not None:  # a library op safetrace has a rule for, met for the first time
         rule(op)(named)
         return tr.emit(op, args, kwargs)

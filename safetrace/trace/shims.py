@@ -35,9 +35,18 @@ def _batched_nms_coordinate_trick(boxes: torch.Tensor, scores: torch.Tensor,
     return torch.ops.torchvision.nms(boxes_for_nms, scores, iou_threshold)
 
 
+def _wait_now(tensor: torch.Tensor) -> torch.Tensor:
+    """torch's functional collectives wrap a result in an AsyncCollectiveTensor (a tensor
+    subclass that waits on first use) unless dynamo or a fake mode is tracing (a check
+    bound at import, which the export's is_compiling() cannot reach); a traced program
+    waits right away, as torch.export's does: ``_c10d_functional.wait_tensor`` now."""
+    return torch.ops._c10d_functional.wait_tensor(tensor)
+
+
 # (module, attribute, replacement)
 SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
+    ("torch.distributed._functional_collectives", "_maybe_wrap_tensor", _wait_now),
 ]
 
 

@@ -10,11 +10,12 @@ registers them all in ``registry.HANDLERS``.
 - ``spellings``: calls whose Python signature is not their ATen op's (``x.where``,
   ``nonzero(as_tuple=True)``, ``split``);
 - ``profiler``: ``record_function`` ranges, left out of the graph;
-- ``grad``: grad-mode changes (``no_grad`` blocks), nodes of the graph.
+- ``grad``: grad-mode changes (``no_grad`` blocks), nodes of the graph;
+- ``collectives``: torch.distributed's in-place collectives, as functional ones.
 """
 
-from safetrace.trace.handlers import (casts, data, factories, grad, index_value, metadata,
-                                     profiler, spellings, views)
+from safetrace.trace.handlers import (casts, collectives, data, factories, grad, index_value,
+                                     metadata, profiler, spellings, views)
 
-__all__ = ["casts", "data", "factories", "grad", "index_value", "metadata", "profiler",
-           "spellings", "views"]
+__all__ = ["casts", "collectives", "data", "factories", "grad", "index_value", "metadata",
+           "profiler", "spellings", "views"]
