@@ -76,6 +76,8 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     collective_async as collective_async,
     cond_output_kinds as cond_output_kinds,
     cond_size_output as cond_size_output,
+    dynamic_int_relation as dynamic_int_relation,
+    dynamic_int_type as dynamic_int_type,
     torch_api_given_ours as torch_api_given_ours,
     unknown_higher_order_op as unknown_higher_order_op,
 )

@@ -5,6 +5,7 @@ construct and the fix."""
 from __future__ import annotations
 
 from safetrace.errors.base import OpShapeError, UnsupportedInputError, UnsupportedOpError, Where
+from safetrace.errors.mismatch import WrongInputType, WrongSize
 
 
 def cond_output_kinds(where: str, index: int, branches: list[tuple[str, str, str]]) -> \
@@ -80,3 +81,16 @@ def collective_async(api: str, source: str) -> UnsupportedOpError:
             "torch.distributed._functional_collectives, whose results are waited on when "
             "first used",
         where=Where(source=source), op=api)
+
+
+def dynamic_int_type(path: str, got: object) -> WrongInputType:
+    """An int input declared dynamic got something else (a bool, a float, a tensor)."""
+    return WrongInputType(f"{path}: expected an int (it was declared dynamic), got "
+                          f"{type(got).__name__}", where=Where(input=path))
+
+
+def dynamic_int_relation(path: str, got: int, text: str, value: int,
+                         why: str) -> WrongSize:
+    """An int input declared dynamic breaks its relation to other inputs' sizes."""
+    return WrongSize(f"{path} = {got}, but it must equal {text} = {value}{why}",
+                     where=Where(input=path))

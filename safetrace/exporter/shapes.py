@@ -155,12 +155,15 @@ class AdditionalInputs:
 
 def _merge(values: list, index: int) -> Any:
     first = values[0]
+    if type(first) is int and all(type(v) is int for v in values):
+        # ints that differ: a symbolic int input, as torch.export makes them
+        return None if all(v == first for v in values) else Dim.DYNAMIC
     if not isinstance(first, torch.Tensor):
         if any(type(v) is not type(first) or v != first for v in values[1:]):
             raise spec_example(
                 f"AdditionalInputs: input leaf {index}", f"differs between the examples "
-                f"({', '.join(repr(v) for v in values)}), but only tensor sizes can be "
-                f"dynamic (other values are specialized).",
+                f"({', '.join(repr(v) for v in values)}), but only tensor sizes and ints "
+                f"can be dynamic (other values are specialized).",
                 "give every example the same non-tensor values")
         return None
     if any(not isinstance(v, torch.Tensor) or v.dim() != first.dim() for v in values):

@@ -194,7 +194,7 @@ class _Converter:
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
         from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
-                                                  TensorArgument)
+                                                  SymIntArgument, TensorArgument)
 
         new = self.graph.placeholder(node.name)
         new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
@@ -205,8 +205,10 @@ class _Converter:
                 new.meta["val"] = inp.value
                 return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
                                  None)
-            new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
-            return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
+            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
+            arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
+                ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
+            return InputSpec(InputKind.USER_INPUT, arg, None)
         value = self._state_value(spec)
         new.meta["val"] = self.mode.from_tensor(value, static_shapes=True)
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
@@ -503,8 +505,7 @@ class _Converter:
         return arg_names(self.ep)
 
     def _grad_mode(self, node: torch.fx.Node, args: tuple) -> None:
-        """A no_grad block as torch's pre-dispatch graph has it (constant modes, a restore
-        the export's), for torch's pass to make ``wrap_with_set_grad_enabled`` regions."""
+        """A no_grad block as torch's pre-dispatch graph has it, for torch's HOP pass."""
         if node.target is torch.is_grad_enabled:
             self.env[node] = node.meta["val"]  # the mode around the block at export
             return
@@ -525,9 +526,8 @@ class _Converter:
 
 
 def module_call_graph(ep: Any) -> list:
-    """``ep.module_call_graph`` as torch.export lists it, for our program: built from the
-    program alone, or the conversion's where a call signature is preserved (its arguments
-    name the converted graph's nodes)."""
+    """``ep.module_call_graph``: from the program alone, or the conversion's where a call
+    signature is preserved (its arguments name the converted graph's nodes)."""
     tree = getattr(ep, "module_tree", None)
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
