@@ -510,6 +510,9 @@ class _ProgramModule(torch.fx.GraphModule):
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
         self._single_out = ep.out_spec.is_leaf()
+        # a graph that changes grad mode (a no_grad block) hands the caller's back even if
+        # it does not restore it itself (a loaded file need not)
+        self._grad_nodes = any(n.target is torch._C._set_grad_enabled for n in ep.graph.nodes)
 
     def recompile(self) -> Any:  # type: ignore[override]
         """fx puts the generated code on the instance's class as ``forward``; it becomes
@@ -571,7 +574,11 @@ class _ProgramModule(torch.fx.GraphModule):
                 call.append(ref[0][ref[1]].detach())
             else:
                 call.append(ref)
-        outs = self._graph_forward(*call)
+        if self._grad_nodes:
+            with torch.set_grad_enabled(torch.is_grad_enabled()):
+                outs = self._graph_forward(*call)
+        else:
+            outs = self._graph_forward(*call)
         for i, (owner, table, key) in self._mutations:
             store = getattr(owner, table)
             old, new = store[key], outs[i]

@@ -138,3 +138,25 @@ def test_module_call_graph_lists_what_torchs_does(preserve: tuple) -> None:
     check_program(ep, model, [args], [(torch.randn(5, 3), torch.randn(2))], ref=ref)
     unflat = torch.export.unflatten(ep.to_torch())
     torch.testing.assert_close(unflat(*args), ep.module()(*args))
+
+
+class LeavesGradOff(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.set_grad_enabled(False)  # eager leaves the mode off; the program does not
+        return x * 2
+
+
+def test_a_mode_left_set_is_the_callers_again_after_the_program() -> None:
+    x = torch.randn(3, requires_grad=True)
+    ep = st.export(LeavesGradOff(), (x.detach(),))
+    assert torch.is_grad_enabled()
+    sets = [n for n in ep.graph.nodes if n.target is torch._C._set_grad_enabled]
+    assert len(sets) == 2  # the change, and the restore at the end (as torch's region)
+    out = ep.module()(x)
+    assert torch.is_grad_enabled() and not out.requires_grad
+    torch.testing.assert_close(out, x.detach() * 2)
+    ep.graph.erase_node(sets[1])  # a graph without the restore (a file need not have it)
+    ep.graph.lint()
+    module = ep.module()
+    module(x)
+    assert torch.is_grad_enabled()
