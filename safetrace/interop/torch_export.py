@@ -46,7 +46,8 @@ _DROP = (operator.pos,)
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
 _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
                       ("gru", "rnn_tanh", "rnn_relu")) + tuple(
-    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu"))
+    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu")) + (
+    torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)
 
 
 def convert(ep: Any, *, strict: bool = False) -> Any:
@@ -548,8 +549,7 @@ def arg_names(ep: Any) -> list[str]:
 
 
 def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
-    """The module call graph: the root, every submodule, the preserved calls (`kept`:
-    fqn -> ModuleCallSignature)."""
+    """The root, every submodule, the preserved calls (`kept`: fqn -> signature)."""
     from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
 
     # the root's inputs and outputs are empty, as torch.export writes them: the graph

@@ -73,6 +73,7 @@ def test_cond_int_outputs(name: str) -> None:
         torch._dynamo.reset()
     inputs = [_x(4, s) for s in (1.0, -1.0)]
     check_program(ep, model, inputs, [(torch.rand(4, 1),), (torch.rand(5),)], ref=ref)
+    check_program(ep, ep.to_torch().module(), inputs)  # converted: the same
 
 
 @pytest.mark.parametrize("model", [SameSize, DifferentSizes])

@@ -108,6 +108,8 @@ def test_op_exports_like_torch(name: str) -> None:
             if torch_exports else None
         reseed = (lambda: torch.manual_seed(0)) if name == "multinomial" else (lambda: None)
         check_program(ep, model, [example, *others], bad, ref=ref, before=reseed)
+        # and converted: ep.to_torch() computes the same
+        check_program(ep, ep.to_torch().module(), [example, *others], before=reseed)
 
 
 class IsNonzero(nn.Module):
