@@ -76,8 +76,9 @@ def test_collectives_export_like_torch(name: str) -> None:
     theirs = {n.target for n in ref.graph.nodes if n.op == "call_function"}
     collectives = {t for t in theirs if getattr(t, "namespace", "") == "_c10d_functional"}
     assert collectives and collectives <= ours
-    check_program(ep, model, [(x,)] + [(torch.randn(n, 3),) for n in (0, 1, 7, 64)],
-                  [(torch.randn(65, 3),), (torch.randn(4, 2),)], ref=ref)
+    inputs = [(x,)] + [(torch.randn(n, 3),) for n in (0, 1, 7, 64)]
+    check_program(ep, model, inputs, [(torch.randn(65, 3),), (torch.randn(4, 2),)], ref=ref)
+    check_program(ep, ep.to_torch().module(), inputs)  # converted: the same
 
 
 class Sized(nn.Module):
