@@ -94,3 +94,14 @@ def dynamic_int_relation(path: str, got: int, text: str, value: int,
     """An int input declared dynamic breaks its relation to other inputs' sizes."""
     return WrongSize(f"{path} = {got}, but it must equal {text} = {value}{why}",
                      where=Where(input=path))
+
+
+def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
+    """A tensor subclass instance built inside the traced code from traced tensors."""
+    return UnsupportedOpError(
+        f"a {cls} built from traced tensors at {source}: a tensor subclass made inside the "
+        f"exported code cannot be recorded (its inner tensors are values of the graph, "
+        f"not data).",
+        fix=f"pass the {cls} in as an input (a subclass input is traced through its "
+            f"operations), or compute on its plain tensors inside the exported code",
+        where=Where(source=source), op=cls)

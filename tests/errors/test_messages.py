@@ -81,6 +81,7 @@ CASES = {
     "unknown_higher_order_op": lambda: E.unknown_higher_order_op("my_hop", "m.py:4 `my_hop(f, x)`"),
     "unknown_higher_order_op_vmap": lambda: E.unknown_higher_order_op("custom_function_call", "m.py:4 `torch.vmap(Sin.apply)(x)`", "Sin"),
     "collective_async": lambda: E.collective_async("torch.distributed.all_reduce", "m.py:5 `dist.all_reduce(y, async_op=True)`"),
+    "traced_subclass": lambda: E.traced_subclass("TwoTensor", "m.py:2 `TwoTensor(x, x + 1).sin()`"),
     "dynamic_int_type": lambda: E.dynamic_int_type("n", 2.5),
     "dynamic_int_relation": lambda: E.dynamic_int_relation("length", 7, "10 - start", 8, " (from `x.narrow(0, start, length)` at m.py:3)"),
 }
@@ -303,6 +304,9 @@ GOLDEN = {
     'collective_async': ('UnsupportedOpError',
         'torch.distributed.all_reduce(..., async_op=True) at m.py:5 `dist.all_reduce(y, async_op=True)`: it returns a Work handle to wait on, which an exported graph cannot hold.\n'
         'Fix: call it with async_op=False (the graph waits right after it), or use torch.distributed._functional_collectives, whose results are waited on when first used'),
+    'traced_subclass': ('UnsupportedOpError',
+        'a TwoTensor built from traced tensors at m.py:2 `TwoTensor(x, x + 1).sin()`: a tensor subclass made inside the exported code cannot be recorded (its inner tensors are values of the graph, not data).\n'
+        'Fix: pass the TwoTensor in as an input (a subclass input is traced through its operations), or compute on its plain tensors inside the exported code'),
     'dynamic_int_type': ('WrongInputType',
         'n: expected an int (it was declared dynamic), got float'),
     'dynamic_int_relation': ('WrongSize',

@@ -1,6 +1,7 @@
 """Constructs a user switching from torch.export meets (issue 21): ``hints_wrapper``
 (traced in place: the hints are for a compiler, the body is the value), higher-order
-operators defined elsewhere and an autograd.Function under torch.vmap (refused with an
+operators defined elsewhere, an autograd.Function under torch.vmap and a tensor subclass
+built inside forward from traced tensors (refused with an
 export error naming the construct and the fix, not an internal exception)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import torch
 from torch import nn
 from torch._higher_order_ops.hints_wrap import hints_wrapper
 from torch._ops import HigherOrderOperator
+from torch.testing._internal.two_tensor import TwoTensor
 
 import safetrace as st
 
@@ -106,3 +108,45 @@ def test_refused_with_the_construct_and_the_fix(name: str) -> None:
     make()(x)  # eager runs it
     with pytest.raises(kind, match=rf"{names}(.|\n)*Fix: {fix}"):
         st.export(make(), (x,))
+
+
+class SubclassIn(nn.Module):
+    def forward(self, x):
+        return x.sin() + 1
+
+
+class SubclassParam(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = nn.Parameter(TwoTensor(torch.randn(3), torch.randn(3)))
+
+    def forward(self, x):
+        return x * 2 + self.p
+
+
+class SubclassBuilt(nn.Module):
+    def forward(self, x):
+        return TwoTensor(x, x + 1).sin()
+
+
+def _two(n: int) -> TwoTensor:
+    return TwoTensor(torch.randn(n), torch.randn(n))
+
+
+def test_tensor_subclasses_as_input_and_state_export_like_torch() -> None:
+    model = SubclassIn()
+    ep = st.export(model, (_two(3),))
+    ref = torch.export.export(model, (_two(3),))
+    check_program(ep, model, [(_two(3),)], [(_two(4),)], ref=ref)
+    out = ep.module()(_two(3))
+    assert type(out) is TwoTensor
+    model = SubclassParam()
+    ep = st.export(model, (torch.randn(3),))
+    check_program(ep, model, [(torch.randn(3),)], [(torch.randn(4),)])
+
+
+def test_a_subclass_built_from_traced_tensors_is_refused() -> None:
+    SubclassBuilt()(torch.randn(3))  # eager runs it
+    with pytest.raises(st.UnsupportedOpError, match=r"a TwoTensor built from traced tensors"
+                                                    r"(.|\n)*Fix: pass the TwoTensor in"):
+        st.export(SubclassBuilt(), (torch.randn(3),))
