@@ -84,6 +84,16 @@ from safetrace.errors.deploy import *  # noqa: F401,F403
 from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
 from safetrace.errors.tracing import *  # noqa: F401,F403
 
+from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in builders
+    collective_async as collective_async,
+    cond_output_kinds as cond_output_kinds,
+    cond_size_output as cond_size_output,
+    dynamic_int_relation as dynamic_int_relation,
+    dynamic_int_type as dynamic_int_type,
+    torch_api_given_ours as torch_api_given_ours,
+    traced_subclass as traced_subclass,
+    unknown_higher_order_op as unknown_higher_order_op,
+)
 
 # every kind shows (and pickles) as safetrace.errors.<Kind>, wherever it is defined
 for _cls in [v for v in list(globals().values())

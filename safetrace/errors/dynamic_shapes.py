@@ -222,7 +222,7 @@ def additional_value(index: int, values: list) -> SpecExampleError:
     """A non-tensor input leaf differs between the examples of AdditionalInputs."""
     return spec_example(f"AdditionalInputs: input leaf {index}",
                         f"differs between the examples ({', '.join(repr(v) for v in values)}), "
-                        f"but only tensor sizes can be dynamic (other values are specialized).",
+                        f"but only tensor sizes and ints can be dynamic (other values are specialized).",
                         "give every example the same non-tensor values")
 
 

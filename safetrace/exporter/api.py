@@ -14,7 +14,7 @@ from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.spec import match_spec, tree_text
+from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -25,6 +25,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
+from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
@@ -93,6 +94,7 @@ class Exporter:
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
         self.dyn = DynamicDims(self.env)
+        self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -177,11 +179,15 @@ class Exporter:
         shapes = [tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
                         for s in p.st_meta.shape) if isinstance(p, Proxy) else None
                   for p in proxies]
+        for i in self.scalars:  # an int declared dynamic: one "dim", its value
+            shapes[i] = (proxies[i] if isinstance(proxies[i], int) else
+                         _const_or(env.simplify(proxies[i].expr)),)
         layout = {}  # the code asked for a layout: inputs must have the traced one
         if layout_queried:
             layout = {i: from_text(layout_queried) for i, p in enumerate(proxies)
                       if isinstance(p, Proxy) and p.st_contig}
-        return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of)
+        return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of,
+                              self.scalars)
 
     def _lift_state(self, guard: _ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -227,6 +233,15 @@ class Exporter:
                     p.st_contig = None
                 node.meta["val"] = p
                 proxies.append(p)
+            elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
+                n_decl = len(self.dyn.decls)
+                (size,) = self.dyn.sizes(path, _Scalar(value), spec)
+                for decl in self.dyn.decls[n_decl:]:
+                    decl.scalar = True
+                    self._source(tracer, node, decl)
+                self.scalars.add(i)
+                node.meta["val"] = size
+                proxies.append(size)
             else:
                 node.meta["val"] = value
                 proxies.append(value)
@@ -237,8 +252,9 @@ class Exporter:
         """Where the graph reads a symbol at run time: the first dim declared with it."""
         for name in decl.expr.free_symbols:
             lin = linear_in(decl.expr, name)
-            if lin is not None:
-                tracer.sym_sources.setdefault(name, (node, decl.dim) + lin)
+            if lin is not None:  # (an int input: its own value, dim None)
+                tracer.sym_sources.setdefault(name, (node, None if decl.scalar else decl.dim)
+                                              + lin)
 
     def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
@@ -283,6 +299,7 @@ class Exporter:
             else:
                 raise E.unflattenable_output(leaf)
             specs.append(OutputSpec("user_output", None))
+        close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
 
@@ -551,3 +568,10 @@ def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
         hit = [declared[n].where for n in names if n in declared]
         if hit:
             raise E.missing_shape_rule(str(op), short(trace), hit)
+
+
+class _Scalar:
+    """An int input declared dynamic, as DynamicDims.sizes reads a tensor: one "dim"."""
+
+    def __init__(self, value: int) -> None:
+        self.shape = (value,)

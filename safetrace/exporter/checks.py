@@ -56,13 +56,16 @@ class CheckBuilder:
                 p = self.const(inp.path)
                 self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0)"
                                   f": _fail({p}, 'layout', v{i}, {self.const(inp.layout)})")
+        # an int input may be negative where a size may not: its lower bound is checked
+        ints = {dim.symbol for inp in contract.inputs if isinstance(inp, TensorInput) and
+                inp.scalar for dim in inp.dims}
         for s in contract.symbols:
             if s.where is None:
                 continue
             bound.add(s.name)
             why = self.const(s.origin)
             where = self.const(s.where)
-            if s.checked_lo > 0:
+            if s.checked_lo > 0 or (s.name in ints and s.lo is not None):
                 self.lines.append(f"if {s.name} < {s.lo}: _fail({where}, 'min', {s.name}, "
                                   f"({s.lo}, {why}))")
             if s.hi is not None:
@@ -86,7 +89,21 @@ class CheckBuilder:
                            f"if not _ok: _fail({text}, 'guard', None, {why})"]
         return self._compile(len(contract.inputs))
 
+    def scalar(self, i: int, inp: TensorInput) -> None:
+        """An int declared dynamic: an int (not a bool), its value the one "dim"."""
+        p = self.const(inp.path)
+        self.lines.append(f"v{i} = leaves[{i}]")
+        self.lines.append(f"if type(v{i}) is not int: _fail({p}, 'int', v{i}, None)")
+        self.lines.append(f"sh{i} = (v{i},)")
+        dim = inp.dims[0]
+        if dim.kind == "static":  # the trace needed this value
+            self.lines.append(f"if v{i} != {dim.size}: _fail({p}, 'value', v{i}, {dim.size})")
+        elif dim.kind == "bind":
+            self.lines.append(f"{dim.symbol} = v{i}")
+
     def tensor(self, i: int, inp: TensorInput) -> None:
+        if inp.scalar:
+            return self.scalar(i, inp)
         v = f"v{i}"
         p = self.const(inp.path)
         self.lines.append(f"{v} = leaves[{i}]")
@@ -112,8 +129,9 @@ class CheckBuilder:
         if dim.kind == "derived":
             self.lines.append(f"{dim.symbol} = (sh{i}[{d}] - ({dim.offset})) // {dim.coef}")
         info = self.const((contract.where_text(dim.size), dim.why or ""))
+        kind = "int_relation" if inp.scalar else "relation"
         self.lines.append(f"if sh{i}[{d}] != ({dim.size}): _fail({self.const(inp.path)}, "
-                          f"'relation', sh{i}, ({d}, ({dim.size}), {info}))")
+                          f"'{kind}', sh{i}, ({d}, ({dim.size}), {info}))")
 
     def constant(self, i: int, path: str, value: Any) -> None:
         k = self.const(value)
@@ -180,6 +198,9 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
         text, f"{origin}; it is undefined at these sizes ({type(err).__name__}: "
               f"{str(err)[:100]})"),
     "value": E.wrong_constant,
+    "int": lambda path, got, _: E.dynamic_int_type(path, got),
+    "int_relation": lambda path, got, exp: E.dynamic_int_relation(path, got[0], exp[2][0],
+                                                                  exp[1], exp[2][1]),
 }
 
 

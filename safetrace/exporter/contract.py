@@ -98,9 +98,12 @@ class TensorInput:
     # the program asked for a memory layout: the input must be contiguous with storage
     # offset 0; the text is where it asked (" (from ...)")
     layout: Union[str, None] = None
+    # an int input declared dynamic: a Python int whose value is the one "dim" (dtype is
+    # torch.int64 and unchecked)
+    scalar: bool = False
 
     def where(self, d: int) -> str:
-        return f"{self.path}.shape[{d}]"
+        return self.path if self.scalar else f"{self.path}.shape[{d}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,17 +246,19 @@ class Contract:
     def text(self) -> str:
         """The input space in words: shapes with symbols, ranges, relations, checks."""
         lines = []
+        ints = {inp.path for inp in self.inputs if getattr(inp, "scalar", False)}
         for inp in self.inputs:
             if isinstance(inp, ConstInput):
                 lines.append(f"  {inp.path} == {inp.value!r} (specialized)")
                 continue
             dims = ", ".join(str(dim.size) for dim in inp.dims)
-            lines.append(f"  {inp.path}: {str(inp.dtype).replace('torch.', '')}[{dims}]")
+            kind = "int " if inp.scalar else f"{str(inp.dtype).replace('torch.', '')}["
+            lines.append(f"  {inp.path}: {kind}{dims}{'' if inp.scalar else ']'}")
         for s in self.symbols:
             if s.where is None:
                 continue
-            if s.checked_lo > 0 or s.hi is not None:
-                lo = s.checked_lo
+            if s.checked_lo > 0 or s.hi is not None or s.where in ints:
+                lo = s.checked_lo if s.where not in ints else s.lo
                 rng = f"{lo} <= {s.name}" + (f" <= {s.hi}" if s.hi is not None else "")
                 lines.append(f"  {s.name} = {s.where}, {rng}{s.origin}")
             else:
@@ -327,13 +332,15 @@ def _key(key: Any) -> Any:
 
 # -- building it ---------------------------------------------------------------------------
 def build_contract(env: Env, decls: list, leaves: list, shapes: list,
-                   layout: dict[int, str], origin_of: Any) -> Contract:
+                   layout: dict[int, str], origin_of: Any,
+                   scalars: set[int] = frozenset()) -> Contract:  # type: ignore[assignment]
     """The contract of one export, from the engine's fates and the declarations.
 
     ``leaves``: (path, value) per flattened input; ``shapes``: per leaf its traced shape
     (ints and Exprs) or None for a non-tensor; ``decls``: the declared dynamic dims
     (``DimDecl``); ``layout``: leaf index -> origin, for inputs that must be contiguous;
-    ``origin_of(name, excluded)``: the guard that decided a symbol (text).
+    ``origin_of(name, excluded)``: the guard that decided a symbol (text); ``scalars``:
+    leaves that are ints declared dynamic (their shape is their one value).
     """
     fates = env.solution()
     declared = {(d.path, d.dim): d for d in decls}
@@ -361,23 +368,24 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
     later = []
     for i, ((path, _), shape) in enumerate(zip(leaves, shapes)):
         for d, size in enumerate(shape or ()):
+            at = path if i in scalars else f"{path}.shape[{d}]"
             decl = declared.get((path, d))
             spec = None if decl is None else repr(decl.spec)
             why = _why(env, decl, origin)
             if isinstance(size, int):
                 kinds[i, d] = InputDim("static", size, why=why, declared=spec)
             elif size.op == "sym" and size.name not in bound:
-                bound[size.name] = f"{path}.shape[{d}]"
+                bound[size.name] = at
                 kinds[i, d] = InputDim("bind", size, size.name, declared=spec)
             else:
-                later.append((i, d, path, size, spec, why))
+                later.append((i, d, at, size, spec, why))
     # Pass 2: a dim whose size has one unbound symbol, linearly, binds it by inversion.
-    for i, d, path, size, spec, why in later:
+    for i, d, at, size, spec, why in later:
         free = sorted(size.free_symbols - bound.keys())
         lin = linear_in(size, free[0]) if len(free) == 1 else None
         if lin is not None:
             coef, offset = lin
-            text = f"{path}.shape[{d}]" if offset == 0 else f"({path}.shape[{d}] - {offset})"
+            text = at if offset == 0 else f"({at} - {offset})"
             bound[free[0]] = text if coef == 1 else f"({text} // {coef})"
             why = why or "".join(origin(s) for s in sorted(size.free_symbols - {free[0]}))
             kinds[i, d] = InputDim("derived", size, free[0], coef, offset, why, spec)
@@ -391,9 +399,9 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         if shape is None:
             inputs.append(ConstInput(path, value))
         else:
-            inputs.append(TensorInput(path, value.dtype,
+            inputs.append(TensorInput(path, torch.int64 if i in scalars else value.dtype,
                                       tuple(kinds[i, d] for d in range(len(shape))),
-                                      layout.get(i)))
+                                      layout.get(i), i in scalars))
     symbols = []
     for name, fate in fates.fates.items():
         info = env.symbols[name]

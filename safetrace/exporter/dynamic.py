@@ -22,8 +22,8 @@ from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
 from safetrace.exporter.contract import Contract, linear_in
-from safetrace.exporter.sides import only_value, point_narrowing
-from safetrace.exporter.spec import OMITTED
+from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
+from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
@@ -42,10 +42,11 @@ class DimDecl:
     spec: Any         # the user's entry (for messages)
     lo: float = 0
     hi: float = math.inf
+    scalar: bool = False  # the int input itself (an int declared dynamic)
 
     @property
     def where(self) -> str:
-        return f"{self.path}.shape[{self.dim}]"
+        return self.path if self.scalar else f"{self.path}.shape[{self.dim}]"
 
 
 class DynamicDims:
@@ -202,6 +203,9 @@ class DynamicDims:
             root = next(iter(decl.expr.free_symbols))
             dim_name = self.dim_names.get(root, root)
             free = contract.symbol(root)
+            alias = auto_alias(env, self.decls, root) if free is None else None
+            if alias and self.dim_names.setdefault(alias, dim_name) == dim_name:  # AUTO dims
+                root, free = alias, contract.symbol(alias)  # (only): now this named Dim
             if free is None:  # the root symbol became an expression of others
                 key = f"rel:{root}"
                 if key in seen:
@@ -488,10 +492,10 @@ class DynamicDims:
         for (path, _), entries in zip(leaves, specs):
             if entries is None or entries is OMITTED:
                 rendered.append(_Raw("None"))
-            else:
-                rendered.append(_Raw("(" + ", ".join(render(e, path, d)
-                                                     for d, e in enumerate(entries))
-                                     + ("," if len(entries) == 1 else "") + ")"))
+            else:  # (an int declared dynamic: its one entry as it is)
+                text = ", ".join(render(e, path, d) for d, e in enumerate(entries))
+                rendered.append(_Raw(text if isinstance(entries, ScalarSpec) else
+                                     "(" + text + ("," if len(entries) == 1 else "") + ")"))
         args, kwargs = pytree.tree_unflatten(rendered, in_spec)
         top = dict(zip(names, args))
         top.update(kwargs)

@@ -10,12 +10,13 @@ from typing import Any
 import torch
 
 from safetrace import interop, pytree
-from safetrace.errors import wrong_structure
+from safetrace.errors import torch_api_given_ours, wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
-from safetrace.exporter.signature import ExportGraphSignature, InputSpec, OutputSpec
+from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
+                                          torch_only, type_check_caller)
 from safetrace.progress import task
 from safetrace.trace.hops import owner_module
 from safetrace.trace.mutation import written_inputs
@@ -61,6 +62,28 @@ class ExportedGraphModule(torch.fx.GraphModule):
 
 class ExportedProgram:
     """A traced program, sound for the input space it was exported for."""
+
+    # torch.export's program has these and ours not: code reading them wants torch's
+    _TORCH_ONLY = frozenset({
+        "_check_input_constraints", "_constants", "_example_inputs",
+        "_get_flat_args_with_check", "_graph_module", "_graph_module_flat_inputs",
+        "_graph_signature", "_guards_code", "_module_call_graph",
+        "_num_lifted_params_buffers", "_range_constraints", "_state_dict",
+        "_transform_do_not_use", "_update", "_validate", "_verifiers", "call_spec", "dialect",
+        "tensor_constants", "validate", "verifier", "verifiers"})
+
+    def __getattr__(self, name: str) -> Any:
+        return torch_only("ExportedProgram", name, self._TORCH_ONLY)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """The class, except to a torch.export-family API checking ``isinstance(ep,
+        torch.export.ExportedProgram)``: that call is told to pass ``ep.to_torch()``
+        (instead of "must be an instance of 'ExportedProgram', got 'ExportedProgram'")."""
+        api = type_check_caller()
+        if api is not None:
+            raise torch_api_given_ours(api)
+        return type(self)
 
     def __init__(self, graph_module: torch.fx.GraphModule | torch.fx.Graph,
                  input_specs: list[InputSpec],
@@ -269,6 +292,12 @@ class ExportedProgram:
             check = self._check_fn = self._build_checks()
         check(leaves)
         return leaves
+
+    @property
+    def module_call_graph(self) -> list:
+        """torch.export's ``ModuleCallEntry`` list: the root's calling convention, every
+        submodule, the preserved module calls (what torch's unflatten reads)."""
+        return interop.module_call_graph(self)
 
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
@@ -486,6 +515,9 @@ class _ProgramModule(torch.fx.GraphModule):
                            if s.kind == "buffer_mutation"]
         self._n_mut = len(self._mutations)
         self._single_out = ep.out_spec.is_leaf()
+        # a graph that changes grad mode (a no_grad block) hands the caller's back even if
+        # it does not restore it itself (a loaded file need not)
+        self._grad_nodes = any(n.target is torch._C._set_grad_enabled for n in ep.graph.nodes)
 
     def recompile(self) -> Any:  # type: ignore[override]
         """fx puts the generated code on the instance's class as ``forward``; it becomes
@@ -547,7 +579,11 @@ class _ProgramModule(torch.fx.GraphModule):
                 call.append(ref[0][ref[1]].detach())
             else:
                 call.append(ref)
-        outs = self._graph_forward(*call)
+        if self._grad_nodes:
+            with torch.set_grad_enabled(torch.is_grad_enabled()):
+                outs = self._graph_forward(*call)
+        else:
+            outs = self._graph_forward(*call)
         for i, (owner, table, key) in self._mutations:
             store = getattr(owner, table)
             old, new = store[key], outs[i]

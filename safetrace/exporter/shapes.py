@@ -146,6 +146,9 @@ class AdditionalInputs:
 
 def _merge(values: list, index: int) -> Any:
     first = values[0]
+    if type(first) is int and all(type(v) is int for v in values):
+        # ints that differ: a symbolic int input, as torch.export makes them
+        return None if all(v == first for v in values) else Dim.DYNAMIC
     if not isinstance(first, torch.Tensor):
         if any(type(v) is not type(first) or v != first for v in values[1:]):
             raise errors.additional_value(index, values)

@@ -1,12 +1,14 @@
 """What a size split's side (``exporter/splits.py``) changes in DynamicDims' reading of the
 spec: a named Dim's range and hint come from the side (``overrides``: Dim name -> (hint,
-lo, hi)), and a named Dim pinned to one size is a narrowing to that point."""
+lo, hi)), and a named Dim pinned to one size is a narrowing to that point.  Also: a named
+Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
+from safetrace.symbolic.expr import sym
 
 
 def only_value(spec: Any, overrides: dict) -> int | None:
@@ -35,3 +37,12 @@ def point_narrowing(spec: Any, size: int, roots: dict) -> tuple | None:
     if dim.min <= value <= dim.max:
         return (root.name, value, value, dim.min, dim.max, value, False)
     return None
+
+
+def auto_alias(env: Any, decls: list, root: str) -> str | None:
+    """The symbol a named Dim's symbol `root` became, where only Dim.AUTO dims declared
+    it: torch.export infers that relation (the AUTO dims become the named Dim) instead of
+    refusing it; None otherwise."""
+    e = env.simplify(sym(root))
+    kinds = {d.kind for d in decls if d.expr.op == "sym" and d.expr.name == e.name}
+    return e.name if e.op == "sym" and kinds == {"auto"} else None

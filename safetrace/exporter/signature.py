@@ -3,6 +3,55 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from typing import Any
+
+from safetrace.errors import torch_api_given_ours
+
+# code that needs torch.export's own program (a frame of these modules handed ours)
+_TORCH_APIS = ("torch.export", "torch._export", "torch.onnx", "torch._inductor", "executorch")
+# the functions whose isinstance(x, torch.export.ExportedProgram) check refuses ours with
+# "must be an instance of 'ExportedProgram', got 'ExportedProgram'" (other isinstance
+# checks, a re-export walking a module's attributes, must see our class)
+_TYPE_CHECKS = frozenset({
+    "torch.export.save", "torch._inductor.aoti_compile_and_package",
+    "torch.onnx._internal.exporter._compat.export_compat",
+    "executorch.exir.program._program.to_edge",
+    "executorch.exir.program._program.to_edge_transform_and_lower"})
+
+
+def _api(frame: Any) -> str | None:
+    module = frame.f_globals.get("__name__", "")
+    if not isinstance(module, str) or not module.startswith(_TORCH_APIS):
+        return None
+    return f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
+
+
+def type_check_caller() -> str | None:
+    """The API (as torch_caller) when the frame reading ``__class__`` is one of the type
+    checks that need torch's program, else None."""
+    return torch_caller(3) if _api(sys._getframe(2)) in _TYPE_CHECKS else None
+
+
+def torch_caller(depth: int = 2) -> str | None:
+    """When the frame `depth` up is a torch.export-family API: the outermost such frame
+    of that call (the function the user called, ``torch.export.unflatten``), else None."""
+    frame = sys._getframe(depth)
+    best = api = _api(frame)
+    while api is not None and frame.f_back is not None:
+        frame = frame.f_back
+        api = _api(frame)
+        if api is not None and "<locals>" not in api:  # not a decorator's wrapper
+            best = api
+    return best
+
+
+def torch_only(owner: str, name: str, names: frozenset) -> Any:
+    """``__getattr__`` of a class mirroring torch's: a name only torch's class has is the
+    error that points to ``ep.to_torch()``; any other is a plain AttributeError."""
+    if name in names:
+        raise torch_api_given_ours(torch_caller(3), f"{owner}.{name}")
+    raise AttributeError(f"'{owner}' object has no attribute {name!r}")
 
 
 @dataclasses.dataclass
@@ -27,6 +76,16 @@ class OutputSpec:
 
 class ExportGraphSignature:
     """Placeholder and output names grouped by role, as torch.export's signature."""
+
+    # what torch's signature has beyond ours: code reading it wants torch's program
+    _TORCH_ONLY = frozenset({
+        "assertion_dep_token", "backward_signature", "get_replace_hook", "input_tokens",
+        "inputs_to_lifted_custom_objs", "inputs_to_lifted_tensor_constants",
+        "lifted_custom_objs", "output_tokens", "parameters_to_mutate", "replace_all_uses",
+        "user_inputs_to_mutate"})
+
+    def __getattr__(self, name: str) -> Any:
+        return torch_only("ExportGraphSignature", name, self._TORCH_ONLY)
 
     def __init__(self, input_specs: list[InputSpec], output_specs: list[OutputSpec]) -> None:
         self.input_specs = input_specs

@@ -33,6 +33,11 @@ class Omitted:
 OMITTED = Omitted()
 
 
+class ScalarSpec(list):
+    """The one entry of an int input declared dynamic (Dim.DYNAMIC / AUTO / a named Dim):
+    the int is a symbolic size, as if it were a dim of its own."""
+
+
 def _torch_collection(spec: Any) -> bool:
     """torch.export's own ShapesCollection / AdditionalInputs (recognized without importing
     torch.export): both turn into the spec tree through ``dynamic_shapes(m, args,
@@ -172,6 +177,12 @@ def _walk(value: Any, spec: Any, where: str, path: str, out: list) -> None:
     handler = pytree.SUPPORTED_NODES.get(node_type) if not pytree.is_namedtuple_class(
         node_type) else pytree.SUPPORTED_NODES.get(tuple)
     if handler is None:  # a constant leaf
+        if type(value) is int and spec is not None and spec is not OMITTED:
+            e = _entry(spec, where)  # an int input declared dynamic: a symbolic int
+            if isinstance(e, (Dim, DerivedDim)) or (isinstance(e, DimHint) and
+                                                    e.kind != "static"):
+                out.append(ScalarSpec([e]))
+                return
         if spec is not None and spec is not OMITTED and spec != Dim.STATIC:
             raise errors.spec_on_constant(where, path, value, spec)
         out.append(None)

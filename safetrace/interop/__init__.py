@@ -24,7 +24,7 @@ from safetrace.interop.aoti import to_aoti as _to_aoti
 from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.executorch import export_executorch
 from safetrace.interop.onnx import export_onnx
-from safetrace.interop.torch_export import convert
+from safetrace.interop.torch_export import convert, module_call_graph
 from safetrace.progress import task
 
 
@@ -71,4 +71,5 @@ def run_decompositions(ep: Any, decomp_table: dict | None = None, *, export: Any
     return _decompose(ep, decomp_table, export)
 
 
-__all__ = ["run_decompositions", "to_aoti", "to_executorch", "to_onnx", "to_torch"]
+__all__ = ["module_call_graph", "run_decompositions", "to_aoti", "to_executorch", "to_onnx",
+           "to_torch"]

@@ -130,6 +130,8 @@ class ContractEmitter:
         return evaluate(dim.size, self.values)
 
     def fake_input(self, i: int, inp: Any, ours: Any) -> torch.Tensor:
+        if inp.scalar:  # an int input declared dynamic: a SymInt placeholder, as torch's
+            return self.size_value(i, 0, inp.dims[0])
         sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
         meta = getattr(ours, "st_meta", ours)
         device = getattr(meta, "device", torch.device("cpu"))
@@ -146,7 +148,7 @@ class ContractEmitter:
             for d, dim in enumerate(inp.dims):
                 v = self.size_value(i, d, dim)
                 shape.append(v if isinstance(v, int) else int(v.node.hint))
-            out.append(torch.zeros(shape, dtype=inp.dtype))
+            out.append(shape[0] if inp.scalar else torch.zeros(shape, dtype=inp.dtype))
         return out
 
     # -- checks ----------------------------------------------------------------------------
@@ -158,6 +160,8 @@ class ContractEmitter:
         c = self.contract
         for i, ph in user_leaves:
             inp = c.inputs[i]
+            if inp.scalar:  # an int: torch's guards check its type
+                continue
             self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
                            (ph, None, None, inp.dtype), name="assert_tensor_metadata")
             # torch's input guards never look at the rank: an identity permute raises
@@ -183,7 +187,8 @@ class ContractEmitter:
             if s.where is None:
                 continue
             v = self.node(_sym(s.name))
-            if s.checked_lo > 0:
+            if s.checked_lo > 0 or any(inp.scalar and dim.symbol == s.name for _, inp, _, dim
+                                       in self._dims()):  # an int may be negative
                 self._assert(self.conv.call(operator.ge, (v, s.lo)),
                              f"{s.where} must be >= {s.lo}{s.origin}")
             if s.hi is not None:
@@ -197,6 +202,8 @@ class ContractEmitter:
 
     def _size_node(self, i: int, d: int) -> Any:
         node = self.sizes.get((i, d))
+        if node is None and self.contract.inputs[i].scalar:
+            node = self.sizes[(i, d)] = self.placeholders[i]  # the int is its own value
         if node is None:
             node = self.conv.call(torch.ops.aten.sym_size.int, (self.placeholders[i], d),
                                   name="sym_size_int")

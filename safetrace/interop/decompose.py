@@ -242,11 +242,12 @@ class _Retracer(torch.nn.Module):
         values: dict[str, Any] = {}
         for i, inp in enumerate(contract.inputs):
             if isinstance(inp, TensorInput):
+                shape = (leaves[i],) if inp.scalar else leaves[i].shape
                 for d, dim in enumerate(inp.dims):
                     if dim.kind == "bind":
-                        values[dim.symbol] = leaves[i].shape[d]
+                        values[dim.symbol] = shape[d]
                     elif dim.kind == "derived":
-                        values[dim.symbol] = (leaves[i].shape[d] - dim.offset) // dim.coef
+                        values[dim.symbol] = (shape[d] - dim.offset) // dim.coef
         for c in contract.conditions:
             if c.cond.free_symbols <= values.keys():
                 torch._check(evaluate(c.cond, values))
@@ -362,6 +363,9 @@ def _examples(ep: Any) -> tuple[tuple, dict]:
             continue
         shape = [d.size if d.kind == "static" else _hint(env, ep.contract, d.size)
                  for d in inp.dims]
+        if inp.scalar:  # an int declared dynamic
+            leaves.append(shape[0])
+            continue
         leaves.append(torch.randn(shape).to(inp.dtype) if inp.dtype.is_floating_point
                       else torch.zeros(shape, dtype=inp.dtype))
     args, kwargs = _pytree.tree_unflatten(leaves, ep.in_spec)
@@ -416,7 +420,8 @@ def _spec(ep: Any, names: list[str]) -> Any:
                 lin = linear_in(idim.size, free[0]) if len(free) == 1 else None
                 entry[d] = (lin[0] * dim(free[0]) + lin[1] if lin is not None and lin[0] > 0
                             else Dim.AUTO)
-        leaf_specs.append(entry or None)
+        # an int declared dynamic: its one entry as it is
+        leaf_specs.append(entry.get(0) if inp.scalar else entry or None)
     if not dynamic:
         return None
     args, kwargs = _pytree.tree_unflatten(leaf_specs, ep.in_spec)

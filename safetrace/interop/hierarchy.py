@@ -194,3 +194,50 @@ def _where(node: torch.fx.Node) -> str:
     trace = node.meta.get("stack_trace")
     lines = [x.strip() for x in str(trace or "").strip().splitlines() if x.strip()]
     return f" (from {lines[-1]})" if lines else ""
+
+
+def arg_names(ep: Any) -> list[str]:
+    """The forward's parameter names: each positional input's leading path part."""
+    args_spec, kwargs_spec = _children(ep.in_spec)
+    paths = [inp.path for inp in ep.contract.inputs]
+    names, at = [], 0
+    for i, child in enumerate(_children(args_spec)):
+        n = child.num_leaves
+        head = _head(paths[at]) if n else f"arg{i}"
+        names.append(head if head not in names else f"arg{i}")
+        at += n
+    return names + [k for k in kwargs_spec.context if k not in names]
+
+
+def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
+    """The root, every submodule, the preserved calls (`kept`: fqn -> signature)."""
+    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+
+    # the root's inputs and outputs are empty, as torch.export writes them: the graph
+    # signature already names them, and passes that rename outputs (ExecuTorch's edge
+    # passes) update the graph signature only, so names here would go stale
+    signature = ModuleCallSignature(
+        inputs=[], outputs=[], in_spec=ep.in_spec, out_spec=ep.out_spec,
+        forward_arg_names=arg_names)
+    # every submodule (torch's unflatten adds an empty module for one the forward
+    # never calls, e.g. a dropout that attention takes only the rate of), parents first
+    tree = getattr(ep, "module_tree", None)
+    fqns = list(tree.modules) if tree is not None else []
+    fqns += [f for f in submodule_fqns(graph) if f and f not in fqns]
+    entries = [ModuleCallEntry(fqn="", signature=signature)]
+    entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
+    # later calls of a preserved module last, as torch.export lists them
+    return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
+                      if "@" in k]
+
+
+def _children(spec: Any) -> list:
+    fn = getattr(spec, "children", None)
+    return list(fn()) if callable(fn) else list(spec.children_specs)
+
+
+def _head(path: str) -> str:
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path

@@ -31,7 +31,7 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
-from safetrace.interop.hierarchy import Boundaries, fill_stacks, submodule_fqns
+from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
@@ -50,7 +50,8 @@ _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
 _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
                       ("gru", "rnn_tanh", "rnn_relu")) + tuple(
-    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu"))
+    getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu")) + (
+    torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)
 
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
@@ -100,7 +101,7 @@ class _Converter:
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
         with fx_config.patch(backed_size_oblivious=True), self.mode, \
-                enable_python_dispatcher():
+                enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = [self._placeholder(s, ours[s.name]) for s in ordered]
             first = len(self.shape_env.guards)
             self.emitter.emit(self._user_leaves(ordered))
@@ -120,10 +121,18 @@ class _Converter:
         for name, sub in self.attrs.items():
             root.add_module(name, sub)
         signature = ExportGraphSignature(inputs, outputs)
+        graph = self.graph
+        if any(n.target is torch._C._set_grad_enabled for n in graph.nodes):
+            # grad-mode regions become torch's wrap_with_set_grad_enabled (its own pass)
+            from torch._export.passes.replace_set_grad_with_hop_pass import (
+                replace_set_grad_with_hop_pass)
+            root, signature = replace_set_grad_with_hop_pass(
+                torch.fx.GraphModule(root, graph), signature)
+            graph = root.graph
         state, constants = self._state(ordered)
         # (the graph module is made once, by the constructor, which also validates it)
         tep = ExportedProgram(
-            root=root, graph=self.graph, graph_signature=signature, state_dict=state,
+            root=root, graph=graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
             constants=constants, verifiers=[_training_verifier()])
@@ -198,7 +207,7 @@ class _Converter:
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
         from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
-                                                  TensorArgument)
+                                                  SymIntArgument, TensorArgument)
 
         new = self.graph.placeholder(node.name)
         new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
@@ -209,8 +218,10 @@ class _Converter:
                 new.meta["val"] = inp.value
                 return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
                                  None)
-            new.meta["val"] = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
-            return InputSpec(InputKind.USER_INPUT, TensorArgument(new.name), None)
+            new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
+            arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
+                ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
+            return InputSpec(InputKind.USER_INPUT, arg, None)
         value = self._state_value(spec)
         new.meta["val"] = self.fakes.static(value)
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
@@ -274,6 +285,9 @@ class _Converter:
             return
         if target is assert_sym:
             self._assert(node, args)
+            return
+        if target is torch.is_grad_enabled or target is torch._C._set_grad_enabled:
+            self._grad_mode(node, args)
             return
         target = _REPLACE.get(target, target)
         if target is torch.ops.aten.contiguous.default:
@@ -508,37 +522,20 @@ class _Converter:
 
     # -- calling convention ------------------------------------------------------------------
     def _arg_names(self) -> list[str]:
-        """The forward's parameter names: each positional input's leading path part."""
-        args_spec, kwargs_spec = _children(self.ep.in_spec)
-        paths = [inp.path for inp in self.ep.contract.inputs]
-        names, at = [], 0
-        for i, child in enumerate(_children(args_spec)):
-            n = child.num_leaves
-            head = _head(paths[at]) if n else f"arg{i}"
-            names.append(head if head not in names else f"arg{i}")
-            at += n
-        return names + [k for k in kwargs_spec.context if k not in names]
+        return arg_names(self.ep)
+
+    def _grad_mode(self, node: torch.fx.Node, args: tuple) -> None:
+        """A no_grad block as torch's pre-dispatch graph has it, for torch's HOP pass."""
+        if node.target is torch.is_grad_enabled:
+            self.env[node] = node.meta["val"]  # the mode around the block at export
+            return
+        new = self.graph.call_function(torch._C._set_grad_enabled, (bool(args[0]),))
+        new.meta["val"] = None
+        self.env[node] = new
+        torch._C._set_grad_enabled(bool(args[0]))
 
     def _module_call_graph(self) -> list:
-        from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
-
-        # the root's inputs and outputs are empty, as torch.export writes them: the graph
-        # signature already names them, and passes that rename outputs (ExecuTorch's edge
-        # passes) update the graph signature only, so names here would go stale
-        signature = ModuleCallSignature(
-            inputs=[], outputs=[], in_spec=self.ep.in_spec, out_spec=self.ep.out_spec,
-            forward_arg_names=self._arg_names())
-        # every submodule (torch's unflatten adds an empty module for one the forward
-        # never calls, e.g. a dropout that attention takes only the rate of), parents first
-        tree = getattr(self.ep, "module_tree", None)
-        fqns = list(tree.modules) if tree is not None else []
-        fqns += [f for f in submodule_fqns(self.graph) if f and f not in fqns]
-        kept = self.bounds.signatures()
-        entries = [ModuleCallEntry(fqn="", signature=signature)]
-        entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
-        # later calls of a preserved module last, as torch.export lists them
-        return entries + [ModuleCallEntry(fqn=k, signature=v) for k, v in kept.items()
-                          if "@" in k]
+        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names())
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
@@ -546,6 +543,15 @@ class _Converter:
         leaves = self.emitter.stand_ins()
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def module_call_graph(ep: Any) -> list:
+    """``ep.module_call_graph``: from the program alone, or the conversion's where a call
+    signature is preserved (its arguments name the converted graph's nodes)."""
+    tree = getattr(ep, "module_tree", None)
+    if tree is not None and tree.calls:
+        return convert(ep).module_call_graph
+    return call_graph(ep, ep.graph, {}, arg_names(ep))
 
 
 def _follow(value: Any, path: tuple) -> Any:
@@ -587,18 +593,6 @@ def _training_verifier() -> Any:
     from torch._export.verifier import TrainingIRVerifier
 
     return TrainingIRVerifier
-
-
-def _children(spec: Any) -> list:
-    fn = getattr(spec, "children", None)
-    return list(fn()) if callable(fn) else list(spec.children_specs)
-
-
-def _head(path: str) -> str:
-    for i, ch in enumerate(path):
-        if ch in "[.":
-            return path[:i]
-    return path
 
 
 def _where(node: torch.fx.Node) -> str:

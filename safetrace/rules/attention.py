@@ -106,3 +106,45 @@ def _scaled_dot_product_flash_attention_for_cpu(
               f"attn_mask {list(attn_mask.shape)} does not broadcast to {list(full)}")
     lse = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
     return query.like(), query.like((b, h, length), lse)
+
+
+@rule(aten._native_multi_head_attention.default)
+def _native_multi_head_attention(
+        query: TensorMeta, key: TensorMeta, value: TensorMeta, embed_dim: int,
+        num_head: int, qkv_weight: TensorMeta, qkv_bias: TensorMeta, proj_weight: TensorMeta,
+        proj_bias: TensorMeta, mask: TensorMeta | None = None, need_weights: bool = True,
+        average_attn_weights: bool = True, mask_type: int | None = None,
+) -> tuple[TensorMeta, TensorMeta | None]:
+    """nn.MultiheadAttention's fused path: q, k, v (B, T, E) of one shape -> (B, T, P) for
+    P = proj_weight.shape[0], and the weights (B, T, T) averaged over heads or
+    (B, H, T, T), or None without need_weights; an empty query gives itself back and None
+    (so an empty query is a guard where weights are asked for)."""
+    op = "aten._native_multi_head_attention"
+    check(query.ndim == 3, op, f"expected 3-D `query`, got {query.ndim}-D tensor")
+    check(query.shape[2] == embed_dim, op, f"passed-in embed_dim {embed_dim} didn't match "
+                                           f"last dim of query {query.shape[2]}")
+    check(key.ndim == 3, op, f"expected 3-D `key`, got {key.ndim}-D tensor")
+    check(value.ndim == 3, op, f"expected 3-D `value`, got {value.ndim}-D tensor")
+    check(all(a == b == c for a, b, c in zip(query.shape, key.shape, value.shape)), op,
+          "expected `query`/`key`/`value` shapes to match")
+    check(qkv_weight.ndim == 2, op, f"expected 2-D `qkv_weight`, got {qkv_weight.ndim}-D "
+                                    f"tensor")
+    check(qkv_weight.shape[0] == 3 * embed_dim, op,
+          "expected `qkv_weight` first dim to be 3x embed_dim")
+    check(qkv_weight.shape[1] == embed_dim, op,
+          "expected `qkv_weight` second dim to be embed_Dim")
+    check(qkv_bias.ndim == 1, op, f"expected 1-D `qkv_bias`, got {qkv_bias.ndim}-D tensor")
+    check(qkv_bias.shape[0] == 3 * embed_dim, op,
+          "expected `qkv_bias` first dim and first dim of query to be equal")
+    check(num_head != 0 and embed_dim % num_head == 0, op,
+          "`embed_dim` must divide evenly by `num_heads`")
+    b, t, _ = query.shape
+    out = query.like((b, t, proj_weight.shape[0]))
+    # an empty query comes back as it is (its last dim E, not P), with no weights: a
+    # question (a guard) only where the answer changes the result
+    if (need_weights or not proj_weight.shape[0] == embed_dim) and query.numel() == 0:
+        return query.like(), None
+    if not need_weights:
+        return out, None
+    weights = (b, t, t) if average_attn_weights else (b, num_head, t, t)
+    return out, query.like(weights)

@@ -168,3 +168,28 @@ def where_condition(condition: TensorMeta) -> list:
     """``torch.where(cond)``: one index tensor per dim, all of the nonzero count."""
     n = new_size(0, condition.numel(), "torch.where(cond)")
     return [TensorMeta((n,), _LONG, condition.device) for _ in range(max(condition.ndim, 1))]
+
+
+@rule(aten.nonzero_static.default)
+def nonzero_static(self: TensorMeta, *, size: Any, fill_value: int = -1) -> TensorMeta:
+    """The first `size` nonzero indices, padded with `fill_value`: (size, ndim) int64."""
+    check(size >= 0, "nonzero_static",
+          f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    return TensorMeta((size, self.ndim), _LONG, self.device)
+
+
+@rule(aten.multinomial.default)
+def multinomial(self: TensorMeta, num_samples: Any, replacement: bool = False, *,
+                generator: Any = None) -> TensorMeta:
+    """`num_samples` category indices per distribution (the last dim): int64, shaped
+    (num_samples,) or (rows, num_samples)."""
+    op = "aten.multinomial"
+    check(0 < self.ndim <= 2, op, f"prob_dist must be 1 or 2 dim, got {self.ndim}")
+    check(self.dtype.is_floating_point, op,
+          f"multinomial only supports floating-point dtypes for input, got: {self.dtype}")
+    check(num_samples > 0, op, "cannot sample n_sample <= 0 samples")
+    # (more than 2**24 categories: the kernel itself raises at run time, as in eager)
+    check(replacement or num_samples <= self.shape[-1], op,
+          "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    shape = (num_samples,) if self.ndim == 1 else (self.shape[0], num_samples)
+    return TensorMeta(shape, _LONG, self.device)

@@ -11,7 +11,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import broadcast_shapes, check, decided_max
 from safetrace.rules.registry import op_name, rule
 from safetrace.symbolic import sym_min
 
@@ -147,3 +147,31 @@ def pad(self: TensorMeta, pad: Sequence[Size], mode: str = "constant",
         return pad_circular(self, pad)
     name = "reflection" if mode == "reflect" else "replication"
     return _pad_nd(self, pad, k, mode == "reflect", f"{name}_pad{k}d")
+
+
+@rule(aten.pad_sequence.default)
+def pad_sequence(sequences: Sequence[TensorMeta], batch_first: bool = False,
+                 padding_value: float = 0.0, padding_side: str = "right") -> TensorMeta:
+    """Sequences stacked along a new dim (0 with batch_first, else 1), each padded to the
+    longest: (n, max_len, *trailing) of the first sequence's trailing dims and dtype (the
+    others are copied in, so their trailing dims broadcast to it)."""
+    op = "aten.pad_sequence"
+    check(len(sequences) > 0, op, "received an empty list of sequences")
+    check(padding_side in ("left", "right"), op, f"Expected padding_side to be one of left "
+          f"or right, but got {padding_side}.")
+    first = sequences[0]
+    check(first.ndim >= 1, op, "Dimension specified as 0 but tensor has no dimensions")
+    trailing = tuple(first.shape[1:])
+    longest = first.shape[0]
+    for seq in sequences[1:]:
+        check(seq.ndim >= 1, op, "Dimension specified as 0 but tensor has no dimensions")
+        dest = (seq.shape[0],) + trailing  # the sequence is copied into this slice
+        shape = broadcast_shapes(dest, seq.shape, op=op)
+        check(len(shape) == len(dest) and all(a is b or a == b
+                                              for a, b in zip(shape, dest)), op,
+              f"The expanded size of the tensor {list(seq.shape)} must match the "
+              f"existing size {list(dest)}")
+        longest = decided_max(longest, seq.shape[0])
+    n = len(sequences)
+    lead = (n, longest) if batch_first else (longest, n)
+    return first.like(lead + trailing)

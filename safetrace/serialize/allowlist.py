@@ -75,6 +75,8 @@ CALLABLES: dict[str, tuple[int, int, str]] = {
     **{f"torch.{n}": (1, 1, NUMERIC) for n in ("sym_int", "sym_float", "sym_not", "sym_sqrt")},
     "torch.sym_max": (2, 2, NUMERIC), "torch.sym_min": (2, 2, NUMERIC),
     "torch.sym_ite": (3, 3, NUMERIC), "safetrace.assert_sym": (2, 2, "assert"),
+    # a no_grad block (trace/handlers/grad.py): never run while loading (not NUMERIC)
+    "torch.is_grad_enabled": (0, 0, "grad"), "torch._C._set_grad_enabled": (1, 1, "grad"),
 }
 
 

@@ -46,6 +46,9 @@ for _n in ("sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite", "
     if hasattr(torch, _n):
         register_callable(f"torch.{_n}", getattr(torch, _n))
 
+register_callable("torch.is_grad_enabled", torch.is_grad_enabled)  # no_grad blocks
+register_callable("torch._C._set_grad_enabled", torch._C._set_grad_enabled)
+
 
 def target_to_name(target: Any) -> str:
     """``torch.ops.aten.add.Tensor``, ``operator.add``, or a registered name."""

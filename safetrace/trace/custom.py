@@ -15,8 +15,9 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from safetrace.errors import UnsupportedOpError, missing_fake
+from safetrace.errors import UnsupportedConstruct, UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule, rule
+from safetrace.rules.collectives import NAMED_RULES as COLLECTIVES
 from safetrace.rules.vision_ops import NAMED_RULES
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
@@ -130,11 +131,14 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
     if op.namespace in ("aten", "prims") or get_rule(op) is not None:
         return tr.emit(op, args, kwargs)
-    named = NAMED_RULES.get(op._schema.name)
+    named = NAMED_RULES.get(op._schema.name) or COLLECTIVES.get(op._schema.name)
     if named is not None:  # a library op safetrace has a rule for, met for the first time
         rule(op)(named)
         return tr.emit(op, args, kwargs)
     fake = _fake_of(op)
+    if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
+            op.name(), "CompositeImplicitAutograd"):
+        return _decomposed(tr, op, args, kwargs)
     if fake is None:
         raise _no_fake(op)
     env = tr.env
@@ -156,6 +160,23 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
     _assert_fake_promises(tr, n_syms, checks)
     return value
+
+
+def _decomposed(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+    """A custom op with a CompositeImplicitAutograd kernel and no fake: its kernel traced
+    through, as torch's fake mode runs it.  The dispatcher is entered below torch-function
+    handling (which would hand the op straight back to the tracer); the kernel's own calls
+    reach the tracer."""
+    if op in tr.tracing_through:
+        raise _no_fake(op)
+    tr.tracing_through.add(op)
+    try:
+        with tr:
+            return torch._C._dispatch_call_boxed(op._handle, *args, **kwargs)
+    except UnsupportedConstruct:  # a C++ kernel: its ops never reach the tracer
+        raise _no_fake(op) from None
+    finally:
+        tr.tracing_through.discard(op)
 
 
 def _no_fake(op: Any) -> UnsupportedOpError:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace import errors
+from safetrace.errors import unknown_higher_order_op
 from safetrace.trace import composites, names
 from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_normalized
 from safetrace.trace.custom import call_overload, call_packet
@@ -50,6 +51,8 @@ def _make_plan(func: Any) -> Plan:
         return call_overload_plan
     if isinstance(func, torch._ops.OpOverloadPacket):
         return call_packet_plan
+    if isinstance(func, torch._ops.HigherOrderOperator):  # none of those with a handler
+        return higher_order_plan
     name = names.func_name(func)
     if name in names.PASSTHROUGH_NAMES:
         return passthrough
@@ -71,6 +74,13 @@ def call_overload_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 def call_packet_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return call_packet(tr, func, args, kwargs)
+
+
+def higher_order_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """A higher-order operator without a handler: refused, naming it."""
+    fn = args[0] if func.name() == "custom_function_call" and args else None
+    raise unknown_higher_order_op(func.name(), short(stack_trace(4)),
+                                  getattr(fn, "__name__", "") if isinstance(fn, type) else "")
 
 
 def passthrough(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:

@@ -60,10 +60,19 @@ def _infer_scale(feature: torch.Tensor, original_size: list[int]) -> float:
     return float(2 ** k)
 
 
+def _wait_now(tensor: torch.Tensor) -> torch.Tensor:
+    """torch's functional collectives wrap a result in an AsyncCollectiveTensor (a tensor
+    subclass that waits on first use) unless dynamo or a fake mode is tracing (a check
+    bound at import, which the export's is_compiling() cannot reach); a traced program
+    waits right away, as torch.export's does: ``_c10d_functional.wait_tensor`` now."""
+    return torch.ops._c10d_functional.wait_tensor(tensor)
+
+
 # (module, attribute, replacement)
 SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
     ("torchvision.ops.poolers", "_infer_scale", _infer_scale),
+    ("torch.distributed._functional_collectives", "_maybe_wrap_tensor", _wait_now),
 ]
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 

@@ -87,8 +87,8 @@ def size_source(name: str, v: Any, node: Any) -> tuple | None:
     """Where the graph can read symbol `name` from an op's result `v` (a size linear in
     it, or an integer value linear in it), as a ``sym_sources`` entry, or None."""
     if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
-        if v.expr.op in ("sym", "fsym") and v.expr.name == name:
-            return node  # the op's value is the symbol itself (an unbacked int or float)
+        if (v.expr.op in ("sym", "fsym") and v.expr.name == name) or bool_read(v.expr) == name:
+            return node  # the symbol itself (an unbacked int/float) or a bool read `u == 1`
         if name in v.expr.free_symbols:
             found = split_linear(v.expr, name)
             if found is not None:
@@ -108,3 +108,14 @@ def size_source(name: str, v: Any, node: Any) -> tuple | None:
 def _as_int(e: Any) -> Any:
     """A constant expression as its int."""
     return int(e.value) if e.op == "const" else e
+
+
+def bool_read(e: Expr) -> str | None:
+    """The symbol `u` of ``u == 1``, how a bool ``.item()`` reads its unbacked 0/1 value
+    (the graph's bool is `u` as an int), else None."""
+    if e.op != "eq":
+        return None
+    args = {a.op: a for a in e.args}
+    if set(args) == {"sym", "const"} and args["const"].value == 1:
+        return str(args["sym"].name)
+    return None

@@ -37,7 +37,7 @@ from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
-from safetrace.trace.values import VALUE_OPS, constant_int, scalar_value
+from safetrace.trace.values import VALUE_OPS, constant_int, plain_constant, scalar_value
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
@@ -161,7 +161,7 @@ class Tracer(TorchFunctionMode):
         node = self.const_nodes.get(id(t))
         if node is not None:
             return node
-        name = self.const_name(t)
+        name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
         base, i = name, 0
         while name in self.constants:
             i += 1

@@ -13,7 +13,9 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import traced_subclass
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.source import short, stack_trace
 
 _A = torch.ops.aten
 # op -> its value from its arguments' values (None: computed in scalar_value)
@@ -113,3 +115,20 @@ def program_data(tr: Any, t: Any) -> Proxy | None:
             tr.written_storages and t.untyped_storage().data_ptr() in tr.written_storages):
         return None
     return tr.lift(t).meta["val"]
+
+
+def plain_constant(t: torch.Tensor) -> torch.Tensor:
+    """`t`, a real tensor met in the traced code (lifted as a constant), unless it is a
+    tensor subclass built from traced tensors (``TwoTensor(x, x + 1)`` inside forward):
+    its inner tensors are proxies, not data, so it is refused."""
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is None:
+        return t
+    names, _ = flatten(t)
+    for name in names:
+        inner = getattr(t, name, None)
+        if isinstance(inner, Proxy):
+            raise traced_subclass(type(t).__name__, short(stack_trace(4)))
+        if isinstance(inner, torch.Tensor):
+            plain_constant(inner)
+    return t

@@ -462,7 +462,7 @@ GOLDEN.update({
         'inputs'),
     'additional_value': ('SpecExampleError',
         'AdditionalInputs: input leaf 2 differs between the examples (1.0, 2.0), but '
-        'only tensor sizes can be dynamic (other values are specialized).\n'
+        'only tensor sizes and ints can be dynamic (other values are specialized).\n'
         'Fix: give every example the same non-tensor values'),
     'additional_rank': ('SpecExampleError',
         'AdditionalInputs: input leaf 0 is a tensor whose rank (or type) differs between '

@@ -76,6 +76,17 @@ CASES = {
         "report it; ep.module() runs the program without conversion"),
     "runtime_check_failed": lambda: E.runtime_check_failed("expected n <= 4"),
     "load_error": lambda: E.load_error("contract.inputs[0].dtype", "unknown dtype 'f99'"),
+    # torch.export drop-in (errors/dropin.py)
+    "cond_output_kinds": lambda: E.cond_output_kinds("m.py:3 `torch.cond(p, f, g, (x,))`", 1, [("true branch", "m.py:1", "int 3"), ("false branch", "m.py:2", "f32[4]")]),
+    "cond_size_output": lambda: E.cond_size_output("m.py:3 `torch.cond(p, f, g, (x,))`", 1, [("true branch", "m.py:1", "s0"), ("false branch", "m.py:2", "s0 + 1")]),
+    "torch_api_given_ours": lambda: E.torch_api_given_ours("torch.export.save"),
+    "torch_api_given_ours_read": lambda: E.torch_api_given_ours(None, "ExportedProgram.verifiers"),
+    "unknown_higher_order_op": lambda: E.unknown_higher_order_op("my_hop", "m.py:4 `my_hop(f, x)`"),
+    "unknown_higher_order_op_vmap": lambda: E.unknown_higher_order_op("custom_function_call", "m.py:4 `torch.vmap(Sin.apply)(x)`", "Sin"),
+    "collective_async": lambda: E.collective_async("torch.distributed.all_reduce", "m.py:5 `dist.all_reduce(y, async_op=True)`"),
+    "traced_subclass": lambda: E.traced_subclass("TwoTensor", "m.py:2 `TwoTensor(x, x + 1).sin()`"),
+    "dynamic_int_type": lambda: E.dynamic_int_type("n", 2.5),
+    "dynamic_int_relation": lambda: E.dynamic_int_relation("length", 7, "10 - start", 8, " (from `x.narrow(0, start, length)` at m.py:3)"),
 }
 
 GOLDEN = {
@@ -280,6 +291,38 @@ GOLDEN = {
         'expected n <= 4'),
     'load_error': ('LoadError',
         "contract.inputs[0].dtype: unknown dtype 'f99'"),
+    'cond_output_kinds': ('OpShapeError',
+        'torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: output 1 must be a tensor in every branch or an int in every branch (torch.cond takes tensors and ints, as torch.export does); the branches return:\n'
+        '  true branch (m.py:1): int 3\n'
+        '  false branch (m.py:2): f32[4]\n'
+        'Fix: return the same kind from both branches: a tensor (torch.tensor(v), x.new_full((), v)) for a float or a bool, an int for a size'),
+    'cond_size_output': ('UnsupportedOpError',
+        "torch.cond at m.py:3 `torch.cond(p, f, g, (x,))`: output 1 is a dynamic size; torch.cond returns tensors and constant ints only (eager torch.cond and torch.export refuse a size once shapes are dynamic: 'unsupported branch return type'):\n"
+        '  true branch (m.py:1): s0\n'
+        '  false branch (m.py:2): s0 + 1\n'
+        'Fix: return the size as a tensor (x.new_tensor(x.shape[0])) and read it after the cond with .item(), or compute it outside the cond: sizes are known there'),
+    'torch_api_given_ours': ('UnsupportedInputError',
+        'torch.export.save was handed a safetrace ExportedProgram, not a torch.export.ExportedProgram.\n'
+        "Fix: convert it first: pass ep.to_torch() (torch's class, with the same input contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) writes safetrace's own format"),
+    'torch_api_given_ours_read': ('UnsupportedInputError',
+        "`ExportedProgram.verifiers` is an attribute of torch.export.ExportedProgram; safetrace's ExportedProgram does not have it.\n"
+        "Fix: convert it first: pass ep.to_torch() (torch's class, with the same input contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) writes safetrace's own format"),
+    'unknown_higher_order_op': ('UnsupportedOpError',
+        'the higher-order operator my_hop at m.py:4 `my_hop(f, x)`: safetrace traces torch.cond, while_loop, map, scan and hints_wrapper, not operators defined elsewhere.\n'
+        "Fix: call the operator's body function directly while exporting (e.g. `if torch.compiler.is_exporting(): return body(x)`), or make it a custom op with a fake implementation (st.custom_op + st.register_fake)"),
+    'unknown_higher_order_op_vmap': ('UnsupportedOpError',
+        'Sin.apply under torch.vmap (the higher-order operator custom_function_call) at m.py:4 `torch.vmap(Sin.apply)(x)`: a function transform over an autograd.Function cannot be traced into an exported graph.\n'
+        'Fix: call Sin.apply on the batched tensor (its forward written for a batch dim) instead of under torch.vmap, or export without the transform'),
+    'collective_async': ('UnsupportedOpError',
+        'torch.distributed.all_reduce(..., async_op=True) at m.py:5 `dist.all_reduce(y, async_op=True)`: it returns a Work handle to wait on, which an exported graph cannot hold.\n'
+        'Fix: call it with async_op=False (the graph waits right after it), or use torch.distributed._functional_collectives, whose results are waited on when first used'),
+    'traced_subclass': ('UnsupportedOpError',
+        'a TwoTensor built from traced tensors at m.py:2 `TwoTensor(x, x + 1).sin()`: a tensor subclass made inside the exported code cannot be recorded (its inner tensors are values of the graph, not data).\n'
+        'Fix: pass the TwoTensor in as an input (a subclass input is traced through its operations), or compute on its plain tensors inside the exported code'),
+    'dynamic_int_type': ('WrongInputType',
+        'n: expected an int (it was declared dynamic), got float'),
+    'dynamic_int_relation': ('WrongSize',
+        'length = 7, but it must equal 10 - start = 8 (from `x.narrow(0, start, length)` at m.py:3)'),
 }
 CASES.update(cases_library.CASES)
 GOLDEN.update(cases_library.GOLDEN)

@@ -106,9 +106,11 @@ def test_additional_inputs_mark_differing_sizes_dynamic_like_torch_export():
         matches_eager(ep, Net(), *_args(b, 4))
     with pytest.raises(st.InputMismatchError):
         ep.module()(*_args(3, 5)[0], **kwargs)  # n was the same in every example: static
-    odd = st.AdditionalInputs()
+    odd = st.AdditionalInputs()  # an int that differs: a dynamic int, as torch makes it
     odd.add(*_args(3, 4)[:1], {"k": 3})
-    with pytest.raises(st.SpecError, match="only tensor sizes"):
+    assert odd.dynamic_shapes(Net(), args, kwargs)["k"] == Dim.DYNAMIC
+    odd.add(*_args(3, 4)[:1], {"k": 2.5})  # a float does not
+    with pytest.raises(st.SpecError, match="only tensor sizes and ints"):
         odd.dynamic_shapes(Net(), args, kwargs)
     with pytest.raises(TypeError):
         odd.add([torch.randn(3)])

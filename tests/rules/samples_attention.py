@@ -8,6 +8,14 @@ aten = torch.ops.aten
 f64, f16, bf16, b = torch.float64, torch.float16, torch.bfloat16, torch.bool
 SDPA = aten.scaled_dot_product_attention.default
 FLASH = aten._scaled_dot_product_flash_attention_for_cpu.default
+NMHA = aten._native_multi_head_attention.default
+
+
+def mha(q, k, v, *flags, **kw):
+    """nn.MultiheadAttention's fused kernel (E = 8, 2 heads) on CPU: meta gives a tensor
+    where the CPU kernel returns no weights."""
+    return Sample(NMHA, (q, k, v, 8, 2, T(24, 8), T(24), T(6, 8), T(6), None, *flags), kw,
+                  device="cpu")
 
 SAMPLES = [
     Sample(SDPA, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3))),
@@ -34,6 +42,10 @@ SAMPLES = [
     Sample(FLASH, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 8)), {"attn_mask": T(5, 6)}),
     Sample(FLASH, (T(1, 1, 3, 4, dtype=f64), T(1, 1, 3, 4, dtype=f64),
                    T(1, 1, 3, 4, dtype=f64)), {"attn_mask": T(1, 1, 3, 3, dtype=b)}),
+    mha(T(2, 5, 8), T(2, 5, 8), T(2, 5, 8)),
+    mha(T(2, 5, 8), T(2, 5, 8), T(2, 5, 8), True, False),
+    mha(T(1, 3, 8), T(1, 3, 8), T(1, 3, 8), False),
+    mha(T(0, 3, 8), T(0, 3, 8), T(0, 3, 8)),
 ]
 
 ERROR_SAMPLES = [
@@ -50,4 +62,7 @@ ERROR_SAMPLES = [
     Sample(SDPA, (T(2, 8, 5, 8), T(2, 2, 6, 8), T(2, 2, 6, 3))),
     Sample(FLASH, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3)), device="cpu"),
     Sample(FLASH, (T(4, 5, 8), T(4, 6, 8), T(4, 6, 8)), device="cpu"),
+    mha(T(2, 5, 8), T(2, 4, 8), T(2, 4, 8)),
+    mha(T(2, 5, 7), T(2, 5, 7), T(2, 5, 7)),
+    mha(T(5, 8), T(5, 8), T(5, 8)),
 ]

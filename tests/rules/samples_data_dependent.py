@@ -36,9 +36,17 @@ SAMPLES = [
     dd(aten.where.default, T(3, 4, dtype=B)),
     dd(aten.where.default, T(5)),
     dd(aten.bincount.default, T(6, dtype=L, high=5), T(6), 9),
+    Sample(aten.nonzero_static.default, (T(4, 3),), {"size": 5}),
+    Sample(aten.nonzero_static.default, (T(7),), {"size": 0, "fill_value": 2}),
+    Sample(aten.multinomial.default, (T(5),), {"num_samples": 3}),
+    Sample(aten.multinomial.default, (T(2, 5), 9, True)),
 ]
 
 ERROR_SAMPLES = [
     Sample(aten.item.default, (T(2, dtype=L),), device="cpu"),
     Sample(aten.bincount.default, (T(2, 2, dtype=L),), device="cpu"),
+    Sample(aten.nonzero_static.default, (T(4, 3),), {"size": -1}, device="cpu"),
+    Sample(aten.multinomial.default, (T(2, 2, 5), 3)),
+    Sample(aten.multinomial.default, (T(2, 5), 6), device="cpu"),
+    Sample(aten.multinomial.default, (T(2, 5), 0, True), device="cpu"),
 ]

@@ -62,6 +62,10 @@ SAMPLES = [
     S(aten.replication_pad2d.default, (T(1, 2, 3, 4), [1, 2, 3, 4])),
     S(aten.replication_pad3d.default, (T(2, 3, 4, 5), [-5, 0, -4, 0, 0, 0])),
     S(aten.replication_pad3d.default, (T(1, 1, 2, 3, 4), [1, 1, 1, 1, 1, 1])),
+    S(aten.pad_sequence.default, ([T(3, 2), T(5, 2), T(0, 2)],)),
+    S(aten.pad_sequence.default, ([T(3, 2, 4), T(1, 2, 4)], True, -1.0)),
+    S(aten.pad_sequence.default, ([T(2), T(4, dtype=L)], False, 0.0, "left")),
+    S(aten.pad_sequence.default, ([T(3, 2), T(4, 1), T(2)], True)),
 ]
 
 ERROR_SAMPLES = [
@@ -102,4 +106,7 @@ ERROR_SAMPLES = [
     S(aten.replication_pad2d.default, (T(2, 3, 4), [-4, 0, -3, 0])),
     S(aten.replication_pad3d.default, (T(2, 3, 4, 5), [-5, 0, -4, 0, -3, 0])),
     S(aten.replication_pad3d.default, (T(2, 3, 4), [1, 1, 1, 1, 1, 1])),
+    S(aten.pad_sequence.default, ([],)),
+    S(aten.pad_sequence.default, ([T(3, 2), T(5, 3)],)),
+    S(aten.pad_sequence.default, ([T(3, 2), T(5, 2)], False, 0.0, "middle")),
 ]

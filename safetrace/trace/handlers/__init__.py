@@ -9,11 +9,13 @@ registers them all in ``registry.HANDLERS``.
 - ``views``: indexing, ``x.T`` / ``x.mT`` / ``x.real`` / ``x.data``, ``contiguous``;
 - ``spellings``: calls whose Python signature is not their ATen op's (``x.where``,
   ``nonzero(as_tuple=True)``, ``split``);
-- ``profiler``: ``record_function`` ranges, left out of the graph.
+- ``profiler``: ``record_function`` ranges, left out of the graph;
+- ``grad``: grad-mode changes (``no_grad`` blocks), nodes of the graph;
+- ``collectives``: torch.distributed's in-place collectives, as functional ones.
 """
 
-from safetrace.trace.handlers import (casts, data, factories, index_value, metadata, profiler,
-                                     spellings, views)
+from safetrace.trace.handlers import (casts, collectives, data, factories, grad, index_value,
+                                     metadata, profiler, spellings, views)
 
-__all__ = ["casts", "data", "factories", "index_value", "metadata", "profiler", "spellings",
-           "views"]
+__all__ = ["casts", "collectives", "data", "factories", "grad", "index_value", "metadata",
+           "profiler", "spellings", "views"]

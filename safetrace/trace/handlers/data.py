@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import float_read
+from safetrace.errors import float_read, shape_error
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
@@ -162,3 +162,19 @@ def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         raise tr.data_read(f".tolist() of a tensor with a dynamic first dim {shape[0]}")
     return [tolist(tr, func, (tr.emit(aten.select.int, (x, 0, i), {}),), {})
             for i in range(shape[0])]
+
+
+@handles(torch.is_nonzero, T.is_nonzero, aten.is_nonzero, aten.is_nonzero.default)
+def is_nonzero(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.is_nonzero``: the one element's truth, an unbacked bool read at run time
+    (``aten.ne`` then ``aten.item``, as torch.export records it); deciding on it is a
+    DataDependentError like any data read."""
+    x = args[0] if args else next(iter(kwargs.values()))
+    if not isinstance(x, Proxy):
+        x = program_data(tr, x)
+        if x is None:
+            return real(func, args, kwargs)
+    if x.st_meta.numel() != 1:  # eager's refusal (a guard where the size is a Dim)
+        raise shape_error("aten.is_nonzero", "Boolean value of Tensor with no values or "
+                          "more than one value is ambiguous")
+    return tr.emit(aten.item.default, (tr.emit(aten.ne.Scalar, (x, 0), {}),), {})

@@ -17,8 +17,9 @@ import torch
 
 from safetrace import pytree
 from safetrace import errors
+from safetrace.errors import cond_output_kinds, cond_size_output
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import Expr, eq, make_int, to_expr
+from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
 from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
@@ -140,7 +141,7 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
     branches = []
     for fn, what in ((true_fn, "the true branch"), (false_fn, "the false branch")):
         branches.append(trace_function(tr, fn, metas, spec, fn_location(fn),
-                                       f"{what} of torch.cond"))
+                                       f"{what} of torch.cond", ints_ok=True))
     t, f = branches
     if t.out_spec != f.out_spec:
         raise errors.branch_structures(where, t.where, _describe(t.out_spec, t.out_leaves),
@@ -199,6 +200,9 @@ def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[lis
     metas, fresh = [], []
     created = set().union(*(t.new_symbols for t in traced))
     for i, group in enumerate(zip(*(t.out_leaves for t in traced))):
+        if not all(isinstance(p, Proxy) for p in group):
+            metas.append(_merge_int(env, i, group, created, fresh, where, traced, names))
+            continue
         ms = [p.st_meta for p in group]
         first = ms[0]
         for k, m in enumerate(ms[1:], start=1):
@@ -225,6 +229,25 @@ def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[lis
                 shape.append(u)
         metas.append(TensorMeta(tuple(shape), first.dtype, first.device))
     return metas, fresh
+
+
+def _merge_int(env: Any, i: int, group: tuple, created: set[str], fresh: list, where: str,
+               traced: list[Traced], names: tuple) -> Any:
+    """A constant int output of the branches (what torch.cond takes): the value both
+    give, else an unbacked int covering both, read from the cond's output at run time.
+    A size is refused: eager's torch.cond refuses it once sizes are dynamic."""
+    if not all(type(v) is int or isinstance(v, SymInt) for v in group):
+        raise cond_output_kinds(where, i, [
+            (n, t.where, annotation(v.st_meta) if isinstance(v, Proxy) else
+             f"{type(v).__name__} {v}") for n, t, v in zip(names, traced, group)])
+    sizes = [(n, t.where, str(v)) for n, t, v in zip(names, traced, group) if is_sym(v)]
+    if sizes:
+        raise cond_size_output(where, i, sizes)
+    if all(v == group[0] for v in group[1:]):
+        return group[0]
+    u = _fresh(env, list(group), "torch.cond int output", lo=None)
+    fresh.append((i, None, u))
+    return u
 
 
 # -- while_loop -------------------------------------------------------------------------

@@ -189,6 +189,15 @@ def _scan_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return (*carry, *ys)
 
 
+@handles(hop.hints_wrapper)
+def _hints_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``hints_wrapper(body_fn, args, kwargs, hints=...)``: hints for a compiler, no value
+    of their own; the body is traced in place (the graph computes what torch's does)."""
+    body, operands, body_kwargs = (list(args) + [(), {}])[:3]
+    with tr:
+        return body(*operands, **(body_kwargs or {}))
+
+
 _USER_FNS = ("cond_fn", "body_fn", "combine_fn", "f", "fn")
 
 

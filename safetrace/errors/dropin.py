@@ -1,0 +1,107 @@
+"""Builders of the errors a user switching from torch.export meets (issue 21): constructs
+torch.export accepts that safetrace records differently or refuses, each naming the
+construct and the fix."""
+
+from __future__ import annotations
+
+from safetrace.errors.base import OpShapeError, UnsupportedInputError, UnsupportedOpError, Where
+from safetrace.errors.mismatch import WrongInputType, WrongSize
+
+
+def cond_output_kinds(where: str, index: int, branches: list[tuple[str, str, str]]) -> \
+        OpShapeError:
+    """torch.cond's branches return, at one output, values that are not all tensors or
+    all ints (`branches`: (name, location, what it returned))."""
+    shown = "\n".join(f"  {name} ({loc}): {what}" for name, loc, what in branches)
+    return OpShapeError(
+        f"torch.cond at {where}: output {index} must be a tensor in every branch or an int "
+        f"in every branch (torch.cond takes tensors and ints, as torch.export does); the "
+        f"branches return:\n{shown}",
+        fix="return the same kind from both branches: a tensor (torch.tensor(v), "
+            "x.new_full((), v)) for a float or a bool, an int for a size",
+        where=Where(source=where), op="torch.cond")
+
+
+def cond_size_output(where: str, index: int, sizes: list[tuple[str, str, str]]) -> \
+        UnsupportedOpError:
+    """torch.cond's branches return a symbolic size at one output (`sizes`: (name,
+    location, size) of each branch that does)."""
+    shown = "\n".join(f"  {name} ({loc}): {size}" for name, loc, size in sizes)
+    return UnsupportedOpError(
+        f"torch.cond at {where}: output {index} is a dynamic size; torch.cond returns "
+        f"tensors and constant ints only (eager torch.cond and torch.export refuse a size "
+        f"once shapes are dynamic: 'unsupported branch return type'):\n{shown}",
+        fix="return the size as a tensor (x.new_tensor(x.shape[0])) and read it after the "
+            "cond with .item(), or compute it outside the cond: sizes are known there",
+        where=Where(source=where), op="torch.cond")
+
+
+def torch_api_given_ours(api: str | None, what: str = "") -> UnsupportedInputError:
+    """A torch API (`api`, e.g. ``torch.export.save``; None: the user's own code) needs
+    torch.export's program, and got safetrace's (`what`: the attribute read, if any)."""
+    if api is None:
+        cause = (f"`{what}` is an attribute of torch.export.ExportedProgram; safetrace's "
+                 f"ExportedProgram does not have it.")
+    else:
+        looked = f" (it read `{what}`, which only torch's has)" if what else ""
+        cause = (f"{api} was handed a safetrace ExportedProgram, not a "
+                 f"torch.export.ExportedProgram{looked}.")
+    return UnsupportedInputError(
+        cause, fix="convert it first: pass ep.to_torch() (torch's class, with the same input "
+                   "contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) "
+                   "writes safetrace's own format", where=Where())
+
+
+def unknown_higher_order_op(name: str, source: str, fn_class: str = "") -> UnsupportedOpError:
+    """A higher-order operator safetrace has no handler for (`fn_class`: the
+    autograd.Function of ``custom_function_call``, what torch.vmap makes of one)."""
+    if fn_class:
+        return UnsupportedOpError(
+            f"{fn_class}.apply under torch.vmap (the higher-order operator {name}) at "
+            f"{source}: a function transform over an autograd.Function cannot be traced "
+            f"into an exported graph.",
+            fix=f"call {fn_class}.apply on the batched tensor (its forward written for a "
+                f"batch dim) instead of under torch.vmap, or export without the transform",
+            where=Where(source=source), op=name)
+    return UnsupportedOpError(
+        f"the higher-order operator {name} at {source}: safetrace traces torch.cond, "
+        f"while_loop, map, scan and hints_wrapper, not operators defined elsewhere.",
+        fix="call the operator's body function directly while exporting (e.g. `if "
+            "torch.compiler.is_exporting(): return body(x)`), or make it a custom op with "
+            "a fake implementation (st.custom_op + st.register_fake)",
+        where=Where(source=source), op=name)
+
+
+def collective_async(api: str, source: str) -> UnsupportedOpError:
+    """A torch.distributed collective called with ``async_op=True`` while exporting."""
+    return UnsupportedOpError(
+        f"{api}(..., async_op=True) at {source}: it returns a Work handle to wait on, which "
+        f"an exported graph cannot hold.",
+        fix="call it with async_op=False (the graph waits right after it), or use "
+            "torch.distributed._functional_collectives, whose results are waited on when "
+            "first used",
+        where=Where(source=source), op=api)
+
+
+def dynamic_int_type(path: str, got: object) -> WrongInputType:
+    """An int input declared dynamic got something else (a bool, a float, a tensor)."""
+    return WrongInputType(f"{path}: expected an int (it was declared dynamic), got "
+                          f"{type(got).__name__}", where=Where(input=path))
+
+
+def dynamic_int_relation(path: str, got: int, text: str, value: int,
+                         why: str) -> WrongSize:
+    """An int input declared dynamic breaks its relation to other inputs' sizes."""
+    return WrongSize(f"{path} = {got}, but it must equal {text} = {value}{why}",
+                     where=Where(input=path))
+
+
+def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
+    """A tensor subclass instance built inside the traced code from traced tensors."""
+    return UnsupportedOpError(
+        f"a {cls} built from traced tensors at {source}: a tensor subclass made inside the "
+        f"exported code cannot be recorded (its inner tensors are values of the graph, "
+        f"not data).",
+        fix=f"pass the {cls} in as an input (a subclass input is traced through its "
+            f"operations), or compute on its plain tensors inside the exported code",
+        where=Where(source=source), op=cls)

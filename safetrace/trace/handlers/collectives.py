@@ -1,0 +1,62 @@
+"""torch.distributed's in-place collectives (``dist.all_reduce(t)``, ``all_gather``,
+``all_gather_into_tensor``, ``reduce_scatter_tensor``, ``all_to_all_single``), traced as
+torch.export records them: the functional collective (``_c10d_functional.*``), its
+``wait_tensor``, and a ``copy_`` into the output; the same rewrite dynamo makes
+(``traceable_collective_remaps``), through torch's own ``*_inplace`` functions.  An
+``async_op=True`` call returns a Work handle no graph can hold: refused with the fix."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import torch
+
+from safetrace.errors import collective_async
+from safetrace.trace.registry import handles
+from safetrace.trace.source import short, stack_trace
+
+_REMAPS: list[tuple[str, str]] = [  # torch.distributed's function -> funcol's in-place one
+    ("all_reduce", "all_reduce_inplace"),
+    ("all_gather", "all_gather_inplace"),
+    ("all_gather_into_tensor", "all_gather_tensor_inplace"),
+    ("all_gather_single", "all_gather_tensor_inplace"),  # (the newer names, which the
+    ("reduce_scatter_tensor", "reduce_scatter_tensor_inplace"),  # older ones call)
+    ("reduce_scatter_single", "reduce_scatter_tensor_inplace"),
+    ("all_to_all_single", "all_to_all_inplace"),
+]
+
+
+def _remap(legacy: Callable[..., Any], inplace: Callable[..., Any], ops: dict) -> Callable:
+    signature = inspect.signature(legacy)
+    accepted = set(inspect.signature(inplace).parameters)
+
+    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        if given.get("async_op"):
+            raise collective_async(f"torch.distributed.{legacy.__name__}",
+                                   short(stack_trace(3)))
+        if "op" in given:  # a ReduceOp: funcol takes its name
+            given["op"] = ops.get(given["op"], given["op"])
+        with tr:
+            inplace(**{k: v for k, v in given.items() if k in accepted})
+        return None
+
+    return handler
+
+
+def _register() -> None:
+    if not torch.distributed.is_available():
+        return
+    import torch.distributed._functional_collectives as funcol
+
+    for legacy_name, inplace_name in _REMAPS:
+        legacy = getattr(torch.distributed, legacy_name, None)
+        inplace = getattr(funcol, inplace_name, None)
+        if legacy is not None and inplace is not None:
+            handles(legacy)(_remap(legacy, inplace, funcol.REDUCE_OP_TO_STR))
+
+
+_register()
