@@ -35,7 +35,8 @@ _NO_TORCH = frozenset(("fexp", "flog", "flog2", "flog10"))
 def _torch_fns(graph: bool) -> dict[str, Any]:
     fns = {op: fn for op, fn in PY_FNS.items() if op not in _NO_TORCH}
     fns.update({"min": torch.sym_min, "max": torch.sym_max, "trunc": torch.sym_int,
-                "float": torch.sym_float, "fsqrt": torch.sym_sqrt})
+                "float": torch.sym_float, "fsqrt": torch.sym_sqrt, "fmin": torch.sym_min,
+                "fmax": torch.sym_max})
     if not graph:
         fns["not"] = torch.sym_not
     return fns
