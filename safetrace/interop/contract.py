@@ -25,19 +25,23 @@ from safetrace.symbolic.expr import const as _const
 from safetrace.symbolic.expr import fconst as _fconst
 from safetrace.symbolic.expr import sym as _sym
 from safetrace.symbolic import floats as F_
+from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 
-_CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-        "ge": operator.ge}
-_ARITH = {"floordiv": operator.floordiv, "mod": operator.mod,
-          # float expressions (Python's float semantics, as ours): IEEE ops and comparisons
-          "fadd": operator.add, "fsub": operator.sub, "fmul": operator.mul,
-          "fdiv": operator.truediv, "ffloordiv": operator.floordiv, "fpow": operator.pow,
-          "fmin": torch.sym_min, "fmax": torch.sym_max,
-          "flt": operator.lt, "fle": operator.le, "fgt": operator.gt, "fge": operator.ge,
-          "feq": operator.eq, "fne": operator.ne}
-_UNARY = {"trunc": lambda: torch.sym_int, "float": lambda: torch.sym_float,
-          "round": lambda: round, "fneg": lambda: operator.neg,
-          "fsqrt": lambda: torch.sym_sqrt}
+# our ops as torch's: size arithmetic on SymInts / graph nodes (Python's semantics, as
+# ours); the math functions torch has no symbolic form of stay out (no_torch_form)
+_NO_TORCH = frozenset(("fexp", "flog", "flog2", "flog10"))
+
+
+def _torch_fns(graph: bool) -> dict[str, Any]:
+    fns = {op: fn for op, fn in PY_FNS.items() if op not in _NO_TORCH}
+    fns.update({"min": torch.sym_min, "max": torch.sym_max, "trunc": torch.sym_int,
+                "float": torch.sym_float, "fsqrt": torch.sym_sqrt, "fmin": torch.sym_min,
+                "fmax": torch.sym_max})
+    if not graph:
+        fns["not"] = torch.sym_not
+    return fns
+
+
 # torch's sympy functions of floats -> ours (Python semantics on both sides)
 _FLOAT_FUNS = {"TruncToInt": lambda a: F_.fun("trunc", a),
                "RoundToInt": lambda a: F_.fun("round", a),
@@ -316,60 +320,40 @@ class ContractEmitter:
 def expr_node(e: Expr, nodes: dict, call: Any, leaf: Any = None) -> Any:
     """The graph node computing our expression `e`: `nodes` holds (and caches) the nodes
     already known, `leaf(e)` may supply one more (or None); `call` appends a node."""
-    if e.op in ("const", "fconst"):
-        return e.value
-    hit = nodes.get(e)
-    if hit is None and leaf is not None:
-        hit = leaf(e)
-    if hit is not None:
-        nodes[e] = hit
+    def known(x: Expr) -> Any:
+        return leaf(x) if leaf is not None else None
+
+    def symbol(x: Expr) -> Any:
+        if x.op in ("const", "fconst"):
+            return x.value
+        hit = nodes.get(x)
+        if hit is None:
+            hit = known(x)
+            if hit is None:
+                raise EI.unread_symbol(x.name)
+            nodes[x] = hit
         return hit
-    if e.op == "sym":
-        raise EI.unread_symbol(e.name)
-    if e.op in ("add", "mul", "and", "or", "min", "max"):
-        fn = {"add": operator.add, "mul": operator.mul, "and": operator.and_,
-              "or": operator.or_, "min": torch.sym_min, "max": torch.sym_max}[e.op]
-        parts = [expr_node(a, nodes, call, leaf) for a in e.args]
-        node = parts[0]
-        for p in parts[1:]:
-            node = call(fn, (node, p))
-    elif e.op in _CMP:
-        node = call(_CMP[e.op], tuple(expr_node(a, nodes, call, leaf) for a in e.args))
-    elif e.op in _ARITH:
-        node = call(_ARITH[e.op], tuple(expr_node(a, nodes, call, leaf) for a in e.args))
-    elif e.op == "not":
-        node = call(operator.not_, (expr_node(e.args[0], nodes, call, leaf),))
-    elif e.op in _UNARY:
-        node = call(_UNARY[e.op](), (expr_node(e.args[0], nodes, call, leaf),))
-    else:  # pragma: no cover - the engine's op set is closed
-        raise EI.no_torch_form(e)
-    nodes[e] = node
-    return node
+
+    try:
+        return lower(e, Algebra(symbol, lambda fn, args, _x: call(fn, args), _torch_fns(True),
+                                lookup=known), nodes)
+    except KeyError as err:
+        if err.args and err.args[0] in _NO_TORCH:  # exp/log of a size: no torch form
+            raise EI.no_torch_form(e) from None
+        raise
 
 
 def evaluate(e: Expr, values: dict) -> Any:
     """Our expression over torch SymInts (Python arithmetic builds torch's expression)."""
-    if e.op in ("const", "fconst"):
-        return e.value
-    if e.op == "sym":
-        return values[e.name]
-    args = [evaluate(a, values) for a in e.args]
-    if e.op in ("add", "mul", "min", "max", "and", "or"):
-        fn = {"add": operator.add, "mul": operator.mul, "min": torch.sym_min,
-              "max": torch.sym_max, "and": operator.and_, "or": operator.or_}[e.op]
-        acc = args[0]
-        for a in args[1:]:
-            acc = fn(acc, a)
-        return acc
-    if e.op in _CMP:
-        return _CMP[e.op](*args)
-    if e.op in _ARITH:
-        return _ARITH[e.op](*args)
-    if e.op == "not":
-        return torch.sym_not(args[0])
-    if e.op in _UNARY:
-        return _UNARY[e.op]()(args[0])
-    raise EI.no_torch_form(e)
+    def symbol(x: Expr) -> Any:
+        return x.value if x.op in ("const", "fconst") else values[x.name]
+
+    try:
+        return lower(e, Algebra(symbol, fns=_torch_fns(False)))
+    except KeyError as err:
+        if err.args and err.args[0] in _NO_TORCH:  # exp/log of a size: no torch form
+            raise EI.no_torch_form(e) from None
+        raise
 
 
 def from_sympy(expr: Any, names: dict) -> Expr | None:

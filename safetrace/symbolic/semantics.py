@@ -83,15 +83,19 @@ class Algebra:
     ``leaf(e)`` gives a constant's or a symbol's image; ``call(fn, args, e)`` applies the
     op's function ``fns[op]`` to the images of its arguments (``e`` is the node it
     computes, or None for the inner steps of a variadic op, which fold left); ``lazy``
-    makes ``and``/``or`` stop at their first deciding argument, as Python does.  The
-    engine's own evaluation, the graph nodes of a traced size, torch's SymInts and the
-    printed checks are all algebras over this one walk (``lower``).
+    makes ``and``/``or`` stop at their first deciding argument, as Python does;
+    ``lookup(e)``, when given, may supply the image of a compound node before its arguments
+    are lowered (a size some graph value already carries), or None.  The engine's own
+    evaluation, the graph nodes of a traced size, torch's SymInts and graph nodes in a
+    conversion, and the tensor checks of an AOTInductor package are all algebras over
+    this one walk (``lower``).
     """
 
     leaf: Leaf
     call: Call = _apply
     fns: Mapping[str, Callable[..., Any]] = field(default_factory=lambda: PY_FNS)
     lazy: bool = False
+    lookup: Leaf | None = None
 
 
 def lower(e: Node, algebra: Algebra, memo: dict[Any, Any] | None = None) -> Any:
@@ -104,11 +108,12 @@ def lower(e: Node, algebra: Algebra, memo: dict[Any, Any] | None = None) -> Any:
     """
     call = None if algebra.call is _apply else algebra.call
     return _lower(e, algebra.leaf, call, algebra.fns, algebra.lazy,
-                  {} if memo is None else memo)
+                  {} if memo is None else memo, algebra.lookup)
 
 
 def _lower(e: Node, leaf: Leaf | dict[str, Value], call: Call | None,
-           fns: Mapping[str, Callable[..., Any]], lazy: bool, memo: dict[Any, Any]) -> Any:
+           fns: Mapping[str, Callable[..., Any]], lazy: bool, memo: dict[Any, Any],
+           lookup: Leaf | None = None) -> Any:
     op = e.op
     if op in LEAF_OPS:
         if isinstance(leaf, dict):  # plain evaluation: symbols bound by name
@@ -117,6 +122,11 @@ def _lower(e: Node, leaf: Leaf | dict[str, Value], call: Call | None,
     hit = memo.get(e, memo)
     if hit is not memo:
         return hit
+    if lookup is not None:
+        hit = lookup(e)
+        if hit is not None:
+            memo[e] = hit
+            return hit
     fn = fns[op]
     args = e.args
     if op in VARIADIC:
@@ -124,19 +134,19 @@ def _lower(e: Node, leaf: Leaf | dict[str, Value], call: Call | None,
             stop = op == "or"
             r: Any = not stop
             for a in args:
-                if bool(_lower(a, leaf, call, fns, lazy, memo)) is stop:
+                if bool(_lower(a, leaf, call, fns, lazy, memo, lookup)) is stop:
                     r = stop
                     break
         else:
-            r = _lower(args[0], leaf, call, fns, lazy, memo)
+            r = _lower(args[0], leaf, call, fns, lazy, memo, lookup)
             last = len(args) - 1
             for i in range(1, last + 1):
-                x = _lower(args[i], leaf, call, fns, lazy, memo)
+                x = _lower(args[i], leaf, call, fns, lazy, memo, lookup)
                 r = fn(r, x) if call is None else call(fn, (r, x), e if i == last else None)
     elif call is None:
-        r = fn(*[_lower(a, leaf, call, fns, lazy, memo) for a in args])
+        r = fn(*[_lower(a, leaf, call, fns, lazy, memo, lookup) for a in args])
     else:
-        r = call(fn, tuple(_lower(a, leaf, call, fns, lazy, memo) for a in args), e)
+        r = call(fn, tuple(_lower(a, leaf, call, fns, lazy, memo, lookup) for a in args), e)
     memo[e] = r
     return r
 
