@@ -63,18 +63,7 @@ def stack_trace(depth: int = 2) -> str:
     """``File "model.py", line 12, in forward\n    return x + y`` for the user's frame; when
     the call came from a torch layer (a BatchNorm inside an ``nn.Sequential``), a third
     line names it: ``    (in layer `1`, BatchNorm1d)``."""
-    f: FrameType | None = sys._getframe(depth)  # (user_frame, inlined: once per op)
-    library = _LIBRARY
-    while f is not None:
-        code = f.f_code
-        skip = library.get(code)
-        if skip is None:
-            fn = code.co_filename
-            skip = library[code] = (fn.startswith(_SKIP_DIRS) and fn not in _USER_FILES) or \
-                fn.startswith("<frozen")
-        if not skip:
-            break
-        f = f.f_back
+    f = user_frame(depth + 1)
     if f is None:
         return ""
     stack = getattr(active_tracer(), "nn_stack", None)
