@@ -232,7 +232,10 @@ class _Converter:
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
             return self.ep.constants[spec.target]
-        return self.ep._state[spec.target]
+        t = self.ep._state[spec.target]
+        # a buffer written under grad mode (a KV cache filled outside no_grad) carries
+        # autograd history; in torch's program a buffer never requires grad
+        return t.detach() if spec.kind == "buffer" and t.requires_grad else t
 
     def _user_leaves(self, ordered: list) -> list:
         """(leaf index, new placeholder) of every user tensor input."""
@@ -514,8 +517,10 @@ class _Converter:
                 t = self.ep._state[s.target]
             if s.kind == "parameter":
                 state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
-            elif s.kind == "buffer":
-                (state if s.persistent else constants)[s.target] = t
+            elif s.kind == "buffer":  # (a cache written under grad mode carries history:
+                # the same memory without it, which torch's tools deepcopy and write)
+                (state if s.persistent else constants)[s.target] = \
+                    t.detach() if t.requires_grad else t
             elif s.kind == "constant":
                 constants[s.target] = self.ep.constants[s.target]
         return state, constants

@@ -1,0 +1,101 @@
+"""LLMs from export to runtimes: one prefill+decode program per model (StaticCache,
+``seq = Dim(min=1, max=64)``), then each deploy path, in one table.
+
+Columns: the export (seconds); greedy tokens of ``ep.module()`` against eager ``generate``
+(20 tokens, a 7-token prompt); and, for ``st.to_onnx`` (onnxruntime), ``st.to_aoti``
+(AOTInductor) and ``st.to_executorch`` (the ExecuTorch runtime), whether the artifact is
+made and whether its first call (the prefill of the 7-token prompt) gives eager's logits.
+
+Run: .venv/bin/python benchmarks/bench_llm_deploy.py [llama gemma2 gpt2 ...]
+(tiny configs with random weights, built at run time; AOTInductor compiles take ~1-2 min.)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import safetrace as st  # noqa: E402
+from tests.llm import test_generate as G  # noqa: E402
+
+
+def _export(model):
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.use_cache = True
+    wrapper = G.TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=G.CACHE)
+    seq = st.Dim("seq", min=1, max=G.CACHE)
+    prompt = torch.randint(0, G.VOCAB, (1, 5))
+    ep = st.export(wrapper, (), {"input_ids": prompt, "cache_position": torch.arange(5)},
+                   dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})
+    model.generation_config.cache_implementation = None
+    return ep
+
+
+def _close(got, want) -> str:
+    got = torch.as_tensor(got)
+    return "match" if got.shape == want.shape and torch.allclose(got, want, atol=1e-4) \
+        else "MISMATCH"
+
+
+def _try(fn) -> str:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the cell names the failure
+        return f"fails ({type(exc).__name__}: {str(exc).splitlines()[0][:60]})"
+
+
+def row(kind: str, tmp: str) -> list[str]:
+    model = G.tiny(kind)
+    t0 = time.perf_counter()
+    ep = _export(model)
+    secs = time.perf_counter() - t0
+    prompt = torch.randint(0, G.VOCAB, (1, 7))
+    same = G.static_tokens(ep.module(), prompt) == G.eager_tokens(model, prompt)
+    ids, pos = prompt, torch.arange(7)
+    with torch.no_grad():
+        want = model(prompt).logits
+
+    def onnx() -> str:
+        import onnxruntime as ort
+        path = f"{tmp}/{kind}.onnx"
+        st.to_onnx(ep, path)
+        sess = ort.InferenceSession(path)
+        feeds = dict(zip([i.name for i in sess.get_inputs()], [ids.numpy(), pos.numpy()]))
+        return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
+
+    def aoti() -> str:
+        pkg = st.to_aoti(ep, f"{tmp}/{kind}.pt2")
+        runner = torch._inductor.aoti_load_package(pkg)
+        with torch.no_grad():
+            return _close(runner(input_ids=ids, cache_position=pos), want)
+
+    def executorch() -> str:
+        from executorch.runtime import Runtime
+        path = f"{tmp}/{kind}.pte"
+        st.to_executorch(ep, path)
+        method = Runtime.get().load_program(path).load_method("forward")
+        return _close(method.execute([ids, pos])[0], want)
+
+    return [kind, f"{secs:.2f}", "identical" if same else "DIFFER", _try(onnx), _try(aoti),
+            _try(executorch)]
+
+
+def main(kinds: list[str]) -> None:
+    warnings.simplefilter("ignore")
+    torch.manual_seed(0)
+    print("| model | export s | 20 tokens vs eager | ONNX | AOTInductor | ExecuTorch |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in kinds or ["llama", "gemma2", "gpt2"]:
+            print("| " + " | ".join(row(kind, tmp)) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
