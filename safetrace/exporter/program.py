@@ -536,7 +536,10 @@ class _ProgramModule(torch.fx.GraphModule):
         memo[id(self)] = new
         for name, (owner, table, key) in self._slots.items():
             o2, t2, k2 = new._slots[name]
-            getattr(o2, t2)[k2] = copy.deepcopy(getattr(owner, table)[key], memo)
+            value = getattr(owner, table)[key]
+            if table == "_buffers" and not value.is_leaf:  # written under grad mode: the
+                value = value.detach()  # value is copied (torch refuses to copy a history)
+            getattr(o2, t2)[k2] = copy.deepcopy(value, memo)
         new._owned = set(new._slots)
         new.training = self.training
         new._sources = [(k, copy.deepcopy(v, memo) if k == "const" and v is not c else c)

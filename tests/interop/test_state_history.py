@@ -57,3 +57,16 @@ def test_the_program_lowers_to_executorch_after_running_under_grad_mode(tmp_path
     ep.module()(torch.randn(2, 4), torch.arange(2))
     st.to_executorch(ep, tmp_path / "m.pte")
     assert (tmp_path / "m.pte").stat().st_size > 0
+
+
+def test_a_module_with_such_a_buffer_deep_copies_with_its_values():
+    ep = st.export(Cache(), (torch.randn(3, 4), torch.arange(3)),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1, max=8)},
+                                   "pos": {0: st.Dim("n", min=1, max=8)}})
+    mod = ep.module()
+    mod(torch.randn(2, 4), torch.arange(2))
+    own = copy.deepcopy(mod)  # the docs' way to a module with state of its own
+    torch.testing.assert_close(own.cache, mod.cache.detach())
+    assert own.cache.data_ptr() != mod.cache.data_ptr()
+    own(torch.randn(1, 4), torch.tensor([7]))
+    assert not torch.equal(own.cache, mod.cache.detach())  # the original is untouched
