@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -72,6 +73,44 @@ def test_library_never_imports_torch_internals_it_replaces():
                 where = " (at module top: import it inside the function)" if lazy_ok else ""
                 bad.append(f"{path.relative_to(ROOT)}: {name}{where}")
     assert not bad, "forbidden imports:\n" + "\n".join(bad)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+_IMPORT_TEXT = re.compile(r"\b(?:from|import)\s+(" + "|".join(re.escape(f) for f in FORBIDDEN)
+                          + r")\b")
+
+
+def test_library_never_reaches_torch_internals_another_way():
+    """Outside interop/: no attribute path into them (``torch.export.save`` imports
+    torch.export on first use), no ``importlib.import_module``/``__import__`` of them, and
+    no line reading like an import of them, in code or text (a line scanner cannot tell)."""
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        if INTEROP in path.parents:
+            continue
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            name = _dotted(node) if isinstance(node, ast.Attribute) else None
+            if name and name.startswith(FORBIDDEN):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+            if isinstance(node, ast.Call) and node.args and \
+                    (_dotted(node.func) or "").endswith(("import_module", "__import__")) and \
+                    isinstance(node.args[0], ast.Constant) and \
+                    str(node.args[0].value).startswith(FORBIDDEN):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.args[0].value!r}")
+        for i, line in enumerate(text.splitlines(), 1):
+            if _IMPORT_TEXT.search(line):
+                bad.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()[:80]}")
+    assert not bad, "torch internals reached outside interop/:\n" + "\n".join(bad)
 
 
 def test_the_interop_boundary_is_really_checked():

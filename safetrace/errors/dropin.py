@@ -1,6 +1,6 @@
-"""Builders of the errors a user switching from torch.export meets (issue 21): constructs
-torch.export accepts that safetrace records differently or refuses, each naming the
-construct and the fix."""
+"""Builders of the errors a user meets when moving to safetrace off torch.export (issue
+21): constructs torch.export accepts that safetrace records differently or refuses, each
+naming the construct and the fix."""
 
 from __future__ import annotations
 
