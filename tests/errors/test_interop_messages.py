@@ -10,6 +10,7 @@ import torch
 
 import safetrace as st
 from safetrace.errors import interop as EI
+from tests.interop.harness import wrong_rule_program
 
 CASES = {
     "unrepresentable_call": lambda: EI.unrepresentable_call("print_1", "print", " (from m.py:3 `print(x)`)"),
@@ -63,15 +64,7 @@ def test_every_builder_is_pinned():
 
 
 def test_a_shape_disagreement_names_the_node_and_the_fix(monkeypatch):
-    class M(torch.nn.Module):
-        def forward(self, x):
-            return x.t() + 1
-
-    ep = st.export(M(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: st.Dim("n")}})
-    node = next(n for n in ep.graph.nodes if getattr(n.target, "_opname", None) == "t")
-    meta = node.meta["val"].st_meta
-    monkeypatch.setattr(node.meta["val"], "st_meta",
-                        type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device))
+    ep, node = wrong_rule_program(monkeypatch)
     with pytest.raises(st.ConversionError) as info:
         ep.to_torch(verify=True)
     text = str(info.value)

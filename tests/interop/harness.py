@@ -110,3 +110,19 @@ def check_parity(ep: st.ExportedProgram, tep: Any, cases: list, cap: int = 64) -
     for args, kwargs in itertools.chain(cases, edge_inputs(ep, cap)):
         counts[same_behaviour(ours, converted, args, kwargs)] += 1
     return counts
+
+
+class _Transpose(torch.nn.Module):
+    def forward(self, x):
+        return x.t() + 1
+
+
+def wrong_rule_program(monkeypatch: Any) -> tuple[st.ExportedProgram, Any]:
+    """A program whose ``x.t()`` node carries reversed (wrong) metadata, as a wrong shape
+    rule would leave it: (the program, that node)."""
+    ep = st.export(_Transpose(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    node = next(n for n in ep.graph.nodes if getattr(n.target, "_opname", None) == "t")
+    meta = node.meta["val"].st_meta
+    monkeypatch.setattr(node.meta["val"], "st_meta",
+                        type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device))
+    return ep, node
