@@ -96,6 +96,8 @@ class DynamicDims:
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
+                if e.kind == "auto" and s.op == "sym":
+                    self.env.flexible.add(s.name)
                 out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
                 s = self._root(e, n, where, path, d)

@@ -115,6 +115,11 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     ha, hb = hint_of(a), hint_of(b)
     if ha is not None and hb is not None:
         if ha == hb:
+            if ha == 1:  # a Dim.AUTO size 1 stays 1 (as torch.export specializes it), so
+                if _flexible(a) and a == 1:  # the other size keeps its declared range
+                    return b
+                if _flexible(b) and b == 1:
+                    return a
             if not (a == b):  # messages are built only on failure: printing sizes is costly
                 raise _mismatch(a, b, i, op)
             return a
@@ -146,6 +151,14 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     check(same, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
                     f"at non-singleton dimension {i}")
     return a
+
+
+def _flexible(size: Size) -> bool:
+    """A size that is one Dim.AUTO symbol (the export may narrow it freely)."""
+    if not isinstance(size, SymInt):
+        return False
+    e = size.expr
+    return e.op == "sym" and e.name in size.env.flexible
 
 
 def cond_true(cond: Any) -> bool:

@@ -49,6 +49,9 @@ class Env:
         # arithmetic on a size is exact): they restrict no declared range
         self.requirements: list[Guard] = []
         self._guard_set: set[Expr] = set()
+        # symbols the caller may narrow freely (Dim.AUTO sizes): a rule choosing between
+        # guards prefers one that narrows these over one that narrows a declared size
+        self.flexible: set[str] = set()
         self.origin_provider: Callable[[], object] | None = None
         # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
         # a host library may use subclasses that its own runtime recognises.

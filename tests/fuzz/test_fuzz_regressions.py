@@ -157,3 +157,17 @@ def test_a_condition_with_an_undefined_disjunct_holds_when_another_does():
     for bad in (torch.randn(3, 1), torch.randn(3, 17)):
         with pytest.raises(st.InputMismatchError):
             ep.module()(bad)
+
+
+def test_an_auto_size_one_broadcast_keeps_the_named_dim_free():
+    # x.shape[1] (Dim.AUTO) and y.shape[0] (named) are both 1 at the example; unifying them
+    # refused every y of another size, which broadcasts fine: the AUTO size stays 1 instead
+    def f(x, y):
+        return y * x
+
+    spec = ({1: Dim.AUTO}, {0: Dim("d0", min=1)})
+    _same_as_eager(f, (torch.randn(2, 1), torch.randn(1)), spec,
+                   [(torch.randn(2, 1), torch.randn(n)) for n in (1, 2, 7)])
+    ep = st.export(f, (torch.randn(2, 1), torch.randn(1)), dynamic_shapes=spec)
+    with pytest.raises(st.errors.InputMismatchError, match=r"x.shape\[1\] = 3"):
+        ep.module()(torch.randn(2, 3), torch.randn(3))
