@@ -118,7 +118,7 @@ _len.__doc__ = _ORIGINAL["len"].__doc__
 _PRINT_SOURCE = """
 def _print(*args, **kwargs):
     tr = active_tracer()
-    refusal = getattr(tr, "print_refusal", None) if tr is not None else None
+    refusal = tr.scope.print_refusal if tr is not None else None
     if refusal is not None:
         raise refusal()
     real_print(*args, **kwargs)

@@ -20,7 +20,6 @@ from safetrace import errors
 from safetrace.errors import cond_output_kinds, cond_size_output
 from safetrace.meta import TensorMeta
 from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
-from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
@@ -63,8 +62,8 @@ def _lift_together(traced: list[Traced]) -> list[torch.fx.Node]:
 
 
 def _get_attr(tr: Any, prefix: str, t: Traced) -> torch.fx.Node:
-    name = add_submodule(tr.graph, prefix, t)
-    node = tr.graph.get_attr(name)
+    name = add_submodule(tr.scope.graph, prefix, t)
+    node = tr.scope.graph.get_attr(name)
     node.meta["stack_trace"] = ""
     return node
 
@@ -101,13 +100,10 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
               name: str) -> list[Proxy]:
     """The operator node, one getitem per output, and the sources of fresh sizes."""
     trace = stack_trace(4)
-    node = add_node(tr.graph, op, args, {}, name)
-    if tr.first_op is None:
-        tr.first_op = node
-    node.meta["stack_trace"] = trace
+    node = tr.scope.record(op, args, {}, name, trace)
     outs, items = [], []
     for i, meta in enumerate(metas):
-        g = tr.graph.call_function(operator.getitem, (node, i))
+        g = tr.scope.graph.call_function(operator.getitem, (node, i))
         g.meta["stack_trace"] = trace
         p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
         g.meta["val"] = p
