@@ -16,6 +16,7 @@ from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
+from safetrace.trace.recorder import Recorder
 
 
 def assert_sym(cond: Any, message: str) -> None:
@@ -75,7 +76,7 @@ def describe_symbols(env: Any, expr: Any) -> str:
     return f" where {', '.join(parts)}" if parts else ""
 
 
-def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
+def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     """An assertion node: ``assert_sym(<cond node>, message)``."""
     env = tr.env
     asserted = tr.scope.asserted

@@ -35,9 +35,9 @@ class Scope:
         self.where = where  # the branch's or body's source location ('' for the program)
         # the graph's internals for adding a node directly (graph.py's fast path)
         fast = FAST_NODES and graph._owning_module is None
-        self._ns = graph._graph_namespace if fast else None
-        self._names = self._ns._obj_to_name if fast else None
-        self._table = graph._find_nodes_lookup_table.table if fast else None
+        self._ns: Any = graph._graph_namespace if fast else None
+        self._names: Any = graph._graph_namespace._obj_to_name if fast else None
+        self._table: Any = graph._find_nodes_lookup_table.table if fast else None
 
     def record(self, target: Any, args: tuple, kwargs: dict, name: str,
                stack_trace: str) -> Node:

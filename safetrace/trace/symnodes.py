@@ -16,9 +16,10 @@ from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.symbolic.semantics import Algebra, lower
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import stack_trace
+from safetrace.trace.recorder import Recorder
 
 
-def sym_to_node(tr: Any, v: Any) -> Any:
+def sym_to_node(tr: Recorder, v: Any) -> Any:
     """The node computing symbolic value `v` (static values are returned as they are)."""
     if isinstance(v, (int, float, bool)):
         return v
@@ -37,7 +38,7 @@ def sym_to_node(tr: Any, v: Any) -> Any:
     return expr_node(tr, e, env)
 
 
-def expr_node(tr: Any, e: Any, env: Any) -> Any:
+def expr_node(tr: Recorder, e: Any, env: Any) -> Any:
     """The graph node computing `e` (a constant stays a constant); the nodes of sizes
     already computed are shared through ``tr.scope.sym_nodes``."""
     def leaf(x: Any) -> Any:
@@ -60,7 +61,7 @@ def _value(e: Any, env: Any) -> Any:
     return make_bool(e, env) if e.is_bool else make_int(e, env)
 
 
-def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
+def _emit(tr: Recorder, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
     node = tr.scope.graph.call_function(fn, args)
     node.meta["stack_trace"] = stack_trace(2)
     if e is not None:

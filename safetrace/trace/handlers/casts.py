@@ -13,13 +13,14 @@ from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
 aten = torch.ops.aten
 
 
 @handles(T.to)
-def to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def to(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.to(dtype)``, ``x.to(device, dtype)``, ``x.to(other)``, ``x.to(float)``, keywords."""
     x, rest = args[0], list(args[1:])
     dtype = kwargs.get("dtype")
@@ -60,7 +61,7 @@ def _dtype(x: Any) -> torch.dtype:
 
 
 def _device_move(device: str) -> Handler:
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         return to(tr, func, (args[0], torch.device(device)), {})
 
     return handler
@@ -71,7 +72,7 @@ handles(T.cuda)(_device_move("cuda"))
 
 
 @handles(T.type)
-def type_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def type_(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.type()`` names the tensor type; ``x.type(dtype)`` is a cast."""
     dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
     x = args[0]
@@ -108,7 +109,7 @@ def _legacy_type(name: str) -> Any:
 
 
 def _cast(dtype: torch.dtype) -> Handler:
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         kw = {}
         if kwargs.get("memory_format") is not None:
             kw["memory_format"] = kwargs["memory_format"]

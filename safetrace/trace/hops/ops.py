@@ -24,6 +24,7 @@ from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, i
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 hop = torch.ops.higher_order
@@ -42,7 +43,7 @@ def _type_name(v: Any) -> str:
     return "Tensor" if isinstance(v, torch.Tensor) else type(v).__name__
 
 
-def _node_of(tr: Any, v: Any) -> Any:
+def _node_of(tr: Recorder, v: Any) -> Any:
     """The graph value of an operand (a proxy's node; a real tensor's placeholder)."""
     if isinstance(v, Proxy):
         return v.st_node
@@ -61,7 +62,7 @@ def _lift_together(traced: list[Traced]) -> list[torch.fx.Node]:
     return outer
 
 
-def _get_attr(tr: Any, prefix: str, t: Traced) -> torch.fx.Node:
+def _get_attr(tr: Recorder, prefix: str, t: Traced) -> torch.fx.Node:
     name = add_submodule(tr.scope.graph, prefix, t)
     node = tr.scope.graph.get_attr(name)
     node.meta["stack_trace"] = ""
@@ -96,7 +97,7 @@ def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
     return make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=origin), env)
 
 
-def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: list,
+def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh: list,
               name: str) -> list[Proxy]:
     """The operator node, one getitem per output, and the sources of fresh sizes."""
     trace = stack_trace(4)
@@ -111,7 +112,7 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
         items.append(g)
     node.meta["val"] = tuple(outs)
     for i, d, size in fresh:  # read at run time from the output it describes
-        tr.sym_sources[_size_expr(size).name] = items[i] if d is None else (items[i], d, 1, 0)
+        tr.sym_sources[str(_size_expr(size).name)] = items[i] if d is None else (items[i], d, 1, 0)
         tr.env.symbols[_size_expr(size).name].origin = (
             f"a size where the branches/iterations differ, at {short(trace)}")
     return outs
@@ -119,7 +120,7 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
 
 # -- cond --------------------------------------------------------------------------------
 
-def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
+def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
     """``torch.cond`` while tracing: one branch when the predicate is known, else both."""
     where = short(stack_trace(3))
     if not callable(true_fn) or not callable(false_fn):
@@ -157,7 +158,7 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
-def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
+def _known_pred(tr: Recorder, pred: Any, where: str) -> bool | None:
     """The predicate's value when export knows it, else None (both branches traced)."""
     if isinstance(pred, (bool, int, float)):
         return bool(pred)
@@ -176,7 +177,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
     raise errors.cond_predicate(where, type(pred).__name__, tensor=False)
 
 
-def _one_element(tr: Any, m: TensorMeta) -> bool:
+def _one_element(tr: Recorder, m: TensorMeta) -> bool:
     n = m.numel()
     return n == 1 if isinstance(n, int) else tr.env.decide(eq(to_expr(n), 1)) is True
 
@@ -190,7 +191,7 @@ def _describe(spec: Any, leaves: list) -> str:
     return str(shown).replace("'", "")
 
 
-def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
+def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
     """The outputs' metadata both subgraphs agree on; differing sizes become unbacked."""
     env = tr.env
     metas, fresh = [], []
@@ -248,7 +249,7 @@ def _merge_int(env: Any, i: int, group: tuple, created: set[str], fresh: list, w
 
 # -- while_loop -------------------------------------------------------------------------
 
-def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
+def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
     """``while_loop(cond_fn, body_fn, carried)``: carried sizes fixed, or unbacked where
     an iteration changes them; carried ints are data-dependent inside and after."""
     where = short(stack_trace(3))
@@ -326,7 +327,7 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     return pytree.tree_unflatten(outs, spec)
 
 
-def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
+def _check_pred_out(tr: Recorder, c: Traced, where: str) -> None:
     out = c.out_leaves[0] if len(c.out_leaves) == 1 else None
     if is_sym(out) and getattr(out.expr, "is_bool", False):
         return  # a condition on carried ints
@@ -338,7 +339,7 @@ def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
 
 # -- map ------------------------------------------------------------------------------------
 
-def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
+def map_(tr: Recorder, f: Callable, xs: Any, *args: Any) -> Any:
     """``map(f, xs, *args)``: f on every slice of xs along dim 0, results stacked."""
     where = short(stack_trace(3))
     x_leaves, x_spec = _flat_operands(xs, "map", where)
@@ -368,7 +369,7 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
-def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, op: str) -> TensorMeta:
+def _stacked(tr: Recorder, t: Any, m: TensorMeta, n: Any, what: str, op: str) -> TensorMeta:
     """The metadata of `n` results of body `t` with metadata `m` stacked on a new dim 0
     (map's outputs, scan's ys); refused when a size of `m` is computed from data in the
     body, as the results could then differ in size."""
@@ -394,7 +395,7 @@ def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str) -> An
 
 # -- scan -----------------------------------------------------------------------------------
 
-def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
+def scan(tr: Recorder, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
          reverse: bool = False, additional_inputs: Any = None) -> Any:
     """``scan(combine_fn, init, xs, dim, reverse)`` -> (final carry, stacked outputs)."""
     where = short(stack_trace(3))
