@@ -111,30 +111,32 @@ def _has_python_dtype(args: tuple, kwargs: dict) -> bool:
     return any(v.__class__ is type and v in PY_DTYPES for v in (*args, *kwargs.values()))
 
 
-_OPTIONAL_TENSORS: dict[int, tuple] = {}
+# id(op) -> its ``Tensor?`` arguments (index, name); callers skip the call for an op whose
+# entry is () (by id: an OpOverload hashes in Python)
+OPTIONAL_TENSORS: dict[int, tuple] = {}
 _KEEP: list = []
 
 
 def numbers_as_tensors(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A Python number given for a ``Tensor?`` argument (``torch.clamp(x, 0, t)``) becomes a
     scalar tensor node: eager's argument parser wraps it, an ATen overload call does not."""
-    slots = _OPTIONAL_TENSORS.get(id(op))  # by id: an OpOverload hashes in Python
+    slots = OPTIONAL_TENSORS.get(id(op))
     if slots is None:
         slots = tuple(
             (i, a.name) for i, a in enumerate(op._schema.arguments)
             if isinstance(a.real_type, torch.OptionalType)
             and isinstance(a.real_type.getElementType(), torch.TensorType))
-        _OPTIONAL_TENSORS[id(op)] = slots
+        OPTIONAL_TENSORS[id(op)] = slots
         _KEEP.append(op)  # the id stays this op's
     if not slots:
         return args, kwargs
-    args = list(args)
+    items = list(args)
     for i, name in slots:
-        if i < len(args) and is_number(args[i]):
-            args[i] = scalar_tensor(tr, args[i])
+        if i < len(items) and is_number(items[i]):
+            items[i] = scalar_tensor(tr, items[i])
         elif name in kwargs and is_number(kwargs[name]):
             kwargs = {**kwargs, name: scalar_tensor(tr, kwargs[name])}
-    return tuple(args), kwargs
+    return tuple(items), kwargs
 
 
 def scalar_tensor(tr: Recorder, v: Any) -> Any:

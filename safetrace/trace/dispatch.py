@@ -25,7 +25,8 @@ import torch
 from safetrace import errors
 from safetrace.errors import unknown_higher_order_op
 from safetrace.trace import composites, names
-from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_normalized
+from safetrace.trace.arguments import (OPTIONAL_TENSORS, has_tensor, numbers_as_tensors,
+                                       resolve_normalized)
 from safetrace.trace.custom import call_overload, call_packet
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.schema import resolve
@@ -111,6 +112,8 @@ def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -
             return aten_call(packet, tr, func, args, kwargs)
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
+    if OPTIONAL_TENSORS.get(id(op)) == ():  # no number to wrap (the call skipped)
+        return tr.emit(op, bargs, bkwargs)
     return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
 
 
@@ -148,6 +151,8 @@ def dunder(packet: str, swap: bool, tr: Recorder, func: Any, args: tuple, kwargs
         if composites.through(func) is not None:  # Tensor.__rsub__, __rpow__ (Python)
             return composite_call(packet, tr, func, args, kwargs)
         return aten_call(packet, tr, func, args, kwargs)
+    if OPTIONAL_TENSORS.get(id(found[0])) == ():  # no number to wrap (the call skipped)
+        return tr.emit(*found)
     return tr.emit(found[0], *numbers_as_tensors(tr, *found))
 
 

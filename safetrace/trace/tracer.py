@@ -72,6 +72,9 @@ class Tracer(TorchFunctionMode):
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
+        # the environment's symbols (one dict, filled as sizes are made): new ones an op
+        # made are sourced after it
+        self.symbols: dict = env.symbols if env is not None else {}
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
@@ -296,6 +299,14 @@ class Tracer(TorchFunctionMode):
                 margs.append(a)
                 nargs.append(a)
             else:
+                if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
+                    for x in a:
+                        if x.__class__ is not int:
+                            break
+                    else:
+                        margs.append(a[:])
+                        nargs.append(a[:])
+                        continue
                 m, n = self.unwrap(a)
                 margs.append(m)
                 nargs.append(n)
@@ -309,17 +320,23 @@ class Tracer(TorchFunctionMode):
                     known = False
         else:
             mkwargs = nkwargs = {}
-        trace = stack_trace(3)
+        trace = stack_trace(3, self.nn_stack)
         if _autocast_on():
             raise errors.autocast_active(short(trace))
-        env = self.env
+        symbols = self.symbols
         if n_syms is None:
-            n_syms = len(env.symbols) if env is not None else 0
+            n_syms = len(symbols)
         info = _OP_INFO.get(id(op))
         if info is None:
             info = _op_info(op)
-        if out is None:
-            out = self.shape_of(op, info[3], margs, mkwargs, trace)
+        if out is None:  # the rule's answer (remembered on static sizes), else the kernel's
+            try:
+                if info[3] is None:
+                    out = self._meta_fallback(op, margs, mkwargs)
+                else:
+                    out = rulecache.call(info[3], op, margs, mkwargs)
+            except (OpShapeError, errors.DataDependentShape) as exc:
+                raise exc.at(short(trace)) from None
         if not self.recording:
             return _unrecorded(out)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
@@ -358,7 +375,7 @@ class Tracer(TorchFunctionMode):
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
             self._number_mask(op, args, kwargs, result, node)
-        if env is not None and len(env.symbols) != n_syms:
+        if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         if self.unsourced_settled:
             late, self.unsourced_settled = self.unsourced_settled, []
@@ -409,15 +426,6 @@ class Tracer(TorchFunctionMode):
                 if found is not None:
                     self.sym_sources[name] = found
                     break
-
-    def shape_of(self, op: Any, rule: Any, margs: list, mkwargs: dict, trace: str) -> Any:
-        """The op's output metadata: its rule's, else the meta kernel's (slow path)."""
-        try:
-            if rule is None:
-                return self._meta_fallback(op, margs, mkwargs)
-            return rulecache.call(rule, op, margs, mkwargs)  # (remembered on static sizes)
-        except (OpShapeError, errors.DataDependentShape) as exc:
-            raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
         """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
