@@ -294,9 +294,14 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
         if hit is _NO_FIT:  # no overload fits these argument types (searched before)
             return None
         schema, loose, pack = hit
-        if schema.plain and not pack and not kwargs and len(args) <= schema.n_positional:
-            return schema.op, args, {}  # (bind's trusted answer, without the call)
-        bound = bind(schema, args, kwargs, loose, pack, trusted=True)
+        # (bind's trusted answers, without the call: a plain schema's arguments as they
+        # are; trailing ints packed from the start found before, ``x.view(3, 4)``)
+        if pack is False:
+            if schema.plain and not kwargs and len(args) <= schema.n_positional:
+                return schema.op, args, {}
+        elif pack is not True:
+            return schema.op, args[:pack] + (list(args[pack:]),), {}
+        bound = bind(schema, args, kwargs, loose, bool(pack), trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
     found = _search(packet_name, args, kwargs)
@@ -305,8 +310,20 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
             _RESOLVED[key] = _NO_FIT
         return None
     schema, loose, pack, bound = found
-    _RESOLVED[key] = (schema, loose, pack)
+    _RESOLVED[key] = (schema, loose, _packed_from(schema, args, kwargs, bound[0]) if pack
+                      else False)
     return schema.op, bound[0], bound[1]
+
+
+def _packed_from(schema: Schema, args: tuple, kwargs: dict, bound: tuple) -> int | bool:
+    """Where bind packed trailing ints into a list (``x.view(3, 4)``: 1) when that is all
+    it did (no keywords, nothing else changed), else True (bind packs each time)."""
+    start = len(bound) - 1
+    if kwargs or schema.none_lists or start < 0 or not isinstance(bound[start], list) or \
+            len(bound[start]) != len(args) - start or \
+            any(x is not y for x, y in zip(args, (*bound[:start], *bound[start]))):
+        return True
+    return start
 
 
 def _search(packet_name: str, args: tuple, kwargs: dict) -> tuple | None:

@@ -21,7 +21,7 @@ class Scope:
     """One graph being recorded (the program's, or a branch's or loop body's)."""
 
     __slots__ = ("graph", "first_op", "sym_nodes", "asserted", "print_refusal", "where",
-                 "_ns", "_names", "_table")
+                 "_ns", "_names", "_table", "_by_target")
 
     def __init__(self, graph: Graph, asserted: set | None = None,
                  print_refusal: Callable[[], Exception] | None = None,
@@ -38,6 +38,9 @@ class Scope:
         self._ns: Any = graph._graph_namespace if fast else None
         self._names: Any = graph._graph_namespace._obj_to_name if fast else None
         self._table: Any = graph._find_nodes_lookup_table.table if fast else None
+        # id(target) -> the find_nodes table's entry for it (an OpOverload hashes in
+        # Python; the graph's nodes keep their targets, so the ids stay theirs)
+        self._by_target: dict[int, dict] = {}
 
     def record(self, target: Any, args: tuple, kwargs: dict, name: str,
                stack_trace: str) -> Node:
@@ -51,7 +54,11 @@ class Scope:
             node = Node(self.graph, unique, "call_function", target, args, kwargs)
             self._names[node] = unique
             self.graph._insert(node)  # (read each time: inserting_before changes it)
-            self._table[("call_function", target)][node] = None
+            by_target = self._by_target.get(id(target))
+            if by_target is None:
+                by_target = self._by_target[id(target)] = self._table[("call_function",
+                                                                       target)]
+            by_target[node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace
         if self.first_op is None:
