@@ -33,7 +33,7 @@ from safetrace.trace.recorder import Recorder
 try:  # torch's own fake-implementation registry (torch.library.register_fake)
     from torch._library import fake_impl, simple_registry
 except ImportError:  # pragma: no cover - older torch
-    fake_impl = simple_registry = None
+    fake_impl = simple_registry = None  # type: ignore[assignment]
 
 FAKES: dict[str, Callable] = {}
 

@@ -33,6 +33,9 @@ class Pieces(tuple):
     """The pieces at the example's count, as a tuple that torch's own argument parser
     accepts (see the module docstring); reading it as a whole pins the count."""
 
+    _st: tuple  # (tracer, tensor, dim, kind, k, size, piece size, symbolic count, count)
+    _pinned: bool
+
     def __new__(cls, tr: Recorder, x: Any, d: int, kind: str, k: int) -> Pieces:
         n = x.st_meta.shape[d]
         q = (n + k - 1) // k if kind == "chunk" else k

@@ -29,8 +29,8 @@ from safetrace.trace.current import active_tracer
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 
-_ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len,
-             "print": builtins.print}
+_ORIGINAL: dict[str, Callable[..., Any]] = {"min": builtins.min, "max": builtins.max,
+                                            "len": builtins.len, "print": builtins.print}
 _real_len = builtins.len
 
 

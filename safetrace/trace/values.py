@@ -20,7 +20,7 @@ from safetrace.trace.recorder import Recorder
 
 _A = torch.ops.aten
 # op -> its value from its arguments' values (None: computed in scalar_value)
-VALUE_OPS = {
+VALUE_OPS: dict[Any, Any] = {
     _A.scalar_tensor.default: lambda a: a[0],
     _A.add.Tensor: lambda a: a[0] + a[1], _A.add.Scalar: lambda a: a[0] + a[1],
     _A.sub.Tensor: lambda a: a[0] - a[1], _A.sub.Scalar: lambda a: a[0] - a[1],

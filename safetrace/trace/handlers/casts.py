@@ -89,10 +89,10 @@ def type_(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if isinstance(dtype, type) and hasattr(dtype, "dtype") and hasattr(dtype, "is_cuda"):
         # a legacy tensor type (torch.FloatTensor, torch.cuda.LongTensor): its dtype, on
         # the CPU or CUDA as the type says (eager moves the tensor too)
-        device = torch.device("cuda") if dtype.is_cuda else torch.device("cpu")
-        if x.st_meta.device.type == device.type:
+        target = torch.device("cuda") if dtype.is_cuda else torch.device("cpu")
+        if x.st_meta.device.type == target.type:
             return to(tr, func, (x, dtype.dtype), {})
-        return to(tr, func, (x, device, dtype.dtype), {})
+        return to(tr, func, (x, target, dtype.dtype), {})
     return to(tr, func, (x, dtype), {})
 
 

@@ -49,7 +49,7 @@ def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if seen is not None and seen[0] == ACTIVE.data_epoch:
         return seen[1]
     value = tr.redispatch(T.item, (x,), {})
-    x.st_index_value = (ACTIVE.data_epoch, value)
+    setattr(x, "st_index_value", (ACTIVE.data_epoch, value))  # (a proxy's own note)
     return value
 
 

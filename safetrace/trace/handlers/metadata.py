@@ -17,7 +17,7 @@ from safetrace.trace.proxy import Proxy, annotation, shape_value
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.recorder import Recorder
 
-T = torch.Tensor
+T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
 
 
 def real(func: Any, args: tuple, kwargs: dict) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from safetrace import errors
 from safetrace.rules.common import normalize_dim
 from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
@@ -41,7 +42,7 @@ def nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tuple(tr.emit(aten.unbind.int, (rows, 1), {}))
 
 
-@handles(torch.Tensor.split, torch.split, torch._C._VariableFunctions.split,
+@handles(torch.Tensor.split, torch.split, getattr(torch._C._VariableFunctions, "split"),
          torch._C.TensorBase.split)
 def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``."""
@@ -53,6 +54,8 @@ def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 
     def materialize() -> Any:
         found = resolve("split", (args[0], size, dim), {})
+        if found is None:  # pragma: no cover - split(x, int, int) always fits
+            raise errors.internal_error("aten.split has no overload for split(x, int, int)")
         return tr.emit(found[0], found[1], found[2])
 
     return _lazy(tr, args[0], dim, "split", size, materialize)

@@ -17,7 +17,7 @@ from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
 
-T = torch.Tensor
+T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
 aten = torch.ops.aten
 
 

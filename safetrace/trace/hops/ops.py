@@ -88,12 +88,12 @@ def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
     """A new unbacked size covering the value ranges of `sizes` (none: any value >= lo)."""
     if not sizes:
         return make_int(env.new_unbacked(lo=lo, hi=None, origin=origin), env)
-    lo, hi = float("inf"), float("-inf")
+    low, high = float("inf"), float("-inf")
     for s in sizes:
         r = env.bounds(_size_expr(s))
-        lo, hi = min(lo, r.lo), max(hi, r.hi)
-    lo_i = int(lo) if lo != float("-inf") else None
-    hi_i = int(hi) if hi != float("inf") else None
+        low, high = min(low, r.lo), max(high, r.hi)
+    lo_i = int(low) if low != float("-inf") else None
+    hi_i = int(high) if high != float("inf") else None
     return make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=origin), env)
 
 
@@ -194,7 +194,8 @@ def _describe(spec: Any, leaves: list) -> str:
 def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
     """The outputs' metadata both subgraphs agree on; differing sizes become unbacked."""
     env = tr.env
-    metas, fresh = [], []
+    metas: list = []
+    fresh: list = []
     created = set().union(*(t.new_symbols for t in traced))
     for i, group in enumerate(zip(*(t.out_leaves for t in traced))):
         if not all(isinstance(p, Proxy) for p in group):
@@ -264,7 +265,7 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
     for v, is_int in zip(leaves, ints):  # a carried int is unknown inside the loop
         metas.append(_fresh(env, [], "a while_loop carried int", lo=None) if is_int else
                      input_metas([v], "while_loop", where)[0])
-    loop_syms: set[str] = {_size_expr(m).name for m in metas if is_sym(m)}
+    loop_syms: set[str] = {str(_size_expr(m).name) for m in metas if is_sym(m)}
     for _ in range(3):
         c = trace_function(tr, cond_fn, metas, spec, fn_location(cond_fn),
                            "the cond_fn of while_loop", single=True, ints_ok=True)
@@ -294,7 +295,7 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
                 if not _same_size(env, m.shape[d], o.shape[d]) or \
                         _inner(env, o.shape[d], b.new_symbols):
                     shape[d] = _fresh(env, [], "a while_loop carried size")
-                    loop_syms.add(_size_expr(shape[d]).name)
+                    loop_syms.add(str(_size_expr(shape[d]).name))
                     changed = True
             new_metas.append(TensorMeta(tuple(shape), m.dtype, m.device))
         if not changed:
@@ -306,7 +307,8 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
     c_attr = _get_attr(tr, "while_loop_cond_graph", c)
     b_attr = _get_attr(tr, "while_loop_body_graph", b)
     ops = tuple(tr.sym_node(v) if i else _node_of(tr, v) for v, i in zip(leaves, ints))
-    out_metas, fresh = [], []
+    out_metas: list = []
+    fresh: list = []
     for i, (v, m) in enumerate(zip(leaves, metas)):
         if ints[i]:
             u = _fresh(env, [], "while_loop output", lo=None)
@@ -328,7 +330,7 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
 
 
 def _check_pred_out(tr: Recorder, c: Traced, where: str) -> None:
-    out = c.out_leaves[0] if len(c.out_leaves) == 1 else None
+    out: Any = c.out_leaves[0] if len(c.out_leaves) == 1 else None
     if is_sym(out) and getattr(out.expr, "is_bool", False):
         return  # a condition on carried ints
     if not isinstance(out, Proxy) or out.st_meta.dtype is not torch.bool or \
