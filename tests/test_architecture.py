@@ -190,7 +190,7 @@ def test_fast_node_insertion_is_active_on_the_pinned_torch():
     losing it on a torch upgrade would silently cost ~15 µs per traced op."""
     from safetrace.trace import graph
 
-    assert graph._FAST
+    assert graph.FAST_NODES
 
 
 # Every catalogue error outside safetrace/errors/ comes from a builder there (issue 20 item

@@ -23,11 +23,12 @@ class TensorMeta:
     one count (``share_mask_count``).
     """
 
-    __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell")
+    __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell",
+                 "static")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
-        self.shape = tuple(shape)
+        self.shape = shape = tuple(shape)
         self.dtype = dtype
         self.device = device
         self._bounds = bounds
@@ -35,6 +36,13 @@ class TensorMeta:
         # for a bool mask: [its (symbolic) number of True elements, the epoch it holds in],
         # made when first set or shared (most metas never need one)
         self._mask_cell: list | None = None
+        # (shape, dtype, device) while every size is an int and no value facts are held
+        # (all a shape rule can read of this meta: the key of its answers, rulecache.py)
+        self.static: tuple | None = (shape, dtype, device) if bounds is None else None
+        for s in shape:
+            if s.__class__ is not int:
+                self.static = None
+                break
 
     # Facts about the values hold until the next in-place write anywhere (a write through
     # any alias may change them): then they read as unknown.
@@ -45,6 +53,8 @@ class TensorMeta:
     @bounds.setter
     def bounds(self, value: tuple | None) -> None:
         self._bounds, self._bounds_epoch = value, ACTIVE.data_epoch
+        if value is not None:
+            self.static = None
 
     @property
     def mask_count(self) -> Any:
@@ -53,6 +63,7 @@ class TensorMeta:
 
     @mask_count.setter
     def mask_count(self, value: Any) -> None:
+        self.static = None
         if self._mask_cell is None:
             self._mask_cell = [value, ACTIVE.data_epoch]
         else:
@@ -64,17 +75,12 @@ class TensorMeta:
         if other._mask_cell is None:
             other._mask_cell = [None, 0]
         self._mask_cell = other._mask_cell
+        self.static = other.static = None  # (a count set through either is held by both)
 
     def static_key(self) -> tuple | None:
         """(shape, dtype, device) when every size is an int and no value facts are held
         (all a shape rule can read of this meta); else None."""
-        if self._bounds is not None or self._mask_cell is not None and \
-                self._mask_cell[0] is not None:
-            return None
-        for s in self.shape:
-            if s.__class__ is not int:
-                return None
-        return (self.shape, self.dtype, self.device)
+        return self.static
 
     @property
     def ndim(self) -> int:

@@ -29,6 +29,7 @@ from safetrace.trace.names import PY_DTYPES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import is_number, resolve
 from safetrace.trace.values import has_valued, values
+from safetrace.trace.recorder import Recorder
 
 
 def has_tensor(v: Any) -> bool:
@@ -40,7 +41,7 @@ def has_tensor(v: Any) -> bool:
     return False
 
 
-def resolve_normalized(tr: Any, packet: str, args: tuple, kwargs: dict) -> tuple | None:
+def resolve_normalized(tr: Recorder, packet: str, args: tuple, kwargs: dict) -> tuple | None:
     """(overload, args, kwargs) of the ``aten.<packet>`` overload meant by a call that does
     not resolve as written (``schema.resolve`` failed on it), or None."""
     found = None
@@ -58,7 +59,7 @@ def resolve_normalized(tr: Any, packet: str, args: tuple, kwargs: dict) -> tuple
     return found
 
 
-def _wrapped_number(tr: Any, v: Any, rest: tuple) -> Any:
+def _wrapped_number(tr: Recorder, v: Any, rest: tuple) -> Any:
     """Number `v` as the 0-d tensor eager's parser makes of it: typed so that it promotes
     with the call's tensor operand as the number itself would (``2 // x`` of an int32 x is
     int32, ``1.5 // x`` is float)."""
@@ -110,33 +111,35 @@ def _has_python_dtype(args: tuple, kwargs: dict) -> bool:
     return any(v.__class__ is type and v in PY_DTYPES for v in (*args, *kwargs.values()))
 
 
-_OPTIONAL_TENSORS: dict[int, tuple] = {}
+# id(op) -> its ``Tensor?`` arguments (index, name); callers skip the call for an op whose
+# entry is () (by id: an OpOverload hashes in Python)
+OPTIONAL_TENSORS: dict[int, tuple] = {}
 _KEEP: list = []
 
 
-def numbers_as_tensors(tr: Any, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def numbers_as_tensors(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """A Python number given for a ``Tensor?`` argument (``torch.clamp(x, 0, t)``) becomes a
     scalar tensor node: eager's argument parser wraps it, an ATen overload call does not."""
-    slots = _OPTIONAL_TENSORS.get(id(op))  # by id: an OpOverload hashes in Python
+    slots = OPTIONAL_TENSORS.get(id(op))
     if slots is None:
         slots = tuple(
             (i, a.name) for i, a in enumerate(op._schema.arguments)
             if isinstance(a.real_type, torch.OptionalType)
             and isinstance(a.real_type.getElementType(), torch.TensorType))
-        _OPTIONAL_TENSORS[id(op)] = slots
+        OPTIONAL_TENSORS[id(op)] = slots
         _KEEP.append(op)  # the id stays this op's
     if not slots:
         return args, kwargs
-    args = list(args)
+    items = list(args)
     for i, name in slots:
-        if i < len(args) and is_number(args[i]):
-            args[i] = scalar_tensor(tr, args[i])
+        if i < len(items) and is_number(items[i]):
+            items[i] = scalar_tensor(tr, items[i])
         elif name in kwargs and is_number(kwargs[name]):
             kwargs = {**kwargs, name: scalar_tensor(tr, kwargs[name])}
-    return tuple(args), kwargs
+    return tuple(items), kwargs
 
 
-def scalar_tensor(tr: Any, v: Any) -> Any:
+def scalar_tensor(tr: Recorder, v: Any) -> Any:
     """A 0-d tensor node holding number `v`, typed as eager wraps a Python number."""
     dtype = torch.get_default_dtype() if isinstance(v, (float, SymFloat)) else (
         torch.bool if isinstance(v, bool) else torch.int64)
@@ -144,7 +147,7 @@ def scalar_tensor(tr: Any, v: Any) -> Any:
                    {"dtype": dtype, "device": tr.device})
 
 
-def tensor_of_values(tr: Any, data: Any, kwargs: dict) -> Any:
+def tensor_of_values(tr: Recorder, data: Any, kwargs: dict) -> Any:
     """``torch.tensor(n)`` / ``torch.tensor([n, 4])`` of symbolic sizes: computed in the graph."""
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")

@@ -16,6 +16,7 @@ from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
+from safetrace.trace.recorder import Recorder
 
 
 def assert_sym(cond: Any, message: str) -> None:
@@ -75,17 +76,18 @@ def describe_symbols(env: Any, expr: Any) -> str:
     return f" where {', '.join(parts)}" if parts else ""
 
 
-def emit_assert(tr: Any, expr: Any, msg: str | None, origin: str) -> None:
+def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     """An assertion node: ``assert_sym(<cond node>, message)``."""
     env = tr.env
-    if expr in tr.asserted:
+    asserted = tr.scope.asserted
+    if expr in asserted:
         return  # the same condition is already asserted at this point of the graph
-    tr.asserted.add(expr)
+    asserted.add(expr)
     text = f"check `{expr}`{describe_symbols(env, expr)} failed{from_text(origin)}"
     if msg:
         text += f": {msg}"
     cond_node = expr_node(tr, expr, env)
-    node = tr.graph.call_function(assert_sym, (cond_node, text))
+    node = tr.scope.graph.call_function(assert_sym, (cond_node, text))
     node.meta["stack_trace"] = origin
     node.meta["val"] = None
 

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import threading
 from typing import Any
+from safetrace.trace.recorder import Recorder
 
 
 class _Local(threading.local):
-    tracer: Any = None   # the tracer in progress (None outside export)
+    tracer: Recorder | None = None   # the tracer in progress (None outside export)
     sessions: int = 0    # export sessions entered on this thread and not yet left
 
 
 _LOCAL = _Local()
 
 
-def active_tracer() -> Any:
+def active_tracer() -> Recorder | None:
     """The tracer of the export in progress on this thread (None outside export)."""
     return _LOCAL.tracer
 
 
-def set_active_tracer(tracer: Any) -> Any:
+def set_active_tracer(tracer: Recorder | None) -> Recorder | None:
     """Make `tracer` this thread's active one; returns the one it replaces (to restore)."""
     previous, _LOCAL.tracer = _LOCAL.tracer, tracer
     return previous

@@ -28,11 +28,12 @@ from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 try:  # torch's own fake-implementation registry (torch.library.register_fake)
     from torch._library import fake_impl, simple_registry
 except ImportError:  # pragma: no cover - older torch
-    fake_impl = simple_registry = None
+    fake_impl = simple_registry = None  # type: ignore[assignment]
 
 FAKES: dict[str, Callable] = {}
 
@@ -116,7 +117,7 @@ def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
     return kernel
 
 
-def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
+def call_packet(tr: Recorder, packet: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op(...)``: pick the overload, then record it."""
     if packet._qualified_op_name.startswith("aten::"):
         found = resolve(packet.__name__, args, kwargs)
@@ -127,7 +128,7 @@ def call_packet(tr: Any, packet: Any, args: tuple, kwargs: dict) -> Any:
     return call_overload(tr, op, args, kwargs)
 
 
-def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
     if op.namespace in ("aten", "prims") or get_rule(op) is not None:
         return tr.emit(op, args, kwargs)
@@ -162,7 +163,7 @@ def call_overload(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
     return value
 
 
-def _decomposed(tr: Any, op: Any, args: tuple, kwargs: dict) -> Any:
+def _decomposed(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     """A custom op with a CompositeImplicitAutograd kernel and no fake: its kernel traced
     through, as torch's fake mode runs it.  The dispatcher is entered below torch-function
     handling (which would hand the op straight back to the tracer); the kernel's own calls
@@ -191,7 +192,7 @@ def _metas(v: Any) -> Any:
     return v
 
 
-def _assert_fake_promises(tr: Any, n_syms: int, checks: list) -> None:
+def _assert_fake_promises(tr: Recorder, n_syms: int, checks: list) -> None:
     """The real op must honour what its fake promised: sizes in range, checks true."""
     env = tr.env
     origin = stack_trace(3)

@@ -25,11 +25,13 @@ import torch
 from safetrace import errors
 from safetrace.errors import unknown_higher_order_op
 from safetrace.trace import composites, names
-from safetrace.trace.arguments import has_tensor, numbers_as_tensors, resolve_normalized
+from safetrace.trace.arguments import (OPTIONAL_TENSORS, has_tensor, numbers_as_tensors,
+                                       resolve_normalized)
 from safetrace.trace.custom import call_overload, call_packet
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 Plan = Callable[[Any, Any, tuple, dict], Any]
 
@@ -68,27 +70,27 @@ def _make_plan(func: Any) -> Plan:
     return functools.partial(composite_call, packet)
 
 
-def call_overload_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def call_overload_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return call_overload(tr, func, args, kwargs)
 
 
-def call_packet_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def call_packet_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return call_packet(tr, func, args, kwargs)
 
 
-def higher_order_plan(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def higher_order_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """A higher-order operator without a handler: refused, naming it."""
     fn = args[0] if func.name() == "custom_function_call" and args else None
     raise unknown_higher_order_op(func.name(), short(stack_trace(4)),
                                   getattr(fn, "__name__", "") if isinstance(fn, type) else "")
 
 
-def passthrough(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def passthrough(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """Global-state functions (grad mode, autocast queries): run once, as they are."""
     return func(*args, **kwargs)
 
 
-def aten_call(packet: str, tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """A function with an ATen namesake (``torch.relu``, ``x.view``): the overload the
     arguments fit.  A call of numbers only with no ATen namesake runs as it is."""
     found = resolve(packet, args, kwargs)  # as written: the cached fast path
@@ -110,6 +112,8 @@ def aten_call(packet: str, tr: Any, func: Any, args: tuple, kwargs: dict) -> Any
             return aten_call(packet, tr, func, args, kwargs)
         raise _unsupported(func, packet, args, kwargs)
     op, bargs, bkwargs = found
+    if OPTIONAL_TENSORS.get(id(op)) == ():  # no number to wrap (the call skipped)
+        return tr.emit(op, bargs, bkwargs)
     return tr.emit(op, *numbers_as_tensors(tr, op, bargs, bkwargs))
 
 
@@ -138,7 +142,7 @@ def _integer_scalar(args: tuple, kwargs: dict) -> Proxy | None:
     return None
 
 
-def dunder(packet: str, swap: bool, tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def dunder(packet: str, swap: bool, tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """Operators (``x + 1``, ``2 ** x``): the ATen op the table names, operands in order;
     when no overload takes them, the operator method is traced like any other function."""
     swapped = (args[1], args[0]) + args[2:] if swap else args
@@ -147,10 +151,12 @@ def dunder(packet: str, swap: bool, tr: Any, func: Any, args: tuple, kwargs: dic
         if composites.through(func) is not None:  # Tensor.__rsub__, __rpow__ (Python)
             return composite_call(packet, tr, func, args, kwargs)
         return aten_call(packet, tr, func, args, kwargs)
+    if OPTIONAL_TENSORS.get(id(found[0])) == ():  # no number to wrap (the call skipped)
+        return tr.emit(*found)
     return tr.emit(found[0], *numbers_as_tensors(tr, *found))
 
 
-def composite_call(packet: str, tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def composite_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """A Python composite: one node when its ATen namesake accepts the call, else its body
     traced through (once at a time: a body that calls itself cannot be traced)."""
     if not has_tensor(args) and not has_tensor(list(kwargs.values())):

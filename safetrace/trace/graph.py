@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.fx import Graph, Node
 
-_FAST = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
+FAST_NODES = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
                                           "_owning_module", "_find_nodes_lookup_table")) \
     and isinstance(getattr(Graph()._find_nodes_lookup_table, "table", None), dict) and \
     isinstance(getattr(Graph()._graph_namespace, "_obj_to_name", None), dict)
@@ -22,7 +22,7 @@ _FAST = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
 def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
              op: str = "call_function") -> Node:
     """Append a call_function (or placeholder) node at the graph's insert point."""
-    if not _FAST or graph._owning_module is not None:
+    if not FAST_NODES or graph._owning_module is not None:
         return graph.create_node(op, target, args, kwargs, name=name)
     ns = graph._graph_namespace
     unique = ns.create_name(name, None)
@@ -38,7 +38,7 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
 
 def add_placeholder(graph: Graph, name: str) -> Node:
     """Append a placeholder (a graph input) named after `name`, as Graph.placeholder does."""
-    if not _FAST:
+    if not FAST_NODES:
         return graph.placeholder(name)
     base = _PLACEHOLDER_BASES.get(name)
     if base is None:
@@ -53,8 +53,8 @@ _PLACEHOLDER_BASES: dict[str, str] = {}  # placeholder target -> fx's base name 
 
 def _selfcheck() -> bool:
     """The fast path builds the same graph as create_node (checked once at import)."""
-    global _FAST
-    if not _FAST:
+    global FAST_NODES
+    if not FAST_NODES:
         return False
     try:
         g = Graph()
@@ -70,7 +70,7 @@ def _selfcheck() -> bool:
         g.lint()
     except Exception:
         ok = False
-    _FAST = ok
+    FAST_NODES = ok
     return ok
 
 

@@ -16,6 +16,7 @@ from safetrace import errors
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.values import program_data
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 
@@ -39,7 +40,7 @@ def _normalize(index: Any) -> tuple:
     return (index,)
 
 
-def _basic(tr: Any, x: Any, index: Any) -> tuple[Any, list, bool]:
+def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
     """Apply the basic part of an index; return (view, advanced indices by dim, has advanced)."""
     items = _normalize(index)
     consumed = sum(1 for i in items
@@ -96,7 +97,7 @@ def _is_integer_scalar(t: Any) -> bool:
         dtype not in (torch.bool, torch.uint8)
 
 
-def _scalar_index(tr: Any, x: Any, d: int, t: Any) -> Any:
+def _scalar_index(tr: Recorder, x: Any, d: int, t: Any) -> Any:
     """The int a 0-d integer tensor index stands for: a constant's value, a size tensor's
     known value, else the tensor's data read as an unbacked size (``aten.item``), which
     must lie in [-size, size) as eager's IndexError demands (a run-time assertion)."""
@@ -127,7 +128,7 @@ def _is_bool_index(t: Any) -> bool:
     return dtype in (torch.bool, torch.uint8)
 
 
-def getitem(tr: Any, x: Any, index: Any) -> Any:
+def getitem(tr: Recorder, x: Any, index: Any) -> Any:
     """``x[index]`` as select/slice/unsqueeze (+ index.Tensor for tensor indices)."""
     view, advanced, has_adv = _basic(tr, x, index)
     if not has_adv:
@@ -137,7 +138,7 @@ def getitem(tr: Any, x: Any, index: Any) -> Any:
     return tr.emit(aten.index.Tensor, (view, _trim(advanced)), {})
 
 
-def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
+def setitem(tr: Recorder, x: Any, index: Any, value: Any) -> None:
     """``x[index] = value`` as copy_ into the view, or index_put_."""
     view, advanced, has_adv = _basic(tr, x, index)
     if not has_adv:
@@ -160,7 +161,7 @@ def setitem(tr: Any, x: Any, index: Any, value: Any) -> None:
     return None
 
 
-def _bound(tr: Any, v: Any) -> Any:
+def _bound(tr: Recorder, v: Any) -> Any:
     """A slice bound; a 0-d tensor bound is used through ``__index__`` as eager does."""
     if isinstance(v, torch.Tensor) and not isinstance(v, Proxy):
         return tr.redispatch(torch.Tensor.__index__, (v,), {})  # a constant or state

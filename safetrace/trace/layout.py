@@ -20,6 +20,7 @@ from safetrace.meta import contiguous_strides
 from safetrace.rules.common import normalize_dim
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS = 0, 1, 2, 3
 
@@ -70,7 +71,7 @@ def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
     return True if inputs_known else None
 
 
-def _require_known(tr: Any, x: Proxy, what: str) -> None:
+def _require_known(tr: Recorder, x: Proxy, what: str) -> None:
     trace = stack_trace(4)
     if x.st_contig is None:
         raise layout_of_view(what, short(trace))
@@ -78,7 +79,7 @@ def _require_known(tr: Any, x: Proxy, what: str) -> None:
         tr.layout_queried = trace
 
 
-def is_contiguous(tr: Any, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
+def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
     _require_known(tr, x, "x.is_contiguous()")
     if memory_format in (torch.contiguous_format, torch.preserve_format):
         return True
@@ -91,7 +92,7 @@ def is_contiguous(tr: Any, x: Proxy, memory_format: Any = torch.contiguous_forma
         return probe.is_contiguous(memory_format=memory_format)
 
 
-def stride(tr: Any, x: Proxy, dim: int | None = None) -> Any:
+def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     _require_known(tr, x, "x.stride()")
     strides = contiguous_strides(x.st_meta.shape)
     if dim is None:
@@ -99,6 +100,6 @@ def stride(tr: Any, x: Proxy, dim: int | None = None) -> Any:
     return strides[normalize_dim(dim, len(strides), "Tensor.stride")]
 
 
-def storage_offset(tr: Any, x: Proxy) -> int:
+def storage_offset(tr: Recorder, x: Proxy) -> int:
     _require_known(tr, x, "x.storage_offset()")
     return 0

@@ -22,6 +22,7 @@ from torch.utils import _pytree
 
 from safetrace import errors as E
 from safetrace.pytree import module_walk
+from safetrace.trace.recorder import Recorder
 
 
 def _type_name(module: torch.nn.Module) -> str:
@@ -52,7 +53,7 @@ class Hierarchy:
 
 
 @contextlib.contextmanager
-def module_stack(model: Any, tracer: Any, preserve: Any = (),
+def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
                  walk: list | None = None) -> Iterator[Hierarchy]:
     """Maintain ``tracer.nn_stack`` ({key: (fqn, type name)}) during the trace, and record
     the calls of the submodules named in `preserve` (their inputs and outputs).  `walk`:
@@ -153,7 +154,7 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
     return list(dict.fromkeys(preserve))
 
 
-def _value(tracer: Any, v: Any, what: str) -> tuple[str, Any]:
+def _value(tracer: Recorder, v: Any, what: str) -> tuple[str, Any]:
     """A recorded call value: a tensor's or a symbolic size's node, or a constant."""
     if isinstance(v, torch.Tensor):
         node = tracer.unwrap(v)[1]

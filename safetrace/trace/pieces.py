@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.symbolic import SymInt, sym_max, sym_min, sym_or
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 
@@ -32,7 +33,10 @@ class Pieces(tuple):
     """The pieces at the example's count, as a tuple that torch's own argument parser
     accepts (see the module docstring); reading it as a whole pins the count."""
 
-    def __new__(cls, tr: Any, x: Any, d: int, kind: str, k: int) -> Pieces:
+    _st: tuple  # (tracer, tensor, dim, kind, k, size, piece size, symbolic count, count)
+    _pinned: bool
+
+    def __new__(cls, tr: Recorder, x: Any, d: int, kind: str, k: int) -> Pieces:
         n = x.st_meta.shape[d]
         q = (n + k - 1) // k if kind == "chunk" else k
         count = _count(kind, n, k, q)
@@ -143,14 +147,14 @@ def _count(kind: str, n: Any, k: int, q: Any) -> Any:
     return sym_max((n + q1 - 1) // q1, k * (1 - sym_min(n, 1)))
 
 
-def _slice(tr: Any, x: Any, d: int, start: Any, q: Any, n: Any) -> Any:
+def _slice(tr: Recorder, x: Any, d: int, start: Any, q: Any, n: Any) -> Any:
     """Piece ``x[start:start + q]`` along `d`: both bounds clamped by a Min, never guarded
     (a literal bound would be guarded to lie within the example's size)."""
     lo = start if isinstance(start, int) and start == 0 else sym_min(start, n)
     return tr.emit(aten.slice.Tensor, (x, d, lo, sym_min(start + q, n)), {})
 
 
-def pieces(tr: Any, x: Any, d: int, kind: str, k: Any,
+def pieces(tr: Recorder, x: Any, d: int, kind: str, k: Any,
            materialize: Callable[[], Any]) -> Any:
     """The pieces of `x` along dim `d` (already normalized): a ``Pieces`` when their count
     depends on a symbolic size, else the op's own tuple."""

@@ -29,8 +29,8 @@ from safetrace.trace.current import active_tracer
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 
-_ORIGINAL = {"min": builtins.min, "max": builtins.max, "len": builtins.len,
-             "print": builtins.print}
+_ORIGINAL: dict[str, Callable[..., Any]] = {"min": builtins.min, "max": builtins.max,
+                                            "len": builtins.len, "print": builtins.print}
 _real_len = builtins.len
 
 
@@ -118,7 +118,7 @@ _len.__doc__ = _ORIGINAL["len"].__doc__
 _PRINT_SOURCE = """
 def _print(*args, **kwargs):
     tr = active_tracer()
-    refusal = getattr(tr, "print_refusal", None) if tr is not None else None
+    refusal = tr.scope.print_refusal if tr is not None else None
     if refusal is not None:
         raise refusal()
     real_print(*args, **kwargs)

@@ -32,7 +32,7 @@ def _arg_key(v: Any) -> Any:
     None when there is none (symbolic sizes, value facts, other objects)."""
     t = type(v)
     if t is TensorMeta:
-        return v.static_key()
+        return v.static
     if t in _PLAIN:
         return (t, v)
     if t is list or t is tuple:
@@ -50,7 +50,20 @@ def call(rule: Callable[..., Any], op: Any, margs: list, mkwargs: dict) -> Any:
     """``rule(*margs, **mkwargs)``, answered from the table when it was asked before."""
     parts = []
     for a in margs:
-        k = _arg_key(a)
+        t = type(a)
+        # (the two commonest kinds inline: one Python call less per argument)
+        if t is TensorMeta:
+            k = a.static
+        elif t in _PLAIN:
+            k = (t, a)
+        elif t is list or t is tuple:  # a list of plain ints (sizes, dims) inline too
+            k = (t, tuple(a))
+            for x in a:
+                if x.__class__ is not int:
+                    k = _arg_key(a)
+                    break
+        else:
+            k = _arg_key(a)
         if k is None:
             return rule(*margs, **mkwargs)
         parts.append(k)
@@ -74,10 +87,10 @@ def call(rule: Callable[..., Any], op: Any, margs: list, mkwargs: dict) -> Any:
         return out  # it made a size (x[100:] of fewer rows: a plain 0): asked every time
     t = type(out)
     if t is TensorMeta:
-        found = out.static_key()
+        found = out.static
         kind = None
     elif (t is tuple or t is list) and out and all(type(m) is TensorMeta for m in out):
-        found = tuple(m.static_key() for m in out)
+        found = tuple([m.static for m in out])
         kind = t
         if None in found:
             found = None

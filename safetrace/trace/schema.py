@@ -55,7 +55,8 @@ class ArgSpec:
 class Schema:
     """The parts of an overload's schema that binding needs."""
 
-    __slots__ = ("op", "name", "args", "by_name", "positional", "has_lists", "none_lists")
+    __slots__ = ("op", "name", "args", "by_name", "positional", "has_lists", "none_lists",
+                 "plain", "n_positional")
 
     def __init__(self, op: Any) -> None:
         self.op = op
@@ -68,6 +69,9 @@ class Schema:
         # an int list defaulting to [] that the parser lets None stand for (see bind)
         self.none_lists = any(a.kind == "list" and a.has_default and not a.optional and
                               a.default == [] for a in self.positional)
+        # no list argument: positional arguments of fitting types bind as they are
+        self.plain = not self.has_lists and not self.none_lists
+        self.n_positional = len(self.positional)
 
 
 _SCHEMAS: dict[str, list[Schema]] = {}
@@ -164,8 +168,10 @@ def _pack_varargs(schema: Schema, args: tuple, start: int) -> tuple:
             len(args) > start + 1 or pos[start].fixed_len is None
         ):
             rest = args[start:]
-            if all(_is_int(a) for a in rest):
-                return args[:start] + (list(rest),)
+            for a in rest:
+                if not _is_int(a):
+                    return args
+            return args[:start] + (list(rest),)
     return args
 
 
@@ -205,9 +211,13 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
                 return None
     if trusted and not kwargs and not schema.has_lists:
         return args, {}
-    if any(spec.kind == "list" and _is_int(v) for spec, v in zip(pos, args)):
-        args = tuple(_as_list(spec, v) for spec, v in zip(pos, args))
-    given = set(a.name for a in pos[: len(args)])
+    for spec, v in zip(pos, args):  # (loops, not generators: fewer calls per op)
+        if spec.kind == "list" and _is_int(v):
+            args = tuple([_as_list(spec, v) for spec, v in zip(pos, args)])
+            break
+    given = set()
+    for a in pos[: len(args)]:
+        given.add(a.name)
     out_kwargs: dict = {}
     extra_pos: dict[int, Any] = {}
     for key, v in kwargs.items():
@@ -246,6 +256,7 @@ def bind(schema: Schema, args: tuple, kwargs: dict, loose: bool,
 
 def _code(v: Any) -> Any:
     """A hashable summary of an argument's type: what overload choice depends on."""
+    code: Any
     if isinstance(v, torch.Tensor):
         code = "T"
     elif isinstance(v, (list, tuple)):
@@ -261,6 +272,7 @@ _CODES: dict[type, Any] = {}  # type -> its _code, for every type that is not a 
 
 _RESOLVED: dict[tuple, tuple] = {}
 _NO_FIT = ()  # cached: no overload accepts arguments of these types
+_KWARGS = "**"  # in a key: the keyword arguments' codes follow
 
 
 def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | None:
@@ -269,15 +281,27 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
     The choice depends only on the argument types, so it is cached on them.
     """
     codes = _CODES
-    key = (packet_name, tuple([codes.get(type(a)) or _code(a) for a in args]),
-           tuple([(k, codes.get(type(v)) or _code(v)) for k, v in kwargs.items()])
-           if kwargs else ())
+    parts: list[Any] = [packet_name]  # (a loop, not a comprehension: one Python call less per op)
+    for a in args:
+        parts.append(codes.get(type(a)) or _code(a))
+    if kwargs:
+        parts.append(_KWARGS)
+        for k, v in kwargs.items():
+            parts.append((k, codes.get(type(v)) or _code(v)))
+    key = tuple(parts)
     hit = _RESOLVED.get(key)
     if hit is not None:
         if hit is _NO_FIT:  # no overload fits these argument types (searched before)
             return None
         schema, loose, pack = hit
-        bound = bind(schema, args, kwargs, loose, pack, trusted=True)
+        # (bind's trusted answers, without the call: a plain schema's arguments as they
+        # are; trailing ints packed from the start found before, ``x.view(3, 4)``)
+        if pack is False:
+            if schema.plain and not kwargs and len(args) <= schema.n_positional:
+                return schema.op, args, {}
+        elif pack is not True:
+            return schema.op, args[:pack] + (list(args[pack:]),), {}
+        bound = bind(schema, args, kwargs, loose, bool(pack), trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
     found = _search(packet_name, args, kwargs)
@@ -286,13 +310,26 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
             _RESOLVED[key] = _NO_FIT
         return None
     schema, loose, pack, bound = found
-    _RESOLVED[key] = (schema, loose, pack)
+    _RESOLVED[key] = (schema, loose, _packed_from(schema, args, kwargs, bound[0]) if pack
+                      else False)
     return schema.op, bound[0], bound[1]
+
+
+def _packed_from(schema: Schema, args: tuple, kwargs: dict, bound: tuple) -> int | bool:
+    """Where bind packed trailing ints into a list (``x.view(3, 4)``: 1) when that is all
+    it did (no keywords, nothing else changed), else True (bind packs each time)."""
+    start = len(bound) - 1
+    if kwargs or schema.none_lists or start < 0 or not isinstance(bound[start], list) or \
+            len(bound[start]) != len(args) - start or \
+            any(x is not y for x, y in zip(args, (*bound[:start], *bound[start]))):
+        return True
+    return start
 
 
 def _search(packet_name: str, args: tuple, kwargs: dict) -> tuple | None:
     candidates = schemas_of(packet_name)
-    passes = ((False, False), (True, False), (False, True), (True, True))
+    passes: tuple[tuple[bool, bool], ...] = ((False, False), (True, False), (False, True),
+                                             (True, True))
     if packet_name in _PREFER_TENSOR:
         passes = ((True, False),) + passes
     for loose, pack in passes:

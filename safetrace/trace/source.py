@@ -6,6 +6,7 @@ import linecache
 import os
 import sys
 from types import FrameType, TracebackType
+from typing import Any
 
 import torch
 
@@ -31,13 +32,16 @@ def user_frame(depth: int = 2) -> FrameType | None:
         code = f.f_code
         skip = library.get(code)
         if skip is None:
-            fn = code.co_filename
-            skip = library[code] = (fn.startswith(_SKIP_DIRS) and fn not in _USER_FILES) or \
-                fn.startswith("<frozen")
+            skip = library[code] = _is_library(code.co_filename)
         if not skip:
             return f
         f = f.f_back
     return None
+
+
+def _is_library(fn: str) -> bool:
+    """Whether code in file `fn` belongs to torch or safetrace (not the user's)."""
+    return (fn.startswith(_SKIP_DIRS) and fn not in _USER_FILES) or fn.startswith("<frozen")
 
 
 _PLUMBING = tuple(os.path.join("torch", n) for n in ("overrides.py", "_tensor.py"))
@@ -59,14 +63,26 @@ def library_frame(depth: int = 2) -> str:
     return f"{name}:{f.f_lineno}{quoted(code)} (in {f.f_code.co_name})"
 
 
-def stack_trace(depth: int = 2) -> str:
+def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     """``File "model.py", line 12, in forward\n    return x + y`` for the user's frame; when
     the call came from a torch layer (a BatchNorm inside an ``nn.Sequential``), a third
-    line names it: ``    (in layer `1`, BatchNorm1d)``."""
-    f = user_frame(depth + 1)
+    line names it: ``    (in layer `1`, BatchNorm1d)``.  `stack`: the module calls in
+    progress (the active tracer's ``nn_stack`` when not given)."""
+    # (user_frame's walk, inline: this runs once per recorded op)
+    f: FrameType | None = sys._getframe(depth)
+    library = _LIBRARY
+    while f is not None:
+        fc = f.f_code
+        skip = library.get(fc)
+        if skip is None:
+            skip = library[fc] = _is_library(fc.co_filename)
+        if not skip:
+            break
+        f = f.f_back
     if f is None:
         return ""
-    stack = getattr(active_tracer(), "nn_stack", None)
+    if stack is ...:
+        stack = getattr(active_tracer(), "nn_stack", None)
     layer = _layer_text(next(reversed(stack.values()))) if stack else ""
     key = (f.f_code, f.f_lineno, layer)
     text = _CACHE.get(key)

@@ -16,19 +16,20 @@ from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.symbolic.semantics import Algebra, lower
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import stack_trace
+from safetrace.trace.recorder import Recorder
 
 
-def sym_to_node(tr: Any, v: Any) -> Any:
+def sym_to_node(tr: Recorder, v: Any) -> Any:
     """The node computing symbolic value `v` (static values are returned as they are)."""
     if isinstance(v, (int, float, bool)):
         return v
     env = v.env
     if getattr(v, "opaque", False):  # a float the engine cannot express: its recipe
-        node = tr.sym_nodes.get(id(v))
+        node = tr.scope.sym_nodes.get(id(v))
         if node is None:
             node = _emit(tr, v.fn, tuple(sym_to_node(tr, a) for a in v.args), None, env)
             node.meta["val"] = v
-            tr.sym_nodes[id(v)] = node
+            tr.scope.sym_nodes[id(v)] = node
             tr.keepalive.append(v)  # the id stays v's
         return node
     e = env.simplify(v.expr)
@@ -37,21 +38,21 @@ def sym_to_node(tr: Any, v: Any) -> Any:
     return expr_node(tr, e, env)
 
 
-def expr_node(tr: Any, e: Any, env: Any) -> Any:
+def expr_node(tr: Recorder, e: Any, env: Any) -> Any:
     """The graph node computing `e` (a constant stays a constant); the nodes of sizes
-    already computed are shared through ``tr.sym_nodes``."""
+    already computed are shared through ``tr.scope.sym_nodes``."""
     def leaf(x: Any) -> Any:
         if x.op == "const" or x.op == "fconst":
             return x.value
-        node = tr.sym_nodes.get(x)  # fsym: a float read from data (.item())
+        node = tr.scope.sym_nodes.get(x)  # fsym: a float read from data (.item())
         if node is None:
-            node = tr.sym_nodes[x] = tr.symbol_node(x.name)
+            node = tr.scope.sym_nodes[x] = tr.symbol_node(x.name)
         return node
 
     def call(fn: Any, args: tuple, x: Any) -> Any:
         return _emit(tr, fn, args, x, env)
 
-    return lower(e, Algebra(leaf, call), tr.sym_nodes)
+    return lower(e, Algebra(leaf, call), tr.scope.sym_nodes)
 
 
 def _value(e: Any, env: Any) -> Any:
@@ -60,8 +61,8 @@ def _value(e: Any, env: Any) -> Any:
     return make_bool(e, env) if e.is_bool else make_int(e, env)
 
 
-def _emit(tr: Any, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
-    node = tr.graph.call_function(fn, args)
+def _emit(tr: Recorder, fn: Any, args: tuple, e: Any, env: Any) -> torch.fx.Node:
+    node = tr.scope.graph.call_function(fn, args)
     node.meta["stack_trace"] = stack_trace(2)
     if e is not None:
         node.meta["val"] = _value(e, env)

@@ -32,6 +32,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.pieces import Pieces
+from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
@@ -43,7 +44,8 @@ _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 class Tracer(TorchFunctionMode):
-    """Records torch calls into ``self.graph`` (a torch.fx.Graph).
+    """Records torch calls into the graph of its current scope (``self.scope.graph``,
+    a torch.fx.Graph; see scope.py).
 
     What special handlers and plans use to build the graph:
 
@@ -59,7 +61,9 @@ class Tracer(TorchFunctionMode):
                  state: dict[int, torch.fx.Node], const_name: Callable[[torch.Tensor], str],
                  env: Any = None) -> None:
         super().__init__()
-        self.graph = graph
+        # the program's graph at the bottom; a branch or loop body pushes its own
+        self.scope = Scope(graph)
+        self.scopes: list[Scope] = [self.scope]
         self.device = device
         self.state = state            # id(real tensor) -> placeholder node (params, buffers)
         self.const_name = const_name  # names a constant tensor found in the code
@@ -68,21 +72,20 @@ class Tracer(TorchFunctionMode):
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
-        self.sym_nodes: dict[Any, torch.fx.Node] = {}
+        # the environment's symbols (one dict, filled as sizes are made): new ones an op
+        # made are sourced after it
+        self.symbols: dict = env.symbols if env is not None else {}
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
-        self.first_op: torch.fx.Node | None = None
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
         # as nn_module_stack (kept by trace.modules.module_stack during an export)
         self.nn_stack: dict | None = None
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
-        self.asserted: set = set()      # conditions with an assertion node already
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
-        # inside a branch or loop body: makes the error for a print() there (pybuiltins)
-        self.print_refusal: Callable[[], Exception] | None = None
+        self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
@@ -168,14 +171,16 @@ class Tracer(TorchFunctionMode):
             name = f"{base}_{i}"
         self.constants[name] = t
         self.keepalive.append(t)
-        # placeholders come first: before the first node that is not one (an op, or an
+        # an input of the whole program: a placeholder of the program's graph (also while
+        # a branch is traced), before its first node that is not one (an op, or an
         # input's sym_size read before any op)
-        anchor = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        graph = self.scopes[0].graph
+        anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
         if anchor is not None:
-            with self.graph.inserting_before(anchor):
-                node = self.graph.placeholder(name)
+            with graph.inserting_before(anchor):
+                node = graph.placeholder(name)
         else:
-            node = self.graph.placeholder(name)
+            node = graph.placeholder(name)
         p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
         if not (t.is_contiguous() and t.storage_offset() == 0):
             p.st_contig = None
@@ -197,23 +202,38 @@ class Tracer(TorchFunctionMode):
             raise errors.internal_error(f"symbol {name} has no source in the graph")
         if isinstance(src, torch.fx.Node):
             return src
-        # value = coef * symbol + offset, where value is the size `dim` of `src_node`'s
-        # tensor (or `src_node`'s own value when dim is None)
+        scope = self.scope
+        if src[0].graph is not scope.graph:
+            # the size of a tensor of an enclosing graph: read there (and lifted from it)
+            owner = next((s for s in self.scopes if s.graph is src[0].graph), scope)
+            self.scope = owner
+            try:
+                return self._size_read(name, src, owner is self.scopes[0] or owner is scope)
+            finally:
+                self.scope = scope
+        return self._size_read(name, src, True)
+
+    def _size_read(self, name: str, src: tuple, anchored: bool) -> torch.fx.Node:
+        """The nodes computing symbol `name` from a size (value = coef * symbol + offset,
+        where value is the size `dim` of `src_node`'s tensor, or `src_node`'s own value
+        when dim is None), in the current scope's graph; an input's size is read before
+        the scope's first op when `anchored`."""
         src_node, dim, coef, offset = src
-        anchor = self.first_op if src_node.op == "placeholder" else None  # inputs: up front
-        ctx = self.graph.inserting_before(anchor) if anchor is not None else \
+        graph = self.scope.graph
+        anchor = self.scope.first_op if anchored and src_node.op == "placeholder" else None
+        ctx = graph.inserting_before(anchor) if anchor is not None else \
             contextlib.nullcontext()
         with ctx:
             node = src_node
             if dim is not None:
-                node = self.graph.call_function(torch.ops.aten.sym_size.int, (src_node, dim))
+                node = graph.call_function(torch.ops.aten.sym_size.int, (src_node, dim))
                 node.meta["stack_trace"] = ""
                 node.meta["val"] = src_node.meta["val"].st_meta.shape[dim]
             if coef != 1 or not (isinstance(offset, int) and offset == 0):
                 off = offset if isinstance(offset, int) else expr_node(self, offset, self.env)
-                node = self.graph.call_function(operator.sub, (node, off))
+                node = graph.call_function(operator.sub, (node, off))
                 node.meta["stack_trace"] = ""
-                node = self.graph.call_function(operator.floordiv, (node, coef))
+                node = graph.call_function(operator.floordiv, (node, coef))
                 node.meta["stack_trace"] = ""
         if node is src_node:
             return node
@@ -279,6 +299,14 @@ class Tracer(TorchFunctionMode):
                 margs.append(a)
                 nargs.append(a)
             else:
+                if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
+                    for x in a:
+                        if x.__class__ is not int:
+                            break
+                    else:
+                        margs.append(a[:])
+                        nargs.append(a[:])
+                        continue
                 m, n = self.unwrap(a)
                 margs.append(m)
                 nargs.append(n)
@@ -292,24 +320,27 @@ class Tracer(TorchFunctionMode):
                     known = False
         else:
             mkwargs = nkwargs = {}
-        trace = stack_trace(3)
+        trace = stack_trace(3, self.nn_stack)
         if _autocast_on():
             raise errors.autocast_active(short(trace))
-        env = self.env
+        symbols = self.symbols
         if n_syms is None:
-            n_syms = len(env.symbols) if env is not None else 0
+            n_syms = len(symbols)
         info = _OP_INFO.get(id(op))
         if info is None:
             info = _op_info(op)
-        if out is None:
-            out = self.shape_of(op, info[3], margs, mkwargs, trace)
+        if out is None:  # the rule's answer (remembered on static sizes), else the kernel's
+            try:
+                if info[3] is None:
+                    out = self._meta_fallback(op, margs, mkwargs)
+                else:
+                    out = rulecache.call(info[3], op, margs, mkwargs)
+            except (OpShapeError, errors.DataDependentShape) as exc:
+                raise exc.at(short(trace)) from None
         if not self.recording:
             return _unrecorded(out)
-        node = add_node(self.graph, op, tuple(nargs), nkwargs, info[0])
-        if self.first_op is None:
-            self.first_op = node
+        node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
-        meta["stack_trace"] = trace
         if self.nn_stack:
             meta["nn_module_stack"] = self.nn_stack
         if info[1]:
@@ -344,7 +375,7 @@ class Tracer(TorchFunctionMode):
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
             self._number_mask(op, args, kwargs, result, node)
-        if env is not None and len(env.symbols) != n_syms:
+        if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         if self.unsourced_settled:
             late, self.unsourced_settled = self.unsourced_settled, []
@@ -395,15 +426,6 @@ class Tracer(TorchFunctionMode):
                 if found is not None:
                     self.sym_sources[name] = found
                     break
-
-    def shape_of(self, op: Any, rule: Any, margs: list, mkwargs: dict, trace: str) -> Any:
-        """The op's output metadata: its rule's, else the meta kernel's (slow path)."""
-        try:
-            if rule is None:
-                return self._meta_fallback(op, margs, mkwargs)
-            return rulecache.call(rule, op, margs, mkwargs)  # (remembered on static sizes)
-        except (OpShapeError, errors.DataDependentShape) as exc:
-            raise exc.at(short(trace)) from None
 
     def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
         """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
@@ -467,7 +489,7 @@ class Tracer(TorchFunctionMode):
             items = []
             for i, m in enumerate(out):
                 if isinstance(m, TensorMeta):
-                    g = add_node(self.graph, operator.getitem, (node, i), {}, "getitem")
+                    g = add_node(self.scope.graph, operator.getitem, (node, i), {}, "getitem")
                     g.meta["stack_trace"] = node.meta["stack_trace"]
                     p = Proxy(m, g)
                     g.meta["val"] = p
@@ -494,7 +516,7 @@ class Tracer(TorchFunctionMode):
         if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
             return
         key = (op, self._value_key(args), self._value_key(kwargs), ACTIVE.data_epoch,
-               id(self.graph))
+               id(self.scope.graph))
         if key[1] is None or key[2] is None:
             return
         self.value_numbers[node] = key

@@ -16,10 +16,11 @@ import torch
 from safetrace.errors import traced_subclass
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 _A = torch.ops.aten
 # op -> its value from its arguments' values (None: computed in scalar_value)
-VALUE_OPS = {
+VALUE_OPS: dict[Any, Any] = {
     _A.scalar_tensor.default: lambda a: a[0],
     _A.add.Tensor: lambda a: a[0] + a[1], _A.add.Scalar: lambda a: a[0] + a[1],
     _A.sub.Tensor: lambda a: a[0] - a[1], _A.sub.Scalar: lambda a: a[0] - a[1],
@@ -104,7 +105,7 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
     return VALUE_OPS[op](vals)
 
 
-def program_data(tr: Any, t: Any) -> Proxy | None:
+def program_data(tr: Recorder, t: Any) -> Proxy | None:
     """A real tensor whose data the program reads at run time, as its graph value: a
     parameter or buffer (an input of the program, which its modules and the caller may
     write between calls: a step counter, a cache's length), or a constant the traced code

@@ -13,13 +13,14 @@ from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
 aten = torch.ops.aten
 
 
 @handles(T.to)
-def to(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def to(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.to(dtype)``, ``x.to(device, dtype)``, ``x.to(other)``, ``x.to(float)``, keywords."""
     x, rest = args[0], list(args[1:])
     dtype = kwargs.get("dtype")
@@ -60,7 +61,7 @@ def _dtype(x: Any) -> torch.dtype:
 
 
 def _device_move(device: str) -> Handler:
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         return to(tr, func, (args[0], torch.device(device)), {})
 
     return handler
@@ -71,7 +72,7 @@ handles(T.cuda)(_device_move("cuda"))
 
 
 @handles(T.type)
-def type_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def type_(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.type()`` names the tensor type; ``x.type(dtype)`` is a cast."""
     dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
     x = args[0]
@@ -88,10 +89,10 @@ def type_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     if isinstance(dtype, type) and hasattr(dtype, "dtype") and hasattr(dtype, "is_cuda"):
         # a legacy tensor type (torch.FloatTensor, torch.cuda.LongTensor): its dtype, on
         # the CPU or CUDA as the type says (eager moves the tensor too)
-        device = torch.device("cuda") if dtype.is_cuda else torch.device("cpu")
-        if x.st_meta.device.type == device.type:
+        target = torch.device("cuda") if dtype.is_cuda else torch.device("cpu")
+        if x.st_meta.device.type == target.type:
             return to(tr, func, (x, dtype.dtype), {})
-        return to(tr, func, (x, device, dtype.dtype), {})
+        return to(tr, func, (x, target, dtype.dtype), {})
     return to(tr, func, (x, dtype), {})
 
 
@@ -108,7 +109,7 @@ def _legacy_type(name: str) -> Any:
 
 
 def _cast(dtype: torch.dtype) -> Handler:
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         kw = {}
         if kwargs.get("memory_format") is not None:
             kw["memory_format"] = kwargs["memory_format"]

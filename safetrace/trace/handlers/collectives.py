@@ -15,6 +15,7 @@ import torch
 from safetrace.errors import collective_async
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 _REMAPS: list[tuple[str, str]] = [  # torch.distributed's function -> funcol's in-place one
     ("all_reduce", "all_reduce_inplace"),
@@ -31,7 +32,7 @@ def _remap(legacy: Callable[..., Any], inplace: Callable[..., Any], ops: dict) -
     signature = inspect.signature(legacy)
     accepted = set(inspect.signature(inplace).parameters)
 
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = dict(bound.arguments)

@@ -21,6 +21,7 @@ from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import parse, short, stack_trace, user_frame
 from safetrace.trace.values import program_data
+from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
 aten = torch.ops.aten
@@ -33,7 +34,7 @@ _ASSUMED: dict[str, Any] = {"bool()": True, "int()": 1, "float()": 1.0, _INDEX: 
 def data_read(what: str) -> Handler:
     """A handler refusing the read `what` of a proxy (real tensors read their data)."""
 
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(args[0], Proxy):
             traced = program_data(tr, args[0])
             if traced is None:
@@ -130,7 +131,7 @@ def _float_read(call: str, x: Proxy) -> Exception:
 
 
 @handles(T.item)
-def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def item(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
         traced = program_data(tr, args[0])
@@ -145,7 +146,7 @@ def item(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(T.tolist)
-def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def tolist(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """Nested lists of unbacked values (ints, bools, floats), one ``.item()`` per element
     (static lengths only)."""
     x = args[0]
@@ -165,7 +166,7 @@ def tolist(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(torch.is_nonzero, T.is_nonzero, aten.is_nonzero, aten.is_nonzero.default)
-def is_nonzero(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def is_nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.is_nonzero``: the one element's truth, an unbacked bool read at run time
     (``aten.ne`` then ``aten.item``, as torch.export records it); deciding on it is a
     DataDependentError like any data read."""

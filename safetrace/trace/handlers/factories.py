@@ -15,12 +15,13 @@ from safetrace.trace.arguments import has_tensor, tensor_of_values
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 
 
 @handles(torch.tensor)
-def tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def tensor(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.tensor(data)``: data is Python values, so the result is a constant."""
     if has_tensor(args) or any(_is_sym(a) for a in _flat(args)):
         if isinstance(args[0], torch.Tensor):
@@ -46,7 +47,7 @@ def _flat(v: Any) -> list:
 
 
 @handles(torch.as_tensor, torch.asarray)
-def as_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def as_tensor(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """A tensor stays itself (cast if a dtype is asked); Python data as ``torch.tensor``."""
     x = args[0]
     if isinstance(x, torch.Tensor):
@@ -59,7 +60,7 @@ def as_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(torch.Tensor.new_tensor)
-def new_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def new_tensor(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.new_tensor(data)`` is ``torch.tensor(data)`` with x's dtype and device (unless
     given): a constant for Python numbers, graph nodes for sizes, a copy of a tensor."""
     x, data = args[0], args[1] if len(args) > 1 else kwargs["data"]
@@ -73,7 +74,7 @@ def new_tensor(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(torch.full)
-def full(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def full(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """torch.full(size, fill) with a 0-d tensor as the fill value (ultralytics' anchors:
     ``torch.full((h * w, 1), stride)`` over a stride buffer): eager reads the value; the
     graph broadcasts the tensor instead, so a traced fill stays a graph value."""

@@ -16,24 +16,25 @@ import torch
 
 from safetrace.trace.registry import handles
 from safetrace.trace.source import stack_trace
+from safetrace.trace.recorder import Recorder
 
 _SET = torch._C._set_grad_enabled
 
 
-def _node(tr: Any, fn: Any, args: tuple) -> torch.fx.Node:
-    node = tr.graph.call_function(fn, args)
+def _node(tr: Recorder, fn: Any, args: tuple) -> torch.fx.Node:
+    node = tr.scope.graph.call_function(fn, args)
     node.meta["stack_trace"] = stack_trace(3)
     node.meta["val"] = None
     return node
 
 
 @handles(_SET)
-def set_grad_enabled(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def set_grad_enabled(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """Record the change (a restore when it returns to the mode before the innermost
     open change), then make it, so the rest of the trace sees the new mode."""
     mode = bool(args[0] if args else kwargs["mode"])
     before = torch.is_grad_enabled()
-    opened = tr.__dict__.setdefault("st_grad_regions", [])
+    opened = tr.grad_regions
     if opened and opened[-1][1] == mode:
         caller, _ = opened.pop()
         _node(tr, _SET, (caller,))
@@ -45,9 +46,9 @@ def set_grad_enabled(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return func(*args, **kwargs)
 
 
-def close_grad_regions(tr: Any) -> None:
+def close_grad_regions(tr: Recorder) -> None:
     """At the program's end: restore the caller's grad mode over every change left open."""
-    opened = tr.__dict__.get("st_grad_regions") or []
+    opened = tr.grad_regions
     while opened:
         caller, _ = opened.pop()
         _node(tr, _SET, (caller,))

@@ -21,13 +21,14 @@ from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.values import program_data
+from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
 _REFUSE = data_read("using a tensor as an index (__index__)")
 
 
 @handles(T.__index__)
-def index_value(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``t.__index__()``: the known value, else ``t.item()`` for a one-element integer
     tensor (an unbacked size)."""
     x = args[0]
@@ -48,7 +49,7 @@ def index_value(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     if seen is not None and seen[0] == ACTIVE.data_epoch:
         return seen[1]
     value = tr.redispatch(T.item, (x,), {})
-    x.st_index_value = (ACTIVE.data_epoch, value)
+    setattr(x, "st_index_value", (ACTIVE.data_epoch, value))  # (a proxy's own note)
     return value
 
 

@@ -15,8 +15,9 @@ from safetrace.rules.common import normalize_dim
 from safetrace.trace import layout
 from safetrace.trace.proxy import Proxy, annotation, shape_value
 from safetrace.trace.registry import Handler, handles
+from safetrace.trace.recorder import Recorder
 
-T = torch.Tensor
+T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
 
 
 def real(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -28,7 +29,7 @@ def real(func: Any, args: tuple, kwargs: dict) -> Any:
 def metadata(fn: Callable) -> Handler:
     """A handler from ``fn(tr, proxy, *rest)``: proxies answer from their metadata."""
 
-    def handler(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         x = args[0]
         if isinstance(x, Proxy):
             return fn(tr, x, *args[1:], **kwargs)
@@ -44,7 +45,7 @@ def constant(value: Any) -> Handler:
 
 @handles(T.shape.__get__, T.size)
 @metadata
-def size(tr: Any, x: Proxy, dim: int | None = None) -> Any:
+def size(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     shape = x.st_meta.shape
     if dim is None:
         return shape_value(shape)
@@ -53,19 +54,19 @@ def size(tr: Any, x: Proxy, dim: int | None = None) -> Any:
 
 @handles(T.dim, T.ndimension, T.ndim.__get__)
 @metadata
-def ndim(tr: Any, x: Proxy) -> int:
+def ndim(tr: Recorder, x: Proxy) -> int:
     return x.st_meta.ndim
 
 
 @handles(T.numel, T.nelement, torch.numel)
 @metadata
-def numel(tr: Any, x: Proxy) -> Any:
+def numel(tr: Recorder, x: Proxy) -> Any:
     return x.st_meta.numel()
 
 
 @handles(T.__len__)
 @metadata
-def length(tr: Any, x: Proxy) -> Any:
+def length(tr: Recorder, x: Proxy) -> Any:
     if not x.st_meta.shape:
         raise TypeError("len() of a 0-d tensor")
     return x.st_meta.shape[0]
@@ -73,56 +74,56 @@ def length(tr: Any, x: Proxy) -> Any:
 
 @handles(T.dtype.__get__)
 @metadata
-def dtype(tr: Any, x: Proxy) -> torch.dtype:
+def dtype(tr: Recorder, x: Proxy) -> torch.dtype:
     return x.st_meta.dtype
 
 
 @handles(T.element_size)
 @metadata
-def element_size(tr: Any, x: Proxy) -> int:
+def element_size(tr: Recorder, x: Proxy) -> int:
     return x.st_meta.dtype.itemsize
 
 
 @handles(T.is_floating_point, torch.is_floating_point)
 @metadata
-def is_floating_point(tr: Any, x: Proxy) -> bool:
+def is_floating_point(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.dtype.is_floating_point
 
 
 @handles(T.is_complex, torch.is_complex)
 @metadata
-def is_complex(tr: Any, x: Proxy) -> bool:
+def is_complex(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.dtype.is_complex
 
 
 @handles(T.is_signed, torch.is_signed)
 @metadata
-def is_signed(tr: Any, x: Proxy) -> bool:
+def is_signed(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.dtype.is_signed
 
 
 @handles(T.device.__get__)
 @metadata
-def device(tr: Any, x: Proxy) -> torch.device:
+def device(tr: Recorder, x: Proxy) -> torch.device:
     # the inputs' real device, never "meta" (TRACING-NOTES, pitfall 2)
     return x.st_meta.device
 
 
 @handles(T.get_device)
 @metadata
-def get_device(tr: Any, x: Proxy) -> Any:
+def get_device(tr: Recorder, x: Proxy) -> Any:
     return -1 if x.st_meta.device.type == "cpu" else x.st_meta.device.index
 
 
 @handles(T.is_cuda.__get__)
 @metadata
-def is_cuda(tr: Any, x: Proxy) -> bool:
+def is_cuda(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.device.type == "cuda"
 
 
 @handles(T.is_cpu.__get__)
 @metadata
-def is_cpu(tr: Any, x: Proxy) -> bool:
+def is_cpu(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.device.type == "cpu"
 
 
@@ -142,12 +143,12 @@ for _query, _value in [
 
 
 @handles(T.requires_grad_)
-def requires_grad_(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def requires_grad_(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return args[0] if isinstance(args[0], Proxy) else real(func, args, kwargs)
 
 
 @handles(T.__repr__, T.__str__, T.__format__)
-def text(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def text(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """Printing a proxy shows its metadata (printing data would read it)."""
     x = args[0]
     if isinstance(x, Proxy):
@@ -156,5 +157,5 @@ def text(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(T.__hash__)
-def hash_(tr: Any, func: Any, args: tuple, kwargs: dict) -> int:
+def hash_(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> int:
     return id(args[0])

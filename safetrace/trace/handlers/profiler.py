@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from safetrace.trace.registry import handles
+from safetrace.trace.recorder import Recorder
 
 _profiler = torch.ops.profiler
 
@@ -27,10 +28,10 @@ def _ops(packet: Any) -> list:
 
 
 @handles(*_ops(_profiler._record_function_enter_new), *_ops(_profiler._record_function_enter))
-def _enter(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _enter(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return _Range()
 
 
 @handles(*_ops(_profiler._record_function_exit))
-def _exit(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _exit(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return None

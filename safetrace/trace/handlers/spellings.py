@@ -10,24 +10,26 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from safetrace import errors
 from safetrace.rules.common import normalize_dim
 from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.schema import resolve
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 
 
 @handles(torch.Tensor.where)
-def tensor_where(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def tensor_where(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``x.where(cond, y)`` is ``torch.where(cond, x, y)``: the method's self is the value."""
     rest = list(args[1:]) + [kwargs[k] for k in ("condition", "other") if k in kwargs]
     return tr.redispatch(torch.where, (rest[0], args[0], rest[1]), {})
 
 
 @handles(torch.nonzero, torch.Tensor.nonzero)
-def nonzero(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``nonzero(m, as_tuple=True)``: the columns of ``nonzero(m)`` (a 0-dim m counts as
     1-dim, as in eager), each of the data-dependent length."""
     kwargs = dict(kwargs)
@@ -40,9 +42,9 @@ def nonzero(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
     return tuple(tr.emit(aten.unbind.int, (rows, 1), {}))
 
 
-@handles(torch.Tensor.split, torch.split, torch._C._VariableFunctions.split,
+@handles(torch.Tensor.split, torch.split, getattr(torch._C._VariableFunctions, "split"),
          torch._C.TensorBase.split)
-def split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``."""
     size = args[1] if len(args) > 1 else kwargs.get(
         "split_size", kwargs.get("split_size_or_sections"))
@@ -52,19 +54,21 @@ def split(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
     def materialize() -> Any:
         found = resolve("split", (args[0], size, dim), {})
+        if found is None:  # pragma: no cover - split(x, int, int) always fits
+            raise errors.internal_error("aten.split has no overload for split(x, int, int)")
         return tr.emit(found[0], found[1], found[2])
 
     return _lazy(tr, args[0], dim, "split", size, materialize)
 
 
-def _lazy(tr: Any, x: Any, dim: Any, kind: str, k: Any, materialize: Any) -> Any:
+def _lazy(tr: Recorder, x: Any, dim: Any, kind: str, k: Any, materialize: Any) -> Any:
     if not isinstance(x, Proxy) or not isinstance(dim, int) or x.st_meta.ndim == 0:
         return materialize()
     return pieces(tr, x, normalize_dim(dim, x.st_meta.ndim, kind), kind, k, materialize)
 
 
 @handles(torch.Tensor.chunk, torch.chunk)
-def chunk(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def chunk(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``chunk(x, c, dim)``: lazily counted pieces along a symbolic dim."""
     chunks = args[1] if len(args) > 1 else kwargs.get("chunks")
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
@@ -73,7 +77,7 @@ def chunk(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(F.affine_grid)
-def affine_grid(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def affine_grid(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``F.affine_grid`` is its Python checks and ``aten.affine_grid_generator``.  Its body
     asks ``align_corners and min(spatial) == 1`` only to choose between a warning and the
     size check (the grid is the same): a relation between the spatial dims.  Here a unit

@@ -15,18 +15,19 @@ from safetrace.trace import indexing
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
-T = torch.Tensor
+T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
 aten = torch.ops.aten
 
 
 @handles(T.__getitem__)
-def getitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def getitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return indexing.getitem(tr, args[0], args[1])
 
 
 @handles(T.__setitem__)
-def setitem(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def setitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return indexing.setitem(tr, args[0], args[1], args[2])
 
 
@@ -35,46 +36,46 @@ def _ndim(x: Any) -> int:
 
 
 @handles(T.T.__get__)
-def transpose_all(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def transpose_all(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     return tr.emit(aten.permute.default, (x, list(range(_ndim(x)))[::-1]), {})
 
 
 @handles(T.H.__get__)
-def adjoint_all(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def adjoint_all(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     y = tr.emit(aten.permute.default, (x, list(range(_ndim(x)))[::-1]), {})
     return tr.emit(aten.conj.default, (y,), {})
 
 
 @handles(T.mT.__get__)
-def matrix_transpose(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def matrix_transpose(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.transpose.int, (args[0], -2, -1), {})
 
 
 @handles(T.mH.__get__)
-def matrix_adjoint(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def matrix_adjoint(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     y = tr.emit(aten.transpose.int, (args[0], -2, -1), {})
     return tr.emit(aten.conj.default, (y,), {})
 
 
 @handles(T.real.__get__)
-def real_part(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def real_part(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.real.default, (args[0],), {})
 
 
 @handles(T.imag.__get__)
-def imag_part(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def imag_part(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.imag.default, (args[0],), {})
 
 
 @handles(T.data.__get__)
-def data(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.detach.default, (args[0],), {})
 
 
 @handles(T.data.__set__)
-def set_data(tr: Any, func: Any, args: tuple, kwargs: dict) -> None:
+def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
     """``w.data = v`` (masked or pruned weights updated in forward): an in-place copy into
     the tensor's storage, recorded like any write to module state."""
     target, value = args[0], args[1]
@@ -88,5 +89,5 @@ def set_data(tr: Any, func: Any, args: tuple, kwargs: dict) -> None:
 
 
 @handles(T.contiguous)
-def contiguous(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def contiguous(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return tr.emit(aten.contiguous.default, (args[0],), kwargs)

@@ -20,11 +20,11 @@ from safetrace import errors
 from safetrace.errors import cond_output_kinds, cond_size_output
 from safetrace.meta import TensorMeta
 from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
-from safetrace.trace.graph import add_node
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
 hop = torch.ops.higher_order
@@ -43,7 +43,7 @@ def _type_name(v: Any) -> str:
     return "Tensor" if isinstance(v, torch.Tensor) else type(v).__name__
 
 
-def _node_of(tr: Any, v: Any) -> Any:
+def _node_of(tr: Recorder, v: Any) -> Any:
     """The graph value of an operand (a proxy's node; a real tensor's placeholder)."""
     if isinstance(v, Proxy):
         return v.st_node
@@ -62,9 +62,9 @@ def _lift_together(traced: list[Traced]) -> list[torch.fx.Node]:
     return outer
 
 
-def _get_attr(tr: Any, prefix: str, t: Traced) -> torch.fx.Node:
-    name = add_submodule(tr.graph, prefix, t)
-    node = tr.graph.get_attr(name)
+def _get_attr(tr: Recorder, prefix: str, t: Traced) -> torch.fx.Node:
+    name = add_submodule(tr.scope.graph, prefix, t)
+    node = tr.scope.graph.get_attr(name)
     node.meta["stack_trace"] = ""
     return node
 
@@ -88,26 +88,23 @@ def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
     """A new unbacked size covering the value ranges of `sizes` (none: any value >= lo)."""
     if not sizes:
         return make_int(env.new_unbacked(lo=lo, hi=None, origin=origin), env)
-    lo, hi = float("inf"), float("-inf")
+    low, high = float("inf"), float("-inf")
     for s in sizes:
         r = env.bounds(_size_expr(s))
-        lo, hi = min(lo, r.lo), max(hi, r.hi)
-    lo_i = int(lo) if lo != float("-inf") else None
-    hi_i = int(hi) if hi != float("inf") else None
+        low, high = min(low, r.lo), max(high, r.hi)
+    lo_i = int(low) if low != float("-inf") else None
+    hi_i = int(high) if high != float("inf") else None
     return make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=origin), env)
 
 
-def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: list,
+def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh: list,
               name: str) -> list[Proxy]:
     """The operator node, one getitem per output, and the sources of fresh sizes."""
     trace = stack_trace(4)
-    node = add_node(tr.graph, op, args, {}, name)
-    if tr.first_op is None:
-        tr.first_op = node
-    node.meta["stack_trace"] = trace
+    node = tr.scope.record(op, args, {}, name, trace)
     outs, items = [], []
     for i, meta in enumerate(metas):
-        g = tr.graph.call_function(operator.getitem, (node, i))
+        g = tr.scope.graph.call_function(operator.getitem, (node, i))
         g.meta["stack_trace"] = trace
         p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
         g.meta["val"] = p
@@ -115,7 +112,7 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
         items.append(g)
     node.meta["val"] = tuple(outs)
     for i, d, size in fresh:  # read at run time from the output it describes
-        tr.sym_sources[_size_expr(size).name] = items[i] if d is None else (items[i], d, 1, 0)
+        tr.sym_sources[str(_size_expr(size).name)] = items[i] if d is None else (items[i], d, 1, 0)
         tr.env.symbols[_size_expr(size).name].origin = (
             f"a size where the branches/iterations differ, at {short(trace)}")
     return outs
@@ -123,7 +120,7 @@ def _emit_hop(tr: Any, op: Any, args: tuple, metas: list[TensorMeta], fresh: lis
 
 # -- cond --------------------------------------------------------------------------------
 
-def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
+def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
     """``torch.cond`` while tracing: one branch when the predicate is known, else both."""
     where = short(stack_trace(3))
     if not callable(true_fn) or not callable(false_fn):
@@ -161,7 +158,7 @@ def cond(tr: Any, pred: Any, true_fn: Callable, false_fn: Callable, operands: An
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
-def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
+def _known_pred(tr: Recorder, pred: Any, where: str) -> bool | None:
     """The predicate's value when export knows it, else None (both branches traced)."""
     if isinstance(pred, (bool, int, float)):
         return bool(pred)
@@ -180,7 +177,7 @@ def _known_pred(tr: Any, pred: Any, where: str) -> bool | None:
     raise errors.cond_predicate(where, type(pred).__name__, tensor=False)
 
 
-def _one_element(tr: Any, m: TensorMeta) -> bool:
+def _one_element(tr: Recorder, m: TensorMeta) -> bool:
     n = m.numel()
     return n == 1 if isinstance(n, int) else tr.env.decide(eq(to_expr(n), 1)) is True
 
@@ -194,10 +191,11 @@ def _describe(spec: Any, leaves: list) -> str:
     return str(shown).replace("'", "")
 
 
-def _merge(tr: Any, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
+def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
     """The outputs' metadata both subgraphs agree on; differing sizes become unbacked."""
     env = tr.env
-    metas, fresh = [], []
+    metas: list = []
+    fresh: list = []
     created = set().union(*(t.new_symbols for t in traced))
     for i, group in enumerate(zip(*(t.out_leaves for t in traced))):
         if not all(isinstance(p, Proxy) for p in group):
@@ -252,7 +250,7 @@ def _merge_int(env: Any, i: int, group: tuple, created: set[str], fresh: list, w
 
 # -- while_loop -------------------------------------------------------------------------
 
-def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
+def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any) -> Any:
     """``while_loop(cond_fn, body_fn, carried)``: carried sizes fixed, or unbacked where
     an iteration changes them; carried ints are data-dependent inside and after."""
     where = short(stack_trace(3))
@@ -267,7 +265,7 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     for v, is_int in zip(leaves, ints):  # a carried int is unknown inside the loop
         metas.append(_fresh(env, [], "a while_loop carried int", lo=None) if is_int else
                      input_metas([v], "while_loop", where)[0])
-    loop_syms: set[str] = {_size_expr(m).name for m in metas if is_sym(m)}
+    loop_syms: set[str] = {str(_size_expr(m).name) for m in metas if is_sym(m)}
     for _ in range(3):
         c = trace_function(tr, cond_fn, metas, spec, fn_location(cond_fn),
                            "the cond_fn of while_loop", single=True, ints_ok=True)
@@ -297,7 +295,7 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
                 if not _same_size(env, m.shape[d], o.shape[d]) or \
                         _inner(env, o.shape[d], b.new_symbols):
                     shape[d] = _fresh(env, [], "a while_loop carried size")
-                    loop_syms.add(_size_expr(shape[d]).name)
+                    loop_syms.add(str(_size_expr(shape[d]).name))
                     changed = True
             new_metas.append(TensorMeta(tuple(shape), m.dtype, m.device))
         if not changed:
@@ -309,7 +307,8 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     c_attr = _get_attr(tr, "while_loop_cond_graph", c)
     b_attr = _get_attr(tr, "while_loop_body_graph", b)
     ops = tuple(tr.sym_node(v) if i else _node_of(tr, v) for v, i in zip(leaves, ints))
-    out_metas, fresh = [], []
+    out_metas: list = []
+    fresh: list = []
     for i, (v, m) in enumerate(zip(leaves, metas)):
         if ints[i]:
             u = _fresh(env, [], "while_loop output", lo=None)
@@ -330,8 +329,8 @@ def while_loop(tr: Any, cond_fn: Callable, body_fn: Callable, carried: Any) -> A
     return pytree.tree_unflatten(outs, spec)
 
 
-def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
-    out = c.out_leaves[0] if len(c.out_leaves) == 1 else None
+def _check_pred_out(tr: Recorder, c: Traced, where: str) -> None:
+    out: Any = c.out_leaves[0] if len(c.out_leaves) == 1 else None
     if is_sym(out) and getattr(out.expr, "is_bool", False):
         return  # a condition on carried ints
     if not isinstance(out, Proxy) or out.st_meta.dtype is not torch.bool or \
@@ -342,7 +341,7 @@ def _check_pred_out(tr: Any, c: Traced, where: str) -> None:
 
 # -- map ------------------------------------------------------------------------------------
 
-def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
+def map_(tr: Recorder, f: Callable, xs: Any, *args: Any) -> Any:
     """``map(f, xs, *args)``: f on every slice of xs along dim 0, results stacked."""
     where = short(stack_trace(3))
     x_leaves, x_spec = _flat_operands(xs, "map", where)
@@ -372,7 +371,7 @@ def map_(tr: Any, f: Callable, xs: Any, *args: Any) -> Any:
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
-def _stacked(tr: Any, t: Any, m: TensorMeta, n: Any, what: str, op: str) -> TensorMeta:
+def _stacked(tr: Recorder, t: Any, m: TensorMeta, n: Any, what: str, op: str) -> TensorMeta:
     """The metadata of `n` results of body `t` with metadata `m` stacked on a new dim 0
     (map's outputs, scan's ys); refused when a size of `m` is computed from data in the
     body, as the results could then differ in size."""
@@ -398,7 +397,7 @@ def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str) -> An
 
 # -- scan -----------------------------------------------------------------------------------
 
-def scan(tr: Any, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
+def scan(tr: Recorder, combine_fn: Callable, init: Any, xs: Any, dim: int = 0,
          reverse: bool = False, additional_inputs: Any = None) -> Any:
     """``scan(combine_fn, init, xs, dim, reverse)`` -> (final carry, stacked outputs)."""
     where = short(stack_trace(3))

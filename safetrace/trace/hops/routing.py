@@ -21,6 +21,7 @@ import torch._higher_order_ops  # noqa: F401 - the entry points replaced while e
 from safetrace.trace.current import active_tracer
 from safetrace.trace.hops import ops
 from safetrace.trace.registry import handles
+from safetrace.trace.recorder import Recorder
 
 hop = torch.ops.higher_order
 
@@ -139,7 +140,7 @@ def patches() -> list[tuple[Any, str, Any]]:
 # -- the operators reaching the mode ----------------------------------------------------------
 
 @handles(hop.cond)
-def _cond_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _cond_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     pred, true_fn, false_fn, operands = (list(args) + [kwargs.get("operands", ())])[:4]
     with tr:  # the mode is off while it handles a call: the branches need it
         out = ops.cond(tr, pred, true_fn, false_fn, tuple(operands))
@@ -147,7 +148,7 @@ def _cond_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(hop.while_loop)
-def _while_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _while_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     cond_fn, body_fn, carried, additional = (list(args) + [()])[:4]
     n = len(carried)
     extra = tuple(additional)
@@ -164,7 +165,7 @@ def _while_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(hop.map_impl)
-def _map_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _map_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     body, xs, pos = args[:3]
 
     def f(x: Any, *rest: Any) -> Any:
@@ -175,7 +176,7 @@ def _map_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(hop.scan)
-def _scan_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _scan_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     combine, init, xs = args[:3]
     additional = tuple(args[3] if len(args) > 3 else kwargs.get("additional_inputs", ()))
     n_i = len(init)
@@ -190,7 +191,7 @@ def _scan_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(hop.hints_wrapper)
-def _hints_op(tr: Any, func: Any, args: tuple, kwargs: dict) -> Any:
+def _hints_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``hints_wrapper(body_fn, args, kwargs, hints=...)``: hints for a compiler, no value
     of their own; the body is traced in place (the graph computes what torch's does)."""
     body, operands, body_kwargs = (list(args) + [(), {}])[:3]

@@ -22,6 +22,8 @@ from safetrace import errors
 from safetrace.meta import TensorMeta
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.recorder import Recorder
+from safetrace.trace.scope import Scope
 from safetrace.trace.source import quoted, short, stack_trace
 
 aten = torch.ops.aten
@@ -152,70 +154,34 @@ class Traced(Subgraph):
 
 
 @contextlib.contextmanager
-def _in_subgraph(tr: Any, graph: torch.fx.Graph, where: str) -> Iterator[set[str]]:
-    """Route the tracer's node creation into `graph` while the function runs."""
-    saved = (tr.graph, tr.sym_nodes, tr.asserted, tr.first_op,
-             tr.__dict__.get("lift"), tr.__dict__.get("symbol_node"),
-             set(tr.mutated), tr.print_refusal)
-    outermost = "st_root" not in tr.__dict__
-    if outermost:  # the program's own graph, and its first op (where input sizes are read)
-        tr.st_root = [tr.graph, tr.first_op]
-    root = tr.st_root
-    cls = type(tr)
+def _in_subgraph(tr: Recorder, graph: torch.fx.Graph, where: str) -> Iterator[set[str]]:
+    """Record into `graph` while the function runs: a scope pushed on the tracer's stack
+    (the enclosing scope's assertions hold in it; a print() there is refused), popped
+    after; symbols made inside are forgotten outside, and so are writes to state."""
+    parent = tr.scope
     n_syms = len(tr.env.symbols) if tr.env is not None else 0
-
-    def on_graph(g: torch.fx.Graph, call: Callable) -> Any:
-        """Run a tracer method against graph `g` (the root's first op as its anchor)."""
-        now = (tr.graph, tr.first_op)
-        tr.graph, tr.first_op = g, root[1] if g is root[0] else None
-        try:
-            return call()
-        finally:
-            if g is root[0]:
-                root[1] = tr.first_op
-            tr.graph, tr.first_op = now
-
-    def lift(t: torch.Tensor) -> torch.fx.Node:
-        # state and constants are inputs of the whole program: placeholders of the root
-        return on_graph(root[0], lambda: cls.lift(tr, t))
-
-    def symbol_node(name: str) -> torch.fx.Node:
-        src = tr.sym_sources.get(name)
-        if isinstance(src, tuple) and src[0].graph is not tr.graph:
-            # the graph holding the symbol's tensor reads its size; it is lifted from there
-            return on_graph(src[0].graph, lambda: cls.symbol_node(tr, name))
-        return cls.symbol_node(tr, name)
+    n_facts = len(tr.env.facts) if tr.env is not None else 0
+    mutated = set(tr.mutated)
 
     def refuse_print() -> Exception:
         return errors.print_in_branch(where, short(stack_trace(3)))
 
-    if saved[0] is root[0]:
-        root[1] = tr.first_op
-    tr.graph, tr.sym_nodes, tr.asserted, tr.first_op = graph, {}, set(tr.asserted), None
-    tr.lift, tr.symbol_node = lift, symbol_node
-    tr.print_refusal = refuse_print
+    scope = Scope(graph, parent.asserted, refuse_print, where)
+    tr.scopes.append(scope)
+    tr.scope = scope
     created: set[str] = set()
-    n_facts = len(tr.env.facts) if tr.env is not None else 0
     try:
         yield created
         if tr.env is not None:
             _refuse_outside_facts(tr.env, n_facts, n_syms, where)
     finally:
-        tr.print_refusal = saved[7]
         if tr.env is not None:
             created.update(list(tr.env.symbols)[n_syms:])
         for name in created:  # sizes made inside are read from the subgraph's nodes
             tr.sym_sources.pop(name, None)
-        tr.graph, tr.sym_nodes, tr.asserted = saved[0], saved[1], saved[2]
-        tr.first_op = root[1] if saved[0] is root[0] else saved[3]
-        for key, old in (("lift", saved[4]), ("symbol_node", saved[5])):
-            if old is None:
-                tr.__dict__.pop(key, None)
-            else:
-                tr.__dict__[key] = old
-        if outermost:
-            del tr.__dict__["st_root"]
-        for b in [b for b in tr.mutated if b not in saved[6]]:
+        tr.scopes.pop()
+        tr.scope = parent
+        for b in [b for b in tr.mutated if b not in mutated]:
             del tr.mutated[b]
 
 
@@ -236,7 +202,7 @@ def is_sym(v: Any) -> bool:
     return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
 
 
-def trace_function(tr: Any, fn: Callable, inputs: list, in_spec: Any, where: str,
+def trace_function(tr: Recorder, fn: Callable, inputs: list, in_spec: Any, where: str,
                    what: str, single: bool = False, ints_ok: bool = False) -> Traced:
     """Trace ``fn(*unflatten(inputs))`` into a new graph whose placeholders are `inputs`.
 

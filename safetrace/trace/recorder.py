@@ -1,0 +1,62 @@
+"""The recorder's face: what handlers, plans and higher-order ops use of the tracer.
+
+``trace.tracer.Tracer`` implements it; the modules it imports (handlers, dispatch,
+arguments, hops, ...) name it through this Protocol, so a call into the tracer is typed
+without an import cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import torch
+
+from safetrace.errors import DataDependentError
+from safetrace.trace.scope import Scope
+
+
+class Recorder(Protocol):
+    """Records torch calls into the graph of its current scope (see tracer.Tracer)."""
+
+    scope: Scope                 # the graph being recorded now (top of `scopes`)
+    scopes: list[Scope]          # the program's scope, then one per open branch or body
+    env: Any                     # the symbolic environment (symbolic.Env) or None
+    device: torch.device
+    state: dict[int, torch.fx.Node]           # id(parameter or buffer) -> placeholder
+    constants: dict[str, torch.Tensor]
+    keepalive: list
+    mutated: dict[torch.fx.Node, torch.fx.Node]  # state placeholder -> last write
+    sym_sources: dict[str, Any]  # symbol -> its node, or (node, dim, coef, offset)
+    nn_stack: dict | None
+    tracing_through: set
+    recording: bool
+    pending_checks: list
+    specialized_by_op: list
+    layout_queried: str | None
+    on_data_read: Callable | None
+    written_storages: set[int]
+    grad_regions: list
+
+    def emit(self, op: Any, args: tuple, kwargs: dict, out: Any = None,
+             n_syms: int | None = None) -> Any: ...
+
+    def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
+                   handlers: bool = True) -> Any: ...
+
+    def lift(self, t: torch.Tensor) -> torch.fx.Node: ...
+
+    def sym_node(self, v: Any) -> Any: ...
+
+    def symbol_node(self, name: str) -> torch.fx.Node: ...
+
+    def unwrap(self, v: Any) -> tuple[Any, Any]: ...
+
+    def note_literal(self, t: torch.Tensor) -> None: ...
+
+    def constant_value(self, t: torch.Tensor) -> int | None: ...
+
+    def data_read(self, what: str, fix: str | None = None) -> DataDependentError: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc: Any) -> Any: ...

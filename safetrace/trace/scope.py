@@ -1,0 +1,67 @@
+"""Scopes: the graph being recorded and what belongs to it alone.
+
+The tracer keeps a stack of scopes (``Tracer.scopes``; the top is ``Tracer.scope``): the
+program's own graph at the bottom, and one scope per branch or loop body being traced
+above it (``hops/subgraph.py`` pushes and pops them).  A scope holds its graph, its first
+recorded op (where reads of input sizes go), the nodes already made for symbolic sizes,
+the conditions already asserted in it, and what a ``print()`` in it does; recording an op
+(``Scope.record``) adds its node to the scope's graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch.fx import Graph, Node
+
+from safetrace.trace.graph import FAST_NODES
+
+
+class Scope:
+    """One graph being recorded (the program's, or a branch's or loop body's)."""
+
+    __slots__ = ("graph", "first_op", "sym_nodes", "asserted", "print_refusal", "where",
+                 "_ns", "_names", "_table", "_by_target")
+
+    def __init__(self, graph: Graph, asserted: set | None = None,
+                 print_refusal: Callable[[], Exception] | None = None,
+                 where: str = "") -> None:
+        self.graph = graph
+        self.first_op: Node | None = None  # the first op recorded (input sizes read before)
+        self.sym_nodes: dict[Any, Node] = {}  # id(size) / float symbol -> the node of it
+        # conditions already asserted at this point (a branch starts with its parent's)
+        self.asserted: set = set() if asserted is None else set(asserted)
+        self.print_refusal = print_refusal  # the error for a print() here (None: allowed)
+        self.where = where  # the branch's or body's source location ('' for the program)
+        # the graph's internals for adding a node directly (graph.py's fast path)
+        fast = FAST_NODES and graph._owning_module is None
+        self._ns: Any = graph._graph_namespace if fast else None
+        self._names: Any = graph._graph_namespace._obj_to_name if fast else None
+        self._table: Any = graph._find_nodes_lookup_table.table if fast else None
+        # id(target) -> the find_nodes table's entry for it (an OpOverload hashes in
+        # Python; the graph's nodes keep their targets, so the ids stay theirs)
+        self._by_target: dict[int, dict] = {}
+
+    def record(self, target: Any, args: tuple, kwargs: dict, name: str,
+               stack_trace: str) -> Node:
+        """A call_function node of `target` at the graph's insert point (the first op of
+        the scope when none was yet)."""
+        ns = self._ns
+        if ns is None:
+            node = self.graph.create_node("call_function", target, args, kwargs, name=name)
+        else:  # (graph.add_node's fast path, inline: one Python call less per op)
+            unique = ns.create_name(name, None)
+            node = Node(self.graph, unique, "call_function", target, args, kwargs)
+            self._names[node] = unique
+            self.graph._insert(node)  # (read each time: inserting_before changes it)
+            by_target = self._by_target.get(id(target))
+            if by_target is None:
+                by_target = self._by_target[id(target)] = self._table[("call_function",
+                                                                       target)]
+            by_target[node] = None
+            self.graph._len += 1
+        node.meta["stack_trace"] = stack_trace
+        if self.first_op is None:
+            self.first_op = node
+        return node
+
