@@ -13,6 +13,7 @@ passes, ``symbolic_trace``) get the unlifted graph, which computes the same.
 from __future__ import annotations
 
 import copy
+import inspect
 import weakref
 from typing import Any
 
@@ -251,6 +252,16 @@ class ProgramModule(torch.fx.GraphModule):
         owner.__dict__[key] = value
 
     # -- running -------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return torch.nn.Module.__call__(self, *args, **kwargs)
+        except TypeError:
+            # a call `forward`'s signature cannot bind (an argument missing, one too many):
+            # the structure error the input checks give, as for any other wrong structure
+            if not _binds(type(self).forward, (self, *args), kwargs):
+                self._ep.flat_inputs(args, kwargs)
+            raise
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         # (replaced, per program, by one with the model's argument names)
         return self.run(args, kwargs)
@@ -320,6 +331,15 @@ class ProgramModule(torch.fx.GraphModule):
         """Current parameters and buffers by their original names (buffers as mutated)."""
         return {name: getattr(owner, table)[key]
                 for name, (owner, table, key) in self._slots.items()}
+
+
+def _binds(fn: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether `fn`'s signature accepts these arguments."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def _symbolic(args: tuple, kwargs: dict) -> bool:
