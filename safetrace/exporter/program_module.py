@@ -22,7 +22,7 @@ import torch
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
 from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argument_names,
-                                       named_forward, unlifted_graph)
+                                       flattener, named_forward, unlifted_graph)
 from safetrace.trace.hops import owner_module
 
 __all__ = ["ProgramModule", "mode_dependent"]
@@ -65,7 +65,7 @@ class _Parts:
         if named is not None:
             names, n_pos = named
             self.graph._codegen = ProgramCodeGen(
-                names, n_pos, ep.flat_inputs,
+                names, n_pos, flattener(ep),
                 lambda outs: pytree.tree_unflatten(outs, ep.out_spec))
             self.forward = named_forward(names, n_pos, ProgramModule.run)
 
@@ -156,6 +156,9 @@ class ProgramModule(torch.fx.GraphModule):
         self._grad_nodes = parts.grad_nodes
         self._graph_forward = parts.graph_forward
         self.add_module(CHECKS, InputChecks(ep.leaf_checks()))
+        # torch.compile reads a GraphModule's line map to copy node metadata by the line
+        # of `forward`'s code; this `forward` is not the graph's generated code
+        self._lineno_map = None
         if parts.forward is not None:
             type(self).forward = parts.forward  # (the class is this instance's own: fx's)
         self.graph = parts.graph
@@ -180,6 +183,7 @@ class ProgramModule(torch.fx.GraphModule):
                 delattr(cls, k)
         for k, v in kept.items():
             setattr(cls, k, v)
+        self._lineno_map = None  # (that code is not `forward`'s: see __init__)
 
     @property
     def code(self) -> str:  # type: ignore[override]

@@ -25,9 +25,10 @@ from typing import Any, Callable
 import torch
 
 from safetrace import pytree
+from safetrace.errors import InputMismatchError
 
 __all__ = ["CHECKS", "InputChecks", "ProgramCodeGen", "unlifted_graph", "argument_names",
-           "named_forward"]
+           "named_forward", "flattener"]
 
 CHECKS = "_input_checks"  # the submodule the unlifted graph calls first
 
@@ -97,6 +98,42 @@ class ProgramCodeGen(torch.fx.graph.CodeGen):
     def generate_output(self, output_args: Any, **kwargs: Any) -> str:
         repr_fn = kwargs.get("repr_fn") or repr
         return f"return _st_unflatten([{', '.join(repr_fn(a) for a in output_args)}])"
+
+
+def flattener(ep: Any) -> Callable[[tuple, dict], list]:
+    """The leaves of a call's arguments, their structure checked as by ``ep.flat_inputs``;
+    an argument that is an fx Proxy (``torch.fx.symbolic_trace``) is indexed along the
+    exported structure instead, each leaf a Proxy of its own."""
+    def flatten(args: tuple, kwargs: dict) -> list:
+        try:
+            return ep.flat_inputs(args, kwargs)  # type: ignore[no-any-return]
+        except InputMismatchError:
+            if not any(isinstance(v, torch.fx.Proxy) for v in (*args, *kwargs.values())):
+                raise
+            args_spec, kwargs_spec = _children(ep.in_spec)
+            if len(args) != args_spec.num_children or set(kwargs) != set(kwargs_spec.context):
+                raise
+            out: list = []
+            for v, spec in zip(args, _children(args_spec)):
+                _by_spec(v, spec, out)
+            for k, spec in zip(kwargs_spec.context, _children(kwargs_spec)):
+                _by_spec(kwargs[k], spec, out)
+            return out
+    return flatten
+
+
+def _by_spec(value: Any, spec: Any, out: list) -> None:
+    if spec.is_leaf():
+        out.append(value)
+        return
+    if spec.type is dict:
+        keys = spec.context
+    elif spec.type in (list, tuple):
+        keys = range(spec.num_children)
+    else:
+        raise TypeError(f"cannot trace through a {spec.type.__name__} input symbolically")
+    for k, child in zip(keys, _children(spec)):
+        _by_spec(value[k], child, out)
 
 
 def argument_names(ep: Any) -> tuple[list[str], int] | None:
