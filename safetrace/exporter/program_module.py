@@ -13,7 +13,6 @@ passes, ``symbolic_trace``) get the unlifted graph, which computes the same.
 from __future__ import annotations
 
 import copy
-import inspect
 import weakref
 from typing import Any
 
@@ -67,7 +66,7 @@ class _Parts:
             self.graph._codegen = ProgramCodeGen(
                 names, n_pos, flattener(ep),
                 lambda outs: pytree.tree_unflatten(outs, ep.out_spec))
-            self.forward = named_forward(names, n_pos, ProgramModule.run)
+            self.forward = named_forward(ProgramModule.forward, names, n_pos)
 
     def __deepcopy__(self, memo: dict) -> None:
         return None  # (a copied program builds its own)
@@ -256,22 +255,9 @@ class ProgramModule(torch.fx.GraphModule):
         owner.__dict__[key] = value
 
     # -- running -------------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return torch.nn.Module.__call__(self, *args, **kwargs)
-        except TypeError:
-            # a call `forward`'s signature cannot bind (an argument missing, one too many):
-            # the structure error the input checks give, as for any other wrong structure
-            if not _binds(type(self).forward, (self, *args), kwargs):
-                self._ep.flat_inputs(args, kwargs)
-            raise
-
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        # (replaced, per program, by one with the model's argument names)
-        return self.run(args, kwargs)
-
-    def run(self, args: tuple, kwargs: dict) -> Any:
-        """Check the inputs, run the program's code with the state, write the buffers."""
+        """Check the inputs, run the program's code with the state, write the buffers.
+        (Each program's copy presents the model's argument names: ``named_forward``.)"""
         try:
             leaves = self._ep.check_inputs(args, kwargs)
         except InputMismatchError:
@@ -335,15 +321,6 @@ class ProgramModule(torch.fx.GraphModule):
         """Current parameters and buffers by their original names (buffers as mutated)."""
         return {name: getattr(owner, table)[key]
                 for name, (owner, table, key) in self._slots.items()}
-
-
-def _binds(fn: Any, args: tuple, kwargs: dict) -> bool:
-    """Whether `fn`'s signature accepts these arguments."""
-    try:
-        inspect.signature(fn).bind(*args, **kwargs)
-    except TypeError:
-        return False
-    return True
 
 
 def _symbolic(args: tuple, kwargs: dict) -> bool:

@@ -20,6 +20,7 @@ model's calling convention) and
 from __future__ import annotations
 
 import keyword
+import types
 from typing import Any, Callable
 
 import torch
@@ -86,7 +87,7 @@ class ProgramCodeGen(torch.fx.graph.CodeGen):
     def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str,
                    **kwargs: Any) -> str:
         pos, kw = self.names[:self.n_pos], self.names[self.n_pos:]
-        params = ", ".join(["self", *pos, *(["*", *kw] if kw else [])])
+        params = ", ".join(["self", *self.names])  # (torch's: every argument by name too)
         text = f"def {self._func_name}({params}){maybe_return_annotation}:"
         leaves = [v.split(":")[0].split("#")[0].strip() for v in free_vars]
         if leaves:
@@ -166,18 +167,25 @@ def _usable(name: str, taken: list[str]) -> bool:
             and not name.startswith("_st_") and name not in taken)
 
 
-def named_forward(names: list[str], n_pos: int, run: Callable[..., Any]) -> Callable[..., Any]:
-    """``forward(self, <the model's arguments>)`` that hands them to `run(self, args,
-    kwargs)`: the signature torch.export binds ``dynamic_shapes`` against and
-    ``torch.fx.symbolic_trace`` makes placeholders from."""
-    pos, kw = names[:n_pos], names[n_pos:]
-    params = ", ".join(["self", *pos, *(["*", *kw] if kw else [])])
-    args = "".join(f"{p}, " for p in pos)
-    kwargs = ", ".join(f"{k!r}: {k}" for k in kw)
-    src = f"def forward({params}):\n    return _st_run(self, ({args}), {{{kwargs}}})\n"
-    scope: dict[str, Any] = {"_st_run": run}
+def named_forward(forward: Callable[..., Any], names: list[str], n_pos: int) -> Callable[..., Any]:
+    """A copy of `forward` (which takes ``*args, **kwargs``) that presents the model's own
+    arguments, ``forward(self, x, mask)`` as torch's unlifted module's: to
+    ``inspect.signature`` (torch.export binds ``dynamic_shapes`` against it) and to
+    ``torch.fx.symbolic_trace`` (which makes one placeholder per argument of the code
+    ``inspect.unwrap`` finds).  Calls still run `forward` itself: no frame is added, and a
+    call the signature would not bind is refused by the input checks' structure error."""
+    params = ", ".join(["self", *names])
+    args = "".join(f"{p}, " for p in names[:n_pos])
+    kwargs = ", ".join(f"{k!r}: {k}" for k in names[n_pos:])
+    src = f"def forward({params}):\n    return _st_forward(self, {args}**{{{kwargs}}})\n"
+    scope: dict[str, Any] = {"_st_forward": forward}
     exec(compile(src, "<safetrace ProgramModule.forward>", "exec"), scope)  # noqa: S102
-    return scope["forward"]  # type: ignore[no-any-return]
+    copy_ = types.FunctionType(forward.__code__, forward.__globals__, forward.__name__,
+                               forward.__defaults__, forward.__closure__)
+    copy_.__dict__.update(forward.__dict__)
+    copy_.__qualname__, copy_.__module__ = forward.__qualname__, forward.__module__
+    copy_.__wrapped__ = scope["forward"]  # type: ignore[attr-defined]
+    return copy_
 
 
 def unlifted_graph(ep: Any, const_attrs: dict[str, str], grad_nodes: bool) -> torch.fx.Graph:
