@@ -226,3 +226,17 @@ def test_a_call_that_does_not_bind_is_an_input_mismatch():
         m(torch.randn(2, 4))  # the keyword argument is missing
     with pytest.raises(st.InputMismatchError):
         m(torch.randn(2, 4), torch.randn(2, 4), **_scale())
+
+
+@pytest.mark.slow  # (dynamo traces both modules)
+def test_strict_reexport_matches_torch():
+    x = torch.randn(5, 4)
+    spec = {"x": {0: Dim("b", min=1, max=64)}}
+    ours, theirs = _both(Counter, (x,), dynamic_shapes=spec)
+    a = torch.export.export(ours.module(), (x,), dynamic_shapes=spec, strict=True).module()
+    b = torch.export.export(theirs.module(), (x,), dynamic_shapes=spec, strict=True).module()
+    for n in (1, 9):
+        xn = torch.randn(n, 4)
+        torch.testing.assert_close(a(xn), b(xn))
+    _refused_before_compute(b, b.calls, torch.randn(65, 4))
+    _refused_before_compute(a, a.calls, torch.randn(65, 4))
