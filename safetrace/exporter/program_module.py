@@ -48,14 +48,15 @@ class _Parts:
         self.graph_forward = gm.forward
         self.grad_nodes = any(n.target is torch._C._set_grad_enabled for n in ep.graph.nodes)
         self.written = ep.written_placeholders()
-        state = set(ep._state)
+        # (a constant's attribute must not shadow a state path or a subgraph)
+        taken = {n.split(".")[0] for n in ep._state} | set(owner_module(ep.graph)._modules)
         self.const_attrs: dict[str, str] = {}
         for i, s in enumerate(s for s in ep.graph_signature.input_specs
                               if s.kind == "constant"):
             name = s.target
             if not (isinstance(name, str) and all(p.isidentifier() and not p.startswith("_st")
                                                   for p in name.split("."))) \
-                    or name in state or name.split(".")[0] in _TAKEN or name == CHECKS:
+                    or name.split(".")[0] in taken | _TAKEN or name == CHECKS:
                 name = f"_st_constant_{i}"
             self.const_attrs[s.target] = name
         self.graph = unlifted_graph(ep, self.const_attrs, self.grad_nodes)
