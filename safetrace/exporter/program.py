@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from typing import Any
@@ -15,6 +14,7 @@ from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.printing import print_readable
+from safetrace.exporter.program_module import ProgramModule
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
                                           torch_only, type_check_caller)
 from safetrace.progress import task
@@ -178,6 +178,15 @@ class ExportedProgram:
                  if s.kind in ("parameter", "buffer") and s.name in in_place}
         return names | set(self.graph_signature.buffers_to_mutate.values())
 
+    def written_placeholders(self) -> set:
+        """Names of the placeholders a write of the program may reach."""
+        return _written_inputs(self)
+
+    @staticmethod
+    def owns(t: torch.Tensor) -> bool:
+        """Whether `t` is a program-owned copy of a model tensor (see ``own_state``)."""
+        return _SHADOWS.existing(t) is t
+
     def own_state(self) -> None:
         """The program's buffers, and the parameters it writes, become the program's:
         torch.export's rule (every ``module()`` of a program, and ``state_dict``, see the
@@ -273,6 +282,26 @@ class ExportedProgram:
             raise wrong_structure(why, fix)
         return leaves
 
+    def flat_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
+        """A call's inputs flattened to the leaves, their structure checked (the leaves
+        themselves are not: ``leaf_checks``)."""
+        arity = self._flat_arity()
+        leaves = None
+        if arity is not None and len(args) == len(arity[0]) and (
+                not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
+            leaves = _flat_leaves(args, arity[0])
+            if leaves is not None and kwargs:
+                more = _flat_leaves(tuple(kwargs.values()), arity[2])
+                leaves = None if more is None else leaves + more
+        return self._pytree_leaves(args, kwargs) if leaves is None else leaves
+
+    def leaf_checks(self) -> Any:
+        """The generated checks of the leaves (type, dtype, rank, sizes, ranges,
+        relations): a function of the list of leaves that raises InputMismatchError."""
+        if self._check_fn is None:
+            self._check_fn = self._build_checks()
+        return self._check_fn
+
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
         """Validate a call's inputs against the contract; return the flattened leaves."""
         arity = self._flat_arity()
@@ -301,10 +330,9 @@ class ExportedProgram:
 
     # -- running -------------------------------------------------------------------
     def module(self) -> torch.nn.Module:
-        """A callable nn.Module: checks its inputs, then runs the graph."""
-        # control-flow subgraphs get their code before a tool such as torch.compile reads them
-        self.graph_module  # noqa: B018
-        return _ProgramModule(self)
+        """A callable nn.Module, shaped as torch.export's unlifted module: checks its
+        inputs, then runs the graph (``exporter/program_module.py``)."""
+        return ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("an ExportedProgram is not callable; use ep.module()(*args)")
@@ -393,15 +421,6 @@ def _written_inputs(ep: ExportedProgram) -> set:
     return cached[1]
 
 
-_MODE_OPS = ("dropout", "batch_norm", "rrelu")
-
-
-def _mode_dependent(graph: torch.fx.Graph) -> bool:
-    """Whether a graph traced in train mode computes differently in eval mode."""
-    return any(n.op == "call_function" and any(k in str(n.target) for k in _MODE_OPS)
-               for n in graph.nodes)
-
-
 class _Shadows:
     """The program-owned copy of each model tensor programs hold as state: one per source
     tensor (by identity), shared by every program exported from it while one of them
@@ -452,179 +471,3 @@ class _Shadows:
 
 
 _SHADOWS = _Shadows()
-
-
-class _ProgramModule(torch.fx.GraphModule):
-    """What ``ep.module()`` returns: a GraphModule holding the program's state under the
-    original names (``state_dict()`` keys match the exported model's; ``load_state_dict``
-    and ``.to()`` work), that checks its inputs and runs the graph.
-
-    Everything is built here, eagerly (the graph's code, the input checks), so that
-    ``torch.compile`` captures a call in one graph: code generation (``exec``) inside the
-    first call would be a graph break.  ``.graph`` and ``.code`` are the program's; its
-    ``forward`` takes the model's own arguments, checks them, then runs that code."""
-
-    def __init__(self, ep: ExportedProgram) -> None:
-        super().__init__(owner_module(ep.graph), ep.graph, "ProgramModule")
-        self.training = ep.exported_training
-        self._ep = ep
-        if ep._check_fn is None:
-            ep._check_fn = ep._build_checks()
-        specs = {s.target: s for s in ep.graph_signature.input_specs
-                 if s.kind in ("parameter", "buffer")}
-        # Buffers and written parameters are the program's own copies, shared by all its
-        # modules (ep.own_state, torch's semantics); constants a write may reach (by
-        # analysis of every graph) get a copy per module, and every parameter its own
-        # Parameter object: running the program, .to()/.half() and load_state_dict never
-        # change the exported model or the caller's weights= tensors.
-        ep.own_state()
-        in_place = _written_inputs(ep)
-        self._written = {s.target for s in specs.values() if s.name in in_place}
-        # (load_state_dict copies into these in place: the state the modules share)
-        self._owned = {name for name, t in ep._state.items() if _SHADOWS.existing(t) is t}
-        self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
-        for name, t in ep._state.items():
-            owner, key = self._owner(name)
-            spec = specs.get(name)
-            # (a buffer is registered as itself: `ep.module().buf is ep.state_dict["buf"]`,
-            # as in torch; a parameter gets a Parameter of its own)
-            value = t if spec is None or spec.kind != "parameter" else t.detach()
-            if spec is not None and spec.kind == "parameter":
-                owner.register_parameter(
-                    key, torch.nn.Parameter(value, requires_grad=t.requires_grad))
-                self._slots[name] = (owner, "_parameters", key)
-            else:
-                owner.register_buffer(key, value, persistent=spec is None or spec.persistent)
-                self._slots[name] = (owner, "_buffers", key)
-        sources: list = []
-        for s in ep.graph_signature.input_specs:
-            if s.kind == "user_input":
-                sources.append(("leaf", s.leaf))
-            elif s.kind == "constant":
-                t = ep.constants[s.target]
-                sources.append(("const", t.clone() if s.name in in_place else t))
-            else:
-                owner, table, key = self._slots[s.target]
-                # a parameter written in place runs detached, as under eager's no_grad
-                kind = "written" if table == "_parameters" and s.target in self._written \
-                    else "state"
-                sources.append((kind, (getattr(owner, table), key)))
-        self._sources = sources
-        self._mutations = [(i, self._slots[s.target])
-                           for i, s in enumerate(ep.graph_signature.output_specs)
-                           if s.kind == "buffer_mutation"]
-        self._n_mut = len(self._mutations)
-        self._single_out = ep.out_spec.is_leaf()
-        # a graph that changes grad mode (a no_grad block) hands the caller's back even if
-        # it does not restore it itself (a loaded file need not)
-        self._grad_nodes = any(n.target is torch._C._set_grad_enabled for n in ep.graph.nodes)
-
-    def recompile(self) -> Any:  # type: ignore[override]
-        """fx puts the generated code on the instance's class as ``forward``; it becomes
-        ``_graph_forward`` here, so that ``forward`` stays the checking entry point."""
-        result = super().recompile()
-        cls = type(self)
-        if "forward" in cls.__dict__:
-            self.__dict__["_graph_forward"] = cls.__dict__["forward"].__get__(self)
-            delattr(cls, "forward")
-        return result
-
-    def __deepcopy__(self, memo: dict) -> _ProgramModule:
-        """A module of the same program with copies of this one's current state (fx's
-        GraphModule copy would rebuild a plain GraphModule without the program)."""
-        new = _ProgramModule(self._ep)
-        memo[id(self)] = new
-        for name, (owner, table, key) in self._slots.items():
-            o2, t2, k2 = new._slots[name]
-            value = getattr(owner, table)[key]
-            if table == "_buffers" and not value.is_leaf:  # written under grad mode: the
-                value = value.detach()  # value is copied (torch refuses to copy a history)
-            getattr(o2, t2)[k2] = copy.deepcopy(value, memo)
-        new._owned = set(new._slots)
-        new.training = self.training
-        new._sources = [(k, copy.deepcopy(v, memo) if k == "const" and v is not c else c)
-                        for (k, v), (_, c) in zip(self._sources, new._sources)]
-        return new
-
-    def train(self, mode: bool = True) -> _ProgramModule:  # type: ignore[override]
-        """The graph was traced in one mode: switching to train mode, or to eval mode when
-        the graph has dropout or batch norm, would be silently ignored, so it is refused."""
-        if bool(mode) != self._ep.exported_training and (mode or _mode_dependent(self.graph)):
-            was = "train" if self._ep.exported_training else "eval"
-            raise RuntimeError(
-                f"this program was exported in {was} mode; its graph cannot switch to "
-                f"{'train' if mode else 'eval'} mode (.train()/.eval() would be silently "
-                f"ignored).\nFix: call model.{'train' if mode else 'eval'}() before "
-                f"st.export and export again")
-        return self
-
-    def _owner(self, name: str) -> tuple[torch.nn.Module, str]:
-        """The (created on demand) submodule that holds dotted state `name`."""
-        *path, key = name.split(".")
-        owner: torch.nn.Module = self
-        for part in path:
-            child = owner._modules.get(part)
-            if child is None:
-                child = torch.nn.Module()
-                owner.add_module(part, child)
-            owner = child
-        return owner, key
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        leaves = self._ep.check_inputs(args, kwargs)
-        call = []
-        for kind, ref in self._sources:
-            if kind == "leaf":
-                call.append(leaves[ref])
-            elif kind == "state":
-                call.append(ref[0][ref[1]])
-            elif kind == "written":
-                call.append(ref[0][ref[1]].detach())
-            else:
-                call.append(ref)
-        if self._grad_nodes:
-            with torch.set_grad_enabled(torch.is_grad_enabled()):
-                outs = self._graph_forward(*call)
-        else:
-            outs = self._graph_forward(*call)
-        for i, (owner, table, key) in self._mutations:
-            store = getattr(owner, table)
-            old, new = store[key], outs[i]
-            if new is old:
-                continue
-            if new.shape == old.shape and new.dtype == old.dtype and \
-                    new.device == old.device:
-                with torch.no_grad():  # written into the state every module shares
-                    old.copy_(new)
-            else:
-                store[key] = new
-        if self._single_out:
-            return outs[self._n_mut]
-        return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
-
-    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
-        """As nn.Module's; values are copied into storage of this module's own (the
-        exported model's shared weights are never written)."""
-        if not assign:
-            for name, (owner, table, key) in self._slots.items():
-                if name in self._owned:
-                    continue
-                t = getattr(owner, table)[key]
-                new = state_dict.get(name) if hasattr(state_dict, "get") else None
-                if isinstance(new, torch.Tensor) and new.shape == t.shape and \
-                        new.dtype == t.dtype:
-                    fresh = torch.empty_like(t.detach())  # overwritten below: one copy
-                else:  # a value that is absent or may fail to copy keeps the old one
-                    fresh = t.detach().clone()
-                if table == "_parameters":
-                    owner._parameters[key] = torch.nn.Parameter(
-                        fresh, requires_grad=t.requires_grad)
-                else:
-                    owner._buffers[key] = fresh
-                self._owned.add(name)
-        return super().load_state_dict(state_dict, strict=strict, assign=assign)
-
-    def _current_state(self) -> dict[str, torch.Tensor]:
-        """Current parameters and buffers by their original names (buffers as mutated)."""
-        return {name: getattr(owner, table)[key]
-                for name, (owner, table, key) in self._slots.items()}

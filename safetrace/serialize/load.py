@@ -35,7 +35,8 @@ _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
 # shadow one (nn.Module itself refuses them when registering)
 _RESERVED_ATTRS = frozenset(dir(torch.nn.Module)) | frozenset(vars(torch.nn.Module())) | {
     "_ep", "_written", "_owned", "_slots", "_sources", "_mutations", "_n_mut", "_forward",
-    "_single_out"}
+    "_single_out", "_input_checks", "_const_attrs", "_graph_forward", "_grad_nodes",
+    "_unlifted_forward", "_lineno_map", "run"}
 _RESERVED_NODES = frozenset({"self"})
 _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
                        "layout", "memory_format", "ellipsis"})

@@ -121,7 +121,7 @@ def test_graph_works_with_fx_interpreter_and_reexport():
     torch.testing.assert_close(out[0], Basic()(x))
     # the program's module exports again: the operators reach safetrace's handlers
     ep2 = st.export(ep.module(), (torch.randn(3, 4),),
-                    dynamic_shapes={"args": ({0: st.Dim("n")},)})
+                    dynamic_shapes={"x": {0: st.Dim("n")}})  # (its argument names)
     assert len(_hops(ep2)) == 1
     for s in (1, -1):
         matches_eager(ep2, Basic(), (torch.rand(5, 4) * s,))

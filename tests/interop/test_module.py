@@ -11,13 +11,19 @@ from tests.models import ConvNet
 from tests.serialize.programs import CASES
 
 
-def test_module_is_a_graph_module_with_graph_and_code():
+def test_module_is_a_graph_module_with_an_unlifted_graph_and_code():
+    """As torch's ep.module(): parameters are get_attr nodes, the placeholders are the
+    user's inputs only, the input checks are the first call."""
     case = CASES["dyn_mlp"]()
     ep = case.export()
     m = ep.module()
     assert isinstance(m, torch.fx.GraphModule)
-    assert m.graph is ep.graph
-    assert "aten.linear" in m.code
+    nodes = list(m.graph.nodes)
+    assert [n.op for n in nodes if n.op == "placeholder"] == ["placeholder"]
+    assert nodes[1].op == "call_module" and nodes[1].target == "_input_checks"
+    assert {n.target for n in nodes if n.op == "get_attr"} == {
+        name for name, _ in m.named_parameters()}
+    assert "aten.linear" in m.code and "def forward(self, x)" in m.code
     torch.testing.assert_close(m(*case.args), case.model(*case.args))
     with pytest.raises(st.InputMismatchError):
         m(torch.randn(65, 16))
