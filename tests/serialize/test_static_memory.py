@@ -60,15 +60,39 @@ def test_guards_survive_a_second_save_and_load():
     torch.testing.assert_close(again(torch.ones(2)), Counter()(torch.ones(2)))
 
 
-def test_sizes_of_the_inputs_get_no_guard():
-    class Pad(torch.nn.Module):
-        def forward(self, x):
-            return torch.zeros(x.shape[0], 3) + x[:, None]
+class Pad(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(x.shape[0], 3) + x[:, None]
 
-    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+
+def _pad_blob(dim: st.Dim) -> bytes:
+    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: dim}})
     buf = io.BytesIO()
     st.save(ep, buf)
-    loaded = st.load(buf.getvalue(), budgets={"max_alloc_numel": 16})
+    return buf.getvalue()
+
+
+def test_memory_of_open_input_sizes_is_checked_at_call_not_by_graph_guards():
+    loaded = st.load(_pad_blob(st.Dim("n")), budgets={"max_alloc_numel": 16})
     assert not [n for n in loaded.graph.nodes if "max_alloc_numel" in str(n.args)]
-    x = torch.randn(100)  # 300 elements: over 4 * 16, but sized by the caller's input
-    torch.testing.assert_close(loaded.module()(x), Pad()(x))
+    mod = loaded.module()
+    for n in (0, 1, 5):  # 5 rows: zeros [5, 3] and the sum, 120 bytes of the 256 allowed
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), Pad()(x))
+    with pytest.raises(st.InputMismatchError, match=r"(?s)s0=100\).*2400 bytes.*node 'add'"
+                       r".*max_alloc_numel") as info:
+        mod(torch.randn(100))
+    need = int(info.value.fix.rsplit(": ", 1)[1].rstrip("})"))
+    again = st.load(_pad_blob(st.Dim("n")), budgets={"max_alloc_numel": need}).module()
+    x = torch.randn(100)  # the fix admits exactly this call
+    torch.testing.assert_close(again(x), Pad()(x))
+
+
+def test_memory_of_declared_input_ranges_is_bounded_at_load():
+    # x: up to 2**28 rows: zeros [n, 3] and the sum are 6 GiB at the largest declared size
+    with pytest.raises(st.LoadError, match=r"node 'add'.*over the declared input ranges.*"
+                       r"max_alloc_numel"):
+        st.load(_pad_blob(st.Dim("n", max=1 << 28)))
+    mod = st.load(_pad_blob(st.Dim("n", max=1 << 20))).module()  # 24 MiB at most: loads
+    x = torch.randn(1000)
+    torch.testing.assert_close(mod(x), Pad()(x))
