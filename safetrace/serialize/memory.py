@@ -241,7 +241,7 @@ class StaticMemory:
 
     def check(self, candidates: list) -> None:
         """Refuse what the declared ranges show over the limit; keep the open rest."""
-        worst, where, opened = 0, None, []
+        worst, where, opened, least = 0, None, [], False
         for value, node in candidates:
             if isinstance(value, int):
                 hi, lo = value, value
@@ -249,18 +249,19 @@ class StaticMemory:
                 r = self.env.bounds(value.expr)
                 hi, lo = r.hi, r.lo
             if hi == math.inf:
-                if lo > self.limit:
-                    hi = lo
-                else:
+                if lo <= self.limit:
                     opened.append((value.expr, node))
                     continue
+                hi = lo
             if hi > worst:
-                worst, where = int(hi), node
+                worst, where, least = int(hi), node, hi == lo and not isinstance(value, int)
         if worst > self.limit:
-            inputs = "" if not self.contract else " over the declared input ranges"
+            how = ("at least " if least else "up to ") if not all(
+                isinstance(v, int) for v, _ in candidates) else ""
+            inputs = " over the declared input ranges" if how else ""
             raise over_budget(
-                f"node {where.name!r} ({where.target})", f"the tensors alive there take up "
-                f"to {worst} bytes{inputs}, {self.limit} allowed (16 * max_alloc_numel "
+                f"node {where.name!r} ({where.target})", f"the tensors alive there take "
+                f"{how}{worst} bytes{inputs}, {self.limit} allowed (16 * max_alloc_numel "
                 "bytes)", "max_alloc_numel", -(-worst // 16))
         self.open = peak.prune(opened, self.env)
 
@@ -273,6 +274,10 @@ class StaticMemory:
 
 _CPU = torch.device("cpu")
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
+# ops whose schema says the result may alias the input but which copy when they must
+# (a non-contiguous input, a dtype change): counted as allocating
+_MAY_COPY = frozenset(("contiguous", "reshape", "reshape_as", "to", "type_as", "flatten",
+                       "_reshape_alias", "clone", "expand_copy", "broadcast_to"))
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
 
 
@@ -297,7 +302,8 @@ def _bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
     """What the op allocates for its results: views of inputs (a schema alias) nothing,
     a strided result the storage its strides span."""
     returns = op._schema.returns
-    if returns and all(r.alias_info is not None for r in returns):
+    if returns and all(r.alias_info is not None for r in returns) and \
+            op._opname not in _MAY_COPY:
         return 0
     if op._opname in _STRIDED and isinstance(out, TensorMeta):
         size = args[1] if len(args) > 1 else kwargs.get("size")

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import (KINDS, Consts, Counter, base, counter_base,
-                                            counter_hostile, hostile)
+from tests.serialize.hostile_static import (INPUT_KINDS, KINDS, Consts, Counter, FromInputs,
+                                            base, counter_base, counter_hostile, hostile,
+                                            inputs_base, inputs_hostile)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -96,3 +97,18 @@ def test_memory_of_declared_input_ranges_is_bounded_at_load():
     mod = st.load(_pad_blob(st.Dim("n", max=1 << 20))).module()  # 24 MiB at most: loads
     x = torch.randn(1000)
     torch.testing.assert_close(mod(x), Pad()(x))
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+def test_sizes_from_inputs_and_inside_subgraphs_are_bounded(kind):
+    mod = st.load(inputs_base(kind)).module()
+    for n in (0, 1, 7, 64):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), FromInputs(kind)(x))
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(65))
+    blob, where = inputs_hostile(kind)
+    assert where == "load"
+    with pytest.raises(st.LoadError, match=r"node '\w+'.*bytes over the declared input "
+                       r"ranges.*over the budget \(max_alloc_numel\)"):
+        st.load(blob)
