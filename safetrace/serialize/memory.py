@@ -49,8 +49,9 @@ class StaticMemory:
     the state's and constants' their tensors' own; every other shape is recomputed by
     safetrace's shape rules in a scratch environment where no undecided question is
     answered by an example (a rule that would need one leaves its result unknown).  The
-    bytes alive at each point (``peak.py``) are then held to ``limit``: at load where the
-    declared ranges bound them, at call (``call_check``) where a range is open.
+    bytes alive at each point (``peak.py``) are then held to ``limit``: at load where even
+    the smallest declared sizes pass it, at call (``call_check``, with the call's sizes)
+    where only some declared sizes do.
     """
 
     def __init__(self, limit: int, max_ops: int, contract: Any = None) -> None:
@@ -240,29 +241,29 @@ class StaticMemory:
         return self._subs[key]
 
     def check(self, candidates: list) -> None:
-        """Refuse what the declared ranges show over the limit; keep the open rest."""
-        worst, where, opened, least = 0, None, [], False
+        """Refuse at load what is over the limit at every declared size; what is over it at
+        some sizes only is checked at call (a real model declares ranges whose largest
+        sizes it is never called with: refusing it for them would refuse the model)."""
+        worst, where, opened = 0, None, []
         for value, node in candidates:
             if isinstance(value, int):
-                hi, lo = value, value
+                lo = hi = value
             else:
                 r = self.env.bounds(value.expr)
-                hi, lo = r.hi, r.lo
-            if hi == math.inf:
-                if lo <= self.limit:
+                lo, hi = r.lo, r.hi
+            if lo <= self.limit:
+                if hi > self.limit:  # (over only at some declared sizes: checked at call)
                     opened.append((value.expr, node))
-                    continue
-                hi = lo
-            if hi > worst:
-                worst, where, least = int(hi), node, hi == lo and not isinstance(value, int)
+                continue
+            if lo > worst:
+                worst, where = int(lo), node
         if worst > self.limit:
-            how = ("at least " if least else "up to ") if not all(
-                isinstance(v, int) for v, _ in candidates) else ""
-            inputs = " over the declared input ranges" if how else ""
+            sizes = "" if all(isinstance(v, int) for v, _ in candidates) else \
+                " at the smallest declared input sizes"
             raise over_budget(
                 f"node {where.name!r} ({where.target})", f"the tensors alive there take "
-                f"{how}{worst} bytes{inputs}, {self.limit} allowed (16 * max_alloc_numel "
-                "bytes)", "max_alloc_numel", -(-worst // 16))
+                f"{worst} bytes{sizes}, {self.limit} allowed (16 * max_alloc_numel bytes)",
+                "max_alloc_numel", -(-worst // 16))
         self.open = peak.prune(opened, self.env)
 
     def call_check(self) -> Any:

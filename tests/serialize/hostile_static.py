@@ -287,8 +287,8 @@ def inputs_hostile(kind: str) -> tuple[bytes, str]:
     ``load`` (the declared ranges bound it) or ``call`` (a range is open: refused at the
     first call's sizes)."""
     b = inputs_base(kind)
-    if kind in ("outer", "cond_outer"):  # n up to 2**20: [n, n] floats are 4 TiB
-        return replaced(b, {}, lambda d: _widen(d, 1 << 20)), "load"
+    if kind in ("outer", "cond_outer"):  # n from 2**16: [n, n] floats are 16 GiB and more
+        return replaced(b, {}, lambda d: _widen(d, 1 << 20, 1 << 16)), "load"
     if kind == "expand":  # 2**26 copies of x, n from 4 up, unbounded: 1 GiB and more
         return replaced(b, {}, lambda d: (_widen(d, None, 4), _expand_to(d, 1 << 26))), \
             "load"

@@ -66,8 +66,8 @@ class Pad(torch.nn.Module):
         return torch.zeros(x.shape[0], 3) + x[:, None]
 
 
-def _pad_blob(dim: st.Dim) -> bytes:
-    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: dim}})
+def _pad_blob(dim: st.Dim, rows: int = 4) -> bytes:
+    ep = st.export(Pad(), (torch.randn(rows),), dynamic_shapes={"x": {0: dim}})
     buf = io.BytesIO()
     st.save(ep, buf)
     return buf.getvalue()
@@ -89,14 +89,18 @@ def test_memory_of_open_input_sizes_is_checked_at_call_not_by_graph_guards():
     torch.testing.assert_close(again(x), Pad()(x))
 
 
-def test_memory_of_declared_input_ranges_is_bounded_at_load():
-    # x: up to 2**28 rows: zeros [n, 3] and the sum are 6 GiB at the largest declared size
-    with pytest.raises(st.LoadError, match=r"node 'add'.*over the declared input ranges.*"
-                       r"max_alloc_numel"):
-        st.load(_pad_blob(st.Dim("n", max=1 << 28)))
-    mod = st.load(_pad_blob(st.Dim("n", max=1 << 20))).module()  # 24 MiB at most: loads
-    x = torch.randn(1000)
+def test_declared_ranges_refuse_at_load_only_what_no_size_admits():
+    small = {"max_alloc_numel": 1024}  # 16 KiB alive at most (the program has no weights)
+    # up to 2**28 rows: over the budget from 683 rows on, checked at call
+    mod = st.load(_pad_blob(st.Dim("n", max=1 << 28)), budgets=small).module()
+    x = torch.randn(600)
     torch.testing.assert_close(mod(x), Pad()(x))
+    with pytest.raises(st.InputMismatchError, match=r"s0=700\).*16800 bytes.*node 'add'"):
+        mod(torch.randn(700))
+    # from 2000 rows: over the budget at every declared size, refused at load
+    with pytest.raises(st.LoadError, match=r"node 'add'.*48000 bytes at the smallest "
+                       r"declared input sizes.*max_alloc_numel"):
+        st.load(_pad_blob(st.Dim("n", min=2000, max=4000), 2000), budgets=small)
 
 
 @pytest.mark.parametrize("kind", INPUT_KINDS)
@@ -109,6 +113,6 @@ def test_sizes_from_inputs_and_inside_subgraphs_are_bounded(kind):
         mod(torch.randn(65))
     blob, where = inputs_hostile(kind)
     assert where == "load"
-    with pytest.raises(st.LoadError, match=r"node '\w+'.*bytes over the declared input "
-                       r"ranges.*over the budget \(max_alloc_numel\)"):
+    with pytest.raises(st.LoadError, match=r"node '\w+'.*bytes at the smallest declared "
+                       r"input sizes.*over the budget \(max_alloc_numel\)"):
         st.load(blob)
