@@ -249,8 +249,11 @@ class StaticMemory:
             if isinstance(value, int):
                 lo = hi = value
             else:
-                r = self.env.bounds(value.expr)
-                lo, hi = r.lo, r.hi
+                try:
+                    r = self.env.bounds(value.expr)
+                    lo, hi = r.lo, r.hi
+                except Exception:  # noqa: BLE001 - no bounds known: checked at call
+                    lo, hi = 0, math.inf
             if lo <= self.limit:
                 if hi > self.limit:  # (over only at some declared sizes: checked at call)
                     opened.append((value.expr, node))
