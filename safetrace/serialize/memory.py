@@ -317,7 +317,19 @@ def _bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
         span = _extent(size, stride)
         if span is not None:
             return span * out.dtype.itemsize
-    return _out_bytes(out)
+    return _out_bytes(out) + _workspace(op, args)
+
+
+def _workspace(op: Any, args: Any) -> Any:
+    """Memory an op's kernel takes besides its results: attention's scores and their
+    softmax ([..., L, S] each, in the query's dtype) on the math path."""
+    name = op._opname
+    if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
+            or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
+            not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:
+        return 0
+    q, k = args[0], args[1]
+    return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * q.dtype.itemsize
 
 
 def _out_bytes(out: Any) -> Any:

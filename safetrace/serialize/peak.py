@@ -120,11 +120,14 @@ class CallCheck:
         for name, (i, d, coef, offset) in self.read.items():
             v = leaves[i] if d is None else leaves[i].shape[d]
             binding[name] = (int(v) - offset) // coef
+        worst, where = self.limit, None
         for expr, node in self.items:
             try:
                 need = expr.evaluate(binding)
             except (ArithmeticError, ValueError, TypeError):
                 continue
-            if isinstance(need, (int, float)) and math.isfinite(need) and need > self.limit:
-                raise memory_at_call(node.name, str(node.target), int(need), self.limit,
-                                     binding)
+            if isinstance(need, (int, float)) and math.isfinite(need) and need > worst:
+                worst, where = need, node
+        if where is not None:  # (the largest need, not the first over the budget)
+            raise memory_at_call(where.name, str(where.target), int(worst), self.limit,
+                                 binding)

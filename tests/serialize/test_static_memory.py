@@ -116,3 +116,21 @@ def test_sizes_from_inputs_and_inside_subgraphs_are_bounded(kind):
     with pytest.raises(st.LoadError, match=r"node '\w+'.*bytes at the smallest declared "
                        r"input sizes.*over the budget \(max_alloc_numel\)"):
         st.load(blob)
+
+
+def test_attention_scores_count_though_no_node_returns_them():
+    class Attn(torch.nn.Module):
+        def forward(self, q):
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    ep = st.export(Attn(), (torch.randn(1, 2, 8, 4),),
+                   dynamic_shapes={"q": {2: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    # 4096 bytes alive at most: at n=16 the output is 512 bytes, its scores and their
+    # softmax (2 x [1, 2, 16, 16] floats) another 4096
+    mod = st.load(buf.getvalue(), budgets={"max_alloc_numel": 256}).module()
+    q = torch.randn(1, 2, 8, 4)
+    torch.testing.assert_close(mod(q), Attn()(q))
+    with pytest.raises(st.InputMismatchError, match=r"s0=16\).*scaled_dot_product"):
+        mod(torch.randn(1, 2, 16, 4))
