@@ -80,5 +80,18 @@ def unchecked_inputs(err: ArithmeticError) -> InputMismatchError:
             "ep.describe_contract()), or re-export the program")
 
 
-__all__ = ["bad_file", "over_budget", "refused_call", "bad_source", "truncated",
+def memory_at_call(node: str, target: str, need: int, limit: int,
+                   sizes: dict) -> InputMismatchError:
+    """A loaded program called with sizes at which its tensors would take more memory
+    than the load's budget: refused before running."""
+    shown = ", ".join(f"{k}={v}" for k, v in list(sizes.items())[:8])
+    return InputMismatchError(
+        f"at these input sizes ({shown}) the loaded program would keep {need} bytes of "
+        f"tensors alive at node {node!r} ({target}), over the budget of {limit} bytes (16 * "
+        "max_alloc_numel)",
+        fix=f"pass smaller inputs, or if you trust the file, st.load(path, budgets="
+            f"{{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
+
+
+__all__ = ["memory_at_call", "bad_file", "over_budget", "refused_call", "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

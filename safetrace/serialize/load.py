@@ -93,8 +93,9 @@ class Builder:
             memory.guard_sizes(g, self.max_numel)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
-        memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops).graph(
-            graph, memory.state_of(inputs, state, constants, out_specs))
+        bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract)
+        bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
+                    {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")
@@ -120,7 +121,7 @@ class Builder:
         if size > self.budgets.max_check_code:
             raise fail("contract", f"the input checks are {size} characters of code, over the "
                                    f"budget (max_check_code={self.budgets.max_check_code})")
-        ep._check_fn = _arith_safe(checks)
+        ep._check_fn = _arith_safe(checks, bound.call_check())
         return ep
 
     def _subgraphs(self, graph: torch.fx.Graph) -> None:
@@ -595,14 +596,18 @@ def _check_divisors(e: Any, where: str) -> int:
     return n
 
 
-def _arith_safe(checks: Any) -> Any:
+def _arith_safe(checks: Any, memory_check: Any = None) -> Any:
     """The input checks, with an arithmetic error (a file's `s0 // (s1 - s1)`) reported as
-    an input mismatch rather than escaping as ZeroDivisionError."""
+    an input mismatch rather than escaping as ZeroDivisionError; then the memory the
+    program would take at these sizes, where the declared ranges leave it open."""
     def check_inputs(leaves: list) -> None:
         try:
-            return checks(leaves)
+            out = checks(leaves)
         except ArithmeticError as err:
             raise unchecked_inputs(err) from None
+        if memory_check is not None:
+            memory_check(leaves)
+        return out
 
     check_inputs.__source__ = getattr(checks, "__source__", "")
     return check_inputs

@@ -16,87 +16,272 @@ from __future__ import annotations
 
 import math
 import operator
+import time
 from typing import Any
 
 import torch
 
 from safetrace.errors.load import over_budget
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
+from safetrace.meta.symtypes import torch_env
 from safetrace.rules.registry import RULES
+from safetrace.serialize import peak
+from safetrace.exporter.contract import TensorInput
+from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 _UNKNOWN = object()
+# CPU seconds the analysis of what depends on the inputs may take at one load: past them
+# the rest is left unknown (not refused), so a file cannot make loading slow through it
+ANALYSIS_SECONDS = 1.0
 aten = torch.ops.aten
 # sizes read from a tensor's values: op -> how (see _from_data)
 _ITEM = frozenset((aten.item.default, aten._local_scalar_dense.default))
 
 
 class StaticMemory:
-    """Evaluate the state-and-constant part of a graph, summing its results' bytes."""
+    """Evaluate a whole program's shapes (subgraphs included) and bound what is alive.
 
-    def __init__(self, limit: int, max_ops: int) -> None:
+    The user inputs' shapes are the contract's (symbols ranging over the declared space),
+    the state's and constants' their tensors' own; every other shape is recomputed by
+    safetrace's shape rules in a scratch environment where no undecided question is
+    answered by an example (a rule that would need one leaves its result unknown).  The
+    bytes alive at each point (``peak.py``) are then held to ``limit``: at load where even
+    the smallest declared sizes pass it, at call (``call_check``, with the call's sizes)
+    where only some declared sizes do.
+    """
+
+    def __init__(self, limit: int, max_ops: int, contract: Any = None) -> None:
         self.limit, self.max_ops = limit, max_ops
-        self.total = 0
         self.ops = 0
-        self.over: torch.fx.Node | None = None  # where the sum first passed the limit
+        self.env = _scratch_env(contract)
+        self.contract = contract
+        self.open: list = []  # (bytes expression, node) the declared ranges leave unbounded
+        self._subs: dict = {}  # (subgraph, what it is called with) -> (outputs, candidates)
+        self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
+        self.deadline = math.inf
+        self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
 
-    def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple]) -> None:
+    def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
+              user: dict | None = None) -> None:
         """``tensors``: placeholder name -> (the state or constant tensor it is bound to,
-        whether the program updates it: its values then change from call to call)."""
+        whether the program updates it: its values then change from call to call);
+        ``user``: placeholder name -> the user input's TensorMeta (or symbolic int)."""
+        meta, data = {}, {}
         written = written_inputs(graph)
-        meta: dict = {}   # node -> TensorMeta(s), or the Python value it always computes
-        data: dict = {}   # node -> the real tensor, for placeholders never written
         for node in graph.nodes:
-            if node.op == "placeholder":
-                entry = tensors.get(node.name)
-                if entry is not None:
-                    t, updated = entry
-                    meta[node] = TensorMeta(tuple(t.shape), t.dtype, _CPU)
-                    if node.name not in written and not updated:
-                        data[node] = t
-            elif node.op == "call_function":
-                out = self._node(node, meta, data)
+            if node.op != "placeholder":
+                continue
+            entry = tensors.get(node.name)
+            if entry is not None:
+                t, updated = entry
+                meta[node] = TensorMeta(tuple(t.shape), t.dtype, _CPU)
+                if node.name not in written and not updated:
+                    data[node] = t
+            elif user is not None and node.name in user:
+                value = self._input(user[node.name])
+                if value is not _UNKNOWN:
+                    meta[node] = value
+        previous, ACTIVE.env = ACTIVE.env, self.env
+        self.deadline = time.process_time() + ANALYSIS_SECONDS
+        try:
+            _, candidates = self._run(graph, meta, data, set(user or ()))
+        finally:
+            ACTIVE.env = previous
+        self.check(candidates)
+
+    def _input(self, inp: Any) -> Any:
+        """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
+        symbolic int, or the constant it must equal."""
+        if isinstance(inp, TensorInput):
+            sizes = tuple(self._dim(inp, d, dim) for d, dim in enumerate(inp.dims))
+            if inp.scalar:
+                return sizes[0] if sizes else _UNKNOWN
+            return TensorMeta(sizes, inp.dtype, _CPU)
+        value = getattr(inp, "value", None)
+        return value if isinstance(value, (int, float, bool)) else _UNKNOWN
+
+    def _dim(self, inp: TensorInput, d: int, dim: Any) -> Any:
+        """One input dim's size: its expression, or where that is too complex to reason
+        about, a symbol of its own (no range) that the call check reads off the input."""
+        if isinstance(dim.size, int):
+            return dim.size
+        if _simple(dim.size):
+            return new_symbolic(dim.size, self.env)
+        name = f"d{len(self.opaque)}"
+        leaf = next(i for i, x in enumerate(self.contract.inputs) if x is inp)
+        self.opaque[name] = (leaf, None if inp.scalar else d)
+        return new_symbolic(self.env.new_unbacked(0, None, name=name), self.env)
+
+    def _run(self, graph: torch.fx.Graph, meta: dict, data: dict,
+             inputs: set) -> tuple[Any, list]:
+        """Shapes and bytes of every node of ``graph`` whose placeholders ``meta`` knows;
+        returns (the output's values, or _UNKNOWN, the live-bytes candidates)."""
+        nbytes: dict = {}
+        inner: dict = {}  # control-flow node -> its subgraphs' candidates
+        tainted = {n for n in graph.nodes if n.op == "placeholder" and n.name in inputs}
+        for node in graph.nodes:
+            if node.op == "call_function":
+                if any(a in tainted for a in node.all_input_nodes):
+                    tainted.add(node)
+                    if self.gave_up is not None:
+                        continue
+                    if time.process_time() > self.deadline:
+                        self.gave_up = node
+                        continue
+                if isinstance(node.target, torch._ops.HigherOrderOperator):
+                    out = self._control(node, meta, data, tainted, inner)
+                    size = _UNKNOWN if out is _UNKNOWN else _out_bytes(out)
+                else:
+                    out, size = self._node(node, meta, data, node not in tainted)
                 if out is not _UNKNOWN:
                     meta[node] = out
-        self.check()
+                if size is not _UNKNOWN:
+                    nbytes[node] = size
+        output = next((n for n in graph.nodes if n.op == "output"), None)
+        try:
+            result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
+        except KeyError:
+            result = _UNKNOWN
+        return result, peak.candidates(graph, nbytes, inner)
 
-    def _node(self, node: torch.fx.Node, meta: dict, data: dict) -> Any:
+    def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool) -> tuple:
         target = node.target
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
         except KeyError:
-            return _UNKNOWN  # an input of the program (or an unknown value) is involved
+            return _UNKNOWN, _UNKNOWN  # a value not known (an unknown op's result)
         if not isinstance(target, torch._ops.OpOverload):
-            return _python(target, args)
-        self.ops += 1
-        if self.ops > self.max_ops:
-            raise over_budget(f"node {node.name!r}", f"the program applies more than "
-                              f"{self.max_ops} operators to its own state and constants (their "
-                              "memory is evaluated at load)", "max_static_ops", 2 * self.max_ops)
+            out = _python(target, args, self.env)
+            if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
+                return _UNKNOWN, _UNKNOWN
+            return out, 0
+        if static:  # (evaluating what depends on the inputs costs one rule per node)
+            self.ops += 1
+            if self.ops > self.max_ops:
+                raise over_budget(f"node {node.name!r}", f"the program applies more than "
+                                  f"{self.max_ops} operators to its own state and constants "
+                                  "(their memory is evaluated at load)", "max_static_ops",
+                                  2 * self.max_ops)
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
-            out = _evaluate(target, args, kwargs)
-        if out is _UNKNOWN:
-            return _UNKNOWN
-        self.total += _bytes(target, out, args, kwargs)
-        if self.total > self.limit and self.over is None:
-            self.over = node  # (the sum goes on: the fix names what admits the program)
+            out = self._evaluate(target, args, kwargs)
+        if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
+            return _UNKNOWN, _UNKNOWN
+        return out, _bytes(target, out, args, kwargs)
+
+    def _evaluate(self, op: Any, args: Any, kwargs: dict) -> Any:
+        """The op's result metadata by safetrace's own shape rule, unknown without one or
+        where the rule would have to assume an answer (no example sizes here)."""
+        if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
+            return _sym_query(op, args)
+        guards = len(self.env.guards)
+        out = _evaluate(op, args, kwargs)
+        if len(self.env.guards) != guards:
+            return _UNKNOWN  # (never: the scratch symbols have no hints)
         return out
 
-    def check(self) -> None:
-        if self.over is not None:
+    def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
+                 inner: dict) -> Any:
+        """A cond or while_loop: its subgraphs evaluated with what the call passes them;
+        their live bytes become candidates at this node."""
+        kind = node.target.name()
+        subs = getattr(node.graph, "st_submodules", {})
+
+        def graph_of(a: Any) -> Any:
+            sub = subs.get(a.target) if isinstance(a, torch.fx.Node) and a.op == "get_attr" \
+                else None
+            return None if sub is None else sub.graph
+
+        try:
+            if kind == "cond":
+                operands = list(node.args[3])
+                values = _sub(operands, meta)
+                outs, cands = [], []
+                for a in node.args[1:3]:
+                    out, c = self._call(graph_of(a), operands, values, data, tainted)
+                    outs.append(out)
+                    cands.extend(c)
+                inner[node] = cands
+                same = outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1])
+                return outs[0] if same else _UNKNOWN
+            if kind == "while_loop":
+                carried, extra = list(node.args[2]), list(node.args[3])
+                values = _sub(carried + extra, meta)
+                fresh = {k: v for k, v in data.items() if k not in carried}
+                cands = []
+                for a in node.args[:2]:
+                    out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted)
+                    cands.extend(c)
+                carried_bytes = _out_bytes(values[:len(carried)])
+                inner[node] = [(carried_bytes + c, w) for c, w in cands]
+                if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
+                    return _UNKNOWN
+                return list(out)
+        except KeyError:
+            pass  # an operand not known
+        return _UNKNOWN  # (map and scan: not evaluated)
+
+    def _call(self, graph: Any, operands: list, values: list, data: dict,
+              tainted: set) -> tuple[Any, list]:
+        if graph is None:
+            return _UNKNOWN, []
+        ph = [n for n in graph.nodes if n.op == "placeholder"]
+        written = written_inputs(graph)
+        known = {p: data[a] for p, a in zip(ph, operands)
+                 if isinstance(a, torch.fx.Node) and a in data and p.name not in written}
+        key = (id(graph), _key(values), tuple(sorted(id(t) for t in known.values())))
+        if key not in self._subs:
+            inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
+            self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+        return self._subs[key]
+
+    def check(self, candidates: list) -> None:
+        """Refuse at load what is over the limit at every declared size; what is over it at
+        some sizes only is checked at call (a real model declares ranges whose largest
+        sizes it is never called with: refusing it for them would refuse the model)."""
+        worst, where, opened = 0, None, []
+        for value, node in candidates:
+            if isinstance(value, int):
+                lo = hi = value
+            else:
+                try:
+                    r = self.env.bounds(value.expr)
+                    lo, hi = r.lo, r.hi
+                except Exception:  # noqa: BLE001 - no bounds known: checked at call
+                    lo, hi = 0, math.inf
+            if lo <= self.limit:
+                if hi > self.limit:  # (over only at some declared sizes: checked at call)
+                    opened.append((value.expr, node))
+                continue
+            if lo > worst:
+                worst, where = int(lo), node
+        if worst > self.limit:
+            sizes = "" if all(isinstance(v, int) for v, _ in candidates) else \
+                " at the smallest declared input sizes"
             raise over_budget(
-                f"node {self.over.name!r} ({self.over.target})", f"the tensors the program "
-                f"computes from its own state and constants take {self.total} bytes, "
-                f"{self.limit} allowed (16 * max_alloc_numel bytes)", "max_alloc_numel",
-                -(-self.total // 16))
+                f"node {where.name!r} ({where.target})", f"the tensors alive there take "
+                f"{worst} bytes{sizes}, {self.limit} allowed (16 * max_alloc_numel bytes)",
+                "max_alloc_numel", -(-worst // 16))
+        self.open = peak.prune(opened, self.env)
+
+    def call_check(self) -> Any:
+        """The run-time check of the open bounds (None when there are none)."""
+        if not self.open or self.contract is None:
+            return None
+        return peak.CallCheck(self.open, self.contract, self.limit, self.opaque)
 
 
 _CPU = torch.device("cpu")
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
+# ops whose schema says the result may alias the input but which copy when they must
+# (a non-contiguous input, a dtype change): counted as allocating
+_MAY_COPY = frozenset(("contiguous", "reshape", "reshape_as", "to", "type_as", "flatten",
+                       "_reshape_alias", "clone", "expand_copy", "broadcast_to"))
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
 
 
@@ -107,7 +292,8 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
     if rule is None:
         return _UNKNOWN
     if any(str(r.real_type) != "Tensor" for r in op._schema.returns) and any(
-            isinstance(t, TensorMeta) and max(t.shape, default=0) > _MAX_RESULTS
+            isinstance(t, TensorMeta) and max((x for x in t.shape if isinstance(x, int)),
+                                              default=0) > _MAX_RESULTS
             for t in _leaves((args, kwargs))):
         return _UNKNOWN
     try:
@@ -120,22 +306,115 @@ def _bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
     """What the op allocates for its results: views of inputs (a schema alias) nothing,
     a strided result the storage its strides span."""
     returns = op._schema.returns
-    if returns and all(r.alias_info is not None for r in returns):
+    if returns and all(r.alias_info is not None for r in returns) and \
+            op._opname not in _MAY_COPY:
         return 0
     if op._opname in _STRIDED and isinstance(out, TensorMeta):
         size = args[1] if len(args) > 1 else kwargs.get("size")
         stride = args[2] if len(args) > 2 else kwargs.get("stride")
         if op._opname == "empty_strided":
             size, stride = args[0] if args else kwargs.get("size"), size
-        return _extent(size, stride) * out.dtype.itemsize
-    return sum(math.prod(t.shape) * t.dtype.itemsize for t in _leaves(out)
-               if isinstance(t, TensorMeta) and all(isinstance(x, int) for x in t.shape))
+        span = _extent(size, stride)
+        if span is not None:
+            return span * out.dtype.itemsize
+    return _out_bytes(out) + _workspace(op, args)
 
 
-def _extent(size: Any, stride: Any) -> int:
+def _workspace(op: Any, args: Any) -> Any:
+    """Memory an op's kernel takes besides its results: attention's scores and their
+    softmax ([..., L, S] each, in the query's dtype) on the math path."""
+    name = op._opname
+    if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
+            or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
+            not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:
+        return 0
+    q, k = args[0], args[1]
+    return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * q.dtype.itemsize
+
+
+def _out_bytes(out: Any) -> Any:
+    """Bytes of the tensors in ``out`` (an int, or a symbolic int of the input sizes)."""
+    total: Any = 0
+    for t in _leaves(out):
+        if isinstance(t, TensorMeta):
+            total = total + math.prod(t.shape) * t.dtype.itemsize
+    return total
+
+
+def _sizes(value: Any) -> list:
+    """The symbolic ints in a value (a number, a TensorMeta's shape, a list of them)."""
+    out = []
+    for t in _leaves(value):
+        for x in (t.shape if isinstance(t, TensorMeta) else (t,)):
+            if hasattr(x, "expr") and isinstance(x, torch.SymInt):
+                out.append(x)
+    return out
+
+
+def _key(value: Any) -> tuple:
+    """What identifies a value's metadata (shapes, dtypes, numbers), hashable."""
+    return tuple((tuple(str(x) for x in t.shape), t.dtype) if isinstance(t, TensorMeta)
+                 else (type(t).__name__, str(t)) for t in _leaves(value))
+
+
+def _sym_query(op: Any, args: Any) -> Any:
+    t = args[0] if args else None
+    if not isinstance(t, TensorMeta):
+        return _UNKNOWN
+    if op._opname == "sym_size" and len(args) > 1 and isinstance(args[1], int) and \
+            -len(t.shape) <= args[1] < len(t.shape):
+        return t.shape[args[1]]
+    if op._opname == "sym_numel":
+        return math.prod(t.shape)
+    return _UNKNOWN
+
+
+_MAX_EXPR = 48  # nodes of a size expression the analysis works with (beyond: unknown)
+_MAX_DIVS = 6   # floor divisions and modulos in one (the engine's cost grows fast in them)
+
+
+def _simple(e: Any) -> bool:
+    """Whether ``e`` is small enough for the engine to answer questions about it fast (a
+    file's size expressions are its author's: a product of 40 floor divisions would take
+    the simplifier minutes)."""
+    n, divs, stack, seen = 0, 0, [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        n += 1
+        divs += x.op in ("floordiv", "mod")
+        if n > _MAX_EXPR or divs > _MAX_DIVS:
+            return False
+        stack.extend(x.args)
+    return True
+
+
+def _scratch_env(contract: Any) -> Any:
+    """An env of the contract's symbols, each ranging over its declared range with no
+    example value (an undecided question then raises instead of being assumed), and its
+    residual conditions as facts."""
+    env = torch_env()
+    if contract is None:
+        return env
+    for s in contract.symbols:
+        env.new_unbacked(s.lo if s.lo is not None else (0 if s.backed else None), s.hi,
+                         name=s.name)
+    for c in contract.conditions:
+        if not _simple(c.cond):
+            continue
+        try:
+            env.add_fact(c.cond)
+        except Exception:  # noqa: BLE001 - a fact the engine cannot take: not assumed
+            pass
+    return env
+
+
+def _extent(size: Any, stride: Any) -> int | None:
     if not isinstance(size, (list, tuple)) or not isinstance(stride, (list, tuple)) or \
             not all(isinstance(x, int) for x in (*size, *stride)):
-        return 0
+        return None  # (symbolic: counted as the result's size)
     if any(x == 0 for x in size):
         return 0
     return 1 + sum((x - 1) * abs(st) for x, st in zip(size, stride))
@@ -166,22 +445,25 @@ def _leaves(value: Any) -> list:
     return out
 
 
-def _python(fn: Any, args: Any) -> Any:
-    """Arithmetic of known numbers (a size computed from a constant's value), and an
-    element of a known result."""
+def _python(fn: Any, args: Any, env: Any = None) -> Any:
+    """Arithmetic of known numbers (a size computed from a constant's value, or from the
+    inputs' symbolic sizes), and an element of a known result."""
     if fn is operator.getitem and isinstance(args[0], (list, tuple)) and \
             isinstance(args[1], int) and -len(args[0]) <= args[1] < len(args[0]):
         return args[0][args[1]]
     name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', '')}"
     rule = CALLABLES.get(name.replace("_operator.", "operator."))
+    sym = env.int_cls if env is not None else ()
     if rule is None or rule[2] != NUMERIC or not all(
-            isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a) < 1 << 64
-            for a in args):
+            isinstance(a, sym) or (isinstance(a, (int, float)) and not isinstance(a, bool)
+                                   and abs(a) < 1 << 64) for a in args):
         return _UNKNOWN
     try:
         out = fn(*args)
-    except (ArithmeticError, ValueError, TypeError):
+    except Exception:  # noqa: BLE001 - invalid, or a question the sizes leave open
         return _UNKNOWN
+    if isinstance(out, sym):
+        return out
     return out if isinstance(out, (int, float)) and not isinstance(out, bool) else _UNKNOWN
 
 

@@ -26,6 +26,7 @@ import mmap
 import os
 import stat
 import struct
+import threading
 from typing import Any
 
 import torch
@@ -240,6 +241,8 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
 
 
 _STREAM_PIECE = 1 << 24
+READ_THREADS = min(4, os.cpu_count() or 1)  # threads reading a large file's data at once
+_THREAD_MIN = 64 << 20  # bytes each of them reads at least
 _IOV_MAX = 1024
 _PREAD_MAX = 1 << 30
 
@@ -285,14 +288,59 @@ def _memory_of(t: torch.Tensor) -> memoryview:
 
 def _preadv_all(fd: int, base: int, pieces: list, where: str) -> None:
     """Read the file's data at ``base + offset`` straight into each tensor (in file order:
-    the pieces tile the data, so consecutive ones are read by one call)."""
-    i = 0
+    the pieces tile the data, so consecutive ones are read by one call); large data is
+    read by a few threads at once, each its own part of the file (``os.preadv`` releases
+    the GIL: the copies out of the page cache run on as many cores)."""
     views = [(off, _memory_of(t)) for off, t in pieces]
+    total = sum(v.nbytes for _, v in views)
+    k = min(READ_THREADS, max(1, total // _THREAD_MIN))
+    if k <= 1:
+        _read_views(fd, base, views, where)
+        return
+    parts, errors = _split(views, -(-total // k)), []
+
+    def run(part: list) -> None:
+        try:
+            _read_views(fd, base, part, where)
+        except BaseException as err:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in parts[1:]]
+    for t in threads:
+        t.start()
+    run(parts[0])
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _split(views: list, size: int) -> list[list]:
+    """``views`` ((file offset, memoryview) in file order) cut into parts of about
+    ``size`` bytes each (a view cut where a part ends)."""
+    parts, part, filled = [], [], 0
+    for off, v in views:
+        while v.nbytes:
+            take = min(v.nbytes, size - filled)
+            part.append((off, v[:take]))
+            off, v, filled = off + take, v[take:], filled + take
+            if filled == size:
+                parts.append(part)
+                part, filled = [], 0
+    if part:
+        parts.append(part)
+    return parts
+
+
+def _read_views(fd: int, base: int, views: list, where: str) -> None:
+    i = 0
     while i < len(views):
         offset = views[i][0]
         batch, total = [], 0
         while i + len(batch) < len(views) and len(batch) < _IOV_MAX and total < _PREAD_MAX:
-            v = views[i + len(batch)][1]
+            off, v = views[i + len(batch)]
+            if off != offset + total:
+                break  # (not contiguous in the file: a new call)
             batch.append(v)
             total += v.nbytes
         done = 0

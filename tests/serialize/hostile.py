@@ -507,6 +507,14 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
              match="max_alloc_numel")
         blob(al, f"control_{kind}", lambda kind=kind: hostile_static.base(kind),
              expect="bounded")
+    # sizes of the inputs over widened declared ranges, and constants inside cond and
+    # while_loop subgraphs (each base loads and runs untouched)
+    for kind in hostile_static.INPUT_KINDS:
+        hostile_static.inputs_base(kind)
+        blob(al, f"inputs_{kind}", lambda kind=kind: hostile_static.inputs_hostile(kind)[0],
+             expect=hostile_static.inputs_hostile(kind)[1], match="max_alloc_numel")
+        blob(al, f"control_inputs_{kind}", lambda kind=kind: hostile_static.inputs_base(kind),
+             expect="bounded")
     hostile_static.counter_base()
     blob(al, "updated_buffer_item_zeros_256gib", hostile_static.counter_hostile, expect="call",
          match="max_alloc_numel")

@@ -212,3 +212,89 @@ def many_conds(n: int = 2000) -> bytes:
     doc["nodes"] = nodes[:first] + chain + [out]
     doc["subgraphs"] = subs
     return pack(doc, tensors)
+
+
+class FromInputs(torch.nn.Module):
+    """Tensors sized by the inputs (and constants, inside control flow): the hostile files
+    widen the declared ranges, the sizes the graph asks for, or the constants."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.c = torch.ones(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k = self.kind
+        if k == "outer":
+            return x + (x[:, None] * x[None, :]).sum()
+        if k == "expand":
+            return x + x.unsqueeze(0).expand(8, x.shape[0]).contiguous().sum()
+        if k == "cond_outer":
+            return torch.cond(x.sum() > 0, lambda x: x + (x[:, None] * x[None, :]).sum(),
+                              lambda x: x - 1, (x,))
+        if k == "cond_constant":
+            c = self.c
+            return torch.cond(x.sum() > 0, lambda x, c: x + (c[:, None] * c[None, :]).sum(),
+                              lambda x, c: x - c.sum(), (x, c))
+        if k == "loop_constant":
+            c = self.c
+
+            def cond(i: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+                return i < 3
+
+            def body(i: torch.Tensor, y: torch.Tensor) -> tuple:
+                return i + 1, y + (c[:, None] * c[None, :]).sum()
+
+            return torch._higher_order_ops.while_loop(cond, body, (torch.tensor(0), x))[1]
+        raise ValueError(k)
+
+
+INPUT_KINDS = ("outer", "expand", "cond_outer", "cond_constant", "loop_constant")
+
+
+@functools.lru_cache(maxsize=None)
+def inputs_base(kind: str) -> bytes:
+    ep = st.export(FromInputs(kind), (torch.randn(4),),
+                   dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return buf.getvalue()
+
+
+def _widen(doc: dict, hi: Any, lo: int | None = None) -> None:
+    """The declared range of the input's size up to ``hi`` (None: unbounded), from
+    ``lo`` if given."""
+    for s in [*doc["symbols"], *doc["contract"]["symbols"]]:
+        s["hi"] = hi
+        if lo is not None:
+            s["lo"] = lo
+            s["hint"] = max(s.get("hint", lo), lo) if "hint" in s else None
+            if s["hint"] is None:
+                del s["hint"]
+    for r in doc["range_constraints"]:
+        r[2] = hi
+        if lo is not None:
+            r[1] = lo
+
+
+def _expand_to(doc: dict, rows: int) -> None:
+    node = next(n for n in doc["nodes"] if n.get("target", "").endswith("expand.default"))
+    node["args"][1]["list"][0] = rows
+
+
+def inputs_hostile(kind: str) -> tuple[bytes, str]:
+    """The base of ``kind`` made to ask for at least 1 GiB, and where it must be refused:
+    ``load`` (the declared ranges bound it) or ``call`` (a range is open: refused at the
+    first call's sizes)."""
+    b = inputs_base(kind)
+    if kind in ("outer", "cond_outer"):  # n from 2**16: [n, n] floats are 16 GiB and more
+        return replaced(b, {}, lambda d: _widen(d, 1 << 20, 1 << 16)), "load"
+    if kind == "expand":  # 2**26 copies of x, n from 4 up, unbounded: 1 GiB and more
+        return replaced(b, {}, lambda d: (_widen(d, None, 4), _expand_to(d, 1 << 26))), \
+            "load"
+    # a 256 KB constant's outer product inside a subgraph: 16 GiB (the loop's export
+    # lifted c[None, :] as a constant of its own)
+    big = {"constant:c_c": torch.ones(1 << 16)}
+    if kind == "loop_constant":
+        big["constant:c_lifted_tensor_1"] = torch.ones(1, 1 << 16)
+    return replaced(b, big), "load"

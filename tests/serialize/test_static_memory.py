@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import (KINDS, Consts, Counter, base, counter_base,
-                                            counter_hostile, hostile)
+from tests.serialize.hostile_static import (INPUT_KINDS, KINDS, Consts, Counter, FromInputs,
+                                            base, counter_base, counter_hostile, hostile,
+                                            inputs_base, inputs_hostile)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -60,15 +61,76 @@ def test_guards_survive_a_second_save_and_load():
     torch.testing.assert_close(again(torch.ones(2)), Counter()(torch.ones(2)))
 
 
-def test_sizes_of_the_inputs_get_no_guard():
-    class Pad(torch.nn.Module):
-        def forward(self, x):
-            return torch.zeros(x.shape[0], 3) + x[:, None]
+class Pad(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(x.shape[0], 3) + x[:, None]
 
-    ep = st.export(Pad(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+
+def _pad_blob(dim: st.Dim, rows: int = 4) -> bytes:
+    ep = st.export(Pad(), (torch.randn(rows),), dynamic_shapes={"x": {0: dim}})
     buf = io.BytesIO()
     st.save(ep, buf)
-    loaded = st.load(buf.getvalue(), budgets={"max_alloc_numel": 16})
+    return buf.getvalue()
+
+
+def test_memory_of_open_input_sizes_is_checked_at_call_not_by_graph_guards():
+    loaded = st.load(_pad_blob(st.Dim("n")), budgets={"max_alloc_numel": 16})
     assert not [n for n in loaded.graph.nodes if "max_alloc_numel" in str(n.args)]
-    x = torch.randn(100)  # 300 elements: over 4 * 16, but sized by the caller's input
-    torch.testing.assert_close(loaded.module()(x), Pad()(x))
+    mod = loaded.module()
+    for n in (0, 1, 5):  # 5 rows: zeros [5, 3] and the sum, 120 bytes of the 256 allowed
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), Pad()(x))
+    with pytest.raises(st.InputMismatchError, match=r"(?s)s0=100\).*2400 bytes.*node 'add'"
+                       r".*max_alloc_numel") as info:
+        mod(torch.randn(100))
+    need = int(info.value.fix.rsplit(": ", 1)[1].rstrip("})"))
+    again = st.load(_pad_blob(st.Dim("n")), budgets={"max_alloc_numel": need}).module()
+    x = torch.randn(100)  # the fix admits exactly this call
+    torch.testing.assert_close(again(x), Pad()(x))
+
+
+def test_declared_ranges_refuse_at_load_only_what_no_size_admits():
+    small = {"max_alloc_numel": 1024}  # 16 KiB alive at most (the program has no weights)
+    # up to 2**28 rows: over the budget from 683 rows on, checked at call
+    mod = st.load(_pad_blob(st.Dim("n", max=1 << 28)), budgets=small).module()
+    x = torch.randn(600)
+    torch.testing.assert_close(mod(x), Pad()(x))
+    with pytest.raises(st.InputMismatchError, match=r"s0=700\).*16800 bytes.*node 'add'"):
+        mod(torch.randn(700))
+    # from 2000 rows: over the budget at every declared size, refused at load
+    with pytest.raises(st.LoadError, match=r"node 'add'.*48000 bytes at the smallest "
+                       r"declared input sizes.*max_alloc_numel"):
+        st.load(_pad_blob(st.Dim("n", min=2000, max=4000), 2000), budgets=small)
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+def test_sizes_from_inputs_and_inside_subgraphs_are_bounded(kind):
+    mod = st.load(inputs_base(kind)).module()
+    for n in (0, 1, 7, 64):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), FromInputs(kind)(x))
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(65))
+    blob, where = inputs_hostile(kind)
+    assert where == "load"
+    with pytest.raises(st.LoadError, match=r"node '\w+'.*bytes at the smallest declared "
+                       r"input sizes.*over the budget \(max_alloc_numel\)"):
+        st.load(blob)
+
+
+def test_attention_scores_count_though_no_node_returns_them():
+    class Attn(torch.nn.Module):
+        def forward(self, q):
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    ep = st.export(Attn(), (torch.randn(1, 2, 8, 4),),
+                   dynamic_shapes={"q": {2: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    # 4096 bytes alive at most: at n=16 the output is 512 bytes, its scores and their
+    # softmax (2 x [1, 2, 16, 16] floats) another 4096
+    mod = st.load(buf.getvalue(), budgets={"max_alloc_numel": 256}).module()
+    q = torch.randn(1, 2, 8, 4)
+    torch.testing.assert_close(mod(q), Attn()(q))
+    with pytest.raises(st.InputMismatchError, match=r"s0=16\).*scaled_dot_product"):
+        mod(torch.randn(1, 2, 16, 4))

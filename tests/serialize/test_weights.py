@@ -201,3 +201,39 @@ def test_a_loaded_program_runs_on_its_own_weights_without_another_copy():
     ep2 = st.load(graph_only.getvalue(), weights=mine)
     ep2.module()(torch.tensor([1, 2]))
     assert torch.equal(mine["count"], torch.zeros(4))  # the caller's tensor: never written
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+def test_weights_read_by_several_threads_are_exact(tmp_path, monkeypatch, threads):
+    from safetrace.serialize import tensorfile
+
+    # parts of 1 KiB: every thread's part starts and ends inside some tensor
+    monkeypatch.setattr(tensorfile, "READ_THREADS", threads)
+    monkeypatch.setattr(tensorfile, "_THREAD_MIN", 1 << 10)
+
+    class Odd(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            g = torch.Generator().manual_seed(0)
+            self.a = torch.nn.Parameter(torch.randn(37, 29, generator=g))
+            self.b = torch.nn.Parameter(torch.randn(3, generator=g, dtype=torch.float64))
+            self.register_buffer("c", torch.randint(0, 9, (1000,), generator=g))
+            self.register_buffer("d", torch.randn(5, 7, generator=g).to(torch.bfloat16))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x @ self.a + self.b.float().sum() + self.c.sum() + self.d.float().sum()
+
+    model = Odd()
+    ep = st.export(model, (torch.randn(2, 37),))
+    path = str(tmp_path / "m.st")
+    st.save(ep, path)
+    loaded = st.load(path)
+    for k, v in model.state_dict().items():
+        assert torch.equal(loaded.state_dict[k], v), k
+    x = torch.randn(2, 37)
+    torch.testing.assert_close(loaded.module()(x), model(x))
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:  # cut inside the last thread's part
+        f.truncate(size - 100)
+    with pytest.raises(st.LoadError, match="truncated|ended|past"):
+        st.load(path)

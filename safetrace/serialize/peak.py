@@ -1,0 +1,133 @@
+"""The bytes a graph's tensors keep alive at once, over the sizes its inputs may take.
+
+``candidates`` walks a graph in order: each allocating node adds its result's bytes, a
+tensor is freed after the last use of it or of any view of it (an op that allocates
+nothing may alias any of its inputs), and the live sum after every allocation is a
+candidate for the peak (with a control-flow node's subgraphs' own peaks on top of what is
+alive around them).  Sizes are ints or symbolic ints of the input sizes; ``prune`` drops
+candidates another provably dominates, and ``CallCheck`` evaluates what the declared
+ranges leave open with the sizes of each call, before the graph runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import memory_at_call
+
+MAX_OPEN = 64  # open candidates kept after pruning (the rest become one max expression)
+
+
+def candidates(graph: torch.fx.Graph, nbytes: dict, inner: dict) -> list[tuple[Any, Any]]:
+    """(live bytes, node) after each allocation of ``graph``; ``nbytes``: node -> bytes
+    of what it allocates (absent: unknown, counted as a view), ``inner``: control-flow node
+    -> its subgraphs' candidates."""
+    nodes = list(graph.nodes)
+    order = {n: i for i, n in enumerate(nodes)}
+    end = len(nodes)
+    owners: dict = {}
+    last: dict = {}
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        b = nbytes.get(n)
+        if b is not None and not (isinstance(b, int) and b == 0):
+            own = {n}
+        else:  # a view, a Python value or unknown: keeps alive what it may alias
+            own = set()
+            for a in n.all_input_nodes:
+                own |= owners.get(a, set())
+        owners[n] = own
+        use = max((end if u.op == "output" else order[u] for u in n.users), default=order[n])
+        for o in own:
+            last[o] = max(last.get(o, 0), use)
+    frees = defaultdict(list)
+    for o, i in last.items():
+        frees[i].append(o)
+    live: Any = 0
+    out: list = []
+    for n in nodes:
+        if n.op != "call_function":
+            continue
+        for c, where in inner.get(n, ()):
+            out.append((live + c, where))
+        if owners[n] == {n}:
+            live = live + nbytes[n]
+            out.append((live, n))
+        for o in frees.get(order[n], ()):
+            live = live - nbytes[o]
+    return _distinct(out)
+
+
+def _distinct(items: list) -> list:
+    """The largest int candidate and one of each distinct symbolic one."""
+    best, seen, out = None, set(), []
+    for value, node in items:
+        if isinstance(value, int):
+            if best is None or value > best[0]:
+                best = (value, node)
+            continue
+        key = value.expr
+        if key not in seen:
+            seen.add(key)
+            out.append((value, node))
+    return ([best] if best is not None else []) + out
+
+
+def prune(opened: list, env: Any) -> list:
+    """Drop each open candidate that another kept one provably bounds from above."""
+    kept: list = []
+    for expr, node in opened:
+        if any(_at_least(env, k, expr) for k, _ in kept):
+            continue
+        kept = [(k, w) for k, w in kept if not _at_least(env, expr, k)]
+        kept.append((expr, node))
+        if len(kept) > 4 * MAX_OPEN:
+            break
+    return kept[:MAX_OPEN] if len(kept) <= MAX_OPEN else kept
+
+
+def _at_least(env: Any, a: Any, b: Any) -> bool:
+    try:
+        return env.bounds(a - b).lo >= 0
+    except Exception:  # noqa: BLE001 - not provable
+        return False
+
+
+class CallCheck:
+    """Refuse a call whose input sizes would make the program keep more than ``limit``
+    bytes alive (InputMismatchError naming the node and the budget), before it runs."""
+
+    def __init__(self, opened: list, contract: Any, limit: int, opaque: dict) -> None:
+        self.limit = limit
+        # symbol -> (leaf index, dim or None, coef, offset)
+        self.read: dict = {k: (i, d, 1, 0) for k, (i, d) in opaque.items()}
+        for i, inp in enumerate(contract.inputs):
+            for d, dim in enumerate(getattr(inp, "dims", ()) or ()):
+                if dim.symbol is None or dim.kind not in ("bind", "derived") or (
+                        dim.kind == "derived" and dim.symbol in self.read):
+                    continue  # (a symbol is read where it is bound, else derived)
+                at = None if getattr(inp, "scalar", False) else d
+                self.read[dim.symbol] = (i, at, dim.coef, dim.offset)
+        self.items = [(e, n) for e, n in opened if e.free_symbols <= self.read.keys()]
+
+    def __call__(self, leaves: list) -> None:
+        binding = {}
+        for name, (i, d, coef, offset) in self.read.items():
+            v = leaves[i] if d is None else leaves[i].shape[d]
+            binding[name] = (int(v) - offset) // coef
+        worst, where = self.limit, None
+        for expr, node in self.items:
+            try:
+                need = expr.evaluate(binding)
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            if isinstance(need, (int, float)) and math.isfinite(need) and need > worst:
+                worst, where = need, node
+        if where is not None:  # (the largest need, not the first over the budget)
+            raise memory_at_call(where.name, str(where.target), int(worst), self.limit,
+                                 binding)
