@@ -267,3 +267,71 @@ def where_scalar_self(cond: Any, x: Any, other: Any) -> Any:
         not (other.dtype.is_floating_point or other.dtype.is_complex) else other.dtype
     return aten.where.self(cond, aten.full.default([], x, dtype=dtype, device=other.device),
                            other)
+
+
+def _nearest(vec: Any) -> Callable:
+    def upsample_nearest(x: Any, output_size: Any, *scales: Any) -> Any:
+        """``.default(x, size, scales...)`` as the core ``.vec``: with no scales, the same
+        call on the size (the scales then come from the sizes in both); with every scale,
+        ``.vec`` on the scales (which computes the size as ``floor(in * scale)``, as the
+        caller did); a mix is kept as it is."""
+        given = [s for s in scales if s is not None]
+        if not given:
+            return vec(x, list(output_size), None)
+        if len(given) == x.dim() - 2:
+            return vec(x, None, list(given))
+        return vec.overloadpacket.default(x, output_size, *scales)
+    return upsample_nearest
+
+
+for _d in (1, 2, 3):
+    _packet = getattr(aten, f"upsample_nearest{_d}d")
+    TABLE[_packet.default] = _nearest(_packet.vec)
+
+
+@_register(aten.embedding_bag.default, aten.embedding_bag.padding_idx)
+def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
+                  mode: int = 0, sparse: bool = False, per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: Any = None) -> Any:
+    """The wrapper's call of the core ``_embedding_bag`` (a negative padding index counts
+    from the end, none is -1); indices and offsets in their common integer type."""
+    if padding_idx is None:
+        padding_idx = -1
+    elif padding_idx < 0:
+        padding_idx = padding_idx + weight.shape[0]
+    index = torch.promote_types(indices.dtype, offsets.dtype)
+    if indices.dtype != index:
+        indices = aten._to_copy.default(indices, dtype=index)
+    if offsets.dtype != index:
+        offsets = aten._to_copy.default(offsets, dtype=index)
+    return aten._embedding_bag.default(weight, indices, offsets, scale_grad_by_freq, mode,
+                                       sparse, per_sample_weights, include_last_offset,
+                                       padding_idx)
+
+
+@_register(aten.unbind.int)
+def unbind(x: Any, dim: int = 0) -> Any:
+    n = x.shape[dim]
+    if not isinstance(n, int):  # the number of results would depend on the size: kept
+        return aten.unbind.int(x, dim)
+    return [aten.select.int(x, dim, i) for i in range(n)]
+
+
+def _tri_indices(upper: bool) -> Callable:
+    def indices(row: Any, col: Any, offset: int = 0, *, dtype: Any = None, layout: Any = None,
+                device: Any = None, pin_memory: Any = None) -> Any:
+        """Of sizes known at export: the index pairs as a constant (torch has no core form
+        of these; its run_decompositions keeps the operator)."""
+        op = aten.triu_indices.default if upper else aten.tril_indices.default
+        if not all(isinstance(v, int) for v in (row, col, offset)):
+            return op(row, col, offset, dtype=dtype, layout=layout, device=device,
+                      pin_memory=pin_memory)
+        pairs = [(i, j) for i in range(row) for j in range(col)
+                 if (j - i >= offset if upper else j - i <= offset)]
+        rows = [[i for i, _ in pairs], [j for _, j in pairs]]  # (2, n), also for n == 0
+        return torch.tensor(rows, dtype=torch.long if dtype is None else dtype, device=device)
+    return indices
+
+
+TABLE[aten.triu_indices.default] = _tri_indices(True)
+TABLE[aten.tril_indices.default] = _tri_indices(False)
