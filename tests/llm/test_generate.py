@@ -59,12 +59,12 @@ FAMILIES = {
 }
 
 
-def tiny(kind: str) -> torch.nn.Module:
+def tiny(kind: str, **overrides) -> torch.nn.Module:
     config_cls, model_cls, config = FAMILIES[kind]
     torch.manual_seed(0)
     cfg = getattr(transformers, config_cls)(vocab_size=VOCAB, initializer_range=0.2,
                                             bos_token_id=0, eos_token_id=None, pad_token_id=0,
-                                            **config)
+                                            **dict(config, **overrides))
     model = getattr(transformers, model_cls)(cfg).eval()
     model.generation_config.eos_token_id = None
     return model
