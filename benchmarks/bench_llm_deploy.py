@@ -6,7 +6,7 @@ Columns: the export (seconds); greedy tokens of ``ep.module()`` against eager ``
 (AOTInductor) and ``st.to_executorch`` (the ExecuTorch runtime), whether the artifact is
 made and whether its first call (the prefill of the 7-token prompt) gives eager's logits.
 
-Run: .venv/bin/python benchmarks/bench_llm_deploy.py [llama gemma2 gpt2 ...]
+Run: .venv/bin/python benchmarks/bench_llm_deploy.py [--no-aoti] [llama gemma2 gpt2 ...]
 (tiny configs with random weights, built at run time; AOTInductor compiles take ~1-2 min.)
 """
 
@@ -44,20 +44,38 @@ def _close(got, want) -> str:
         else "MISMATCH"
 
 
+def _fails(exc: Exception) -> str:
+    return f"fails ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:60]})"
+
+
 def _try(fn) -> str:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - the cell names the failure
-        return f"fails ({type(exc).__name__}: {str(exc).splitlines()[0][:60]})"
+        return _fails(exc)
 
 
-def row(kind: str, tmp: str) -> list[str]:
-    model = G.tiny(kind)
+# a family with a config setting: mixtral's default experts (grouped_mm) call torch.histc and
+# transformers' own grouped_mm_fallback op, which neither ExecuTorch nor ONNX has; batched_mm
+# gathers each token's expert weights (static shapes, core ops)
+VARIANTS = {"mixtral_batched_mm": ("mixtral", {"experts_implementation": "batched_mm"})}
+
+
+def row(kind: str, tmp: str, aoti_on: bool = True) -> list[str]:
+    family, overrides = VARIANTS.get(kind, (kind, {}))
+    model = G.tiny(family, **overrides)
     t0 = time.perf_counter()
-    ep = _export(model)
+    try:
+        ep = _export(model)
+    except Exception as exc:  # noqa: BLE001 - the row names the failure
+        return [kind, "-", _fails(exc), "no", "-", "-", "-", "-"]
     secs = time.perf_counter() - t0
+    ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()
+              if str(k) in ep.dim_names}  # (OPT's 0-d position tensor: an unbacked size)
+    seq1 = "yes" if ranges.get("seq", (None,))[0] == 1 else f"NARROWED {ranges}"
     prompt = torch.randint(0, G.VOCAB, (1, 7))
-    same = G.static_tokens(ep.module(), prompt) == G.eager_tokens(model, prompt)
+    same = _try(lambda: "identical" if G.static_tokens(ep.module(), prompt) ==
+                G.eager_tokens(model, prompt) else "DIFFER")
     ids, pos = prompt, torch.arange(7)
     with torch.no_grad():
         want = model(prompt).logits
@@ -71,10 +89,14 @@ def row(kind: str, tmp: str) -> list[str]:
         return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
 
     def aoti() -> str:
+        if not aoti_on:
+            return "not run"
+        t = time.perf_counter()
         pkg = st.to_aoti(ep, f"{tmp}/{kind}.pt2")
+        took = time.perf_counter() - t
         runner = torch._inductor.aoti_load_package(pkg)
         with torch.no_grad():
-            return _close(runner(input_ids=ids, cache_position=pos), want)
+            return f"{_close(runner(input_ids=ids, cache_position=pos), want)} ({took:.0f} s)"
 
     def executorch() -> str:
         from executorch.runtime import Runtime
@@ -83,18 +105,23 @@ def row(kind: str, tmp: str) -> list[str]:
         method = Runtime.get().load_program(path).load_method("forward")
         return _close(method.execute([ids, pos])[0], want)
 
-    return [kind, f"{secs:.2f}", "identical" if same else "DIFFER", _try(onnx), _try(aoti),
-            _try(executorch)]
+    # one program: the same ep.module() ran the prefill and every decode step above
+    one = "no" if same.startswith("fails") else "yes"
+    return [kind, f"{secs:.2f}", seq1, one, same,
+            _try(executorch), _try(onnx), _try(aoti)]
 
 
 def main(kinds: list[str]) -> None:
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
-    print("| model | export s | 20 tokens vs eager | ONNX | AOTInductor | ExecuTorch |")
-    print("|---|---|---|---|---|---|")
+    aoti_on = "--no-aoti" not in kinds
+    kinds = [k for k in kinds if not k.startswith("--")]
+    print("| model | export s | prefill seq>=1 | one program | 20 tokens vs eager | ExecuTorch "
+          "| ONNX | AOTInductor (compile s) |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for kind in kinds or ["llama", "gemma2", "gpt2"]:
-            print("| " + " | ".join(row(kind, tmp)) + " |", flush=True)
+            print("| " + " | ".join(row(kind, tmp, aoti_on)) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -267,3 +267,172 @@ def where_scalar_self(cond: Any, x: Any, other: Any) -> Any:
         not (other.dtype.is_floating_point or other.dtype.is_complex) else other.dtype
     return aten.where.self(cond, aten.full.default([], x, dtype=dtype, device=other.device),
                            other)
+
+
+def _nearest(vec: Any) -> Callable:
+    def upsample_nearest(x: Any, output_size: Any, *scales: Any) -> Any:
+        """``.default(x, size, scales...)`` as the core ``.vec``: with no scales, the same
+        call on the size (the scales then come from the sizes in both); with every scale,
+        ``.vec`` on the scales (which computes the size as ``floor(in * scale)``, as the
+        caller did); a mix is kept as it is."""
+        given = [s for s in scales if s is not None]
+        if not given:
+            return vec(x, list(output_size), None)
+        if len(given) == x.dim() - 2:
+            return vec(x, None, list(given))
+        return vec.overloadpacket.default(x, output_size, *scales)
+    return upsample_nearest
+
+
+for _d in (1, 2, 3):
+    _packet = getattr(aten, f"upsample_nearest{_d}d")
+    TABLE[_packet.default] = _nearest(_packet.vec)
+
+
+@_register(aten.embedding_bag.default, aten.embedding_bag.padding_idx)
+def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
+                  mode: int = 0, sparse: bool = False, per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: Any = None) -> Any:
+    """The wrapper's call of the core ``_embedding_bag`` (a negative padding index counts
+    from the end, none is -1); indices and offsets in their common integer type."""
+    if padding_idx is None:
+        padding_idx = -1
+    elif padding_idx < 0:
+        padding_idx = padding_idx + weight.shape[0]
+    index = torch.promote_types(indices.dtype, offsets.dtype)
+    if indices.dtype != index:
+        indices = aten._to_copy.default(indices, dtype=index)
+    if offsets.dtype != index:
+        offsets = aten._to_copy.default(offsets, dtype=index)
+    return aten._embedding_bag.default(weight, indices, offsets, scale_grad_by_freq, mode,
+                                       sparse, per_sample_weights, include_last_offset,
+                                       padding_idx)
+
+
+@_register(aten.unbind.int)
+def unbind(x: Any, dim: int = 0) -> Any:
+    n = x.shape[dim]
+    if not isinstance(n, int):  # the number of results would depend on the size: kept
+        return aten.unbind.int(x, dim)
+    return [aten.select.int(x, dim, i) for i in range(n)]
+
+
+def _tri_indices(upper: bool) -> Callable:
+    def indices(row: Any, col: Any, offset: int = 0, *, dtype: Any = None, layout: Any = None,
+                device: Any = None, pin_memory: Any = None) -> Any:
+        """Of sizes known at export: the index pairs as a constant (torch has no core form
+        of these; its run_decompositions keeps the operator)."""
+        op = aten.triu_indices.default if upper else aten.tril_indices.default
+        if not all(isinstance(v, int) for v in (row, col, offset)):
+            return op(row, col, offset, dtype=dtype, layout=layout, device=device,
+                      pin_memory=pin_memory)
+        pairs = [(i, j) for i in range(row) for j in range(col)
+                 if (j - i >= offset if upper else j - i <= offset)]
+        rows = [[i for i, _ in pairs], [j for _, j in pairs]]  # (2, n), also for n == 0
+        return torch.tensor(rows, dtype=torch.long if dtype is None else dtype, device=device)
+    return indices
+
+
+TABLE[aten.triu_indices.default] = _tri_indices(True)
+TABLE[aten.tril_indices.default] = _tri_indices(False)
+
+
+# -- recurrent layers: a scan over time of core ATen cells ---------------------------------
+# torch's decompositions unroll LSTM/GRU over the sequence (one copy of the cell per step:
+# the length becomes a constant) or call mkldnn_rnn_layer (not core); a scan keeps the
+# sequence length symbolic, as the program declared it.
+def _proj(x: Any, w: Any, b: Any) -> Any:
+    """x (T, B, D) @ w.T (+ b): every step's input projection at once."""
+    y = _mm(x, aten.permute.default(w, [1, 0]))
+    return y if b is None else aten.add.Tensor(y, b)
+
+
+def _lstm_cell(carry: Any, xw: Any, w_hh: Any, b_hh: Any) -> Any:
+    h, c = carry
+    gates = aten.add.Tensor(xw, aten.mm.default(h, aten.permute.default(w_hh, [1, 0])))
+    if b_hh is not None:
+        gates = aten.add.Tensor(gates, b_hh)
+    i, f, g, o = aten.split.Tensor(gates, h.shape[-1], -1)
+    c = aten.add.Tensor(aten.mul.Tensor(aten.sigmoid.default(f), c),
+                        aten.mul.Tensor(aten.sigmoid.default(i), aten.tanh.default(g)))
+    h = aten.mul.Tensor(aten.sigmoid.default(o), aten.tanh.default(c))
+    return (h, c), aten.clone.default(h)
+
+
+def _gru_cell(carry: Any, xw: Any, w_hh: Any, b_hh: Any) -> Any:
+    (h,) = carry
+    hw = aten.mm.default(h, aten.permute.default(w_hh, [1, 0]))
+    if b_hh is not None:
+        hw = aten.add.Tensor(hw, b_hh)
+    xr, xz, xn = aten.split.Tensor(xw, h.shape[-1], -1)
+    hr, hz, hn = aten.split.Tensor(hw, h.shape[-1], -1)
+    r = aten.sigmoid.default(aten.add.Tensor(xr, hr))
+    z = aten.sigmoid.default(aten.add.Tensor(xz, hz))
+    n = aten.tanh.default(aten.add.Tensor(xn, aten.mul.Tensor(r, hn)))
+    h = aten.add.Tensor(n, aten.mul.Tensor(z, aten.sub.Tensor(h, n)))
+    return (h,), aten.clone.default(h)
+
+
+def _rnn(cell: Any, x: Any, carries: list, params: list, has_biases: bool, layers: int,
+         bidirectional: bool, batch_first: bool) -> tuple:
+    """Every layer and direction as a scan of `cell` over time; the final carries of each,
+    in torch's order (layer-major, forward before backward)."""
+    from torch._higher_order_ops import scan  # (the tracer's own while it traces)
+
+    dirs = 2 if bidirectional else 1
+    per = 4 if has_biases else 2
+    if batch_first:
+        x = aten.permute.default(x, [1, 0, 2])
+    finals: list = []
+    for layer in range(layers):
+        outs = []
+        for d in range(dirs):
+            k = (layer * dirs + d) * per
+            w_ih, w_hh = params[k], params[k + 1]
+            b_ih, b_hh = (params[k + 2], params[k + 3]) if has_biases else (None, None)
+            init = tuple(c[layer * dirs + d] for c in carries)
+            xw = _proj(x, w_ih, b_ih)
+
+            def step(carry: Any, xw_t: Any, w_hh: Any = w_hh, b_hh: Any = b_hh) -> Any:
+                return cell(carry, xw_t, w_hh, b_hh)
+
+            last, ys = scan(step, init, xw, dim=0, reverse=d == 1)
+            outs.append(ys)
+            finals.append(last)
+        x = outs[0] if dirs == 1 else aten.cat.default(outs, 2)
+    if batch_first:
+        x = aten.permute.default(x, [1, 0, 2])
+    stacked = [aten.stack.default([f[i] for f in finals], 0) for i in range(len(carries))]
+    return (x, *stacked)
+
+
+def _plain(x: Any, params: list, has_biases: bool, dropout: float, train: bool,
+           per_gate: int, hidden: int) -> bool:
+    """A layer this form covers: 3-d input, no projection, no dropout at work."""
+    per = 4 if has_biases else 2
+    return x.dim() == 3 and len(params) % per == 0 and \
+        all(p.shape[0] == per_gate * hidden for p in params[::per]) and \
+        not (train and dropout > 0)
+
+
+@_register(aten.lstm.input)
+def lstm(x: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float,
+         train: bool, bidirectional: bool, batch_first: bool) -> Any:
+    params, hx = list(params), list(hx)
+    if not (_plain(x, params, has_biases, dropout, train, 4, hx[1].shape[-1]) and
+            hx[0].shape[-1] == hx[1].shape[-1]):
+        return aten.lstm.input(x, hx, params, has_biases, num_layers, dropout, train,
+                               bidirectional, batch_first)
+    return _rnn(_lstm_cell, x, hx, params, has_biases, num_layers, bidirectional,
+                batch_first)
+
+
+@_register(aten.gru.input)
+def gru(x: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float,
+        train: bool, bidirectional: bool, batch_first: bool) -> Any:
+    params = list(params)
+    if not _plain(x, params, has_biases, dropout, train, 3, hx.shape[-1]):
+        return aten.gru.input(x, hx, params, has_biases, num_layers, dropout, train,
+                              bidirectional, batch_first)
+    return _rnn(_gru_cell, x, [hx], params, has_biases, num_layers, bidirectional,
+                batch_first)

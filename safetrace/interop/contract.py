@@ -239,7 +239,8 @@ class ContractEmitter:
                 text = str(ours)
                 for name in sorted(ours.free_symbols, key=len, reverse=True):
                     text = _replace_word(text, name, dim_names.get(name, name))
-                out[str(sym_)] = text
+                # (a symbol's name: sympy's printer costs ~0.1 ms a call)
+                out[getattr(sym_, "name", None) or str(sym_)] = text
         return out
 
     def same_in_torch(self, ours: Expr, theirs: Any) -> bool:

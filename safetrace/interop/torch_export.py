@@ -29,6 +29,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.interop.construct import exported_program
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
@@ -81,7 +82,6 @@ class _Converter:
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
         from torch._dispatch.python import enable_python_dispatcher
-        from torch.export import ExportedProgram
         from torch.fx.experimental import _config as fx_config
         from torch.export.graph_signature import ExportGraphSignature
 
@@ -131,11 +131,11 @@ class _Converter:
             graph = root.graph
         state, constants = self._state(ordered)
         # (the graph module is made once, by the constructor, which also validates it)
-        tep = ExportedProgram(
+        tep = exported_program(
             root=root, graph=graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
-            constants=constants, verifiers=[_training_verifier()])
+            constants=constants, verifiers=[_training_verifier()], validate=self.verify)
         meta = tep.graph_module.meta
         meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         meta["safetrace_torch_guards"] = self.torch_guards

@@ -160,3 +160,25 @@ def test_environment_variable_turns_verification_on(monkeypatch):
     monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "1")
     with pytest.raises(st.ConversionError):
         ep.to_torch()
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer_encoder"])
+def test_the_lazily_compiled_graph_module_is_torchs_own_code(name):
+    # the fast conversion skips the constructor's code generation (done on first use) and
+    # torch's verifier (run with verify=True): the program must run, print, copy and
+    # validate exactly as an eagerly built one
+    import copy
+
+    from torch.export import ExportedProgram
+
+    case = by_name(name).factory()
+    ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    fast, checked = _both(ep)
+    assert type(fast) is ExportedProgram and type(checked) is ExportedProgram
+    eager = torch.fx.GraphModule(fast.graph_module, copy.deepcopy(fast.graph))
+    assert fast.graph_module.code == eager.code == checked.graph_module.code
+    fast.validate()  # torch's verifier accepts what was not verified up front
+    for args, kwargs in [(case.args, case.kwargs)] + case.others:
+        want = case.model(*args, **kwargs)
+        torch.testing.assert_close(fast.module()(*args, **kwargs), want)
+        torch.testing.assert_close(copy.deepcopy(fast).module()(*args, **kwargs), want)

@@ -47,6 +47,9 @@ FAMILIES = {
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", _DEC),
     "granite": ("GraniteConfig", "GraniteForCausalLM", _DEC),
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", _DEC),
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+                                                num_attention_heads=4, word_embed_proj_dim=32,
+                                                max_position_embeddings=128)),
     # multi_query=True fails in eager too with the StaticCache wrapper (its cache is made
     # with num_attention_heads key/value heads)
     "falcon": ("FalconConfig", "FalconForCausalLM", dict(hidden_size=32, num_hidden_layers=2,
@@ -56,12 +59,12 @@ FAMILIES = {
 }
 
 
-def tiny(kind: str) -> torch.nn.Module:
+def tiny(kind: str, **overrides) -> torch.nn.Module:
     config_cls, model_cls, config = FAMILIES[kind]
     torch.manual_seed(0)
     cfg = getattr(transformers, config_cls)(vocab_size=VOCAB, initializer_range=0.2,
                                             bos_token_id=0, eos_token_id=None, pad_token_id=0,
-                                            **config)
+                                            **dict(config, **overrides))
     model = getattr(transformers, model_cls)(cfg).eval()
     model.generation_config.eos_token_id = None
     return model
@@ -99,7 +102,8 @@ def static_tokens(mod, prompt):
 def check_static(kind):
     model = tiny(kind)
     ep = export_static(model)
-    ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()}
+    ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()
+              if str(k) in ep.dim_names}  # (OPT's 0-d position tensor: an unbacked size)
     assert ranges == {"seq": (1, math.inf)}  # nothing narrowed
     if kind in ("llama", "gemma2", "gpt2"):
         assert "size split: seq == 1" in str(ep)  # the q_length == 1 decision was split
@@ -122,8 +126,16 @@ def check_static(kind):
         mod(input_ids=torch.zeros(1, 3), cache_position=torch.arange(3))
 
 
+# OPT with a StaticCache: its positions come from a 0-d tensor (an unbacked size), and
+# sdpa's ``q_length > 1`` on it is decided size-obliviously (true), so the one-token decode is
+# refused at run time; a size split covers declared Dims only
+_OPT_STATIC = pytest.mark.xfail(strict=True, raises=st.RuntimeAssertionError,
+                                reason="q_length > 1 on an unbacked size is not split")
+
+
 @pytest.mark.parametrize("kind", ["llama"] + [  # ~5 s each; -m slow runs the others
-    pytest.param(k, marks=pytest.mark.slow) for k in FAMILIES if k != "llama"])
+    pytest.param(k, marks=[pytest.mark.slow] + ([_OPT_STATIC] if k == "opt" else []))
+    for k in FAMILIES if k != "llama"])
 def test_static_cache_one_program_generates_like_eager(kind):
     check_static(kind)
 
@@ -164,7 +176,8 @@ def test_dynamic_cache_one_program_generates_like_eager(kind):
                    dynamic_shapes={"input_ids": {1: seq}, "past_keys": [{2: past}] * layers,
                                    "past_values": [{2: past}] * layers})
     assert "size split:" in str(ep)
-    ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()}
+    ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()
+              if str(k) in ep.dim_names}  # (OPT's 0-d position tensor: an unbacked size)
     assert ranges == {"seq": (1, math.inf), "past": (0, math.inf)}  # nothing narrowed
     mod = ep.module()
     seen = set()
