@@ -102,6 +102,9 @@ class Exporter:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
         with _compiled_children_unwrapped(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
+            for path, sub in walk or ():
+                if path and isinstance(sub, torch.jit.ScriptModule):
+                    raise E.script_submodule(path, sub)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -159,11 +162,12 @@ class Exporter:
             raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
-        for name in tracer.constants:
+        constants = _used_constants(self.graph, tracer.constants)
+        for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
-            state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
+            state={**self.state_tensors}, constants=constants, contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         ep.module_tree = tree  # submodule paths and preserved calls (interop)
@@ -302,6 +306,19 @@ class Exporter:
         close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
+
+
+def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:
+    """The tensor constants the graph reads; one made and never used (``y =
+    torch.tensor(3)`` left unread) is no input of the program, as in torch.export."""
+    used = {}
+    for node in list(graph.find_nodes(op="placeholder")):
+        if node.target in constants:
+            if node.users:
+                used[node.target] = constants[node.target]
+            else:
+                graph.erase_node(node)
+    return {name: constants[name] for name in constants if name in used}
 
 
 def _pin_pieces(out: Any) -> Any:

@@ -522,7 +522,12 @@ class _Converter:
                 (state if s.persistent else constants)[s.target] = \
                     t.detach() if t.requires_grad else t
             elif s.kind == "constant":
-                constants[s.target] = self.ep.constants[s.target]
+                value = self.ep.constants[s.target]
+                # a Parameter held outside the module's registry (in a dict attribute) is
+                # a constant of the program: a plain tensor, or torch's module would make
+                # it a parameter again (torch.export detaches it too)
+                constants[s.target] = value.detach() if isinstance(
+                    value, torch.nn.Parameter) else value
         return state, constants
 
     # -- calling convention ------------------------------------------------------------------

@@ -1,0 +1,117 @@
+"""Behaviours pinned by torch's own export tests (test_export.py, test_unflatten.py,
+test_db.py), met by a user who replaces ``torch.export.export(...)`` with
+``st.export(...).to_torch()`` (issue 21).  One row per behaviour: the converted program
+against eager and against torch.export's program at other sizes, inputs outside the
+declared space refused, and the program attributes torch's tests read.  Our own cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+# -- models ------------------------------------------------------------------------------
+class UnusedConstant(nn.Module):
+    def forward(self, x):
+        unused = torch.tensor(7)  # noqa: F841  (made, never read)
+        return x * 3
+
+
+class ParamInDict(nn.Module):
+    """A Parameter kept in a plain dict: not registered, so a constant of the program."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = {"w": nn.Parameter(torch.full((2, 3), 0.5))}
+
+    def forward(self, x):
+        return x * self.table["w"]
+
+
+# -- the table ---------------------------------------------------------------------------
+@dataclass
+class Row:
+    name: str
+    model: Callable[[], Any]
+    args: tuple
+    spec: Any = None
+    others: list = field(default_factory=list)  # further valid inputs (other sizes)
+    bad: list = field(default_factory=list)  # inputs outside the declared space
+    check: Callable[[Any, Any], None] | None = None  # (converted, torch's) program checks
+
+
+def _no_constants(conv: Any, ref: Any) -> None:
+    assert dict(conv.constants) == {} and dict(ref.constants) == {}
+
+
+def _constant_not_parameter(conv: Any, ref: Any) -> None:
+    for ep in (conv, ref):
+        assert len(ep.graph_signature.lifted_tensor_constants) == 1
+        assert list(ep.graph_signature.parameters) == []
+        assert list(ep.module().named_parameters()) == []
+
+
+ROWS = [
+    Row("unused tensor constant is no program input", UnusedConstant, (torch.ones(3),),
+        {"x": {0: Dim("n")}}, [(torch.randn(0),), (torch.randn(1),), (torch.randn(6),)],
+        check=_no_constants),
+    Row("Parameter in a dict is a lifted constant", ParamInDict, (torch.randn(4, 2, 3),),
+        {"x": {0: Dim("n")}}, [(torch.randn(0, 2, 3),), (torch.randn(1, 2, 3),)],
+        [(torch.randn(4, 3, 3),)], check=_constant_not_parameter),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_row_matches_torch_export(row: Row) -> None:
+    model = row.model()
+    ref = torch.export.export(model, row.args, dynamic_shapes=row.spec)
+    conv = st.export(model, row.args, dynamic_shapes=row.spec).to_torch()
+    module, ref_module = conv.module(), ref.module()
+    for args in [row.args] + row.others:
+        want = model(*args)
+        same(module(*args), want)
+        same(ref_module(*args), want)
+    for args in row.bad:
+        with pytest.raises(Exception):  # torch's module's own guard error
+            module(*args)
+    if row.check is not None:
+        row.check(conv, ref)
+
+
+# -- refusals: an ExportError naming the construct, never an internal exception -----------
+class _Scripted(torch.jit.ScriptModule):
+    @torch.jit.script_method
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin()
+
+
+class HoldsScripted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Scripted()
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+REFUSALS = [
+    ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
+     st.UnsupportedInputError, "inner"),
+]
+
+
+@pytest.mark.parametrize("name, model, args, spec, error, names",
+                         REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refused_with_an_export_error(name, model, args, spec, error, names) -> None:
+    with pytest.raises(error) as info:
+        st.export(model(), args, dynamic_shapes=spec)
+    assert names in str(info.value) and "docs/errors.md#" in str(info.value)
