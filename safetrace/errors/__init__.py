@@ -163,9 +163,9 @@ def script_module(model: Any) -> ScriptModuleInput:
             "st.export(model, args)")
 
 
-def script_submodule(path: str, model: Any) -> ScriptModuleInput:
+def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type(model).__name__}) is a TorchScript module (the "
+        f"the submodule `{path}` ({type_name}) is a TorchScript module (the "
         f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
         f"interpreter, which safetrace cannot follow (torch.export refuses it too).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "

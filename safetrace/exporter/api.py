@@ -104,7 +104,7 @@ class Exporter:
             self.walk = walk  # the model's modules (one walk for the whole export)
             for path, sub in walk or ():
                 if path and isinstance(sub, torch.jit.ScriptModule):
-                    raise E.script_submodule(path, sub)
+                    raise E.script_submodule(path, type(sub).__name__)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,

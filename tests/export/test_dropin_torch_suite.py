@@ -37,6 +37,20 @@ class ParamInDict(nn.Module):
         return x * self.table["w"]
 
 
+class ClampedBroadcast(nn.Module):
+    """x[:n] is min(len(x), n) long: adding y needs it to be n (an op's own check)."""
+
+    def forward(self, x, y):
+        return x[: y.shape[0]] + y
+
+
+class SliceAssign(nn.Module):
+    def forward(self, cache, new):
+        cache = cache.clone()
+        cache[:, : new.shape[-1]] = new
+        return cache
+
+
 # -- the table ---------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -47,6 +61,7 @@ class Row:
     others: list = field(default_factory=list)  # further valid inputs (other sizes)
     bad: list = field(default_factory=list)  # inputs outside the declared space
     check: Callable[[Any, Any], None] | None = None  # (converted, torch's) program checks
+    stricter_torch: list = field(default_factory=list)  # valid inputs torch's program refuses
 
 
 def _no_constants(conv: Any, ref: Any) -> None:
@@ -67,6 +82,20 @@ ROWS = [
     Row("Parameter in a dict is a lifted constant", ParamInDict, (torch.randn(4, 2, 3),),
         {"x": {0: Dim("n")}}, [(torch.randn(0, 2, 3),), (torch.randn(1, 2, 3),)],
         [(torch.randn(4, 3, 3),)], check=_constant_not_parameter),
+    # a relation between two named Dims that an op checks on a clamped size: a run-time
+    # check of the program in both (torch: "Guard failed"), not a refused export
+    Row("op check on min() of named Dims is a run-time check", ClampedBroadcast,
+        (torch.randn(3), torch.randn(3)), {"x": {0: Dim("m")}, "y": {0: Dim("n")}},
+        [(torch.randn(5), torch.randn(5)), (torch.randn(5), torch.randn(2)),
+         (torch.randn(4), torch.randn(1)), (torch.randn(0), torch.randn(0))],
+        [(torch.randn(2), torch.randn(5))]),
+    Row("slice assignment sized by another named Dim", SliceAssign,
+        (torch.randn(2, 4), torch.randn(2, 3)), {"cache": {1: Dim("m")}, "new": {1: Dim("n")}},
+        [(torch.randn(2, 6), torch.randn(2, 2)), (torch.randn(2, 5), torch.randn(2, 0))],
+        [(torch.randn(2, 2), torch.randn(2, 5))],
+        # torch's program also guards the example's `m != n`
+        stricter_torch=[(torch.randn(2, 1), torch.randn(2, 1)),
+                        (torch.randn(2, 0), torch.randn(2, 0))]),
 ]
 
 
@@ -80,9 +109,18 @@ def test_row_matches_torch_export(row: Row) -> None:
         want = model(*args)
         same(module(*args), want)
         same(ref_module(*args), want)
+    for args in row.stricter_torch:
+        same(module(*args), model(*args))
+        with pytest.raises(Exception):
+            ref_module(*args)
+    ours = st.export(model, row.args, dynamic_shapes=row.spec).module()
     for args in row.bad:
         with pytest.raises(Exception):  # torch's module's own guard error
             module(*args)
+        with pytest.raises(Exception):
+            ref_module(*args)
+        with pytest.raises(st.InputMismatchError):  # refused before running
+            ours(*args)
     if row.check is not None:
         row.check(conv, ref)
 
