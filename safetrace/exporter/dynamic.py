@@ -290,11 +290,8 @@ class DynamicDims:
             if len(names) == 1 and not self._all_backed(contract, c.cond):
                 continue  # a data-dependent check (u0 <= x.shape[0]): not the spec's space
             if len(names) >= 2 and _has_min_max(c.cond):
-                # an op's own check on a clamped size (`cm[:, :fv.shape[0]] = fv` needs
-                # fv.shape[0] == min(cm.shape[0], fv.shape[0])): torch.export keeps it as a
-                # run-time assert of the program, not a violation of the spec; so does ours
-                # (the contract refuses an input that breaks it before running)
-                continue
+                continue  # an op's check on a clamped size (`x[:n] + y`): a run-time check,
+                # as torch.export keeps it (the contract refuses an input that breaks it)
             point = self._refuted(contract, c, named)
             if point is None:
                 # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
@@ -645,11 +642,4 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
 
 
 def _has_min_max(e: Any) -> bool:
-    """Whether a min or max occurs anywhere in `e`."""
-    todo = [e]
-    while todo:
-        n = todo.pop()
-        if n.op in ("min", "max"):
-            return True
-        todo.extend(n.args)
-    return False
+    return e.op in ("min", "max") or any(_has_min_max(a) for a in e.args)
