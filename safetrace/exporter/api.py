@@ -136,6 +136,11 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
+            except (AttributeError, RuntimeError) as exc:
+                err = _internal(exc)
+                if err is exc:
+                    raise
+                raise err from None
             except Contradiction as exc:
                 raise E.contradictory_sizes(str(exc)) from None
         except E.ExportError as exc:
@@ -306,6 +311,20 @@ class Exporter:
         close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
+
+
+def _internal(exc: Exception) -> Exception:
+    """An export error for an exception the tracer's stand-ins caused in torch or in the
+    user's code (not one eager raises too, which is returned as it is)."""
+    where = raised_at(exc.__traceback__) or "<unknown location>"
+    if isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), Proxy):
+        return E.tensor_attribute(exc.name, where)  # a tensor subclass's own attribute
+    tb = exc.__traceback__
+    while tb is not None:  # torch.vmap's own set-up given a traced batch size
+        if "/torch/_functorch/" in tb.tb_frame.f_code.co_filename:
+            return E.below_tracer("torch.vmap", where)
+        tb = tb.tb_next
+    return exc
 
 
 def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 from torch.export import Dim
+from torch.testing._internal.two_tensor import TwoTensor
 
 import safetrace as st
 
@@ -141,9 +142,28 @@ class HoldsScripted(nn.Module):
         return self.inner(x) + 1
 
 
+class SubclassParameter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(TwoTensor(torch.ones(2, 3), torch.full((2, 3), 2.0)))
+
+    def forward(self, x):
+        return x + (self.w * 2).get_elem_a().a
+
+
+class VmapDynamicBatch(nn.Module):
+    def forward(self, x, y):
+        return torch.vmap(lambda a, b: (a * b).sum(0))(x, y)
+
+
 REFUSALS = [
     ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
      st.UnsupportedInputError, "inner"),
+    ("a tensor subclass parameter's own method", SubclassParameter, (torch.randn(2, 3),),
+     None, st.UnsupportedOpError, "`.get_elem_a`"),
+    ("torch.vmap over a dynamic batch", VmapDynamicBatch,
+     (torch.randn(3, 2), torch.randn(3, 2)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
+     st.ExportError, "torch.vmap"),
 ]
 
 
