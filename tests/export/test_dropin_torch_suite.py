@@ -156,6 +156,13 @@ class VmapDynamicBatch(nn.Module):
         return torch.vmap(lambda a, b: (a * b).sum(0))(x, y)
 
 
+class TwoDerived(nn.Module):
+    def forward(self, z, y):
+        return z[1:] + y[1::2]
+
+
+_dx = Dim("dx", min=3, max=6)
+
 REFUSALS = [
     ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
      st.UnsupportedInputError, "inner"),
@@ -164,12 +171,19 @@ REFUSALS = [
     ("torch.vmap over a dynamic batch", VmapDynamicBatch,
      (torch.randn(3, 2), torch.randn(3, 2)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
      st.ExportError, "torch.vmap"),
+    # the root Dim used only through derived dims, with examples that disagree on it
+    ("derived dims of one root whose examples disagree", TwoDerived,
+     (torch.randn(6), torch.randn(11)), ({0: _dx + 1}, {0: _dx * 2 - 1}),
+     st.SpecError, "2*dx - 1 = 11"),
 ]
 
 
 @pytest.mark.parametrize("name, model, args, spec, error, names",
                          REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refused_with_an_export_error(name, model, args, spec, error, names) -> None:
+    if name.startswith("derived"):  # torch refuses it too
+        with pytest.raises(Exception, match="to be equal to 2\\*dx - 1"):
+            torch.export.export(model(), args, dynamic_shapes=spec)
     with pytest.raises(error) as info:
         st.export(model(), args, dynamic_shapes=spec)
     assert names in str(info.value) and "docs/errors.md#" in str(info.value)
