@@ -52,6 +52,14 @@ class SliceAssign(nn.Module):
         return cache
 
 
+class NormOverReadSize(nn.Module):
+    """layer_norm over a size read from data, with a weight of fixed size."""
+
+    def forward(self, n, w, b):
+        k = n.item()
+        return torch.nn.functional.layer_norm(torch.ones(2, k) * w.sum(), (k,), w, b)
+
+
 # -- the table ---------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -97,6 +105,10 @@ ROWS = [
         # torch's program also guards the example's `m != n`
         stricter_torch=[(torch.randn(2, 1), torch.randn(2, 1)),
                         (torch.randn(2, 0), torch.randn(2, 0))]),
+    # the op's own check (weight size == the read size) is assumed and checked at run time
+    Row("layer_norm over a data-dependent size", NormOverReadSize,
+        (torch.tensor(6), torch.randn(6), torch.randn(6)), None,
+        [(torch.tensor(6), torch.randn(6), torch.randn(6))]),
 ]
 
 
@@ -124,6 +136,18 @@ def test_row_matches_torch_export(row: Row) -> None:
             ours(*args)
     if row.check is not None:
         row.check(conv, ref)
+
+
+def test_data_dependent_op_check_refuses_what_eager_refuses() -> None:
+    model = NormOverReadSize()
+    args = (torch.tensor(6), torch.randn(6), torch.randn(6))
+    bad = (torch.tensor(5), torch.randn(6), torch.randn(6))
+    with pytest.raises(RuntimeError):
+        model(*bad)
+    with pytest.raises(st.RuntimeAssertionError):
+        st.export(model, args).module()(*bad)
+    with pytest.raises(Exception):
+        st.export(model, args).to_torch().module()(*bad)
 
 
 # -- refusals: an ExportError naming the construct, never an internal exception -----------
