@@ -290,9 +290,6 @@ class DynamicDims:
                 continue
             if len(names) == 1 and not self._all_backed(contract, c.cond):
                 continue  # a data-dependent check (u0 <= x.shape[0]): not the spec's space
-            if len(names) >= 2 and _has_min_max(c.cond):
-                continue  # an op's check on a clamped size (`x[:n] + y`): a run-time check,
-                # as torch.export keeps it (the contract refuses an input that breaks it)
             point = self._refuted(contract, c, named)
             if point is None:
                 # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
@@ -641,6 +638,3 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
         raise exc
 
-
-def _has_min_max(e: Any) -> bool:
-    return e.op in ("min", "max") or any(_has_min_max(a) for a in e.args)

@@ -46,15 +46,6 @@ def settle(cond: Any, why: str, asserted: bool = True) -> None:
         raise AssertionError(f"settled a false condition: {why}")
 
 
-def nonneg_dim(size: Any, op: str) -> None:
-    """A requested dim size must not be negative; one read from data is assumed and
-    checked at run time, as torch does (eager raises where it fails)."""
-    if not isinstance(size, int):
-        check(size >= 0, op, "invalid shape dimension (negative)")
-    elif size < 0:
-        raise shape_error(op, f"invalid shape dimension {size}")
-
-
 def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
     """Wrap a possibly negative dim into [0, ndim); 0-d tensors accept dim 0 and -1."""
     n = max(ndim, 1)

@@ -15,7 +15,7 @@ import torch
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
-                                    known, nonneg_dim, normalize_dim, normalize_dims,
+                                    known, normalize_dim, normalize_dims,
                                     open_question, prod, settle, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
@@ -72,7 +72,8 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str,
             check(infer is None, op, "only one dimension can be inferred")
             infer = i
         else:
-            nonneg_dim(s, op)
+            if not (s >= 0):
+                raise shape_error(op, f"invalid shape dimension {s}")
             known = known * s
     invalid = _Invalid(shape, numel)  # the message is only built if it is raised
     if infer is None:

@@ -38,32 +38,12 @@ class ParamInDict(nn.Module):
         return x * self.table["w"]
 
 
-class ClampedBroadcast(nn.Module):
-    """x[:n] is min(len(x), n) long: adding y needs it to be n (an op's own check)."""
-
-    def forward(self, x, y):
-        return x[: y.shape[0]] + y
-
-
-class SliceAssign(nn.Module):
-    def forward(self, cache, new):
-        cache = cache.clone()
-        cache[:, : new.shape[-1]] = new
-        return cache
-
-
 class NormOverReadSize(nn.Module):
     """layer_norm over a size read from data, with a weight of fixed size."""
 
     def forward(self, n, w, b):
         k = n.item()
         return torch.nn.functional.layer_norm(torch.ones(2, k) * w.sum(), (k,), w, b)
-
-
-class ReshapeToReadSize(nn.Module):
-    def forward(self, sizes):
-        a, b = sizes.tolist()
-        return torch.zeros(a).reshape(b)
 
 
 class MaskAndIndices(nn.Module):
@@ -112,25 +92,6 @@ ROWS = [
     Row("Parameter in a dict is a lifted constant", ParamInDict, (torch.randn(4, 2, 3),),
         {"x": {0: Dim("n")}}, [(torch.randn(0, 2, 3),), (torch.randn(1, 2, 3),)],
         [(torch.randn(4, 3, 3),)], check=_constant_not_parameter),
-    # a relation between two named Dims that an op checks on a clamped size: a run-time
-    # check of the program in both (torch: "Guard failed"), not a refused export
-    Row("op check on min() of named Dims is a run-time check", ClampedBroadcast,
-        (torch.randn(3), torch.randn(3)), {"x": {0: Dim("m")}, "y": {0: Dim("n")}},
-        [(torch.randn(5), torch.randn(5)), (torch.randn(5), torch.randn(2)),
-         (torch.randn(4), torch.randn(1)), (torch.randn(0), torch.randn(0))],
-        [(torch.randn(2), torch.randn(5))]),
-    Row("slice assignment sized by another named Dim", SliceAssign,
-        (torch.randn(2, 4), torch.randn(2, 3)), {"cache": {1: Dim("m")}, "new": {1: Dim("n")}},
-        [(torch.randn(2, 6), torch.randn(2, 2)), (torch.randn(2, 5), torch.randn(2, 0))],
-        [(torch.randn(2, 2), torch.randn(2, 5))],
-        # torch's program also guards the example's `m != n`
-        stricter_torch=[(torch.randn(2, 1), torch.randn(2, 1)),
-                        (torch.randn(2, 0), torch.randn(2, 0))]),
-    # the op's own check (weight size == the read size) is assumed and checked at run time
-    # view/reshape to a size read from data: not -1, not negative (checked at run time)
-    Row("reshape to a data-dependent size", ReshapeToReadSize, (torch.tensor([4, 4]),),
-        None, [(torch.tensor([6, 6]),), (torch.tensor([0, 0]),)],
-        [(torch.tensor([4, 5]),), (torch.tensor([3, -1]),)]),
     Row("nonzero of a mask that x[mask] counted", MaskAndIndices,
         (torch.rand(4, 3), torch.tensor(4)), None,
         [(torch.rand(4, 3), torch.tensor(2)), (torch.zeros(4, 3), torch.tensor(3)),
