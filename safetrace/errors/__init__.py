@@ -90,6 +90,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     cond_size_output as cond_size_output,
     dynamic_int_relation as dynamic_int_relation,
     dynamic_int_type as dynamic_int_type,
+    tensor_attribute as tensor_attribute,
     torch_api_given_ours as torch_api_given_ours,
     traced_subclass as traced_subclass,
     unknown_higher_order_op as unknown_higher_order_op,
@@ -161,6 +162,15 @@ def script_module(model: Any) -> ScriptModuleInput:
         f"safetrace cannot follow (torch.export refuses it too).",
         fix="export the original nn.Module, before torch.jit.script / torch.jit.trace: "
             "st.export(model, args)")
+
+
+def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
+    return ScriptModuleInput(
+        f"the submodule `{path}` ({type_name}) is a TorchScript module (the "
+        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
+        f"interpreter, which safetrace cannot follow (torch.export refuses it too).",
+        fix=f"put the original nn.Module back before exporting: model.{path} = "
+            f"<the module before torch.jit.script>")
 
 
 class CallMismatch(UnsupportedInputError):

@@ -96,6 +96,19 @@ def dynamic_int_relation(path: str, got: int, text: str, value: int,
                      where=Where(input=path))
 
 
+def tensor_attribute(name: str, source: str) -> UnsupportedOpError:
+    """The traced code read an attribute no plain tensor has: a tensor subclass's own
+    (a subclass parameter or buffer is traced as a plain tensor of the graph)."""
+    return UnsupportedOpError(
+        f"the exported code reads `.{name}` of a tensor at {source}, an attribute no plain "
+        f"tensor has: a tensor subclass's own attribute or method (a subclass parameter "
+        f"or buffer is traced as a plain tensor of the graph, so its attributes are gone).",
+        fix=f"keep `.{name}` out of the exported forward: register the subclass's inner "
+            f"tensors as plain parameters or buffers, or read what `.{name}` gives before "
+            f"exporting and pass it in",
+        where=Where(source=source), op=name)
+
+
 def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
     """A tensor subclass instance built inside the traced code from traced tensors."""
     return UnsupportedOpError(

@@ -102,6 +102,9 @@ class Exporter:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
         with _compiled_children_unwrapped(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
+            for path, sub in walk or ():
+                if path and isinstance(sub, torch.jit.ScriptModule):
+                    raise E.script_submodule(path, type(sub).__name__)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -133,6 +136,11 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
+            except (AttributeError, RuntimeError) as exc:
+                err = _internal(exc)
+                if err is exc:
+                    raise
+                raise err from None
             except Contradiction as exc:
                 raise E.contradictory_sizes(str(exc)) from None
         except E.ExportError as exc:
@@ -159,11 +167,12 @@ class Exporter:
             raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
-        for name in tracer.constants:
+        constants = _used_constants(self.graph, tracer.constants)
+        for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
             self.graph, self.input_specs, outputs, in_spec, out_spec,
-            state={**self.state_tensors}, constants=dict(tracer.constants), contract=contract)
+            state={**self.state_tensors}, constants=constants, contract=contract)
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         ep.module_tree = tree  # submodule paths and preserved calls (interop)
@@ -302,6 +311,33 @@ class Exporter:
         close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
+
+
+def _internal(exc: Exception) -> Exception:
+    """An export error for an exception the tracer's stand-ins caused in torch or in the
+    user's code (not one eager raises too, which is returned as it is)."""
+    where = raised_at(exc.__traceback__) or "<unknown location>"
+    if isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), Proxy):
+        return E.tensor_attribute(exc.name, where)  # a tensor subclass's own attribute
+    tb = exc.__traceback__
+    while tb is not None:  # torch.vmap's own set-up given a traced batch size
+        if "/torch/_functorch/" in tb.tb_frame.f_code.co_filename:
+            return E.below_tracer("torch.vmap", where)
+        tb = tb.tb_next
+    return exc
+
+
+def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:
+    """The tensor constants the graph reads; one made and never used (``y =
+    torch.tensor(3)`` left unread) is no input of the program, as in torch.export."""
+    used = {}
+    for node in list(graph.find_nodes(op="placeholder")):
+        if node.target in constants:
+            if node.users:
+                used[node.target] = constants[node.target]
+            else:
+                graph.erase_node(node)
+    return {name: constants[name] for name in constants if name in used}
 
 
 def _pin_pieces(out: Any) -> Any:

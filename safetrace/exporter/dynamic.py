@@ -134,7 +134,8 @@ class DynamicDims:
             if (other.min, other.max) != (dim.min, dim.max):
                 raise errors.dim_name_clash(where, dim.name, other, dim)
             if self.env.hint(s) != hint and side is None:
-                first = self.owner[s.name]
+                first = self.owner.get(s.name) or next(  # (only derived dims use it)
+                    x for x in self.decls if s.name in x.expr.free_symbols)
                 shown = f"{derived!r} = {hint * derived.coef + derived.offset}" if derived \
                     else f"{dim.name} = {hint}"
                 raise errors.dim_sizes_disagree(where, dim.name, first.where,
@@ -638,3 +639,4 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
         raise exc
+

@@ -388,6 +388,14 @@ class _Converter:
                         mine.op == "sym" and b.node.expr.is_symbol:
                     names[b.node.expr] = mine  # an unbacked size born here
                     self.emitter.values.setdefault(mine.name, b)
+                elif _known_unbacked(b, names) and mine.op == "sym" and \
+                        mine.name not in self.emitter.values:
+                    # our fresh data-dependent size is one torch already has: its kernel
+                    # remembers a count made from the same tensor (nonzero of a mask that
+                    # x[mask] counted), which ours numbers anew; the same value, so ours is
+                    # torch's from here on
+                    self.emitter.values[mine.name] = b
+                    continue
                 theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
                 if theirs is not None and (theirs is mine or
                                            self.emitter.implied(S.eq(mine, theirs))):
@@ -522,7 +530,12 @@ class _Converter:
                 (state if s.persistent else constants)[s.target] = \
                     t.detach() if t.requires_grad else t
             elif s.kind == "constant":
-                constants[s.target] = self.ep.constants[s.target]
+                value = self.ep.constants[s.target]
+                # a Parameter held outside the module's registry (in a dict attribute) is
+                # a constant of the program: a plain tensor, or torch's module would make
+                # it a parameter again (torch.export detaches it too)
+                constants[s.target] = value.detach() if isinstance(
+                    value, torch.nn.Parameter) else value
         return state, constants
 
     # -- calling convention ------------------------------------------------------------------
@@ -619,3 +632,13 @@ def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionE
     else:
         kind = "aten"
     return EI.kernel_failed(node.name, op, _where(node), f"{type(exc).__name__}: {first}", kind)
+
+
+def _known_unbacked(size: Any, names: dict) -> bool:
+    """Whether `size` is a data-dependent symbol of torch's that is matched already."""
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    if not isinstance(size, torch.SymInt):
+        return False
+    expr = size.node.expr
+    return expr.is_symbol and expr in names and symbol_is_type(expr, SymT.UNBACKED_INT)

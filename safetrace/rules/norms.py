@@ -52,15 +52,29 @@ def check_normalized(op: str, input: TensorMeta, normalized_shape: Sequence,
     for name, p in (("weight", weight), ("bias", bias)):
         if p is None:
             continue
-        check(p.ndim == n and all(a == b for a, b in zip(p.shape, normalized_shape)), op,
+        check(p.ndim == n and _all_equal(p.shape, normalized_shape), op,
               f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
               f"shape {list(p.shape)} and normalized_shape = {list(normalized_shape)}")
     axis = input.ndim - n
-    check(axis >= 0 and all(a == b for a, b in zip(input.shape[axis:], normalized_shape)), op,
+    check(axis >= 0 and _all_equal(input.shape[axis:], normalized_shape), op,
           f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
           f"{list(input.shape)}")
     return axis
+
+
+def _all_equal(sizes: Sequence, others: Sequence) -> Any:
+    """Pairwise equality as one condition: a symbolic one stays symbolic, so that `check`
+    can assume it at run time when it is on data-dependent sizes (layer_norm of a
+    `(2, u0)` tensor over `normalized_shape=(u0,)` with a weight of 16)."""
+    out: Any = True
+    for a, b in zip(sizes, others):
+        eq = a == b
+        if eq is False:
+            return False
+        if eq is not True:
+            out = eq if out is True else out & eq
+    return out
 
 
 @rule(aten.layer_norm.default)

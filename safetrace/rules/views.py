@@ -15,8 +15,8 @@ import torch
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
-                                    known, normalize_dim, normalize_dims, open_question, prod,
-                                    settle, wrap_index)
+                                    known, normalize_dim, normalize_dims,
+                                    open_question, prod, settle, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import sym_max, sym_min
 

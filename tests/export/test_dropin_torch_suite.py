@@ -1,0 +1,205 @@
+"""Behaviours pinned by torch's own export tests (test_export.py, test_unflatten.py,
+test_db.py), met by a user who replaces ``torch.export.export(...)`` with
+``st.export(...).to_torch()`` (issue 21).  One row per behaviour: the converted program
+against eager and against torch.export's program at other sizes, inputs outside the
+declared space refused, and the program attributes torch's tests read.  Our own cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+from torch.testing._internal.two_tensor import TwoTensor
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+# -- models ------------------------------------------------------------------------------
+class UnusedConstant(nn.Module):
+    def forward(self, x):
+        unused = torch.tensor(7)  # noqa: F841  (made, never read)
+        return x * 3
+
+
+class ParamInDict(nn.Module):
+    """A Parameter kept in a plain dict: not registered, so a constant of the program."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = {"w": nn.Parameter(torch.full((2, 3), 0.5))}
+
+    def forward(self, x):
+        return x * self.table["w"]
+
+
+class NormOverReadSize(nn.Module):
+    """layer_norm over a size read from data, with a weight of fixed size."""
+
+    def forward(self, n, w, b):
+        k = n.item()
+        return torch.nn.functional.layer_norm(torch.ones(2, k) * w.sum(), (k,), w, b)
+
+
+class MaskAndIndices(nn.Module):
+    """x[mask] and nonzero(mask) count the same rows (torch's kernel knows; ours numbers
+    the two counts apart): the conversion must accept torch's shared size."""
+
+    def forward(self, x, k):
+        mask = x > 0.5
+        picked = x[mask]
+        where = torch.nonzero(mask)
+        n = torch.minimum(k, torch.tensor(where.shape[0])).item()
+        torch._check(n >= 0)
+        torch._check(picked.shape[0] >= n)
+        top, order = picked.sort(descending=True)
+        return top[:n], where[order[:n]]
+
+
+# -- the table ---------------------------------------------------------------------------
+@dataclass
+class Row:
+    name: str
+    model: Callable[[], Any]
+    args: tuple
+    spec: Any = None
+    others: list = field(default_factory=list)  # further valid inputs (other sizes)
+    bad: list = field(default_factory=list)  # inputs outside the declared space
+    check: Callable[[Any, Any], None] | None = None  # (converted, torch's) program checks
+    stricter_torch: list = field(default_factory=list)  # valid inputs torch's program refuses
+
+
+def _no_constants(conv: Any, ref: Any) -> None:
+    assert dict(conv.constants) == {} and dict(ref.constants) == {}
+
+
+def _constant_not_parameter(conv: Any, ref: Any) -> None:
+    for ep in (conv, ref):
+        assert len(ep.graph_signature.lifted_tensor_constants) == 1
+        assert list(ep.graph_signature.parameters) == []
+        assert list(ep.module().named_parameters()) == []
+
+
+ROWS = [
+    Row("unused tensor constant is no program input", UnusedConstant, (torch.ones(3),),
+        {"x": {0: Dim("n")}}, [(torch.randn(0),), (torch.randn(1),), (torch.randn(6),)],
+        check=_no_constants),
+    Row("Parameter in a dict is a lifted constant", ParamInDict, (torch.randn(4, 2, 3),),
+        {"x": {0: Dim("n")}}, [(torch.randn(0, 2, 3),), (torch.randn(1, 2, 3),)],
+        [(torch.randn(4, 3, 3),)], check=_constant_not_parameter),
+    Row("nonzero of a mask that x[mask] counted", MaskAndIndices,
+        (torch.rand(4, 3), torch.tensor(4)), None,
+        [(torch.rand(4, 3), torch.tensor(2)), (torch.zeros(4, 3), torch.tensor(3)),
+         (torch.ones(4, 3), torch.tensor(20))]),
+    Row("layer_norm over a data-dependent size", NormOverReadSize,
+        (torch.tensor(6), torch.randn(6), torch.randn(6)), None,
+        [(torch.tensor(6), torch.randn(6), torch.randn(6))]),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_row_matches_torch_export(row: Row) -> None:
+    model = row.model()
+    ref = torch.export.export(model, row.args, dynamic_shapes=row.spec)
+    conv = st.export(model, row.args, dynamic_shapes=row.spec).to_torch()
+    module, ref_module = conv.module(), ref.module()
+    for args in [row.args] + row.others:
+        want = model(*args)
+        same(module(*args), want)
+        same(ref_module(*args), want)
+    for args in row.stricter_torch:
+        same(module(*args), model(*args))
+        with pytest.raises(Exception):
+            ref_module(*args)
+    ours = st.export(model, row.args, dynamic_shapes=row.spec).module()
+    for args in row.bad:
+        with pytest.raises(Exception):  # torch's module's own guard error
+            module(*args)
+        with pytest.raises(Exception):
+            ref_module(*args)
+        # refused before running (an input check), or by a run-time check of a size read
+        # from data
+        with pytest.raises((st.InputMismatchError, st.RuntimeAssertionError)):
+            ours(*args)
+    if row.check is not None:
+        row.check(conv, ref)
+
+
+def test_data_dependent_op_check_refuses_what_eager_refuses() -> None:
+    model = NormOverReadSize()
+    args = (torch.tensor(6), torch.randn(6), torch.randn(6))
+    bad = (torch.tensor(5), torch.randn(6), torch.randn(6))
+    with pytest.raises(RuntimeError):
+        model(*bad)
+    with pytest.raises(st.RuntimeAssertionError):
+        st.export(model, args).module()(*bad)
+    with pytest.raises(Exception):
+        st.export(model, args).to_torch().module()(*bad)
+
+
+# -- refusals: an ExportError naming the construct, never an internal exception -----------
+class _Scripted(torch.jit.ScriptModule):
+    @torch.jit.script_method
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin()
+
+
+class HoldsScripted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Scripted()
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+class SubclassParameter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(TwoTensor(torch.ones(2, 3), torch.full((2, 3), 2.0)))
+
+    def forward(self, x):
+        return x + (self.w * 2).get_elem_a().a
+
+
+class VmapDynamicBatch(nn.Module):
+    def forward(self, x, y):
+        return torch.vmap(lambda a, b: (a * b).sum(0))(x, y)
+
+
+class TwoDerived(nn.Module):
+    def forward(self, z, y):
+        return z[1:] + y[1::2]
+
+
+_dx = Dim("dx", min=3, max=6)
+
+REFUSALS = [
+    ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
+     st.UnsupportedInputError, "inner"),
+    ("a tensor subclass parameter's own method", SubclassParameter, (torch.randn(2, 3),),
+     None, st.UnsupportedOpError, "`.get_elem_a`"),
+    ("torch.vmap over a dynamic batch", VmapDynamicBatch,
+     (torch.randn(3, 2), torch.randn(3, 2)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
+     st.ExportError, "torch.vmap"),
+    # the root Dim used only through derived dims, with examples that disagree on it
+    ("derived dims of one root whose examples disagree", TwoDerived,
+     (torch.randn(6), torch.randn(11)), ({0: _dx + 1}, {0: _dx * 2 - 1}),
+     st.SpecError, "2*dx - 1 = 11"),
+]
+
+
+@pytest.mark.parametrize("name, model, args, spec, error, names",
+                         REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refused_with_an_export_error(name, model, args, spec, error, names) -> None:
+    if name.startswith("derived"):  # torch refuses it too
+        with pytest.raises(Exception, match="to be equal to 2\\*dx - 1"):
+            torch.export.export(model(), args, dynamic_shapes=spec)
+    with pytest.raises(error) as info:
+        st.export(model(), args, dynamic_shapes=spec)
+    assert names in str(info.value) and "docs/errors.md#" in str(info.value)
