@@ -14,24 +14,24 @@ from safetrace.meta import TensorMeta
 from safetrace.rules.common import check
 
 
-def _same(input: TensorMeta, *args: Any, **kwargs: Any) -> TensorMeta:
+def all_reduce(input: TensorMeta, *args: Any, **kwargs: Any) -> TensorMeta:
     """all_reduce, broadcast, wait_tensor: the input's shape."""
     return input.like()
 
 
-def _same_each(inputs: Sequence[TensorMeta], *args: Any, **kwargs: Any) -> list[TensorMeta]:
+def all_reduce_coalesced(inputs: Sequence[TensorMeta], *args: Any, **kwargs: Any) -> list[TensorMeta]:
     """The coalesced forms: one result per input, each of its input's shape."""
     return [t.like() for t in inputs]
 
 
-def _gathered(input: TensorMeta, group_size: int, group_name: str) -> TensorMeta:
+def all_gather_into_tensor(input: TensorMeta, group_size: int, group_name: str) -> TensorMeta:
     """all_gather_into_tensor: the ranks' inputs stacked along dim 0."""
     check(input.ndim >= 1, "_c10d_functional.all_gather_into_tensor",
           "all_gather_into_tensor needs a tensor with at least one dim")
     return input.like((input.shape[0] * group_size,) + tuple(input.shape[1:]))
 
 
-def _scattered(input: TensorMeta, reduce_op: str, group_size: int,
+def reduce_scatter_tensor(input: TensorMeta, reduce_op: str, group_size: int,
                group_name: str) -> TensorMeta:
     """reduce_scatter_tensor: this rank's 1/group_size of dim 0 (which it divides)."""
     op = "_c10d_functional.reduce_scatter_tensor"
@@ -42,7 +42,7 @@ def _scattered(input: TensorMeta, reduce_op: str, group_size: int,
     return input.like((input.shape[0] // group_size,) + tuple(input.shape[1:]))
 
 
-def _all_to_all(input: TensorMeta, output_split_sizes: Sequence[Any] | None,
+def all_to_all_single(input: TensorMeta, output_split_sizes: Sequence[Any] | None,
                 input_split_sizes: Sequence[Any] | None, group_name: str) -> TensorMeta:
     """all_to_all_single: dim 0 is the sum of the output split sizes (the input's own
     dim 0 without them), the split sizes of the input summing to its dim 0."""
@@ -63,11 +63,11 @@ def _all_to_all(input: TensorMeta, output_split_sizes: Sequence[Any] | None,
 
 
 NAMED_RULES: dict[str, Callable[..., Any]] = {
-    "_c10d_functional::all_reduce": _same,
-    "_c10d_functional::broadcast": _same,
-    "_c10d_functional::wait_tensor": _same,
-    "_c10d_functional::all_reduce_coalesced": _same_each,
-    "_c10d_functional::all_gather_into_tensor": _gathered,
-    "_c10d_functional::reduce_scatter_tensor": _scattered,
-    "_c10d_functional::all_to_all_single": _all_to_all,
+    "_c10d_functional::all_reduce": all_reduce,
+    "_c10d_functional::broadcast": all_reduce,
+    "_c10d_functional::wait_tensor": all_reduce,
+    "_c10d_functional::all_reduce_coalesced": all_reduce_coalesced,
+    "_c10d_functional::all_gather_into_tensor": all_gather_into_tensor,
+    "_c10d_functional::reduce_scatter_tensor": reduce_scatter_tensor,
+    "_c10d_functional::all_to_all_single": all_to_all_single,
 }
