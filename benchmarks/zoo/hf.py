@@ -102,7 +102,7 @@ def opt() -> Case:
     cfg = _cfg("OPTConfig", vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                num_attention_heads=4, ffn_dim=64, word_embed_proj_dim=32,
                max_position_embeddings=64)
-    return _text(tf.OPTForCausalLM(cfg), SIZES, (2, 63))
+    return _text(tf.OPTForCausalLM(cfg), SIZES, (2, 65))
 
 
 def _t5cfg():
