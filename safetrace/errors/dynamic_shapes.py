@@ -14,7 +14,7 @@ from typing import Any
 from safetrace.errors.base import SpecError, Where
 
 __all__ = [
-    "SpecStructureError", "spec_structure", "spec_keys", "spec_count", "spec_form",
+    "SpecStructureError", "torch_collection_refused", "spec_structure", "spec_keys", "spec_count", "spec_form",
     "spec_given_twice", "spec_var_positional", "spec_var_keyword", "spec_on_constant",
     "spec_shape", "spec_dim_out_of_range", "spec_rank", "spec_tensor_form",
     "spec_signature", "collection_entry", "additional_structure",
@@ -224,6 +224,14 @@ def additional_value(index: int, values: list) -> SpecExampleError:
                         f"differs between the examples ({', '.join(repr(v) for v in values)}), "
                         f"but only tensor sizes and ints can be dynamic (other values are specialized).",
                         "give every example the same non-tensor values")
+
+
+def torch_collection_refused(kind: str, exc: BaseException) -> SpecExampleError:
+    """torch's own ShapesCollection / AdditionalInputs raised turning itself into a spec."""
+    return spec_example(f"dynamic_shapes (torch.export.{kind})",
+                        f"could not be turned into a spec: {type(exc).__name__}: {exc}",
+                        f"fix the examples as the message says, or use st.{kind} (the same "
+                        f"API, with safetrace's messages)")
 
 
 def additional_rank(index: int) -> SpecExampleError:

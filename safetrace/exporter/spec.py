@@ -61,8 +61,13 @@ def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""
     out: list[list[Entry] | None] = []
-    if isinstance(spec, (ShapesCollection, AdditionalInputs)) or _torch_collection(spec):
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)):
         spec = spec.dynamic_shapes(fn, args, kwargs)  # to the tree, as torch does
+    elif _torch_collection(spec):
+        try:
+            spec = spec.dynamic_shapes(fn, args, kwargs)
+        except (ValueError, TypeError, KeyError, AssertionError) as exc:
+            raise errors.torch_collection_refused(type(spec).__name__, exc) from exc
     tops = list(zip(names, args)) + list(kwargs.items())  # the order of the leaves
     if isinstance(spec, (tuple, list)):
         spec = _torch_tuple_form(fn, spec, args, kwargs) or spec

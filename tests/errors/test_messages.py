@@ -342,6 +342,9 @@ CASES['preserved_value'] = lambda: E.preserved_value("layer1 input", "set", "lay
 GOLDEN['preserved_value'] = ('UnsupportedInputError', "the layer1 input is a set, which a preserved module call signature cannot hold (tensors, sizes and Python constants only).\nFix: leave 'layer1' out of preserve_module_call_signature")
 GOLDEN["compiled_specialized"] = ("CompiledSpecialized", "AOTInductor compiled a different program: called with input shapes [(5, 13)] (inside the declared space) the compiled package returns [(5, 10, 7)] where the exported program returns [(5, 13, 7)]. The compiler specialized a dynamic dim to the example's size (it decomposed an op into a loop over that dim, or assumed what the program does not), and its package checks no input size, so it would answer such calls silently wrong.\nFix: export the dims the mismatch names as static (leave them out of dynamic_shapes) and compile one package per size, or run the program itself (ep.module())")
 
+CASES['torch_collection_refused'] = lambda: E.torch_collection_refused(
+    "AdditionalInputs", ValueError("inputs differ: (2.0, 3.0)"))
+GOLDEN['torch_collection_refused'] = ('SpecExampleError', "dynamic_shapes (torch.export.AdditionalInputs) could not be turned into a spec: ValueError: inputs differ: (2.0, 3.0)\nFix: fix the examples as the message says, or use st.AdditionalInputs (the same API, with safetrace's messages)")
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):

@@ -90,6 +90,21 @@ def test_torchs_additional_inputs() -> None:
                              [(9, 4, 2), (1, 4, 1), (3, 5, 5), (0, 4, 0)]])
 
 
+def test_torchs_additional_inputs_that_torch_refuses_give_an_export_error() -> None:
+    class Scale(torch.nn.Module):
+        def forward(self, x, s):
+            return x * s
+
+    ai = TorchAdditionalInputs()
+    ai.add((torch.randn(3), 2.0))
+    ai.add((torch.randn(4), 3.0))   # a float that differs: torch cannot make it dynamic
+    with pytest.raises(ValueError):
+        torch.export.export(Scale(), (torch.randn(3), 2.0), dynamic_shapes=ai)
+    with pytest.raises(st.errors.SpecExampleError, match="differing values") as info:
+        st.export(Scale(), (torch.randn(3), 2.0), dynamic_shapes=ai)
+    assert "st.AdditionalInputs" in str(info.value)
+
+
 def test_example_inputs_are_kept_as_torch_keeps_them() -> None:
     x, y, z = _inputs(3, 4, 5)
     ep = st.export(Three(), (x,), {"y": y, "z": z})
