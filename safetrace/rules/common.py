@@ -154,11 +154,12 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
 
 
 def _flexible(size: Size) -> bool:
-    """A size that is one Dim.AUTO symbol (the export may narrow it freely)."""
+    """A size that is one Dim.AUTO symbol not yet tied to another size (the export may
+    narrow it freely; a tied one would narrow what it is tied to)."""
     if not isinstance(size, SymInt):
         return False
-    e = size.expr
-    return e.op == "sym" and e.name in size.env.flexible
+    e, env = size.expr, size.env
+    return e.op == "sym" and e.name in env.flexible and e not in env.subst
 
 
 def cond_true(cond: Any) -> bool:
