@@ -155,20 +155,21 @@ class ScriptModuleInput(UnsupportedInputError):
     kind = "script-module"
 
 
+_TORCHSCRIPT = ("a TorchScript module (the result of torch.jit.script or torch.jit.trace): it "
+                "runs TorchScript's interpreter, which safetrace cannot follow (torch.export "
+                "refuses it too).")
+
+
 def script_module(model: Any) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"cannot export {type(model).__name__}, a TorchScript module (the result of "
-        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
-        f"safetrace cannot follow (torch.export refuses it too).",
+        f"cannot export {type(model).__name__}, {_TORCHSCRIPT}",
         fix="export the original nn.Module, before torch.jit.script / torch.jit.trace: "
             "st.export(model, args)")
 
 
 def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type_name}) is a TorchScript module (the "
-        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
-        f"interpreter, which safetrace cannot follow (torch.export refuses it too).",
+        f"the submodule `{path}` ({type_name}) is {_TORCHSCRIPT}",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>")
 

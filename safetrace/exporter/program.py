@@ -289,6 +289,8 @@ class ExportedProgram:
         leaves = None
         if arity is not None and len(args) == len(arity[0]) and (
                 not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
+            # plain inputs (and lists of them): the structure is checked here, without the
+            # pytree walk; anything unexpected falls back to it
             leaves = _flat_leaves(args, arity[0])
             if leaves is not None and kwargs:
                 more = _flat_leaves(tuple(kwargs.values()), arity[2])
@@ -304,22 +306,8 @@ class ExportedProgram:
 
     def check_inputs(self, args: tuple, kwargs: dict | None = None) -> list:
         """Validate a call's inputs against the contract; return the flattened leaves."""
-        arity = self._flat_arity()
-        leaves = None
-        if arity is not None and len(args) == len(arity[0]) and (
-                not kwargs if not arity[1] else tuple(kwargs or ()) == arity[1]):
-            # plain inputs (and lists of them): the structure is checked here, without the
-            # pytree walk; anything unexpected falls back to it
-            leaves = _flat_leaves(args, arity[0])
-            if leaves is not None and kwargs:
-                more = _flat_leaves(tuple(kwargs.values()), arity[2])
-                leaves = None if more is None else leaves + more
-        if leaves is None:
-            leaves = self._pytree_leaves(args, kwargs)
-        check = self._check_fn
-        if check is None:
-            check = self._check_fn = self._build_checks()
-        check(leaves)
+        leaves = self.flat_inputs(args, kwargs)
+        (self._check_fn or self.leaf_checks())(leaves)
         return leaves
 
     @property

@@ -26,7 +26,7 @@ from safetrace.exporter.api import export
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic.expr import dag_nodes, sym
 from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
@@ -583,16 +583,11 @@ def _plain_arg(obj: Any, where: str, depth: int = 0) -> None:
 
 def _check_divisors(e: Any, where: str) -> int:
     """Count the nodes of ``e``; a constant zero divisor is refused."""
-    n, stack, seen = 0, [e], set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    n = 0
+    for x in dag_nodes(e):
         n += 1
         if x.op in ("floordiv", "mod") and x.args[1].op == "const" and x.args[1].value == 0:
             raise fail(where, f"division by zero in `{str(x)[:80]}`")
-        stack.extend(x.args)
     return n
 
 

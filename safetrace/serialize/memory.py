@@ -29,6 +29,7 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize import peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
+from safetrace.symbolic.expr import dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
@@ -377,17 +378,12 @@ def _simple(e: Any) -> bool:
     """Whether ``e`` is small enough for the engine to answer questions about it fast (a
     file's size expressions are its author's: a product of 40 floor divisions would take
     the simplifier minutes)."""
-    n, divs, stack, seen = 0, 0, [e], set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    n = divs = 0
+    for x in dag_nodes(e):
         n += 1
         divs += x.op in ("floordiv", "mod")
         if n > _MAX_EXPR or divs > _MAX_DIVS:
             return False
-        stack.extend(x.args)
     return True
 
 

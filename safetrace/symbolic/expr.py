@@ -28,7 +28,7 @@ import itertools
 import math
 import re
 import weakref
-from typing import Any, Dict, Iterable, Mapping, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Mapping, Tuple, Union
 
 from safetrace.symbolic.printing import to_str
 from safetrace.symbolic.semantics import BOOL_OPS, evaluate
@@ -218,6 +218,18 @@ def const(v: int | bool) -> Expr:
         e._terms = e._str = e._free = e._d = None
         _TABLE[key] = e
     return e
+
+
+def dag_nodes(e: Expr) -> Iterator[Expr]:
+    """Every distinct node of ``e`` once (a shared subexpression is not walked twice)."""
+    stack, seen = [e], set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        yield x
+        stack.extend(x.args)
 
 
 def sym(name: str) -> Expr:
