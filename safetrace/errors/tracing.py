@@ -22,7 +22,7 @@ __all__ = [
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
-    "no_inputs_drawn", "preserved_never_called", "preserved_in_function",
+    "no_inputs_drawn", "preserved_in_function",
     "preserved_unknown", "preserved_value",
 ]
 
@@ -253,12 +253,6 @@ def no_inputs_drawn(max_numel: int) -> InputMismatchError:
 
 # -- preserve_module_call_signature ---------------------------------------------------------
 _LEAVE_OUT = "leave {0!r} out of preserve_module_call_signature"
-
-
-def preserved_never_called(fqn: str) -> UnsupportedInputError:
-    return UnsupportedInputError(
-        f"preserve_module_call_signature names {fqn!r}, which the exported forward never "
-        f"calls (no call signature to keep).", fix=_LEAVE_OUT.format(fqn))
 
 
 def preserved_in_function() -> UnsupportedInputError:

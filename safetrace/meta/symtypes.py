@@ -27,9 +27,12 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
+import safetrace.symbolic.floats as F
 from safetrace.symbolic import (
-    DataDependentQuestion, Env, SymBool, SymFloat, SymInt, sym_max, sym_min, sym_not,
+    DataDependentQuestion, Env, SymBool, SymFloat, SymInt, make_float, sym_max, sym_min,
+    sym_not,
 )
+from safetrace.symbolic.semantics import MATH_FNS
 
 _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
                  os.path.dirname(os.path.dirname(__file__)) + os.sep)
@@ -161,6 +164,11 @@ def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]
             continue
         if hasattr(concrete_type, name):
             setattr(cls, name, _specializing(name, convert))
+        elif name.startswith("__sym_") and "f" + name[6:-2] in MATH_FNS:
+            # torch.sym_sqrt(n) / sym_log2: the engine's own float expression
+            setattr(cls, name, lambda self, _op="f" + name[6:-2]: make_float(
+                F.fun(_op, self.expr if isinstance(self, SymFloat) else
+                      F.fun("float", self.expr)), self.env))
         elif name.startswith("__sym_") and hasattr(math, name[6:-2]):
             fn = getattr(math, name[6:-2])
             setattr(cls, name, lambda self, _fn=fn: _fn(float(self)))

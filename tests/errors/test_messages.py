@@ -332,8 +332,6 @@ CASES['script_submodule'] = lambda: E.script_submodule("encoder", "RecursiveScri
 GOLDEN['script_submodule'] = ('ScriptModuleInput', "the submodule `encoder` (RecursiveScriptModule) is a TorchScript module (the result of torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which safetrace cannot follow (torch.export refuses it too).\nFix: put the original nn.Module back before exporting: model.encoder = <the module before torch.jit.script>")
 CASES['tensor_attribute'] = lambda: E.tensor_attribute("get_elem_a", "m.py:3 `y.get_elem_a()`")
 GOLDEN['tensor_attribute'] = ('UnsupportedOpError', "the exported code reads `.get_elem_a` of a tensor at m.py:3 `y.get_elem_a()`, an attribute no plain tensor has: a tensor subclass's own attribute or method (a subclass parameter or buffer is traced as a plain tensor of the graph, so its attributes are gone).\nFix: keep `.get_elem_a` out of the exported forward: register the subclass's inner tensors as plain parameters or buffers, or read what `.get_elem_a` gives before exporting and pass it in")
-CASES['preserved_never_called'] = lambda: E.preserved_never_called("layer2")
-GOLDEN['preserved_never_called'] = ('UnsupportedInputError', "preserve_module_call_signature names 'layer2', which the exported forward never calls (no call signature to keep).\nFix: leave 'layer2' out of preserve_module_call_signature")
 CASES['preserved_in_function'] = lambda: E.preserved_in_function()
 GOLDEN['preserved_in_function'] = ('UnsupportedInputError', 'preserve_module_call_signature names submodules, but the exported callable is a function, not an nn.Module.\nFix: export the nn.Module that owns them')
 CASES['preserved_unknown'] = lambda: E.preserved_unknown("layer9", "Net", ["layer1", "layer2"])

@@ -61,6 +61,13 @@ class MaskAndIndices(nn.Module):
         return top[:n], where[order[:n]]
 
 
+class SqrtScale(nn.Module):
+    """x / sqrt(n) through torch.sym_sqrt: a float of the size, not the example's."""
+
+    def forward(self, x):
+        return x / torch.sym_sqrt(x.shape[0])
+
+
 # -- the table ---------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -99,6 +106,9 @@ ROWS = [
     Row("layer_norm over a data-dependent size", NormOverReadSize,
         (torch.tensor(6), torch.randn(6), torch.randn(6)), None,
         [(torch.tensor(6), torch.randn(6), torch.randn(6))]),
+    Row("torch.sym_sqrt of a dynamic size", SqrtScale, (torch.randn(16, 4),),
+        {"x": {0: Dim("n", max=64)}}, [(torch.randn(1, 4),), (torch.randn(7, 4),),
+                                       (torch.randn(9, 4),)], [(torch.randn(65, 4),)]),
 ]
 
 

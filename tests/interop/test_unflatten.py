@@ -200,9 +200,15 @@ def test_preserve_names_are_checked():
         def forward(self, x):
             return self.l2(self.l0(x))
 
-    with pytest.raises(st.UnsupportedInputError, match="never calls"):
-        st.export(Skips().eval(), (x,), preserve_module_call_signature=("layer1",))
-    assert not model.layer1._forward_hooks and not model.layer1._forward_pre_hooks
+    # a preserved module the forward never calls keeps no signature, as in torch.export
+    skips = Skips().eval()
+    ep = st.export(skips, (x,), preserve_module_call_signature=("layer1",)).to_torch()
+    ref = torch.export.export(skips, (x,), preserve_module_call_signature=("layer1",))
+    for prog in (ep, ref):
+        entry = [e for e in prog.module_call_graph if e.fqn == "layer1"]
+        assert len(entry) == 1 and entry[0].signature is None
+        assert_close(torch.export.unflatten(prog)(x), skips(x))
+    assert not skips.layer1._forward_hooks and not skips.layer1._forward_pre_hooks
 
 
 def test_a_value_crossing_a_preserved_boundary_is_refused_with_the_module_named():
