@@ -160,3 +160,23 @@ def view_as_complex(self: TensorMeta) -> TensorMeta:
     check(self.ndim > 0, "view_as_complex", "Input tensor must have one or more dimensions")
     check(self.shape[-1] == 2, "view_as_complex", "Tensor must have a last dimension of size 2")
     return self.like(shape=self.shape[:-1], dtype=_COMPLEX_OF[self.dtype])
+
+
+@rule(aten._assert_tensor_metadata)
+def assert_tensor_metadata(a: TensorMeta, size: Any = None, stride: Any = None,
+                           dtype: Any = None, *, device: Any = None,
+                           layout: Any = None) -> None:
+    """The input check torch's (and our converted) programs start with: re-exporting
+    such a program traces it, and a dim declared dynamic stays so (each given size a
+    guard, as the kernel compares them)."""
+    del stride, layout
+    if dtype is not None:
+        check(a.dtype == dtype, "_assert_tensor_metadata",
+              f"Tensor dtype mismatch! Expected {dtype}, got {a.dtype}")
+    if device is not None:
+        check(a.device == torch.device(device), "_assert_tensor_metadata",
+              f"Tensor device mismatch! Expected {device}, got {a.device}")
+    if size is not None:
+        check(len(size) == a.ndim and all(x == y for x, y in zip(a.shape, size)),
+              "_assert_tensor_metadata", f"Tensor sizes mismatch! Expected {list(size)}")
+    return None  # (strides: the node itself checks them when the program runs)

@@ -213,3 +213,37 @@ def test_refused_with_an_export_error(name, model, args, spec, error, names) -> 
     with pytest.raises(error) as info:
         st.export(model(), args, dynamic_shapes=spec)
     assert names in str(info.value) and "docs/errors.md#" in str(info.value)
+
+
+# -- a converted program's module, exported again (torch's test_retracable_ep) -------------
+class CountsCalls(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = nn.Buffer(torch.zeros(1))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x.sum(0) * self.calls + x.size(0)
+
+
+def test_a_converted_module_re_exports_with_its_dims_dynamic() -> None:
+    spec = ({0: Dim("n", min=2, max=32)},)
+    x = torch.randn(5, 3)
+
+    def source() -> Any:  # (a program's module writes its source's buffers, as in torch)
+        return st.export(CountsCalls(), (x,), dynamic_shapes=spec).to_torch().module()
+
+    programs = [lambda: st.export(source(), (x,), dynamic_shapes=spec),
+                lambda: st.export(source(), (x,), dynamic_shapes=spec).to_torch(),
+                lambda: torch.export.export(source(), (x,), dynamic_shapes=spec)]
+    for program in programs:
+        module, model = program().module(), CountsCalls()
+        for n in (2, 7, 32, 3):  # the counter buffer advances in both
+            y = torch.randn(n, 3)
+            same(module(y), model(y))
+        with pytest.raises(Exception):
+            module(torch.randn(1, 3))  # outside n's range
+        with pytest.raises(Exception):
+            module(torch.randn(4, 3, dtype=torch.float64))
+    with pytest.raises(st.InputMismatchError):
+        programs[0]().module()(torch.randn(33, 3))

@@ -61,9 +61,15 @@ SAMPLES: list[Sample] = [
     Sample(aten.view_as_complex.default, (T(3, 2),)),
     Sample(aten.view_as_complex.default, (T(4, 3, 2, dtype=f64),)),
     Sample(aten.view_as_complex.default, (T(2),)),
+    Sample(aten._assert_tensor_metadata.default, (T(2, 3), None, None, torch.float32)),
+    Sample(aten._assert_tensor_metadata.default, (T(0, dtype=i64), [0], None, i64)),
+    Sample(aten._assert_tensor_metadata.default, (T(2, 3),)),
 ]
 
 ERROR_SAMPLES: list[Sample] = [
+    Sample(aten._assert_tensor_metadata.default, (T(2, 3), None, None, f64)),
+    Sample(aten._assert_tensor_metadata.default, (T(2, 3), [2, 4])),
+    Sample(aten._assert_tensor_metadata.default, (T(2, 3), [2])),
     Sample(aten.contiguous.default, (T(2, 3, 4),), {"memory_format": CL}),
     Sample(aten.clone.default, (T(2, 3, 4, 5),), {"memory_format": torch.channels_last_3d}),
     Sample(aten.to.dtype, (T(3), f16, False, False, CL)),

@@ -129,6 +129,13 @@ def is_cpu(tr: Recorder, x: Proxy) -> bool:
 
 handles(T.stride)(metadata(layout.stride))
 handles(T.storage_offset)(metadata(layout.storage_offset))
+# the same queries as ATen ops, as a converted or torch.export program spells them (its
+# module re-exported: torch.export.export(ep.module(), ...))
+_aten = torch.ops.aten
+handles(_aten.sym_size.int)(size)
+handles(_aten.sym_numel.default)(numel)
+handles(_aten.sym_stride.int)(metadata(layout.stride))
+handles(_aten.sym_storage_offset.default)(metadata(layout.storage_offset))
 handles(T.is_contiguous)(metadata(layout.is_contiguous))
 
 # What a traced tensor is never: sparse, quantized, a leaf with a gradient, ...
