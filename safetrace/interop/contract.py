@@ -166,12 +166,15 @@ class ContractEmitter:
             inp = c.inputs[i]
             if inp.scalar:  # an int: torch's guards check its type
                 continue
+            # torch's input guards never look at the rank: an identity permute raises for
+            # any other rank before the graph computes anything; the metadata check reads
+            # its result, so that dead-code elimination and run_decompositions keep it (an
+            # unused permute was dropped).  (Sizes in the check itself would do, but
+            # torch's fake kernel compares a list with a torch.Size: never equal.)
+            ranked = self.conv.call(torch.ops.aten.permute.default,
+                                    (ph, list(range(len(inp.dims)))), name="rank_check")
             self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
-                           (ph, None, None, inp.dtype), name="assert_tensor_metadata")
-            # torch's input guards never look at the rank: an identity permute raises
-            # for any other rank before the graph computes anything
-            self.conv.call(torch.ops.aten.permute.default, (ph, list(range(len(inp.dims)))),
-                           name="rank_check")
+                           (ranked, None, None, inp.dtype), name="assert_tensor_metadata")
         for i, inp, d, dim in self._dims():
             if dim.kind == "bind":
                 self.nodes[_sym(dim.symbol)] = self._size_node(i, d)

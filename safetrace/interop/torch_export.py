@@ -115,6 +115,9 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        for node in list(self.graph.nodes):  # a size read for no check: dead code to torch
+            if node.target is torch.ops.aten.sym_size.int and not node.users:
+                self.graph.erase_node(node)
         self._as_torch_settings()
         _provenance(self.graph)
         root = torch.nn.Module()

@@ -247,3 +247,36 @@ def test_a_converted_module_re_exports_with_its_dims_dynamic() -> None:
             module(torch.randn(4, 3, dtype=torch.float64))
     with pytest.raises(st.InputMismatchError):
         programs[0]().module()(torch.randn(33, 3))
+
+
+# -- no dead code in a converted module (torch's test_to_module_with_mutated_buffer) --------
+class BumpsBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.buf = nn.Buffer(torch.zeros(1))
+
+    def forward(self, x):
+        self.buf.add_(1)
+        return x.sum(0) + self.buf
+
+
+@pytest.mark.parametrize("spec", [None, {"x": {0: Dim("n", max=16)}}], ids=["static", "dim"])
+def test_converted_module_has_no_dead_code_and_keeps_its_rank_check(spec) -> None:
+    x = torch.randn(5, 3)
+
+    def conv() -> Any:  # (one fresh program each: a program's buffers are its own)
+        return st.export(BumpsBuffer(), (x,), dynamic_shapes=spec).to_torch()
+
+    ref = torch.export.export(BumpsBuffer(), (x,), dynamic_shapes=spec)
+    sizes = (5, 4, 1) if spec else (5, 5, 5)
+    for prog in (conv(), conv().run_decompositions(), ref):
+        module, model = prog.module(), BumpsBuffer()
+        assert not module.graph.eliminate_dead_code()  # nothing torch's DCE would drop
+        for n in sizes:
+            y = torch.randn(n, 3)
+            same(module(y), model(y))
+    for prog in (conv(), conv().run_decompositions()):  # a wrong rank is refused, decomposed too
+        with pytest.raises(Exception):
+            prog.module()(torch.randn(5, 3, 1))
+    # (torch's own program accepts the extra dim and sums over it: unsound there)
+    ref.module()(torch.randn(5, 3, 1))
