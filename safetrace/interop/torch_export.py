@@ -119,7 +119,8 @@ class _Converter:
             if node.target is torch.ops.aten.sym_size.int and not node.users:
                 self.graph.erase_node(node)
         self._as_torch_settings()
-        _provenance(self.graph)
+        tree = getattr(ep, "module_tree", None)
+        _provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
             root.add_module(name, sub)
@@ -594,13 +595,13 @@ def _follow(value: Any, path: tuple) -> Any:
     return value
 
 
-def _provenance(graph: torch.fx.Graph) -> None:
+def _provenance(graph: torch.fx.Graph, root_type: str) -> None:
     """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
     run_decompositions maps the module call signatures' names through the first (without
     it an output whose op decomposes away is lost), unflatten reads the second."""
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
-    root = {"L__self__": ("", "torch.nn.modules.module.Module")}
+    root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
     # (a subgraph's get_attr too: unflatten places it in a module like any node)
     calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
     for node, stack in zip(calls, fill_stacks(calls)):

@@ -50,6 +50,7 @@ class Hierarchy:
 
     modules: list[str] = field(default_factory=list)  # every submodule path, model order
     calls: list[ModuleCall] = field(default_factory=list)  # preserved calls, in call order
+    root_type: str = "torch.nn.modules.module.Module"  # the exported module's class
 
 
 @contextlib.contextmanager
@@ -70,6 +71,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         if fqn:
             paths[fqn] = None
     found.modules = list(paths)
+    found.root_type = _type_name(model)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts

@@ -280,3 +280,23 @@ def test_converted_module_has_no_dead_code_and_keeps_its_rank_check(spec) -> Non
             prog.module()(torch.randn(5, 3, 1))
     # (torch's own program accepts the extra dim and sums over it: unsound there)
     ref.module()(torch.randn(5, 3, 1))
+
+
+# -- the root of every node's module stack is the exported class (torch's test_nested_module)
+class MakesItsOwn(nn.Module):
+    def forward(self, x):
+        return UnusedConstant()(x) * x  # a module made inside forward: no submodule
+
+
+def test_module_stack_root_names_the_exported_class() -> None:
+    x = torch.randn(3, 3)
+    conv = st.export(MakesItsOwn(), (x,), dynamic_shapes={"x": {0: Dim("n")}}).to_torch()
+    ref = torch.export.export(MakesItsOwn(), (x,), dynamic_shapes={"x": {0: Dim("n")}})
+    for prog in (conv, ref):
+        for node in prog.graph.nodes:
+            if node.op == "call_function" and node.target is torch.ops.aten.mul.Tensor:
+                (root_fqn, root_type), = node.meta["nn_module_stack"].values()
+                assert root_fqn == "" and root_type.endswith(".MakesItsOwn")
+        for n in (0, 1, 4):
+            y = torch.randn(n, 3)
+            same(torch.export.unflatten(prog)(y), MakesItsOwn()(y))
