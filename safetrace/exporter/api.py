@@ -176,6 +176,9 @@ class Exporter:
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         ep.module_tree = tree  # submodule paths and preserved calls (interop)
+        # each constant's name in torch.export's program: the attribute's path, or
+        # lifted_tensor_<n> for one made in forward (interop)
+        ep.constant_targets = {n: self.constant_fqns.get(n, n[2:]) for n in constants}
         ep.retrace = functools.partial(
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
@@ -267,11 +270,13 @@ class Exporter:
 
     def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
+        self.constant_fqns: dict[str, str] = {}  # name -> the attribute's path (torch's key)
         for mname, _, _, _, attrs, *_ in guard.saved:
             for attr, v in attrs.items():
-                if id(v) not in self.state:
+                if id(v) not in self.state and id(v) not in names:
                     full = f"{mname}.{attr}" if mname else attr
-                    names.setdefault(id(v), pytree.placeholder_name("c_" + full))
+                    names[id(v)] = pytree.placeholder_name("c_" + full)
+                    self.constant_fqns.setdefault(names[id(v)], full)
         counter = [0]
 
         def name(t: torch.Tensor) -> str:

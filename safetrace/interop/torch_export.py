@@ -231,7 +231,16 @@ class _Converter:
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
-        return InputSpec(kind, TensorArgument(new.name), spec.target, persistent)
+        return InputSpec(kind, TensorArgument(new.name), self._target(spec), persistent)
+
+    def _target(self, spec: Any) -> str:
+        """A state input's name in torch's program: a constant's is the attribute's path
+        (``sub.w`` for our ``c_sub_w``), as torch.export keys ``ep.constants``."""
+        if spec.kind != "constant":
+            return spec.target
+        known = vars(self.ep).get("constant_targets") or {}
+        name = spec.target
+        return known.get(name) or (name[2:] if name.startswith("c_") else name)
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
@@ -538,7 +547,7 @@ class _Converter:
                 # a Parameter held outside the module's registry (in a dict attribute) is
                 # a constant of the program: a plain tensor, or torch's module would make
                 # it a parameter again (torch.export detaches it too)
-                constants[s.target] = value.detach() if isinstance(
+                constants[self._target(s)] = value.detach() if isinstance(
                     value, torch.nn.Parameter) else value
         return state, constants
 

@@ -68,6 +68,20 @@ class SqrtScale(nn.Module):
         return x / torch.sym_sqrt(x.shape[0])
 
 
+class ConstantsByPath(nn.Module):
+    """Tensor attributes (not registered) of the module and of a child, and one made in
+    forward: torch.export keys them by path (``x``, ``sub.w``, ``lifted_tensor_0``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.x = torch.tensor([1.0, 2.0])
+        self.sub = nn.Module()
+        self.sub.w = torch.full((2,), 0.5)
+
+    def forward(self, y):
+        return self.x.clone() * y + torch.tensor(3.0) + self.sub.w
+
+
 # -- the table ---------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -83,6 +97,13 @@ class Row:
 
 def _no_constants(conv: Any, ref: Any) -> None:
     assert dict(conv.constants) == {} and dict(ref.constants) == {}
+
+
+def _constants_by_path(conv: Any, ref: Any) -> None:
+    assert list(conv.constants) == list(ref.constants) == ["x", "lifted_tensor_0", "sub.w"]
+    assert conv.graph_signature.lifted_tensor_constants == \
+        ref.graph_signature.lifted_tensor_constants
+    same(torch.export.unflatten(conv)(torch.ones(3, 2)), ConstantsByPath()(torch.ones(3, 2)))
 
 
 def _constant_not_parameter(conv: Any, ref: Any) -> None:
@@ -106,6 +127,9 @@ ROWS = [
     Row("layer_norm over a data-dependent size", NormOverReadSize,
         (torch.tensor(6), torch.randn(6), torch.randn(6)), None,
         [(torch.tensor(6), torch.randn(6), torch.randn(6))]),
+    Row("constants keyed by their attribute path", ConstantsByPath, (torch.randn(4, 2),),
+        {"y": {0: Dim("n")}}, [(torch.randn(0, 2),), (torch.randn(1, 2),)],
+        [(torch.randn(4, 3),)], check=_constants_by_path),
     Row("torch.sym_sqrt of a dynamic size", SqrtScale, (torch.randn(16, 4),),
         {"x": {0: Dim("n", max=64)}}, [(torch.randn(1, 4),), (torch.randn(7, 4),),
                                        (torch.randn(9, 4),)], [(torch.randn(65, 4),)]),
