@@ -14,7 +14,7 @@ from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text
+from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text, unwrap_int_keys
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -69,6 +69,7 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
+    args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
     with gc_paused(), task(f"exporting {type(model).__name__}", verbose):
         return export_with_splits(lambda sides: Exporter(
             model, fn, preserve_module_call_signature, sides,

@@ -57,6 +57,23 @@ def _in_signature_order(fn: Any, kwargs: dict) -> list[tuple[str, Any]]:
     return sorted(kwargs.items(), key=lambda kv: order.get(kv[0], len(order)))
 
 
+def unwrap_int_keys(model: Any, args: tuple, kwargs: dict, spec: Any) -> tuple:
+    """torch.export's ``_IntWrapper`` inputs (an int given as its wrapper, so that a
+    ShapesCollection can key it, ``sc[wrapped] = Dim.DYNAMIC``): the collection turns into
+    the spec tree while the wrappers are the inputs, then each wrapper is its int."""
+    def wrapped(v: Any) -> bool:
+        return type(v).__name__ == "_IntWrapper" and \
+            type(v).__module__.startswith("torch.export") and isinstance(v.val, int)
+
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not any(wrapped(v) for v in leaves):
+        return args, kwargs, spec
+    if hasattr(spec, "dynamic_shapes") and callable(spec.dynamic_shapes):
+        spec = spec.dynamic_shapes(model, args, kwargs)
+    args, kwargs = pytree.tree_map(lambda v: v.val if wrapped(v) else v, (args, kwargs))
+    return tuple(args), kwargs, spec
+
+
 def match_spec(fn: Any, args: tuple, kwargs: dict, spec: Any,
                names: list[str]) -> list[list[Entry] | None]:
     """Per-leaf dim specs for ``spec`` over ``(args, kwargs)``; ``names`` name positionals."""

@@ -324,3 +324,36 @@ def test_module_stack_root_names_the_exported_class() -> None:
         for n in (0, 1, 4):
             y = torch.randn(n, 3)
             same(torch.export.unflatten(prog)(y), MakesItsOwn()(y))
+
+
+# -- int inputs given as torch's _IntWrapper, keyed in a ShapesCollection --------------------
+class AddsInts(nn.Module):
+    def forward(self, x, n, m):
+        return x * n + m
+
+
+def test_int_wrappers_keyed_in_a_shapes_collection() -> None:
+    from torch.export.dynamic_shapes import _IntWrapper
+
+    def inputs() -> tuple:
+        return torch.randn(3), _IntWrapper(5), _IntWrapper(7)
+
+    def spec(args: tuple) -> torch.export.ShapesCollection:
+        sc = torch.export.ShapesCollection()
+        sc[args[1]] = Dim.DYNAMIC
+        return sc  # m (unkeyed) stays static
+
+    args = inputs()
+    ours = st.export(AddsInts(), args, dynamic_shapes=spec(args))
+    args = inputs()
+    ref = torch.export.export(AddsInts(), args, dynamic_shapes=spec(args))
+    x = torch.randn(3)
+    for prog in (ours, ours.to_torch(), ref):
+        for n in (5, 0, 1, 11):  # (Dim.DYNAMIC on an int: [0, inf], torch's range too)
+            same(prog.module()(x, n, 7), AddsInts()(x, n, 7))
+        with pytest.raises(Exception):
+            prog.module()(x, 5, 8)  # m was not declared dynamic
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(x, 5, 8)
+    with pytest.raises(st.InputMismatchError):  # outside the range torch's program declares
+        ours.module()(x, -2, 7)
