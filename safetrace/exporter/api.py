@@ -177,6 +177,7 @@ class Exporter:
         ep.dim_names = dict(self.dyn.dim_names)  # symbol -> the user's Dim name (interop)
         ep.exported_training = bool(getattr(self.model, "training", False))
         ep.module_tree = tree  # submodule paths and preserved calls (interop)
+        ep.state_aliases = self.state_aliases  # alias path -> the state's name (interop)
         # each constant's name in torch.export's program: the attribute's path, or
         # lifted_tensor_<n> for one made in forward (interop)
         ep.constant_targets = {n: self.constant_fqns.get(n, n[2:]) for n in constants}
@@ -223,6 +224,15 @@ class Exporter:
                     self.state_tensors[name] = t
                     persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
                     self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
+        # other names of the same tensors (a module or parameter shared under two paths):
+        # torch.export's state_dict lists each, as the model's own state_dict does
+        self.state_aliases: dict[str, str] = {}
+        if isinstance(self.model, torch.nn.Module):
+            names = {id(t): n for n, t in self.state_tensors.items()}
+            for fqn, t in [*self.model.named_parameters(remove_duplicate=False),
+                           *self.model.named_buffers(remove_duplicate=False)]:
+                if fqn not in self.state_tensors and id(t) in names:
+                    self.state_aliases[fqn] = names[id(t)]
 
     def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []

@@ -32,6 +32,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import exported_program
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
+from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of
 from safetrace import symbolic as S
@@ -102,7 +103,10 @@ class _Converter:
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
         with fx_config.patch(backed_size_oblivious=True), self.mode, \
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
-            inputs = [self._placeholder(s, ours[s.name]) for s in ordered]
+            inputs = []
+            for s in ordered:  # (a state's other paths, each a placeholder of its own)
+                inputs.append(self._placeholder(s, ours[s.name]))
+                inputs += alias_inputs(self, s, inputs[-1])
             first = len(self.shape_env.guards)
             self.emitter.emit(self._user_leaves(ordered))
             self.contract_guards = len(self.shape_env.guards)
@@ -133,7 +137,7 @@ class _Converter:
             root, signature = replace_set_grad_with_hop_pass(
                 torch.fx.GraphModule(root, graph), signature)
             graph = root.graph
-        state, constants = self._state(ordered)
+        state, constants = program_state(self.ep, ordered)
         # (the graph module is made once, by the constructor, which also validates it)
         tep = exported_program(
             root=root, graph=graph, graph_signature=signature, state_dict=state,
@@ -231,16 +235,8 @@ class _Converter:
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
-        return InputSpec(kind, TensorArgument(new.name), self._target(spec), persistent)
-
-    def _target(self, spec: Any) -> str:
-        """A state input's name in torch's program: a constant's is the attribute's path
-        (``sub.w`` for our ``c_sub_w``), as torch.export keys ``ep.constants``."""
-        if spec.kind != "constant":
-            return spec.target
-        known = vars(self.ep).get("constant_targets") or {}
-        name = spec.target
-        return known.get(name) or (name[2:] if name.startswith("c_") else name)
+        return InputSpec(kind, TensorArgument(new.name), torch_target(self.ep, spec),
+                         persistent)
 
     def _state_value(self, spec: Any) -> torch.Tensor:
         if spec.kind == "constant":
@@ -525,31 +521,6 @@ class _Converter:
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
             out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
         return out
-
-    def _state(self, ordered: list) -> tuple[dict, dict]:
-        """The program's state: what the graph writes is the program's own copy, shared
-        with every module of the program and of this conversion (as torch.export's
-        programs share their state); running it never writes the exported model."""
-        state: dict[str, Any] = {}
-        constants: dict[str, Any] = {}
-        self.ep.own_state()
-        for s in ordered:
-            if s.kind in ("parameter", "buffer"):
-                t = self.ep._state[s.target]
-            if s.kind == "parameter":
-                state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
-            elif s.kind == "buffer":  # (a cache written under grad mode carries history:
-                # the same memory without it, which torch's tools deepcopy and write)
-                (state if s.persistent else constants)[s.target] = \
-                    t.detach() if t.requires_grad else t
-            elif s.kind == "constant":
-                value = self.ep.constants[s.target]
-                # a Parameter held outside the module's registry (in a dict attribute) is
-                # a constant of the program: a plain tensor, or torch's module would make
-                # it a parameter again (torch.export detaches it too)
-                constants[self._target(s)] = value.detach() if isinstance(
-                    value, torch.nn.Parameter) else value
-        return state, constants
 
     # -- calling convention ------------------------------------------------------------------
     def _arg_names(self) -> list[str]:

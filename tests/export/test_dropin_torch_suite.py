@@ -82,6 +82,22 @@ class ConstantsByPath(nn.Module):
         return self.x.clone() * y + torch.tensor(3.0) + self.sub.w
 
 
+class SharedNorm(nn.Module):
+    """One LayerNorm under two paths, and a parameter under three names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        norm = nn.LayerNorm(3)
+        self.norms = nn.ModuleList([norm, norm])
+        self.alpha = nn.Parameter(torch.randn(3))
+        self.beta = self.gamma = self.alpha
+
+    def forward(self, x):
+        for norm in self.norms:
+            x = norm(x)
+        return x * self.gamma
+
+
 # -- the table ---------------------------------------------------------------------------
 @dataclass
 class Row:
@@ -104,6 +120,18 @@ def _constants_by_path(conv: Any, ref: Any) -> None:
     assert conv.graph_signature.lifted_tensor_constants == \
         ref.graph_signature.lifted_tensor_constants
     same(torch.export.unflatten(conv)(torch.ones(3, 2)), ConstantsByPath()(torch.ones(3, 2)))
+
+
+def _every_alias_listed(conv: Any, ref: Any) -> None:
+    names = list(SharedNorm().state_dict())  # norms.0.*, norms.1.*, alpha, beta, gamma
+    for ep in (conv, ref):
+        assert sorted(ep.state_dict) == sorted(names)
+        assert sorted(ep.module().state_dict()) == sorted(names)
+        assert sorted(torch.export.unflatten(ep).state_dict()) == sorted(names)
+    fresh = SharedNorm()
+    module = conv.module()
+    module.load_state_dict(fresh.state_dict())  # the model's own state dict loads as is
+    same(module(torch.ones(2, 3)), fresh(torch.ones(2, 3)))
 
 
 def _constant_not_parameter(conv: Any, ref: Any) -> None:
@@ -130,6 +158,9 @@ ROWS = [
     Row("constants keyed by their attribute path", ConstantsByPath, (torch.randn(4, 2),),
         {"y": {0: Dim("n")}}, [(torch.randn(0, 2),), (torch.randn(1, 2),)],
         [(torch.randn(4, 3),)], check=_constants_by_path),
+    Row("a module and a parameter shared under several paths", SharedNorm,
+        (torch.randn(4, 3),), {"x": {0: Dim("n")}}, [(torch.randn(0, 3),), (torch.randn(1, 3),)],
+        [(torch.randn(4, 2),)], check=_every_alias_listed),
     Row("torch.sym_sqrt of a dynamic size", SqrtScale, (torch.randn(16, 4),),
         {"x": {0: Dim("n", max=64)}}, [(torch.randn(1, 4),), (torch.randn(7, 4),),
                                        (torch.randn(9, 4),)], [(torch.randn(65, 4),)]),
