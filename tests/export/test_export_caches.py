@@ -1,0 +1,127 @@
+"""What an export caches between exports never outlives what it was computed from (issue
+20, per-op cost): the model snapshot, the user-code rewrite and the session's table are
+read again when the model, its code or its attributes change between two exports, and an
+export still leaves the model exactly as it found it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class _Rewires(torch.nn.Module):
+    """A forward that deletes, re-adds and reorders its attributes and state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 2.0))
+        self.factor = 3
+        self.tag = "a"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.factor
+        del self.factor              # removed ...
+        self.tag, self.factor = "b", f + 1   # ... and added back after another one
+        s = self.scale
+        del self._buffers["scale"]
+        self.register_buffer("scale", s * 1)  # a new tensor under the same name
+        self.lin.weight = torch.nn.Parameter(self.lin.weight.detach() * 1)
+        self.train(not self.training)
+        return self.lin(x) * s * f
+
+
+def test_export_undoes_deleted_readded_and_reordered_attributes() -> None:
+    m = _Rewires().eval()
+    before = dict(m.__dict__)
+    keys = list(m.__dict__)
+    buffers, params = dict(m._buffers), dict(m.lin._parameters)
+    ep = st.export(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=32)}})
+    assert set(m.__dict__) == set(keys)
+    assert all(m.__dict__[k] is v for k, v in before.items())
+    assert m.factor == 3 and m.tag == "a" and not m.training
+    assert m._buffers == buffers and all(m._buffers[k] is v for k, v in buffers.items())
+    assert all(m.lin._parameters[k] is v for k, v in params.items())
+    for n in (1, 5):
+        x = torch.randn(n, 4)
+        expected = torch.nn.functional.linear(x, m.lin.weight, m.lin.bias) * 2.0 * 3
+        torch.testing.assert_close(ep.module()(x), expected)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(33, 4))
+
+
+class _Sized(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[: max(1, len(x) - 1)]
+
+
+def _first_rows(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return x[: int(math.sqrt(len(x)))]
+
+
+def _check(ep: st.ExportedProgram, rows: callable) -> None:
+    for n in (1, 4, 9, 16):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x[:rows(n)])
+
+
+def test_a_forward_replaced_between_exports_is_exported_as_it_is_now() -> None:
+    n = st.Dim("n", min=1, max=64)
+    m = _Sized()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    m.forward = _first_rows.__get__(m)  # an instance attribute now
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+    del m.forward
+    _Sized.forward, old = _first_rows, _Sized.forward  # the class's method replaced
+    try:
+        _check(st.export(_Sized(), (torch.randn(6, 3),), dynamic_shapes=spec),
+               lambda k: int(math.sqrt(k)))
+    finally:
+        _Sized.forward = old
+    _check(st.export(_Sized(), (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: max(1, k - 1))
+
+
+def test_code_of_a_forward_changed_between_exports_is_read_again() -> None:
+    n = st.Dim("n", min=1, max=64)
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[: max(1, len(x) - 1)]
+
+    m = M()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    M.forward.__code__ = _first_rows.__code__
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+
+
+def test_a_helper_stored_on_the_model_after_an_export_is_rewritten() -> None:
+    n = st.Dim("n", min=1, max=64)
+
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pick = lambda x: x
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.pick(x)
+
+    m = M()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    m.pick = lambda x: x[: max(1, len(x) - 1)]  # calls len() and max() of a size
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    helpers = [lambda x: x]
+    m.pick = lambda x: helpers[0](x)
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    helpers[0] = lambda x: x[: int(math.sqrt(len(x)))]  # a container's content replaced
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
