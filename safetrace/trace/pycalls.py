@@ -175,17 +175,21 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
                 continue
             seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
+            d = vars(m)
+            keys, hooks = _scanned_keys(d)
             attrs = []
-            for k, v in vars(m).items():
+            if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
+                attrs = [v for v in map(d.__getitem__, hooks) if v]
+            for k in keys:
+                v = d[k]
                 t = type(v)
                 if t in _ATOMS:  # (the common attributes, by exact type)
                     continue
                 if t in _CONTAINERS:
-                    if v and k not in _MODULE_STATE:
+                    if v:
                         attrs.append(v)
-                elif k not in _MODULE_STATE and (
-                        issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or
-                        issubclass(t, (dict, list, tuple, set)) and v):
+                elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
+                        issubclass(t, (dict, list, tuple, set)) and v:
                     # (by type: what _collect can find code in; an isinstance test asks
                     # the object for __class__, slow on a transformers config)
                     attrs.append(v)
@@ -229,6 +233,30 @@ _CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, class
 _MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
                            "_state_dict_hooks", "_state_dict_pre_hooks",
                            "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+_MODULE_DICT = torch.nn.Module().__dict__
+# nn.Module's own attributes that may hold the user's code: its hook dicts
+_HOOK_KEYS = frozenset(k for k, v in _MODULE_DICT.items()
+                       if k not in _MODULE_STATE and isinstance(v, dict))
+# tuple(a module's __dict__ keys) -> (the keys a scan reads one by one, the hook dicts'):
+# modules of one class share one layout, filtered once
+_LAYOUTS: dict[tuple, tuple[tuple, tuple]] = {}
+
+
+def _scanned_keys(d: dict) -> tuple[tuple, tuple]:
+    """The keys of a module's ``__dict__`` that may hold code: (the user's attributes and
+    any of nn.Module's that is not one of its own dicts as they are made, its hook dicts).
+    nn.Module's state dicts (tensors and submodules, walked on their own) are skipped."""
+    layout = tuple(d)
+    hit = _LAYOUTS.get(layout)
+    if hit is None:
+        if len(_LAYOUTS) > 10_000:
+            _LAYOUTS.clear()
+        hit = _LAYOUTS[layout] = (
+            tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
+            tuple(k for k in layout if k in _HOOK_KEYS))
+    return hit
+
+
 # attribute types that never hold code, and containers (empty ones hold none)
 _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
 _CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))

@@ -125,3 +125,60 @@ def test_a_helper_stored_on_the_model_after_an_export_is_rewritten() -> None:
     helpers[0] = lambda x: x[: int(math.sqrt(len(x)))]  # a container's content replaced
     _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
            lambda k: int(math.sqrt(k)))
+
+
+class _Holds(torch.nn.Module):
+    """A forward that signals `entered`, waits for `go`, then routes through what a
+    session installs (len/max of a size, torch._check, torch.cond, broadcast_shapes)."""
+
+    def __init__(self, entered, go) -> None:
+        super().__init__()
+        self.entered, self.go = entered, go
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.entered.set()
+        assert self.go.wait(timeout=120)
+        k = max(1, len(x) - 1)
+        torch._check(x.shape[0] >= 1)
+        shape = torch.broadcast_shapes(x.shape, (1, 3))
+        y = torch.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, (x.expand(shape),))
+        return y[:k]
+
+
+def test_an_export_outliving_the_one_that_installed_the_table_keeps_it() -> None:
+    """Export A installs the session's table alone (in one pass); export B enters on
+    another thread while A runs and goes on tracing after A has ended: B still traces
+    with everything installed, and once both end the process has torch's own functions."""
+    import threading
+
+    # (eager torch.cond first: importing dynamo wraps torch.manual_seed for good)
+    torch.cond(torch.tensor(True), lambda a: a + 1, lambda a: a - 1, (torch.ones(1),))
+    originals = (torch.cond, torch._check, torch.broadcast_shapes, torch.manual_seed)
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    box: dict = {}
+    spec = {"x": {0: st.Dim("n", min=1, max=64)}}
+
+    def run_b() -> None:
+        assert a_in.wait(timeout=120)
+        try:
+            box["b"] = st.export(_Holds(b_in, a_done), (torch.randn(5, 3),),
+                                 dynamic_shapes=spec)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            box["error"] = exc
+
+    t = threading.Thread(target=run_b)
+    t.start()
+    go_a = threading.Event()
+    a = _Holds(a_in, go_a)
+    threading.Thread(target=lambda: (b_in.wait(timeout=120), go_a.set())).start()
+    ep_a = st.export(a, (torch.randn(5, 3),), dynamic_shapes=spec)
+    a_done.set()
+    t.join(timeout=300)
+    assert "error" not in box, repr(box.get("error"))
+    now = (torch.cond, torch._check, torch.broadcast_shapes, torch.manual_seed)
+    assert [a is b for a, b in zip(now, originals)] == [True] * 4, now
+    for ep in (ep_a, box["b"]):
+        for n, sign in ((1, 1.0), (4, -1.0), (9, 1.0)):
+            x = torch.full((n, 3), sign)
+            expected = (x + sign)[: max(1, n - 1)]
+            torch.testing.assert_close(ep.module()(x), expected)
