@@ -182,3 +182,12 @@ def test_an_export_outliving_the_one_that_installed_the_table_keeps_it() -> None
             x = torch.full((n, 3), sign)
             expected = (x + sign)[: max(1, n - 1)]
             torch.testing.assert_close(ep.module()(x), expected)
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
