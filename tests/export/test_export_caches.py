@@ -191,3 +191,31 @@ class _Inner(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin(x).relu()
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Inner()
+        self.head = torch.nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.inner(x) + self.inner(x))
+
+
+def test_module_stack_of_each_node_and_nn_module_call_left_alone() -> None:
+    """Each node names the modules it was called in (a second call numbered), and
+    nn.Module's call is torch's own afterwards."""
+    call = torch.nn.Module.__call__
+    m = _Outer().eval()
+    ep = st.export(m, (torch.randn(4, 3),), dynamic_shapes={"x": {0: st.Dim("n", max=16)}})
+    assert torch.nn.Module.__call__ is call
+    stacks = [[fqn for fqn, _ in n.meta["nn_module_stack"].values()]
+              for n in ep.graph.nodes if n.op == "call_function" and "linear" in n.name]
+    assert stacks == [["inner", "inner.lin"], ["inner", "inner.lin"], ["head"]]
+    keys = [list(n.meta["nn_module_stack"]) for n in ep.graph.nodes
+            if n.op == "call_function" and "linear" in n.name]
+    assert keys[1] == ["L__self___inner@1", "L__self___inner_lin@1"]
+    for n in (1, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), m(x))
