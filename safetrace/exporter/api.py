@@ -450,8 +450,17 @@ def _uncompiled(model: Any) -> Any:
     """What torch.compile wrapped (a module or a function), else the model itself."""
     if _compiled_wrapper(model):
         return model._orig_mod
-    orig = getattr(model, "_torchdynamo_orig_callable", None)
+    if isinstance(model, torch.nn.Module) and type(model).__getattr__ is _MODULE_GETATTR:
+        # (nn.Module's __getattr__ looks only at parameters, buffers and submodules, and
+        # raises its AttributeError slowly: read the instance's and class's attributes)
+        orig = model.__dict__.get("_torchdynamo_orig_callable",
+                                  getattr(type(model), "_torchdynamo_orig_callable", None))
+    else:
+        orig = getattr(model, "_torchdynamo_orig_callable", None)
     return orig if callable(orig) else model
+
+
+_MODULE_GETATTR = torch.nn.Module.__getattr__
 
 
 @contextlib.contextmanager
