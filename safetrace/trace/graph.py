@@ -31,7 +31,7 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
     if not FAST_NODES or graph._owning_module is not None:
         return graph.create_node(op, target, args, kwargs, name=name)
     ns = graph._graph_namespace
-    unique = _unique_name(ns, name)
+    unique = unique_name(ns, name)
     n = Node(graph, unique, op, target, args, kwargs or {})
     ns._obj_to_name[n] = unique  # (associate_name_with_obj of a new node)
     graph._insert(n)
@@ -60,7 +60,7 @@ _NAME_REGEX = getattr(fx_graph, "_name_regex", None)
 _ILLEGAL = getattr(fx_graph, "_illegal_names", None)
 
 
-def _unique_name(ns: Any, candidate: str) -> str:
+def unique_name(ns: Any, candidate: str) -> str:
     """``ns.create_name(candidate, None)``, its base/number split of `candidate` cached."""
     split = _SPLITS.get(candidate)
     if split is None:
@@ -109,7 +109,7 @@ def _selfcheck() -> bool:
         for c in ("x", "x", "x_1", "x", "add_2", "add", "add", "add_2", "list", "list",
                   "for", "p_a_b_weight", "p_a_b_weight", "_1", "a__3", "a__3", "relu_10",
                   "relu", "relu_10"):
-            ok = ok and _unique_name(mine, c) == theirs.create_name(c, None)
+            ok = ok and unique_name(mine, c) == theirs.create_name(c, None)
     except Exception:
         ok = False
     FAST_NODES = ok
