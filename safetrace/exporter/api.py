@@ -515,14 +515,11 @@ _MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
 _USER_KEYS: dict[tuple, tuple] = {}
 
 
-def _user_keys(d: dict) -> tuple:
-    keys = tuple(d)
-    hit = _USER_KEYS.get(keys)
-    if hit is None:
-        if len(_USER_KEYS) > 10_000:
-            _USER_KEYS.clear()
-        hit = _USER_KEYS[keys] = tuple(k for k in keys if k not in _MODULE_INTERNALS)
-    return hit
+def _user_keys(layout: tuple) -> tuple:
+    if len(_USER_KEYS) > 10_000:
+        _USER_KEYS.clear()
+    user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
+    return user
 
 
 def _differs(now: dict, saved: dict) -> bool:
@@ -557,7 +554,11 @@ class _ModuleGuard:
                 attrs = {}
                 # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
                 # holds no tensor and no user container; it is restored below as a whole)
-                for k in _user_keys(d):
+                layout = tuple(d)
+                user = _USER_KEYS.get(layout)
+                if user is None:
+                    user = _user_keys(layout)
+                for k in user:
                     v = d[k]
                     t = type(v)
                     if t in _CONTAINERS:  # user containers: their contents too

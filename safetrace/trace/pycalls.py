@@ -173,7 +173,9 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
             seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
             d = vars(m)
-            keys, hooks = _scanned_keys(d)
+            layout = tuple(d)
+            hit = _LAYOUTS.get(layout)
+            keys, hooks = hit if hit is not None else _scanned_keys(layout)
             attrs = []
             if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
                 attrs = [v for v in map(d.__getitem__, hooks) if v]
@@ -250,18 +252,16 @@ _HOOK_KEYS = frozenset(k for k, v in _MODULE_DICT.items()
 _LAYOUTS: dict[tuple, tuple[tuple, tuple]] = {}
 
 
-def _scanned_keys(d: dict) -> tuple[tuple, tuple]:
-    """The keys of a module's ``__dict__`` that may hold code: (the user's attributes and
-    any of nn.Module's that is not one of its own dicts as they are made, its hook dicts).
-    nn.Module's state dicts (tensors and submodules, walked on their own) are skipped."""
-    layout = tuple(d)
-    hit = _LAYOUTS.get(layout)
-    if hit is None:
-        if len(_LAYOUTS) > 10_000:
-            _LAYOUTS.clear()
-        hit = _LAYOUTS[layout] = (
-            tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
-            tuple(k for k in layout if k in _HOOK_KEYS))
+def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
+    """The keys of a module's ``__dict__`` (its `layout`) that may hold code: (the user's
+    attributes and any of nn.Module's that is not one of its own dicts as they are made,
+    its hook dicts).  nn.Module's state dicts (tensors and submodules, walked on their
+    own) are skipped."""
+    if len(_LAYOUTS) > 10_000:
+        _LAYOUTS.clear()
+    hit = _LAYOUTS[layout] = (
+        tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
+        tuple(k for k in layout if k in _HOOK_KEYS))
     return hit
 
 
