@@ -75,9 +75,6 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
     infos: dict[int, tuple[str, str, str]] = {}
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
-    # (id(stack state), key) -> (that state, the state with the call `key` pushed): a
-    # module called again in the same place shares its stack (one dict per state)
-    pushed: dict[tuple[int, str], tuple[dict | None, dict]] = {}
     # torch's global module hooks run on every thread: only this export's thread counts
     thread = threading.get_ident()
     ident_now = threading.get_ident
@@ -97,14 +94,10 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         n = calls.get(fqn, 0)
         calls[fqn] = n + 1
         key = f"{info[1]}@{n}" if n else info[1]  # as torch's: the call count in the key
-        parent = tracer.nn_stack
-        stack.append((id(module), parent))
-        hit = pushed.get((id(parent), key))
-        if hit is None or hit[0] is not parent:
-            current = dict(parent or {})
-            current[key] = (fqn, info[2])
-            hit = pushed[(id(parent), key)] = (parent, current)
-        tracer.nn_stack = hit[1]
+        stack.append((id(module), tracer.nn_stack))
+        current = dict(tracer.nn_stack or {})
+        current[key] = (fqn, info[2])
+        tracer.nn_stack = current
 
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
         if ident_now() != thread:
