@@ -219,3 +219,38 @@ def test_module_stack_of_each_node_and_nn_module_call_left_alone() -> None:
     for n in (1, 7):
         x = torch.randn(n, 3)
         torch.testing.assert_close(ep.module()(x), m(x))
+
+
+class _Lengths(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[: len(x) - 1]
+
+
+def test_a_builtin_shadowed_in_the_module_after_an_export_is_the_users_again() -> None:
+    """The user's code calls the builtins through the rewrite only while its module leaves
+    them alone: a module-level ``len`` defined between two exports is the one called."""
+    import builtins
+
+    calls: list = []
+
+    def own_len(v: object) -> int:
+        calls.append(type(v).__name__)
+        return builtins.len(v)
+
+    spec = {"x": {0: st.Dim("n", min=2, max=64)}}
+    ep = st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+    assert calls == []
+    globals()["len"] = own_len
+    try:
+        with pytest.raises(st.ConstraintViolationError):  # len() of a proxy: an int
+            st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+        assert calls and set(calls) == {"Proxy"}
+    finally:
+        del globals()["len"]
+    calls.clear()
+    ep2 = st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+    assert calls == []
+    for n in (2, 9):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x[: n - 1])
+        torch.testing.assert_close(ep2.module()(x), x[: n - 1])
