@@ -254,3 +254,45 @@ def test_a_builtin_shadowed_in_the_module_after_an_export_is_the_users_again() -
         x = torch.randn(n, 3)
         torch.testing.assert_close(ep.module()(x), x[: n - 1])
         torch.testing.assert_close(ep2.module()(x), x[: n - 1])
+
+
+class _ReadsSeed(torch.nn.Module):
+    """Waits for `go`, then reads the generator's seed (refused while exporting)."""
+
+    def __init__(self, entered, go) -> None:
+        super().__init__()
+        self.entered, self.go = entered, go
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.entered.set()
+        assert self.go.wait(timeout=120)
+        return x * torch.initial_seed()
+
+
+def test_an_export_entering_during_another_keeps_the_rng_refusal_after_it_ends() -> None:
+    """Export B enters while export A holds the session's table and reads the seed after A
+    has ended: still refused (B counts the generator's replacements A installed, so A's
+    leaving does not restore them under B)."""
+    import threading
+
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    box: dict = {}
+
+    def run_b() -> None:
+        assert a_in.wait(timeout=120)
+        try:
+            st.export(_ReadsSeed(b_in, a_done), (torch.randn(2, 3),))
+            box["b"] = "exported"
+        except Exception as exc:  # noqa: BLE001 - checked below
+            box["b"] = exc
+
+    t = threading.Thread(target=run_b)
+    t.start()
+    go_a = threading.Event()
+    threading.Thread(target=lambda: (b_in.wait(timeout=120), go_a.set())).start()
+    st.export(_Holds(a_in, go_a), (torch.randn(5, 3),))
+    a_done.set()
+    t.join(timeout=300)
+    assert isinstance(box["b"], st.UnsupportedOpError), box["b"]
+    assert "torch.initial_seed()" in str(box["b"])
+    assert torch.initial_seed is not None and torch.initial_seed() == torch.initial_seed()
