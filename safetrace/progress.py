@@ -30,13 +30,13 @@ def enabled(verbose: bool | None, stream: TextIO | None = None) -> bool:
     """Whether a step reports: ``verbose`` if given, else whether `stream` is a terminal."""
     if verbose is not None:
         return bool(verbose)
-    if os.environ.get("SAFETRACE_PROGRESS", "") in ("0", "false", "no"):
-        return False
     stream = stream or sys.stderr
     try:
-        return bool(stream.isatty())
+        if not stream.isatty():  # (first: most runs are not on a terminal)
+            return False
     except (AttributeError, ValueError):  # a closed or unusual stream
         return False
+    return os.environ.get("SAFETRACE_PROGRESS", "") not in ("0", "false", "no")
 
 
 class _Ticker:

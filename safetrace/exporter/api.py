@@ -466,8 +466,17 @@ def _uncompiled(model: Any) -> Any:
     """What torch.compile wrapped (a module or a function), else the model itself."""
     if _compiled_wrapper(model):
         return model._orig_mod
-    orig = getattr(model, "_torchdynamo_orig_callable", None)
+    if isinstance(model, torch.nn.Module) and type(model).__getattr__ is _MODULE_GETATTR:
+        # (nn.Module's __getattr__ looks only at parameters, buffers and submodules, and
+        # raises its AttributeError slowly: read the instance's and class's attributes)
+        orig = model.__dict__.get("_torchdynamo_orig_callable",
+                                  getattr(type(model), "_torchdynamo_orig_callable", None))
+    else:
+        orig = getattr(model, "_torchdynamo_orig_callable", None)
     return orig if callable(orig) else model
+
+
+_MODULE_GETATTR = torch.nn.Module.__getattr__
 
 
 @contextlib.contextmanager
@@ -517,6 +526,24 @@ def _changed(obj: Any, contents: Any) -> bool:
         return any(k not in contents or contents[k] is not v for k, v in obj.items())
     return obj != contents
 _MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
+# tuple(a module's __dict__ keys) -> those that are not nn.Module's own (modules of one
+# class share one key layout: the filter runs once per layout)
+_USER_KEYS: dict[tuple, tuple] = {}
+
+
+def _user_keys(layout: tuple) -> tuple:
+    if len(_USER_KEYS) > 10_000:
+        _USER_KEYS.clear()
+    user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
+    return user
+
+
+def _differs(now: dict, saved: dict) -> bool:
+    """Whether dict ``now`` is not ``saved`` (a copy of it) any more: same keys in the same
+    order, each with the same value object.  (A key removed and added again reads as
+    changed: then the dict is restored from the copy, which changes nothing.)"""
+    return len(now) != len(saved) or not all(map(operator.is_, now.values(), saved.values())) \
+        or not all(map(operator.is_, now, saved))
 
 
 class _ModuleGuard:
@@ -543,38 +570,38 @@ class _ModuleGuard:
                 attrs = {}
                 # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
                 # holds no tensor and no user container; it is restored below as a whole)
-                for k in [k for k in d if k not in _MODULE_INTERNALS]:
+                layout = tuple(d)
+                user = _USER_KEYS.get(layout)
+                if user is None:
+                    user = _user_keys(layout)
+                for k in user:
                     v = d[k]
                     t = type(v)
                     if t in _CONTAINERS:  # user containers: their contents too
                         self.containers.append((v, _CONTAINERS[t](v)))
                     elif isinstance(v, tensor):
                         attrs[k] = v
-                params, buffers = mod._parameters, mod._buffers
-                self.saved.append((mname, mod, dict(params), dict(buffers), attrs,
-                                   mod.training, dict(d), list(params.values()),
-                                   list(buffers.values()), list(d.values())))
+                # (copies of the dicts: their values and keys are compared by identity
+                # on exit, in order, which finds any change in one pass each)
+                self.saved.append((mname, mod, mod._parameters.copy(), mod._buffers.copy(),
+                                   attrs, mod.training, d.copy()))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        same = operator.is_
-        for mname, mod, params, buffers, _, training, everything, pv, bv, dv in self.saved:
+        for mname, mod, params, buffers, _, training, everything in self.saved:
             now = mod._buffers
-            if len(now) != len(bv) or not all(map(same, now.values(), bv)) or \
-                    now.keys() != buffers.keys():
+            if _differs(now, buffers):
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
                         self.changed.append((f"{mname}.{k}" if mname else k, v))
                 now.clear()
                 now.update(buffers)
             now = mod._parameters
-            if len(now) != len(pv) or not all(map(same, now.values(), pv)) or \
-                    now.keys() != params.keys():
+            if _differs(now, params):
                 now.clear()
                 now.update(params)
             d = mod.__dict__
-            if len(d) != len(dv) or not all(map(same, d.values(), dv)) or \
-                    d.keys() != everything.keys():
+            if _differs(d, everything):
                 for k in [k for k in d if k not in everything]:
                     del d[k]
                 d.update(everything)

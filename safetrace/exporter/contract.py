@@ -373,7 +373,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
             spec = None if decl is None else repr(decl.spec)
             why = _why(env, decl, origin)
             if isinstance(size, int):
-                kinds[i, d] = InputDim("static", size, why=why, declared=spec)
+                kinds[i, d] = InputDim("static", size, why=why, declared=spec) \
+                    if why is not None or spec is not None else _static(size)
             elif size.op == "sym" and size.name not in bound:
                 bound[size.name] = at
                 kinds[i, d] = InputDim("bind", size, size.name, declared=spec)
@@ -413,6 +414,20 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
                                    bound.get(name), origin(name) if name in bound else ""))
     conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual)
     return Contract(tuple(inputs), tuple(symbols), conditions)
+
+
+def _static(size: int) -> InputDim:
+    """The dim of a static size nothing declared (one shared, immutable InputDim per size:
+    most dims of most programs are these)."""
+    dim = _STATIC.get(size)
+    if dim is None:
+        dim = InputDim("static", size)
+        if len(_STATIC) < 100_000:
+            _STATIC[size] = dim
+    return dim
+
+
+_STATIC: dict[int, InputDim] = {}
 
 
 def _why(env: Env, decl: Any, origin: Any) -> str | None:

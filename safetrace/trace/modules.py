@@ -72,28 +72,37 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
             paths[fqn] = None
     found.modules = list(paths)
     found.root_type = _type_name(model)
+    # id(submodule) -> (its path, its key in nn_module_stack, its type's name): made on
+    # its first call
+    infos: dict[int, tuple[str, str, str]] = {}
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts
     thread = threading.get_ident()
+    ident_now = threading.get_ident
 
     def pre(module: torch.nn.Module, args: Any) -> None:
-        if threading.get_ident() != thread:
+        if ident_now() != thread:
             return
-        fqn = names.get(id(module))
-        if not fqn:  # the root, or a module that is not a submodule of the model
-            stack.append((id(module), None))
-            return
+        info = infos.get(id(module))
+        if info is None:
+            fqn = names.get(id(module))
+            if not fqn:  # the root, or a module that is not a submodule of the model
+                stack.append((id(module), None))
+                return
+            info = infos[id(module)] = (fqn, f"L__self___{fqn.replace('.', '_')}",
+                                        _type_name(module))
+        fqn = info[0]
         n = calls.get(fqn, 0)
         calls[fqn] = n + 1
-        key = f"L__self___{fqn.replace('.', '_')}" + (f"@{n}" if n else "")
+        key = f"{info[1]}@{n}" if n else info[1]  # as torch's: the call count in the key
         stack.append((id(module), tracer.nn_stack))
         current = dict(tracer.nn_stack or {})
-        current[key] = (fqn, _type_name(module))  # as torch's: the call count in the key
+        current[key] = (fqn, info[2])
         tracer.nn_stack = current
 
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
-        if threading.get_ident() != thread:
+        if ident_now() != thread:
             return
         while stack:
             ident, previous = stack.pop()

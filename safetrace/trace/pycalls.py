@@ -151,20 +151,17 @@ def _rewrite(code: types.CodeType) -> types.CodeType:
     return out
 
 
-def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.FunctionType]:
+def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool]:
     """The user's functions that the export may run, found from ``fn`` and the model: the
     methods of its classes (and their bases outside torch), functions stored on its
     modules, and what the modules defining those classes and ``fn`` hold (functions,
     classes, functions in module-level dicts/lists/tuples; closures and defaults).  What a
-    class or a module holds is cached: an export walks only the model's instances."""
+    class or a module holds is cached: an export walks only the model's instances.
+    Gives the functions and whether that list is a cached answer (the same list object
+    for as long as it holds)."""
     parts: list[tuple[list, list]] = []
-    modules: dict[str, types.ModuleType] = {}
     fresh = False  # a part found on the instances (not cached): the union is not either
-
-    def take(part: tuple[list, list]) -> None:
-        parts.append(part)
-        for m in part[1]:
-            modules.setdefault(m.__name__, m)
+    take = parts.append
 
     take(_of_function(fn))
     if isinstance(model, torch.nn.Module):
@@ -175,17 +172,23 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
                 continue
             seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
+            d = vars(m)
+            layout = tuple(d)
+            hit = _LAYOUTS.get(layout)
+            keys, hooks = hit if hit is not None else _scanned_keys(layout)
             attrs = []
-            for k, v in vars(m).items():
+            if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
+                attrs = [v for v in map(d.__getitem__, hooks) if v]
+            for k in keys:
+                v = d[k]
                 t = type(v)
                 if t in _ATOMS:  # (the common attributes, by exact type)
                     continue
                 if t in _CONTAINERS:
-                    if v and k not in _MODULE_STATE:
+                    if v:
                         attrs.append(v)
-                elif k not in _MODULE_STATE and (
-                        issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or
-                        issubclass(t, (dict, list, tuple, set)) and v):
+                elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
+                        issubclass(t, (dict, list, tuple, set)) and v:
                     # (by type: what _collect can find code in; an isinstance test asks
                     # the object for __class__, slow on a transformers config)
                     attrs.append(v)
@@ -196,17 +199,28 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
                     fresh = True
         for cls in classes.values():
             take(_of_class(cls))
+    # what the parts found so far reach through the modules defining their classes: a
+    # cached closure, while each of its modules' answers is the one it was made from
+    key = tuple(map(id, parts))
+    hit = None if fresh else _UNIONS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], parts)) and \
+            all(_of_module(m) is part for m, part in hit[1]):
+        return hit[2], True
+    first = list(parts)
+    closure: list[tuple[types.ModuleType, tuple[list, list]]] = []
+    modules: dict[str, types.ModuleType] = {}
+    for part in parts:
+        for m in part[1]:
+            modules.setdefault(m.__name__, m)
     done: set[str] = set()
     while len(done) < len(modules):  # (classes defined in a module add their modules)
         for name in [n for n in modules if n not in done]:
             done.add(name)
-            take(_of_module(modules[name]))
-    # the union of the parts, cached by their identities (each part is a cached answer
-    # that is replaced when what it was read from changes)
-    key = tuple(map(id, parts))
-    hit = None if fresh else _UNIONS.get(key)
-    if hit is not None and all(map(operator.is_, hit[0], parts)):
-        return hit[1]
+            part = _of_module(modules[name])
+            closure.append((modules[name], part))
+            parts.append(part)
+            for m in part[1]:
+                modules.setdefault(m.__name__, m)
     found: dict[int, types.FunctionType] = {}
     for part in parts:
         for f in part[0]:
@@ -215,11 +229,11 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> list[types.Func
     if not fresh:
         if len(_UNIONS) > 1000:
             _UNIONS.clear()
-        _UNIONS[key] = (parts, out)  # (parts held: their ids stay theirs)
-    return out
+        _UNIONS[key] = (first, closure, out)  # (parts held: their ids stay theirs)
+    return out, not fresh
 
 
-_UNIONS: dict[tuple, tuple[list, list]] = {}
+_UNIONS: dict[tuple, tuple[list, list, list]] = {}
 # what may hold code that _collect finds (besides containers and types with __func__)
 _CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
                  property)
@@ -229,6 +243,28 @@ _CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, class
 _MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
                            "_state_dict_hooks", "_state_dict_pre_hooks",
                            "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+_MODULE_DICT = torch.nn.Module().__dict__
+# nn.Module's own attributes that may hold the user's code: its hook dicts
+_HOOK_KEYS = frozenset(k for k, v in _MODULE_DICT.items()
+                       if k not in _MODULE_STATE and isinstance(v, dict))
+# tuple(a module's __dict__ keys) -> (the keys a scan reads one by one, the hook dicts'):
+# modules of one class share one layout, filtered once
+_LAYOUTS: dict[tuple, tuple[tuple, tuple]] = {}
+
+
+def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
+    """The keys of a module's ``__dict__`` (its `layout`) that may hold code: (the user's
+    attributes and any of nn.Module's that is not one of its own dicts as they are made,
+    its hook dicts).  nn.Module's state dicts (tensors and submodules, walked on their
+    own) are skipped."""
+    if len(_LAYOUTS) > 10_000:
+        _LAYOUTS.clear()
+    hit = _LAYOUTS[layout] = (
+        tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
+        tuple(k for k in layout if k in _HOOK_KEYS))
+    return hit
+
+
 # attribute types that never hold code, and containers (empty ones hold none)
 _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
 _CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
@@ -363,6 +399,7 @@ def original_code(f: types.FunctionType) -> types.CodeType:
 
 # id(rewritten) -> (rewritten, original)
 _SOURCE: dict[int, tuple[types.CodeType, types.CodeType]] = {}
+_SOURCE_CLEARS = [0]  # how many times _SOURCE was cleared (code_patches' answers re-add)
 
 
 def _plain_builtins(g: dict) -> bool:
@@ -370,12 +407,16 @@ def _plain_builtins(g: dict) -> bool:
     shadows one; ``math`` is the math module) and its builtins are the interpreter's
     (where ours are added)."""
     b = g.get("__builtins__", builtins)
-    if b is not builtins and b is not vars(builtins):
+    if b is not builtins and b is not _BUILTINS_DICT:
         return False
-    if "math" in g and g["math"] is not math:
+    if g.get("math", math) is not math:
         return False
-    return not any(name in g and g[name] is not getattr(builtins, name)
-                   for name in _NAMES if name not in _MODULE_NAMES)
+    shadowing = g.keys() & _SHADOWABLE  # (usually none: one pass in C)
+    return not shadowing or all(g[name] is _BUILTINS_DICT[name] for name in shadowing)
+
+
+_BUILTINS_DICT = vars(builtins)
+_SHADOWABLE = frozenset(name for name in _NAMES if name not in _MODULE_NAMES)
 
 
 class _RoutedMath(types.ModuleType):
@@ -401,12 +442,25 @@ for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_f
 def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[Any, str, Any]]:
     """``(function, "__code__", rewritten code)`` for each of the user's functions an export
     of ``fn`` may run that calls a redirected name: installed and restored by the export
-    session (counted, so two exports of one model at once share them)."""
+    session (counted, so two exports of one model at once share them).
+
+    The answer for one list of functions is kept while every function has the code it
+    had then and every module namespace of theirs still leaves the builtins alone."""
     if not _SUPPORTED:
         return []
+    fs, cached = _functions(model, fn, walk)
+    hit = _PATCHES.get(id(fs)) if cached else None
+    if hit is not None and hit[0] is fs and \
+            all(map(operator.is_, map(_CODE_OF, fs), hit[1])) and \
+            tuple(map(_plain_builtins, hit[2])) == hit[3]:
+        if hit[6] != _SOURCE_CLEARS[0]:  # (the table of originals was cleared since)
+            _SOURCE.update((id(new), (new, hit[5][id(new)])) for _, _, new in hit[4])
+        return hit[4]
     out = []
     plain: dict[int, bool] = {}  # id(globals) -> _plain_builtins (a module's functions share one)
-    for f in _functions(model, fn, walk):
+    spaces: list[dict] = []  # the module namespaces of the functions to rewrite
+    source: dict[int, types.CodeType] = {}
+    for f in fs:
         code = original_code(f)
         new = _rewrite(code)
         if new is code:
@@ -415,9 +469,27 @@ def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[An
         ok = plain.get(id(g))
         if ok is None:
             ok = plain[id(g)] = _plain_builtins(g)
+            spaces.append(g)
         if ok:
             if len(_SOURCE) > 20000:
                 _SOURCE.clear()
+                _SOURCE_CLEARS[0] += 1
             _SOURCE[id(new)] = (new, code)
+            source[id(new)] = code
             out.append((f, "__code__", new))
+    if cached and all(map(operator.is_, map(_CODE_OF, fs), map(original_code, fs))):
+        # (kept only when read with no export holding them rewritten: the codes are the
+        # functions' own, which the next export compares against)
+        if len(_PATCHES) > 1000:
+            _PATCHES.clear()
+        _PATCHES[id(fs)] = (fs, [f.__code__ for f in fs], spaces,
+                            tuple(plain[id(g)] for g in spaces), out, source,
+                            _SOURCE_CLEARS[0])
     return out
+
+
+_CODE_OF = operator.attrgetter("__code__")
+# id(list of functions from _functions) -> (that list, their codes then, their module
+# namespaces, whether each left the builtins alone, the patches, id(rewritten) ->
+# original, _SOURCE_CLEARS then)
+_PATCHES: dict[int, tuple] = {}

@@ -75,6 +75,8 @@ def patches() -> list[tuple[Any, str, Any]]:
                                        (torch.functional, "broadcast_shapes", _broadcast_shapes)]
     for name in _RNG:
         for owner in (torch, torch.random):
-            if getattr(owner, name, None) is _REAL[name]:
+            current = getattr(owner, name, None)
+            # (routed already: another export installed it, and this one counts it too)
+            if current is _REAL[name] or current is _ROUTED_RNG[name]:
                 out.append((owner, name, _ROUTED_RNG[name]))
     return out

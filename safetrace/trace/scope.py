@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from torch.fx import Graph, Node
 
-from safetrace.trace.graph import FAST_NODES
+from safetrace.trace.graph import FAST_NODES, unique_name
 
 
 class Scope:
@@ -50,7 +50,7 @@ class Scope:
         if ns is None:
             node = self.graph.create_node("call_function", target, args, kwargs, name=name)
         else:  # (graph.add_node's fast path, inline: one Python call less per op)
-            unique = ns.create_name(name, None)
+            unique = unique_name(ns, name)
             node = Node(self.graph, unique, "call_function", target, args, kwargs)
             self._names[node] = unique
             self.graph._insert(node)  # (read each time: inserting_before changes it)

@@ -13,7 +13,9 @@ the modules that own each concern (``patches()`` in each) and installed here:
   (``trace/current.py``) and is the original function on any thread that is not exporting,
   so code on other threads, and torch's library code, behaves as if nothing were installed.
 - **Counted.**  Two exports at once (two threads) share the installed table: the first to
-  enter installs an entry, the last to leave restores it, under one lock.
+  enter installs an entry, the last to leave restores it, under one lock.  An export
+  running alone (the usual case) sets and restores its whole table in one pass each; a
+  second one entering turns it into counted entries first.
 - **Restored.**  torch's thread-local modes (grad mode, autocast, default dtype,
   deterministic algorithms) are snapshot on entry and put back on exit, also when the
   export fails, as torch.export does.  The cyclic garbage collector is paused while any
@@ -61,23 +63,69 @@ def _compiler_patches() -> list[Patch]:
     return [(torch.compiler, name, fn) for name, fn in _COMPILER_FLAGS.items()]
 
 
-def _install(patches: list[Patch]) -> list[tuple[int, str]]:
-    keys = []
+class _Held:
+    """What one session installed: at first the whole table at once (``bulk``, while no
+    other session holds anything: one pass to read the originals, one to set, one to
+    restore); once another session enters, its entries become counted slots (``keys``)."""
+
+    __slots__ = ("patches", "originals", "keys")
+
+    def __init__(self, patches: list[Patch], originals: list | None,
+                 keys: list | None) -> None:
+        self.patches, self.originals, self.keys = patches, originals, keys
+
+
+_BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
+
+
+def _install(patches: list[Patch]) -> _Held:
     with _LOCK:
-        for owner, attr, replacement in patches:
-            key = (id(owner), attr)
-            slot = _INSTALLED.get(key)
-            if slot is None:
+        if not _INSTALLED and not _BULK:  # the only export running: install in bulk
+            originals = [getattr(owner, attr) for owner, attr, _ in patches]
+            try:
+                for owner, attr, replacement in patches:
+                    setattr(owner, attr, replacement)
+            except BaseException:  # (an attribute that cannot be set: none stays set)
+                for (owner, attr, _), original in zip(patches, originals):
+                    setattr(owner, attr, original)
+                raise
+            held = _Held(patches, originals, None)
+            _BULK.append(held)
+            return held
+        if _BULK:  # another export holds its table in bulk: count its entries now
+            bulk = _BULK.pop()
+            bulk.keys = _count(bulk.patches, bulk.originals)
+        return _Held(patches, None, _count(patches, None))
+
+
+def _count(patches: list[Patch], originals: list | None) -> list[tuple[int, str]]:
+    """Count `patches` as installed, one slot per (owner, attribute): a slot is set (and
+    its original read, unless `originals` has them: a bulk table already set) by the first
+    session to need it and restored by the last to leave."""
+    keys = []
+    for i, (owner, attr, replacement) in enumerate(patches):
+        key = (id(owner), attr)
+        slot = _INSTALLED.get(key)
+        if slot is None:
+            if originals is not None:
+                slot = _INSTALLED[key] = [owner, originals[i], replacement, 0]
+            else:
                 slot = _INSTALLED[key] = [owner, getattr(owner, attr), replacement, 0]
                 setattr(owner, attr, replacement)
-            slot[3] += 1
-            keys.append(key)
+        slot[3] += 1
+        keys.append(key)
     return keys
 
 
-def _uninstall(keys: list[tuple[int, str]]) -> None:
+def _uninstall(held: _Held) -> None:
     with _LOCK:
-        for key in reversed(keys):
+        if held.keys is None:  # installed in bulk and still alone: restore in bulk
+            _BULK.remove(held)
+            for (owner, attr, _), original in zip(reversed(held.patches),
+                                                   reversed(held.originals)):
+                setattr(owner, attr, original)
+            return
+        for key in reversed(held.keys):
             slot = _INSTALLED[key]
             slot[3] -= 1
             if slot[3] == 0:
@@ -143,7 +191,7 @@ class ExportSession:
     def __init__(self, model: Any, fn: Any, walk: list | None = None) -> None:
         self.model, self.fn = model, fn
         self.walk = walk  # the model's pytree.module_walk, when the caller has it
-        self._keys: list[tuple[int, str]] = []
+        self._held: _Held | None = None
         self._modes: tuple = ()
         self._seed = 0
         self._bystander_seeds = 0
@@ -158,13 +206,13 @@ class ExportSession:
         # the generator's seed changes when the traced code seeds it (nothing is allocated)
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
-        self._keys = _install(self.patches())
+        self._held = _install(self.patches())
         enter_session()
         return self
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         leave_session()
-        _uninstall(self._keys)
+        _uninstall(self._held)
         _restore(self._modes)
         if exc_type is None and torch.default_generator.initial_seed() != self._seed and \
                 pyhelpers.BYSTANDER_SEEDS[0] == self._bystander_seeds:

@@ -131,9 +131,10 @@ def patches() -> list[tuple[Any, str, Any]]:
         out.append((_HOP_UTILS, "_hop_compile_and_call", _call_uncompiled))
     for module_name, attr, key in _SPELLINGS:
         mod = sys.modules.get(module_name)
-        if mod is None or getattr(mod, attr, None) is not _ORIGINAL[key]:
+        current = getattr(mod, attr, None) if mod is not None else None
+        if current is not _ORIGINAL[key] and current is not _OURS[key]:
             continue  # not loaded, or not the function (a submodule of the same name)
-        out.append((mod, attr, _OURS[key]))
+        out.append((mod, attr, _OURS[key]))  # (ours already: another export installed it)
     return out
 
 

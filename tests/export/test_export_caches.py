@@ -1,0 +1,298 @@
+"""What an export caches between exports never outlives what it was computed from (issue
+20, per-op cost): the model snapshot, the user-code rewrite and the session's table are
+read again when the model, its code or its attributes change between two exports, and an
+export still leaves the model exactly as it found it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class _Rewires(torch.nn.Module):
+    """A forward that deletes, re-adds and reorders its attributes and state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 2.0))
+        self.factor = 3
+        self.tag = "a"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.factor
+        del self.factor              # removed ...
+        self.tag, self.factor = "b", f + 1   # ... and added back after another one
+        s = self.scale
+        del self._buffers["scale"]
+        self.register_buffer("scale", s * 1)  # a new tensor under the same name
+        self.lin.weight = torch.nn.Parameter(self.lin.weight.detach() * 1)
+        self.train(not self.training)
+        return self.lin(x) * s * f
+
+
+def test_export_undoes_deleted_readded_and_reordered_attributes() -> None:
+    m = _Rewires().eval()
+    before = dict(m.__dict__)
+    keys = list(m.__dict__)
+    buffers, params = dict(m._buffers), dict(m.lin._parameters)
+    ep = st.export(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=32)}})
+    assert set(m.__dict__) == set(keys)
+    assert all(m.__dict__[k] is v for k, v in before.items())
+    assert m.factor == 3 and m.tag == "a" and not m.training
+    assert m._buffers == buffers and all(m._buffers[k] is v for k, v in buffers.items())
+    assert all(m.lin._parameters[k] is v for k, v in params.items())
+    for n in (1, 5):
+        x = torch.randn(n, 4)
+        expected = torch.nn.functional.linear(x, m.lin.weight, m.lin.bias) * 2.0 * 3
+        torch.testing.assert_close(ep.module()(x), expected)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(33, 4))
+
+
+class _Sized(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[: max(1, len(x) - 1)]
+
+
+def _first_rows(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return x[: int(math.sqrt(len(x)))]
+
+
+def _check(ep: st.ExportedProgram, rows: callable) -> None:
+    for n in (1, 4, 9, 16):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x[:rows(n)])
+
+
+def test_a_forward_replaced_between_exports_is_exported_as_it_is_now() -> None:
+    n = st.Dim("n", min=1, max=64)
+    m = _Sized()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    m.forward = _first_rows.__get__(m)  # an instance attribute now
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+    del m.forward
+    _Sized.forward, old = _first_rows, _Sized.forward  # the class's method replaced
+    try:
+        _check(st.export(_Sized(), (torch.randn(6, 3),), dynamic_shapes=spec),
+               lambda k: int(math.sqrt(k)))
+    finally:
+        _Sized.forward = old
+    _check(st.export(_Sized(), (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: max(1, k - 1))
+
+
+def test_code_of_a_forward_changed_between_exports_is_read_again() -> None:
+    n = st.Dim("n", min=1, max=64)
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[: max(1, len(x) - 1)]
+
+    m = M()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    M.forward.__code__ = _first_rows.__code__
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+
+
+def test_a_helper_stored_on_the_model_after_an_export_is_rewritten() -> None:
+    n = st.Dim("n", min=1, max=64)
+
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.pick = lambda x: x
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.pick(x)
+
+    m = M()
+    spec = {"x": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    m.pick = lambda x: x[: max(1, len(x) - 1)]  # calls len() and max() of a size
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    helpers = [lambda x: x]
+    m.pick = lambda x: helpers[0](x)
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    helpers[0] = lambda x: x[: int(math.sqrt(len(x)))]  # a container's content replaced
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+
+
+class _Holds(torch.nn.Module):
+    """A forward that signals `entered`, waits for `go`, then routes through what a
+    session installs (len/max of a size, torch._check, torch.cond, broadcast_shapes)."""
+
+    def __init__(self, entered, go) -> None:
+        super().__init__()
+        self.entered, self.go = entered, go
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.entered.set()
+        assert self.go.wait(timeout=120)
+        k = max(1, len(x) - 1)
+        torch._check(x.shape[0] >= 1)
+        shape = torch.broadcast_shapes(x.shape, (1, 3))
+        y = torch.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, (x.expand(shape),))
+        return y[:k]
+
+
+def test_an_export_outliving_the_one_that_installed_the_table_keeps_it() -> None:
+    """Export A installs the session's table alone (in one pass); export B enters on
+    another thread while A runs and goes on tracing after A has ended: B still traces
+    with everything installed, and once both end the process has torch's own functions."""
+    import threading
+
+    # (eager torch.cond first: importing dynamo wraps torch.manual_seed for good)
+    torch.cond(torch.tensor(True), lambda a: a + 1, lambda a: a - 1, (torch.ones(1),))
+    originals = (torch.cond, torch._check, torch.broadcast_shapes, torch.manual_seed)
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    box: dict = {}
+    spec = {"x": {0: st.Dim("n", min=1, max=64)}}
+
+    def run_b() -> None:
+        assert a_in.wait(timeout=120)
+        try:
+            box["b"] = st.export(_Holds(b_in, a_done), (torch.randn(5, 3),),
+                                 dynamic_shapes=spec)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            box["error"] = exc
+
+    t = threading.Thread(target=run_b)
+    t.start()
+    go_a = threading.Event()
+    a = _Holds(a_in, go_a)
+    threading.Thread(target=lambda: (b_in.wait(timeout=120), go_a.set())).start()
+    ep_a = st.export(a, (torch.randn(5, 3),), dynamic_shapes=spec)
+    a_done.set()
+    t.join(timeout=300)
+    assert "error" not in box, repr(box.get("error"))
+    now = (torch.cond, torch._check, torch.broadcast_shapes, torch.manual_seed)
+    assert [a is b for a, b in zip(now, originals)] == [True] * 4, now
+    for ep in (ep_a, box["b"]):
+        for n, sign in ((1, 1.0), (4, -1.0), (9, 1.0)):
+            x = torch.full((n, 3), sign)
+            expected = (x + sign)[: max(1, n - 1)]
+            torch.testing.assert_close(ep.module()(x), expected)
+
+
+class _Inner(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Inner()
+        self.head = torch.nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.inner(x) + self.inner(x))
+
+
+def test_module_stack_of_each_node_and_nn_module_call_left_alone() -> None:
+    """Each node names the modules it was called in (a second call numbered), and
+    nn.Module's call is torch's own afterwards."""
+    call = torch.nn.Module.__call__
+    m = _Outer().eval()
+    ep = st.export(m, (torch.randn(4, 3),), dynamic_shapes={"x": {0: st.Dim("n", max=16)}})
+    assert torch.nn.Module.__call__ is call
+    stacks = [[fqn for fqn, _ in n.meta["nn_module_stack"].values()]
+              for n in ep.graph.nodes if n.op == "call_function" and "linear" in n.name]
+    assert stacks == [["inner", "inner.lin"], ["inner", "inner.lin"], ["head"]]
+    keys = [list(n.meta["nn_module_stack"]) for n in ep.graph.nodes
+            if n.op == "call_function" and "linear" in n.name]
+    assert keys[1] == ["L__self___inner@1", "L__self___inner_lin@1"]
+    for n in (1, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), m(x))
+
+
+class _Lengths(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[: len(x) - 1]
+
+
+def test_a_builtin_shadowed_in_the_module_after_an_export_is_the_users_again() -> None:
+    """The user's code calls the builtins through the rewrite only while its module leaves
+    them alone: a module-level ``len`` defined between two exports is the one called."""
+    import builtins
+
+    calls: list = []
+
+    def own_len(v: object) -> int:
+        calls.append(type(v).__name__)
+        return builtins.len(v)
+
+    spec = {"x": {0: st.Dim("n", min=2, max=64)}}
+    ep = st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+    assert calls == []
+    globals()["len"] = own_len
+    try:
+        with pytest.raises(st.ConstraintViolationError):  # len() of a proxy: an int
+            st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+        assert calls and set(calls) == {"Proxy"}
+    finally:
+        del globals()["len"]
+    calls.clear()
+    ep2 = st.export(_Lengths(), (torch.randn(6, 3),), dynamic_shapes=spec)
+    assert calls == []
+    for n in (2, 9):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x[: n - 1])
+        torch.testing.assert_close(ep2.module()(x), x[: n - 1])
+
+
+class _ReadsSeed(torch.nn.Module):
+    """Waits for `go`, then reads the generator's seed (refused while exporting)."""
+
+    def __init__(self, entered, go) -> None:
+        super().__init__()
+        self.entered, self.go = entered, go
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.entered.set()
+        assert self.go.wait(timeout=120)
+        return x * torch.initial_seed()
+
+
+def test_an_export_entering_during_another_keeps_the_rng_refusal_after_it_ends() -> None:
+    """Export B enters while export A holds the session's table and reads the seed after A
+    has ended: still refused (B counts the generator's replacements A installed, so A's
+    leaving does not restore them under B)."""
+    import threading
+
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    box: dict = {}
+
+    def run_b() -> None:
+        assert a_in.wait(timeout=120)
+        try:
+            st.export(_ReadsSeed(b_in, a_done), (torch.randn(2, 3),))
+            box["b"] = "exported"
+        except Exception as exc:  # noqa: BLE001 - checked below
+            box["b"] = exc
+
+    t = threading.Thread(target=run_b)
+    t.start()
+    go_a = threading.Event()
+    threading.Thread(target=lambda: (b_in.wait(timeout=120), go_a.set())).start()
+    st.export(_Holds(a_in, go_a), (torch.randn(5, 3),))
+    a_done.set()
+    t.join(timeout=300)
+    assert isinstance(box["b"], st.UnsupportedOpError), box["b"]
+    assert "torch.initial_seed()" in str(box["b"])
+    assert torch.initial_seed is not None and torch.initial_seed() == torch.initial_seed()
