@@ -139,25 +139,32 @@ def unflatten_inputs(leaves: list, spec: Any) -> Any:
     return pytree.tree_unflatten(leaves, spec)
 
 
-_SIGNATURES: dict = {}
+# (id(function), bound) -> (function, its code, defaults and __wrapped__, its signature).
+# Keyed by the function, not its code: every wrapper a decorator makes shares one code
+# object, and inspect.signature follows each one's own __wrapped__.
+_SIGNATURES: dict[tuple[int, bool], tuple] = {}
 
 
 def signature(fn: Callable) -> inspect.Signature | None:
-    key = getattr(fn, "__func__", fn)
-    key = getattr(key, "__code__", key)
+    f = getattr(fn, "__func__", None)
+    bound = f is not None
+    if f is None:
+        f = fn
+    code = getattr(f, "__code__", None)
+    wrapped = getattr(f, "__dict__", {}).get("__wrapped__")
+    defaults = getattr(f, "__defaults__", None)
+    hit = _SIGNATURES.get((id(f), bound))
+    if hit is not None and hit[0] is f and hit[1] is code and hit[2] is wrapped and \
+            hit[3] is defaults and code is not None:
+        return hit[4]
     try:
-        sig = _SIGNATURES.get(key)
-    except TypeError:  # unhashable callable
-        sig = None
-    if sig is None:
-        try:
-            sig = inspect.signature(fn)
-        except (TypeError, ValueError):
-            return None
-        try:
-            _SIGNATURES[key] = sig
-        except TypeError:
-            pass
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    if code is not None:
+        if len(_SIGNATURES) > 4096:
+            _SIGNATURES.clear()
+        _SIGNATURES[(id(f), bound)] = (f, code, wrapped, defaults, sig)
     return sig
 
 

@@ -296,3 +296,37 @@ def test_an_export_entering_during_another_keeps_the_rng_refusal_after_it_ends()
     assert isinstance(box["b"], st.UnsupportedOpError), box["b"]
     assert "torch.initial_seed()" in str(box["b"])
     assert torch.initial_seed is not None and torch.initial_seed() == torch.initial_seed()
+
+
+def _passthrough(f):
+    import functools
+
+    @functools.wraps(f)
+    def wrapper(*a, **k):
+        return f(*a, **k)
+    return wrapper
+
+
+def test_two_decorated_forwards_keep_their_own_signatures() -> None:
+    # every wrapper a decorator makes shares one code object; each follows its own
+    # __wrapped__ to its own argument names
+    class Add(torch.nn.Module):
+        @_passthrough
+        def forward(self, x, y):
+            return x + y
+
+    class MatMul(torch.nn.Module):
+        @_passthrough
+        def forward(self, p, q):
+            return p @ q
+
+    a = torch.randn(3, 4)
+    n = st.Dim("n", max=64)
+    st.export(Add(), (a, a), dynamic_shapes={"x": {0: n}, "y": {0: n}})
+    ep = st.export(MatMul(), (a, a.T), dynamic_shapes={"p": {0: st.Dim("m", max=64)},
+                                                       "q": None})
+    for rows in (0, 1, 7):
+        p = torch.randn(rows, 4)
+        torch.testing.assert_close(ep.module()(p, a.T), p @ a.T)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(65, 4), a.T)
