@@ -16,7 +16,7 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, memory, subgraphs
+from safetrace.serialize import allowlist, memory, subgraphs, value_sizes
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -96,6 +96,8 @@ class Builder:
         bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
+        for g in {id(g): g for g in self._all_graphs}.values():
+            value_sizes.guard(g, self.alloc.limit, bound.dtypes)
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")

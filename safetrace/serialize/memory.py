@@ -65,6 +65,7 @@ class StaticMemory:
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
+        self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -123,6 +124,9 @@ class StaticMemory:
         returns (the output's values, or _UNKNOWN, the live-bytes candidates)."""
         nbytes: dict = {}
         inner: dict = {}  # control-flow node -> its subgraphs' candidates
+        for node in graph.nodes:
+            if node in meta and node.op == "placeholder":
+                self._note(node, meta[node])
         tainted = {n for n in graph.nodes if n.op == "placeholder" and n.name in inputs}
         for node in graph.nodes:
             if node.op == "call_function":
@@ -142,12 +146,23 @@ class StaticMemory:
                     meta[node] = out
                 if size is not _UNKNOWN:
                     nbytes[node] = size
+        for node in graph.nodes:
+            if node in meta and node.op == "call_function":
+                self._note(node, meta[node])
         output = next((n for n in graph.nodes if n.op == "output"), None)
         try:
             result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
         except KeyError:
             result = _UNKNOWN
         return result, peak.candidates(graph, nbytes, inner)
+
+    def _note(self, node: torch.fx.Node, value: Any) -> None:
+        """Remember a tensor node's dtype (None: unknown, or not the same at every call of
+        a shared subgraph)."""
+        dtype = value.dtype if isinstance(value, TensorMeta) else None
+        if self.dtypes.get(node, dtype) != dtype:
+            dtype = None
+        self.dtypes[node] = dtype
 
     def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool) -> tuple:
         target = node.target
