@@ -203,8 +203,8 @@ class StaticMemory:
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
                  inner: dict) -> Any:
-        """A cond or while_loop: its subgraphs evaluated with what the call passes them;
-        their live bytes become candidates at this node."""
+        """A cond, while_loop, map or scan: its subgraphs evaluated with what the call
+        passes them; their live bytes become candidates at this node."""
         kind = node.target.name()
         subs = getattr(node.graph, "st_submodules", {})
 
@@ -238,9 +238,45 @@ class StaticMemory:
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
                     return _UNKNOWN
                 return list(out)
+            if kind in ("map_impl", "scan"):
+                return self._mapped(node, kind, graph_of(node.args[0]), meta, data, tainted,
+                                    inner)
         except KeyError:
             pass  # an operand not known
-        return _UNKNOWN  # (map and scan: not evaluated)
+        return _UNKNOWN
+
+    def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,
+                tainted: set, inner: dict) -> Any:
+        """A map (``map_impl(body, xs, args)``) or a scan (``scan(combine, init, xs,
+        additional)``): the body evaluated once on a slice of each xs (dim 0 dropped); its
+        peak counts on top of the results of every iteration, kept until they are stacked
+        (map's outputs, scan's ys: n of them, n the length of the xs)."""
+        if kind == "map_impl":
+            init, xs, extra = [], list(node.args[1]), list(node.args[2])
+        else:
+            init, xs, extra = list(node.args[1]), list(node.args[2]), list(node.args[3])
+        xv = _sub(xs, meta)
+        if not xv or not all(isinstance(v, TensorMeta) and v.shape for v in xv):
+            return _UNKNOWN
+        n = xv[0].shape[0]
+        slices = [TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) for v in xv]
+        init_v, extra_v = _sub(init, meta), _sub(extra, meta)
+        fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
+        out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
+                                tainted)
+        carried = _out_bytes(init_v)
+        if out is _UNKNOWN:
+            inner[node] = [(carried + c, w) for c, w in cands]
+            return _UNKNOWN
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        ys = out[len(init):]
+        if not all(isinstance(y, TensorMeta) for y in ys):
+            inner[node] = [(carried + c, w) for c, w in cands]
+            return _UNKNOWN
+        kept = n * _out_bytes(ys)  # (every iteration's results, before the stack)
+        inner[node] = [(carried + kept + c, w) for c, w in cands] + [(carried + kept, node)]
+        stacked = [TensorMeta((n, *y.shape), y.dtype, _CPU) for y in ys]
+        return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
               tainted: set) -> tuple[Any, list]:
