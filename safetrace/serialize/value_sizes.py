@@ -161,17 +161,18 @@ def check(kind: str, node: str, limit: int, *args: Any) -> None:
 
 def guard(graph: torch.fx.Graph, limit: int, dtypes: dict) -> None:
     """Insert ``check`` before each node of ``graph`` whose kernel sizes its result by
-    its operands' values (once: a guard already there, from a file saved after a load,
-    is kept).  ``dtypes``: node -> its dtype as the loader's own shape rules work it out
-    (``memory.StaticMemory``; not the file's metadata): an index whose indices are known
-    not to be masks sizes its result by their shapes, and is not guarded."""
+    its operands' values.  The checks a file holds (a program saved after a load) are
+    dropped first: the loader's own, with this load's budget, replace them (a file's check
+    with a limit of its choosing would otherwise stand in for it).  ``dtypes``: node -> its
+    dtype as the loader's own shape rules work it out (``memory.StaticMemory``; not the
+    file's metadata): an index whose indices are known not to be masks sizes its result by
+    their shapes, and is not guarded."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is check and not node.users:
+            graph.erase_node(node)
     for node in list(graph.nodes):
         entry = GUARDED.get(node.target) if node.op == "call_function" else None
         if entry is None or (entry[0] == "index" and _no_masks(node, dtypes)):
-            continue
-        prev = node.prev
-        if prev.op == "call_function" and prev.target is check and len(prev.args) > 1 and \
-                prev.args[1] == node.name:
             continue
         kind, names = entry
         given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),

@@ -164,3 +164,21 @@ def without_value_checks(graph: torch.fx.Graph) -> str:
         if n.target is value_sizes.check:
             g.erase_node(n)
     return str(g)
+
+
+def test_a_files_own_check_with_a_limit_of_its_choosing_is_replaced():
+    """A file that puts a check of its own before the kernel (limit 10**18) gets the
+    loader's, with the load's budget, in its place."""
+    doc, tensors = parts(_inflated(_blob("bincount")))
+    nodes = doc["nodes"]
+    at = next(i for i, n in enumerate(nodes) if n["name"] == "bincount")
+    mul = nodes[at]["args"][0]
+    nodes.insert(at, {"name": "check", "op": "call_function",
+                      "target": "safetrace.value_size_check",
+                      "args": ["bincount", "bincount", 10**18, mul, None, None],
+                      "meta": {"val": None}})
+    loaded = st.load(pack(doc, tensors), budgets={"max_alloc_numel": 1024})
+    limits = [n.args[2] for n in loaded.graph.nodes if n.target is value_sizes.check]
+    assert limits == [16384]
+    with pytest.raises(st.InputMismatchError, match="over the budget of 16384 bytes"):
+        loaded.module()(torch.tensor([1]))
