@@ -97,7 +97,8 @@ _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) v
           "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
           "nonzero": "one row per nonzero element", "masked_select": "one element per true "
           "mask element", "index": "one slice per true element of a bool index",
-          "unique": "up to one value, inverse and count per element"}
+          "unique": "up to one value, inverse and count per element",
+          "arange": "(end - start) / step values"}
 
 
 def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMismatchError:

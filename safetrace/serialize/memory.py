@@ -66,6 +66,9 @@ class StaticMemory:
         self.deadline = math.inf
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
+        self.sized: dict = {}  # node -> whether its int is a size the call check bounds
+        self.bound_symbols = {s.name for s in getattr(contract, "symbols", ())
+                              if s.backed or s.where is not None}
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -163,6 +166,20 @@ class StaticMemory:
         if self.dtypes.get(node, dtype) != dtype:
             dtype = None
         self.dtypes[node] = dtype
+        if isinstance(value, bool) or not isinstance(value, (int, self.env.int_cls)):
+            sized = False
+        elif isinstance(value, int):
+            sized = True
+        else:  # (a size of the inputs, not one read from data as the program runs)
+            sized = {str(x) for x in value.expr.free_symbols} <= \
+                self.bound_symbols | self.opaque.keys()
+        self.sized[node] = self.sized.get(node, True) and sized
+
+    def is_sized(self, node: Any) -> bool:
+        """Whether ``node`` computes an int the declared input sizes bound (a constant, or
+        an expression of the inputs' sizes), by the loader's own evaluation: not a value
+        read from data, nor one it could not work out (the file's metadata is not asked)."""
+        return not isinstance(node, torch.fx.Node) or self.sized.get(node, False)
 
     def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool) -> tuple:
         target = node.target
@@ -580,10 +597,13 @@ def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
 __all__ = ["StaticMemory", "state_of", "guard_sizes"]
 
 
-def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
+def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
     """Before each allocation of a size read from data as the program runs
     (``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
-    call is refused (a RuntimeAssertionError naming the budget) before allocating."""
+    call is refused (a RuntimeAssertionError naming the budget) before allocating.
+    ``is_sized(node)``: whether the loader's own evaluation (``StaticMemory.is_sized``)
+    found the node's int bounded by the input sizes (not the file's metadata, which could
+    claim so for an ``.item()``)."""
     limit = 4 * max_numel
     for node in list(graph.nodes):
         target = node.target
@@ -595,7 +615,7 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
         given = {**dict(zip(names, node.args)), **node.kwargs}
         sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
-        if not any(isinstance(s, torch.fx.Node) and _from_data_read(s) for s in sizes):
+        if all(is_sized(s) for s in sizes):
             continue  # constant sizes are held to the budget at load (allowlist.AllocBudget),
             # sizes of the inputs' shapes to the ranges the caller declared
         with graph.inserting_before(node):
@@ -614,15 +634,6 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 f"{{'max_alloc_numel': <larger>}})")))
             check.meta["val"] = None
             check.meta["stack_trace"] = node.meta.get("stack_trace", "")
-
-
-def _from_data_read(node: torch.fx.Node) -> bool:
-    """Whether a size node may hold a value read from data (an unbacked symbol ``u0``, or
-    no recorded value at all)."""
-    expr = getattr(node.meta.get("val"), "expr", None)
-    if expr is None:
-        return not isinstance(node.meta.get("val"), int)
-    return any(str(x).startswith("u") for x in expr.free_symbols)
 
 
 def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:

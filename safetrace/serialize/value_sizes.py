@@ -115,6 +115,16 @@ def _index(x: Any, indices: Any) -> int:
     return picked * kept * math.prod(x.shape[d:]) * x.element_size()
 
 
+def _arange(start: Any, end: Any = None, step: Any = 1) -> int:
+    """``arange(end)``, ``arange(start, end[, step])``: ceil((end - start) / step) values."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = (float(v) for v in (start, end, 1 if step is None else step))
+    if step == 0 or not all(math.isfinite(v) for v in (start, end, step)):
+        return 0  # (the kernel refuses it)
+    return max(0, math.ceil((end - start) / step)) * 8
+
+
 def _unique(x: Any, *_: Any) -> int:
     # values, the inverse and the counts: at most one each per element
     return x.numel() * (x.element_size() + 16) if isinstance(x, torch.Tensor) else 0
@@ -125,7 +135,19 @@ GUARDED: dict[Any, tuple[str, tuple[str, ...]]] = {}
 NEEDS: dict[str, Callable[..., int]] = {
     "bincount": _bincount, "one_hot": _one_hot, "repeats": _repeats,
     "repeat_self": _repeat_self, "nonzero": _nonzero, "masked_select": _masked_select,
-    "index": _index, "unique": _unique}
+    "index": _index, "unique": _unique, "arange": _arange}
+# overloads whose size is a number they are given: checked where that number is read from
+# data as the program runs (an ``.item()``), not where it is a constant (held to the budget
+# at load) or a size of the inputs (the memory bound's call check)
+RANGES: dict[Any, tuple[str, ...]] = {}
+for _op, _args in (("arange.default", ("end",)), ("arange.start", ("start", "end")),
+                   ("arange.start_step", ("start", "end", "step")),
+                   ("range.default", ("start", "end")),
+                   ("range.step", ("start", "end", "step"))):
+    _packet, _, _overload = _op.partition(".")
+    _target = getattr(getattr(aten, _packet, None), _overload, None)
+    if isinstance(_target, torch._ops.OpOverload):
+        RANGES[_target] = _args
 for _op, _kind, _args in (
         ("bincount.default", "bincount", ("self", "weights", "minlength")),
         ("one_hot.default", "one_hot", ("self", "num_classes")),
@@ -159,19 +181,25 @@ def check(kind: str, node: str, limit: int, *args: Any) -> None:
         raise memory_from_values(node, kind, need, limit)
 
 
-def guard(graph: torch.fx.Graph, limit: int, dtypes: dict) -> None:
+def guard(graph: torch.fx.Graph, limit: int, dtypes: dict,
+          is_sized: Callable[[Any], bool]) -> None:
     """Insert ``check`` before each node of ``graph`` whose kernel sizes its result by
     its operands' values.  The checks a file holds (a program saved after a load) are
     dropped first: the loader's own, with this load's budget, replace them (a file's check
     with a limit of its choosing would otherwise stand in for it).  ``dtypes``: node -> its
     dtype as the loader's own shape rules work it out (``memory.StaticMemory``; not the
     file's metadata): an index whose indices are known not to be masks sizes its result by
-    their shapes, and is not guarded."""
+    their shapes, and is not guarded; ``is_sized(node)``: whether that evaluation bounds a
+    number by the input sizes (an ``arange`` of one is not guarded)."""
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is check and not node.users:
             graph.erase_node(node)
     for node in list(graph.nodes):
         entry = GUARDED.get(node.target) if node.op == "call_function" else None
+        if node.op == "call_function" and node.target in RANGES:
+            entry = ("arange", RANGES[node.target])
+            if all(is_sized(a) for a in node.args):
+                continue
         if entry is None or (entry[0] == "index" and _no_masks(node, dtypes)):
             continue
         kind, names = entry

@@ -182,3 +182,41 @@ def test_a_files_own_check_with_a_limit_of_its_choosing_is_replaced():
     assert limits == [16384]
     with pytest.raises(st.InputMismatchError, match="over the budget of 16384 bytes"):
         loaded.module()(torch.tensor([1]))
+
+
+class FromItem(torch.nn.Module):
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.sum().item()
+        torch._check(n >= 0)
+        if self.kind == "arange":
+            return torch.arange(n).sum() + x.shape[0]
+        return torch.zeros(n).sum() + x.shape[0]
+
+
+@pytest.mark.parametrize("kind", ["zeros", "arange"])
+@pytest.mark.parametrize("lie", [False, True], ids=["as_saved", "meta_claims_an_input_size"])
+def test_sizes_read_by_item_are_checked_whatever_the_metadata_claims(kind, lie):
+    """``zeros(x.sum().item())`` and ``arange(...)``: checked before allocating; a file whose
+    metadata calls the ``.item()`` an input size (``s0``) gets the check all the same (the
+    loader decides from its own evaluation of the graph)."""
+    ep = st.export(FromItem(kind), (torch.tensor([1, 2]),),
+                   dynamic_shapes={"x": (st.Dim("k"),)})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    blob = buf.getvalue()
+    if lie:
+        doc, tensors = parts(blob)
+        for node in doc["nodes"]:
+            if node["name"] == "item":
+                node["meta"]["val"] = {"symint": "s0"}
+        blob = pack(doc, tensors)
+    mod = st.load(blob, budgets={"max_alloc_numel": 1024}).module()
+    for x in (torch.tensor([0]), torch.tensor([3, 4]), torch.tensor([1000])):
+        torch.testing.assert_close(mod(x), FromItem(kind)(x))
+    with pytest.raises((st.InputMismatchError, st.RuntimeAssertionError),
+                       match=r"node '(zeros|arange)'.*max_alloc_numel"):
+        mod(torch.tensor([100000]))
