@@ -12,9 +12,10 @@ accounting) and the copy out of the page cache.  Where transparent huge pages ar
 (``MADV_HUGEPAGE`` + ``MADV_POPULATE_WRITE``, Linux 5.14): 512 times fewer faults, about 8x
 less system time than 4 KiB pages where the kernel has huge pages at hand.  Where it has not
 (a virtual machine whose free memory was returned to the host makes every fresh huge page
-a host fault: 5-7x slower than 4 KiB pages), the first pieces tell: each piece is timed,
-and after one slower than ``HUGE_RATE`` the rest is read into 4 KiB pages as before (what
-that costs is one piece: ``_FIRST`` bytes at first).
+a host fault: 5-7x slower than 4 KiB pages), a probe tells: one huge page is made and
+timed before the read starts, and every later piece is timed too; after one slower than
+``HUGE_RATE`` the rest is read into 4 KiB pages as before (what a slow probe costs: one
+huge page, 5-10 ms on such a machine; a slow piece after a fast probe: 2 per thread).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from typing import Any, Callable
 
 HUGE = 2 << 20  # the size of a transparent huge page on x86-64 and arm64 (4K base pages)
 HUGE_RATE = 4 << 30  # bytes/s below which huge pages cost more than 4 KiB pages would
-_FIRST = 4 << 20  # the first piece filled with huge pages (the probe): 2 pages
-_PIECE = 16 << 20  # every later piece
+_HUGE_PIECE = 4 << 20  # the pieces a thread makes huge pages for, then reads (each timed)
+_PIECE = 64 << 20  # the pieces it reads once huge pages are out
 _MADV_HUGEPAGE, _MADV_NOHUGEPAGE, _MADV_POPULATE_WRITE = 14, 15, 23  # (Linux's values)
 _PREAD_MAX = 1 << 30
 
@@ -76,21 +77,24 @@ class Destination:
         pages made ahead of it (huge ones while they come fast)."""
         view = memoryview(self.mapping)
         try:
-            pos, first = begin, True
+            pos = begin
             while pos < end:
-                stop = min(end, pos + (_FIRST if first else _PIECE))
+                stop = min(end, pos + (_HUGE_PIECE if self.huge else _PIECE))
                 self._prepare(pos, stop)
                 read(view[self.offset + pos:self.offset + stop], pos)
-                pos, first = stop, False
+                pos = stop
         finally:
             view.release()
 
+    def probe(self) -> None:
+        """Make the first huge page and time it: huge pages for the rest only if it came
+        faster than ``HUGE_RATE``."""
+        if self.huge and self.nbytes >= 2 * HUGE:
+            self._prepare(0, HUGE)
+
     def _prepare(self, begin: int, end: int) -> None:
         lo, hi = begin + -begin % HUGE, end - end % HUGE  # the whole huge pages inside
-        if hi <= lo or _madvise is None:
-            return
-        if not self.huge:
-            _madvise(self.address + lo, hi - lo, _MADV_NOHUGEPAGE)  # (THP "always")
+        if hi <= lo or not self.huge:
             return
         t = time.perf_counter()
         ok = (_madvise(self.address + lo, hi - lo, _MADV_HUGEPAGE) == 0
@@ -100,7 +104,9 @@ class Destination:
             # refused (no THP, a kernel before 5.14) or slower than 4 KiB pages: those for
             # the rest (faulted in by the read)
             with self._lock:
-                self.huge = False
+                if self.huge:  # (where THP is "always": 4 KiB pages for what is left)
+                    self.huge = False
+                    _madvise(self.address, self.nbytes, _MADV_NOHUGEPAGE)
 
 
 def read_into(fd: int, base: int, dest: Destination, threads: int,
@@ -129,6 +135,7 @@ def read_into(fd: int, base: int, dest: Destination, threads: int,
         except BaseException as err:  # noqa: BLE001 - re-raised on the calling thread
             errors.append(err)
 
+    dest.probe()
     workers = [threading.Thread(target=run, args=p, daemon=True) for p in parts[1:]]
     for w in workers:
         w.start()
