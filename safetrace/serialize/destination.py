@@ -7,8 +7,9 @@ aligned in memory).  Nothing but the program holds it: truncating or rewriting t
 afterwards cannot reach it.
 
 What a private copy costs is the kernel's: a fresh page for every 4 KiB (a fault, zeroing,
-accounting) and the copy out of the page cache.  Where transparent huge pages are on for
-``madvise``, the mapping is filled ahead of the read with 2 MiB pages
+accounting) and the copy out of the page cache.  With ``HUGE_PAGES`` (opt-in), where
+transparent huge pages are on for ``madvise``, the mapping is filled ahead of the read
+with 2 MiB pages
 (``MADV_HUGEPAGE`` + ``MADV_POPULATE_WRITE``, Linux 5.14): 512 times fewer faults, about 8x
 less system time than 4 KiB pages where the kernel has huge pages at hand.  Where it has not
 (a virtual machine whose free memory was returned to the host makes every fresh huge page
@@ -51,7 +52,11 @@ def _libc_madvise() -> Callable | None:
 
 
 _madvise = _libc_madvise()
-HUGE_PAGES = True  # False: never ask for huge pages (A/B of bench_save; tests)
+# Ask for huge pages (opt-in: ``safetrace.serialize.destination.HUGE_PAGES = True``).  Off
+# by default: on the development VM (free memory returned to the host) the probe's page
+# often comes from memory just freed, and the pages after it cost a host fault each:
+# st.load of 256 MiB took 0.68 s instead of 0.37 s (median of 4, 2026-12-04).
+HUGE_PAGES = False
 
 
 class Destination:
