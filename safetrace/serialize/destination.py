@@ -8,10 +8,10 @@ afterwards cannot reach it.
 
 What a private copy costs is the kernel's: a fresh page for every 4 KiB (a fault, zeroing,
 accounting) and the copy out of the page cache.  With ``HUGE_PAGES`` (opt-in), where
-transparent huge pages are on for ``madvise``, the mapping is filled ahead of the read
-with 2 MiB pages
-(``MADV_HUGEPAGE`` + ``MADV_POPULATE_WRITE``, Linux 5.14): 512 times fewer faults, about 8x
-less system time than 4 KiB pages where the kernel has huge pages at hand.  Where it has not
+transparent huge pages are on for ``madvise``, the mapping is filled ahead of the read with
+2 MiB pages (``MADV_HUGEPAGE`` + ``MADV_POPULATE_WRITE``, Linux 5.14): 512 times fewer
+faults, about 8x less system time than 4 KiB pages where the kernel has huge pages at
+hand.  Where it has not
 (a virtual machine whose free memory was returned to the host makes every fresh huge page
 a host fault: 5-7x slower than 4 KiB pages), a probe tells: one huge page is made and
 timed before the read starts, and every later piece is timed too; after one slower than
