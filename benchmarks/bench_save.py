@@ -14,6 +14,8 @@ before the step):
   export.load+call   torch.export.load(path).module()(x)
   st_file.save       safetensors.torch.save_file(model.state_dict(), path)
   st_file.load+call  load_file(path); a meta-device model assigned those weights; model(x)
+  st.mmap+call       st.load(path, mmap=True).module()(x): the file mapped, as load_file does
+  st_file.pread+call load_file(path, backend="pread"): safetensors' weights in private memory
   floor.read         os.preadv of st.save's whole file into fresh private memory (an
                      anonymous mapping): the kernel's cost of any private copy of the
                      weights, which st.load (mmap=False) pays and load_file's mapping does not
@@ -22,6 +24,15 @@ Each load step runs twice: with the file in the page cache (read once before the
 "warm") and evicted from it (fsync + POSIX_FADV_DONTNEED: "cold"), the same for the three
 formats, so that no format profits from how its save left the cache (st.save writes large
 files with O_DIRECT, which leaves nothing cached; the others leave the whole file cached).
+
+Like with like: ``load_file`` (its default mmap backend) builds tensors over a private
+mapping of the file (``UntypedStorage.from_file(..., shared=False)``-style): nothing is
+read or copied until the first call touches it, and the file must stay unchanged while the
+weights live (truncating it is a SIGBUS).  ``st.load`` (default) reads every weight into
+memory of the program's own before returning; its like is ``load_file(backend="pread")``,
+and ``st.load(mmap=True)``'s is ``load_file``.  Every load step includes the first forward
+(time to first output).  Each step also reports its CPU time (user + system) and minor
+page faults.
 
 Goals (issue 12): save <= 1.5x save_file and <= 0.5x export.save; load to a first correct
 call <= 1.5x load_file plus module build; peak RSS added by load <= 1.25x weight bytes.
@@ -34,6 +45,7 @@ import argparse
 import json
 import mmap
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -129,6 +141,17 @@ def step(name: str, mib: int, folder: str) -> dict:
         with torch.no_grad():
             return model(x)
 
+    def load_st_mapped() -> object:
+        return st.load(path, mmap=True).module()(x)
+
+    def load_file_pread() -> object:
+        from safetensors.torch import load_file
+
+        model = _model(mib, device="meta")
+        model.load_state_dict(load_file(path, backend="pread"), assign=True)
+        with torch.no_grad():
+            return model(x)
+
     def read_private() -> None:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -142,21 +165,27 @@ def step(name: str, mib: int, folder: str) -> dict:
 
     if run is None:
         run = {"st.load+call": load_st, "export.load+call": load_export,
-               "st_file.load+call": load_file_and_build, "floor.read": read_private}[name]
+               "st_file.load+call": load_file_and_build, "floor.read": read_private,
+               "st.mmap+call": load_st_mapped, "st_file.pread+call": load_file_pread}[name]
     base = _rss()
     _reset_peak()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     out = run()
     seconds = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     added = _peak() - base
     if expected is not None:
         torch.testing.assert_close(out, expected)
     return {"step": full, "mib": mib, "seconds": seconds, "peak_added": added,
+            "cpu": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
+            "minflt": r1.ru_minflt - r0.ru_minflt,
             "file_bytes": os.path.getsize(path) if os.path.exists(path) else None}
 
 
 SAVES = ["st.save", "st.save(file)", "export.save", "st_file.save"]
-LOADS = ["st.load+call", "export.load+call", "st_file.load+call", "floor.read"]
+LOADS = ["st.load+call", "export.load+call", "st_file.load+call", "floor.read",
+         "st.mmap+call", "st_file.pread+call"]
 STEPS = SAVES + [f"{name} {cache}" for cache in ("warm", "cold") for name in LOADS]
 FILES = {"st": "m.st", "export": "m.pt2", "st_file": "m.safetensors", "floor": "m.st"}
 
@@ -208,7 +237,8 @@ def main() -> None:
                     r = json.loads(out.stdout.strip().splitlines()[-1])
                     best = r if best is None or r["seconds"] < best["seconds"] else best
                 rows.append(best)
-                print(f"{mib:5d} MiB  {name:18s} {best['seconds']:8.3f} s  "
+                print(f"{mib:5d} MiB  {name:24s} {best['seconds']:8.3f} s  "
+                      f"cpu {best['cpu']:6.3f} s  minflt {best['minflt']:7d}  "
                       f"peak RSS added {best['peak_added'] / 2**20:8.1f} MiB", flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -218,11 +248,11 @@ def main() -> None:
 
 def _table(rows: list[dict]) -> None:
     by = {(r["mib"], r["step"]): r for r in rows}
-    print("| weights | step | time (s) | peak RSS added (MiB) |")
-    print("|---|---|---:|---:|")
+    print("| weights | step | time (s) | CPU (s) | minor faults | peak RSS added (MiB) |")
+    print("|---|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['mib']} MiB | {r['step']} | {r['seconds']:.3f} | "
-              f"{r['peak_added'] / 2**20:.0f} |")
+        print(f"| {r['mib']} MiB | {r['step']} | {r['seconds']:.3f} | {r['cpu']:.3f} | "
+              f"{r['minflt']} | {r['peak_added'] / 2**20:.0f} |")
     print()
     for mib in sorted({r["mib"] for r in rows}):
         s = {k: by[(mib, k)] for k in STEPS}
@@ -240,6 +270,13 @@ def _table(rows: list[dict]) -> None:
                           for cache in ("warm", "cold")) + " weights (goal <= 1.25); "
               + "st.load+call over the private-memory floor (preadv into fresh memory) "
               + ", ".join(f"{c} {t['st.load+call ' + c] / t['floor.read ' + c]:.2f}x"
+                          for c in ("warm", "cold")))
+        print(f"{mib} MiB, like with like: private memory (st.load / load_file(backend="
+              "\"pread\")) "
+              + ", ".join(f"{c} {t['st.load+call ' + c] / t['st_file.pread+call ' + c]:.2f}x"
+                          for c in ("warm", "cold"))
+              + "; a mapping of the file (st.load(mmap=True) / load_file) "
+              + ", ".join(f"{c} {t['st.mmap+call ' + c] / t['st_file.load+call ' + c]:.2f}x"
                           for c in ("warm", "cold")))
 
 

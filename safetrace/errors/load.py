@@ -93,5 +93,25 @@ def memory_at_call(node: str, target: str, need: int, limit: int,
             f"{{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-__all__ = ["memory_at_call", "bad_file", "over_budget", "refused_call", "bad_source", "truncated",
+_READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",
+          "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
+          "nonzero": "one row per nonzero element", "masked_select": "one element per true "
+          "mask element", "index": "one slice per true element of a bool index",
+          "unique": "up to one value, inverse and count per element",
+          "arange": "(end - start) / step values"}
+
+
+def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMismatchError:
+    """A loaded program's kernel would allocate a size it reads from its operands' values
+    (``bincount(x)``) over the load's budget: refused before the kernel runs."""
+    return InputMismatchError(
+        f"at this call the loaded program's node {node!r} would allocate {need} bytes, a "
+        f"size its kernel reads from the values it is given ({_READS.get(kind, kind)}), "
+        f"over the budget of {limit} bytes (16 * max_alloc_numel)",
+        fix=f"pass inputs whose values ask for less, or if you trust the file, st.load(path, "
+            f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
+
+
+__all__ = ["memory_at_call", "memory_from_values", "bad_file", "over_budget", "refused_call",
+           "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

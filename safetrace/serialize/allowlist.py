@@ -30,6 +30,7 @@ import torch
 from safetrace.errors.load import bad_file, over_budget, refused_call
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.value_sizes import NEEDS
 
 # aten operators refused whatever else says, with the reason given in the LoadError.
 DENIED: dict[str, str] = {
@@ -75,6 +76,8 @@ CALLABLES: dict[str, tuple[int, int, str]] = {
     **{f"torch.{n}": (1, 1, NUMERIC) for n in ("sym_int", "sym_float", "sym_not", "sym_sqrt")},
     "torch.sym_max": (2, 2, NUMERIC), "torch.sym_min": (2, 2, NUMERIC),
     "torch.sym_ite": (3, 3, NUMERIC), "safetrace.assert_sym": (2, 2, "assert"),
+    # a check before a kernel that sizes its result by its operands' values (value_sizes.py)
+    "safetrace.value_size_check": (3, 7, "value-size"),
     # a no_grad block (trace/handlers/grad.py): never run while loading (not NUMERIC)
     "torch.is_grad_enabled": (0, 0, "grad"), "torch._C._set_grad_enabled": (1, 1, "grad"),
 }
@@ -437,6 +440,9 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
             raise bad_file(where, f"{name} needs a condition and a message string "
                                   f"(<= {budgets.max_string} characters)")
         return
+    if kind == "value-size":
+        _value_size_args(name, args, where, budgets)
+        return
     for v in args:
         if not (isinstance(v, torch.fx.Node) or isinstance(v, _NUMBER)):
             raise bad_file(where, f"{name} on {_kind(v)}: only numbers and graph values")
@@ -452,6 +458,20 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
                               f"+-{budgets.max_exponent}", "max_exponent")
     if kind == "round" and len(args) == 2 and not (_is_int(args[1]) and abs(args[1]) <= 400):
         raise bad_file(where, f"{name} with ndigits {_kind(args[1])}")
+
+
+def _value_size_args(name: str, args: tuple, where: str, budgets: Budgets) -> None:
+    """(kind, node name, limit in bytes, operands: graph values, ints, None or lists of
+    them)"""
+    kind, node, limit, operands = args[0], args[1], args[2], args[3:]
+    if not (isinstance(kind, str) and kind in NEEDS and isinstance(node, str)
+            and len(node) <= budgets.max_string and _is_int(limit) and limit >= 0):
+        raise bad_file(where, f"{name} needs a kind ({', '.join(sorted(NEEDS))}), a node "
+                              "name and a byte limit")
+    for v in operands:
+        items = v if isinstance(v, (list, tuple)) and len(v) <= 64 else [v]
+        if not all(x is None or isinstance(x, torch.fx.Node) or _is_int(x) for x in items):
+            raise bad_file(where, f"{name} on {_kind(v)}: only graph values, ints and None")
 
 
 def _floatish(v: Any) -> bool:

@@ -16,7 +16,7 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, memory, subgraphs
+from safetrace.serialize import allowlist, memory, subgraphs, value_sizes
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -89,13 +89,14 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
-        for g in {id(g): g for g in self._all_graphs}.values():
-            memory.guard_sizes(g, self.max_numel)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
         bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
+        for g in {id(g): g for g in self._all_graphs}.values():
+            memory.guard_sizes(g, self.max_numel, bound.is_sized)
+            value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")

@@ -65,6 +65,10 @@ class StaticMemory:
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
+        self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
+        self.sized: dict = {}  # node -> whether its int is a size the call check bounds
+        self.bound_symbols = {s.name for s in getattr(contract, "symbols", ())
+                              if s.backed or s.where is not None}
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -123,6 +127,9 @@ class StaticMemory:
         returns (the output's values, or _UNKNOWN, the live-bytes candidates)."""
         nbytes: dict = {}
         inner: dict = {}  # control-flow node -> its subgraphs' candidates
+        for node in graph.nodes:
+            if node in meta and node.op == "placeholder":
+                self._note(node, meta[node])
         tainted = {n for n in graph.nodes if n.op == "placeholder" and n.name in inputs}
         for node in graph.nodes:
             if node.op == "call_function":
@@ -142,12 +149,37 @@ class StaticMemory:
                     meta[node] = out
                 if size is not _UNKNOWN:
                     nbytes[node] = size
+        for node in graph.nodes:
+            if node in meta and node.op == "call_function":
+                self._note(node, meta[node])
         output = next((n for n in graph.nodes if n.op == "output"), None)
         try:
             result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
         except KeyError:
             result = _UNKNOWN
         return result, peak.candidates(graph, nbytes, inner)
+
+    def _note(self, node: torch.fx.Node, value: Any) -> None:
+        """Remember a tensor node's dtype (None: unknown, or not the same at every call of
+        a shared subgraph)."""
+        dtype = value.dtype if isinstance(value, TensorMeta) else None
+        if self.dtypes.get(node, dtype) != dtype:
+            dtype = None
+        self.dtypes[node] = dtype
+        if isinstance(value, bool) or not isinstance(value, (int, self.env.int_cls)):
+            sized = False
+        elif isinstance(value, int):
+            sized = True
+        else:  # (a size of the inputs, not one read from data as the program runs)
+            sized = {str(x) for x in value.expr.free_symbols} <= \
+                self.bound_symbols | self.opaque.keys()
+        self.sized[node] = self.sized.get(node, True) and sized
+
+    def is_sized(self, node: Any) -> bool:
+        """Whether ``node`` computes an int the declared input sizes bound (a constant, or
+        an expression of the inputs' sizes), by the loader's own evaluation: not a value
+        read from data, nor one it could not work out (the file's metadata is not asked)."""
+        return not isinstance(node, torch.fx.Node) or self.sized.get(node, False)
 
     def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool) -> tuple:
         target = node.target
@@ -188,8 +220,8 @@ class StaticMemory:
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
                  inner: dict) -> Any:
-        """A cond or while_loop: its subgraphs evaluated with what the call passes them;
-        their live bytes become candidates at this node."""
+        """A cond, while_loop, map or scan: its subgraphs evaluated with what the call
+        passes them; their live bytes become candidates at this node."""
         kind = node.target.name()
         subs = getattr(node.graph, "st_submodules", {})
 
@@ -223,9 +255,45 @@ class StaticMemory:
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
                     return _UNKNOWN
                 return list(out)
+            if kind in ("map_impl", "scan"):
+                return self._mapped(node, kind, graph_of(node.args[0]), meta, data, tainted,
+                                    inner)
         except KeyError:
             pass  # an operand not known
-        return _UNKNOWN  # (map and scan: not evaluated)
+        return _UNKNOWN
+
+    def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,
+                tainted: set, inner: dict) -> Any:
+        """A map (``map_impl(body, xs, args)``) or a scan (``scan(combine, init, xs,
+        additional)``): the body evaluated once on a slice of each xs (dim 0 dropped); its
+        peak counts on top of the results of every iteration, kept until they are stacked
+        (map's outputs, scan's ys: n of them, n the length of the xs)."""
+        if kind == "map_impl":
+            init, xs, extra = [], list(node.args[1]), list(node.args[2])
+        else:
+            init, xs, extra = list(node.args[1]), list(node.args[2]), list(node.args[3])
+        xv = _sub(xs, meta)
+        if not xv or not all(isinstance(v, TensorMeta) and v.shape for v in xv):
+            return _UNKNOWN
+        n = xv[0].shape[0]
+        slices = [TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) for v in xv]
+        init_v, extra_v = _sub(init, meta), _sub(extra, meta)
+        fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
+        out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
+                                tainted)
+        carried = _out_bytes(init_v)
+        if out is _UNKNOWN:
+            inner[node] = [(carried + c, w) for c, w in cands]
+            return _UNKNOWN
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        ys = out[len(init):]
+        if not all(isinstance(y, TensorMeta) for y in ys):
+            inner[node] = [(carried + c, w) for c, w in cands]
+            return _UNKNOWN
+        kept = n * _out_bytes(ys)  # (every iteration's results, before the stack)
+        inner[node] = [(carried + kept + c, w) for c, w in cands] + [(carried + kept, node)]
+        stacked = [TensorMeta((n, *y.shape), y.dtype, _CPU) for y in ys]
+        return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
               tainted: set) -> tuple[Any, list]:
@@ -529,10 +597,13 @@ def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
 __all__ = ["StaticMemory", "state_of", "guard_sizes"]
 
 
-def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
+def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
     """Before each allocation of a size read from data as the program runs
     (``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
-    call is refused (a RuntimeAssertionError naming the budget) before allocating."""
+    call is refused (a RuntimeAssertionError naming the budget) before allocating.
+    ``is_sized(node)``: whether the loader's own evaluation (``StaticMemory.is_sized``)
+    found the node's int bounded by the input sizes (not the file's metadata, which could
+    claim so for an ``.item()``)."""
     limit = 4 * max_numel
     for node in list(graph.nodes):
         target = node.target
@@ -544,7 +615,7 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
         given = {**dict(zip(names, node.args)), **node.kwargs}
         sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
-        if not any(isinstance(s, torch.fx.Node) and _from_data_read(s) for s in sizes):
+        if all(is_sized(s) for s in sizes):
             continue  # constant sizes are held to the budget at load (allowlist.AllocBudget),
             # sizes of the inputs' shapes to the ranges the caller declared
         with graph.inserting_before(node):
@@ -563,15 +634,6 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int) -> None:
                 f"{{'max_alloc_numel': <larger>}})")))
             check.meta["val"] = None
             check.meta["stack_trace"] = node.meta.get("stack_trace", "")
-
-
-def _from_data_read(node: torch.fx.Node) -> bool:
-    """Whether a size node may hold a value read from data (an unbacked symbol ``u0``, or
-    no recorded value at all)."""
-    expr = getattr(node.meta.get("val"), "expr", None)
-    if expr is None:
-        return not isinstance(node.meta.get("val"), int)
-    return any(str(x).startswith("u") for x in expr.free_symbols)
 
 
 def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors.load import bad_file
+from safetrace.serialize import value_sizes
 from safetrace.trace import asserts
 
 _CALLABLES: dict[str, Callable] = {}
@@ -158,6 +159,7 @@ def _op(name: str) -> torch._ops.OpOverload:
 def _register_safetrace_callables() -> None:
     """Run-time assertion nodes call safetrace's own functions."""
     register_callable("safetrace.assert_sym", asserts.assert_sym)
+    register_callable("safetrace.value_size_check", value_sizes.check)
 
 
 _register_safetrace_callables()

@@ -9,13 +9,14 @@ pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
 ``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
 Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment;
-a file that is not a safetensors file is named by ``sniff.py``), then reads each tensor
-straight into storage of its own (``preadv`` from a path, ``readinto`` from a file object,
-one copy from a buffer given to ``st.load``): nothing done to the file or the buffer
-afterwards reaches the program.  ``st.load(path, mmap=True)`` maps the file instead
-(``MAP_PRIVATE``: untouched weights cost no memory; the file must then stay unchanged,
-see docs/saving.md); a mapped tensor off torch's 64-byte alignment, and every bool
-tensor, is copied.  Paths are opened once, refused unless they are regular files.
+a file that is not a safetensors file is named by ``sniff.py``), then reads the data
+straight into memory of the program's own (from a path: ``preadv`` of the whole data into
+one fresh mapping the tensors view, ``destination.py``; from a file object: ``readinto``
+each tensor; from a buffer given to ``st.load``: one copy): nothing done to the file or
+the buffer afterwards reaches the program.  ``st.load(path, mmap=True)`` maps the file
+instead (``MAP_PRIVATE``: untouched weights cost no memory; the file must then stay
+unchanged, see docs/saving.md).  A tensor off torch's 64-byte alignment, and every bool
+tensor of a mapped file, is copied.  Paths are opened once, refused unless they are regular files.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ import mmap
 import os
 import stat
 import struct
-import threading
 from typing import Any
 
 import torch
 
 from safetrace.errors.load import bad_file, over_budget, truncated
-from safetrace.serialize import sniff
+from safetrace.serialize import destination, sniff
 from safetrace.serialize.budgets import Budgets, json_shape, text_cost
 
 CODES = {
@@ -75,8 +75,10 @@ def stored_form(dtype: torch.dtype, shape: tuple) -> tuple[str, tuple]:
 class Container:
     """A parsed file: its metadata strings, and its tensors.
 
-    ``tensors``: each tensor's bytes read into memory of its own (the default); or
-    ``buffer``: a mapping of the file (``st.load(..., mmap=True)``) that tensors view.
+    ``buffer``: the memory tensors view, at ``start`` + their offset in the data: memory
+    of the program's own the data was read into (the default, ``destination.py``), or a
+    mapping of the file (``st.load(..., mmap=True)``, ``mapped`` then names the file); or
+    ``tensors``: each tensor's bytes read into a tensor of its own (bytes, file objects).
     """
 
     def __init__(self, metadata: dict, header: dict, spans: dict | None = None,
@@ -85,7 +87,7 @@ class Container:
         self.metadata = metadata
         self.header = header  # tensor name -> (dtype, shape), the true dtype and shape
         self._spans = spans or {}  # tensor name -> (begin, end) in the data
-        self._buffer = buffer  # a mapping of the file (mmap opt-in)
+        self._buffer = buffer  # memory of the program's own, or a mapping of the file
         self._start = start  # where the data starts in the buffer
         self._tensors = tensors or {}  # tensor name -> its bytes (uint8), privately read
         self.mapped = mapped  # (st_dev, st_ino) of the file mapped, if any
@@ -99,11 +101,12 @@ class Container:
         if raw is None:
             raw = torch.frombuffer(self._buffer, dtype=torch.uint8, count=end - begin,
                                    offset=self._start + begin)
-            if raw.data_ptr() % ALIGN or dtype is torch.bool:
+            if raw.data_ptr() % ALIGN or (dtype is torch.bool and self.mapped):
                 # kernels assume aligned elements (misaligned complex128 crashes them), and
                 # some compute other bits for operands off torch's 64-byte alignment (oneDNN
                 # convolutions): a tensor off that alignment is copied into aligned memory;
-                # so is a bool tensor, whose bytes are checked on the copy the program uses
+                # so is a bool tensor of a mapped file, whose bytes are checked on the copy
+                # the program uses (the file's may change)
                 raw = raw.clone()
         if dtype is torch.bool and bool((raw > 1).any()):
             raise bad_file(None, f"tensor {name!r} holds bool bytes other than 0 and 1")
@@ -155,9 +158,13 @@ def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Cont
             # start the disk on the whole data now: the reads below then find it arriving
             # while they fault in fresh memory
             os.posix_fadvise(fd, 8 + n, size - 8 - n, os.POSIX_FADV_WILLNEED)
-        tensors = _allocate(spans)
-        _preadv_all(fd, 8 + n, [(spans[k][0], v) for k, v in tensors.items()], where)
-        return Container(metadata, header, spans, tensors=tensors)
+        data = size - 8 - n
+        dest = destination.Destination(data)
+        destination.read_into(
+            fd, 8 + n, dest, min(READ_THREADS, max(1, data // _THREAD_MIN)),
+            lambda: truncated(where, "the file ended while its tensors were read (it was "
+                                     "truncated or changed while being loaded)"))
+        return Container(metadata, header, spans, dest.mapping, dest.offset)
     try:
         mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -243,8 +250,6 @@ def read_stream(f: Any, budgets: Budgets, where: str) -> Container:
 _STREAM_PIECE = 1 << 24
 READ_THREADS = min(4, os.cpu_count() or 1)  # threads reading a large file's data at once
 _THREAD_MIN = 64 << 20  # bytes each of them reads at least
-_IOV_MAX = 1024
-_PREAD_MAX = 1 << 30
 
 
 def _start(first: bytes, tail: Any, where: str) -> None:
@@ -284,94 +289,6 @@ def _allocate(spans: dict) -> dict[str, torch.Tensor]:
 def _memory_of(t: torch.Tensor) -> memoryview:
     """The bytes of a contiguous uint8 CPU tensor, writable, without numpy."""
     return memoryview((ctypes.c_char * t.numel()).from_address(t.data_ptr())).cast("B")
-
-
-def _preadv_all(fd: int, base: int, pieces: list, where: str) -> None:
-    """Read the file's data at ``base + offset`` straight into each tensor (in file order:
-    the pieces tile the data, so consecutive ones are read by one call); large data is
-    read by a few threads at once, each its own part of the file (``os.preadv`` releases
-    the GIL: the copies out of the page cache run on as many cores)."""
-    views = [(off, _memory_of(t)) for off, t in pieces]
-    total = sum(v.nbytes for _, v in views)
-    k = min(READ_THREADS, max(1, total // _THREAD_MIN))
-    if k <= 1:
-        _read_views(fd, base, views, where)
-        return
-    parts, errors = _split(views, -(-total // k)), []
-
-    def run(part: list) -> None:
-        try:
-            _read_views(fd, base, part, where)
-        except BaseException as err:  # noqa: BLE001 - re-raised on the calling thread
-            errors.append(err)
-
-    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in parts[1:]]
-    for t in threads:
-        t.start()
-    run(parts[0])
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
-def _split(views: list, size: int) -> list[list]:
-    """``views`` ((file offset, memoryview) in file order) cut into parts of about
-    ``size`` bytes each (a view cut where a part ends)."""
-    parts, part, filled = [], [], 0
-    for off, v in views:
-        while v.nbytes:
-            take = min(v.nbytes, size - filled)
-            part.append((off, v[:take]))
-            off, v, filled = off + take, v[take:], filled + take
-            if filled == size:
-                parts.append(part)
-                part, filled = [], 0
-    if part:
-        parts.append(part)
-    return parts
-
-
-def _read_views(fd: int, base: int, views: list, where: str) -> None:
-    i = 0
-    while i < len(views):
-        offset = views[i][0]
-        batch, total = [], 0
-        while i + len(batch) < len(views) and len(batch) < _IOV_MAX and total < _PREAD_MAX:
-            off, v = views[i + len(batch)]
-            if off != offset + total:
-                break  # (not contiguous in the file: a new call)
-            batch.append(v)
-            total += v.nbytes
-        done = 0
-        while done < total:
-            got = _preadv(fd, _skip(batch, done), base + offset + done)
-            if got <= 0:
-                raise truncated(where, "the file ended while its tensors were read (it was "
-                                "truncated or changed while being loaded)")
-            done += got
-        i += len(batch)
-
-
-def _preadv(fd: int, views: list, offset: int) -> int:
-    """``os.preadv``, or (where the platform lacks it) one ``pread`` into the first view."""
-    if hasattr(os, "preadv"):
-        return os.preadv(fd, views, offset)
-    data = os.pread(fd, min(views[0].nbytes, _PREAD_MAX), offset)
-    views[0][:len(data)] = data
-    return len(data)
-
-
-def _skip(views: list, n: int) -> list:
-    """``views`` less their first ``n`` bytes (after a short read)."""
-    out = []
-    for v in views:
-        if n >= v.nbytes:
-            n -= v.nbytes
-            continue
-        out.append(v[n:] if n else v)
-        n = 0
-    return out
 
 
 def _readinto(f: Any, view: memoryview, where: str) -> None:

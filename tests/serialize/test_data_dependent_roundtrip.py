@@ -39,7 +39,14 @@ def test_data_dependent_roundtrip(name):
         with pytest.raises(st.LoadError, match="allow_ops=.*sttest::count_nonzero_int"):
             st.load(buf.getvalue())
     ep2 = st.load(buf.getvalue(), allow_ops=["sttest::count_nonzero_int"])
-    assert ep2.graph_module.print_readable(print_output=False) == \
+    # (the loader adds a check before each kernel that sizes its result by values, and
+    # nothing else: tests/serialize/test_value_sizes.py)
+    assert _without_value_checks(ep2.graph_module.print_readable(print_output=False)) == \
         ep.graph_module.print_readable(print_output=False)
     assert ep2.describe_contract() == ep.describe_contract()
     assert_close(ep.module()(*args), ep2.module()(*args))
+
+
+def _without_value_checks(code: str) -> str:
+    return "\n".join(line for line in code.splitlines(keepends=False)
+                     if "value_sizes.check(" not in line) + ("\n" if code.endswith("\n") else "")

@@ -134,3 +134,36 @@ def test_attention_scores_count_though_no_node_returns_them():
     torch.testing.assert_close(mod(q), Attn()(q))
     with pytest.raises(st.InputMismatchError, match=r"s0=16\).*scaled_dot_product"):
         mod(torch.randn(1, 2, 16, 4))
+
+
+class MapOuter(torch.nn.Module):
+    def forward(self, xs):
+        from torch._higher_order_ops.map import map as map_
+
+        return map_(lambda r: (r[:, None] * r[None, :]).sum(0), xs)
+
+
+class ScanOuter(torch.nn.Module):
+    def forward(self, xs):
+        from torch._higher_order_ops.scan import scan
+
+        def combine(c, r):
+            o = r[:, None] * r[None, :]
+            return c + o.sum(), o.sum(1)
+
+        return scan(combine, torch.zeros(()), xs)
+
+
+@pytest.mark.parametrize("model", [MapOuter(), ScanOuter()], ids=["map", "scan"])
+def test_map_and_scan_bodies_count_with_every_iterations_results(model):
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes={"xs": (st.Dim("n", min=1), st.Dim("m"))})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    # 16 KiB alive at most: at m = 100 the body's outer product alone is 40,000 bytes
+    mod = st.load(buf.getvalue(), budgets={"max_alloc_numel": 1024}).module()
+    for n, m in ((1, 0), (1, 1), (3, 10), (5, 40)):
+        x = torch.randn(n, m)
+        torch.testing.assert_close(mod(x), model(x))
+    with pytest.raises(st.InputMismatchError, match=r"s1=100\).*416\d\d bytes.*max_alloc_numel"):
+        mod(torch.randn(3, 100))

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import safetrace as st
+from tests.serialize.test_value_sizes import without_value_checks
 
 
 class Twice(torch.nn.Module):
@@ -32,7 +33,9 @@ def test_unbacked_input_size_round_trips(model, tmp_path):
     st.save(ep, tmp_path / "m.st")
     ep2 = st.load(tmp_path / "m.st")
     assert ep2.describe_contract() == ep.describe_contract()
-    assert str(ep2.graph) == str(ep.graph)
+    # (identical but for the check the loader puts before a kernel that sizes its result
+    # by values, x[x > 0] here: tests/serialize/test_value_sizes.py)
+    assert without_value_checks(ep2.graph) == str(ep.graph)
     mod = ep2.module()
     for xs, n in (([1.0, 2.0], 4), ([1.0], 2), ([-1.0], 0), ([], 0), ([1.0, 2.0, 3.0], 6)):
         xx, zz = torch.tensor(xs), torch.randn(n)
