@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import operator
 from typing import Any, Callable, Iterator
 
 import torch
@@ -18,6 +17,7 @@ from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text, unwrap_in
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.trace.modules import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -117,7 +117,7 @@ class Exporter:
             names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
-        guard = _ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
+        guard = ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
@@ -203,7 +203,7 @@ class Exporter:
         return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of,
                               self.scalars)
 
-    def _lift_state(self, guard: _ModuleGuard) -> None:
+    def _lift_state(self, guard: ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
         for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
             for entry in guard.saved:
@@ -279,7 +279,7 @@ class Exporter:
                 tracer.sym_sources.setdefault(name, (node, None if decl.scalar else decl.dim)
                                               + lin)
 
-    def _constant_namer(self, guard: _ModuleGuard) -> Callable[[torch.Tensor], str]:
+    def _constant_namer(self, guard: ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
         self.constant_fqns: dict[str, str] = {}  # name -> the attribute's path (torch's key)
         for mname, _, _, _, attrs, *_ in guard.saved:
@@ -299,7 +299,7 @@ class Exporter:
 
         return name
 
-    def _outputs(self, tracer: Tracer, guard: _ModuleGuard, leaves: list) -> list[OutputSpec]:
+    def _outputs(self, tracer: Tracer, guard: ModuleGuard, leaves: list) -> list[OutputSpec]:
         specs: list[OutputSpec] = []
         nodes: list = []
         # Buffers written in place, then buffers reassigned in forward (`self.b = self.b + 1`).
@@ -511,112 +511,6 @@ def _common_device(leaves: list) -> torch.device:
         if isinstance(v, torch.Tensor):
             return v.device
     return torch.device("cpu")
-
-
-_CONTAINERS = {list: list, dict: dict, set: set}
-
-
-def _changed(obj: Any, contents: Any) -> bool:
-    """Whether a container's items differ from its copy (by identity: items may be tensors)."""
-    if len(obj) != len(contents):
-        return True
-    if isinstance(obj, list):
-        return any(a is not b for a, b in zip(obj, contents))
-    if isinstance(obj, dict):
-        return any(k not in contents or contents[k] is not v for k, v in obj.items())
-    return obj != contents
-_MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
-# tuple(a module's __dict__ keys) -> those that are not nn.Module's own (modules of one
-# class share one key layout: the filter runs once per layout)
-_USER_KEYS: dict[tuple, tuple] = {}
-
-
-def _user_keys(layout: tuple) -> tuple:
-    if len(_USER_KEYS) > 10_000:
-        _USER_KEYS.clear()
-    user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
-    return user
-
-
-def _differs(now: dict, saved: dict) -> bool:
-    """Whether dict ``now`` is not ``saved`` (a copy of it) any more: same keys in the same
-    order, each with the same value object.  (A key removed and added again reads as
-    changed: then the dict is restored from the copy, which changes nothing.)"""
-    return len(now) != len(saved) or not all(map(operator.is_, now.values(), saved.values())) \
-        or not all(map(operator.is_, now, saved))
-
-
-class _ModuleGuard:
-    """Snapshot every submodule's state; restore it after tracing whatever happened.
-
-    Parameters, buffers, tensor attributes, the training flag and every other attribute
-    (``self.calls += 1`` in forward) come back as they were, and so do the contents of
-    list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
-    """
-
-    def __init__(self, model: Any, walk: list | None = None) -> None:
-        self.model = model
-        self.walk = walk  # pytree.module_walk(model), when the caller has it
-        self.saved: list = []
-        self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
-        self.changed: list[tuple[str, Any]] = []
-
-    def __enter__(self) -> _ModuleGuard:
-        if isinstance(self.model, torch.nn.Module) and not self.saved:
-            tensor = torch.Tensor
-            walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
-            for mname, mod in walk:
-                d = mod.__dict__
-                attrs = {}
-                # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
-                # holds no tensor and no user container; it is restored below as a whole)
-                layout = tuple(d)
-                user = _USER_KEYS.get(layout)
-                if user is None:
-                    user = _user_keys(layout)
-                for k in user:
-                    v = d[k]
-                    t = type(v)
-                    if t in _CONTAINERS:  # user containers: their contents too
-                        self.containers.append((v, _CONTAINERS[t](v)))
-                    elif isinstance(v, tensor):
-                        attrs[k] = v
-                # (copies of the dicts: their values and keys are compared by identity
-                # on exit, in order, which finds any change in one pass each)
-                self.saved.append((mname, mod, mod._parameters.copy(), mod._buffers.copy(),
-                                   attrs, mod.training, d.copy()))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for mname, mod, params, buffers, _, training, everything in self.saved:
-            now = mod._buffers
-            if _differs(now, buffers):
-                for k, v in now.items():
-                    if k in buffers and buffers[k] is not v:
-                        self.changed.append((f"{mname}.{k}" if mname else k, v))
-                now.clear()
-                now.update(buffers)
-            now = mod._parameters
-            if _differs(now, params):
-                now.clear()
-                now.update(params)
-            d = mod.__dict__
-            if _differs(d, everything):
-                for k in [k for k in d if k not in everything]:
-                    del d[k]
-                d.update(everything)
-            if mod.training != training:
-                mod.training = training
-        for obj, contents in self.containers:
-            if _changed(obj, contents):  # self.log.append(...) in forward: undone
-                obj.clear()
-                if isinstance(obj, list):
-                    obj.extend(contents)
-                else:
-                    obj.update(contents)
-
-    def reassigned_buffers(self) -> list[tuple[str, Any]]:
-        return self.changed
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output

@@ -15,7 +15,7 @@ from __future__ import annotations
 from safetrace.errors import LoadError
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.reader import load
-from safetrace.serialize.save import VERSION, save
+from safetrace.serialize.saving import VERSION, save
 from safetrace.serialize.targets import register_callable
 
 __all__ = ["Budgets", "LoadError", "VERSION", "load", "register_callable", "save"]

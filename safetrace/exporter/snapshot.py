@@ -1,0 +1,119 @@
+"""The model as export found it: a snapshot of every submodule's state, put back after
+tracing whatever ``forward`` did (export never mutates the model)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from safetrace import pytree
+
+
+_CONTAINERS = {list: list, dict: dict, set: set}
+
+
+def _changed(obj: Any, contents: Any) -> bool:
+    """Whether a container's items differ from its copy (by identity: items may be tensors)."""
+    if len(obj) != len(contents):
+        return True
+    if isinstance(obj, list):
+        return any(a is not b for a, b in zip(obj, contents))
+    if isinstance(obj, dict):
+        return any(k not in contents or contents[k] is not v for k, v in obj.items())
+    return obj != contents
+
+
+_MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
+# tuple(a module's __dict__ keys) -> those that are not nn.Module's own (modules of one
+# class share one key layout: the filter runs once per layout)
+_USER_KEYS: dict[tuple, tuple] = {}
+
+
+def _user_keys(layout: tuple) -> tuple:
+    if len(_USER_KEYS) > 10_000:
+        _USER_KEYS.clear()
+    user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
+    return user
+
+
+def _differs(now: dict, saved: dict) -> bool:
+    """Whether dict ``now`` is not ``saved`` (a copy of it) any more: same keys in the same
+    order, each with the same value object.  (A key removed and added again reads as
+    changed: then the dict is restored from the copy, which changes nothing.)"""
+    return len(now) != len(saved) or not all(map(operator.is_, now.values(), saved.values())) \
+        or not all(map(operator.is_, now, saved))
+
+
+class ModuleGuard:
+    """Snapshot every submodule's state; restore it after tracing whatever happened.
+
+    Parameters, buffers, tensor attributes, the training flag and every other attribute
+    (``self.calls += 1`` in forward) come back as they were, and so do the contents of
+    list/dict/set attributes (``self.log.append(...)``): export never mutates the model.
+    """
+
+    def __init__(self, model: Any, walk: list | None = None) -> None:
+        self.model = model
+        self.walk = walk  # pytree.module_walk(model), when the caller has it
+        self.saved: list = []
+        self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
+        self.changed: list[tuple[str, Any]] = []
+
+    def __enter__(self) -> ModuleGuard:
+        if isinstance(self.model, torch.nn.Module) and not self.saved:
+            tensor = torch.Tensor
+            walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
+            for mname, mod in walk:
+                d = mod.__dict__
+                attrs = {}
+                # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
+                # holds no tensor and no user container; it is restored below as a whole)
+                layout = tuple(d)
+                user = _USER_KEYS.get(layout)
+                if user is None:
+                    user = _user_keys(layout)
+                for k in user:
+                    v = d[k]
+                    t = type(v)
+                    if t in _CONTAINERS:  # user containers: their contents too
+                        self.containers.append((v, _CONTAINERS[t](v)))
+                    elif isinstance(v, tensor):
+                        attrs[k] = v
+                # (copies of the dicts: their values and keys are compared by identity
+                # on exit, in order, which finds any change in one pass each)
+                self.saved.append((mname, mod, mod._parameters.copy(), mod._buffers.copy(),
+                                   attrs, mod.training, d.copy()))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mname, mod, params, buffers, _, training, everything in self.saved:
+            now = mod._buffers
+            if _differs(now, buffers):
+                for k, v in now.items():
+                    if k in buffers and buffers[k] is not v:
+                        self.changed.append((f"{mname}.{k}" if mname else k, v))
+                now.clear()
+                now.update(buffers)
+            now = mod._parameters
+            if _differs(now, params):
+                now.clear()
+                now.update(params)
+            d = mod.__dict__
+            if _differs(d, everything):
+                for k in [k for k in d if k not in everything]:
+                    del d[k]
+                d.update(everything)
+            if mod.training != training:
+                mod.training = training
+        for obj, contents in self.containers:
+            if _changed(obj, contents):  # self.log.append(...) in forward: undone
+                obj.clear()
+                if isinstance(obj, list):
+                    obj.extend(contents)
+                else:
+                    obj.update(contents)
+
+    def reassigned_buffers(self) -> list[tuple[str, Any]]:
+        return self.changed
