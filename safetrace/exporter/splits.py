@@ -32,6 +32,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_, subs
 from safetrace.symbolic.expr import TRUE, Expr, const, sym
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.hops import submodules
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
@@ -59,7 +60,7 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     """``run(overrides)`` exports with ``{Dim name: (hint, lo, hi)}`` in place of the
     declared ranges; a refusal that only narrows named Dims is split instead."""
     try:
-        return run({})
+        return same_either_way(run, {}, run({}), max_splits)
     except DeclaredSpaceViolation as exc:
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0:
             raise
@@ -105,7 +106,110 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
                 raise
             _explore(run, side, more[0], sides, budget)
             continue
+        ep = same_either_way(run, side, ep, budget[1])
         sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
+
+
+# -- size tests on data-dependent sizes -------------------------------------------------------
+def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
+                    max_splits: int) -> ExportedProgram:
+    """`ep` without the run-time checks of its size-oblivious size tests (``q_length > 1``
+    on a size read from data) where the other answers trace the same graph.
+
+    A size test is answered as for every size >= 2 and asserted, since the other branch
+    was not traced.  Here the other answer of each is traced (``run(overrides, flipped)``,
+    a complete export, sound where its own checks hold), and so on for the size tests
+    that trace asks in turn (at most `max_splits` traces).  If every trace gives `ep`'s
+    graph apart from the size tests' checks, that graph computes eager's result on every
+    answer the traces cover: all of them, or, where an answer does not export (eager
+    raises there: ``reshape`` of an empty tensor with ``-1``), all but that one, whose
+    check stays.  Otherwise `ep` is returned as it is.
+
+    Why it is sound: an input that passes the kept checks passes every natural test of
+    some trace (walk from `ep`: at a failed test, its other side exported, since the
+    tests whose other side failed are the kept checks), and that trace, sound there,
+    is the same graph.
+    """
+    if not getattr(ep, "size_tests", ()) or max_splits <= 0:
+        return ep
+    ref = canonical(ep.graph, {}, _checks_of(ep.size_checks))
+    todo: list[tuple[frozenset, ExportedProgram]] = [(frozenset(), ep)]
+    dead: dict[int, tuple[ExportedProgram, list[str]]] = {}  # the program that asked
+    traced = [ep]
+    traces = 0
+    while todo:
+        flipped, prog = todo.pop()
+        for test in prog.size_tests:
+            traces += 1
+            if traces > max_splits:
+                return ep
+            try:
+                other = run(overrides, flipped | {test})
+            except Exception:  # noqa: BLE001 - the other side does not export: kept
+                dead.setdefault(id(prog), (prog, []))[1].append(test)
+                continue
+            if not _same_frame(ep, other) or \
+                    canonical(other.graph, {}, _checks_of(other.size_checks)) != ref:
+                return ep
+            todo.append((flipped | {test}, other))
+            traced.append(other)
+    if len(dead) > 1:
+        return ep  # (kept checks from two graphs: not attempted)
+    prog, kept = next(iter(dead.values())) if dead else (ep, [])
+    gone = tuple(t for t in prog.size_checks if t not in kept)
+    for node in [n for n in prog.graph.nodes if _checks_of(gone)(n)]:
+        _erase_with_inputs(prog.graph, node)
+    _note(prog.graph, [f"`{t}` (a size read from data) traces the same graph either way: "
+                       f"run-time check dropped" for t in ep.size_tests if t not in kept])
+    prog.size_tests = prog.size_checks = tuple(kept)
+    _widen_unbacked(prog, traced)
+    return prog
+
+
+def _widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None:
+    """The ranges of `prog`'s data-dependent symbols: the hull of the traces' (each side's
+    answer narrowed them: ``u0 >= 2`` on one side, ``u0 <= 1`` on the other)."""
+    hull: dict[str, tuple] = {}
+    for t in traced:
+        for x in t.contract.symbols:
+            if not x.backed:
+                lo, hi = hull.get(x.name, (x.lo, x.hi))
+                hull[x.name] = (None if lo is None or x.lo is None else min(lo, x.lo),
+                                None if hi is None or x.hi is None else max(hi, x.hi))
+    symbols = tuple(dataclasses.replace(x, lo=hull[x.name][0], hi=hull[x.name][1])
+                    if x.name in hull else x for x in prog.contract.symbols)
+    prog.contract = dataclasses.replace(prog.contract, symbols=symbols)
+    prog._ranges = None
+    prog._check_fn = None
+
+
+def _checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:
+    """Whether a node is the run-time check of one of `tests` (conditions as text)."""
+    heads = tuple(f"check `{t}`" for t in tests)
+
+    def check(node: torch.fx.Node) -> bool:
+        return node.op == "call_function" and node.target is assert_sym and \
+            len(node.args) > 1 and isinstance(node.args[1], str) and \
+            node.args[1].startswith(heads)
+    return check
+
+
+def _same_frame(g: ExportedProgram, h: ExportedProgram) -> bool:
+    """The same signature, constants and input contract (data-dependent symbols' ranges
+    aside: the answers narrow them)."""
+    skip = {x.name for c in (g.contract, h.contract) for x in c.symbols if not x.backed}
+    return _signature_key(g) == _signature_key(h) and _same_constants(g, h) and \
+        _contract_key(g.contract, {}, skip) == _contract_key(h.contract, {}, skip) and \
+        _conditions(g.contract, {}) == _conditions(h.contract, {})
+
+
+def _erase_with_inputs(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """Erase `node` and the size arithmetic that only it used."""
+    inputs = [a for a in node.all_input_nodes]
+    graph.erase_node(node)
+    for a in inputs:
+        if not a.users and a.op == "call_function" and _is_size_fn(a):
+            _erase_with_inputs(graph, a)
 
 
 def _hint(lo: int, hi: float, near: int) -> int:
@@ -130,7 +234,7 @@ def _region_text(region: dict) -> str:
 # -- combining ---------------------------------------------------------------------------------
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
-    notes: list[str] = []
+    notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
     merged = True
     while merged and len(sides) > 1:
         merged = False
@@ -243,17 +347,21 @@ def _is_size_fn(node: torch.fx.Node) -> bool:
                                                                "math", "builtins")
 
 
-def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
+def canonical(graph: torch.fx.Graph, subst: dict,
+              skip: Callable[[torch.fx.Node], bool] | None = None) -> tuple:
     """The graph as data: ops with their arguments and output metadata, sizes as
-    expressions (`subst` applied), size arithmetic folded into the values it computes."""
+    expressions (`subst` applied), size arithmetic folded into the values it computes;
+    nodes `skip` names left out."""
     ids: dict = {}
     out: list = []
     for node in graph.nodes:
+        if skip is not None and skip(node):
+            continue
         if node.op == "placeholder":
             ids[node] = ("in", node.name)
         elif node.op == "get_attr":
             sub = submodules(graph).get(node.target)
-            ids[node] = ("graph", canonical(sub.graph, subst) if sub is not None
+            ids[node] = ("graph", canonical(sub.graph, subst, skip) if sub is not None
                          else node.target)
         elif node.op == "output":
             out.append(("out", _norm(node.args, ids, subst)))
