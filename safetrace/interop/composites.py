@@ -436,3 +436,35 @@ def gru(x: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout
                               bidirectional, batch_first)
     return _rnn(_gru_cell, x, [hx], params, has_biases, num_layers, bidirectional,
                 batch_first)
+
+
+@_register(aten.histc.default)
+def histc(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
+    """torch.histc in core ATen, with eager's bins: torch's CPU kernel places an element
+    at ``int((x - lo) * bins / (hi - lo))`` computed in x's dtype (each step rounded as
+    there), an element equal to ``hi`` in the last bin, and leaves out elements outside
+    ``[lo, hi]`` (and NaN); ``lo``, ``hi`` are ``min``, ``max`` in x's dtype.  With ``min ==
+    max`` the range is the data's (its smallest and largest element; widened by 1 each way
+    where they are equal, or for an empty x).  Non-finite data bounds give an empty
+    histogram where eager raises."""
+    dtype, dev = x.dtype, x.device
+    flat = aten.view.default(_contiguous(x), [-1])
+    if min == max:
+        where = aten.full.default([flat.shape[0]], 0, dtype=torch.int64, device=dev)
+        lo, hi = (aten.scatter_reduce.two(aten.full.default([1], min, dtype=dtype, device=dev),
+                                          0, where, flat, how, include_self=False)
+                  for how in ("amin", "amax"))
+        same = aten.eq.Tensor(lo, hi)
+        lo = aten.where.self(same, aten.sub.Tensor(lo, 1), lo)
+        hi = aten.where.self(same, aten.add.Tensor(hi, 1), hi)
+    else:
+        lo = aten.full.default([1], min, dtype=dtype, device=dev)
+        hi = aten.full.default([1], max, dtype=dtype, device=dev)
+    scaled = aten.div.Tensor(aten.mul.Tensor(aten.sub.Tensor(flat, lo), bins),
+                             aten.sub.Tensor(hi, lo))
+    inside = aten.logical_and.default(aten.ge.Tensor(flat, lo), aten.le.Tensor(flat, hi))
+    pos = aten._to_copy.default(aten.where.self(inside, scaled, aten.zeros_like.default(scaled)),
+                                dtype=torch.int64)  # truncation, as the kernel's cast
+    pos = aten.clamp.default(pos, 0, bins - 1)  # hi itself: the last bin
+    return aten.scatter_add.default(aten.full.default([bins], 0, dtype=dtype, device=dev), 0,
+                                    pos, aten._to_copy.default(inside, dtype=dtype))
