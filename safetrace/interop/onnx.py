@@ -22,7 +22,12 @@ def symbol_labels(tep: Any) -> dict[str, str]:
 def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
+    from safetrace.interop.composites import beyond_torch
+
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
+    forms = beyond_torch(tep.graph_module)
+    if forms:  # operators no ONNX function covers (transformers' grouped_mm_fallback)
+        tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
     program = torch.onnx.export(tep, dynamo=True, **kwargs)
     rename_dims(program.model, symbol_labels(tep))
