@@ -372,6 +372,9 @@ def canonical(graph: torch.fx.Graph, subst: dict,
                 ids[node] = e  # compared by value, as a literal size would be
                 continue
             ids[node] = ("n", len(out))
+            if node.target is assert_sym:  # the check's condition (its text names sizes
+                out.append((node.op, node.target, _norm(node.args[:1], ids, subst)))
+                continue  # as each side printed them)
             out.append((node.op, node.target, _norm(node.args, ids, subst),
                         _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
     return tuple(out)
@@ -445,13 +448,17 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
         raise _Unsplittable("no side keeps the split Dims symbolic")
     syms = {d: _symbol_of(ref.ep, d) for d in dims}
     key = _signature_key(ref.ep)[:1] + _signature_key(ref.ep)[2:]
+    # data-dependent symbols: each branch checks its own (in its graph); their ranges are
+    # the hull of the sides' (below)
+    skip = set(syms.values()) | {x.name for s in sides for x in s.ep.contract.symbols
+                                 if not x.backed}
     for s in sides:
         sk = _signature_key(s.ep)
         if sk[:1] + sk[2:] != key:
             raise _Unsplittable("the sides' signatures differ")
         subst = _point_subst(s, syms)
-        if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
-                _contract_key(s.ep.contract, {}, set(syms.values())):
+        if _contract_key(ref.ep.contract, subst, skip) != \
+                _contract_key(s.ep.contract, {}, skip):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
@@ -477,6 +484,7 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
+    _widen_unbacked(ep, [s.ep for s in sides])
     return ep
 
 
@@ -559,9 +567,18 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
     g = torch.fx.Graph()
     metas = {spec.name: dict(old_phs[by_name[spec.name]].meta) for spec in inputs
              if spec.name in by_name}
+    ref_phs = {n.name: n for n in ref.ep.graph.nodes if n.op == "placeholder"}
+    narrowed = {}  # a point side's input: the operand's (symbolic) meta, narrowed inside
+    for spec in inputs:
+        theirs = ref_phs.get(spec.name)
+        if spec.kind == "user_input" and spec.name in metas and theirs is not None and \
+                _point_dims(metas[spec.name].get("val"), theirs.meta.get("val")):
+            narrowed[spec.name] = metas[spec.name]["val"]
+            metas[spec.name] = dict(theirs.meta)
     phs = _placeholders(g, inputs, metas)
-    val_map = {old_phs[by_name[spec.name]]: ph for spec, ph in zip(inputs, phs)
-               if spec.name in by_name}
+    val_map = {old_phs[by_name[spec.name]]: _narrow(g, ph, narrowed[spec.name])
+               if spec.name in narrowed else ph
+               for spec, ph in zip(inputs, phs) if spec.name in by_name}
     outs = g.graph_copy(old, val_map)
     outs = outs if isinstance(outs, tuple) else (outs,)
     specs = side.ep.graph_signature.output_specs
@@ -573,6 +590,27 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
     if subs_:
         g.__dict__["st_submodules"] = dict(subs_)
     return g
+
+
+def _point_dims(mine: Any, theirs: Any) -> list[tuple[int, int]]:
+    """(dim, size) where this side's input has a plain size and the operand a symbol."""
+    if not isinstance(mine, Proxy) or not isinstance(theirs, Proxy):
+        return []
+    return [(d, a) for d, (a, b) in enumerate(zip(mine.st_meta.shape, theirs.st_meta.shape))
+            if isinstance(a, int) and not isinstance(b, int)]
+
+
+def _narrow(g: torch.fx.Graph, ph: torch.fx.Node, mine: Proxy) -> torch.fx.Node:
+    """`ph` sliced to the point side's sizes (``x[:, :1]`` where seq == 1): the same tensor
+    where the branch runs, and a branch that torch's cond traces with the operands'
+    symbolic sizes then sees the sizes it was traced for."""
+    node, shape = ph, list(ph.meta["val"].st_meta.shape)
+    for d, size in _point_dims(mine, ph.meta["val"]):
+        node = g.call_function(torch.ops.aten.slice.Tensor, (node, d, 0, size))
+        shape[d] = size
+        node.meta["val"] = Proxy(mine.st_meta.like(shape=tuple(shape)), node)
+        node.meta["stack_trace"] = ""
+    return node
 
 
 def _env_of(graph: torch.fx.Graph) -> Any:

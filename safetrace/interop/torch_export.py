@@ -270,6 +270,16 @@ class _Converter:
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
+        if isinstance(target, torch._ops.HigherOrderOperator):
+            try:
+                return target(*vals[0], **vals[1])
+            except RuntimeError as exc:
+                if "in-place input or buffer mutations" not in str(exc):
+                    raise
+            # torch's cond takes branches that write their inputs in place (a StaticCache
+            # updated on both sides of a size split) only without autograd
+            with torch.no_grad():
+                return target(*vals[0], **vals[1])
         return target(*vals[0], **vals[1])
 
     def call_node(self, node: torch.fx.Node) -> None:

@@ -18,7 +18,7 @@ from safetrace.rules.common import (check, decided_max, decided_min, guarded_min
                                     known, normalize_dim, normalize_dims,
                                     open_question, prod, settle, wrap_index)
 from safetrace.rules.registry import rule
-from safetrace.symbolic import sym_max, sym_min
+from safetrace.symbolic import sym_max, sym_min, to_expr
 
 aten = torch.ops.aten
 Size = Any
@@ -142,9 +142,31 @@ def _clamp(i: Size, size: Size) -> Size:
 
 def _bound(i: Size, size: Size) -> Size:
     negative = known(i, "lt", 0)
+    if negative is None and _either_sign_from_data(i):
+        # a bound read from data (OPT's ``positions[:, past_seen:]`` with a cache length)
+        # whose sign nothing decides: counted from the start, as for every size >= 0, and
+        # checked at run time (a negative one would count from the end: not traced)
+        settle(i >= 0, "a slice bound read from data is taken as counted from the start: "
+                       "a negative one counts from the end, which was not traced")
+        negative = False
     if negative:  # -k counts from the end; below -size it clamps to 0 (no guard)
         return decided_max(i + size, 0)
     return _clamp(wrap_index(i, size), size)
+
+
+def _either_sign_from_data(i: Size) -> bool:
+    """`i` is a value read from data (one data-dependent symbol: ``n.item()``, a cache's
+    length) whose range holds both signs; arithmetic on such values (``-n // 2``) keeps
+    the exact form."""
+    env = getattr(i, "env", None)
+    if env is None:
+        return False
+    e = to_expr(i)
+    info = env.symbols.get(e.name) if e.op == "sym" else None
+    if info is None or info.backed:
+        return False
+    r = env.bounds(e)
+    return r.lo < 0 < r.hi
 
 
 def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:
