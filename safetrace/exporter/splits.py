@@ -27,12 +27,14 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, too_many_splits
+from safetrace.exporter.compare import (conditions, contract_key, expr_key, note,
+                                        same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.symbolic import make_bool, make_int
-from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_, subs
-from safetrace.symbolic.expr import TRUE, Expr, const, sym
-from safetrace.trace.asserts import assert_sym
+from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
+from safetrace.symbolic.expr import TRUE, Expr, sym
 from safetrace.trace.hops import submodules
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
@@ -40,7 +42,6 @@ from safetrace.trace.proxy import Proxy
 
 MAX_SPLITS = 4
 aten = torch.ops.aten
-_SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
 
 
 @dataclasses.dataclass
@@ -110,108 +111,6 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
 
 
-# -- size tests on data-dependent sizes -------------------------------------------------------
-def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
-                    max_splits: int) -> ExportedProgram:
-    """`ep` without the run-time checks of its size-oblivious size tests (``q_length > 1``
-    on a size read from data) where the other answers trace the same graph.
-
-    A size test is answered as for every size >= 2 and asserted, since the other branch
-    was not traced.  Here the other answer of each is traced (``run(overrides, flipped)``,
-    a complete export, sound where its own checks hold), and so on for the size tests
-    that trace asks in turn (at most `max_splits` traces).  If every trace gives `ep`'s
-    graph apart from the size tests' checks, that graph computes eager's result on every
-    answer the traces cover: all of them, or, where an answer does not export (eager
-    raises there: ``reshape`` of an empty tensor with ``-1``), all but that one, whose
-    check stays.  Otherwise `ep` is returned as it is.
-
-    Why it is sound: an input that passes the kept checks passes every natural test of
-    some trace (walk from `ep`: at a failed test, its other side exported, since the
-    tests whose other side failed are the kept checks), and that trace, sound there,
-    is the same graph.
-    """
-    if not getattr(ep, "size_tests", ()) or max_splits <= 0:
-        return ep
-    ref = canonical(ep.graph, {}, _checks_of(ep.size_checks))
-    todo: list[tuple[frozenset, ExportedProgram]] = [(frozenset(), ep)]
-    dead: dict[int, tuple[ExportedProgram, list[str]]] = {}  # the program that asked
-    traced = [ep]
-    traces = 0
-    while todo:
-        flipped, prog = todo.pop()
-        for test in prog.size_tests:
-            traces += 1
-            if traces > max_splits:
-                return ep
-            try:
-                other = run(overrides, flipped | {test})
-            except Exception:  # noqa: BLE001 - the other side does not export: kept
-                dead.setdefault(id(prog), (prog, []))[1].append(test)
-                continue
-            if not _same_frame(ep, other) or \
-                    canonical(other.graph, {}, _checks_of(other.size_checks)) != ref:
-                return ep
-            todo.append((flipped | {test}, other))
-            traced.append(other)
-    if len(dead) > 1:
-        return ep  # (kept checks from two graphs: not attempted)
-    prog, kept = next(iter(dead.values())) if dead else (ep, [])
-    gone = tuple(t for t in prog.size_checks if t not in kept)
-    for node in [n for n in prog.graph.nodes if _checks_of(gone)(n)]:
-        _erase_with_inputs(prog.graph, node)
-    _note(prog.graph, [f"`{t}` (a size read from data) traces the same graph either way: "
-                       f"run-time check dropped" for t in ep.size_tests if t not in kept])
-    prog.size_tests = prog.size_checks = tuple(kept)
-    _widen_unbacked(prog, traced)
-    return prog
-
-
-def _widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None:
-    """The ranges of `prog`'s data-dependent symbols: the hull of the traces' (each side's
-    answer narrowed them: ``u0 >= 2`` on one side, ``u0 <= 1`` on the other)."""
-    hull: dict[str, tuple] = {}
-    for t in traced:
-        for x in t.contract.symbols:
-            if not x.backed:
-                lo, hi = hull.get(x.name, (x.lo, x.hi))
-                hull[x.name] = (None if lo is None or x.lo is None else min(lo, x.lo),
-                                None if hi is None or x.hi is None else max(hi, x.hi))
-    symbols = tuple(dataclasses.replace(x, lo=hull[x.name][0], hi=hull[x.name][1])
-                    if x.name in hull else x for x in prog.contract.symbols)
-    prog.contract = dataclasses.replace(prog.contract, symbols=symbols)
-    prog._ranges = None
-    prog._check_fn = None
-
-
-def _checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:
-    """Whether a node is the run-time check of one of `tests` (conditions as text)."""
-    heads = tuple(f"check `{t}`" for t in tests)
-
-    def check(node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and node.target is assert_sym and \
-            len(node.args) > 1 and isinstance(node.args[1], str) and \
-            node.args[1].startswith(heads)
-    return check
-
-
-def _same_frame(g: ExportedProgram, h: ExportedProgram) -> bool:
-    """The same signature, constants and input contract (data-dependent symbols' ranges
-    aside: the answers narrow them)."""
-    skip = {x.name for c in (g.contract, h.contract) for x in c.symbols if not x.backed}
-    return _signature_key(g) == _signature_key(h) and _same_constants(g, h) and \
-        _contract_key(g.contract, {}, skip) == _contract_key(h.contract, {}, skip) and \
-        _conditions(g.contract, {}) == _conditions(h.contract, {})
-
-
-def _erase_with_inputs(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """Erase `node` and the size arithmetic that only it used."""
-    inputs = [a for a in node.all_input_nodes]
-    graph.erase_node(node)
-    for a in inputs:
-        if not a.users and a.op == "call_function" and _is_size_fn(a):
-            _erase_with_inputs(graph, a)
-
-
 def _hint(lo: int, hi: float, near: int) -> int:
     """A hint in [lo, hi] next to the split point, avoiding 0 and 1 (special to code)."""
     if near <= 1 and lo <= 2 <= hi:
@@ -247,7 +146,7 @@ def combine(sides: list[Side]) -> ExportedProgram:
                 break
     if len(sides) == 1:
         ep = sides[0].ep
-        _note(ep.graph, notes)
+        note(ep.graph, notes)
         return ep
     return _dispatch(sides, notes)
 
@@ -276,7 +175,7 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     subst = {s: hlo} if hlo == hhi else {}
     if hlo != hhi and _symbol_of(h.ep, dim) != s:
         return False
-    if not _same_program(g.ep, h.ep, subst, {s}):
+    if not same_program(g.ep, h.ep, subst, {s}):
         return False
     lo, hi = min(glo, hlo), max(ghi, hhi)
     symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
@@ -292,154 +191,6 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     return True
 
 
-def _note(graph: torch.fx.Graph, notes: list[str]) -> None:
-    if notes:
-        have = graph.__dict__.setdefault("st_splits", [])
-        have.extend(n for n in dict.fromkeys(notes) if n not in have)
-
-
-# -- comparing programs --------------------------------------------------------------------------
-def _expr(v: Any, subst: dict) -> Any:
-    """A size or scalar as a canonical Expr (with `subst` applied); None if not one."""
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, int):
-        return const(v)
-    e = getattr(v, "expr", None)
-    if not isinstance(e, Expr):
-        return None
-    env = getattr(v, "env", None)
-    if env is not None:
-        e = env.simplify(e)
-    return subs(e, subst) if subst and e.free_symbols & subst.keys() else e
-
-
-def _meta_key(val: Any, subst: dict) -> Any:
-    if isinstance(val, Proxy):
-        m = val.st_meta
-        return ("t", m.dtype, m.device, tuple(_expr(d, subst) for d in m.shape))
-    if isinstance(val, (tuple, list)):
-        return tuple(_meta_key(v, subst) for v in val)
-    e = _expr(val, subst)
-    return e if e is not None else ("v", type(val).__name__)
-
-
-def _norm(a: Any, ids: dict, subst: dict) -> Any:
-    if isinstance(a, torch.fx.Node):
-        return ids[a]
-    if isinstance(a, (list, tuple)):
-        return (type(a).__name__,) + tuple(_norm(x, ids, subst) for x in a)
-    if isinstance(a, dict):
-        return ("dict",) + tuple((k, _norm(v, ids, subst)) for k, v in a.items())
-    if isinstance(a, bool) or a is None:
-        return ("bool", a)
-    if isinstance(a, int):
-        return const(a)
-    if isinstance(a, float):
-        return ("float", a.hex()) if math.isfinite(a) else ("float", repr(a))
-    return ("obj", a)
-
-
-def _is_size_fn(node: torch.fx.Node) -> bool:
-    """A node that only computes a size from sizes (symnodes.py): compared by its value."""
-    t = node.target
-    return t in _SIZE_FNS or getattr(t, "__module__", None) in ("_operator", "operator",
-                                                               "math", "builtins")
-
-
-def canonical(graph: torch.fx.Graph, subst: dict,
-              skip: Callable[[torch.fx.Node], bool] | None = None) -> tuple:
-    """The graph as data: ops with their arguments and output metadata, sizes as
-    expressions (`subst` applied), size arithmetic folded into the values it computes;
-    nodes `skip` names left out."""
-    ids: dict = {}
-    out: list = []
-    for node in graph.nodes:
-        if skip is not None and skip(node):
-            continue
-        if node.op == "placeholder":
-            ids[node] = ("in", node.name)
-        elif node.op == "get_attr":
-            sub = submodules(graph).get(node.target)
-            ids[node] = ("graph", canonical(sub.graph, subst, skip) if sub is not None
-                         else node.target)
-        elif node.op == "output":
-            out.append(("out", _norm(node.args, ids, subst)))
-        else:
-            val = node.meta.get("val")
-            e = None if isinstance(val, Proxy) else _expr(val, subst)
-            if node.op == "call_function" and _is_size_fn(node) and isinstance(e, Expr):
-                ids[node] = e  # compared by value, as a literal size would be
-                continue
-            ids[node] = ("n", len(out))
-            if node.target is assert_sym:  # the check's condition (its text names sizes
-                out.append((node.op, node.target, _norm(node.args[:1], ids, subst)))
-                continue  # as each side printed them)
-            out.append((node.op, node.target, _norm(node.args, ids, subst),
-                        _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
-    return tuple(out)
-
-
-def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
-    inputs = []
-    for inp in c.inputs:
-        if isinstance(inp, TensorInput):
-            dims = []
-            for d in inp.dims:
-                e = const(d.size) if isinstance(d.size, int) else d.size
-                dims.append(subs(e, subst) if subst else e)
-            inputs.append((inp.path, inp.dtype, inp.layout is not None, tuple(dims)))
-        else:
-            inputs.append((inp.path, "const", repr(inp.value)))
-    symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
-                           if s.name not in skip))
-    return tuple(inputs), symbols
-
-
-def _conditions(c: Contract, subst: dict) -> frozenset | None:
-    """The residual conditions with `subst` applied; None when one becomes False."""
-    out = set()
-    for cond in c.conditions:
-        e = subs(cond.cond, subst) if subst else cond.cond
-        if e.op == "const":
-            if not e.value:
-                return None
-            continue
-        out.add(e)
-    return frozenset(out)
-
-
-def _signature_key(ep: ExportedProgram) -> tuple:
-    sig = ep.graph_signature
-    ins = tuple((s.kind, s.name, s.target, s.leaf) for s in sig.input_specs
-                if s.kind != "constant")
-    outs = tuple((s.kind, s.target) for s in sig.output_specs)
-    return ins, outs, ep.in_spec, ep.out_spec
-
-
-def _same_constants(a: ExportedProgram, b: ExportedProgram) -> bool:
-    if a.constants.keys() != b.constants.keys():
-        return False
-    for k, t in a.constants.items():
-        u = b.constants[k]
-        if t.dtype != u.dtype or t.shape != u.shape or not torch.equal(t, u):
-            return False
-    return True
-
-
-def _same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set) -> bool:
-    """Whether `g`'s graph computes what `h`'s does on `h`'s range (at `subst`), with the
-    same input contract there."""
-    if _signature_key(g) != _signature_key(h) or not _same_constants(g, h):
-        return False
-    if _contract_key(g.contract, subst, skip) != _contract_key(h.contract, {}, skip):
-        return False
-    cg = _conditions(g.contract, subst)
-    if cg is None or cg != _conditions(h.contract, {}):
-        return False
-    return canonical(g.graph, subst) == canonical(h.graph, {})
-
-
 # -- dispatching -------------------------------------------------------------------------------
 def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     dims = sorted({n for s in sides for n in s.region})
@@ -447,18 +198,18 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     if ref is None:
         raise _Unsplittable("no side keeps the split Dims symbolic")
     syms = {d: _symbol_of(ref.ep, d) for d in dims}
-    key = _signature_key(ref.ep)[:1] + _signature_key(ref.ep)[2:]
+    key = signature_key(ref.ep)[:1] + signature_key(ref.ep)[2:]
     # data-dependent symbols: each branch checks its own (in its graph); their ranges are
     # the hull of the sides' (below)
     skip = set(syms.values()) | {x.name for s in sides for x in s.ep.contract.symbols
                                  if not x.backed}
     for s in sides:
-        sk = _signature_key(s.ep)
+        sk = signature_key(s.ep)
         if sk[:1] + sk[2:] != key:
             raise _Unsplittable("the sides' signatures differ")
         subst = _point_subst(s, syms)
-        if _contract_key(ref.ep.contract, subst, skip) != \
-                _contract_key(s.ep.contract, {}, skip):
+        if contract_key(ref.ep.contract, subst, skip) != \
+                contract_key(s.ep.contract, {}, skip):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
@@ -479,12 +230,12 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated)
     for s in sides:
         notes.append(f"{_region_text(s.region)}: its own graph (a torch.cond branch)")
-    _note(graph, notes)
+    note(graph, notes)
     ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
-    _widen_unbacked(ep, [s.ep for s in sides])
+    widen_unbacked(ep, [s.ep for s in sides])
     return ep
 
 
@@ -515,8 +266,8 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
                                         hi=None if by_sym[x.name][1] == math.inf
                                         else int(by_sym[x.name][1]), origin="")
                     if x.name in by_sym else x for x in c.symbols)
-    ref_conds = _conditions(c, {})
-    same = all(_conditions(s.ep.contract, {}) == _conditions(c, _point_subst(s, syms))
+    ref_conds = conditions(c, {})
+    same = all(conditions(s.ep.contract, {}) == conditions(c, _point_subst(s, syms))
                for s in sides)
     if same and ref_conds is not None:
         conditions = c.conditions
@@ -714,7 +465,7 @@ def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise _Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if _expr(mine, subst) != _expr(theirs, {}) and (k, -1) not in fresh:
+                if expr_key(mine, subst) != expr_key(theirs, {}) and (k, -1) not in fresh:
                     fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
                                             env)
                 continue
@@ -722,7 +473,7 @@ def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise _Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if _expr(x, subst) != _expr(y, {}) and (k, d) not in fresh:
+                if expr_key(x, subst) != expr_key(y, {}) and (k, d) not in fresh:
                     lo = 0
                     fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
                                                             "output"), env)

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import conversion_error
+from safetrace.interop.composites import beyond_torch
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -56,8 +57,6 @@ def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:
     table leaves (``composites.beyond_torch``: ``aten.histc`` and transformers'
     ``grouped_mm_fallback`` from its MoE code), when the program holds one; ``to_edge``'s
     own pass then finds core ATen only."""
-    from safetrace.interop.composites import beyond_torch
-
     forms = beyond_torch(tep.graph_module)
     if not forms:
         return tep

@@ -59,6 +59,18 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
 
 
+def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
+    """`op` on fake values; torch's cond takes branches that write their inputs in place
+    (a StaticCache updated on a size split's sides) only without autograd."""
+    try:
+        return op(*args, **kwargs)
+    except RuntimeError as exc:
+        if "in-place input or buffer mutations" not in str(exc):
+            raise
+    with torch.no_grad():
+        return op(*args, **kwargs)
+
+
 def fake_of(conv: Any, val: Any) -> Any:
     """A fake value of our value `val` (a traced tensor, a symbolic or plain int)."""
     if isinstance(val, torch.Tensor):

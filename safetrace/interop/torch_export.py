@@ -33,7 +33,7 @@ from safetrace.interop.construct import exported_program
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
-from safetrace.interop.hops import convert_get_attr, fake_of
+from safetrace.interop.hops import convert_get_attr, fake_of, run_hop
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -271,15 +271,7 @@ class _Converter:
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            try:
-                return target(*vals[0], **vals[1])
-            except RuntimeError as exc:
-                if "in-place input or buffer mutations" not in str(exc):
-                    raise
-            # torch's cond takes branches that write their inputs in place (a StaticCache
-            # updated on both sides of a size split) only without autograd
-            with torch.no_grad():
-                return target(*vals[0], **vals[1])
+            return run_hop(target, vals[0], vals[1])
         return target(*vals[0], **vals[1])
 
     def call_node(self, node: torch.fx.Node) -> None:
