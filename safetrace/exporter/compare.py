@@ -125,7 +125,7 @@ def contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
     return tuple(inputs), symbols
 
 
-def conditions(c: Contract, subst: dict) -> frozenset | None:
+def residual_conditions(c: Contract, subst: dict) -> frozenset | None:
     """The residual conditions with `subst` applied; None when one becomes False."""
     out = set()
     for cond in c.conditions:
@@ -163,7 +163,7 @@ def same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set)
         return False
     if contract_key(g.contract, subst, skip) != contract_key(h.contract, {}, skip):
         return False
-    cg = conditions(g.contract, subst)
-    if cg is None or cg != conditions(h.contract, {}):
+    cg = residual_conditions(g.contract, subst)
+    if cg is None or cg != residual_conditions(h.contract, {}):
         return False
     return canonical(g.graph, subst) == canonical(h.graph, {})

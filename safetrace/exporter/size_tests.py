@@ -8,8 +8,8 @@ from typing import Callable
 
 import torch
 
-from safetrace.exporter.compare import (canonical, conditions, contract_key, is_size_fn, note,
-                                        same_constants, signature_key)
+from safetrace.exporter.compare import (canonical, contract_key, is_size_fn, note,
+                                        residual_conditions, same_constants, signature_key)
 from safetrace.exporter.program import ExportedProgram
 from safetrace.trace.asserts import assert_sym
 
@@ -103,7 +103,7 @@ def _same_frame(g: ExportedProgram, h: ExportedProgram) -> bool:
     skip = {x.name for c in (g.contract, h.contract) for x in c.symbols if not x.backed}
     return signature_key(g) == signature_key(h) and same_constants(g, h) and \
         contract_key(g.contract, {}, skip) == contract_key(h.contract, {}, skip) and \
-        conditions(g.contract, {}) == conditions(h.contract, {})
+        residual_conditions(g.contract, {}) == residual_conditions(h.contract, {})
 
 
 def _erase_with_inputs(graph: torch.fx.Graph, node: torch.fx.Node) -> None:

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, too_many_splits
-from safetrace.exporter.compare import (conditions, contract_key, expr_key, note,
+from safetrace.exporter.compare import (contract_key, expr_key, note, residual_conditions,
                                         same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -266,8 +266,8 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
                                         hi=None if by_sym[x.name][1] == math.inf
                                         else int(by_sym[x.name][1]), origin="")
                     if x.name in by_sym else x for x in c.symbols)
-    ref_conds = conditions(c, {})
-    same = all(conditions(s.ep.contract, {}) == conditions(c, _point_subst(s, syms))
+    ref_conds = residual_conditions(c, {})
+    same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, _point_subst(s, syms))
                for s in sides)
     if same and ref_conds is not None:
         conditions = c.conditions

@@ -59,6 +59,24 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
 
 
+def quiet_symbol_logs(shape_env: Any) -> None:
+    """`shape_env` logs each data-dependent symbol it creates only when someone listens:
+    torch's log line walks the Python stack first (~3 ms a symbol; a conversion creates one
+    per ``.item()``, ``nonzero`` and control-flow output)."""
+    import logging
+    import os
+
+    from torch.fx.experimental import symbolic_shapes
+
+    loud = shape_env._log_create_unbacked_symbol
+
+    def log_create_unbacked_symbol(*args: Any, **kwargs: Any) -> None:
+        if symbolic_shapes.log.isEnabledFor(logging.INFO) or os.environ.get("TORCH_TRACE"):
+            loud(*args, **kwargs)
+
+    shape_env._log_create_unbacked_symbol = log_create_unbacked_symbol
+
+
 def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     """`op` on fake values; torch's cond takes branches that write their inputs in place
     (a StaticCache updated on a size split's sides) only without autograd."""
