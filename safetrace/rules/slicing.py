@@ -25,13 +25,14 @@ def _clamp(i: Size, size: Size) -> Size:
     return decided_max(upper, 0)
 
 
-def _bound(i: Size, size: Size) -> Size:
+def _bound(i: Size, size: Size, start: bool = False) -> Size:
     negative = known(i, "lt", 0)
-    if negative is None and _either_sign_from_data(i):
-        # a bound read from data (OPT's ``positions[:, past_seen:]`` with a cache length)
+    if negative is None and start and _either_sign_from_data(i):
+        # a start read from data (OPT's ``positions[:, past_seen:]`` with a cache length)
         # whose sign nothing decides: counted from the start, as for every size >= 0, and
-        # checked at run time (a negative one would count from the end: not traced)
-        settle(i >= 0, "a slice bound read from data is taken as counted from the start: "
+        # checked at run time (a negative one would count from the end: not traced); an
+        # end bound (``x[:k.sum()]``) keeps the exact form, negative values included
+        settle(i >= 0, "a slice start read from data is taken as counted from the start: "
                        "a negative one counts from the end, which was not traced")
         negative = False
     if negative:  # -k counts from the end; below -size it clamps to 0 (no guard)
@@ -57,7 +58,7 @@ def _either_sign_from_data(i: Size) -> bool:
 def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:
     """Length of ``x[start:end:step]`` along a dim of `size` (torch's wrapping and clamping)."""
     # torch wraps a negative bound once, then clamps both into [0, size]
-    start = 0 if start is None else _bound(start, size)
+    start = 0 if start is None else _bound(start, size, start=True)
     if end is None or (isinstance(end, int) and end >= 2**62):
         end = size
     else:
