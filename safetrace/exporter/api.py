@@ -71,15 +71,16 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
         raise E.not_callable(model)
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
     with gc_paused(), task(f"exporting {type(model).__name__}", verbose):
-        return export_with_splits(lambda sides: Exporter(
-            model, fn, preserve_module_call_signature, sides,
+        return export_with_splits(lambda sides, flipped=frozenset(): Exporter(
+            model, fn, preserve_module_call_signature, sides, flipped,
             defer=prefer_deferred_runtime_asserts_over_guards).run(
                 args, kwargs, dynamic_shapes), max_splits)
 
 
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
-                 sides: dict | None = None, defer: bool = False) -> None:
+                 sides: dict | None = None, flipped: frozenset = frozenset(),
+                 defer: bool = False) -> None:
         self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
@@ -97,6 +98,7 @@ class Exporter:
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
+        self.env.flipped = flipped  # size tests answered the other way (splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
@@ -186,6 +188,12 @@ class Exporter:
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
         ep.example_inputs = (args, kwargs)
+        # size-oblivious size tests checked at run time: those answered as for a general
+        # size, and all (with those answered the other way, splits.py's retraces)
+        ep.size_tests = tuple(str(s.cond) for s in self.env.settled
+                              if s.kind == "size test" and s.asserted)
+        ep.size_checks = tuple(str(s.cond) for s in self.env.settled
+                               if s.kind.startswith("size test") and s.asserted)
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:

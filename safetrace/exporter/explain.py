@@ -170,7 +170,8 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
         ep = None
     if _splittable(report):  # the refusals narrow named Dims: size splits keep them
         try:
-            ep = export_with_splits(lambda sides: Exporter(model, fn, (), sides).run(
+            ep = export_with_splits(lambda sides, flipped=frozenset(): Exporter(
+                model, fn, (), sides, flipped).run(
                 args, dict(kwargs or {}), dynamic_shapes), MAX_SPLITS)
         except Exception as exc:  # noqa: BLE001 - the refusals stand; say why
             report.splits.append(f"not possible: {str(exc).splitlines()[0]}")

@@ -27,11 +27,14 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, too_many_splits
+from safetrace.exporter.compare import (contract_key, expr_key, note, residual_conditions,
+                                        same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.symbolic import make_bool, make_int
-from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_, subs
-from safetrace.symbolic.expr import TRUE, Expr, const, sym
+from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
+from safetrace.symbolic.expr import TRUE, Expr, sym
 from safetrace.trace.hops import submodules
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
@@ -39,7 +42,6 @@ from safetrace.trace.proxy import Proxy
 
 MAX_SPLITS = 4
 aten = torch.ops.aten
-_SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
 
 
 @dataclasses.dataclass
@@ -59,7 +61,7 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     """``run(overrides)`` exports with ``{Dim name: (hint, lo, hi)}`` in place of the
     declared ranges; a refusal that only narrows named Dims is split instead."""
     try:
-        return run({})
+        return same_either_way(run, {}, run({}), max_splits)
     except DeclaredSpaceViolation as exc:
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0:
             raise
@@ -105,6 +107,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
                 raise
             _explore(run, side, more[0], sides, budget)
             continue
+        ep = same_either_way(run, side, ep, budget[1])
         sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
 
 
@@ -130,7 +133,7 @@ def _region_text(region: dict) -> str:
 # -- combining ---------------------------------------------------------------------------------
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
-    notes: list[str] = []
+    notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
     merged = True
     while merged and len(sides) > 1:
         merged = False
@@ -143,7 +146,7 @@ def combine(sides: list[Side]) -> ExportedProgram:
                 break
     if len(sides) == 1:
         ep = sides[0].ep
-        _note(ep.graph, notes)
+        note(ep.graph, notes)
         return ep
     return _dispatch(sides, notes)
 
@@ -172,7 +175,7 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     subst = {s: hlo} if hlo == hhi else {}
     if hlo != hhi and _symbol_of(h.ep, dim) != s:
         return False
-    if not _same_program(g.ep, h.ep, subst, {s}):
+    if not same_program(g.ep, h.ep, subst, {s}):
         return False
     lo, hi = min(glo, hlo), max(ghi, hhi)
     symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
@@ -188,147 +191,6 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     return True
 
 
-def _note(graph: torch.fx.Graph, notes: list[str]) -> None:
-    if notes:
-        have = graph.__dict__.setdefault("st_splits", [])
-        have.extend(n for n in dict.fromkeys(notes) if n not in have)
-
-
-# -- comparing programs --------------------------------------------------------------------------
-def _expr(v: Any, subst: dict) -> Any:
-    """A size or scalar as a canonical Expr (with `subst` applied); None if not one."""
-    if isinstance(v, bool):
-        return ("bool", v)
-    if isinstance(v, int):
-        return const(v)
-    e = getattr(v, "expr", None)
-    if not isinstance(e, Expr):
-        return None
-    env = getattr(v, "env", None)
-    if env is not None:
-        e = env.simplify(e)
-    return subs(e, subst) if subst and e.free_symbols & subst.keys() else e
-
-
-def _meta_key(val: Any, subst: dict) -> Any:
-    if isinstance(val, Proxy):
-        m = val.st_meta
-        return ("t", m.dtype, m.device, tuple(_expr(d, subst) for d in m.shape))
-    if isinstance(val, (tuple, list)):
-        return tuple(_meta_key(v, subst) for v in val)
-    e = _expr(val, subst)
-    return e if e is not None else ("v", type(val).__name__)
-
-
-def _norm(a: Any, ids: dict, subst: dict) -> Any:
-    if isinstance(a, torch.fx.Node):
-        return ids[a]
-    if isinstance(a, (list, tuple)):
-        return (type(a).__name__,) + tuple(_norm(x, ids, subst) for x in a)
-    if isinstance(a, dict):
-        return ("dict",) + tuple((k, _norm(v, ids, subst)) for k, v in a.items())
-    if isinstance(a, bool) or a is None:
-        return ("bool", a)
-    if isinstance(a, int):
-        return const(a)
-    if isinstance(a, float):
-        return ("float", a.hex()) if math.isfinite(a) else ("float", repr(a))
-    return ("obj", a)
-
-
-def _is_size_fn(node: torch.fx.Node) -> bool:
-    """A node that only computes a size from sizes (symnodes.py): compared by its value."""
-    t = node.target
-    return t in _SIZE_FNS or getattr(t, "__module__", None) in ("_operator", "operator",
-                                                               "math", "builtins")
-
-
-def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
-    """The graph as data: ops with their arguments and output metadata, sizes as
-    expressions (`subst` applied), size arithmetic folded into the values it computes."""
-    ids: dict = {}
-    out: list = []
-    for node in graph.nodes:
-        if node.op == "placeholder":
-            ids[node] = ("in", node.name)
-        elif node.op == "get_attr":
-            sub = submodules(graph).get(node.target)
-            ids[node] = ("graph", canonical(sub.graph, subst) if sub is not None
-                         else node.target)
-        elif node.op == "output":
-            out.append(("out", _norm(node.args, ids, subst)))
-        else:
-            val = node.meta.get("val")
-            e = None if isinstance(val, Proxy) else _expr(val, subst)
-            if node.op == "call_function" and _is_size_fn(node) and isinstance(e, Expr):
-                ids[node] = e  # compared by value, as a literal size would be
-                continue
-            ids[node] = ("n", len(out))
-            out.append((node.op, node.target, _norm(node.args, ids, subst),
-                        _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
-    return tuple(out)
-
-
-def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
-    inputs = []
-    for inp in c.inputs:
-        if isinstance(inp, TensorInput):
-            dims = []
-            for d in inp.dims:
-                e = const(d.size) if isinstance(d.size, int) else d.size
-                dims.append(subs(e, subst) if subst else e)
-            inputs.append((inp.path, inp.dtype, inp.layout is not None, tuple(dims)))
-        else:
-            inputs.append((inp.path, "const", repr(inp.value)))
-    symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
-                           if s.name not in skip))
-    return tuple(inputs), symbols
-
-
-def _conditions(c: Contract, subst: dict) -> frozenset | None:
-    """The residual conditions with `subst` applied; None when one becomes False."""
-    out = set()
-    for cond in c.conditions:
-        e = subs(cond.cond, subst) if subst else cond.cond
-        if e.op == "const":
-            if not e.value:
-                return None
-            continue
-        out.add(e)
-    return frozenset(out)
-
-
-def _signature_key(ep: ExportedProgram) -> tuple:
-    sig = ep.graph_signature
-    ins = tuple((s.kind, s.name, s.target, s.leaf) for s in sig.input_specs
-                if s.kind != "constant")
-    outs = tuple((s.kind, s.target) for s in sig.output_specs)
-    return ins, outs, ep.in_spec, ep.out_spec
-
-
-def _same_constants(a: ExportedProgram, b: ExportedProgram) -> bool:
-    if a.constants.keys() != b.constants.keys():
-        return False
-    for k, t in a.constants.items():
-        u = b.constants[k]
-        if t.dtype != u.dtype or t.shape != u.shape or not torch.equal(t, u):
-            return False
-    return True
-
-
-def _same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set) -> bool:
-    """Whether `g`'s graph computes what `h`'s does on `h`'s range (at `subst`), with the
-    same input contract there."""
-    if _signature_key(g) != _signature_key(h) or not _same_constants(g, h):
-        return False
-    if _contract_key(g.contract, subst, skip) != _contract_key(h.contract, {}, skip):
-        return False
-    cg = _conditions(g.contract, subst)
-    if cg is None or cg != _conditions(h.contract, {}):
-        return False
-    return canonical(g.graph, subst) == canonical(h.graph, {})
-
-
 # -- dispatching -------------------------------------------------------------------------------
 def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     dims = sorted({n for s in sides for n in s.region})
@@ -336,14 +198,18 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     if ref is None:
         raise _Unsplittable("no side keeps the split Dims symbolic")
     syms = {d: _symbol_of(ref.ep, d) for d in dims}
-    key = _signature_key(ref.ep)[:1] + _signature_key(ref.ep)[2:]
+    key = signature_key(ref.ep)[:1] + signature_key(ref.ep)[2:]
+    # data-dependent symbols: each branch checks its own (in its graph); their ranges are
+    # the hull of the sides' (below)
+    skip = set(syms.values()) | {x.name for s in sides for x in s.ep.contract.symbols
+                                 if not x.backed}
     for s in sides:
-        sk = _signature_key(s.ep)
+        sk = signature_key(s.ep)
         if sk[:1] + sk[2:] != key:
             raise _Unsplittable("the sides' signatures differ")
         subst = _point_subst(s, syms)
-        if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
-                _contract_key(s.ep.contract, {}, set(syms.values())):
+        if contract_key(ref.ep.contract, subst, skip) != \
+                contract_key(s.ep.contract, {}, skip):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
@@ -364,11 +230,12 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
     graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated)
     for s in sides:
         notes.append(f"{_region_text(s.region)}: its own graph (a torch.cond branch)")
-    _note(graph, notes)
+    note(graph, notes)
     ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
                          state=dict(ref.ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(ep, attr, getattr(ref.ep, attr))
+    widen_unbacked(ep, [s.ep for s in sides])
     return ep
 
 
@@ -399,8 +266,8 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
                                         hi=None if by_sym[x.name][1] == math.inf
                                         else int(by_sym[x.name][1]), origin="")
                     if x.name in by_sym else x for x in c.symbols)
-    ref_conds = _conditions(c, {})
-    same = all(_conditions(s.ep.contract, {}) == _conditions(c, _point_subst(s, syms))
+    ref_conds = residual_conditions(c, {})
+    same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, _point_subst(s, syms))
                for s in sides)
     if same and ref_conds is not None:
         conditions = c.conditions
@@ -451,9 +318,18 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
     g = torch.fx.Graph()
     metas = {spec.name: dict(old_phs[by_name[spec.name]].meta) for spec in inputs
              if spec.name in by_name}
+    ref_phs = {n.name: n for n in ref.ep.graph.nodes if n.op == "placeholder"}
+    narrowed = {}  # a point side's input: the operand's (symbolic) meta, narrowed inside
+    for spec in inputs:
+        theirs = ref_phs.get(spec.name)
+        if spec.kind == "user_input" and spec.name in metas and theirs is not None and \
+                _point_dims(metas[spec.name].get("val"), theirs.meta.get("val")):
+            narrowed[spec.name] = metas[spec.name]["val"]
+            metas[spec.name] = dict(theirs.meta)
     phs = _placeholders(g, inputs, metas)
-    val_map = {old_phs[by_name[spec.name]]: ph for spec, ph in zip(inputs, phs)
-               if spec.name in by_name}
+    val_map = {old_phs[by_name[spec.name]]: _narrow(g, ph, narrowed[spec.name])
+               if spec.name in narrowed else ph
+               for spec, ph in zip(inputs, phs) if spec.name in by_name}
     outs = g.graph_copy(old, val_map)
     outs = outs if isinstance(outs, tuple) else (outs,)
     specs = side.ep.graph_signature.output_specs
@@ -465,6 +341,27 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
     if subs_:
         g.__dict__["st_submodules"] = dict(subs_)
     return g
+
+
+def _point_dims(mine: Any, theirs: Any) -> list[tuple[int, int]]:
+    """(dim, size) where this side's input has a plain size and the operand a symbol."""
+    if not isinstance(mine, Proxy) or not isinstance(theirs, Proxy):
+        return []
+    return [(d, a) for d, (a, b) in enumerate(zip(mine.st_meta.shape, theirs.st_meta.shape))
+            if isinstance(a, int) and not isinstance(b, int)]
+
+
+def _narrow(g: torch.fx.Graph, ph: torch.fx.Node, mine: Proxy) -> torch.fx.Node:
+    """`ph` sliced to the point side's sizes (``x[:, :1]`` where seq == 1): the same tensor
+    where the branch runs, and a branch that torch's cond traces with the operands'
+    symbolic sizes then sees the sizes it was traced for."""
+    node, shape = ph, list(ph.meta["val"].st_meta.shape)
+    for d, size in _point_dims(mine, ph.meta["val"]):
+        node = g.call_function(torch.ops.aten.slice.Tensor, (node, d, 0, size))
+        shape[d] = size
+        node.meta["val"] = Proxy(mine.st_meta.like(shape=tuple(shape)), node)
+        node.meta["stack_trace"] = ""
+    return node
 
 
 def _env_of(graph: torch.fx.Graph) -> Any:
@@ -568,7 +465,7 @@ def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise _Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if _expr(mine, subst) != _expr(theirs, {}) and (k, -1) not in fresh:
+                if expr_key(mine, subst) != expr_key(theirs, {}) and (k, -1) not in fresh:
                     fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
                                             env)
                 continue
@@ -576,7 +473,7 @@ def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise _Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if _expr(x, subst) != _expr(y, {}) and (k, d) not in fresh:
+                if expr_key(x, subst) != expr_key(y, {}) and (k, d) not in fresh:
                     lo = 0
                     fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
                                                             "output"), env)

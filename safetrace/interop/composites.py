@@ -15,6 +15,11 @@ import torch
 
 aten = torch.ops.aten
 TABLE: dict[Any, Callable] = {}
+# operators torch's core ATen table leaves in a program (not core, no decomposition there;
+# ``empty_like`` becomes ``empty_permuted``): lowering to ExecuTorch and ONNX decomposes
+# them with these forms first (``beyond_torch``)
+BEYOND_TORCH = (aten.histc.default, aten.empty_permuted.default)
+LEADS_BEYOND = BEYOND_TORCH + (aten.empty_like.default,)
 
 
 def _register(*ops: Any) -> Callable:
@@ -436,3 +441,87 @@ def gru(x: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout
                               bidirectional, batch_first)
     return _rnn(_gru_cell, x, [hx], params, has_biases, num_layers, bidirectional,
                 batch_first)
+
+
+@_register(aten.histc.default)
+def histc(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:
+    """torch.histc in core ATen, with eager's bins: torch's CPU kernel places an element
+    at ``int((x - lo) * bins / (hi - lo))`` computed in x's dtype (each step rounded as
+    there), an element equal to ``hi`` in the last bin, and leaves out elements outside
+    ``[lo, hi]`` (and NaN); ``lo``, ``hi`` are ``min``, ``max`` in x's dtype.  With ``min ==
+    max`` the range is the data's (its smallest and largest element; widened by 1 each way
+    where they are equal, or for an empty x).  Non-finite data bounds give an empty
+    histogram where eager raises."""
+    dtype, dev = x.dtype, x.device
+    flat = aten.view.default(_contiguous(x), [-1])
+    if min == max:
+        where = aten.full.default([flat.shape[0]], 0, dtype=torch.int64, device=dev)
+        lo, hi = (aten.scatter_reduce.two(aten.full.default([1], min, dtype=dtype, device=dev),
+                                          0, where, flat, how, include_self=False)
+                  for how in ("amin", "amax"))
+        same = aten.eq.Tensor(lo, hi)
+        lo = aten.where.self(same, aten.sub.Tensor(lo, 1), lo)
+        hi = aten.where.self(same, aten.add.Tensor(hi, 1), hi)
+    else:
+        lo = aten.full.default([1], min, dtype=dtype, device=dev)
+        hi = aten.full.default([1], max, dtype=dtype, device=dev)
+    scaled = aten.div.Tensor(aten.mul.Tensor(aten.sub.Tensor(flat, lo), bins),
+                             aten.sub.Tensor(hi, lo))
+    inside = aten.logical_and.default(aten.ge.Tensor(flat, lo), aten.le.Tensor(flat, hi))
+    pos = aten._to_copy.default(aten.where.self(inside, scaled, aten.zeros_like.default(scaled)),
+                                dtype=torch.int64)  # truncation, as the kernel's cast
+    pos = aten.clamp.default(pos, 0, bins - 1)  # hi itself: the last bin
+    return aten.scatter_add.default(aten.full.default([bins], 0, dtype=dtype, device=dev), 0,
+                                    pos, aten._to_copy.default(inside, dtype=dtype))
+
+
+@_register(aten.empty_permuted.default)
+def empty_permuted(size: Any, physical_layout: Any, dtype: Any = None, layout: Any = None,
+                   device: Any = None, pin_memory: Any = None) -> Any:
+    """An uninitialized tensor of `size` whose memory holds the dims in `physical_layout`
+    order: ``empty`` in that order, permuted back (torch's table turns ``empty_like`` into
+    this operator, which is not core ATen)."""
+    order = list(physical_layout)
+    x = aten.empty.memory_format([size[d] for d in order], dtype=dtype, device=device,
+                                 pin_memory=pin_memory)
+    inverse = [order.index(d) for d in range(len(order))]
+    return x if inverse == list(range(len(order))) else aten.permute.default(x, inverse)
+
+
+def grouped_mm_fallback(input: Any, weight: Any, offs: Any) -> Any:
+    """transformers' ``grouped_mm_fallback`` (its MoE experts' default on CPU: rows
+    ``offs[i-1]:offs[i]`` of `input` times ``weight[i]``, rows past ``offs[-1]`` zero) in
+    core ATen, for non-decreasing `offs` (cumulative token counts, as transformers passes
+    them): row s's expert is the number of offsets <= s, its weight gathered and applied
+    by one ``bmm`` (sums may round differently from the per-expert ``mm``)."""
+    n, experts = input.shape[0], weight.shape[0]
+    rows = aten.arange.start_step(0, n, 1, dtype=offs.dtype, device=input.device)
+    group = aten.sum.dim_IntList(aten.ge.Tensor(aten.unsqueeze.default(rows, 1),
+                                                aten.unsqueeze.default(offs, 0)), [1])
+    used = aten.lt.Scalar(group, experts)
+    w = aten.index.Tensor(weight, [aten.clamp.default(group, 0, experts - 1)])
+    out = aten.squeeze.dims(aten.bmm.default(aten.unsqueeze.default(input, 1), w), [1])
+    return aten.where.self(aten.unsqueeze.default(used, 1), out,
+                           aten.full.default([], 0, dtype=out.dtype, device=out.device))
+
+
+def beyond_torch(gm: torch.fx.GraphModule) -> dict:
+    """The forms above for the operators `gm` (and its subgraphs) call that torch's tables
+    leave (none when it calls none): ``{op: form}``."""
+    leads: dict[Any, Any] = {op: TABLE[op] for op in BEYOND_TORCH}
+    extra = _transformers_op()
+    if extra is not None:
+        leads[extra] = grouped_mm_fallback
+    called = {n.target for m in gm.modules() if isinstance(m, torch.fx.GraphModule)
+              for n in m.graph.nodes if n.op == "call_function"}
+    if not called & (set(leads) | set(LEADS_BEYOND)):
+        return {}
+    return leads
+
+
+def _transformers_op() -> Any:
+    ns = getattr(torch.ops, "transformers", None)
+    try:
+        return ns.grouped_mm_fallback.default if ns is not None else None
+    except (AttributeError, RuntimeError):
+        return None

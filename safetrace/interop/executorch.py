@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import conversion_error
+from safetrace.interop.composites import beyond_torch
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -38,6 +39,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
+    tep = _beyond_torch_table(tep, compile_config)
     if partitioner:
         edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
                                                 compile_config=compile_config)
@@ -47,6 +49,24 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:
+    """`tep` decomposed as ``to_edge`` decomposes it (ExecuTorch's table, less the
+    operators `compile_config` preserves), with safetrace's forms of the operators that
+    table leaves (``composites.beyond_torch``: ``aten.histc`` and transformers'
+    ``grouped_mm_fallback`` from its MoE code), when the program holds one; ``to_edge``'s
+    own pass then finds core ATen only."""
+    forms = beyond_torch(tep.graph_module)
+    if not forms:
+        return tep
+    from executorch.exir.tracer import _default_decomposition_table
+
+    table = _default_decomposition_table()
+    for op in getattr(compile_config, "preserve_ops", None) or ():
+        table.pop(op, None)
+    table.update(forms)
+    return tep.run_decompositions(table)
 
 
 def _bounded(tep: Any) -> None:

@@ -50,12 +50,43 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
                 conv.call_node(n)
             elif n.op == "output":
                 conv.graph.output(torch.fx.node.map_arg(n.args[0], conv.env.__getitem__))
+        functional_writes(conv.graph)
         root = torch.nn.Module()
         for name, gm in conv.attrs.items():
             root.add_module(name, gm)
         return torch.fx.GraphModule(root, conv.graph)
     finally:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
+
+
+def quiet_symbol_logs(shape_env: Any) -> None:
+    """`shape_env` logs each data-dependent symbol it creates only when someone listens:
+    torch's log line walks the Python stack first (~3 ms a symbol; a conversion creates one
+    per ``.item()``, ``nonzero`` and control-flow output)."""
+    import logging
+    import os
+
+    from torch.fx.experimental import symbolic_shapes
+
+    loud = shape_env._log_create_unbacked_symbol
+
+    def log_create_unbacked_symbol(*args: Any, **kwargs: Any) -> None:
+        if symbolic_shapes.log.isEnabledFor(logging.INFO) or os.environ.get("TORCH_TRACE"):
+            loud(*args, **kwargs)
+
+    shape_env._log_create_unbacked_symbol = log_create_unbacked_symbol
+
+
+def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
+    """`op` on fake values; torch's cond takes branches that write their inputs in place
+    (a StaticCache updated on a size split's sides) only without autograd."""
+    try:
+        return op(*args, **kwargs)
+    except RuntimeError as exc:
+        if "in-place input or buffer mutations" not in str(exc):
+            raise
+    with torch.no_grad():
+        return op(*args, **kwargs)
 
 
 def fake_of(conv: Any, val: Any) -> Any:
@@ -82,3 +113,83 @@ def torch_size(conv: Any, s: Any) -> Any:
             em.values[name] = u
             em.symbol_names[u.node.expr] = sym(name)
     return evaluate(e, em.values)
+
+
+def functional_writes(graph: torch.fx.Graph) -> bool:
+    """A subgraph's in-place writes as functional operators (``index_copy_`` ->
+    ``index_copy``; every later read of the written tensor reads the new value), in place;
+    False (the graph untouched) unless every write can be: no view of a written tensor
+    exists, and each written input's last value is among the outputs (torch's cond
+    requires functional branches, which ExecuTorch and ONNX then lower; a size split's
+    branches write a StaticCache and return it)."""
+    plan = []
+    latest: dict[torch.fx.Node, torch.fx.Node] = {}
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        t = node.target
+        if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload) or \
+                not t._schema.is_mutable:
+            continue
+        functional = _functional_of(t)
+        base = node.args[0] if node.args else None
+        if functional is None or not isinstance(base, torch.fx.Node):
+            return False
+        if any(_read_across(v, order, order[node]) for v in _views_of(base, order, node)):
+            return False  # a view taken before the write and read after it
+        root = next((k for k, v in latest.items() if v is base), base)
+        latest[root] = node
+        plan.append((node, functional))
+    if not plan:
+        return False
+    out = next(n for n in reversed(graph.nodes) if n.op == "output")
+    returned = set(out.all_input_nodes)
+    if any(root.op == "placeholder" and last not in returned and root not in returned
+           for root, last in latest.items()):
+        return False  # a write the branch does not hand back: it would be lost
+    for node, functional in plan:
+        base = node.args[0]
+        with graph.inserting_before(node):
+            new = graph.call_function(functional, node.args, dict(node.kwargs))
+        new.meta = dict(node.meta)
+        order[new] = order[node]
+        for user in list(base.users):
+            if user is not new and user is not node and order[user] > order[node]:
+                user.replace_input_with(base, new)
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+    return True
+
+
+def _functional_of(op: torch._ops.OpOverload) -> Any:
+    """``aten.add_.Tensor`` -> ``aten.add.Tensor`` (writing its first argument only)."""
+    args = op._schema.arguments
+    if not args or args[0].alias_info is None or not args[0].alias_info.is_write or any(
+            a.alias_info is not None and a.alias_info.is_write for a in args[1:]):
+        return None
+    name = op._opname
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    functional = getattr(packet, op._overloadname, None) if packet is not None else None
+    return None if functional is None or functional._schema.is_mutable else functional
+
+
+def _views_of(base: torch.fx.Node, order: dict, write: torch.fx.Node) -> list:
+    """The views of `base` (and views of those) taken before `write`."""
+    out, todo = [], [base]
+    while todo:
+        for u in todo.pop().users:
+            if _is_view(u) and order[u] < order[write] and u not in out:
+                out.append(u)
+                todo.append(u)
+    return out
+
+
+def _read_across(view: torch.fx.Node, order: dict, at: int) -> bool:
+    return any(order[u] > at for u in view.users)
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    t = node.target
+    return isinstance(t, torch._ops.OpOverload) and not t._schema.is_mutable and \
+        any(r.alias_info is not None for r in t._schema.returns)

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.composites import beyond_torch
+
 
 def symbol_labels(tep: Any) -> dict[str, str]:
     """torch symbol name -> the user-facing name of that dim (stored by the conversion)."""
@@ -23,6 +25,9 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
+    forms = beyond_torch(tep.graph_module)
+    if forms:  # operators no ONNX function covers (transformers' grouped_mm_fallback)
+        tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
     program = torch.onnx.export(tep, dynamo=True, **kwargs)
     rename_dims(program.model, symbol_labels(tep))

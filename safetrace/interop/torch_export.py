@@ -34,7 +34,7 @@ from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
-from safetrace.interop.hops import convert_get_attr, fake_of
+from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -74,6 +74,7 @@ class _Converter:
         self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
                                   allow_dynamic_output_shape_ops=True,
                                   assume_static_by_default=False)
+        quiet_symbol_logs(self.shape_env)
         self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
@@ -279,6 +280,8 @@ class _Converter:
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
+        if isinstance(target, torch._ops.HigherOrderOperator):
+            return run_hop(target, vals[0], vals[1])
         return target(*vals[0], **vals[1])
 
     def call_node(self, node: torch.fx.Node) -> None:

@@ -15,7 +15,8 @@ from safetrace.meta import TensorMeta
 from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, hint_of, new_size,
                                     normalize_dim, static_zero)
 from safetrace.rules.registry import rule
-from safetrace.rules.views import replace_dim, slice_length
+from safetrace.rules.slicing import slice_length
+from safetrace.rules.views import replace_dim
 
 aten = torch.ops.aten
 Size = Any

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
-from safetrace.symbolic.canon import diff
+from safetrace.symbolic.canon import diff, not_
 from safetrace.symbolic.expr import add, const, neg, terms
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
@@ -100,6 +100,10 @@ def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool
     if not excluded:
         return None
     sizes = " or ".join(f"{size} == {v}" for v in excluded)
+    if env.flipped and str(env.simplify(c if answer else not_(c))) in env.flipped:
+        # the other side's retrace (exporter/splits.py): same graph, the check is dropped
+        return (not answer, "size test, other side", f"`{c}` answered {not answer} (the other side of a "
+                f"size test, traced to compare with the general side)", True)
     why = (f"`{c}` answered {answer} as for every size >= 2; data with {sizes} would take "
            f"the other branch, which was not traced")
     return answer, "size test", why, True

@@ -14,10 +14,10 @@ import torch
 
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (check, decided_max, decided_min, guarded_min, hint_of,
-                                    known, normalize_dim, normalize_dims,
+from safetrace.rules.common import (check, hint_of, normalize_dim, normalize_dims,
                                     open_question, prod, settle, wrap_index)
 from safetrace.rules.registry import rule
+from safetrace.rules.slicing import slice_length
 from safetrace.symbolic import sym_max, sym_min
 
 aten = torch.ops.aten
@@ -124,41 +124,6 @@ def replace_dim(shape: Sequence[Size], dim: int, size: Size) -> tuple:
     out = list(shape)
     out[dim] = size
     return tuple(out)
-
-
-def _clamp(i: Size, size: Size) -> Size:
-    """A wrapped bound clamped into [0, size], as torch clamps it.  A literal bound within
-    the example's size keeps Python's ``min`` (a guard unless the facts decide): ``x[:3] +
-    y`` then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model
-    says.  A literal past the example's end, and any bound computed from sizes, is clamped
-    by Min/Max with no guard (``z[:, :x.shape[0]]`` works for every pair of sizes)."""
-    if isinstance(i, int):
-        n = hint_of(size)
-        upper = guarded_min(i, size) if n is not None and i <= n else decided_min(i, size)
-    else:
-        upper = decided_min(i, size)
-    return decided_max(upper, 0)
-
-
-def _bound(i: Size, size: Size) -> Size:
-    negative = known(i, "lt", 0)
-    if negative:  # -k counts from the end; below -size it clamps to 0 (no guard)
-        return decided_max(i + size, 0)
-    return _clamp(wrap_index(i, size), size)
-
-
-def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:
-    """Length of ``x[start:end:step]`` along a dim of `size` (torch's wrapping and clamping)."""
-    # torch wraps a negative bound once, then clamps both into [0, size]
-    start = 0 if start is None else _bound(start, size)
-    if end is None or (isinstance(end, int) and end >= 2**62):
-        end = size
-    else:
-        end = _bound(end, size)
-    span = decided_max(end - start, 0)
-    if isinstance(step, int) and step == 1:
-        return span
-    return (span + step - 1) // step
 
 
 # -- view / reshape -------------------------------------------------------------------

@@ -65,6 +65,9 @@ class Env:
         self.settle_policy: Callable[[DataDependentQuestion], Any] | None = None
         self.on_settled: Callable[[Settled], None] | None = None
         self.settled: list[Settled] = []
+        # conditions (as text) whose size-oblivious answer the policy takes the other way:
+        # a retrace of the other side of a data-dependent size test (exporter/splits.py)
+        self.flipped: frozenset[str] = frozenset()
         self.int_cls: type | None = None
         self.bool_cls: type | None = None
         self.float_cls: type | None = None

@@ -68,11 +68,28 @@ def _wait_now(tensor: torch.Tensor) -> torch.Tensor:
     return torch.ops._c10d_functional.wait_tensor(tensor)
 
 
+def _sdpa_decided_flags(query: Any, key: Any, value: Any, attn_mask: Any = None,
+                       dropout_p: float = 0.0, is_causal: Any = False, scale: Any = None,
+                       enable_gqa: Any = False) -> Any:
+    """``scaled_dot_product_attention`` with a symbolic bool ``is_causal``/``enable_gqa``
+    (transformers' ``is_causal = q_length > 1 and ...``: ``and`` returns its falsy operand,
+    a SymBool on a symbolic size) decided first, as eager passes the bool it computes;
+    torch's argument parser refuses a SymBool there.  The decision is the one the code
+    already made (the same condition): no new guard."""
+    if isinstance(is_causal, torch.SymBool):
+        is_causal = bool(is_causal)
+    if isinstance(enable_gqa, torch.SymBool):
+        enable_gqa = bool(enable_gqa)
+    return _ORIGINALS["scaled_dot_product_attention"](
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+
+
 # (module, attribute, replacement)
 SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
     ("torchvision.ops.poolers", "_infer_scale", _infer_scale),
     ("torch.distributed._functional_collectives", "_maybe_wrap_tensor", _wait_now),
+    ("torch.nn.functional", "scaled_dot_product_attention", _sdpa_decided_flags),
 ]
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 

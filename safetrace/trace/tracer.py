@@ -38,7 +38,8 @@ from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
-from safetrace.trace.values import VALUE_OPS, constant_int, plain_constant, scalar_value
+from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
+                                    scalar_value, value_recipe)
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
@@ -373,6 +374,11 @@ class Tracer(TorchFunctionMode):
                         p.st_contig = None
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
+            if result.st_value is None:
+                recipe = value_recipe(op, args, kwargs, result,
+                                      lambda t: program_data(self, t))
+                if recipe is not None:
+                    result.st_recipe = (ACTIVE.data_epoch, *recipe)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
             self._number_mask(op, args, kwargs, result, node)
         if len(symbols) != n_syms:

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import traced_subclass
+from safetrace.meta.active import ACTIVE
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
@@ -103,6 +104,60 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
     if not vals:
         return None
     return VALUE_OPS[op](vals)
+
+
+def value_recipe(op: Any, args: tuple, kwargs: dict, result: Proxy,
+                 data: Any) -> tuple | None:
+    """How to compute `result` (a 0-d integer tensor of `op` with no known value) from the
+    values of its 0-d integer tensor operands, read when the value is asked for
+    (``read_value``): ``(op, args)``, or None where it is not such a sum or product.
+    ``data(t)`` is the graph value of a real tensor the program reads (a buffer), or None."""
+    meta = result.st_meta
+    if meta.shape != () or not _integral(meta.dtype) or VALUE_OPS.get(op) is None or \
+            kwargs.get("alpha", 1) != 1:
+        return None
+    args = tuple(_data_or(data, a) for a in args)
+    for a in args:
+        if isinstance(a, Proxy):
+            m = a.st_meta
+            if m.shape != () or not _integral(m.dtype):
+                return None
+        elif isinstance(a, torch.Tensor) or isinstance(a, bool) or \
+                not (isinstance(a, int) or hasattr(a, "expr")):
+            if not (op is _A.to.dtype and isinstance(a, torch.dtype)):
+                return None
+    return op, args
+
+
+def _data_or(data: Any, a: Any) -> Any:
+    if isinstance(a, torch.Tensor) and not isinstance(a, Proxy):
+        p = data(a)
+        return a if p is None else p
+    return a
+
+
+def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
+    """The value of the 0-d integer tensor `x` as the graph reads it: its known value, or
+    its recipe's sum/product of its operands' values (each operand read with `read`, so
+    ``(cache_len + n).item()`` is ``cache_len.item() + n``: one data read, related sizes),
+    or None.  A recipe holds while nothing is written in place (its epoch)."""
+    if x.st_value is not None:
+        return x.st_value
+    recipe = getattr(x, "st_recipe", None)
+    if recipe is None or recipe[0] != ACTIVE.data_epoch:
+        return None
+    op, args = recipe[1], recipe[2]
+    vals = []
+    for a in args:
+        if isinstance(a, Proxy):
+            vals.append(read(tr, a))
+        elif not isinstance(a, torch.dtype):
+            vals.append(a)
+    return VALUE_OPS[op](vals)
+
+
+def _integral(dtype: torch.dtype) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex or dtype is torch.bool)
 
 
 def program_data(tr: Recorder, t: Any) -> Proxy | None:

@@ -75,3 +75,38 @@ def test_complex_tolist_names_the_call_and_line():
 def test_int_tolist_still_traces():
     ep = st.export(IntToList(), (torch.tensor([1, 2]),))
     assert torch.equal(ep.module()(torch.tensor([3, 4])), torch.tensor([6, 8]))
+
+
+class CacheLength(torch.nn.Module):
+    """OPT's positions with a static cache: ``seq_length = past + n`` is a 0-d tensor, used
+    as a size, and ``past`` as a slice start."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("past", torch.tensor(3))
+
+    def forward(self, x):
+        total = self.past + x.shape[1]
+        mask = torch.ones(x.shape[0], total)
+        positions = mask.cumsum(1)[:, self.past:]
+        return x + positions
+
+
+def test_a_sum_of_read_values_keeps_its_relation_and_a_read_start_is_checked():
+    m = CacheLength()
+    ep = st.export(m, (torch.randn(2, 5),),
+                   dynamic_shapes={"x": {1: st.Dim("n", min=1, max=64)}})
+    # `past + n` is read as past.item() + n: the slice has n columns, the add needs no check
+    out = [n for n in ep.graph.nodes if n.target is torch.ops.aten.add.Tensor][-1]
+    assert str(out.meta["val"].shape[1]) == "s0", out.meta["val"].shape
+    for past, n in ((0, 1), (3, 5), (10, 64)):
+        m.past.fill_(past)
+        x = torch.randn(2, n)
+        mod = ep.module()
+        mod.past.fill_(past)
+        torch.testing.assert_close(mod(x), m(x))
+    # a negative start counts from the end in eager: not traced, refused at run time
+    mod = ep.module()
+    mod.past.fill_(-1)
+    with pytest.raises(st.RuntimeAssertionError, match="counted from the start"):
+        mod(torch.randn(2, 4))

@@ -61,6 +61,10 @@ PATTERNS = {
     # an emptiness test in user code: the general branch, asserted
     "if numel != 0": (lambda b, m: b[m] * 2 if b[m].numel() != 0 else b[:0], (), {0}),
     "if len == 0": (lambda b, m: b[:0] if len(b[m]) == 0 else b[m].sum(0), (), {0}),
+    # a size test whose sides trace the same graph (transformers' `is_causal = q_length > 1
+    # and mask is None`): the other side is traced too, and the check dropped
+    "same graph either way": (lambda b, m: b[m] * (2 if b[m].shape[0] > 1 and b is None
+                                                   else 3), (), set()),
     # min/max of a data-dependent size stay symbolic (torchvision's _topk_min)
     "topk(min(3, u))": (lambda b, m: b[m][:, 0].topk(min(3, b[m].shape[0])).values, (), set()),
     "b[:max(u - 2, 0)]": (lambda b, m: b[: max(b[m].shape[0] - 2, 0)], (), set()),
@@ -141,6 +145,21 @@ def test_explain_lists_settled_questions():
     text = str(report)
     assert "Settled size-obliviously" in text and "u0 != 0 [asserted]" in text
     assert "test_size_oblivious.py" in text
+
+
+def test_size_test_with_the_same_graph_either_way_keeps_no_check():
+    fn = PATTERNS["same graph either way"][0]
+    ep = st.export(fn, (X, EXAMPLE))
+    assert "traces the same graph either way: run-time check dropped" in str(ep)
+    assert "assert_sym" not in str(ep.graph_module.code)
+    for k in (0, 1, 2):
+        m = _mask(k)
+        assert_close(fn(X, m), ep.module()(X, m))
+    # sides that differ keep the check (and refuse the untraced side)
+    other = st.export(PATTERNS["if numel != 0"][0], (X, EXAMPLE))
+    assert "either way" not in str(other)
+    with pytest.raises(st.RuntimeAssertionError, match="size-oblivious"):
+        other.module()(X, _mask(0))
 
 
 def test_settled_program_saves_and_loads(tmp_path):

@@ -259,3 +259,36 @@ def test_every_size_gives_eager_result(name, example):
     assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
     _check(ep, f, [(2, k) for k in range(1, 65)])
     _rejected(ep, [(2, 0), (2, 65)])
+
+
+class CountsCalls(torch.nn.Module):
+    """A split whose sides write a buffer in place (a StaticCache's length does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x):
+        if x.shape[1] == 1:
+            self.steps.add_(1)
+            return x * 3 + self.steps
+        self.steps.add_(x.shape[1])
+        return x + x + self.steps
+
+
+def test_sides_writing_a_buffer_convert_to_functional_cond_branches():
+    m = CountsCalls()
+    ep = st.export(CountsCalls(), (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}})
+    tep = ep.to_torch()
+    branches = [g for g in tep.graph_module.modules() if isinstance(g, torch.fx.GraphModule)
+                and g is not tep.graph_module]
+    assert branches and not any(n.target._schema.is_mutable for g in branches
+                                for n in g.graph.nodes if isinstance(
+                                    n.target, torch._ops.OpOverload))  # torch's cond's rule
+    mod = tep.module()
+    for k in (1, 4, 1, 64):
+        x = torch.randn(2, k)
+        torch.testing.assert_close(mod(x), m(x))  # the written state carried across calls
+    assert int(m.steps) == 70
+    x = torch.randn(2, 1)  # one state: ep's module continues from the converted one's
+    torch.testing.assert_close(ep.module()(x), m(x))

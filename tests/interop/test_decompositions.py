@@ -147,3 +147,36 @@ def test_recurrent_layers_decompose_to_a_scan_over_a_symbolic_length(cell, kw):
             assert_close(dep.module()(*args), model(*args))
         for n, batch in ((0, 3), (101, 3), (4, 2)):  # outside: refused by both
             assert same_behaviour(ep, dep.module(), *inputs(n, batch)) == "rejected"
+
+
+class _Histogram(torch.nn.Module):
+    """transformers' MoE routing counts: ``histc`` of integer-valued floats with the
+    experts' range, and a data-range histogram of real values."""
+
+    def forward(self, ids, x):
+        counts = torch.histc(ids, bins=4, min=0, max=3)
+        spread = torch.histc(x, bins=5)
+        return counts.cumsum(0), spread, torch.histc(x * 2, bins=3, min=-1.5, max=2.5)
+
+
+def test_histc_decomposes_to_core_aten_with_eagers_bins():
+    model = _Histogram()
+    n = st.Dim("n", min=1, max=64)
+    ep = st.export(model, (torch.tensor([0., 3., 3., 1.]), torch.randn(5)),
+                   dynamic_shapes={"ids": {0: n}, "x": {0: st.Dim("m", min=1, max=64)}})
+    dep = ep.run_decompositions()
+    assert torch.ops.aten.histc.default not in _ops(dep) and not _non_core(dep)
+    torch.manual_seed(0)
+    cases = [(torch.randint(0, 6, (k,)).float(), torch.randn(j) * 3) for k, j in
+             ((1, 1), (7, 2), (64, 33))]
+    # values at the bin edges (and the maximum, which the last bin includes)
+    edges = torch.linspace(-1.5, 2.5, 4) / 2
+    cases.append((torch.tensor([3., 3., 0., -1., 4.]), torch.cat([edges, torch.tensor([7.])])))
+    cases.append((torch.tensor([2.]), torch.full((3,), 0.25)))  # equal data: widened by 1
+    for ids, x in cases:
+        want = model(ids, x)
+        got = dep.module()(ids, x)
+        for g, w in zip(got, want):
+            assert torch.equal(g, w), (ids, x, g, w)
+    with pytest.raises(st.InputMismatchError):  # the contract is kept
+        dep.module()(torch.zeros(65), torch.zeros(2))

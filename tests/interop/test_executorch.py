@@ -185,3 +185,24 @@ def test_small_llama_decode_pte_generates_eagers_tokens(tmp_path):
     assert generate(lambda a, b: method.execute([a, b])[0]) == want
     # and through a fresh ep.module() per step (the program's state carries the cache)
     assert generate(lambda a, b: ep.module()(input_ids=a, cache_position=b)) == want
+
+
+class _Routing(torch.nn.Module):
+    """MoE routing as transformers writes it: tokens per expert by ``histc``."""
+
+    def forward(self, ids):
+        return torch.histc(ids, bins=4, min=0, max=3).cumsum(0)
+
+
+@needs_executorch
+def test_histc_lowers_to_a_pte_with_eagers_counts(tmp_path):
+    ep = st.export(_Routing(), (torch.tensor([0., 3., 1.]),),
+                   dynamic_shapes={"ids": {0: st.Dim("n", min=1, max=32)}})
+    path = tmp_path / "routing.pte"
+    st.to_executorch(ep, path)
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(path).load_method("forward")
+    for ids in (torch.tensor([2.]), torch.tensor([3., 3., 0., 1., 1., 4., -1.]),
+                torch.randint(0, 4, (32,)).float()):
+        assert torch.equal(method.execute([ids])[0], _Routing()(ids))

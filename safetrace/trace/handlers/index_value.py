@@ -20,7 +20,7 @@ from safetrace.trace.handlers.data import data_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
-from safetrace.trace.values import program_data
+from safetrace.trace.values import program_data, read_value
 from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
@@ -43,12 +43,20 @@ def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if x.st_value is not None or not _integral(meta.dtype) or \
             not all(isinstance(s, int) and s == 1 for s in meta.shape):
         return _REFUSE(tr, func, args, kwargs)  # known value, or refused as eager would be
-    # one read per tensor value: `torch.ones(n)` then `x[:n]` see one symbol, as eager
-    # sees one number (a write in place starts a new data epoch: read again)
+    return read_int(tr, x)
+
+
+def read_int(tr: Recorder, x: Proxy) -> Any:
+    """The value of the 0-d integer tensor `x`, read once per tensor value: `torch.ones(n)`
+    then `x[:n]` see one symbol, as eager sees one number (a write in place starts a new
+    data epoch: read again).  A sum or product of such tensors (``cache_len + n``) is the
+    sum of their reads (``read_value``), so the sizes it makes stay related."""
     seen = getattr(x, "st_index_value", None)
     if seen is not None and seen[0] == ACTIVE.data_epoch:
         return seen[1]
-    value = tr.redispatch(T.item, (x,), {})
+    value = read_value(tr, x, read_int)
+    if value is None:
+        value = tr.redispatch(T.item, (x,), {})
     setattr(x, "st_index_value", (ACTIVE.data_epoch, value))  # (a proxy's own note)
     return value
 

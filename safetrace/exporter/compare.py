@@ -1,0 +1,169 @@
+"""Comparing two exported programs as data: a size split merges sides whose graphs are
+the same (exporter/splits.py), and drops a size test's check whose answers all trace the
+same graph (exporter/size_tests.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.exporter.program import ExportedProgram
+from safetrace.symbolic.canon import subs
+from safetrace.symbolic.expr import Expr, const
+from safetrace.trace.asserts import assert_sym
+from safetrace.trace.hops import submodules
+from safetrace.trace.proxy import Proxy
+
+aten = torch.ops.aten
+_SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
+
+
+def note(graph: torch.fx.Graph, notes: list[str]) -> None:
+    if notes:
+        have = graph.__dict__.setdefault("st_splits", [])
+        have.extend(n for n in dict.fromkeys(notes) if n not in have)
+
+
+# -- comparing programs --------------------------------------------------------------------------
+def expr_key(v: Any, subst: dict) -> Any:
+    """A size or scalar as a canonical Expr (with `subst` applied); None if not one."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, int):
+        return const(v)
+    e = getattr(v, "expr", None)
+    if not isinstance(e, Expr):
+        return None
+    env = getattr(v, "env", None)
+    if env is not None:
+        e = env.simplify(e)
+    return subs(e, subst) if subst and e.free_symbols & subst.keys() else e
+
+
+def _meta_key(val: Any, subst: dict) -> Any:
+    if isinstance(val, Proxy):
+        m = val.st_meta
+        return ("t", m.dtype, m.device, tuple(expr_key(d, subst) for d in m.shape))
+    if isinstance(val, (tuple, list)):
+        return tuple(_meta_key(v, subst) for v in val)
+    e = expr_key(val, subst)
+    return e if e is not None else ("v", type(val).__name__)
+
+
+def _norm(a: Any, ids: dict, subst: dict) -> Any:
+    if isinstance(a, torch.fx.Node):
+        return ids[a]
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__,) + tuple(_norm(x, ids, subst) for x in a)
+    if isinstance(a, dict):
+        return ("dict",) + tuple((k, _norm(v, ids, subst)) for k, v in a.items())
+    if isinstance(a, bool) or a is None:
+        return ("bool", a)
+    if isinstance(a, int):
+        return const(a)
+    if isinstance(a, float):
+        return ("float", a.hex()) if math.isfinite(a) else ("float", repr(a))
+    return ("obj", a)
+
+
+def is_size_fn(node: torch.fx.Node) -> bool:
+    """A node that only computes a size from sizes (symnodes.py): compared by its value."""
+    t = node.target
+    return t in _SIZE_FNS or getattr(t, "__module__", None) in ("_operator", "operator",
+                                                               "math", "builtins")
+
+
+def canonical(graph: torch.fx.Graph, subst: dict,
+              skip: Callable[[torch.fx.Node], bool] | None = None) -> tuple:
+    """The graph as data: ops with their arguments and output metadata, sizes as
+    expressions (`subst` applied), size arithmetic folded into the values it computes;
+    nodes `skip` names left out."""
+    ids: dict = {}
+    out: list = []
+    for node in graph.nodes:
+        if skip is not None and skip(node):
+            continue
+        if node.op == "placeholder":
+            ids[node] = ("in", node.name)
+        elif node.op == "get_attr":
+            sub = submodules(graph).get(node.target)
+            ids[node] = ("graph", canonical(sub.graph, subst, skip) if sub is not None
+                         else node.target)
+        elif node.op == "output":
+            out.append(("out", _norm(node.args, ids, subst)))
+        else:
+            val = node.meta.get("val")
+            e = None if isinstance(val, Proxy) else expr_key(val, subst)
+            if node.op == "call_function" and is_size_fn(node) and isinstance(e, Expr):
+                ids[node] = e  # compared by value, as a literal size would be
+                continue
+            ids[node] = ("n", len(out))
+            if node.target is assert_sym:  # the check's condition (its text names sizes
+                out.append((node.op, node.target, _norm(node.args[:1], ids, subst)))
+                continue  # as each side printed them)
+            out.append((node.op, node.target, _norm(node.args, ids, subst),
+                        _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
+    return tuple(out)
+
+
+def contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
+    inputs = []
+    for inp in c.inputs:
+        if isinstance(inp, TensorInput):
+            dims = []
+            for d in inp.dims:
+                e = const(d.size) if isinstance(d.size, int) else d.size
+                dims.append(subs(e, subst) if subst else e)
+            inputs.append((inp.path, inp.dtype, inp.layout is not None, tuple(dims)))
+        else:
+            inputs.append((inp.path, "const", repr(inp.value)))
+    symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
+                           if s.name not in skip))
+    return tuple(inputs), symbols
+
+
+def residual_conditions(c: Contract, subst: dict) -> frozenset | None:
+    """The residual conditions with `subst` applied; None when one becomes False."""
+    out = set()
+    for cond in c.conditions:
+        e = subs(cond.cond, subst) if subst else cond.cond
+        if e.op == "const":
+            if not e.value:
+                return None
+            continue
+        out.add(e)
+    return frozenset(out)
+
+
+def signature_key(ep: ExportedProgram) -> tuple:
+    sig = ep.graph_signature
+    ins = tuple((s.kind, s.name, s.target, s.leaf) for s in sig.input_specs
+                if s.kind != "constant")
+    outs = tuple((s.kind, s.target) for s in sig.output_specs)
+    return ins, outs, ep.in_spec, ep.out_spec
+
+
+def same_constants(a: ExportedProgram, b: ExportedProgram) -> bool:
+    if a.constants.keys() != b.constants.keys():
+        return False
+    for k, t in a.constants.items():
+        u = b.constants[k]
+        if t.dtype != u.dtype or t.shape != u.shape or not torch.equal(t, u):
+            return False
+    return True
+
+
+def same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set) -> bool:
+    """Whether `g`'s graph computes what `h`'s does on `h`'s range (at `subst`), with the
+    same input contract there."""
+    if signature_key(g) != signature_key(h) or not same_constants(g, h):
+        return False
+    if contract_key(g.contract, subst, skip) != contract_key(h.contract, {}, skip):
+        return False
+    cg = residual_conditions(g.contract, subst)
+    if cg is None or cg != residual_conditions(h.contract, {}):
+        return False
+    return canonical(g.graph, subst) == canonical(h.graph, {})
