@@ -269,7 +269,9 @@ def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
     return tuple(out)
 
 
-def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
+def _contract_key(c: Contract, subst: dict, skip: set[str], backed_only: bool = False) -> tuple:
+    """What a side's input contract checks, with `subst` applied; `backed_only` leaves out
+    the data-dependent symbols (each branch of a dispatch computes its own)."""
     inputs = []
     for inp in c.inputs:
         if isinstance(inp, TensorInput):
@@ -281,7 +283,7 @@ def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
         else:
             inputs.append((inp.path, "const", repr(inp.value)))
     symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
-                           if s.name not in skip))
+                           if s.name not in skip and (s.backed or not backed_only)))
     return tuple(inputs), symbols
 
 
@@ -342,8 +344,9 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
         if sk[:1] + sk[2:] != key:
             raise _Unsplittable("the sides' signatures differ")
         subst = _point_subst(s, syms)
-        if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
-                _contract_key(s.ep.contract, {}, set(syms.values())):
+        skip = set(syms.values())
+        if _contract_key(ref.ep.contract, subst, skip, True) != \
+                _contract_key(s.ep.contract, {}, skip, True):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
