@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
-from safetrace.symbolic.canon import diff, eq, ge, subs
+from safetrace.symbolic.canon import diff, eq, subs
 from safetrace.symbolic.expr import Expr, add, const, neg, sym, terms
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
@@ -60,17 +60,13 @@ def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str
 
 def _as_the_example_has_it(env: Env, c: Expr, found: tuple[bool, str, str, bool]
                            ) -> tuple[bool, str, str, bool]:
-    """The size-oblivious answer, unless the input sizes decide the question: a
-    data-dependent size at most a size expression that is 0 (``y[y > 0]`` of an empty
-    ``y``) is 0, and the general answer is wrong there.  At an example where that bound is
-    0, asserting the general answer would refuse the example itself: the bound's emptiness
-    becomes a guard on the input sizes, under which the question is decided with nothing
-    asserted.  At an example where it is not, a bound of one size gets the guard that it
-    is >= 1, so that a named Dim is split at 0 (its empty side traced as eager runs it)
-    instead of refusing every empty input at run time.  A named Dim that cannot be split
-    is refused with the fix; no other input is narrowed silently (the assert refused
-    those inputs anyway)."""
-    bounds: dict[str, Expr] = {}
+    """The size-oblivious answer, unless the example contradicts it: a data-dependent size
+    at most a size expression that is 0 at the example (``y[y > 0]`` of an empty ``y``) is 0
+    there, so the example takes the other branch, and asserting the general answer would
+    refuse the example itself.  Then the bound's emptiness is a guard on the input sizes
+    (a named Dim is split there, or refused with the fix; no other input is narrowed
+    silently), under which the question is decided with nothing asserted."""
+    zeros: dict[str, Expr] = {}
     for f in env.linear:  # f >= 0
         for mono, k in dict(terms(f)).items():
             if k != -1 or len(mono) != 1 or mono[0].op != "sym":
@@ -81,37 +77,19 @@ def _as_the_example_has_it(env: Env, c: Expr, found: tuple[bool, str, str, bool]
                     or env.bounds(u).lo < 0:
                 continue
             bound = add(f, u)  # u <= bound
-            if bound.free_symbols and all(env.symbols[n].backed for n in bound.free_symbols):
-                bounds.setdefault(str(u.name), bound)
-    empty = {name: b for name, b in bounds.items() if env.hint(b) == 0}
-    if empty:
-        at_example = env.decide(subs(c, {name: 0 for name in empty}))
-        if at_example is not None and at_example != found[0]:
-            for name, bound in empty.items():
-                env.evaluate(eq(bound, 0))  # a guard: it holds at the example
-                env.add_fact(eq(sym(name), 0))
-            return (at_example, "decided by the example's sizes",
-                    f"every data-dependent size in `{c}` is bounded by input sizes that "
-                    f"are 0", False)
-    for name, bound in bounds.items():
-        factors = _size_factors(bound)
-        if name in empty or factors is None or env.decide(subs(c, {name: 0})) == found[0]:
-            continue
-        for size in factors:  # the bound is >= 1 where each of its sizes is
-            env.evaluate(ge(size, 1))  # a guard: it holds at the example
-    return found
-
-
-def _size_factors(bound: Expr) -> list[Expr] | None:
-    """The symbols of a bound that is a positive multiple of their product (an element
-    count, ``s0*s1``), else None."""
-    t = dict(terms(bound))
-    if len(t) != 1:
-        return None
-    ((mono, k),) = t.items()
-    if k <= 0 or not mono or any(f.op != "sym" for f in mono):
-        return None
-    return list(dict.fromkeys(mono))
+            if bound.free_symbols and all(env.symbols[n].backed for n in bound.free_symbols) \
+                    and env.hint(bound) == 0:
+                zeros.setdefault(str(u.name), bound)
+    if not zeros:
+        return found
+    at_example = subs(c, {name: 0 for name in zeros})
+    if at_example.op != "const" or bool(at_example.value) == found[0]:
+        return found
+    for name, bound in zeros.items():
+        env.evaluate(eq(bound, 0))  # a guard: it holds at the example
+        env.add_fact(eq(sym(name), 0))
+    return (bool(at_example.value), "decided by the example's sizes",
+            f"every data-dependent size in `{c}` is bounded by input sizes that are 0", False)
 
 
 def _site(origin: Any) -> tuple[str, str] | None:
