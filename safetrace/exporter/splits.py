@@ -269,9 +269,7 @@ def canonical(graph: torch.fx.Graph, subst: dict) -> tuple:
     return tuple(out)
 
 
-def _contract_key(c: Contract, subst: dict, skip: set[str], backed_only: bool = False) -> tuple:
-    """What a side's input contract checks, with `subst` applied; `backed_only` leaves out
-    the data-dependent symbols (each branch of a dispatch computes its own)."""
+def _contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
     inputs = []
     for inp in c.inputs:
         if isinstance(inp, TensorInput):
@@ -283,7 +281,7 @@ def _contract_key(c: Contract, subst: dict, skip: set[str], backed_only: bool = 
         else:
             inputs.append((inp.path, "const", repr(inp.value)))
     symbols = tuple(sorted((s.name, s.lo, s.hi, s.backed) for s in c.symbols
-                           if s.name not in skip and (s.backed or not backed_only)))
+                           if s.name not in skip))
     return tuple(inputs), symbols
 
 
@@ -344,9 +342,8 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
         if sk[:1] + sk[2:] != key:
             raise _Unsplittable("the sides' signatures differ")
         subst = _point_subst(s, syms)
-        skip = set(syms.values())
-        if _contract_key(ref.ep.contract, subst, skip, True) != \
-                _contract_key(s.ep.contract, {}, skip, True):
+        if _contract_key(ref.ep.contract, subst, set(syms.values())) != \
+                _contract_key(s.ep.contract, {}, set(syms.values())):
             raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}

@@ -25,8 +25,8 @@ import re
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
-from safetrace.symbolic.canon import diff, eq, subs
-from safetrace.symbolic.expr import Expr, add, const, neg, sym, terms
+from safetrace.symbolic.canon import diff
+from safetrace.symbolic.expr import add, const, neg, terms
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
 # how a result is computed; the answer names the traceable branch.
@@ -52,44 +52,7 @@ def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str
         for suffix, name, answer, why in STRATEGY_SWITCHES:
             if fn == name and path.replace("\\", "/").endswith(suffix):
                 return answer, "strategy switch", why, True
-    found = _size_test(env, q)
-    if found is not None:
-        return _as_the_example_has_it(env, q.expr, found)
-    return None
-
-
-def _as_the_example_has_it(env: Env, c: Expr, found: tuple[bool, str, str, bool]
-                           ) -> tuple[bool, str, str, bool]:
-    """The size-oblivious answer, unless the example contradicts it: a data-dependent size
-    at most a size expression that is 0 at the example (``y[y > 0]`` of an empty ``y``) is 0
-    there, so the example takes the other branch, and asserting the general answer would
-    refuse the example itself.  Then the bound's emptiness is a guard on the input sizes
-    (a named Dim is split there, or refused with the fix; no other input is narrowed
-    silently), under which the question is decided with nothing asserted."""
-    zeros: dict[str, Expr] = {}
-    for f in env.linear:  # f >= 0
-        for mono, k in dict(terms(f)).items():
-            if k != -1 or len(mono) != 1 or mono[0].op != "sym":
-                continue
-            u = mono[0]
-            info = env.symbols.get(str(u.name))
-            if u.name not in c.free_symbols or info is None or info.backed \
-                    or env.bounds(u).lo < 0:
-                continue
-            bound = add(f, u)  # u <= bound
-            if bound.free_symbols and all(env.symbols[n].backed for n in bound.free_symbols) \
-                    and env.hint(bound) == 0:
-                zeros.setdefault(str(u.name), bound)
-    if not zeros:
-        return found
-    at_example = subs(c, {name: 0 for name in zeros})
-    if at_example.op != "const" or bool(at_example.value) == found[0]:
-        return found
-    for name, bound in zeros.items():
-        env.evaluate(eq(bound, 0))  # a guard: it holds at the example
-        env.add_fact(eq(sym(name), 0))
-    return (bool(at_example.value), "decided by the example's sizes",
-            f"every data-dependent size in `{c}` is bounded by input sizes that are 0", False)
+    return _size_test(env, q)
 
 
 def _site(origin: Any) -> tuple[str, str] | None:
