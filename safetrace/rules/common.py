@@ -120,6 +120,8 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
                     return b
                 if _flexible(b) and b == 1:
                     return a
+                if isinstance(a, SymInt) and isinstance(b, SymInt) and not cond_true(a == b):
+                    return _either_broadcasts(a, b)
             if not (a == b):  # messages are built only on failure: printing sizes is costly
                 raise _mismatch(a, b, i, op)
             return a
@@ -151,6 +153,17 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     check(same, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
                     f"at non-singleton dimension {i}")
     return a
+
+
+def _either_broadcasts(a: SymInt, b: SymInt) -> Size:
+    """Two sizes that are both 1 at the example: each may broadcast against the other at
+    run time, so neither is tied to the other (unifying them would refuse a 1 against any
+    other size, which eager broadcasts).  The program needs `a == 1 or b == 1 or a == b`
+    (eager's own condition: a run-time check that refuses only what eager refuses), and the
+    result is `b` where a == 1, else `a`: exactly max(a, b) * min(a, b, 1) for sizes >= 0
+    (not max alone: 1 broadcast with 0 is 0)."""
+    bool((a == 1) | (b == 1) | (a == b))  # a guard (it holds at the example)
+    return decided_max(a, b) * decided_min(decided_min(a, b), 1)
 
 
 def _flexible(size: Size) -> bool:

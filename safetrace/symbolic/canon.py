@@ -332,3 +332,29 @@ def min_(*xs: ExprLike) -> Expr:
 def max_(*xs: ExprLike) -> Expr:
     """Symbolic ``max``."""
     return minmax("max", [to_expr(x) for x in xs])
+
+
+def indicator(c: Expr) -> Expr | None:
+    """``int(c)`` (1 where the int condition ``c`` holds, else 0) as an exact integer
+    expression of min/max, so ``int(a == b) + 1`` is a size without a guard; None for a
+    condition with no such form (a float comparison)."""
+    op = c.op
+    if op == "const":
+        return const(int(bool(c.value)))
+    if op in ("le", "lt", "ge"):  # d <= 0
+        return minmax("min", [minmax("max", [sub(ONE, diff(c)), const(0)]), ONE])
+    if op in ("eq", "ne"):
+        d = diff(c)
+        # |d| as max(d, 0) + max(-d, 0): each part's range starts at 0, so the prover
+        # sees the result is >= 0 (max(d, -d) would need a case split)
+        size = add(minmax("max", [d, const(0)]), minmax("max", [mul(const(-1), d), const(0)]))
+        differs = minmax("min", [size, ONE])
+        return differs if op == "ne" else sub(ONE, differs)
+    if op in ("and", "or", "not"):
+        parts = [indicator(a) for a in c.args]
+        if any(p is None for p in parts):
+            return None
+        if op == "not":
+            return sub(ONE, parts[0])  # type: ignore[arg-type]
+        return minmax("min" if op == "and" else "max", parts)  # type: ignore[arg-type]
+    return None

@@ -40,7 +40,8 @@ import torch
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.pybuiltins import ROUTED
 import safetrace.symbolic.floats as F
-from safetrace.symbolic import SymFloat, SymInt, make_float
+from safetrace.symbolic import SymBool, SymFloat, SymInt, make_float, make_int
+from safetrace.symbolic.canon import indicator
 
 _NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__",
           "min": "__safetrace_min__", "max": "__safetrace_max__", "len": "__safetrace_len__",
@@ -65,10 +66,17 @@ def _ours(x: Any) -> bool:
 
 
 def sym_int(*args: Any, **kwargs: Any) -> Any:
-    """``int(x)``: symbolic for a size or a float of sizes of the export in progress."""
-    if len(args) == 1 and not kwargs and _ours(args[0]):
+    """``int(x)``: symbolic for a size or a float of sizes of the export in progress, and
+    for a condition on sizes (``int(a == b)``: 1 or 0 as an exact integer expression, no
+    guard)."""
+    if len(args) == 1 and not kwargs:
         x = args[0]
-        return x if isinstance(x, SymInt) else x.__trunc__()
+        if _ours(x):
+            return x if isinstance(x, SymInt) else x.__trunc__()
+        if isinstance(x, SymBool) and x.env is ACTIVE.env and x.env is not None:
+            e = indicator(x.expr)
+            if e is not None:
+                return make_int(e, x.env)
     return int(*args, **kwargs)
 
 

@@ -171,3 +171,43 @@ def test_an_auto_size_one_broadcast_keeps_the_named_dim_free():
     ep = st.export(f, (torch.randn(2, 1), torch.randn(1)), dynamic_shapes=spec)
     with pytest.raises(st.errors.InputMismatchError, match=r"x.shape\[1\] = 3"):
         ep.module()(torch.randn(2, 3), torch.randn(3))
+
+
+def test_int_of_a_size_comparison_stays_symbolic():
+    """Fuzzer (seeds 5, 7): `int(x.shape[1] == len(y))` guarded the equality, which tied a
+    Dim.DYNAMIC size to a named Dim (both 4 at the example) and refused d0 = 1 with the
+    dynamic size at 4; it is now the exact 0/1 expression, with no condition at all."""
+    def f(x, y):
+        return (torch.ones(int(x.shape[1] == len(y)) + 1), torch.ones(int(len(x) < 3) + 2),
+                torch.ones(int(x.shape[1] != y.shape[1]) * 2))
+
+    spec = ({0: Dim("d0", max=4), 1: Dim.DYNAMIC}, {0: Dim("d0", max=4), 1: Dim("d1", max=16)})
+    ep = st.export(f, (torch.randn(4, 4), torch.randn(4, 4)), dynamic_shapes=spec)
+    assert ep.contract.conditions == ()
+    _same_as_eager(f, (torch.randn(4, 4), torch.randn(4, 4)), spec,
+                   [(torch.randn(a, b), torch.randn(a, c))
+                    for a, b, c in ((1, 4, 1), (0, 0, 3), (1, 1, 1), (2, 5, 5), (3, 0, 16))])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(5, 4), torch.randn(5, 4))
+
+
+def test_two_sizes_of_one_broadcast_either_way():
+    """Fuzzer (seed 5): x.shape[0] (named) and y.shape[3] (Dim.DYNAMIC) are both 1 at the
+    example; unifying them refused x of 2 rows against y's 1, which eager broadcasts.  The
+    result size is max(a, b) * min(a, b, 1) under eager's own condition (a == 1 or b == 1 or
+    a == b), checked at run time."""
+    def f(x, y):
+        v0 = y.clone()
+        v0.select(0, -1).fill_(2.0)
+        return torch.maximum(x, v0)
+
+    spec = ({0: Dim("d0")}, {0: Dim.DYNAMIC, 1: Dim("d1", min=1), 2: Dim.AUTO, 3: Dim.DYNAMIC})
+    example = (torch.randn(1), torch.randn(4, 1, 3, 1))
+    _same_as_eager(f, example, spec,
+                   [(torch.randn(a), torch.randn(4, b, 3, c))
+                    for a, b, c in ((2, 7, 1), (1, 7, 5), (0, 1, 1), (1, 1, 0), (3, 1, 3))])
+    ep = st.export(f, example, dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):   # eager raises there too
+        ep.module()(torch.randn(2), torch.randn(4, 1, 3, 3))
+    with pytest.raises(st.InputMismatchError):   # d1 >= 1
+        ep.module()(torch.randn(2), torch.randn(4, 0, 3, 1))
