@@ -44,8 +44,8 @@ def reduce_scatter_tensor(input: TensorMeta, reduce_op: str, group_size: int,
 
 def all_to_all_single(input: TensorMeta, output_split_sizes: Sequence[Any] | None,
                 input_split_sizes: Sequence[Any] | None, group_name: str) -> TensorMeta:
-    """all_to_all_single: dim 0 is the sum of the output split sizes (the input's own
-    dim 0 without them), the split sizes of the input summing to its dim 0."""
+    """all_to_all_single: dim 0 is the sum of the output split sizes (0 for an empty
+    list, as torch's meta kernel gives); the input's split sizes sum to its dim 0."""
     op = "_c10d_functional.all_to_all_single"
     check(input.ndim >= 1, op, "all_to_all_single needs a tensor with at least one dim")
     if input_split_sizes is not None and len(input_split_sizes):
@@ -54,9 +54,9 @@ def all_to_all_single(input: TensorMeta, output_split_sizes: Sequence[Any] | Non
             total = total + s
         check(total == input.shape[0], op, f"the input split sizes sum to {total}, not to "
                                            f"the input's dim 0 ({input.shape[0]})")
-    if output_split_sizes is None or not len(output_split_sizes):
+    if output_split_sizes is None:
         return input.like()
-    out: Any = 0
+    out: Any = 0  # (an empty list: dim 0 is 0, as torch's meta kernel gives)
     for s in output_split_sizes:
         out = out + s
     return input.like((out,) + tuple(input.shape[1:]))
