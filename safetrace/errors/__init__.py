@@ -31,6 +31,7 @@ the assertion nodes in the graph (conditions on values computed from data).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
@@ -262,6 +263,47 @@ class DeclaredSpaceViolation(ConstraintViolationError):
     def render(self) -> str:
         fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
         return f"{self.cause}{fix}\n{self.see()}"
+
+    @property
+    def msg(self) -> str:
+        """The message with its fixes also in torch.export's form (``Suggested fixes:``,
+        one ``name = ...`` per Dim), as torch's ``UserError.msg``: what
+        ``torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg,
+        dynamic_shapes)`` reads, for a spec written with torch's own Dims."""
+        fixes = dict(self.details["dim_fixes"])
+        for p in self.problems:  # a dim made static: its place's fix, under its Dim's name
+            m = _PLACE.match(p.dim)
+            value = m and self.details["fixes"].get((m.group(1), int(m.group(2))))
+            if m and type(value) is int and m.group(3) not in fixes:
+                fixes[m.group(3)] = value
+        lines = [_torch_fix(name, new) for name, new in fixes.items()]
+        lines = [line for line in lines if line is not None]
+        if not lines:
+            return self.render()
+        return self.render() + "\n\nSuggested fixes:\n" + "\n".join(f"  {x}" for x in lines)
+
+
+_PLACE = re.compile(r"^(.*)\.shape\[(\d+)\] \(Dim\('(\w+)'")
+
+
+def _torch_fix(name: str, new: Any) -> str | None:
+    """One fix in torch.export's suggested-fixes syntax (None: one it cannot express)."""
+    if isinstance(new, bool):
+        return None
+    if isinstance(new, int):
+        return f"{name} = {new}"
+    root = getattr(new, "root", None)
+    if root is not None:  # a derived dim: coef * root + offset
+        coef, offset = getattr(new, "coef", 1), getattr(new, "offset", 0)
+        term = root.name if coef == 1 else f"{coef}*{root.name}"
+        return f"{name} = {term}" + (f" + {offset}" if offset > 0 else
+                                      f" - {-offset}" if offset < 0 else "")
+    lo, hi = getattr(new, "min", None), getattr(new, "max", None)
+    if lo is None and hi is None:
+        return None
+    bounds = "".join([f", min={lo}" if isinstance(lo, int) and lo > 0 else "",
+                      f", max={hi}" if isinstance(hi, int) else ""])
+    return f"{name} = Dim('{getattr(new, 'name', name)}'{bounds})"
 
 
 def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,

@@ -388,3 +388,41 @@ def test_int_wrappers_keyed_in_a_shapes_collection() -> None:
         ours.module()(x, 5, 8)
     with pytest.raises(st.InputMismatchError):  # outside the range torch's program declares
         ours.module()(x, -2, 7)
+
+
+class _NeedsMin(nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] > 2:
+            return x[2:] + y
+        return x
+
+
+class _Static(nn.Module):
+    def forward(self, x, w):
+        return x.reshape(2, 2) @ w[: x.shape[0] // 2]
+
+
+def test_torchs_refine_from_suggested_fixes_reads_our_error() -> None:
+    """torch's refine_dynamic_shapes_from_suggested_fixes(exc.msg, spec) loop works on our
+    DeclaredSpaceViolation (a narrowed range, a relation, a specialization), and the
+    refined spec exports a program that matches eager and refuses outside it."""
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    cases = [(_NeedsMin(), (torch.randn(5), torch.randn(3)),
+              {"x": {0: Dim("dx", max=64)}, "y": {0: Dim("dy", max=64)}},
+              [(torch.randn(3), torch.randn(1)), (torch.randn(9), torch.randn(7))],
+              (torch.randn(2), torch.randn(0))),
+             (_Static(), (torch.randn(4), torch.randn(6, 3)),
+              {"x": {0: Dim("sx", max=64)}, "w": {0: Dim("sw", min=2, max=40)}},
+              [(torch.randn(4), torch.randn(2, 3)), (torch.randn(4), torch.randn(40, 3))],
+              (torch.randn(6), torch.randn(6, 3)))]
+    for model, args, spec, inside, outside in cases:
+        with pytest.raises(st.ConstraintViolationError) as info:
+            st.export(model, args, dynamic_shapes=spec)
+        assert "Suggested fixes:" in info.value.msg
+        refined = refine_dynamic_shapes_from_suggested_fixes(info.value.msg, spec)
+        m = st.export(model, args, dynamic_shapes=refined).to_torch().module()
+        for inp in inside:
+            torch.testing.assert_close(m(*inp), model(*inp))
+        with pytest.raises(Exception):
+            m(*outside)
