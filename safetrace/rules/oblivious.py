@@ -8,6 +8,11 @@ here instead, soundly:
   size >= 2 and differs only at 0 or 1 (emptiness and singleton tests).  It is answered as
   for a general size, and the answer is asserted at run time: the other branch was never
   traced, so data that takes it is rejected with a clear error, never computed wrongly.
+- *the condition of a Python ``assert``* (``assert n > 0`` on a size or value read from
+  data): answered so that the statement passes, and asserted at run time, where eager
+  raises AssertionError (torch.export keeps such asserts as run-time checks too).  Found
+  from the asking frame's bytecode: the jump whose fall-through or target is
+  ``LOAD_ASSERTION_ERROR``; a condition of an ``or`` (another operand may pass) is not.
 - *strategy switches* listed in ``STRATEGY_SWITCHES``: library code that picks between two
   implementations by input size (torchvision's ``batched_nms``), one of which cannot be
   traced (a loop over data).  The traceable one is taken and its condition asserted: the
@@ -21,7 +26,10 @@ themselves (``rules.common.check`` / ``open_question`` / ``settle``).
 
 from __future__ import annotations
 
+import dis
+import os
 import re
+import sys
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
@@ -46,6 +54,10 @@ _GENERAL = (2, 3, 7, 64, 4097, 10 ** 9)
 
 def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
     """(answer, kind, why, asserted) for a question this module settles, else None."""
+    passing = _assert_statement()
+    if passing is not None:
+        answer, where = passing
+        return answer, "assert", f"the assert statement at {where}", True
     site = _site(q.origin)
     if site is not None:
         path, fn = site
@@ -53,6 +65,63 @@ def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str
             if fn == name and path.replace("\\", "/").endswith(suffix):
                 return answer, "strategy switch", why, True
     return _size_test(env, q)
+
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# code object -> {offset of a conditional jump: the answer that passes an assert}
+_ASSERT_JUMPS: dict[Any, dict[int, bool]] = {}
+
+
+def _assert_statement() -> tuple[bool, str] | None:
+    """(the answer that lets it pass, file:line) when the question is being asked by the
+    conditional jump of a Python ``assert`` statement in the first frame outside
+    safetrace; else None."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_OURS):
+        f = f.f_back
+    if f is None:
+        return None
+    jumps = _ASSERT_JUMPS.get(f.f_code)
+    if jumps is None:
+        if len(_ASSERT_JUMPS) > 10_000:
+            _ASSERT_JUMPS.clear()
+        jumps = _ASSERT_JUMPS[f.f_code] = _assert_jumps(f.f_code)
+    answer = jumps.get(f.f_lasti)
+    return None if answer is None else (answer, f"{f.f_code.co_filename}:{f.f_lineno}")
+
+
+def _assert_jumps(code: Any) -> dict[int, bool]:
+    """The conditional jumps of `code` that decide an assert: falling through into
+    ``raise AssertionError`` (``assert c``: pass when the jump is taken) or jumping to it
+    (``assert a and b``: pass when it is not)."""
+    ins = [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+    at = {i.offset: i for i in ins}
+    out: dict[int, bool] = {}
+    for k, (i, nxt) in enumerate(zip(ins, ins[1:])):
+        name = i.opname
+        if "JUMP" not in name or not ("IF_TRUE" in name or "IF_FALSE" in name) or \
+                "NONE" in name or "OR_POP" in name:
+            continue
+        when = "IF_TRUE" in name  # the truth value that takes the jump
+        target = at.get(i.argval)
+        if nxt.opname == "LOAD_ASSERTION_ERROR":
+            passing = when
+        elif target is not None and target.opname == "LOAD_ASSERTION_ERROR":
+            passing = not when
+        else:
+            continue
+        out[i.offset] = passing
+        # a comparison that decides its value itself (``n == 7`` gives a bool) is asked
+        # at its own instruction, right before the jump (or before a ``not`` of it)
+        before = ins[k - 1] if k >= 1 else None
+        if before is not None and before.opname == "UNARY_NOT" and k >= 2:
+            before, passing = ins[k - 2], not passing
+        if before is not None and before.opname in _COMPARES:
+            out[before.offset] = passing
+    return out
+
+
+_COMPARES = frozenset(("COMPARE_OP", "IS_OP", "CONTAINS_OP"))
 
 
 def _site(origin: Any) -> tuple[str, str] | None:

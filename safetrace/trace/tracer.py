@@ -123,7 +123,8 @@ class Tracer(TorchFunctionMode):
     def _assert_settled(self, item: Any) -> None:
         """A size-oblivious answer the excluded values would contradict: a run-time
         assertion, placed before the op that asked (once its sizes have graph nodes)."""
-        msg = f"the program was traced for it (size-oblivious: {item.why})"
+        msg = (f"as {item.why}" if item.kind == "assert" else
+               f"the program was traced for it (size-oblivious: {item.why})")
         origin = item.origin if isinstance(item.origin, str) else ""
         if not self.recording:  # inside a custom op's fake: after the op
             self.pending_checks.append((item.cond, msg, origin))

@@ -426,3 +426,53 @@ def test_torchs_refine_from_suggested_fixes_reads_our_error() -> None:
             torch.testing.assert_close(m(*inp), model(*inp))
         with pytest.raises(Exception):
             m(*outside)
+
+
+# (compiled here, not in this module: pytest rewrites the assert statements of test
+# modules into if/raise, and these must stay Python asserts as a user's model has them)
+_ASSERT_MODELS = """
+import torch
+from torch import nn
+
+
+class AssertsOnData(nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        assert n >= 1, "no positives"
+        assert n <= 60 and not (n == 7)
+        return torch.ones(n) * x.sum()
+
+
+class AssertsEither(nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        assert n == 3 or n == 5  # an `or`: another operand may pass, not assumed
+        return torch.ones(n)
+"""
+
+
+def _assert_models() -> dict:
+    scope: dict = {}
+    exec(compile(_ASSERT_MODELS, "<assert models>", "exec"), scope)
+    return scope
+
+
+def test_python_assert_on_a_value_read_from_data_is_checked_at_run_time() -> None:
+    """``assert n >= 1`` on a value read from data: traced as passing and checked at run
+    time (eager raises AssertionError there; torch.export keeps a run-time assert too)."""
+    models = _assert_models()
+    model = models["AssertsOnData"]()
+    x = torch.tensor([1.0, -2.0, 3.0])
+    spec = ({0: Dim("b", max=64)},)
+    m = st.export(model, (x,), dynamic_shapes=spec).module()
+    for inp in (torch.tensor([5.0]), torch.tensor([1.0, 2.0, 3.0, -1.0, 4.0])):
+        torch.testing.assert_close(m(inp), model(inp))
+    for bad in (torch.tensor([-1.0, -2.0]), torch.tensor([]), torch.ones(7)):
+        with pytest.raises(AssertionError):
+            model(bad)
+        with pytest.raises(st.RuntimeAssertionError, match="assert statement"):
+            m(bad)
+    with pytest.raises(st.InputMismatchError):
+        m(torch.ones(65))
+    with pytest.raises(st.DataDependentError):
+        st.export(models["AssertsEither"](), (x,), dynamic_shapes=spec)
