@@ -10,6 +10,8 @@ node's value, compared with ours like every other node's.
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
 import torch
@@ -63,9 +65,6 @@ def quiet_symbol_logs(shape_env: Any) -> None:
     """`shape_env` logs each data-dependent symbol it creates only when someone listens:
     torch's log line walks the Python stack first (~3 ms a symbol; a conversion creates one
     per ``.item()``, ``nonzero`` and control-flow output)."""
-    import logging
-    import os
-
     from torch.fx.experimental import symbolic_shapes
 
     loud = shape_env._log_create_unbacked_symbol

@@ -171,8 +171,9 @@ def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool
     sizes = " or ".join(f"{size} == {v}" for v in excluded)
     if env.flipped and str(env.simplify(c if answer else not_(c))) in env.flipped:
         # the other side's retrace (exporter/splits.py): same graph, the check is dropped
-        return (not answer, "size test, other side", f"`{c}` answered {not answer} (the other side of a "
-                f"size test, traced to compare with the general side)", True)
+        return (not answer, "size test, other side",
+                f"`{c}` answered {not answer} (the other side of a size test, traced to "
+                f"compare with the general side)", True)
     why = (f"`{c}` answered {answer} as for every size >= 2; data with {sizes} would take "
            f"the other branch, which was not traced")
     return answer, "size test", why, True

@@ -127,17 +127,24 @@ def test_a_helper_stored_on_the_model_after_an_export_is_rewritten() -> None:
            lambda k: int(math.sqrt(k)))
 
 
-class _Holds(torch.nn.Module):
-    """A forward that signals `entered`, waits for `go`, then routes through what a
-    session installs (len/max of a size, torch._check, torch.cond, broadcast_shapes)."""
+class _Gated(torch.nn.Module):
+    """A forward that signals `entered` and waits for `go` (``self.gate()``) before it goes on."""
 
     def __init__(self, entered, go) -> None:
         super().__init__()
         self.entered, self.go = entered, go
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def gate(self) -> None:
         self.entered.set()
         assert self.go.wait(timeout=120)
+
+
+class _Holds(_Gated):
+    """Then routes through what a session installs (len/max of a size, torch._check,
+    torch.cond, broadcast_shapes)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.gate()
         k = max(1, len(x) - 1)
         torch._check(x.shape[0] >= 1)
         shape = torch.broadcast_shapes(x.shape, (1, 3))
@@ -256,16 +263,11 @@ def test_a_builtin_shadowed_in_the_module_after_an_export_is_the_users_again() -
         torch.testing.assert_close(ep2.module()(x), x[: n - 1])
 
 
-class _ReadsSeed(torch.nn.Module):
-    """Waits for `go`, then reads the generator's seed (refused while exporting)."""
-
-    def __init__(self, entered, go) -> None:
-        super().__init__()
-        self.entered, self.go = entered, go
+class _ReadsSeed(_Gated):
+    """Then reads the generator's seed (refused while exporting)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.entered.set()
-        assert self.go.wait(timeout=120)
+        self.gate()
         return x * torch.initial_seed()
 
 
