@@ -113,14 +113,14 @@ def value_recipe(op: Any, args: tuple, kwargs: dict, result: Proxy,
     (``read_value``): ``(op, args)``, or None where it is not such a sum or product.
     ``data(t)`` is the graph value of a real tensor the program reads (a buffer), or None."""
     meta = result.st_meta
-    if meta.shape != () or not _integral(meta.dtype) or VALUE_OPS.get(op) is None or \
+    if meta.shape != () or not integral(meta.dtype) or VALUE_OPS.get(op) is None or \
             kwargs.get("alpha", 1) != 1:
         return None
     args = tuple(_data_or(data, a) for a in args)
     for a in args:
         if isinstance(a, Proxy):
             m = a.st_meta
-            if m.shape != () or not _integral(m.dtype):
+            if m.shape != () or not integral(m.dtype):
                 return None
         elif isinstance(a, torch.Tensor) or isinstance(a, bool) or \
                 not (isinstance(a, int) or hasattr(a, "expr")):
@@ -156,7 +156,8 @@ def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
     return VALUE_OPS[op](vals)
 
 
-def _integral(dtype: torch.dtype) -> bool:
+def integral(dtype: torch.dtype) -> bool:
+    """Integer dtypes; not bool (eager's size arguments refuse a bool tensor)."""
     return not (dtype.is_floating_point or dtype.is_complex or dtype is torch.bool)
 
 

@@ -20,7 +20,7 @@ from safetrace.trace.handlers.data import data_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
-from safetrace.trace.values import program_data, read_value
+from safetrace.trace.values import integral, program_data, read_value
 from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
@@ -40,7 +40,7 @@ def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
             return real(func, args, kwargs)  # a constant: its value (eager's errors too)
         args = (x, *args[1:])
     meta = x.st_meta
-    if x.st_value is not None or not _integral(meta.dtype) or \
+    if x.st_value is not None or not integral(meta.dtype) or \
             not all(isinstance(s, int) and s == 1 for s in meta.shape):
         return _REFUSE(tr, func, args, kwargs)  # known value, or refused as eager would be
     return read_int(tr, x)
@@ -59,8 +59,3 @@ def read_int(tr: Recorder, x: Proxy) -> Any:
         value = tr.redispatch(T.item, (x,), {})
     setattr(x, "st_index_value", (ACTIVE.data_epoch, value))  # (a proxy's own note)
     return value
-
-
-def _integral(dtype: torch.dtype) -> bool:
-    """Integer dtypes; not bool (eager's size arguments refuse a bool tensor)."""
-    return not (dtype.is_floating_point or dtype.is_complex or dtype is torch.bool)
