@@ -22,6 +22,7 @@ from safetrace.errors import UnsupportedOpError
 from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
+from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.hops import submodules
 
@@ -260,17 +261,8 @@ def _functional(node: torch.fx.Node, groups: dict, order: dict) -> Any:
     target = node.target
     if not isinstance(target, torch._ops.OpOverload) or not target._schema.is_mutable:
         return None
-    first = target._schema.arguments[0] if target._schema.arguments else None
-    if first is None or first.alias_info is None or not first.alias_info.is_write or \
-            any(a.alias_info is not None and a.alias_info.is_write
-                for a in target._schema.arguments[1:]):
-        return None
-    name = target._opname
-    if not name.endswith("_") or name.startswith("_"):
-        return None
-    packet = getattr(torch.ops.aten, name[:-1], None)
-    functional = getattr(packet, target._overloadname, None) if packet is not None else None
-    if functional is None or functional._schema.is_mutable:
+    functional = functional_of(target)
+    if functional is None:
         return None
     written = node.args[0] if node.args else None
     if not isinstance(written, torch.fx.Node) or written.op != "call_function":

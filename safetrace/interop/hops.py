@@ -129,7 +129,7 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
         if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload) or \
                 not t._schema.is_mutable:
             continue
-        functional = _functional_of(t)
+        functional = functional_of(t)
         base = node.args[0] if node.args else None
         if functional is None or not isinstance(base, torch.fx.Node):
             return False
@@ -159,8 +159,9 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
     return True
 
 
-def _functional_of(op: torch._ops.OpOverload) -> Any:
-    """``aten.add_.Tensor`` -> ``aten.add.Tensor`` (writing its first argument only)."""
+def functional_of(op: torch._ops.OpOverload) -> Any:
+    """``aten.add_.Tensor`` -> ``aten.add.Tensor``: the functional overload of an in-place
+    aten operator that writes its first argument only; else None."""
     args = op._schema.arguments
     if not args or args[0].alias_info is None or not args[0].alias_info.is_write or any(
             a.alias_info is not None and a.alias_info.is_write for a in args[1:]):
