@@ -56,17 +56,21 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     path = str(torch._inductor.aoti_compile_and_package(
         tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
     if verify:
-        verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor")
+        devices = [getattr(t, "device", None) for t in pytree.tree_leaves(tep.example_inputs)]
+        verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor",
+                       devices=devices)
     return path
 
 
-def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3) -> int:
-    """Call `runner` and ``ep.module()`` on inputs at other sizes inside the declared space;
+def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3,
+                   devices: list | None = None) -> int:
+    """Call `runner` and ``ep.module()`` on inputs at other sizes inside the declared space
+    (each input leaf on ``devices[i]`` where given: a CUDA package takes CUDA inputs);
     raise ``CompiledSpecialized`` on a different output.  Returns how many sizes were run."""
     ran = 0
     module = copy.deepcopy(ep.module())  # the program's own state stays as it is
     for binding in _other_bindings(ep)[:tries]:
-        args, kwargs = _inputs_at(ep, binding)
+        args, kwargs = _inputs_at(ep, binding, devices)
         try:
             ep.check_inputs(args, kwargs)
         except Exception:  # noqa: BLE001 - a binding the contract refuses: try another
@@ -135,9 +139,10 @@ def _other_bindings(ep: Any) -> list[dict[str, int]]:
     return out
 
 
-def _inputs_at(ep: Any, binding: dict[str, int]) -> tuple[tuple, dict]:
+def _inputs_at(ep: Any, binding: dict[str, int],
+               devices: list | None = None) -> tuple[tuple, dict]:
     leaves = []
-    for inp in ep.contract.inputs:
+    for i, inp in enumerate(ep.contract.inputs):
         if not isinstance(inp, TensorInput):
             leaves.append(inp.value)
             continue
@@ -149,6 +154,8 @@ def _inputs_at(ep: Any, binding: dict[str, int]) -> tuple[tuple, dict]:
             leaves.append(torch.rand(shape) > 0.5)
         else:  # zeros: a valid index into anything non-empty
             leaves.append(torch.zeros(shape, dtype=inp.dtype))
+        if devices is not None and devices[i] is not None:
+            leaves[-1] = leaves[-1].to(devices[i])
     args, kwargs = pytree.tree_unflatten(leaves, ep.in_spec)
     return tuple(args), dict(kwargs)
 

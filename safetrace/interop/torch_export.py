@@ -546,6 +546,12 @@ class _Converter:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
         guard function from their structure."""
         leaves = self.emitter.stand_ins()
+        for leaf, ph in self.emitter.placeholders.items():
+            # on the device the program runs on: AOTInductor compares each example with
+            # its placeholder's fake value (a CUDA program with CPU examples is refused)
+            val = ph.meta.get("val")
+            if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor):
+                leaves[leaf] = leaves[leaf].to(val.device)
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
 

@@ -171,3 +171,20 @@ def test_strict_refuses_what_torch_assumed_inside_kernels():
     assert any("torch's shape propagation assumed" in str(w.message) for w in seen)
     with pytest.raises(st.ConversionError, match="strict"):
         ep.to_torch(strict=True)
+
+
+def test_example_inputs_are_on_the_programs_device():
+    """AOTInductor compares each example input with its placeholder's fake value: a
+    program traced on another device (CUDA; here meta stands in) must keep its examples
+    there, else ``aoti_compile_and_package`` refuses it (found on an H200, 2026-12-04)."""
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return x.sin() + y.sum()
+
+    ep = st.export(M(), (torch.randn(3, 4, device="meta"), torch.randn(2)),
+                   dynamic_shapes=({0: st.Dim("b")}, None))
+    tep = ep.to_torch()
+    args, _ = tep.example_inputs
+    assert [a.device.type for a in args] == ["meta", "cpu"]
+    vals = [n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"]
+    assert [v.device.type for v in vals[-2:]] == ["meta", "cpu"]
