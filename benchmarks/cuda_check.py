@@ -135,7 +135,20 @@ def run(name: str, dev: str, aoti: bool) -> None:
                 warnings.simplefilter("ignore")
                 path = st.to_aoti(held["ep"], f"/tmp/{name}.pt2")
             runner = torch._inductor.aoti_load_package(path)
-            return compare(runner, held["model"], case, dev)
+            problems = [compare(runner, held["model"], case, dev)]
+            # the contract's edges: the package refuses what the program refuses
+            from tests.interop.harness import edge_inputs, outcome
+            module = copy.deepcopy(held["ep"].module())
+            edges = [to_dev(e, dev) for e in edge_inputs(held["ep"])]
+            differ = 0
+            for args, kwargs in edges:
+                with torch.no_grad():
+                    a, _ = outcome(module, args, kwargs)
+                    b, _ = outcome(runner, args, kwargs)
+                differ += a != b
+            if differ:
+                problems.append(f"{differ}/{len(edges)} edge inputs decided differently")
+            return "; ".join(p for p in problems if p)
 
         step(name, "dev-aoti", dev_aoti)
 
