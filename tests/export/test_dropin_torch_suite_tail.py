@@ -50,3 +50,45 @@ def test_fx_tracing_flags_read_as_under_torch_export(model, traced) -> None:
     assert not torch.fx._symbolic_trace.is_fx_tracing()
     x, y = torch.randn(2), torch.randn(2)
     same(model()(x, y), x * y)
+
+
+# -- a preserved call whose inputs carry a size only as a derived dim (test_dedup_sym_size)
+class FirstHalf(nn.Module):
+    def forward(self, x, y):
+        return y[: x.size(0) // 2]
+
+
+class HalvesTwice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m1, self.m2 = FirstHalf(), FirstHalf()
+
+    def forward(self, x, y):
+        d = x.size(0) // 2
+        return y[:d] * 3 + self.m1(x, y) + self.m2(x, y)
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["2*d", "2*d+1"])
+def test_preserved_call_recovers_a_root_from_a_derived_size(offset: int) -> None:
+    d = Dim("d", min=1, max=64)
+    spec = ((2 * d + offset,), (2 * d + offset,))
+    args = (torch.ones(10 + offset), torch.ones(10 + offset))
+    keep = ("m1",)
+    ref = torch.export.export(HalvesTwice(), args, dynamic_shapes=spec,
+                              preserve_module_call_signature=keep)
+    ours = st.export(HalvesTwice(), args, dynamic_shapes=spec,
+                     preserve_module_call_signature=keep)
+    conv = ours.to_torch()
+    model = HalvesTwice()
+    for prog, sizes in ((conv, (1, 2, 7, 64)), (ref, (2, 7, 64))):  # (torch's: d >= 2)
+        flat = torch.export.unflatten(prog)
+        for n in sizes:
+            inp = (torch.randn(2 * n + offset), torch.randn(2 * n + offset))
+            same(flat(*inp), model(*inp))
+            same(prog.module()(*inp), model(*inp))
+            same(flat.m1(*inp), model.m1(*inp))  # the preserved module runs on its own
+    bad = (torch.randn(5 - offset), torch.randn(5 - offset))  # not of the form 2*d + offset
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(*bad)
+    with pytest.raises(Exception):
+        torch.export.unflatten(conv)(*bad)
