@@ -326,7 +326,7 @@ class _Converter:
             kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = self.graph.call_function(target, args, kwargs)
         new.name = self.graph._graph_namespace.create_name(node.name, new)
-        for k in ("stack_trace", "source_fn_stack", "torch_fn"):
+        for k in ("stack_trace", "source_fn_stack", "torch_fn", "custom"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
         if self.stacks.get(node):

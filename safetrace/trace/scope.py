@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch.fx.traceback as fx_traceback
 from torch.fx import Graph, Node
 
 from safetrace.trace.graph import FAST_NODES, unique_name
@@ -61,6 +62,9 @@ class Scope:
             by_target[node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace
+        custom = fx_traceback.current_meta.get("custom")
+        if custom:  # the user's torch.fx.traceback.annotate({...}) regions, as torch keeps
+            node.meta["custom"] = dict(custom)
         if self.first_op is None:
             self.first_op = node
         return node

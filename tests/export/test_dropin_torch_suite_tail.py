@@ -92,3 +92,44 @@ def test_preserved_call_recovers_a_root_from_a_derived_size(offset: int) -> None
         ours.module()(*bad)
     with pytest.raises(Exception):
         torch.export.unflatten(conv)(*bad)
+
+
+# -- torch.fx.traceback.annotate regions land in node.meta["custom"] (test_preserve_annotation)
+class Annotated(nn.Module):
+    def forward(self, x):
+        import torch.fx.traceback as fx_traceback
+
+        with fx_traceback.annotate({"pp_stage": 0}):
+            with fx_traceback.annotate({"bucket": 0}):
+                x = x + 1
+            x = x - 2
+            with fx_traceback.annotate({"stream": 2, "bucket": 1}):
+                x = x * 2
+        return x / 3
+
+
+def test_annotate_regions_reach_node_custom_meta() -> None:
+    import torch.fx.traceback as fx_traceback
+
+    want = {torch.ops.aten.add.Tensor: {"pp_stage": 0, "bucket": 0},
+            torch.ops.aten.sub.Tensor: {"pp_stage": 0},
+            torch.ops.aten.mul.Tensor: {"pp_stage": 0, "stream": 2, "bucket": 1}}
+    x = torch.randn(10)
+    spec = ({0: Dim("n")},)
+    with fx_traceback.preserve_node_meta():
+        ref = torch.export.export(Annotated(), (x,), dynamic_shapes=spec)
+        ours = st.export(Annotated(), (x,), dynamic_shapes=spec)
+    conv = ours.to_torch()
+    for prog in (ours, conv, conv.run_decompositions({}), ref):
+        seen = {}
+        for node in prog.graph.nodes:
+            if node.target in want:
+                custom = node.meta["custom"]  # (torch adds keys of its own)
+                seen[node.target] = {k: custom[k] for k in want[node.target]}
+            elif node.target is torch.ops.aten.div.Tensor and prog is not ref:
+                assert "custom" not in node.meta  # outside every region
+        assert seen == want
+        for n in (0, 1, 7):
+            y = torch.randn(n)
+            same(prog.module()(y), Annotated()(y))
+    assert "custom" not in fx_traceback.current_meta  # the regions closed
