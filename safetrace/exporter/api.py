@@ -18,6 +18,7 @@ from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.snapshot import ModuleGuard
+from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -133,7 +134,8 @@ class Exporter:
             try:
                 with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
                         module_stack(self.model, tracer, self.preserve, self.walk) as tree:
-                    out = self.fn(*targs, **tkwargs)
+                    out = forward_of(self.model, self.fn)(*targs, **tkwargs)
+                    _drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
                     out = _pin_pieces(out)
@@ -556,3 +558,10 @@ class _Scalar:
 
     def __init__(self, value: int) -> None:
         self.shape = (value,)
+
+
+def _drop_replayed_checks(tracer: Tracer) -> None:
+    """The identity permutes a re-exported program's own input checks read, now unread."""
+    for node in tracer.replayed_checks:
+        if not node.users and node.graph is not None:
+            node.graph.erase_node(node)

@@ -71,7 +71,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         if fqn:
             paths[fqn] = None
     found.modules = list(paths)
-    found.root_type = _type_name(model)
+    found.root_type = _recorded_root(model) or _type_name(model)
     # id(submodule) -> (its path, its key in nn_module_stack, its type's name): made on
     # its first call
     infos: dict[int, tuple[str, str, str]] = {}
@@ -176,3 +176,15 @@ def _value(tracer: Recorder, v: Any, what: str) -> tuple[str, Any]:
     elif v is None or isinstance(v, (int, float, bool, str, torch.dtype, torch.device)):
         return ("const", v)
     raise E.preserved_value(what, type(v).__name__, what.split(" ")[0].split("@")[0])
+
+
+def _recorded_root(model: Any) -> str | None:
+    """The root class a GraphModule's nodes record (an exported program's module exported
+    again: its nodes' stacks start at the original class, which torch keeps)."""
+    if not isinstance(model, torch.fx.GraphModule):
+        return None
+    for node in model.graph.nodes:
+        for fqn, type_name in (node.meta.get("nn_module_stack") or {}).values():
+            if fqn == "":
+                return type_name
+    return None

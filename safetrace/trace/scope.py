@@ -62,10 +62,25 @@ class Scope:
             by_target[node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace
-        custom = fx_traceback.current_meta.get("custom")
-        if custom:  # the user's torch.fx.traceback.annotate({...}) regions, as torch keeps
-            node.meta["custom"] = dict(custom)
+        replayed = fx_traceback.current_meta
+        if replayed:  # (empty unless annotated or replaying a graph: a dict's truth test)
+            _keep_recorded(node.meta, replayed)
         if self.first_op is None:
             self.first_op = node
         return node
 
+
+def _keep_recorded(meta: dict, replayed: dict) -> None:
+    """What torch's fx metadata context holds for the op being recorded: the user's
+    ``torch.fx.traceback.annotate({...})`` regions (``custom``), and while a GraphModule is
+    replayed node by node (an exported program's module exported again), the replayed
+    node's own ``stack_trace`` and ``nn_module_stack``, as torch.export keeps them."""
+    custom = replayed.get("custom")
+    if custom:
+        meta["custom"] = dict(custom)
+    trace = replayed.get("stack_trace")
+    if trace:
+        meta["stack_trace"] = trace
+    stack = replayed.get("nn_module_stack")
+    if stack:
+        meta["nn_module_stack"] = dict(stack)

@@ -133,3 +133,71 @@ def test_annotate_regions_reach_node_custom_meta() -> None:
             y = torch.randn(n)
             same(prog.module()(y), Annotated()(y))
     assert "custom" not in fx_traceback.current_meta  # the regions closed
+
+
+# -- a GraphModule exported again keeps each node's recorded metadata ---------------------
+# (torch's test_nested_retrace, test_nonstrict_retrace_preserves_metadata,
+# test_stack_trace_make_fx)
+class Inner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+class Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x):
+        y = self.inner(x)
+        y *= 2.0
+        return y + x
+
+
+def _op_meta(prog: Any) -> list:
+    """(target, stack_trace, nn_module_stack values) of each op of the model's code."""
+    ops = (torch.ops.aten.linear.default, torch.ops.aten.mul_.Tensor, torch.ops.aten.add.Tensor)
+    return [(n.target, n.meta.get("stack_trace"),
+             list((n.meta.get("nn_module_stack") or {}).values()))
+            for n in prog.graph.nodes if n.target in ops]
+
+
+@pytest.mark.parametrize("spec", [None, ({0: Dim("n", max=32)},)], ids=["static", "dim"])
+def test_re_exported_program_module_keeps_recorded_metadata(spec) -> None:
+    x = torch.randn(5, 4)
+    model = Outer()
+    first = st.export(model, (x,), dynamic_shapes=spec).to_torch()
+    again = {"ours": st.export(first.module(), (x,), dynamic_shapes=spec).to_torch(),
+             "torch": torch.export.export(first.module(), (x,), dynamic_shapes=spec)}
+    want = _op_meta(first)
+    assert any("y *= 2.0" in (trace or "") for _, trace, _ in want)
+    assert ("inner.linear", "torch.nn.modules.linear.Linear") in want[0][2]
+    for name, prog in again.items():
+        assert _op_meta(prog) == want, name
+        # one rank check (ours: the first program's is decided while tracing, not copied
+        # next to the new one; torch's: the first program's, replayed)
+        ranks = [n for n in prog.graph.nodes if n.target is torch.ops.aten.permute.default]
+        assert len(ranks) == 1, prog.graph
+        for n in (1, 3, 5) if spec else (5,):
+            y = torch.randn(n, 4)
+            same(prog.module()(y), model(y))
+    with pytest.raises(st.InputMismatchError):
+        st.export(first.module(), (x,), dynamic_shapes=spec).module()(torch.randn(5, 4, 1))
+
+
+def test_make_fx_graph_exports_with_its_recorded_stack_traces() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    model = Outer()
+    gm = make_fx(model, record_stack_traces=True)(torch.randn(4, 4))
+    for prog in (st.export(gm, (torch.randn(4, 4),)).to_torch(),
+                 torch.export.export(gm, (torch.randn(4, 4),))):
+        muls = [n for n in prog.run_decompositions({}).graph.nodes
+                if n.target is torch.ops.aten.mul.Tensor]
+        assert len(muls) == 1 and "y *= 2.0" in muls[0].meta["stack_trace"]
+        x = torch.randn(4, 4)
+        same(prog.module()(x), model(x))
