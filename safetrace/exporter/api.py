@@ -265,6 +265,8 @@ class Exporter:
                 if not _plain_layout(value):
                     p.st_contig = None
                 node.meta["val"] = p
+                if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
+                    node.meta["requires_grad"] = True
                 proxies.append(p)
             elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
                 n_decl = len(self.dyn.decls)

@@ -228,6 +228,8 @@ class _Converter:
                 return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
                                  None)
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
+            if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
+                val.requires_grad_(True)  # as the example input did (torch's placeholders)
             arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)

@@ -201,3 +201,31 @@ def test_make_fx_graph_exports_with_its_recorded_stack_traces() -> None:
         assert len(muls) == 1 and "y *= 2.0" in muls[0].meta["stack_trace"]
         x = torch.randn(4, 4)
         same(prog.module()(x), model(x))
+
+
+# -- placeholders keep the example inputs' requires_grad (test_preserve_requires_grad_placeholders)
+class AddsParam(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(3))
+
+    def forward(self, x, y):
+        return self.p + x + y
+
+
+def test_placeholders_keep_requires_grad_of_the_examples() -> None:
+    args = (torch.randn(3, 3), torch.randn(3, 3, requires_grad=True))
+    spec = ({0: Dim("n")}, {0: Dim("n")})
+    conv = st.export(AddsParam(), args, dynamic_shapes=spec).to_torch()
+    ref = torch.export.export(AddsParam(), args, dynamic_shapes=spec)
+    for prog in (conv, conv.run_decompositions(), ref):
+        flags = [n.meta["val"].requires_grad for n in prog.graph.nodes if n.op == "placeholder"]
+        assert flags == [True, False, True]
+        model = AddsParam()
+        module = prog.module()
+        module.load_state_dict(model.state_dict())
+        for n in (2, 3, 7) if prog is ref else (0, 1, 3, 7):  # (torch's: n >= 2)
+            x, y = torch.randn(n, 3), torch.randn(n, 3, requires_grad=True)
+            same(module(x, y), model(x, y))
+        with pytest.raises(Exception):
+            module(torch.randn(2, 3), torch.randn(3, 3))
