@@ -589,6 +589,12 @@ def _provenance(graph: torch.fx.Graph, root_type: str) -> None:
     root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
     # (a subgraph's get_attr too: unflatten places it in a module like any node)
     calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
+    for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
+        if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
+            stack = next((u.meta["nn_module_stack"] for u in node.users
+                          if u.meta.get("nn_module_stack")), None)
+            if stack:
+                node.meta["nn_module_stack"] = stack
     for node, stack in zip(calls, fill_stacks(calls)):
         node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
                                              NodeSourceAction.CREATE)]

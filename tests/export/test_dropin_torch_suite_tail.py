@@ -229,3 +229,42 @@ def test_placeholders_keep_requires_grad_of_the_examples() -> None:
             same(module(x, y), model(x, y))
         with pytest.raises(Exception):
             module(torch.randn(2, 3), torch.randn(3, 3))
+
+
+# -- a cond called inside a submodule belongs to that submodule (test_cond_with_module_stack)
+class Branches(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 4, lambda x: self.linear(x).cos(),
+                          lambda x: self.linear(x).sin(), [x])
+
+
+class CallsBranches(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bar = Branches()
+
+    def forward(self, x):
+        return x.cos() + self.bar(x)
+
+
+def test_cond_node_and_its_subgraphs_sit_in_the_calling_module() -> None:
+    x = torch.randn(4, 4)
+    spec = ({0: Dim("n", max=16)},)
+    conv = st.export(CallsBranches(), (x,), dynamic_shapes=spec).to_torch()
+    ref = torch.export.export(CallsBranches(), (x,), dynamic_shapes=spec)
+    model = CallsBranches()
+    for prog in (conv, ref):
+        stacks = {n.name: [fqn for fqn, _ in n.meta["nn_module_stack"].values()]
+                  for n in prog.graph.nodes if n.name in ("true_graph_0", "false_graph_0",
+                                                          "cond", "getitem")}
+        assert stacks == {k: ["", "bar"] for k in ("true_graph_0", "false_graph_0", "cond",
+                                                   "getitem")}
+        flat = torch.export.unflatten(prog)
+        flat.load_state_dict(model.state_dict())
+        assert any(n.name == "cond" for n in flat.bar.graph.nodes)
+        for y in (torch.ones(3, 4), -torch.ones(2, 4), torch.randn(7, 4) * 3):
+            same(flat(y), model(y))
