@@ -268,3 +268,33 @@ def test_cond_node_and_its_subgraphs_sit_in_the_calling_module() -> None:
         assert any(n.name == "cond" for n in flat.bar.graph.nodes)
         for y in (torch.ones(3, 4), -torch.ones(2, 4), torch.randn(7, 4) * 3):
             same(flat(y), model(y))
+
+
+# -- a module a container holds twice: each call under the place it ran from --------------
+# (torch's test_shared_submodule_nn_module_stack, test_unflatten_shared_submodule)
+class SharedInSequential(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        norm = nn.LayerNorm(10)
+        self.sub_net = nn.Sequential(norm, nn.ReLU(), norm, nn.ReLU())
+
+    def forward(self, x):
+        return self.sub_net(x)
+
+
+def test_shared_module_in_a_container_named_by_each_place() -> None:
+    x = torch.rand(3, 10)
+    spec = ({0: Dim("n")},)
+    conv = st.export(SharedInSequential(), (x,), dynamic_shapes=spec).to_torch()
+    ref = torch.export.export(SharedInSequential(), (x,), dynamic_shapes=spec)
+    model = SharedInSequential()
+    paths = []
+    for prog in (conv, ref):
+        paths.append([list(n.meta["nn_module_stack"].values())[-1][0]
+                      for n in prog.graph.nodes if n.target is torch.ops.aten.layer_norm.default])
+        flat = torch.export.unflatten(prog)
+        flat.load_state_dict(model.state_dict())
+        for n in (0, 1, 5):
+            y = torch.rand(n, 10)
+            same(flat(y), model(y))
+    assert paths[0] == paths[1] == ["sub_net.0", "sub_net.2"]
