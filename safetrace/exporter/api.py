@@ -185,6 +185,8 @@ class Exporter:
         # each constant's name in torch.export's program: the attribute's path, or
         # lifted_tensor_<n> for one made in forward (interop)
         ep.constant_targets = {n: self.constant_fqns.get(n, n[2:]) for n in constants}
+        ep.constant_aliases = {path: ep.constant_targets[n]
+                               for path, n in self.constant_aliases.items() if n in constants}
         ep.retrace = functools.partial(
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
@@ -294,12 +296,19 @@ class Exporter:
     def _constant_namer(self, guard: ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
         self.constant_fqns: dict[str, str] = {}  # name -> the attribute's path (torch's key)
+        # another attribute path of the same tensor -> the name of its first (torch lists
+        # each path in ep.constants, the graph reads one)
+        self.constant_aliases: dict[str, str] = {}
         for mname, _, _, _, attrs, *_ in guard.saved:
             for attr, v in attrs.items():
-                if id(v) not in self.state and id(v) not in names:
-                    full = f"{mname}.{attr}" if mname else attr
+                if id(v) in self.state or not isinstance(v, torch.Tensor):
+                    continue
+                full = f"{mname}.{attr}" if mname else attr
+                if id(v) not in names:
                     names[id(v)] = pytree.placeholder_name("c_" + full)
                     self.constant_fqns.setdefault(names[id(v)], full)
+                elif self.constant_fqns.get(names[id(v)]) != full:
+                    self.constant_aliases.setdefault(full, names[id(v)])
         counter = [0]
 
         def name(t: torch.Tensor) -> str:

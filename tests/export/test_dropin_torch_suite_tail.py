@@ -298,3 +298,41 @@ def test_shared_module_in_a_container_named_by_each_place() -> None:
             y = torch.rand(n, 10)
             same(flat(y), model(y))
     assert paths[0] == paths[1] == ["sub_net.0", "sub_net.2"]
+
+
+# -- a tensor constant held under two attribute paths (torch's test_constant_aliasing) ------
+class HoldsConstant(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.foo = torch.full((3,), 0.5)
+
+    def forward(self, x):
+        return x + self.foo
+
+
+class SharesConstant(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m2 = HoldsConstant()
+        self.foo = self.m2.foo
+
+    def forward(self, x):
+        return x * self.foo + self.m2(x)
+
+
+def test_constant_under_two_paths_listed_under_both() -> None:
+    x = torch.randn(4, 3)
+    spec = ({0: Dim("n")},)
+    conv = st.export(SharesConstant(), (x,), dynamic_shapes=spec).to_torch()
+    ref = torch.export.export(SharesConstant(), (x,), dynamic_shapes=spec)
+    model = SharesConstant()
+    for prog in (conv, ref):
+        assert sorted(prog.constants) == ["foo", "m2.foo"]
+        assert prog.constants["foo"] is prog.constants["m2.foo"]
+        assert len(prog.graph_signature.lifted_tensor_constants) == 1
+        for run in (prog.module(), torch.export.unflatten(prog)):
+            for n in (0, 1, 5):
+                y = torch.randn(n, 3)
+                same(run(y), model(y))
+            with pytest.raises(Exception):
+                run(torch.randn(4, 2))
