@@ -18,6 +18,7 @@ from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.snapshot import ModuleGuard
+from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -133,7 +134,8 @@ class Exporter:
             try:
                 with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
                         module_stack(self.model, tracer, self.preserve, self.walk) as tree:
-                    out = self.fn(*targs, **tkwargs)
+                    out = forward_of(self.model, self.fn)(*targs, **tkwargs)
+                    _drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
                     out = _pin_pieces(out)
@@ -183,6 +185,8 @@ class Exporter:
         # each constant's name in torch.export's program: the attribute's path, or
         # lifted_tensor_<n> for one made in forward (interop)
         ep.constant_targets = {n: self.constant_fqns.get(n, n[2:]) for n in constants}
+        ep.constant_aliases = {path: ep.constant_targets[n]
+                               for path, n in self.constant_aliases.items() if n in constants}
         ep.retrace = functools.partial(
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
@@ -263,6 +267,8 @@ class Exporter:
                 if not _plain_layout(value):
                     p.st_contig = None
                 node.meta["val"] = p
+                if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
+                    node.meta["requires_grad"] = True
                 proxies.append(p)
             elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
                 n_decl = len(self.dyn.decls)
@@ -290,12 +296,19 @@ class Exporter:
     def _constant_namer(self, guard: ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
         self.constant_fqns: dict[str, str] = {}  # name -> the attribute's path (torch's key)
+        # another attribute path of the same tensor -> the name of its first (torch lists
+        # each path in ep.constants, the graph reads one)
+        self.constant_aliases: dict[str, str] = {}
         for mname, _, _, _, attrs, *_ in guard.saved:
             for attr, v in attrs.items():
-                if id(v) not in self.state and id(v) not in names:
-                    full = f"{mname}.{attr}" if mname else attr
+                if id(v) in self.state or not isinstance(v, torch.Tensor):
+                    continue
+                full = f"{mname}.{attr}" if mname else attr
+                if id(v) not in names:
                     names[id(v)] = pytree.placeholder_name("c_" + full)
                     self.constant_fqns.setdefault(names[id(v)], full)
+                elif self.constant_fqns.get(names[id(v)]) != full:
+                    self.constant_aliases.setdefault(full, names[id(v)])
         counter = [0]
 
         def name(t: torch.Tensor) -> str:
@@ -556,3 +569,10 @@ class _Scalar:
 
     def __init__(self, value: int) -> None:
         self.shape = (value,)
+
+
+def _drop_replayed_checks(tracer: Tracer) -> None:
+    """The identity permutes a re-exported program's own input checks read, now unread."""
+    for node in tracer.replayed_checks:
+        if not node.users and node.graph is not None:
+            node.graph.erase_node(node)

@@ -6,6 +6,7 @@ the export) turned into torch's module call signatures, so that
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ import torch
 from safetrace.errors import ConversionError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import expr_node
+from safetrace.symbolic.expr import terms
 from safetrace.trace.modules import Hierarchy
 
 
@@ -149,15 +151,28 @@ class Boundaries:
                 s = v.meta["val"]
                 dims.setdefault(s.env.simplify(s.expr), (v, None))
 
-        def leaf(e: Any) -> Any:
-            hit = dims.get(e)
-            if hit is None:
-                return None
+        roots = _linear_roots(dims)
+
+        def read(hit: tuple) -> Any:
             src = self.conv.env[hit[0]]
             if hit[1] is None:
                 return src
             return self.conv.call(torch.ops.aten.sym_size.int, (src, hit[1]),
                                   name="sym_size_int")
+
+        def leaf(e: Any) -> Any:
+            hit = dims.get(e)
+            if hit is not None:
+                return read(hit)
+            lin = roots.get(e.name) if e.op == "sym" else None
+            if lin is None:
+                return None
+            # a symbol the call's inputs carry only as a*s + b (a derived dim): recovered
+            # as (size - b) // a, exact since the program checks the size has that form
+            hit, a, b = lin
+            size = read(hit)
+            shifted = self.conv.call(operator.sub, (size, b)) if b else size
+            return self.conv.call(operator.floordiv, (shifted, a)) if a != 1 else shifted
         return leaf
 
     def signatures(self) -> dict:
@@ -188,6 +203,21 @@ class Boundaries:
         if isinstance(val, torch.Tensor):
             return TensorArgument(new.name)
         return ConstantArgument("", val)
+
+
+def _linear_roots(dims: dict) -> dict:
+    """symbol name -> ((value, dim), a, b) for a carried size ``a*s + b`` (a >= 1) of one
+    symbol, the first such size of each symbol."""
+    out: dict = {}
+    for e, hit in dims.items():
+        ts = dict(terms(e))
+        b = ts.pop((), 0)
+        if len(ts) != 1:
+            continue
+        (mono, a), = ts.items()
+        if len(mono) == 1 and mono[0].op == "sym" and a >= 1:
+            out.setdefault(mono[0].name, (hit, a, b))
+    return out
 
 
 def _where(node: torch.fx.Node) -> str:

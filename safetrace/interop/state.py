@@ -67,4 +67,7 @@ def program_state(ep: Any, ordered: list) -> tuple[dict, dict]:
         for table in (state, constants):
             if name in table and alias not in table:
                 table[alias] = table[name]
+    for alias, target in (vars(ep).get("constant_aliases") or {}).items():
+        if target in constants:  # a constant under two attribute paths: both listed
+            constants.setdefault(alias, constants[target])
     return state, constants

@@ -228,6 +228,8 @@ class _Converter:
                 return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
                                  None)
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
+            if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
+                val.requires_grad_(True)  # as the example input did (torch's placeholders)
             arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
@@ -326,7 +328,7 @@ class _Converter:
             kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = self.graph.call_function(target, args, kwargs)
         new.name = self.graph._graph_namespace.create_name(node.name, new)
-        for k in ("stack_trace", "source_fn_stack", "torch_fn"):
+        for k in ("stack_trace", "source_fn_stack", "torch_fn", "custom"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
         if self.stacks.get(node):
@@ -593,6 +595,12 @@ def _provenance(graph: torch.fx.Graph, root_type: str) -> None:
     root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
     # (a subgraph's get_attr too: unflatten places it in a module like any node)
     calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
+    for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
+        if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
+            stack = next((u.meta["nn_module_stack"] for u in node.users
+                          if u.meta.get("nn_module_stack")), None)
+            if stack:
+                node.meta["nn_module_stack"] = stack
     for node, stack in zip(calls, fill_stacks(calls)):
         node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
                                              NodeSourceAction.CREATE)]

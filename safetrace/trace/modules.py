@@ -66,15 +66,24 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         return
     names: dict[int, str] = {}
     paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
+    every: dict[int, list[str]] = {}  # id(module) -> each of its paths
+    containers: set[str] = set()
     for fqn, mod in walk if walk is not None else module_walk(model):
         names.setdefault(id(mod), fqn)
+        every.setdefault(id(mod), []).append(fqn)
         if fqn:
             paths[fqn] = None
+        if isinstance(mod, _CONTAINERS):
+            containers.add(fqn)
+    # a module held twice by one container (nn.Sequential(ln, relu, ln)): its k-th call
+    # there is named by its k-th place, as the container's own iteration reaches it
+    seats = _container_seats(every, containers)
+    seated: dict[tuple[str, int], int] = {}  # (container path, id(module)) -> calls so far
     found.modules = list(paths)
-    found.root_type = _type_name(model)
+    found.root_type = _recorded_root(model) or _type_name(model)
     # id(submodule) -> (its path, its key in nn_module_stack, its type's name): made on
     # its first call
-    infos: dict[int, tuple[str, str, str]] = {}
+    infos: dict[int | str, tuple[str, str, str]] = {}  # (a seated module: by its path)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts
@@ -84,14 +93,17 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
     def pre(module: torch.nn.Module, args: Any) -> None:
         if ident_now() != thread:
             return
-        info = infos.get(id(module))
+        ident = id(module)
+        if ident in seats:
+            ident = _seat(seats[ident], tracer.nn_stack, seated, ident)
+        info = infos.get(ident)
         if info is None:
-            fqn = names.get(id(module))
+            fqn = names.get(ident) if type(ident) is int else ident
             if not fqn:  # the root, or a module that is not a submodule of the model
                 stack.append((id(module), None))
                 return
-            info = infos[id(module)] = (fqn, f"L__self___{fqn.replace('.', '_')}",
-                                        _type_name(module))
+            info = infos[ident] = (fqn, f"L__self___{fqn.replace('.', '_')}",
+                                   _type_name(module))
         fqn = info[0]
         n = calls.get(fqn, 0)
         calls[fqn] = n + 1
@@ -176,3 +188,51 @@ def _value(tracer: Recorder, v: Any, what: str) -> tuple[str, Any]:
     elif v is None or isinstance(v, (int, float, bool, str, torch.dtype, torch.device)):
         return ("const", v)
     raise E.preserved_value(what, type(v).__name__, what.split(" ")[0].split("@")[0])
+
+
+def _recorded_root(model: Any) -> str | None:
+    """The root class a GraphModule's nodes record (an exported program's module exported
+    again: its nodes' stacks start at the original class, which torch keeps)."""
+    if not isinstance(model, torch.fx.GraphModule):
+        return None
+    for node in model.graph.nodes:
+        for fqn, type_name in (node.meta.get("nn_module_stack") or {}).values():
+            if fqn == "":
+                return type_name
+    return None
+
+
+_CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
+
+
+def _container_seats(every: dict[int, list[str]],
+                     containers: set[str]) -> dict[int, dict[str, list[str]]]:
+    """id(module) -> {container path: the module's paths in it, in order} for a module
+    that a container (nn.Sequential, ModuleList, ModuleDict) holds more than once.  (Two
+    attributes of a plain module holding one module are told apart only by the attribute
+    the code reads, which a module hook does not see: such a call keeps the first path.)"""
+    out: dict[int, dict[str, list[str]]] = {}
+    for ident, fqns in every.items():
+        if len(fqns) < 2:
+            continue
+        by_parent: dict[str, list[str]] = {}
+        for fqn in fqns:
+            by_parent.setdefault(fqn.rpartition(".")[0], []).append(fqn)
+        many = {p: f for p, f in by_parent.items()  # (in the walk's order)
+                if len(f) > 1 and p in containers}
+        if many:
+            out[ident] = many
+    return out
+
+
+def _seat(seats: dict[str, list[str]], stack: dict | None, seated: dict,
+          ident: int) -> int | str:
+    """The path of this call of a module a container holds more than once: the next of
+    its places in the calling container (its first path when called from elsewhere)."""
+    parent = next(reversed(stack.values()))[0] if stack else ""
+    places = seats.get(parent)
+    if places is None:
+        return ident
+    k = seated.get((parent, ident), 0)
+    seated[(parent, ident)] = k + 1
+    return places[k % len(places)]

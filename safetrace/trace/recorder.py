@@ -33,6 +33,7 @@ class Recorder(Protocol):
     pending_checks: list
     specialized_by_op: list
     layout_queried: str | None
+    replayed_checks: list
     on_data_read: Callable | None
     written_storages: set[int]
     grad_regions: list

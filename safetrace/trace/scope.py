@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch.fx.traceback as fx_traceback
 from torch.fx import Graph, Node
 
 from safetrace.trace.graph import FAST_NODES, unique_name
@@ -61,7 +62,25 @@ class Scope:
             by_target[node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace
+        replayed = fx_traceback.current_meta
+        if replayed:  # (empty unless annotated or replaying a graph: a dict's truth test)
+            _keep_recorded(node.meta, replayed)
         if self.first_op is None:
             self.first_op = node
         return node
 
+
+def _keep_recorded(meta: dict, replayed: dict) -> None:
+    """What torch's fx metadata context holds for the op being recorded: the user's
+    ``torch.fx.traceback.annotate({...})`` regions (``custom``), and while a GraphModule is
+    replayed node by node (an exported program's module exported again), the replayed
+    node's own ``stack_trace`` and ``nn_module_stack``, as torch.export keeps them."""
+    custom = replayed.get("custom")
+    if custom:
+        meta["custom"] = dict(custom)
+    trace = replayed.get("stack_trace")
+    if trace:
+        meta["stack_trace"] = trace
+    stack = replayed.get("nn_module_stack")
+    if stack:
+        meta["nn_module_stack"] = dict(stack)

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import torch
 import torch.compiler
+import torch.fx._symbolic_trace as fx_symbolic_trace
 
 from safetrace.errors import seeded_generator
 from safetrace.trace import asserts, hops, pycalls, pyhelpers, shims
@@ -56,11 +57,18 @@ _COMPILER_FLAGS = {name: _gated_flag(getattr(torch.compiler, name))
                    for name in ("is_compiling", "is_exporting")}
 
 
+# torch.export's tracing reports itself to ``torch.fx._symbolic_trace.is_fx_tracing()``
+# (True under export and under fx.symbolic_trace; ``is_fx_symbolic_tracing()`` stays False
+# under export since it also asks ``is_compiling()``)
+_FX_TRACING = _gated_flag(fx_symbolic_trace.is_fx_tracing)
+
+
 def _compiler_patches() -> list[Patch]:
-    """``torch.compiler.is_compiling()`` / ``is_exporting()`` are True for the code being
-    exported (libraries take their export-friendly paths) and nowhere else: torch's module
-    flags, which every thread reads, are left alone."""
-    return [(torch.compiler, name, fn) for name, fn in _COMPILER_FLAGS.items()]
+    """``torch.compiler.is_compiling()`` / ``is_exporting()`` and fx's ``is_fx_tracing()``
+    are True for the code being exported (libraries take their export-friendly paths) and
+    nowhere else: torch's module flags, which every thread reads, are left alone."""
+    return [*((torch.compiler, name, fn) for name, fn in _COMPILER_FLAGS.items()),
+            (fx_symbolic_trace, "is_fx_tracing", _FX_TRACING)]
 
 
 class _Held:

@@ -88,6 +88,9 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
         self.layout_queried: str | None = None  # where the code first asked for a layout
+        # identity permutes that only fed a replayed program's metadata check (handlers/
+        # casts.py): erased after the trace if nothing else read them
+        self.replayed_checks: list = []
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
@@ -344,7 +347,9 @@ class Tracer(TorchFunctionMode):
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
         if self.nn_stack:
-            meta["nn_module_stack"] = self.nn_stack
+            recorded = meta.get("nn_module_stack")  # (a replayed node's, scope.py)
+            meta["nn_module_stack"] = self.nn_stack if recorded is None else \
+                {**recorded, **{k: v for k, v in self.nn_stack.items() if v[0]}}
         if info[1]:
             ACTIVE.data_epoch += 1  # bounds and mask counts known so far may be stale
             self._note_mutation(op, nargs, nkwargs, node)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import to_argument, to_dtype, unknown_tensor_type
+from safetrace.rules import get_rule
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
@@ -120,3 +121,29 @@ def _cast(dtype: torch.dtype) -> Handler:
 
 for _name, _dtype_of in CAST_METHODS.items():  # x.float(), x.long(), x.bool(), ...
     handles(getattr(torch._C.TensorBase, _name))(_cast(_dtype_of))
+
+
+_METADATA_ARGS = ("size", "stride", "dtype", "device", "layout")
+
+
+@handles(aten._assert_tensor_metadata.default)
+def assert_tensor_metadata(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """A program's own metadata check (torch's before a cast, our conversion's input
+    check), met again when that program's module is exported: the dtype, device and sizes
+    it names are decided now from the traced tensor (a symbolic size compared is a guard,
+    as the rule compares them) and nothing is recorded, the new program's own input checks
+    standing for it; the identity ``permute`` feeding it (our conversion's rank check) is
+    dropped after the trace if nothing else read it.  A check naming strides is recorded
+    (only the kernel checks those)."""
+    given = dict(zip(_METADATA_ARGS, args[1:]), **kwargs)
+    x = args[0]
+    if not isinstance(x, Proxy) or given.get("stride") is not None or \
+            given.get("layout") is not None:
+        return tr.emit(func, args, kwargs)
+    get_rule(func)(x.st_meta, given.get("size"), None, given.get("dtype"),
+                   device=given.get("device"))
+    node = x.st_node
+    if node.op == "call_function" and node.target is aten.permute.default and \
+            list(node.args[1]) == list(range(x.st_meta.ndim)):
+        tr.replayed_checks.append(node)
+    return None

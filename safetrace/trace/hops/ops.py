@@ -102,10 +102,15 @@ def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh
     """The operator node, one getitem per output, and the sources of fresh sizes."""
     trace = stack_trace(4)
     node = tr.scope.record(op, args, {}, name, trace)
+    stack = tr.nn_stack  # (the module that called cond/while_loop/map/scan)
+    if stack:
+        node.meta["nn_module_stack"] = stack
     outs, items = [], []
     for i, meta in enumerate(metas):
         g = tr.scope.graph.call_function(operator.getitem, (node, i))
         g.meta["stack_trace"] = trace
+        if stack:
+            g.meta["nn_module_stack"] = stack
         p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
         g.meta["val"] = p
         outs.append(p)
