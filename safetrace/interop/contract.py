@@ -139,7 +139,7 @@ class ContractEmitter:
         sizes = [self.size_value(i, d, dim) for d, dim in enumerate(inp.dims)]
         meta = getattr(ours, "st_meta", ours)
         device = getattr(meta, "device", torch.device("cpu"))
-        return self.conv.fakes.make(sizes, None, inp.dtype, device)
+        return self.conv.fakes.make(sizes, None, inp.dtype, device, own=True)
 
     def stand_ins(self) -> list:
         """Real example leaves (zeros at the example sizes) for torch's guard function."""

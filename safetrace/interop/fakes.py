@@ -36,17 +36,21 @@ class FakeBuilder:
     """Makes the fake values of one conversion (one ShapeEnv, one FakeTensorMode)."""
 
     def __init__(self, conv: Any) -> None:
-        from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+        from torch._subclasses.fake_tensor import (FakeTensor, FakeTensorConfig,
+                                                   unset_fake_temporarily)
 
         self.conv = conv
         self.fake_class = FakeTensor
+        self.debug = FakeTensorConfig.debug  # (its constructor records a traceback then)
+        self.states: dict[Any, tuple] = {}   # device -> a fresh FakeTensor's attributes
         self.outside = unset_fake_temporarily  # meta tensors are made outside the mode
         self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
         # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
         self.metas: dict[tuple, torch.Tensor] = {}
-        self.keys: dict[int, tuple] = {}   # id of a value made here -> its meta's key
+        self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
+        self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.built = 0                     # values made here (for the benchmark)
 
     # -- sizes -----------------------------------------------------------------------------
@@ -106,28 +110,85 @@ class FakeBuilder:
         meta = val.st_meta
         return self.make([self.size(s) for s in meta.shape], strides, meta.dtype, meta.device)
 
-    def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any) -> Any:
+    def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any,
+             own: bool = False) -> Any:
+        """A fake tensor of these sizes (torch values), strides (None: contiguous), dtype
+        and device; `own`: a placeholder's, on a storage of its own (torch's size)."""
         key = (tuple(_key(s) for s in sizes),
                None if strides is None else tuple(_key(s) for s in strides), dtype)
-        elem = self.metas.get(key)
+        elem = None if own else self.metas.get(key)
         if elem is None:
             with self.outside():
-                if strides is None:
+                if own and strides is None:
                     elem = torch.empty(sizes, dtype=dtype, device=_META)
+                elif all(s.__class__ is int for s in sizes) and (
+                        strides is None or all(s.__class__ is int for s in strides)):
+                    elem = torch.empty_strided(
+                        sizes, _strides(sizes) if strides is None else strides,
+                        dtype=dtype, device=_META)
                 else:
-                    elem = torch.empty_strided(sizes, strides, dtype=dtype, device=_META)
-            self.metas[key] = elem
+                    # torch.empty / empty_strided of symbolic sizes compute numel, the
+                    # storage size, the strides and size checks in torch's symbolic
+                    # engine (~15 operations of ~7 µs each); a view of an empty storage
+                    # computes none of them (meta storage is never bounds-checked).  The
+                    # strides are torch's own, each product made once per conversion.
+                    if strides is None:
+                        strides = self.contiguous(sizes)
+                    elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
+                        sizes, strides)
+            if not own:
+                self.metas[key] = elem
         self.built += 1
-        fake = self.fake_class(self.conv.mode, elem, device)
-        self.keys[id(fake)] = key
+        fake = self.wrap(elem, device)
+        self.elems[id(fake)] = elem
         return fake
+
+    def wrap(self, elem: torch.Tensor, device: Any) -> Any:
+        """``FakeTensor(mode, elem, device)``.  torch's constructor runs once per device;
+        later values copy the attributes it gave (the mode, the device, empty memos) onto
+        the same subclass wrapping: the constructor's Python checks cost ~6 µs a value, a
+        few milliseconds on a program of a few hundred values."""
+        state = self.states.get(device)
+        if state is None:
+            fake = self.fake_class(self.conv.mode, elem, device)
+            if not self.debug:
+                mutable = (torch._C._set_warn_deprecated_on_mutable_data_ptr
+                           if self.conv.mode._allow_unsafe_data_ptr_access
+                           else torch._C._set_throw_on_mutable_data_ptr)
+                self.states[device] = (dict(fake.__dict__), fake.fake_device, mutable)
+            return fake
+        fields, normalized, mutable = state
+        fake = torch.Tensor._make_subclass(self.fake_class, elem, elem.requires_grad,
+                                           dispatch_device=True,
+                                           device_for_backend_keys=normalized)
+        mutable(fake)
+        fake.__dict__.update(fields)
+        return fake
+
+    def contiguous(self, sizes: list) -> list:
+        """torch's contiguous strides of `sizes` (``empty_tensor_restride``: each stride the
+        next one times ``max(next size, 1)``), memoized by suffix: across a program most
+        tensors share their trailing sizes."""
+        key = tuple(_key(s) for s in sizes)
+        hit = self.stride_memo.get(key)
+        if hit is None:
+            if len(sizes) <= 1:
+                hit = [1] * len(sizes)
+            else:
+                rest = self.contiguous(sizes[1:])
+                nxt = sizes[1]
+                step = max(nxt, 1) if nxt.__class__ is int else torch.sym_max(nxt, 1)
+                hit = [rest[0] * step] + rest
+            self.stride_memo[key] = hit
+        return hit
 
     def static(self, value: torch.Tensor) -> Any:
         """A parameter's, buffer's or constant's value (static shape, its strides)."""
         if type(value) not in (torch.Tensor, torch.nn.Parameter) or \
                 value.layout != torch.strided or value.is_quantized:
             return self.conv.mode.from_tensor(value, static_shapes=True)
-        fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device)
+        fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device,
+                         own=True)
         if value.requires_grad:
             fake.requires_grad_(True)
         return fake
@@ -136,9 +197,9 @@ class FakeBuilder:
         """``aten.permute(fake, dims)``'s value (the contract's rank check: the identity,
         of an input made here, so the input's own meta tensor serves)."""
         if list(dims) == list(range(fake.dim())):
-            elem = self.metas.get(self.keys.get(id(fake)))
+            elem = self.elems.get(id(fake))
             if elem is not None:
-                return self.fake_class(self.conv.mode, elem, fake.device)
+                return self.wrap(elem, fake.device)
         return self.make([fake.shape[d] for d in dims], [fake.stride()[d] for d in dims],
                          fake.dtype, fake.device)
 
@@ -150,6 +211,14 @@ class FakeBuilder:
             return type(ours)(out) if isinstance(ours, tuple) else out
         strides = _view_strides(target, args, kwargs, None)
         return self.tensor(ours, strides[0] if strides else None)
+
+
+def _strides(sizes: list) -> list:
+    out, step = [], 1
+    for s in reversed(sizes):
+        out.append(step)
+        step *= max(s, 1)
+    return out[::-1]
 
 
 def _key(s: Any) -> Any:
