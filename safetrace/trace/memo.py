@@ -5,20 +5,22 @@ tensors whose sizes are all ints takes one path through the tracer: the callable
 (``dispatch.py``), the overload its argument types fit with its arguments bound
 (``schema.resolve``), the shape rule's answer (``rulecache.py``), then one node.  Every
 step is a function of the same things: the callable, each tensor's shape, dtype and
-device (its meta's ``static`` key: no value facts), whether it is a program state
-tensor, the values of every other argument, and torch's default dtype.  The first such
-call records what it produced (``Entry``: the overload, its node's arguments with the
-tensors as slots, the result's static meta and layout); a later call with the same
-``call_key`` records the node directly (``Tracer.__torch_function__``).
+device (its meta's ``static`` key: no value facts), whether its layout is known (a view
+of unknown layout is marked) and whether it is a program state tensor, the values of
+every other argument (positional or keyword, in order), and torch's default dtype.  The
+first such call records what it produced (an entry: the overload, its node's arguments
+with the tensors as slots, the result's static meta and layout); a later call with the
+same ``call_key`` records the node directly (``Tracer.__torch_function__``).
 
-A call is remembered only when its path was the plain one, checked on what it did: one
-op recorded through the rule (no other node, no new symbol, no write, no traced-through
-Python body, no value or mask bookkeeping), its result one tensor, and every tensor of
-the call an argument of its node (a tensor read as a number, ``x.view(n)`` of a 0-d
-tensor of known value, is not remembered).  A call the key does not describe (symbolic
-sizes, value facts, constants found in the code, any other kind of argument) goes the
-whole way each time.  The table is emptied when a shape rule is registered or replaced
-(``refresh``), as the tracer's per-op table is.
+A call is remembered only when its path was the plain one, checked on what it did
+(``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node, no new
+symbol, no write, no traced-through Python body, no value or mask bookkeeping), its
+result one tensor, and every tensor of the call an argument of its node (a tensor read
+as a number, ``x.view(n)`` of a 0-d tensor of known value, is not remembered).  A call
+the key does not describe (symbolic sizes, value facts, constants found in the code,
+any other kind of argument) goes the whole way each time.  The table is emptied when a
+shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
+``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 """
 
 from __future__ import annotations
@@ -36,7 +38,24 @@ MEMO: dict[tuple, tuple] = {}
 # gets the first call's number)
 _PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
                     torch.layout, torch.memory_format))
-_STATE = "state"  # in a key: the next part is a program state tensor's static key
+
+
+class _Mark:
+    """A marker in a key (compared by identity: no argument value equals one)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# in a key, before a tensor's static key: a program state tensor; a proxy of unknown
+# layout (a view: the layout of results follows from the arguments', layout.py); and
+# before the keyword arguments
+_STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
 _default_dtype = torch.get_default_dtype
 
 
@@ -49,8 +68,10 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
         t = a.__class__
         if t is Proxy:
             s = a.st_meta.static
-            if s is None or a.st_contig is None or a._st_value is not None:
+            if s is None or a._st_value is not None:
                 return None
+            if a.st_contig is None:  # (its layout unknown: the result's may follow)
+                parts.append(_VIEW)
             parts.append(s)
             nodes.append(a.st_node)
         elif t in _PLAIN:
@@ -62,37 +83,52 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
                 return None
             parts.append(t)
             parts.append(inner)
-        elif isinstance(a, torch.Tensor):
-            node = state.get(id(a))  # a parameter or buffer (constants: folded, lifted)
-            if node is None:
-                return None
-            s = node.meta["val"].st_meta.static
-            if s is None:
-                return None
-            parts.append(_STATE)
-            parts.append(s)
-            nodes.append(node)
-        else:
+        elif not _tensor(a, state, parts, nodes):
             return None
     if kwargs:
+        parts.append(_KWARGS)
         for k, a in kwargs.items():
+            parts.append(k)
             t = a.__class__
-            if t in _PLAIN:
-                parts.append(k)
+            if t is Proxy:
+                s = a.st_meta.static
+                if s is None or a._st_value is not None:
+                    return None
+                if a.st_contig is None:
+                    parts.append(_VIEW)
+                parts.append(s)
+                nodes.append(a.st_node)
+            elif t in _PLAIN:
                 parts.append(t)
                 parts.append(a if a or t is not float else repr(a))
             elif t is list or t is tuple:
                 inner = _sequence(a, state, nodes)
                 if inner is None:
                     return None
-                parts.append(k)
                 parts.append(t)
                 parts.append(inner)
-            else:  # (a tensor given by keyword: the general path)
+            elif not _tensor(a, state, parts, nodes):
                 return None
     if not nodes:  # factories and calls of numbers: the general path
         return None
     return tuple(parts), nodes
+
+
+def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
+    """Key a real tensor that is program state (a parameter or buffer) by its meta;
+    False for anything else (constants are folded or lifted: the general path)."""
+    if not isinstance(a, torch.Tensor):
+        return False
+    node = state.get(id(a))
+    if node is None:
+        return False
+    s = node.meta["val"].st_meta.static
+    if s is None:
+        return False
+    parts.append(_STATE)
+    parts.append(s)
+    nodes.append(node)
+    return True
 
 
 def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
@@ -106,8 +142,10 @@ def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
             parts.append(x if x or t is not float else repr(x))
         elif t is Proxy:
             s = x.st_meta.static
-            if s is None or x.st_contig is None or x._st_value is not None:
+            if s is None or x._st_value is not None:
                 return None
+            if x.st_contig is None:
+                parts.append(_VIEW)
             parts.append(s)
             nodes.append(x.st_node)
         else:

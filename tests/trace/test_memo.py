@@ -159,3 +159,51 @@ def test_a_replaced_shape_rule_is_asked_again():
     n = len(asked)
     st.export(_Add(), args)
     assert len(asked) == n  # the original rule again, not the counting one
+
+
+class _ViewThenPlain(torch.nn.Module):
+    """unsqueeze of a view, then of a plain tensor of the same shape: the first result's
+    layout is unknown, the second's contiguous."""
+
+    def __init__(self, ask_view: bool) -> None:
+        super().__init__()
+        self.ask_view = ask_view
+
+    def forward(self, x):
+        a = x.t().unsqueeze(0)
+        b = x.unsqueeze(0)
+        asked = a if self.ask_view else b
+        return asked * 2 if asked.is_contiguous() else asked
+
+
+def test_a_call_on_a_view_and_on_a_plain_tensor_are_remembered_apart():
+    x = torch.randn(4, 4)
+    for _ in range(2):
+        ep = st.export(_ViewThenPlain(False), (x,))
+        y = torch.randn(4, 4)
+        torch.testing.assert_close(ep.module()(y), _ViewThenPlain(False)(y))
+        with pytest.raises(st.UnsupportedOpError, match="is_contiguous"):
+            st.export(_ViewThenPlain(True), (x,))
+
+
+class _LayerNormKeywords(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+        with torch.no_grad():
+            self.b.weight.mul_(3)
+
+    def forward(self, x):
+        # F.layer_norm hands weight and bias to the mode as keywords
+        return self.a(x) + self.b(x)
+
+
+def test_tensors_given_by_keyword_fill_their_own_slots():
+    model = _LayerNormKeywords()
+    for _ in range(2):
+        ep = st.export(model, (torch.randn(2, 8),))
+        x = torch.randn(2, 8)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    weights = [n.kwargs.get("weight", n.args[2] if len(n.args) > 2 else None)
+               for n in ep.graph.nodes if n.target == torch.ops.aten.layer_norm.default]
+    assert [w.meta["target"] for w in weights] == ["a.weight", "b.weight"]
