@@ -358,6 +358,8 @@ def _internal(exc: Exception) -> Exception:
 def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:
     """The tensor constants the graph reads; one made and never used (``y =
     torch.tensor(3)`` left unread) is no input of the program, as in torch.export."""
+    if not constants:
+        return {}
     used = {}
     for node in list(graph.find_nodes(op="placeholder")):
         if node.target in constants:
