@@ -250,7 +250,9 @@ class Exporter:
         proxies = []
         used: set = set()
         for i, ((path, value), spec) in enumerate(zip(leaves, specs)):
-            name = pytree.placeholder_name(path)
+            name = _STATE_NAMES.get(path)  # (one table: each key's name is a function of it)
+            if name is None:
+                name = _STATE_NAMES[path] = pytree.placeholder_name(path)
             while name in used:
                 name += "_"
             used.add(name)
@@ -528,7 +530,8 @@ def _common_device(leaves: list) -> torch.device:
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
-_STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cached)
+# "p_"/"b_" + state name, or an input's path -> pytree.placeholder_name of it (cached)
+_STATE_NAMES: dict[str, str] = {}
 
 
 def _plain_layout(t: torch.Tensor) -> bool:
