@@ -217,13 +217,20 @@ class Exporter:
 
     def _lift_state(self, guard: ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
+        # other names of the same tensors (a module or parameter shared under two paths):
+        # torch.export's state_dict lists each, as the model's own state_dict does (the
+        # snapshot walks every path, as named_parameters(remove_duplicate=False))
+        again: list[tuple[str, int]] = []
         for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
             for entry in guard.saved:
                 mname, mod, tensors = entry[0], entry[1], entry[index]
                 for key, t in tensors.items():
-                    if t is None or id(t) in self.state:
+                    if t is None:
                         continue
                     name = f"{mname}.{key}" if mname else key
+                    if id(t) in self.state:
+                        again.append((name, id(t)))
+                        continue
                     ph = _STATE_NAMES.get(prefix + name)
                     if ph is None:
                         ph = _STATE_NAMES[prefix + name] = pytree.placeholder_name(prefix + name)
@@ -236,21 +243,20 @@ class Exporter:
                     self.state_tensors[name] = t
                     persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
                     self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
-        # other names of the same tensors (a module or parameter shared under two paths):
-        # torch.export's state_dict lists each, as the model's own state_dict does
         self.state_aliases: dict[str, str] = {}
-        if isinstance(self.model, torch.nn.Module):
+        if again:
             names = {id(t): n for n, t in self.state_tensors.items()}
-            for fqn, t in [*self.model.named_parameters(remove_duplicate=False),
-                           *self.model.named_buffers(remove_duplicate=False)]:
-                if fqn not in self.state_tensors and id(t) in names:
-                    self.state_aliases[fqn] = names[id(t)]
+            for fqn, ident in again:
+                if fqn not in self.state_tensors:
+                    self.state_aliases[fqn] = names[ident]
 
     def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []
         used: set = set()
         for i, ((path, value), spec) in enumerate(zip(leaves, specs)):
-            name = pytree.placeholder_name(path)
+            name = _STATE_NAMES.get(path)  # (one table: each key's name is a function of it)
+            if name is None:
+                name = _STATE_NAMES[path] = pytree.placeholder_name(path)
             while name in used:
                 name += "_"
             used.add(name)
@@ -367,6 +373,8 @@ def _internal(exc: Exception) -> Exception:
 def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:
     """The tensor constants the graph reads; one made and never used (``y =
     torch.tensor(3)`` left unread) is no input of the program, as in torch.export."""
+    if not constants:
+        return {}
     used = {}
     for node in list(graph.find_nodes(op="placeholder")):
         if node.target in constants:
@@ -535,7 +543,8 @@ def _common_device(leaves: list) -> torch.device:
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
-_STATE_NAMES: dict[str, str] = {}  # "p_" + state name -> placeholder name (cached)
+# "p_"/"b_" + state name, or an input's path -> pytree.placeholder_name of it (cached)
+_STATE_NAMES: dict[str, str] = {}
 
 
 def _plain_layout(t: torch.Tensor) -> bool:

@@ -65,6 +65,13 @@ def unwrap_int_keys(model: Any, args: tuple, kwargs: dict, spec: Any) -> tuple:
         return type(v).__name__ == "_IntWrapper" and \
             type(v).__module__.startswith("torch.export") and isinstance(v.val, int)
 
+    tensor = torch.Tensor
+    for v in args:  # (plain tensors only, the usual case: no leaf is a wrapper)
+        if type(v) is not tensor:
+            break
+    else:
+        if not kwargs:
+            return args, kwargs, spec
     leaves = pytree.tree_leaves((args, kwargs))
     if not any(wrapped(v) for v in leaves):
         return args, kwargs, spec

@@ -193,7 +193,9 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
                 if t in _ATOMS:  # (the common attributes, by exact type)
                     continue
                 if t in _CONTAINERS:
-                    if v:
+                    # (a container of atoms holds no code: a conv's kernel_size, padding)
+                    if v and not _ATOMS.issuperset(map(type, v.values() if t is dict or
+                                                       t is collections.OrderedDict else v)):
                         attrs.append(v)
                 elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
                         issubclass(t, (dict, list, tuple, set)) and v:

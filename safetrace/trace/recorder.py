@@ -37,6 +37,9 @@ class Recorder(Protocol):
     on_data_read: Callable | None
     written_storages: set[int]
     grad_regions: list
+    symbols: dict                # the environment's symbols (name -> info)
+    n_emits: int                 # ops recorded so far (memo.py)
+    plain_emit: tuple | None     # the last op recorded on the plain path (memo.py)
 
     def emit(self, op: Any, args: tuple, kwargs: dict, out: Any = None,
              n_syms: int | None = None) -> Any: ...

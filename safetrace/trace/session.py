@@ -181,15 +181,18 @@ def _snapshot() -> tuple:
 
 def _restore(snap: tuple) -> None:
     grad, dtype, deterministic, warn_only, autocast = snap
-    torch.set_grad_enabled(grad)
+    if torch.is_grad_enabled() != grad:
+        torch.set_grad_enabled(grad)
     if torch.get_default_dtype() != dtype:
         torch.set_default_dtype(dtype)
     if (torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled()) != (deterministic, warn_only):
         torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
     for device, enabled, cast_dtype in autocast:
-        torch.set_autocast_enabled(device, enabled)
-        torch.set_autocast_dtype(device, cast_dtype)
+        if torch.is_autocast_enabled(device) != enabled:
+            torch.set_autocast_enabled(device, enabled)
+        if torch.get_autocast_dtype(device) != cast_dtype:
+            torch.set_autocast_dtype(device, cast_dtype)
 
 
 class ExportSession:

@@ -10,6 +10,7 @@ come from the shape rules (``safetrace.rules``), else from PyTorch's meta kernel
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from typing import Any, Callable
 
@@ -25,11 +26,12 @@ from safetrace.rules import get_rule, registry
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
-from safetrace.trace import rulecache
+from safetrace.trace import memo, rulecache
 from safetrace.trace.current import set_active_tracer
-from safetrace.trace.dispatch import PLANS, plan_for
+from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
+from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import base_placeholder, mutates, written_args
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
@@ -103,6 +105,9 @@ class Tracer(TorchFunctionMode):
         # bool masks by how they were computed (see _number_mask)
         self.value_numbers: dict[torch.fx.Node, tuple] = {}
         self.masks_by_value: dict[tuple, Proxy] = {}
+        # ops recorded so far, and the last one that took the plain path (memo.py)
+        self.n_emits = 0
+        self.plain_emit: tuple | None = None
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -146,6 +151,38 @@ class Tracer(TorchFunctionMode):
         plan = PLANS.get(func)
         if plan is None:
             plan = plan_for(func)
+        if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
+                self.recording and not self.unsourced_settled:
+            found = memo.call_key(func, args, kwargs, self.state)
+            if found is not None:
+                hit = memo.MEMO.get(found[0])
+                if hit is None or (self.tracing_through and func in self.tracing_through):
+                    return memo.traced(self, found, plan, func, args, kwargs)
+                # the call made before with the same key: its node again (memo.py)
+                op, targs, fills, tkwargs, kfills, name, out_static, contig = hit
+                nodes = found[1]
+                if fills:
+                    nargs = list(targs)
+                    for i in fills:
+                        v = targs[i]
+                        nargs[i] = nodes[v.index] if v.__class__ is memo.Slot else \
+                            memo.fill(v, nodes)
+                    targs = tuple(nargs)
+                if kfills:
+                    tkwargs = dict(tkwargs)
+                    for k in kfills:
+                        tkwargs[k] = memo.fill(tkwargs[k], nodes)
+                trace = stack_trace(2, self.nn_stack)
+                if _autocast_on():
+                    raise errors.autocast_active(short(trace))
+                self.n_emits += 1
+                node = self.scope.record(op, targs, tkwargs, name, trace)
+                if self.nn_stack:
+                    node.meta["nn_module_stack"] = self.nn_stack
+                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node)
+                if contig is None:
+                    result.st_contig = None
+                return result
         return plan(self, func, args, kwargs)
 
     def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
@@ -286,6 +323,8 @@ class Tracer(TorchFunctionMode):
         `out` is the result's metadata when already known (a custom op's fake ran), and
         `n_syms` the symbol count before it ran (to find the sizes it created).
         """
+        self.n_emits += 1
+        rule_path = out is None
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
         if out is None and self.recording and (self.const_nodes or self.folded) and \
@@ -337,7 +376,7 @@ class Tracer(TorchFunctionMode):
         if out is None:  # the rule's answer (remembered on static sizes), else the kernel's
             try:
                 if info[3] is None:
-                    out = self._meta_fallback(op, margs, mkwargs)
+                    out = meta_kernel(self, op, margs, mkwargs)
                 else:
                     out = rulecache.call(info[3], op, margs, mkwargs)
             except (OpShapeError, errors.DataDependentShape) as exc:
@@ -389,6 +428,12 @@ class Tracer(TorchFunctionMode):
             self._number_mask(op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
+        elif rule_path and info[3] is not None and type(out) is TensorMeta and \
+                out.static is not None and not info[1] and out.dtype is not torch.bool \
+                and not (info[4] and out.shape == ()):
+            # the plain path: what memo.py needs to record this call again
+            self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0], out.static,
+                               result.st_contig, len(self.tracing_through))
         if self.unsourced_settled:
             late, self.unsourced_settled = self.unsourced_settled, []
             for cond, msg, origin in late:
@@ -438,58 +483,6 @@ class Tracer(TorchFunctionMode):
                 if found is not None:
                     self.sym_sources[name] = found
                     break
-
-    def _meta_fallback(self, op: Any, margs: list, mkwargs: dict) -> Any:
-        """No rule: run the meta kernel (slow path).  Symbolic sizes are specialized to
-        their example values (recorded: a dim declared dynamic then fails to export with
-        an UnsupportedOpError that says how to register a rule)."""
-        device = [self.device]
-
-        def concrete(size: Any) -> int:
-            if isinstance(size, int):
-                return size
-            names = [n for n in size.expr.free_symbols]
-            value = int(size)  # a guard: size == its example value
-            self.specialized_by_op.append((op, stack_trace(5), names))
-            return value
-
-        def to_meta(v: Any) -> Any:
-            if isinstance(v, TensorMeta):
-                shape = [concrete(s) for s in v.shape]
-                device[0] = v.device
-                return torch.empty(shape, dtype=v.dtype, device="meta")
-            if isinstance(v, torch.device):
-                device[0] = v
-                return torch.device("meta")
-            if isinstance(v, (list, tuple)):
-                return type(v)(to_meta(x) for x in v)
-            if hasattr(v, "expr") and not isinstance(v, torch.Tensor):
-                return concrete(v)
-            return v
-
-        margs2 = [to_meta(a) for a in margs]
-        mkwargs2 = {k: to_meta(v) for k, v in mkwargs.items()}
-        if isinstance(mkwargs2.get("device"), (str, int)):
-            device[0] = torch.device(mkwargs2["device"])
-            mkwargs2["device"] = "meta"
-        try:
-            with torch._C.DisableTorchFunction():
-                out = op(*margs2, **mkwargs2)
-        except NotImplementedError:
-            raise errors.missing_shape_rule(str(op), "") from None
-        except RuntimeError as exc:
-            if "meta" in str(exc).lower():  # the kernel needs data or a real device
-                raise errors.kernel_needs_data(str(op), str(exc).splitlines()[0]) from None
-            raise errors.kernel_rejects(str(op), str(exc)) from None
-
-        def back(v: Any) -> Any:
-            if isinstance(v, torch.Tensor):
-                return TensorMeta(tuple(v.shape), v.dtype, device[0])
-            if isinstance(v, (list, tuple)):
-                return type(v)(back(x) for x in v)
-            return v
-
-        return back(out)
 
     def wrap(self, out: Any, node: torch.fx.Node) -> Any:
         """Proxies for a rule's result; multiple outputs get getitem nodes."""
@@ -609,16 +602,21 @@ def _op_info(op: Any) -> tuple:
 
 _OP_INFO_VERSION: list = [None]
 
+# the plans whose calls memo.py may remember (an ATen namesake, an operator, a composite)
+_MEMO_PLANS = frozenset((aten_call, composite_call, dunder))
+
 # In-place ops that change the shape or strides of their first argument (not its values)
 _RESHAPES_SELF = frozenset({"t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_",
                             "unsqueeze_", "as_strided_", "resize_", "resize_as_"})
 
 
 def _refresh_op_info() -> None:
-    """Forget cached rules when the registry changed since (called once per trace)."""
+    """Forget cached rules, and the calls remembered with them (memo.py), when the
+    registry changed since (called once per trace)."""
     version = (registry.VERSION[0], len(registry.RULES))
     if version != _OP_INFO_VERSION[0]:
         _OP_INFO.clear()
+        memo.refresh()
         _OP_INFO_VERSION[0] = version
 
 

@@ -1,0 +1,234 @@
+"""Whole calls on static sizes, remembered: the plan, the overload and the rule's answer.
+
+A call of a plain op (``torch.add(x, y)``, ``x.view(-1, 8)``, ``F.linear(x, w)``) on
+tensors whose sizes are all ints takes one path through the tracer: the callable's plan
+(``dispatch.py``), the overload its argument types fit with its arguments bound
+(``schema.resolve``), the shape rule's answer (``rulecache.py``), then one node.  Every
+step is a function of the same things: the callable, each tensor's shape, dtype and
+device (its meta's ``static`` key: no value facts), whether its layout is known (a view
+of unknown layout is marked) and whether it is a program state tensor, the values of
+every other argument (positional or keyword, in order), and torch's default dtype.  The
+first such call records what it produced (an entry: the overload, its node's arguments
+with the tensors as slots, the result's static meta and layout); a later call with the
+same ``call_key`` records the node directly (``Tracer.__torch_function__``).
+
+A call is remembered only when its path was the plain one, checked on what it did
+(``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node, no new
+symbol, no write, no traced-through Python body, no value or mask bookkeeping), its
+result one tensor, and every tensor of the call an argument of its node (a tensor read
+as a number, ``x.view(n)`` of a 0-d tensor of known value, is not remembered).  A call
+the key does not describe (symbolic sizes, value facts, constants found in the code,
+any other kind of argument) goes the whole way each time.  The table is emptied when a
+shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
+``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.trace.proxy import Proxy
+from safetrace.trace.recorder import Recorder
+
+_LIMIT = 50_000  # entries (a few MB); the table starts again when full
+MEMO: dict[tuple, tuple] = {}
+# argument types keyed by value (a float zero by its text: -0.0 == 0.0, and the node
+# gets the first call's number)
+_PLAIN = frozenset((int, float, bool, str, type(None), torch.dtype, torch.device,
+                    torch.layout, torch.memory_format))
+
+
+class _Mark:
+    """A marker in a key (compared by identity: no argument value equals one)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# in a key, before a tensor's static key: a program state tensor; a proxy of unknown
+# layout (a view: the layout of results follows from the arguments', layout.py); and
+# before the keyword arguments
+_STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
+_default_dtype = torch.get_default_dtype
+
+
+def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
+    """``(key, nodes)``: the call's key, and the graph node of each of its tensors in
+    order (the slots of an entry); None when the call is not one a key describes."""
+    parts: list = [func, _default_dtype()]
+    nodes: list = []
+    for a in args:
+        t = a.__class__
+        if t is Proxy:
+            s = a.st_meta.static
+            if s is None or a._st_value is not None:
+                return None
+            if a.st_contig is None:  # (its layout unknown: the result's may follow)
+                parts.append(_VIEW)
+            parts.append(s)
+            nodes.append(a.st_node)
+        elif t in _PLAIN:
+            parts.append(t)
+            parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
+        elif t is list or t is tuple:
+            inner = _sequence(a, state, nodes)
+            if inner is None:
+                return None
+            parts.append(t)
+            parts.append(inner)
+        elif not _tensor(a, state, parts, nodes):
+            return None
+    if kwargs:
+        parts.append(_KWARGS)
+        for k, a in kwargs.items():
+            parts.append(k)
+            t = a.__class__
+            if t is Proxy:
+                s = a.st_meta.static
+                if s is None or a._st_value is not None:
+                    return None
+                if a.st_contig is None:
+                    parts.append(_VIEW)
+                parts.append(s)
+                nodes.append(a.st_node)
+            elif t in _PLAIN:
+                parts.append(t)
+                parts.append(a if a or t is not float else repr(a))
+            elif t is list or t is tuple:
+                inner = _sequence(a, state, nodes)
+                if inner is None:
+                    return None
+                parts.append(t)
+                parts.append(inner)
+            elif not _tensor(a, state, parts, nodes):
+                return None
+    if not nodes:  # factories and calls of numbers: the general path
+        return None
+    return tuple(parts), nodes
+
+
+def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
+    """Key a real tensor that is program state (a parameter or buffer) by its meta;
+    False for anything else (constants are folded or lifted: the general path)."""
+    if not isinstance(a, torch.Tensor):
+        return False
+    node = state.get(id(a))
+    if node is None:
+        return False
+    s = node.meta["val"].st_meta.static
+    if s is None:
+        return False
+    parts.append(_STATE)
+    parts.append(s)
+    nodes.append(node)
+    return True
+
+
+def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
+    """The key of a list argument (ints, numbers, proxies), its proxies' nodes appended
+    to `nodes`; None when it holds anything else."""
+    parts: list = []
+    for x in v:
+        t = x.__class__
+        if t is int or t is float or t is bool:
+            parts.append(t)
+            parts.append(x if x or t is not float else repr(x))
+        elif t is Proxy:
+            s = x.st_meta.static
+            if s is None or x._st_value is not None:
+                return None
+            if x.st_contig is None:
+                parts.append(_VIEW)
+            parts.append(s)
+            nodes.append(x.st_node)
+        else:
+            return None
+    return tuple(parts)
+
+
+class Slot:
+    """In an entry's node arguments: the call's `index`-th tensor's node."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
+          contig: bool | None, nodes: list) -> tuple | None:
+    """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
+    with each of the call's tensors (`nodes`) as a slot; None unless every node argument
+    is one of them and each of them is an argument."""
+    index = {id(n): i for i, n in enumerate(nodes)}
+    used: set[int] = set()
+
+    def template(v: Any) -> Any:
+        if isinstance(v, torch.fx.Node):
+            i = index.get(id(v))
+            if i is None:
+                raise LookupError
+            used.add(i)
+            return Slot(i)
+        if isinstance(v, (list, tuple)):
+            return type(v)(template(x) for x in v)
+        return v
+
+    try:
+        targs = tuple(template(a) for a in nargs)
+        tkwargs = {k: template(v) for k, v in nkwargs.items()}
+    except LookupError:
+        return None
+    if len(used) != len(index):  # (a tensor given twice: either slot holds its node)
+        return None
+    # what filling needs: which arguments hold slots (the rest are given as they are)
+    fills = tuple(i for i, a in enumerate(targs) if _has_slot(a))
+    kfills = tuple(k for k, a in tkwargs.items() if _has_slot(a))
+    return (op, targs, fills, tkwargs, kfills, name, out_static, contig)
+
+
+def _has_slot(v: Any) -> bool:
+    if v.__class__ is Slot:
+        return True
+    return isinstance(v, (list, tuple)) and any(_has_slot(x) for x in v)
+
+
+def fill(v: Any, nodes: list) -> Any:
+    """A template argument with its slots replaced by the call's nodes."""
+    if v.__class__ is Slot:
+        return nodes[v.index]
+    return type(v)(fill(x, nodes) for x in v)
+
+
+def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
+           kwargs: dict) -> Any:
+    """Trace a call by its plan (`found`: its ``call_key``); remember it when it took the
+    plain path: one op recorded by ``Tracer.emit`` through its rule, and nothing else."""
+    n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
+    n_nodes, depth = len(graph.nodes), len(tr.tracing_through)
+    tr.plain_emit = None
+    result = plan(tr, func, args, kwargs)
+    plain = tr.plain_emit
+    if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
+            plain[0] is result.st_node and plain[-1] == depth and \
+            len(tr.symbols) == n_syms and tr.scope.graph is graph and \
+            len(graph.nodes) == n_nodes + 1:
+        _, op, nargs, nkwargs, name, out_static, contig, _ = plain
+        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1])
+        if made is not None:
+            if len(MEMO) >= _LIMIT:
+                MEMO.clear()
+            MEMO[found[0]] = made
+    return result
+
+
+def refresh() -> None:
+    """Forget every entry (a shape rule was registered or replaced)."""
+    MEMO.clear()

@@ -1,0 +1,209 @@
+"""Calls on static sizes replayed from the first one (trace/memo.py): a replayed call gets
+its own tensors, its own line and module stack, the layout and dtype the general path
+gives, and nothing remembered outlives what it was computed from (a replaced shape rule,
+the default dtype, the sign of a zero)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+from safetrace.rules import get_rule
+
+
+class _Swapped(torch.nn.Module):
+    """The same call twice on tensors of one shape, operands swapped."""
+
+    def forward(self, x, y):
+        return x - y, y - x, torch.sub(y, x, alpha=2), torch.sub(x, y, alpha=2)
+
+
+def test_a_replayed_call_takes_its_own_operands():
+    model = _Swapped()
+    for _ in range(2):  # the second export replays every call
+        ep = st.export(model, (torch.randn(3, 4), torch.randn(3, 4)))
+        x, y = torch.randn(3, 4), torch.randn(3, 4)
+        for got, want in zip(ep.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.randn(2, 4), torch.randn(2, 4))
+    ref = torch.export.export(model, (torch.randn(3, 4), torch.randn(3, 4)))
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    for got, want in zip(ep.module()(x, y), ref.module()(x, y)):
+        torch.testing.assert_close(got, want)
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        return F.linear(x, self.w).relu()
+
+
+class _TwoBlocks(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = _Block(), _Block()
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.b(h) + F.linear(h, self.a.w)
+
+
+def _calls(ep, target):
+    return [n for n in ep.graph.nodes if n.op == "call_function" and n.target == target]
+
+
+def test_replayed_calls_keep_their_weights_lines_and_module_stacks():
+    model = _TwoBlocks()
+    first = st.export(model, (torch.randn(2, 4),))
+    again = st.export(model, (torch.randn(2, 4),))
+    for ep in (first, again):
+        x = torch.randn(5, 4)[:2]
+        torch.testing.assert_close(ep.module()(x), model(x))
+    linears = [_calls(ep, torch.ops.aten.linear.default) for ep in (first, again)]
+    assert len(linears[1]) == 3
+    weights = [[n.args[1].meta["target"] for n in calls] for calls in linears]
+    assert weights[0] == weights[1] == ["a.w", "b.w", "a.w"]
+    for a, b in zip(*linears):
+        assert a.meta["stack_trace"] == b.meta["stack_trace"]
+        assert a.meta.get("nn_module_stack") == b.meta.get("nn_module_stack")
+    stacks = [list(n.meta.get("nn_module_stack", {}).values()) for n in linears[1]]
+    assert stacks[0][-1][0] == "a" and stacks[1][-1][0] == "b" and stacks[2] == []
+    lines = [n.meta["stack_trace"].splitlines()[-1].strip() for n in linears[1]]
+    assert lines == ["return F.linear(x, self.w).relu()"] * 2 + [
+        "return self.b(h) + F.linear(h, self.a.w)"]
+    ref = torch.export.export(model, (torch.randn(2, 4),))
+    ref_stacks = [list(n.meta["nn_module_stack"].values())[-1][0]
+                  for n in ref.graph.nodes if n.target == torch.ops.aten.linear.default]
+    assert ref_stacks == ["a", "b", ""]
+
+
+class _LayoutAfterTranspose(torch.nn.Module):
+    def forward(self, x):
+        y = x.transpose(0, 1)
+        z = x.transpose(0, 1)  # the same call again: a view, its layout unknown
+        return y if z.is_contiguous() else z
+
+
+def test_a_replayed_view_keeps_its_layout_unknown():
+    for _ in range(2):
+        with pytest.raises(st.UnsupportedOpError, match="is_contiguous"):
+            st.export(_LayoutAfterTranspose(), (torch.randn(3, 4),))
+
+
+class _AddConstant(torch.nn.Module):
+    def __init__(self, c: float) -> None:
+        super().__init__()
+        self.c = c
+
+    def forward(self, x):
+        return torch.add(x, self.c)
+
+
+def test_the_sign_of_a_zero_argument_is_not_taken_from_an_earlier_call():
+    x = torch.tensor([-0.0, 1.0])
+    for c in (0.0, -0.0, 0.0):
+        ep = st.export(_AddConstant(c), (torch.randn(2),))
+        got = ep.module()(x)
+        assert torch.equal(torch.signbit(got), torch.signbit(x + c)), c
+
+
+class _IntPlusFloat(torch.nn.Module):
+    def forward(self, i):
+        return i + 1.5
+
+
+def test_the_default_dtype_is_part_of_what_is_remembered():
+    i = torch.arange(4)
+    assert st.export(_IntPlusFloat(), (i,)).module()(i).dtype == torch.float32
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        ep = st.export(_IntPlusFloat(), (i,))
+        out = ep.module()(i)
+        assert out.dtype == torch.float64 == _IntPlusFloat()(i).dtype
+    finally:
+        torch.set_default_dtype(before)
+    assert st.export(_IntPlusFloat(), (i,)).module()(i).dtype == torch.float32
+
+
+class _Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_a_replaced_shape_rule_is_asked_again():
+    op = torch.ops.aten.add.Tensor
+    original = get_rule(op)
+    args = (torch.randn(2, 3), torch.randn(2, 3))
+    st.export(_Add(), args)
+    st.export(_Add(), args)  # remembered now
+    asked = []
+
+    def counting(*a, **k):
+        asked.append(1)
+        return original(*a, **k)
+
+    try:
+        st.register_shape_rule(op)(counting)
+        ep = st.export(_Add(), args)
+        assert asked, "the replaced rule was not asked: a remembered answer outlived it"
+        torch.testing.assert_close(ep.module()(*args), args[0] + args[1])
+    finally:
+        st.register_shape_rule(op)(original)
+    n = len(asked)
+    st.export(_Add(), args)
+    assert len(asked) == n  # the original rule again, not the counting one
+
+
+class _ViewThenPlain(torch.nn.Module):
+    """unsqueeze of a view, then of a plain tensor of the same shape: the first result's
+    layout is unknown, the second's contiguous."""
+
+    def __init__(self, ask_view: bool) -> None:
+        super().__init__()
+        self.ask_view = ask_view
+
+    def forward(self, x):
+        a = x.t().unsqueeze(0)
+        b = x.unsqueeze(0)
+        asked = a if self.ask_view else b
+        return asked * 2 if asked.is_contiguous() else asked
+
+
+def test_a_call_on_a_view_and_on_a_plain_tensor_are_remembered_apart():
+    x = torch.randn(4, 4)
+    for _ in range(2):
+        ep = st.export(_ViewThenPlain(False), (x,))
+        y = torch.randn(4, 4)
+        torch.testing.assert_close(ep.module()(y), _ViewThenPlain(False)(y))
+        with pytest.raises(st.UnsupportedOpError, match="is_contiguous"):
+            st.export(_ViewThenPlain(True), (x,))
+
+
+class _LayerNormKeywords(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+        with torch.no_grad():
+            self.b.weight.mul_(3)
+
+    def forward(self, x):
+        # F.layer_norm hands weight and bias to the mode as keywords
+        return self.a(x) + self.b(x)
+
+
+def test_tensors_given_by_keyword_fill_their_own_slots():
+    model = _LayerNormKeywords()
+    for _ in range(2):
+        ep = st.export(model, (torch.randn(2, 8),))
+        x = torch.randn(2, 8)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    weights = [n.kwargs.get("weight", n.args[2] if len(n.args) > 2 else None)
+               for n in ep.graph.nodes if n.target == torch.ops.aten.layer_norm.default]
+    assert [w.meta["target"] for w in weights] == ["a.weight", "b.weight"]
