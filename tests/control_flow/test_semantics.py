@@ -187,3 +187,69 @@ def test_a_data_dependent_check_in_a_branch_runs_under_eager_cond():
         assert_close(model(good[0]), compiled(good[0]))
         with pytest.raises(RuntimeError, match="u0 <= 3"):
             compiled(bad)
+
+
+@st.custom_op("sttest_cf::keep_positive")
+def keep_positive(x: torch.Tensor) -> torch.Tensor:
+    return x[x > 0]
+
+
+@st.register_fake(keep_positive)
+def _(x):
+    return x.new_empty((st.new_dynamic_size(max=x.numel()),))
+
+
+def _python_if(pred, true_fn, false_fn, operands):
+    return true_fn(*operands) if pred else false_fn(*operands)
+
+
+class SafetraceOnlyOpInBranches(torch.nn.Module):
+    """Branches (one nested) calling a custom op whose fake only safetrace knows (eager
+    torch.cond itself cannot run it: `cond=_python_if` is the eager reference)."""
+
+    def __init__(self, cond=torch.cond):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(3, 3)
+        self.cond = cond
+
+    def forward(self, x):
+        def inner_true(y):
+            return y[:2] * keep_positive(y.detach()).sum()
+
+        def inner_false(y):
+            return y[:2] - 1
+
+        def true_fn(x):
+            y = self.lin(x).flatten()
+            return self.cond(y.sum() > 0, inner_true, inner_false, (y,))
+
+        def false_fn(x):
+            return self.lin(x).flatten()[1:3] * keep_positive(-x.detach()).sum()
+
+        return self.cond(x.mean() > 0, true_fn, false_fn, (x,))
+
+
+def test_branches_with_a_safetrace_only_fake_run_with_autograd():
+    """Eager torch.cond under autograd traces its branches with torch's fake tensors, which
+    know no st.register_fake: ep.module() runs the branch the predicate picks, as the dense
+    kernel does, with the same outputs and gradients as eager."""
+    ep = st.export(SafetraceOnlyOpInBranches(), (torch.rand(4, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n")}})
+    model = SafetraceOnlyOpInBranches(cond=_python_if)
+    assert len(_hops(ep)) == 1
+    inputs = [torch.rand(4, 3), -torch.rand(5, 3), torch.rand(1, 3) * 3,
+              torch.tensor([[5.0, -1, 0], [-3, 2, -8]]), torch.tensor([[0.5, -1, 9]])]
+    for x in inputs:
+        model.zero_grad()
+        expected = model(x)
+        expected.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        mod = ep.module()
+        got = mod(x)
+        assert_close(expected, got)
+        got.sum().backward()
+        assert_close(grads, [p.grad for p in mod.parameters()])
+    with torch.no_grad():
+        assert_close(model(inputs[1]), ep.module()(inputs[1]))
+    rejects(ep, (torch.rand(4, 2),))
