@@ -256,3 +256,34 @@ def test_an_emptiness_test_splits_a_named_dim_at_zero():
     with pytest.raises(st.InputMismatchError, match="must be >= 1"):
         ep.module()(torch.randn(2, 2, 0), torch.randn(2))
     _same_as_eager(f, example, ({2: Dim.DYNAMIC}, None), [(torch.randn(2, 2, 1), torch.randn(2))])
+
+
+def test_a_literal_slice_start_does_not_narrow_a_named_dim():
+    """Fuzzer: `x[1:] + y` with x.shape[0] a Dim from 0 and y's dim AUTO was refused ("only
+    works for n >= 1": the literal start was clamped with a guard). The clamp is now a
+    Min/Max that holds for every size, and y follows it: max(n - 1, 0). torch.export
+    narrows n to >= 3 silently (its program refuses n = 0, 1, 2)."""
+    def f(x, y):
+        return x[1:] + y, x[:3] * 2
+
+    spec = ({0: Dim("n")}, {0: Dim.AUTO})
+    example = (torch.randn(4), torch.randn(3))
+    _same_as_eager(f, example, spec, [(torch.randn(n), torch.randn(max(n - 1, 0)))
+                                      for n in (0, 1, 2, 3, 4, 9)])
+    ep = st.export(f, example, dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(5), torch.randn(3))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(5, 1), torch.randn(4))
+    # (Dim.DYNAMIC keeps torch's guard: tests/export/test_scenarios_dynamic.py scenario 9)
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return f(x, y)
+
+    ref = torch.export.export(M(), example, dynamic_shapes=(
+        {0: torch.export.Dim("n")}, {0: torch.export.Dim.AUTO}))
+    small = (torch.randn(2), torch.randn(1))
+    with pytest.raises(Exception):  # torch's program: n - 1 >= 2
+        ref.module()(*small)
+    _same_as_eager(f, example, spec, [small])
