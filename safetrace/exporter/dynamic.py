@@ -101,6 +101,7 @@ class DynamicDims:
                 out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
                 s = self._root(e, n, where, path, d)
+                self.env.named.update(s.free_symbols)
                 eff = self.roots[e.name][0]  # the declared Dim, or a split side's range
                 self._declare(DimDecl(path, d, "named", s, self.env.hint(s), e, eff.min,
                                       eff.max))
@@ -110,6 +111,7 @@ class DynamicDims:
                 if root_hint % e.coef and e.root.name not in self.overrides:
                     raise errors.example_not_derived(where, path, d, e, n, e.root.name)
                 s = self._root(e.root, root_hint // e.coef, where, path, d, derived=e)
+                self.env.named.update(s.free_symbols)
                 expr = s * e.coef + e.offset
                 self._declare(DimDecl(path, d, "derived", expr,
                                       self.env.hint(s) * e.coef + e.offset, e))

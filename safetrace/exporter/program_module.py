@@ -20,6 +20,7 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
+from safetrace.exporter.eager_cond import eager_forward
 from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argument_names,
                                        flattener, named_forward, unlifted_graph)
 from safetrace.trace.hops import owner_module
@@ -45,7 +46,7 @@ class _Parts:
         gm = ep.graph_module
         gm.recompile()  # (marks it stale: the graph may have been edited in place)
         gm.ensure_compiled()
-        self.graph_forward = gm.forward
+        self.graph_forward = eager_forward(gm)
         self.grad_nodes = any(n.target is torch._C._set_grad_enabled for n in ep.graph.nodes)
         self.written = ep.written_placeholders()
         # (a constant's attribute must not shadow a state path or a subgraph)

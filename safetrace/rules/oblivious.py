@@ -33,8 +33,8 @@ import sys
 from typing import Any
 
 from safetrace.symbolic import DataDependentQuestion, Env
-from safetrace.symbolic.canon import diff, not_
-from safetrace.symbolic.expr import add, const, neg, terms
+from safetrace.symbolic.canon import diff, eq, ge, not_, subs
+from safetrace.symbolic.expr import Expr, add, const, neg, sym, terms
 
 # (path suffix, function, answer, why): at these call sites a data-dependent size chooses
 # how a result is computed; the answer names the traceable branch.
@@ -64,7 +64,66 @@ def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str
         for suffix, name, answer, why in STRATEGY_SWITCHES:
             if fn == name and path.replace("\\", "/").endswith(suffix):
                 return answer, "strategy switch", why, True
-    return _size_test(env, q)
+    found = _size_test(env, q)
+    if found is not None:
+        return _by_the_input_sizes(env, q.expr, found)
+    return None
+
+
+def _by_the_input_sizes(env: Env, c: Expr, found: tuple[bool, str, str, bool]
+                        ) -> tuple[bool, str, str, bool]:
+    """The size-oblivious answer, unless the input sizes decide the question: a
+    data-dependent size at most a size expression that is 0 (``y[y > 0]`` of an empty
+    ``y``) is 0, and the general answer is wrong there.  At an example where that bound is
+    0, asserting the general answer would refuse the example itself: the bound's emptiness
+    becomes a guard on the input sizes, under which the question is decided with nothing
+    asserted.  At an example where it is not, a bound that is an element count gets the
+    guards that its sizes are >= 1, so that a named Dim is split at 0 (its empty side
+    traced as eager runs it) instead of refusing every empty input at run time.  A named
+    Dim that cannot be split is refused with the fix; no other input is narrowed silently
+    (the assert refused those inputs anyway)."""
+    bounds: dict[str, Expr] = {}
+    for f in env.linear:  # f >= 0
+        for mono, k in dict(terms(f)).items():
+            if k != -1 or len(mono) != 1 or mono[0].op != "sym":
+                continue
+            u = mono[0]
+            info = env.symbols.get(str(u.name))
+            if u.name not in c.free_symbols or info is None or info.backed \
+                    or env.bounds(u).lo < 0:
+                continue
+            bound = add(f, u)  # u <= bound
+            if bound.free_symbols and all(env.symbols[n].backed for n in bound.free_symbols):
+                bounds.setdefault(str(u.name), bound)
+    empty = {name: b for name, b in bounds.items() if env.hint(b) == 0}
+    if empty:
+        at_example = env.decide(subs(c, {name: 0 for name in empty}))
+        if at_example is not None and at_example != found[0]:
+            for name, bound in empty.items():
+                env.evaluate(eq(bound, 0))  # a guard: it holds at the example
+                env.add_fact(eq(sym(name), 0))
+            return (at_example, "decided by the example's sizes",
+                    f"every data-dependent size in `{c}` is bounded by input sizes that "
+                    f"are 0", False)
+    for name, bound in bounds.items():
+        factors = _size_factors(bound)
+        if name in empty or factors is None or env.decide(subs(c, {name: 0})) == found[0]:
+            continue
+        for size in factors:  # the bound is >= 1 where each of its sizes is
+            env.evaluate(ge(size, 1))  # a guard: it holds at the example
+    return found
+
+
+def _size_factors(bound: Expr) -> list[Expr] | None:
+    """The symbols of a bound that is a positive multiple of their product (an element
+    count, ``s0*s1``), else None."""
+    t = dict(terms(bound))
+    if len(t) != 1:
+        return None
+    ((mono, k),) = t.items()
+    if k <= 0 or not mono or any(f.op != "sym" for f in mono):
+        return None
+    return list(dict.fromkeys(mono))
 
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -15,14 +15,27 @@ def _clamp(i: Size, size: Size) -> Size:
     """A wrapped bound clamped into [0, size], as torch clamps it.  A literal bound within
     the example's size keeps Python's ``min`` (a guard unless the facts decide): ``x[:3] +
     y`` then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model
-    says.  A literal past the example's end, and any bound computed from sizes, is clamped
-    by Min/Max with no guard (``z[:, :x.shape[0]]`` works for every pair of sizes)."""
+    says.  A literal past the example's end, a guard that would narrow a declared Dim's
+    range (``x[1:] + y`` with ``x.shape[0]`` a ``Dim`` from 0: eager computes every size),
+    and any bound computed from sizes, are clamped by Min/Max with no guard
+    (``z[:, :x.shape[0]]`` works for every pair of sizes)."""
     if isinstance(i, int):
         n = hint_of(size)
-        upper = guarded_min(i, size) if n is not None and i <= n else decided_min(i, size)
+        guarded = n is not None and i <= n and not _narrows_declared(i, size)
+        upper = guarded_min(i, size) if guarded else decided_min(i, size)
     else:
         upper = decided_min(i, size)
     return decided_max(upper, 0)
+
+
+def _narrows_declared(i: int, size: Size) -> bool:
+    """Whether the guard ``i <= size`` would narrow a named Dim's range (Dim.AUTO and
+    Dim.DYNAMIC sizes take the guard, as torch's programming model says)."""
+    env = getattr(size, "env", None)
+    if env is None:
+        return False
+    e = to_expr(size)
+    return any(name in env.named for name in e.free_symbols) and env.bounds(e).lo < i
 
 
 def _bound(i: Size, size: Size, start: bool = False) -> Size:

@@ -52,6 +52,9 @@ class Env:
         # symbols the caller may narrow freely (Dim.AUTO sizes): a rule choosing between
         # guards prefers one that narrows these over one that narrows a declared size
         self.flexible: set[str] = set()
+        # symbols of named Dims: a guard that narrows one refuses the export (a rule that
+        # can compute every size exactly prefers that to a guard)
+        self.named: set[str] = set()
         self.origin_provider: Callable[[], object] | None = None
         # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
         # a host library may use subclasses that its own runtime recognises.

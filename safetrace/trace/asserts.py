@@ -20,7 +20,15 @@ from safetrace.trace.recorder import Recorder
 
 
 def assert_sym(cond: Any, message: str) -> None:
-    """Run time: raise RuntimeAssertionError(message) unless cond holds."""
+    """Run time: raise RuntimeAssertionError(message) unless cond holds.
+
+    Traced by torch (eager ``torch.cond`` builds its branches' schema with make_fx,
+    dynamo, torch.export of ``ep.module()``), `cond` is torch's SymBool, whose truth value
+    on a data-dependent size cannot be read there: the check becomes torch's own run-time
+    assertion (``torch._check``, a deferred assert when undecided), never a guard on data."""
+    if isinstance(cond, torch.SymBool):
+        _REAL_CHECK(cond, lambda: message)
+        return
     if not cond:
         raise runtime_check_failed(message)
 

@@ -3,11 +3,12 @@ seen by fx tools, torch.compile and re-export."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import safetrace as st
 from tests.control_flow.programs import Basic, Layers, Nested
-from tests.helpers import matches_eager, rejects
+from tests.helpers import assert_close, matches_eager, rejects
 
 
 def _hops(ep):
@@ -133,3 +134,122 @@ def test_torch_compile_runs_the_program():
     for s in (1, -1):
         x = torch.rand(3, 4) * s
         torch.testing.assert_close(compiled(x), Basic()(x))
+
+
+class CheckInBranch(torch.nn.Module):
+    """A branch holding a check on a data-dependent size; the parameters require grad, so
+    eager torch.cond traces both branches (make_fx, fake tensors) for its autograd."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        def true_fn(x):
+            n = x[:, 0].nonzero().shape[0]
+            torch._check(n <= 3)
+            return self.lin(x).sum(0) * n
+
+        def false_fn(x):
+            return self.lin(x).sum(0) - 1
+
+        return torch.cond(x.sum() > 0, true_fn, false_fn, (x,))
+
+
+def test_a_data_dependent_check_in_a_branch_runs_under_eager_cond():
+    """The run-time assertion of a check inside a cond branch is traceable: eager
+    torch.cond (its autograd traces the branches with fake tensors), ep.module(), the
+    converted program and torch.compile run it, and each refuses data that breaks it
+    (was GuardOnDataDependentSymNode on every input)."""
+    model = CheckInBranch()
+    spec = {"x": {0: st.Dim("n")}}
+    ep = st.export(model, (torch.ones(3, 4),), dynamic_shapes=spec)
+    ref = torch.export.export(model, (torch.ones(3, 4),),
+                              dynamic_shapes={"x": {0: torch.export.Dim("n")}})
+    tep = ep.to_torch()
+    good = [torch.ones(2, 4), torch.ones(1, 4), torch.zeros(0, 4), -torch.ones(6, 4),
+            torch.tensor([[1.0, 2, 3, 4], [0, 1, 1, 1], [2, 0, 0, 0], [0, 0, 0, 1]])]
+    for x in good:
+        expected = model(x)
+        assert_close(expected, ep.module()(x))
+        assert_close(expected, tep.module()(x))
+        assert_close(expected, ref.module()(x))
+    bad = torch.ones(5, 4)  # 5 nonzero rows in the branch taken
+    with pytest.raises(st.RuntimeAssertionError, match="u0 <= 3"):
+        ep.module()(bad)
+    with pytest.raises(RuntimeError, match="u0 <= 3"):
+        tep.module()(bad)
+    with pytest.raises(RuntimeError, match="u0 <= 3"):
+        ref.module()(bad)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        compiled = torch.compile(ep.module(), backend="eager")
+        assert_close(model(good[0]), compiled(good[0]))
+        with pytest.raises(RuntimeError, match="u0 <= 3"):
+            compiled(bad)
+
+
+@st.custom_op("sttest_cf::keep_positive")
+def keep_positive(x: torch.Tensor) -> torch.Tensor:
+    return x[x > 0]
+
+
+@st.register_fake(keep_positive)
+def _(x):
+    return x.new_empty((st.new_dynamic_size(max=x.numel()),))
+
+
+def _python_if(pred, true_fn, false_fn, operands):
+    return true_fn(*operands) if pred else false_fn(*operands)
+
+
+class SafetraceOnlyOpInBranches(torch.nn.Module):
+    """Branches (one nested) calling a custom op whose fake only safetrace knows (eager
+    torch.cond itself cannot run it: `cond=_python_if` is the eager reference)."""
+
+    def __init__(self, cond=torch.cond):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(3, 3)
+        self.cond = cond
+
+    def forward(self, x):
+        def inner_true(y):
+            return y[:2] * keep_positive(y.detach()).sum()
+
+        def inner_false(y):
+            return y[:2] - 1
+
+        def true_fn(x):
+            y = self.lin(x).flatten()
+            return self.cond(y.sum() > 0, inner_true, inner_false, (y,))
+
+        def false_fn(x):
+            return self.lin(x).flatten()[1:3] * keep_positive(-x.detach()).sum()
+
+        return self.cond(x.mean() > 0, true_fn, false_fn, (x,))
+
+
+def test_branches_with_a_safetrace_only_fake_run_with_autograd():
+    """Eager torch.cond under autograd traces its branches with torch's fake tensors, which
+    know no st.register_fake: ep.module() runs the branch the predicate picks, as the dense
+    kernel does, with the same outputs and gradients as eager."""
+    ep = st.export(SafetraceOnlyOpInBranches(), (torch.rand(4, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n")}})
+    model = SafetraceOnlyOpInBranches(cond=_python_if)
+    assert len(_hops(ep)) == 1
+    inputs = [torch.rand(4, 3), -torch.rand(5, 3), torch.rand(1, 3) * 3,
+              torch.tensor([[5.0, -1, 0], [-3, 2, -8]]), torch.tensor([[0.5, -1, 9]])]
+    for x in inputs:
+        model.zero_grad()
+        expected = model(x)
+        expected.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        mod = ep.module()
+        got = mod(x)
+        assert_close(expected, got)
+        got.sum().backward()
+        assert_close(grads, [p.grad for p in mod.parameters()])
+    with torch.no_grad():
+        assert_close(model(inputs[1]), ep.module()(inputs[1]))
+    rejects(ep, (torch.rand(4, 2),))

@@ -33,6 +33,8 @@ import torch
 
 import safetrace as st
 from safetrace import Dim
+from safetrace.symbolic.canon import subs
+from safetrace.symbolic.expr import terms
 from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
@@ -152,9 +154,12 @@ def _value(entry, root_values):
     return entry.coef * root_values[entry.root.name] + entry.offset
 
 
-def input_sizes(rng, inputs, spec, roots, n):
+def input_sizes(rng, inputs, spec, roots, n, contract=None):
     """n input shapes: (shapes, admitted). Named roots take 0, 1, bounds, equal sizes, random;
-    half the inputs also move the AUTO / DYNAMIC dims."""
+    half the inputs also move the AUTO / DYNAMIC dims. In the other half an AUTO / DYNAMIC
+    dim stays as at export, unless the exported `contract` relates it to named Dims: then it
+    follows them (torch's semantics of AUTO / DYNAMIC: the program's relations hold; a
+    named Dim is never narrowed by one)."""
     out = []
     for i in range(n):
         vals = {}
@@ -176,9 +181,38 @@ def input_sizes(rng, inputs, spec, roots, n):
                 else:
                     shape[d] = _value(e, vals)
             shapes.append(shape)
+        if admitted and contract is not None:
+            follow_relations(contract, inputs, spec, shapes)
         if all(s >= 0 for sh in shapes for s in sh):
             out.append((shapes, admitted))
     return out
+
+
+def follow_relations(contract, inputs, spec, shapes):
+    """Set the AUTO / DYNAMIC dims that `contract` writes as expressions of named Dims'
+    symbols to their values at the named Dims of `shapes` (in place)."""
+    dims = {inp.path: inp.dims for inp in contract.inputs if hasattr(inp, "dims")}
+    known = {}   # symbol -> value, read from the named Dims
+    for (name, _), entry, shape in zip(inputs, spec, shapes):
+        for d, e in (entry or {}).items():
+            cd = dims.get(name, ())[d] if d < len(dims.get(name, ())) else None
+            if cd is None or e is Dim.AUTO or e is Dim.DYNAMIC or isinstance(cd.size, int):
+                continue
+            t = dict(terms(cd.size))
+            linear = [(m, k) for m, k in t.items() if m]
+            if len(linear) == 1 and len(linear[0][0]) == 1 and linear[0][0][0].op == "sym":
+                (m, k), c = linear[0], t.get((), 0)
+                if (shape[d] - c) % k == 0:
+                    known.setdefault(str(m[0].name), (shape[d] - c) // k)
+    for (name, _), entry, shape in zip(inputs, spec, shapes):
+        for d, e in (entry or {}).items():
+            cd = dims.get(name, ())[d] if d < len(dims.get(name, ())) else None
+            if cd is None or not (e is Dim.AUTO or e is Dim.DYNAMIC) or \
+                    isinstance(cd.size, int) or not cd.size.free_symbols <= set(known):
+                continue
+            v = subs(cd.size, known)
+            if v.op == "const":
+                shape[d] = int(v.value)
 
 
 def make_args(shapes, seed):
@@ -340,7 +374,8 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
     c["exported"] += 1
     eager, module = program.model(), ep.module()
     accepted = []
-    for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs):
+    for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
+                                             ep.contract):
         args = make_args(shapes, rng.randrange(2**31))
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)

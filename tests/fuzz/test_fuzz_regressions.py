@@ -211,3 +211,79 @@ def test_two_sizes_of_one_broadcast_either_way():
         ep.module()(torch.randn(2), torch.randn(4, 1, 3, 3))
     with pytest.raises(st.InputMismatchError):   # d1 >= 1
         ep.module()(torch.randn(2), torch.randn(4, 0, 3, 1))
+
+
+def test_an_emptiness_test_the_example_answers_otherwise_is_not_asserted():
+    """Fuzzer (seed 5): `y[y > 0]` of an empty example `y` has 0 rows, but `if
+    bool(v1.size(-1))` was answered size-obliviously (nonempty) and asserted, so the program
+    refused its own example.  The example's answer now holds where it must (y.shape[0] == 0,
+    a size split of the named Dim); the rest keeps the size-oblivious answer."""
+    def f(y):
+        v1 = y[y > 0]
+        return v1 * 2 if bool(v1.size(-1)) else v1.sum(0, keepdim=True)
+
+    spec = ({0: Dim("d0", max=3)},)
+    _same_as_eager(f, (torch.randn(0),), spec,
+                   [(torch.randn(0),), (torch.ones(1),), (torch.ones(3),),
+                    (torch.tensor([1.0, -1.0]),)])
+    ep = st.export(f, (torch.randn(0),), dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(4))
+    with pytest.raises(st.RuntimeAssertionError):   # data taking the untraced branch
+        ep.module()(-torch.ones(2))
+
+
+def test_an_emptiness_test_splits_a_named_dim_at_zero():
+    """Fuzzer (seed 7): `if bool(x.nonzero().shape[0])` was answered size-obliviously
+    (nonempty) and asserted, so every input with x.shape[2] = 0 (no element, so no nonzero)
+    was refused at run time.  The bound x.numel() is >= 1 exactly where each of its sizes
+    is, so those are guards: the named Dim d1 is split at 0, its empty side traced as eager
+    runs it; Dim.DYNAMIC / AUTO sizes get the range >= 1 checked before running."""
+    def f(x, y):
+        v0 = x.nonzero()[:, 0].float()
+        v4 = v0 * 2 if bool(v0.shape[0]) else v0.sum(0, keepdim=True)
+        return v0, v4 + y.sum()
+
+    d0 = Dim("d0", min=2, max=16)
+    spec = ({0: d0, 1: d0, 2: Dim("d1")}, {0: Dim.AUTO})
+    example = (torch.randn(2, 2, 6), torch.randn(2))
+    _same_as_eager(f, example, spec, [(torch.randn(n, n, m), torch.randn(2))
+                                      for n, m in ((8, 0), (2, 1), (3, 5), (16, 0))])
+    ep = st.export(f, example, dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 1, 3), torch.randn(2))
+    ep = st.export(f, example, dynamic_shapes=({2: Dim.DYNAMIC}, None))
+    with pytest.raises(st.InputMismatchError, match="must be >= 1"):
+        ep.module()(torch.randn(2, 2, 0), torch.randn(2))
+    _same_as_eager(f, example, ({2: Dim.DYNAMIC}, None), [(torch.randn(2, 2, 1), torch.randn(2))])
+
+
+def test_a_literal_slice_start_does_not_narrow_a_named_dim():
+    """Fuzzer: `x[1:] + y` with x.shape[0] a Dim from 0 and y's dim AUTO was refused ("only
+    works for n >= 1": the literal start was clamped with a guard). The clamp is now a
+    Min/Max that holds for every size, and y follows it: max(n - 1, 0). torch.export
+    narrows n to >= 3 silently (its program refuses n = 0, 1, 2)."""
+    def f(x, y):
+        return x[1:] + y, x[:3] * 2
+
+    spec = ({0: Dim("n")}, {0: Dim.AUTO})
+    example = (torch.randn(4), torch.randn(3))
+    _same_as_eager(f, example, spec, [(torch.randn(n), torch.randn(max(n - 1, 0)))
+                                      for n in (0, 1, 2, 3, 4, 9)])
+    ep = st.export(f, example, dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(5), torch.randn(3))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(5, 1), torch.randn(4))
+    # (Dim.DYNAMIC keeps torch's guard: tests/export/test_scenarios_dynamic.py scenario 9)
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return f(x, y)
+
+    ref = torch.export.export(M(), example, dynamic_shapes=(
+        {0: torch.export.Dim("n")}, {0: torch.export.Dim.AUTO}))
+    small = (torch.randn(2), torch.randn(1))
+    with pytest.raises(Exception):  # torch's program: n - 1 >= 2
+        ref.module()(*small)
+    _same_as_eager(f, example, spec, [small])

@@ -33,3 +33,32 @@ def test_generator_is_deterministic_and_eager_valid():
     a, b = build(random.Random(7)), build(random.Random(7))
     assert a.source() == b.source() and 1 <= len(a.stmts) <= 8
     a.model()(*a.example())
+
+
+def test_admitted_inputs_follow_the_relations_of_auto_dims():
+    """An AUTO / DYNAMIC dim the program ties to a named Dim (`full((z.size(-1),)) + x`
+    at equal example sizes: torch ties them too) follows that Dim in the admitted inputs,
+    which the program then accepts; it stays as at export where nothing ties it."""
+    import torch
+
+    import safetrace as st
+    from safetrace import Dim
+    from tests.fuzz.engine import input_sizes, make_args, run_input
+
+    class P(torch.nn.Module):
+        def forward(self, x, y, z):
+            return torch.full((z.size(-1),), 2.0) + x, y * 2
+
+    d0 = Dim("d0", max=8)
+    spec = ({1: d0 + 1}, {0: Dim.AUTO}, {0: Dim.AUTO})
+    example = (torch.randn(2, 6), torch.randn(3), torch.randn(6))
+    inputs = [("x", example[0]), ("y", example[1]), ("z", example[2])]
+    ep = st.export(P(), example, dynamic_shapes=spec)
+    seen = set()
+    for shapes, admitted in input_sizes(random.Random(3), inputs, spec, [(d0, 5)], 16,
+                                        ep.contract):
+        if admitted:
+            assert shapes[2] == [shapes[0][1]] and shapes[1] == [3]
+            assert run_input(P(), ep.module(), make_args(shapes, 0))[0] == "ok"
+            seen.add(shapes[0][1])
+    assert len(seen) >= 3

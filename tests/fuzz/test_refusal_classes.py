@@ -225,8 +225,8 @@ def test_random_generator_state_in_forward_is_refused(body):
 
 
 def test_message_without_a_source_line_has_no_empty_backticks():
-    src = "def f(x):\n    return x[:3]\n"
-    ns: dict = {}
+    src = "def f(x):\n    return x[:3] + torch.ones(3)\n"
+    ns: dict = {"torch": torch}
     exec(compile(src, "<typed>", "exec"), ns)       # no file, no linecache entry
     with pytest.raises(st.ConstraintViolationError) as e:
         st.export(ns["f"], (torch.randn(5),), dynamic_shapes=({0: Dim("n", min=1)},),
