@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import over_budget
+from safetrace.errors import OpShapeError
+from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import torch_env
@@ -67,6 +68,7 @@ class StaticMemory:
         self._subs: dict = {}  # (subgraph, what it is called with) -> (outputs, candidates)
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
+        self.main: torch.fx.Graph | None = None  # (a node of it that always fails: refused)
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
@@ -79,6 +81,7 @@ class StaticMemory:
         whether the program updates it: its values then change from call to call);
         ``user``: placeholder name -> the user input's TensorMeta (or symbolic int)."""
         meta, data = {}, {}
+        self.main = graph
         written = written_inputs(graph)
         for node in graph.nodes:
             if node.op != "placeholder":
@@ -212,7 +215,7 @@ class StaticMemory:
                                   2 * self.max_ops)
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
-            out = self._evaluate(target, args, kwargs)
+            out = self._evaluate(target, args, kwargs, node, static)
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
@@ -226,7 +229,8 @@ class StaticMemory:
             str(x) for x in value.expr.free_symbols} <= self.bound_symbols | self.opaque.keys())
         self.bounded[node] = prior and ok
 
-    def _evaluate(self, op: Any, args: Any, kwargs: dict) -> Any:
+    def _evaluate(self, op: Any, args: Any, kwargs: dict, node: torch.fx.Node,
+                  static: bool) -> Any:
         """The op's result metadata by safetrace's own shape rule, unknown without one or
         where the rule would have to assume an answer (no example sizes here)."""
         if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
@@ -235,6 +239,11 @@ class StaticMemory:
         out = _evaluate(op, args, kwargs)
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
+        if isinstance(out, OpShapeError):
+            if static and node.graph is self.main:  # (runs, and fails, at every call)
+                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
+                               f"program, whatever its inputs: {str(out)[:300]}")
+            return _UNKNOWN
         return out
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
@@ -402,7 +411,9 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
         return _UNKNOWN
     try:
         return rule(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - the call is invalid, or needs a trace: not known
+    except OpShapeError as err:  # the call is invalid for these operands (eager raises)
+        return err
+    except Exception:  # noqa: BLE001 - the call needs a trace: not known
         return _UNKNOWN
 
 

@@ -164,3 +164,32 @@ def test_work_counts_contractions_views_and_queries():
     assert work.touched(aten.linalg_cholesky.default, (t(2, 64, 64),), {}, t(2, 64, 64)) == \
         2 * 2 * 64 * 64 + 2 * 64 ** 3
     assert work.touched(aten.sym_size.int, (t(5, 6), 0), {}, 5) == 0
+
+
+class Fixed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x):
+        return x + self.w.select(0, 1)
+
+
+@pytest.mark.parametrize("op,index", [("select.int", (1 << 63) - 1), ("narrow", -(1 << 63))])
+def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
+    """A kernel of the program's own state whose operands eager refuses (an index at the
+    int64 edge) would raise torch's IndexError at every call: refused at load instead."""
+    ep = st.export(Fixed(), (torch.randn(8),), dynamic_shapes=None)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = parts(buf.getvalue())
+    node = next(n for n in doc["nodes"] if n.get("target", "").endswith("select.int"))
+    if op == "narrow":
+        node["target"] = "torch.ops.aten.narrow.default"
+        node["args"] = [node["args"][0], 0, index, 1]
+    else:
+        node["args"][2] = index
+    from tests.serialize.hostile_static import pack
+    st.load(buf.getvalue()).module()(torch.randn(8))  # (the control)
+    with pytest.raises(st.LoadError, match=r"node 'select'.*fails at every call"):
+        st.load(pack(doc, tensors))
