@@ -93,6 +93,33 @@ def memory_at_call(node: str, target: str, need: int, limit: int,
             f"{{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
+def work_at_call(node: str, target: str, need: int, limit: int,
+                 sizes: dict | None = None) -> InputMismatchError:
+    """A loaded program called with inputs at which its kernels would touch more elements
+    than the load's work budget (a reduction over a huge broadcast view, a matmul of
+    views): refused before running."""
+    shown = ", ".join(f"{k}={v}" for k, v in list((sizes or {}).items())[:8])
+    at = f"at these input sizes ({shown}) " if shown else "at this call "
+    return InputMismatchError(
+        f"{at}the loaded program's kernels would touch {need} elements (the largest at "
+        f"node {node!r}, {target}), over the work budget of {limit} (max_work): the call "
+        "would run for a long time",
+        fix=f"pass smaller inputs, or if you trust the file, st.load(path, budgets="
+            f"{{'max_work': {need}}})", budget="max_work")
+
+
+def kernel_memory_at_call(node: str, target: str, need: int,
+                          limit: int) -> InputMismatchError:
+    """A loaded program's kernel whose sizes depend on the call (read from data) would
+    allocate more than the load's budget: refused before the kernel runs."""
+    return InputMismatchError(
+        f"at this call the loaded program's node {node!r} ({target}) would allocate {need} "
+        f"bytes (its sizes are read from data as the program runs), over the budget of "
+        f"{limit} bytes (16 * max_alloc_numel)",
+        fix=f"pass inputs whose values ask for less, or if you trust the file, st.load(path, "
+            f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
+
+
 _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",
           "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
           "nonzero": "one row per nonzero element", "masked_select": "one element per true "
@@ -112,6 +139,6 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMism
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-__all__ = ["memory_at_call", "memory_from_values", "bad_file", "over_budget", "refused_call",
+__all__ = ["memory_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

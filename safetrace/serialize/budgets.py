@@ -39,6 +39,8 @@ class Budgets:
                                          # (or 4x the largest tensor in the file, if more)
     max_static_ops: int = 10_000         # operators applied to the program's own state and
                                          # constants (evaluated at load to bound memory)
+    max_work: int = 1 << 34              # elements the kernels of one call touch (or 4096x
+                                         # the elements of the file's tensors, if more)
     max_loop_iterations: int = 10_000    # iterations of one while_loop call (checked as it
                                          # runs: a loop that never ends would hang the call)
     max_string: int = 1 << 12            # a string argument of a graph call

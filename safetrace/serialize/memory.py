@@ -21,7 +21,8 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import over_budget
+from safetrace.errors import OpShapeError
+from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import torch_env
@@ -31,16 +32,15 @@ from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic.expr import dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
+from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
+from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, touched
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
-_UNKNOWN = object()
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
 # the rest is left unknown (not refused), so a file cannot make loading slow through it
 ANALYSIS_SECONDS = 1.0
 aten = torch.ops.aten
-# sizes read from a tensor's values: op -> how (see _from_data)
-_ITEM = frozenset((aten.item.default, aten._local_scalar_dense.default))
 
 
 class StaticMemory:
@@ -55,8 +55,12 @@ class StaticMemory:
     where only some declared sizes do.
     """
 
-    def __init__(self, limit: int, max_ops: int, contract: Any = None) -> None:
-        self.limit, self.max_ops = limit, max_ops
+    def __init__(self, limit: int, max_ops: int, contract: Any = None,
+                 work_limit: float = math.inf) -> None:
+        self.limit, self.max_ops, self.work_limit = limit, max_ops, work_limit
+        self.bounded: dict = {}  # kernel node -> whether its sizes and work are bounded by
+        # the input sizes at every evaluation (else: work.check before it, at call)
+        self.work_open: list = []  # (count, work expression, node) checked at call
         self.ops = 0
         self.env = _scratch_env(contract)
         self.contract = contract
@@ -64,6 +68,7 @@ class StaticMemory:
         self._subs: dict = {}  # (subgraph, what it is called with) -> (outputs, candidates)
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
+        self.main: torch.fx.Graph | None = None  # (a node of it that always fails: refused)
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
@@ -76,6 +81,7 @@ class StaticMemory:
         whether the program updates it: its values then change from call to call);
         ``user``: placeholder name -> the user input's TensorMeta (or symbolic int)."""
         meta, data = {}, {}
+        self.main = graph
         written = written_inputs(graph)
         for node in graph.nodes:
             if node.op != "placeholder":
@@ -93,10 +99,11 @@ class StaticMemory:
         previous, ACTIVE.env = ACTIVE.env, self.env
         self.deadline = time.process_time() + ANALYSIS_SECONDS
         try:
-            _, candidates = self._run(graph, meta, data, set(user or ()))
+            _, candidates, tally = self._run(graph, meta, data, set(user or ()))
         finally:
             ACTIVE.env = previous
         self.check(candidates)
+        self.check_work(tally)
 
     def _input(self, inp: Any) -> Any:
         """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
@@ -122,10 +129,11 @@ class StaticMemory:
         return new_symbolic(self.env.new_unbacked(0, None, name=name), self.env)
 
     def _run(self, graph: torch.fx.Graph, meta: dict, data: dict,
-             inputs: set) -> tuple[Any, list]:
+             inputs: set) -> tuple[Any, list, Tally]:
         """Shapes and bytes of every node of ``graph`` whose placeholders ``meta`` knows;
-        returns (the output's values, or _UNKNOWN, the live-bytes candidates)."""
+        returns (the output's values, or _UNKNOWN, the live-bytes candidates, the work)."""
         nbytes: dict = {}
+        tally = Tally()
         inner: dict = {}  # control-flow node -> its subgraphs' candidates
         for node in graph.nodes:
             if node in meta and node.op == "placeholder":
@@ -136,15 +144,17 @@ class StaticMemory:
                 if any(a in tainted for a in node.all_input_nodes):
                     tainted.add(node)
                     if self.gave_up is not None:
+                        self.bounded[node] = False
                         continue
                     if time.process_time() > self.deadline:
                         self.gave_up = node
+                        self.bounded[node] = False
                         continue
                 if isinstance(node.target, torch._ops.HigherOrderOperator):
-                    out = self._control(node, meta, data, tainted, inner)
+                    out = self._control(node, meta, data, tainted, inner, tally)
                     size = _UNKNOWN if out is _UNKNOWN else _out_bytes(out)
                 else:
-                    out, size = self._node(node, meta, data, node not in tainted)
+                    out, size = self._node(node, meta, data, node not in tainted, tally)
                 if out is not _UNKNOWN:
                     meta[node] = out
                 if size is not _UNKNOWN:
@@ -157,7 +167,7 @@ class StaticMemory:
             result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
         except KeyError:
             result = _UNKNOWN
-        return result, peak.candidates(graph, nbytes, inner)
+        return result, peak.candidates(graph, nbytes, inner), tally
 
     def _note(self, node: torch.fx.Node, value: Any) -> None:
         """Remember a tensor node's dtype (None: unknown, or not the same at every call of
@@ -181,8 +191,11 @@ class StaticMemory:
         read from data, nor one it could not work out (the file's metadata is not asked)."""
         return not isinstance(node, torch.fx.Node) or self.sized.get(node, False)
 
-    def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool) -> tuple:
+    def _node(self, node: torch.fx.Node, meta: dict, data: dict, static: bool,
+              tally: Tally) -> tuple:
         target = node.target
+        prior = self.bounded.get(node, True)  # (a shared subgraph's node: every evaluation)
+        self.bounded[node] = False  # (until its sizes and work are worked out below)
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
@@ -202,12 +215,22 @@ class StaticMemory:
                                   2 * self.max_ops)
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
-            out = self._evaluate(target, args, kwargs)
+            out = self._evaluate(target, args, kwargs, node, static)
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
+        self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, _bytes(target, out, args, kwargs)
 
-    def _evaluate(self, op: Any, args: Any, kwargs: dict) -> Any:
+    def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
+        """Count a kernel's work; it is bounded where that is a number or an expression of
+        the input sizes (a size read from data is checked before the kernel, at call)."""
+        tally.add(value, node)
+        ok = isinstance(value, int) or (_simple(value.expr) and {
+            str(x) for x in value.expr.free_symbols} <= self.bound_symbols | self.opaque.keys())
+        self.bounded[node] = prior and ok
+
+    def _evaluate(self, op: Any, args: Any, kwargs: dict, node: torch.fx.Node,
+                  static: bool) -> Any:
         """The op's result metadata by safetrace's own shape rule, unknown without one or
         where the rule would have to assume an answer (no example sizes here)."""
         if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
@@ -216,10 +239,15 @@ class StaticMemory:
         out = _evaluate(op, args, kwargs)
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
+        if isinstance(out, OpShapeError):
+            if static and node.graph is self.main:  # (runs, and fails, at every call)
+                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
+                               f"program, whatever its inputs: {str(out)[:300]}")
+            return _UNKNOWN
         return out
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
-                 inner: dict) -> Any:
+                 inner: dict, tally: Tally) -> Any:
         """A cond, while_loop, map or scan: its subgraphs evaluated with what the call
         passes them; their live bytes become candidates at this node."""
         kind = node.target.name()
@@ -235,8 +263,8 @@ class StaticMemory:
                 operands = list(node.args[3])
                 values = _sub(operands, meta)
                 outs, cands = [], []
-                for a in node.args[1:3]:
-                    out, c = self._call(graph_of(a), operands, values, data, tainted)
+                for a in node.args[1:3]:  # (the work of both branches: an upper bound)
+                    out, c = self._call(graph_of(a), operands, values, data, tainted, tally)
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
@@ -247,8 +275,9 @@ class StaticMemory:
                 values = _sub(carried + extra, meta)
                 fresh = {k: v for k, v in data.items() if k not in carried}
                 cands = []
-                for a in node.args[:2]:
-                    out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted)
+                for a in node.args[:2]:  # (the work of one iteration)
+                    out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
+                                        tally)
                     cands.extend(c)
                 carried_bytes = _out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
@@ -257,13 +286,13 @@ class StaticMemory:
                 return list(out)
             if kind in ("map_impl", "scan"):
                 return self._mapped(node, kind, graph_of(node.args[0]), meta, data, tainted,
-                                    inner)
+                                    inner, tally)
         except KeyError:
             pass  # an operand not known
         return _UNKNOWN
 
     def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,
-                tainted: set, inner: dict) -> Any:
+                tainted: set, inner: dict, tally: Tally) -> Any:
         """A map (``map_impl(body, xs, args)``) or a scan (``scan(combine, init, xs,
         additional)``): the body evaluated once on a slice of each xs (dim 0 dropped); its
         peak counts on top of the results of every iteration, kept until they are stacked
@@ -279,8 +308,10 @@ class StaticMemory:
         slices = [TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) for v in xv]
         init_v, extra_v = _sub(init, meta), _sub(extra, meta)
         fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
+        body_work = Tally()
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
-                                tainted)
+                                tainted, body_work)
+        tally.merge(body_work, n)  # (n iterations)
         carried = _out_bytes(init_v)
         if out is _UNKNOWN:
             inner[node] = [(carried + c, w) for c, w in cands]
@@ -296,7 +327,7 @@ class StaticMemory:
         return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
-              tainted: set) -> tuple[Any, list]:
+              tainted: set, tally: Tally) -> tuple[Any, list]:
         if graph is None:
             return _UNKNOWN, []
         ph = [n for n in graph.nodes if n.op == "placeholder"]
@@ -307,7 +338,9 @@ class StaticMemory:
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
-        return self._subs[key]
+        out, cands, work = self._subs[key]
+        tally.merge(work)
+        return out, cands
 
     def check(self, candidates: list) -> None:
         """Refuse at load what is over the limit at every declared size; what is over it at
@@ -338,19 +371,30 @@ class StaticMemory:
                 "max_alloc_numel", -(-worst // 16))
         self.open = peak.prune(opened, self.env)
 
+    def check_work(self, tally: Tally) -> None:
+        """Refuse at load a program whose kernels touch more than the work budget at every
+        declared size; keep what is over it at some sizes only for the call check."""
+        lo, hi, opened = tally.bounds(self.env)
+        if lo > self.work_limit:
+            node = tally.worst(self.env)
+            where = f"node {node.name!r} ({node.target})" if node is not None else None
+            sizes = "" if not tally.terms else " at the smallest declared input sizes"
+            raise over_budget(where, f"one call's kernels touch {int(lo)} elements{sizes} "
+                              f"(this is the largest), {self.work_limit} allowed", "max_work",
+                              int(lo))
+        if hi > self.work_limit:
+            self.work_open = [(tally.const, None, tally.biggest[1]), *opened]
+
     def call_check(self) -> Any:
         """The run-time check of the open bounds (None when there are none)."""
-        if not self.open or self.contract is None:
+        if (not self.open and not self.work_open) or self.contract is None:
             return None
-        return peak.CallCheck(self.open, self.contract, self.limit, self.opaque)
+        return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
+                              self.work_open, self.work_limit)
 
 
 _CPU = torch.device("cpu")
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
-# ops whose schema says the result may alias the input but which copy when they must
-# (a non-contiguous input, a dtype change): counted as allocating
-_MAY_COPY = frozenset(("contiguous", "reshape", "reshape_as", "to", "type_as", "flatten",
-                       "_reshape_alias", "clone", "expand_copy", "broadcast_to"))
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
 
 
@@ -367,7 +411,9 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
         return _UNKNOWN
     try:
         return rule(*args, **kwargs)
-    except Exception:  # noqa: BLE001 - the call is invalid, or needs a trace: not known
+    except OpShapeError as err:  # the call is invalid for these operands (eager raises)
+        return err
+    except Exception:  # noqa: BLE001 - the call needs a trace: not known
         return _UNKNOWN
 
 
@@ -529,56 +575,6 @@ def _python(fn: Any, args: Any, env: Any = None) -> Any:
     if isinstance(out, sym):
         return out
     return out if isinstance(out, (int, float)) and not isinstance(out, bool) else _UNKNOWN
-
-
-def _from_data(op: Any, node: torch.fx.Node, args: Any, kwargs: dict, data: dict) -> Any:
-    """The result (a number, or a meta tensor of the size) of an op whose size is read
-    from the values of a constant the program never writes."""
-    src = node.args[0] if node.args else None
-    t = data.get(src) if isinstance(src, torch.fx.Node) else None
-    if t is None:
-        return _UNKNOWN
-    name = op._opname
-    if op in _ITEM:
-        return t.item() if t.numel() == 1 and not t.is_complex() else _UNKNOWN
-    if name == "bincount" and t.dim() == 1 and not t.is_floating_point():
-        minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
-        n = max(int(t.max()) + 1 if t.numel() else 0, minlength if isinstance(minlength, int)
-                else 0)
-        return TensorMeta((max(n, 0),), torch.float64, _CPU)
-    if name == "one_hot" and not t.is_floating_point():
-        classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
-        if not isinstance(classes, int):
-            return _UNKNOWN
-        if classes < 0:
-            classes = int(t.max()) + 1 if t.numel() else 0
-        return TensorMeta((*t.shape, max(classes, 0)), torch.int64, _CPU)
-    if name == "repeat_interleave" and op._overloadname == "Tensor" and t.dim() <= 1 and \
-            not t.is_floating_point():
-        return TensorMeta((int(t.sum()) if t.numel() else 0,), torch.int64, _CPU)
-    if name == "repeat_interleave" and op._overloadname == "self_Tensor":
-        return _repeated(node, args, kwargs, data)
-    if name == "nonzero":
-        return TensorMeta((int(torch.count_nonzero(t)), t.dim()), torch.int64, _CPU)
-    return _UNKNOWN
-
-
-def _repeated(node: torch.fx.Node, args: Any, kwargs: dict, data: dict) -> Any:
-    """``repeat_interleave(self, repeats)`` with ``repeats`` a constant's values."""
-    src = node.args[1] if len(node.args) > 1 else node.kwargs.get("repeats")
-    r = data.get(src) if isinstance(src, torch.fx.Node) else None
-    this = args[0]
-    dim = args[2] if len(args) > 2 else kwargs.get("dim")
-    if r is None or r.is_floating_point() or r.dim() > 1 or not isinstance(this, TensorMeta):
-        return _UNKNOWN
-    size = list(this.shape) if dim is not None else [math.prod(this.shape)]
-    dim = 0 if dim is None else dim
-    if not isinstance(dim, int) or not -len(size) <= dim < max(len(size), 1):
-        return _UNKNOWN
-    size = size or [1]
-    n = int(r.sum()) if r.numel() != 1 else int(r.reshape(())) * size[dim]
-    size[dim] = max(n, 0)
-    return TensorMeta(tuple(size), this.dtype, _CPU)
 
 
 def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:

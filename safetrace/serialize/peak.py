@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import memory_at_call
+from safetrace.errors.load import memory_at_call, work_at_call
 
 MAX_OPEN = 64  # open candidates kept after pruning (the rest become one max expression)
 
@@ -102,8 +102,9 @@ class CallCheck:
     """Refuse a call whose input sizes would make the program keep more than ``limit``
     bytes alive (InputMismatchError naming the node and the budget), before it runs."""
 
-    def __init__(self, opened: list, contract: Any, limit: int, opaque: dict) -> None:
-        self.limit = limit
+    def __init__(self, opened: list, contract: Any, limit: int, opaque: dict,
+                 work: list | None = None, work_limit: float = math.inf) -> None:
+        self.limit, self.work_limit = limit, work_limit
         # symbol -> (leaf index, dim or None, coef, offset)
         self.read: dict = {k: (i, d, 1, 0) for k, (i, d) in opaque.items()}
         for i, inp in enumerate(contract.inputs):
@@ -114,6 +115,14 @@ class CallCheck:
                 at = None if getattr(inp, "scalar", False) else d
                 self.read[dim.symbol] = (i, at, dim.coef, dim.offset)
         self.items = [(e, n) for e, n in opened if e.free_symbols <= self.read.keys()]
+        # the work of one call, one expression (a polynomial of the input sizes: its like
+        # terms collected); terms of sizes read from data are checked before their kernel
+        self.work = [(c, e, n) for c, e, n in work or ()
+                     if e is None or e.free_symbols <= self.read.keys()]
+        self.total: Any = sum(c for c, e, _ in self.work if e is None)
+        for c, e, _ in self.work:
+            if e is not None:
+                self.total = e * c + self.total
 
     def __call__(self, leaves: list) -> None:
         binding = {}
@@ -131,3 +140,24 @@ class CallCheck:
         if where is not None:  # (the largest need, not the first over the budget)
             raise memory_at_call(where.name, str(where.target), int(worst), self.limit,
                                  binding)
+        if self.work:
+            self._work(binding)
+
+    def _work(self, binding: dict) -> None:
+        try:
+            need = self.total if isinstance(self.total, int) else self.total.evaluate(binding)
+        except (ArithmeticError, ValueError, TypeError):
+            return
+        if not isinstance(need, (int, float)) or not math.isfinite(need) or \
+                need <= self.work_limit:
+            return
+        largest, where = -1, self.work[0][2]
+        for c, e, n in self.work:  # (the node of the largest term, for the message)
+            try:
+                v = c if e is None else c * e.evaluate(binding)
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            if v > largest and n is not None:
+                largest, where = v, n
+        raise work_at_call(getattr(where, "name", "?"), str(getattr(where, "target", "?")),
+                           int(need), int(self.work_limit), binding)

@@ -16,7 +16,7 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, memory, subgraphs, value_sizes
+from safetrace.serialize import allowlist, memory, subgraphs, value_sizes, work
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -72,6 +72,8 @@ class Builder:
         state, constants = self._state()
         largest = max((t.numel() for t in [*state.values(), *constants.values()]), default=0)
         self.max_numel = max(self.budgets.max_alloc_numel, 4 * largest)
+        held = sum(t.numel() for t in [*state.values(), *constants.values()])
+        self.max_work = max(self.budgets.max_work, 4096 * held)
         self.alloc = allowlist.AllocBudget(self.max_numel)  # summed over every graph
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
@@ -91,12 +93,14 @@ class Builder:
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
-        bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract)
+        bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract,
+                                    self.max_work)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         for g in {id(g): g for g in self._all_graphs}.values():
             memory.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
+            work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")

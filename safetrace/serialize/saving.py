@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.progress import task
-from safetrace.serialize import value_sizes, writer
+from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
@@ -123,7 +123,8 @@ def _nodes(graph: torch.fx.Graph) -> list[dict]:
     # (the checks a load put before kernels that size their results by values are not
     # saved: each load makes its own, with its budget; files stay readable by loaders
     # without them)
-    return [_node(n, ref) for n in graph.nodes if n.target is not value_sizes.check]
+    return [_node(n, ref) for n in graph.nodes
+            if n.target is not value_sizes.check and n.target is not work.check]
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:

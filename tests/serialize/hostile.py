@@ -341,6 +341,8 @@ def cases() -> list[Case]:
     _container_cases(m, blob)
     _memory_cases(m, blob)
     _alloc_cases(m, blob)
+    from tests.serialize.hostile_audit import audit_cases  # (it builds on this module)
+    audit_cases(m, blob)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"

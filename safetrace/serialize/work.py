@@ -1,0 +1,273 @@
+"""The work a loaded program's kernels do in one call, bounded like its memory.
+
+A file can make a call slow without making it large: ``zeros(1).expand(2**20, 2**20)``
+allocates one element and a ``sum`` of it scans 2**40; a ``max_pool2d`` of a 64 MiB image
+with a 4096 x 4096 window, a ``linalg_cholesky`` of a 16384 x 16384 matrix, a matmul of two
+views fit in memory and take hours.  The work of a kernel is counted in elements touched:
+the elements of its tensor operands (a view counts what it spans: the kernel reads them
+all) and of its results, plus the multiply-adds of a contraction (matmul, convolution,
+pooling window, attention, decompositions, recurrent cells); a view op touches nothing.
+
+``Tally`` sums it over a whole program, symbolically over the declared input sizes
+(``memory.StaticMemory`` evaluates every node): over ``max_work`` at the smallest declared
+sizes is refused at load, over it at some sizes only is checked at each call before the
+program runs (``peak.CallCheck``).  A kernel whose sizes the loader cannot work out from
+the input sizes (read from data, too complex, past the analysis' time) is preceded by
+``check``: it works out the kernel's result and work from its operands' real shapes with
+safetrace's own shape rules and refuses the call before the kernel allocates or runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import kernel_memory_at_call, work_at_call
+from safetrace.meta import TensorMeta
+from safetrace.rules.registry import RULES
+from safetrace.trace.current import active_tracer
+
+aten = torch.ops.aten
+_CPU = torch.device("cpu")
+# ops whose schema says the result may alias the input but which copy when they must (a
+# non-contiguous input, a dtype change): they allocate and touch what they copy
+MAY_COPY = frozenset(("contiguous", "reshape", "reshape_as", "to", "type_as", "flatten",
+                        "_reshape_alias", "clone", "expand_copy", "broadcast_to"))
+_LEFT0 = frozenset(("mm", "bmm", "matmul", "linear", "mv", "_int_mm", "cdist",
+                    "_cdist_forward", "pdist", "_pdist_forward"))
+_LEFT1 = frozenset(("addmm", "addmv", "baddbmm", "addbmm", "_addmm_activation"))
+_DECOMP = frozenset(("cholesky", "inverse", "det", "logdet", "slogdet", "triangular_solve",
+                     "cholesky_solve", "cholesky_inverse", "matrix_power", "lu", "geqrf",
+                     "orgqr", "ormqr", "pinverse", "svd", "qr", "lstsq", "matrix_exp",
+                     "_lu_with_info", "lu_solve", "lu_unpack", "trace"))
+_RNN = frozenset(("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell",
+                  "rnn_tanh_cell", "rnn_relu_cell"))
+
+
+def is_view(op: Any) -> bool:
+    """An op whose results alias its inputs and never copy: it touches no element."""
+    returns = op._schema.returns
+    return bool(returns) and all(r.alias_info is not None for r in returns) and \
+        op._opname not in MAY_COPY and not op._opname.endswith("_")
+
+
+def touched(op: Any, args: Any, kwargs: dict, out: Any) -> Any:
+    """Elements the kernel of ``op`` touches for these operands (TensorMeta, sizes ints or
+    symbolic ints) and this result: an int or a symbolic int."""
+    if is_view(op) or op._opname.startswith("sym_"):
+        return 0  # (a view, or a size query: no element read)
+    ins = [t for t in _leaves((args, kwargs)) if isinstance(t, TensorMeta)]
+    outs = [t for t in _leaves(out) if isinstance(t, TensorMeta)]
+    total: Any = 0
+    for t in ins + outs:
+        total = total + _numel(t)
+    return total + _contraction(op._opname, args, ins, outs)
+
+
+def _numel(t: TensorMeta) -> Any:
+    return math.prod(t.shape)
+
+
+def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
+    """The multiply-adds (or window reads) beyond the operands and results."""
+    out = sum((_numel(t) for t in outs), 0) if outs else 0
+    if name in _LEFT0 or name in _LEFT1:
+        left = args[1] if name in _LEFT1 and len(args) > 1 else (args[0] if args else None)
+        return out * left.shape[-1] if isinstance(left, TensorMeta) and left.shape else 0
+    if name.startswith("conv") or name in ("_convolution", "convolution"):
+        w = args[1] if len(args) > 1 else None
+        if isinstance(w, TensorMeta) and len(w.shape) > 1 and ins:
+            return (out + _numel(ins[0])) * math.prod(w.shape[1:])
+        return 0
+    if "pool" in name and "adaptive" not in name and len(args) > 1 and \
+            isinstance(args[1], (list, tuple)) and outs:
+        return _numel(outs[0]) * math.prod(args[1])
+    if "scaled_dot_product" in name and len(ins) > 1 and ins[0].shape and \
+            len(ins[1].shape) > 1:
+        q, k = ins[0], ins[1]
+        return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * q.shape[-1]
+    if name.startswith(("linalg_", "_linalg_")) or name in _DECOMP:
+        return _decomposition(name, ins)
+    if name in _RNN and ins and ins[0].shape:
+        rows = math.prod(ins[0].shape[:-1])
+        return sum((_numel(t) for t in ins[1:] if len(t.shape) == 2), 0) * rows
+    if name == "einsum" and args and isinstance(args[0], str):
+        return _einsum(args[0], [t for t in _leaves(args[1:]) if isinstance(t, TensorMeta)])
+    if name == "tensordot" and len(args) > 2 and isinstance(args[0], TensorMeta) and \
+            isinstance(args[2], (list, tuple)) and all(isinstance(d, int) for d in args[2]):
+        a = args[0]
+        return out * math.prod(a.shape[d] for d in args[2] if -len(a.shape) <= d < len(a.shape))
+    if name == "bilinear" and len(ins) > 1 and ins[0].shape and ins[1].shape:
+        return out * ins[0].shape[-1] * ins[1].shape[-1]
+    return 0
+
+
+def _decomposition(name: str, ins: list) -> Any:
+    """A matrix decomposition (or inverse, solve, power ...) of [..., m, n]: m n min(m, n)
+    per matrix (128 times that for a power or an exponential: their repeated products)."""
+    a = next((t for t in ins if len(t.shape) >= 2), None)
+    if a is None:
+        return 0
+    m, n = a.shape[-2], a.shape[-1]
+    small = m if isinstance(m, int) and isinstance(n, int) and m < n else n
+    times = 128 if "power" in name or "exp" in name else 1
+    return math.prod(a.shape[:-2]) * m * n * small * times
+
+
+def _einsum(equation: str, operands: list) -> Any:
+    """The loop nest of an einsum: the product of every index's size (an ellipsis: the
+    largest broadcast block), times the operands."""
+    lhs = equation.replace(" ", "").split("->")[0].split(",")
+    if len(lhs) != len(operands):
+        return 0
+    sizes: dict = {}
+    block: Any = 1
+    for spec, t in zip(lhs, operands):
+        letters = spec.replace("...", "")
+        if len(letters) > len(t.shape):
+            return 0
+        rest = len(t.shape) - len(letters)
+        if "..." in spec:
+            at = spec.index("...")
+            block = block * math.prod(t.shape[at:at + rest])
+            shape = t.shape[:at] + t.shape[at + rest:]
+        else:
+            shape = t.shape
+        for c, s in zip(letters, shape):
+            sizes.setdefault(c, s)
+    return math.prod(sizes.values()) * block * len(operands)
+
+
+def _leaves(value: Any) -> list:
+    out, stack = [], [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        else:
+            out.append(v)
+    return out
+
+
+class Tally:
+    """The work of a graph: an int, and symbolic terms (of the input sizes) grouped by
+    expression; the node of the largest term of each, for the message."""
+
+    def __init__(self) -> None:
+        self.const = 0
+        self.biggest: tuple = (0, None)
+        self.terms: dict = {}  # expression -> [how many times, symbolic value, node]
+
+    def add(self, value: Any, node: Any, times: int = 1) -> None:
+        if isinstance(value, int):
+            self.const += value * times
+            if value * times > self.biggest[0]:
+                self.biggest = (value * times, node)
+            return
+        entry = self.terms.get(value.expr)
+        if entry is None:
+            self.terms[value.expr] = [times, value, node]
+        else:
+            entry[0] += times
+
+    def merge(self, other: "Tally", times: Any = 1) -> None:
+        """Add ``times`` x ``other`` (``times`` an int, or a symbolic int: a map's length)."""
+        if isinstance(times, int):
+            self.add(other.const, other.biggest[1], times)
+            for count, value, node in other.terms.values():
+                self.add(value, node, count * times)
+            return
+        if other.const:
+            self.add(times * other.const, other.biggest[1])
+        for count, value, node in other.terms.values():
+            self.add(value * times, node, count)
+
+    def bounds(self, env: Any) -> tuple:
+        """(lowest, highest) over the declared sizes, and the open terms (count, expr,
+        node) that the call check evaluates."""
+        lo, hi, opened = self.const, self.const, []
+        for count, value, node in self.terms.values():
+            try:
+                r = env.bounds(value.expr)
+                t_lo, t_hi = max(r.lo, 0), r.hi
+            except Exception:  # noqa: BLE001 - no bounds known: checked at call
+                t_lo, t_hi = 0, math.inf
+            lo += count * t_lo
+            hi += count * t_hi
+            opened.append((count, value.expr, node))
+        return lo, hi, opened
+
+    def worst(self, env: Any) -> Any:
+        """The node of the largest term at the smallest declared sizes."""
+        best, node = self.biggest
+        for count, value, where in self.terms.values():
+            try:
+                lo = count * env.bounds(value.expr).lo
+            except Exception:  # noqa: BLE001
+                continue
+            if lo > best:
+                best, node = lo, where
+        return node
+
+
+# -- the check before a kernel whose sizes the loader could not bound -------------------
+
+_OPS: dict[str, Any] = {}  # name -> overload, of the kernels checked (filled by ``guard``)
+
+
+def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
+          kwargs: dict) -> None:
+    """Run time: refuse the call if the kernel of ``node`` (overload ``op``) would allocate
+    more than ``mem_limit`` bytes or touch more than ``work_limit`` elements for these
+    operands (worked out from their shapes by safetrace's shape rules, before it runs)."""
+    target = _OPS.get(op)
+    if target is None or active_tracer() is not None:
+        return  # (a loaded program's module traced by st.export: no values to check)
+    margs, mkwargs = _metas(args), _metas(kwargs)
+    rule = RULES.get(target)
+    out = None
+    if rule is not None:
+        try:
+            out = rule(*margs, **mkwargs)
+        except Exception:  # noqa: BLE001 - the kernel refuses these, or sizes by values
+            out = None
+    need = touched(target, margs, mkwargs, out)
+    if isinstance(need, int) and need > work_limit:
+        raise work_at_call(node, op, need, work_limit)
+    if out is not None and not is_view(target):
+        size = sum(_numel(t) * t.dtype.itemsize for t in _leaves(out)
+                   if isinstance(t, TensorMeta))
+        if isinstance(size, int) and size > mem_limit:
+            raise kernel_memory_at_call(node, op, size, mem_limit)
+
+
+def _metas(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return TensorMeta(tuple(value.shape), value.dtype, _CPU)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_metas(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _metas(v) for k, v in value.items()}
+    return value
+
+
+def guard(graph: torch.fx.Graph, bounded: dict, mem_limit: int, work_limit: int) -> None:
+    """Put ``check`` before every kernel of ``graph`` that is not a view and whose sizes
+    ``bounded`` (node -> whether the loader's evaluation bounds them by the input sizes)
+    does not vouch for."""
+    for node in list(graph.nodes):
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or \
+                bounded.get(node, False) or is_view(target):
+            continue
+        name = str(target)
+        _OPS.setdefault(name, target)
+        with graph.inserting_before(node):
+            guard_node = graph.call_function(check, (node.name, name, mem_limit, work_limit,
+                                                     tuple(node.args), dict(node.kwargs)))
+        guard_node.meta["val"] = None
+        guard_node.meta["stack_trace"] = node.meta.get("stack_trace", "")

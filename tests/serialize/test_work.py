@@ -1,0 +1,195 @@
+"""The work of one call of a loaded program is bounded (issue 23): a kernel that scans a
+huge broadcast view allocates nothing and still runs for minutes.  Over ``max_work`` at
+every declared size: refused at load; at some sizes: refused at call before running; a
+size read from data feeding a kernel: checked before that kernel (work and memory)."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace.serialize import work
+from tests.serialize.hostile_static import parts
+
+
+def _loaded(model, example, dims, budgets=None):
+    ep = st.export(model, (example,), dynamic_shapes={"x": dims})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return st.load(buf.getvalue(), budgets=budgets), buf.getvalue()
+
+
+class Scan(torch.nn.Module):
+    """A reduction over an [n, 2**20] broadcast of one zero: 2**20 elements per row."""
+
+    def forward(self, x):
+        return x + torch.zeros(1).expand(x.shape[0], 1 << 20).sum()
+
+
+class MatmulOfViews(torch.nn.Module):
+    """[n, 4096] @ [4096, 4096], both views of one element: n * 2**24 multiply-adds."""
+
+    def forward(self, x):
+        a = torch.ones(1, 1).expand(x.shape[0], 4096)
+        b = torch.ones(1, 1).expand(4096, 4096)
+        return x + (a @ b).sum(1)
+
+
+class Window(torch.nn.Module):
+    """A max pool whose 512 x 512 window slides over an [n, 1024] view: 2**18 reads per
+    output."""
+
+    def forward(self, x):
+        img = torch.zeros(1, 1, 1, 1).expand(1, 1, x.shape[0], 1024)
+        return torch.nn.functional.max_pool2d(img, 512, 1).sum() + x
+
+
+def _cpu(fn):
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+@pytest.mark.parametrize("model", [Scan(), MatmulOfViews(), Window()],
+                         ids=["scan", "matmul", "window"])
+def test_heavy_kernels_run_as_eager_when_small_and_are_refused_at_call_when_large(model):
+    lo = 512 if isinstance(model, Window) else 0
+    ep, _ = _loaded(model, torch.randn(lo + 3), {0: st.Dim("n", min=lo)})
+    mod = ep.module()
+    for n in (lo, lo + 1, lo + 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), model(x))
+    n = 1 << 16 if isinstance(model, Scan) else 1 << 13  # (memory within its budget)
+    big = torch.randn(n)
+    with pytest.raises(st.InputMismatchError, match=r"over the work budget .*\(max_work\)") \
+            as info:
+        assert _cpu(lambda: mod(big)) < 1  # (refused before running, not after)
+    assert info.value.details["budget"] == "max_work"
+    assert f"s0={n}" in str(info.value)
+    need = int(info.value.fix.rsplit(": ", 1)[1].rstrip("})"))
+    assert need > 1 << 34
+    # the fix's budget admits the call (checked, not run: it would take minutes)
+    ok, _ = _loaded(model, torch.randn(lo + 3), {0: st.Dim("n", min=lo)},
+                    budgets={"max_work": need})
+    ok._check_fn([big])
+
+
+def test_over_the_budget_at_every_declared_size_is_refused_at_load():
+    with pytest.raises(st.LoadError, match=r"node 'sum_1'.*over the budget \(max_work\)") \
+            as info:
+        _loaded(Scan(), torch.randn(1 << 15), {0: st.Dim("n", min=1 << 15)})
+    need = int(info.value.fix.rsplit(": ", 1)[1].rstrip("})"))
+    assert need >= (1 << 35)
+    ep, _ = _loaded(Scan(), torch.randn(1 << 15), {0: st.Dim("n", min=1 << 15)},
+                    budgets={"max_work": need})
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3))  # (outside the declared space)
+
+
+def test_the_budget_is_configurable_and_scales_with_the_files_tensors():
+    small, _ = _loaded(Scan(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": 1000})
+    with pytest.raises(st.InputMismatchError, match="work budget of 1000 "):
+        small.module()(torch.randn(3))
+    with pytest.raises(TypeError):
+        _loaded(Scan(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": -1})
+
+
+class FromCount(torch.nn.Module):
+    """Sizes read from data (a nonzero count) feeding kernels that are not factories."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        u = torch.nonzero(x).shape[0]
+        k = self.kind
+        if k == "expand":  # allocates u * 2**22 floats
+            return torch.zeros(1).expand(u, 1 << 22).contiguous().sum(1)
+        if k == "broadcast":  # [u, 1] + [1, 2**22]
+            return (x[x != 0].unsqueeze(1) + torch.zeros(1, 1 << 22)).sum(1)
+        if k == "repeat":
+            return x[x != 0].repeat(1 << 22).reshape(-1, u).sum(0)
+        if k == "scan":  # allocates nothing, reads u * 2**25
+            return torch.zeros(1).expand(u, 1 << 25).sum(1)
+        raise ValueError(k)
+
+
+@pytest.mark.parametrize("kind", ["expand", "broadcast", "repeat", "scan"])
+def test_sizes_read_from_data_are_checked_before_the_kernel(kind):
+    model = FromCount(kind)
+    ep, blob = _loaded(model, torch.tensor([1.0, 0.0, 2.0]), {0: st.Dim("n")})
+    mod = ep.module()
+    for x in (torch.tensor([3.0]), torch.tensor([0.0, 2.0, -1.0, 0.0, 5.0])):
+        torch.testing.assert_close(mod(x), model(x))
+    big = torch.ones(1000)  # 1000 * 2**22 floats: 16 GB; 1000 * 2**25 reads
+    budget = "max_work" if kind == "scan" else "max_alloc_numel"
+    with pytest.raises(st.InputMismatchError, match=rf"{budget}\)") as info:
+        assert _cpu(lambda: mod(big)) < 1
+    assert info.value.details["budget"] == budget
+    # the checks are the loader's: never written to a file
+    doc, _ = parts(blob)
+    assert "work.check" not in str(doc) and any(n.target is work.check
+                                                for n in ep.graph.nodes)
+
+
+def test_programs_sized_by_their_inputs_get_no_run_time_check():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    ep = st.export(model, (torch.randn(4, 8),), dynamic_shapes=({0: st.Dim("b")},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue())
+    assert not any(n.target is work.check for n in loaded.graph.nodes)
+    for b in (0, 1, 7):
+        x = torch.randn(b, 8)
+        torch.testing.assert_close(loaded.module()(x), model(x))
+
+
+def test_work_counts_contractions_views_and_queries():
+    from safetrace.meta import TensorMeta
+
+    def t(*shape):
+        return TensorMeta(shape, torch.float32, torch.device("cpu"))
+
+    aten = torch.ops.aten
+    assert work.touched(aten.mm.default, (t(8, 16), t(16, 4)), {}, t(8, 4)) == \
+        8 * 16 + 16 * 4 + 8 * 4 + 8 * 4 * 16
+    assert work.touched(aten.expand.default, (t(1, 1), [1 << 20, 1 << 20]), {},
+                        t(1 << 20, 1 << 20)) == 0
+    assert work.touched(aten.sum.default, (t(1 << 20, 1 << 20),), {}, t()) == (1 << 40) + 1
+    assert work.touched(aten.linalg_cholesky.default, (t(2, 64, 64),), {}, t(2, 64, 64)) == \
+        2 * 2 * 64 * 64 + 2 * 64 ** 3
+    assert work.touched(aten.sym_size.int, (t(5, 6), 0), {}, 5) == 0
+
+
+class Fixed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x):
+        return x + self.w.select(0, 1)
+
+
+@pytest.mark.parametrize("op,index", [("select.int", (1 << 63) - 1), ("narrow", -(1 << 63))])
+def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
+    """A kernel of the program's own state whose operands eager refuses (an index at the
+    int64 edge) would raise torch's IndexError at every call: refused at load instead."""
+    ep = st.export(Fixed(), (torch.randn(8),), dynamic_shapes=None)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = parts(buf.getvalue())
+    node = next(n for n in doc["nodes"] if n.get("target", "").endswith("select.int"))
+    if op == "narrow":
+        node["target"] = "torch.ops.aten.narrow.default"
+        node["args"] = [node["args"][0], 0, index, 1]
+    else:
+        node["args"][2] = index
+    from tests.serialize.hostile_static import pack
+    st.load(buf.getvalue()).module()(torch.randn(8))  # (the control)
+    with pytest.raises(st.LoadError, match=r"node 'select'.*fails at every call"):
+        st.load(pack(doc, tensors))
