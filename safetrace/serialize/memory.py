@@ -33,7 +33,7 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic.expr import dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
-from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, touched
+from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
@@ -216,6 +216,8 @@ class StaticMemory:
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
             out = self._evaluate(target, args, kwargs, node, static)
+        if out is _UNKNOWN and scalar_returns(target):  # (a number: reads its operands)
+            self._work(node, touched(target, args, kwargs, None), tally, prior)
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
