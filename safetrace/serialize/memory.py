@@ -61,6 +61,7 @@ class StaticMemory:
         self.bounded: dict = {}  # kernel node -> whether its sizes and work are bounded by
         # the input sizes at every evaluation (else: work.check before it, at call)
         self.work_open: list = []  # (count, work expression, node) checked at call
+        self.loops: dict = {}  # while_loop node -> the work of one iteration, per evaluation
         self.ops = 0
         self.env = _scratch_env(contract)
         self.contract = contract
@@ -276,11 +277,13 @@ class StaticMemory:
                 carried, extra = list(node.args[2]), list(node.args[3])
                 values = _sub(carried + extra, meta)
                 fresh = {k: v for k, v in data.items() if k not in carried}
-                cands = []
+                cands, once = [], Tally()
                 for a in node.args[:2]:  # (the work of one iteration)
                     out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        tally)
+                                        once)
                     cands.extend(c)
+                tally.merge(once)
+                self.loops.setdefault(node, []).append(once)
                 carried_bytes = _out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):

@@ -193,3 +193,39 @@ def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
     st.load(buf.getvalue()).module()(torch.randn(8))  # (the control)
     with pytest.raises(st.LoadError, match=r"node 'select'.*fails at every call"):
         st.load(pack(doc, tensors))
+
+
+class HeavyLoop(torch.nn.Module):
+    """A while_loop of three iterations, each reading a 4096 x 4096 view (2**24)."""
+
+    def forward(self, x):
+        def cond(i, y):
+            return i < 3
+
+        def body(i, y):
+            return i + 1, y * 2 + torch.zeros(1).expand(4096, 4096).sum()
+
+        return torch._higher_order_ops.while_loop(cond, body, (torch.tensor(0), x))[1]
+
+
+def test_a_loops_work_is_its_iterations_times_its_body():
+    ep = st.export(HeavyLoop(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    budget = {"max_work": 1 << 27}  # 8 iterations
+    mod = st.load(buf.getvalue(), budgets=budget).module()
+    for n in (0, 1, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), HeavyLoop()(x))
+    doc, tensors = parts(buf.getvalue())  # the body made to stop counting: never ends
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])
+    add = next(n for n in body["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor"
+               and n["args"][1] == 1)
+    add["args"][1] = 0
+    from tests.serialize.hostile_static import pack
+    stuck = st.load(pack(doc, tensors), budgets=budget).module()
+    t = time.process_time()
+    with pytest.raises(st.InputMismatchError, match=r"while_loop.*167772\d\d elements an "
+                                                    r"iteration.*\(max_work\)"):
+        stuck(torch.randn(2))
+    assert time.process_time() - t < 2  # (8 iterations, not 10,000)
