@@ -96,6 +96,21 @@ def test_the_budget_is_configurable_and_scales_with_the_files_tensors():
         small.module()(torch.randn(3))
     with pytest.raises(TypeError):
         _loaded(Scan(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": -1})
+    # a file of 1024 elements may touch 4096 x 1024 per call whatever the budget says
+    weighted, _ = _loaded(ScanW(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": 1000})
+    x = torch.randn(1)
+    torch.testing.assert_close(weighted.module()(x), ScanW()(x))
+    with pytest.raises(st.InputMismatchError, match=f"work budget of {4096 * 1024} "):
+        weighted.module()(torch.randn(8))
+
+
+class ScanW(Scan):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.zeros(1024))
+
+    def forward(self, x):
+        return super().forward(x) + self.w.sum()
 
 
 class FromCount(torch.nn.Module):
