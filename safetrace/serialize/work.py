@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import kernel_memory_at_call, work_at_call
+from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_at_call
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.trace.current import active_tracer
@@ -247,6 +247,8 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
         _SEEN[key] = (need, size)
     if isinstance(need, int) and need > work_limit:
         raise work_at_call(node, op, need, work_limit)
+    if size is None:
+        raise kernel_unbounded(node, op)
     if isinstance(size, int) and size > mem_limit:
         raise kernel_memory_at_call(node, op, size, mem_limit)
 
@@ -258,16 +260,33 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
     margs, mkwargs = _metas(args), _metas(kwargs)
     rule = RULES.get(target)
     out = None
-    if rule is not None:
-        try:
-            out = rule(*margs, **mkwargs)
-        except Exception:  # noqa: BLE001 - the kernel refuses these, or sizes by values
-            out = None
+    try:
+        # (an op without a rule: its meta kernel, as the tracer runs it)
+        out = rule(*margs, **mkwargs) if rule is not None else _meta_run(target, args, kwargs)
+    except Exception:  # noqa: BLE001 - the kernel refuses these, or sizes by values
+        out = None
+        if rule is None and not is_view(target) and target.namespace == "aten":
+            return touched(target, margs, mkwargs, None), None  # (no bound known)
     size = 0
     if out is not None and not is_view(target):
         size = sum(_numel(t) * t.dtype.itemsize for t in _leaves(out)
                    if isinstance(t, TensorMeta))
     return touched(target, margs, mkwargs, out), size
+
+
+def _meta_run(target: Any, args: tuple, kwargs: dict) -> Any:
+    """The op's result shapes from its meta kernel (operands as meta tensors of their
+    shapes and strides), as TensorMeta."""
+    def meta(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
+        if isinstance(v, (list, tuple)):
+            return type(v)(meta(x) for x in v)
+        return torch.device("meta") if isinstance(v, torch.device) else v
+
+    with torch._C.DisableTorchFunction():
+        out = target(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+    return _metas(out)
 
 
 def _shapes(value: Any) -> Any:

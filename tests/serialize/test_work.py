@@ -244,3 +244,28 @@ def test_a_loops_work_is_its_iterations_times_its_body():
                                                     r"iteration.*\(max_work\)"):
         stuck(torch.randn(2))
     assert time.process_time() - t < 2  # (8 iterations, not 10,000)
+
+
+def test_a_kernel_without_a_shape_rule_is_checked_through_its_meta_kernel():
+    """An op without a safetrace rule is sized by its meta kernel, as the tracer sizes it
+    (``kron`` here, made rule-less for the test); where the meta kernel cannot tell either
+    (``combinations``, which reads data inside), the call is refused before the kernel
+    (its first step allocates n**4 here: 4 TB at n = 1000)."""
+    from safetrace.rules import registry
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.output((g.call_function(torch.ops.aten.kron.default, (x, x)),
+              g.call_function(torch.ops.aten.combinations.default, (x, 4))))
+    work.guard(g, {}, 1 << 30, 1 << 34)
+    mod = torch.fx.GraphModule(torch.nn.Module(), g)
+    rule = registry.RULES.pop(torch.ops.aten.kron.default)
+    try:
+        work._SEEN.clear()
+        with pytest.raises(st.InputMismatchError, match=r"node 'kron_default'.*max_alloc_numel"):
+            mod(torch.ones(1 << 16, 1))  # [2**32, 1]: 16 GiB
+    finally:
+        registry.RULES[torch.ops.aten.kron.default] = rule
+    assert torch.ops.aten.combinations.default not in registry.RULES
+    with pytest.raises(st.InputMismatchError, match=r"'combinations_default'.*refused before"):
+        assert _cpu(lambda: mod(torch.ones(1000))) < 1
