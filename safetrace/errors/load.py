@@ -120,6 +120,19 @@ def kernel_memory_at_call(node: str, target: str, need: int,
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
+def kernel_unbounded(node: str, target: str) -> InputMismatchError:
+    """A loaded program's kernel whose sizes depend on the call has no shape rule, and
+    its meta kernel cannot tell its result either: its memory cannot be bounded."""
+    return InputMismatchError(
+        f"at this call the loaded program's node {node!r} ({target}) has sizes read from "
+        "data as the program runs, and neither a safetrace shape rule nor its meta kernel "
+        "can tell what it would allocate (it may need more memory than the budget): "
+        "refused before it runs",
+        fix="export the program so that this kernel's input sizes follow from the input "
+            "sizes, or run it only if you trust the file's author with torch.export",
+        budget="max_alloc_numel")
+
+
 _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",
           "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
           "nonzero": "one row per nonzero element", "masked_select": "one element per true "
@@ -139,6 +152,7 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMism
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-__all__ = ["memory_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call", "bad_file", "over_budget", "refused_call",
+__all__ = ["memory_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call",
+           "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

@@ -33,7 +33,7 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic.expr import dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
-from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, touched
+from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
@@ -61,6 +61,7 @@ class StaticMemory:
         self.bounded: dict = {}  # kernel node -> whether its sizes and work are bounded by
         # the input sizes at every evaluation (else: work.check before it, at call)
         self.work_open: list = []  # (count, work expression, node) checked at call
+        self.loops: dict = {}  # while_loop node -> the work of one iteration, per evaluation
         self.ops = 0
         self.env = _scratch_env(contract)
         self.contract = contract
@@ -216,6 +217,8 @@ class StaticMemory:
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
             out = self._evaluate(target, args, kwargs, node, static)
+        if out is _UNKNOWN and scalar_returns(target):  # (a number: reads its operands)
+            self._work(node, touched(target, args, kwargs, None), tally, prior)
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
@@ -274,11 +277,13 @@ class StaticMemory:
                 carried, extra = list(node.args[2]), list(node.args[3])
                 values = _sub(carried + extra, meta)
                 fresh = {k: v for k, v in data.items() if k not in carried}
-                cands = []
+                cands, once = [], Tally()
                 for a in node.args[:2]:  # (the work of one iteration)
                     out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        tally)
+                                        once)
                     cands.extend(c)
+                tally.merge(once)
+                self.loops.setdefault(node, []).append(once)
                 carried_bytes = _out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):

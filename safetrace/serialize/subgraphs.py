@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import loop_budget
+from safetrace.errors.load import loop_budget, work_at_call
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
@@ -170,6 +170,16 @@ class _Loop:
     def __init__(self, node: str, limit: int) -> None:
         self.node, self.limit = node, limit
         self.local = threading.local()
+        # elements one iteration touches at least (the loader's work bound), and the budget
+        self.per_iteration, self.work_limit = 0, 0
+
+
+def limit_loop_work(node: torch.fx.Node, per_iteration: int, work_limit: int) -> None:
+    """Hold the loop of ``node`` to ``work_limit`` elements touched per call, one iteration
+    touching at least ``per_iteration`` (work.py: the iterations multiply the body's)."""
+    part = node.graph.__dict__.get("st_submodules", {}).get(getattr(node.args[1], "target", ""))
+    if isinstance(part, LoopPart):
+        part.loop.per_iteration, part.loop.work_limit = per_iteration, work_limit
 
 
 class LoopPart(Subgraph):
@@ -207,9 +217,15 @@ class _Counted(torch.fx.GraphModule):
             a is b for a, b in zip(args, last))
         state.count = getattr(state, "count", 0) + 1 if going_on else 0
         out = super().__call__(*args, **kwargs)
-        if state.count >= self.st_loop.limit and bool(out):
+        loop = self.st_loop
+        if state.count >= loop.limit and bool(out):
             state.count = 0
-            raise loop_budget(self.st_loop.node, self.st_loop.limit)
+            raise loop_budget(loop.node, loop.limit)
+        if loop.per_iteration and (state.count + 1) * loop.per_iteration > loop.work_limit \
+                and bool(out):
+            need, state.count = (state.count + 1) * loop.per_iteration, 0
+            raise work_at_call(loop.node, f"while_loop, {loop.per_iteration} elements an "
+                               "iteration", need, loop.work_limit)
         return out
 
 

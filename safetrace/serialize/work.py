@@ -19,12 +19,13 @@ safetrace's own shape rules and refuses the call before the kernel allocates or 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import torch
 
-from safetrace.errors.load import kernel_memory_at_call, work_at_call
+from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_at_call
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.trace.current import active_tracer
@@ -46,11 +47,18 @@ _RNN = frozenset(("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell"
                   "rnn_tanh_cell", "rnn_relu_cell"))
 
 
+@functools.lru_cache(maxsize=None)
 def is_view(op: Any) -> bool:
     """An op whose results alias its inputs and never copy: it touches no element."""
     returns = op._schema.returns
     return bool(returns) and all(r.alias_info is not None for r in returns) and \
         op._opname not in MAY_COPY and not op._opname.endswith("_")
+
+
+def scalar_returns(op: Any) -> bool:
+    """An op that returns numbers only (a count, a size): it allocates no tensor."""
+    return bool(op._schema.returns) and all("Tensor" not in str(r.real_type)
+                                            for r in op._schema.returns)
 
 
 def touched(op: Any, args: Any, kwargs: dict, out: Any) -> Any:
@@ -227,22 +235,69 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
     target = _OPS.get(op)
     if target is None or active_tracer() is not None:
         return  # (a loaded program's module traced by st.export: no values to check)
+    try:
+        key: Any = (op, _shapes(args), _shapes(kwargs))
+        hash(key)
+    except TypeError:
+        key = None
+    need, size = _SEEN.get(key) or _needs(target, args, kwargs)
+    if key is not None:
+        if len(_SEEN) > 4096:
+            _SEEN.clear()
+        _SEEN[key] = (need, size)
+    if isinstance(need, int) and need > work_limit:
+        raise work_at_call(node, op, need, work_limit)
+    if size is None:
+        raise kernel_unbounded(node, op)
+    if isinstance(size, int) and size > mem_limit:
+        raise kernel_memory_at_call(node, op, size, mem_limit)
+
+
+_SEEN: dict = {}  # (op, operand shapes) -> (elements touched, bytes allocated)
+
+
+def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
     margs, mkwargs = _metas(args), _metas(kwargs)
     rule = RULES.get(target)
     out = None
-    if rule is not None:
-        try:
-            out = rule(*margs, **mkwargs)
-        except Exception:  # noqa: BLE001 - the kernel refuses these, or sizes by values
-            out = None
-    need = touched(target, margs, mkwargs, out)
-    if isinstance(need, int) and need > work_limit:
-        raise work_at_call(node, op, need, work_limit)
+    try:
+        # (an op without a rule: its meta kernel, as the tracer runs it)
+        out = rule(*margs, **mkwargs) if rule is not None else _meta_run(target, args, kwargs)
+    except Exception:  # noqa: BLE001 - the kernel refuses these, or sizes by values
+        out = None
+        if rule is None and not is_view(target) and target.namespace == "aten":
+            return touched(target, margs, mkwargs, None), None  # (no bound known)
+    size = 0
     if out is not None and not is_view(target):
         size = sum(_numel(t) * t.dtype.itemsize for t in _leaves(out)
                    if isinstance(t, TensorMeta))
-        if isinstance(size, int) and size > mem_limit:
-            raise kernel_memory_at_call(node, op, size, mem_limit)
+    return touched(target, margs, mkwargs, out), size
+
+
+def _meta_run(target: Any, args: tuple, kwargs: dict) -> Any:
+    """The op's result shapes from its meta kernel (operands as meta tensors of their
+    shapes and strides), as TensorMeta."""
+    def meta(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
+        if isinstance(v, (list, tuple)):
+            return type(v)(meta(x) for x in v)
+        return torch.device("meta") if isinstance(v, torch.device) else v
+
+    with torch._C.DisableTorchFunction():
+        out = target(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+    return _metas(out)
+
+
+def _shapes(value: Any) -> Any:
+    """What of the operands decides the kernel's sizes: tensors' shapes and dtypes."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return tuple(_shapes(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _shapes(v)) for k, v in value.items())
+    return value
 
 
 def _metas(value: Any) -> Any:
@@ -262,7 +317,8 @@ def guard(graph: torch.fx.Graph, bounded: dict, mem_limit: int, work_limit: int)
     for node in list(graph.nodes):
         target = node.target
         if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or \
-                bounded.get(node, False) or is_view(target):
+                bounded.get(node, False) or is_view(target) or \
+                target._opname.startswith("sym_"):  # (a size query reads no element)
             continue
         name = str(target)
         _OPS.setdefault(name, target)

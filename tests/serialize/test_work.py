@@ -96,6 +96,21 @@ def test_the_budget_is_configurable_and_scales_with_the_files_tensors():
         small.module()(torch.randn(3))
     with pytest.raises(TypeError):
         _loaded(Scan(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": -1})
+    # a file of 1024 elements may touch 4096 x 1024 per call whatever the budget says
+    weighted, _ = _loaded(ScanW(), torch.randn(3), {0: st.Dim("n")}, budgets={"max_work": 1000})
+    x = torch.randn(1)
+    torch.testing.assert_close(weighted.module()(x), ScanW()(x))
+    with pytest.raises(st.InputMismatchError, match=f"work budget of {4096 * 1024} "):
+        weighted.module()(torch.randn(8))
+
+
+class ScanW(Scan):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("w", torch.zeros(1024))
+
+    def forward(self, x):
+        return super().forward(x) + self.w.sum()
 
 
 class FromCount(torch.nn.Module):
@@ -193,3 +208,64 @@ def test_a_node_that_fails_at_every_call_is_refused_at_load(op, index):
     st.load(buf.getvalue()).module()(torch.randn(8))  # (the control)
     with pytest.raises(st.LoadError, match=r"node 'select'.*fails at every call"):
         st.load(pack(doc, tensors))
+
+
+class HeavyLoop(torch.nn.Module):
+    """A while_loop of three iterations, each reading a 4096 x 4096 view (2**24)."""
+
+    def forward(self, x):
+        def cond(i, y):
+            return i < 3
+
+        def body(i, y):
+            return i + 1, y * 2 + torch.zeros(1).expand(4096, 4096).sum()
+
+        return torch._higher_order_ops.while_loop(cond, body, (torch.tensor(0), x))[1]
+
+
+def test_a_loops_work_is_its_iterations_times_its_body():
+    ep = st.export(HeavyLoop(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    budget = {"max_work": 1 << 27}  # 8 iterations
+    mod = st.load(buf.getvalue(), budgets=budget).module()
+    for n in (0, 1, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), HeavyLoop()(x))
+    doc, tensors = parts(buf.getvalue())  # the body made to stop counting: never ends
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])
+    add = next(n for n in body["nodes"] if n.get("target") == "torch.ops.aten.add.Tensor"
+               and n["args"][1] == 1)
+    add["args"][1] = 0
+    from tests.serialize.hostile_static import pack
+    stuck = st.load(pack(doc, tensors), budgets=budget).module()
+    t = time.process_time()
+    with pytest.raises(st.InputMismatchError, match=r"while_loop.*167772\d\d elements an "
+                                                    r"iteration.*\(max_work\)"):
+        stuck(torch.randn(2))
+    assert time.process_time() - t < 2  # (8 iterations, not 10,000)
+
+
+def test_a_kernel_without_a_shape_rule_is_checked_through_its_meta_kernel():
+    """An op without a safetrace rule is sized by its meta kernel, as the tracer sizes it
+    (``kron`` here, made rule-less for the test); where the meta kernel cannot tell either
+    (``combinations``, which reads data inside), the call is refused before the kernel
+    (its first step allocates n**4 here: 4 TB at n = 1000)."""
+    from safetrace.rules import registry
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.output((g.call_function(torch.ops.aten.kron.default, (x, x)),
+              g.call_function(torch.ops.aten.combinations.default, (x, 4))))
+    work.guard(g, {}, 1 << 30, 1 << 34)
+    mod = torch.fx.GraphModule(torch.nn.Module(), g)
+    rule = registry.RULES.pop(torch.ops.aten.kron.default)
+    try:
+        work._SEEN.clear()
+        with pytest.raises(st.InputMismatchError, match=r"node 'kron_default'.*max_alloc_numel"):
+            mod(torch.ones(1 << 16, 1))  # [2**32, 1]: 16 GiB
+    finally:
+        registry.RULES[torch.ops.aten.kron.default] = rule
+    assert torch.ops.aten.combinations.default not in registry.RULES
+    with pytest.raises(st.InputMismatchError, match=r"'combinations_default'.*refused before"):
+        assert _cpu(lambda: mod(torch.ones(1000))) < 1
