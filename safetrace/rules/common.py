@@ -145,6 +145,12 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     if a_one is None or b_one is None:
         if same is True or (isinstance(same, SymBool) and cond_true(same)):
             return a
+        if a_one is None and b_one is None:
+            # either may be 1 at run time (`x[m1] * y[m2]`): eager's own condition is
+            # asserted, and the result is exact for each way it holds (`_either_broadcasts`)
+            settle((a == 1) | (b == 1) | same,
+                   f"{op}: dim {i} broadcasts ({a} and {b} are equal, or one is 1)")
+            return decided_max(a, b) * decided_min(decided_min(a, b), 1)
         if a_one is None:
             settle((a == 1) | same, f"{op}: dim {i} broadcasts ({a} is 1 or equals {b})")
             return b

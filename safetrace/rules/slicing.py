@@ -13,12 +13,13 @@ Size = Any  # int or safetrace.symbolic.SymInt
 
 def _clamp(i: Size, size: Size) -> Size:
     """A wrapped bound clamped into [0, size], as torch clamps it.  A literal bound within
-    the example's size keeps Python's ``min`` (a guard unless the facts decide): ``x[:3] +
-    y`` then needs ``x.shape[0] >= 3`` and specializes ``y``, as the programming model
-    says.  A literal past the example's end, a guard that would narrow a declared Dim's
-    range (``x[1:] + y`` with ``x.shape[0]`` a ``Dim`` from 0: eager computes every size),
-    and any bound computed from sizes, are clamped by Min/Max with no guard
-    (``z[:, :x.shape[0]]`` works for every pair of sizes)."""
+    the example's size of a Dim.AUTO / DYNAMIC size keeps Python's ``min`` (a guard unless
+    the facts decide): ``x[:3] + y`` then needs ``x.shape[0] >= 3`` and specializes ``y``,
+    as torch's programming model says.  A literal past the example's end, one whose guard
+    would narrow a named Dim's range (``x[1:] + y`` with ``x.shape[0]`` a ``Dim`` from 0:
+    eager computes every size, and ``y`` follows ``max(n - 1, 0)``), and any bound
+    computed from sizes, are clamped by Min/Max with no guard (``z[:, :x.shape[0]]``
+    works for every pair of sizes)."""
     if isinstance(i, int):
         n = hint_of(size)
         guarded = n is not None and i <= n and not _narrows_declared(i, size)

@@ -287,3 +287,37 @@ def test_a_literal_slice_start_does_not_narrow_a_named_dim():
     with pytest.raises(Exception):  # torch's program: n - 1 >= 2
         ref.module()(*small)
     _same_as_eager(f, example, spec, [small])
+
+
+def test_two_data_dependent_sizes_broadcast_either_way():
+    """Fuzzer (seed 7): `torch.maximum(v0, v2)` with v0 of u0 rows and v2 of u0 // 2 rows
+    asserted `u0 == 1 or u0 == u0 // 2` (only v0 could broadcast), so data with u0 = 2 or 3
+    (v2 has 1 row: eager broadcasts it) was refused. Eager's own condition (equal, or
+    either is 1) is asserted now, and the result has max(a, b) * min(a, b, 1) rows."""
+    def positives(k, n=8):
+        t = -torch.ones(n)
+        t[:k] = torch.arange(1.0, k + 1)
+        return t
+
+    def f(x):
+        v0 = x[x > 0]
+        v2 = v0.index_select(0, torch.arange(v0.shape[0] // 2))
+        return torch.maximum(v0, v2)
+
+    def g(x, y):
+        return x[x > 0] * y[y > 0]
+
+    _same_as_eager(f, (torch.randn(8),), None, [(positives(k),) for k in range(4)])
+    _same_as_eager(f, (torch.randn(8),), ({0: Dim("n")},),
+                   [(positives(k, n),) for k, n in ((0, 0), (1, 1), (2, 5), (3, 3))])
+    pairs = ((2, 2), (1, 2), (2, 1), (0, 1), (1, 0), (0, 0), (1, 1))
+    _same_as_eager(g, (torch.randn(8), torch.randn(8)), None,
+                   [(positives(a), positives(b)) for a, b in pairs])
+    for fn, args in ((f, (positives(4),)), (g, (positives(3), positives(2)))):
+        with pytest.raises(RuntimeError):  # eager's broadcasting error
+            fn(*args)
+        ep = st.export(fn, tuple(torch.randn(8) for _ in args))
+        with pytest.raises(st.RuntimeAssertionError, match="broadcasts"):
+            ep.module()(*args)
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*(torch.randn(9) for _ in args))

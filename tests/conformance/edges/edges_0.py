@@ -420,13 +420,18 @@ def spec_named_dim_narrowed_fix_pastes():
     class M(nn.Module):
         def forward(self, x):
             return x[:3] * 2
+
+    class Narrowing(nn.Module):  # (x[:3] alone is min(b, 3) rows: no narrowing)
+        def forward(self, x):
+            return x[:3] + torch.ones(3, 3)
     x = torch.randn(5, 3)
     # (max_splits=0: by default the narrowing is a size split, exporter/splits.py)
-    msg = expect_error(lambda: st.export(M(), (x,), dynamic_shapes={"x": {0: Dim("b", min=1)}},
+    msg = expect_error(lambda: st.export(Narrowing(), (x,),
+                                         dynamic_shapes={"x": {0: Dim("b", min=1)}},
                                          max_splits=0),
                        st.ConstraintViolationError, contains=["x.shape[0]", "dynamic_shapes"],
                        any_of=[(THIS, "x[:3]")])
-    _paste_fix(M(), (x,), msg)
+    _paste_fix(Narrowing(), (x,), msg)
     run_export(M(), A(x), ds={"x": {0: Dim("b", min=1)}}, others=[A(R(n, 3)) for n in (1, 2, 3, 7)],
                rejects=[A(R(0, 3))])
 
