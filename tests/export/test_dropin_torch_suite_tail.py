@@ -336,3 +336,49 @@ def test_constant_under_two_paths_listed_under_both() -> None:
                 same(run(y), model(y))
             with pytest.raises(Exception):
                 run(torch.randn(4, 2))
+
+
+# -- preserve_module_call_signature naming a second path of a shared module -----------------
+# (torch's test_unflatten_multiple_graphs_shared_submodule)
+class Step(nn.Module):
+    def forward(self, x, up: bool):
+        return x + 1 if up else x * 2
+
+
+class CallsAliases(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = Step()
+        self.p = self.n
+
+    def forward(self, x):
+        x = self.n(x + 3, True)
+        x = self.n(x + 4, False)
+        x = self.p(x + 5, True)
+        return self.p(x + 6, False) + 7
+
+
+@pytest.mark.parametrize("keep", [("n", "p"), ("p",)], ids=["both", "second"])
+def test_preserved_signature_under_a_second_path_of_a_shared_module(keep) -> None:
+    x = torch.randn(4)
+    spec = ({0: Dim("n")},)
+    model = CallsAliases()
+    ours = st.export(model, (x,), dynamic_shapes=spec, preserve_module_call_signature=keep)
+    progs = [ours.to_torch()]
+    if keep == ("p",):  # torch's export stops on it (KeyError 'n'); ours runs
+        with pytest.raises(KeyError):
+            torch.export.export(model, (x,), dynamic_shapes=spec,
+                                preserve_module_call_signature=keep)
+    else:
+        progs.append(torch.export.export(model, (x,), dynamic_shapes=spec,
+                                         preserve_module_call_signature=keep))
+    for prog in progs:
+        for run in (prog.module(), torch.export.unflatten(prog)):
+            for n in (2, 5):
+                y = torch.randn(n)
+                same(run(y), model(y))
+    for n in (0, 1, 5):
+        y = torch.randn(n)
+        same(ours.module()(y), model(y))
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(2, 2))
