@@ -382,3 +382,46 @@ def test_preserved_signature_under_a_second_path_of_a_shared_module(keep) -> Non
         same(ours.module()(y), model(y))
     with pytest.raises(st.InputMismatchError):
         ours.module()(torch.randn(2, 2))
+
+
+# -- exporting inside the user's FakeTensorMode (test_trace_under_fake,
+# test_export_with_fake_tensor_inputs)
+class FakeLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(2, 3)
+
+    def forward(self, x):
+        return self.linear(x).relu()
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_export_inside_a_fake_tensor_mode(device: str) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    spec = ({0: Dim("n", max=64)},)
+    for exporter in ("ours", "torch"):
+        mode = FakeTensorMode()
+        with mode, torch.device(device):
+            x, model = torch.rand(5, 2), FakeLinear()
+            if exporter == "ours":
+                prog = st.export(model, (x,), dynamic_shapes=spec).to_torch()
+            else:
+                prog = torch.export.export(model, (x,), dynamic_shapes=spec)
+            vals = [n.meta["val"] for n in prog.graph.nodes
+                    if isinstance(n.meta.get("val"), torch.Tensor)]
+            assert len({id(v.fake_mode) for v in vals}) == 1
+            assert all(v.device == x.device for v in vals)
+            for run in (prog.module(), prog.run_decompositions().module()):
+                for n in (1, 7):
+                    y = torch.rand(n, 2)
+                    out = run(y)
+                    assert out.shape == model(y).shape == (n, 3)
+                    assert out.fake_mode is mode
+            with pytest.raises(Exception):
+                prog.module()(torch.rand(5, 3))
+    # the model and the mode are left as they were: a real model exports as before
+    model = FakeLinear()
+    got = st.export(model, (torch.rand(5, 2),), dynamic_shapes=spec).to_torch().module()
+    y = torch.rand(4, 2)
+    same(got(y), model(y))
