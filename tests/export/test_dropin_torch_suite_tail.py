@@ -450,3 +450,61 @@ def test_view_to_a_size_read_from_data_checks_it_at_run_time() -> None:
                 prog.module()(*bad)
     with pytest.raises(st.RuntimeAssertionError):
         ours.module()(torch.randn(24), torch.tensor(5))
+
+
+# -- one value read twice is one size (torch's test_unflatten_asserts) -----------------------
+class Below(nn.Module):
+    def forward(self, x, y):
+        b = x.item()
+        torch._check_is_size(b)
+        torch._check(b < y.size(0))
+        return y[:b]
+
+
+class BelowTwice(nn.Module):
+    def forward(self, x, y):
+        b = x.item()  # read again: the check above holds for it too
+        torch._check_is_size(b)
+        torch._check(b < y.size(0) * 2)
+        return y[:b]
+
+
+class ReadsTwice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m1, self.m3 = Below(), BelowTwice()
+
+    def forward(self, x, y):
+        return self.m1(x, y) + self.m3(x, y)
+
+
+class ReadWriteRead(nn.Module):
+    def forward(self, x, y):
+        a = x.item()
+        x.add_(1)  # written in place: the next read is a new value
+        b = x.item()
+        return y[:a].sum() + y[:b].sum()
+
+
+def test_a_tensor_read_twice_before_a_write_is_one_value() -> None:
+    args = (torch.tensor(3), torch.randn(10))
+    spec = {"x": None, "y": (Dim("moo", max=64),)}
+    ours = st.export(ReadsTwice(), args, dynamic_shapes=spec)
+    ref = torch.export.export(ReadsTwice(), args, dynamic_shapes=spec)
+    model = ReadsTwice()
+    for prog in (ours, ours.to_torch(), ref):
+        for k, n in ((3, 10), (0, 4), (1, 2), (7, 8)):
+            inp = (torch.tensor(k), torch.randn(n))
+            same(prog.module()(*inp), model(*inp))
+            if prog is not ours:
+                same(torch.export.unflatten(prog)(*inp), model(*inp))
+        with pytest.raises(Exception):
+            prog.module()(torch.tensor(5), torch.randn(5))  # b < y.size(0) fails
+    with pytest.raises(st.RuntimeAssertionError):
+        ours.module()(torch.tensor(5), torch.randn(5))
+    # a write in between: two values (eager reads 3, then 4)
+    rwr = st.export(ReadWriteRead(), (torch.tensor(3), torch.randn(10)))
+    for k in (0, 3, 8):
+        x1, x2, y = torch.tensor(k), torch.tensor(k), torch.randn(10)
+        same(rwr.module()(x1, y), ReadWriteRead()(x2, y))
+        same(x1, x2)
