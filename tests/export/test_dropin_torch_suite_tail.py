@@ -427,31 +427,6 @@ def test_export_inside_a_fake_tensor_mode(device: str) -> None:
     same(got(y), model(y))
 
 
-# -- a view to a size read from data (torch's test_no_check_is_size_error) -----------------
-class ViewsToReadSize(nn.Module):
-    def forward(self, y, n):
-        return y.view(n.item(), 4) * 2
-
-
-def test_view_to_a_size_read_from_data_checks_it_at_run_time() -> None:
-    args = (torch.randn(24), torch.tensor(6))
-    spec = ({0: Dim("m", max=400)}, None)
-    ours = st.export(ViewsToReadSize(), args, dynamic_shapes=spec)
-    ref = torch.export.export(ViewsToReadSize(), args, dynamic_shapes=spec)
-    model = ViewsToReadSize()
-    for prog in (ours, ours.to_torch(), ref):
-        for k in (6, 0, 1, 100):
-            inp = (torch.randn(4 * k), torch.tensor(k))
-            same(prog.module()(*inp), model(*inp))
-        for bad in ((torch.randn(24), torch.tensor(5)), (torch.randn(24), torch.tensor(-6))):
-            with pytest.raises(RuntimeError):
-                model(*bad)
-            with pytest.raises(Exception):
-                prog.module()(*bad)
-    with pytest.raises(st.RuntimeAssertionError):
-        ours.module()(torch.randn(24), torch.tensor(5))
-
-
 # -- one value read twice is one size (torch's test_unflatten_asserts) -----------------------
 class Below(nn.Module):
     def forward(self, x, y):
