@@ -184,8 +184,9 @@ class FakeBuilder:
 
     def static(self, value: torch.Tensor) -> Any:
         """A parameter's, buffer's or constant's value (static shape, its strides)."""
-        if type(value) not in (torch.Tensor, torch.nn.Parameter) or \
-                value.layout != torch.strided or value.is_quantized:
+        plain = type(value) in (torch.Tensor, torch.nn.Parameter) or _fake(value)
+        # (a fake value: a model built under the user's FakeTensorMode; ours stands for it)
+        if not plain or value.layout != torch.strided or value.is_quantized:
             return self.conv.mode.from_tensor(value, static_shapes=True)
         fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device,
                          own=True)
@@ -408,3 +409,10 @@ _VIEWS = {
     "alias": _same, "detach": _same, "split": _split, "split_with_sizes": _split,
     "unbind": _unbind, "as_strided": _as_strided, "view": _view, "_unsafe_view": _view,
 }
+
+
+def _fake(value: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(value, FakeTensor)
+

@@ -58,7 +58,12 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`."""
-    return _Converter(ep, strict, verify).run()
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    # (a conversion inside the user's own FakeTensorMode: the program is built with its
+    # own fake values, outside the user's mode, as torch.export builds its own)
+    with _disable_current_modes():
+        return _Converter(ep, strict, verify).run()
 
 
 class _Converter:

@@ -125,10 +125,15 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
 
     open_calls: dict[int, list[ModuleCall]] = {}
 
+    # a module preserved under any of its paths: each call is recorded under the path
+    # it ran as (the one its nodes' stacks name; hooked once per module)
+    preserved_for: dict[int, str] = {}
+    for fqn in preserve:
+        preserved_for.setdefault(id(model.get_submodule(fqn)), fqn)
+
     def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
-        fqn = names[id(module)]
+        key, (fqn, _) = next(reversed(tracer.nn_stack.items()))  # (pushed by `pre`)
         n = calls[fqn] - 1  # the global pre-hook above ran first
-        key = f"L__self___{fqn.replace('.', '_')}" + (f"@{n}" if n else "")
         call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
         leaves, call.in_spec = _pytree.tree_flatten((tuple(args), dict(kwargs)))
         call.inputs = [_value(tracer, v, f"{fqn} input") for v in leaves]
@@ -146,7 +151,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
     h1 = torch.nn.modules.module.register_module_forward_pre_hook(pre)
     h2 = torch.nn.modules.module.register_module_forward_hook(post, always_call=True)
     handles = []
-    for fqn in preserve:
+    for ident, fqn in preserved_for.items():  # (once per module, whatever its paths)
         mod = model.get_submodule(fqn)
         handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
@@ -168,7 +173,7 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
         return []
     if not isinstance(model, torch.nn.Module):
         raise E.preserved_in_function()
-    known = {fqn for fqn, _ in model.named_modules() if fqn}
+    known = {fqn for fqn, _ in model.named_modules(remove_duplicate=False) if fqn}
     for fqn in preserve:
         if not isinstance(fqn, str) or fqn not in known:
             close = sorted(known, key=lambda k: (not k.endswith(str(fqn)), len(k)))[:3]

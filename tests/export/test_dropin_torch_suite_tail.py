@@ -336,3 +336,150 @@ def test_constant_under_two_paths_listed_under_both() -> None:
                 same(run(y), model(y))
             with pytest.raises(Exception):
                 run(torch.randn(4, 2))
+
+
+# -- preserve_module_call_signature naming a second path of a shared module -----------------
+# (torch's test_unflatten_multiple_graphs_shared_submodule)
+class Step(nn.Module):
+    def forward(self, x, up: bool):
+        return x + 1 if up else x * 2
+
+
+class CallsAliases(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = Step()
+        self.p = self.n
+
+    def forward(self, x):
+        x = self.n(x + 3, True)
+        x = self.n(x + 4, False)
+        x = self.p(x + 5, True)
+        return self.p(x + 6, False) + 7
+
+
+@pytest.mark.parametrize("keep", [("n", "p"), ("p",)], ids=["both", "second"])
+def test_preserved_signature_under_a_second_path_of_a_shared_module(keep) -> None:
+    x = torch.randn(4)
+    spec = ({0: Dim("n")},)
+    model = CallsAliases()
+    ours = st.export(model, (x,), dynamic_shapes=spec, preserve_module_call_signature=keep)
+    progs = [ours.to_torch()]
+    if keep == ("p",):  # torch's export stops on it (KeyError 'n'); ours runs
+        with pytest.raises(KeyError):
+            torch.export.export(model, (x,), dynamic_shapes=spec,
+                                preserve_module_call_signature=keep)
+    else:
+        progs.append(torch.export.export(model, (x,), dynamic_shapes=spec,
+                                         preserve_module_call_signature=keep))
+    for prog in progs:
+        for run in (prog.module(), torch.export.unflatten(prog)):
+            for n in (2, 5):
+                y = torch.randn(n)
+                same(run(y), model(y))
+    for n in (0, 1, 5):
+        y = torch.randn(n)
+        same(ours.module()(y), model(y))
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(2, 2))
+
+
+# -- exporting inside the user's FakeTensorMode (test_trace_under_fake,
+# test_export_with_fake_tensor_inputs)
+class FakeLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(2, 3)
+
+    def forward(self, x):
+        return self.linear(x).relu()
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_export_inside_a_fake_tensor_mode(device: str) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    spec = ({0: Dim("n", max=64)},)
+    for exporter in ("ours", "torch"):
+        mode = FakeTensorMode()
+        with mode, torch.device(device):
+            x, model = torch.rand(5, 2), FakeLinear()
+            if exporter == "ours":
+                prog = st.export(model, (x,), dynamic_shapes=spec).to_torch()
+            else:
+                prog = torch.export.export(model, (x,), dynamic_shapes=spec)
+            vals = [n.meta["val"] for n in prog.graph.nodes
+                    if isinstance(n.meta.get("val"), torch.Tensor)]
+            assert len({id(v.fake_mode) for v in vals}) == 1
+            assert all(v.device == x.device for v in vals)
+            for run in (prog.module(), prog.run_decompositions().module()):
+                for n in (1, 7):
+                    y = torch.rand(n, 2)
+                    out = run(y)
+                    assert out.shape == model(y).shape == (n, 3)
+                    assert out.fake_mode is mode
+            with pytest.raises(Exception):
+                prog.module()(torch.rand(5, 3))
+    # the model and the mode are left as they were: a real model exports as before
+    model = FakeLinear()
+    got = st.export(model, (torch.rand(5, 2),), dynamic_shapes=spec).to_torch().module()
+    y = torch.rand(4, 2)
+    same(got(y), model(y))
+
+
+# -- one value read twice is one size (torch's test_unflatten_asserts) -----------------------
+class Below(nn.Module):
+    def forward(self, x, y):
+        b = x.item()
+        torch._check_is_size(b)
+        torch._check(b < y.size(0))
+        return y[:b]
+
+
+class BelowTwice(nn.Module):
+    def forward(self, x, y):
+        b = x.item()  # read again: the check above holds for it too
+        torch._check_is_size(b)
+        torch._check(b < y.size(0) * 2)
+        return y[:b]
+
+
+class ReadsTwice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m1, self.m3 = Below(), BelowTwice()
+
+    def forward(self, x, y):
+        return self.m1(x, y) + self.m3(x, y)
+
+
+class ReadWriteRead(nn.Module):
+    def forward(self, x, y):
+        a = x.item()
+        x.add_(1)  # written in place: the next read is a new value
+        b = x.item()
+        return y[:a].sum() + y[:b].sum()
+
+
+def test_a_tensor_read_twice_before_a_write_is_one_value() -> None:
+    args = (torch.tensor(3), torch.randn(10))
+    spec = {"x": None, "y": (Dim("moo", max=64),)}
+    ours = st.export(ReadsTwice(), args, dynamic_shapes=spec)
+    ref = torch.export.export(ReadsTwice(), args, dynamic_shapes=spec)
+    model = ReadsTwice()
+    for prog in (ours, ours.to_torch(), ref):
+        for k, n in ((3, 10), (0, 4), (1, 2), (7, 8)):
+            inp = (torch.tensor(k), torch.randn(n))
+            same(prog.module()(*inp), model(*inp))
+            if prog is not ours:
+                same(torch.export.unflatten(prog)(*inp), model(*inp))
+        with pytest.raises(Exception):
+            prog.module()(torch.tensor(5), torch.randn(5))  # b < y.size(0) fails
+    with pytest.raises(st.RuntimeAssertionError):
+        ours.module()(torch.tensor(5), torch.randn(5))
+    # a write in between: two values (eager reads 3, then 4)
+    rwr = st.export(ReadWriteRead(), (torch.tensor(3), torch.randn(10)))
+    for k in (0, 3, 8):
+        x1, x2, y = torch.tensor(k), torch.tensor(k), torch.randn(10)
+        same(rwr.module()(x1, y), ReadWriteRead()(x2, y))
+        same(x1, x2)

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import float_read, shape_error
+from safetrace.meta.active import ACTIVE
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
@@ -140,9 +141,17 @@ def item(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         args = (traced, *args[1:])
     if args[0].st_value is not None:
         return args[0].st_value
-    if args[0].st_meta.dtype.is_complex:
-        raise _float_read(".item()", args[0])
-    return tr.emit(aten.item.default, (args[0],), {})  # a float: an unbacked SymFloat
+    x = args[0]
+    if x.st_meta.dtype.is_complex:
+        raise _float_read(".item()", x)
+    # a tensor read again before any in-place write: the same value (one unbacked size,
+    # as torch's repeated item reads give; facts checked on the first hold for the second)
+    last = getattr(x, "_st_item", None)
+    if last is not None and last[0] == ACTIVE.data_epoch and last[1] is tr.scope:
+        return last[2]
+    out = tr.emit(aten.item.default, (x,), {})  # a float: an unbacked SymFloat
+    x._st_item = (ACTIVE.data_epoch, tr.scope, out)  # (in the same graph: not a branch)
+    return out
 
 
 @handles(T.tolist)
