@@ -21,6 +21,7 @@ __all__ = [
     "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
+    "constant_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_unknown", "preserved_value",
@@ -200,6 +201,19 @@ def data_assignment(source: str) -> UnsupportedConstruct:
                       f"which an exported graph cannot do to module state.",
                       "assign a value of the same shape and dtype, or compute with a new "
                       "tensor instead", source)
+
+
+def constant_written_through_alias(source: str) -> UnsupportedConstruct:
+    """A tensor made in forward and a view of it, both read by the graph, one written in
+    place: the program's constants are separate tensors, so the write would not reach
+    the other (eager's answer differs)."""
+    return _construct(f"a tensor made in forward is written in place at {source} while "
+                      f"another view of the same memory is also used (`c.view(()).add_(2)` "
+                      f"then `x * c`); the exported constants would not share the write.",
+                      "make the tensor with a factory the program records, e.g. "
+                      "c = torch.full((), 6.0) (values given to torch.tensor(...) are folded "
+                      "into constants), write the tensor itself (c.add_(2)), or build it "
+                      "with its final value (c = torch.tensor(8.0))", source)
 
 
 def layout_of_view(what: str, source: str) -> UnsupportedConstruct:

@@ -24,6 +24,9 @@ from typing import Any
 
 import torch
 
+from safetrace import errors
+from safetrace.trace.source import short
+
 # op name -> (training flag index and name, running stat indices): unannotated writes
 _RUNNING_STATS = {
     "batch_norm": (5, "training"), "native_batch_norm": (5, "training"),
@@ -195,3 +198,31 @@ def _union(value: Any, alias: dict) -> set:
         elif isinstance(v, dict):
             stack.extend(v.values())
     return out
+
+
+# -- constants made in forward ------------------------------------------------------------
+# Constants lifted from one memory (a tensor made in forward from literals and a folded view
+# of it, ``c.view(())``) are separate inputs of the program: a write to one would not reach
+# the other, so a written memory with two lifted tensors is refused, at the write or at the
+# second lift, whichever comes last.
+
+def note_constant_storage(tr: Any, t: torch.Tensor, where: Any) -> None:
+    """Record that constant `t` was lifted; refuse if its memory, written already, now has
+    two lifted tensors (`where()`: the user's source line, only asked for then)."""
+    storage = t.untyped_storage()
+    if storage.nbytes() == 0:
+        return
+    ptr = storage.data_ptr()
+    ids = tr.const_storages.setdefault(ptr, set())
+    ids.add(id(t))
+    if len(ids) > 1 and ptr in tr.written_storages:
+        raise errors.constant_written_through_alias(short(where()))
+
+
+def constant_written(tr: Any, t: torch.Tensor, trace: str) -> None:
+    """Real constant `t` is written in place by a recorded op: its eager value is stale
+    from now on; refuse if another lifted tensor views its memory."""
+    ptr = t.untyped_storage().data_ptr()
+    tr.written_storages.add(ptr)
+    if len(tr.const_storages.get(ptr, ())) > 1:
+        raise errors.constant_written_through_alias(short(trace))

@@ -32,7 +32,8 @@ from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, p
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
-from safetrace.trace.mutation import base_placeholder, mutates, written_args
+from safetrace.trace.mutation import (base_placeholder, constant_written,
+                                      note_constant_storage, mutates, written_args)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
@@ -99,6 +100,7 @@ class Tracer(TorchFunctionMode):
         # storages of real constants written by a recorded op (never folded from then on:
         # the real tensor keeps its old value, the graph's copy has the new one)
         self.written_storages: set[int] = set()
+        self.const_storages: dict[int, set[int]] = {}  # storage -> ids of its lifted tensors
         # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
         # made in: its value is known until something is written in place
         self.literals: dict[int, int] = {}
@@ -213,6 +215,7 @@ class Tracer(TorchFunctionMode):
             name = f"{base}_{i}"
         self.constants[name] = t
         self.keepalive.append(t)
+        note_constant_storage(self, t, stack_trace)
         # an input of the whole program: a placeholder of the program's graph (also while
         # a branch is traced), before its first node that is not one (an op, or an
         # input's sym_size read before any op)
@@ -397,7 +400,7 @@ class Tracer(TorchFunctionMode):
                     a.st_value = None
                 elif isinstance(a, torch.Tensor) and type(a) is not Proxy:
                     # a real constant written in the graph: its eager value is stale now
-                    self.written_storages.add(a.untyped_storage().data_ptr())
+                    constant_written(self, a, trace)
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]

@@ -78,6 +78,8 @@ CASES = {
     "index_type": lambda: E.index_type("a"),
     "generator_argument": lambda: E.generator_argument("m.py:2 `torch.rand(3, generator=g)`"),
     "autocast_active": lambda: E.autocast_active("m.py:3 `y = x @ w`"),
+    "constant_written_through_alias":
+        lambda: E.constant_written_through_alias("m.py:3 `c.view(()).add_(2)`"),
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
                                                "m.py:3 `if x.t().is_contiguous():`"),
@@ -322,6 +324,14 @@ GOLDEN = {
         "and would silently drop autocast's dtype changes.\n"
         'Fix: remove the torch.autocast region and cast explicitly, e.g. '
         'x.to(torch.bfloat16), or export the model already converted (.to(dtype))'),
+    'constant_written_through_alias': ('UnsupportedConstruct',
+        'a tensor made in forward is written in place at m.py:3 `c.view(()).add_(2)` while '
+        'another view of the same memory is also used (`c.view(()).add_(2)` then `x * c`); '
+        'the exported constants would not share the write.\n'
+        'Fix: make the tensor with a factory the program records, e.g. '
+        'c = torch.full((), 6.0) (values given to torch.tensor(...) are folded into '
+        'constants), write the tensor itself (c.add_(2)), or build it with its final value '
+        '(c = torch.tensor(8.0))'),
     'data_assignment': ('UnsupportedConstruct',
         "`x.data = value` at m.py:4 `self.w.data = w2` changes the tensor's shape or "
         'dtype, which an exported graph cannot do to module state.\n'
