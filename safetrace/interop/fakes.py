@@ -21,12 +21,14 @@ symbol), control-flow operators and non-ATen operators always run torch's kernel
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from safetrace.interop.contract import evaluate
 from safetrace.symbolic import Expr, to_expr
+from safetrace.symbolic.expr import sym as _sym
 
 _META = torch.device("meta")
 _NAMESPACES = ("aten", "prims")
@@ -71,6 +73,43 @@ class FakeBuilder:
                 if s.__class__ is not int and not self.expr_of(s).free_symbols <= \
                         values.keys():
                     return False
+        return True
+
+    def born(self, val: Any) -> bool:
+        """torch symbols for the sizes `val` takes from data (our bare symbols torch has
+        none of yet: ``nonzero``'s count, ``x[mask]``'s rows), made as torch's kernels make
+        them: a fresh unbacked size, size-like, here with our range (torch's kernel for a
+        boolean-mask index costs milliseconds: it runs ``nonzero`` and a broadcast in its
+        symbolic engine).  The caller records the op's ``unbacked_bindings``.  False where
+        no size is new or one is not a bare symbol (torch's kernel runs then)."""
+        from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
+
+        values = self.conv.emitter.values
+        new: dict[str, Any] = {}
+        for part in val if isinstance(val, (tuple, list)) else (val,):
+            meta = getattr(part, "st_meta", None)
+            if meta is None:
+                return False
+            for s in meta.shape:
+                if s.__class__ is int:
+                    continue
+                e = self.expr_of(s)
+                if e.free_symbols <= values.keys():
+                    continue
+                if e.op != "sym" or not hasattr(s, "env"):
+                    return False
+                new[e.name] = s.env.symbol_range(e.name)
+        if not new:
+            return False
+        for name, rng in sorted(new.items()):
+            lo = 0 if rng is None or rng.lo == -math.inf else max(0, int(rng.lo))
+            hi = None if rng is None or rng.hi == math.inf else int(rng.hi)
+            if hi is not None and hi < lo:
+                return False
+            u = self.conv.shape_env.create_unbacked_symint()
+            _constrain_range_for_size(u, min=lo, max=hi)
+            values[name] = u
+            self.conv.emitter.symbol_names[u.node.expr] = _sym(name)
         return True
 
     def size(self, s: Any) -> Any:
@@ -227,7 +266,8 @@ def _key(s: Any) -> Any:
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
     """Whether `target`'s value is made from ours (an ATen op returning tensors whose
-    sizes torch already has symbols for); else torch's kernel runs."""
+    sizes torch has symbols for, or gets them from ``builder.born``); else torch's
+    kernel runs."""
     if not isinstance(target, torch._ops.OpOverload) or target.namespace not in _NAMESPACES:
         return False
     parts = ours if isinstance(ours, (tuple, list)) else (ours,)
@@ -235,7 +275,7 @@ def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
         return False
     if all(p is None for p in parts):
         return False
-    return builder.known(ours)
+    return builder.known(ours) or builder.born(ours)
 
 
 # -- strides of views ------------------------------------------------------------------------

@@ -335,7 +335,10 @@ class _Converter:
         ours = node.meta.get("val")
         if not self.verify:
             if builds(target, ours, self.fakes):
-                new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
+                new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
+                if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
+                    new.meta["unbacked_bindings"] = compute_unbacked_bindings(
+                        self.shape_env, val)
                 return
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
                     isinstance(args[0].meta.get("val"), (tuple, list)):
