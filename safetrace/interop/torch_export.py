@@ -29,7 +29,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import exported_program
+from safetrace.interop.construct import append_call, exported_program
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -263,7 +263,7 @@ class _Converter:
              name: str | None = None, value: Any = None) -> torch.fx.Node:
         """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
         (or take `value`, torch's value of it made already, unless verifying)."""
-        node = self.graph.call_function(target, args, name=name)
+        node = append_call(self.graph, target, args, name=name)
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -324,7 +324,7 @@ class _Converter:
             # there, and code generated from them (unflatten's) would fail on one
             args = tuple(list(a) if type(a) is tuple else a for a in args)
             kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
-        new = self.graph.call_function(target, args, kwargs, name=node.name)
+        new = append_call(self.graph, target, args, kwargs, name=node.name)
         for k in ("stack_trace", "source_fn_stack", "torch_fn"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
@@ -424,8 +424,8 @@ class _Converter:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
         cond, message = args
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
-        new = self.graph.call_function(torch.ops.aten._assert_scalar.default, (cond, message),
-                                       name=node.name)
+        new = append_call(self.graph, torch.ops.aten._assert_scalar.default, (cond, message),
+                          name=node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         new.meta["val"] = None
