@@ -157,7 +157,9 @@ class FakeBuilder:
                None if strides is None else tuple(_key(s) for s in strides), dtype)
         elem = None if own else self.metas.get(key)
         if elem is None:
-            with self.outside():
+            # (outside the fake mode, and outside the Python dispatcher: under it a meta
+            # kernel's Python registration runs, twice as slow for the same tensor)
+            with self.outside(), torch._C._DisablePythonDispatcher():
                 if own and strides is None:
                     elem = torch.empty(sizes, dtype=dtype, device=_META)
                 elif all(s.__class__ is int for s in sizes) and (
@@ -204,6 +206,16 @@ class FakeBuilder:
         fake.__dict__.update(fields)
         return fake
 
+    def at_least_one(self, size: Any) -> Any:
+        """``max(size, 1)``, a symbolic one made once per size."""
+        if size.__class__ is int:
+            return max(size, 1)
+        key = ("max1", _key(size))
+        hit = self.stride_memo.get(key)
+        if hit is None:
+            hit = self.stride_memo[key] = torch.sym_max(size, 1)
+        return hit
+
     def contiguous(self, sizes: list) -> list:
         """torch's contiguous strides of `sizes` (``empty_tensor_restride``: each stride the
         next one times ``max(next size, 1)``), memoized by suffix: across a program most
@@ -215,9 +227,7 @@ class FakeBuilder:
                 hit = [1] * len(sizes)
             else:
                 rest = self.contiguous(sizes[1:])
-                nxt = sizes[1]
-                step = max(nxt, 1) if nxt.__class__ is int else torch.sym_max(nxt, 1)
-                hit = [rest[0] * step] + rest
+                hit = [rest[0] * self.at_least_one(sizes[1])] + rest
             self.stride_memo[key] = hit
         return hit
 
@@ -405,7 +415,7 @@ def _view(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
     """torch's ``computeStride``: the strides of a view of a strided tensor (sizes compared
     at their example values), None (contiguous) for a contiguous input."""
     shape = list(_arg(args, kwargs, 1, "size", None))
-    if -1 in shape:
+    if any(v.__class__ is int and v == -1 for v in shape):  # (a SymInt never is: a guard)
         return None
     old, new = [_hint(v) for v in size], [_hint(v) for v in shape]
     expected = 1

@@ -38,6 +38,7 @@ from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs,
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
+from safetrace.trace.session import gc_paused
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -57,8 +58,12 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
 
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
-    """See :func:`safetrace.interop.to_torch`."""
-    return _Converter(ep, strict, verify).run()
+    """See :func:`safetrace.interop.to_torch`.  The cyclic collector pauses meanwhile, as
+    during an export: a conversion makes thousands of short-lived objects in cycles
+    (graph <-> nodes, fake tensors <-> their mode), and a full collection triggered in
+    the middle costs tens of milliseconds in a process holding torch."""
+    with gc_paused():
+        return _Converter(ep, strict, verify).run()
 
 
 class _Converter:
