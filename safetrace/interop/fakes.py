@@ -62,7 +62,7 @@ class FakeBuilder:
     def known(self, val: Any) -> bool:
         """Whether every symbol in `val`'s sizes has a torch symbol already (else the op
         creates one: a data-dependent size, which torch's kernel must bind)."""
-        values = self.conv.emitter.values
+        values, sizes = self.conv.emitter.values, self.sizes
         for part in val if isinstance(val, (tuple, list)) else (val,):
             if part is None:
                 continue
@@ -70,8 +70,9 @@ class FakeBuilder:
             if meta is None:
                 return False
             for s in meta.shape:
-                if s.__class__ is not int and not self.expr_of(s).free_symbols <= \
-                        values.keys():
+                if s.__class__ is int or (id(s.expr) if hasattr(s, "expr") else s) in sizes:
+                    continue  # (a size made already)
+                if not self.expr_of(s).free_symbols <= values.keys():
                     return False
         return True
 

@@ -46,6 +46,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
+_CONTIGUOUS = torch.ops.aten.contiguous.default
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
@@ -294,12 +295,14 @@ class _Converter:
         self._call(node)
 
     def _call(self, node: torch.fx.Node) -> None:
-        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
-
         target = node.target
         arg = self.bounds.arg
         args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
+        if type(target) is torch._ops.OpOverload and target is not _CONTIGUOUS:
+            # (the common case, first: an ATen op needs none of the rewrites below)
+            self._op(node, target, args, kwargs)
+            return
         if target in _DROP:
             self.env[node] = args[0]
             return
@@ -310,7 +313,7 @@ class _Converter:
             self._grad_mode(node, args)
             return
         target = _REPLACE.get(target, target)
-        if target is torch.ops.aten.contiguous.default:
+        if target is _CONTIGUOUS:
             # torch's graphs never hold it (a composite, gone by export time); a program
             # output made by it would lose its name when run_decompositions removes it
             target = torch.ops.aten.clone.default
@@ -324,17 +327,26 @@ class _Converter:
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
             raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
                                           _where(node))
+        self._op(node, target, args, kwargs)
+
+    def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
+        """Append `node`'s call of `target` (torch's form of it) and its value."""
+        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
         if isinstance(target, torch._ops.OpOverload):
             # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
             # there, and code generated from them (unflatten's) would fail on one
-            args = tuple(list(a) if type(a) is tuple else a for a in args)
-            kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
+            if tuple in map(type, args):
+                args = tuple(list(a) if type(a) is tuple else a for a in args)
+            if kwargs:
+                kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
         new = append_call(self.graph, target, args, kwargs, name=node.name)
         for k in ("stack_trace", "source_fn_stack", "torch_fn"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
-        if self.stacks.get(node):
-            new.meta["nn_module_stack"] = self.stacks[node]
+        stack = self.stacks.get(node)
+        if stack:
+            new.meta["nn_module_stack"] = stack
         self.env[node] = new
         self.current = node
         ours = node.meta.get("val")
