@@ -197,7 +197,12 @@ class _Converter:
         size of the program; None for a fully static program."""
         for n in self.ep.graph.nodes:
             val = n.meta.get("val")
-            for s in getattr(val, "shape", ()) if isinstance(val, torch.Tensor) else (val,):
+            # (a traced value's sizes are its st_meta's: its .shape goes through the
+            # tracer's __torch_function__)
+            meta = getattr(val, "st_meta", None)
+            shape = meta.shape if meta is not None else getattr(val, "shape", ()) \
+                if isinstance(val, torch.Tensor) else (val,)
+            for s in shape:
                 env = getattr(s, "env", None)
                 if env is not None and hasattr(env, "hint"):
                     return env
