@@ -31,6 +31,7 @@ from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
 _META = torch.device("meta")
+_FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
 _NAMESPACES = ("aten", "prims")
 
 
@@ -38,18 +39,17 @@ class FakeBuilder:
     """Makes the fake values of one conversion (one ShapeEnv, one FakeTensorMode)."""
 
     def __init__(self, conv: Any) -> None:
-        from torch._subclasses.fake_tensor import (FakeTensor, FakeTensorConfig,
-                                                   unset_fake_temporarily)
+        from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig
 
         self.conv = conv
         self.fake_class = FakeTensor
         self.debug = FakeTensorConfig.debug  # (its constructor records a traceback then)
         self.states: dict[Any, tuple] = {}   # device -> a fresh FakeTensor's attributes
-        self.outside = unset_fake_temporarily  # meta tensors are made outside the mode
         self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
         # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
         self.metas: dict[tuple, torch.Tensor] = {}
+        self.by_ours: dict[tuple, torch.Tensor] = {}  # (our sizes' ids, dtype) -> the same
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
@@ -148,42 +148,67 @@ class FakeBuilder:
     # -- values ----------------------------------------------------------------------------
     def tensor(self, val: Any, strides: Any = None) -> Any:
         meta = val.st_meta
-        return self.make([self.size(s) for s in meta.shape], strides, meta.dtype, meta.device)
+        if strides is not None:
+            return self.make([self.size(s) for s in meta.shape], strides, meta.dtype,
+                             meta.device)
+        # a contiguous value: its meta tensor found by our sizes' identities (the torch
+        # sizes and their key are made once per distinct shape)
+        key = (tuple(s if s.__class__ is int else id(s.expr) if hasattr(s, "expr") else s
+                     for s in meta.shape), meta.dtype)
+        elem = self.by_ours.get(key)
+        if elem is None:
+            fake = self.make([self.size(s) for s in meta.shape], None, meta.dtype,
+                             meta.device)
+            self.by_ours[key] = self.elems[id(fake)]
+            return fake
+        self.built += 1
+        fake = self.wrap(elem, meta.device)
+        self.elems[id(fake)] = elem
+        return fake
 
     def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any,
              own: bool = False) -> Any:
         """A fake tensor of these sizes (torch values), strides (None: contiguous), dtype
         and device; `own`: a placeholder's, on a storage of its own (torch's size)."""
-        key = (tuple(_key(s) for s in sizes),
-               None if strides is None else tuple(_key(s) for s in strides), dtype)
-        elem = None if own else self.metas.get(key)
-        if elem is None:
-            # (outside the fake mode, and outside the Python dispatcher: under it a meta
-            # kernel's Python registration runs, twice as slow for the same tensor)
-            with self.outside(), torch._C._DisablePythonDispatcher():
-                if own and strides is None:
-                    elem = torch.empty(sizes, dtype=dtype, device=_META)
-                elif all(s.__class__ is int for s in sizes) and (
-                        strides is None or all(s.__class__ is int for s in strides)):
-                    elem = torch.empty_strided(
-                        sizes, _strides(sizes) if strides is None else strides,
-                        dtype=dtype, device=_META)
-                else:
-                    # torch.empty / empty_strided of symbolic sizes compute numel, the
-                    # storage size, the strides and size checks in torch's symbolic
-                    # engine (~15 operations of ~7 µs each); a view of an empty storage
-                    # computes none of them (meta storage is never bounds-checked).  The
-                    # strides are torch's own, each product made once per conversion.
-                    if strides is None:
-                        strides = self.contiguous(sizes)
-                    elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
-                        sizes, strides)
+        key = None
+        if not own:
+            key = (tuple(_key(s) for s in sizes),
+                   None if strides is None else tuple(_key(s) for s in strides), dtype)
+            elem = self.metas.get(key)
+        if own or elem is None:
+            elem = self.meta_tensor(sizes, strides, dtype, own)
             if not own:
                 self.metas[key] = elem
         self.built += 1
         fake = self.wrap(elem, device)
         self.elems[id(fake)] = elem
         return fake
+
+    def meta_tensor(self, sizes: list, strides: Any, dtype: torch.dtype, own: bool) -> Any:
+        # made outside the fake mode (else it would make a fake tensor), and outside the
+        # Python dispatcher (under it a meta kernel's Python registration runs, twice as
+        # slow for the same tensor)
+        old = torch._C._unset_dispatch_mode(_FAKE_KEY)
+        try:
+            with torch._C._DisablePythonDispatcher():
+                if own and strides is None:
+                    return torch.empty(sizes, dtype=dtype, device=_META)
+                if all(s.__class__ is int for s in sizes) and (
+                        strides is None or all(s.__class__ is int for s in strides)):
+                    return torch.empty_strided(
+                        sizes, _strides(sizes) if strides is None else strides,
+                        dtype=dtype, device=_META)
+                # torch.empty / empty_strided of symbolic sizes compute numel, the storage
+                # size, the strides and size checks in torch's symbolic engine (~15
+                # operations of ~7 µs each); a view of an empty storage computes none of
+                # them (meta storage is never bounds-checked).  The strides are torch's
+                # own, each product made once per conversion.
+                if strides is None:
+                    strides = self.contiguous(sizes)
+                return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes, strides)
+        finally:
+            if old is not None:
+                torch._C._set_dispatch_mode(old)
 
     def wrap(self, elem: torch.Tensor, device: Any) -> Any:
         """``FakeTensor(mode, elem, device)``.  torch's constructor runs once per device;

@@ -232,7 +232,8 @@ class _Converter:
                                                   SymIntArgument, TensorArgument)
 
         new = self.graph.placeholder(node.name)
-        new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
+        if "stack_trace" in node.meta:
+            new.meta["stack_trace"] = node.meta["stack_trace"]
         self.env[node] = new
         if spec.kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
