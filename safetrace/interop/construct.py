@@ -1,11 +1,4 @@
-"""torch's objects of a conversion, made without fixed costs no conversion needs.
-
-The graph: ``Graph.create_node`` walks every argument of every node with pytree to warn of
-a raw SymInt among them (never the case here: arguments are nodes and plain values by
-construction), at ~2 µs a leaf, the largest single cost of building a converted graph;
-``append_call`` makes the same node without the walk.
-
-The program: ``ExportedProgram``'s constructor, see ``exported_program``.
+"""torch's ``ExportedProgram`` of a conversion, made without its constructor's fixed costs.
 
 ``ExportedProgram(...)`` generates and compiles the graph module's Python code and runs
 torch's verifier over the whole program before returning: on a small model that is most of
@@ -20,28 +13,6 @@ pickle, exactly as it would have been) and the verifier runs where asked
 from __future__ import annotations
 
 from typing import Any
-
-import torch
-
-
-def append_call(graph: torch.fx.Graph, target: Any, args: tuple, kwargs: dict | None = None,
-                name: str | None = None) -> torch.fx.Node:
-    """``graph.call_function(target, args, kwargs, name=name)`` as ``create_node`` makes it,
-    less its scan of the arguments for raw SymInts (a warning, for code that could pass
-    one); ``create_node`` itself where the graph is not the plain kind this knows."""
-    if graph.owning_module is not None or not all(
-            hasattr(graph, a) for a in ("_insert", "_find_nodes_lookup_table", "_len")):
-        return graph.call_function(target, args, kwargs, name=name)
-    namespace = graph._graph_namespace
-    name = namespace.create_name(name if name is not None else graph._target_to_str(target),
-                                 None)
-    node = torch.fx.Node(graph, name, "call_function", target, args,
-                         kwargs if kwargs else torch.fx.immutable_collections.immutable_dict())
-    namespace.associate_name_with_obj(name, node)
-    graph._insert(node)
-    graph._find_nodes_lookup_table.insert(node)
-    graph._len += 1
-    return node
 
 
 def exported_program(*, validate: bool, **fields: Any) -> Any:

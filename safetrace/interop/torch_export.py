@@ -29,7 +29,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import append_call, exported_program
+from safetrace.interop.construct import exported_program
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -38,6 +38,7 @@ from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs,
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
+from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.session import gc_paused
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
@@ -59,10 +60,8 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
 
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
-    """See :func:`safetrace.interop.to_torch`.  The cyclic collector pauses meanwhile, as
-    during an export: a conversion makes thousands of short-lived objects in cycles
-    (graph <-> nodes, fake tensors <-> their mode), and a full collection triggered in
-    the middle costs tens of milliseconds in a process holding torch."""
+    """See :func:`safetrace.interop.to_torch`.  (The cyclic collector paused, as during an
+    export: a full collection in the middle costs tens of ms in a process holding torch.)"""
     with gc_paused():
         return _Converter(ep, strict, verify).run()
 
@@ -197,12 +196,8 @@ class _Converter:
         size of the program; None for a fully static program."""
         for n in self.ep.graph.nodes:
             val = n.meta.get("val")
-            # (a traced value's sizes are its st_meta's: its .shape goes through the
-            # tracer's __torch_function__)
-            meta = getattr(val, "st_meta", None)
-            shape = meta.shape if meta is not None else getattr(val, "shape", ()) \
-                if isinstance(val, torch.Tensor) else (val,)
-            for s in shape:
+            meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
+            for s in meta.shape if meta is not None else (val,):
                 env = getattr(s, "env", None)
                 if env is not None and hasattr(env, "hint"):
                     return env
@@ -221,9 +216,7 @@ class _Converter:
         expr = self.shape_env.create_symbol(
             hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
             do_not_specialize_zero_one=True)
-        # our range replaces the default [0, oo] (what a StrictMinMaxConstraint would give
-        # by intersecting with it in sympy, ~0.2 ms a symbol)
-        self.shape_env.var_to_range[expr] = vr
+        self.shape_env.var_to_range[expr] = vr  # (a constraint: ~0.2 ms of sympy Max/Min)
         return self.shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
 
     # -- placeholders ------------------------------------------------------------------------
@@ -231,7 +224,7 @@ class _Converter:
         from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
                                                   SymIntArgument, TensorArgument)
 
-        new = self.graph.placeholder(node.name)
+        new = add_placeholder(self.graph, node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         self.env[node] = new
@@ -275,7 +268,7 @@ class _Converter:
              name: str | None = None, value: Any = None) -> torch.fx.Node:
         """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
         (or take `value`, torch's value of it made already, unless verifying)."""
-        node = append_call(self.graph, target, args, name=name)
+        node = add_node(self.graph, target, args, {}, name or self.graph._target_to_str(target))
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -306,8 +299,7 @@ class _Converter:
         args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
         if type(target) is torch._ops.OpOverload and target is not _CONTIGUOUS:
-            # (the common case, first: an ATen op needs none of the rewrites below)
-            self._op(node, target, args, kwargs)
+            self._op(node, target, args, kwargs)  # (no rewrite below applies)
             return
         if target in _DROP:
             self.env[node] = args[0]
@@ -346,7 +338,8 @@ class _Converter:
                 args = tuple(list(a) if type(a) is tuple else a for a in args)
             if kwargs:
                 kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
-        new = append_call(self.graph, target, args, kwargs, name=node.name)
+        new = add_node(  # (create_node's pytree scan of all arguments: ~2 µs a leaf)
+            self.graph, target, args, kwargs, node.name)
         for k in ("stack_trace", "source_fn_stack", "torch_fn"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
@@ -447,8 +440,8 @@ class _Converter:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
         cond, message = args
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
-        new = append_call(self.graph, torch.ops.aten._assert_scalar.default, (cond, message),
-                          name=node.name)
+        new = add_node(self.graph, torch.ops.aten._assert_scalar.default, (cond, message), {},
+                       node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         new.meta["val"] = None
