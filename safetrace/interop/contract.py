@@ -212,8 +212,9 @@ class ContractEmitter:
         if node is None and self.contract.inputs[i].scalar:
             node = self.sizes[(i, d)] = self.placeholders[i]  # the int is its own value
         if node is None:
-            node = self.conv.call(torch.ops.aten.sym_size.int, (self.placeholders[i], d),
-                                  name="sym_size_int")
+            ph = self.placeholders[i]
+            node = self.conv.call(torch.ops.aten.sym_size.int, (ph, d), name="sym_size_int",
+                                  value=ph.meta["val"].shape[d])
             self.sizes[(i, d)] = node
         return node
 

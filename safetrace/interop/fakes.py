@@ -5,7 +5,13 @@ space), dtype and device; re-deriving them through torch's FakeTensor dispatch c
 conversion about 95% of its time.  Here each tensor value is made directly: our size
 expressions become torch SymInts once per distinct expression (memoized, over the torch
 symbols the contract emitter made for our input symbols), and a FakeTensor wraps a meta
-tensor of those sizes, with no kernel run.
+tensor of those sizes, with no kernel run.  A meta tensor of symbolic sizes is a view of
+an empty meta storage with torch's own contiguous strides (each product made once per
+conversion): ``torch.empty`` would compute its numel, storage size, strides and size
+checks in torch's symbolic engine (~15 operations of ~7 µs each).  Placeholders get
+``torch.empty``'s tensors (a storage of their own, of torch's size).  A size from data
+(``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
+a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
 Strides are not part of our metadata (the graph's values never depend on them): a value
 is contiguous unless it is a view whose strides follow from its input's by a simple rule
@@ -15,20 +21,23 @@ as_strided), as torch's kernels give them.  Tools that retrace the program
 the placeholders, whose values are exact.
 
 ``ep.to_torch(verify=True)`` runs torch's kernels instead and compares every shape with
-ours (the test suite does so); ops whose output sizes come from data (a new unbacked
-symbol), control-flow operators and non-ATen operators always run torch's kernels.
+ours (the test suite does so); control-flow operators, non-ATen operators and ops whose
+new data-dependent size is not a bare symbol always run torch's kernels.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from safetrace.interop.contract import evaluate
 from safetrace.symbolic import Expr, to_expr
+from safetrace.symbolic.expr import sym as _sym
 
 _META = torch.device("meta")
+_FAKE_KEY = torch._C._TorchDispatchModeKey.FAKE
 _NAMESPACES = ("aten", "prims")
 
 
@@ -36,18 +45,17 @@ class FakeBuilder:
     """Makes the fake values of one conversion (one ShapeEnv, one FakeTensorMode)."""
 
     def __init__(self, conv: Any) -> None:
-        from torch._subclasses.fake_tensor import (FakeTensor, FakeTensorConfig,
-                                                   unset_fake_temporarily)
+        from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig
 
         self.conv = conv
         self.fake_class = FakeTensor
         self.debug = FakeTensorConfig.debug  # (its constructor records a traceback then)
         self.states: dict[Any, tuple] = {}   # device -> a fresh FakeTensor's attributes
-        self.outside = unset_fake_temporarily  # meta tensors are made outside the mode
         self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes
         # costs ~100 symbolic operations in torch's engine, wrapping one a few µs
         self.metas: dict[tuple, torch.Tensor] = {}
+        self.by_ours: dict[tuple, torch.Tensor] = {}  # (our sizes' ids, dtype) -> the same
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
@@ -60,7 +68,7 @@ class FakeBuilder:
     def known(self, val: Any) -> bool:
         """Whether every symbol in `val`'s sizes has a torch symbol already (else the op
         creates one: a data-dependent size, which torch's kernel must bind)."""
-        values = self.conv.emitter.values
+        values, sizes = self.conv.emitter.values, self.sizes
         for part in val if isinstance(val, (tuple, list)) else (val,):
             if part is None:
                 continue
@@ -68,9 +76,47 @@ class FakeBuilder:
             if meta is None:
                 return False
             for s in meta.shape:
-                if s.__class__ is not int and not self.expr_of(s).free_symbols <= \
-                        values.keys():
+                if s.__class__ is int or (id(s.expr) if hasattr(s, "expr") else s) in sizes:
+                    continue  # (a size made already)
+                if not self.expr_of(s).free_symbols <= values.keys():
                     return False
+        return True
+
+    def born(self, val: Any) -> bool:
+        """torch symbols for the sizes `val` takes from data (our bare symbols torch has
+        none of yet: ``nonzero``'s count, ``x[mask]``'s rows), made as torch's kernels make
+        them: a fresh unbacked size, size-like, here with our range (torch's kernel for a
+        boolean-mask index costs milliseconds: it runs ``nonzero`` and a broadcast in its
+        symbolic engine).  The caller records the op's ``unbacked_bindings``.  False where
+        no size is new or one is not a bare symbol (torch's kernel runs then)."""
+        from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
+
+        values = self.conv.emitter.values
+        new: dict[str, Any] = {}
+        for part in val if isinstance(val, (tuple, list)) else (val,):
+            meta = getattr(part, "st_meta", None)
+            if meta is None:
+                return False
+            for s in meta.shape:
+                if s.__class__ is int:
+                    continue
+                e = self.expr_of(s)
+                if e.free_symbols <= values.keys():
+                    continue
+                if e.op != "sym" or not hasattr(s, "env"):
+                    return False
+                new[e.name] = s.env.symbol_range(e.name)
+        if not new:
+            return False
+        for name, rng in sorted(new.items()):
+            lo = 0 if rng is None or rng.lo == -math.inf else max(0, int(rng.lo))
+            hi = None if rng is None or rng.hi == math.inf else int(rng.hi)
+            if hi is not None and hi < lo:
+                return False
+            u = self.conv.shape_env.create_unbacked_symint()
+            _constrain_range_for_size(u, min=lo, max=hi)
+            values[name] = u
+            self.conv.emitter.symbol_names[u.node.expr] = _sym(name)
         return True
 
     def size(self, s: Any) -> Any:
@@ -108,40 +154,67 @@ class FakeBuilder:
     # -- values ----------------------------------------------------------------------------
     def tensor(self, val: Any, strides: Any = None) -> Any:
         meta = val.st_meta
-        return self.make([self.size(s) for s in meta.shape], strides, meta.dtype, meta.device)
+        if strides is not None:
+            return self.make([self.size(s) for s in meta.shape], strides, meta.dtype,
+                             meta.device)
+        # a contiguous value: its meta tensor found by our sizes' identities (the torch
+        # sizes and their key are made once per distinct shape)
+        key = (tuple(s if s.__class__ is int else id(s.expr) if hasattr(s, "expr") else s
+                     for s in meta.shape), meta.dtype)
+        elem = self.by_ours.get(key)
+        if elem is None:
+            fake = self.make([self.size(s) for s in meta.shape], None, meta.dtype,
+                             meta.device)
+            self.by_ours[key] = self.elems[id(fake)]
+            return fake
+        self.built += 1
+        fake = self.wrap(elem, meta.device)
+        self.elems[id(fake)] = elem
+        return fake
 
     def make(self, sizes: list, strides: Any, dtype: torch.dtype, device: Any,
              own: bool = False) -> Any:
         """A fake tensor of these sizes (torch values), strides (None: contiguous), dtype
         and device; `own`: a placeholder's, on a storage of its own (torch's size)."""
-        key = (tuple(_key(s) for s in sizes),
-               None if strides is None else tuple(_key(s) for s in strides), dtype)
-        elem = None if own else self.metas.get(key)
-        if elem is None:
-            with self.outside():
-                if own and strides is None:
-                    elem = torch.empty(sizes, dtype=dtype, device=_META)
-                elif all(s.__class__ is int for s in sizes) and (
-                        strides is None or all(s.__class__ is int for s in strides)):
-                    elem = torch.empty_strided(
-                        sizes, _strides(sizes) if strides is None else strides,
-                        dtype=dtype, device=_META)
-                else:
-                    # torch.empty / empty_strided of symbolic sizes compute numel, the
-                    # storage size, the strides and size checks in torch's symbolic
-                    # engine (~15 operations of ~7 µs each); a view of an empty storage
-                    # computes none of them (meta storage is never bounds-checked).  The
-                    # strides are torch's own, each product made once per conversion.
-                    if strides is None:
-                        strides = self.contiguous(sizes)
-                    elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
-                        sizes, strides)
+        key = None
+        if not own:
+            key = (tuple(_key(s) for s in sizes),
+                   None if strides is None else tuple(_key(s) for s in strides), dtype)
+            elem = self.metas.get(key)
+        if own or elem is None:
+            elem = self.meta_tensor(sizes, strides, dtype, own)
             if not own:
                 self.metas[key] = elem
         self.built += 1
         fake = self.wrap(elem, device)
         self.elems[id(fake)] = elem
         return fake
+
+    def meta_tensor(self, sizes: list, strides: Any, dtype: torch.dtype, own: bool) -> Any:
+        # made outside the fake mode (else it would make a fake tensor), and outside the
+        # Python dispatcher (under it a meta kernel's Python registration runs, twice as
+        # slow for the same tensor)
+        old = torch._C._unset_dispatch_mode(_FAKE_KEY)
+        try:
+            with torch._C._DisablePythonDispatcher():
+                if own and strides is None:
+                    return torch.empty(sizes, dtype=dtype, device=_META)
+                if all(s.__class__ is int for s in sizes) and (
+                        strides is None or all(s.__class__ is int for s in strides)):
+                    return torch.empty_strided(
+                        sizes, _strides(sizes) if strides is None else strides,
+                        dtype=dtype, device=_META)
+                # torch.empty / empty_strided of symbolic sizes compute numel, the storage
+                # size, the strides and size checks in torch's symbolic engine (~15
+                # operations of ~7 µs each); a view of an empty storage computes none of
+                # them (meta storage is never bounds-checked).  The strides are torch's
+                # own, each product made once per conversion.
+                if strides is None:
+                    strides = self.contiguous(sizes)
+                return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes, strides)
+        finally:
+            if old is not None:
+                torch._C._set_dispatch_mode(old)
 
     def wrap(self, elem: torch.Tensor, device: Any) -> Any:
         """``FakeTensor(mode, elem, device)``.  torch's constructor runs once per device;
@@ -165,6 +238,16 @@ class FakeBuilder:
         fake.__dict__.update(fields)
         return fake
 
+    def at_least_one(self, size: Any) -> Any:
+        """``max(size, 1)``, a symbolic one made once per size."""
+        if size.__class__ is int:
+            return max(size, 1)
+        key = ("max1", _key(size))
+        hit = self.stride_memo.get(key)
+        if hit is None:
+            hit = self.stride_memo[key] = torch.sym_max(size, 1)
+        return hit
+
     def contiguous(self, sizes: list) -> list:
         """torch's contiguous strides of `sizes` (``empty_tensor_restride``: each stride the
         next one times ``max(next size, 1)``), memoized by suffix: across a program most
@@ -176,9 +259,7 @@ class FakeBuilder:
                 hit = [1] * len(sizes)
             else:
                 rest = self.contiguous(sizes[1:])
-                nxt = sizes[1]
-                step = max(nxt, 1) if nxt.__class__ is int else torch.sym_max(nxt, 1)
-                hit = [rest[0] * step] + rest
+                hit = [rest[0] * self.at_least_one(sizes[1])] + rest
             self.stride_memo[key] = hit
         return hit
 
@@ -228,7 +309,8 @@ def _key(s: Any) -> Any:
 
 def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
     """Whether `target`'s value is made from ours (an ATen op returning tensors whose
-    sizes torch already has symbols for); else torch's kernel runs."""
+    sizes torch has symbols for, or gets them from ``builder.born``); else torch's
+    kernel runs."""
     if not isinstance(target, torch._ops.OpOverload) or target.namespace not in _NAMESPACES:
         return False
     parts = ours if isinstance(ours, (tuple, list)) else (ours,)
@@ -236,7 +318,7 @@ def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
         return False
     if all(p is None for p in parts):
         return False
-    return builder.known(ours)
+    return builder.known(ours) or builder.born(ours)
 
 
 # -- strides of views ------------------------------------------------------------------------
@@ -366,7 +448,7 @@ def _view(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
     """torch's ``computeStride``: the strides of a view of a strided tensor (sizes compared
     at their example values), None (contiguous) for a contiguous input."""
     shape = list(_arg(args, kwargs, 1, "size", None))
-    if -1 in shape:
+    if any(v.__class__ is int and v == -1 for v in shape):  # (a SymInt never is: a guard)
         return None
     old, new = [_hint(v) for v in size], [_hint(v) for v in shape]
     expected = 1

@@ -26,11 +26,12 @@ def alias_inputs(conv: Any, spec: Any, canonical: Any) -> list:
     torch.export's."""
     from torch.export.graph_signature import InputSpec, TensorArgument
 
-    if spec.kind not in ("parameter", "buffer"):
+    aliases = vars(conv.ep).get("state_aliases")
+    if spec.kind not in ("parameter", "buffer") or not aliases:
         return []
     val = conv.graph.find_nodes(op="placeholder", target=canonical.arg.name)[0].meta["val"]
     out = []
-    for alias, name in (vars(conv.ep).get("state_aliases") or {}).items():
+    for alias, name in aliases.items():
         if name == spec.target:
             node = conv.graph.placeholder(("p_" if spec.kind == "parameter" else "b_") +
                                           alias.replace(".", "_"))

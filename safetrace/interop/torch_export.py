@@ -38,6 +38,8 @@ from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs,
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
+from safetrace.trace.graph import add_node, add_placeholder
+from safetrace.trace.session import gc_paused
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -45,6 +47,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
+_CONTIGUOUS = torch.ops.aten.contiguous.default
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
@@ -57,12 +60,13 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
 
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
-    """See :func:`safetrace.interop.to_torch`."""
+    """See :func:`safetrace.interop.to_torch`.  (The cyclic collector paused, as during an
+    export: a full collection in the middle costs tens of ms in a process holding torch.)"""
     from torch.utils._python_dispatch import _disable_current_modes
 
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
-    with _disable_current_modes():
+    with _disable_current_modes(), gc_paused():
         return _Converter(ep, strict, verify).run()
 
 
@@ -196,7 +200,8 @@ class _Converter:
         size of the program; None for a fully static program."""
         for n in self.ep.graph.nodes:
             val = n.meta.get("val")
-            for s in getattr(val, "shape", ()) if isinstance(val, torch.Tensor) else (val,):
+            meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
+            for s in meta.shape if meta is not None else (val,):
                 env = getattr(s, "env", None)
                 if env is not None and hasattr(env, "hint"):
                     return env
@@ -205,7 +210,7 @@ class _Converter:
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
         from torch._dynamo.source import ConstantSource
-        from torch.fx.experimental.symbolic_shapes import DimDynamic, StrictMinMaxConstraint
+        from torch.fx.experimental.symbolic_shapes import DimDynamic
         from torch.utils._sympy.numbers import int_oo
         from torch.utils._sympy.value_ranges import ValueRanges
 
@@ -214,8 +219,8 @@ class _Converter:
             return int(lo)
         expr = self.shape_env.create_symbol(
             hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
-            constraint_dim=StrictMinMaxConstraint(vr=vr, warn_only=False),
             do_not_specialize_zero_one=True)
+        self.shape_env.var_to_range[expr] = vr  # (a constraint: ~0.2 ms of sympy Max/Min)
         return self.shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
 
     # -- placeholders ------------------------------------------------------------------------
@@ -223,8 +228,9 @@ class _Converter:
         from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
                                                   SymIntArgument, TensorArgument)
 
-        new = self.graph.placeholder(node.name)
-        new.meta.update({k: v for k, v in node.meta.items() if k == "stack_trace"})
+        new = add_placeholder(self.graph, node.name)
+        if "stack_trace" in node.meta:
+            new.meta["stack_trace"] = node.meta["stack_trace"]
         self.env[node] = new
         if spec.kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
@@ -268,9 +274,7 @@ class _Converter:
              name: str | None = None, value: Any = None) -> torch.fx.Node:
         """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
         (or take `value`, torch's value of it made already, unless verifying)."""
-        node = self.graph.call_function(target, args)
-        if name is not None:
-            node.name = self.graph._graph_namespace.create_name(name, node)
+        node = add_node(self.graph, target, args, {}, name or self.graph._target_to_str(target))
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -296,12 +300,13 @@ class _Converter:
         self._call(node)
 
     def _call(self, node: torch.fx.Node) -> None:
-        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
-
         target = node.target
         arg = self.bounds.arg
         args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
+        if type(target) is torch._ops.OpOverload and target is not _CONTIGUOUS:
+            self._op(node, target, args, kwargs)  # (no rewrite below applies)
+            return
         if target in _DROP:
             self.env[node] = args[0]
             return
@@ -312,7 +317,7 @@ class _Converter:
             self._grad_mode(node, args)
             return
         target = _REPLACE.get(target, target)
-        if target is torch.ops.aten.contiguous.default:
+        if target is _CONTIGUOUS:
             # torch's graphs never hold it (a composite, gone by export time); a program
             # output made by it would lose its name when run_decompositions removes it
             target = torch.ops.aten.clone.default
@@ -326,24 +331,36 @@ class _Converter:
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
             raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
                                           _where(node))
+        self._op(node, target, args, kwargs)
+
+    def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
+        """Append `node`'s call of `target` (torch's form of it) and its value."""
+        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
         if isinstance(target, torch._ops.OpOverload):
             # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
             # there, and code generated from them (unflatten's) would fail on one
-            args = tuple(list(a) if type(a) is tuple else a for a in args)
-            kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
-        new = self.graph.call_function(target, args, kwargs)
-        new.name = self.graph._graph_namespace.create_name(node.name, new)
+            if tuple in map(type, args):
+                args = tuple(list(a) if type(a) is tuple else a for a in args)
+            if kwargs:
+                kwargs = {k: list(v) if type(v) is tuple else v for k, v in kwargs.items()}
+        new = add_node(  # (create_node's pytree scan of all arguments: ~2 µs a leaf)
+            self.graph, target, args, kwargs, node.name)
         for k in ("stack_trace", "source_fn_stack", "torch_fn", "custom"):
             if k in node.meta:
                 new.meta[k] = node.meta[k]
-        if self.stacks.get(node):
-            new.meta["nn_module_stack"] = self.stacks[node]
+        stack = self.stacks.get(node)
+        if stack:
+            new.meta["nn_module_stack"] = stack
         self.env[node] = new
         self.current = node
         ours = node.meta.get("val")
         if not self.verify:
             if builds(target, ours, self.fakes):
-                new.meta["val"] = self.fakes.value(target, args, kwargs, ours)
+                new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
+                if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
+                    new.meta["unbacked_bindings"] = compute_unbacked_bindings(
+                        self.shape_env, val)
                 return
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
                     isinstance(args[0].meta.get("val"), (tuple, list)):
@@ -429,8 +446,8 @@ class _Converter:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
         cond, message = args
         val = cond.meta["val"] if isinstance(cond, torch.fx.Node) else cond
-        new = self.graph.call_function(torch.ops.aten._assert_scalar.default, (cond, message))
-        new.name = self.graph._graph_namespace.create_name(node.name, new)
+        new = add_node(self.graph, torch.ops.aten._assert_scalar.default, (cond, message), {},
+                       node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
         new.meta["val"] = None

@@ -182,3 +182,56 @@ def test_the_lazily_compiled_graph_module_is_torchs_own_code(name):
         want = case.model(*args, **kwargs)
         torch.testing.assert_close(fast.module()(*args, **kwargs), want)
         torch.testing.assert_close(copy.deepcopy(fast).module()(*args, **kwargs), want)
+
+
+class _FromData(torch.nn.Module):
+    """Sizes from data: a boolean-mask index, nonzero, and a size computed from both."""
+
+    def forward(self, x):
+        kept = x[x[:, 0] > 0]
+        where = torch.nonzero(x > 1)
+        return kept * 2, where, kept.sum(0) + where.shape[0]
+
+
+def test_sizes_from_data_are_built_without_torchs_kernels(monkeypatch):
+    """A size only data gives (``x[mask]``'s rows, ``nonzero``'s count) is a fresh unbacked
+    torch symbol with our range and the op's ``unbacked_bindings``, as torch's kernel
+    makes them; the program runs like eager at other sizes and refuses what ours does."""
+    from safetrace.interop import torch_export
+
+    model = _FromData()
+    x = torch.randn(10, 4)
+    batch = st.Dim("batch", min=0, max=64)
+    ep = st.export(model, (x,), dynamic_shapes={"x": {0: batch}})
+    ran: list = []
+    real = torch_export._Converter._run
+
+    def counting(self, target, args, kwargs):
+        if isinstance(target, torch._ops.OpOverload) and target.name() != "aten::sym_size.int":
+            ran.append(target.name())
+        return real(self, target, args, kwargs)
+
+    monkeypatch.setattr(torch_export._Converter, "_run", counting)
+    direct = ep.to_torch(verify=False)
+    assert ran == []
+    monkeypatch.setattr(torch_export._Converter, "_run", real)
+    verified = ep.to_torch(verify=True)
+    direct.validate()
+    assert _same_values(direct, verified) >= 3
+    theirs = torch.export.export(model, (x,), dynamic_shapes={"x": {0: torch.export.Dim(
+        "batch", min=0, max=64)}})
+    for tep in (direct, verified, theirs):
+        bound = [n for n in tep.graph.nodes if n.meta.get("unbacked_bindings")]
+        assert len(bound) == 2, [n.name for n in bound]
+        for n in bound:
+            (sym, path), = n.meta["unbacked_bindings"].items()
+            assert str(path[0]) == ".size()" and sym in tep.range_constraints
+            assert tep.range_constraints[sym].lower == 0
+    for rows in (0, 1, 3, 64):
+        y = torch.randn(rows, 4) * 2
+        torch.testing.assert_close(direct.module()(y), model(y))
+    for bad in (torch.randn(65, 4), torch.randn(3, 5)):
+        with pytest.raises(Exception):
+            direct.module()(bad)
+        with pytest.raises(Exception):
+            ep.module()(bad)
