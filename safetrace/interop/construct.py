@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
+from safetrace.interop.hierarchy import fill_stacks
+
 
 def exported_program(*, validate: bool, **fields: Any) -> Any:
     """``ExportedProgram(**fields)`` with a lazily compiled graph module, validated by its
@@ -37,3 +41,31 @@ def exported_program(*, validate: bool, **fields: Any) -> Any:
     if validate:
         tep.validate()
     return tep
+
+
+def provenance(graph: torch.fx.Graph, root_type: str) -> None:
+    """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
+    run_decompositions maps the module call signatures' names through the first (without
+    it an output whose op decomposes away is lost), unflatten reads the second."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
+    # (a subgraph's get_attr too: unflatten places it in a module like any node)
+    calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
+    for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
+        if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
+            stack = next((u.meta["nn_module_stack"] for u in node.users
+                          if u.meta.get("nn_module_stack")), None)
+            if stack:
+                node.meta["nn_module_stack"] = stack
+    for node, stack in zip(calls, fill_stacks(calls)):
+        node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
+                                             NodeSourceAction.CREATE)]
+        # torch's stacks start at the root module (unflatten reads every node's)
+        node.meta["nn_module_stack"] = {**root, **stack}
+
+
+def training_verifier() -> Any:
+    from torch._export.verifier import TrainingIRVerifier
+
+    return TrainingIRVerifier

@@ -29,7 +29,7 @@ from torch.utils import _pytree
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import exported_program
+from safetrace.interop.construct import exported_program, provenance, training_verifier
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -134,7 +134,7 @@ class _Converter:
                 self.graph.erase_node(node)
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
-        _provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
+        provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
         root = torch.nn.Module()
         for name, sub in self.attrs.items():
             root.add_module(name, sub)
@@ -153,7 +153,7 @@ class _Converter:
             root=root, graph=graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
-            constants=constants, verifiers=[_training_verifier()], validate=self.verify)
+            constants=constants, verifiers=[training_verifier()], validate=self.verify)
         meta = tep.graph_module.meta
         meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         meta["safetrace_torch_guards"] = self.torch_guards
@@ -326,7 +326,7 @@ class _Converter:
             args = args[:1]
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in \
-                _training_verifier()().allowed_builtin_ops() and target not in (
+                training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
             raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
@@ -606,34 +606,6 @@ def _follow(value: Any, path: tuple) -> Any:
         else:
             return None
     return value
-
-
-def _provenance(graph: torch.fx.Graph, root_type: str) -> None:
-    """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
-    run_decompositions maps the module call signatures' names through the first (without
-    it an output whose op decomposes away is lost), unflatten reads the second."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
-    root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
-    # (a subgraph's get_attr too: unflatten places it in a module like any node)
-    calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
-    for node in calls:  # a subgraph's get_attr: in the module of the cond/loop reading it
-        if node.op == "get_attr" and not node.meta.get("nn_module_stack"):
-            stack = next((u.meta["nn_module_stack"] for u in node.users
-                          if u.meta.get("nn_module_stack")), None)
-            if stack:
-                node.meta["nn_module_stack"] = stack
-    for node, stack in zip(calls, fill_stacks(calls)):
-        node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
-                                             NodeSourceAction.CREATE)]
-        # torch's stacks start at the root module (unflatten reads every node's)
-        node.meta["nn_module_stack"] = {**root, **stack}
-
-
-def _training_verifier() -> Any:
-    from torch._export.verifier import TrainingIRVerifier
-
-    return TrainingIRVerifier
 
 
 def _where(node: torch.fx.Node) -> str:

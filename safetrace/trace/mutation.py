@@ -209,7 +209,8 @@ def _union(value: Any, alias: dict) -> set:
 def note_constant_storage(tr: Any, t: torch.Tensor, where: Any) -> None:
     """Record that constant `t` was lifted; refuse if its memory, written already, now has
     two lifted tensors (`where()`: the user's source line, only asked for then)."""
-    storage = t.untyped_storage()
+    with torch._C.DisableTorchFunction():  # (lifted while a branch is traced too)
+        storage = t.untyped_storage()
     if storage.nbytes() == 0:
         return
     ptr = storage.data_ptr()
@@ -222,7 +223,8 @@ def note_constant_storage(tr: Any, t: torch.Tensor, where: Any) -> None:
 def constant_written(tr: Any, t: torch.Tensor, trace: str) -> None:
     """Real constant `t` is written in place by a recorded op: its eager value is stale
     from now on; refuse if another lifted tensor views its memory."""
-    ptr = t.untyped_storage().data_ptr()
+    with torch._C.DisableTorchFunction():
+        ptr = t.untyped_storage().data_ptr()
     tr.written_storages.add(ptr)
     if len(tr.const_storages.get(ptr, ())) > 1:
         raise errors.constant_written_through_alias(short(trace))
