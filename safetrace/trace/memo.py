@@ -186,7 +186,9 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
         tkwargs = {k: template(v) for k, v in nkwargs.items()}
     except LookupError:
         return None
-    if len(used) != len(index):  # (a tensor given twice: either slot holds its node)
+    if len(used) != len(nodes):
+        # a tensor given twice (x * x): its slots are one, and a later call with two
+        # tensors (x * y) would get one of them twice; such calls are not remembered
         return None
     # what filling needs: which arguments hold slots (the rest are given as they are)
     fills = tuple(i for i, a in enumerate(targs) if _has_slot(a))

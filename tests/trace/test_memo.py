@@ -207,3 +207,22 @@ def test_tensors_given_by_keyword_fill_their_own_slots():
     weights = [n.kwargs.get("weight", n.args[2] if len(n.args) > 2 else None)
                for n in ep.graph.nodes if n.target == torch.ops.aten.layer_norm.default]
     assert [w.meta["target"] for w in weights] == ["a.weight", "b.weight"]
+
+
+def test_a_tensor_given_twice_is_not_replayed_for_two_tensors():
+    """``x * x`` then ``x * v0`` on the same static sizes: the first call's entry must not
+    give the second ``v0 * v0`` (found by the differential fuzzer after the memo landed)."""
+    class P(torch.nn.Module):
+        def forward(self, x):
+            v0 = x * x
+            v1 = x * v0
+            v2 = v1 + v1
+            v3 = v0 + v2
+            return v0, v1, v2, v3
+
+    model = P()
+    for _ in range(2):  # the second export starts with the first one's entries
+        ep = st.export(model, (torch.randn(3, 5),))
+        x = torch.randn(3, 5)
+        for got, want in zip(ep.module()(x), model(x)):
+            torch.testing.assert_close(got, want)
