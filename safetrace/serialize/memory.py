@@ -34,6 +34,7 @@ from safetrace.symbolic.expr import dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
+from safetrace.serialize.work import leaves as _leaves
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
@@ -545,19 +546,6 @@ def _sub(value: Any, meta: dict) -> Any:
     if isinstance(value, dict):
         return {k: _sub(v, meta) for k, v in value.items()}
     return value
-
-
-def _leaves(value: Any) -> list:
-    out, stack = [], [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        else:
-            out.append(v)
-    return out
 
 
 def _python(fn: Any, args: Any, env: Any = None) -> Any:

@@ -66,8 +66,8 @@ def touched(op: Any, args: Any, kwargs: dict, out: Any) -> Any:
     symbolic ints) and this result: an int or a symbolic int."""
     if is_view(op) or op._opname.startswith("sym_"):
         return 0  # (a view, or a size query: no element read)
-    ins = [t for t in _leaves((args, kwargs)) if isinstance(t, TensorMeta)]
-    outs = [t for t in _leaves(out) if isinstance(t, TensorMeta)]
+    ins = [t for t in leaves((args, kwargs)) if isinstance(t, TensorMeta)]
+    outs = [t for t in leaves(out) if isinstance(t, TensorMeta)]
     total: Any = 0
     for t in ins + outs:
         total = total + _numel(t)
@@ -102,7 +102,7 @@ def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
         rows = math.prod(ins[0].shape[:-1])
         return sum((_numel(t) for t in ins[1:] if len(t.shape) == 2), 0) * rows
     if name == "einsum" and args and isinstance(args[0], str):
-        return _einsum(args[0], [t for t in _leaves(args[1:]) if isinstance(t, TensorMeta)])
+        return _einsum(args[0], [t for t in leaves(args[1:]) if isinstance(t, TensorMeta)])
     if name == "tensordot" and len(args) > 2 and isinstance(args[0], TensorMeta) and \
             isinstance(args[2], (list, tuple)) and all(isinstance(d, int) for d in args[2]):
         a = args[0]
@@ -148,7 +148,8 @@ def _einsum(equation: str, operands: list) -> Any:
     return math.prod(sizes.values()) * block * len(operands)
 
 
-def _leaves(value: Any) -> list:
+def leaves(value: Any) -> list:
+    """The leaves of nested lists, tuples and dicts (memory.py's walk too)."""
     out, stack = [], [value]
     while stack:
         v = stack.pop()
@@ -269,7 +270,7 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
             return touched(target, margs, mkwargs, None), None  # (no bound known)
     size = 0
     if out is not None and not is_view(target):
-        size = sum(_numel(t) * t.dtype.itemsize for t in _leaves(out)
+        size = sum(_numel(t) * t.dtype.itemsize for t in leaves(out)
                    if isinstance(t, TensorMeta))
     return touched(target, margs, mkwargs, out), size
 
