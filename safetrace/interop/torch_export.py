@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 from torch.utils import _pytree
+from torch.utils._python_dispatch import _disable_current_modes
 
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
@@ -62,8 +63,6 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     """See :func:`safetrace.interop.to_torch`.  (The cyclic collector paused, as during an
     export: a full collection in the middle costs tens of ms in a process holding torch.)"""
-    from torch.utils._python_dispatch import _disable_current_modes
-
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
     with _disable_current_modes(), gc_paused():

@@ -65,53 +65,43 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
     parts: list = [func, _default_dtype()]
     nodes: list = []
     for a in args:
-        t = a.__class__
-        if t is Proxy:
-            s = a.st_meta.static
-            if s is None or a._st_value is not None:
-                return None
-            if a.st_contig is None:  # (its layout unknown: the result's may follow)
-                parts.append(_VIEW)
-            parts.append(s)
-            nodes.append(a.st_node)
-        elif t in _PLAIN:
-            parts.append(t)
-            parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
-        elif t is list or t is tuple:
-            inner = _sequence(a, state, nodes)
-            if inner is None:
-                return None
-            parts.append(t)
-            parts.append(inner)
-        elif not _tensor(a, state, parts, nodes):
+        if not _argument(a, state, parts, nodes):
             return None
     if kwargs:
         parts.append(_KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            t = a.__class__
-            if t is Proxy:
-                s = a.st_meta.static
-                if s is None or a._st_value is not None:
-                    return None
-                if a.st_contig is None:
-                    parts.append(_VIEW)
-                parts.append(s)
-                nodes.append(a.st_node)
-            elif t in _PLAIN:
-                parts.append(t)
-                parts.append(a if a or t is not float else repr(a))
-            elif t is list or t is tuple:
-                inner = _sequence(a, state, nodes)
-                if inner is None:
-                    return None
-                parts.append(t)
-                parts.append(inner)
-            elif not _tensor(a, state, parts, nodes):
+            if not _argument(a, state, parts, nodes):
                 return None
     if not nodes:  # factories and calls of numbers: the general path
         return None
     return tuple(parts), nodes
+
+
+def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
+    """Append one argument's key to `parts` (its tensors' nodes to `nodes`); False when
+    no key describes it (the call takes the general path)."""
+    t = a.__class__
+    if t is Proxy:
+        s = a.st_meta.static
+        if s is None or a._st_value is not None:
+            return False
+        if a.st_contig is None:  # (its layout unknown: the result's may follow)
+            parts.append(_VIEW)
+        parts.append(s)
+        nodes.append(a.st_node)
+    elif t in _PLAIN:
+        parts.append(t)
+        parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
+    elif t is list or t is tuple:
+        inner = _sequence(a, state, nodes)
+        if inner is None:
+            return False
+        parts.append(t)
+        parts.append(inner)
+    else:
+        return _tensor(a, state, parts, nodes)
+    return True
 
 
 def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
