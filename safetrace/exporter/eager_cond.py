@@ -1,4 +1,5 @@
-"""``ep.module()`` runs a program's ``torch.cond`` nodes as torch's dense kernel does.
+"""``ep.module()`` runs a program's ``torch.cond`` and ``while_loop`` nodes as torch's dense
+kernels do.
 
 Under autograd (a parameter or input that requires grad) torch's eager ``cond`` first
 traces both branches with fake tensors, for its autograd's schema and backward graphs.
@@ -6,9 +7,12 @@ That needs torch's fake implementation of every custom op in either branch, and 
 with only ``st.register_fake`` has none: a program whose size split put such an op in a
 branch failed on every call.  The module built by ``ep.module()`` instead calls the branch
 the predicate picks on the real tensors, as the dense kernel does (autograd records
-through it as through any eager code, the same gradients).  While the program is traced
+through it as through any eager code, the same gradients).  A ``while_loop`` node likewise
+runs its body while its condition holds, as torch's dense kernel does: torch's eager entry
+reads the subgraphs' ``meta["val"]`` for its autograd schema on some releases (2.11), and
+those hold safetrace's own metadata, not fake tensors.  While the program is traced
 (dynamo, fake or functional tensors, a functorch transform, safetrace's own tracer) the
-node stays torch's cond.  The program's graph itself is not changed.
+nodes stay torch's.  The program's graph itself is not changed.
 """
 
 from __future__ import annotations
@@ -22,25 +26,26 @@ import torch
 __all__ = ["eager_forward"]
 
 _COND = torch.ops.higher_order.cond
+_WHILE = torch.ops.higher_order.while_loop
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 # branch or program module -> ((id of its graph, node count), forward)
 _FORWARDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def eager_forward(gm: torch.fx.GraphModule) -> Callable:
-    """`gm`'s forward, with its cond nodes run by `run_cond` (gm.forward when it has
-    none)."""
+    """`gm`'s forward, with its cond and while_loop nodes run by `run_cond` and
+    `run_while_loop` (gm.forward when it has none)."""
     key = (id(gm.graph), len(gm.graph.nodes))
     found = _FORWARDS.get(gm)
     if found is not None and found[0] == key:
         return found[1]
-    if not any(n.op == "call_function" and n.target is _COND for n in gm.graph.nodes):
+    if not any(n.op == "call_function" and n.target in _RUNS for n in gm.graph.nodes):
         forward = gm.forward
     else:
         graph = copy.deepcopy(gm.graph)
         for n in graph.nodes:
-            if n.op == "call_function" and n.target is _COND:
-                n.target = run_cond
+            if n.op == "call_function" and n.target in _RUNS:
+                n.target = _RUNS[n.target]
         forward = torch.fx.GraphModule(gm, graph).forward
     _FORWARDS[gm] = (key, forward)
     return forward
@@ -50,9 +55,35 @@ def run_cond(pred: Any, true_fn: Any, false_fn: Any, operands: Any) -> Any:
     """``torch.ops.higher_order.cond(pred, true_fn, false_fn, operands)``."""
     if not _eager(pred, operands):
         return _COND(pred, true_fn, false_fn, operands)
-    branch = true_fn if bool(pred) else false_fn
-    run = eager_forward(branch) if isinstance(branch, torch.fx.GraphModule) else branch
-    return run(*operands)
+    return _runnable(true_fn if bool(pred) else false_fn)(*operands)
+
+
+def run_while_loop(cond_fn: Any, body_fn: Any, carried: Any, additional: Any) -> Any:
+    """``torch.ops.higher_order.while_loop(cond_fn, body_fn, carried, additional)``."""
+    if not isinstance(carried, (tuple, list)) or \
+            not _eager(False, (*carried, *additional)):
+        return _WHILE(cond_fn, body_fn, carried, additional)
+    cond, body = _runnable(cond_fn), _runnable(body_fn)
+    values = tuple(carried)
+    go = cond(*values, *additional)
+    if not go:  # (the dense kernel returns copies when the body never runs)
+        return tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in values)
+    while go:
+        out = body(*values, *additional)
+        if not isinstance(out, tuple) or len(out) != len(values):
+            raise RuntimeError(f"while_loop: the body returned {type(out).__name__} of "
+                               f"{len(out) if isinstance(out, tuple) else 1} values where "
+                               f"{len(values)} are carried")
+        values = out
+        go = cond(*values, *additional)
+    return values
+
+
+def _runnable(fn: Any) -> Callable:
+    return eager_forward(fn) if isinstance(fn, torch.fx.GraphModule) else fn
+
+
+_RUNS = {_COND: run_cond, _WHILE: run_while_loop}
 
 
 def _eager(pred: Any, operands: Any) -> bool:

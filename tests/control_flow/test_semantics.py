@@ -253,3 +253,57 @@ def test_branches_with_a_safetrace_only_fake_run_with_autograd():
     with torch.no_grad():
         assert_close(model(inputs[1]), ep.module()(inputs[1]))
     rejects(ep, (torch.rand(4, 2),))
+
+
+def _python_while(cond_fn, body_fn, carried):
+    while cond_fn(*carried):
+        carried = body_fn(*carried)
+    return tuple(carried)
+
+
+class _LoopOverLayer(torch.nn.Module):
+    def __init__(self, loop=torch._higher_order_ops.while_loop) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+        self.loop = loop
+
+    def forward(self, x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        def c(i, h):
+            return i < steps
+
+        def b(i, h):
+            return i + 1, torch.tanh(self.lin(h))
+
+        return self.loop(c, b, (torch.zeros((), dtype=torch.long), x.clone()))[1]
+
+
+def test_a_while_loop_runs_with_autograd_like_eager():
+    """ep.module() runs a while_loop node as torch's dense kernel does (some torch releases'
+    eager entry reads the subgraphs' metadata for autograd): the values of eager and the
+    gradients of the same loop written in Python, at other sizes and trip counts, 0 trips
+    included (torch 2.13's eager while_loop gives the body's gradients even when it never
+    ran; the Python loop is the reference for gradients)."""
+    ep = st.export(_LoopOverLayer(), (torch.randn(2, 4), torch.tensor(3)),
+                   dynamic_shapes={"x": {0: st.Dim("n")}, "steps": None})
+    for n, steps in ((0, 2), (1, 0), (5, 4), (3, 1)):
+        x = torch.randn(n, 4, requires_grad=True)
+        with torch.no_grad():
+            assert_close(_LoopOverLayer()(x, torch.tensor(steps)),
+                         ep.module()(x, torch.tensor(steps)))
+        model = _LoopOverLayer(loop=_python_while)
+        expected = model(x, torch.tensor(steps))
+        expected.sum().backward()
+        want = [_grad(p) for p in (*model.parameters(), x)]
+        x.grad = None
+        mod = ep.module()
+        got = mod(x, torch.tensor(steps))
+        assert_close(expected, got)
+        assert got is not x
+        got.sum().backward()
+        assert_close(want, [_grad(p) for p in (*mod.parameters(), x)])
+    rejects(ep, (torch.randn(3, 5), torch.tensor(1)))
+
+
+def _grad(t: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(t) if t.grad is None else t.grad.clone()
