@@ -1,5 +1,7 @@
 """torch's Python-level helpers that run no torch function, seen while exporting:
-``torch.broadcast_shapes`` and the random generator's state functions.
+``torch.broadcast_shapes`` (and ``torch._C._infer_size`` where ``torch.nn.functional``
+calls it, as torch 2.11's ``binary_cross_entropy`` does for its weight) and the random
+generator's state functions.
 
 ``torch.broadcast_shapes`` never reaches the tracer's mode and asks ``size == 1`` of every
 size it meets: a needless guard (``n != 1``) where the other size is a static 1.  While
@@ -42,6 +44,17 @@ def _broadcast_shapes(*shapes: Any) -> Any:
     return _REAL["broadcast_shapes"](*shapes)
 
 
+def _infer_size(a: Any, b: Any) -> Any:
+    """``torch._C._infer_size(a, b)``: the broadcast of two sizes (the C++ function takes
+    only a torch.Size, not the symbolic sizes of a traced tensor)."""
+    if exporting():
+        return traced_broadcast_shapes(a, b)
+    return _REAL_INFER_SIZE(a, b)
+
+
+_REAL_INFER_SIZE = torch._C._infer_size
+
+
 # seeding calls made by threads that are not exporting, while some thread exports: the
 # export's own check that the generator was not seeded then cannot tell who did it
 BYSTANDER_SEEDS = [0]
@@ -73,6 +86,9 @@ def patches() -> list[tuple[Any, str, Any]]:
     not exporting)."""
     out: list[tuple[Any, str, Any]] = [(torch, "broadcast_shapes", _broadcast_shapes),
                                        (torch.functional, "broadcast_shapes", _broadcast_shapes)]
+    current = getattr(torch.nn.functional, "_infer_size", None)  # (gone in torch 2.13)
+    if current is _REAL_INFER_SIZE or current is _infer_size:
+        out.append((torch.nn.functional, "_infer_size", _infer_size))
     for name in _RNG:
         for owner in (torch, torch.random):
             current = getattr(owner, name, None)

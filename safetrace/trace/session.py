@@ -63,12 +63,36 @@ _COMPILER_FLAGS = {name: _gated_flag(getattr(torch.compiler, name))
 _FX_TRACING = _gated_flag(fx_symbolic_trace.is_fx_tracing)
 
 
+def _gated_compile(original: Callable[..., Any]) -> Callable[..., Any]:
+    def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch.compile's name
+        if not exporting():
+            return original(*args, **kwargs)
+        model = args[0] if args else kwargs.get("model")
+        return model if model is not None else _uncompiled
+
+    compile.__name__ = compile.__qualname__ = original.__name__
+    compile.__doc__ = original.__doc__
+    return compile
+
+
+def _uncompiled(fn: Any) -> Any:
+    return fn
+
+
+# ``torch.compile`` called by the code being exported (the user's, or torch's own entry
+# points: torch 2.11's ``cond``/``while_loop`` compile a wrapper of their operator when
+# reached under another name) runs the function as it is, as torch.export ignores it: the
+# tracer records what it calls.  Other threads compile as usual.
+_COMPILE = _gated_compile(torch.compile)
+
+
 def _compiler_patches() -> list[Patch]:
     """``torch.compiler.is_compiling()`` / ``is_exporting()`` and fx's ``is_fx_tracing()``
     are True for the code being exported (libraries take their export-friendly paths) and
-    nowhere else: torch's module flags, which every thread reads, are left alone."""
+    nowhere else: torch's module flags, which every thread reads, are left alone; and
+    ``torch.compile`` is a no-op there."""
     return [*((torch.compiler, name, fn) for name, fn in _COMPILER_FLAGS.items()),
-            (fx_symbolic_trace, "is_fx_tracing", _FX_TRACING)]
+            (fx_symbolic_trace, "is_fx_tracing", _FX_TRACING), (torch, "compile", _COMPILE)]
 
 
 class _Held:

@@ -217,3 +217,51 @@ def test_cond_under_another_name_exports_and_eager_cond_still_works(cond_fn) -> 
     x = torch.ones(3)
     torch.testing.assert_close(torch.cond(x.sum() > 0, lambda v: v + 1, lambda v: v - 1, (x,)),
                                x + 1)
+
+
+def _body(v: torch.Tensor) -> torch.Tensor:
+    return v.sin() * 2
+
+
+class _CompilesInside(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = torch.compile(_body)(x)
+        b = torch.compile(fullgraph=True, backend="eager")(_body)(x + 1)
+        return a + b
+
+
+def test_torch_compile_inside_forward_is_ignored_while_exporting() -> None:
+    """torch.compile in the exported code records what the function calls, as torch.export
+    ignores it (torch 2.11's cond/while_loop reached under another name compile a wrapper of
+    their operator the same way); on every other thread torch.compile is torch's own."""
+    model = _CompilesInside()
+    x = torch.randn(4)
+    seen: list = []
+    started, done = threading.Event(), threading.Event()
+
+    def bystander() -> None:
+        started.wait()
+        seen.append(torch.compile(_body, backend="eager"))
+        done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    n = st.Dim("n")
+
+    class _Signals(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            started.set()
+            done.wait(30)
+            return model(x)
+
+    ep = st.export(_Signals(), (x,), dynamic_shapes={"x": {0: n}})
+    t.join()
+    assert seen and seen[0] is not _body  # compiled as usual on the other thread
+    targets = [node.target for node in ep.graph.nodes if node.op == "call_function"]
+    assert torch.ops.aten.sin.default in targets
+    for size in (0, 1, 5):
+        v = torch.randn(size)
+        torch.testing.assert_close(ep.module()(v), _body(v) + _body(v + 1))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 2))
+    assert torch.compile(_body, backend="eager") is not _body

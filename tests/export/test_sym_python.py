@@ -119,6 +119,29 @@ def test_torch_helpers_reaching_a_size_node():
     torch.testing.assert_close(ep.module()(*a), g(*a))
 
 
+def test_infer_size_called_as_older_torch_calls_it(monkeypatch):
+    """torch 2.11's F.binary_cross_entropy broadcasts its weight with
+    ``torch._C._infer_size(target.size(), weight.size())``, which takes only a torch.Size:
+    while exporting it answers from the broadcasting rule (here torch 2.13's functional
+    module is given the older helper)."""
+    import torch.nn.functional as F
+
+    monkeypatch.setattr(F, "_infer_size", torch._C._infer_size, raising=False)
+
+    def g(t, w):
+        new_size = F._infer_size(t.size(), w.size())
+        return t * w.expand(new_size)
+
+    b = Dim("b")
+    ep = st.export(g, (torch.rand(4, 3), torch.rand(1, 3)), dynamic_shapes=({0: b}, None))
+    for n in (0, 1, 6):
+        a = (torch.rand(n, 3), torch.rand(1, 3))
+        torch.testing.assert_close(ep.module()(*a), g(*a))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(2, 4), torch.rand(1, 3))
+    assert F._infer_size is torch._C._infer_size  # restored after the export
+
+
 def test_float_powers_of_sizes_stay_symbolic(tmp_path):
     """n ** -0.5 (attention scales, sqrt-length pooling) and 10000.0 ** (2*i/d) (rotary
     frequencies) are computed by the graph, not baked in; save/load keeps them."""

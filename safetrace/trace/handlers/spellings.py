@@ -1,6 +1,7 @@
 """Calls whose Python signature is not their ATen op's: ``x.where(cond, y)``,
 ``nonzero(as_tuple=True)``, ``split`` by a size or by a list of sizes; ``split`` /
-``chunk`` along a symbolic dim return lazily counted ``Pieces``; ``F.affine_grid``."""
+``chunk`` along a symbolic dim return lazily counted ``Pieces``; ``F.affine_grid``;
+``torch.einsum`` without a contraction path."""
 
 from __future__ import annotations
 
@@ -108,3 +109,17 @@ def affine_grid(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
             if s <= 0:
                 raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     return tr.redispatch(torch.affine_grid_generator, (theta, size, align), {})
+
+
+@handles(torch.functional.einsum)
+def einsum(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``torch.einsum(eq, a, b, c)``: with three operands or more, and the ``opt_einsum``
+    package installed, torch's Python wrapper asks it for a contraction order computed from
+    ``int(size)`` of every dim, which would pin each symbolic size to its example.  The
+    order changes only the rounding, so the call is recorded as ``aten.einsum`` without a
+    path: the order torch takes when ``opt_einsum`` is absent or disabled, at every size.
+    (The sublist form reaches here already turned into an equation by torch's wrapper.)"""
+    equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])  # the old form: one list of operands
+    return tr.emit(aten.einsum.default, (equation, list(operands)), {})
