@@ -445,7 +445,6 @@ class DynamicDims:
         text = str(rep)
         for s, n in names.items():
             text = text.replace(s, n)
-        fix = f"{dim_name} = {text}"
         if len(rep.free_symbols) == 1:
             other = next(iter(rep.free_symbols))
             other_dim = self.dim_names.get(other)
@@ -453,10 +452,16 @@ class DynamicDims:
             if other_dim is not None and lin is not None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
+        if dim_name in self.dim_fixes:
+            fix = (f"declare it: {dim_name} = {text}  (derive the dim from the other Dim, or "
+                   f"use the same Dim in both places)")
+        else:  # min/max/floor of a Dim, several Dims: nothing a Dim can be
+            self.dim_fixes[dim_name] = Dim.AUTO
+            fix = (f"declare it: {dim_name} = Dim.AUTO  (derive the dim automatically: no Dim "
+                   f"can be {text}; the program then checks {dim_name} == {text} on every "
+                   f"input)")
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare.",
-                         f"declare it: {fix}  (derive the dim from the other Dim, or use the "
-                         f"same Dim in both places)")
+                                f"does not declare.", fix)
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(

@@ -206,6 +206,9 @@ def _parse_rhs(rhs: str, name: str, parsed: dict, done: dict) -> Any:
         return None
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "Dim" and node.attr in ("AUTO", "DYNAMIC", "STATIC"):
+        return getattr(Dim, node.attr)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Dim":
         try:
             bounds = {k.arg: ast.literal_eval(k.value) for k in node.keywords}

@@ -16,7 +16,7 @@ import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
 from safetrace.symbolic.canon import compare, diff, not_, rebuild
 from safetrace.symbolic.expr import (
-    ONE, ZERO, Expr, add, const, mod, mul, neg, scale, sub, terms,
+    ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, terms,
 )
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT
@@ -309,15 +309,46 @@ def _product(mono: tuple[Expr, ...]) -> Expr:
     return p
 
 
+# linear facts tried against a condition, the most recent first: real programs hold a
+# handful (none in the zoo); a saved file's contract may list hundreds, and trying each
+# against each made its load quadratic (300 conditions: 14 s)
+LINEAR_FACTS_TRIED = 48
+
+
 def nonneg(env: Facts, f: Expr) -> bool:
-    """True when ``f >= 0`` follows from the ranges or from one linear fact plus ranges."""
+    """True when ``f >= 0`` follows from the ranges or from one linear fact plus ranges
+    (``f - g >= 0`` for a fact ``g >= 0``, bounded term by term as ``bounds_of`` bounds
+    the sum ``sub(f, g)``, without building it)."""
     if bounds_of(env, f).lo >= 0:
         return True
-    for g in env.linear:
-        if bounds_of(env, sub(f, g)).lo >= 0:
-            return True
+    linear = env.linear
+    if linear:
+        ft = dict(terms(f))
+        scaled: dict = {}
+        for g in linear[:-LINEAR_FACTS_TRIED - 1:-1]:
+            if _lower_bound_of_difference(env, ft, g, scaled) >= 0:
+                return True
     h = _floors_as_remainders(f)
     return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
+
+
+def _lower_bound_of_difference(env: Facts, ft: dict, g: Expr, scaled: dict) -> float:
+    d = dict(ft)
+    for m, k in terms(g):
+        d[m] = d.get(m, 0) - k
+    lo: int | float = 0
+    for m, k in d.items():
+        if not k:
+            continue
+        if not m:
+            lo += k
+            continue
+        r = scaled.get((m, k))
+        if r is None:
+            r = scaled[(m, k)] = R.r_scale(bounds_of(env, m[0] if len(m) == 1 else
+                                                  make_node("mul", m)), k).lo
+        lo += r
+    return lo
 
 
 def _floors_as_remainders(f: Expr) -> Expr | None:

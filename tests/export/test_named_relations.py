@@ -77,3 +77,35 @@ def test_a_relation_with_a_dynamic_dim_narrowing_a_named_dim_is_a_violation():
     split = st.export(Branch(), args, dynamic_shapes=spec)  # by default: a size split
     for b in (0, 1, 4, 5, 9):
         matches_eager(split, Branch(), (torch.randn(b), torch.randn(5)))
+
+
+class FirstThree(torch.nn.Module):
+    def forward(self, x, y):
+        return x[:3] + y
+
+
+@pytest.mark.parametrize("from_text", [False, True], ids=["error", "text"])
+def test_a_relation_no_dim_can_express_suggests_auto(from_text):
+    """``x[:3] + y`` ties y's rows to ``min(n, 3)``: no Dim can be a min, so the fix is
+    ``m = Dim.AUTO`` (pasteable, and applied by refine_dynamic_shapes_from_suggested_fixes
+    from the error or from its text); the program then checks the relation on each input.
+    torch.export refuses the same spec."""
+    model = FirstThree()
+    args = (torch.randn(5, 2), torch.randn(3, 2))
+    spec = {"x": {0: Dim("n")}, "y": {0: Dim("m")}}
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, args, dynamic_shapes=spec)
+    text = str(info.value)
+    assert "m = Dim.AUTO" in text and "m == min(n, 3)" in text
+    assert "dynamic_shapes = {'x': (n, None), 'y': (Dim.AUTO, None)}" in text
+    with pytest.raises(Exception):
+        torch.export.export(model, args, dynamic_shapes={"x": {0: TDim("n")},
+                                                         "y": {0: TDim("m")}})
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(text if from_text else info.value,
+                                                          spec)
+    assert fixed["y"][0] is Dim.AUTO
+    ep = st.export(model, args, dynamic_shapes=fixed)
+    for n in (0, 1, 2, 3, 9):
+        matches_eager(ep, model, (torch.randn(n, 2), torch.randn(min(n, 3), 2)))
+    rejects(ep, (torch.randn(9, 2), torch.randn(2, 2)))
+    rejects(ep, (torch.randn(1, 2), torch.randn(3, 2)))

@@ -175,6 +175,22 @@ def test_registered_callable_round_trips():
         register_callable("tests.serialize.double", lambda x: x)
 
 
+def test_many_linear_conditions_load_in_bounded_time():
+    """A contract of 900 linear conditions over shared symbols (just under the node
+    budget): each condition was tried against every earlier one (14 s of CPU for 300)."""
+    import time
+
+    doc = _doc()
+    doc["contract"]["conditions"].extend(
+        [{"cond": ["lt", ["add"] + [["mul", k + 1000, f"s{i % 8}"] for i in range(8)] +
+                   [k + 7], 0], "origin": ""} for k in range(900)])
+    blob = pack(doc, TENSORS)
+    t = time.process_time()
+    ep = st.load(blob)
+    assert time.process_time() - t < 2
+    assert len(ep.contract.conditions) >= 900
+
+
 def test_rejected_files_do_not_grow_the_intern_table():
     from safetrace.symbolic.expr import table_mark
 
