@@ -1,0 +1,205 @@
+"""Weights mapped under a read lease (safetrace/serialize/lease.py): st.load maps the file
+where the kernel grants a lease, and every change of the file, from this process or
+another, a forked child included, waits until the mapping is a private copy.
+
+Each scenario could kill a process with SIGBUS if a mapping outlived a truncation, so all
+run in a child process under a CPU limit; the child reports each scenario as it ends, and
+a signal names the scenario it died in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = textwrap.dedent(r'''
+    import copy, errno, hashlib, json, os, subprocess, sys, time
+    import torch
+    import safetrace as st
+    from safetrace.serialize import lease
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(512, 512)
+            self.register_buffer("count", torch.zeros(512))
+
+        def forward(self, x):
+            self.count.add_(1)  # a write: it must stay in the program's memory
+            return self.fc(x) + self.count
+
+    tmp = sys.argv[1]
+    torch.manual_seed(0)
+    model = Net()
+    ep0 = st.export(model, (torch.randn(2, 512),),
+                    dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    x = torch.randn(3, 512)
+
+    def report(name, outcome):
+        print(json.dumps({"scenario": name, "outcome": outcome}), flush=True)
+
+    def fresh(name):
+        p = os.path.join(tmp, name)
+        st.save(ep0, p)
+        return p
+
+    def digest(p):
+        with open(p, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def mapped(p, t):
+        """Whether tensor t's memory is a mapping of file p (/proc/self/maps)."""
+        real = os.path.realpath(p)
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and parts[5].strip() == real:
+                    lo, hi = (int(v, 16) for v in parts[0].split("-"))
+                    if lo <= t.data_ptr() < hi:
+                        return True
+        return False
+
+    class Calls:
+        """A loaded program against a copy of the eager model, call for call."""
+        def __init__(self, ep):
+            self.mod, self.ref = ep.module(), copy.deepcopy(model)
+
+        def check(self):
+            assert torch.equal(self.mod(x), self.ref(x)), "weights changed"
+
+    def other(code, *args):
+        """Run code in another process (its exit status, its output)."""
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                             text=True, timeout=120)
+        return out.returncode, out.stdout.strip()
+
+    # 0. leases here at all? (a file of our own on a local filesystem)
+    probe = os.path.join(tmp, "probe")
+    open(probe, "wb").close()
+    fd = os.open(probe, os.O_RDONLY)
+    got = lease.take(fd)
+    os.close(fd)
+    if got is None:
+        report("no_leases", "skipped")
+        sys.exit(0)
+    lease.release(got)
+
+    # 1. the weights are the file's pages (no copy), the program's writes stay private:
+    #    the file is unchanged, a second load starts from the saved state
+    p = fresh("a.st"); before = digest(p)
+    ep = st.load(p); calls = Calls(ep)
+    assert mapped(p, ep.state_dict["fc.weight"]), "st.load copied a leasable file"
+    for _ in range(3):
+        calls.check()
+    assert digest(p) == before, "a program's write reached its file"
+    Calls(st.load(p)).check()
+    report("mapped_and_writes_private", "behaves")
+
+    # 2. another process truncates the file: it waits until the mapping is a copy
+    p = fresh("b.st"); ep = st.load(p); calls = Calls(ep); calls.check()
+    status, _ = other("import os, sys; os.truncate(sys.argv[1], 10)", p)
+    assert status == 0 and os.path.getsize(p) == 10
+    assert not mapped(p, ep.state_dict["fc.weight"]), "still a mapping of a truncated file"
+    calls.check(); calls.check()
+    report("truncated_by_another_process", "behaves")
+
+    # 3. another process rewrites every byte after the header in place
+    p = fresh("c.st"); ep = st.load(p); calls = Calls(ep); calls.check()
+    status, _ = other("import os, sys\n"
+                      "n = os.path.getsize(sys.argv[1])\n"
+                      "with open(sys.argv[1], 'r+b') as f:\n"
+                      "    head = 8 + int.from_bytes(f.read(8), 'little'); f.seek(head)\n"
+                      "    f.write(b'\\xff' * (n - head))", p)
+    assert status == 0
+    calls.check(); calls.check()
+    report("rewritten_by_another_process", "behaves")
+
+    # 4. a writer that does not wait (O_NONBLOCK) is told to retry; its retry gets through
+    p = fresh("d.st"); ep = st.load(p); calls = Calls(ep)
+    status, out = other("import errno, os, sys, time\n"
+                        "codes = []\n"
+                        "for _ in range(200):\n"
+                        "    try:\n"
+                        "        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)\n"
+                        "    except BlockingIOError:\n"
+                        "        codes.append('wait'); time.sleep(0.05); continue\n"
+                        "    os.ftruncate(fd, 0); os.close(fd); codes.append('done'); break\n"
+                        "print(','.join(codes))", p)
+    assert status == 0 and out.endswith("done") and out.startswith("wait"), out
+    assert os.path.getsize(p) == 0
+    calls.check()
+    report("nonblocking_writer", "retries")
+
+    # 5. a forked child keeps working after the parent truncates the file
+    p = fresh("e.st"); ep = st.load(p); calls = Calls(ep); calls.check()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait for the truncation, then run the program
+        os.close(go_w)
+        os.read(go_r, 1)
+        try:
+            calls.check(); calls.check()
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    os.close(go_r)
+    time.sleep(0.5)  # (the child's own lease taken)
+    os.truncate(p, 10)
+    os.write(go_w, b"x"); os.close(go_w)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child: status {status}"
+    calls.check()
+    report("forked_child", "behaves")
+
+    # 6. the file open for writing at load time: no lease, the weights are read into
+    #    private memory; the writer then truncates through its descriptor
+    p = fresh("f.st")
+    with open(p, "r+b") as w:
+        ep = st.load(p); calls = Calls(ep)
+        assert not mapped(p, ep.state_dict["fc.weight"])
+        w.truncate(10)
+    calls.check()
+    report("open_for_writing_at_load", "copied")
+
+    # 7. the program goes: its lease goes with it (a writer does not wait)
+    p = fresh("g.st"); before = set(lease._held.values()); ep = st.load(p)
+    mine = set(lease._held.values()) - before
+    assert len(mine) == 1
+    del ep; import gc; gc.collect()
+    assert not mine & set(lease._held.values())
+    t = time.perf_counter(); os.truncate(p, 0)
+    assert time.perf_counter() - t < 5
+    report("released_with_the_program", "behaves")
+''')
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (120, 120))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="read leases are Linux's")
+def test_leased_weights_never_change_under_the_program(tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", SCRIPT,
+                          str(tmp_path)], capture_output=True, text=True, timeout=600,
+                         cwd=ROOT, env=env, preexec_fn=_limits)
+    done = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    last = done[-1]["scenario"] if done else "the start"
+    assert out.returncode == 0, (f"died after {last} (status {out.returncode})\n"
+                                 f"{out.stderr[-3000:]}")
+    if [d["scenario"] for d in done] == ["no_leases"]:
+        pytest.skip("the kernel grants no read lease on a file in tmp_path")
+    assert [d["scenario"] for d in done] == [
+        "mapped_and_writes_private", "truncated_by_another_process",
+        "rewritten_by_another_process", "nonblocking_writer", "forked_child",
+        "open_for_writing_at_load", "released_with_the_program"]
