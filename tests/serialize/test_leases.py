@@ -179,6 +179,46 @@ SCRIPT = textwrap.dedent(r'''
     t = time.perf_counter(); os.truncate(p, 0)
     assert time.perf_counter() - t < 5
     report("released_with_the_program", "behaves")
+
+    # 8. a hard link to the file is truncated by another process (the lease is the inode's)
+    p = fresh("h.st"); q = os.path.join(tmp, "h-link.st"); os.link(p, q)
+    ep = st.load(p); calls = Calls(ep); calls.check()
+    status, _ = other("import os, sys; os.truncate(sys.argv[1], 0)", q)
+    assert status == 0 and os.path.getsize(p) == 0
+    calls.check()
+    report("hard_link_truncated", "behaves")
+
+    # 9. another process corrupts the file over and over (the header's length, the data)
+    #    and puts it back, while this one loads it: every load refused or whole, never a
+    #    crash; once the writer is done, a load is the saved program
+    p = fresh("i.st"); outcomes = set()
+    writer = subprocess.Popen([sys.executable, "-c",
+        "import os, sys, time\n"
+        "p = sys.argv[1]; good = open(p, 'rb').read(); end = time.time() + 3\n"
+        "bad = [b'\\xff' * 8 + good[8:], good[:-4096] + b'\\xff' * 4096]\n"
+        "i = 0\n"
+        "while time.time() < end:\n"
+        "    with open(p, 'r+b') as f:\n"
+        "        f.write(bad[i % 2])\n"
+        "    with open(p, 'r+b') as f:\n"
+        "        f.write(good)\n"
+        "    i += 1\n"
+        "print(i)", p], stdout=subprocess.PIPE, text=True)
+    loaded = []
+    while writer.poll() is None:
+        try:
+            ep = st.load(p)
+        except st.LoadError:
+            outcomes.add("refused")
+        else:
+            ep.module()(x)
+            loaded.append(ep)
+            outcomes.add("loaded")
+    assert writer.wait() == 0 and int(writer.stdout.read()) > 0
+    for ep in loaded:
+        ep.module()(x)  # (those loaded under a lease became private copies: still whole)
+    Calls(st.load(p)).check()
+    report("corrupted_while_loading", "/".join(sorted(outcomes)))
 ''')
 
 
@@ -202,4 +242,6 @@ def test_leased_weights_never_change_under_the_program(tmp_path):
     assert [d["scenario"] for d in done] == [
         "mapped_and_writes_private", "truncated_by_another_process",
         "rewritten_by_another_process", "nonblocking_writer", "forked_child",
-        "open_for_writing_at_load", "released_with_the_program"]
+        "open_for_writing_at_load", "released_with_the_program", "hard_link_truncated",
+        "corrupted_while_loading"]
+    print("\n".join(f"{d['scenario']}: {d['outcome']}" for d in done))
