@@ -51,6 +51,8 @@ try:  # Linux only; anything missing turns leases off
     _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
                         ctypes.c_void_p]
     _munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    _sig_ignore = _LIBC.signal  # (signal.signal works only on the main thread)
+    _sig_ignore.argtypes, _sig_ignore.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     _F_SETLEASE, _F_GETLEASE = fcntl.F_SETLEASE, fcntl.F_GETLEASE
     _AVAILABLE = sys.platform.startswith("linux") and hasattr(signal, "sigwaitinfo")
 except (ImportError, AttributeError, OSError):
@@ -164,6 +166,12 @@ def _watching() -> int | None:
         if _watcher:
             return _watcher[0]
         ready = threading.Event()
+        if signal.getsignal(_SIG) == signal.SIG_DFL:
+            # Setting a lease makes the process its owner for a moment (before F_SETOWN_EX
+            # names the watching thread): a break then would signal the process, whose
+            # default action for this signal is to end.  Ignored instead (the thread that
+            # blocks it still receives it); ``guard`` sees a break it missed.
+            _sig_ignore(int(_SIG), 1)
 
         def watch() -> None:
             try:
