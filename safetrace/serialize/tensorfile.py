@@ -9,7 +9,10 @@ pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
 ``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
 Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment;
-a file that is not a safetensors file is named by ``sniff.py``), then reads the data
+a file that is not a safetensors file is named by ``sniff.py``).  From a path, where the
+kernel grants a read lease (taken before the first byte is read), the file is then mapped
+copy-on-write and ``lease.py`` turns the mapping into a private copy before any writer of
+the file goes on.  Otherwise it reads the data
 straight into memory of the program's own (from a path: ``preadv`` of the whole data into
 one fresh mapping the tensors view, ``destination.py``; from a file object: ``readinto``
 each tensor; from a buffer given to ``st.load``: one copy): nothing done to the file or
