@@ -219,6 +219,49 @@ SCRIPT = textwrap.dedent(r'''
         ep.module()(x)  # (those loaded under a lease became private copies: still whole)
     Calls(st.load(p)).check()
     report("corrupted_while_loading", "/".join(sorted(outcomes)))
+
+    # 10. two programs of one file, one called on another thread the whole time, while
+    #     another process truncates the file: both copied, the running calls all whole
+    import threading
+    p = fresh("j.st"); ep1, ep2 = st.load(p), st.load(p)
+    calls1, calls2 = Calls(ep1), Calls(ep2)
+    stop, errors = threading.Event(), []
+
+    def keep_calling():
+        try:
+            while not stop.is_set():
+                calls1.check()
+        except BaseException as err:
+            errors.append(err)
+
+    t = threading.Thread(target=keep_calling); t.start(); time.sleep(0.2)
+    status, _ = other("import os, sys; os.truncate(sys.argv[1], 0)", p)
+    time.sleep(0.2); stop.set(); t.join()
+    assert status == 0 and not errors, errors
+    assert not mapped(p, ep1.state_dict["fc.weight"]) and not mapped(p, ep2.state_dict["fc.weight"])
+    calls1.check(); calls2.check()
+    report("called_during_the_copy", "behaves")
+
+    # 11. another process sends the lease signal itself: nothing happens
+    p = fresh("k.st"); ep = st.load(p); calls = Calls(ep)
+    status, _ = other("import os, sys, signal\n"
+                      f"os.kill({os.getpid()}, {int(lease._SIG)})")
+    time.sleep(0.2)
+    assert status == 0 and mapped(p, ep.state_dict["fc.weight"])
+    calls.check()
+    report("lease_signal_spoofed", "ignored")
+
+    # 12. st.save onto the file the weights map: by its path (a new file renamed over it)
+    #     and through a file object opened without truncating (in place)
+    p = fresh("l.st"); ep = st.load(p); calls = Calls(ep); calls.check()
+    st.save(ep, p); calls.check()
+    again = st.load(p)  # (the state ep's first call left: count 1)
+    with open(p, "r+b") as f:
+        st.save(ep, f)
+    assert torch.equal(st.load(p).state_dict["count"], ep.state_dict["count"])
+    assert torch.equal(again.state_dict["count"], torch.ones(512))  # (copied, unchanged)
+    calls.check()
+    report("saved_onto_its_own_file", "behaves")
 ''')
 
 
@@ -243,5 +286,6 @@ def test_leased_weights_never_change_under_the_program(tmp_path):
         "mapped_and_writes_private", "truncated_by_another_process",
         "rewritten_by_another_process", "nonblocking_writer", "forked_child",
         "open_for_writing_at_load", "released_with_the_program", "hard_link_truncated",
-        "corrupted_while_loading"]
+        "corrupted_while_loading", "called_during_the_copy", "lease_signal_spoofed",
+        "saved_onto_its_own_file"]
     print("\n".join(f"{d['scenario']}: {d['outcome']}" for d in done))
