@@ -194,7 +194,7 @@ SCRIPT = textwrap.dedent(r'''
     p = fresh("i.st"); outcomes = set()
     writer = subprocess.Popen([sys.executable, "-c",
         "import os, sys, time\n"
-        "p = sys.argv[1]; good = open(p, 'rb').read(); end = time.time() + 3\n"
+        "p = sys.argv[1]; good = open(p, 'rb').read(); end = time.time() + 1.5\n"
         "bad = [b'\\xff' * 8 + good[8:], good[:-4096] + b'\\xff' * 4096]\n"
         "i = 0\n"
         "while time.time() < end:\n"
