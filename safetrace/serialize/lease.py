@@ -184,7 +184,10 @@ def _watching() -> int | None:
                 signal.sigwaitinfo(waited)
                 _scan()
 
-        threading.Thread(target=watch, name="safetrace-lease", daemon=True).start()
+        try:
+            threading.Thread(target=watch, name="safetrace-lease", daemon=True).start()
+        except RuntimeError:  # (no thread to be had: out of memory or of threads)
+            return None
         ready.wait()
         return _watcher[0] if _watcher else None
 
