@@ -225,10 +225,15 @@ def _after_fork_in_child() -> None:
 
 
 def _privatize_unleased(lease: _Lease) -> None:
+    """A forked child's copy of a mapping it could not lease (no memory: left mapped)."""
     size = lease.size
     fresh = _mmap(None, size, _PROT_RW, _MAP_PRIVATE_ANON, -1, 0)
+    if fresh is None or fresh == ctypes.c_void_p(-1).value:
+        return
     ctypes.memmove(fresh, lease.address, size)
-    _mremap(fresh, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, lease.address)
+    if _mremap(fresh, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, lease.address) != \
+            lease.address:
+        _munmap(fresh, size)
 
 
 def _unlock(fd: int) -> None:
