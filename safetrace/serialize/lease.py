@@ -51,8 +51,8 @@ try:  # Linux only; anything missing turns leases off
     _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
                         ctypes.c_void_p]
     _munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    _sig_ignore = _LIBC.signal  # (signal.signal works only on the main thread)
-    _sig_ignore.argtypes, _sig_ignore.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
+    _signal = _LIBC.signal  # (signal.signal works only on the main thread)
+    _signal.argtypes, _signal.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     _F_SETLEASE, _F_GETLEASE = fcntl.F_SETLEASE, fcntl.F_GETLEASE
     _AVAILABLE = sys.platform.startswith("linux") and hasattr(signal, "sigwaitinfo")
 except (ImportError, AttributeError, OSError):
@@ -60,7 +60,7 @@ except (ImportError, AttributeError, OSError):
 
 _lock = threading.RLock()
 _held: dict[int, "_Lease"] = {}  # fd (a dup of the loader's) -> its lease
-_watcher: list = []  # [native thread id] once the watching thread runs
+_watcher: list = []  # [native id, ident] of the watching thread once it runs
 
 
 class _Lease:
@@ -85,16 +85,30 @@ def take(fd: int) -> "_Lease | None":
         own = os.dup(fd)
     except OSError:  # (out of file descriptors)
         return None
-    try:
-        fcntl.fcntl(own, _F_SETSIG, _SIG)
-        fcntl.fcntl(own, _F_SETLEASE, fcntl.F_RDLCK)
-        # the kernel signals the lease's owner: our watching thread, which waits for it
-        fcntl.fcntl(own, _F_SETOWN_EX, struct.pack("ii", _F_OWNER_TID, tid))
-    except OSError:  # not our file, no leases there, open for writing somewhere
-        _close(own)
-        return None
-    lease = _Lease(own)
     with _lock:
+        # Setting a lease makes the whole process its owner for a moment (until
+        # F_SETOWN_EX names the watching thread): a break then would signal the process,
+        # whose default action for this signal is to end.  So the signal is ignored for
+        # that moment (where nothing else handles it), then set back to the default (an
+        # ignored signal would stay ignored in every program this process executes); as
+        # ignoring drops any notice already waiting for the watching thread, that thread
+        # is then told to look at every lease once.
+        quiet = signal.getsignal(_SIG) == signal.SIG_DFL
+        if quiet:
+            _signal(int(_SIG), 1)  # SIG_IGN
+        try:
+            fcntl.fcntl(own, _F_SETSIG, _SIG)
+            fcntl.fcntl(own, _F_SETLEASE, fcntl.F_RDLCK)
+            # the kernel signals the lease's owner: our watching thread, waiting for it
+            fcntl.fcntl(own, _F_SETOWN_EX, struct.pack("ii", _F_OWNER_TID, tid))
+        except OSError:  # not our file, no leases there, open for writing somewhere
+            _close(own)
+            return None
+        finally:
+            if quiet:
+                _signal(int(_SIG), 0)  # SIG_DFL
+                signal.pthread_kill(_watcher[1], _SIG)
+        lease = _Lease(own)
         _held[own] = lease
     return lease
 
@@ -166,18 +180,12 @@ def _watching() -> int | None:
         if _watcher:
             return _watcher[0]
         ready = threading.Event()
-        if signal.getsignal(_SIG) == signal.SIG_DFL:
-            # Setting a lease makes the process its owner for a moment (before F_SETOWN_EX
-            # names the watching thread): a break then would signal the process, whose
-            # default action for this signal is to end.  Ignored instead (the thread that
-            # blocks it still receives it); ``guard`` sees a break it missed.
-            _sig_ignore(int(_SIG), 1)
 
         def watch() -> None:
             try:
                 waited = {_SIG, signal.SIGIO}  # (SIGIO: what the kernel sends if the queue is full)
                 signal.pthread_sigmask(signal.SIG_BLOCK, waited)
-                _watcher.append(threading.get_native_id())
+                _watcher.extend((threading.get_native_id(), threading.get_ident()))
             finally:
                 ready.set()
             while True:
