@@ -93,7 +93,7 @@ def take(fd: int) -> "_Lease | None":
         # ignored signal would stay ignored in every program this process executes); as
         # ignoring drops any notice already waiting for the watching thread, that thread
         # is then told to look at every lease once.
-        quiet = signal.getsignal(_SIG) == signal.SIG_DFL
+        quiet = _default_action(int(_SIG))
         if quiet:
             _signal(int(_SIG), 1)  # SIG_IGN
         try:
@@ -111,6 +111,18 @@ def take(fd: int) -> "_Lease | None":
         lease = _Lease(own)
         _held[own] = lease
     return lease
+
+
+def _default_action(sig: int) -> bool:
+    """Whether ``sig``'s action is the default one (neither caught nor ignored): the
+    kernel's view, which also knows of handlers set outside Python."""
+    try:
+        with open("/proc/self/status") as f:
+            masks = {k: int(v, 16) for k, _, v in (line.partition(":") for line in f)
+                     if k in ("SigCgt", "SigIgn")}
+    except (OSError, ValueError):
+        return False
+    return len(masks) == 2 and not (masks["SigCgt"] | masks["SigIgn"]) >> (sig - 1) & 1
 
 
 def guard(lease: _Lease, mapping: Any) -> None:
@@ -183,7 +195,8 @@ def _watching() -> int | None:
 
         def watch() -> None:
             try:
-                waited = {_SIG, signal.SIGIO}  # (SIGIO: what the kernel sends if the queue is full)
+                # (SIGIO: what the kernel sends when the signal queue is full)
+                waited = {_SIG, signal.SIGIO}
                 signal.pthread_sigmask(signal.SIG_BLOCK, waited)
                 _watcher.extend((threading.get_native_id(), threading.get_ident()))
             finally:
