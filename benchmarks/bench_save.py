@@ -10,6 +10,10 @@ before the step):
   st.save            st.save(ep, path)
   st.save(file)      with open(path, "wb") as f: st.save(ep, f)     (streamed: RSS)
   st.load+call       ep = st.load(path); ep.module()(x)        (checked against eager)
+  st.copy+call       the same with read leases off (safetrace.serialize.lease.ENABLED =
+                     False): the weights read into private memory, what st.load does where
+                     the kernel grants no lease (another user's file, NFS, a file open for
+                     writing)
   export.save        torch.export.save(ep, path)
   export.load+call   torch.export.load(path).module()(x)
   st_file.save       safetensors.torch.save_file(model.state_dict(), path)
@@ -141,6 +145,9 @@ def step(name: str, mib: int, folder: str) -> dict:
         with torch.no_grad():
             return model(x)
 
+    def load_st_copied() -> object:
+        return st.load(path).module()(x)
+
     def load_st_mapped() -> object:
         return st.load(path, mmap=True).module()(x)
 
@@ -166,7 +173,12 @@ def step(name: str, mib: int, folder: str) -> dict:
     if run is None:
         run = {"st.load+call": load_st, "export.load+call": load_export,
                "st_file.load+call": load_file_and_build, "floor.read": read_private,
-               "st.mmap+call": load_st_mapped, "st_file.pread+call": load_file_pread}[name]
+               "st.mmap+call": load_st_mapped, "st_file.pread+call": load_file_pread,
+               "st.copy+call": load_st_copied}[name]
+    if name == "st.copy+call":
+        from safetrace.serialize import lease
+
+        lease.ENABLED = False  # what st.load does where the kernel grants no read lease
     base = _rss()
     _reset_peak()
     r0 = resource.getrusage(resource.RUSAGE_SELF)
@@ -185,7 +197,7 @@ def step(name: str, mib: int, folder: str) -> dict:
 
 SAVES = ["st.save", "st.save(file)", "export.save", "st_file.save"]
 LOADS = ["st.load+call", "export.load+call", "st_file.load+call", "floor.read",
-         "st.mmap+call", "st_file.pread+call"]
+         "st.mmap+call", "st_file.pread+call", "st.copy+call"]
 STEPS = SAVES + [f"{name} {cache}" for cache in ("warm", "cold") for name in LOADS]
 FILES = {"st": "m.st", "export": "m.pt2", "st_file": "m.safetensors", "floor": "m.st"}
 
@@ -210,6 +222,9 @@ def main() -> None:
     p.add_argument("--sizes", default="256,1024")
     p.add_argument("--dir", default=None)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--only", default=None,
+                   help="comma-separated step names to run (e.g. 'st.load+call,st_file.load+"
+                        "call'; the saves that write their files run too); the ratios need all")
     p.add_argument("--step", default=None, help=argparse.SUPPRESS)
     p.add_argument("--mib", type=int, default=0, help=argparse.SUPPRESS)
     ns = p.parse_args()
@@ -220,10 +235,18 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OMP_NUM_THREADS="1")
     rows = []
+    steps = STEPS
+    if ns.only:
+        wanted = set(ns.only.split(","))
+        files = {FILES[w.split(".")[0]] for w in wanted}
+        steps = [s for s in STEPS if s.split()[0] in wanted
+                 or s in ("st.save", "st_file.save", "export.save")
+                 and FILES[s.split(".")[0]] in files | {"m.st"}]
+    print(f"load average {os.getloadavg()[0]:.2f} at the start", flush=True)
     for mib in (int(s) for s in ns.sizes.split(",")):
         folder = tempfile.mkdtemp(prefix="bench_save_", dir=ns.dir)
         try:
-            for name in STEPS:
+            for name in steps:
                 best = None
                 for _ in range(ns.repeat):
                     if " " in name:
@@ -242,11 +265,12 @@ def main() -> None:
                       f"peak RSS added {best['peak_added'] / 2**20:8.1f} MiB", flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     print()
-    _table(rows)
+    _table(rows, steps)
 
 
-def _table(rows: list[dict]) -> None:
+def _table(rows: list[dict], steps: list[str]) -> None:
     by = {(r["mib"], r["step"]): r for r in rows}
     print("| weights | step | time (s) | CPU (s) | minor faults | peak RSS added (MiB) |")
     print("|---|---|---:|---:|---:|---:|")
@@ -254,6 +278,8 @@ def _table(rows: list[dict]) -> None:
         print(f"| {r['mib']} MiB | {r['step']} | {r['seconds']:.3f} | {r['cpu']:.3f} | "
               f"{r['minflt']} | {r['peak_added'] / 2**20:.0f} |")
     print()
+    if steps != STEPS:
+        return
     for mib in sorted({r["mib"] for r in rows}):
         s = {k: by[(mib, k)] for k in STEPS}
         t = {k: v["seconds"] for k, v in s.items()}

@@ -38,13 +38,18 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
          budgets: Any = None, mmap: bool = False, verbose: bool | None = None) -> Any:
     """Read a program written by ``save`` from a path, a binary file object or bytes.
 
-    The weights are read into memory of the program's own, each tensor straight into its
-    storage (no other copy): nothing done to the file or to the buffer given afterwards
-    can change or crash the loaded program, and the program never writes the buffer.
+    From a path, the file is mapped copy-on-write under a read lease where the kernel
+    grants one (Linux, a file of this user's own on a local filesystem, open for writing
+    nowhere): nothing is copied at load, and any process that opens the file for writing
+    or truncates it waits until the mapping is a private copy.  Elsewhere (and from a
+    file object or bytes) the weights are read into memory of the program's own, each
+    tensor straight into its storage (no other copy).  Either way nothing done to the
+    file or to the buffer given afterwards can change or crash the loaded program, and
+    the program never writes the file or the buffer.
 
-    ``mmap=True`` (paths only) maps the file copy-on-write instead: loading costs no time
-    and untouched weights no memory, but the file must then stay as it is while the
-    program lives (truncating it kills the process with SIGBUS at the next call; rewriting
+    ``mmap=True`` (paths only) maps the file copy-on-write without a lease: loading costs
+    no time and untouched weights no memory, but the file must then stay as it is while
+    the program lives (truncating it kills the process with SIGBUS at the next call; rewriting
     it in place changes the weights): see docs/saving.md.
 
     ``weights``: for a file saved with ``weights=False``, a safetensors file (path) or a

@@ -9,7 +9,10 @@ pairs, float4 and the bit/sub-byte dtypes as bytes) and the metadata entry
 ``safetrace.dtypes`` (``{tensor name: dtype}``) names its true dtype.
 
 Reading validates the header first (sizes, budgets, names, dtypes, tiling, alignment;
-a file that is not a safetensors file is named by ``sniff.py``), then reads the data
+a file that is not a safetensors file is named by ``sniff.py``).  From a path, where the
+kernel grants a read lease (taken before the first byte is read), the file is then mapped
+copy-on-write and ``lease.py`` turns the mapping into a private copy before any writer of
+the file goes on.  Otherwise it reads the data
 straight into memory of the program's own (from a path: ``preadv`` of the whole data into
 one fresh mapping the tensors view, ``destination.py``; from a file object: ``readinto``
 each tensor; from a buffer given to ``st.load``: one copy): nothing done to the file or
@@ -32,7 +35,7 @@ from typing import Any
 import torch
 
 from safetrace.errors.load import bad_file, over_budget, truncated
-from safetrace.serialize import destination, sniff
+from safetrace.serialize import destination, lease, sniff
 from safetrace.serialize.budgets import Budgets, json_shape, text_cost
 
 CODES = {
@@ -83,14 +86,15 @@ class Container:
 
     def __init__(self, metadata: dict, header: dict, spans: dict | None = None,
                  buffer: Any = None, start: int = 0, tensors: dict | None = None,
-                 mapped: tuple | None = None) -> None:
+                 mapped: tuple | None = None, leased: bool = False) -> None:
         self.metadata = metadata
         self.header = header  # tensor name -> (dtype, shape), the true dtype and shape
         self._spans = spans or {}  # tensor name -> (begin, end) in the data
         self._buffer = buffer  # memory of the program's own, or a mapping of the file
         self._start = start  # where the data starts in the buffer
         self._tensors = tensors or {}  # tensor name -> its bytes (uint8), privately read
-        self.mapped = mapped  # (st_dev, st_ino) of the file mapped, if any
+        self.mapped = mapped  # (st_dev, st_ino) of the file mapped, if any (mmap=True)
+        self.leased = leased  # a mapping of the file under a read lease (lease.py)
 
     def tensor(self, name: str) -> torch.Tensor:
         dtype, shape = self.header[name]
@@ -140,7 +144,23 @@ def open_regular(path: Any, what: str = "file") -> int:
 
 def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Container:
     """Parse the container behind ``fd`` and read its tensors into memory of their own
-    (``mapped``: map the file copy-on-write instead); the fd may be closed after."""
+    (``mapped``: map the file copy-on-write instead); the fd may be closed after.
+
+    By default the file is mapped too where the kernel grants a read lease on it, taken
+    before anything is read (``lease.py``: a writer of the file then waits until the
+    mapping is copied into private memory); elsewhere the data is read into private
+    memory."""
+    own = None if mapped else lease.take(fd)
+    try:
+        return _read_fd(fd, budgets, where, mapped, own)
+    except BaseException:
+        if own is not None:
+            lease.release(own)
+        raise
+
+
+def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | None
+             ) -> Container:
     st = os.fstat(fd)
     size = st.st_size
     first = os.pread(fd, sniff.HEAD_BYTES, 0)
@@ -152,8 +172,10 @@ def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Cont
         raise truncated(where, "truncated header (the file changed while being read?)")
     metadata, header, spans = parse_header(raw, size - 8 - n, budgets, where)
     if size == 8 + n:
+        if own is not None:
+            lease.release(own)
         return Container(metadata, header, spans)
-    if not mapped:
+    if not mapped and own is None:
         if hasattr(os, "posix_fadvise"):
             # start the disk on the whole data now: the reads below then find it arriving
             # while they fault in fresh memory
@@ -169,12 +191,18 @@ def read_fd(fd: int, budgets: Budgets, where: str, mapped: bool = False) -> Cont
         mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE,
                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
     except (OSError, ValueError) as err:
+        if own is not None:  # (out of address space or descriptors): read it instead
+            lease.release(own)
+            return _read_fd(fd, budgets, where, mapped, None)
         raise bad_file(where, f"cannot map the file: {err}") from None
     if os.fstat(fd).st_size != size:
         raise bad_file(where, "the file changed size while being read")
     if hasattr(mapping, "madvise") and hasattr(mmap, "MADV_WILLNEED"):
         # a program reads all its weights in its first call: start reading them now
         mapping.madvise(mmap.MADV_WILLNEED)
+    if own is not None:
+        lease.guard(own, mapping)
+        return Container(metadata, header, spans, mapping, 8 + n, leased=True)
     return Container(metadata, header, spans, mapping, 8 + n, mapped=(st.st_dev, st.st_ino))
 
 

@@ -351,6 +351,19 @@ def cases() -> list[Case]:
     add(nf, "directory", lambda tmp: Spec(tmp))
     add(nf, "symlink_to_dev_zero", lambda tmp: Spec(_symlink(tmp, "/dev/zero")))
     add(nf, "missing_file", lambda tmp: Spec(os.path.join(tmp, "nope.st")))
+    add(nf, "symlink_loop", lambda tmp: Spec(_symlink_loop(tmp), match="cannot open"))
+    add(nf, "symlink_to_directory", lambda tmp: Spec(_symlink(tmp, tmp, "dir.st"),
+                                                     match="a directory"))
+    add(nf, "unix_socket", lambda tmp: Spec(_socket(tmp), match="not a regular file"))
+    add(nf, "path_nul_byte", lambda tmp: Spec(os.path.join(tmp, "a\0b.st"),
+                                              match="cannot open"))
+    add(nf, "path_too_long", lambda tmp: Spec(os.path.join(tmp, "x" * 5000),
+                                              match="cannot open"))
+    add(nf, "proc_file_of_size_0", lambda tmp: Spec("/proc/self/status"))
+    add(nf, "sysfs_file_shorter_than_its_size", lambda tmp: Spec(_sysfs_file()))
+    add(nf, "weights_symlink_loop", lambda tmp: Spec(_graph_only(tmp, m), "load",
+                                                     {"weights": _symlink_loop(tmp)},
+                                                     match="cannot open"))
     add(nf, "weights_fifo", lambda tmp: Spec(_graph_only(tmp, m), "load",
                                              {"weights": _fifo(tmp, "w.fifo")}))
     add(nf, "weights_mismatch", lambda tmp: Spec(_graph_only(tmp, m), "load",
@@ -707,11 +720,40 @@ def _fifo(tmp: str, name: str = "prog.fifo") -> str:
     return path
 
 
-def _symlink(tmp: str, target: str) -> str:
-    path = os.path.join(tmp, "link.st")
+def _symlink(tmp: str, target: str, name: str = "link.st") -> str:
+    path = os.path.join(tmp, name)
     if not os.path.lexists(path):
         os.symlink(target, path)
     return path
+
+
+def _symlink_loop(tmp: str) -> str:
+    """a.st -> b.st -> a.st (ELOOP)."""
+    a, b = os.path.join(tmp, "loop_a.st"), os.path.join(tmp, "loop_b.st")
+    if not os.path.lexists(a):
+        os.symlink(b, a)
+        os.symlink(a, b)
+    return a
+
+
+def _socket(tmp: str) -> str:
+    """A Unix socket's path (the socket file stays after the socket is closed)."""
+    import socket
+
+    path = os.path.join(tmp, "prog.sock")
+    if not os.path.lexists(path):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(path)
+    return path
+
+
+def _sysfs_file() -> str:
+    """A pseudo-file whose size (4096) is not what a read returns."""
+    for path in ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/profiling",
+                 "/sys/power/state"):
+        if os.path.exists(path):
+            return path
+    return "/proc/self/stat"
 
 
 def _graph_only(tmp: str, m: Maker) -> str:
