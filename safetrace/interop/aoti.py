@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors.deploy import compiled_specialized
+from safetrace.errors.deploy import compiled_specialized, package_unchecked
+from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.exporter.contract import TensorInput
 from safetrace.symbolic import canon
 from safetrace.symbolic.expr import sym
@@ -53,13 +54,25 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     if package_path is None:
         fd, package_path = tempfile.mkstemp(suffix=".pt2")
         os.close(fd)
-    path = str(torch._inductor.aoti_compile_and_package(
-        tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    checks = PackageChecks(ep.contract, _written_inputs(tep))
+    with checking_inputs(checks):
+        path = str(torch._inductor.aoti_compile_and_package(
+            tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    if not checks.emitted:
+        raise package_unchecked("st.to_aoti", checks.problem or "inductor did not generate "
+                                "the package's input checks")
     if verify:
         devices = [getattr(t, "device", None) for t in pytree.tree_leaves(tep.example_inputs)]
         verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor",
                        devices=devices)
     return path
+
+
+def _written_inputs(tep: Any) -> frozenset[int]:
+    """Indices (among the user inputs) of the inputs the program writes into."""
+    sig = tep.graph_signature
+    written = set(sig.user_inputs_to_mutate.values())
+    return frozenset(i for i, name in enumerate(sig.user_inputs) if name in written)
 
 
 def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3,
