@@ -69,10 +69,28 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
 
 
 def _written_inputs(tep: Any) -> frozenset[int]:
-    """Indices (among the user inputs) of the inputs the program writes into."""
+    """Indices (among the user inputs) of the inputs the program writes into: a mutation
+    in the signature, or an in-place op on the input or on a view of it."""
     sig = tep.graph_signature
     written = set(sig.user_inputs_to_mutate.values())
-    return frozenset(i for i, name in enumerate(sig.user_inputs) if name in written)
+    index = {name: i for i, name in enumerate(sig.user_inputs)}
+    aliases: dict[torch.fx.Node, str] = {}  # node -> the user input it is a view of
+    for n in tep.graph.nodes:
+        if n.op == "placeholder" and n.name in index:
+            aliases[n] = n.name
+            continue
+        schema = getattr(n.target, "_schema", None)
+        if n.op != "call_function" or schema is None:
+            continue
+        for arg, value in zip(schema.arguments, n.args):
+            base = aliases.get(value) if isinstance(value, torch.fx.Node) else None
+            if base is None or arg.alias_info is None:
+                continue
+            if arg.alias_info.is_write:
+                written.add(base)
+            elif any(r.alias_info is not None for r in schema.returns):
+                aliases[n] = base  # a view of the input
+    return frozenset(index[name] for name in written if name in index)
 
 
 def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3,
