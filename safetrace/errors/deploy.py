@@ -22,8 +22,8 @@ def compiled_specialized(tool: str, shapes: str, got: str, want: str) -> Compile
         f"declared space) the compiled package returns {got} where the exported program "
         f"returns {want}. The compiler specialized a dynamic dim to the example's size (it "
         f"decomposed an op into a loop over that dim, or assumed what the program does not), "
-        f"and its package checks no input size, so it would answer such calls silently "
-        f"wrong.",
+        f"and such calls pass the package's input checks (they are inside the declared "
+        f"space), so it would answer them silently wrong.",
         fix="export the dims the mismatch names as static (leave them out of dynamic_shapes) "
             "and compile one package per size, or run the program itself (ep.module())")
 

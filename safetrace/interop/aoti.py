@@ -48,7 +48,7 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     ``verify``: run the package and the program side by side at other sizes inside the
     declared space (a few calls on random data) and refuse a package that differs
     (``CompiledSpecialized``): inductor decomposes some ops (LSTM, GRU) into loops over a
-    dim and specializes it silently, and its packages check no input size."""
+    dim and specializes it silently, and the other sizes pass the package's input checks."""
     tep = ep.to_torch()
     harden_checks(tep, ep.contract)
     if package_path is None:
