@@ -231,9 +231,9 @@ class PackageChecks:
                        + self._fail(mismatch("dtype", p, _Slot(0), inp.dtype),
                                     [f"_st_dtype_name(dt{k})"]))
         shown = tuple(str(dim.size) for dim in inp.dims)
-        err = wrong_rank(p, _UnknownShape(str(_Slot(0))), shown)
+        rank = wrong_rank(p, _UnknownShape(str(_Slot(0))), shown)
         out.append(f"if (nd{k} != {len(inp.dims)}) " + self._fail(
-            err, [f'_st_ints(sz{k}, nd{k}, "[", "]")'], rank=f"nd{k}"))
+            rank, [f'_st_ints(sz{k}, nd{k}, "[", "]")'], rank=f"nd{k}"))
         shape = [_Slot(d) for d in range(len(inp.dims))]
         slots = [f"sz{k}[{d}]" for d in range(len(inp.dims))]
         for d, dim in enumerate(inp.dims):
