@@ -3,9 +3,10 @@ be the exported program."""
 
 from __future__ import annotations
 
-from safetrace.errors.base import ConversionError
+from safetrace.errors.base import ConversionError, InputMismatchError, Where
 
-__all__ = ["CompiledSpecialized", "compiled_specialized"]
+__all__ = ["CompiledSpecialized", "compiled_specialized", "WrongDevice", "wrong_device",
+           "PackageUnchecked", "package_unchecked"]
 
 
 class CompiledSpecialized(ConversionError):
@@ -21,7 +22,37 @@ def compiled_specialized(tool: str, shapes: str, got: str, want: str) -> Compile
         f"declared space) the compiled package returns {got} where the exported program "
         f"returns {want}. The compiler specialized a dynamic dim to the example's size (it "
         f"decomposed an op into a loop over that dim, or assumed what the program does not), "
-        f"and its package checks no input size, so it would answer such calls silently "
-        f"wrong.",
+        f"and such calls pass the package's input checks (they are inside the declared "
+        f"space), so it would answer them silently wrong.",
         fix="export the dims the mismatch names as static (leave them out of dynamic_shapes) "
             "and compile one package per size, or run the program itself (ep.module())")
+
+
+class WrongDevice(InputMismatchError):
+    """A compiled package (AOTInductor) was given a tensor on another device type than it
+    was compiled for: its kernels would read that memory as their own."""
+
+    kind = "wrong-device"
+
+
+def wrong_device(path: str, got: object, expected: str) -> WrongDevice:
+    return WrongDevice(f"{path}: the package was compiled for {expected} tensors, got a "
+                       f"tensor on {got}", fix=f"pass {path}.to({expected!r})",
+                       where=Where(input=path))
+
+
+class PackageUnchecked(ConversionError):
+    """``st.to_aoti`` could not write the program's input checks into the package (the
+    graph inductor compiled does not take the program's inputs as the contract lists
+    them); a package without them would run inputs the program refuses."""
+
+    kind = "package-unchecked"
+
+
+def package_unchecked(tool: str, why: str) -> PackageUnchecked:
+    return PackageUnchecked(
+        f"{tool} could not place the program's input checks in the package: {why}; "
+        f"without them the package would run (and read out of bounds on) inputs the "
+        f"program refuses.",
+        fix="compile ep.to_torch() with torch._inductor.aoti_compile_and_package and check "
+            "every input with ep.check_inputs(args) before calling the package")

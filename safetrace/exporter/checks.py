@@ -179,6 +179,18 @@ def _fail(path: str, kind: str, got: Any, expected: Any) -> None:
     raise _BUILD[kind](path, got, expected)
 
 
+def mismatch(kind: str, path: str, got: Any, expected: Any) -> E.InputMismatchError:
+    """The error a check of `kind` raises (the same arguments as the generated checks
+    pass): other check generators (an AOTInductor package's) reuse its wording."""
+    return _BUILD[kind](path, got, expected)
+
+
+def condition_origin(cond: Any, origin: str, contract: Contract) -> Any:
+    """What a failed residual condition names as its origin (the ``'guard'`` check's
+    `expected`): `origin`, then which sizes pass when one size decides."""
+    return _Why(origin, cond, contract)
+
+
 _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "count": lambda path, got, n: E.wrong_input_count(got, n),
     "type": lambda path, got, _: E.wrong_input_type(path, got),

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors.deploy import compiled_specialized
+from safetrace.errors.deploy import compiled_specialized, package_unchecked
+from safetrace.interop.aoti_checks import PackageChecks, checking_inputs
 from safetrace.exporter.contract import TensorInput
 from safetrace.symbolic import canon
 from safetrace.symbolic.expr import sym
@@ -47,19 +48,49 @@ def to_aoti(ep: Any, package_path: Any = None, *, inductor_configs: dict | None 
     ``verify``: run the package and the program side by side at other sizes inside the
     declared space (a few calls on random data) and refuse a package that differs
     (``CompiledSpecialized``): inductor decomposes some ops (LSTM, GRU) into loops over a
-    dim and specializes it silently, and its packages check no input size."""
+    dim and specializes it silently, and the other sizes pass the package's input checks."""
     tep = ep.to_torch()
     harden_checks(tep, ep.contract)
     if package_path is None:
         fd, package_path = tempfile.mkstemp(suffix=".pt2")
         os.close(fd)
-    path = str(torch._inductor.aoti_compile_and_package(
-        tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    checks = PackageChecks(ep.contract, _written_inputs(tep))
+    with checking_inputs(checks):
+        path = str(torch._inductor.aoti_compile_and_package(
+            tep, package_path=os.fspath(package_path), inductor_configs=inductor_configs))
+    if not checks.emitted:
+        raise package_unchecked("st.to_aoti", checks.problem or "inductor did not generate "
+                                "the package's input checks")
     if verify:
         devices = [getattr(t, "device", None) for t in pytree.tree_leaves(tep.example_inputs)]
         verify_package(ep, torch._inductor.aoti_load_package(path), "AOTInductor",
                        devices=devices)
     return path
+
+
+def _written_inputs(tep: Any) -> frozenset[int]:
+    """Indices (among the user inputs) of the inputs the program writes into: a mutation
+    in the signature, or an in-place op on the input or on a view of it."""
+    sig = tep.graph_signature
+    written = set(sig.user_inputs_to_mutate.values())
+    index = {name: i for i, name in enumerate(sig.user_inputs)}
+    aliases: dict[torch.fx.Node, str] = {}  # node -> the user input it is a view of
+    for n in tep.graph.nodes:
+        if n.op == "placeholder" and n.name in index:
+            aliases[n] = n.name
+            continue
+        schema = getattr(n.target, "_schema", None)
+        if n.op != "call_function" or schema is None:
+            continue
+        for arg, value in zip(schema.arguments, n.args):
+            base = aliases.get(value) if isinstance(value, torch.fx.Node) else None
+            if base is None or arg.alias_info is None:
+                continue
+            if arg.alias_info.is_write:
+                written.add(base)
+            elif any(r.alias_info is not None for r in schema.returns):
+                aliases[n] = base  # a view of the input
+    return frozenset(index[name] for name in written if name in index)
 
 
 def verify_package(ep: Any, runner: Any, tool: str, tries: int = 3,

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.onnx_checks import add_input_checks
 
 
 def symbol_labels(tep: Any) -> dict[str, str]:
@@ -30,6 +31,8 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
         tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
     program = torch.onnx.export(tep, dynamo=True, **kwargs)
+    if not isinstance(ep, torch.export.ExportedProgram):  # our program: its contract's checks onnxruntime does not make
+        add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))
     if path is not None:
         program.save(str(path))

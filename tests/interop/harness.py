@@ -126,3 +126,43 @@ def wrong_rule_program(monkeypatch: Any) -> tuple[st.ExportedProgram, Any]:
     monkeypatch.setattr(node.meta["val"], "st_meta",
                         type(meta)(tuple(reversed(meta.shape)), meta.dtype, meta.device))
     return ep, node
+
+
+def malformed_inputs(ep: st.ExportedProgram, args: tuple, kwargs: dict) -> list:
+    """(label, args, kwargs): the example with one tensor input made wrong in one way the
+    contract refuses (another dtype, one dim more or less, a static dim one larger, a size
+    that must equal another's one larger), and one way it accepts (transposed in memory:
+    "layout", refused only where the program asked for a layout)."""
+    from safetrace.exporter.contract import TensorInput
+
+    leaves, spec = _pytree.tree_flatten((args, kwargs))
+    out = []
+
+    def swap(i: int, t: torch.Tensor) -> tuple:
+        new = list(leaves)
+        new[i] = t
+        a, k = _pytree.tree_unflatten(new, spec)
+        return tuple(a), dict(k)
+
+    for i, inp in enumerate(ep.contract.inputs):
+        if not isinstance(inp, TensorInput) or inp.scalar:
+            continue
+        t = leaves[i]
+        other = torch.float64 if t.dtype != torch.float64 else torch.float32
+        out.append((f"{inp.path} as {other}", *swap(i, t.to(other))))
+        if t.dtype == torch.int64:
+            out.append((f"{inp.path} as int32", *swap(i, t.to(torch.int32))))
+        out.append((f"{inp.path} rank + 1", *swap(i, t.unsqueeze(-1))))
+        if t.dim() >= 1:
+            fewer = t[0] if t.shape[0] else _leaf(t.dtype, list(t.shape[1:]))
+            out.append((f"{inp.path} rank - 1", *swap(i, fewer)))
+        for d, dim in enumerate(inp.dims):
+            if dim.kind in ("static", "derived", "equal"):
+                shape = list(t.shape)
+                shape[d] += 1
+                out.append((f"{inp.path}.shape[{d}] + 1 ({dim.kind})",
+                            *swap(i, _leaf(t.dtype, shape))))
+        if t.dim() >= 2 and t.shape[-1] > 1 and t.shape[-2] > 1:
+            moved = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+            out.append((f"{inp.path} layout", *swap(i, moved)))
+    return out
