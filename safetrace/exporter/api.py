@@ -221,25 +221,30 @@ class Exporter:
         # torch.export's state_dict lists each, as the model's own state_dict does (the
         # snapshot walks every path, as named_parameters(remove_duplicate=False))
         again: list[tuple[str, int]] = []
+        state, graph = self.state, self.graph
         for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
             for entry in guard.saved:
                 mname, mod, tensors = entry[0], entry[1], entry[index]
                 for key, t in tensors.items():
                     if t is None:
                         continue
-                    name = f"{mname}.{key}" if mname else key
-                    if id(t) in self.state:
+                    paths = _STATE_PATHS.get((prefix, mname, key))
+                    if paths is None:  # (the state's path and its placeholder's name)
+                        if len(_STATE_PATHS) > 100_000:
+                            _STATE_PATHS.clear()
+                        full = f"{mname}.{key}" if mname else key
+                        paths = _STATE_PATHS[(prefix, mname, key)] = (
+                            full, pytree.placeholder_name(prefix + full))
+                    name, ph = paths
+                    if id(t) in state:
                         again.append((name, id(t)))
                         continue
-                    ph = _STATE_NAMES.get(prefix + name)
-                    if ph is None:
-                        ph = _STATE_NAMES[prefix + name] = pytree.placeholder_name(prefix + name)
-                    node = add_placeholder(self.graph, ph)
-                    p = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
-                    if not _plain_layout(t):
+                    node = add_placeholder(graph, ph)
+                    p = Proxy(TensorMeta(t.shape, t.dtype, t.device), node)
+                    if not (t.is_contiguous() and t.storage_offset() == 0):  # _plain_layout
                         p.st_contig = None
                     node.meta.update(val=p, stack_trace="", kind=kind, target=name)
-                    self.state[id(t)] = node
+                    state[id(t)] = node
                     self.state_tensors[name] = t
                     persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
                     self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
@@ -543,8 +548,10 @@ def _common_device(leaves: list) -> torch.device:
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
-# "p_"/"b_" + state name, or an input's path -> pytree.placeholder_name of it (cached)
+# an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}
+# ("p_"/"b_", module path, attribute) -> (the state's path, its placeholder's name)
+_STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
 def _plain_layout(t: torch.Tensor) -> bool:

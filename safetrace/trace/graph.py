@@ -6,7 +6,9 @@ never passes raw symbolic values (they become nodes first), so where the Graph h
 usual internals the node is created and inserted directly; otherwise ``create_node``.
 A node's unique name is made as fx's namespace makes it, with the split of a candidate
 name into base and number (a regular expression, ~3 µs for a long parameter name) made
-once per name.
+once per name.  The node itself is made by torch's C base class (``Node.__init__`` only
+checks its arguments and calls it) and linked in by the C ``_prepend`` of the node the
+graph inserts before (what ``Node.prepend`` calls): two Python calls less per node.
 """
 
 from __future__ import annotations
@@ -17,12 +19,23 @@ import torch
 from torch.fx import Graph, Node
 from torch.fx import graph as fx_graph
 
+_NODE_BASE = getattr(torch._C, "_NodeBase", None)
 FAST_NODES = all(hasattr(Graph(), a) for a in ("_insert", "_graph_namespace", "_len",
                                           "_owning_module", "_find_nodes_lookup_table")) \
+    and _NODE_BASE is not None and _NODE_BASE in Node.__mro__ and \
+    hasattr(_NODE_BASE, "_prepend") and hasattr(_NODE_BASE, "_update_args_kwargs") \
     and isinstance(getattr(fx_graph, "_illegal_names", None), dict) and \
     hasattr(getattr(fx_graph, "_name_regex", None), "match") \
     and isinstance(getattr(Graph()._find_nodes_lookup_table, "table", None), dict) and \
     isinstance(getattr(Graph()._graph_namespace, "_obj_to_name", None), dict)
+
+
+# ``n = NEW_NODE(Node); INIT_NODE(n, graph, name, op, target, None);
+# n._update_args_kwargs(args, kwargs)`` is ``Node(graph, name, op, target, args, kwargs)``
+# without its argument checks (scope.py's record does it inline too)
+NEW_NODE = Node.__new__
+INIT_NODE = _NODE_BASE.__init__ if _NODE_BASE is not None else None
+PREPEND = Node.prepend  # (graph._insert is a node's prepend unless inserting_after)
 
 
 def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
@@ -32,9 +45,15 @@ def add_node(graph: Graph, target: Any, args: tuple, kwargs: dict, name: str,
         return graph.create_node(op, target, args, kwargs, name=name)
     ns = graph._graph_namespace
     unique = unique_name(ns, name)
-    n = Node(graph, unique, op, target, args, kwargs or {})
+    n = NEW_NODE(Node)
+    INIT_NODE(n, graph, unique, op, target, None)
+    n._update_args_kwargs(args, kwargs or {})
     ns._obj_to_name[n] = unique  # (associate_name_with_obj of a new node)
-    graph._insert(n)
+    insert = graph._insert
+    if getattr(insert, "__func__", None) is PREPEND:
+        insert.__self__._prepend(n)
+    else:
+        insert(n)
     # (the find_nodes table's insert: keyed by op, and target for call_function)
     graph._find_nodes_lookup_table.table[
         (op, target if op == "call_function" else None)][n] = None
@@ -97,9 +116,17 @@ def _selfcheck() -> bool:
         x = g.placeholder("x")
         a = add_node(g, torch.ops.aten.relu.default, (x,), {}, "relu")
         b = add_node(g, torch.ops.aten.relu.default, (a,), {}, "relu")
+        with g.inserting_before(b):
+            c = add_node(g, torch.ops.aten.neg.default, (a,), {}, "neg")
+        with g.inserting_after(c):
+            d = add_node(g, torch.ops.aten.neg.default, (c,), {}, "neg")
         g.output((b,))
-        ok = [n.name for n in g.nodes] == ["x", "relu", "relu_1", "output"] and \
-            list(a.users) == [b] and len(g.nodes) == 4 and \
+        ok = [n.name for n in g.nodes] == ["x", "relu", "neg", "neg_1", "relu_1", "output"] \
+            and list(a.users) == [b, c] and d.args == (c,) and c.users == {d: None} and \
+            type(d) is Node and d.meta == {} and d.type is None and d.op == "call_function" \
+            and d.target is torch.ops.aten.neg.default and d.kwargs == {} and \
+            type(d.kwargs) is type(Node(g, "k", "call_function", abs, (), {}).kwargs) and \
+            len(g.nodes) == 6 and \
             g.find_nodes(op="call_function", target=torch.ops.aten.relu.default) == [a, b] \
             and g.find_nodes(op="placeholder") == [x] and \
             g._graph_namespace.create_name("relu", None) == "relu_2"

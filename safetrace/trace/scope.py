@@ -15,7 +15,7 @@ from typing import Any, Callable
 import torch.fx.traceback as fx_traceback
 from torch.fx import Graph, Node
 
-from safetrace.trace.graph import FAST_NODES, unique_name
+from safetrace.trace.graph import FAST_NODES, INIT_NODE, NEW_NODE, PREPEND, unique_name
 
 
 class Scope:
@@ -52,9 +52,15 @@ class Scope:
             node = self.graph.create_node("call_function", target, args, kwargs, name=name)
         else:  # (graph.add_node's fast path, inline: one Python call less per op)
             unique = unique_name(ns, name)
-            node = Node(self.graph, unique, "call_function", target, args, kwargs)
+            node = NEW_NODE(Node)  # (graph.py's add_node, inline)
+            INIT_NODE(node, self.graph, unique, "call_function", target, None)
+            node._update_args_kwargs(args, kwargs)
             self._names[node] = unique
-            self.graph._insert(node)  # (read each time: inserting_before changes it)
+            insert = self.graph._insert  # (read each time: inserting_before changes it)
+            if getattr(insert, "__func__", None) is PREPEND:
+                insert.__self__._prepend(node)
+            else:
+                insert(node)
             by_target = self._by_target.get(id(target))
             if by_target is None:
                 by_target = self._by_target[id(target)] = self._table[("call_function",
