@@ -1,0 +1,74 @@
+"""Behaviours pinned by the first part of torch's test_export.py, met by a user who
+replaces ``torch.export.export(...)`` with ``st.export(...).to_torch()`` (issue 21).  Each
+case runs the same model through torch.export in the same test.  Our own cases."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch._higher_order_ops.while_loop import while_loop
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+# -- a write through a view inside a loop body or a branch (test_while_loop_tensor_constant_idx)
+# The converted subgraph must be functional (torch's control-flow operators require it):
+# ``out[i] = v`` becomes a scatter of the new value into ``out``, not a copy nobody reads.
+class FillRowsInLoop(nn.Module):
+    def forward(self, x, y0):
+        def cond_fn(idx, out, acc):
+            return idx < out.size(0)
+
+        def body_fn(idx, out, acc):
+            i = idx.item()
+            torch._check(i >= 0)
+            torch._check(i < x.size(0))
+            acc = x[i] + acc
+            out = out.clone()
+            out[i] = acc
+            return idx + 1, out, acc
+
+        _, out, _ = while_loop(cond_fn, body_fn, [torch.tensor(0), torch.zeros_like(x), y0])
+        return out
+
+
+class WritesThroughViewsInBranches(nn.Module):
+    def forward(self, p, x):
+        def true_fn(x):
+            out = x.clone()
+            out[1:3] = 7.0          # slice
+            out[0].mul_(2)          # select, then an in-place op on the view
+            return out
+
+        def false_fn(x):
+            out = x.clone()
+            out.diagonal().add_(1)  # diagonal
+            out[:, 0][1:].zero_()   # a view of a view
+            return out
+
+        return torch.cond(p, true_fn, false_fn, (x,))
+
+
+WRITE_CASES = [
+    # (model, input maker by seed; the loop's length is the example's: sizes are static)
+    (FillRowsInLoop, lambda k: (torch.randn(4, 3), torch.randn(3))),
+    (WritesThroughViewsInBranches, lambda k: (torch.tensor(k % 2 == 0), torch.randn(4, 4))),
+]
+
+
+@pytest.mark.parametrize("model, make", WRITE_CASES, ids=["while_loop", "cond"])
+def test_subgraph_write_through_a_view_survives_conversion(model, make) -> None:
+    ref = torch.export.export(model(), make(0))
+    ours = st.export(model(), make(0))
+    converted = ours.to_torch()
+    for k in range(4):
+        args = make(k)
+        want = model()(*args)
+        same(ours.module()(*args), want)
+        same(converted.module()(*args), want)
+        same(ref.module()(*args), want)
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(make(0)[0], torch.randn(5))
