@@ -72,3 +72,38 @@ def test_subgraph_write_through_a_view_survives_conversion(model, make) -> None:
         same(ref.module()(*args), want)
     with pytest.raises(st.InputMismatchError):
         ours.module()(make(0)[0], torch.randn(5))
+
+
+# -- a fake kernel's size made as k * a fresh size (test_unbacked_bindings_for_divisible_u_symint)
+@torch.library.custom_op("st_head::tens_of_rows", mutates_args=())
+def tens_of_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a[: 10 * int(b.item())].clone()
+
+
+@tens_of_rows.register_fake
+def _(a, b):
+    n = torch.library.get_ctx().new_dynamic_size(min=0, max=len(a) // 10)
+    return a.new_empty(n * 10, a.shape[1])
+
+
+class TakesTensOfRows(nn.Module):
+    def forward(self, a, b):
+        return torch.ops.st_head.tens_of_rows(a, b) * 2
+
+
+def test_fresh_size_times_a_constant_converts() -> None:
+    args = (torch.randn(100, 4), torch.tensor(3))
+    ref = torch.export.export(TakesTensOfRows(), args)
+    ours = st.export(TakesTensOfRows(), args)
+    converted = ours.to_torch()  # refused before: "10*u0 ... gives 10*u0"
+    bindings = [n.meta["unbacked_bindings"] for n in converted.graph.nodes
+                if "unbacked_bindings" in n.meta and n.name.startswith("tens_of_rows")]
+    assert bindings and type(next(iter(bindings[0].values()))[-1]).__name__ == "DivideByKey"
+    for k in (0, 1, 3, 10):
+        b = torch.tensor(k)
+        a = torch.randn(100, 4)
+        want = TakesTensOfRows()(a, b)
+        for prog in (ours, converted, ref):
+            same(prog.module()(a, b), want)
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(90, 4), torch.tensor(1))
