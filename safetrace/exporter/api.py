@@ -20,6 +20,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
+from safetrace.trace.mutation import fresh_written_constants
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -173,6 +174,7 @@ class Exporter:
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         constants = _used_constants(self.graph, tracer.constants)
+        fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
         for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
