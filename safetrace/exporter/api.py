@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import math
 from typing import Any, Callable, Iterator
@@ -194,6 +195,9 @@ class Exporter:
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
         ep.example_inputs = (args, kwargs)
+        if isinstance(self.model, torch.fx.GraphModule) and "custom" in self.model.meta:
+            # a GraphModule exported again keeps its own annotations, as in torch.export
+            ep.graph_module.meta["custom"] = copy.deepcopy(self.model.meta["custom"])
         # size-oblivious size tests checked at run time: those answered as for a general
         # size, and all (with those answered the other way, splits.py's retraces)
         ep.size_tests = tuple(str(s.cond) for s in self.env.settled

@@ -158,3 +158,44 @@ def test_view_to_sizes_read_from_data_checks_them_at_run_time() -> None:
                 prog.module()(*bad)
     with pytest.raises(st.RuntimeAssertionError):
         ours.module()(torch.randn(24), torch.tensor([5, 1]))
+
+
+# -- a GraphModule exported again keeps its own and its nodes' custom metadata
+#    (test_custom_tag_metadata_re_export)
+class LinearOnly(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.rand(4, 2))
+        self.b = nn.Parameter(torch.rand(4))
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.w, self.b)
+
+
+@pytest.mark.parametrize("again", ["ours", "converted", "torch"])
+def test_re_export_keeps_custom_metadata(again: str) -> None:
+    import copy
+
+    inputs = (torch.zeros(1, 2),)
+    model = LinearOnly()
+    first = torch.export.export(model, inputs)
+    gm = copy.deepcopy(first.graph_module)
+    gm.meta["custom"] = {"f": "bar"}
+    for node in gm.graph.nodes:
+        if node.target is torch.ops.aten.linear.default:
+            node.meta["custom"] = {"quantization_tag": "foo"}
+    annotated = first._update(gm, first.graph_signature).module()
+    if again == "torch":
+        prog = torch.export.export(annotated, inputs)
+    else:
+        prog = st.export(annotated, inputs)
+        prog = prog.to_torch() if again == "converted" else prog
+    assert prog.graph_module.meta["custom"] == {"f": "bar"}
+    tagged = [n for n in prog.graph.nodes if "custom" in n.meta]
+    assert [(n.target, n.meta["custom"]) for n in tagged] == [
+        (torch.ops.aten.linear.default, {"quantization_tag": "foo"})]
+    x = torch.randn(1, 2)  # (static sizes)
+    same(prog.module()(x), model(x))
+    if again == "ours":
+        with pytest.raises(st.InputMismatchError):
+            prog.module()(torch.randn(3, 2))
