@@ -4,6 +4,8 @@ case runs the same model through torch.export in the same test.  Our own cases."
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -199,3 +201,22 @@ def test_re_export_keeps_custom_metadata(again: str) -> None:
     if again == "ours":
         with pytest.raises(st.InputMismatchError):
             prog.module()(torch.randn(3, 2))
+
+
+# -- math.pow of a size to a whole power (test_math_pow) -------------------------------------
+class ScalesByAPower(nn.Module):
+    def forward(self, x, y):
+        return y * math.pow(min(x.item(), 10), 10), y * math.pow(y.shape[0], 2)
+
+
+def test_math_pow_of_a_size_is_symbolic() -> None:
+    args = (torch.tensor(5), torch.randn(5))
+    spec = (None, {0: Dim("n", max=64)})
+    ours = st.export(ScalesByAPower(), args, dynamic_shapes=spec)
+    ref = torch.export.export(ScalesByAPower(), args, dynamic_shapes=spec)
+    for prog in (ours, ours.to_torch(), ref):
+        for v, n in ((5, 5), (2, 1), (20, 0), (-3, 7)):
+            inp = (torch.tensor(v), torch.randn(n))
+            same(prog.module()(*inp), ScalesByAPower()(*inp))
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.tensor(1), torch.randn(65))
