@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import math
 from typing import Any, Callable, Iterator
@@ -20,6 +21,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
+from safetrace.trace.mutation import fresh_written_constants
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -173,6 +175,7 @@ class Exporter:
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         constants = _used_constants(self.graph, tracer.constants)
+        fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
         for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(
@@ -192,6 +195,9 @@ class Exporter:
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
         ep.example_inputs = (args, kwargs)
+        if isinstance(self.model, torch.fx.GraphModule) and "custom" in self.model.meta:
+            # a GraphModule exported again keeps its own annotations, as in torch.export
+            ep.graph_module.meta["custom"] = copy.deepcopy(self.model.meta["custom"])
         # size-oblivious size tests checked at run time: those answered as for a general
         # size, and all (with those answered the other way, splits.py's retraces)
         ep.size_tests = tuple(str(s.cond) for s in self.env.settled

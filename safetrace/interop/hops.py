@@ -133,11 +133,16 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
         base = node.args[0] if node.args else None
         if functional is None or not isinstance(base, torch.fx.Node):
             return False
-        if any(_read_across(v, order, order[node]) for v in _views_of(base, order, node)):
+        chain = _view_chain(base)
+        if chain is None:
+            return False  # a write through a view torch has no scatter operator for
+        whole = chain[-1].args[0] if chain else base
+        if any(v is not base and _read_across(v, order, order[node])
+               for v in _views_of(whole, order, node)):
             return False  # a view taken before the write and read after it
-        root = next((k for k, v in latest.items() if v is base), base)
-        latest[root] = node
-        plan.append((node, functional))
+        root = next((k for k, v in latest.items() if v is whole), whole)
+        latest[root] = whole if chain else node
+        plan.append((node, functional, chain))
     if not plan:
         return False
     out = next(n for n in reversed(graph.nodes) if n.op == "output")
@@ -145,18 +150,55 @@ def functional_writes(graph: torch.fx.Graph) -> bool:
     if any(root.op == "placeholder" and last not in returned and root not in returned
            for root, last in latest.items()):
         return False  # a write the branch does not hand back: it would be lost
-    for node, functional in plan:
+    for node, functional, chain in plan:
         base = node.args[0]
         with graph.inserting_before(node):
             new = graph.call_function(functional, node.args, dict(node.kwargs))
-        new.meta = dict(node.meta)
-        order[new] = order[node]
-        for user in list(base.users):
-            if user is not new and user is not node and order[user] > order[node]:
-                user.replace_input_with(base, new)
+            new.meta = dict(node.meta)
+            order[new] = order[node]
+            # a write through views (out[i] = v): the new value scattered back into each
+            # tensor the view was taken of, innermost first (select -> select_scatter)
+            written, value = base, new
+            for view in chain:
+                parent = view.args[0]
+                value = graph.call_function(_SCATTER[view.target],
+                                            (parent, value, *view.args[1:]), dict(view.kwargs))
+                value.meta = {k: v for k, v in parent.meta.items() if k in ("val", "stack_trace")}
+                order[value] = order[node]
+                written = parent
+            _read_later(written, value, order, order[node])
+        if chain:
+            _read_later(base, new, order, order[node])
         node.replace_all_uses_with(new)
         graph.erase_node(node)
     return True
+
+
+def _read_later(old: torch.fx.Node, new: torch.fx.Node, order: dict, at: int) -> None:
+    """Every read of `old` after position `at` reads `new` instead."""
+    for user in list(old.users):
+        if user is not new and order[user] > at:
+            user.replace_input_with(old, new)
+
+
+def _view_chain(node: torch.fx.Node) -> list | None:
+    """The views `node` was taken through, innermost first ([] for a tensor that is no
+    view); None where one of them has no scatter operator."""
+    chain = []
+    while isinstance(node, torch.fx.Node) and _is_view(node):
+        if node.target not in _SCATTER:
+            return None
+        chain.append(node)
+        node = node.args[0]
+    return chain
+
+
+_aten = torch.ops.aten
+# view -> its scatter: scatter(base, src, *the view's arguments after its tensor)
+_SCATTER = {_aten.select.int: _aten.select_scatter.default,
+            _aten.slice.Tensor: _aten.slice_scatter.default,
+            _aten.diagonal.default: _aten.diagonal_scatter.default,
+            _aten.as_strided.default: _aten.as_strided_scatter.default}
 
 
 def functional_of(op: torch._ops.OpOverload) -> Any:

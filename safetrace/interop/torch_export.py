@@ -17,6 +17,7 @@ imply are reported (``ConversionWarning``; ``strict=True`` refuses).
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
 import math
 import operator
@@ -156,6 +157,9 @@ class _Converter:
         meta = tep.graph_module.meta
         meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         meta["safetrace_torch_guards"] = self.torch_guards
+        ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
+        if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
+            meta["custom"] = copy.deepcopy(ours.meta["custom"])
         tep._guards_code.extend(self._constant_types(tep))
         return tep
 
@@ -602,6 +606,8 @@ def _follow(value: Any, path: tuple) -> Any:
             value = tuple(value.stride())
         elif name == "ConvertIntKey":
             continue
+        elif name == "DivideByKey":  # a size a fake kernel made as k * fresh size
+            value = value // key.divisor
         else:
             return None
     return value

@@ -71,9 +71,8 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str,
         if is_minus_one(s):
             check(infer is None, op, "only one dimension can be inferred")
             infer = i
-        else:
-            if not (s >= 0):
-                raise shape_error(op, f"invalid shape dimension {s}")
+        else:  # (a size read from data: what the op requires, checked at run time)
+            check(s >= 0, op, f"invalid shape dimension {s}")
             known = known * s
     invalid = _Invalid(shape, numel)  # the message is only built if it is raised
     if infer is None:

@@ -228,3 +228,22 @@ def constant_written(tr: Any, t: torch.Tensor, trace: str) -> None:
     tr.written_storages.add(ptr)
     if len(tr.const_storages.get(ptr, ())) > 1:
         raise errors.constant_written_through_alias(short(trace))
+
+
+def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None:
+    """A constant made in forward (``c = torch.tensor(6.)``) that the graph writes in place
+    (``c.add_(2)``) is made anew by every eager call: the graph writes a clone of it, read
+    everywhere the constant was, so the lifted value stays what the code made (without
+    this, each call of one module added 2 again: 8, then 10)."""
+    written = written_inputs(graph)
+    nodes = [n for n in graph.nodes if n.op == "placeholder"]
+    after = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    for node in nodes:
+        if node.target not in made_in_forward or node.name not in written:
+            continue
+        with graph.inserting_before(after):
+            clone = graph.call_function(torch.ops.aten.clone.default, (node,))
+        val = node.meta["val"]
+        clone.meta["val"] = type(val)(val.st_meta, clone)
+        clone.meta["stack_trace"] = node.meta.get("stack_trace", "")
+        node.replace_all_uses_with(clone, delete_user_cb=lambda u: u is not clone)

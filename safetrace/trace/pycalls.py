@@ -101,8 +101,19 @@ def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _math_pow(x: Any, y: Any) -> Any:
+    """``math.pow(n, k)`` of a size and a whole exponent: ``float(n) ** k`` as a float
+    expression (a fractional exponent of a negative base raises in math.pow but not in
+    ``**``: that stays math's own, deciding at the example)."""
+    if _ours(x) and not _ours(y) and isinstance(y, (int, float)) and float(y).is_integer():
+        return sym_float(x) ** float(y)
+    return math.pow(x, y)
+
+
+_math_pow.__name__ = _math_pow.__qualname__ = "pow"
+_math_pow.__doc__ = math.pow.__doc__
 _MATH = {f"f{name}": getattr(math, name) for name in ("sqrt", "exp", "log", "log2", "log10")}
-_MATH_ROUTED = {op: _math_fn(op, fn) for op, fn in _MATH.items()}
+_MATH_ROUTED = {**{op: _math_fn(op, fn) for op, fn in _MATH.items()}, "fpow": _math_pow}
 
 
 def _user_code(code: types.CodeType) -> bool:
@@ -430,8 +441,8 @@ _SHADOWABLE = frozenset(name for name in _NAMES if name not in _MODULE_NAMES)
 
 
 class _RoutedMath(types.ModuleType):
-    """``math`` as the user's rewritten code sees it: sqrt/exp/log/log2/log10 of a size are
-    float expressions; every other name is math's own."""
+    """``math`` as the user's rewritten code sees it: sqrt/exp/log/log2/log10 of a size and
+    pow of a size to a whole power are float expressions; every other name is math's own."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(math, name)

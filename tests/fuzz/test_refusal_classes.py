@@ -109,18 +109,35 @@ def test_literal_tensor_arithmetic_as_a_size():
     rejects(ep, (torch.randn(10),))
 
 
-@pytest.mark.parametrize("write", [lambda c: c.add_(2), lambda c: c.view(()).add_(2),
-                                   lambda c: c.copy_(torch.tensor(8))],
-                         ids=["add_", "through_a_view", "copy_"])
-def test_literal_tensor_written_in_place_is_not_trusted(write):
+@pytest.mark.parametrize("write", [lambda c: c.add_(2), lambda c: c.copy_(torch.tensor(8))],
+                         ids=["add_", "copy_"])
+def test_literal_tensor_written_in_place_is_read_at_run_time(write):
     def f(x):
         c = torch.tensor(6)
         write(c)                        # eager: c is 8 now (folding 6 // 2 was a wrong shape)
         return x.view(c // 2, -1)
 
-    # through a view: the view and the tensor are two folded constants, and a write to
-    # one while the other is read is refused as such (tests/export/test_constant_aliases.py)
-    with pytest.raises((st.DataDependentError, UnsupportedConstruct)):
+    # the written constant is no known value: its size is read at run time (and checked);
+    # each call starts from the constant as made (eager makes it anew: 8 every call)
+    ep = st.export(f, (torch.randn(24),), dynamic_shapes=({0: Dim("n", max=64)},))
+    for prog in (ep, ep.to_torch()):
+        module = prog.module()
+        for n in (24, 8, 0, 24):
+            x = torch.randn(n)
+            assert torch.equal(module(x), f(x))
+    with pytest.raises(st.RuntimeAssertionError):
+        ep.module()(torch.randn(6))
+
+
+def test_literal_tensor_written_through_a_view_is_refused():
+    def f(x):
+        c = torch.tensor(6)
+        c.view(()).add_(2)
+        return x.view(c // 2, -1)
+
+    # the view and the tensor are two folded constants, and a write to one while the other
+    # is read is refused as such (tests/export/test_constant_aliases.py)
+    with pytest.raises(UnsupportedConstruct):
         st.export(f, (torch.randn(24),))
 
 
@@ -133,8 +150,18 @@ def test_state_tensor_value_is_never_trusted():
         def forward(self, x):
             return x.view(self.k * 2, -1)
 
-    with pytest.raises(st.DataDependentError):
-        st.export(M(), (torch.randn(12),))
+    # the buffer's value is read at run time, never folded: a module whose k is 2 views
+    # as (4, 3), and a k that does not divide the size is refused by the run-time check
+    for convert in (False, True):  # (one program each: a program's state is its own)
+        ep = st.export(M(), (torch.randn(12),))
+        module = (ep.to_torch() if convert else ep).module()
+        x = torch.randn(12)
+        assert module(x).shape == (6, 2)
+        module.k.fill_(2)
+        assert torch.equal(module(x), x.view(4, 3))
+        module.k.fill_(5)
+        with pytest.raises(Exception):
+            module(x)
 
 
 # -- pooling with stride=None, copy_ of a number, op packets (issue 15, item 8) ---------------
