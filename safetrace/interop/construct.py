@@ -12,6 +12,7 @@ pickle, exactly as it would have been) and the verifier runs where asked
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -26,21 +27,29 @@ def exported_program(*, validate: bool, **fields: Any) -> Any:
     from torch.export import exported_program as module
     from torch.fx._lazy_graph_module import _LazyGraphModule
 
-    class _Unchecked(ExportedProgram):
-        def validate(self) -> None:  # the constructor's last step; see below
-            pass
-
     eager = module._create_graph_module_for_export
     # (the constructor's module-level helper: the one place its graph module is made)
     module._create_graph_module_for_export = _LazyGraphModule
     try:
-        tep = _Unchecked(**fields)
+        tep = _unchecked()(**fields)
     finally:
         module._create_graph_module_for_export = eager
     tep.__class__ = ExportedProgram
     if validate:
         tep.validate()
     return tep
+
+
+@functools.cache
+def _unchecked() -> type:
+    """``ExportedProgram`` whose constructor skips its last step, ``validate`` (made once)."""
+    from torch.export import ExportedProgram
+
+    class _Unchecked(ExportedProgram):
+        def validate(self) -> None:  # run by exported_program where asked
+            pass
+
+    return _Unchecked
 
 
 def provenance(graph: torch.fx.Graph, root_type: str) -> None:
