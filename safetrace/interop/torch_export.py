@@ -17,12 +17,11 @@ imply are reported (``ConversionWarning``; ``strict=True`` refuses).
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import math
 import operator
 import warnings
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch.utils import _pytree
@@ -31,7 +30,8 @@ from torch.utils._python_dispatch import _disable_current_modes
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import exported_program, provenance, training_verifier
+from safetrace.interop.construct import (config_set, exported_program, provenance,
+                                         training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -59,18 +59,6 @@ _SPECIALIZING = tuple(getattr(torch.ops.aten, op).input for op in
                       ("gru", "rnn_tanh", "rnn_relu")) + tuple(
     getattr(torch.ops.aten, op).data for op in ("gru", "rnn_tanh", "rnn_relu")) + (
     torch.ops.aten.pad_sequence.default,)  # (its Python max() of lengths: one guarded side)
-
-
-@contextlib.contextmanager
-def config_set(config: Any, name: str, value: Any) -> Iterator[None]:
-    """``config.patch(name=value)`` of a torch config module without its cost (``patch``
-    defines a class per call: ~5% of a small model's conversion)."""
-    before = getattr(config, name)
-    setattr(config, name, value)
-    try:
-        yield
-    finally:
-        setattr(config, name, before)
 
 
 def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
