@@ -10,7 +10,8 @@ tests/llm), and the Llama-3-8B shape on the meta device (no weights allocated).
 ``--onnx`` adds st.to_onnx vs torch.onnx.export on a few models.  Each time is the best
 (the minimum: least disturbed) of ``--repeat`` runs after one warm-up of every path.
 
-Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--onnx] [names]
+Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--onnx] [--clock cpu] [names]
+     .venv/bin/python benchmarks/bench_to_torch.py --floor [--clock cpu] [names]
 """
 
 from __future__ import annotations
@@ -43,13 +44,17 @@ LLM = ("llama", "gemma2", "gpt2", "qwen2", "qwen3", "mistral", "phi3", "gemma", 
        "granite", "smollm3")
 
 
+CLOCK = time.perf_counter  # --clock cpu: time.process_time (this process's CPU time: on a
+# machine shared with other jobs, wall time counts their slices too)
+
+
 def timed(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         out = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return min(times), out  # the least disturbed run: the machine may be shared
 
 
@@ -162,6 +167,59 @@ def warm_up() -> None:
     torch.export.export(m, (x,), dynamic_shapes=torch_spec(spec))
 
 
+def floor(names: list[str], repeat: int) -> None:
+    """The share of ``to_torch()`` spent in torch's own per-conversion objects (``--floor``):
+    its ShapeEnv and FakeTensorMode constructors, ``ShapeEnv.create_symbol`` (one per input
+    symbol), the user inputs' ``torch.empty`` and the ``ExportedProgram`` constructor
+    (with safetrace's lazy graph module, no validation), each timed around its call (mean
+    of `repeat` conversions; the share is of those same conversions' total)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.export import ExportedProgram
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    spent: dict[str, float] = {}
+
+    def timing(owner, attr, label):
+        fn = getattr(owner, attr)
+
+        def timed_call(*a, **k):
+            t0 = CLOCK()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] = spent.get(label, 0.0) + CLOCK() - t0
+        setattr(owner, attr, timed_call)
+        return lambda: setattr(owner, attr, fn)
+
+    print("| model | st.export ms | to_torch ms | ShapeEnv() | FakeTensorMode() | "
+          "create_symbol | torch.empty | ExportedProgram() | torch's share |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, model, args, kwargs, spec in zoo_models(names):
+        with torch.no_grad():
+            ep = st.export(model, args, kwargs, dynamic_shapes=spec)
+            t_st, _ = timed(lambda: st.export(model, args, kwargs, dynamic_shapes=spec),
+                            repeat)
+            t_tt, _ = timed(ep.to_torch, repeat)
+            undo = [timing(ShapeEnv, "__init__", "ShapeEnv"),
+                    timing(FakeTensorMode, "__init__", "FakeTensorMode"),
+                    timing(ShapeEnv, "create_symbol", "create_symbol"),
+                    timing(torch, "empty", "empty"),
+                    timing(ExportedProgram, "__init__", "ExportedProgram")]
+            spent.clear()
+            t0 = CLOCK()
+            for _ in range(repeat):
+                ep.to_torch()
+            whole = CLOCK() - t0  # (the same calls: the share is of like with like)
+            for u in undo:
+                u()
+        ms = {k: v / repeat * 1e3 for k, v in spent.items()}
+        share = sum(spent.values()) / whole
+        print(f"| {name} | {t_st * 1e3:.2f} | {t_tt * 1e3:.2f} | " + " | ".join(
+            f"{ms.get(k, 0.0):.3f}" for k in ("ShapeEnv", "FakeTensorMode", "create_symbol",
+                                               "empty", "ExportedProgram")) +
+            f" | {share:.0%} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
@@ -170,14 +228,22 @@ def main() -> None:
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--onnx", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--floor", action="store_true")
     o = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if o.clock == "cpu" else time.perf_counter
+    if o.floor:
+        warm_up()
+        floor(o.names, o.repeat)
+        return
     if not (o.zoo or o.llm or o.big):
         o.zoo = o.llm = True
     torch.manual_seed(0)
     warm_up()
     models = (zoo_models(o.names) if o.zoo else []) + (llm_models(o.names) if o.llm else [])
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cpus, "
-          f"torch {torch.__version__}; best of {o.repeat}")
+          f"torch {torch.__version__}; best of {o.repeat}, {o.clock} time")
     print("| model | st.export s | to_torch s | to_torch(verify) s | torch.export s | "
           "to_torch / st.export | st.export+to_torch / torch.export | st.to_onnx s | "
           "torch.onnx s |")

@@ -386,10 +386,7 @@ def data_dependent_int(expr: str, symbols: str, source: str) -> DataDependentDec
         f"needs the Python int value of `{expr}`{symbols}, asked at {source}: it depends on values "
         f"computed from tensor data, which export never reads, so a Python loop over it "
         f"(`for i in range(n)`) or a list length or index taken from it has no fixed value.",
-        fix="compute the loop's body on the whole tensor at once (batched ops over that "
-            "dim), or export the program up to that tensor and run the loop eagerly on its "
-            "output (torchvision's Keypoint R-CNN: export up to the detections, then decode "
-            "the keypoints per box)", where=Where(source=source), expr=expr)
+        fix=loop_fix(source), where=Where(source=source), expr=expr)
 
 
 def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDependentDecision:

@@ -17,7 +17,7 @@ from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchEr
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
-    "data_dependent_count",
+    "data_dependent_count", "loop_fix",
     "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
@@ -35,8 +35,10 @@ class DataDependentShape(DataDependentError):
     kind = "data-dependent-shape"
 
     def at(self, source: str) -> DataDependentShape:
-        """The same error with the user's source line added (raised by a shape rule)."""
-        return type(self)(f"{self.cause}\n  at {source}", fix=self.fix,
+        """The same error with the user's source line added (raised by a shape rule); a
+        loop over a data-dependent count gets the rewrite of that line where one is known."""
+        fix = loop_fix(source) if self.details.get("loop") else self.fix
+        return type(self)(f"{self.cause}\n  at {source}", fix=fix,
                           where=dataclasses.replace(self.where, source=source), **self.details)
 
 
@@ -83,15 +85,55 @@ def mask_count(op: str, what: str) -> DataDependentShape:
 def data_dependent_count(op: str, size: str) -> DataDependentShape:
     """``op`` returns a Python list with one tensor per index of a dim whose ``size``
     depends on data: a Python loop over it has no fixed number of steps."""
-    return data_dependent_shape(
-        op, f"it returns a list of one tensor per index of a dim of size `{size}`, which "
-            f"depends on tensor data: the Python loop over it (`for m in masks:`, "
-            f"`zip(masks, boxes)`, `list(t)`) would run a number of times only the data "
-            f"decides, and a graph holds a fixed sequence of ops",
-        "compute the loop's body on the whole tensor at once (batched ops over that dim), "
-        "or export the program up to that tensor and run the loop eagerly on its output "
-        "(torchvision's Mask/Keypoint R-CNN: export up to the detections, then paste the "
-        "masks / decode the keypoints per box)")
+    return DataDependentShape(
+        f"{op}: it returns a list of one tensor per index of a dim of size `{size}`, which "
+        f"depends on tensor data: the Python loop over it (`for m in masks:`, "
+        f"`zip(masks, boxes)`, `list(t)`) would run a number of times only the data "
+        f"decides, and a graph holds a fixed sequence of ops.", fix=loop_fix(None), op=op,
+        loop=True)
+
+
+# The rewrite of a loop over detections in torchvision's detectors, keyed by the loop's
+# source line (torchvision/models/detection/roi_heads.py): the per-box step moved out of the
+# export, run on the program's outputs (checked on the real models by
+# tests/zoo/test_detectors.py).  Each recipe is for a batch of one image, as the detectors
+# are exported (their image list specializes the batch).
+_MASK_RCNN = """
+    import torchvision.models.detection.transform as T
+    paste = T.paste_masks_in_image
+    T.paste_masks_in_image = lambda masks, boxes, size, padding=1: masks  # keep 28x28 masks
+    ep = st.export(model, ...)
+    T.paste_masks_in_image = paste
+    out = ep.module()(images)[0]
+    out["masks"] = paste(out["masks"], out["boxes"], images.shape[-2:])"""
+_KEYPOINT_RCNN = """
+    from torchvision.models.detection import roi_heads as R, transform as T
+    decode, resize = R.keypointrcnn_inference, T.resize_keypoints
+    R.keypointrcnn_inference = lambda x, boxes: ([x], boxes)  # heatmaps and their boxes
+    T.resize_keypoints = lambda keypoints, size, original: keypoints
+    ep = st.export(model, ...)
+    R.keypointrcnn_inference, T.resize_keypoints = decode, resize
+    out = ep.module()(images)[0]
+    (kp,), (scores,) = decode(out["keypoints"], [out["keypoints_scores"]])
+    size = model.transform(list(images))[0].image_sizes[0]
+    out["keypoints"] = resize(kp, size, images.shape[-2:])
+    out["keypoints_scores"] = scores"""
+_LOOP_RECIPES = (("roi_heads.py", "paste_mask_in_image(", "Mask R-CNN", _MASK_RCNN),
+                 ("roi_heads.py", "range(len(rois))", "Keypoint R-CNN", _KEYPOINT_RCNN))
+
+
+def loop_fix(source: str | None) -> str:
+    """The fix of a Python loop over a data-dependent count, as code: the rewrite of the
+    line for torchvision's detectors, the two general rewrites otherwise."""
+    for file, line, model, recipe in _LOOP_RECIPES:
+        if source and source.startswith(file) and line in source:
+            return (f"this is torchvision's {model} loop over its detections: export up to "
+                    f"the detections and run the per-box step on the program's output:"
+                    f"{recipe}")
+    return ("compute the loop's body on the whole tensor at once, one batched op over that "
+            "dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the tensor "
+            "from the exported program and run the loop on its output "
+            "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)")
 
 
 def lstsq_residuals(op: str, driver: str) -> DataDependentShape:

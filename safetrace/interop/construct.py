@@ -12,7 +12,9 @@ pickle, exactly as it would have been) and the verifier runs where asked
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import functools
+from typing import Any, Iterator
 
 import torch
 
@@ -26,21 +28,41 @@ def exported_program(*, validate: bool, **fields: Any) -> Any:
     from torch.export import exported_program as module
     from torch.fx._lazy_graph_module import _LazyGraphModule
 
-    class _Unchecked(ExportedProgram):
-        def validate(self) -> None:  # the constructor's last step; see below
-            pass
-
     eager = module._create_graph_module_for_export
     # (the constructor's module-level helper: the one place its graph module is made)
     module._create_graph_module_for_export = _LazyGraphModule
     try:
-        tep = _Unchecked(**fields)
+        tep = _unchecked()(**fields)
     finally:
         module._create_graph_module_for_export = eager
     tep.__class__ = ExportedProgram
     if validate:
         tep.validate()
     return tep
+
+
+@functools.cache
+def _unchecked() -> type:
+    """``ExportedProgram`` whose constructor skips its last step, ``validate`` (made once)."""
+    from torch.export import ExportedProgram
+
+    class _Unchecked(ExportedProgram):
+        def validate(self) -> None:  # run by exported_program where asked
+            pass
+
+    return _Unchecked
+
+
+@contextlib.contextmanager
+def config_set(config: Any, name: str, value: Any) -> Iterator[None]:
+    """``config.patch(name=value)`` of a torch config module without its cost (``patch``
+    defines a class per call: ~5% of a small model's conversion)."""
+    before = getattr(config, name)
+    setattr(config, name, value)
+    try:
+        yield
+    finally:
+        setattr(config, name, before)
 
 
 def provenance(graph: torch.fx.Graph, root_type: str) -> None:

@@ -31,7 +31,8 @@ from torch.utils._python_dispatch import _disable_current_modes
 from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import exported_program, provenance, training_verifier
+from safetrace.interop.construct import (config_set, exported_program, provenance,
+                                         training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -111,7 +112,7 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with fx_config.patch(backed_size_oblivious=True), self.mode, \
+        with config_set(fx_config, "backed_size_oblivious", True), self.mode, \
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             for s in ordered:  # (a state's other paths, each a placeholder of its own)

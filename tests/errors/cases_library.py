@@ -253,10 +253,10 @@ GOLDEN = {
         'which depends on tensor data: the Python loop over it (`for m in masks:`, '
         '`zip(masks, boxes)`, `list(t)`) would run a number of times only the data '
         'decides, and a graph holds a fixed sequence of ops.\n'
-        "Fix: compute the loop's body on the whole tensor at once (batched ops over that "
-        'dim), or export the program up to that tensor and run the loop eagerly on its '
-        "output (torchvision's Mask/Keypoint R-CNN: export up to the detections, then "
-        'paste the masks / decode the keypoints per box)'),
+        "Fix: compute the loop's body on the whole tensor at once, one batched op over "
+        "that dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the "
+        "tensor from the exported program and run the loop on its output "
+        "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

@@ -151,10 +151,10 @@ GOLDEN = {
         '`for i in range(len(kept)):`: it depends on values computed from tensor data, '
         'which export never reads, so a Python loop over it (`for i in range(n)`) or a '
         'list length or index taken from it has no fixed value.\n'
-        "Fix: compute the loop's body on the whole tensor at once (batched ops over that "
-        'dim), or export the program up to that tensor and run the loop eagerly on its '
-        "output (torchvision's Keypoint R-CNN: export up to the detections, then decode "
-        'the keypoints per box)'),
+        "Fix: compute the loop's body on the whole tensor at once, one batched op over "
+        "that dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the "
+        "tensor from the exported program and run the loop on its output "
+        "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
     'data_dependent_decision': ('DataDependentDecision',
         'could not decide `u0 > 0` (u0 = x.sum().item()), asked at m.py:4 `if n > 0:`: '
         'it depends on values computed from tensor data, which export never reads.\n'

@@ -133,3 +133,51 @@ def test_empty_safe_detector_matches_eager_at_zero():
         expected = model(*args)
         assert expected[0].shape[0] == 0
         assert_close(expected, ep.module()(*args))
+
+
+# -- a per-box Python loop over the detections (Mask R-CNN's mask pasting) -------------------
+def paste(mask: torch.Tensor, box: torch.Tensor) -> torch.Tensor:
+    """One box's mask scaled by the box's area (the per-box step)."""
+    return mask * ((box[2] - box[0]) * (box[3] - box[1]))
+
+
+class Paster(torch.nn.Module):
+    """Detections, then a Python loop over them (`paste_per_box`), or the detections alone
+    for the loop to run on the program's output."""
+
+    def __init__(self, paste_per_box: bool) -> None:
+        super().__init__()
+        self.detector, self.paste_per_box = _model(early_return=False), paste_per_box
+
+    def forward(self, feats, boxes):
+        boxes, scores, masks = self.detector(feats, boxes)
+        if not self.paste_per_box:
+            return boxes, masks
+        return torch.stack([paste(m, b) for m, b in zip(masks, boxes)])
+
+
+def test_loop_over_detections_is_refused_with_the_rewrite_as_code():
+    with pytest.raises(st.DataDependentError) as info:
+        st.export(Paster(True), _inputs(12, 0), dynamic_shapes=SPEC)
+    err = info.value
+    assert "test_detector_like.py" in str(err) and "zip(masks, boxes)" in str(err)
+    assert "`torch.stack([f(m) for m in masks])` -> `f(masks)`" in err.fix
+    assert "`masks = ep.module()(x)` then `[f(m) for m in masks]`" in err.fix
+    assert "torchvision" not in err.fix  # (not torchvision's line: the general rewrites)
+
+
+def test_the_rewrite_exports_and_matches_eager_at_every_count():
+    # the message's second rewrite: the program returns the detections, the loop runs on them
+    ep = st.export(Paster(False), _inputs(12, 0), dynamic_shapes=SPEC)
+    eager = Paster(True)
+    compared = 0
+    for n in (12, 1, 3, 40, 0):
+        for seed in range(2):
+            args = _inputs(n, seed)
+            boxes, masks = ep.module()(*args)
+            if boxes.shape[0] == 0:
+                continue  # (torch.stack of no tensors raises in eager)
+            compared += 1
+            assert_close(eager(*args), torch.stack([paste(m, b) for m, b in zip(masks, boxes)]))
+    assert compared >= 6
+    rejects(ep, (torch.randn(4, 8), torch.randn(5, 4)))
