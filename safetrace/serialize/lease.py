@@ -142,6 +142,14 @@ def _watch_mapping(lease: _Lease, mapping: Any, address: int) -> None:
         _privatize(lease)
 
 
+def privatize(lease: _Lease) -> None:
+    """Copy ``lease``'s mapping into private memory now and let the lease go: for a
+    program that writes its own state, before it first runs (a write racing the copy a
+    lease break makes later could be lost)."""
+    with _lock:
+        _privatize(lease)
+
+
 def release(lease: _Lease) -> None:
     """Let ``lease`` go (its mapping, if any, is gone or private); again: nothing."""
     with _lock:

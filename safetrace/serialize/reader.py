@@ -17,7 +17,7 @@ import torch
 from safetrace.progress import task
 from safetrace.errors import LoadError
 from safetrace.errors.load import bad_file, bad_source, over_budget
-from safetrace.serialize import tensorfile
+from safetrace.serialize import lease, tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
 from safetrace.serialize.rebuild import Builder, LazyTensor
@@ -134,8 +134,16 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
         # a combination of fields the checks above did not foresee: still a bad file
         raise bad_file(PROGRAM, f"malformed program ({type(err).__name__}: "
                                 f"{str(err)[:200]})") from err
-    files = {c.mapped for c in (container, getattr(external, "container", None))
-             if c is not None and c.mapped is not None}
+    containers = [c for c in (container, getattr(external, "container", None)) if c is not None]
+    written = ep.written_placeholders()
+    if any(s.kind != "user_input" and s.name in written for s in ep.graph_signature.input_specs):
+        # a program that writes its own state never runs on a leased mapping: the copy a
+        # lease break makes (another thread of ours, at any time) could lose a write made
+        # while it copies; copied now, before the program first runs
+        for c in containers:
+            if getattr(c, "leased", None):
+                lease.privatize(c.leased)
+    files = {c.mapped for c in containers if c.mapped is not None}
     ep.mapped_files = frozenset(files)  # st.save refuses to write over one of these
     # Weights read into memory of the program's own are its state already: its modules
     # share them (torch's semantics) with no copy.  A mapping of a file (mmap=True) or a

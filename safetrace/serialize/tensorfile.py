@@ -86,7 +86,7 @@ class Container:
 
     def __init__(self, metadata: dict, header: dict, spans: dict | None = None,
                  buffer: Any = None, start: int = 0, tensors: dict | None = None,
-                 mapped: tuple | None = None, leased: bool = False) -> None:
+                 mapped: tuple | None = None, leased: Any = None) -> None:
         self.metadata = metadata
         self.header = header  # tensor name -> (dtype, shape), the true dtype and shape
         self._spans = spans or {}  # tensor name -> (begin, end) in the data
@@ -94,7 +94,7 @@ class Container:
         self._start = start  # where the data starts in the buffer
         self._tensors = tensors or {}  # tensor name -> its bytes (uint8), privately read
         self.mapped = mapped  # (st_dev, st_ino) of the file mapped, if any (mmap=True)
-        self.leased = leased  # a mapping of the file under a read lease (lease.py)
+        self.leased = leased  # the read lease (lease.py) its mapping of the file is under
 
     def tensor(self, name: str) -> torch.Tensor:
         dtype, shape = self.header[name]
@@ -202,7 +202,7 @@ def _read_fd(fd: int, budgets: Budgets, where: str, mapped: bool, own: int | Non
         mapping.madvise(mmap.MADV_WILLNEED)
     if own is not None:
         lease.guard(own, mapping)
-        return Container(metadata, header, spans, mapping, 8 + n, leased=True)
+        return Container(metadata, header, spans, mapping, 8 + n, leased=own)
     return Container(metadata, header, spans, mapping, 8 + n, mapped=(st.st_dev, st.st_ino))
 
 

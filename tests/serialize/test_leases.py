@@ -28,28 +28,33 @@ SCRIPT = textwrap.dedent(r'''
     from safetrace.serialize import lease
 
     class Net(torch.nn.Module):
-        def __init__(self):
+        def __init__(self, writes=False):
             super().__init__()
             self.fc = torch.nn.Linear(512, 512)
             self.register_buffer("count", torch.zeros(512))
+            self.writes = writes
 
         def forward(self, x):
-            self.count.add_(1)  # a write: it must stay in the program's memory
+            if self.writes:
+                self.count.add_(1)  # a write: it must stay in the program's memory
             return self.fc(x) + self.count
 
     tmp = sys.argv[1]
     torch.manual_seed(0)
     model = Net()
-    ep0 = st.export(model, (torch.randn(2, 512),),
-                    dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    spec = {"x": {0: st.Dim("n", max=64)}}
+    ep0 = st.export(model, (torch.randn(2, 512),), dynamic_shapes=spec)
+    writer_model = Net(writes=True)
+    writer_model.load_state_dict(model.state_dict())
+    ep_writes = st.export(writer_model, (torch.randn(2, 512),), dynamic_shapes=spec)
     x = torch.randn(3, 512)
 
     def report(name, outcome):
         print(json.dumps({"scenario": name, "outcome": outcome}), flush=True)
 
-    def fresh(name):
+    def fresh(name, ep=ep0):
         p = os.path.join(tmp, name)
-        st.save(ep0, p)
+        st.save(ep, p)
         return p
 
     def digest(p):
@@ -70,8 +75,8 @@ SCRIPT = textwrap.dedent(r'''
 
     class Calls:
         """A loaded program against a copy of the eager model, call for call."""
-        def __init__(self, ep):
-            self.mod, self.ref = ep.module(), copy.deepcopy(model)
+        def __init__(self, ep, ref=model):
+            self.mod, self.ref = ep.module(), copy.deepcopy(ref)
 
         def check(self):
             assert torch.equal(self.mod(x), self.ref(x)), "weights changed"
@@ -93,15 +98,21 @@ SCRIPT = textwrap.dedent(r'''
         sys.exit(0)
     lease.release(got)
 
-    # 1. the weights are the file's pages (no copy), the program's writes stay private:
-    #    the file is unchanged, a second load starts from the saved state
-    p = fresh("a.st"); before = digest(p)
-    ep = st.load(p); calls = Calls(ep)
+    # 1. the weights are the file's pages (no copy); a program that writes its own state
+    #    (the count) gets private memory at load, before it first runs (a write racing the
+    #    copy a lease break makes on another thread could be lost): the file is unchanged,
+    #    a second load starts from the saved state
+    p = fresh("a.st"); ep = st.load(p)
     assert mapped(p, ep.state_dict["fc.weight"]), "st.load copied a leasable file"
+    Calls(ep).check()
+    p = fresh("a-writes.st", ep_writes); before = digest(p)
+    ep = st.load(p); calls = Calls(ep, writer_model)
+    assert not mapped(p, ep.state_dict["fc.weight"]), "a program writing its state is mapped"
+    assert not mapped(p, ep.state_dict["count"])
     for _ in range(3):
         calls.check()
     assert digest(p) == before, "a program's write reached its file"
-    Calls(st.load(p)).check()
+    Calls(st.load(p), writer_model).check()
     report("mapped_and_writes_private", "behaves")
 
     # 2. another process truncates the file: it waits until the mapping is a copy
@@ -257,7 +268,8 @@ SCRIPT = textwrap.dedent(r'''
 
     # 12. st.save onto the file the weights map: by its path (a new file renamed over it)
     #     and through a file object opened without truncating (in place)
-    p = fresh("l.st"); ep = st.load(p); calls = Calls(ep); calls.check()
+    p = fresh("l.st", ep_writes); ep = st.load(p); calls = Calls(ep, writer_model)
+    calls.check()
     st.save(ep, p); calls.check()
     again = st.load(p)  # (the state ep's first call left: count 1)
     with open(p, "r+b") as f:
