@@ -63,7 +63,9 @@ def run_while_loop(cond_fn: Any, body_fn: Any, carried: Any, additional: Any) ->
     if not isinstance(carried, (tuple, list)) or \
             not _eager(False, (*carried, *additional)):
         return _WHILE(cond_fn, body_fn, carried, additional)
-    cond, body = _runnable(cond_fn), _runnable(body_fn)
+    # (the subgraph modules themselves are called: a loaded program's loop counts its
+    # iterations in their __call__, serialize/subgraphs.py)
+    cond, body = cond_fn, body_fn
     values = tuple(carried)
     go = cond(*values, *additional)
     if not go:  # (the dense kernel returns copies when the body never runs)
