@@ -323,8 +323,8 @@ def nonneg(env: Facts, f: Expr) -> bool:
         return True
     linear = env.linear
     if linear:
-        ft = dict(terms(f))
-        scaled: dict = {}
+        ft: dict[tuple[Expr, ...], int] = dict(terms(f))
+        scaled: dict[tuple[tuple[Expr, ...], int], float] = {}
         for g in linear[:-LINEAR_FACTS_TRIED - 1:-1]:
             if _lower_bound_of_difference(env, ft, g, scaled) >= 0:
                 return True
@@ -332,11 +332,12 @@ def nonneg(env: Facts, f: Expr) -> bool:
     return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
 
 
-def _lower_bound_of_difference(env: Facts, ft: dict, g: Expr, scaled: dict) -> float:
+def _lower_bound_of_difference(env: Facts, ft: dict[tuple[Expr, ...], int], g: Expr,
+                               scaled: dict[tuple[tuple[Expr, ...], int], float]) -> float:
     d = dict(ft)
     for m, k in terms(g):
         d[m] = d.get(m, 0) - k
-    lo: int | float = 0
+    lo: float = 0
     for m, k in d.items():
         if not k:
             continue
