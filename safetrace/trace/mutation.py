@@ -235,6 +235,8 @@ def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None
     (``c.add_(2)``) is made anew by every eager call: the graph writes a clone of it, read
     everywhere the constant was, so the lifted value stays what the code made (without
     this, each call of one module added 2 again: 8, then 10)."""
+    if not made_in_forward:  # (most exports: no graph walk)
+        return
     written = written_inputs(graph)
     nodes = [n for n in graph.nodes if n.op == "placeholder"]
     after = next((n for n in graph.nodes if n.op != "placeholder"), None)
