@@ -357,7 +357,8 @@ class CheckNeverHolds(ConstraintViolationError):
 
 def check_never_holds(cond: str, detail: str, origin: str) -> CheckNeverHolds:
     return CheckNeverHolds(
-        f"st.check({cond}) can never hold for the example inputs: {detail}{origin}",
+        f"st.check({cond}) can never hold for the inputs being traced (the example inputs, or "
+        f"the sample a size split traces for another range of a named Dim): {detail}{origin}",
         fix="correct the check, or export with example inputs (and a spec) for which it holds")
 
 

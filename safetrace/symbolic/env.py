@@ -290,7 +290,7 @@ class Env:
             return
         v = D.hint_value(self, c)
         if v is not None and not v:
-            raise ValueError(f"check `{c}` is false for the example inputs "
+            raise ValueError(f"check `{c}` is false at the sizes traced "
                              f"({self._hints_for(c)})")
         self.facts.append(Guard(c, self._origin(origin)))
         self._assume(c)

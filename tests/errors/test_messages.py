@@ -143,7 +143,9 @@ GOLDEN = {
         'Fix: check the shapes the model expects against the example inputs and the '
         'spec; st.explain(model, args, dynamic_shapes=...) lists every guard with its line'),
     'check_never_holds': ('CheckNeverHolds',
-        'st.check(s0 > 5) can never hold for the example inputs: contradiction: `s0 > 5` '
+        'st.check(s0 > 5) can never hold for the inputs being traced (the example inputs, '
+        'or the sample a size split traces for another range of a named Dim): '
+        'contradiction: `s0 > 5` '
         'is false under the known facts (from `st.check(n > 5)` at m.py:3)\n'
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
     'data_dependent_int': ('DataDependentDecision',
