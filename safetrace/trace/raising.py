@@ -16,9 +16,10 @@ from types import CodeType, FrameType
 
 _PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
 # what a block may do before its raise: load and build the exception and its message
+# (in locals: pytest's rewritten asserts store their explanation first)
 _QUIET = ("LOAD_", "BUILD_", "FORMAT_", "CALL", "PRECALL", "PUSH_NULL", "KW_NAMES", "NOP",
           "CACHE", "EXTENDED_ARG", "COPY", "SWAP", "BINARY_OP", "LIST_", "CONVERT_VALUE",
-          "RESUME")
+          "RESUME", "STORE_FAST", "DELETE_FAST", "POP_TOP")
 _CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int]]] = {}
 
 
@@ -57,7 +58,7 @@ def _raises(code: CodeType, at: int, answer: bool) -> bool:
     jumps_on = "IF_TRUE" in name
     other = jump.argval if answer != jumps_on else offsets[k + 1]  # the path not taken
     j = offsets.index(other)
-    for off in offsets[j:j + 64]:
+    for off in offsets[j:j + 256]:
         op = ins[off].opname
         if op == "RAISE_VARARGS":
             return True
