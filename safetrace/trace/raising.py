@@ -20,7 +20,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
 _QUIET = ("LOAD_", "BUILD_", "FORMAT_", "CALL", "PRECALL", "PUSH_NULL", "KW_NAMES", "NOP",
           "CACHE", "EXTENDED_ARG", "COPY", "SWAP", "BINARY_OP", "LIST_", "CONVERT_VALUE",
           "RESUME", "STORE_FAST", "DELETE_FAST", "POP_TOP")
-_CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int]]] = {}
+_CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int], list[range]]] = {}
 
 
 def other_branch_raises(answer: bool) -> bool:
@@ -37,16 +37,18 @@ def other_branch_raises(answer: bool) -> bool:
         return False
 
 
-def _instructions(code: CodeType) -> tuple[dict[int, dis.Instruction], list[int]]:
+def _instructions(code: CodeType) -> tuple[dict[int, dis.Instruction], list[int], list[range]]:
     found = _CODES.get(code)
     if found is None:
         ins = {i.offset: i for i in dis.get_instructions(code)}
-        found = _CODES[code] = (ins, sorted(ins))
+        handled = [range(e.start, e.end) for e in
+                   getattr(dis.Bytecode(code), "exception_entries", ())]
+        found = _CODES[code] = (ins, sorted(ins), handled)
     return found
 
 
 def _raises(code: CodeType, at: int, answer: bool) -> bool:
-    ins, offsets = _instructions(code)
+    ins, offsets, handled = _instructions(code)
     k = offsets.index(at)
     jump = ins[at]
     if jump.opname == "TO_BOOL":  # (3.13: the truth test comes one instruction earlier)
@@ -60,8 +62,8 @@ def _raises(code: CodeType, at: int, answer: bool) -> bool:
     j = offsets.index(other)
     for off in offsets[j:j + 256]:
         op = ins[off].opname
-        if op == "RAISE_VARARGS":
-            return True
+        if op == "RAISE_VARARGS":  # (unless a try or with block of the frame may catch it)
+            return not any(off in r for r in handled)
         if not op.startswith(_QUIET):
             return False
     return False

@@ -146,3 +146,20 @@ def test_a_declared_minimum_of_one_keeps_its_range_where_only_one_raises() -> No
         ours.module()(torch.randn(1, 3))
     with pytest.raises(st.InputMismatchError):
         ours.module()(torch.randn(33, 3))
+
+
+def _caught(x):
+    try:
+        if x.shape[0] < 2:
+            raise ValueError("small")
+        y = x * 2
+    except ValueError:  # the raise is caught: at sizes 0 and 1 eager computes `x`
+        y = x
+    return y
+
+
+def test_a_raise_the_code_catches_is_a_branch_not_a_requirement() -> None:
+    ep = st.export(Fn(_caught), (torch.randn(5),), dynamic_shapes=({0: Dim("b")},))
+    for n in (0, 1, 2, 7):  # (both sides traced: sizes 0 and 1 run, as in eager)
+        x = torch.randn(n)
+        same(ep.module()(x), _caught(x))
