@@ -29,8 +29,11 @@ def check(cond: Any, op: str, message: str) -> None:
         if env.undecided_unbacked(cond.expr):
             env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
             return
-        with env.precondition():  # a guard made here is what the op requires, no branch
+        env.precondition_depth += 1  # a guard made here is what the op requires, no branch
+        try:  # (Env.precondition() inlined: checks are on every op's path)
             holds = bool(cond)
+        finally:
+            env.precondition_depth -= 1
         if not holds:
             raise shape_error(op, message)
         return
