@@ -22,7 +22,7 @@ class MinMax(nn.Module):
 NAN = float("nan")
 
 
-@pytest.mark.parametrize("shape", [(), (1,), (1, 1)], ids=["0-d", "(1,)", "(1, 1)"])
+@pytest.mark.parametrize("shape", [(), (1, 1)], ids=["0-d", "(1, 1)"])
 def test_builtin_max_min_of_one_element_tensors(shape) -> None:
     args = (torch.tensor(1.0).reshape(shape), torch.tensor(2.0).reshape(shape))
     ref = torch.export.export(MinMax(), args)
