@@ -56,11 +56,11 @@ def _custom(target: Any) -> bool:
 
 
 class _Checker(torch.fx.Interpreter):
+    found: Exception | None = None
+
     def __init__(self, gm: torch.fx.GraphModule, env: Any) -> None:
         super().__init__(gm)
         self.sizes = env  # (fx.Interpreter keeps its values in self.env)
-
-    found: Exception | None = None
 
     def run_node(self, n: torch.fx.Node) -> Any:
         if n.op != "call_function" or not _custom(n.target):
@@ -76,14 +76,13 @@ class _Checker(torch.fx.Interpreter):
         schema = n.target._schema
         bound = _by_name(schema, args, kwargs)
         before = [t.clone() for _, t in bound]
+        where = short(n.meta["stack_trace"]) if n.meta.get("stack_trace") else n.name
+        op = f"{n.target.namespace}::{n.target._opname}"
         try:
             out = n.target(*args, **kwargs)
         except RuntimeError as exc:  # (torch's own checks of a custom op's call)
-            raise E.fake_mismatch(f"{n.target.namespace}::{n.target._opname}", "kernel",
-                                  f"its kernel raised on the example inputs: {exc}",
-                                  short(n.meta.get("stack_trace", "")) or n.name) from None
-        where = short(n.meta.get("stack_trace", "")) if n.meta.get("stack_trace") else n.name
-        op = f"{n.target.namespace}::{n.target._opname}"
+            raise E.fake_mismatch(op, "kernel", f"its kernel raised on the example inputs: "
+                                  f"{exc}", where) from None
         declared = {a.name for a in schema.arguments
                     if a.alias_info is not None and a.alias_info.is_write}
         for (name, t), old in zip(bound, before):
