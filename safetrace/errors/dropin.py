@@ -120,8 +120,9 @@ def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
         where=Where(source=source), op=cls)
 
 
-class FakeKernelMismatch(UnsupportedOpError):
-    """A custom op's fake kernel, or its schema, disagrees with what its kernel does."""
+class FakeKernelMismatch(UnsupportedOpError, RuntimeError):
+    """A custom op's fake kernel, or its schema, disagrees with what its kernel does (a
+    RuntimeError too, as torch's own refusal of it)."""
 
     kind = "fake-mismatch"
 
