@@ -20,6 +20,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
 _QUIET = ("LOAD_", "BUILD_", "FORMAT_", "CALL", "PRECALL", "PUSH_NULL", "KW_NAMES", "NOP",
           "CACHE", "EXTENDED_ARG", "COPY", "SWAP", "BINARY_OP", "LIST_", "CONVERT_VALUE",
           "RESUME", "STORE_FAST", "DELETE_FAST", "POP_TOP")
+_ENDINGS = ("StopIteration", "StopAsyncIteration", "GeneratorExit")
 _CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int], list[range]]] = {}
 
 
@@ -62,6 +63,8 @@ def _raises(code: CodeType, at: int, answer: bool) -> bool:
     j = offsets.index(other)
     for off in offsets[j:j + 256]:
         op = ins[off].opname
+        if ins[off].argval in _ENDINGS:  # (an iterator's end: its caller's loop catches it)
+            return False
         if op == "RAISE_VARARGS":  # (unless a try or with block of the frame may catch it)
             return not any(off in r for r in handled)
         if not op.startswith(_QUIET):
