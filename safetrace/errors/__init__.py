@@ -91,6 +91,8 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     cond_size_output as cond_size_output,
     dynamic_int_relation as dynamic_int_relation,
     dynamic_int_type as dynamic_int_type,
+    FakeKernelMismatch as FakeKernelMismatch,
+    fake_mismatch as fake_mismatch,
     tensor_attribute as tensor_attribute,
     torch_api_given_ours as torch_api_given_ours,
     traced_subclass as traced_subclass,

@@ -118,3 +118,35 @@ def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
         fix=f"pass the {cls} in as an input (a subclass input is traced through its "
             f"operations), or compute on its plain tensors inside the exported code",
         where=Where(source=source), op=cls)
+
+
+class FakeKernelMismatch(UnsupportedOpError, RuntimeError):
+    """A custom op's fake kernel, or its schema, disagrees with what its kernel does (a
+    RuntimeError too, as torch's own refusal of it)."""
+
+    kind = "fake-mismatch"
+
+
+_FAKE_FIXES = {
+    "output": "make the fake kernel return what the kernel returns (its sizes as "
+              "expressions of the inputs' sizes, its dtype, a new tensor unless the kernel "
+              "returns a view of an input)",
+    "mutation": "declare what the kernel writes: @torch.library.custom_op({op!r}, "
+                "mutates_args={{{arg!r}}}), or write into a copy: {arg} = {arg}.clone()",
+    "alias": "return a new tensor from the kernel ({arg}.clone()): a custom op's output "
+             "may not alias its inputs",
+    "kernel": "make the kernel run on the example inputs (the message above is its own)",
+}
+
+
+def fake_mismatch(op: str, problem: str, detail: str, source: str, arg: str = "") -> \
+        FakeKernelMismatch:
+    """Running custom op `op`'s kernel on the example inputs (torch's
+    ``fake_tensor_propagate_real_tensors``) disagreed with its fake kernel or schema:
+    `problem` is "output" (`detail` says how), "mutation" or "alias" (of argument `arg`),
+    or "kernel" (the kernel itself raised)."""
+    return FakeKernelMismatch(
+        f"custom op {op}: {detail}, found by running its kernel on the example inputs "
+        f"(torch._functorch.config.fake_tensor_propagate_real_tensors is set).\n  at {source}",
+        fix=_FAKE_FIXES[problem].format(op=op, arg=arg or "x"),
+        where=Where(source=source), op=op)

@@ -18,6 +18,7 @@ from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text, unwrap_in
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
@@ -30,6 +31,7 @@ from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
+from safetrace.trace.raising import other_branch_raises
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.tracer import Tracer
@@ -98,6 +100,7 @@ class Exporter:
         self.input_specs: list[InputSpec] = []
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
+        self.env.precondition_probe = other_branch_raises  # `assert`, `if ...: raise`
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
@@ -195,6 +198,8 @@ class Exporter:
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
         ep.example_inputs = (args, kwargs)
+        if real_kernels.requested():  # torch's fake_tensor_propagate_real_tensors
+            real_kernels.check_custom_ops(ep, args, kwargs, self.env)
         if isinstance(self.model, torch.fx.GraphModule) and "custom" in self.model.meta:
             # a GraphModule exported again keeps its own annotations, as in torch.export
             ep.graph_module.meta["custom"] = copy.deepcopy(self.model.meta["custom"])

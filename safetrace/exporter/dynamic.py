@@ -10,9 +10,7 @@ reported all at once with a ready-to-paste fix.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
-import random
 from typing import Any
 
 import torch
@@ -22,6 +20,9 @@ from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.eager_raises import (
+    condition_assumed_away, range_assumed_away, refuted,
+)
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.symbolic import Env, Expr, Range, make_int
@@ -222,7 +223,8 @@ class DynamicDims:
             declared = self.roots[dim_name][0]
             lo = 0 if free.lo is None else free.lo
             hi = math.inf if free.hi is None else free.hi
-            if lo > declared.min or hi < declared.max:
+            if (lo > declared.min or hi < declared.max) and not range_assumed_away(
+                    env, root, declared, lo, hi):  # (sizes 0/1 where eager raises: checked)
                 key = f"range:{root}"
                 if key in seen:
                     continue
@@ -294,10 +296,11 @@ class DynamicDims:
                 continue
             if len(names) == 1 and not self._all_backed(contract, c.cond):
                 continue  # a data-dependent check (u0 <= x.shape[0]): not the spec's space
-            point = self._refuted(contract, c, named)
-            if point is None:
+            point = refuted(self.env, contract, c, named)
+            if point is None or condition_assumed_away(self.env, contract, c, named, point):
                 # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
-                # which the prover cannot simplify): a run-time check that never narrows
+                # which the prover cannot simplify), or only sizes below 2 where eager
+                # raises (eager_raises.py): a run-time check, as torch's program raises
                 continue
             if len(names) >= 2:
                 out.append(self._relation(contract, c, named, names))
@@ -400,45 +403,6 @@ class DynamicDims:
                          cause + ("; " if not words else ", and ") + "no range of " + name
                          + " expresses it.",
                          f"{dynamic}, or change the code so that it holds for every {name}")
-
-    def _refuted(self, contract: Contract, cond: Any, named: list[str]) -> dict | None:
-        """Sizes within the declared ranges that violate the residual condition `cond` (the
-        condition really narrows the declared space), or None.  The named Dims range over
-        each one's range ends, their neighbours and the
-        example size, then pseudo-random points; every other symbol keeps its example
-        value.  A condition with a symbol that has no declared range (data-dependent)
-        counts as refuted, at the example."""
-        names = sorted(cond.cond.free_symbols)
-        values: dict[str, list[int]] = {}
-        for name in names:
-            spec = contract.symbol(name)
-            if spec is None or not spec.backed:
-                return {n: self.env.hints.get(n, 0) for n in names}
-            hint = self.env.hints.get(name, 0)
-            if name not in named:
-                values[name] = [hint]
-                continue
-            lo = spec.lo if spec.lo is not None else 0
-            hi = spec.hi if spec.hi is not None else max(lo, hint) * 4 + 64
-            cands = {lo, lo + 1, lo + 2, hi, hi - 1, hint, hint + 1, max(lo, hint - 1)}
-            if len(named) == 1:  # one dim: every value up to a bound
-                cands.update(range(lo, min(hi, lo + 256) + 1))
-            values[name] = sorted(v for v in cands if lo <= v <= hi)
-        rnd = random.Random(0)
-        points = [dict(zip(names, combo)) for combo in itertools.islice(
-            itertools.product(*(values[n] for n in names)), 4096)]
-        for _ in range(512):
-            points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
-                           rnd.randint(values[n][0], values[n][-1]) for n in names})
-        for point in points:
-            # (not only where the others hold: two conditions failing together would
-            # otherwise hide each other)
-            try:
-                if not cond.cond.evaluate(point):
-                    return point
-            except (ArithmeticError, KeyError, ValueError, TypeError):
-                continue
-        return None
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}

@@ -11,9 +11,10 @@ from __future__ import annotations
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check
+from safetrace.rules.common import broadcast_shapes, check, every
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
+from safetrace.symbolic import sym_and
 
 aten = torch.ops.aten
 
@@ -125,8 +126,8 @@ def _native_multi_head_attention(
                                            f"last dim of query {query.shape[2]}")
     check(key.ndim == 3, op, f"expected 3-D `key`, got {key.ndim}-D tensor")
     check(value.ndim == 3, op, f"expected 3-D `value`, got {value.ndim}-D tensor")
-    check(all(a == b == c for a, b, c in zip(query.shape, key.shape, value.shape)), op,
-          "expected `query`/`key`/`value` shapes to match")
+    same = (sym_and(a == b, b == c) for a, b, c in zip(query.shape, key.shape, value.shape))
+    check(every(same), op, "expected `query`/`key`/`value` shapes to match")
     check(qkv_weight.ndim == 2, op, f"expected 2-D `qkv_weight`, got {qkv_weight.ndim}-D "
                                     f"tensor")
     check(qkv_weight.shape[0] == 3 * embed_dim, op,

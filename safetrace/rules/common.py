@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
 
 import torch
 
@@ -10,7 +11,8 @@ from safetrace.errors import outside_export, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.symbolic import (
-    SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_max, sym_min, to_expr,
+    SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_and, sym_max, sym_min,
+    to_expr,
 )
 
 Size = Any
@@ -22,11 +24,39 @@ def check(cond: Any, op: str, message: str) -> None:
     On data-dependent sizes that the facts do not decide, the condition is what the op
     requires (eager raises where it fails), so it is assumed and checked at run time: the
     graph rejects exactly the data that eager rejects, instead of failing the export."""
-    if isinstance(cond, SymBool) and cond.env.undecided_unbacked(cond.expr):
-        cond.env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
+    if isinstance(cond, SymBool):
+        env = cond.env
+        if env.undecided_unbacked(cond.expr):
+            env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
+            return
+        env.precondition_depth += 1  # a guard made here is what the op requires, no branch
+        try:  # (Env.precondition() inlined: checks are on every op's path)
+            holds = bool(cond)
+        finally:
+            env.precondition_depth -= 1
+        if not holds:
+            raise shape_error(op, message)
         return
     if not cond:
         raise shape_error(op, message)
+
+
+@contextmanager
+def requiring() -> Iterator[None]:
+    """Guards decided inside are the op's own requirements (for a condition ``check``
+    cannot take whole: ``ok = all(...) or batch == 0``, then ``check(ok, ...)``)."""
+    env = ACTIVE.env
+    if env is None:
+        yield
+        return
+    with env.precondition():
+        yield
+
+
+def every(conds: Iterable[Any]) -> Any:
+    """``all(conds)`` without deciding anything: a SymBool for ``check`` to decide as the
+    op's requirement (``all()`` would record each guard as a plain branch first)."""
+    return sym_and(*conds)
 
 
 def open_question(cond: Any) -> bool | None:

@@ -12,7 +12,9 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, is_empty, known, negative_indicator
+from safetrace.rules.common import (
+    check, every, is_empty, known, negative_indicator, requiring,
+)
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -51,10 +53,10 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
     padding = expand_param(op, padding, n, "padding")
     dilation = expand_param(op, dilation, n, "dilation")
     output_padding = expand_param(op, output_padding, n, "output_padding")
-    check(all(s > 0 for s in stride), op, "non-positive stride is not supported")
-    check(all(p >= 0 for p in padding), op, "negative padding is not supported")
-    check(all(d > 0 for d in dilation), op, "dilation should be greater than zero")
-    check(all(p >= 0 for p in output_padding), op, "negative output_padding is not supported")
+    check(every(s > 0 for s in stride), op, "non-positive stride is not supported")
+    check(every(p >= 0 for p in padding), op, "negative padding is not supported")
+    check(every(d > 0 for d in dilation), op, "dilation should be greater than zero")
+    check(every(p >= 0 for p in output_padding), op, "negative output_padding is not supported")
     check(groups > 0, op, "non-positive groups is not supported")
     check(input.dtype == weight.dtype, op, f"expected scalar type {input.dtype} but found "
                                            f"{weight.dtype}")
@@ -82,7 +84,7 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
         out_channels = weight.shape[0]
         padded = [x + 2 * p for x, p in zip(spatial, padding)]
         effective = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
-        check(all(p >= e for p, e in zip(padded, effective)), op,
+        check(every(p >= e for p, e in zip(padded, effective)), op,
               f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
               f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be "
               f"greater than actual input size")
@@ -92,13 +94,15 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
     # the usual case first: a symbolic batch must not be asked `== 0` when spatial dims are
     # known non-empty (that question would become a needless guard)
-    check(all(x != 0 for x in spatial) or batch == 0 or channels == 0, op,
+    with requiring():
+        nonempty = all(x != 0 for x in spatial) or batch == 0 or channels == 0
+    check(nonempty, op,
           f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
     if transposed:
         out = [conv_transpose_out(x, k, s, p, d, o) for x, k, s, p, d, o in
                zip(spatial, kernel, stride, padding, dilation, output_padding)]
-        check(all(o > 0 for o in out), op, f"Given input size per channel: "
+        check(every(o > 0 for o in out), op, f"Given input size per channel: "
               f"({' x '.join(map(str, spatial))}). Calculated output size per channel: "
               f"({' x '.join(map(str, out))}). Output size is too small")
     else:
@@ -137,7 +141,7 @@ def conv_padding_str(op: str, n: int, input: TensorMeta, weight: TensorMeta,
     if padding == "valid":
         return conv_nd(op, n, input, weight, bias, stride, 0, dilation, groups)
     strides = expand_param(op, stride, n, "stride")
-    check(all(s == 1 for s in strides), op,
+    check(every(s == 1 for s in strides), op,
           "padding='same' is not supported for strided convolutions")
     x, unbatched = batchify(op, input, n)
     check(weight.ndim == n + 2, op, f"weight should have {n + 2} dimensions for conv{n}d, "
@@ -289,11 +293,11 @@ def pool_params(op: str, n: int, kernel_size: Any, stride: Any, padding: Any,
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
         else one(stride, "stride")
     p, d = one(padding, "padding"), one(dilation, "dilation")
-    check(all(x > 0 for x in k), op, f"kernel size should be greater than zero, but got {k}")
-    check(all(x > 0 for x in s), op, f"stride should be greater than zero, but got {s}")
-    check(all(x > 0 for x in d), op, f"dilation should be greater than zero, but got {d}")
-    check(all(x >= 0 for x in p), op, f"pad must be non-negative, but got pad: {p}")
-    check(all(pp <= kk // 2 for pp, kk in zip(p, k)), op, f"pad should be smaller than or "
+    check(every(x > 0 for x in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(every(x > 0 for x in s), op, f"stride should be greater than zero, but got {s}")
+    check(every(x > 0 for x in d), op, f"dilation should be greater than zero, but got {d}")
+    check(every(x >= 0 for x in p), op, f"pad must be non-negative, but got pad: {p}")
+    check(every(pp <= kk // 2 for pp, kk in zip(p, k)), op, f"pad should be smaller than or "
           f"equal to half of kernel size, but got pad = {p}, kernel_size = {k}")
     return k, s, p, d
 
@@ -304,7 +308,7 @@ def pool_nd(op: str, n: int, x: TensorMeta, kernel_size: Any, stride: Any, paddi
     k, s, p, d = pool_params(op, n, kernel_size, stride, padding, dilation)
     spatial = x.shape[x.ndim - n:]
     out = tuple(pool_out(*a, ceil_mode) for a in zip(spatial, k, s, p, d))
-    check(all(o >= 1 for o in out), op, f"Given input size: ({'x'.join(map(str, spatial))}). "
+    check(every(o >= 1 for o in out), op, f"Given input size: ({'x'.join(map(str, spatial))}). "
           f"Calculated output size: ({'x'.join(map(str, out))}). Output size is too small")
     return x.shape[:x.ndim - n] + out
 
@@ -402,7 +406,7 @@ def adaptive(op: str, n: int, x: TensorMeta, output_size: Any,
         check(x.shape[i] != 0, op, f"Expected input to have non-zero size for non-batch "
                                    f"dimensions, but input has sizes {list(x.shape)} with "
                                    f"dimension {i} being empty")
-    check(all(s >= 0 for s in sizes), op, f"elements of output_size must be greater than or "
+    check(every(s >= 0 for s in sizes), op, f"elements of output_size must be greater than or "
                                           f"equal to 0 but received {sizes}")
     return x.shape[:x.ndim - n] + tuple(sizes)
 
@@ -540,10 +544,10 @@ def im2col(self: TensorMeta, kernel_size: Any, dilation: Any, padding: Any,
     k = expand_param(op, kernel_size, 2, "kernel_size")
     d = expand_param(op, dilation, 2, "dilation")
     p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
-    check(all(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
-    check(all(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
-    check(all(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
-    check(all(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
+    check(every(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(every(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
+    check(every(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
+    check(every(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
     check(self.ndim in (3, 4), op, "Expected 3D or 4D (batch mode) tensor with possibly 0 "
           "batch size and other non-zero dimensions for input")
     c, h, w = self.shape[-3:]
@@ -565,10 +569,10 @@ def col2im(self: TensorMeta, output_size: Any, kernel_size: Any, dilation: Any, 
     d = expand_param(op, dilation, 2, "dilation")
     p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
     check(o[0] > 0 and o[1] > 0, op, f"output_size should be greater than zero, but got {o}")
-    check(all(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
-    check(all(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
-    check(all(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
-    check(all(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
+    check(every(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
+    check(every(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
+    check(every(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
+    check(every(v > 0 for v in s), op, f"stride should be greater than zero, but got {s}")
     check(self.ndim in (2, 3), op, f"Expected 2D or 3D (batch mode) tensor for input with "
           f"possibly 0 batch size and non-zero dimensions for input, but got: "
           f"{list(self.shape)}")
@@ -635,6 +639,6 @@ def max_unpool3d(self: TensorMeta, indices: TensorMeta, output_size: Any, stride
                                 f"width) in stride, but got: {len(stride)} elements.")
     check(len(padding) == 3, op, f"There should be exactly three elements (depth, height, "
                                  f"width) in padding, but got: {len(padding)} elements.")
-    check(all(s > 0 for s in stride), op, f"strides should be greater than zero, but got "
+    check(every(s > 0 for s in stride), op, f"strides should be greater than zero, but got "
                                           f"stride: {list(stride)}")
     return max_unpool(op, 3, self, indices, output_size)

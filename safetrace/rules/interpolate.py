@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import check, every
 from safetrace.rules.registry import rule
 from safetrace.symbolic import SymFloat
 
@@ -49,10 +49,10 @@ def upsample(op: str, n: int, input: TensorMeta, output_size: Sequence | None) -
     assert output_size is not None
     check(input.ndim == n + 2, op, f"It is expected input_size equals to {n + 2}, but got size "
                                    f"{input.ndim}")
-    check(all(s != 0 for s in input.shape[1:]), op, f"Non-empty {n + 2}D data tensor expected "
+    check(every(s != 0 for s in input.shape[1:]), op, f"Non-empty {n + 2}D data tensor expected "
                                                     f"but got a tensor with sizes "
                                                     f"{list(input.shape)}")
-    check(all(s > 0 for s in input.shape[2:]) and all(s > 0 for s in output_size), op,
+    check(every([*(s > 0 for s in input.shape[2:]), *(s > 0 for s in output_size)]), op,
           f"Input and output sizes should be greater than 0, but got input "
           f"{list(input.shape[2:])} and output {list(output_size)}")
     return input.like(tuple(input.shape[:2]) + tuple(output_size))

@@ -15,7 +15,7 @@ import torch
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (check, hint_of, normalize_dim, normalize_dims,
-                                    open_question, prod, settle, wrap_index)
+                                    open_question, prod, requiring, settle, wrap_index)
 from safetrace.rules.registry import rule
 from safetrace.rules.slicing import slice_length
 from safetrace.symbolic import sym_max, sym_min
@@ -78,7 +78,9 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str,
     if infer is None:
         check(numel == known, op, invalid)
         return tuple(out)
-    if not (known != 0):
+    with requiring():  # known == 0 raises below whatever numel is: the op's requirement
+        nonzero = bool(known != 0)
+    if not nonzero:
         if numel == 0:
             raise shape_error(op, f"cannot reshape tensor of 0 elements into shape "
                                   f"{list(shape)} because the unspecified dimension size -1 "

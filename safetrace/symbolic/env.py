@@ -12,7 +12,8 @@ condition for the prover.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping
 
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
@@ -78,6 +79,10 @@ class Env:
         # caller's graph; None: such values are specialized (their sizes guarded)
         self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
         self.cache = D.Caches()
+        # > 0 while an op's own requirement is being decided (``Env.precondition``);
+        # probe(answer) -> True when the caller raises on the other answer (an ``assert``)
+        self.precondition_depth = 0
+        self.precondition_probe: Callable[[bool], bool] | None = None
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
@@ -215,7 +220,9 @@ class Env:
                 return bool(v)
         if taken not in self._guard_set:
             self._guard_set.add(taken)
-            self.guards.append(Guard(taken, self._origin(origin)))
+            pre = self.precondition_depth > 0 or (
+                self.precondition_probe is not None and self.precondition_probe(bool(v)))
+            self.guards.append(Guard(taken, self._origin(origin), pre))
             log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)
         return bool(v)
@@ -251,6 +258,17 @@ class Env:
 
     def _int_bounds(self, e: Expr) -> Range:
         return D.bounds_of(self, e)
+
+    @contextmanager
+    def precondition(self) -> Iterator[None]:
+        """Guards recorded inside are an op's own requirements: eager raises where one
+        fails (a shape rule's check, ``torch._check``, an ``assert``), so the other side is
+        no branch the program could take."""
+        self.precondition_depth += 1
+        try:
+            yield
+        finally:
+            self.precondition_depth -= 1
 
     def require(self, cond: Expr, origin: object = None) -> None:
         """Check ``cond`` at run time without assuming it (a limit of exactness that must

@@ -44,10 +44,12 @@ class SymbolInfo:
 
 @dataclass(frozen=True)
 class Guard:
-    """A condition recorded while tracing, with where it came from."""
+    """A condition recorded while tracing, with where it came from; ``precondition``: an
+    op's own requirement (eager raises where it fails), not a choice between branches."""
 
     cond: Expr
     origin: object = None
+    precondition: bool = False
 
 
 @dataclass(frozen=True)

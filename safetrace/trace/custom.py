@@ -14,6 +14,7 @@ import contextlib
 from typing import Any, Callable, Iterator
 
 import torch
+from torch.utils import _pytree as pytree
 
 from safetrace.errors import UnsupportedConstruct, UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule, rule
@@ -159,6 +160,11 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         tr.recording, tr.pending_checks = saved
     out = _metas(result)
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
+    inputs = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Proxy)]
+    returned = [i for i, r in enumerate(result if isinstance(result, (list, tuple)) else
+                                        (result,)) if any(r is a for a in inputs)]
+    if returned and isinstance(value, Proxy):  # the fake returned an input itself (an alias)
+        value.st_node.meta["fake_returns_input"] = returned
     _assert_fake_promises(tr, n_syms, checks)
     return value
 

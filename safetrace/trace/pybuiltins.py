@@ -21,6 +21,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable
 
+import torch
+
 from safetrace.rules.common import decided_max, decided_min
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymFloat, SymInt
@@ -86,6 +88,8 @@ def _routed(name: str, combine: Callable[[Any, Any], Any],
             return original(*args, **kwargs)
         found = _sizes(items) if items else None
         if found is None:
+            if items and _real_len(kwargs) == 0 and _one_valued(items):
+                return _tensor_fold(name, list(items))
             return original(*args, **kwargs)
         sizes, floats = found
         step = fcombine if floats else combine
@@ -97,6 +101,29 @@ def _routed(name: str, combine: Callable[[Any, Any], Any],
     routed.__name__ = routed.__qualname__ = name
     routed.__doc__ = original.__doc__
     return routed
+
+
+def _one_valued(items: Any) -> bool:
+    """Traced tensors of one dtype and one static shape holding one element each: Python's
+    ``max(a, b)`` of them compares their values (more elements: eager raises)."""
+    first = items[0]
+    if not isinstance(first, Proxy):
+        return False
+    meta = first.st_meta
+    return all(isinstance(v, Proxy) and v.st_meta.dtype == meta.dtype and
+               v.st_meta.ndim == meta.ndim and
+               all(s.__class__ is int and s == 1 for s in v.st_meta.shape) for v in items)
+
+
+def _tensor_fold(name: str, items: list) -> Any:
+    """``max(a, b, ...)`` of one-element tensors as Python computes it, without reading
+    data: each next item replaces the result where it is strictly larger (smaller), so
+    ties and NaN keep the earlier one, as the builtin does (torch.maximum would not)."""
+    acc = items[0]
+    for v in items[1:]:
+        wins = v > acc if name == "max" else v < acc
+        acc = torch.where(wins, v, acc)
+    return acc
 
 
 def _len(obj: Any) -> Any:

@@ -33,7 +33,7 @@ import torch.compiler
 import torch.fx._symbolic_trace as fx_symbolic_trace
 
 from safetrace.errors import seeded_generator
-from safetrace.trace import asserts, hops, pycalls, pyhelpers, shims
+from safetrace.trace import asserts, hops, pycalls, pyhelpers, shims, vmapping
 from safetrace.trace.current import enter_session, exporting, leave_session
 
 Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
@@ -234,7 +234,8 @@ class ExportSession:
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
-                *_compiler_patches(), *pycalls.code_patches(self.model, self.fn, self.walk)]
+                *vmapping.patches(), *_compiler_patches(),
+                *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()

@@ -47,6 +47,9 @@ CASES = {
     "missing_shape_rule": lambda: E.missing_shape_rule("aten.frob.default", "m.py:6 `torch.frob(x)`", ["x.shape[0]"]),
     "missing_shape_rule_no_meta": lambda: E.missing_shape_rule("aten.frob.default", ""),
     "missing_fake": lambda: E.missing_fake("mylib::count", "m.py:7 `mylib.count(x)`"),
+    "fake_mismatch": lambda: E.fake_mismatch(
+        "mylib::foo", "mutation", "its kernel wrote argument 'y', which its schema does not "
+        "mark mutable", "m.py:9 `foo(x, y)`", "y"),
     "unsupported_construct": lambda: E.unsupported_construct("autocast is active at m.py:8", "cast explicitly", "m.py:8"),
     "seeded_generator": lambda: E.seeded_generator(),
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
@@ -201,6 +204,13 @@ GOLDEN = {
         '    @st.register_fake("mylib::count")\n'
         '    def _(*args):  # receives metadata-only tensors\n'
         '        return torch.empty_like(args[0])  # or st.new_dynamic_size(...)'),
+    'fake_mismatch': ('FakeKernelMismatch',
+        "custom op mylib::foo: its kernel wrote argument 'y', which its schema does not mark "
+        "mutable, found by running its kernel on the example inputs "
+        "(torch._functorch.config.fake_tensor_propagate_real_tensors is set).\n"
+        "  at m.py:9 `foo(x, y)`\n"
+        "Fix: declare what the kernel writes: @torch.library.custom_op('mylib::foo', "
+        "mutates_args={'y'}), or write into a copy: y = y.clone()"),
     'unsupported_construct': ('UnsupportedConstruct',
         'autocast is active at m.py:8\n'
         'Fix: cast explicitly'),

@@ -43,12 +43,13 @@ def test_a_script_module_is_refused_with_the_fix() -> None:
     assert "export the original nn.Module" in info.value.fix
 
 
-def test_vmap_inside_the_program_is_refused_naming_the_line() -> None:
+def test_vmap_over_a_dynamic_batch_is_refused_naming_the_line() -> None:
     def f(x: torch.Tensor) -> torch.Tensor:
         return torch.vmap(lambda r: r * 2)(x)
 
+    st.export(f, (torch.randn(3, 4),))  # a static batch exports (trace/vmapping.py)
     with pytest.raises(st.UnsupportedOpError, match=r"torch.vmap.*\n*.*") as info:
-        st.export(f, (torch.randn(3, 4),))
+        st.export(f, (torch.randn(3, 4),), dynamic_shapes=({0: st.Dim("b")},))
     assert "test_clear_refusals.py" in str(info.value)
     assert "broadcasting instead of torch.vmap" in info.value.fix
 

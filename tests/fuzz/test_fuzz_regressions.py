@@ -43,11 +43,15 @@ def test_zero_dim_tensor_index_stays_an_alias():
         v.zero_()
         return v, a
 
-    # index 0 needs a row: b >= 1 is required (a Dim allowing 0 is refused, with that fix)
+    # index 0 needs a row: b >= 1 is required; a Dim allowing 0 exports as torch's does
+    # (eager raises at 0), and the program's input check refuses b = 0 before running
     _same_as_eager(f, (torch.randn(3, 2),), ({0: Dim("b", min=1)},),
                    [(torch.randn(1, 2),), (torch.randn(3, 2),), (torch.randn(5, 2),)])
-    with pytest.raises(st.ConstraintViolationError, match="min=1"):
-        st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("b")},))
+    ep = st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("b")},))
+    with pytest.raises(IndexError):
+        f(torch.randn(0, 2))
+    with pytest.raises(st.InputMismatchError, match=">= 1"):
+        ep.module()(torch.randn(0, 2))
 
 
 def test_argmax_index_stays_an_alias():

@@ -1,0 +1,100 @@
+"""Named-Dim sizes where eager itself raises, that torch.export assumes away.
+
+torch.export traces a dynamic size as if it were at least 2: an op's requirement that fails
+only at 0 or 1 (``x.max()`` of an empty ``x``, ``x[0]``, a convolution whose padded input
+is shorter than its kernel, ``torch._check(n > 1)``, ``assert n > 1``) is never a guard
+there, and its program raises in the op at run time.  safetrace exports such programs too,
+with the requirement as one of the program's input checks (refused before any op runs,
+naming the line).  A condition that picks a branch stays a refusal (eager computes
+something else at those sizes), and so does a requirement that fails at a size of 2 or more
+(torch.export refuses it too).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from safetrace.exporter.contract import Contract
+from safetrace.symbolic import Env
+from safetrace.symbolic.canon import substitute
+
+ASSUMED_MIN = 2  # torch.export's lower bound for a dynamic size while it traces
+
+
+def requirements_only(env: Env, point: dict[str, int]) -> bool:
+    """At ``point`` (symbol -> size; every other size as in the example), some recorded
+    condition fails and each one that fails is a requirement of the code (eager raises
+    there): an op's check, ``torch._check``, an ``assert``."""
+    binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
+    binding.update(point)
+    checks = {id(f) for f in env.facts}
+    failed = []
+    for g in env.guards + env.facts:
+        cond = substitute(g.cond, env.subst.get)
+        try:
+            holds = cond.evaluate(binding)
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            continue
+        if not holds:
+            failed.append(g)
+    return bool(failed) and all(g.precondition or id(g) in checks for g in failed)
+
+
+def range_assumed_away(env: Env, root: str, declared: Any, lo: float, hi: float) -> bool:
+    """A named Dim narrowed only below ``ASSUMED_MIN`` (upper end kept), where every
+    excluded size fails an op's requirement alone."""
+    return (hi >= declared.max and lo <= ASSUMED_MIN and
+            all(requirements_only(env, {root: v}) for v in range(int(declared.min), int(lo))))
+
+
+def condition_assumed_away(env: Env, contract: Contract, cond: Any, named: list[str],
+                           point: dict[str, int]) -> bool:
+    """A residual condition that holds wherever each named Dim is at least
+    ``ASSUMED_MIN``, and that ``point`` (a size breaking it) breaks as a requirement."""
+    return (refuted(env, contract, cond, named, ASSUMED_MIN) is None and
+            requirements_only(env, point))
+
+
+def refuted(env: Env, contract: Contract, cond: Any, named: list[str],
+            floor: int = 0) -> dict | None:
+    """Sizes within the declared ranges (and at least ``floor`` for the named Dims) that
+    violate the residual condition `cond` (the condition really narrows the declared
+    space), or None.  The named Dims range over each one's range ends, their neighbours
+    and the example size, then pseudo-random points; every other symbol keeps its example
+    value.  A condition with a symbol that has no declared range (data-dependent) counts
+    as refuted, at the example."""
+    names = sorted(cond.cond.free_symbols)
+    values: dict[str, list[int]] = {}
+    for name in names:
+        spec = contract.symbol(name)
+        if spec is None or not spec.backed:
+            return {n: env.hints.get(n, 0) for n in names}
+        hint = env.hints.get(name, 0)
+        if name not in named:
+            values[name] = [hint]
+            continue
+        lo = max(spec.lo if spec.lo is not None else 0, floor)
+        hi = spec.hi if spec.hi is not None else max(lo, hint) * 4 + 64
+        cands = {lo, lo + 1, lo + 2, hi, hi - 1, hint, hint + 1, max(lo, hint - 1)}
+        if len(named) == 1:  # one dim: every value up to a bound
+            cands.update(range(lo, min(hi, lo + 256) + 1))
+        values[name] = sorted(v for v in cands if lo <= v <= hi)
+        if not values[name]:
+            return None  # (nothing of the range is left above the floor)
+    rnd = random.Random(0)
+    points = [dict(zip(names, combo)) for combo in itertools.islice(
+        itertools.product(*(values[n] for n in names)), 4096)]
+    for _ in range(512):
+        points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
+                       rnd.randint(values[n][0], values[n][-1]) for n in names})
+    for point in points:
+        # (not only where the others hold: two conditions failing together would
+        # otherwise hide each other)
+        try:
+            if not cond.cond.evaluate(point):
+                return point
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            continue
+    return None

@@ -1,0 +1,76 @@
+"""``torch.vmap`` in exported code, over a batch of known size.
+
+vmap's batching runs beneath the tracer (functorch's dispatcher layer), where no op can be
+recorded.  While exporting, ``torch.vmap`` / ``torch.func.vmap`` are replaced: the function
+is applied to each slice of the batch and the results stacked along ``out_dims``, which is
+what vmap computes, as ordinary recorded ops.  A batch whose size is dynamic (or larger
+than ``UNROLL_LIMIT``) is refused as before, with the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+from torch.utils import _pytree as pytree
+
+from safetrace.errors import below_tracer
+from safetrace.trace.current import exporting
+from safetrace.trace.source import short, stack_trace
+
+UNROLL_LIMIT = 64  # slices recorded one by one: the graph grows with the batch
+_REAL = torch.vmap
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
+         *, chunk_size: int | None = None) -> Callable:
+    """torch.vmap; while exporting, the slices' results stacked (see the module)."""
+    if not exporting():
+        return _REAL(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+    @functools.wraps(func)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        return _per_slice(func, in_dims, out_dims, args, kwargs)
+    return batched
+
+
+def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs: dict) -> Any:
+    leaves, spec = pytree.tree_flatten(args)
+    if in_dims is None or isinstance(in_dims, int):
+        dims: list | None = [in_dims] * len(leaves)
+    else:  # a tuple matching the arguments (each entry broadcast over its pytree)
+        dims = pytree._broadcast_to_and_flatten(in_dims, spec)
+    if dims is None:
+        raise ValueError(f"vmap: in_dims {in_dims!r} is not compatible with the structure "
+                         f"of the inputs")
+    dims = [None if d is None or not isinstance(x, torch.Tensor) else d % max(x.dim(), 1)
+            for x, d in zip(leaves, dims)]
+    sizes = {x.shape[d] for x, d in zip(leaves, dims) if d is not None}
+    if len(sizes) != 1:
+        raise ValueError(f"vmap: expected all mapped inputs to have one size in the mapped "
+                         f"dim, got {sorted(map(str, sizes))}")
+    (size,) = sizes
+    if not isinstance(size, int) or not 0 < size <= UNROLL_LIMIT:
+        raise below_tracer("torch.vmap", short(stack_trace(3)))  # (a dynamic batch)
+    results = []
+    for i in range(size):
+        sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
+        results.append(func(*pytree.tree_unflatten(sliced, spec), **kwargs))
+    outs, out_spec = pytree.tree_flatten(results[0])
+    per_leaf = zip(*(pytree.tree_leaves(r) for r in results))
+    where = [out_dims] * len(outs) if isinstance(out_dims, int) else \
+        pytree._broadcast_to_and_flatten(out_dims, out_spec)
+    if where is None or not all(isinstance(o, torch.Tensor) for o in outs):
+        raise below_tracer("torch.vmap", short(stack_trace(3)))
+    stacked = [torch.stack(list(parts), dim=d) for parts, d in zip(per_leaf, where)]
+    return pytree.tree_unflatten(stacked, out_spec)
+
+
+def patches() -> list[tuple[Any, str, Any]]:
+    """The exporting torch.vmap, for the export session to install."""
+    out: list[tuple[Any, str, Any]] = [(torch, "vmap", vmap)]
+    func = getattr(torch, "func", None)
+    if func is not None and getattr(func, "vmap", None) in (_REAL, vmap):
+        out.append((func, "vmap", vmap))
+    return out

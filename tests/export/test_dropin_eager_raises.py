@@ -1,0 +1,165 @@
+"""A named Dim whose range holds sizes where eager itself raises (issue 21).
+
+torch.export traces a dynamic size as if it were at least 2, so an op's requirement that
+fails only at 0 or 1 (``x.max()`` of nothing, ``x[0]``, batch norm of one row in training,
+``assert n > 1``) is no guard there: torch exports and its program raises in the op.
+safetrace exports the same programs, and its input check refuses those sizes before any op
+runs, naming the line.  A condition that picks a branch, or a requirement failing at a
+size of 2 or more, is still refused at export (torch refuses the latter too).  Each row is
+compared with torch.export's program and with eager at other sizes."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+class Fn(nn.Module):
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def _assert_two(x):
+    assert x.shape[0] > 1, "needs two rows"
+    return x[1] - x[0]
+
+
+def _check_two(x):
+    torch._check(x.shape[0] >= 2)
+    return x.cumsum(0)
+
+
+def _raise_small(x):
+    if x.shape[0] < 2:
+        raise ValueError("needs two rows")
+    return x * 2
+
+
+def _train_norm(x):
+    return F.batch_norm(x, None, None, training=True)
+
+
+def _conv(x):
+    return F.conv1d(x, torch.ones(1, 1, 3), padding=1)
+
+
+# (name, forward, example, spec entry of dim 0 or 2, sizes that run, sizes eager refuses)
+ROWS = [
+    ("max of the whole tensor", lambda x: x.max(), (6,), 0, [1, 2, 9], [0]),
+    ("first row", lambda x: x[0], (6, 2), 0, [1, 3], [0]),
+    ("batch norm in training", _train_norm, (6, 2), 0, [0, 2, 7], [1]),
+    ("assert on a size", _assert_two, (6, 2), 0, [2, 5], [0, 1]),
+    ("torch._check on a size", _check_two, (6,), 0, [2, 5], [0, 1]),
+    ("if ...: raise on a size", _raise_small, (6,), 0, [2, 5], [0, 1]),
+    ("conv padded shorter than its kernel", _conv, (1, 1, 6), 2, [1, 2, 8], [0]),
+]
+
+
+@pytest.mark.parametrize("name, fn, shape, d, sizes, refused", ROWS,
+                         ids=[r[0] for r in ROWS])
+def test_exports_where_torch_does_and_checks_what_eager_refuses(
+        name: str, fn: Callable, shape: tuple, d: int, sizes: list, refused: list) -> None:
+    model = Fn(fn)
+    example = (torch.randn(*shape),)
+    spec = ({d: Dim("b")},)
+    ref = torch.export.export(model, example, dynamic_shapes=spec)
+    ours = st.export(model, example, dynamic_shapes=spec)
+    conv = ours.to_torch()
+
+    def at(n: int) -> torch.Tensor:
+        return torch.randn(*shape[:d], n, *shape[d + 1:])
+
+    for n in sizes:
+        x = at(n)
+        want = fn(x)
+        same(ours.module()(x), want)
+        same(conv.module()(x), want)
+        if n >= 2:  # (torch's program: sizes 0 and 1 are outside its tracing assumption)
+            same(ref.module()(x), want)
+    for n in refused:
+        x = at(n)
+        with pytest.raises(Exception):
+            fn(x)  # eager raises there
+        with pytest.raises(st.InputMismatchError) as info:
+            ours.module()(x)  # refused before running, naming the requirement's line
+        assert "test_dropin_eager_raises.py" in str(info.value) or "functional.py" in \
+            str(info.value), str(info.value)
+        with pytest.raises(Exception):
+            conv.module()(x)
+
+
+def _branch_on_size(x):
+    if x.shape[0] > 0:
+        return x.sum()
+    return x
+
+
+def _row_then_branch(x):
+    y = x[0]
+    if x.shape[0] > 1:  # at size 1 eager computes `y`: not a size where it raises
+        return y + x[1]
+    return y
+
+
+def _check_three(x):
+    torch._check(x.shape[0] >= 3)  # fails at 2 as well: torch refuses it too
+    return x * 2
+
+
+@pytest.mark.parametrize("fn, shape, torch_exports, fix", [
+    (_branch_on_size, (6,), True, "min=1"),
+    (_row_then_branch, (6, 2), True, "min=2"),
+    (_check_three, (6,), False, "min=3"),
+], ids=["branch", "row then branch", "check past 2"])
+def test_a_branch_or_a_requirement_past_two_is_still_refused(
+        fn: Callable, shape: tuple, torch_exports: bool, fix: str) -> None:
+    model, example, spec = Fn(fn), (torch.randn(*shape),), ({0: Dim("b")},)
+    if torch_exports:  # torch assumes b >= 2 and takes one branch silently
+        torch.export.export(model, example, dynamic_shapes=spec)
+    else:
+        with pytest.raises(Exception, match="3 <= "):
+            torch.export.export(model, example, dynamic_shapes=spec)
+    with pytest.raises(st.ConstraintViolationError, match=fix):
+        st.export(model, example, dynamic_shapes=spec)
+
+
+def test_a_declared_minimum_of_one_keeps_its_range_where_only_one_raises() -> None:
+    """Dim('b', min=1) with batch norm in training: b = 1 is the one size refused."""
+    model: Any = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).train()
+    spec = ({0: Dim("b", min=1, max=32)},)
+    ours = st.export(model, (torch.randn(4, 3),), dynamic_shapes=spec)
+    torch.export.export(model, (torch.randn(4, 3),), dynamic_shapes=spec)  # torch exports
+    with pytest.raises(st.InputMismatchError, match="BatchNorm1d"):
+        ours.module()(torch.randn(1, 3))
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(33, 3))
+
+
+def _caught(x):
+    try:
+        if x.shape[0] < 2:
+            raise ValueError("small")
+        y = x * 2
+    except ValueError:  # the raise is caught: at sizes 0 and 1 eager computes `x`
+        y = x
+    return y
+
+
+def test_a_raise_the_code_catches_is_a_branch_not_a_requirement() -> None:
+    ep = st.export(Fn(_caught), (torch.randn(5),), dynamic_shapes=({0: Dim("b")},))
+    for n in (0, 1, 2, 7):  # (both sides traced: sizes 0 and 1 run, as in eager)
+        x = torch.randn(n)
+        same(ep.module()(x), _caught(x))

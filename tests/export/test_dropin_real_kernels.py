@@ -1,0 +1,131 @@
+"""torch's ``fake_tensor_propagate_real_tensors`` flag (issue 21): with it set, torch.export
+refuses a custom op whose fake kernel disagrees with its kernel (sizes, dtype, aliasing) or
+whose kernel writes or returns an argument its schema does not declare; st.export runs the
+program once on the example inputs and refuses the same ops, naming the op and the fix.
+Each case against torch.export under the same flag."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+import torch
+import torch._functorch.config  # (tests may import it; the library never does)
+from torch.export import Dim
+
+import safetrace as st
+from safetrace.errors import FakeKernelMismatch
+
+
+@torch.library.custom_op("st_realk::swapped", mutates_args=())
+def swapped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a + b
+
+
+swapped.register_fake(lambda a, b: a.new_empty(a.shape[1], a.shape[0]))
+
+
+@torch.library.custom_op("st_realk::wrong_dtype", mutates_args=())
+def wrong_dtype(a: torch.Tensor) -> torch.Tensor:
+    return a * 2
+
+
+wrong_dtype.register_fake(lambda a: a.new_empty(a.shape, dtype=torch.int32))
+
+
+@torch.library.custom_op("st_realk::fake_alias", mutates_args=())
+def fake_alias(a: torch.Tensor) -> torch.Tensor:
+    return a * 2
+
+
+fake_alias.register_fake(lambda a: a)
+
+
+@torch.library.custom_op("st_realk::bumps", mutates_args=())
+def bumps(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    y.add_(1)
+    return x.clone()
+
+
+bumps.register_fake(lambda x, y: x.clone())
+
+
+@torch.library.custom_op("st_realk::bumps_declared", mutates_args={"y"})
+def bumps_declared(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    y.add_(1)
+    return x.clone()
+
+
+bumps_declared.register_fake(lambda x, y: x.clone())
+
+
+@torch.library.custom_op("st_realk::adds", mutates_args=())
+def adds(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x + y
+
+
+adds.register_fake(lambda x, y: x + y)
+
+
+class Call(torch.nn.Module):
+    def __init__(self, op: Callable) -> None:
+        super().__init__()
+        self.op = op
+
+    def forward(self, *xs):
+        return self.op(*xs)
+
+
+def _real(fn: Callable) -> None:
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        fn()
+
+
+R = torch.randn
+DYNAMIC = (({0: Dim("d0"), 1: Dim("d1")},) * 2,)  # (forward(*xs): one entry, for xs)
+REFUSED = [
+    ("fake sizes swapped", swapped, (R(4, 8), R(4, 8)), None, r"shape \(4, 8\)",
+     "size mismatch"),
+    ("fake sizes swapped, dynamic", swapped, (R(4, 8), R(4, 8)), DYNAMIC,
+     r"shape \(4, 8\)", "size mismatch"),
+    ("fake dtype", wrong_dtype, (R(4, 4),), None, "torch.int32", "metadata mismatch"),
+    ("fake returns its input", fake_alias, (R(4, 4),), None, "an alias", "aliasing mismatch"),
+    ("kernel writes an undeclared argument", bumps, (R(8), R(8)), None, "argument 'y'",
+     "argument 'y'"),
+]
+
+
+@pytest.mark.parametrize("name, op, args, spec, words, torch_words", REFUSED,
+                         ids=[r[0] for r in REFUSED])
+def test_refused_as_torch_refuses(name, op, args, spec, words, torch_words) -> None:
+    with pytest.raises(Exception, match=torch_words):
+        _real(lambda: torch.export.export(Call(op), args, dynamic_shapes=spec))
+    with pytest.raises(FakeKernelMismatch, match=words) as info:
+        _real(lambda: st.export(Call(op), args, dynamic_shapes=spec))
+    assert "docs/errors.md#fake-mismatch" in str(info.value)
+    assert isinstance(info.value, RuntimeError)  # (code catching torch's refusal catches it)
+
+
+@pytest.mark.parametrize("op, args, spec", [
+    (swapped, (R(4, 4), R(4, 4)), None),  # (equal sizes: the swap is not seen, as in torch)
+    (swapped, (R(4, 4), R(4, 4)), DYNAMIC),
+    (bumps_declared, (R(8), R(8)), None),
+    (adds, (torch.full((8,), torch.nan), torch.full((8,), torch.nan)), None),  # NaN == NaN
+], ids=["equal sizes", "equal sizes, dynamic", "declared write", "nan inputs"])
+def test_exported_as_torch_exports(op, args, spec) -> None:
+    _real(lambda: torch.export.export(Call(op), args, dynamic_shapes=spec))
+    kept = [a.clone() for a in args]
+    ep = st.export(Call(op), args, dynamic_shapes=spec)
+    _real(lambda: st.export(Call(op), args, dynamic_shapes=spec))
+    for a, b in zip(args, kept):  # the check ran on copies: the inputs are unchanged
+        torch.testing.assert_close(a, b, equal_nan=True)
+    want = [a.clone() for a in args]
+    got = [a.clone() for a in args]
+    torch.testing.assert_close(ep.module()(*got), Call(op)(*want), equal_nan=True)
+    torch.testing.assert_close(got, want, equal_nan=True)  # the declared write happened
+
+
+def test_without_the_flag_the_fake_is_trusted_as_in_torch() -> None:
+    args = (R(4, 8), R(4, 8))
+    torch.export.export(Call(swapped), args)
+    assert st.export(Call(swapped), args).graph is not None

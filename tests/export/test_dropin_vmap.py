@@ -1,0 +1,61 @@
+"""torch.vmap in forward over a batch of known size (issue 21): the exported program applies
+the function to each slice and stacks the results, as vmap computes; compared with
+torch.export's program and with eager.  A dynamic batch stays refused
+(test_dropin_torch_suite.py's refusals)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+class PairSum(nn.Module):
+    def forward(self, x, y):
+        return torch.vmap(lambda a, b: (a * b).sum(0))(x, y)
+
+
+class Shared(nn.Module):
+    """One argument mapped, one shared; the results stacked along dim 1."""
+
+    def forward(self, x, w):
+        return torch.vmap(lambda a, m: a @ m, in_dims=(0, None), out_dims=1)(x, w)
+
+
+class Nested(nn.Module):
+    def forward(self, x):
+        rows = torch.func.vmap(lambda r: torch.vmap(lambda v: v * 2 + 1)(r))
+        return rows(x)
+
+
+@pytest.mark.parametrize("model, args, torch_exports", [
+    (PairSum, (torch.randn(3, 4), torch.randn(3, 4)), True),
+    # (torch.export 2.13 fails both: "We found a fake tensor in the exported program
+    # constant's list")
+    (Shared, (torch.randn(3, 2, 4), torch.randn(4, 5)), False),
+    (Nested, (torch.randn(2, 3, 4),), False),
+], ids=["pairs", "in_dims and out_dims", "nested"])
+def test_vmap_over_a_static_batch_matches_torch_export(model, args, torch_exports) -> None:
+    m = model()
+    ref = torch.export.export(m, args) if torch_exports else None
+    ours = st.export(m, args)
+    conv = ours.to_torch()
+    for _ in range(2):
+        fresh = tuple(torch.randn(a.shape) for a in args)
+        want = m(*fresh)
+        same(ours.module()(*fresh), want)
+        same(conv.module()(*fresh), want)
+        if ref is not None:
+            same(ref.module()(*fresh), want)
+    with pytest.raises(st.InputMismatchError):  # the batch is static
+        ours.module()(*(torch.randn(a.shape[0] + 1, *a.shape[1:]) for a in args))
+
+
+def test_vmap_outside_an_export_is_torchs_own() -> None:
+    st.export(PairSum(), (torch.randn(2, 3), torch.randn(2, 3)))
+    assert torch.vmap(lambda a: a * 2)(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert torch.vmap.__module__.startswith("torch")
