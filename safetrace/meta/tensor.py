@@ -82,6 +82,23 @@ class TensorMeta:
         (all a shape rule can read of this meta); else None."""
         return self.static
 
+    def symbolic_key(self, env: Any) -> tuple | None:
+        """(sizes, dtype, device), each symbolic size as its expression, when every size
+        is an int or a size of `env` and no value facts are held: with `env`'s state (its
+        epoch), all a shape rule can read of this meta; else None."""
+        if self._bounds is not None or self._mask_cell is not None:
+            return None
+        sizes = []
+        cls = env.int_cls
+        for s in self.shape:
+            if s.__class__ is int:
+                sizes.append(s)
+            elif s.__class__ is cls and s.env is env:
+                sizes.append(s.expr)  # (interned: equal expressions are one object)
+            else:
+                return None
+        return (tuple(sizes), self.dtype, self.device)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)

@@ -21,6 +21,18 @@ the key does not describe (symbolic sizes, value facts, constants found in the c
 any other kind of argument) goes the whole way each time.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
+
+Calls on symbolic sizes are remembered too, within one trace only (the tracer's own
+``sym_memo``): a tensor of symbolic sizes is keyed by its sizes' expressions (interned:
+the same expression is the same object), with its dtype and device, and such a key also
+holds the environment's ``epoch`` (``symbolic/env.py``: a new number, unique in the
+process, after any change to symbols, ranges, replacements, facts, guards or settled
+answers, and after any question the facts left open, whose answer may depend on the
+asking frame).  Everything the rule and the plan decide is a function of those sizes and
+of the environment's state, so the same key in the same epoch gets the same answer; a
+call is remembered only when it left the epoch as it found it (it asked nothing the
+environment had to record, so a replay skips nothing).  Sizes of another environment,
+and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from typing import Any
 
 import torch
 
+from safetrace.meta.active import ACTIVE
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 
@@ -56,36 +69,51 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
+# in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
+_SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
 
 
-def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
-    """``(key, nodes)``: the call's key, and the graph node of each of its tensors in
-    order (the slots of an entry); None when the call is not one a key describes."""
+def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
+             env: Any = None) -> tuple | None:
+    """``(key, nodes, epoch)``: the call's key, the graph node of each of its tensors in
+    order (the slots of an entry), and `env`'s epoch when a tensor has symbolic sizes
+    (else None: the key holds for any export); None when the call is not one a key
+    describes."""
     parts: list = [func, _default_dtype()]
     nodes: list = []
+    sym: list = [env]  # (the env, then a mark for each tensor of symbolic sizes)
     for a in args:
-        if not _argument(a, state, parts, nodes):
+        if not _argument(a, state, parts, nodes, sym):
             return None
     if kwargs:
         parts.append(_KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not _argument(a, state, parts, nodes):
+            if not _argument(a, state, parts, nodes, sym):
                 return None
     if not nodes:  # factories and calls of numbers: the general path
         return None
-    return tuple(parts), nodes
+    if len(sym) > 1:
+        # a symbolic size: the rule's questions were answered by the environment in the
+        # state this epoch names (a new number after any change, in any environment)
+        parts.append(env.epoch)
+        return tuple(parts), nodes, env.epoch
+    return tuple(parts), nodes, None
 
 
-def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
+def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     """Append one argument's key to `parts` (its tensors' nodes to `nodes`); False when
     no key describes it (the call takes the general path)."""
     t = a.__class__
     if t is Proxy:
-        s = a.st_meta.static
-        if s is None or a._st_value is not None:
+        if a._st_value is not None:
             return False
+        s = a.st_meta.static
+        if s is None:
+            s = _symbolic(a.st_meta, sym, parts)
+            if s is None:
+                return False
         if a.st_contig is None:  # (its layout unknown: the result's may follow)
             parts.append(_VIEW)
         parts.append(s)
@@ -94,7 +122,7 @@ def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
         parts.append(t)
         parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
     elif t is list or t is tuple:
-        inner = _sequence(a, state, nodes)
+        inner = _sequence(a, state, nodes, sym)
         if inner is None:
             return False
         parts.append(t)
@@ -102,6 +130,20 @@ def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
     else:
         return _tensor(a, state, parts, nodes)
     return True
+
+
+def _symbolic(meta: Any, sym: list, parts: list) -> tuple | None:
+    """A meta's key with its symbolic sizes as expressions, marked in `parts` and in
+    `sym` (the key then holds in the environment's current epoch only); None when no
+    key describes it (no environment, value facts, a size of another environment)."""
+    env = sym[0]
+    if env is None or ACTIVE.env is not env:
+        return None
+    s = meta.symbolic_key(env)
+    if s is not None:
+        parts.append(_SYM)
+        sym.append(_SYM)
+    return s
 
 
 def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
@@ -121,7 +163,7 @@ def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     return True
 
 
-def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
+def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | None:
     """The key of a list argument (ints, numbers, proxies), its proxies' nodes appended
     to `nodes`; None when it holds anything else."""
     parts: list = []
@@ -131,9 +173,13 @@ def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
         elif t is Proxy:
-            s = x.st_meta.static
-            if s is None or x._st_value is not None:
+            if x._st_value is not None:
                 return None
+            s = x.st_meta.static
+            if s is None:
+                s = _symbolic(x.st_meta, sym, parts)
+                if s is None:
+                    return None
             if x.st_contig is None:
                 parts.append(_VIEW)
             parts.append(s)
@@ -200,9 +246,10 @@ def fill(v: Any, nodes: list) -> Any:
 
 
 def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
-           kwargs: dict) -> Any:
-    """Trace a call by its plan (`found`: its ``call_key``); remember it when it took the
-    plain path: one op recorded by ``Tracer.emit`` through its rule, and nothing else."""
+           kwargs: dict, table: dict) -> Any:
+    """Trace a call by its plan (`found`: its ``call_key``); remember it in `table` when
+    it took the plain path: one op recorded by ``Tracer.emit`` through its rule, and
+    nothing else (on symbolic sizes: the environment unchanged, its epoch the key's)."""
     n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
     n_nodes, depth = len(graph.nodes), len(tr.tracing_through)
     tr.plain_emit = None
@@ -211,13 +258,14 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
             plain[0] is result.st_node and plain[-1] == depth and \
             len(tr.symbols) == n_syms and tr.scope.graph is graph and \
-            len(graph.nodes) == n_nodes + 1:
+            len(graph.nodes) == n_nodes + 1 and \
+            (found[2] is None or tr.env.epoch == found[2]):
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
         made = entry(op, nargs, nkwargs, name, out_static, contig, found[1])
         if made is not None:
-            if len(MEMO) >= _LIMIT:
-                MEMO.clear()
-            MEMO[found[0]] = made
+            if len(table) >= _LIMIT:
+                table.clear()
+            table[found[0]] = made
     return result
 
 
