@@ -24,7 +24,7 @@ class TensorMeta:
     """
 
     __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell",
-                 "static")
+                 "static", "_symbolic")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
@@ -39,6 +39,7 @@ class TensorMeta:
         # (shape, dtype, device) while every size is an int and no value facts are held
         # (all a shape rule can read of this meta: the key of its answers, rulecache.py)
         self.static: tuple | None = (shape, dtype, device) if bounds is None else None
+        self._symbolic: tuple | None = None  # (env, symbolic_key(env)) once asked
         for s in shape:
             if s.__class__ is not int:
                 self.static = None
@@ -88,6 +89,9 @@ class TensorMeta:
         epoch), all a shape rule can read of this meta; else None."""
         if self._bounds is not None or self._mask_cell is not None:
             return None
+        known = self._symbolic  # (sizes, dtype and device never change: kept once made)
+        if known is not None and known[0] is env:
+            return known[1]
         sizes = []
         cls = env.int_cls
         for s in self.shape:
@@ -97,7 +101,9 @@ class TensorMeta:
                 sizes.append(s.expr)  # (interned: equal expressions are one object)
             else:
                 return None
-        return (tuple(sizes), self.dtype, self.device)
+        key = (tuple(sizes), self.dtype, self.device)
+        self._symbolic = (env, key)
+        return key
 
     @property
     def ndim(self) -> int:

@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.trace.graph import FAST_NODES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 
@@ -72,6 +73,7 @@ _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
 # in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
 _SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
 def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
@@ -199,10 +201,11 @@ class Slot:
 
 
 def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
-          contig: bool | None, nodes: list) -> tuple | None:
+          contig: bool | None, nodes: list, sizes: Any) -> tuple | None:
     """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
-    with each of the call's tensors (`nodes`) as a slot; None unless every node argument
-    is one of them and each of them is an argument."""
+    with each of the call's tensors (`nodes`) as a slot, and its result's meta and
+    wrapper `sizes`; None unless every node argument is one of them and each of them is
+    an argument."""
     index = {id(n): i for i, n in enumerate(nodes)}
     used: set[int] = set()
 
@@ -212,7 +215,7 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
             if i is None:
                 raise LookupError
             used.add(i)
-            return Slot(i)
+            return _SLOTS[i] if i < len(_SLOTS) else Slot(i)
         if isinstance(v, (list, tuple)):
             return type(v)(template(x) for x in v)
         return v
@@ -229,7 +232,10 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
     # what filling needs: which arguments hold slots (the rest are given as they are)
     fills = tuple(i for i, a in enumerate(targs) if _has_slot(a))
     kfills = tuple(k for k, a in tkwargs.items() if _has_slot(a))
-    return (op, targs, fills, tkwargs, kfills, name, out_static, contig)
+    return (op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes)
+
+
+_SLOTS = tuple(Slot(i) for i in range(16))  # (a slot is never changed: shared)
 
 
 def _has_slot(v: Any) -> bool:
@@ -251,22 +257,31 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     it took the plain path: one op recorded by ``Tracer.emit`` through its rule, and
     nothing else (on symbolic sizes: the environment unchanged, its epoch the key's)."""
     n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
-    n_nodes, depth = len(graph.nodes), len(tr.tracing_through)
+    n_nodes, depth = _node_count(graph), len(tr.tracing_through)
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
     if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
             plain[0] is result.st_node and plain[-1] == depth and \
             len(tr.symbols) == n_syms and tr.scope.graph is graph and \
-            len(graph.nodes) == n_nodes + 1 and \
+            _node_count(graph) == n_nodes + 1 and \
             (found[2] is None or tr.env.epoch == found[2]):
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
-        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1])
+        if found[2] is None:
+            sizes = out_static[0]
+        else:  # (the wrapper's example sizes, as Proxy made them: the same in this epoch)
+            with _NO_TORCH_FUNCTION():
+                sizes = tuple(result.shape)
+        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes)
         if made is not None:
             if len(table) >= _LIMIT:
                 table.clear()
             table[found[0]] = made
     return result
+
+
+def _node_count(graph: torch.fx.Graph) -> int:
+    return graph._len if FAST_NODES else len(graph.nodes)  # (fx's count, one call less)
 
 
 def refresh() -> None:

@@ -164,7 +164,7 @@ class Tracer(TorchFunctionMode):
                 if hit is None or (self.tracing_through and func in self.tracing_through):
                     return memo.traced(self, found, plan, func, args, kwargs, table)
                 # the call made before with the same key: its node again (memo.py)
-                op, targs, fills, tkwargs, kfills, name, out_static, contig = hit
+                op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
                 nodes = found[1]
                 if fills:
                     nargs = list(targs)
@@ -184,7 +184,7 @@ class Tracer(TorchFunctionMode):
                 node = self.scope.record(op, targs, tkwargs, name, trace)
                 if self.nn_stack:
                     node.meta["nn_module_stack"] = self.nn_stack
-                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node)
+                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node, sizes)
                 if contig is None:
                     result.st_contig = None
                 return result
