@@ -24,11 +24,12 @@ class TensorMeta:
     """
 
     __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell",
-                 "static", "_symbolic")
+                 "static", "_symbolic", "ndim")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
         self.shape = shape = tuple(shape)
+        self.ndim = len(shape)  # (an attribute: rules read it often)
         self.dtype = dtype
         self.device = device
         self._bounds = bounds
@@ -104,10 +105,6 @@ class TensorMeta:
         key = (tuple(sizes), self.dtype, self.device)
         self._symbolic = (env, key)
         return key
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     def dim(self) -> int:
         return len(self.shape)

@@ -84,7 +84,8 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
     describes."""
     parts: list = [func, _default_dtype()]
     nodes: list = []
-    sym: list = [env]  # (the env, then a mark for each tensor of symbolic sizes)
+    # (the env whose sizes may be keyed, then a mark for each tensor of symbolic sizes)
+    sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
         if not _argument(a, state, parts, nodes, sym):
             return None
@@ -112,10 +113,14 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         if a._st_value is not None:
             return False
         s = a.st_meta.static
-        if s is None:
-            s = _symbolic(a.st_meta, sym, parts)
+        if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
+            if sym[0] is None:
+                return False
+            s = a.st_meta.symbolic_key(sym[0])
             if s is None:
                 return False
+            parts.append(_SYM)
+            sym.append(_SYM)
         if a.st_contig is None:  # (its layout unknown: the result's may follow)
             parts.append(_VIEW)
         parts.append(s)
@@ -139,7 +144,7 @@ def _symbolic(meta: Any, sym: list, parts: list) -> tuple | None:
     `sym` (the key then holds in the environment's current epoch only); None when no
     key describes it (no environment, value facts, a size of another environment)."""
     env = sym[0]
-    if env is None or ACTIVE.env is not env:
+    if env is None:
         return None
     s = meta.symbolic_key(env)
     if s is not None:

@@ -41,7 +41,10 @@ def _hint(size: Any) -> int:
 
 def wrapper_sizes(shape: tuple) -> list[int]:
     """The sizes of a proxy's wrapper tensor: the example's (see _hint)."""
-    return [_hint(s) for s in shape]
+    out = []
+    for s in shape:
+        out.append(s if s.__class__ is int else _hint(s))
+    return out
 
 
 def current(size: Any) -> Any:

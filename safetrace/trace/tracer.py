@@ -110,7 +110,7 @@ class Tracer(TorchFunctionMode):
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
-        self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries on symbolic sizes
+        self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries of this trace's sizes
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -158,7 +158,6 @@ class Tracer(TorchFunctionMode):
                 self.recording and not self.unsourced_settled:
             found = memo.call_key(func, args, kwargs, self.state, self.env)
             if found is not None:
-                # (calls on symbolic sizes: this trace's own table, keyed by the epoch)
                 table = memo.MEMO if found[2] is None else self.sym_memo
                 hit = table.get(found[0])
                 if hit is None or (self.tracing_through and func in self.tracing_through):
@@ -434,9 +433,8 @@ class Tracer(TorchFunctionMode):
             self._number_mask(op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
-        elif rule_path and info[3] is not None and type(out) is TensorMeta and \
-                not info[1] and out.dtype is not torch.bool and \
-                not (info[4] and out.shape == ()) and \
+        elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
+                and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
             # the plain path: what memo.py needs to record this call again
             self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
