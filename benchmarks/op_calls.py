@@ -3,7 +3,8 @@
 For each case the forward runs the op twice, the second time under cProfile (after a
 warm-up export, so caches are filled as they are in steady state) and prints the calls: all calls, Python
 calls (functions with a source file), and the files those are in.  Then the same counts
-for one whole (warm) export of tests.models.MLP and of the zoo's bert.
+for one whole (warm) export of tests.models.MLP and of the zoo's bert.  The "(dyn)" rows
+are the same calls on symbolic sizes.
 Run: .venv/bin/python benchmarks/op_calls.py [-v]
 """
 
@@ -51,14 +52,17 @@ class _One(torch.nn.Module):
         return x, out
 
 
-def count(op, verbose: bool = False) -> tuple[int, int, set]:
+def count(op, verbose: bool = False, dynamic: bool = False) -> tuple[int, int, set]:
+    """Calls of the op's second call in a warm export; `dynamic`: on symbolic sizes (x
+    and y share a Dim: the call is replayed within the export, memo.py)."""
     global PROFILE
     m = _One(op)
     args = (torch.randn(4, 16), torch.randn(4, 16))
-    st.export(m, args)  # warm
+    spec = ({0: st.Dim("b")}, {0: st.Dim("b")}) if dynamic else None
+    st.export(m, args, dynamic_shapes=spec)  # warm
     PROFILE = cProfile.Profile()
     m.profile = True
-    st.export(m, args)
+    st.export(m, args, dynamic_shapes=spec)
     stats = pstats.Stats(PROFILE).stats
     total = python = 0
     files = set()
@@ -92,12 +96,14 @@ def export_calls(model, args, kwargs=None, dynamic_shapes=None) -> tuple[int, in
 
 def main() -> None:
     verbose = "-v" in sys.argv
-    print(f"{'op':<18}{'calls':>7}{'python':>8}{'files':>7}")
-    for name, op in _cases().items():
-        total, python, files = count(op, verbose)
-        print(f"{name:<18}{total:>7}{python:>8}{len(files):>7}")
-        if verbose:
-            print("   files:", sorted("/".join(f.split("/")[-3:]) for f in files))
+    print(f"{'op':<24}{'calls':>7}{'python':>8}{'files':>7}")
+    for dynamic in (False, True):
+        for name, op in _cases().items():
+            total, python, files = count(op, verbose, dynamic)
+            name = f"{name} (dyn)" if dynamic else name
+            print(f"{name:<24}{total:>7}{python:>8}{len(files):>7}")
+            if verbose:
+                print("   files:", sorted("/".join(f.split("/")[-3:]) for f in files))
     from benchmarks.zoo import by_name
     from tests.models import MLP
 
@@ -106,7 +112,7 @@ def main() -> None:
                        ("bert export", (case.model, case.args, case.kwargs,
                                         case.dynamic_shapes))):
         total, python = export_calls(*args)
-        print(f"{name:<18}{total:>7}{python:>8}")
+        print(f"{name:<24}{total:>7}{python:>8}")
 
 
 if __name__ == "__main__":

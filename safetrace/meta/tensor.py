@@ -24,11 +24,12 @@ class TensorMeta:
     """
 
     __slots__ = ("shape", "dtype", "device", "_bounds", "_bounds_epoch", "_mask_cell",
-                 "static")
+                 "static", "_symbolic", "ndim")
 
     def __init__(self, shape: tuple, dtype: torch.dtype, device: torch.device,
                  bounds: tuple | None = None) -> None:
         self.shape = shape = tuple(shape)
+        self.ndim = len(shape)  # (an attribute: rules read it often)
         self.dtype = dtype
         self.device = device
         self._bounds = bounds
@@ -39,6 +40,7 @@ class TensorMeta:
         # (shape, dtype, device) while every size is an int and no value facts are held
         # (all a shape rule can read of this meta: the key of its answers, rulecache.py)
         self.static: tuple | None = (shape, dtype, device) if bounds is None else None
+        self._symbolic: tuple | None = None  # (env, symbolic_key(env)) once asked
         for s in shape:
             if s.__class__ is not int:
                 self.static = None
@@ -82,9 +84,27 @@ class TensorMeta:
         (all a shape rule can read of this meta); else None."""
         return self.static
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
+    def symbolic_key(self, env: Any) -> tuple | None:
+        """(sizes, dtype, device), each symbolic size as its expression, when every size
+        is an int or a size of `env` and no value facts are held: with `env`'s state (its
+        epoch), all a shape rule can read of this meta; else None."""
+        if self._bounds is not None or self._mask_cell is not None:
+            return None
+        known = self._symbolic  # (sizes, dtype and device never change: kept once made)
+        if known is not None and known[0] is env:
+            return known[1]
+        sizes = []
+        cls = env.int_cls
+        for s in self.shape:
+            if s.__class__ is int:
+                sizes.append(s)
+            elif s.__class__ is cls and s.env is env:
+                sizes.append(s.expr)  # (interned: equal expressions are one object)
+            else:
+                return None
+        key = (tuple(sizes), self.dtype, self.device)
+        self._symbolic = (env, key)
+        return key
 
     def dim(self) -> int:
         return len(self.shape)

@@ -11,6 +11,7 @@ condition for the prover.
 
 from __future__ import annotations
 
+import itertools
 import math
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping
@@ -29,6 +30,10 @@ from safetrace.symbolic.records import (
 from safetrace.symbolic.semantics import holds_at
 
 INF = math.inf
+
+# Epochs: one counter for every Env of the process, so that an epoch names one state of
+# one environment (two environments never share one, even with the same symbol names)
+_EPOCHS = itertools.count(1)
 
 
 class Env:
@@ -83,6 +88,12 @@ class Env:
         # probe(answer) -> True when the caller raises on the other answer (an ``assert``)
         self.precondition_depth = 0
         self.precondition_probe: Callable[[bool], bool] | None = None
+        # A new number whenever anything a question's answer may depend on changed
+        # (symbols, ranges, replacements, facts, guards, requirements, settled answers) and
+        # whenever a question went to the size-oblivious policy or report mode (their
+        # answers depend on the asking frame): a caller may reuse what a pure computation
+        # on this env found while the epoch is the one it had (trace/memo.py).
+        self.epoch = next(_EPOCHS)
 
     # --- symbols ----------------------------------------------------------------------
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
@@ -157,6 +168,7 @@ class Env:
 
     def _bump(self) -> None:
         self.cache.clear()
+        self.epoch = next(_EPOCHS)
 
     def symbol_range(self, name: str) -> Range | None:
         """The range of a symbol, None for one this env never created."""
@@ -204,6 +216,7 @@ class Env:
         s = D.simplify(self, c)
         v = D.hint_value(self, s)
         if v is None:
+            self.epoch = next(_EPOCHS)  # (the answer may depend on who asks: see epoch)
             q = DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
             found = self.settle_policy(q) if self.settle_policy is not None else None
             if found is not None:
@@ -223,6 +236,7 @@ class Env:
             pre = self.precondition_depth > 0 or (
                 self.precondition_probe is not None and self.precondition_probe(bool(v)))
             self.guards.append(Guard(taken, self._origin(origin), pre))
+            self.epoch = next(_EPOCHS)
             log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)
         return bool(v)
@@ -277,6 +291,7 @@ class Env:
         if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
             return
         self.requirements.append(Guard(c, origin))
+        self.epoch = next(_EPOCHS)
 
     def settle(self, cond: Expr, kind: str, why: str, origin: object = None,
                asserted: bool = True) -> None:
@@ -287,6 +302,7 @@ class Env:
             return
         item = Settled(c, kind, why, self._origin(origin), asserted)
         self.settled.append(item)
+        self.epoch = next(_EPOCHS)
         log.settled(self, c, kind, why, item.origin, asserted)
         self.facts.append(Guard(c, item.origin))
         self._assume(c)
@@ -311,6 +327,7 @@ class Env:
             raise ValueError(f"check `{c}` is false at the sizes traced "
                              f"({self._hints_for(c)})")
         self.facts.append(Guard(c, self._origin(origin)))
+        self.epoch = next(_EPOCHS)
         self._assume(c)
 
     # --- assuming facts -----------------------------------------------------------------

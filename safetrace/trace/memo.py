@@ -21,6 +21,18 @@ the key does not describe (symbolic sizes, value facts, constants found in the c
 any other kind of argument) goes the whole way each time.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
+
+Calls on symbolic sizes are remembered too, within one trace only (the tracer's own
+``sym_memo``): a tensor of symbolic sizes is keyed by its sizes' expressions (interned:
+the same expression is the same object), with its dtype and device, and such a key also
+holds the environment's ``epoch`` (``symbolic/env.py``: a new number, unique in the
+process, after any change to symbols, ranges, replacements, facts, guards or settled
+answers, and after any question the facts left open, whose answer may depend on the
+asking frame).  Everything the rule and the plan decide is a function of those sizes and
+of the environment's state, so the same key in the same epoch gets the same answer; a
+call is remembered only when it left the epoch as it found it (it asked nothing the
+environment had to record, so a replay skips nothing).  Sizes of another environment,
+and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -29,6 +41,8 @@ from typing import Any
 
 import torch
 
+from safetrace.meta.active import ACTIVE
+from safetrace.trace.graph import FAST_NODES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 
@@ -56,36 +70,57 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
+# in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
+_SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
-def call_key(func: Any, args: tuple, kwargs: dict, state: dict) -> tuple | None:
-    """``(key, nodes)``: the call's key, and the graph node of each of its tensors in
-    order (the slots of an entry); None when the call is not one a key describes."""
+def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
+             env: Any = None) -> tuple | None:
+    """``(key, nodes, epoch)``: the call's key, the graph node of each of its tensors in
+    order (the slots of an entry), and `env`'s epoch when a tensor has symbolic sizes
+    (else None: the key holds for any export); None when the call is not one a key
+    describes."""
     parts: list = [func, _default_dtype()]
     nodes: list = []
+    # (the env whose sizes may be keyed, then a mark for each tensor of symbolic sizes)
+    sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
-        if not _argument(a, state, parts, nodes):
+        if not _argument(a, state, parts, nodes, sym):
             return None
     if kwargs:
         parts.append(_KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not _argument(a, state, parts, nodes):
+            if not _argument(a, state, parts, nodes, sym):
                 return None
     if not nodes:  # factories and calls of numbers: the general path
         return None
-    return tuple(parts), nodes
+    if len(sym) > 1:
+        # a symbolic size: the rule's questions were answered by the environment in the
+        # state this epoch names (a new number after any change, in any environment)
+        parts.append(env.epoch)
+        return tuple(parts), nodes, env.epoch
+    return tuple(parts), nodes, None
 
 
-def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
+def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     """Append one argument's key to `parts` (its tensors' nodes to `nodes`); False when
     no key describes it (the call takes the general path)."""
     t = a.__class__
     if t is Proxy:
-        s = a.st_meta.static
-        if s is None or a._st_value is not None:
+        if a._st_value is not None:
             return False
+        s = a.st_meta.static
+        if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
+            if sym[0] is None:
+                return False
+            s = a.st_meta.symbolic_key(sym[0])
+            if s is None:
+                return False
+            parts.append(_SYM)
+            sym.append(_SYM)
         if a.st_contig is None:  # (its layout unknown: the result's may follow)
             parts.append(_VIEW)
         parts.append(s)
@@ -94,7 +129,7 @@ def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
         parts.append(t)
         parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
     elif t is list or t is tuple:
-        inner = _sequence(a, state, nodes)
+        inner = _sequence(a, state, nodes, sym)
         if inner is None:
             return False
         parts.append(t)
@@ -102,6 +137,20 @@ def _argument(a: Any, state: dict, parts: list, nodes: list) -> bool:
     else:
         return _tensor(a, state, parts, nodes)
     return True
+
+
+def _symbolic(meta: Any, sym: list, parts: list) -> tuple | None:
+    """A meta's key with its symbolic sizes as expressions, marked in `parts` and in
+    `sym` (the key then holds in the environment's current epoch only); None when no
+    key describes it (no environment, value facts, a size of another environment)."""
+    env = sym[0]
+    if env is None:
+        return None
+    s = meta.symbolic_key(env)
+    if s is not None:
+        parts.append(_SYM)
+        sym.append(_SYM)
+    return s
 
 
 def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
@@ -121,7 +170,7 @@ def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     return True
 
 
-def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
+def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | None:
     """The key of a list argument (ints, numbers, proxies), its proxies' nodes appended
     to `nodes`; None when it holds anything else."""
     parts: list = []
@@ -131,9 +180,13 @@ def _sequence(v: list | tuple, state: dict, nodes: list) -> tuple | None:
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
         elif t is Proxy:
-            s = x.st_meta.static
-            if s is None or x._st_value is not None:
+            if x._st_value is not None:
                 return None
+            s = x.st_meta.static
+            if s is None:
+                s = _symbolic(x.st_meta, sym, parts)
+                if s is None:
+                    return None
             if x.st_contig is None:
                 parts.append(_VIEW)
             parts.append(s)
@@ -153,10 +206,11 @@ class Slot:
 
 
 def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
-          contig: bool | None, nodes: list) -> tuple | None:
+          contig: bool | None, nodes: list, sizes: Any) -> tuple | None:
     """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
-    with each of the call's tensors (`nodes`) as a slot; None unless every node argument
-    is one of them and each of them is an argument."""
+    with each of the call's tensors (`nodes`) as a slot, and its result's meta and
+    wrapper `sizes`; None unless every node argument is one of them and each of them is
+    an argument."""
     index = {id(n): i for i, n in enumerate(nodes)}
     used: set[int] = set()
 
@@ -166,7 +220,7 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
             if i is None:
                 raise LookupError
             used.add(i)
-            return Slot(i)
+            return _SLOTS[i] if i < len(_SLOTS) else Slot(i)
         if isinstance(v, (list, tuple)):
             return type(v)(template(x) for x in v)
         return v
@@ -183,7 +237,10 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
     # what filling needs: which arguments hold slots (the rest are given as they are)
     fills = tuple(i for i, a in enumerate(targs) if _has_slot(a))
     kfills = tuple(k for k, a in tkwargs.items() if _has_slot(a))
-    return (op, targs, fills, tkwargs, kfills, name, out_static, contig)
+    return (op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes)
+
+
+_SLOTS = tuple(Slot(i) for i in range(16))  # (a slot is never changed: shared)
 
 
 def _has_slot(v: Any) -> bool:
@@ -200,25 +257,36 @@ def fill(v: Any, nodes: list) -> Any:
 
 
 def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
-           kwargs: dict) -> Any:
-    """Trace a call by its plan (`found`: its ``call_key``); remember it when it took the
-    plain path: one op recorded by ``Tracer.emit`` through its rule, and nothing else."""
+           kwargs: dict, table: dict) -> Any:
+    """Trace a call by its plan (`found`: its ``call_key``); remember it in `table` when
+    it took the plain path: one op recorded by ``Tracer.emit`` through its rule, and
+    nothing else (on symbolic sizes: the environment unchanged, its epoch the key's)."""
     n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
-    n_nodes, depth = len(graph.nodes), len(tr.tracing_through)
+    n_nodes, depth = _node_count(graph), len(tr.tracing_through)
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
     if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
             plain[0] is result.st_node and plain[-1] == depth and \
             len(tr.symbols) == n_syms and tr.scope.graph is graph and \
-            len(graph.nodes) == n_nodes + 1:
+            _node_count(graph) == n_nodes + 1 and \
+            (found[2] is None or tr.env.epoch == found[2]):
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
-        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1])
+        if found[2] is None:
+            sizes = out_static[0]
+        else:  # (the wrapper's example sizes, as Proxy made them: the same in this epoch)
+            with _NO_TORCH_FUNCTION():
+                sizes = tuple(result.shape)
+        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes)
         if made is not None:
-            if len(MEMO) >= _LIMIT:
-                MEMO.clear()
-            MEMO[found[0]] = made
+            if len(table) >= _LIMIT:
+                table.clear()
+            table[found[0]] = made
     return result
+
+
+def _node_count(graph: torch.fx.Graph) -> int:
+    return graph._len if FAST_NODES else len(graph.nodes)  # (fx's count, one call less)
 
 
 def refresh() -> None:

@@ -39,6 +39,14 @@ def _hint(size: Any) -> int:
         return 0
 
 
+def wrapper_sizes(shape: tuple) -> list[int]:
+    """The sizes of a proxy's wrapper tensor: the example's (see _hint)."""
+    out = []
+    for s in shape:
+        out.append(s if s.__class__ is int else _hint(s))
+    return out
+
+
 def current(size: Any) -> Any:
     """A size as the engine now knows it (after unification/specialization)."""
     if isinstance(size, int):
@@ -68,13 +76,15 @@ class Proxy(torch.Tensor):
     st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
 
     @staticmethod
-    def __new__(cls, meta: TensorMeta, node: Any) -> Proxy:
-        shape = meta.shape
-        for s in shape:
-            if s.__class__ is not int:
-                shape = [_hint(s) for s in shape]  # the wrapper holds example sizes
-                break
-        self = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=meta.dtype,
+    def __new__(cls, meta: TensorMeta, node: Any, sizes: Any = None) -> Proxy:
+        # `sizes`: the wrapper's sizes when the caller has them (memo.py's replays)
+        if sizes is None:
+            sizes = meta.shape
+            for s in sizes:
+                if s.__class__ is not int:
+                    sizes = wrapper_sizes(sizes)
+                    break
+        self = torch.Tensor._make_wrapper_subclass(cls, sizes, dtype=meta.dtype,
                                                    device=_META)
         self.st_meta = meta
         self.st_node = node

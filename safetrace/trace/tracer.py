@@ -110,6 +110,7 @@ class Tracer(TorchFunctionMode):
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
+        self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries of this trace's sizes
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -155,13 +156,14 @@ class Tracer(TorchFunctionMode):
             plan = plan_for(func)
         if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
                 self.recording and not self.unsourced_settled:
-            found = memo.call_key(func, args, kwargs, self.state)
+            found = memo.call_key(func, args, kwargs, self.state, self.env)
             if found is not None:
-                hit = memo.MEMO.get(found[0])
+                table = memo.MEMO if found[2] is None else self.sym_memo
+                hit = table.get(found[0])
                 if hit is None or (self.tracing_through and func in self.tracing_through):
-                    return memo.traced(self, found, plan, func, args, kwargs)
+                    return memo.traced(self, found, plan, func, args, kwargs, table)
                 # the call made before with the same key: its node again (memo.py)
-                op, targs, fills, tkwargs, kfills, name, out_static, contig = hit
+                op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
                 nodes = found[1]
                 if fills:
                     nargs = list(targs)
@@ -181,7 +183,7 @@ class Tracer(TorchFunctionMode):
                 node = self.scope.record(op, targs, tkwargs, name, trace)
                 if self.nn_stack:
                     node.meta["nn_module_stack"] = self.nn_stack
-                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node)
+                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node, sizes)
                 if contig is None:
                     result.st_contig = None
                 return result
@@ -431,11 +433,12 @@ class Tracer(TorchFunctionMode):
             self._number_mask(op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
-        elif rule_path and info[3] is not None and type(out) is TensorMeta and \
-                out.static is not None and not info[1] and out.dtype is not torch.bool \
-                and not (info[4] and out.shape == ()):
+        elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
+                and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
+                (out.static is not None or out.symbolic_key(self.env) is not None):
             # the plain path: what memo.py needs to record this call again
-            self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0], out.static,
+            self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
+                               out.static or (out.shape, out.dtype, out.device),
                                result.st_contig, len(self.tracing_through))
         if self.unsourced_settled:
             late, self.unsourced_settled = self.unsourced_settled, []

@@ -168,3 +168,45 @@ def test_hint_and_names() -> None:
     assert str(b * s + 1) == "batch*s0 + 1"
     assert env.hint(b * s + 1) == 13
     assert env.hint(gt(b, s)) is False
+
+
+def test_the_epoch_changes_with_every_change_a_question_may_depend_on() -> None:
+    """``Env.epoch`` (trace/memo.py replays a computation on symbolic sizes only while it
+    is the same): a new number after each change, and after an undecided question on a
+    data-dependent size (its answer may depend on who asks), never after a pure question;
+    two environments never share one."""
+    env = Env()
+    seen = [env.epoch]
+
+    def changed() -> bool:
+        new = env.epoch not in seen
+        seen.append(env.epoch)
+        return new
+
+    s0 = env.new_backed(5, lo=0)
+    assert changed()
+    s1 = env.new_backed(5, lo=0)
+    assert changed()
+    u0 = env.new_unbacked(lo=0)
+    assert changed()
+    for pure in (lambda: env.decide(ge(s0, 0)), lambda: env.bounds(s0 + s1),
+                 lambda: env.simplify(s0 * 2), lambda: env.hint(s0 + 1),
+                 lambda: env.decide(eq(u0, 3)), lambda: env.undecided_unbacked(eq(u0, 3))):
+        pure()
+        assert not changed()
+    assert env.evaluate(eq(s0, s1)) is True  # a guard (s1 replaced by s0)
+    assert changed()
+    assert env.evaluate(eq(s0, s1)) is True  # decided now: nothing new
+    assert not changed()
+    env.evaluate(ge(s0, 3))  # a guard narrowing a range
+    assert changed()
+    env.add_fact(le(u0, s0))
+    assert changed()
+    env.require(le(s0, 10 ** 6))
+    assert changed()
+    with pytest.raises(DataDependentQuestion):
+        env.evaluate(eq(u0, 2))
+    assert changed()
+    env.settle(ge(u0, 1), "size test", "why")
+    assert changed()
+    assert Env().epoch not in seen

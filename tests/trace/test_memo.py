@@ -226,3 +226,151 @@ def test_a_tensor_given_twice_is_not_replayed_for_two_tensors():
         x = torch.randn(3, 5)
         for got, want in zip(ep.module()(x), model(x)):
             torch.testing.assert_close(got, want)
+
+
+# -- calls on symbolic sizes: replayed within one export while the environment is unchanged
+
+
+class _Counting:
+    """Count the calls of aten.add.Tensor's shape rule while installed."""
+
+    def __init__(self, op=torch.ops.aten.add.Tensor) -> None:
+        self.op, self.original, self.asked = op, get_rule(op), 0
+
+    def __enter__(self) -> _Counting:
+        def counting(*a, **k):
+            self.asked += 1
+            return self.original(*a, **k)
+
+        st.register_shape_rule(self.op)(counting)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        st.register_shape_rule(self.op)(self.original)
+
+
+class _ThreeAdds(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y, (x + y) * 2, (x + y).relu()
+
+
+def test_a_call_on_symbolic_sizes_is_replayed_within_the_export():
+    n = st.Dim("n")
+    spec = {"x": {0: n}, "y": {0: n}}
+    model = _ThreeAdds()
+    with _Counting() as rule:
+        ep = st.export(model, (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=spec)
+    assert rule.asked == 1  # the first add went the whole way, the others were replayed
+    adds = _calls(ep, torch.ops.aten.add.Tensor)
+    assert len(adds) == 3 and len({n.name for n in adds}) == 3
+    assert [str(a.meta["val"].shape[0]) for a in adds] == ["s0"] * 3  # (the trace's sizes)
+    ref = torch.export.export(model, (torch.randn(3, 4), torch.randn(3, 4)),
+                              dynamic_shapes={"x": {0: torch.export.Dim("n")},
+                                              "y": {0: torch.export.Dim("n")}})
+    for rows in (0, 1, 7):
+        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
+        for got, want, theirs in zip(ep.module()(x, y), model(x, y), ref.module()(x, y)):
+            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(got, theirs)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 4), torch.randn(2, 4))
+
+
+class _AddTwice(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x + y, x + z
+
+
+def test_a_call_on_other_symbolic_sizes_is_not_replayed():
+    """``x + z`` after ``x + y``: same op, dtypes and ranks, but z's size is another
+    symbol; replaying the first call would drop the guard tying z to x."""
+    model = _AddTwice()
+    args = (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4))
+    n = st.Dim("n")
+    spec = {"x": {0: n}, "y": {0: n}, "z": {0: st.Dim.AUTO}}
+    with _Counting() as rule:
+        ep = st.export(model, args, dynamic_shapes=spec)
+    assert rule.asked == 2
+    x = torch.randn(5, 4)
+    for got, want in zip(ep.module()(x, x, x), model(x, x, x)):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(x, x, torch.randn(4, 4))
+    ref = torch.export.export(model, args, dynamic_shapes={
+        "x": {0: torch.export.Dim("n")}, "y": {0: torch.export.Dim("n")},
+        "z": {0: torch.export.Dim.AUTO}})
+    for got, theirs in zip(ep.module()(x, x, x), ref.module()(x, x, x)):
+        torch.testing.assert_close(got, theirs)
+
+
+class _AddsAroundACheck(torch.nn.Module):
+    def forward(self, x, y):
+        a = x + y  # a guard: x's size equals y's (the environment changes)
+        b = x + y  # decided by the environment now: remembered
+        torch._check(x.shape[0] >= 2)  # a fact: the environment changes again
+        c = x + y  # not replayed from `b` (another epoch): asked again, remembered
+        d = x + y  # replayed from `c`
+        return a, b, c, d
+
+
+def test_a_fact_between_two_calls_on_symbolic_sizes_makes_the_second_ask_again():
+    model = _AddsAroundACheck()
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    spec = {"x": {0: st.Dim.AUTO}, "y": {0: st.Dim.AUTO}}
+    with _Counting() as rule:
+        ep = st.export(model, args, dynamic_shapes=spec)
+    assert rule.asked == 3
+    x, y = torch.randn(6, 4), torch.randn(6, 4)
+    for got, want in zip(ep.module()(x, y), model(x, y)):
+        torch.testing.assert_close(got, want)
+    for bad in ((torch.randn(1, 4), torch.randn(1, 4)), (x, torch.randn(5, 4))):
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*bad)
+
+
+class _Squares(torch.nn.Module):
+    def __init__(self, twice_first: bool) -> None:
+        super().__init__()
+        self.twice_first = twice_first
+
+    def forward(self, x, y):
+        if self.twice_first:
+            return x * x, x * y, y * y
+        return x * y, x * x, y * x
+
+
+@pytest.mark.parametrize("twice_first", [True, False])
+def test_a_tensor_given_twice_on_symbolic_sizes_takes_its_own_operands(twice_first):
+    model = _Squares(twice_first)
+    n = st.Dim("n")
+    ep = st.export(model, (torch.randn(3, 4), torch.randn(3, 4)),
+                   dynamic_shapes={"x": {0: n}, "y": {0: n}})
+    for rows in (0, 1, 5):
+        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
+        for got, want in zip(ep.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+
+
+class _SqueezeThenReshape(torch.nn.Module):
+    def forward(self, x):
+        y = x.squeeze(0)  # its shape depends on whether x.shape[0] can be 1
+        return y.reshape(y.shape[0], -1)
+
+
+def test_calls_on_symbolic_sizes_are_not_replayed_into_another_export():
+    """The same key (``squeeze`` on sizes ``s0``) in a later export, whose ``s0`` is
+    another environment's symbol with another range: traced again there (a replay of the
+    first export's answer, where ``s0 >= 2``, would miss that a size 1 is squeezed)."""
+    model = _SqueezeThenReshape()
+    x = torch.randn(3, 4)
+    for _ in range(2):
+        st.export(model, (x,), dynamic_shapes={"x": {0: st.Dim("n", min=2)}})
+    ep = st.export(model, (x,), dynamic_shapes={"x": {0: st.Dim.AUTO}})
+    for rows in (2, 5):  # (0 too is refused: reshape(0, -1) is ambiguous)
+        x = torch.randn(rows, 4)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 4))
+    ref = torch.export.export(model, (torch.randn(3, 4),),
+                              dynamic_shapes={"x": {0: torch.export.Dim.AUTO}})
+    torch.testing.assert_close(ep.module()(x), ref.module()(x))
