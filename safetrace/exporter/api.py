@@ -32,6 +32,7 @@ from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
+from safetrace.trace.subclasses import watch_state
 from safetrace.trace.tracer import Tracer
 
 
@@ -126,6 +127,7 @@ class Exporter:
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
+        watch_state(tracer, self.state_tensors, self.state)  # tensor subclass state
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:

@@ -8,6 +8,7 @@ and refuses to compute.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -25,6 +26,15 @@ DTYPE_ABBR = {
 
 
 _META = torch.device("meta")
+
+
+class _Beneath(threading.local):
+    # set by trace/subclasses.py while a tensor subclass's __torch_dispatch__ runs: what
+    # answers the ops torch's C++ makes on proxies beneath it
+    hook: Any = None
+
+
+BENEATH = _Beneath()
 
 
 def _hint(size: Any) -> int:
@@ -104,8 +114,12 @@ class Proxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        # only code beneath the tracer's mode gets here: a functorch transform (vmap) or
-        # another dispatch-level wrapper around a proxy
+        # only code beneath the tracer's mode gets here: a tensor subclass's dispatch
+        # (subclasses.py answers), a functorch transform (vmap) or another dispatch-level
+        # wrapper around a proxy
+        hook = BENEATH.hook
+        if hook is not None:
+            return hook(func, types, args, kwargs or {})
         raise below_tracer(str(func), short(stack_trace(2)))
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105

@@ -19,7 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace import errors
-from safetrace.errors import DataDependentError, OpShapeError
+from safetrace.errors import DataDependentError, OpShapeError, SubclassValue
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
@@ -40,6 +40,7 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
+from safetrace.trace.subclasses import Subclasses, dispatch as subclass_dispatch, node_of
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
                                     scalar_value, value_recipe)
@@ -110,6 +111,9 @@ class Tracer(TorchFunctionMode):
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
+        # tensor subclass parameters and buffers, traced through their dispatch
+        # (subclasses.py; None when the model has none)
+        self.subclasses: Subclasses | None = None
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -204,10 +208,18 @@ class Tracer(TorchFunctionMode):
         """The placeholder of a real tensor met in the code (state, or a new constant)."""
         node = self.state.get(id(t))
         if node is not None:
-            return node
-        node = self.const_nodes.get(id(t))
-        if node is not None:
-            return node
+            if self.subclasses is None or id(t) not in self.subclasses.roots:
+                return node
+            node = None  # a tensor subclass: its ops run its dispatch (subclasses.py)
+        else:
+            node = self.const_nodes.get(id(t))
+            if node is not None:
+                return node
+        if self.subclasses is not None or t.__class__ is not torch.Tensor:
+            # (a subclass raises SubclassValue; an inner tensor of one is its access node)
+            node = node_of(self, t)
+            if node is not None:
+                return node
         name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
         base, i = name, 0
         while name in self.constants:
@@ -335,38 +347,43 @@ class Tracer(TorchFunctionMode):
             folded = self._fold(op, args, kwargs)
             if folded is not None:
                 return folded[0]
-        for a in args:
-            t = type(a)
-            if t is Proxy:
-                margs.append(a.st_meta)
-                nargs.append(a.st_node)
-                if a.st_contig is None:
-                    known = False
-            elif t is int or t is float or t is bool or a is None:
-                margs.append(a)
-                nargs.append(a)
+        try:
+            for a in args:
+                t = type(a)
+                if t is Proxy:
+                    margs.append(a.st_meta)
+                    nargs.append(a.st_node)
+                    if a.st_contig is None:
+                        known = False
+                elif t is int or t is float or t is bool or a is None:
+                    margs.append(a)
+                    nargs.append(a)
+                else:
+                    if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
+                        for x in a:
+                            if x.__class__ is not int:
+                                break
+                        else:
+                            margs.append(a[:])
+                            nargs.append(a[:])
+                            continue
+                    m, n = self.unwrap(a)
+                    margs.append(m)
+                    nargs.append(n)
+                    if t is list or t is tuple:
+                        known = known and all(type(x) is not Proxy or x.st_contig for x in a)
+            if kwargs:
+                mkwargs, nkwargs = {}, {}
+                for k, a in kwargs.items():
+                    mkwargs[k], nkwargs[k] = self.unwrap(a)
+                    if type(a) is Proxy and a.st_contig is None:
+                        known = False
             else:
-                if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
-                    for x in a:
-                        if x.__class__ is not int:
-                            break
-                    else:
-                        margs.append(a[:])
-                        nargs.append(a[:])
-                        continue
-                m, n = self.unwrap(a)
-                margs.append(m)
-                nargs.append(n)
-                if t is list or t is tuple:
-                    known = known and all(type(x) is not Proxy or x.st_contig for x in a)
-        if kwargs:
-            mkwargs, nkwargs = {}, {}
-            for k, a in kwargs.items():
-                mkwargs[k], nkwargs[k] = self.unwrap(a)
-                if type(a) is Proxy and a.st_contig is None:
-                    known = False
-        else:
-            mkwargs = nkwargs = {}
+                mkwargs = nkwargs = {}
+        except SubclassValue:  # a tensor subclass among the arguments: its dispatch runs
+            if out is not None or not self.recording:
+                raise
+            return subclass_dispatch(self, op, args, kwargs)
         trace = stack_trace(3, self.nn_stack)
         if _autocast_on():
             raise errors.autocast_active(short(trace))

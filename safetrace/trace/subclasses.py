@@ -1,0 +1,223 @@
+"""Traceable wrapper tensor subclasses: traced through their ``__torch_dispatch__``.
+
+A traceable wrapper subclass (``__tensor_flatten__`` / ``__tensor_unflatten__`` with
+``__torch_dispatch__``, as torch's two-tensor test subclass) that is a parameter or buffer
+stays one in the program (its placeholder receives the subclass at run time); the graph reads
+its inner tensors with ``torch.ops.export.access_subclass_inner_tensor`` (torch.export's own
+node for it), right after the placeholders.  While tracing, the code sees a *view*: the same
+class rebuilt by ``__tensor_unflatten__`` around the proxies of those inner tensors.  An op
+that meets a subclass (``Tracer.emit`` finds one among its arguments, ``lift`` raises
+``SubclassValue``) runs the subclass's ``__torch_dispatch__`` on the views, with the tracer's
+mode on, so every op it makes on the inner proxies is recorded: the graph computes on plain
+tensors, as torch.export's program does once decomposed.  A composite op (``F.linear``) is
+decomposed by torch's C++ kernel first, as eager does before ``__torch_dispatch__``; the ops
+it makes on proxies alone come back through ``Proxy.__torch_dispatch__`` (``BENEATH``).
+
+Sizes must be static (the subclass's Python code and torch's C++ read them as ints), writes
+into subclass state are refused, and so is a subclass that is not state (an attribute).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+from safetrace import errors
+from safetrace.meta import TensorMeta
+from safetrace.symbolic.records import DataDependentQuestion
+from safetrace.trace.mutation import mutates
+from safetrace.trace.proxy import BENEATH, Proxy
+from safetrace.trace.recorder import Recorder
+from safetrace.trace.source import short, stack_trace
+
+# torch.export's node for reading a subclass's inner tensor (defined when torch is imported)
+ACCESS = torch.ops.export.access_subclass_inner_tensor.default
+_COMPOSITE = "CompositeImplicitAutograd"
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter, Proxy)
+
+
+def traceable(t: Any) -> bool:
+    """A real (or traced) instance of a traceable wrapper subclass."""
+    return t.__class__ not in _PLAIN_TYPES and is_traceable_wrapper_subclass(t)
+
+
+class Subclasses:
+    """A tracer's subclass state: the placeholders of subclass parameters and buffers, the
+    real inner tensors under them, their access nodes and their traced views."""
+
+    def __init__(self) -> None:
+        self.roots: dict[int, torch.fx.Node] = {}  # id(subclass state) -> its placeholder
+        self.parents: dict[int, tuple[torch.Tensor, str]] = {}  # id(inner) -> (outer, attr)
+        self.nodes: dict[int, torch.fx.Node] = {}  # id(real tensor) -> its graph node
+        self.views: dict[int, torch.Tensor] = {}   # id(real subclass) -> its traced view
+        self.keep: list = []  # the real tensors whose ids are keys above
+
+    def watch(self, t: torch.Tensor, node: torch.fx.Node) -> None:
+        self.roots[id(t)] = self.nodes[id(t)] = node
+        # never replayed as a plain state tensor (memo.py keys static metas only)
+        node.meta["val"].st_meta.static = None
+        self._inner(t)
+
+    def _inner(self, t: torch.Tensor) -> None:
+        self.keep.append(t)
+        for attr in t.__tensor_flatten__()[0]:
+            inner = getattr(t, attr)
+            self.parents[id(inner)] = (t, attr)
+            if traceable(inner):
+                self._inner(inner)
+            else:
+                self.keep.append(inner)
+
+    def owns(self, t: torch.Tensor) -> bool:
+        """`t` is subclass state or a tensor inside one."""
+        return id(t) in self.nodes or id(t) in self.parents
+
+
+def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict) -> None:
+    """Note the traceable subclass parameters and buffers among `tensors` (name -> tensor;
+    `state`: id -> placeholder) on the tracer; refuse a class overriding __torch_function__."""
+    for name, t in tensors.items():
+        if t.__class__ in _PLAIN_TYPES:
+            continue
+        if traceable(t):
+            if tr.subclasses is None:
+                tr.subclasses = Subclasses()
+            tr.subclasses.watch(t, state[id(t)])
+        elif overrides_torch_function(type(t)):
+            raise errors.subclass_torch_function(type(t).__name__, name)
+
+
+def overrides_torch_function(cls: type) -> bool:
+    """`cls` has a ``__torch_function__`` of its own (not torch's default nor disabled)."""
+    own = getattr(cls.__torch_function__, "__func__", cls.__torch_function__)
+    return own not in (getattr(torch.Tensor.__torch_function__, "__func__", None),
+                       torch._C._disabled_torch_function_impl)
+
+
+def node_of(tr: Recorder, t: torch.Tensor) -> torch.fx.Node | None:
+    """The graph node of a real tensor of subclass state (the placeholder, or the access
+    node of an inner tensor, made on first use); raises ``SubclassValue`` for a subclass
+    (its ops run its __torch_dispatch__); None for any other tensor."""
+    if traceable(t):
+        raise errors.subclass_value(type(t).__name__, list(t.__tensor_flatten__()[0]),
+                                    short(stack_trace(4)))
+    reg = getattr(tr, "subclasses", None)
+    if reg is None or id(t) not in reg.parents:
+        return None
+    return _access(tr, reg, t)
+
+
+def _access(tr: Recorder, reg: Subclasses, t: torch.Tensor) -> torch.fx.Node:
+    node = reg.nodes.get(id(t))
+    if node is not None:
+        return node
+    outer, attr = reg.parents[id(t)]
+    parent = _access(tr, reg, outer)
+    graph = tr.scopes[0].graph
+    if parent.op == "placeholder":  # after every placeholder (torch's programs keep them first)
+        anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
+        where = graph.inserting_before(anchor) if anchor is not None else \
+            graph.inserting_after(next(reversed(graph.nodes)))
+    else:
+        where = graph.inserting_after(parent)
+    with where:
+        node = graph.call_function(ACCESS, (parent, attr))
+    p = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+    if not (t.is_contiguous() and t.storage_offset() == 0):
+        p.st_contig = None
+    node.meta.update(val=p, stack_trace="")
+    reg.nodes[id(t)] = node
+    return node
+
+
+def view_of(tr: Recorder, t: torch.Tensor) -> torch.Tensor:
+    """The traced view of a real subclass of the program's state: its class rebuilt around
+    the proxies of its inner tensors (made once per tensor)."""
+    reg: Subclasses = tr.subclasses  # type: ignore[attr-defined]
+    view = reg.views.get(id(t))
+    if view is not None:
+        return view
+    names, ctx = t.__tensor_flatten__()
+    inner = {}
+    for attr in names:
+        x = getattr(t, attr)
+        inner[attr] = view_of(tr, x) if traceable(x) else _access(tr, reg, x).meta["val"]
+    with tr:  # its metadata queries on the proxies answered as the code's
+        view = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
+    reg.views[id(t)] = view
+    return view
+
+
+def _leaves(t: Any, out: list) -> None:
+    """The proxies inside a traced subclass value (nested ones included)."""
+    if t.__class__ is Proxy:
+        out.append(t)
+    elif isinstance(t, torch.Tensor) and traceable(t):
+        for attr in t.__tensor_flatten__()[0]:
+            _leaves(getattr(t, attr), out)
+    else:
+        out.append(t)
+
+
+def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
+    """Record ``op(*args, **kwargs)`` where a traceable subclass is among the arguments: its
+    ``__torch_dispatch__`` runs on traced views, and records the ops it makes."""
+    reg: Subclasses | None = getattr(tr, "subclasses", None)
+    flat, spec = pytree.tree_flatten((args, kwargs))
+    types: list[type] = []
+    writes = mutates(op)
+    for i, x in enumerate(flat):
+        if not isinstance(x, torch.Tensor) or x.__class__ is Proxy:
+            continue
+        if reg is not None and reg.owns(x):
+            if writes:
+                raise errors.subclass_write(type(x).__name__, str(op), short(stack_trace(4)))
+            if traceable(x):
+                flat[i] = x = view_of(tr, x)
+        elif traceable(x):
+            leaves: list = []
+            _leaves(x, leaves)
+            if not any(v.__class__ is Proxy for v in leaves):
+                raise errors.subclass_constant(type(x).__name__, short(stack_trace(4)))
+        if traceable(x) and type(x) not in types:
+            types.append(type(x))
+    leaves = []
+    for x in flat:
+        _leaves(x, leaves)
+    name = types[0].__name__ if types else "tensor subclass"
+    if any(v.__class__ is Proxy and any(type(s) is not int for s in v.st_meta.shape)
+           for v in leaves):
+        raise errors.subclass_dynamic(name, str(op), short(stack_trace(4)))
+    args, kwargs = pytree.tree_unflatten(flat, spec)
+    saved = BENEATH.hook
+    BENEATH.hook = lambda func, tys, a, kw: _beneath(tr, func, tys, a, kw)
+    try:
+        with tr:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), _COMPOSITE):
+                # eager decomposes it before any __torch_dispatch__ sees it
+                return op.decompose(*args, **kwargs)
+            for cls in types:
+                out = cls.__torch_dispatch__(op, tuple(types), args, kwargs)
+                if out is not NotImplemented:
+                    return out
+    except (errors.StructuredError, DataDependentQuestion):
+        raise
+    except Exception as exc:  # the subclass's own code failed on traced tensors
+        raise errors.subclass_dispatch_failed(name, str(op), short(stack_trace(4)),
+                                              exc) from exc
+    finally:
+        BENEATH.hook = saved
+    raise errors.subclass_dispatch_failed(
+        name, str(op), short(stack_trace(3)),
+        NotImplementedError("every __torch_dispatch__ returned NotImplemented"))
+
+
+def _beneath(tr: Recorder, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    """An op torch's C++ made on proxies beneath a subclass's dispatch: recorded as the code's
+    call would be; a subclass among them answers first."""
+    if any(not issubclass(t, Proxy) for t in types):
+        return NotImplemented
+    return tr.redispatch(func, args, kwargs)
