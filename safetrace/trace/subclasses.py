@@ -19,7 +19,9 @@ into subclass state are refused, and so is a subclass that is not state (an attr
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import operator
+from typing import Any, Iterator
 
 import torch
 import torch.utils._pytree as pytree
@@ -35,7 +37,6 @@ from safetrace.trace.source import short, stack_trace
 
 # torch.export's node for reading a subclass's inner tensor (defined when torch is imported)
 ACCESS = torch.ops.export.access_subclass_inner_tensor.default
-_COMPOSITE = "CompositeImplicitAutograd"
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter, Proxy)
 
 
@@ -126,6 +127,7 @@ def _access(tr: Recorder, reg: Subclasses, t: torch.Tensor) -> torch.fx.Node:
     with where:
         node = graph.call_function(ACCESS, (parent, attr))
     p = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
+    p.st_subclass = type(outer).__name__  # (named in refusals)
     if not (t.is_contiguous() and t.storage_offset() == 0):
         p.st_contig = None
     node.meta.update(val=p, stack_trace="")
@@ -145,7 +147,7 @@ def view_of(tr: Recorder, t: torch.Tensor) -> torch.Tensor:
     for attr in names:
         x = getattr(t, attr)
         inner[attr] = view_of(tr, x) if traceable(x) else _access(tr, reg, x).meta["val"]
-    with tr:  # its metadata queries on the proxies answered as the code's
+    with _beneath_mode(tr):
         view = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
     reg.views[id(t)] = view
     return view
@@ -192,27 +194,51 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
            for v in leaves):
         raise errors.subclass_dynamic(name, str(op), short(stack_trace(4)))
     args, kwargs = pytree.tree_unflatten(flat, spec)
-    saved = BENEATH.hook
-    BENEATH.hook = lambda func, tys, a, kw: _beneath(tr, func, tys, a, kw)
     try:
-        with tr:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), _COMPOSITE):
-                # eager decomposes it before any __torch_dispatch__ sees it
-                return op.decompose(*args, **kwargs)
-            for cls in types:
-                out = cls.__torch_dispatch__(op, tuple(types), args, kwargs)
-                if out is not NotImplemented:
-                    return out
+        with _beneath_mode(tr):
+            # torch's dispatcher, as in eager: a composite op decomposed, then each
+            # subclass's __torch_dispatch__, whose ops on proxies come back to _beneath
+            return op(*args, **kwargs)
     except (errors.StructuredError, DataDependentQuestion):
         raise
     except Exception as exc:  # the subclass's own code failed on traced tensors
         raise errors.subclass_dispatch_failed(name, str(op), short(stack_trace(4)),
                                               exc) from exc
+
+
+@contextlib.contextmanager
+def _beneath_mode(tr: Recorder) -> Iterator[None]:
+    """Run torch's dispatcher on proxies and subclass views: their Python-level calls
+    (size and stride queries of the subclass's own code) answered by the proxies' wrapper
+    tensors, the ops reaching the proxies recorded by the tracer."""
+    saved = BENEATH.hook
+    BENEATH.hook = lambda func, tys, a, kw: _beneath(tr, func, tys, a, kw)
+    try:
+        with torch._C.DisableTorchFunctionSubclass():
+            yield
     finally:
         BENEATH.hook = saved
-    raise errors.subclass_dispatch_failed(
-        name, str(op), short(stack_trace(3)),
-        NotImplementedError("every __torch_dispatch__ returned NotImplemented"))
+
+
+def refuse_inner_write(op: Any, target: Any) -> None:
+    """Refuse an in-place write whose target is (a view of) an inner tensor of subclass
+    state: at run time it would write the subclass's own tensor, which the program does not
+    carry as a buffer write."""
+    node = target
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node) or node.op != "call_function" or not node.args:
+            return
+        if node.target is ACCESS:
+            raise errors.subclass_write(node.meta["val"].st_subclass,
+                                        str(op), short(stack_trace(5)))
+        target_op = node.target
+        if target_op is operator.getitem:
+            node = node.args[0]
+            continue
+        returns = getattr(getattr(target_op, "_schema", None), "returns", None)
+        if not returns or returns[0].alias_info is None:
+            return  # a new tensor: not the subclass's
+        node = node.args[0]
 
 
 def _beneath(tr: Recorder, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:

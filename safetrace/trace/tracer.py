@@ -40,7 +40,8 @@ from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
-from safetrace.trace.subclasses import Subclasses, dispatch as subclass_dispatch, node_of
+from safetrace.trace.subclasses import (Subclasses, dispatch as subclass_dispatch, node_of,
+                                       refuse_inner_write)
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
                                     scalar_value, value_recipe)
@@ -532,6 +533,8 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+            elif base is None and self.subclasses is not None:
+                refuse_inner_write(op, target)  # into a tensor subclass's inner tensor
 
     def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
                      node: torch.fx.Node) -> None:
