@@ -153,6 +153,16 @@ def view_of(tr: Recorder, t: torch.Tensor) -> torch.Tensor:
     return view
 
 
+def traced_inner(t: Any) -> Proxy | None:
+    """The first proxy inside a tensor subclass traced around proxies; None for any other
+    value (a real tensor, a subclass of real tensors)."""
+    if t.__class__ is Proxy or not isinstance(t, torch.Tensor) or not traceable(t):
+        return None
+    leaves: list = []
+    _leaves(t, leaves)
+    return next((v for v in leaves if v.__class__ is Proxy), None)
+
+
 def _leaves(t: Any, out: list) -> None:
     """The proxies inside a traced subclass value (nested ones included)."""
     if t.__class__ is Proxy:
@@ -164,11 +174,16 @@ def _leaves(t: Any, out: list) -> None:
         out.append(t)
 
 
-def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
+def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool = True) -> Any:
     """Record ``op(*args, **kwargs)`` where a traceable subclass is among the arguments: its
-    ``__torch_dispatch__`` runs on traced views, and records the ops it makes."""
+    ``__torch_dispatch__`` runs on traced views, and records the ops it makes.  Not while
+    the tracer only computes metadata (`recording` False: a custom op's fake function)."""
     reg: Subclasses | None = getattr(tr, "subclasses", None)
     flat, spec = pytree.tree_flatten((args, kwargs))
+    if not recording:
+        sub = next((x for x in flat if isinstance(x, torch.Tensor) and traceable(x)), None)
+        raise errors.subclass_value(type(sub).__name__, list(sub.__tensor_flatten__()[0])
+                                    if sub is not None else [], short(stack_trace(4)))
     types: list[type] = []
     writes = mutates(op)
     for i, x in enumerate(flat):

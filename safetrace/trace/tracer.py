@@ -19,29 +19,28 @@ from torch.overrides import TorchFunctionMode
 
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace import errors
-from safetrace.errors import DataDependentError, OpShapeError, SubclassValue
+from safetrace.errors import DataDependentError, OpShapeError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules import get_rule, registry
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
-from safetrace.trace import memo, rulecache
+from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
-                                      note_constant_storage, mutates, written_args)
+                                      note_constant_storage, mutates, returns_self,
+                                      written_args)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
-from safetrace.trace.subclasses import (Subclasses, dispatch as subclass_dispatch, node_of,
-                                       refuse_inner_write)
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
                                     scalar_value, value_recipe)
@@ -112,9 +111,7 @@ class Tracer(TorchFunctionMode):
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
-        # tensor subclass parameters and buffers, traced through their dispatch
-        # (subclasses.py; None when the model has none)
-        self.subclasses: Subclasses | None = None
+        self.subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
         _refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -207,19 +204,12 @@ class Tracer(TorchFunctionMode):
     # -- values -> graph ---------------------------------------------------------------
     def lift(self, t: torch.Tensor) -> torch.fx.Node:
         """The placeholder of a real tensor met in the code (state, or a new constant)."""
-        node = self.state.get(id(t))
-        if node is not None:
-            if self.subclasses is None or id(t) not in self.subclasses.roots:
-                return node
-            node = None  # a tensor subclass: its ops run its dispatch (subclasses.py)
-        else:
-            node = self.const_nodes.get(id(t))
-            if node is not None:
-                return node
+        node = self.state.get(id(t)) or self.const_nodes.get(id(t))
+        if node is not None and (self.subclasses is None or id(t) not in self.subclasses.roots):
+            return node
         if self.subclasses is not None or t.__class__ is not torch.Tensor:
-            # (a subclass raises SubclassValue; an inner tensor of one is its access node)
-            node = node_of(self, t)
-            if node is not None:
+            node = subclasses.node_of(self, t)  # a subclass raises SubclassValue: dispatched
+            if node is not None:  # (an inner tensor of subclass state: its access node)
                 return node
         name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
         base, i = name, 0
@@ -381,10 +371,8 @@ class Tracer(TorchFunctionMode):
                         known = False
             else:
                 mkwargs = nkwargs = {}
-        except SubclassValue:  # a tensor subclass among the arguments: its dispatch runs
-            if out is not None or not self.recording:
-                raise
-            return subclass_dispatch(self, op, args, kwargs)
+        except errors.SubclassValue:  # a tensor subclass among the arguments: its dispatch
+            return subclasses.dispatch(self, op, args, kwargs, out is None and self.recording)
         trace = stack_trace(3, self.nn_stack)
         if _autocast_on():
             raise errors.autocast_active(short(trace))
@@ -534,7 +522,7 @@ class Tracer(TorchFunctionMode):
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
             elif base is None and self.subclasses is not None:
-                refuse_inner_write(op, target)  # into a tensor subclass's inner tensor
+                subclasses.refuse_inner_write(op, target)  # into a subclass's inner tensor
 
     def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
                      node: torch.fx.Node) -> None:
@@ -617,7 +605,7 @@ _OP_INFO: dict[int, tuple] = {}
 
 
 def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[id(op)] = (op._opname, mutates(op), _returns_self(op),
+    info = _OP_INFO[id(op)] = (op._opname, mutates(op), returns_self(op),
                                get_rule(op), op in VALUE_OPS, *layout_kind(op),
                                op)  # op: keeps its id valid
     return info
@@ -655,13 +643,3 @@ def _return_type(op: Any) -> Any:
             cls = getattr(torch.return_types, op._opname, None)
         _RETURN_TYPES[op] = cls
     return _RETURN_TYPES[op]
-
-
-def _returns_self(op: Any) -> bool:
-    """An in-place op that returns its first argument (``add_``, ``copy_``); cached in
-    _OP_INFO by the caller."""
-    s = op._schema
-    return bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
-                and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
-                and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
-
