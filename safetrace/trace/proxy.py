@@ -30,8 +30,10 @@ _META = torch.device("meta")
 
 class _Beneath(threading.local):
     # set by trace/subclasses.py while a tensor subclass's __torch_dispatch__ runs: what
-    # answers the ops torch's C++ makes on proxies beneath it
-    hook: Any = None
+    # answers the calls its Python code (`function`) and torch's C++ beneath it
+    # (`dispatch`) make on proxies
+    function: Any = None
+    dispatch: Any = None
 
 
 BENEATH = _Beneath()
@@ -106,6 +108,9 @@ class Proxy(torch.Tensor):
         handler = _OUTSIDE.get(func)
         if handler is not None:
             return handler(args[0], *args[1:])
+        hook = BENEATH.function
+        if hook is not None:
+            return hook(func, types, args, kwargs or {})
         name = getattr(func, "__name__", func)
         raise RuntimeError(
             f"{name} was called on a safetrace proxy outside of tracing: proxies carry "
@@ -117,7 +122,7 @@ class Proxy(torch.Tensor):
         # only code beneath the tracer's mode gets here: a tensor subclass's dispatch
         # (subclasses.py answers), a functorch transform (vmap) or another dispatch-level
         # wrapper around a proxy
-        hook = BENEATH.hook
+        hook = BENEATH.dispatch
         if hook is not None:
             return hook(func, types, args, kwargs or {})
         raise below_tracer(str(func), short(stack_trace(2)))

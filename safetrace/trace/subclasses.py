@@ -35,6 +35,7 @@ from safetrace.trace.proxy import BENEATH, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import short, stack_trace
 
+_COMPOSITE = "CompositeImplicitAutograd"
 # torch.export's node for reading a subclass's inner tensor (defined when torch is imported)
 ACCESS = torch.ops.export.access_subclass_inner_tensor.default
 _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter, Proxy)
@@ -211,28 +212,51 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
     args, kwargs = pytree.tree_unflatten(flat, spec)
     try:
         with _beneath_mode(tr):
-            # torch's dispatcher, as in eager: a composite op decomposed, then each
-            # subclass's __torch_dispatch__, whose ops on proxies come back to _beneath
-            return op(*args, **kwargs)
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), _COMPOSITE):
+                # decomposed by torch's C++ kernel before any __torch_dispatch__, as in eager
+                # (the kernel itself called past __torch_function__, once)
+                return torch._C._skip_one_hop_torch_function(
+                    op.decompose, (), args, kwargs)
+            for cls in types:
+                out = cls.__torch_dispatch__(op, tuple(types), args, kwargs)
+                if out is not NotImplemented:
+                    return out
     except (errors.StructuredError, DataDependentQuestion):
         raise
     except Exception as exc:  # the subclass's own code failed on traced tensors
         raise errors.subclass_dispatch_failed(name, str(op), short(stack_trace(4)),
                                               exc) from exc
+    raise errors.subclass_dispatch_failed(
+        name, str(op), short(stack_trace(3)),
+        NotImplementedError("every __torch_dispatch__ returned NotImplemented"))
 
 
 @contextlib.contextmanager
 def _beneath_mode(tr: Recorder) -> Iterator[None]:
-    """Run torch's dispatcher on proxies and subclass views: their Python-level calls
-    (size and stride queries of the subclass's own code) answered by the proxies' wrapper
-    tensors, the ops reaching the proxies recorded by the tracer."""
-    saved = BENEATH.hook
-    BENEATH.hook = lambda func, tys, a, kw: _beneath(tr, func, tys, a, kw)
+    """While a subclass's own code runs on proxies: its Python-level calls on them are
+    recorded as the user's would be (metadata queries answered from the proxies, wrapper
+    facts such as storage_offset by the wrapper tensors), and so are the ops torch's C++
+    makes on proxies alone beneath it (a composite's decomposition)."""
+    saved = BENEATH.function, BENEATH.dispatch
+    BENEATH.function = lambda func, tys, a, kw: _function(tr, func, a, kw)
+    BENEATH.dispatch = lambda func, tys, a, kw: _beneath(tr, func, tys, a, kw)
     try:
-        with torch._C.DisableTorchFunctionSubclass():
-            yield
+        yield
     finally:
-        BENEATH.hook = saved
+        BENEATH.function, BENEATH.dispatch = saved
+
+
+# what a wrapper subclass's constructor asks of its inner tensors that the tracer's
+# handlers would treat as a layout question of the user's (answered by the wrapper)
+_WRAPPER_FACTS = frozenset((torch.Tensor.storage_offset, torch.Tensor.layout.__get__,
+                            torch.Tensor.requires_grad.__get__, torch.Tensor.is_leaf.__get__))
+
+
+def _function(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    if func in _WRAPPER_FACTS:
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **kwargs)
+    return tr.redispatch(func, args, kwargs)
 
 
 def refuse_inner_write(op: Any, target: Any) -> None:
