@@ -10,6 +10,7 @@ from safetrace.errors.base import UnsupportedInputError, UnsupportedOpError, Whe
 __all__ = [
     "SubclassValue", "subclass_value", "subclass_dynamic", "subclass_write",
     "subclass_constant", "subclass_torch_function", "subclass_dispatch_failed",
+    "subclass_save",
 ]
 
 
@@ -91,3 +92,14 @@ def subclass_dispatch_failed(cls: str, op: str, source: str, exc: BaseException)
         fix=f"keep {op} on a {cls} out of the exported forward (compute on its inner tensors), "
             f"or make its __torch_dispatch__ use only torch ops on the inner tensors",
         where=Where(source=source or None), op=cls)
+
+
+def subclass_save(names: list[str], cls: str) -> UnsupportedInputError:
+    """st.save of a program whose state holds tensor subclasses (`names`)."""
+    shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
+    return UnsupportedInputError(
+        f"st.save cannot write {shown}: {cls} state (a tensor subclass); safetrace's file "
+        f"format holds plain tensors only.",
+        fix="save torch's program instead, which keeps tensor subclass state: "
+            "torch.export.save(ep.to_torch(), path)",
+        where=Where(), op=cls)

@@ -127,7 +127,7 @@ class Exporter:
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
-        watch_state(tracer, self.state_tensors, self.state)  # tensor subclass state
+        watch_state(tracer, self.state_tensors, self.state, leaves)  # tensor subclasses
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:

@@ -13,7 +13,9 @@ import os
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from safetrace import errors as E
 from safetrace.progress import task
 from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
@@ -40,6 +42,10 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     external = set(ep.state_dict) if not weights else set()
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
+    subclass = [k for k, v in tensors.items() if is_traceable_wrapper_subclass(v)]
+    if subclass:
+        raise E.subclass_save([k.split(":", 1)[1] for k in subclass],
+                              type(tensors[subclass[0]]).__name__)
     meta = sorted(k for k, v in tensors.items() if v.device.type == "meta")
     if meta:
         names = ", ".join(k.split(":", 1)[1] for k in meta[:8]) + (" ..." if len(meta) > 8 else "")

@@ -78,9 +78,16 @@ class Subclasses:
         return id(t) in self.nodes or id(t) in self.parents
 
 
-def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict) -> None:
+def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict,
+                inputs: list[tuple[str, Any]]) -> None:
     """Note the traceable subclass parameters and buffers among `tensors` (name -> tensor;
-    `state`: id -> placeholder) on the tracer; refuse a class overriding __torch_function__."""
+    `state`: id -> placeholder) on the tracer; refuse a class overriding __torch_function__
+    among them and the `inputs` ((path, value) pairs).  A subclass input stays a tensor of
+    the graph: its ops dispatch to the subclass when the program runs, as in eager."""
+    for path, x in inputs:
+        if isinstance(x, torch.Tensor) and x.__class__ not in _PLAIN_TYPES and \
+                overrides_torch_function(type(x)):
+            raise errors.subclass_torch_function(type(x).__name__, path)
     for name, t in tensors.items():
         if t.__class__ in _PLAIN_TYPES:
             continue

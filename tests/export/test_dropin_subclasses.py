@@ -225,3 +225,35 @@ def test_refused_with_the_class_and_the_fix(model, dynamic, kind, text):
     x = torch.randn(3, 4)
     with pytest.raises(kind, match=text):
         st.export(m, (x,), dynamic_shapes=dynamic)
+
+
+def test_saving_subclass_state_points_to_torch_format():
+    ep = st.export(NestedState(), (torch.randn(3, 4),))
+    with pytest.raises(st.UnsupportedInputError, match=r"st.save cannot write p, b: TwoTensor"
+                                                       r"(.|\n)*torch.export.save\(ep.to_torch"):
+        st.save(ep, io.BytesIO())
+
+
+class InputSubclass(torch.nn.Module):
+    def forward(self, x, y):
+        return (x * 2 + y).sin()
+
+
+def test_subclass_input_dispatches_when_the_program_runs():
+    m = InputSubclass()
+    args = (two(3, 4), torch.randn(3, 4))
+    ep = st.export(m, args)
+    ref = torch.export.export(m, args)
+    for _ in range(2):
+        args = (two(3, 4), torch.randn(3, 4))
+        got, want = ep.module()(*args), m(*args)
+        assert type(got) is TwoTensor and type(ref.module()(*args)) is TwoTensor
+        torch.testing.assert_close(got.a, want.a)
+        torch.testing.assert_close(got.b, want.b)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(two(2, 4), torch.randn(2, 4))
+
+
+def test_torch_function_subclass_input_is_refused():
+    with pytest.raises(st.UnsupportedInputError, match=r"x is a ScaledSum"):
+        st.export(InputSubclass(), (torch.ones(3, 4).as_subclass(ScaledSum), torch.ones(3, 4)))
