@@ -98,8 +98,8 @@ def subclass_save(names: list[str], cls: str) -> UnsupportedInputError:
     """st.save of a program whose state holds tensor subclasses (`names`)."""
     shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
     return UnsupportedInputError(
-        f"st.save cannot write {shown}: {cls} state (a tensor subclass); safetrace's file "
-        f"format holds plain tensors only.",
+        f"st.save cannot write {shown} ({cls}, a tensor subclass): safetrace's file format "
+        f"holds plain tensors only.",
         fix="save torch's program instead, which keeps tensor subclass state: "
             "torch.export.save(ep.to_torch(), path)",
         where=Where(), op=cls)

@@ -32,7 +32,7 @@ from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
-from safetrace.trace.subclasses import watch_state
+from safetrace.trace.subclasses import output_node, traceable, watch_state
 from safetrace.trace.tracer import Tracer
 
 
@@ -354,8 +354,8 @@ class Exporter:
         for leaf in leaves:
             if isinstance(leaf, Proxy):
                 nodes.append(leaf.st_node)
-            elif isinstance(leaf, torch.Tensor):
-                nodes.append(tracer.lift(leaf))
+            elif isinstance(leaf, torch.Tensor):  # (a tensor subclass: rebuilt from its inner)
+                nodes.append(output_node(tracer, leaf) if traceable(leaf) else tracer.lift(leaf))
             elif isinstance(leaf, pytree.CONSTANT_LEAVES):
                 nodes.append(leaf)
             elif isinstance(leaf, (SymInt, SymBool, SymFloat)) or getattr(leaf, "opaque", False):

@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from safetrace import errors as E
 from safetrace.progress import task
+from safetrace.trace.subclasses import rebuild
 from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
@@ -46,6 +47,9 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     if subclass:
         raise E.subclass_save([k.split(":", 1)[1] for k in subclass],
                               type(tensors[subclass[0]]).__name__)
+    made = [n for n in ep.graph.nodes if n.target is rebuild]
+    if made:  # a tensor subclass the program returns
+        raise E.subclass_save(["an output"], made[0].args[0].rpartition(".")[2])
     meta = sorted(k for k, v in tensors.items() if v.device.type == "meta")
     if meta:
         names = ", ".join(k.split(":", 1)[1] for k in meta[:8]) + (" ..." if len(meta) > 8 else "")

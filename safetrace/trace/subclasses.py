@@ -155,10 +155,70 @@ def view_of(tr: Recorder, t: torch.Tensor) -> torch.Tensor:
     for attr in names:
         x = getattr(t, attr)
         inner[attr] = view_of(tr, x) if traceable(x) else _access(tr, reg, x).meta["val"]
-    with _beneath_mode(tr):
-        view = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
+    try:
+        with _beneath_mode(tr):
+            view = type(t).__tensor_unflatten__(inner, ctx, t.size(), t.stride())
+    except (errors.StructuredError, DataDependentQuestion):
+        raise
+    except Exception as exc:  # the subclass's own code failed on traced tensors
+        raise errors.subclass_dispatch_failed(type(t).__name__, "__tensor_unflatten__",
+                                              short(stack_trace(4)), exc) from exc
     reg.views[id(t)] = view
     return view
+
+
+def output_node(tr: Recorder, t: torch.Tensor) -> torch.fx.Node:
+    """The graph value of a tensor subclass the program returns: subclass state as it is
+    read, a value traced around proxies rebuilt from its inner tensors by its own
+    ``__tensor_unflatten__`` (the class's context and outer size as constants)."""
+    reg: Subclasses | None = getattr(tr, "subclasses", None)
+    if reg is not None and reg.owns(t):
+        return _access(tr, reg, t)
+    names, ctx = t.__tensor_flatten__()
+    leaves: list = []
+    _leaves(t, leaves)
+    if not any(v.__class__ is Proxy for v in leaves):
+        raise errors.subclass_constant(type(t).__name__, "the program's output")
+    if not _plain_constant(ctx):
+        raise errors.subclass_value(type(t).__name__, list(names), "the program's output")
+    inner = {}
+    for attr in names:
+        x = getattr(t, attr)
+        inner[attr] = x.st_node if x.__class__ is Proxy else \
+            output_node(tr, x) if traceable(x) else tr.lift(x)
+    with torch._C.DisableTorchFunctionSubclass():
+        shape, stride = list(t.shape), list(t.stride())
+    graph = tr.scopes[0].graph
+    name = f"{type(t).__module__}.{type(t).__qualname__}"
+    CLASSES[name] = type(t)
+    node = graph.call_function(rebuild, (name, inner, ctx, shape, stride))
+    node.meta.update(stack_trace="", val=Proxy(TensorMeta(tuple(shape), t.dtype,
+                                                         traced_inner(t).st_meta.device), node))
+    return node
+
+
+# the tensor subclasses programs return, by their qualified names (what rebuild nodes hold)
+CLASSES: dict[str, type] = {}
+
+
+def rebuild(cls: str, inner: dict, ctx: Any, size: list, stride: list) -> torch.Tensor:
+    """A tensor subclass from its inner tensors, as the program returns it (a graph node;
+    `cls` its class's qualified name)."""
+    found = CLASSES.get(cls)
+    if found is None:  # (never imported by name: a program is rebuilt only where it was made)
+        raise RuntimeError(f"{cls} is not a tensor subclass this process exported")
+    return found.__tensor_unflatten__(inner, ctx, size, stride)  # type: ignore[attr-defined]
+
+
+def _plain_constant(v: Any) -> bool:
+    """A value the graph's code can hold as a literal (a flatten context)."""
+    if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device)):
+        return True
+    if type(v) in (tuple, list):
+        return all(_plain_constant(x) for x in v)
+    if type(v) is dict:
+        return all(isinstance(k, str) and _plain_constant(x) for k, x in v.items())
+    return False
 
 
 def traced_inner(t: Any) -> Proxy | None:
@@ -213,8 +273,8 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
     for x in flat:
         _leaves(x, leaves)
     name = types[0].__name__ if types else "tensor subclass"
-    if any(v.__class__ is Proxy and any(type(s) is not int for s in v.st_meta.shape)
-           for v in leaves):
+    if any(any(type(s) is not int for s in v.st_meta.shape) if v.__class__ is Proxy
+           else hasattr(v, "expr") and not isinstance(v, torch.Tensor) for v in leaves):
         raise errors.subclass_dynamic(name, str(op), short(stack_trace(4)))
     args, kwargs = pytree.tree_unflatten(flat, spec)
     try:

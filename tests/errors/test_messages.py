@@ -363,7 +363,7 @@ GOLDEN['subclass_torch_function'] = ('UnsupportedInputError', "scale is a Scaled
 CASES['subclass_dispatch_failed'] = lambda: E.subclass_dispatch_failed("QTensor", "aten.mm.default", "m.py:4 `return x @ self.w`", NotImplementedError("no kernel for aten.mm"))
 GOLDEN['subclass_dispatch_failed'] = ('UnsupportedOpError', 'QTensor.__torch_dispatch__ raised NotImplementedError: no kernel for aten.mm while safetrace ran it for aten.mm.default at m.py:4 `return x @ self.w` on traced inner tensors (metadata-only tensors: its Python code may not read their data or storage).\nFix: keep aten.mm.default on a QTensor out of the exported forward (compute on its inner tensors), or make its __torch_dispatch__ use only torch ops on the inner tensors')
 CASES['subclass_save'] = lambda: E.subclass_save(["p", "b"], "TwoTensor")
-GOLDEN['subclass_save'] = ('UnsupportedInputError', "st.save cannot write p, b: TwoTensor state (a tensor subclass); safetrace's file format holds plain tensors only.\nFix: save torch's program instead, which keeps tensor subclass state: torch.export.save(ep.to_torch(), path)")
+GOLDEN['subclass_save'] = ('UnsupportedInputError', "st.save cannot write p, b (TwoTensor, a tensor subclass): safetrace's file format holds plain tensors only.\nFix: save torch's program instead, which keeps tensor subclass state: torch.export.save(ep.to_torch(), path)")
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):
