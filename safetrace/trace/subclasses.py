@@ -33,6 +33,7 @@ from safetrace.symbolic.records import DataDependentQuestion
 from safetrace.trace.mutation import mutates
 from safetrace.trace.proxy import BENEATH, Proxy
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
 
 _COMPOSITE = "CompositeImplicitAutograd"
@@ -353,3 +354,17 @@ def _beneath(tr: Recorder, func: Any, types: Any, args: tuple, kwargs: dict) -> 
     if any(not issubclass(t, Proxy) for t in types):
         return NotImplemented
     return tr.redispatch(func, args, kwargs)
+
+
+@handles(ACCESS)
+def access(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``access_subclass_inner_tensor(t, attr)`` in traced code (a program's graph exported
+    again): the inner tensor of the subclass's view, as the graph's own read gives it."""
+    named = {"src_subclass_tensor": args[0] if args else None,
+             "attr": args[1] if len(args) > 1 else None, **kwargs}
+    t, attr = named["src_subclass_tensor"], named["attr"]
+    reg: Subclasses | None = getattr(tr, "subclasses", None)
+    if isinstance(t, torch.Tensor) and t.__class__ is not Proxy and traceable(t):
+        view = view_of(tr, t) if reg is not None and reg.owns(t) else t
+        return getattr(view, attr)
+    raise errors.tensor_attribute(str(attr), short(stack_trace(3)))  # not a subclass here

@@ -278,3 +278,10 @@ def test_subclass_input_dispatches_when_the_program_runs():
 def test_torch_function_subclass_input_is_refused():
     with pytest.raises(st.UnsupportedInputError, match=r"x is a ScaledSum"):
         st.export(InputSubclass(), (torch.ones(3, 4).as_subclass(ScaledSum), torch.ones(3, 4)))
+
+
+def test_program_with_subclass_state_exports_again():
+    m = NestedState()
+    x = torch.randn(3, 4)
+    again = st.export(st.export(m, (x,)).module(), (x,))
+    check_program(again, m, fresh(3, 4), bad=[(torch.randn(3, 3),)])
