@@ -32,7 +32,7 @@ from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
-from safetrace.trace.subclasses import output_node, traceable, watch_state
+from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
 from safetrace.trace.tracer import Tracer
 
 
@@ -176,6 +176,7 @@ class Exporter:
             raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
+        drop_unused(tracer)  # what tensor subclasses computed and nothing reads
         constants = _used_constants(self.graph, tracer.constants)
         fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
         for name in constants:

@@ -57,6 +57,7 @@ class Subclasses:
         self.nodes: dict[int, torch.fx.Node] = {}  # id(real tensor) -> its graph node
         self.views: dict[int, torch.Tensor] = {}   # id(real subclass) -> its traced view
         self.keep: list = []  # the real tensors whose ids are keys above
+        self.made: list[torch.fx.Node] = []  # nodes the subclasses' dispatch recorded
 
     def watch(self, t: torch.Tensor, node: torch.fx.Node) -> None:
         self.roots[id(t)] = self.nodes[id(t)] = node
@@ -278,8 +279,12 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
            else hasattr(v, "expr") and not isinstance(v, torch.Tensor) for v in leaves):
         raise errors.subclass_dynamic(name, str(op), short(stack_trace(4)))
     args, kwargs = pytree.tree_unflatten(flat, spec)
+    if reg is None:  # (a subclass built in the traced code: its nodes are noted too)
+        reg = tr.subclasses = Subclasses()  # type: ignore[attr-defined]
+    graph = tr.scope.graph
+    last = next(iter(reversed(graph.nodes)), None)
     try:
-        with _beneath_mode(tr):
+        with _beneath_mode(tr), _noting(reg, graph, last):
             if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), _COMPOSITE):
                 # decomposed by torch's C++ kernel before any __torch_dispatch__, as in eager
                 # (the kernel itself called past __torch_function__, once)
@@ -297,6 +302,38 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
     raise errors.subclass_dispatch_failed(
         name, str(op), short(stack_trace(3)),
         NotImplementedError("every __torch_dispatch__ returned NotImplemented"))
+
+
+@contextlib.contextmanager
+def _noting(reg: Subclasses, graph: torch.fx.Graph, last: Any) -> Iterator[None]:
+    """Note the nodes recorded after `last` (the ops of one dispatch)."""
+    try:
+        yield
+    finally:
+        node = last.next if last is not None else next(iter(graph.nodes), None)
+        while node is not None and node.op != "root":
+            reg.made.append(node)
+            node = node.next
+
+
+def drop_unused(tr: Any) -> None:
+    """After the trace: erase what the subclasses' dispatch computed and nothing reads (a
+    two-tensor computes both halves where the code reads one), and unread access nodes."""
+    reg: Subclasses | None = tr.subclasses
+    if reg is None:
+        return
+    sources = {v if isinstance(v, torch.fx.Node) else v[0] for v in tr.sym_sources.values()}
+    access = [n for n in reg.nodes.values() if n.op == "call_function"]
+    # the ops first, latest first (a node of a dispatch inside another is noted by both),
+    # then the access nodes they read
+    for node in [*reversed(dict.fromkeys(reg.made)), *reversed(access)]:
+        if node.users or node in sources or node.op != "call_function":
+            continue
+        op = node.target
+        if op is operator.getitem or op is ACCESS or (
+                isinstance(op, torch._ops.OpOverload) and not mutates(op) and
+                torch.Tag.nondeterministic_seeded not in op.tags):
+            node.graph.erase_node(node)
 
 
 @contextlib.contextmanager
