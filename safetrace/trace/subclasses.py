@@ -7,14 +7,18 @@ its inner tensors with ``torch.ops.export.access_subclass_inner_tensor`` (torch.
 node for it), right after the placeholders.  While tracing, the code sees a *view*: the same
 class rebuilt by ``__tensor_unflatten__`` around the proxies of those inner tensors.  An op
 that meets a subclass (``Tracer.emit`` finds one among its arguments, ``lift`` raises
-``SubclassValue``) runs the subclass's ``__torch_dispatch__`` on the views, with the tracer's
-mode on, so every op it makes on the inner proxies is recorded: the graph computes on plain
-tensors, as torch.export's program does once decomposed.  A composite op (``F.linear``) is
-decomposed by torch's C++ kernel first, as eager does before ``__torch_dispatch__``; the ops
-it makes on proxies alone come back through ``Proxy.__torch_dispatch__`` (``BENEATH``).
+``SubclassValue``) runs the subclass's ``__torch_dispatch__`` on the views; the calls its
+Python code makes on the proxies reach ``Proxy.__torch_function__`` and are recorded as the
+user's would be (``proxy.BENEATH``): the graph computes on plain tensors, as torch.export's
+program does once decomposed.  A composite op (``F.linear``) is decomposed by torch's C++
+kernel first, as eager does before ``__torch_dispatch__``; the ops that kernel makes on
+proxies alone come back through ``Proxy.__torch_dispatch__``.  A subclass built in the
+traced code works the same way; one the program returns is rebuilt from its inner tensors
+(``rebuild``), and what the dispatch computed that nothing reads is erased after the trace.
 
 Sizes must be static (the subclass's Python code and torch's C++ read them as ints), writes
-into subclass state are refused, and so is a subclass that is not state (an attribute).
+into subclass state are refused, and so is a subclass that is not state (an attribute).  A
+subclass *input* stays a plain tensor of the graph (its ops dispatch when the program runs).
 """
 
 from __future__ import annotations
