@@ -97,12 +97,12 @@ def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict,
     for name, t in tensors.items():
         if t.__class__ in _PLAIN_TYPES:
             continue
+        if overrides_torch_function(type(t)):  # (traceable or not: eager runs the override)
+            raise errors.subclass_torch_function(type(t).__name__, name)
         if traceable(t):
             if tr.subclasses is None:
                 tr.subclasses = Subclasses()
             tr.subclasses.watch(t, state[id(t)])
-        elif overrides_torch_function(type(t)):
-            raise errors.subclass_torch_function(type(t).__name__, name)
 
 
 def overrides_torch_function(cls: type) -> bool:
@@ -274,6 +274,8 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
             if not any(v.__class__ is Proxy for v in leaves):
                 raise errors.subclass_constant(type(x).__name__, short(stack_trace(4)))
         if traceable(x) and type(x) not in types:
+            if overrides_torch_function(type(x)):  # (one built in the traced code)
+                raise errors.subclass_torch_function(type(x).__name__, short(stack_trace(4)))
             types.append(type(x))
     leaves = []
     for x in flat:

@@ -288,3 +288,29 @@ def test_program_with_subclass_state_exports_again():
     x = torch.randn(3, 4)
     again = st.export(st.export(m, (x,)).module(), (x,))
     check_program(again, m, fresh(3, 4), bad=[(torch.randn(3, 3),)])
+
+
+class OverridingTwo(TwoTensor):
+    """A traceable wrapper subclass that also overrides __torch_function__ (eager runs the
+    override first, which a graph of aten ops would skip)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+        return out * 3 if func is torch.Tensor.mul else out
+
+
+class OverridingState(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = torch.nn.Parameter(OverridingTwo(torch.randn(3, 4), torch.randn(3, 4)))
+
+    def forward(self, x):
+        return (self.p * x).a
+
+
+def test_traceable_subclass_overriding_torch_function_is_refused():
+    with pytest.raises(st.UnsupportedInputError, match=r"p is a OverridingTwo, a tensor "
+                                                       r"subclass that overrides __torch_function"):
+        st.export(OverridingState(), (torch.randn(3, 4),))
