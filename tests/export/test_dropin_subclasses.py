@@ -122,6 +122,49 @@ def test_composite_op_and_plain_result_subclass():
     assert torch.ops.aten.linear.default not in {n.target for n in ep.graph.nodes}
 
 
+class Scaled(torch.Tensor):
+    """int8 values with a scale (a quantized weight in miniature): a transpose (or detach)
+    stays scaled, any other op computes on the dequantized values."""
+
+    @staticmethod
+    def __new__(cls, qdata, scale):
+        return torch.Tensor._make_wrapper_subclass(cls, qdata.shape, dtype=scale.dtype,
+                                                   device=qdata.device)
+
+    def __init__(self, qdata, scale):
+        self.qdata, self.scale = qdata, scale
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __tensor_flatten__(self):
+        return ["qdata", "scale"], None
+
+    @staticmethod
+    def __tensor_unflatten__(inner, ctx, size, stride):
+        return Scaled(inner["qdata"], inner["scale"])
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args, kwargs=None):
+        if func in (torch.ops.aten.t.default, torch.ops.aten.detach.default):
+            return Scaled(func(args[0].qdata), args[0].scale)
+        args, kwargs = torch.utils._pytree.tree_map_only(
+            Scaled, lambda s: s.qdata.to(s.scale.dtype) * s.scale, (args, kwargs or {}))
+        return func(*args, **kwargs)
+
+
+def test_a_quantized_weight_in_a_linear_layer():
+    m = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.ReLU())
+    m[0].weight = torch.nn.Parameter(Scaled(torch.randint(-8, 8, (5, 4), dtype=torch.int8),
+                                            torch.tensor(0.25)), requires_grad=False)
+    x = torch.randn(2, 4)
+    ep = st.export(m, (x,))
+    ref = torch.export.export(m, (x,))
+    check_program(ep, m, fresh(2, 4), bad=[(torch.randn(2, 3),)], ref=ref)
+    # eager's path: linear decomposed, the transpose kept scaled, addmm on dequantized values
+    targets = {n.target for n in ep.graph.nodes}
+    assert torch.ops.aten.addmm.default in targets and torch.ops.aten.t.default in targets
+
+
 class Built(torch.nn.Module):
     """A subclass built in forward from traced tensors; views and device queries of it."""
 
