@@ -10,7 +10,7 @@ from safetrace.errors.base import UnsupportedInputError, UnsupportedOpError, Whe
 __all__ = [
     "SubclassValue", "subclass_value", "subclass_dynamic", "subclass_write",
     "subclass_constant", "subclass_torch_function", "subclass_dispatch_failed",
-    "subclass_save",
+    "subclass_save", "subclass_input_mixed",
 ]
 
 
@@ -103,3 +103,17 @@ def subclass_save(names: list[str], cls: str) -> UnsupportedInputError:
         fix="save torch's program instead, which keeps tensor subclass state: "
             "torch.export.save(ep.to_torch(), path)",
         where=Where(), op=cls)
+
+
+def subclass_input_mixed(path: str, cls: str, other: str, op: str, source: str) -> \
+        UnsupportedInputError:
+    """A subclass op traced through its dispatch in a program with a subclass input (traced
+    as a plain tensor, a subclass again when the program runs)."""
+    return UnsupportedInputError(
+        f"{op} on a {other} at {source} runs its __torch_dispatch__ while tracing, but input "
+        f"{path} is a {cls}: a tensor subclass input is traced as a plain tensor and "
+        f"dispatches when the program runs, so values computed from it would meet the "
+        f"traced dispatch as subclasses the trace did not see.",
+        fix=f"pass {path}'s inner tensors as inputs instead of the {cls} (or keep the "
+            f"subclass values apart from it)",
+        where=Where(input=path, source=source or None), op=cls)

@@ -62,11 +62,16 @@ class Subclasses:
         self.views: dict[int, torch.Tensor] = {}   # id(real subclass) -> its traced view
         self.keep: list = []  # the real tensors whose ids are keys above
         self.made: list[torch.fx.Node] = []  # nodes the subclasses' dispatch recorded
+        self.inputs: list[tuple[str, str]] = []  # (path, class) of subclass inputs
 
-    def watch(self, t: torch.Tensor, node: torch.fx.Node) -> None:
-        self.roots[id(t)] = self.nodes[id(t)] = node
-        # never replayed as a plain state tensor (memo.py keys static metas only)
-        node.meta["val"].st_meta.static = None
+    def watch(self, t: torch.Tensor, node: torch.fx.Node, dispatched: bool = True) -> None:
+        """Subclass state `t` (placeholder `node`): its ops run its dispatch when
+        `dispatched`, else they are plain ops on it; its inner tensors are read from it."""
+        self.nodes[id(t)] = node
+        if dispatched:
+            self.roots[id(t)] = node
+            # never replayed as a plain state tensor (memo.py keys static metas only)
+            node.meta["val"].st_meta.static = None
         self._inner(t)
 
     def _inner(self, t: torch.Tensor) -> None:
@@ -89,11 +94,16 @@ def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict,
     """Note the traceable subclass parameters and buffers among `tensors` (name -> tensor;
     `state`: id -> placeholder) on the tracer; refuse a class overriding __torch_function__
     among them and the `inputs` ((path, value) pairs).  A subclass input stays a tensor of
-    the graph: its ops dispatch to the subclass when the program runs, as in eager."""
+    the graph: its ops dispatch to the subclass when the program runs, as in eager (and so
+    does subclass state then; no dispatch is traced)."""
     for path, x in inputs:
-        if isinstance(x, torch.Tensor) and x.__class__ not in _PLAIN_TYPES and \
-                overrides_torch_function(type(x)):
-            raise errors.subclass_torch_function(type(x).__name__, path)
+        if isinstance(x, torch.Tensor) and x.__class__ not in _PLAIN_TYPES:
+            if overrides_torch_function(type(x)):
+                raise errors.subclass_torch_function(type(x).__name__, path)
+            if traceable(x):  # (traced as a plain tensor: no subclass dispatch may meet it)
+                if tr.subclasses is None:
+                    tr.subclasses = Subclasses()
+                tr.subclasses.inputs.append((path, type(x).__name__))
     for name, t in tensors.items():
         if t.__class__ in _PLAIN_TYPES:
             continue
@@ -102,7 +112,9 @@ def watch_state(tr: Any, tensors: dict[str, torch.Tensor], state: dict,
         if traceable(t):
             if tr.subclasses is None:
                 tr.subclasses = Subclasses()
-            tr.subclasses.watch(t, state[id(t)])
+            # with a subclass input (dispatched when the program runs) subclass state is too:
+            # traced as a plain tensor, so the two meet at run time as in eager
+            tr.subclasses.watch(t, state[id(t)], dispatched=not tr.subclasses.inputs)
 
 
 def overrides_torch_function(cls: type) -> bool:
@@ -284,6 +296,10 @@ def dispatch(tr: Recorder, op: Any, args: tuple, kwargs: dict, recording: bool =
     if any(any(type(s) is not int for s in v.st_meta.shape) if v.__class__ is Proxy
            else hasattr(v, "expr") and not isinstance(v, torch.Tensor) for v in leaves):
         raise errors.subclass_dynamic(name, str(op), short(stack_trace(4)))
+    if reg is not None and reg.inputs:
+        # the input is a plain tensor of the graph but a subclass when the program runs: the
+        # dispatch traced here would not be the one that runs (a two-tensor inside another)
+        raise errors.subclass_input_mixed(*reg.inputs[0], name, str(op), short(stack_trace(4)))
     args, kwargs = pytree.tree_unflatten(flat, spec)
     if reg is None:  # (a subclass built in the traced code: its nodes are noted too)
         reg = tr.subclasses = Subclasses()  # type: ignore[attr-defined]

@@ -364,6 +364,8 @@ CASES['subclass_dispatch_failed'] = lambda: E.subclass_dispatch_failed("QTensor"
 GOLDEN['subclass_dispatch_failed'] = ('UnsupportedOpError', 'QTensor.__torch_dispatch__ raised NotImplementedError: no kernel for aten.mm while safetrace ran it for aten.mm.default at m.py:4 `return x @ self.w` on traced inner tensors (metadata-only tensors: its Python code may not read their data or storage).\nFix: keep aten.mm.default on a QTensor out of the exported forward (compute on its inner tensors), or make its __torch_dispatch__ use only torch ops on the inner tensors')
 CASES['subclass_save'] = lambda: E.subclass_save(["p", "b"], "TwoTensor")
 GOLDEN['subclass_save'] = ('UnsupportedInputError', "st.save cannot write p, b (TwoTensor, a tensor subclass): safetrace's file format holds plain tensors only.\nFix: save torch's program instead, which keeps tensor subclass state: torch.export.save(ep.to_torch(), path)")
+CASES['subclass_input_mixed'] = lambda: E.subclass_input_mixed("x", "TwoTensor", "TwoTensor", "aten.add.Tensor", "m.py:4 `return TwoTensor(y, y) + x`")
+GOLDEN['subclass_input_mixed'] = ('UnsupportedInputError', "aten.add.Tensor on a TwoTensor at m.py:4 `return TwoTensor(y, y) + x` runs its __torch_dispatch__ while tracing, but input x is a TwoTensor: a tensor subclass input is traced as a plain tensor and dispatches when the program runs, so values computed from it would meet the traced dispatch as subclasses the trace did not see.\nFix: pass x's inner tensors as inputs instead of the TwoTensor (or keep the subclass values apart from it)")
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):

@@ -321,6 +321,38 @@ def test_subclass_input_dispatches_when_the_program_runs():
         ep.module()(two(2, 4), torch.randn(2, 4))
 
 
+class InputAndState(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p = torch.nn.Parameter(two(3, 4))
+
+    def forward(self, x):
+        return x * self.p + self.p.a
+
+
+def test_subclass_input_with_subclass_state_meets_it_as_in_eager():
+    # with a subclass input, subclass state is a tensor of the graph too (the two meet when
+    # the program runs, as in eager); its inner tensors are still read from it
+    m = InputAndState()
+    ep = st.export(m, (two(3, 4),))
+    for _ in range(2):
+        x = two(3, 4)
+        got, want = ep.module()(x), m(x)
+        assert type(got) is TwoTensor
+        torch.testing.assert_close((got.a, got.b), (want.a, want.b))
+
+
+class BuildsWithInput(torch.nn.Module):
+    def forward(self, x, y):
+        return (TwoTensor(y, y * 2) + x).a
+
+
+def test_subclass_dispatch_meeting_a_subclass_input_is_refused():
+    with pytest.raises(st.UnsupportedInputError, match=r"input x is a TwoTensor(.|\n)*Fix: pass "
+                                                       r"x's inner tensors"):
+        st.export(BuildsWithInput(), (two(3, 4), torch.randn(3, 4)))
+
+
 def test_torch_function_subclass_input_is_refused():
     with pytest.raises(st.UnsupportedInputError, match=r"x is a ScaledSum"):
         st.export(InputSubclass(), (torch.ones(3, 4).as_subclass(ScaledSum), torch.ones(3, 4)))
