@@ -17,11 +17,11 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from safetrace import errors as E
 from safetrace.progress import task
-from safetrace.trace.subclasses import rebuild
 from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
+from safetrace.trace.subclasses import rebuild
 
 FORMAT = "safetrace.program"
 # 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
