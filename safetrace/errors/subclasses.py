@@ -5,12 +5,13 @@ fix."""
 
 from __future__ import annotations
 
-from safetrace.errors.base import UnsupportedInputError, UnsupportedOpError, Where
+from safetrace.errors.base import (ConversionError, UnsupportedInputError, UnsupportedOpError,
+                                   Where)
 
 __all__ = [
     "SubclassValue", "subclass_value", "subclass_dynamic", "subclass_write",
     "subclass_constant", "subclass_torch_function", "subclass_dispatch_failed",
-    "subclass_save", "subclass_input_mixed",
+    "subclass_save", "subclass_input_mixed", "subclass_output_conversion",
 ]
 
 
@@ -117,3 +118,13 @@ def subclass_input_mixed(path: str, cls: str, other: str, op: str, source: str) 
         fix=f"pass {path}'s inner tensors as inputs instead of the {cls} (or keep the "
             f"subclass values apart from it)",
         where=Where(input=path, source=source or None), op=cls)
+
+
+def subclass_output_conversion(cls: str) -> ConversionError:
+    """``ep.to_torch()`` of a program that returns a tensor subclass it built."""
+    return ConversionError(
+        f"the program returns a {cls} (a tensor subclass) that it rebuilds from its inner "
+        f"tensors (safetrace traces subclasses through their __torch_dispatch__); a "
+        f"torch.export graph cannot call that constructor.",
+        fix=f"return the {cls}'s inner tensors (plain tensors) to convert the program, or run "
+            f"it with ep.module(), which returns the {cls}")

@@ -366,6 +366,8 @@ CASES['subclass_save'] = lambda: E.subclass_save(["p", "b"], "TwoTensor")
 GOLDEN['subclass_save'] = ('UnsupportedInputError', "st.save cannot write p, b (TwoTensor, a tensor subclass): safetrace's file format holds plain tensors only.\nFix: save torch's program instead, which keeps tensor subclass state: torch.export.save(ep.to_torch(), path)")
 CASES['subclass_input_mixed'] = lambda: E.subclass_input_mixed("x", "TwoTensor", "TwoTensor", "aten.add.Tensor", "m.py:4 `return TwoTensor(y, y) + x`")
 GOLDEN['subclass_input_mixed'] = ('UnsupportedInputError', "aten.add.Tensor on a TwoTensor at m.py:4 `return TwoTensor(y, y) + x` runs its __torch_dispatch__ while tracing, but input x is a TwoTensor: a tensor subclass input is traced as a plain tensor and dispatches when the program runs, so values computed from it would meet the traced dispatch as subclasses the trace did not see.\nFix: pass x's inner tensors as inputs instead of the TwoTensor (or keep the subclass values apart from it)")
+CASES['subclass_output_conversion'] = lambda: E.subclass_output_conversion("TwoTensor")
+GOLDEN['subclass_output_conversion'] = ('ConversionError', "the program returns a TwoTensor (a tensor subclass) that it rebuilds from its inner tensors (safetrace traces subclasses through their __torch_dispatch__); a torch.export graph cannot call that constructor.\nFix: return the TwoTensor's inner tensors (plain tensors) to convert the program, or run it with ep.module(), which returns the TwoTensor")
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):

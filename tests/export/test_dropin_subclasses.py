@@ -247,6 +247,9 @@ def test_subclass_outputs_are_rebuilt_from_their_inner_tensors():
         torch.testing.assert_close((got.a, got.b), (want.a, want.b))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(3))
+    with pytest.raises(st.ConversionError, match=r"the program returns a TwoTensor(.|\n)*"
+                                                  r"return the TwoTensor's inner tensors"):
+        ep.to_torch()
     made = st.export(MakesTwo(), (x,))
     with pytest.raises(st.UnsupportedInputError, match=r"st.save cannot write an output "
                                                        r"\(TwoTensor"):
