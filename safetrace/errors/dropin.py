@@ -98,14 +98,16 @@ def dynamic_int_relation(path: str, got: int, text: str, value: int,
 
 def tensor_attribute(name: str, source: str) -> UnsupportedOpError:
     """The traced code read an attribute no plain tensor has: a tensor subclass's own
-    (a subclass parameter or buffer is traced as a plain tensor of the graph)."""
+    (a subclass input is traced as a plain tensor of the graph, its ops dispatched to
+    the subclass when the program runs)."""
     return UnsupportedOpError(
         f"the exported code reads `.{name}` of a tensor at {source}, an attribute no plain "
-        f"tensor has: a tensor subclass's own attribute or method (a subclass parameter "
-        f"or buffer is traced as a plain tensor of the graph, so its attributes are gone).",
-        fix=f"keep `.{name}` out of the exported forward: register the subclass's inner "
-            f"tensors as plain parameters or buffers, or read what `.{name}` gives before "
-            f"exporting and pass it in",
+        f"tensor has: a tensor subclass's own attribute or method (a subclass input is "
+        f"traced as a plain tensor of the graph, its ops dispatched to the subclass when "
+        f"the program runs, so its attributes are not known while tracing).",
+        fix=f"keep `.{name}` out of the exported forward: pass the subclass's inner tensors "
+            f"as inputs, or make it a parameter or buffer of the model (traceable wrapper "
+            f"subclass state is traced through its __torch_dispatch__)",
         where=Where(source=source), op=name)
 
 

@@ -34,6 +34,7 @@ from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import other_branch_raises
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
+from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
 from safetrace.trace.tracer import Tracer
 
 
@@ -129,6 +130,7 @@ class Exporter:
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
+        watch_state(tracer, self.state_tensors, self.state, leaves)  # tensor subclasses
         proxies = self._user_inputs(leaves, specs, tracer)
         targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:
@@ -177,6 +179,7 @@ class Exporter:
             raise_violations(problems, suggestion, self.dyn)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
+        drop_unused(tracer)  # what tensor subclasses computed and nothing reads
         constants = _used_constants(self.graph, tracer.constants)
         fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
         for name in constants:
@@ -357,8 +360,8 @@ class Exporter:
         for leaf in leaves:
             if isinstance(leaf, Proxy):
                 nodes.append(leaf.st_node)
-            elif isinstance(leaf, torch.Tensor):
-                nodes.append(tracer.lift(leaf))
+            elif isinstance(leaf, torch.Tensor):  # (a tensor subclass: rebuilt from its inner)
+                nodes.append(output_node(tracer, leaf) if traceable(leaf) else tracer.lift(leaf))
             elif isinstance(leaf, pytree.CONSTANT_LEAVES):
                 nodes.append(leaf)
             elif isinstance(leaf, (SymInt, SymBool, SymFloat)) or getattr(leaf, "opaque", False):

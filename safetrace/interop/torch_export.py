@@ -28,7 +28,7 @@ import torch
 from torch.utils import _pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
-from safetrace.errors import ConversionError, ConversionWarning
+from safetrace.errors import ConversionError, ConversionWarning, subclass_output_conversion
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (config_set, exported_program, provenance,
@@ -43,6 +43,7 @@ from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.session import gc_paused
+from safetrace.trace.subclasses import rebuild
 
 # Python callables our graphs may call that torch's verifier refuses, and what replaces
 # them (same value on ints and on SymInts).
@@ -333,6 +334,8 @@ class _Converter:
                 training_verifier()().allowed_builtin_ops() and target not in (
                     torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
                     torch.sym_sqrt, torch.sym_not, torch.sym_ite):
+            if target is rebuild:  # a tensor subclass the program returns
+                raise subclass_output_conversion(args[0].rpartition(".")[2])
             raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
                                           _where(node))
         self._op(node, target, args, kwargs)

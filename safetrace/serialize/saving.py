@@ -13,12 +13,15 @@ import os
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from safetrace import errors as E
 from safetrace.progress import task
 from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
+from safetrace.trace.subclasses import rebuild
 
 FORMAT = "safetrace.program"
 # 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
@@ -40,6 +43,13 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     external = set(ep.state_dict) if not weights else set()
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
+    subclass = [k for k, v in tensors.items() if is_traceable_wrapper_subclass(v)]
+    if subclass:
+        raise E.subclass_save([k.split(":", 1)[1] for k in subclass],
+                              type(tensors[subclass[0]]).__name__)
+    made = [n for n in ep.graph.nodes if n.target is rebuild]
+    if made:  # a tensor subclass the program returns
+        raise E.subclass_save(["an output"], made[0].args[0].rpartition(".")[2])
     meta = sorted(k for k, v in tensors.items() if v.device.type == "meta")
     if meta:
         names = ", ".join(k.split(":", 1)[1] for k in meta[:8]) + (" ..." if len(meta) > 8 else "")

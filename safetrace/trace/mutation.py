@@ -249,3 +249,12 @@ def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None
         clone.meta["val"] = type(val)(val.st_meta, clone)
         clone.meta["stack_trace"] = node.meta.get("stack_trace", "")
         node.replace_all_uses_with(clone, delete_user_cb=lambda u: u is not clone)
+
+
+def returns_self(op: Any) -> bool:
+    """An in-place op that returns its first argument (``add_``, ``copy_``); cached per op
+    by the tracer."""
+    s = op._schema
+    return bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
+                and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
+                and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")

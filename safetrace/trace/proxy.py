@@ -8,6 +8,7 @@ and refuses to compute.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -25,6 +26,17 @@ DTYPE_ABBR = {
 
 
 _META = torch.device("meta")
+
+
+class _Beneath(threading.local):
+    # set by trace/subclasses.py while a tensor subclass's __torch_dispatch__ runs: what
+    # answers the calls its Python code (`function`) and torch's C++ beneath it
+    # (`dispatch`) make on proxies
+    function: Any = None
+    dispatch: Any = None
+
+
+BENEATH = _Beneath()
 
 
 def _hint(size: Any) -> int:
@@ -106,6 +118,9 @@ class Proxy(torch.Tensor):
         handler = _OUTSIDE.get(func)
         if handler is not None:
             return handler(args[0], *args[1:])
+        hook = BENEATH.function
+        if hook is not None:
+            return hook(func, types, args, kwargs or {})
         name = getattr(func, "__name__", func)
         raise RuntimeError(
             f"{name} was called on a safetrace proxy outside of tracing: proxies carry "
@@ -114,8 +129,12 @@ class Proxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
-        # only code beneath the tracer's mode gets here: a functorch transform (vmap) or
-        # another dispatch-level wrapper around a proxy
+        # only code beneath the tracer's mode gets here: a tensor subclass's dispatch
+        # (subclasses.py answers), a functorch transform (vmap) or another dispatch-level
+        # wrapper around a proxy
+        hook = BENEATH.dispatch
+        if hook is not None:
+            return hook(func, types, args, kwargs or {})
         raise below_tracer(str(func), short(stack_trace(2)))
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # noqa: D105

@@ -26,14 +26,15 @@ from safetrace.rules import get_rule, registry
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
-from safetrace.trace import memo, rulecache
+from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
-                                      note_constant_storage, mutates, written_args)
+                                      note_constant_storage, mutates, returns_self,
+                                      written_args)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
@@ -110,6 +111,7 @@ class Tracer(TorchFunctionMode):
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
+        self.subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
         self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries of this trace's sizes
         _refresh_op_info()
 
@@ -204,12 +206,13 @@ class Tracer(TorchFunctionMode):
     # -- values -> graph ---------------------------------------------------------------
     def lift(self, t: torch.Tensor) -> torch.fx.Node:
         """The placeholder of a real tensor met in the code (state, or a new constant)."""
-        node = self.state.get(id(t))
-        if node is not None:
+        node = self.state.get(id(t)) or self.const_nodes.get(id(t))
+        if node is not None and (self.subclasses is None or id(t) not in self.subclasses.roots):
             return node
-        node = self.const_nodes.get(id(t))
-        if node is not None:
-            return node
+        if self.subclasses is not None or t.__class__ is not torch.Tensor:
+            node = subclasses.node_of(self, t)  # a subclass raises SubclassValue: dispatched
+            if node is not None:  # (an inner tensor of subclass state: its access node)
+                return node
         name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
         base, i = name, 0
         while name in self.constants:
@@ -337,38 +340,41 @@ class Tracer(TorchFunctionMode):
             folded = self._fold(op, args, kwargs)
             if folded is not None:
                 return folded[0]
-        for a in args:
-            t = type(a)
-            if t is Proxy:
-                margs.append(a.st_meta)
-                nargs.append(a.st_node)
-                if a.st_contig is None:
-                    known = False
-            elif t is int or t is float or t is bool or a is None:
-                margs.append(a)
-                nargs.append(a)
+        try:
+            for a in args:
+                t = type(a)
+                if t is Proxy:
+                    margs.append(a.st_meta)
+                    nargs.append(a.st_node)
+                    if a.st_contig is None:
+                        known = False
+                elif t is int or t is float or t is bool or a is None:
+                    margs.append(a)
+                    nargs.append(a)
+                else:
+                    if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
+                        for x in a:
+                            if x.__class__ is not int:
+                                break
+                        else:
+                            margs.append(a[:])
+                            nargs.append(a[:])
+                            continue
+                    m, n = self.unwrap(a)
+                    margs.append(m)
+                    nargs.append(n)
+                    if t is list or t is tuple:
+                        known = known and all(type(x) is not Proxy or x.st_contig for x in a)
+            if kwargs:
+                mkwargs, nkwargs = {}, {}
+                for k, a in kwargs.items():
+                    mkwargs[k], nkwargs[k] = self.unwrap(a)
+                    if type(a) is Proxy and a.st_contig is None:
+                        known = False
             else:
-                if t is list or t is tuple:  # a list of plain ints (sizes, dims): as it is
-                    for x in a:
-                        if x.__class__ is not int:
-                            break
-                    else:
-                        margs.append(a[:])
-                        nargs.append(a[:])
-                        continue
-                m, n = self.unwrap(a)
-                margs.append(m)
-                nargs.append(n)
-                if t is list or t is tuple:
-                    known = known and all(type(x) is not Proxy or x.st_contig for x in a)
-        if kwargs:
-            mkwargs, nkwargs = {}, {}
-            for k, a in kwargs.items():
-                mkwargs[k], nkwargs[k] = self.unwrap(a)
-                if type(a) is Proxy and a.st_contig is None:
-                    known = False
-        else:
-            mkwargs = nkwargs = {}
+                mkwargs = nkwargs = {}
+        except errors.SubclassValue:  # a tensor subclass among the arguments: its dispatch
+            return subclasses.dispatch(self, op, args, kwargs, out is None and self.recording)
         trace = stack_trace(3, self.nn_stack)
         if _autocast_on():
             raise errors.autocast_active(short(trace))
@@ -518,6 +524,8 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+            elif base is None and self.subclasses is not None:
+                subclasses.refuse_inner_write(op, target)  # into a subclass's inner tensor
 
     def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
                      node: torch.fx.Node) -> None:
@@ -600,7 +608,7 @@ _OP_INFO: dict[int, tuple] = {}
 
 
 def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[id(op)] = (op._opname, mutates(op), _returns_self(op),
+    info = _OP_INFO[id(op)] = (op._opname, mutates(op), returns_self(op),
                                get_rule(op), op in VALUE_OPS, *layout_kind(op),
                                op)  # op: keeps its id valid
     return info
@@ -638,13 +646,3 @@ def _return_type(op: Any) -> Any:
             cls = getattr(torch.return_types, op._opname, None)
         _RETURN_TYPES[op] = cls
     return _RETURN_TYPES[op]
-
-
-def _returns_self(op: Any) -> bool:
-    """An in-place op that returns its first argument (``add_``, ``copy_``); cached in
-    _OP_INFO by the caller."""
-    s = op._schema
-    return bool(s.returns and s.arguments and s.arguments[0].alias_info is not None
-                and s.arguments[0].alias_info.is_write and s.returns[0].alias_info is not None
-                and len(s.returns) == 1 and str(s.returns[0].type) == "Tensor")
-

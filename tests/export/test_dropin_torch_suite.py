@@ -247,8 +247,8 @@ _dx = Dim("dx", min=3, max=6)
 REFUSALS = [
     ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
      st.UnsupportedInputError, "inner"),
-    ("a tensor subclass parameter's own method", SubclassParameter, (torch.randn(2, 3),),
-     None, st.UnsupportedOpError, "`.get_elem_a`"),
+    ("an attribute of a tensor subclass parameter's inner tensor", SubclassParameter,
+     (torch.randn(2, 3),), None, st.UnsupportedOpError, "`.a`"),
     ("torch.vmap over a dynamic batch", VmapDynamicBatch,
      (torch.randn(3, 2), torch.randn(3, 2)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
      st.ExportError, "torch.vmap"),

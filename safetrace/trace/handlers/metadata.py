@@ -15,6 +15,7 @@ from safetrace.rules.common import normalize_dim
 from safetrace.trace import layout
 from safetrace.trace.proxy import Proxy, annotation, shape_value
 from safetrace.trace.registry import Handler, handles
+from safetrace.trace.subclasses import traced_inner
 from safetrace.trace.recorder import Recorder
 
 T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
@@ -102,27 +103,43 @@ def is_signed(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.dtype.is_signed
 
 
+def on_device(fn: Callable) -> Handler:
+    """A device query: proxies answer from their metadata, and so does a tensor subclass
+    traced around proxies (its wrapper was made on their "meta" stand-in)."""
+
+    def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+        x = args[0]
+        if isinstance(x, Proxy):
+            return fn(tr, x, *args[1:], **kwargs)
+        inner = traced_inner(x)
+        if inner is not None:
+            return fn(tr, inner, *args[1:], **kwargs)
+        return real(func, args, kwargs)
+
+    return handler
+
+
 @handles(T.device.__get__)
-@metadata
+@on_device
 def device(tr: Recorder, x: Proxy) -> torch.device:
     # the inputs' real device, never "meta" (TRACING-NOTES, pitfall 2)
     return x.st_meta.device
 
 
 @handles(T.get_device)
-@metadata
+@on_device
 def get_device(tr: Recorder, x: Proxy) -> Any:
     return -1 if x.st_meta.device.type == "cpu" else x.st_meta.device.index
 
 
 @handles(T.is_cuda.__get__)
-@metadata
+@on_device
 def is_cuda(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.device.type == "cuda"
 
 
 @handles(T.is_cpu.__get__)
-@metadata
+@on_device
 def is_cpu(tr: Recorder, x: Proxy) -> bool:
     return x.st_meta.device.type == "cpu"
 
