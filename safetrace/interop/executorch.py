@@ -1,9 +1,10 @@
 """``st.to_executorch(ep, path)``: an ExecuTorch ``.pte`` through ``ep.to_torch()``.
 
 The three lines ExecuTorch documents (``to_edge(ep).to_executorch()``, then write the
-buffer), on the converted program: the input contract travels as ``_assert_scalar`` nodes
-in the graph, so the ``.pte`` refuses what ``ep.module()`` refuses where ExecuTorch keeps
-them.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
+buffer), on the converted program, with the input contract written into the ``.pte`` as its
+first instructions (``executorch_checks``: ExecuTorch drops the ``_assert_scalar`` nodes
+that carry it in the converted graph), so the ``.pte`` refuses what ``ep.module()``
+refuses.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
 bound (``Dim("batch", max=64)``).
 """
 
@@ -16,6 +17,7 @@ import torch
 
 from safetrace.errors import conversion_error
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.executorch_checks import METHOD, add_input_checks, check_texts, checked
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -40,15 +42,56 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
     tep = _beyond_torch_table(tep, compile_config)
+    contract = None if isinstance(ep, torch.export.ExportedProgram) else ep.contract
+    texts = check_texts(contract) if contract is not None else []
+    methods = {METHOD: texts} if texts else None
     if partitioner:
         edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
-                                                compile_config=compile_config)
+                                                compile_config=compile_config,
+                                                constant_methods=methods)
     else:
-        edge = exir.to_edge(tep, compile_config=compile_config)
-    program = edge.to_executorch()
+        edge = exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+    if not texts:
+        program = edge.to_executorch()
+    else:
+        program = edge.to_executorch(exir.ExecutorchBackendConfig(
+            passes=[_checks_pass(edge.exported_program(), contract, texts)]))
+        if not checked(program.exported_program().graph):
+            raise conversion_error(
+                "st.to_executorch: the input checks did not survive ExecuTorch's passes, "
+                "so the .pte would run inputs the program refuses",
+                fix="report this with your executorch version; meanwhile check inputs with "
+                    "ep.module()'s contract before calling the .pte")
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def _checks_pass(edge_ep: Any, contract: Any, texts: list[str]) -> Any:
+    """The pass ``to_executorch`` runs first: the contract's checks at the head of the
+    graph (``executorch_checks``); refuses a graph whose user inputs are not the
+    contract's."""
+    from torch.fx.passes.infra.pass_base import PassResult
+
+    names = list(edge_ep.graph_signature.user_inputs)
+
+    def add_checks(gm: Any) -> Any:
+        nodes = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+        inputs = [nodes.get(name) for name in names]
+        if len(inputs) != len(contract.inputs) or None in inputs:
+            raise conversion_error(
+                f"st.to_executorch: the edge program has {len(inputs)} user inputs where "
+                f"the program's contract has {len(contract.inputs)}, so its input checks "
+                f"cannot be written", fix="report this with the model; meanwhile check "
+                "inputs with ep.module()'s contract before calling the .pte")
+        if add_input_checks(gm.graph, inputs, contract) != texts:
+            raise conversion_error(
+                "st.to_executorch: the input checks written differ from those listed",
+                fix="report this with the model")
+        gm.recompile()
+        return PassResult(gm, True)
+
+    return add_checks
 
 
 def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:

@@ -1,0 +1,206 @@
+"""The contract's input checks as instructions of an ExecuTorch program (``st.to_executorch``).
+
+ExecuTorch removes every assertion node when it lowers (``RemoveGraphAssertsPass``:
+``_assert_scalar``, ``_assert_async``, ``sym_constrain_range``), and ``to_edge`` retraces
+the program under its range constraints, where two inputs declared with one size carry one
+symbol.  The runtime itself refuses a wrong dtype or rank and a size above the planned
+capacity (``set_inputs``), and nothing else: a wrong static size, a size two inputs share
+given differently, a derived size, a size below its Dim's minimum and a residual condition
+ran (or failed inside some kernel, by chance).
+
+So the checks are written into the program after ``to_edge``, as the first instructions of
+``forward`` (a pass given to ``to_executorch``): each size read from its own input
+(``aten::sym_size``), the contract's arithmetic and comparisons on ExecuTorch's own scalar
+operators (``executorch_prim``), and the checks' verdict folded into one index -- 0 when
+every check holds, else the number of the first that fails, in ``ep.module()``'s order --
+that selects from a one-element tensor (``aten::select_copy``).  An index past the tensor
+is an error of the portable kernel, so the runtime stops before any operator of the program
+runs, and its log names the check::
+
+    Check failed (...): index 2 out of range [-1,1) at dimension 0)
+    KernelCall failed at instruction 0:11 in operator aten::select_copy.int_out: 0x12
+
+The check texts travel in the same file, as the constant method
+``safetrace_input_checks`` (its entry 2 is the check that failed, 1-based).  The select
+writes into its tensor (``aten::copy_``), so no dead-code pass drops the instructions.  A
+divisor that can be 0 outside the contract is replaced by 1 there and the check fails
+(ExecuTorch's integer division would stop the process).  Conditions on float arithmetic of
+sizes have no scalar operator here and are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from safetrace.exporter.contract import Contract, TensorInput
+from safetrace.symbolic.semantics import Algebra, lower
+
+METHOD = "safetrace_input_checks"
+
+
+def _prims() -> Any:
+    from executorch.exir.dialects._ops import ops
+    from executorch.exir.passes import executorch_prim_ops_registry  # noqa: F401  (registers)
+
+    return ops.backend.executorch_prim
+
+
+class _Checks:
+    """The check nodes of one graph, appended before its first operator."""
+
+    def __init__(self, graph: Any) -> None:
+        self.g = graph
+        self.p = _prims()
+        self.divisors: list[Any] = []  # "this divisor is not 0", for the check being lowered
+
+    def op(self, name: str, *args: Any) -> Any:
+        return self.g.call_function(getattr(self.p, name).Scalar, args)
+
+    def both(self, a: Any, b: Any) -> Any:
+        return self.op("sym_ite", a, b, False)
+
+    def either(self, a: Any, b: Any) -> Any:
+        return self.op("sym_ite", a, True, b)
+
+    def safe(self, b: Any) -> Any:
+        """`b` where it is not 0, else 1 (noted: the check fails there)."""
+        if isinstance(b, int) and b != 0:
+            return b
+        nonzero = self.op("sym_not", self.op("eq", b, 0))
+        self.divisors.append(nonzero)
+        return self.op("sym_ite", nonzero, b, 1)
+
+    def floordiv(self, a: Any, b: Any) -> Any:
+        return self.op("floordiv", a, self.safe(b))  # floor division, as Python's
+
+    def mod(self, a: Any, b: Any) -> Any:  # Python's sign: a - b * (a // b)
+        b = self.safe(b)
+        return self.op("sub", a, self.op("mul", b, self.op("floordiv", a, b)))
+
+    def algebra(self, symbols: dict[str, Any]) -> Algebra:
+        def leaf(e: Any) -> Any:
+            if e.op == "sym":
+                return symbols[e.name]
+            if e.op == "const":
+                return e.value
+            raise LookupError(e.op)  # a float size: no scalar operator here
+
+        fns: dict[str, Callable[..., Any]] = {
+            name: (lambda prim: lambda a, b: self.op(prim, a, b))(prim)
+            for name, prim in (("add", "add"), ("mul", "mul"), ("min", "sym_min"),
+                               ("max", "sym_max"), ("eq", "eq"), ("lt", "lt"),
+                               ("le", "le"), ("ge", "ge"))}
+        fns.update({"ne": lambda a, b: self.op("sym_not", self.op("eq", a, b)),
+                    "not": lambda a: self.op("sym_not", a), "and": self.both,
+                    "or": self.either, "floordiv": self.floordiv, "mod": self.mod})
+        return Algebra(leaf, fns=fns)
+
+    def verdict(self, lowered: Callable[[], Any]) -> Any:
+        """The node of one check (True: holds), or None when it has no form here."""
+        self.divisors = []
+        try:
+            ok = lowered()
+        except (KeyError, LookupError):
+            return None
+        for nonzero in self.divisors:
+            ok = self.both(nonzero, ok)
+        return ok
+
+
+def check_texts(contract: Contract) -> list[str]:
+    """What each check of :func:`add_input_checks` requires, in its order (entry k - 1 is
+    the check an index k names)."""
+    return [text for text, _ in _plan(contract)]
+
+
+def _plan(contract: Contract) -> list[tuple[str, Callable[[_Checks, list, dict], Any]]]:
+    """(text, builder) per check, in ``ep.module()``'s order: static sizes, the sizes
+    related to others, the symbols' ranges, the residual conditions."""
+    plan: list[tuple[str, Callable[[_Checks, list, dict], Any]]] = []
+    tensors = [inp for inp in contract.inputs if isinstance(inp, TensorInput)]
+    for k, inp in enumerate(tensors):
+        for d, dim in enumerate(inp.dims):
+            if dim.kind == "static" and not inp.scalar:
+                plan.append((f"{inp.where(d)} must be {dim.size}{dim.why or ''}",
+                             lambda c, sizes, sy, k=k, d=d, n=dim.size:
+                             c.op("eq", sizes[k][d], n)))
+    for k, inp in enumerate(tensors):
+        for d, dim in enumerate(inp.dims):
+            if dim.kind in ("derived", "equal"):
+                plan.append((f"{inp.where(d)} must equal {contract.where_text(dim.size)}"
+                             f"{dim.why or ''}",
+                             lambda c, sizes, sy, k=k, d=d, e=dim.size:
+                             c.op("eq", sizes[k][d], lower(e, c.algebra(sy)))))
+    for s in contract.symbols:
+        if s.where is None:
+            continue  # read from data: asserted inside the graph, where ExecuTorch drops it
+        if s.checked_lo > 0:
+            plan.append((f"{s.where} must be >= {s.lo}{s.origin}",
+                         lambda c, sizes, sy, n=s.name, lo=s.lo: c.op("ge", sy[n], lo)))
+        if s.hi is not None:
+            plan.append((f"{s.where} must be <= {s.hi}{s.origin}",
+                         lambda c, sizes, sy, n=s.name, hi=s.hi: c.op("le", sy[n], hi)))
+    bound = {s.name for s in contract.symbols if s.where is not None}
+    for cond in contract.conditions:
+        if cond.cond.free_symbols <= bound:
+            plan.append((f"the inputs must satisfy {contract.where_text(cond.cond)}"
+                         f"{cond.origin}",
+                         lambda c, sizes, sy, e=cond.cond: lower(e, c.algebra(sy))))
+    return plan
+
+
+def add_input_checks(graph: Any, inputs: list[Any], contract: Contract) -> list[str]:
+    """Write `contract`'s checks at the head of `graph` (an edge program's graph whose user
+    inputs, in order, are the placeholder nodes `inputs`: one per contract input); returns
+    the texts of the checks written, in the order their failure index counts them."""
+    tensors = [(inp, node) for inp, node in zip(contract.inputs, inputs)
+               if isinstance(inp, TensorInput)]
+    first = next(n for n in graph.nodes if n.op != "placeholder")
+    texts: list[str] = []
+    verdicts: list[Any] = []
+    with graph.inserting_before(first):
+        c = _Checks(graph)
+        sizes: list[list[Any]] = []
+        symbols: dict[str, Any] = {}
+        for inp, node in tensors:
+            if inp.scalar:  # an int input: its value is its one size
+                sizes.append([node])
+            else:
+                sizes.append([graph.call_function(torch.ops.aten.sym_size.int, (node, d))
+                              for d in range(len(inp.dims))])
+        for (inp, _), got in zip(tensors, sizes):
+            for d, dim in enumerate(inp.dims):
+                if dim.kind == "bind":
+                    symbols[dim.symbol] = got[d]
+                elif dim.kind == "derived":  # read back: (size - offset) // coef
+                    symbols[dim.symbol] = c.floordiv(c.op("sub", got[d], dim.offset),
+                                                     dim.coef)
+        for text, build in _plan(contract):
+            ok = c.verdict(lambda build=build: build(c, sizes, symbols))
+            if ok is not None:
+                texts.append(text)
+                verdicts.append(ok)
+        if not verdicts:
+            return []
+        index: Any = 0
+        for k in reversed(range(len(verdicts))):
+            index = c.op("sym_ite", verdicts[k], index, k + 1)
+        from executorch.exir.dialects._ops import ops
+
+        edge = ops.edge.aten
+        box = graph.call_function(edge.full.default, ([1], 0), {"dtype": torch.int64})
+        picked = graph.call_function(edge.select_copy.int, (box, 0, index))
+        graph.call_function(edge.copy_.default, (box, picked))
+    return texts
+
+
+def checked(graph: Any) -> bool:
+    """Whether a lowered graph still holds the checks' failure point."""
+    for node in graph.nodes:
+        if node.op == "call_function" and "copy_" in str(node.target) and len(node.args) == 2:
+            src = node.args[1]
+            if getattr(src, "op", None) == "call_function" and "select_copy" in str(src.target):
+                return True
+    return False
