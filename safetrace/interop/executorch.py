@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import conversion_error
+from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_checks import METHOD, add_input_checks, check_texts, checked
 
@@ -78,11 +79,13 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str]) -> Any:
     def add_checks(gm: Any) -> Any:
         nodes = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
         inputs = [nodes.get(name) for name in names]
-        if len(inputs) != len(contract.inputs) or None in inputs:
+        if len(inputs) != len(contract.inputs) or any(
+                node is None for node, inp in zip(inputs, contract.inputs)
+                if isinstance(inp, TensorInput)):
             raise conversion_error(
-                f"st.to_executorch: the edge program has {len(inputs)} user inputs where "
-                f"the program's contract has {len(contract.inputs)}, so its input checks "
-                f"cannot be written", fix="report this with the model; meanwhile check "
+                f"st.to_executorch: the edge program's user inputs ({len(inputs)}, "
+                f"{sum(n is not None for n in inputs)} in its graph) are not the program's "
+                f"{len(contract.inputs)} inputs, so its input checks cannot be written", fix="report this with the model; meanwhile check "
                 "inputs with ep.module()'s contract before calling the .pte")
         if add_input_checks(gm.graph, inputs, contract) != texts:
             raise conversion_error(

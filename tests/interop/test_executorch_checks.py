@@ -1,0 +1,163 @@
+"""A ``.pte`` from ``st.to_executorch`` refuses in ``executorch.runtime`` every input
+``ep.module()`` refuses (issue 20, item 3).
+
+ExecuTorch drops the converted program's ``_assert_scalar`` nodes when it lowers, and the
+runtime refuses by itself only a wrong dtype or rank and a size above the planned capacity:
+before the contract's checks were written into the program, a wrong static size, a size
+two inputs share given differently, a derived size, a size below its Dim's minimum and a
+residual condition ran whenever no kernel happened to compare them (measured: every one of
+those on ``Sums`` below).  The checks are the ``.pte``'s first instructions; a failed one
+stops ``execute`` before any operator of the program runs, and the kernel's log names its
+number in the file's ``safetrace_input_checks`` method.
+
+One lowering (about 2 s) runs by default; the parity sweep over the contract's edges and
+the malformed inputs of three programs is slow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import warnings
+
+import pytest
+import torch
+from torch.utils import _pytree
+
+import safetrace as st
+from tests.interop.harness import edge_inputs, malformed_inputs, outcome
+
+warnings.filterwarnings("ignore", category=st.ConversionWarning)
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("executorch") is None,
+    reason="ExecuTorch is not installed: pip install --no-deps executorch==1.5.1 flatbuffers "
+           "ruamel.yaml pyyaml tabulate")
+
+
+class Sums(torch.nn.Module):
+    """Shared and derived sizes that no kernel compares: ExecuTorch ran them all."""
+
+    def forward(self, x, y, w):
+        return x.sum(0) + y.sum(0) + w.sum(0)
+
+
+class Pool(torch.nn.Module):
+    def forward(self, x):
+        torch._check(x.shape[2] % 3 != 0)
+        return torch.nn.functional.max_pool2d(x, 2) * 2
+
+
+class Embed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.e = torch.nn.Embedding(50, 8)
+
+    def forward(self, ids, mask):
+        return self.e(ids) * mask.unsqueeze(-1)
+
+
+def _sums():
+    b = st.Dim("b", min=2, max=64)
+    args = (torch.randn(3, 4), torch.randn(3, 4), torch.randn(6, 4))
+    return st.export(Sums(), args, dynamic_shapes={"x": {0: b}, "y": {0: b}, "w": {0: 2 * b}})
+
+
+def _pool():
+    return st.export(Pool(), (torch.randn(2, 3, 8, 6),), dynamic_shapes={"x": {
+        0: st.Dim("n", min=1, max=8), 2: st.Dim.DYNAMIC(min=2, max=30),
+        3: st.Dim("w", min=2, max=32)}})
+
+
+def _embed():
+    s = st.Dim("s", min=1, max=32)
+    return st.export(Embed(), (torch.randint(0, 50, (2, 5)), torch.rand(2, 5)),
+                     dynamic_shapes={"ids": {1: s}, "mask": {1: s}})
+
+
+def _runner(ep, path):
+    from executorch.runtime import Runtime
+
+    st.to_executorch(ep, path)
+    program = Runtime.get().load_program(path)
+    method = program.load_method("forward")
+
+    def run(*args, **kwargs):
+        return method.execute(_pytree.tree_leaves((args, kwargs)))[0]
+    return run, program
+
+
+def _t(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+# each ran in the .pte before its checks were written (but the dtype, which set_inputs
+# refuses): (x, y, w) of Sums, declared x, y: [b, 4], w: [2*b, 4], 2 <= b <= 64
+REFUSED = {
+    "static size": ((_t(3, 5), _t(3, 5), _t(6, 5)), "x.shape[1] must be 4"),
+    "shared size": ((_t(3, 4), _t(4, 4), _t(6, 4)), "y.shape[0] must equal x.shape[0]"),
+    "shared size, smaller": ((_t(4, 4), _t(3, 4), _t(8, 4)),
+                             "y.shape[0] must equal x.shape[0]"),
+    "derived size": ((_t(3, 4), _t(3, 4), _t(8, 4)), "w.shape[0] must equal 2*x.shape[0]"),
+    "below the minimum": ((_t(1, 4), _t(1, 4), _t(2, 4)), "x.shape[0] must be >= 2"),
+    "empty": ((_t(0, 4), _t(0, 4), _t(0, 4)), "x.shape[0] must be >= 2"),
+    "above the maximum": ((_t(65, 4), _t(65, 4), _t(130, 4)), None),  # set_inputs
+    "dtype": ((_t(3, 4, dtype=torch.float64), _t(3, 4), _t(6, 4)), None),  # set_inputs
+}
+
+
+@pytest.fixture(scope="module")
+def sums(tmp_path_factory):
+    ep = _sums()
+    run, program = _runner(ep, tmp_path_factory.mktemp("et") / "sums.pte")
+    return ep, run, program.load_method("safetrace_input_checks").execute([])
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_pte_refuses_what_the_program_refuses_naming_the_check(sums, case, capfd):
+    ep, run, texts = sums
+    args, check = REFUSED[case]
+    ours, _ = outcome(ep.module(), args, {})
+    assert ours == "rejected"
+    capfd.readouterr()
+    theirs, got = outcome(run, args, {})
+    assert theirs == "rejected", f"the .pte ran {case}: {got}"
+    if check is not None:  # the failing index is the number of the check, 1-based
+        assert "execute()" in str(got), got
+        log = capfd.readouterr().err
+        k = int(re.search(r"index (\d+) out of range \[-1,1\)", log).group(1))
+        assert texts[k - 1].startswith(check), (texts[k - 1], check)
+
+
+@pytest.mark.parametrize("b", [2, 5, 64])
+def test_pte_matches_the_program_inside_the_space(sums, b):
+    ep, run, _ = sums
+    args = (_t(b, 4), _t(b, 4), _t(2 * b, 4))
+    torch.testing.assert_close(run(*args), ep.module()(*args))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [_sums, _pool, _embed], ids=["sums", "condition", "ids"])
+def test_pte_refuses_exactly_what_the_program_refuses(make, tmp_path):
+    """At and around the contract's edges and on malformed inputs, the .pte and
+    ``ep.module()`` refuse the same inputs and agree on the others; except an input laid
+    out otherwise (transposed in memory), which ExecuTorch refuses ("should be contiguous")
+    and the program accepts."""
+    ep = make()
+    run, _ = _runner(ep, tmp_path / "m.pte")
+    args, kwargs = ep.example_inputs
+    inputs = [("edge", a, k) for a, k in edge_inputs(ep)]
+    inputs += malformed_inputs(ep, args, kwargs)
+    refused = 0
+    for label, a, k in inputs:
+        ours, want = outcome(ep.module(), a, k)
+        theirs, got = outcome(run, a, k)
+        shapes = [tuple(t.shape) for t in _pytree.tree_leaves((a, k))]
+        if label.endswith(" layout"):
+            continue
+        if ours == "rejected":
+            refused += 1
+            assert theirs == "rejected", f"the .pte ran {label} {shapes}: {want}"
+        else:
+            assert theirs == "ok", f"the .pte refused {label} {shapes}: {got}"
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert refused >= 6, refused
