@@ -10,8 +10,8 @@ those on ``Sums`` below).  The checks are the ``.pte``'s first instructions; a f
 stops ``execute`` before any operator of the program runs, and the kernel's log names its
 number in the file's ``safetrace_input_checks`` method.
 
-One lowering (about 2 s) runs by default; the parity sweep over the contract's edges and
-the malformed inputs of three programs is slow.
+All slow (importing ExecuTorch alone costs about 9 s of CPU); the default run checks an
+empty batch in test_executorch.py's MLP.
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ def sums(tmp_path_factory):
     return ep, run, program.load_method("safetrace_input_checks").execute([])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_pte_refuses_what_the_program_refuses_naming_the_check(sums, case, capfd):
     ep, run, texts = sums
@@ -128,6 +129,7 @@ def test_pte_refuses_what_the_program_refuses_naming_the_check(sums, case, capfd
         assert texts[k - 1].startswith(check), (texts[k - 1], check)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("b", [2, 5, 64])
 def test_pte_matches_the_program_inside_the_space(sums, b):
     ep, run, _ = sums
