@@ -18,7 +18,8 @@ import torch
 from safetrace.errors import conversion_error
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
-from safetrace.interop.executorch_checks import METHOD, add_input_checks, check_texts, checked
+from safetrace.interop.executorch_checks import (METHOD, add_input_checks, check_texts,
+                                                  failure_points, keep_data_checks)
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -43,35 +44,57 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
     tep = _beyond_torch_table(tep, compile_config)
-    contract = None if isinstance(ep, torch.export.ExportedProgram) else ep.contract
-    texts = check_texts(contract) if contract is not None else []
-    methods = {METHOD: texts} if texts else None
-    if partitioner:
-        edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
-                                                compile_config=compile_config,
-                                                constant_methods=methods)
-    else:
-        edge = exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
-    if not texts:
+    if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract to write
+        edge = _edge(exir, tep, partitioner, compile_config, None)
         program = edge.to_executorch()
     else:
+        # the checks' texts: the contract's, then (appended by the pass, which finds them)
+        # the data checks of the graph; the constant method holds this very list
+        texts = check_texts(ep.contract)
+        edge = _edge(exir, tep, partitioner, compile_config, {METHOD: texts})
+        written: list[int] = []
         program = edge.to_executorch(exir.ExecutorchBackendConfig(
-            passes=[_checks_pass(edge.exported_program(), contract, texts)]))
-        if not checked(program.exported_program().graph):
-            raise conversion_error(
-                "st.to_executorch: the input checks did not survive ExecuTorch's passes, "
-                "so the .pte would run inputs the program refuses",
-                fix="report this with your executorch version; meanwhile check inputs with "
-                    "ep.module()'s contract before calling the .pte")
+            passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
+        _verify(program, texts, written)
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
 
 
-def _checks_pass(edge_ep: Any, contract: Any, texts: list[str]) -> Any:
+def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
+          methods: Any) -> Any:
+    if partitioner:
+        return exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
+                                                compile_config=compile_config,
+                                                constant_methods=methods)
+    return exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+
+
+def _verify(program: Any, texts: list[str], written: list[int]) -> None:
+    """The lowered program holds every failure point written, and its constant method
+    every text, in order; else no .pte (it would run inputs the program refuses)."""
+    from executorch.runtime import Runtime
+
+    points = failure_points(program.exported_program().graph)
+    listed = None
+    if texts:
+        method = Runtime.get().load_program(program.buffer).load_method(METHOD)
+        listed = list(method.execute([]))
+    if points != sum(written) or (texts and listed != texts) or (not texts and points):
+        raise conversion_error(
+            f"st.to_executorch: the input checks did not survive ExecuTorch's passes "
+            f"({points} failure points of {sum(written)} written; "
+            f"{len(listed or ())} texts of {len(texts)}), so the .pte would run inputs the "
+            f"program refuses",
+            fix="report this with your executorch version; meanwhile check inputs with "
+                "ep.module()'s contract before calling the .pte")
+
+
+def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int]) -> Any:
     """The pass ``to_executorch`` runs first: the contract's checks at the head of the
-    graph (``executorch_checks``); refuses a graph whose user inputs are not the
-    contract's."""
+    graph, and the graph's data checks kept where they are (``executorch_checks``); the
+    data checks' texts are appended to `texts`, the failure points' count to `written`.
+    Refuses a graph whose user inputs are not the contract's."""
     from torch.fx.passes.infra.pass_base import PassResult
 
     names = list(edge_ep.graph_signature.user_inputs)
@@ -87,10 +110,15 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str]) -> Any:
                 f"{sum(n is not None for n in inputs)} in its graph) are not the program's "
                 f"{len(contract.inputs)} inputs, so its input checks cannot be written", fix="report this with the model; meanwhile check "
                 "inputs with ep.module()'s contract before calling the .pte")
+        del texts[len(check_texts(contract)):]  # a rerun of the pass starts again
         if add_input_checks(gm.graph, inputs, contract) != texts:
             raise conversion_error(
                 "st.to_executorch: the input checks written differ from those listed",
                 fix="report this with the model")
+        written[:] = [1] if texts else []
+        data = keep_data_checks(gm.graph, len(texts) + 1)
+        texts.extend(data)
+        written.extend(1 for _ in data)
         gm.recompile()
         return PassResult(gm, True)
 

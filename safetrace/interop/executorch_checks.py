@@ -182,25 +182,109 @@ def add_input_checks(graph: Any, inputs: list[Any], contract: Contract) -> list[
             if ok is not None:
                 texts.append(text)
                 verdicts.append(ok)
-        if not verdicts:
-            return []
-        index: Any = 0
-        for k in reversed(range(len(verdicts))):
-            index = c.op("sym_ite", verdicts[k], index, k + 1)
-        from executorch.exir.dialects._ops import ops
-
-        edge = ops.edge.aten
-        box = graph.call_function(edge.full.default, ([1], 0), {"dtype": torch.int64})
-        picked = graph.call_function(edge.select_copy.int, (box, 0, index))
-        graph.call_function(edge.copy_.default, (box, picked))
+        if verdicts:
+            _failure_point(graph, verdicts, 1)
     return texts
 
 
-def checked(graph: Any) -> bool:
-    """Whether a lowered graph still holds the checks' failure point."""
+def _failure_point(graph: Any, verdicts: list[Any], first: int) -> None:
+    """Where the checks `verdicts` (numbered from `first`) stop the program: an index, 0
+    when all hold, else the number of the first that fails, selected from a one-element
+    tensor, and the selection written back into it (no dead-code pass drops a write)."""
+    from executorch.exir.dialects._ops import ops
+
+    p = _prims()
+    index: Any = 0
+    for k in reversed(range(len(verdicts))):
+        index = graph.call_function(p.sym_ite.Scalar, (verdicts[k], index, first + k))
+    edge = ops.edge.aten
+    box = graph.call_function(edge.full.default, ([1], 0), {"dtype": torch.int64})
+    picked = graph.call_function(edge.select_copy.int, (box, 0, index))
+    graph.call_function(edge.copy_.default, (box, picked))
+
+
+def keep_data_checks(graph: Any, first: int) -> list[str]:
+    """Turn the graph's ``_assert_scalar`` nodes on values read from data (``.item()``'s,
+    which ExecuTorch would drop) into failure points numbered from `first`, where the
+    program computes them; returns their messages, in that order.  An assert on sizes
+    alone is left to ExecuTorch to drop: the contract's checks at the head cover it."""
+    texts: list[str] = []
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten._assert_scalar.default:
+            continue
+        cond = node.args[0]
+        if not isinstance(cond, torch.fx.Node) or not _reads_data(cond):
+            continue
+        text = str(node.args[1]) if len(node.args) > 1 else str(cond)
+        with graph.inserting_before(node):
+            _failure_point(graph, [_scalar_form(graph, cond, text)], first + len(texts))
+        texts.append(text)
+        graph.erase_node(node)
+    return texts
+
+
+def _reads_data(node: Any) -> bool:
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n in seen or n.op != "call_function":
+            continue
+        seen.add(n)
+        if n.target is torch.ops.aten._local_scalar_dense.default:
+            return True
+        todo.extend(a for a in n.all_input_nodes)
+    return False
+
+
+def _scalar_form(graph: Any, node: Any, text: str) -> Any:
+    """`node` (a condition on scalars) with ``!=``, for which ExecuTorch has no scalar
+    operator, rewritten as ``not ==``; refuses an operator ExecuTorch cannot run.  The
+    rest is left as torch wrote it: ExecuTorch's pass that maps Python's operators to its
+    own retraces the graph first, and there each data-dependent condition is known true
+    only in the form the program asserted it."""
+    import operator
+
+    from executorch.exir.passes.executorch_prim_ops_registry import is_sym_op
+
+    from safetrace.errors import conversion_error
+
+    memo: dict[Any, Any] = {}
+    anchor = node.next  # every new node goes here, in the order made
+    c = _Checks(graph)
+
+    def visit(n: Any) -> Any:
+        if not isinstance(n, torch.fx.Node) or n.op != "call_function":
+            return n
+        if n in memo:
+            return memo[n]
+        if n.target is torch.ops.aten._local_scalar_dense.default:
+            return n
+        args = [visit(a) for a in n.args]
+        with graph.inserting_before(anchor):
+            if n.target is operator.ne:
+                out = c.op("sym_not", c.op("eq", *args))
+            elif not is_sym_op(n.target):
+                raise conversion_error(
+                    f"st.to_executorch: the program checks `{text}` on a value read from "
+                    f"data with {n.target}, which has no ExecuTorch scalar operator",
+                    fix="report this with the model; meanwhile check that value before "
+                        "calling the .pte")
+            elif args != list(n.args):
+                out = graph.call_function(n.target, tuple(args), dict(n.kwargs))
+            else:
+                out = n
+        memo[n] = out
+        return out
+
+    return visit(node)
+
+
+def failure_points(graph: Any) -> int:
+    """How many failure points a lowered graph holds."""
+    count = 0
     for node in graph.nodes:
         if node.op == "call_function" and "copy_" in str(node.target) and len(node.args) == 2:
             src = node.args[1]
             if getattr(src, "op", None) == "call_function" and "select_copy" in str(src.target):
-                return True
-    return False
+                count += 1
+    return count

@@ -163,3 +163,31 @@ def test_pte_refuses_exactly_what_the_program_refuses(make, tmp_path):
             assert theirs == "ok", f"the .pte refused {label} {shapes}: {got}"
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert refused >= 6, refused
+
+
+class Count(torch.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        st.check(k <= 16)
+        st.check(k >= 1)
+        st.check(k % 2 == 0)
+        return torch.ones(k, 3) * x.sum()
+
+
+@pytest.mark.slow
+def test_pte_keeps_the_checks_on_values_read_from_data(tmp_path):
+    """``.item()``'s checks live in the graph as ``_assert_scalar`` nodes, which ExecuTorch
+    drops (it ran k = 0 and k = 5); the .pte keeps them where the program computes them,
+    each numbered after the input checks, with torch's text of it."""
+    ep = st.export(Count(), (torch.randn(4), torch.tensor(6)))
+    run, program = _runner(ep, tmp_path / "count.pte")
+    texts = program.load_method("safetrace_input_checks").execute([])
+    assert texts[0] == "x.shape[0] must be 4" and len(texts) == 4, texts
+    assert all("u0" in t for t in texts[1:]), texts
+    for n in (0, 1, 5, 17, -2):
+        x = torch.randn(4)
+        assert outcome(ep.module(), (x, torch.tensor(n)), {})[0] == "rejected"
+        assert outcome(run, (x, torch.tensor(n)), {})[0] == "rejected", n
+    for n in (2, 6, 16):
+        x = torch.randn(4)
+        torch.testing.assert_close(run(x, torch.tensor(n)), ep.module()(x, torch.tensor(n)))
