@@ -216,10 +216,12 @@ def keep_data_checks(graph: Any, first: int) -> list[str]:
         if not isinstance(cond, torch.fx.Node) or not _reads_data(cond):
             continue
         text = str(node.args[1]) if len(node.args) > 1 else str(cond)
-        with graph.inserting_before(node):
-            _failure_point(graph, [_scalar_form(graph, cond, text)], first + len(texts))
+        ok = _scalar_form(graph, cond, text)
+        # after the assert, which stays for ExecuTorch to drop: its retrace learns the fact
+        # from it, and the failure point's own retrace then finds the condition true
+        with graph.inserting_before(node.next):
+            _failure_point(graph, [ok], first + len(texts))
         texts.append(text)
-        graph.erase_node(node)
     return texts
 
 
