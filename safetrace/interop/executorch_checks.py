@@ -205,7 +205,7 @@ def _failure_point(graph: Any, verdicts: list[Any], first: int) -> None:
 
 def keep_data_checks(graph: Any, first: int) -> list[str]:
     """Turn the graph's ``_assert_scalar`` nodes on values read from data (``.item()``'s,
-    which ExecuTorch would drop) into failure points numbered from `first`, where the
+    a size of ``x[mask]``, which ExecuTorch would drop) into failure points numbered from `first`, where the
     program computes them; returns their messages, in that order.  An assert on sizes
     alone is left to ExecuTorch to drop: the contract's checks at the head cover it."""
     texts: list[str] = []
@@ -234,8 +234,15 @@ def _reads_data(node: Any) -> bool:
         seen.add(n)
         if n.target is torch.ops.aten._local_scalar_dense.default:
             return True
+        if n.target is torch.ops.aten.sym_size.int and _unbacked(n.meta.get("val")):
+            return True  # the size of a tensor sized by data (x[mask], nonzero)
         todo.extend(a for a in n.all_input_nodes)
     return False
+
+
+def _unbacked(value: Any) -> bool:
+    return isinstance(value, torch.SymInt) and any(
+        str(s).startswith("u") for s in value.node.expr.free_symbols)
 
 
 def _scalar_form(graph: Any, node: Any, text: str) -> Any:
@@ -259,8 +266,9 @@ def _scalar_form(graph: Any, node: Any, text: str) -> Any:
             return n
         if n in memo:
             return memo[n]
-        if n.target is torch.ops.aten._local_scalar_dense.default:
-            return n
+        if n.target in (torch.ops.aten._local_scalar_dense.default,
+                        torch.ops.aten.sym_size.int):
+            return n  # a value read at run time: a leaf of the condition
         args = [visit(a) for a in n.args]
         with graph.inserting_before(anchor):
             if n.target is operator.ne:

@@ -191,3 +191,23 @@ def test_pte_keeps_the_checks_on_values_read_from_data(tmp_path):
     for n in (2, 6, 16):
         x = torch.randn(4)
         torch.testing.assert_close(run(x, torch.tensor(n)), ep.module()(x, torch.tensor(n)))
+
+
+class Positives(torch.nn.Module):
+    def forward(self, x):
+        y = x[x > 0]
+        st.check(y.shape[0] >= 2)
+        return y * 2
+
+
+@pytest.mark.slow
+def test_pte_keeps_the_checks_on_sizes_made_by_data(tmp_path):
+    """``x[mask]``'s row count is read by the .pte from the tensor the kernel sized; its
+    check ran before (one positive element in, one out)."""
+    ep = st.export(Positives(), (torch.randn(8),))
+    run, _ = _runner(ep, tmp_path / "positives.pte")
+    one = torch.tensor([1., -1, -2, -3, -4, -5, -6, -7])
+    assert outcome(ep.module(), (one,), {})[0] == "rejected"
+    assert outcome(run, (one,), {})[0] == "rejected"
+    many = torch.tensor([1., -1, 2, 3, -4, 5, 6, 7])
+    torch.testing.assert_close(run(many), ep.module()(many))
