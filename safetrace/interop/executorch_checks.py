@@ -109,12 +109,6 @@ class _Checks:
         return ok
 
 
-def check_texts(contract: Contract) -> list[str]:
-    """What each check of :func:`add_input_checks` requires, in its order (entry k - 1 is
-    the check an index k names)."""
-    return [text for text, _ in _plan(contract)]
-
-
 def _plan(contract: Contract) -> list[tuple[str, Callable[[_Checks, list, dict], Any]]]:
     """(text, builder) per check, in ``ep.module()``'s order: static sizes, the sizes
     related to others, the symbols' ranges, the residual conditions."""
