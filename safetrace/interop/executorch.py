@@ -10,16 +10,17 @@ bound (``Dim("batch", max=64)``).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from safetrace.errors import conversion_error
+from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
-                                                  keep_data_checks)
+                                                  keep_data_checks, specialized)
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -59,6 +60,15 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def specialized_warning(contract: Any, pinned: list[tuple[int, int, int]]) -> str:
+    tensors = [inp for inp in contract.inputs if isinstance(inp, TensorInput)]
+    dims = ", ".join(f"{tensors[k].where(d)} to {n}" for k, d, n in pinned)
+    return (f"st.to_executorch: ExecuTorch's lowering specialized {dims} (the program "
+            f"declares them dynamic); the .pte holds for those sizes only and checks them "
+            f"(a failed check names the dim). Other sizes: export one program per size, or "
+            f"see docs/deploying.md (ExecuTorch) for what specializes")
 
 
 def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
@@ -112,7 +122,11 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[in
                 "inputs with ep.module()'s contract before calling the .pte")
         # the list the constant method holds becomes the checks written (a condition on
         # float arithmetic of sizes has no form here), then the data checks
-        texts[:] = add_input_checks(gm.graph, inputs, contract)
+        pinned = specialized(inputs, contract)
+        if pinned:
+            warnings.warn(specialized_warning(contract, pinned), ConversionWarning,
+                          stacklevel=2)
+        texts[:] = add_input_checks(gm.graph, inputs, contract, pinned)
         written[:] = [1] if texts else []
         data = keep_data_checks(gm.graph, len(texts) + 1)
         texts.extend(data)

@@ -145,10 +145,33 @@ def _plan(contract: Contract) -> list[tuple[str, Callable[[_Checks, list, dict],
     return plan
 
 
-def add_input_checks(graph: Any, inputs: list[Any], contract: Contract) -> list[str]:
+def specialized(inputs: list[Any], contract: Contract) -> list[tuple[int, int, int]]:
+    """(tensor input, dim, size) for each dim the contract keeps dynamic but the edge
+    program's placeholder has as an int: ``to_edge``'s retrace specialized it (its dtype
+    verifier calls ``len()`` on a list of tensors; its LSTM decomposition unrolls the
+    sequence).  The program then holds only for that size."""
+    out = []
+    tensors = [(inp, node) for inp, node in zip(contract.inputs, inputs)
+               if isinstance(inp, TensorInput)]
+    for k, (inp, node) in enumerate(tensors):
+        shape = getattr(node.meta.get("val"), "shape", None) if node is not None else None
+        if inp.scalar or shape is None or len(shape) != len(inp.dims):
+            continue
+        for d, dim in enumerate(inp.dims):
+            size = shape[d]
+            if isinstance(size, torch.SymInt) and size.node.expr.is_number:
+                size = int(size.node.expr)  # a symbol replaced by its value
+            if dim.kind != "static" and type(size) is int:
+                out.append((k, d, size))
+    return out
+
+
+def add_input_checks(graph: Any, inputs: list[Any], contract: Contract,
+                     pinned: list[tuple[int, int, int]] = ()) -> list[str]:  # type: ignore[assignment]
     """Write `contract`'s checks at the head of `graph` (an edge program's graph whose user
-    inputs, in order, are the placeholder nodes `inputs`: one per contract input); returns
-    the texts of the checks written, in the order their failure index counts them."""
+    inputs, in order, are the placeholder nodes `inputs`: one per contract input), and a
+    check of each `pinned` size (``specialized``) first; returns the texts of the checks
+    written, in the order their failure index counts them."""
     tensors = [(inp, node) for inp, node in zip(contract.inputs, inputs)
                if isinstance(inp, TensorInput)]
     first = next(n for n in graph.nodes if n.op != "placeholder")
@@ -171,7 +194,11 @@ def add_input_checks(graph: Any, inputs: list[Any], contract: Contract) -> list[
                 elif dim.kind == "derived":  # read back: (size - offset) // coef
                     symbols[dim.symbol] = c.floordiv(c.op("sub", got[d], dim.offset),
                                                      dim.coef)
-        for text, build in _plan(contract):
+        plan = [(f"{tensors[k][0].where(d)} must be {n} (ExecuTorch's lowering specialized "
+                 f"it to the example's size)",
+                 lambda c, sizes, sy, k=k, d=d, n=n: c.op("eq", sizes[k][d], n))
+                for k, d, n in pinned]
+        for text, build in plan + _plan(contract):
             ok = c.verdict(lambda build=build: build(c, sizes, symbols))
             if ok is not None:
                 texts.append(text)

@@ -211,3 +211,65 @@ def test_pte_keeps_the_checks_on_sizes_made_by_data(tmp_path):
     assert outcome(run, (one,), {})[0] == "rejected"
     many = torch.tensor([1., -1, 2, 3, -4, 5, 6, 7])
     torch.testing.assert_close(run(many), ep.module()(many))
+
+
+DEPLOY_SET = ("mlp", "resnet", "lstm_tagger", "tiny_gpt", "data_dependent",
+              "transformer_encoder")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", DEPLOY_SET)
+def test_zoo_pte_refuses_what_the_program_refuses(name, tmp_path):
+    """The zoo's deploy set (as tests/interop/test_aoti_checks.py): a program whose Dims
+    have no maximum is refused by st.to_executorch (ExecuTorch plans memory for the largest
+    size); the others refuse every input ``ep.module()`` refuses and agree on the rest
+    (but a transposed input, which ExecuTorch refuses, and the other sizes of a dim
+    ExecuTorch's lowering specialized: refused, where lstm_tagger's .pte had returned
+    `[2, 10, 7]` for a `[2, 1]` input)."""
+    import copy
+
+    from benchmarks.zoo import by_name
+
+    case = by_name(name).factory()
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            run, _ = _runner(ep, tmp_path / "m.pte")
+    except st.ConversionError as e:
+        assert "has no upper bound" in str(e), e
+        pytest.skip(f"unbounded Dim: {str(e).splitlines()[0]}")
+    # dims ExecuTorch's lowering specialized (lstm_tagger's sequence, tiny_gpt's batch):
+    # the .pte refuses their other sizes, with a named check, instead of answering them
+    pinned = {(m.group(1), int(m.group(2)), int(m.group(3))) for w in seen
+              if issubclass(w.category, st.ConversionWarning)
+              for m in re.finditer(r"(\w+)\.shape\[(\d+)\] to (\d+)", str(w.message))}
+    paths = [getattr(inp, "path", None) for inp in ep.contract.inputs]
+    ours = copy.deepcopy(ep.module())
+    inputs = [("example", case.args, case.kwargs)]
+    inputs += [("other", a, k) for a, k in case.others]
+    inputs += [("edge", a, k) for a, k in edge_inputs(ep)]
+    inputs += malformed_inputs(ep, case.args, case.kwargs)
+    problems = []
+    for label, a, k in inputs:
+        if label.endswith(" layout"):
+            continue
+        shapes = [tuple(t.shape) for t in _pytree.tree_leaves((a, k))
+                  if isinstance(t, torch.Tensor)]
+        with torch.no_grad():
+            mine, want = outcome(ours, a, k)
+            theirs, got = outcome(run, a, k)
+        if mine == "rejected" and theirs != "rejected":
+            problems.append(f"{label} {shapes}: the .pte ran it ({want})")
+        elif mine == "ok" and theirs == "rejected":
+            given = _pytree.tree_leaves((a, k))
+            off = [(p, d, n) for p, d, n in pinned
+                   if p in paths and given[paths.index(p)].shape[d] != n]
+            if not off:
+                problems.append(f"{label} {shapes}: the .pte refused it ({got})")
+        elif mine == "ok":
+            torch.testing.assert_close(got, want if isinstance(want, torch.Tensor)
+                                       else _pytree.tree_leaves(want)[0],
+                                       rtol=1e-4, atol=1e-4)
+    assert not problems, "\n".join(problems)
