@@ -118,8 +118,9 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[in
             raise conversion_error(
                 f"st.to_executorch: the edge program's user inputs ({len(inputs)}, "
                 f"{sum(n is not None for n in inputs)} in its graph) are not the program's "
-                f"{len(contract.inputs)} inputs, so its input checks cannot be written", fix="report this with the model; meanwhile check "
-                "inputs with ep.module()'s contract before calling the .pte")
+                f"{len(contract.inputs)} inputs, so its input checks cannot be written",
+                fix="report this with the model; meanwhile check inputs with ep.module()'s "
+                    "contract before calling the .pte")
         # the list the constant method holds becomes the checks written (a condition on
         # float arithmetic of sizes has no form here), then the data checks
         pinned = specialized(inputs, contract)

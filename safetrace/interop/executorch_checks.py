@@ -26,11 +26,16 @@ writes into its tensor (``aten::copy_``), so no dead-code pass drops the instruc
 divisor that can be 0 outside the contract is replaced by 1 there and the check fails
 (ExecuTorch's integer division would stop the process).  Conditions on float arithmetic of
 sizes have no scalar operator here and are left out.
+
+Two more kinds of check go the same way: the graph's own ``_assert_scalar`` nodes on values
+read from data (``.item()``, a size of ``x[mask]``), each a failure point where the program
+computes it (``keep_data_checks``); and a dim the contract keeps dynamic that ``to_edge``'s
+retrace specialized (``specialized``), checked at that size first.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -167,7 +172,7 @@ def specialized(inputs: list[Any], contract: Contract) -> list[tuple[int, int, i
 
 
 def add_input_checks(graph: Any, inputs: list[Any], contract: Contract,
-                     pinned: list[tuple[int, int, int]] = ()) -> list[str]:  # type: ignore[assignment]
+                     pinned: Sequence[tuple[int, int, int]] = ()) -> list[str]:
     """Write `contract`'s checks at the head of `graph` (an edge program's graph whose user
     inputs, in order, are the placeholder nodes `inputs`: one per contract input), and a
     check of each `pinned` size (``specialized``) first; returns the texts of the checks
@@ -190,9 +195,9 @@ def add_input_checks(graph: Any, inputs: list[Any], contract: Contract,
         for (inp, _), got in zip(tensors, sizes):
             for d, dim in enumerate(inp.dims):
                 if dim.kind == "bind":
-                    symbols[dim.symbol] = got[d]
+                    symbols[str(dim.symbol)] = got[d]
                 elif dim.kind == "derived":  # read back: (size - offset) // coef
-                    symbols[dim.symbol] = c.floordiv(c.op("sub", got[d], dim.offset),
+                    symbols[str(dim.symbol)] = c.floordiv(c.op("sub", got[d], dim.offset),
                                                      dim.coef)
         plan = [(f"{tensors[k][0].where(d)} must be {n} (ExecuTorch's lowering specialized "
                  f"it to the example's size)",
@@ -226,9 +231,10 @@ def _failure_point(graph: Any, verdicts: list[Any], first: int) -> None:
 
 def keep_data_checks(graph: Any, first: int) -> list[str]:
     """Turn the graph's ``_assert_scalar`` nodes on values read from data (``.item()``'s,
-    a size of ``x[mask]``, which ExecuTorch would drop) into failure points numbered from `first`, where the
-    program computes them; returns their messages, in that order.  An assert on sizes
-    alone is left to ExecuTorch to drop: the contract's checks at the head cover it."""
+    a size of ``x[mask]``, which ExecuTorch would drop) into failure points numbered from
+    `first`, where the program computes them; returns their messages, in that order.  An
+    assert on sizes alone is left to ExecuTorch to drop: the contract's checks at the head
+    cover it."""
     texts: list[str] = []
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target is not torch.ops.aten._assert_scalar.default:
