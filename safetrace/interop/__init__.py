@@ -50,7 +50,12 @@ def to_onnx(ep: Any, path: Any = None, *, verbose: bool | None = None, **kwargs:
 def to_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
                   compile_config: Any = None) -> Any:
     """Lower a safetrace program to ExecuTorch (``to_edge(ep.to_torch()).to_executorch()``);
-    the ``.pte`` is written to `path` if given.  Needs ``pip install 'safetrace[executorch]'``."""
+    the ``.pte`` is written to `path` if given.  Needs ``pip install 'safetrace[executorch]'``.
+
+    The program's input checks (and its checks on values read from data) are written into
+    the ``.pte`` as instructions that run before the program's operators: a failed one stops
+    ``execute`` with ``InvalidArgument`` and the runtime's log names its number, the entry
+    of the file's constant method ``safetrace_input_checks`` that says what failed."""
     return export_executorch(ep, path, partitioner=partitioner, compile_config=compile_config)
 
 

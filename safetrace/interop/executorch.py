@@ -1,21 +1,26 @@
 """``st.to_executorch(ep, path)``: an ExecuTorch ``.pte`` through ``ep.to_torch()``.
 
 The three lines ExecuTorch documents (``to_edge(ep).to_executorch()``, then write the
-buffer), on the converted program: the input contract travels as ``_assert_scalar`` nodes
-in the graph, so the ``.pte`` refuses what ``ep.module()`` refuses where ExecuTorch keeps
-them.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
+buffer), on the converted program, with the input contract written into the ``.pte`` as its
+first instructions (``executorch_checks``: ExecuTorch drops the ``_assert_scalar`` nodes
+that carry it in the converted graph), so the ``.pte`` refuses what ``ep.module()``
+refuses.  ExecuTorch plans memory for the largest tensors: every dynamic dim needs an upper
 bound (``Dim("batch", max=64)``).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from safetrace.errors import conversion_error
+from safetrace.errors import ConversionWarning, conversion_error
+from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
+                                                  keep_data_checks, specialized)
 
 INSTALL = ("pip install --no-deps executorch==1.5.1 flatbuffers ruamel.yaml pyyaml tabulate"
            "  (or: pip install 'safetrace[executorch]')")
@@ -40,15 +45,97 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
     tep = _beyond_torch_table(tep, compile_config)
-    if partitioner:
-        edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
-                                                compile_config=compile_config)
+    if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract to write
+        edge = _edge(exir, tep, partitioner, compile_config, None)
+        program = edge.to_executorch()
     else:
-        edge = exir.to_edge(tep, compile_config=compile_config)
-    program = edge.to_executorch()
+        # the checks' texts: filled by the pass, which writes the checks (the contract's,
+        # then the graph's data checks); the constant method holds this very list
+        texts: list[str] = []
+        edge = _edge(exir, tep, partitioner, compile_config, {METHOD: texts})
+        written: list[int] = []
+        program = edge.to_executorch(exir.ExecutorchBackendConfig(
+            passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
+        _verify(program, texts, written)
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program
+
+
+def specialized_warning(contract: Any, pinned: list[tuple[int, int, int]]) -> str:
+    tensors = [inp for inp in contract.inputs if isinstance(inp, TensorInput)]
+    dims = ", ".join(f"{tensors[k].where(d)} to {n}" for k, d, n in pinned)
+    return (f"st.to_executorch: ExecuTorch's lowering specialized {dims} (the program "
+            f"declares them dynamic); the .pte holds for those sizes only and checks them "
+            f"(a failed check names the dim). Other sizes: export one program per size, or "
+            f"see docs/deploying.md (ExecuTorch) for what specializes")
+
+
+def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
+          methods: Any) -> Any:
+    if partitioner:
+        return exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
+                                                compile_config=compile_config,
+                                                constant_methods=methods)
+    return exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+
+
+def _verify(program: Any, texts: list[str], written: list[int]) -> None:
+    """The lowered program holds every failure point written, and its constant method
+    every text, in order; else no .pte (it would run inputs the program refuses)."""
+    from executorch.runtime import Runtime
+
+    points = failure_points(program.exported_program().graph)
+    listed = None
+    if texts:
+        method = Runtime.get().load_program(program.buffer).load_method(METHOD)
+        listed = list(method.execute([]))
+    if points != sum(written) or (texts and listed != texts) or (not texts and points):
+        raise conversion_error(
+            f"st.to_executorch: the input checks did not survive ExecuTorch's passes "
+            f"({points} failure points of {sum(written)} written; "
+            f"{len(listed or ())} texts of {len(texts)}), so the .pte would run inputs the "
+            f"program refuses",
+            fix="report this with your executorch version; meanwhile check inputs with "
+                "ep.module()'s contract before calling the .pte")
+
+
+def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[int]) -> Any:
+    """The pass ``to_executorch`` runs first: the contract's checks at the head of the
+    graph, and the graph's data checks kept where they are (``executorch_checks``); the
+    data checks' texts are appended to `texts`, the failure points' count to `written`.
+    Refuses a graph whose user inputs are not the contract's."""
+    from torch.fx.passes.infra.pass_base import PassResult
+
+    names = list(edge_ep.graph_signature.user_inputs)
+
+    def add_checks(gm: Any) -> Any:
+        nodes = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+        inputs = [nodes.get(name) for name in names]
+        if len(inputs) != len(contract.inputs) or any(
+                node is None for node, inp in zip(inputs, contract.inputs)
+                if isinstance(inp, TensorInput)):
+            raise conversion_error(
+                f"st.to_executorch: the edge program's user inputs ({len(inputs)}, "
+                f"{sum(n is not None for n in inputs)} in its graph) are not the program's "
+                f"{len(contract.inputs)} inputs, so its input checks cannot be written",
+                fix="report this with the model; meanwhile check inputs with ep.module()'s "
+                    "contract before calling the .pte")
+        # the list the constant method holds becomes the checks written (a condition on
+        # float arithmetic of sizes has no form here), then the data checks
+        pinned = specialized(inputs, contract)
+        if pinned:
+            warnings.warn(specialized_warning(contract, pinned), ConversionWarning,
+                          stacklevel=2)
+        texts[:] = add_input_checks(gm.graph, inputs, contract, pinned)
+        written[:] = [1] if texts else []
+        data = keep_data_checks(gm.graph, len(texts) + 1)
+        texts.extend(data)
+        written.extend(1 for _ in data)
+        gm.recompile()
+        return PassResult(gm, True)
+
+    return add_checks
 
 
 def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:

@@ -55,10 +55,11 @@ def _run_pte(path, x: torch.Tensor) -> torch.Tensor:
     return method.execute([x])[0]
 
 
-def _lower_and_compare(model, example, dynamic_shapes, sizes, too_big, tmp_path):
+def _lower_and_compare(model, example, dynamic_shapes, sizes, too_big, tmp_path, below=()):
     """Lower ours and torch.export's program; both .pte files give eager's numbers at
     `sizes`; a `too_big` input is refused by ours (module) and by the .pte's planned
-    capacity alike."""
+    capacity alike; inputs `below` a Dim's minimum by ours and by our .pte's input checks
+    (torch's .pte runs them: ExecuTorch drops its asserts)."""
     model = model.eval()
     ep = st.export(model, (example,), dynamic_shapes=dynamic_shapes)
     path = tmp_path / "ours.pte"
@@ -83,13 +84,21 @@ def _lower_and_compare(model, example, dynamic_shapes, sizes, too_big, tmp_path)
         ep.module()(x)
     with pytest.raises(RuntimeError):  # set_inputs: larger than the planned capacity
         _run_pte(path, x)
+    for shape in below:
+        x = torch.randn(shape)
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(x)
+        with pytest.raises(RuntimeError, match="execute"):  # the .pte's checks
+            _run_pte(path, x)
+        _run_pte(ref_path, x)
 
 
 @needs_executorch
 def test_mlp_pte_matches_eager_at_other_batch_sizes(tmp_path):
     batch = st.Dim("batch", min=1, max=16)
     _lower_and_compare(MLP(), torch.randn(4, 6), {"x": {0: batch}},
-                       sizes=[(1, 6), (7, 6), (16, 6)], too_big=(17, 6), tmp_path=tmp_path)
+                       sizes=[(1, 6), (7, 6), (16, 6)], too_big=(17, 6), tmp_path=tmp_path,
+                       below=[(0, 6)])
 
 
 @needs_executorch
@@ -99,7 +108,8 @@ def test_cnn_pte_matches_eager_at_other_resolutions(tmp_path):
             3: st.Dim("w", min=4, max=32)}
     _lower_and_compare(CNN(), torch.randn(2, 3, 8, 8), {"x": dims},
                        sizes=[(1, 3, 4, 4), (3, 3, 17, 9), (8, 3, 32, 32)],
-                       too_big=(9, 3, 32, 32), tmp_path=tmp_path)
+                       too_big=(9, 3, 32, 32), tmp_path=tmp_path,
+                       below=[(0, 3, 8, 8), (2, 3, 3, 8)])
 
 
 @needs_executorch
