@@ -31,9 +31,7 @@ from safetrace.symbolic.semantics import holds_at
 
 INF = math.inf
 
-# Epochs: one counter for every Env of the process, so that an epoch names one state of
-# one environment (two environments never share one, even with the same symbol names)
-_EPOCHS = itertools.count(1)
+_EPOCHS = itertools.count(1)  # one counter for all: an epoch names one state of one Env
 
 
 class Env:
@@ -88,11 +86,9 @@ class Env:
         # probe(answer) -> True when the caller raises on the other answer (an ``assert``)
         self.precondition_depth = 0
         self.precondition_probe: Callable[[bool], bool] | None = None
-        # A new number whenever anything a question's answer may depend on changed
-        # (symbols, ranges, replacements, facts, guards, requirements, settled answers) and
-        # whenever a question went to the size-oblivious policy or report mode (their
-        # answers depend on the asking frame): a caller may reuse what a pure computation
-        # on this env found while the epoch is the one it had (trace/memo.py).
+        # New after any change an answer may depend on, and after a question the facts
+        # left open (its answer depends on the asker): trace/memo.py reuses a pure
+        # computation's result while the epoch is unchanged
         self.epoch = next(_EPOCHS)
 
     # --- symbols ----------------------------------------------------------------------
