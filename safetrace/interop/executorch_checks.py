@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from safetrace.errors import conversion_error
 from safetrace.exporter.contract import Contract, TensorInput
 from safetrace.symbolic.semantics import Algebra, lower
 
@@ -281,8 +282,6 @@ def _scalar_form(graph: Any, node: Any, text: str) -> Any:
     import operator
 
     from executorch.exir.passes.executorch_prim_ops_registry import is_sym_op
-
-    from safetrace.errors import conversion_error
 
     memo: dict[Any, Any] = {}
     anchor = node.next  # every new node goes here, in the order made

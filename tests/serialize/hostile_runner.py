@@ -4,7 +4,7 @@
 
 While a case loads and runs, the address space is capped at what the process maps when
 the case starts plus ``HOSTILE_MB`` (200); each case must end as its Spec expects within
-``HOSTILE_S`` (2) seconds of CPU, leave a canary file and the rest of the folder untouched, write
+``HOSTILE_S`` (4) seconds of CPU, leave a canary file and the rest of the folder untouched, write
 nothing to the terminal, and leave the process state (grad mode, RNG, default dtype, threads, cwd,
 environment, imported modules) as it found it.
 """
@@ -28,7 +28,9 @@ from safetrace.symbolic.expr import table_mark
 from tests.serialize import hostile
 
 LIMIT_MB = int(os.environ.get("HOSTILE_MB", "200"))
-LIMIT_S = float(os.environ.get("HOSTILE_S", "2"))
+# (the slowest refused file: under 1 s on one 2-core VM, 2.7 s on a slower one; a blow-up
+# the limit exists for takes minutes)
+LIMIT_S = float(os.environ.get("HOSTILE_S", "4"))
 CALL_REFUSALS = (st.InputMismatchError, RuntimeError, st.LoadError)  # (a budget at call)
 
 

@@ -87,7 +87,7 @@ def test_two_thousand_conds_load_in_bounded_time():
         cpu = time.process_time() - cpu
     finally:
         torch.set_num_threads(threads)
-    assert cpu < 2.0  # 0.8 s measured (2-core VM, 2026-12-04)
+    assert cpu < 4.0  # 0.8 s measured on one 2-core VM, 2.4 s on a slower one (2026-12-04)
     assert len(_graphs(ep)) == 2
     x = torch.randn(3)
     expected = x
