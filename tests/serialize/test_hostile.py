@@ -187,7 +187,7 @@ def test_many_linear_conditions_load_in_bounded_time():
     blob = pack(doc, TENSORS)
     t = time.process_time()
     ep = st.load(blob)
-    assert time.process_time() - t < 2
+    assert time.process_time() - t < 4  # (0.7 s on one 2-core VM; 2-3x that on a slower one)
     assert len(ep.contract.conditions) >= 900
 
 
