@@ -82,7 +82,8 @@ def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
     runs after that mapping instead, on the same program, as strict as before."""
     config = compile_config if compile_config is not None else exir.EdgeCompileConfig()
     negated = config._check_ir_validity and any(
-        n.op == "call_function" and n.target is operator.ne for n in tep.graph.nodes)
+        n.op == "call_function" and n.target in (operator.ne, torch.sym_not)
+        for n in tep.graph.nodes)
     if negated:
         compile_config = dataclasses.replace(config, _check_ir_validity=False)
     if partitioner:

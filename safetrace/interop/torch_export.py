@@ -383,20 +383,11 @@ class _Converter:
         if bindings:
             new.meta["unbacked_bindings"] = bindings
             self._bind_unbacked(node, val, bindings)
-        elif _known_unbacked(val, self.emitter.symbol_names):
-            self._same_read(node, val)
+        elif _known_unbacked(val, self.emitter.symbol_names) and hasattr(ours, "expr") and \
+                to_expr(ours.expr).op == "sym":
+            # a tensor read again, unwritten since: torch's fake memo gives the earlier symbol
+            self.emitter.values.setdefault(to_expr(ours.expr).name, val)
         self._same_shape(node, val)
-
-    def _same_read(self, node: torch.fx.Node, val: Any) -> None:
-        """torch's kernel gave a data read (``.item()`` of a tensor not written since an
-        earlier read: FakeTensor's memo, kept per version counter) the symbol of that
-        earlier read; ours numbered it anew.  The same value at run time, so our symbol is
-        torch's from here on."""
-        mine = node.meta.get("val")
-        mine = to_expr(mine.expr if hasattr(mine, "expr") else mine) \
-            if isinstance(mine, (int, torch.SymInt)) or hasattr(mine, "expr") else None
-        if mine is not None and mine.op == "sym" and mine.name not in self.emitter.values:
-            self.emitter.values[mine.name] = val
 
     def _bind_unbacked(self, node: torch.fx.Node, val: Any, bindings: dict) -> None:
         """Each data-dependent symbol torch's kernel created is ours at the same place in
@@ -631,9 +622,7 @@ def _follow(value: Any, path: tuple) -> Any:
 
 
 def _where(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace")
-    if not trace:
-        return ""
+    trace = node.meta.get("stack_trace") or ""
     last = [line.strip() for line in str(trace).strip().splitlines() if line.strip()]
     return f" (from {last[-1]})" if last else ""
 
