@@ -10,6 +10,8 @@ bound (``Dim("batch", max=64)``).
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import warnings
 from pathlib import Path
 from typing import Any
@@ -73,11 +75,43 @@ def specialized_warning(contract: Any, pinned: list[tuple[int, int, int]]) -> st
 
 def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
           methods: Any) -> Any:
+    """``to_edge`` of `tep`.  A check ``a != b`` (``st.check(k != 3)`` on a value read
+    from data) comes back from torch's retrace as ``torch.sym_not(a == b)``, a Python
+    function the edge verifier refuses though ExecuTorch runs it (its
+    ``executorch_prim.sym_not``, to which its own pass maps it later): then the verifier
+    runs after that mapping instead, on the same program, as strict as before."""
+    config = compile_config if compile_config is not None else exir.EdgeCompileConfig()
+    negated = config._check_ir_validity and any(
+        n.op == "call_function" and n.target in (operator.ne, torch.sym_not)
+        for n in tep.graph.nodes)
+    if negated:
+        compile_config = dataclasses.replace(config, _check_ir_validity=False)
     if partitioner:
-        return exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
+        edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
                                                 compile_config=compile_config,
                                                 constant_methods=methods)
-    return exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+    else:
+        edge = exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
+    if negated:
+        _verify_with_prim_not(edge, config)
+    return edge
+
+
+def _verify_with_prim_not(edge: Any, config: Any) -> None:
+    """Each ``torch.sym_not`` of the edge programs as ExecuTorch's operator, then the
+    edge verifier `to_edge` skipped (`config` as the caller gave it)."""
+    from executorch.exir.dialects._ops import ops
+    from executorch.exir.verification.verifier import EXIREdgeDialectVerifier
+
+    prim_not = ops.backend.executorch_prim.sym_not.Scalar
+    for name in edge.methods:
+        gm = edge.exported_program(name).graph_module
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is torch.sym_not:
+                node.target = prim_not
+        gm.recompile()
+        EXIREdgeDialectVerifier(edge_compile_config=config, class_only=True,
+                                preserve_ops=list(config.preserve_ops))()(gm)
 
 
 def _verify(program: Any, texts: list[str], written: list[int]) -> None:

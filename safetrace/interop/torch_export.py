@@ -383,6 +383,10 @@ class _Converter:
         if bindings:
             new.meta["unbacked_bindings"] = bindings
             self._bind_unbacked(node, val, bindings)
+        elif _known_unbacked(val, self.emitter.symbol_names) and hasattr(ours, "expr") and \
+                to_expr(ours.expr).op == "sym":
+            # a tensor read again, unwritten since: torch's fake memo gives the earlier symbol
+            self.emitter.values.setdefault(to_expr(ours.expr).name, val)
         self._same_shape(node, val)
 
     def _bind_unbacked(self, node: torch.fx.Node, val: Any, bindings: dict) -> None:
@@ -618,9 +622,7 @@ def _follow(value: Any, path: tuple) -> Any:
 
 
 def _where(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace")
-    if not trace:
-        return ""
+    trace = node.meta.get("stack_trace") or ""
     last = [line.strip() for line in str(trace).strip().splitlines() if line.strip()]
     return f" (from {last[-1]})" if last else ""
 

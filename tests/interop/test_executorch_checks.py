@@ -193,6 +193,33 @@ def test_pte_keeps_the_checks_on_values_read_from_data(tmp_path):
         torch.testing.assert_close(run(x, torch.tensor(n)), ep.module()(x, torch.tensor(n)))
 
 
+class NotThree(torch.nn.Module):
+    def forward(self, x, n):
+        k = n.item()
+        st.check(k >= 1)
+        st.check(k <= 16)
+        torch._check(k != 3)
+        return torch.ones(k, 3) * x.sum()
+
+
+@pytest.mark.slow
+def test_pte_keeps_a_not_equal_check_on_a_value_read_from_data(tmp_path):
+    """``k != 3`` comes back from torch's retrace as ``torch.sym_not(k == 3)``, which
+    ExecuTorch's edge verifier refused (no .pte at all); the .pte now refuses k == 3 (and
+    the range's edges) and runs the rest as the program does."""
+    ep = st.export(NotThree(), (torch.randn(4), torch.tensor(6)))
+    run, program = _runner(ep, tmp_path / "not_three.pte")
+    texts = program.load_method("safetrace_input_checks").execute([])
+    assert any("Ne(u0, 3)" in t or "!= 3" in t for t in texts), texts
+    for n in (3, 0, 17):
+        x = torch.randn(4)
+        assert outcome(ep.module(), (x, torch.tensor(n)), {})[0] == "rejected"
+        assert outcome(run, (x, torch.tensor(n)), {})[0] == "rejected", n
+    for n in (1, 2, 4, 16):
+        x = torch.randn(4)
+        torch.testing.assert_close(run(x, torch.tensor(n)), ep.module()(x, torch.tensor(n)))
+
+
 class Positives(torch.nn.Module):
     def forward(self, x):
         y = x[x > 0]
