@@ -468,6 +468,18 @@ def below_tracer(op: str, source: str) -> UnsupportedConstruct:
         source)
 
 
+def vmap_not_per_slice(what: str, source: str) -> UnsupportedConstruct:
+    """torch.vmap's function does what a per-slice application cannot reproduce."""
+    return unsupported_construct(
+        f"the function given to torch.vmap at {source or 'an unknown line'} {what}: safetrace "
+        f"exports vmap by applying the function to each slice of the batch, and eager's "
+        f"vmap does this once for the whole batch (or raises), so the exported program "
+        f"would not compute what eager computes.",
+        "keep in-place writes, random ops and tensor data reads out of the vmapped "
+        "function (return the values and write them after vmap), or write the batched "
+        "computation with ordinary tensor ops (a batch dim and broadcasting)", source)
+
+
 def seeded_generator() -> UnsupportedConstruct:
     return unsupported_construct(
         "the model seeds torch's default random generator while being exported "

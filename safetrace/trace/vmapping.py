@@ -15,8 +15,8 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import below_tracer
-from safetrace.trace.current import exporting
+from safetrace.errors import below_tracer, vmap_not_per_slice
+from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.source import short, stack_trace
 
 UNROLL_LIMIT = 64  # slices recorded one by one: the graph grows with the batch
@@ -31,8 +31,36 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
 
     @functools.wraps(func)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        return _per_slice(func, in_dims, out_dims, args, kwargs)
+        tr = active_tracer()
+        if tr is None:
+            return _per_slice(func, in_dims, out_dims, args, kwargs)
+        graph, symbols = tr.scope.graph, set(tr.env.symbols)
+        before = {id(n) for n in graph.nodes}
+        out = _per_slice(func, in_dims, out_dims, args, kwargs)
+        _only_per_slice_ops([n for n in graph.nodes if id(n) not in before],
+                            set(tr.env.symbols) - symbols, tr.env, randomness)
+        return out
     return batched
+
+
+def _only_per_slice_ops(nodes: list, new_symbols: set, env: Any, randomness: str) -> None:
+    """Refuse what the per-slice calls did that vmap does not do once per slice: an
+    in-place write (vmap runs it once, on the whole batch, or raises for a tensor from
+    outside the function), a random op (``randomness="error"`` raises, ``"same"`` draws
+    once for the batch) and a read of tensor data (vmap raises)."""
+    source = short(stack_trace(3))
+    for n in nodes:
+        target = n.target
+        schema = getattr(target, "_schema", None)
+        if schema is None:
+            continue
+        if schema.is_mutable:
+            raise vmap_not_per_slice(f"writes a tensor in place ({target})", source)
+        if randomness != "different" and torch.Tag.nondeterministic_seeded in target.tags:
+            raise vmap_not_per_slice(
+                f"calls a random op ({target}) with randomness={randomness!r}", source)
+    if any(not env.symbols[s].backed for s in new_symbols):
+        raise vmap_not_per_slice("reads tensor data (.item(), a data-dependent size)", source)
 
 
 def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs: dict) -> Any:

@@ -54,6 +54,8 @@ CASES = {
     "seeded_generator": lambda: E.seeded_generator(),
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
                                            "m.py:3 `return torch.vmap(f)(x)`"),
+    "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
+        "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
     "script_module": lambda: E.script_module(type("RecursiveScriptModule", (), {})()),
     "rng_state_call": lambda: E.rng_state_call("torch.initial_seed()", "m.py:4 `s = torch.initial_seed()`"),
@@ -226,6 +228,14 @@ GOLDEN = {
         'not depend on tensor data and already evaluates to False for the example inputs (and '
         'every input of the same static sizes), so the program would fail it on every call\n'
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
+    'vmap_not_per_slice': ('UnsupportedConstruct',
+        "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
+        "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "
+        "slice of the batch, and eager's vmap does this once for the whole batch (or raises), "
+        "so the exported program would not compute what eager computes.\n"
+        "Fix: keep in-place writes, random ops and tensor data reads out of the vmapped "
+        "function (return the values and write them after vmap), or write the batched "
+        "computation with ordinary tensor ops (a batch dim and broadcasting)"),
     'below_tracer': ('UnsupportedConstruct',
         "aten.expand.default reached PyTorch's dispatcher beneath safetrace's tracer at m.py:3 "
         "`return torch.vmap(f)(x)`: a function transform (torch.vmap, torch.func.grad / jacrev "

@@ -59,3 +59,51 @@ def test_vmap_outside_an_export_is_torchs_own() -> None:
     st.export(PairSum(), (torch.randn(2, 3), torch.randn(2, 3)))
     assert torch.vmap(lambda a: a * 2)(torch.ones(2)).tolist() == [2.0, 2.0]
     assert torch.vmap.__module__.startswith("torch")
+
+
+class WritesOutside(nn.Module):
+    """An unbatched write inside the function: eager's vmap does it once (acc == 1), the
+    slices would do it once each."""
+
+    def forward(self, x):
+        acc = torch.zeros(3)
+
+        def f(r):
+            acc.add_(1)
+            return r * 2
+        return torch.vmap(f)(x), acc
+
+
+class Random(nn.Module):
+    def __init__(self, randomness: str) -> None:
+        super().__init__()
+        self.randomness = randomness
+
+    def forward(self, x):
+        return torch.vmap(lambda r: r + torch.rand(3), randomness=self.randomness)(x)
+
+
+class ReadsData(nn.Module):
+    def forward(self, x):
+        return torch.vmap(lambda r: r * (r > 0).sum().item())(x)
+
+
+@pytest.mark.parametrize("model, what", [
+    (WritesOutside(), "writes a tensor in place"),
+    (Random("error"), "random op"),
+    (Random("same"), "random op"),
+    (ReadsData(), "reads tensor data"),
+])
+def test_what_vmap_does_once_or_refuses_is_refused(model, what) -> None:
+    """What a per-slice application cannot reproduce is refused: eager's vmap writes an
+    unbatched tensor once, draws one random value for the batch with 'same' and raises
+    for random ops ('error') and data reads."""
+    x = torch.randn(4, 3)
+    with pytest.raises(st.UnsupportedOpError, match=what):
+        st.export(model, (x,))
+
+
+def test_vmap_with_different_randomness_draws_per_slice() -> None:
+    ep = st.export(Random("different"), (torch.randn(4, 3),))
+    out = ep.module()(torch.zeros(4, 3))
+    assert out.shape == (4, 3) and not torch.equal(out[0], out[1])
