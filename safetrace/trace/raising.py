@@ -14,7 +14,10 @@ import os
 import sys
 from types import CodeType, FrameType
 
+import torch
+
 _PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
+_TORCH = os.path.dirname(torch.__file__) + os.sep
 # what a block may do before its raise: load and build the exception and its message
 # (in locals: pytest's rewritten asserts store their explanation first)
 _QUIET = ("LOAD_", "BUILD_", "FORMAT_", "CALL", "PRECALL", "PUSH_NULL", "KW_NAMES", "NOP",
@@ -33,9 +36,21 @@ def other_branch_raises(answer: bool) -> bool:
     if f is None:
         return False
     try:
-        return _raises(f.f_code, f.f_lasti, answer)
+        return _raises(f.f_code, f.f_lasti, answer) and not _caught_outside(f.f_back)
     except (ValueError, IndexError, KeyError):  # an instruction stream we do not read
         return False
+
+
+def _caught_outside(f: FrameType | None) -> bool:
+    """Whether a calling frame of the program's own code (not torch's, up to safetrace's
+    exporter) is inside a try or with block that may catch the raise: eager then computes
+    something at those sizes, so the guard is a branch."""
+    while f is not None and not f.f_code.co_filename.startswith(_PACKAGE):
+        if not f.f_code.co_filename.startswith(_TORCH):
+            if any(f.f_lasti in r for r in _instructions(f.f_code)[2]):
+                return True
+        f = f.f_back
+    return False
 
 
 def _instructions(code: CodeType) -> tuple[dict[int, dis.Instruction], list[int], list[range]]:

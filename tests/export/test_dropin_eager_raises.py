@@ -163,3 +163,25 @@ def test_a_raise_the_code_catches_is_a_branch_not_a_requirement() -> None:
     for n in (0, 1, 2, 7):  # (both sides traced: sizes 0 and 1 run, as in eager)
         x = torch.randn(n)
         same(ep.module()(x), _caught(x))
+
+
+def _small_raises(x):
+    if x.shape[0] < 2:
+        raise ValueError("small")
+    return x * 2
+
+
+def _caught_by_the_caller(x):
+    try:  # the helper's raise is caught here: at sizes 0 and 1 eager computes x + 100
+        y = _small_raises(x)
+    except ValueError:
+        y = x + 100
+    return y
+
+
+def test_a_raise_a_calling_frame_catches_is_a_branch_not_a_requirement() -> None:
+    ep = st.export(Fn(_caught_by_the_caller), (torch.randn(5),),
+                   dynamic_shapes=({0: Dim("b")},))
+    for n in (0, 1, 2, 7):  # (both sides traced: sizes 0 and 1 run, as in eager)
+        x = torch.randn(n)
+        same(ep.module()(x), _caught_by_the_caller(x))
