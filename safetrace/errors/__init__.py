@@ -468,6 +468,18 @@ def below_tracer(op: str, source: str) -> UnsupportedConstruct:
         source)
 
 
+def picked_tensor_written(op: Any, source: str) -> UnsupportedConstruct:
+    """A write in place to a tensor Python's max/min picked, or to one it picked among."""
+    return unsupported_construct(
+        f"{op} at {source or 'an unknown line'} writes in place a tensor that Python's "
+        f"max()/min() picked, or one of the tensors it picked among: in eager the result "
+        f"*is* one of its arguments, so the write shows through the other, and the "
+        f"exported choice (a new tensor) cannot follow it.",
+        "write a copy instead (m = max(a, b).clone(); m.add_(1)), or pick with "
+        "torch.maximum(a, b) / torch.minimum(a, b), which return a new tensor in eager too",
+        source)
+
+
 def vmap_not_per_slice(what: str, source: str) -> UnsupportedConstruct:
     """torch.vmap's function does what a per-slice application cannot reproduce."""
     return unsupported_construct(

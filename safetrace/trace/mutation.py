@@ -88,6 +88,25 @@ def base_placeholder(node: Any) -> Any:
     return None
 
 
+def storage_root(node: Any) -> Any:
+    """The first node of the chain of views (or in-place results) `node` ends."""
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
+                not node.args or not _aliases_first_arg(node):
+            return node
+        node = node.args[0]
+    return node
+
+
+def writes_a_pick(target: Any) -> bool:
+    """Whether `target` shares memory with a tensor Python's ``max``/``min`` picked, or with
+    one of the tensors it picked among (``pybuiltins``): eager's result *is* one of them, so
+    the write would show through the other, which the traced choice (a new tensor) cannot
+    reproduce."""
+    root = storage_root(target)
+    return isinstance(root, torch.fx.Node) and bool(root.meta.get("st_picked"))
+
+
 def written_placeholders(graph: torch.fx.Graph) -> set:
     """Names of the placeholders the graph writes in place (directly or through views)."""
     names = set()

@@ -28,6 +28,7 @@ import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymFloat, SymInt
 from safetrace.symbolic.canon import compare
 from safetrace.trace.current import active_tracer
+from safetrace.trace.mutation import storage_root
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
 
@@ -123,6 +124,8 @@ def _tensor_fold(name: str, items: list) -> Any:
     for v in items[1:]:
         wins = v > acc if name == "max" else v < acc
         acc = torch.where(wins, v, acc)
+    for t in (acc, *items):  # eager returns one of them: a later write would alias (mutation.py)
+        storage_root(t.st_node).meta["st_picked"] = True
     return acc
 
 

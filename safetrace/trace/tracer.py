@@ -34,7 +34,7 @@ from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
                                       note_constant_storage, mutates, returns_self,
-                                      written_args)
+                                      writes_a_pick, written_args)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
@@ -521,6 +521,8 @@ class Tracer(TorchFunctionMode):
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
         for target in written_args(op, nargs, nkwargs):
+            if writes_a_pick(target):
+                raise errors.picked_tensor_written(op, short(stack_trace(3)))
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node

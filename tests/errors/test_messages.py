@@ -54,6 +54,8 @@ CASES = {
     "seeded_generator": lambda: E.seeded_generator(),
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
                                            "m.py:3 `return torch.vmap(f)(x)`"),
+    "picked_tensor_written": lambda: E.picked_tensor_written(
+        "aten.add_.Tensor", "m.py:6 `m.add_(10)`"),
     "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
         "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
@@ -228,6 +230,13 @@ GOLDEN = {
         'not depend on tensor data and already evaluates to False for the example inputs (and '
         'every input of the same static sizes), so the program would fail it on every call\n'
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
+    'picked_tensor_written': ('UnsupportedConstruct',
+        "aten.add_.Tensor at m.py:6 `m.add_(10)` writes in place a tensor that Python's "
+        "max()/min() picked, or one of the tensors it picked among: in eager the result *is* "
+        "one of its arguments, so the write shows through the other, and the exported choice "
+        "(a new tensor) cannot follow it.\n"
+        "Fix: write a copy instead (m = max(a, b).clone(); m.add_(1)), or pick with "
+        "torch.maximum(a, b) / torch.minimum(a, b), which return a new tensor in eager too"),
     'vmap_not_per_slice': ('UnsupportedConstruct',
         "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
         "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "

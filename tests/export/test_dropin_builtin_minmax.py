@@ -43,3 +43,38 @@ def test_builtin_max_of_tensors_with_more_elements_is_refused() -> None:
         MinMax()(*args)
     with pytest.raises(st.DataDependentError):
         st.export(MinMax(), args)
+
+
+class WritesPick(nn.Module):
+    def forward(self, x, y):
+        a, b = x.sum().reshape(1), y.sum().reshape(1)
+        m = max(a, b)
+        m.add_(10)  # eager: writes a or b, whichever m is
+        return a + 0, b + 0, m
+
+
+class WritesArgument(nn.Module):
+    def forward(self, x, y):
+        a, b = x.sum().reshape(1), y.sum().reshape(1)
+        m = min(a, b)
+        a.view(()).mul_(3)  # eager: m shows the write when it is a
+        return m * 1
+
+
+class WritesInputPicked(nn.Module):
+    def forward(self, x, y):
+        m = max(x, y)
+        x.add_(1)  # eager: m is x when x >= y
+        return m + 0
+
+
+@pytest.mark.parametrize("model", [WritesPick, WritesArgument, WritesInputPicked])
+def test_a_write_to_what_max_picked_or_picked_among_is_refused(model) -> None:
+    """Python's max/min returns one of its arguments, so a later in-place write shows
+    through the other name; the exported choice is a new tensor, so such writes are
+    refused with the fix (a copy, or torch.maximum) instead of exporting eager's aliasing
+    wrongly (before: a + 0 did not show m.add_(10), a wrong result)."""
+    args = (torch.ones(3), torch.ones(2)) if model is not WritesInputPicked else \
+        (torch.tensor([2.0]), torch.tensor([1.0]))
+    with pytest.raises(st.UnsupportedOpError, match="max\\(\\)/min\\(\\) picked"):
+        st.export(model(), args)
