@@ -468,16 +468,16 @@ def below_tracer(op: str, source: str) -> UnsupportedConstruct:
         source)
 
 
-def picked_tensor_written(op: Any, source: str) -> UnsupportedConstruct:
-    """A write in place to a tensor Python's max/min picked, or to one it picked among."""
+def picked_tensor_written(op: Any, source: str, what: str) -> UnsupportedConstruct:
+    """A write in place to a value eager aliases and the trace computed as a new tensor."""
     return unsupported_construct(
-        f"{op} at {source or 'an unknown line'} writes in place a tensor that Python's "
-        f"max()/min() picked, or one of the tensors it picked among: in eager the result "
-        f"*is* one of its arguments, so the write shows through the other, and the "
-        f"exported choice (a new tensor) cannot follow it.",
-        "write a copy instead (m = max(a, b).clone(); m.add_(1)), or pick with "
-        "torch.maximum(a, b) / torch.minimum(a, b), which return a new tensor in eager too",
-        source)
+        f"{op} at {source or 'an unknown line'} writes in place {what}: in eager that "
+        f"tensor shares memory with another value of the program, so the write shows "
+        f"through it, and the exported program computes that value as a new tensor, which "
+        f"the write cannot reach.",
+        "write a copy instead (t = t.clone() before the in-place op), or use an op that "
+        "returns a new tensor in eager too (torch.maximum / torch.minimum instead of "
+        "max() / min())", source)
 
 
 def vmap_not_per_slice(what: str, source: str) -> UnsupportedConstruct:

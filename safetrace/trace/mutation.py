@@ -98,13 +98,13 @@ def storage_root(node: Any) -> Any:
     return node
 
 
-def writes_a_pick(target: Any) -> bool:
-    """Whether `target` shares memory with a tensor Python's ``max``/``min`` picked, or with
-    one of the tensors it picked among (``pybuiltins``): eager's result *is* one of them, so
-    the write would show through the other, which the traced choice (a new tensor) cannot
-    reproduce."""
+def writes_a_pick(target: Any) -> str | None:
+    """What `target` shares memory with, when that is a value eager aliases and the trace
+    computed as a new tensor (``st_picked``: what Python's ``max``/``min`` picked and the
+    tensors it picked among, ``pybuiltins``; vmap's outputs that view its inputs,
+    ``vmapping``): a write there would show through the other in eager only."""
     root = storage_root(target)
-    return isinstance(root, torch.fx.Node) and bool(root.meta.get("st_picked"))
+    return root.meta.get("st_picked") if isinstance(root, torch.fx.Node) else None
 
 
 def written_placeholders(graph: torch.fx.Graph) -> set:

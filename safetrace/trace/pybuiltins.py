@@ -125,7 +125,8 @@ def _tensor_fold(name: str, items: list) -> Any:
         wins = v > acc if name == "max" else v < acc
         acc = torch.where(wins, v, acc)
     for t in (acc, *items):  # eager returns one of them: a later write would alias (mutation.py)
-        storage_root(t.st_node).meta["st_picked"] = True
+        storage_root(t.st_node).meta["st_picked"] = (
+            "a tensor that Python's max()/min() picked, or one of the tensors it picked among")
     return acc
 
 

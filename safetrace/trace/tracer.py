@@ -521,8 +521,8 @@ class Tracer(TorchFunctionMode):
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
         for target in written_args(op, nargs, nkwargs):
-            if writes_a_pick(target):
-                raise errors.picked_tensor_written(op, short(stack_trace(3)))
+            if (what := writes_a_pick(target)) is not None:
+                raise errors.picked_tensor_written(op, short(stack_trace(3)), what)
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node

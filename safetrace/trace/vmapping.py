@@ -17,6 +17,7 @@ from torch.utils import _pytree as pytree
 
 from safetrace.errors import below_tracer, vmap_not_per_slice
 from safetrace.trace.current import active_tracer, exporting
+from safetrace.trace.mutation import storage_root
 from safetrace.trace.source import short, stack_trace
 
 UNROLL_LIMIT = 64  # slices recorded one by one: the graph grows with the batch
@@ -33,12 +34,13 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     def batched(*args: Any, **kwargs: Any) -> Any:
         tr = active_tracer()
         if tr is None:
-            return _per_slice(func, in_dims, out_dims, args, kwargs)
+            return _per_slice(func, in_dims, out_dims, args, kwargs)[0]
         graph, symbols = tr.scope.graph, set(tr.env.symbols)
         before = {id(n) for n in graph.nodes}
-        out = _per_slice(func, in_dims, out_dims, args, kwargs)
+        out, slices = _per_slice(func, in_dims, out_dims, args, kwargs)
         _only_per_slice_ops([n for n in graph.nodes if id(n) not in before],
                             set(tr.env.symbols) - symbols, tr.env, randomness)
+        _mark_lost_views(slices, out, before)
         return out
     return batched
 
@@ -92,7 +94,25 @@ def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs:
     if where is None or not all(isinstance(o, torch.Tensor) for o in outs):
         raise below_tracer("torch.vmap", short(stack_trace(3)))
     stacked = [torch.stack(list(parts), dim=d) for parts, d in zip(per_leaf, where)]
-    return pytree.tree_unflatten(stacked, out_spec)
+    return pytree.tree_unflatten(stacked, out_spec), results
+
+
+def _mark_lost_views(slices: list, out: Any, before: set) -> None:
+    """A slice's result that views a tensor from outside the function (its input, a
+    captured one): eager's vmap returns a view of it, the stack a new tensor, so a later
+    write to either is refused (``mutation.writes_a_pick``)."""
+    what = "an output of torch.vmap that eager returns as a view of another tensor, or that tensor"
+    for result in slices:
+        for leaf in pytree.tree_leaves(result):
+            node = getattr(leaf, "st_node", None)
+            root = storage_root(node) if node is not None else None
+            if isinstance(root, torch.fx.Node) and id(root) not in before:
+                continue  # (a tensor the function made: the stack is eager's new tensor)
+            if root is not None:
+                root.meta["st_picked"] = what
+            for o in pytree.tree_leaves(out):
+                if getattr(o, "st_node", None) is not None:
+                    storage_root(o.st_node).meta["st_picked"] = what
 
 
 def patches() -> list[tuple[Any, str, Any]]:

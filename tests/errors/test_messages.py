@@ -55,7 +55,7 @@ CASES = {
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
                                            "m.py:3 `return torch.vmap(f)(x)`"),
     "picked_tensor_written": lambda: E.picked_tensor_written(
-        "aten.add_.Tensor", "m.py:6 `m.add_(10)`"),
+        "aten.add_.Tensor", "m.py:6 `m.add_(10)`", "a tensor that Python's max()/min() picked"),
     "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
         "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
@@ -232,11 +232,12 @@ GOLDEN = {
         'Fix: correct the check, or export with example inputs (and a spec) for which it holds'),
     'picked_tensor_written': ('UnsupportedConstruct',
         "aten.add_.Tensor at m.py:6 `m.add_(10)` writes in place a tensor that Python's "
-        "max()/min() picked, or one of the tensors it picked among: in eager the result *is* "
-        "one of its arguments, so the write shows through the other, and the exported choice "
-        "(a new tensor) cannot follow it.\n"
-        "Fix: write a copy instead (m = max(a, b).clone(); m.add_(1)), or pick with "
-        "torch.maximum(a, b) / torch.minimum(a, b), which return a new tensor in eager too"),
+        "max()/min() picked: in eager that tensor shares memory with another value of the "
+        "program, so the write shows through it, and the exported program computes that "
+        "value as a new tensor, which the write cannot reach.\n"
+        "Fix: write a copy instead (t = t.clone() before the in-place op), or use an op that "
+        "returns a new tensor in eager too (torch.maximum / torch.minimum instead of "
+        "max() / min())"),
     'vmap_not_per_slice': ('UnsupportedConstruct',
         "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
         "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "

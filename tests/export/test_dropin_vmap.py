@@ -107,3 +107,37 @@ def test_vmap_with_different_randomness_draws_per_slice() -> None:
     ep = st.export(Random("different"), (torch.randn(4, 3),))
     out = ep.module()(torch.zeros(4, 3))
     assert out.shape == (4, 3) and not torch.equal(out[0], out[1])
+
+
+class ReturnsItsInput(nn.Module):
+    def forward(self, x):
+        y = torch.vmap(lambda r: r)(x)  # eager: y views x
+        x.add_(1)
+        return y * 1
+
+
+class WritesAViewOut(nn.Module):
+    def forward(self, x):
+        y = torch.vmap(lambda r: r[0:2])(x)  # eager: y views x
+        y.add_(1)
+        return x * 1
+
+
+@pytest.mark.parametrize("model", [ReturnsItsInput, WritesAViewOut])
+def test_a_write_through_a_view_vmap_returns_is_refused(model) -> None:
+    """eager's vmap returns a view where the function returns a view of its input; the
+    stacked slices are a new tensor, so a later write to either side is refused (before:
+    the write did not show through, a wrong result)."""
+    with pytest.raises(st.UnsupportedOpError, match="an output of torch.vmap"):
+        st.export(model(), (torch.zeros(3, 4),))
+
+
+def test_a_write_to_what_vmap_computed_afresh_is_kept() -> None:
+    class Fresh(nn.Module):
+        def forward(self, x):
+            y = torch.vmap(lambda r: r * 2)(x)
+            y.add_(1)
+            return y, x * 1
+    ep = st.export(Fresh(), (torch.randn(3, 4),))
+    x = torch.randn(3, 4)
+    same(ep.module()(x), Fresh()(x))
