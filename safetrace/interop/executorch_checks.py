@@ -35,6 +35,7 @@ retrace specialized (``specialized``), checked at that size first.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Sequence
 
 import torch
@@ -279,7 +280,6 @@ def _scalar_form(graph: Any, node: Any, text: str) -> Any:
     rest is left as torch wrote it: ExecuTorch's pass that maps Python's operators to its
     own retraces the graph first, and there each data-dependent condition is known true
     only in the form the program asserted it."""
-    import operator
 
     from executorch.exir.passes.executorch_prim_ops_registry import is_sym_op
 
