@@ -178,6 +178,17 @@ def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
             f"<the module before torch.jit.script>")
 
 
+def script_method_call(name: str, where: str) -> ScriptModuleInput:
+    return ScriptModuleInput(
+        f"{where} calls the TorchScript method `{name}` of a module that is not one of the "
+        f"exported model's torch.jit.ScriptModule subclasses (written with "
+        f"@torch.jit.script_method): it runs TorchScript's interpreter, which safetrace "
+        f"cannot follow",
+        fix="call the method of the original nn.Module (before torch.jit.script), or make "
+            "the ScriptModule subclass a submodule of the exported model",
+        where=Where(source=where))
+
+
 class CallMismatch(UnsupportedInputError):
     """The example inputs do not fit the signature of what is exported."""
 

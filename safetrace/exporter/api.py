@@ -32,6 +32,7 @@ from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import other_branch_raises
+from safetrace.trace.scripted import class_api
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
@@ -113,7 +114,7 @@ class Exporter:
         with _compiled_children_unwrapped(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
             for path, sub in walk or ():
-                if path and isinstance(sub, torch.jit.ScriptModule):
+                if path and isinstance(sub, torch.jit.ScriptModule) and not class_api(sub):
                     raise E.script_submodule(path, type(sub).__name__)
             return self._run(args, kwargs, dynamic_shapes, report)
 
@@ -606,3 +607,4 @@ def _drop_replayed_checks(tracer: Tracer) -> None:
     for node in tracer.replayed_checks:
         if not node.users and node.graph is not None:
             node.graph.erase_node(node)
+

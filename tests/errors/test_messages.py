@@ -500,3 +500,6 @@ def test_explain_reports_the_fields_of_each_error():
     dd = next(p for p in report.problems if p.code == "data-dependent-decision")
     assert dd.where.endswith("`if n > 0:`") and "st.check(" in dd.fix
     assert "\nFix:" not in dd.message
+CASES['script_method_call'] = lambda: E.script_method_call(
+    "_part", "m.py:5 `return self.hidden[0]._part(x)`")
+GOLDEN['script_method_call'] = ('ScriptModuleInput', "m.py:5 `return self.hidden[0]._part(x)` calls the TorchScript method `_part` of a module that is not one of the exported model's torch.jit.ScriptModule subclasses (written with @torch.jit.script_method): it runs TorchScript's interpreter, which safetrace cannot follow\nFix: call the method of the original nn.Module (before torch.jit.script), or make the ScriptModule subclass a submodule of the exported model")
