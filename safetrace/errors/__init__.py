@@ -90,6 +90,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     collective_async as collective_async,
     cond_output_kinds as cond_output_kinds,
     cond_size_output as cond_size_output,
+    draft_result as draft_result,
     dynamic_int_relation as dynamic_int_relation,
     dynamic_int_type as dynamic_int_type,
     FakeKernelMismatch as FakeKernelMismatch,

@@ -133,6 +133,8 @@ class Exporter:
                         env=self.env)
         watch_state(tracer, self.state_tensors, self.state, leaves)  # tensor subclasses
         proxies = self._user_inputs(leaves, specs, tracer)
+        if real_kernels.requested():  # a custom op's fake may be inferred (trace/draft.py)
+            tracer.real_feed = functools.partial(self._example_values, leaves)
         targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
@@ -269,6 +271,17 @@ class Exporter:
             for fqn, ident in again:
                 if fqn not in self.state_tensors:
                     self.state_aliases[fqn] = names[ident]
+
+    def _example_values(self, leaves: list) -> dict:
+        """Each input and state placeholder's value in the example."""
+        by_path = dict(leaves)
+        out = {n: by_path[n.meta["path"]] for n in self.graph.nodes
+               if n.op == "placeholder" and n.meta.get("kind") == "user_input"}
+        for t in self.state_tensors.values():
+            node = self.state.get(id(t))
+            if node is not None:
+                out[node] = t
+        return out
 
     def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []

@@ -503,3 +503,6 @@ def test_explain_reports_the_fields_of_each_error():
 CASES['script_method_call'] = lambda: E.script_method_call(
     "_part", "m.py:5 `return self.hidden[0]._part(x)`")
 GOLDEN['script_method_call'] = ('ScriptModuleInput', "m.py:5 `return self.hidden[0]._part(x)` calls the TorchScript method `_part` of a module that is not one of the exported model's torch.jit.ScriptModule subclasses (written with @torch.jit.script_method): it runs TorchScript's interpreter, which safetrace cannot follow\nFix: call the method of the original nn.Module (before torch.jit.script), or make the ScriptModule subclass a submodule of the exported model")
+CASES['draft_result'] = lambda: E.draft_result(
+    "lib::op", 0, "is not dense in memory", "m.py:3 `return op(x)`")
+GOLDEN['draft_result'] = ('FakeKernelMismatch', "custom op lib::op has no fake kernel, and its output 0 is not dense in memory when its kernel runs on the example inputs (torch._functorch.config.fake_tensor_propagate_real_tensors is set), so no fake kernel can be inferred from it.\n  at m.py:3 `return op(x)`\nFix: register a fake kernel: @torch.library.register_fake('lib::op'), or return a new contiguous tensor from the kernel (.clone())")
