@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import draft_result, missing_fake
+from safetrace.errors import MissingFake, draft_result, missing_fake
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import new_size
 from safetrace.trace.proxy import Proxy
@@ -69,6 +69,29 @@ def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | Non
             same_order = tr.emit(aten.permute.default, (p, list(range(t.dim()))), {})
             tr.emit(aten._assert_tensor_metadata.default, (same_order,),
                     {"dtype": t.dtype, "device": t.device})
+    return value
+
+
+def decided_bool(tr: Recorder, x: Proxy) -> bool | None:
+    """``bool(x)`` of a one-element traced tensor, under the flag: its value in the example
+    (the graph so far run on copies of the example's inputs and state), with a check of
+    the program that the value is the same when it runs (a call whose data gives the other
+    answer stops there, as the traced side would be wrong for it); None when it cannot be
+    had here."""
+    if tr.real_feed is None or tr.scope is not tr.scopes[0] or \
+            any(not isinstance(s, int) or s != 1 for s in x.st_meta.shape):
+        return None
+    try:
+        (real,) = _real_arguments(tr, (x,), tr.real_feed(), "", "")
+    except MissingFake:
+        return None
+    with torch._C.DisableTorchFunction():
+        value = bool(real)
+    held = x if value else tr.emit(aten.eq.Scalar, (x, 0), {})
+    tr.emit(aten._assert_async.msg, (held, f"bool() of a tensor was {value} in the example, "
+                                            f"and the program was exported for that value "
+                                            f"(torch's fake_tensor_propagate_real_tensors)"),
+            {})
     return value
 
 

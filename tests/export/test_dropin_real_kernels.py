@@ -209,3 +209,26 @@ def test_a_kernel_result_no_fake_can_describe_is_refused_as_torch(op, words) -> 
 def test_without_the_flag_a_missing_fake_is_refused() -> None:
     with pytest.raises(st.ExportError, match="no fake implementation"):
         st.export(OuterAndRow(), (R(1, 3), R(2, 1)))
+
+
+# -- bool() of data, decided by the example's value (torch's test_real_tensor_bool_cast) --
+class SignBranch(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return bool(x.eq(0.5).any()), x - 1
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive", "negative"])
+def test_bool_of_data_is_the_examples_and_checked_at_run_time(sign) -> None:
+    x = torch.full((4,), sign)
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(SignBranch(), (x,))
+        ref = torch.export.export(SignBranch(), (x,))
+    for prog in (ep, ep.to_torch(), ref):
+        same_side = torch.rand(4) * sign + sign
+        same(prog.module()(same_side), SignBranch()(same_side))
+        with pytest.raises(RuntimeError):  # the other side's data: refused when it runs
+            prog.module()(-same_side)
+    with pytest.raises(st.ExportError, match="bool"):  # without the flag: refused
+        st.export(SignBranch(), (x,))
