@@ -174,7 +174,10 @@ def script_module(model: Any) -> ScriptModuleInput:
 
 def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type_name}) is {_TORCHSCRIPT}",
+        f"the submodule `{path}` ({type_name}) is a TorchScript module (the result of "
+        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
+        f"safetrace cannot follow (torch.export fails on a scripted one, and runs a traced "
+        f"one's Python forward instead of its trace).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>")
 

@@ -140,3 +140,17 @@ def test_a_script_method_outside_the_model_is_refused() -> None:
     assert "self.hidden[0]._part(x)" in str(info.value)
     assert torch.jit.is_scripting() is False  # nothing left installed
     assert ReachesOutside()(torch.zeros(1)).tolist() == [1.0]  # TorchScript's cos, as before
+
+
+class _Branchy(nn.Module):
+    def forward(self, x):
+        return x.sin() if x.sum() > 0 else x.cos()
+
+
+def test_a_scripted_or_traced_submodule_is_refused() -> None:
+    """torch.export fails on a torch.jit.script-ed submodule, and runs a traced one's Python
+    forward where eager runs the trace (frozen at one branch here): both refused."""
+    x = torch.ones(2, 3)
+    for inner in (torch.jit.script(_Branchy()), torch.jit.trace(_Branchy(), (x,))):
+        with pytest.raises(st.UnsupportedInputError, match="submodule `inner`"):
+            st.export(Holds(inner), (x,))
