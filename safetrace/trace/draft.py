@@ -41,7 +41,9 @@ def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | Non
     """Record `op` (no fake kernel) from one run of its kernel on the example's values."""
     where = short(stack_trace(5))
     name = op._schema.name
-    if feed is None or tr.scope is not tr.scopes[0]:  # (inside a branch: no single value)
+    # (inside a branch: no single value; a list: its length is data no check could pin)
+    if feed is None or tr.scope is not tr.scopes[0] or any(
+            isinstance(r.type, torch.ListType) for r in op._schema.returns):
         raise missing_fake(name, where)
     real_args, real_kwargs = _real_arguments(tr, (args, kwargs), feed(), name, where)
     with torch._C.DisableTorchFunction(), torch.no_grad():

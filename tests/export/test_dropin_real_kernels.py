@@ -232,3 +232,14 @@ def test_bool_of_data_is_the_examples_and_checked_at_run_time(sign) -> None:
             prog.module()(-same_side)
     with pytest.raises(st.ExportError, match="bool"):  # without the flag: refused
         st.export(SignBranch(), (x,))
+
+
+@torch.library.custom_op("st_draft::pieces", mutates_args=())
+def pieces(x: torch.Tensor) -> list[torch.Tensor]:
+    return [t.clone() for t in x.unbind(0)]
+
+
+def test_a_list_result_without_a_fake_stays_refused() -> None:
+    """Its length is data the program could not check: no fake is inferred for it."""
+    with pytest.raises(st.ExportError, match="no fake implementation"):
+        _real(lambda: st.export(Call(pieces), (R(3, 2),)))
