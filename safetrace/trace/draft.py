@@ -55,12 +55,11 @@ def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | Non
                 raise draft_result(name, i, "has a non-zero storage offset", where)
             if not _dense(t):
                 raise draft_result(name, i, "is not dense in memory", where)
-        elif not isinstance(t, (int, float, bool)) and t is not None:
+        else:  # (a number or None read from one run would be a constant of the program)
             raise missing_fake(name, where)
     n_syms = len(tr.env.symbols)
     metas = [TensorMeta(tuple(new_size(0, None, f"a size of {name}'s result")
-                              for _ in range(t.dim())), t.dtype, t.device)
-             if isinstance(t, torch.Tensor) else t for t in outs]
+                              for _ in range(t.dim())), t.dtype, t.device) for t in outs]
     out = type(result)(metas) if isinstance(result, (tuple, list)) else metas[0]
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
     node = next(n for n in reversed(tr.scope.graph.nodes) if n.target is op)

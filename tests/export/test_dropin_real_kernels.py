@@ -243,3 +243,14 @@ def test_a_list_result_without_a_fake_stays_refused() -> None:
     """Its length is data the program could not check: no fake is inferred for it."""
     with pytest.raises(st.ExportError, match="no fake implementation"):
         _real(lambda: st.export(Call(pieces), (R(3, 2),)))
+
+
+@torch.library.custom_op("st_draft::with_count", mutates_args=())
+def with_count(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    return x * 2, int((x > 0).sum())
+
+
+def test_a_number_result_without_a_fake_stays_refused() -> None:
+    """Its value in the example would become a constant of the program: refused."""
+    with pytest.raises(st.ExportError, match="no fake implementation"):
+        _real(lambda: st.export(Call(with_count), (R(3, 2),)))
