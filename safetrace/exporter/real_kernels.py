@@ -35,11 +35,14 @@ def check_custom_ops(ep: Any, args: tuple, kwargs: dict, env: Any) -> None:
     checker = _Checker(ep.graph_module, env)
     module._graph_forward = checker.run
     args, kwargs = pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), (args, kwargs))
+    state = torch.default_generator.get_state()  # (this run's random draws are not the user's)
     try:
         with torch.no_grad():
             module(*args, **kwargs)
     except _Found:  # (raised past fx's Interpreter, which appends its node to the message)
         raise checker.found from None
+    finally:
+        torch.default_generator.set_state(state)
 
 
 class _Found(Exception):

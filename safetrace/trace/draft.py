@@ -121,7 +121,10 @@ def _real_arguments(tr: Recorder, tree: Any, inputs: dict, name: str, where: str
 
 
 def _dense(t: torch.Tensor) -> bool:
-    """Its elements fill its storage span without gaps or overlaps, in some dim order."""
+    """Its elements fill its storage span without gaps or overlaps, in some dim order (an
+    empty tensor has nothing to place)."""
+    if t.numel() == 0:
+        return True
     dims = sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1)
     step = 1
     for st, n in dims:
@@ -141,6 +144,16 @@ def _run_prefix(graph: torch.fx.Graph, inputs: dict, wanted: set) -> dict | None
     or a subgraph).  (A value read here only feeds what becomes a check of the program.)"""
     values: dict = {}
     left = set(wanted)
+    # (the generator is put back: a random op run here draws nothing the program sees)
+    generator = torch.default_generator
+    state = generator.get_state()
+    try:
+        return _run_nodes(graph, inputs, values, left)
+    finally:
+        generator.set_state(state)
+
+
+def _run_nodes(graph: torch.fx.Graph, inputs: dict, values: dict, left: set) -> dict | None:
     with torch._C.DisableTorchFunction(), torch.no_grad():
         for node in graph.nodes:
             if not left:

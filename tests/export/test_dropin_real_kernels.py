@@ -254,3 +254,25 @@ def test_a_number_result_without_a_fake_stays_refused() -> None:
     """Its value in the example would become a constant of the program: refused."""
     with pytest.raises(st.ExportError, match="no fake implementation"):
         _real(lambda: st.export(Call(with_count), (R(3, 2),)))
+
+
+class NoisyBranch(nn.Module):
+    def forward(self, x):
+        noise = torch.rand(3)
+        if (x + noise).sum() > -100:
+            return torch.ops.st_draft.outer(x, noise).sum(0)
+        return x
+
+
+def test_inferring_runs_on_copies_and_leaves_the_generator_alone() -> None:
+    x = torch.zeros(1, 3)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(NoisyBranch(), (x,))
+    assert torch.equal(torch.get_rng_state(), before)  # (the program's own draws: none)
+    assert torch.equal(x, torch.zeros(1, 3))
+    torch.manual_seed(1)
+    got = ep.module()(torch.ones(1, 3))
+    torch.manual_seed(1)
+    same(got, NoisyBranch()(torch.ones(1, 3)))
