@@ -90,6 +90,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     collective_async as collective_async,
     cond_output_kinds as cond_output_kinds,
     cond_size_output as cond_size_output,
+    draft_result as draft_result,
     dynamic_int_relation as dynamic_int_relation,
     dynamic_int_type as dynamic_int_type,
     FakeKernelMismatch as FakeKernelMismatch,
@@ -173,9 +174,23 @@ def script_module(model: Any) -> ScriptModuleInput:
 
 def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type_name}) is {_TORCHSCRIPT}",
+        f"the submodule `{path}` ({type_name}) is a TorchScript module (the result of "
+        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
+        f"safetrace cannot follow (torch.export fails on a scripted one, and runs a traced "
+        f"one's Python forward instead of its trace).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>")
+
+
+def script_method_call(name: str, where: str) -> ScriptModuleInput:
+    return ScriptModuleInput(
+        f"{where} calls the TorchScript method `{name}` of a module that is not one of the "
+        f"exported model's torch.jit.ScriptModule subclasses (written with "
+        f"@torch.jit.script_method): it runs TorchScript's interpreter, which safetrace "
+        f"cannot follow",
+        fix="call the method of the original nn.Module (before torch.jit.script), or make "
+            "the ScriptModule subclass a submodule of the exported model",
+        where=Where(source=where))
 
 
 class CallMismatch(UnsupportedInputError):

@@ -152,3 +152,17 @@ def fake_mismatch(op: str, problem: str, detail: str, source: str, arg: str = ""
         f"(torch._functorch.config.fake_tensor_propagate_real_tensors is set).\n  at {source}",
         fix=_FAKE_FIXES[problem].format(op=op, arg=arg or "x"),
         where=Where(source=source), op=op)
+
+
+def draft_result(op: str, index: int, problem: str, source: str) -> FakeKernelMismatch:
+    """A custom op without a fake kernel, run on the example's values to infer one (torch's
+    ``fake_tensor_propagate_real_tensors``): its output `index` `problem` ("has a non-zero
+    storage offset", "is not dense in memory"), which an inferred fake cannot describe."""
+    return FakeKernelMismatch(
+        f"custom op {op} has no fake kernel, and its output {index} {problem} when its kernel "
+        f"runs on the example inputs (torch._functorch.config."
+        f"fake_tensor_propagate_real_tensors is set), so no fake kernel can be inferred from "
+        f"it.\n  at {source}",
+        fix=f"register a fake kernel: @torch.library.register_fake({op!r}), or return a new "
+            f"contiguous tensor from the kernel (.clone())",
+        where=Where(source=source), op=op)

@@ -32,6 +32,7 @@ from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import other_branch_raises
+from safetrace.trace.scripted import class_api
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
@@ -113,7 +114,7 @@ class Exporter:
         with _compiled_children_unwrapped(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
             for path, sub in walk or ():
-                if path and isinstance(sub, torch.jit.ScriptModule):
+                if path and isinstance(sub, torch.jit.ScriptModule) and not class_api(sub):
                     raise E.script_submodule(path, type(sub).__name__)
             return self._run(args, kwargs, dynamic_shapes, report)
 
@@ -132,6 +133,8 @@ class Exporter:
                         env=self.env)
         watch_state(tracer, self.state_tensors, self.state, leaves)  # tensor subclasses
         proxies = self._user_inputs(leaves, specs, tracer)
+        if real_kernels.requested():  # a custom op's fake may be inferred (trace/draft.py)
+            tracer.real_feed = functools.partial(self._example_values, leaves)
         targs, tkwargs = pytree.unflatten_inputs(proxies, in_spec)
         if report is not None:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
@@ -268,6 +271,17 @@ class Exporter:
             for fqn, ident in again:
                 if fqn not in self.state_tensors:
                     self.state_aliases[fqn] = names[ident]
+
+    def _example_values(self, leaves: list) -> dict:
+        """Each input and state placeholder's value in the example."""
+        by_path = dict(leaves)
+        out = {n: by_path[n.meta["path"]] for n in self.graph.nodes
+               if n.op == "placeholder" and n.meta.get("kind") == "user_input"}
+        for t in self.state_tensors.values():
+            node = self.state.get(id(t))
+            if node is not None:
+                out[node] = t
+        return out
 
     def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
         proxies = []
@@ -606,3 +620,4 @@ def _drop_replayed_checks(tracer: Tracer) -> None:
     for node in tracer.replayed_checks:
         if not node.users and node.graph is not None:
             node.graph.erase_node(node)
+

@@ -12,23 +12,19 @@ The flag is read where torch keeps it, when torch has loaded it: safetrace never
 from __future__ import annotations
 
 import copy
-import sys
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from safetrace import errors as E
+from safetrace.trace.draft import requested as requested  # (the flag, read once)
 from safetrace.trace.source import short
 
 _BUILTIN_NAMESPACES = ("aten", "prims", "higher_order", "_c10d_functional", "c10d_functional",
                        "_c10d_functional_autograd", "profiler")
 
 
-def requested() -> bool:
-    """Whether torch's ``fake_tensor_propagate_real_tensors`` flag is set."""
-    config = sys.modules.get("torch._functorch.config")
-    return bool(getattr(config, "fake_tensor_propagate_real_tensors", False))
 
 
 def check_custom_ops(ep: Any, args: tuple, kwargs: dict, env: Any) -> None:
@@ -39,11 +35,14 @@ def check_custom_ops(ep: Any, args: tuple, kwargs: dict, env: Any) -> None:
     checker = _Checker(ep.graph_module, env)
     module._graph_forward = checker.run
     args, kwargs = pytree.tree_map_only(torch.Tensor, lambda t: t.clone(), (args, kwargs))
+    state = torch.default_generator.get_state()  # (this run's random draws are not the user's)
     try:
         with torch.no_grad():
             module(*args, **kwargs)
     except _Found:  # (raised past fx's Interpreter, which appends its node to the message)
         raise checker.found from None
+    finally:
+        torch.default_generator.set_state(state)
 
 
 class _Found(Exception):

@@ -46,6 +46,26 @@ def _differs(now: dict, saved: dict) -> bool:
         or not all(map(operator.is_, now, saved))
 
 
+def _copy(table: Any) -> dict:
+    """A copy of a module's parameters or buffers: its dict, or a TorchScript module's
+    table kept in C++ (torch.jit's OrderedDictWrapper: items() only)."""
+    return table.copy() if isinstance(table, dict) else dict(table.items())
+
+
+def _table(table: Any) -> dict:
+    return table if isinstance(table, dict) else dict(table.items())
+
+
+def _restore(table: Any, saved: dict) -> None:
+    if isinstance(table, dict):
+        table.clear()
+        table.update(saved)
+    else:  # (a TorchScript module's table: its names are fixed, each value is set back)
+        for k, v in saved.items():
+            if table[k] is not v:
+                table[k] = v
+
+
 class ModuleGuard:
     """Snapshot every submodule's state; restore it after tracing whatever happened.
 
@@ -83,23 +103,21 @@ class ModuleGuard:
                         attrs[k] = v
                 # (copies of the dicts: their values and keys are compared by identity
                 # on exit, in order, which finds any change in one pass each)
-                self.saved.append((mname, mod, mod._parameters.copy(), mod._buffers.copy(),
+                self.saved.append((mname, mod, _copy(mod._parameters), _copy(mod._buffers),
                                    attrs, mod.training, d.copy()))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         for mname, mod, params, buffers, _, training, everything in self.saved:
             now = mod._buffers
-            if _differs(now, buffers):
+            if _differs(_table(now), buffers):
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
                         self.changed.append((f"{mname}.{k}" if mname else k, v))
-                now.clear()
-                now.update(buffers)
+                _restore(now, buffers)
             now = mod._parameters
-            if _differs(now, params):
-                now.clear()
-                now.update(params)
+            if _differs(_table(now), params):
+                _restore(now, params)
             d = mod.__dict__
             if _differs(d, everything):
                 for k in [k for k in d if k not in everything]:

@@ -359,16 +359,15 @@ class _Converter:
         stack = self.stacks.get(node)
         if stack:
             new.meta["nn_module_stack"] = stack
-        self.env[node] = new
-        self.current = node
-        ours = node.meta.get("val")
+        self.env[node], self.current, ours = new, node, node.meta.get("val")
+        if (not self.verify and builds(target, ours, self.fakes)) or (node.meta.get(
+                "st_fake_inferred") and (self.fakes.known(ours) or self.fakes.born(ours))):
+            # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
+            new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
+            if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
+                new.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, val)
+            return
         if not self.verify:
-            if builds(target, ours, self.fakes):
-                new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
-                if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
-                    new.meta["unbacked_bindings"] = compute_unbacked_bindings(
-                        self.shape_env, val)
-                return
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
                     isinstance(args[0].meta.get("val"), (tuple, list)):
                 new.meta["val"] = args[0].meta["val"][args[1]]  # a part of a value made

@@ -24,6 +24,7 @@ from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
 from safetrace.symbolic.expr import const, sym, to_expr
 from safetrace.trace.arguments import numbers_as_tensors
+from safetrace.trace import draft
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
@@ -141,6 +142,8 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         return _decomposed(tr, op, args, kwargs)
+    if fake is None and draft.requested():  # inferred from one run of its kernel
+        return draft.infer(tr, op, args, kwargs, tr.real_feed)
     if fake is None:
         raise _no_fake(op)
     env = tr.env
@@ -152,12 +155,16 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
             try:
                 result = fake(*args, **kwargs)
             except RuntimeError as exc:
-                if "no fake impl" in str(exc):
-                    raise _no_fake(op) from None
-                raise
+                if "no fake impl" not in str(exc):
+                    raise
+                result = fake = None
         checks = tr.pending_checks
     finally:
         tr.recording, tr.pending_checks = saved
+    if fake is None:  # (torch's placeholder fake of a custom_op that has none)
+        if draft.requested():
+            return draft.infer(tr, op, args, kwargs, tr.real_feed)
+        raise _no_fake(op)
     out = _metas(result)
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
     inputs = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Proxy)]

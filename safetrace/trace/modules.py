@@ -102,7 +102,10 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
             if not fqn:  # the root, or a module that is not a submodule of the model
                 stack.append((id(module), None))
                 return
-            info = infos[ident] = (fqn, f"L__self___{fqn.replace('.', '_')}",
+            # (a module held twice: one key for all its places, as torch's strict export
+            # keys by the module object, so unflatten makes it one module again)
+            first = names.get(id(module), fqn)
+            info = infos[ident] = (fqn, f"L__self___{first.replace('.', '_')}",
                                    _type_name(module))
         fqn = info[0]
         n = calls.get(fqn, 0)

@@ -24,6 +24,8 @@ class Recorder(Protocol):
     device: torch.device
     state: dict[int, torch.fx.Node]           # id(parameter or buffer) -> placeholder
     constants: dict[str, torch.Tensor]
+    const_nodes: dict[int, torch.fx.Node]     # id(constant) -> its placeholder
+    real_feed: Callable[[], dict] | None      # placeholder -> example value (draft.py)
     keepalive: list
     mutated: dict[torch.fx.Node, torch.fx.Node]  # state placeholder -> last write
     sym_sources: dict[str, Any]  # symbol -> its node, or (node, dim, coef, offset)

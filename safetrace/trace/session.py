@@ -33,7 +33,7 @@ import torch.compiler
 import torch.fx._symbolic_trace as fx_symbolic_trace
 
 from safetrace.errors import seeded_generator
-from safetrace.trace import asserts, hops, pycalls, pyhelpers, shims, vmapping
+from safetrace.trace import asserts, hops, pycalls, pyhelpers, scripted, shims, vmapping
 from safetrace.trace.current import enter_session, exporting, leave_session
 
 Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
@@ -230,11 +230,12 @@ class ExportSession:
         self._modes: tuple = ()
         self._seed = 0
         self._bystander_seeds = 0
+        self._owners: list | None = None  # the enclosing export's script modules
 
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
-                *vmapping.patches(), *_compiler_patches(),
+                *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
                 *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
@@ -243,11 +244,13 @@ class ExportSession:
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
         self._held = _install(self.patches())
+        self._owners = scripted.enter(self.walk)
         enter_session()
         return self
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         leave_session()
+        scripted.leave(self._owners)
         _uninstall(self._held)
         _restore(self._modes)
         if exc_type is None and torch.default_generator.initial_seed() != self._seed and \

@@ -66,14 +66,14 @@ class Tracer(TorchFunctionMode):
                  state: dict[int, torch.fx.Node], const_name: Callable[[torch.Tensor], str],
                  env: Any = None) -> None:
         super().__init__()
-        # the program's graph at the bottom; a branch or loop body pushes its own
-        self.scope = Scope(graph)
+        self.scope = Scope(graph)  # the program's graph; a branch or body pushes its own
         self.scopes: list[Scope] = [self.scope]
         self.device = device
         self.state = state            # id(real tensor) -> placeholder node (params, buffers)
         self.const_name = const_name  # names a constant tensor found in the code
         self.constants: dict[str, torch.Tensor] = {}
         self.const_nodes: dict[int, torch.fx.Node] = {}
+        self.real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env

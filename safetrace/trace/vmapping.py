@@ -10,18 +10,44 @@ than ``UNROLL_LIMIT``) is refused as before, with the fix.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable
 
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import below_tracer, vmap_not_per_slice
+from safetrace.errors import below_tracer, shape_error, vmap_not_per_slice
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.mutation import storage_root
 from safetrace.trace.source import short, stack_trace
 
 UNROLL_LIMIT = 64  # slices recorded one by one: the graph grows with the batch
 _REAL = torch.vmap
+_RANK = {torch.channels_last: 4, torch.channels_last_3d: 5}  # the formats tied to a rank
+
+
+class _Depth(threading.local):
+    levels = 0  # vmaps whose function is running on a slice now (this thread)
+
+
+_DEPTH = _Depth()
+
+
+def slice_format(x: torch.Tensor, memory_format: Any) -> bool:
+    """Whether `memory_format` (of a cast or copy of `x`) is one eager's vmap applies to the
+    batched tensor, not to the slice traced here: channels_last on a 3-d slice of one vmap
+    (eager's tensor has the batch dim too).  The slice then gets the op without the format
+    (the values are the same; its layout is not known).  A format whose rank fits neither
+    is refused as eager refuses it."""
+    rank = _RANK.get(memory_format)
+    if rank is None or not _DEPTH.levels:
+        return False
+    if x.dim() + _DEPTH.levels != rank:
+        raise shape_error("to", f"required rank {rank} tensor to use "
+                                f"{str(memory_format).split('.')[-1]} format (the batched "
+                                f"tensor of torch.vmap has {x.dim() + _DEPTH.levels} dims)"
+                          ).at(short(stack_trace(3)))
+    return True
 
 
 def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error",
@@ -84,9 +110,13 @@ def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs:
     if not isinstance(size, int) or not 0 < size <= UNROLL_LIMIT:
         raise below_tracer("torch.vmap", short(stack_trace(3)))  # (a dynamic batch)
     results = []
-    for i in range(size):
-        sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
-        results.append(func(*pytree.tree_unflatten(sliced, spec), **kwargs))
+    _DEPTH.levels += 1
+    try:
+        for i in range(size):
+            sliced = [x.select(d, i) if d is not None else x for x, d in zip(leaves, dims)]
+            results.append(func(*pytree.tree_unflatten(sliced, spec), **kwargs))
+    finally:
+        _DEPTH.levels -= 1
     outs, out_spec = pytree.tree_flatten(results[0])
     per_leaf = zip(*(pytree.tree_leaves(r) for r in results))
     where = [out_dims] * len(outs) if isinstance(out_dims, int) else \

@@ -361,7 +361,7 @@ GOLDEN.update(cases_library.GOLDEN)
 CASES["compiled_specialized"] = lambda: E.compiled_specialized(
     "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
 CASES['script_submodule'] = lambda: E.script_submodule("encoder", "RecursiveScriptModule")
-GOLDEN['script_submodule'] = ('ScriptModuleInput', "the submodule `encoder` (RecursiveScriptModule) is a TorchScript module (the result of torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which safetrace cannot follow (torch.export refuses it too).\nFix: put the original nn.Module back before exporting: model.encoder = <the module before torch.jit.script>")
+GOLDEN['script_submodule'] = ('ScriptModuleInput', "the submodule `encoder` (RecursiveScriptModule) is a TorchScript module (the result of torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which safetrace cannot follow (torch.export fails on a scripted one, and runs a traced one's Python forward instead of its trace).\nFix: put the original nn.Module back before exporting: model.encoder = <the module before torch.jit.script>")
 CASES['tensor_attribute'] = lambda: E.tensor_attribute("get_elem_a", "m.py:3 `y.get_elem_a()`")
 GOLDEN['tensor_attribute'] = ('UnsupportedOpError', "the exported code reads `.get_elem_a` of a tensor at m.py:3 `y.get_elem_a()`, an attribute no plain tensor has: a tensor subclass's own attribute or method (a subclass input is traced as a plain tensor of the graph, its ops dispatched to the subclass when the program runs, so its attributes are not known while tracing).\nFix: keep `.get_elem_a` out of the exported forward: pass the subclass's inner tensors as inputs, or make it a parameter or buffer of the model (traceable wrapper subclass state is traced through its __torch_dispatch__)")
 CASES['preserved_in_function'] = lambda: E.preserved_in_function()
@@ -500,3 +500,9 @@ def test_explain_reports_the_fields_of_each_error():
     dd = next(p for p in report.problems if p.code == "data-dependent-decision")
     assert dd.where.endswith("`if n > 0:`") and "st.check(" in dd.fix
     assert "\nFix:" not in dd.message
+CASES['script_method_call'] = lambda: E.script_method_call(
+    "_part", "m.py:5 `return self.hidden[0]._part(x)`")
+GOLDEN['script_method_call'] = ('ScriptModuleInput', "m.py:5 `return self.hidden[0]._part(x)` calls the TorchScript method `_part` of a module that is not one of the exported model's torch.jit.ScriptModule subclasses (written with @torch.jit.script_method): it runs TorchScript's interpreter, which safetrace cannot follow\nFix: call the method of the original nn.Module (before torch.jit.script), or make the ScriptModule subclass a submodule of the exported model")
+CASES['draft_result'] = lambda: E.draft_result(
+    "lib::op", 0, "is not dense in memory", "m.py:3 `return op(x)`")
+GOLDEN['draft_result'] = ('FakeKernelMismatch', "custom op lib::op has no fake kernel, and its output 0 is not dense in memory when its kernel runs on the example inputs (torch._functorch.config.fake_tensor_propagate_real_tensors is set), so no fake kernel can be inferred from it.\n  at m.py:3 `return op(x)`\nFix: register a fake kernel: @torch.library.register_fake('lib::op'), or return a new contiguous tensor from the kernel (.clone())")

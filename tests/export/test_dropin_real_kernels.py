@@ -11,10 +11,13 @@ from typing import Callable
 import pytest
 import torch
 import torch._functorch.config  # (tests may import it; the library never does)
+from torch import nn
 from torch.export import Dim
 
 import safetrace as st
 from safetrace.errors import FakeKernelMismatch
+
+from tests.export.dropin_check import same
 
 
 @torch.library.custom_op("st_realk::swapped", mutates_args=())
@@ -129,3 +132,147 @@ def test_without_the_flag_the_fake_is_trusted_as_in_torch() -> None:
     args = (R(4, 8), R(4, 8))
     torch.export.export(Call(swapped), args)
     assert st.export(Call(swapped), args).graph is not None
+
+
+# -- a custom op without a fake kernel: inferred from one run of its kernel ---------------
+# (torch's test_draft_export_infers_fake_kernel, test_draft_export_fake_kernel_inference_errors)
+@torch.library.custom_op("st_draft::outer", mutates_args=())
+def outer(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x * y
+
+
+@torch.library.custom_op("st_draft::as_int", mutates_args=())
+def as_int(x: torch.Tensor) -> torch.Tensor:
+    """int64 for inputs of one row, float otherwise: the inferred dtype holds only there."""
+    return x.long() if x.shape[0] == 1 else x * 1
+
+
+@torch.library.custom_op("st_draft::offset", mutates_args=())
+def offset(x: torch.Tensor) -> torch.Tensor:
+    return x.expand(8, x.shape[1]).contiguous()[4]
+
+
+@torch.library.custom_op("st_draft::strided", mutates_args=())
+def strided(x: torch.Tensor) -> torch.Tensor:
+    return torch.ones(3, 3).diagonal()
+
+
+_LIB = torch.library.Library("st_draft", "FRAGMENT")
+_LIB.define("first_row(Tensor x) -> Tensor")
+_LIB.impl("first_row", lambda x: x[0].clone(), "CPU")
+
+
+class OuterAndRow(nn.Module):
+    def forward(self, x, y):
+        a = torch.ops.st_draft.outer(x + 1, y)
+        return a.sum(0), torch.ops.st_draft.first_row(a * 2)
+
+
+def test_missing_fake_inferred_from_the_kernel_as_torch() -> None:
+    args = (R(1, 3), R(2, 1))
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(OuterAndRow(), args)
+        ref = torch.export.export(OuterAndRow(), args)
+    sizes = [n.meta["val"].shape for n in ep.graph.nodes
+             if n.op == "call_function" and n.target._schema.name.startswith("st_draft::")]
+    assert all(isinstance(s, torch.SymInt) for shape in sizes for s in shape), sizes
+    for prog in (ep, ep.to_torch(), ref):
+        for _ in range(2):
+            fresh = (R(1, 3), R(2, 1))
+            same(prog.module()(*fresh), OuterAndRow()(*fresh))
+
+
+class IntOf(nn.Module):
+    def forward(self, x):
+        return torch.ops.st_draft.as_int(x)
+
+
+def test_the_inferred_dtype_is_checked_when_the_program_runs() -> None:
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(IntOf(), (R(1, 3),), dynamic_shapes=({0: Dim("n")},))
+    same(ep.module()(torch.ones(1, 3)), IntOf()(torch.ones(1, 3)))
+    with pytest.raises(RuntimeError, match="[Dd]type"):  # the kernel returns float here
+        ep.module()(torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("op, words", [(offset, "non-zero storage offset"),
+                                       (strided, "not dense in memory")],
+                         ids=["storage offset", "not dense"])
+def test_a_kernel_result_no_fake_can_describe_is_refused_as_torch(op, words) -> None:
+    args = (R(1, 3),)
+    with pytest.raises(RuntimeError, match=words):
+        _real(lambda: torch.export.export(Call(op), args))
+    with pytest.raises(FakeKernelMismatch, match=words):
+        _real(lambda: st.export(Call(op), args))
+
+
+def test_without_the_flag_a_missing_fake_is_refused() -> None:
+    with pytest.raises(st.ExportError, match="no fake implementation"):
+        st.export(OuterAndRow(), (R(1, 3), R(2, 1)))
+
+
+# -- bool() of data, decided by the example's value (torch's test_real_tensor_bool_cast) --
+class SignBranch(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return bool(x.eq(0.5).any()), x - 1
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["positive", "negative"])
+def test_bool_of_data_is_the_examples_and_checked_at_run_time(sign) -> None:
+    x = torch.full((4,), sign)
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(SignBranch(), (x,))
+        ref = torch.export.export(SignBranch(), (x,))
+    for prog in (ep, ep.to_torch(), ref):
+        same_side = torch.rand(4) * sign + sign
+        same(prog.module()(same_side), SignBranch()(same_side))
+        with pytest.raises(RuntimeError):  # the other side's data: refused when it runs
+            prog.module()(-same_side)
+    with pytest.raises(st.ExportError, match="bool"):  # without the flag: refused
+        st.export(SignBranch(), (x,))
+
+
+@torch.library.custom_op("st_draft::pieces", mutates_args=())
+def pieces(x: torch.Tensor) -> list[torch.Tensor]:
+    return [t.clone() for t in x.unbind(0)]
+
+
+def test_a_list_result_without_a_fake_stays_refused() -> None:
+    """Its length is data the program could not check: no fake is inferred for it."""
+    with pytest.raises(st.ExportError, match="no fake implementation"):
+        _real(lambda: st.export(Call(pieces), (R(3, 2),)))
+
+
+@torch.library.custom_op("st_draft::with_count", mutates_args=())
+def with_count(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    return x * 2, int((x > 0).sum())
+
+
+def test_a_number_result_without_a_fake_stays_refused() -> None:
+    """Its value in the example would become a constant of the program: refused."""
+    with pytest.raises(st.ExportError, match="no fake implementation"):
+        _real(lambda: st.export(Call(with_count), (R(3, 2),)))
+
+
+class NoisyBranch(nn.Module):
+    def forward(self, x):
+        noise = torch.rand(3)
+        if (x + noise).sum() > -100:
+            return torch.ops.st_draft.outer(x, noise).sum(0)
+        return x
+
+
+def test_inferring_runs_on_copies_and_leaves_the_generator_alone() -> None:
+    x = torch.zeros(1, 3)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        ep = st.export(NoisyBranch(), (x,))
+    assert torch.equal(torch.get_rng_state(), before)  # (the program's own draws: none)
+    assert torch.equal(x, torch.zeros(1, 3))
+    torch.manual_seed(1)
+    got = ep.module()(torch.ones(1, 3))
+    torch.manual_seed(1)
+    same(got, NoisyBranch()(torch.ones(1, 3)))

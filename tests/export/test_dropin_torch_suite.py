@@ -208,16 +208,19 @@ def test_data_dependent_op_check_refuses_what_eager_refuses() -> None:
 
 
 # -- refusals: an ExportError naming the construct, never an internal exception -----------
-class _Scripted(torch.jit.ScriptModule):
-    @torch.jit.script_method
+class _Sine(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.sin()
 
 
 class HoldsScripted(nn.Module):
+    """torch.jit.script of an nn.Module (torch.export fails on it too: its forward's Python
+    is called with the wrong arguments).  A ScriptModule subclass written with
+    @script_method exports: tests/export/test_dropin_torchscript.py."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.inner = _Scripted()
+        self.inner = torch.jit.script(_Sine())
 
     def forward(self, x):
         return self.inner(x) + 1

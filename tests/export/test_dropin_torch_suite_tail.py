@@ -300,6 +300,21 @@ def test_shared_module_in_a_container_named_by_each_place() -> None:
     assert paths[0] == paths[1] == ["sub_net.0", "sub_net.2"]
 
 
+def test_shared_module_in_a_container_unflattens_to_one_module() -> None:
+    """Both places hold one module after unflatten (torch's test_unflatten_shared_submodule,
+    strict: torch.export keys the module's calls by the object, so unflatten shares it)."""
+    x = torch.rand(10)
+    model = SharedInSequential()
+    conv = st.export(model, (x,)).to_torch()
+    ref = torch.export.export(model, (x,), strict=True)
+    for prog in (conv, ref):
+        flat = torch.export.unflatten(prog)
+        assert getattr(flat.sub_net, "0") is getattr(flat.sub_net, "2")
+        assert getattr(flat.sub_net, "1") is not getattr(flat.sub_net, "3")
+        y = torch.rand(10)
+        same(flat(y), model(y))
+
+
 # -- a tensor constant held under two attribute paths (torch's test_constant_aliasing) ------
 class HoldsConstant(nn.Module):
     def __init__(self) -> None:

@@ -14,6 +14,7 @@ from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.vmapping import slice_format
 from safetrace.trace.recorder import Recorder
 
 T = torch.Tensor
@@ -47,14 +48,20 @@ def to(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise to_dtype(dtype, short(stack_trace(3)))
     extra = {}
-    if kwargs.get("memory_format") is not None:
-        extra["memory_format"] = kwargs["memory_format"]
+    fmt = kwargs.get("memory_format")
+    per_slice = fmt is not None and slice_format(x, fmt)
+    if fmt is not None and not per_slice:
+        extra["memory_format"] = fmt
     if device is None:
         args2: tuple = (x, dtype if dtype is not None else _dtype(x), non_blocking, copy)
-        return tr.emit(aten.to.dtype, args2[:2] if not (non_blocking or copy) else args2, extra)
-    device = torch.device(device)
-    return tr.emit(aten.to.device, (x, device, dtype if dtype is not None else _dtype(x),
-                                    non_blocking, copy), extra)
+        out = tr.emit(aten.to.dtype, args2[:2] if not (non_blocking or copy) else args2, extra)
+    else:
+        out = tr.emit(aten.to.device, (x, torch.device(device),
+                                       dtype if dtype is not None else _dtype(x),
+                                       non_blocking, copy), extra)
+    if per_slice and isinstance(out, Proxy):  # (eager's layout is the batched tensor's)
+        out.st_contig = None
+    return out
 
 
 def _dtype(x: Any) -> torch.dtype:
@@ -111,10 +118,13 @@ def _legacy_type(name: str) -> Any:
 
 def _cast(dtype: torch.dtype) -> Handler:
     def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-        kw = {}
-        if kwargs.get("memory_format") is not None:
-            kw["memory_format"] = kwargs["memory_format"]
-        return tr.emit(aten.to.dtype, (args[0], dtype), kw)
+        fmt = kwargs.get("memory_format")
+        if fmt is not None and slice_format(args[0], fmt):  # (as in `to` above)
+            out = tr.emit(aten.to.dtype, (args[0], dtype), {})
+            out.st_contig = None
+            return out
+        return tr.emit(aten.to.dtype, (args[0], dtype), {} if fmt is None else
+                       {"memory_format": fmt})
 
     return handler
 

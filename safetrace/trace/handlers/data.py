@@ -16,6 +16,7 @@ import torch
 
 from safetrace.errors import float_read, shape_error
 from safetrace.meta.active import ACTIVE
+from safetrace.trace import draft
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
@@ -46,6 +47,10 @@ def data_read(what: str) -> Handler:
             # torch.tensor(n) of a size: its value is known; Python needs a real int here,
             # so a symbolic one is specialized (a guard), as int(size) is
             return value if isinstance(value, int) else int(value)
+        if what == "bool()" and draft.requested():  # torch's real-value feedback
+            decided = draft.decided_bool(tr, args[0])
+            if decided is not None:
+                return decided
         error = tr.data_read(f"{what} of a tensor {annotation(args[0].st_meta)}",
                              _cond_fix() if what == "bool()" else _number_fix(what, args[0]))
         if what in _ASSUMED and tr.on_data_read is not None:

@@ -1,0 +1,69 @@
+"""TorchScript methods called by the code being exported run as their Python originals.
+
+A ``torch.jit.ScriptModule`` subclass written with ``@torch.jit.script_method`` keeps each
+method's Python function (``ScriptMethod.__wrapped__``).  torch.export runs that Python
+function where eager would run TorchScript's interpreter (``torch.jit.is_scripting()`` is
+False there), as it does for a ``@torch.jit.script`` function; safetrace does the same,
+with the module itself as ``self`` (torch passes the method object, so a method that reads
+its module's state fails there).  The module must be one of the exported model's modules,
+so that its parameters and buffers are the program's state; any other script method
+(a ``torch.jit.script``-ed ``nn.Module``'s, one reached outside the model) is refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+import torch
+
+from safetrace.errors import script_method_call
+from safetrace.trace.current import exporting
+from safetrace.trace.source import short, stack_trace
+
+_ORIGINAL_CALL = torch.ScriptMethod.__call__
+
+
+class _Local(threading.local):
+    owners: list | None = None  # the exported model's class-API script modules
+
+
+_LOCAL = _Local()
+
+
+def class_api(module: Any) -> bool:
+    """A module of a ``torch.jit.ScriptModule`` subclass written with ``@script_method``
+    (not what ``torch.jit.script(module)`` or ``torch.jit.trace`` returns)."""
+    return isinstance(module, torch.jit.ScriptModule) and \
+        type(module) is not torch.jit.RecursiveScriptModule and \
+        not isinstance(module, torch.jit.TracedModule) and \
+        "_actual_script_module" in module.__dict__
+
+
+def enter(walk: list | None) -> list | None:
+    """While exporting the model whose modules are `walk` (this thread): its class-API
+    script modules are the owners a script method call may run on.  Returns what to give
+    `leave`."""
+    previous = _LOCAL.owners
+    _LOCAL.owners = [m for _, m in walk or () if class_api(m)]
+    return previous
+
+
+def leave(previous: list | None) -> None:
+    _LOCAL.owners = previous
+
+
+def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
+    if not exporting() or _LOCAL.owners is None:
+        return _ORIGINAL_CALL(method, *args, **kwargs)
+    original = getattr(method, "__wrapped__", None)
+    owner = next((m for m in _LOCAL.owners if m._c == method.owner), None)
+    if owner is None or not inspect.isfunction(original):
+        raise script_method_call(method.name, short(stack_trace(1)))
+    return original(owner, *args, **kwargs)
+
+
+def patches() -> list[tuple[Any, str, Any]]:
+    """Script method calls, for the export session to install."""
+    return [(torch.ScriptMethod, "__call__", _call)]

@@ -1,0 +1,156 @@
+"""TorchScript called from the exported code (issue 21; torch's test_inline_script_function,
+test_inline_script_class_method(_recursive), test_inline_script_method).
+
+torch.export runs the Python original of a ``@torch.jit.script`` function or of a
+``@torch.jit.script_method`` of a ``torch.jit.ScriptModule`` subclass, where eager runs
+TorchScript: ``torch.jit.is_scripting()`` is False in the program.  safetrace does the same,
+with the module as ``self`` (so a method reading its module's state works, where torch
+fails) and its parameters and buffers as the program's state.  A script method of a
+module outside the exported model, and a ``torch.jit.script``-ed ``nn.Module`` (torch fails
+on it too), are refused with ScriptModuleInput."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+@torch.jit.script
+def _branchy(x: torch.Tensor) -> torch.Tensor:
+    if torch.jit.is_scripting():
+        return x.cos()
+    return x.sin()
+
+
+class CallsScriptFunction(nn.Module):
+    def forward(self, x):
+        return _branchy(x) * 2
+
+
+class StaticScriptMethod(nn.Module):
+    @staticmethod
+    @torch.jit.script
+    def _twice(x: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return _branchy(x.cos()) * k
+        return _branchy(x.sin()) * y * k
+
+    def forward(self, x):
+        return StaticScriptMethod._twice(x, y=x, k=3)
+
+
+class ScriptedPart(torch.jit.ScriptModule):
+    """A ScriptModule subclass: a Python forward calling a script method."""
+
+    @torch.jit.script_method
+    def _part(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            return x.cos()
+        return x.sin()
+
+    def forward(self, x):
+        return self._part(x) + 1
+
+
+class Holds(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) - x
+
+
+# what the program computes: the Python originals (eager runs TorchScript's cos)
+PYTHON_SIDE = [
+    (CallsScriptFunction, lambda x: x.sin() * 2),
+    (StaticScriptMethod, lambda x: x.sin().sin() * x * 3),
+    (lambda: Holds(ScriptedPart()), lambda x: x.sin() + 1 - x),
+]
+
+
+@pytest.mark.parametrize("make, python", PYTHON_SIDE,
+                         ids=["script function", "static script function", "script method"])
+def test_torchscript_runs_its_python_original_as_torch_export(make, python) -> None:
+    x = torch.randn(3, 4)
+    spec = ({0: Dim("n")},)
+    ours = st.export(make(), (x,), dynamic_shapes=spec)
+    conv = ours.to_torch()
+    ref = torch.export.export(make(), (x,), dynamic_shapes=spec)
+    for n in (0, 1, 5):
+        y = torch.randn(n, 4)
+        same(ours.module()(y), python(y))
+        same(conv.module()(y), python(y))
+        same(ref.module()(y), python(y))
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(3, 5))
+
+
+class Stateful(torch.jit.ScriptModule):
+    """Script methods reading a parameter and writing a buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.full((4,), 2.0))
+        self.calls = nn.Buffer(torch.zeros(1))
+
+    @torch.jit.script_method
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return x * self.w + self.calls
+
+
+def test_script_methods_on_the_modules_state() -> None:
+    """The module's parameters and buffers are the program's state (torch.export fails here:
+    it calls the method's Python with the method object as ``self``)."""
+    x = torch.randn(3, 4)
+    model = Holds(Stateful())
+    ep = st.export(model, (x,), dynamic_shapes=({0: Dim("n")},))
+    assert set(ep.state_dict) == {"inner.w", "inner.calls"}
+    assert float(model.inner.calls) == 0.0  # exporting changed nothing
+    eager, program = Holds(Stateful()), ep.module()
+    for n in (0, 1, 5):
+        y = torch.randn(n, 4)
+        same(program(y), eager(y))  # the buffer counts the calls in both
+    assert float(ep.to_torch().module().get_buffer("inner.calls")) == 3.0
+    with pytest.raises(AttributeError, match="ScriptMethod"):
+        torch.export.export(Holds(Stateful()), (x,))
+
+
+class ReachesOutside(nn.Module):
+    """A script method of a module the model does not hold as a submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = [ScriptedPart()]  # (a plain list: not a submodule)
+
+    def forward(self, x):
+        return self.hidden[0]._part(x)
+
+
+def test_a_script_method_outside_the_model_is_refused() -> None:
+    with pytest.raises(st.UnsupportedInputError, match="TorchScript method `_part`") as info:
+        st.export(ReachesOutside(), (torch.randn(2, 3),))
+    assert "self.hidden[0]._part(x)" in str(info.value)
+    assert torch.jit.is_scripting() is False  # nothing left installed
+    assert ReachesOutside()(torch.zeros(1)).tolist() == [1.0]  # TorchScript's cos, as before
+
+
+class _Branchy(nn.Module):
+    def forward(self, x):
+        return x.sin() if x.sum() > 0 else x.cos()
+
+
+def test_a_scripted_or_traced_submodule_is_refused() -> None:
+    """torch.export fails on a torch.jit.script-ed submodule, and runs a traced one's Python
+    forward where eager runs the trace (frozen at one branch here): both refused."""
+    x = torch.ones(2, 3)
+    for inner in (torch.jit.script(_Branchy()), torch.jit.trace(_Branchy(), (x,))):
+        with pytest.raises(st.UnsupportedInputError, match="submodule `inner`"):
+            st.export(Holds(inner), (x,))
