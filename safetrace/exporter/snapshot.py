@@ -56,6 +56,30 @@ def _table(table: Any) -> dict:
     return table if isinstance(table, dict) else dict(table.items())
 
 
+def _script_attributes(mod: Any) -> list[tuple[Any, str, Any]]:
+    """A TorchScript module's attributes held in C++ (``self.n = self.n + 1`` in a script
+    method run as Python while exporting writes there, not to ``__dict__``): (its C++
+    module, name, value) for each that is not a tensor (parameters and buffers are restored
+    through their tables)."""
+    c = getattr(mod, "_c", None)
+    if not isinstance(mod, torch.jit.ScriptModule) or c is None:
+        return []
+    try:
+        named = torch._C._jit_debug_module_iterators(c)["named_attributes"]
+    except (AttributeError, KeyError, RuntimeError):  # (another torch: nothing to list)
+        return []
+    return [(c, k, v) for k, v in named if not isinstance(v, torch.Tensor)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether a TorchScript attribute read back equals the saved one (reads convert anew:
+    identity says nothing)."""
+    try:
+        return a is b or (type(a) is type(b) and bool(a == b))
+    except Exception:  # noqa: BLE001 - a value without a plain ==: set it back
+        return False
+
+
 def _restore(table: Any, saved: dict) -> None:
     if isinstance(table, dict):
         table.clear()
@@ -80,6 +104,7 @@ class ModuleGuard:
         self.saved: list = []
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
+        self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
 
     def __enter__(self) -> ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
@@ -105,6 +130,8 @@ class ModuleGuard:
                 # on exit, in order, which finds any change in one pass each)
                 self.saved.append((mname, mod, _copy(mod._parameters), _copy(mod._buffers),
                                    attrs, mod.training, d.copy()))
+                if "_c" in d or "_actual_script_module" in d:
+                    self.scripted += _script_attributes(mod)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -125,6 +152,9 @@ class ModuleGuard:
                 d.update(everything)
             if mod.training != training:
                 mod.training = training
+        for c, k, v in self.scripted:
+            if not _same(c.getattr(k), v):
+                c.setattr(k, v)
         for obj, contents in self.containers:
             if _changed(obj, contents):  # self.log.append(...) in forward: undone
                 obj.clear()

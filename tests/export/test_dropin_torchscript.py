@@ -123,6 +123,31 @@ def test_script_methods_on_the_modules_state() -> None:
         torch.export.export(Holds(Stateful()), (x,))
 
 
+class CountsInAttribute(torch.jit.ScriptModule):
+    """A script method writing plain (non-tensor) attributes, held in TorchScript's C++."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps = 0
+        self.scale = 1.5
+
+    @torch.jit.script_method
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.steps = self.steps + 1
+        self.scale = self.scale * 2.0
+        return x * self.scale
+
+
+def test_exporting_leaves_a_script_modules_attributes_as_they_were() -> None:
+    """Export never mutates the model: the script method's attribute writes ran during
+    tracing (in C++, not in ``__dict__``) and are undone, as a plain module's are."""
+    model = Holds(CountsInAttribute())
+    x = torch.randn(2, 4)
+    ep = st.export(model, (x,))
+    assert model.inner.steps == 0 and model.inner.scale == 1.5
+    same(ep.module()(x), Holds(CountsInAttribute())(x))  # what the first eager call gives
+
+
 class ReachesOutside(nn.Module):
     """A script method of a module the model does not hold as a submodule."""
 
