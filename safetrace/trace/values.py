@@ -14,10 +14,10 @@ from typing import Any
 import torch
 
 from safetrace.errors import traced_subclass
-from safetrace.meta.active import ACTIVE
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.versions import recipe_stamp
 
 _A = torch.ops.aten
 # op -> its value from its arguments' values (None: computed in scalar_value)
@@ -140,11 +140,12 @@ def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
     """The value of the 0-d integer tensor `x` as the graph reads it: its known value, or
     its recipe's sum/product of its operands' values (each operand read with `read`, so
     ``(cache_len + n).item()`` is ``cache_len.item() + n``: one data read, related sizes),
-    or None.  A recipe holds while nothing is written in place (its epoch)."""
+    or None.  A recipe holds while neither `x` nor its operands are written (its stamp,
+    versions.py)."""
     if x.st_value is not None:
         return x.st_value
     recipe = getattr(x, "st_recipe", None)
-    if recipe is None or recipe[0] != ACTIVE.data_epoch:
+    if recipe is None or recipe[0] != recipe_stamp(tr, x, recipe[2]):
         return None
     op, args = recipe[1], recipe[2]
     vals = []
