@@ -175,6 +175,37 @@ def program_data(tr: Recorder, t: Any) -> Proxy | None:
     return tr.lift(t).meta["val"]
 
 
+def data_as_sizes(tr: Recorder, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """(args, kwargs) with each one-element integer tensor whose data the program reads
+    (``program_data``: a buffer, a constant written in place) replaced by its graph value,
+    so a size given as one (``torch.zeros(self.count)``, read by torch's argument parser
+    without asking the tracer) is read at run time through ``__index__``, not fixed at its
+    export value; None when there is none (the common case)."""
+    found = False
+    for v in (*args, *kwargs.values()):
+        for x in (v if type(v) in (list, tuple) else (v,)):
+            if isinstance(x, torch.Tensor) and x.__class__ is not Proxy and _data_int(tr, x):
+                found = True
+    if not found:
+        return None
+
+    def swap(v: Any) -> Any:
+        if type(v) in (list, tuple):
+            return type(v)(swap(x) for x in v)
+        if isinstance(v, torch.Tensor) and v.__class__ is not Proxy and _data_int(tr, v):
+            return program_data(tr, v)
+        return v
+    return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
+
+
+def _data_int(tr: Recorder, t: torch.Tensor) -> bool:
+    with torch._C.DisableTorchFunction():
+        if id(t) not in tr.state and not (
+                tr.written_storages and t.untyped_storage().data_ptr() in tr.written_storages):
+            return False
+        return t.numel() == 1 and integral(t.dtype)
+
+
 def plain_constant(t: torch.Tensor) -> torch.Tensor:
     """`t`, a real tensor met in the traced code (lifted as a constant), unless it is a
     tensor subclass built from traced tensors (``TwoTensor(x, x + 1)`` inside forward):

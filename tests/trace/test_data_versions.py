@@ -211,3 +211,46 @@ def test_a_write_that_cannot_reach_the_tensor_keeps_its_symbol(name):
         want = eager(torch.tensor(v), torch.tensor([1, 2]))
         got = ep.module()(torch.tensor(v), torch.tensor([1, 2]))
         assert [g.shape for g in got] == [w.shape for w in want]
+
+
+# -- a buffer (or a constant written in place) given where torch reads an int -----------------
+AS_SIZE = {
+    "zeros": lambda m, x: torch.zeros(m.count),
+    "new_zeros": lambda m, x: x.new_zeros(m.count, 2),
+    "full": lambda m, x: torch.full((2,), m.count),
+    "narrow": lambda m, x: x.narrow(0, 0, m.count),
+    "repeat": lambda m, x: x.repeat(m.count),
+    "slice": lambda m, x: x[:m.count] * 1,
+}
+
+
+@pytest.mark.parametrize("name", list(AS_SIZE))
+def test_a_buffer_given_for_a_size_is_read_when_the_program_runs(name):
+    """torch's argument parser reads a real tensor given for an int itself: a buffer the
+    program writes (a step counter) was read once, at export, and fixed in the graph."""
+    use = AS_SIZE[name]
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.tensor(1))
+
+        def forward(self, x):
+            self.count.add_(1)
+            return use(self, x)
+
+    ep = st.export(M(), (torch.arange(6),))
+    mod, eager = ep.module(), M()
+    for _ in range(3):  # the count grows call after call
+        torch.testing.assert_close(mod(torch.arange(6)), eager(torch.arange(6)))
+
+
+def test_a_constant_written_in_place_given_for_a_size():
+    def f(x):
+        c = torch.tensor(3)
+        c.add_(x[1])
+        return torch.zeros(c)
+
+    ep = st.export(f, (torch.tensor([2, 1]),))
+    for xs in ([2, 1], [0, 3], [5, 0]):
+        assert ep.module()(torch.tensor(xs)).shape == f(torch.tensor(xs)).shape, xs
