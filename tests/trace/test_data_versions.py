@@ -254,3 +254,21 @@ def test_a_constant_written_in_place_given_for_a_size():
     ep = st.export(f, (torch.tensor([2, 1]),))
     for xs in ([2, 1], [0, 3], [5, 0]):
         assert ep.module()(torch.tensor(xs)).shape == f(torch.tensor(xs)).shape, xs
+
+
+def test_data_assignment_makes_a_traced_tensor_share_the_new_memory():
+    """``w.data = v``: later writes to v show in w (and the reverse); a view of w taken
+    before keeps w's old memory.  (It was a copy into w's memory: both differed.)"""
+    def f(x):
+        w = x * 1
+        u = w[1:]
+        v = x * 2
+        w.data = v
+        v.add_(1)
+        w.mul_(3)
+        return w * 1, u * 1, v * 1
+
+    ep = st.export(f, (torch.arange(3.0),), dynamic_shapes=({0: st.Dim("n", min=1)},))
+    for x in (torch.arange(3.0), torch.randn(4), torch.randn(1)):
+        for g, w in zip(ep.module()(x), f(x.clone())):
+            torch.testing.assert_close(g, w)
