@@ -41,7 +41,8 @@ class Recorder(Protocol):
     n_emits: int                 # ops recorded so far (memo.py)
     plain_emit: tuple | None     # the last op recorded on the plain path (memo.py)
     data_versions: Any           # writes per storage (versions.Versions)
-    state_tensors: dict[str, torch.Tensor]  # buffer name -> tensor (versions.py)
+    state_tensors: dict[str, torch.Tensor]  # state name -> tensor (versions.py)
+    state_memory: dict | None    # memory -> names of the state tensors in it (mutation.py)
     value_numbers: dict[torch.fx.Node, tuple]  # masks numbered by value (numbering.py)
     masks_by_value: dict[tuple, tuple]
 

@@ -34,7 +34,7 @@ from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
                                       note_constant_storage, mutates, returns_self,
-                                      writes_a_pick, written_args)
+                                      state_written, writes_a_pick, written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
@@ -109,7 +109,8 @@ class Tracer(TorchFunctionMode):
         # made (versions.py): its value is known until a write may reach its memory
         self.literals: dict[int, tuple] = {}
         self.data_versions = Versions()  # which storages each write reached (versions.py)
-        self.state_tensors: dict[str, torch.Tensor] = {}  # name -> buffer (the exporter's)
+        self.state_tensors: dict[str, torch.Tensor] = {}  # state name -> tensor (exporter)
+        self.state_memory: dict | None = None  # memory -> state names (mutation.py)
         # bool masks by how they were computed (numbering.py)
         self.value_numbers: dict[torch.fx.Node, tuple] = {}
         self.masks_by_value: dict[tuple, tuple] = {}  # -> (the first mask, its stamp)
@@ -534,6 +535,7 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+                state_written(self, base, stack_trace(3))
             elif base is None and self.subclasses is not None:
                 subclasses.refuse_inner_write(op, target)  # into a subclass's inner tensor
 
