@@ -20,8 +20,9 @@ Which storages a tensor may share memory with (its *roots*), from its graph node
 - anything else (a branch's placeholder, an unrecorded proxy, a tensor subclass's
   part): ``ANY``, which every write reaches, and whose write reaches everything.
 
-A write inside a branch or loop body (whose placeholders stand for tensors outside it)
-reaches everything as well.
+Inside a branch or loop body, a placeholder stands for a tensor outside it (``ANY``): a
+write to it, or to a view of it, reaches everything; a write to a tensor the body made
+reaches that tensor only.
 """
 
 from __future__ import annotations
@@ -81,9 +82,6 @@ def note_write(tr: Any, written: list) -> None:
     ACTIVE.data_epoch += 1  # (every write: TensorMeta's value facts, ANY's version)
     versions = tr.data_versions
     counts = versions.counts
-    if tr.scope is not tr.scopes[0]:  # a branch's write: its inputs stand for others
-        counts[_WIPE] = counts.get(_WIPE, 0) + 1
-        return
     keys: set = set()
     stack = list(written)
     while stack:
