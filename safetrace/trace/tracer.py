@@ -30,6 +30,7 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
+from safetrace.trace.index_ranges import CHECKS, SPANS
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
@@ -400,6 +401,8 @@ class Tracer(TorchFunctionMode):
                 raise exc.at(short(trace)) from None
         if not self.recording:
             return _unrecorded(out)
+        if op in CHECKS:  # (eager's bounds check on an index of known span, before it)
+            CHECKS[op](self, args, kwargs)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
         if self.nn_stack:
@@ -437,6 +440,8 @@ class Tracer(TorchFunctionMode):
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy:
                         p.st_contig = None
+        if op in SPANS and type(result) is Proxy:  # the values an index spans
+            SPANS[op](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
             if result.st_value is None:
@@ -450,8 +455,10 @@ class Tracer(TorchFunctionMode):
             self._source_new_symbols(n_syms, result, node, trace)
         elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
+                (op not in SPANS or out.dtype.is_floating_point) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
-            # the plain path: what memo.py needs to record this call again
+            # the plain path: what memo.py needs to record this call again (not for an
+            # integer arange/add/sub: the span emit notes, index_ranges.py, would be lost)
             self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
                                out.static or (out.shape, out.dtype, out.device),
                                result.st_contig, len(self.tracing_through))
