@@ -21,7 +21,7 @@ __all__ = [
     "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
-    "constant_written_through_alias",
+    "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_unknown", "preserved_value",
@@ -256,6 +256,19 @@ def constant_written_through_alias(source: str) -> UnsupportedConstruct:
                       "c = torch.full((), 6.0) (values given to torch.tensor(...) are folded "
                       "into constants), write the tensor itself (c.add_(2)), or build it "
                       "with its final value (c = torch.tensor(8.0))", source)
+
+
+def state_written_through_alias(written: str, other: str, source: str) -> UnsupportedConstruct:
+    """Two parameters or buffers share memory (one registered as a view of the other) and
+    the code writes one: the program keeps its own copy of each, so the write would not
+    reach the other (eager's answer differs)."""
+    return _construct(f"module state `{written}` is written in place at {source}, and "
+                      f"`{other}` shares its memory (one is a view of the other); the "
+                      f"exported program keeps a copy of each, so the write would not "
+                      f"reach `{other}`.",
+                      f"register only `{written}` and take the view in forward (e.g. "
+                      f"`{other} = self.{written}[0]`), or register a copy "
+                      f"(`.clone()`) if they should not share memory", source)
 
 
 def layout_of_view(what: str, source: str) -> UnsupportedConstruct:

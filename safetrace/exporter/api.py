@@ -131,6 +131,7 @@ class Exporter:
         self._lift_state(guard)
         tracer = Tracer(self.graph, device, self.state, self._constant_namer(guard),
                         env=self.env)
+        tracer.state_tensors = self.state_tensors  # (trace/versions.py: a buffer's memory)
         watch_state(tracer, self.state_tensors, self.state, leaves)  # tensor subclasses
         proxies = self._user_inputs(leaves, specs, tracer)
         if real_kernels.requested():  # a custom op's fake may be inferred (trace/draft.py)

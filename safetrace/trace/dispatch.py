@@ -32,6 +32,7 @@ from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.schema import resolve
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.values import data_as_sizes
 
 Plan = Callable[[Any, Any, tuple, dict], Any]
 
@@ -93,6 +94,10 @@ def passthrough(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """A function with an ATen namesake (``torch.relu``, ``x.view``): the overload the
     arguments fit.  A call of numbers only with no ATen namesake runs as it is."""
+    if tr.state or tr.written_storages:  # a buffer given for a size: read at run time
+        swapped = data_as_sizes(tr, args, kwargs)
+        if swapped is not None:
+            args, kwargs = swapped
     found = resolve(packet, args, kwargs)  # as written: the cached fast path
     if found is None:
         found = resolve_normalized(tr, packet, args, kwargs)

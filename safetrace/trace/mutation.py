@@ -249,6 +249,34 @@ def constant_written(tr: Any, t: torch.Tensor, trace: str) -> None:
         raise errors.constant_written_through_alias(short(trace))
 
 
+def state_written(tr: Any, base: torch.fx.Node, trace: str) -> None:
+    """Parameter or buffer `base` (a placeholder) is written in place: refuse if another
+    one shares its memory (registered as a view of it): the program gives each its own
+    copy, so the write would not reach the other."""
+    if tr.state_memory is None:  # memory -> names of the state tensors in it (once)
+        tr.state_memory = {}
+        with torch._C.DisableTorchFunction():
+            for name, t in tr.state_tensors.items():
+                try:
+                    storage = t.untyped_storage()
+                except Exception:  # a tensor subclass: its parts are checked apart
+                    continue
+                if t.device.type != "meta" and storage.nbytes():
+                    tr.state_memory.setdefault(storage.data_ptr(), []).append(name)
+    name = base.meta.get("target")
+    t = tr.state_tensors.get(name)
+    if t is None:
+        return
+    with torch._C.DisableTorchFunction():
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:
+            return
+    others = [n for n in tr.state_memory.get(ptr, ()) if n != name]
+    if others:
+        raise errors.state_written_through_alias(name, others[0], short(trace))
+
+
 def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None:
     """A constant made in forward (``c = torch.tensor(6.)``) that the graph writes in place
     (``c.add_(2)``) is made anew by every eager call: the graph writes a clone of it, read

@@ -15,8 +15,8 @@ import torch
 
 from safetrace.errors import below_tracer
 from safetrace.meta import TensorMeta, contiguous_strides
-from safetrace.meta.active import ACTIVE
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.versions import stamp
 
 DTYPE_ABBR = {
     torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
@@ -84,7 +84,7 @@ class Proxy(torch.Tensor):
     st_meta: TensorMeta
     st_node: Any
     _st_value: Any = None
-    _st_value_epoch: int = -1
+    _st_value_stamp: Any = None
     st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
 
     @staticmethod
@@ -105,12 +105,15 @@ class Proxy(torch.Tensor):
     @property
     def st_value(self) -> Any:
         """A 0-d integer tensor's known (symbolic) value (see values.py); forgotten after
-        any in-place write, which may reach it through an alias."""
-        return self._st_value if self._st_value_epoch == ACTIVE.data_epoch else None
+        an in-place write that may reach it through an alias (versions.py)."""
+        value = self._st_value
+        if value is None or self._st_value_stamp != stamp(self):
+            return None
+        return value
 
     @st_value.setter
     def st_value(self, value: Any) -> None:
-        self._st_value, self._st_value_epoch = value, ACTIVE.data_epoch
+        self._st_value, self._st_value_stamp = value, stamp(self)
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):

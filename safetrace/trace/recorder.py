@@ -42,6 +42,11 @@ class Recorder(Protocol):
     symbols: dict                # the environment's symbols (name -> info)
     n_emits: int                 # ops recorded so far (memo.py)
     plain_emit: tuple | None     # the last op recorded on the plain path (memo.py)
+    data_versions: Any           # writes per storage (versions.Versions)
+    state_tensors: dict[str, torch.Tensor]  # state name -> tensor (versions.py)
+    state_memory: dict | None    # memory -> names of the state tensors in it (mutation.py)
+    value_numbers: dict[torch.fx.Node, tuple]  # masks numbered by value (numbering.py)
+    masks_by_value: dict[tuple, tuple]
 
     def emit(self, op: Any, args: tuple, kwargs: dict, out: Any = None,
              n_syms: int | None = None) -> Any: ...

@@ -30,11 +30,13 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
+from safetrace.trace.index_ranges import CHECKS, SPANS
 from safetrace.trace.layout import layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
                                       note_constant_storage, mutates, returns_self,
-                                      writes_a_pick, written_args)
+                                      state_written, writes_a_pick, written_args)
+from safetrace.trace.numbering import number_mask
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
@@ -42,6 +44,8 @@ from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
+from safetrace.trace.versions import (Versions, forget_roots, note_write, recipe_stamp,
+                                      stamp)
 from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
                                     scalar_value, value_recipe)
 
@@ -102,12 +106,15 @@ class Tracer(TorchFunctionMode):
         # the real tensor keeps its old value, the graph's copy has the new one)
         self.written_storages: set[int] = set()
         self.const_storages: dict[int, set[int]] = {}  # storage -> ids of its lifted tensors
-        # id(0-d integer tensor made from a literal in the code) -> the data epoch it was
-        # made in: its value is known until something is written in place
-        self.literals: dict[int, int] = {}
-        # bool masks by how they were computed (see _number_mask)
+        # id(0-d integer tensor made from a literal in the code) -> its data stamp when
+        # made (versions.py): its value is known until a write may reach its memory
+        self.literals: dict[int, tuple] = {}
+        self.data_versions = Versions()  # which storages each write reached (versions.py)
+        self.state_tensors: dict[str, torch.Tensor] = {}  # state name -> tensor (exporter)
+        self.state_memory: dict | None = None  # memory -> state names (mutation.py)
+        # bool masks by how they were computed (numbering.py)
         self.value_numbers: dict[torch.fx.Node, tuple] = {}
-        self.masks_by_value: dict[tuple, Proxy] = {}
+        self.masks_by_value: dict[tuple, tuple] = {}  # -> (the first mask, its stamp)
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
         self.plain_emit: tuple | None = None
@@ -394,6 +401,8 @@ class Tracer(TorchFunctionMode):
                 raise exc.at(short(trace)) from None
         if not self.recording:
             return _unrecorded(out)
+        if op in CHECKS:  # (eager's bounds check on an index of known span, before it)
+            CHECKS[op](self, args, kwargs)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
         if self.nn_stack:
@@ -401,7 +410,10 @@ class Tracer(TorchFunctionMode):
             meta["nn_module_stack"] = self.nn_stack if recorded is None else \
                 {**recorded, **{k: v for k, v in self.nn_stack.items() if v[0]}}
         if info[1]:
-            ACTIVE.data_epoch += 1  # bounds and mask counts known so far may be stale
+            # facts about the data of what this may reach are stale from now on
+            note_write(self, written_args(op, nargs, nkwargs))
+            if info[0] == "set_" and nargs and isinstance(nargs[0], torch.fx.Node):
+                forget_roots(self, nargs[0])  # x.set_(y): x is y's memory from now on
             self._note_mutation(op, nargs, nkwargs, node)
             for a in args:  # a tensor written in place no longer holds its known value
                 if type(a) is Proxy and a.st_value is not None:
@@ -428,21 +440,25 @@ class Tracer(TorchFunctionMode):
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy:
                         p.st_contig = None
+        if op in SPANS and type(result) is Proxy:  # the values an index spans
+            SPANS[op](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
             result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
             if result.st_value is None:
                 recipe = value_recipe(op, args, kwargs, result,
                                       lambda t: program_data(self, t))
                 if recipe is not None:
-                    result.st_recipe = (ACTIVE.data_epoch, *recipe)
+                    result.st_recipe = (recipe_stamp(self, result, recipe[1]), *recipe)
         if type(result) is Proxy and result.st_meta.dtype is torch.bool:
-            self._number_mask(op, args, kwargs, result, node)
+            number_mask(self, op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
         elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
+                (op not in SPANS or out.dtype.is_floating_point) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
-            # the plain path: what memo.py needs to record this call again
+            # the plain path: what memo.py needs to record this call again (not for an
+            # integer arange/add/sub: the span emit notes, index_ranges.py, would be lost)
             self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
                                out.static or (out.shape, out.dtype, out.device),
                                result.st_contig, len(self.tracing_through))
@@ -526,54 +542,21 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
+                state_written(self, base, stack_trace(3))
             elif base is None and self.subclasses is not None:
                 subclasses.refuse_inner_write(op, target)  # into a subclass's inner tensor
-
-    def _number_mask(self, op: Any, args: tuple, kwargs: dict, result: Proxy,
-                     node: torch.fx.Node) -> None:
-        """A bool result computed as an earlier one was (the same deterministic op on the
-        same values, nothing written in between: ``z[x > 1] = x[x > 1] * 10``) has the
-        same True count: the two masks share it."""
-        if torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
-            return
-        key = (op, self._value_key(args), self._value_key(kwargs), ACTIVE.data_epoch,
-               id(self.scope.graph))
-        if key[1] is None or key[2] is None:
-            return
-        self.value_numbers[node] = key
-        first = self.masks_by_value.setdefault(key, result)
-        if first is not result:
-            result.st_meta.share_mask_count(first.st_meta)
-
-    def _value_key(self, v: Any) -> Any:
-        """A hashable stand-in for an argument's value (None: unknown, no numbering)."""
-        if type(v) is Proxy:
-            return self.value_numbers.get(v.st_node, ("node", v.st_node))
-        if isinstance(v, torch.Tensor):
-            return ("tensor", id(v))  # state or a constant: the same object, unwritten
-        if isinstance(v, (list, tuple)):
-            out = tuple(self._value_key(x) for x in v)
-            return None if any(x is None for x in out) else (type(v).__name__, out)
-        if isinstance(v, dict):
-            out = tuple((k, self._value_key(x)) for k, x in sorted(v.items()))
-            return None if any(x is None for _, x in out) else ("dict", out)
-        if v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device,
-                                       torch.layout, torch.memory_format)):
-            return (type(v).__name__, v)
-        expr = getattr(v, "expr", None)  # a symbolic size: its expression
-        return None if expr is None else ("sym", expr)
 
     def note_literal(self, t: torch.Tensor) -> None:
         """``torch.tensor(6)`` made in the code: a constant of the graph whose value ops on
         it may use (``torch.tensor(6) // 2`` as a size) while nothing is written in place."""
         if constant_int(t) is not None:
             self.keepalive.append(t)
-            self.literals[id(t)] = ACTIVE.data_epoch
+            self.literals[id(t)] = stamp(t, self)
 
     def constant_value(self, t: torch.Tensor) -> int | None:
         """The value of a literal's tensor (see note_literal), else None (state and other
         real tensors may change; any in-place write may have reached the literal)."""
-        if self.literals.get(id(t), -1) != ACTIVE.data_epoch:
+        if id(t) not in self.literals or self.literals[id(t)] != stamp(t, self):
             return None
         return constant_int(t)
 

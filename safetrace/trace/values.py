@@ -14,10 +14,10 @@ from typing import Any
 import torch
 
 from safetrace.errors import traced_subclass
-from safetrace.meta.active import ACTIVE
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.versions import recipe_stamp
 
 _A = torch.ops.aten
 # op -> its value from its arguments' values (None: computed in scalar_value)
@@ -140,11 +140,12 @@ def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
     """The value of the 0-d integer tensor `x` as the graph reads it: its known value, or
     its recipe's sum/product of its operands' values (each operand read with `read`, so
     ``(cache_len + n).item()`` is ``cache_len.item() + n``: one data read, related sizes),
-    or None.  A recipe holds while nothing is written in place (its epoch)."""
+    or None.  A recipe holds while neither `x` nor its operands are written (its stamp,
+    versions.py)."""
     if x.st_value is not None:
         return x.st_value
     recipe = getattr(x, "st_recipe", None)
-    if recipe is None or recipe[0] != ACTIVE.data_epoch:
+    if recipe is None or recipe[0] != recipe_stamp(tr, x, recipe[2]):
         return None
     op, args = recipe[1], recipe[2]
     vals = []
@@ -172,6 +173,37 @@ def program_data(tr: Recorder, t: Any) -> Proxy | None:
             tr.written_storages and t.untyped_storage().data_ptr() in tr.written_storages):
         return None
     return tr.lift(t).meta["val"]
+
+
+def data_as_sizes(tr: Recorder, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """(args, kwargs) with each one-element integer tensor whose data the program reads
+    (``program_data``: a buffer, a constant written in place) replaced by its graph value,
+    so a size given as one (``torch.zeros(self.count)``, read by torch's argument parser
+    without asking the tracer) is read at run time through ``__index__``, not fixed at its
+    export value; None when there is none (the common case)."""
+    found = False
+    for v in (*args, *kwargs.values()):
+        for x in (v if type(v) in (list, tuple) else (v,)):
+            if isinstance(x, torch.Tensor) and x.__class__ is not Proxy and _data_int(tr, x):
+                found = True
+    if not found:
+        return None
+
+    def swap(v: Any) -> Any:
+        if type(v) in (list, tuple):
+            return type(v)(swap(x) for x in v)
+        if isinstance(v, torch.Tensor) and v.__class__ is not Proxy and _data_int(tr, v):
+            return program_data(tr, v)
+        return v
+    return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
+
+
+def _data_int(tr: Recorder, t: torch.Tensor) -> bool:
+    with torch._C.DisableTorchFunction():
+        if id(t) not in tr.state and not (
+                tr.written_storages and t.untyped_storage().data_ptr() in tr.written_storages):
+            return False
+        return t.numel() == 1 and integral(t.dtype)
 
 
 def plain_constant(t: torch.Tensor) -> torch.Tensor:

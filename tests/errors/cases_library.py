@@ -81,6 +81,8 @@ CASES = {
     "constant_written_through_alias":
         lambda: E.constant_written_through_alias("m.py:3 `c.view(()).add_(2)`"),
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
+    "state_written_through_alias": lambda: E.state_written_through_alias(
+        "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
                                                "m.py:3 `if x.t().is_contiguous():`"),
     "kernel_needs_data": lambda: E.kernel_needs_data(
@@ -332,6 +334,12 @@ GOLDEN = {
         'c = torch.full((), 6.0) (values given to torch.tensor(...) are folded into '
         'constants), write the tensor itself (c.add_(2)), or build it with its final value '
         '(c = torch.tensor(8.0))'),
+    'state_written_through_alias': ('UnsupportedConstruct',
+        'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
+        '`first` shares its memory (one is a view of the other); the exported program '
+        'keeps a copy of each, so the write would not reach `first`.\n'
+        'Fix: register only `whole` and take the view in forward (e.g. `first = '
+        'self.whole[0]`), or register a copy (`.clone()`) if they should not share memory'),
     'data_assignment': ('UnsupportedConstruct',
         "`x.data = value` at m.py:4 `self.w.data = w2` changes the tensor's shape or "
         'dtype, which an exported graph cannot do to module state.\n'

@@ -216,3 +216,40 @@ def test_histc_lowers_to_a_pte_with_eagers_counts(tmp_path):
     for ids in (torch.tensor([2.]), torch.tensor([3., 3., 0., 1., 1., 4., -1.]),
                 torch.randint(0, 4, (32,)).float()):
         assert torch.equal(method.execute([ids])[0], _Routing()(ids))
+
+
+class _StaticCache(torch.nn.Module):
+    """transformers' StaticLayer.update, and OPT's mask over past + new tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(1, 8, 2))
+        self.register_buffer("length", torch.tensor(0))
+
+    def forward(self, x):
+        mask = torch.ones(1, self.length + x.shape[1])  # (the length read: u0)
+        position = torch.arange(x.shape[1]) + self.length
+        self.length.add_(x.shape[1])
+        self.keys.index_copy_(1, position, x)  # eager: IndexError once the cache is full
+        return self.keys * 1, mask
+
+
+@needs_executorch
+@pytest.mark.slow
+def test_static_cache_lowers_with_its_bound_and_refuses_a_full_cache(tmp_path):
+    """`n + u0 <= 8` (u0: the cache length) is asserted where eager's index_copy_ raises:
+    it bounds the mask's size `n + u0` for ExecuTorch's memory plan (without it the
+    lowering failed: no finite upper bound), and a call past the cache fails there."""
+    from executorch.runtime import Runtime
+
+    ep = st.export(_StaticCache(), (torch.randn(1, 3, 2),),
+                   dynamic_shapes=({1: st.Dim("n", min=1, max=8)},))
+    st.to_executorch(ep, tmp_path / "cache.pte")
+    method = Runtime.get().load_program(tmp_path / "cache.pte").load_method("forward")
+    eager = _StaticCache()
+    for n in (3, 4, 1):
+        x = torch.randn(1, n, 2)
+        for g, w in zip(method.execute([x]), eager(x)):
+            torch.testing.assert_close(g, w)
+    with pytest.raises(RuntimeError):
+        method.execute([torch.randn(1, 1, 2)])

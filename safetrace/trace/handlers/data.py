@@ -15,7 +15,6 @@ from typing import Any
 import torch
 
 from safetrace.errors import float_read, shape_error
-from safetrace.meta.active import ACTIVE
 from safetrace.trace import draft
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.hops.rewrite import cond_rewrite
@@ -24,6 +23,7 @@ from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import parse, short, stack_trace, user_frame
 from safetrace.trace.values import program_data
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.versions import stamp
 
 T = torch.Tensor
 aten = torch.ops.aten
@@ -149,13 +149,13 @@ def item(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     x = args[0]
     if x.st_meta.dtype.is_complex:
         raise _float_read(".item()", x)
-    # a tensor read again before any in-place write: the same value (one unbacked size,
+    # a tensor read again before a write that may reach it: the same value (one unbacked size,
     # as torch's repeated item reads give; facts checked on the first hold for the second)
     last = getattr(x, "_st_item", None)
-    if last is not None and last[0] == ACTIVE.data_epoch and last[1] is tr.scope:
+    if last is not None and last[0] == stamp(x, tr) and last[1] is tr.scope:
         return last[2]
     out = tr.emit(aten.item.default, (x,), {})  # a float: an unbacked SymFloat
-    x._st_item = (ACTIVE.data_epoch, tr.scope, out)  # (in the same graph: not a branch)
+    x._st_item = (stamp(x, tr), tr.scope, out)  # (in the same graph: not a branch)
     return out
 
 

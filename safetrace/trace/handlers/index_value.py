@@ -15,13 +15,13 @@ from typing import Any
 
 import torch
 
-from safetrace.meta.active import ACTIVE
 from safetrace.trace.handlers.data import data_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.values import integral, program_data, read_value
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.versions import stamp
 
 T = torch.Tensor
 _REFUSE = data_read("using a tensor as an index (__index__)")
@@ -48,14 +48,15 @@ def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 
 def read_int(tr: Recorder, x: Proxy) -> Any:
     """The value of the 0-d integer tensor `x`, read once per tensor value: `torch.ones(n)`
-    then `x[:n]` see one symbol, as eager sees one number (a write in place starts a new
-    data epoch: read again).  A sum or product of such tensors (``cache_len + n``) is the
-    sum of their reads (``read_value``), so the sizes it makes stay related."""
+    then `x[:n]` see one symbol, as eager sees one number (a write that may reach it
+    starts a new data version, versions.py: read again).  A sum or product of such
+    tensors (``cache_len + n``) is the sum of their reads (``read_value``), so the sizes
+    it makes stay related."""
     seen = getattr(x, "st_index_value", None)
-    if seen is not None and seen[0] == ACTIVE.data_epoch:
+    if seen is not None and seen[0] == stamp(x, tr):
         return seen[1]
     value = read_value(tr, x, read_int)
     if value is None:
         value = tr.redispatch(T.item, (x,), {})
-    setattr(x, "st_index_value", (ACTIVE.data_epoch, value))  # (a proxy's own note)
+    setattr(x, "st_index_value", (stamp(x, tr), value))  # (a proxy's own note)
     return value

@@ -76,8 +76,10 @@ def data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 
 @handles(T.data.__set__)
 def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
-    """``w.data = v`` (masked or pruned weights updated in forward): an in-place copy into
-    the tensor's storage, recorded like any write to module state."""
+    """``w.data = v``: `w` shares `v`'s memory from now on.  A traced `w` becomes an alias
+    of `v` (later writes to either show in both; views of `w` taken before keep the old
+    memory, as in eager).  Module state (masked or pruned weights updated in forward): an
+    in-place copy into the tensor's storage, recorded like any write to module state."""
     target, value = args[0], args[1]
     t_meta = target.st_meta if isinstance(target, Proxy) else target
     v_meta = value.st_meta if isinstance(value, Proxy) else value
@@ -85,6 +87,11 @@ def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
             len(t_meta.shape) != len(v_meta.shape) or \
             not all(a is b or a == b for a, b in zip(t_meta.shape, v_meta.shape)):
         raise data_assignment(short(stack_trace(3)))
+    if isinstance(target, Proxy):
+        shared = tr.emit(aten.alias.default, (value,), {})
+        target.st_meta, target.st_node = shared.st_meta, shared.st_node
+        target.st_contig = shared.st_contig
+        return
     tr.emit(aten.copy_.default, (target, value), {})
 
 
