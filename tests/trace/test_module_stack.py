@@ -86,6 +86,57 @@ class HookedWhileTracing(nn.Module):
         return self.a(y)
 
 
+class GlobalHookWhileTracing(nn.Module):
+    """A global forward hook registered by forward itself, that computes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        handle = torch.nn.modules.module.register_module_forward_hook(
+            lambda m, args, out: out + 2)
+        try:
+            return self.a(x)
+        finally:
+            handle.remove()
+
+
+class HooksOwnChild(nn.Module):
+    """A module with a pre-hook whose forward adds a hook to its child and calls it (the
+    export turns to global hooks inside the module's call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+
+    def forward(self, x):
+        handle = self.lin.register_forward_hook(lambda m, args, out: out * 3)
+        y = self.lin(x)
+        handle.remove()
+        return y.relu()
+
+
+class Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = HooksOwnChild()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(self.inner(x)) - 1
+
+
+class Nested(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.outer = Outer()
+
+    def forward(self, x):
+        return self.outer(x) + 1
+
+
 class Raiser(nn.Module):
     def forward(self, x):
         if x.shape[0] < 100:
@@ -144,7 +195,7 @@ def _export_both(model_cls, x):
 
 
 @pytest.mark.parametrize("model_cls", [Net, Hooked, PreHookOnly, HookedWhileTracing,
-                                       Catches])
+                                       GlobalHookWhileTracing, Nested, Catches])
 def test_module_stacks_are_the_same_with_and_without_global_hooks(model_cls) -> None:
     x = torch.randn(3, 4)
     plain, hooked = _export_both(model_cls, x)
@@ -170,7 +221,8 @@ def test_module_stacks_of_a_nested_model_with_shared_and_repeated_modules() -> N
 def test_module_stacks_of_hooks_and_caught_exceptions() -> None:
     torch.manual_seed(0)
     got = {cls.__name__: _stacks(st.export(cls().eval(), (torch.randn(3, 4),)))
-           for cls in (Hooked, PreHookOnly, HookedWhileTracing, Catches)}
+           for cls in (Hooked, PreHookOnly, HookedWhileTracing, GlobalHookWhileTracing,
+                        Nested, Catches)}
     assert got == GOLDEN_HOOKS
 
 
@@ -223,8 +275,13 @@ GOLDEN_NET_SUBGRAPHS = [[('linear', ['head'])],
  [('layer_norm', ['seq', 'seq.0']), ('relu', ['seq', 'seq.1']),
   ('layer_norm_1', ['seq', 'seq.2'])]]
 GOLDEN_HOOKS = {'Catches': [('add', ['r']), ('linear', ['r', 'a']), ('relu', ['r'])],
+ 'GlobalHookWhileTracing': [('linear', ['a']), ('add', [])],
  'Hooked': [('mul', ['a']), ('linear', ['a']), ('linear_1', ['b']), ('sub', []),
             ('sum_1', [])],
  'HookedWhileTracing': [('linear', ['a']), ('add', []), ('linear_1', ['a']), ('mul', []),
                         ('linear_2', ['a'])],
+ 'Nested': [('mul', ['outer', 'outer.inner']),
+            ('linear', ['outer', 'outer.inner', 'outer.inner.lin']),
+            ('mul_1', ['outer', 'outer.inner']), ('relu', ['outer', 'outer.inner']),
+            ('linear_1', ['outer', 'outer.lin']), ('sub', ['outer']), ('add', [])],
  'PreHookOnly': [('add', ['a']), ('linear', ['a']), ('mul', [])]}
