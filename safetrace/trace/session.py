@@ -10,8 +10,10 @@ All of it is one declarative table of ``(owner, attribute, replacement)``, colle
 the modules that own each concern (``patches()`` in each) and installed here:
 
 - **Per thread.**  Every replacement consults this thread's export state
-  (``trace/current.py``) and is the original function on any thread that is not exporting,
-  so code on other threads, and torch's library code, behaves as if nothing were installed.
+  (``trace/current.py``; the module classes' ``_compiled_call_impl``, ``trace/modules.py``'s
+  own) and is the original function on any thread that is not exporting, so code on other
+  threads, and torch's library code, behaves as if nothing were installed.  A row on a
+  class that only inherits the attribute is deleted again on exit.
 - **Counted.**  Two exports at once (two threads) share the installed table: the first to
   enter installs an entry, the last to leave restores it, under one lock.  An export
   running alone (the usual case) sets and restores its whole table in one pass each; a
