@@ -21,7 +21,7 @@ from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
-from safetrace.trace.modules import ModuleStack
+from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import fresh_written_constants
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -139,9 +139,8 @@ class Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                modules = ModuleStack(self.model, tracer, self.preserve, self.walk)
-                with guard, ExportSession(self.model, self.fn, self.walk, modules.patches()), \
-                        tracer, modules as tree:
+                with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
+                        module_stack(self.model, tracer, self.preserve, self.walk) as tree:
                     out = forward_of(self.model, self.fn)(*targs, **tkwargs)
                     _drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,

@@ -10,10 +10,8 @@ All of it is one declarative table of ``(owner, attribute, replacement)``, colle
 the modules that own each concern (``patches()`` in each) and installed here:
 
 - **Per thread.**  Every replacement consults this thread's export state
-  (``trace/current.py``; the module classes' ``_compiled_call_impl``, ``trace/modules.py``'s
-  own) and is the original function on any thread that is not exporting, so code on other
-  threads, and torch's library code, behaves as if nothing were installed.  A row on a
-  class that only inherits the attribute is deleted again on exit.
+  (``trace/current.py``) and is the original function on any thread that is not exporting,
+  so code on other threads, and torch's library code, behaves as if nothing were installed.
 - **Counted.**  Two exports at once (two threads) share the installed table: the first to
   enter installs an entry, the last to leave restores it, under one lock.  An export
   running alone (the usual case) sets and restores its whole table in one pass each; a
@@ -112,39 +110,16 @@ class _Held:
 _BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
 
 
-_INHERITED = object()  # the original of a class attribute the class only inherits
-
-
-def _originals(patches: list[Patch]) -> list:
-    """Each row's attribute now; `_INHERITED` for one a class only inherits (None from a
-    base: nn.Module's ``_compiled_call_impl``), which restoring deletes again."""
-    originals = [getattr(owner, attr) for owner, attr, _ in patches]
-    if None in originals:
-        originals = [_INHERITED if v is None and isinstance(owner, type) and
-                     attr not in owner.__dict__ else v
-                     for (owner, attr, _), v in zip(patches, originals)]
-    return originals
-
-
-def _put(owner: Any, attr: str, value: Any) -> None:
-    if value is _INHERITED:
-        delattr(owner, attr)  # inherited again
-    else:
-        setattr(owner, attr, value)
-
-
 def _install(patches: list[Patch]) -> _Held:
     with _LOCK:
         if not _INSTALLED and not _BULK:  # the only export running: install in bulk
-            originals = _originals(patches)
+            originals = [getattr(owner, attr) for owner, attr, _ in patches]
             try:
                 for owner, attr, replacement in patches:
                     setattr(owner, attr, replacement)
             except BaseException:  # (an attribute that cannot be set: none stays set)
-                for (owner, attr, replacement), original in zip(patches, originals):
-                    if getattr(owner, attr) is not replacement:
-                        break  # (the row that failed: the rest were not set)
-                    _put(owner, attr, original)
+                for (owner, attr, _), original in zip(patches, originals):
+                    setattr(owner, attr, original)
                 raise
             held = _Held(patches, originals, None)
             _BULK.append(held)
@@ -167,8 +142,7 @@ def _count(patches: list[Patch], originals: list | None) -> list[tuple[int, str]
             if originals is not None:
                 slot = _INSTALLED[key] = [owner, originals[i], replacement, 0]
             else:
-                slot = _INSTALLED[key] = [owner, _originals([(owner, attr, None)])[0],
-                                          replacement, 0]
+                slot = _INSTALLED[key] = [owner, getattr(owner, attr), replacement, 0]
                 setattr(owner, attr, replacement)
         slot[3] += 1
         keys.append(key)
@@ -181,17 +155,14 @@ def _uninstall(held: _Held) -> None:
             _BULK.remove(held)
             for (owner, attr, _), original in zip(reversed(held.patches),
                                                    reversed(held.originals)):
-                if original is _INHERITED:
-                    delattr(owner, attr)  # inherited again
-                else:
-                    setattr(owner, attr, original)
+                setattr(owner, attr, original)
             return
         for key in reversed(held.keys):
             slot = _INSTALLED[key]
             slot[3] -= 1
             if slot[3] == 0:
                 del _INSTALLED[key]
-                _put(slot[0], key[1], slot[1])
+                setattr(slot[0], key[1], slot[1])
 
 
 class _GcPaused:
@@ -252,11 +223,9 @@ class ExportSession:
     """``with ExportSession(model, fn):`` traces ``fn`` with everything an export needs
     installed for this thread only, and leaves the process as it found it."""
 
-    def __init__(self, model: Any, fn: Any, walk: list | None = None,
-                 extra: list[Patch] | None = None) -> None:
+    def __init__(self, model: Any, fn: Any, walk: list | None = None) -> None:
         self.model, self.fn = model, fn
         self.walk = walk  # the model's pytree.module_walk, when the caller has it
-        self.extra = extra or []  # the export's own rows (its module classes' calls)
         self._held: _Held | None = None
         self._modes: tuple = ()
         self._seed = 0
@@ -266,7 +235,7 @@ class ExportSession:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
                 *vmapping.patches(), *_compiler_patches(),
-                *pycalls.code_patches(self.model, self.fn, self.walk), *self.extra]
+                *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()

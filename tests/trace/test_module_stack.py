@@ -1,10 +1,10 @@
-"""Each node's ``nn_module_stack`` and ``stack_trace`` (issue 20, per-op cost): the same
-whether the module calls are followed by global module hooks (what an export uses when the
-user has registered global module hooks) or without them (the usual case), on a model with
-nested, shared, repeated and twice-called submodules, the user's own hooks, hooks added
-while tracing, submodules called inside ``torch.cond`` branches and ``torch.vmap``, a
-submodule that raises an exception its caller catches, and an export on another thread.
-The golden stacks pin the metadata of the hook-based export these replaced."""
+"""Each node's ``nn_module_stack`` and ``stack_trace`` (issue 20, per-op cost), pinned on a
+model with nested, shared, repeated and twice-called submodules, the user's own hooks,
+hooks added while tracing, submodules called inside ``torch.cond`` branches and
+``torch.vmap``, a submodule that raises an exception its caller catches, and an export on
+another thread; and the same with a global module hook of the user's registered.  Any
+other way of following module calls (without torch's global module hooks, say) must keep
+every one of these stacks."""
 
 from __future__ import annotations
 
@@ -181,8 +181,8 @@ def _noop(*args):
 
 
 def _export_both(model_cls, x):
-    """The program exported as usual, and with a global module hook registered (which
-    makes the export follow module calls with global hooks, as before)."""
+    """The program exported as usual, and with a global module hook of the user's
+    registered (which runs before the export's own)."""
     torch.manual_seed(0)
     plain = st.export(model_cls().eval(), (x,))
     handle = torch.nn.modules.module.register_module_forward_pre_hook(_noop)
