@@ -200,6 +200,8 @@ def test_module_stacks_are_the_same_with_and_without_global_hooks(model_cls) -> 
     x = torch.randn(3, 4)
     plain, hooked = _export_both(model_cls, x)
     assert _meta(plain) == _meta(hooked)
+    if model_cls is Net:
+        return  # (eager torch.cond compiles with dynamo: seconds; the others run eager)
     torch.manual_seed(0)
     m = model_cls().eval()  # (same seed: same weights)
     for _ in range(2):  # (static sizes: fresh values)
