@@ -84,12 +84,14 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     if stack is ...:
         stack = getattr(active_tracer(), "nn_stack", None)
     layer = _layer_text(next(reversed(stack.values()))) if stack else ""
-    key = (f.f_code, f.f_lineno, layer)
+    # (keyed by the instruction: a frame's f_lineno walks its code's line table)
+    key = (f.f_code, f.f_lasti, layer)
     text = _CACHE.get(key)
     if text is None:
-        code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+        line = f.f_lineno
+        code = linecache.getline(f.f_code.co_filename, line).strip()
         name = f.f_code.co_filename
-        text = f'File "{name}", line {f.f_lineno}, in {f.f_code.co_name}\n    {code}'
+        text = f'File "{name}", line {line}, in {f.f_code.co_name}\n    {code}'
         if layer:
             text += f"\n    {_LAYER_PREFIX}{layer})"
         _CACHE[key] = text
