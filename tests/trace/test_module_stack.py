@@ -266,12 +266,14 @@ GOLDEN_NET = [('layer_norm', ['blocks.0', 'blocks.0.norm']), ('linear', ['blocks
  ('linear_3', ['head']), ('add', []), ('sum_1', []), ('gt', []), ('cond', []), ('getitem', []),
  ('select', []), ('linear_4', ['head']), ('select_1', []), ('linear_5', ['head']),
  ('select_2', []), ('linear_6', ['head']), ('stack', []), ('relu_3', ['seq.1'])]
+# (seq.2 is seq.0's module: its calls share seq.0's key, as torch's strict export keys them
+# by module, so torch.export.unflatten rebuilds one shared module)
 GOLDEN_NET_KEYS = [['L__self___blocks_0', 'L__self___blocks_0_norm'],
  ['L__self___blocks_0', 'L__self___blocks_0_proj'], ['L__self___blocks_0'],
  ['L__self___blocks_1', 'L__self___blocks_1_norm'],
  ['L__self___blocks_1', 'L__self___blocks_0_proj@1'], ['L__self___blocks_1'],
  ['L__self___seq', 'L__self___seq_0'], ['L__self___seq', 'L__self___seq_1'],
- ['L__self___seq', 'L__self___seq_2'], ['L__self___head'], ['L__self___head@1'],
+ ['L__self___seq', 'L__self___seq_0'], ['L__self___head'], ['L__self___head@1'],
  ['L__self___head@3'], ['L__self___head@4'], ['L__self___head@5'], ['L__self___seq_1@2']]
 GOLDEN_NET_SUBGRAPHS = [[('linear', ['head'])],
  [('layer_norm', ['seq', 'seq.0']), ('relu', ['seq', 'seq.1']),
