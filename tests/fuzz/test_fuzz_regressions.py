@@ -406,3 +406,26 @@ def test_a_reraising_except_keeps_an_op_check_a_requirement():
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(1, 2))
     torch.testing.assert_close(ep.module()(torch.arange(6.).reshape(3, 2)), torch.tensor([2., 3.]))
+
+
+def test_a_while_loop_carrying_a_view_is_refused():
+    """Fuzzer (hops, seeds 1 and 2): eager's while_loop raises where body_fn's output has
+    other strides than the carried input (`x.diagonal()` carried, `t + 1` returned: a
+    contiguous result); the exported loop computed a result there.  Strides are not
+    traced: a view carried (or returned) is refused with the fix; contiguous is exported."""
+    wl = torch._higher_order_ops.while_loop
+    spec = ({0: Dim("n", min=2), 1: Dim("n", min=2)},)
+
+    def f(x):
+        return wl(lambda i, t: i < 2, lambda i, t: (i + 1, t + 1), (torch.tensor(0), x.diagonal()))
+
+    with pytest.raises(st.ExportError, match="does not trace strides"):
+        st.export(f, (torch.randn(4, 4),), dynamic_shapes=spec)
+
+    def g(x):
+        return wl(lambda i, t: i < 2, lambda i, t: (i + 1, t + 1),
+                  (torch.tensor(0), x.diagonal().contiguous()))[1]
+
+    ep = st.export(g, (torch.randn(4, 4),), dynamic_shapes=spec)
+    x = torch.randn(5, 5)
+    torch.testing.assert_close(ep.module()(x), x.diagonal() + 2)
