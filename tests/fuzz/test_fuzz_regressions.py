@@ -429,3 +429,18 @@ def test_a_while_loop_carrying_a_view_is_refused():
     ep = st.export(g, (torch.randn(4, 4),), dynamic_shapes=spec)
     x = torch.randn(5, 5)
     torch.testing.assert_close(ep.module()(x), x.diagonal() + 2)
+
+
+def test_the_count_of_a_mask_is_bounded_by_its_numel():
+    """Fuzzer (base kinds, seed 17, over_rejection): `.item()` of a mask's sum had the upper
+    bound max(numel, 1) (shared with prod, which is 1 when empty), so at an example where
+    the mask is empty the size test on the count was answered for counts >= 2 and
+    asserted: the program refused its own example.  The count is at most numel (prod of a
+    mask is 0 or 1): an empty mask decides the test by the input sizes."""
+    def f(x):
+        v0 = torch.linspace(0, 1, x.shape[1])
+        v2 = torch.zeros((v0 > 0).sum().item(), 2)
+        return v2 * 2 if v2.numel() < 4 else v2.flip(0)
+
+    _same_as_eager(f, (torch.randn(7, 0),), ({0: Dim("d0", min=1), 1: Dim("d1")},),
+                   [(torch.randn(n, 0),) for n in (1, 6, 7)] + [(torch.randn(3, 5),)])
