@@ -444,3 +444,18 @@ def test_the_count_of_a_mask_is_bounded_by_its_numel():
 
     _same_as_eager(f, (torch.randn(7, 0),), ({0: Dim("d0", min=1), 1: Dim("d1")},),
                    [(torch.randn(n, 0),) for n in (1, 6, 7)] + [(torch.randn(3, 5),)])
+
+
+def test_an_op_check_inside_a_with_block_stays_a_requirement():
+    """A `with` block (or `finally`) lets the op's exception pass: its check stays an input
+    check (torch.no_grad() around a forward's body is common), as before."""
+    def f(y):
+        with torch.no_grad():
+            v = y.select(0, 1)
+        return v * 2
+
+    ep = st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("n")},))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2))
+    x = torch.randn(4, 2)
+    torch.testing.assert_close(ep.module()(x), f(x))
