@@ -12,6 +12,8 @@ views and aliases (narrow, select, unbind, split, flatten, expand, detach, maske
 index_fill_, copy_ of a number), data-dependent sizes (masks, nonzero, .item() sizes in
 factories), dtype promotion (bool, int, half, uint8 with floats and Python numbers), module
 state (reads, an idempotent buffer write), interpolation / pooling / padding.
+The long run (benchmarks/fuzz.py) adds grammar_long.py's kinds; the suite's short run keeps
+these (its programs stay the same).
 """
 
 from __future__ import annotations
