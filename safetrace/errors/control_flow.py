@@ -15,7 +15,8 @@ from safetrace.errors.base import OpShapeError, UnsupportedOpError, Where
 __all__ = [
     "ControlFlowCall", "BranchMismatch",
     "cond_not_callable", "operands_not_sequence", "cond_predicate", "branch_structures",
-    "branch_output", "body_structure", "carried_int", "carried_change", "carried_layout", "carried_unsettled",
+    "branch_output", "body_structure", "carried_int", "carried_change", "carried_layout",
+    "carried_unsettled",
     "loop_condition", "nothing_to_map", "stacked_size_from_data", "xs_rank", "xs_lengths",
     "xs_empty", "scan_without_init", "scan_combine_return", "scan_carry_structure",
     "scan_carry_change", "print_in_branch", "outside_check_in_branch", "branch_output_type",

@@ -47,7 +47,8 @@ def raising(rng, env, v):
         f"{v} = {a}.min()",
         f"{v} = {a}.std({d})",
         # caught in the same frame: eager computes the except side at those sizes
-        f"try:\n    {v} = {a}.amax({d})\nexcept (RuntimeError, IndexError):\n    {v} = {a}.sum({d})",
+        f"try:\n    {v} = {a}.amax({d})\nexcept (RuntimeError, IndexError):\n"
+        f"    {v} = {a}.sum({d})",
         f"try:\n    {v} = {a}.select({d}, 1)\nexcept IndexError:\n    {v} = {a}.sum({d}) * 0",
         f"try:\n    assert {sd} > 1\n    {v} = {a} * 2\nexcept AssertionError:\n    {v} = {a} - 1",
         f"try:\n    torch._check({sd} != 1)\n    {v} = {a} + 1\nexcept RuntimeError:\n"
@@ -60,7 +61,8 @@ def raising(rng, env, v):
         f"    return t * 2\n{v} = {h}({a})",
         f"def {h}(t):\n    return t.amax({d})\ntry:\n    {v} = {h}({a})\nexcept RuntimeError:\n"
         f"    {v} = {a}.sum({d}) - 1",
-        f"def {h}(t):\n    assert t.numel() > 1\n    return t.flatten()[:2]\nwith torch.no_grad():\n"
+        f"def {h}(t):\n    assert t.numel() > 1\n    return t.flatten()[:2]\n"
+        f"with torch.no_grad():\n"
         f"    {v} = {h}({a})",
         # branches on those sizes, both sides computed
         f"if {sd} <= 1:\n    {v} = {a}.sum({d})\nelse:\n    {v} = {a}.amax({d})",
@@ -143,7 +145,8 @@ def aliasing(rng, env, v):
     return rng.choice([
         f"{v} = {a}.clone()\n{w} = {v}[1:]\n{v}.add_(1)\n{w} = {w} * 2",
         f"{v} = {a}.clone()\n{w} = {v}[::2]\n{w}.mul_(-1)\n{w} = {v}.sum(0) + {w}.sum(0)",
-        f"{v} = {a}.clone()\n{v}.flatten()[:1] = 3.0\n{w} = torch.ones(int({v}.flatten()[0].item()))",
+        f"{v} = {a}.clone()\n{v}.flatten()[:1] = 3.0\n"
+        f"{w} = torch.ones(int({v}.flatten()[0].item()))",
         f"{v} = {a}.clone()\n{v}.zero_()\n{w} = {v} + {v}.sum().item()",
         f"{v} = {a}.clone()\n{w} = {v}.view(-1)\n{w}.add_(1)\n{w} = {w}.sum() + {v}.sum()",
         f"{v} = {a}.clone()\n{w} = {v}.transpose(0, -1)\n{w}[0] = {v}.sum()",
