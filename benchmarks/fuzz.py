@@ -1,7 +1,9 @@
 """The differential fuzzer's long run (the engine is tests/fuzz/engine.py; a short fixed-seed
 run is part of the test suite).
 
-Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5]
+Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5] [--base]
+[--kinds raising,vmapping]  (by default the statement kinds of grammar.py and grammar_long.py;
+--base: grammar.py's only, the programs the suite's short run draws from)
 Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
 WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
@@ -22,6 +24,8 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 
 from tests.fuzz.engine import classes, fuzz  # noqa: E402
+from tests.fuzz.grammar import KINDS  # noqa: E402
+from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
 
 
 def main() -> None:
@@ -35,10 +39,19 @@ def main() -> None:
     ap.add_argument("--refusals", type=int, default=25, help="refusal classes to list")
     ap.add_argument("--refusal-examples", type=int, default=0,
                     help="print an example program of the first N refusal classes")
+    ap.add_argument("--base", action="store_true",
+                    help="only the short run's statement kinds (grammar.KINDS), not "
+                         "grammar_long's")
+    ap.add_argument("--kinds", default="", help="comma-separated statement kinds to use")
     opts = ap.parse_args()
+    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS}
+    if opts.kinds:
+        table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
+    if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)
+        torch._higher_order_ops.while_loop = reference_while_loop
     stats = fuzz(seed=opts.seed, seconds=opts.minutes * 60, n_inputs=opts.inputs,
-                 torch_export_p=opts.torch_export)
+                 torch_export_p=opts.torch_export, kinds=table)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)

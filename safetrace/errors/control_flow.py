@@ -15,7 +15,8 @@ from safetrace.errors.base import OpShapeError, UnsupportedOpError, Where
 __all__ = [
     "ControlFlowCall", "BranchMismatch",
     "cond_not_callable", "operands_not_sequence", "cond_predicate", "branch_structures",
-    "branch_output", "body_structure", "carried_int", "carried_change", "carried_unsettled",
+    "branch_output", "body_structure", "carried_int", "carried_change", "carried_layout",
+    "carried_unsettled",
     "loop_condition", "nothing_to_map", "stacked_size_from_data", "xs_rank", "xs_lengths",
     "xs_empty", "scan_without_init", "scan_combine_return", "scan_carry_structure",
     "scan_carry_change", "print_in_branch", "outside_check_in_branch", "branch_output_type",
@@ -114,6 +115,18 @@ def carried_change(where: str, body: str, i: int, before: str,
     return _mismatch(where, f"while_loop at {where}: body_fn ({body}) changes carried value "
                             f"{i} from {before} to {after}.",
                      "keep each carried value's dtype and number of dims (sizes may change)")
+
+
+def carried_layout(where: str, body: str, i: int) -> BranchMismatch:
+    """Carried tensor ``i`` or body_fn's output for it may not be contiguous: eager's
+    while_loop raises where their strides differ, and strides are not traced."""
+    return _mismatch(where, f"while_loop at {where}: carried tensor {i}, or what body_fn "
+                            f"({body}) returns for it, is a view (transpose, slice, diagonal, "
+                            f"...) or computed from one; eager's while_loop raises where the "
+                            f"body's output has other strides than the carried input, and "
+                            f"safetrace does not trace strides.",
+                     "carry contiguous tensors: pass x.contiguous() and return "
+                     "t.contiguous() from body_fn")
 
 
 def carried_unsettled(where: str, tries: int) -> BranchMismatch:

@@ -31,7 +31,7 @@ from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
-from safetrace.trace.raising import other_branch_raises
+from safetrace.trace.raising import is_requirement
 from safetrace.trace.scripted import class_api
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
@@ -102,7 +102,7 @@ class Exporter:
         self.input_specs: list[InputSpec] = []
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
-        self.env.precondition_probe = other_branch_raises  # `assert`, `if ...: raise`
+        self.env.precondition_probe = is_requirement  # `assert`, `if ...: raise`, op checks
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)

@@ -27,7 +27,6 @@ from safetrace.rules.common import (
 )
 from safetrace.errors import shape_error
 from safetrace.rules.registry import rule
-from safetrace.symbolic import sym_max
 
 aten = torch.ops.aten
 _LONG = torch.int64
@@ -80,13 +79,21 @@ def accumulate_dtype(self: TensorMeta, dtype: torch.dtype | None) -> torch.dtype
 # -- sum, prod, mean ----------------------------------------------------------------------
 
 
-@rule(aten.sum.default, aten.prod.default)
+@rule(aten.sum.default)
 def sum_all(self: TensorMeta, *, dtype: torch.dtype | None = None) -> TensorMeta:
-    """sum/prod of every element: a 0-d tensor."""
+    """sum of every element: a 0-d tensor."""
     out = self.like(shape=(), dtype=accumulate_dtype(self, dtype))
     if self.dtype is torch.bool and not out.dtype.is_floating_point:
-        # sum of a mask counts the True elements; prod is 0 or 1 (1 when empty)
-        out.bounds = (0, sym_max(self.numel(), 1))
+        out.bounds = (0, self.numel())  # sum of a mask counts the True elements
+    return out
+
+
+@rule(aten.prod.default)
+def prod_all(self: TensorMeta, *, dtype: torch.dtype | None = None) -> TensorMeta:
+    """prod of every element: a 0-d tensor."""
+    out = self.like(shape=(), dtype=accumulate_dtype(self, dtype))
+    if self.dtype is torch.bool and not out.dtype.is_floating_point:
+        out.bounds = (0, 1)  # prod of a mask is 0 or 1 (1 when empty)
     return out
 
 

@@ -83,9 +83,10 @@ class Env:
         self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
         self.cache = D.Caches()
         # > 0 while an op's own requirement is being decided (``Env.precondition``);
-        # probe(answer) -> True when the caller raises on the other answer (an ``assert``)
+        # probe(answer, required) -> whether the guard is a requirement (an op's, or the
+        # caller raises on the other answer, ``assert``), not a branch (eager catches it)
         self.precondition_depth = 0
-        self.precondition_probe: Callable[[bool], bool] | None = None
+        self.precondition_probe: Callable[[bool, bool], bool] | None = None
         # New after any change an answer may depend on, and after a question the facts
         # left open (its answer depends on the asker): trace/memo.py reuses a pure
         # computation's result while the epoch is unchanged
@@ -229,8 +230,8 @@ class Env:
                 return bool(v)
         if taken not in self._guard_set:
             self._guard_set.add(taken)
-            pre = self.precondition_depth > 0 or (
-                self.precondition_probe is not None and self.precondition_probe(bool(v)))
+            probe, req = self.precondition_probe, self.precondition_depth > 0
+            pre = probe(bool(v), req) if probe is not None else req
             self.guards.append(Guard(taken, self._origin(origin), pre))
             self.epoch = next(_EPOCHS)
             log.guarded(self, taken, self.guards[-1].origin)

@@ -14,6 +14,7 @@ import torch
 from safetrace.errors import check_false, check_never_holds, runtime_check_failed
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
+from safetrace.trace.raising import program_catches
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
 from safetrace.trace.recorder import Recorder
@@ -58,6 +59,12 @@ def check_is_size(i: Any, msg: Any = None, *, max: Any = None) -> None:
 def _symbolic_check(cond: SymBool, msg: str | None) -> None:
     env = cond.env
     origin = stack_trace(3)
+    if all(env.symbols[n].backed for n in cond.expr.free_symbols) and program_catches():
+        # inside the program's try/except: where it fails eager raises and the except side
+        # runs, so it is a branch on the input sizes (a guard), not a fact for every input
+        if not bool(cond):
+            raise RuntimeError(msg if msg is not None else f"Expected {cond} to be True")
+        return
     try:
         if env.decide(cond.expr) is not True:
             env.add_fact(cond.expr, origin)
@@ -109,6 +116,9 @@ def _check(cond: Any, message: Any = None) -> None:
     """``torch._check``: st.check on an exporting thread (a False bool: the export error
     naming it), torch's own elsewhere."""
     if isinstance(cond, (SymBool, bool)) and exporting():
+        if cond is False and program_catches():  # eager's error, for the program's except
+            raise RuntimeError((message() if callable(message) else message) or
+                               "Expected cond to be True, but got False")
         check(cond, message)
     else:
         _REAL_CHECK(cond, message)

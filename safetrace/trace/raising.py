@@ -16,6 +16,8 @@ from types import CodeType, FrameType
 
 import torch
 
+from safetrace.trace.current import active_tracer
+
 _PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
 _TORCH = os.path.dirname(torch.__file__) + os.sep
 # what a block may do before its raise: load and build the exception and its message
@@ -27,18 +29,108 @@ _ENDINGS = ("StopIteration", "StopAsyncIteration", "GeneratorExit")
 _CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int], list[range]]] = {}
 
 
-def other_branch_raises(answer: bool) -> bool:
-    """True when the caller's jump on this question, had it got ``not answer``, would run
-    straight into a ``raise`` (an ``assert``, ``if ...: raise``)."""
+def is_requirement(answer: bool, required: bool = False) -> bool:
+    """``Env.precondition_probe``: ``other_branch_raises``, except inside the subgraph of a
+    torch.cond branch or a loop body (a requirement there holds only where that code
+    runs: eager takes the other branch, or runs the body no time, and computes a result)."""
+    tr = active_tracer()
+    if tr is not None and len(tr.scopes) > 1:
+        return False
+    return other_branch_raises(answer, required)
+
+
+def other_branch_raises(answer: bool, required: bool = False) -> bool:
+    """Whether a guard is a requirement of the code rather than a branch: the caller's
+    jump on this question, had it got ``not answer``, would run straight into a ``raise``
+    (an ``assert``, ``if ...: raise``); or, ``required``, an op's own check (its rule's,
+    ``torch._check``) that no ``try``/``except`` of the program's code around the call
+    may catch (eager computes the except side there: a branch)."""
     f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
+    if required:
+        return not caught_by_except(f)
     if f is None:
         return False
     try:
         return _raises(f.f_code, f.f_lasti, answer) and not _caught_outside(f.f_back)
     except (ValueError, IndexError, KeyError):  # an instruction stream we do not read
         return False
+
+
+def program_catches() -> bool:
+    """Whether the innermost frame outside safetrace, or a calling frame of the program's
+    code, runs inside a ``try`` block with an ``except`` clause: an op raising there may
+    be caught (see ``caught_by_except``)."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    return caught_by_except(f)
+
+
+def caught_by_except(f: FrameType | None) -> bool:
+    """Whether frame `f` or a calling frame of the program's code (not torch's, up to
+    safetrace's exporter) is inside a ``try`` block with an ``except`` clause (of any
+    exception type: it may catch).  ``with`` and ``finally`` blocks do not count: an
+    exception passes through them (a context manager that swallows it makes an input
+    refused where eager computes, never a wrong result)."""
+    while f is not None and not f.f_code.co_filename.startswith(_PACKAGE):
+        if not f.f_code.co_filename.startswith(_TORCH):
+            try:
+                if _except_around(f.f_code, f.f_lasti):
+                    return True
+            except (ValueError, IndexError, KeyError):  # a stream we do not read: it may
+                return True
+        f = f.f_back
+    return False
+
+
+def _except_around(code: CodeType, at: int, depth: int = 0) -> bool:
+    """An exception raised at offset `at` reaches an ``except`` clause of `code`: the
+    innermost handler is one (its code matches the exception: ``CHECK_EXC_MATCH``, or a
+    bare ``except:``), or a ``with`` / ``finally`` / cleanup handler re-raises from a place
+    that an enclosing handler covers."""
+    ins, offsets, _ = _instructions(code)
+    entries = _entries(code)
+    entry = next((e for e in entries if e.start <= at < e.end), None)
+    if entry is None or depth > 16:
+        return False
+    k = offsets.index(entry.target)
+    pushed = ins[entry.target].opname == "PUSH_EXC_INFO"
+    window = offsets[k:k + 256]
+    for j, off in enumerate(window):
+        op = ins[off].opname
+        if pushed and j == 1 and op == "POP_TOP":  # a bare ``except:``
+            return not _reraises(ins, window[j + 1:])
+        if op == "CHECK_EXC_MATCH":  # ``except E:``, its body after the jump and POP_TOP
+            if not _reraises(ins, window[j + 3:]):
+                return True
+            continue  # this clause raises again: the next clause, if any
+        if op == "RERAISE":
+            return _except_around(code, off, depth + 1)
+    return False
+
+
+def _reraises(ins: dict, body: list[int]) -> bool:
+    """An except clause whose body only raises (``except E: raise``, ``raise Other(...)
+    from e``, after a log call): eager raises there too."""
+    for off in body:
+        op = ins[off].opname
+        if op in ("RAISE_VARARGS", "RERAISE"):
+            return True
+        if not op.startswith(_QUIET):
+            return False
+    return False
+
+
+_ENTRIES: dict[CodeType, list] = {}
+
+
+def _entries(code: CodeType) -> list:
+    found = _ENTRIES.get(code)
+    if found is None:
+        found = _ENTRIES[code] = list(getattr(dis.Bytecode(code), "exception_entries", ()))
+    return found
 
 
 def _caught_outside(f: FrameType | None) -> bool:

@@ -401,6 +401,9 @@ GOLDEN['subclass_input_mixed'] = ('UnsupportedInputError', "aten.add.Tensor on a
 CASES['subclass_output_conversion'] = lambda: E.subclass_output_conversion("TwoTensor")
 GOLDEN['subclass_output_conversion'] = ('ConversionError', "the program returns a TwoTensor (a tensor subclass) that it rebuilds from its inner tensors (safetrace traces subclasses through their __torch_dispatch__); a torch.export graph cannot call that constructor.\nFix: return the TwoTensor's inner tensors (plain tensors) to convert the program, or run it with ep.module(), which returns the TwoTensor")
 
+CASES['carried_layout'] = lambda: E.carried_layout("m.py:3", "m.py:3 `lambda i, t: (i + 1, t + 1)`", 1)
+GOLDEN['carried_layout'] = ('BranchMismatch', "while_loop at m.py:3: carried tensor 1, or what body_fn (m.py:3 `lambda i, t: (i + 1, t + 1)`) returns for it, is a view (transpose, slice, diagonal, ...) or computed from one; eager's while_loop raises where the body's output has other strides than the carried input, and safetrace does not trace strides.\nFix: carry contiguous tensors: pass x.contiguous() and return t.contiguous() from body_fn")
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):
     err = CASES[name]()

@@ -372,7 +372,12 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
             stats.findings.append(Finding("export_crash", program, spec, None, err))
         return
     c["exported"] += 1
-    eager, module = program.model(), ep.module()
+    try:   # building the module (subgraphs compiled) is part of exporting
+        eager, module = program.model(), ep.module()
+    except Exception as e:  # noqa: BLE001
+        c["export_crash"] += 1
+        stats.findings.append(Finding("export_crash", program, spec, None, "module() " + _first(e)))
+        return
     accepted = []
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
                                              ep.contract):
@@ -448,6 +453,12 @@ def _fails(f: Finding, program) -> bool:
     except Exception:  # noqa: BLE001 - no longer a valid program on its example
         return False
     ep, err = export(program, f.spec)
+    if f.kind == "export_crash" and f.message.startswith("module() ") and ep is not None:
+        try:
+            ep.module()
+        except Exception as e:  # noqa: BLE001
+            return _first(e).split(":")[0] == f.message[9:].split(":")[0]
+        return False
     if f.kind == "export_crash":
         return ep is None and err != "refused" and err.split(":")[0] == f.message.split(":")[0]
     if ep is None or f.args is None:

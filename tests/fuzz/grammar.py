@@ -12,6 +12,8 @@ views and aliases (narrow, select, unbind, split, flatten, expand, detach, maske
 index_fill_, copy_ of a number), data-dependent sizes (masks, nonzero, .item() sizes in
 factories), dtype promotion (bool, int, half, uint8 with floats and Python numbers), module
 state (reads, an idempotent buffer write), interpolation / pooling / padding.
+The long run (benchmarks/fuzz.py) adds grammar_long.py's kinds; the suite's short run keeps
+these (its programs stay the same).
 """
 
 from __future__ import annotations
@@ -346,7 +348,10 @@ def random_inputs(rng):
 
 def build(rng: random.Random, kinds=None, tries=40, avoid=()) -> Program:
     """A program of 2–8 statements, each checked against eager on the example; statements
-    containing an ``avoid`` substring are not used (known open bugs, for the short run)."""
+    containing an ``avoid`` substring are not used (known open bugs, for the short run).
+    ``kinds``: names of ``KINDS``, or a table name -> generator (the long run's, with
+    grammar_long.LONG_KINDS)."""
+    table = kinds if isinstance(kinds, dict) else KINDS
     kinds = list(kinds or KINDS)
     p = Program(random_inputs(rng), [], state=rng.random() < 0.3)
     want = rng.randint(2, 8)
@@ -359,7 +364,7 @@ def build(rng: random.Random, kinds=None, tries=40, avoid=()) -> Program:
         if kind == "state" and not p.state:
             continue
         v = f"v{len(p.stmts)}"
-        src = KINDS[kind](rng, env, v)
+        src = table[kind](rng, env, v)
         if src is None or any(a in src for a in avoid):
             continue
         ns = {"torch": torch, "F": F, "self": model_ns, **{k: t.clone() for k, t in env.items()}}

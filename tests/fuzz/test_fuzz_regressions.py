@@ -325,3 +325,137 @@ def test_two_data_dependent_sizes_broadcast_either_way():
             ep.module()(*args)
         with pytest.raises(st.InputMismatchError):
             ep.module()(*(torch.randn(9) for _ in args))
+
+
+# -- the long run's statement kinds (grammar_long.py), twelfth session ------------------------
+
+def test_a_branch_reading_its_operand_from_outside_too_builds_its_module():
+    """Fuzzer (hops, seeds 1 and 2): a torch.cond branch that reads `x` from outside besides
+    its operand `x` got two placeholders with one target: ep.module() failed on fx's
+    `def forward(self, x, x)` (SyntaxError: duplicate argument)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.numel() >= 9, lambda t: t + x.sum(), lambda t: t - 1, (x,))
+
+    spec = ({0: Dim("d0", min=2), 1: Dim.AUTO},)
+    _same_as_eager(M(), (torch.randn(3, 3),), spec,
+                   [(torch.randn(n, 3),) for n in (2, 3, 5)] + [(torch.randn(4, 1),)])
+    ref = torch.export.export(M(), (torch.randn(3, 3),), dynamic_shapes=(
+        {0: torch.export.Dim("d0", min=2), 1: torch.export.Dim.AUTO},))
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(ref.module()(x), M()(x))
+
+
+def test_a_requirement_inside_a_cond_branch_binds_only_where_it_runs():
+    """Fuzzer (hops, seed 2): `amax(0)` in the true branch requires x.shape[0] >= 1, which
+    became an input check of the whole program: x of size 0 takes the false branch in eager
+    (a result), and was refused.  A guard inside a branch is a branch (a size split here)."""
+    def f(x):
+        return torch.cond(x.numel() > 4, lambda t: t.amax(0), lambda t: t.sum(0), (x,))
+
+    _same_as_eager(f, (torch.randn(7),), ({0: Dim("d0")},),
+                   [(torch.randn(n),) for n in (0, 1, 3, 5, 9)])
+
+
+def test_an_op_check_inside_try_except_is_a_branch_not_an_input_check():
+    """Fuzzer (raising, seeds 1 and 2): `y.select(0, 1)` inside `try: ... except IndexError`
+    was exported with an input check refusing y.shape[0] < 2, where eager computes the
+    except side.  It is a branch: refused with the fix (the except side, where the op
+    raises, is not traced), exported for the range the fix gives."""
+    def f(y):
+        try:
+            v = y.select(0, 1)
+        except IndexError:
+            v = y.sum(0) * 0
+        return v
+
+    with pytest.raises(st.ConstraintViolationError, match="min=2"):
+        st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("n", max=16)},))
+    _same_as_eager(f, (torch.randn(3, 2),), ({0: Dim("n", min=2, max=16)},),
+                   [(torch.randn(n, 2),) for n in (2, 3, 16)])
+
+
+def test_torch_check_inside_try_except_is_a_branch():
+    """Fuzzer (raising, seed 1): `torch._check(n != 1)` inside `try: ... except
+    RuntimeError` became an input check refusing n == 1, where eager computes the except
+    side.  It is a branch on the size: both sides traced (a size split)."""
+    def f(y):
+        try:
+            torch._check(y.shape[0] != 1)
+            v = y + 1
+        except RuntimeError:
+            v = y * 3
+        return v
+
+    _same_as_eager(f, (torch.randn(3),), ({0: Dim("n")},),
+                   [(torch.randn(n),) for n in (0, 1, 2, 3, 8)])
+
+
+def test_a_reraising_except_keeps_an_op_check_a_requirement():
+    """The other side of the two tests above: an except clause that only raises again does
+    not catch, so the op's check stays an input check (exported as before)."""
+    def f(y):
+        try:
+            v = y.select(0, 1)
+        except IndexError as e:
+            raise ValueError("too short") from e
+        return v
+
+    ep = st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("n")},))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2))
+    torch.testing.assert_close(ep.module()(torch.arange(6.).reshape(3, 2)), torch.tensor([2., 3.]))
+
+
+def test_a_while_loop_carrying_a_view_is_refused():
+    """Fuzzer (hops, seeds 1 and 2): eager's while_loop raises where body_fn's output has
+    other strides than the carried input (`x.diagonal()` carried, `t + 1` returned: a
+    contiguous result); the exported loop computed a result there.  Strides are not
+    traced: a view carried (or returned) is refused with the fix; contiguous is exported."""
+    wl = torch._higher_order_ops.while_loop
+    spec = ({0: Dim("n", min=2), 1: Dim("n", min=2)},)
+
+    def f(x):
+        return wl(lambda i, t: i < 2, lambda i, t: (i + 1, t + 1), (torch.tensor(0), x.diagonal()))
+
+    with pytest.raises(st.ExportError, match="does not trace strides"):
+        st.export(f, (torch.randn(4, 4),), dynamic_shapes=spec)
+
+    def g(x):
+        return wl(lambda i, t: i < 2, lambda i, t: (i + 1, t + 1),
+                  (torch.tensor(0), x.diagonal().contiguous()))[1]
+
+    ep = st.export(g, (torch.randn(4, 4),), dynamic_shapes=spec)
+    x = torch.randn(5, 5)
+    torch.testing.assert_close(ep.module()(x), x.diagonal() + 2)
+
+
+def test_the_count_of_a_mask_is_bounded_by_its_numel():
+    """Fuzzer (base kinds, seed 17, over_rejection): `.item()` of a mask's sum had the upper
+    bound max(numel, 1) (shared with prod, which is 1 when empty), so at an example where
+    the mask is empty the size test on the count was answered for counts >= 2 and
+    asserted: the program refused its own example.  The count is at most numel (prod of a
+    mask is 0 or 1): an empty mask decides the test by the input sizes."""
+    def f(x):
+        v0 = torch.linspace(0, 1, x.shape[1])
+        v2 = torch.zeros((v0 > 0).sum().item(), 2)
+        return v2 * 2 if v2.numel() < 4 else v2.flip(0)
+
+    _same_as_eager(f, (torch.randn(7, 0),), ({0: Dim("d0", min=1), 1: Dim("d1")},),
+                   [(torch.randn(n, 0),) for n in (1, 6, 7)] + [(torch.randn(3, 5),)])
+
+
+def test_an_op_check_inside_a_with_block_stays_a_requirement():
+    """A `with` block (or `finally`) lets the op's exception pass: its check stays an input
+    check (torch.no_grad() around a forward's body is common), as before."""
+    def f(y):
+        with torch.no_grad():
+            v = y.select(0, 1)
+        return v * 2
+
+    ep = st.export(f, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("n")},))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2))
+    x = torch.randn(4, 2)
+    torch.testing.assert_close(ep.module()(x), f(x))

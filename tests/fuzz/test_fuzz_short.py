@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from tests.fuzz.engine import BAD, fuzz, shrink
 from tests.fuzz.grammar import build
 
@@ -62,3 +64,31 @@ def test_admitted_inputs_follow_the_relations_of_auto_dims():
             assert run_input(P(), ep.module(), make_args(shapes, 0))[0] == "ok"
             seen.add(shapes[0][1])
     assert len(seen) >= 3
+
+
+@pytest.mark.slow   # (~1 s: the first vmap / while_loop imports)
+def test_long_run_kinds_build_eager_valid_programs():
+    """grammar_long's statement kinds (the long run's) give programs eager runs."""
+    from tests.fuzz.grammar import KINDS
+    from tests.fuzz.grammar_long import LONG_KINDS
+
+    p = build(random.Random(12), {**KINDS, **LONG_KINDS})
+    assert p.stmts
+    p.model()(*p.example())
+
+
+@pytest.mark.slow
+def test_long_run_kinds_find_no_wrong_result_or_crash(monkeypatch):
+    """A short run over every statement kind, the long run's included (raising at 0/1,
+    vmap, builtin max/min, writes through views, cond/while_loop, size splits)."""
+    import torch
+
+    from tests.fuzz.grammar import KINDS
+    from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop
+
+    monkeypatch.setattr(torch._higher_order_ops, "while_loop", reference_while_loop)
+    stats = fuzz(seed=12, programs=150, n_inputs=12, kinds={**KINDS, **LONG_KINDS},
+                 avoid=OPEN)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 40, stats.line()

@@ -289,9 +289,15 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
                     raise errors.carried_int(where, b.where, got, i)
                 new_metas.append(m)
                 continue
+            contig = o.st_contig
             o = o.st_meta
             if o.dtype != m.dtype or o.ndim != m.ndim or o.device != m.device:
                 raise errors.carried_change(where, b.where, i, annotation(m), annotation(o))
+            v = leaves[i]  # eager compares strides: known contiguous both, inputs checked so
+            if (isinstance(v, Proxy) and v.st_contig is None) or contig is None:
+                raise errors.carried_layout(where, b.where, i)
+            if tr.layout_queried is None:
+                tr.layout_queried = stack_trace(3)
             shape = list(m.shape)
             for d in range(m.ndim):
                 if not isinstance(m.shape[d], int) and \

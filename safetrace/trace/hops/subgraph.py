@@ -115,9 +115,10 @@ class Traced(Subgraph):
         phs = [n for n in g.nodes if n.op == "placeholder"]
         anchor = phs[-1].next if phs else next(iter(g.nodes), None)
         mapping = {}
+        taken = {n.target for n in phs}
         for node in outer:
             with g.inserting_before(anchor) if anchor is not None else contextlib.nullcontext():
-                ph = g.placeholder(node.name)
+                ph = g.placeholder(_free_name(node.name, taken))
             val = node.meta.get("val")
             ph.meta["val"] = Proxy(val.st_meta, ph) if isinstance(val, Proxy) else val
             ph.meta["stack_trace"] = ""
@@ -198,6 +199,18 @@ def _refuse_outside_facts(env: Any, n_facts: int, n_syms: int, where: str) -> No
                 short(fact.origin) if isinstance(fact.origin, str) else '?')
 
 
+def _free_name(name: str, taken: set[str]) -> str:
+    """`name`, or `name_1`, `name_2`, ... when a placeholder already has it: fx writes a
+    placeholder's target as the argument name of the subgraph's code (a branch reading `x`
+    from outside besides its operand `x` made `def forward(self, x, x)`)."""
+    out, k = name, 0
+    while out in taken:
+        k += 1
+        out = f"{name}_{k}"
+    taken.add(out)
+    return out
+
+
 def is_sym(v: Any) -> bool:
     return hasattr(v, "expr") and not isinstance(v, torch.Tensor)
 
@@ -210,10 +223,12 @@ def trace_function(tr: Recorder, fn: Callable, inputs: list, in_spec: Any, where
     and symbolic ints (a loop's carried int: an unbacked symbol) for int placeholders.
     """
     graph = torch.fx.Graph()
-    args = []
+    args: list = []
+    taken: set[str] = set()
     for i, v in enumerate(inputs):
         node = v.st_node if isinstance(v, Proxy) else None
-        ph = graph.placeholder(node.name if isinstance(node, torch.fx.Node) else f"arg{i}")
+        ph = graph.placeholder(_free_name(
+            node.name if isinstance(node, torch.fx.Node) else f"arg{i}", taken))
         ph.meta["stack_trace"] = ""
         if is_sym(v):
             ph.meta["val"] = v
