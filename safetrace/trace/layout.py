@@ -71,6 +71,14 @@ def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
     return True if inputs_known else None
 
 
+def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:
+    """A result of at most one dim computed by an op without a ``memory_format`` argument
+    is contiguous whatever its inputs' layout: such results are allocated dense (stride 1:
+    elementwise ops, reductions, ``mv``, ``cat``).  (Ops taking ``memory_format``, such as
+    ``empty_like`` and ``clone``, may copy an input's strides; views are not computed.)"""
+    return kind == COMPUTE and fmt is None and len(meta.shape) <= 1
+
+
 def _require_known(tr: Recorder, x: Proxy, what: str) -> None:
     trace = stack_trace(4)
     if x.st_contig is None:

@@ -31,7 +31,7 @@ from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
 from safetrace.trace.index_ranges import CHECKS, SPANS
-from safetrace.trace.layout import layout_kind, result_contiguity
+from safetrace.trace.layout import dense_vector, layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
                                       note_constant_storage, mutates, returns_self,
@@ -438,7 +438,7 @@ class Tracer(TorchFunctionMode):
             contig = result_contiguity(info[5], info[6], args, kwargs, known)
             if contig is None:
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
-                    if type(p) is Proxy:
+                    if type(p) is Proxy and not dense_vector(info[5], info[6], p.st_meta):
                         p.st_contig = None
         if op in SPANS and type(result) is Proxy:  # the values an index spans
             SPANS[op](self, args, kwargs, result)

@@ -115,3 +115,26 @@ def test_meta_device_input_is_rejected_before_running():
     ep = st.export(lambda x: x * 2, (torch.randn(3),))
     with pytest.raises(st.InputMismatchError, match="meta device"):
         ep.module()(torch.randn(3, device="meta"))
+
+
+class VectorFromAView(torch.nn.Module):
+    def forward(self, x):
+        # a view's layout is not traced; what an op computes from it in at most one dim is
+        # dense (stride 1), so its layout is known
+        col = x[:, 1] * 2
+        row = x[0] + 1
+        if col.is_contiguous() and row.is_contiguous():
+            return col.sum() + row.sum()
+        return x.sum()
+
+
+def test_a_vector_computed_from_a_view_has_a_known_layout():
+    m = VectorFromAView()
+    ep = st.export(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim.AUTO}})
+    for shape in ((5, 2), (1, 3), (2, 7)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(ep.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 3, 4))
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):  # a 2-d result: unknown
+        st.export(lambda x: (x.t() * 2).is_contiguous() and x, (torch.randn(3, 4),))
