@@ -7,6 +7,7 @@ fail with an error naming the check, before any op of the program runs."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import warnings
 
@@ -19,8 +20,11 @@ from tests.interop.harness import edge_inputs, malformed_inputs, outcome
 
 warnings.filterwarnings("ignore", category=st.ConversionWarning)
 logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnxscript")
+# (imported by the tests that run: collecting the suite does not import them in every worker)
+for _package in ("onnxruntime", "onnxscript"):
+    if importlib.util.find_spec(_package) is None:
+        pytest.skip(f"needs {_package}: pip install -c constraints.txt -e '.[dev]'",
+                    allow_module_level=True)
 
 
 class Pair(torch.nn.Module):
@@ -47,6 +51,8 @@ def _pool():
 
 
 def _session(ep, path):
+    import onnxruntime as ort
+
     st.to_onnx(ep, path)
     sess = ort.InferenceSession(str(path))
 

@@ -7,6 +7,8 @@ transformers branches on ``q_length == 1`` (masking_utils ``allow_is_causal_skip
 instead of narrowing it to seq >= 2.
 """
 
+import importlib
+import importlib.util
 import math
 import os
 
@@ -16,11 +18,23 @@ import torch
 import safetrace as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-transformers = pytest.importorskip("transformers")
-from transformers import DynamicCache  # noqa: E402
-from transformers.integrations.executorch import (  # noqa: E402
-    TorchExportableModuleWithStaticCache,
-)
+if importlib.util.find_spec("transformers") is None:
+    pytest.skip("needs transformers: pip install -c constraints.txt -e '.[dev]'",
+                allow_module_level=True)
+
+
+def __getattr__(name: str):
+    """transformers' names, imported on first use (collecting the suite does not import
+    transformers in every worker): ``transformers``, ``DynamicCache``,
+    ``TorchExportableModuleWithStaticCache``."""
+    if name == "transformers":
+        return importlib.import_module("transformers")
+    if name == "DynamicCache":
+        return importlib.import_module("transformers").DynamicCache
+    if name == "TorchExportableModuleWithStaticCache":
+        return importlib.import_module("transformers.integrations.executorch") \
+            .TorchExportableModuleWithStaticCache
+    raise AttributeError(name)
 
 VOCAB, CACHE, NEW = 128, 64, 20
 
@@ -62,6 +76,7 @@ FAMILIES = {
 def tiny(kind: str, **overrides) -> torch.nn.Module:
     config_cls, model_cls, config = FAMILIES[kind]
     torch.manual_seed(0)
+    transformers = __getattr__("transformers")
     cfg = getattr(transformers, config_cls)(vocab_size=VOCAB, initializer_range=0.2,
                                             bos_token_id=0, eos_token_id=None, pad_token_id=0,
                                             **dict(config, **overrides))
@@ -80,7 +95,8 @@ def eager_tokens(model, prompt):
 def export_static(model):
     model.generation_config.cache_implementation = "static"
     model.generation_config.use_cache = True
-    wrapper = TorchExportableModuleWithStaticCache(model, batch_size=1, max_cache_len=CACHE)
+    wrapper = __getattr__("TorchExportableModuleWithStaticCache")(model, batch_size=1,
+                                                                  max_cache_len=CACHE)
     seq = st.Dim("seq", min=1)
     prompt = torch.randint(0, VOCAB, (1, 5))
     ep = st.export(wrapper, (), {"input_ids": prompt, "cache_position": torch.arange(5)},
@@ -143,7 +159,7 @@ class WithDynamicCache(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids, past_keys, past_values):
-        cache = DynamicCache()
+        cache = __getattr__("DynamicCache")()
         for i, (k, v) in enumerate(zip(past_keys, past_values)):
             cache.update(k, v, i)
         out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
