@@ -251,6 +251,52 @@ def test_module_stack_after_a_caught_exception_is_torch_strict_exports() -> None
         torch.testing.assert_close(ours.module()(x), m(x))
 
 
+class RaisesInside(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.r = Raiser()
+
+    def forward(self, x):
+        return self.r(self.lin(x))
+
+
+class CatchesTwoDeep(nn.Module):
+    """The exception leaves two calls (`w.r`, then `w`) before the root catches it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = RaisesInside()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        try:
+            x = self.w(x)
+        except ValueError:
+            x = x + 1
+        return self.a(x).relu()
+
+
+def test_a_caught_exception_through_two_calls_and_the_users_always_call_hook() -> None:
+    """Both calls the exception left are popped (torch's strict export records these
+    stacks, the root's entry aside), and the user's ``always_call`` forward hook of the
+    call that raised runs, as in eager (it did not under export before)."""
+    torch.manual_seed(0)
+    m = CatchesTwoDeep().eval()
+    seen: list = []
+    m.w.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+    x = torch.randn(3, 4)
+    ep = st.export(m, (x,))
+    assert _stacks(ep) == [("linear", ["w", "w.lin"]), ("add", []), ("linear_1", ["a"]),
+                           ("relu", [])]
+    assert seen == [None]
+    seen.clear()
+    for _ in range(2):  # (static sizes: fresh values)
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(ep.module()(x), m(x))
+    assert seen == [None, None]  # (eager's calls: the exported program calls no hook)
+
+
 def test_module_stacks_of_an_export_on_another_thread_and_nn_module_left_alone() -> None:
     call, impl = nn.Module.__call__, nn.Module._call_impl
     torch.manual_seed(0)
