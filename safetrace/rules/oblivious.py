@@ -129,6 +129,8 @@ def _size_factors(bound: Expr) -> list[Expr] | None:
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # code object -> {offset of a conditional jump: the answer that passes an assert}
 _ASSERT_JUMPS: dict[Any, dict[int, bool]] = {}
+# (code object, offset of such a jump) -> its file:line
+_ASSERT_WHERE: dict[tuple[Any, int], str] = {}
 
 
 def _assert_statement() -> tuple[bool, str] | None:
@@ -140,13 +142,22 @@ def _assert_statement() -> tuple[bool, str] | None:
         f = f.f_back
     if f is None:
         return None
-    jumps = _ASSERT_JUMPS.get(f.f_code)
+    code, lasti = f.f_code, f.f_lasti
+    jumps = _ASSERT_JUMPS.get(code)
     if jumps is None:
         if len(_ASSERT_JUMPS) > 10_000:
             _ASSERT_JUMPS.clear()
-        jumps = _ASSERT_JUMPS[f.f_code] = _assert_jumps(f.f_code)
-    answer = jumps.get(f.f_lasti)
-    return None if answer is None else (answer, f"{f.f_code.co_filename}:{f.f_lineno}")
+            _ASSERT_WHERE.clear()
+        jumps = _ASSERT_JUMPS[code] = _assert_jumps(code)
+    answer = jumps.get(lasti)
+    if answer is None:
+        return None
+    # (keyed by the instruction: a frame's f_lineno walks its code's line table, and an
+    # assert in a loop asks at every turn)
+    where = _ASSERT_WHERE.get((code, lasti))
+    if where is None:
+        where = _ASSERT_WHERE[(code, lasti)] = f"{code.co_filename}:{f.f_lineno}"
+    return answer, where
 
 
 def _assert_jumps(code: Any) -> dict[int, bool]:

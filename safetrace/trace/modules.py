@@ -152,6 +152,8 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         found.calls.append(call)
 
     h1 = torch.nn.modules.module.register_module_forward_pre_hook(pre)
+    # (always_call: a call whose forward raised is popped too, its exception caught by a
+    # caller; trace/session.py keeps nn.Module._call_impl on that path under export)
     h2 = torch.nn.modules.module.register_module_forward_hook(post, always_call=True)
     handles = []
     for ident, fqn in preserved_for.items():  # (once per module, whatever its paths)

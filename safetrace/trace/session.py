@@ -25,6 +25,7 @@ the modules that own each concern (``patches()`` in each) and installed here:
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from typing import Any, Callable
 
@@ -53,8 +54,27 @@ def _gated_flag(original: Callable[[], bool]) -> Callable[[], bool]:
     return flag
 
 
-_COMPILER_FLAGS = {name: _gated_flag(getattr(torch.compiler, name))
-                   for name in ("is_compiling", "is_exporting")}
+_CALL_IMPL = torch.nn.Module._call_impl.__code__
+
+
+def _compiling_flag(original: Callable[[], bool]) -> Callable[[], bool]:
+    """``is_compiling()``, True under export except to ``nn.Module._call_impl``: there it
+    only decides whether a call whose forward raised runs its ``always_call`` forward hooks
+    (the compiled path skips them), and an export runs them as eager does: the module stack
+    (``trace/modules.py``) pops a call that raised through its global one."""
+
+    def flag() -> bool:
+        if not exporting():
+            return original()
+        return sys._getframe(1).f_code is not _CALL_IMPL or original()
+
+    flag.__name__ = flag.__qualname__ = original.__name__
+    flag.__doc__ = original.__doc__
+    return flag
+
+
+_COMPILER_FLAGS = {"is_compiling": _compiling_flag(torch.compiler.is_compiling),
+                   "is_exporting": _gated_flag(torch.compiler.is_exporting)}
 
 
 # torch.export's tracing reports itself to ``torch.fx._symbolic_trace.is_fx_tracing()``

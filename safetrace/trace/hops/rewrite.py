@@ -23,13 +23,28 @@ def cond_rewrite(frame: FrameType | None) -> str | None:
     frame's line, or None when its branches are not simple expressions."""
     if frame is None:
         return None
+    tensors = frozenset(k for k, v in frame.f_locals.items() if isinstance(v, torch.Tensor))
+    # (keyed by the instruction: st.explain asks again at each turn of a loop, and the
+    # function's source is read and parsed each time; its f_lineno walks the line table)
+    key = (frame.f_code, frame.f_lasti, tensors)
+    if key in _REWRITES:
+        return _REWRITES[key]
+    if len(_REWRITES) > 10_000:
+        _REWRITES.clear()
+    text = _REWRITES[key] = _rewrite(frame, tensors)
+    return text
+
+
+_REWRITES: dict[tuple, str | None] = {}
+
+
+def _rewrite(frame: FrameType, tensors: frozenset[str]) -> str | None:
     try:
         lines, start = inspect.getsourcelines(frame.f_code)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     line = frame.f_lineno - (start if start > 0 else 1) + 1
-    tensors = {k for k, v in frame.f_locals.items() if isinstance(v, torch.Tensor)}
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and node.lineno == line:
             return _from_if(node, tree, tensors)
@@ -45,7 +60,7 @@ def cond_rewrite(frame: FrameType | None) -> str | None:
     return None
 
 
-def _from_if(node: ast.If, tree: ast.AST, tensors: set[str]) -> str | None:
+def _from_if(node: ast.If, tree: ast.AST, tensors: frozenset[str]) -> str | None:
     body, orelse = node.body, node.orelse
     if not orelse:  # `if c: return a` followed by `return b`
         after = _next_statement(tree, node)
@@ -65,7 +80,7 @@ def _from_if(node: ast.If, tree: ast.AST, tensors: set[str]) -> str | None:
     return _outline(node, tensors)
 
 
-def _outline(node: ast.If, tensors: set[str]) -> str:
+def _outline(node: ast.If, tensors: frozenset[str]) -> str:
     """Branches with several statements: the shape of the call, the branches as functions."""
     used = _tensor_names(node.body + node.orelse, tensors)
     params = ", ".join(used)
@@ -75,7 +90,7 @@ def _outline(node: ast.If, tensors: set[str]) -> str:
             f"false_fn, {_operands(used)})")
 
 
-def _tensor_names(nodes: list, tensors: set[str]) -> list[str]:
+def _tensor_names(nodes: list, tensors: frozenset[str]) -> list[str]:
     names = [n for root in nodes for n in ast.walk(root) if isinstance(n, ast.Name)]
     used: list[str] = []
     for n in sorted(names, key=lambda n: (n.lineno, n.col_offset)):  # as they are written
@@ -98,7 +113,7 @@ def _next_statement(tree: ast.AST, node: ast.stmt) -> ast.stmt | None:
     return None
 
 
-def _format(test: ast.expr, a: ast.expr, b: ast.expr, tensors: set[str],
+def _format(test: ast.expr, a: ast.expr, b: ast.expr, tensors: frozenset[str],
             prefix: str | None) -> str:
     used = _tensor_names([a, b], tensors)
     params = ", ".join(used)
