@@ -21,6 +21,7 @@ import torch
 from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.executorch_sums import for_executorch
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -46,7 +47,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
-    tep = _beyond_torch_table(tep, compile_config)
+    tep = for_executorch(_beyond_torch_table(tep, compile_config))
     if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract to write
         edge = _edge(exir, tep, partitioner, compile_config, None)
         program = edge.to_executorch()
