@@ -21,6 +21,7 @@ import torch
 from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.executorch_sums import for_executorch
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
 
@@ -46,7 +47,7 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
-    tep = _beyond_torch_table(tep, compile_config)
+    tep = for_executorch(_beyond_torch_table(tep, compile_config))
     if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract to write
         edge = _edge(exir, tep, partitioner, compile_config, None)
         program = edge.to_executorch()
@@ -83,7 +84,7 @@ def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
     config = compile_config if compile_config is not None else exir.EdgeCompileConfig()
     negated = config._check_ir_validity and any(
         n.op == "call_function" and n.target in (operator.ne, torch.sym_not)
-        for n in tep.graph.nodes)
+        for m in _graph_modules(tep.graph_module) for n in m.graph.nodes)
     if negated:
         compile_config = dataclasses.replace(config, _check_ir_validity=False)
     if partitioner:
@@ -106,10 +107,11 @@ def _verify_with_prim_not(edge: Any, config: Any) -> None:
     prim_not = ops.backend.executorch_prim.sym_not.Scalar
     for name in edge.methods:
         gm = edge.exported_program(name).graph_module
-        for node in gm.graph.nodes:
-            if node.op == "call_function" and node.target is torch.sym_not:
-                node.target = prim_not
-        gm.recompile()
+        for sub in _graph_modules(gm):  # the branches' and loop bodies' too
+            for node in sub.graph.nodes:
+                if node.op == "call_function" and node.target is torch.sym_not:
+                    node.target = prim_not
+            sub.recompile()
         EXIREdgeDialectVerifier(edge_compile_config=config, class_only=True,
                                 preserve_ops=list(config.preserve_ops))()(gm)
 
@@ -119,7 +121,8 @@ def _verify(program: Any, texts: list[str], written: list[int]) -> None:
     every text, in order; else no .pte (it would run inputs the program refuses)."""
     from executorch.runtime import Runtime
 
-    points = failure_points(program.exported_program().graph)
+    points = sum(failure_points(m.graph)
+                 for m in _graph_modules(program.exported_program().graph_module))
     listed = None
     if texts:
         method = Runtime.get().load_program(program.buffer).load_method(METHOD)
@@ -163,13 +166,22 @@ def _checks_pass(edge_ep: Any, contract: Any, texts: list[str], written: list[in
                           stacklevel=2)
         texts[:] = add_input_checks(gm.graph, inputs, contract, pinned)
         written[:] = [1] if texts else []
-        data = keep_data_checks(gm.graph, len(texts) + 1)
-        texts.extend(data)
-        written.extend(1 for _ in data)
-        gm.recompile()
+        # the data checks of every graph: the program's and its branches' and loop bodies'
+        # (a split's cond holds each side's checks in its branch)
+        for sub in _graph_modules(gm):
+            data = keep_data_checks(sub.graph, len(texts) + 1)
+            texts.extend(data)
+            written.extend(1 for _ in data)
+            sub.recompile()
         return PassResult(gm, True)
 
     return add_checks
+
+
+def _graph_modules(gm: Any) -> list[Any]:
+    """`gm` and the graph modules below it (cond branches, loop bodies), each once."""
+    return [m for _, m in gm.named_modules(remove_duplicate=True)
+            if isinstance(m, torch.fx.GraphModule)]
 
 
 def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:

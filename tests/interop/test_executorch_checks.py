@@ -300,3 +300,69 @@ def test_zoo_pte_refuses_what_the_program_refuses(name, tmp_path):
                                        else _pytree.tree_leaves(want)[0],
                                        rtol=1e-4, atol=1e-4)
     assert not problems, "\n".join(problems)
+
+
+class StartPlusSeq(torch.nn.Module):
+    """A position read from data and the sequence length checked together, then a size
+    split on ``seq == 1``: each side of the cond asserts ``start + seq <= 64``."""
+
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + x.shape[1] <= 64)
+        if x.shape[1] == 1:
+            return x * 2
+        return x + 1
+
+
+@pytest.mark.slow
+def test_pte_of_a_size_split_keeps_its_branches_sums_and_checks(tmp_path):
+    """torch's retrace (``to_edge``'s decomposition) writes the branch's ``start + seq``
+    as ``torch.sym_sum``, which ExecuTorch's passes refused (``ExportPassBaseError:
+    Unsupported target type: <function sym_sum>``, no .pte); and the checks on ``start``
+    inside the branches were dropped (the .pte ran ``start + seq > 64``).  The .pte now
+    gives eager's numbers at seq 1 and seq > 1 and refuses what ep.module() refuses."""
+    seq = st.Dim("seq", min=1, max=64)
+    model = StartPlusSeq()
+    ep = st.export(model, (torch.randn(2, 5, 3), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: seq}, "pos": None})
+    assert "size split: seq == 1" in str(ep)
+    run, _ = _runner(ep, tmp_path / "split.pte")
+    for n, start in ((1, 0), (1, 63), (7, 3), (64, 0), (2, 62)):
+        x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
+        torch.testing.assert_close(run(x, pos), model(x, pos))
+        torch.testing.assert_close(run(x, pos), ep.module()(x, pos))
+    for n, start in ((1, 64), (7, 58), (2, -1), (0, 0)):
+        x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
+        assert outcome(ep.module(), (x, pos), {})[0] == "rejected", (n, start)
+        assert outcome(run, (x, pos), {})[0] == "rejected", (n, start)
+
+
+class NotThreeOnOneSide(torch.nn.Module):
+    def forward(self, x, k):
+        n = k.item()
+        torch._check(n >= 0)
+        torch._check(n <= 16)
+        if x.shape[1] == 1:
+            return x * 2
+        torch._check(n != 3)
+        return x + torch.ones(n).sum()
+
+
+@pytest.mark.slow
+def test_pte_keeps_a_not_equal_check_inside_a_size_splits_branch(tmp_path):
+    """``k != 3`` holds on the seq >= 2 side only: the .pte (a cond whose branch checks
+    it) refuses k == 3 there and runs it at seq 1, as ep.module() does (it had run both)."""
+    seq = st.Dim("seq", min=1, max=64)
+    model = NotThreeOnOneSide()
+    ep = st.export(model, (torch.randn(2, 5, 3), torch.tensor(6)),
+                   dynamic_shapes={"x": {1: seq}, "k": None})
+    assert "size split: seq == 1" in str(ep)
+    run, _ = _runner(ep, tmp_path / "ne.pte")
+    for n, k in ((1, 3), (1, 0), (5, 4), (64, 16)):
+        x = torch.randn(2, n, 3)
+        torch.testing.assert_close(run(x, torch.tensor(k)), model(x, torch.tensor(k)))
+    for n, k in ((5, 3), (1, 17), (5, -1)):
+        x = torch.randn(2, n, 3)
+        assert outcome(ep.module(), (x, torch.tensor(k)), {})[0] == "rejected", (n, k)
+        assert outcome(run, (x, torch.tensor(k)), {})[0] == "rejected", (n, k)
