@@ -29,6 +29,8 @@ _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
     "alias", "detach", "lift_fresh", "view_as", "reshape_as",
 })
+# Matrix products: a new row-major result whatever their operands' layout.
+_FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
 # Not views, yet their results may have their own strides (LAPACK's column-major
 # outputs, explicit strides).
 _OWN_STRIDES = ("linalg_", "_linalg_", "svd", "qr", "eig", "cholesky", "lu", "geqrf",
@@ -41,8 +43,8 @@ def layout_kind(op: Any) -> tuple[int, int | None]:
     schema = op._schema
     fmt = next((i for i, a in enumerate(schema.arguments) if a.name == "memory_format"), None)
     name = op._opname
-    if name == "contiguous":  # a view when already contiguous, else a copy: contiguous
-        return CONTIGUOUS, fmt
+    if name == "contiguous" or name in _FRESH:  # (contiguous: a view when already
+        return CONTIGUOUS, fmt                  # contiguous, else a copy)
     if name in _KEEPS_CONTIGUITY:
         return FOLLOW, fmt
     if name.startswith(_OWN_STRIDES):

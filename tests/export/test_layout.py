@@ -138,3 +138,18 @@ def test_a_vector_computed_from_a_view_has_a_known_layout():
         ep.module()(torch.randn(2, 3, 4))
     with pytest.raises(st.UnsupportedOpError, match="contiguous"):  # a 2-d result: unknown
         st.export(lambda x: (x.t() * 2).is_contiguous() and x, (torch.randn(3, 4),))
+
+
+def test_a_matrix_product_of_views_has_a_known_layout():
+    """mm / addmm / bmm write a new row-major result whatever their operands' layout (the
+    decomposed linear of a while_loop body, permute + addmm, stays a contiguous carry)."""
+    def f(x, y):
+        z = torch.mm(x.t(), y)
+        b = torch.bmm(x.t().unsqueeze(0), y.unsqueeze(0))
+        return z * 2 if z.is_contiguous() and b.is_contiguous() else z
+
+    ep = st.export(f, (torch.randn(3, 4), torch.randn(3, 5)),
+                   dynamic_shapes=({0: Dim.AUTO, 1: Dim.AUTO}, {0: Dim.AUTO, 1: Dim.AUTO}))
+    for k, m, n in ((1, 2, 3), (4, 1, 1), (2, 6, 2)):
+        x, y = torch.randn(k, m), torch.randn(k, n)
+        torch.testing.assert_close(ep.module()(x, y), f(x, y))
