@@ -152,7 +152,7 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
                     return a
                 if isinstance(a, SymInt) and isinstance(b, SymInt) and not cond_true(a == b):
                     return _either_broadcasts(a, b)
-            if not _required(a == b):  # (messages are built only on failure: costly)
+            if not (a == b):  # messages are built only on failure: printing sizes is costly
                 raise _mismatch(a, b, i, op)
             return a
         if ha == 1 and a == 1:
@@ -214,20 +214,6 @@ def _flexible(size: Size) -> bool:
 def cond_true(cond: Any) -> bool:
     """True when the facts prove `cond` (no guard, no question)."""
     return cond is True or (isinstance(cond, SymBool) and cond.env.decide(cond.expr) is True)
-
-
-def _required(same: Any) -> bool:
-    """``bool(same)`` for two sizes equal at the example, decided as the op's requirement:
-    eager raises where they differ (and neither is 1, which torch.export's guard ignores
-    too), so a guard made here is no branch (``eager_raises.py``)."""
-    if not isinstance(same, SymBool):
-        return bool(same)
-    env = same.env
-    env.precondition_depth += 1
-    try:
-        return bool(same)
-    finally:
-        env.precondition_depth -= 1
 
 
 def _mismatch(a: Size, b: Size, i: int, op: str) -> Exception:
