@@ -4,7 +4,8 @@
 ``x.view(n, -1)`` needs ``n`` to divide ``x``'s size: eager raises in the op where they
 fail.  torch.export exports both with the requirement as a guard of its program, which
 refuses other sizes before computing; safetrace exports them too, the requirement one of the
-program's input checks naming the op's line.  An equality (``torch.cat``, ``x + y``) ties
+program's input checks naming the op's line; so are ``assert`` and ``torch._check``
+relating them (torch exports those too).  An equality (``torch.cat``, ``x + y``) ties
 one Dim to the other, and a plain branch (``if m >= n:``) picks a result: safetrace refuses
 both at export (torch refuses the equality; the branch is kept a refusal on purpose)."""
 
@@ -106,6 +107,39 @@ def test_the_requirement_is_checked_before_computing() -> None:
     with pytest.raises(st.InputMismatchError) as info:
         ours.module()(*_mask(3, 5))
     assert "mask_length" in str(info.value), str(info.value)
+
+
+def _assert_fits(x, y):
+    assert x.shape[0] >= y.shape[0], "y longer than x"
+    return x[:y.shape[0]] + y
+
+
+def _check_fits(x, y):
+    torch._check(x.shape[0] >= y.shape[0])
+    return x[:y.shape[0]] * y
+
+
+@pytest.mark.parametrize("fn", [_assert_fits, _check_fits], ids=["assert", "torch._check"])
+def test_an_assert_relating_named_dims_is_an_input_check(fn: Callable) -> None:
+    """The code's own requirement (eager raises where it fails), as torch's program checks."""
+    model, args = Fn(fn), _rows(5, 3)
+    spec = ({0: Dim("m")}, {0: Dim("n")})
+    ref = torch.export.export(model, args, dynamic_shapes=spec)
+    ours = st.export(model, args, dynamic_shapes=spec)
+    for m, n in [(9, 2), (4, 0), (1, 1)]:
+        inputs = _rows(m, n)
+        same(ours.module()(*inputs), fn(*inputs))
+        if n >= 2:  # (torch's program: sizes 0 and 1 are outside its tracing assumption)
+            same(ref.module()(*inputs), fn(*inputs))
+    inputs = _rows(2, 6)
+    with pytest.raises((AssertionError, RuntimeError)):
+        fn(*inputs)
+    with pytest.raises(AssertionError):
+        ref.module()(*inputs)
+    with pytest.raises(st.InputMismatchError, match="test_dropin_op_relations.py"):
+        ours.module()(*inputs)
+    with pytest.raises(RuntimeError):
+        ours.to_torch().module()(*inputs)
 
 
 def _cat(x, y):
