@@ -21,7 +21,7 @@ from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.eager_raises import (
-    condition_assumed_away, range_assumed_away, refuted,
+    condition_assumed_away, range_assumed_away, refuted, relation_required,
 )
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
@@ -303,6 +303,8 @@ class DynamicDims:
                 # raises (eager_raises.py): a run-time check, as torch's program raises
                 continue
             if len(names) >= 2:
+                if relation_required(self.env, c, point):
+                    continue  # an op's requirement between Dims: checked, as torch's program
                 out.append(self._relation(contract, c, named, names))
             else:
                 out.append(self._narrowing(contract, c, named[0], point))

@@ -57,6 +57,17 @@ def condition_assumed_away(env: Env, contract: Contract, cond: Any, named: list[
             requirements_only(env, point))
 
 
+def relation_required(env: Env, cond: Any, point: dict[str, int]) -> bool:
+    """A residual relation between named Dims that only the code's requirements make: every
+    guard it comes from is one (eager raises where it fails), and so is every recorded
+    condition that ``point`` (sizes breaking it) breaks."""
+    checks = {id(f) for f in env.facts}
+    sources = [g for g in env.guards + env.facts
+               if substitute(g.cond, env.subst.get) == cond.cond]
+    return (bool(sources) and all(g.precondition or id(g) in checks for g in sources) and
+            requirements_only(env, point))
+
+
 def refuted(env: Env, contract: Contract, cond: Any, named: list[str],
             floor: int = 0) -> dict | None:
     """Sizes within the declared ranges (and at least ``floor`` for the named Dims) that

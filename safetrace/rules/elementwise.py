@@ -19,6 +19,7 @@ from safetrace.rules.common import (
     check,
     dtype_category,
     float_result,
+    requiring,
     result_type,
 )
 from safetrace.rules.pointwise import (
@@ -414,8 +415,11 @@ def addcdiv(self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> TensorM
 @rule(aten.copy_.default, aten.copy_.Tensor, aten.copy_.int, aten.copy_.float)
 def copy_(self: TensorMeta, src: Any, non_blocking: bool = False) -> TensorMeta:
     """copy_: src (a tensor or a number: ``t.copy_(2.0)``) broadcasts to self's shape; any
-    dtype converts."""
-    same_shape("copy_", self, broadcast_shapes(self.shape, shape_of(src), op="copy_"))
+    dtype converts.  Sizes equal at the example are the op's requirement (eager raises
+    where they differ, but for a src size of 1, which torch.export's guard refuses too)."""
+    with requiring():
+        shape = broadcast_shapes(self.shape, shape_of(src), op="copy_")
+    same_shape("copy_", self, shape)
     return self.like()
 
 
