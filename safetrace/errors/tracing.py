@@ -17,7 +17,7 @@ from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchEr
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
-    "data_dependent_count", "loop_fix",
+    "data_dependent_count", "loop_fix", "tensor_as_python_int",
     "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
@@ -134,6 +134,23 @@ def loop_fix(source: str | None) -> str:
             "dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the tensor "
             "from the exported program and run the loop on its output "
             "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)")
+
+
+def tensor_as_python_int(source: str) -> DataRead:
+    """A tensor's value used where Python itself needs a real int (``range(self.count)``
+    of a 0-d integer buffer, ``[0] * t``, ``seq[t]``): Python asks ``__index__`` and the
+    tracer's answer is a size the graph reads at run time, which Python cannot take."""
+    return DataRead(
+        f"a tensor's value is used where Python needs a real int (`range(t)`, `[v] * t`, "
+        f"`seq[t]`): the value is tensor data (a buffer's value can change between calls), "
+        f"which export never reads, and the Python loop or list it sizes would be fixed "
+        f"in the graph.\n  at {source}",
+        fix="if the count never changes, keep it a Python int attribute instead of a "
+            "buffer (`self.count = 3` in __init__, `range(self.count)`); otherwise "
+            "compute the loop's body on a whole tensor at once (one batched op over a dim "
+            "of that size, e.g. `torch.arange(n)` with `n = t.item()` and "
+            "`st.check(n >= 0)`), or run the loop on the exported program's output",
+        where=_at(source))
 
 
 def lstsq_residuals(op: str, driver: str) -> DataDependentShape:

@@ -152,7 +152,7 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
-            except (AttributeError, RuntimeError) as exc:
+            except (AttributeError, RuntimeError, TypeError) as exc:
                 err = _internal(exc)
                 if err is exc:
                     raise
@@ -396,6 +396,9 @@ def _internal(exc: Exception) -> Exception:
     where = raised_at(exc.__traceback__) or "<unknown location>"
     if isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), Proxy):
         return E.tensor_attribute(exc.name, where)  # a tensor subclass's own attribute
+    if isinstance(exc, TypeError) and str(exc).startswith("__index__ returned non-int") and \
+            "Sym" in str(exc):  # CPython's check of the size the tracer gave for `range(t)`
+        return E.tensor_as_python_int(where)
     tb = exc.__traceback__
     while tb is not None:  # torch.vmap's own set-up given a traced batch size
         if "/torch/_functorch/" in tb.tb_frame.f_code.co_filename:

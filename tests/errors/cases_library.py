@@ -61,6 +61,8 @@ CASES = {
     "one_hot_num_classes": lambda: E.one_hot_num_classes(),
     "mask_count": lambda: E.mask_count("aten.index.Tensor", "the result's dim 0"),
     "data_dependent_count": lambda: E.data_dependent_count("unbind", "min(u9, 100)"),
+    "tensor_as_python_int": lambda: E.tensor_as_python_int(
+        "m.py:3 `for i in range(self.count):`"),
     "lstsq_residuals": lambda: E.lstsq_residuals("aten.linalg_lstsq", "gelsd"),
     "outside_export": lambda: E.outside_export("st.new_dynamic_size()"),
     "float_read": lambda: E.float_read(".item()", "f32[]", "m.py:4 `v = x.sum().item()`"),
@@ -259,6 +261,17 @@ GOLDEN = {
         "that dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the "
         "tensor from the exported program and run the loop on its output "
         "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
+    'tensor_as_python_int': ('DataRead',
+        "a tensor's value is used where Python needs a real int (`range(t)`, `[v] * t`, `"
+        "seq[t]`): the value is tensor data (a buffer's value can change between calls), "
+        'which export never reads, and the Python loop or list it sizes would be fixed in'
+        ' the graph.\n'
+        '  at m.py:3 `for i in range(self.count):`\n'
+        'Fix: if the count never changes, keep it a Python int attribute instead of a buf'
+        'fer (`self.count = 3` in __init__, `range(self.count)`); otherwise compute the l'
+        "oop's body on a whole tensor at once (one batched op over a dim of that size, e."
+        'g. `torch.arange(n)` with `n = t.item()` and `st.check(n >= 0)`), or run the loo'
+        "p on the exported program's output"),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

@@ -110,3 +110,30 @@ def test_a_sum_of_read_values_keeps_its_relation_and_a_read_start_is_checked():
     mod.past.fill_(-1)
     with pytest.raises(st.RuntimeAssertionError, match="counted from the start"):
         mod(torch.randn(2, 4))
+
+
+class RangeOfBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.tensor(3))
+
+    def forward(self, x):
+        out = x
+        for i in range(self.count):  # the line the error must show
+            out = out + i
+        return out
+
+
+class RangeOfComputed(torch.nn.Module):
+    def forward(self, x):
+        return [x * i for i in range((x > 0).sum())]
+
+
+@pytest.mark.parametrize("model", [RangeOfBuffer, RangeOfComputed])
+def test_range_of_a_tensor_is_a_data_read(model):
+    """``range(t)`` of a 0-d integer buffer (or a count computed from data): Python needs a
+    real int there, and the value is data; a DataRead naming the line, never CPython's
+    ``__index__ returned non-int`` TypeError."""
+    with pytest.raises(st.errors.DataRead) as info:
+        st.export(model(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    assert "in range(" in str(info.value) and "Python int attribute" in info.value.fix
