@@ -18,7 +18,8 @@ __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
     "data_dependent_count", "loop_fix", "tensor_as_python_int",
-    "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
+    "outside_export", "float_read", "complex_item", "untraceable_call", "out_argument",
+    "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "constant_written_through_alias", "state_written_through_alias",
@@ -197,6 +198,24 @@ def untraceable_call(call: str, packet: str, overloaded: bool,
         f"cannot trace {call}: {why}.\n  at {source}",
         fix="use an equivalent torch operation, or wrap the code in a custom op "
             "(st.custom_op) with a fake implementation (st.register_fake).",
+        where=_at(source))
+
+
+def out_argument(call: str, rewrite: str | None, rebind: str | None,
+                 source: str) -> UnsupportedCall:
+    """``call`` (as described, its ``out=`` tensor as written) writes its result into an
+    existing tensor; ``rewrite``: the user's line with the op then a copy (None when the
+    line does not show the call whole); ``rebind``: ``y = op(...)``, for an ``out=``
+    tensor that is a plain name (out= resizes it when the shapes differ)."""
+    line = (f"\n        {rewrite}\n" if rewrite else
+            " `y.copy_(torch.add(x, 1))` for `torch.add(x, 1, out=y)`\n")
+    resize = (f"     (if out= was meant to resize it, bind the result to the name "
+              f"instead: `{rebind}`)" if rebind else "")
+    return UnsupportedCall(
+        f"cannot trace {call}: safetrace records ops that make their result, and out= "
+        f"writes it into an existing tensor.\n  at {source}",
+        fix=f"compute the result, then copy it into that tensor (what out= does when the "
+            f"shapes agree):{line}{resize}".rstrip(),
         where=_at(source))
 
 

@@ -72,6 +72,11 @@ CASES = {
                                                    False, "m.py:2 `torch.frob(x, k=2)`"),
     "untraceable_call_overload": lambda: E.untraceable_call(
         "torch.add(Tensor f32[3], 'a')", "add", True, "m.py:2 `torch.add(x, 'a')`"),
+    "out_argument": lambda: E.out_argument(
+        "torch.mul(Tensor f32[3], 2, out=y)", "y.copy_(torch.mul(x, 2))",
+        "y = torch.mul(x, 2)", "m.py:2 `torch.mul(x, 2, out=y)`"),
+    "out_argument_at": lambda: E.out_argument(
+        "torch.mul(Tensor f32[3], 2, out=Tensor f32[3])", None, None, "m.py:2"),
     "to_argument": lambda: E.to_argument(object, "m.py:2 `x.to(object)`"),
     "to_dtype": lambda: E.to_dtype("float", "m.py:2 `x.to(dtype='float')`"),
     "too_many_indices": lambda: E.too_many_indices(2, 3),
@@ -272,6 +277,21 @@ GOLDEN = {
         "oop's body on a whole tensor at once (one batched op over a dim of that size, e."
         'g. `torch.arange(n)` with `n = t.item()` and `st.check(n >= 0)`), or run the loo'
         "p on the exported program's output"),
+    'out_argument': ('UnsupportedCall',
+        'cannot trace torch.mul(Tensor f32[3], 2, out=y): safetrace records ops that make'
+        ' their result, and out= writes it into an existing tensor.\n'
+        '  at m.py:2 `torch.mul(x, 2, out=y)`\n'
+        'Fix: compute the result, then copy it into that tensor (what out= does when the '
+        'shapes agree):\n'
+        '        y.copy_(torch.mul(x, 2))\n'
+        '     (if out= was meant to resize it, bind the result to the name instead: `y = '
+        'torch.mul(x, 2)`)'),
+    'out_argument_at': ('UnsupportedCall',
+        'cannot trace torch.mul(Tensor f32[3], 2, out=Tensor f32[3]): safetrace records o'
+        'ps that make their result, and out= writes it into an existing tensor.\n'
+        '  at m.py:2\n'
+        'Fix: compute the result, then copy it into that tensor (what out= does when the '
+        'shapes agree): `y.copy_(torch.add(x, 1))` for `torch.add(x, 1, out=y)`'),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

@@ -117,3 +117,35 @@ def test_a_parameter_as_a_cond_operand() -> None:
             torch.testing.assert_close(ep.module()(x), model(x))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.rand(9, 4))
+
+
+class OutIntoSlice(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        buf = torch.zeros(10, 4)
+        torch.cat([x, x], out=buf[:, :2])
+        return buf
+
+
+class OutIntoName(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty(0)
+        torch.mul(x, 2, out=y)
+        return y
+
+
+def test_an_out_argument_is_refused_with_the_line_rewritten() -> None:
+    """``out=``: the call as the user spelled it (``torch.cat``, a list as ``[...]``, the
+    out= tensor as written, not ``_VariableFunctionsClass.cat(list[...], out=f32[...])``)
+    and the line rewritten as the op then a copy, which exports."""
+    n = st.Dim("n", max=8)
+    with pytest.raises(st.ExportError) as info:
+        st.export(OutIntoSlice(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: n}})
+    err = info.value
+    assert err.kind == "unsupported-call" and err.cause.startswith(
+        "cannot trace torch.cat([Tensor f32[s0, 4], Tensor f32[s0, 4]], out=buf[:, :2]): ")
+    assert "buf[:, :2].copy_(torch.cat([x, x]))" in err.fix and "bind" not in err.fix
+    assert "test_clear_refusals.py" in err.where.source
+    with pytest.raises(st.ExportError) as info:
+        st.export(OutIntoName(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: n}})
+    assert "y.copy_(torch.mul(x, 2))" in info.value.fix
+    assert "`y = torch.mul(x, 2)`" in info.value.fix
