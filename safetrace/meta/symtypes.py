@@ -153,6 +153,20 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
     return to_str, to_format
 
 
+def shape_text(sizes: tuple) -> str:
+    """``torch.Size([s0, 4])`` for ``str(x.shape)``: asked from user code while exporting,
+    the example's digits as lazy SizeText (reading the text guards the sizes in it, as
+    ``str(n)`` does); asked from safetrace (messages, graph printing), the expressions."""
+    symbolic = [s for s in sizes if isinstance(s, SymInt)]
+    if not symbolic or not _tracing(symbolic[0], 4):  # (_tracing, this, __repr__, caller)
+        return f"torch.Size([{', '.join(str(s) for s in sizes)}])"
+    text: Any = "torch.Size(["
+    for i, s in enumerate(sizes):
+        text = text + (", " if i else "") + (
+            SizeText(_shown(s), s, int) if isinstance(s, SymInt) else str(s))
+    return text + "])"  # type: ignore[no-any-return]
+
+
 def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]) -> None:
     """Answer every dunder torch's class has and the engine's does not."""
     concrete_type = {SymInt: int, SymFloat: float, SymBool: bool}[ours]

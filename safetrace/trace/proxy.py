@@ -15,6 +15,7 @@ import torch
 
 from safetrace.errors import below_tracer
 from safetrace.meta import TensorMeta, contiguous_strides
+from safetrace.meta.symtypes import shape_text
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.versions import stamp
 
@@ -173,7 +174,7 @@ class SymShape(tuple):
         return SymShape(r) if isinstance(item, slice) else r
 
     def __repr__(self) -> str:
-        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+        return shape_text(self)
 
 
 _OUTSIDE = {
