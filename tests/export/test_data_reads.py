@@ -137,3 +137,33 @@ def test_range_of_a_tensor_is_a_data_read(model):
     with pytest.raises(st.ExportError) as info:
         st.export(model(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
     assert info.value.kind == "data-read" and "in range(" in str(info.value) and "Python int attribute" in info.value.fix
+
+
+class SizeOfBufferDim(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("d", torch.tensor(1))
+
+    def forward(self, x):
+        return x * x.size(self.d)
+
+
+def test_size_of_a_dim_given_as_a_buffer_is_a_data_read():
+    """``x.size(self.d)`` of a 0-d integer buffer: which size is data; a DataRead naming
+    the line, not the internal "ge was called on a safetrace proxy outside of tracing"."""
+    with pytest.raises(st.ExportError) as info:
+        st.export(SizeOfBufferDim(), (torch.randn(5, 4),),
+                  dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "data-read" and "x.size(self.d)" in err.where.source
+    assert "tensor i64[]" in err.cause and "`x.size(1)`" in err.fix
+
+
+def test_size_of_a_dim_given_as_a_constant_tensor_exports():
+    def f(x):
+        return x * x.size(torch.tensor(1))
+
+    ep = st.export(f, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    for n in (0, 1, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), f(x))
