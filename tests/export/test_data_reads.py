@@ -167,3 +167,29 @@ def test_size_of_a_dim_given_as_a_constant_tensor_exports():
     for n in (0, 1, 7):
         x = torch.randn(n, 4)
         torch.testing.assert_close(ep.module()(x), f(x))
+
+
+class SplitByBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("size", torch.tensor(2))
+
+    def forward(self, x):
+        return x.split(self.size)[0]
+
+
+def test_split_by_a_0d_tensor_reads_it_as_eager_does():
+    """``x.split(t)`` of a 0-d tensor: eager's int(t); a constant's value exports, a
+    buffer's is a DataRead naming the line (was the "internal error: aten.split has no
+    overload" refusal)."""
+    def f(x):
+        return x.split(torch.tensor(2))[0]
+
+    dims = {"x": {0: st.Dim("n", min=2, max=64)}}
+    ep = st.export(f, (torch.randn(5, 4),), dynamic_shapes=dims)
+    for n in (2, 3, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), f(x))
+    with pytest.raises(st.ExportError) as info:
+        st.export(SplitByBuffer(), (torch.randn(5, 4),), dynamic_shapes=dims)
+    assert info.value.kind == "data-read" and "x.split(self.size)" in info.value.where.source
