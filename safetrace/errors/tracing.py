@@ -17,7 +17,7 @@ from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchEr
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
-    "data_dependent_count", "loop_fix", "tensor_as_python_int",
+    "data_dependent_count", "loop_fix", "tensor_as_python_int", "size_as_python_value",
     "outside_export", "float_read", "complex_item", "untraceable_call", "out_argument",
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
@@ -151,6 +151,22 @@ def tensor_as_python_int(source: str) -> DataRead:
             "compute the loop's body on a whole tensor at once (one batched op over a dim "
             "of that size, e.g. `torch.arange(n)` with `n = t.item()` and "
             "`st.check(n >= 0)`), or run the loop on the exported program's output",
+        where=_at(source))
+
+
+def size_as_python_value(message: str, source: str) -> UnsupportedConstruct:
+    """A traced size (a symbolic int or float) reached code that takes only real Python
+    numbers and said so with ``message`` (``json.dumps(list(x.shape))``, a numpy ufunc of
+    a size): CPython's TypeError names the tracer's class, not what the user wrote."""
+    return UnsupportedConstruct(
+        f"a size of a dynamic dim reached code that takes only plain Python numbers (it "
+        f"raised: {message}): while exporting, a dynamic size is a symbol that stands for "
+        f"every size in the declared range, and that code cannot compute with it.\n"
+        f"  at {source}",
+        fix="compute with the size in Python arithmetic or torch ops (`math.sqrt(n)`, "
+            "`torch.tensor(n)`, `list(x.shape)`) instead of json / numpy / C extensions; "
+            "or, where that code really needs the number, make the dim static "
+            "(dynamic_shapes {dim: None}), since the graph would then hold one value",
         where=_at(source))
 
 

@@ -63,6 +63,9 @@ CASES = {
     "data_dependent_count": lambda: E.data_dependent_count("unbind", "min(u9, 100)"),
     "tensor_as_python_int": lambda: E.tensor_as_python_int(
         "m.py:3 `for i in range(self.count):`"),
+    "size_as_python_value": lambda: E.size_as_python_value(
+        "Object of type TorchSymInt is not JSON serializable",
+        "m.py:3 `meta = json.dumps(list(x.shape))`"),
     "lstsq_residuals": lambda: E.lstsq_residuals("aten.linalg_lstsq", "gelsd"),
     "outside_export": lambda: E.outside_export("st.new_dynamic_size()"),
     "float_read": lambda: E.float_read(".item()", "f32[]", "m.py:4 `v = x.sum().item()`"),
@@ -292,6 +295,16 @@ GOLDEN = {
         '  at m.py:2\n'
         'Fix: compute the result, then copy it into that tensor (what out= does when the '
         'shapes agree): `y.copy_(torch.add(x, 1))` for `torch.add(x, 1, out=y)`'),
+    'size_as_python_value': ('UnsupportedConstruct',
+        'a size of a dynamic dim reached code that takes only plain Python numbers (it ra'
+        'ised: Object of type TorchSymInt is not JSON serializable): while exporting, a d'
+        'ynamic size is a symbol that stands for every size in the declared range, and th'
+        'at code cannot compute with it.\n'
+        '  at m.py:3 `meta = json.dumps(list(x.shape))`\n'
+        'Fix: compute with the size in Python arithmetic or torch ops (`math.sqrt(n)`, `t'
+        'orch.tensor(n)`, `list(x.shape)`) instead of json / numpy / C extensions; or, wh'
+        'ere that code really needs the number, make the dim static (dynamic_shapes {dim:'
+        ' None}), since the graph would then hold one value'),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

@@ -149,3 +149,29 @@ def test_an_out_argument_is_refused_with_the_line_rewritten() -> None:
         st.export(OutIntoName(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: n}})
     assert "y.copy_(torch.mul(x, 2))" in info.value.fix
     assert "`y = torch.mul(x, 2)`" in info.value.fix
+
+
+def _json_of_shape(x: torch.Tensor) -> torch.Tensor:
+    import json
+
+    meta = json.dumps(list(x.shape))
+    return x * len(meta)
+
+
+def _numpy_of_size(x: torch.Tensor) -> torch.Tensor:
+    import numpy as np
+
+    return x * float(np.sqrt(x.shape[0]))
+
+
+@pytest.mark.parametrize("fn,line", [(_json_of_shape, "json.dumps(list(x.shape))"),
+                                     (_numpy_of_size, "np.sqrt(x.shape[0])")])
+def test_a_size_given_to_code_that_takes_only_numbers_is_refused(fn, line) -> None:
+    """json / numpy given a dynamic size raised CPython's TypeError naming the tracer's
+    class (``Object of type TorchSymInt is not JSON serializable``): now a catalogue error
+    at the user's call (not the library's raise) with the fix."""
+    with pytest.raises(st.ExportError) as info:
+        st.export(fn, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "unsupported-construct" and line in err.where.source
+    assert "make the dim static" in err.fix
