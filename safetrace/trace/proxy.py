@@ -88,6 +88,11 @@ class Proxy(torch.Tensor):
     _st_value_stamp: Any = None
     st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
 
+    def __round__(self, ndigits: Any = None) -> Any:
+        # eager's own error for round(tensor) (torch.Tensor has no __round__), not one
+        # naming the tracer's class
+        raise TypeError("type Tensor doesn't define __round__ method")
+
     @staticmethod
     def __new__(cls, meta: TensorMeta, node: Any, sizes: Any = None) -> Proxy:
         # `sizes`: the wrapper's sizes when the caller has them (memo.py's replays)

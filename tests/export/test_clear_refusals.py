@@ -175,3 +175,16 @@ def test_a_size_given_to_code_that_takes_only_numbers_is_refused(fn, line) -> No
     err = info.value
     assert err.kind == "unsupported-construct" and line in err.where.source
     assert "make the dim static" in err.fix
+
+
+def test_round_of_a_tensor_raises_eagers_error() -> None:
+    """``round(t)`` raises in eager too; the message names torch's class, as eager's does,
+    not the tracer's (``type Proxy doesn't define __round__``)."""
+    def f(x):
+        return x * round(x.sum())
+
+    with pytest.raises(TypeError) as eager:
+        f(torch.randn(3))
+    with pytest.raises(TypeError) as traced:
+        st.export(f, (torch.randn(3),))
+    assert str(traced.value) == str(eager.value)
