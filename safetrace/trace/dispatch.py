@@ -209,10 +209,12 @@ def _describe(v: Any) -> str:
 
 def _callee(func: Any) -> str:
     """The call as the user spells it: ``torch.add`` (not its C class's
-    ``_VariableFunctionsClass.add``), ``Tensor.add``."""
+    ``_VariableFunctionsClass.add``), ``Tensor.add`` (not ``TensorBase.add``)."""
     qual = getattr(func, "__qualname__", None) or names.func_name(func)
     head, dot, name = qual.rpartition(".")
-    return f"torch.{name}" if dot and head.startswith("_VariableFunctions") else qual
+    if dot and head.startswith("_VariableFunctions"):
+        return f"torch.{name}"
+    return f"Tensor.{name}" if head == "TensorBase" else qual
 
 
 def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> Exception:

@@ -188,3 +188,17 @@ def test_round_of_a_tensor_raises_eagers_error() -> None:
     with pytest.raises(TypeError) as traced:
         st.export(f, (torch.randn(3),))
     assert str(traced.value) == str(eager.value)
+
+
+def test_an_untraceable_call_is_named_as_the_user_spells_it() -> None:
+    """``x * np.int64(5)`` (a numpy scalar, which safetrace does not trace): the refusal
+    names ``Tensor.mul``, not torch's C base class ``TensorBase.mul`` (should numpy
+    scalars become traceable, pick another untraceable call here)."""
+    import numpy as np
+
+    def f(x):
+        return x * np.int64(5)
+
+    with pytest.raises(st.ExportError) as info:
+        st.export(f, (torch.randn(5, 4),))
+    assert info.value.cause.startswith("cannot trace Tensor.mul(Tensor f32[5, 4], ")
