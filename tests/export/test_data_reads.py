@@ -136,7 +136,9 @@ def test_range_of_a_tensor_is_a_data_read(model):
     ``__index__ returned non-int`` TypeError."""
     with pytest.raises(st.ExportError) as info:
         st.export(model(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
-    assert info.value.kind == "data-read" and "in range(" in str(info.value) and "Python int attribute" in info.value.fix
+    err = info.value
+    assert err.kind == "data-read" and "in range(" in str(err)
+    assert "Python int attribute" in err.fix
 
 
 class SizeOfBufferDim(torch.nn.Module):
@@ -193,3 +195,16 @@ def test_split_by_a_0d_tensor_reads_it_as_eager_does():
     with pytest.raises(st.ExportError) as info:
         st.export(SplitByBuffer(), (torch.randn(5, 4),), dynamic_shapes=dims)
     assert info.value.kind == "data-read" and "x.split(self.size)" in info.value.where.source
+
+
+def test_item_of_many_elements_says_how_to_get_one():
+    """``x.item()`` of a tensor of 4*n elements: eager raises at every size; the refusal
+    names the line and now also the fix (it had none)."""
+    def f(x):
+        return x * x.item()
+
+    with pytest.raises(st.ExportError) as info:
+        st.export(f, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "op-shape" and "x * x.item()" in err.where.source
+    assert "`x.sum().item()`" in err.fix
