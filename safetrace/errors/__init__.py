@@ -544,6 +544,7 @@ def load_error(where: str, what: str, fix: str = "") -> LoadError:
 
 
 # -- shapes -----------------------------------------------------------------------------------
-def shape_error(op: str, message: str) -> OpShapeError:
-    """Build the error a shape rule raises when eager PyTorch would reject the call."""
-    return OpShapeError(f"{op}: {message}", op=op)
+def shape_error(op: str, message: str, fix: str = "") -> OpShapeError:
+    """Build the error a shape rule raises when eager PyTorch would reject the call
+    (`fix`: the change that makes the call valid, where the rule knows one)."""
+    return OpShapeError(f"{op}: {message}", fix=fix, op=op)

@@ -17,8 +17,9 @@ from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchEr
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
     "data_dependent_shape", "one_hot_num_classes", "mask_count", "lstsq_residuals",
-    "data_dependent_count", "loop_fix",
-    "outside_export", "float_read", "complex_item", "untraceable_call", "to_argument",
+    "data_dependent_count", "loop_fix", "tensor_as_python_int", "size_as_python_value",
+    "outside_export", "float_read", "complex_item", "untraceable_call", "out_argument",
+    "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "constant_written_through_alias", "state_written_through_alias",
@@ -136,6 +137,39 @@ def loop_fix(source: str | None) -> str:
             "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)")
 
 
+def tensor_as_python_int(source: str) -> DataRead:
+    """A tensor's value used where Python itself needs a real int (``range(self.count)``
+    of a 0-d integer buffer, ``[0] * t``, ``seq[t]``): Python asks ``__index__`` and the
+    tracer's answer is a size the graph reads at run time, which Python cannot take."""
+    return DataRead(
+        f"a tensor's value is used where Python needs a real int (`range(t)`, `[v] * t`, "
+        f"`seq[t]`): the value is tensor data (a buffer's value can change between calls), "
+        f"which export never reads, and the Python loop or list it sizes would be fixed "
+        f"in the graph.\n  at {source}",
+        fix="if the count never changes, keep it a Python int attribute instead of a "
+            "buffer (`self.count = 3` in __init__, `range(self.count)`); otherwise "
+            "compute the loop's body on a whole tensor at once (one batched op over a dim "
+            "of that size, e.g. `torch.arange(n)` with `n = t.item()` and "
+            "`st.check(n >= 0)`), or run the loop on the exported program's output",
+        where=_at(source))
+
+
+def size_as_python_value(message: str, source: str) -> UnsupportedConstruct:
+    """A traced size (a symbolic int or float) reached code that takes only real Python
+    numbers and said so with ``message`` (``json.dumps(list(x.shape))``, a numpy ufunc of
+    a size): CPython's TypeError names the tracer's class, not what the user wrote."""
+    return UnsupportedConstruct(
+        f"a size of a dynamic dim reached code that takes only plain Python numbers (it "
+        f"raised: {message}): while exporting, a dynamic size is a symbol that stands for "
+        f"every size in the declared range, and that code cannot compute with it.\n"
+        f"  at {source}",
+        fix="compute with the size in Python arithmetic or torch ops (`math.sqrt(n)`, "
+            "`torch.tensor(n)`, `list(x.shape)`) instead of json / numpy / C extensions; "
+            "or, where that code really needs the number, make the dim static "
+            "(dynamic_shapes {dim: None}), since the graph would then hold one value",
+        where=_at(source))
+
+
 def lstsq_residuals(op: str, driver: str) -> DataDependentShape:
     return data_dependent_shape(
         op, f"with driver {driver!r}, residuals are computed only when every matrix has "
@@ -180,6 +214,24 @@ def untraceable_call(call: str, packet: str, overloaded: bool,
         f"cannot trace {call}: {why}.\n  at {source}",
         fix="use an equivalent torch operation, or wrap the code in a custom op "
             "(st.custom_op) with a fake implementation (st.register_fake).",
+        where=_at(source))
+
+
+def out_argument(call: str, rewrite: str | None, rebind: str | None,
+                 source: str) -> UnsupportedCall:
+    """``call`` (as described, its ``out=`` tensor as written) writes its result into an
+    existing tensor; ``rewrite``: the user's line with the op then a copy (None when the
+    line does not show the call whole); ``rebind``: ``y = op(...)``, for an ``out=``
+    tensor that is a plain name (out= resizes it when the shapes differ)."""
+    line = (f"\n        {rewrite}\n" if rewrite else
+            " `y.copy_(torch.add(x, 1))` for `torch.add(x, 1, out=y)`\n")
+    resize = (f"     (if out= was meant to resize it, bind the result to the name "
+              f"instead: `{rebind}`)" if rebind else "")
+    return UnsupportedCall(
+        f"cannot trace {call}: safetrace records ops that make their result, and out= "
+        f"writes it into an existing tensor.\n  at {source}",
+        fix=f"compute the result, then copy it into that tensor (what out= does when the "
+            f"shapes agree):{line}{resize}".rstrip(),
         where=_at(source))
 
 

@@ -152,7 +152,7 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
-            except (AttributeError, RuntimeError) as exc:
+            except (AttributeError, RuntimeError, TypeError) as exc:
                 err = _internal(exc)
                 if err is exc:
                     raise
@@ -390,12 +390,22 @@ class Exporter:
         return specs
 
 
+_SIZE_CLASSES = ("TorchSymInt", "TorchSymFloat", "TorchSymBool", "OpaqueFloat")
+
+
 def _internal(exc: Exception) -> Exception:
     """An export error for an exception the tracer's stand-ins caused in torch or in the
     user's code (not one eager raises too, which is returned as it is)."""
     where = raised_at(exc.__traceback__) or "<unknown location>"
     if isinstance(exc, AttributeError) and isinstance(getattr(exc, "obj", None), Proxy):
         return E.tensor_attribute(exc.name, where)  # a tensor subclass's own attribute
+    if isinstance(exc, TypeError) and str(exc).startswith("__index__ returned non-int") and \
+            "Sym" in str(exc):  # CPython's check of the size the tracer gave for `range(t)`
+        return E.tensor_as_python_int(where)
+    if isinstance(exc, TypeError) and any(f"type {c}" in str(exc) or f"'{c}'" in str(exc)
+                                          for c in _SIZE_CLASSES):
+        # json.dumps / numpy of a size: the user's call, not the library's raise
+        return E.size_as_python_value(str(exc), raised_at(exc.__traceback__, True) or where)
     tb = exc.__traceback__
     while tb is not None:  # torch.vmap's own set-up given a traced batch size
         if "/torch/_functorch/" in tb.tb_frame.f_code.co_filename:

@@ -22,6 +22,7 @@ import math
 import operator
 import os
 import sys
+import sysconfig
 from typing import Any, Callable
 
 import torch
@@ -36,6 +37,9 @@ from safetrace.symbolic.semantics import MATH_FNS
 
 _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
                  os.path.dirname(os.path.dirname(__file__)) + os.sep)
+
+
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 
 
 def _from_library(depth: int = 2) -> bool:
@@ -153,6 +157,20 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
     return to_str, to_format
 
 
+def shape_text(sizes: tuple) -> str:
+    """``torch.Size([s0, 4])`` for ``str(x.shape)``: asked from user code while exporting,
+    the example's digits as lazy SizeText (reading the text guards the sizes in it, as
+    ``str(n)`` does); asked from safetrace (messages, graph printing), the expressions."""
+    symbolic = [s for s in sizes if isinstance(s, SymInt)]
+    if not symbolic or not _tracing(symbolic[0], 4):  # (_tracing, this, __repr__, caller)
+        return f"torch.Size([{', '.join(str(s) for s in sizes)}])"
+    text: Any = "torch.Size(["
+    for i, s in enumerate(sizes):
+        text = text + (", " if i else "") + (
+            SizeText(_shown(s), s, int) if isinstance(s, SymInt) else str(s))
+    return text + "])"  # type: ignore[no-any-return]
+
+
 def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]) -> None:
     """Answer every dunder torch's class has and the engine's does not."""
     concrete_type = {SymInt: int, SymFloat: float, SymBool: bool}[ours]
@@ -250,9 +268,31 @@ def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[],
     return specialize()
 
 
+def _user_class(self: Any) -> type:
+    """``__class__``, which ``isinstance`` asks when the real type does not match: ``int``
+    for user code while exporting, so ``isinstance(x.shape[0], int)`` is True as in eager
+    (False took the other branch of ``if isinstance(size, int):``, a silently different
+    program); the real class for safetrace and torch, which tell sizes apart by it."""
+    if ACTIVE.env is not self.env:
+        return type(self)
+    code = sys._getframe(1).f_code
+    user = _USER_CODE.get(code)
+    if user is None:  # (Python's own modules, json's error message, see the real class)
+        if len(_USER_CODE) > 10_000:
+            _USER_CODE.clear()
+        name = code.co_filename
+        user = _USER_CODE[code] = not name.startswith(_LIBRARY_DIRS) and not (
+            name.startswith(_STDLIB) and "site-packages" not in name)
+    return int if user else type(self)
+
+
+_USER_CODE: dict[Any, bool] = {}  # code object -> does it see a size as an int
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
     node = property(_node)
+    __class__ = property(_user_class)  # type: ignore[assignment]
 
     def __int__(self) -> int:
         return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]

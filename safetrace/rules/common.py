@@ -18,8 +18,9 @@ from safetrace.symbolic import (
 Size = Any
 
 
-def check(cond: Any, op: str, message: str) -> None:
-    """Raise OpShapeError(op: message) unless `cond` holds (a guard when symbolic).
+def check(cond: Any, op: str, message: str, fix: str = "") -> None:
+    """Raise OpShapeError(op: message, with `fix`) unless `cond` holds (a guard when
+    symbolic).
 
     On data-dependent sizes that the facts do not decide, the condition is what the op
     requires (eager raises where it fails), so it is assumed and checked at run time: the
@@ -35,10 +36,10 @@ def check(cond: Any, op: str, message: str) -> None:
         finally:
             env.precondition_depth -= 1
         if not holds:
-            raise shape_error(op, message)
+            raise shape_error(op, message, fix)
         return
     if not cond:
-        raise shape_error(op, message)
+        raise shape_error(op, message, fix)
 
 
 @contextmanager

@@ -30,7 +30,9 @@ _DTYPE_RANGE = {torch.bool: (0, 1), torch.uint8: (0, 255), torch.int8: (-128, 12
 def item(self: TensorMeta) -> Any:
     """The value of a one-element tensor: an unbacked int, bool or float."""
     check(self.numel() == 1, "item", f"a Tensor with {self.numel()} elements cannot be "
-                                     f"converted to Scalar")
+                                     f"converted to Scalar",
+          "pick or reduce to one element first (`x[0].item()`, `x.sum().item()`), or keep "
+          "the tensor and compute with it (a 0-d tensor broadcasts in tensor ops)")
     if self.dtype.is_floating_point:
         return new_float(".item()")  # the graph computes with it; decisions need checks
     if self.dtype.is_complex:

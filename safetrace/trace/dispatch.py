@@ -28,9 +28,10 @@ from safetrace.trace import composites, names
 from safetrace.trace.arguments import (OPTIONAL_TENSORS, has_tensor, numbers_as_tensors,
                                        resolve_normalized)
 from safetrace.trace.custom import call_overload, call_packet
+from safetrace.trace.outarg import rewrite_out
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.schema import resolve
-from safetrace.trace.source import short, stack_trace
+from safetrace.trace.source import parse, short, stack_trace
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.values import data_as_sizes
 
@@ -199,15 +200,34 @@ def _describe(v: Any) -> str:
         return f"Tensor {annotation(v.st_meta)}"
     if isinstance(v, torch.Tensor):
         return f"Tensor {list(v.shape)}"
-    if isinstance(v, (list, tuple)):
-        return type(v).__name__ + "[" + ", ".join(_describe(x) for x in v) + "]"
+    if isinstance(v, list):
+        return "[" + ", ".join(_describe(x) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_describe(x) for x in v) + ("," if len(v) == 1 else "") + ")"
     return repr(v)
+
+
+def _callee(func: Any) -> str:
+    """The call as the user spells it: ``torch.add`` (not its C class's
+    ``_VariableFunctionsClass.add``), ``Tensor.add`` (not ``TensorBase.add``)."""
+    qual = getattr(func, "__qualname__", None) or names.func_name(func)
+    head, dot, name = qual.rpartition(".")
+    if dot and head.startswith("_VariableFunctions"):
+        return f"torch.{name}"
+    return f"Tensor.{name}" if head == "TensorBase" else qual
 
 
 def _unsupported(func: Any, packet: str, args: tuple, kwargs: dict) -> Exception:
     trace = stack_trace(4)
-    qual = getattr(func, "__qualname__", None) or names.func_name(func)
+    p = parse(trace)
+    rewrite = rewrite_out(p[3]) if p and isinstance(kwargs.get("out"), torch.Tensor) else None
+    text = {"out": rewrite[1]} if rewrite else {}  # the out= tensor as the user wrote it
     call = ", ".join([_describe(a) for a in args]
-                     + [f"{k}={_describe(v)}" for k, v in kwargs.items()])
-    return errors.untraceable_call(f"{qual}({call})", packet, hasattr(torch.ops.aten, packet),
+                     + [f"{k}={text.get(k) or _describe(v)}" for k, v in kwargs.items()])
+    call = f"{_callee(func)}({call})"
+    if isinstance(kwargs.get("out"), torch.Tensor):
+        rebind = f"{rewrite[1]} = {rewrite[2]}" if rewrite and rewrite[1].isidentifier() \
+            else None
+        return errors.out_argument(call, rewrite and rewrite[0], rebind, short(trace))
+    return errors.untraceable_call(call, packet, hasattr(torch.ops.aten, packet),
                                    short(trace))

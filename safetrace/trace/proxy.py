@@ -15,6 +15,7 @@ import torch
 
 from safetrace.errors import below_tracer
 from safetrace.meta import TensorMeta, contiguous_strides
+from safetrace.meta.symtypes import shape_text
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.versions import stamp
 
@@ -86,6 +87,11 @@ class Proxy(torch.Tensor):
     _st_value: Any = None
     _st_value_stamp: Any = None
     st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        # eager's own error for round(tensor) (torch.Tensor has no __round__), not one
+        # naming the tracer's class
+        raise TypeError("type Tensor doesn't define __round__ method")
 
     @staticmethod
     def __new__(cls, meta: TensorMeta, node: Any, sizes: Any = None) -> Proxy:
@@ -173,7 +179,7 @@ class SymShape(tuple):
         return SymShape(r) if isinstance(item, slice) else r
 
     def __repr__(self) -> str:
-        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+        return shape_text(self)
 
 
 _OUTSIDE = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import sysconfig
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -17,6 +18,8 @@ _SKIP_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
     _PACKAGE_DIR + os.sep,
 )
+_INSTALLED = tuple(sorted({os.path.join(p, "") for k, p in sysconfig.get_paths().items()
+                           if k in ("stdlib", "platstdlib", "purelib", "platlib")}))
 _USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
 _CACHE: dict[tuple, str] = {}
 
@@ -146,13 +149,16 @@ def quoted(code: str) -> str:
     return f" `{code}`" if code else ""
 
 
-def raised_at(tb: TracebackType | None) -> str:
+def raised_at(tb: TracebackType | None, libraries: bool = False) -> str:
     """``model.py:12 `for i in range(n):``` for the innermost user frame of a traceback
-    (neither torch's nor safetrace's), '' when there is none."""
+    (neither torch's nor safetrace's; with `libraries`, neither Python's standard library
+    nor an installed package: ``json.dumps`` raised in the user's call), '' when there is
+    none."""
     found = ""
+    skip = _SKIP_DIRS + _INSTALLED if libraries else _SKIP_DIRS
     while tb is not None:
         fn = tb.tb_frame.f_code.co_filename
-        if not fn.startswith(_SKIP_DIRS) and not fn.startswith("<frozen"):
+        if not fn.startswith(skip) and not fn.startswith("<frozen"):
             code = linecache.getline(fn, tb.tb_lineno).strip()
             found = f"{os.path.basename(fn)}:{tb.tb_lineno}{quoted(code)}"
         tb = tb.tb_next

@@ -61,6 +61,11 @@ CASES = {
     "one_hot_num_classes": lambda: E.one_hot_num_classes(),
     "mask_count": lambda: E.mask_count("aten.index.Tensor", "the result's dim 0"),
     "data_dependent_count": lambda: E.data_dependent_count("unbind", "min(u9, 100)"),
+    "tensor_as_python_int": lambda: E.tensor_as_python_int(
+        "m.py:3 `for i in range(self.count):`"),
+    "size_as_python_value": lambda: E.size_as_python_value(
+        "Object of type TorchSymInt is not JSON serializable",
+        "m.py:3 `meta = json.dumps(list(x.shape))`"),
     "lstsq_residuals": lambda: E.lstsq_residuals("aten.linalg_lstsq", "gelsd"),
     "outside_export": lambda: E.outside_export("st.new_dynamic_size()"),
     "float_read": lambda: E.float_read(".item()", "f32[]", "m.py:4 `v = x.sum().item()`"),
@@ -70,6 +75,11 @@ CASES = {
                                                    False, "m.py:2 `torch.frob(x, k=2)`"),
     "untraceable_call_overload": lambda: E.untraceable_call(
         "torch.add(Tensor f32[3], 'a')", "add", True, "m.py:2 `torch.add(x, 'a')`"),
+    "out_argument": lambda: E.out_argument(
+        "torch.mul(Tensor f32[3], 2, out=y)", "y.copy_(torch.mul(x, 2))",
+        "y = torch.mul(x, 2)", "m.py:2 `torch.mul(x, 2, out=y)`"),
+    "out_argument_at": lambda: E.out_argument(
+        "torch.mul(Tensor f32[3], 2, out=Tensor f32[3])", None, None, "m.py:2"),
     "to_argument": lambda: E.to_argument(object, "m.py:2 `x.to(object)`"),
     "to_dtype": lambda: E.to_dtype("float", "m.py:2 `x.to(dtype='float')`"),
     "too_many_indices": lambda: E.too_many_indices(2, 3),
@@ -259,6 +269,42 @@ GOLDEN = {
         "that dim (`torch.stack([f(m) for m in masks])` -> `f(masks)`), or return the "
         "tensor from the exported program and run the loop on its output "
         "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
+    'tensor_as_python_int': ('DataRead',
+        "a tensor's value is used where Python needs a real int (`range(t)`, `[v] * t`, `"
+        "seq[t]`): the value is tensor data (a buffer's value can change between calls), "
+        'which export never reads, and the Python loop or list it sizes would be fixed in'
+        ' the graph.\n'
+        '  at m.py:3 `for i in range(self.count):`\n'
+        'Fix: if the count never changes, keep it a Python int attribute instead of a buf'
+        'fer (`self.count = 3` in __init__, `range(self.count)`); otherwise compute the l'
+        "oop's body on a whole tensor at once (one batched op over a dim of that size, e."
+        'g. `torch.arange(n)` with `n = t.item()` and `st.check(n >= 0)`), or run the loo'
+        "p on the exported program's output"),
+    'out_argument': ('UnsupportedCall',
+        'cannot trace torch.mul(Tensor f32[3], 2, out=y): safetrace records ops that make'
+        ' their result, and out= writes it into an existing tensor.\n'
+        '  at m.py:2 `torch.mul(x, 2, out=y)`\n'
+        'Fix: compute the result, then copy it into that tensor (what out= does when the '
+        'shapes agree):\n'
+        '        y.copy_(torch.mul(x, 2))\n'
+        '     (if out= was meant to resize it, bind the result to the name instead: `y = '
+        'torch.mul(x, 2)`)'),
+    'out_argument_at': ('UnsupportedCall',
+        'cannot trace torch.mul(Tensor f32[3], 2, out=Tensor f32[3]): safetrace records o'
+        'ps that make their result, and out= writes it into an existing tensor.\n'
+        '  at m.py:2\n'
+        'Fix: compute the result, then copy it into that tensor (what out= does when the '
+        'shapes agree): `y.copy_(torch.add(x, 1))` for `torch.add(x, 1, out=y)`'),
+    'size_as_python_value': ('UnsupportedConstruct',
+        'a size of a dynamic dim reached code that takes only plain Python numbers (it ra'
+        'ised: Object of type TorchSymInt is not JSON serializable): while exporting, a d'
+        'ynamic size is a symbol that stands for every size in the declared range, and th'
+        'at code cannot compute with it.\n'
+        '  at m.py:3 `meta = json.dumps(list(x.shape))`\n'
+        'Fix: compute with the size in Python arithmetic or torch ops (`math.sqrt(n)`, `t'
+        'orch.tensor(n)`, `list(x.shape)`) instead of json / numpy / C extensions; or, wh'
+        'ere that code really needs the number, make the dim static (dynamic_shapes {dim:'
+        ' None}), since the graph would then hold one value'),
     'lstsq_residuals': ('DataDependentShape',
         "aten.linalg_lstsq: with driver 'gelsd', residuals are computed only when every "
         'matrix has full rank (a fact of the data).\n'

@@ -117,3 +117,88 @@ def test_a_parameter_as_a_cond_operand() -> None:
             torch.testing.assert_close(ep.module()(x), model(x))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.rand(9, 4))
+
+
+class OutIntoSlice(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        buf = torch.zeros(10, 4)
+        torch.cat([x, x], out=buf[:, :2])
+        return buf
+
+
+class OutIntoName(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty(0)
+        torch.mul(x, 2, out=y)
+        return y
+
+
+def test_an_out_argument_is_refused_with_the_line_rewritten() -> None:
+    """``out=``: the call as the user spelled it (``torch.cat``, a list as ``[...]``, the
+    out= tensor as written, not ``_VariableFunctionsClass.cat(list[...], out=f32[...])``)
+    and the line rewritten as the op then a copy, which exports."""
+    n = st.Dim("n", max=8)
+    with pytest.raises(st.ExportError) as info:
+        st.export(OutIntoSlice(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: n}})
+    err = info.value
+    assert err.kind == "unsupported-call" and err.cause.startswith(
+        "cannot trace torch.cat([Tensor f32[s0, 4], Tensor f32[s0, 4]], out=buf[:, :2]): ")
+    assert "buf[:, :2].copy_(torch.cat([x, x]))" in err.fix and "bind" not in err.fix
+    assert "test_clear_refusals.py" in err.where.source
+    with pytest.raises(st.ExportError) as info:
+        st.export(OutIntoName(), (torch.randn(5, 4),), dynamic_shapes={"x": {0: n}})
+    assert "y.copy_(torch.mul(x, 2))" in info.value.fix
+    assert "`y = torch.mul(x, 2)`" in info.value.fix
+
+
+def _json_of_shape(x: torch.Tensor) -> torch.Tensor:
+    import json
+
+    meta = json.dumps(list(x.shape))
+    return x * len(meta)
+
+
+def _numpy_of_size(x: torch.Tensor) -> torch.Tensor:
+    import numpy as np
+
+    return x * float(np.sqrt(x.shape[0]))
+
+
+@pytest.mark.parametrize("fn,line", [(_json_of_shape, "json.dumps(list(x.shape))"),
+                                     (_numpy_of_size, "np.sqrt(x.shape[0])")])
+def test_a_size_given_to_code_that_takes_only_numbers_is_refused(fn, line) -> None:
+    """json / numpy given a dynamic size raised CPython's TypeError naming the tracer's
+    class (``Object of type TorchSymInt is not JSON serializable``): now a catalogue error
+    at the user's call (not the library's raise) with the fix."""
+    with pytest.raises(st.ExportError) as info:
+        st.export(fn, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "unsupported-construct" and line in err.where.source
+    assert "make the dim static" in err.fix
+
+
+def test_round_of_a_tensor_raises_eagers_error() -> None:
+    """``round(t)`` raises in eager too; the message names torch's class, as eager's does,
+    not the tracer's (``type Proxy doesn't define __round__``)."""
+    def f(x):
+        return x * round(x.sum())
+
+    with pytest.raises(TypeError) as eager:
+        f(torch.randn(3))
+    with pytest.raises(TypeError) as traced:
+        st.export(f, (torch.randn(3),))
+    assert str(traced.value) == str(eager.value)
+
+
+def test_an_untraceable_call_is_named_as_the_user_spells_it() -> None:
+    """``x * np.int64(5)`` (a numpy scalar, which safetrace does not trace): the refusal
+    names ``Tensor.mul``, not torch's C base class ``TensorBase.mul`` (should numpy
+    scalars become traceable, pick another untraceable call here)."""
+    import numpy as np
+
+    def f(x):
+        return x * np.int64(5)
+
+    with pytest.raises(st.ExportError) as info:
+        st.export(f, (torch.randn(5, 4),))
+    assert info.value.cause.startswith("cannot trace Tensor.mul(Tensor f32[5, 4], ")

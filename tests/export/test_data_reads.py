@@ -110,3 +110,101 @@ def test_a_sum_of_read_values_keeps_its_relation_and_a_read_start_is_checked():
     mod.past.fill_(-1)
     with pytest.raises(st.RuntimeAssertionError, match="counted from the start"):
         mod(torch.randn(2, 4))
+
+
+class RangeOfBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.tensor(3))
+
+    def forward(self, x):
+        out = x
+        for i in range(self.count):  # the line the error must show
+            out = out + i
+        return out
+
+
+class RangeOfComputed(torch.nn.Module):
+    def forward(self, x):
+        return [x * i for i in range((x > 0).sum())]
+
+
+@pytest.mark.parametrize("model", [RangeOfBuffer, RangeOfComputed])
+def test_range_of_a_tensor_is_a_data_read(model):
+    """``range(t)`` of a 0-d integer buffer (or a count computed from data): Python needs a
+    real int there, and the value is data; a DataRead naming the line, never CPython's
+    ``__index__ returned non-int`` TypeError."""
+    with pytest.raises(st.ExportError) as info:
+        st.export(model(), (torch.randn(4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "data-read" and "in range(" in str(err)
+    assert "Python int attribute" in err.fix
+
+
+class SizeOfBufferDim(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("d", torch.tensor(1))
+
+    def forward(self, x):
+        return x * x.size(self.d)
+
+
+def test_size_of_a_dim_given_as_a_buffer_is_a_data_read():
+    """``x.size(self.d)`` of a 0-d integer buffer: which size is data; a DataRead naming
+    the line, not the internal "ge was called on a safetrace proxy outside of tracing"."""
+    with pytest.raises(st.ExportError) as info:
+        st.export(SizeOfBufferDim(), (torch.randn(5, 4),),
+                  dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "data-read" and "x.size(self.d)" in err.where.source
+    assert "tensor i64[]" in err.cause and "`x.size(1)`" in err.fix
+
+
+def test_size_of_a_dim_given_as_a_constant_tensor_exports():
+    def f(x):
+        return x * x.size(torch.tensor(1))
+
+    ep = st.export(f, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    for n in (0, 1, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), f(x))
+
+
+class SplitByBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("size", torch.tensor(2))
+
+    def forward(self, x):
+        return x.split(self.size)[0]
+
+
+def test_split_by_a_0d_tensor_reads_it_as_eager_does():
+    """``x.split(t)`` of a 0-d tensor: eager's int(t); a constant's value exports, a
+    buffer's is a DataRead naming the line (was the "internal error: aten.split has no
+    overload" refusal)."""
+    def f(x):
+        return x.split(torch.tensor(2))[0]
+
+    dims = {"x": {0: st.Dim("n", min=2, max=64)}}
+    ep = st.export(f, (torch.randn(5, 4),), dynamic_shapes=dims)
+    for n in (2, 3, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), f(x))
+    with pytest.raises(st.ExportError) as info:
+        st.export(SplitByBuffer(), (torch.randn(5, 4),), dynamic_shapes=dims)
+    assert info.value.kind == "data-read" and "x.split(self.size)" in info.value.where.source
+
+
+def test_item_of_many_elements_says_how_to_get_one():
+    """``x.item()`` of a tensor of 4*n elements: eager raises at every size; the refusal
+    names the line and now also the fix (it had none)."""
+    def f(x):
+        return x * x.item()
+
+    with pytest.raises(st.ExportError) as info:
+        st.export(f, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    err = info.value
+    assert err.kind == "op-shape" and "x * x.item()" in err.where.source
+    assert "`x.sum().item()`" in err.fix

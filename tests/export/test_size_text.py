@@ -101,3 +101,24 @@ def test_text_used_as_a_key_specializes_with_the_line() -> None:
     torch.testing.assert_close(ep.module()(torch.ones(10)), f(torch.ones(10)))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.ones(11))
+
+
+@pytest.mark.parametrize("text", [str, repr])
+def test_the_text_of_a_shape_reads_the_example_sizes(text) -> None:
+    """``str(x.shape)`` was ``torch.Size([s0])`` (the expression, one digit longer than
+    the example's "5"): read, it now specializes the size as ``str(x.shape[0])`` does,
+    never a silently wrong program; printed (display only), it keeps the size dynamic."""
+    def f(x):
+        return x * len(text(x.shape))
+
+    ep = st.export(f, (torch.ones(5),), dynamic_shapes={"x": (st.Dim.AUTO,)})
+    torch.testing.assert_close(ep.module()(torch.ones(5)), f(torch.ones(5)))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(12))  # "12" is one digit longer: the size is static
+
+    def g(x):
+        print(x.shape)  # display only
+        return x * 2
+
+    ep = st.export(g, (torch.ones(5),), dynamic_shapes={"x": (st.Dim.AUTO,)})
+    torch.testing.assert_close(ep.module()(torch.ones(12)), g(torch.ones(12)))

@@ -176,3 +176,20 @@ def test_comparing_a_float_power_specializes_soundly():
         except st.InputMismatchError:
             continue
         torch.testing.assert_close(got, f(x))
+
+
+def test_a_dynamic_size_is_an_int_to_isinstance() -> None:
+    """``isinstance(n, int)`` of a dynamic size was False while tracing (True in eager),
+    so ``if isinstance(size, int): size = (size, size)`` took the other branch and the
+    exported program computed something else, silently; numbers.Integral too."""
+    import numbers
+
+    def f(x):
+        n = x.shape[0]
+        k = 2 if isinstance(n, int) and isinstance(n, numbers.Integral) else 3
+        return x * k
+
+    ep = st.export(f, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=64)}})
+    for n in (0, 1, 9):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), f(x))

@@ -13,12 +13,14 @@ import torch
 
 from safetrace.rules.common import normalize_dim
 from safetrace.trace import layout
-from safetrace.trace.proxy import Proxy, annotation, shape_value
+from safetrace.trace.proxy import DTYPE_ABBR, Proxy, annotation, shape_value
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.subclasses import traced_inner
 from safetrace.trace.recorder import Recorder
 
 T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
+
+T = torch.Tensor
 
 
 def real(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -50,6 +52,14 @@ def size(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
     shape = x.st_meta.shape
     if dim is None:
         return shape_value(shape)
+    if isinstance(dim, torch.Tensor):  # eager reads a 0-d integer tensor through __index__
+        given = annotation(dim.st_meta) if isinstance(dim, Proxy) else \
+            f"{DTYPE_ABBR.get(dim.dtype, dim.dtype)}{list(dim.shape)}"
+        dim = tr.redispatch(T.__index__, (dim,), {})
+        if not isinstance(dim, int):  # data (a buffer's value): which size is data too
+            raise tr.data_read(f"`.size(dim)` with a dim given as a tensor {given}",
+                               "pass the dim as a Python int (`x.size(1)`); a dim that "
+                               "changes between calls has no single graph")
     return shape[normalize_dim(dim, len(shape), "Tensor.size")]
 
 

@@ -50,6 +50,10 @@ def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     size = args[1] if len(args) > 1 else kwargs.get(
         "split_size", kwargs.get("split_size_or_sections"))
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if isinstance(size, torch.Tensor) and size.dim() == 0:
+        # eager's Tensor.split reads a 0-d split size with int(): its known value, or a
+        # DataRead naming the line (a buffer's or a computed value is data)
+        size = tr.redispatch(torch.Tensor.__int__, (size,), {})
     if isinstance(size, (list, tuple)):
         return tr.emit(aten.split_with_sizes.default, (args[0], list(size), dim), {})
 
