@@ -134,6 +134,7 @@ def _region_text(region: dict) -> str:
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
     notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
+    clamped = _clamp(sides)
     merged = True
     while merged and len(sides) > 1:
         merged = False
@@ -148,7 +149,26 @@ def combine(sides: list[Side]) -> ExportedProgram:
         ep = sides[0].ep
         note(ep.graph, notes)
         return ep
-    return _dispatch(sides, notes)
+    return _dispatch(sides, notes, clamped)
+
+
+def _clamp(sides: list[Side]) -> list[str]:
+    """Each side's region as its own program admits it.  A side's trace may narrow the split
+    Dim (``if n < 2: raise`` under a side including 0 and 1: its program refuses the sizes
+    where eager raises): the combined program must refuse them too, so the side stands for
+    the sizes it admits, not for those it was asked to trace.  Returns the narrowings' origins."""
+    origins: list[str] = []
+    for s in sides:
+        for d, (lo, hi) in list(s.region.items()):
+            name = _symbol_of(s.ep, d)
+            spec = s.ep.contract.symbol(name) if name is not None else None
+            if spec is None:
+                continue
+            new = (max(lo, spec.lo), min(hi, math.inf if spec.hi is None else spec.hi))
+            if new != (lo, hi):
+                s.region = dict(s.region, **{d: new})
+                origins.append(spec.origin or f" ({_range_text(d, *new)})")
+    return origins
 
 
 def _symbol_of(ep: ExportedProgram, dim: str) -> str | None:
@@ -192,7 +212,7 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
 
 
 # -- dispatching -------------------------------------------------------------------------------
-def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
+def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> ExportedProgram:
     dims = sorted({n for s in sides for n in s.region})
     ref = next((s for s in sides if all(_symbol_of(s.ep, d) for d in dims)), None)
     if ref is None:
@@ -215,7 +235,7 @@ def _dispatch(sides: list[Side], notes: list[str]) -> ExportedProgram:
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
         if written_placeholders(s.ep.graph) & params:
             raise _Unsplittable("a side writes a parameter in place")
-    contract = _union_contract(sides, ref, syms)
+    contract = _union_contract(sides, ref, syms, clamped)
     consts, const_names = _unified_constants(sides)
     inputs = [dataclasses.replace(spec) for spec in ref.ep.graph_signature.input_specs
               if spec.kind != "constant"]
@@ -257,14 +277,15 @@ def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
     return and_(*parts) if parts else TRUE
 
 
-def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
+def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]) -> Contract:
     c = ref.ep.contract
     hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
                 max(s.region[d][1] for s in sides if d in s.region)) for d in syms}
     by_sym = {syms[d]: r for d, r in hull.items()}
     symbols = tuple(dataclasses.replace(x, lo=by_sym[x.name][0],
                                         hi=None if by_sym[x.name][1] == math.inf
-                                        else int(by_sym[x.name][1]), origin="")
+                                        else int(by_sym[x.name][1]),
+                                        origin="".join(dict.fromkeys(clamped)))
                     if x.name in by_sym else x for x in c.symbols)
     ref_conds = residual_conditions(c, {})
     same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, _point_subst(s, syms))
@@ -275,7 +296,24 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict) -> Contract:
         conditions = tuple(
             Condition(or_(not_(_region_pred(s.region, syms, hull)), cond.cond), cond.origin)
             for s in sides for cond in s.ep.contract.conditions)
+    if clamped and not _tiles(sides, hull):  # sizes inside the hull no side admits
+        covered = or_(*(_region_pred(s.region, syms, hull) for s in sides))
+        if covered is not TRUE:
+            conditions += (Condition(covered, "; ".join(dict.fromkeys(clamped))),)
     return dataclasses.replace(c, symbols=symbols, conditions=conditions)
+
+
+def _tiles(sides: list[Side], hull: dict) -> bool:
+    """Whether the sides' regions of one split Dim cover its hull without a gap."""
+    if len(hull) != 1:
+        return False  # (several Dims: the coverage condition says it)
+    (d, (lo, hi)), = hull.items()
+    at = lo
+    for rlo, rhi in sorted(s.region[d] for s in sides):
+        if rlo > at:
+            return False
+        at = max(at, rhi + 1)
+    return at > hi
 
 
 def _unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:

@@ -459,3 +459,24 @@ def test_an_op_check_inside_a_with_block_stays_a_requirement():
         ep.module()(torch.randn(1, 2))
     x = torch.randn(4, 2)
     torch.testing.assert_close(ep.module()(x), f(x))
+
+
+def test_a_size_split_keeps_a_sides_refusal_where_eager_raises():
+    """Fuzzer (long kinds, seed 23, WRONG): `if n < 2: raise` then a branch on `n < 4` split
+    the Dim into [0, 3] and [4, 16]; the first side's own program refused 0 and 1 (eager
+    raises there), but the combined program's range was the sides' regions, [0, 16]: it
+    computed results at 0 and 1.  Each side now stands for the sizes its program admits."""
+    def f(x):
+        v0 = (x > 0) * 2.5
+        if v0.shape[0] < 2:
+            raise RuntimeError("short")
+        v3 = v0 * 2 if v0.shape[0] < 4 else v0.sum(0, keepdim=True)
+        return v0.flatten()[1:], v3
+
+    spec = ({0: Dim("d0", max=16)},)
+    _same_as_eager(f, (torch.randn(5),), spec, [(torch.randn(n),) for n in (2, 3, 4, 16)])
+    ep = st.export(f, (torch.randn(5),), dynamic_shapes=spec)
+    for n in (0, 1, 17):
+        with pytest.raises(st.InputMismatchError, match="v0.shape"
+                           if n < 2 else "d0|x.shape"):
+            ep.module()(torch.randn(n))
