@@ -305,6 +305,11 @@ def generic_outside(args, kwargs):
     return out
 
 
+def _state_versions(ep) -> list:
+    """The version counters of the program's state (an in-place write moves one)."""
+    return [t._version for t in ep.state_dict.values() if isinstance(t, torch.Tensor)]
+
+
 def check_program(model, spec, example, inputs=(), edges=(), outside=(), *, mode="values",
                   tol=1e-4, stateful=False, save=True, generic=True, extra_outside=()):
     """The checker's core on materialized inputs ((args, kwargs) pairs). Returns the program."""
@@ -325,6 +330,7 @@ def check_program(model, spec, example, inputs=(), edges=(), outside=(), *, mode
     runs = [(a, "example" if j == 0 else f"input #{j}", False)
             for j, a in enumerate([example, *inputs])]
     runs += [(a, f"edge #{j}", True) for j, a in enumerate(edges)]
+    versions = _state_versions(ep)
     results = []
     for (a, k), what, edge in runs:
         results.append(((a, k), run_pair(eager, module, a, k, what=what, edge=edge, mode=mode,
@@ -340,9 +346,10 @@ def check_program(model, spec, example, inputs=(), edges=(), outside=(), *, mode
             loaded = roundtrip(ep).module()
         except Exception as e:  # noqa: BLE001
             raise Problem("roundtrip", f"save/load: {first_lines(e)}") from e
-        # a program without state gives what it gave above (same copies, same seed); one that
-        # writes its state is compared with a fresh module of it
-        fresh = ep.module() if stateful else None
+        # a program whose state the runs above left as it was gives what it gave there (same
+        # copies, same seed); otherwise its module runs again, on the state that was saved
+        fresh = ep.module() if stateful else \
+            None if _state_versions(ep) == versions else module
         for (a, k), got in results:
             if got is None:
                 continue
