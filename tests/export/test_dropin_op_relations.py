@@ -173,3 +173,15 @@ def test_a_branch_relating_named_dims_is_still_refused() -> None:
     # refusing a condition that picks a result, as for one named Dim)
     with pytest.raises(st.ConstraintViolationError, match="Dim.DYNAMIC"):
         st.export(model, args, dynamic_shapes=spec)
+
+
+def test_a_pinned_piece_count_is_no_requirement_between_dims() -> None:
+    """unbind's count fixes a Python list's length: a pin of the sizes, not a size where eager
+    raises (eager runs any count). Between two named Dims it stays a refusal with the fix,
+    not an input check narrowing the declared space (fuzzer, long kinds, seed 31)."""
+    def f(x):
+        return torch.eye(x.numel()).unbind(1)[0]
+
+    with pytest.raises(st.ConstraintViolationError, match="Dim.DYNAMIC"):
+        st.export(f, (torch.randn(3, 3),),
+                  dynamic_shapes=({0: st.Dim("a"), 1: st.Dim("b", min=3, max=16)},))
