@@ -13,6 +13,7 @@ writes each such sum as ``a + b + ...`` (``operator.add``, ExecuTorch's
 
 from __future__ import annotations
 
+import copy
 import operator
 from typing import Any
 
@@ -63,9 +64,7 @@ def for_executorch(tep: Any) -> Any:
     """`tep` (a ``torch.export.ExportedProgram``) whose ``run_decompositions`` results,
     and theirs in turn, hold no ``torch.sym_sum`` (``sums_as_adds``); a shallow copy, so
     the caller's program is left as it was."""
-    import copy
-
-    from torch.export import ExportedProgram
+    from torch.export import ExportedProgram  # (interop imports torch.export lazily)
 
     class _SumsAsAdds(ExportedProgram):
         def run_decompositions(self, *args: Any, **kwargs: Any) -> Any:
