@@ -249,10 +249,11 @@ def constant_written(tr: Any, t: torch.Tensor, trace: str) -> None:
         raise errors.constant_written_through_alias(short(trace))
 
 
-def state_written(tr: Any, base: torch.fx.Node, trace: str) -> None:
-    """Parameter or buffer `base` (a placeholder) is written in place: refuse if another
-    one shares its memory (registered as a view of it): the program gives each its own
-    copy, so the write would not reach the other."""
+def state_alias(tr: Any, base: torch.fx.Node) -> tuple[str, str] | None:
+    """Parameter or buffer `base` (a placeholder) is written in place: (its name, another
+    one sharing its memory (registered as a view of it)), which the caller refuses: the
+    program gives each its own copy, so the write would not reach the other.  None when
+    no other shares it."""
     if tr.state_memory is None:  # memory -> names of the state tensors in it (once)
         tr.state_memory = {}
         with torch._C.DisableTorchFunction():
@@ -266,15 +267,14 @@ def state_written(tr: Any, base: torch.fx.Node, trace: str) -> None:
     name = base.meta.get("target")
     t = tr.state_tensors.get(name)
     if t is None:
-        return
+        return None
     with torch._C.DisableTorchFunction():
         try:
             ptr = t.untyped_storage().data_ptr()
         except Exception:
-            return
-    others = [n for n in tr.state_memory.get(ptr, ()) if n != name]
-    if others:
-        raise errors.state_written_through_alias(name, others[0], short(trace))
+            return None
+    other = next((n for n in tr.state_memory.get(ptr, ()) if n != name), None)
+    return None if other is None else (name, other)
 
 
 def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None:

@@ -35,7 +35,7 @@ from safetrace.trace.layout import dense_vector, layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (base_placeholder, constant_written,
                                       note_constant_storage, mutates, returns_self,
-                                      state_written, writes_a_pick, written_args)
+                                      state_alias, writes_a_pick, written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
@@ -542,7 +542,8 @@ class Tracer(TorchFunctionMode):
             base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
-                state_written(self, base, stack_trace(3))
+                if (alias := state_alias(self, base)) is not None:  # (the trace only then)
+                    raise errors.state_written_through_alias(*alias, short(stack_trace(3)))
             elif base is None and self.subclasses is not None:
                 subclasses.refuse_inner_write(op, target)  # into a subclass's inner tensor
 
