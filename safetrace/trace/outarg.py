@@ -38,20 +38,31 @@ def rewrite_out(code: str) -> tuple[str, str, str] | None:
     return None
 
 
+def _scan(toks: list, at: int, step: int, comma: bool = False) -> int:
+    """The index of the first token from `at` (walking by `step`, 1 or -1) that closes the
+    bracket level `at` is in (or, with `comma`, a comma at that level); out of range when
+    there is none."""
+    opening, closing = (_OPEN, _CLOSE) if step > 0 else (_CLOSE, _OPEN)
+    depth, j = 0, at
+    while 0 <= j < len(toks):
+        s = toks[j].string
+        if s in opening:
+            depth += 1
+        elif s in closing:
+            if depth == 0:
+                return j
+            depth -= 1
+        elif comma and s == "," and depth == 0:
+            return j
+        j += step
+    return j
+
+
 def _spans(toks: list, at: int) -> tuple[int, int, int, int, int] | None:
     """Column offsets around the ``out=`` keyword at token ``at``: the call's start (its
     callee), where the keyword's text starts (with its comma), the value's start and end,
     and the call's end (after its closing bracket)."""
-    depth, j = 0, at - 1
-    while j >= 0:  # back to the call's opening bracket
-        s = toks[j].string
-        if s in _CLOSE:
-            depth += 1
-        elif s in _OPEN:
-            if depth == 0:
-                break
-            depth -= 1
-        j -= 1
+    j = _scan(toks, at - 1, -1)  # back to the call's opening bracket
     if j <= 0 or toks[j].string != "(":
         return None
     k = j - 1  # the callee: a dotted name (torch.add, x.mul)
@@ -62,31 +73,10 @@ def _spans(toks: list, at: int) -> tuple[int, int, int, int, int] | None:
     call_start = toks[k].start[1]
     cut_start = toks[at - 1].start[1] if toks[at - 1].string == "," else toks[at].start[1]
     out_start = toks[at + 2].start[1]
-    depth, m = 0, at + 2
-    while m < len(toks):  # the value runs to the comma or bracket that ends the argument
-        s = toks[m].string
-        if s in _OPEN:
-            depth += 1
-        elif s in _CLOSE:
-            if depth == 0:
-                break
-            depth -= 1
-        elif s == "," and depth == 0:
-            break
-        m += 1
+    m = _scan(toks, at + 2, 1, comma=True)  # the comma or bracket that ends the argument
     if m >= len(toks):
         return None
-    out_end = toks[m].start[1]
-    depth, e = 0, m
-    while e < len(toks):  # the call's closing bracket
-        s = toks[e].string
-        if s in _OPEN:
-            depth += 1
-        elif s in _CLOSE:
-            if depth == 0:
-                break
-            depth -= 1
-        e += 1
+    e = _scan(toks, m, 1)  # the call's closing bracket
     if e >= len(toks):
         return None
-    return call_start, cut_start, out_start, out_end, toks[e].end[1]
+    return call_start, cut_start, out_start, toks[m].start[1], toks[e].end[1]
