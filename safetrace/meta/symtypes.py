@@ -22,7 +22,6 @@ import math
 import operator
 import os
 import sys
-import sysconfig
 from typing import Any, Callable
 
 import torch
@@ -37,9 +36,6 @@ from safetrace.symbolic.semantics import MATH_FNS
 
 _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep,
                  os.path.dirname(os.path.dirname(__file__)) + os.sep)
-
-
-_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 
 
 def _from_library(depth: int = 2) -> bool:
@@ -268,31 +264,9 @@ def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[],
     return specialize()
 
 
-def _user_class(self: Any) -> type:
-    """``__class__``, which ``isinstance`` asks when the real type does not match: ``int``
-    for user code while exporting, so ``isinstance(x.shape[0], int)`` is True as in eager
-    (False took the other branch of ``if isinstance(size, int):``, a silently different
-    program); the real class for safetrace and torch, which tell sizes apart by it."""
-    if ACTIVE.env is not self.env:
-        return type(self)
-    code = sys._getframe(1).f_code
-    user = _USER_CODE.get(code)
-    if user is None:  # (Python's own modules, json's error message, see the real class)
-        if len(_USER_CODE) > 10_000:
-            _USER_CODE.clear()
-        name = code.co_filename
-        user = _USER_CODE[code] = not name.startswith(_LIBRARY_DIRS) and not (
-            name.startswith(_STDLIB) and "site-packages" not in name)
-    return int if user else type(self)
-
-
-_USER_CODE: dict[Any, bool] = {}  # code object -> does it see a size as an int
-
-
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
     node = property(_node)
-    __class__ = property(_user_class)  # type: ignore[assignment]
 
     def __int__(self) -> int:
         return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]

@@ -45,7 +45,8 @@ from safetrace.symbolic.canon import indicator
 
 _NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__",
           "min": "__safetrace_min__", "max": "__safetrace_max__", "len": "__safetrace_len__",
-          "print": "__safetrace_print__", "math": "__safetrace_math__"}
+          "print": "__safetrace_print__", "math": "__safetrace_math__",
+          "isinstance": "__safetrace_isinstance__"}
 _MODULE_NAMES = {"math"}  # a module name: ``math.sqrt(n)`` loads it without a call
 # CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
 _SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
@@ -85,6 +86,16 @@ def sym_float(*args: Any, **kwargs: Any) -> Any:
     if len(args) == 1 and not kwargs and _ours(args[0]):
         return SymFloat._of(args[0], args[0].env)
     return float(*args, **kwargs)
+
+
+def sym_isinstance(obj: Any, classinfo: Any) -> bool:
+    """``isinstance(n, int)``: True for a size of the export in progress, as in eager (False
+    took the other branch of ``if isinstance(size, int):``, a silently different program);
+    ``numbers.Integral`` too, and ``float`` for a float of sizes."""
+    if _ours(obj):
+        return isinstance(obj, classinfo) or \
+            isinstance(0 if isinstance(obj, SymInt) else 0.0, classinfo)
+    return isinstance(obj, classinfo)
 
 
 def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -456,6 +467,7 @@ for _fn in _MATH_ROUTED.values():
 # later (a generator made during the trace), and outside an export each one is exactly the
 # builtin it stands for.  Nothing that exists in builtins is replaced.
 for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_float,
+                      "__safetrace_isinstance__": sym_isinstance,
                       "__safetrace_math__": _ROUTED_MATH, **ROUTED}.items():
     setattr(builtins, _name, _value)
 
