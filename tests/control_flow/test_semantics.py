@@ -159,8 +159,8 @@ class CheckInBranch(torch.nn.Module):
 
 def test_a_data_dependent_check_in_a_branch_runs_under_eager_cond():
     """The run-time assertion of a check inside a cond branch is traceable: eager
-    torch.cond (its autograd traces the branches with fake tensors), ep.module(), the
-    converted program and torch.compile run it, and each refuses data that breaks it
+    torch.cond (its autograd traces the branches with fake tensors), ep.module() and the
+    converted program run it (torch.compile: the slow test below), and each refuses data that breaks it
     (was GuardOnDataDependentSymNode on every input)."""
     model = CheckInBranch()
     spec = {"x": {0: st.Dim("n")}}
@@ -182,9 +182,16 @@ def test_a_data_dependent_check_in_a_branch_runs_under_eager_cond():
         tep.module()(bad)
     with pytest.raises(RuntimeError, match="u0 <= 3"):
         ref.module()(bad)
+
+
+@pytest.mark.slow  # a dynamo compile of the cond: ~15 s
+def test_a_data_dependent_check_in_a_branch_runs_under_torch_compile():
+    model = CheckInBranch()
+    ep = st.export(model, (torch.ones(3, 4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    good, bad = torch.ones(2, 4), torch.ones(5, 4)
     with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
         compiled = torch.compile(ep.module(), backend="eager")
-        assert_close(model(good[0]), compiled(good[0]))
+        assert_close(model(good), compiled(good))
         with pytest.raises(RuntimeError, match="u0 <= 3"):
             compiled(bad)
 

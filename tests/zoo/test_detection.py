@@ -31,6 +31,7 @@ def _entry(name):
 
 
 @needs_torchvision
+@pytest.mark.slow  # the default run covers both: test_detectors.py (resolutions), docs' detector.py (0 boxes)
 @pytest.mark.parametrize("name", ["fasterrcnn_mobilenet_v3_large_fpn",
                                   "fasterrcnn_mobilenet_v3_large_fpn-empty"])
 def test_detector_exports_and_matches_eager(name):

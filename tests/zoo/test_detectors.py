@@ -87,7 +87,9 @@ def test_max_of_a_float_and_a_symbolic_float_keeps_python_order():
 
 # -- the CPU kernels of benchmarks/zoo/tv_ops.py ----------------------------------------------
 @needs_torchvision
-def test_roi_align_kernel_matches_torchvisions_python_reference():
+@pytest.mark.parametrize("trials", [pytest.param(3, id="few"),
+                                    pytest.param(12, id="many", marks=pytest.mark.slow)])
+def test_roi_align_kernel_matches_torchvisions_python_reference(trials):
     import importlib
 
     from torchvision.ops import roi_align
@@ -95,7 +97,7 @@ def test_roi_align_kernel_matches_torchvisions_python_reference():
     reference = importlib.import_module("torchvision.ops.roi_align")._roi_align.__wrapped__
     g = torch.Generator().manual_seed(0)
     worst = 0.0
-    for trial in range(12):
+    for trial in range(trials):
         h, w = (int(v) for v in torch.randint(3, 20, (2,), generator=g))
         x = torch.rand(2, 3, h, w, generator=g)
         scale = (1.0, 0.5, 0.25)[trial % 3]
