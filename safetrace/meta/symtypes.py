@@ -10,9 +10,10 @@ Nothing of torch's own SymInt machinery may run on them (it expects a SymNode): 
 operator torch's classes define and the engine does not is answered here, either
 symbolically (``torch.sym_max``, ``torch.sym_float``, ``torch.sym_not``) or by
 specializing the value (a recorded guard): ``n & 1``, ``math.sqrt(n)``.
-Text: ``str(n)`` / ``f"{n}"`` in the user's code give the example's digits without a
-guard (``SizeText``: reading the text's content specializes the size); inside safetrace
-and torch they print the expression.
+Text: ``str(n)`` / ``f"{n}"`` / ``"%d" % n`` in the user's code give the example's digits;
+without a guard where the text can only be a message (``textflow``; ``SizeText``:
+reading its content still specializes the size), specialized (a guard) otherwise; inside
+safetrace and torch they print the expression.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.textflow import frame_is_message
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import (
     DataDependentQuestion, Env, SymBool, SymFloat, SymInt, make_float, sym_max, sym_min,
@@ -132,16 +134,22 @@ def _shown(value: Any) -> str:
 
 
 def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[..., str]]:
-    # Outside an export (meta["val"] shapes, messages) sizes print as expressions; in user
-    # code the example's digits, read lazily (SizeText).  A format spec needs the number.
+    # Outside an export (meta["val"] shapes, messages) sizes print as expressions.  In user
+    # code: text that can only be a message (textflow) holds the example's digits, read
+    # lazily (SizeText); any other text specializes the size (a guard), since CPython's
+    # joins copy the digits where nothing can follow them (``len(f"a{n}")``).
     def to_str(self: Any) -> str:
         if not _tracing(self):
             return self._symbolic_str()  # type: ignore[no-any-return]
+        if not frame_is_message(sys._getframe(1)):
+            return str(convert(self))
         return SizeText(_shown(self), self, convert)
 
     def to_format(self: Any, spec: str) -> str:
         if not _tracing(self):
             return format(self._symbolic_str(), spec)
+        if not frame_is_message(sys._getframe(1)):
+            return format(convert(self), spec)
         if spec:  # f"{n:>5}": the example formatted, read (a guard) only when inspected
             try:
                 shown = format(convert(self.hint), spec)
@@ -155,11 +163,14 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
 
 def shape_text(sizes: tuple) -> str:
     """``torch.Size([s0, 4])`` for ``str(x.shape)``: asked from user code while exporting,
-    the example's digits as lazy SizeText (reading the text guards the sizes in it, as
-    ``str(n)`` does); asked from safetrace (messages, graph printing), the expressions."""
+    the example's digits, as lazy SizeText where the text is only a message and
+    specialized (guards) otherwise, as ``str(n)``; asked from safetrace (messages, graph
+    printing), the expressions."""
     symbolic = [s for s in sizes if isinstance(s, SymInt)]
     if not symbolic or not _tracing(symbolic[0], 4):  # (_tracing, this, __repr__, caller)
         return f"torch.Size([{', '.join(str(s) for s in sizes)}])"
+    if not frame_is_message(sys._getframe(2)):
+        return f"torch.Size([{', '.join(str(int(s)) for s in sizes)}])"
     text: Any = "torch.Size(["
     for i, s in enumerate(sizes):
         text = text + (", " if i else "") + (
@@ -196,6 +207,7 @@ def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]
                 setattr(cls, name, _specializing(op, convert))
     cls._symbolic_str = ours.__str__
     cls.__str__, cls.__format__ = _text(convert)
+    cls.__repr__ = cls.__str__  # repr((n, 3)) / f"{n!r}" in user code: the digits too
 
 
 class _Node:
@@ -244,18 +256,20 @@ _REMAINDERS = {i for i, (name, _) in enumerate(getattr(dis, "_nb_ops", ()))
 
 def _percent_formatting(value: Any) -> bool:
     """Is the user's code running ``"..." % n`` right now (CPython's %-formatting asks
-    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``)?  Only str and
-    bytes formatting convert the right operand there: numbers and tensors answer ``%``
-    without it, and Python-level ``__mod__`` methods have frames of their own."""
+    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``), making text
+    that is only a message (textflow)?  Only str and bytes formatting convert the right
+    operand there: numbers and tensors answer ``%`` without it, and Python-level
+    ``__mod__`` methods have frames of their own."""
     if _BINARY_OP is None or not _REMAINDERS or not _tracing(value, 5):
         return False
     f = sys._getframe(3)  # this, _hint_or, __int__, then the frame C was called from
     code, at = f.f_code.co_code, f.f_lasti
-    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDERS
+    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and \
+        code[at + 1] in _REMAINDERS and frame_is_message(f)
 
 
 def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[], Any]) -> Any:
-    """The example's value for %-formatting (text only: no guard), else ``specialize()``."""
+    """The example's value for %-formatting a message (no guard), else ``specialize()``."""
     if _percent_formatting(value):
         try:
             return convert(value.hint)
