@@ -278,8 +278,17 @@ def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[],
     return specialize()
 
 
+# ``n.__class__`` and the class an isinstance test falls back to (``case int():``): read
+# through ``_st_class``, a plain class attribute (the class itself: C calls only, no
+# Python frame for the isinstance tests torch asks of sizes) that an export whose user
+# code reads ``__class__`` or matches classes replaces with a property answering eager's
+# class to the user's code (trace/pycalls.py).
+_CLASS = property(operator.attrgetter("_st_class"))
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __int__(self) -> int:
@@ -303,6 +312,7 @@ class TorchSymInt(SymInt, torch.SymInt):
 
 class TorchSymBool(SymBool, torch.SymBool):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __sym_not__(self) -> Any:
@@ -338,6 +348,7 @@ class TorchSymBool(SymBool, torch.SymBool):
 
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __float__(self) -> float:
@@ -359,9 +370,46 @@ class TorchSymFloat(SymFloat, torch.SymFloat):
         return self.__trunc__()
 
 
+TorchSymInt._st_class = TorchSymInt  # type: ignore[attr-defined]
+TorchSymBool._st_class = TorchSymBool  # type: ignore[attr-defined]
+TorchSymFloat._st_class = TorchSymFloat  # type: ignore[attr-defined]
 _complete(TorchSymInt, SymInt, torch.SymInt, int)
 _complete(TorchSymBool, SymBool, torch.SymBool, bool)
 _complete(TorchSymFloat, SymFloat, torch.SymFloat, float)
+
+# What Python's int / float offers that neither the engine nor torch's classes answer
+# (``n.to_bytes``, ``n.bit_count()``; torch's ``n | 8`` and ``x.is_integer()`` need a
+# SymNode): computed on the specialized value (a guard).  ``n.real`` / ``n.numerator`` are
+# the size itself.
+_ANSWERED = {"__class__", "__new__", "__init__", "__getattribute__", "__setattr__",
+             "__delattr__", "__init_subclass__", "__subclasshook__", "__reduce__",
+             "__reduce_ex__", "__getnewargs__", "__sizeof__", "__dir__", "__doc__",
+             "__getstate__", "__hash__", "__eq__", "__ne__", "__repr__", "__str__",
+             "__format__", "from_bytes", "fromhex"}
+for _cls, _ours, _theirs, _convert in ((TorchSymInt, SymInt, torch.SymInt, int),
+                                       (TorchSymFloat, SymFloat, torch.SymFloat, float)):
+    for _name in dir(_convert):
+        if _name in _ANSWERED or not callable(getattr(_convert, _name)) or \
+                any(_name in vars(c) for c in _cls.__mro__[:_cls.__mro__.index(_theirs)]):
+            continue
+        if _name in vars(_theirs) and _name not in ("__or__", "__ror__", "is_integer",
+                                                   "conjugate", "hex"):
+            continue  # (torch's own answer works on ours: as_integer_ratio, bit_length)
+        setattr(_cls, _name, _specializing(_name, _convert))
+TorchSymInt.real = TorchSymInt.numerator = property(lambda self: self)  # type: ignore
+TorchSymInt.denominator = property(lambda self: 1)  # type: ignore
+TorchSymInt.imag = property(lambda self: 0)  # type: ignore
+TorchSymFloat.real = property(lambda self: self)  # type: ignore
+TorchSymFloat.imag = property(lambda self: 0.0)  # type: ignore
+TorchSymInt.conjugate = lambda self: self  # type: ignore
+TorchSymInt.__invert__ = lambda self: -self - 1  # type: ignore
+_int_pow = TorchSymInt.__pow__
+TorchSymInt.__pow__ = lambda self, k, mod=None: _int_pow(self, k) if mod is None else \
+    pow(int(self), _concrete(k), _concrete(mod))  # type: ignore
+# pickle.dumps(n): the specialized int (copy.copy / deepcopy keep the size itself)
+TorchSymInt.__reduce_ex__ = lambda self, protocol: (int, (int(self),))  # type: ignore
+TorchSymFloat.__reduce_ex__ = lambda self, protocol: (float, (float(self),))  # type: ignore
+TorchSymBool.__reduce_ex__ = lambda self, protocol: (bool, (bool(self),))  # type: ignore
 
 
 def torch_env() -> Env:
