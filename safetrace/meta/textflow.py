@@ -10,8 +10,7 @@ asks, from the instruction in progress, and follows the value it is making along
 straight-line code after it.  It is a message when it reaches, only through text-building
 steps (formatting, ``+``, ``%``, ``str()``, ``"".join``, a tuple of format arguments), either
 a ``raise`` (``raise ValueError(f"...")``, ``assert c, f"..."``) or a call of a message
-function (``_assert``, ``print``, ``warnings.warn``, ``logger.info`` ...) whose result is
-discarded.  Anything else (stored in a variable, returned, compared, a branch, an
+function (``_assert``, ``print``, ``warnings.warn``, ``logger.info`` ...).  Anything else (stored in a variable, returned, compared, a branch, an
 instruction this module does not know) is not: the caller specializes.
 """
 
@@ -119,7 +118,7 @@ def _follow(ins: list[dis.Instruction], start: int) -> bool:
         if after is not None and after.opname == "RAISE_VARARGS":
             return True
         name = _callee(ins, q)
-        if name in _SINKS and after is not None and after.opname == "POP_TOP":
+        if name in _SINKS:  # (what it returns is its own: None, not the text)
             return True
         if name not in _TEXT_CALLS:
             return False
