@@ -258,7 +258,8 @@ PROBES: dict[str, str] = {
     "shape_eq_other": "r = x.shape[0] == x.shape[1]",
     # control flow
     "match_case": "match n:\n    case 5:\n        r = 1\n    case _:\n        r = 2",
-    "match_tuple": "match tuple(x.shape):\n    case (5, 3):\n        r = 1\n    case _:\n        r = 2",
+    "match_tuple": "match tuple(x.shape):\n    case (5, 3):\n        r = 1\n"
+                   "    case _:\n        r = 2",
     "match_int": "match n:\n    case int():\n        r = 1\n    case _:\n        r = 2",
     "while_loop": "r = 0\ni = n\nwhile i > 0:\n    i //= 2\n    r += 1",
     "for_range": "r = 0\nfor i in range(n):\n    r += i",

@@ -10,8 +10,9 @@ asks, from the instruction in progress, and follows the value it is making along
 straight-line code after it.  It is a message when it reaches, only through text-building
 steps (formatting, ``+``, ``%``, ``str()``, ``"".join``, a tuple of format arguments), either
 a ``raise`` (``raise ValueError(f"...")``, ``assert c, f"..."``) or a call of a message
-function (``_assert``, ``print``, ``warnings.warn``, ``logger.info`` ...).  Anything else (stored in a variable, returned, compared, a branch, an
-instruction this module does not know) is not: the caller specializes.
+function (``_assert``, ``print``, ``warnings.warn``, ``logger.info`` ...).  Anything
+else (stored in a variable, returned, compared, a branch, an instruction this module does
+not know) is not: the caller specializes.
 """
 
 from __future__ import annotations
