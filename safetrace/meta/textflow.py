@@ -97,9 +97,10 @@ def _callee(ins: list[dis.Instruction], at: int) -> str | None:
     return None
 
 
-def _follow(ins: list[dis.Instruction], start: int) -> bool:
-    """Does the value that ``ins[start]`` pushes reach a raise or a message call only
-    through text-building steps?"""
+def _follow(ins: list[dis.Instruction], start: int, guarded: Any) -> bool:
+    """Does the value that ``ins[start]`` pushes reach a raise outside the ``guarded``
+    offsets (a ``try`` or ``with`` block of this frame) or a message call, only through
+    text-building steps?"""
     depth = 0  # the value's place from the top of the stack
     for q in range(start + 1, min(len(ins), start + 400)):
         step = ins[q]
@@ -117,7 +118,7 @@ def _follow(ins: list[dis.Instruction], start: int) -> bool:
             return False
         after = ins[q + 1] if q + 1 < len(ins) else None
         if after is not None and after.opname == "RAISE_VARARGS":
-            return True
+            return after.offset not in guarded  # (caught here, its text may be read)
         name = _callee(ins, q)
         if name in _SINKS:  # (what it returns is its own: None, not the text)
             return True
@@ -125,6 +126,19 @@ def _follow(ins: list[dis.Instruction], start: int) -> bool:
             return False
         depth = 0
     return False
+
+
+class _Guarded:
+    """The byte offsets of ``code`` that an exception handler of the same frame covers."""
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+
+    def __contains__(self, offset: int) -> bool:
+        parse = getattr(dis, "_parse_exception_table", None)
+        if parse is None:
+            return True  # (unknown: as if caught)
+        return any(e.start <= offset < e.end for e in parse(self.code))
 
 
 _CACHE: dict[tuple[int, int], tuple[types.CodeType, bool]] = {}
@@ -146,7 +160,7 @@ def message_only(code: types.CodeType, lasti: int) -> bool:
             _INSTRUCTIONS.clear()
         _INSTRUCTIONS[id(code)] = known
     at = known[2].get(lasti)
-    answer = at is not None and _follow(known[1], at)
+    answer = at is not None and _follow(known[1], at, _Guarded(code))
     if len(_CACHE) > 20000:
         _CACHE.clear()
     _CACHE[key] = (code, answer)

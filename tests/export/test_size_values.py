@@ -173,3 +173,26 @@ def test_view_of_a_transpose_is_refused_with_eagers_error() -> None:
         return x.t().view(3, x.shape[0]) * 2
 
     _follows_eager(g, dynamic=True)
+
+
+def _refuse(n):
+    raise ValueError(f"cannot take {n} rows")
+
+
+def test_a_raised_message_stays_text_unless_its_frame_catches_it() -> None:
+    def caught_by_caller(x):  # the message is never read: the size stays dynamic
+        try:
+            _refuse(x.shape[0])
+        except ValueError:
+            pass
+        return x * 2
+
+    def read_where_caught(x):  # caught in the raising frame and read: specialized
+        try:
+            raise ValueError(f"n={x.shape[0]}")
+        except ValueError as e:
+            k = len(str(e))
+        return x * k
+
+    _follows_eager(caught_by_caller, dynamic=True)
+    _follows_eager(read_where_caught, dynamic=False)
