@@ -87,6 +87,27 @@ PROBES: dict[str, str] = {
     "struct_pack": "r = struct.pack('<i', n)[0]",
     "bytes_n": "r = len(bytes(n))",
     "bytearray_n": "r = len(bytearray(n))",
+    "fstring_comma": "r = len(f'{n * 1000:,}')",
+    "fstring_debug": "r = len(f'{n=}')",
+    "pct_float": "r = len('%.2f' % (n / 3))",
+    "str_float": "r = len(str(n / 3))",
+    "fstring_float": "r = len(f'{n / 3:.1f}x')",
+    "dunder_str": "r = len(n.__str__())",
+    "dunder_format": "r = len(n.__format__('d'))",
+    "operator_mod_text": "r = len(operator.mod('%d', n))",
+    "template": "r = len(string.Template('$a').substitute(a=n))",
+    "path_join": "r = len(os.path.join('a', str(n)))",
+    "zfill_msg": "torch._assert(n >= 0, str(n).zfill(4))\nr = 1",
+    "genexpr_msg": "torch._assert(n >= 0, ', '.join(str(s) for s in x.shape))\nr = 1",
+    "str_bool": "r = len(str(n > 3))",
+    "fstring_bool": "r = len(f'{n > 3}')",
+    "repr_float": "r = len(repr(n / 4))",
+    "print_then_len": "print(n, end='')\nr = 1",
+    "encode": "r = len(str(n).encode())",
+    "bytes_str": "r = len(bytes(str(n), 'ascii'))",
+    "in_text": "r = '5' in f'a{n}'",
+    "text_contains": "r = str(n) in 'a5b'",
+    "re_match": "r = bool(re.match('5', str(n)))",
     # identity / types
     "type_is_int": "r = type(n) is int",
     "type_eq_int": "r = type(n) == int",
@@ -117,7 +138,8 @@ PROBES: dict[str, str] = {
     "hash_eq": "r = hash(n) == 5",
     "hash_mod": "r = hash(n) % 3",
     "id_eq": "r = 1",
-    "getsizeof": "r = sys.getsizeof(n) > 0",
+    "getsizeof": "r = sys.getsizeof(n)",
+    "getsizeof_float": "r = sys.getsizeof(n / 2)",
     "copy": "r = copy.copy(n) + 1",
     "deepcopy": "r = copy.deepcopy(n) + 1",
     "deepcopy_shape": "r = copy.deepcopy(tuple(x.shape))[0] + 1",
@@ -282,7 +304,7 @@ PROBES: dict[str, str] = {
 
 SETUP = """
 import bisect, collections, copy, dataclasses, decimal, fractions, functools, heapq
-import itertools, json, math, numbers, operator, pickle, struct, sys, warnings
+import itertools, json, math, numbers, operator, os, pickle, re, string, struct, sys\nimport warnings
 import numpy as np, torch
 
 @dataclasses.dataclass

@@ -406,6 +406,16 @@ TorchSymInt.__invert__ = lambda self: -self - 1  # type: ignore
 _int_pow = TorchSymInt.__pow__
 TorchSymInt.__pow__ = lambda self, k, mod=None: _int_pow(self, k) if mod is None else \
     pow(int(self), _concrete(k), _concrete(mod))  # type: ignore
+
+
+def _no_memory_size(self: Any) -> int:
+    """``sys.getsizeof(n)``: CPython adds our class's header to what this returns, so an
+    int's size cannot be given: refused (the export names it size_as_python_value)."""
+    raise TypeError(f"sys.getsizeof() of a size: '{type(self).__name__}' is not an int "
+                    f"in memory")
+
+
+TorchSymInt.__sizeof__ = TorchSymFloat.__sizeof__ = _no_memory_size  # type: ignore
 # pickle.dumps(n): the specialized int (copy.copy / deepcopy keep the size itself)
 TorchSymInt.__reduce_ex__ = lambda self, protocol: (int, (int(self),))  # type: ignore
 TorchSymFloat.__reduce_ex__ = lambda self, protocol: (float, (float(self),))  # type: ignore

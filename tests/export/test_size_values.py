@@ -9,6 +9,7 @@ from __future__ import annotations
 import fractions
 import logging
 import pickle
+import sys
 
 import pytest
 import torch
@@ -152,9 +153,11 @@ def test_int_methods_of_a_size(name: str) -> None:
     _follows_eager(f, dynamic=dynamic)
 
 
-def test_a_fraction_of_a_size_is_refused_naming_the_line() -> None:
+@pytest.mark.parametrize("use", [lambda n: float(fractions.Fraction(n, 4)),
+                                 lambda n: sys.getsizeof(n)])
+def test_plain_number_uses_of_a_size_are_refused(use) -> None:
     def f(x):
-        return x * float(fractions.Fraction(x.shape[0], 4))
+        return x * use(x.shape[0])
 
     with pytest.raises(st.ExportError, match="plain Python numbers"):
         st.export(f, (torch.randn(5, 3),), dynamic_shapes={"x": (st.Dim.AUTO, 3)})
