@@ -103,6 +103,9 @@ PROBES: dict[str, str] = {
     "fstring_bool": "r = len(f'{n > 3}')",
     "repr_float": "r = len(repr(n / 4))",
     "print_then_len": "print(n, end='')\nr = 1",
+    "print_to_buffer": "b = io.StringIO()\nprint(n, file=b)\nr = len(b.getvalue())",
+    "print_f_to_buffer": "b = io.StringIO()\nprint(f'n={n}', file=b)\nr = len(b.getvalue())",
+    "print_stderr": "print(f'n={n}', file=sys.stderr)\nr = 1",
     "encode": "r = len(str(n).encode())",
     "bytes_str": "r = len(bytes(str(n), 'ascii'))",
     "in_text": "r = '5' in f'a{n}'",
@@ -304,7 +307,7 @@ PROBES: dict[str, str] = {
 
 SETUP = """
 import bisect, collections, copy, dataclasses, decimal, fractions, functools, heapq
-import itertools, json, math, numbers, operator, os, pickle, re, string, struct, sys\nimport warnings
+import io, itertools, json, math, numbers, operator, os, pickle, re, string, struct, sys\nimport warnings
 import numpy as np, torch
 
 @dataclasses.dataclass

@@ -121,7 +121,7 @@ def _follow(ins: list[dis.Instruction], start: int, guarded: Any) -> bool:
             return after.offset not in guarded  # (caught here, its text may be read)
         name = _callee(ins, q)
         if name in _SINKS:  # (what it returns is its own: None, not the text)
-            return True
+            return not _to_file(ins, q, guarded.code.co_consts)
         if name not in _TEXT_CALLS:
             return False
         depth = 0
@@ -139,6 +139,20 @@ class _Guarded:
         if parse is None:
             return True  # (unknown: as if caught)
         return any(e.start <= offset < e.end for e in parse(self.code))
+
+
+def _to_file(ins: list[dis.Instruction], at: int, consts: tuple) -> bool:
+    """Does the call at ``ins[at]`` name a ``file=`` (``print(text, file=buf)``: the text
+    may be read back from the buffer)?"""
+    for p in range(max(0, at - 3), at):
+        names = ins[p].argval if ins[p].opname == "LOAD_CONST" else None
+        if ins[p].opname == "KW_NAMES" and ins[p].arg is not None:  # (an index of consts)
+            names = consts[ins[p].arg]
+        if isinstance(names, tuple) and "file" in names:
+            value = ins[p - 1] if p and names[-1] == "file" else None  # (file=sys.stderr)
+            return value is None or value.opname not in ("LOAD_ATTR", "LOAD_METHOD") or \
+                value.argval not in ("stderr", "stdout")
+    return False
 
 
 _CACHE: dict[tuple[int, int], tuple[types.CodeType, bool]] = {}
@@ -175,7 +189,10 @@ def frame_is_message(frame: Any) -> bool:
         return True
     code = frame.f_code
     name = code.co_filename
-    if name == "<frozen safetrace.print>" or "logging" in name.rsplit("/", 2)[-2:-1]:
+    if name == "<frozen safetrace.print>":  # (the routed print: to the console only)
+        kwargs = frame.f_locals.get("kwargs") or {}
+        return kwargs.get("file") in (None, sys.stdout, sys.stderr)
+    if "logging" in name.rsplit("/", 2)[-2:-1]:
         return True
     return message_only(code, frame.f_lasti)
 

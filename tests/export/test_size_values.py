@@ -7,6 +7,7 @@ raise's, a check's, a log's) keeps the size dynamic."""
 from __future__ import annotations
 
 import fractions
+import io
 import logging
 import pickle
 import sys
@@ -199,3 +200,13 @@ def test_a_raised_message_stays_text_unless_its_frame_catches_it() -> None:
 
     _follows_eager(caught_by_caller, dynamic=True)
     _follows_eager(read_where_caught, dynamic=False)
+
+
+def test_text_printed_to_a_buffer_is_read_back() -> None:
+    def f(x):
+        buf = io.StringIO()
+        print(f"n={x.shape[0]}", x.shape[0], file=buf)
+        print(f"n={x.shape[0]}", file=sys.stderr)  # a message
+        return x * len(buf.getvalue())
+
+    _follows_eager(f, dynamic=False)
