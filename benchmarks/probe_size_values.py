@@ -111,6 +111,11 @@ PROBES: dict[str, str] = {
     "in_text": "r = '5' in f'a{n}'",
     "text_contains": "r = str(n) in 'a5b'",
     "re_match": "r = bool(re.match('5', str(n)))",
+    "unbacked_text": "u = (x[:, 0] > 0).nonzero().shape[0]\nr = len(str(u))",
+    "unbacked_msg": "u = (x[:, 0] > 0).nonzero().shape[0]\n"
+                    "torch._assert(u >= 0, f'{u} rows')\nr = 1",
+    "unbacked_type": "u = (x[:, 0] > 0).nonzero().shape[0]\nr = type(u) is int",
+    "unbacked_pct": "u = (x[:, 0] > 0).nonzero().shape[0]\nr = len('%d' % u)",
     # identity / types
     "type_is_int": "r = type(n) is int",
     "type_eq_int": "r = type(n) == int",
@@ -307,7 +312,8 @@ PROBES: dict[str, str] = {
 
 SETUP = """
 import bisect, collections, copy, dataclasses, decimal, fractions, functools, heapq
-import io, itertools, json, math, numbers, operator, os, pickle, re, string, struct, sys\nimport warnings
+import io, itertools, json, math, numbers, operator, os, pickle, re, string, struct
+import sys, warnings
 import numpy as np, torch
 
 @dataclasses.dataclass
