@@ -22,6 +22,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
+    "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
     "no_inputs_drawn", "preserved_in_function",
@@ -330,6 +331,16 @@ def layout_of_view(what: str, source: str) -> UnsupportedConstruct:
                       f"does not trace strides, and the answer could differ between inputs.",
                       "call .contiguous() on the tensor before asking, or drop the layout test "
                       "(the values computed never depend on it)", source)
+
+
+def view_of_strided(message: str, source: str) -> OpShapeError:
+    """``x.view(shape)`` of a view (``x.t().view(-1)``) whose strides at the example inputs
+    cannot be viewed so (``message``: eager's own text); the program would raise there."""
+    return OpShapeError(f"Tensor.view at {source}: {message} (eager raises this at the "
+                        f"example inputs: the tensor is a view whose dims cannot be merged "
+                        f"without a copy)",
+                        fix="use x.reshape(shape) (it copies only where needed), or "
+                            "x.contiguous().view(shape)", op="aten.view", where=_at(source))
 
 
 # -- kernels without a rule -----------------------------------------------------------------

@@ -393,6 +393,16 @@ class Exporter:
 _SIZE_CLASSES = ("TorchSymInt", "TorchSymFloat", "TorchSymBool", "OpaqueFloat")
 
 
+def _stdlib_number_type(exc: TypeError) -> bool:
+    """``fractions.Fraction(n, 4)`` of a size: the TypeError of the numeric tower's check
+    (it names no class)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.endswith(
+        ("/fractions.py", "/_pydecimal.py", "/statistics.py"))
+
+
 def _internal(exc: Exception) -> Exception:
     """An export error for an exception the tracer's stand-ins caused in torch or in the
     user's code (not one eager raises too, which is returned as it is)."""
@@ -402,8 +412,9 @@ def _internal(exc: Exception) -> Exception:
     if isinstance(exc, TypeError) and str(exc).startswith("__index__ returned non-int") and \
             "Sym" in str(exc):  # CPython's check of the size the tracer gave for `range(t)`
         return E.tensor_as_python_int(where)
-    if isinstance(exc, TypeError) and any(f"type {c}" in str(exc) or f"'{c}'" in str(exc)
-                                          for c in _SIZE_CLASSES):
+    if isinstance(exc, TypeError) and (any(
+            f"type {c}" in str(exc) or f"'{c}'" in str(exc) or f"from {c} " in str(exc)
+            for c in _SIZE_CLASSES) or _stdlib_number_type(exc)):
         # json.dumps / numpy of a size: the user's call, not the library's raise
         return E.size_as_python_value(str(exc), raised_at(exc.__traceback__, True) or where)
     tb = exc.__traceback__

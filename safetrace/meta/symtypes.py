@@ -10,9 +10,10 @@ Nothing of torch's own SymInt machinery may run on them (it expects a SymNode): 
 operator torch's classes define and the engine does not is answered here, either
 symbolically (``torch.sym_max``, ``torch.sym_float``, ``torch.sym_not``) or by
 specializing the value (a recorded guard): ``n & 1``, ``math.sqrt(n)``.
-Text: ``str(n)`` / ``f"{n}"`` in the user's code give the example's digits without a
-guard (``SizeText``: reading the text's content specializes the size); inside safetrace
-and torch they print the expression.
+Text: ``str(n)`` / ``f"{n}"`` / ``"%d" % n`` in the user's code give the example's digits;
+without a guard where the text can only be a message (``textflow``; ``SizeText``:
+reading its content still specializes the size), specialized (a guard) otherwise; inside
+safetrace and torch they print the expression.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.textflow import frame_is_message
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import (
     DataDependentQuestion, Env, SymBool, SymFloat, SymInt, make_float, sym_max, sym_min,
@@ -132,16 +134,22 @@ def _shown(value: Any) -> str:
 
 
 def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[..., str]]:
-    # Outside an export (meta["val"] shapes, messages) sizes print as expressions; in user
-    # code the example's digits, read lazily (SizeText).  A format spec needs the number.
+    # Outside an export (meta["val"] shapes, messages) sizes print as expressions.  In user
+    # code: text that can only be a message (textflow) holds the example's digits, read
+    # lazily (SizeText); any other text specializes the size (a guard), since CPython's
+    # joins copy the digits where nothing can follow them (``len(f"a{n}")``).
     def to_str(self: Any) -> str:
         if not _tracing(self):
             return self._symbolic_str()  # type: ignore[no-any-return]
+        if not frame_is_message(sys._getframe(1)):
+            return str(convert(self))
         return SizeText(_shown(self), self, convert)
 
     def to_format(self: Any, spec: str) -> str:
         if not _tracing(self):
             return format(self._symbolic_str(), spec)
+        if not frame_is_message(sys._getframe(1)):
+            return format(convert(self), spec)
         if spec:  # f"{n:>5}": the example formatted, read (a guard) only when inspected
             try:
                 shown = format(convert(self.hint), spec)
@@ -155,11 +163,14 @@ def _text(convert: Callable[[Any], Any]) -> tuple[Callable[..., str], Callable[.
 
 def shape_text(sizes: tuple) -> str:
     """``torch.Size([s0, 4])`` for ``str(x.shape)``: asked from user code while exporting,
-    the example's digits as lazy SizeText (reading the text guards the sizes in it, as
-    ``str(n)`` does); asked from safetrace (messages, graph printing), the expressions."""
+    the example's digits, as lazy SizeText where the text is only a message and
+    specialized (guards) otherwise, as ``str(n)``; asked from safetrace (messages, graph
+    printing), the expressions."""
     symbolic = [s for s in sizes if isinstance(s, SymInt)]
     if not symbolic or not _tracing(symbolic[0], 4):  # (_tracing, this, __repr__, caller)
         return f"torch.Size([{', '.join(str(s) for s in sizes)}])"
+    if not frame_is_message(sys._getframe(2)):
+        return f"torch.Size([{', '.join(str(int(s)) for s in sizes)}])"
     text: Any = "torch.Size(["
     for i, s in enumerate(sizes):
         text = text + (", " if i else "") + (
@@ -196,6 +207,7 @@ def _complete(cls: type, ours: type, theirs: type, convert: Callable[[Any], Any]
                 setattr(cls, name, _specializing(op, convert))
     cls._symbolic_str = ours.__str__
     cls.__str__, cls.__format__ = _text(convert)
+    cls.__repr__ = cls.__str__  # repr((n, 3)) / f"{n!r}" in user code: the digits too
 
 
 class _Node:
@@ -244,18 +256,20 @@ _REMAINDERS = {i for i, (name, _) in enumerate(getattr(dis, "_nb_ops", ()))
 
 def _percent_formatting(value: Any) -> bool:
     """Is the user's code running ``"..." % n`` right now (CPython's %-formatting asks
-    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``)?  Only str and
-    bytes formatting convert the right operand there: numbers and tensors answer ``%``
-    without it, and Python-level ``__mod__`` methods have frames of their own."""
+    ``__int__`` / ``__float__`` from C, with the user's frame at the ``%``), making text
+    that is only a message (textflow)?  Only str and bytes formatting convert the right
+    operand there: numbers and tensors answer ``%`` without it, and Python-level
+    ``__mod__`` methods have frames of their own."""
     if _BINARY_OP is None or not _REMAINDERS or not _tracing(value, 5):
         return False
     f = sys._getframe(3)  # this, _hint_or, __int__, then the frame C was called from
     code, at = f.f_code.co_code, f.f_lasti
-    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and code[at + 1] in _REMAINDERS
+    return 0 <= at < len(code) - 1 and code[at] == _BINARY_OP and \
+        code[at + 1] in _REMAINDERS and frame_is_message(f)
 
 
 def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[], Any]) -> Any:
-    """The example's value for %-formatting (text only: no guard), else ``specialize()``."""
+    """The example's value for %-formatting a message (no guard), else ``specialize()``."""
     if _percent_formatting(value):
         try:
             return convert(value.hint)
@@ -264,8 +278,17 @@ def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[],
     return specialize()
 
 
+# ``n.__class__`` and the class an isinstance test falls back to (``case int():``): read
+# through ``_st_class``, a plain class attribute (the class itself: C calls only, no
+# Python frame for the isinstance tests torch asks of sizes) that an export whose user
+# code reads ``__class__`` or matches classes replaces with a property answering eager's
+# class to the user's code (trace/pycalls.py).
+_CLASS = property(operator.attrgetter("_st_class"))
+
+
 class TorchSymInt(SymInt, torch.SymInt):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __int__(self) -> int:
@@ -289,6 +312,7 @@ class TorchSymInt(SymInt, torch.SymInt):
 
 class TorchSymBool(SymBool, torch.SymBool):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __sym_not__(self) -> Any:
@@ -324,6 +348,7 @@ class TorchSymBool(SymBool, torch.SymBool):
 
 class TorchSymFloat(SymFloat, torch.SymFloat):
     __slots__ = ()
+    __class__ = _CLASS  # type: ignore[assignment]
     node = property(_node)
 
     def __float__(self) -> float:
@@ -345,9 +370,56 @@ class TorchSymFloat(SymFloat, torch.SymFloat):
         return self.__trunc__()
 
 
+TorchSymInt._st_class = TorchSymInt  # type: ignore[attr-defined]
+TorchSymBool._st_class = TorchSymBool  # type: ignore[attr-defined]
+TorchSymFloat._st_class = TorchSymFloat  # type: ignore[attr-defined]
 _complete(TorchSymInt, SymInt, torch.SymInt, int)
 _complete(TorchSymBool, SymBool, torch.SymBool, bool)
 _complete(TorchSymFloat, SymFloat, torch.SymFloat, float)
+
+# What Python's int / float offers that neither the engine nor torch's classes answer
+# (``n.to_bytes``, ``n.bit_count()``; torch's ``n | 8`` and ``x.is_integer()`` need a
+# SymNode): computed on the specialized value (a guard).  ``n.real`` / ``n.numerator`` are
+# the size itself.
+_ANSWERED = {"__class__", "__new__", "__init__", "__getattribute__", "__setattr__",
+             "__delattr__", "__init_subclass__", "__subclasshook__", "__reduce__",
+             "__reduce_ex__", "__getnewargs__", "__sizeof__", "__dir__", "__doc__",
+             "__getstate__", "__hash__", "__eq__", "__ne__", "__repr__", "__str__",
+             "__format__", "from_bytes", "fromhex"}
+for _cls, _ours, _theirs, _convert in ((TorchSymInt, SymInt, torch.SymInt, int),
+                                       (TorchSymFloat, SymFloat, torch.SymFloat, float)):
+    for _name in dir(_convert):
+        if _name in _ANSWERED or not callable(getattr(_convert, _name)) or \
+                any(_name in vars(c) for c in _cls.__mro__[:_cls.__mro__.index(_theirs)]):
+            continue
+        if _name in vars(_theirs) and _name not in ("__or__", "__ror__", "is_integer",
+                                                   "conjugate", "hex"):
+            continue  # (torch's own answer works on ours: as_integer_ratio, bit_length)
+        setattr(_cls, _name, _specializing(_name, _convert))
+TorchSymInt.real = TorchSymInt.numerator = property(lambda self: self)  # type: ignore
+TorchSymInt.denominator = property(lambda self: 1)  # type: ignore
+TorchSymInt.imag = property(lambda self: 0)  # type: ignore
+TorchSymFloat.real = property(lambda self: self)  # type: ignore
+TorchSymFloat.imag = property(lambda self: 0.0)  # type: ignore
+TorchSymInt.conjugate = lambda self: self  # type: ignore
+TorchSymInt.__invert__ = lambda self: -self - 1  # type: ignore
+_int_pow = TorchSymInt.__pow__
+TorchSymInt.__pow__ = lambda self, k, mod=None: _int_pow(self, k) if mod is None else \
+    pow(int(self), _concrete(k), _concrete(mod))  # type: ignore
+
+
+def _no_memory_size(self: Any) -> int:
+    """``sys.getsizeof(n)``: CPython adds our class's header to what this returns, so an
+    int's size cannot be given: refused (the export names it size_as_python_value)."""
+    raise TypeError(f"sys.getsizeof() of a size: '{type(self).__name__}' is not an int "
+                    f"in memory")
+
+
+TorchSymInt.__sizeof__ = TorchSymFloat.__sizeof__ = _no_memory_size  # type: ignore
+# pickle.dumps(n): the specialized int (copy.copy / deepcopy keep the size itself)
+TorchSymInt.__reduce_ex__ = lambda self, protocol: (int, (int(self),))  # type: ignore
+TorchSymFloat.__reduce_ex__ = lambda self, protocol: (float, (float(self),))  # type: ignore
+TorchSymBool.__reduce_ex__ = lambda self, protocol: (bool, (bool(self),))  # type: ignore
 
 
 def torch_env() -> Env:

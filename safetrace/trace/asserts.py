@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import check_false, check_never_holds, runtime_check_failed
+from safetrace.meta.textflow import making_message
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.raising import program_catches
@@ -37,7 +38,8 @@ def assert_sym(cond: Any, message: str) -> None:
 def check(cond: Any, msg: Any = None) -> None:
     """Assume `cond` while exporting (asserted at run time); a plain assertion otherwise."""
     if callable(msg):
-        msg = msg()
+        with making_message():  # (its digits of a size: text only, no guard)
+            msg = msg()
     if isinstance(cond, SymBool):
         _symbolic_check(cond, msg)
         return

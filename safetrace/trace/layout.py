@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import layout_of_view
+from safetrace.errors import layout_of_view, view_of_strided
 from safetrace.meta import contiguous_strides
 from safetrace.rules.common import normalize_dim
+from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
@@ -113,3 +114,73 @@ def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
 def storage_offset(tr: Recorder, x: Proxy) -> int:
     _require_known(tr, x, "x.storage_offset()")
     return 0
+
+
+# -- eager's view check on a tensor of unknown layout ---------------------------------------
+
+def _hint(v: Any) -> Any:
+    """A value as eager has it at the example inputs (sizes at their hints), or raise
+    LookupError where that is unknown (a tensor argument, an unbacked size)."""
+    if isinstance(v, torch.fx.Node):
+        v = v.meta.get("val")
+    if isinstance(v, (list, tuple)):
+        return type(v)(_hint(a) for a in v)
+    if isinstance(v, torch.Tensor):
+        raise LookupError(v)
+    if hasattr(v, "expr") and hasattr(v, "hint"):
+        try:
+            return v.hint
+        except Exception as exc:  # (an unbacked size: no example value)
+            raise LookupError(v) from exc
+    return v
+
+
+def _example(node: Any, depth: int) -> Any:
+    """A meta tensor with the strides that ``node``'s value has at the example inputs,
+    found by replaying the views between it and a tensor of known (contiguous) layout;
+    None where that chain holds anything else."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, Proxy):
+        return None
+    if val.st_contig:
+        meta = val.st_meta
+        return torch.empty(_hint(tuple(meta.shape)), dtype=meta.dtype, device="meta")
+    op = node.target
+    if depth > 16 or node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) \
+            or not node.args or op._schema.is_mutable or \
+            not any(r.alias_info is not None for r in op._schema.returns):
+        return None
+    base = _example(node.args[0], depth + 1)
+    if base is None:
+        return None
+    try:
+        rest, kwargs = _hint(tuple(node.args[1:])), _hint(dict(node.kwargs))
+        with torch._C.DisableTorchFunction():
+            return op(base, *rest, **kwargs)
+    except (LookupError, RuntimeError, TypeError, ValueError, IndexError):
+        return None
+
+
+def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
+    """``x.view(shape)`` of a view whose layout is not known contiguous (``x.t().view(-1)``):
+    replayed on meta tensors with the example's strides, eager's refusal ("view size is not
+    compatible with input tensor's size and stride") is raised at export, where the program
+    would have raised at run time."""
+    x = args[0] if args else None
+    if not isinstance(x, Proxy) or x.st_contig is not None or len(args) < 2:
+        return
+    example = _example(x.st_node, 0)
+    if example is None:
+        return
+    try:
+        shape = _hint(args[1])
+    except LookupError:
+        return
+    try:
+        with torch._C.DisableTorchFunction():
+            example.view(shape)
+    except RuntimeError as exc:
+        raise view_of_strided(str(exc), short(stack_trace(4))) from None
+
+
+CHECKS[torch.ops.aten.view.default] = _check_view

@@ -12,9 +12,10 @@ modules and the user functions those call by global name; never torch's, safetra
 the standard library's) is redirected to ``__safetrace_int__``, ``__safetrace_len__`` ...
 (``trace/pybuiltins.py``) or ``__safetrace_math__``.  Those give ``trunc(e)`` of a
 symbolic float, the size itself for a symbolic int, ``float(e)`` as a symbolic float, a
-Min/Max expression, a float expression for ``math.sqrt(n)``, and are exactly the builtins
-for everything else.  Only the operand of a ``LOAD_GLOBAL`` changes (same length, same
-line table), so ``isinstance(v, int)``, ``type(v) is int`` and ``dtype=int`` are untouched.
+Min/Max expression, a float expression for ``math.sqrt(n)``, eager's answer for
+``isinstance(n, int)`` and ``type(n)``, and are exactly the builtins for everything else.
+Only the operand of a ``LOAD_GLOBAL`` changes (same length, same line table), so
+``dtype=int`` and ``n.__class__`` are untouched.
 Nothing in ``builtins`` or ``math`` is replaced: other threads, torch's library code and
 torch's caches see the real functions.  The export session (``trace/session.py``)
 installs the rewritten code objects and puts the originals back when the export ends.
@@ -38,6 +39,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.symtypes import TorchSymBool, TorchSymFloat, TorchSymInt
 from safetrace.trace.pybuiltins import ROUTED
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymBool, SymFloat, SymInt, make_float, make_int
@@ -46,7 +48,7 @@ from safetrace.symbolic.canon import indicator
 _NAMES = {"int": "__safetrace_int__", "float": "__safetrace_float__",
           "min": "__safetrace_min__", "max": "__safetrace_max__", "len": "__safetrace_len__",
           "print": "__safetrace_print__", "math": "__safetrace_math__",
-          "isinstance": "__safetrace_isinstance__"}
+          "isinstance": "__safetrace_isinstance__", "type": "__safetrace_type__"}
 _MODULE_NAMES = {"math"}  # a module name: ``math.sqrt(n)`` loads it without a call
 # CPython versions whose LOAD_GLOBAL oparg is (name index << 1) | push-null
 _SUPPORTED = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
@@ -88,14 +90,33 @@ def sym_float(*args: Any, **kwargs: Any) -> Any:
     return float(*args, **kwargs)
 
 
+def _as_eager(obj: Any) -> Any:
+    """What eager Python holds where the export holds size value `obj` (a sample of its
+    type: int, float or bool), or None when `obj` is no size of the export in progress."""
+    if isinstance(obj, (SymInt, SymFloat, SymBool)) and obj.env is ACTIVE.env and \
+            ACTIVE.env is not None:
+        return 0 if isinstance(obj, SymInt) else 0.0 if isinstance(obj, SymFloat) else False
+    return None
+
+
 def sym_isinstance(obj: Any, classinfo: Any) -> bool:
     """``isinstance(n, int)``: True for a size of the export in progress, as in eager (False
     took the other branch of ``if isinstance(size, int):``, a silently different program);
-    ``numbers.Integral`` too, and ``float`` for a float of sizes."""
-    if _ours(obj):
-        return isinstance(obj, classinfo) or \
-            isinstance(0 if isinstance(obj, SymInt) else 0.0, classinfo)
-    return isinstance(obj, classinfo)
+    ``numbers.Integral`` too, ``float`` for a float of sizes, ``bool`` for a condition on
+    sizes, and False for ``torch.SymInt`` (an int in eager)."""
+    sample = _as_eager(obj)
+    return isinstance(obj if sample is None else sample, classinfo)
+
+
+def sym_type(*args: Any, **kwargs: Any) -> Any:
+    """``type(n)``: ``int`` for a size of the export in progress (``float``, ``bool`` for a
+    float of sizes and a condition on them), as in eager (``type(n) is int`` was False);
+    every other call is ``type``'s own."""
+    if len(args) == 1 and not kwargs:
+        sample = _as_eager(args[0])
+        if sample is not None:
+            return type(sample)
+    return type(*args, **kwargs)
 
 
 def _math_fn(op: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -367,7 +388,7 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
             code = original_code(v)
             if not _user_code(code):
                 return
-            if _rewrite(code) is not code:  # it calls int(), len(), math.sqrt() ...
+            if _rewrite(code) is not code or _reads_class(code):  # it calls int() ...
                 funcs.append(v)
             # the user functions it calls by global name (helpers imported from another
             # of the user's modules: ``from .masks import make_mask``)
@@ -420,6 +441,44 @@ def _global_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 _GLOBAL_NAMES: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
+_MATCH_CLASS = dis.opmap.get("MATCH_CLASS")
+
+
+def _reads_class(code: types.CodeType) -> bool:
+    """Does ``code`` (or a function nested in it) read ``.__class__`` or match a class
+    pattern (``case int():``), which ask a value its class without a call to route?"""
+    hit = _CLASS_READS.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    found = "__class__" in code.co_names or _MATCH_CLASS is not None and any(
+        ins.opcode == _MATCH_CLASS for ins in dis.get_instructions(code)) or any(
+        _reads_class(c) for c in code.co_consts if isinstance(c, types.CodeType))
+    if len(_CLASS_READS) > 20000:
+        _CLASS_READS.clear()
+    _CLASS_READS[id(code)] = (code, found)
+    return found
+
+
+_CLASS_READS: dict[int, tuple[types.CodeType, bool]] = {}
+
+
+def _eager_class(sample: Any) -> property:
+    """``_st_class`` of a symbolic value while the user's code reads classes: eager's
+    class (``int``) to the user's code for a value of the export in progress, the real
+    class to torch's and safetrace's."""
+    eager = type(sample)
+
+    def get(self: Any) -> type:
+        if self.env is ACTIVE.env and ACTIVE.env is not None and \
+                _user_code(sys._getframe(1).f_code):
+            return eager
+        return type(self)
+
+    return property(get)
+
+
+_CLASS_PATCHES = [(cls, "_st_class", _eager_class(sample)) for cls, sample in
+                  ((TorchSymInt, 0), (TorchSymFloat, 0.0), (TorchSymBool, False))]
 
 
 def original_code(f: types.FunctionType) -> types.CodeType:
@@ -468,6 +527,7 @@ for _fn in _MATH_ROUTED.values():
 # builtin it stands for.  Nothing that exists in builtins is replaced.
 for _name, _value in {"__safetrace_int__": sym_int, "__safetrace_float__": sym_float,
                       "__safetrace_isinstance__": sym_isinstance,
+                      "__safetrace_type__": sym_type,
                       "__safetrace_math__": _ROUTED_MATH, **ROUTED}.items():
     setattr(builtins, _name, _value)
 
@@ -487,7 +547,8 @@ def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[An
             all(map(operator.is_, map(_CODE_OF, fs), hit[1])) and \
             tuple(map(_plain_builtins, hit[2])) == hit[3]:
         if hit[6] != _SOURCE_CLEARS[0]:  # (the table of originals was cleared since)
-            _SOURCE.update((id(new), (new, hit[5][id(new)])) for _, _, new in hit[4])
+            _SOURCE.update((id(new), (new, hit[5][id(new)])) for _, attr, new in hit[4]
+                           if attr == "__code__")
         return hit[4]
     out = []
     plain: dict[int, bool] = {}  # id(globals) -> _plain_builtins (a module's functions share one)
@@ -495,6 +556,9 @@ def code_patches(model: Any, fn: Any, walk: list | None = None) -> list[tuple[An
     source: dict[int, types.CodeType] = {}
     for f in fs:
         code = original_code(f)
+        if not out or out[0][1] != "_st_class":
+            if _reads_class(code):
+                out[:0] = _CLASS_PATCHES
         new = _rewrite(code)
         if new is code:
             continue

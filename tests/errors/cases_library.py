@@ -95,6 +95,9 @@ CASES = {
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
                                                "m.py:3 `if x.t().is_contiguous():`"),
+    "view_of_strided": lambda: E.view_of_strided(
+        "view size is not compatible with input tensor's size and stride",
+        "m.py:3 `return x.t().view(-1)`"),
     "kernel_needs_data": lambda: E.kernel_needs_data(
         "aten.frob.default", "Tensor.item() cannot be called on meta tensors"),
     "kernel_rejects": lambda: E.kernel_rejects("aten.frob.default",
@@ -398,6 +401,12 @@ GOLDEN = {
         'inputs.\n'
         'Fix: call .contiguous() on the tensor before asking, or drop the layout test '
         '(the values computed never depend on it)'),
+    'view_of_strided': ('OpShapeError',
+        "Tensor.view at m.py:3 `return x.t().view(-1)`: view size is not compatible with "
+        "input tensor's size and stride (eager raises this at the example inputs: the tensor "
+        "is a view whose dims cannot be merged without a copy)\n"
+        "Fix: use x.reshape(shape) (it copies only where needed), or "
+        "x.contiguous().view(shape)"),
     'kernel_needs_data': ('MissingShapeRule',
         'aten.frob.default cannot be traced: it needs tensor data or a real device '
         '(Tensor.item() cannot be called on meta tensors), and safetrace has no shape '

@@ -15,6 +15,9 @@ They aim at the features where wrong results hide:
               nested, captured tensors)
   guards      size guards that would narrow a declared Dim (broadcasts of a size that may be
               1, reshapes needing divisibility, equality of two Dims, ``== 1`` branches)
+  size_values a size used as a Python value: text made from it (``"%d" % n``, f-strings,
+              ``",".join(map(str, shape))``, ``repr``) read or only a message, ``type(n)``,
+              ``n.__class__``, int methods (``n | 1``, ``~n``, ``pow(n, 2, 5)``)
 """
 
 from __future__ import annotations
@@ -224,7 +227,36 @@ def guards(rng, env, v):
     return rng.choice(forms)
 
 
-LONG_KINDS = {f.__name__: f for f in (raising, vmapping, picking, aliasing, hops, guards)}
+def size_values(rng, env, v):
+    a = _t(env, rng, 1)
+    if a is None:
+        return None
+    d = rng.randrange(env[a].ndim)
+    n = f"{a}.shape[{d}]"
+    return rng.choice([
+        f"{v} = {a} * len('%d' % {n})",
+        f"{v} = {a} * len('%s-%x' % ({n}, {n}))",
+        f"{v} = {a} * len(f'n={{{n}}}')",
+        f"{v} = {a} * len(','.join(map(str, {a}.shape)))",
+        f"{v} = {a} * len(repr(tuple({a}.shape)))",
+        f"{v} = {a} * len(str({n}))",
+        f"{v} = {a} * {{'4': 2, '10': 5}}.get(f'{{{n}}}', 3)",
+        f"{v} = {a} * (2 if ('%d' % {n}).startswith('1') else 3)",
+        f"{v} = {a} * (2 if type({n}) is int else 3)",
+        f"{v} = {a} * (2 if {n}.__class__ is int else 3)",
+        f"{v} = {a} * (2 if isinstance({n}, torch.SymInt) else 3)",
+        f"{v} = {a} * (2 if type({n} / 2) is float else 3)",
+        f"{v} = {a} * ({n} | 1)",
+        f"{v} = {a} * (~{n} + 2 * {n})",
+        f"{v} = {a} * pow({n}, 2, 5)",
+        f"{v} = {a} * float({n}).is_integer()",
+        f"torch._assert({n} >= 0, f'rows {{{n}}} of {{{a}.shape}}')\n{v} = {a} * 2",
+        f"torch._check({n} >= 0, lambda: 'rows %d' % {n})\n{v} = {a} + 1",
+    ])
+
+
+LONG_KINDS = {f.__name__: f for f in (raising, vmapping, picking, aliasing, hops, guards,
+                                      size_values)}
 
 
 def reference_while_loop(cond_fn, body_fn, carried_inputs):
