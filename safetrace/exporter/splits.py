@@ -196,15 +196,17 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     subst = {s: hlo} if hlo == hhi else {}
     if hlo != hhi and _symbol_of(h.ep, dim) != s:
         return False
-    if not same_program(g.ep, h.ep, subst, {s}):
+    # data-dependent symbols: their ranges follow from the checks in the graphs (compared
+    # here) and the sides' sizes; the merged program's are the hull of the two
+    unbacked = {x.name for e in (g.ep, h.ep) for x in e.contract.symbols if not x.backed}
+    if not same_program(g.ep, h.ep, subst, {s} | unbacked):
         return False
     lo, hi = min(glo, hlo), max(ghi, hhi)
     symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
                                         origin="") if x.name == s else x
                     for x in g.ep.contract.symbols)
     g.ep.contract = dataclasses.replace(g.ep.contract, symbols=symbols)
-    g.ep._ranges = None
-    g.ep._check_fn = None
+    widen_unbacked(g.ep, [g.ep, h.ep])
     notes.append(f"{_range_text(dim, hlo, hhi)} traces the same graph as "
                  f"{_range_text(dim, glo, ghi)}: guard dropped")
     g.region = dict(g.region, **{dim: (lo, hi)})

@@ -394,3 +394,29 @@ def test_a_read_that_a_branch_uses_stays_in_each_branch():
     for n, start in ((1, 0), (1, 8), (5, 3)):
         x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
         torch.testing.assert_close(ep.module()(x, pos), m(x, pos))
+
+
+class CheckThenSame(torch.nn.Module):
+    """Both sides of ``seq == 1`` trace the same ops; they differ only in how each writes
+    the check (``u0 <= 63`` at seq 1, ``s0 + u0 <= 64`` else) and the range it gives u0."""
+
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + x.shape[1] <= 64)
+        k = 2 if x.shape[1] == 1 else 2
+        return x * k + start
+
+
+def test_sides_differing_only_in_a_data_dependent_range_are_one_graph():
+    m = CheckThenSame()
+    ep = st.export(m, (torch.randn(2, 5), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: SEQ}, "pos": None})
+    assert not _conds(ep.graph) and "guard dropped" in str(ep)
+    assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
+    for n, start in ((1, 0), (1, 63), (5, 59), (64, 0)):
+        x, pos = torch.randn(2, n), torch.tensor([start, 0])
+        torch.testing.assert_close(ep.module()(x, pos), m(x, pos))
+    for n, start in ((1, 64), (5, 60), (1, -1)):  # the check, at seq 1 as elsewhere
+        with pytest.raises(RuntimeError):
+            ep.module()(torch.randn(2, n), torch.tensor([start, 0]))

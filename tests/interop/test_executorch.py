@@ -258,26 +258,35 @@ def test_static_cache_lowers_with_its_bound_and_refuses_a_full_cache(tmp_path):
 class _CheckedStaticCache(torch.nn.Module):
     """transformers' StaticCache wrapper behind a hand-written bound: the start position
     read from data (``.item()``) and ``start + seq <= 64`` checked, then the model, which
-    decides ``q_length == 1`` (a size split: one program for prefill and decode)."""
+    decides ``q_length == 1``; with `differs`, the two sides of that decision also
+    return the logits through different ops (a size split with a torch.cond)."""
 
-    def __init__(self, wrapper: torch.nn.Module) -> None:
+    def __init__(self, wrapper: torch.nn.Module, differs: bool) -> None:
         super().__init__()
         self.inner = wrapper
+        self.differs = differs
 
     def forward(self, input_ids, cache_position):
         start = cache_position[0].item()
         torch._check(start >= 0)
         torch._check(start + input_ids.shape[1] <= 64)
-        return self.inner(input_ids=input_ids, cache_position=cache_position)
+        out = self.inner(input_ids=input_ids, cache_position=cache_position)
+        if self.differs:
+            return out * 1 if input_ids.shape[1] == 1 else out + 0
+        return out
 
 
 @needs_executorch
 @pytest.mark.slow
-def test_split_llama_with_a_checked_start_lowers_and_runs_prefill_and_decode(tmp_path):
-    """The read and its checks come before the split's decision: they are computed once,
-    outside the torch.cond (inside each branch, and under autograd, ExecuTorch's passes
-    failed: PendingUnbackedSymbolNotFound).  The .pte gives eager's logits at seq > 1 and
-    seq == 1, one call after the other on its cache, and refuses start + seq > 64."""
+@pytest.mark.parametrize("differs", [False, True])
+def test_split_llama_with_a_checked_start_lowers_and_runs_prefill_and_decode(tmp_path, differs):
+    """The sides of ``seq == 1`` differed only in how each wrote the check (``u0 <= 63``
+    at seq 1) and the range it gave ``u0``: they are one graph now (guard dropped).
+    Where the sides do differ, the read and its checks come before the decision: they
+    are computed once, outside the torch.cond (made inside each branch, and lowered under
+    autograd, ExecuTorch's passes failed: PendingUnbackedSymbolNotFound).  Either way the
+    .pte gives eager's logits at seq > 1 and seq == 1, one call after the other on its
+    cache, and refuses start + seq > 64."""
     transformers = pytest.importorskip("transformers")
     from executorch.runtime import Runtime
     from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
@@ -292,15 +301,19 @@ def test_split_llama_with_a_checked_start_lowers_and_runs_prefill_and_decode(tmp
 
     def wrapper():
         return _CheckedStaticCache(TorchExportableModuleWithStaticCache(
-            model, batch_size=1, max_cache_len=64, device="cpu"))
+            model, batch_size=1, max_cache_len=64, device="cpu"), differs)
 
     seq = st.Dim("seq", min=1, max=64)
     ep = st.export(wrapper(), (), {"input_ids": torch.tensor([[5, 7, 11]]),
                                    "cache_position": torch.arange(3)},
                    dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})
-    assert "size split: seq == 1" in str(ep)
+    conds = [n for n in ep.graph.nodes if n.target is torch.ops.higher_order.cond]
     items = [n for n in ep.graph.nodes if n.target is torch.ops.aten.item.default]
-    assert len(items) == 1  # in the top graph, before the cond
+    assert len(items) == 1 and len(conds) == differs  # the read: in the top graph, once
+    if not differs:
+        assert "seq == 1 traces the same graph as 2 <= seq <= 64" in str(ep)
+    else:
+        assert list(ep.graph.nodes).index(items[0]) < list(ep.graph.nodes).index(conds[0])
     st.to_executorch(ep, tmp_path / "llama.pte")
     method = Runtime.get().load_program(tmp_path / "llama.pte").load_method("forward")
     eager = wrapper()
@@ -312,7 +325,7 @@ def test_split_llama_with_a_checked_start_lowers_and_runs_prefill_and_decode(tmp
             want = eager(ids, pos)
         torch.testing.assert_close(method.execute([ids, pos])[0], want, rtol=1e-4, atol=1e-4)
         at += n
-    with pytest.raises(RuntimeError):  # start + seq = 65: the check, outside the cond
+    with pytest.raises(RuntimeError):  # start + seq = 65: the check
         method.execute([torch.tensor([[1, 2]]), torch.arange(63, 65)])
 
 
