@@ -43,12 +43,12 @@ def expr_key(v: Any, subst: dict) -> Any:
     return subs(e, subst) if subst and e.free_symbols & subst.keys() else e
 
 
-def _meta_key(val: Any, subst: dict) -> Any:
+def meta_key(val: Any, subst: dict) -> Any:
     if isinstance(val, Proxy):
         m = val.st_meta
         return ("t", m.dtype, m.device, tuple(expr_key(d, subst) for d in m.shape))
     if isinstance(val, (tuple, list)):
-        return tuple(_meta_key(v, subst) for v in val)
+        return tuple(meta_key(v, subst) for v in val)
     e = expr_key(val, subst)
     return e if e is not None else ("v", type(val).__name__)
 
@@ -105,7 +105,7 @@ def canonical(graph: torch.fx.Graph, subst: dict,
                 out.append((node.op, node.target, _norm(node.args[:1], ids, subst)))
                 continue  # as each side printed them)
             out.append((node.op, node.target, _norm(node.args, ids, subst),
-                        _norm(dict(node.kwargs), ids, subst), _meta_key(val, subst)))
+                        _norm(dict(node.kwargs), ids, subst), meta_key(val, subst)))
     return tuple(out)
 
 

@@ -30,6 +30,7 @@ from safetrace.errors import DeclaredSpaceViolation, too_many_splits
 from safetrace.exporter.compare import (contract_key, expr_key, note, residual_conditions,
                                         same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
+from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node, kept_sizes
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.symbolic import make_bool, make_int
@@ -195,15 +196,17 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
     subst = {s: hlo} if hlo == hhi else {}
     if hlo != hhi and _symbol_of(h.ep, dim) != s:
         return False
-    if not same_program(g.ep, h.ep, subst, {s}):
+    # data-dependent symbols: their ranges follow from the checks in the graphs (compared
+    # here) and the sides' sizes; the merged program's are the hull of the two
+    unbacked = {x.name for e in (g.ep, h.ep) for x in e.contract.symbols if not x.backed}
+    if not same_program(g.ep, h.ep, subst, {s} | unbacked):
         return False
     lo, hi = min(glo, hlo), max(ghi, hhi)
     symbols = tuple(dataclasses.replace(x, lo=lo, hi=None if hi == math.inf else int(hi),
                                         origin="") if x.name == s else x
                     for x in g.ep.contract.symbols)
     g.ep.contract = dataclasses.replace(g.ep.contract, symbols=symbols)
-    g.ep._ranges = None
-    g.ep._check_fn = None
+    widen_unbacked(g.ep, [g.ep, h.ep])
     notes.append(f"{_range_text(dim, hlo, hhi)} traces the same graph as "
                  f"{_range_text(dim, glo, ghi)}: guard dropped")
     g.region = dict(g.region, **{dim: (lo, hi)})
@@ -246,8 +249,18 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     n_user = sum(1 for o in ref.ep.graph_signature.output_specs if o.kind == "user_output")
     outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
     outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
-    branches = [_branch(s, ref, inputs, const_names[k], mutated) for k, s in enumerate(sides)]
-    graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated)
+    names = [_input_nodes(s, const_names[k]) for k, s in enumerate(sides)]
+    prefix = common_prefix([s.ep.graph for s in sides], sides.index(ref),
+                           [_point_subst(s, syms) for s in sides], names,
+                           {x.name for x in ref.ep.contract.symbols if x.backed})
+    branches = [_branch(s, ref, inputs, const_names[k], mutated, prefix, k)
+                for k, s in enumerate(sides)]
+    graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated, prefix,
+                            names[sides.index(ref)])
+    if prefix:
+        ops = sum(1 for n in prefix.nodes if not is_size_node(n))
+        notes.append(f"{ops} ops every side runs before they differ: computed once, "
+                     f"before the torch.cond")
     for s in sides:
         notes.append(f"{_region_text(s.region)}: its own graph (a torch.cond branch)")
     note(graph, notes)
@@ -344,9 +357,17 @@ def _placeholders(g: torch.fx.Graph, inputs: list[InputSpec], metas: dict) -> li
     return phs
 
 
+def _input_nodes(side: Side, const_names: dict) -> dict[str, torch.fx.Node]:
+    """The side's placeholders by their unified input names."""
+    phs = {n.name: n for n in side.ep.graph.nodes if n.op == "placeholder"}
+    return {(const_names[spec.target] if spec.kind == "constant" else spec.name):
+            phs[spec.name] for spec in side.ep.graph_signature.input_specs}
+
+
 def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
-            mutated: list[str]) -> torch.fx.Graph:
-    """The side's graph taking every unified input, returning every unified output."""
+            mutated: list[str], prefix: Prefix, index: int) -> torch.fx.Graph:
+    """The side's graph taking every unified input (and the prefix's values the
+    branches read), returning every unified output; the prefix's ops left out."""
     old = side.ep.graph
     by_name = {}
     for spec in side.ep.graph_signature.input_specs:
@@ -365,10 +386,15 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
             narrowed[spec.name] = metas[spec.name]["val"]
             metas[spec.name] = dict(theirs.meta)
     phs = _placeholders(g, inputs, metas)
+    extra = _extra_placeholders(g, prefix)
     val_map = {old_phs[by_name[spec.name]]: _narrow(g, ph, narrowed[spec.name])
                if spec.name in narrowed else ph
                for spec, ph in zip(inputs, phs) if spec.name in by_name}
-    outs = g.graph_copy(old, val_map)
+    if prefix:
+        outs = _copy_rest(g, old, prefix.matched[index], dict(zip(prefix.extras, extra)),
+                          val_map)
+    else:
+        outs = g.graph_copy(old, val_map)
     outs = outs if isinstance(outs, tuple) else (outs,)
     specs = side.ep.graph_signature.output_specs
     written = {o.target: v for o, v in zip(specs, outs) if o.kind == "buffer_mutation"}
@@ -379,6 +405,36 @@ def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
     if subs_:
         g.__dict__["st_submodules"] = dict(subs_)
     return g
+
+
+def _extra_placeholders(g: torch.fx.Graph, prefix: Prefix) -> list[torch.fx.Node]:
+    """A branch's placeholders for the prefix's values (the reference side's metadata)."""
+    out = []
+    for e in prefix.extras:
+        ph = g.placeholder(e.name)
+        ph.meta.update(val=e.meta.get("val"), stack_trace="")
+        out.append(ph)
+    return out
+
+
+def _copy_rest(g: torch.fx.Graph, old: torch.fx.Graph, matched: dict, extra: dict,
+               val_map: dict) -> Any:
+    """`old` less the prefix's ops into `g`: a matched node reads the branch's operand for
+    the reference's node (narrowed to a point side's sizes, as inputs are)."""
+    for mine, theirs in matched.items():
+        ph = extra.get(theirs)
+        if ph is None:
+            continue
+        val = mine.meta.get("val")
+        val_map[mine] = _narrow(g, ph, val) if _point_dims(val, ph.meta.get("val")) else ph
+    sizes = kept_sizes(old, matched)
+    for n in old.nodes:
+        if n.op == "placeholder" or n in matched or (is_size_node(n) and n not in sizes):
+            continue
+        if n.op == "output":
+            return torch.fx.node.map_arg(n.args[0], val_map.__getitem__)
+        val_map[n] = g.node_copy(n, val_map.__getitem__)
+    raise _Unsplittable("a side's graph without an output")
 
 
 def _point_dims(mine: Any, theirs: Any) -> list[tuple[int, int]]:
@@ -431,8 +487,11 @@ def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,
 
 
 def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
-                    syms: dict, mutated: list[str]) -> torch.fx.Graph:
-    """torch.cond on the first side's range: its graph, else the rest dispatched."""
+                    syms: dict, mutated: list[str], prefix: Prefix,
+                    ref_inputs: dict | None = None) -> torch.fx.Graph:
+    """torch.cond on the first side's range: its graph, else the rest dispatched.  The
+    top graph (`ref_inputs`: the reference's placeholders by input name) computes the
+    prefix first; every cond passes its values on."""
     if len(sides) == 1:
         return branches[0]
     env = _env_of(ref.ep.graph)
@@ -443,6 +502,14 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
             if n.op == "placeholder":
                 metas.setdefault(n.name, dict(n.meta))
     phs = _placeholders(g, inputs, metas)
+    if ref_inputs is not None:
+        env_map = {ref_inputs[spec.name]: ph for spec, ph in zip(inputs, phs)
+                   if spec.name in ref_inputs}
+        for n in prefix.nodes:
+            env_map[n] = g.node_copy(n, env_map.__getitem__)
+        extra = [env_map[e] for e in prefix.extras]
+    else:
+        extra = _extra_placeholders(g, prefix)
     region = sides[0].region
     hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
                 max(s.region[d][1] for s in sides if d in s.region)) for d in region}
@@ -464,11 +531,12 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
             pred = c
     if pred is None:
         raise _Unsplittable("sides with overlapping ranges")
-    rest = _dispatch_graph(sides[1:], branches[1:], ref, inputs, syms, mutated)
+    rest = _dispatch_graph(sides[1:], branches[1:], ref, inputs, syms, mutated, prefix)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(rest)))
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
-    node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
+    node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr,
+                                                                    tuple(phs + extra)))
     node.meta["stack_trace"] = ""
     ref_vals = _output_vals(sides, ref, syms, env)
     buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)

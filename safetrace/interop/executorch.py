@@ -47,19 +47,24 @@ def export_executorch(ep: Any, path: Any = None, *, partitioner: Any = None,
     exir = _exir()
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
     _bounded(tep)
-    tep = for_executorch(_beyond_torch_table(tep, compile_config))
-    if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract to write
-        edge = _edge(exir, tep, partitioner, compile_config, None)
-        program = edge.to_executorch()
-    else:
-        # the checks' texts: filled by the pass, which writes the checks (the contract's,
-        # then the graph's data checks); the constant method holds this very list
-        texts: list[str] = []
-        edge = _edge(exir, tep, partitioner, compile_config, {METHOD: texts})
-        written: list[int] = []
-        program = edge.to_executorch(exir.ExecutorchBackendConfig(
-            passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
-        _verify(program, texts, written)
+    # without autograd: ExecuTorch's passes replay a torch.cond under grad mode through
+    # its autograd key, whose re-trace of the branches finds the data-dependent symbols
+    # the replay made before the cond unbound (PendingUnbackedSymbolNotFound; torch's own
+    # programs too, when a parameter requires grad)
+    with torch.no_grad():
+        tep = for_executorch(_beyond_torch_table(tep, compile_config))
+        if isinstance(ep, torch.export.ExportedProgram):  # torch's own: no contract
+            edge = _edge(exir, tep, partitioner, compile_config, None)
+            program = edge.to_executorch()
+        else:
+            # the checks' texts: filled by the pass, which writes the checks (the
+            # contract's, then the graph's data checks); the constant method holds them
+            texts: list[str] = []
+            edge = _edge(exir, tep, partitioner, compile_config, {METHOD: texts})
+            written: list[int] = []
+            program = edge.to_executorch(exir.ExecutorchBackendConfig(
+                passes=[_checks_pass(edge.exported_program(), ep.contract, texts, written)]))
+            _verify(program, texts, written)
     if path is not None:
         Path(path).write_bytes(program.buffer)
     return program

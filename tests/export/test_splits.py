@@ -292,3 +292,131 @@ def test_sides_writing_a_buffer_convert_to_functional_cond_branches():
     assert int(m.steps) == 70
     x = torch.randn(2, 1)  # one state: ep's module continues from the converted one's
     torch.testing.assert_close(ep.module()(x), m(x))
+
+
+# -- the code every side runs before the decision: computed once, before the cond ------------
+class ReadThenSplit(torch.nn.Module):
+    """A position read from data and checked with the sequence length, then a split on
+    ``seq == 1`` (a StaticCache model's wrapper: the read and its checks come first)."""
+
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + x.shape[1] <= 64)
+        if x.shape[1] == 1:
+            return x * 2
+        return x.cumsum(1)
+
+
+def _items(graph):
+    return [n for n in graph.nodes if n.target is torch.ops.aten.item.default]
+
+
+def _branches(ep):
+    return [m.graph for name, m in ep.graph_module.named_modules() if name]
+
+
+def test_the_read_before_the_split_is_made_once_outside_the_cond():
+    m = ReadThenSplit()
+    ep = st.export(m, (torch.randn(2, 5, 3), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: SEQ}, "pos": None})
+    assert len(_conds(ep.graph)) == 1 and len(_items(ep.graph)) == 1
+    item, cond = _items(ep.graph)[0], _conds(ep.graph)[0]
+    order = list(ep.graph.nodes)
+    assert order.index(item) < order.index(cond)
+    checks = [n for n in ep.graph.nodes if "assert" in str(n.target)]
+    assert len(checks) == 2 and all(order.index(c) < order.index(cond) for c in checks)
+    for g in _branches(ep):  # no read, no check inside: only each side's own ops
+        assert not _items(g) and not any("assert" in str(n.target) for n in g.nodes)
+    assert "4 ops every side runs before they differ" in str(ep)
+    for n, start in ((1, 0), (1, 63), (2, 62), (7, 3), (64, 0)):
+        x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
+        torch.testing.assert_close(ep.module()(x, pos), m(x, pos))
+    for n, start in ((1, 64), (7, 58), (2, -1), (64, 1)):
+        with pytest.raises(RuntimeError):  # each side's checks, now before the cond
+            ep.module()(torch.randn(2, n, 3), torch.tensor([start, 0]))
+    for shape in ((2, 0, 3), (2, 65, 3)):
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.randn(*shape), torch.tensor([0, 0]))
+    tep = ep.to_torch()  # torch's program: the read in its top graph too, once
+    assert len(_items(tep.graph)) == 1
+    assert not any(_items(m.graph) for name, m in tep.graph_module.named_modules() if name)
+    for n in (1, 5):
+        x, pos = torch.randn(2, n, 3), torch.tensor([3, 0])
+        torch.testing.assert_close(tep.module()(x, pos), m(x, pos))
+
+
+class SharedThenSplit(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 3))
+
+    def forward(self, x):
+        h = torch.relu(x @ self.w)
+        return h * 3 if x.shape[1] == 1 else h.cumsum(1)
+
+
+def test_a_shared_tensor_is_an_operand_narrowed_in_the_point_branch():
+    m = SharedThenSplit()
+    ep = st.export(m, (torch.randn(2, 5, 3),), dynamic_shapes={"x": {1: SEQ}})
+    cond = _conds(ep.graph)[0]
+    assert [n.target for n in cond.args[3] if n.op != "placeholder"] == \
+        [torch.ops.aten.relu.default]  # h: computed once, passed to both branches
+    assert all(torch.ops.aten.matmul.default not in {n.target for n in g.nodes}
+               for g in _branches(ep))
+    _check_params(ep, m, [(2, k) for k in (1, 2, 3, 64)])
+    _rejected(ep, [(2, 0, 3), (2, 65, 3)])
+
+
+def _check_params(ep, model, shapes):
+    mod = ep.module()
+    for shape in shapes:
+        x = torch.randn(*shape, 3)
+        torch.testing.assert_close(mod(x), model(x))
+
+
+class ReadUsedInside(torch.nn.Module):
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start <= 8)
+        if x.shape[1] == 1:
+            return x * start
+        return x + torch.ones(start).sum()
+
+
+def test_a_read_that_a_branch_uses_stays_in_each_branch():
+    """torch's cond takes no data-dependent size as an operand: the read stays inside."""
+    m = ReadUsedInside()
+    ep = st.export(m, (torch.randn(2, 5, 3), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: SEQ}, "pos": None})
+    assert not _items(ep.graph) and all(len(_items(g)) == 1 for g in _branches(ep))
+    for n, start in ((1, 0), (1, 8), (5, 3)):
+        x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
+        torch.testing.assert_close(ep.module()(x, pos), m(x, pos))
+
+
+class CheckThenSame(torch.nn.Module):
+    """Both sides of ``seq == 1`` trace the same ops; they differ only in how each writes
+    the check (``u0 <= 63`` at seq 1, ``s0 + u0 <= 64`` else) and the range it gives u0."""
+
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + x.shape[1] <= 64)
+        k = 2 if x.shape[1] == 1 else 2
+        return x * k + start
+
+
+def test_sides_differing_only_in_a_data_dependent_range_are_one_graph():
+    m = CheckThenSame()
+    ep = st.export(m, (torch.randn(2, 5), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: SEQ}, "pos": None})
+    assert not _conds(ep.graph) and "guard dropped" in str(ep)
+    assert ep.range_constraints["s0"].lower == 1 and ep.range_constraints["s0"].upper == 64
+    for n, start in ((1, 0), (1, 63), (5, 59), (64, 0)):
+        x, pos = torch.randn(2, n), torch.tensor([start, 0])
+        torch.testing.assert_close(ep.module()(x, pos), m(x, pos))
+    for n, start in ((1, 64), (5, 60), (1, -1)):  # the check, at seq 1 as elsewhere
+        with pytest.raises(RuntimeError):
+            ep.module()(torch.randn(2, n), torch.tensor([start, 0]))

@@ -253,3 +253,115 @@ def test_static_cache_lowers_with_its_bound_and_refuses_a_full_cache(tmp_path):
             torch.testing.assert_close(g, w)
     with pytest.raises(RuntimeError):
         method.execute([torch.randn(1, 1, 2)])
+
+
+class _CheckedStaticCache(torch.nn.Module):
+    """transformers' StaticCache wrapper behind a hand-written bound: the start position
+    read from data (``.item()``) and ``start + seq <= 64`` checked, then the model, which
+    decides ``q_length == 1``; with `differs`, the two sides of that decision also
+    return the logits through different ops (a size split with a torch.cond)."""
+
+    def __init__(self, wrapper: torch.nn.Module, differs: bool) -> None:
+        super().__init__()
+        self.inner = wrapper
+        self.differs = differs
+
+    def forward(self, input_ids, cache_position):
+        start = cache_position[0].item()
+        torch._check(start >= 0)
+        torch._check(start + input_ids.shape[1] <= 64)
+        out = self.inner(input_ids=input_ids, cache_position=cache_position)
+        if self.differs:
+            return out * 1 if input_ids.shape[1] == 1 else out + 0
+        return out
+
+
+@needs_executorch
+@pytest.mark.slow
+@pytest.mark.parametrize("differs", [False, True])
+def test_split_llama_with_a_checked_start_lowers_and_runs_prefill_and_decode(tmp_path, differs):
+    """The sides of ``seq == 1`` differed only in how each wrote the check (``u0 <= 63``
+    at seq 1) and the range it gave ``u0``: they are one graph now (guard dropped).
+    Where the sides do differ, the read and its checks come before the decision: they
+    are computed once, outside the torch.cond (made inside each branch, and lowered under
+    autograd, ExecuTorch's passes failed: PendingUnbackedSymbolNotFound).  Either way the
+    .pte gives eager's logits at seq > 1 and seq == 1, one call after the other on its
+    cache, and refuses start + seq > 64."""
+    transformers = pytest.importorskip("transformers")
+    from executorch.runtime import Runtime
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=1, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64)
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.use_cache = True
+
+    def wrapper():
+        return _CheckedStaticCache(TorchExportableModuleWithStaticCache(
+            model, batch_size=1, max_cache_len=64, device="cpu"), differs)
+
+    seq = st.Dim("seq", min=1, max=64)
+    ep = st.export(wrapper(), (), {"input_ids": torch.tensor([[5, 7, 11]]),
+                                   "cache_position": torch.arange(3)},
+                   dynamic_shapes={"input_ids": {1: seq}, "cache_position": {0: seq}})
+    conds = [n for n in ep.graph.nodes if n.target is torch.ops.higher_order.cond]
+    items = [n for n in ep.graph.nodes if n.target is torch.ops.aten.item.default]
+    assert len(items) == 1 and len(conds) == differs  # the read: in the top graph, once
+    if not differs:
+        assert "seq == 1 traces the same graph as 2 <= seq <= 64" in str(ep)
+    else:
+        assert list(ep.graph.nodes).index(items[0]) < list(ep.graph.nodes).index(conds[0])
+    st.to_executorch(ep, tmp_path / "llama.pte")
+    method = Runtime.get().load_program(tmp_path / "llama.pte").load_method("forward")
+    eager = wrapper()
+    at = 0
+    for n in (5, 1, 1, 3, 1):  # prefill, decode, decode, a second chunk, decode
+        ids = torch.randint(0, 100, (1, n))
+        pos = torch.arange(at, at + n)
+        with torch.no_grad():
+            want = eager(ids, pos)
+        torch.testing.assert_close(method.execute([ids, pos])[0], want, rtol=1e-4, atol=1e-4)
+        at += n
+    with pytest.raises(RuntimeError):  # start + seq = 65: the check
+        method.execute([torch.tensor([[1, 2]]), torch.arange(63, 65)])
+
+
+class _ReadThenSplit(torch.nn.Module):
+    """A parameter (it requires grad), a read checked before a ``seq == 1`` split; with
+    `inside`, a branch uses the read value (it stays in each branch then)."""
+
+    def __init__(self, inside: bool) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 3)
+        self.inside = inside
+
+    def forward(self, x, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + x.shape[1] <= 16)
+        h = self.fc(x)
+        if x.shape[1] == 1:
+            return h * (start if self.inside else 2)
+        return h.cumsum(1)
+
+
+@needs_executorch
+@pytest.mark.slow
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_split_after_a_read_lowers_with_parameters_requiring_grad(tmp_path, inside):
+    from executorch.runtime import Runtime
+
+    model = _ReadThenSplit(inside)
+    ep = st.export(model, (torch.randn(2, 5, 3), torch.tensor([4, 0])),
+                   dynamic_shapes={"x": {1: st.Dim("seq", min=1, max=16)}, "pos": None})
+    st.to_executorch(ep, tmp_path / "m.pte")
+    method = Runtime.get().load_program(tmp_path / "m.pte").load_method("forward")
+    for n, start in ((1, 0), (1, 15), (4, 3), (16, 0)):
+        x, pos = torch.randn(2, n, 3), torch.tensor([start, 0])
+        with torch.no_grad():
+            torch.testing.assert_close(method.execute([x, pos])[0], model(x, pos))
+    with pytest.raises(RuntimeError):
+        method.execute([torch.randn(2, 2, 3), torch.tensor([15, 0])])
