@@ -498,3 +498,46 @@ def test_a_tensor_read_twice_before_a_write_is_one_value() -> None:
         x1, x2, y = torch.tensor(k), torch.tensor(k), torch.randn(10)
         same(rwr.module()(x1, y), ReadWriteRead()(x2, y))
         same(x1, x2)
+
+
+# -- an nn.Module passed as an input: its parameters and buffers are inputs (torch's
+#    test_module_input) ------------------------------------------------------------------
+class ScaledLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("scale", torch.rand(3) + 1)
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+class OtherState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+
+class CallsItsInput(nn.Module):
+    def forward(self, x, m):
+        return m(x) + x
+
+
+def test_module_input_flattens_to_its_parameters_and_buffers() -> None:
+    args = (torch.randn(2, 3), ScaledLinear())
+    ref = torch.export.export(CallsItsInput(), args)  # (torch takes no spec for it)
+    ours = st.export(CallsItsInput(), args, dynamic_shapes=({0: Dim("b")}, None))
+    names = ["x", "m_linear_weight", "m_linear_bias", "m_scale"]
+    for prog in (ours, ours.to_torch(), ref):
+        assert list(prog.graph_signature.user_inputs) == names
+        for n in ((0, 1, 4) if prog is not ref else (2,)):
+            x, m = torch.randn(n, 3), ScaledLinear()  # another module of the class
+            same(prog.module()(x, m), CallsItsInput()(x, m))
+    before = {k: v.clone() for k, v in args[1].state_dict().items()}
+    ours.module()(torch.randn(2, 3), args[1])
+    for k, v in args[1].state_dict().items():
+        same(v, before[k])  # the module passed is never changed
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(2, 3), OtherState())  # another structure
+    # a module stays a leaf for the user's own pytree code outside an export
+    assert torch.utils._pytree.tree_leaves([OtherState()])[0].__class__ is OtherState
