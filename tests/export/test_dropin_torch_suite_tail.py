@@ -541,3 +541,25 @@ def test_module_input_flattens_to_its_parameters_and_buffers() -> None:
         ours.module()(torch.randn(2, 3), OtherState())  # another structure
     # a module stays a leaf for the user's own pytree code outside an export
     assert torch.utils._pytree.tree_leaves([OtherState()])[0].__class__ is OtherState
+
+
+# -- a slice whose start and end are both read from data, negative ones included (torch's
+#    test_unbacked_slice_forward) ---------------------------------------------------------
+class SliceByData(nn.Module):
+    def forward(self, x, xs):
+        u0, u1 = xs.tolist()
+        return x[u0:u1]
+
+
+def test_slice_between_two_values_read_from_data_takes_negative_bounds() -> None:
+    args = (torch.randn(10), torch.tensor([3, 6]))
+    spec = ({0: Dim("n", max=64)}, None)
+    ours = st.export(SliceByData(), args, dynamic_shapes=spec)
+    ref = torch.export.export(SliceByData(), args, dynamic_shapes=spec)
+    bounds = [(3, 6), (-9, -1), (-10000, 10000), (0, -10), (-3, 8), (4, 2), (0, 0), (-1, 10)]
+    for prog in (ours, ours.to_torch(), ref):
+        for n in (0, 1, 10):
+            x = torch.randn(n)
+            for b in bounds:
+                xs = torch.tensor(b)
+                same(prog.module()(x, xs), SliceByData()(x, xs))
