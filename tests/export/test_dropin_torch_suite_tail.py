@@ -5,6 +5,7 @@ the same model through torch.export in the same test.  Our own cases."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -563,3 +564,67 @@ def test_slice_between_two_values_read_from_data_takes_negative_bounds() -> None
             for b in bounds:
                 xs = torch.tensor(b)
                 same(prog.module()(x, xs), SliceByData()(x, xs))
+
+
+# -- AdditionalInputs: every example must pass the exported program's checks, and examples
+#    that cannot make a spec are a ValueError (torch's test_dynamic_shapes_inferred_basic,
+#    test_additional_inputs_constants) ----------------------------------------------------
+class FirstThreeTimes(nn.Module):
+    def forward(self, x, y, z):
+        return (x + y[0])[:3] * z["k"]
+
+
+def _additional(make, *examples):
+    ai = make()
+    for e in examples:
+        ai.add(e)
+    return ai
+
+
+@pytest.mark.parametrize("make", [st.AdditionalInputs, torch.export.AdditionalInputs],
+                         ids=["ours", "torch's"])
+def test_additional_inputs_are_checked_against_the_program(make) -> None:
+    args = (torch.randn(4), [torch.randn(4)], {"k": torch.randn(3)})
+    good = (torch.randn(5), [torch.randn(5)], {"k": torch.randn(3)})
+    ep = st.export(FirstThreeTimes(), args, dynamic_shapes=_additional(make, good))
+    ref = torch.export.export(FirstThreeTimes(), args,
+                              dynamic_shapes=_additional(torch.export.AdditionalInputs, good))
+    for prog in (ep, ep.to_torch(), ref):
+        for n in (3, 4, 9):
+            inp = (torch.randn(n), [torch.randn(n)], {"k": torch.randn(3)})
+            same(prog.module()(*inp), FirstThreeTimes()(*inp))
+    for bad in [(torch.randn(2), [torch.randn(2)], {"k": torch.randn(3)}),   # needs >= 3
+                (torch.randn(6), [torch.randn(7)], {"k": torch.randn(3)})]:  # x, y[0] equal
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*bad)
+        with pytest.raises(RuntimeError):
+            torch.export.export(FirstThreeTimes(), args, dynamic_shapes=_additional(
+                torch.export.AdditionalInputs, bad))
+        with pytest.raises(RuntimeError, match="example 1 is refused"):
+            st.export(FirstThreeTimes(), args, dynamic_shapes=_additional(make, bad))
+
+
+@dataclass
+class Mixed:
+    b: bool
+    i: int
+    f: float
+    t: torch.Tensor
+
+
+torch.utils._pytree.register_dataclass(Mixed)
+
+
+class UsesMixed(nn.Module):
+    def forward(self, d: Mixed):
+        return d.i + d.f + d.t
+
+
+def test_additional_inputs_whose_floats_differ_are_a_value_error() -> None:
+    first, other = (Mixed(True, 3, 3.0, torch.ones(3)),), (Mixed(True, 3, 4.0, torch.ones(3)),)
+    for make in (st.AdditionalInputs, torch.export.AdditionalInputs):
+        with pytest.raises(ValueError, match="4.0"):
+            st.export(UsesMixed(), first, dynamic_shapes=_additional(make, first, other))
+    with pytest.raises(ValueError, match="4.0"):
+        torch.export.export(UsesMixed(), first, dynamic_shapes=_additional(
+            torch.export.AdditionalInputs, first, other))
