@@ -628,3 +628,38 @@ def test_additional_inputs_whose_floats_differ_are_a_value_error() -> None:
     with pytest.raises(ValueError, match="4.0"):
         torch.export.export(UsesMixed(), first, dynamic_shapes=_additional(
             torch.export.AdditionalInputs, first, other))
+
+
+# -- a custom op returning several ints: each is read from its own item of the op's result
+#    (torch's test_more_multidimensional_slicing; before, the program compared the whole
+#    tuple with 0 and raised TypeError when run) --------------------------------------------
+@torch.library.custom_op("suite13::indices3d", mutates_args=())
+def indices3d(t: torch.Tensor, x: torch.Tensor) -> tuple[int, int, int]:
+    return tuple(int(x[i].item()) for i in range(3))
+
+
+@torch.library.register_fake("suite13::indices3d")
+def _indices3d_fake(t, x):
+    sizes = tuple(torch.library.get_ctx().new_dynamic_size() for _ in range(3))
+    for i, size in enumerate(sizes):
+        torch._check(size <= t.shape[i])
+    return sizes
+
+
+class PicksByIndices(nn.Module):
+    def forward(self, t, x):
+        i, j, k = indices3d(t, x)
+        return t[i, j, k], t[:i, None, :j, None, :k], t[None, ..., None, j]
+
+
+def test_custom_op_returning_several_ints_reads_each() -> None:
+    t = torch.randn(4, 5, 6)
+    args = (t, torch.tensor([2, 3, 4]))
+    ours = st.export(PicksByIndices(), args)
+    ref = torch.export.export(PicksByIndices(), args)
+    for prog in (ours, ours.to_torch(), ref):
+        for idx in ([2, 3, 4], [0, 0, 0], [3, 4, 5], [1, 2, 0]):
+            x = torch.tensor(idx)
+            same(prog.module()(t, x), PicksByIndices()(t, x))
+    with pytest.raises(st.RuntimeAssertionError):
+        ours.module()(t, torch.tensor([4, 0, 0]))  # select's index out of range, as eager
