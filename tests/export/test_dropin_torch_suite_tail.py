@@ -663,3 +663,31 @@ def test_custom_op_returning_several_ints_reads_each() -> None:
             same(prog.module()(t, x), PicksByIndices()(t, x))
     with pytest.raises(st.RuntimeAssertionError):
         ours.module()(t, torch.tensor([4, 0, 0]))  # select's index out of range, as eager
+
+
+class NestedSubclassState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.testing._internal.custom_tensor import CustomTensorPlainOut as Plain
+        self.p1 = nn.Parameter(torch.ones(2, 2))
+        self.p2 = nn.Parameter(Plain(Plain(torch.eye(2), torch.rand(2, 2)),
+                                     Plain(torch.rand(2, 2), torch.ones(2, 2))))
+
+    def forward(self, x):
+        return x + (x + 2 * self.p1 + self.p2).sum().sum()
+
+
+class CallsItsOneArgInput(nn.Module):
+    def forward(self, x, m):
+        return m(x)
+
+
+def test_module_input_holding_a_subclass_parameter_converts() -> None:
+    """torch's test_module_input_subclasses_parameterization_nested: the converted program
+    runs the subclass input through its own dispatch (no input check node runs it)."""
+    args = (torch.randn(2, 2), NestedSubclassState())
+    ref = torch.export.export(CallsItsOneArgInput(), args)
+    ours = st.export(CallsItsOneArgInput(), args)
+    for prog in (ours, ours.to_torch(), ref):
+        x, m = torch.randn(2, 2), NestedSubclassState()
+        same(prog.module()(x, m), CallsItsOneArgInput()(x, m))
