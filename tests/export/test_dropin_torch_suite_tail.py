@@ -552,6 +552,7 @@ class SliceByData(nn.Module):
         return x[u0:u1]
 
 
+@pytest.mark.slow  # (~1.5 s: three programs, several sizes and bounds)
 def test_slice_between_two_values_read_from_data_takes_negative_bounds() -> None:
     args = (torch.randn(10), torch.tensor([3, 6]))
     spec = ({0: Dim("n", max=64)}, None)
@@ -581,8 +582,8 @@ def _additional(make, *examples):
     return ai
 
 
-@pytest.mark.parametrize("make", [st.AdditionalInputs, torch.export.AdditionalInputs],
-                         ids=["ours", "torch's"])
+@pytest.mark.parametrize("make", [pytest.param(st.AdditionalInputs, marks=pytest.mark.slow),
+                                  torch.export.AdditionalInputs], ids=["ours", "torch's"])
 def test_additional_inputs_are_checked_against_the_program(make) -> None:
     args = (torch.randn(4), [torch.randn(4)], {"k": torch.randn(3)})
     good = (torch.randn(5), [torch.randn(5)], {"k": torch.randn(3)})
@@ -652,6 +653,7 @@ class PicksByIndices(nn.Module):
         return t[i, j, k], t[:i, None, :j, None, :k], t[None, ..., None, j]
 
 
+@pytest.mark.slow  # (~1 s)
 def test_custom_op_returning_several_ints_reads_each() -> None:
     t = torch.randn(4, 5, 6)
     args = (t, torch.tensor([2, 3, 4]))
