@@ -154,8 +154,8 @@ def not_callable(model: Any) -> NotCallable:
                        fix="pass an nn.Module or a function")
 
 
-class ScriptModuleInput(UnsupportedInputError):
-    """A TorchScript module was given to st.export."""
+class ScriptModuleInput(UnsupportedInputError, ValueError):
+    """A TorchScript module was given to st.export (a ValueError, as torch.export's)."""
 
     kind = "script-module"
 
@@ -167,7 +167,8 @@ _TORCHSCRIPT = ("a TorchScript module (the result of torch.jit.script or torch.j
 
 def script_module(model: Any) -> ScriptModuleInput:
     return ScriptModuleInput(
-        f"cannot export {type(model).__name__}, {_TORCHSCRIPT}",
+        f"Exporting a ScriptModule is not supported: {type(model).__name__} is "
+        f"{_TORCHSCRIPT}",
         fix="export the original nn.Module, before torch.jit.script / torch.jit.trace: "
             "st.export(model, args)")
 

@@ -14,7 +14,7 @@ from typing import Any
 from safetrace.errors.base import SpecError, Where
 
 __all__ = [
-    "SpecStructureError", "torch_collection_refused", "spec_structure", "spec_keys", "spec_count", "spec_form",
+    "SpecStructureError", "AdditionalInputRefused", "additional_refused", "torch_collection_refused", "spec_structure", "spec_keys", "spec_count", "spec_form",
     "spec_given_twice", "spec_var_positional", "spec_var_keyword", "spec_on_constant",
     "spec_shape", "spec_dim_out_of_range", "spec_rank", "spec_tensor_form",
     "spec_signature", "collection_entry", "additional_structure",
@@ -163,10 +163,16 @@ def additional_structure(i: int, got: Any, expected: Any) -> SpecStructureError:
 
 
 # -- the example inputs against the spec ----------------------------------------------------
-class SpecExampleError(SpecError):
-    """The example inputs disagree with the spec (a size, a range, a shared Dim)."""
+class SpecExampleError(SpecError, ValueError):
+    """The example inputs disagree with the spec (a size, a range, a shared Dim); a
+    ValueError, as torch.export's errors on the examples of AdditionalInputs are."""
 
     kind = "spec-example"
+
+
+class AdditionalInputRefused(SpecExampleError, RuntimeError):
+    """An example given in AdditionalInputs is refused by the exported program's input
+    checks (a RuntimeError too, as torch.export raises it)."""
 
 
 def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
@@ -232,6 +238,19 @@ def torch_collection_refused(kind: str, exc: BaseException) -> SpecExampleError:
                         f"could not be turned into a spec: {type(exc).__name__}: {exc}",
                         f"fix the examples as the message says, or use st.{kind} (the same "
                         f"API, with safetrace's messages)")
+
+
+def additional_refused(index: int, exc: BaseException) -> AdditionalInputRefused:
+    """Example ``index`` (1-based, after the export's own inputs) of AdditionalInputs fails
+    the exported program's input checks: the program does not cover every example."""
+    reason = str(getattr(exc, "cause", None) or exc).split("\n")[0]
+    return AdditionalInputRefused(
+        f"AdditionalInputs: example {index} is refused by the exported program: {reason} "
+        f"(a size there breaks a condition the traced code needs, so the examples do not "
+        f"share one program)",
+        fix="drop that example, or change the code so that it works for every example's "
+            "sizes (the condition above names the line)",
+        where=Where(input="dynamic_shapes"))
 
 
 def additional_rank(index: int) -> SpecExampleError:

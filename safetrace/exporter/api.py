@@ -14,6 +14,7 @@ from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
+from safetrace.exporter.module_inputs import module_nodes, module_types
 from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text, unwrap_int_keys
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
@@ -77,11 +78,26 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     if not callable(fn):
         raise E.not_callable(model)
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
-    with gc_paused(), task(f"exporting {type(model).__name__}", verbose):
-        return export_with_splits(lambda sides, flipped=frozenset(): Exporter(
+    with gc_paused(), task(f"exporting {type(model).__name__}", verbose), \
+            module_nodes(module_types(args, kwargs)):
+        ep = export_with_splits(lambda sides, flipped=frozenset(): Exporter(
             model, fn, preserve_module_call_signature, sides, flipped,
             defer=prefer_deferred_runtime_asserts_over_guards).run(
                 args, kwargs, dynamic_shapes), max_splits)
+        _check_additional(ep, dynamic_shapes)
+        return ep
+
+
+def _check_additional(ep: ExportedProgram, spec: Any) -> None:
+    """Every example of an AdditionalInputs spec (ours or torch's) passes the program's
+    input checks, as torch.export checks them: the examples declare calls that must work."""
+    if type(spec).__name__ != "AdditionalInputs":
+        return
+    for i, (a, k) in enumerate(getattr(spec, "_examples", ()), start=1):
+        try:
+            ep.check_inputs(tuple(a), dict(k or {}))
+        except E.InputMismatchError as exc:
+            raise E.additional_refused(i, exc) from None
 
 
 class Exporter:

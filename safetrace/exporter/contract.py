@@ -101,6 +101,8 @@ class TensorInput:
     # an int input declared dynamic: a Python int whose value is the one "dim" (dtype is
     # torch.int64 and unchecked)
     scalar: bool = False
+    # a traceable tensor subclass given as the input (it dispatches when the program runs)
+    subclass: bool = False
 
     def where(self, d: int) -> str:
         return self.path if self.scalar else f"{self.path}.shape[{d}]"
@@ -402,7 +404,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         else:
             inputs.append(TensorInput(path, torch.int64 if i in scalars else value.dtype,
                                       tuple(kinds[i, d] for d in range(len(shape))),
-                                      layout.get(i), i in scalars))
+                                      layout.get(i), i in scalars,
+                                      hasattr(type(value), "__tensor_flatten__")))
     symbols = []
     for name, fate in fates.fates.items():
         info = env.symbols[name]

@@ -13,6 +13,7 @@ from safetrace.errors import torch_api_given_ours, wrong_structure
 from safetrace.exporter.checks import CheckBuilder
 from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
+from safetrace.exporter.module_inputs import module_nodes, spec_module_types
 from safetrace.exporter.printing import print_readable
 from safetrace.exporter.program_module import ProgramModule
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
@@ -263,8 +264,20 @@ class ExportedProgram:
             return {k: kwargs[k] for k in order}
         return kwargs
 
+    def module_types(self) -> set[type]:
+        """The nn.Module classes the program takes as inputs (``module_inputs.py``)."""
+        if not hasattr(self, "_module_types"):
+            self._module_types = spec_module_types(self.in_spec)
+        return self._module_types
+
     def _pytree_leaves(self, args: tuple, kwargs: dict | None) -> list:
         """The leaves by the pytree walk; WrongStructure when the containers differ."""
+        if self.module_types():
+            with module_nodes(self.module_types()):
+                return self._structured_leaves(args, kwargs)
+        return self._structured_leaves(args, kwargs)
+
+    def _structured_leaves(self, args: tuple, kwargs: dict | None) -> list:
         leaves, spec = pytree.tree_flatten((tuple(args), self._ordered(kwargs)))
         if spec != self.in_spec:
             # the same dict keys in another insertion order: as at export (order is not meaning)
@@ -334,7 +347,8 @@ class ExportedProgram:
         them with torch's meta kernels and compares (default: the environment variable
         ``SAFETRACE_VERIFY_TO_TORCH=1``).
         ``verbose``: progress on standard error (default: only on a terminal)."""
-        with task("ep.to_torch(): building torch.export's program", verbose):
+        with task("ep.to_torch(): building torch.export's program", verbose), \
+                module_nodes(self.module_types()):
             return interop.to_torch(self, strict=strict, verify=verify)
 
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:

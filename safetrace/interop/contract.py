@@ -164,8 +164,8 @@ class ContractEmitter:
         c = self.contract
         for i, ph in user_leaves:
             inp = c.inputs[i]
-            if inp.scalar:  # an int: torch's guards check its type
-                continue
+            if inp.scalar or inp.subclass:  # an int: torch's guards check its type; a
+                continue  # tensor subclass would run the checks through its dispatch
             # torch's input guards never look at the rank: an identity permute raises for
             # any other rank before the graph computes anything; the metadata check reads
             # its result, so that dead-code elimination and run_decompositions keep it (an

@@ -71,8 +71,12 @@ def _either_sign_from_data(i: Size) -> bool:
 
 def slice_length(size: Size, start: Size | None, end: Size | None, step: Size = 1) -> Size:
     """Length of ``x[start:end:step]`` along a dim of `size` (torch's wrapping and clamping)."""
-    # torch wraps a negative bound once, then clamps both into [0, size]
-    start = 0 if start is None else _bound(start, size, start=True)
+    # torch wraps a negative bound once, then clamps both into [0, size]; a start read
+    # from data is taken as counted from the start (checked) only where the end is not
+    # read from data too (``x[u0:u1]``: the length relates to no size, the exact form
+    # costs nothing and keeps negative starts, as torch.export's program does)
+    either = end is not None and _either_sign_from_data(end)
+    start = 0 if start is None else _bound(start, size, start=not either)
     if end is None or (isinstance(end, int) and end >= 2**62):
         end = size
     else:

@@ -506,11 +506,25 @@ class Tracer(TorchFunctionMode):
             info.origin = f"{info.origin} at {short(trace)}" if trace else info.origin
             if name in self.sym_sources:
                 continue
-            for v in values:
-                found = size_source(name, v, node)
+            for i, v in enumerate(values):
+                src = node
+                if values is result and hasattr(v, "expr") and not isinstance(v, torch.Tensor):
+                    src = self._item_node(node, i)  # an int among several outputs
+                found = size_source(name, v, src)
                 if found is not None:
                     self.sym_sources[name] = found
                     break
+
+    def _item_node(self, node: Any, i: int) -> Any:
+        """``node[i]`` (once per output): where the graph reads a symbolic int that an op
+        returns among others (a custom op's ``-> (SymInt, SymInt)``)."""
+        items = node.meta.setdefault("st_item_nodes", {})
+        if i not in items:
+            g = add_node(node.graph, operator.getitem, (node, i), {}, "getitem")
+            g.meta["stack_trace"] = node.meta.get("stack_trace", "")
+            g.meta["val"] = node.meta["val"][i]
+            items[i] = g
+        return items[i]
 
     def wrap(self, out: Any, node: torch.fx.Node) -> Any:
         """Proxies for a rule's result; multiple outputs get getitem nodes."""

@@ -511,6 +511,8 @@ CASES.update({
                                                        "x.shape[0]", 4, "y", 0, "n = 5"),
     "additional_value": lambda: E.additional_value(2, [1.0, 2.0]),
     "additional_rank": lambda: E.additional_rank(0),
+    "additional_refused": lambda: E.additional_refused(2, E.InputMismatchError(
+        "x.shape[0] = 2, but it must be >= 3 (from `x[:3]` at m.py:4)")),
 })
 GOLDEN.update({
     'example_size': ('SpecExampleError',
@@ -541,4 +543,10 @@ GOLDEN.update({
         'AdditionalInputs: input leaf 0 is a tensor whose rank (or type) differs between '
         'the examples; a dim can be dynamic, the rank cannot.\n'
         'Fix: give every example tensors of the same rank at this position'),
+    'additional_refused': ('AdditionalInputRefused',
+        'AdditionalInputs: example 2 is refused by the exported program: x.shape[0] = 2, '
+        'but it must be >= 3 (from `x[:3]` at m.py:4) (a size there breaks a condition the '
+        'traced code needs, so the examples do not share one program)\n'
+        'Fix: drop that example, or change the code so that it works for every example\'s '
+        'sizes (the condition above names the line)'),
 })

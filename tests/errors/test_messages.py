@@ -259,7 +259,8 @@ GOLDEN = {
         "Fix: pass a torch.dtype (x.type(torch.float32)) or a type name such as "
         "'torch.FloatTensor' or 'torch.cuda.HalfTensor'"),
     'script_module': ('ScriptModuleInput',
-        "cannot export RecursiveScriptModule, a TorchScript module (the result of "
+        "Exporting a ScriptModule is not supported: RecursiveScriptModule is a TorchScript "
+        "module (the result of "
         "torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
         "safetrace cannot follow (torch.export refuses it too).\n"
         "Fix: export the original nn.Module, before torch.jit.script / torch.jit.trace: "

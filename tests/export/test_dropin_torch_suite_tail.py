@@ -5,6 +5,7 @@ the same model through torch.export in the same test.  Our own cases."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -498,3 +499,197 @@ def test_a_tensor_read_twice_before_a_write_is_one_value() -> None:
         x1, x2, y = torch.tensor(k), torch.tensor(k), torch.randn(10)
         same(rwr.module()(x1, y), ReadWriteRead()(x2, y))
         same(x1, x2)
+
+
+# -- an nn.Module passed as an input: its parameters and buffers are inputs (torch's
+#    test_module_input) ------------------------------------------------------------------
+class ScaledLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("scale", torch.rand(3) + 1)
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+class OtherState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+
+
+class CallsItsInput(nn.Module):
+    def forward(self, x, m):
+        return m(x) + x
+
+
+def test_module_input_flattens_to_its_parameters_and_buffers() -> None:
+    args = (torch.randn(2, 3), ScaledLinear())
+    ref = torch.export.export(CallsItsInput(), args)  # (torch takes no spec for it)
+    ours = st.export(CallsItsInput(), args, dynamic_shapes=({0: Dim("b")}, None))
+    names = ["x", "m_linear_weight", "m_linear_bias", "m_scale"]
+    for prog in (ours, ours.to_torch(), ref):
+        assert list(prog.graph_signature.user_inputs) == names
+        for n in ((0, 1, 4) if prog is not ref else (2,)):
+            x, m = torch.randn(n, 3), ScaledLinear()  # another module of the class
+            same(prog.module()(x, m), CallsItsInput()(x, m))
+    before = {k: v.clone() for k, v in args[1].state_dict().items()}
+    ours.module()(torch.randn(2, 3), args[1])
+    for k, v in args[1].state_dict().items():
+        same(v, before[k])  # the module passed is never changed
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(torch.randn(2, 3), OtherState())  # another structure
+    # a module stays a leaf for the user's own pytree code outside an export
+    assert torch.utils._pytree.tree_leaves([OtherState()])[0].__class__ is OtherState
+
+
+# -- a slice whose start and end are both read from data, negative ones included (torch's
+#    test_unbacked_slice_forward) ---------------------------------------------------------
+class SliceByData(nn.Module):
+    def forward(self, x, xs):
+        u0, u1 = xs.tolist()
+        return x[u0:u1]
+
+
+@pytest.mark.slow  # (~1.5 s: three programs, several sizes and bounds)
+def test_slice_between_two_values_read_from_data_takes_negative_bounds() -> None:
+    args = (torch.randn(10), torch.tensor([3, 6]))
+    spec = ({0: Dim("n", max=64)}, None)
+    ours = st.export(SliceByData(), args, dynamic_shapes=spec)
+    ref = torch.export.export(SliceByData(), args, dynamic_shapes=spec)
+    bounds = [(3, 6), (-9, -1), (-10000, 10000), (0, -10), (-3, 8)]
+    for prog in (ours, ours.to_torch(), ref):
+        for n in (0, 10):
+            x = torch.randn(n)
+            for b in bounds:
+                xs = torch.tensor(b)
+                same(prog.module()(x, xs), SliceByData()(x, xs))
+
+
+# -- AdditionalInputs: every example must pass the exported program's checks, and examples
+#    that cannot make a spec are a ValueError (torch's test_dynamic_shapes_inferred_basic,
+#    test_additional_inputs_constants) ----------------------------------------------------
+class FirstThreeTimes(nn.Module):
+    def forward(self, x, y, z):
+        return (x + y[0])[:3] * z["k"]
+
+
+def _additional(make, *examples):
+    ai = make()
+    for e in examples:
+        ai.add(e)
+    return ai
+
+
+@pytest.mark.parametrize("make", [pytest.param(st.AdditionalInputs, marks=pytest.mark.slow),
+                                  torch.export.AdditionalInputs], ids=["ours", "torch's"])
+def test_additional_inputs_are_checked_against_the_program(make) -> None:
+    args = (torch.randn(4), [torch.randn(4)], {"k": torch.randn(3)})
+    good = (torch.randn(5), [torch.randn(5)], {"k": torch.randn(3)})
+    ep = st.export(FirstThreeTimes(), args, dynamic_shapes=_additional(make, good))
+    ref = torch.export.export(FirstThreeTimes(), args,
+                              dynamic_shapes=_additional(torch.export.AdditionalInputs, good))
+    for prog in (ep, ep.to_torch(), ref):
+        for n in (3, 4, 9):
+            inp = (torch.randn(n), [torch.randn(n)], {"k": torch.randn(3)})
+            same(prog.module()(*inp), FirstThreeTimes()(*inp))
+    for bad in [(torch.randn(2), [torch.randn(2)], {"k": torch.randn(3)}),   # needs >= 3
+                (torch.randn(6), [torch.randn(7)], {"k": torch.randn(3)})]:  # x, y[0] equal
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(*bad)
+        with pytest.raises(RuntimeError):
+            torch.export.export(FirstThreeTimes(), args, dynamic_shapes=_additional(
+                torch.export.AdditionalInputs, bad))
+        with pytest.raises(RuntimeError, match="example 1 is refused"):
+            st.export(FirstThreeTimes(), args, dynamic_shapes=_additional(make, bad))
+
+
+@dataclass
+class Mixed:
+    b: bool
+    i: int
+    f: float
+    t: torch.Tensor
+
+
+torch.utils._pytree.register_dataclass(Mixed)
+
+
+class UsesMixed(nn.Module):
+    def forward(self, d: Mixed):
+        return d.i + d.f + d.t
+
+
+def test_additional_inputs_whose_floats_differ_are_a_value_error() -> None:
+    first, other = (Mixed(True, 3, 3.0, torch.ones(3)),), (Mixed(True, 3, 4.0, torch.ones(3)),)
+    for make in (st.AdditionalInputs, torch.export.AdditionalInputs):
+        with pytest.raises(ValueError, match="4.0"):
+            st.export(UsesMixed(), first, dynamic_shapes=_additional(make, first, other))
+    with pytest.raises(ValueError, match="4.0"):
+        torch.export.export(UsesMixed(), first, dynamic_shapes=_additional(
+            torch.export.AdditionalInputs, first, other))
+
+
+# -- a custom op returning several ints: each is read from its own item of the op's result
+#    (torch's test_more_multidimensional_slicing; before, the program compared the whole
+#    tuple with 0 and raised TypeError when run) --------------------------------------------
+@torch.library.custom_op("suite13::indices3d", mutates_args=())
+def indices3d(t: torch.Tensor, x: torch.Tensor) -> tuple[int, int, int]:
+    return tuple(int(x[i].item()) for i in range(3))
+
+
+@torch.library.register_fake("suite13::indices3d")
+def _indices3d_fake(t, x):
+    sizes = tuple(torch.library.get_ctx().new_dynamic_size() for _ in range(3))
+    for i, size in enumerate(sizes):
+        torch._check(size <= t.shape[i])
+    return sizes
+
+
+class PicksByIndices(nn.Module):
+    def forward(self, t, x):
+        i, j, k = indices3d(t, x)
+        return t[i, j, k], t[:i, None, :j, None, :k], t[None, ..., None, j]
+
+
+@pytest.mark.slow  # (~1 s)
+def test_custom_op_returning_several_ints_reads_each() -> None:
+    t = torch.randn(4, 5, 6)
+    args = (t, torch.tensor([2, 3, 4]))
+    ours = st.export(PicksByIndices(), args)
+    ref = torch.export.export(PicksByIndices(), args)
+    for prog in (ours, ours.to_torch(), ref):
+        for idx in ([2, 3, 4], [0, 0, 0], [3, 4, 5], [1, 2, 0]):
+            x = torch.tensor(idx)
+            same(prog.module()(t, x), PicksByIndices()(t, x))
+    with pytest.raises(st.RuntimeAssertionError):
+        ours.module()(t, torch.tensor([4, 0, 0]))  # select's index out of range, as eager
+
+
+class NestedSubclassState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.testing._internal.custom_tensor import CustomTensorPlainOut as Plain
+        self.p1 = nn.Parameter(torch.ones(2, 2))
+        self.p2 = nn.Parameter(Plain(Plain(torch.eye(2), torch.rand(2, 2)),
+                                     Plain(torch.rand(2, 2), torch.ones(2, 2))))
+
+    def forward(self, x):
+        return x + (x + 2 * self.p1 + self.p2).sum().sum()
+
+
+class CallsItsOneArgInput(nn.Module):
+    def forward(self, x, m):
+        return m(x)
+
+
+def test_module_input_holding_a_subclass_parameter_converts() -> None:
+    """torch's test_module_input_subclasses_parameterization_nested: the converted program
+    runs the subclass input through its own dispatch (no input check node runs it)."""
+    args = (torch.randn(2, 2), NestedSubclassState())
+    ref = torch.export.export(CallsItsOneArgInput(), args)
+    ours = st.export(CallsItsOneArgInput(), args)
+    for prog in (ours, ours.to_torch(), ref):
+        x, m = torch.randn(2, 2), NestedSubclassState()
+        same(prog.module()(x, m), CallsItsOneArgInput()(x, m))

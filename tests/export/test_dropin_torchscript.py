@@ -179,3 +179,19 @@ def test_a_scripted_or_traced_submodule_is_refused() -> None:
     for inner in (torch.jit.script(_Branchy()), torch.jit.trace(_Branchy(), (x,))):
         with pytest.raises(st.UnsupportedInputError, match="submodule `inner`"):
             st.export(Holds(inner), (x,))
+
+
+class AddsItem(nn.Module):
+    def forward(self, rv: torch.Tensor, t: torch.Tensor):
+        return rv + t.item()
+
+
+def test_a_scripted_model_is_refused_as_torch_refuses_it() -> None:
+    """torch's test_export_script_module: the same exception type and words as torch's."""
+    scripted = torch.jit.script(AddsItem())
+    inp = (torch.zeros(3, 4), torch.tensor(7))
+    for export in (torch.export.export, st.export):
+        with pytest.raises(ValueError, match="Exporting a ScriptModule is not supported"):
+            export(scripted, inp)
+    with pytest.raises(st.UnsupportedInputError, match="the original nn.Module"):
+        st.export(scripted, inp)
