@@ -127,7 +127,7 @@ def _hint(v: Any) -> Any:
         return type(v)(_hint(a) for a in v)
     if isinstance(v, torch.Tensor):
         raise LookupError(v)
-    if hasattr(v, "expr") and hasattr(v, "hint"):
+    if hasattr(v, "expr") and hasattr(type(v), "hint"):  # (not v: the property may raise)
         try:
             return v.hint
         except Exception as exc:  # (an unbacked size: no example value)
