@@ -85,8 +85,8 @@ def _value(tr: Recorder, t: Any) -> Any:
             return None
     if t.st_meta.shape != () or not integral(t.st_meta.dtype):
         return None
-    if t.st_value is not None:
-        return t.st_value
+    if (value := t.st_value) is not None:
+        return value
     for name in ("_st_item", "st_index_value"):
         seen = getattr(t, name, None)
         if seen is not None and seen[0] == stamp(t, tr) and \

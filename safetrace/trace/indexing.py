@@ -107,8 +107,8 @@ def _scalar_index(tr: Recorder, x: Any, d: int, t: Any) -> Any:
             with torch._C.DisableTorchFunction():
                 return int(t.item())
         t = traced
-    if t.st_value is not None:
-        return t.st_value
+    if (value := t.st_value) is not None:
+        return value
     i = tr.redispatch(torch.Tensor.item, (t,), {})
     n = x.st_meta.shape[d] if isinstance(x, Proxy) else x.shape[d]
     msg = f"index out of range for dimension {d} of size {n}"
@@ -166,8 +166,8 @@ def _bound(tr: Recorder, v: Any) -> Any:
     if isinstance(v, torch.Tensor) and not isinstance(v, Proxy):
         return tr.redispatch(torch.Tensor.__index__, (v,), {})  # a constant or state
     if isinstance(v, Proxy):
-        if v.st_value is not None:
-            return v.st_value  # torch.tensor(n) of a size: its value is known
+        if (value := v.st_value) is not None:
+            return value  # torch.tensor(n) of a size: its value is known
         meta = v.st_meta
         if not (meta.dtype.is_floating_point or meta.dtype.is_complex) and all(
                 isinstance(s, int) and s == 1 for s in meta.shape):

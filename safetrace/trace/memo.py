@@ -87,7 +87,17 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
     # (the env whose sizes may be keyed, then a mark for each tensor of symbolic sizes)
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
-        if not _argument(a, state, parts, nodes, sym):
+        if a.__class__ is Proxy and a._st_value is None and \
+                (s := a.st_meta.static) is not None:
+            # (a proxy of static sizes, the usual argument: _argument's first case, inline)
+            if a.st_contig is None:
+                parts.append(_VIEW)
+            parts.append(s)
+            nodes.append(a.st_node)
+        elif a.__class__ is int:  # (a size or a dim: as _argument keys it)
+            parts.append(int)
+            parts.append(a)
+        elif not _argument(a, state, parts, nodes, sym):
             return None
     if kwargs:
         parts.append(_KWARGS)

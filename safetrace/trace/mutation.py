@@ -103,8 +103,21 @@ def writes_a_pick(target: Any) -> str | None:
     computed as a new tensor (``st_picked``: what Python's ``max``/``min`` picked and the
     tensors it picked among, ``pybuiltins``; vmap's outputs that view its inputs,
     ``vmapping``): a write there would show through the other in eager only."""
-    root = storage_root(target)
-    return root.meta.get("st_picked") if isinstance(root, torch.fx.Node) else None
+    return write_target(target)[0]
+
+
+def write_target(target: Any) -> tuple[str | None, Any]:
+    """``(writes_a_pick(target), base_placeholder(target))`` from one walk of the chain of
+    views (or in-place results) `target` ends: what an in-place write there reaches."""
+    node = target
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node):
+            return None, None
+        if node.op != "call_function" or not node.args or not _aliases_first_arg(node):
+            return node.meta.get("st_picked"), node if node.op == "placeholder" else None
+        node = node.args[0]
+    # (a chain longer than the walk: its last node counts as the root, no placeholder)
+    return node.meta.get("st_picked") if isinstance(node, torch.fx.Node) else None, None
 
 
 def written_placeholders(graph: torch.fx.Graph) -> set:

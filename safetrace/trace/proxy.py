@@ -119,7 +119,9 @@ class Proxy(torch.Tensor):
 
     @st_value.setter
     def st_value(self, value: Any) -> None:
-        self._st_value, self._st_value_stamp = value, stamp(self)
+        # (no value: no stamp to take, versions.py walks the node's aliases for one)
+        self._st_value, self._st_value_stamp = value, \
+            None if value is None else stamp(self)
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None):

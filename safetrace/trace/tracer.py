@@ -33,9 +33,9 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.index_ranges import CHECKS, SPANS
 from safetrace.trace.layout import dense_vector, layout_kind, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
-from safetrace.trace.mutation import (base_placeholder, constant_written,
-                                      note_constant_storage, mutates, returns_self,
-                                      state_alias, writes_a_pick, written_args)
+from safetrace.trace.mutation import (constant_written, note_constant_storage, mutates,
+                                      returns_self, state_alias, write_target,
+                                      written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
@@ -401,8 +401,8 @@ class Tracer(TorchFunctionMode):
                 raise exc.at(short(trace)) from None
         if not self.recording:
             return _unrecorded(out)
-        if op in CHECKS:  # (eager's bounds check on an index of known span, before it)
-            CHECKS[op](self, args, kwargs)
+        if info[8] is not None:  # (eager's bounds check on an index of known span, before it)
+            info[8](self, args, kwargs)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
         if self.nn_stack:
@@ -440,11 +440,13 @@ class Tracer(TorchFunctionMode):
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy and not dense_vector(info[5], info[6], p.st_meta):
                         p.st_contig = None
-        if op in SPANS and type(result) is Proxy:  # the values an index spans
-            SPANS[op](self, args, kwargs, result)
+        if info[9] is not None and type(result) is Proxy:  # the values an index spans
+            info[9](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
-            result.st_value = scalar_value(op, args, kwargs, result, self.constant_value)
-            if result.st_value is None:
+            value = scalar_value(op, args, kwargs, result, self.constant_value)
+            if value is not None:
+                result.st_value = value
+            else:
                 recipe = value_recipe(op, args, kwargs, result,
                                       lambda t: program_data(self, t))
                 if recipe is not None:
@@ -455,7 +457,7 @@ class Tracer(TorchFunctionMode):
             self._source_new_symbols(n_syms, result, node, trace)
         elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
-                (op not in SPANS or out.dtype.is_floating_point) and \
+                (info[9] is None or out.dtype.is_floating_point) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
             # the plain path: what memo.py needs to record this call again (not for an
             # integer arange/add/sub: the span emit notes, index_ranges.py, would be lost)
@@ -551,9 +553,9 @@ class Tracer(TorchFunctionMode):
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
         for target in written_args(op, nargs, nkwargs):
-            if (what := writes_a_pick(target)) is not None:
+            what, base = write_target(target)  # (one walk of its views)
+            if what is not None:
                 raise errors.picked_tensor_written(op, short(stack_trace(3)), what)
-            base = base_placeholder(target)
             if base is not None and base.meta.get("kind") in ("buffer", "parameter"):
                 self.mutated[base] = node
                 if (alias := state_alias(self, base)) is not None:  # (the trace only then)
@@ -601,7 +603,8 @@ def _unrecorded(out: Any) -> Any:
 
 
 # op -> (node name, mutates an input, returns self, shape rule, carries a known value,
-# result layout kind, memory_format argument index).
+# result layout kind, memory_format argument index, the op, its index check (CHECKS) and
+# what its result spans (SPANS), index_ranges.py).
 # Keyed by id (an OpOverload hashes in Python; the record holds the op, so the id stays
 # its own); one lookup per traced op; cleared when the rule registry changes.
 _OP_INFO: dict[int, tuple] = {}
@@ -610,7 +613,8 @@ _OP_INFO: dict[int, tuple] = {}
 def _op_info(op: Any) -> tuple:
     info = _OP_INFO[id(op)] = (op._opname, mutates(op), returns_self(op),
                                get_rule(op), op in VALUE_OPS, *layout_kind(op),
-                               op)  # op: keeps its id valid
+                               op,  # (keeps its id valid)
+                               CHECKS.get(op), SPANS.get(op))
     return info
 
 

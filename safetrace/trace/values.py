@@ -47,8 +47,8 @@ def has_valued(v: Any) -> bool:
 
 def values(v: Any) -> Any:
     """`v` with every proxy of known value replaced by that value."""
-    if isinstance(v, Proxy) and v.st_value is not None:
-        return v.st_value
+    if isinstance(v, Proxy) and (value := v.st_value) is not None:
+        return value
     if isinstance(v, (list, tuple)):
         return type(v)(values(x) for x in v)
     return v
@@ -82,9 +82,10 @@ def scalar_value(op: Any, args: tuple, kwargs: dict, result: Proxy,
     vals = []
     for a in args:
         if isinstance(a, Proxy):
-            if a.st_value is None:
+            value = a.st_value
+            if value is None:
                 return None
-            vals.append(a.st_value)
+            vals.append(value)
         elif isinstance(a, torch.Tensor):
             v = None if constant is None else constant(a)
             if v is None:
@@ -142,8 +143,8 @@ def read_value(tr: Recorder, x: Proxy, read: Any) -> Any:
     ``(cache_len + n).item()`` is ``cache_len.item() + n``: one data read, related sizes),
     or None.  A recipe holds while neither `x` nor its operands are written (its stamp,
     versions.py)."""
-    if x.st_value is not None:
-        return x.st_value
+    if (value := x.st_value) is not None:
+        return value
     recipe = getattr(x, "st_recipe", None)
     if recipe is None or recipe[0] != recipe_stamp(tr, x, recipe[2]):
         return None

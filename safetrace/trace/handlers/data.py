@@ -144,8 +144,8 @@ def item(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         if traced is None:
             return real(func, args, kwargs)
         args = (traced, *args[1:])
-    if args[0].st_value is not None:
-        return args[0].st_value
+    if (value := args[0].st_value) is not None:
+        return value
     x = args[0]
     if x.st_meta.dtype.is_complex:
         raise _float_read(".item()", x)
