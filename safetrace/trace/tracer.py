@@ -22,7 +22,6 @@ from safetrace import errors
 from safetrace.errors import DataDependentError, OpShapeError
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
-from safetrace.rules import get_rule, registry
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
@@ -30,13 +29,13 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
-from safetrace.trace.index_ranges import CHECKS, SPANS
-from safetrace.trace.layout import dense_vector, layout_kind, result_contiguity
+from safetrace.trace.layout import dense_vector, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
-from safetrace.trace.mutation import (constant_written, note_constant_storage, mutates,
-                                      returns_self, state_alias, write_target,
-                                      written_args)
+from safetrace.trace.mutation import (constant_written, note_constant_storage, state_alias,
+                                      write_target, written_args)
 from safetrace.trace.numbering import number_mask
+from safetrace.trace.opinfo import (OP_INFO, RESHAPES_SELF, op_info, refresh_op_info,
+                                    return_type)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
@@ -46,7 +45,7 @@ from safetrace.trace.source import library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.versions import (Versions, forget_roots, note_write, recipe_stamp,
                                       stamp)
-from safetrace.trace.values import (VALUE_OPS, constant_int, plain_constant, program_data,
+from safetrace.trace.values import (constant_int, plain_constant, program_data,
                                     scalar_value, value_recipe)
 
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
@@ -120,7 +119,7 @@ class Tracer(TorchFunctionMode):
         self.plain_emit: tuple | None = None
         self.subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
         self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries of this trace's sizes
-        _refresh_op_info()
+        refresh_op_info()
 
     def __enter__(self) -> Tracer:
         env = self.env
@@ -388,9 +387,9 @@ class Tracer(TorchFunctionMode):
         symbols = self.symbols
         if n_syms is None:
             n_syms = len(symbols)
-        info = _OP_INFO.get(id(op))
+        info = OP_INFO.get(id(op))
         if info is None:
-            info = _op_info(op)
+            info = op_info(op)
         if out is None:  # the rule's answer (remembered on static sizes), else the kernel's
             try:
                 if info[3] is None:
@@ -424,7 +423,7 @@ class Tracer(TorchFunctionMode):
         if info[2] and args and isinstance(args[0], torch.Tensor):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
-            if info[0] in _RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
+            if info[0] in RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
                 # x.t_(), x.unsqueeze_(0): the same tensor with a new shape (and layout)
                 x.st_meta, x.st_node = out, node
                 if info[0] not in ("squeeze_", "unsqueeze_"):
@@ -483,12 +482,12 @@ class Tracer(TorchFunctionMode):
             return None
         if _has_symbolic(args) or _has_symbolic(list(kwargs.values())):
             return None  # a symbolic size among the arguments: the result depends on it
-        info = _OP_INFO.get(id(op)) or _op_info(op)
+        info = OP_INFO.get(id(op)) or op_info(op)
         if info[1] or torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
             return None  # a write or a random draw must happen when the program runs
         with torch._C.DisableTorchFunction():
             result = op(*args, **kwargs)
-        named = _return_type(op)
+        named = return_type(op)
         if named is not None and type(result) is tuple:
             # an overload returns a plain tuple; torch.topk & co. a torch.return_types
             # (.values / .indices), as the recorded path gives
@@ -546,7 +545,7 @@ class Tracer(TorchFunctionMode):
                 else:
                     items.append(m)
             node.meta["val"] = type(out)(items) if isinstance(out, list) else tuple(items)
-            named = _return_type(node.target)
+            named = return_type(node.target)
             return named(items) if named is not None else node.meta["val"]
         node.meta["val"] = out
         return out
@@ -602,51 +601,5 @@ def _unrecorded(out: Any) -> Any:
     return out
 
 
-# op -> (node name, mutates an input, returns self, shape rule, carries a known value,
-# result layout kind, memory_format argument index, the op, its index check (CHECKS) and
-# what its result spans (SPANS), index_ranges.py).
-# Keyed by id (an OpOverload hashes in Python; the record holds the op, so the id stays
-# its own); one lookup per traced op; cleared when the rule registry changes.
-_OP_INFO: dict[int, tuple] = {}
-
-
-def _op_info(op: Any) -> tuple:
-    info = _OP_INFO[id(op)] = (op._opname, mutates(op), returns_self(op),
-                               get_rule(op), op in VALUE_OPS, *layout_kind(op),
-                               op,  # (keeps its id valid)
-                               CHECKS.get(op), SPANS.get(op))
-    return info
-
-
-_OP_INFO_VERSION: list = [None]
-
 # the plans whose calls memo.py may remember (an ATen namesake, an operator, a composite)
 _MEMO_PLANS = frozenset((aten_call, composite_call, dunder))
-
-# In-place ops that change the shape or strides of their first argument (not its values)
-_RESHAPES_SELF = frozenset({"t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_",
-                            "unsqueeze_", "as_strided_", "resize_", "resize_as_"})
-
-
-def _refresh_op_info() -> None:
-    """Forget cached rules, and the calls remembered with them (memo.py), when the
-    registry changed since (called once per trace)."""
-    version = (registry.VERSION[0], len(registry.RULES))
-    if version != _OP_INFO_VERSION[0]:
-        _OP_INFO.clear()
-        memo.refresh()
-        _OP_INFO_VERSION[0] = version
-
-
-_RETURN_TYPES: dict[Any, Any] = {}
-
-
-def _return_type(op: Any) -> Any:
-    """torch.return_types.<op> when the op's results are named (max.dim -> values, indices)."""
-    if op not in _RETURN_TYPES:
-        cls = None
-        returns = getattr(op, "_schema", None) and op._schema.returns
-        if returns and len(returns) > 1 and all(r.name for r in returns):
-            cls = getattr(torch.return_types, op._opname, None)
-        _RETURN_TYPES[op] = cls
-    return _RETURN_TYPES[op]
