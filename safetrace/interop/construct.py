@@ -21,24 +21,34 @@ import torch
 from safetrace.interop.hierarchy import fill_stacks
 
 
-def exported_program(*, validate: bool, **fields: Any) -> Any:
+def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> Any:
     """``ExportedProgram(**fields)`` with a lazily compiled graph module, validated by its
-    verifiers if `validate`."""
+    verifiers if `validate`; `guards`: False where the graph's ShapeEnv holds no guard
+    (torch's guard code is then empty: not made by scanning every node for the mode)."""
     from torch.export import ExportedProgram
     from torch.export import exported_program as module
     from torch.fx._lazy_graph_module import _LazyGraphModule
 
     eager = module._create_graph_module_for_export
-    # (the constructor's module-level helper: the one place its graph module is made)
+    to_code = module._convert_guards_to_code
+    # (the constructor's module-level helpers: the one place its graph module is made, and
+    # the one place its guard code is)
     module._create_graph_module_for_export = _LazyGraphModule
+    if not guards:
+        module._convert_guards_to_code = _no_guards
     try:
         tep = _unchecked()(**fields)
     finally:
         module._create_graph_module_for_export = eager
+        module._convert_guards_to_code = to_code
     tep.__class__ = ExportedProgram
     if validate:
         tep.validate()
     return tep
+
+
+def _no_guards(graph_module: Any) -> list:
+    return []
 
 
 @functools.cache
@@ -80,11 +90,54 @@ def provenance(graph: torch.fx.Graph, root_type: str) -> None:
                           if u.meta.get("nn_module_stack")), None)
             if stack:
                 node.meta["nn_module_stack"] = stack
+    source = _node_source if _fast_sources() else (
+        lambda node: NodeSource(node, _PASS, NodeSourceAction.CREATE))
     for node, stack in zip(calls, fill_stacks(calls)):
-        node.meta["from_node"] = [NodeSource(node, "safetrace.to_torch",
-                                             NodeSourceAction.CREATE)]
+        node.meta["from_node"] = [source(node)]
         # torch's stacks start at the root module (unflatten reads every node's)
         node.meta["nn_module_stack"] = {**root, **stack}
+
+
+_PASS = "safetrace.to_torch"
+_TARGET_TEXT: dict[Any, str] = {}  # a node target -> str(target) (an OpOverload's: ~1 µs)
+
+
+def _node_source(node: torch.fx.Node) -> Any:
+    """``NodeSource(node, "safetrace.to_torch", CREATE)`` of a node with no ``from_node``
+    of its own, its fields set directly (the constructor's checks and ``str(target)``
+    cost ~3 µs a node: 0.5 ms on a small LLM's conversion)."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    text = _TARGET_TEXT.get(node.target)
+    if text is None:
+        if len(_TARGET_TEXT) > 10_000:
+            _TARGET_TEXT.clear()
+        text = _TARGET_TEXT[node.target] = str(node.target)
+    out = NodeSource.__new__(NodeSource)
+    out.pass_name = _PASS
+    out.action = [NodeSourceAction.CREATE]
+    out.node_info = NodeSource.NodeInfo(node.name, text, id(node.graph))
+    out.from_node = []
+    out._action_string = None
+    out._dict = None
+    return out
+
+
+@functools.cache
+def _fast_sources() -> bool:
+    """`_node_source` makes what torch's constructor makes (checked once per process)."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    try:
+        g = torch.fx.Graph()
+        node = g.call_function(torch.ops.aten.relu.default, (g.placeholder("x"),))
+        theirs, ours = NodeSource(node, _PASS, NodeSourceAction.CREATE), _node_source(node)
+        fields = {k: v for k, v in vars(theirs).items() if k != "node_info"}
+        return fields == {k: v for k, v in vars(ours).items() if k != "node_info"} and \
+            vars(theirs.node_info) == vars(ours.node_info) and \
+            theirs.to_dict() == ours.to_dict()
+    except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
+        return False
 
 
 def training_verifier() -> Any:

@@ -15,6 +15,7 @@ import torch
 
 from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_checks import add_input_checks
+from safetrace.interop.onnx_registry import cached_registry
 
 
 def symbol_labels(tep: Any) -> dict[str, str]:
@@ -30,7 +31,8 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     if forms:  # operators no ONNX function covers (transformers' grouped_mm_fallback)
         tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
-    program = torch.onnx.export(tep, dynamo=True, **kwargs)
+    with cached_registry():  # (torch's operator registry: 0.7 s to build, made once)
+        program = torch.onnx.export(tep, dynamo=True, **kwargs)
     if not isinstance(ep, torch.export.ExportedProgram):  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))

@@ -36,6 +36,7 @@ from safetrace.interop.construct import (config_set, exported_program, provenanc
 from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
+from safetrace.interop.symbols import backed_symint
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
 from safetrace import symbolic as S
@@ -155,7 +156,8 @@ class _Converter:
             root=root, graph=graph, graph_signature=signature, state_dict=state,
             range_constraints=self._range_constraints(), module_call_graph=
             self._module_call_graph(), example_inputs=self._examples(),
-            constants=constants, verifiers=[training_verifier()], validate=self.verify)
+            constants=constants, verifiers=[training_verifier()], validate=self.verify,
+            guards=bool(self.shape_env.guards))
         meta = tep.graph_module.meta
         meta["safetrace_dim_labels"] = self.emitter.labels(getattr(ep, "dim_names", {}))
         meta["safetrace_torch_guards"] = self.torch_guards
@@ -214,19 +216,13 @@ class _Converter:
 
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
-        from torch._dynamo.source import ConstantSource
-        from torch.fx.experimental.symbolic_shapes import DimDynamic
         from torch.utils._sympy.numbers import int_oo
         from torch.utils._sympy.value_ranges import ValueRanges
 
         vr = ValueRanges(lo, int_oo if hi is None else hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
             return int(lo)
-        expr = self.shape_env.create_symbol(
-            hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
-            do_not_specialize_zero_one=True)
-        self.shape_env.var_to_range[expr] = vr  # (a constraint: ~0.2 ms of sympy Max/Min)
-        return self.shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
+        return backed_symint(self.shape_env, hint, where, vr)
 
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:

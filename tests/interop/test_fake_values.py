@@ -235,3 +235,42 @@ def test_sizes_from_data_are_built_without_torchs_kernels(monkeypatch):
             direct.module()(bad)
         with pytest.raises(Exception):
             ep.module()(bad)
+
+
+def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypatch):
+    """The conversion writes some of torch's objects directly instead of through their
+    constructors (the input symbols' ShapeEnv entries, each node's ``from_node``, the
+    empty guard code of a program with no guard): the program must be the one torch's
+    constructors give, compared field by field on a program with an input symbol and
+    data-dependent sizes."""
+    from safetrace.interop import construct, symbols
+
+    ep = st.export(_FromData(), (torch.randn(6, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}})
+
+    def state(tep):
+        env = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"
+                   and isinstance(n.meta.get("val"), torch.Tensor)).fake_mode.shape_env
+        sources = {k: [s.name for s in v] for k, v in env.var_to_sources.items()}
+        nodes = [(n.name, [{k: v if k != "graph_id" else v == id(n.graph)
+                            for k, v in s.to_dict().items()}
+                           for s in n.meta.get("from_node", [])]) for n in tep.graph.nodes]
+        return (dict(env.backed_var_to_val), dict(env.var_to_range), sources,
+                dict(env.source_to_var), dict(env.counter), tep.range_constraints, nodes,
+                tep._guards_code, str(tep.graph))
+
+    fast = state(ep.to_torch())
+    assert symbols._same_as_torch() and construct._fast_sources()  # (the fast paths ran)
+    monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
+    monkeypatch.setattr(construct, "_fast_sources", lambda: False)
+    from torch.export import exported_program as torch_module
+
+    to_code = torch_module._convert_guards_to_code
+
+    def guard_code(gm):  # torch's own, which the skip claims is empty
+        out = to_code(gm)
+        assert out == []
+        return out
+
+    monkeypatch.setattr(construct, "_no_guards", guard_code)
+    assert state(ep.to_torch()) == fast

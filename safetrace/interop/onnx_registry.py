@@ -1,0 +1,91 @@
+"""torch.onnx's operator registry, built once per process instead of once per export.
+
+``torch.onnx.export(..., dynamo=True)`` starts every call with
+``ONNXRegistry.from_torchlib()``: it wraps each of ~550 torchlib functions in metadata and
+infers its ONNX signature, 0.7 s of CPU, more than the rest of an MLP's export.  The
+result depends only on the opset and on what is registered: torchlib's two registries
+(they only grow, at import) and the torch operators its names resolve to (a torchvision
+or quantized operator resolves once its library is loaded).  Here the registry is built
+once per opset and reused while all three are unchanged; each export gets a registry of
+its own (the same entries in new lists, so that a ``custom_translation_table`` registered
+into it stays in that export).
+
+Used by ``st.to_onnx`` only: torch's class method is replaced during the call and
+restored when the last concurrent call ends (any other export running meanwhile gets the
+same registry it would have built).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+_LOCK = threading.Lock()
+_PATCH: dict[str, Any] = {"depth": 0, "original": None}
+_BUILT: dict[int, tuple] = {}  # opset -> (registries' sizes, names not resolved, registry)
+
+
+@contextlib.contextmanager
+def cached_registry() -> Iterator[None]:
+    """While active, ``ONNXRegistry.from_torchlib`` returns a copy of this process's
+    registry for the opset (built on first use, rebuilt when what it reads changed)."""
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    with _LOCK:
+        if _PATCH["depth"] == 0:
+            _PATCH["original"] = ONNXRegistry.__dict__["from_torchlib"]
+            ONNXRegistry.from_torchlib = classmethod(_from_cache)
+        _PATCH["depth"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _PATCH["depth"] -= 1
+            if _PATCH["depth"] == 0:
+                ONNXRegistry.from_torchlib = _PATCH["original"]
+
+
+def _from_cache(cls: type, opset_version: int | None = None) -> Any:
+    from torch.onnx._internal.exporter import _constants
+
+    opset = _constants.TORCHLIB_OPSET if opset_version is None else opset_version
+    entry = _BUILT.get(opset)
+    if entry is None or entry[0] != _sizes() or _any_resolves(entry[1]):
+        built = _PATCH["original"].__func__(cls, opset_version=opset)
+        entry = _BUILT[opset] = (_sizes(), _unresolved(), built)
+    built = entry[2]
+    registry = cls()
+    registry._opset_version = built._opset_version
+    registry.functions = {k: list(v) for k, v in built.functions.items()}
+    return registry
+
+
+def _sizes() -> tuple[int, int]:
+    """How many functions torch's and onnxscript's torchlib registries hold."""
+    from onnxscript.function_libs.torch_lib import registration
+    from torch.onnx._internal.exporter._torchlib import _torchlib_registry
+
+    onnxscript = sum(len(f.overloads) + len(f.complex)
+                     for _, f in registration.default_registry.items())
+    return len(_torchlib_registry._registry), onnxscript
+
+
+def _names() -> list[str]:
+    from onnxscript.function_libs.torch_lib import registration
+
+    return [name for name, _ in registration.default_registry.items()
+            if not name.startswith("internal::")]
+
+
+def _unresolved() -> tuple[str, ...]:
+    """The torchlib names no torch operator answers yet (skipped by the build)."""
+    from torch.onnx._internal.exporter._registration import _get_overload
+
+    return tuple(n for n in _names() if _get_overload(n) is None)
+
+
+def _any_resolves(names: tuple[str, ...]) -> bool:
+    from torch.onnx._internal.exporter._registration import _get_overload
+
+    return any(_get_overload(n) is not None for n in names)

@@ -1,0 +1,124 @@
+"""torch's backed symbol for one of our input symbols, made without ``create_symbol``'s
+fixed costs.
+
+``ShapeEnv.create_symbol`` does, for a dynamic size: a symbol named after its source, the
+example value, the source, a default range, a guard counter; and, around that, work for
+its log line and messages: it builds the sympy assertion ``s > 1`` (for translation
+validation, off), prints the range with sympy's printer, walks the Python stack three
+times for source locations, and formats a log line nobody listens to (~0.15 ms a
+symbol, 5-10% of a small model's conversion).  Here the same state is written directly,
+the range ours, the location the conversion's; torch's own path runs whenever translation
+validation, event recording or the dynamic-shape log is on, and whenever the check below
+(made once per process, on a scratch ShapeEnv) finds that the two paths leave different
+state.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Any
+
+_WHERE = "safetrace.to_torch (an input symbol of the program)"
+
+
+def backed_symint(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
+    """A torch SymInt for a new backed symbol of range `vr` and example value `hint`, whose
+    source is ``ConstantSource(where)``."""
+    if _quiet(shape_env) and _same_as_torch():
+        return _direct(shape_env, hint, where, vr)
+    return _torch(shape_env, hint, where, vr)
+
+
+def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import DimDynamic
+
+    expr = shape_env.create_symbol(
+        hint, ConstantSource(where), dynamic_dim=DimDynamic.DYNAMIC,
+        do_not_specialize_zero_one=True)
+    shape_env.var_to_range[expr] = vr  # (a constraint: ~0.2 ms of sympy Max/Min)
+    return shape_env.create_symintnode(expr, hint=hint, source=ConstantSource(where))
+
+
+def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
+    import sympy
+    import torch
+    from torch._dynamo.source import ConstantSource
+    from torch._guards import SLoc
+    from torch.fx.experimental.sym_node import SymNode
+    from torch.fx.experimental.symbolic_shapes import ValueRangesSLoc
+    from torch.utils._sympy.symbol import SymT, make_symbol
+
+    if hint < 0 or hint not in vr:  # (torch's path says why)
+        return _torch(shape_env, hint, where, vr)
+    source = ConstantSource(where)
+    expr = make_symbol(SymT.SIZE, shape_env._generate_unique_id(source.name), positive=True,
+                       integer=True)
+    shape_env.source_to_var[source.name] = expr
+    shape_env.backed_var_to_val[expr] = sympy.Integer(hint)
+    shape_env.var_to_sources[expr] = [source]
+    shape_env.var_to_range[expr] = vr
+    sloc = SLoc(_WHERE, None)
+    shape_env.var_to_range_sloc[expr] = ValueRangesSLoc(sloc, sloc)
+    shape_env.counter["create_symbol"] += 1
+    shape_env.symbol_guard_counter[expr] = 0
+    return torch.SymInt(SymNode(expr, shape_env, int, hint))
+
+
+def _quiet(shape_env: Any) -> bool:
+    """Whether nothing but the ShapeEnv's state would see torch's path: no translation
+    validation, no event recording, no listener of the dynamic-shape log."""
+    from torch.fx.experimental import symbolic_shapes
+
+    return not (shape_env._translation_validation_enabled or shape_env.should_record_events
+                or symbolic_shapes.log.isEnabledFor(logging.INFO)
+                or os.environ.get("TORCH_TRACE"))
+
+
+@functools.cache
+def _same_as_torch() -> bool:
+    """Both paths leave the same ShapeEnv state (location texts aside), and the same value
+    (checked once per process)."""
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    def env() -> Any:
+        return ShapeEnv(specialize_zero_one=False, duck_shape=False,
+                        allow_dynamic_output_shape_ops=True, assume_static_by_default=False)
+
+    try:
+        theirs, ours = env(), env()
+        if not _quiet(theirs):
+            return False
+        a = [_torch(theirs, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
+        b = [_direct(ours, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
+        if [(x.node.expr, x.node.hint, x.node.pytype) for x in a] != \
+                [(x.node.expr, x.node.hint, x.node.pytype) for x in b]:
+            return False
+        state_a, state_b = vars(theirs), vars(ours)
+        if state_a.keys() != state_b.keys():
+            return False
+        for key, value in state_a.items():
+            other = state_b[key]
+            if key == "var_to_range_sloc":  # (where the range came from: texts differ)
+                if value.keys() != other.keys():
+                    return False
+            elif not _equal(value, other):
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - torch's internals moved: its own path serves
+        return False
+
+
+# (hint, where, lo, hi); y.shape[87]'s name hashes to x.shape[0]'s number (s55: the next
+# free number is taken)
+_SAMPLES = ((8, "x.shape[0]", 1, 1024), (3, "y.shape[1]", 0, 64), (5, "y.shape[87]", 2, 9))
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: only the same object is
+        return a is b

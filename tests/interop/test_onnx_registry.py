@@ -1,0 +1,71 @@
+"""``st.to_onnx`` builds torch.onnx's operator registry once per process (issue 22, item 5:
+0.7 s of every ``torch.onnx.export`` call, more than an MLP's whole export), and each
+export still gets a registry of its own: a ``custom_translation_table`` given to one call
+is not in the next, and torch's class method is restored after the call."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import warnings
+
+import pytest
+import torch
+
+import safetrace as st
+
+warnings.filterwarnings("ignore", category=st.ConversionWarning)
+logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+for _package in ("onnxruntime", "onnxscript"):
+    if importlib.util.find_spec(_package) is None:
+        pytest.skip(f"needs {_package}: pip install -c constraints.txt -e '.[dev]'",
+                    allow_module_level=True)
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2
+
+
+def _ops(program) -> set[str]:
+    return {n.op_type for n in program.model.graph}
+
+
+def _run(program, x):
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(program.model_proto.SerializeToString())
+    return torch.from_numpy(sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0])
+
+
+def test_registry_built_once_and_private_to_each_export():
+    from onnxscript import opset18 as op
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    def negate(x):  # a translation of relu that is visibly not relu
+        return op.Neg(x)
+
+    ep = st.export(Net(), (torch.randn(3, 4),),
+                   dynamic_shapes={"x": {0: st.Dim("b", min=1, max=16)}})
+    original = ONNXRegistry.__dict__["from_torchlib"]
+    builds = []
+
+    def counted(cls, *args, **kwargs):
+        builds.append(1)
+        return original.__func__(cls, *args, **kwargs)
+
+    ONNXRegistry.from_torchlib = classmethod(counted)
+    try:
+        custom = st.to_onnx(ep, verbose=False,
+                            custom_translation_table={torch.ops.aten.relu.default: negate})
+        first = len(builds)
+        plain = st.to_onnx(ep, verbose=False)
+        assert len(builds) == first  # the second export built no registry
+        assert ONNXRegistry.__dict__["from_torchlib"].__func__ is counted  # restored
+    finally:
+        ONNXRegistry.from_torchlib = original
+    assert "Neg" in _ops(custom) and "Relu" not in _ops(custom)
+    assert "Relu" in _ops(plain) and "Neg" not in _ops(plain)  # the table did not leak
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(_run(plain, x), Net()(x))
+    torch.testing.assert_close(_run(custom, x), -x * 2)
