@@ -150,13 +150,40 @@ def _to_file(ins: list[dis.Instruction], at: int, consts: tuple) -> bool:
             names = consts[ins[p].arg]
         if isinstance(names, tuple) and "file" in names:
             value = ins[p - 1] if p and names[-1] == "file" else None  # (file=sys.stderr)
+            if value is not None and value.opname == "CALL" and not value.arg and \
+                    _callee(ins, p - 1) in _FRESH_BUFFERS:
+                return False  # (file=io.StringIO(): a buffer no name keeps, never read)
             return value is None or value.opname not in ("LOAD_ATTR", "LOAD_METHOD") or \
                 value.argval not in ("stderr", "stdout")
     return False
 
 
+_FRESH_BUFFERS = frozenset({"StringIO", "BytesIO"})
+
+
 _CACHE: dict[tuple[int, int], tuple[types.CodeType, bool]] = {}
 _INSTRUCTIONS: dict[int, tuple[types.CodeType, list, dict]] = {}
+
+
+def _instructions(code: types.CodeType) -> tuple[types.CodeType, list, dict]:
+    known = _INSTRUCTIONS.get(id(code))
+    if known is None or known[0] is not code:
+        listed = list(dis.get_instructions(code))
+        known = (code, listed, {x.offset: i for i, x in enumerate(listed)})
+        if len(_INSTRUCTIONS) > 2000:
+            _INSTRUCTIONS.clear()
+        _INSTRUCTIONS[id(code)] = known
+    return known
+
+
+def _call_writes_a_file(code: types.CodeType, lasti: int) -> bool:
+    """Does the call at byte offset ``lasti`` (the user's ``print``) write to a buffer
+    that may be read back (not ``file=io.StringIO()`` made for this call alone)?"""
+    known = _instructions(code)
+    at = next((known[2][o] for o in range(lasti, lasti - 16, -2) if o in known[2]), None)
+    # (a frame in a call shows the offset of the CALL's last inline cache entry)
+    return at is None or known[1][at].opname not in ("CALL", "CALL_KW") or \
+        _to_file(known[1], at, code.co_consts)
 
 
 def message_only(code: types.CodeType, lasti: int) -> bool:
@@ -166,13 +193,7 @@ def message_only(code: types.CodeType, lasti: int) -> bool:
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is code:
         return hit[1]
-    known = _INSTRUCTIONS.get(id(code))
-    if known is None or known[0] is not code:
-        listed = list(dis.get_instructions(code))
-        known = (code, listed, {x.offset: i for i, x in enumerate(listed)})
-        if len(_INSTRUCTIONS) > 2000:
-            _INSTRUCTIONS.clear()
-        _INSTRUCTIONS[id(code)] = known
+    known = _instructions(code)
     at = known[2].get(lasti)
     answer = at is not None and _follow(known[1], at, _Guarded(code))
     if len(_CACHE) > 20000:
@@ -191,7 +212,9 @@ def frame_is_message(frame: Any) -> bool:
     name = code.co_filename
     if name == "<frozen safetrace.print>":  # (the routed print: to the console only)
         kwargs = frame.f_locals.get("kwargs") or {}
-        return kwargs.get("file") in (None, sys.stdout, sys.stderr)
+        caller = frame.f_back
+        return kwargs.get("file") in (None, sys.stdout, sys.stderr) or (
+            caller is not None and not _call_writes_a_file(caller.f_code, caller.f_lasti))
     if "logging" in name.rsplit("/", 2)[-2:-1]:
         return True
     return message_only(code, frame.f_lasti)

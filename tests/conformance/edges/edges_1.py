@@ -84,9 +84,20 @@ def in_callable_input():
 
 @case("inputs")
 def in_module_input():
-    lin = nn.Linear(3, 2)
-    expect_error(lambda: st.export(Fn(lambda x, m: m(x)), (torch.randn(3), lin)), st.UnsupportedInputError,
-                 contains=["Linear"])
+    # a module passed to forward: its parameters and buffers are inputs, as torch.export takes
+    # them; another module of the same class and shapes is a valid input, other shapes are not
+    model = Fn(lambda x, m: m(x))
+    torch.manual_seed(0)
+    lin, other, wider = nn.Linear(3, 2), nn.Linear(3, 2), nn.Linear(3, 4)
+    before = copy.deepcopy(lin.state_dict())
+    ep = st.export(model, (torch.randn(3), lin))
+    if compare(lin.state_dict(), before) is not None:
+        raise Finding("mutation", "export changed the module passed as an input")
+    for m in (lin, other):
+        x = torch.randn(3)
+        if (d := compare(ep.module()(x, m), model(x, m))) is not None:
+            raise Finding("wrong", f"module input: {d}")
+    expect_error(lambda: ep.module()(torch.randn(3), wider), st.InputMismatchError)
 
 
 @case("inputs")
