@@ -169,12 +169,12 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     x = args[0] if args else None
     if not isinstance(x, Proxy) or x.st_contig is not None or len(args) < 2:
         return
-    example = _example(x.st_node, 0)
-    if example is None:
-        return
     try:
+        example = _example(x.st_node, 0)
         shape = _hint(args[1])
-    except LookupError:
+    except LookupError:  # (a size read from data: no example strides to replay)
+        return
+    if example is None:
         return
     try:
         with torch._C.DisableTorchFunction():
