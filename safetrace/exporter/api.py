@@ -620,7 +620,7 @@ class _Scalar:
 
 
 def _drop_replayed_checks(tracer: Tracer) -> None:
-    """The identity permutes a re-exported program's own input checks read, now unread."""
+    """The identity views a re-exported program's own input checks read, now unread."""
     for node in tracer.replayed_checks:
         if not node.users and node.graph is not None:
             node.graph.erase_node(node)

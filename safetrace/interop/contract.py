@@ -166,13 +166,16 @@ class ContractEmitter:
             inp = c.inputs[i]
             if inp.scalar or inp.subclass:  # an int: torch's guards check its type; a
                 continue  # tensor subclass would run the checks through its dispatch
-            # torch's input guards never look at the rank: an identity permute raises for
-            # any other rank before the graph computes anything; the metadata check reads
-            # its result, so that dead-code elimination and run_decompositions keep it (an
-            # unused permute was dropped).  (Sizes in the check itself would do, but
-            # torch's fake kernel compares a list with a torch.Size: never equal.)
-            ranked = self.conv.call(torch.ops.aten.permute.default,
-                                    (ph, list(range(len(inp.dims)))), name="rank_check")
+            # torch's input guards never look at the rank: an identity ``expand`` (every
+            # size -1) raises for any other rank before the graph computes anything (more
+            # dims: too few sizes; fewer: a -1 in a new leading dim); the metadata check
+            # reads its result, so that dead-code elimination and run_decompositions keep
+            # it (an unused view was dropped).  (Not a permute: torch's own tests count
+            # the permutes of a decomposed program, a Linear's one.  Sizes in the check
+            # itself would do, but torch's fake kernel compares a list with a torch.Size:
+            # never equal.)
+            ranked = self.conv.call(torch.ops.aten.expand.default,
+                                    (ph, [-1] * len(inp.dims)), name="rank_check")
             self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
                            (ranked, None, None, inp.dtype), name="assert_tensor_metadata")
         for i, inp, d, dim in self._dims():

@@ -275,15 +275,14 @@ class FakeBuilder:
             fake.requires_grad_(True)
         return fake
 
-    def permuted(self, fake: Any, dims: list) -> Any:
-        """``aten.permute(fake, dims)``'s value (the contract's rank check: the identity,
-        of an input made here, so the input's own meta tensor serves)."""
-        if list(dims) == list(range(fake.dim())):
-            elem = self.elems.get(id(fake))
-            if elem is not None:
-                return self.wrap(elem, fake.device)
-        return self.make([fake.shape[d] for d in dims], [fake.stride()[d] for d in dims],
-                         fake.dtype, fake.device)
+    def same_view(self, fake: Any) -> Any:
+        """The value of an identity view of `fake` (the contract's rank check, an
+        ``expand`` to sizes all -1): of an input made here, the input's own meta tensor
+        serves."""
+        elem = self.elems.get(id(fake))
+        if elem is not None:
+            return self.wrap(elem, fake.device)
+        return self.make(list(fake.shape), list(fake.stride()), fake.dtype, fake.device)
 
     def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
         """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""

@@ -282,8 +282,9 @@ class _Converter:
             node.meta["val"] = value
         elif target in _NO_VALUE:
             node.meta["val"] = None
-        elif target is torch.ops.aten.permute.default and not self.verify:
-            node.meta["val"] = self.fakes.permuted(args[0].meta["val"], args[1])
+        elif target is torch.ops.aten.expand.default and not self.verify and \
+                all(s == -1 for s in args[1]):  # (the contract's rank check)
+            node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
         else:
             node.meta["val"] = self._run(target, args, {})
         return node

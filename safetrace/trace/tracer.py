@@ -95,7 +95,7 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
         self.layout_queried: str | None = None  # where the code first asked for a layout
-        # identity permutes that only fed a replayed program's metadata check (handlers/
+        # identity views that only fed a replayed program's metadata check (handlers/
         # casts.py): erased after the trace if nothing else read them
         self.replayed_checks: list = []
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed

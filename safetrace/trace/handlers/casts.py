@@ -142,8 +142,9 @@ def assert_tensor_metadata(tr: Recorder, func: Any, args: tuple, kwargs: dict) -
     check), met again when that program's module is exported: the dtype, device and sizes
     it names are decided now from the traced tensor (a symbolic size compared is a guard,
     as the rule compares them) and nothing is recorded, the new program's own input checks
-    standing for it; the identity ``permute`` feeding it (our conversion's rank check) is
-    dropped after the trace if nothing else read it.  A check naming strides is recorded
+    standing for it; the identity view feeding it (our conversion's rank check, an
+    ``expand`` to sizes all -1; a ``permute`` to its own order in programs converted
+    before) is dropped after the trace if nothing else read it.  A check naming strides is recorded
     (only the kernel checks those)."""
     given = dict(zip(_METADATA_ARGS, args[1:]), **kwargs)
     x = args[0]
@@ -153,7 +154,10 @@ def assert_tensor_metadata(tr: Recorder, func: Any, args: tuple, kwargs: dict) -
     get_rule(func)(x.st_meta, given.get("size"), None, given.get("dtype"),
                    device=given.get("device"))
     node = x.st_node
-    if node.op == "call_function" and node.target is aten.permute.default and \
-            list(node.args[1]) == list(range(x.st_meta.ndim)):
+    if node.op == "call_function" and (
+            node.target is aten.permute.default and
+            list(node.args[1]) == list(range(x.st_meta.ndim)) or
+            node.target is aten.expand.default and
+            list(node.args[1]) == [-1] * x.st_meta.ndim):
         tr.replayed_checks.append(node)
     return None
