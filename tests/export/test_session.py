@@ -361,3 +361,61 @@ def test_a_bystander_compiles_the_function_the_export_is_rewriting() -> None:
         torch.testing.assert_close(ep.module()(x), x[:max(1, n // 2)] * math.sqrt(n))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(65, 3))
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
+
+
+class _TwoBlockCalls(torch.nn.Module):
+    def __init__(self, started: threading.Event | None = None,
+                 done: threading.Event | None = None) -> None:
+        super().__init__()
+        self.block = _Block()
+        self.started, self.done = started, done
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block(x)
+        if self.started is not None:
+            self.started.set()
+            assert self.done.wait(timeout=60)
+        return self.block(y) + 1
+
+
+def test_a_bystander_calls_a_preserved_submodule_during_the_export() -> None:
+    """The hooks that record a preserved submodule's calls sit on the user's module, which
+    another thread may call meanwhile: that call runs as eager and is not recorded."""
+    started, done = threading.Event(), threading.Event()
+    model = _TwoBlockCalls(started, done)
+    seen: dict = {}
+
+    def bystander() -> None:
+        try:
+            assert started.wait(timeout=60)
+            x = torch.randn(2, 3)
+            seen["out"] = (model.block(x), model.block.lin(x).relu())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen["error"] = exc
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    spec = {"x": {0: st.Dim("n", min=1, max=32)}}
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=spec,
+                   preserve_module_call_signature=("block",))
+    t.join(timeout=60)
+    assert "error" not in seen, repr(seen.get("error"))
+    torch.testing.assert_close(*seen["out"])
+    model.started = None
+    serial = st.export(model, (torch.randn(4, 3),), dynamic_shapes=spec,
+                       preserve_module_call_signature=("block",))
+    assert str(ep) == str(serial)
+    for n in (1, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
