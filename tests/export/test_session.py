@@ -419,3 +419,40 @@ def test_a_bystander_calls_a_preserved_submodule_during_the_export() -> None:
     for n in (1, 5):
         x = torch.randn(n, 3)
         torch.testing.assert_close(ep.module()(x), model(x))
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.scale
+
+
+def test_state_swapped_for_fake_tensors_by_another_tracer_is_refused() -> None:
+    """torch.export / torch.compile on another thread swap the model's state for fake
+    tensors while they trace it: an export meeting one refuses (a clear error, never a
+    program over fake values), and the model is left as it was."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    model = _Scaled()
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.ones(3))
+    real = model.scale
+    model._buffers["scale"] = fake  # what torch's non-strict trace does while it runs
+    with pytest.raises(st.UnsupportedOpError, match="'scale' is a FakeTensor") as info:
+        st.export(model, (torch.randn(2, 3),))
+    assert "copy.deepcopy(model)" in str(info.value)
+    assert model.scale is fake
+    model._buffers["scale"] = real
+    model.extra = fake  # read by forward only (a plain attribute): met while tracing
+    model.forward = lambda x: model.lin(x) * model.extra  # type: ignore[method-assign]
+    with pytest.raises(st.UnsupportedOpError, match="is a FakeTensor"):
+        st.export(model, (torch.randn(2, 3),))
+    del model.forward
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    for n in (0, 1, 4):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
