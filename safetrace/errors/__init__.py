@@ -516,6 +516,19 @@ def seeded_generator() -> UnsupportedConstruct:
         "seed outside the model, before calling it")
 
 
+def state_traced_elsewhere(what: str, kind: str, source: str = "") -> UnsupportedConstruct:
+    """A parameter or buffer of the model is a tensor without data (a FakeTensor): another
+    tracer (torch.export, torch.compile) swapped the model's state while tracing the same
+    model object on another thread, so its values are not the model's."""
+    return unsupported_construct(
+        f"{what} is a {kind}, a tensor without data: another tracer "
+        f"(torch.export or torch.compile on another thread) is tracing this same model "
+        f"object and has swapped its parameters and buffers for fake ones, so the values "
+        f"an export would capture now are not the model's.",
+        "export when the other trace has finished, or export a copy: "
+        "st.export(copy.deepcopy(model), args)", source)
+
+
 def rng_state_call(call: str, source: str) -> UnsupportedConstruct:
     """The traced code reads or sets the default generator's state (a seed read becomes a
     constant of the graph; a reseed in forward repeats eager's numbers on every call)."""

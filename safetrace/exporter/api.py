@@ -24,7 +24,7 @@ from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
-from safetrace.trace.mutation import fresh_written_constants
+from safetrace.trace.mutation import NO_DATA, fresh_written_constants
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -271,6 +271,9 @@ class Exporter:
                         paths = _STATE_PATHS[(prefix, mname, key)] = (
                             full, pytree.placeholder_name(prefix + full))
                     name, ph = paths
+                    if type(t) not in _REAL_STATE and type(t).__name__ in NO_DATA:
+                        raise E.state_traced_elsewhere(f"the model's state {name!r}",
+                                                       type(t).__name__)
                     if id(t) in state:
                         again.append((name, id(t)))
                         continue
@@ -584,6 +587,9 @@ _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
 _STATE_NAMES: dict[str, str] = {}
 # ("p_"/"b_", module path, attribute) -> (the state's path, its placeholder's name)
 _STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
+# the model's state as export reads it; a tensor of the classes named in NO_DATA is what
+# torch.export / torch.compile swap in while they trace the model
+_REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
 
 
 def _plain_layout(t: torch.Tensor) -> bool:

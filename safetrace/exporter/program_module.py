@@ -113,7 +113,9 @@ class ProgramModule(torch.fx.GraphModule):
         in_place = parts.written
         self._written = {s.target for s in specs.values() if s.name in in_place}
         # (load_state_dict copies into these in place: the state the modules share)
-        self._owned = {name for name, t in ep._state.items() if ep.owns(t)}
+        loaded = _loaded(ep)
+        self._owned = {name for name, t in ep._state.items() if ep.owns(t) or name in loaded}
+        _modules_of(ep).add(self)
         self._slots: dict[str, tuple] = {}  # state name -> (owning module, dict name, key)
         for name, t in ep._state.items():
             owner, key = self._owner(name)
@@ -298,31 +300,75 @@ class ProgramModule(torch.fx.GraphModule):
         return pytree.tree_unflatten(list(outs[self._n_mut:]), self._ep.out_spec)
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
-        """As nn.Module's; values are copied into storage of this module's own (the
-        exported model's shared weights are never written)."""
+        """As nn.Module's, and as torch.export's modules: values are copied into the
+        program's state, which every module of the program (and ``ep.state_dict``) sees;
+        the exported model's weights are never written (a parameter still shared with
+        the model gets the program's own storage first, once)."""
         if not assign:
+            ep, loaded = self._ep, _loaded(self._ep)
             for name, (owner, table, key) in self._slots.items():
                 if name in self._owned:
                     continue
                 t = getattr(owner, table)[key]
                 new = state_dict.get(name) if hasattr(state_dict, "get") else None
-                if isinstance(new, torch.Tensor) and new.shape == t.shape and \
-                        new.dtype == t.dtype:
-                    fresh = torch.empty_like(t.detach())  # overwritten below: one copy
-                else:  # a value that is absent or may fail to copy keeps the old one
-                    fresh = t.detach().clone()
-                if table == "_parameters":
-                    owner._parameters[key] = torch.nn.Parameter(
-                        fresh, requires_grad=t.requires_grad)
-                else:
-                    owner._buffers[key] = fresh
-                self._owned.add(name)
+                # (overwritten below: one copy; a value that is absent or may fail to
+                # copy keeps the old one)
+                overwritten = isinstance(new, torch.Tensor) and new.shape == t.shape and \
+                    new.dtype == t.dtype
+                shared = ep._state.get(name)
+                if name in loaded or shared is None or \
+                        not _same_storage(t, shared) or table != "_parameters":
+                    # (this module's own value: converted by .to(), or a buffer)
+                    fresh = torch.empty_like(t.detach()) if overwritten else t.detach().clone()
+                    if table == "_parameters":
+                        t.data = fresh
+                    else:
+                        owner._buffers[key] = fresh
+                    self._owned.add(name)
+                    continue
+                # the program's own copy, put under every module still sharing the model's
+                value = shared.detach()
+                own = torch.nn.Parameter(torch.empty_like(value) if overwritten else value.clone(),
+                                         requires_grad=shared.requires_grad)
+                ep._state[name] = own
+                loaded.add(name)
+                for module in list(_modules_of(ep)):
+                    slot = module._slots.get(name)
+                    if slot is None or name in module._owned:
+                        continue
+                    p = getattr(slot[0], slot[1])[slot[2]]
+                    if _same_storage(p, shared):
+                        p.data = own.detach()  # (the Parameter object stays: optimizers)
+                        module._owned.add(name)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     def _current_state(self) -> dict[str, torch.Tensor]:
         """Current parameters and buffers by their original names (buffers as mutated)."""
         return {name: getattr(owner, table)[key]
                 for name, (owner, table, key) in self._slots.items()}
+
+
+# program -> its live modules, and the names of the parameters a module's load_state_dict
+# gave the program's own storage (by the program's identity: it is not hashed by value)
+_MODULES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _modules_of(ep: Any) -> weakref.WeakSet:
+    found = _MODULES.get(ep)
+    if found is None:
+        found = _MODULES[ep] = weakref.WeakSet()
+    return found
+
+
+def _loaded(ep: Any) -> set:
+    return _LOADED.setdefault(ep, set())
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and \
+        a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and \
+        a.storage_offset() == b.storage_offset()
 
 
 def _symbolic(args: tuple, kwargs: dict) -> bool:

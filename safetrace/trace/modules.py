@@ -134,7 +134,10 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
     for fqn in preserve:
         preserved_for.setdefault(id(model.get_submodule(fqn)), fqn)
 
+    # (hooks on the user's own submodules run for every thread's calls of them too)
     def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
+        if ident_now() != thread:
+            return
         key, (fqn, _) = next(reversed(tracer.nn_stack.items()))  # (pushed by `pre`)
         n = calls[fqn] - 1  # the global pre-hook above ran first
         call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
@@ -143,6 +146,8 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         open_calls.setdefault(id(module), []).append(call)
 
     def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        if ident_now() != thread:
+            return
         pending = open_calls.get(id(module))
         if not pending:
             return

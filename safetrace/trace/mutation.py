@@ -35,6 +35,11 @@ _RUNNING_STATS = {
     "miopen_batch_norm": (5, "training"),
 }
 
+# tensors without data that another tracer (torch.export, torch.compile) puts in a model's
+# state while it traces that model: known by their class's name (torch._subclasses is
+# never imported outside interop/)
+NO_DATA = frozenset(("FakeTensor", "FunctionalTensor"))
+
 
 def mutates(op: Any) -> bool:
     """Whether `op` may write one of its inputs in place."""

@@ -517,6 +517,13 @@ class _RoutedMath(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         return getattr(math, name)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # never called (``math(...)`` raises as the module does); being callable makes
+        # torch.compile on another thread, reaching a function whose code an export has
+        # rewritten at that moment, trace ``math.sqrt`` through it instead of failing on
+        # a builtin it takes for a constant
+        raise TypeError("'module' object is not callable")
+
 
 _ROUTED_MATH = _RoutedMath("math")
 for _fn in _MATH_ROUTED.values():

@@ -211,6 +211,36 @@ def gc_paused() -> _GcPaused:
     return _GC_PAUSED
 
 
+class _OwnSets(threading.local):
+    count = 0  # calls of the process-wide setters below made by this thread while exporting
+
+
+_OWN_SETS = _OwnSets()
+_BYSTANDER_SETS = [0]  # the same calls made by threads that are not exporting
+
+
+def _counted_setter(original: Callable[..., Any]) -> Callable[..., Any]:
+    """torch's setter of a process-wide mode, noting who calls it while some thread
+    exports: the export puts back on exit the modes its own code changed, never a
+    bystander's (the default dtype and the deterministic flags are not per thread)."""
+
+    def setter(*args: Any, **kwargs: Any) -> Any:
+        if exporting():
+            _OWN_SETS.count += 1
+        else:
+            _BYSTANDER_SETS[0] += 1
+        return original(*args, **kwargs)
+
+    setter.__name__ = setter.__qualname__ = original.__name__
+    setter.__doc__ = original.__doc__
+    return setter
+
+
+_REAL_SETTERS = {name: getattr(torch, name) for name in (
+    "set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")}
+_PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SETTERS.items()]
+
+
 def _autocast_devices() -> tuple[str, ...]:
     return ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
 
@@ -223,15 +253,19 @@ def _snapshot() -> tuple:
             torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
 
 
-def _restore(snap: tuple) -> None:
+def _restore(snap: tuple, process_wide: bool) -> None:
+    """Put back the modes of `snap`: the thread's own always, the process-wide ones (default
+    dtype, deterministic algorithms) when `process_wide` (this export may have changed them
+    and no other thread did meanwhile)."""
     grad, dtype, deterministic, warn_only, autocast = snap
     if torch.is_grad_enabled() != grad:
         torch.set_grad_enabled(grad)
-    if torch.get_default_dtype() != dtype:
-        torch.set_default_dtype(dtype)
-    if (torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled()) != (deterministic, warn_only):
-        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    if process_wide and torch.get_default_dtype() != dtype:
+        _REAL_SETTERS["set_default_dtype"](dtype)
+    if process_wide and (torch.are_deterministic_algorithms_enabled(),
+                         torch.is_deterministic_algorithms_warn_only_enabled()) != \
+            (deterministic, warn_only):
+        _REAL_SETTERS["use_deterministic_algorithms"](deterministic, warn_only=warn_only)
     for device, enabled, cast_dtype in autocast:
         if torch.is_autocast_enabled(device) != enabled:
             torch.set_autocast_enabled(device, enabled)
@@ -250,19 +284,21 @@ class ExportSession:
         self._modes: tuple = ()
         self._seed = 0
         self._bystander_seeds = 0
+        self._sets = (0, 0)  # (this thread's, bystanders') setter calls on entry
         self._owners: list | None = None  # the enclosing export's script modules
 
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
         return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
                 *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
-                *pycalls.code_patches(self.model, self.fn, self.walk)]
+                *_PROCESS_SETTERS, *pycalls.code_patches(self.model, self.fn, self.walk)]
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()
         # the generator's seed changes when the traced code seeds it (nothing is allocated)
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
+        self._sets = (_OWN_SETS.count, _BYSTANDER_SETS[0])
         self._held = _install(self.patches())
         self._owners = scripted.enter(self.walk)
         enter_session()
@@ -272,7 +308,10 @@ class ExportSession:
         leave_session()
         scripted.leave(self._owners)
         _uninstall(self._held)
-        _restore(self._modes)
+        # a process-wide mode that differs now was changed by this export's code unless
+        # another thread called a setter meanwhile and this export's code did not
+        own, bystanders = self._sets
+        _restore(self._modes, _OWN_SETS.count != own or _BYSTANDER_SETS[0] == bystanders)
         if exc_type is None and torch.default_generator.initial_seed() != self._seed and \
                 pyhelpers.BYSTANDER_SEEDS[0] == self._bystander_seeds:
             # seeded by this export's code, through a path no replacement saw; the generator

@@ -52,6 +52,8 @@ CASES = {
         "mark mutable", "m.py:9 `foo(x, y)`", "y"),
     "unsupported_construct": lambda: E.unsupported_construct("autocast is active at m.py:8", "cast explicitly", "m.py:8"),
     "seeded_generator": lambda: E.seeded_generator(),
+    "state_traced_elsewhere": lambda: E.state_traced_elsewhere(
+        "the model's state 'scale'", "FakeTensor"),
     "below_tracer": lambda: E.below_tracer("aten.expand.default",
                                            "m.py:3 `return torch.vmap(f)(x)`"),
     "picked_tensor_written": lambda: E.picked_tensor_written(
@@ -270,6 +272,13 @@ GOLDEN = {
         '(torch.manual_seed / torch.seed in forward); an exported graph cannot capture '
         "generator state, so its random numbers would not repeat eager's.\n"
         'Fix: seed outside the model, before calling it'),
+    'state_traced_elsewhere': ('UnsupportedConstruct',
+        "the model's state 'scale' is a FakeTensor, a tensor without data: another tracer "
+        "(torch.export or torch.compile on another thread) is tracing this same model "
+        "object and has swapped its parameters and buffers for fake ones, so the values "
+        "an export would capture now are not the model's.\n"
+        "Fix: export when the other trace has finished, or export a copy: "
+        "st.export(copy.deepcopy(model), args)"),
     'shape_error': ('OpShapeError',
         'aten.mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)'),
     'shape_error_at': ('OpShapeError',

@@ -225,3 +225,40 @@ def test_named_parameters_and_buffers_are_torch_exports():
     bufs = dict(ep.named_buffers())
     assert bufs["steps"] is m.steps and bufs["steps"].item() == 1.0
     assert len(list(ep.buffers())) == 2
+
+
+def _load_then_others(export, dim, model, x):
+    """load_state_dict into one module(), with one module made before and one after."""
+    ep = export(model, (x,), dynamic_shapes={"x": {0: dim("b", min=0, max=8)}})
+    early, loader = ep.module(), ep.module()
+    opt = torch.optim.SGD(early.parameters(), lr=0.1)  # holds early's Parameter objects
+    loader.load_state_dict({k: torch.full_like(v, 0.25) for k, v in loader.state_dict().items()})
+    late = ep.module()
+    return ep, early, late, opt
+
+
+def test_load_state_dict_into_one_module_is_seen_by_every_module_as_in_torch():
+    x = torch.randn(2, 3)
+    ref_model, model = WithParams(), WithParams()
+    model.load_state_dict(ref_model.state_dict())
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ref, ref_early, ref_late, _ = _load_then_others(torch.export.export,
+                                                      torch.export.Dim, ref_model, x)
+    ep, early, late, opt = _load_then_others(st.export, st.Dim, model, x)
+    for ours, theirs in ((early, ref_early), (late, ref_late)):
+        for n in (0, 1, 4):
+            v = torch.randn(n, 3)
+            torch.testing.assert_close(ours(v), theirs(v))
+    with pytest.raises(st.InputMismatchError):
+        late(torch.randn(9, 3))
+    torch.testing.assert_close(ep.state_dict["lin.weight"], torch.full((3, 3), 0.25))
+    torch.testing.assert_close(ref.state_dict["lin.weight"], torch.full((3, 3), 0.25))
+    # the early module's Parameter objects stayed (its optimizer still steps them) ...
+    assert opt.param_groups[0]["params"][0] is early.lin.weight
+    early(x).sum().backward()
+    opt.step()
+    torch.testing.assert_close(late.lin.weight, early.lin.weight)  # ... into shared state
+    # and the model exported with safetrace was never written (torch's was)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    assert torch.equal(ref_model.lin.weight, torch.full((3, 3), 0.25))

@@ -265,3 +265,194 @@ def test_torch_compile_inside_forward_is_ignored_while_exporting() -> None:
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(2, 2))
     assert torch.compile(_body, backend="eager") is not _body
+
+
+class _SetsNothing(torch.nn.Module):
+    """Waits in forward while a bystander thread changes torch's process-wide modes."""
+
+    def __init__(self, started: threading.Event, done: threading.Event) -> None:
+        super().__init__()
+        self.started, self.done = started, done
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.started.set()
+        assert self.done.wait(timeout=60)
+        return x * 2
+
+
+def test_a_bystanders_default_dtype_and_deterministic_flags_survive_an_export() -> None:
+    """The default dtype and the deterministic flags are process-wide: an export puts back
+    only what its own code changed, never what another thread set meanwhile."""
+    started, done = threading.Event(), threading.Event()
+
+    def bystander() -> None:
+        try:
+            assert started.wait(timeout=60)
+            torch.set_default_dtype(torch.float64)
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    try:
+        ep = st.export(_SetsNothing(started, done), (torch.randn(3),),
+                       dynamic_shapes={"x": {0: st.Dim("n")}})
+        t.join(timeout=60)
+        after = (torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
+                 torch.is_deterministic_algorithms_warn_only_enabled())
+    finally:
+        torch.set_default_dtype(torch.float32)
+        torch.use_deterministic_algorithms(False)
+    assert after == (torch.float64, True, True)
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(ep.module()(x), x * 2)
+    # and an export's own change is still undone (with no bystander, and with one)
+    ep = st.export(_ChangesModes(False), (torch.randn(3),))
+    assert (torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled()) == \
+        (torch.float32, False)
+
+
+def _halves(x: torch.Tensor) -> torch.Tensor:
+    n = int(x.shape[0] * 0.5)
+    return x[:max(1, n)] * math.sqrt(len(x))
+
+
+class _CallsHalves(torch.nn.Module):
+    def __init__(self, started: threading.Event, done: threading.Event) -> None:
+        super().__init__()
+        self.started, self.done = started, done
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.started.set()
+        assert self.done.wait(timeout=60)
+        return _halves(x)
+
+
+def test_a_bystander_compiles_the_function_the_export_is_rewriting() -> None:
+    """The export rewrites `_halves`'s code (its int/len/max/math stay symbolic) while a
+    bystander thread runs and torch.compiles that same function object: both work."""
+    started, done = threading.Event(), threading.Event()
+    seen: dict = {}
+    x7 = torch.randn(7, 3)
+
+    def bystander() -> None:
+        try:
+            assert started.wait(timeout=60)
+            seen["eager"] = _halves(x7)
+            seen["compiled"] = torch.compile(_halves, backend="eager", fullgraph=True)(x7)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen["error"] = exc
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    ep = st.export(_CallsHalves(started, done), (torch.randn(6, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}})
+    t.join(timeout=120)
+    assert "error" not in seen, repr(seen.get("error"))
+    want = x7[:3] * math.sqrt(7)
+    torch.testing.assert_close(seen["eager"], want)
+    torch.testing.assert_close(seen["compiled"], want)
+    for n in (1, 2, 9):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), x[:max(1, n // 2)] * math.sqrt(n))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(65, 3))
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
+
+
+class _TwoBlockCalls(torch.nn.Module):
+    def __init__(self, started: threading.Event | None = None,
+                 done: threading.Event | None = None) -> None:
+        super().__init__()
+        self.block = _Block()
+        self.started, self.done = started, done
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.block(x)
+        if self.started is not None:
+            self.started.set()
+            assert self.done.wait(timeout=60)
+        return self.block(y) + 1
+
+
+def test_a_bystander_calls_a_preserved_submodule_during_the_export() -> None:
+    """The hooks that record a preserved submodule's calls sit on the user's module, which
+    another thread may call meanwhile: that call runs as eager and is not recorded."""
+    started, done = threading.Event(), threading.Event()
+    model = _TwoBlockCalls(started, done)
+    seen: dict = {}
+
+    def bystander() -> None:
+        try:
+            assert started.wait(timeout=60)
+            x = torch.randn(2, 3)
+            seen["out"] = (model.block(x), model.block.lin(x).relu())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            seen["error"] = exc
+        finally:
+            done.set()
+
+    t = threading.Thread(target=bystander)
+    t.start()
+    spec = {"x": {0: st.Dim("n", min=1, max=32)}}
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=spec,
+                   preserve_module_call_signature=("block",))
+    t.join(timeout=60)
+    assert "error" not in seen, repr(seen.get("error"))
+    torch.testing.assert_close(*seen["out"])
+    model.started = None
+    serial = st.export(model, (torch.randn(4, 3),), dynamic_shapes=spec,
+                       preserve_module_call_signature=("block",))
+    assert str(ep) == str(serial)
+    for n in (1, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.ones(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.scale
+
+
+def test_state_swapped_for_fake_tensors_by_another_tracer_is_refused() -> None:
+    """torch.export / torch.compile on another thread swap the model's state for fake
+    tensors while they trace it: an export meeting one refuses (a clear error, never a
+    program over fake values), and the model is left as it was."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    model = _Scaled()
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(torch.ones(3))
+    real = model.scale
+    model._buffers["scale"] = fake  # what torch's non-strict trace does while it runs
+    with pytest.raises(st.UnsupportedOpError, match="'scale' is a FakeTensor") as info:
+        st.export(model, (torch.randn(2, 3),))
+    assert "copy.deepcopy(model)" in str(info.value)
+    assert model.scale is fake
+    model._buffers["scale"] = real
+    model.extra = fake  # read by forward only (a plain attribute): met while tracing
+    model.forward = lambda x: model.lin(x) * model.extra  # type: ignore[method-assign]
+    with pytest.raises(st.UnsupportedOpError, match="is a FakeTensor"):
+        st.export(model, (torch.randn(2, 3),))
+    del model.forward
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    for n in (0, 1, 4):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(ep.module()(x), model(x))
