@@ -24,7 +24,7 @@ from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
-from safetrace.trace.mutation import NO_DATA, fresh_written_constants
+from safetrace.trace.mutation import fresh_written_constants, traced_elsewhere
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -271,7 +271,7 @@ class Exporter:
                         paths = _STATE_PATHS[(prefix, mname, key)] = (
                             full, pytree.placeholder_name(prefix + full))
                     name, ph = paths
-                    if type(t) not in _REAL_STATE and type(t).__name__ in NO_DATA:
+                    if type(t) not in _REAL_STATE and traced_elsewhere(t):
                         raise E.state_traced_elsewhere(f"the model's state {name!r}",
                                                        type(t).__name__)
                     if id(t) in state:

@@ -41,6 +41,17 @@ _RUNNING_STATS = {
 NO_DATA = frozenset(("FakeTensor", "FunctionalTensor"))
 
 
+def traced_elsewhere(t: Any) -> bool:
+    """A tensor without data another tracer put there: a fake tensor not of this thread's
+    own fake mode (a model built and exported under the user's FakeTensorMode is the
+    user's: its state is fake on purpose), or a functional tensor."""
+    name = type(t).__name__
+    if name not in NO_DATA:
+        return False
+    return name != "FakeTensor" or getattr(t, "fake_mode", None) is not \
+        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+
+
 def mutates(op: Any) -> bool:
     """Whether `op` may write one of its inputs in place."""
     return bool(op._schema.is_mutable) or op._opname in _RUNNING_STATS

@@ -31,8 +31,8 @@ from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, p
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import dense_vector, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
-from safetrace.trace.mutation import (NO_DATA, constant_written, note_constant_storage,
-                                      state_alias, write_target, written_args)
+from safetrace.trace.mutation import (constant_written, note_constant_storage, state_alias,
+                                      traced_elsewhere, write_target, written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.opinfo import (OP_INFO, RESHAPES_SELF, op_info, refresh_op_info,
                                     return_type)
@@ -216,7 +216,7 @@ class Tracer(TorchFunctionMode):
         if node is not None and (self.subclasses is None or id(t) not in self.subclasses.roots):
             return node
         if self.subclasses is not None or t.__class__ is not torch.Tensor:
-            if t.__class__.__name__ in NO_DATA:
+            if traced_elsewhere(t):
                 raise errors.state_traced_elsewhere("a tensor the model reads",
                                                     t.__class__.__name__,
                                                     short(stack_trace(2, self.nn_stack)))
