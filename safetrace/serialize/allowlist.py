@@ -351,9 +351,15 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
         if v is None:
             return
     node = isinstance(v, torch.fx.Node)
+    if node and kind in _SCALARS and _tensor_valued(v):
+        raise bad_file(where, f"expected {kind}, got the tensor {v.name}")
+    if _is_int(v) and not -2**63 <= v < 2**63:
+        raise bad_file(where, f"the integer {_kind(v)} is outside int64")
     if kind.startswith("List["):
         inner = kind[5:-1]
         if node and inner in ("int", "float", "bool"):
+            if _tensor_valued(v):
+                raise bad_file(where, f"expected {kind}, got the tensor {v.name}")
             return  # a size list computed in the graph
         if inner == "int" and _is_int(v):
             return  # int[1] given as one int
@@ -381,6 +387,19 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
         raise bad_file(where, f"arguments of type {kind} are not supported in loaded graphs")
     if not ok():
         raise bad_file(where, f"expected {kind}, got {_kind(v)}")
+
+
+_SCALARS = frozenset(("int", "float", "bool", "SymInt"))
+
+
+def _tensor_valued(v: torch.fx.Node) -> bool:
+    """Whether ``v`` is a call of an operator that returns exactly one Tensor (the kind of
+    value by its schema, not the file's metadata)."""
+    target = v.target
+    if v.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return len(returns) == 1 and str(returns[0].real_type) == "Tensor"
 
 
 def _is_int(v: Any) -> bool:

@@ -244,7 +244,9 @@ class StaticMemory:
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
         if isinstance(out, OpShapeError):
-            if static and node.graph is self.main:  # (runs, and fails, at every call)
+            # (a rule refuses symbolic sizes only where no declared size passes: one it
+            # cannot decide adds a guard or raises otherwise, and is left unknown above)
+            if node.graph is self.main:  # (runs, and fails, at every call)
                 raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
                                f"program, whatever its inputs: {str(out)[:300]}")
             return _UNKNOWN

@@ -83,6 +83,10 @@ class Builder:
             raise fail("subgraphs", f"subgraph {sorted(clash)[0]!r} has the name of the "
                                     "program's state (both would be attributes of its module)")
         in_spec = decode_spec(doc["in_spec"], "in_spec")
+        kids = in_spec.children() if in_spec.type is tuple else []
+        if len(kids) != 2 or kids[0].type is not tuple or kids[1].type is not dict:
+            raise fail("in_spec", "the inputs' spec must be a tuple of (a tuple of the "
+                                  "positional arguments, a dict of the keyword arguments)")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         self._contract_budget(doc["contract"])
         contract = self._contract(doc["contract"])

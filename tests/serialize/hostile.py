@@ -207,6 +207,14 @@ def cases() -> list[Case]:
     blob(ar, "long_string_argument", lambda: m.node("torch.ops.aten.div.Tensor_mode",
                                                     [m.ref(), m.ref()],
                                                     [["rounding_mode", "f" * 100_000]]))
+    # (found by benchmarks/hostile_probe.py: each loaded, then failed inside torch at call)
+    blob(ar, "tensor_where_bool", lambda: m.node(
+        "torch.ops.aten.sum.dim_IntList", [m.ref(), _l(1), m.ref("linear")]),
+        match="expected bool, got the tensor")
+    blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
+         match="outside int64")
+    blob(ar, "dim_out_of_range_on_input", lambda: m.node(
+        "torch.ops.aten.select.int", [m.ref(), 5, 0]), match="fails at every call")
     blob(ar, "expression_argument", lambda: m.node("torch.ops.aten.relu.default",
                                                    [{"expr": "s0"}]))
     blob(ar, "symint_argument", lambda: m.node("torch.ops.aten.relu.default",
@@ -303,6 +311,10 @@ def cases() -> list[Case]:
     blob(cr, "nodes_not_a_list", lambda: _with(m, lambda d: d.__setitem__("nodes", {})))
     blob(cr, "in_spec_unknown_class", lambda: _with(m, lambda d: d.__setitem__(
         "in_spec", {"type": "os:system", "context": None, "children": []})))
+    blob(cr, "in_spec_without_kwargs", lambda: _with(m, lambda d: d["in_spec"][
+        "children"].pop()), match="in_spec")
+    blob(cr, "in_spec_swapped", lambda: _with(m, lambda d: d["in_spec"]["children"].reverse()),
+         match="in_spec")
     blob(cr, "range_bound_float", lambda: _with(m, lambda d: d["range_constraints"].append(
         ["s0", 1.5, None])))
     blob(cr, "aliases_bogus", lambda: _with(m, lambda d: d.__setitem__("aliases", [["a", "b"]])))
