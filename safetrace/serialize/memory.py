@@ -238,6 +238,12 @@ class StaticMemory:
         """The op's result metadata by safetrace's own shape rule, unknown without one or
         where the rule would have to assume an answer (no example sizes here)."""
         if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
+            t, dim = (args + (None, None))[:2] if isinstance(args, tuple) else (None, None)
+            if node.graph is self.main and op._opname in ("sym_size", "sym_stride") and \
+                    isinstance(t, TensorMeta) and isinstance(dim, int) and \
+                    not -len(t.shape) <= dim < max(len(t.shape), 1):
+                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
+                               f"program: dim {dim} of a tensor with {len(t.shape)} dims")
             return _sym_query(op, args)
         guards = len(self.env.guards)
         out = _evaluate(op, args, kwargs)

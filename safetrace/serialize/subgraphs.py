@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import operator
 import threading
 from typing import Any, Callable
 
@@ -155,6 +156,32 @@ def _check_call(node: torch.fx.Node, graph: torch.fx.Graph) -> None:
         n_in = sum(1 for n in sub.nodes if n.op == "placeholder")
         if n_in != n_operands:
             raise fail(where, f"calls a subgraph taking {n_in} inputs with {n_operands}")
+    kind = node.target.name()
+    counts = [_n_outputs(sub) for sub in subs]
+    if kind == "cond" and counts[0] != counts[1]:
+        raise fail(where, f"cond's branches return {counts[0]} and {counts[1]} values")
+    if kind == "while_loop" and (counts[0] != 1 or counts[1] != len(args[2])):
+        raise fail(where, f"while_loop's condition returns {counts[0]} values (1 expected) "
+                          f"and its body {counts[1]} ({len(args[2])} are carried)")
+    if kind == "scan" and counts[0] < len(args[1]):
+        raise fail(where, f"scan's combine returns {counts[0]} values, fewer than the "
+                          f"{len(args[1])} carried")
+    n_out = len(args[2]) if kind == "while_loop" else counts[0]
+    for user in node.users:
+        index = user.args[1] if user.target is operator.getitem and len(user.args) == 2 \
+            else None
+        if isinstance(index, int) and not 0 <= index < n_out:
+            raise fail(f"node {user.name!r}", f"takes result {index} of {node.name!r}, "
+                                              f"which has {n_out}")
+
+
+def _n_outputs(graph: torch.fx.Graph) -> int:
+    """How many values a subgraph returns (its output node's tuple)."""
+    out = next((n for n in graph.nodes if n.op == "output"), None)
+    if out is None or not out.args:
+        return 0
+    value = out.args[0]
+    return len(value) if isinstance(value, (list, tuple)) else 1
 
 
 def _count_loop(node: torch.fx.Node, graph: torch.fx.Graph, limit: int) -> None:

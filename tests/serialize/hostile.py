@@ -213,6 +213,9 @@ def cases() -> list[Case]:
         match="expected bool, got the tensor")
     blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
          match="outside int64")
+    blob(ar, "sym_size_dim_minus_2_63", lambda: _with(m, lambda d: next(
+        n for n in d["nodes"] if n["name"] == "sym_size_int")["args"].__setitem__(1, -2**63)),
+        match="fails at every call")
     blob(ar, "dim_out_of_range_on_input", lambda: m.node(
         "torch.ops.aten.select.int", [m.ref(), 5, 0]), match="fails at every call")
     blob(ar, "expression_argument", lambda: m.node("torch.ops.aten.relu.default",
@@ -552,6 +555,14 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     blob(al, "while_loop_body_stops_incrementing", hostile_static.stuck_loop, expect="call",
          match="max_loop_iterations")
     blob(al, "control_while_loop", hostile_static.loop_base, expect="bounded")
+    # (found by benchmarks/hostile_probe.py: each loaded, then failed inside torch at call)
+    blob(al, "cond_branch_returns_nothing", lambda: _sub_output(
+        hostile_static.cond_base(), "true", lambda outs: outs.clear()), match="branches")
+    blob(al, "while_loop_body_returns_three", lambda: _sub_output(
+        hostile_static.loop_base(), "body", lambda outs: outs.append(outs[0])),
+        match="carried")
+    blob(al, "getitem_past_cond_results", lambda: _main_getitem(hostile_static.cond_base(), 5),
+         match="result 5")
 
 
 class _Pipe(io.RawIOBase):
@@ -621,6 +632,24 @@ def _shifted(head: dict, data: bytes, key: str, by: int, gap: bool = False) -> b
 
 
 # --- helpers -----------------------------------------------------------------------------------
+def _sub_output(base: bytes, path_part: str, edit: Callable[[list], Any]) -> bytes:
+    """``base`` with the output tuple of its subgraph whose path has ``path_part`` edited."""
+    doc, tensors = parts(base)
+    sub = next(g for g in doc["subgraphs"] if path_part in g["path"])
+    out = next(n for n in sub["nodes"] if n["op"] == "output")
+    if not (isinstance(out["args"][0], dict) and "tuple" in out["args"][0]):
+        out["args"][0] = {"tuple": [out["args"][0]]}
+    edit(out["args"][0]["tuple"])
+    return pack(doc, tensors)
+
+
+def _main_getitem(base: bytes, index: int) -> bytes:
+    """``base`` whose main graph's getitem of a control-flow result takes ``index``."""
+    doc, tensors = parts(base)
+    next(n for n in doc["nodes"] if n.get("target") == "operator.getitem")["args"][1] = index
+    return pack(doc, tensors)
+
+
 def _with(m: Maker, edit: Callable[[dict], Any]) -> bytes:
     doc = m.d()
     edit(doc)
