@@ -321,7 +321,8 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             if required:
                 raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
-        _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets)
+        _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
+               op.namespace != "aten" or op._schema.name[6:] in _NUMBERS_AS_TENSORS)
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
@@ -344,7 +345,15 @@ def _signature(op: Any) -> tuple[list, dict]:
     return sig
 
 
-def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
+# aten operators whose Tensor arguments torch also takes as numbers (``add(2, x)``); any
+# other refuses one at call ("Expected a value of type 'Tensor'")
+_NUMBERS_AS_TENSORS = frozenset(
+    f"{base}{suffix}" for base in ("add", "sub", "subtract", "mul", "multiply", "div",
+                                   "divide", "true_divide", "floor_divide")
+    for suffix in ("", "_")) | {"to", "_to_copy", "copy_", "_conj"}
+
+
+def _value(kind: str, v: Any, where: str, budgets: Budgets, numbers: bool = True) -> None:
     optional = kind.startswith("Optional[")
     if optional:
         kind = kind[len("Optional["):-1]
@@ -369,8 +378,12 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
             raise over_budget(where, f"list of {len(v)} items, {budgets.max_repeat} allowed",
                               "max_repeat", len(v))
         for x in v:
-            _value(inner, x, where, budgets)
+            _value(inner, x, where, budgets, numbers)
         return
+    if kind == "Tensor" and not numbers and (
+            isinstance(v, (*_NUMBER, complex)) or node and _number_valued(v)):
+        raise bad_file(where, f"expected Tensor, got {_kind(v)} (this operator takes no "
+                              "number for a tensor)")
     ok = {
         "Tensor": lambda: node or isinstance(v, (*_NUMBER, complex)),  # a wrapped number
         "int": lambda: node or _is_int(v),
@@ -400,6 +413,17 @@ def _tensor_valued(v: torch.fx.Node) -> bool:
         return False
     returns = target._schema.returns
     return len(returns) == 1 and str(returns[0].real_type) == "Tensor"
+
+
+def _number_valued(v: torch.fx.Node) -> bool:
+    """Whether ``v`` is an operator call that returns one number (``sym_size``), by its
+    schema, not the file's metadata."""
+    target = v.target
+    if v.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return len(returns) == 1 and str(returns[0].real_type) in (
+        "int", "float", "bool", "number", "SymInt", "Scalar")
 
 
 def _is_int(v: Any) -> bool:

@@ -211,6 +211,10 @@ def cases() -> list[Case]:
     blob(ar, "tensor_where_bool", lambda: m.node(
         "torch.ops.aten.sum.dim_IntList", [m.ref(), _l(1), m.ref("linear")]),
         match="expected bool, got the tensor")
+    blob(ar, "number_where_only_tensor", lambda: m.node(
+        "torch.ops.aten.gt.Scalar", [0, m.ref()]), match="takes no number for a tensor")
+    blob(ar, "size_where_only_tensor", lambda: m.node(
+        "torch.ops.aten.relu.default", [m.ref("sym_size_int")]), match="takes no number")
     blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
          match="outside int64")
     blob(ar, "sym_size_dim_minus_2_63", lambda: _with(m, lambda d: next(
