@@ -71,6 +71,7 @@ class StaticMemory:
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
         self.main: torch.fx.Graph | None = None  # (a node of it that always fails: refused)
+        self.values: dict = {}
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
@@ -84,6 +85,7 @@ class StaticMemory:
         ``user``: placeholder name -> the user input's TensorMeta (or symbolic int)."""
         meta, data = {}, {}
         self.main = graph
+        self.values = meta  # (node -> what the analysis works out it is)
         written = written_inputs(graph)
         for node in graph.nodes:
             if node.op != "placeholder":

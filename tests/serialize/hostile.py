@@ -565,6 +565,8 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     blob(al, "while_loop_body_returns_three", lambda: _sub_output(
         hostile_static.loop_base(), "body", lambda outs: outs.append(outs[0])),
         match="carried")
+    blob(al, "buffer_written_with_a_larger_tensor", lambda: _swap_outputs(
+        hostile_static.counter_base()), match="fails at every call")
     blob(al, "getitem_past_cond_results", lambda: _main_getitem(hostile_static.cond_base(), 5),
          match="result 5")
 
@@ -644,6 +646,13 @@ def _sub_output(base: bytes, path_part: str, edit: Callable[[list], Any]) -> byt
     if not (isinstance(out["args"][0], dict) and "tuple" in out["args"][0]):
         out["args"][0] = {"tuple": [out["args"][0]]}
     edit(out["args"][0]["tuple"])
+    return pack(doc, tensors)
+
+
+def _swap_outputs(base: bytes) -> bytes:
+    """``base`` with its output specs reversed (a buffer written with a user output)."""
+    doc, tensors = parts(base)
+    doc["outputs"].reverse()
     return pack(doc, tensors)
 
 
