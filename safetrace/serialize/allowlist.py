@@ -339,8 +339,9 @@ def _signature(op: Any) -> tuple[list, dict]:
     sig = _SIGNATURES.get(op)
     if sig is None:
         schema = op._schema.arguments
-        kinds = {a.name: (str(a.real_type), not a.has_default_value()
-                          and not str(a.real_type).startswith("Optional")) for a in schema}
+        # (an Optional argument without a default is required too: torch refuses a call
+        # without it, "missing value for argument 'dim'")
+        kinds = {a.name: (str(a.real_type), not a.has_default_value()) for a in schema}
         sig = _SIGNATURES[op] = ([a.name for a in schema if not a.kwarg_only], kinds)
     return sig
 

@@ -209,6 +209,8 @@ class StaticMemory:
             out = _python(target, args, self.env)
             if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
                 return _UNKNOWN, _UNKNOWN
+            if node.graph is self.main:
+                self._int64(node, out)
             return out, 0
         if static:  # (evaluating what depends on the inputs costs one rule per node)
             self.ops += 1
@@ -226,6 +228,17 @@ class StaticMemory:
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, _bytes(target, out, args, kwargs)
+
+    def _int64(self, node: torch.fx.Node, out: Any) -> None:
+        """Refuse an integer the main graph computes outside int64 at every declared size
+        (torch refuses it as an operator's argument: ``mul(-2**63, s0)``)."""
+        if isinstance(out, bool) or not isinstance(out, (int, self.env.int_cls)):
+            return
+        r = self.env.bounds(out.expr) if isinstance(out, self.env.int_cls) else None
+        lo, hi = (out, out) if r is None else (r.lo, r.hi)
+        if lo > 2**63 - 1 or hi < -2**63:
+            raise bad_file(f"node {node.name!r}", f"{node.target.__name__} gives an integer "
+                           f"outside int64 at every call of the program (from {lo} to {hi})")
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of

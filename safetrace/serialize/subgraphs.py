@@ -117,6 +117,8 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
                                                   "which is not a subgraph of this graph")
             sub = shared.setdefault(id(child), Subgraph(child))
             graph.__dict__.setdefault("st_submodules", {})[node.target] = sub
+            for user in node.users:
+                _only_called(node, user)
         for node in graph.nodes:
             if node.op == "call_function" and isinstance(node.target,
                                                          torch._ops.HigherOrderOperator):
@@ -126,6 +128,26 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
     unused = [p for p in graphs if p and not _reachable(p, graphs)]
     if unused:
         raise fail("subgraphs", f"subgraph {unused[0][:60]!r} is not called by its parent")
+
+
+def _only_called(node: torch.fx.Node, user: torch.fx.Node) -> None:
+    """A subgraph's get_attr is used only as a subgraph argument of a higher-order call
+    (not as a value: an operand, an operator's argument, an output)."""
+    spec = HIGHER_ORDER.get(user.target.name()) if isinstance(
+        user.target, torch._ops.HigherOrderOperator) else None
+    places = [] if spec is None else [a for i, a in enumerate(user.args)
+                                      if i in spec.subgraph_args]
+    if _count(user, node) != sum(1 for a in places if a is node):
+        raise fail(f"node {user.name!r}", f"uses the subgraph {node.name!r} as a value (a "
+                                          "subgraph is only called by cond, while_loop, map "
+                                          "or scan)")
+
+
+def _count(user: torch.fx.Node, node: torch.fx.Node) -> int:
+    """How many times ``node`` appears in ``user``'s arguments."""
+    found = []
+    torch.fx.node.map_arg((user.args, user.kwargs), lambda n: found.append(n) or n)
+    return sum(1 for n in found if n is node)
 
 
 def _reachable(path: str, graphs: dict[str, torch.fx.Graph]) -> bool:

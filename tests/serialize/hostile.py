@@ -215,6 +215,10 @@ def cases() -> list[Case]:
         "torch.ops.aten.gt.Scalar", [0, m.ref()]), match="takes no number for a tensor")
     blob(ar, "size_where_only_tensor", lambda: m.node(
         "torch.ops.aten.relu.default", [m.ref("sym_size_int")]), match="takes no number")
+    blob(ar, "optional_argument_without_default_missing", lambda: m.node(
+        "torch.ops.aten.sum.dim_IntList", [m.ref()]), match="lacks its argument 'dim'")
+    blob(ar, "size_arithmetic_past_int64", lambda: _with(m, lambda d: _int64_slice(d)),
+         match="outside int64")
     blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
          match="outside int64")
     blob(ar, "sym_size_dim_minus_2_63", lambda: _with(m, lambda d: next(
@@ -567,6 +571,8 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
         match="carried")
     blob(al, "buffer_written_with_a_larger_tensor", lambda: _swap_outputs(
         hostile_static.counter_base()), match="fails at every call")
+    blob(al, "subgraph_used_as_a_value", lambda: _main_getitem_of(
+        hostile_static.loop_base(), "while_loop_body_graph_0"), match="as a value")
     blob(al, "getitem_past_cond_results", lambda: _main_getitem(hostile_static.cond_base(), 5),
          match="result 5")
 
@@ -653,6 +659,27 @@ def _swap_outputs(base: bytes) -> bytes:
     """``base`` with its output specs reversed (a buffer written with a user output)."""
     doc, tensors = parts(base)
     doc["outputs"].reverse()
+    return pack(doc, tensors)
+
+
+def _int64_slice(doc: dict) -> None:
+    """A slice of the input ending at ``-2**62 * (s0 + 3)``: outside int64 at every size."""
+    nodes = doc["nodes"]
+    at = next(i for i, n in enumerate(nodes) if n["name"] == "sym_size_int") + 1
+    nodes[at:at] = [
+        {"name": "plus", "op": "call_function", "target": "operator.add",
+         "args": [{"node": "sym_size_int"}, 3]},
+        {"name": "far", "op": "call_function", "target": "operator.mul",
+         "args": [-2**62, {"node": "plus"}]},
+        {"name": "cut", "op": "call_function", "target": "torch.ops.aten.slice.Tensor",
+         "args": [{"node": "x"}, 0, 0, {"node": "far"}]}]
+
+
+def _main_getitem_of(base: bytes, name: str) -> bytes:
+    """``base`` whose main graph's first getitem reads the node ``name``."""
+    doc, tensors = parts(base)
+    next(n for n in doc["nodes"] if n.get("target") == "operator.getitem")["args"][0] = {
+        "node": name}
     return pack(doc, tensors)
 
 
