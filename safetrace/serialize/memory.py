@@ -27,7 +27,7 @@ from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import torch_env
 from safetrace.rules.registry import RULES
-from safetrace.serialize import peak
+from safetrace.serialize import never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic.expr import dag_nodes
@@ -210,7 +210,7 @@ class StaticMemory:
             if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
                 return _UNKNOWN, _UNKNOWN
             if node.graph is self.main:
-                self._int64(node, out)
+                never_runs.int64(self.env, node, out)
             return out, 0
         if static:  # (evaluating what depends on the inputs costs one rule per node)
             self.ops += 1
@@ -229,17 +229,6 @@ class StaticMemory:
         self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, _bytes(target, out, args, kwargs)
 
-    def _int64(self, node: torch.fx.Node, out: Any) -> None:
-        """Refuse an integer the main graph computes outside int64 at every declared size
-        (torch refuses it as an operator's argument: ``mul(-2**63, s0)``)."""
-        if isinstance(out, bool) or not isinstance(out, (int, self.env.int_cls)):
-            return
-        r = self.env.bounds(out.expr) if isinstance(out, self.env.int_cls) else None
-        lo, hi = (out, out) if r is None else (r.lo, r.hi)
-        if lo > 2**63 - 1 or hi < -2**63:
-            raise bad_file(f"node {node.name!r}", f"{node.target.__name__} gives an integer "
-                           f"outside int64 at every call of the program (from {lo} to {hi})")
-
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of
         the input sizes (a size read from data is checked before the kernel, at call)."""
@@ -253,12 +242,8 @@ class StaticMemory:
         """The op's result metadata by safetrace's own shape rule, unknown without one or
         where the rule would have to assume an answer (no example sizes here)."""
         if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
-            t, dim = (args + (None, None))[:2] if isinstance(args, tuple) else (None, None)
-            if node.graph is self.main and op._opname in ("sym_size", "sym_stride") and \
-                    isinstance(t, TensorMeta) and isinstance(dim, int) and \
-                    not -len(t.shape) <= dim < max(len(t.shape), 1):
-                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
-                               f"program: dim {dim} of a tensor with {len(t.shape)} dims")
+            if node.graph is self.main:
+                never_runs.size_query(node, op, args)
             return _sym_query(op, args)
         guards = len(self.env.guards)
         out = _evaluate(op, args, kwargs)

@@ -16,7 +16,8 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, memory, subgraphs, value_sizes, work
+from safetrace.serialize import (allowlist, memory, never_runs, subgraphs, value_sizes,
+                                 work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -101,7 +102,7 @@ class Builder:
                                     self.max_work)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
-        self._writes_fit(outputs, out_specs, state, bound.values)
+        never_runs.writes_fit(outputs, out_specs, state, bound.values)
         for g in {id(g): g for g in self._all_graphs}.values():
             memory.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
@@ -507,29 +508,6 @@ class Builder:
                 raise fail(where, "inconsistent output spec")
             out.append(OutputSpec(s["kind"], s["target"]))
         return out
-
-    @staticmethod
-    def _writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
-        """Each buffer_mutation output is a tensor that can be copied into its buffer at
-        every call (the module writes it back with ``copy_``): refused where the loader's
-        own evaluation shows it never can (more dims than the buffer, a size that differs
-        and is not 1)."""
-        for i, (spec, v) in enumerate(zip(specs, outputs)):
-            if spec.kind != "buffer_mutation":
-                continue
-            if not isinstance(v, torch.fx.Node):
-                raise fail(f"outputs[{i}]", f"the value written to {spec.target!r} is not "
-                                            "a graph value")
-            value, shape = values.get(v), tuple(state[spec.target].shape)
-            if not isinstance(value, TensorMeta):
-                continue
-            sizes = tuple(value.shape)
-            if len(sizes) > len(shape) or any(
-                    isinstance(a, int) and a not in (1, b)
-                    for a, b in zip(reversed(sizes), reversed(shape))):
-                raise fail(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
-                                            f"written to {spec.target!r} of shape "
-                                            f"{list(shape)}: the write fails at every call")
 
     def _contract(self, c: Any) -> Any:
         return decode_record(Contract, c, "contract")
