@@ -206,6 +206,8 @@ class StaticMemory:
         except KeyError:
             return _UNKNOWN, _UNKNOWN  # a value not known (an unknown op's result)
         if not isinstance(target, torch._ops.OpOverload):
+            if node.graph is self.main:
+                never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
             if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
                 return _UNKNOWN, _UNKNOWN

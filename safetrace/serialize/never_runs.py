@@ -8,6 +8,7 @@ surfaces at the caller as torch's own exception.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -61,3 +62,22 @@ def writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
             raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
                                             f"written to {spec.target!r} of shape "
                                             f"{list(shape)}: the write fails at every call")
+
+
+_DIVISIONS = (operator.floordiv, operator.mod, operator.truediv)
+
+
+def division(env: Any, node: torch.fx.Node, args: Any) -> None:
+    """Refuse a division of sizes by a divisor that is 0 at every declared size (Python's
+    ZeroDivisionError at every call)."""
+    if node.target not in _DIVISIONS or not isinstance(args, tuple) or len(args) != 2:
+        return
+    d = args[1]
+    if isinstance(d, env.int_cls):
+        r = env.bounds(d.expr)
+        zero = r.lo == 0 and r.hi == 0
+    else:
+        zero = not isinstance(d, bool) and isinstance(d, (int, float)) and d == 0
+    if zero:
+        raise bad_file(f"node {node.name!r}", f"{node.target.__name__} divides by zero at "
+                                              "every call of the program")

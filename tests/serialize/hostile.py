@@ -219,6 +219,8 @@ def cases() -> list[Case]:
         "torch.ops.aten.sum.dim_IntList", [m.ref()]), match="lacks its argument 'dim'")
     blob(ar, "size_arithmetic_past_int64", lambda: _with(m, lambda d: _int64_slice(d)),
          match="outside int64")
+    blob(ar, "size_floordiv_by_zero", lambda: m.node(
+        "operator.floordiv", [m.ref("sym_size_int"), 0]), match="divides by zero")
     blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
          match="outside int64")
     blob(ar, "sym_size_dim_minus_2_63", lambda: _with(m, lambda d: next(
