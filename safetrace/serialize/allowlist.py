@@ -321,7 +321,8 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             if required:
                 raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
-        _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets)
+        _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
+               op.namespace != "aten" or op._schema.name[6:] in _NUMBERS_AS_TENSORS)
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
@@ -338,22 +339,37 @@ def _signature(op: Any) -> tuple[list, dict]:
     sig = _SIGNATURES.get(op)
     if sig is None:
         schema = op._schema.arguments
-        kinds = {a.name: (str(a.real_type), not a.has_default_value()
-                          and not str(a.real_type).startswith("Optional")) for a in schema}
+        # (an Optional argument without a default is required too: torch refuses a call
+        # without it, "missing value for argument 'dim'")
+        kinds = {a.name: (str(a.real_type), not a.has_default_value()) for a in schema}
         sig = _SIGNATURES[op] = ([a.name for a in schema if not a.kwarg_only], kinds)
     return sig
 
 
-def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
+# aten operators whose Tensor arguments torch also takes as numbers (``add(2, x)``); any
+# other refuses one at call ("Expected a value of type 'Tensor'")
+_NUMBERS_AS_TENSORS = frozenset(
+    f"{base}{suffix}" for base in ("add", "sub", "subtract", "mul", "multiply", "div",
+                                   "divide", "true_divide", "floor_divide")
+    for suffix in ("", "_")) | {"to", "_to_copy", "copy_", "_conj"}
+
+
+def _value(kind: str, v: Any, where: str, budgets: Budgets, numbers: bool = True) -> None:
     optional = kind.startswith("Optional[")
     if optional:
         kind = kind[len("Optional["):-1]
         if v is None:
             return
     node = isinstance(v, torch.fx.Node)
+    if node and kind in _SCALARS and _tensor_valued(v):
+        raise bad_file(where, f"expected {kind}, got the tensor {v.name}")
+    if _is_int(v) and not -2**63 <= v < 2**63:
+        raise bad_file(where, f"the integer {_kind(v)} is outside int64")
     if kind.startswith("List["):
         inner = kind[5:-1]
         if node and inner in ("int", "float", "bool"):
+            if _tensor_valued(v):
+                raise bad_file(where, f"expected {kind}, got the tensor {v.name}")
             return  # a size list computed in the graph
         if inner == "int" and _is_int(v):
             return  # int[1] given as one int
@@ -363,8 +379,12 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
             raise over_budget(where, f"list of {len(v)} items, {budgets.max_repeat} allowed",
                               "max_repeat", len(v))
         for x in v:
-            _value(inner, x, where, budgets)
+            _value(inner, x, where, budgets, numbers)
         return
+    if kind == "Tensor" and not numbers and (
+            isinstance(v, (*_NUMBER, complex)) or node and _number_valued(v)):
+        raise bad_file(where, f"expected Tensor, got {_kind(v)} (this operator takes no "
+                              "number for a tensor)")
     ok = {
         "Tensor": lambda: node or isinstance(v, (*_NUMBER, complex)),  # a wrapped number
         "int": lambda: node or _is_int(v),
@@ -381,6 +401,30 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets) -> None:
         raise bad_file(where, f"arguments of type {kind} are not supported in loaded graphs")
     if not ok():
         raise bad_file(where, f"expected {kind}, got {_kind(v)}")
+
+
+_SCALARS = frozenset(("int", "float", "bool", "SymInt"))
+
+
+def _tensor_valued(v: torch.fx.Node) -> bool:
+    """Whether ``v`` is a call of an operator that returns exactly one Tensor (the kind of
+    value by its schema, not the file's metadata)."""
+    target = v.target
+    if v.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return len(returns) == 1 and str(returns[0].real_type) == "Tensor"
+
+
+def _number_valued(v: torch.fx.Node) -> bool:
+    """Whether ``v`` is an operator call that returns one number (``sym_size``), by its
+    schema, not the file's metadata."""
+    target = v.target
+    if v.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return len(returns) == 1 and str(returns[0].real_type) in (
+        "int", "float", "bool", "number", "SymInt", "Scalar")
 
 
 def _is_int(v: Any) -> bool:

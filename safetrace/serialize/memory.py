@@ -27,7 +27,7 @@ from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.meta.symtypes import torch_env
 from safetrace.rules.registry import RULES
-from safetrace.serialize import peak
+from safetrace.serialize import never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic.expr import dag_nodes
@@ -71,6 +71,7 @@ class StaticMemory:
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
         self.main: torch.fx.Graph | None = None  # (a node of it that always fails: refused)
+        self.values: dict = {}
         self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
@@ -84,6 +85,7 @@ class StaticMemory:
         ``user``: placeholder name -> the user input's TensorMeta (or symbolic int)."""
         meta, data = {}, {}
         self.main = graph
+        self.values = meta  # (node -> what the analysis works out it is)
         written = written_inputs(graph)
         for node in graph.nodes:
             if node.op != "placeholder":
@@ -204,9 +206,13 @@ class StaticMemory:
         except KeyError:
             return _UNKNOWN, _UNKNOWN  # a value not known (an unknown op's result)
         if not isinstance(target, torch._ops.OpOverload):
+            if node.graph is self.main:
+                never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
             if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
                 return _UNKNOWN, _UNKNOWN
+            if node.graph is self.main:
+                never_runs.int64(self.env, node, out)
             return out, 0
         if static:  # (evaluating what depends on the inputs costs one rule per node)
             self.ops += 1
@@ -238,13 +244,17 @@ class StaticMemory:
         """The op's result metadata by safetrace's own shape rule, unknown without one or
         where the rule would have to assume an answer (no example sizes here)."""
         if op._opname in ("sym_size", "sym_numel", "sym_storage_offset", "sym_stride"):
+            if node.graph is self.main:
+                never_runs.size_query(node, op, args)
             return _sym_query(op, args)
         guards = len(self.env.guards)
         out = _evaluate(op, args, kwargs)
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
         if isinstance(out, OpShapeError):
-            if static and node.graph is self.main:  # (runs, and fails, at every call)
+            # (a rule refuses symbolic sizes only where no declared size passes: one it
+            # cannot decide adds a guard or raises otherwise, and is left unknown above)
+            if node.graph is self.main:  # (runs, and fails, at every call)
                 raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
                                f"program, whatever its inputs: {str(out)[:300]}")
             return _UNKNOWN

@@ -16,7 +16,8 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import allowlist, memory, subgraphs, value_sizes, work
+from safetrace.serialize import (allowlist, memory, never_runs, subgraphs, value_sizes,
+                                 work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -83,6 +84,10 @@ class Builder:
             raise fail("subgraphs", f"subgraph {sorted(clash)[0]!r} has the name of the "
                                     "program's state (both would be attributes of its module)")
         in_spec = decode_spec(doc["in_spec"], "in_spec")
+        kids = in_spec.children() if in_spec.type is tuple else []
+        if len(kids) != 2 or kids[0].type is not tuple or kids[1].type is not dict:
+            raise fail("in_spec", "the inputs' spec must be a tuple of (a tuple of the "
+                                  "positional arguments, a dict of the keyword arguments)")
         out_spec = decode_spec(doc["out_spec"], "out_spec")
         self._contract_budget(doc["contract"])
         contract = self._contract(doc["contract"])
@@ -97,6 +102,7 @@ class Builder:
                                     self.max_work)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
+        never_runs.writes_fit(outputs, out_specs, state, bound.values)
         for g in {id(g): g for g in self._all_graphs}.values():
             memory.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import operator
 import threading
 from typing import Any, Callable
 
@@ -116,6 +117,8 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
                                                   "which is not a subgraph of this graph")
             sub = shared.setdefault(id(child), Subgraph(child))
             graph.__dict__.setdefault("st_submodules", {})[node.target] = sub
+            for user in node.users:
+                _only_called(node, user)
         for node in graph.nodes:
             if node.op == "call_function" and isinstance(node.target,
                                                          torch._ops.HigherOrderOperator):
@@ -125,6 +128,26 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
     unused = [p for p in graphs if p and not _reachable(p, graphs)]
     if unused:
         raise fail("subgraphs", f"subgraph {unused[0][:60]!r} is not called by its parent")
+
+
+def _only_called(node: torch.fx.Node, user: torch.fx.Node) -> None:
+    """A subgraph's get_attr is used only as a subgraph argument of a higher-order call
+    (not as a value: an operand, an operator's argument, an output)."""
+    spec = HIGHER_ORDER.get(user.target.name()) if isinstance(
+        user.target, torch._ops.HigherOrderOperator) else None
+    places = [] if spec is None else [a for i, a in enumerate(user.args)
+                                      if i in spec.subgraph_args]
+    if _count(user, node) != sum(1 for a in places if a is node):
+        raise fail(f"node {user.name!r}", f"uses the subgraph {node.name!r} as a value (a "
+                                          "subgraph is only called by cond, while_loop, map "
+                                          "or scan)")
+
+
+def _count(user: torch.fx.Node, node: torch.fx.Node) -> int:
+    """How many times ``node`` appears in ``user``'s arguments."""
+    found = []
+    torch.fx.node.map_arg((user.args, user.kwargs), lambda n: found.append(n) or n)
+    return sum(1 for n in found if n is node)
 
 
 def _reachable(path: str, graphs: dict[str, torch.fx.Graph]) -> bool:
@@ -155,6 +178,32 @@ def _check_call(node: torch.fx.Node, graph: torch.fx.Graph) -> None:
         n_in = sum(1 for n in sub.nodes if n.op == "placeholder")
         if n_in != n_operands:
             raise fail(where, f"calls a subgraph taking {n_in} inputs with {n_operands}")
+    kind = node.target.name()
+    counts = [_n_outputs(sub) for sub in subs]
+    if kind == "cond" and counts[0] != counts[1]:
+        raise fail(where, f"cond's branches return {counts[0]} and {counts[1]} values")
+    if kind == "while_loop" and (counts[0] != 1 or counts[1] != len(args[2])):
+        raise fail(where, f"while_loop's condition returns {counts[0]} values (1 expected) "
+                          f"and its body {counts[1]} ({len(args[2])} are carried)")
+    if kind == "scan" and counts[0] < len(args[1]):
+        raise fail(where, f"scan's combine returns {counts[0]} values, fewer than the "
+                          f"{len(args[1])} carried")
+    n_out = len(args[2]) if kind == "while_loop" else counts[0]
+    for user in node.users:
+        index = user.args[1] if user.target is operator.getitem and len(user.args) == 2 \
+            else None
+        if isinstance(index, int) and not 0 <= index < n_out:
+            raise fail(f"node {user.name!r}", f"takes result {index} of {node.name!r}, "
+                                              f"which has {n_out}")
+
+
+def _n_outputs(graph: torch.fx.Graph) -> int:
+    """How many values a subgraph returns (its output node's tuple)."""
+    out = next((n for n in graph.nodes if n.op == "output"), None)
+    if out is None or not out.args:
+        return 0
+    value = out.args[0]
+    return len(value) if isinstance(value, (list, tuple)) else 1
 
 
 def _count_loop(node: torch.fx.Node, graph: torch.fx.Graph, limit: int) -> None:

@@ -207,6 +207,27 @@ def cases() -> list[Case]:
     blob(ar, "long_string_argument", lambda: m.node("torch.ops.aten.div.Tensor_mode",
                                                     [m.ref(), m.ref()],
                                                     [["rounding_mode", "f" * 100_000]]))
+    # (found by benchmarks/hostile_probe.py: each loaded, then failed inside torch at call)
+    blob(ar, "tensor_where_bool", lambda: m.node(
+        "torch.ops.aten.sum.dim_IntList", [m.ref(), _l(1), m.ref("linear")]),
+        match="expected bool, got the tensor")
+    blob(ar, "number_where_only_tensor", lambda: m.node(
+        "torch.ops.aten.gt.Scalar", [0, m.ref()]), match="takes no number for a tensor")
+    blob(ar, "size_where_only_tensor", lambda: m.node(
+        "torch.ops.aten.relu.default", [m.ref("sym_size_int")]), match="takes no number")
+    blob(ar, "optional_argument_without_default_missing", lambda: m.node(
+        "torch.ops.aten.sum.dim_IntList", [m.ref()]), match="lacks its argument 'dim'")
+    blob(ar, "size_arithmetic_past_int64", lambda: _with(m, lambda d: _int64_slice(d)),
+         match="outside int64")
+    blob(ar, "size_floordiv_by_zero", lambda: m.node(
+        "operator.floordiv", [m.ref("sym_size_int"), 0]), match="divides by zero")
+    blob(ar, "dim_2_63", lambda: m.node("torch.ops.aten.sum.dim_IntList", [m.ref(), _l(2**63)]),
+         match="outside int64")
+    blob(ar, "sym_size_dim_minus_2_63", lambda: _with(m, lambda d: next(
+        n for n in d["nodes"] if n["name"] == "sym_size_int")["args"].__setitem__(1, -2**63)),
+        match="fails at every call")
+    blob(ar, "dim_out_of_range_on_input", lambda: m.node(
+        "torch.ops.aten.select.int", [m.ref(), 5, 0]), match="fails at every call")
     blob(ar, "expression_argument", lambda: m.node("torch.ops.aten.relu.default",
                                                    [{"expr": "s0"}]))
     blob(ar, "symint_argument", lambda: m.node("torch.ops.aten.relu.default",
@@ -303,6 +324,10 @@ def cases() -> list[Case]:
     blob(cr, "nodes_not_a_list", lambda: _with(m, lambda d: d.__setitem__("nodes", {})))
     blob(cr, "in_spec_unknown_class", lambda: _with(m, lambda d: d.__setitem__(
         "in_spec", {"type": "os:system", "context": None, "children": []})))
+    blob(cr, "in_spec_without_kwargs", lambda: _with(m, lambda d: d["in_spec"][
+        "children"].pop()), match="in_spec")
+    blob(cr, "in_spec_swapped", lambda: _with(m, lambda d: d["in_spec"]["children"].reverse()),
+         match="in_spec")
     blob(cr, "range_bound_float", lambda: _with(m, lambda d: d["range_constraints"].append(
         ["s0", 1.5, None])))
     blob(cr, "aliases_bogus", lambda: _with(m, lambda d: d.__setitem__("aliases", [["a", "b"]])))
@@ -540,6 +565,18 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     blob(al, "while_loop_body_stops_incrementing", hostile_static.stuck_loop, expect="call",
          match="max_loop_iterations")
     blob(al, "control_while_loop", hostile_static.loop_base, expect="bounded")
+    # (found by benchmarks/hostile_probe.py: each loaded, then failed inside torch at call)
+    blob(al, "cond_branch_returns_nothing", lambda: _sub_output(
+        hostile_static.cond_base(), "true", lambda outs: outs.clear()), match="branches")
+    blob(al, "while_loop_body_returns_three", lambda: _sub_output(
+        hostile_static.loop_base(), "body", lambda outs: outs.append(outs[0])),
+        match="carried")
+    blob(al, "buffer_written_with_a_larger_tensor", lambda: _swap_outputs(
+        hostile_static.counter_base()), match="fails at every call")
+    blob(al, "subgraph_used_as_a_value", lambda: _main_getitem_of(
+        hostile_static.loop_base(), "while_loop_body_graph_0"), match="as a value")
+    blob(al, "getitem_past_cond_results", lambda: _main_getitem(hostile_static.cond_base(), 5),
+         match="result 5")
 
 
 class _Pipe(io.RawIOBase):
@@ -609,6 +646,52 @@ def _shifted(head: dict, data: bytes, key: str, by: int, gap: bool = False) -> b
 
 
 # --- helpers -----------------------------------------------------------------------------------
+def _sub_output(base: bytes, path_part: str, edit: Callable[[list], Any]) -> bytes:
+    """``base`` with the output tuple of its subgraph whose path has ``path_part`` edited."""
+    doc, tensors = parts(base)
+    sub = next(g for g in doc["subgraphs"] if path_part in g["path"])
+    out = next(n for n in sub["nodes"] if n["op"] == "output")
+    if not (isinstance(out["args"][0], dict) and "tuple" in out["args"][0]):
+        out["args"][0] = {"tuple": [out["args"][0]]}
+    edit(out["args"][0]["tuple"])
+    return pack(doc, tensors)
+
+
+def _swap_outputs(base: bytes) -> bytes:
+    """``base`` with its output specs reversed (a buffer written with a user output)."""
+    doc, tensors = parts(base)
+    doc["outputs"].reverse()
+    return pack(doc, tensors)
+
+
+def _int64_slice(doc: dict) -> None:
+    """A slice of the input ending at ``-2**62 * (s0 + 3)``: outside int64 at every size."""
+    nodes = doc["nodes"]
+    at = next(i for i, n in enumerate(nodes) if n["name"] == "sym_size_int") + 1
+    nodes[at:at] = [
+        {"name": "plus", "op": "call_function", "target": "operator.add",
+         "args": [{"node": "sym_size_int"}, 3]},
+        {"name": "far", "op": "call_function", "target": "operator.mul",
+         "args": [-2**62, {"node": "plus"}]},
+        {"name": "cut", "op": "call_function", "target": "torch.ops.aten.slice.Tensor",
+         "args": [{"node": "x"}, 0, 0, {"node": "far"}]}]
+
+
+def _main_getitem_of(base: bytes, name: str) -> bytes:
+    """``base`` whose main graph's first getitem reads the node ``name``."""
+    doc, tensors = parts(base)
+    next(n for n in doc["nodes"] if n.get("target") == "operator.getitem")["args"][0] = {
+        "node": name}
+    return pack(doc, tensors)
+
+
+def _main_getitem(base: bytes, index: int) -> bytes:
+    """``base`` whose main graph's getitem of a control-flow result takes ``index``."""
+    doc, tensors = parts(base)
+    next(n for n in doc["nodes"] if n.get("target") == "operator.getitem")["args"][1] = index
+    return pack(doc, tensors)
+
+
 def _with(m: Maker, edit: Callable[[dict], Any]) -> bytes:
     doc = m.d()
     edit(doc)

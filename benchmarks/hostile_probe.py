@@ -1,0 +1,391 @@
+"""Attack st.load with semantically mutated saved programs; report what is not a clean refusal.
+
+    python benchmarks/hostile_probe.py [--per-program N] [--seed S]
+
+Saves a few real programs (static, dynamic with checks, cond, while_loop, in-place state,
+data-dependent sizes), then makes variants: one JSON field of the program document changed
+(ints to 0/-1/2**63/huge, floats to NaN/inf, strings to other node names/unicode/empty,
+lists emptied/duplicated/deeply nested, keys dropped), one field of a tensor's header
+changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
+worker process under an address-space cap and an alarm, then called at a few input sizes.
+Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
+RuntimeAssertionError at call), ``call_torch`` (torch raised at call: reported, not counted
+a finding), and findings: any other exception at load, a hang, a MemoryError, a crash of
+the worker, a write to the file, an output aliasing the file's data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+KEY = "safetrace.program"
+
+
+def programs() -> dict[str, bytes]:
+    import torch
+
+    import safetrace as st
+
+    class Static(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 4)
+
+        def forward(self, x):
+            return torch.relu(self.fc(x)).sum(1)
+
+    class Dyn(torch.nn.Module):
+        def forward(self, x, y):
+            torch._check(x.shape[0] >= 2)
+            z = x.reshape(-1) [: x.shape[0] * 2]
+            return z * 2, y[:, : x.shape[0] // 2] + 1
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda a: a * 2, lambda a: a - 1, (x,))
+
+    class Loop(torch.nn.Module):
+        def forward(self, x):
+            from torch._higher_order_ops.while_loop import while_loop
+            return while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2),
+                              (torch.zeros((), dtype=torch.int64), x))
+
+    class State(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("acc", torch.zeros(5))
+            self.register_buffer("n", torch.zeros((), dtype=torch.int64))
+
+        def forward(self, x):
+            self.acc.add_(x.sum(0))
+            self.n.add_(1)
+            return self.acc * 1, x + self.acc
+
+    class Data(torch.nn.Module):
+        def forward(self, x):
+            nz = torch.nonzero(x > 0)
+            k = (x > 0).sum().item()
+            return nz, torch.zeros(k)
+
+    n = st.Dim("n", min=0, max=32)
+    made = {
+        "static": st.export(Static(), (torch.randn(3, 6),)),
+        "dyn": st.export(Dyn(), (torch.randn(4, 3), torch.randn(3, 8)),
+                         dynamic_shapes={"x": {0: st.Dim("a", min=2, max=16)},
+                                         "y": {0: st.Dim("b", max=16)}}),
+        "cond": st.export(Cond(), (torch.randn(4, 3),), dynamic_shapes={"x": {0: n}}),
+        "loop": st.export(Loop(), (torch.randn(4),), dynamic_shapes={"x": {0: n}}),
+        "state": st.export(State(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: n}}),
+        "data": st.export(Data(), (torch.randn(7),), dynamic_shapes={"x": {0: n}}),
+    }
+    out = {}
+    for name, ep in made.items():
+        buf = io.BytesIO()
+        st.save(ep, buf)
+        out[name] = buf.getvalue()
+    return out
+
+
+def split(blob: bytes) -> tuple[dict, bytes]:
+    (n,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8:8 + n]), blob[8 + n:]
+
+
+def join(head: dict, data: bytes) -> bytes:
+    text = json.dumps(head).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def slots(doc: object) -> list[tuple[object, object, list]]:
+    out = []
+
+    def walk(o, path):
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+        for k, v in list(items):
+            out.append((o, k, path + [k]))
+            walk(v, path + [k])
+
+    walk(doc, [])
+    return out
+
+
+def node_names(doc: dict) -> list[str]:
+    return [n["name"] for n in doc.get("nodes", [])] or ["x"]
+
+
+def nest(depth: int) -> object:
+    v: object = 0
+    for _ in range(depth):
+        v = {"list": [v]}
+    return v
+
+
+def value_mutations(v: object, doc: dict, rng: random.Random) -> list[tuple[str, object]]:
+    names = node_names(doc)
+    syms = [s["name"] for s in doc.get("symbols", [])] or ["s0"]
+    if isinstance(v, bool):
+        return [("bool_flip", not v), ("bool_to_int", 2)]
+    if isinstance(v, int):
+        return [("int_zero", 0), ("int_neg1", -1), ("int_2_63", 2**63), ("int_neg_2_63", -2**63),
+                ("int_2_40", 2**40), ("int_plus1", v + 1), ("int_to_str", str(v)),
+                ("int_to_float", float(v) + 0.5), ("int_big", 10**400)]
+    if isinstance(v, float):
+        return [("float_nan", float("nan")), ("float_inf", float("inf")), ("float_neg", -v)]
+    if isinstance(v, str):
+        return [("str_other_node", rng.choice(names)), ("str_empty", ""),
+                ("str_symbol", rng.choice(syms)), ("str_expr", f"{rng.choice(syms)}*2**40"),
+                ("str_unicode", v + "\u200b"), ("str_dotdot", "../" + v),
+                ("str_dunder", "__class__"), ("str_target", "torch.ops.aten.empty.memory_format"),
+                ("str_expr_div0", f"{rng.choice(syms)}//0"), ("str_huge_num", "9" * 5000)]
+    if isinstance(v, list):
+        out = [("list_empty", []), ("list_dup", v + v[:1]), ("list_nest", [v])]
+        if v:
+            out.append(("list_drop_last", v[:-1]))
+            out.append(("list_reverse", v[::-1]))
+        return out
+    if isinstance(v, dict):
+        out = [("dict_empty", {}), ("dict_nest", nest(200))]
+        for k in list(v)[:4]:
+            d = dict(v)
+            del d[k]
+            out.append((f"dict_drop_{k}", d))
+        return out
+    if v is None:
+        return [("none_to_int", 0), ("none_to_str", rng.choice(names)), ("none_to_list", [])]
+    return []
+
+
+def json_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    head, data = split(blob)
+    doc = json.loads(head["__metadata__"][KEY])
+    n_slots = len(slots(doc))
+    out = []
+    for _ in range(count):
+        d = copy.deepcopy(doc)
+        ss = slots(d)
+        o, k, path = ss[rng.randrange(n_slots)]
+        muts = value_mutations(o[k], d, rng)
+        if not muts:
+            continue
+        label, new = rng.choice(muts)
+        o[k] = json.loads(json.dumps(new))
+        h = copy.deepcopy(head)
+        h["__metadata__"][KEY] = json.dumps(d)
+        where = "/".join(str(p) for p in path[-4:])
+        out.append((f"json:{label}@{where}", join(h, data)))
+    return out
+
+
+def tensor_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    head, data = split(blob)
+    keys = [k for k in head if k != "__metadata__"]
+    out = []
+    if not keys:
+        return out
+    for _ in range(count):
+        h = copy.deepcopy(head)
+        key = rng.choice(keys)
+        t = h[key]
+        field = rng.choice(["shape", "dtype", "data_offsets", "alias", "drop"])
+        if field == "shape":
+            label, t["shape"] = rng.choice([("shape_empty", []), ("shape_neg", [-1] + t["shape"]),
+                                            ("shape_zero", [0] + t["shape"]),
+                                            ("shape_swap", t["shape"][::-1]),
+                                            ("shape_extra1", t["shape"] + [1]),
+                                            ("shape_big", [2**62, 0])])
+        elif field == "dtype":
+            label = "dtype"
+            t["dtype"] = rng.choice(["F16", "I64", "BOOL", "U8", "F64", "C64", "F8_E4M3",
+                                     "I8", "BF16", "U64", "F4"])
+        elif field == "data_offsets":
+            a, b = t["data_offsets"]
+            label, t["data_offsets"] = rng.choice([
+                ("off_same", [a, a]), ("off_shift", [a + 1, b + 1]), ("off_neg", [-8, b]),
+                ("off_past", [a, b + 8]), ("off_zero", [0, b - a])])
+        elif field == "alias" and len(keys) > 1:
+            other = rng.choice([k for k in keys if k != key])
+            label = "alias_other"
+            t.update(copy.deepcopy(h[other]))
+        else:
+            label = "drop"
+            del h[key]
+        out.append((f"tensor:{label}@{key}", join(h, data)))
+    return out
+
+
+def byte_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    out = []
+    for _ in range(count):
+        b = bytearray(blob)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        out.append(("bytes:flip", bytes(b)))
+    return out
+
+
+# ---------------------------------------------------------------------------- worker
+
+
+def worker(folder: str, start: int) -> None:
+    import resource
+    import signal
+    import traceback
+
+    import torch
+
+    import safetrace as st
+    from safetrace.cli import draw_inputs
+
+    torch.set_num_threads(1)
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".st"))
+
+    class Hang(Exception):
+        pass
+
+    def alarm(*_):
+        raise Hang()
+
+    signal.signal(signal.SIGALRM, alarm)
+    with open("/proc/self/statm") as f:
+        vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (vm + 1500 * 2**20, resource.RLIM_INFINITY))
+    for i, name in enumerate(files):
+        if i < start:
+            continue
+        path = os.path.join(folder, name)
+        with open(path, "rb") as f:
+            before = f.read()
+        mtime = os.stat(path).st_mtime_ns
+        print(json.dumps({"start": i}), flush=True)
+        outcome, detail = "?", ""
+        signal.alarm(20)
+        try:
+            try:
+                ep = st.load(path)
+            except st.LoadError as e:
+                outcome, detail = "load_error", str(e).splitlines()[0][:160]
+            else:
+                outcome = "ran"
+                mod = ep.module()
+                rng = random.Random(0)
+                gen = torch.Generator().manual_seed(0)
+                for attempt in range(3):
+                    try:
+                        args, kwargs, _ = draw_inputs(ep, rng, gen, use_hints=attempt == 0,
+                                                      max_numel=1 << 14, tries=20)
+                    except Exception as e:  # noqa: BLE001
+                        outcome, detail = "draw_failed", f"{type(e).__name__}: {e}"[:160]
+                        break
+                    try:
+                        res = mod(*args, **kwargs)
+                    except (st.InputMismatchError, st.LoadError) as e:
+                        outcome, detail = "call_refused", f"{type(e).__name__}: {e}"[:160]
+                        continue
+                    except RuntimeError as e:
+                        if type(e).__name__ == "RuntimeAssertionError":
+                            outcome, detail = "call_refused", str(e)[:160]
+                        else:
+                            outcome, detail = "call_torch", f"{type(e).__name__}: {e}"[:160]
+                        continue
+                    except (IndexError, ValueError, TypeError) as e:
+                        outcome, detail = "call_torch", f"{type(e).__name__}: {e}"[:160]
+                        continue
+                    # outputs must not alias file data: write every tensor output
+                    for leaf in torch.utils._pytree.tree_leaves(res):
+                        if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
+                            try:
+                                leaf.add_(1)
+                            except RuntimeError:
+                                pass
+        except Hang:
+            outcome = "FINDING hang"
+        except MemoryError as e:
+            outcome, detail = "FINDING MemoryError", str(e)[:200]
+        except BaseException as e:  # noqa: BLE001
+            outcome = f"FINDING {type(e).__name__}"
+            tb = traceback.extract_tb(e.__traceback__)
+            frames = [f"{os.path.basename(fr.filename)}:{fr.lineno}" for fr in tb[-3:]]
+            detail = f"{str(e)[:200]} at {frames}"
+        signal.alarm(0)
+        with open(path, "rb") as f:
+            if f.read() != before or os.stat(path).st_mtime_ns != mtime:
+                outcome = "FINDING file changed"
+        print(json.dumps({"i": i, "name": name, "outcome": outcome, "detail": detail}),
+              flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--per-program", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--worker", nargs=2)
+    ap.add_argument("--keep", default=None, help="folder to keep the variants in")
+    a = ap.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if a.worker:
+        worker(a.worker[0], int(a.worker[1]))
+        return 0
+    rng = random.Random(a.seed)
+    folder = a.keep or tempfile.mkdtemp(prefix="hostile_probe_")
+    os.makedirs(folder, exist_ok=True)
+    labels = {}
+    k = 0
+    for pname, blob in programs().items():
+        n = a.per_program
+        variants = (json_variants(blob, rng, n) + tensor_variants(blob, rng, n // 4)
+                    + byte_variants(blob, rng, n // 4))
+        for label, data in variants:
+            fname = f"{k:05d}.st"
+            with open(os.path.join(folder, fname), "wb") as f:
+                f.write(data)
+            labels[fname] = f"{pname}/{label}"
+            k += 1
+    results = {}
+    start = 0
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=root)
+    while start < k:
+        proc = subprocess.run([sys.executable, __file__, "--worker", folder, str(start)],
+                              capture_output=True, text=True, env=env)
+        last = start
+        for line in proc.stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if "start" in r:
+                last = r["start"]
+            else:
+                results[r["name"]] = r
+        if proc.returncode != 0 and f"{last:05d}.st" not in results:
+            results[f"{last:05d}.st"] = {"name": f"{last:05d}.st", "i": last,
+                                         "outcome": f"FINDING worker died rc={proc.returncode}",
+                                         "detail": proc.stderr[-300:]}
+        start = max(last + 1, start + 1) if proc.returncode != 0 else k
+    counts: Counter = Counter()
+    classes: Counter = Counter()
+    for fname, r in sorted(results.items()):
+        label = labels[fname]
+        cls = label.split("/", 1)[1].split(":")[0]
+        classes[cls] += 1
+        counts[r["outcome"]] += 1
+        if r["outcome"].startswith("FINDING") or r["outcome"] in ("call_torch", "draw_failed"):
+            print(f"{fname} {label}: {r['outcome']} {r['detail']}")
+    print("variants per class:", dict(classes))
+    print("outcomes:", dict(counts))
+    print("folder:", folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Nodes of a loaded program's main graph that would fail at every call: refused at load.
+
+The loader's own evaluation (``memory.py``) hands each node's worked-out value here; a
+node torch would refuse whatever the inputs (a size past int64, a dim the tensor lacks,
+a buffer written with what cannot be copied into it) is a bad file, not an error that
+surfaces at the caller as torch's own exception.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import bad_file
+from safetrace.meta import TensorMeta
+
+_INT64 = (-2**63, 2**63 - 1)
+
+
+def int64(env: Any, node: torch.fx.Node, out: Any) -> None:
+    """Refuse an integer computed outside int64 at every declared size (torch refuses it
+    as an operator's argument: ``mul(-2**63, s0)``)."""
+    if isinstance(out, bool) or not isinstance(out, (int, env.int_cls)):
+        return
+    r = env.bounds(out.expr) if isinstance(out, env.int_cls) else None
+    lo, hi = (out, out) if r is None else (r.lo, r.hi)
+    if lo > _INT64[1] or hi < _INT64[0]:
+        raise bad_file(f"node {node.name!r}", f"{getattr(node.target, '__name__', 'it')} "
+                       f"gives an integer outside int64 at every call of the program "
+                       f"(from {lo} to {hi})")
+
+
+def size_query(node: torch.fx.Node, op: Any, args: Any) -> None:
+    """Refuse ``sym_size``/``sym_stride`` of a dim the tensor does not have."""
+    t, dim = (tuple(args) + (None, None))[:2] if isinstance(args, (tuple, list)) else (None,
+                                                                                      None)
+    if op._opname in ("sym_size", "sym_stride") and isinstance(t, TensorMeta) and \
+            isinstance(dim, int) and not -len(t.shape) <= dim < max(len(t.shape), 1):
+        raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
+                                              f"dim {dim} of a tensor with {len(t.shape)} dims")
+
+
+def writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
+    """Each buffer_mutation output is a tensor that can be copied into its buffer at every
+    call (the module writes it back with ``copy_``): refused where the loader's own
+    evaluation shows it never can (more dims than the buffer, a size that differs and is
+    not 1)."""
+    for i, (spec, v) in enumerate(zip(specs, outputs)):
+        if spec.kind != "buffer_mutation":
+            continue
+        if not isinstance(v, torch.fx.Node):
+            raise bad_file(f"outputs[{i}]", f"the value written to {spec.target!r} is not a "
+                                            "graph value")
+        value, shape = values.get(v), tuple(state[spec.target].shape)
+        if not isinstance(value, TensorMeta):
+            continue
+        sizes = tuple(value.shape)
+        if len(sizes) > len(shape) or any(isinstance(a, int) and a not in (1, b)
+                                          for a, b in zip(reversed(sizes), reversed(shape))):
+            raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
+                                            f"written to {spec.target!r} of shape "
+                                            f"{list(shape)}: the write fails at every call")
+
+
+_DIVISIONS = (operator.floordiv, operator.mod, operator.truediv)
+
+
+def division(env: Any, node: torch.fx.Node, args: Any) -> None:
+    """Refuse a division of sizes by a divisor that is 0 at every declared size (Python's
+    ZeroDivisionError at every call)."""
+    if node.target not in _DIVISIONS or not isinstance(args, tuple) or len(args) != 2:
+        return
+    d = args[1]
+    if isinstance(d, env.int_cls):
+        r = env.bounds(d.expr)
+        zero = r.lo == 0 and r.hi == 0
+    else:
+        zero = not isinstance(d, bool) and isinstance(d, (int, float)) and d == 0
+    if zero:
+        raise bad_file(f"node {node.name!r}", f"{node.target.__name__} divides by zero at "
+                                              "every call of the program")
