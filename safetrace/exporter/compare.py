@@ -53,13 +53,16 @@ def meta_key(val: Any, subst: dict) -> Any:
     return e if e is not None else ("v", type(val).__name__)
 
 
-def _norm(a: Any, ids: dict, subst: dict) -> Any:
+def argument_key(a: Any, node_key: Callable[[torch.fx.Node], Any]) -> Any:
+    """An op's argument as data: its nodes through `node_key`, ints as constant
+    expressions (a size node's key is its expression: equal sizes compare equal), floats
+    by their bits."""
     if isinstance(a, torch.fx.Node):
-        return ids[a]
+        return node_key(a)
     if isinstance(a, (list, tuple)):
-        return (type(a).__name__,) + tuple(_norm(x, ids, subst) for x in a)
+        return (type(a).__name__,) + tuple(argument_key(x, node_key) for x in a)
     if isinstance(a, dict):
-        return ("dict",) + tuple((k, _norm(v, ids, subst)) for k, v in a.items())
+        return ("dict",) + tuple((k, argument_key(v, node_key)) for k, v in a.items())
     if isinstance(a, bool) or a is None:
         return ("bool", a)
     if isinstance(a, int):
@@ -93,7 +96,7 @@ def canonical(graph: torch.fx.Graph, subst: dict,
             ids[node] = ("graph", canonical(sub.graph, subst, skip) if sub is not None
                          else node.target)
         elif node.op == "output":
-            out.append(("out", _norm(node.args, ids, subst)))
+            out.append(("out", argument_key(node.args, ids.__getitem__)))
         else:
             val = node.meta.get("val")
             e = None if isinstance(val, Proxy) else expr_key(val, subst)
@@ -102,10 +105,10 @@ def canonical(graph: torch.fx.Graph, subst: dict,
                 continue
             ids[node] = ("n", len(out))
             if node.target is assert_sym:  # the check's condition (its text names sizes
-                out.append((node.op, node.target, _norm(node.args[:1], ids, subst)))
+                out.append((node.op, node.target, argument_key(node.args[:1], ids.__getitem__)))
                 continue  # as each side printed them)
-            out.append((node.op, node.target, _norm(node.args, ids, subst),
-                        _norm(dict(node.kwargs), ids, subst), meta_key(val, subst)))
+            out.append((node.op, node.target, argument_key(node.args, ids.__getitem__),
+                        argument_key(dict(node.kwargs), ids.__getitem__), meta_key(val, subst)))
     return tuple(out)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from safetrace.exporter.compare import expr_key, is_size_fn, meta_key
+from safetrace.exporter.compare import argument_key, expr_key, is_size_fn, meta_key
 from safetrace.symbolic.expr import Expr
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import mutates
@@ -173,23 +173,14 @@ def _movable(node: torch.fx.Node) -> bool:
 
 
 def _key(a: Any, keys: dict, subst: dict) -> Any:
-    if isinstance(a, torch.fx.Node):
-        if a in keys:
-            return keys[a]
-        if is_size_node(a):
-            return ("size", expr_key(a.meta.get("val"), subst))
-        return ("other", id(a))
-    if isinstance(a, (list, tuple)):
-        return (type(a).__name__,) + tuple(_key(x, keys, subst) for x in a)
-    if isinstance(a, dict):
-        return ("dict",) + tuple((k, _key(v, keys, subst)) for k, v in a.items())
-    if isinstance(a, bool) or a is None:
-        return ("bool", a)
-    if isinstance(a, int):
-        return ("size", expr_key(a, {}))
-    if isinstance(a, float):
-        return ("float", a.hex()) if math.isfinite(a) else ("float", repr(a))
-    return ("obj", a)
+    def node_key(n: torch.fx.Node) -> Any:
+        if n in keys:
+            return keys[n]
+        if is_size_node(n):
+            return expr_key(n.meta.get("val"), subst)
+        return ("other", id(n))
+
+    return argument_key(a, node_key)
 
 
 def _same(r: torch.fx.Node, n: torch.fx.Node, ref_keys: dict, keys: dict,
