@@ -33,7 +33,7 @@ import torch
 from safetrace.exporter.compare import argument_key, expr_key, is_size_fn, meta_key
 from safetrace.symbolic.expr import Expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.mutation import mutates
+from safetrace.trace.mutation import mutates, written_args
 from safetrace.trace.proxy import Proxy
 
 
@@ -85,13 +85,15 @@ def _walk(graphs: list, ref: int, substs: list[dict], inputs: list[dict],
     matched: list[dict] = [{} for _ in graphs]
     hoisted: list[torch.fx.Node] = []
     sizes: set = set()
+    written = [_written_later(g) for g in graphs]
     for k, r in enumerate(bodies[ref]):
-        if k >= limit or not _movable(r) or any(r in out for out in returned):
+        if k >= limit or not _movable(r) or any(r in out for out in returned) or \
+                r in written[ref]:
             break
         pairs = []
         for i, body in enumerate(bodies):
             n = body[k] if k < len(body) else None
-            if n is None or n in returned[i] or \
+            if n is None or n in returned[i] or n in written[i] or \
                     not _same(r, n, ref_keys[i], keys[i], substs[i]):
                 break
             pairs.append((i, n))
@@ -114,6 +116,30 @@ def _walk(graphs: list, ref: int, substs: list[dict], inputs: list[dict],
     for i, g in enumerate(graphs):
         extras |= {matched[i][a] for a in remainder_inputs(g, matched[i])}
     return Prefix(nodes, matched, sorted(extras, key=order.__getitem__))
+
+
+def _written_later(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """The values some op of `graph` writes in place, directly or through views of them
+    (``v0.unsqueeze_(0)``: its shape changes; a cond operand a branch writes is no
+    operand torch's cond takes): they stay in each branch."""
+    out: set = set()
+    for n in graph.nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload) or \
+                not mutates(n.target):
+            continue
+        todo = [a for a in written_args(n.target, n.args, n.kwargs)
+                if isinstance(a, torch.fx.Node)]
+        while todo:
+            a = todo.pop()
+            if a in out:
+                continue
+            out.add(a)
+            t = a.target
+            if a.op == "call_function" and isinstance(t, torch._ops.OpOverload) and a.args \
+                    and isinstance(a.args[0], torch.fx.Node) and \
+                    any(r.alias_info is not None for r in t._schema.returns):
+                todo.append(a.args[0])  # (a view, or an in-place op's result: its base)
+    return out
 
 
 def remainder_inputs(graph: torch.fx.Graph, matched: dict) -> list[torch.fx.Node]:

@@ -420,3 +420,26 @@ def test_sides_differing_only_in_a_data_dependent_range_are_one_graph():
     for n, start in ((1, 64), (5, 60), (1, -1)):  # the check, at seq 1 as elsewhere
         with pytest.raises(RuntimeError):
             ep.module()(torch.randn(2, n), torch.tensor([start, 0]))
+
+
+class _ReshapedInPlace(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.clone()
+        v0.unsqueeze_(0)  # the clone's shape changes after it is made
+        if v0.shape[1] > 2:
+            return v0, v0 * 2
+        return v0, v0 * 0
+
+
+def test_a_value_written_in_place_later_is_not_hoisted():
+    """A value some op later writes in place (here its shape: unsqueeze_) stays in each
+    branch: hoisted, its operand was narrowed with the shape it has after the write (the
+    program raised IndexError at the split point, fuzzer seed 53)."""
+    m = _ReshapedInPlace()
+    ep = st.export(m, (torch.randn(3),), dynamic_shapes=({0: st.Dim("d0", min=2)},))
+    for n in (2, 3, 5):
+        x = torch.randn(n)
+        for got, want in zip(ep.module()(x), m(x)):
+            assert torch.equal(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1))
