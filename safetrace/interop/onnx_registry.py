@@ -11,8 +11,9 @@ its own (the same entries in new lists, so that a ``custom_translation_table`` r
 into it stays in that export).
 
 Used by ``st.to_onnx`` only: torch's class method is replaced during the call and
-restored when the last concurrent call ends (any other export running meanwhile gets the
-same registry it would have built).
+restored when the last concurrent call ends; the replacement answers from the cache only
+on a thread inside ``st.to_onnx`` (any other thread's ``torch.onnx.export`` meanwhile
+runs torch's own method).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, Iterator
 _LOCK = threading.Lock()
 _PATCH: dict[str, Any] = {"depth": 0, "original": None}
 _BUILT: dict[int, tuple] = {}  # opset -> (registries' sizes, names not resolved, registry)
+_HERE = threading.local()  # .depth: this thread's st.to_onnx calls in progress
 
 
 @contextlib.contextmanager
@@ -37,9 +39,11 @@ def cached_registry() -> Iterator[None]:
             _PATCH["original"] = ONNXRegistry.__dict__["from_torchlib"]
             ONNXRegistry.from_torchlib = classmethod(_from_cache)
         _PATCH["depth"] += 1
+    _HERE.depth = getattr(_HERE, "depth", 0) + 1
     try:
         yield
     finally:
+        _HERE.depth -= 1
         with _LOCK:
             _PATCH["depth"] -= 1
             if _PATCH["depth"] == 0:
@@ -50,6 +54,8 @@ def _from_cache(cls: type, opset_version: int | None = None) -> Any:
     from torch.onnx._internal.exporter import _constants
 
     opset = _constants.TORCHLIB_OPSET if opset_version is None else opset_version
+    if not getattr(_HERE, "depth", 0):  # another thread's torch.onnx.export: torch's own
+        return _PATCH["original"].__func__(cls, opset_version=opset)
     entry = _BUILT.get(opset)
     if entry is None or entry[0] != _sizes() or _any_resolves(entry[1]):
         built = _PATCH["original"].__func__(cls, opset_version=opset)

@@ -69,3 +69,35 @@ def test_registry_built_once_and_private_to_each_export():
     x = torch.randn(5, 4)
     torch.testing.assert_close(_run(plain, x), Net()(x))
     torch.testing.assert_close(_run(custom, x), -x * 2)
+
+
+def test_another_threads_registry_is_torchs_own_during_our_call() -> None:
+    """While st.to_onnx holds the cached registry, a bystander thread's
+    ``ONNXRegistry.from_torchlib`` runs torch's own method (a build), not the cache."""
+    import threading
+
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    from safetrace.interop import onnx_registry
+
+    builds = []
+    seen = {}
+
+    def bystander() -> None:
+        seen["other"] = ONNXRegistry.from_torchlib()
+
+    with onnx_registry.cached_registry():
+        ONNXRegistry.from_torchlib()  # this opset cached
+        torchs = onnx_registry._PATCH["original"]
+        onnx_registry._PATCH["original"] = classmethod(
+            lambda cls, **kw: builds.append(threading.get_ident()) or torchs.__func__(cls, **kw))
+        try:
+            mine = ONNXRegistry.from_torchlib()
+            assert builds == []  # this thread: the cache
+            t = threading.Thread(target=bystander)
+            t.start()
+            t.join(timeout=120)
+        finally:
+            onnx_registry._PATCH["original"] = torchs
+    assert len(builds) == 1 and builds[0] != threading.get_ident()  # the bystander: torch's
+    assert seen["other"].functions.keys() == mine.functions.keys()
