@@ -17,6 +17,7 @@ import functools
 from typing import Any, Iterator
 
 import torch
+from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from safetrace.interop.hierarchy import fill_stacks
 
@@ -79,8 +80,6 @@ def provenance(graph: torch.fx.Graph, root_type: str) -> None:
     """``from_node`` and ``nn_module_stack`` on every node, as torch.export's graphs have:
     run_decompositions maps the module call signatures' names through the first (without
     it an output whose op decomposes away is lost), unflatten reads the second."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
     root = {"L__self__": ("", root_type)}  # (the exported class, as torch writes it)
     # (a subgraph's get_attr too: unflatten places it in a module like any node)
     calls = [n for n in graph.nodes if n.op in ("call_function", "get_attr")]
@@ -106,8 +105,6 @@ def _node_source(node: torch.fx.Node) -> Any:
     """``NodeSource(node, "safetrace.to_torch", CREATE)`` of a node with no ``from_node``
     of its own, its fields set directly (the constructor's checks and ``str(target)``
     cost ~3 µs a node: 0.5 ms on a small LLM's conversion)."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
     text = _TARGET_TEXT.get(node.target)
     if text is None:
         if len(_TARGET_TEXT) > 10_000:
@@ -126,8 +123,6 @@ def _node_source(node: torch.fx.Node) -> Any:
 @functools.cache
 def _fast_sources() -> bool:
     """`_node_source` makes what torch's constructor makes (checked once per process)."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
     try:
         g = torch.fx.Graph()
         node = g.call_function(torch.ops.aten.relu.default, (g.placeholder("x"),))

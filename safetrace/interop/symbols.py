@@ -20,6 +20,8 @@ import logging
 import os
 from typing import Any
 
+import torch
+
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
 
@@ -44,7 +46,6 @@ def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
 
 def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     import sympy
-    import torch
     from torch._dynamo.source import ConstantSource
     from torch._guards import SLoc
     from torch.fx.experimental.sym_node import SymNode
