@@ -8,8 +8,13 @@ follow), and each dynamic dim of each input nudged by one on its own (breaks rel
 from __future__ import annotations
 
 import copy
+import importlib.util
 import itertools
+import logging
+import warnings
 from typing import Any
+
+import pytest
 
 import torch
 from torch.utils import _pytree
@@ -166,3 +171,15 @@ def malformed_inputs(ep: st.ExportedProgram, args: tuple, kwargs: dict) -> list:
             moved = t.transpose(-1, -2).contiguous().transpose(-1, -2)
             out.append((f"{inp.path} layout", *swap(i, moved)))
     return out
+
+
+def onnx_module_set_up() -> None:
+    """For a test module of ONNX exports: torch.onnx's conversion warnings and logs quiet,
+    and the module skipped (with the install line) where onnxruntime or onnxscript is
+    missing."""
+    warnings.filterwarnings("ignore", category=st.ConversionWarning)
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    for package in ("onnxruntime", "onnxscript"):
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"needs {package}: pip install -c constraints.txt -e '.[dev]'",
+                        allow_module_level=True)

@@ -7,24 +7,14 @@ fail with an error naming the check, before any op of the program runs."""
 
 from __future__ import annotations
 
-import importlib.util
-import logging
-import warnings
-
 import pytest
 import torch
 from torch.utils import _pytree
 
 import safetrace as st
-from tests.interop.harness import edge_inputs, malformed_inputs, outcome
+from tests.interop.harness import edge_inputs, malformed_inputs, onnx_module_set_up, outcome
 
-warnings.filterwarnings("ignore", category=st.ConversionWarning)
-logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-# (imported by the tests that run: collecting the suite does not import them in every worker)
-for _package in ("onnxruntime", "onnxscript"):
-    if importlib.util.find_spec(_package) is None:
-        pytest.skip(f"needs {_package}: pip install -c constraints.txt -e '.[dev]'",
-                    allow_module_level=True)
+onnx_module_set_up()
 
 
 class Pair(torch.nn.Module):

@@ -5,21 +5,12 @@ is not in the next, and torch's class method is restored after the call."""
 
 from __future__ import annotations
 
-import importlib.util
-import logging
-import warnings
-
-import pytest
 import torch
 
 import safetrace as st
+from tests.interop.harness import onnx_module_set_up
 
-warnings.filterwarnings("ignore", category=st.ConversionWarning)
-logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-for _package in ("onnxruntime", "onnxscript"):
-    if importlib.util.find_spec(_package) is None:
-        pytest.skip(f"needs {_package}: pip install -c constraints.txt -e '.[dev]'",
-                    allow_module_level=True)
+onnx_module_set_up()
 
 
 class Net(torch.nn.Module):
