@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 import weakref
 from typing import Any, Iterator
 
@@ -96,8 +97,13 @@ def module_types(args: tuple, kwargs: dict) -> set[type]:
     if all(isinstance(a, _PLAIN) for a in args) and all(
             isinstance(v, _PLAIN) for v in kwargs.values()):
         return set()
-    return {type(x) for x in pytree.tree_leaves((args, kwargs))
+    # (a module is a leaf here even while another thread's export has its class registered)
+    return {type(x) for x in pytree.tree_leaves((args, kwargs), is_leaf=_is_module)
             if isinstance(x, torch.nn.Module)}
+
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, torch.nn.Module)
 
 
 def spec_module_types(spec: Any) -> set[type]:
@@ -112,15 +118,37 @@ def spec_module_types(spec: Any) -> set[type]:
     return out
 
 
+# Classes this module registered, with the number of exports/calls/conversions (on any
+# thread) inside `module_nodes` for each: the registration is shared, so a class stays a
+# node until the last of them leaves (two threads exporting with modules of one class).
+_REGISTERED: dict[type, int] = {}
+_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def module_nodes(types: set[type]) -> Iterator[None]:
     """Inside: each module class of `types` flattens to its parameters and buffers."""
-    added = [t for t in types if t not in pytree.SUPPORTED_NODES]
-    for t in added:
-        pytree.register_pytree_node(t, _flatten, _unflatten,
-                                    flatten_with_keys_fn=_flatten_with_keys)
+    if not types:
+        yield
+        return
+    held = []
+    with _LOCK:
+        for t in types:
+            if t in _REGISTERED:
+                _REGISTERED[t] += 1
+            elif t not in pytree.SUPPORTED_NODES:
+                pytree.register_pytree_node(t, _flatten, _unflatten,
+                                            flatten_with_keys_fn=_flatten_with_keys)
+                _REGISTERED[t] = 1
+            else:
+                continue
+            held.append(t)
     try:
         yield
     finally:
-        for t in added:
-            pytree._deregister_pytree_node(t)
+        with _LOCK:
+            for t in held:
+                _REGISTERED[t] -= 1
+                if not _REGISTERED[t]:
+                    del _REGISTERED[t]
+                    pytree._deregister_pytree_node(t)

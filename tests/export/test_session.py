@@ -7,6 +7,7 @@ that changes them, also after one that fails; ``torch.cond`` under any name trac
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import pytest
@@ -456,3 +457,51 @@ def test_state_swapped_for_fake_tensors_by_another_tracer_is_refused() -> None:
     for n in (0, 1, 4):
         x = torch.randn(n, 3)
         torch.testing.assert_close(ep.module()(x), model(x))
+
+
+class _StateInput(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+
+
+class _ReadsModuleInput(torch.nn.Module):
+    def forward(self, x, m):
+        return x * m.w + 1
+
+
+def test_module_inputs_of_one_class_export_and_run_on_several_threads_at_once() -> None:
+    """A module input's class is a pytree node while an export or call with it runs; one
+    thread leaving must not take the class away from another still inside (before: the
+    second thread's inputs did not flatten, or its program's spec did not unflatten)."""
+    ep = st.export(_ReadsModuleInput(), (torch.randn(2, 3), _StateInput()))
+    errors: list = []
+    barrier = threading.Barrier(3)
+    switch = sys.getswitchinterval()
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        for _ in range(40):
+            try:
+                x = torch.randn(2, 3)
+                if i == 2:
+                    got = ep.module()(x, _StateInput())
+                else:
+                    got = st.export(_ReadsModuleInput(), (x, _StateInput())).module()(
+                        x, _StateInput())
+                torch.testing.assert_close(got, x + 1)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    sys.setswitchinterval(1e-6)  # switch threads often: the window is a few bytecodes
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(switch)
+    assert not errors, errors[:3]
+    # outside every export the class is a leaf again for the user's own pytree code
+    assert torch.utils._pytree.tree_leaves([_StateInput()])[0].__class__ is _StateInput
