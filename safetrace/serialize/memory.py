@@ -30,7 +30,8 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize import never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic.expr import dag_nodes
+from safetrace.symbolic import not_, or_
+from safetrace.symbolic.expr import FALSE, dag_nodes
 from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
@@ -77,6 +78,13 @@ class StaticMemory:
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
         self.bound_symbols = {s.name for s in getattr(contract, "symbols", ())
                               if s.backed or s.where is not None}
+        # (condition, node, why): what a main-graph kernel requires of the input sizes
+        # (eager raises where it fails) that the contract does not decide: checked at call
+        self.required: list = []
+        # one entry per subgraph being evaluated: the condition under which it runs at a
+        # call (True: always; an expression: a map's length >= 1), None where it may not
+        # run at all (a cond branch, a loop body)
+        self._ctx: list = []
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -247,18 +255,68 @@ class StaticMemory:
             if node.graph is self.main:
                 never_runs.size_query(node, op, args)
             return _sym_query(op, args)
-        guards = len(self.env.guards)
+        guards, settled = len(self.env.guards), len(self.env.settled)
         out = _evaluate(op, args, kwargs)
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
+        self._require(node, [(x.cond, x.why) for x in self.env.settled[settled:]
+                             if x.asserted])  # (eager raises where it fails, or computes
+        # otherwise)
         if isinstance(out, OpShapeError):
             # (a rule refuses symbolic sizes only where no declared size passes: one it
             # cannot decide adds a guard or raises otherwise, and is left unknown above)
-            if node.graph is self.main:  # (runs, and fails, at every call)
+            runs = self._runs()
+            if runs == []:  # (runs, and fails, at every call)
                 raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
                                f"program, whatever its inputs: {str(out)[:300]}")
+            if runs:  # (a map body fails on every slice: only a call of no slices runs)
+                self.required.append((or_(*(not_(r) for r in runs)), node,
+                                      f"{op} fails wherever it runs: {str(out)[:200]}"))
             return _UNKNOWN
         return out
+
+    def _runs(self) -> list | None:
+        """When the node being evaluated runs at a call: [] at every call (the main graph,
+        a while_loop's condition, a map body of a length >= 1), else the conditions it runs
+        under (a map body: its length >= 1); None where that is not known (a branch)."""
+        out = []
+        for c in self._ctx:
+            if c is None:
+                return None
+            if c is not True:
+                out.append(c)
+        return out
+
+    def _require(self, node: torch.fx.Node, conds: list) -> None:
+        """Keep what the rule assumed of sizes the contract leaves open, where the excluded
+        sizes fail in eager (``rules.common.check``; a broadcast of ``[s0]`` with ``[5]`` needs
+        ``s0 in (1, 5)``; the exporter only writes programs whose contract implies every
+        such condition, so in a file it is checked before each call (``peak.CallCheck``).
+        A map or scan body's holds where the body runs (a length >= 1); a branch's or a
+        loop body's only where it is taken: not kept."""
+        runs = self._runs()
+        if runs is None:
+            return
+        for cond, why in conds:
+            if runs:
+                cond = or_(*(not_(r) for r in runs), cond)
+            self.required.append((cond, node, why))
+
+    def _predicate(self, node: torch.fx.Node, pred: Any, what: str) -> None:
+        """A cond's predicate (a while_loop condition's result) is one element (torch
+        raises otherwise): refused at load where it never is, checked at call where only
+        some declared sizes make it one."""
+        runs = self._runs()
+        if not isinstance(pred, TensorMeta) or runs is None:
+            return
+        one = math.prod(pred.shape) == 1
+        answer = one if isinstance(one, bool) else self.env.decide(one.expr)
+        if answer is False and not runs:
+            raise bad_file(f"node {node.name!r}", f"{what} has shape {list(pred.shape)}, "
+                           "not one element, at every call of the program")
+        if answer is not True:
+            self._require(node, [(one.expr if answer is None else FALSE,
+                                  f"{what} is one element")])
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
                  inner: dict, tally: Tally) -> Any:
@@ -274,11 +332,14 @@ class StaticMemory:
 
         try:
             if kind == "cond":
+                if isinstance(node.args[0], torch.fx.Node) and node.args[0] in meta:
+                    self._predicate(node, meta[node.args[0]], "the predicate of torch.cond")
                 operands = list(node.args[3])
                 values = _sub(operands, meta)
                 outs, cands = [], []
                 for a in node.args[1:3]:  # (the work of both branches: an upper bound)
-                    out, c = self._call(graph_of(a), operands, values, data, tainted, tally)
+                    out, c = self._call(graph_of(a), operands, values, data, tainted, tally,
+                                        None)
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
@@ -289,10 +350,16 @@ class StaticMemory:
                 values = _sub(carried + extra, meta)
                 fresh = {k: v for k, v in data.items() if k not in carried}
                 cands, once = [], Tally()
-                for a in node.args[:2]:  # (the work of one iteration)
+                for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
+                    # (the condition runs at every call, the body where it holds)
                     out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        once)
+                                        once, True if i == 0 else None)
                     cands.extend(c)
+                    if i == 0:
+                        pred = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 \
+                            else out
+                        self._predicate(node, pred, "the result of the while_loop's "
+                                                    "condition")
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
                 carried_bytes = _out_bytes(values[:len(carried)])
@@ -325,8 +392,10 @@ class StaticMemory:
         init_v, extra_v = _sub(init, meta), _sub(extra, meta)
         fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
         body_work = Tally()
+        some = n >= 1 if isinstance(n, int) else self.env.decide((n >= 1).expr)
+        runs = None if some is False else True if some else (n >= 1).expr
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
-                                tainted, body_work)
+                                tainted, body_work, runs)
         tally.merge(body_work, n)  # (n iterations)
         carried = _out_bytes(init_v)
         if out is _UNKNOWN:
@@ -343,7 +412,8 @@ class StaticMemory:
         return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
-              tainted: set, tally: Tally) -> tuple[Any, list]:
+              tainted: set, tally: Tally, runs: Any = None) -> tuple[Any, list]:
+        """``runs``: when the subgraph runs at a call (see ``_ctx``)."""
         if graph is None:
             return _UNKNOWN, []
         ph = [n for n in graph.nodes if n.op == "placeholder"]
@@ -353,7 +423,11 @@ class StaticMemory:
         key = (id(graph), _key(values), tuple(sorted(id(t) for t in known.values())))
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
-            self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            self._ctx.append(runs)
+            try:
+                self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            finally:
+                self._ctx.pop()
         out, cands, work = self._subs[key]
         tally.merge(work)
         return out, cands
@@ -403,10 +477,11 @@ class StaticMemory:
 
     def call_check(self) -> Any:
         """The run-time check of the open bounds (None when there are none)."""
-        if (not self.open and not self.work_open) or self.contract is None:
+        if (not self.open and not self.work_open and not self.required) or \
+                self.contract is None:
             return None
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
-                              self.work_open, self.work_limit)
+                              self.work_open, self.work_limit, self.required)
 
 
 _CPU = torch.device("cpu")

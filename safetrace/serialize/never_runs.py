@@ -14,7 +14,10 @@ from typing import Any
 import torch
 
 from safetrace.errors.load import bad_file
+from safetrace.exporter.contract import TensorInput
 from safetrace.meta import TensorMeta
+from safetrace.trace.asserts import assert_sym
+from safetrace.serialize.allowlist import CALLABLES, NUMERIC, signature, takes_numbers
 
 _INT64 = (-2**63, 2**63 - 1)
 
@@ -81,3 +84,72 @@ def division(env: Any, node: torch.fx.Node, args: Any) -> None:
     if zero:
         raise bad_file(f"node {node.name!r}", f"{node.target.__name__} divides by zero at "
                                               "every call of the program")
+
+
+_NUMBER_KINDS = frozenset(("int", "float", "bool", "SymInt", "List[int]", "List[float]",
+                           "List[bool]", "List[SymInt]"))
+_TENSOR_KINDS = frozenset(("Tensor", "List[Tensor]", "List[Optional[Tensor]]"))
+
+
+def input_kinds(graph: torch.fx.Graph, specs: list, contract: Any) -> None:
+    """Refuse a user input used as what its declaration is not: one the contract declares
+    a tensor passed where an operator takes a number (torch refuses a tensor for an int at
+    every call), or a number (a dynamic int, a constant input) passed where one takes a
+    tensor (only ``add``, ``mul`` and the like accept one: ``allowlist.takes_numbers``).
+    The kind is the contract's, the use the operator's schema: not the file's metadata."""
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    for spec in specs:
+        node = placeholders.get(spec.name)
+        if spec.kind != "user_input" or node is None:
+            continue
+        inp = contract.inputs[spec.leaf]
+        tensor = isinstance(inp, TensorInput) and not inp.scalar
+        for user in node.users:
+            op = user.target
+            if user.op == "call_function" and not isinstance(op, torch._ops.OpOverload):
+                _input_use(user, node, inp.path, tensor)
+            if user.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
+                continue
+            positional, kinds = signature(op)
+            given = {**dict(zip(positional, user.args)), **user.kwargs}
+            for arg, v in given.items():
+                if not (v is node or isinstance(v, (list, tuple)) and any(x is node for x in v)):
+                    continue
+                kind = kinds.get(arg, ("", False))[0]
+                kind = kind[len("Optional["):-1] if kind.startswith("Optional[") else kind
+                if tensor and kind in _NUMBER_KINDS:
+                    raise bad_file(f"node {user.name!r}", f"{op} takes {kind} for its argument "
+                                   f"{arg!r}, but it is given the input {inp.path} that the "
+                                   "program's contract declares a tensor: torch refuses it "
+                                   "at every call")
+                if not tensor and kind in _TENSOR_KINDS and not (
+                        kind == "Tensor" and takes_numbers(op)):
+                    raise bad_file(f"node {user.name!r}", f"{op} takes {kind} for its argument "
+                                   f"{arg!r}, but it is given the input {inp.path} that the "
+                                   "program's contract declares a number, not a tensor: "
+                                   "torch refuses it at every call")
+
+
+def _input_use(user: torch.fx.Node, node: torch.fx.Node, path: str, tensor: bool) -> None:
+    """A user input given to Python size arithmetic (a tensor declared) or to a map's or a
+    scan's tensors (a number declared): torch fails at every call."""
+    if isinstance(user.target, torch._ops.HigherOrderOperator):
+        name = user.target.name()
+        tensors = {"map_impl": (1,), "scan": (1, 2)}.get(name, ())
+        if not tensor and any(node in user.args[i] for i in tensors
+                              if i < len(user.args) and isinstance(user.args[i], (list, tuple))):
+            raise bad_file(f"node {user.name!r}", f"{name} is given the input {path} among "
+                           "its tensors, but the program's contract declares it a number: "
+                           "torch refuses it at every call")
+        return
+    if tensor and CALLABLES.get(_name(user.target), (0, 0, ""))[2] in (NUMERIC, "assert"):
+        raise bad_file(f"node {user.name!r}", f"{_name(user.target)} computes with numbers "
+                       f"(sizes), but it is given the input {path} that the program's "
+                       "contract declares a tensor")
+
+
+def _name(fn: Any) -> str:
+    if fn is assert_sym:
+        return "safetrace.assert_sym"
+    module = getattr(fn, "__module__", "") or ""
+    return f"{module.replace('_operator', 'operator')}.{getattr(fn, '__name__', '')}"

@@ -96,6 +96,7 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
+        never_runs.input_kinds(graph, inputs, contract)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
         bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract,
@@ -181,6 +182,12 @@ class Builder:
             if isinstance(inp, TensorInput):
                 exprs += [(f"contract.inputs[{i}]", dim.size) for dim in inp.dims
                           if not isinstance(dim.size, int)]
+                if inp.scalar and (len(inp.dims) != 1 or inp.layout is not None or
+                                   inp.subclass):
+                    # (the checks would read a tensor's layout or rank off an int)
+                    raise fail(f"contract.inputs[{i}]", "an int input (scalar) has one "
+                                                        "dim, its value, and no layout or "
+                                                        "tensor subclass")
         for s in contract.symbols:
             info = self.env.symbols.get(s.name)
             if info is None or bool(info.backed) != s.backed:
