@@ -176,7 +176,7 @@ def value_mutations(v: object, doc: dict, rng: random.Random) -> list[tuple[str,
         return [("int_zero", 0), ("int_neg1", -1), ("int_2_63", 2**63), ("int_neg_2_63", -2**63),
                 ("int_small", rng.choice([1, 2, 3, 5, 7])), ("int_twice", 2 * v),
                 ("int_2_40", 2**40), ("int_plus1", v + 1), ("int_to_str", str(v)),
-                ("int_to_float", float(v) + 0.5), ("int_big", 10**400)]
+                ("int_to_float", float(v) + 0.5 if abs(v) < 2**1000 else 0.5), ("int_big", 10**400)]
     if isinstance(v, float):
         return [("float_nan", float("nan")), ("float_inf", float("inf")), ("float_neg", -v)]
     if isinstance(v, str):
