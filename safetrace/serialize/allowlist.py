@@ -487,6 +487,9 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
         if not isinstance(args[0], torch.fx.Node) or not (
                 _is_int(args[1]) and abs(args[1]) <= budgets.max_repeat):
             raise bad_file(where, f"{name} needs a graph value and a small int index")
+        if _tensor_valued(args[0]):  # (a tensor is indexed by aten ops, never by getitem)
+            raise bad_file(where, f"{name} takes a result of an operator returning several "
+                                  f"values, not the tensor {args[0].name}")
         return
     if kind in (NUMERIC, "assert", "pow", "shift", "round"):
         # (Python arithmetic of sizes: a tensor there is a tensor's elementwise op whose

@@ -211,8 +211,12 @@ class StaticMemory:
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
-        except KeyError:
-            return _UNKNOWN, _UNKNOWN  # a value not known (an unknown op's result)
+        except KeyError:  # a value not known (an unknown op's result)
+            if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" \
+                    and self._runs() == []:
+                never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
+                    a, torch.fx.Node) else a)
+            return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
             if node.graph is self.main:
                 never_runs.division(self.env, node, args)
@@ -362,6 +366,8 @@ class StaticMemory:
                                                     "condition")
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
+                if isinstance(out, (list, tuple)):
+                    never_runs.carried(node, values[:len(carried)], list(out))
                 carried_bytes = _out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):

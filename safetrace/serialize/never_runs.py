@@ -142,10 +142,11 @@ def _input_use(user: torch.fx.Node, node: torch.fx.Node, path: str, tensor: bool
                            "its tensors, but the program's contract declares it a number: "
                            "torch refuses it at every call")
         return
-    if tensor and CALLABLES.get(_name(user.target), (0, 0, ""))[2] in (NUMERIC, "assert"):
+    if tensor and CALLABLES.get(_name(user.target), (0, 0, ""))[2] in (NUMERIC, "assert",
+                                                                       "getitem"):
         raise bad_file(f"node {user.name!r}", f"{_name(user.target)} computes with numbers "
-                       f"(sizes), but it is given the input {path} that the program's "
-                       "contract declares a tensor")
+                       f"(sizes) or takes one of several results, but it is given the input "
+                       f"{path} that the program's contract declares a tensor")
 
 
 def _name(fn: Any) -> str:
@@ -153,3 +154,44 @@ def _name(fn: Any) -> str:
         return "safetrace.assert_sym"
     module = getattr(fn, "__module__", "") or ""
     return f"{module.replace('_operator', 'operator')}.{getattr(fn, '__name__', '')}"
+
+
+def carried(node: torch.fx.Node, carried: list, out: list) -> None:
+    """A while_loop body returns values of its carried values' kinds, dtypes, ranks and
+    static sizes, as torch's while_loop requires (the exporter traces it so): refused where
+    the loader's own evaluation shows one differs."""
+    for i, (a, b) in enumerate(zip(carried, out)):
+        ta, tb = isinstance(a, TensorMeta), isinstance(b, TensorMeta)
+        if ta and tb:
+            differ = a.dtype != b.dtype or len(a.shape) != len(b.shape) or any(
+                isinstance(x, int) and isinstance(y, int) and x != y
+                for x, y in zip(a.shape, b.shape))
+        else:
+            differ = ta != tb and (ta or isinstance(a, (int, float))) and (
+                tb or isinstance(b, (int, float)))
+        if differ:
+            shown = [f"{list(v.shape)} {v.dtype}" if isinstance(v, TensorMeta) else
+                     type(v).__name__ for v in (a, b)]
+            raise bad_file(f"node {node.name!r}", f"the while_loop body returns "
+                           f"{shown[1]} for carried value {i} of {shown[0]}: torch's "
+                           "while_loop carries values of one dtype and shape (the next "
+                           "iteration runs the condition and the body on them)")
+
+
+def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
+    """An operator's ``int dim`` outside its tensor's dims (``slice(x, 2**40, ...)``): torch
+    refuses it at every call.  For a node whose other arguments the loader cannot work
+    out (a size read from data), which its shape rule does not see; ``lookup(arg)``: what
+    the loader knows an argument is (None: not known)."""
+    positional, kinds = signature(op)
+    if not positional or kinds.get("dim", ("",))[0] not in ("int", "SymInt") or \
+            kinds[positional[0]][0] != "Tensor":
+        return
+    given = {**dict(zip(positional, node.args)), **node.kwargs}
+    dim, t = given.get("dim"), lookup(given.get(positional[0]))
+    if not isinstance(t, TensorMeta) or isinstance(dim, bool) or not isinstance(dim, int):
+        return
+    rank = max(len(t.shape) + op._opname.startswith("unsqueeze"), 1)
+    if not -rank <= dim < rank:
+        raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
+                       f"dim {dim} of a tensor with {len(t.shape)} dims")

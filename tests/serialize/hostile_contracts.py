@@ -116,6 +116,18 @@ def _init_longer(doc: dict) -> None:
     doc["contract"]["inputs"][0]["dims"][0]["size"] = 4
 
 
+def _body_swapped(doc: dict) -> None:
+    """The while_loop body returns its carried values swapped (an int64 count for the
+    float tensor): not what torch's while_loop runs."""
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])
+    body["nodes"][-1]["args"][0]["tuple"].reverse()
+
+
+def _nested_operands(doc: dict) -> None:
+    scan = _node(doc, "torch.ops.higher_order.scan")
+    scan["args"][2] = _l(scan["args"][2])
+
+
 def _int_with_layout(doc: dict) -> None:
     doc["contract"]["inputs"][1]["layout"] = "zeros"
 
@@ -128,7 +140,7 @@ def _int_as_tensor(doc: dict) -> None:
 
 def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
     def run(ep: Any) -> None:
-        ep.module()(torch.randn(shape), *more)
+        ep.module()(torch.randn(shape, generator=torch.Generator().manual_seed(0)), *more)
     return run
 
 
@@ -166,3 +178,15 @@ def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
          match="declares a number")
     blob(ct, "int_input_with_layout", lambda: _edit("int", _int_with_layout),
          match="an int input")
+    # structure the loader's evaluation did not check (found by benchmarks/hostile_probe.py)
+    blob(ct, "getitem_of_a_tensor", lambda: _chain(
+        m, ("t", A + "relu.default", [x]), ("evil", "operator.getitem", [{"node": "t"}, 1])),
+        match="several values")
+    blob(ct, "while_body_returns_other_dtypes", lambda: _edit("loop", _body_swapped),
+         match="carries values of one dtype")
+    blob(ct, "scan_operands_nested", lambda: _edit("scan", _nested_operands),
+         match="flat list")
+    blob(ct, "dim_out_of_range_beside_a_data_size", lambda: _chain(
+        m, ("k", "builtins.round", [{"node": "sym_size_int"}]),  # (not worked out at load)
+        ("evil", A + "slice.Tensor", [x, 1 << 40, None, {"node": "k"}])),
+        match="dim 1099511627776")
