@@ -32,11 +32,11 @@ from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
 from safetrace.symbolic.expr import FALSE, dag_nodes
-from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
+from safetrace.serialize.allocations import out_bytes, result_bytes
+from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
-from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
+from safetrace.serialize.work import Tally, scalar_returns, touched
 from safetrace.serialize.work import leaves as _leaves
-from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
@@ -164,7 +164,7 @@ class StaticMemory:
                         continue
                 if isinstance(node.target, torch._ops.HigherOrderOperator):
                     out = self._control(node, meta, data, tainted, inner, tally)
-                    size = _UNKNOWN if out is _UNKNOWN else _out_bytes(out)
+                    size = _UNKNOWN if out is _UNKNOWN else out_bytes(out)
                 else:
                     out, size = self._node(node, meta, data, node not in tainted, tally)
                 if out is not _UNKNOWN:
@@ -241,7 +241,7 @@ class StaticMemory:
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
-        return out, _bytes(target, out, args, kwargs)
+        return out, result_bytes(target, out, args, kwargs)
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of
@@ -368,7 +368,7 @@ class StaticMemory:
                 self.loops.setdefault(node, []).append(once)
                 if isinstance(out, (list, tuple)):
                     never_runs.carried(node, values[:len(carried)], list(out))
-                carried_bytes = _out_bytes(values[:len(carried)])
+                carried_bytes = out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
                     return _UNKNOWN
@@ -403,7 +403,7 @@ class StaticMemory:
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
                                 tainted, body_work, runs)
         tally.merge(body_work, n)  # (n iterations)
-        carried = _out_bytes(init_v)
+        carried = out_bytes(init_v)
         if out is _UNKNOWN:
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
@@ -412,7 +412,7 @@ class StaticMemory:
         if not all(isinstance(y, TensorMeta) for y in ys):
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
-        kept = n * _out_bytes(ys)  # (every iteration's results, before the stack)
+        kept = n * out_bytes(ys)  # (every iteration's results, before the stack)
         inner[node] = [(carried + kept + c, w) for c, w in cands] + [(carried + kept, node)]
         stacked = [TensorMeta((n, *y.shape), y.dtype, _CPU) for y in ys]
         return [*init_v, *stacked] if kind == "scan" else stacked
@@ -492,7 +492,6 @@ class StaticMemory:
 
 _CPU = torch.device("cpu")
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
-_STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
 
 
 def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
@@ -512,45 +511,6 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
         return err
     except Exception:  # noqa: BLE001 - the call needs a trace: not known
         return _UNKNOWN
-
-
-def _bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
-    """What the op allocates for its results: views of inputs (a schema alias) nothing,
-    a strided result the storage its strides span."""
-    returns = op._schema.returns
-    if returns and all(r.alias_info is not None for r in returns) and \
-            op._opname not in _MAY_COPY:
-        return 0
-    if op._opname in _STRIDED and isinstance(out, TensorMeta):
-        size = args[1] if len(args) > 1 else kwargs.get("size")
-        stride = args[2] if len(args) > 2 else kwargs.get("stride")
-        if op._opname == "empty_strided":
-            size, stride = args[0] if args else kwargs.get("size"), size
-        span = _extent(size, stride)
-        if span is not None:
-            return span * out.dtype.itemsize
-    return _out_bytes(out) + _workspace(op, args)
-
-
-def _workspace(op: Any, args: Any) -> Any:
-    """Memory an op's kernel takes besides its results: attention's scores and their
-    softmax ([..., L, S] each, in the query's dtype) on the math path."""
-    name = op._opname
-    if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
-            or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
-            not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:
-        return 0
-    q, k = args[0], args[1]
-    return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * q.dtype.itemsize
-
-
-def _out_bytes(out: Any) -> Any:
-    """Bytes of the tensors in ``out`` (an int, or a symbolic int of the input sizes)."""
-    total: Any = 0
-    for t in _leaves(out):
-        if isinstance(t, TensorMeta):
-            total = total + math.prod(t.shape) * t.dtype.itemsize
-    return total
 
 
 def _sizes(value: Any) -> list:
@@ -618,15 +578,6 @@ def _scratch_env(contract: Any) -> Any:
     return env
 
 
-def _extent(size: Any, stride: Any) -> int | None:
-    if not isinstance(size, (list, tuple)) or not isinstance(stride, (list, tuple)) or \
-            not all(isinstance(x, int) for x in (*size, *stride)):
-        return None  # (symbolic: counted as the result's size)
-    if any(x == 0 for x in size):
-        return 0
-    return 1 + sum((x - 1) * abs(st) for x, st in zip(size, stride))
-
-
 def _sub(value: Any, meta: dict) -> Any:
     """``value`` with graph nodes replaced by what they are known to be (KeyError: one
     is not known)."""
@@ -674,55 +625,4 @@ def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
     return out
 
 
-__all__ = ["StaticMemory", "state_of", "guard_sizes"]
-
-
-def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
-    """Before each allocation of a size read from data as the program runs
-    (``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
-    call is refused (a RuntimeAssertionError naming the budget) before allocating.
-    ``is_sized(node)``: whether the loader's own evaluation (``StaticMemory.is_sized``)
-    found the node's int bounded by the input sizes (not the file's metadata, which could
-    claim so for an ``.item()``)."""
-    limit = 4 * max_numel
-    for node in list(graph.nodes):
-        target = node.target
-        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or \
-                target._opname not in ALLOCATING:
-            continue
-        names = [a.name for a in target._schema.arguments if not a.kwarg_only]
-        ints = {a.name for a in target._schema.arguments
-                if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
-        given = {**dict(zip(names, node.args)), **node.kwargs}
-        sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
-        if all(is_sized(s) for s in sizes):
-            continue  # constant sizes are held to the budget at load (allowlist.AllocBudget),
-            # sizes of the inputs' shapes to the ranges the caller declared
-        with graph.inserting_before(node):
-            total: Any = 1
-            for s in sizes:
-                if isinstance(s, torch.fx.Node):
-                    s = _call(graph, operator.abs, (s,))
-                elif not isinstance(s, int) or s == 1:
-                    continue
-                total = _call(graph, operator.mul, (total, s))
-            ok = _call(graph, operator.le, (total, limit))
-            check = graph.call_function(assert_sym, (ok, (
-                f"node {node.name!r} ({target}): a size computed as the program runs asks "
-                f"for more than {limit} elements, over the budget (max_alloc_numel = "
-                f"{max_numel}); if you trust the file, st.load(path, budgets="
-                f"{{'max_alloc_numel': <larger>}})")))
-            check.meta["val"] = None
-            check.meta["stack_trace"] = node.meta.get("stack_trace", "")
-
-
-def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:
-    """A node of Python arithmetic, its value (a symbolic int or bool) computed from its
-    arguments' as the tracer would have recorded it."""
-    node = graph.call_function(fn, args)
-    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
-    try:
-        node.meta["val"] = fn(*vals) if all(v is not None for v in vals) else None
-    except Exception:  # noqa: BLE001 - a value that cannot be computed here: unknown
-        node.meta["val"] = None
-    return node
+__all__ = ["StaticMemory", "state_of"]

@@ -16,8 +16,8 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import (allowlist, memory, never_runs, subgraphs, value_sizes,
-                                 work)
+from safetrace.serialize import (allocations, allowlist, memory, never_runs, subgraphs,
+                                 value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -105,7 +105,7 @@ class Builder:
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
         for g in {id(g): g for g in self._all_graphs}.values():
-            memory.guard_sizes(g, self.max_numel, bound.is_sized)
+            allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
