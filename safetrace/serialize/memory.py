@@ -218,6 +218,8 @@ class StaticMemory:
                     a, torch.fx.Node) else a)
             return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
+            if target is operator.getitem or target in _SIZE_ARITHMETIC:
+                never_runs.python_value(node, args)
             if node.graph is self.main:
                 never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
@@ -491,6 +493,11 @@ class StaticMemory:
 
 
 _CPU = torch.device("cpu")
+# Python callables of size arithmetic (and assert_sym): never given a tensor
+_SIZE_ARITHMETIC = frozenset(fn for name, fn in (
+    (n, getattr(operator, n.split(".")[1], None)) for n, r in CALLABLES.items()
+    if n.startswith("operator.") and r[2] in (NUMERIC, "assert", "pow", "shift"))
+    if fn is not None)
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
 
 

@@ -65,6 +65,14 @@ def writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
             raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
                                             f"written to {spec.target!r} of shape "
                                             f"{list(shape)}: the write fails at every call")
+        if len(sizes) != len(shape) or any(isinstance(a, int) and a != b
+                                           for a, b in zip(sizes, shape)):
+            # (a value of another shape replaces the buffer, and the next call runs the
+            # graph on a state of a shape the loader did not check)
+            raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
+                                            f"written to {spec.target!r} of shape "
+                                            f"{list(shape)}: a program's write keeps its "
+                                            "buffer's shape")
 
 
 _DIVISIONS = (operator.floordiv, operator.mod, operator.truediv)
@@ -195,3 +203,14 @@ def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
     if not -rank <= dim < rank:
         raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
                        f"dim {dim} of a tensor with {len(t.shape)} dims")
+
+
+def python_value(node: torch.fx.Node, args: Any) -> None:
+    """Python size arithmetic or ``getitem`` given what the loader's own evaluation shows
+    is a tensor (``getitem(getitem(loop, 0), 1)``: a loop's carried tensor indexed)."""
+    bad = next((a for a in args if isinstance(a, TensorMeta)), None) \
+        if isinstance(args, tuple) else None
+    if bad is not None:
+        raise bad_file(f"node {node.name!r}", f"{_name(node.target)} computes with numbers "
+                       f"(sizes) or takes one of several results, but it is given a tensor "
+                       f"of shape {list(bad.shape)}")

@@ -55,6 +55,18 @@ class ScanModel(torch.nn.Module):
         return scan(lambda c, x: (c + x, (c * x).sum(0)), init, xs)
 
 
+class StateModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(5))
+        self.register_buffer("n", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> Any:
+        self.acc.add_(x.sum(0))
+        self.n.add_(1)
+        return x + self.acc
+
+
 class IntModel(torch.nn.Module):
     def forward(self, x: torch.Tensor, k: int) -> Any:
         return x[:k] * k
@@ -73,6 +85,8 @@ def _saved(kind: str) -> bytes:
     elif kind == "scan":
         ep = st.export(ScanModel(), (torch.randn(3), torch.randn(5, 3)),
                        dynamic_shapes={"init": None, "xs": {0: st.Dim("t", min=1, max=32)}})
+    elif kind == "state":
+        ep = st.export(StateModel(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: n}})
     else:
         ep = st.export(IntModel(), (torch.randn(8, 2), 3),
                        dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
@@ -128,6 +142,20 @@ def _nested_operands(doc: dict) -> None:
     scan["args"][2] = _l(scan["args"][2])
 
 
+def _count_into_acc(doc: dict) -> None:
+    """The value written back to the [5] buffer is the [] counter: the buffer would be
+    replaced by a tensor of another shape after the first call."""
+    out = doc["nodes"][-1]["args"][0]["tuple"]
+    out[0] = dict(out[1])
+
+
+def _index_carried(doc: dict) -> None:
+    """getitem of the loop's carried count (a tensor), not of the loop's results."""
+    _node(doc, "operator.getitem")  # (the first: the loop's result 0)
+    second = [n for n in doc["nodes"] if n.get("target") == "operator.getitem"][1]
+    second["args"][0] = {"node": "getitem"}
+
+
 def _int_with_layout(doc: dict) -> None:
     doc["contract"]["inputs"][1]["layout"] = "zeros"
 
@@ -146,7 +174,7 @@ def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
 
 def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
     ct = "contracts"
-    for kind in ("cond", "loop", "map", "scan", "int"):
+    for kind in ("cond", "loop", "map", "scan", "int", "state"):
         _saved(kind)  # (exported now: a case's export would grow the intern tables)
 
     def at_call(name: str, make: Callable[[], bytes], after: Callable) -> None:
@@ -186,6 +214,10 @@ def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
          match="carries values of one dtype")
     blob(ct, "scan_operands_nested", lambda: _edit("scan", _nested_operands),
          match="flat list")
+    blob(ct, "getitem_of_a_carried_tensor", lambda: _edit("loop", _index_carried),
+         match="given a tensor")
+    blob(ct, "buffer_written_with_another_shape", lambda: _edit("state", _count_into_acc),
+         match="keeps its buffer's shape")
     blob(ct, "dim_out_of_range_beside_a_data_size", lambda: _chain(
         m, ("k", "builtins.round", [{"node": "sym_size_int"}]),  # (not worked out at load)
         ("evil", A + "slice.Tensor", [x, 1 << 40, None, {"node": "k"}])),
