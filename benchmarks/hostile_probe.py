@@ -12,9 +12,12 @@ two symbols swapped, a contract dim and a node together, or 2-3 independent edit
 field of a tensor's header changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
-RuntimeAssertionError at call), ``call_torch`` (torch raised at call: reported, not counted
-a finding), and findings: any other exception at load, a hang, a MemoryError, a crash of
-the worker, a write to the file, an output aliasing the file's data.
+RuntimeAssertionError at call, or every size drawn refused by the input checks),
+``call_torch`` (torch raised at call: a file whose contract admits sizes or values its
+graph cannot run, which the loader should refuse or check before running), and findings:
+any other exception at load or from the input checks, a hang, a MemoryError, a crash of
+the worker, a write to the file, an output aliasing the file's data.  Custom-op programs
+load with ``allow_ops=["sttest"]`` (tests/export/test_data_dependent.py's ops).
 """
 
 from __future__ import annotations
