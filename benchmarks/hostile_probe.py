@@ -2,16 +2,22 @@
 
     python benchmarks/hostile_probe.py [--per-program N] [--seed S]
 
-Saves a few real programs (static, dynamic with checks, cond, while_loop, in-place state,
-data-dependent sizes), then makes variants: one JSON field of the program document changed
-(ints to 0/-1/2**63/huge, floats to NaN/inf, strings to other node names/unicode/empty,
-lists emptied/duplicated/deeply nested, keys dropped), one field of a tensor's header
-changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
+Saves a few real programs (static, dynamic with checks, cond, while_loop, map, scan, a
+custom op, an int input, in-place state, data-dependent sizes), then makes variants: one
+JSON field of the program document changed (ints to 0/-1/2**63/huge/small, floats to
+NaN/inf, strings to other node names/unicode/empty, lists emptied/duplicated/deeply nested,
+keys dropped), coordinated edits of 2-3 fields (``multi``: a node's arguments and its
+output metadata together, one int changed everywhere it occurs (a size and its contract),
+two symbols swapped, a contract dim and a node together, or 2-3 independent edits), one
+field of a tensor's header changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
-RuntimeAssertionError at call), ``call_torch`` (torch raised at call: reported, not counted
-a finding), and findings: any other exception at load, a hang, a MemoryError, a crash of
-the worker, a write to the file, an output aliasing the file's data.
+RuntimeAssertionError at call, or every size drawn refused by the input checks),
+``call_torch`` (torch raised at call: a file whose contract admits sizes or values its
+graph cannot run, which the loader should refuse or check before running), and findings:
+any other exception at load or from the input checks, a hang, a MemoryError, a crash of
+the worker, a write to the file, an output aliasing the file's data.  Custom-op programs
+load with ``allow_ops=["sttest"]`` (tests/export/test_data_dependent.py's ops).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import io
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -77,6 +84,27 @@ def programs() -> dict[str, bytes]:
             k = (x > 0).sum().item()
             return nz, torch.zeros(k)
 
+    from torch._higher_order_ops.map import map as hop_map
+    from torch._higher_order_ops.scan import scan as hop_scan
+
+    from tests.export import test_data_dependent as dd
+
+    class Map(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(3))
+
+        def forward(self, xs):
+            return hop_map(lambda x, w: (x * w).sum(0, keepdim=True), xs, self.w)
+
+    class Scan(torch.nn.Module):
+        def forward(self, init, xs):
+            return hop_scan(lambda c, x: (c + x, (c * x).sum(0)), init, xs)
+
+    class Scalar(torch.nn.Module):
+        def forward(self, x, k):
+            return x[:k] * k, torch.zeros(k + 1)
+
     n = st.Dim("n", min=0, max=32)
     made = {
         "static": st.export(Static(), (torch.randn(3, 6),)),
@@ -87,6 +115,14 @@ def programs() -> dict[str, bytes]:
         "loop": st.export(Loop(), (torch.randn(4),), dynamic_shapes={"x": {0: n}}),
         "state": st.export(State(), (torch.randn(3, 5),), dynamic_shapes={"x": {0: n}}),
         "data": st.export(Data(), (torch.randn(7),), dynamic_shapes={"x": {0: n}}),
+        "map": st.export(Map(), (torch.randn(4, 3),), dynamic_shapes={"xs": {0: n}}),
+        "scan": st.export(Scan(), (torch.randn(3), torch.randn(5, 3)),
+                          dynamic_shapes={"init": None, "xs": {0: st.Dim("t", min=1, max=32)}}),
+        "custom": st.export(dd.CustomSlice(), (torch.randn(6), torch.randn(6)),
+                            dynamic_shapes={"x": {0: n}, "y": {0: n}}),
+        "scalar": st.export(Scalar(), (torch.randn(8, 2), 3),
+                            dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
+                                            "k": st.Dim("k", min=1, max=8)}),
     }
     out = {}
     for name, ep in made.items():
@@ -121,7 +157,9 @@ def slots(doc: object) -> list[tuple[object, object, list]]:
 
 
 def node_names(doc: dict) -> list[str]:
-    return [n["name"] for n in doc.get("nodes", [])] or ["x"]
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    return [n["name"] for n in nodes or () if isinstance(n, dict)
+            and isinstance(n.get("name"), str)] or ["x"]
 
 
 def nest(depth: int) -> object:
@@ -133,13 +171,15 @@ def nest(depth: int) -> object:
 
 def value_mutations(v: object, doc: dict, rng: random.Random) -> list[tuple[str, object]]:
     names = node_names(doc)
-    syms = [s["name"] for s in doc.get("symbols", [])] or ["s0"]
+    syms = [s["name"] for s in doc.get("symbols") or () if isinstance(s, dict)
+            and isinstance(s.get("name"), str)] or ["s0"]
     if isinstance(v, bool):
         return [("bool_flip", not v), ("bool_to_int", 2)]
     if isinstance(v, int):
         return [("int_zero", 0), ("int_neg1", -1), ("int_2_63", 2**63), ("int_neg_2_63", -2**63),
+                ("int_small", rng.choice([1, 2, 3, 5, 7])), ("int_twice", 2 * v),
                 ("int_2_40", 2**40), ("int_plus1", v + 1), ("int_to_str", str(v)),
-                ("int_to_float", float(v) + 0.5), ("int_big", 10**400)]
+                ("int_to_float", float(v) + 0.5 if abs(v) < 2**1000 else 0.5), ("int_big", 10**400)]
     if isinstance(v, float):
         return [("float_nan", float("nan")), ("float_inf", float("inf")), ("float_neg", -v)]
     if isinstance(v, str):
@@ -184,6 +224,108 @@ def json_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str
         h["__metadata__"][KEY] = json.dumps(d)
         where = "/".join(str(p) for p in path[-4:])
         out.append((f"json:{label}@{where}", join(h, data)))
+    return out
+
+
+def _mutate_at(d: dict, slot: tuple, rng: random.Random) -> str | None:
+    o, k, path = slot
+    muts = value_mutations(o[k], d, rng)
+    if not muts:
+        return None
+    label, new = rng.choice(muts)
+    o[k] = json.loads(json.dumps(new))
+    return f"{label}@{'/'.join(str(p) for p in path[-3:])}"
+
+
+def _ints(doc: object) -> Counter:
+    found: Counter = Counter()
+
+    def walk(o):
+        if isinstance(o, bool):
+            return
+        if isinstance(o, int):
+            found[o] += 1
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(doc)
+    return found
+
+
+def _replace_ints(o: object, old: int, new: int, rng: random.Random, p: float) -> object:
+    if isinstance(o, bool):
+        return o
+    if isinstance(o, int):
+        return new if o == old and rng.random() < p else o
+    if isinstance(o, dict):
+        return {k: _replace_ints(v, old, new, rng, p) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_replace_ints(v, old, new, rng, p) for v in o]
+    return o
+
+
+def multi_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """Coordinated edits of 2-3 fields of the program document."""
+    head, data = split(blob)
+    doc = json.loads(head["__metadata__"][KEY])
+    ints = [v for v, c in _ints(doc).items() if c >= 2 and 1 <= v <= 64]
+    syms = [x["name"] for x in doc.get("symbols", [])]
+    out = []
+    for _ in range(count):
+        d = copy.deepcopy(doc)
+        kind = rng.choice(["node_pair", "int_everywhere", "sym_swap", "contract_node",
+                           "independent"])
+        labels: list = []
+        if kind == "node_pair":  # a node's arguments and its output metadata together
+            nodes = [n for n in d["nodes"] if n.get("op") == "call_function"]
+            if not nodes:
+                continue
+            node = rng.choice(nodes)
+            for part in ("args", "meta"):
+                ss = slots(node.get(part, {}))
+                if ss:
+                    labels.append(_mutate_at(d, rng.choice(ss), rng))
+        elif kind == "int_everywhere":  # one int changed everywhere it occurs (or at some)
+            if not ints:
+                continue
+            old = rng.choice(ints)
+            new = rng.choice([v for v in (0, 1, 2, 3, 5, 7, old + 1, 2 * old) if v != old])
+            p = rng.choice([1.0, 0.5])
+            d = _replace_ints(d, old, new, rng, p)
+            labels.append(f"{old}->{new}@p{p}")
+        elif kind == "sym_swap":  # two symbols' names swapped everywhere, or in one part
+            if len(syms) < 2:
+                continue
+            a, b = rng.sample(syms, 2)
+            part = rng.choice(["contract", "nodes", "symbols", None])
+            target = d if part is None else d[part]
+            text = json.dumps(target)
+            text = re.sub(rf"\b({a}|{b})\b", lambda m: b if m.group(1) == a else a, text)
+            if part is None:
+                d = json.loads(text)
+            else:
+                d[part] = json.loads(text)
+            labels.append(f"{a}<->{b}@{part}")
+        elif kind == "contract_node":  # a contract field and a node field together
+            cs, ns = slots(d["contract"]), slots(d["nodes"])
+            for ss in (cs, ns):
+                if ss:
+                    labels.append(_mutate_at(d, rng.choice(ss), rng))
+        else:
+            ss = slots(d)
+            for _ in range(rng.choice([2, 3])):
+                labels.append(_mutate_at(d, rng.choice(ss), rng))
+                ss = slots(d)
+        labels = [x for x in labels if x]
+        if not labels:
+            continue
+        h = copy.deepcopy(head)
+        h["__metadata__"][KEY] = json.dumps(d)
+        out.append((f"multi:{kind}:{'+'.join(labels)}", join(h, data)))
     return out
 
 
@@ -246,6 +388,7 @@ def worker(folder: str, start: int) -> None:
 
     import safetrace as st
     from safetrace.cli import draw_inputs
+    from tests.export import test_data_dependent  # noqa: F401 - registers sttest ops
 
     torch.set_num_threads(1)
     files = sorted(f for f in os.listdir(folder) if f.endswith(".st"))
@@ -272,7 +415,7 @@ def worker(folder: str, start: int) -> None:
         signal.alarm(20)
         try:
             try:
-                ep = st.load(path)
+                ep = st.load(path, allow_ops=["sttest"])
             except st.LoadError as e:
                 outcome, detail = "load_error", str(e).splitlines()[0][:160]
             else:
@@ -284,8 +427,11 @@ def worker(folder: str, start: int) -> None:
                     try:
                         args, kwargs, _ = draw_inputs(ep, rng, gen, use_hints=attempt == 0,
                                                       max_numel=1 << 14, tries=20)
-                    except Exception as e:  # noqa: BLE001
-                        outcome, detail = "draw_failed", f"{type(e).__name__}: {e}"[:160]
+                    except st.InputMismatchError as e:  # every size drawn refused
+                        outcome, detail = "call_refused", f"(every draw) {e}"[:160]
+                        break
+                    except Exception as e:  # noqa: BLE001 - the checks raised
+                        outcome, detail = "FINDING draw", f"{type(e).__name__}: {e}"[:160]
                         break
                     try:
                         res = mod(*args, **kwargs)
@@ -331,6 +477,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--worker", nargs=2)
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
+    ap.add_argument("--programs", default=None, help="comma-separated program names")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if a.worker:
@@ -342,9 +489,11 @@ def main() -> int:
     labels = {}
     k = 0
     for pname, blob in programs().items():
+        if a.programs and pname not in a.programs.split(","):
+            continue
         n = a.per_program
-        variants = (json_variants(blob, rng, n) + tensor_variants(blob, rng, n // 4)
-                    + byte_variants(blob, rng, n // 4))
+        variants = (json_variants(blob, rng, n) + multi_variants(blob, rng, n)
+                    + tensor_variants(blob, rng, n // 4) + byte_variants(blob, rng, n // 4))
         for label, data in variants:
             fname = f"{k:05d}.st"
             with open(os.path.join(folder, fname), "wb") as f:
@@ -374,15 +523,18 @@ def main() -> int:
         start = max(last + 1, start + 1) if proc.returncode != 0 else k
     counts: Counter = Counter()
     classes: Counter = Counter()
+    by_class: Counter = Counter()
     for fname, r in sorted(results.items()):
         label = labels[fname]
         cls = label.split("/", 1)[1].split(":")[0]
         classes[cls] += 1
         counts[r["outcome"]] += 1
-        if r["outcome"].startswith("FINDING") or r["outcome"] in ("call_torch", "draw_failed"):
+        by_class[(cls, r["outcome"])] += 1
+        if r["outcome"].startswith("FINDING") or r["outcome"] == "call_torch":
             print(f"{fname} {label}: {r['outcome']} {r['detail']}")
     print("variants per class:", dict(classes))
     print("outcomes:", dict(counts))
+    print("outcomes per class:", {f"{c}/{o}": v for (c, o), v in sorted(by_class.items())})
     print("folder:", folder)
     return 0
 

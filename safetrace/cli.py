@@ -394,6 +394,9 @@ def _leaves(ep: Any, binding: dict[str, int], gen: torch.Generator,
             if isinstance(v, bool) or v < 0:
                 return None
             shape.append(int(v))
+        if getattr(inp, "scalar", False):  # a dynamic int: its one "dim" is its value
+            out.append(shape[0] if shape else 0)
+            continue
         if math.prod(shape) > max_numel:
             return None
         out.append(_tensor(shape, inp.dtype, gen))

@@ -133,6 +133,20 @@ def kernel_unbounded(node: str, target: str) -> InputMismatchError:
         budget="max_alloc_numel")
 
 
+def requirement_at_call(node: str, target: str, cond: str, why: str,
+                        sizes: dict) -> InputMismatchError:
+    """A loaded program called with sizes at which one of its kernels would raise (a
+    broadcast of sizes that differ, a view of another element count): the file's contract
+    admits sizes its graph cannot run, so the call is refused before any op runs."""
+    shown = ", ".join(f"{k}={v}" for k, v in list(sizes.items())[:8])
+    return InputMismatchError(
+        f"at these input sizes ({shown}) the loaded program's node {node!r} ({target}) "
+        f"would fail: it needs {cond} ({why[:200]}); the file's input contract admits sizes "
+        "its graph cannot run",
+        fix=f"pass inputs whose sizes satisfy {cond}, or re-export the program (st.export "
+            "records such a condition in the contract)")
+
+
 _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",
           "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
           "nonzero": "one row per nonzero element", "masked_select": "one element per true "
@@ -152,7 +166,7 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMism
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-__all__ = ["memory_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call",
+__all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

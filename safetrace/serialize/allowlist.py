@@ -322,7 +322,7 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
                 raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
-               op.namespace != "aten" or op._schema.name[6:] in _NUMBERS_AS_TENSORS)
+               takes_numbers(op))
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
@@ -332,6 +332,16 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
 
 
 _SIGNATURES: dict = {}
+
+
+def takes_numbers(op: Any) -> bool:
+    """Whether ``op`` takes a number where its schema says Tensor (``add(2, x)``)."""
+    return op.namespace != "aten" or op._schema.name[6:] in _NUMBERS_AS_TENSORS
+
+
+def signature(op: Any) -> tuple[list, dict]:
+    """(positional argument names, {name: (type, required)}) of ``op``."""
+    return _signature(op)
 
 
 def _signature(op: Any) -> tuple[list, dict]:
@@ -477,7 +487,18 @@ def check_callable(name: str, fn: Callable, args: tuple, kwargs: dict, where: st
         if not isinstance(args[0], torch.fx.Node) or not (
                 _is_int(args[1]) and abs(args[1]) <= budgets.max_repeat):
             raise bad_file(where, f"{name} needs a graph value and a small int index")
+        if _tensor_valued(args[0]):  # (a tensor is indexed by aten ops, never by getitem)
+            raise bad_file(where, f"{name} takes a result of an operator returning several "
+                                  f"values, not the tensor {args[0].name}")
         return
+    if kind in (NUMERIC, "assert", "pow", "shift", "round"):
+        # (Python arithmetic of sizes: a tensor there is a tensor's elementwise op whose
+        # result later asks bool() of many elements, or an int of many)
+        bad = next((v for v in args if isinstance(v, torch.fx.Node) and _tensor_valued(v)),
+                   None)
+        if bad is not None:
+            raise bad_file(where, f"{name} computes with numbers (sizes), but it is given "
+                                  f"the tensor {bad.name}")
     if kind == "assert":
         if not isinstance(args[0], (torch.fx.Node, bool)) or not (
                 isinstance(args[1], str) and len(args[1]) <= budgets.max_string):

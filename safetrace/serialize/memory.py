@@ -30,12 +30,13 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize import never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic.expr import dag_nodes
-from safetrace.serialize.allowlist import ALLOCATING, CALLABLES, NUMERIC, SIZE_ARGS
+from safetrace.symbolic import not_, or_
+from safetrace.symbolic.expr import FALSE, dag_nodes
+from safetrace.serialize.allocations import out_bytes, result_bytes
+from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
-from safetrace.serialize.work import MAY_COPY as _MAY_COPY, Tally, scalar_returns, touched
+from safetrace.serialize.work import Tally, scalar_returns, touched
 from safetrace.serialize.work import leaves as _leaves
-from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
@@ -77,6 +78,13 @@ class StaticMemory:
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
         self.bound_symbols = {s.name for s in getattr(contract, "symbols", ())
                               if s.backed or s.where is not None}
+        # (condition, node, why): what a main-graph kernel requires of the input sizes
+        # (eager raises where it fails) that the contract does not decide: checked at call
+        self.required: list = []
+        # one entry per subgraph being evaluated: the condition under which it runs at a
+        # call (True: always; an expression: a map's length >= 1), None where it may not
+        # run at all (a cond branch, a loop body)
+        self._ctx: list = []
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -156,7 +164,7 @@ class StaticMemory:
                         continue
                 if isinstance(node.target, torch._ops.HigherOrderOperator):
                     out = self._control(node, meta, data, tainted, inner, tally)
-                    size = _UNKNOWN if out is _UNKNOWN else _out_bytes(out)
+                    size = _UNKNOWN if out is _UNKNOWN else out_bytes(out)
                 else:
                     out, size = self._node(node, meta, data, node not in tainted, tally)
                 if out is not _UNKNOWN:
@@ -203,9 +211,15 @@ class StaticMemory:
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
-        except KeyError:
-            return _UNKNOWN, _UNKNOWN  # a value not known (an unknown op's result)
+        except KeyError:  # a value not known (an unknown op's result)
+            if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten" \
+                    and self._runs() == []:
+                never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
+                    a, torch.fx.Node) else a)
+            return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
+            if target is operator.getitem or target in _SIZE_ARITHMETIC:
+                never_runs.python_value(node, args)
             if node.graph is self.main:
                 never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
@@ -229,7 +243,7 @@ class StaticMemory:
         if out is _UNKNOWN or not all(_simple(x.expr) for x in _sizes(out)):
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
-        return out, _bytes(target, out, args, kwargs)
+        return out, result_bytes(target, out, args, kwargs)
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of
@@ -247,18 +261,68 @@ class StaticMemory:
             if node.graph is self.main:
                 never_runs.size_query(node, op, args)
             return _sym_query(op, args)
-        guards = len(self.env.guards)
+        guards, settled = len(self.env.guards), len(self.env.settled)
         out = _evaluate(op, args, kwargs)
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
+        self._require(node, [(x.cond, x.why) for x in self.env.settled[settled:]
+                             if x.asserted])  # (eager raises where it fails, or computes
+        # otherwise)
         if isinstance(out, OpShapeError):
             # (a rule refuses symbolic sizes only where no declared size passes: one it
             # cannot decide adds a guard or raises otherwise, and is left unknown above)
-            if node.graph is self.main:  # (runs, and fails, at every call)
+            runs = self._runs()
+            if runs == []:  # (runs, and fails, at every call)
                 raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
                                f"program, whatever its inputs: {str(out)[:300]}")
+            if runs:  # (a map body fails on every slice: only a call of no slices runs)
+                self.required.append((or_(*(not_(r) for r in runs)), node,
+                                      f"{op} fails wherever it runs: {str(out)[:200]}"))
             return _UNKNOWN
         return out
+
+    def _runs(self) -> list | None:
+        """When the node being evaluated runs at a call: [] at every call (the main graph,
+        a while_loop's condition, a map body of a length >= 1), else the conditions it runs
+        under (a map body: its length >= 1); None where that is not known (a branch)."""
+        out = []
+        for c in self._ctx:
+            if c is None:
+                return None
+            if c is not True:
+                out.append(c)
+        return out
+
+    def _require(self, node: torch.fx.Node, conds: list) -> None:
+        """Keep what the rule assumed of sizes the contract leaves open, where the excluded
+        sizes fail in eager (``rules.common.check``; a broadcast of ``[s0]`` with ``[5]`` needs
+        ``s0 in (1, 5)``; the exporter only writes programs whose contract implies every
+        such condition, so in a file it is checked before each call (``peak.CallCheck``).
+        A map or scan body's holds where the body runs (a length >= 1); a branch's or a
+        loop body's only where it is taken: not kept."""
+        runs = self._runs()
+        if runs is None:
+            return
+        for cond, why in conds:
+            if runs:
+                cond = or_(*(not_(r) for r in runs), cond)
+            self.required.append((cond, node, why))
+
+    def _predicate(self, node: torch.fx.Node, pred: Any, what: str) -> None:
+        """A cond's predicate (a while_loop condition's result) is one element (torch
+        raises otherwise): refused at load where it never is, checked at call where only
+        some declared sizes make it one."""
+        runs = self._runs()
+        if not isinstance(pred, TensorMeta) or runs is None:
+            return
+        one = math.prod(pred.shape) == 1
+        answer = one if isinstance(one, bool) else self.env.decide(one.expr)
+        if answer is False and not runs:
+            raise bad_file(f"node {node.name!r}", f"{what} has shape {list(pred.shape)}, "
+                           "not one element, at every call of the program")
+        if answer is not True:
+            self._require(node, [(one.expr if answer is None else FALSE,
+                                  f"{what} is one element")])
 
     def _control(self, node: torch.fx.Node, meta: dict, data: dict, tainted: set,
                  inner: dict, tally: Tally) -> Any:
@@ -274,11 +338,14 @@ class StaticMemory:
 
         try:
             if kind == "cond":
+                if isinstance(node.args[0], torch.fx.Node) and node.args[0] in meta:
+                    self._predicate(node, meta[node.args[0]], "the predicate of torch.cond")
                 operands = list(node.args[3])
                 values = _sub(operands, meta)
                 outs, cands = [], []
                 for a in node.args[1:3]:  # (the work of both branches: an upper bound)
-                    out, c = self._call(graph_of(a), operands, values, data, tainted, tally)
+                    out, c = self._call(graph_of(a), operands, values, data, tainted, tally,
+                                        None)
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
@@ -289,13 +356,21 @@ class StaticMemory:
                 values = _sub(carried + extra, meta)
                 fresh = {k: v for k, v in data.items() if k not in carried}
                 cands, once = [], Tally()
-                for a in node.args[:2]:  # (the work of one iteration)
+                for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
+                    # (the condition runs at every call, the body where it holds)
                     out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        once)
+                                        once, True if i == 0 else None)
                     cands.extend(c)
+                    if i == 0:
+                        pred = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 \
+                            else out
+                        self._predicate(node, pred, "the result of the while_loop's "
+                                                    "condition")
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
-                carried_bytes = _out_bytes(values[:len(carried)])
+                if isinstance(out, (list, tuple)):
+                    never_runs.carried(node, values[:len(carried)], list(out))
+                carried_bytes = out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
                     return _UNKNOWN
@@ -325,10 +400,12 @@ class StaticMemory:
         init_v, extra_v = _sub(init, meta), _sub(extra, meta)
         fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
         body_work = Tally()
+        some = n >= 1 if isinstance(n, int) else self.env.decide((n >= 1).expr)
+        runs = None if some is False else True if some else (n >= 1).expr
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
-                                tainted, body_work)
+                                tainted, body_work, runs)
         tally.merge(body_work, n)  # (n iterations)
-        carried = _out_bytes(init_v)
+        carried = out_bytes(init_v)
         if out is _UNKNOWN:
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
@@ -337,13 +414,14 @@ class StaticMemory:
         if not all(isinstance(y, TensorMeta) for y in ys):
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
-        kept = n * _out_bytes(ys)  # (every iteration's results, before the stack)
+        kept = n * out_bytes(ys)  # (every iteration's results, before the stack)
         inner[node] = [(carried + kept + c, w) for c, w in cands] + [(carried + kept, node)]
         stacked = [TensorMeta((n, *y.shape), y.dtype, _CPU) for y in ys]
         return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
-              tainted: set, tally: Tally) -> tuple[Any, list]:
+              tainted: set, tally: Tally, runs: Any = None) -> tuple[Any, list]:
+        """``runs``: when the subgraph runs at a call (see ``_ctx``)."""
         if graph is None:
             return _UNKNOWN, []
         ph = [n for n in graph.nodes if n.op == "placeholder"]
@@ -353,7 +431,11 @@ class StaticMemory:
         key = (id(graph), _key(values), tuple(sorted(id(t) for t in known.values())))
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
-            self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            self._ctx.append(runs)
+            try:
+                self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            finally:
+                self._ctx.pop()
         out, cands, work = self._subs[key]
         tally.merge(work)
         return out, cands
@@ -403,15 +485,20 @@ class StaticMemory:
 
     def call_check(self) -> Any:
         """The run-time check of the open bounds (None when there are none)."""
-        if (not self.open and not self.work_open) or self.contract is None:
+        if (not self.open and not self.work_open and not self.required) or \
+                self.contract is None:
             return None
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
-                              self.work_open, self.work_limit)
+                              self.work_open, self.work_limit, self.required)
 
 
 _CPU = torch.device("cpu")
+# Python callables of size arithmetic (and assert_sym): never given a tensor
+_SIZE_ARITHMETIC = frozenset(fn for name, fn in (
+    (n, getattr(operator, n.split(".")[1], None)) for n, r in CALLABLES.items()
+    if n.startswith("operator.") and r[2] in (NUMERIC, "assert", "pow", "shift"))
+    if fn is not None)
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
-_STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
 
 
 def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
@@ -431,45 +518,6 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
         return err
     except Exception:  # noqa: BLE001 - the call needs a trace: not known
         return _UNKNOWN
-
-
-def _bytes(op: Any, out: Any, args: Any, kwargs: dict) -> int:
-    """What the op allocates for its results: views of inputs (a schema alias) nothing,
-    a strided result the storage its strides span."""
-    returns = op._schema.returns
-    if returns and all(r.alias_info is not None for r in returns) and \
-            op._opname not in _MAY_COPY:
-        return 0
-    if op._opname in _STRIDED and isinstance(out, TensorMeta):
-        size = args[1] if len(args) > 1 else kwargs.get("size")
-        stride = args[2] if len(args) > 2 else kwargs.get("stride")
-        if op._opname == "empty_strided":
-            size, stride = args[0] if args else kwargs.get("size"), size
-        span = _extent(size, stride)
-        if span is not None:
-            return span * out.dtype.itemsize
-    return _out_bytes(out) + _workspace(op, args)
-
-
-def _workspace(op: Any, args: Any) -> Any:
-    """Memory an op's kernel takes besides its results: attention's scores and their
-    softmax ([..., L, S] each, in the query's dtype) on the math path."""
-    name = op._opname
-    if not (name.startswith("scaled_dot_product") or name.startswith("_scaled_dot_product")) \
-            or len(args) < 2 or not isinstance(args[0], TensorMeta) or \
-            not isinstance(args[1], TensorMeta) or not args[0].shape or len(args[1].shape) < 2:
-        return 0
-    q, k = args[0], args[1]
-    return 2 * math.prod(q.shape[:-1]) * k.shape[-2] * q.dtype.itemsize
-
-
-def _out_bytes(out: Any) -> Any:
-    """Bytes of the tensors in ``out`` (an int, or a symbolic int of the input sizes)."""
-    total: Any = 0
-    for t in _leaves(out):
-        if isinstance(t, TensorMeta):
-            total = total + math.prod(t.shape) * t.dtype.itemsize
-    return total
 
 
 def _sizes(value: Any) -> list:
@@ -537,15 +585,6 @@ def _scratch_env(contract: Any) -> Any:
     return env
 
 
-def _extent(size: Any, stride: Any) -> int | None:
-    if not isinstance(size, (list, tuple)) or not isinstance(stride, (list, tuple)) or \
-            not all(isinstance(x, int) for x in (*size, *stride)):
-        return None  # (symbolic: counted as the result's size)
-    if any(x == 0 for x in size):
-        return 0
-    return 1 + sum((x - 1) * abs(st) for x, st in zip(size, stride))
-
-
 def _sub(value: Any, meta: dict) -> Any:
     """``value`` with graph nodes replaced by what they are known to be (KeyError: one
     is not known)."""
@@ -593,55 +632,4 @@ def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
     return out
 
 
-__all__ = ["StaticMemory", "state_of", "guard_sizes"]
-
-
-def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
-    """Before each allocation of a size read from data as the program runs
-    (``zeros(n.item())``), a check that it asks for at most ``4 * max_numel`` elements: the
-    call is refused (a RuntimeAssertionError naming the budget) before allocating.
-    ``is_sized(node)``: whether the loader's own evaluation (``StaticMemory.is_sized``)
-    found the node's int bounded by the input sizes (not the file's metadata, which could
-    claim so for an ``.item()``)."""
-    limit = 4 * max_numel
-    for node in list(graph.nodes):
-        target = node.target
-        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload) or \
-                target._opname not in ALLOCATING:
-            continue
-        names = [a.name for a in target._schema.arguments if not a.kwarg_only]
-        ints = {a.name for a in target._schema.arguments
-                if "int" in str(a.real_type).lower() and "Tensor" not in str(a.real_type)}
-        given = {**dict(zip(names, node.args)), **node.kwargs}
-        sizes = _leaves([v for k, v in given.items() if k in SIZE_ARGS and k in ints])
-        if all(is_sized(s) for s in sizes):
-            continue  # constant sizes are held to the budget at load (allowlist.AllocBudget),
-            # sizes of the inputs' shapes to the ranges the caller declared
-        with graph.inserting_before(node):
-            total: Any = 1
-            for s in sizes:
-                if isinstance(s, torch.fx.Node):
-                    s = _call(graph, operator.abs, (s,))
-                elif not isinstance(s, int) or s == 1:
-                    continue
-                total = _call(graph, operator.mul, (total, s))
-            ok = _call(graph, operator.le, (total, limit))
-            check = graph.call_function(assert_sym, (ok, (
-                f"node {node.name!r} ({target}): a size computed as the program runs asks "
-                f"for more than {limit} elements, over the budget (max_alloc_numel = "
-                f"{max_numel}); if you trust the file, st.load(path, budgets="
-                f"{{'max_alloc_numel': <larger>}})")))
-            check.meta["val"] = None
-            check.meta["stack_trace"] = node.meta.get("stack_trace", "")
-
-
-def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:
-    """A node of Python arithmetic, its value (a symbolic int or bool) computed from its
-    arguments' as the tracer would have recorded it."""
-    node = graph.call_function(fn, args)
-    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
-    try:
-        node.meta["val"] = fn(*vals) if all(v is not None for v in vals) else None
-    except Exception:  # noqa: BLE001 - a value that cannot be computed here: unknown
-        node.meta["val"] = None
-    return node
+__all__ = ["StaticMemory", "state_of"]

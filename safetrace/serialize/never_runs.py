@@ -14,7 +14,10 @@ from typing import Any
 import torch
 
 from safetrace.errors.load import bad_file
+from safetrace.exporter.contract import TensorInput
 from safetrace.meta import TensorMeta
+from safetrace.trace.asserts import assert_sym
+from safetrace.serialize.allowlist import CALLABLES, NUMERIC, signature, takes_numbers
 
 _INT64 = (-2**63, 2**63 - 1)
 
@@ -62,6 +65,14 @@ def writes_fit(outputs: Any, specs: list, state: dict, values: dict) -> None:
             raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
                                             f"written to {spec.target!r} of shape "
                                             f"{list(shape)}: the write fails at every call")
+        if len(sizes) != len(shape) or any(isinstance(a, int) and a != b
+                                           for a, b in zip(sizes, shape)):
+            # (a value of another shape replaces the buffer, and the next call runs the
+            # graph on a state of a shape the loader did not check)
+            raise bad_file(f"outputs[{i}]", f"node {v.name!r} of shape {list(sizes)} is "
+                                            f"written to {spec.target!r} of shape "
+                                            f"{list(shape)}: a program's write keeps its "
+                                            "buffer's shape")
 
 
 _DIVISIONS = (operator.floordiv, operator.mod, operator.truediv)
@@ -81,3 +92,125 @@ def division(env: Any, node: torch.fx.Node, args: Any) -> None:
     if zero:
         raise bad_file(f"node {node.name!r}", f"{node.target.__name__} divides by zero at "
                                               "every call of the program")
+
+
+_NUMBER_KINDS = frozenset(("int", "float", "bool", "SymInt", "List[int]", "List[float]",
+                           "List[bool]", "List[SymInt]"))
+_TENSOR_KINDS = frozenset(("Tensor", "List[Tensor]", "List[Optional[Tensor]]"))
+
+
+def input_kinds(graph: torch.fx.Graph, specs: list, contract: Any) -> None:
+    """Refuse a user input used as what its declaration is not: one the contract declares
+    a tensor passed where an operator takes a number (torch refuses a tensor for an int at
+    every call), or a number (a dynamic int, a constant input) passed where one takes a
+    tensor (only ``add``, ``mul`` and the like accept one: ``allowlist.takes_numbers``).
+    The kind is the contract's, the use the operator's schema: not the file's metadata."""
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    for spec in specs:
+        node = placeholders.get(spec.name)
+        if spec.kind != "user_input" or node is None:
+            continue
+        inp = contract.inputs[spec.leaf]
+        tensor = isinstance(inp, TensorInput) and not inp.scalar
+        for user in node.users:
+            op = user.target
+            if user.op == "call_function" and not isinstance(op, torch._ops.OpOverload):
+                _input_use(user, node, inp.path, tensor)
+            if user.op != "call_function" or not isinstance(op, torch._ops.OpOverload):
+                continue
+            positional, kinds = signature(op)
+            given = {**dict(zip(positional, user.args)), **user.kwargs}
+            for arg, v in given.items():
+                if not (v is node or isinstance(v, (list, tuple)) and any(x is node for x in v)):
+                    continue
+                kind = kinds.get(arg, ("", False))[0]
+                kind = kind[len("Optional["):-1] if kind.startswith("Optional[") else kind
+                if tensor and kind in _NUMBER_KINDS:
+                    raise bad_file(f"node {user.name!r}", f"{op} takes {kind} for its argument "
+                                   f"{arg!r}, but it is given the input {inp.path} that the "
+                                   "program's contract declares a tensor: torch refuses it "
+                                   "at every call")
+                if not tensor and kind in _TENSOR_KINDS and not (
+                        kind == "Tensor" and takes_numbers(op)):
+                    raise bad_file(f"node {user.name!r}", f"{op} takes {kind} for its argument "
+                                   f"{arg!r}, but it is given the input {inp.path} that the "
+                                   "program's contract declares a number, not a tensor: "
+                                   "torch refuses it at every call")
+
+
+def _input_use(user: torch.fx.Node, node: torch.fx.Node, path: str, tensor: bool) -> None:
+    """A user input given to Python size arithmetic (a tensor declared) or to a map's or a
+    scan's tensors (a number declared): torch fails at every call."""
+    if isinstance(user.target, torch._ops.HigherOrderOperator):
+        name = user.target.name()
+        tensors = {"map_impl": (1,), "scan": (1, 2)}.get(name, ())
+        if not tensor and any(node in user.args[i] for i in tensors
+                              if i < len(user.args) and isinstance(user.args[i], (list, tuple))):
+            raise bad_file(f"node {user.name!r}", f"{name} is given the input {path} among "
+                           "its tensors, but the program's contract declares it a number: "
+                           "torch refuses it at every call")
+        return
+    if tensor and CALLABLES.get(_name(user.target), (0, 0, ""))[2] in (NUMERIC, "assert",
+                                                                       "getitem"):
+        raise bad_file(f"node {user.name!r}", f"{_name(user.target)} computes with numbers "
+                       f"(sizes) or takes one of several results, but it is given the input "
+                       f"{path} that the program's contract declares a tensor")
+
+
+def _name(fn: Any) -> str:
+    if fn is assert_sym:
+        return "safetrace.assert_sym"
+    module = getattr(fn, "__module__", "") or ""
+    return f"{module.replace('_operator', 'operator')}.{getattr(fn, '__name__', '')}"
+
+
+def carried(node: torch.fx.Node, carried: list, out: list) -> None:
+    """A while_loop body returns values of its carried values' kinds, dtypes, ranks and
+    static sizes, as torch's while_loop requires (the exporter traces it so): refused where
+    the loader's own evaluation shows one differs."""
+    for i, (a, b) in enumerate(zip(carried, out)):
+        ta, tb = isinstance(a, TensorMeta), isinstance(b, TensorMeta)
+        if ta and tb:
+            differ = a.dtype != b.dtype or len(a.shape) != len(b.shape) or any(
+                isinstance(x, int) and isinstance(y, int) and x != y
+                for x, y in zip(a.shape, b.shape))
+        else:
+            differ = ta != tb and (ta or isinstance(a, (int, float))) and (
+                tb or isinstance(b, (int, float)))
+        if differ:
+            shown = [f"{list(v.shape)} {v.dtype}" if isinstance(v, TensorMeta) else
+                     type(v).__name__ for v in (a, b)]
+            raise bad_file(f"node {node.name!r}", f"the while_loop body returns "
+                           f"{shown[1]} for carried value {i} of {shown[0]}: torch's "
+                           "while_loop carries values of one dtype and shape (the next "
+                           "iteration runs the condition and the body on them)")
+
+
+def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:
+    """An operator's ``int dim`` outside its tensor's dims (``slice(x, 2**40, ...)``): torch
+    refuses it at every call.  For a node whose other arguments the loader cannot work
+    out (a size read from data), which its shape rule does not see; ``lookup(arg)``: what
+    the loader knows an argument is (None: not known)."""
+    positional, kinds = signature(op)
+    if not positional or kinds.get("dim", ("",))[0] not in ("int", "SymInt") or \
+            kinds[positional[0]][0] != "Tensor":
+        return
+    given = {**dict(zip(positional, node.args)), **node.kwargs}
+    dim, t = given.get("dim"), lookup(given.get(positional[0]))
+    if not isinstance(t, TensorMeta) or isinstance(dim, bool) or not isinstance(dim, int):
+        return
+    rank = max(len(t.shape) + op._opname.startswith("unsqueeze"), 1)
+    if not -rank <= dim < rank:
+        raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the program: "
+                       f"dim {dim} of a tensor with {len(t.shape)} dims")
+
+
+def python_value(node: torch.fx.Node, args: Any) -> None:
+    """Python size arithmetic or ``getitem`` given what the loader's own evaluation shows
+    is a tensor (``getitem(getitem(loop, 0), 1)``: a loop's carried tensor indexed)."""
+    bad = next((a for a in args if isinstance(a, TensorMeta)), None) \
+        if isinstance(args, tuple) else None
+    if bad is not None:
+        raise bad_file(f"node {node.name!r}", f"{_name(node.target)} computes with numbers "
+                       f"(sizes) or takes one of several results, but it is given a tensor "
+                       f"of shape {list(bad.shape)}")

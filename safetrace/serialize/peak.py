@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import memory_at_call, work_at_call
+from safetrace.errors.load import memory_at_call, requirement_at_call, work_at_call
 
 MAX_OPEN = 64  # open candidates kept after pruning (the rest become one max expression)
 
@@ -103,7 +103,8 @@ class CallCheck:
     bytes alive (InputMismatchError naming the node and the budget), before it runs."""
 
     def __init__(self, opened: list, contract: Any, limit: int, opaque: dict,
-                 work: list | None = None, work_limit: float = math.inf) -> None:
+                 work: list | None = None, work_limit: float = math.inf,
+                 required: list | None = None) -> None:
         self.limit, self.work_limit = limit, work_limit
         # symbol -> (leaf index, dim or None, coef, offset)
         self.read: dict = {k: (i, d, 1, 0) for k, (i, d) in opaque.items()}
@@ -115,6 +116,9 @@ class CallCheck:
                 at = None if getattr(inp, "scalar", False) else d
                 self.read[dim.symbol] = (i, at, dim.coef, dim.offset)
         self.items = [(e, n) for e, n in opened if e.free_symbols <= self.read.keys()]
+        # what the graph's kernels require of the sizes (memory.StaticMemory.required)
+        self.required = [(c, n, why) for c, n, why in required or ()
+                         if c.free_symbols <= self.read.keys()]
         # the work of one call, one expression (a polynomial of the input sizes: its like
         # terms collected); terms of sizes read from data are checked before their kernel
         self.work = [(c, e, n) for c, e, n in work or ()
@@ -129,6 +133,14 @@ class CallCheck:
         for name, (i, d, coef, offset) in self.read.items():
             v = leaves[i] if d is None else leaves[i].shape[d]
             binding[name] = (int(v) - offset) // coef
+        for cond, node, why in self.required:
+            try:
+                holds = cond.evaluate(binding)
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            if not holds:
+                raise requirement_at_call(node.name, str(node.target), str(cond), why,
+                                          binding)
         worst, where = self.limit, None
         for expr, node in self.items:
             try:

@@ -16,8 +16,8 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import (allowlist, memory, never_runs, subgraphs, value_sizes,
-                                 work)
+from safetrace.serialize import (allocations, allowlist, memory, never_runs, subgraphs,
+                                 value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -96,6 +96,7 @@ class Builder:
             raise fail("in_spec", f"{in_spec.num_leaves} leaves, but the contract has "
                                   f"{len(contract.inputs)}")
         inputs = self._inputs(placeholders, len(contract.inputs), state, constants)
+        never_runs.input_kinds(graph, inputs, contract)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
         bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract,
@@ -104,7 +105,7 @@ class Builder:
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
         for g in {id(g): g for g in self._all_graphs}.values():
-            memory.guard_sizes(g, self.max_numel, bound.is_sized)
+            allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
@@ -181,6 +182,12 @@ class Builder:
             if isinstance(inp, TensorInput):
                 exprs += [(f"contract.inputs[{i}]", dim.size) for dim in inp.dims
                           if not isinstance(dim.size, int)]
+                if inp.scalar and (len(inp.dims) != 1 or inp.layout is not None or
+                                   inp.subclass):
+                    # (the checks would read a tensor's layout or rank off an int)
+                    raise fail(f"contract.inputs[{i}]", "an int input (scalar) has one "
+                                                        "dim, its value, and no layout or "
+                                                        "tensor subclass")
         for s in contract.symbols:
             info = self.env.symbols.get(s.name)
             if info is None or bool(info.backed) != s.backed:

@@ -173,6 +173,9 @@ def _check_call(node: torch.fx.Node, graph: torch.fx.Graph) -> None:
     for i in spec.operand_args:
         if not isinstance(args[i], (list, tuple)):
             raise fail(where, f"argument {i} must be a list of operands")
+        if any(isinstance(v, (list, tuple, dict)) for v in args[i]):
+            # (torch's control flow takes flat lists: a nested one fails at every call)
+            raise fail(where, f"argument {i} must be a flat list of operands, not of lists")
         n_operands += len(args[i])
     for sub in subs:
         n_in = sum(1 for n in sub.nodes if n.op == "placeholder")

@@ -9,7 +9,7 @@ loader puts a check before each such node (``guard``): it computes from the oper
 bytes the kernel is about to allocate (a reduction over them, what the kernel itself
 reads) and refuses the call over the budget, an ``InputMismatchError`` naming the node,
 the bytes and the budget.  Sizes read by ``.item()`` and given to a factory are checked
-by ``memory.guard_sizes``; sizes read from the program's own constants are bounded at load
+by ``allocations.guard_sizes``; sizes read from the program's own constants are bounded at load
 (``memory.py``).
 """
 

@@ -368,6 +368,8 @@ def cases() -> list[Case]:
     _alloc_cases(m, blob)
     from tests.serialize.hostile_audit import audit_cases  # (it builds on this module)
     audit_cases(m, blob)
+    from tests.serialize.hostile_contracts import contract_cases
+    contract_cases(m, blob, add)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"

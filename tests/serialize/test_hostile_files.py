@@ -18,7 +18,7 @@ from tests.serialize import hostile
 
 ROOT = Path(__file__).resolve().parents[2]
 BATCHES = [["operators", "arguments", "names", "paths"], ["budgets", "crashes", "container"],
-           ["memory"], ["aliasing", "overflow", "work", "documents"]]
+           ["memory"], ["aliasing", "overflow", "work", "documents", "contracts"]]
 
 
 def _run(categories: list[str]) -> list[dict]:
