@@ -11,6 +11,7 @@ unknown layout they raise, naming the line and the fix, instead of guessing.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -135,10 +136,21 @@ def _hint(v: Any) -> Any:
     return v
 
 
-def _example(node: Any, depth: int) -> Any:
+def _example(node: Any, depth: int, memo: dict | None = None) -> Any:
     """A meta tensor with the strides that ``node``'s value has at the example inputs,
-    found by replaying the views between it and a tensor of known (contiguous) layout;
-    None where that chain holds anything else."""
+    found by replaying on meta tensors the ops between it and tensors of known
+    (contiguous) layout: views, and computed ops too (eager's elementwise ops, ``clone``
+    and ``*_like`` keep an operand's layout: ``(x.t() * 2)`` is as strided as ``x.t()``;
+    meta kernels give eager's strides); None where that chain holds anything else (a
+    write, a higher-order op, a size read from data)."""
+    memo = {} if memo is None else memo
+    if isinstance(node, torch.fx.Node) and node in memo:  # (a node several ops read)
+        return memo[node]
+    memo[node] = found = _example_of(node, depth, memo)
+    return found
+
+
+def _example_of(node: Any, depth: int, memo: dict) -> Any:
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if not isinstance(val, Proxy):
         return None
@@ -146,19 +158,39 @@ def _example(node: Any, depth: int) -> Any:
         meta = val.st_meta
         return torch.empty(_hint(tuple(meta.shape)), dtype=meta.dtype, device="meta")
     op = node.target
-    if depth > 16 or node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) \
-            or not node.args or op._schema.is_mutable or \
-            not any(r.alias_info is not None for r in op._schema.returns):
+    if depth > 16 or node.op != "call_function" or not node.args:
         return None
-    base = _example(node.args[0], depth + 1)
-    if base is None:
+    if op is operator.getitem:  # (one result of a multi-result op: max.dim, sort, ...)
+        base = _replayed(node.args[0], depth + 1, memo)
+        return base[node.args[1]] if isinstance(base, (tuple, list)) and \
+            isinstance(node.args[1], int) else None
+    return _replayed(node, depth, memo)
+
+
+def _replayed(node: Any, depth: int, memo: dict) -> Any:
+    """``node``'s op run on the meta examples of its arguments (None where unknown)."""
+    op = node.target
+    if not isinstance(op, torch._ops.OpOverload) or op._schema.is_mutable or \
+            torch.Tag.nondeterministic_seeded in op.tags:
         return None
     try:
-        rest, kwargs = _hint(tuple(node.args[1:])), _hint(dict(node.kwargs))
+        args = tuple(_replay_arg(a, depth, memo) for a in node.args)
+        kwargs = {k: _replay_arg(a, depth, memo) for k, a in node.kwargs.items()}
         with torch._C.DisableTorchFunction():
-            return op(base, *rest, **kwargs)
-    except (LookupError, RuntimeError, TypeError, ValueError, IndexError):
-        return None
+            return op(*args, **kwargs)
+    except Exception:  # (LookupError: no example; a meta kernel that is missing or asks
+        return None    # for data; any other: not replayed, eager's check left to run time)
+
+
+def _replay_arg(a: Any, depth: int, memo: dict) -> Any:
+    if isinstance(a, (list, tuple)):
+        return type(a)(_replay_arg(b, depth, memo) for b in a)
+    if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor):
+        example = _example(a, depth + 1, memo)
+        if example is None:
+            raise LookupError(a)
+        return example
+    return _hint(a)
 
 
 def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:

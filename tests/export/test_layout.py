@@ -153,3 +153,26 @@ def test_a_matrix_product_of_views_has_a_known_layout():
     for k, m, n in ((1, 2, 3), (4, 1, 1), (2, 6, 2)):
         x, y = torch.randn(k, m), torch.randn(k, n)
         torch.testing.assert_close(ep.module()(x, y), f(x, y))
+
+
+def test_view_of_a_computed_strided_tensor_is_refused_as_eager_raises():
+    """Elementwise ops, clone and *_like keep a strided operand's layout in eager, so
+    ``(x.t() * 2).view(-1)`` raises there like ``x.t().view(-1)``: refused at export (before,
+    exported, and every call raised); where the dims can be merged it follows eager."""
+    refused = [lambda x: (x.t() * 2).view(-1), lambda x: torch.relu(x[::2].t()).view(-1),
+               lambda x: x.t().clone().view(-1), lambda x: torch.zeros_like(x.t()).view(-1),
+               lambda x: x.t().sort(0).values.view(-1), lambda x: (x.t() + x.t()).view(-1)]
+    spec = {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
+    for f in refused:
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            f(torch.randn(3, 4))
+        with pytest.raises(st.ExportError, match="view size is not compatible"):
+            st.export(f, (torch.randn(3, 4),), dynamic_shapes=spec)
+    ok = [lambda x: (x.t() * 2).reshape(-1), lambda x: x.t().sum(0).view(-1),
+          lambda x: (x.t() * 2).view(x.shape[1], x.shape[0]),
+          lambda x: x.t().clone(memory_format=torch.contiguous_format).view(-1)]
+    for f in ok:
+        ep = st.export(f, (torch.randn(3, 4),), dynamic_shapes=spec)
+        for shape in ((3, 4), (1, 5), (2, 1), (0, 3)):
+            x = torch.randn(*shape)
+            torch.testing.assert_close(ep.module()(x), f(x))
