@@ -107,7 +107,14 @@ def viewwrite(rng, env, v):
         f"torch.mul({v}[::2], 2, out={v}[::2])",
         f"{w} = {v}.movedim(0, -1)\n{w}.view(-1)",                       # eager may raise
         f"{w} = {v}.t() if {v}.ndim <= 2 else {v}.mT\n{w}.contiguous().view(-1).add_(1)",
-        f"{v}[::2] += {v}[1::2][:{v}[::2].shape[0]]" if nd >= 1 else f"{v}.add_(1)",
+        f"{v}[::2] += {v}[1::2][:{v}[::2].shape[0]]",
+        # reshape / flatten / contiguous of a strided view: a view or a copy by the sizes
+        # (a write shows through the base only where it is a view)
+        f"{v}.transpose(0, -1).reshape(-1).add_(1)", f"{v}[..., ::2].reshape(-1).mul_(0)",
+        f"{v}.transpose(0, -1).flatten().sub_(1)", f"{v}.transpose(0, -1).contiguous().add_(1)",
+        f"{w} = {v}.unsqueeze(0).expand(2, *{v}.shape).reshape(-1)\n{w}[:1].add_(1)",
+        f"{w} = {v}.permute({_perm(rng, nd)}).reshape({v}.shape[-1], -1)\n{w}.mul_(2)",
+        f"{w} = {v}.movedim(0, -1).reshape(-1)\n{w}[::2] = 0.0\n{w} = {w} + {v}.sum()",
     ])
 
 
