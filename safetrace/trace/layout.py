@@ -33,10 +33,14 @@ _KEEPS_CONTIGUITY = frozenset({
 })
 # Matrix products: a new row-major result whatever their operands' layout.
 _FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
-# Not views, yet their results may have their own strides (LAPACK's column-major
-# outputs, explicit strides).
+# Not views (or views the schema does not declare: unsafe_split), yet their results may
+# have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
+# (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's
+# permutations, empty_permuted.
 _OWN_STRIDES = ("linalg_", "_linalg_", "svd", "qr", "eig", "cholesky", "lu", "geqrf",
-                "triangular_solve", "lstsq", "empty_strided", "new_empty_strided")
+                "triangular_solve", "lstsq", "empty_strided", "new_empty_strided",
+                "nonzero", "argwhere", "_fft_", "fft_", "stft", "istft", "einsum", "rot90",
+                "empty_permuted", "unsafe_split", "unsafe_chunk")
 
 
 def layout_kind(op: Any) -> tuple[int, int | None]:
