@@ -34,7 +34,12 @@ def _strided(rng, env, a):
              f"{a}[{':, ' * d}1::2]", f"{a}.narrow({d}, 0, {a}.shape[{d}] // 2)",
              f"{a}.expand(2, *{a}.shape)", f"{a}.unsqueeze(-1).expand(*{a}.shape, 2)",
              f"{a}[..., 1:]", f"{a}.flip(0)", f"{a}.mT" if nd >= 2 else f"{a}[1:]",
-             f"{a}.movedim(0, -1)", f"{a}.swapaxes(0, -1)", f"{a}.T" if nd == 2 else f"{a}[:-1]"]
+             f"{a}.movedim(0, -1)", f"{a}.swapaxes(0, -1)", f"{a}.T" if nd == 2 else f"{a}[:-1]",
+             # not views, yet strided results (eager's own strides)
+             f"({a} > 0).nonzero().float()", f"torch.einsum('i...->...i', {a})",
+             f"{a}.rot90(1, (0, -1))" if nd >= 2 else f"{a}.flip(0)",
+             f"torch.fft.rfft({a}, dim=0).abs()", f"torch.argwhere({a} > 0) * 1.0",
+             f"{a}.unsafe_split(2, {d})[0]", f"{a}.unsafe_chunk(2, {d})[-1]"]
     return rng.choice(forms)
 
 
