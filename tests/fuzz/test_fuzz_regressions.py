@@ -499,3 +499,14 @@ def test_unsafe_split_and_chunk_have_splits_shape_rules():
     g = lambda x: torch.unsafe_split(x, 2)[1] * 2   # noqa: E731 - counted lazily as split's
     _same_as_eager(g, (torch.randn(5),), ({0: Dim("n", min=3)},),
                    [(torch.randn(n),) for n in (3, 4, 9)])
+
+
+def test_einsum_ellipsis_covering_no_dims():
+    """``torch.einsum('i...->...i', v)`` of a vector: the operand's ellipsis covers no dims,
+    and eager accepts the ellipsis in the output (fuzz kind ``layout``; before: refused,
+    "ellipsis in the output but not in any operand")."""
+    def f(x, y):
+        return torch.einsum("i...->...i", x), torch.einsum("i...,i...->...", x, y)
+
+    _same_as_eager(f, (torch.randn(3), torch.randn(3)), ({0: Dim("n")}, {0: Dim("n")}),
+                   [(torch.randn(n), torch.randn(n)) for n in (0, 1, 5)])
