@@ -75,8 +75,20 @@ def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
         return True
     if kind == FOLLOW:
         first = args[0] if args else None
-        return first.st_contig if isinstance(first, Proxy) else True
+        if isinstance(first, Proxy):
+            return first.st_contig
+        return inputs_known or None  # (a real tensor: the model's state, a constant)
     return True if inputs_known else None
+
+
+def exact_contiguous(t: torch.Tensor) -> bool:
+    """A real tensor (the model's state, a constant) is contiguous with offset 0 and has
+    exactly row-major strides: one whose size-1 dims carry other strides is contiguous to
+    ``is_contiguous()`` yet may steer a kernel to channels-last (a 1x1 conv's weight
+    converted with ``to(memory_format=torch.channels_last)`` gives a channels-last
+    output): its layout is not known."""
+    return t.is_contiguous() and t.storage_offset() == 0 and \
+        tuple(t.stride()) == contiguous_strides(tuple(t.shape))
 
 
 def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:

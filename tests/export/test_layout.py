@@ -195,3 +195,51 @@ def test_ops_with_their_own_strides_have_an_unknown_layout(op):
     assert not op(x).is_contiguous()
     with pytest.raises(st.UnsupportedOpError, match="contiguous"):
         st.export(f, (x,))
+
+
+class _StateLayout(torch.nn.Module):
+    def __init__(self, b, use):
+        super().__init__()
+        self.register_buffer("b", b)
+        self.use = use
+
+    def forward(self, x):
+        z = self.use(self.b)
+        return x + (2 if z.is_contiguous() else 3)
+
+
+@pytest.mark.parametrize("use", [lambda b: b * 2, lambda b: b.unsqueeze(0),
+                                 lambda b: b + b.sum()],
+                         ids=["mul", "unsqueeze", "add"])
+def test_strided_model_state_has_an_unknown_layout(use):
+    """A buffer that is a transpose: ops on it follow its layout in eager, so their layout
+    is asked of a tensor of unknown layout and refused (before: the real tensor counted
+    as contiguous, and a contiguous buffer of the same shape traced first had its answer
+    replayed: the branch differed from eager's)."""
+    x = torch.randn(3)
+    plain = _StateLayout(torch.randn(3, 3), use)
+    torch.testing.assert_close(st.export(plain, (x,)).module()(x), plain(x))
+    strided = _StateLayout(torch.randn(3, 3).t(), use)
+    assert not use(strided.b).is_contiguous()
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):
+        st.export(strided, (x,))
+
+
+def test_a_weight_with_channels_last_strides_has_an_unknown_layout():
+    """A 1x1 conv weight converted to channels_last is contiguous to is_contiguous(), yet
+    eager's conv then gives a channels-last output: its layout is not known."""
+    class C(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            y = self.c(x)
+            return y * 2 if y.is_contiguous() else y * 3
+
+    m = C().eval()
+    m.c.to(memory_format=torch.channels_last)
+    x = torch.randn(1, 3, 5, 5)
+    assert m.c.weight.is_contiguous() and not m.c(x).is_contiguous()
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):
+        st.export(m, (x,))
