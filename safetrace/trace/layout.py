@@ -186,9 +186,9 @@ def _example_of(node: Any, depth: int, memo: dict) -> Any:
 def _replayed(node: Any, depth: int, memo: dict) -> Any:
     """``node``'s op run on the meta examples of its arguments (None where unknown)."""
     op = node.target
-    if not isinstance(op, torch._ops.OpOverload) or op._schema.is_mutable or \
-            torch.Tag.nondeterministic_seeded in op.tags:
-        return None
+    if not isinstance(op, torch._ops.OpOverload) or op.namespace != "aten" or \
+            op._schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags:
+        return None  # (a custom op's kernel is the user's code: not run again here)
     try:
         args = tuple(_replay_arg(a, depth, memo) for a in node.args)
         kwargs = {k: _replay_arg(a, depth, memo) for k, a in node.kwargs.items()}
