@@ -2,7 +2,8 @@
 run is part of the test suite).
 
 Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5] [--base]
-[--kinds raising,vmapping]  (by default the statement kinds of grammar.py and grammar_long.py;
+[--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py
+and grammar_layout.py;
 --base: grammar.py's only, the programs the suite's short run draws from)
 Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
 WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
@@ -25,6 +26,7 @@ import torch  # noqa: E402
 
 from tests.fuzz.engine import classes, fuzz  # noqa: E402
 from tests.fuzz.grammar import KINDS  # noqa: E402
+from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
 
 
@@ -44,7 +46,7 @@ def main() -> None:
                          "grammar_long's")
     ap.add_argument("--kinds", default="", help="comma-separated statement kinds to use")
     opts = ap.parse_args()
-    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS}
+    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS}
     if opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)

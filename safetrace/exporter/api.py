@@ -31,6 +31,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
+from safetrace.trace.layout import exact_contiguous
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
@@ -279,7 +280,7 @@ class Exporter:
                         continue
                     node = add_placeholder(graph, ph)
                     p = Proxy(TensorMeta(t.shape, t.dtype, t.device), node)
-                    if not (t.is_contiguous() and t.storage_offset() == 0):  # _plain_layout
+                    if not exact_contiguous(t):
                         p.st_contig = None
                     node.meta.update(val=p, stack_trace="", kind=kind, target=name)
                     state[id(t)] = node

@@ -12,7 +12,10 @@ steps (formatting, ``+``, ``%``, ``str()``, ``"".join``, a tuple of format argum
 a ``raise`` (``raise ValueError(f"...")``, ``assert c, f"..."``) or a call of a message
 function (``_assert``, ``print``, ``warnings.warn``, ``logger.info`` ...).  Anything
 else (stored in a variable, returned, compared, a branch, an instruction this module does
-not know) is not: the caller specializes.
+not know) is not: the caller specializes.  Text made inside a comprehension's own frame
+(``", ".join(str(s) for s in x.shape)``, a list comprehension before Python 3.12) is
+followed to the item it becomes, then from the caller's call that makes the list or
+joins the generator.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ _TEXT_STEPS = frozenset(("FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "C
 _NAMED = frozenset(("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_METHOD",
                     "LOAD_ATTR", "LOAD_FAST_CHECK"))
 _OLD_CALL = sys.version_info < (3, 13)  # the callable (or self) sits right under the args
+# a comprehension's own frame (before Python 3.12 inlined list comprehensions): the
+# instruction that hands an item on
+_COMPREHENSIONS = {"<genexpr>": "YIELD_VALUE", "<listcomp>": "LIST_APPEND"}
 
 
 def _effect(ins: dis.Instruction) -> tuple[int, int] | None:
@@ -60,6 +66,10 @@ def _effect(ins: dis.Instruction) -> tuple[int, int] | None:
         return 1, 1
     if op == "FORMAT_WITH_SPEC":
         return 2, 1
+    if op == "GET_ITER":
+        return 1, 1
+    if op == "MAKE_FUNCTION" and sys.version_info < (3, 13):  # (code, then one per flag)
+        return 1 + bin(arg & 0xF).count("1"), 1
     if op == "FORMAT_VALUE":
         return 1 + bool(arg & 4), 1
     if op in ("BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_SLICE"):
@@ -97,13 +107,16 @@ def _callee(ins: list[dis.Instruction], at: int) -> str | None:
     return None
 
 
-def _follow(ins: list[dis.Instruction], start: int, guarded: Any) -> bool:
+def _follow(ins: list[dis.Instruction], start: int, guarded: Any) -> bool | None:
     """Does the value that ``ins[start]`` pushes reach a raise outside the ``guarded``
     offsets (a ``try`` or ``with`` block of this frame) or a message call, only through
-    text-building steps?"""
+    text-building steps?  None: it becomes an item of the comprehension this frame runs
+    (``str(s)`` in ``(str(s) for s in x.shape)``), which its caller decides."""
     depth = 0  # the value's place from the top of the stack
     for q in range(start + 1, min(len(ins), start + 400)):
         step = ins[q]
+        if depth == 0 and step.opname == _COMPREHENSIONS.get(guarded.code.co_name):
+            return None  # (an item of a comprehension: what its caller makes of it decides)
         effect = _effect(step)
         if effect is None:
             return False
@@ -186,20 +199,68 @@ def _call_writes_a_file(code: types.CodeType, lasti: int) -> bool:
         _to_file(known[1], at, code.co_consts)
 
 
-def message_only(code: types.CodeType, lasti: int) -> bool:
+def message_only(code: types.CodeType, lasti: int) -> bool | None:
     """Is the value the instruction at byte offset ``lasti`` of ``code`` is making (text,
-    or a number being formatted into text) only ever a message?  False where unsure."""
+    or a number being formatted into text) only ever a message?  False where unsure; None
+    where it is an item of the comprehension ``code`` runs (``_comprehension_of_message``
+    asks its caller)."""
     key = (id(code), lasti)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is code:
         return hit[1]
     known = _instructions(code)
     at = known[2].get(lasti)
-    answer = at is not None and _follow(known[1], at, _Guarded(code))
+    answer = False if at is None else _follow(known[1], at, _Guarded(code))
     if len(_CACHE) > 20000:
         _CACHE.clear()
     _CACHE[key] = (code, answer)
     return answer
+
+
+def _comprehension_of_message(frame: Any) -> bool:
+    """Is every item of the comprehension ``frame`` runs only part of a message?  A list
+    comprehension's list, as its caller's call of it pushes it, must be only a message;
+    a generator must be consumed by ``sep.join(<the generator>)`` called from the frame
+    that made it (``frame.f_back``, which resumed it from inside the join: no other code
+    sees the items), whose text must be only a message."""
+    caller = frame.f_back
+    if caller is None or frame.f_code.co_name not in _COMPREHENSIONS:
+        return False
+    code = caller.f_code
+    known = _instructions(code)
+    at = next((known[2][o] for o in range(caller.f_lasti, caller.f_lasti - 16, -2)
+               if o in known[2]), None)
+    ins = known[1]
+    if at is None or ins[at].opname != "CALL":
+        return False
+    made = at  # the call making the list (or the generator)
+    if frame.f_code.co_name == "<genexpr>":
+        if ins[at].arg != 1 or _callee(ins, at) != "join":
+            return False
+        made = _before(ins, at)
+    if made is None or ins[made].opname != "CALL" or ins[made].arg or \
+            not _calls_comprehension(ins, made, frame.f_code):
+        return False
+    return _follow(ins, at, _Guarded(code)) is True
+
+
+def _before(ins: list[dis.Instruction], at: int) -> int | None:
+    """The instruction before ``ins[at]`` (``PRECALL`` skipped), if no jump lands between."""
+    p = at - 1
+    while p >= 0 and ins[p].opname == "PRECALL" and not ins[p].is_jump_target:
+        p -= 1
+    return None if p < 0 or ins[p + 1].is_jump_target else p
+
+
+def _calls_comprehension(ins: list[dis.Instruction], at: int, comp: types.CodeType) -> bool:
+    """Does the argument-less call at ``ins[at]`` call the function made from ``comp`` on
+    the iterator right before it (``LOAD_CONST comp; MAKE_FUNCTION; <iterable>; GET_ITER;
+    CALL 0``, each comprehension's code object used at one place)?"""
+    p = _before(ins, at)
+    if p is None or ins[p].opname != "GET_ITER":
+        return False
+    return any(ins[k].opname == "LOAD_CONST" and ins[k].argval is comp and
+               ins[k + 1].opname == "MAKE_FUNCTION" for k in range(p - 1))
 
 
 def frame_is_message(frame: Any) -> bool:
@@ -217,7 +278,8 @@ def frame_is_message(frame: Any) -> bool:
             caller is not None and not _call_writes_a_file(caller.f_code, caller.f_lasti))
     if "logging" in name.rsplit("/", 2)[-2:-1]:
         return True
-    return message_only(code, frame.f_lasti)
+    answer = message_only(code, frame.f_lasti)
+    return _comprehension_of_message(frame) if answer is None else answer
 
 
 _MESSAGE = threading.local()

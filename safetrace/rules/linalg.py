@@ -473,7 +473,7 @@ def einsum(equation: str, tensors: Sequence[TensorMeta], *,
             else:
                 size[lab] = broadcast_shapes((size[lab],), (s,), op=op)[0]
     ell_shape = broadcast_shapes(*ell_shapes, op=op)
-    has_ell = any(ELLIPSIS in labs for labs in labels)
+    has_ell = "..." in lhs  # (an operand's ellipsis may cover no dims: 'i...' of a vector)
 
     if arrow:
         if "..." in rhs:

@@ -502,7 +502,7 @@ def unbind(self: TensorMeta, dim: int = 0) -> list:
     return [self.like(shape=rest) for _ in range(count)]
 
 
-@rule(aten.split.Tensor)
+@rule(aten.split.Tensor, aten.unsafe_split.Tensor)
 def split(self: TensorMeta, split_size: Size, dim: int = 0) -> list:
     """Pieces of `split_size` along `dim`; the last one takes the remainder."""
     check(self.ndim > 0, "split", "split expects at least a 1-dimensional tensor")
@@ -520,7 +520,7 @@ def split(self: TensorMeta, split_size: Size, dim: int = 0) -> list:
     return _pieces(self, d, [split_size] * (count - 1) + [last])
 
 
-@rule(aten.split_with_sizes.default, aten.split.sizes)
+@rule(aten.split_with_sizes.default, aten.split.sizes, aten.unsafe_split_with_sizes.default)
 def split_with_sizes(self: TensorMeta, split_sizes: Sequence[Size], dim: int = 0) -> list:
     """Pieces of the given sizes, which must add up to the size of `dim`."""
     check(self.ndim > 0, "split_with_sizes", "split expects at least a 1-dimensional tensor")
@@ -537,7 +537,7 @@ def split_with_sizes(self: TensorMeta, split_sizes: Sequence[Size], dim: int = 0
     return _pieces(self, d, split_sizes)
 
 
-@rule(aten.chunk.default)
+@rule(aten.chunk.default, aten.unsafe_chunk.default)
 def chunk(self: TensorMeta, chunks: int, dim: int = 0) -> list:
     """At most `chunks` pieces of ceil(n / chunks); fewer when n is small."""
     check(self.ndim > 0, "chunk", "chunk expects at least a 1-dimensional tensor")

@@ -11,6 +11,7 @@ unknown layout they raise, naming the line and the fix, instead of guessing.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -32,10 +33,14 @@ _KEEPS_CONTIGUITY = frozenset({
 })
 # Matrix products: a new row-major result whatever their operands' layout.
 _FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
-# Not views, yet their results may have their own strides (LAPACK's column-major
-# outputs, explicit strides).
+# Not views (or views the schema does not declare: unsafe_split), yet their results may
+# have their own strides: LAPACK's column-major outputs, explicit strides, nonzero's
+# (n, ndim) written column by column, FFTs' permuted outputs, einsum's and rot90's
+# permutations, empty_permuted.
 _OWN_STRIDES = ("linalg_", "_linalg_", "svd", "qr", "eig", "cholesky", "lu", "geqrf",
-                "triangular_solve", "lstsq", "empty_strided", "new_empty_strided")
+                "triangular_solve", "lstsq", "empty_strided", "new_empty_strided",
+                "nonzero", "argwhere", "_fft_", "fft_", "stft", "istft", "einsum", "rot90",
+                "empty_permuted", "unsafe_split", "unsafe_chunk")
 
 
 def layout_kind(op: Any) -> tuple[int, int | None]:
@@ -70,8 +75,20 @@ def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
         return True
     if kind == FOLLOW:
         first = args[0] if args else None
-        return first.st_contig if isinstance(first, Proxy) else True
+        if isinstance(first, Proxy):
+            return first.st_contig
+        return inputs_known or None  # (a real tensor: the model's state, a constant)
     return True if inputs_known else None
+
+
+def exact_contiguous(t: torch.Tensor) -> bool:
+    """A real tensor (the model's state, a constant) is contiguous with offset 0 and has
+    exactly row-major strides: one whose size-1 dims carry other strides is contiguous to
+    ``is_contiguous()`` yet may steer a kernel to channels-last (a 1x1 conv's weight
+    converted with ``to(memory_format=torch.channels_last)`` gives a channels-last
+    output): its layout is not known."""
+    return t.is_contiguous() and t.storage_offset() == 0 and \
+        tuple(t.stride()) == contiguous_strides(tuple(t.shape))
 
 
 def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:
@@ -135,10 +152,21 @@ def _hint(v: Any) -> Any:
     return v
 
 
-def _example(node: Any, depth: int) -> Any:
+def _example(node: Any, depth: int, memo: dict | None = None) -> Any:
     """A meta tensor with the strides that ``node``'s value has at the example inputs,
-    found by replaying the views between it and a tensor of known (contiguous) layout;
-    None where that chain holds anything else."""
+    found by replaying on meta tensors the ops between it and tensors of known
+    (contiguous) layout: views, and computed ops too (eager's elementwise ops, ``clone``
+    and ``*_like`` keep an operand's layout: ``(x.t() * 2)`` is as strided as ``x.t()``;
+    meta kernels give eager's strides); None where that chain holds anything else (a
+    write, a higher-order op, a size read from data)."""
+    memo = {} if memo is None else memo
+    if isinstance(node, torch.fx.Node) and node in memo:  # (a node several ops read)
+        return memo[node]
+    memo[node] = found = _example_of(node, depth, memo)
+    return found
+
+
+def _example_of(node: Any, depth: int, memo: dict) -> Any:
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if not isinstance(val, Proxy):
         return None
@@ -146,19 +174,39 @@ def _example(node: Any, depth: int) -> Any:
         meta = val.st_meta
         return torch.empty(_hint(tuple(meta.shape)), dtype=meta.dtype, device="meta")
     op = node.target
-    if depth > 16 or node.op != "call_function" or not isinstance(op, torch._ops.OpOverload) \
-            or not node.args or op._schema.is_mutable or \
-            not any(r.alias_info is not None for r in op._schema.returns):
+    if depth > 16 or node.op != "call_function" or not node.args:
         return None
-    base = _example(node.args[0], depth + 1)
-    if base is None:
-        return None
+    if op is operator.getitem:  # (one result of a multi-result op: max.dim, sort, ...)
+        base = _replayed(node.args[0], depth + 1, memo)
+        return base[node.args[1]] if isinstance(base, (tuple, list)) and \
+            isinstance(node.args[1], int) else None
+    return _replayed(node, depth, memo)
+
+
+def _replayed(node: Any, depth: int, memo: dict) -> Any:
+    """``node``'s op run on the meta examples of its arguments (None where unknown)."""
+    op = node.target
+    if not isinstance(op, torch._ops.OpOverload) or op.namespace != "aten" or \
+            op._schema.is_mutable or torch.Tag.nondeterministic_seeded in op.tags:
+        return None  # (a custom op's kernel is the user's code: not run again here)
     try:
-        rest, kwargs = _hint(tuple(node.args[1:])), _hint(dict(node.kwargs))
+        args = tuple(_replay_arg(a, depth, memo) for a in node.args)
+        kwargs = {k: _replay_arg(a, depth, memo) for k, a in node.kwargs.items()}
         with torch._C.DisableTorchFunction():
-            return op(base, *rest, **kwargs)
-    except (LookupError, RuntimeError, TypeError, ValueError, IndexError):
-        return None
+            return op(*args, **kwargs)
+    except Exception:  # (LookupError: no example; a meta kernel that is missing or asks
+        return None    # for data; any other: not replayed, eager's check left to run time)
+
+
+def _replay_arg(a: Any, depth: int, memo: dict) -> Any:
+    if isinstance(a, (list, tuple)):
+        return type(a)(_replay_arg(b, depth, memo) for b in a)
+    if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor):
+        example = _example(a, depth + 1, memo)
+        if example is None:
+            raise LookupError(a)
+        return example
+    return _hint(a)
 
 
 def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:

@@ -175,6 +175,8 @@ def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     if s is None:
         return False
     parts.append(_STATE)
+    if node.meta["val"].st_contig is None:  # (a strided state tensor: the result's may be)
+        parts.append(_VIEW)
     parts.append(s)
     nodes.append(node)
     return True

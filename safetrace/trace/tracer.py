@@ -29,7 +29,7 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
-from safetrace.trace.layout import dense_vector, result_contiguity
+from safetrace.trace.layout import dense_vector, exact_contiguous, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage, state_alias,
                                       traced_elsewhere, write_target, written_args)
@@ -242,7 +242,7 @@ class Tracer(TorchFunctionMode):
         else:
             node = graph.placeholder(name)
         p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
-        if not (t.is_contiguous() and t.storage_offset() == 0):
+        if not exact_contiguous(t):
             p.st_contig = None
         node.meta["stack_trace"] = ""
         node.meta["kind"] = "constant"
@@ -374,12 +374,14 @@ class Tracer(TorchFunctionMode):
                     margs.append(m)
                     nargs.append(n)
                     if t is list or t is tuple:
-                        known = known and all(type(x) is not Proxy or x.st_contig for x in a)
+                        known = known and all(_layout_known(x, y) for x, y in zip(a, n))
+                    elif known and not _layout_known(a, n):  # (state, a lifted constant)
+                        known = False
             if kwargs:
                 mkwargs, nkwargs = {}, {}
                 for k, a in kwargs.items():
                     mkwargs[k], nkwargs[k] = self.unwrap(a)
-                    if type(a) is Proxy and a.st_contig is None:
+                    if known and not _layout_known(a, nkwargs[k]):
                         known = False
             else:
                 mkwargs = nkwargs = {}
@@ -607,3 +609,15 @@ def _unrecorded(out: Any) -> Any:
 
 # the plans whose calls memo.py may remember (an ATen namesake, an operator, a composite)
 _MEMO_PLANS = frozenset((aten_call, composite_call, dunder))
+
+
+def _layout_known(a: Any, node: Any) -> bool:
+    """Is argument `a` (its graph node `node`) a tensor of known contiguous layout, or no
+    tensor?  A real tensor (the model's state, a lifted constant) has its placeholder's
+    layout, read from the tensor when it was lifted."""
+    if type(a) is Proxy:
+        return a.st_contig is not None
+    if isinstance(a, torch.Tensor) and isinstance(node, torch.fx.Node):
+        val = node.meta.get("val")
+        return not isinstance(val, Proxy) or val.st_contig is not None
+    return True

@@ -153,3 +153,93 @@ def test_a_matrix_product_of_views_has_a_known_layout():
     for k, m, n in ((1, 2, 3), (4, 1, 1), (2, 6, 2)):
         x, y = torch.randn(k, m), torch.randn(k, n)
         torch.testing.assert_close(ep.module()(x, y), f(x, y))
+
+
+def test_view_of_a_computed_strided_tensor_is_refused_as_eager_raises():
+    """Elementwise ops, clone and *_like keep a strided operand's layout in eager, so
+    ``(x.t() * 2).view(-1)`` raises there like ``x.t().view(-1)``: refused at export (before,
+    exported, and every call raised); where the dims can be merged it follows eager."""
+    refused = [lambda x: (x.t() * 2).view(-1), lambda x: torch.relu(x[::2].t()).view(-1),
+               lambda x: x.t().clone().view(-1), lambda x: torch.zeros_like(x.t()).view(-1),
+               lambda x: x.t().sort(0).values.view(-1), lambda x: (x.t() + x.t()).view(-1)]
+    spec = {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
+    for f in refused:
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            f(torch.randn(3, 4))
+        with pytest.raises(st.ExportError, match="view size is not compatible"):
+            st.export(f, (torch.randn(3, 4),), dynamic_shapes=spec)
+    ok = [lambda x: (x.t() * 2).reshape(-1), lambda x: x.t().sum(0).view(-1),
+          lambda x: (x.t() * 2).view(x.shape[1], x.shape[0]),
+          lambda x: x.t().clone(memory_format=torch.contiguous_format).view(-1)]
+    for f in ok:
+        ep = st.export(f, (torch.randn(3, 4),), dynamic_shapes=spec)
+        for shape in ((3, 4), (1, 5), (2, 1), (0, 3)):
+            x = torch.randn(*shape)
+            torch.testing.assert_close(ep.module()(x), f(x))
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: torch.einsum("ijk->kji", x), lambda x: (x > 0).nonzero(),
+    lambda x: x.rot90(1, (1, 2)), lambda x: torch.fft.rfft(x, dim=1).abs(),
+    lambda x: torch.argwhere(x > 0)], ids=["einsum", "nonzero", "rot90", "rfft", "argwhere"])
+def test_ops_with_their_own_strides_have_an_unknown_layout(op):
+    """Not views, yet eager's results are strided (einsum and rot90 permute, nonzero writes
+    its (n, ndim) result column by column, FFTs permute): asked for their layout, the
+    program is refused, never answered "contiguous" (before: exported, and the branch
+    differed from eager's)."""
+    def f(x):
+        y = op(x)
+        return y * 2 if y.is_contiguous() else y * 3
+
+    x = torch.randn(3, 4, 5)
+    assert not op(x).is_contiguous()
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):
+        st.export(f, (x,))
+
+
+class _StateLayout(torch.nn.Module):
+    def __init__(self, b, use):
+        super().__init__()
+        self.register_buffer("b", b)
+        self.use = use
+
+    def forward(self, x):
+        z = self.use(self.b)
+        return x + (2 if z.is_contiguous() else 3)
+
+
+@pytest.mark.parametrize("use", [lambda b: b * 2, lambda b: b.unsqueeze(0),
+                                 lambda b: b + b.sum()],
+                         ids=["mul", "unsqueeze", "add"])
+def test_strided_model_state_has_an_unknown_layout(use):
+    """A buffer that is a transpose: ops on it follow its layout in eager, so their layout
+    is asked of a tensor of unknown layout and refused (before: the real tensor counted
+    as contiguous, and a contiguous buffer of the same shape traced first had its answer
+    replayed: the branch differed from eager's)."""
+    x = torch.randn(3)
+    plain = _StateLayout(torch.randn(3, 3), use)
+    torch.testing.assert_close(st.export(plain, (x,)).module()(x), plain(x))
+    strided = _StateLayout(torch.randn(3, 3).t(), use)
+    assert not use(strided.b).is_contiguous()
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):
+        st.export(strided, (x,))
+
+
+def test_a_weight_with_channels_last_strides_has_an_unknown_layout():
+    """A 1x1 conv weight converted to channels_last is contiguous to is_contiguous(), yet
+    eager's conv then gives a channels-last output: its layout is not known."""
+    class C(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            y = self.c(x)
+            return y * 2 if y.is_contiguous() else y * 3
+
+    m = C().eval()
+    m.c.to(memory_format=torch.channels_last)
+    x = torch.randn(1, 3, 5, 5)
+    assert m.c.weight.is_contiguous() and not m.c(x).is_contiguous()
+    with pytest.raises(st.UnsupportedOpError, match="contiguous"):
+        st.export(m, (x,))

@@ -50,6 +50,9 @@ TEXT = {
     "fstring_repr": lambda n, x: len(f"{n!r}"),
     "join_map_str": lambda n, x: len(",".join(map(str, x.shape))),
     "join_generator": lambda n, x: len(",".join(str(s) for s in x.shape)),
+    "join_list_comprehension": lambda n, x: len(",".join([f"{s}" for s in x.shape])),
+    "join_generator_through_map": lambda n, x: len(",".join(map(str.strip,
+                                                                 (str(s) for s in x.shape)))),
     "repr": lambda n, x: len(repr(n)),
     "repr_of_tuple": lambda n, x: len(str((n, 3))),
     "str_of_list_of_shape": lambda n, x: len(str(list(x.shape))),
@@ -98,6 +101,25 @@ def test_messages_keep_the_size_dynamic() -> None:
         return x * 2
 
     _follows_eager(f, dynamic=True)
+
+
+def test_comprehensions_feeding_only_a_message_keep_the_size_dynamic() -> None:
+    """``", ".join(str(s) for s in x.shape)`` (or a list comprehension) whose text is only
+    a message: the items go nowhere else, the size stays dynamic."""
+    def f(x):
+        torch._assert(x.shape[0] >= 0, "shape " + ", ".join(str(s) for s in x.shape))
+        torch._assert(x.shape[0] >= 0, ", ".join([f"{s}!" for s in x.shape]))
+        _assert(x.shape[0] >= 0, "x".join(str(s) for s in x.shape if s >= 0))
+        return x * 2
+
+    _follows_eager(f, dynamic=True)
+
+    def stored(x):   # the list is kept: read later, specialized
+        names = [str(s) for s in x.shape]
+        torch._assert(x.shape[0] >= 0, ", ".join(names))
+        return x * len(names[0])
+
+    _follows_eager(stored, dynamic=False)
 
 
 TYPES = {

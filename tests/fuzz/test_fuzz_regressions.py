@@ -480,3 +480,33 @@ def test_a_size_split_keeps_a_sides_refusal_where_eager_raises():
         with pytest.raises(st.InputMismatchError, match="v0.shape"
                            if n < 2 else "d0|x.shape"):
             ep.module()(torch.randn(n))
+
+
+def test_unsafe_split_and_chunk_have_splits_shape_rules():
+    """``unsafe_split`` / ``unsafe_split_with_sizes`` / ``unsafe_chunk`` (views of their
+    input that the schema does not declare) follow split's / chunk's rules and lazily counted
+    pieces; a write through a piece shows through the base as in eager (fuzz kind
+    ``derived``; before: refused, "no symbolic shape rule", the dims specialized)."""
+    def f(x):
+        v = x.clone()
+        v.unsafe_split(2)[0].add_(1)
+        a = torch.unsafe_split_with_sizes(x, [1, x.shape[0] - 1])[1] * 2
+        return v, a, x.unsafe_chunk(2, 1)[-1] + 1, x.unsafe_split(9, 1)[0] * 3
+
+    spec = ({0: Dim("a", min=3, max=4), 1: Dim("b", max=9)},)
+    _same_as_eager(f, (torch.randn(3, 4),), spec,
+                   [(torch.randn(*s),) for s in ((3, 4), (4, 0), (3, 1), (4, 7), (3, 9))])
+    g = lambda x: torch.unsafe_split(x, 2)[1] * 2   # noqa: E731 - counted lazily as split's
+    _same_as_eager(g, (torch.randn(5),), ({0: Dim("n", min=3)},),
+                   [(torch.randn(n),) for n in (3, 4, 9)])
+
+
+def test_einsum_ellipsis_covering_no_dims():
+    """``torch.einsum('i...->...i', v)`` of a vector: the operand's ellipsis covers no dims,
+    and eager accepts the ellipsis in the output (fuzz kind ``layout``; before: refused,
+    "ellipsis in the output but not in any operand")."""
+    def f(x, y):
+        return torch.einsum("i...->...i", x), torch.einsum("i...,i...->...", x, y)
+
+    _same_as_eager(f, (torch.randn(3), torch.randn(3)), ({0: Dim("n")}, {0: Dim("n")}),
+                   [(torch.randn(n), torch.randn(n)) for n in (0, 1, 5)])

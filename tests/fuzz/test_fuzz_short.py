@@ -10,7 +10,7 @@ import random
 import pytest
 
 from tests.fuzz.engine import BAD, fuzz, shrink
-from tests.fuzz.grammar import build
+from tests.fuzz.grammar import KINDS, build
 
 OPEN = (
     "* 0.7", "* 1.1", "/ 3)", "** 0.5",           # float size arithmetic (symbolic)
@@ -69,7 +69,6 @@ def test_admitted_inputs_follow_the_relations_of_auto_dims():
 @pytest.mark.slow   # (~1 s: the first vmap / while_loop imports)
 def test_long_run_kinds_build_eager_valid_programs():
     """grammar_long's statement kinds (the long run's) give programs eager runs."""
-    from tests.fuzz.grammar import KINDS
     from tests.fuzz.grammar_long import LONG_KINDS
 
     p = build(random.Random(12), {**KINDS, **LONG_KINDS})
@@ -83,7 +82,6 @@ def test_long_run_kinds_find_no_wrong_result_or_crash(monkeypatch):
     vmap, builtin max/min, writes through views, cond/while_loop, size splits)."""
     import torch
 
-    from tests.fuzz.grammar import KINDS
     from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop
 
     monkeypatch.setattr(torch._higher_order_ops, "while_loop", reference_while_loop)
@@ -92,3 +90,15 @@ def test_long_run_kinds_find_no_wrong_result_or_crash(monkeypatch):
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 40, stats.line()
+
+
+@pytest.mark.slow   # (~5 s: kept out of the default run's time)
+def test_layout_kinds_find_no_wrong_result_or_crash():
+    """grammar_layout's kinds: strided views then view / reshape / contiguous, writes
+    through views, promotion with sizes, joins with derived sizes, empty reductions."""
+    from tests.fuzz.grammar_layout import LAYOUT_KINDS
+
+    stats = fuzz(seed=5, programs=40, n_inputs=8, kinds={**KINDS, **LAYOUT_KINDS})
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 20, stats.line()

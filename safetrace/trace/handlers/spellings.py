@@ -44,9 +44,10 @@ def nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 @handles(torch.Tensor.split, torch.split, getattr(torch._C._VariableFunctions, "split"),
-         torch._C.TensorBase.split)
+         torch._C.TensorBase.split, torch.Tensor.unsafe_split, torch.unsafe_split)
 def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``."""
+    """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``
+    (``unsafe_split``'s pieces are views of the input too: the same ops)."""
     size = args[1] if len(args) > 1 else kwargs.get(
         "split_size", kwargs.get("split_size_or_sections"))
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
@@ -72,9 +73,10 @@ def _lazy(tr: Recorder, x: Any, dim: Any, kind: str, k: Any, materialize: Any) -
     return pieces(tr, x, normalize_dim(dim, x.st_meta.ndim, kind), kind, k, materialize)
 
 
-@handles(torch.Tensor.chunk, torch.chunk)
+@handles(torch.Tensor.chunk, torch.chunk, torch.Tensor.unsafe_chunk, torch.unsafe_chunk)
 def chunk(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    """``chunk(x, c, dim)``: lazily counted pieces along a symbolic dim."""
+    """``chunk(x, c, dim)`` (or ``unsafe_chunk``): lazily counted pieces along a symbolic
+    dim."""
     chunks = args[1] if len(args) > 1 else kwargs.get("chunks")
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
     return _lazy(tr, args[0], dim, "chunk", chunks,
