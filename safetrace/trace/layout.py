@@ -152,13 +152,20 @@ def _hint(v: Any) -> Any:
     return v
 
 
+# Small examples replay on CPU tensors of zeros: the first computed op on meta tensors
+# makes torch import its Python meta kernels (sympy included, seconds); CPU kernels give
+# the same strides (TensorIterator), at the cost of computing on the example's sizes.
+_ON_CPU = "on cpu"
+_CPU_NUMEL = 1 << 16
+
+
 def _example(node: Any, depth: int, memo: dict | None = None) -> Any:
-    """A meta tensor with the strides that ``node``'s value has at the example inputs,
-    found by replaying on meta tensors the ops between it and tensors of known
-    (contiguous) layout: views, and computed ops too (eager's elementwise ops, ``clone``
-    and ``*_like`` keep an operand's layout: ``(x.t() * 2)`` is as strided as ``x.t()``;
-    meta kernels give eager's strides); None where that chain holds anything else (a
-    write, a higher-order op, a size read from data)."""
+    """A tensor (meta, or CPU zeros for a small example) with the strides that
+    ``node``'s value has at the example inputs, found by replaying the ops between it and
+    tensors of known (contiguous) layout: views, and computed ops too (eager's elementwise
+    ops, ``clone`` and ``*_like`` keep an operand's layout: ``(x.t() * 2)`` is as strided
+    as ``x.t()``); None where that chain holds anything else (a write, a higher-order op,
+    a custom op, a size read from data)."""
     memo = {} if memo is None else memo
     if isinstance(node, torch.fx.Node) and node in memo:  # (a node several ops read)
         return memo[node]
@@ -172,7 +179,10 @@ def _example_of(node: Any, depth: int, memo: dict) -> Any:
         return None
     if val.st_contig:
         meta = val.st_meta
-        return torch.empty(_hint(tuple(meta.shape)), dtype=meta.dtype, device="meta")
+        shape = _hint(tuple(meta.shape))
+        if memo.get(_ON_CPU):
+            return torch.zeros(shape, dtype=meta.dtype)
+        return torch.empty(shape, dtype=meta.dtype, device="meta")
     op = node.target
     if depth > 16 or node.op != "call_function" or not node.args:
         return None
@@ -218,7 +228,10 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     if not isinstance(x, Proxy) or x.st_contig is not None or len(args) < 2:
         return
     try:
-        example = _example(x.st_node, 0)
+        numel = 1
+        for n in _hint(tuple(x.st_meta.shape)):
+            numel *= n
+        example = _example(x.st_node, 0, {_ON_CPU: numel <= _CPU_NUMEL})
         shape = _hint(args[1])
     except LookupError:  # (a size read from data: no example strides to replay)
         return

@@ -243,3 +243,14 @@ def test_a_weight_with_channels_last_strides_has_an_unknown_layout():
     assert m.c.weight.is_contiguous() and not m.c(x).is_contiguous()
     with pytest.raises(st.UnsupportedOpError, match="contiguous"):
         st.export(m, (x,))
+
+
+@pytest.mark.slow   # (the first computed op on meta tensors imports torch's meta kernels)
+def test_view_of_a_computed_strided_tensor_of_a_large_example_is_refused():
+    """A large example replays on meta tensors (small ones on CPU zeros): the same
+    refusal."""
+    def f(x):
+        return (x.t() * 2).view(-1)
+
+    with pytest.raises(st.ExportError, match="view size is not compatible"):
+        st.export(f, (torch.randn(300, 400),), dynamic_shapes={"x": {0: Dim.AUTO}})
