@@ -217,7 +217,7 @@ class _Converter:
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
         from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
         vr = ValueRanges(lo, int_oo if hi is None else hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
@@ -545,7 +545,7 @@ class _Converter:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
         from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
+        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
 
         out = {}
         roots = self.emitter.root_ranges()
@@ -554,6 +554,15 @@ class _Converter:
                 continue
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
             out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
+        # a derived input dim (``dx + 1``) has its own entry, its range the root's carried
+        # through it, as torch.export's program has
+        for ph in self.emitter.placeholders.values():
+            val = ph.meta.get("val")
+            for size in getattr(val, "shape", ()):
+                expr = size.node.expr if isinstance(size, torch.SymInt) else None
+                if expr is not None and not expr.is_Symbol and expr.free_symbols and \
+                        expr.free_symbols <= out.keys() and expr not in out:
+                    out[expr] = bound_sympy(expr, out)
         return out
 
     # -- calling convention ------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""More behaviours pinned by torch's own export tests, met by a user who replaces
+``torch.export.export(...)`` with ``st.export(...).to_torch()`` (issue 21).  Each case runs
+the same model through torch.export in the same test.  Our own cases."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import same
+
+
+# -- a derived input dim has its own range entry (torch's test_static_dim_constraints,
+#    test_derived_dim_1_2) -------------------------------------------------------------------
+class LinearPlusShifted(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(6, 4)
+
+    def forward(self, x, y, z):
+        return self.l(x) + y[1:], z * 2.0
+
+
+def _ranges(ep) -> list[tuple[str, int, int]]:
+    """(key with the symbols renamed by first appearance, lower, upper), sorted."""
+    names: dict[str, str] = {}
+    out = []
+    for key, vr in ep.range_constraints.items():
+        text = str(key)
+        for s in sorted(key.free_symbols, key=str):
+            text = text.replace(str(s), names.setdefault(str(s), f"d{len(names)}"))
+        out.append((text, int(vr.lower), int(vr.upper)))
+    return sorted(out)
+
+
+def test_a_derived_dim_gets_its_range_entry_as_in_torch_export() -> None:
+    dx = Dim("dx", min=3, max=6)
+    spec = ((dx, None), (dx + 1, 4), (Dim("dz", min=3, max=6), 3))
+    args = (torch.randn(4, 6), torch.randn(5, 4), torch.randn(3, 3))
+    m = LinearPlusShifted()
+    ref = torch.export.export(m, args, dynamic_shapes=spec)
+    conv = st.export(m, args, dynamic_shapes=spec).to_torch()
+    assert len(conv.range_constraints) == len(ref.range_constraints) == 3
+    assert ("d0 + 1", 4, 7) in _ranges(conv) and _ranges(conv) == _ranges(ref)
+    # torch's tools keep the entry and run the program
+    modules = [conv.module(), torch.export.unflatten(conv)]
+    for n in (3, 6):
+        inp = (torch.randn(n, 6), torch.randn(n + 1, 4), torch.randn(5, 3))
+        want = m(*inp)
+        for module in modules:
+            same(module(*inp), want)
+    with pytest.raises(AssertionError, match="Guard failed"):
+        conv.module()(torch.randn(4, 7), torch.randn(5, 4), torch.randn(3, 3))
+    with pytest.raises(Exception):
+        conv.module()(torch.randn(4, 6), torch.randn(4, 4), torch.randn(3, 3))  # not dx + 1
+
+
+# -- torch.cond with a Python constant predicate warns, one branch kept (torch's
+#    test_export_cond_warns_constant_pred) ------------------------------------------------
+class ConstantPred(nn.Module):
+    def forward(self, pred, x):
+        return torch.cond(pred, lambda x: x.sin(), lambda x: x.cos(), (x,))
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_a_constant_cond_predicate_warns_and_keeps_one_branch(pred) -> None:
+    args = (pred, torch.randn(3, 3))
+    with pytest.warns(UserWarning, match="Pred is a Python constant"):
+        ref = torch.export.export(ConstantPred(), args)
+    with pytest.warns(UserWarning, match="Pred is a Python constant") as record:
+        ours = st.export(ConstantPred(), args)
+    assert any("test_dropin_torch_suite_more.py" in str(w.message) for w in record)
+    kept = torch.ops.aten.sin.default if pred else torch.ops.aten.cos.default
+    for prog in (ours.to_torch(), ref):
+        assert len(prog.module().graph.find_nodes(op="call_function", target=kept)) == 1
+    x = torch.randn(3, 3)
+    same(ours.module()(pred, x), ConstantPred()(pred, x))
+    with pytest.raises(st.InputMismatchError):  # the other value: the other branch
+        ours.module()(not pred, x)
+    with warnings.catch_warnings():  # a tensor predicate: both branches, no warning
+        warnings.simplefilter("error")
+        both = st.export(ConstantPred(), (torch.tensor(pred), x))
+    same(both.module()(torch.tensor(not pred), x), ConstantPred()(torch.tensor(not pred), x))
