@@ -238,6 +238,20 @@ class ContractEmitter:
         """torch symbol -> (lo, hi) as our contract declares it."""
         return dict(self.root_range)
 
+    def with_derived_ranges(self, ranges: dict) -> dict:
+        """`ranges` (torch symbol -> ValueRanges) and an entry per derived input dim
+        (``dx + 1``), the root's range carried through it, as torch.export's program has."""
+        from torch.utils._sympy.value_ranges import bound_sympy
+
+        out = dict(ranges)
+        for ph in self.placeholders.values():
+            for size in getattr(ph.meta.get("val"), "shape", ()):
+                expr = size.node.expr if isinstance(size, torch.SymInt) else None
+                if expr is not None and not expr.is_Symbol and expr.free_symbols and \
+                        expr.free_symbols <= ranges.keys() and expr not in out:
+                    out[expr] = bound_sympy(expr, ranges)
+        return out
+
     def labels(self, dim_names: dict) -> dict[str, str]:
         """torch symbol name -> the user's Dim name (or our symbol, or a derived form)."""
         out = {}
@@ -437,3 +451,16 @@ def _fold(fn: Any, xs: list) -> Expr:
 def _replace_word(text: str, word: str, by: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", by, text)
 
+
+
+def shared_custom_meta(ours: list, graph: torch.fx.Graph) -> None:
+    """When every op of our program carries the same ``custom`` metadata (the whole forward
+    ran inside one ``fx.traceback.annotate`` region, or under ``torch._dynamo.disable``),
+    the nodes the conversion adds (the input checks) get it too, as torch.export's
+    checks do."""
+    customs = [n.meta.get("custom") for n in ours]
+    if not customs or not customs[0] or any(c != customs[0] for c in customs):
+        return
+    for node in graph.nodes:
+        if node.op == "call_function" and "custom" not in node.meta:
+            node.meta["custom"] = dict(customs[0])

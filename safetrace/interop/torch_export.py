@@ -33,7 +33,7 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (config_set, exported_program, provenance,
                                          training_verifier)
-from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint
@@ -132,6 +132,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        shared_custom_meta(calls, self.graph)
         for node in list(self.graph.nodes):  # a size read for no check: dead code to torch
             if node.target is torch.ops.aten.sym_size.int and not node.users:
                 self.graph.erase_node(node)
@@ -217,7 +218,7 @@ class _Converter:
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
         from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+        from torch.utils._sympy.value_ranges import ValueRanges
 
         vr = ValueRanges(lo, int_oo if hi is None else hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
@@ -545,7 +546,7 @@ class _Converter:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
         from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges, bound_sympy
+        from torch.utils._sympy.value_ranges import ValueRanges
 
         out = {}
         roots = self.emitter.root_ranges()
@@ -554,16 +555,7 @@ class _Converter:
                 continue
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
             out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
-        # a derived input dim (``dx + 1``) has its own entry, its range the root's carried
-        # through it, as torch.export's program has
-        for ph in self.emitter.placeholders.values():
-            val = ph.meta.get("val")
-            for size in getattr(val, "shape", ()):
-                expr = size.node.expr if isinstance(size, torch.SymInt) else None
-                if expr is not None and not expr.is_Symbol and expr.free_symbols and \
-                        expr.free_symbols <= out.keys() and expr not in out:
-                    out[expr] = bound_sympy(expr, out)
-        return out
+        return self.emitter.with_derived_ranges(out)
 
     # -- calling convention ------------------------------------------------------------------
     def _arg_names(self) -> list[str]:

@@ -87,3 +87,51 @@ def test_a_constant_cond_predicate_warns_and_keeps_one_branch(pred) -> None:
         warnings.simplefilter("error")
         both = st.export(ConstantPred(), (torch.tensor(pred), x))
     same(both.module()(torch.tensor(not pred), x), ConstantPred()(torch.tensor(not pred), x))
+
+
+# -- a forward wholly under torch._dynamo.disable: every node of the program carries its
+#    custom metadata, the input checks too (torch's test_custom_tag_metadata_runtime_assert)
+class DisabledForward(nn.Module):
+    @torch._dynamo.disable()
+    def forward(self, x, y):
+        if x.shape[0] ** 2 - y.shape[0] ** 2 >= 4:
+            return x * 2, y * 2
+        return x, y
+
+
+def test_custom_metadata_of_a_whole_forward_reaches_the_input_checks() -> None:
+    import torch.fx.traceback as fx_traceback
+
+    args = (torch.randn(5), torch.randn(3))
+    spec = {"x": (Dim("dx"),), "y": (Dim("dy"),)}
+    with fx_traceback.preserve_node_meta():
+        ref = torch.export.export(DisabledForward(), args, dynamic_shapes=spec,
+                                  prefer_deferred_runtime_asserts_over_guards=True)
+        conv = st.export(DisabledForward(), args, dynamic_shapes=spec,
+                         prefer_deferred_runtime_asserts_over_guards=True).to_torch()
+    for prog in (conv, ref):
+        calls = [n for n in prog.module().graph.nodes if n.op == "call_function"]
+        assert calls and all(n.meta.get("custom") for n in calls), \
+            [(n.name, n.meta.get("custom")) for n in calls]
+    x, y = torch.randn(6), torch.randn(2)
+    same(conv.module()(x, y), DisabledForward()(x, y))
+    with pytest.raises(Exception):  # 3*3 - 3*3 < 4: the check, before any op
+        conv.module()(torch.randn(3), torch.randn(3))
+
+
+def test_custom_metadata_of_part_of_a_forward_stays_there() -> None:
+    import torch.fx.traceback as fx_traceback
+
+    class Part(nn.Module):
+        def forward(self, x):
+            with fx_traceback.annotate({"moo": 1}):
+                y = x + 1
+            return y * 2
+
+    with fx_traceback.preserve_node_meta():
+        conv = st.export(Part(), (torch.randn(4),),
+                         dynamic_shapes=({0: Dim("n")},)).to_torch()
+    custom = {n.name: n.meta.get("custom") for n in conv.module().graph.nodes
+              if n.op == "call_function"}
+    assert custom["add"] == {"moo": 1} and not custom["mul"], custom
+    assert not any(v for k, v in custom.items() if k not in ("add",)), custom
