@@ -454,12 +454,13 @@ def _replace_word(text: str, word: str, by: str) -> str:
 
 
 def shared_custom_meta(ours: list, graph: torch.fx.Graph) -> None:
-    """When every op of our program carries the same ``custom`` metadata (the whole forward
-    ran inside one ``fx.traceback.annotate`` region, or under ``torch._dynamo.disable``),
-    the nodes the conversion adds (the input checks) get it too, as torch.export's
-    checks do."""
+    """When every op of our program carries the same ``custom`` metadata of a region (the
+    whole forward ran under ``torch._dynamo.disable``, which torch.export records there),
+    the nodes the conversion adds (the input checks) get it too, as torch.export's checks
+    do.  (A tag the user set on a node of a GraphModule stays on that node alone.)"""
     customs = [n.meta.get("custom") for n in ours]
-    if not customs or not customs[0] or any(c != customs[0] for c in customs):
+    if not customs or "_torchdynamo_disable" not in (customs[0] or {}) or \
+            any(c != customs[0] for c in customs):
         return
     for node in graph.nodes:
         if node.op == "call_function" and "custom" not in node.meta:

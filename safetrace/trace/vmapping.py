@@ -157,6 +157,9 @@ def _mapped(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_di
         finally:
             _DEPTH.levels -= 1
 
+    body.__wrapped__ = func  # (where the map's refusals say the body was written)
+    if not bool(mapped[0].shape[0] >= 1):  # (eager maps an empty batch; a map cannot)
+        raise below_tracer("torch.vmap over an empty batch", short(stack_trace(4)))
     out = hop_ops.map_(tr, body, mapped)
     outs, out_spec = pytree.tree_flatten(out)
     where = [out_dims] * len(outs) if isinstance(out_dims, int) else \
