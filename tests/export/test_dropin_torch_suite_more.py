@@ -135,3 +135,45 @@ def test_custom_metadata_of_part_of_a_forward_stays_there() -> None:
               if n.op == "call_function"}
     assert custom["add"] == {"moo": 1} and not custom["mul"], custom
     assert not any(v for k, v in custom.items() if k not in ("add",)), custom
+
+
+# -- nn.MultiheadAttention's fused op with a Dim per input (torch's
+#    test_native_multi_attention_head): q, k, v must match, which eager's kernel raises
+#    on; torch.export's program leaves the three Dims independent, ours checks it first
+E, HEADS = 8, 2
+
+
+class FusedAttention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv, self.proj = nn.Linear(E, 3 * E), nn.Linear(E, E)
+
+    def forward(self, q, k, v, key_padding_mask):
+        return torch._native_multi_head_attention(
+            q, k, v, E, HEADS, self.qkv.weight, self.qkv.bias, self.proj.weight,
+            self.proj.bias, key_padding_mask, need_weights=False, mask_type=1)
+
+
+def test_fused_attention_with_a_dim_per_input_checks_they_match() -> None:
+    m = FusedAttention()
+    q = torch.randn(4, 5, E)
+    spec = {"q": {0: Dim("dq", max=64)}, "k": {0: Dim("dk", max=64)},
+            "v": {0: Dim("dv", max=64)}, "key_padding_mask": None}
+    args = (q, q.clone(), q.clone(), None)
+    ref = torch.export.export(m, args, dynamic_shapes=spec)
+    ours = st.export(m, args, dynamic_shapes=spec)
+    conv = ours.to_torch()
+    for b in (1, 6):
+        x, y, z = (torch.randn(b, 5, E) for _ in range(3))
+        want = m(x, y, z, None)
+        for prog in (ours, conv, ref):
+            same(prog.module()(x, y, z, None), want)
+    bad = (torch.randn(3, 5, E), torch.randn(2, 5, E), torch.randn(3, 5, E), None)
+    with pytest.raises(RuntimeError, match="shapes to match"):
+        m(*bad)
+    with pytest.raises(st.InputMismatchError, match="k.shape\\[0\\]"):
+        ours.module()(*bad)  # before the op runs
+    with pytest.raises(Exception):
+        conv.module()(*bad)
+    with pytest.raises(st.OpShapeError, match="shapes to match"):  # eager raises on it
+        st.export(m, (q, torch.randn(3, 5, E), q, None), dynamic_shapes=spec)
