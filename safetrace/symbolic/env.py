@@ -282,9 +282,8 @@ class Env:
             self.precondition_depth -= 1
 
     def require(self, cond: Expr, origin: object = None, precondition: bool = False) -> None:
-        """Check ``cond`` at run time without assuming it (a limit of exactness that must
-        not narrow a declared range; with ``precondition``, an op's requirement that no
-        size computed afterwards depends on); nothing when it is proven."""
+        """Check ``cond`` at run time without assuming it (a limit of exactness, or with
+        ``precondition`` an op's requirement no later size uses); nothing when proven."""
         c = D.simplify(self, cond)
         if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
             return
