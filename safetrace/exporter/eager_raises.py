@@ -31,7 +31,7 @@ def requirements_only(env: Env, point: dict[str, int]) -> bool:
     binding.update(point)
     checks = {id(f) for f in env.facts}
     failed = []
-    for g in env.guards + env.facts:
+    for g in env.guards + env.facts + _required(env):
         cond = substitute(g.cond, env.subst.get)
         try:
             holds = cond.evaluate(binding)
@@ -62,10 +62,15 @@ def relation_required(env: Env, cond: Any, point: dict[str, int]) -> bool:
     guard it comes from is one (eager raises where it fails), and so is every recorded
     condition that ``point`` (sizes breaking it) breaks."""
     checks = {id(f) for f in env.facts}
-    sources = [g for g in env.guards + env.facts
+    sources = [g for g in env.guards + env.facts + _required(env)
                if substitute(g.cond, env.subst.get) == cond.cond]
     return (bool(sources) and all(g.precondition or id(g) in checks for g in sources) and
             requirements_only(env, point))
+
+
+def _required(env: Env) -> list:
+    """An op's requirements checked at run time without being assumed (``Env.require``)."""
+    return [g for g in env.requirements if g.precondition]
 
 
 def refuted(env: Env, contract: Contract, cond: Any, named: list[str],

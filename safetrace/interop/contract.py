@@ -176,8 +176,12 @@ class ContractEmitter:
             # never equal.)
             ranked = self.conv.call(torch.ops.aten.expand.default,
                                     (ph, [-1] * len(inp.dims)), name="rank_check")
-            self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
-                           (ranked, None, None, inp.dtype), name="assert_tensor_metadata")
+            checked = self.conv.call(torch.ops.aten._assert_tensor_metadata.default,
+                                     (ranked, None, None, inp.dtype),
+                                     name="assert_tensor_metadata")
+            # (no value: code that reads every node's ``val`` as a tensor, as torch's
+            # tests of fake inputs do, meets only the nodes of the user's program)
+            del checked.meta["val"]
         for i, inp, d, dim in self._dims():
             if dim.kind == "bind":
                 self.nodes[_sym(dim.symbol)] = self._size_node(i, d)
@@ -237,6 +241,20 @@ class ContractEmitter:
     def root_ranges(self) -> dict:
         """torch symbol -> (lo, hi) as our contract declares it."""
         return dict(self.root_range)
+
+    def with_derived_ranges(self, ranges: dict) -> dict:
+        """`ranges` (torch symbol -> ValueRanges) and an entry per derived input dim
+        (``dx + 1``), the root's range carried through it, as torch.export's program has."""
+        from torch.utils._sympy.value_ranges import bound_sympy
+
+        out = dict(ranges)
+        for ph in self.placeholders.values():
+            for size in getattr(ph.meta.get("val"), "shape", ()):
+                expr = size.node.expr if isinstance(size, torch.SymInt) else None
+                if expr is not None and not expr.is_Symbol and expr.free_symbols and \
+                        expr.free_symbols <= ranges.keys() and expr not in out:
+                    out[expr] = bound_sympy(expr, ranges)
+        return out
 
     def labels(self, dim_names: dict) -> dict[str, str]:
         """torch symbol name -> the user's Dim name (or our symbol, or a derived form)."""
@@ -437,3 +455,17 @@ def _fold(fn: Any, xs: list) -> Expr:
 def _replace_word(text: str, word: str, by: str) -> str:
     return re.sub(rf"\b{re.escape(word)}\b", by, text)
 
+
+
+def shared_custom_meta(ours: list, graph: torch.fx.Graph) -> None:
+    """When every op of our program carries the same ``custom`` metadata of a region (the
+    whole forward ran under ``torch._dynamo.disable``, which torch.export records there),
+    the nodes the conversion adds (the input checks) get it too, as torch.export's checks
+    do.  (A tag the user set on a node of a GraphModule stays on that node alone.)"""
+    customs = [n.meta.get("custom") for n in ours]
+    if not customs or "_torchdynamo_disable" not in (customs[0] or {}) or \
+            any(c != customs[0] for c in customs):
+        return
+    for node in graph.nodes:
+        if node.op == "call_function" and "custom" not in node.meta:
+            node.meta["custom"] = dict(customs[0])

@@ -33,7 +33,7 @@ from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (config_set, exported_program, provenance,
                                          training_verifier)
-from safetrace.interop.contract import ContractEmitter, from_sympy
+from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint
@@ -132,6 +132,7 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
+        shared_custom_meta(calls, self.graph)
         for node in list(self.graph.nodes):  # a size read for no check: dead code to torch
             if node.target is torch.ops.aten.sym_size.int and not node.users:
                 self.graph.erase_node(node)
@@ -554,7 +555,7 @@ class _Converter:
                 continue
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
             out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
-        return out
+        return self.emitter.with_derived_ranges(out)
 
     # -- calling convention ------------------------------------------------------------------
     def _arg_names(self) -> list[str]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, every
+from safetrace.rules.common import broadcast_shapes, check
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
-from safetrace.symbolic import sym_and
 
 aten = torch.ops.aten
 
@@ -109,6 +108,21 @@ def _scaled_dot_product_flash_attention_for_cpu(
     return query.like(), query.like((b, h, length), lse)
 
 
+def _required_equal(op: str, sizes: tuple, message: str) -> None:
+    """Sizes the op needs equal where the result's shape depends on the first alone: two
+    sizes of independent symbols equal at the example are checked at run time, not made
+    one (torch.export's program leaves them independent too and the kernel raises); a
+    difference at the example raises, as eager does."""
+    first = sizes[0]
+    for other in sizes[1:]:
+        cond = first == other
+        env = getattr(cond, "env", None)
+        if env is not None and env.decide(cond.expr) is None and env.hint(cond.expr):
+            env.require(cond.expr, f"{op} ({message})", precondition=True)
+            continue
+        check(cond, op, message)
+
+
 @rule(aten._native_multi_head_attention.default)
 def _native_multi_head_attention(
         query: TensorMeta, key: TensorMeta, value: TensorMeta, embed_dim: int,
@@ -126,8 +140,8 @@ def _native_multi_head_attention(
                                            f"last dim of query {query.shape[2]}")
     check(key.ndim == 3, op, f"expected 3-D `key`, got {key.ndim}-D tensor")
     check(value.ndim == 3, op, f"expected 3-D `value`, got {value.ndim}-D tensor")
-    same = (sym_and(a == b, b == c) for a, b, c in zip(query.shape, key.shape, value.shape))
-    check(every(same), op, "expected `query`/`key`/`value` shapes to match")
+    for sizes in zip(query.shape, key.shape, value.shape):
+        _required_equal(op, sizes, "expected `query`/`key`/`value` shapes to match")
     check(qkv_weight.ndim == 2, op, f"expected 2-D `qkv_weight`, got {qkv_weight.ndim}-D "
                                     f"tensor")
     check(qkv_weight.shape[0] == 3 * embed_dim, op,

@@ -281,13 +281,13 @@ class Env:
         finally:
             self.precondition_depth -= 1
 
-    def require(self, cond: Expr, origin: object = None) -> None:
-        """Check ``cond`` at run time without assuming it (a limit of exactness that must
-        not narrow a declared range); nothing when it is proven."""
+    def require(self, cond: Expr, origin: object = None, precondition: bool = False) -> None:
+        """Check ``cond`` at run time without assuming it (a limit of exactness, or with
+        ``precondition`` an op's requirement no later size uses); nothing when proven."""
         c = D.simplify(self, cond)
         if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
             return
-        self.requirements.append(Guard(c, origin))
+        self.requirements.append(Guard(c, origin, precondition))
         self.epoch = next(_EPOCHS)
 
     def settle(self, cond: Expr, kind: str, why: str, origin: object = None,

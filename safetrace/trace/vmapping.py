@@ -1,10 +1,14 @@
-"""``torch.vmap`` in exported code, over a batch of known size.
+"""``torch.vmap`` in exported code.
 
 vmap's batching runs beneath the tracer (functorch's dispatcher layer), where no op can be
 recorded.  While exporting, ``torch.vmap`` / ``torch.func.vmap`` are replaced: the function
 is applied to each slice of the batch and the results stacked along ``out_dims``, which is
-what vmap computes, as ordinary recorded ops.  A batch whose size is dynamic (or larger
-than ``UNROLL_LIMIT``) is refused as before, with the fix.
+what vmap computes, as ordinary recorded ops.  A batch of static size up to
+``UNROLL_LIMIT`` is unrolled, one call per slice; a dynamic (or larger) batch becomes one
+``map`` over the mapped dims moved first (the function traced once, on a slice), its
+stacked results moved to ``out_dims``.  Either way the function is held to what vmap runs
+once per slice (no in-place write, random op or data read), and a result that views an
+input is marked so that a later write to either is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from torch.utils import _pytree as pytree
 
 from safetrace.errors import below_tracer, shape_error, vmap_not_per_slice
 from safetrace.trace.current import active_tracer, exporting
+from safetrace.trace.hops import ops as hop_ops
+from safetrace.trace.hops import submodules
 from safetrace.trace.mutation import storage_root
 from safetrace.trace.source import short, stack_trace
 
@@ -64,9 +70,13 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
         graph, symbols = tr.scope.graph, set(tr.env.symbols)
         before = {id(n) for n in graph.nodes}
         out, slices = _per_slice(func, in_dims, out_dims, args, kwargs)
-        _only_per_slice_ops([n for n in graph.nodes if id(n) not in before],
-                            set(tr.env.symbols) - symbols, tr.env, randomness)
-        _mark_lost_views(slices, out, before)
+        new = [n for n in graph.nodes if id(n) not in before]
+        _only_per_slice_ops(_with_bodies(graph, new), set(tr.env.symbols) - symbols, tr.env,
+                            randomness)
+        if slices is None:  # one map: its body's results that view a body input
+            _mark_mapped_views(graph, new, args, out)
+        else:
+            _mark_lost_views(slices, out, before)
         return out
     return batched
 
@@ -102,11 +112,15 @@ def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs:
                          f"of the inputs")
     dims = [None if d is None or not isinstance(x, torch.Tensor) else d % max(x.dim(), 1)
             for x, d in zip(leaves, dims)]
-    sizes = {x.shape[d] for x, d in zip(leaves, dims) if d is not None}
-    if len(sizes) != 1:
+    sizes = [x.shape[d] for x, d in zip(leaves, dims) if d is not None]
+    # (compared, not hashed: a set of symbolic sizes would fix each one to its example)
+    if not sizes or any(not bool(s == sizes[0]) for s in sizes[1:]):
         raise ValueError(f"vmap: expected all mapped inputs to have one size in the mapped "
-                         f"dim, got {sorted(map(str, sizes))}")
-    (size,) = sizes
+                         f"dim, got {sorted(set(map(str, sizes)))}")
+    size = sizes[0]
+    tr = active_tracer()
+    if tr is not None and not (isinstance(size, int) and size <= UNROLL_LIMIT):
+        return _mapped(tr, func, leaves, dims, spec, out_dims, kwargs), None
     if not isinstance(size, int) or not 0 < size <= UNROLL_LIMIT:
         raise below_tracer("torch.vmap", short(stack_trace(3)))  # (a dynamic batch)
     results = []
@@ -125,6 +139,70 @@ def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs:
         raise below_tracer("torch.vmap", short(stack_trace(3)))
     stacked = [torch.stack(list(parts), dim=d) for parts, d in zip(per_leaf, where)]
     return pytree.tree_unflatten(stacked, out_spec), results
+
+
+def _mapped(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_dims: Any,
+            kwargs: dict) -> Any:
+    """vmap over a batch of dynamic size as one ``map``: the mapped dims moved first, the
+    function traced once on a slice (every other argument as it is), and each stacked
+    result's batch dim moved to its ``out_dims``."""
+    mapped = [x.movedim(d, 0) if d else x for x, d in zip(leaves, dims) if d is not None]
+
+    def body(slices: list) -> Any:
+        it = iter(slices)
+        flat = [next(it) if d is not None else x for x, d in zip(leaves, dims)]
+        _DEPTH.levels += 1
+        try:
+            return func(*pytree.tree_unflatten(flat, spec), **kwargs)
+        finally:
+            _DEPTH.levels -= 1
+
+    body.__wrapped__ = func  # (where the map's refusals say the body was written)
+    if not bool(mapped[0].shape[0] >= 1):  # (eager maps an empty batch; a map cannot)
+        raise below_tracer("torch.vmap over an empty batch", short(stack_trace(4)))
+    out = hop_ops.map_(tr, body, mapped)
+    outs, out_spec = pytree.tree_flatten(out)
+    where = [out_dims] * len(outs) if isinstance(out_dims, int) else \
+        pytree._broadcast_to_and_flatten(out_dims, out_spec)
+    if where is None:
+        raise below_tracer("torch.vmap", short(stack_trace(4)))
+    moved = [o.movedim(0, d) if d else o for o, d in zip(outs, where)]
+    return pytree.tree_unflatten(moved, out_spec)
+
+
+def _with_bodies(graph: Any, nodes: list) -> list:
+    """`nodes` and, for each subgraph one of them reads (a map's body), that graph's nodes
+    (and so on down)."""
+    out, subs = [], submodules(graph)
+    for n in nodes:
+        out.append(n)
+        sub = subs.get(n.target) if n.op == "get_attr" else None
+        if sub is not None and hasattr(sub, "graph"):
+            out += _with_bodies(sub.graph, list(sub.graph.nodes))
+    return out
+
+
+def _mark_mapped_views(graph: Any, new: list, args: Any, out: Any) -> None:
+    """The map's body returns (a view of) one of its inputs: eager's vmap returns a view
+    of that argument, the map a new tensor, so the arguments and the results are marked
+    as ``_mark_lost_views`` marks them."""
+    subs = submodules(graph)
+    bodies = [subs[n.target] for n in new if n.op == "get_attr" and n.target in subs]
+    viewing = False
+    for body in bodies:
+        ret = next(n for n in reversed(body.graph.nodes) if n.op == "output")
+        for leaf in pytree.tree_leaves(ret.args[0]):
+            root = storage_root(leaf)
+            if getattr(root, "target", None) is torch.ops.aten.clone.default:
+                root = storage_root(root.args[0])  # (map copies a result that is an input)
+            viewing |= isinstance(root, torch.fx.Node) and root.op == "placeholder"
+    if not viewing:
+        return
+    what = "an output of torch.vmap that eager returns as a view of another tensor, or that tensor"
+    for leaf in pytree.tree_leaves((args, out)):
+        node = getattr(leaf, "st_node", None)
+        if node is not None:
+            storage_root(node).meta["st_picked"] = what
 
 
 def _mark_lost_views(slices: list, out: Any, before: set) -> None:

@@ -235,11 +235,6 @@ class SubclassParameter(nn.Module):
         return x + (self.w * 2).get_elem_a().a
 
 
-class VmapDynamicBatch(nn.Module):
-    def forward(self, x, y):
-        return torch.vmap(lambda a, b: (a * b).sum(0))(x, y)
-
-
 class TwoDerived(nn.Module):
     def forward(self, z, y):
         return z[1:] + y[1::2]
@@ -252,9 +247,6 @@ REFUSALS = [
      st.UnsupportedInputError, "inner"),
     ("an attribute of a tensor subclass parameter's inner tensor", SubclassParameter,
      (torch.randn(2, 3),), None, st.UnsupportedOpError, "`.a`"),
-    ("torch.vmap over a dynamic batch", VmapDynamicBatch,
-     (torch.randn(3, 2), torch.randn(3, 2)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
-     st.ExportError, "torch.vmap"),
     # the root Dim used only through derived dims, with examples that disagree on it
     ("derived dims of one root whose examples disagree", TwoDerived,
      (torch.randn(6), torch.randn(11)), ({0: _dx + 1}, {0: _dx * 2 - 1}),

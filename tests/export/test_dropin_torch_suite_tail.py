@@ -436,6 +436,13 @@ def test_export_inside_a_fake_tensor_mode(device: str) -> None:
                     assert out.fake_mode is mode
             with pytest.raises(Exception):
                 prog.module()(torch.rand(5, 3))
+    # static sizes: torch's test reads every node that has a value as a tensor (the
+    # conversion's rank check, which returns nothing, has none)
+    with FakeTensorMode(), torch.device(device):
+        x, model = torch.rand(5, 2), FakeLinear()
+        prog = st.export(model, (x,)).to_torch()
+        vals = [n.meta["val"] for n in prog.graph.nodes if "val" in n.meta]
+        assert all(v.device == x.device and v.fake_mode is vals[0].fake_mode for v in vals)
     # the model and the mode are left as they were: a real model exports as before
     model = FakeLinear()
     got = st.export(model, (torch.rand(5, 2),), dynamic_shapes=spec).to_torch().module()

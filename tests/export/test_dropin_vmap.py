@@ -1,7 +1,7 @@
-"""torch.vmap in forward over a batch of known size (issue 21): the exported program applies
-the function to each slice and stacks the results, as vmap computes; compared with
-torch.export's program and with eager.  A dynamic batch stays refused
-(test_dropin_torch_suite.py's refusals)."""
+"""torch.vmap in forward (issue 21): over a batch of known size the exported program applies
+the function to each slice and stacks the results, as vmap computes; over a dynamic batch
+(torch's test_vmap) it is one map over the batch.  Compared with torch.export's program
+and with eager."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import safetrace as st
+from torch.export import Dim
 
 from tests.export.dropin_check import same
 
@@ -55,6 +56,48 @@ def test_vmap_over_a_static_batch_matches_torch_export(model, args, torch_export
         ours.module()(*(torch.randn(a.shape[0] + 1, *a.shape[1:]) for a in args))
 
 
+# -- a dynamic batch: one map over it (torch's test_vmap) ----------------------------------
+@pytest.mark.parametrize("model, args, spec, torch_exports", [
+    (PairSum, (torch.randn(3, 4), torch.randn(3, 4)), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}),
+     True),
+    (Shared, (torch.randn(3, 2, 4), torch.randn(4, 5)), ({0: Dim.DYNAMIC}, None), False),
+    (Nested, (torch.randn(2, 3, 4),), ({0: Dim.DYNAMIC},), False),
+], ids=["pairs", "in_dims and out_dims", "nested"])
+def test_vmap_over_a_dynamic_batch_matches_torch_export(model, args, spec,
+                                                        torch_exports) -> None:
+    m = model()
+    ref = torch.export.export(m, args, dynamic_shapes=spec) if torch_exports else None
+    ours = st.export(m, args, dynamic_shapes=spec)
+    conv = ours.to_torch()
+    for n in (1, 70):  # (70: past the unrolled path's limit)
+        fresh = tuple(torch.randn(n, *a.shape[1:]) if s else torch.randn(a.shape)
+                      for a, s in zip(args, spec))
+        want = m(*fresh)
+        same(ours.module()(*fresh), want)
+        same(conv.module()(*fresh), want)
+        if ref is not None:
+            same(ref.module()(*fresh), want)
+    with pytest.raises(st.InputMismatchError):  # the map needs a slice (eager: empty)
+        ours.module()(*(torch.randn(0, *a.shape[1:]) if s else a for a, s in zip(args, spec)))
+
+
+@pytest.mark.slow  # (torch's run_decompositions of a map: ~1 s)
+def test_vmap_over_a_dynamic_batch_survives_torchs_decompositions() -> None:
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    conv = st.export(PairSum(), args, dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
+    decomposed = conv.to_torch().run_decompositions({})
+    for n in (1, 6):
+        fresh = (torch.randn(n, 4), torch.randn(n, 4))
+        same(decomposed.module()(*fresh), PairSum()(*fresh))
+
+
+def test_vmap_over_a_large_static_batch_is_one_map() -> None:
+    x = torch.randn(100, 3)
+    ep = st.export(Nested(), (x.reshape(100, 3, 1),))
+    assert "map_impl" in ep.graph_module.code
+    same(ep.to_torch().module()(x.reshape(100, 3, 1)), Nested()(x.reshape(100, 3, 1)))
+
+
 def test_vmap_outside_an_export_is_torchs_own() -> None:
     st.export(PairSum(), (torch.randn(2, 3), torch.randn(2, 3)))
     assert torch.vmap(lambda a: a * 2)(torch.ones(2)).tolist() == [2.0, 2.0]
@@ -88,19 +131,20 @@ class ReadsData(nn.Module):
         return torch.vmap(lambda r: r * (r > 0).sum().item())(x)
 
 
+@pytest.mark.parametrize("spec", [None, ({0: Dim.DYNAMIC},)], ids=["static", "dynamic"])
 @pytest.mark.parametrize("model, what", [
-    (WritesOutside(), "writes a tensor in place"),
+    (WritesOutside(), "writes (a tensor )?in place"),
     (Random("error"), "random op"),
     (Random("same"), "random op"),
     (ReadsData(), "reads tensor data"),
 ])
-def test_what_vmap_does_once_or_refuses_is_refused(model, what) -> None:
+def test_what_vmap_does_once_or_refuses_is_refused(model, what, spec) -> None:
     """What a per-slice application cannot reproduce is refused: eager's vmap writes an
     unbatched tensor once, draws one random value for the batch with 'same' and raises
-    for random ops ('error') and data reads."""
+    for random ops ('error') and data reads; over a dynamic batch (one map) too."""
     x = torch.randn(4, 3)
     with pytest.raises(st.UnsupportedOpError, match=what):
-        st.export(model, (x,))
+        st.export(model, (x,), dynamic_shapes=spec)
 
 
 def test_vmap_with_different_randomness_draws_per_slice() -> None:
@@ -123,13 +167,14 @@ class WritesAViewOut(nn.Module):
         return x * 1
 
 
+@pytest.mark.parametrize("spec", [None, ({0: Dim.DYNAMIC},)], ids=["static", "dynamic"])
 @pytest.mark.parametrize("model", [ReturnsItsInput, WritesAViewOut])
-def test_a_write_through_a_view_vmap_returns_is_refused(model) -> None:
+def test_a_write_through_a_view_vmap_returns_is_refused(model, spec) -> None:
     """eager's vmap returns a view where the function returns a view of its input; the
-    stacked slices are a new tensor, so a later write to either side is refused (before:
-    the write did not show through, a wrong result)."""
+    stacked slices (or the map's results) are a new tensor, so a later write to either
+    side is refused (before: the write did not show through, a wrong result)."""
     with pytest.raises(st.UnsupportedOpError, match="an output of torch.vmap"):
-        st.export(model(), (torch.zeros(3, 4),))
+        st.export(model(), (torch.zeros(3, 4),), dynamic_shapes=spec)
 
 
 def test_a_write_to_what_vmap_computed_afresh_is_kept() -> None:

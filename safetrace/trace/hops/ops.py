@@ -11,6 +11,7 @@ become fresh data-dependent (unbacked) sizes read from the outputs at run time.
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -136,6 +137,11 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
                                            _type_name(operands),
                                            "torch.cond(pred, true_fn, false_fn, (x,))")
     known = _known_pred(tr, pred, where)
+    if isinstance(pred, (bool, int, float)):  # (as torch.export warns: one branch kept)
+        warnings.warn(f"Pred is a Python constant ({pred!r}) in torch.cond at {where}: the "
+                      f"program keeps the {'true' if known else 'false'} branch only. For "
+                      f"both branches, pass a boolean tensor or a size comparison.",
+                      UserWarning, stacklevel=4)
     if known is not None:  # decided at export: the taken branch is traced inline
         return (true_fn if known else false_fn)(*operands)
     leaves, spec = _flat_operands(operands, "torch.cond", where)
