@@ -11,7 +11,7 @@ import torch
 from safetrace.exporter.compare import (canonical, contract_key, is_size_fn, note,
                                         residual_conditions, same_constants, signature_key)
 from safetrace.exporter.program import ExportedProgram
-from safetrace.trace.asserts import assert_sym
+from safetrace.trace.asserts import assert_sym, asserts_condition
 
 
 def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
@@ -88,12 +88,10 @@ def widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None
 
 def _checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:
     """Whether a node is the run-time check of one of `tests` (conditions as text)."""
-    heads = tuple(f"check `{t}`" for t in tests)
-
     def check(node: torch.fx.Node) -> bool:
         return node.op == "call_function" and node.target is assert_sym and \
             len(node.args) > 1 and isinstance(node.args[1], str) and \
-            node.args[1].startswith(heads)
+            any(asserts_condition(node.args[1], t) for t in tests)
     return check
 
 

@@ -93,6 +93,20 @@ def describe_symbols(env: Any, expr: Any) -> str:
     return f" where {', '.join(parts)}" if parts else ""
 
 
+# torch's words first: code matching torch's run-time assertion text keeps working
+ASSERT_HEAD = "Runtime assertion failed for expression "
+
+
+def asserts_condition(text: str, condition: str) -> bool:
+    """Whether an assertion node's message (``emit_assert``) is the check of `condition`
+    (as text): the condition is followed by the message's next part or its end."""
+    head = ASSERT_HEAD + condition
+    if not text.startswith(head):
+        return False
+    rest = text[len(head):]
+    return not rest or rest.startswith((" where ", " (from ", ": "))
+
+
 def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     """An assertion node: ``assert_sym(<cond node>, message)``."""
     env = tr.env
@@ -100,7 +114,7 @@ def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     if expr in asserted:
         return  # the same condition is already asserted at this point of the graph
     asserted.add(expr)
-    text = f"check `{expr}`{describe_symbols(env, expr)} failed{from_text(origin)}"
+    text = f"{ASSERT_HEAD}{expr}{describe_symbols(env, expr)}{from_text(origin)}"
     if msg:
         text += f": {msg}"
     cond_node = expr_node(tr, expr, env)

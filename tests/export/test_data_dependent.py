@@ -337,3 +337,29 @@ def test_known_size_values_are_forgotten_after_a_write_through_a_view():
     ep = st.export(g, (torch.randn(3),), dynamic_shapes=({0: Dim.AUTO},))
     assert ep.dims_report["x.shape[0]"] == "static 3"
     assert ep.module()(torch.randn(3)).shape == (4,)
+
+
+class _ChecksReadValue(torch.nn.Module):
+    def forward(self, x):
+        n = x.sum().item()
+        torch._check(n >= 4)
+        torch._check(n <= 40)
+        return torch.zeros(n)
+
+
+def test_failed_run_time_check_reads_as_torchs_assertion():
+    """A failed check on a value read from data starts with torch's own words, so code
+    matching torch.export's text keeps working; our provenance follows."""
+    args = (torch.tensor([5]),)
+    torch_text = "Runtime assertion failed for expression u0 >= 4"
+    ref = torch.export.export(_ChecksReadValue(), args)
+    with pytest.raises(RuntimeError, match=torch_text):
+        ref.module()(torch.tensor([2]))
+    ep = st.export(_ChecksReadValue(), args)
+    for prog in (ep.module(), ep.to_torch().module()):
+        with pytest.raises(RuntimeError, match=torch_text + r" where u0 = \.item\(\)") as info:
+            prog(torch.tensor([2]))
+        assert "torch._check(n >= 4)" in str(info.value)
+        with pytest.raises(RuntimeError, match="u0 <= 40"):
+            prog(torch.tensor([41]))
+        assert prog(torch.tensor([7])).shape == (7,)
