@@ -303,10 +303,12 @@ class StaticMemory:
         runs = self._runs()
         if runs is None:
             return
+        known = self.bound_symbols | self.opaque.keys()
         for cond, why in conds:
             if runs:
                 cond = or_(*(not_(r) for r in runs), cond)
-            self.required.append((cond, node, why))
+            if {str(x) for x in cond.free_symbols} <= known:  # (not on a size read from
+                self.required.append((cond, node, why))  # data: the call cannot tell it)
 
     def _predicate(self, node: torch.fx.Node, pred: Any, what: str) -> None:
         """A cond's predicate (a while_loop condition's result) is one element (torch

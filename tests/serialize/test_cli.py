@@ -220,3 +220,16 @@ def test_unexpected_failures_are_messages(tmp_path, capsys):
     torch.save({"w": torch.ones(2)}, torch_zip)
     assert main(["show", str(torch_zip)]) == 1
     assert "torch.save checkpoint" in capsys.readouterr().err
+
+
+def test_run_draws_an_int_input_as_an_int(tmp_path, capsys):
+    class Take(torch.nn.Module):
+        def forward(self, x, k):
+            return x[:k] * k
+
+    ep = st.export(Take(), (torch.randn(8, 2), 3),
+                   dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
+                                   "k": st.Dim("k", min=1, max=8)})
+    path = tmp_path / "take.st"
+    st.save(ep, path)
+    assert main(["run", str(path)]) == 0, capsys.readouterr().err
