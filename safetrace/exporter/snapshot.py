@@ -46,23 +46,6 @@ def _differs(now: dict, saved: dict) -> bool:
         or not all(map(operator.is_, now, saved))
 
 
-def _flat(saved: list) -> list | None:
-    """Each saved module's ``__dict__``, ``_parameters`` and ``_buffers`` as they are now:
-    their lengths, keys and values in one list; None if one is not a dict."""
-    out: list = []
-    add, extend = out.append, out.extend
-    for entry in saved:
-        mod = entry[1]
-        for table in (mod.__dict__, mod._parameters, mod._buffers):
-            if type(table) is not dict:
-                return None
-            add(len(table))
-            extend(table)
-            extend(table.values())
-        add(mod.training)
-    return out
-
-
 def _copy(table: Any) -> dict:
     """A copy of a module's parameters or buffers: its dict, or a TorchScript module's
     table kept in C++ (torch.jit's OrderedDictWrapper: items() only)."""
@@ -122,10 +105,6 @@ class ModuleGuard:
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
-        # every module's __dict__, parameters and buffers, keys and values in one list
-        # (None where a table is not a dict): an exit that finds it unchanged restores
-        # nothing, in one pass over the whole model
-        self.flat: list | None = None
 
     def __enter__(self) -> ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
@@ -153,14 +132,10 @@ class ModuleGuard:
                                    attrs, mod.training, d.copy()))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
-            self.flat = _flat(self.saved)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        now = _flat(self.saved) if self.flat is not None else None
-        same = now is not None and len(now) == len(self.flat) and \
-            all(map(operator.is_, now, self.flat))  # (then no module needs restoring)
-        for mname, mod, params, buffers, _, training, everything in () if same else self.saved:
+        for mname, mod, params, buffers, _, training, everything in self.saved:
             now = mod._buffers
             if _differs(_table(now), buffers):
                 for k, v in now.items():
