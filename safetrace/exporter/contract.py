@@ -207,6 +207,10 @@ class Contract:
             hit = memo[name] = make(self)
         return hit
 
+    def __getstate__(self) -> dict:
+        # (what is derived is rebuilt on use: a generated function does not pickle)
+        return {k: v for k, v in self.__dict__.items() if k != "_derived"}
+
     def symbol(self, name: str) -> SymbolRange | None:
         """The free symbol called ``name`` (None if it is not one)."""
         return self._table.get(name)  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ export still leaves the model exactly as it found it."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 import torch
@@ -365,6 +366,8 @@ def test_static_exports_share_their_contract_and_checks_and_refuse_their_own() -
         y = torch.randn(n, 4)
         torch.testing.assert_close(other["dynamic"].module()(y), y * 2)
     assert other["dynamic"].leaf_checks() is not a.leaf_checks()
+    back = pickle.loads(pickle.dumps(a.contract))  # (the kept checks are not pickled)
+    assert back == a.contract and "_derived" not in back.__dict__
 
 
 class _FlipsInner(torch.nn.Module):
