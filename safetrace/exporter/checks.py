@@ -9,8 +9,10 @@ hold.  Non-tensor inputs must equal their specialized values.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import types
 from typing import Any, Callable
 
 import torch
@@ -155,12 +157,19 @@ class CheckBuilder:
                 "    except _UNDEFINED as _e:\n"
                 "        _fail('a size expression of the contract', 'undefined', _e, '')\n"
                 "    return None\n")
-        code = compile(src, "<safetrace input checks>", "exec")
+        code = _compiled(src)
         scope = dict(self.env)
         exec(code, scope)  # noqa: S102  (generated from a validated Contract, never from text)
         fn = scope["check_inputs"]
         fn.__source__ = src
         return fn
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(src: str) -> types.CodeType:
+    """The code of generated checks, compiled once per text (programs exported again make
+    the same text; their constants are in the scope each runs it in, not in the code)."""
+    return compile(src, "<safetrace input checks>", "exec")
 
 
 def _dims_spec(path: str, dim: int) -> str:

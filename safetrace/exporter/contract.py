@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import torch
 
@@ -194,6 +194,23 @@ class Contract:
                     group.append((i, inp, d, dim))
         return first + later
 
+    def derived(self, name: str, make: Callable[[Contract], Any]) -> Any:
+        """``make(self)``, made once per contract and kept on it: a view that depends on
+        nothing but the contract (immutable), such as the generated input checks, which
+        programs sharing one contract (``build_contract``'s static ones) then share."""
+        memo = self.__dict__.get("_derived")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_derived", memo)
+        hit = memo.get(name)
+        if hit is None:
+            hit = memo[name] = make(self)
+        return hit
+
+    def __getstate__(self) -> dict:
+        # (what is derived is rebuilt on use: a generated function does not pickle)
+        return {k: v for k, v in self.__dict__.items() if k != "_derived"}
+
     def symbol(self, name: str) -> SymbolRange | None:
         """The free symbol called ``name`` (None if it is not one)."""
         return self._table.get(name)  # type: ignore[attr-defined]
@@ -345,6 +362,12 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
     leaves that are ints declared dynamic (their shape is their one value).
     """
     fates = env.solution()
+    key = _static_key(leaves, shapes) if not (
+        decls or layout or scalars or fates.fates or fates.residual) else None
+    if key is not None:  # no symbol, no declaration, no condition: the same contract
+        hit = _STATIC_CONTRACTS.get(key)
+        if hit is not None:
+            return hit
     declared = {(d.path, d.dim): d for d in decls}
     # a symbol's range as its declaration gave it: then the declaration is its origin
     as_declared = {d.expr.name: d for d in reversed(decls) if d.expr.op == "sym"}
@@ -416,7 +439,29 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
                                    None if hi == math.inf else int(hi), info.backed,
                                    bound.get(name), origin(name) if name in bound else ""))
     conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual)
-    return Contract(tuple(inputs), tuple(symbols), conditions)
+    contract = Contract(tuple(inputs), tuple(symbols), conditions)
+    if key is not None:
+        if len(_STATIC_CONTRACTS) > 1000:
+            _STATIC_CONTRACTS.clear()
+        _STATIC_CONTRACTS[key] = contract
+    return contract
+
+
+# the contract of an export with static inputs only (no symbol, declaration, layout or
+# condition), by _static_key: it is a function of that key, and immutable, so programs
+# exported again share it (and what is derived from it: their input checks)
+_STATIC_CONTRACTS: dict[tuple, Contract] = {}
+
+
+def _static_key(leaves: list, shapes: list) -> tuple | None:
+    """(path, class, dtype, sizes) per input when every input is a tensor of int sizes,
+    all that a static contract is made of; else None."""
+    key = []
+    for (path, value), shape in zip(leaves, shapes):
+        if shape is None or not all(type(s) is int for s in shape):
+            return None
+        key.append((path, type(value), value.dtype, shape))
+    return tuple(key)
 
 
 def _static(size: int) -> InputDim:

@@ -176,6 +176,8 @@ class DynamicDims:
         """Every declared relation the traced program broke (empty when all hold), read
         from the contract (what each dim became) and the engine's fates (what each
         declared root symbol became)."""
+        if not self.decls and not self.dim_names:  # nothing declared, nothing to break
+            return []
         env = self.env
         dims = contract.dims_by_where()
         problems: list[Violation] = []

@@ -215,7 +215,9 @@ class ExportedProgram:
 
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
-        return CheckBuilder().build(self.contract)
+        # (a function of the contract alone: made once per contract, which a program
+        # exported again with the same static inputs shares)
+        return self.contract.derived("checks", lambda c: CheckBuilder().build(c))
 
     def describe_contract(self) -> str:
         """The input space in words: shapes with symbols, ranges, relations, checks."""

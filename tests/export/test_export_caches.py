@@ -6,6 +6,7 @@ export still leaves the model exactly as it found it."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 import torch
@@ -332,3 +333,60 @@ def test_two_decorated_forwards_keep_their_own_signatures() -> None:
         torch.testing.assert_close(ep.module()(p, a.T), p @ a.T)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(65, 4), a.T)
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+def test_static_exports_share_their_contract_and_checks_and_refuse_their_own() -> None:
+    m = _Scale()
+    x = torch.randn(3, 4)
+    a, b = st.export(m, (x,)), st.export(m, (x,))
+    assert a.contract is b.contract  # (static inputs only: one contract, built once)
+    torch.testing.assert_close(a.module()(x), x * 2)
+    assert b.leaf_checks() is a.leaf_checks()
+    other = {"size": st.export(m, (torch.randn(5, 4),)),
+             "dtype": st.export(m, (x.double(),)),
+             "dynamic": st.export(m, (x,), dynamic_shapes={"x": {0: st.Dim("n")}})}
+    assert all(ep.contract is not a.contract for ep in other.values())
+    for bad in (torch.randn(5, 4), x.double(), torch.randn(3, 5)):
+        with pytest.raises(st.InputMismatchError):
+            b.module()(bad)
+    with pytest.raises(st.InputMismatchError):
+        other["size"].module()(x)
+    with pytest.raises(st.InputMismatchError):
+        other["dtype"].module()(x)
+    for n in (0, 1, 6):
+        y = torch.randn(n, 4)
+        torch.testing.assert_close(other["dynamic"].module()(y), y * 2)
+    assert other["dynamic"].leaf_checks() is not a.leaf_checks()
+    back = pickle.loads(pickle.dumps(a.contract))  # (the kept checks are not pickled)
+    assert back == a.contract and "_derived" not in back.__dict__
+
+
+class _FlipsInner(torch.nn.Module):
+    """Changes only a submodule's training flag and one buffer's tensor (same keys)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.inner.training = not self.inner.training
+        self.inner._buffers["running_mean"] = self.inner.running_mean + 1
+        return x + 1
+
+
+def test_a_change_of_one_flag_or_buffer_in_a_submodule_is_undone() -> None:
+    m = _FlipsInner().eval()
+    mean = m.inner.running_mean
+    ep = st.export(m, (torch.randn(2, 4),))
+    assert m.inner.running_mean is mean and not m.inner.training and not m.training
+    assert [s.target for s in ep.graph_signature.output_specs
+            if s.kind == "buffer_mutation"] == ["inner.running_mean"]
