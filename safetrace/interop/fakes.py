@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.contract import evaluate
+from safetrace.interop.symops import sym_op
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
@@ -141,7 +142,7 @@ class FakeBuilder:
                 parts = [self.torch_expr(a) for a in e.args]
                 hit = parts[0]
                 for p in parts[1:]:
-                    hit = hit + p if e.op == "add" else hit * p
+                    hit = sym_op(e.op, hit, p)
             else:
                 hit = evaluate(e, self.conv.emitter.values)
             self.exprs[e] = hit
@@ -245,7 +246,7 @@ class FakeBuilder:
         key = ("max1", _key(size))
         hit = self.stride_memo.get(key)
         if hit is None:
-            hit = self.stride_memo[key] = torch.sym_max(size, 1)
+            hit = self.stride_memo[key] = sym_op("sym_max", size, 1)
         return hit
 
     def contiguous(self, sizes: list) -> list:
@@ -259,7 +260,7 @@ class FakeBuilder:
                 hit = [1] * len(sizes)
             else:
                 rest = self.contiguous(sizes[1:])
-                hit = [rest[0] * self.at_least_one(sizes[1])] + rest
+                hit = [sym_op("mul", rest[0], self.at_least_one(sizes[1]))] + rest
             self.stride_memo[key] = hit
         return hit
 

@@ -37,6 +37,7 @@ from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint
+from safetrace.interop.symops import method_of, sym_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
 from safetrace import symbolic as S
@@ -282,6 +283,12 @@ class _Converter:
             node.meta["val"] = value
         elif target in _NO_VALUE:
             node.meta["val"] = None
+        elif not self.verify and method_of(target) is not None and \
+                not any(isinstance(a, torch.fx.Node) and not isinstance(
+                    a.meta.get("val"), (int, torch.SymInt)) for a in args):
+            # size arithmetic (the contract's range checks): torch's value, made directly
+            node.meta["val"] = sym_op(method_of(target), *(
+                a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args))
         elif target is torch.ops.aten.expand.default and not self.verify and \
                 all(s == -1 for s in args[1]):  # (the contract's rank check)
             node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
