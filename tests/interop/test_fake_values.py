@@ -257,11 +257,13 @@ def _node_value(node):
 def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypatch):
     """The conversion writes some of torch's objects directly instead of through their
     constructors (the input symbols' ShapeEnv entries, each node's ``from_node``, the
-    empty guard code of a program with no guard, size arithmetic's SymNodes): the program
+    empty guard code of a program with no guard, size arithmetic's SymNodes, an input's
+    fake value as a view of its own storage): the program
     must be the one torch's constructors give, compared field by field on a program with
     an input symbol and data-dependent sizes."""
-    from safetrace.interop import construct, symbols, symops
+    from safetrace.interop import construct, fakes, symbols, symops
 
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")  # (the default path's values)
     ep = st.export(_FromData(), (torch.randn(6, 3),),
                    dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}})
 
@@ -282,11 +284,13 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     monkeypatch.setattr(symops, "_build", lambda *a: made.append(a) or build(*a))
     fast = state(ep.to_torch())
     # (the fast paths ran)
-    assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok()
-    assert any(a[0] == "le" for a in made) and any(a[0] == "sym_max" for a in made)
+    assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
+        and fakes.own_views(2)
+    assert any(a[0] == "le" for a in made) and any(a[0] == "mul" for a in made)
     monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
     monkeypatch.setattr(construct, "_fast_sources", lambda: False)
     monkeypatch.setattr(symops, "_fast_ok", lambda: False)
+    monkeypatch.setattr(fakes, "own_views", lambda rank: False)
     from torch.export import exported_program as torch_module
 
     to_code = torch_module._convert_guards_to_code
