@@ -101,7 +101,7 @@ class _Converter:
         from torch.export.graph_signature import ExportGraphSignature
 
         ep = self.ep
-        ours = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
         specs = ep.graph_signature.input_specs
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
@@ -133,8 +133,10 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
-        for node in list(self.graph.nodes):  # a size read for no check: dead code to torch
-            if node.target is torch.ops.aten.sym_size.int and not node.users:
+        # a size read for no check: dead code to torch
+        for node in self.graph.find_nodes(op="call_function",
+                                          target=torch.ops.aten.sym_size.int):
+            if not node.users:
                 self.graph.erase_node(node)
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
@@ -144,7 +146,7 @@ class _Converter:
             root.add_module(name, sub)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
-        if any(n.target is torch._C._set_grad_enabled for n in graph.nodes):
+        if graph.find_nodes(op="call_function", target=torch._C._set_grad_enabled):
             # grad-mode regions become torch's wrap_with_set_grad_enabled (its own pass)
             from torch._export.passes.replace_set_grad_with_hop_pass import (
                 replace_set_grad_with_hop_pass)
@@ -476,7 +478,7 @@ class _Converter:
                                                   SymIntArgument, TensorArgument)
 
         specs, values = [], []
-        written = {self.env[n] for n in self.ep.graph.nodes if n.op == "placeholder"}
+        written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
         for spec, value in zip(self.ep.graph_signature.output_specs, out.args[0]):
             new = self.env[value] if isinstance(value, torch.fx.Node) else value
             if spec.kind == "buffer_mutation":
