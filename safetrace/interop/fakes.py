@@ -9,7 +9,10 @@ tensor of those sizes, with no kernel run.  A meta tensor of symbolic sizes is a
 an empty meta storage with torch's own contiguous strides (each product made once per
 conversion): ``torch.empty`` would compute its numel, storage size, strides and size
 checks in torch's symbolic engine (~15 operations of ~7 µs each).  Placeholders get
-``torch.empty``'s tensors (a storage of their own, of torch's size).  A size from data
+``torch.empty``'s tensors (a storage of their own, of torch's size); an input of symbolic
+sizes is made as a view of its own empty storage resized to that size, where a check made
+once per process and rank finds it torch.empty's tensor to torch's tools (``own_views``;
+rank 4 is not: its channels-last test guards in another order).  A size from data
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
