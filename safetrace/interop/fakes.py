@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.contract import evaluate
+from safetrace.interop.symbols import backed_symint, scratch_env
 from safetrace.interop.symops import sym_op
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
@@ -342,8 +343,6 @@ def _probe(rank: int, fast: bool) -> list:
     from torch._dispatch.python import enable_python_dispatcher
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
     from torch.utils._sympy.value_ranges import ValueRanges
-
-    from safetrace.interop.symbols import backed_symint, scratch_env
 
     out: list = []
     for shape in range(4):  # (a ShapeEnv each: a guard one made would hide another's)

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.symbols import backed_symint, scratch_env
+
 # method -> (the Python operation, the result's type)
 _OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
         "sym_max": (torch.sym_max, int), "ge": (operator.ge, bool),
@@ -41,6 +43,19 @@ def method_of(fn: Any) -> str | None:
         return _BY_FN.get(fn)
     except TypeError:  # (an unhashable target)
         return None
+
+
+def size_op(target: Any, args: tuple) -> Any:
+    """For a graph node's size arithmetic (`target` one of this module's operations, its
+    two arguments sizes or graph nodes of sizes): a function computing its value by
+    `sym_op`; else None."""
+    method = method_of(target)
+    if method is None or len(args) != 2:
+        return None
+    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+    if any(type(v) is not int and type(v) is not torch.SymInt for v in vals):
+        return None
+    return lambda: sym_op(method, vals[0], vals[1])
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
@@ -133,8 +148,6 @@ def _tracing() -> bool:
 def _fast_ok() -> bool:
     """Both paths give the same values (every SymNode field) and leave the same ShapeEnv
     state, on a sample of the operations a conversion makes (checked once per process)."""
-    from safetrace.interop.symbols import backed_symint, scratch_env
-
     from torch.utils._sympy.value_ranges import ValueRanges
 
     def symbols(env: Any) -> tuple:

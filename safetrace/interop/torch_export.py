@@ -37,7 +37,7 @@ from safetrace.interop.contract import ContractEmitter, from_sympy
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint
-from safetrace.interop.symops import method_of, sym_op
+from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
 from safetrace import symbolic as S
@@ -53,7 +53,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
-_CONTIGUOUS = torch.ops.aten.contiguous.default
+_CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
@@ -133,10 +133,8 @@ class _Converter:
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
             self._check_narrowing()
-        # a size read for no check: dead code to torch
-        for node in self.graph.find_nodes(op="call_function",
-                                          target=torch.ops.aten.sym_size.int):
-            if not node.users:
+        for node in self.graph.find_nodes(op="call_function", target=_SIZE):
+            if not node.users:  # a size read for no check: dead code to torch
                 self.graph.erase_node(node)
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
@@ -285,12 +283,8 @@ class _Converter:
             node.meta["val"] = value
         elif target in _NO_VALUE:
             node.meta["val"] = None
-        elif not self.verify and method_of(target) is not None and \
-                not any(isinstance(a, torch.fx.Node) and not isinstance(
-                    a.meta.get("val"), (int, torch.SymInt)) for a in args):
-            # size arithmetic (the contract's range checks): torch's value, made directly
-            node.meta["val"] = sym_op(method_of(target), *(
-                a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args))
+        elif not self.verify and (op := size_op(target, args)) is not None:
+            node.meta["val"] = op()  # (size arithmetic: the contract's range checks)
         elif target is torch.ops.aten.expand.default and not self.verify and \
                 all(s == -1 for s in args[1]):  # (the contract's rank check)
             node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
