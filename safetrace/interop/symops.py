@@ -113,35 +113,35 @@ def _remember(key: tuple, out: Any) -> None:
 
 
 def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) -> Any:
-    from torch.fx.experimental.sym_node import SymNode, method_to_operator
-
+    symnode, to_op, no_hint = _torch_parts()
     if hl is None or hr is None:
-        hint: Any = _no_hint()
+        hint: Any = no_hint
     else:
-        hint = method_to_operator(method)(hl, hr)
+        hint = to_op(method)(hl, hr)
         if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
-    node = SymNode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
+    node = symnode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
     return torch.SymInt(node) if pytype is int else torch.SymBool(node)
 
 
 @functools.cache
-def _no_hint() -> Any:
-    from torch.fx.experimental.sym_node import _NO_HINT
+def _torch_parts() -> tuple:
+    from torch.fx.experimental.sym_node import _NO_HINT, SymNode, method_to_operator
 
-    return _NO_HINT
+    return SymNode, method_to_operator, _NO_HINT
 
 
 def _tracing() -> bool:
     """A proxy mode is tracing (torch records the operation as a graph node) or torch's
     structured trace is on (it logs each expression made)."""
-    from torch._logging import _internal
-
-    if _internal.GET_DTRACE_STRUCTURED:
+    if torch._logging._internal.GET_DTRACE_STRUCTURED:
         return True
-    return torch._ops._get_dispatch_mode_pre_dispatch(
-        torch._C._TorchDispatchModeKey.PROXY) is not None or \
-        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY) is not None
+    return _PRE_DISPATCH_MODE(_PROXY) is not None or _DISPATCH_MODE(_PROXY) is not None
+
+
+_PROXY = torch._C._TorchDispatchModeKey.PROXY
+_PRE_DISPATCH_MODE = torch._ops._get_dispatch_mode_pre_dispatch
+_DISPATCH_MODE = torch._C._get_dispatch_mode
 
 
 @functools.cache
