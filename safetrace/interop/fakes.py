@@ -9,7 +9,10 @@ tensor of those sizes, with no kernel run.  A meta tensor of symbolic sizes is a
 an empty meta storage with torch's own contiguous strides (each product made once per
 conversion): ``torch.empty`` would compute its numel, storage size, strides and size
 checks in torch's symbolic engine (~15 operations of ~7 µs each).  Placeholders get
-``torch.empty``'s tensors (a storage of their own, of torch's size).  A size from data
+``torch.empty``'s tensors (a storage of their own, of torch's size); an input of symbolic
+sizes is made as a view of its own empty storage resized to that size, where a check made
+once per process and rank finds it torch.empty's tensor to torch's tools (``own_views``;
+rank 4 is not: its channels-last test guards in another order).  A size from data
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
@@ -27,12 +30,15 @@ new data-dependent size is not a bare symbol always run torch's kernels.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import torch
 
 from safetrace.interop.contract import evaluate
+from safetrace.interop.symbols import backed_symint, scratch_env
+from safetrace.interop.symops import sym_op
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
@@ -141,7 +147,7 @@ class FakeBuilder:
                 parts = [self.torch_expr(a) for a in e.args]
                 hit = parts[0]
                 for p in parts[1:]:
-                    hit = hit + p if e.op == "add" else hit * p
+                    hit = sym_op(e.op, hit, p)
             else:
                 hit = evaluate(e, self.conv.emitter.values)
             self.exprs[e] = hit
@@ -198,7 +204,14 @@ class FakeBuilder:
         try:
             with torch._C._DisablePythonDispatcher():
                 if own and strides is None:
-                    return torch.empty(sizes, dtype=dtype, device=_META)
+                    if all(s.__class__ is int for s in sizes) or not own_views(len(sizes)):
+                        return torch.empty(sizes, dtype=dtype, device=_META)
+                    # an input of symbolic sizes: torch.empty's tensor (strides, storage
+                    # size) from the memoized arithmetic, on a storage of its own
+                    elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
+                        sizes, self.contiguous(sizes))
+                    _RESIZE(elem, storage_nbytes(sizes, dtype))
+                    return elem
                 if all(s.__class__ is int for s in sizes) and (
                         strides is None or all(s.__class__ is int for s in strides)):
                     return torch.empty_strided(
@@ -245,7 +258,7 @@ class FakeBuilder:
         key = ("max1", _key(size))
         hit = self.stride_memo.get(key)
         if hit is None:
-            hit = self.stride_memo[key] = torch.sym_max(size, 1)
+            hit = self.stride_memo[key] = sym_op("sym_max", size, 1)
         return hit
 
     def contiguous(self, sizes: list) -> list:
@@ -259,7 +272,7 @@ class FakeBuilder:
                 hit = [1] * len(sizes)
             else:
                 rest = self.contiguous(sizes[1:])
-                hit = [rest[0] * self.at_least_one(sizes[1])] + rest
+                hit = [sym_op("mul", rest[0], self.at_least_one(sizes[1]))] + rest
             self.stride_memo[key] = hit
         return hit
 
@@ -292,6 +305,83 @@ class FakeBuilder:
             return type(ours)(out) if isinstance(ours, tuple) else out
         strides = _view_strides(target, args, kwargs, None)
         return self.tensor(ours, strides[0] if strides else None)
+
+
+def storage_nbytes(sizes: list, dtype: torch.dtype) -> Any:
+    """torch.empty's storage size of a contiguous tensor: ``itemsize * (0 + numel)``, the
+    numel a product from 1, in that order (the expression's form depends on it)."""
+    numel: Any = 1
+    for s in sizes:
+        numel = sym_op("mul", numel, s)
+    return sym_op("mul", dtype.itemsize, sym_op("add", 0, numel))
+
+
+def _resize(elem: torch.Tensor, nbytes: Any) -> None:
+    torch.ops.inductor.resize_storage_bytes_.default(elem, nbytes)
+
+
+_RESIZE = _resize
+
+
+@functools.cache
+def own_views(rank: int) -> bool:
+    """Whether an input of this rank, made as a view of its own empty storage resized to
+    torch's size, is ``torch.empty``'s tensor to torch's tools: the same sizes, strides,
+    storage size, flags, and the same values and ShapeEnv guards from a few operations
+    tools run on inputs (contiguity tests, reshapes, a transposed copy, reductions),
+    compared with torch.empty's on scratch ShapeEnvs (checked once per process and rank;
+    sizes plain symbols, a product and a sum)."""
+    if rank < 1 or rank > 4 or not hasattr(torch.ops.inductor, "resize_storage_bytes_"):
+        return False
+    try:
+        return _probe(rank, False) == _probe(rank, True)
+    except Exception:  # noqa: BLE001 - torch's internals moved: torch.empty serves
+        return False
+
+
+def _probe(rank: int, fast: bool) -> list:
+    from torch._dispatch.python import enable_python_dispatcher
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    out: list = []
+    for shape in range(4):  # (a ShapeEnv each: a guard one made would hide another's)
+        env = scratch_env()
+        mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+        a = backed_symint(env, 8, "x.shape[0]", ValueRanges(1, 1024))
+        b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))
+        c = backed_symint(env, 3, "y.shape[0]", ValueRanges(2, 99))
+        builder = FakeBuilder.__new__(FakeBuilder)
+        builder.stride_memo = {}
+        sizes = ([a, 3, b, 2][:rank], [2 * a + 1, b, c, 1][:rank],
+                 [a, sym_op("mul", b, c), 4, c][:rank], [2, a, 1, b][-rank:])[shape]
+        with torch._C._DisablePythonDispatcher():
+            if fast:
+                elem = torch.empty(0, dtype=torch.float16, device=_META).as_strided(
+                    sizes, builder.contiguous(sizes))
+                _RESIZE(elem, storage_nbytes(sizes, torch.float16))
+            else:
+                elem = torch.empty(sizes, dtype=torch.float16, device=_META)
+        x = FakeTensor(mode, elem, torch.device("cpu"))
+        row = [_text(x.shape), _text(x.stride()), x.storage_offset(),
+               _text([x.untyped_storage().nbytes()]), x.dtype, x.layout, x.requires_grad,
+               x._is_view(), x._base is None]
+        with mode, enable_python_dispatcher():
+            row.append(x.is_contiguous())
+            if rank == 4:
+                row.append(x.is_contiguous(memory_format=torch.channels_last))
+            for y in (x + 1, x.reshape(-1), x.transpose(0, -1).contiguous(), x.sum(0),
+                      x.unsqueeze(0).expand(2, *x.shape), x.clone(),
+                      x.view(-1) if rank == 1 else x.flatten(1)):
+                row += [_text(y.shape), _text(y.stride()), y.is_contiguous()]
+        row.append([str(g.expr) for g in env.guards])
+        out.append(row)
+    return out
+
+
+def _text(values: Any) -> list:
+    return [str(v.node.expr) + f"|{v.node.hint}|{v.node._optimized_summation}"
+            if isinstance(v, torch.SymInt) else v for v in values]
 
 
 def _strides(sizes: list) -> list:

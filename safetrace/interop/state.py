@@ -27,7 +27,8 @@ def alias_inputs(conv: Any, spec: Any, canonical: Any) -> list:
     from torch.export.graph_signature import InputSpec, TensorArgument
 
     aliases = vars(conv.ep).get("state_aliases")
-    if spec.kind not in ("parameter", "buffer") or not aliases:
+    if spec.kind not in ("parameter", "buffer") or not aliases or \
+            spec.target not in aliases.values():  # (most state has no other path)
         return []
     val = conv.graph.find_nodes(op="placeholder", target=canonical.arg.name)[0].meta["val"]
     out = []

@@ -82,15 +82,10 @@ def _quiet(shape_env: Any) -> bool:
 def _same_as_torch() -> bool:
     """Both paths leave the same ShapeEnv state (location texts aside), and the same value
     (checked once per process)."""
-    from torch.fx.experimental.symbolic_shapes import ShapeEnv
     from torch.utils._sympy.value_ranges import ValueRanges
 
-    def env() -> Any:
-        return ShapeEnv(specialize_zero_one=False, duck_shape=False,
-                        allow_dynamic_output_shape_ops=True, assume_static_by_default=False)
-
     try:
-        theirs, ours = env(), env()
+        theirs, ours = scratch_env(), scratch_env()
         if not _quiet(theirs):
             return False
         a = [_torch(theirs, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
@@ -111,6 +106,14 @@ def _same_as_torch() -> bool:
         return True
     except Exception:  # noqa: BLE001 - torch's internals moved: its own path serves
         return False
+
+
+def scratch_env() -> Any:
+    """A ShapeEnv set as a conversion's (for the checks made once per process)."""
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return ShapeEnv(specialize_zero_one=False, duck_shape=False,
+                    allow_dynamic_output_shape_ops=True, assume_static_by_default=False)
 
 
 # (hint, where, lo, hi); y.shape[87]'s name hashes to x.shape[0]'s number (s55: the next

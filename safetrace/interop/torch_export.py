@@ -37,6 +37,7 @@ from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custo
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint
+from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
 from safetrace import symbolic as S
@@ -52,7 +53,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
             builtins.int: torch.sym_int, builtins.float: torch.sym_float,
             math.sqrt: torch.sym_sqrt}
 _DROP = (operator.pos,)
-_CONTIGUOUS = torch.ops.aten.contiguous.default
+_CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
              torch.ops.aten._assert_scalar.default)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
@@ -100,7 +101,7 @@ class _Converter:
         from torch.export.graph_signature import ExportGraphSignature
 
         ep = self.ep
-        ours = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+        ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
         specs = ep.graph_signature.input_specs
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
@@ -133,8 +134,8 @@ class _Converter:
                                         if n.op == "output"))
             self._check_narrowing()
         shared_custom_meta(calls, self.graph)
-        for node in list(self.graph.nodes):  # a size read for no check: dead code to torch
-            if node.target is torch.ops.aten.sym_size.int and not node.users:
+        for node in self.graph.find_nodes(op="call_function", target=_SIZE):
+            if not node.users:  # a size read for no check: dead code to torch
                 self.graph.erase_node(node)
         self._as_torch_settings()
         tree = getattr(ep, "module_tree", None)
@@ -144,7 +145,7 @@ class _Converter:
             root.add_module(name, sub)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
-        if any(n.target is torch._C._set_grad_enabled for n in graph.nodes):
+        if graph.find_nodes(op="call_function", target=torch._C._set_grad_enabled):
             # grad-mode regions become torch's wrap_with_set_grad_enabled (its own pass)
             from torch._export.passes.replace_set_grad_with_hop_pass import (
                 replace_set_grad_with_hop_pass)
@@ -283,6 +284,8 @@ class _Converter:
             node.meta["val"] = value
         elif target in _NO_VALUE:
             node.meta["val"] = None
+        elif not self.verify and (op := size_op(target, args)) is not None:
+            node.meta["val"] = op()  # (size arithmetic: the contract's range checks)
         elif target is torch.ops.aten.expand.default and not self.verify and \
                 all(s == -1 for s in args[1]):  # (the contract's rank check)
             node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
@@ -470,7 +473,7 @@ class _Converter:
                                                   SymIntArgument, TensorArgument)
 
         specs, values = [], []
-        written = {self.env[n] for n in self.ep.graph.nodes if n.op == "placeholder"}
+        written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
         for spec, value in zip(self.ep.graph_signature.output_specs, out.args[0]):
             new = self.env[value] if isinstance(value, torch.fx.Node) else value
             if spec.kind == "buffer_mutation":

@@ -237,14 +237,33 @@ def test_sizes_from_data_are_built_without_torchs_kernels(monkeypatch):
             ep.module()(bad)
 
 
+def _node_value(node):
+    """A node's value, every field of its SymNodes (expression, hint, type, flags)."""
+    def sym(v):
+        fields = {k: f for k, f in vars(v.node).items() if k not in ("shape_env", "_expr_cache",
+                                                                     "_expr_ver")}
+        return (type(v).__name__, str(fields))
+
+    v = node.meta.get("val")
+    if isinstance(v, torch.Tensor):
+        return ([sym(d) if isinstance(d, torch.SymInt) else d for d in v.shape],
+                [sym(d) if isinstance(d, torch.SymInt) else d for d in v.stride()],
+                v.dtype, v.device, str(v.untyped_storage().nbytes()))
+    if isinstance(v, (torch.SymInt, torch.SymBool)):
+        return sym(v)
+    return repr(v)
+
+
 def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypatch):
     """The conversion writes some of torch's objects directly instead of through their
     constructors (the input symbols' ShapeEnv entries, each node's ``from_node``, the
-    empty guard code of a program with no guard): the program must be the one torch's
-    constructors give, compared field by field on a program with an input symbol and
-    data-dependent sizes."""
-    from safetrace.interop import construct, symbols
+    empty guard code of a program with no guard, size arithmetic's SymNodes, an input's
+    fake value as a view of its own storage): the program
+    must be the one torch's constructors give, compared field by field on a program with
+    an input symbol and data-dependent sizes."""
+    from safetrace.interop import construct, fakes, symbols, symops
 
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")  # (the default path's values)
     ep = st.export(_FromData(), (torch.randn(6, 3),),
                    dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}})
 
@@ -257,12 +276,21 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
                            for s in n.meta.get("from_node", [])]) for n in tep.graph.nodes]
         return (dict(env.backed_var_to_val), dict(env.var_to_range), sources,
                 dict(env.source_to_var), dict(env.counter), tep.range_constraints, nodes,
-                tep._guards_code, str(tep.graph))
+                tep._guards_code, str(tep.graph), [_node_value(n) for n in tep.graph.nodes])
 
+    ep.to_torch()  # (size arithmetic: torch's path the first time, then the direct one)
+    made = []
+    build = symops._build
+    monkeypatch.setattr(symops, "_build", lambda *a: made.append(a) or build(*a))
     fast = state(ep.to_torch())
-    assert symbols._same_as_torch() and construct._fast_sources()  # (the fast paths ran)
+    # (the fast paths ran)
+    assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
+        and fakes.own_views(2)
+    assert any(a[0] == "le" for a in made) and any(a[0] == "mul" for a in made)
     monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
     monkeypatch.setattr(construct, "_fast_sources", lambda: False)
+    monkeypatch.setattr(symops, "_fast_ok", lambda: False)
+    monkeypatch.setattr(fakes, "own_views", lambda rank: False)
     from torch.export import exported_program as torch_module
 
     to_code = torch_module._convert_guards_to_code

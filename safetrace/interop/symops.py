@@ -1,0 +1,220 @@
+"""torch's size arithmetic on SymInts (``a * b``, ``a + b``, ``sym_max``, ``a <= b``...),
+its result made directly once torch has made it for the same operands.
+
+One SymInt operation costs ~12-17 µs in torch: the user-level magic method, the SymNode
+method under its provenance wrapper, a proxy-mode lookup, a SymNode for the int operand,
+the hint, an FX-node lookup; the sympy result itself is memoized by torch already.  A
+conversion makes tens to hundreds of them (each value's contiguous strides, each range
+check), the same ones every time for a program (our input symbols get the same torch names
+in every conversion).  Here the result's sympy expression (and its ``optimized_summation``
+flag) is remembered by operation and operands, process-wide; a later call builds the
+``SymNode`` torch would build: that expression, the shape env, the result's type, the hint
+computed from the operands' as torch computes it, no FX node (as torch's when translation
+validation is off).  torch's own path runs
+whenever a proxy mode is tracing, translation validation or structured tracing is on,
+an operand is a constant or a bool, and whenever the check below (made once per process, on
+scratch ShapeEnvs) finds that the two paths leave different values or ShapeEnv state.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Any
+
+import torch
+
+from safetrace.interop.symbols import backed_symint, scratch_env
+
+# method -> (the Python operation, the result's type)
+_OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
+        "sym_max": (torch.sym_max, int), "ge": (operator.ge, bool),
+        "le": (operator.le, bool)}
+_BY_FN = {operator.add: "add", operator.mul: "mul", torch.sym_max: "sym_max",
+          operator.ge: "ge", operator.le: "le"}
+_SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
+_TORCH = object()             # a result torch's path gives (a constant, an FX node...)
+_LIMIT = 50_000
+
+
+def method_of(fn: Any) -> str | None:
+    """The method name of a Python operation this module makes (else None)."""
+    try:
+        return _BY_FN.get(fn)
+    except TypeError:  # (an unhashable target)
+        return None
+
+
+def size_op(target: Any, args: tuple) -> Any:
+    """For a graph node's size arithmetic (`target` one of this module's operations, its
+    two arguments sizes or graph nodes of sizes): a function computing its value by
+    `sym_op`; else None."""
+    method = method_of(target)
+    if method is None or len(args) != 2:
+        return None
+    vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+    if any(type(v) is not int and type(v) is not torch.SymInt for v in vals):
+        return None
+    return lambda: sym_op(method, vals[0], vals[1])
+
+
+def sym_op(method: str, a: Any, b: Any) -> Any:
+    """``a <op> b`` for `method` in ``add mul sym_max ge le``: the value torch's SymInt
+    arithmetic gives (ints: Python's)."""
+    fn, pytype = _OPS[method]
+    ta, tb = type(a), type(b)
+    if ta is torch.SymInt and (tb is int or tb is torch.SymInt):
+        lhs, rhs = a, b  # (torch's orientation: the SymInt's method)
+    elif ta is int and tb is torch.SymInt:
+        lhs, rhs = a, b  # (torch's __r<op>__: the int's wrapped node's method)
+    else:
+        return fn(a, b)
+    if not _fast_ok():
+        return fn(a, b)
+    node = (lhs if type(lhs) is torch.SymInt else rhs).node
+    env = node.shape_env
+    if env is None or env._translation_validation_enabled or _tracing():
+        return fn(a, b)
+    kl, hl = _key(lhs)
+    kr, hr = _key(rhs)
+    if kl is None or kr is None:
+        return fn(a, b)
+    key = (method, kl, kr)
+    hit = _SEEN.get(key)
+    if hit is None:
+        out = fn(a, b)
+        _remember(key, out)
+        return out
+    if hit is _TORCH:
+        return fn(a, b)
+    return _build(method, hit, env, pytype, hl, hr)
+
+
+def _key(x: Any) -> tuple[Any, Any]:
+    """(the operand's part of the key, its hint); (None, None): torch's path serves."""
+    if type(x) is int:
+        return x, x
+    n = x.node
+    if n.constant is not None:  # (torch computes with the constant)
+        return None, None
+    return (n.expr, n._optimized_summation), n.hint
+
+
+def _remember(key: tuple, out: Any) -> None:
+    if len(_SEEN) > _LIMIT:
+        _SEEN.clear()
+    t = type(out)
+    if (t is torch.SymInt or t is torch.SymBool) and out.node.constant is None and \
+            out.node.fx_node in (None, False):  # (False: no FX node, translation
+        # validation off)
+        _SEEN[key] = (out.node._expr, out.node._optimized_summation, out.node.fx_node)
+    else:
+        _SEEN[key] = _TORCH
+
+
+def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) -> Any:
+    symnode, to_op, no_hint = _torch_parts()
+    if hl is None or hr is None:
+        hint: Any = no_hint
+    else:
+        hint = to_op(method)(hl, hr)
+        if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
+            hint = pytype(hint)
+    node = symnode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
+    return torch.SymInt(node) if pytype is int else torch.SymBool(node)
+
+
+@functools.cache
+def _torch_parts() -> tuple:
+    from torch.fx.experimental.sym_node import _NO_HINT, SymNode, method_to_operator
+
+    return SymNode, method_to_operator, _NO_HINT
+
+
+def _tracing() -> bool:
+    """A proxy mode is tracing (torch records the operation as a graph node) or torch's
+    structured trace is on (it logs each expression made)."""
+    if torch._logging._internal.GET_DTRACE_STRUCTURED:
+        return True
+    return _PRE_DISPATCH_MODE(_PROXY) is not None or _DISPATCH_MODE(_PROXY) is not None
+
+
+_PROXY = torch._C._TorchDispatchModeKey.PROXY
+_PRE_DISPATCH_MODE = torch._ops._get_dispatch_mode_pre_dispatch
+_DISPATCH_MODE = torch._C._get_dispatch_mode
+
+
+@functools.cache
+def _fast_ok() -> bool:
+    """Both paths give the same values (every SymNode field) and leave the same ShapeEnv
+    state, on a sample of the operations a conversion makes (checked once per process)."""
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    def symbols(env: Any) -> tuple:
+        a = backed_symint(env, 8, "x.shape[0]", ValueRanges(1, 1024))
+        b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))
+        return a, b, env.create_unbacked_symint()
+
+    def samples(a: Any, b: Any, u: Any, op: Any) -> list:
+        ab = op("add", a, b)
+        return [op("mul", a, 32), op("mul", 32, a), ab, op("add", ab, 1), op("add", 1, b),
+                op("mul", ab, a), op("sym_max", a, 1), op("sym_max", b, 1),
+                op("mul", 4, op("sym_max", b, 1)), op("ge", a, 1), op("ge", b, 2),
+                op("le", a, 1024), op("le", ab, 7), op("mul", u, 4), op("le", u, 10),
+                op("ge", u, 0), op("add", u, a)]
+
+    def torch_op(method: str, x: Any, y: Any) -> Any:
+        return _OPS[method][0](x, y)
+
+    def fast_op(method: str, x: Any, y: Any) -> Any:  # (without the check: recursion)
+        kl, hl = _key(x)
+        kr, hr = _key(y)
+        hit = _SEEN.get((method, kl, kr))
+        if hit is None or hit is _TORCH:
+            raise LookupError(method)
+        return _build(method, hit, (x if type(x) is torch.SymInt else y).node.shape_env,
+                      _OPS[method][1], hl, hr)
+
+    def record(method: str, x: Any, y: Any) -> Any:
+        out = torch_op(method, x, y)
+        _remember((method, _key(x)[0], _key(y)[0]), out)
+        return out
+
+    try:
+        primer, theirs, ours = scratch_env(), scratch_env(), scratch_env()
+        samples(*symbols(primer), record)
+        a = samples(*symbols(theirs), torch_op)
+        b = samples(*symbols(ours), fast_op)
+        for x, y in zip(a, b):
+            if type(x) is not type(y) or not _same_fields(vars(x.node), vars(y.node)):
+                return False
+        state_a, state_b = vars(theirs), vars(ours)
+        if state_a.keys() != state_b.keys():
+            return False
+        # (where a symbol was made: texts and tracebacks, compared by symbol)
+        return all(v.keys() == state_b[k].keys() if k in _WHERE_MADE else
+                   _equal(v, state_b[k]) for k, v in state_a.items())
+    except Exception:  # noqa: BLE001 - torch's internals moved: its own path serves
+        return False
+
+
+_WHERE_MADE = ("var_to_range_sloc", "var_to_stack")
+
+
+def _same_fields(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k, v in a.items():
+        w = b[k]
+        if k == "shape_env":
+            continue  # (one scratch env each)
+        if type(v) is not type(w) or not _equal(v, w):
+            return False
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: only the same object is
+        return a is b
