@@ -97,7 +97,7 @@ def _by_the_input_sizes(env: Env, c: Expr, found: tuple[bool, str, str, bool]
                 bounds.setdefault(str(u.name), bound)
     empty = {name: b for name, b in bounds.items() if env.hint(b) == 0}
     if empty:
-        at_example = env.decide(subs(c, {name: 0 for name in empty}))
+        at_example = _decide_at_zero(env, c, empty)
         if at_example is not None and at_example != found[0]:
             for name, bound in empty.items():
                 env.evaluate(eq(bound, 0))  # a guard: it holds at the example
@@ -107,11 +107,21 @@ def _by_the_input_sizes(env: Env, c: Expr, found: tuple[bool, str, str, bool]
                     f"are 0", False)
     for name, bound in bounds.items():
         factors = _size_factors(bound)
-        if name in empty or factors is None or env.decide(subs(c, {name: 0})) == found[0]:
+        if name in empty or factors is None or _decide_at_zero(env, c, (name,)) == found[0]:
             continue
         for size in factors:  # the bound is >= 1 where each of its sizes is
             env.evaluate(ge(size, 1))  # a guard: it holds at the example
     return found
+
+
+def _decide_at_zero(env: Env, c: Expr, names: Any) -> bool | None:
+    """`c` decided with each data-dependent size of `names` at 0; None where that cannot
+    be decided, or where `c` is undefined there (a division by such a size: eager's op
+    raises at 0, so no answer at 0 is the example's)."""
+    try:
+        return env.decide(subs(c, {name: 0 for name in names}))
+    except ZeroDivisionError:
+        return None
 
 
 def _size_factors(bound: Expr) -> list[Expr] | None:

@@ -510,3 +510,25 @@ def test_einsum_ellipsis_covering_no_dims():
 
     _same_as_eager(f, (torch.randn(3), torch.randn(3)), ({0: Dim("n")}, {0: Dim("n")}),
                    [(torch.randn(n), torch.randn(n)) for n in (0, 1, 5)])
+
+
+class _ChunksByHalfACount(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.arange(12.0))
+
+    def forward(self, x, y):
+        v0 = y + self.buf[:y.shape[-1]]
+        v2 = v0.flatten().new_ones((v0 < 0).sum().item())
+        return torch.ones(len(v2.chunk(v2.shape[0] // 2, 0)))
+
+
+def test_emptiness_probe_of_a_division_by_a_data_size_is_an_export_error():
+    """fuzz seed 91: a size-oblivious question on `chunk(u0 // 2)` was probed at u0 = 0,
+    where the pieces' count divides by zero: an internal ZeroDivisionError escaped
+    st.export; now the undefined probe is no answer and the export refuses clearly."""
+    torch.manual_seed(0)
+    args = (torch.randn(0), torch.randn(4, 7, 7, 7))
+    spec = (None, {1: Dim("d0", min=1, max=7), 3: Dim.AUTO})
+    with pytest.raises(st.ExportError, match="depends on tensor data"):
+        st.export(_ChunksByHalfACount(), args, dynamic_shapes=spec)
