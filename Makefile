@@ -24,7 +24,7 @@ demo: $(STAMP)
 	$(BIN)/python -m safetrace.demo
 
 # the default run: slow tests deselected (pyproject's addopts), two samples per op of the
-# rule tables; about 4 minutes of CPU, under 3 minutes on 2 cores
+# rule tables; about 7 minutes of CPU, under 4 minutes on 2 cores
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) tests
 
