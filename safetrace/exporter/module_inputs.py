@@ -132,18 +132,18 @@ def module_nodes(types: set[type]) -> Iterator[None]:
         yield
         return
     held = []
-    with _LOCK:
-        for t in types:
-            if t in _REGISTERED:
-                _REGISTERED[t] += 1
-            elif t not in pytree.SUPPORTED_NODES:
-                pytree.register_pytree_node(t, _flatten, _unflatten,
-                                            flatten_with_keys_fn=_flatten_with_keys)
-                _REGISTERED[t] = 1
-            else:
-                continue
-            held.append(t)
     try:
+        with _LOCK:  # (inside the try: a class torch refuses releases the ones before it)
+            for t in types:
+                if t in _REGISTERED:
+                    _REGISTERED[t] += 1
+                elif t not in pytree.SUPPORTED_NODES:
+                    pytree.register_pytree_node(t, _flatten, _unflatten,
+                                                flatten_with_keys_fn=_flatten_with_keys)
+                    _REGISTERED[t] = 1
+                else:
+                    continue
+                held.append(t)
         yield
     finally:
         with _LOCK:
