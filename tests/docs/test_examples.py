@@ -51,6 +51,8 @@ def test_cond_model(tmp_path):
     assert "refused: x.shape[0] = 0, but it must be >= 1" in out
 
 
+@pytest.mark.slow  # a fresh process importing torch (~5 s); torch.library custom ops with
+# get_ctx().new_dynamic_size are covered in-process by tests/trace/test_custom_ops.py
 def test_custom_op(tmp_path):
     out = _run("custom_op.py", tmp_path)
     assert "'u0': (0, 4096)" in out
