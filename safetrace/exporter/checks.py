@@ -157,7 +157,7 @@ class CheckBuilder:
                 "    except _UNDEFINED as _e:\n"
                 "        _fail('a size expression of the contract', 'undefined', _e, '')\n"
                 "    return None\n")
-        code = _compiled(src)
+        code = compiled(src, "<safetrace input checks>")
         scope = dict(self.env)
         exec(code, scope)  # noqa: S102  (generated from a validated Contract, never from text)
         fn = scope["check_inputs"]
@@ -166,10 +166,11 @@ class CheckBuilder:
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled(src: str) -> types.CodeType:
-    """The code of generated checks, compiled once per text (programs exported again make
-    the same text; their constants are in the scope each runs it in, not in the code)."""
-    return compile(src, "<safetrace input checks>", "exec")
+def compiled(src: str, filename: str) -> types.CodeType:
+    """Generated code (input checks, ``ProgramModule.forward``), compiled once per text:
+    programs exported again make the same text; their constants are in the scope each
+    runs it in, not in the code."""
+    return compile(src, filename, "exec")
 
 
 def _dims_spec(path: str, dim: int) -> str:

@@ -19,7 +19,6 @@ model's calling convention) and
 
 from __future__ import annotations
 
-import functools
 import keyword
 import types
 from typing import Any, Callable
@@ -28,6 +27,7 @@ import torch
 
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
+from safetrace.exporter.checks import compiled
 
 __all__ = ["CHECKS", "InputChecks", "ProgramCodeGen", "unlifted_graph", "argument_names",
            "named_forward", "flattener"]
@@ -180,19 +180,13 @@ def named_forward(forward: Callable[..., Any], names: list[str], n_pos: int) -> 
     kwargs = ", ".join(f"{k!r}: {k}" for k in names[n_pos:])
     src = f"def forward({params}):\n    return _st_forward(self, {args}**{{{kwargs}}})\n"
     scope: dict[str, Any] = {"_st_forward": forward}
-    exec(_compiled(src), scope)  # noqa: S102
+    exec(compiled(src, "<safetrace ProgramModule.forward>"), scope)  # noqa: S102
     copy_ = types.FunctionType(forward.__code__, forward.__globals__, forward.__name__,
                                forward.__defaults__, forward.__closure__)
     copy_.__dict__.update(forward.__dict__)
     copy_.__qualname__, copy_.__module__ = forward.__qualname__, forward.__module__
     copy_.__wrapped__ = scope["forward"]  # type: ignore[attr-defined]
     return copy_
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(src: str) -> types.CodeType:
-    """named_forward's code, compiled once per text (a function of the argument names)."""
-    return compile(src, "<safetrace ProgramModule.forward>", "exec")
 
 
 def unlifted_graph(ep: Any, const_attrs: dict[str, str], grad_nodes: bool) -> torch.fx.Graph:
