@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.contract import evaluate
-from safetrace.interop.symbols import backed_symint, scratch_env
+from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
@@ -346,7 +346,7 @@ def _probe(rank: int, fast: bool) -> list:
 
     out: list = []
     for shape in range(4):  # (a ShapeEnv each: a guard one made would hide another's)
-        env = scratch_env()
+        env = conversion_env()
         mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
         a = backed_symint(env, 8, "x.shape[0]", ValueRanges(1, 1024))
         b = backed_symint(env, 5, "x.shape[1]", ValueRanges(0, 64))

@@ -85,7 +85,7 @@ def _same_as_torch() -> bool:
     from torch.utils._sympy.value_ranges import ValueRanges
 
     try:
-        theirs, ours = scratch_env(), scratch_env()
+        theirs, ours = conversion_env(), conversion_env()
         if not _quiet(theirs):
             return False
         a = [_torch(theirs, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
@@ -108,8 +108,11 @@ def _same_as_torch() -> bool:
         return False
 
 
-def scratch_env() -> Any:
-    """A ShapeEnv set as a conversion's (for the checks made once per process)."""
+def conversion_env() -> Any:
+    """A new ShapeEnv set as a conversion's: no duck sizing (equal example sizes are not
+    equal dims), no 0/1 specialization (our ranges say what sizes are allowed),
+    data-dependent output sizes allowed.  Each conversion makes one, and so do the checks
+    made once per process (scratch ShapeEnvs set exactly as the conversion's)."""
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     return ShapeEnv(specialize_zero_one=False, duck_shape=False,

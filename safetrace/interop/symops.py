@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.symbols import backed_symint, scratch_env
+from safetrace.interop.symbols import backed_symint, conversion_env
 
 # method -> (the Python operation, the result's type)
 _OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
@@ -181,7 +181,7 @@ def _fast_ok() -> bool:
         return out
 
     try:
-        primer, theirs, ours = scratch_env(), scratch_env(), scratch_env()
+        primer, theirs, ours = conversion_env(), conversion_env(), conversion_env()
         samples(*symbols(primer), record)
         a = samples(*symbols(theirs), torch_op)
         b = samples(*symbols(ours), fast_op)

@@ -36,7 +36,7 @@ from safetrace.interop.construct import (config_set, exported_program, provenanc
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.state import alias_inputs, program_state, torch_target
-from safetrace.interop.symbols import backed_symint
+from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
@@ -77,16 +77,11 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
 class _Converter:
     def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
         from torch._subclasses.fake_tensor import FakeTensorMode
-        from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
         self.ep = ep
         self.strict = strict
         self.verify = verify
-        # No duck sizing (equal example sizes are not equal dims), no 0/1 specialization
-        # (our ranges say what sizes are allowed), data-dependent output sizes allowed.
-        self.shape_env = ShapeEnv(specialize_zero_one=False, duck_shape=False,
-                                  allow_dynamic_output_shape_ops=True,
-                                  assume_static_by_default=False)
+        self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
         self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
         self.graph = torch.fx.Graph()
