@@ -117,7 +117,17 @@ class WrongLayout(InputMismatchError):
     kind = "wrong-layout"
 
 
-def wrong_layout(path: str, strides: tuple, offset: int, origin: str) -> WrongLayout:
+def wrong_layout(path: str, strides: tuple, offset: int, origin: str,
+                 row_major: tuple | None = None) -> WrongLayout:
+    """``row_major``: the strides the program read at export (it asked for ``stride()``),
+    which dims of size 0 / 1 must have too (``.contiguous()`` keeps theirs)."""
+    if row_major is not None:
+        return WrongLayout(
+            f"{path}: expected row-major strides {row_major} (storage offset 0), got strides "
+            f"{strides} and offset {offset}; the program read strides{origin} and was traced "
+            f"for row-major inputs.",
+            fix=f"pass {path}.clone(memory_format=torch.contiguous_format)",
+            where=Where(input=path))
     return WrongLayout(
         f"{path}: expected a contiguous tensor (storage offset 0), got strides {strides} and "
         f"offset {offset}; the program asked for a memory layout{origin} and was traced for "

@@ -22,6 +22,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
+    "strides_of_loose",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
@@ -331,6 +332,19 @@ def layout_of_view(what: str, source: str) -> UnsupportedConstruct:
                       f"does not trace strides, and the answer could differ between inputs.",
                       "call .contiguous() on the tensor before asking, or drop the layout test "
                       "(the values computed never depend on it)", source)
+
+
+def strides_of_loose(what: str, source: str) -> UnsupportedConstruct:
+    """``x.stride()`` / ``x.storage_offset()`` of a tensor contiguous to ``is_contiguous()``
+    whose strides on dims of size 0 or 1 (and offset) are not known."""
+    return _construct(f"{what} at {source} reads the strides of a tensor that is contiguous, "
+                      f"but whose dims of size 0 or 1 may carry any stride and whose storage "
+                      f"offset may be any (an input given so, `.contiguous()` of a view, "
+                      f"which returns the view itself when it is contiguous, or computed from "
+                      f"one); safetrace does not trace those strides.",
+                      "read the strides of a row-major copy, "
+                      "`t.clone(memory_format=torch.contiguous_format).stride()`, or compute "
+                      "them from `t.shape`", source)
 
 
 def view_of_strided(message: str, source: str) -> OpShapeError:

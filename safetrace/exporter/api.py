@@ -31,7 +31,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
-from safetrace.trace.layout import exact_contiguous
+from safetrace.trace.layout import LOOSE, exact_contiguous
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
@@ -186,7 +186,8 @@ class Exporter:
             except (ValueError, KeyError):
                 pass  # (a half-traced env may not make a consistent contract)
             return None
-        contract = self._contract(leaves, proxies, tracer.layout_queried)
+        contract = self._contract(leaves, proxies, tracer.layout_queried,
+                                  tracer.strides_queried)
         if report is not None:
             report.contract = contract
         problems = self.dyn.violations(contract)
@@ -236,7 +237,8 @@ class Exporter:
                                if s.kind.startswith("size test") and s.asserted)
         return ep
 
-    def _contract(self, leaves: list, proxies: list, layout_queried: str | None) -> Contract:
+    def _contract(self, leaves: list, proxies: list, layout_queried: str | None,
+                  strides_queried: bool = False) -> Contract:
         env = self.env
         shapes = [tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
                         for s in p.st_meta.shape) if isinstance(p, Proxy) else None
@@ -245,11 +247,14 @@ class Exporter:
             shapes[i] = (proxies[i] if isinstance(proxies[i], int) else
                          _const_or(env.simplify(proxies[i].expr)),)
         layout = {}  # the code asked for a layout: inputs must have the traced one
+        exact: set = set()  # ... and it read strides: row-major ones on dims of size 0 / 1 too
         if layout_queried:
             layout = {i: from_text(layout_queried) for i, p in enumerate(proxies)
                       if isinstance(p, Proxy) and p.st_contig}
+            if strides_queried:
+                exact = {i for i in layout if proxies[i].st_contig is True}
         return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of,
-                              self.scalars)
+                              self.scalars, exact)
 
     def _lift_state(self, guard: ModuleGuard) -> None:
         """Placeholders for every parameter and buffer (shared tensors lifted once)."""
@@ -281,7 +286,7 @@ class Exporter:
                     node = add_placeholder(graph, ph)
                     p = Proxy(TensorMeta(t.shape, t.dtype, t.device), node)
                     if not exact_contiguous(t):
-                        p.st_contig = None
+                        p.st_contig, p.st_strides = None, tuple(t.stride())
                     node.meta.update(val=p, stack_trace="", kind=kind, target=name)
                     state[id(t)] = node
                     self.state_tensors[name] = t
@@ -325,8 +330,9 @@ class Exporter:
                 for decl in self.dyn.decls[n_decl:]:
                     self._source(tracer, node, decl)
                 p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
-                if not _plain_layout(value):
-                    p.st_contig = None
+                p.st_contig = _input_layout(value)
+                if p.st_contig is None and value.layout is torch.strided:
+                    p.st_strides = tuple(value.stride())
                 node.meta["val"] = p
                 if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
                     node.meta["requires_grad"] = True
@@ -593,9 +599,12 @@ _STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
 _REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
 
 
-def _plain_layout(t: torch.Tensor) -> bool:
-    """Contiguous with storage offset 0: the layout a traced tensor is assumed to have."""
-    return t.is_contiguous() and t.storage_offset() == 0
+def _input_layout(t: torch.Tensor) -> Any:
+    """An input's ``st_contig`` (trace/layout.py): True for row-major strides and storage
+    offset 0, LOOSE for other tensors ``is_contiguous()`` accepts, else None."""
+    if not t.is_contiguous():
+        return None
+    return True if exact_contiguous(t) else LOOSE
 
 
 def _const_or(e: Any) -> Any:

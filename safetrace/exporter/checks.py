@@ -33,7 +33,7 @@ class CheckBuilder:
         self.env: dict[str, Any] = {"Tensor": torch.Tensor, "_fail": _fail,
                                     "_UNDEFINED": _UNDEFINED, "_Mismatch": E.InputMismatchError,
                                     "_copysign": math.copysign, "math": math,
-                                    "_holds": holds}
+                                    "_holds": holds, "_row_major": _row_major}
 
     def const(self, value: Any) -> str:
         name = f"_k{len(self.env)}"
@@ -56,8 +56,11 @@ class CheckBuilder:
         for i, inp in enumerate(contract.inputs):
             if isinstance(inp, TensorInput) and inp.layout is not None:
                 p = self.const(inp.path)
-                self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0)"
-                                  f": _fail({p}, 'layout', v{i}, {self.const(inp.layout)})")
+                exact = f" and _row_major(v{i})" if inp.exact_strides else ""
+                kind = "'strides'" if inp.exact_strides else "'layout'"
+                self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0"
+                                  f"{exact}): _fail({p}, {kind}, v{i}, "
+                                  f"{self.const(inp.layout)})")
         # an int input may be negative where a size may not: its lower bound is checked
         ints = {dim.symbol for inp in contract.inputs if isinstance(inp, TensorInput) and
                 inp.scalar for dim in inp.dims}
@@ -215,6 +218,9 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "max": lambda where, got, exp: E.out_of_range(where, got, "<=", *exp),
     "layout": lambda path, got, origin: E.wrong_layout(path, tuple(got.stride()),
                                                        got.storage_offset(), origin),
+    "strides": lambda path, got, origin: E.wrong_layout(path, tuple(got.stride()),
+                                                        got.storage_offset(), origin,
+                                                        _row_major_strides(tuple(got.shape))),
     "guard": lambda text, got, origin: E.failed_condition(text, origin),
     "undefined": lambda text, err, origin: E.failed_condition(
         text, f"{origin}; it is undefined at these sizes ({type(err).__name__}: "
@@ -224,6 +230,24 @@ _BUILD: dict[str, Callable[[str, Any, Any], E.InputMismatchError]] = {
     "int_relation": lambda path, got, exp: E.dynamic_int_relation(path, got[0], exp[2][0],
                                                                   exp[1], exp[2][1]),
 }
+
+
+def _row_major(t: torch.Tensor) -> bool:
+    """Row-major strides on every dim (of a contiguous tensor: dims of size 0 / 1 too)."""
+    acc = 1
+    for n, s in zip(reversed(t.shape), reversed(t.stride())):
+        if s != acc:
+            return False
+        acc *= n if n > 1 else 1
+    return True
+
+
+def _row_major_strides(shape: tuple) -> tuple:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n if n > 1 else 1
+    return tuple(reversed(out))
 
 
 class _Why:

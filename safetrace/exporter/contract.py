@@ -103,6 +103,9 @@ class TensorInput:
     scalar: bool = False
     # a traceable tensor subclass given as the input (it dispatches when the program runs)
     subclass: bool = False
+    # the program read strides: with `layout`, the strides of dims of size 0 / 1 must be
+    # row-major too (``is_contiguous()`` ignores them; ``stride()`` returns them)
+    exact_strides: bool = False
 
     def where(self, d: int) -> str:
         return self.path if self.scalar else f"{self.path}.shape[{d}]"
@@ -352,14 +355,16 @@ def _key(key: Any) -> Any:
 # -- building it ---------------------------------------------------------------------------
 def build_contract(env: Env, decls: list, leaves: list, shapes: list,
                    layout: dict[int, str], origin_of: Any,
-                   scalars: set[int] = frozenset()) -> Contract:  # type: ignore[assignment]
+                   scalars: set[int] = frozenset(),  # type: ignore[assignment]
+                   exact: set[int] = frozenset()) -> Contract:  # type: ignore[assignment]
     """The contract of one export, from the engine's fates and the declarations.
 
     ``leaves``: (path, value) per flattened input; ``shapes``: per leaf its traced shape
     (ints and Exprs) or None for a non-tensor; ``decls``: the declared dynamic dims
     (``DimDecl``); ``layout``: leaf index -> origin, for inputs that must be contiguous;
     ``origin_of(name, excluded)``: the guard that decided a symbol (text); ``scalars``:
-    leaves that are ints declared dynamic (their shape is their one value).
+    leaves that are ints declared dynamic (their shape is their one value); ``exact``:
+    leaves of ``layout`` whose strides the program read (row-major on every dim).
     """
     fates = env.solution()
     key = _static_key(leaves, shapes) if not (
@@ -428,7 +433,7 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
             inputs.append(TensorInput(path, torch.int64 if i in scalars else value.dtype,
                                       tuple(kinds[i, d] for d in range(len(shape))),
                                       layout.get(i), i in scalars,
-                                      hasattr(type(value), "__tensor_flatten__")))
+                                      hasattr(type(value), "__tensor_flatten__"), i in exact))
     symbols = []
     for name, fate in fates.fates.items():
         info = env.symbols[name]

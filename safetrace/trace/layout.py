@@ -2,11 +2,16 @@
 
 The graph's values never depend on strides, but Python code can branch on them
 (``if x.is_contiguous()``, ``x.stride(0)``).  Each proxy carries ``st_contig``: True when
-the tensor is known to be contiguous with storage offset 0, None when its layout is not
-known (a transpose, slice or other view, or anything computed from such a tensor).
-Layout queries answer for known tensors and record that the program depends on the
-inputs' layout (the input checks then require contiguous inputs); on a tensor of
-unknown layout they raise, naming the line and the fix, instead of guessing.
+the tensor is known to have exactly row-major strides with storage offset 0; ``LOOSE`` when
+it is only known contiguous to ``is_contiguous()`` (dims of size 0 or 1 may carry any
+stride, the offset may be anything: an input given so, ``x.t().contiguous()``, which
+returns ``x.t()`` itself when that is contiguous, an elementwise op of such a tensor, which
+keeps its strides); None when its layout is not known (a transpose, slice or other view,
+or anything computed from such a tensor).  Layout queries answer for known tensors and
+record that the program depends on the inputs' layout (the input checks then require
+contiguous inputs, with row-major strides on every dim where strides were read); on a
+tensor of unknown layout they raise, naming the line and the fix, instead of guessing
+(``stride()`` and ``storage_offset()`` on a ``LOOSE`` one too).
 """
 
 from __future__ import annotations
@@ -16,15 +21,16 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import layout_of_view, view_of_strided
+from safetrace.errors import layout_of_view, strides_of_loose, view_of_strided
 from safetrace.meta import contiguous_strides
-from safetrace.rules.common import normalize_dim
+from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
 
-COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS = 0, 1, 2, 3
+COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
+LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
 # Views that keep a contiguous tensor contiguous (same storage offset too).
 _KEEPS_CONTIGUITY = frozenset({
@@ -49,8 +55,10 @@ def layout_kind(op: Any) -> tuple[int, int | None]:
     schema = op._schema
     fmt = next((i for i, a in enumerate(schema.arguments) if a.name == "memory_format"), None)
     name = op._opname
-    if name == "contiguous" or name in _FRESH:  # (contiguous: a view when already
-        return CONTIGUOUS, fmt                  # contiguous, else a copy)
+    if name == "contiguous":  # (itself when already contiguous, else a row-major copy)
+        return CONTIGUOUS_SELF, fmt
+    if name in _FRESH:
+        return CONTIGUOUS, fmt
     if name in _KEEPS_CONTIGUITY:
         return FOLLOW, fmt
     if name.startswith(_OWN_STRIDES):
@@ -61,8 +69,34 @@ def layout_kind(op: Any) -> tuple[int, int | None]:
 
 
 def result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
-                      inputs_known: bool) -> bool | None:
-    """True when the op's result is known contiguous, else None."""
+                      inputs_known: bool) -> bool | str | None:
+    """True when the op's result is known contiguous with row-major strides, LOOSE when
+    only to ``is_contiguous()``, else None."""
+    contig = _result_contiguity(kind, fmt, args, kwargs, inputs_known)
+    if contig is True and kind != CONTIGUOUS and _any_loose(args):
+        return LOOSE  # (clone, empty_like, x * 2 keep a dense operand's strides)
+    return contig
+
+
+def _any_loose(args: Any) -> bool:
+    for a in args:
+        if type(a) is Proxy:
+            if a.st_contig is LOOSE:
+                return True
+        elif isinstance(a, (list, tuple)) and _any_loose(a):
+            return True
+    return False
+
+
+def _result_contiguity(kind: int, fmt: int | None, args: tuple, kwargs: dict,
+                       inputs_known: bool) -> bool | str | None:
+    if kind == CONTIGUOUS_SELF:
+        mf = kwargs.get("memory_format", args[fmt] if fmt is not None and fmt < len(args)
+                        else None)
+        if mf is not None and mf not in (torch.contiguous_format, torch.preserve_format):
+            return None
+        first = args[0] if args else None
+        return True if getattr(first, "st_contig", True) is True else LOOSE
     if fmt is not None:
         mf = kwargs.get("memory_format", args[fmt] if fmt < len(args) else None)
         if mf is torch.contiguous_format:
@@ -99,12 +133,22 @@ def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:
     return kind == COMPUTE and fmt is None and len(meta.shape) <= 1
 
 
-def _require_known(tr: Recorder, x: Proxy, what: str) -> None:
+def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False) -> None:
     trace = stack_trace(4)
     if x.st_contig is None:
         raise layout_of_view(what, short(trace))
+    if strides:  # (is_contiguous() ignores the strides of dims of size 0 / 1; stride() not)
+        if x.st_contig is not True and not (what == "x.stride()" and _no_dim_below_two(x)):
+            raise strides_of_loose(what, short(trace))
+        tr.strides_queried = True
     if tr.layout_queried is None:
         tr.layout_queried = trace
+
+
+def _no_dim_below_two(x: Proxy) -> bool:
+    """Every dim is known >= 2: then a tensor ``is_contiguous()`` accepts has row-major
+    strides (its storage offset may still be any)."""
+    return all(cond_true(s >= 2) for s in x.st_meta.shape)
 
 
 def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
@@ -121,7 +165,7 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
-    _require_known(tr, x, "x.stride()")
+    _require_known(tr, x, "x.stride()", True)
     strides = contiguous_strides(x.st_meta.shape)
     if dim is None:
         return strides
@@ -129,7 +173,7 @@ def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
 
 
 def storage_offset(tr: Recorder, x: Proxy) -> int:
-    _require_known(tr, x, "x.storage_offset()")
+    _require_known(tr, x, "x.storage_offset()", True)
     return 0
 
 
@@ -183,6 +227,12 @@ def _example_of(node: Any, depth: int, memo: dict) -> Any:
         if memo.get(_ON_CPU):
             return torch.zeros(shape, dtype=meta.dtype)
         return torch.empty(shape, dtype=meta.dtype, device="meta")
+    if val.st_strides is not None:  # (a strided buffer, an input's strided example)
+        meta = val.st_meta
+        shape = _hint(tuple(meta.shape))
+        if memo.get(_ON_CPU):
+            return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype).zero_()
+        return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype, device="meta")
     op = node.target
     if depth > 16 or node.op != "call_function" or not node.args:
         return None

@@ -70,6 +70,7 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
+_LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
 # in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
 _SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
@@ -90,8 +91,8 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
         if a.__class__ is Proxy and a._st_value is None and \
                 (s := a.st_meta.static) is not None:
             # (a proxy of static sizes, the usual argument: _argument's first case, inline)
-            if a.st_contig is None:
-                parts.append(_VIEW)
+            if a.st_contig is not True:
+                parts.append(_VIEW if a.st_contig is None else _LOOSE)
             parts.append(s)
             nodes.append(a.st_node)
         elif a.__class__ is int:  # (a size or a dim: as _argument keys it)
@@ -131,8 +132,8 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
                 return False
             parts.append(_SYM)
             sym.append(_SYM)
-        if a.st_contig is None:  # (its layout unknown: the result's may follow)
-            parts.append(_VIEW)
+        if a.st_contig is not True:  # (its layout unknown: the result's may follow)
+            parts.append(_VIEW if a.st_contig is None else _LOOSE)
         parts.append(s)
         nodes.append(a.st_node)
     elif t in _PLAIN:
@@ -199,8 +200,8 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
                 s = _symbolic(x.st_meta, sym, parts)
                 if s is None:
                     return None
-            if x.st_contig is None:
-                parts.append(_VIEW)
+            if x.st_contig is not True:
+                parts.append(_VIEW if x.st_contig is None else _LOOSE)
             parts.append(s)
             nodes.append(x.st_node)
         else:

@@ -86,7 +86,8 @@ class Proxy(torch.Tensor):
     st_node: Any
     _st_value: Any = None
     _st_value_stamp: Any = None
-    st_contig: bool | None = True  # known contiguous (offset 0), or None: see layout.py
+    st_contig: bool | str | None = True  # row-major (offset 0), LOOSE, None: layout.py
+    st_strides: tuple | None = None  # a real tensor's strides (state, an input's example)
 
     def __round__(self, ndigits: Any = None) -> Any:
         # eager's own error for round(tensor) (torch.Tensor has no __round__), not one

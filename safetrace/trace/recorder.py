@@ -35,6 +35,7 @@ class Recorder(Protocol):
     pending_checks: list
     specialized_by_op: list
     layout_queried: str | None
+    strides_queried: bool
     replayed_checks: list
     on_data_read: Callable | None
     written_storages: set[int]

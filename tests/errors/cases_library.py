@@ -95,6 +95,8 @@ CASES = {
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
                                                "m.py:3 `if x.t().is_contiguous():`"),
+    "strides_of_loose": lambda: E.strides_of_loose(
+        "x.stride()", "m.py:3 `s = x.t().contiguous().stride(1)`"),
     "view_of_strided": lambda: E.view_of_strided(
         "view size is not compatible with input tensor's size and stride",
         "m.py:3 `return x.t().view(-1)`"),
@@ -401,6 +403,15 @@ GOLDEN = {
         'inputs.\n'
         'Fix: call .contiguous() on the tensor before asking, or drop the layout test '
         '(the values computed never depend on it)'),
+    'strides_of_loose': ('UnsupportedConstruct',
+        'x.stride() at m.py:3 `s = x.t().contiguous().stride(1)` reads the strides of a '
+        'tensor that is contiguous, but whose dims of size 0 or 1 may carry any stride and '
+        'whose storage offset may be any (an input given so, `.contiguous()` of a view, which '
+        'returns the view itself when it is contiguous, or computed from one); safetrace does '
+        'not trace those strides.\n'
+        'Fix: read the strides of a row-major copy, '
+        '`t.clone(memory_format=torch.contiguous_format).stride()`, or compute them from '
+        '`t.shape`'),
     'view_of_strided': ('OpShapeError',
         "Tensor.view at m.py:3 `return x.t().view(-1)`: view size is not compatible with "
         "input tensor's size and stride (eager raises this at the example inputs: the tensor "

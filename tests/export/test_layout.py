@@ -254,3 +254,64 @@ def test_view_of_a_computed_strided_tensor_of_a_large_example_is_refused():
 
     with pytest.raises(st.ExportError, match="view size is not compatible"):
         st.export(f, (torch.randn(300, 400),), dynamic_shapes={"x": {0: Dim.AUTO}})
+
+
+# -- strides of dims of size 0 / 1 (is_contiguous() ignores them; stride() returns them) ---
+
+def _odd(shape, strides):
+    """A tensor contiguous to is_contiguous() whose dims of size 0 / 1 carry odd strides."""
+    return torch.empty_strided(shape, strides).copy_(torch.randn(shape))
+
+
+def test_stride_read_rejects_inputs_with_odd_strides_on_size_one_dims():
+    """`x.stride()` of a (3, 1) input: eager returns the size-1 dim's own stride; an input
+    that is_contiguous() with stride 7 there was accepted and got the traced 1."""
+    def f(x):
+        return x * x.stride(1) + x.stride(0)
+
+    ep = st.export(f, (torch.randn(3, 1),), dynamic_shapes={"x": {0: Dim("n", max=8)}})
+    odd = _odd((3, 1), (1, 7))
+    assert odd.is_contiguous() and odd.stride() == (1, 7)
+    with pytest.raises(st.InputMismatchError, match=r"row-major strides \(1, 1\)"):
+        ep.module()(odd)
+    x = torch.randn(5, 1)
+    torch.testing.assert_close(ep.module()(x), f(x))
+    # an odd example: its strides are not traced, stride() is refused with the fix
+    with pytest.raises(st.UnsupportedOpError, match="size 0 or 1 may carry any stride"):
+        st.export(f, (odd,))
+    # is_contiguous() alone does not depend on those strides: such inputs stay accepted
+    ep2 = st.export(Branch(), (torch.randn(3, 1),))
+    torch.testing.assert_close(ep2.module()(odd), Branch()(odd))
+
+
+def test_stride_of_contiguous_of_a_view_with_a_size_one_dim_is_refused():
+    """`x.t().contiguous()` is `x.t()` itself when that is contiguous (a dim of size 1):
+    its strides are the view's, not row-major."""
+    def f(x):
+        return x * x.t().contiguous().stride(1)
+
+    x = torch.randn(1, 3)
+    assert f(x).flatten()[0] == x[0, 0] * 3   # eager: stride 3, not 1
+    with pytest.raises(st.UnsupportedOpError, match="size 0 or 1 may carry any stride"):
+        st.export(f, (x,))
+    # dims known >= 2: contiguous() gives row-major strides either way
+    ep = st.export(f, (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("n", min=2)}})
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(ep.module()(x), f(x))
+
+
+def test_view_of_a_computed_transposed_buffer_is_refused_at_export():
+    """`(self.b_t * 2).view(-1)` of a buffer stored transposed: eager raises on every call,
+    so the export does, with eager's message (it exported and raised at each call)."""
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b_t", torch.randn(3, 4).t())
+
+        def forward(self, x):
+            return (self.b_t * 2).view(-1) + x.sum()
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        M()(torch.randn(2))
+    with pytest.raises(st.ExportError, match="view size is not compatible"):
+        st.export(M(), (torch.randn(2),))

@@ -241,8 +241,8 @@ def trace_function(tr: Recorder, fn: Callable, inputs: list, in_spec: Any, where
         else:
             meta = v
         p = Proxy(meta, ph)
-        if isinstance(v, Proxy) and v.st_contig is None:
-            p.st_contig = None
+        if isinstance(v, Proxy) and v.st_contig is not True:
+            p.st_contig = v.st_contig
         ph.meta["val"] = p
         args.append(p)
     call_args = pytree.tree_unflatten(args, in_spec)
