@@ -22,7 +22,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
-    "strides_of_loose",
+    "strides_of_loose", "state_reassigned_changed",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
@@ -345,6 +345,18 @@ def strides_of_loose(what: str, source: str) -> UnsupportedConstruct:
                       "read the strides of a row-major copy, "
                       "`t.clone(memory_format=torch.contiguous_format).stride()`, or compute "
                       "them from `t.shape`", source)
+
+
+def state_reassigned_changed(name: str, got: str, was: str) -> UnsupportedConstruct:
+    """forward assigns a buffer a tensor of another shape or dtype (a growing cache): the
+    program's state keeps static shapes, so its next call would run a graph traced for
+    the old one."""
+    return _construct(f"forward assigns module state `{name}` a tensor of {got} in place of "
+                      f"its {was}; module state keeps one shape and dtype (the exported "
+                      f"program's next call would run a graph traced for the old ones).",
+                      f"allocate `{name}` at its full size and write into it in place "
+                      f"(`self.{name}[pos:pos + n] = x`, the position in another buffer), or "
+                      f"pass it in as an input and return the new tensor", "")
 
 
 def view_of_strided(message: str, source: str) -> OpShapeError:

@@ -395,7 +395,15 @@ class Exporter:
             if base.meta.get("kind") == "buffer":
                 nodes.append(base)
                 specs.append(OutputSpec("buffer_mutation", base.meta["target"]))
-        for target, value in guard.reassigned_buffers():
+        for target, value, before in guard.reassigned_buffers():
+            if isinstance(value, torch.Tensor) and isinstance(before, torch.Tensor):
+                shape = value.st_meta.shape if isinstance(value, Proxy) else value.shape
+                dtype = value.st_meta.dtype if isinstance(value, Proxy) else value.dtype
+                if not (len(shape) == before.ndim and dtype == before.dtype and all(
+                        isinstance(a, int) and a == b for a, b in zip(shape, before.shape))):
+                    # (the next call would run a graph traced for the old shape / dtype)
+                    raise E.state_reassigned_changed(target, _annotation(shape, dtype),
+                                                     _annotation(before.shape, before.dtype))
             node = value.st_node if isinstance(value, Proxy) else tracer.lift(value)
             nodes.append(node)
             specs.append(OutputSpec("buffer_mutation", target))
@@ -597,6 +605,10 @@ _STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
 # the model's state as export reads it; a tensor of the classes named in NO_DATA is what
 # torch.export / torch.compile swap in while they trace the model
 _REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
+
+
+def _annotation(shape: Any, dtype: torch.dtype) -> str:
+    return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(s) for s in shape)}]"
 
 
 def _input_layout(t: torch.Tensor) -> Any:

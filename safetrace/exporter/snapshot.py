@@ -103,7 +103,7 @@ class ModuleGuard:
         self.walk = walk  # pytree.module_walk(model), when the caller has it
         self.saved: list = []
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
-        self.changed: list[tuple[str, Any]] = []
+        self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
 
     def __enter__(self) -> ModuleGuard:
@@ -140,7 +140,7 @@ class ModuleGuard:
             if _differs(_table(now), buffers):
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
-                        self.changed.append((f"{mname}.{k}" if mname else k, v))
+                        self.changed.append((f"{mname}.{k}" if mname else k, v, buffers[k]))
                 _restore(now, buffers)
             now = mod._parameters
             if _differs(_table(now), params):
@@ -163,5 +163,6 @@ class ModuleGuard:
                 else:
                     obj.update(contents)
 
-    def reassigned_buffers(self) -> list[tuple[str, Any]]:
+    def reassigned_buffers(self) -> list[tuple[str, Any, Any]]:
+        """(name, the value forward assigned, the buffer it replaced) per buffer assigned."""
         return self.changed

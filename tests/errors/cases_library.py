@@ -91,6 +91,8 @@ CASES = {
     "constant_written_through_alias":
         lambda: E.constant_written_through_alias("m.py:3 `c.view(()).add_(2)`"),
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
+    "state_reassigned_changed": lambda: E.state_reassigned_changed(
+        "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
     "state_written_through_alias": lambda: E.state_written_through_alias(
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
@@ -385,6 +387,13 @@ GOLDEN = {
         'c = torch.full((), 6.0) (values given to torch.tensor(...) are folded into '
         'constants), write the tensor itself (c.add_(2)), or build it with its final value '
         '(c = torch.tensor(8.0))'),
+    'state_reassigned_changed': ('UnsupportedConstruct',
+        'forward assigns module state `cache` a tensor of float32[s0 + 1, 2] in place of its '
+        'float32[0, 2]; module state keeps one shape and dtype (the exported program\'s next '
+        'call would run a graph traced for the old ones).\n'
+        'Fix: allocate `cache` at its full size and write into it in place '
+        '(`self.cache[pos:pos + n] = x`, the position in another buffer), or pass it in as '
+        'an input and return the new tensor'),
     'state_written_through_alias': ('UnsupportedConstruct',
         'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
         '`first` shares its memory (one is a view of the other); the exported program '

@@ -262,3 +262,43 @@ def test_load_state_dict_into_one_module_is_seen_by_every_module_as_in_torch():
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
     assert torch.equal(ref_model.lin.weight, torch.full((3, 3), 0.25))
+
+
+def test_a_buffer_reassigned_with_another_shape_or_dtype_is_refused():
+    """`self.cache = torch.cat([self.cache, x])` (a growing cache) and `self.step =
+    self.step + 0.5` (int64 to float): the program's second call ran a graph traced for
+    the first state's shape / dtype and answered wrong silently, as torch.export's does
+    (measured below); module state keeps one shape and dtype, so both are refused."""
+    import torch.export as te
+
+    class Grow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(0, 2))
+
+        def forward(self, x):
+            self.cache = torch.cat([self.cache, x])
+            return self.cache.sum(0) * self.cache.shape[0]
+
+    class Retype(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("step", torch.zeros((), dtype=torch.int64))
+
+        def forward(self, x):
+            self.step = self.step + 0.5
+            return x * self.step
+
+    x = torch.randn(1, 2)
+    torch_module, eager = te.export(Grow(), (x,), strict=False).module(), Grow()
+    torch_module(x), eager(x)
+    assert not torch.allclose(torch_module(x), eager(x))   # torch: wrong on the 2nd call
+    with pytest.raises(st.UnsupportedOpError, match=r"`cache` a tensor of float32\[1, 2\] "
+                                                    r"in place of its float32\[0, 2\]"):
+        st.export(Grow(), (x,))
+    with pytest.raises(st.UnsupportedOpError, match=r"`step` a tensor of float32\[\] in "
+                                                    r"place of its int64\[\]"):
+        st.export(Retype(), (torch.randn(2),))
+    # the same shape and dtype (a functional update) stays supported
+    ep = st.export(Counter(), (torch.randn(2, 3),))
+    assert ep.module()(torch.ones(2, 3)).shape == (2, 3)
