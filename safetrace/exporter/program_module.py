@@ -291,6 +291,9 @@ class ProgramModule(torch.fx.GraphModule):
                 continue
             if new.shape == old.shape and new.dtype == old.dtype and \
                     new.device == old.device:
+                # an output that is a view of the buffer forward replaced (`v =
+                # self.buf[:2]; self.buf = f(self.buf)`) keeps the old values, as in eager
+                outs = _unshare(outs, self._n_mut, old)
                 with torch.no_grad():  # written into the state every module shares
                     old.copy_(new)
             else:
@@ -374,3 +377,14 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 def _symbolic(args: tuple, kwargs: dict) -> bool:
     """Whether the inputs are torch.fx Proxies (a symbolic trace of the module)."""
     return any(isinstance(v, torch.fx.Proxy) for v in (*args, *kwargs.values()))
+
+
+def _unshare(outs: Any, first: int, buf: torch.Tensor) -> Any:
+    """`outs` with each user output (from index `first`) that shares `buf`'s memory
+    replaced by a copy."""
+    ptr = buf.untyped_storage().data_ptr()
+    if not any(isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() == ptr
+               for o in outs[first:]):
+        return outs
+    return type(outs)(o.clone() if i >= first and isinstance(o, torch.Tensor) and
+                      o.untyped_storage().data_ptr() == ptr else o for i, o in enumerate(outs))

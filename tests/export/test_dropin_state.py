@@ -302,3 +302,30 @@ def test_a_buffer_reassigned_with_another_shape_or_dtype_is_refused():
     # the same shape and dtype (a functional update) stays supported
     ep = st.export(Counter(), (torch.randn(2, 3),))
     assert ep.module()(torch.ones(2, 3)).shape == (2, 3)
+
+
+class ViewThenReassign(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.arange(8.0).reshape(4, 2))
+
+    def forward(self, x):
+        head = self.cache[:2]               # a view of the buffer, returned
+        self.cache[:2] = x.sum()            # written in place: the view shows it
+        self.cache = self.cache.roll(1, 0)  # then replaced: the view keeps the old tensor
+        return head, self.cache[0] + 1
+
+
+def test_an_output_viewing_a_buffer_that_forward_replaces_keeps_the_old_values():
+    """The program writes a reassigned buffer's new value into the state tensor
+    (``copy_``, so every module of the program sees it): an output that is a view of that
+    tensor showed the new values ([6, 7, s, s] for eager's [s, s, s, s])."""
+    x = torch.randn(3, 2)
+    ep = st.export(ViewThenReassign(), (x,))
+    eager, m = ViewThenReassign(), ep.module()
+    for _ in range(3):
+        x = torch.randn(3, 2)
+        want, got = eager(x), m(x)
+        for w, g in zip(want, got):
+            torch.testing.assert_close(g, w)
+        torch.testing.assert_close(m.cache, eager.cache)
