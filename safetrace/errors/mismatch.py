@@ -129,7 +129,7 @@ def wrong_layout(path: str, strides: tuple, offset: int, origin: str,
             fix=f"pass {path}.clone(memory_format=torch.contiguous_format)",
             where=Where(input=path))
     return WrongLayout(
-        f"{path}: expected a contiguous tensor (storage offset 0), got strides {strides} and "
+        f"{path}: expected a contiguous tensor, got strides {strides} and "
         f"offset {offset}; the program asked for a memory layout{origin} and was traced for "
         f"contiguous inputs.", fix=f"pass {path}.contiguous()", where=Where(input=path))
 

@@ -56,11 +56,13 @@ class CheckBuilder:
         for i, inp in enumerate(contract.inputs):
             if isinstance(inp, TensorInput) and inp.layout is not None:
                 p = self.const(inp.path)
-                exact = f" and _row_major(v{i})" if inp.exact_strides else ""
+                # (is_contiguous() and its channels-last form ignore the offset and the
+                # strides of dims of size 0 / 1; stride() and storage_offset() do not)
+                exact = f" and v{i}.storage_offset() == 0 and _row_major(v{i})" \
+                    if inp.exact_strides else ""
                 kind = "'strides'" if inp.exact_strides else "'layout'"
-                self.lines.append(f"if not (v{i}.is_contiguous() and v{i}.storage_offset() == 0"
-                                  f"{exact}): _fail({p}, {kind}, v{i}, "
-                                  f"{self.const(inp.layout)})")
+                self.lines.append(f"if not (v{i}.is_contiguous(){exact}): _fail({p}, {kind}, "
+                                  f"v{i}, {self.const(inp.layout)})")
         # an int input may be negative where a size may not: its lower bound is checked
         ints = {dim.symbol for inp in contract.inputs if isinstance(inp, TensorInput) and
                 inp.scalar for dim in inp.dims}

@@ -95,16 +95,16 @@ class TensorInput:
     path: str
     dtype: torch.dtype
     dims: tuple[InputDim, ...]
-    # the program asked for a memory layout: the input must be contiguous with storage
-    # offset 0; the text is where it asked (" (from ...)")
+    # the program asked for a memory layout: the input must be contiguous; the text is
+    # where it asked (" (from ...)")
     layout: Union[str, None] = None
     # an int input declared dynamic: a Python int whose value is the one "dim" (dtype is
     # torch.int64 and unchecked)
     scalar: bool = False
     # a traceable tensor subclass given as the input (it dispatches when the program runs)
     subclass: bool = False
-    # the program read strides: with `layout`, the strides of dims of size 0 / 1 must be
-    # row-major too (``is_contiguous()`` ignores them; ``stride()`` returns them)
+    # the program read strides: with `layout`, the storage offset must be 0 and the strides
+    # of dims of size 0 / 1 row-major too (``is_contiguous()`` ignores them)
     exact_strides: bool = False
 
     def where(self, d: int) -> str:

@@ -316,7 +316,7 @@ GOLDEN = {
         'Fix: pass an input whose x.shape[0] is <= 64, or export again with a declared range '
         'that admits 65 (max=65 in that Dim)'),
     'wrong_layout': ('WrongLayout',
-        'x: expected a contiguous tensor (storage offset 0), got strides (1, 3) and '
+        'x: expected a contiguous tensor, got strides (1, 3) and '
         'offset 0; the program asked for a memory layout (from `x.is_contiguous()` at '
         'm.py:4) and was traced for contiguous inputs.\n'
         'Fix: pass x.contiguous()'),

@@ -315,3 +315,21 @@ def test_view_of_a_computed_transposed_buffer_is_refused_at_export():
         M()(torch.randn(2))
     with pytest.raises(st.ExportError, match="view size is not compatible"):
         st.export(M(), (torch.randn(2),))
+
+
+def test_storage_offset_is_checked_only_where_the_program_reads_it():
+    """is_contiguous() ignores the storage offset: a contiguous input at an offset passes
+    (it was rejected, an example given so too); storage_offset() answers 0 for inputs of
+    offset 0 only."""
+    def off(x):
+        return x * (x.storage_offset() + 1)
+
+    shifted = torch.randn(7)[1:].view(2, 3)
+    assert shifted.is_contiguous() and shifted.storage_offset() == 1
+    ep = st.export(Branch(), (shifted,))
+    torch.testing.assert_close(ep.module()(shifted), Branch()(shifted))
+    ep = st.export(off, (torch.randn(2, 3),))
+    with pytest.raises(st.InputMismatchError, match="storage offset 0"):
+        ep.module()(shifted)
+    with pytest.raises(st.UnsupportedOpError, match="storage offset may be any"):
+        st.export(off, (shifted,))
