@@ -4,7 +4,10 @@ run is part of the test suite).
 Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5] [--base]
 [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py
 and grammar_layout.py;
---base: grammar.py's only, the programs the suite's short run draws from)
+--base: grammar.py's only, the programs the suite's short run draws from;
+--state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
+of any layout and dtype, outputs and buffers compared after every call; with --kinds
+state / layout_in / scalars)
 Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
 WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
@@ -45,7 +48,11 @@ def main() -> None:
                     help="only the short run's statement kinds (grammar.KINDS), not "
                          "grammar_long's")
     ap.add_argument("--kinds", default="", help="comma-separated statement kinds to use")
+    ap.add_argument("--state", action="store_true",
+                    help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
+    if opts.state:
+        return state_run(opts)
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS}
     if opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
@@ -66,6 +73,27 @@ def main() -> None:
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())
+
+
+def state_run(opts) -> None:
+    from tests.fuzz.grammar_state import STATE_KINDS, fuzz_state, shrink_state
+
+    table = {k: STATE_KINDS[k] for k in opts.kinds.split(",")} if opts.kinds else None
+    torch.set_num_threads(1)
+    stats = fuzz_state(seed=opts.seed, seconds=opts.minutes * 60, kinds=table)
+    c = stats.counts
+    print(stats.line() + f", layout_rejected {c['layout_rejected']} (by design), "
+          f"partial_state {c['partial_state']} (a raise both make, eager's writes half done)",
+          flush=True)
+    print(stats.refusal_line())
+    print(stats.refusals.table(opts.refusals), flush=True)
+    shown: set = set()
+    for f in stats.findings:
+        if len(shown) >= opts.show or f.key() in shown or f.kind == "over_rejection":
+            continue
+        shown.add(f.key())
+        s = shrink_state(f) if f.args else f
+        print(f"\n=== {s.key()}\n  spec {s.spec!r}\n  {s.message[:300]}\n{s.program.source()}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
-from safetrace.exporter.snapshot import ModuleGuard
+from safetrace.exporter.snapshot import ModuleGuard, same_form
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import fresh_written_constants, traced_elsewhere
@@ -31,7 +31,7 @@ from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, Sy
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
-from safetrace.trace.layout import LOOSE, exact_contiguous
+from safetrace.trace.layout import exact_contiguous, input_layout
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
@@ -330,7 +330,7 @@ class Exporter:
                 for decl in self.dyn.decls[n_decl:]:
                     self._source(tracer, node, decl)
                 p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
-                p.st_contig = _input_layout(value)
+                p.st_contig = input_layout(value)
                 if p.st_contig is None and value.layout is torch.strided:
                     p.st_strides = tuple(value.stride())
                 node.meta["val"] = p
@@ -396,14 +396,7 @@ class Exporter:
                 nodes.append(base)
                 specs.append(OutputSpec("buffer_mutation", base.meta["target"]))
         for target, value, before in guard.reassigned_buffers():
-            if isinstance(value, torch.Tensor) and isinstance(before, torch.Tensor):
-                shape = value.st_meta.shape if isinstance(value, Proxy) else value.shape
-                dtype = value.st_meta.dtype if isinstance(value, Proxy) else value.dtype
-                if not (len(shape) == before.ndim and dtype == before.dtype and all(
-                        isinstance(a, int) and a == b for a, b in zip(shape, before.shape))):
-                    # (the next call would run a graph traced for the old shape / dtype)
-                    raise E.state_reassigned_changed(target, _annotation(shape, dtype),
-                                                     _annotation(before.shape, before.dtype))
+            same_form(target, value, before)
             node = value.st_node if isinstance(value, Proxy) else tracer.lift(value)
             nodes.append(node)
             specs.append(OutputSpec("buffer_mutation", target))
@@ -605,18 +598,6 @@ _STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
 # the model's state as export reads it; a tensor of the classes named in NO_DATA is what
 # torch.export / torch.compile swap in while they trace the model
 _REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
-
-
-def _annotation(shape: Any, dtype: torch.dtype) -> str:
-    return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(s) for s in shape)}]"
-
-
-def _input_layout(t: torch.Tensor) -> Any:
-    """An input's ``st_contig`` (trace/layout.py): True for row-major strides and storage
-    offset 0, LOOSE for other tensors ``is_contiguous()`` accepts, else None."""
-    if not t.is_contiguous():
-        return None
-    return True if exact_contiguous(t) else LOOSE
 
 
 def _const_or(e: Any) -> Any:

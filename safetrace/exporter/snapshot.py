@@ -8,7 +8,9 @@ from typing import Any
 
 import torch
 
+from safetrace import errors as E
 from safetrace import pytree
+from safetrace.trace.proxy import Proxy
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}
@@ -166,3 +168,21 @@ class ModuleGuard:
     def reassigned_buffers(self) -> list[tuple[str, Any, Any]]:
         """(name, the value forward assigned, the buffer it replaced) per buffer assigned."""
         return self.changed
+
+
+def same_form(target: str, value: Any, before: Any) -> None:
+    """Refuse a buffer that forward reassigned with another shape or dtype (a growing cache):
+    module state keeps one, and the next call would run a graph traced for the old one."""
+    if not (isinstance(value, torch.Tensor) and isinstance(before, torch.Tensor)):
+        return
+    shape = value.st_meta.shape if isinstance(value, Proxy) else tuple(value.shape)
+    dtype = value.st_meta.dtype if isinstance(value, Proxy) else value.dtype
+    if len(shape) == before.ndim and dtype == before.dtype and all(
+            isinstance(a, int) and a == b for a, b in zip(shape, before.shape)):
+        return
+    raise E.state_reassigned_changed(target, _annotation(shape, dtype),
+                                     _annotation(before.shape, before.dtype))
+
+
+def _annotation(shape: Any, dtype: torch.dtype) -> str:
+    return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(s) for s in shape)}]"

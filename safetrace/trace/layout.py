@@ -125,6 +125,14 @@ def exact_contiguous(t: torch.Tensor) -> bool:
         tuple(t.stride()) == contiguous_strides(tuple(t.shape))
 
 
+def input_layout(t: torch.Tensor) -> Any:
+    """An input's ``st_contig``: True for row-major strides and storage offset 0, LOOSE for
+    other tensors ``is_contiguous()`` accepts, else None."""
+    if not t.is_contiguous():
+        return None
+    return True if exact_contiguous(t) else LOOSE
+
+
 def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:
     """A result of at most one dim computed by an op without a ``memory_format`` argument
     is contiguous whatever its inputs' layout: such results are allocated dense (stride 1:

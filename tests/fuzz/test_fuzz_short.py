@@ -102,3 +102,19 @@ def test_layout_kinds_find_no_wrong_result_or_crash():
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 20, stats.line()
+
+
+def test_state_layout_and_scalar_kinds_find_no_wrong_result_or_crash():
+    """grammar_state's programs, each called in sequence through two ep.module()s and a
+    new one per call: buffers written in forward (counters, cache writes at positions
+    from sizes and .item()), inputs of any layout (transposed, channels-last, expanded,
+    offset, odd strides on dims of size 0 / 1) and dtype; outputs, inputs and buffers
+    compared with eager's after every call (the long run: benchmarks/fuzz.py --state)."""
+    from tests.fuzz.grammar_state import fuzz_state, shrink_state
+
+    stats = fuzz_state(seed=18, programs=30, calls=3)
+    bad = [shrink_state(f) for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(
+        f"{f.key()} (spec {f.spec!r})\n{f.message[:300]}\n{f.program.source()}" for f in bad)
+    c = stats.counts
+    assert c["exported"] >= 20 and c["ok"] >= 2 * c["exported"], stats.line()
