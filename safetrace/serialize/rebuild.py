@@ -261,7 +261,7 @@ class Builder:
         for i, s in enumerate(expect(doc["state"], list, "state")):
             where = f"state[{i}]"
             expect_keys(s, {"name", "kind", "requires_grad", "parameter", "dtype", "shape"},
-                        where)
+                        where, {"order"})
             name = self._state_name(s["name"], where, seen)
             if s["kind"] not in ("parameter", "buffer"):
                 raise fail(where, f"state kind {str(s['kind'])[:20]!r} is not parameter or "
@@ -270,6 +270,10 @@ class Builder:
             shape = expect(s["shape"], list, where)
             if len(shape) > 64 or not all(type(x) is int and 0 <= x < 1 << 62 for x in shape):
                 raise fail(where, f"bad shape {str(shape)[:60]} (state shapes are static)")
+            order = s.get("order")
+            if order is not None and (not isinstance(order, list) or sorted(
+                    x if type(x) is int else -1 for x in order) != list(range(len(shape)))):
+                raise fail(where, f"bad order {str(order)[:60]} (a permutation of the dims)")
             entries.append((where, name, s, dtype, tuple(shape)))
         inputs = expect(doc["inputs"], list, "inputs")
         persistent = {s.get("target"): s.get("persistent") for s in inputs
@@ -279,11 +283,18 @@ class Builder:
         given = self._given(entries, external) if external or self.external is not None \
             else {}
         state, constants = {}, {}
+        laid: dict = {}
         for where, name, s, dtype, shape in entries:
             if name in given:
                 t = given[name]
             else:
                 t = self._tensor(f"state:{name}", where, dtype, shape, aliases)
+                if s.get("order") is not None:  # (laid out as at export: saving.dense_order;
+                    key = (id(t), tuple(s["order"]))  # tied names stay one tensor)
+                    if key not in laid:
+                        laid[key] = torch.empty_permuted(shape, s["order"],
+                                                         dtype=t.dtype).copy_(t)
+                    t = laid[key]
             if expect(s["parameter"], bool, where):
                 if not (t.is_floating_point() or t.is_complex()):
                     raise fail(where, f"parameter {name} has non-float dtype {t.dtype}")

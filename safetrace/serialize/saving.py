@@ -93,6 +93,23 @@ def _not_onto_mapped(ep: Any, path: Any) -> None:
             "without mmap=True (the default reads the weights into memory)")
 
 
+def dense_order(t: torch.Tensor) -> list | None:
+    """For a state tensor dense in another order than row-major (a transposed or
+    channels-last buffer), its dims from outermost to innermost: the file holds the values
+    row-major and the loader lays them out so again (``x.contiguous()`` of it is a copy,
+    not the buffer itself, as at export). None for a row-major tensor, or one of another
+    layout (its loaded copy is row-major)."""
+    if t.layout is not torch.strided or t.ndim < 2 or t.numel() == 0:
+        return None
+    strides = t.stride()
+    order = sorted(range(t.ndim), key=lambda d: (-strides[d], d))
+    if order == list(range(t.ndim)):
+        return None
+    with torch._C.DisableTorchFunction():
+        probe = torch.empty_permuted(tuple(t.shape), order, device="meta")
+    return order if probe.stride() == strides else None
+
+
 def document(ep: Any) -> dict:
     """The JSON document of ``ep`` (everything but the tensor data)."""
     state_kinds = {s.target: s.kind for s in ep.graph_signature.input_specs
@@ -116,7 +133,8 @@ def document(ep: Any) -> dict:
         "state": [{"name": k, "kind": state_kinds.get(k, "buffer"),
                    "requires_grad": bool(v.requires_grad),
                    "parameter": isinstance(v, torch.nn.Parameter),
-                   "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape)}
+                   "dtype": str(v.dtype).removeprefix("torch."), "shape": list(v.shape),
+                   **({"order": order} if (order := dense_order(v)) is not None else {})}
                   for k, v in ep._state.items()],
         "constants": list(ep.constants),
         "dim_names": sorted([k, v] for k, v in getattr(ep, "dim_names", {}).items()

@@ -84,3 +84,31 @@ def test_loaded_program_saves_again_identically():
 def test_parameters_stay_parameters(tmp_path):
     ep2 = roundtrip(CASES["mlp"]().export(), tmp_path)
     assert all(isinstance(v, torch.nn.Parameter) for v in ep2.state_dict.values())
+
+
+def test_a_transposed_or_channels_last_buffer_keeps_its_layout_through_save_and_load():
+    """The file holds state row-major; a buffer stored transposed came back contiguous, and
+    the loaded program's `self.bt.contiguous()` was then the buffer itself: its in-place
+    write reached the buffer (a silent wrong answer), and `self.bt.t().view(-1)` raised."""
+    class T(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bt", torch.arange(12.0).reshape(4, 3).t())
+            self.register_buffer("cl", torch.arange(8.0).reshape(1, 4, 1, 2)
+                                 .contiguous(memory_format=torch.channels_last))
+
+        def forward(self, x):
+            w = self.bt.contiguous()
+            w.add_(5)
+            return self.bt.sum() + w.sum() + x, self.bt.t().view(-1)[:3] + self.cl.sum()
+
+    ep = st.export(T(), (torch.randn(3),))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue())
+    eager, m = T(), loaded.module()
+    assert m.bt.stride() == eager.bt.stride() and m.cl.stride() == eager.cl.stride()
+    for _ in range(2):
+        x = torch.randn(3)
+        for w, g in zip(eager(x), m(x)):
+            torch.testing.assert_close(g, w)
