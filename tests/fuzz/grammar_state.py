@@ -26,6 +26,7 @@ Run by ``fuzz_state`` (the suite's short run) and ``benchmarks/fuzz.py --state``
 from __future__ import annotations
 
 import copy
+import io
 import linecache
 import random
 import time
@@ -278,6 +279,16 @@ def scalars(rng, env, v):
         f"torch.clamp({y}.float(), min=-0.0, max=0.0)", f"torch.round({y} * 1.5, decimals=1)",
         f"torch.trunc({y} / {b})", f"torch.frac({y} / 3)", f"{y}.abs() // -1",
     ]
+    if rng.random() < 0.3:  # in place: the result keeps the written tensor's dtype, or raises
+        w = f"_w{v}"
+        op = rng.choice([f"add_({b})", f"add_(1.5)", f"mul_({b})", f"sub_(pos)", "div_(2)",
+                         f"floor_divide_({b})", "remainder_(-3)", f"fmod_({b})", "clamp_(0.5)",
+                         f"clamp_(min={b})", "fill_(2.7)", f"fill_({b})", f"copy_({b})",
+                         f"masked_fill_({w} > 0, 2.7)", f"masked_fill_({w} > 0, {b})",
+                         "pow_(2)", f"pow_({b})", "neg_()", "abs_()", f"lerp_({b}, 0.5)",
+                         f"bitwise_and_({b})", f"logical_or_({b})", "exp_()", "round_()",
+                         f"copy_({w} * 1.5)", f"index_fill_(0, torch.tensor([0]), {b})"])
+        return f"{w} = {y}.clone()\n{w}.{op}\n{v} = {w}"
     return f"{v} = " + rng.choice(forms)
 
 
@@ -413,8 +424,9 @@ def _resync(eager, program_buffers):
             b.copy_(program_buffers[n])
 
 
-def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS):
+def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip_p=0.3):
     c = stats.counts
+    roundtrip = rng.random() < roundtrip_p
     c["programs"] += 1
     user = program.model()
     pristine = copy.deepcopy(user)
@@ -436,7 +448,11 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS):
         stats.findings.append(Finding("export_crash", program, spec, None, _first(e)))
         return
     c["exported"] += 1
-    d = compare(_buffers(pristine), _buffers(user), "exact", 0, "the user's buffers after export")
+    before_export = {n: (b.stride(), b.storage_offset()) for n, b in pristine.named_buffers()}
+    d = compare(_buffers(pristine), _buffers(user), "exact", 0, "the user's buffers after export") \
+        or next((f"the user's buffer {n} now has strides {b.stride()}" for n, b in
+                 user.named_buffers() if (b.stride(), b.storage_offset()) != before_export[n]),
+                None)
     if d:
         c["WRONG"] += 1
         stats.findings.append(Finding("WRONG", program, spec, None, "export changed the model: " + d))
@@ -451,6 +467,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS):
     lo = spec[0][0].min if spec[0] else x0.shape[0]
     hi = min(spec[0][0].max, CACHE) if spec[0] else x0.shape[0]
     history = []
+    tag = ""
     for i in range(calls):
         n = rng.randint(lo, hi) if rng.random() < 0.8 else x0.shape[0]
         yshape = list(program.inputs[1][1].shape)
@@ -460,6 +477,20 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS):
         args = _inputs(rng, n, (tuple(yshape), *ydesc[1:]), layouts=rng.random() < 0.7)
         history.append(args)
         module = mods[i % 2] if i % 3 != 2 else ep.module()
+        if i == 1 and roundtrip:  # the program saved with its state now, loaded, called on
+            try:
+                f = io.BytesIO()
+                st.save(ep, f)
+                loaded = st.load(f.getvalue())
+                mods = [loaded.module(), loaded.module()]
+            except Exception as e:  # noqa: BLE001
+                c["export_crash"] += 1
+                stats.findings.append(Finding("export_crash", program, spec, None,
+                                              "save/load " + _first(e)))
+                return
+            c["roundtrips"] += 1
+            tag = "(after save/load) "
+            ep, module = loaded, mods[1]
         c["inputs"] += 1
         before = copy.deepcopy(_buffers(eager))
         ea, pa = copy.deepcopy(args), copy.deepcopy(args)
@@ -504,7 +535,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS):
         if d:
             c["WRONG"] += 1
             stats.findings.append(Finding("WRONG", program, spec, tuple(history),
-                                          f"call {i}: {d}"))
+                                          f"call {i}: {tag}{d}"))
             return
         c["ok"] += 1
 
@@ -526,7 +557,7 @@ def spec_admits(spec, args, program) -> bool:
     return True
 
 
-def fuzz_state(seed=0, programs=None, seconds=None, kinds=None, calls=CALLS):
+def fuzz_state(seed=0, programs=None, seconds=None, kinds=None, calls=CALLS, roundtrip_p=0.3):
     rng = random.Random(seed)
     stats = Stats()
     t_end = None if seconds is None else time.monotonic() + seconds
@@ -540,7 +571,7 @@ def fuzz_state(seed=0, programs=None, seconds=None, kinds=None, calls=CALLS):
         if not program.stmts:
             continue
         spec = random_state_spec(prng, program)
-        check_state_program(program, ydesc, spec, prng, stats, calls)
+        check_state_program(program, ydesc, spec, prng, stats, calls, roundtrip_p)
     return stats
 
 
