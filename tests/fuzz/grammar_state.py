@@ -86,7 +86,7 @@ class StateProgram:
         return ns["P"]().eval()
 
     def kind_at(self, line: int) -> str | None:
-        first = 6 + INIT.count("\n") + 1
+        first = 6 + INIT.count("\n")
         for (src, _), kind in zip(self.stmts, self.tags):
             n = src.count("\n") + 1
             if first <= line < first + n:
