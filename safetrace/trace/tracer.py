@@ -88,6 +88,7 @@ class Tracer(TorchFunctionMode):
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
         # as nn_module_stack (kept by trace.modules.module_stack during an export)
         self.nn_stack: dict | None = None
+        self.nn_layer: tuple | None = None  # its last entry (fqn, type name): the innermost
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
@@ -156,45 +157,12 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         if kwargs is None:
             kwargs = {}
-        handler = HANDLERS.get(func)
-        if handler is not None:
-            return handler(self, func, args, kwargs)
-        plan = PLANS.get(func)
-        if plan is None:
-            plan = plan_for(func)
+        if func in HANDLERS:
+            return HANDLERS[func](self, func, args, kwargs)
+        plan = PLANS[func] if func in PLANS else plan_for(func)
         if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
                 self.recording and not self.unsourced_settled:
-            found = memo.call_key(func, args, kwargs, self.state, self.env)
-            if found is not None:
-                table = memo.MEMO if found[2] is None else self.sym_memo
-                hit = table.get(found[0])
-                if hit is None or (self.tracing_through and func in self.tracing_through):
-                    return memo.traced(self, found, plan, func, args, kwargs, table)
-                # the call made before with the same key: its node again (memo.py)
-                op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
-                nodes = found[1]
-                if fills:
-                    nargs = list(targs)
-                    for i in fills:
-                        v = targs[i]
-                        nargs[i] = nodes[v.index] if v.__class__ is memo.Slot else \
-                            memo.fill(v, nodes)
-                    targs = tuple(nargs)
-                if kfills:
-                    tkwargs = dict(tkwargs)
-                    for k in kfills:
-                        tkwargs[k] = memo.fill(tkwargs[k], nodes)
-                trace = stack_trace(2, self.nn_stack)
-                if _autocast_on():
-                    raise errors.autocast_active(short(trace))
-                self.n_emits += 1
-                node = self.scope.record(op, targs, tkwargs, name, trace)
-                if self.nn_stack:
-                    node.meta["nn_module_stack"] = self.nn_stack
-                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node, sizes)
-                if contig is None:
-                    result.st_contig = None
-                return result
+            return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
         return plan(self, func, args, kwargs)
 
     def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
