@@ -286,13 +286,12 @@ _REAL_SETTERS = {name: getattr(torch, name) for name in (
 _PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SETTERS.items()]
 
 
-def _autocast_devices() -> tuple[str, ...]:
-    return ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
+_AUTOCAST_DEVICES = ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
 
 
 def _snapshot() -> tuple:
-    autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
-                     for d in _autocast_devices())
+    autocast = tuple([(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                      for d in _AUTOCAST_DEVICES])
     return (torch.is_grad_enabled(), torch.get_default_dtype(),
             torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
