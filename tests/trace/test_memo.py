@@ -83,6 +83,31 @@ def test_replayed_calls_keep_their_weights_lines_and_module_stacks():
     assert ref_stacks == ["a", "b", ""]
 
 
+class _Layers(torch.nn.Module):
+    """Two torch layers of one shape: the second's call is replayed from the first's, at
+    the same line of the user's code, inside another module call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+def test_a_replayed_call_names_the_torch_layer_it_runs_in():
+    model = _Layers()
+    for _ in range(2):  # (replayed within the first export, and all of it in the second)
+        ep = st.export(model, (torch.randn(2, 4),))
+        lines = [n.meta["stack_trace"].splitlines() for n in
+                 _calls(ep, torch.ops.aten.linear.default)]
+        assert [trace[-1].strip() for trace in lines] == [
+            "(in layer `seq.0`, Linear)", "(in layer `seq.1`, Linear)"]
+        assert {trace[-2].strip() for trace in lines} == {"return self.seq(x)"}
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(ep.module()(x), model(x))
+
+
 class _LayoutAfterTranspose(torch.nn.Module):
     def forward(self, x):
         y = x.transpose(0, 1)
