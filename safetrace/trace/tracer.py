@@ -382,7 +382,9 @@ class Tracer(TorchFunctionMode):
             recorded = meta.get("nn_module_stack")  # (a replayed node's, scope.py)
             meta["nn_module_stack"] = self.nn_stack if recorded is None else \
                 {**recorded, **{k: v for k, v in self.nn_stack.items() if v[0]}}
-        if info[1]:
+        # (an op that may write, called so that it writes nothing: batch_norm in eval)
+        writes = info[1] and (info[0] == "set_" or written_args(op, nargs, nkwargs))
+        if writes:
             # facts about the data of what this may reach are stale from now on
             note_write(self, written_args(op, nargs, nkwargs))
             if info[0] == "set_" and nargs and isinstance(nargs[0], torch.fx.Node):
@@ -428,7 +430,7 @@ class Tracer(TorchFunctionMode):
             number_mask(self, op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
-        elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
+        elif rule_path and info[3] is not None and type(out) is TensorMeta and not writes \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
                 (info[9] is None or out.dtype.is_floating_point) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
