@@ -172,6 +172,21 @@ def positional_names(fn: Callable, n: int) -> list[str]:
     sig = signature(fn)
     if sig is None:
         return [f"args[{i}]" for i in range(n)]
+    hit = _POSITIONAL.get((id(sig), n))  # (a function of the signature and n)
+    if hit is not None and hit[0] is sig:
+        return list(hit[1])
+    names = _positional_names(sig, n)
+    if len(_POSITIONAL) > 4096:
+        _POSITIONAL.clear()
+    _POSITIONAL[(id(sig), n)] = (sig, tuple(names))
+    return names
+
+
+# (id(signature), n) -> (the signature, its first n positional names)
+_POSITIONAL: dict[tuple[int, int], tuple] = {}
+
+
+def _positional_names(sig: inspect.Signature, n: int) -> list[str]:
     names: list[str] = []
     for p in sig.parameters.values():
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):

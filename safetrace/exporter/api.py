@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import math
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 
@@ -129,7 +128,7 @@ class Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
-        with _compiled_children_unwrapped(self.model) as walk:
+        with _UnwrappedChildren(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
             for path, sub in walk or ():
                 if path and isinstance(sub, torch.jit.ScriptModule) and not class_api(sub):
@@ -556,14 +555,22 @@ def _uncompiled(model: Any) -> Any:
 _MODULE_GETATTR = torch.nn.Module.__getattr__
 
 
-@contextlib.contextmanager
-def _compiled_children_unwrapped(model: Any) -> Iterator[list | None]:
+class _UnwrappedChildren:
     """Submodules wrapped by torch.compile are traced as the modules they wrap (dynamo
     would otherwise try to compile the tracer); the wrappers are put back afterwards.
-    Gives the model's (unwrapped) modules, ``pytree.module_walk``; None for a function."""
-    swapped = []
-    walk = None
-    if isinstance(model, torch.nn.Module):
+    Gives the model's (unwrapped) modules, ``pytree.module_walk``; None for a function.
+    (A class: a generator context manager costs more than the walk for small models.)"""
+
+    __slots__ = ("model", "swapped")
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.swapped: list = []
+
+    def __enter__(self) -> list | None:
+        model = self.model
+        if not isinstance(model, torch.nn.Module):
+            return None
         walk = pytree.module_walk(model)
         seen: set[int] = set()
         for _, mod in walk:
@@ -573,13 +580,11 @@ def _compiled_children_unwrapped(model: Any) -> Iterator[list | None]:
             for name, child in list(mod._modules.items()):
                 if child is not None and _compiled_wrapper(child):
                     mod._modules[name] = child._orig_mod
-                    swapped.append((mod, name, child))
-        if swapped:
-            walk = pytree.module_walk(model)
-    try:
-        yield walk
-    finally:
-        for mod, name, child in swapped:
+                    self.swapped.append((mod, name, child))
+        return pytree.module_walk(model) if self.swapped else walk
+
+    def __exit__(self, *exc: Any) -> None:
+        for mod, name, child in self.swapped:
             mod._modules[name] = child
 
 

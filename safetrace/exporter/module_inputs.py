@@ -125,12 +125,16 @@ _REGISTERED: dict[type, int] = {}
 _LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def module_nodes(types: set[type]) -> Iterator[None]:
+def module_nodes(types: set[type]) -> contextlib.AbstractContextManager:
     """Inside: each module class of `types` flattens to its parameters and buffers."""
-    if not types:
-        yield
-        return
+    return _registered(types) if types else _NOTHING
+
+
+_NOTHING = contextlib.nullcontext()  # (reentrant: one serves every export)
+
+
+@contextlib.contextmanager
+def _registered(types: set[type]) -> Iterator[None]:
     held = []
     try:
         with _LOCK:  # (inside the try: a class torch refuses releases the ones before it)

@@ -74,26 +74,29 @@ def add_placeholder(graph: Graph, name: str) -> Node:
 
 
 _PLACEHOLDER_BASES: dict[str, str] = {}  # placeholder target -> fx's base name for it
-_SPLITS: dict[str, tuple[str, str | None]] = {}  # candidate -> (base, number text or None)
+# candidate -> (base, number text or None, whether fx refuses the candidate itself: a
+# keyword or a builtin's name); Scope.record reads it inline
+SPLITS: dict[str, tuple[str, str | None, bool]] = {}
 _NAME_REGEX = getattr(fx_graph, "_name_regex", None)
 _ILLEGAL = getattr(fx_graph, "_illegal_names", None)
 
 
 def unique_name(ns: Any, candidate: str) -> str:
-    """``ns.create_name(candidate, None)``, its base/number split of `candidate` cached."""
-    split = _SPLITS.get(candidate)
+    """``ns.create_name(candidate, None)``, its base/number split of `candidate` cached.
+    (``Scope.record`` does the same inline for each op once `candidate` is in SPLITS.)"""
+    split = SPLITS.get(candidate)
     if split is None:
         match = _NAME_REGEX.match(candidate) if _NAME_REGEX is not None else None
         if match is None:  # (characters to replace: fx's own way)
             return ns.create_name(candidate, None)
-        if len(_SPLITS) > 100_000:
-            _SPLITS.clear()
-        split = _SPLITS[candidate] = match.group(1, 2)
-    base, num = split
+        if len(SPLITS) > 100_000:
+            SPLITS.clear()
+        split = SPLITS[candidate] = (*match.group(1, 2), _ILLEGAL.get(candidate) is not None)
+    base, num, illegal = split
     used = ns._used_names
     if num is None or candidate in used:
         num = ns._base_count.get(base, 0)
-        if _ILLEGAL.get(candidate) is not None:  # a keyword or builtin's name
+        if illegal:
             num += 1
             candidate = f"{base}_{num}"
     else:

@@ -121,8 +121,13 @@ def exact_contiguous(t: torch.Tensor) -> bool:
     ``is_contiguous()`` yet may steer a kernel to channels-last (a 1x1 conv's weight
     converted with ``to(memory_format=torch.channels_last)`` gives a channels-last
     output): its layout is not known."""
-    return t.is_contiguous() and t.storage_offset() == 0 and \
-        tuple(t.stride()) == contiguous_strides(tuple(t.shape))
+    if not t.is_contiguous() or t.storage_offset() != 0:
+        return False
+    shape = t.shape
+    # (is_contiguous() compared every stride but those of size-1 dims, and none at all
+    # when a size is 0: only then can the strides differ from row-major)
+    return (1 not in shape and 0 not in shape) or \
+        tuple(t.stride()) == contiguous_strides(tuple(shape))
 
 
 def input_layout(t: torch.Tensor) -> Any:

@@ -10,7 +10,7 @@ of unknown layout is marked) and whether it is a program state tensor, the value
 every other argument (positional or keyword, in order), and torch's default dtype.  The
 first such call records what it produced (an entry: the overload, its node's arguments
 with the tensors as slots, the result's static meta and layout); a later call with the
-same ``call_key`` records the node directly (``Tracer.__torch_function__``).
+same key records the node directly (``call``).
 
 A call is remembered only when its path was the plain one, checked on what it did
 (``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node, no new
@@ -37,14 +37,18 @@ and metas with value facts, are not keyed.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
 
+from safetrace.errors import autocast_active
+from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.graph import FAST_NODES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
+from safetrace.trace.source import LIBRARY_CODES, TRACES, short, stack_trace
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -77,15 +81,17 @@ _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
-def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
-             env: Any = None) -> tuple | None:
-    """``(key, nodes, epoch)``: the call's key, the graph node of each of its tensors in
-    order (the slots of an entry), and `env`'s epoch when a tensor has symbolic sizes
-    (else None: the key holds for any export); None when the call is not one a key
-    describes."""
+def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
+    """The call ``func(*args, **kwargs)`` traced by `plan`, answered from its entry when
+    the same key was traced before (the node again, at this line), else traced by
+    ``traced`` (which remembers it when it took the plain path); a call no key describes
+    goes by its plan."""
+    env = tr.env
+    # the key: the callable, the default dtype, then each argument (the graph node of
+    # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
+    # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes
     parts: list = [func, _default_dtype()]
     nodes: list = []
-    # (the env whose sizes may be keyed, then a mark for each tensor of symbolic sizes)
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
         if a.__class__ is Proxy and a._st_value is None and \
@@ -98,22 +104,76 @@ def call_key(func: Any, args: tuple, kwargs: dict, state: dict,
         elif a.__class__ is int:  # (a size or a dim: as _argument keys it)
             parts.append(int)
             parts.append(a)
-        elif not _argument(a, state, parts, nodes, sym):
-            return None
+        elif not _argument(a, tr.state, parts, nodes, sym):
+            return plan(tr, func, args, kwargs)
     if kwargs:
         parts.append(_KWARGS)
         for k, a in kwargs.items():
             parts.append(k)
-            if not _argument(a, state, parts, nodes, sym):
-                return None
+            if not _argument(a, tr.state, parts, nodes, sym):
+                return plan(tr, func, args, kwargs)
     if not nodes:  # factories and calls of numbers: the general path
-        return None
+        return plan(tr, func, args, kwargs)
     if len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
         # state this epoch names (a new number after any change, in any environment)
-        parts.append(env.epoch)
-        return tuple(parts), nodes, env.epoch
-    return tuple(parts), nodes, None
+        epoch = env.epoch
+        parts.append(epoch)
+        table = tr.sym_memo
+    else:  # (the key holds for any export)
+        epoch = None
+        table = MEMO
+    key = tuple(parts)
+    try:
+        hit = table[key]
+    except KeyError:
+        hit = None
+    if hit is None or (tr.tracing_through and func in tr.tracing_through):
+        return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, table)
+    # the call made before with the same key: its node again
+    op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
+    if fills:
+        nargs = list(targs)
+        for i in fills:
+            v = targs[i]
+            nargs[i] = nodes[v.index] if v.__class__ is Slot else fill(v, nodes)
+        targs = tuple(nargs)
+    if kfills:
+        tkwargs = dict(tkwargs)
+        for k in kfills:
+            tkwargs[k] = fill(tkwargs[k], nodes)
+    # the user's line: source.stack_trace's answer when its tables have it (inline: the
+    # frames of torch's and safetrace's code skipped, then the cached text of that
+    # instruction in this module call), else its own walk
+    trace = None
+    f = sys._getframe(2)  # (the caller of the mode's __torch_function__)
+    while f is not None and f.f_code in LIBRARY_CODES:
+        if not LIBRARY_CODES[f.f_code]:
+            at = (f.f_code, f.f_lasti, tr.nn_layer)
+            if at in TRACES:
+                trace = TRACES[at]
+            break
+        f = f.f_back
+    if trace is None:
+        trace = stack_trace(3, tr.nn_stack)
+    if _autocast_on():
+        raise autocast_active(short(trace))
+    tr.n_emits += 1
+    node = tr.scope.record(op, targs, tkwargs, name, trace)
+    if tr.nn_stack:
+        node.meta["nn_module_stack"] = tr.nn_stack
+    # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
+    result = node.meta["val"] = _WRAPPER(Proxy, sizes, dtype=out_static[1], device=_META)
+    result.st_meta = TensorMeta(*out_static)
+    result.st_node = node
+    if contig is not True:
+        result.st_contig = contig
+    return result
+
+
+_WRAPPER = torch.Tensor._make_wrapper_subclass
+_META = torch.device("meta")
+_autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
 def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:

@@ -85,7 +85,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
     # its first call
     infos: dict[int | str, tuple[str, str, str]] = {}  # (a seated module: by its path)
     calls: dict[str, int] = {}
-    stack: list[tuple[int, dict | None]] = []
+    stack: list[tuple[int, dict | None, tuple | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts
     thread = threading.get_ident()
     ident_now = threading.get_ident
@@ -100,7 +100,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         if info is None:
             fqn = names.get(ident) if type(ident) is int else ident
             if not fqn:  # the root, or a module that is not a submodule of the model
-                stack.append((id(module), None))
+                stack.append((id(module), None, None))
                 return
             # (a module held twice: one key for all its places, as torch's strict export
             # keys by the module object, so unflatten makes it one module again)
@@ -111,18 +111,20 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         n = calls.get(fqn, 0)
         calls[fqn] = n + 1
         key = f"{info[1]}@{n}" if n else info[1]  # as torch's: the call count in the key
-        stack.append((id(module), tracer.nn_stack))
+        stack.append((id(module), tracer.nn_stack, tracer.nn_layer))
         current = dict(tracer.nn_stack or {})
-        current[key] = (fqn, info[2])
+        current[key] = layer = (fqn, info[2])
         tracer.nn_stack = current
+        tracer.nn_layer = layer  # (the innermost call: the stack's last entry)
 
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
         if ident_now() != thread:
             return
         while stack:
-            ident, previous = stack.pop()
+            ident, previous, layer = stack.pop()
             if previous is not None or names.get(ident):
                 tracer.nn_stack = previous
+                tracer.nn_layer = layer
             if ident == id(module):
                 break
 
@@ -171,6 +173,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         for h in (h1, h2, *handles):
             h.remove()
         tracer.nn_stack = None
+        tracer.nn_layer = None
     # a preserved module the forward never calls keeps no signature (torch.export's
     # entry for it has signature None; unflatten makes it an empty module)
 

@@ -321,7 +321,9 @@ def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
 # attribute types that never hold code, and containers (empty ones hold none)
 _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
 _CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
-_CLASSES: weakref.WeakKeyDictionary[type, tuple[list, list]] = weakref.WeakKeyDictionary()
+# id(class) -> (a weak reference to it, what it reaches); a plain dict read by id (a
+# WeakKeyDictionary's get is a Python call making a reference each time)
+_CLASSES: dict[int, tuple[weakref.ref, tuple[list, list]]] = {}
 _MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
 
 
@@ -332,22 +334,27 @@ def _of_function(fn: Any) -> tuple[list, list]:
     if not isinstance(f, types.FunctionType) or f is not fn and \
             getattr(fn, "__self__", None) is None:
         return _collect([fn])
-    hit = _FUNCTIONS.get(f)
-    if hit is None or hit[0] != len(f.__globals__) or hit[1] is not f.__code__ and \
-            original_code(f) is not hit[1]:
-        hit = _FUNCTIONS[f] = (len(f.__globals__), original_code(f), _collect([f]))
-    return hit[2]
+    hit = _FUNCTIONS.get(id(f))
+    if hit is None or hit[0]() is not f or hit[1] != len(f.__globals__) or \
+            hit[2] is not f.__code__ and original_code(f) is not hit[2]:
+        if len(_FUNCTIONS) > 10_000:
+            _FUNCTIONS.clear()
+        hit = _FUNCTIONS[id(f)] = (weakref.ref(f), len(f.__globals__), original_code(f),
+                                   _collect([f]))
+    return hit[3]
 
 
-_FUNCTIONS: weakref.WeakKeyDictionary[types.FunctionType, tuple[int, types.CodeType, Any]] = \
-    weakref.WeakKeyDictionary()
+# id(function) -> (a weak reference to it, its namespace's size, its code, what it reaches)
+_FUNCTIONS: dict[int, tuple[weakref.ref, int, types.CodeType, Any]] = {}
 
 
 def _of_class(cls: type) -> tuple[list, list]:
-    hit = _CLASSES.get(cls)
-    if hit is None:
-        hit = _CLASSES[cls] = _collect([cls])
-    return hit
+    hit = _CLASSES.get(id(cls))
+    if hit is None or hit[0]() is not cls:
+        if len(_CLASSES) > 10_000:
+            _CLASSES.clear()
+        hit = _CLASSES[id(cls)] = (weakref.ref(cls), _collect([cls]))
+    return hit[1]
 
 
 def _of_module(m: types.ModuleType) -> tuple[list, list]:

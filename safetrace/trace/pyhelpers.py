@@ -16,6 +16,7 @@ torch's own.  The export session installs them and restores the originals.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -80,17 +81,23 @@ _REAL = {name: getattr(torch, name) for name in ("broadcast_shapes", *_RNG)}
 _ROUTED_RNG = {name: _refuse_rng(name) for name in _RNG}
 
 
+# what `patches` reads that may change: (module name, attribute) (trace/session.py)
+WATCHED = (("torch.nn.functional", "_infer_size"),
+           *((owner, name) for name in _RNG for owner in ("torch", "torch.random")))
+
+
 def patches() -> list[tuple[Any, str, Any]]:
     """The exporting versions of torch.broadcast_shapes and the generator's state
     functions, for the export session to install (each is torch's own on threads that are
     not exporting)."""
     out: list[tuple[Any, str, Any]] = [(torch, "broadcast_shapes", _broadcast_shapes),
                                        (torch.functional, "broadcast_shapes", _broadcast_shapes)]
-    current = getattr(torch.nn.functional, "_infer_size", None)  # (gone in torch 2.13)
+    functional = sys.modules["torch.nn.functional"]
+    current = getattr(functional, "_infer_size", None)  # (gone in torch 2.13)
     if current is _REAL_INFER_SIZE or current is _infer_size:
-        out.append((torch.nn.functional, "_infer_size", _infer_size))
+        out.append((functional, "_infer_size", _infer_size))
     for name in _RNG:
-        for owner in (torch, torch.random):
+        for owner in (sys.modules["torch"], sys.modules["torch.random"]):
             current = getattr(owner, name, None)
             # (routed already: another export installed it, and this one counts it too)
             if current is _REAL[name] or current is _ROUTED_RNG[name]:

@@ -30,6 +30,7 @@ class Recorder(Protocol):
     mutated: dict[torch.fx.Node, torch.fx.Node]  # state placeholder -> last write
     sym_sources: dict[str, Any]  # symbol -> its node, or (node, dim, coef, offset)
     nn_stack: dict | None
+    nn_layer: tuple | None  # the innermost module call: nn_stack's last entry
     tracing_through: set
     recording: bool
     pending_checks: list

@@ -10,12 +10,14 @@ the conditions already asserted in it, and what a ``print()`` in it does; record
 
 from __future__ import annotations
 
+from types import MethodType
 from typing import Any, Callable
 
 import torch.fx.traceback as fx_traceback
 from torch.fx import Graph, Node
 
-from safetrace.trace.graph import FAST_NODES, INIT_NODE, NEW_NODE, PREPEND, unique_name
+from safetrace.trace.graph import (FAST_NODES, INIT_NODE, NEW_NODE, PREPEND, SPLITS,
+                                   unique_name)
 
 
 class Scope:
@@ -51,21 +53,38 @@ class Scope:
         if ns is None:
             node = self.graph.create_node("call_function", target, args, kwargs, name=name)
         else:  # (graph.add_node's fast path, inline: one Python call less per op)
-            unique = unique_name(ns, name)
+            if name in SPLITS:  # (graph.unique_name, inline: the name's split is known)
+                base, num, illegal = SPLITS[name]
+                unique = name
+                used, counts = ns._used_names, ns._base_count
+                if num is None or unique in used:
+                    num = counts[base] if base in counts else 0
+                    if illegal:
+                        num += 1
+                        unique = f"{base}_{num}"
+                else:
+                    num = int(num)
+                while unique in used:
+                    num += 1
+                    unique = f"{base}_{num}"
+                used.add(unique)
+                counts[base] = num
+            else:
+                unique = unique_name(ns, name)
             node = NEW_NODE(Node)  # (graph.py's add_node, inline)
             INIT_NODE(node, self.graph, unique, "call_function", target, None)
             node._update_args_kwargs(args, kwargs)
             self._names[node] = unique
             insert = self.graph._insert  # (read each time: inserting_before changes it)
-            if getattr(insert, "__func__", None) is PREPEND:
+            if insert.__class__ is MethodType and insert.__func__ is PREPEND:
                 insert.__self__._prepend(node)
             else:
                 insert(node)
-            by_target = self._by_target.get(id(target))
-            if by_target is None:
-                by_target = self._by_target[id(target)] = self._table[("call_function",
-                                                                       target)]
-            by_target[node] = None
+            by_target = self._by_target
+            key = id(target)
+            if key not in by_target:
+                by_target[key] = self._table[("call_function", target)]
+            by_target[key][node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace
         replayed = fx_traceback.current_meta

@@ -46,7 +46,8 @@ def enter(walk: list | None) -> list | None:
     script modules are the owners a script method call may run on.  Returns what to give
     `leave`."""
     previous = _LOCAL.owners
-    _LOCAL.owners = [m for _, m in walk or () if class_api(m)]
+    script = torch.jit.ScriptModule
+    _LOCAL.owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
     return previous
 
 

@@ -24,7 +24,9 @@ the modules that own each concern (``patches()`` in each) and installed here:
 
 from __future__ import annotations
 
+import collections
 import gc
+import operator
 import sys
 import threading
 from typing import Any, Callable
@@ -122,32 +124,50 @@ class _Held:
 
     __slots__ = ("patches", "originals", "keys")
 
-    def __init__(self, patches: list[Patch], originals: list | None,
+    def __init__(self, patches: _Table, originals: list | None,
                  keys: list | None) -> None:
         self.patches, self.originals, self.keys = patches, originals, keys
+
+
+class _Table:
+    """A table of patches as three columns (owners, attributes, replacements), so that it
+    is read, set and restored by ``map`` over builtins: no Python loop per entry."""
+
+    __slots__ = ("owners", "attrs", "replacements", "rows")
+
+    def __init__(self, rows: list[Patch]) -> None:
+        self.rows = rows
+        self.owners, self.attrs, self.replacements = (
+            tuple(column) for column in zip(*rows)) if rows else ((), (), ())
+
+    def __add__(self, more: list[Patch]) -> _Table:
+        return _Table(self.rows + more) if more else self
+
+
+def _run(calls: Any) -> None:
+    """Drain an iterator of calls (``map(setattr, ...)``) without keeping the results."""
+    collections.deque(calls, maxlen=0)
 
 
 _BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
 
 
-def _install(patches: list[Patch]) -> _Held:
+def _install(table: _Table) -> _Held:
     with _LOCK:
         if not _INSTALLED and not _BULK:  # the only export running: install in bulk
-            originals = [getattr(owner, attr) for owner, attr, _ in patches]
+            originals = list(map(getattr, table.owners, table.attrs))
             try:
-                for owner, attr, replacement in patches:
-                    setattr(owner, attr, replacement)
+                _run(map(setattr, table.owners, table.attrs, table.replacements))
             except BaseException:  # (an attribute that cannot be set: none stays set)
-                for (owner, attr, _), original in zip(patches, originals):
-                    setattr(owner, attr, original)
+                _run(map(setattr, table.owners, table.attrs, originals))
                 raise
-            held = _Held(patches, originals, None)
+            held = _Held(table, originals, None)
             _BULK.append(held)
             return held
         if _BULK:  # another export holds its table in bulk: count its entries now
             bulk = _BULK.pop()
-            bulk.keys = _count(bulk.patches, bulk.originals)
-        return _Held(patches, None, _count(patches, None))
+            bulk.keys = _count(bulk.patches.rows, bulk.originals)
+        return _Held(table, None, _count(table.rows, None))
 
 
 def _count(patches: list[Patch], originals: list | None) -> list[tuple[int, str]]:
@@ -173,9 +193,9 @@ def _uninstall(held: _Held) -> None:
     with _LOCK:
         if held.keys is None:  # installed in bulk and still alone: restore in bulk
             _BULK.remove(held)
-            for (owner, attr, _), original in zip(reversed(held.patches),
-                                                   reversed(held.originals)):
-                setattr(owner, attr, original)
+            table = held.patches  # (in reverse: an attribute patched twice ends original)
+            _run(map(setattr, reversed(table.owners), reversed(table.attrs),
+                     reversed(held.originals)))
             return
         for key in reversed(held.keys):
             slot = _INSTALLED[key]
@@ -183,6 +203,31 @@ def _uninstall(held: _Held) -> None:
             if slot[3] == 0:
                 del _INSTALLED[key]
                 setattr(slot[0], key[1], slot[1])
+
+
+# The providers' tables read nothing that may change but the attributes each names in
+# WATCHED (module name, attribute): the table is kept while every such module and value
+# is the one it was made from (one identity pass in C per export, not six providers).
+_WATCHED = (*hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED, *vmapping.WATCHED)
+_WATCHED_MODULES = tuple(name for name, _ in _WATCHED)
+_WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
+_NONES = (None,) * len(_WATCHED)
+_PROVIDED: list[Any] = [None]  # [(the watched modules and values, their _Table)]
+
+
+def _provided() -> _Table:
+    """The providers' patches: the table kept from an earlier export while what they read
+    is the same objects, else made again."""
+    modules = list(map(sys.modules.get, _WATCHED_MODULES))
+    seen = modules + list(map(getattr, modules, _WATCHED_ATTRS, _NONES))
+    hit = _PROVIDED[0]  # (one read: another thread may replace it meanwhile)
+    if hit is not None and all(map(operator.is_, seen, hit[0])):
+        return hit[1]
+    table = _Table([*asserts.patches(), *hops.patches(), *pyhelpers.patches(),
+                    *shims.patches(), *vmapping.patches(), *scripted.patches(),
+                    *_compiler_patches(), *_PROCESS_SETTERS])
+    _PROVIDED[0] = (seen, table)
+    return table
 
 
 class _GcPaused:
@@ -241,13 +286,12 @@ _REAL_SETTERS = {name: getattr(torch, name) for name in (
 _PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SETTERS.items()]
 
 
-def _autocast_devices() -> tuple[str, ...]:
-    return ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
+_AUTOCAST_DEVICES = ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
 
 
 def _snapshot() -> tuple:
-    autocast = tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
-                     for d in _autocast_devices())
+    autocast = tuple([(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                      for d in _AUTOCAST_DEVICES])
     return (torch.is_grad_enabled(), torch.get_default_dtype(),
             torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
@@ -289,9 +333,10 @@ class ExportSession:
 
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""
-        return [*asserts.patches(), *hops.patches(), *pyhelpers.patches(), *shims.patches(),
-                *vmapping.patches(), *scripted.patches(), *_compiler_patches(),
-                *_PROCESS_SETTERS, *pycalls.code_patches(self.model, self.fn, self.walk)]
+        return self._table().rows
+
+    def _table(self) -> _Table:
+        return _provided() + pycalls.code_patches(self.model, self.fn, self.walk)
 
     def __enter__(self) -> ExportSession:
         self._modes = _snapshot()
@@ -299,7 +344,7 @@ class ExportSession:
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
         self._sets = (_OWN_SETS.count, _BYSTANDER_SETS[0])
-        self._held = _install(self.patches())
+        self._held = _install(self._table())
         self._owners = scripted.enter(self.walk)
         enter_session()
         return self

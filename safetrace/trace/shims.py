@@ -106,6 +106,10 @@ def _gated(replacement: Callable[..., Any], original: Callable[..., Any]) -> Cal
 _GATED: dict[tuple[str, str], tuple[Any, Callable[..., Any]]] = {}
 
 
+# what `patches` reads that may change: (module name, attribute) (trace/session.py)
+WATCHED = tuple((module_name, attr) for module_name, attr, _ in SHIMS)
+
+
 def patches() -> list[tuple[Any, str, Any]]:
     """``(module, attribute, replacement)`` for the libraries already imported: installed
     by the export session; the replacement is the library's own function on threads that

@@ -21,16 +21,17 @@ _SKIP_DIRS = (
 _INSTALLED = tuple(sorted({os.path.join(p, "") for k, p in sysconfig.get_paths().items()
                            if k in ("stdlib", "platstdlib", "purelib", "platlib")}))
 _USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
-_CACHE: dict[tuple, str] = {}
-
-
-_LIBRARY: dict = {}  # code object -> True when it belongs to torch or safetrace
+# (code, instruction offset, innermost module call (fqn, type name) or None) -> the
+# stack_trace text of that place (read inline by memo.py's replays as well)
+TRACES: dict[tuple, str] = {}
+# code object -> True when it belongs to torch or safetrace (memo.py reads it too)
+LIBRARY_CODES: dict = {}
 
 
 def user_frame(depth: int = 2) -> FrameType | None:
     """The innermost frame that belongs to neither torch nor safetrace."""
     f: FrameType | None = sys._getframe(depth)
-    library = _LIBRARY
+    library = LIBRARY_CODES
     while f is not None:
         code = f.f_code
         skip = library.get(code)
@@ -73,7 +74,7 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     progress (the active tracer's ``nn_stack`` when not given)."""
     # (user_frame's walk, inline: this runs once per recorded op)
     f: FrameType | None = sys._getframe(depth)
-    library = _LIBRARY
+    library = LIBRARY_CODES
     while f is not None:
         fc = f.f_code
         skip = library.get(fc)
@@ -86,18 +87,21 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
         return ""
     if stack is ...:
         stack = getattr(active_tracer(), "nn_stack", None)
-    layer = _layer_text(next(reversed(stack.values()))) if stack else ""
+    innermost = next(reversed(stack.values())) if stack else None
     # (keyed by the instruction: a frame's f_lineno walks its code's line table)
-    key = (f.f_code, f.f_lasti, layer)
-    text = _CACHE.get(key)
+    key = (f.f_code, f.f_lasti, innermost)
+    text = TRACES.get(key)
     if text is None:
         line = f.f_lineno
         code = linecache.getline(f.f_code.co_filename, line).strip()
         name = f.f_code.co_filename
         text = f'File "{name}", line {line}, in {f.f_code.co_name}\n    {code}'
+        layer = _layer_text(innermost) if innermost else ""
         if layer:
             text += f"\n    {_LAYER_PREFIX}{layer})"
-        _CACHE[key] = text
+        if len(TRACES) > 100_000:
+            TRACES.clear()
+        TRACES[key] = text
     return text
 
 

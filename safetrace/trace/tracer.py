@@ -88,6 +88,7 @@ class Tracer(TorchFunctionMode):
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
         # as nn_module_stack (kept by trace.modules.module_stack during an export)
         self.nn_stack: dict | None = None
+        self.nn_layer: tuple | None = None  # its last entry (fqn, type name): the innermost
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
@@ -95,7 +96,6 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
         self.layout_queried: str | None = None  # where the code first asked for a layout
-        self.strides_queried = False  # the code read a stride or storage offset (layout.py)
         # identity views that only fed a replayed program's metadata check (handlers/
         # casts.py): erased after the trace if nothing else read them
         self.replayed_checks: list = []
@@ -157,45 +157,12 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         if kwargs is None:
             kwargs = {}
-        handler = HANDLERS.get(func)
-        if handler is not None:
-            return handler(self, func, args, kwargs)
-        plan = PLANS.get(func)
-        if plan is None:
-            plan = plan_for(func)
+        if func in HANDLERS:
+            return HANDLERS[func](self, func, args, kwargs)
+        plan = PLANS[func] if func in PLANS else plan_for(func)
         if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
                 self.recording and not self.unsourced_settled:
-            found = memo.call_key(func, args, kwargs, self.state, self.env)
-            if found is not None:
-                table = memo.MEMO if found[2] is None else self.sym_memo
-                hit = table.get(found[0])
-                if hit is None or (self.tracing_through and func in self.tracing_through):
-                    return memo.traced(self, found, plan, func, args, kwargs, table)
-                # the call made before with the same key: its node again (memo.py)
-                op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
-                nodes = found[1]
-                if fills:
-                    nargs = list(targs)
-                    for i in fills:
-                        v = targs[i]
-                        nargs[i] = nodes[v.index] if v.__class__ is memo.Slot else \
-                            memo.fill(v, nodes)
-                    targs = tuple(nargs)
-                if kfills:
-                    tkwargs = dict(tkwargs)
-                    for k in kfills:
-                        tkwargs[k] = memo.fill(tkwargs[k], nodes)
-                trace = stack_trace(2, self.nn_stack)
-                if _autocast_on():
-                    raise errors.autocast_active(short(trace))
-                self.n_emits += 1
-                node = self.scope.record(op, targs, tkwargs, name, trace)
-                if self.nn_stack:
-                    node.meta["nn_module_stack"] = self.nn_stack
-                result = node.meta["val"] = Proxy(TensorMeta(*out_static), node, sizes)
-                if contig is not True:
-                    result.st_contig = contig
-                return result
+            return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
         return plan(self, func, args, kwargs)
 
     def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
@@ -245,8 +212,6 @@ class Tracer(TorchFunctionMode):
         p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
         if not exact_contiguous(t):
             p.st_contig = None
-            if t.layout is torch.strided:
-                p.st_strides = tuple(t.stride())
         node.meta["stack_trace"] = ""
         node.meta["kind"] = "constant"
         self.const_nodes[id(t)] = node
@@ -348,7 +313,6 @@ class Tracer(TorchFunctionMode):
         rule_path = out is None
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
-        loose = False  # one has layout.LOOSE (its result may keep its strides)
         if out is None and self.recording and (self.const_nodes or self.folded) and \
                 not any(type(a) is Proxy for a in args):
             folded = self._fold(op, args, kwargs)
@@ -360,11 +324,8 @@ class Tracer(TorchFunctionMode):
                 if t is Proxy:
                     margs.append(a.st_meta)
                     nargs.append(a.st_node)
-                    if a.st_contig is not True:
-                        if a.st_contig is None:
-                            known = False
-                        else:
-                            loose = True
+                    if a.st_contig is None:
+                        known = False
                 elif t is int or t is float or t is bool or a is None:
                     margs.append(a)
                     nargs.append(a)
@@ -421,7 +382,9 @@ class Tracer(TorchFunctionMode):
             recorded = meta.get("nn_module_stack")  # (a replayed node's, scope.py)
             meta["nn_module_stack"] = self.nn_stack if recorded is None else \
                 {**recorded, **{k: v for k, v in self.nn_stack.items() if v[0]}}
-        if info[1]:
+        # (an op that may write, called so that it writes nothing: batch_norm in eval)
+        writes = info[1] and (info[0] == "set_" or written_args(op, nargs, nkwargs))
+        if writes:
             # facts about the data of what this may reach are stale from now on
             note_write(self, written_args(op, nargs, nkwargs))
             if info[0] == "set_" and nargs and isinstance(nargs[0], torch.fx.Node):
@@ -446,16 +409,12 @@ class Tracer(TorchFunctionMode):
             result = meta["val"] = Proxy(out, node)
         else:
             result = self.wrap(out, node)
-        if info[5] or info[6] is not None or not known or loose:
+        if info[5] or info[6] is not None or not known:
             contig = result_contiguity(info[5], info[6], args, kwargs, known)
             if contig is None:
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy and not dense_vector(info[5], info[6], p.st_meta):
                         p.st_contig = None
-            elif contig is not True:
-                for p in (result if isinstance(result, (tuple, list)) else (result,)):
-                    if type(p) is Proxy:
-                        p.st_contig = contig
         if info[9] is not None and type(result) is Proxy:  # the values an index spans
             info[9](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
@@ -471,7 +430,7 @@ class Tracer(TorchFunctionMode):
             number_mask(self, op, args, kwargs, result, node)
         if len(symbols) != n_syms:
             self._source_new_symbols(n_syms, result, node, trace)
-        elif rule_path and info[3] is not None and type(out) is TensorMeta and not info[1] \
+        elif rule_path and info[3] is not None and type(out) is TensorMeta and not writes \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
                 (info[9] is None or out.dtype.is_floating_point) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):

@@ -14,6 +14,7 @@ input is marked so that a later write to either is refused.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from typing import Any, Callable
 
@@ -223,10 +224,14 @@ def _mark_lost_views(slices: list, out: Any, before: set) -> None:
                     storage_root(o.st_node).meta["st_picked"] = what
 
 
+# what `patches` reads that may change: (module name, attribute) (trace/session.py)
+WATCHED = (("torch.func", "vmap"),)
+
+
 def patches() -> list[tuple[Any, str, Any]]:
     """The exporting torch.vmap, for the export session to install."""
     out: list[tuple[Any, str, Any]] = [(torch, "vmap", vmap)]
-    func = getattr(torch, "func", None)
+    func = sys.modules.get("torch.func")
     if func is not None and getattr(func, "vmap", None) in (_REAL, vmap):
         out.append((func, "vmap", vmap))
     return out

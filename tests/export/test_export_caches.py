@@ -390,3 +390,28 @@ def test_a_change_of_one_flag_or_buffer_in_a_submodule_is_undone() -> None:
     assert m.inner.running_mean is mean and not m.inner.training and not m.training
     assert [s.target for s in ep.graph_signature.output_specs
             if s.kind == "buffer_mutation"] == ["inner.running_mean"]
+
+
+class _SeedPlusX(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.initial_seed() % 7
+
+
+def test_the_session_table_follows_a_torch_function_replaced_and_put_back() -> None:
+    """The session keeps its table of torch's entry points between exports while what it
+    read is the same objects.  A user's own ``torch.initial_seed`` is the user's code (left
+    alone: traced as Python), and torch's, put back, is routed again (the read refused);
+    a table kept from an export made before either change would route the user's
+    function, or let torch's seed become a constant of the graph."""
+    x = torch.randn(2, 3)
+    st.export(torch.nn.Linear(3, 3), (x,))  # (a table made, safetrace's modules loaded)
+    real = torch.initial_seed
+    torch.initial_seed = lambda: 3  # the user's own function of that name
+    try:
+        ep = st.export(_SeedPlusX(), (x,))
+    finally:
+        torch.initial_seed = real
+    assert torch.equal(ep.module()(x), x + 3)
+    with pytest.raises(st.UnsupportedOpError, match="initial_seed"):
+        st.export(_SeedPlusX(), (x,))
+    assert torch.initial_seed is real

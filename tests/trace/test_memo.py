@@ -83,6 +83,31 @@ def test_replayed_calls_keep_their_weights_lines_and_module_stacks():
     assert ref_stacks == ["a", "b", ""]
 
 
+class _Layers(torch.nn.Module):
+    """Two torch layers of one shape: the second's call is replayed from the first's, at
+    the same line of the user's code, inside another module call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+def test_a_replayed_call_names_the_torch_layer_it_runs_in():
+    model = _Layers()
+    for _ in range(2):  # (replayed within the first export, and all of it in the second)
+        ep = st.export(model, (torch.randn(2, 4),))
+        lines = [n.meta["stack_trace"].splitlines() for n in
+                 _calls(ep, torch.ops.aten.linear.default)]
+        assert [trace[-1].strip() for trace in lines] == [
+            "(in layer `seq.0`, Linear)", "(in layer `seq.1`, Linear)"]
+        assert {trace[-2].strip() for trace in lines} == {"return self.seq(x)"}
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(ep.module()(x), model(x))
+
+
 class _LayoutAfterTranspose(torch.nn.Module):
     def forward(self, x):
         y = x.transpose(0, 1)
@@ -374,3 +399,34 @@ def test_calls_on_symbolic_sizes_are_not_replayed_into_another_export():
     ref = torch.export.export(model, (torch.randn(3, 4),),
                               dynamic_shapes={"x": {0: torch.export.Dim.AUTO}})
     torch.testing.assert_close(ep.module()(x), ref.module()(x))
+
+
+class _Norm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.BatchNorm1d(4), torch.nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def _mutated(ep):
+    return sorted(s.target for s in ep.graph_signature.output_specs
+                  if s.kind == "buffer_mutation")
+
+
+def test_batch_norm_in_eval_is_replayed_and_in_training_writes_its_statistics():
+    """An op that may write (batch_norm's running statistics) and writes nothing for
+    the arguments given (eval) is remembered; the same layers in training mode are keyed
+    apart (the flag is an argument) and record their writes every time."""
+    model = _Norm()
+    for training in (False, True, False, True):
+        model.train(training)
+        ep = st.export(model, (torch.randn(3, 4),))
+        assert len(_calls(ep, torch.ops.aten.batch_norm.default)) == 2
+        assert _mutated(ep) == (["a.num_batches_tracked", "a.running_mean", "a.running_var",
+                                 "b.num_batches_tracked", "b.running_mean", "b.running_var"]
+                                if training else [])
+        x = torch.randn(3, 4)
+        ref = torch.export.export(model, (torch.randn(3, 4),))
+        torch.testing.assert_close(ep.module()(x), ref.module()(x))

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from safetrace.trace.hops.routing import cond, map, patches, scan, while_loop
+from safetrace.trace.hops.routing import WATCHED, cond, map, patches, scan, while_loop
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule, owner_module, submodules
 
-__all__ = ["patches", "cond", "map", "scan", "while_loop", "owner_module",
+__all__ = ["patches", "WATCHED", "cond", "map", "scan", "while_loop", "owner_module",
            "submodules", "Subgraph", "add_submodule"]

@@ -122,6 +122,11 @@ def _call_uncompiled(fn: Callable, args: tuple, kwargs: dict | None = None) -> A
     return fn(*args, **(kwargs or {}))
 
 
+# what `patches` reads that may change: (module name, attribute) of each spelling (the
+# export session keeps its table while these and the other providers' are the same)
+WATCHED = tuple((module_name, attr) for module_name, attr, _ in _SPELLINGS)
+
+
 def patches() -> list[tuple[Any, str, Any]]:
     """``(owner, attribute, replacement)`` for every control-flow spelling loaded now; the
     export session installs them for its duration.  Each replacement traces with safetrace
