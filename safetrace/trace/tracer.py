@@ -96,6 +96,7 @@ class Tracer(TorchFunctionMode):
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
         self.layout_queried: str | None = None  # where the code first asked for a layout
+        self.strides_queried = False  # the code read a stride or storage offset (layout.py)
         # identity views that only fed a replayed program's metadata check (handlers/
         # casts.py): erased after the trace if nothing else read them
         self.replayed_checks: list = []
@@ -212,6 +213,8 @@ class Tracer(TorchFunctionMode):
         p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
         if not exact_contiguous(t):
             p.st_contig = None
+            if t.layout is torch.strided:
+                p.st_strides = tuple(t.stride())
         node.meta["stack_trace"] = ""
         node.meta["kind"] = "constant"
         self.const_nodes[id(t)] = node
@@ -313,6 +316,7 @@ class Tracer(TorchFunctionMode):
         rule_path = out is None
         margs, nargs = [], []
         known = True  # every tensor argument has a known (contiguous) layout
+        loose = False  # one has layout.LOOSE (its result may keep its strides)
         if out is None and self.recording and (self.const_nodes or self.folded) and \
                 not any(type(a) is Proxy for a in args):
             folded = self._fold(op, args, kwargs)
@@ -324,8 +328,11 @@ class Tracer(TorchFunctionMode):
                 if t is Proxy:
                     margs.append(a.st_meta)
                     nargs.append(a.st_node)
-                    if a.st_contig is None:
-                        known = False
+                    if a.st_contig is not True:
+                        if a.st_contig is None:
+                            known = False
+                        else:
+                            loose = True
                 elif t is int or t is float or t is bool or a is None:
                     margs.append(a)
                     nargs.append(a)
@@ -409,12 +416,16 @@ class Tracer(TorchFunctionMode):
             result = meta["val"] = Proxy(out, node)
         else:
             result = self.wrap(out, node)
-        if info[5] or info[6] is not None or not known:
+        if info[5] or info[6] is not None or not known or loose:
             contig = result_contiguity(info[5], info[6], args, kwargs, known)
             if contig is None:
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy and not dense_vector(info[5], info[6], p.st_meta):
                         p.st_contig = None
+            elif contig is not True:
+                for p in (result if isinstance(result, (tuple, list)) else (result,)):
+                    if type(p) is Proxy:
+                        p.st_contig = contig
         if info[9] is not None and type(result) is Proxy:  # the values an index spans
             info[9](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():
