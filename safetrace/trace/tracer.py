@@ -75,6 +75,7 @@ class Tracer(TorchFunctionMode):
         self.state = state            # id(real tensor) -> placeholder node (params, buffers)
         self.const_name = const_name  # names a constant tensor found in the code
         self.constants: dict[str, torch.Tensor] = {}
+        self.constant_bases: dict[str, str] = {}  # a renamed constant -> the namer's name
         self.const_nodes: dict[int, torch.fx.Node] = {}
         self.real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
         self.keepalive: list = []
@@ -224,17 +225,22 @@ class Tracer(TorchFunctionMode):
             if node is not None:  # (an inner tensor of subclass state: its access node)
                 return node
         name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
+        graph = self.scopes[0].graph
+        # (a user input may already hold the name: forward(self, c_gamma) reading
+        # self.gamma; the placeholder, its spec and its entry must share one name)
+        taken = {n.name for n in graph.find_nodes(op="placeholder")}
         base, i = name, 0
-        while name in self.constants:
+        while name in self.constants or name in taken:
             i += 1
             name = f"{base}_{i}"
+        if base not in self.constants and name != base:
+            self.constant_bases[name] = base  # (its attribute path is the base's)
         self.constants[name] = t
         self.keepalive.append(t)
         note_constant_storage(self, t, stack_trace)
         # an input of the whole program: a placeholder of the program's graph (also while
         # a branch is traced), before its first node that is not one (an op, or an
         # input's sym_size read before any op)
-        graph = self.scopes[0].graph
         anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
         if anchor is not None:
             with graph.inserting_before(anchor):
