@@ -142,16 +142,13 @@ class _Converter:
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
         if self.export_grad is not None:
-            # grad-mode regions, the program's and its subgraphs' (a cond branch's), become
-            # torch's wrap_with_set_grad_enabled by torch's own pass, which recurses into
-            # subgraphs and leaves inline a region whose mode is the ambient one: the mode
-            # at export, as when torch.export runs it (a raw _set_grad_enabled left in a
-            # branch would set the export's mode on the caller after the branch ran)
-            from torch._export.passes.replace_set_grad_with_hop_pass import (
-                replace_set_grad_with_hop_pass)
+            # grad regions, the program's and its branches', become wrap_with_set_grad_enabled
+            # by torch's pass in the export's mode, as torch.export runs it (a raw
+            # _set_grad_enabled left in a branch set the export's mode on the caller)
+            from torch._export.passes.replace_set_grad_with_hop_pass import \
+                replace_set_grad_with_hop_pass as regions
             with torch.set_grad_enabled(self.export_grad):
-                root, signature = replace_set_grad_with_hop_pass(
-                    torch.fx.GraphModule(root, graph), signature)
+                root, signature = regions(torch.fx.GraphModule(root, graph), signature)
             graph = root.graph
         state, constants = program_state(self.ep, ordered)
         # (the graph module is made once, by the constructor, which also validates it)
@@ -569,7 +566,7 @@ class _Converter:
         """A no_grad block as torch's pre-dispatch graph has it, for torch's HOP pass."""
         if node.target is torch.is_grad_enabled:
             self.env[node] = node.meta["val"]  # the mode around the block at export
-            if self.export_grad is None:  # (the first read: the mode the export ran in)
+            if self.export_grad is None:  # (the first read: the export's mode)
                 self.export_grad = bool(node.meta["val"])
             return
         new = self.graph.call_function(torch._C._set_grad_enabled, (bool(args[0]),))

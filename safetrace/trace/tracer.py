@@ -26,6 +26,7 @@ from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace import memo, rulecache, subclasses
+from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
@@ -41,7 +42,7 @@ from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
-from safetrace.trace.source import library_frame, short, stack_trace
+from safetrace.trace.source import FN_NAMES, fn_name, library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.versions import (Versions, forget_roots, note_write, recipe_stamp,
                                       stamp)
@@ -95,6 +96,9 @@ class Tracer(TorchFunctionMode):
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
+        # node.meta["torch_fn"] as torch.export writes it: the user's torch call, its count
+        self.torch_fn: tuple[str, str] | None = None
+        self.fn_calls: dict[Any, int] = {}
         self.layout_queried: str | None = None  # where the code first asked for a layout
         # identity views that only fed a replayed program's metadata check (handlers/
         # casts.py): erased after the trace if nothing else read them
@@ -158,8 +162,22 @@ class Tracer(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         handler = HANDLERS.get(func)
-        if handler is not None:
+        if handler is not None:  # (cond, grad modes...: the calls inside are the user's own)
             return handler(self, func, args, kwargs)
+        if self.torch_fn is None:  # the user's own call (not one inside a traced composite)
+            n = self.fn_calls.get(func, 0) + 1
+            self.fn_calls[func] = n
+            name = FN_NAMES.get(func)
+            if name is None:
+                name = FN_NAMES[func] = fn_name(func)
+            self.torch_fn = (f"{name[0]}_{n}", name[1])
+            try:
+                return self._traced_call(func, args, kwargs)
+            finally:
+                self.torch_fn = None
+        return self._traced_call(func, args, kwargs)
+
+    def _traced_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         plan = PLANS.get(func)
         if plan is None:
             plan = plan_for(func)
@@ -186,10 +204,11 @@ class Tracer(TorchFunctionMode):
                     for k in kfills:
                         tkwargs[k] = memo.fill(tkwargs[k], nodes)
                 trace = stack_trace(2, self.nn_stack)
-                if _autocast_on():
-                    raise errors.autocast_active(short(trace))
+                if _autocast_on() and autocast_changes(op, targs, tkwargs):
+                    raise errors.autocast_active(short(trace), op)
                 self.n_emits += 1
                 node = self.scope.record(op, targs, tkwargs, name, trace)
+                node.meta["torch_fn"] = self.torch_fn
                 if self.nn_stack:
                     node.meta["nn_module_stack"] = self.nn_stack
                 result = node.meta["val"] = Proxy(TensorMeta(*out_static), node, sizes)
@@ -394,8 +413,8 @@ class Tracer(TorchFunctionMode):
         except errors.SubclassValue:  # a tensor subclass among the arguments: its dispatch
             return subclasses.dispatch(self, op, args, kwargs, out is None and self.recording)
         trace = stack_trace(3, self.nn_stack)
-        if _autocast_on():
-            raise errors.autocast_active(short(trace))
+        if _autocast_on() and autocast_changes(op, margs, mkwargs):
+            raise errors.autocast_active(short(trace), op)
         symbols = self.symbols
         if n_syms is None:
             n_syms = len(symbols)
@@ -416,6 +435,8 @@ class Tracer(TorchFunctionMode):
             info[8](self, args, kwargs)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
+        if self.torch_fn is not None:
+            meta["torch_fn"] = self.torch_fn
         if self.nn_stack:
             recorded = meta.get("nn_module_stack")  # (a replayed node's, scope.py)
             meta["nn_module_stack"] = self.nn_stack if recorded is None else \
