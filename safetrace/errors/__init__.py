@@ -524,9 +524,11 @@ def state_traced_elsewhere(what: str, kind: str, source: str = "") -> Unsupporte
         f"{what} is a {kind}, a tensor without data: another tracer "
         f"(torch.export or torch.compile on another thread) is tracing this same model "
         f"object and has swapped its parameters and buffers for fake ones, so the values "
-        f"an export would capture now are not the model's.",
+        f"an export would capture now are not the model's (or the model was built under "
+        f"a FakeTensorMode that is not active now).",
         "export when the other trace has finished, or export a copy: "
-        "st.export(copy.deepcopy(model), args)", source)
+        "st.export(copy.deepcopy(model), args); a model built under a FakeTensorMode "
+        "exports under that mode: `with fake_mode: st.export(model, args)`", source)
 
 
 def rng_state_call(call: str, source: str) -> UnsupportedConstruct:

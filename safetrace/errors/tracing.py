@@ -283,9 +283,10 @@ def generator_argument(source: str) -> UnsupportedConstruct:
                       "or pass the random tensor in as an input", source)
 
 
-def autocast_active(source: str) -> UnsupportedConstruct:
-    return _construct(f"autocast is active at {source}: safetrace records the ops as written "
-                      f"and would silently drop autocast's dtype changes.",
+def autocast_active(source: str, op: Any = None) -> UnsupportedConstruct:
+    what = f" and may change the dtypes of {op}" if op is not None else ""
+    return _construct(f"autocast is active at {source}{what}: safetrace records the ops as "
+                      f"written and would silently drop autocast's dtype changes.",
                       "remove the torch.autocast region and cast explicitly, e.g. "
                       "x.to(torch.bfloat16), or export the model already converted (.to(dtype))",
                       source)

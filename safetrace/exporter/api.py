@@ -215,7 +215,9 @@ class Exporter:
         ep.state_aliases = self.state_aliases  # alias path -> the state's name (interop)
         # each constant's name in torch.export's program: the attribute's path, or
         # lifted_tensor_<n> for one made in forward (interop)
-        ep.constant_targets = {n: self.constant_fqns.get(n, n[2:]) for n in constants}
+        fqns = self.constant_fqns
+        ep.constant_targets = {n: fqns.get(n) or fqns.get(tracer.constant_bases.get(n), n[2:])
+                               for n in constants}
         ep.constant_aliases = {path: ep.constant_targets[n]
                                for path, n in self.constant_aliases.items() if n in constants}
         ep.retrace = functools.partial(

@@ -88,6 +88,7 @@ class _Converter:
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
         self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
         self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
+        self.export_grad: bool | None = None  # grad mode at export, where regions exist
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -140,12 +141,14 @@ class _Converter:
             root.add_module(name, sub)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
-        if graph.find_nodes(op="call_function", target=torch._C._set_grad_enabled):
-            # grad-mode regions become torch's wrap_with_set_grad_enabled (its own pass)
-            from torch._export.passes.replace_set_grad_with_hop_pass import (
-                replace_set_grad_with_hop_pass)
-            root, signature = replace_set_grad_with_hop_pass(
-                torch.fx.GraphModule(root, graph), signature)
+        if self.export_grad is not None:
+            # grad regions, the program's and its branches', become wrap_with_set_grad_enabled
+            # by torch's pass in the export's mode, as torch.export runs it (a raw
+            # _set_grad_enabled left in a branch set the export's mode on the caller)
+            from torch._export.passes.replace_set_grad_with_hop_pass import \
+                replace_set_grad_with_hop_pass as regions
+            with torch.set_grad_enabled(self.export_grad):
+                root, signature = regions(torch.fx.GraphModule(root, graph), signature)
             graph = root.graph
         state, constants = program_state(self.ep, ordered)
         # (the graph module is made once, by the constructor, which also validates it)
@@ -563,6 +566,8 @@ class _Converter:
         """A no_grad block as torch's pre-dispatch graph has it, for torch's HOP pass."""
         if node.target is torch.is_grad_enabled:
             self.env[node] = node.meta["val"]  # the mode around the block at export
+            if self.export_grad is None:  # (the first read: the export's mode)
+                self.export_grad = bool(node.meta["val"])
             return
         new = self.graph.call_function(torch._C._set_grad_enabled, (bool(args[0]),))
         new.meta["val"] = None

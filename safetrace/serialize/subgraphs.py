@@ -97,8 +97,18 @@ def _numbered(nodes: list) -> list:
             return [refs(x) for x in v]
         return v
 
-    return [{**n, "name": i, "args": refs(n.get("args")), "kwargs": refs(n.get("kwargs"))}
+    return [{**n, "name": i, "args": refs(n.get("args")), "kwargs": refs(n.get("kwargs")),
+             "meta": _without_call_count(n.get("meta"))}
             if isinstance(n, dict) else n for i, n in enumerate(nodes)]
+
+
+def _without_call_count(meta: Any) -> Any:
+    """A node's saved metadata less its torch_fn (("cos_7", ...): which call of the user's
+    function made it), so the bodies of one cond called in a loop stay one graph."""
+    extra = meta.get("extra") if isinstance(meta, dict) else None
+    if not isinstance(extra, dict) or "torch_fn" not in extra:
+        return meta
+    return {**meta, "extra": {k: v for k, v in extra.items() if k != "torch_fn"}}
 
 
 def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = None) -> None:

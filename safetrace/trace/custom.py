@@ -189,6 +189,14 @@ def _decomposed(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
             return torch._C._dispatch_call_boxed(op._handle, *args, **kwargs)
     except UnsupportedConstruct:  # a C++ kernel: its ops never reach the tracer
         raise _no_fake(op) from None
+    except RuntimeError as exc:
+        # a symbolic int or float (read from data) as a Scalar argument: the dispatcher
+        # cannot box it for the kernel (torch.ops.ns.op(x.item()) with a composite kernel)
+        if "Expected a value of type" in str(exc) and any(
+                isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool))
+                for a in pytree.tree_leaves((args, kwargs))):
+            raise _no_fake(op) from None
+        raise
     finally:
         tr.tracing_through.discard(op)
 

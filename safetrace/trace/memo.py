@@ -45,6 +45,7 @@ import torch
 from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
+from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
@@ -156,10 +157,12 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         f = f.f_back
     if trace is None:
         trace = stack_trace(3, tr.nn_stack)
-    if _autocast_on():
-        raise autocast_active(short(trace))
+    if _autocast_on() and autocast_changes(op, targs, tkwargs):
+        raise autocast_active(short(trace), op)
     tr.n_emits += 1
     node = tr.scope.record(op, targs, tkwargs, name, trace)
+    if tr.torch_fn is not None:
+        node.meta["torch_fn"] = tr.torch_fn
     if tr.nn_stack:
         node.meta["nn_module_stack"] = tr.nn_stack
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)

@@ -27,6 +27,7 @@ class Recorder(Protocol):
     const_nodes: dict[int, torch.fx.Node]     # id(constant) -> its placeholder
     real_feed: Callable[[], dict] | None      # placeholder -> example value (draft.py)
     keepalive: list
+    fn_calls: dict[Any, int]    # torch function -> calls so far (node.meta["torch_fn"])
     mutated: dict[torch.fx.Node, torch.fx.Node]  # state placeholder -> last write
     sym_sources: dict[str, Any]  # symbol -> its node, or (node, dim, coef, offset)
     nn_stack: dict | None

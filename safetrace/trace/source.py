@@ -28,6 +28,26 @@ TRACES: dict[tuple, str] = {}
 LIBRARY_CODES: dict = {}
 
 
+# callable -> (its name, "<its class name>.<its name>"): torch.export's torch_fn parts
+FN_NAMES: dict[Any, tuple[str, str]] = {}
+
+
+def fn_name(func: Any) -> tuple[str, str]:
+    """The parts of node.meta["torch_fn"] for `func` (("linear", "builtin_function_or_method
+    .linear"), ("add", "method_descriptor.add")), as torch.export's tracer writes them."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    return name, f"{type(func).__name__}.{name}"
+
+
+def torch_fn(calls: dict, func: Any) -> tuple[str, str]:
+    """node.meta["torch_fn"] of one more call of `func`; `calls` counts an export's calls."""
+    n = calls[func] = calls.get(func, 0) + 1
+    name = FN_NAMES.get(func)
+    if name is None:
+        name = FN_NAMES[func] = fn_name(func)
+    return f"{name[0]}_{n}", name[1]
+
+
 def user_frame(depth: int = 2) -> FrameType | None:
     """The innermost frame that belongs to neither torch nor safetrace."""
     f: FrameType | None = sys._getframe(depth)

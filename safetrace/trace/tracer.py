@@ -26,6 +26,7 @@ from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
 from safetrace.trace import memo, rulecache, subclasses
+from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.graph import add_node
@@ -41,7 +42,7 @@ from safetrace.trace.scope import Scope
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
-from safetrace.trace.source import library_frame, short, stack_trace
+from safetrace.trace.source import FN_NAMES, fn_name, library_frame, short, stack_trace
 from safetrace.trace.symnodes import expr_node, size_source, sym_to_node
 from safetrace.trace.versions import (Versions, forget_roots, note_write, recipe_stamp,
                                       stamp)
@@ -75,6 +76,7 @@ class Tracer(TorchFunctionMode):
         self.state = state            # id(real tensor) -> placeholder node (params, buffers)
         self.const_name = const_name  # names a constant tensor found in the code
         self.constants: dict[str, torch.Tensor] = {}
+        self.constant_bases: dict[str, str] = {}  # a renamed constant -> the namer's name
         self.const_nodes: dict[int, torch.fx.Node] = {}
         self.real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
         self.keepalive: list = []
@@ -95,6 +97,9 @@ class Tracer(TorchFunctionMode):
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
+        # node.meta["torch_fn"] as torch.export writes it: the user's torch call, its count
+        self.torch_fn: tuple[str, str] | None = None
+        self.fn_calls: dict[Any, int] = {}
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.strides_queried = False  # the code read a stride or storage offset (layout.py)
         # identity views that only fed a replayed program's metadata check (handlers/
@@ -158,13 +163,25 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None):
         if kwargs is None:
             kwargs = {}
-        if func in HANDLERS:
+        if func in HANDLERS:  # (cond, grad modes...: the calls inside are the user's own)
             return HANDLERS[func](self, func, args, kwargs)
-        plan = PLANS[func] if func in PLANS else plan_for(func)
-        if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
-                self.recording and not self.unsourced_settled:
-            return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
-        return plan(self, func, args, kwargs)
+        outer = self.torch_fn is None
+        if outer:  # the user's own call (not one inside a traced composite): torch_fn
+            # (source.torch_fn, inline: this runs for every op)
+            n = self.fn_calls[func] + 1 if func in self.fn_calls else 1
+            self.fn_calls[func] = n
+            name = FN_NAMES[func] if func in FN_NAMES else FN_NAMES.setdefault(func,
+                                                                               fn_name(func))
+            self.torch_fn = (f"{name[0]}_{n}", name[1])
+        try:
+            plan = PLANS[func] if func in PLANS else plan_for(func)
+            if plan.__class__ is functools.partial and plan.func in _MEMO_PLANS and \
+                    self.recording and not self.unsourced_settled:
+                return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
+            return plan(self, func, args, kwargs)
+        finally:
+            if outer:
+                self.torch_fn = None
 
     def redispatch(self, func: Any, args: tuple, kwargs: dict | None = None, *,
                    handlers: bool = True) -> Any:
@@ -193,17 +210,22 @@ class Tracer(TorchFunctionMode):
             if node is not None:  # (an inner tensor of subclass state: its access node)
                 return node
         name = self.const_name(plain_constant(t))  # (a subclass of proxies: refused)
+        graph = self.scopes[0].graph
+        # (a user input may already hold the name: forward(self, c_gamma) reading
+        # self.gamma; the placeholder, its spec and its entry must share one name)
+        taken = {n.name for n in graph.find_nodes(op="placeholder")}
         base, i = name, 0
-        while name in self.constants:
+        while name in self.constants or name in taken:
             i += 1
             name = f"{base}_{i}"
+        if base not in self.constants and name != base:
+            self.constant_bases[name] = base  # (its attribute path is the base's)
         self.constants[name] = t
         self.keepalive.append(t)
         note_constant_storage(self, t, stack_trace)
         # an input of the whole program: a placeholder of the program's graph (also while
         # a branch is traced), before its first node that is not one (an op, or an
         # input's sym_size read before any op)
-        graph = self.scopes[0].graph
         anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
         if anchor is not None:
             with graph.inserting_before(anchor):
@@ -363,8 +385,8 @@ class Tracer(TorchFunctionMode):
         except errors.SubclassValue:  # a tensor subclass among the arguments: its dispatch
             return subclasses.dispatch(self, op, args, kwargs, out is None and self.recording)
         trace = stack_trace(3, self.nn_stack)
-        if _autocast_on():
-            raise errors.autocast_active(short(trace))
+        if _autocast_on() and autocast_changes(op, margs, mkwargs):
+            raise errors.autocast_active(short(trace), op)
         symbols = self.symbols
         if n_syms is None:
             n_syms = len(symbols)
@@ -385,6 +407,8 @@ class Tracer(TorchFunctionMode):
             info[8](self, args, kwargs)
         node = self.scope.record(op, tuple(nargs), nkwargs, info[0], trace)
         meta = node.meta
+        if self.torch_fn is not None:
+            meta["torch_fn"] = self.torch_fn
         if self.nn_stack:
             recorded = meta.get("nn_module_stack")  # (a replayed node's, scope.py)
             meta["nn_module_stack"] = self.nn_stack if recorded is None else \

@@ -276,9 +276,11 @@ GOLDEN = {
         "the model's state 'scale' is a FakeTensor, a tensor without data: another tracer "
         "(torch.export or torch.compile on another thread) is tracing this same model "
         "object and has swapped its parameters and buffers for fake ones, so the values "
-        "an export would capture now are not the model's.\n"
+        "an export would capture now are not the model's (or the model was built under "
+        "a FakeTensorMode that is not active now).\n"
         "Fix: export when the other trace has finished, or export a copy: "
-        "st.export(copy.deepcopy(model), args)"),
+        "st.export(copy.deepcopy(model), args); a model built under a FakeTensorMode "
+        "exports under that mode: `with fake_mode: st.export(model, args)`"),
     'shape_error': ('OpShapeError',
         'aten.mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)'),
     'shape_error_at': ('OpShapeError',

@@ -24,7 +24,7 @@ from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
-from safetrace.trace.source import short, stack_trace
+from safetrace.trace.source import short, stack_trace, torch_fn
 from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
@@ -103,6 +103,7 @@ def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh
     """The operator node, one getitem per output, and the sources of fresh sizes."""
     trace = stack_trace(4)
     node = tr.scope.record(op, args, {}, name, trace)
+    called = node.meta["torch_fn"] = torch_fn(tr.fn_calls, op)  # (("cond_1", "CondOp.cond"))
     stack = tr.nn_stack  # (the module that called cond/while_loop/map/scan)
     if stack:
         node.meta["nn_module_stack"] = stack
@@ -110,6 +111,7 @@ def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh
     for i, meta in enumerate(metas):
         g = tr.scope.graph.call_function(operator.getitem, (node, i))
         g.meta["stack_trace"] = trace
+        g.meta["torch_fn"] = called
         if stack:
             g.meta["nn_module_stack"] = stack
         p = Proxy(meta, g) if isinstance(meta, TensorMeta) else meta  # a carried int
