@@ -32,6 +32,7 @@ from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
 from safetrace.symbolic.expr import FALSE, dag_nodes
+from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
@@ -434,8 +435,10 @@ class StaticMemory:
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._ctx.append(runs)
-            try:
-                self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            try:  # (what a subgraph's ops establish is no fact outside it: a branch may
+                # not run, and what a body needs is checked where it is needed)
+                with scoped(self.env):
+                    self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
             finally:
                 self._ctx.pop()
         out, cands, work = self._subs[key]

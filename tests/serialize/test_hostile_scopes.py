@@ -1,0 +1,105 @@
+"""Conditions a subgraph's ops establish hold only inside it (``Env.scope``).
+
+A hostile file can put into a ``torch.cond`` branch (or a while_loop / map body) an op
+whose requirement "proves" a size (``x.view(4, 3)`` needs ``x.shape[0] == 4``); that is no
+fact for the outer graph (the branch may not run, and its requirement is what it needs,
+not what holds).  Assumed there, the outer graph's own requirement (a broadcast with
+``[4, 3]``) and its memory (a ``zeros([n, n, n])``) looked decided, and a call at another
+size ran into torch's own error, or allocated past the budget.  Each file is a real saved
+program with nodes inserted; the refusal must be ours, before any op runs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize import hostile
+from tests.serialize.hostile_contracts import _saved
+
+A = "torch.ops.aten."
+
+
+def _l(*items: object) -> dict:
+    return {"list": list(items)}
+
+
+def _op(name: str, target: str, *args: object) -> dict:
+    return {"name": name, "op": "call_function", "target": A + target, "args": list(args)}
+
+
+def _file(kind: str, edit: Callable[[dict], None]) -> bytes:
+    doc, tensors = hostile.parts(_saved(kind))
+    edit(doc)
+    return hostile.pack(doc, tensors)
+
+
+def _sub(doc: dict, part: str) -> list:
+    return next(g for g in doc["subgraphs"] if part in g["path"])["nodes"]
+
+
+def _then_outer(doc: dict, nodes: list, out: int = 0) -> None:
+    """Insert ``nodes`` before the output; the last of them replaces output ``out``."""
+    doc["nodes"][-1:-1] = nodes
+    doc["nodes"][-1]["args"][0]["tuple"][out] = {"node": nodes[-1]["name"]}
+
+
+def _broadcast_after(x: str, shape: tuple, ref: str) -> list:
+    return [_op("c", "ones.default", _l(*shape)), _op("evil", "add.Tensor", {"node": x},
+                                                    {"node": "c"})]
+
+
+def _cond_proves(doc: dict) -> None:
+    _sub(doc, "true_graph")[1:1] = [_op("v", "view.default", {"node": "x"}, _l(4, 3))]
+
+
+def _cond_then_broadcast(doc: dict) -> None:
+    _cond_proves(doc)
+    _then_outer(doc, _broadcast_after("x", (4, 3), "x"))
+
+
+def _cond_then_cube(doc: dict) -> None:
+    _cond_proves(doc)
+    _then_outer(doc, [_op("n", "sym_size.int", {"node": "x"}, 0),
+                      _op("big", "zeros.default", _l({"node": "n"}, {"node": "n"}, {"node": "n"})),
+                      _op("s", "sum.default", {"node": "big"}),
+                      _op("evil", "add.Tensor", {"node": "getitem"}, {"node": "s"})])
+
+
+def _loop_body_proves(doc: dict) -> None:
+    _sub(doc, "body")[2:2] = [_op("v", "view.default", {"node": "arg1"}, _l(4))]
+    _then_outer(doc, _broadcast_after("x", (4,), "x"), out=1)
+
+
+def _map_body_proves(doc: dict) -> None:
+    m = next(n for n in doc["nodes"] if n.get("target") == "torch.ops.higher_order.map_impl")
+    m["args"][2]["list"].append({"node": "xs"})
+    body = _sub(doc, "body")
+    body.insert(2, {"name": "arg2", "op": "placeholder"})
+    body.insert(3, _op("v", "view.default", {"node": "arg2"}, _l(4, 3)))
+    _then_outer(doc, _broadcast_after("xs", (4, 3), "xs"))
+    for table in (doc["symbols"], doc["contract"]["symbols"]):  # (n >= 0: with no slices
+        table[0]["lo"] = 0  # the body, and what it needs, does not run)
+
+
+CASES = {  # name -> (program, edit, a size the outer op fails at, one it runs at, budgets)
+    "cond_branch_then_broadcast": ("cond", _cond_then_broadcast, (6, 3), (4, 3), None),
+    "cond_branch_then_memory": ("cond", _cond_then_cube, (32, 3), (4, 3),
+                                {"max_alloc_numel": 1000}),
+    "while_body_then_broadcast": ("loop", _loop_body_proves, (6,), (4,), None),
+    "map_body_then_broadcast": ("map", _map_body_proves, (0, 3), (4, 3), None),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_subgraph_facts_do_not_reach_the_outer_graph(name):
+    kind, edit, bad, good, budgets = CASES[name]
+    ep = st.load(_file(kind, edit), budgets=budgets)
+    mod = ep.module()
+    # (negative inputs: the cond takes its false branch, which needs nothing)
+    with pytest.raises(st.InputMismatchError, match=r"at these input sizes"):
+        mod(-torch.ones(bad))
+    mod(-torch.ones(good))
