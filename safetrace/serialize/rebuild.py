@@ -16,8 +16,8 @@ import torch
 
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import (allocations, allowlist, memory, never_runs, subgraphs,
-                                 value_sizes, work)
+from safetrace.serialize import (allocations, allowlist, memory, never_runs, requirements,
+                                 subgraphs, value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -104,6 +104,8 @@ class Builder:
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
+        requirements.guard(self._all_graphs, bound.inline,
+                           bound.bound_symbols | bound.opaque.keys(), bound.required)
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)

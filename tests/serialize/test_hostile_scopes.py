@@ -103,3 +103,87 @@ def test_subgraph_facts_do_not_reach_the_outer_graph(name):
     with pytest.raises(st.InputMismatchError, match=r"at these input sizes"):
         mod(-torch.ones(bad))
     mod(-torch.ones(good))
+
+
+# -- requirements only a point inside the graph can tell (serialize/requirements.py) ------
+# A branch's kernel runs only where the branch is taken, a loop body's on carried numbers
+# that change each iteration, a kernel on a size read from data (``.item()``) on a value
+# no input size gives: before, their requirements were dropped, and such a file ran into
+# torch's own error (or allocated past the budget) as the graph ran.
+OWN = r"the loaded program's node 'v' .* would fail here: it needs"
+
+
+def _branch_needs(doc: dict) -> None:
+    _sub(doc, "true_graph")[1:1] = [_op("c", "ones.default", _l(4, 3)),
+                                    _op("v", "add.Tensor", {"node": "x"}, {"node": "c"})]
+
+
+def _int_loop(body: list, limit: int) -> Callable[[dict], None]:
+    """The int-input program returning ``while_loop(i < limit, body)`` carrying (k, x): the
+    body gets the count as ``a0`` and x as ``a1``, and returns (a0 + 1, a1)."""
+    def edit(doc: dict) -> None:
+        ref = {"node": "wl"}
+        doc["nodes"][-1:] = [
+            {"name": "wc", "op": "get_attr", "target": "wc"},
+            {"name": "wb", "op": "get_attr", "target": "wb"},
+            {"name": "wl", "op": "call_function", "target": "torch.ops.higher_order.while_loop",
+             "args": [{"node": "wc"}, {"node": "wb"}, {"tuple": [{"node": "k"}, {"node": "x"}]},
+                      {"tuple": []}]},
+            {"name": "g1", "op": "call_function", "target": "operator.getitem", "args": [ref, 1]},
+            {"name": "output", "op": "output", "args": [{"tuple": [{"node": "g1"}]}]}]
+        ph = [{"name": "a0", "op": "placeholder"}, {"name": "a1", "op": "placeholder"}]
+        step = {"name": "nx", "op": "call_function", "target": "operator.add",
+                "args": [{"node": "a0"}, 1]}
+        doc["subgraphs"] = [
+            {"path": "wc", "nodes": ph + [
+                {"name": "lt", "op": "call_function", "target": "operator.lt",
+                 "args": [{"node": "a0"}, limit]},
+                {"name": "output", "op": "output", "args": [{"node": "lt"}]}]},
+            {"path": "wb", "nodes": ph + [step, *body, {"name": "output", "op": "output", "args": [
+                {"tuple": [{"node": "nx"}, {"node": "a1"}]}]}]}]
+    return edit
+
+
+def _item_sized_view(doc: dict) -> None:
+    _then_outer(doc, [_op("nz", "count_nonzero.default", {"node": "x"}),
+                      _op("u", "_local_scalar_dense.default", {"node": "nz"}),
+                      _op("v", "view.default", {"node": "x"}, _l({"node": "u"}, 3))])
+
+
+def test_a_branch_kernel_is_checked_where_the_branch_runs():
+    mod = st.load(_file("cond", _branch_needs)).module()
+    with pytest.raises(st.RuntimeAssertionError, match=OWN):
+        mod(torch.ones(6, 3))  # (the true branch: [6, 3] + [4, 3])
+    x = torch.randn(4, 3).abs() + 1
+    torch.testing.assert_close(mod(x), x * 2)
+    mod(-torch.ones(6, 3))  # (the false branch needs nothing)
+
+
+def test_a_loop_body_kernel_is_checked_at_every_iteration():
+    """``view(x, [i, 2])`` with i the carried count from k: the loader's evaluation took i
+    for k (checked before the call), but at the next iteration it is k + 1."""
+    view = _op("v", "view.default", {"node": "a1"}, _l({"node": "a0"}, 2))
+    mod = st.load(_file("int", _int_loop([view], 5))).module()
+    assert mod(torch.ones(4, 2), 4).shape == (4, 2)  # (i = 4 passes, at 5 it stops)
+    with pytest.raises(st.RuntimeAssertionError, match=OWN):
+        mod(torch.ones(4, 2), 3)  # (i = 3 fails)
+    assert mod(torch.ones(4, 2), 8).shape == (4, 2)  # (the body never runs)
+
+
+def test_a_loop_body_allocation_of_a_carried_count_is_checked():
+    """``zeros([i] * 5)`` with i counting from k (1 to 8) to 7: checked at load and at
+    call with k for i, it allocated 7**5 floats past a budget of 4000 at the later
+    iterations."""
+    power = _op("v", "zeros.default", _l(*[{"node": "a0"}] * 5))
+    mod = st.load(_file("int", _int_loop([power], 8)), budgets={"max_alloc_numel": 1000}).module()
+    with pytest.raises(st.RuntimeAssertionError, match="over the budget"):
+        mod(torch.ones(4, 2), 1)
+    assert mod(torch.ones(4, 2), 8).shape == (4, 2)  # (the body never runs)
+
+
+def test_a_kernel_on_a_size_read_from_data_is_checked_before_it():
+    mod = st.load(_file("cond", _item_sized_view)).module()
+    with pytest.raises(st.RuntimeAssertionError, match=OWN):
+        mod(torch.tensor([[1.0, 0, 0], [0, 0, 0]]))  # (one nonzero: view [1, 3] of [2, 3])
+    x = torch.tensor([[1.0, 0, 0], [0, 2.0, 0]])  # (two nonzeros, two rows)
+    assert mod(x).shape == (2, 3)
