@@ -10,8 +10,8 @@ from what that graph already holds (its placeholders' and earlier results' sizes
 numbers) and handed to ``assert_sym``, which refuses the call (``RuntimeAssertionError``
 naming the node and the condition) before the kernel runs.  A condition of the input
 sizes that the graph cannot compute there is checked before each call instead (stricter:
-also where the branch would not be taken); one of a value it cannot compute there is a
-bad file.
+also where the branch would not be taken); one of a size read from data that the graph
+holds only inside a larger expression (``[u0 * u1]``) is left to the kernel's own check.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import bad_file, requirement_in_graph
+from safetrace.errors.load import requirement_in_graph
 from safetrace.meta import TensorMeta
 from safetrace.serialize.allocations import _call
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
@@ -51,9 +51,9 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
         if sources is None:
             if names <= known:
                 before_call.append((cond, node, why))
-                continue
-            raise bad_file(f"node {node.name!r}", f"{node.target} needs {cond} ({why[:200]}), "
-                           "of a value its graph cannot compute before it")
+            # (else a size read from data that the graph holds only inside a larger
+            # expression: left to the kernel's own check, torch's error, as before)
+            continue
         _insert(node, cond, why, sources)
 
 
