@@ -172,9 +172,9 @@ def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
     return run
 
 
-def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
+def contract_cases(m: hostile.Maker, blob: Callable, add: Callable, warm: bool = True) -> None:
     ct = "contracts"
-    for kind in ("cond", "loop", "map", "scan", "int", "state"):
+    for kind in ("cond", "loop", "map", "scan", "int", "state") if warm else ():
         _saved(kind)  # (exported now: a case's export would grow the intern tables)
 
     def at_call(name: str, make: Callable[[], bytes], after: Callable) -> None:

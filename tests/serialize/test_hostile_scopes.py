@@ -102,7 +102,8 @@ def test_subgraph_facts_do_not_reach_the_outer_graph(name):
     # (negative inputs: the cond takes its false branch, which needs nothing)
     with pytest.raises(st.InputMismatchError, match=r"at these input sizes"):
         mod(-torch.ones(bad))
-    mod(-torch.ones(good))
+    if kind != "map":  # (torch's map kernel's first call imports functorch: ~2 s)
+        mod(-torch.ones(good))
 
 
 # -- requirements only a point inside the graph can tell (serialize/requirements.py) ------
