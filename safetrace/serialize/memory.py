@@ -425,6 +425,11 @@ class StaticMemory:
         body_work = Tally()
         some = n >= 1 if isinstance(n, int) else self.env.decide((n >= 1).expr)
         runs = None if some is False else True if some else (n >= 1).expr
+        if some is not True:  # (torch's kernel reads slice 0: IndexError on no slices)
+            why = f"torch's {kind} runs its body on at least one slice of its xs"
+            if some is False and self._runs() == []:
+                raise bad_file(f"node {node.name!r}", f"{why}: it has none at every call")
+            self._require(node, [(FALSE if some is False else runs, why)])
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
                                 tainted, body_work, runs)
         tally.merge(body_work, n)  # (n iterations)

@@ -166,6 +166,13 @@ def _int_as_tensor(doc: dict) -> None:
                              "args": [{"node": "k"}]})
 
 
+def _no_slices(doc: dict) -> None:
+    """The map's xs (the scan's) declared with a length from 0: torch's kernel reads slice
+    0 (IndexError on none; st.export refuses such a Dim)."""
+    for table in (doc["symbols"], doc["contract"]["symbols"]):
+        table[0]["lo"] = 0
+
+
 def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
     def run(ep: Any) -> None:
         ep.module()(torch.randn(shape, generator=torch.Generator().manual_seed(0)), *more)
@@ -190,6 +197,10 @@ def contract_cases(m: hostile.Maker, blob: Callable, add: Callable, warm: bool =
     at_call("cond_predicate_of_many", lambda: _edit("cond", _pred_of_many), _call((4, 3)))
     at_call("while_condition_of_many", lambda: _edit("loop", _carried_swapped), _call((4,)))
     at_call("map_body_at_some_sizes", lambda: _edit("map", _dims_reversed), _call((3, 4)))
+    at_call("map_over_no_slices", lambda: _edit("map", _no_slices), _call((0, 3)))
+    add(ct, "scan_over_no_slices", lambda tmp: hostile.Spec(
+        _edit("scan", _no_slices), "call", after=lambda ep: ep.module()(
+            torch.ones(3), torch.ones(0, 3)), match=MISMATCH))
     # ... at every declared size (a scan body runs at least once): refused at load
     blob(ct, "scan_body_at_every_size", lambda: _edit("scan", _init_longer),
          match="fails at every call")
