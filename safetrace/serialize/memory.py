@@ -26,7 +26,7 @@ from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules.registry import RULES
-from safetrace.serialize import never_runs, peak
+from safetrace.serialize import carries, never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
@@ -372,24 +372,31 @@ class StaticMemory:
             if kind == "while_loop":
                 carried, extra = list(node.args[2]), list(node.args[3])
                 # (a carried number changes from one iteration to the next: any value)
-                values = [self._any_int() if i < len(carried) and _is_int(v) else v
+                values = [new_symbolic(self.env.new_unbacked(None, None), self.env)
+                          if i < len(carried) and _is_int(v) else v
                           for i, v in enumerate(_sub(carried + extra, meta))]
                 fresh = {k: v for k, v in data.items() if k not in carried}
-                cands, once = [], Tally()
-                for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
-                    # (the condition runs at every call, the body where it holds)
-                    out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        once, True if i == 0 else None)
-                    cands.extend(c)
-                    if i == 0:
-                        pred = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 \
-                            else out
-                        self._predicate(node, pred, "the result of the while_loop's "
-                                                    "condition")
+                cands, once, first = [], Tally(), values
+                while values is not None:  # (again, with any size where the body changes one)
+                    for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
+                        # (the condition runs at every call, the body where it holds)
+                        out, c = self._call(graph_of(a), carried + extra, values, fresh,
+                                            tainted, once if values is first else Tally(),
+                                            True if i == 0 else None)
+                        cands.extend(c)
+                        if i == 0:
+                            pred = out[0] if isinstance(out, (list, tuple)) and \
+                                len(out) == 1 else out
+                            self._predicate(node, pred, "the result of the while_loop's "
+                                                        "condition")
+                    if not isinstance(out, (list, tuple)) or values is not first:
+                        break
+                    never_runs.carried(node, values[:len(carried)], list(out))
+                    more = carries.grown(self.env, values[:len(carried)], list(out))
+                    values = None if more is None else more + values[len(carried):]
+                values = first
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
-                if isinstance(out, (list, tuple)):
-                    never_runs.carried(node, values[:len(carried)], list(out))
                 carried_bytes = out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
@@ -401,9 +408,6 @@ class StaticMemory:
         except KeyError:
             pass  # an operand not known
         return _UNKNOWN
-
-    def _any_int(self) -> Any:
-        return new_symbolic(self.env.new_unbacked(None, None), self.env)
 
     def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,
                 tainted: set, inner: dict, tally: Tally) -> Any:
@@ -438,6 +442,11 @@ class StaticMemory:
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
         out = list(out) if isinstance(out, (list, tuple)) else [out]
+        never_runs.carried(node, init_v, out[:len(init)], kind)
+        for same, why in carries.changed(self.env, init_v, out[:len(init)]):
+            if same is False and self._runs() == []:
+                raise bad_file(f"node {node.name!r}", f"scan: {why}")
+            self._require(node, [(FALSE if same is False else same, why)])
         ys = out[len(init):]
         if not all(isinstance(y, TensorMeta) for y in ys):
             inner[node] = [(carried + c, w) for c, w in cands]

@@ -112,7 +112,7 @@ class Builder:
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
             least = min(int(min(t.bounds(bound.env)[0], 1 << 62)) for t in iterations)
-            subgraphs.limit_loop_work(node, least, self.max_work)
+            subgraphs.limit_loop_work(node, least, self.max_work, self.alloc.limit)
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")

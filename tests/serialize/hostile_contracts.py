@@ -173,6 +173,27 @@ def _no_slices(doc: dict) -> None:
         table[0]["lo"] = 0
 
 
+def _carry_doubled(doc: dict) -> None:
+    """The loop body returns its carried x as cat([2 * x, 2 * x]), 60 times: each
+    iteration doubles it (legal: torch's loop takes it; the loader evaluated one iteration,
+    at x's size, and 60 of them allocate 2**60 x)."""
+    cond = next(g for g in doc["subgraphs"] if "cond" in g["path"])["nodes"]
+    next(n for n in cond if n["name"] == "lt")["args"][1] = 60
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])["nodes"]
+    body.insert(len(body) - 1, {"name": "dbl", "op": "call_function",
+                                "target": A + "cat.default", "args": [_l({"node": "mul"},
+                                                                         {"node": "mul"})]})
+    body[-1]["args"][0]["tuple"][1] = {"node": "dbl"}
+
+
+def _scan_carry_grows(doc: dict) -> None:
+    body = doc["subgraphs"][0]["nodes"]
+    body.insert(len(body) - 1, {"name": "dbl", "op": "call_function",
+                                "target": A + "cat.default", "args": [_l({"node": "add"},
+                                                                         {"node": "add"})]})
+    body[-1]["args"][0]["tuple"][0] = {"node": "dbl"}
+
+
 def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
     def run(ep: Any) -> None:
         ep.module()(torch.randn(shape, generator=torch.Generator().manual_seed(0)), *more)
@@ -198,6 +219,11 @@ def contract_cases(m: hostile.Maker, blob: Callable, add: Callable, warm: bool =
     at_call("while_condition_of_many", lambda: _edit("loop", _carried_swapped), _call((4,)))
     at_call("map_body_at_some_sizes", lambda: _edit("map", _dims_reversed), _call((3, 4)))
     at_call("map_over_no_slices", lambda: _edit("map", _no_slices), _call((0, 3)))
+    add(ct, "while_body_doubles_its_carry", lambda tmp: hostile.Spec(
+        _edit("loop", _carry_doubled), "call", {"budgets": {"max_alloc_numel": 1000}},
+        after=_call((3,)), match="over the budget"))
+    blob(ct, "scan_carry_grows", lambda: _edit("scan", _scan_carry_grows),
+         match="carries values of one dtype and shape")
     add(ct, "scan_over_no_slices", lambda tmp: hostile.Spec(
         _edit("scan", _no_slices), "call", after=lambda ep: ep.module()(
             torch.ones(3), torch.ones(0, 3)), match=MISMATCH))
