@@ -151,10 +151,13 @@ def requirement_in_graph(node: str, target: str, cond: str, why: str) -> str:
     """The message of a check a loaded program's graph makes before a kernel whose
     requirement only that point can tell (a branch's, a loop body's, a size read from
     data): the file admits what its graph cannot run, so the call is refused there."""
-    return (f"the loaded program's node {node!r} ({target}) would fail here: it needs "
-            f"{cond} ({why[:200]}), which these inputs or the values read from them do not "
-            "give; the file admits what its graph cannot run.  Fix: pass inputs that "
-            f"satisfy {cond}, or re-export the program (st.export checks such a condition)")
+    cond = cond if len(cond) <= 300 else cond[:300] + "..."  # (a graph's string argument
+    # stays under the loader's max_string when the program is saved again)
+    return (f"the loaded program's node {node[:100]!r} ({target[:100]}) would fail here: it "
+            f"needs {cond} ({why[:200]}), which these inputs or the values read from them "
+            "do not give; the file admits what its graph cannot run.  Fix: pass inputs that "
+            "satisfy that condition, or re-export the program (st.export checks such a "
+            "condition)")
 
 
 _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",

@@ -188,3 +188,24 @@ def test_a_kernel_on_a_size_read_from_data_is_checked_before_it():
         mod(torch.tensor([[1.0, 0, 0], [0, 0, 0]]))  # (one nonzero: view [1, 3] of [2, 3])
     x = torch.tensor([[1.0, 0, 0], [0, 2.0, 0]])  # (two nonzeros, two rows)
     assert mod(x).shape == (2, 3)
+
+
+def test_a_loaded_program_saved_again_keeps_one_check():
+    """The checks the loader put in a graph are saved with it; a load of that file drops
+    them and puts its own (a file's check is never the loader's word)."""
+    import io
+
+    from safetrace.trace.asserts import assert_sym
+
+    def checks(ep: object) -> int:
+        graphs = [ep.graph] + [m.graph for m in ep.graph_module.modules()]
+        return sum(n.target is assert_sym for g in {id(g): g for g in graphs}.values()
+                   for n in g.nodes)
+
+    ep = st.load(_file("cond", _branch_needs))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    again = st.load(buf.getvalue())
+    assert checks(ep) == checks(again) == 1
+    with pytest.raises(st.RuntimeAssertionError, match=OWN):
+        again.module()(torch.ones(6, 3))
