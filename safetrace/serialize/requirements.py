@@ -24,6 +24,7 @@ import torch
 from safetrace.errors.load import requirement_in_graph
 from safetrace.meta import TensorMeta
 from safetrace.serialize.allocations import _call
+from safetrace.symbolic.expr import dag_nodes
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.symnodes import split_linear
@@ -47,7 +48,10 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
             continue
         done.add((node, cond))
         names = {str(x) for x in cond.free_symbols}
-        sources = _sources(node, values, names)
+        # (a division by a value the graph computes could raise ZeroDivisionError there)
+        sources = _sources(node, values, names) if all(
+            x.op not in ("floordiv", "mod") or x.args[1].op == "const"
+            for x in dag_nodes(cond)) else None
         if sources is None:
             if names <= known:
                 before_call.append((cond, node, why))
