@@ -43,13 +43,14 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
     for g in graphs:
         strip(g)
     done: set = set()
+    cache: dict = {}
     for cond, node, why, values in inline:
         if (node, cond) in done:
             continue
         done.add((node, cond))
         names = {str(x) for x in cond.free_symbols}
         # (a division by a value the graph computes could raise ZeroDivisionError there)
-        sources = _sources(node, values, names) if all(
+        sources = _sources(node, values, names, cache) if all(
             x.op not in ("floordiv", "mod") or x.args[1].op == "const"
             for x in dag_nodes(cond)) else None
         if sources is None:
@@ -77,25 +78,32 @@ def strip(graph: torch.fx.Graph) -> None:
                 graph.erase_node(n)
 
 
-def _sources(node: torch.fx.Node, values: dict, names: set) -> dict | None:
+def _sources(node: torch.fx.Node, values: dict, names: set, cache: dict) -> dict | None:
     """symbol name -> (a node of ``node``'s graph before it, a dim of its tensor or None
     for a number, c, k) where that value is ``c * symbol + k``, for each of ``names``;
-    None if one has none."""
-    found: dict = {}
-    for n in node.graph.nodes:
-        if n is node or len(found) == len(names):
-            break
-        v = values.get(n)
-        dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [(None, v)]
-        for d, x in dims:
-            e = getattr(x, "expr", None)
-            if not isinstance(x, torch.SymInt) or e is None or len(e.free_symbols) != 1:
-                continue
-            name = str(next(iter(e.free_symbols)))
-            linear = split_linear(e, name) if name in names and name not in found else None
-            if linear is not None and linear[1].op == "const" and linear[0] != 0:
-                found[name] = (n, d, linear[0], linear[1].value)
-    return found if len(found) == len(names) else None
+    None if one has none.  ``cache``: per graph evaluation, each symbol's first source and
+    each node's position (one walk of the graph, not one per check)."""
+    key = (id(node.graph), id(values))
+    if key not in cache:
+        first: dict = {}
+        order = {n: i for i, n in enumerate(node.graph.nodes)}
+        for n in node.graph.nodes:
+            v = values.get(n)
+            dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [(None, v)]
+            for d, x in dims:
+                e = getattr(x, "expr", None)
+                if not isinstance(x, torch.SymInt) or e is None or len(e.free_symbols) != 1:
+                    continue
+                name = str(next(iter(e.free_symbols)))
+                linear = split_linear(e, name) if name not in first else None
+                if linear is not None and linear[1].op == "const" and linear[0] != 0:
+                    first[name] = (n, d, linear[0], linear[1].value)
+        cache[key] = (first, order)
+    first, order = cache[key]
+    found = {name: first[name] for name in names if name in first}
+    if len(found) != len(names) or any(order[src[0]] >= order[node] for src in found.values()):
+        return None
+    return found
 
 
 def _insert(node: torch.fx.Node, cond: Any, why: str, sources: dict) -> None:
