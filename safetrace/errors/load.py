@@ -147,6 +147,19 @@ def requirement_at_call(node: str, target: str, cond: str, why: str,
             "records such a condition in the contract)")
 
 
+def requirement_in_graph(node: str, target: str, cond: str, why: str) -> str:
+    """The message of a check a loaded program's graph makes before a kernel whose
+    requirement only that point can tell (a branch's, a loop body's, a size read from
+    data): the file admits what its graph cannot run, so the call is refused there."""
+    cond = cond if len(cond) <= 300 else cond[:300] + "..."  # (a graph's string argument
+    # stays under the loader's max_string when the program is saved again)
+    return (f"the loaded program's node {node[:100]!r} ({target[:100]}) would fail here: it "
+            f"needs {cond} ({why[:200]}), which these inputs or the values read from them "
+            "do not give; the file admits what its graph cannot run.  Fix: pass inputs that "
+            "satisfy that condition, or re-export the program (st.export checks such a "
+            "condition)")
+
+
 _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) values",
           "repeats": "sum(repeats) elements", "repeat_self": "sum(repeats) slices",
           "nonzero": "one row per nonzero element", "masked_select": "one element per true "

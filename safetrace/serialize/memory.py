@@ -25,16 +25,17 @@ from safetrace.errors import OpShapeError
 from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
-from safetrace.meta.symtypes import torch_env
 from safetrace.rules.registry import RULES
-from safetrace.serialize import never_runs, peak
+from safetrace.serialize import carries, never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
-from safetrace.symbolic.expr import FALSE, dag_nodes
+from safetrace.symbolic.expr import FALSE
+from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
+from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
 from safetrace.serialize.work import Tally, scalar_returns, touched
 from safetrace.serialize.work import leaves as _leaves
 from safetrace.trace.mutation import written_inputs
@@ -81,6 +82,11 @@ class StaticMemory:
         # (condition, node, why): what a main-graph kernel requires of the input sizes
         # (eager raises where it fails) that the contract does not decide: checked at call
         self.required: list = []
+        # (condition, node, why, the values of its graph's nodes): what a kernel requires
+        # where the call check cannot decide it (in a branch or a loop body, or of a size
+        # read from data): checked in its graph before it (requirements.py)
+        self.inline: list = []
+        self._meta: dict = {}  # the values of the graph being evaluated
         # one entry per subgraph being evaluated: the condition under which it runs at a
         # call (True: always; an expression: a map's length >= 1), None where it may not
         # run at all (a cond branch, a loop body)
@@ -147,6 +153,14 @@ class StaticMemory:
         nbytes: dict = {}
         tally = Tally()
         inner: dict = {}  # control-flow node -> its subgraphs' candidates
+        outer, self._meta = self._meta, meta
+        try:
+            return self._nodes(graph, meta, data, inputs, nbytes, tally, inner)
+        finally:
+            self._meta = outer
+
+    def _nodes(self, graph: torch.fx.Graph, meta: dict, data: dict, inputs: set,
+               nbytes: dict, tally: Tally, inner: dict) -> tuple[Any, list, Tally]:
         for node in graph.nodes:
             if node in meta and node.op == "placeholder":
                 self._note(node, meta[node])
@@ -275,9 +289,9 @@ class StaticMemory:
             if runs == []:  # (runs, and fails, at every call)
                 raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
                                f"program, whatever its inputs: {str(out)[:300]}")
-            if runs:  # (a map body fails on every slice: only a call of no slices runs)
-                self.required.append((or_(*(not_(r) for r in runs)), node,
-                                      f"{op} fails wherever it runs: {str(out)[:200]}"))
+            # (a map body failing on every slice: only a call of no slices runs; a branch or
+            # a loop body: it fails where it runs)
+            self._require(node, [(FALSE, f"{op} fails wherever it runs: {str(out)[:200]}")])
             return _UNKNOWN
         return out
 
@@ -298,28 +312,30 @@ class StaticMemory:
         sizes fail in eager (``rules.common.check``; a broadcast of ``[s0]`` with ``[5]`` needs
         ``s0 in (1, 5)``; the exporter only writes programs whose contract implies every
         such condition, so in a file it is checked before each call (``peak.CallCheck``).
-        A map or scan body's holds where the body runs (a length >= 1); a branch's or a
-        loop body's only where it is taken: not kept."""
+        A map or scan body's holds where the body runs (a length >= 1).  A branch's or a
+        loop body's (they run only where taken, a loop body on carried values that change),
+        and one on a size read from data (the call cannot tell it), are checked in their
+        graph, before the node (``inline``)."""
         runs = self._runs()
-        if runs is None:
-            return
         known = self.bound_symbols | self.opaque.keys()
         for cond, why in conds:
+            if runs is None or not {str(x) for x in cond.free_symbols} <= known:
+                self.inline.append((cond, node, why, self._meta))
+                continue
             if runs:
                 cond = or_(*(not_(r) for r in runs), cond)
-            if {str(x) for x in cond.free_symbols} <= known:  # (not on a size read from
-                self.required.append((cond, node, why))  # data: the call cannot tell it)
+            self.required.append((cond, node, why))
 
     def _predicate(self, node: torch.fx.Node, pred: Any, what: str) -> None:
         """A cond's predicate (a while_loop condition's result) is one element (torch
         raises otherwise): refused at load where it never is, checked at call where only
         some declared sizes make it one."""
         runs = self._runs()
-        if not isinstance(pred, TensorMeta) or runs is None:
+        if not isinstance(pred, TensorMeta):
             return
         one = math.prod(pred.shape) == 1
         answer = one if isinstance(one, bool) else self.env.decide(one.expr)
-        if answer is False and not runs:
+        if answer is False and runs == []:
             raise bad_file(f"node {node.name!r}", f"{what} has shape {list(pred.shape)}, "
                            "not one element, at every call of the program")
         if answer is not True:
@@ -355,23 +371,32 @@ class StaticMemory:
                 return outs[0] if same else _UNKNOWN
             if kind == "while_loop":
                 carried, extra = list(node.args[2]), list(node.args[3])
-                values = _sub(carried + extra, meta)
+                # (a carried number changes from one iteration to the next: any value)
+                values = [new_symbolic(self.env.new_unbacked(None, None), self.env)
+                          if i < len(carried) and _is_int(v) else v
+                          for i, v in enumerate(_sub(carried + extra, meta))]
                 fresh = {k: v for k, v in data.items() if k not in carried}
-                cands, once = [], Tally()
-                for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
-                    # (the condition runs at every call, the body where it holds)
-                    out, c = self._call(graph_of(a), carried + extra, values, fresh, tainted,
-                                        once, True if i == 0 else None)
-                    cands.extend(c)
-                    if i == 0:
-                        pred = out[0] if isinstance(out, (list, tuple)) and len(out) == 1 \
-                            else out
-                        self._predicate(node, pred, "the result of the while_loop's "
-                                                    "condition")
+                cands, once, first = [], Tally(), values
+                while values is not None:  # (again, with any size where the body changes one)
+                    for i, a in enumerate(node.args[:2]):  # (the work of one iteration)
+                        # (the condition runs at every call, the body where it holds)
+                        out, c = self._call(graph_of(a), carried + extra, values, fresh,
+                                            tainted, once if values is first else Tally(),
+                                            True if i == 0 else None)
+                        cands.extend(c)
+                        if i == 0:
+                            pred = out[0] if isinstance(out, (list, tuple)) and \
+                                len(out) == 1 else out
+                            self._predicate(node, pred, "the result of the while_loop's "
+                                                        "condition")
+                    if not isinstance(out, (list, tuple)) or values is not first:
+                        break
+                    never_runs.carried(node, values[:len(carried)], list(out))
+                    more = carries.grown(self.env, values[:len(carried)], list(out))
+                    values = None if more is None else more + values[len(carried):]
+                values = first
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
-                if isinstance(out, (list, tuple)):
-                    never_runs.carried(node, values[:len(carried)], list(out))
                 carried_bytes = out_bytes(values[:len(carried)])
                 inner[node] = [(carried_bytes + c, w) for c, w in cands]
                 if out is _UNKNOWN or _key(list(out)) != _key(values[:len(carried)]):
@@ -404,6 +429,11 @@ class StaticMemory:
         body_work = Tally()
         some = n >= 1 if isinstance(n, int) else self.env.decide((n >= 1).expr)
         runs = None if some is False else True if some else (n >= 1).expr
+        if some is not True:  # (torch's kernel reads slice 0: IndexError on no slices)
+            why = f"torch's {kind} runs its body on at least one slice of its xs"
+            if some is False and self._runs() == []:
+                raise bad_file(f"node {node.name!r}", f"{why}: it has none at every call")
+            self._require(node, [(FALSE if some is False else runs, why)])
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
                                 tainted, body_work, runs)
         tally.merge(body_work, n)  # (n iterations)
@@ -412,6 +442,11 @@ class StaticMemory:
             inner[node] = [(carried + c, w) for c, w in cands]
             return _UNKNOWN
         out = list(out) if isinstance(out, (list, tuple)) else [out]
+        never_runs.carried(node, init_v, out[:len(init)], kind)
+        for same, why in carries.changed(self.env, init_v, out[:len(init)]):
+            if same is False and self._runs() == []:
+                raise bad_file(f"node {node.name!r}", f"scan: {why}")
+            self._require(node, [(FALSE if same is False else same, why)])
         ys = out[len(init):]
         if not all(isinstance(y, TensorMeta) for y in ys):
             inner[node] = [(carried + c, w) for c, w in cands]
@@ -434,8 +469,10 @@ class StaticMemory:
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._ctx.append(runs)
-            try:
-                self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+            try:  # (what a subgraph's ops establish is no fact outside it: a branch may
+                # not run, and what a body needs is checked where it is needed)
+                with scoped(self.env):
+                    self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
             finally:
                 self._ctx.pop()
         out, cands, work = self._subs[key]
@@ -522,6 +559,10 @@ def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
         return _UNKNOWN
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, torch.SymInt) or (isinstance(v, int) and not isinstance(v, bool))
+
+
 def _sizes(value: Any) -> list:
     """The symbolic ints in a value (a number, a TensorMeta's shape, a list of them)."""
     out = []
@@ -548,43 +589,6 @@ def _sym_query(op: Any, args: Any) -> Any:
     if op._opname == "sym_numel":
         return math.prod(t.shape)
     return _UNKNOWN
-
-
-_MAX_EXPR = 48  # nodes of a size expression the analysis works with (beyond: unknown)
-_MAX_DIVS = 6   # floor divisions and modulos in one (the engine's cost grows fast in them)
-
-
-def _simple(e: Any) -> bool:
-    """Whether ``e`` is small enough for the engine to answer questions about it fast (a
-    file's size expressions are its author's: a product of 40 floor divisions would take
-    the simplifier minutes)."""
-    n = divs = 0
-    for x in dag_nodes(e):
-        n += 1
-        divs += x.op in ("floordiv", "mod")
-        if n > _MAX_EXPR or divs > _MAX_DIVS:
-            return False
-    return True
-
-
-def _scratch_env(contract: Any) -> Any:
-    """An env of the contract's symbols, each ranging over its declared range with no
-    example value (an undecided question then raises instead of being assumed), and its
-    residual conditions as facts."""
-    env = torch_env()
-    if contract is None:
-        return env
-    for s in contract.symbols:
-        env.new_unbacked(s.lo if s.lo is not None else (0 if s.backed else None), s.hi,
-                         name=s.name)
-    for c in contract.conditions:
-        if not _simple(c.cond):
-            continue
-        try:
-            env.add_fact(c.cond)
-        except Exception:  # noqa: BLE001 - a fact the engine cannot take: not assumed
-            pass
-    return env
 
 
 def _sub(value: Any, meta: dict) -> Any:

@@ -164,7 +164,7 @@ def _name(fn: Any) -> str:
     return f"{module.replace('_operator', 'operator')}.{getattr(fn, '__name__', '')}"
 
 
-def carried(node: torch.fx.Node, carried: list, out: list) -> None:
+def carried(node: torch.fx.Node, carried: list, out: list, kind: str = "while_loop") -> None:
     """A while_loop body returns values of its carried values' kinds, dtypes, ranks and
     static sizes, as torch's while_loop requires (the exporter traces it so): refused where
     the loader's own evaluation shows one differs."""
@@ -180,10 +180,10 @@ def carried(node: torch.fx.Node, carried: list, out: list) -> None:
         if differ:
             shown = [f"{list(v.shape)} {v.dtype}" if isinstance(v, TensorMeta) else
                      type(v).__name__ for v in (a, b)]
-            raise bad_file(f"node {node.name!r}", f"the while_loop body returns "
+            raise bad_file(f"node {node.name!r}", f"the {kind} body returns "
                            f"{shown[1]} for carried value {i} of {shown[0]}: torch's "
-                           "while_loop carries values of one dtype and shape (the next "
-                           "iteration runs the condition and the body on them)")
+                           f"{kind} carries values of one dtype and shape (the next "
+                           "iteration runs the body on them)")
 
 
 def dim_range(node: torch.fx.Node, op: Any, lookup: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import loop_budget, work_at_call
+from safetrace.errors.load import loop_budget, memory_at_call, work_at_call
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
@@ -234,14 +234,19 @@ class _Loop:
         self.local = threading.local()
         # elements one iteration touches at least (the loader's work bound), and the budget
         self.per_iteration, self.work_limit = 0, 0
+        self.max_bytes = 0  # of what the body returns (a carry may grow each iteration)
 
 
-def limit_loop_work(node: torch.fx.Node, per_iteration: int, work_limit: int) -> None:
+def limit_loop_work(node: torch.fx.Node, per_iteration: int, work_limit: int,
+                    max_bytes: int = 0) -> None:
     """Hold the loop of ``node`` to ``work_limit`` elements touched per call, one iteration
-    touching at least ``per_iteration`` (work.py: the iterations multiply the body's)."""
+    touching at least ``per_iteration`` (work.py: the iterations multiply the body's), and
+    what its body returns to ``max_bytes`` (a carried tensor may grow each iteration:
+    ``cat([x, x])``)."""
     part = node.graph.__dict__.get("st_submodules", {}).get(getattr(node.args[1], "target", ""))
     if isinstance(part, LoopPart):
         part.loop.per_iteration, part.loop.work_limit = per_iteration, work_limit
+        part.loop.max_bytes = max_bytes
 
 
 class LoopPart(Subgraph):
@@ -272,6 +277,13 @@ class _Counted(torch.fx.GraphModule):
         if self.st_role == "body":
             out = super().__call__(*args, **kwargs)
             state.last = out
+            limit = self.st_loop.max_bytes
+            held = sum(t.numel() * t.element_size() for t in out if isinstance(
+                t, torch.Tensor)) if limit and isinstance(out, (list, tuple)) else 0
+            if held > limit:
+                state.last, state.count = None, 0
+                raise memory_at_call(self.st_loop.node, "while_loop, what its body returns",
+                                     held, limit, {})
             return out
         last = getattr(state, "last", None)
         state.last = None

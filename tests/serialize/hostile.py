@@ -22,6 +22,7 @@ import safetensors.torch
 import torch
 
 import safetrace as st
+from safetrace.serialize import budgets as budgets_module
 from tests.serialize import hostile_static
 
 KEY = "safetrace.program"
@@ -41,6 +42,8 @@ class Case:
     category: str
     name: str
     make: Callable[[str], Spec]  # tmp dir -> Spec
+    slow: bool = False  # a full-size file (tens of MB): the default run loads its scaled
+    # copy (the same refusal, 1/100 of the size against budgets 1/100 of the defaults)
 
 
 class Base(torch.nn.Module):
@@ -119,16 +122,31 @@ def _l(*items: Any) -> dict:
     return {"list": list(items)}
 
 
-def cases() -> list[Case]:
+def scaled_budgets(*names: str) -> dict:
+    """The named budgets at 1/100 of their defaults (a scaled case's file is 1/100 of the
+    full one's size: the same refusal, at 1/100 of the cost)."""
+    return {n: getattr(budgets_module.DEFAULT, n) // 100 for n in names}
+
+
+def cases(categories: Any = None) -> list[Case]:
+    """Every case (of ``categories`` only, when given: the others' programs are not made)."""
     m = Maker()
     out: list[Case] = []
 
-    def add(category: str, name: str, make: Callable[[str], Spec]) -> None:
-        out.append(Case(category, name, make))
+    def add(category: str, name: str, make: Callable[[str], Spec], slow: bool = False) -> None:
+        out.append(Case(category, name, make, slow))
 
     def blob(category: str, name: str, fn: Callable[[], bytes], expect: str = "load",
-             match: str | None = None, **kw: Any) -> None:
-        add(category, name, lambda tmp: Spec(fn(), expect, kw, match=match))
+             match: str | None = None, slow: bool = False, **kw: Any) -> None:
+        add(category, name, lambda tmp: Spec(fn(), expect, kw, match=match), slow)
+
+    def both(category: str, name: str, full: Callable[[int], bytes], budgets: tuple = (),
+             **kw: Any) -> None:
+        """``full(1)`` under the slow mark, and by default ``full(100)``: a file 1/100 of
+        the size, loaded with the ``budgets`` it tests at 1/100 of their defaults."""
+        blob(category, name, lambda: full(1), slow=True, **kw)
+        extra = {"budgets": scaled_budgets(*budgets)} if budgets else {}
+        blob(category, f"{name}_scaled", lambda: full(100), **kw, **extra)
 
     # --- operators: the allowlist ------------------------------------------------------
     op = "operators"
@@ -253,11 +271,11 @@ def cases() -> list[Case]:
     bu = "budgets"
     blob(bu, "json_nesting_bomb", lambda: pack(None, m.tensors, raw_program=json.dumps(
         m.doc)[:-1] + ',"bomb":' + "[" * 200_000 + "]" * 200_000 + "}"))
-    blob(bu, "json_value_bomb", lambda: pack(None, m.tensors, raw_program=json.dumps(
-        m.doc)[:-1] + ',"bomb":[' + "0," * 3_000_000 + "0]}"))
-    blob(bu, "json_under_value_budget_each_value_a_list", lambda: pack(
-        None, m.tensors, raw_program=json.dumps(m.doc)[:-1] + ',"bomb":[' + "[]," * 1_400_000
-        + "0]}"))
+    both(bu, "json_value_bomb", lambda k: pack(None, m.tensors, raw_program=json.dumps(
+        m.doc)[:-1] + ',"bomb":[' + "0," * (3_000_000 // k) + "0]}"), ("max_json_values",))
+    both(bu, "json_under_value_budget_each_value_a_list", lambda k: pack(
+        None, m.tensors, raw_program=json.dumps(m.doc)[:-1] + ',"bomb":['
+        + "[]," * (1_400_000 // k) + "0]}"), ("max_json_values",))
     blob(bu, "header_length_2_60", lambda: struct.pack("<Q", 1 << 60) + b"{}")
     blob(bu, "header_length_past_file", lambda: raw_file({}, length=10_000))
     blob(bu, "400k_empty_tensors", lambda: _raw_text("{" + ",".join(
@@ -271,16 +289,18 @@ def cases() -> list[Case]:
         d, [_deep_not(95) for _ in range(700)])), expect="bounded")
     blob(bu, "nested_products_2_40_terms", lambda: _with(m, lambda d: _products(d, 40)),
          expect="call")
-    blob(bu, "many_large_expressions", lambda: _with(m, lambda d: _conds(d, [
-        ["lt", _sum_of(19_000), 0] for _ in range(30)])))
-    blob(bu, "many_expressions_under_each_limit", lambda: _with(m, lambda d: _conds(d, [
-        ["lt", _sum_of(6_000), 0] for _ in range(60)])))
+    both(bu, "many_large_expressions", lambda k: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(19_000 // k), 0] for _ in range(30)])),
+        ("max_json_values", "max_expr_nodes", "max_expr_nodes_each"), match="max_json_values")
+    both(bu, "many_expressions_under_each_limit", lambda k: _with(m, lambda d: _conds(d, [
+        ["lt", _sum_of(6_000 // k), 0] for _ in range(60)])),
+        ("max_expr_nodes", "max_expr_nodes_each"), match="max_expr_nodes")
     blob(bu, "expression_depth", lambda: pack(None, m.tensors, raw_program=json.dumps(
         m.doc).replace('"conditions": []', '"conditions": [{"cond": ' + '["not", ' * 5000
                        + '"s0"' + "]" * 5000 + ', "origin": ""}]')))
-    blob(bu, "many_symbols", lambda: _with(m, lambda d: d["symbols"].extend(
+    both(bu, "many_symbols", lambda k: _with(m, lambda d: d["symbols"].extend(
         {"name": f"s{100 + i}", "backed": True, "hint": 1, "lo": 0, "hi": None}
-        for i in range(150_000))))
+        for i in range(150_000 // k))), ("max_symbols",), match="max_symbols")
 
     # --- crashes that must be LoadErrors ----------------------------------------------------
     cr = "crashes"
@@ -363,13 +383,13 @@ def cases() -> list[Case]:
     blob(co, "trailing_bytes", lambda: m.blob + b"\0" * 16)
     blob(co, "version_1_zip_with_64gb_member", lambda: _v1_bomb())
     blob(co, "tensor_not_declared", lambda: m.file(m.d(), dict(m.tensors, extra=torch.ones(1))))
-    _container_cases(m, blob)
-    _memory_cases(m, blob)
-    _alloc_cases(m, blob)
+    _container_cases(m, blob, both)
+    _memory_cases(m, blob, both)
+    _alloc_cases(m, blob, both, categories is None or "memory" in categories)
     from tests.serialize.hostile_audit import audit_cases  # (it builds on this module)
     audit_cases(m, blob)
     from tests.serialize.hostile_contracts import contract_cases
-    contract_cases(m, blob, add)
+    contract_cases(m, blob, add, categories is None or "contracts" in categories)
 
     # --- not files ----------------------------------------------------------------------------
     nf = "paths"
@@ -400,7 +420,7 @@ def cases() -> list[Case]:
     return out
 
 
-def _container_cases(m: Maker, blob: Callable) -> None:
+def _container_cases(m: Maker, blob: Callable, both: Callable) -> None:
     """The safetensors layer, byte by byte: each refusal must name what is wrong."""
     co = "container"
     head, data = _split(m.blob)
@@ -443,7 +463,8 @@ def _container_cases(m: Maker, blob: Callable) -> None:
         {key: head[key]})[1:-1].encode() + b"}", data), match="duplicate key")
     blob(co, "deeply_nested_header", lambda: _raw(b'{"x":' + b"[" * 200_000 + b"]" * 200_000
                                                   + b"}", b""), match="nested deeper")
-    blob(co, "header_of_numbers", lambda: _raw(b'{"x":[' + b"0," * 8_000_000 + b"0]}", b""),
+    both(co, "header_of_numbers", lambda k: _raw(b'{"x":[' + b"0," * (8_000_000 // k)
+                                                 + b"0]}", b""), ("max_json_values",),
          match="JSON values")
     blob(co, "name_lone_surrogate", lambda: _raw(_header_bytes(head).replace(
         json.dumps(key).encode(), rb'"state:\udc80"', 1), data), match="not valid Unicode")
@@ -466,32 +487,31 @@ def _container_cases(m: Maker, blob: Callable) -> None:
             head, "safetrace.dtypes", v)), data), match=why)
 
 
-def _memory_cases(m: Maker, blob: Callable) -> None:
+def _memory_cases(m: Maker, blob: Callable, both: Callable) -> None:
     """Header parsing bounded: nested metadata JSON, long and astral strings, and file
     objects that declare more than they hold (issue 23)."""
     me = "memory"
     head, data = _split(m.blob)
-    blob(me, "dtypes_nested_25mb", lambda: _raw(_header_bytes(_with_meta(
-        head, "safetrace.dtypes", "[" * 12_000_000 + "]" * 12_000_000)), data),
+    both(me, "dtypes_nested_25mb", lambda k: _raw(_header_bytes(_with_meta(
+        head, "safetrace.dtypes", "[" * (12_000_000 // k) + "]" * (12_000_000 // k))), data),
         match="nested deeper|JSON values")
-    blob(me, "dtypes_many_values", lambda: _raw(_header_bytes(_with_meta(
-        head, "safetrace.dtypes", "{" + ",".join(f'"k{i}":"x"' for i in range(1_500_000))
-        + "}")), data), match="JSON values")
-    blob(me, "torch_version_astral_31mb", lambda: pack(_set(m.d(), "torch_version",
-                                                            "\U0001F600" + "a" * 31_000_000),
-                                                       m.tensors),
-         match="max_text_bytes|max_json_string")
+    both(me, "dtypes_many_values", lambda k: _raw(_header_bytes(_with_meta(
+        head, "safetrace.dtypes", "{" + ",".join(f'"k{i}":"x"' for i in range(1_500_000 // k))
+        + "}")), data), ("max_json_values",), match="JSON values")
+    both(me, "torch_version_astral_31mb", lambda k: pack(_set(
+        m.d(), "torch_version", "\U0001F600" + "a" * (31_000_000 // k)), m.tensors),
+        ("max_text_bytes", "max_json_string"), match="max_text_bytes|max_json_string")
     blob(me, "torch_version_not_a_version", lambda: pack(_set(m.d(), "torch_version",
                                                               "2.13\n$(rm -rf)"), m.tensors),
          match="torch_version")
     blob(me, "stack_trace_2mb", lambda: pack(None, m.tensors, raw_program=json.dumps(
         m.doc).replace('"stack_trace": "', '"stack_trace": "' + "x" * 2_000_000, 1)),
         match="max_json_string")
-    blob(me, "astral_stack_trace_16mb", lambda: pack(None, m.tensors, raw_program=json.dumps(
+    both(me, "astral_stack_trace_16mb", lambda k: pack(None, m.tensors, raw_program=json.dumps(
         m.doc, ensure_ascii=False).replace(
-            '"stack_trace": "', '"stack_trace": "\U0001F600' + "x" * 900_000, 18)
-        .replace('"dims_report"', '"pad": "' + "y" * 16_000_000 + '", "dims_report"')),
-        match="max_text_bytes|max_json_string")
+            '"stack_trace": "', '"stack_trace": "\U0001F600' + "x" * (900_000 // k), 18)
+        .replace('"dims_report"', '"pad": "' + "y" * (16_000_000 // k) + '", "dims_report"')),
+        ("max_text_bytes", "max_json_string"), match="max_text_bytes|max_json_string")
     tib = {"__metadata__": head["__metadata__"],
            "state:big": {"dtype": "F32", "shape": [1 << 38], "data_offsets": [0, 1 << 40]}}
     blob(me, "stream_declares_1tib", lambda: io.BytesIO(_raw(_header_bytes(tib), b"\0" * 64)),
@@ -510,7 +530,7 @@ def _memory_cases(m: Maker, blob: Callable) -> None:
          lambda: _Pipe(_raw(_header_bytes(many), b"\0" * 4096)), match="truncated")
 
 
-def _alloc_cases(m: Maker, blob: Callable) -> None:
+def _alloc_cases(m: Maker, blob: Callable, both: Callable, warm: bool = True) -> None:
     """Allocations of constant size: folded sizes, bytes not elements, strides, repeats,
     the whole program's sum (issue 23)."""
     al = "memory"
@@ -544,7 +564,8 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     # sizes from the program's own constants: broadcasts, reductions, values (real
     # programs, their constants changed; each base loads and runs untouched)
     for kind in hostile_static.KINDS:
-        hostile_static.base(kind)  # (exported now: a case's export would grow the tables)
+        if warm:
+            hostile_static.base(kind)  # (exported now: a case's export would grow the tables)
         blob(al, f"constants_{kind}", lambda kind=kind: hostile_static.hostile(kind),
              match="max_alloc_numel")
         blob(al, f"control_{kind}", lambda kind=kind: hostile_static.base(kind),
@@ -552,18 +573,21 @@ def _alloc_cases(m: Maker, blob: Callable) -> None:
     # sizes of the inputs over widened declared ranges, and constants inside cond and
     # while_loop subgraphs (each base loads and runs untouched)
     for kind in hostile_static.INPUT_KINDS:
-        hostile_static.inputs_base(kind)
+        if warm:  # (exported now: a case's export would grow the intern tables)
+            hostile_static.inputs_base(kind)
         blob(al, f"inputs_{kind}", lambda kind=kind: hostile_static.inputs_hostile(kind)[0],
              expect=hostile_static.inputs_hostile(kind)[1], match="max_alloc_numel")
         blob(al, f"control_inputs_{kind}", lambda kind=kind: hostile_static.inputs_base(kind),
              expect="bounded")
-    hostile_static.counter_base()
+    if warm:
+        hostile_static.counter_base()
+        hostile_static.cond_base()
+        hostile_static.loop_base()
     blob(al, "updated_buffer_item_zeros_256gib", hostile_static.counter_hostile, expect="call",
          match="max_alloc_numel")
     blob(al, "control_updated_buffer", hostile_static.counter_base, expect="bounded")
-    hostile_static.cond_base()
-    blob(al, "one_thousand_conds", lambda: hostile_static.many_conds(1000), expect="bounded")
-    hostile_static.loop_base()
+    both(al, "one_thousand_conds", lambda k: hostile_static.many_conds(max(1000 // k, 50)),
+         expect="bounded")
     blob(al, "while_loop_body_stops_incrementing", hostile_static.stuck_loop, expect="call",
          match="max_loop_iterations")
     blob(al, "control_while_loop", hostile_static.loop_base, expect="bounded")

@@ -166,15 +166,43 @@ def _int_as_tensor(doc: dict) -> None:
                              "args": [{"node": "k"}]})
 
 
+def _no_slices(doc: dict) -> None:
+    """The map's xs (the scan's) declared with a length from 0: torch's kernel reads slice
+    0 (IndexError on none; st.export refuses such a Dim)."""
+    for table in (doc["symbols"], doc["contract"]["symbols"]):
+        table[0]["lo"] = 0
+
+
+def _carry_doubled(doc: dict) -> None:
+    """The loop body returns its carried x as cat([2 * x, 2 * x]), 60 times: each
+    iteration doubles it (legal: torch's loop takes it; the loader evaluated one iteration,
+    at x's size, and 60 of them allocate 2**60 x)."""
+    cond = next(g for g in doc["subgraphs"] if "cond" in g["path"])["nodes"]
+    next(n for n in cond if n["name"] == "lt")["args"][1] = 60
+    body = next(g for g in doc["subgraphs"] if "body" in g["path"])["nodes"]
+    body.insert(len(body) - 1, {"name": "dbl", "op": "call_function",
+                                "target": A + "cat.default", "args": [_l({"node": "mul"},
+                                                                         {"node": "mul"})]})
+    body[-1]["args"][0]["tuple"][1] = {"node": "dbl"}
+
+
+def _scan_carry_grows(doc: dict) -> None:
+    body = doc["subgraphs"][0]["nodes"]
+    body.insert(len(body) - 1, {"name": "dbl", "op": "call_function",
+                                "target": A + "cat.default", "args": [_l({"node": "add"},
+                                                                         {"node": "add"})]})
+    body[-1]["args"][0]["tuple"][0] = {"node": "dbl"}
+
+
 def _call(shape: tuple, *more: Any) -> Callable[[Any], None]:
     def run(ep: Any) -> None:
         ep.module()(torch.randn(shape, generator=torch.Generator().manual_seed(0)), *more)
     return run
 
 
-def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
+def contract_cases(m: hostile.Maker, blob: Callable, add: Callable, warm: bool = True) -> None:
     ct = "contracts"
-    for kind in ("cond", "loop", "map", "scan", "int", "state"):
+    for kind in ("cond", "loop", "map", "scan", "int", "state") if warm else ():
         _saved(kind)  # (exported now: a case's export would grow the intern tables)
 
     def at_call(name: str, make: Callable[[], bytes], after: Callable) -> None:
@@ -190,6 +218,15 @@ def contract_cases(m: hostile.Maker, blob: Callable, add: Callable) -> None:
     at_call("cond_predicate_of_many", lambda: _edit("cond", _pred_of_many), _call((4, 3)))
     at_call("while_condition_of_many", lambda: _edit("loop", _carried_swapped), _call((4,)))
     at_call("map_body_at_some_sizes", lambda: _edit("map", _dims_reversed), _call((3, 4)))
+    at_call("map_over_no_slices", lambda: _edit("map", _no_slices), _call((0, 3)))
+    add(ct, "while_body_doubles_its_carry", lambda tmp: hostile.Spec(
+        _edit("loop", _carry_doubled), "call", {"budgets": {"max_alloc_numel": 1000}},
+        after=_call((3,)), match="over the budget"))
+    blob(ct, "scan_carry_grows", lambda: _edit("scan", _scan_carry_grows),
+         match="carries values of one dtype and shape")
+    add(ct, "scan_over_no_slices", lambda tmp: hostile.Spec(
+        _edit("scan", _no_slices), "call", after=lambda ep: ep.module()(
+            torch.ones(3), torch.ones(0, 3)), match=MISMATCH))
     # ... at every declared size (a scan body runs at least once): refused at load
     blob(ct, "scan_body_at_every_size", lambda: _edit("scan", _init_longer),
          match="fails at every call")

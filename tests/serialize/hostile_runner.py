@@ -1,6 +1,8 @@
 """Run hostile cases in this process under limits; print one JSON line per case.
 
-    python -m tests.serialize.hostile_runner CATEGORY [CATEGORY ...]
+    python -m tests.serialize.hostile_runner [--slow] CATEGORY [CATEGORY ...]
+
+(``--slow``: the full-size cases, whose scaled copies a plain run loads.)
 
 While a case loads and runs, the address space is capped at what the process maps when
 the case starts plus ``HOSTILE_MB`` (200); each case must end as its Spec expects within
@@ -161,7 +163,10 @@ def run_case(case: hostile.Case, tmp: str) -> dict:
 
 def main(categories: list[str]) -> int:
     torch.set_num_threads(1)
-    all_cases = [c for c in hostile.cases() if not categories or c.category in categories]
+    slow = "--slow" in categories
+    categories = [c for c in categories if c != "--slow"]
+    all_cases = [c for c in hostile.cases(categories or None)
+                 if (not categories or c.category in categories) and c.slow == slow]
     # warm up what a first load imports and compiles, then cap the address space
     st.load(hostile.base_blob())
     # what is alive now (torch, the library) survives every case: keep it out of the

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import safetrace as st
-from safetrace.serialize import value_sizes, work
+from safetrace.serialize import requirements, value_sizes, work
 from tests.serialize.hostile_static import pack, parts
 
 
@@ -159,8 +159,9 @@ def test_inflated_files_are_refused_at_call_within_a_gigabyte(tmp_path):
 
 def without_value_checks(graph: torch.fx.Graph) -> str:
     """The text of ``graph`` less the checks ``st.load`` put in it (value-sized kernels,
-    kernels whose sizes are read from data)."""
+    kernels whose sizes are read from data, requirements on such sizes)."""
     g = copy.deepcopy(graph)
+    requirements.strip(g)
     for n in list(g.nodes):
         if n.target is value_sizes.check or n.target is work.check:
             g.erase_node(n)
