@@ -96,11 +96,11 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
             total: Any = 1
             for s in sizes:
                 if isinstance(s, torch.fx.Node):
-                    s = _call(graph, operator.abs, (s,))
+                    s = call_node(graph, operator.abs, (s,))
                 elif not isinstance(s, int) or s == 1:
                     continue
-                total = _call(graph, operator.mul, (total, s))
-            ok = _call(graph, operator.le, (total, limit))
+                total = call_node(graph, operator.mul, (total, s))
+            ok = call_node(graph, operator.le, (total, limit))
             check = graph.call_function(assert_sym, (ok, (
                 f"node {node.name!r} ({target}): a size computed as the program runs asks "
                 f"for more than {limit} elements, over the budget (max_alloc_numel = "
@@ -110,7 +110,7 @@ def guard_sizes(graph: torch.fx.Graph, max_numel: int, is_sized: Any) -> None:
             check.meta["stack_trace"] = node.meta.get("stack_trace", "")
 
 
-def _call(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:
+def call_node(graph: torch.fx.Graph, fn: Any, args: tuple) -> torch.fx.Node:
     """A node of Python arithmetic, its value (a symbolic int or bool) computed from its
     arguments' as the tracer would have recorded it."""
     node = graph.call_function(fn, args)

@@ -23,7 +23,7 @@ import torch
 
 from safetrace.errors.load import requirement_in_graph
 from safetrace.meta import TensorMeta
-from safetrace.serialize.allocations import _call
+from safetrace.serialize.allocations import call_node
 from safetrace.symbolic.expr import dag_nodes
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 from safetrace.trace.asserts import assert_sym
@@ -119,17 +119,17 @@ def _insert(node: torch.fx.Node, cond: Any, why: str, sources: dict) -> None:
                 src = graph.call_function(_SYM_SIZE, (src, d))
                 src.meta["val"] = None
             if k != 0:
-                src = _call(graph, operator.sub, (src, k))
-            read[e.name] = src if c == 1 else _call(graph, operator.floordiv, (src, c))
+                src = call_node(graph, operator.sub, (src, k))
+            read[e.name] = src if c == 1 else call_node(graph, operator.floordiv, (src, c))
         return read[e.name]
 
     def call(fn: Any, args: tuple, _: Any) -> Any:
-        return _call(graph, fn, args)
+        return call_node(graph, fn, args)
 
     with graph.inserting_before(node):
         ok = lower(cond, Algebra(leaf, call))
         if not isinstance(ok, torch.fx.Node):  # (a constant: False, the node always fails)
-            ok = _call(graph, operator.and_, (bool(ok), True))
+            ok = call_node(graph, operator.and_, (bool(ok), True))
         check = graph.call_function(assert_sym, (ok, requirement_in_graph(
             node.name, str(node.target), str(cond), why)))
     check.meta["val"] = None
