@@ -35,6 +35,7 @@ from safetrace.interop.construct import (config_set, exported_program, provenanc
                                          training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds
+from safetrace.interop.modes import conversion_mode
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import size_op
@@ -76,14 +77,12 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
 
 class _Converter:
     def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
         self.ep = ep
         self.strict = strict
         self.verify = verify
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
-        self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        self.mode = conversion_mode(self.shape_env)
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
         self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
