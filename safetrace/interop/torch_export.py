@@ -100,6 +100,8 @@ class _Converter:
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
         self.fakes = FakeBuilder(self)
+        self.state_fakes = self.fakes.statics(
+            {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
         self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
         for size, root in self.emitter.derived_roots():
             self.fakes.seed(size, root)
@@ -241,8 +243,9 @@ class _Converter:
             arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
-        value = self._state_value(spec)
-        new.meta["val"] = self.fakes.static(value)
+        made = self.state_fakes.get(spec.name)
+        new.meta["val"] = made if made is not None else self.fakes.static(
+            self._state_value(spec))
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
