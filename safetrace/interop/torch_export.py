@@ -37,7 +37,7 @@ from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custo
 from safetrace.interop.fakes import FakeBuilder, builds
 from safetrace.interop.modes import conversion_mode
 from safetrace.interop.state import alias_inputs, program_state, torch_target
-from safetrace.interop.symbols import backed_symint, conversion_env
+from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
@@ -180,6 +180,9 @@ class _Converter:
     def _constant_types(self, tep: Any) -> list[str]:
         """torch's guard compares a specialized input by ``==`` only (3.0 == 3, 0 == False):
         ours also wants its type.  (Held in the program object; torch.export.save drops it.)"""
+        if not any(isinstance(inp, ConstInput) and (inp.value is None or type(inp.value) in (
+                int, float, bool, str)) for inp in self.ep.contract.inputs):
+            return []  # (most programs: no walk of the example inputs)
         args, kwargs = tep.example_inputs
         names = self._arg_names()
         ctx = dict(zip(names, args))
@@ -214,10 +217,7 @@ class _Converter:
 
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
-        from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
-
-        vr = ValueRanges(lo, int_oo if hi is None else hi)
+        vr = value_range(lo, hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
             return int(lo)
         return backed_symint(self.shape_env, hint, where, vr)
