@@ -68,17 +68,29 @@ _STAND_IN = _Traceback()
 
 
 def frames(f: Any) -> Any:
-    """``traceback.extract_stack(f)`` without its source-line reads (made when shown)."""
+    """``traceback.extract_stack(f)`` without its source-line reads (made when shown).
+    A frame's summary (file, line number, function; its line once read) is made once
+    per code object and line, and shared by the stacks that pass there."""
     out = traceback.StackSummary()
-    summary = traceback.FrameSummary
+    made = _SUMMARIES
     while f is not None:
         code = f.f_code
         # (as extract_stack does: a module whose source comes from its loader registers it)
         linecache.lazycache(code.co_filename, f.f_globals)
-        out.append(summary(code.co_filename, f.f_lineno, code.co_name, lookup_line=False))
+        key = (code, f.f_lineno)
+        summary = made.get(key)
+        if summary is None:
+            if len(made) > 20_000:
+                made.clear()
+            summary = made[key] = traceback.FrameSummary(
+                code.co_filename, f.f_lineno, code.co_name, lookup_line=False)
+        out.append(summary)
         f = f.f_back
     out.reverse()
     return out
+
+
+_SUMMARIES: dict[tuple, Any] = {}  # (code object, line number) -> its FrameSummary
 
 
 @functools.cache

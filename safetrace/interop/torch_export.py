@@ -545,16 +545,13 @@ class _Converter:
     def _range_constraints(self) -> dict:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
-        from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
-
         out = {}
         roots = self.emitter.root_ranges()
         for sym, vr in self.shape_env.var_to_range.items():
             if sym in self.shape_env.replacements:
                 continue
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
-            out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
+            out[sym] = value_range(lo, None if hi is None or hi == math.inf else hi)
         return self.emitter.with_derived_ranges(out)
 
     # -- calling convention ------------------------------------------------------------------
