@@ -4,13 +4,16 @@
 shown only in torch's error for two fake modes mixed): ``extract_stack`` reads every
 frame's source line and stats every file on the stack (``linecache.checkcache``), ~0.1 ms
 at a shallow stack and more at a deep one, 4-8% of a small model's conversion.  Here
-torch's own constructor runs with one difference: the stack it records is the same list of
-frames (file, line number, function) with each source line read when first shown rather
-than at once (``FrameSummary(..., lookup_line=False)``: the same object to ``==`` and to
-``traceback.format_list``).  The constructor finds ``traceback`` in its module's globals;
-for the duration of the call (under a lock) that name is a stand-in whose ``extract_stack``
-does the above and whose other attributes are the real module's.  torch's path serves
-unchanged where the check below (made once per process) finds the two modes different.
+torch's own constructor code runs with one difference: the stack it records is the same
+list of frames (file, line number, function) with each source line read when first shown
+rather than at once (``FrameSummary(..., lookup_line=False)``: the same object to ``==``
+and to ``traceback.format_list``).  The constructor's code runs as a copy of the function
+(same code object, defaults and ``__class__`` cell) whose global namespace reads through to
+its module's but for the name ``traceback``, which is a stand-in whose ``extract_stack``
+does the above and whose other attributes are the real module's: nothing of torch's is
+modified, so other threads see torch unchanged.  torch's constructor serves where it is
+not the one copied (a patched class), and where the check below (made once per process)
+finds the two modes different.
 """
 
 from __future__ import annotations
@@ -18,12 +21,9 @@ from __future__ import annotations
 import functools
 import linecache
 import sys
-import threading
 import traceback
+import types
 from typing import Any
-
-_LOCK = threading.Lock()
-
 
 def conversion_mode(shape_env: Any) -> Any:
     """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
@@ -37,15 +37,50 @@ def _torch(shape_env: Any) -> Any:
 
 
 def _made(shape_env: Any) -> Any:
-    from torch._subclasses import fake_tensor as module
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with _LOCK:
-        real = module.traceback
-        module.traceback = _STAND_IN
-        try:
-            return module.FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
-        finally:
-            module.traceback = real
+    init = _init_copy(FakeTensorMode.__init__)
+    if init is None:
+        return _torch(shape_env)
+    mode = FakeTensorMode.__new__(FakeTensorMode)
+    init(mode, shape_env=shape_env, allow_non_fake_inputs=True)
+    return mode
+
+
+@functools.lru_cache(maxsize=4)
+def _init_copy(init: Any) -> Any:
+    """`init` (torch's constructor) as a function whose globals read ``traceback`` as
+    the stand-in below (None where it is not a plain function of that module)."""
+    module = sys.modules.get(getattr(init, "__module__", ""), None)
+    if not isinstance(init, types.FunctionType) or module is None or \
+            getattr(module, "traceback", None) is not traceback:
+        return None
+    copy = types.FunctionType(init.__code__, _Globals(vars(module)), init.__name__,
+                              init.__defaults__, init.__closure__)
+    copy.__kwdefaults__ = dict(init.__kwdefaults__ or {})
+    copy.__qualname__ = init.__qualname__
+    return copy
+
+
+class _Globals(dict):
+    """A module's namespace read through (its current values), but for ``traceback``.
+    (Python looks a global up by ``__getitem__`` in a dict subclass; this dict itself holds
+    only ``__builtins__``, which a function's builtins are found by.)"""
+
+    def __init__(self, namespace: dict) -> None:
+        super().__init__(__builtins__=namespace.get("__builtins__", __builtins__))
+        self.namespace = namespace
+
+    def __getitem__(self, name: str) -> Any:
+        if name == "traceback":
+            return _STAND_IN
+        return self.namespace[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return _STAND_IN if name == "traceback" else self.namespace.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.namespace
 
 
 class _Traceback:
