@@ -25,6 +25,7 @@ import traceback
 import types
 from typing import Any
 
+
 def conversion_mode(shape_env: Any) -> Any:
     """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
     return _made(shape_env) if _same_as_torch() else _torch(shape_env)
@@ -168,7 +169,7 @@ def _lines(stack: Any) -> list:
 def _shallow(fields: dict, depth: int = 2) -> dict:
     """A converter's fields: containers by type and size (fresh ones are empty), objects
     by type and fields."""
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in fields.items():
         if k == "id":  # (a describer's number: from a process-wide counter)
             out[k] = type(v)
