@@ -49,6 +49,9 @@ _FLOAT_FUNS = {"TruncToInt": lambda a: F_.fun("trunc", a),
                "FloorToInt": F_.floor, "CeilToInt": F_.ceil}
 
 
+_LABELS: dict[tuple, str] = {}  # (our expression, (symbol, label)...) -> its label text
+
+
 class ContractEmitter:
     """Builds the fake inputs and the in-graph checks of one conversion, from the
     program's typed contract (``safetrace.exporter.contract.Contract``)."""
@@ -261,9 +264,16 @@ class ContractEmitter:
         out = {}
         for sym_, ours in self.symbol_names.items():
             if sym_ in self.root_range:
-                text = str(ours)
-                for name in sorted(ours.free_symbols, key=len, reverse=True):
-                    text = _replace_word(text, name, dim_names.get(name, name))
+                names = tuple((n, dim_names.get(n, n)) for n in
+                              sorted(ours.free_symbols, key=len, reverse=True))
+                text = _LABELS.get((ours, names))
+                if text is None:  # (a regular expression per name: made once per label)
+                    text = str(ours)
+                    for name, label in names:
+                        text = _replace_word(text, name, label)
+                    if len(_LABELS) > 10_000:
+                        _LABELS.clear()
+                    _LABELS[(ours, names)] = text
                 # (a symbol's name: sympy's printer costs ~0.1 ms a call)
                 out[getattr(sym_, "name", None) or str(sym_)] = text
         return out

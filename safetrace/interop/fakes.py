@@ -229,11 +229,12 @@ class FakeBuilder:
             if old is not None:
                 torch._C._set_dispatch_mode(old)
 
-    def wrap(self, elem: torch.Tensor, device: Any) -> Any:
-        """``FakeTensor(mode, elem, device)``.  torch's constructor runs once per device;
-        later values copy the attributes it gave (the mode, the device, empty memos) onto
-        the same subclass wrapping: the constructor's Python checks cost ~6 µs a value, a
-        few milliseconds on a program of a few hundred values."""
+    def wrap(self, elem: torch.Tensor, device: Any, grad: bool = False) -> Any:
+        """``FakeTensor(mode, elem, device)`` (`grad`: then ``requires_grad_(True)``).
+        torch's constructor runs once per device; later values copy the attributes it gave
+        (the mode, the device, empty memos) onto the same subclass wrapping: the
+        constructor's Python checks cost ~6 µs a value, a few milliseconds on a program of
+        a few hundred values."""
         state = self.states.get(device)
         if state is None:
             fake = self.fake_class(self.conv.mode, elem, device)
@@ -242,9 +243,9 @@ class FakeBuilder:
                            if self.conv.mode._allow_unsafe_data_ptr_access
                            else torch._C._set_throw_on_mutable_data_ptr)
                 self.states[device] = (dict(fake.__dict__), fake.fake_device, mutable)
-            return fake
+            return fake.requires_grad_(True) if grad else fake
         fields, normalized, mutable = state
-        fake = torch.Tensor._make_subclass(self.fake_class, elem, elem.requires_grad,
+        fake = torch.Tensor._make_subclass(self.fake_class, elem, grad or elem.requires_grad,
                                            dispatch_device=True,
                                            device_for_backend_keys=normalized)
         mutable(fake)
@@ -278,15 +279,30 @@ class FakeBuilder:
 
     def static(self, value: torch.Tensor) -> Any:
         """A parameter's, buffer's or constant's value (static shape, its strides)."""
-        plain = type(value) in (torch.Tensor, torch.nn.Parameter) or _fake(value)
-        # (a fake value: a model built under the user's FakeTensorMode; ours stands for it)
-        if not plain or value.layout != torch.strided or value.is_quantized:
+        if not _plain(value):
             return self.conv.mode.from_tensor(value, static_shapes=True)
         fake = self.make(list(value.shape), list(value.stride()), value.dtype, value.device,
                          own=True)
         if value.requires_grad:
             fake.requires_grad_(True)
         return fake
+
+    def statics(self, values: dict) -> dict:
+        """``static`` of each of `values` (key -> tensor) that is a plain strided tensor,
+        made together before the conversion enters its modes (no dispatch mode to set
+        aside per value), each on a storage of its own and marked as requiring grad in the
+        same call that wraps it (``_make_subclass``'s flag: what ``requires_grad_`` sets).
+        The others are left to ``static``, under the conversion's mode."""
+        out = {}
+        for key, value in values.items():
+            if not _plain(value):
+                continue
+            elem = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype,
+                                       device=_META)
+            self.built += 1
+            fake = out[key] = self.wrap(elem, value.device, value.requires_grad)
+            self.elems[id(fake)] = elem
+        return out
 
     def same_view(self, fake: Any) -> Any:
         """The value of an identity view of `fake` (the contract's rank check, an
@@ -580,6 +596,13 @@ _VIEWS = {
     "alias": _same, "detach": _same, "split": _split, "split_with_sizes": _split,
     "unbind": _unbind, "as_strided": _as_strided, "view": _view, "_unsafe_view": _view,
 }
+
+
+def _plain(value: torch.Tensor) -> bool:
+    """A dense strided tensor, a Parameter or a fake value (a model built under the user's
+    FakeTensorMode: ours stands for it); else torch's ``from_tensor`` makes its value."""
+    return (type(value) in (torch.Tensor, torch.nn.Parameter) or _fake(value)) and \
+        value.layout == torch.strided and not value.is_quantized
 
 
 def _fake(value: Any) -> bool:

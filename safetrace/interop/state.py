@@ -10,6 +10,9 @@ from typing import Any
 import torch
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def torch_target(ep: Any, spec: Any) -> str:
     """A state input's name in torch's program: a constant's is the attribute's path, as
     torch.export keys ``ep.constants`` (ours: the placeholder's name)."""
@@ -53,7 +56,11 @@ def program_state(ep: Any, ordered: list) -> tuple[dict, dict]:
         if s.kind in ("parameter", "buffer"):
             t = ep._state[s.target]
         if s.kind == "parameter":
-            state[s.target] = torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
+            # (``Parameter(t.detach(), requires_grad=...)``: for a plain tensor, its
+            # ``_make_subclass``, which detaches itself)
+            state[s.target] = torch.Tensor._make_subclass(
+                torch.nn.Parameter, t, t.requires_grad) if type(t) in _PLAIN else \
+                torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad)
         elif s.kind == "buffer":  # (a cache written under grad mode carries history:
             # the same memory without it, which torch's tools deepcopy and write)
             (state if s.persistent else constants)[s.target] = \

@@ -35,8 +35,9 @@ from safetrace.interop.construct import (config_set, exported_program, provenanc
                                          training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds
+from safetrace.interop.modes import conversion_mode
 from safetrace.interop.state import alias_inputs, program_state, torch_target
-from safetrace.interop.symbols import backed_symint, conversion_env
+from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
@@ -76,14 +77,12 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
 
 class _Converter:
     def __init__(self, ep: Any, strict: bool, verify: bool = False) -> None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
         self.ep = ep
         self.strict = strict
         self.verify = verify
         self.shape_env = conversion_env()
         quiet_symbol_logs(self.shape_env)
-        self.mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=True)
+        self.mode = conversion_mode(self.shape_env)
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, torch.fx.Node] = {}  # our node -> new node
         self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
@@ -102,6 +101,8 @@ class _Converter:
         order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
         ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
         self.fakes = FakeBuilder(self)
+        self.state_fakes = self.fakes.statics(
+            {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
         self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
         for size, root in self.emitter.derived_roots():
             self.fakes.seed(size, root)
@@ -182,6 +183,9 @@ class _Converter:
     def _constant_types(self, tep: Any) -> list[str]:
         """torch's guard compares a specialized input by ``==`` only (3.0 == 3, 0 == False):
         ours also wants its type.  (Held in the program object; torch.export.save drops it.)"""
+        if not any(isinstance(inp, ConstInput) and (inp.value is None or type(inp.value) in (
+                int, float, bool, str)) for inp in self.ep.contract.inputs):
+            return []  # (most programs: no walk of the example inputs)
         args, kwargs = tep.example_inputs
         names = self._arg_names()
         ctx = dict(zip(names, args))
@@ -216,10 +220,7 @@ class _Converter:
 
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
-        from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
-
-        vr = ValueRanges(lo, int_oo if hi is None else hi)
+        vr = value_range(lo, hi)
         if vr.lower == vr.upper:  # a range of one value: torch would make it static
             return int(lo)
         return backed_symint(self.shape_env, hint, where, vr)
@@ -245,8 +246,9 @@ class _Converter:
             arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
-        value = self._state_value(spec)
-        new.meta["val"] = self.fakes.static(value)
+        made = self.state_fakes.get(spec.name)
+        new.meta["val"] = made if made is not None else self.fakes.static(
+            self._state_value(spec))
         kind = {"parameter": InputKind.PARAMETER, "buffer": InputKind.BUFFER,
                 "constant": InputKind.CONSTANT_TENSOR}[spec.kind]
         persistent = spec.persistent if spec.kind == "buffer" else None
@@ -546,16 +548,13 @@ class _Converter:
     def _range_constraints(self) -> dict:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
-        from torch.utils._sympy.numbers import int_oo
-        from torch.utils._sympy.value_ranges import ValueRanges
-
         out = {}
         roots = self.emitter.root_ranges()
         for sym, vr in self.shape_env.var_to_range.items():
             if sym in self.shape_env.replacements:
                 continue
             lo, hi = roots.get(sym, (vr.lower, vr.upper))
-            out[sym] = ValueRanges(lo, int_oo if hi is None or hi == math.inf else hi)
+            out[sym] = value_range(lo, None if hi is None or hi == math.inf else hi)
         return self.emitter.with_derived_ranges(out)
 
     # -- calling convention ------------------------------------------------------------------

@@ -237,6 +237,65 @@ def test_sizes_from_data_are_built_without_torchs_kernels(monkeypatch):
             ep.module()(bad)
 
 
+def _mode_fields(tep):
+    """The program's FakeTensorMode: its fields (containers by type and size), and where
+    it was made (file, line, function and source line of each frame but those of this
+    file and of safetrace's modes.py, which makes it without reading the lines at
+    once)."""
+    from safetrace.interop import modes
+
+    mode = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"
+                and isinstance(n.meta.get("val"), torch.Tensor)).fake_mode
+    fields = {k: (type(v), len(v)) if hasattr(v, "__len__") else type(v) if k in (
+        "shape_env", "fake_tensor_converter") else v for k, v in vars(mode).items()
+        if k != "_stack_trace"}
+    frames = [(f.filename, f.lineno, f.name, f.line) for f in mode._stack_trace
+              if f.filename not in (modes.__file__, __file__)]  # (this test's: its lines)
+    assert frames[-1][2:] == ("__init__", "self._stack_trace = traceback.extract_stack()")
+    return fields, frames
+
+
+def test_state_fakes_are_torchs_own():
+    """Parameters, buffers and constants get torch's fake values (``from_tensor`` of the
+    program's mode, static shapes): sizes, strides, storage size, dtype, grad flag, a
+    storage each, no autograd history."""
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+            self.frozen = torch.nn.Parameter(torch.randn(3, 2).t(), requires_grad=False)
+            self.register_buffer("scale", torch.full((3,), 2.0))
+            self.bias2 = torch.arange(3.0)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale + self.bias2 + self.frozen.sum()
+
+    model = Model()
+    ep = st.export(model, (torch.randn(5, 4),), dynamic_shapes={"x": {0: st.Dim("n")}})
+    tep = ep.to_torch()
+    places = {n.name: n for n in tep.graph.nodes if n.op == "placeholder"}
+    values = {**dict(model.named_parameters()), **dict(model.named_buffers()),
+              **tep.constants}
+    seen, storages = 0, set()
+    for spec in tep.graph_signature.input_specs:
+        if spec.kind.name == "USER_INPUT":
+            continue
+        ours = places[spec.arg.name].meta["val"]
+        theirs = ours.fake_mode.from_tensor(values[spec.target], static_shapes=True)
+
+        def fields(v):
+            return (type(v), v.shape, v.stride(), v.storage_offset(), v.dtype, v.device,
+                    v.requires_grad, v.is_leaf, v.grad_fn, v.untyped_storage().nbytes(),
+                    v.fake_device, sorted(k for k in vars(v) if k not in (
+                        "fake_mode", "_is_param")))  # (from_tensor marks a Parameter
+            # that needs no grad; torch.export's own placeholders carry no such mark)
+
+        assert fields(ours) == fields(theirs), spec.target
+        storages.add(ours.untyped_storage()._cdata)
+        seen += 1
+    assert seen == 5 and len(storages) == seen
+
+
 def _node_value(node):
     """A node's value, every field of its SymNodes (expression, hint, type, flags)."""
     def sym(v):
@@ -261,7 +320,7 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     fake value as a view of its own storage): the program
     must be the one torch's constructors give, compared field by field on a program with
     an input symbol and data-dependent sizes."""
-    from safetrace.interop import construct, fakes, symbols, symops
+    from safetrace.interop import construct, fakes, modes, symbols, symops
 
     monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")  # (the default path's values)
     ep = st.export(_FromData(), (torch.randn(6, 3),),
@@ -279,18 +338,22 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
                 tep._guards_code, str(tep.graph), [_node_value(n) for n in tep.graph.nodes])
 
     ep.to_torch()  # (size arithmetic: torch's path the first time, then the direct one)
+    _mode_fields(ep.to_torch())
     made = []
     build = symops._build
     monkeypatch.setattr(symops, "_build", lambda *a: made.append(a) or build(*a))
     fast = state(ep.to_torch())
     # (the fast paths ran)
     assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
-        and fakes.own_views(2)
+        and fakes.own_views(2) and modes._same_as_torch()
+    fast_mode = _mode_fields(ep.to_torch())
     assert any(a[0] == "le" for a in made) and any(a[0] == "mul" for a in made)
     monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
     monkeypatch.setattr(construct, "_fast_sources", lambda: False)
     monkeypatch.setattr(symops, "_fast_ok", lambda: False)
     monkeypatch.setattr(fakes, "own_views", lambda rank: False)
+    monkeypatch.setattr(modes, "_same_as_torch", lambda: False)
+    assert _mode_fields(ep.to_torch()) == fast_mode
     from torch.export import exported_program as torch_module
 
     to_code = torch_module._convert_guards_to_code

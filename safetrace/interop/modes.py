@@ -1,0 +1,189 @@
+"""The conversion's ``FakeTensorMode``, made without its constructor's stack capture.
+
+``FakeTensorMode.__init__`` records where the mode was made (``traceback.extract_stack()``,
+shown only in torch's error for two fake modes mixed): ``extract_stack`` reads every
+frame's source line and stats every file on the stack (``linecache.checkcache``), ~0.1 ms
+at a shallow stack and more at a deep one, 4-8% of a small model's conversion.  Here
+torch's own constructor code runs with one difference: the stack it records is the same
+list of frames (file, line number, function) with each source line read when first shown
+rather than at once (``FrameSummary(..., lookup_line=False)``: the same object to ``==``
+and to ``traceback.format_list``).  The constructor's code runs as a copy of the function
+(same code object, defaults and ``__class__`` cell) whose global namespace reads through to
+its module's but for the name ``traceback``, which is a stand-in whose ``extract_stack``
+does the above and whose other attributes are the real module's: nothing of torch's is
+modified, so other threads see torch unchanged.  torch's constructor serves where it is
+not the one copied (a patched class), and where the check below (made once per process)
+finds the two modes different.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import sys
+import traceback
+import types
+from typing import Any
+
+
+def conversion_mode(shape_env: Any) -> Any:
+    """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
+    return _made(shape_env) if _same_as_torch() else _torch(shape_env)
+
+
+def _torch(shape_env: Any) -> Any:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+
+
+def _made(shape_env: Any) -> Any:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    init = _init_copy(FakeTensorMode.__init__)
+    if init is None:
+        return _torch(shape_env)
+    mode = FakeTensorMode.__new__(FakeTensorMode)
+    init(mode, shape_env=shape_env, allow_non_fake_inputs=True)
+    return mode
+
+
+@functools.lru_cache(maxsize=4)
+def _init_copy(init: Any) -> Any:
+    """`init` (torch's constructor) as a function whose globals read ``traceback`` as
+    the stand-in below (None where it is not a plain function of that module)."""
+    module = sys.modules.get(getattr(init, "__module__", ""), None)
+    if not isinstance(init, types.FunctionType) or module is None or \
+            getattr(module, "traceback", None) is not traceback:
+        return None
+    copy = types.FunctionType(init.__code__, _Globals(vars(module)), init.__name__,
+                              init.__defaults__, init.__closure__)
+    copy.__kwdefaults__ = dict(init.__kwdefaults__ or {})
+    copy.__qualname__ = init.__qualname__
+    return copy
+
+
+class _Globals(dict):
+    """A module's namespace read through (its current values), but for ``traceback``.
+    (Python looks a global up by ``__getitem__`` in a dict subclass; this dict itself holds
+    only ``__builtins__``, which a function's builtins are found by.)"""
+
+    def __init__(self, namespace: dict) -> None:
+        super().__init__(__builtins__=namespace.get("__builtins__", __builtins__))
+        self.namespace = namespace
+
+    def __getitem__(self, name: str) -> Any:
+        if name == "traceback":
+            return _STAND_IN
+        return self.namespace[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return _STAND_IN if name == "traceback" else self.namespace.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.namespace
+
+
+class _Traceback:
+    """The ``traceback`` module, but for ``extract_stack()`` with no arguments (the form
+    the constructor calls), whose lines are read when shown."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+    @staticmethod
+    def extract_stack(f: Any = None, limit: Any = None) -> Any:
+        caller = sys._getframe(1)
+        if f is not None or limit is not None or getattr(sys, "tracebacklimit", None) \
+                is not None:  # (a limit: torch's own, from the same frame)
+            return traceback.extract_stack(f if f is not None else caller, limit)
+        return frames(caller)
+
+
+_STAND_IN = _Traceback()
+
+
+def frames(f: Any) -> Any:
+    """``traceback.extract_stack(f)`` without its source-line reads (made when shown).
+    A frame's summary (file, line number, function; its line once read) is made once
+    per code object and line, and shared by the stacks that pass there."""
+    out = traceback.StackSummary()
+    made = _SUMMARIES
+    while f is not None:
+        code = f.f_code
+        # (as extract_stack does: a module whose source comes from its loader registers it)
+        linecache.lazycache(code.co_filename, f.f_globals)
+        key = (code, f.f_lineno)
+        summary = made.get(key)
+        if summary is None:
+            if len(made) > 20_000:
+                made.clear()
+            summary = made[key] = traceback.FrameSummary(
+                code.co_filename, f.f_lineno, code.co_name, lookup_line=False)
+        out.append(summary)
+        f = f.f_back
+    out.reverse()
+    return out
+
+
+_SUMMARIES: dict[tuple, Any] = {}  # (code object, line number) -> its FrameSummary
+
+
+@functools.cache
+def _same_as_torch() -> bool:
+    """A mode made here and one made by torch's constructor hold the same attributes, of
+    equal values (their recorded stacks equal frame for frame, lines included, outside this
+    module) (checked once per process)."""
+    from safetrace.interop.symbols import conversion_env
+
+    try:
+        env = conversion_env()
+        theirs, ours = [make(env) for make in (_torch, _made)]  # (from the same frames)
+        a, b = vars(theirs), vars(ours)
+        if a.keys() != b.keys() or type(theirs) is not type(ours):
+            return False
+        for key, value in a.items():
+            other = b[key]
+            if key == "_stack_trace":
+                if type(value) is not type(other) or _lines(value) != _lines(other):
+                    return False
+            elif key == "fake_tensor_converter":
+                if type(value) is not type(other) or \
+                        _shallow(vars(value)) != _shallow(vars(other)):
+                    return False
+            elif key == "shape_env":
+                if value is not env or other is not env:
+                    return False
+            elif not _equal(value, other):
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
+        return False
+
+
+def _lines(stack: Any) -> list:
+    return [(f.filename, f.lineno, f.name, f.line, f.locals, f.end_lineno, f.colno,
+             f.end_colno) for f in stack if f.filename != __file__]
+
+
+def _shallow(fields: dict, depth: int = 2) -> dict:
+    """A converter's fields: containers by type and size (fresh ones are empty), objects
+    by type and fields."""
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        if k == "id":  # (a describer's number: from a process-wide counter)
+            out[k] = type(v)
+        elif hasattr(v, "__len__"):
+            out[k] = (type(v), len(v))
+        elif hasattr(v, "__dict__") and not isinstance(v, type) and depth:
+            out[k] = (type(v), _shallow(vars(v), depth - 1))
+        else:
+            out[k] = v
+    return out
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: only the same object is
+        return a is b
