@@ -25,6 +25,8 @@ import traceback
 import types
 from typing import Any
 
+from safetrace.interop.symbols import conversion_env
+
 
 def conversion_mode(shape_env: Any) -> Any:
     """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
@@ -134,8 +136,6 @@ def _same_as_torch() -> bool:
     """A mode made here and one made by torch's constructor hold the same attributes, of
     equal values (their recorded stacks equal frame for frame, lines included, outside this
     module) (checked once per process)."""
-    from safetrace.interop.symbols import conversion_env
-
     try:
         env = conversion_env()
         theirs, ours = [make(env) for make in (_torch, _made)]  # (from the same frames)
