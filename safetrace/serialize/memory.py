@@ -33,6 +33,7 @@ from safetrace.symbolic import not_, or_
 from safetrace.symbolic.expr import FALSE
 from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
+from safetrace.serialize.branch_facts import branch_conditions
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -361,9 +362,10 @@ class StaticMemory:
                 operands = list(node.args[3])
                 values = _sub(operands, meta)
                 outs, cands = [], []
-                for a in node.args[1:3]:  # (the work of both branches: an upper bound)
+                given = branch_conditions(node.args[0], meta, self.env.int_cls)
+                for a, g in zip(node.args[1:3], given):  # (both branches' work: a bound)
                     out, c = self._call(graph_of(a), operands, values, data, tainted, tally,
-                                        None)
+                                        None, g)
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
@@ -457,21 +459,27 @@ class StaticMemory:
         return [*init_v, *stacked] if kind == "scan" else stacked
 
     def _call(self, graph: Any, operands: list, values: list, data: dict,
-              tainted: set, tally: Tally, runs: Any = None) -> tuple[Any, list]:
-        """``runs``: when the subgraph runs at a call (see ``_ctx``)."""
+              tainted: set, tally: Tally, runs: Any = None,
+              given: Any = None) -> tuple[Any, list]:
+        """``runs``: when the subgraph runs at a call (see ``_ctx``); ``given``: a condition
+        on sizes that holds wherever it runs (a cond branch's predicate, or its negation)."""
         if graph is None:
             return _UNKNOWN, []
         ph = [n for n in graph.nodes if n.op == "placeholder"]
         written = written_inputs(graph)
         known = {p: data[a] for p, a in zip(ph, operands)
                  if isinstance(a, torch.fx.Node) and a in data and p.name not in written}
-        key = (id(graph), _key(values), tuple(sorted(id(t) for t in known.values())))
+        key = (id(graph), _key(values), tuple(sorted(id(t) for t in known.values())), given)
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._ctx.append(runs)
             try:  # (what a subgraph's ops establish is no fact outside it: a branch may
                 # not run, and what a body needs is checked where it is needed)
                 with scoped(self.env):
+                    try:
+                        None if given is None else self.env.add_fact(given)
+                    except ValueError:
+                        pass  # (a branch that never runs: nothing assumed)
                     self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
             finally:
                 self._ctx.pop()

@@ -209,3 +209,28 @@ def test_a_loaded_program_saved_again_keeps_one_check():
     assert checks(ep) == checks(again) == 1
     with pytest.raises(st.RuntimeAssertionError, match=OWN):
         again.module()(torch.ones(6, 3))
+
+
+class _SqueezeAtOne(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] == 1:
+            return x.squeeze(1)
+        return x.sum(1)
+
+
+def test_a_branch_is_judged_at_the_sizes_its_predicate_gives(tmp_path):
+    """A size split's branch runs only where its predicate holds: the loader judges its ops
+    there (the ``s1 == 1`` branch's squeeze removes a dim of size 1; judged at any s1, it
+    looked like a squeeze that keeps ``min(s1, 1)`` and the loaded program refused every
+    input of that branch: found by the fuzzer)."""
+    ep = st.export(_SqueezeAtOne(), (torch.randn(4, 7, 4, 5),),
+                   dynamic_shapes=({0: st.Dim("a"), 1: st.Dim("b"), 2: st.Dim.DYNAMIC},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    m = _SqueezeAtOne()
+    for shape in [(0, 1, 0, 5), (2, 1, 3, 5), (3, 0, 2, 5), (1, 4, 1, 5), (2, 2, 0, 5)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(loaded.module()(x), m(x))
+        torch.testing.assert_close(ep.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(2, 1, 3))
