@@ -418,6 +418,22 @@ def test_the_session_table_follows_a_torch_function_replaced_and_put_back() -> N
     assert torch.initial_seed is real
 
 
+def test_a_users_broadcast_shapes_is_the_users_while_exporting() -> None:
+    """A user's own ``torch.broadcast_shapes`` is left in place (traced as Python, as eager
+    runs it); torch's, put back, is the tracer's rule again."""
+    x = torch.randn(2, 3)
+    st.export(torch.nn.Linear(3, 3), (x,))
+    real = torch.broadcast_shapes
+    torch.broadcast_shapes = lambda *shapes: (4, 3)  # the user's own, of another answer
+    try:
+        ep = st.export(lambda x: x.new_zeros(torch.broadcast_shapes(x.shape, (3,))), (x,))
+    finally:
+        torch.broadcast_shapes = real
+    assert ep.module()(x).shape == (4, 3)  # (torch's answer: (2, 3))
+    ep = st.export(lambda x: x.new_zeros(torch.broadcast_shapes(x.shape, (3,))), (x,))
+    assert ep.module()(x).shape == (2, 3) and torch.broadcast_shapes is real
+
+
 _REPLACED_AT_FIRST_EXPORT = """
 import torch, safetrace as st
 class SeedPlusX(torch.nn.Module):
