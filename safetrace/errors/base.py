@@ -96,8 +96,10 @@ class UnsupportedOpError(ExportError):
     kind = "unsupported-op"
 
 
-class OpShapeError(ExportError):
-    """An operator was called with shapes or dtypes that eager PyTorch would reject."""
+class OpShapeError(ExportError, RuntimeError):
+    """An operator was called with shapes or dtypes that eager PyTorch would reject (a
+    RuntimeError too, as eager's and torch.export's own refusal of the call: ``except
+    RuntimeError`` catches both)."""
 
     kind = "op-shape"
 

@@ -63,35 +63,65 @@ _MUTATORS = ("manual_seed", "seed", "set_rng_state")
 
 
 def _refuse_rng(name: str) -> Any:
-    real = _REAL[name]
-
     def refuse(*args: Any, **kwargs: Any) -> Any:
         if exporting():
             raise rng_state_call(f"torch.{name}()", short(stack_trace(2)))
         if name in _MUTATORS:
             BYSTANDER_SEEDS[0] += 1
-        return real(*args, **kwargs)
+        return _REAL[name](*args, **kwargs)  # (known: installed only over torch's own)
 
     refuse.__name__ = refuse.__qualname__ = name
     return refuse
 
 
 _RNG = ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-_REAL = {name: getattr(torch, name) for name in ("broadcast_shapes", *_RNG)}
+# the module of torch that defines each (torch re-exports them); torch's own function is
+# known by its code's file and name, never by the attribute's value when this module is
+# first imported (a user's replacement in place then would pass for torch's)
+_DEFINED_IN = {"broadcast_shapes": "torch.functional", **{name: "torch.random" for name in _RNG}}
+_REAL: dict[str, Any] = {}  # torch's own function of each name, once seen (each
+# replacement is installed only over torch's own)
 _ROUTED_RNG = {name: _refuse_rng(name) for name in _RNG}
+
+
+def _is_torch_own(name: str, fn: Any) -> bool:
+    """Whether `fn` is torch's function ``name`` (its ``def`` in torch's module)."""
+    code = getattr(fn, "__code__", None)
+    module = sys.modules.get(_DEFINED_IN[name])
+    return code is not None and module is not None and code.co_name == name and \
+        getattr(fn, "__module__", None) == _DEFINED_IN[name] and \
+        code.co_filename == getattr(module, "__file__", None)
+
+
+def _learn(name: str, fn: Any) -> bool:
+    """Note `fn` as torch's own ``name`` if it is; whether it is."""
+    if fn is _REAL.get(name):
+        return True
+    if not _is_torch_own(name, fn):
+        return False
+    _REAL[name] = fn
+    return True
+
+
+for _name in _DEFINED_IN:
+    for _owner in (sys.modules[_DEFINED_IN[_name]], torch):
+        if _learn(_name, getattr(_owner, _name, None)):
+            break
 
 
 # what `patches` reads that may change: (module name, attribute) (trace/session.py)
 WATCHED = (("torch.nn.functional", "_infer_size"),
-           *((owner, name) for name in _RNG for owner in ("torch", "torch.random")))
+           *((owner, name) for name in _DEFINED_IN for owner in ("torch", _DEFINED_IN[name])))
 
 
 def patches() -> list[tuple[Any, str, Any]]:
     """The exporting versions of torch.broadcast_shapes and the generator's state
     functions, for the export session to install (each is torch's own on threads that are
     not exporting)."""
-    out: list[tuple[Any, str, Any]] = [(torch, "broadcast_shapes", _broadcast_shapes),
-                                       (torch.functional, "broadcast_shapes", _broadcast_shapes)]
+    out: list[tuple[Any, str, Any]] = [
+        (owner, "broadcast_shapes", _broadcast_shapes) for owner in (torch, torch.functional)
+        if owner.broadcast_shapes is _broadcast_shapes or  # (installed by another export)
+        _learn("broadcast_shapes", owner.broadcast_shapes)]  # (else the user's own: traced)
     functional = sys.modules["torch.nn.functional"]
     current = getattr(functional, "_infer_size", None)  # (gone in torch 2.13)
     if current is _REAL_INFER_SIZE or current is _infer_size:
@@ -99,7 +129,8 @@ def patches() -> list[tuple[Any, str, Any]]:
     for name in _RNG:
         for owner in (sys.modules["torch"], sys.modules["torch.random"]):
             current = getattr(owner, name, None)
-            # (routed already: another export installed it, and this one counts it too)
-            if current is _REAL[name] or current is _ROUTED_RNG[name]:
+            # (routed already: another export installed it, and this one counts it too; a
+            # function of another code is the user's own, traced as Python)
+            if current is _ROUTED_RNG[name] or _learn(name, current):
                 out.append((owner, name, _ROUTED_RNG[name]))
     return out

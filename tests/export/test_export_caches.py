@@ -6,6 +6,7 @@ export still leaves the model exactly as it found it."""
 from __future__ import annotations
 
 import math
+import os
 import pickle
 
 import pytest
@@ -415,3 +416,59 @@ def test_the_session_table_follows_a_torch_function_replaced_and_put_back() -> N
     with pytest.raises(st.UnsupportedOpError, match="initial_seed"):
         st.export(_SeedPlusX(), (x,))
     assert torch.initial_seed is real
+
+
+def test_a_users_broadcast_shapes_is_the_users_while_exporting() -> None:
+    """A user's own ``torch.broadcast_shapes`` is left in place (traced as Python, as eager
+    runs it); torch's, put back, is the tracer's rule again."""
+    x = torch.randn(2, 3)
+    st.export(torch.nn.Linear(3, 3), (x,))
+    real = torch.broadcast_shapes
+    torch.broadcast_shapes = lambda *shapes: (4, 3)  # the user's own, of another answer
+    try:
+        ep = st.export(lambda x: x.new_zeros(torch.broadcast_shapes(x.shape, (3,))), (x,))
+    finally:
+        torch.broadcast_shapes = real
+    assert ep.module()(x).shape == (4, 3)  # (torch's answer: (2, 3))
+    ep = st.export(lambda x: x.new_zeros(torch.broadcast_shapes(x.shape, (3,))), (x,))
+    assert ep.module()(x).shape == (2, 3) and torch.broadcast_shapes is real
+
+
+_REPLACED_AT_FIRST_EXPORT = """
+import torch, safetrace as st
+class SeedPlusX(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.initial_seed() % 7
+x = torch.randn(2, 3)
+real = torch.initial_seed
+torch.initial_seed = lambda: 3  # in place while the first export loads safetrace's tracer
+try:
+    ep = st.export(SeedPlusX(), (x,))
+finally:
+    torch.initial_seed = real
+assert torch.equal(ep.module()(x), x + 3)  # the user's own function, traced as Python
+try:
+    st.export(SeedPlusX(), (x,))
+except st.UnsupportedOpError as err:
+    assert "torch.initial_seed()" in str(err), err
+    print("refused")
+assert torch.initial_seed is real and torch.initial_seed() == real()
+"""
+
+
+@pytest.mark.slow  # (a fresh interpreter: torch's import, ~4 s)
+def test_a_torch_function_replaced_at_the_first_export_is_not_taken_for_torchs() -> None:
+    """safetrace knows torch's own generator functions by their code, not by the value in
+    place when its tracer is first imported: a user's function there at the first export
+    is the user's (traced), and torch's, put back, is refused as always (else the seed
+    would become a constant of the graph)."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", _REPLACED_AT_FIRST_EXPORT], cwd=root,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["refused"], out.stdout
