@@ -1,0 +1,68 @@
+"""Hostile files found by benchmarks/hostile_probe.py's subgraph mutations (``--classes sg``).
+
+A list argument of no fixed length (``SymInt[] size`` of view / new_zeros / repeat /
+permute) takes no single int: torch accepts one int only for a list of a fixed length
+(``int[1] dim``, ``int[2] stride``) and raises "Expected a value of type 'List[int]'" at
+call otherwise.  The loader took one int for any ``List[int]``, so a file whose branch (or
+main graph) called ``view(x, 2)`` loaded and then ran into torch's own error.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize import hostile
+from tests.serialize.hostile_contracts import _saved
+
+A = "torch.ops.aten."
+
+
+def _file(edit) -> bytes:
+    doc, tensors = hostile.parts(_saved("cond"))
+    edit(doc)
+    return hostile.pack(doc, tensors)
+
+
+def _branch_op(target: str, *args: object):
+    """The true branch's ``a * 2`` replaced by ``target(a, *args)``."""
+    def edit(doc: dict) -> None:
+        branch = next(g for g in doc["subgraphs"] if "true_graph" in g["path"])["nodes"]
+        node = next(n for n in branch if n.get("op") == "call_function")
+        node["target"] = A + target
+        node["args"] = [node["args"][0], *args]
+    return edit
+
+
+def _outer_view_of_size(doc: dict) -> None:
+    """The main graph returns ``view(x, x.shape[0])`` (one SymInt for SymInt[] size)."""
+    doc["nodes"][-1:-1] = [
+        {"name": "s", "op": "call_function", "target": A + "sym_size.int",
+         "args": [{"node": "x"}, 0]},
+        {"name": "v", "op": "call_function", "target": A + "view.default",
+         "args": [{"node": "x"}, {"node": "s"}]}]
+    doc["nodes"][-1]["args"][0]["tuple"][0] = {"node": "v"}
+
+
+CASES = {
+    "branch_view_int": _branch_op("view.default", 2),
+    "branch_new_zeros_int": _branch_op("new_zeros.default", 2),
+    "branch_repeat_int": _branch_op("repeat.default", 2),
+    "branch_permute_int": _branch_op("permute.default", 0),
+    "outer_view_of_a_size": _outer_view_of_size,
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_one_int_for_a_list_of_no_fixed_length_is_refused_at_load(name):
+    with pytest.raises(st.LoadError, match=r"expected a list, got int|expected List\[int\], "
+                                           r"got the number"):
+        st.load(_file(CASES[name]))
+
+
+def test_one_int_for_a_list_of_a_fixed_length_still_loads():
+    # sum.dim_IntList's ``int[1] dim`` takes one int, as torch does
+    mod = st.load(_file(_branch_op("sum.dim_IntList", 1))).module()
+    x = torch.rand(5, 3) + 1
+    torch.testing.assert_close(mod(x), x.sum(1))
