@@ -249,6 +249,9 @@ class StaticMemory:
                                   f"{self.max_ops} operators to its own state and constants "
                                   "(their memory is evaluated at load)", "max_static_ops",
                                   2 * self.max_ops)
+        why = never_runs.misused_kind(target, args, kwargs, self.env.int_cls)
+        if why is not None:
+            return self._fails(node, target, why), _UNKNOWN
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
             out = self._evaluate(target, args, kwargs, node, static)
@@ -285,15 +288,18 @@ class StaticMemory:
         if isinstance(out, OpShapeError):
             # (a rule refuses symbolic sizes only where no declared size passes: one it
             # cannot decide adds a guard or raises otherwise, and is left unknown above)
-            runs = self._runs()
-            if runs == []:  # (runs, and fails, at every call)
-                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
-                               f"program, whatever its inputs: {str(out)[:300]}")
-            # (a map body failing on every slice: only a call of no slices runs; a branch or
-            # a loop body: it fails where it runs)
-            self._require(node, [(FALSE, f"{op} fails wherever it runs: {str(out)[:200]}")])
-            return _UNKNOWN
+            return self._fails(node, op, str(out))
         return out
+
+    def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
+        """A node that fails wherever it runs: refused at load where it runs at every call;
+        else (a map body failing on every slice: only a call of no slices runs; a branch or
+        a loop body: it fails where it runs) checked in its graph, before it."""
+        if self._runs() == []:
+            raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
+                           f"program, whatever its inputs: {why[:300]}")
+        self._require(node, [(FALSE, f"{op} fails wherever it runs: {why[:200]}")])
+        return _UNKNOWN
 
     def _runs(self) -> list | None:
         """When the node being evaluated runs at a call: [] at every call (the main graph,

@@ -66,3 +66,49 @@ def test_one_int_for_a_list_of_a_fixed_length_still_loads():
     mod = st.load(_file(_branch_op("sum.dim_IntList", 1))).module()
     x = torch.rand(5, 3) + 1
     torch.testing.assert_close(mod(x), x.sum(1))
+
+
+# -- kinds the loader's evaluation shows (serialize/never_runs.py: misused_kind) ----------
+# Inside a subgraph a placeholder is whatever its call passes: the allowlist's check of
+# the file's arguments cannot tell a tensor from a size there, and ``view(a, a)`` or
+# ``abs(a.shape[0])`` in a branch loaded and raised torch's "Expected a value of type"
+# as the branch ran.  Now such a node fails, as ours, just before it (where its graph
+# runs only sometimes), or the file is refused at load (where it runs at every call).
+
+
+def _size_of(doc: dict) -> None:
+    """The cond is given ``x.shape[0]`` for its operand; its true branch takes ``abs`` of
+    it (a number where abs takes a tensor)."""
+    at = next(i for i, n in enumerate(doc["nodes"]) if n.get("op") == "get_attr")
+    doc["nodes"].insert(at, {"name": "s", "op": "call_function",
+                             "target": A + "sym_size.int", "args": [{"node": "x"}, 0]})
+    hop = next(n for n in doc["nodes"] if n.get("target", "").endswith("higher_order.cond"))
+    hop["args"][3] = {"tuple": [{"node": "s"}]}
+    _branch_op("abs.default")(doc)
+
+
+BRANCH = {
+    "tensor_for_a_size_list": _branch_op("view.default", {"node": "x"}),
+    "tensor_for_an_int": _branch_op("select.int", {"node": "x"}, 0),
+    "number_for_a_tensor": _size_of,
+}
+
+
+@pytest.mark.parametrize("name", BRANCH)
+def test_a_branch_node_given_the_wrong_kind_fails_as_ours_where_it_runs(name):
+    mod = st.load(_file(BRANCH[name])).module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"fails wherever it runs: it takes"):
+        mod(torch.ones(5, 3))  # (the true branch)
+    if name != "number_for_a_tensor":
+        x = -torch.rand(4, 3) - 1
+        torch.testing.assert_close(mod(x), x - 1)  # (the false branch runs)
+
+
+def test_a_loop_condition_given_the_wrong_kind_is_refused_at_load():
+    doc, tensors = hostile.parts(_saved("loop"))
+    cond = next(g for g in doc["subgraphs"] if "cond_graph" in g["path"])["nodes"]
+    node = next(n for n in cond if n.get("op") == "call_function")
+    phs = [n["name"] for n in cond if n.get("op") == "placeholder"]
+    node["target"], node["args"] = A + "full.default", [{"node": phs[-1]}, 1]
+    with pytest.raises(st.LoadError, match=r"fails at every call .* given a tensor"):
+        st.load(hostile.pack(doc, tensors))
