@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Callable
 
 import torch
@@ -322,7 +323,7 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
                 raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
-               takes_numbers(op), arg in _fixed_lists(op))
+               takes_numbers(op), arg in one_int_lists(op))
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
@@ -356,12 +357,13 @@ def _signature(op: Any) -> tuple[list, dict]:
     return sig
 
 
-def _fixed_lists(op: Any) -> frozenset:
-    """The list arguments of ``op`` of a fixed length (``int[2] stride``): torch takes one
-    int for those only (``view(x, 2)`` raises "Expected a value of type 'List[int]'")."""
+def one_int_lists(op: Any) -> frozenset:
+    """The list arguments of ``op`` that torch takes one int for: ``int[N]`` ones
+    (``int[1] dim``, ``int[2] stride``); a ``SymInt[N]`` or one of no fixed length raises
+    "Expected a value of type 'List[int]'" (``view(x, 2)``, ``roll(x, 1)``)."""
     fixed = _FIXED.get(op)
     if fixed is None:
-        fixed = _FIXED[op] = frozenset(a.name for a in op._schema.arguments if a.N)
+        fixed = _FIXED[op] = frozenset(re.findall(r"\bint\[\d+\]\?? (\w+)", str(op._schema)))
     return fixed
 
 

@@ -17,7 +17,8 @@ from safetrace.errors.load import bad_file
 from safetrace.exporter.contract import TensorInput
 from safetrace.meta import TensorMeta
 from safetrace.trace.asserts import assert_sym
-from safetrace.serialize.allowlist import CALLABLES, NUMERIC, signature, takes_numbers
+from safetrace.serialize.allowlist import (CALLABLES, NUMERIC, one_int_lists, signature,
+                                           takes_numbers)
 
 _INT64 = (-2**63, 2**63 - 1)
 
@@ -226,7 +227,7 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
     positional, kinds = signature(op)
     given = {**dict(zip(positional, args if isinstance(args, (tuple, list)) else ())),
              **kwargs}
-    fixed = {a.name for a in op._schema.arguments if a.N}
+    fixed = one_int_lists(op)
 
     def number(v: Any) -> bool:
         return isinstance(v, (int, float, int_cls))
@@ -252,3 +253,28 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
                 not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
             return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
     return None
+
+
+def branches(node: torch.fx.Node, outs: list) -> None:
+    """torch.cond's branches return as many values, of one kind, dtype and rank, and of
+    the same static sizes (the exporter only traces such a cond, and torch.export refuses
+    another): refused where the loader's own evaluation shows they differ.  (Eager runs
+    either without comparing them: a map stacking its slices, or the graph after the
+    cond, then met a value the loader did not expect.)"""
+    a, b = outs
+    if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)):
+        return
+    why = None if len(a) == len(b) else f"{len(a)} and {len(b)} values"
+    for i, (x, y) in enumerate(zip(a, b)):
+        tx, ty = isinstance(x, TensorMeta), isinstance(y, TensorMeta)
+        if tx and ty and (x.dtype != y.dtype or len(x.shape) != len(y.shape) or any(
+                isinstance(p, int) and isinstance(q, int) and p != q
+                for p, q in zip(x.shape, y.shape))):
+            why = f"value {i} of shape {list(x.shape)} {x.dtype} and {list(y.shape)} {y.dtype}"
+        elif tx != ty:
+            why = f"value {i} a tensor in one branch only"
+        if why:
+            break
+    if why:
+        raise bad_file(f"node {node.name!r}", f"the branches of torch.cond return {why}: "
+                       "torch.cond's branches return values of one kind, dtype and shape")

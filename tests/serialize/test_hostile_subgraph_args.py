@@ -50,6 +50,7 @@ CASES = {
     "branch_new_zeros_int": _branch_op("new_zeros.default", 2),
     "branch_repeat_int": _branch_op("repeat.default", 2),
     "branch_permute_int": _branch_op("permute.default", 0),
+    "branch_roll_symint_1_int": _branch_op("roll.default", 1, 0),
     "outer_view_of_a_size": _outer_view_of_size,
 }
 
@@ -62,10 +63,10 @@ def test_one_int_for_a_list_of_no_fixed_length_is_refused_at_load(name):
 
 
 def test_one_int_for_a_list_of_a_fixed_length_still_loads():
-    # sum.dim_IntList's ``int[1] dim`` takes one int, as torch does
-    mod = st.load(_file(_branch_op("sum.dim_IntList", 1))).module()
+    # roll's ``int[1] dims`` takes one int, as torch does (not its ``SymInt[1] shifts``)
+    mod = st.load(_file(_branch_op("roll.default", {"list": [1]}, 0))).module()
     x = torch.rand(5, 3) + 1
-    torch.testing.assert_close(mod(x), x.sum(1))
+    torch.testing.assert_close(mod(x), x.roll(1, 0))
 
 
 # -- kinds the loader's evaluation shows (serialize/never_runs.py: misused_kind) ----------
@@ -112,3 +113,23 @@ def test_a_loop_condition_given_the_wrong_kind_is_refused_at_load():
     node["target"], node["args"] = A + "full.default", [{"node": phs[-1]}, 1]
     with pytest.raises(st.LoadError, match=r"fails at every call .* given a tensor"):
         st.load(hostile.pack(doc, tensors))
+
+
+# -- torch.cond's branches agree (serialize/never_runs.py: branches) ----------------------
+# Eager runs either branch without comparing them; a file whose branches return other
+# shapes or dtypes loaded, and a map stacking its slices (or the graph after the cond)
+# then met a value the loader did not expect (torch's "stack expects each tensor to be
+# equal size" at call).
+
+
+CONDS = {
+    "other_rank": _branch_op("view.default", {"list": [-1]}),
+    "other_dtype": _branch_op("to.dtype", {"dtype": "int64"}),
+    "other_static_size": _branch_op("sum.dim_IntList", {"list": [1]}, True),
+}
+
+
+@pytest.mark.parametrize("name", CONDS)
+def test_cond_branches_returning_other_shapes_or_dtypes_are_refused_at_load(name):
+    with pytest.raises(st.LoadError, match=r"the branches of torch.cond return value 0 of"):
+        st.load(_file(CONDS[name]))
