@@ -133,3 +133,17 @@ CONDS = {
 def test_cond_branches_returning_other_shapes_or_dtypes_are_refused_at_load(name):
     with pytest.raises(st.LoadError, match=r"the branches of torch.cond return value 0 of"):
         st.load(_file(CONDS[name]))
+
+
+def test_a_scan_over_a_tensor_of_no_dims_is_refused_at_load():
+    # (torch's scan reads xs[0].shape[0]: IndexError at every call; found nested in a
+    # scan body, where the inner scan's xs was the body's 0-dim operand)
+    doc, tensors = hostile.parts(_saved("scan"))
+    hop = next(n for n in doc["nodes"] if n.get("target", "").endswith("higher_order.scan"))
+    doc["nodes"].insert(doc["nodes"].index(hop), {
+        "name": "s", "op": "call_function", "target": A + "sum.default",
+        "args": [hop["args"][2]["list"][0]]})
+    hop["args"][2] = {"list": [{"node": "s"}]}
+    with pytest.raises(st.LoadError, match=r"scan fails at every call .* its xs include a "
+                                           r"number or a tensor of 0 dims"):
+        st.load(hostile.pack(doc, tensors))
