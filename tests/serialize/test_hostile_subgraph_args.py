@@ -147,3 +147,38 @@ def test_a_scan_over_a_tensor_of_no_dims_is_refused_at_load():
     with pytest.raises(st.LoadError, match=r"scan fails at every call .* its xs include a "
                                            r"number or a tensor of 0 dims"):
         st.load(hostile.pack(doc, tensors))
+
+
+# -- a while_loop body returns its carried kinds (serialize/subgraphs.py: _same_kinds) ----
+# Where the loader's evaluation cannot tell what the body returns (a cond in it whose
+# branches return sizes it cannot compare), a body returning its carried values swapped
+# ran the condition on a float vector next: "Boolean value of Tensor with no values is
+# ambiguous" from the loop's own driver, at call.
+
+
+class _LoopOfCond(torch.nn.Module):
+    def forward(self, x):
+        from torch._higher_order_ops.while_loop import while_loop
+
+        def body(i, a):
+            return i + 1, torch.cond(a.sum() > 0, lambda u: u * 2, lambda u: u.flip(0), (a,))
+
+        return while_loop(lambda i, a: i < 2, body, (torch.zeros((), dtype=torch.int64), x))
+
+
+def test_a_loop_body_returning_other_kinds_fails_as_ours_at_call():
+    import io
+
+    ep = st.export(_LoopOfCond(), (torch.randn(4),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=0, max=32)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    false = next(g for g in doc["subgraphs"] if g["path"].endswith("false_graph_0"))["nodes"]
+    node = next(n for n in false if n.get("op") == "call_function")
+    node["target"], node["args"] = A + "repeat.default", [node["args"][0], {"list": [0]}]
+    body = next(g for g in doc["subgraphs"] if g["path"] == "while_loop_body_graph_0")
+    body["nodes"][-1]["args"][0]["tuple"].reverse()
+    mod = st.load(hostile.pack(doc, tensors)).module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"carried value 0 as \[\] torch.int64"):
+        mod(-torch.ones(3))
