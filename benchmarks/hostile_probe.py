@@ -9,14 +9,19 @@ NaN/inf, strings to other node names/unicode/empty, lists emptied/duplicated/dee
 keys dropped), coordinated edits of 2-3 fields (``multi``: a node's arguments and its
 output metadata together, one int changed everywhere it occurs (a size and its contract),
 two symbols swapped, a contract dim and a node together, or 2-3 independent edits), one
-field of a tensor's header changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
+field of a tensor's header changed (shape, dtype, data_offsets), random byte flips, and
+edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
+over five more bases with size work in branches and bodies; ``--classes sg`` runs only
+those).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
 ``call_torch`` (torch raised at call: a file whose contract admits sizes or values its
 graph cannot run, which the loader should refuse or check before running), and findings:
 any other exception at load or from the input checks, a hang, a MemoryError, a crash of
-the worker, a write to the file, an output aliasing the file's data.  Custom-op programs
+the worker, a write to the file, an output aliasing the file's data.  ``ran_meta_differs``
+(not a finding): the call ran and its outputs differ from the root graph's recorded output
+metadata (the loader does not trust that metadata: it runs the graph as written).  Custom-op programs
 load with ``allow_ops=["sttest"]`` (tests/export/test_data_dependent.py's ops).
 """
 
