@@ -9,14 +9,19 @@ NaN/inf, strings to other node names/unicode/empty, lists emptied/duplicated/dee
 keys dropped), coordinated edits of 2-3 fields (``multi``: a node's arguments and its
 output metadata together, one int changed everywhere it occurs (a size and its contract),
 two symbols swapped, a contract dim and a node together, or 2-3 independent edits), one
-field of a tensor's header changed (shape, dtype, data_offsets), and random byte flips.  Each variant is loaded in a
+field of a tensor's header changed (shape, dtype, data_offsets), random byte flips, and
+edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
+over five more bases with size work in branches and bodies; ``--classes sg`` runs only
+those).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
 ``call_torch`` (torch raised at call: a file whose contract admits sizes or values its
 graph cannot run, which the loader should refuse or check before running), and findings:
 any other exception at load or from the input checks, a hang, a MemoryError, a crash of
-the worker, a write to the file, an output aliasing the file's data.  Custom-op programs
+the worker, a write to the file, an output aliasing the file's data.  ``ran_meta_differs``
+(not a finding): the call ran and its outputs differ from the root graph's recorded output
+metadata (the loader does not trust that metadata: it runs the graph as written).  Custom-op programs
 load with ``allow_ops=["sttest"]`` (tests/export/test_data_dependent.py's ops).
 """
 
@@ -124,12 +129,10 @@ def programs() -> dict[str, bytes]:
                             dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
                                             "k": st.Dim("k", min=1, max=8)}),
     }
-    out = {}
-    for name, ep in made.items():
-        buf = io.BytesIO()
-        st.save(ep, buf)
-        out[name] = buf.getvalue()
-    return out
+    import hostile_subgraphs
+
+    made.update(hostile_subgraphs.programs())
+    return hostile_subgraphs.saved(made)
 
 
 def split(blob: bytes) -> tuple[dict, bytes]:
@@ -366,6 +369,36 @@ def tensor_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[s
     return out
 
 
+def declared_outputs(blob: bytes) -> list | None:
+    """(dtype, shape) the document records for each output of the root graph (a shape's
+    symbolic dims as None); None where that cannot be read."""
+    try:
+        head, _ = split(blob)
+        doc = json.loads(head["__metadata__"][KEY])
+        by_name = {n["name"]: n for n in doc["nodes"]}
+        out = next(n for n in doc["nodes"] if n.get("op") == "output")["args"][0]
+        found = []
+        for e in out["tuple"] if "tuple" in out else [out]:
+            t = by_name[e["node"]]["meta"]["val"]["tensor"]
+            found.append((t["dtype"], [v if isinstance(v, int) else None for v in t["shape"]]))
+        return found
+    except Exception:  # noqa: BLE001 - a mutated document
+        return None
+
+
+def meta_mismatch(res: object, declared: list | None) -> str | None:
+    import torch
+
+    leaves = [v for v in torch.utils._pytree.tree_leaves(res) if isinstance(v, torch.Tensor)]
+    if declared is None or len(leaves) != len(declared):
+        return None
+    for i, (t, (dtype, shape)) in enumerate(zip(leaves, declared)):
+        if str(t.dtype) != f"torch.{dtype}" or t.dim() != len(shape) or any(
+                s is not None and s != v for s, v in zip(shape, t.shape)):
+            return f"output {i}: {t.dtype} {tuple(t.shape)} vs recorded {dtype} {shape}"
+    return None
+
+
 def byte_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
     out = []
     for _ in range(count):
@@ -447,6 +480,11 @@ def worker(folder: str, start: int) -> None:
                     except (IndexError, ValueError, TypeError) as e:
                         outcome, detail = "call_torch", f"{type(e).__name__}: {e}"[:160]
                         continue
+                    # (the file's metadata is not trusted, by design: the loader runs the
+                    # graph as written; counted apart, to look at, not a finding)
+                    wrong = meta_mismatch(res, declared_outputs(before))
+                    if wrong:
+                        outcome, detail = "ran_meta_differs", wrong
                     # outputs must not alias file data: write every tensor output
                     for leaf in torch.utils._pytree.tree_leaves(res):
                         if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
@@ -478,8 +516,12 @@ def main() -> int:
     ap.add_argument("--worker", nargs=2)
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
+    ap.add_argument("--classes", default=None,
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hostile_subgraphs
+
     if a.worker:
         worker(a.worker[0], int(a.worker[1]))
         return 0
@@ -492,8 +534,12 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        variants = (json_variants(blob, rng, n) + multi_variants(blob, rng, n)
-                    + tensor_variants(blob, rng, n // 4) + byte_variants(blob, rng, n // 4))
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg").split(","))
+        makers = [("json", json_variants, n), ("multi", multi_variants, n),
+                  ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
+                  ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
+                   2 * n)]
+        variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
             fname = f"{k:05d}.st"
             with open(os.path.join(folder, fname), "wb") as f:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any, Callable
 
 import torch
@@ -322,7 +323,7 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
                 raise bad_file(where, f"{name} lacks its argument {arg!r}")
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
-               takes_numbers(op))
+               takes_numbers(op), arg in one_int_lists(op))
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
@@ -356,6 +357,19 @@ def _signature(op: Any) -> tuple[list, dict]:
     return sig
 
 
+def one_int_lists(op: Any) -> frozenset:
+    """The list arguments of ``op`` that torch takes one int for: ``int[N]`` ones
+    (``int[1] dim``, ``int[2] stride``); a ``SymInt[N]`` or one of no fixed length raises
+    "Expected a value of type 'List[int]'" (``view(x, 2)``, ``roll(x, 1)``)."""
+    fixed = _FIXED.get(op)
+    if fixed is None:
+        fixed = _FIXED[op] = frozenset(re.findall(r"\bint\[\d+\]\?? (\w+)", str(op._schema)))
+    return fixed
+
+
+_FIXED: dict = {}
+
+
 # aten operators whose Tensor arguments torch also takes as numbers (``add(2, x)``); any
 # other refuses one at call ("Expected a value of type 'Tensor'")
 _NUMBERS_AS_TENSORS = frozenset(
@@ -364,7 +378,8 @@ _NUMBERS_AS_TENSORS = frozenset(
     for suffix in ("", "_")) | {"to", "_to_copy", "copy_", "_conj"}
 
 
-def _value(kind: str, v: Any, where: str, budgets: Budgets, numbers: bool = True) -> None:
+def _value(kind: str, v: Any, where: str, budgets: Budgets, numbers: bool = True,
+           one_int: bool = True) -> None:
     optional = kind.startswith("Optional[")
     if optional:
         kind = kind[len("Optional["):-1]
@@ -380,8 +395,11 @@ def _value(kind: str, v: Any, where: str, budgets: Budgets, numbers: bool = True
         if node and inner in ("int", "float", "bool"):
             if _tensor_valued(v):
                 raise bad_file(where, f"expected {kind}, got the tensor {v.name}")
+            if not one_int and _number_valued(v):
+                raise bad_file(where, f"expected {kind}, got the number {v.name} (only a "
+                                      "list of a fixed length takes one int)")
             return  # a size list computed in the graph
-        if inner == "int" and _is_int(v):
+        if inner == "int" and _is_int(v) and one_int:
             return  # int[1] given as one int
         if not isinstance(v, (list, tuple)):
             raise bad_file(where, f"expected a list, got {_kind(v)}")

@@ -25,7 +25,6 @@ from safetrace.errors import OpShapeError
 from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
-from safetrace.rules.registry import RULES
 from safetrace.serialize import carries, never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
@@ -38,7 +37,9 @@ from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
 from safetrace.serialize.work import Tally, scalar_returns, touched
-from safetrace.serialize.work import leaves as _leaves
+from safetrace.serialize.evaluation import (evaluate as _evaluate, is_int as _is_int,
+                                           key as _key, python as _python, sizes as _sizes,
+                                           sub as _sub, sym_query as _sym_query)
 from safetrace.trace.mutation import written_inputs
 
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
@@ -250,6 +251,9 @@ class StaticMemory:
                                   f"{self.max_ops} operators to its own state and constants "
                                   "(their memory is evaluated at load)", "max_static_ops",
                                   2 * self.max_ops)
+        why = never_runs.misused_kind(target, args, kwargs, self.env.int_cls)
+        if why is not None:
+            return self._fails(node, target, why), _UNKNOWN
         out = _from_data(target, node, args, kwargs, data)
         if out is _UNKNOWN:
             out = self._evaluate(target, args, kwargs, node, static)
@@ -286,15 +290,18 @@ class StaticMemory:
         if isinstance(out, OpShapeError):
             # (a rule refuses symbolic sizes only where no declared size passes: one it
             # cannot decide adds a guard or raises otherwise, and is left unknown above)
-            runs = self._runs()
-            if runs == []:  # (runs, and fails, at every call)
-                raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
-                               f"program, whatever its inputs: {str(out)[:300]}")
-            # (a map body failing on every slice: only a call of no slices runs; a branch or
-            # a loop body: it fails where it runs)
-            self._require(node, [(FALSE, f"{op} fails wherever it runs: {str(out)[:200]}")])
-            return _UNKNOWN
+            return self._fails(node, op, str(out))
         return out
+
+    def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
+        """A node that fails wherever it runs: refused at load where it runs at every call;
+        else (a map body failing on every slice: only a call of no slices runs; a branch or
+        a loop body: it fails where it runs) checked in its graph, before it."""
+        if self._runs() == []:
+            raise bad_file(f"node {node.name!r}", f"{op} fails at every call of the "
+                           f"program, whatever its inputs: {why[:300]}")
+        self._require(node, [(FALSE, f"{op} fails wherever it runs: {why[:200]}")])
+        return _UNKNOWN
 
     def _runs(self) -> list | None:
         """When the node being evaluated runs at a call: [] at every call (the main graph,
@@ -369,6 +376,7 @@ class StaticMemory:
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
+                never_runs.branches(node, outs)
                 same = outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1])
                 return outs[0] if same else _UNKNOWN
             if kind == "while_loop":
@@ -423,6 +431,11 @@ class StaticMemory:
             init, xs, extra = list(node.args[1]), list(node.args[2]), list(node.args[3])
         xv = _sub(xs, meta)
         if not xv or not all(isinstance(v, TensorMeta) and v.shape for v in xv):
+            bad = [v for v in xv if isinstance(v, TensorMeta) and not v.shape or isinstance(
+                v, (int, float, self.env.int_cls))]
+            if bad:  # (torch's kernel reads xs[0].shape[0]: IndexError)
+                self._fails(node, node.target, "its xs include a number or a tensor of 0 "
+                                               "dims, not one it can slice")
             return _UNKNOWN
         n = xv[0].shape[0]
         slices = [TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) for v in xv]
@@ -545,94 +558,6 @@ _SIZE_ARITHMETIC = frozenset(fn for name, fn in (
     (n, getattr(operator, n.split(".")[1], None)) for n, r in CALLABLES.items()
     if n.startswith("operator.") and r[2] in (NUMERIC, "assert", "pow", "shift"))
     if fn is not None)
-_MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
-
-
-def _evaluate(op: Any, args: Any, kwargs: dict) -> Any:
-    """The op's result metadata by safetrace's own shape rule (torch's meta kernels are
-    slow and import its symbolic-shapes machinery): unknown without one."""
-    rule = RULES.get(op)
-    if rule is None:
-        return _UNKNOWN
-    if any(str(r.real_type) != "Tensor" for r in op._schema.returns) and any(
-            isinstance(t, TensorMeta) and max((x for x in t.shape if isinstance(x, int)),
-                                              default=0) > _MAX_RESULTS
-            for t in _leaves((args, kwargs))):
-        return _UNKNOWN
-    try:
-        return rule(*args, **kwargs)
-    except OpShapeError as err:  # the call is invalid for these operands (eager raises)
-        return err
-    except Exception:  # noqa: BLE001 - the call needs a trace: not known
-        return _UNKNOWN
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, torch.SymInt) or (isinstance(v, int) and not isinstance(v, bool))
-
-
-def _sizes(value: Any) -> list:
-    """The symbolic ints in a value (a number, a TensorMeta's shape, a list of them)."""
-    out = []
-    for t in _leaves(value):
-        for x in (t.shape if isinstance(t, TensorMeta) else (t,)):
-            if hasattr(x, "expr") and isinstance(x, torch.SymInt):
-                out.append(x)
-    return out
-
-
-def _key(value: Any) -> tuple:
-    """What identifies a value's metadata (shapes, dtypes, numbers), hashable."""
-    return tuple((tuple(str(x) for x in t.shape), t.dtype) if isinstance(t, TensorMeta)
-                 else (type(t).__name__, str(t)) for t in _leaves(value))
-
-
-def _sym_query(op: Any, args: Any) -> Any:
-    t = args[0] if args else None
-    if not isinstance(t, TensorMeta):
-        return _UNKNOWN
-    if op._opname == "sym_size" and len(args) > 1 and isinstance(args[1], int) and \
-            -len(t.shape) <= args[1] < len(t.shape):
-        return t.shape[args[1]]
-    if op._opname == "sym_numel":
-        return math.prod(t.shape)
-    return _UNKNOWN
-
-
-def _sub(value: Any, meta: dict) -> Any:
-    """``value`` with graph nodes replaced by what they are known to be (KeyError: one
-    is not known)."""
-    if isinstance(value, torch.fx.Node):
-        return meta[value]
-    if isinstance(value, (list, tuple)):
-        return type(value)(_sub(v, meta) for v in value)
-    if isinstance(value, dict):
-        return {k: _sub(v, meta) for k, v in value.items()}
-    return value
-
-
-def _python(fn: Any, args: Any, env: Any = None) -> Any:
-    """Arithmetic of known numbers (a size computed from a constant's value, or from the
-    inputs' symbolic sizes), and an element of a known result."""
-    if fn is operator.getitem and isinstance(args[0], (list, tuple)) and \
-            isinstance(args[1], int) and -len(args[0]) <= args[1] < len(args[0]):
-        return args[0][args[1]]
-    name = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', '')}"
-    rule = CALLABLES.get(name.replace("_operator.", "operator."))
-    sym = env.int_cls if env is not None else ()
-    if rule is None or rule[2] != NUMERIC or not all(
-            isinstance(a, sym) or (isinstance(a, (int, float)) and not isinstance(a, bool)
-                                   and abs(a) < 1 << 64) for a in args):
-        return _UNKNOWN
-    try:
-        out = fn(*args)
-    except Exception:  # noqa: BLE001 - invalid, or a question the sizes leave open
-        return _UNKNOWN
-    if isinstance(out, sym):
-        return out
-    return out if isinstance(out, (int, float)) and not isinstance(out, bool) else _UNKNOWN
-
-
 def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
     """placeholder name -> (the state or constant tensor it is bound to, whether the
     program updates it: a buffer an output of the program is written back to)."""

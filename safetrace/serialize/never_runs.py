@@ -17,7 +17,8 @@ from safetrace.errors.load import bad_file
 from safetrace.exporter.contract import TensorInput
 from safetrace.meta import TensorMeta
 from safetrace.trace.asserts import assert_sym
-from safetrace.serialize.allowlist import CALLABLES, NUMERIC, signature, takes_numbers
+from safetrace.serialize.allowlist import (CALLABLES, NUMERIC, one_int_lists, signature,
+                                           takes_numbers)
 
 _INT64 = (-2**63, 2**63 - 1)
 
@@ -214,3 +215,66 @@ def python_value(node: torch.fx.Node, args: Any) -> None:
         raise bad_file(f"node {node.name!r}", f"{_name(node.target)} computes with numbers "
                        f"(sizes) or takes one of several results, but it is given a tensor "
                        f"of shape {list(bad.shape)}")
+
+
+def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
+    """Why torch refuses the call whatever the sizes, by the kinds of the values the
+    loader's own evaluation found (not the file's metadata): a tensor where the schema
+    takes a number or a size list (``view(x, y)``), a number where it takes a tensor
+    (``abs(n)``, ``cat(n)``), one number for a size list of no fixed length
+    (``view(x, n)``).  Inside a subgraph a placeholder is whatever the call passes, so
+    the allowlist's check of the file's arguments cannot tell these apart."""
+    positional, kinds = signature(op)
+    given = {**dict(zip(positional, args if isinstance(args, (tuple, list)) else ())),
+             **kwargs}
+    fixed = one_int_lists(op)
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float, int_cls))
+
+    for arg, v in given.items():
+        kind = kinds.get(arg, ("", False))[0]
+        if kind.startswith("Optional["):
+            kind = kind[len("Optional["):-1]
+            if v is None:
+                continue
+        tensor = isinstance(v, TensorMeta)
+        if kind in ("int", "SymInt", "float", "bool", "Scalar", "number") and tensor:
+            return f"it takes {kind} for {arg!r}, given a tensor"
+        if kind.startswith("List[") and kind[5:-1] in ("int", "SymInt", "float", "bool"):
+            if tensor or isinstance(v, (list, tuple)) and any(
+                    isinstance(x, TensorMeta) for x in v):
+                return f"it takes {kind} for {arg!r}, given a tensor"
+            if number(v) and arg not in fixed:
+                return f"it takes {kind} for {arg!r} (of no fixed length), given one number"
+        if kind == "Tensor" and number(v) and not takes_numbers(op):
+            return f"it takes a tensor for {arg!r}, given the number {v}"
+        if kind.startswith("List[") and "Tensor" in kind and (
+                not isinstance(v, (list, tuple)) or any(number(x) for x in v)):
+            return f"it takes {kind} for {arg!r}, given {type(v).__name__}"
+    return None
+
+
+def branches(node: torch.fx.Node, outs: list) -> None:
+    """torch.cond's branches return as many values, of one kind, dtype and rank, and of
+    the same static sizes (the exporter only traces such a cond, and torch.export refuses
+    another): refused where the loader's own evaluation shows they differ.  (Eager runs
+    either without comparing them: a map stacking its slices, or the graph after the
+    cond, then met a value the loader did not expect.)"""
+    a, b = outs
+    if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)):
+        return
+    why = None if len(a) == len(b) else f"{len(a)} and {len(b)} values"
+    for i, (x, y) in enumerate(zip(a, b)):
+        tx, ty = isinstance(x, TensorMeta), isinstance(y, TensorMeta)
+        if tx and ty and (x.dtype != y.dtype or len(x.shape) != len(y.shape) or any(
+                isinstance(p, int) and isinstance(q, int) and p != q
+                for p, q in zip(x.shape, y.shape))):
+            why = f"value {i} of shape {list(x.shape)} {x.dtype} and {list(y.shape)} {y.dtype}"
+        elif tx != ty:
+            why = f"value {i} a tensor in one branch only"
+        if why:
+            break
+    if why:
+        raise bad_file(f"node {node.name!r}", f"the branches of torch.cond return {why}: "
+                       "torch.cond's branches return values of one kind, dtype and shape")

@@ -20,7 +20,9 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import loop_budget, memory_at_call, work_at_call
+from safetrace.errors import runtime_check_failed
+from safetrace.errors.load import (loop_budget, memory_at_call, requirement_in_graph,
+                                   work_at_call)
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
@@ -276,6 +278,7 @@ class _Counted(torch.fx.GraphModule):
         state = self.st_loop.local
         if self.st_role == "body":
             out = super().__call__(*args, **kwargs)
+            _same_kinds(self.st_loop.node, args, out)
             state.last = out
             limit = self.st_loop.max_bytes
             held = sum(t.numel() * t.element_size() for t in out if isinstance(
@@ -301,6 +304,22 @@ class _Counted(torch.fx.GraphModule):
             raise work_at_call(loop.node, f"while_loop, {loop.per_iteration} elements an "
                                "iteration", need, loop.work_limit)
         return out
+
+
+def _same_kinds(node: str, carried: tuple, out: Any) -> None:
+    """A while_loop body returns its carried values' kinds, dtypes and ranks (torch's
+    while_loop requires it; the loader checks it at load where its evaluation knows what
+    the body returns): else the next iteration would run the condition and the body on
+    values they were never checked for."""
+    for i, (a, b) in enumerate(zip(carried, out if isinstance(out, (list, tuple)) else ())):
+        ta, tb = isinstance(a, torch.Tensor), isinstance(b, torch.Tensor)
+        if ta != tb or ta and (a.dtype != b.dtype or a.dim() != b.dim()):
+            shown = [f"{list(v.shape)} {v.dtype}" if isinstance(v, torch.Tensor) else
+                     type(v).__name__ for v in (a, b)]
+            raise runtime_check_failed(requirement_in_graph(
+                node, "while_loop", f"its body to return carried value {i} as {shown[0]}",
+                f"it returned {shown[1]}; torch's while_loop carries values of one kind, "
+                "dtype and rank"))
 
 
 def output_ok(args: tuple) -> bool:
