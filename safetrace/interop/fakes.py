@@ -158,8 +158,17 @@ class FakeBuilder:
         self.exprs.setdefault(ours, theirs)
 
     # -- values ----------------------------------------------------------------------------
-    def tensor(self, val: Any, strides: Any = None) -> Any:
+    def tensor(self, val: Any, strides: Any = None, base: Any = None) -> Any:
         meta = val.st_meta
+        if base is not None and base.dtype == meta.dtype:
+            # a view: on its input's storage, as torch's kernels make it (the storage
+            # size and identity torch's tools read are the input's)
+            sizes = [self.size(s) for s in meta.shape]
+            elem = self.view_of(base, sizes, strides)
+            self.built += 1
+            fake = self.wrap(elem, meta.device)
+            self.elems[id(fake)] = elem
+            return fake
         if strides is not None:
             return self.make([self.size(s) for s in meta.shape], strides, meta.dtype,
                              meta.device)
@@ -222,9 +231,30 @@ class FakeBuilder:
                 # operations of ~7 µs each); a view of an empty storage computes none of
                 # them (meta storage is never bounds-checked).  The strides are torch's
                 # own, each product made once per conversion.
-                if strides is None:
-                    strides = self.contiguous(sizes)
-                return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes, strides)
+                if strides is not None:
+                    # (a view whose input was not made here: its storage size is left 0)
+                    return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes,
+                                                                                strides)
+                elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
+                    sizes, self.contiguous(sizes))
+                # torch.empty's storage size (``itemsize * numel``), once per distinct
+                # shape: the values of one shape share this meta tensor
+                _RESIZE(elem, storage_nbytes(sizes, dtype))
+                return elem
+        finally:
+            if old is not None:
+                torch._C._set_dispatch_mode(old)
+
+    def view_of(self, base: torch.Tensor, sizes: list, strides: Any) -> torch.Tensor:
+        """A meta tensor of these sizes and strides (None: contiguous) on `base`'s storage
+        (at `base`'s storage offset)."""
+        if strides is None:
+            strides = self.contiguous(sizes) if any(
+                s.__class__ is not int for s in sizes) else _strides(sizes)
+        old = torch._C._unset_dispatch_mode(_FAKE_KEY)
+        try:
+            with torch._C._DisablePythonDispatcher():
+                return base.as_strided(sizes, strides)
         finally:
             if old is not None:
                 torch._C._set_dispatch_mode(old)
@@ -310,17 +340,29 @@ class FakeBuilder:
         serves."""
         elem = self.elems.get(id(fake))
         if elem is not None:
-            return self.wrap(elem, fake.device)
+            view = self.wrap(elem, fake.device)
+            self.elems[id(view)] = elem
+            return view
         return self.make(list(fake.shape), list(fake.stride()), fake.dtype, fake.device)
 
     def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
         """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
+        base = self.base_of(target, args)
         if isinstance(ours, (tuple, list)):
             strides = _view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
-            out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
+            out = [None if p is None else self.tensor(p, s, base)
+                   for p, s in zip(ours, strides)]
             return type(ours)(out) if isinstance(ours, tuple) else out
         strides = _view_strides(target, args, kwargs, None)
-        return self.tensor(ours, strides[0] if strides else None)
+        return self.tensor(ours, strides[0] if strides else None, base)
+
+    def base_of(self, target: Any, args: tuple) -> Any:
+        """For a view op (the strides table's) whose input was made here, the input's
+        meta tensor; else None."""
+        if target._opname not in _VIEWS or not args or not isinstance(args[0],
+                                                                       torch.fx.Node):
+            return None
+        return self.elems.get(id(args[0].meta.get("val")))
 
 
 def storage_nbytes(sizes: list, dtype: torch.dtype) -> Any:

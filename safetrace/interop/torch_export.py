@@ -294,12 +294,15 @@ class _Converter:
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        """torch's value of `target(*args, **kwargs)` from its kernel, recorded detached as
+        torch.export's tracer records every node's value (its ``snapshot_fake``): a node
+        computed from parameters that require grad does not require grad itself."""
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            return run_hop(target, vals[0], vals[1])
-        return target(*vals[0], **vals[1])
+            return _detached(run_hop(target, vals[0], vals[1]))
+        return _detached(target(*vals[0], **vals[1]))
 
     def call_node(self, node: torch.fx.Node) -> None:
         """Convert one of our call_function nodes (of the program or a subgraph)."""
@@ -597,6 +600,16 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
+
+
+def _detached(val: Any) -> Any:
+    """`val` with each tensor requiring grad detached (the same storage)."""
+    if isinstance(val, torch.Tensor):
+        return val.detach() if val.requires_grad else val
+    if isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) and
+                                              v.requires_grad for v in val):
+        return type(val)(_detached(v) for v in val)
+    return val
 
 
 def _follow(value: Any, path: tuple) -> Any:
