@@ -16,6 +16,14 @@ rank 4 is not: its channels-last test guards in another order).  A size from dat
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
+A value carries torch.export's other fields too: ``requires_grad`` False on every node
+but the placeholders (torch's tracer records each node's value detached), and torch's
+storage: a view's is its input's (same storage, same size), a new tensor's
+``itemsize * numel`` (a view of symbolic sizes of a value torch's kernel made: storage
+size 0).  Values of one shape share one meta tensor, hence one storage, where torch's have
+a storage each: storage identity says nothing about aliasing here, and a view's storage
+offset is its input's (torch's select/slice move it).
+
 Strides are not part of our metadata (the graph's values never depend on them): a value
 is contiguous unless it is a view whose strides follow from its input's by a simple rule
 (permute, transpose, expand, slice, select, unsqueeze, squeeze, split, unbind, aliases,
