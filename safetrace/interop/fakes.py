@@ -71,6 +71,8 @@ class FakeBuilder:
         self.metas: dict[tuple, torch.Tensor] = {}
         self.by_ours: dict[tuple, torch.Tensor] = {}  # (our sizes' ids, dtype) -> the same
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
+        # (id of a base meta tensor, sizes, strides) -> (a view of it, the base kept alive)
+        self.views: dict[tuple, tuple] = {}
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.built = 0                     # values made here (for the benchmark)
@@ -247,15 +249,44 @@ class FakeBuilder:
                     sizes, self.contiguous(sizes))
                 # torch.empty's storage size (``itemsize * numel``), once per distinct
                 # shape: the values of one shape share this meta tensor
-                _RESIZE(elem, storage_nbytes(sizes, dtype))
+                _RESIZE(elem, self.nbytes(sizes, dtype))
                 return elem
         finally:
             if old is not None:
                 torch._C._set_dispatch_mode(old)
 
+    def nbytes(self, sizes: list, dtype: torch.dtype) -> Any:
+        """``storage_nbytes``, each prefix's numel made once per conversion (shapes share
+        their leading sizes)."""
+        key = ("nbytes", dtype.itemsize) + tuple(_key(s) for s in sizes)
+        hit = self.stride_memo.get(key)
+        if hit is None:
+            # (torch's ``itemsize * (0 + numel)``: the same expression, 0 + n being n)
+            hit = self.stride_memo[key] = sym_op("mul", dtype.itemsize, self.numel(sizes))
+        return hit
+
+    def numel(self, sizes: list) -> Any:
+        if not sizes:
+            return 1
+        key = ("numel",) + tuple(_key(s) for s in sizes)
+        hit = self.stride_memo.get(key)
+        if hit is None:
+            hit = self.stride_memo[key] = sym_op("mul", self.numel(sizes[:-1]), sizes[-1])
+        return hit
+
     def view_of(self, base: torch.Tensor, sizes: list, strides: Any) -> torch.Tensor:
         """A meta tensor of these sizes and strides (None: contiguous) on `base`'s storage
-        (at `base`'s storage offset)."""
+        (at `base`'s storage offset), made once per base meta tensor, sizes and strides:
+        the values of one shape share their meta tensor, so the layers of a model share
+        their views' too (``as_strided`` of symbolic sizes costs ~7 µs)."""
+        key = (id(base), tuple(_key(s) for s in sizes),
+               None if strides is None else tuple(_key(s) for s in strides))
+        hit = self.views.get(key)
+        if hit is None:
+            hit = self.views[key] = (self._view_of(base, sizes, strides), base)
+        return hit[0]
+
+    def _view_of(self, base: torch.Tensor, sizes: list, strides: Any) -> torch.Tensor:
         if strides is None:
             strides = self.contiguous(sizes) if any(
                 s.__class__ is not int for s in sizes) else _strides(sizes)
