@@ -16,13 +16,14 @@ rank 4 is not: its channels-last test guards in another order).  A size from dat
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
-A value carries torch.export's other fields too: ``requires_grad`` False on every node
-but the placeholders (torch's tracer records each node's value detached), and torch's
-storage: a view's is its input's (same storage, same size), a new tensor's
-``itemsize * numel`` (a view of symbolic sizes of a value torch's kernel made: storage
-size 0).  Values of one shape share one meta tensor, hence one storage, where torch's have
-a storage each: storage identity says nothing about aliasing here, and a view's storage
-offset is its input's (torch's select/slice move it).
+A value's ``requires_grad`` is torch.export's: False on every node but the placeholders
+(torch's tracer records each node's value detached).  Its storage is not torch's: a value
+of symbolic sizes (or a view of one) has an empty storage (``untyped_storage().nbytes()``
+0, where torch's is ``itemsize * numel`` or its view's input's), and values of one shape
+share one meta tensor, hence one storage, so storage identity says nothing about aliasing
+here.  Placeholders and values of static sizes have torch's storage size (a static view:
+its own extent, not its input's).  Matching torch exactly (a storage resized per distinct
+shape, views on their input's storage) cost 10-20% of the conversion on transformers.
 
 Strides are not part of our metadata (the graph's values never depend on them): a value
 is contiguous unless it is a view whose strides follow from its input's by a simple rule
@@ -71,8 +72,6 @@ class FakeBuilder:
         self.metas: dict[tuple, torch.Tensor] = {}
         self.by_ours: dict[tuple, torch.Tensor] = {}  # (our sizes' ids, dtype) -> the same
         self.elems: dict[int, Any] = {}    # id of a value made here -> its meta tensor
-        # (id of a base meta tensor, sizes, strides) -> (a view of it, the base kept alive)
-        self.views: dict[tuple, tuple] = {}
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.built = 0                     # values made here (for the benchmark)
@@ -168,17 +167,8 @@ class FakeBuilder:
         self.exprs.setdefault(ours, theirs)
 
     # -- values ----------------------------------------------------------------------------
-    def tensor(self, val: Any, strides: Any = None, base: Any = None) -> Any:
+    def tensor(self, val: Any, strides: Any = None) -> Any:
         meta = val.st_meta
-        if base is not None and base.dtype == meta.dtype:
-            # a view: on its input's storage, as torch's kernels make it (the storage
-            # size and identity torch's tools read are the input's)
-            sizes = [self.size(s) for s in meta.shape]
-            elem = self.view_of(base, sizes, strides)
-            self.built += 1
-            fake = self.wrap(elem, meta.device)
-            self.elems[id(fake)] = elem
-            return fake
         if strides is not None:
             return self.make([self.size(s) for s in meta.shape], strides, meta.dtype,
                              meta.device)
@@ -241,59 +231,9 @@ class FakeBuilder:
                 # operations of ~7 µs each); a view of an empty storage computes none of
                 # them (meta storage is never bounds-checked).  The strides are torch's
                 # own, each product made once per conversion.
-                if strides is not None:
-                    # (a view whose input was not made here: its storage size is left 0)
-                    return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes,
-                                                                                strides)
-                elem = torch.empty(0, dtype=dtype, device=_META).as_strided(
-                    sizes, self.contiguous(sizes))
-                # torch.empty's storage size (``itemsize * numel``), once per distinct
-                # shape: the values of one shape share this meta tensor
-                _RESIZE(elem, self.nbytes(sizes, dtype))
-                return elem
-        finally:
-            if old is not None:
-                torch._C._set_dispatch_mode(old)
-
-    def nbytes(self, sizes: list, dtype: torch.dtype) -> Any:
-        """``storage_nbytes``, each prefix's numel made once per conversion (shapes share
-        their leading sizes)."""
-        key = ("nbytes", dtype.itemsize) + tuple(_key(s) for s in sizes)
-        hit = self.stride_memo.get(key)
-        if hit is None:
-            # (torch's ``itemsize * (0 + numel)``: the same expression, 0 + n being n)
-            hit = self.stride_memo[key] = sym_op("mul", dtype.itemsize, self.numel(sizes))
-        return hit
-
-    def numel(self, sizes: list) -> Any:
-        if not sizes:
-            return 1
-        key = ("numel",) + tuple(_key(s) for s in sizes)
-        hit = self.stride_memo.get(key)
-        if hit is None:
-            hit = self.stride_memo[key] = sym_op("mul", self.numel(sizes[:-1]), sizes[-1])
-        return hit
-
-    def view_of(self, base: torch.Tensor, sizes: list, strides: Any) -> torch.Tensor:
-        """A meta tensor of these sizes and strides (None: contiguous) on `base`'s storage
-        (at `base`'s storage offset), made once per base meta tensor, sizes and strides:
-        the values of one shape share their meta tensor, so the layers of a model share
-        their views' too (``as_strided`` of symbolic sizes costs ~7 µs)."""
-        key = (id(base), tuple(_key(s) for s in sizes),
-               None if strides is None else tuple(_key(s) for s in strides))
-        hit = self.views.get(key)
-        if hit is None:
-            hit = self.views[key] = (self._view_of(base, sizes, strides), base)
-        return hit[0]
-
-    def _view_of(self, base: torch.Tensor, sizes: list, strides: Any) -> torch.Tensor:
-        if strides is None:
-            strides = self.contiguous(sizes) if any(
-                s.__class__ is not int for s in sizes) else _strides(sizes)
-        old = torch._C._unset_dispatch_mode(_FAKE_KEY)
-        try:
-            with torch._C._DisablePythonDispatcher():
-                return base.as_strided(sizes, strides)
+                if strides is None:
+                    strides = self.contiguous(sizes)
+                return torch.empty(0, dtype=dtype, device=_META).as_strided(sizes, strides)
         finally:
             if old is not None:
                 torch._C._set_dispatch_mode(old)
@@ -379,29 +319,17 @@ class FakeBuilder:
         serves."""
         elem = self.elems.get(id(fake))
         if elem is not None:
-            view = self.wrap(elem, fake.device)
-            self.elems[id(view)] = elem
-            return view
+            return self.wrap(elem, fake.device)
         return self.make(list(fake.shape), list(fake.stride()), fake.dtype, fake.device)
 
     def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
         """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
-        base = self.base_of(target, args)
         if isinstance(ours, (tuple, list)):
             strides = _view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
-            out = [None if p is None else self.tensor(p, s, base)
-                   for p, s in zip(ours, strides)]
+            out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
             return type(ours)(out) if isinstance(ours, tuple) else out
         strides = _view_strides(target, args, kwargs, None)
-        return self.tensor(ours, strides[0] if strides else None, base)
-
-    def base_of(self, target: Any, args: tuple) -> Any:
-        """For a view op (the strides table's) whose input was made here, the input's
-        meta tensor; else None."""
-        if target._opname not in _VIEWS or not args or not isinstance(args[0],
-                                                                       torch.fx.Node):
-            return None
-        return self.elems.get(id(args[0].meta.get("val")))
+        return self.tensor(ours, strides[0] if strides else None)
 
 
 def storage_nbytes(sizes: list, dtype: torch.dtype) -> Any:
