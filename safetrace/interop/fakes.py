@@ -607,6 +607,17 @@ _VIEWS = {
 }
 
 
+def detached(val: Any) -> Any:
+    """`val` with each tensor requiring grad detached (the same storage): a node's value
+    as torch.export records it."""
+    if isinstance(val, torch.Tensor):
+        return val.detach() if val.requires_grad else val
+    if isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) and
+                                              v.requires_grad for v in val):
+        return type(val)(detached(v) for v in val)
+    return val
+
+
 def _plain(value: torch.Tensor) -> bool:
     """A dense strided tensor, a Parameter or a fake value (a model built under the user's
     FakeTensorMode: ours stands for it); else torch's ``from_tensor`` makes its value."""

@@ -34,7 +34,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (config_set, exported_program, provenance,
                                          training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
-from safetrace.interop.fakes import FakeBuilder, builds
+from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
@@ -294,15 +294,13 @@ class _Converter:
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
-        """torch's value of `target(*args, **kwargs)` from its kernel, recorded detached as
-        torch.export's tracer records every node's value (its ``snapshot_fake``): a node
-        computed from parameters that require grad does not require grad itself."""
+        """torch's kernel's value, detached as torch.export records it (snapshot_fake)."""
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            return _detached(run_hop(target, vals[0], vals[1]))
-        return _detached(target(*vals[0], **vals[1]))
+            return detached(run_hop(target, vals[0], vals[1]))
+        return detached(target(*vals[0], **vals[1]))
 
     def call_node(self, node: torch.fx.Node) -> None:
         """Convert one of our call_function nodes (of the program or a subgraph)."""
@@ -600,16 +598,6 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
-
-
-def _detached(val: Any) -> Any:
-    """`val` with each tensor requiring grad detached (the same storage)."""
-    if isinstance(val, torch.Tensor):
-        return val.detach() if val.requires_grad else val
-    if isinstance(val, (tuple, list)) and any(isinstance(v, torch.Tensor) and
-                                              v.requires_grad for v in val):
-        return type(val)(_detached(v) for v in val)
-    return val
 
 
 def _follow(value: Any, path: tuple) -> Any:
