@@ -34,7 +34,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (config_set, exported_program, provenance,
                                          training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
-from safetrace.interop.fakes import FakeBuilder, builds
+from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
@@ -294,12 +294,13 @@ class _Converter:
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        """torch's kernel's value, detached as torch.export records it (snapshot_fake)."""
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
         if isinstance(target, torch._ops.HigherOrderOperator):
-            return run_hop(target, vals[0], vals[1])
-        return target(*vals[0], **vals[1])
+            return detached(run_hop(target, vals[0], vals[1]))
+        return detached(target(*vals[0], **vals[1]))
 
     def call_node(self, node: torch.fx.Node) -> None:
         """Convert one of our call_function nodes (of the program or a subgraph)."""
