@@ -376,7 +376,7 @@ class StaticMemory:
                     outs.append(out)
                     cands.extend(c)
                 inner[node] = cands
-                never_runs.branches(node, outs)
+                never_runs.branches(node, outs, given[0] is None)
                 same = outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1])
                 return outs[0] if same else _UNKNOWN
             if kind == "while_loop":

@@ -255,12 +255,14 @@ def misused_kind(op: Any, args: Any, kwargs: dict, int_cls: type) -> str | None:
     return None
 
 
-def branches(node: torch.fx.Node, outs: list) -> None:
+def branches(node: torch.fx.Node, outs: list, sizes: bool = True) -> None:
     """torch.cond's branches return as many values, of one kind, dtype and rank, and of
     the same static sizes (the exporter only traces such a cond, and torch.export refuses
     another): refused where the loader's own evaluation shows they differ.  (Eager runs
     either without comparing them: a map stacking its slices, or the graph after the
-    cond, then met a value the loader did not expect.)"""
+    cond, then met a value the loader did not expect.)  ``sizes``: False where each branch
+    was evaluated under its own assumption (a size predicate: branch_facts.py), which may
+    make a size one number in one branch and another in the other."""
     a, b = outs
     if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)):
         return
@@ -268,7 +270,7 @@ def branches(node: torch.fx.Node, outs: list) -> None:
     for i, (x, y) in enumerate(zip(a, b)):
         tx, ty = isinstance(x, TensorMeta), isinstance(y, TensorMeta)
         if tx and ty and (x.dtype != y.dtype or len(x.shape) != len(y.shape) or any(
-                isinstance(p, int) and isinstance(q, int) and p != q
+                sizes and isinstance(p, int) and isinstance(q, int) and p != q
                 for p, q in zip(x.shape, y.shape))):
             why = f"value {i} of shape {list(x.shape)} {x.dtype} and {list(y.shape)} {y.dtype}"
         elif tx != ty:
