@@ -17,8 +17,6 @@ The public families::
       DataDependentError          a decision or a size depends on tensor data
       UnsupportedOpError          an operation that cannot be traced (yet)
       OpShapeError                eager PyTorch would reject the call's shapes or dtypes
-                                  (a RuntimeError too, as eager's refusal; so is
-                                  CheckNeverHolds, a torch._check false on sizes)
     InputMismatchError          (a ValueError) ep.module() called with inputs outside the
                                 exported space, raised before anything is computed
     RuntimeAssertionError       (a RuntimeError) an st.check / torch._check on data failed
@@ -370,9 +368,8 @@ def too_many_splits(limit: int, found: list[str], first: str) -> TooManySplits:
             f"declared range to the sizes you use")
 
 
-class CheckNeverHolds(ConstraintViolationError, RuntimeError):
-    """An st.check / torch._check on sizes is false for the example inputs (a RuntimeError
-    too, as torch._check raises in eager and in torch.export)."""
+class CheckNeverHolds(ConstraintViolationError):
+    """An st.check / torch._check on sizes is false for the example inputs."""
 
     kind = "check-never-holds"
 

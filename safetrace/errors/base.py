@@ -96,10 +96,8 @@ class UnsupportedOpError(ExportError):
     kind = "unsupported-op"
 
 
-class OpShapeError(ExportError, RuntimeError):
-    """An operator was called with shapes or dtypes that eager PyTorch would reject (a
-    RuntimeError too, as eager's and torch.export's own refusal of the call: ``except
-    RuntimeError`` catches both)."""
+class OpShapeError(ExportError):
+    """An operator was called with shapes or dtypes that eager PyTorch would reject."""
 
     kind = "op-shape"
 

@@ -169,8 +169,6 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
-            except E.ExportError:  # (some are RuntimeErrors too: ours, never re-read below)
-                raise
             except (AttributeError, RuntimeError, TypeError) as exc:
                 err = export_error_for(exc)
                 if err is exc:
