@@ -425,16 +425,19 @@ def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip
                      torch_export_p)
 
 
-def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p):
+
+def program_rngs(seed, programs, seconds, stats):
+    """One random generator per program of a run: until `programs` are counted in `stats`
+    or `seconds` have passed (either None: no such limit)."""
     rng = random.Random(seed)
-    stats = Stats()
     t_end = None if seconds is None else time.monotonic() + seconds
-    while True:
-        if programs is not None and stats.counts["programs"] >= programs:
-            break
-        if t_end is not None and time.monotonic() > t_end:
-            break
-        prng = random.Random(rng.randrange(2**62))
+    while (programs is None or stats.counts["programs"] < programs) and \
+            (t_end is None or time.monotonic() <= t_end):
+        yield random.Random(rng.randrange(2**62))
+
+def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p):
+    stats = Stats()
+    for prng in program_rngs(seed, programs, seconds, stats):
         program = build(prng, kinds, avoid=avoid)
         if not program.stmts:
             continue

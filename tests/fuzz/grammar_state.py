@@ -38,7 +38,7 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.conformance.checker import compare
-from tests.fuzz.engine import Finding, Stats, _first, refusal_key
+from tests.fuzz.engine import Finding, Stats, _first, program_rngs, refusal_key
 
 FILENAME = "<fuzz program>"
 CALLS = 4
@@ -558,15 +558,8 @@ def spec_admits(spec, args, program) -> bool:
 
 
 def fuzz_state(seed=0, programs=None, seconds=None, kinds=None, calls=CALLS, roundtrip_p=0.3):
-    rng = random.Random(seed)
     stats = Stats()
-    t_end = None if seconds is None else time.monotonic() + seconds
-    while True:
-        if programs is not None and stats.counts["programs"] >= programs:
-            break
-        if t_end is not None and time.monotonic() > t_end:
-            break
-        prng = random.Random(rng.randrange(2**62))
+    for prng in program_rngs(seed, programs, seconds, stats):
         program, ydesc = build_state(prng, kinds)
         if not program.stmts:
             continue
