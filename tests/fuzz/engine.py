@@ -222,7 +222,7 @@ def make_args(shapes, seed):
 
 # -- one program ---------------------------------------------------------------------------
 
-def _first(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).strip()}"[:400]
 
 
@@ -239,13 +239,13 @@ def run_input(eager, module, args):
         with torch.no_grad():
             got = module(*pa)
     except (st.InputMismatchError, st.RuntimeAssertionError) as e:
-        return "rejected", _first(e)
+        return "rejected", error_text(e)
     except Exception as e:  # noqa: BLE001
         if eager_err is not None:
             return "ok", "both raise"
-        return "crash_after_checks", _first(e)
+        return "crash_after_checks", error_text(e)
     if eager_err is not None:
-        return "WRONG", f"eager raises {_first(eager_err)[:160]}, the program computed a result"
+        return "WRONG", f"eager raises {error_text(eager_err)[:160]}, the program computed a result"
     d = compare(want, got, "values", 1e-4) or compare(ea, pa, "values", 1e-4, "inputs after")
     return ("WRONG", d) if d else ("ok", "")
 
@@ -305,7 +305,7 @@ def export_classified(program, spec):
     except st.ExportError as e:
         return None, "refused", refusal_key(e, program)
     except Exception as e:  # noqa: BLE001
-        return None, _first(e), None
+        return None, error_text(e), None
 
 
 def _torch_spec(spec):
@@ -376,7 +376,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         eager, module = program.model(), ep.module()
     except Exception as e:  # noqa: BLE001
         c["export_crash"] += 1
-        stats.findings.append(Finding("export_crash", program, spec, None, "module() " + _first(e)))
+        stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
         return
     accepted = []
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
@@ -400,7 +400,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
             loaded = st.load(buf.getvalue()).module()
         except Exception as e:  # noqa: BLE001
             c["export_crash"] += 1
-            stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + _first(e)))
+            stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + error_text(e)))
             return
         c["roundtrips"] += 1
         for args in accepted[:4]:
@@ -409,7 +409,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
                     d = compare(module(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
                                 "exact")
             except Exception as e:  # noqa: BLE001
-                d = _first(e)
+                d = error_text(e)
             if d:
                 c["WRONG"] += 1
                 stats.findings.append(Finding("WRONG", program, spec, args, "save/load: " + d))
@@ -460,7 +460,7 @@ def _fails(f: Finding, program) -> bool:
         try:
             ep.module()
         except Exception as e:  # noqa: BLE001
-            return _first(e).split(":")[0] == f.message[9:].split(":")[0]
+            return error_text(e).split(":")[0] == f.message[9:].split(":")[0]
         return False
     if f.kind == "export_crash":
         return ep is None and err != "refused" and err.split(":")[0] == f.message.split(":")[0]

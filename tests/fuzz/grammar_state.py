@@ -38,7 +38,7 @@ import torch
 import safetrace as st
 from safetrace import Dim
 from tests.conformance.checker import compare
-from tests.fuzz.engine import Finding, Stats, _first, program_rngs, refusal_key
+from tests.fuzz.engine import Finding, Stats, error_text, program_rngs, refusal_key
 
 FILENAME = "<fuzz program>"
 CALLS = 4
@@ -445,7 +445,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
         return
     except Exception as e:  # noqa: BLE001
         c["export_crash"] += 1
-        stats.findings.append(Finding("export_crash", program, spec, None, _first(e)))
+        stats.findings.append(Finding("export_crash", program, spec, None, error_text(e)))
         return
     c["exported"] += 1
     before_export = {n: (b.stride(), b.storage_offset()) for n, b in pristine.named_buffers()}
@@ -460,7 +460,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
         mods = [ep.module(), ep.module()]
     except Exception as e:  # noqa: BLE001
         c["export_crash"] += 1
-        stats.findings.append(Finding("export_crash", program, spec, None, "module() " + _first(e)))
+        stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
         return
     eager = copy.deepcopy(pristine)
     x0 = program.inputs[0][1]
@@ -486,7 +486,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
             except Exception as e:  # noqa: BLE001
                 c["export_crash"] += 1
                 stats.findings.append(Finding("export_crash", program, spec, None,
-                                              "save/load " + _first(e)))
+                                              "save/load " + error_text(e)))
                 return
             c["roundtrips"] += 1
             tag = "(after save/load) "
@@ -508,14 +508,14 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
                 c["over_rejection"] += 1
                 if sum(f.kind == "over_rejection" for f in stats.findings) < 200:
                     stats.findings.append(Finding("over_rejection", program, spec, tuple(history),
-                                                  _first(e)))
+                                                  error_text(e)))
             _resync(eager, _buffers(module))
             continue
         except Exception as e:  # noqa: BLE001
             if eager_err is None:
                 c["crash_after_checks"] += 1
                 stats.findings.append(Finding("crash_after_checks", program, spec,
-                                              tuple(history), _first(e)))
+                                              tuple(history), error_text(e)))
                 return
             c["ok"] += 1
             pb = _buffers(module)
@@ -526,7 +526,7 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
         if eager_err is not None:
             c["WRONG"] += 1
             stats.findings.append(Finding("WRONG", program, spec, tuple(history),
-                                          f"eager raises {_first(eager_err)[:160]}, the program "
+                                          f"eager raises {error_text(eager_err)[:160]}, the program "
                                           f"computed a result"))
             return
         d = compare(want, got, "values", 1e-3) or compare(ea, pa, "values", 1e-3, "inputs after") \
