@@ -22,7 +22,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
-    "strides_of_loose", "state_reassigned_changed",
+    "strides_of_loose", "state_reassigned_changed", "python_state_read",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
@@ -358,6 +358,31 @@ def state_reassigned_changed(name: str, got: str, was: str) -> UnsupportedConstr
                       f"allocate `{name}` at its full size and write into it in place "
                       f"(`self.{name}[pos:pos + n] = x`, the position in another buffer), or "
                       f"pass it in as an input and return the new tensor", "")
+
+
+def python_state_read(changes: list[tuple[str, str, Any]], initial: Any) -> UnsupportedConstruct:
+    """forward changes plain Python attributes of the model (``self.n += 1``) and the graph
+    traced with their new values differs: the exported program keeps the value export saw
+    on every call, where eager reads the new one (torch.export is silent here).
+    `changes`: (attribute path, its value before as text, after); `initial`: the first
+    attribute's starting value (for the buffer the fix makes of it)."""
+    said = ", ".join(f"`self.{p}` ({old} -> {new!r})" for p, old, new in changes)
+    name = changes[0][0].rsplit(".", 1)[-1]
+    mode = "set the mode before export (model.train() / model.eval()), not in forward; " \
+        if any(p.rsplit(".", 1)[-1] == "training" for p, _, _ in changes) else ""
+    dtype = None if name == "training" else \
+        {bool: "bool", int: "long", float: "float32"}.get(type(initial))
+    buffer = (f"keep it in a buffer, which the program reads and writes on every call: "
+              f"in its module's __init__ `self.register_buffer(\"{name}\", torch.tensor({initial!r}, "
+              f"dtype=torch.{dtype}))`, and in forward update it with tensor ops "
+              f"(`self.{name} += 1`, `self.{name}.fill_(...)`); or " if dtype else "")
+    return _construct(f"forward changes {said}, and the graph traced after that change "
+                      f"differs: an exported program keeps Python attributes at the values "
+                      f"export saw, so every call would compute what the first one did "
+                      f"while eager reads the new value (torch.export gives that answer "
+                      f"silently).",
+                      f"{mode}{buffer}pass the value in as an input, or set it before export "
+                      f"and leave it unchanged in forward", "")
 
 
 def view_of_strided(message: str, source: str) -> OpShapeError:

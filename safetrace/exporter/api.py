@@ -15,7 +15,9 @@ from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for
 from safetrace.exporter.module_inputs import module_nodes, module_types
-from safetrace.exporter.spec import ScalarSpec, match_spec, tree_text, unwrap_int_keys
+from safetrace.exporter.spec import (ScalarSpec, check_additional, match_spec, tree_text,
+                                     unwrap_int_keys)
+from safetrace.exporter import python_state
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -81,24 +83,18 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
     with gc_paused(), task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)):
-        ep = export_with_splits(lambda sides, flipped=frozenset(): Exporter(
-            model, fn, preserve_module_call_signature, sides, flipped,
-            defer=prefer_deferred_runtime_asserts_over_guards).run(
-                args, kwargs, dynamic_shapes), max_splits)
-        _check_additional(ep, dynamic_shapes)
+        runs: list[Exporter] = []
+
+        def one(sides: dict | None, flipped: frozenset = frozenset()) -> ExportedProgram:
+            runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
+                                 defer=prefer_deferred_runtime_asserts_over_guards))
+            return runs[-1].run(args, kwargs, dynamic_shapes)
+
+        ep = export_with_splits(one, max_splits)
+        # (self.n += 1 in forward: the graph must not read it)
+        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits))
+        check_additional(ep, dynamic_shapes)
         return ep
-
-
-def _check_additional(ep: ExportedProgram, spec: Any) -> None:
-    """Every example of an AdditionalInputs spec (ours or torch's) passes the program's
-    input checks, as torch.export checks them: the examples declare calls that must work."""
-    if type(spec).__name__ != "AdditionalInputs":
-        return
-    for i, (a, k) in enumerate(getattr(spec, "_examples", ()), start=1):
-        try:
-            ep.check_inputs(tuple(a), dict(k or {}))
-        except E.InputMismatchError as exc:
-            raise E.additional_refused(i, exc) from None
 
 
 class Exporter:
@@ -116,6 +112,7 @@ class Exporter:
         self.graph = torch.fx.Graph()
         self.state: dict[int, torch.fx.Node] = {}
         self.state_tensors: dict[str, torch.Tensor] = {}
+        self.python_state: list = []  # plain attributes forward changed (snapshot.py)
         self.input_specs: list[InputSpec] = []
         self.env = torch_env()
         self.env.origin_provider = lambda: stack_trace(1)
@@ -185,6 +182,7 @@ class Exporter:
             except (ValueError, KeyError):
                 pass  # (a half-traced env may not make a consistent contract)
             return None
+        self.python_state = guard.scalars
         contract = self._contract(leaves, proxies, tracer.layout_queried,
                                   tracer.strides_queried)
         if report is not None:

@@ -14,6 +14,8 @@ from safetrace.trace.proxy import Proxy
 
 
 _CONTAINERS = {list: list, dict: dict, set: set}
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+ABSENT = object()  # (the value before of an attribute forward added)
 
 
 def _changed(obj: Any, contents: Any) -> bool:
@@ -107,6 +109,9 @@ class ModuleGuard:
         self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
         self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
+        # (path, module, attribute, value before, value after) per plain Python value
+        # (int, float, bool, str, None) forward changed: exporter/python_state.py
+        self.scalars: list[tuple[str, Any, str, Any, Any]] = []
 
     def __enter__(self) -> ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
@@ -153,6 +158,7 @@ class ModuleGuard:
                 _restore(now, params)
             d = mod.__dict__
             if _differs(d, everything):
+                self._note_scalars(mname, mod, d, everything)
                 for k in [k for k in d if k not in everything]:
                     del d[k]
                 d.update(everything)
@@ -168,6 +174,16 @@ class ModuleGuard:
                     obj.extend(contents)
                 else:
                     obj.update(contents)
+
+    def _note_scalars(self, mname: str, mod: Any, now: dict, before: dict) -> None:
+        for k, v in now.items():
+            old = before.get(k, ABSENT)
+            if v is old or type(v) not in _SCALARS or (old is not ABSENT and
+                                                      type(old) not in _SCALARS):
+                continue
+            if type(v) is type(old) and v == old:
+                continue
+            self.scalars.append((f"{mname}.{k}" if mname else k, mod, k, old, v))
 
     def reassigned_buffers(self) -> list[tuple[str, Any, Any]]:
         """(name, the value forward assigned, the buffer it replaced) per buffer assigned."""

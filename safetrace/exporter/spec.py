@@ -340,3 +340,15 @@ def tree_text(v: Any) -> str:
 def side_by_side(inputs: Any, spec: Any) -> str:
     """The input tree and the spec tree, one above the other for comparison."""
     return f"  inputs: {tree_text(inputs)}\n  spec:   {tree_text(spec)}"
+
+
+def check_additional(ep: Any, spec: Any) -> None:
+    """Every example of an AdditionalInputs spec (ours or torch's) passes the program's
+    input checks, as torch.export checks them: the examples declare calls that must work."""
+    if type(spec).__name__ != "AdditionalInputs":
+        return
+    for i, (a, k) in enumerate(getattr(spec, "_examples", ()), start=1):
+        try:
+            ep.check_inputs(tuple(a), dict(k or {}))
+        except errors.InputMismatchError as exc:
+            raise errors.additional_refused(i, exc) from None

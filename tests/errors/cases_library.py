@@ -93,6 +93,7 @@ CASES = {
     "data_assignment": lambda: E.data_assignment("m.py:4 `self.w.data = w2`"),
     "state_reassigned_changed": lambda: E.state_reassigned_changed(
         "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
+    "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
     "state_written_through_alias": lambda: E.state_written_through_alias(
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
@@ -394,6 +395,16 @@ GOLDEN = {
         'Fix: allocate `cache` at its full size and write into it in place '
         '(`self.cache[pos:pos + n] = x`, the position in another buffer), or pass it in as '
         'an input and return the new tensor'),
+    'python_state_read': ('UnsupportedConstruct',
+        'forward changes `self.calls` (0 -> 1), and the graph traced after that change '
+        'differs: an exported program keeps Python attributes at the values export saw, so '
+        'every call would compute what the first one did while eager reads the new value '
+        '(torch.export gives that answer silently).\n'
+        'Fix: keep it in a buffer, which the program reads and writes on every call: in its '
+        'module\'s __init__ `self.register_buffer("calls", torch.tensor(0, dtype=torch.long))`, '
+        'and in forward update it with tensor ops (`self.calls += 1`, `self.calls.fill_(...)`); '
+        'or pass the value in as an input, or set it before export and leave it unchanged in '
+        'forward'),
     'state_written_through_alias': ('UnsupportedConstruct',
         'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
         '`first` shares its memory (one is a view of the other); the exported program '

@@ -28,7 +28,9 @@ class _Rewires(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.factor
         del self.factor              # removed ...
-        self.tag, self.factor = "b", f + 1   # ... and added back after another one
+        # ... and added back after another one (with its value: a changed value the graph
+        # reads is refused, tests/export/test_python_state.py)
+        self.tag, self.factor = "b", f
         s = self.scale
         del self._buffers["scale"]
         self.register_buffer("scale", s * 1)  # a new tensor under the same name

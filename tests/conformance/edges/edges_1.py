@@ -396,7 +396,18 @@ def se_counter_attr():
             self.calls += 1
             return x + self.calls
     m = M()
-    run_export(m, A(R(4, 3)))
+    # the program cannot carry a Python int: x + 1 on every call where eager adds 2 on its
+    # second (torch.export's answer); refused, pointing at a buffer
+    expect_error(lambda: st.export(m, *A(R(4, 3))()), st.UnsupportedOpError,
+                 contains=["self.calls", "register_buffer"], what="counter read by the graph")
+    if m.calls != 0:
+        raise Finding("mutation", f"original model's attribute changed: calls={m.calls}")
+
+    class Logged(M):
+        def forward(self, x):
+            self.calls += 1  # read by nothing the graph computes
+            return x + 1
+    run_export(Logged(), A(R(4, 3)))
 
 
 @case("state")

@@ -1,0 +1,49 @@
+"""Plain Python attributes that ``forward`` changes (``self.n += 1``, ``self.first = False``).
+
+An exported program cannot carry them: it keeps each at the value export saw, and export
+puts the model back as it was (``snapshot.py``).  That is right where nothing the graph
+computes depends on the value (a call counter used for logging) and silently wrong where it
+does (``return x * self.n``: eager gives ``x * 2`` on its second call, the program ``x * 1``
+on every call; torch.export gives that answer too).  Told apart by tracing once more with
+the attributes at the values forward left them: the same program means the graph does not
+read them; another program (or an export error) is refused, naming each attribute.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from safetrace import errors as E
+from safetrace.exporter.compare import same_program
+from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.snapshot import ABSENT
+
+
+def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram]) -> None:
+    """Refuse `ep` if tracing with each attribute forward changed at its new value
+    (`again`) gives another program.  `runs`: the exporters that traced `ep` (each with
+    its ``python_state``: (path, module, attribute, value before, value after))."""
+    changed = list({c[0]: c for run in runs for c in run.python_state}.values())
+    if not changed:
+        return
+    kept = []
+    try:
+        for _, mod, key, _, new in changed:
+            kept.append((mod, key, mod.__dict__.get(key, ABSENT)))
+            mod.__dict__[key] = new
+        try:
+            other = again()
+        except E.ExportError:
+            other = None
+    finally:
+        for mod, key, value in reversed(kept):
+            if value is ABSENT:
+                mod.__dict__.pop(key, None)
+            else:
+                mod.__dict__[key] = value
+    if other is not None and same_program(ep, other, {}, set()):
+        return
+    old, new = changed[0][3], changed[0][4]
+    raise E.python_state_read([(path, "unset" if was is ABSENT else repr(was), now)
+                               for path, _, _, was, now in changed],
+                              new if old is ABSENT or old is None else old)

@@ -1,0 +1,123 @@
+"""Plain Python attributes that forward changes (``self.n += 1``): exported where the graph
+does not read them, refused (pointing at a buffer) where it does — torch.export keeps the
+value export saw and answers wrongly from the second call on."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class Counter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x + self.calls
+
+
+class Logged(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        self.calls += 1  # for logging: nothing computed reads it
+        self.last = "seen"  # an attribute forward adds
+        self.mode = "run"  # set to the value it has
+        return self.lin(x).relu()
+
+
+class FirstCall(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = True
+
+    def forward(self, x):
+        if self.first:
+            self.first = False
+            return x * 0
+        return x + 1
+
+
+class Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.nn.Module()
+        self.inner.scale = 2.0
+
+    def forward(self, x):
+        self.inner.scale = self.inner.scale * 2
+        return x * self.inner.scale
+
+
+class BufferCounter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.tensor(0, dtype=torch.long))
+
+    def forward(self, x):
+        self.calls += 1
+        return x + self.calls
+
+
+def test_a_counter_the_graph_reads_is_refused_with_the_buffer_fix():
+    m = Counter()
+    with pytest.raises(st.UnsupportedOpError) as info:
+        st.export(m, (torch.randn(4, 3),))
+    text = str(info.value)
+    assert "`self.calls` (0 -> 1)" in text
+    assert 'self.register_buffer("calls", torch.tensor(0, dtype=torch.long))' in text
+    assert m.calls == 0  # export never changes the model
+    # torch.export keeps the value export saw: the second call answers x + 1, eager x + 2
+    x = torch.randn(4, 3)
+    tm = torch.export.export(Counter(), (x,)).module()
+    tm(x)
+    eager = Counter()
+    eager(x)
+    assert not torch.equal(tm(x), eager(x))
+
+
+def test_the_buffer_the_fix_names_gives_eagers_answers_on_every_call():
+    x = torch.randn(4, 3)
+    mod = st.export(BufferCounter(), (x,)).module()
+    eager = BufferCounter()
+    for _ in range(3):
+        torch.testing.assert_close(mod(x), eager(x))
+
+
+def test_an_attribute_nothing_computed_reads_exports_as_torch_does():
+    m = Logged()
+    b = st.Dim("b")
+    ep = st.export(m, (torch.randn(4, 3),), dynamic_shapes=({0: b},))
+    assert m.calls == 0 and not hasattr(m, "last")
+    tep = torch.export.export(copy.deepcopy(m), (torch.randn(4, 3),),
+                              dynamic_shapes=({0: torch.export.Dim("b")},))
+    mod, tmod = ep.module(), tep.module()
+    for n in (0, 1, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(mod(x), m(x))
+        torch.testing.assert_close(tmod(x), m(x))
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(4, 5))
+
+
+def test_a_first_call_flag_is_refused():
+    m = FirstCall()
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.first` \(True -> False\)"):
+        st.export(m, (torch.randn(3),))
+    assert m.first is True
+
+
+def test_a_submodules_attribute_is_named_by_its_path():
+    m = Outer()
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.inner\.scale` \(2\.0 -> 4\.0\)"):
+        st.export(m, (torch.randn(3),))
+    assert m.inner.scale == 2.0
