@@ -18,6 +18,7 @@ from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.raising import program_catches
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
+from safetrace.trace.torch_own import Originals
 from safetrace.trace.recorder import Recorder
 
 
@@ -123,9 +124,12 @@ def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     node.meta["val"] = None
 
 
-_REAL_CHECK = torch._check
-_REAL_CHECK_IS_SIZE = torch._check_is_size
-_REAL_CHECK_WITH = torch._check_with
+_NAMES = ("_check", "_check_is_size", "_check_with")
+_REAL = Originals()  # torch's own of each (known by its code: trace/torch_own.py)
+for _name in _NAMES:
+    _REAL.learn(_name, getattr(torch, _name, None))
+# what `patches` reads that may change: (module name, attribute) (trace/session.py)
+WATCHED = tuple(("torch", name) for name in _NAMES)
 
 
 def _check(cond: Any, message: Any = None) -> None:
@@ -137,14 +141,14 @@ def _check(cond: Any, message: Any = None) -> None:
                                "Expected cond to be True, but got False")
         check(cond, message)
     else:
-        _REAL_CHECK(cond, message)
+        _REAL["_check"](cond, message)
 
 
 def _check_is_size(i: Any, message: Any = None, *, max: Any = None) -> None:
     if (isinstance(i, SymInt) or isinstance(max, SymInt)) and exporting():
         check_is_size(i, message, max=max)
     else:
-        _REAL_CHECK_IS_SIZE(i, message, max=max)
+        _REAL["_check_is_size"](i, message, max=max)
 
 
 def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
@@ -152,11 +156,13 @@ def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
     if isinstance(cond, SymBool) and exporting():
         check(cond, message)
     else:
-        _REAL_CHECK_WITH(error_type, cond, message)
+        _REAL["_check_with"](error_type, cond, message)
 
 
 def patches() -> list[tuple[Any, str, Any]]:
     """While exporting, ``torch._check`` / ``_check_with`` / ``_check_is_size`` go through
-    st.check (installed by the export session)."""
-    return [(torch, "_check", _check), (torch, "_check_is_size", _check_is_size),
-            (torch, "_check_with", _check_with)]
+    st.check (installed by the export session) where torch's own are in place (a user's
+    replacement is left to be traced as Python)."""
+    ours = {"_check": _check, "_check_is_size": _check_is_size, "_check_with": _check_with}
+    return [(torch, name, fn) for name, fn in ours.items()
+            if getattr(torch, name, None) is fn or _REAL.learn(name, getattr(torch, name, None))]

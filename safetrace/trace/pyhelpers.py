@@ -26,6 +26,7 @@ from safetrace.rules.common import broadcast_shapes as broadcast_rule
 from safetrace.trace.current import exporting
 from safetrace.trace.proxy import shape_value
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.torch_own import Originals
 
 def traced_broadcast_shapes(*shapes: Any) -> Any:
     """``torch.broadcast_shapes``: the broadcasting rule of pointwise ops (an int is a 1-d
@@ -75,33 +76,12 @@ def _refuse_rng(name: str) -> Any:
 
 
 _RNG = ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-# the module of torch that defines each (torch re-exports them); torch's own function is
-# known by its code's file and name, never by the attribute's value when this module is
-# first imported (a user's replacement in place then would pass for torch's)
+# the module of torch that defines each (torch re-exports them; both are watched)
 _DEFINED_IN = {"broadcast_shapes": "torch.functional", **{name: "torch.random" for name in _RNG}}
-_REAL: dict[str, Any] = {}  # torch's own function of each name, once seen (each
-# replacement is installed only over torch's own)
+_REAL = Originals()  # torch's own function of each name (each replacement is installed
+# only over torch's own: trace/torch_own.py)
 _ROUTED_RNG = {name: _refuse_rng(name) for name in _RNG}
-
-
-def _is_torch_own(name: str, fn: Any) -> bool:
-    """Whether `fn` is torch's function ``name`` (its ``def`` in torch's module)."""
-    code = getattr(fn, "__code__", None)
-    module = sys.modules.get(_DEFINED_IN[name])
-    return code is not None and module is not None and code.co_name == name and \
-        getattr(fn, "__module__", None) == _DEFINED_IN[name] and \
-        code.co_filename == getattr(module, "__file__", None)
-
-
-def _learn(name: str, fn: Any) -> bool:
-    """Note `fn` as torch's own ``name`` if it is; whether it is."""
-    if fn is _REAL.get(name):
-        return True
-    if not _is_torch_own(name, fn):
-        return False
-    _REAL[name] = fn
-    return True
-
+_learn = _REAL.learn
 
 for _name in _DEFINED_IN:
     for _owner in (sys.modules[_DEFINED_IN[_name]], torch):

@@ -208,7 +208,8 @@ def _uninstall(held: _Held) -> None:
 # The providers' tables read nothing that may change but the attributes each names in
 # WATCHED (module name, attribute): the table is kept while every such module and value
 # is the one it was made from (one identity pass in C per export, not six providers).
-_WATCHED = (*hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED, *vmapping.WATCHED)
+_WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
+            *vmapping.WATCHED)
 _WATCHED_MODULES = tuple(name for name, _ in _WATCHED)
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
 _NONES = (None,) * len(_WATCHED)

@@ -27,9 +27,11 @@ from safetrace.trace.hops import ops as hop_ops
 from safetrace.trace.hops import submodules
 from safetrace.trace.mutation import storage_root
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.torch_own import Originals
 
 UNROLL_LIMIT = 64  # slices recorded one by one: the graph grows with the batch
-_REAL = torch.vmap
+_REAL = Originals()  # torch's own vmap (known by its code: trace/torch_own.py)
+_REAL.learn("vmap", torch.vmap)
 _RANK = {torch.channels_last: 4, torch.channels_last_3d: 5}  # the formats tied to a rank
 
 
@@ -61,7 +63,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
          *, chunk_size: int | None = None) -> Callable:
     """torch.vmap; while exporting, the slices' results stacked (see the module)."""
     if not exporting():
-        return _REAL(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+        return _REAL["vmap"](func, in_dims, out_dims, randomness, chunk_size=chunk_size)
 
     @functools.wraps(func)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -225,13 +227,15 @@ def _mark_lost_views(slices: list, out: Any, before: set) -> None:
 
 
 # what `patches` reads that may change: (module name, attribute) (trace/session.py)
-WATCHED = (("torch.func", "vmap"),)
+WATCHED = (("torch", "vmap"), ("torch.func", "vmap"))
 
 
 def patches() -> list[tuple[Any, str, Any]]:
-    """The exporting torch.vmap, for the export session to install."""
-    out: list[tuple[Any, str, Any]] = [(torch, "vmap", vmap)]
-    func = sys.modules.get("torch.func")
-    if func is not None and getattr(func, "vmap", None) in (_REAL, vmap):
-        out.append((func, "vmap", vmap))
+    """The exporting torch.vmap, for the export session to install where torch's own is in
+    place (a user's replacement is left to be traced as Python)."""
+    out: list[tuple[Any, str, Any]] = []
+    for owner in (torch, sys.modules.get("torch.func")):
+        current = getattr(owner, "vmap", None)
+        if owner is not None and (current is vmap or _REAL.learn("vmap", current)):
+            out.append((owner, "vmap", vmap))
     return out

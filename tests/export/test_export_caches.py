@@ -474,3 +474,59 @@ def test_a_torch_function_replaced_at_the_first_export_is_not_taken_for_torchs()
                          env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["refused"], out.stdout
+
+
+_CHECK_REPLACED_AT_IMPORT = """
+import threading, torch
+real_check, real_vmap = torch._check, torch.vmap
+import safetrace as st
+# a user's functions in place while the first export loads safetrace's tracer
+torch._check = lambda cond, message=None: None
+torch.vmap = lambda f, *a, **k: f
+st.export(torch.nn.Linear(3, 3), (torch.randn(2, 3),))
+torch._check, torch.vmap = real_check, real_vmap  # ... and torch's put back
+seen = []
+
+def bystander():
+    try:
+        torch._check(False)  # torch's own on a thread that is not exporting: raises
+        seen.append("no error")
+    except RuntimeError:
+        seen.append("RuntimeError")
+    seen.append(torch.vmap(torch.sum)(torch.ones(2, 3)).shape == (2,))
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        t = threading.Thread(target=bystander)
+        t.start()
+        t.join()
+        torch._check(x.shape[0] != 3)  # torch's, routed: a check of the program
+        return x * 2
+
+ep = st.export(M(), (torch.randn(4, 3),), dynamic_shapes=({0: st.Dim("b")},),
+               prefer_deferred_runtime_asserts_over_guards=True)
+assert seen == ["RuntimeError", True], seen
+try:
+    ep.module()(torch.randn(3, 3))
+    print("accepted")
+except st.InputMismatchError:
+    print("refused")
+"""
+
+
+@pytest.mark.slow  # (a fresh interpreter: torch's import, ~4 s)
+def test_check_and_vmap_replaced_at_the_first_export_are_not_taken_for_torchs() -> None:
+    """torch._check and torch.vmap are known by their code too (trace/torch_own.py): a
+    user's function in place when the first export loads the tracer is never what a
+    bystander thread gets for torch's once torch's is back, and torch's check is still
+    a check of the program."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", _CHECK_REPLACED_AT_IMPORT], cwd=root,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "refused"
