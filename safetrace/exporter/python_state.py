@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import torch
+
 from safetrace import errors as E
 from safetrace.exporter.compare import same_program
 from safetrace.exporter.program import ExportedProgram
@@ -28,9 +30,9 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
         return
     kept = []
     try:
-        for _, mod, key, _, new in changed:
+        for _, mod, key, old, new in changed:
             kept.append((mod, key, mod.__dict__.get(key, ABSENT)))
-            mod.__dict__[key] = new
+            mod.__dict__[key] = _stand_in(old, new)
         try:
             other = again()
         except E.ExportError:
@@ -46,4 +48,17 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
     old, new = changed[0][3], changed[0][4]
     raise E.python_state_read([(path, "unset" if was is ABSENT else repr(was), now)
                                for path, _, _, was, now in changed],
-                              new if old is ABSENT or old is None else old)
+                              _stand_in(None, new) if old is ABSENT or old is None else old)
+
+
+def _stand_in(old: Any, new: Any) -> Any:
+    """The value to trace again with: `new`, or for a value computed from the input's sizes
+    (``self.n = self.n + x.shape[0] % 2``: any value of its kind on the next call) a plain
+    one of its kind other than `old`."""
+    if isinstance(new, torch.SymBool):
+        return not old if isinstance(old, bool) else True
+    if isinstance(new, torch.SymInt):
+        return old + 1 if type(old) is int else 1
+    if isinstance(new, torch.SymFloat):
+        return old + 1.0 if isinstance(old, (int, float)) and not isinstance(old, bool) else 1.0
+    return new

@@ -15,6 +15,7 @@ from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = {list: list, dict: dict, set: set}
 _SCALARS = frozenset({int, float, bool, str, type(None)})
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)  # (a value from the input's sizes)
 ABSENT = object()  # (the value before of an attribute forward added)
 
 
@@ -178,8 +179,8 @@ class ModuleGuard:
     def _note_scalars(self, mname: str, mod: Any, now: dict, before: dict) -> None:
         for k, v in now.items():
             old = before.get(k, ABSENT)
-            if v is old or type(v) not in _SCALARS or (old is not ABSENT and
-                                                      type(old) not in _SCALARS):
+            if v is old or (type(v) not in _SCALARS and not isinstance(v, _SYMBOLIC)) or (
+                    old is not ABSENT and type(old) not in _SCALARS):
                 continue
             if type(v) is type(old) and v == old:
                 continue

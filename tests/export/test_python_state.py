@@ -121,3 +121,22 @@ def test_a_submodules_attribute_is_named_by_its_path():
     with pytest.raises(st.UnsupportedOpError, match=r"`self\.inner\.scale` \(2\.0 -> 4\.0\)"):
         st.export(m, (torch.randn(3),))
     assert m.inner.scale == 2.0
+
+
+class SizeCounter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.last = None
+
+    def forward(self, x):
+        self.last = x.shape[0]  # kept for logging: fine
+        self.calls = self.calls + x.shape[0] % 2  # read below: the next call's value varies
+        return x + self.calls
+
+
+def test_an_attribute_computed_from_a_dynamic_size_is_checked_too():
+    m = SizeCounter()
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.calls` \(0 -> "):
+        st.export(m, (torch.ones(4, 2),), dynamic_shapes=({0: st.Dim("n", max=8)},))
+    assert m.calls == 0 and m.last is None

@@ -56,6 +56,8 @@ INIT = f"""\
         self.register_buffer('bt', torch.arange(12.0).reshape({F_}, 3).t())
         self.register_buffer('cl', torch.arange(8.0).reshape(1, {F_}, 1, 2)
                              .contiguous(memory_format=torch.channels_last))
+        self.calls = 0
+        self.warm = False
 """
 
 
@@ -131,6 +133,13 @@ def state(rng, env, v):
         f"self.step.fill_(x.shape[0])\n{v} = x * self.step",
         f"self.cnt.copy_(x.sum())\n{v} = self.cnt * 1",
         f"self.cnt.mul_(0.5).add_(x.shape[0])\n{v} = self.cnt + 0",
+        # plain Python attributes: read by the graph (refused: exporter/python_state.py)
+        # or only logged (exported)
+        f"self.calls += 1\n{v} = x * self.calls",
+        f"self.calls += 1\n{v} = x * 2",
+        f"self.calls = self.calls + x.shape[0] % 2\n{v} = x + self.calls",
+        f"if not self.warm:\n    self.warm = True\n    {v} = x * 0\nelse:\n    {v} = x + 1",
+        f"self.warm = True\n{v} = x * 1",
         f"{v} = (self.bt * 2).reshape(-1)",
         f"{v} = self.bt.contiguous().view(-1) + x.sum()",
         f"{v} = self.bt * self.bt.is_contiguous()",
@@ -452,7 +461,8 @@ def check_state_program(program, ydesc, spec, rng, stats, calls=CALLS, roundtrip
     d = compare(_buffers(pristine), _buffers(user), "exact", 0, "the user's buffers after export") \
         or next((f"the user's buffer {n} now has strides {b.stride()}" for n, b in
                  user.named_buffers() if (b.stride(), b.storage_offset()) != before_export[n]),
-                None)
+                None) or (None if (user.calls, user.warm) == (pristine.calls, pristine.warm)
+                          else f"the user's attributes now calls={user.calls} warm={user.warm}")
     if d:
         c["WRONG"] += 1
         stats.findings.append(Finding("WRONG", program, spec, None, "export changed the model: " + d))
