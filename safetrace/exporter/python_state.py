@@ -1,4 +1,5 @@
-"""Plain Python attributes that ``forward`` changes (``self.n += 1``, ``self.first = False``).
+"""Plain Python attributes that ``forward`` changes (``self.n += 1``, ``self.first = False``,
+``self.sizes.append(x.shape[0])``).
 
 An exported program cannot carry them: it keeps each at the value export saw, and export
 puts the model back as it was (``snapshot.py``).  That is right where nothing the graph
@@ -11,6 +12,7 @@ read them; another program (or an export error) is refused, naming each attribut
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import torch
@@ -18,37 +20,46 @@ import torch
 from safetrace import errors as E
 from safetrace.exporter.compare import same_program
 from safetrace.exporter.program import ExportedProgram
-from safetrace.exporter.snapshot import ABSENT
+from safetrace.exporter.snapshot import ABSENT, CONTENTS
 
 
 def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram]) -> None:
     """Refuse `ep` if tracing with each attribute forward changed at its new value
     (`again`) gives another program.  `runs`: the exporters that traced `ep` (each with
-    its ``python_state``: (path, module, attribute, value before, value after))."""
+    its ``python_state``: (path, module, attribute, value before, value after), or for a
+    list/dict/set attribute (path, the container, CONTENTS, items before, items after))."""
     changed = list({c[0]: c for run in runs for c in run.python_state}.values())
     if not changed:
         return
     kept = []
     try:
-        for _, mod, key, old, new in changed:
-            kept.append((mod, key, mod.__dict__.get(key, ABSENT)))
-            mod.__dict__[key] = _stand_in(old, new)
+        for _, owner, key, old, new in changed:
+            if key is CONTENTS:  # a list/dict/set attribute: its items
+                kept.append((owner, key, type(owner)(owner)))
+                _fill(owner, _items_stand_in(new))
+                continue
+            kept.append((owner, key, owner.__dict__.get(key, ABSENT)))
+            owner.__dict__[key] = _stand_in(old, new)
         try:
             other = again()
         except E.ExportError:
             other = None
     finally:
         for mod, key, value in reversed(kept):
-            if value is ABSENT:
+            if key is CONTENTS:
+                _fill(mod, value)
+            elif value is ABSENT:
                 mod.__dict__.pop(key, None)
             else:
                 mod.__dict__[key] = value
     if other is not None and same_program(ep, other, {}, set()):
         return
-    old, new = changed[0][3], changed[0][4]
+    changed.sort(key=lambda c: c[2] is CONTENTS)  # (the fix's buffer: the first attribute)
+    _, _, key, old, new = changed[0]
+    initial = None if key is CONTENTS else _stand_in(None, new) \
+        if old is ABSENT or old is None else old
     raise E.python_state_read([(path, "unset" if was is ABSENT else repr(was), now)
-                               for path, _, _, was, now in changed],
-                              _stand_in(None, new) if old is ABSENT or old is None else old)
+                               for path, _, _, was, now in changed], initial)
 
 
 def _stand_in(old: Any, new: Any) -> Any:
@@ -62,3 +73,19 @@ def _stand_in(old: Any, new: Any) -> Any:
     if isinstance(new, torch.SymFloat):
         return old + 1.0 if isinstance(old, (int, float)) and not isinstance(old, bool) else 1.0
     return new
+
+
+def _items_stand_in(items: Any) -> Any:
+    """A container's new items with each value from the input's sizes made plain."""
+    if isinstance(items, dict):
+        return {k: _stand_in(None, v) for k, v in items.items()}
+    plain = functools.partial(_stand_in, None)
+    return type(items)(tuple(map(plain, i)) if type(i) is tuple else plain(i) for i in items)
+
+
+def _fill(container: Any, items: Any) -> None:
+    container.clear()
+    if isinstance(container, list):
+        container.extend(items)
+    else:
+        container.update(items)

@@ -16,7 +16,16 @@ from safetrace.trace.proxy import Proxy
 _CONTAINERS = {list: list, dict: dict, set: set}
 _SCALARS = frozenset({int, float, bool, str, type(None)})
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)  # (a value from the input's sizes)
+CONTENTS = "<contents>"  # (the attribute of a container forward changed: its items)
 ABSENT = object()  # (the value before of an attribute forward added)
+
+
+def _plain(item: Any) -> bool:
+    """Whether a container's item (a dict's (key, value)) holds only plain Python values or
+    values from the input's sizes."""
+    if type(item) is tuple:
+        return all(map(_plain, item))
+    return type(item) in _SCALARS or isinstance(item, _SYMBOLIC)
 
 
 def _changed(obj: Any, contents: Any) -> bool:
@@ -107,7 +116,8 @@ class ModuleGuard:
         self.model = model
         self.walk = walk  # pytree.module_walk(model), when the caller has it
         self.saved: list = []
-        self.containers: list[tuple[Any, Any]] = []  # (list/dict/set attribute, its copy)
+        # (list/dict/set attribute, its copy, its path)
+        self.containers: list[tuple[Any, Any, str]] = []
         self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
         # (path, module, attribute, value before, value after) per plain Python value
@@ -131,7 +141,8 @@ class ModuleGuard:
                     v = d[k]
                     t = type(v)
                     if t in _CONTAINERS:  # user containers: their contents too
-                        self.containers.append((v, _CONTAINERS[t](v)))
+                        self.containers.append((v, _CONTAINERS[t](v),
+                                                f"{mname}.{k}" if mname else k))
                     elif isinstance(v, tensor):
                         attrs[k] = v
                 # (copies of the dicts: their values and keys are compared by identity
@@ -168,8 +179,11 @@ class ModuleGuard:
         for c, k, v in self.scripted:
             if not _same(c.getattr(k), v):
                 c.setattr(k, v)
-        for obj, contents in self.containers:
+        for obj, contents, path in self.containers:
             if _changed(obj, contents):  # self.log.append(...) in forward: undone
+                if all(map(_plain, obj.items() if isinstance(obj, dict) else obj)):
+                    now = _CONTAINERS[type(obj)](obj)
+                    self.scalars.append((path, obj, CONTENTS, contents, now))
                 obj.clear()
                 if isinstance(obj, list):
                     obj.extend(contents)

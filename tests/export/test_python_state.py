@@ -140,3 +140,37 @@ def test_an_attribute_computed_from_a_dynamic_size_is_checked_too():
     with pytest.raises(st.UnsupportedOpError, match=r"`self\.calls` \(0 -> "):
         st.export(m, (torch.ones(4, 2),), dynamic_shapes=({0: st.Dim("n", max=8)},))
     assert m.calls == 0 and m.last is None
+
+
+class History(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes = []
+        self.activations = []
+
+    def forward(self, x):
+        self.sizes.append(x.shape[0])
+        y = x * 2
+        self.activations.append(y)  # tensors kept for debugging: not traced again
+        return y * len(self.sizes)
+
+
+class Logs(History):
+    def forward(self, x):
+        self.sizes.append(x.shape[0])  # read by nothing computed
+        return x * 2
+
+
+def test_a_list_the_graph_reads_after_forward_appends_is_refused():
+    m = History()
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.sizes` \(\[\] -> \[s0\]\)"):
+        st.export(m, (torch.ones(4, 2),), dynamic_shapes=({0: st.Dim("n", max=8)},))
+    assert m.sizes == [] and m.activations == []
+    m = Logs()
+    ep = st.export(m, (torch.ones(4, 2),), dynamic_shapes=({0: st.Dim("n", max=8)},))
+    assert m.sizes == []
+    for n in (0, 1, 8):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(ep.module()(x), x * 2)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(9, 2))
