@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
+from safetrace.exporter import python_state
 from safetrace.exporter.api import Exporter
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.trace.source import short
@@ -163,8 +164,12 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
         args = tuple(args)
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     report = ExplainReport()
+    first = Exporter(model, fn)
     try:
-        ep = Exporter(model, fn).run(args, dict(kwargs or {}), dynamic_shapes, report=report)
+        ep = first.run(args, dict(kwargs or {}), dynamic_shapes, report=report)
+        if ep is not None:  # self.n += 1 in forward: as st.export checks it
+            python_state.check(ep, [first], lambda: Exporter(model, fn).run(
+                args, dict(kwargs or {}), dynamic_shapes))
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None

@@ -174,3 +174,12 @@ def test_a_list_the_graph_reads_after_forward_appends_is_refused():
         torch.testing.assert_close(ep.module()(x), x * 2)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(9, 2))
+
+
+def test_explain_reports_what_export_refuses():
+    m = Counter()
+    report = st.explain(m, (torch.randn(4, 3),))
+    assert not report.ok
+    assert "self.calls" in str(report)
+    assert m.calls == 0
+    assert st.explain(Logged(), (torch.randn(4, 3),)).ok
