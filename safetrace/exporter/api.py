@@ -583,7 +583,8 @@ class _UnwrappedChildren:
                 continue
             seen.add(id(mod))
             for name, child in list(mod._modules.items()):
-                if child is not None and _compiled_wrapper(child):
+                # (the class name first, inline: one Python call less per module)
+                if type(child).__name__ == "OptimizedModule" and _compiled_wrapper(child):
                     mod._modules[name] = child._orig_mod
                     self.swapped.append((mod, name, child))
         return pytree.module_walk(model) if self.swapped else walk

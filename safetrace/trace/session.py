@@ -292,14 +292,19 @@ _PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SET
 
 
 _AUTOCAST_DEVICES = ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
+# (what torch.are_deterministic_algorithms_enabled() and
+# is_deterministic_algorithms_warn_only_enabled() return, without their Python frames)
+_DETERMINISTIC = getattr(torch._C, "_get_deterministic_algorithms",
+                         torch.are_deterministic_algorithms_enabled)
+_WARN_ONLY = getattr(torch._C, "_get_deterministic_algorithms_warn_only",
+                     torch.is_deterministic_algorithms_warn_only_enabled)
 
 
 def _snapshot() -> tuple:
     autocast = tuple([(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
                       for d in _AUTOCAST_DEVICES])
-    return (torch.is_grad_enabled(), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), _DETERMINISTIC(),
+            _WARN_ONLY(), autocast)
 
 
 def _restore(snap: tuple, process_wide: bool) -> None:
@@ -311,9 +316,7 @@ def _restore(snap: tuple, process_wide: bool) -> None:
         torch.set_grad_enabled(grad)
     if process_wide and torch.get_default_dtype() != dtype:
         _REAL_SETTERS["set_default_dtype"](dtype)
-    if process_wide and (torch.are_deterministic_algorithms_enabled(),
-                         torch.is_deterministic_algorithms_warn_only_enabled()) != \
-            (deterministic, warn_only):
+    if process_wide and (_DETERMINISTIC(), _WARN_ONLY()) != (deterministic, warn_only):
         _REAL_SETTERS["use_deterministic_algorithms"](deterministic, warn_only=warn_only)
     for device, enabled, cast_dtype in autocast:
         if torch.is_autocast_enabled(device) != enabled:
