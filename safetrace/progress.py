@@ -30,13 +30,30 @@ def enabled(verbose: bool | None, stream: TextIO | None = None) -> bool:
     """Whether a step reports: ``verbose`` if given, else whether `stream` is a terminal."""
     if verbose is not None:
         return bool(verbose)
-    stream = stream or sys.stderr
-    try:
-        if not stream.isatty():  # (first: most runs are not on a terminal)
-            return False
-    except (AttributeError, ValueError):  # a closed or unusual stream
+    if stream is None:
+        stream = sys.stderr
+        seen = _STDERR[0]  # (sys.stderr's answer, kept while it is the same object)
+        if seen is not None and seen[0] is stream:
+            terminal = seen[1]
+        else:
+            terminal = _terminal(stream)
+            _STDERR[0] = (stream, terminal)
+    else:
+        terminal = _terminal(stream)
+    if not terminal:  # (first: most runs are not on a terminal)
         return False
     return os.environ.get("SAFETRACE_PROGRESS", "") not in ("0", "false", "no")
+
+
+# (sys.stderr, whether it is a terminal): every export asks, and isatty() is a system call
+_STDERR: list[tuple[Any, bool] | None] = [None]
+
+
+def _terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a closed or unusual stream
+        return False
 
 
 class _Ticker:
@@ -103,11 +120,11 @@ class _Task:
         self.ticker: _Ticker | None = None
 
     def __enter__(self) -> None:
-        out = self.stream or sys.stderr
         self.depth = depth = getattr(_ACTIVE, "depth", 0)
-        if depth or not enabled(self.verbose, out):
+        if depth or not enabled(self.verbose, self.stream):
             _ACTIVE.depth = depth + 1
             return
+        out = self.stream or sys.stderr
         self.ticker = _Ticker(self.label, out, live=_isatty(out))
         self.ticker.begin()
         _ACTIVE.depth = 1

@@ -73,7 +73,11 @@ class DynamicDims:
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
         """The traced shape of input `t`: ints for static dims, SymInts for dynamic ones."""
-        shape = tuple(int(s) for s in t.shape)
+        shape = tuple(t.shape)
+        for s in shape:  # (a real tensor's sizes are ints: converted only otherwise)
+            if s.__class__ is not int:
+                shape = tuple(int(s) for s in shape)
+                break
         if entries is OMITTED:
             self.omitted[path] = shape
         if entries is None or entries is OMITTED:

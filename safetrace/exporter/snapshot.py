@@ -52,14 +52,6 @@ def _user_keys(layout: tuple) -> tuple:
     return user
 
 
-def _differs(now: dict, saved: dict) -> bool:
-    """Whether dict ``now`` is not ``saved`` (a copy of it) any more: same keys in the same
-    order, each with the same value object.  (A key removed and added again reads as
-    changed: then the dict is restored from the copy, which changes nothing.)"""
-    return len(now) != len(saved) or not all(map(operator.is_, now.values(), saved.values())) \
-        or not all(map(operator.is_, now, saved))
-
-
 def _copy(table: Any) -> dict:
     """A copy of a module's parameters or buffers: its dict, or a TorchScript module's
     table kept in C++ (torch.jit's OrderedDictWrapper: items() only)."""
@@ -158,18 +150,30 @@ class ModuleGuard:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        same = operator.is_
         for mname, mod, params, buffers, _, training, everything in self.saved:
+            # whether each dict differs from its copy now: same keys in the same order,
+            # each with the same value object (a key removed and added again reads as
+            # changed: then the dict is restored from the copy, which changes nothing)
             now = mod._buffers
-            if _differs(now if type(now) is dict else _table(now), buffers):
+            if type(now) is not dict:
+                now = _table(now)
+            if len(now) != len(buffers) or not all(map(same, now.values(), buffers.values())) \
+                    or not all(map(same, now, buffers)):
+                now = mod._buffers
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
                         self.changed.append((f"{mname}.{k}" if mname else k, v, buffers[k]))
                 _restore(now, buffers)
             now = mod._parameters
-            if _differs(now if type(now) is dict else _table(now), params):
-                _restore(now, params)
+            if type(now) is not dict:
+                now = _table(now)
+            if len(now) != len(params) or not all(map(same, now.values(), params.values())) \
+                    or not all(map(same, now, params)):
+                _restore(mod._parameters, params)
             d = mod.__dict__
-            if _differs(d, everything):
+            if len(d) != len(everything) or not all(map(same, d.values(), everything.values())) \
+                    or not all(map(same, d, everything)):
                 self._note_scalars(mname, mod, d, everything)
                 for k in [k for k in d if k not in everything]:
                     del d[k]

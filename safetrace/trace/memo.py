@@ -15,8 +15,9 @@ same key records the node directly (``call``).
 A call is remembered only when its path was the plain one, checked on what it did
 (``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node, no new
 symbol, no write, no traced-through Python body, no value or mask bookkeeping), its
-result one tensor, and every tensor of the call an argument of its node (a tensor read
-as a number, ``x.view(n)`` of a 0-d tensor of known value, is not remembered).  A call
+result one tensor (or, on static sizes, several: one getitem node each, ``_pieces``),
+and every tensor of the call an argument of its node (a tensor read as a number,
+``x.view(n)`` of a 0-d tensor of known value, is not remembered).  A call
 the key does not describe (symbolic sizes, value facts, constants found in the code,
 any other kind of argument) goes the whole way each time.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
@@ -37,6 +38,7 @@ and metas with value facts, are not keyed.
 
 from __future__ import annotations
 
+import operator
 import sys
 from typing import Any
 
@@ -46,7 +48,7 @@ from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.autocast import autocast_changes
-from safetrace.trace.graph import FAST_NODES
+from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_CODES, TRACES, short, stack_trace
@@ -165,6 +167,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         node.meta["torch_fn"] = tr.torch_fn
     if tr.nn_stack:
         node.meta["nn_module_stack"] = tr.nn_stack
+    if sizes is None:  # several results (split): a getitem node each
+        return _pieces(tr, node, out_static, contig)
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = _WRAPPER(Proxy, sizes, dtype=out_static[1], device=_META)
     result.st_meta = TensorMeta(*out_static)
@@ -342,6 +346,18 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
+    if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
+        if found[2] is None and tr.n_emits == n_emits + 1 and plain[-1] == depth and \
+                len(tr.symbols) == n_syms and tr.scope.graph is graph and \
+                _pieces_of(result, plain[0]) and \
+                _node_count(graph) == n_nodes + 1 + len(plain[5]):
+            _, op, nargs, nkwargs, name, statics, contigs, kind, _ = plain
+            made = entry(op, nargs, nkwargs, name, statics, (kind, contigs), found[1], None)
+            if made is not None:
+                if len(table) >= _LIMIT:
+                    table.clear()
+                table[found[0]] = made
+        return result
     if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
             plain[0] is result.st_node and plain[-1] == depth and \
             len(tr.symbols) == n_syms and tr.scope.graph is graph and \
@@ -359,6 +375,38 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
                 table.clear()
             table[found[0]] = made
     return result
+
+
+def _pieces_of(result: Any, node: torch.fx.Node) -> bool:
+    """Whether `result` is the proxies of `node`'s results, one getitem each, in order."""
+    if not isinstance(result, (tuple, list)):
+        return False
+    for i, p in enumerate(result):
+        if type(p) is not Proxy or p.st_node.target is not operator.getitem or \
+                p.st_node.args != (node, i):
+            return False
+    return True
+
+
+def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) -> Any:
+    """The proxies of a replayed op's several results (`statics`: their static metas;
+    `layout`: the kind of list and named tuple type of the result, and their layouts),
+    one getitem node each, as ``Tracer.wrap`` makes them."""
+    (kind, named), contigs = layout
+    graph, trace = tr.scope.graph, node.meta["stack_trace"]
+    items = []
+    for i, out_static in enumerate(statics):
+        item = add_node(graph, operator.getitem, (node, i), {}, "getitem")
+        item.meta["stack_trace"] = trace
+        p = item.meta["val"] = _WRAPPER(Proxy, out_static[0], dtype=out_static[1],
+                                        device=_META)
+        p.st_meta = TensorMeta(*out_static)
+        p.st_node = item
+        if contigs[i] is not True:
+            p.st_contig = contigs[i]
+        items.append(p)
+    node.meta["val"] = items if kind is list else tuple(items)
+    return named(items) if named is not None else node.meta["val"]
 
 
 def _node_count(graph: torch.fx.Graph) -> int:

@@ -12,10 +12,9 @@ torch's global module hooks run on every thread: only the exporting thread's cal
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch.utils import _pytree
@@ -53,17 +52,50 @@ class Hierarchy:
     root_type: str = "torch.nn.modules.module.Module"  # the exported module's class
 
 
-@contextlib.contextmanager
 def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
-                 walk: list | None = None) -> Iterator[Hierarchy]:
+                 walk: list | None = None) -> ModuleStack:
     """Maintain ``tracer.nn_stack`` ({key: (fqn, type name)}) during the trace, and record
     the calls of the submodules named in `preserve` (their inputs and outputs).  `walk`:
-    the model's ``pytree.module_walk``, when the caller has it."""
-    found = Hierarchy()
-    preserve = _preserved_names(model, preserve)
-    if not isinstance(model, torch.nn.Module):
-        yield found
-        return
+    the model's ``pytree.module_walk``, when the caller has it.  ``with`` gives the
+    ``Hierarchy`` found."""
+    return ModuleStack(model, tracer, preserve, walk)
+
+
+class ModuleStack:
+    """The context manager of ``module_stack`` (a class: every export enters one, and a
+    generator's context manager costs more than its body for small models)."""
+
+    __slots__ = ("model", "tracer", "preserve", "walk", "found", "handles")
+
+    def __init__(self, model: Any, tracer: Recorder, preserve: Any,
+                 walk: list | None) -> None:
+        self.model, self.tracer, self.preserve, self.walk = model, tracer, preserve, walk
+        self.found = Hierarchy()
+        self.handles: list = []
+
+    def __enter__(self) -> Hierarchy:
+        model, tracer, found = self.model, self.tracer, self.found
+        preserve = _preserved_names(model, self.preserve)
+        if not isinstance(model, torch.nn.Module):
+            return found
+        self.handles = _install_hooks(model, tracer, preserve, self.walk, found)
+        return found
+
+    def __exit__(self, *exc: Any) -> None:
+        if not isinstance(self.model, torch.nn.Module):
+            return
+        for h in self.handles:
+            h.remove()
+        self.tracer.nn_stack = None
+        self.tracer.nn_layer = None
+    # a preserved module the forward never calls keeps no signature (torch.export's
+    # entry for it has signature None; unflatten makes it an empty module)
+
+
+def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
+                   walk: list | None, found: Hierarchy) -> list:
+    """Register the hooks that keep the stack (and record the preserved calls); gives
+    their handles."""
     names: dict[int, str] = {}
     paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
     every: dict[int, list[str]] = {}  # id(module) -> each of its paths
@@ -167,15 +199,7 @@ def module_stack(model: Any, tracer: Recorder, preserve: Any = (),
         mod = model.get_submodule(fqn)
         handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
-    try:
-        yield found
-    finally:
-        for h in (h1, h2, *handles):
-            h.remove()
-        tracer.nn_stack = None
-        tracer.nn_layer = None
-    # a preserved module the forward never calls keeps no signature (torch.export's
-    # entry for it has signature None; unflatten makes it an empty module)
+    return [h1, h2, *handles]
 
 
 def _preserved_names(model: Any, preserve: Any) -> list[str]:

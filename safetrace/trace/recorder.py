@@ -34,6 +34,7 @@ class Recorder(Protocol):
     nn_layer: tuple | None  # the innermost module call: nn_stack's last entry
     tracing_through: set
     recording: bool
+    unsourced_settled: list      # size-oblivious asserts waiting for their sizes
     pending_checks: list
     specialized_by_op: list
     layout_queried: str | None

@@ -212,22 +212,27 @@ _WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
             *vmapping.WATCHED)
 _WATCHED_MODULES = tuple(name for name, _ in _WATCHED)
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
-_NONES = (None,) * len(_WATCHED)
-_PROVIDED: list[Any] = [None]  # [(the watched modules and values, their _Table)]
+_NO_NAMES: dict = {}  # (the namespace of a watched module not imported)
+# [(the watched modules, their namespaces, the watched values, their _Table)]
+_PROVIDED: list[Any] = [None]
 
 
 def _provided() -> _Table:
     """The providers' patches: the table kept from an earlier export while what they read
-    is the same objects, else made again."""
+    is the same objects, else made again.  (The values are read from the modules'
+    namespaces: ``getattr`` with a default raises and drops an AttributeError for each
+    module not imported and attribute not defined, a few microseconds each export.)"""
     modules = list(map(sys.modules.get, _WATCHED_MODULES))
-    seen = modules + list(map(getattr, modules, _WATCHED_ATTRS, _NONES))
     hit = _PROVIDED[0]  # (one read: another thread may replace it meanwhile)
-    if hit is not None and all(map(operator.is_, seen, hit[0])):
-        return hit[1]
+    if hit is not None and all(map(operator.is_, modules, hit[0])) and \
+            all(map(operator.is_, map(dict.get, hit[1], _WATCHED_ATTRS), hit[2])):
+        return hit[3]
     table = _Table([*asserts.patches(), *hops.patches(), *pyhelpers.patches(),
                     *shims.patches(), *vmapping.patches(), *scripted.patches(),
                     *_compiler_patches(), *_PROCESS_SETTERS])
-    _PROVIDED[0] = (seen, table)
+    spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]
+    if all(type(s) is dict for s in spaces):  # (else made again each time: never seen)
+        _PROVIDED[0] = (modules, spaces, list(map(dict.get, spaces, _WATCHED_ATTRS)), table)
     return table
 
 
@@ -288,14 +293,19 @@ _PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SET
 
 
 _AUTOCAST_DEVICES = ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
+# (what torch.are_deterministic_algorithms_enabled() and
+# is_deterministic_algorithms_warn_only_enabled() return, without their Python frames)
+_DETERMINISTIC = getattr(torch._C, "_get_deterministic_algorithms",
+                         torch.are_deterministic_algorithms_enabled)
+_WARN_ONLY = getattr(torch._C, "_get_deterministic_algorithms_warn_only",
+                     torch.is_deterministic_algorithms_warn_only_enabled)
 
 
 def _snapshot() -> tuple:
     autocast = tuple([(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
                       for d in _AUTOCAST_DEVICES])
-    return (torch.is_grad_enabled(), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(), autocast)
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), _DETERMINISTIC(),
+            _WARN_ONLY(), autocast)
 
 
 def _restore(snap: tuple, process_wide: bool) -> None:
@@ -307,9 +317,7 @@ def _restore(snap: tuple, process_wide: bool) -> None:
         torch.set_grad_enabled(grad)
     if process_wide and torch.get_default_dtype() != dtype:
         _REAL_SETTERS["set_default_dtype"](dtype)
-    if process_wide and (torch.are_deterministic_algorithms_enabled(),
-                         torch.is_deterministic_algorithms_warn_only_enabled()) != \
-            (deterministic, warn_only):
+    if process_wide and (_DETERMINISTIC(), _WARN_ONLY()) != (deterministic, warn_only):
         _REAL_SETTERS["use_deterministic_algorithms"](deterministic, warn_only=warn_only)
     for device, enabled, cast_dtype in autocast:
         if torch.is_autocast_enabled(device) != enabled:

@@ -474,6 +474,17 @@ class Tracer(TorchFunctionMode):
             self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
                                out.static or (out.shape, out.dtype, out.device),
                                result.st_contig, len(self.tracing_through))
+        elif rule_path and info[3] is not None and not writes and info[8] is None and \
+                info[9] is None and \
+                (type(out) is tuple or type(out) is list) and out and \
+                all(type(m) is TensorMeta and m.static is not None for m in out):
+            # several tensors on static sizes (split, unbind): one node and a getitem each
+            # (memo.py records them again; 9 fields: the kind of list and the named
+            # tuple type of the result, after the results' static metas and layouts)
+            self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
+                               tuple(m.static for m in out),
+                               tuple(p.st_contig for p in node.meta["val"]),
+                               (type(out), return_type(op)), len(self.tracing_through))
         if self.unsourced_settled:
             late, self.unsourced_settled = self.unsourced_settled, []
             for cond, msg, origin in late:

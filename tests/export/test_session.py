@@ -506,3 +506,40 @@ def test_module_inputs_of_one_class_export_and_run_on_several_threads_at_once() 
     assert not errors, errors[:3]
     # outside every export the class is a leaf again for the user's own pytree code
     assert torch.utils._pytree.tree_leaves([_StateInput()])[0].__class__ is _StateInput
+
+
+def test_a_library_imported_after_an_export_is_shimmed_by_the_next(monkeypatch) -> None:
+    """The session keeps its table of replacements between exports while every module and
+    attribute it was made from is the same object: a watched module imported (or one of
+    its functions replaced) after an export is seen by the next export, and put back."""
+    import types
+
+    st.export(lambda x: x + 1, (torch.randn(2),))  # (the table, made before the import)
+    boxes = types.ModuleType("torchvision.ops.boxes")
+
+    def library_trick(*args):  # (torchvision's, as the shim replaces it)
+        return "first"
+
+    boxes._batched_nms_coordinate_trick = library_trick
+    monkeypatch.setitem(sys.modules, "torchvision.ops.boxes", boxes)
+    seen = []
+
+    def forward(x):
+        seen.append(boxes._batched_nms_coordinate_trick)
+        return x * 2
+
+    for replaced in (False, True):
+        if replaced:  # the library's function replaced between two exports
+            def other_trick(*args):
+                return "second"
+
+            boxes._batched_nms_coordinate_trick = library_trick = other_trick
+        ep = st.export(forward, (torch.randn(3),))
+        assert seen[-1] is not library_trick  # (the exporting thread's replacement)
+        # ... which is the library's current function on any thread not exporting
+        assert seen[-1]() == ("second" if replaced else "first")
+        assert boxes._batched_nms_coordinate_trick is library_trick  # put back
+        x = torch.randn(3)
+        torch.testing.assert_close(ep.module()(x), x * 2)
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.randn(5))

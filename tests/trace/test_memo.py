@@ -430,3 +430,51 @@ def test_batch_norm_in_eval_is_replayed_and_in_training_writes_its_statistics():
         x = torch.randn(3, 4)
         ref = torch.export.export(model, (torch.randn(3, 4),))
         torch.testing.assert_close(ep.module()(x), ref.module()(x))
+
+
+class _Pieces(torch.nn.Module):
+    """Ops with several results on static sizes: a split by size and by sizes, unbind,
+    and a named result (max over a dim), each piece used."""
+
+    def forward(self, x):
+        q, k, v = x.split(4, dim=-1)
+        a, b = torch.split(x, [5, 7], dim=1)
+        rows = x.t().unbind(0)
+        top = x.max(dim=1)
+        return q * k + v, a.sum(1) - b.sum(1), rows[2] + rows[11], top.values, top.indices
+
+
+def _pieces_of(ep):
+    """Each multi-result node's target, then its getitem users (index, line, layout)."""
+    out = []
+    for n in ep.graph.nodes:
+        if n.op == "call_function" and isinstance(n.meta.get("val"), (tuple, list)):
+            items = [(u.args[1], u.meta["stack_trace"], u.meta["val"].st_contig,
+                      tuple(u.meta["val"].shape)) for u in n.users]
+            out.append((str(n.target), type(n.meta["val"]).__name__,
+                        n.meta["stack_trace"], sorted(items, key=lambda t: t[0])))
+    return out
+
+
+def test_an_op_with_several_results_is_replayed_with_a_getitem_each():
+    from safetrace.trace import memo
+
+    model = _Pieces()
+    memo.refresh()
+    first = st.export(model, (torch.randn(6, 12),))
+    n_entries = len(memo.MEMO)
+    again = st.export(model, (torch.randn(6, 12),))
+    assert len(memo.MEMO) == n_entries  # (nothing new: every call was replayed)
+    assert any(entry[8] is None for entry in memo.MEMO.values())  # (a several-results one)
+    assert _pieces_of(first) == _pieces_of(again) and len(_pieces_of(again)) == 4
+    assert [n.name for n in first.graph.nodes] == [n.name for n in again.graph.nodes]
+    ref = torch.export.export(model, (torch.randn(6, 12),))
+    for x in (torch.randn(6, 12), torch.randn(6, 12)):
+        for got, want, eager in zip(again.module()(x), ref.module()(x), model(x)):
+            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(got, eager)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(6, 13))
+    # (a named result stays one: .values and .indices)
+    assert type(st.export(lambda x: x.max(dim=0), (torch.randn(3, 4),)).module()(
+        torch.randn(3, 4))).__name__ == "max"

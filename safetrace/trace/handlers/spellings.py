@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from safetrace import errors
 from safetrace.rules.common import normalize_dim
+from safetrace.trace import memo
 from safetrace.trace.pieces import pieces
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
@@ -47,7 +48,14 @@ def nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
          torch._C.TensorBase.split, torch.Tensor.unsafe_split, torch.unsafe_split)
 def split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``split(x, 2)`` is ``aten.split``; ``split(x, [2, 3])`` is ``aten.split_with_sizes``
-    (``unsafe_split``'s pieces are views of the input too: the same ops)."""
+    (``unsafe_split``'s pieces are views of the input too: the same ops).  A call on
+    static sizes is replayed when met again (``memo.py``), as a plain op's is."""
+    if tr.recording and not tr.unsourced_settled:
+        return memo.call(tr, func, _split, args, kwargs)
+    return _split(tr, func, args, kwargs)
+
+
+def _split(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     size = args[1] if len(args) > 1 else kwargs.get(
         "split_size", kwargs.get("split_size_or_sections"))
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
