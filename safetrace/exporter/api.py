@@ -12,6 +12,7 @@ import torch
 from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.caught import eager_classes, refusals_watched
+from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for
@@ -80,7 +81,8 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     if not callable(fn):
         raise E.not_callable(model)
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
-    with eager_classes(), gc_paused(), task(f"exporting {type(model).__name__}", verbose), \
+    with eager_classes(), built_under(model), gc_paused(), \
+            task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)):
         ep = export_with_splits(lambda sides, flipped=frozenset(): Exporter(
             model, fn, preserve_module_call_signature, sides, flipped,
