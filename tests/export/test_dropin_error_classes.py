@@ -175,3 +175,22 @@ def test_torch_export_computes_the_except_side_of_a_caught_data_read():
     m, x = CatchesDataRead(), torch.ones(3)
     ep = torch.export.export(m, (x,))
     assert not torch.equal(ep.module()(x), m(x))
+
+
+class IsNonzero(nn.Module):
+    def forward(self, x):
+        return torch.ops.aten.is_nonzero(x)
+
+
+@pytest.mark.parametrize("n, words", [(2, "more than one value"), (0, "no values")])
+def test_is_nonzero_refusal_has_eager_class_and_words(n, words):
+    """torch's test_isnonzero: a RuntimeError with eager's message (torch.export's says
+    "more than one value" for no values too, so it is compared for n == 2 only)."""
+    x, pattern = torch.randn(n), f"Boolean value of Tensor with {words}"
+    with pytest.raises(RuntimeError, match=pattern):
+        IsNonzero()(x)
+    with pytest.raises(RuntimeError, match=pattern):
+        st.export(IsNonzero(), (x,))
+    if n:
+        with pytest.raises(RuntimeError, match=pattern):
+            torch.export.export(IsNonzero(), (x,))
