@@ -19,6 +19,7 @@ import torch
 from safetrace.errors import OpShapeError
 from safetrace.errors.base import with_eager_class
 from safetrace.meta import TensorMeta
+from safetrace.trace.proxy import Proxy
 
 _MAX_ELEMENTS = 1 << 20  # of all the tensors of one call: the run must stay cheap
 _DEVICES = ("cpu", "meta")
@@ -45,6 +46,18 @@ def eager_class(err: Any, op: Any, margs: list, mkwargs: dict) -> Any:
     except Exception as exc:  # noqa: BLE001 - eager's error, whatever its class
         return with_eager_class(err, type(exc))
     return err  # the kernel computes here: the refusal is safetrace's alone
+
+
+def traced_arguments(args: tuple, kwargs: dict) -> bool:
+    """Whether a call's arguments hold a traced tensor or a symbolic number (else it ran
+    on real values only: what it raised is eager's own error)."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, (list, tuple)):
+            if traced_arguments(tuple(v), {}):
+                return True
+        elif isinstance(v, Proxy) or (hasattr(v, "expr") and not isinstance(v, torch.Tensor)):
+            return True
+    return False
 
 
 def _real(v: Any, budget: list[int]) -> Any:

@@ -30,7 +30,7 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
-from safetrace.trace.eager_raise import eager_class
+from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import dense_vector, exact_contiguous, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
@@ -182,7 +182,7 @@ class Tracer(TorchFunctionMode):
                 return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
             return plan(self, func, args, kwargs)
         except Exception as exc:  # what the program's `except` may catch (exporter/caught.py)
-            if outer:
+            if outer and traced_arguments(args, kwargs):  # (else eager's own kernel raised)
                 note_raised(exc)
             raise
         finally:

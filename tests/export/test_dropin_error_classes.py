@@ -194,3 +194,22 @@ def test_is_nonzero_refusal_has_eager_class_and_words(n, words):
     if n:
         with pytest.raises(RuntimeError, match=pattern):
             torch.export.export(IsNonzero(), (x,))
+
+
+class CatchesEagerOnConstants(nn.Module):
+    def forward(self, x):
+        try:
+            torch.tensor([1.0, 2.0]).view(3)  # real tensors only: eager's own RuntimeError
+            k = 1
+        except RuntimeError:
+            k = 2
+        return x * k
+
+
+def test_an_error_of_a_call_on_real_values_is_eager_own_and_may_be_caught():
+    m, x = CatchesEagerOnConstants(), torch.ones(2)
+    ep = st.export(m, (x,), dynamic_shapes=({0: st.Dim("n")},))
+    _same(ep, m, [(torch.randn(n),) for n in (0, 1, 5)])
+    ref = torch.export.export(m, (x,))
+    with pytest.raises(RuntimeError, match="invalid for input of size 2"):
+        ref.module()(x)  # (torch 2.13's program keeps the failing view of the constant)
