@@ -23,6 +23,7 @@ from safetrace.trace.proxy import Proxy
 
 _MAX_ELEMENTS = 1 << 20  # of all the tensors of one call: the run must stay cheap
 _DEVICES = ("cpu", "meta")
+_SEEDED = torch.Tag.nondeterministic_seeded
 
 
 class _Unknown(Exception):
@@ -32,7 +33,8 @@ class _Unknown(Exception):
 def eager_class(err: Any, op: Any, margs: list, mkwargs: dict) -> Any:
     """`err` (a rule's refusal of ``op`` on these arguments), with eager's exception class
     too when its kernel raises one at the traced sizes."""
-    if not isinstance(err, OpShapeError) or err.eager is not None:
+    if not isinstance(err, OpShapeError) or err.eager is not None or \
+            _SEEDED in getattr(op, "tags", ()):  # (a run would draw from the user's generator)
         return err
     budget = [_MAX_ELEMENTS]
     try:
