@@ -166,7 +166,12 @@ class Tracer(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         if func in HANDLERS:  # (cond, grad modes...: the calls inside are the user's own)
-            return HANDLERS[func](self, func, args, kwargs)
+            try:
+                return HANDLERS[func](self, func, args, kwargs)
+            except Exception as exc:  # (as below)
+                if traced_arguments(args, kwargs):
+                    note_raised(exc)
+                raise
         outer = self.torch_fn is None
         if outer:  # the user's own call (not one inside a traced composite): torch_fn
             # (source.torch_fn, inline: this runs for every op)

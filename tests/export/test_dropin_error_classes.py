@@ -150,7 +150,10 @@ class CatchesDataDependentSize(nn.Module):
             return x * 0
 
 
-class SuppressesMissingFake(nn.Module):
+class SuppressesATracerError(nn.Module):
+    """nonzero_static with a 0-d tensor for its size: the tracer raises a plain TypeError
+    there (eager computes), which contextlib.suppress swallowed."""
+
     def forward(self, x):
         y = x * 2
         with contextlib.suppress(Exception):
@@ -159,7 +162,7 @@ class SuppressesMissingFake(nn.Module):
 
 
 @pytest.mark.parametrize("model", [CatchesDataRead(), CatchesDataDependentSize(),
-                                   SuppressesMissingFake()],
+                                   SuppressesATracerError()],
                          ids=["data-read", "unbacked-question", "suppress"])
 def test_a_refusal_the_program_catches_refuses_the_export(model):
     """Eager never raises in these: the except side is not eager's path (torch.export 2.13
