@@ -368,6 +368,31 @@ def too_many_splits(limit: int, found: list[str], first: str) -> TooManySplits:
             f"declared range to the sizes you use")
 
 
+class CaughtWhileTracing(UnsupportedConstruct):
+    """The program's code caught a refusal (or another exception) that safetrace raised
+    while tracing a call, where eager may compute or raise another exception."""
+
+    kind = "caught-while-tracing"
+
+
+def caught_while_tracing(exc: BaseException, where: str) -> CaughtWhileTracing:
+    """`exc`, raised while tracing (an export error, or an exception of the tracer's), was
+    caught by an ``except`` of the traced code at `where` (``file:line``)."""
+    if isinstance(exc, StructuredError):
+        what, fix = f"safetrace refused a call: {exc.cause}", f"{exc.fix}\n     " if exc.fix \
+            else ""
+    else:
+        what, fix = f"tracing a call raised {type(exc).__name__}: {exc}", ""
+    return CaughtWhileTracing(
+        f"{what}\n  This was raised while tracing inside a `try` block, and the code at "
+        f"{where} caught it; eager may compute the call at these sizes (or raise an error of "
+        f"another class), so the `except` side is not known to be what eager runs there",
+        fix=f"{fix}(the export must not go down the `except` side: fix the cause, or make the "
+            f"call outside the `try` block at {where}; if eager computes the call at these "
+            f"sizes and no fix is given, the error is safetrace's: please report it)",
+        where=Where(source=where))
+
+
 class CheckNeverHolds(ConstraintViolationError):
     """An st.check / torch._check on sizes is false for the example inputs."""
 

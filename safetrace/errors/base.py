@@ -4,7 +4,9 @@ the public families every kind belongs to (``safetrace.errors`` re-exports them 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+import threading
+from contextlib import contextmanager
+from typing import Any, ClassVar, Iterator
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +62,50 @@ def _rebuild(cls: type, cause: str, fix: str, where: Where, details: dict) -> An
 
 
 # -- the families -----------------------------------------------------------------------------
+class _Raised(threading.local):
+    seen: list | None = None
+
+
+# The export errors built on this thread while a trace runs (``refusals_built``): the
+# exporter reads, after the program's code returned, whether that code caught one.
+_RAISED = _Raised()
+
+
+@contextmanager
+def refusals_built() -> Iterator[list]:
+    """Collect the export errors built on this thread inside the block, and the other
+    exceptions the tracer let out (``note_raised``); not those that carry eager's class
+    (``with_eager_class``): catching those is what eager does."""
+    outer = _RAISED.seen
+    seen: list = []
+    _RAISED.seen = seen
+    try:
+        yield seen
+    finally:
+        _RAISED.seen = outer
+
+
+def note_raised(exc: BaseException) -> None:
+    """An exception that safetrace's tracing of a call let out into the program's code
+    (kept as export errors are, unless it carries eager's class)."""
+    seen = _RAISED.seen
+    if seen is not None and getattr(exc, "eager", None) is None and \
+            not isinstance(exc, ExportError):
+        seen.append(exc)
+
+
 class ExportError(StructuredError):
     """Base class of every error raised while exporting a program."""
 
     kind = "export-error"
+    eager: ClassVar[type[BaseException] | None] = None  # eager's class too (with_eager_class)
+
+    def __init__(self, cause: str = "", *, fix: str = "", where: Where | None = None,
+                 **details: Any) -> None:
+        super().__init__(cause, fix=fix, where=where, **details)
+        seen = _RAISED.seen
+        if seen is not None and self.eager is None:
+            seen.append(self)
 
 
 class UnsupportedInputError(ExportError):
@@ -105,6 +147,43 @@ class OpShapeError(ExportError):
         """The same error with the user's source line added."""
         return type(self)(f"{self.cause}\n  at {source}", fix=self.fix,
                           where=dataclasses.replace(self.where, source=source), **self.details)
+
+
+_WITH_EAGER: dict[tuple[type, type], type] = {}
+
+
+def with_eager_class(err: ExportError, eager: type[BaseException]) -> ExportError:
+    """The same error, an instance of eager's exception class too (``IndexError`` where
+    eager's kernel raises one): ``except IndexError`` catches it as it catches eager's.
+    The builtin class eager's derives from serves; one that cannot be a base, the error
+    as it is."""
+    base = next((c for c in eager.__mro__ if c.__module__ == "builtins"), Exception)
+    if isinstance(err, base) or not issubclass(base, Exception) or base is Exception:
+        return err
+    cls = type(err)
+    key = (cls, base)
+    both = _WITH_EAGER.get(key)
+    if both is None:
+        try:
+            both = type(cls.__name__, (cls, base), {
+                "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                "eager": base, "__reduce__": _reduce_with_eager})
+        except TypeError:  # (an instance lay-out apart: OSError's)
+            return err
+        _WITH_EAGER[key] = both
+    new = both(err.cause, fix=err.fix, where=err.where, **err.details)
+    new.__dict__.update({k: v for k, v in err.__dict__.items() if k not in new.__dict__})
+    return new
+
+
+def _reduce_with_eager(self: ExportError) -> Any:
+    return (_rebuild_with_eager, (type(self).__mro__[1], self.eager, self.cause, self.fix,
+                                  self.where, self.details))
+
+
+def _rebuild_with_eager(cls: type, eager: type, cause: str, fix: str, where: Where,
+                        details: dict) -> Any:
+    return with_eager_class(cls(cause, fix=fix, where=where, **details), eager)
 
 
 class ConversionError(ExportError):

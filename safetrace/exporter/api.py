@@ -11,6 +11,8 @@ import torch
 
 from safetrace import pytree
 from safetrace import errors as E
+from safetrace.exporter.caught import eager_classes, refusals_watched
+from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for
@@ -81,7 +83,8 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     if not callable(fn):
         raise E.not_callable(model)
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
-    with gc_paused(), task(f"exporting {type(model).__name__}", verbose), \
+    with eager_classes(), built_under(model), gc_paused(), \
+            task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)):
         runs: list[Exporter] = []
 
@@ -157,7 +160,8 @@ class Exporter:
             report.env, report.dyn = self.env, self.dyn
         try:
             try:
-                with guard, ExportSession(self.model, self.fn, self.walk), tracer, \
+                with refusals_watched(self.env, lambda q: _data_dependent(q, self.env)), \
+                        guard, ExportSession(self.model, self.fn, self.walk), tracer, \
                         module_stack(self.model, tracer, self.preserve, self.walk) as tree:
                     out = forward_of(self.model, self.fn)(*targs, **tkwargs)
                     _drop_replayed_checks(tracer)
@@ -166,6 +170,8 @@ class Exporter:
                     out = _pin_pieces(out)
             except DataDependentQuestion as q:
                 raise _data_dependent(q, self.env) from None
+            except E.ExportError:  # (some are RuntimeErrors too: ours, never re-read below)
+                raise
             except (AttributeError, RuntimeError, TypeError) as exc:
                 err = export_error_for(exc)
                 if err is exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from safetrace.errors import StructuredError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hierarchy import Boundaries
@@ -81,6 +82,8 @@ def run_hop(op: Any, args: tuple, kwargs: dict) -> Any:
     (a StaticCache updated on a size split's sides) only without autograd."""
     try:
         return op(*args, **kwargs)
+    except StructuredError:  # (safetrace's own, a RuntimeError for some: as it is)
+        raise
     except RuntimeError as exc:
         if "in-place input or buffer mutations" not in str(exc):
             raise

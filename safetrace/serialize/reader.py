@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.progress import task
-from safetrace.errors import LoadError
+from safetrace.errors import ExportError, LoadError
 from safetrace.errors.load import bad_file, bad_source, over_budget
 from safetrace.serialize import lease, tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
@@ -127,7 +127,7 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
             ep = Builder(doc, container, external, allow_ops, budgets).build()
     except RecursionError:
         raise bad_file(PROGRAM, "structure nested too deeply") from None
-    except LoadError:
+    except (LoadError, ExportError):  # (OpShapeError is a RuntimeError too: as it is)
         raise
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError, AttributeError,
             LookupError, RuntimeError) as err:

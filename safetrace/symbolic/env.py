@@ -65,6 +65,9 @@ class Env:
         # Report mode: called with the DataDependentQuestion instead of raising it; returns
         # the answer to assume (the assumption is recorded as a guard).
         self.on_undecided: Callable[[DataDependentQuestion], bool] | None = None
+        # While the exporter watches (a list): every question raised, so that it can tell
+        # whether the program's own code caught one (its except side is no eager path).
+        self.raised: list[DataDependentQuestion] | None = None
         # Size-oblivious answers: the policy (installed by the layer that knows the
         # question's context) returns (answer, kind, why, asserted) or None; each answer is
         # recorded in ``settled`` and, when asserted, handed to ``on_settled`` (the tracer
@@ -221,6 +224,8 @@ class Env:
                 self.settle(s if answer else not_(s), kind, why, q.origin, asserted)
                 return bool(answer)
             if self.on_undecided is None:
+                if self.raised is not None:
+                    self.raised.append(q)
                 raise q
             v = bool(self.on_undecided(q))  # report mode: note it, assume an answer, go on
         taken = s if v else not_(s)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils import _pytree as pytree
 
-from safetrace.errors import UnsupportedConstruct, UnsupportedOpError, missing_fake
+from safetrace.errors import ExportError, UnsupportedConstruct, UnsupportedOpError, missing_fake
 from safetrace.rules import get_rule, rule
 from safetrace.rules.collectives import NAMED_RULES as COLLECTIVES
 from safetrace.rules.vision_ops import NAMED_RULES
@@ -154,6 +154,8 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         with _torch_ctx(), tr:
             try:
                 result = fake(*args, **kwargs)
+            except ExportError:  # (an op of the fake refused by a rule: a RuntimeError too)
+                raise
             except RuntimeError as exc:
                 if "no fake impl" not in str(exc):
                     raise
@@ -189,6 +191,8 @@ def _decomposed(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
             return torch._C._dispatch_call_boxed(op._handle, *args, **kwargs)
     except UnsupportedConstruct:  # a C++ kernel: its ops never reach the tracer
         raise _no_fake(op) from None
+    except ExportError:  # (the kernel's own calls refused: as they are, RuntimeErrors too)
+        raise
     except RuntimeError as exc:
         # a symbolic int or float (read from data) as a Scalar argument: the dispatcher
         # cannot box it for the kernel (torch.ops.ns.op(x.item()) with a composite kernel)

@@ -80,8 +80,22 @@ def call_packet_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return call_packet(tr, func, args, kwargs)
 
 
+# the kernels eager runs for plain tensors, in the order the dispatcher would pick them
+_DENSE_KEYS = (torch._C.DispatchKey.CompositeExplicitAutograd,
+               torch._C.DispatchKey.CompositeImplicitAutograd, torch._C.DispatchKey.CPU)
+
+
 def higher_order_plan(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    """A higher-order operator without a handler: refused, naming it."""
+    """A higher-order operator without a handler.  One defined outside torch (a
+    ``HigherOrderOperator`` subclass of the user's) with a dense kernel is traced through
+    that kernel, as eager runs it (the graph computes eager's values; the operator itself
+    leaves no node, as torch.export's ProxyTorchDispatchMode rule of such an operator
+    usually inlines it); the others are refused, naming them."""
+    if not type(func).__module__.startswith("torch"):
+        dense = next((func.py_kernels[k] for k in _DENSE_KEYS if k in func.py_kernels), None)
+        if dense is not None:
+            with tr:
+                return dense(*args, **kwargs)
     fn = args[0] if func.name() == "custom_function_call" and args else None
     raise unknown_higher_order_op(func.name(), short(stack_trace(4)),
                                   getattr(fn, "__name__", "") if isinstance(fn, type) else "")

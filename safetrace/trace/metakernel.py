@@ -50,6 +50,8 @@ def meta_kernel(tr: Recorder, op: Any, margs: list, mkwargs: dict) -> Any:
             out = op(*margs2, **mkwargs2)
     except NotImplementedError:
         raise errors.missing_shape_rule(str(op), "") from None
+    except errors.ExportError:  # (safetrace's own, a RuntimeError for some: never re-read)
+        raise
     except RuntimeError as exc:
         if "meta" in str(exc).lower():  # the kernel needs data or a real device
             raise errors.kernel_needs_data(str(op), str(exc).splitlines()[0]) from None

@@ -177,3 +177,17 @@ def _raises(code: CodeType, at: int, answer: bool) -> bool:
         if not op.startswith(_QUIET):
             return False
     return False
+
+
+def catching_frame(exc: BaseException) -> str | None:
+    """Where code outside safetrace (the program's, or a library's it calls) caught `exc`,
+    an error safetrace raised while tracing: the outermost frame its traceback reached, as
+    ``file:line``; None when safetrace's own code caught it, or it was never raised.  (A
+    handler that re-raises sends it further out: only where it stopped counts.)"""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    name = tb.tb_frame.f_code.co_filename
+    if name.startswith(_PACKAGE):
+        return None
+    return f"{name}:{tb.tb_lineno}"

@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 import safetrace.trace.handlers  # noqa: F401  (registers every special handler)
 from safetrace import errors
 from safetrace.errors import DataDependentError, OpShapeError
+from safetrace.errors.base import note_raised
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.rules.oblivious import oblivious_answer
@@ -29,6 +30,7 @@ from safetrace.trace import memo, rulecache, subclasses
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
+from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import dense_vector, exact_contiguous, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
@@ -164,7 +166,12 @@ class Tracer(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         if func in HANDLERS:  # (cond, grad modes...: the calls inside are the user's own)
-            return HANDLERS[func](self, func, args, kwargs)
+            try:
+                return HANDLERS[func](self, func, args, kwargs)
+            except Exception as exc:  # (as below)
+                if traced_arguments(args, kwargs):
+                    note_raised(exc)
+                raise
         outer = self.torch_fn is None
         if outer:  # the user's own call (not one inside a traced composite): torch_fn
             # (source.torch_fn, inline: this runs for every op)
@@ -179,6 +186,10 @@ class Tracer(TorchFunctionMode):
                     self.recording and not self.unsourced_settled:
                 return memo.call(self, func, plan, args, kwargs)  # (replayed when known)
             return plan(self, func, args, kwargs)
+        except Exception as exc:  # what the program's `except` may catch (exporter/caught.py)
+            if outer and traced_arguments(args, kwargs):  # (else eager's own kernel raised)
+                note_raised(exc)
+            raise
         finally:
             if outer:
                 self.torch_fn = None
@@ -400,7 +411,7 @@ class Tracer(TorchFunctionMode):
                 else:
                     out = rulecache.call(info[3], op, margs, mkwargs)
             except (OpShapeError, errors.DataDependentShape) as exc:
-                raise exc.at(short(trace)) from None
+                raise eager_class(exc.at(short(trace)), op, margs, mkwargs) from None
         if not self.recording:
             return _unrecorded(out)
         if info[8] is not None:  # (eager's bounds check on an index of known span, before it)

@@ -67,7 +67,41 @@ def _my_hop_eager(fn, x):
 
 class UserHop(nn.Module):
     def forward(self, x):
-        return _my_hop(lambda y: y.sin(), x)
+        return _my_hop(lambda y: y.sin() * 2, x) + 1
+
+
+def test_a_user_defined_higher_order_op_is_traced_through_its_dense_kernel() -> None:
+    """The graph computes what eager's dense kernel computes.  (torch.export 2.13 needs the
+    operator's own ProxyTorchDispatchMode and FakeTensorMode rules, which ours does not.)"""
+    model, x = UserHop(), torch.randn(2, 3)
+    spec = ({0: torch.export.Dim("b", max=32)},)
+    ep = st.export(model, (x,), dynamic_shapes=spec)
+    with pytest.raises(AssertionError, match="ProxyTorchDispatchMode"):
+        torch.export.export(model, (x,), dynamic_shapes=spec)
+    check_program(ep, model, [(x,)] + [(torch.randn(n, 3),) for n in (0, 1, 32)],
+                  [(torch.randn(33, 3),), (torch.randn(2, 4),)])
+    check_program(ep.to_torch(), model, [(x,), (torch.randn(5, 3),)])
+
+
+class _OnlyAutogradHop(HigherOrderOperator):
+    def __init__(self) -> None:
+        super().__init__("st_dropin_autograd_only_hop")
+
+    def __call__(self, fn, x):
+        return super().__call__(fn, x)
+
+
+_autograd_only = _OnlyAutogradHop()
+
+
+@_autograd_only.py_impl(torch._C.DispatchKey.Autograd)
+def _autograd_only_eager(fn, x):
+    return fn(x)
+
+
+class UserHopWithoutDenseKernel(nn.Module):
+    def forward(self, x):
+        return _autograd_only(lambda y: y.sin(), x)
 
 
 class _Sin(torch.autograd.Function):
@@ -93,7 +127,8 @@ class VmappedFunction(nn.Module):
 
 # name -> (model, the error's kind, what the message names, the fix it gives)
 REFUSED = {
-    "user-hop": (UserHop, st.UnsupportedOpError, "higher-order operator st_dropin_user_hop",
+    "user-hop": (UserHopWithoutDenseKernel, st.UnsupportedOpError,
+                 "higher-order operator st_dropin_autograd_only_hop",
                  "call the operator's body function directly"),
 }
 

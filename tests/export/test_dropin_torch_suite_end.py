@@ -224,9 +224,9 @@ def test_autocast_region_of_ops_it_leaves_alone_exports() -> None:
     assert not torch.is_autocast_enabled("cpu")
 
 
-# -- a model built under a FakeTensorMode (torch's test_fake_weights): torch.export exports
-#    it outside the mode; ours refuses there (its weights look like another tracer's) with a
-#    fix that works: export under that mode -------------------------------------------------
+# -- a model built under a FakeTensorMode (torch's test_fake_weights): exported outside the
+#    mode under the mode of its state, as torch.export does; the state of a model another
+#    tracer is tracing (a fake mode with a ShapeEnv) stays refused, with the fix -----------
 class FakeBuilt(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -237,19 +237,24 @@ class FakeBuilt(nn.Module):
         return x @ self.w + self.b
 
 
-def test_model_built_under_fake_mode_is_refused_outside_it_with_the_fix() -> None:
+def test_model_built_under_fake_mode_exports_outside_it_as_torch() -> None:
     from torch._subclasses import FakeTensorMode  # (test code: torch internals allowed)
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     mode = FakeTensorMode()
     with mode:
         model = FakeBuilt()
     ref = torch.export.export(model, (torch.randn(2, 4),))
-    assert [n.name for n in ref.graph.nodes if n.op == "placeholder"] == ["p_w", "b_b", "x"]
-    with pytest.raises(st.UnsupportedOpError, match="FakeTensorMode") as info:
-        st.export(model, (torch.randn(2, 4),))
-    assert "with fake_mode: st.export(model, args)" in info.value.fix
-    with mode:
-        ours = st.export(model, (torch.randn(2, 4),))
+    ours = st.export(model, (torch.randn(2, 4),))
+    assert torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is None
     conv = ours.to_torch()
-    assert [s.kind.name for s in conv.graph_signature.input_specs] == \
-        [s.kind.name for s in ref.graph_signature.input_specs]
+    assert [(s.kind.name, s.target) for s in conv.graph_signature.input_specs] == \
+        [(s.kind.name, s.target) for s in ref.graph_signature.input_specs]
+    out = [n.meta["val"] for n in conv.graph.find_nodes(op="output")[0].args[0]]
+    want = [n.meta["val"] for n in ref.graph.find_nodes(op="output")[0].args[0]]
+    assert [(v.shape, v.dtype) for v in out] == [(v.shape, v.dtype) for v in want]
+    with FakeTensorMode(shape_env=ShapeEnv()):  # (as torch.export's own mode)
+        other = FakeBuilt()
+    with pytest.raises(st.UnsupportedOpError, match="FakeTensorMode") as info:
+        st.export(other, (torch.randn(2, 4),))
+    assert "with fake_mode: st.export(model, args)" in info.value.fix

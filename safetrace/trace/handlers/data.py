@@ -190,6 +190,6 @@ def is_nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         if x is None:
             return real(func, args, kwargs)
     if x.st_meta.numel() != 1:  # eager's refusal (a guard where the size is a Dim)
-        raise shape_error("aten.is_nonzero", "Boolean value of Tensor with no values or "
-                          "more than one value is ambiguous")
+        what = "no values" if x.st_meta.numel() == 0 else "more than one value"
+        raise shape_error("aten.is_nonzero", f"Boolean value of Tensor with {what} is ambiguous")
     return tr.emit(aten.item.default, (tr.emit(aten.ne.Scalar, (x, 0), {}),), {})

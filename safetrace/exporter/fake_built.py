@@ -1,0 +1,33 @@
+"""A model built under a FakeTensorMode exports under that mode, as torch.export does.
+
+``with FakeTensorMode(): model = Net()`` gives parameters and buffers without data; torch.export
+finds their mode and traces under it.  safetrace does the same when every such tensor of
+the model (all of its parameters and buffers) shares one mode that is the user's (made
+without a ShapeEnv, and not active now): the state of a model that another tracer
+(torch.export, torch.compile: their modes carry a ShapeEnv) is tracing on another thread,
+or a model with some real state, stays refused (``state_traced_elsewhere``).
+FakeTensor is known by its class's name: torch._subclasses is never imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+
+def built_under(model: Any) -> Any:
+    """The context to export `model` in: its state's own FakeTensorMode, else nothing."""
+    if not isinstance(model, torch.nn.Module):
+        return contextlib.nullcontext()
+    state = [*model.parameters(), *model.buffers()]
+    modes = {id(m): m for t in state
+             if type(t).__name__ == "FakeTensor" and (m := getattr(t, "fake_mode", None))}
+    if len(modes) != 1 or any(type(t).__name__ != "FakeTensor" for t in state):
+        return contextlib.nullcontext()  # (some state real: swapped by a tracer, refused)
+    mode = next(iter(modes.values()))
+    active = torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+    if active is not None or getattr(mode, "shape_env", True) is not None:
+        return contextlib.nullcontext()
+    return mode
