@@ -6,7 +6,13 @@ Columns: the export (seconds); greedy tokens of ``ep.module()`` against eager ``
 (AOTInductor) and ``st.to_executorch`` (the ExecuTorch runtime), whether the artifact is
 made and whether its first call (the prefill of the 7-token prompt) gives eager's logits.
 
-Run: .venv/bin/python benchmarks/bench_llm_deploy.py [--no-aoti] [llama gemma2 gpt2 ...]
+``--more`` prints a second table per family: a DynamicCache prefill+decode program (the
+cache in and out as tensors, ``seq = Dim(min=1)``, ``past = Dim(min=0)``), its 20 greedy
+tokens against eager; and ``model(ids, mask, use_cache=False)`` (a bool keyword input,
+``batch`` and ``seq`` dynamic) through ``to_torch().run_decompositions()``, ONNX and
+ExecuTorch, each compared with eager's logits at another batch and length.
+
+Run: .venv/bin/python benchmarks/bench_llm_deploy.py [--no-aoti] [--more] [llama gemma2 ...]
 (tiny configs with random weights, built at run time; AOTInductor compiles take ~1-2 min.)
 """
 
@@ -111,11 +117,96 @@ def row(kind: str, tmp: str, aoti_on: bool = True) -> list[str]:
             _try(executorch), _try(onnx), _try(aoti)]
 
 
+def dynamic_cache_tokens(model) -> str:
+    """20 greedy tokens of one DynamicCache program (prompts of 7 and 1) against eager."""
+    layers, heads, dim = G.kv_shape(model)
+
+    def empty(n):
+        return [torch.zeros(1, heads, n, dim) for _ in range(layers)]
+
+    seq, past = st.Dim("seq", min=1), st.Dim("past", min=0)
+    ep = st.export(G.WithDynamicCache(model), (torch.randint(0, G.VOCAB, (1, 5)), empty(3),
+                                               empty(3)),
+                   dynamic_shapes={"input_ids": {1: seq}, "past_keys": [{2: past}] * layers,
+                                   "past_values": [{2: past}] * layers})
+    mod = ep.module()
+    for n in (7, 1):
+        prompt = torch.randint(0, G.VOCAB, (1, n))
+        logits, ks, vs = mod(prompt, empty(0), empty(0))
+        tokens = [int(logits[0, -1].argmax())]
+        for _ in range(G.NEW - 1):
+            logits, ks, vs = mod(torch.tensor([[tokens[-1]]]), ks, vs)
+            tokens.append(int(logits[0, -1].argmax()))
+        if tokens != G.eager_tokens(model, prompt):
+            return f"DIFFER (prompt {n})"
+    return "identical"
+
+
+def bool_keyword_cells(model, kind: str, tmp: str) -> list[str]:
+    """``model(ids, mask, use_cache=False)``: export, then run_decompositions / ONNX /
+    ExecuTorch, each against eager's logits at batch 3, length 7 (exported at 2 x 5)."""
+    batch, seq = st.Dim("batch", min=1, max=8), st.Dim("seq", min=1, max=G.CACHE)
+    ids, mask = torch.randint(0, G.VOCAB, (2, 5)), torch.ones(2, 5, dtype=torch.long)
+    try:
+        # (the mask by keyword: gpt2's and falcon's second parameter is the cache)
+        spec = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq},
+                "use_cache": None}
+        ep = st.export(model, (ids,), {"attention_mask": mask, "use_cache": False},
+                       dynamic_shapes=spec)
+    except Exception as exc:  # noqa: BLE001 - the row names the failure
+        return [_fails(exc)] * 4
+    ids, mask = torch.randint(0, G.VOCAB, (3, 7)), torch.ones(3, 7, dtype=torch.long)
+    mask[1, :2] = 0  # one row left-padded
+    with torch.no_grad():
+        want = model(ids, attention_mask=mask, use_cache=False).logits
+
+    def program() -> str:
+        with torch.no_grad():
+            return _close(ep.module()(ids, attention_mask=mask, use_cache=False).logits, want)
+
+    def decompose() -> str:
+        tep = ep.to_torch().run_decompositions()
+        with torch.no_grad():
+            return _close(tep.module()(ids, attention_mask=mask, use_cache=False).logits, want)
+
+    def onnx() -> str:
+        import onnxruntime as ort
+        path = f"{tmp}/{kind}-bool.onnx"
+        st.to_onnx(ep, path)
+        sess = ort.InferenceSession(path)
+        feeds = dict(zip([i.name for i in sess.get_inputs()], [ids.numpy(), mask.numpy()]))
+        return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
+
+    def executorch() -> str:
+        from executorch.runtime import Runtime
+        path = f"{tmp}/{kind}-bool.pte"
+        st.to_executorch(ep, path)
+        method = Runtime.get().load_program(path).load_method("forward")
+        return _close(method.execute([ids, mask, False])[0], want)
+
+    return [_try(program), _try(decompose), _try(onnx), _try(executorch)]
+
+
+def more_row(kind: str, tmp: str) -> list[str]:
+    family, overrides = VARIANTS.get(kind, (kind, {}))
+    model = G.tiny(family, **overrides)
+    return [kind, _try(lambda: dynamic_cache_tokens(model)), *bool_keyword_cells(model, kind, tmp)]
+
+
 def main(kinds: list[str]) -> None:
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
     aoti_on = "--no-aoti" not in kinds
+    more = "--more" in kinds
     kinds = [k for k in kinds if not k.startswith("--")]
+    if more:
+        print("| model | DynamicCache: 20 tokens vs eager | use_cache=False: ep.module() "
+              "| run_decompositions | ONNX | ExecuTorch |")
+        print("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in kinds or ["llama", "gemma2", "gpt2"]:
+                print("| " + " | ".join(more_row(kind, tmp)) + " |", flush=True)
+        return
     print("| model | export s | prefill seq>=1 | one program | 20 tokens vs eager | ExecuTorch "
           "| ONNX | AOTInductor (compile s) |")
     print("|---|---|---|---|---|---|---|---|")

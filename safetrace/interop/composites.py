@@ -137,9 +137,11 @@ def adaptive_avg_pool2d(x: Any, size: Any) -> Any:
 @_register(aten.scaled_dot_product_attention.default)
 def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
          is_causal: bool = False, scale: Any = None, enable_gqa: bool = False) -> Any:
-    if dropout_p or enable_gqa:
+    if dropout_p:
         return aten.scaled_dot_product_attention.default(
             q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    if enable_gqa and k.dim() >= 3 and k.shape[-3] != q.shape[-3]:
+        k, v = _repeat_heads(k, q.shape[-3]), _repeat_heads(v, q.shape[-3])
     s = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
     dims = list(range(k.dim()))
     dims[-2], dims[-1] = dims[-1], dims[-2]
@@ -163,6 +165,38 @@ def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
         probs = aten.where.self(empty, aten.full.default([], 0.0, dtype=probs.dtype,
                                                          device=probs.device), probs)
     return matmul(probs, v)
+
+
+def _repeat_heads(x: Any, heads: Any) -> Any:
+    """(..., h, S, D) -> (..., heads, S, D), each of the h heads repeated heads // h times
+    in place (``repeat_interleave`` on the head dim: sdpa's ``enable_gqa``)."""
+    lead, h, n, d = list(x.shape[:-3]), x.shape[-3], x.shape[-2], x.shape[-1]
+    wide = aten.expand.default(aten.unsqueeze.default(x, -3), lead + [h, heads // h, n, d])
+    return aten.view.default(_contiguous(wide), lead + [heads, n, d])
+
+
+def masked_attention(gm: torch.fx.GraphModule) -> dict:
+    """``{sdpa: form}`` when `gm` (or a subgraph) calls ``scaled_dot_product_attention``
+    with a mask or ``is_causal`` and no dropout, else ``{}``.  For ONNX: torch's ONNX
+    function masks with the dtype's lowest value instead of ``-inf``, so a row with every
+    position masked (a left-padded prompt's padding) attends to every position equally
+    where torch's kernels give 0; the form above gives torch's 0."""
+    masked = False
+    for m in gm.modules():
+        if not isinstance(m, torch.fx.GraphModule):
+            continue
+        for n in m.graph.nodes:
+            if n.op != "call_function" or n.target is not aten.scaled_dot_product_attention \
+                    .default:
+                continue
+            args = list(n.args) + [None] * (6 - len(n.args))
+            mask = args[3] if len(n.args) > 3 else n.kwargs.get("attn_mask")
+            dropout = args[4] if len(n.args) > 4 else n.kwargs.get("dropout_p", 0.0)
+            causal = args[5] if len(n.args) > 5 else n.kwargs.get("is_causal", False)
+            if dropout:
+                return {}
+            masked = masked or mask is not None or bool(causal)
+    return {aten.scaled_dot_product_attention.default: sdpa} if masked else {}
 
 
 @_register(aten.batch_norm.default)

@@ -87,10 +87,12 @@ def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
     ``executorch_prim.sym_not``, to which its own pass maps it later): then the verifier
     runs after that mapping instead, on the same program, as strict as before."""
     config = compile_config if compile_config is not None else exir.EdgeCompileConfig()
+    nodes = [n for m in _graph_modules(tep.graph_module) for n in m.graph.nodes
+             if n.op == "call_function"]
     negated = config._check_ir_validity and any(
-        n.op == "call_function" and n.target in (operator.ne, torch.sym_not)
-        for m in _graph_modules(tep.graph_module) for n in m.graph.nodes)
-    if negated:
+        n.target in (operator.ne, torch.sym_not) for n in nodes)
+    listed = config._check_ir_validity and any(_returns_a_list(n.target) for n in nodes)
+    if negated or listed:
         compile_config = dataclasses.replace(config, _check_ir_validity=False)
     if partitioner:
         edge = exir.to_edge_transform_and_lower(tep, partitioner=list(partitioner),
@@ -98,27 +100,50 @@ def _edge(exir: Any, tep: Any, partitioner: Any, compile_config: Any,
                                                 constant_methods=methods)
     else:
         edge = exir.to_edge(tep, compile_config=compile_config, constant_methods=methods)
-    if negated:
+    if negated or listed:
         _verify_with_prim_not(edge, config)
     return edge
 
 
+def _returns_a_list(target: Any) -> bool:
+    """Whether `target` is an operator returning one ``Tensor[]`` (split, unbind, chunk)."""
+    schema = getattr(target, "_schema", None)
+    return schema is not None and len(schema.returns) == 1 and \
+        schema.returns[0].type == torch.ListType.ofTensors()
+
+
 def _verify_with_prim_not(edge: Any, config: Any) -> None:
     """Each ``torch.sym_not`` of the edge programs as ExecuTorch's operator, then the
-    edge verifier `to_edge` skipped (`config` as the caller gave it)."""
+    edge verifier `to_edge` skipped (`config` as the caller gave it).
+
+    The verifier's dtype check takes the result of an operator returning one ``Tensor[]``
+    for a sequence of returns, so the list's first tensor for the list, and calls ``len``
+    on it: a size guard on that tensor's dim 0, which specialized a dynamic dim of the
+    program (``chunk`` of a ``[batch, ...]`` tensor: the ``.pte`` then took the example's
+    batch only).  Here it sees each such result as one list, as the schema says, while it
+    checks; the metadata is restored after."""
     from executorch.exir.dialects._ops import ops
     from executorch.exir.verification.verifier import EXIREdgeDialectVerifier
 
     prim_not = ops.backend.executorch_prim.sym_not.Scalar
     for name in edge.methods:
         gm = edge.exported_program(name).graph_module
+        wrapped = []
         for sub in _graph_modules(gm):  # the branches' and loop bodies' too
             for node in sub.graph.nodes:
                 if node.op == "call_function" and node.target is torch.sym_not:
                     node.target = prim_not
+                elif node.op == "call_function" and _returns_a_list(node.target) and \
+                        isinstance(node.meta.get("val"), (list, tuple)):
+                    wrapped.append((node, node.meta["val"]))
+                    node.meta["val"] = (node.meta["val"],)
             sub.recompile()
-        EXIREdgeDialectVerifier(edge_compile_config=config, class_only=True,
-                                preserve_ops=list(config.preserve_ops))()(gm)
+        try:
+            EXIREdgeDialectVerifier(edge_compile_config=config, class_only=True,
+                                    preserve_ops=list(config.preserve_ops))()(gm)
+        finally:
+            for node, val in wrapped:
+                node.meta["val"] = val
 
 
 def _verify(program: Any, texts: list[str], written: list[int]) -> None:

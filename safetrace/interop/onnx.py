@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.composites import beyond_torch
+from safetrace.interop.composites import beyond_torch, masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
 from safetrace.interop.onnx_registry import cached_registry
 
@@ -27,8 +27,10 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
     tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
-    forms = beyond_torch(tep.graph_module)
-    if forms:  # operators no ONNX function covers (transformers' grouped_mm_fallback)
+    # operators no ONNX function covers (transformers' grouped_mm_fallback), and masked
+    # attention, whose ONNX function differs from torch on fully masked rows
+    forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
+    if forms:
         tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
     with cached_registry():  # (torch's operator registry: 0.7 s to build, made once)

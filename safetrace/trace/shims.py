@@ -60,6 +60,71 @@ def _infer_scale(feature: torch.Tensor, original_size: list[int]) -> float:
     return float(2 ** k)
 
 
+def _bilinear_taps(dst: torch.Tensor, out_size: torch.Tensor, in_size: int) -> tuple:
+    """The two source indices and weights of ``F.interpolate(..., mode="bilinear",
+    align_corners=False)`` for destination indices `dst` of outputs `out_size` long, from
+    an input `in_size` long: torch's CPU kernel's float32 arithmetic (scale ``in / out``,
+    source ``scale * (dst + 0.5) - 0.5`` clamped at 0, the lower index at most
+    ``in - 1``, the weight clamped to [0, 1])."""
+    scale = torch.full_like(out_size, in_size, dtype=torch.float32) / out_size.float()
+    src = (scale * (dst.float() + 0.5) - 0.5).clamp(min=0)
+    low = src.floor().long().clamp(max=in_size - 1)
+    high = low + (low < in_size - 1).long()
+    w_high = (src - low.float()).clamp(0, 1)
+    return low, high, 1 - w_high, w_high
+
+
+def _paste_masks_in_image(masks: torch.Tensor, boxes: torch.Tensor, img_shape: Any,
+                          padding: int = 1) -> torch.Tensor:
+    """torchvision's ``paste_masks_in_image`` (Mask R-CNN's post-processing) without its
+    Python loop over the detections, which resizes each mask to its box's size read from
+    data (``int(box[2] - box[0] + 1)``: sizes no graph holds).  Every image pixel instead
+    reads the bilinear interpolation of its box's mask at the pixel's offset in the box
+    (``_bilinear_taps``: the interpolation's own indices and weights), and pixels outside
+    the box's part of the image are 0: the loop's ``im_mask[y0:y1, x0:x1] = mask[...]``
+    on a zero image.  That equality holds for boxes with ``x1 >= x0`` and ``y1 >= y0``
+    (every box of the post-processing: clipped to the image, then widened about its
+    centre); for any other box the loop's slices can disagree in length (eager raises),
+    and the program refuses the data with a run-time check."""
+    from torchvision.models.detection import roi_heads
+
+    if masks.dtype != torch.float32:  # the weights below are float32, as for float32 masks
+        return _ORIGINALS["paste_masks_in_image"](masks, boxes, img_shape, padding)
+    masks, scale = roi_heads.expand_masks(masks, padding=padding)
+    boxes = roi_heads.expand_boxes(boxes, scale).to(dtype=torch.int64)
+    im_h, im_w = img_shape
+    side = masks.shape[-1]
+    grid = masks[:, 0]                                          # [N, side, side]
+    b0, b1, b2, b3 = (c[:, None] for c in boxes.unbind(1))      # [N, 1] each
+    x0, x1 = b0.clamp(min=0), (b2 + 1).clamp(max=im_w)
+    y0, y1 = b1.clamp(min=0), (b3 + 1).clamp(max=im_h)
+    torch._assert_async(((x1 >= x0) & (y1 >= y0)).all(),
+                        "paste_masks_in_image: a box whose clipped extent is negative "
+                        "(the traced program pastes only boxes with x1 >= x0, y1 >= y0)")
+    ys = torch.arange(im_h, device=masks.device)[None]         # [1, H]
+    xs = torch.arange(im_w, device=masks.device)[None]         # [1, W]
+    rows_in = (ys >= y0) & (ys < y1)                           # [N, H]
+    cols_in = (xs >= x0) & (xs < x1)                           # [N, W]
+    h, w = (b3 - b1 + 1).clamp(min=1), (b2 - b0 + 1).clamp(min=1)
+    r0, r1, wr0, wr1 = _bilinear_taps((ys - b1).clamp(min=0), h, side)
+    c0, c1, wc0, wc1 = _bilinear_taps((xs - b0).clamp(min=0), w, side)
+    n, height, width = grid.shape[0], ys.shape[1], xs.shape[1]
+
+    def rows(index: torch.Tensor) -> torch.Tensor:             # [N, H, side]
+        return grid.gather(1, index[:, :, None].expand(n, height, side))
+
+    def cols(row: torch.Tensor, index: torch.Tensor) -> torch.Tensor:   # [N, H, W]
+        return row.gather(2, index[:, None, :].expand(n, height, width))
+
+    top, bottom = rows(r0), rows(r1)
+    wc0, wc1 = wc0[:, None, :], wc1[:, None, :]
+    upper = cols(top, c0) * wc0 + cols(top, c1) * wc1
+    lower = cols(bottom, c0) * wc0 + cols(bottom, c1) * wc1
+    value = upper * wr0[:, :, None] + lower * wr1[:, :, None]
+    inside = rows_in[:, :, None] & cols_in[:, None, :]
+    return torch.where(inside, value, torch.zeros((), dtype=value.dtype))[:, None]
+
+
 def _wait_now(tensor: torch.Tensor) -> torch.Tensor:
     """torch's functional collectives wrap a result in an AsyncCollectiveTensor (a tensor
     subclass that waits on first use) unless dynamo or a fake mode is tracing (a check
@@ -88,6 +153,8 @@ def _sdpa_decided_flags(query: Any, key: Any, value: Any, attn_mask: Any = None,
 SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.boxes", "_batched_nms_coordinate_trick", _batched_nms_coordinate_trick),
     ("torchvision.ops.poolers", "_infer_scale", _infer_scale),
+    ("torchvision.models.detection.transform", "paste_masks_in_image", _paste_masks_in_image),
+    ("torchvision.models.detection.roi_heads", "paste_masks_in_image", _paste_masks_in_image),
     ("torch.distributed._functional_collectives", "_maybe_wrap_tensor", _wait_now),
     ("torch.nn.functional", "scaled_dot_product_attention", _sdpa_decided_flags),
 ]

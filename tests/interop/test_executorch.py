@@ -365,3 +365,33 @@ def test_a_split_after_a_read_lowers_with_parameters_requiring_grad(tmp_path, in
             torch.testing.assert_close(method.execute([x, pos])[0], model(x, pos))
     with pytest.raises(RuntimeError):
         method.execute([torch.randn(2, 2, 3), torch.tensor([15, 0])])
+
+
+class _Gate(torch.nn.Module):
+    """A gated MLP as phi3 writes it: one projection split in two with ``chunk``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.Linear(6, 16)
+
+    def forward(self, x):
+        gate, up = self.up(x).chunk(2, dim=-1)
+        return up * torch.nn.functional.silu(gate)
+
+
+@needs_executorch
+@pytest.mark.slow  # one more lowering (~3 s of CPU); the MLP's covers the default path
+def test_a_list_returning_op_keeps_the_batch_dynamic_in_the_pte(tmp_path):
+    # ExecuTorch's edge verifier took chunk's first tensor for its list of returns and
+    # called len() on it: a guard on the batch, which the .pte then held at 4
+    model = _Gate().eval()
+    ep = st.export(model, (torch.randn(4, 6),),
+                   dynamic_shapes={"x": {0: st.Dim("batch", min=1, max=16)}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", st.ConversionWarning)  # (a specialized dim warns)
+        st.to_executorch(ep, tmp_path / "gate.pte")
+    for n in (1, 7, 16):
+        x = torch.randn(n, 6)
+        with torch.no_grad():
+            torch.testing.assert_close(_run_pte(tmp_path / "gate.pte", x), model(x),
+                                       rtol=1e-5, atol=1e-6)

@@ -201,15 +201,59 @@ def test_detector_generalizes_to_other_resolutions(name):
     _check(name, [(0, 0), (128, 160), (160, 128), (96, 128)])
 
 
+class Paste(torch.nn.Module):
+    """Mask R-CNN's post-processing step: each box's mask resized to the box and pasted
+    into the image (torchvision loops over the boxes in Python)."""
+
+    def forward(self, masks, boxes, image):
+        from torchvision.models.detection import transform
+
+        return transform.paste_masks_in_image(masks, boxes, image.shape[-2:])
+
+
+def _boxes(n, h, w, g):
+    xy = torch.rand(n, 2, generator=g) * torch.tensor([w, h]) - 2
+    wh = torch.rand(n, 2, generator=g) * torch.tensor([w, h])
+    boxes = torch.cat([xy, xy + wh], 1)
+    boxes[:, 0::2] = boxes[:, 0::2].clamp(0, w)  # clipped to the image, as the detector's
+    boxes[:, 1::2] = boxes[:, 1::2].clamp(0, h)
+    return boxes
+
+
+@needs_torchvision
+def test_mask_paste_exports_without_its_loop_and_matches_eager():
+    # the number of boxes and the image size are dynamic; each box's pasted size is data
+    g = torch.Generator().manual_seed(0)
+    n, auto = st.Dim("n", min=0), st.Dim.AUTO
+    ep = st.export(Paste(), (torch.rand(3, 1, 7, 7, generator=g), _boxes(3, 20, 30, g),
+                             torch.rand(3, 20, 30)),
+                   dynamic_shapes={"masks": {0: n}, "boxes": {0: n},
+                                   "image": {1: auto, 2: auto}})
+    for n, h, w in [(3, 20, 30), (0, 9, 9), (1, 1, 1), (6, 31, 17), (2, 40, 5)]:
+        args = (torch.rand(n, 1, 7, 7, generator=g), _boxes(n, h, w, g), torch.rand(3, h, w))
+        assert_close(Paste()(*args), ep.module()(*args))
+    # a box whose clipped extent is negative: eager's slices can disagree (it raises); the
+    # program refuses such data instead of pasting zeros
+    with pytest.raises(RuntimeError, match="paste_masks_in_image"):
+        ep.module()(torch.rand(1, 1, 7, 7), torch.tensor([[50.0, 5, 60, 9]]),
+                    torch.rand(3, 20, 30))
+
+
 @needs_torchvision
 @pytest.mark.slow
-@pytest.mark.parametrize("name,loop", [("maskrcnn_resnet50_fpn", "zip(masks, boxes)"),
-                                       ("keypointrcnn_resnet50_fpn", "range(len(rois))")])
-def test_mask_and_keypoint_rcnn_refuse_their_loop_with_a_rewrite_that_generalizes(name, loop):
-    # torchvision pastes masks / decodes keypoints box by box in Python: the number of
-    # iterations is the number of detections, which only the data decides.  The refusal's
-    # fix is code: run as written (the model here is wrapped: `model.detector` is the
-    # detector), it exports up to the detections and matches eager at every resolution.
+def test_mask_rcnn_generalizes_to_other_resolutions():
+    _check("maskrcnn_resnet50_fpn", [(0, 0), (160, 128), (96, 128)])
+
+
+@needs_torchvision
+@pytest.mark.slow
+@pytest.mark.parametrize("name,loop", [("keypointrcnn_resnet50_fpn", "range(len(rois))")])
+def test_keypoint_rcnn_refuses_its_loop_with_a_rewrite_that_generalizes(name, loop):
+    # torchvision decodes keypoints box by box in Python: the number of iterations is the
+    # number of detections, which only the data decides, and each box's heatmap is resized
+    # to a size read from data before its argmax.  The refusal's fix is code: run as
+    # written (the model here is wrapped: `model.detector` is the detector), it exports up
+    # to the detections and matches eager at every resolution.
     case = next(e for e in detection.ENTRIES if e.name == name).factory()
     with torch.no_grad(), pytest.raises(st.DataDependentError) as info:
         st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
