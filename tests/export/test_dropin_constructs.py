@@ -1,8 +1,8 @@
 """Constructs a user switching from torch.export meets (issue 21): ``hints_wrapper``
 (traced in place: the hints are for a compiler, the body is the value), higher-order
-operators defined elsewhere, an autograd.Function under torch.vmap and a tensor subclass
-built inside forward from traced tensors (refused with an
-export error naming the construct and the fix, not an internal exception)."""
+operators defined elsewhere (traced through their dense kernel; one without is refused
+with an export error naming it and the fix), an autograd.Function under torch.vmap and a
+tensor subclass built inside forward from traced tensors."""
 
 from __future__ import annotations
 
