@@ -7,12 +7,16 @@ in the ``s1 == 1`` branch removes a dim of size 1).
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
 import torch
 
-from safetrace.symbolic import Expr, eq, ge, gt, le, lt, ne, not_
+from safetrace.meta import TensorMeta
+from safetrace.serialize.codec import new_symbolic
+from safetrace.symbolic import Expr, eq, ge, gt, le, lt, ne, not_, to_expr
+from safetrace.symbolic.scope import scoped
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
@@ -36,3 +40,68 @@ def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
             return None, None
     c: Expr = build(*operands)
     return c, not_(c)
+
+
+
+def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
+    """torch.cond's value from its branches' (``outs``, evaluated under ``given``), where
+    they return as many tensors of one dtype and rank (else None): a size that is one
+    wherever the cond runs is that size (a size split's branches may write it in two forms,
+    ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``); any other (``s0``
+    in one branch, ``3*s0`` in the other, or a size read from data) is a new size, read
+    from data as the exporter writes it, in the range of the two.  Returns (the value, the
+    new sizes' symbol names)."""
+    a, b = outs
+    if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or \
+            len(a) != len(b):
+        return None
+    value, fresh = [], set()
+    for x, y in zip(a, b):
+        if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
+                len(x.shape) != len(y.shape) or x.dtype != y.dtype:
+            return None
+        shape = []
+        for p, q in zip(x.shape, y.shape):
+            one = _one_form(env, p, q, given, known)
+            if one is None:
+                one = _new_size(env, p, q)
+                fresh.add(one.expr.name)
+            shape.append(one)
+        value.append(TensorMeta(tuple(shape), x.dtype, x.device))
+    return type(a)(value), fresh
+
+
+def _one_form(env: Any, p: Any, q: Any, given: tuple, known: set) -> Any:
+    """The size both branches' ``p`` and ``q`` are wherever the cond runs, else None."""
+    same = eq(to_expr(p), to_expr(q))
+    if same.op == "const":
+        return p if same.value else None
+    if {str(s) for s in same.free_symbols} - known:
+        return None
+    if given[0] is None:
+        return p if env.decide(same) is True else None
+    for g, other in zip(given, (q, p)):  # (where it holds in one branch, the other's form)
+        with scoped(env):
+            try:
+                env.add_fact(g)
+            except ValueError:
+                return other  # (this branch never runs: the cond's size is the other's)
+            if env.decide(same) is True:
+                return other
+    return None
+
+
+def _new_size(env: Any, p: Any, q: Any) -> Any:
+    lo, hi = [], []
+    for v in (p, q):
+        try:
+            r = env.bounds(to_expr(v))
+            lo.append(r.lo)
+            hi.append(r.hi)
+        except Exception:  # noqa: BLE001 - no bounds known
+            lo.append(0)
+            hi.append(math.inf)
+    low, high = max(0, min(lo)), max(hi)
+    s = env.new_unbacked(int(low) if low != -math.inf else 0,
+                         None if high == math.inf else int(high))
+    return new_symbolic(s, env)

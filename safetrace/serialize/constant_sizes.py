@@ -35,7 +35,12 @@ def from_data(op: Any, node: torch.fx.Node, args: Any, kwargs: dict, data: dict)
         minlength = args[2] if len(args) > 2 else kwargs.get("minlength", 0)
         n = max(int(t.max()) + 1 if t.numel() else 0, minlength if isinstance(minlength, int)
                 else 0)
-        return TensorMeta((max(n, 0),), torch.float64, _CPU)
+        weights = args[1] if len(args) > 1 else kwargs.get("weights")
+        # (eager's dtype: int64 counts, or the weights' floating dtype, else float64; an
+        # empty input gives int64 zeros)
+        dtype = torch.int64 if not isinstance(weights, TensorMeta) or not t.numel() else \
+            weights.dtype if weights.dtype.is_floating_point else torch.float64
+        return TensorMeta((max(n, 0),), dtype, _CPU)
     if name == "one_hot" and not t.is_floating_point():
         classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
         if not isinstance(classes, int):

@@ -28,11 +28,12 @@ from safetrace.meta.active import ACTIVE
 from safetrace.serialize import carries, never_runs, peak
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import not_, or_
+from safetrace.symbolic import eq, not_, or_, to_expr
 from safetrace.symbolic.expr import FALSE
 from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
-from safetrace.serialize.branch_facts import branch_conditions
+from safetrace.serialize.branch_facts import branch_conditions, merged
+from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -93,6 +94,7 @@ class StaticMemory:
         # call (True: always; an expression: a map's length >= 1), None where it may not
         # run at all (a cond branch, a loop body)
         self._ctx: list = []
+        self.recorded: Recorded | None = None  # (the file's metadata held against ours)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -116,6 +118,7 @@ class StaticMemory:
                 value = self._input(user[node.name])
                 if value is not _UNKNOWN:
                     meta[node] = value
+        self.recorded = Recorded(self.env, self.bound_symbols, self._opaque_sizes())
         previous, ACTIVE.env = ACTIVE.env, self.env
         self.deadline = time.process_time() + ANALYSIS_SECONDS
         try:
@@ -124,6 +127,7 @@ class StaticMemory:
             ACTIVE.env = previous
         self.check(candidates)
         self.check_work(tally)
+        self.recorded.refuse()
 
     def _input(self, inp: Any) -> Any:
         """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
@@ -135,6 +139,14 @@ class StaticMemory:
             return TensorMeta(sizes, inp.dtype, _CPU)
         value = getattr(inp, "value", None)
         return value if isinstance(value, (int, float, bool)) else _UNKNOWN
+
+    def _opaque_sizes(self) -> dict:
+        """opaque symbol name -> the contract's expression of the dim it stands for."""
+        out = {}
+        for name, (leaf, d) in self.opaque.items():
+            dim = self.contract.inputs[leaf].dims[0 if d is None else d]
+            out[name] = dim.size
+        return out
 
     def _dim(self, inp: TensorInput, d: int, dim: Any) -> Any:
         """One input dim's size: its expression, or where that is too complex to reason
@@ -190,6 +202,8 @@ class StaticMemory:
         for node in graph.nodes:
             if node in meta and node.op == "call_function":
                 self._note(node, meta[node])
+        if self.recorded is not None:
+            self.recorded.check(graph, meta)
         output = next((n for n in graph.nodes if n.op == "output"), None)
         try:
             result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
@@ -377,8 +391,16 @@ class StaticMemory:
                     cands.extend(c)
                 inner[node] = cands
                 never_runs.branches(node, outs, given[0] is None)
-                same = outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1])
-                return outs[0] if same else _UNKNOWN
+                if outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1]):
+                    return outs[0]
+                # (sizes in two forms, or that differ: the exporter's new size, read from
+                # data; the file must record it as one of its own, not as another size)
+                both = merged(self.env, outs, given, self.bound_symbols | self.opaque.keys())
+                if both is None:
+                    return _UNKNOWN
+                if self.recorded is not None:
+                    self.recorded.strict |= both[1]
+                return both[0]
             if kind == "while_loop":
                 carried, extra = list(node.args[2]), list(node.args[3])
                 # (a carried number changes from one iteration to the next: any value)
@@ -438,6 +460,7 @@ class StaticMemory:
                                                "dims, not one it can slice")
             return _UNKNOWN
         n = xv[0].shape[0]
+        self._same_lengths(node, kind, [v.shape[0] for v in xv])
         slices = [TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) for v in xv]
         init_v, extra_v = _sub(init, meta), _sub(extra, meta)
         fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
@@ -471,6 +494,22 @@ class StaticMemory:
         stacked = [TensorMeta((n, *y.shape), y.dtype, _CPU) for y in ys]
         return [*init_v, *stacked] if kind == "scan" else stacked
 
+    def _same_lengths(self, node: torch.fx.Node, kind: str, lengths: list) -> None:
+        """A map's or a scan's xs are of one length (torch's kernel zips their slices: a
+        longer one would lose its last slices silently): refused at load where they differ
+        at every call, checked before the node where they may."""
+        n = lengths[0]
+        for i, m in enumerate(lengths[1:], start=1):
+            same = eq(to_expr(n), to_expr(m))
+            answer = same if isinstance(same, bool) else self.env.decide(same)
+            if answer is True:
+                continue
+            why = f"torch's {kind} slices each of its xs along dim 0: xs[{i}] is as long as " \
+                  f"xs[0] ({m} and {n})"
+            if answer is False and self._runs() == []:
+                raise bad_file(f"node {node.name!r}", f"{why}, not at any call")
+            self._require(node, [(FALSE if answer is False else same, why)])
+
     def _call(self, graph: Any, operands: list, values: list, data: dict,
               tainted: set, tally: Tally, runs: Any = None,
               given: Any = None) -> tuple[Any, list]:
@@ -486,6 +525,7 @@ class StaticMemory:
         if key not in self._subs:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._ctx.append(runs)
+            matched = self.recorded.scope() if self.recorded is not None else None
             try:  # (what a subgraph's ops establish is no fact outside it: a branch may
                 # not run, and what a body needs is checked where it is needed)
                 with scoped(self.env):
@@ -496,6 +536,8 @@ class StaticMemory:
                     self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
             finally:
                 self._ctx.pop()
+                if matched is not None:
+                    self.recorded.restore(matched)
         out, cands, work = self._subs[key]
         tally.merge(work)
         return out, cands

@@ -118,11 +118,23 @@ def _carried_swapped(doc: dict) -> None:
     """The while_loop's carried values swapped: its condition compares x, not the count."""
     args = _node(doc, "torch.ops.higher_order.while_loop")["args"]
     args[2]["tuple"].reverse()
+    _no_values(doc)
+
+
+def _no_values(doc: dict) -> None:
+    """Drop every node's recorded value (but the main graph's placeholders'), as the
+    writer of an edited file would (see hostile_static.without_values)."""
+    for n in [n for g in doc.get("subgraphs", []) for n in g["nodes"]] + doc["nodes"]:
+        if n["op"] != "placeholder" or n not in doc["nodes"]:
+            n.get("meta", {}).pop("val", None)
 
 
 def _dims_reversed(doc: dict) -> None:
     """map's xs declared [3, n] instead of [n, 3]: each slice [n] times the weight [3]."""
     doc["contract"]["inputs"][0]["dims"].reverse()
+    next(n for n in doc["nodes"] if n["name"] == "xs")["meta"]["val"]["tensor"][
+        "shape"].reverse()
+    _no_values(doc)
 
 
 def _init_longer(doc: dict) -> None:

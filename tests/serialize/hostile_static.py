@@ -32,6 +32,18 @@ def pack(doc: dict, tensors: dict) -> bytes:
     return safetensors.torch.save(tensors, metadata={KEY: json.dumps(doc)})
 
 
+def without_values(blob: bytes) -> bytes:
+    """``blob`` with the recorded value of every node dropped (but the main graph's
+    placeholders'), as the writer of an edited file would: the loader refuses a file whose
+    recorded values differ from its own evaluation (serialize/recorded.py), so a test of a
+    later check (a budget, a check at call) edits a file without them."""
+    doc, tensors = parts(blob)
+    for n in [n for g in doc.get("subgraphs", []) for n in g["nodes"]] + doc["nodes"]:
+        if n["op"] != "placeholder" or n not in doc["nodes"]:
+            n.get("meta", {}).pop("val", None)
+    return pack(doc, tensors)
+
+
 class Consts(torch.nn.Module):
     """Constants and a buffer read by the ops whose sizes the hostile files inflate."""
 

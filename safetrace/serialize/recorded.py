@@ -1,0 +1,182 @@
+"""The file's recorded metadata of each node (``meta['val']``: a tensor's shape, dtype and
+device, a size, a flag) held against what the loader's own evaluation works out for it
+(``memory.py``: safetrace's shape rules over the contract's symbolic input sizes).
+
+A loaded graph is run as written, but what reads its metadata later (``print(ep)``,
+``to_torch()`` and what is compiled from it, ``run_decompositions``) believes it: a file
+whose metadata says ``[s0, 4]`` where the graph computes ``[s0, 8]`` would mislead them.
+Where the evaluation knows a node's value and the recorded one differs (another dtype or
+rank, another static size, or sizes of the inputs that are not provably one
+there), the file is refused at load; where it cannot work the value out (a custom op, past
+the analysis' time) the recorded value stays as written.
+
+Sizes compare as expressions in the evaluation's scratch environment (the contract's
+symbols, and inside a branch its predicate as a fact).  A size read from data is a new
+symbol in each of the two: the first time a node's evaluated size is such a symbol and the
+file records a bare symbol of its own there, the two are taken as one (once each: two
+values read from data are never one symbol of the file).  Left open (kept as written): a
+size the file records as one of its own read from data where the evaluation has an input
+size (a while_loop body's growing carry, evaluated at its first iteration), and one read
+from data that the file records as a size the inputs bind (``.item()`` recorded as ``u0``
+of a contract's ``z.shape[0] == 2 * u0``, which the graph checks after it); a torch.cond whose branches return other sizes is
+the exporter's new size read from data (``branch_facts.merged``), and recorded as any
+other size it is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import bad_file
+from safetrace.meta import TensorMeta
+from safetrace.serialize.constant_sizes import UNKNOWN
+from safetrace.serialize.scratch import simple
+from safetrace.symbolic import eq
+from safetrace.symbolic.canon import substitute
+from safetrace.symbolic.expr import Expr, to_expr
+from safetrace.trace.proxy import Proxy
+
+_FIX = "the file was modified or written by another version of safetrace; re-export the " \
+       "program and save it again (st.save(st.export(model, args, ...), path))"
+
+
+class Recorded:
+    """Compares each evaluated node's value with its recorded ``meta['val']``.
+
+    ``contract``: names of the symbols both environments share (the contract's);
+    ``opaque``: scratch symbol name -> the contract size it stands for (``memory._dim``).
+    """
+
+    def __init__(self, env: Any, contract: set, opaque: dict) -> None:
+        self.env, self.contract = env, contract
+        self.opaque = dict(opaque)
+        self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
+        self.taken: set = set()  # scratch symbols matched with a file symbol
+        # scratch symbols of sizes that differ between a cond's branches: recorded as any
+        # other size, not one of the file's own read from data, it is refused
+        self.strict: set = set()
+        self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
+
+    def scope(self) -> tuple:
+        """What matches are known now (a subgraph's are its own: ``restore``)."""
+        return dict(self.file_to_scratch), set(self.taken)
+
+    def restore(self, kept: tuple) -> None:
+        self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
+
+    def check(self, graph: torch.fx.Graph, values: dict) -> None:
+        """Refuse a node of ``graph`` whose recorded value differs from ``values[node]``."""
+        for node in graph.nodes:
+            if node.op == "output" or "val" not in node.meta:
+                continue
+            derived = values.get(node, UNKNOWN)
+            if derived is UNKNOWN:
+                continue  # (an op without a rule, past the analysis' time: kept as written)
+            recorded = node.meta["val"]
+            same = self._same(recorded, derived)
+            if same is False and self.wrong is None:
+                self.wrong = (node.name, _show(recorded), _show(derived))
+
+    def refuse(self) -> None:
+        """Refuse the file where a node's recorded value differs from the evaluated one
+        (after the budgets' refusals, which name what to raise)."""
+        if self.wrong is not None:
+            name, recorded, derived = self.wrong
+            raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
+                           f"but the graph computes {derived} there", _FIX)
+
+    # -- one value ---------------------------------------------------------------------
+    def _same(self, rec: Any, der: Any) -> bool | None:
+        """True where they are provably the same, False where they provably differ (or
+        are of different kinds), None where the sizes cannot be compared."""
+        if isinstance(rec, Proxy):
+            rec = rec.st_meta
+        if isinstance(rec, TensorMeta):
+            if not isinstance(der, TensorMeta) or rec.dtype != der.dtype or \
+                    len(rec.shape) != len(der.shape):  # (the device is the export's: a
+                # program exported on the meta device runs on the weights given at load)
+                return False
+            return _all(self._size(r, d) for r, d in zip(rec.shape, der.shape))
+        if isinstance(rec, (list, tuple)):
+            if not isinstance(der, (list, tuple)) or len(rec) != len(der):
+                return False
+            return _all(self._same(r, d) for r, d in zip(rec, der))
+        if isinstance(rec, bool):
+            return der == rec if isinstance(der, bool) else None
+        if rec is None or isinstance(rec, (float, str)):
+            return None  # (not a value the evaluation knows of)
+        if _is_int(rec):
+            if not _is_int(der):
+                return None if isinstance(der, (float, torch.SymFloat)) else False
+            return self._size(rec, der)
+        return None  # (a symbolic bool or float: not compared)
+
+    def _size(self, rec: Any, der: Any) -> bool | None:
+        d = der if isinstance(der, int) else der.expr
+        r = rec if isinstance(rec, int) else rec.expr
+        if isinstance(d, int) and isinstance(r, int):
+            return d == r
+        d, r = to_expr(d), to_expr(r)
+        if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
+            return True if self.opaque.get(d.name) is r else None
+        if not simple(r):  # (a file's huge expression: not reasoned on)
+            return None
+        r_in = self._file(r)
+        if r_in is None:  # (a symbol of the file's that nothing matched yet)
+            if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
+                    d.name not in self.taken and d.name not in self.opaque:
+                self.file_to_scratch[r.name] = d
+                self.taken.add(d.name)
+                return True
+            return None
+        if d is r_in:
+            return True
+        try:
+            answer = self.env.decide(eq(d, r_in))
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            answer = None
+        if answer is None:
+            free = {str(x) for x in d.free_symbols}
+            if free & self.strict or free | {str(x) for x in r.free_symbols} <= self.contract:
+                return False  # (sizes of the inputs both, not provably one: not the same)
+        return answer
+
+    def _file(self, e: Expr) -> Expr | None:
+        """A recorded size in scratch symbols; None where it names a symbol of the file's
+        own (read from data) that no evaluated symbol was matched with."""
+        free = e.free_symbols
+        if free <= self.contract:
+            return e
+        if not free - self.contract <= self.file_to_scratch.keys():
+            return None
+        return substitute(e, lambda s: self.file_to_scratch.get(s.name))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, torch.SymInt) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def _all(answers: Any) -> bool | None:
+    out: bool | None = True
+    for a in answers:
+        if a is False:
+            return False
+        if a is None:
+            out = None
+    return out
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return f"{str(v.dtype).removeprefix('torch.')}{[str(x) for x in v.shape]}".replace(
+            "'", "")
+    if isinstance(v, (list, tuple)):
+        return "(" + ", ".join(_show(x) for x in v[:8]) + (", ..." if len(v) > 8 else "") + ")"
+    return str(v)[:80]
+
+
+__all__ = ["Recorded"]

@@ -1,0 +1,134 @@
+"""A file's recorded metadata (``meta['val']``) is held against the loader's own evaluation
+(serialize/recorded.py), torch.cond's branches that return other sizes give a new size
+(serialize/branch_facts.py: merged), and a map's or a scan's xs are of one length.
+
+Before: a file recording ``[s0, 3]`` where its graph computes ``[s0, 8]`` loaded, and what
+reads the metadata (``print(ep)``, ``to_torch()``) believed it (the hostile probe's
+``ran_meta_differs``: 36-47 per seed); a branch returning ``3*s0`` rows where the other
+returns ``s0`` made the cond's value unknown to the loader; a map over two xs of other
+lengths raised torch's "Leaves of xs must have same leading dimension size" at call, and a
+scan over them read past the shorter or dropped the longer's last slices.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize import hostile
+from tests.serialize.hostile_contracts import _saved
+
+A = "torch.ops.aten."
+RECORDED = r"(?s)records its value as .* but the graph computes .* re-export the program"
+
+
+def _node(nodes: list, name: str) -> dict:
+    return next(n for n in nodes if n["name"] == name)
+
+
+def _first_call(nodes: list) -> dict:
+    return next(n for n in nodes if n.get("op") == "call_function")
+
+
+def _cond_file(edit) -> bytes:
+    doc, tensors = hostile.parts(_saved("cond"))
+    edit(doc)
+    return hostile.pack(doc, tensors)
+
+
+def test_a_recorded_size_the_graph_does_not_compute_is_refused():
+    def edit(doc: dict) -> None:
+        true = next(g for g in doc["subgraphs"] if "true_graph" in g["path"])["nodes"]
+        _first_call(true)["meta"]["val"]["tensor"]["shape"][1] = 8  # ([s0, 3] computed)
+    with pytest.raises(st.LoadError, match=RECORDED) as err:
+        st.load(_cond_file(edit))
+    assert "float32[s0, 8]" in str(err.value) and "float32[s0, 3]" in str(err.value)
+
+
+def test_a_recorded_dtype_the_graph_does_not_compute_is_refused():
+    def edit(doc: dict) -> None:
+        node = next(n for n in doc["nodes"] if n["name"] == "sum_1")
+        node["meta"]["val"]["tensor"]["dtype"] = "float64"
+    with pytest.raises(st.LoadError, match=r"node 'sum_1': the file records its value"):
+        st.load(_cond_file(edit))
+
+
+def test_a_recorded_symbolic_size_of_another_input_dim_is_refused():
+    # (x is [s0, 3]; the output recorded as [3, s0]: a transposed claim)
+    def edit(doc: dict) -> None:
+        node = next(n for n in doc["nodes"] if n["name"] == "getitem")
+        shape = node["meta"]["val"]["tensor"]["shape"]
+        shape.reverse()
+    with pytest.raises(st.LoadError, match=r"node 'getitem'.*records"):
+        st.load(_cond_file(edit))
+
+
+class _ThreeRows(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda a: torch.cat([a, a, a]) * 2,
+                          lambda a: a - 1, (x,))
+
+
+def _three_rows() -> tuple[Any, bytes]:
+    ep = st.export(_ThreeRows(), (torch.randn(4, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=0, max=32)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return ep, buf.getvalue()
+
+
+def test_branches_of_other_sizes_give_a_size_read_from_data():
+    ep, blob = _three_rows()
+    loaded = st.load(blob)
+    for x in (torch.ones(2, 3), -torch.ones(5, 3), torch.ones(0, 3)):  # (eager's cond
+        want = torch.cat([x, x, x]) * 2 if x.sum() > 0 else x - 1  # compiles: seconds)
+        torch.testing.assert_close(loaded.module()(x), want)
+    doc, tensors = hostile.parts(blob)
+    cond = next(n for n in doc["nodes"] if n.get("target", "").endswith("higher_order.cond"))
+    cond["meta"]["val"]["tuple"][0]["tensor"]["shape"][0] = "s0"  # (claims x's rows)
+    with pytest.raises(st.LoadError, match=r"node 'cond': the file records its value as "
+                                           r"\(float32\[s0, 3\]\), but the graph computes "
+                                           r"\(float32\[u\d+, 3\]\)"):
+        st.load(hostile.pack(doc, tensors))
+
+
+class _TwoXs(torch.nn.Module):
+    def forward(self, xs, ys):
+        from torch._higher_order_ops.map import map as hop_map
+
+        return hop_map(lambda xy: xy[0] * xy[1], (xs, ys))
+
+
+def _map_of_cut(stop: int, start: int = 0) -> bytes:
+    """The map's second xs replaced by ``ys[start:stop]``."""
+    n = st.Dim("n", min=1, max=32)
+    ep = st.export(_TwoXs(), (torch.randn(4, 3), torch.randn(4, 3)),
+                   dynamic_shapes={"xs": {0: n}, "ys": {0: n}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    hop = next(n for n in doc["nodes"] if n.get("target", "").endswith("higher_order.map_impl"))
+    ys = hop["args"][1]["list"][1]
+    doc["nodes"].insert(doc["nodes"].index(hop), {
+        "name": "cut", "op": "call_function", "target": A + "slice.Tensor",
+        "args": [ys, 0, start, stop]})
+    hop["args"][1]["list"][1] = {"node": "cut"}
+    return hostile.pack(doc, tensors)
+
+
+def test_a_map_over_xs_of_other_lengths_at_every_call_is_refused_at_load():
+    with pytest.raises(st.LoadError, match=r"slices each of its xs along dim 0: xs\[1\] is "
+                                           r"as long as xs\[0\] .*not at any call"):
+        st.load(_map_of_cut(2 ** 62, start=1))
+
+
+def test_a_map_over_xs_of_other_lengths_at_some_calls_is_checked_before_it_runs():
+    mod = st.load(_map_of_cut(4)).module()
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    torch.testing.assert_close(mod(x, y), x * y)
+    with pytest.raises(st.InputMismatchError, match=r"xs\[1\] is as long as xs\[0\]"):
+        mod(torch.randn(6, 3), torch.randn(6, 3))
