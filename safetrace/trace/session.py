@@ -38,6 +38,7 @@ import torch.fx._symbolic_trace as fx_symbolic_trace
 from safetrace.errors import seeded_generator
 from safetrace.trace import asserts, hops, pycalls, pyhelpers, scripted, shims, vmapping
 from safetrace.trace.current import enter_session, exporting, leave_session
+from safetrace.trace.torch_own import Originals
 
 Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
 
@@ -208,8 +209,10 @@ def _uninstall(held: _Held) -> None:
 # The providers' tables read nothing that may change but the attributes each names in
 # WATCHED (module name, attribute): the table is kept while every such module and value
 # is the one it was made from (one identity pass in C per export, not six providers).
+# torch's setters of process-wide modes, counted while exporting (_counted_setter below)
+_SETTERS = ("set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")
 _WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
-            *vmapping.WATCHED)
+            *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
 _WATCHED_MODULES = tuple(name for name, _ in _WATCHED)
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
 _NO_NAMES: dict = {}  # (the namespace of a watched module not imported)
@@ -229,7 +232,7 @@ def _provided() -> _Table:
         return hit[3]
     table = _Table([*asserts.patches(), *hops.patches(), *pyhelpers.patches(),
                     *shims.patches(), *vmapping.patches(), *scripted.patches(),
-                    *_compiler_patches(), *_PROCESS_SETTERS])
+                    *_compiler_patches(), *_setter_patches()])
     spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]
     if all(type(s) is dict for s in spaces):  # (else made again each time: never seen)
         _PROVIDED[0] = (modules, spaces, list(map(dict.get, spaces, _WATCHED_ATTRS)), table)
@@ -270,7 +273,7 @@ _OWN_SETS = _OwnSets()
 _BYSTANDER_SETS = [0]  # the same calls made by threads that are not exporting
 
 
-def _counted_setter(original: Callable[..., Any]) -> Callable[..., Any]:
+def _counted_setter(name: str) -> Callable[..., Any]:
     """torch's setter of a process-wide mode, noting who calls it while some thread
     exports: the export puts back on exit the modes its own code changed, never a
     bystander's (the default dtype and the deterministic flags are not per thread)."""
@@ -280,16 +283,25 @@ def _counted_setter(original: Callable[..., Any]) -> Callable[..., Any]:
             _OWN_SETS.count += 1
         else:
             _BYSTANDER_SETS[0] += 1
-        return original(*args, **kwargs)
+        return _REAL_SETTERS[name](*args, **kwargs)  # (installed only over torch's own)
 
-    setter.__name__ = setter.__qualname__ = original.__name__
-    setter.__doc__ = original.__doc__
+    setter.__name__ = setter.__qualname__ = name
+    setter.__doc__ = getattr(torch, name).__doc__
     return setter
 
 
-_REAL_SETTERS = {name: getattr(torch, name) for name in (
-    "set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")}
-_PROCESS_SETTERS = [(torch, name, _counted_setter(fn)) for name, fn in _REAL_SETTERS.items()]
+_REAL_SETTERS = Originals()  # torch's own of each (known by its code: trace/torch_own.py)
+for _name in _SETTERS:
+    _REAL_SETTERS.learn(_name, getattr(torch, _name, None))
+_COUNTED = {name: _counted_setter(name) for name in _SETTERS}
+
+
+def _setter_patches() -> list[tuple[Any, str, Any]]:
+    """The counted setters, each installed where torch's own is in place (a user's
+    replacement is left alone: traced as Python while exporting)."""
+    return [(torch, name, fn) for name, fn in _COUNTED.items()
+            if getattr(torch, name, None) is fn or
+            _REAL_SETTERS.learn(name, getattr(torch, name, None))]
 
 
 _AUTOCAST_DEVICES = ("cpu", "cuda") if hasattr(torch, "get_autocast_dtype") else ()
@@ -316,9 +328,9 @@ def _restore(snap: tuple, process_wide: bool) -> None:
     if torch.is_grad_enabled() != grad:
         torch.set_grad_enabled(grad)
     if process_wide and torch.get_default_dtype() != dtype:
-        _REAL_SETTERS["set_default_dtype"](dtype)
+        torch._C._set_default_dtype(dtype)  # (torch's own setter's call, whatever is in place)
     if process_wide and (_DETERMINISTIC(), _WARN_ONLY()) != (deterministic, warn_only):
-        _REAL_SETTERS["use_deterministic_algorithms"](deterministic, warn_only=warn_only)
+        torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
     for device, enabled, cast_dtype in autocast:
         if torch.is_autocast_enabled(device) != enabled:
             torch.set_autocast_enabled(device, enabled)
