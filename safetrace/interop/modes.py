@@ -18,6 +18,7 @@ finds the two modes different.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import sys
@@ -25,12 +26,30 @@ import traceback
 import types
 from typing import Any
 
+import torch
+
 from safetrace.interop.symbols import conversion_env
 
 
 def conversion_mode(shape_env: Any) -> Any:
     """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
     return _made(shape_env) if _same_as_torch() else _torch(shape_env)
+
+
+def outside_modes() -> Any:
+    """``_disable_current_modes()`` (the conversion runs outside the caller's dispatch
+    modes) where one is set; with none set it would pop and push nothing, after ~20 µs
+    of imports and a generator: a no-op context serves."""
+    from torch._ops import _len_torch_dispatch_stack_pre_dispatch
+
+    if torch._C._len_torch_dispatch_stack() or _len_torch_dispatch_stack_pre_dispatch():
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        return _disable_current_modes()
+    return _NO_MODES
+
+
+_NO_MODES = contextlib.nullcontext()
 
 
 def _torch(shape_env: Any) -> Any:

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.lazy import symbolic_shapes
+
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
 
@@ -45,13 +47,7 @@ def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
 
 
 def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
-    import sympy
-    from torch._dynamo.source import ConstantSource
-    from torch._guards import SLoc
-    from torch.fx.experimental.sym_node import SymNode
-    from torch.fx.experimental.symbolic_shapes import ValueRangesSLoc
-    from torch.utils._sympy.symbol import SymT, make_symbol
-
+    sympy, ConstantSource, SLoc, SymNode, ValueRangesSLoc, SymT, make_symbol = _parts()
     if hint < 0 or not _within(vr, hint):  # (torch's path says why)
         return _torch(shape_env, hint, where, vr)
     source = ConstantSource(where)
@@ -66,6 +62,19 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     shape_env.counter["create_symbol"] += 1
     shape_env.symbol_guard_counter[expr] = 0
     return torch.SymInt(SymNode(expr, shape_env, int, hint))
+
+
+@functools.cache
+def _parts() -> tuple:
+    """What `_direct` builds from (imported once: ~6 µs a symbol as import statements)."""
+    import sympy
+    from torch._dynamo.source import ConstantSource
+    from torch._guards import SLoc
+    from torch.fx.experimental.sym_node import SymNode
+    from torch.fx.experimental.symbolic_shapes import ValueRangesSLoc
+    from torch.utils._sympy.symbol import SymT, make_symbol
+
+    return sympy, ConstantSource, SLoc, SymNode, ValueRangesSLoc, SymT, make_symbol
 
 
 @functools.lru_cache(maxsize=4096)
@@ -86,10 +95,8 @@ def _within(vr: Any, hint: int) -> bool:
 def _quiet(shape_env: Any) -> bool:
     """Whether nothing but the ShapeEnv's state would see torch's path: no translation
     validation, no event recording, no listener of the dynamic-shape log."""
-    from torch.fx.experimental import symbolic_shapes
-
     return not (shape_env._translation_validation_enabled or shape_env.should_record_events
-                or symbolic_shapes.log.isEnabledFor(logging.INFO)
+                or symbolic_shapes().log.isEnabledFor(logging.INFO)
                 or os.environ.get("TORCH_TRACE"))
 
 
