@@ -135,6 +135,15 @@ def _fast_sources() -> bool:
         return False
 
 
+@functools.cache
+def allowed_builtins() -> tuple:
+    """The Python callables torch's training verifier accepts as a graph's targets, and
+    the symbolic ones its graphs hold (made once: the verifier builds its list per call)."""
+    return tuple(training_verifier()().allowed_builtin_ops()) + (
+        torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float, torch.sym_sqrt,
+        torch.sym_not, torch.sym_ite)
+
+
 def training_verifier() -> Any:
     from torch._export.verifier import TrainingIRVerifier
 

@@ -11,6 +11,7 @@ our checks do: torch's input guards could not solve for it.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from typing import Any
@@ -32,7 +33,9 @@ from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 _NO_TORCH = frozenset(("fexp", "flog", "flog2", "flog10"))
 
 
+@functools.cache
 def _torch_fns(graph: bool) -> dict[str, Any]:
+    """(made once: the same table for every expression of every conversion)"""
     fns = {op: fn for op, fn in PY_FNS.items() if op not in _NO_TORCH}
     fns.update({"min": torch.sym_min, "max": torch.sym_max, "trunc": torch.sym_int,
                 "float": torch.sym_float, "fsqrt": torch.sym_sqrt, "fmin": torch.sym_min,

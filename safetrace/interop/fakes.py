@@ -48,6 +48,7 @@ import torch
 from safetrace.interop.contract import evaluate
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
+from safetrace.interop.view_strides import view_strides
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
 
@@ -246,12 +247,16 @@ class FakeBuilder:
         a few hundred values."""
         state = self.states.get(device)
         if state is None:
+            state = self._first_state(device)
+        if state is None:
             fake = self.fake_class(self.conv.mode, elem, device)
             if not self.debug:
                 mutable = (torch._C._set_warn_deprecated_on_mutable_data_ptr
                            if self.conv.mode._allow_unsafe_data_ptr_access
                            else torch._C._set_throw_on_mutable_data_ptr)
                 self.states[device] = (dict(fake.__dict__), fake.fake_device, mutable)
+                if device.type == "cpu":  # (a CPU device's is the same in every conversion)
+                    _CPU_STATES[self._state_key(device)] = self.states[device]
             return fake.requires_grad_(True) if grad else fake
         fields, normalized, mutable = state
         fake = torch.Tensor._make_subclass(self.fake_class, elem, grad or elem.requires_grad,
@@ -260,6 +265,26 @@ class FakeBuilder:
         mutable(fake)
         fake.__dict__.update(fields)
         return fake
+
+    def _state_key(self, device: Any) -> tuple:
+        mode = self.conv.mode
+        return (device, mode._allow_unsafe_data_ptr_access, mode.allow_meta)
+
+    def _first_state(self, device: Any) -> tuple | None:
+        """The attributes torch's constructor gave a CPU value of an earlier conversion
+        (with this conversion's mode): its checks and device normalization give the same
+        on a CPU device each time (~20 µs once per conversion).  None: the constructor
+        runs (another device, whose index torch reads from the current device)."""
+        if self.debug or device.type != "cpu":
+            return None
+        made = _CPU_STATES.get(self._state_key(device))
+        if made is None:
+            return None
+        fields, normalized, mutable = made
+        fields = dict(fields)
+        fields["fake_mode"] = self.conv.mode
+        state = self.states[device] = (fields, normalized, mutable)
+        return state
 
     def at_least_one(self, size: Any) -> Any:
         """``max(size, 1)``, a symbolic one made once per size."""
@@ -325,11 +350,17 @@ class FakeBuilder:
     def value(self, target: Any, args: tuple, kwargs: dict, ours: Any) -> Any:
         """The fake value of `target(*args, **kwargs)` (new-graph arguments) from ours."""
         if isinstance(ours, (tuple, list)):
-            strides = _view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
+            strides = view_strides(target, args, kwargs, len(ours)) or [None] * len(ours)
             out = [None if p is None else self.tensor(p, s) for p, s in zip(ours, strides)]
             return type(ours)(out) if isinstance(ours, tuple) else out
-        strides = _view_strides(target, args, kwargs, None)
+        strides = view_strides(target, args, kwargs, None)
         return self.tensor(ours, strides[0] if strides else None)
+
+
+# (a CPU device, the mode's data-pointer and meta settings) -> the attributes torch's
+# FakeTensor constructor gave a value (its mode: the conversion's, replaced), normalized
+# device, mutable-data-pointer setter
+_CPU_STATES: dict[tuple, tuple] = {}
 
 
 def storage_nbytes(sizes: list, dtype: torch.dtype) -> Any:
@@ -433,178 +464,6 @@ def builds(target: Any, ours: Any, builder: FakeBuilder) -> bool:
     if all(p is None for p in parts):
         return False
     return builder.known(ours) or builder.born(ours)
-
-
-# -- strides of views ------------------------------------------------------------------------
-def _val(a: Any) -> Any:
-    if isinstance(a, torch.fx.Node):
-        return a.meta.get("val")
-    if isinstance(a, (list, tuple)):
-        return [_val(x) for x in a]
-    return a
-
-
-def _arg(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
-    if i < len(args):
-        return _val(args[i])
-    return _val(kwargs.get(name, default))
-
-
-def _dim(d: Any, n: int) -> int:
-    return d + n if d < 0 else d
-
-
-def _view_strides(target: Any, args: tuple, kwargs: dict, count: int | None) -> list | None:
-    """The strides of a view's result(s) from its input's, as torch computes them; None
-    for a result that is a new contiguous tensor (or a view this table does not know)."""
-    name = target._opname
-    rule = _VIEWS.get(name)
-    if rule is None or not args:
-        return None
-    x = _val(args[0])
-    if not isinstance(x, torch.Tensor):
-        return None
-    try:
-        out = rule(list(x.shape), list(x.stride()), args, kwargs)
-    except (TypeError, IndexError, ValueError, AttributeError):
-        return None  # an argument this table does not read: a contiguous result
-    if out is None:
-        return None
-    if count is None:
-        return [out]
-    return [out] * count if not isinstance(out, list) or not out or \
-        not isinstance(out[0], list) else out
-
-
-def _same(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    return stride
-
-
-def _permute(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    dims = _arg(args, kwargs, 1, "dims", None)
-    return [stride[_dim(d, len(size))] for d in dims]
-
-
-def _transpose(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    n = len(size)
-    a = _dim(_arg(args, kwargs, 1, "dim0", 0), n)
-    b = _dim(_arg(args, kwargs, 2, "dim1", 0), n)
-    out = list(stride)
-    out[a], out[b] = out[b], out[a]
-    return out
-
-
-def _t(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    return list(reversed(stride))
-
-
-def _expand(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    target = list(_arg(args, kwargs, 1, "size", None))
-    lead = len(target) - len(size)
-    out = [0] * lead
-    for s, st, want in zip(size, stride, target[lead:]):
-        if isinstance(s, int) and s == 1 and not (isinstance(want, int) and want in (1, -1)):
-            out.append(0)
-        else:
-            out.append(st)
-    return out
-
-
-def _slice(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
-    step = _arg(args, kwargs, 4, "step", 1)
-    out = list(stride)
-    out[d] = out[d] * step
-    return out
-
-
-def _select(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
-    return stride[:d] + stride[d + 1:]
-
-
-def _unsqueeze(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size) + 1)
-    new = size[d] * stride[d] if d < len(size) else 1
-    return stride[:d] + [new] + stride[d:]
-
-
-def _squeeze(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
-    dims = _arg(args, kwargs, 1, "dim", None)
-    if dims is None:
-        dims = range(len(size))
-    elif isinstance(dims, int):
-        dims = [dims]
-    drop = {_dim(d, len(size)) for d in dims if isinstance(size[_dim(d, len(size))], int)
-            and size[_dim(d, len(size))] == 1}
-    return [s for i, s in enumerate(stride) if i not in drop]
-
-
-def _split(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    return stride  # every part keeps its input's strides
-
-
-def _unbind(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    d = _dim(_arg(args, kwargs, 1, "dim", 0), len(size))
-    return stride[:d] + stride[d + 1:]
-
-
-def _hint(v: Any) -> int:
-    if isinstance(v, int):
-        return v
-    hint = v.node.hint
-    if hint is None:  # a data-dependent size: no layout to derive
-        raise ValueError(v)
-    return int(hint)
-
-
-def _view(size: list, stride: list, args: tuple, kwargs: dict) -> list | None:
-    """torch's ``computeStride``: the strides of a view of a strided tensor (sizes compared
-    at their example values), None (contiguous) for a contiguous input."""
-    shape = list(_arg(args, kwargs, 1, "size", None))
-    if any(v.__class__ is int and v == -1 for v in shape):  # (a SymInt never is: a guard)
-        return None
-    old, new = [_hint(v) for v in size], [_hint(v) for v in shape]
-    expected = 1
-    for n, st in zip(reversed(old), reversed(stride)):
-        if n != 1 and _hint(st) != expected:
-            break
-        expected *= n
-    else:
-        return None  # contiguous in, contiguous out
-    out: list = [0] * len(new)
-    view_d = len(new) - 1
-    chunk_base = stride[-1] if stride else 1
-    tensor_numel = view_numel = 1   # example values, to compare
-    view_size: Any = None           # the product of the view's own sizes (None: empty)
-    for d in range(len(old) - 1, -1, -1):
-        tensor_numel *= old[d]
-        if d == 0 or (old[d - 1] != 1 and _hint(stride[d - 1]) != tensor_numel *
-                      _hint(chunk_base)):
-            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
-                out[view_d] = chunk_base * view_size if view_size is not None else chunk_base
-                view_numel *= new[view_d]
-                view_size = shape[view_d] if view_size is None else view_size * shape[view_d]
-                view_d -= 1
-            if view_numel != tensor_numel:
-                return None
-            if d > 0:
-                chunk_base = stride[d - 1]
-                tensor_numel = view_numel = 1
-                view_size = None
-    return out if view_d == -1 else None
-
-
-def _as_strided(size: list, stride: list, args: tuple, kwargs: dict) -> list:
-    return list(_arg(args, kwargs, 2, "stride", None))
-
-
-_VIEWS = {
-    "permute": _permute, "transpose": _transpose, "t": _t, "expand": _expand,
-    "slice": _slice, "select": _select, "unsqueeze": _unsqueeze, "squeeze": _squeeze,
-    "alias": _same, "detach": _same, "split": _split, "split_with_sizes": _split,
-    "unbind": _unbind, "as_strided": _as_strided, "view": _view, "_unsafe_view": _view,
-}
 
 
 def detached(val: Any) -> Any:

@@ -18,19 +18,44 @@ finds the two modes different.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
+import logging
 import sys
 import traceback
 import types
 from typing import Any
+
+import torch
 
 from safetrace.interop.symbols import conversion_env
 
 
 def conversion_mode(shape_env: Any) -> Any:
     """``FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)``."""
-    return _made(shape_env) if _same_as_torch() else _torch(shape_env)
+    if not _same_as_torch():
+        return _torch(shape_env)
+    parts = _parts()
+    if _fields_ok(parts[0].__init__) and not parts[4].isEnabledFor(logging.DEBUG):
+        return _made(shape_env)
+    return _copied(shape_env)
+
+
+def outside_modes() -> Any:
+    """``_disable_current_modes()`` (the conversion runs outside the caller's dispatch
+    modes) where one is set; with none set it would pop and push nothing, after ~20 µs
+    of imports and a generator: a no-op context serves."""
+    from torch._ops import _len_torch_dispatch_stack_pre_dispatch
+
+    if torch._C._len_torch_dispatch_stack() or _len_torch_dispatch_stack_pre_dispatch():
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        return _disable_current_modes()
+    return _NO_MODES
+
+
+_NO_MODES = contextlib.nullcontext()
 
 
 def _torch(shape_env: Any) -> Any:
@@ -40,6 +65,72 @@ def _torch(shape_env: Any) -> Any:
 
 
 def _made(shape_env: Any) -> Any:
+    """The mode's attributes written as torch's constructor writes them (its code run as
+    a copy, `_copied`, costs ~3x: each global it reads goes through the stand-in
+    namespace), the recorded stack ending in the constructor's frame as there; used
+    where the check below finds the two modes the same, and torch's debug log (the
+    constructor's one line) is off."""
+    FakeTensorMode, functorch, dynamo, nested, _log, base = _parts()
+    mode = FakeTensorMode.__new__(FakeTensorMode)
+    base(mode)  # (TorchDispatchMode's own fields)
+    d = mode.__dict__
+    d["allow_fallback_kernels"] = True
+    d["propagate_real_tensors"] = real = functorch.fake_tensor_propagate_real_tensors
+    d["fake_tensor_converter"] = _parts_converter()(copy_data=real, export=False)
+    d["static_shapes"] = shape_env is None
+    d["allow_scalar_outputs"] = False
+    d["_allow_unsafe_data_ptr_access"] = functorch.fake_tensor_allow_unsafe_data_ptr_access
+    d["allow_meta"] = functorch.fake_tensor_allow_meta
+    d["cache_enabled"] = dynamo.fake_tensor_cache_enabled and not real
+    d["cache_crosscheck_enabled"] = dynamo.fake_tensor_cache_crosscheck_enabled
+    d["allow_non_fake_inputs"] = True
+    d["in_kernel_invocation"] = False
+    d["enter_stack"] = []
+    d["shape_env"] = shape_env
+    stack = frames(sys._getframe(0))
+    stack.append(_INIT_FRAME[0])  # (where torch's constructor records it)
+    d["_stack_trace"] = stack
+    d["_stack"] = None
+    d["_mode_key"] = torch._C._TorchDispatchModeKey.FAKE
+    d["nt_tensor_id_initial_count"] = d["nt_tensor_id_counter"] = nested._tensor_id_counter
+    return mode
+
+
+_INIT_FRAME: list = [None]  # the constructor's frame as its recorded stack ends
+
+
+@functools.cache
+def _parts() -> tuple:
+    import torch._dynamo.config as dynamo
+    import torch._functorch.config as functorch
+    import torch.nested._internal.nested_tensor as nested
+    from torch._subclasses import fake_tensor
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return (fake_tensor.FakeTensorMode, functorch, dynamo, nested, fake_tensor.log,
+            TorchDispatchMode.__init__)
+
+
+def _parts_converter() -> Any:
+    from torch._subclasses import fake_tensor
+
+    return fake_tensor.FakeTensorConverter
+
+
+@functools.lru_cache(maxsize=4)
+def _fields_ok(init: Any) -> bool:
+    """`_made`'s mode holds what the constructor `init` (run as `_copied`) puts in one,
+    its stack included (checked once per process and constructor)."""
+    try:
+        env = conversion_env()
+        copied = _copied(env)
+        _INIT_FRAME[0] = copied._stack_trace[-1]
+        return _same(copied, _made(env), env, compare_lines=False)
+    except Exception:  # noqa: BLE001 - torch's class changed: the copy serves
+        return False
+
+
+def _copied(shape_env: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     init = _init_copy(FakeTensorMode.__init__)
@@ -138,32 +229,39 @@ def _same_as_torch() -> bool:
     module) (checked once per process)."""
     try:
         env = conversion_env()
-        theirs, ours = [make(env) for make in (_torch, _made)]  # (from the same frames)
-        a, b = vars(theirs), vars(ours)
-        if a.keys() != b.keys() or type(theirs) is not type(ours):
-            return False
-        for key, value in a.items():
-            other = b[key]
-            if key == "_stack_trace":
-                if type(value) is not type(other) or _lines(value) != _lines(other):
-                    return False
-            elif key == "fake_tensor_converter":
-                if type(value) is not type(other) or \
-                        _shallow(vars(value)) != _shallow(vars(other)):
-                    return False
-            elif key == "shape_env":
-                if value is not env or other is not env:
-                    return False
-            elif not _equal(value, other):
-                return False
-        return True
+        theirs, ours = [make(env) for make in (_torch, _copied)]  # (from the same frames)
+        return _same(theirs, ours, env)
     except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
         return False
 
 
-def _lines(stack: Any) -> list:
-    return [(f.filename, f.lineno, f.name, f.line, f.locals, f.end_lineno, f.colno,
-             f.end_colno) for f in stack if f.filename != __file__]
+def _same(theirs: Any, ours: Any, env: Any, compare_lines: bool = True) -> bool:
+    """Two modes of `env` hold the same attributes, of equal values (their stacks frame
+    for frame outside this module; lines read where `compare_lines`)."""
+    a, b = vars(theirs), vars(ours)
+    if a.keys() != b.keys() or type(theirs) is not type(ours):
+        return False
+    for key, value in a.items():
+        other = b[key]
+        if key == "_stack_trace":
+            if type(value) is not type(other) or \
+                    _lines(value, compare_lines) != _lines(other, compare_lines):
+                return False
+        elif key == "fake_tensor_converter":
+            if type(value) is not type(other) or \
+                    _shallow(vars(value)) != _shallow(vars(other)):
+                return False
+        elif key == "shape_env":
+            if value is not env or other is not env:
+                return False
+        elif not _equal(value, other):
+            return False
+    return True
+
+
+def _lines(stack: Any, lines: bool = True) -> list:
+    return [(f.filename, f.lineno, f.name, f.line if lines else None, f.locals,
+             f.end_lineno, f.colno, f.end_colno) for f in stack if f.filename != __file__]
 
 
 def _shallow(fields: dict, depth: int = 2) -> dict:

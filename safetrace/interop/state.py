@@ -27,12 +27,12 @@ def alias_inputs(conv: Any, spec: Any, canonical: Any) -> list:
     """Placeholders for the other paths of the parameter or buffer `spec` (`canonical`:
     its input spec in torch's program): unused, the graph reads the first, as
     torch.export's."""
-    from torch.export.graph_signature import InputSpec, TensorArgument
-
     aliases = vars(conv.ep).get("state_aliases")
     if spec.kind not in ("parameter", "buffer") or not aliases or \
             spec.target not in aliases.values():  # (most state has no other path)
         return []
+    from torch.export.graph_signature import InputSpec, TensorArgument
+
     val = conv.graph.find_nodes(op="placeholder", target=canonical.arg.name)[0].meta["val"]
     out = []
     for alias, name in aliases.items():

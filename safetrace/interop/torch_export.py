@@ -26,25 +26,25 @@ from typing import Any
 
 import torch
 from torch.utils import _pytree
-from torch.utils._python_dispatch import _disable_current_modes
 
 from safetrace.errors import ConversionError, ConversionWarning, subclass_output_conversion
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
-from safetrace.interop.construct import (config_set, exported_program, provenance,
-                                         training_verifier)
+from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
+                                         provenance, training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds, detached
-from safetrace.interop.modes import conversion_mode
+from safetrace.interop.modes import conversion_mode, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
+from safetrace.interop.lazy import graph_signature, symbolic_shapes
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
-from safetrace.trace.graph import add_node, add_placeholder
+from safetrace.trace.graph import add_node, add_placeholder, target_name
 from safetrace.trace.session import gc_paused
 from safetrace.trace.subclasses import rebuild
 
@@ -71,7 +71,7 @@ def convert(ep: Any, *, strict: bool = False, verify: bool = False) -> Any:
     export: a full collection in the middle costs tens of ms in a process holding torch.)"""
     # (a conversion inside the user's own FakeTensorMode: the program is built with its
     # own fake values, outside the user's mode, as torch.export builds its own)
-    with _disable_current_modes(), gc_paused():
+    with outside_modes(), gc_paused():
         return _Converter(ep, strict, verify).run()
 
 
@@ -115,9 +115,11 @@ class _Converter:
         with config_set(fx_config, "backed_size_oblivious", True), self.mode, \
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
+            aliased = vars(ep).get("state_aliases")
             for s in ordered:  # (a state's other paths, each a placeholder of its own)
                 inputs.append(self._placeholder(s, ours[s.name]))
-                inputs += alias_inputs(self, s, inputs[-1])
+                if aliased:
+                    inputs += alias_inputs(self, s, inputs[-1])
             first = len(self.shape_env.guards)
             self.emitter.emit(self._user_leaves(ordered))
             self.contract_guards = len(self.shape_env.guards)
@@ -227,9 +229,8 @@ class _Converter:
 
     # -- placeholders ------------------------------------------------------------------------
     def _placeholder(self, spec: Any, node: torch.fx.Node) -> Any:
-        from torch.export.graph_signature import (ConstantArgument, InputKind, InputSpec,
-                                                  SymIntArgument, TensorArgument)
-
+        gs = graph_signature()
+        InputKind, InputSpec, TensorArgument = gs.InputKind, gs.InputSpec, gs.TensorArgument
         new = add_placeholder(self.graph, node.name)
         if "stack_trace" in node.meta:
             new.meta["stack_trace"] = node.meta["stack_trace"]
@@ -238,13 +239,13 @@ class _Converter:
             inp = self.ep.contract.inputs[spec.leaf]
             if isinstance(inp, ConstInput):
                 new.meta["val"] = inp.value
-                return InputSpec(InputKind.USER_INPUT, ConstantArgument(new.name, inp.value),
-                                 None)
+                return InputSpec(InputKind.USER_INPUT,
+                                 gs.ConstantArgument(new.name, inp.value), None)
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)
-            arg = SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
-                ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
+            arg = gs.SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
+                gs.ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
@@ -277,7 +278,7 @@ class _Converter:
              name: str | None = None, value: Any = None) -> torch.fx.Node:
         """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
         (or take `value`, torch's value of it made already, unless verifying)."""
-        node = add_node(self.graph, target, args, {}, name or self.graph._target_to_str(target))
+        node = add_node(self.graph, target, args, {}, name or target_name(self.graph, target))
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -332,10 +333,7 @@ class _Converter:
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
-                and target not in \
-                training_verifier()().allowed_builtin_ops() and target not in (
-                    torch.sym_min, torch.sym_max, torch.sym_int, torch.sym_float,
-                    torch.sym_sqrt, torch.sym_not, torch.sym_ite):
+                and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns
                 raise subclass_output_conversion(args[0].rpartition(".")[2])
             raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
@@ -344,8 +342,6 @@ class _Converter:
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
         """Append `node`'s call of `target` (torch's form of it) and its value."""
-        from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
-
         if isinstance(target, torch._ops.OpOverload):
             # ATen schemas take lists (int[], Tensor[]); torch's graphs never hold tuples
             # there, and code generated from them (unflatten's) would fail on one
@@ -367,7 +363,7 @@ class _Converter:
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
             new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
-                new.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, val)
+                new.meta["unbacked_bindings"] = _bindings(self.shape_env, val)
             return
         if not self.verify:
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
@@ -380,7 +376,7 @@ class _Converter:
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
             raise _why_failed(node, target, exc) from exc
         new.meta["val"] = val
-        bindings = compute_unbacked_bindings(self.shape_env, val)
+        bindings = _bindings(self.shape_env, val)
         if bindings:
             new.meta["unbacked_bindings"] = bindings
             self._bind_unbacked(node, val, bindings)
@@ -598,6 +594,10 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
+
+
+def _bindings(shape_env: Any, val: Any) -> Any:
+    return symbolic_shapes().compute_unbacked_bindings(shape_env, val)
 
 
 def _follow(value: Any, path: tuple) -> Any:

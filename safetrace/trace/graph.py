@@ -73,6 +73,21 @@ def add_placeholder(graph: Graph, name: str) -> Node:
     return add_node(graph, name, (), {}, base, op="placeholder")
 
 
+def target_name(graph: Graph, target: Any) -> str:
+    """``graph._target_to_str(target)`` (fx's base name of a node calling `target`; it
+    depends on the target alone), made once per target."""
+    try:
+        name = _TARGET_NAMES.get(target)
+    except TypeError:  # (an unhashable target)
+        return graph._target_to_str(target)
+    if name is None:
+        if len(_TARGET_NAMES) > 10_000:
+            _TARGET_NAMES.clear()
+        name = _TARGET_NAMES[target] = graph._target_to_str(target)
+    return name
+
+
+_TARGET_NAMES: dict[Any, str] = {}  # call target -> fx's base name for it
 _PLACEHOLDER_BASES: dict[str, str] = {}  # placeholder target -> fx's base name for it
 # candidate -> (base, number text or None, whether fx refuses the candidate itself: a
 # keyword or a builtin's name); Scope.record reads it inline

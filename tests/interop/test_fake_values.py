@@ -313,6 +313,34 @@ def _node_value(node):
     return repr(v)
 
 
+def test_shape_env_written_directly_is_torchs():
+    """A conversion's ShapeEnv is written from a plan (constants shared, a fresh empty
+    container for each of the others) instead of by torch's constructor: the same
+    attributes in the same order, of the same types and values, and no container shared
+    between two conversions."""
+    from safetrace.interop import symbols
+
+    assert symbols._env_plan() is not None  # (the direct path runs)
+    ours, again, theirs = symbols.conversion_env(), symbols.conversion_env(), \
+        symbols._torch_env()
+    a, b = vars(ours), vars(theirs)
+    assert list(a) == list(b)
+    for key, value in a.items():
+        assert type(value) is type(b[key]) and value == b[key], key
+        if hasattr(value, "__len__") and not isinstance(value, (str, tuple)):
+            assert value is not vars(again)[key], key  # (each its own)
+    x = torch.randn(4, 3)  # (and it works as torch's: a symbol, a fake value, a guard)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import StatelessSymbolicContext, DimDynamic
+    for env in (ours, theirs):
+        with FakeTensorMode(shape_env=env) as mode:
+            fake = mode.from_tensor(x, symbolic_context=StatelessSymbolicContext(
+                dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC]))
+            assert (fake.shape[0] * 2 > 3) is not None
+    assert [str(g.expr) for g in ours.guards] == [str(g.expr) for g in theirs.guards]
+    assert str(ours.var_to_range) == str(theirs.var_to_range)
+
+
 def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypatch):
     """The conversion writes some of torch's objects directly instead of through their
     constructors (the input symbols' ShapeEnv entries, each node's ``from_node``, the
@@ -333,9 +361,14 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
         nodes = [(n.name, [{k: v if k != "graph_id" else v == id(n.graph)
                             for k, v in s.to_dict().items()}
                            for s in n.meta.get("from_node", [])]) for n in tep.graph.nodes]
+        first = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder"
+                     and isinstance(n.meta.get("val"), torch.Tensor))
+        fake = sorted((k, v if k != "fake_mode" else v is first.fake_mode)
+                      for k, v in vars(first).items())
         return (dict(env.backed_var_to_val), dict(env.var_to_range), sources,
                 dict(env.source_to_var), dict(env.counter), tep.range_constraints, nodes,
-                tep._guards_code, str(tep.graph), [_node_value(n) for n in tep.graph.nodes])
+                tep._guards_code, str(tep.graph), [_node_value(n) for n in tep.graph.nodes],
+                fake, str(env.settings))
 
     ep.to_torch()  # (size arithmetic: torch's path the first time, then the direct one)
     _mode_fields(ep.to_torch())
@@ -345,7 +378,8 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     fast = state(ep.to_torch())
     # (the fast paths ran)
     assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
-        and fakes.own_views(2) and modes._same_as_torch()
+        and fakes.own_views(2) and modes._same_as_torch() and symbols._env_plan() and \
+        modes._fields_ok(modes._parts()[0].__init__) and fakes._CPU_STATES
     fast_mode = _mode_fields(ep.to_torch())
     assert any(a[0] == "le" for a in made) and any(a[0] == "mul" for a in made)
     monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
@@ -353,6 +387,9 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     monkeypatch.setattr(symops, "_fast_ok", lambda: False)
     monkeypatch.setattr(fakes, "own_views", lambda rank: False)
     monkeypatch.setattr(modes, "_same_as_torch", lambda: False)
+    # (the mode's, the ShapeEnv's and the first FakeTensor's attributes written directly)
+    monkeypatch.setattr(symbols, "_env_plan", lambda: None)
+    monkeypatch.setattr(fakes, "_CPU_STATES", {})
     assert _mode_fields(ep.to_torch()) == fast_mode
     from torch.export import exported_program as torch_module
 
@@ -364,4 +401,5 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
         return out
 
     monkeypatch.setattr(construct, "_no_guards", guard_code)
+    monkeypatch.setattr(fakes, "_CPU_STATES", {})  # (the first value: the constructor's)
     assert state(ep.to_torch()) == fast
