@@ -358,3 +358,18 @@ def indicator(c: Expr) -> Expr | None:
             return sub(ONE, parts[0])  # type: ignore[arg-type]
         return minmax("min" if op == "and" else "max", parts)  # type: ignore[arg-type]
     return None
+
+
+def single_symbol(f: Expr) -> tuple[Expr, int, int] | None:
+    """``(s, k, c)`` when ``f == k*s + c`` for one symbol ``s``."""
+    t = terms(f)
+    s = None
+    k = c = 0
+    for m, v in t:
+        if not m:
+            c = v
+        elif len(m) == 1 and m[0].op == "sym" and s is None:
+            s, k = m[0], v
+        else:
+            return None
+    return None if s is None else (s, k, c)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.log as log
-from safetrace.symbolic.canon import and_, compare, diff, not_, substitute
+from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
@@ -350,7 +350,7 @@ class Env:
         self.known.add(c)
         if op in ("le", "lt", "ge"):
             f = neg(diff(c))  # the fact f >= 0
-            one = _single_symbol(f)
+            one = single_symbol(f)
             if one is not None:
                 s, k, c0 = one
                 if k > 0:
@@ -360,7 +360,7 @@ class Env:
             else:
                 self.linear.append(f)
         elif op == "ne":
-            one = _single_symbol(diff(c))
+            one = single_symbol(diff(c))
             if one is not None:
                 s, k, c0 = one
                 if c0 % k == 0:
@@ -539,17 +539,3 @@ class Env:
                 bad.append(c)
         return bad
 
-
-def _single_symbol(f: Expr) -> tuple[Expr, int, int] | None:
-    """``(s, k, c)`` when ``f == k*s + c`` for one symbol ``s``."""
-    t = terms(f)
-    s = None
-    k = c = 0
-    for m, v in t:
-        if not m:
-            c = v
-        elif len(m) == 1 and m[0].op == "sym" and s is None:
-            s, k = m[0], v
-        else:
-            return None
-    return None if s is None else (s, k, c)
