@@ -442,7 +442,11 @@ class Tracer(TorchFunctionMode):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
             if info[0] in RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
-                # x.t_(), x.unsqueeze_(0): the same tensor with a new shape (and layout)
+                # x.t_(), x.unsqueeze_(0): the same tensor with a new shape (and layout);
+                # the node that made it keeps the value it computed (its recorded val)
+                made = x.st_node
+                if made is not None and made.meta.get("val") is x:
+                    made.meta["val"] = Proxy(x.st_meta, made)
                 x.st_meta, x.st_node = out, node
                 if info[0] not in ("squeeze_", "unsqueeze_"):
                     x.st_contig = None
