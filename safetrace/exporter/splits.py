@@ -497,10 +497,10 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     env = _env_of(ref.ep.graph)
     g = torch.fx.Graph()
     metas = {n.name: dict(n.meta) for n in ref.ep.graph.nodes if n.op == "placeholder"}
-    for b in branches:
+    for b in branches:  # (a constant only another side has: that side's metadata)
         for n in b.nodes:
-            if n.op == "placeholder":
-                metas.setdefault(n.name, dict(n.meta))
+            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
+                metas[n.name] = dict(n.meta)
     phs = _placeholders(g, inputs, metas)
     if ref_inputs is not None:
         env_map = {ref_inputs[spec.name]: ph for spec, ph in zip(inputs, phs)

@@ -157,3 +157,28 @@ def test_a_view_op_in_place_leaves_the_value_its_input_node_made():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(2, 3, 2))
+
+
+class _SplitWithConstant(torch.nn.Module):
+    def forward(self, x, z):
+        v0 = torch.tensor(len(x) / 2)  # a lifted constant on one side of the split only
+        v3 = torch.cat(z.split(4, 0)[::-1], 0)  # pieces: a split at size 4
+        return v0, v3 * 2
+
+
+def test_a_size_split_keeps_its_constants_metadata_and_loads():
+    """The merged program's placeholder for a constant only one side had lost its value
+    (the other side's placeholder came first), and st.load refused the program's own file
+    (fuzz seed 221)."""
+    d = st.Dim("d0", min=2, max=5)
+    ep = st.export(_SplitWithConstant(), (torch.randn(2), torch.randn(2)),
+                   dynamic_shapes=({0: d}, {0: d}))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for n in (2, 4, 5):
+        x, z = torch.randn(n), torch.randn(n)
+        for got, want in zip(loaded.module()(x, z), _SplitWithConstant()(x, z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(6), torch.randn(6))
