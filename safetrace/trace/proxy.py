@@ -201,3 +201,15 @@ _OUTSIDE = {
     torch.Tensor.layout.__get__: lambda p: torch.strided,
     torch.Tensor.requires_grad.__get__: lambda p: False,
 }
+
+
+def reshaped_in_place(x: Proxy, meta: TensorMeta, node: torch.fx.Node,
+                      keeps_layout: bool) -> None:
+    """``x.t_()``, ``x.unsqueeze_(0)``: `x` is the same tensor with a new shape (and
+    layout); the node that made it keeps the value it computed as its recorded ``val``."""
+    made = x.st_node
+    if made is not None and made.meta.get("val") is x:
+        made.meta["val"] = Proxy(x.st_meta, made)
+    x.st_meta, x.st_node = meta, node
+    if not keeps_layout:
+        x.st_contig = None

@@ -41,7 +41,7 @@ from safetrace.trace.opinfo import (OP_INFO, RESHAPES_SELF, op_info, refresh_op_
                                     return_type)
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.scope import Scope
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.proxy import Proxy, reshaped_in_place
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.registry import HANDLERS
 from safetrace.trace.source import FN_NAMES, fn_name, library_frame, short, stack_trace
@@ -442,14 +442,7 @@ class Tracer(TorchFunctionMode):
             meta["val"] = Proxy(out, node) if isinstance(out, TensorMeta) else out
             x = args[0]
             if info[0] in RESHAPES_SELF and type(x) is Proxy and isinstance(out, TensorMeta):
-                # x.t_(), x.unsqueeze_(0): the same tensor with a new shape (and layout);
-                # the node that made it keeps the value it computed (its recorded val)
-                made = x.st_node
-                if made is not None and made.meta.get("val") is x:
-                    made.meta["val"] = Proxy(x.st_meta, made)
-                x.st_meta, x.st_node = out, node
-                if info[0] not in ("squeeze_", "unsqueeze_"):
-                    x.st_contig = None
+                reshaped_in_place(x, out, node, info[0] in ("squeeze_", "unsqueeze_"))
             return x
         if type(out) is TensorMeta:
             result = meta["val"] = Proxy(out, node)
