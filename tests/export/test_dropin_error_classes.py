@@ -117,8 +117,9 @@ class CatchesRuntimeErrorAroundAmax(nn.Module):
 
 
 def test_except_runtime_error_does_not_catch_eager_index_error():
-    """Fuzz seed 161: at sizes 0 and 1 the amax raises IndexError in eager, which the
-    forward's `except RuntimeError` does not catch: the program must not compute there."""
+    """Fuzz seed 161 (the regression test of the reverted RuntimeError bases): at sizes 0
+    and 1 the amax raises IndexError in eager, which the forward's `except RuntimeError`
+    does not catch: the program must not compute there."""
     m = CatchesRuntimeErrorAroundAmax()
     with pytest.raises(st.ConstraintViolationError, match="min=2"):  # a named Dim: the fix
         st.export(m, (torch.randn(7, 3),), dynamic_shapes=({0: st.Dim("d1", max=16)},))
