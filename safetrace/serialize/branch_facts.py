@@ -15,18 +15,27 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import Expr, eq, ge, gt, le, lt, ne, not_, to_expr
+from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.scope import scoped
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
+_CONNECTIVES = {operator.and_: and_, operator.or_: or_}
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
     """(what the true branch may assume, what the false branch may) for the cond predicate
-    node ``pred``; (None, None) unless it is a comparison of sizes ``meta`` knows."""
-    build = _COMPARISONS.get(getattr(pred, "target", None)) \
+    node ``pred``; (None, None) unless it is a comparison of sizes ``meta`` knows, or an
+    ``and``/``or`` of such (a size split on two sizes: ``s2 != 1 and s1 == 0``)."""
+    target = getattr(pred, "target", None) \
         if isinstance(pred, torch.fx.Node) and pred.op == "call_function" else None
+    if target in _CONNECTIVES and len(pred.args) == 2 and not pred.kwargs:
+        parts = [branch_conditions(a, meta, int_cls)[0] for a in pred.args]
+        if any(p is None for p in parts):
+            return None, None
+        c = _CONNECTIVES[target](*parts)
+        return c, not_(c)
+    build = _COMPARISONS.get(target)
     if build is None or len(pred.args) != 2 or pred.kwargs:
         return None, None
     operands = []

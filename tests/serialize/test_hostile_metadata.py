@@ -182,3 +182,27 @@ def test_a_size_split_keeps_its_constants_metadata_and_loads():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(6), torch.randn(6))
+
+
+class _TwoSizeSplits(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.flip(3) if x.shape[3] != 1 else x + 1
+        v2 = torch.cond(bool(x.size(-2)), lambda t: t * 2, lambda t: -t, (x,))
+        return v0, v2
+
+
+def test_a_split_on_two_sizes_is_judged_under_both():
+    """The merged program's cond runs on `s2 != 1 and s1 == 0`-like predicates; the loader
+    took only a single comparison as a branch's fact, so the branches' `0` and `s1` were
+    two sizes, and the program's own file was refused (fuzz seed 221)."""
+    spec = ({0: st.Dim.DYNAMIC, 2: st.Dim("d0"), 3: st.Dim("d1", min=1)},)
+    ep = st.export(_TwoSizeSplits(), (torch.randn(4, 7, 7, 4),), dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for shape in ((2, 7, 0, 1), (1, 7, 3, 1), (3, 7, 0, 5), (2, 7, 4, 3)):
+        x = torch.randn(shape)
+        for got, want in zip(loaded.module()(x), _TwoSizeSplits()(x)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(2, 6, 3, 3))
