@@ -88,8 +88,8 @@ class ModuleStack:
             h.remove()
         self.tracer.nn_stack = None
         self.tracer.nn_layer = None
-    # a preserved module the forward never calls keeps no signature (torch.export's
-    # entry for it has signature None; unflatten makes it an empty module)
+        # (a preserved module the forward never calls keeps no signature: torch.export's
+        # entry for it has signature None; unflatten makes it an empty module)
 
 
 def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
