@@ -44,6 +44,15 @@ def _export(model):
     return ep
 
 
+
+def _onnx_close(ep, path: str, inputs: tuple, want: torch.Tensor) -> str:
+    """st.to_onnx of `ep` at `path`, run by onnxruntime on `inputs` against eager's `want`."""
+    import onnxruntime as ort
+    st.to_onnx(ep, path)
+    sess = ort.InferenceSession(path)
+    feeds = dict(zip([i.name for i in sess.get_inputs()], [t.numpy() for t in inputs]))
+    return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
+
 def _close(got, want) -> str:
     got = torch.as_tensor(got)
     return "match" if got.shape == want.shape and torch.allclose(got, want, atol=1e-4) \
@@ -87,12 +96,7 @@ def row(kind: str, tmp: str, aoti_on: bool = True) -> list[str]:
         want = model(prompt).logits
 
     def onnx() -> str:
-        import onnxruntime as ort
-        path = f"{tmp}/{kind}.onnx"
-        st.to_onnx(ep, path)
-        sess = ort.InferenceSession(path)
-        feeds = dict(zip([i.name for i in sess.get_inputs()], [ids.numpy(), pos.numpy()]))
-        return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
+        return _onnx_close(ep, f"{tmp}/{kind}.onnx", (ids, pos), want)
 
     def aoti() -> str:
         if not aoti_on:
@@ -170,12 +174,7 @@ def bool_keyword_cells(model, kind: str, tmp: str) -> list[str]:
             return _close(tep.module()(ids, attention_mask=mask, use_cache=False).logits, want)
 
     def onnx() -> str:
-        import onnxruntime as ort
-        path = f"{tmp}/{kind}-bool.onnx"
-        st.to_onnx(ep, path)
-        sess = ort.InferenceSession(path)
-        feeds = dict(zip([i.name for i in sess.get_inputs()], [ids.numpy(), mask.numpy()]))
-        return _close(torch.from_numpy(sess.run(None, feeds)[0]), want)
+        return _onnx_close(ep, f"{tmp}/{kind}-bool.onnx", (ids, mask), want)
 
     def executorch() -> str:
         from executorch.runtime import Runtime
