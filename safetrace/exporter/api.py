@@ -26,7 +26,7 @@ from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
-from safetrace.trace.mutation import fresh_written_constants, traced_elsewhere
+from safetrace.trace.mutation import base_placeholder, fresh_written_constants, traced_elsewhere
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
@@ -402,13 +402,20 @@ class Exporter:
             if base.meta.get("kind") == "buffer":
                 nodes.append(base)
                 specs.append(OutputSpec("buffer_mutation", base.meta["target"]))
+        replaced = set()
         for target, value, before in guard.reassigned_buffers():
             same_form(target, value, before)
             node = value.st_node if isinstance(value, Proxy) else tracer.lift(value)
             nodes.append(node)
             specs.append(OutputSpec("buffer_mutation", target))
+            replaced.add(target)
         for leaf in leaves:
             if isinstance(leaf, Proxy):
+                if replaced and _placeholder_target(leaf.st_node) in replaced:
+                    # a view of a buffer forward replaced (`v = self.b[:2]; self.b = ...`):
+                    # eager's keeps the old values, which every runtime's write of the new
+                    # buffer (torch.export's module, ExecuTorch) would change under it
+                    leaf = tracer.emit(torch.ops.aten.clone.default, (leaf,), {})
                 nodes.append(leaf.st_node)
             elif isinstance(leaf, torch.Tensor):  # (a tensor subclass: rebuilt from its inner)
                 nodes.append(output_node(tracer, leaf) if traceable(leaf) else tracer.lift(leaf))
@@ -423,6 +430,13 @@ class Exporter:
         close_grad_regions(tracer)  # a grad mode the code set and left: the caller's again
         add_node(self.graph, "output", (tuple(nodes),), {}, "output", op="output")
         return specs
+
+
+def _placeholder_target(node: Any) -> str | None:
+    """The state name of the buffer a chain of views of `node` starts from (else None)."""
+    base = base_placeholder(node)
+    return base.meta.get("target") if base is not None and \
+        base.meta.get("kind") == "buffer" else None
 
 
 def _used_constants(graph: torch.fx.Graph, constants: dict) -> dict:
