@@ -142,8 +142,13 @@ def _registered(types: set[type]) -> Iterator[None]:
                 if t in _REGISTERED:
                     _REGISTERED[t] += 1
                 elif t not in pytree.SUPPORTED_NODES:
-                    pytree.register_pytree_node(t, _flatten, _unflatten,
-                                                flatten_with_keys_fn=_flatten_with_keys)
+                    # Python's registry only (torch's C++ one has no way back), under a name
+                    # of the class's own: torch's default name is shared by every class
+                    # registered without one, and taking it away again would take theirs
+                    pytree._private_register_pytree_node(
+                        t, _flatten, _unflatten, flatten_with_keys_fn=_flatten_with_keys,
+                        serialized_type_name=f"safetrace.module_input.{t.__module__}."
+                                             f"{t.__qualname__}.{id(t):x}")
                     _REGISTERED[t] = 1
                 else:
                     continue

@@ -508,6 +508,28 @@ def test_module_inputs_of_one_class_export_and_run_on_several_threads_at_once() 
     assert torch.utils._pytree.tree_leaves([_StateInput()])[0].__class__ is _StateInput
 
 
+def test_a_module_input_leaves_the_users_own_pytree_registrations_as_they_were() -> None:
+    """The user's pytree class registered without a serialized name shares torch's default
+    name with every such class; taking a module input's class away after an export took
+    that name away too, so the user's own deregistration raised KeyError."""
+    from torch.utils import _pytree as pytree
+
+    class Pair:
+        def __init__(self, a):
+            self.a = a
+
+    pytree.register_pytree_node(Pair, lambda p: ([p.a], None), lambda v, c: Pair(v[0]))
+    try:
+        names = dict(pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE)
+        x = torch.randn(2, 3)
+        ep = st.export(_ReadsModuleInput(), (x, _StateInput()))
+        torch.testing.assert_close(ep.module()(x, _StateInput()), x + 1)
+        assert pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE == names
+        assert _StateInput not in pytree.SUPPORTED_NODES
+    finally:
+        pytree._deregister_pytree_node(Pair)
+
+
 def test_a_library_imported_after_an_export_is_shimmed_by_the_next(monkeypatch) -> None:
     """The session keeps its table of replacements between exports while every module and
     attribute it was made from is the same object: a watched module imported (or one of
