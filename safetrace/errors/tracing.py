@@ -360,12 +360,15 @@ def state_reassigned_changed(name: str, got: str, was: str) -> UnsupportedConstr
                       f"pass it in as an input and return the new tensor", "")
 
 
-def python_state_read(changes: list[tuple[str, str, Any]], initial: Any) -> UnsupportedConstruct:
+def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
+                      decided: str | None = None) -> UnsupportedConstruct:
     """forward changes plain Python attributes of the model (``self.n += 1``) and the graph
     traced with their new values differs: the exported program keeps the value export saw
     on every call, where eager reads the new one (torch.export is silent here).
     `changes`: (attribute path, its value before as text, after); `initial`: the first
-    attribute's starting value (for the buffer the fix makes of it)."""
+    attribute's starting value (for the buffer the fix makes of it); `decided`: where
+    forward's Python decided on a changing number when the graph itself was the same
+    (``if self.calls > 2``: the program keeps the branch export took)."""
     said = ", ".join(f"`self.{p}` ({old} -> {new!r})" for p, old, new in changes)
     name = changes[0][0].rsplit(".", 1)[-1]
     mode = "set the mode before export (model.train() / model.eval()), not in forward; " \
@@ -376,13 +379,19 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any) -> Unsu
               f"in its module's __init__ `self.register_buffer(\"{name}\", torch.tensor({initial!r}, "
               f"dtype=torch.{dtype}))`, and in forward update it with tensor ops "
               f"(`self.{name} += 1`, `self.{name}.fill_(...)`); or " if dtype else "")
-    return _construct(f"forward changes {said}, and the graph traced after that change "
-                      f"differs: an exported program keeps Python attributes at the values "
-                      f"export saw, so every call would compute what the first one did "
-                      f"while eager reads the new value (torch.export gives that answer "
-                      f"silently).",
-                      f"{mode}{buffer}pass the value in as an input, or set it before export "
-                      f"and leave it unchanged in forward", "")
+    what = (f"forward changes {said}, and the graph traced after that change differs: "
+            f"an exported program keeps Python attributes at the values export saw, so "
+            f"every call would compute what the first one did while eager reads the new "
+            f"value") if decided is None else (
+            f"forward changes {said} and decides on it in Python ({decided}): an exported "
+            f"program keeps the branch export took on every call, while eager can take "
+            f"another once the value has changed")
+    branch = "" if decided is None else (
+        "decide with tensor ops on it (`torch.where(self.{0} > 2, a, b)`, torch.cond) "
+        "instead of Python's `if`; ".format(name))
+    return _construct(f"{what} (torch.export gives that answer silently).",
+                      f"{mode}{buffer}{branch}pass the value in as an input, or set it before "
+                      f"export and leave it unchanged in forward", "")
 
 
 def view_of_strided(message: str, source: str) -> OpShapeError:

@@ -7,7 +7,10 @@ computes depends on the value (a call counter used for logging) and silently wro
 does (``return x * self.n``: eager gives ``x * 2`` on its second call, the program ``x * 1``
 on every call; torch.export gives that answer too).  Told apart by tracing once more with
 the attributes at the values forward left them: the same program means the graph does not
-read them; another program (or an export error) is refused, naming each attribute.
+read them; another program (or an export error) is refused, naming each attribute.  A
+number forward changes is traced again as a watched number (``watched.py``): forward's
+Python deciding on it (``if self.calls > 2``) is refused too, since a later call can decide
+otherwise while the program keeps the branch export took.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from safetrace import errors as E
 from safetrace.exporter.compare import same_program
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.snapshot import ABSENT, CONTENTS
+from safetrace.exporter.watched import watched
 
 
 def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram]) -> None:
@@ -33,13 +37,14 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
         return
     kept = []
     try:
-        for _, owner, key, old, new in changed:
+        decided: list[str] = []  # where forward's Python decided on a watched number
+        for path, owner, key, old, new in changed:
             if key is CONTENTS:  # a list/dict/set attribute: its items
                 kept.append((owner, key, type(owner)(owner)))
                 _fill(owner, _items_stand_in(new))
                 continue
             kept.append((owner, key, owner.__dict__.get(key, ABSENT)))
-            owner.__dict__[key] = _stand_in(old, new)
+            owner.__dict__[key] = watched(_stand_in(old, new), path, decided)
         try:
             other = again()
         except E.ExportError:
@@ -52,14 +57,16 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
                 mod.__dict__.pop(key, None)
             else:
                 mod.__dict__[key] = value
-    if other is not None and same_program(ep, other, {}, set()):
+    same = other is not None and same_program(ep, other, {}, set())
+    if same and not decided:
         return
     changed.sort(key=lambda c: c[2] is CONTENTS)  # (the fix's buffer: the first attribute)
     _, _, key, old, new = changed[0]
     initial = None if key is CONTENTS else _stand_in(None, new) \
         if old is ABSENT or old is None else old
     raise E.python_state_read([(path, "unset" if was is ABSENT else repr(was), now)
-                               for path, _, _, was, now in changed], initial)
+                               for path, _, _, was, now in changed], initial,
+                              decided[0] if same else None)
 
 
 def _stand_in(old: Any, new: Any) -> Any:

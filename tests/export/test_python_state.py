@@ -183,3 +183,52 @@ def test_explain_reports_what_export_refuses():
     assert "self.calls" in str(report)
     assert m.calls == 0
     assert st.explain(Logged(), (torch.randn(4, 3),)).ok
+
+
+class Warmup(torch.nn.Module):
+    """The graph never reads the counter, but forward's Python branches on it: the first two
+    calls take one side, the third on the other."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.rate = 1.0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 2:
+            return x * 3
+        return x + 1
+
+
+class DecayLogged(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.rate = 1.0
+
+    def forward(self, x):
+        self.calls += 1
+        self.rate = self.rate * 0.5
+        print(f"call {self.calls} rate {self.rate:.3f}")  # formatted, never decided on
+        return x * 2
+
+
+def test_a_branch_on_a_changing_counter_is_refused_though_the_next_call_agrees(capsys):
+    """Tracing again at calls=1 gives the same program as at calls=0; the third call does not
+    (torch.export returns ``x + 1`` on every call)."""
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError,
+                       match=r"decides on it in Python \(a comparison of `self\.calls` at "
+                             r".*test_python_state\.py:\d+\)(.|\n)*torch\.where"):
+        st.export(Warmup(), (x,))
+    eager, theirs = Warmup(), torch.export.export(Warmup(), (x,)).module()
+    outs = [(eager(x), theirs(x)) for _ in range(3)]
+    assert not torch.equal(outs[2][0], outs[2][1])  # torch's third call is wrong
+    ep = st.export(DecayLogged(), (x,), dynamic_shapes=({0: st.Dim("n")},))  # only printed
+    m, eager = ep.module(), DecayLogged()
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(m(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        m(torch.randn(2, 2))

@@ -140,6 +140,7 @@ def state(rng, env, v):
         f"self.calls = self.calls + x.shape[0] % 2\n{v} = x + self.calls",
         f"if not self.warm:\n    self.warm = True\n    {v} = x * 0\nelse:\n    {v} = x + 1",
         f"self.warm = True\n{v} = x * 1",
+        f"self.calls += 1\nif self.calls > 2:\n    {v} = x * 3\nelse:\n    {v} = x + 1",
         f"{v} = (self.bt * 2).reshape(-1)",
         f"{v} = self.bt.contiguous().view(-1) + x.sum()",
         f"{v} = self.bt * self.bt.is_contiguous()",
