@@ -64,7 +64,7 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
     _, _, key, old, new = changed[0]
     initial = None if key is CONTENTS else _stand_in(None, new) \
         if old is ABSENT or old is None else old
-    raise E.python_state_read([(path, "unset" if was is ABSENT else repr(was), now)
+    raise E.python_state_read([(path, "unset" if was is ABSENT else _shown(was), _Shown(now))
                                for path, _, _, was, now in changed], initial,
                               decided[0] if same else None)
 
@@ -79,7 +79,34 @@ def _stand_in(old: Any, new: Any) -> Any:
         return old + 1 if type(old) is int else 1
     if isinstance(new, torch.SymFloat):
         return old + 1.0 if isinstance(old, (int, float)) and not isinstance(old, bool) else 1.0
+    if isinstance(new, torch.Tensor) and hasattr(new, "st_meta"):
+        # a tensor forward computed and kept (``self.hist.append(x * 2)``): a real tensor of
+        # its dtype to trace again with (sizes from the input's: any plain value)
+        meta = new.st_meta
+        return torch.zeros([s if type(s) is int else 2 for s in meta.shape], dtype=meta.dtype)
     return new
+
+
+class _Shown:
+    """A value as the error shows it (`repr`; a tensor forward computed: its dtype and rank)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return _shown(self.value)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        meta = getattr(value, "st_meta", value)
+        return f"<tensor {str(meta.dtype).removeprefix('torch.')}, {len(meta.shape)} dims>"
+    if isinstance(value, (list, tuple, set)):
+        inner = ", ".join(map(_shown, value))
+        return {list: f"[{inner}]", tuple: f"({inner})"}.get(type(value), f"{{{inner}}}")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_shown(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _items_stand_in(items: Any) -> Any:

@@ -21,11 +21,11 @@ ABSENT = object()  # (the value before of an attribute forward added)
 
 
 def _plain(item: Any) -> bool:
-    """Whether a container's item (a dict's (key, value)) holds only plain Python values or
-    values from the input's sizes."""
+    """Whether a container's item (a dict's (key, value)) holds only plain Python values,
+    values from the input's sizes or tensors (``self.hist.append(x)``)."""
     if type(item) is tuple:
         return all(map(_plain, item))
-    return type(item) in _SCALARS or isinstance(item, _SYMBOLIC)
+    return type(item) in _SCALARS or isinstance(item, (*_SYMBOLIC, torch.Tensor))
 
 
 def _changed(obj: Any, contents: Any) -> bool:

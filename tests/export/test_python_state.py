@@ -151,7 +151,7 @@ class History(torch.nn.Module):
     def forward(self, x):
         self.sizes.append(x.shape[0])
         y = x * 2
-        self.activations.append(y)  # tensors kept for debugging: not traced again
+        self.activations.append(y)  # tensors kept for debugging: read by nothing
         return y * len(self.sizes)
 
 
@@ -232,3 +232,45 @@ def test_a_branch_on_a_changing_counter_is_refused_though_the_next_call_agrees(c
         torch.testing.assert_close(m(x), eager(x))
     with pytest.raises(st.InputMismatchError):
         m(torch.randn(2, 2))
+
+
+class KeptTensors(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hist: list = []
+        self.memo: dict = {}
+        self.acts: list = []
+
+    def forward(self, x, mode: str):
+        if mode == "hist":  # eager stacks one more tensor on every call
+            self.hist.append(x * 2)
+            return torch.stack(self.hist).sum(0)
+        if mode == "memo":  # eager keeps the first call's sum
+            if "k" not in self.memo:
+                self.memo["k"] = x.sum()
+            return x + self.memo["k"]
+        y = x.relu()
+        self.acts.append(y)  # collected for the caller, never read by forward
+        return y * 2
+
+
+@pytest.mark.parametrize("mode", ["hist", "memo"])
+def test_tensors_forward_keeps_in_a_list_or_dict_and_reads_back_are_refused(mode):
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.(hist|memo)` \(.* -> .*<tensor "
+                                                    r"float32, [01] dims>"):
+        st.export(KeptTensors(), (x, mode))
+    eager, theirs = KeptTensors(), torch.export.export(KeptTensors(), (x, mode)).module()
+    a, b = torch.randn(3), torch.randn(3)
+    eager(a, mode), theirs(a, mode)
+    assert not torch.allclose(eager(b, mode), theirs(b, mode))  # torch's second call
+
+
+def test_tensors_forward_only_collects_export():
+    m = KeptTensors()
+    ep = st.export(m, (torch.randn(3), "acts"), dynamic_shapes=({0: st.Dim("n")}, None))
+    assert m.acts == []
+    mod = ep.module()
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x, "acts"), m(x, "acts"))
