@@ -3,7 +3,9 @@ tracing whatever ``forward`` did (export never mutates the model)."""
 
 from __future__ import annotations
 
+import functools
 import operator
+import types
 from typing import Any
 
 import torch
@@ -50,6 +52,21 @@ def _user_keys(layout: tuple) -> tuple:
         _USER_KEYS.clear()
     user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
     return user
+
+
+# type -> whether its objects held as a module attribute are plain Python objects whose
+# attributes forward may change (``self.cfg.n += 1``): snapshot and restored one level deep
+_OBJECT_TYPES: dict[type, bool] = {}
+
+
+def _plain_object(t: type) -> bool:
+    found = _OBJECT_TYPES.get(t)
+    if found is None:
+        found = _OBJECT_TYPES[t] = t not in _SCALARS and not issubclass(
+            t, (torch.nn.Module, torch.Tensor, type, types.ModuleType, types.FunctionType,
+                types.MethodType, types.BuiltinFunctionType, functools.partial)) and \
+            not any("__call__" in c.__dict__ for c in t.__mro__)
+    return found
 
 
 def _copy(table: Any) -> dict:
@@ -110,6 +127,8 @@ class ModuleGuard:
         self.saved: list = []
         # (list/dict/set attribute, its copy, its path)
         self.containers: list[tuple[Any, Any, str]] = []
+        # (a plain object held as an attribute, a copy of its __dict__, its path)
+        self.objects: list[tuple[Any, dict, str]] = []
         self.changed: list[tuple[str, Any, Any]] = []
         self.scripted: list[tuple[Any, str, Any]] = []  # (C++ module, attribute, value)
         # (path, module, attribute, value before, value after) per plain Python value
@@ -120,6 +139,7 @@ class ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
             walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
+            seen: set[int] = set()
             for mname, mod in walk:
                 d = mod.__dict__
                 attrs = {}
@@ -137,6 +157,11 @@ class ModuleGuard:
                                                 f"{mname}.{k}" if mname else k))
                     elif isinstance(v, tensor):
                         attrs[k] = v
+                    elif _plain_object(t) and type(getattr(v, "__dict__", None)) is dict \
+                            and id(v) not in seen:  # (self.cfg: one snapshot per object)
+                        seen.add(id(v))
+                        self.objects.append((v, v.__dict__.copy(),
+                                             f"{mname}.{k}" if mname else k))
                 # (copies of the dicts: their values and keys are compared by identity
                 # on exit, in order, which finds any change in one pass each)
                 params, buffers = mod._parameters, mod._buffers
@@ -180,6 +205,13 @@ class ModuleGuard:
                 d.update(everything)
             if mod.training != training:
                 mod.training = training
+        for obj, before, path in self.objects:
+            d = obj.__dict__
+            if len(d) != len(before) or not all(map(same, d.values(), before.values())) \
+                    or not all(map(same, d, before)):
+                self._note_object(path, obj, d, before)  # (self.cfg.n += 1 in forward)
+                d.clear()
+                d.update(before)
         for c, k, v in self.scripted:
             if not _same(c.getattr(k), v):
                 c.setattr(k, v)
@@ -203,6 +235,17 @@ class ModuleGuard:
             if type(v) is type(old) and v == old:
                 continue
             self.scalars.append((f"{mname}.{k}" if mname else k, mod, k, old, v))
+
+    def _note_object(self, path: str, obj: Any, now: dict, before: dict) -> None:
+        """Like _note_scalars for a plain object's attributes, tensors included (a tensor
+        forward leaves there is traced again with a stand-in: python_state.py)."""
+        for k, v in now.items():
+            old = before.get(k, ABSENT)
+            if v is old or not _plain(v) or (old is not ABSENT and not _plain(old)):
+                continue
+            if type(v) is type(old) and type(v) in _SCALARS and v == old:
+                continue
+            self.scalars.append((f"{path}.{k}", obj, k, old, v))
 
     def reassigned_buffers(self) -> list[tuple[str, Any, Any]]:
         """(name, the value forward assigned, the buffer it replaced) per buffer assigned."""

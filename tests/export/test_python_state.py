@@ -274,3 +274,63 @@ def test_tensors_forward_only_collects_export():
     for n in (0, 1, 5):
         x = torch.randn(n)
         torch.testing.assert_close(mod(x, "acts"), m(x, "acts"))
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.n = 0
+        self.note = "none"
+
+
+class WithSettings(torch.nn.Module):
+    def __init__(self, reads: bool) -> None:
+        super().__init__()
+        self.cfg = _Settings()
+        self.reads = reads
+
+    def forward(self, x):
+        self.cfg.n += 1
+        self.cfg.note = "ran"
+        self.cfg.last = x * 2  # a tensor forward leaves on a plain object
+        return x * self.cfg.n if self.reads else x * 2
+
+
+def test_attributes_of_a_plain_object_the_model_holds_are_put_back_and_checked():
+    """``self.cfg.n += 1``: export left the user's object changed (n=1, and a traced tensor
+    on it), and the program kept n=1 on every call."""
+    m = WithSettings(reads=True)
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.cfg\.n` \(0 -> 1\)"):
+        st.export(m, (torch.randn(3),))
+    assert vars(m.cfg) == {"n": 0, "note": "none"}
+    m = WithSettings(reads=False)
+    ep = st.export(m, (torch.randn(3),), dynamic_shapes=({0: st.Dim("n")},))
+    assert vars(m.cfg) == {"n": 0, "note": "none"}
+    mod = ep.module()
+    for n in (0, 1, 4):
+        x = torch.randn(n)
+        torch.testing.assert_close(mod(x), x * 2)
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(2, 2))
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.k = torch.zeros(0, 2)
+
+
+class GrowingCache(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache = _Cache()
+
+    def forward(self, x):
+        self.cache.k = torch.cat([self.cache.k, x])  # eager's grows on every call
+        return self.cache.k.sum(0)
+
+
+def test_a_tensor_forward_replaces_on_a_plain_object_is_checked_and_put_back():
+    m = GrowingCache()
+    with pytest.raises(st.UnsupportedOpError, match=r"`self\.cache\.k` \(<tensor float32, 2 "
+                                                    r"dims> -> <tensor float32, 2 dims>\)"):
+        st.export(m, (torch.ones(1, 2),))
+    assert m.cache.k.shape == (0, 2)
