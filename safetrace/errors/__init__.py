@@ -173,14 +173,19 @@ def script_module(model: Any) -> ScriptModuleInput:
             "st.export(model, args)")
 
 
-def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
+def script_submodule(path: str, type_name: str, method: str = "forward",
+                     where: str = "") -> ScriptModuleInput:
+    """A call of a TorchScript method (``method``) of the model's submodule ``path``, the
+    result of torch.jit.script or torch.jit.trace (holding it, or reading its parameters,
+    exports)."""
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type_name}) is a TorchScript module (the result of "
-        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
-        f"safetrace cannot follow (torch.export fails on a scripted one, and runs a traced "
-        f"one's Python forward instead of its trace).",
+        f"{where + ' calls' if where else 'the program calls'} the TorchScript method "
+        f"`{method}` of the submodule `{path}` ({type_name}), a TorchScript module (the "
+        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
+        f"interpreter, which safetrace cannot follow (torch.export fails on a scripted "
+        f"one's forward, and runs a traced one's Python forward instead of its trace).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
-            f"<the module before torch.jit.script>")
+            f"<the module before torch.jit.script>", where=Where(source=where or None))
 
 
 def script_method_call(name: str, where: str) -> ScriptModuleInput:
