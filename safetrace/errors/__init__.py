@@ -300,7 +300,12 @@ class DeclaredSpaceViolation(ConstraintViolationError):
             value = m and self.details["fixes"].get((m.group(1), int(m.group(2))))
             if m and type(value) is int and m.group(3) not in fixes:
                 fixes[m.group(3)] = value
-        lines = [_torch_fix(name, new) for name, new in fixes.items()]
+        lines = []
+        for name, new in fixes.items():
+            root = getattr(new, "root", None)
+            if root is not None and root.name == f"{name}_{getattr(new, 'coef', 1)}":
+                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*dx_3`): first
+            lines.append(_torch_fix(name, new))
         lines = [line for line in lines if line is not None]
         if not lines:
             return self.render()
@@ -322,6 +327,9 @@ def _torch_fix(name: str, new: Any) -> str | None:
         term = root.name if coef == 1 else f"{coef}*{root.name}"
         return f"{name} = {term}" + (f" + {offset}" if offset > 0 else
                                       f" - {-offset}" if offset < 0 else "")
+    other = getattr(new, "name", None)
+    if isinstance(other, str) and other != name:  # the same Dim as another: `dy1 = dx1`
+        return f"{name} = {other}"
     lo, hi = getattr(new, "min", None), getattr(new, "max", None)
     if lo is None and hi is None:
         return None

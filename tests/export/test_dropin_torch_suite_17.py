@@ -250,3 +250,61 @@ def test_a_size_misused_in_python_raises_an_export_error_or_eagers(fn, error) ->
     x = torch.randn(6, 4)
     with pytest.raises(error):
         st.export(Calls(fn), (x,), dynamic_shapes=({0: Dim("n")},))
+
+
+# -- while_loop's carried values and body_fn's outputs pair leaf by leaf, and the result has
+#    body_fn's structure, as eager's (torch's test_while_loop_simple: a list carried, a
+#    tuple returned, was refused as another structure) ----------------------------------
+def _loop(carried: type, returned: type):
+    def fn(ci, a, b):
+        def body_fn(i, x, y):
+            out = (i - 1, x + y, y - x)
+            return list(out) if returned is list else (out[0], out[1:])
+        return torch._higher_order_ops.while_loop(
+            lambda i, x, y: i > 0, body_fn, carried((ci, a, b)))
+    return fn
+
+
+@pytest.mark.parametrize("carried, returned", [(list, tuple), (tuple, list)],
+                         ids=["list carried, nested tuple returned", "list returned"])
+def test_while_loop_takes_the_body_outputs_structure(carried, returned) -> None:
+    fn = _loop(carried, returned)
+    args = (torch.tensor(2), torch.randn(3, 4), torch.randn(3, 4))
+    ref = torch.export.export(Calls(fn), args)
+    ours = st.export(Calls(fn), args)
+    inputs = [(torch.tensor(n), torch.randn(3, 4), torch.randn(3, 4)) for n in (0, 1, 3)]
+    check_program(ours, fn, inputs, [(torch.tensor(1), torch.randn(2, 4), torch.randn(3, 4))],
+                  ref=ref)
+    check_program(ours.to_torch(), fn, inputs)
+
+
+# -- torch's refine_dynamic_shapes_from_suggested_fixes(exc.msg, spec) reads a new root
+#    (`dx = 3*dx_3` after `dx_3 = Dim('dx_3', min=3)`) and one Dim for two (`dy1 = dx1`) ----
+class ReshapeByThree(nn.Module):
+    def forward(self, x):
+        if x.shape[0] >= 9:
+            return x.reshape([-1, 3])
+        return x * 2
+
+
+class Multiplies(nn.Module):
+    def forward(self, x, y):
+        return x * y
+
+
+@pytest.mark.parametrize("model, args, spec, inside, outside", [
+    (ReshapeByThree(), (torch.randn(15),), ((Dim("dx"),),),
+     [(torch.randn(9),), (torch.randn(30),)], (torch.randn(10),)),
+    (Multiplies(), (torch.randn(4, 5), torch.randn(4, 5)),
+     {"x": (Dim("dx0"), Dim("dx1")), "y": (Dim("dx0"), Dim("dy1"))},
+     [(torch.randn(2, 3), torch.randn(2, 3))], (torch.randn(2, 3), torch.randn(2, 4))),
+], ids=["a new root", "one Dim for two"])
+def test_torchs_refine_reads_new_roots_and_shared_dims(model, args, spec, inside,
+                                                       outside) -> None:
+    from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, args, dynamic_shapes=spec)
+    refined = refine_dynamic_shapes_from_suggested_fixes(info.value.msg, spec)
+    ep = st.export(model, args, dynamic_shapes=refined)
+    check_program(ep, model, inside, [outside])
