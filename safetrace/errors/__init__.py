@@ -173,14 +173,19 @@ def script_module(model: Any) -> ScriptModuleInput:
             "st.export(model, args)")
 
 
-def script_submodule(path: str, type_name: str) -> ScriptModuleInput:
+def script_submodule(path: str, type_name: str, method: str = "forward",
+                     where: str = "") -> ScriptModuleInput:
+    """A call of a TorchScript method (``method``) of the model's submodule ``path``, the
+    result of torch.jit.script or torch.jit.trace (holding it, or reading its parameters,
+    exports)."""
     return ScriptModuleInput(
-        f"the submodule `{path}` ({type_name}) is a TorchScript module (the result of "
-        f"torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which "
-        f"safetrace cannot follow (torch.export fails on a scripted one, and runs a traced "
-        f"one's Python forward instead of its trace).",
+        f"{where + ' calls' if where else 'the program calls'} the TorchScript method "
+        f"`{method}` of the submodule `{path}` ({type_name}), a TorchScript module (the "
+        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
+        f"interpreter, which safetrace cannot follow (torch.export fails on a scripted "
+        f"one's forward, and runs a traced one's Python forward instead of its trace).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
-            f"<the module before torch.jit.script>")
+            f"<the module before torch.jit.script>", where=Where(source=where or None))
 
 
 def script_method_call(name: str, where: str) -> ScriptModuleInput:
@@ -295,7 +300,12 @@ class DeclaredSpaceViolation(ConstraintViolationError):
             value = m and self.details["fixes"].get((m.group(1), int(m.group(2))))
             if m and type(value) is int and m.group(3) not in fixes:
                 fixes[m.group(3)] = value
-        lines = [_torch_fix(name, new) for name, new in fixes.items()]
+        lines = []
+        for name, new in fixes.items():
+            root = getattr(new, "root", None)
+            if root is not None and root.name == f"{name}_{getattr(new, 'coef', 1)}":
+                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*dx_3`): first
+            lines.append(_torch_fix(name, new))
         lines = [line for line in lines if line is not None]
         if not lines:
             return self.render()
@@ -317,6 +327,9 @@ def _torch_fix(name: str, new: Any) -> str | None:
         term = root.name if coef == 1 else f"{coef}*{root.name}"
         return f"{name} = {term}" + (f" + {offset}" if offset > 0 else
                                       f" - {-offset}" if offset < 0 else "")
+    other = getattr(new, "name", None)
+    if isinstance(other, str) and other != name:  # the same Dim as another: `dy1 = dx1`
+        return f"{name} = {other}"
     lo, hi = getattr(new, "min", None), getattr(new, "max", None)
     if lo is None and hi is None:
         return None

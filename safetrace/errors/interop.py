@@ -107,3 +107,11 @@ def no_torch_form(expr: object) -> ConversionError:
     """A size expression with an operation torch's symbols do not have."""
     return ConversionError(f"the size expression {expr} has no form in torch's symbols",
                            fix=f"{_RUN_OURS}; and report the program")
+
+
+def conversion_crashed(error: str, inside: str) -> ConversionError:
+    """An exception that is no ConversionError escaped the conversion (``error``: its class
+    and text; ``inside``: the innermost file and line it was raised at): named, in place of
+    the raw exception."""
+    return ConversionError(f"ep.to_torch() failed inside the conversion ({error}, at "
+                           f"{inside})", fix=f"{_RUN_OURS}; and report the program")

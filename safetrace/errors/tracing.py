@@ -25,7 +25,8 @@ __all__ = [
     "strides_of_loose", "state_reassigned_changed", "python_state_read",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
-    "kernel_needs_data", "kernel_rejects", "internal_error", "allow_ops_entry",
+    "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
+    "allow_ops_entry",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_unknown", "preserved_value",
 ]
@@ -427,6 +428,17 @@ def internal_error(what: str) -> UnsupportedOpError:
     return UnsupportedOpError(f"internal error: {what}",
                               fix="report it with the model that triggers it; st.explain("
                                   "model, args) shows how far the trace gets")
+
+
+def internal_exception(error: str, inside: str, where: str) -> UnsupportedOpError:
+    """An exception raised by safetrace's own code while tracing the user's line `where`
+    (``error``: its class and text; ``inside``: the safetrace file and line): a bug, named,
+    in place of the raw exception."""
+    return UnsupportedOpError(
+        f"internal error: safetrace failed ({error}, in {inside}) while tracing {where}",
+        fix="report it with the model that triggers it; until it is fixed, compute that "
+            "line outside the exported model (st.explain(model, args) shows how far the "
+            "trace gets)", where=_at(where))
 
 
 # -- the command line -----------------------------------------------------------------------

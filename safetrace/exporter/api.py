@@ -14,7 +14,7 @@ from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
-from safetrace.exporter.escapes import export_error_for
+from safetrace.exporter.escapes import export_error_for, internal_error_for
 from safetrace.exporter.module_inputs import module_nodes, module_types
 from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, unwrap_int_keys
 from safetrace.exporter import python_state
@@ -37,7 +37,6 @@ from safetrace.trace.layout import exact_contiguous, input_layout
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
-from safetrace.trace.scripted import class_api
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
@@ -129,9 +128,8 @@ class Exporter:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
         with _UnwrappedChildren(self.model) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
-            for path, sub in walk or ():
-                if path and isinstance(sub, torch.jit.ScriptModule) and not class_api(sub):
-                    raise E.script_submodule(path, type(sub).__name__)
+            # (a torch.jit.script / trace submodule is refused where it is called,
+            # trace/scripted.py: held, or its parameters read, it exports as in torch)
             return self._run(args, kwargs, dynamic_shapes, report)
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -176,6 +174,11 @@ class Exporter:
                 if err is exc:
                     raise
                 raise err from None
+            except (LookupError, ValueError, ArithmeticError) as exc:
+                err = internal_error_for(exc)  # a bug of safetrace's own code, named
+                if err is None:
+                    raise
+                raise err from exc
             except Contradiction as exc:
                 raise E.contradictory_sizes(str(exc)) from None
         except E.ExportError as exc:

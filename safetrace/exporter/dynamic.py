@@ -21,7 +21,8 @@ from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.eager_raises import (
-    condition_assumed_away, range_assumed_away, refuted, relation_required,
+    condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
+    relation_required,
 )
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
@@ -309,7 +310,8 @@ class DynamicDims:
                 # raises (eager_raises.py): a run-time check, as torch's program raises
                 continue
             if len(names) >= 2:
-                if relation_required(self.env, c, point):
+                if relation_required(self.env, c, point) or relation_assumed_away(
+                        self.env, contract, c, named):
                     continue  # an op's requirement between Dims: checked, as torch's program
                 out.append(self._relation(contract, c, named, names))
             else:

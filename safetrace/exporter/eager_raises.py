@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Any
+from typing import Any, Iterator
 
 from safetrace.exporter.contract import Contract
 from safetrace.symbolic import Env
@@ -23,10 +23,12 @@ from safetrace.symbolic.canon import substitute
 ASSUMED_MIN = 2  # torch.export's lower bound for a dynamic size while it traces
 
 
-def requirements_only(env: Env, point: dict[str, int]) -> bool:
+def requirements_only(env: Env, point: dict[str, int], sized: bool = False) -> bool:
     """At ``point`` (symbol -> size; every other size as in the example), some recorded
     condition fails and each one that fails is a requirement of the code (eager raises
-    there): an op's check, ``torch._check``, an ``assert``."""
+    there): an op's check, ``torch._check``, an ``assert``; with `sized`, also a guard
+    that is a requirement where its sizes are large enough (``Guard.required_from``) and
+    they are at ``point``."""
     binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
     binding.update(point)
     checks = {id(f) for f in env.facts}
@@ -38,8 +40,15 @@ def requirements_only(env: Env, point: dict[str, int]) -> bool:
         except (ArithmeticError, KeyError, ValueError, TypeError):
             continue
         if not holds:
-            failed.append(g)
-    return bool(failed) and all(g.precondition or id(g) in checks for g in failed)
+            failed.append((g, cond))
+    return bool(failed) and all(
+        g.precondition or id(g) in checks or (sized and _required_at(g, cond, binding))
+        for g, cond in failed)
+
+
+def _required_at(g: Any, cond: Any, binding: dict) -> bool:
+    least = getattr(g, "required_from", 0)
+    return bool(least) and all(binding.get(n, 0) >= least for n in cond.free_symbols)
 
 
 def range_assumed_away(env: Env, root: str, declared: Any, lo: float, hi: float) -> bool:
@@ -81,12 +90,32 @@ def refuted(env: Env, contract: Contract, cond: Any, named: list[str],
     and the example size, then pseudo-random points; every other symbol keeps its example
     value.  A condition with a symbol that has no declared range (data-dependent) counts
     as refuted, at the example."""
+    return next(_refuting(env, contract, cond, named, floor), None)
+
+
+def relation_assumed_away(env: Env, contract: Contract, cond: Any, named: list[str]) -> bool:
+    """A residual relation between named Dims (``y.shape[0] <= x.shape[0]`` of
+    ``x[:y.shape[0]] + y``) that every size breaking it breaks either as a requirement
+    (eager raises there) or with some named Dim below ``ASSUMED_MIN`` (torch.export's
+    broadcasting assumes such a dim is not 1): torch.export keeps it as a run-time check of
+    its program, not a constraint violation, and so does safetrace (checked before any op
+    runs)."""
+    points = list(itertools.islice(_refuting(env, contract, cond, named, 0), 256))
+    return bool(points) and all(
+        any(p[n] < ASSUMED_MIN for n in named) or requirements_only(env, p, True)
+        for p in points)
+
+
+def _refuting(env: Env, contract: Contract, cond: Any, named: list[str],
+              floor: int) -> Iterator[dict]:
+    """The points of `refuted`, each once, in the order tried."""
     names = sorted(cond.cond.free_symbols)
     values: dict[str, list[int]] = {}
     for name in names:
         spec = contract.symbol(name)
         if spec is None or not spec.backed:
-            return {n: env.hints.get(n, 0) for n in names}
+            yield {n: env.hints.get(n, 0) for n in names}
+            return
         hint = env.hints.get(name, 0)
         if name not in named:
             values[name] = [hint]
@@ -98,19 +127,23 @@ def refuted(env: Env, contract: Contract, cond: Any, named: list[str],
             cands.update(range(lo, min(hi, lo + 256) + 1))
         values[name] = sorted(v for v in cands if lo <= v <= hi)
         if not values[name]:
-            return None  # (nothing of the range is left above the floor)
+            return  # (nothing of the range is left above the floor)
     rnd = random.Random(0)
     points = [dict(zip(names, combo)) for combo in itertools.islice(
         itertools.product(*(values[n] for n in names)), 4096)]
     for _ in range(512):
         points.append({n: rnd.choice(values[n]) if rnd.random() < 0.3 else
                        rnd.randint(values[n][0], values[n][-1]) for n in names})
+    seen = set()
     for point in points:
         # (not only where the others hold: two conditions failing together would
         # otherwise hide each other)
+        key = tuple(point.values())
+        if key in seen:
+            continue
+        seen.add(key)
         try:
             if not cond.cond.evaluate(point):
-                return point
+                yield point
         except (ArithmeticError, KeyError, ValueError, TypeError):
             continue
-    return None

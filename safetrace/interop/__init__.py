@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from safetrace.errors import ExportError
+from safetrace.errors.interop import conversion_crashed
 from safetrace.interop.aoti import to_aoti as _to_aoti
 from safetrace.interop.decompose import run_decompositions as _decompose
 from safetrace.interop.executorch import export_executorch
@@ -35,7 +37,28 @@ def to_torch(ep: Any, *, strict: bool = False, verify: bool | None = None) -> An
     ours (slower; default: the environment variable ``SAFETRACE_VERIFY_TO_TORCH=1``)."""
     if verify is None:
         verify = os.environ.get("SAFETRACE_VERIFY_TO_TORCH", "") in ("1", "true", "yes")
-    return convert(ep, strict=strict, verify=verify)
+    try:
+        return convert(ep, strict=strict, verify=verify)
+    except ExportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other failure, named as a conversion's
+        raise conversion_crashed(f"{type(exc).__name__}: {exc}", _innermost(exc)) from exc
+
+
+def _innermost(exc: BaseException) -> str:
+    """``torch/export/exported_program.py:1234``: where `exc` was raised."""
+    tb = exc.__traceback__
+    if tb is None:
+        return "<unknown location>"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    parts = path.replace(os.sep, "/").split("/")
+    for root in ("safetrace", "torch"):
+        if root in parts:
+            path = "/".join(parts[len(parts) - 1 - parts[::-1].index(root):])
+            break
+    return f"{path}:{tb.tb_lineno}"
 
 
 def to_onnx(ep: Any, path: Any = None, *, verbose: bool | None = None, **kwargs: Any) -> Any:

@@ -27,9 +27,12 @@ def check(cond: Any, op: str, message: str, fix: str = "") -> None:
     graph rejects exactly the data that eager rejects, instead of failing the export."""
     if isinstance(cond, SymBool):
         env = cond.env
-        if env.undecided_unbacked(cond.expr):
+        if env.undecided_unbacked(cond.expr) and (
+                env.precondition_probe is None or env.precondition_probe(True, True)):
             env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
             return
+        # (inside the program's own try block the except side is eager's path where the
+        # data breaks it: no run-time assert, the question is refused below as undecided)
         env.precondition_depth += 1  # a guard made here is what the op requires, no branch
         try:  # (Env.precondition() inlined: checks are on every op's path)
             holds = bool(cond)
@@ -153,6 +156,19 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
                     return a
                 if isinstance(a, SymInt) and isinstance(b, SymInt) and not cond_true(a == b):
                     return _either_broadcasts(a, b)
+            if _one_only_below_two(a) and _one_only_below_two(b):
+                # eager raises wherever they differ with every size at least 2, the sizes
+                # torch.export assumes of a dynamic dim: the op's requirement there
+                # (exporter/eager_raises.py reads it so), as torch's broadcast checks it
+                env = a.env if isinstance(a, SymInt) else b.env
+                env.required_from = 2
+                try:
+                    same = bool(a == b)
+                finally:
+                    env.required_from = 0
+                if not same:
+                    raise _mismatch(a, b, i, op)
+                return a
             if not (a == b):  # messages are built only on failure: printing sizes is costly
                 raise _mismatch(a, b, i, op)
             return a
@@ -190,6 +206,20 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     check(same, op, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
                     f"at non-singleton dimension {i}")
     return a
+
+
+def _one_only_below_two(size: Size) -> bool:
+    """A size that is 1 only where one of its input sizes is below 2: one size itself, or
+    the min/max of such sizes and constants of at least 2."""
+    if isinstance(size, int):
+        return size >= 2
+    if not isinstance(size, SymInt):
+        return False
+    e = size.expr
+    if e.op == "sym":
+        return True
+    return e.op in ("min", "max") and all(
+        a.op == "sym" or (a.op == "const" and a.value >= 2) for a in e.args)
 
 
 def _either_broadcasts(a: SymInt, b: SymInt) -> Size:

@@ -90,6 +90,7 @@ class Env:
         # caller raises on the other answer, ``assert``), not a branch (eager catches it)
         self.precondition_depth = 0
         self.precondition_probe: Callable[[bool, bool], bool] | None = None
+        self.required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
         # New after any change an answer may depend on, and after a question the facts
         # left open (its answer depends on the asker): trace/memo.py reuses a pure
         # computation's result while the epoch is unchanged
@@ -237,7 +238,8 @@ class Env:
             self._guard_set.add(taken)
             probe, req = self.precondition_probe, self.precondition_depth > 0
             pre = probe(bool(v), req) if probe is not None else req
-            self.guards.append(Guard(taken, self._origin(origin), pre))
+            self.guards.append(Guard(taken, self._origin(origin), pre,
+                                     0 if pre else self.required_from))
             self.epoch = next(_EPOCHS)
             log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)

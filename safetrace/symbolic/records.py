@@ -50,6 +50,9 @@ class Guard:
     cond: Expr
     origin: object = None
     precondition: bool = False
+    # an op's requirement only where each of its sizes is at least this (broadcasting's
+    # equality: eager broadcasts a size 1 instead of raising); 0: none
+    required_from: int = 0
 
 
 @dataclass(frozen=True)

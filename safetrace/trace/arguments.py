@@ -139,6 +139,54 @@ def numbers_as_tensors(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> tupl
     return tuple(items), kwargs
 
 
+# id(op) -> its int arguments (index, name, is a list); () for an op without one
+INT_SLOTS: dict[int, tuple] = {}
+
+
+def _int_slots(op: Any) -> tuple:
+    slots = INT_SLOTS.get(id(op))
+    if slots is None:
+        found = []
+        for i, a in enumerate(op._schema.arguments):
+            t = a.type.getElementType() if isinstance(a.type, torch.OptionalType) else a.type
+            if isinstance(t, torch.IntType):
+                found.append((i, a.name, False))
+            elif isinstance(t, torch.ListType) and isinstance(t.getElementType(),
+                                                               torch.IntType):
+                found.append((i, a.name, True))
+        slots = INT_SLOTS[id(op)] = tuple(found)
+        _KEEP.append(op)  # the id stays this op's
+    return slots
+
+
+def tensors_as_ints(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A tensor given to an overload for an ``int``/``SymInt`` (or ``int[]``) argument
+    (``torch.ops.aten.nonzero_static.default(x, size=torch.tensor(4))``): eager's parser
+    reads it through ``__index__`` (a known value, else an unbacked size as ``.item()``;
+    its handler refuses what eager refuses), so the node gets that int."""
+    slots = _int_slots(op)
+    if not slots:
+        return args, kwargs
+
+    def read(v: Any, many: bool) -> Any:
+        if many and isinstance(v, (list, tuple)):
+            return type(v)(read(x, False) for x in v)
+        if isinstance(v, torch.Tensor):
+            # (one int: a float tensor's value truncated, as eager's parser takes it)
+            read_as = torch.Tensor.__int__ if not many and (
+                v.dtype.is_floating_point or v.dtype.is_complex) else torch.Tensor.__index__
+            return tr.redispatch(read_as, (v,), {})
+        return v
+
+    items = list(args)
+    for i, name, many in slots:
+        if i < len(items):
+            items[i] = read(items[i], many)
+        elif name in kwargs:
+            kwargs = {**kwargs, name: read(kwargs[name], many)}
+    return tuple(items), kwargs
+
+
 def scalar_tensor(tr: Recorder, v: Any) -> Any:
     """A 0-d tensor node holding number `v`, typed as eager wraps a Python number."""
     dtype = torch.get_default_dtype() if isinstance(v, (float, SymFloat)) else (

@@ -23,7 +23,8 @@ from safetrace.rules.vision_ops import NAMED_RULES
 from safetrace.rules.common import new_size
 from safetrace.symbolic import ge, le
 from safetrace.symbolic.expr import const, sym, to_expr
-from safetrace.trace.arguments import numbers_as_tensors
+from safetrace.trace.arguments import (INT_SLOTS, numbers_as_tensors, resolve_normalized,
+                                       tensors_as_ints)
 from safetrace.trace import draft
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.current import active_tracer
@@ -122,7 +123,8 @@ def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
 def call_packet(tr: Recorder, packet: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op(...)``: pick the overload, then record it."""
     if packet._qualified_op_name.startswith("aten::"):
-        found = resolve(packet.__name__, args, kwargs)
+        found = resolve(packet.__name__, args, kwargs) or resolve_normalized(
+            tr, packet.__name__, args, kwargs)
         if found is not None:
             return tr.emit(found[0], *numbers_as_tensors(tr, *found))
     names = packet.overloads()
@@ -133,6 +135,8 @@ def call_packet(tr: Recorder, packet: Any, args: tuple, kwargs: dict) -> Any:
 def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     """``torch.ops.ns.op.overload(...)``: record it; custom ops get their fake run."""
     if op.namespace in ("aten", "prims") or get_rule(op) is not None:
+        if INT_SLOTS.get(id(op)) != ():  # (skipped for an op known to have none)
+            args, kwargs = tensors_as_ints(tr, op, args, kwargs)
         return tr.emit(op, args, kwargs)
     named = NAMED_RULES.get(op._schema.name) or COLLECTIVES.get(op._schema.name)
     if named is not None:  # a library op safetrace has a rule for, met for the first time

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import script_method_call
+from safetrace.errors import script_method_call, script_submodule
 from safetrace.trace.current import exporting
 from safetrace.trace.source import short, stack_trace
 
@@ -27,6 +27,9 @@ _ORIGINAL_CALL = torch.ScriptMethod.__call__
 
 class _Local(threading.local):
     owners: list | None = None  # the exported model's class-API script modules
+    # the C++ module of each of its torch.jit.script / torch.jit.trace submodules -> (path,
+    # class name): a call of one of their methods is refused, naming the submodule
+    compiled: list = []
 
 
 _LOCAL = _Local()
@@ -45,14 +48,16 @@ def enter(walk: list | None) -> list | None:
     """While exporting the model whose modules are `walk` (this thread): its class-API
     script modules are the owners a script method call may run on.  Returns what to give
     `leave`."""
-    previous = _LOCAL.owners
+    previous = _LOCAL.owners, _LOCAL.compiled
     script = torch.jit.ScriptModule
     _LOCAL.owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
+    _LOCAL.compiled = [(m._c, p, type(m).__name__) for p, m in walk or ()
+                       if isinstance(m, script) and not class_api(m)]
     return previous
 
 
-def leave(previous: list | None) -> None:
-    _LOCAL.owners = previous
+def leave(previous: Any) -> None:
+    _LOCAL.owners, _LOCAL.compiled = previous
 
 
 def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
@@ -61,7 +66,11 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
     original = getattr(method, "__wrapped__", None)
     owner = next((m for m in _LOCAL.owners if m._c == method.owner), None)
     if owner is None or not inspect.isfunction(original):
-        raise script_method_call(method.name, short(stack_trace(1)))
+        where = short(stack_trace(1))
+        held = next((c for c in _LOCAL.compiled if c[0] == method.owner), None)
+        if held is not None:
+            raise script_submodule(held[1], held[2], method.name, where)
+        raise script_method_call(method.name, where)
     return original(owner, *args, **kwargs)
 
 

@@ -108,6 +108,9 @@ CASES = {
     "kernel_rejects": lambda: E.kernel_rejects("aten.frob.default",
                                                "frob(): expected a 2-D tensor"),
     "internal_error": lambda: E.internal_error("symbol s3 has no source in the graph"),
+    "internal_exception": lambda: E.internal_exception(
+        "TypeError: '>=' not supported between instances of 'TensorMeta' and 'int'",
+        "rules/data_dependent.py:178", "m.py:9 `torch.ops.aten.nonzero_static(x, size=n)`"),
     "allow_ops_entry": lambda: E.allow_ops_entry(
         "allow_ops entries are 'namespace::op' or 'namespace' strings, got 'my lib'"),
     "no_inputs_drawn": lambda: E.no_inputs_drawn(1000),
@@ -451,6 +454,13 @@ GOLDEN = {
         'internal error: symbol s3 has no source in the graph\n'
         'Fix: report it with the model that triggers it; st.explain(model, args) shows '
         'how far the trace gets'),
+    'internal_exception': ('UnsupportedOpError',
+        "internal error: safetrace failed (TypeError: '>=' not supported between instances "
+        "of 'TensorMeta' and 'int', in rules/data_dependent.py:178) while tracing m.py:9 "
+        "`torch.ops.aten.nonzero_static(x, size=n)`\n"
+        "Fix: report it with the model that triggers it; until it is fixed, compute that "
+        "line outside the exported model (st.explain(model, args) shows how far the trace "
+        "gets)"),
     'allow_ops_entry': ('LoadError',
         "--allow-ops: allow_ops entries are 'namespace::op' or 'namespace' strings, got "
         "'my lib'\n"

@@ -26,6 +26,7 @@ CASES = {
     "derived_not_increasing": lambda: EI.derived_not_increasing("x.shape[0]", "10 - d"),
     "unread_symbol": lambda: EI.unread_symbol("s3"),
     "no_torch_form": lambda: EI.no_torch_form("s0 ** 2"),
+    "conversion_crashed": lambda: EI.conversion_crashed("KeyError: s3", "safetrace/interop/contract.py:453"),
 }
 
 GOLDEN = {
@@ -42,6 +43,7 @@ GOLDEN = {
     'derived_not_increasing': 'x.shape[0] = 10 - d: only increasing derived dims (a*d + b, a > 0) convert\nFix: declare the dim as its own Dim and relate the two with st.check(...) in the model, or run the program with ep.module() (no conversion needed), or st.save / st.load it',
     'unread_symbol': 'symbol s3 is read from no input dim\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program',
     'no_torch_form': "the size expression s0 ** 2 has no form in torch's symbols\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program",
+    'conversion_crashed': 'ep.to_torch() failed inside the conversion (KeyError: s3, at safetrace/interop/contract.py:453)\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program',
 }
 
 

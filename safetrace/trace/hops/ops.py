@@ -285,7 +285,9 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
         _check_pred_out(tr, c, where)
         b = trace_function(tr, body_fn, metas, spec, fn_location(body_fn),
                            "the body_fn of while_loop", ints_ok=True)
-        if b.out_spec != spec:
+        # (eager pairs body_fn's outputs with the carried values leaf by leaf, and returns
+        # body_fn's structure: a list carried, a tuple returned is a tuple)
+        if b.out_spec.num_leaves != spec.num_leaves:
             raise errors.body_structure(where, b.where, _describe(b.out_spec, b.out_leaves),
                                         _describe(spec, leaves))
         changed = False
@@ -345,7 +347,7 @@ def while_loop(tr: Recorder, cond_fn: Callable, body_fn: Callable, carried: Any)
         out_metas.append(TensorMeta(tuple(shape), m.dtype, m.device))
     outs = _emit_hop(tr, hop.while_loop, (c_attr, b_attr, ops, tuple(outer)), out_metas,
                      fresh, "while_loop")
-    return pytree.tree_unflatten(outs, spec)
+    return pytree.tree_unflatten(outs, b.out_spec)
 
 
 def _check_pred_out(tr: Recorder, c: Traced, where: str) -> None:

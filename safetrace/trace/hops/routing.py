@@ -167,7 +167,8 @@ def _while_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
 
     with tr:
         out = ops.while_loop(tr, _named(c, cond_fn), _named(b, body_fn), tuple(carried))
-    return tuple(out)[:n]
+    # (body_fn's own structure, as eager's operator returns it: a list stays a list)
+    return out if isinstance(out, list) and len(out) == n else tuple(out)[:n]
 
 
 @handles(hop.map_impl)
