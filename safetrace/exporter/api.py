@@ -12,6 +12,7 @@ from safetrace import pytree
 from safetrace import errors as E
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
+from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for, internal_error_for
@@ -83,7 +84,7 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
     with eager_classes(), built_under(model), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
-            module_nodes(module_types(args, kwargs)):
+            module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn):
         runs: list[Exporter] = []
 
         def one(sides: dict | None, flipped: frozenset = frozenset()) -> ExportedProgram:
