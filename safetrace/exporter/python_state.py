@@ -32,7 +32,8 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
     (`again`) gives another program.  `runs`: the exporters that traced `ep` (each with
     its ``python_state``: (path, module, attribute, value before, value after), or for a
     list/dict/set attribute (path, the container, CONTENTS, items before, items after))."""
-    changed = list({c[0]: c for run in runs for c in run.python_state}.values())
+    changed = [c for c in {c[0]: c for run in runs for c in run.python_state}.values()
+               if not _memo_only(c)]
     if not changed:
         return
     kept = []
@@ -85,6 +86,46 @@ def _stand_in(old: Any, new: Any) -> Any:
         meta = new.st_meta
         return torch.zeros([s if type(s) is int else 2 for s in meta.shape], dtype=meta.dtype)
     return new
+
+
+def _memo_only(change: tuple) -> bool:
+    """Whether a change only fills a memo: new keys of a dict, or an attribute that was
+    unset or None, holding tensors of static shape computed by factories from sizes and
+    parameters alone (``self._tables[n] = torch.arange(n) * 2``).  Eager's later reads give
+    the values the program computes anew on every call.  (A list that grows, a value made
+    from the one it replaces or from an input, is state: traced again.)"""
+    _, _, key, old, new = change
+    if key is CONTENTS:
+        if not isinstance(new, dict) or any(k not in new or new[k] is not v
+                                            for k, v in old.items()):
+            return False
+        added = [v for k, v in new.items() if k not in old]
+    elif old is ABSENT or old is None:
+        added = [new]
+    else:
+        return False
+    return bool(added) and all(_pure(v) for v in added)
+
+
+_KEPT = ("parameter",)  # the only placeholders a memo's tensor may be computed from
+
+
+def _pure(value: Any) -> bool:
+    node = getattr(value, "st_node", None)
+    if node is None or not all(type(s) is int for s in value.st_meta.shape):
+        return False
+    todo, seen = [node], {node}
+    while todo:
+        n = todo.pop()
+        if n.op == "placeholder" and n.meta.get("kind") not in _KEPT:
+            return False
+        for a in n.all_input_nodes:
+            if a not in seen:
+                if len(seen) > 10_000:
+                    return False
+                seen.add(a)
+                todo.append(a)
+    return True
 
 
 class _Shown:

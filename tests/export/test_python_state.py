@@ -334,3 +334,47 @@ def test_a_tensor_forward_replaces_on_a_plain_object_is_checked_and_put_back():
                                                     r"dims> -> <tensor float32, 2 dims>\)"):
         st.export(m, (torch.ones(1, 2),))
     assert m.cache.k.shape == (0, 2)
+
+
+class Memos(torch.nn.Module):
+    """Tensors made from sizes and parameters alone: kept in a dict by new keys (a memo),
+    appended to a list (state) or grown from the value they replace (state)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.w = torch.nn.Parameter(torch.ones(3))
+        self.tables: dict = {}
+        self.hist: list = []
+        self.cache = _Cache()
+
+    def forward(self, x):
+        n = x.shape[0]
+        if self.kind == "memo":
+            if n not in self.tables:
+                self.tables[n] = torch.arange(n, dtype=x.dtype) * 2 + self.w
+            return x + self.tables[n]
+        if self.kind == "list":
+            self.hist.append(torch.ones(3))
+            return x + torch.stack(self.hist).sum(0)
+        self.cache.k = torch.cat([self.cache.k, torch.ones(1, 2)])
+        return x + self.cache.k.sum()
+
+
+@pytest.mark.parametrize("kind", ["memo", "list", "grown"])
+def test_a_memo_of_size_tables_exports_and_state_made_without_inputs_is_refused(kind):
+    x = torch.randn(3)
+    if kind != "memo":
+        with pytest.raises(st.UnsupportedOpError, match=r"forward changes `self\.(hist|cache"
+                                                        r"\.k)`"):
+            st.export(Memos(kind), (x,))
+        return
+    m = Memos(kind)
+    ep = st.export(m, (x,))
+    assert m.tables == {}
+    mod, eager = ep.module(), Memos(kind)
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(mod(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        mod(torch.randn(4))
