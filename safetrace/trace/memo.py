@@ -150,11 +150,12 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # instruction in this module call), else its own walk
     trace = None
     f = sys._getframe(2)  # (the caller of the mode's __torch_function__)
-    while f is not None and f.f_code in LIBRARY_CODES:
-        if not LIBRARY_CODES[f.f_code]:
-            at = (f.f_code, f.f_lasti, tr.nn_layer)
-            if at in TRACES:
-                trace = TRACES[at]
+    while f is not None:
+        seen = LIBRARY_CODES.get(id(f.f_code))
+        if seen is None:
+            break
+        if not seen[0]:
+            trace = TRACES.get((id(f.f_code), f.f_lasti, tr.nn_layer))
             break
         f = f.f_back
     if trace is None:

@@ -21,11 +21,15 @@ _SKIP_DIRS = (
 _INSTALLED = tuple(sorted({os.path.join(p, "") for k, p in sysconfig.get_paths().items()
                            if k in ("stdlib", "platstdlib", "purelib", "platlib")}))
 _USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
-# (code, instruction offset, innermost module call (fqn, type name) or None) -> the
-# stack_trace text of that place (read inline by memo.py's replays as well)
+# (id of the code, instruction offset, innermost module call (fqn, type name) or None)
+# -> the stack_trace text of that place (read inline by memo.py's replays as well)
 TRACES: dict[tuple, str] = {}
-# code object -> True when it belongs to torch or safetrace (memo.py reads it too)
-LIBRARY_CODES: dict = {}
+# id(code object) -> (True when it belongs to torch or safetrace, the code object) (memo.py
+# reads it too).  Keyed by id: Python 3.11 hashes a code object anew on every lookup (its
+# name, constants, nested code, ...: ~1,500 instructions for nn.Module._call_impl's), an op
+# walks a few frames.  The entry holds its code, so the id names that code for as long as
+# the entry (and TRACES's entries of it) exists: this table is never cleared.
+LIBRARY_CODES: dict[int, tuple[bool, Any]] = {}
 
 
 # callable -> (its name, "<its class name>.<its name>"): torch.export's torch_fn parts
@@ -54,10 +58,10 @@ def user_frame(depth: int = 2) -> FrameType | None:
     library = LIBRARY_CODES
     while f is not None:
         code = f.f_code
-        skip = library.get(code)
-        if skip is None:
-            skip = library[code] = _is_library(code.co_filename)
-        if not skip:
+        seen = library.get(id(code))
+        if seen is None:
+            seen = library[id(code)] = (_is_library(code.co_filename), code)
+        if not seen[0]:
             return f
         f = f.f_back
     return None
@@ -97,10 +101,10 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     library = LIBRARY_CODES
     while f is not None:
         fc = f.f_code
-        skip = library.get(fc)
-        if skip is None:
-            skip = library[fc] = _is_library(fc.co_filename)
-        if not skip:
+        seen = library.get(id(fc))
+        if seen is None:
+            seen = library[id(fc)] = (_is_library(fc.co_filename), fc)
+        if not seen[0]:
             break
         f = f.f_back
     if f is None:
@@ -109,7 +113,7 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
         stack = getattr(active_tracer(), "nn_stack", None)
     innermost = next(reversed(stack.values())) if stack else None
     # (keyed by the instruction: a frame's f_lineno walks its code's line table)
-    key = (f.f_code, f.f_lasti, innermost)
+    key = (id(f.f_code), f.f_lasti, innermost)  # (LIBRARY_CODES holds the code)
     text = TRACES.get(key)
     if text is None:
         line = f.f_lineno
