@@ -51,7 +51,7 @@ from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
-from safetrace.trace.source import LIBRARY_CODES, TRACES, short, stack_trace
+from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -151,11 +151,16 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     trace = None
     f = sys._getframe(2)  # (the caller of the mode's __torch_function__)
     while f is not None:
-        seen = LIBRARY_CODES.get(id(f.f_code))
-        if seen is None:
+        fc = f.f_code
+        file = fc.co_filename
+        if file not in LIBRARY_FILES:
             break
-        if not seen[0]:
-            trace = TRACES.get((id(f.f_code), f.f_lasti, tr.nn_layer))
+        if not LIBRARY_FILES[file]:
+            try:  # (source.TRACES's key; a miss is rare: stack_trace fills it)
+                trace = TRACES[file, fc.co_name, fc.co_firstlineno, fc.co_linetable,
+                               f.f_lasti, tr.nn_layer]
+            except KeyError:
+                pass
             break
         f = f.f_back
     if trace is None:

@@ -21,15 +21,15 @@ _SKIP_DIRS = (
 _INSTALLED = tuple(sorted({os.path.join(p, "") for k, p in sysconfig.get_paths().items()
                            if k in ("stdlib", "platstdlib", "purelib", "platlib")}))
 _USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
-# (id of the code, instruction offset, innermost module call (fqn, type name) or None)
-# -> the stack_trace text of that place (read inline by memo.py's replays as well)
+# (file, function name, first line, line table of the code, instruction offset, innermost
+# module call (fqn, type name) or None) -> the stack_trace text of that place (read inline
+# by memo.py's replays as well).  The code's parts the text is made of, not the code
+# object: Python 3.11 hashes a code object anew at every lookup (its name, constants,
+# nested code: ~1,500 instructions for nn.Module._call_impl's); these are hashed once.
 TRACES: dict[tuple, str] = {}
-# id(code object) -> (True when it belongs to torch or safetrace, the code object) (memo.py
-# reads it too).  Keyed by id: Python 3.11 hashes a code object anew on every lookup (its
-# name, constants, nested code, ...: ~1,500 instructions for nn.Module._call_impl's), an op
-# walks a few frames.  The entry holds its code, so the id names that code for as long as
-# the entry (and TRACES's entries of it) exists: this table is never cleared.
-LIBRARY_CODES: dict[int, tuple[bool, Any]] = {}
+# a code object's file name -> True when it belongs to torch or safetrace (memo.py reads
+# it too; a function of the name alone, and a str keeps its hash)
+LIBRARY_FILES: dict[str, bool] = {}
 
 
 # callable -> (its name, "<its class name>.<its name>"): torch.export's torch_fn parts
@@ -55,13 +55,13 @@ def torch_fn(calls: dict, func: Any) -> tuple[str, str]:
 def user_frame(depth: int = 2) -> FrameType | None:
     """The innermost frame that belongs to neither torch nor safetrace."""
     f: FrameType | None = sys._getframe(depth)
-    library = LIBRARY_CODES
+    library = LIBRARY_FILES
     while f is not None:
-        code = f.f_code
-        seen = library.get(id(code))
-        if seen is None:
-            seen = library[id(code)] = (_is_library(code.co_filename), code)
-        if not seen[0]:
+        name = f.f_code.co_filename
+        skip = library.get(name)
+        if skip is None:
+            skip = library[name] = _is_library(name)
+        if not skip:
             return f
         f = f.f_back
     return None
@@ -98,13 +98,13 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     progress (the active tracer's ``nn_stack`` when not given)."""
     # (user_frame's walk, inline: this runs once per recorded op)
     f: FrameType | None = sys._getframe(depth)
-    library = LIBRARY_CODES
+    library = LIBRARY_FILES
     while f is not None:
-        fc = f.f_code
-        seen = library.get(id(fc))
-        if seen is None:
-            seen = library[id(fc)] = (_is_library(fc.co_filename), fc)
-        if not seen[0]:
+        name = f.f_code.co_filename
+        skip = library.get(name)
+        if skip is None:
+            skip = library[name] = _is_library(name)
+        if not skip:
             break
         f = f.f_back
     if f is None:
@@ -113,7 +113,9 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
         stack = getattr(active_tracer(), "nn_stack", None)
     innermost = next(reversed(stack.values())) if stack else None
     # (keyed by the instruction: a frame's f_lineno walks its code's line table)
-    key = (id(f.f_code), f.f_lasti, innermost)  # (LIBRARY_CODES holds the code)
+    fc = f.f_code
+    key = (fc.co_filename, fc.co_name, fc.co_firstlineno, fc.co_linetable, f.f_lasti,
+           innermost)
     text = TRACES.get(key)
     if text is None:
         line = f.f_lineno
