@@ -21,6 +21,9 @@ def built_under(model: Any) -> Any:
     """The context to export `model` in: its state's own FakeTensorMode, else nothing."""
     if not isinstance(model, torch.nn.Module):
         return contextlib.nullcontext()
+    first = _first_state(model)
+    if first is None or type(first).__name__ != "FakeTensor":
+        return _NOTHING  # (no state, or some real: the answer below, without every tensor)
     state = [*model.parameters(), *model.buffers()]
     modes = {id(m): m for t in state
              if type(t).__name__ == "FakeTensor" and (m := getattr(t, "fake_mode", None))}
@@ -31,3 +34,25 @@ def built_under(model: Any) -> Any:
     if active is not None or getattr(mode, "shape_env", True) is not None:
         return contextlib.nullcontext()
     return mode
+
+
+_NOTHING = contextlib.nullcontext()  # (reentrant, holds nothing: one serves every export)
+
+
+def _first_state(model: torch.nn.Module) -> Any:
+    """One parameter or buffer of the model (None when it has none): the first met in a
+    walk that stops there (a TorchScript module's tables: ``parameters()``'s first)."""
+    todo = [model]
+    while todo:
+        mod = todo.pop()
+        params, buffers, children = mod._parameters, mod._buffers, mod._modules
+        if type(params) is not dict or type(buffers) is not dict or type(children) is not dict:
+            return next(iter([*model.parameters(), *model.buffers()]), None)
+        for t in params.values():
+            if t is not None:
+                return t
+        for t in buffers.values():
+            if t is not None:
+                return t
+        todo.extend(m for m in children.values() if m is not None)
+    return None

@@ -51,7 +51,7 @@ from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
-from safetrace.trace.source import LIBRARY_CODES, TRACES, short, stack_trace
+from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -150,11 +150,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # instruction in this module call), else its own walk
     trace = None
     f = sys._getframe(2)  # (the caller of the mode's __torch_function__)
-    while f is not None and f.f_code in LIBRARY_CODES:
-        if not LIBRARY_CODES[f.f_code]:
-            at = (f.f_code, f.f_lasti, tr.nn_layer)
-            if at in TRACES:
-                trace = TRACES[at]
+    while f is not None:
+        fc = f.f_code
+        file = fc.co_filename
+        if file not in LIBRARY_FILES:
+            break
+        if not LIBRARY_FILES[file]:
+            try:  # (source.TRACES's key; a miss is rare: stack_trace fills it)
+                trace = TRACES[file, fc.co_name, fc.co_firstlineno, fc.co_linetable,
+                               f.f_lasti, tr.nn_layer]
+            except KeyError:
+                pass
             break
         f = f.f_back
     if trace is None:

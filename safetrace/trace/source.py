@@ -21,11 +21,15 @@ _SKIP_DIRS = (
 _INSTALLED = tuple(sorted({os.path.join(p, "") for k, p in sysconfig.get_paths().items()
                            if k in ("stdlib", "platstdlib", "purelib", "platlib")}))
 _USER_FILES = (os.path.join(_PACKAGE_DIR, "demo.py"),)  # the tour
-# (code, instruction offset, innermost module call (fqn, type name) or None) -> the
-# stack_trace text of that place (read inline by memo.py's replays as well)
+# (file, function name, first line, line table of the code, instruction offset, innermost
+# module call (fqn, type name) or None) -> the stack_trace text of that place (read inline
+# by memo.py's replays as well).  The code's parts the text is made of, not the code
+# object: Python 3.11 hashes a code object anew at every lookup (its name, constants,
+# nested code: ~1,500 instructions for nn.Module._call_impl's); these are hashed once.
 TRACES: dict[tuple, str] = {}
-# code object -> True when it belongs to torch or safetrace (memo.py reads it too)
-LIBRARY_CODES: dict = {}
+# a code object's file name -> True when it belongs to torch or safetrace (memo.py reads
+# it too; a function of the name alone, and a str keeps its hash)
+LIBRARY_FILES: dict[str, bool] = {}
 
 
 # callable -> (its name, "<its class name>.<its name>"): torch.export's torch_fn parts
@@ -51,12 +55,12 @@ def torch_fn(calls: dict, func: Any) -> tuple[str, str]:
 def user_frame(depth: int = 2) -> FrameType | None:
     """The innermost frame that belongs to neither torch nor safetrace."""
     f: FrameType | None = sys._getframe(depth)
-    library = LIBRARY_CODES
+    library = LIBRARY_FILES
     while f is not None:
-        code = f.f_code
-        skip = library.get(code)
+        name = f.f_code.co_filename
+        skip = library.get(name)
         if skip is None:
-            skip = library[code] = _is_library(code.co_filename)
+            skip = library[name] = _is_library(name)
         if not skip:
             return f
         f = f.f_back
@@ -94,12 +98,12 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
     progress (the active tracer's ``nn_stack`` when not given)."""
     # (user_frame's walk, inline: this runs once per recorded op)
     f: FrameType | None = sys._getframe(depth)
-    library = LIBRARY_CODES
+    library = LIBRARY_FILES
     while f is not None:
-        fc = f.f_code
-        skip = library.get(fc)
+        name = f.f_code.co_filename
+        skip = library.get(name)
         if skip is None:
-            skip = library[fc] = _is_library(fc.co_filename)
+            skip = library[name] = _is_library(name)
         if not skip:
             break
         f = f.f_back
@@ -109,7 +113,9 @@ def stack_trace(depth: int = 2, stack: Any = ...) -> str:
         stack = getattr(active_tracer(), "nn_stack", None)
     innermost = next(reversed(stack.values())) if stack else None
     # (keyed by the instruction: a frame's f_lineno walks its code's line table)
-    key = (f.f_code, f.f_lasti, innermost)
+    fc = f.f_code
+    key = (fc.co_filename, fc.co_name, fc.co_firstlineno, fc.co_linetable, f.f_lasti,
+           innermost)
     text = TRACES.get(key)
     if text is None:
         line = f.f_lineno
