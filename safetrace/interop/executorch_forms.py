@@ -69,4 +69,4 @@ def executorch_forms(gm: Any) -> dict:
 
 
 # the operators whose decompositions end in ``empty.memory_format``
-_EMPTIES = ("aten.empty", "aten.new_empty", "aten.empty_like")
+_EMPTIES = ("aten.empty", "aten.new_empty")  # (empty_like, empty_permuted too)
