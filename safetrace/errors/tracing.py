@@ -110,20 +110,7 @@ _MASK_RCNN = """
     T.paste_masks_in_image = paste
     out = ep.module()(images)[0]
     out["masks"] = paste(out["masks"], out["boxes"], images.shape[-2:])"""
-_KEYPOINT_RCNN = """
-    from torchvision.models.detection import roi_heads as R, transform as T
-    decode, resize = R.keypointrcnn_inference, T.resize_keypoints
-    R.keypointrcnn_inference = lambda x, boxes: ([x], boxes)  # heatmaps and their boxes
-    T.resize_keypoints = lambda keypoints, size, original: keypoints
-    ep = st.export(model, ...)
-    R.keypointrcnn_inference, T.resize_keypoints = decode, resize
-    out = ep.module()(images)[0]
-    (kp,), (scores,) = decode(out["keypoints"], [out["keypoints_scores"]])
-    size = model.transform(list(images))[0].image_sizes[0]
-    out["keypoints"] = resize(kp, size, images.shape[-2:])
-    out["keypoints_scores"] = scores"""
-_LOOP_RECIPES = (("roi_heads.py", "paste_mask_in_image(", "Mask R-CNN", _MASK_RCNN),
-                 ("roi_heads.py", "range(len(rois))", "Keypoint R-CNN", _KEYPOINT_RCNN))
+_LOOP_RECIPES = (("roi_heads.py", "paste_mask_in_image(", "Mask R-CNN", _MASK_RCNN),)
 
 
 def loop_fix(source: str | None) -> str:

@@ -219,6 +219,10 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     dims = sorted({n for s in sides for n in s.region})
     ref = next((s for s in sides if all(_symbol_of(s.ep, d) for d in dims)), None)
     if ref is None:
+        if len({str(s.ep.out_spec) for s in sides}) > 1:  # (a list as long as the batch)
+            raise _Unsplittable(f"each of {', '.join(_region_text(s.region) for s in sides)} "
+                                f"returns another output structure, which no one graph "
+                                f"returns")
         raise _Unsplittable("no side keeps the split Dims symbolic")
     syms = {d: _symbol_of(ref.ep, d) for d in dims}
     key = signature_key(ref.ep)[:1] + signature_key(ref.ep)[2:]

@@ -21,6 +21,7 @@ import torch
 from safetrace.errors import ConversionWarning, conversion_error
 from safetrace.exporter.contract import TensorInput
 from safetrace.interop.composites import beyond_torch
+from safetrace.interop.executorch_forms import executorch_forms
 from safetrace.interop.executorch_sums import for_executorch
 from safetrace.interop.executorch_checks import (METHOD, add_input_checks, failure_points,
                                                   keep_data_checks, specialized)
@@ -218,15 +219,20 @@ def _beyond_torch_table(tep: Any, compile_config: Any = None) -> Any:
     """`tep` decomposed as ``to_edge`` decomposes it (ExecuTorch's table, less the
     operators `compile_config` preserves), with safetrace's forms of the operators that
     table leaves (``composites.beyond_torch``: ``aten.histc`` and transformers'
-    ``grouped_mm_fallback`` from its MoE code), when the program holds one; ``to_edge``'s
-    own pass then finds core ATen only."""
-    forms = beyond_torch(tep.graph_module)
+    ``grouped_mm_fallback`` from its MoE code), when the program holds one, and the forms
+    of ``executorch_forms`` (``sort`` as ``topk``, ``empty`` as ``full``: a kernel
+    ExecuTorch lacks, a pass that would specialize a size); ``to_edge``'s own pass then
+    finds core ATen only."""
+    preserved = set(getattr(compile_config, "preserve_ops", None) or ())
+    forms = {op: form for op, form in {**beyond_torch(tep.graph_module),
+                                       **executorch_forms(tep.graph_module)}.items()
+             if op not in preserved}
     if not forms:
         return tep
     from executorch.exir.tracer import _default_decomposition_table
 
     table = _default_decomposition_table()
-    for op in getattr(compile_config, "preserve_ops", None) or ():
+    for op in preserved:
         table.pop(op, None)
     table.update(forms)
     return tep.run_decompositions(table)

@@ -125,6 +125,59 @@ def _paste_masks_in_image(masks: torch.Tensor, boxes: torch.Tensor, img_shape: A
     return torch.where(inside, value, torch.zeros((), dtype=value.dtype))[:, None]
 
 
+def _heatmaps_to_keypoints(maps: torch.Tensor, rois: torch.Tensor) -> tuple:
+    """torchvision's ``heatmaps_to_keypoints`` (Keypoint R-CNN's decoding) with its Python
+    loop over the detections as a ``while_loop`` over them: the same per-box step, op for
+    op (each box's heatmaps resized, bicubic, to ``ceil`` of its width and height read from
+    data, the argmax of each, its coordinates and score), written into the box's row.  The
+    sizes read from data live only inside one iteration (the resized heatmaps are as large
+    as eager's, never all boxes' at once), and the number of iterations is the number of
+    boxes at run time, so the values are eager's for every input."""
+    from torch._higher_order_ops import while_loop
+
+    widths = (rois[:, 2] - rois[:, 0]).clamp(min=1)
+    heights = (rois[:, 3] - rois[:, 1]).clamp(min=1)
+    widths_ceil, heights_ceil = widths.ceil(), heights.ceil()
+    count, keypoints = rois.shape[0], maps.shape[1]
+    xy_preds = torch.zeros((count, 3, keypoints), dtype=torch.float32, device=maps.device)
+    end_scores = torch.zeros((count, keypoints), dtype=torch.float32, device=maps.device)
+
+    def more(i: torch.Tensor, xy: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return i < count
+
+    def step(i: torch.Tensor, xy: torch.Tensor, scores: torch.Tensor) -> tuple:
+        at = i.view(1)
+
+        def row(t: torch.Tensor) -> torch.Tensor:     # t[i], i a tensor (no negative index)
+            return t.index_select(0, at)[0]
+
+        # eager's int(ceil(w).item()): whole floats >= 1 (NaN, inf: eager's int raises,
+        # their conversion here is out of range and the checks refuse them at run time)
+        roi_map_width = row(widths_ceil).long().item()
+        roi_map_height = row(heights_ceil).long().item()
+        torch._check(roi_map_width >= 1)
+        torch._check(roi_map_height >= 1)
+        width_correction = row(widths) / roi_map_width
+        height_correction = row(heights) / roi_map_height
+        roi_map = torch.nn.functional.interpolate(
+            row(maps)[:, None], size=(roi_map_height, roi_map_width), mode="bicubic",
+            align_corners=False)[:, 0]
+        pos = roi_map.reshape(keypoints, -1).argmax(dim=1)
+        x_int = pos % roi_map_width
+        y_int = torch.div(pos - x_int, roi_map_width, rounding_mode="floor")
+        x = (x_int.float() + 0.5) * width_correction
+        y = (y_int.float() + 0.5) * height_correction
+        box = row(rois)
+        preds = torch.stack([x + box[0], y + box[1], torch.ones_like(x)]).to(xy.dtype)
+        score = roi_map[torch.arange(keypoints, device=roi_map.device), y_int, x_int]
+        return i + 1, xy.index_copy(0, at, preds[None]).contiguous(), \
+            scores.index_copy(0, at, score.to(scores.dtype)[None]).contiguous()
+
+    start = torch.zeros((), dtype=torch.int64, device=maps.device)
+    _, xy_preds, end_scores = while_loop(more, step, (start, xy_preds, end_scores))
+    return xy_preds.permute(0, 2, 1), end_scores
+
+
 def _wait_now(tensor: torch.Tensor) -> torch.Tensor:
     """torch's functional collectives wrap a result in an AsyncCollectiveTensor (a tensor
     subclass that waits on first use) unless dynamo or a fake mode is tracing (a check
@@ -155,6 +208,8 @@ SHIMS: list[tuple[str, str, Callable[..., Any]]] = [
     ("torchvision.ops.poolers", "_infer_scale", _infer_scale),
     ("torchvision.models.detection.transform", "paste_masks_in_image", _paste_masks_in_image),
     ("torchvision.models.detection.roi_heads", "paste_masks_in_image", _paste_masks_in_image),
+    ("torchvision.models.detection.roi_heads", "heatmaps_to_keypoints",
+     _heatmaps_to_keypoints),
     ("torch.distributed._functional_collectives", "_maybe_wrap_tensor", _wait_now),
     ("torch.nn.functional", "scaled_dot_product_attention", _sdpa_decided_flags),
 ]

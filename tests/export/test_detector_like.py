@@ -181,3 +181,26 @@ def test_the_rewrite_exports_and_matches_eager_at_every_count():
             assert_close(eager(*args), torch.stack([paste(m, b) for m, b in zip(masks, boxes)]))
     assert compared >= 6
     rejects(ep, (torch.randn(4, 8), torch.randn(5, 4)))
+
+
+class PerImage(torch.nn.Module):
+    """torchvision's detectors take a list of images and return one dict per image."""
+
+    def forward(self, x):
+        return [{"boxes": img.flatten(1).amax(1)} for img in list(x)]
+
+
+def test_a_batch_dim_on_a_list_of_images_is_refused_naming_the_output_structure():
+    # each batch size returns a list of that many dicts: the size split traces each one,
+    # but no one graph returns all three structures, so the declared range is refused
+    batch = st.Dim("batch", min=1, max=3)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(PerImage(), (torch.rand(1, 3, 4, 4),), dynamic_shapes={"x": {0: batch}})
+    assert "another output structure" in str(info.value.__cause__)
+    # Dim.AUTO: the batch is specialized; another batch is refused before anything runs
+    ep = st.export(PerImage(), (torch.rand(2, 3, 4, 4),),
+                   dynamic_shapes={"x": {0: st.Dim.AUTO, 2: st.Dim.AUTO}})
+    x = torch.rand(2, 3, 7, 4)
+    assert all(torch.equal(a["boxes"], b["boxes"]) for a, b in zip(PerImage()(x), ep.module()(x)))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(3, 3, 4, 4))

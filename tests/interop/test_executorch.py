@@ -218,6 +218,47 @@ def test_histc_lowers_to_a_pte_with_eagers_counts(tmp_path):
         assert torch.equal(method.execute([ids])[0], _Routing()(ids))
 
 
+class _Grouping(torch.nn.Module):
+    """transformers' MoE grouping: the routed expert ids sorted (``torch.sort``), the
+    tokens gathered in that order and their inverse permutation (``torch.empty_like``);
+    and a descending sort of scores."""
+
+    def forward(self, ids, scores):
+        ids_sorted, perm = torch.sort(ids)
+        inverse = torch.empty_like(perm)
+        inverse[perm] = torch.arange(perm.shape[0])
+        top, order = torch.sort(scores, descending=True)
+        return ids_sorted, scores[perm], top, order, scores[perm][inverse]
+
+
+@needs_executorch
+@pytest.mark.slow  # a second lowering (~2-6 s); the MLP's covers the default path
+def test_sort_and_empty_lower_to_a_pte_that_keeps_the_size_dynamic(tmp_path):
+    # ExecuTorch has no sort kernel: the .pte failed to load (Missing operator); and its
+    # pass turning `empty` into `_empty_dim_order` (an int[] size) specialized n
+    n = st.Dim("n", min=1, max=32)
+    ep = st.export(_Grouping(), (torch.tensor([2, 0, 1]), torch.rand(3)),
+                   dynamic_shapes={"ids": {0: n}, "scores": {0: n}})
+    path = tmp_path / "grouping.pte"
+    st.to_executorch(ep, path)
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(path).load_method("forward")
+    g = torch.Generator().manual_seed(0)
+    for k in (1, 7, 32):
+        ids, scores = torch.randperm(k, generator=g), torch.rand(k, generator=g)
+        # distinct keys: one order, eager's exactly
+        for got, want in zip(method.execute([ids, scores]), _Grouping()(ids, scores)):
+            assert torch.equal(got, want)
+    # repeated ids (an unstable sort: which of equal ids comes first is unspecified): the
+    # ids in eager's order, each token gathered where its id sorts
+    ids, scores = torch.randint(0, 4, (32,), generator=g), torch.rand(32, generator=g)
+    got, want = method.execute([ids, scores]), _Grouping()(ids, scores)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[2], want[2])
+    assert torch.equal(got[3], want[3]) and torch.equal(got[4], scores)
+    assert sorted(got[1].tolist()) == sorted(want[1].tolist())
+
+
 class _StaticCache(torch.nn.Module):
     """transformers' StaticLayer.update, and OPT's mask over past + new tokens."""
 
