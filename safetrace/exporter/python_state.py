@@ -119,6 +119,8 @@ def _pure(value: Any) -> bool:
         n = todo.pop()
         if n.op == "placeholder" and n.meta.get("kind") not in _KEPT:
             return False
+        if any(_writes(u) for u in n.users):  # (`self._t[n].add_(1)` every call: state)
+            return False
         for a in n.all_input_nodes:
             if a not in seen:
                 if len(seen) > 10_000:
@@ -126,6 +128,12 @@ def _pure(value: Any) -> bool:
                 seen.add(a)
                 todo.append(a)
     return True
+
+
+def _writes(node: Any) -> bool:
+    target = node.target
+    return node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and \
+        target._schema.is_mutable
 
 
 class _Shown:

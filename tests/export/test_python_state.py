@@ -357,16 +357,21 @@ class Memos(torch.nn.Module):
         if self.kind == "list":
             self.hist.append(torch.ones(3))
             return x + torch.stack(self.hist).sum(0)
+        if self.kind == "written":  # a memo's entry written on every call: state
+            if n not in self.tables:
+                self.tables[n] = torch.zeros(n)
+            self.tables[n].add_(1)
+            return x + self.tables[n]
         self.cache.k = torch.cat([self.cache.k, torch.ones(1, 2)])
         return x + self.cache.k.sum()
 
 
-@pytest.mark.parametrize("kind", ["memo", "list", "grown"])
+@pytest.mark.parametrize("kind", ["memo", "list", "grown", "written"])
 def test_a_memo_of_size_tables_exports_and_state_made_without_inputs_is_refused(kind):
     x = torch.randn(3)
     if kind != "memo":
-        with pytest.raises(st.UnsupportedOpError, match=r"forward changes `self\.(hist|cache"
-                                                        r"\.k)`"):
+        with pytest.raises(st.UnsupportedOpError, match=r"forward changes `self\.(hist|tables|"
+                                                        r"cache\.k)`"):
             st.export(Memos(kind), (x,))
         return
     m = Memos(kind)
