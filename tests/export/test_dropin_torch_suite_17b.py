@@ -1,0 +1,66 @@
+"""Behaviours met by a user who replaces ``torch.export.export(...)`` with
+``st.export(...).to_torch()`` in torch's own export tests (the suite17b pass): a Dim
+equal to another Dim plus a constant only on the example's side of a clamp (``x +
+y[4:]``: ``dx0 == max(dy0 - min(dy0, 4), 0)``), whose suggested fix torch's
+``refine_dynamic_shapes_from_suggested_fixes`` must read as ``dy0 = dx0 + 4``.  Each
+case runs the same model through torch.export in the same test.  Our own cases."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+import safetrace as st
+
+from tests.export.dropin_check import check_program
+
+
+class AddsSliced(nn.Module):
+    def __init__(self, start: int) -> None:
+        super().__init__()
+        self.start = start
+
+    def forward(self, x, y):
+        return x + y[self.start:]
+
+
+def _refined(model, args, spec, error):
+    with pytest.raises(error) as info:
+        (st.export if error is st.ConstraintViolationError else torch.export.export)(
+            model, args, dynamic_shapes=spec)
+    return refine_dynamic_shapes_from_suggested_fixes(info.value.msg, spec)
+
+
+def test_a_dim_plus_a_constant_behind_a_clamp_is_suggested_in_torchs_form() -> None:
+    model, args = AddsSliced(4), (torch.randn(6, 4), torch.randn(10, 4))
+    spec = {"x": (Dim("dx0"), Dim("dx1")), "y": (Dim("dy0"), Dim("dy1"))}
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(model, args, dynamic_shapes=spec)
+    assert "dy0 = dx0 + 4" in info.value.msg.split("Suggested fixes:")[1]
+    assert "Dim.AUTO" not in str(info.value)
+    ours = _refined(model, args, spec, st.ConstraintViolationError)
+    theirs = _refined(model, args, spec, torch._dynamo.exc.UserError)
+    for new in (ours, theirs):  # the same spec: x's Dims the roots, y's derived from them
+        assert new["x"][0] is new["y"][0].root and new["y"][0].fn(5) == 9
+        assert new["x"][1] is new["y"][1]
+    ref = torch.export.export(model, args, dynamic_shapes=ours)
+    ep = st.export(model, args, dynamic_shapes=ours)
+    inside = [(torch.randn(n, m), torch.randn(n + 4, m)) for n, m in ((0, 1), (1, 3), (7, 2))]
+    outside = [(torch.randn(3, 2), torch.randn(6, 2)), (torch.randn(3, 2), torch.randn(7, 3))]
+    check_program(ep, model, inside, outside)
+    check_program(ep.to_torch(), model, inside)
+    check_program(ep.to_torch(), model, inside[2:], ref=ref)  # torch's guard wants x.numel() >= 2
+
+
+def test_a_scaled_relation_behind_a_clamp_keeps_its_own_fix() -> None:
+    """``x + y[2:][::2]``-like relations have no ``+ c`` form: the fix stays sound
+    (refused specs are never accepted), whatever it suggests."""
+    model, args = AddsSliced(2), (torch.randn(5), torch.randn(7))
+    spec = {"x": (Dim("dx"),), "y": (Dim("dy"),)}
+    new = _refined(model, args, spec, st.ConstraintViolationError)
+    ep = st.export(model, args, dynamic_shapes=new)
+    check_program(ep, model, [(torch.randn(n), torch.randn(n + 2)) for n in (0, 1, 6)],
+                  [(torch.randn(3), torch.randn(4))])
