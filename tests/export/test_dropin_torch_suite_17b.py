@@ -64,3 +64,72 @@ def test_a_scaled_relation_behind_a_clamp_keeps_its_own_fix() -> None:
     ep = st.export(model, args, dynamic_shapes=new)
     check_program(ep, model, [(torch.randn(n), torch.randn(n + 2)) for n in (0, 1, 6)],
                   [(torch.randn(3), torch.randn(4))])
+
+
+# -- a tensor subclass crossing a preserved call (torch's test_export_aten_to_unflatten_
+#    subclass): torch's inference IR refuses it (a ValueError naming the parameter); safetrace
+#    desugars subclasses as that IR does, and refuses it at export, naming the submodule ---
+class SumsIt(nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+class PassesSubclass(nn.Module):
+    def __init__(self) -> None:
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        super().__init__()
+        self.bar = SumsIt()
+        self.param = nn.Parameter(TwoTensor(torch.ones(4, 4), torch.ones(4, 4) * 2))
+
+    def forward(self, x):
+        to = self.param.to(torch.float)
+        return (self.bar(to).sum() + x.sum()).get_elem_a()
+
+
+class AddsItsSubclass(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.holder = PassesSubclass()
+
+    def forward(self, x):
+        return self.holder.param + x
+
+
+class ReturnsSubclass(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bar = AddsItsSubclass()
+
+    def forward(self, x):
+        return x + self.bar(x * 2).b
+
+
+PHRASE = r"It looks like p_param is a tensor subclass"
+
+
+def test_a_subclass_into_a_preserved_call_is_refused_as_torchs_inference_ir_refuses_it() -> None:
+    x = torch.randn(4, 4)
+    ref = torch.export.export(PassesSubclass(), (x,), preserve_module_call_signature=("bar",))
+    with pytest.raises(ValueError, match=PHRASE):
+        ref.run_decompositions({})
+    with pytest.raises(st.UnsupportedInputError, match=PHRASE) as info:
+        st.export(PassesSubclass(), (x,), preserve_module_call_signature=("bar",))
+    assert isinstance(info.value, ValueError)  # `except ValueError` catches it, as torch's
+    assert "the bar input is a TwoTensor" in str(info.value)
+    assert "leave 'bar' out of preserve_module_call_signature" in info.value.fix
+    # without the preserved signature it exports, and computes what eager computes
+    model = PassesSubclass()
+    ep = st.export(model, (x,))
+    check_program(ep.to_torch(), model, [(torch.randn(4, 4),)],
+                  ref=torch.export.export(model, (x,)))
+    check_program(ep, model, [(torch.randn(4, 4),)], [(torch.randn(4, 5),)])
+
+
+def test_a_subclass_out_of_a_preserved_call_is_refused_naming_the_submodule() -> None:
+    x = torch.randn(4, 4)
+    with pytest.raises(st.UnsupportedInputError, match="the bar output is a TwoTensor"):
+        st.export(ReturnsSubclass(), (x,), preserve_module_call_signature=("bar",))
+    model = ReturnsSubclass()
+    check_program(st.export(model, (x,)), model, [(torch.randn(4, 4),)],
+                  [(torch.randn(3, 4),)])
