@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
+from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
@@ -28,8 +29,6 @@ from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
-from safetrace.symbolic.canon import rebuild
-from safetrace.symbolic.decide import hint_value
 from safetrace.symbolic.expr import sym
 from safetrace.trace.source import from_text
 
@@ -427,13 +426,13 @@ class DynamicDims:
             other_dim = self.dim_names.get(other)
             lin = linear_in(rep, other)
             if lin is None and other_dim is not None:
-                lin = linear_in(_branch_at_example(self.env, rep), other)
+                lin = linear_in(branch_at_example(self.env, rep), other)
                 piece = lin
             if other_dim is not None and lin is not None and piece is None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
             elif other_dim is not None and piece is not None:
-                piece = self._piecewise_fix(dim_name, other_dim, *lin)
+                piece = clamp_fix(self.dim_fixes, self.roots, dim_name, other_dim, *lin)
         if piece is not None:
             fix = (f"declare it: {piece}  (the relation on the example's side of the "
                    f"clamp, where {dim_name} == {text}; export then checks it on every input "
@@ -448,20 +447,6 @@ class DynamicDims:
                    f"input)")
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
                                 f"does not declare.", fix)
-
-    def _piecewise_fix(self, dim_name: str, other_dim: str, coef: int, offset: int) -> str | None:
-        """The fix for `dim_name == coef*other_dim + offset`, a relation that holds around
-        the example only (a min/max branch): the Dim with the larger sizes derived from the
-        other, in torch.export's form (``dy0 = dx0 + 4``); None when no Dim expresses it."""
-        mine = self.roots[dim_name][0]
-        if coef == 1 and offset < 0 and other_dim not in self.dim_fixes:
-            self.dim_fixes[other_dim] = DerivedDim(mine, 1, -offset)  # other = mine - offset
-            return f"{other_dim} = {DerivedDim(mine, 1, -offset)!r}"
-        if offset >= 0 and dim_name not in self.dim_fixes:
-            new = DerivedDim(self.roots[other_dim][0], coef, offset)
-            self.dim_fixes[dim_name] = new
-            return f"{dim_name} = {new!r}"
-        return None
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(
@@ -647,16 +632,3 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
         raise exc
 
-
-def _branch_at_example(env: Env, e: Expr) -> Expr:
-    """`e` with each min/max replaced by its argument the example's sizes take (the
-    relation on the example's side of every clamp), for a fix to suggest; never a proof."""
-    if e.op in ("min", "max"):
-        vals = [(hint_value(env, a), a) for a in e.args]
-        if any(not isinstance(v, int) for v, _ in vals):
-            return e
-        pick = min if e.op == "min" else max
-        return _branch_at_example(env, pick(vals, key=lambda va: va[0])[1])
-    if not e.args or e.op not in ("add", "mul"):
-        return e
-    return rebuild(e.op, tuple(_branch_at_example(env, a) for a in e.args))

@@ -133,3 +133,41 @@ def test_a_subclass_out_of_a_preserved_call_is_refused_naming_the_submodule() ->
     model = ReturnsSubclass()
     check_program(st.export(model, (x,)), model, [(torch.randn(4, 4),)],
                   [(torch.randn(3, 4),)])
+
+
+class NestedSlices(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.wa, self.wb = torch.randn(4, 4), torch.randn(6, 6)
+
+    def forward(self, x, y):
+        return x[0]["data"] + x[1] + x[2][2:], y["a"] @ self.wa, y["b"] @ self.wb
+
+
+def test_two_dims_behind_one_clamp_are_both_related_to_its_root() -> None:
+    """``x[0] + x[1] + x[2][2:]``: dx20 = dx00 + 2 first, then dx10 (equal to the same
+    clamp) is dx00, not Dim.AUTO (torch's nested-spec case of the refine test)."""
+    model = NestedSlices()
+    args = (({"data": torch.randn(4, 4)}, torch.randn(4, 4), torch.randn(6, 4)),
+            {"a": torch.randn(8, 4), "b": torch.randn(9, 6)})
+    spec = {"x": ({"data": (Dim("dx00"), Dim("dx01"))}, (Dim("dx10"), Dim("dx11")),
+                  (Dim("dx20"), Dim("dx21"))),
+            "y": {"a": (Dim("dya0"), Dim("dya1")), "b": (Dim("dyb0"), Dim("dyb1"))}}
+    ours = _refined(model, args, spec, st.ConstraintViolationError)
+    theirs = _refined(model, args, spec, torch._dynamo.exc.UserError)
+    for new in (ours, theirs):
+        assert new["x"][0]["data"][0] is new["x"][1][0] is new["x"][2][0].root
+        assert new["x"][2][0].fn(10) == 12 and new["x"][0]["data"][1] is new["x"][1][1]
+        assert (new["y"]["a"][1], new["y"]["b"][1]) == (4, 6)
+    ep = st.export(model, args, dynamic_shapes=ours)
+
+    def make(n, m, k=3):
+        return (({"data": torch.randn(n, m)}, torch.randn(n, m), torch.randn(n + 2, m)),
+                {"a": torch.randn(k, 4), "b": torch.randn(k, 6)})
+
+    bad = [make(2, 3), make(2, 3)]
+    bad[0][0][2].data = torch.randn(5, 3)  # dx20 != dx00 + 2
+    bad[1] = (bad[1][0], {"a": torch.randn(3, 5), "b": torch.randn(3, 6)})
+    check_program(ep, model, [make(0, 1), make(1, 2, 0), make(5, 3)], bad)
+    check_program(ep.to_torch(), model, [make(5, 3)],
+                  ref=torch.export.export(model, args, dynamic_shapes=ours))
