@@ -12,7 +12,8 @@ from typing import Any
 
 from safetrace.errors.base import (DataDependentError, DataRead, InputMismatchError, LoadError,
                                    MissingShapeRule, OpShapeError, UnsupportedConstruct,
-                                   UnsupportedInputError, UnsupportedOpError, Where)
+                                   UnsupportedInputError, UnsupportedOpError, Where,
+                                   with_eager_class)
 
 __all__ = [
     "DataDependentShape", "UnsupportedCall", "BadIndex",
@@ -28,7 +29,7 @@ __all__ = [
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
     "allow_ops_entry",
     "no_inputs_drawn", "preserved_in_function",
-    "preserved_unknown", "preserved_value",
+    "preserved_subclass", "preserved_unknown", "preserved_value",
 ]
 
 
@@ -459,6 +460,23 @@ def preserved_unknown(fqn: Any, model: str, close: list[str]) -> UnsupportedInpu
         f"(its submodules include {close}).",
         fix="name submodules by their path in model.named_modules(), e.g. "
             "\"encoder.layer.0\"")
+
+
+def preserved_subclass(what: str, cls: str, attrs: list[str], fqn: str,
+                       state: str | None) -> UnsupportedInputError:
+    """A tensor subclass crossing a preserved call's boundary (torch.export keeps it one
+    value in its training IR only; its inference IR refuses it, a ``ValueError`` naming
+    the parameter, which this error is too)."""
+    inner = ", ".join(f"`.{a}`" for a in attrs) or "its inner tensors"
+    named = f"It looks like {state} is a tensor subclass: " if state else ""
+    err = UnsupportedInputError(
+        f"{named}the {what} is a {cls} (a tensor subclass), which a preserved module call "
+        f"signature cannot hold: safetrace traces a subclass into its inner tensors (as "
+        f"torch.export's inference IR desugars it), so the call of {fqn!r} would take more "
+        f"tensors than its signature names.",
+        fix=_LEAVE_OUT.format(fqn) + f", or pass {fqn!r} plain tensors (the subclass's "
+            f"inner tensors {inner}, or a plain tensor computed from them)")
+    return with_eager_class(err, ValueError)
 
 
 def preserved_value(what: str, type_name: str, fqn: str) -> UnsupportedInputError:

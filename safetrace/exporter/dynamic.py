@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
+from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
@@ -419,14 +420,24 @@ class DynamicDims:
         text = str(rep)
         for s, n in names.items():
             text = text.replace(s, n)
+        piece = None  # `max(dy - min(dy, 4), 0)` (a clamped slice): `dy - 4` around the example
         if len(rep.free_symbols) == 1:
             other = next(iter(rep.free_symbols))
             other_dim = self.dim_names.get(other)
             lin = linear_in(rep, other)
-            if other_dim is not None and lin is not None:
+            if lin is None and other_dim is not None:
+                lin = linear_in(branch_at_example(self.env, rep), other)
+                piece = lin
+            if other_dim is not None and lin is not None and piece is None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
-        if dim_name in self.dim_fixes:
+            elif other_dim is not None and piece is not None:
+                piece = clamp_fix(self.dim_fixes, self.roots, dim_name, other_dim, *lin)
+        if piece is not None:
+            fix = (f"declare it: {piece}  (the relation on the example's side of the "
+                   f"clamp, where {dim_name} == {text}; export then checks it on every input "
+                   f"the new spec allows)")
+        elif dim_name in self.dim_fixes:
             fix = (f"declare it: {dim_name} = {text}  (derive the dim from the other Dim, or "
                    f"use the same Dim in both places)")
         else:  # min/max/floor of a Dim, several Dims: nothing a Dim can be

@@ -21,6 +21,7 @@ from torch.utils import _pytree
 
 from safetrace import errors as E
 from safetrace.pytree import module_walk
+from safetrace.trace import subclasses
 from safetrace.trace.recorder import Recorder
 
 
@@ -176,6 +177,11 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         n = calls[fqn] - 1  # the global pre-hook above ran first
         call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
         leaves, call.in_spec = _pytree.tree_flatten((tuple(args), dict(kwargs)))
+        for v in leaves:  # a subclass would become its inner tensors: more values
+            if subclasses.traceable(v):
+                raise E.preserved_subclass(f"{fqn} input", type(v).__name__,
+                                           list(v.__tensor_flatten__()[0]),
+                                           fqn.split("@")[0], _state_name(tracer, model, v))
         call.inputs = [_value(tracer, v, f"{fqn} input") for v in leaves]
         open_calls.setdefault(id(module), []).append(call)
 
@@ -187,6 +193,11 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
             return
         call = pending.pop()
         leaves, call.out_spec = _pytree.tree_flatten(output)
+        for v in leaves:
+            if subclasses.traceable(v):
+                raise E.preserved_subclass(f"{call.fqn} output", type(v).__name__,
+                                           list(v.__tensor_flatten__()[0]),
+                                           call.fqn.split("@")[0], _state_name(tracer, model, v))
         call.outputs = [_value(tracer, v, f"{call.fqn} output") for v in leaves]
         found.calls.append(call)
 
@@ -216,6 +227,22 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
             close = sorted(known, key=lambda k: (not k.endswith(str(fqn)), len(k)))[:3]
             raise E.preserved_unknown(fqn, type(model).__name__, close)
     return list(dict.fromkeys(preserve))
+
+
+def _state_name(tracer: Recorder, model: torch.nn.Module, v: Any) -> str | None:
+    """torch.export's placeholder name of the parameter or buffer `v` is (``p_param``,
+    ``b_sub_buf``), None when it is neither."""
+    reg = getattr(tracer, "subclasses", None)
+    if reg is not None:  # the traced view of subclass state (what forward reads)
+        real = next((k for k, view in reg.views.items() if view is v), id(v))
+        node = reg.roots.get(real)
+        if node is not None:
+            return node.name
+    for prefix, named in (("p_", model.named_parameters), ("b_", model.named_buffers)):
+        for name, t in named(remove_duplicate=False):
+            if t is v:
+                return prefix + name.replace(".", "_")
+    return None
 
 
 def _value(tracer: Recorder, v: Any, what: str) -> tuple[str, Any]:
