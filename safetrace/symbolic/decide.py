@@ -147,6 +147,26 @@ def _mul_bounds(env: Facts, e: Expr) -> Range:
     return R.r_scale(r, k)
 
 
+def _absorbed(env: Facts, e: Expr) -> Expr | None:
+    """An ``or`` with a true operand is true, an ``and`` with a false one false, whatever
+    its other operands: one of them may divide by a size the facts now make 0 (a
+    condition ``(6*s0*s1 - 1)//(3*s0*s1) == 1 or s1 <= 0`` once ``s1 == 0``), which only
+    the operand that decides it leaves unevaluated.  None where no operand decides it
+    (a division by zero is raised, as any other)."""
+    absorbing, failed = e.op == "or", None
+    for a in e.args:
+        try:
+            x = simplify(env, a)
+        except ZeroDivisionError as err:
+            failed = err
+            continue
+        if x.op == "const" and bool(x.value) is absorbing:
+            return x
+    if failed is not None:
+        raise failed
+    return None
+
+
 def simplify(env: Facts, e: Expr) -> Expr:
     """Apply replacements and atom rewrites, then drop min/max/mod/floordiv made moot by facts."""
     cache = env.cache.simplified
@@ -160,6 +180,11 @@ def simplify(env: Facts, e: Expr) -> Expr:
         r = env.subst.get(e, e)
         cache[e] = r
         return r
+    if op == "or" or op == "and":
+        absorbing = _absorbed(env, e)
+        if absorbing is not None:
+            cache[e] = absorbing
+            return absorbing
     args = tuple([simplify(env, a) for a in e.args])
     r = e
     for x, y in zip(args, e.args):

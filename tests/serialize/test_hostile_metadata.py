@@ -206,3 +206,29 @@ def test_a_split_on_two_sizes_is_judged_under_both():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(2, 6, 3, 3))
+
+
+class _SplitOfNumel(torch.nn.Module):
+    def forward(self, x):
+        v0 = torch.zeros(x.numel(), 3)
+        return torch.ones(len(v0.split(len(v0), 0)))
+
+
+def test_a_branch_fact_that_zeroes_a_contract_divisor_loads():
+    """The contract holds `(6*s0*s1 - 1)//(3*s0*s1) == 1 or s1 <= 0` (a split of x.numel()
+    rows by its own length); the branch on `s1 == 0` made its first operand divide by 0
+    when the loader took the branch's fact, and the program's own file was refused
+    (ZeroDivisionError, fuzz seed 221): the true `s1 <= 0` decides the `or`."""
+    spec = ({0: st.Dim.DYNAMIC, 1: st.Dim("d0", max=16)},)
+    ep = st.export(_SplitOfNumel(), (torch.randn(3, 6, 3),), dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for shape in ((3, 6, 3), (1, 1, 3), (2, 0, 3), (5, 16, 3)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(loaded.module()(x), _SplitOfNumel()(x))
+    # (the export requires x.numel() != 0 unless s1 == 0: refused as the exported program)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(0, 6, 3))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(0, 6, 3))
