@@ -21,8 +21,8 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import runtime_check_failed
-from safetrace.errors.load import (loop_budget, memory_at_call, requirement_in_graph,
-                                   work_at_call)
+from safetrace.errors.load import (loop_budget, loop_memory, requirement_in_graph,
+                                   work_in_graph)
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
@@ -269,7 +269,13 @@ class LoopPart(Subgraph):
 
 class _Counted(torch.fx.GraphModule):
     """A loop's condition counts a call that receives what the body just returned as one
-    more iteration (a first call, on other values, starts the count again)."""
+    more iteration (a first call, on other values, starts the count again).
+
+    The count of a loop includes the iterations of the loops nested in its body (their
+    own counts start again at each iteration of the outer one, so per loop the budgets
+    would multiply: two nested loops of 10,000 iterations each run 100,000,000): each
+    iteration counts for the loop and for every loop whose body is running on this thread
+    around it (``_RUNNING``, kept by the bodies' calls)."""
 
     st_loop: _Loop
     st_role: str
@@ -277,7 +283,12 @@ class _Counted(torch.fx.GraphModule):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.st_loop.local
         if self.st_role == "body":
-            out = super().__call__(*args, **kwargs)
+            running = _running()
+            running.append(self.st_loop)
+            try:
+                out = super().__call__(*args, **kwargs)
+            finally:
+                running.pop()
             _same_kinds(self.st_loop.node, args, out)
             state.last = out
             limit = self.st_loop.max_bytes
@@ -285,25 +296,45 @@ class _Counted(torch.fx.GraphModule):
                 t, torch.Tensor)) if limit and isinstance(out, (list, tuple)) else 0
             if held > limit:
                 state.last, state.count = None, 0
-                raise memory_at_call(self.st_loop.node, "while_loop, what its body returns",
-                                     held, limit, {})
+                raise loop_memory(self.st_loop.node, held, limit)
             return out
         last = getattr(state, "last", None)
         state.last = None
         going_on = last is not None and len(args) >= len(last) and all(
             a is b for a, b in zip(args, last))
-        state.count = getattr(state, "count", 0) + 1 if going_on else 0
+        if not going_on:
+            state.count, state.work = 0, 0
         out = super().__call__(*args, **kwargs)
-        loop = self.st_loop
-        if state.count >= loop.limit and bool(out):
-            state.count = 0
-            raise loop_budget(loop.node, loop.limit)
-        if loop.per_iteration and (state.count + 1) * loop.per_iteration > loop.work_limit \
-                and bool(out):
-            need, state.count = (state.count + 1) * loop.per_iteration, 0
-            raise work_at_call(loop.node, f"while_loop, {loop.per_iteration} elements an "
-                               "iteration", need, loop.work_limit)
+        if bool(out):  # (one more iteration: of this loop and of those around it)
+            loop = self.st_loop
+            for outer in [loop, *reversed(_running())]:
+                _iteration(outer, loop.per_iteration, nested=outer is not loop)
         return out
+
+
+_RUNNING = threading.local()  # .loops: the loops whose body runs now (innermost last)
+
+
+def _running() -> list:
+    loops = getattr(_RUNNING, "loops", None)
+    if loops is None:
+        loops = _RUNNING.loops = []
+    return loops
+
+
+def _iteration(loop: _Loop, work: int, nested: bool) -> None:
+    """Count one more iteration (touching at least ``work`` elements) for ``loop``, run
+    by it or by a loop nested in its body: refused past its budgets."""
+    state = loop.local
+    state.count = getattr(state, "count", 0) + 1
+    state.work = getattr(state, "work", 0) + work
+    if state.count > loop.limit:
+        state.count = 0
+        raise loop_budget(loop.node, loop.limit, nested)
+    if loop.work_limit and state.work > loop.work_limit:
+        need, state.work = state.work, 0
+        raise work_in_graph(loop.node, f"while_loop, {work} elements an iteration", need,
+                            loop.work_limit)
 
 
 def _same_kinds(node: str, carried: tuple, out: Any) -> None:

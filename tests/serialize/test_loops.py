@@ -3,6 +3,7 @@ a file whose loop body stops making progress is refused at call instead of hangi
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import Loop, loop_base, stuck_loop
+from tests.serialize.hostile_static import Loop, loop_base, pack, parts, stuck_loop
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 64])
@@ -32,7 +33,7 @@ def test_budget_counts_iterations_of_each_call():
     for _ in range(3):  # the count starts again at every call
         torch.testing.assert_close(mod(x), x * 8)
     tight = st.load(loop_base(), budgets={"max_loop_iterations": 2}).module()
-    with pytest.raises(st.LoadError, match="max_loop_iterations") as info:
+    with pytest.raises(st.RuntimeAssertionError, match="max_loop_iterations") as info:
         tight(x)
     assert "'max_loop_iterations': 4" in str(info.value)  # the fix, paste-able
     torch.testing.assert_close(mod(x), x * 8)
@@ -41,10 +42,12 @@ def test_budget_counts_iterations_of_each_call():
 def test_a_loop_that_never_ends_is_refused_at_call():
     ep = st.load(stuck_loop())
     t = time.process_time()
-    with pytest.raises(st.LoadError, match=r"while_loop 'while_loop'.*max_loop_iterations=10000"):
+    with pytest.raises(st.RuntimeAssertionError,
+                       match=r"while_loop 'while_loop'.*max_loop_iterations=10000") as info:
         ep.module()(torch.randn(2, 16))
     assert time.process_time() - t < 2
-    with pytest.raises(st.LoadError, match="max_loop_iterations=50"):
+    assert info.value.details["budget"] == "max_loop_iterations"
+    with pytest.raises(st.RuntimeAssertionError, match="max_loop_iterations=50"):
         st.load(stuck_loop(), budgets={"max_loop_iterations": 50}).module()(torch.randn(2, 16))
 
 
@@ -66,3 +69,53 @@ def test_threads_count_their_own_iterations():
     for th in threads:
         th.join()
     assert not errors, errors[0]
+
+
+class Nested(torch.nn.Module):
+    """A while_loop whose body runs another: 3 outer iterations of 3 inner ones."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def inner(j: torch.Tensor, y: torch.Tensor) -> tuple:
+            return torch._higher_order_ops.while_loop(
+                lambda k, z: k < 3, lambda k, z: (k + 1, z + 1), (j, y))
+
+        def body(i: torch.Tensor, y: torch.Tensor) -> tuple:
+            return i + 1, inner(torch.zeros_like(i), y)[1] * 2
+
+        return torch._higher_order_ops.while_loop(lambda i, y: i < 3, body,
+                                                  (torch.tensor(0), x))[1]
+
+
+def _nested(bound: int | None = None) -> bytes:
+    """The program of ``Nested``, each loop's bound (3) set to ``bound`` in the file."""
+    buf = io.BytesIO()
+    st.save(st.export(Nested(), (torch.randn(2, 4),),
+                      dynamic_shapes={"x": {0: st.Dim("n", max=64)}}), buf)
+    if bound is None:
+        return buf.getvalue()
+    doc, tensors = parts(buf.getvalue())
+    for g in doc["subgraphs"]:
+        for n in g["nodes"]:
+            if n.get("target") == "torch.ops.aten.lt.Scalar" and n["args"][1] == 3:
+                n["args"][1] = bound
+    return pack(doc, tensors)
+
+
+def test_nested_loops_count_toward_the_outer_budget():
+    """Two nested loops of 9,000 iterations each are within the budget one by one, but
+    would run 81,000,000 iterations in all: the outer loop's budget counts the inner
+    loop's iterations, and the call is refused within the budget, not hours later."""
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(st.load(_nested()).module()(x), Nested()(x))
+    mod = st.load(_nested(), budgets={"max_loop_iterations": 12}).module()
+    torch.testing.assert_close(mod(x), Nested()(x))  # (3 + 3 * 3 = 12 iterations in all)
+    with pytest.raises(st.RuntimeAssertionError, match="nested in its body"):
+        st.load(_nested(), budgets={"max_loop_iterations": 11}).module()(x)
+    hostile = st.load(_nested(9000)).module()
+    t = time.process_time()
+    with pytest.raises(st.RuntimeAssertionError, match=r"counting those of the loops nested"
+                                                       r".*max_loop_iterations=10000") as info:
+        hostile(x)
+    assert time.process_time() - t < 3
+    assert info.value.details["budget"] == "max_loop_iterations"
+    torch.testing.assert_close(mod(x), Nested()(x))  # (the next call counts from 0 again)
