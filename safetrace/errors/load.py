@@ -67,15 +67,18 @@ def truncated(where: str | None, what: str) -> LoadError:
                      "(and keep it unchanged while it is loaded)", where=Where(input=where))
 
 
-def loop_budget(node: str, limit: int, nested: bool = False) -> RuntimeAssertionError:
+def loop_budget(node: str, limit: int, nested: bool = False,
+                kind: str = "while_loop") -> RuntimeAssertionError:
     """A loaded program's while_loop ran past its iteration budget (checked as it runs;
-    ``nested``: counting the iterations of the loops inside its body)."""
+    ``nested``: counting the iterations of the loops inside its body; ``kind``: "map" or
+    "scan" where the loops nested in such a body, over all its slices, ran past it)."""
     what = "iterations, counting those of the loops nested in its body," if nested else \
         "iterations"
+    ran = f"{kind} {node!r} of a loaded program ran {limit} {what}" + (
+        " without its condition turning false" if kind == "while_loop" else "")
     return RuntimeAssertionError(
-        f"while_loop {node!r} of a loaded program ran {limit} {what} without its "
-        f"condition turning false (the loop budget max_loop_iterations={limit}); a file "
-        "whose loop never ends would hang the call",
+        f"{ran} (the loop budget max_loop_iterations={limit}); a file whose loop never "
+        "ends would hang the call",
         fix=f"if the program legitimately loops longer, st.load(path, budgets="
             f"{{'max_loop_iterations': {2 * limit}}})",
         where=Where(input=f"node {node!r}"), budget="max_loop_iterations")

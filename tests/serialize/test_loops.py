@@ -119,3 +119,79 @@ def test_nested_loops_count_toward_the_outer_budget():
     assert time.process_time() - t < 3
     assert info.value.details["budget"] == "max_loop_iterations"
     torch.testing.assert_close(mod(x), Nested()(x))  # (the next call counts from 0 again)
+
+
+class LoopPerRow(torch.nn.Module):
+    """A map whose body runs a while_loop of 3 iterations on each row."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch._higher_order_ops.map import map as map_
+
+        def row(r: torch.Tensor) -> torch.Tensor:
+            return torch._higher_order_ops.while_loop(
+                lambda k, z: k < 3, lambda k, z: (k + 1, z * 2), (torch.tensor(0), r))[1]
+
+        return map_(row, x)
+
+
+def _per_row(bound: int | None = None) -> bytes:
+    buf = io.BytesIO()
+    st.save(st.export(LoopPerRow(), (torch.randn(4, 4),),
+                      dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}}), buf)
+    if bound is None:
+        return buf.getvalue()
+    doc, tensors = parts(buf.getvalue())
+    for g in doc["subgraphs"]:
+        for n in g["nodes"]:
+            if n.get("target") == "torch.ops.aten.lt.Scalar" and n["args"][1] == 3:
+                n["args"][1] = bound
+    return pack(doc, tensors)
+
+
+def test_loops_in_a_maps_body_count_toward_one_budget_over_its_slices():
+    """A map's slices each start a while_loop afresh: 64 rows of 9,000 iterations each
+    (576,000) would pass every loop's own budget; the loops nested in the map's body count
+    toward max_loop_iterations over all its slices."""
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(st.load(_per_row()).module()(x), LoopPerRow()(x))
+    mod = st.load(_per_row(), budgets={"max_loop_iterations": 15}).module()
+    for _ in range(2):  # (5 rows of 3 iterations, each call counted from 0)
+        torch.testing.assert_close(mod(x), LoopPerRow()(x))
+    with pytest.raises(st.RuntimeAssertionError, match=r"map 'map_impl'.*nested in its body"):
+        st.load(_per_row(), budgets={"max_loop_iterations": 14}).module()(x)
+    hostile = st.load(_per_row(9000)).module()
+    t = time.process_time()
+    with pytest.raises(st.RuntimeAssertionError, match=r"max_loop_iterations=10000"):
+        hostile(torch.randn(64, 4))
+    assert time.process_time() - t < 3
+
+
+class CondInLoop(torch.nn.Module):
+    """A while_loop of three iterations whose body branches on data (torch.cond)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def body(i: torch.Tensor, y: torch.Tensor) -> tuple:
+            return i + 1, torch.cond(y.sum() > 0, lambda t: t * 2, lambda t: t.flip(0), (y,))
+
+        return torch._higher_order_ops.while_loop(lambda i, y: i < 3, body,
+                                                  (torch.tensor(0), x))[1]
+
+
+def test_a_cond_in_a_loaded_loops_body_runs_as_the_programs_own(monkeypatch):
+    """A loaded loop's body ran its cond through torch's eager dispatch (about 1 ms a
+    call, against 0.1 ms: a stuck loop of such a body took 12 s to reach its budget, the
+    hostile probe's hang, seed 5); it runs as ep.module()'s own conds do."""
+    buf = io.BytesIO()
+    st.save(st.export(CondInLoop(), (torch.randn(4),),
+                      dynamic_shapes={"x": {0: st.Dim("n", max=64)}}), buf)
+    mod = st.load(buf.getvalue()).module()
+    inputs = (torch.randn(5), -torch.ones(3), torch.randn(0))
+    wants = [CondInLoop()(x) for x in inputs]
+    dispatched = []
+    op = type(torch.ops.higher_order.cond)
+    call = op.__call__
+    monkeypatch.setattr(op, "__call__", lambda self, *a, **k: dispatched.append(1) or
+                        call(self, *a, **k))
+    for x, want in zip(inputs, wants):
+        torch.testing.assert_close(mod(x), want)
+    assert not dispatched
