@@ -72,7 +72,7 @@ def loop_budget(node: str, limit: int, nested: bool = False,
     """A loaded program's while_loop ran past its iteration budget (checked as it runs;
     ``nested``: counting the iterations of the loops inside its body; ``kind``: "map" or
     "scan" where the loops nested in such a body, over all its slices, ran past it)."""
-    what = "iterations, counting those of the loops nested in its body," if nested else \
+    what = "iterations (counting those of the loops nested in its body)" if nested else \
         "iterations"
     ran = f"{kind} {node!r} of a loaded program ran {limit} {what}" + (
         " without its condition turning false" if kind == "while_loop" else "")

@@ -231,6 +231,8 @@ def _count_loop(node: torch.fx.Node, graph: torch.fx.Graph, limit: int) -> None:
     kind = node.target.name()
     loop = _Loop(node.name, limit, "while_loop" if kind == "while_loop" else
                  "map" if kind == "map_impl" else "scan")
+    if kind == "scan":  # (its combine takes the carried values first, then the slices)
+        loop.carried = len(node.args[1])
     parts = (("cond", node.args[0]), ("body", node.args[1])) if kind == "while_loop" else \
         (("slices", node.args[0]),)
     for role, arg in parts:
@@ -243,6 +245,7 @@ class _Loop:
 
     def __init__(self, node: str, limit: int, kind: str = "while_loop") -> None:
         self.node, self.limit, self.kind = node, limit, kind
+        self.carried = 0  # (a scan's combine: how many carried values precede the slices)
         self.local = threading.local()
         # elements one iteration touches at least (the loader's work bound), and the budget
         self.per_iteration, self.work_limit = 0, 0
@@ -305,7 +308,8 @@ class _Counted(torch.fx.GraphModule):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.st_loop.local
         if self.st_role == "slices":  # (a map's body, a scan's combine: one slice)
-            base, call = _slices_of(args), getattr(_RUNNING, "call", 0)
+            base = _slices_of(args[self.st_loop.carried:])
+            call = getattr(_RUNNING, "call", 0)
             if base is None or getattr(state, "xs", None) is None or state.xs() is not base \
                     or state.call != call:
                 state.count, state.work = 0, 0  # (the first slice of another call)

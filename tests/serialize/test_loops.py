@@ -195,3 +195,30 @@ def test_a_cond_in_a_loaded_loops_body_runs_as_the_programs_own(monkeypatch):
     for x, want in zip(inputs, wants):
         torch.testing.assert_close(mod(x), want)
     assert not dispatched
+
+
+class LoopPerStep(torch.nn.Module):
+    """A scan whose combine runs a while_loop of 3 iterations on each slice."""
+
+    def forward(self, x: torch.Tensor) -> tuple:
+        from torch._higher_order_ops.scan import scan
+
+        def combine(c: torch.Tensor, r: torch.Tensor) -> tuple:
+            y = torch._higher_order_ops.while_loop(
+                lambda k, z: k < 3, lambda k, z: (k + 1, z * 2), (torch.tensor(0), r))[1]
+            return c + y, y
+
+        return scan(combine, torch.zeros(4), x)
+
+
+def test_loops_in_a_scans_combine_count_over_its_steps():
+    buf = io.BytesIO()
+    st.save(st.export(LoopPerStep(), (torch.randn(5, 4),),
+                      dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}}), buf)
+    x = torch.randn(5, 4)
+    mod = st.load(buf.getvalue(), budgets={"max_loop_iterations": 15}).module()
+    for _ in range(2):
+        for got, want in zip(mod(x), LoopPerStep()(x)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.RuntimeAssertionError, match=r"scan 'scan'.*nested in its body"):
+        st.load(buf.getvalue(), budgets={"max_loop_iterations": 14}).module()(x)
