@@ -13,6 +13,7 @@ scan over them read past the shorter or dropped the longer's last slices.
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -232,3 +233,46 @@ def test_a_branch_fact_that_zeroes_a_contract_divisor_loads():
         loaded.module()(torch.randn(0, 6, 3))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(0, 6, 3))
+
+
+class _ReadInBothSplits(torch.nn.Module):
+    """A size split on y's length (the program's two specializations merged into one
+    cond), each side reading a size from data and computing another from it."""
+
+    def forward(self, x, y):
+        v1 = torch.masked_select(x, x > 0)
+        v2 = torch.cat([v1, torch.zeros(x.shape[0])], 0)
+        v5 = torch.cond(bool(y.size(-1)), lambda t: t * 2, lambda t: t * 0, (y,))
+        return v1, v2, v5
+
+
+def _read_in_both_splits() -> tuple:
+    spec = (None, {0: st.Dim("d0", max=16)})
+    ep = st.export(_ReadInBothSplits(), (torch.randn(5), torch.randn(0)), dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return ep, buf.getvalue()
+
+
+def test_a_size_computed_from_a_merged_size_keeps_its_form():
+    """Each side's `[uA]` and `[uA + 5]`: the merged cond's first size is a new one, `u3`,
+    and the loader took the second for another new one, so the file's own `u1 + 5` was
+    refused (fuzz seed 7, --kinds hops,derived,control,...): it is `u3 + 5` on both sides."""
+    _, blob = _read_in_both_splits()
+    loaded = st.load(blob)
+    for x, y in ((torch.randn(5), torch.randn(0)), (-torch.ones(5), torch.randn(3)),
+                 (torch.ones(5), torch.randn(1))):
+        for got, want in zip(loaded.module()(x, y), _ReadInBothSplits()(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(5), torch.randn(17))
+    # a file recording another form there (u1 + 6) is still refused
+    doc, tensors = hostile.parts(blob)
+    text = json.dumps(doc)
+    node = next(n for n in doc["nodes"] if n.get("name") == "cond")
+    vals = json.dumps(node["meta"]["val"])
+    assert '["add", "u0", 5]' in vals, vals
+    node["meta"]["val"] = json.loads(vals.replace('["add", "u0", 5]', '["add", "u0", 6]'))
+    assert json.dumps(doc) != text
+    with pytest.raises(st.LoadError, match="records its value"):
+        st.load(hostile.pack(doc, tensors))
