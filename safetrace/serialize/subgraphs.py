@@ -290,8 +290,8 @@ class LoopPart(Subgraph):
 
 
 class _Counted(torch.fx.GraphModule):
-    """A loop's condition counts a call that receives what the body just returned as one
-    more iteration (a first call, on other values, starts the count again).
+    """A loop's body counts its calls as iterations; its condition called on other values
+    than what the body just returned starts the count again (a new call of the loop).
 
     The count of a loop includes the iterations of the loops nested in its body (their
     own counts start again at each iteration of the outer one, so per loop the budgets
@@ -321,8 +321,10 @@ class _Counted(torch.fx.GraphModule):
                 return eager_forward(self)(*args, **kwargs)
             finally:
                 running.pop()
-        if self.st_role == "body":
+        if self.st_role == "body":  # (one more iteration: of this loop and those around it)
             running = _running()
+            for outer in [self.st_loop, *reversed(running)]:
+                _iteration(outer, self.st_loop.per_iteration, outer is not self.st_loop)
             running.append(self.st_loop)
             try:
                 out = eager_forward(self)(*args, **kwargs)
@@ -343,12 +345,7 @@ class _Counted(torch.fx.GraphModule):
             a is b for a, b in zip(args, last))
         if not going_on:
             state.count, state.work = 0, 0
-        out = eager_forward(self)(*args, **kwargs)
-        if bool(out):  # (one more iteration: of this loop and of those around it)
-            loop = self.st_loop
-            for outer in [loop, *reversed(_running())]:
-                _iteration(outer, loop.per_iteration, nested=outer is not loop)
-        return out
+        return eager_forward(self)(*args, **kwargs)
 
 
 _RUNNING = threading.local()  # .loops: the loops whose body runs now (innermost last)
