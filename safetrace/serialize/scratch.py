@@ -32,6 +32,7 @@ def scratch_env(contract: Any) -> Any:
     example value (an undecided question then raises instead of being assumed), and its
     residual conditions as facts."""
     env = torch_env()
+    env.enumerate_up_to = 16  # (a size of one symbol a branch's fact pins to a few values)
     if contract is None:
         return env
     for s in contract.symbols:

@@ -16,10 +16,10 @@ import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
 from safetrace.symbolic.canon import compare, diff, not_, rebuild
 from safetrace.symbolic.expr import (
-    ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, terms,
+    ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
 from safetrace.symbolic.ranges import Range
-from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT
+from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
 
 
 @dataclass
@@ -415,8 +415,34 @@ def decide(env: Facts, cond: Expr) -> bool | None:
         c2 = _round_ups(c, {})
         if c2 is not c:  # window padding: decided on its rounded-up form (same values)
             r = decide(env, c2)
+    limit = getattr(env, "enumerate_up_to", None)
+    if r is None and isinstance(limit, int) and limit > 0:
+        r = _enumerated(env, c, limit)
     env.cache.decided[c] = r
     return r
+
+
+def _enumerated(env: Facts, c: Expr, limit: int) -> bool | None:
+    """``c`` of one symbol whose range holds at most ``limit`` values, decided by its value
+    at each (an env that asks for it: the loader's, where a branch's ``s0 <= 3`` of a
+    declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot tell).
+    The range holds every value the facts allow: true or false at each, it is so."""
+    free = c.free_symbols
+    if len(free) != 1:
+        return None
+    name = str(next(iter(free)))
+    r = bounds_of(env, sym(name))
+    if r.lo == -R.INF or r.hi == R.INF or r.hi - r.lo + 1 > limit:
+        return None
+    seen = set()
+    for v in range(int(r.lo), int(r.hi) + 1):
+        try:
+            seen.add(bool(evaluate(c, {name: v})))
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        if len(seen) > 1:
+            return None
+    return seen.pop() if seen else None
 
 
 def _decide(env: Facts, c: Expr) -> bool | None:
