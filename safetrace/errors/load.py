@@ -1,15 +1,22 @@
 """Builders of the errors ``st.load`` raises: what the file (or source) holds that is
 refused, where in it, and the fix.
 
-Every refusal is a ``LoadError``.  ``where`` names the part of the file (``node 'add'``,
-``contract.inputs[0]``, ``m.st``); a budget's refusal names the budget and the call that
-raises it (budgets bound what a small hostile file can cost; a trusted large program may
-raise them).
+Every refusal of ``st.load`` is a ``LoadError``.  ``where`` names the part of the file
+(``node 'add'``, ``contract.inputs[0]``, ``m.st``); a budget's refusal names the budget and
+the call that raises it (budgets bound what a small hostile file can cost; a trusted large
+program may raise them).
+
+A call of a loaded program is refused by one of two classes, by when the check runs:
+``InputMismatchError`` before any op of the call ran (the input checks and what the loader
+adds to them: the call's input sizes decide it), ``RuntimeAssertionError`` by a check
+inside the graph while it runs (ops before it ran): a kernel sized by values read from
+data, a loop's iterations, what a loop body returns.  A budget's refusal carries the
+budget's name in ``err.details["budget"]`` either way.
 """
 
 from __future__ import annotations
 
-from safetrace.errors.base import InputMismatchError, LoadError, Where
+from safetrace.errors.base import InputMismatchError, LoadError, RuntimeAssertionError, Where
 
 
 def _at(where: str | None, what: str) -> str:
@@ -60,12 +67,18 @@ def truncated(where: str | None, what: str) -> LoadError:
                      "(and keep it unchanged while it is loaded)", where=Where(input=where))
 
 
-def loop_budget(node: str, limit: int) -> LoadError:
-    """A loaded program's while_loop ran past its iteration budget (at call)."""
-    return LoadError(
-        f"while_loop {node!r} of a loaded program ran {limit} iterations without its "
-        f"condition turning false (the loop budget max_loop_iterations={limit}); a file "
-        "whose loop never ends would hang the call",
+def loop_budget(node: str, limit: int, nested: bool = False,
+                kind: str = "while_loop") -> RuntimeAssertionError:
+    """A loaded program's while_loop ran past its iteration budget (checked as it runs;
+    ``nested``: counting the iterations of the loops inside its body; ``kind``: "map" or
+    "scan" where the loops nested in such a body, over all its slices, ran past it)."""
+    what = "iterations (counting those of the loops nested in its body)" if nested else \
+        "iterations"
+    ran = f"{kind} {node!r} of a loaded program ran {limit} {what}" + (
+        " without its condition turning false" if kind == "while_loop" else "")
+    return RuntimeAssertionError(
+        f"{ran} (the loop budget max_loop_iterations={limit}); a file whose loop never "
+        "ends would hang the call",
         fix=f"if the program legitimately loops longer, st.load(path, budgets="
             f"{{'max_loop_iterations': {2 * limit}}})",
         where=Where(input=f"node {node!r}"), budget="max_loop_iterations")
@@ -108,11 +121,24 @@ def work_at_call(node: str, target: str, need: int, limit: int,
             f"{{'max_work': {need}}})", budget="max_work")
 
 
+def work_in_graph(node: str, target: str, need: int, limit: int) -> RuntimeAssertionError:
+    """A loaded program's kernel whose sizes are read from data (or a loop's iterations
+    together) would touch more elements than the load's work budget: refused as the
+    program runs, before the kernel (or the next iteration) does."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's kernels would touch {need} elements (at node "
+        f"{node!r}, {target}; sizes read from data as the program runs), over the work "
+        f"budget of {limit} (max_work): the call would run for a long time",
+        fix=f"pass inputs whose values ask for less, or if you trust the file, st.load(path, "
+            f"budgets={{'max_work': {need}}})", budget="max_work")
+
+
 def kernel_memory_at_call(node: str, target: str, need: int,
-                          limit: int) -> InputMismatchError:
+                          limit: int) -> RuntimeAssertionError:
     """A loaded program's kernel whose sizes depend on the call (read from data) would
-    allocate more than the load's budget: refused before the kernel runs."""
-    return InputMismatchError(
+    allocate more than the load's budget: refused before the kernel runs (the ops before
+    it ran)."""
+    return RuntimeAssertionError(
         f"at this call the loaded program's node {node!r} ({target}) would allocate {need} "
         f"bytes (its sizes are read from data as the program runs), over the budget of "
         f"{limit} bytes (16 * max_alloc_numel)",
@@ -120,10 +146,10 @@ def kernel_memory_at_call(node: str, target: str, need: int,
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-def kernel_unbounded(node: str, target: str) -> InputMismatchError:
+def kernel_unbounded(node: str, target: str) -> RuntimeAssertionError:
     """A loaded program's kernel whose sizes depend on the call has no shape rule, and
     its meta kernel cannot tell its result either: its memory cannot be bounded."""
-    return InputMismatchError(
+    return RuntimeAssertionError(
         f"at this call the loaded program's node {node!r} ({target}) has sizes read from "
         "data as the program runs, and neither a safetrace shape rule nor its meta kernel "
         "can tell what it would allocate (it may need more memory than the budget): "
@@ -131,6 +157,18 @@ def kernel_unbounded(node: str, target: str) -> InputMismatchError:
         fix="export the program so that this kernel's input sizes follow from the input "
             "sizes, or run it only if you trust the file's author with torch.export",
         budget="max_alloc_numel")
+
+
+def loop_memory(node: str, need: int, limit: int) -> RuntimeAssertionError:
+    """A loaded program's while_loop body returned tensors over the load's budget (a
+    carried tensor that grows each iteration): refused before the next iteration."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's while_loop {node!r} carries {need} bytes of "
+        f"tensors after an iteration (what its body returns grows as it runs), over the "
+        f"budget of {limit} bytes (16 * max_alloc_numel)",
+        fix=f"pass inputs for which the loop carries less, or if you trust the file, "
+            f"st.load(path, budgets={{'max_alloc_numel': {-(-need // 16)}}})",
+        where=Where(input=f"node {node!r}"), budget="max_alloc_numel")
 
 
 def requirement_at_call(node: str, target: str, cond: str, why: str,
@@ -168,10 +206,10 @@ _READS = {"bincount": "max(x) + 1 counts", "one_hot": "numel(x) * (max(x) + 1) v
           "arange": "(end - start) / step values"}
 
 
-def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMismatchError:
+def memory_from_values(node: str, kind: str, need: int, limit: int) -> RuntimeAssertionError:
     """A loaded program's kernel would allocate a size it reads from its operands' values
     (``bincount(x)``) over the load's budget: refused before the kernel runs."""
-    return InputMismatchError(
+    return RuntimeAssertionError(
         f"at this call the loaded program's node {node!r} would allocate {need} bytes, a "
         f"size its kernel reads from the values it is given ({_READS.get(kind, kind)}), "
         f"over the budget of {limit} bytes (16 * max_alloc_numel)",
@@ -179,7 +217,8 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> InputMism
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
-__all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call", "kernel_memory_at_call",
+__all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
+           "work_in_graph", "loop_memory", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs"]

@@ -16,6 +16,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
+from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.scope import scoped
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
@@ -56,15 +57,17 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
     """torch.cond's value from its branches' (``outs``, evaluated under ``given``), where
     they return as many tensors of one dtype and rank (else None): a size that is one
     wherever the cond runs is that size (a size split's branches may write it in two forms,
-    ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``); any other (``s0``
-    in one branch, ``3*s0`` in the other, or a size read from data) is a new size, read
-    from data as the exporter writes it, in the range of the two.  Returns (the value, the
+    ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``), and so is one
+    of the same form in the new sizes of the cond's earlier ones (``_renamed_form``); any
+    other (``s0`` in one branch, ``3*s0`` in the other, or a size read from data) is a new
+    size, read from data as the exporter writes it, in the range of the two.  Returns (the value, the
     new sizes' symbol names)."""
     a, b = outs
     if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or \
             len(a) != len(b):
         return None
     value, fresh = [], set()
+    renamed: tuple = ({}, {})  # per branch: its symbol -> the new size that it is there
     for x, y in zip(a, b):
         if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
                 len(x.shape) != len(y.shape) or x.dtype != y.dtype:
@@ -72,12 +75,35 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
         shape = []
         for p, q in zip(x.shape, y.shape):
             one = _one_form(env, p, q, given, known)
+            if one is None and (renamed[0] or renamed[1]):
+                one = _renamed_form(env, p, q, renamed)
             if one is None:
                 one = _new_size(env, p, q)
                 fresh.add(one.expr.name)
+                for v, names in zip((p, q), renamed):
+                    e = getattr(v, "expr", None)
+                    if e is not None and e.op == "sym" and e.name not in known:
+                        names.setdefault(e.name, one.expr)
             shape.append(one)
         value.append(TensorMeta(tuple(shape), x.dtype, x.device))
     return type(a)(value), fresh
+
+
+def _renamed_form(env: Any, p: Any, q: Any, renamed: tuple) -> Any:
+    """The size ``p`` and ``q`` both are once each branch's symbols that an earlier size of
+    the cond's made a new size are that new size, else None.  A branch's ``masked_select``
+    gives ``[uA]`` and a ``cat`` of it with 5 elements ``[uA + 5]``, the other's ``[uB]``
+    and ``[uB + 5]``: the first is the new size ``u3`` (``uA`` wherever the one runs,
+    ``uB`` wherever the other does), so the second is ``u3 + 5`` in both, as the exporter
+    records it."""
+    forms = []
+    for v, names in zip((p, q), renamed):
+        e = to_expr(v)
+        forms.append(substitute(e, lambda x: names.get(x.name)) if names else e)
+    same = eq(forms[0], forms[1])
+    if same.op == "const" and same.value:
+        return new_symbolic(forms[0], env)
+    return None
 
 
 def _one_form(env: Any, p: Any, q: Any, given: tuple, known: set) -> Any:

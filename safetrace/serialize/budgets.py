@@ -41,7 +41,9 @@ class Budgets:
                                          # constants (evaluated at load to bound memory)
     max_work: int = 1 << 34              # elements the kernels of one call touch (or 4096x
                                          # the elements of the file's tensors, if more)
-    max_loop_iterations: int = 10_000    # iterations of one while_loop call (checked as it
+    max_loop_iterations: int = 10_000    # iterations of one while_loop call, those of the
+                                         # loops nested in its body included (and of those
+                                         # in one map/scan call's body) (checked as it
                                          # runs: a loop that never ends would hang the call)
     max_string: int = 1 << 12            # a string argument of a graph call
     max_exponent: int = 64               # |exponent| / shift of int pow and shifts in a graph

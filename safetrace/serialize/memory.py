@@ -46,6 +46,12 @@ from safetrace.trace.mutation import written_inputs
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
 # the rest is left unknown (not refused), so a file cannot make loading slow through it
 ANALYSIS_SECONDS = 1.0
+# what one iteration costs beyond its kernels' elements, in elements (about a nanosecond
+# each, as max_work counts them): torch's while_loop runs an iteration of a small body in
+# about 15 us, its map or scan a slice in about 130 us; counted so that a loop or a map
+# over empty tensors (zeros(2**40, 0): no element, no byte) is bounded by max_work too
+LOOP_ITERATION_WORK = 1 << 14
+SLICE_WORK = 1 << 17
 aten = torch.ops.aten
 
 
@@ -427,6 +433,7 @@ class StaticMemory:
                     more = carries.grown(self.env, values[:len(carried)], list(out))
                     values = None if more is None else more + values[len(carried):]
                 values = first
+                once.add(LOOP_ITERATION_WORK, node)  # (an iteration's own cost, empty or not)
                 tally.merge(once)
                 self.loops.setdefault(node, []).append(once)
                 carried_bytes = out_bytes(values[:len(carried)])
@@ -474,6 +481,7 @@ class StaticMemory:
             self._require(node, [(FALSE if some is False else runs, why)])
         out, cands = self._call(body, init + xs + extra, init_v + slices + extra_v, fresh,
                                 tainted, body_work, runs)
+        body_work.add(SLICE_WORK, node)  # (a slice's own cost: xs of [2**40, 0] are empty)
         tally.merge(body_work, n)  # (n iterations)
         carried = out_bytes(init_v)
         if out is _UNKNOWN:

@@ -113,6 +113,7 @@ class Builder:
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
             least = min(int(min(t.bounds(bound.env)[0], 1 << 62)) for t in iterations)
             subgraphs.limit_loop_work(node, least, self.max_work, self.alloc.limit)
+        subgraphs.limit_nested_work(self._all_graphs, self.max_work)
         if out_spec.num_leaves != n_user:
             raise fail("out_spec", f"{out_spec.num_leaves} leaves, but the graph returns "
                                    f"{n_user} user outputs")
@@ -636,6 +637,7 @@ def _arith_safe(checks: Any, memory_check: Any = None) -> Any:
             raise unchecked_inputs(err) from None
         if memory_check is not None:
             memory_check(leaves)
+        subgraphs.new_call()
         return out
 
     check_inputs.__source__ = getattr(checks, "__source__", "")

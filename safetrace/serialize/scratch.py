@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from safetrace.meta.symtypes import torch_env
+from safetrace.symbolic import not_
 from safetrace.symbolic.expr import dag_nodes
 
 _MAX_EXPR = 48  # nodes of a size expression the analysis works with (beyond: unknown)
@@ -31,19 +32,42 @@ def scratch_env(contract: Any) -> Any:
     example value (an undecided question then raises instead of being assumed), and its
     residual conditions as facts."""
     env = torch_env()
+    env.enumerate_up_to = 16  # (a size of one symbol a branch's fact pins to a few values)
     if contract is None:
         return env
     for s in contract.symbols:
         env.new_unbacked(s.lo if s.lo is not None else (0 if s.backed else None), s.hi,
                          name=s.name)
-    for c in contract.conditions:
-        if not simple(c.cond):
+    conds = [c.cond for c in contract.conditions]
+    for cond in conds + _resolved(conds):
+        if not simple(cond):
             continue
         try:
-            env.add_fact(c.cond)
+            env.add_fact(cond)
         except Exception:  # noqa: BLE001 - a fact the engine cannot take: not assumed
             pass
     return env
+
+
+def _resolved(conds: list) -> list:
+    """``a`` for each pair ``a or b``, ``a or not b`` among ``conds``: a program merged
+    from size specializations holds each side's condition as ``a or <not this side>``
+    (``s0 % 2 == 0 or s2 >= 3`` and ``s0 % 2 == 0 or s2 <= 2``), which the engine takes
+    one by one, not as the ``s0 % 2 == 0`` they give together (the exporter wrote the
+    program's sizes knowing it: ``(s0 + 1)//2`` recorded as ``s0//2``)."""
+    pairs = set()
+    for c in conds:
+        if c.op == "or" and len(c.args) == 2:
+            a, b = c.args
+            pairs.add((a, b))
+            pairs.add((b, a))
+    out: list = []
+    for c in conds:  # (in the contract's order: the facts' order is the file's)
+        if c.op == "or" and len(c.args) == 2:
+            for a, b in (c.args, c.args[::-1]):
+                if (a, not_(b)) in pairs and a not in out:
+                    out.append(a)
+    return out
 
 
 __all__ = ["scratch_env", "simple"]

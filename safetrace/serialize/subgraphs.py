@@ -16,13 +16,15 @@ import json
 import keyword
 import operator
 import threading
+import weakref
 from typing import Any, Callable
 
 import torch
 
 from safetrace.errors import runtime_check_failed
-from safetrace.errors.load import (loop_budget, memory_at_call, requirement_in_graph,
-                                   work_at_call)
+from safetrace.exporter.eager_cond import eager_forward
+from safetrace.errors.load import (loop_budget, loop_memory, requirement_in_graph,
+                                   work_in_graph)
 from safetrace.serialize.allowlist import HIGHER_ORDER
 from safetrace.serialize.codec import IDENT_RE, expect, expect_keys, fail
 from safetrace.exporter.program import ExportedGraphModule
@@ -135,7 +137,7 @@ def attach(graphs: dict[str, torch.fx.Graph], max_loop_iterations: int | None = 
             if node.op == "call_function" and isinstance(node.target,
                                                          torch._ops.HigherOrderOperator):
                 _check_call(node, graph)
-                if node.target.name() == "while_loop" and max_loop_iterations is not None:
+                if node.target.name() in _ITERATING and max_loop_iterations is not None:
                     _count_loop(node, graph, max_loop_iterations)
     unused = [p for p in graphs if p and not _reachable(p, graphs)]
     if unused:
@@ -221,18 +223,29 @@ def _n_outputs(graph: torch.fx.Graph) -> int:
     return len(value) if isinstance(value, (list, tuple)) else 1
 
 
+_ITERATING = frozenset(("while_loop", "map_impl", "scan"))
+
+
 def _count_loop(node: torch.fx.Node, graph: torch.fx.Graph, limit: int) -> None:
     subs = graph.__dict__["st_submodules"]
-    loop = _Loop(node.name, limit)
-    for role, arg in (("cond", node.args[0]), ("body", node.args[1])):
+    kind = node.target.name()
+    loop = _Loop(node.name, limit, "while_loop" if kind == "while_loop" else
+                 "map" if kind == "map_impl" else "scan")
+    if kind == "scan":  # (its combine takes the carried values first, then the slices)
+        loop.carried = len(node.args[1])
+    parts = (("cond", node.args[0]), ("body", node.args[1])) if kind == "while_loop" else \
+        (("slices", node.args[0]),)
+    for role, arg in parts:
         subs[arg.target] = LoopPart(subs[arg.target].graph, loop, role)
 
 
 class _Loop:
-    """The iterations of one loaded while_loop, counted per thread."""
+    """The iterations of one loaded while_loop, counted per thread (or of the loops nested
+    in the body of a map or a scan, over all its slices: ``kind``)."""
 
-    def __init__(self, node: str, limit: int) -> None:
-        self.node, self.limit = node, limit
+    def __init__(self, node: str, limit: int, kind: str = "while_loop") -> None:
+        self.node, self.limit, self.kind = node, limit, kind
+        self.carried = 0  # (a scan's combine: how many carried values precede the slices)
         self.local = threading.local()
         # elements one iteration touches at least (the loader's work bound), and the budget
         self.per_iteration, self.work_limit = 0, 0
@@ -249,6 +262,15 @@ def limit_loop_work(node: torch.fx.Node, per_iteration: int, work_limit: int,
     if isinstance(part, LoopPart):
         part.loop.per_iteration, part.loop.work_limit = per_iteration, work_limit
         part.loop.max_bytes = max_bytes
+
+
+def limit_nested_work(graphs: list, work_limit: int) -> None:
+    """Hold the loops nested in each map's and scan's body to ``work_limit`` elements
+    touched in all, over all its slices (a while_loop's own: ``limit_loop_work``)."""
+    for g in graphs:
+        for part in g.__dict__.get("st_submodules", {}).values():
+            if isinstance(part, LoopPart) and part.loop.kind != "while_loop":
+                part.loop.work_limit = work_limit
 
 
 class LoopPart(Subgraph):
@@ -268,16 +290,46 @@ class LoopPart(Subgraph):
 
 
 class _Counted(torch.fx.GraphModule):
-    """A loop's condition counts a call that receives what the body just returned as one
-    more iteration (a first call, on other values, starts the count again)."""
+    """A loop's body counts its calls as iterations; its condition called on other values
+    than what the body just returned starts the count again (a new call of the loop).
+
+    The count of a loop includes the iterations of the loops nested in its body (their
+    own counts start again at each iteration of the outer one, so per loop the budgets
+    would multiply: two nested loops of 10,000 iterations each run 100,000,000): each
+    iteration counts for the loop and for every loop whose body is running on this thread
+    around it (``_RUNNING``, kept by the bodies' calls)."""
 
     st_loop: _Loop
     st_role: str
+    # (each part runs through eager_forward: a cond or a loop in its graph runs as
+    # ep.module()'s do, not through torch's eager dispatch, about 1 ms a call: a loop
+    # whose body holds a cond ran its 10,000 iterations in 12 s)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         state = self.st_loop.local
-        if self.st_role == "body":
-            out = super().__call__(*args, **kwargs)
+        if self.st_role == "slices":  # (a map's body, a scan's combine: one slice)
+            base = _slices_of(args[self.st_loop.carried:])
+            call = getattr(_RUNNING, "call", 0)
+            if base is None or getattr(state, "xs", None) is None or state.xs() is not base \
+                    or state.call != call:
+                state.count, state.work = 0, 0  # (the first slice of another call)
+                state.xs = None if base is None else weakref.ref(base)
+                state.call = call
+            running = _running()
+            running.append(self.st_loop)
+            try:
+                return eager_forward(self)(*args, **kwargs)
+            finally:
+                running.pop()
+        if self.st_role == "body":  # (one more iteration: of this loop and those around it)
+            running = _running()
+            for outer in [self.st_loop, *reversed(running)]:
+                _iteration(outer, self.st_loop.per_iteration, outer is not self.st_loop)
+            running.append(self.st_loop)
+            try:
+                out = eager_forward(self)(*args, **kwargs)
+            finally:
+                running.pop()
             _same_kinds(self.st_loop.node, args, out)
             state.last = out
             limit = self.st_loop.max_bytes
@@ -285,25 +337,56 @@ class _Counted(torch.fx.GraphModule):
                 t, torch.Tensor)) if limit and isinstance(out, (list, tuple)) else 0
             if held > limit:
                 state.last, state.count = None, 0
-                raise memory_at_call(self.st_loop.node, "while_loop, what its body returns",
-                                     held, limit, {})
+                raise loop_memory(self.st_loop.node, held, limit)
             return out
         last = getattr(state, "last", None)
         state.last = None
         going_on = last is not None and len(args) >= len(last) and all(
             a is b for a, b in zip(args, last))
-        state.count = getattr(state, "count", 0) + 1 if going_on else 0
-        out = super().__call__(*args, **kwargs)
-        loop = self.st_loop
-        if state.count >= loop.limit and bool(out):
-            state.count = 0
-            raise loop_budget(loop.node, loop.limit)
-        if loop.per_iteration and (state.count + 1) * loop.per_iteration > loop.work_limit \
-                and bool(out):
-            need, state.count = (state.count + 1) * loop.per_iteration, 0
-            raise work_at_call(loop.node, f"while_loop, {loop.per_iteration} elements an "
-                               "iteration", need, loop.work_limit)
-        return out
+        if not going_on:
+            state.count, state.work = 0, 0
+        return eager_forward(self)(*args, **kwargs)
+
+
+_RUNNING = threading.local()  # .loops: the loops whose body runs now (innermost last)
+
+
+def new_call() -> None:
+    """A call of a loaded program begins on this thread (its input checks ran): a map's or
+    a scan's count starts again, even on the tensor the last call sliced."""
+    _RUNNING.call = getattr(_RUNNING, "call", 0) + 1
+
+
+def _slices_of(args: tuple) -> Any:
+    """The tensor a map's or a scan's slices are views of (torch's map and scan slice
+    their xs with views: one call's slices share it), else None."""
+    for a in args:
+        base = getattr(a, "_base", None) if isinstance(a, torch.Tensor) else None
+        if base is not None:
+            return base
+    return None
+
+
+def _running() -> list:
+    loops = getattr(_RUNNING, "loops", None)
+    if loops is None:
+        loops = _RUNNING.loops = []
+    return loops
+
+
+def _iteration(loop: _Loop, work: int, nested: bool) -> None:
+    """Count one more iteration (touching at least ``work`` elements) for ``loop``, run
+    by it or by a loop nested in its body: refused past its budgets."""
+    state = loop.local
+    state.count = getattr(state, "count", 0) + 1
+    state.work = getattr(state, "work", 0) + work
+    if state.count > loop.limit:
+        state.count = 0
+        raise loop_budget(loop.node, loop.limit, nested, loop.kind)
+    if loop.work_limit and state.work > loop.work_limit:
+        need, state.work = state.work, 0
+        raise work_in_graph(loop.node, f"{loop.kind}, {work} elements an iteration", need,
+                            loop.work_limit)
 
 
 def _same_kinds(node: str, carried: tuple, out: Any) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_at_call
+from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_in_graph
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.trace.current import active_tracer
@@ -247,7 +247,7 @@ def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
             _SEEN.clear()
         _SEEN[key] = (need, size)
     if isinstance(need, int) and need > work_limit:
-        raise work_at_call(node, op, need, work_limit)
+        raise work_in_graph(node, op, need, work_limit)
     if size is None:
         raise kernel_unbounded(node, op)
     if isinstance(size, int) and size > mem_limit:

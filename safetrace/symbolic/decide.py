@@ -16,10 +16,10 @@ import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
 from safetrace.symbolic.canon import compare, diff, not_, rebuild
 from safetrace.symbolic.expr import (
-    ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, terms,
+    ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
 from safetrace.symbolic.ranges import Range
-from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT
+from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
 
 
 @dataclass
@@ -147,6 +147,26 @@ def _mul_bounds(env: Facts, e: Expr) -> Range:
     return R.r_scale(r, k)
 
 
+def _absorbed(env: Facts, e: Expr) -> Expr | None:
+    """An ``or`` with a true operand is true, an ``and`` with a false one false, whatever
+    its other operands: one of them may divide by a size the facts now make 0 (a
+    condition ``(6*s0*s1 - 1)//(3*s0*s1) == 1 or s1 <= 0`` once ``s1 == 0``), which only
+    the operand that decides it leaves unevaluated.  None where no operand decides it
+    (a division by zero is raised, as any other)."""
+    absorbing, failed = e.op == "or", None
+    for a in e.args:
+        try:
+            x = simplify(env, a)
+        except ZeroDivisionError as err:
+            failed = err
+            continue
+        if x.op == "const" and bool(x.value) is absorbing:
+            return x
+    if failed is not None:
+        raise failed
+    return None
+
+
 def simplify(env: Facts, e: Expr) -> Expr:
     """Apply replacements and atom rewrites, then drop min/max/mod/floordiv made moot by facts."""
     cache = env.cache.simplified
@@ -160,6 +180,11 @@ def simplify(env: Facts, e: Expr) -> Expr:
         r = env.subst.get(e, e)
         cache[e] = r
         return r
+    if op == "or" or op == "and":
+        absorbing = _absorbed(env, e)
+        if absorbing is not None:
+            cache[e] = absorbing
+            return absorbing
     args = tuple([simplify(env, a) for a in e.args])
     r = e
     for x, y in zip(args, e.args):
@@ -390,8 +415,34 @@ def decide(env: Facts, cond: Expr) -> bool | None:
         c2 = _round_ups(c, {})
         if c2 is not c:  # window padding: decided on its rounded-up form (same values)
             r = decide(env, c2)
+    limit = getattr(env, "enumerate_up_to", None)
+    if r is None and isinstance(limit, int) and limit > 0:
+        r = _enumerated(env, c, limit)
     env.cache.decided[c] = r
     return r
+
+
+def _enumerated(env: Facts, c: Expr, limit: int) -> bool | None:
+    """``c`` of one symbol whose range holds at most ``limit`` values, decided by its value
+    at each (an env that asks for it: the loader's, where a branch's ``s0 <= 3`` of a
+    declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot tell).
+    The range holds every value the facts allow: true or false at each, it is so."""
+    free = c.free_symbols
+    if len(free) != 1:
+        return None
+    name = str(next(iter(free)))
+    r = bounds_of(env, sym(name))
+    if r.lo == -R.INF or r.hi == R.INF or r.hi - r.lo + 1 > limit:
+        return None
+    seen = set()
+    for v in range(int(r.lo), int(r.hi) + 1):
+        try:
+            seen.add(bool(evaluate(c, {name: v})))
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        if len(seen) > 1:
+            return None
+    return seen.pop() if seen else None
 
 
 def _decide(env: Facts, c: Expr) -> bool | None:

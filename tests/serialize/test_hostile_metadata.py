@@ -13,6 +13,7 @@ scan over them read past the shorter or dropped the longer's last slices.
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -206,3 +207,121 @@ def test_a_split_on_two_sizes_is_judged_under_both():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(2, 6, 3, 3))
+
+
+class _SplitOfNumel(torch.nn.Module):
+    def forward(self, x):
+        v0 = torch.zeros(x.numel(), 3)
+        return torch.ones(len(v0.split(len(v0), 0)))
+
+
+def test_a_branch_fact_that_zeroes_a_contract_divisor_loads():
+    """The contract holds `(6*s0*s1 - 1)//(3*s0*s1) == 1 or s1 <= 0` (a split of x.numel()
+    rows by its own length); the branch on `s1 == 0` made its first operand divide by 0
+    when the loader took the branch's fact, and the program's own file was refused
+    (ZeroDivisionError, fuzz seed 221): the true `s1 <= 0` decides the `or`."""
+    spec = ({0: st.Dim.DYNAMIC, 1: st.Dim("d0", max=16)},)
+    ep = st.export(_SplitOfNumel(), (torch.randn(3, 6, 3),), dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for shape in ((3, 6, 3), (1, 1, 3), (2, 0, 3), (5, 16, 3)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(loaded.module()(x), _SplitOfNumel()(x))
+    # (the export requires x.numel() != 0 unless s1 == 0: refused as the exported program)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(0, 6, 3))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(0, 6, 3))
+
+
+class _ReadInBothSplits(torch.nn.Module):
+    """A size split on y's length (the program's two specializations merged into one
+    cond), each side reading a size from data and computing another from it."""
+
+    def forward(self, x, y):
+        v1 = torch.masked_select(x, x > 0)
+        v2 = torch.cat([v1, torch.zeros(x.shape[0])], 0)
+        v5 = torch.cond(bool(y.size(-1)), lambda t: t * 2, lambda t: t * 0, (y,))
+        return v1, v2, v5
+
+
+def _read_in_both_splits() -> tuple:
+    spec = (None, {0: st.Dim("d0", max=16)})
+    ep = st.export(_ReadInBothSplits(), (torch.randn(5), torch.randn(0)), dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return ep, buf.getvalue()
+
+
+def test_a_size_computed_from_a_merged_size_keeps_its_form():
+    """Each side's `[uA]` and `[uA + 5]`: the merged cond's first size is a new one, `u3`,
+    and the loader took the second for another new one, so the file's own `u1 + 5` was
+    refused (fuzz seed 7, --kinds hops,derived,control,...): it is `u3 + 5` on both sides."""
+    _, blob = _read_in_both_splits()
+    loaded = st.load(blob)
+    for x, y in ((torch.randn(5), torch.randn(0)), (-torch.ones(5), torch.randn(3)),
+                 (torch.ones(5), torch.randn(1))):
+        for got, want in zip(loaded.module()(x, y), _ReadInBothSplits()(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(5), torch.randn(17))
+    # a file recording another form there (u1 + 6) is still refused
+    doc, tensors = hostile.parts(blob)
+    text = json.dumps(doc)
+    node = next(n for n in doc["nodes"] if n.get("name") == "cond")
+    vals = json.dumps(node["meta"]["val"])
+    assert '["add", "u0", 5]' in vals, vals
+    node["meta"]["val"] = json.loads(vals.replace('["add", "u0", 5]', '["add", "u0", 6]'))
+    assert json.dumps(doc) != text
+    with pytest.raises(st.LoadError, match="records its value"):
+        st.load(hostile.pack(doc, tensors))
+
+
+class _EvenInBothSplits(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = x.chunk(2, 0)[-1]
+        v1 = v0 * 2 if len(v0) >= y.size(-3) else v0 * 0
+        v4 = x.reshape(-1, 2) if x.numel() % 2 == 0 else x.reshape(-1, 1)
+        return v0, v1, v4
+
+
+def test_conditions_of_both_sides_of_a_split_are_taken_together():
+    """The merged program's contract holds `s0 % 2 == 0 or s2 >= 3` and `s0 % 2 == 0 or
+    s2 <= 2` (each side's condition); the exporter wrote `(s0 + 1)//2` as `s0//2` knowing
+    s0 even, the loader took the two one by one and refused the program's own file (fuzz
+    seed 11, kinds hops/derived/control/guards): together they give `s0 % 2 == 0`."""
+    spec = ({0: st.Dim.DYNAMIC, 1: st.Dim("d0", min=1, max=1)},
+            {0: st.Dim("d1", min=1, max=7), 2: st.Dim("d1", min=1, max=7)})
+    ep = st.export(_EvenInBothSplits(), (torch.randn(4, 1), torch.randn(4, 1, 4)),
+                   dynamic_shapes=spec)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for n, m in ((4, 4), (2, 1), (6, 7), (0, 3)):
+        x, y = torch.randn(n, 1), torch.randn(m, 1, m)
+        for got, want in zip(loaded.module()(x, y), _EvenInBothSplits()(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(5, 1), torch.randn(4, 1, 4))
+
+
+class _SqueezeOfAHalf(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.chunk(2, 0)[1]
+        return v0.squeeze(0) if v0.shape[0] == 1 else v0.sum(0)
+
+
+def test_a_branch_fact_pinning_a_size_to_few_values_decides_it():
+    """The split's predicate is `s0 <= 3` (of s0 >= 2), where `s0 - (s0 + 1)//2 == 1`: the
+    ranges could not tell it, squeeze kept the dim in the loader's evaluation, and the
+    branches seemed of two ranks (fuzz seed 23): the loader decides a condition of one
+    symbol with a few possible values by its value at each."""
+    ep = st.export(_SqueezeOfAHalf(), (torch.randn(5),),
+                   dynamic_shapes=({0: st.Dim("d0", min=2, max=16)},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    for n in (2, 3, 4, 16):
+        x = torch.randn(n)
+        torch.testing.assert_close(loaded.module()(x), _SqueezeOfAHalf()(x))

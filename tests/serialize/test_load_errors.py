@@ -222,4 +222,13 @@ def test_load_builders_render_cause_and_paste_able_fix():
     assert L.refused_call("n", "no.\nFix: allow it").fix == "allow it"
     err = L.loop_budget("while_loop", 8)
     assert "max_loop_iterations=8" in err.cause and "'max_loop_iterations': 16" in err.fix
+    # a check inside the graph as it runs: RuntimeAssertionError, the budget named
+    for err in (err, L.work_in_graph("sum", "aten.sum", 9, 8), L.loop_memory("w", 99, 16),
+                L.kernel_memory_at_call("z", "aten.zeros", 99, 16),
+                L.kernel_unbounded("k", "aten.kron"), L.memory_from_values("b", "bincount", 99, 16)):
+        assert isinstance(err, st.RuntimeAssertionError) and err.details["budget"], err
+        assert "budgets=" in err.fix or "export" in err.fix
+    # before the call, the input sizes decide it: InputMismatchError
+    assert isinstance(L.work_at_call("sum", "aten.sum", 9, 8), st.InputMismatchError)
+    assert isinstance(L.memory_at_call("z", "aten.zeros", 99, 16, {}), st.InputMismatchError)
     assert isinstance(L.unchecked_inputs(ZeroDivisionError("x")), st.InputMismatchError)

@@ -210,3 +210,23 @@ def test_the_epoch_changes_with_every_change_a_question_may_depend_on() -> None:
     env.settle(ge(u0, 1), "size test", "why")
     assert changed()
     assert Env().epoch not in seen
+
+
+
+def test_an_or_decided_by_one_operand_survives_a_zero_divisor() -> None:
+    """`(6*s0*u0 - 1)//(3*s0*u0) == 1 or u0 <= 0` once `u0 == 0`: the second operand
+    decides it; the first (a division by 0 now) is not evaluated, as Python's `or` would
+    not (a loaded contract's condition under a branch's fact, fuzz seed 221)."""
+    from safetrace.symbolic import and_, or_
+
+    env = Env()
+    s0, u0 = env.new_backed(3), env.new_unbacked(0, None)
+    n = 3 * s0 * u0
+    env.add_fact(or_(eq((2 * n - 1) // n, 1), le(u0, 0)))
+    env.add_fact(eq(u0, 0))
+    assert env.decide(eq(u0, 0)) is True
+    env2 = Env()
+    v0 = env2.new_unbacked(0, None)
+    with pytest.raises(ZeroDivisionError):  # (nothing decides it: raised, as before)
+        env2.add_fact(eq(v0, 0))
+        env2.simplify(and_(eq((v0 - 1) // v0, 1), le(v0, 0)))
