@@ -20,6 +20,7 @@ import torch
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from safetrace.interop.hierarchy import fill_stacks
+from safetrace.interop.rebind import rebound
 
 
 def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> Any:
@@ -27,25 +28,38 @@ def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> A
     verifiers if `validate`; `guards`: False where the graph's ShapeEnv holds no guard
     (torch's guard code is then empty: not made by scanning every node for the mode)."""
     from torch.export import ExportedProgram
-    from torch.export import exported_program as module
-    from torch.fx._lazy_graph_module import _LazyGraphModule
 
-    eager = module._create_graph_module_for_export
-    to_code = module._convert_guards_to_code
-    # (the constructor's module-level helpers: the one place its graph module is made, and
-    # the one place its guard code is)
-    module._create_graph_module_for_export = _LazyGraphModule
-    if not guards:
-        module._convert_guards_to_code = _no_guards
-    try:
-        tep = _unchecked()(**fields)
-    finally:
-        module._create_graph_module_for_export = eager
-        module._convert_guards_to_code = to_code
+    cls = _unchecked()
+    init = _constructor(ExportedProgram.__init__, guards)
+    if init is None:  # (not a plain function: torch's constructor, its graph module eager)
+        tep = cls(**fields)
+    else:
+        tep = cls.__new__(cls)
+        init(tep, **fields)
     tep.__class__ = ExportedProgram
     if validate:
         tep.validate()
     return tep
+
+
+@functools.lru_cache(maxsize=8)
+def _constructor(init: Any, guards: bool) -> Any:
+    """torch's constructor `init` run with the module-level helpers it calls replaced in
+    its own copy (``interop/rebind.py``), the module untouched: the one place its graph
+    module is made (here the lazy kind) and, where `guards` is False, the one place its
+    guard code is (here none).  Setting the module's two helpers around the call would
+    hand a ``torch.export`` running on another thread meanwhile a lazy graph module and
+    no guard code.  None where `init` is not a plain function of its module."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    names: dict[str, Any] = {"_create_graph_module_for_export": _LazyGraphModule}
+    if not guards:
+        names["_convert_guards_to_code"] = _guard_code
+    return rebound(init, names)
+
+
+def _guard_code(graph_module: Any) -> list:
+    return _no_guards(graph_module)  # (read when called: a test replaces it)
 
 
 def _no_guards(graph_module: Any) -> list:

@@ -48,6 +48,7 @@ import torch
 from safetrace.interop.contract import evaluate
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
+from safetrace.interop.unbacked import unbacked_symint
 from safetrace.interop.view_strides import view_strides
 from safetrace.symbolic import Expr, to_expr
 from safetrace.symbolic.expr import sym as _sym
@@ -105,8 +106,6 @@ class FakeBuilder:
         boolean-mask index costs milliseconds: it runs ``nonzero`` and a broadcast in its
         symbolic engine).  The caller records the op's ``unbacked_bindings``.  False where
         no size is new or one is not a bare symbol (torch's kernel runs then)."""
-        from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
-
         values = self.conv.emitter.values
         new: dict[str, Any] = {}
         for part in val if isinstance(val, (tuple, list)) else (val,):
@@ -129,8 +128,7 @@ class FakeBuilder:
             hi = None if rng is None or rng.hi == math.inf else int(rng.hi)
             if hi is not None and hi < lo:
                 return False
-            u = self.conv.shape_env.create_unbacked_symint()
-            _constrain_range_for_size(u, min=lo, max=hi)
+            u = unbacked_symint(self.conv.shape_env, lo, hi)
             values[name] = u
             self.conv.emitter.symbol_names[u.node.expr] = _sym(name)
         return True

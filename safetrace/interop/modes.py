@@ -10,8 +10,8 @@ rather than at once (``FrameSummary(..., lookup_line=False)``: the same object t
 and to ``traceback.format_list``).  The constructor's code runs as a copy of the function
 (same code object, defaults and ``__class__`` cell) whose global namespace reads through to
 its module's but for the name ``traceback``, which is a stand-in whose ``extract_stack``
-does the above and whose other attributes are the real module's: nothing of torch's is
-modified, so other threads see torch unchanged.  torch's constructor serves where it is
+does the above and whose other attributes are the real module's (``interop/rebind.py``):
+nothing of torch's is modified, so other threads see torch unchanged.  torch's constructor serves where it is
 not the one copied (a patched class), and where the check below (made once per process)
 finds the two modes different.
 """
@@ -24,11 +24,11 @@ import linecache
 import logging
 import sys
 import traceback
-import types
 from typing import Any
 
 import torch
 
+from safetrace.interop.rebind import rebound
 from safetrace.interop.symbols import conversion_env
 
 
@@ -146,35 +146,9 @@ def _init_copy(init: Any) -> Any:
     """`init` (torch's constructor) as a function whose globals read ``traceback`` as
     the stand-in below (None where it is not a plain function of that module)."""
     module = sys.modules.get(getattr(init, "__module__", ""), None)
-    if not isinstance(init, types.FunctionType) or module is None or \
-            getattr(module, "traceback", None) is not traceback:
+    if module is None or getattr(module, "traceback", None) is not traceback:
         return None
-    copy = types.FunctionType(init.__code__, _Globals(vars(module)), init.__name__,
-                              init.__defaults__, init.__closure__)
-    copy.__kwdefaults__ = dict(init.__kwdefaults__ or {})
-    copy.__qualname__ = init.__qualname__
-    return copy
-
-
-class _Globals(dict):
-    """A module's namespace read through (its current values), but for ``traceback``.
-    (Python looks a global up by ``__getitem__`` in a dict subclass; this dict itself holds
-    only ``__builtins__``, which a function's builtins are found by.)"""
-
-    def __init__(self, namespace: dict) -> None:
-        super().__init__(__builtins__=namespace.get("__builtins__", __builtins__))
-        self.namespace = namespace
-
-    def __getitem__(self, name: str) -> Any:
-        if name == "traceback":
-            return _STAND_IN
-        return self.namespace[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return _STAND_IN if name == "traceback" else self.namespace.get(name, default)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.namespace
+    return rebound(init, {"traceback": _STAND_IN})
 
 
 class _Traceback:

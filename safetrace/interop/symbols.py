@@ -31,7 +31,7 @@ _WHERE = "safetrace.to_torch (an input symbol of the program)"
 def backed_symint(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
     """A torch SymInt for a new backed symbol of range `vr` and example value `hint`, whose
     source is ``ConstantSource(where)``."""
-    if _quiet(shape_env) and _same_as_torch():
+    if quiet(shape_env) and _same_as_torch():
         return _direct(shape_env, hint, where, vr)
     return _torch(shape_env, hint, where, vr)
 
@@ -48,7 +48,7 @@ def _torch(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
 
 
 def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
-    sympy, ConstantSource, SLoc, SymNode, ValueRangesSLoc, SymT, make_symbol = _parts()
+    sympy, ConstantSource, SLoc, SymNode, ValueRangesSLoc, SymT, make_symbol = parts()
     if hint < 0 or not _within(vr, hint):  # (torch's path says why)
         return _torch(shape_env, hint, where, vr)
     source = ConstantSource(where)
@@ -66,7 +66,7 @@ def _direct(shape_env: Any, hint: int, where: str, vr: Any) -> Any:
 
 
 @functools.cache
-def _parts() -> tuple:
+def parts() -> tuple:
     """What `_direct` builds from (imported once: ~6 µs a symbol as import statements)."""
     import sympy
     from torch._dynamo.source import ConstantSource
@@ -93,7 +93,7 @@ def _within(vr: Any, hint: int) -> bool:
     return hint in vr  # (sympy comparisons: ~10 µs)
 
 
-def _quiet(shape_env: Any) -> bool:
+def quiet(shape_env: Any) -> bool:
     """Whether nothing but the ShapeEnv's state would see torch's path: no translation
     validation, no event recording, no listener of the dynamic-shape log."""
     return not (shape_env._translation_validation_enabled or shape_env.should_record_events
@@ -109,7 +109,7 @@ def _same_as_torch() -> bool:
 
     try:
         theirs, ours = conversion_env(), conversion_env()
-        if not _quiet(theirs):
+        if not quiet(theirs):
             return False
         a = [_torch(theirs, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]
         b = [_direct(ours, h, w, ValueRanges(lo, hi)) for h, w, lo, hi in _SAMPLES]

@@ -345,10 +345,12 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     """The conversion writes some of torch's objects directly instead of through their
     constructors (the input symbols' ShapeEnv entries, each node's ``from_node``, the
     empty guard code of a program with no guard, size arithmetic's SymNodes, an input's
-    fake value as a view of its own storage): the program
-    must be the one torch's constructors give, compared field by field on a program with
-    an input symbol and data-dependent sizes."""
-    from safetrace.interop import construct, fakes, modes, symbols, symops
+    fake value as a view of its own storage, a size from data's unbacked symbol and its
+    bindings, a ``sym_size`` node's value): the program must be the one torch's
+    constructors give, compared field by field on a program with an input symbol and
+    data-dependent sizes."""
+    from safetrace.interop import construct, fakes, modes, symbols, symops, torch_export
+    from safetrace.interop import unbacked
 
     monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")  # (the default path's values)
     ep = st.export(_FromData(), (torch.randn(6, 3),),
@@ -368,7 +370,9 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
         return (dict(env.backed_var_to_val), dict(env.var_to_range), sources,
                 dict(env.source_to_var), dict(env.counter), tep.range_constraints, nodes,
                 tep._guards_code, str(tep.graph), [_node_value(n) for n in tep.graph.nodes],
-                fake, str(env.settings))
+                fake, str(env.settings), sorted(map(str, env.size_like)),
+                env.unbacked_symint_counter, list(env.var_to_range_sloc),
+                [str(n.meta.get("unbacked_bindings")) for n in tep.graph.nodes])
 
     ep.to_torch()  # (size arithmetic: torch's path the first time, then the direct one)
     _mode_fields(ep.to_torch())
@@ -379,7 +383,8 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     # (the fast paths ran)
     assert symbols._same_as_torch() and construct._fast_sources() and symops._fast_ok() \
         and fakes.own_views(2) and modes._same_as_torch() and symbols._env_plan() and \
-        modes._fields_ok(modes._parts()[0].__init__) and fakes._CPU_STATES
+        modes._fields_ok(modes._parts()[0].__init__) and fakes._CPU_STATES and \
+        unbacked._unbacked_same_as_torch() and unbacked._bindings_same_as_torch()
     fast_mode = _mode_fields(ep.to_torch())
     assert any(a[0] == "le" for a in made) and any(a[0] == "mul" for a in made)
     monkeypatch.setattr(symbols, "_same_as_torch", lambda: False)
@@ -387,6 +392,10 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     monkeypatch.setattr(symops, "_fast_ok", lambda: False)
     monkeypatch.setattr(fakes, "own_views", lambda rank: False)
     monkeypatch.setattr(modes, "_same_as_torch", lambda: False)
+    monkeypatch.setattr(unbacked, "_unbacked_same_as_torch", lambda: False)
+    monkeypatch.setattr(unbacked, "_bindings_same_as_torch", lambda: False)
+    monkeypatch.setattr(torch_export._Converter, "_size_of", lambda self, args: self._run(
+        torch.ops.aten.sym_size.int, args, {}))  # (torch's kernel for a sym_size node)
     # (the mode's, the ShapeEnv's and the first FakeTensor's attributes written directly)
     monkeypatch.setattr(symbols, "_env_plan", lambda: None)
     monkeypatch.setattr(fakes, "_CPU_STATES", {})

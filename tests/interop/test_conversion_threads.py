@@ -1,0 +1,116 @@
+"""A conversion changes nothing of torch's that another thread can see: two ``to_torch()``
+calls inside torch's ``ExportedProgram`` constructor at the same moment, while a third
+thread builds a program with that constructor, each get what they would alone (the
+conversions a lazily compiled graph module, the bystander torch's eager one and its guard
+code), and torch's module is left as it was."""
+
+import threading
+
+import pytest
+import torch
+from torch.export import ExportedProgram
+from torch.export import exported_program as torch_module
+from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec,
+                                          OutputKind, OutputSpec, TensorArgument)
+from torch.fx._lazy_graph_module import _LazyGraphModule
+
+import safetrace as st
+
+
+def _guarded_fields() -> dict:
+    """The fields of a one-input program whose ShapeEnv holds a guard (x.shape[0] > 2), for
+    torch's constructor: its guard code is made from that guard."""
+    from torch._dynamo.source import LocalSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv,
+                                                       StatelessSymbolicContext)
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    x = mode.from_tensor(torch.randn(5, 3), source=LocalSource("x"),
+                         symbolic_context=StatelessSymbolicContext(
+                             dynamic_sizes=[DimDynamic.DYNAMIC, DimDynamic.STATIC]))
+    assert bool(x.shape[0] > 2)  # (records the guard)
+    graph = torch.fx.Graph()
+    node = graph.placeholder("x")
+    node.meta["val"] = x
+    out = graph.call_function(torch.ops.aten.relu.default, (node,))
+    out.meta["val"] = x
+    graph.output((out,))
+    signature = ExportGraphSignature(
+        [InputSpec(InputKind.USER_INPUT, TensorArgument("x"), None)],
+        [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(out.name), None)])
+    return dict(root=torch.nn.Module(), graph=graph, graph_signature=signature,
+                state_dict={}, range_constraints={}, module_call_graph=[])
+
+
+def _program(width: int) -> "st.ExportedProgram":
+    model = torch.nn.Sequential(torch.nn.Linear(width, 3), torch.nn.ReLU()).eval()
+    return st.export(model, (torch.randn(4, width),),
+                     dynamic_shapes={"input": {0: st.Dim("batch", max=64)}})
+
+
+def test_two_conversions_and_a_bystander_constructor_at_once(monkeypatch) -> None:
+    programs = [_program(5), _program(6)]
+    expected_guards = ExportedProgram(**_guarded_fields())._guards_code
+    assert expected_guards  # (the bystander's check below can fail)
+    helpers = (torch_module._create_graph_module_for_export,
+               torch_module._convert_guards_to_code)
+    converting = set()
+    barrier = threading.Barrier(2, timeout=20)
+    bystander_saw: list = []
+    errors: list = []
+    pass_ = torch_module._common_getitem_elimination_pass
+
+    def bystander() -> None:
+        try:
+            tep = ExportedProgram(**_guarded_fields())
+            bystander_saw.append((type(tep.graph_module), tep._guards_code))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    def inside_constructor(*args, **kwargs):
+        # (run by torch's constructor between making the graph module and the guard
+        # code: both conversions wait here for each other, then one lets the bystander
+        # build its program while both are still inside)
+        if threading.get_ident() in converting:
+            if barrier.wait() == 0:
+                t = threading.Thread(target=bystander)
+                t.start()
+                t.join(20)
+            barrier.wait()
+        return pass_(*args, **kwargs)
+
+    monkeypatch.setattr(torch_module, "_common_getitem_elimination_pass", inside_constructor)
+    results: list = [None, None]
+
+    def convert(i: int) -> None:
+        converting.add(threading.get_ident())
+        try:
+            results[i] = programs[i].to_torch()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=convert, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    # the bystander got torch's own constructor: an eager graph module, its guard code
+    assert len(bystander_saw) == 1
+    kind, guards = bystander_saw[0]
+    assert not issubclass(kind, _LazyGraphModule)
+    assert guards == expected_guards
+    # torch's module as it was
+    assert (torch_module._create_graph_module_for_export,
+            torch_module._convert_guards_to_code) == helpers
+    # each conversion: its own program, lazily compiled, right at other sizes
+    for width, program, tep in zip((5, 6), programs, results):
+        assert isinstance(tep.graph_module, _LazyGraphModule)
+        assert tep._guards_code == []
+        for n in (0, 1, 9):
+            x = torch.randn(n, width)
+            torch.testing.assert_close(tep.module()(x), program.module()(x))
+        with pytest.raises(Exception):
+            tep.module()(torch.randn(3, width + 1))
