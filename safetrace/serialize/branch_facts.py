@@ -58,13 +58,15 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
     wherever the cond runs is that size (a size split's branches may write it in two forms,
     ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``); any other (``s0``
     in one branch, ``3*s0`` in the other, or a size read from data) is a new size, read
-    from data as the exporter writes it, in the range of the two.  Returns (the value, the
+    from data as the exporter writes it, in the range of the two (one new size for each pair
+of branch sizes: outputs of one size in each branch are of one size).  Returns (the value, the
     new sizes' symbol names)."""
     a, b = outs
     if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or \
             len(a) != len(b):
         return None
     value, fresh = [], set()
+    made: dict = {}  # (one branch's size, the other's) -> the new size made for them
     for x, y in zip(a, b):
         if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
                 len(x.shape) != len(y.shape) or x.dtype != y.dtype:
@@ -72,9 +74,13 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
         shape = []
         for p, q in zip(x.shape, y.shape):
             one = _one_form(env, p, q, given, known)
-            if one is None:
-                one = _new_size(env, p, q)
-                fresh.add(one.expr.name)
+            if one is None:  # (a pair met before is that size again, as the exporter
+                # writes it: two outputs that are one size in each branch are one there)
+                key = (to_expr(p), to_expr(q))
+                one = made.get(key)
+                if one is None:
+                    one = made[key] = _new_size(env, p, q)
+                    fresh.add(one.expr.name)
             shape.append(one)
         value.append(TensorMeta(tuple(shape), x.dtype, x.device))
     return type(a)(value), fresh

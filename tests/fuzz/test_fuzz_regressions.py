@@ -533,3 +533,21 @@ def test_emptiness_probe_of_a_division_by_a_data_size_is_an_export_error():
     spec = (None, {1: Dim("d0", min=1, max=7), 3: Dim.AUTO})
     with pytest.raises(st.ExportError, match="depends on tensor data"):
         st.export(_ChunksByHalfACount(), args, dynamic_shapes=spec)
+
+
+def test_a_size_split_returning_one_data_size_twice_loads(tmp_path):
+    # fuzz seed 303: each branch returns nonzero()'s rows twice; the file records one size
+    # for both outputs, the loader made a new size for each and refused its own file
+    def f(z):
+        v = z.nonzero()
+        if z.size(1) == 2:
+            return v, v * 2
+        return v, v + 1
+
+    ep = st.export(f, (torch.randn(6, 3),), dynamic_shapes=({0: Dim("a", max=6),
+                                                              1: Dim("b", max=8)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for z in (torch.randn(4, 2), torch.randn(0, 5), torch.randn(3, 1)):
+        for got, want in zip(loaded.module()(z.clone()), f(z.clone())):
+            assert torch.equal(got, want)
