@@ -551,3 +551,26 @@ def test_a_size_split_returning_one_data_size_twice_loads(tmp_path):
     for z in (torch.randn(4, 2), torch.randn(0, 5), torch.randn(3, 1)):
         for got, want in zip(loaded.module()(z.clone()), f(z.clone())):
             assert torch.equal(got, want)
+
+
+def test_an_assert_inside_a_size_split_branch_is_a_fact_at_load(tmp_path):
+    # fuzz seed 304: `x[mask][:2]` after `assert numel > 1` is two rows in both branches; the
+    # loader did not take the branch's assertion as a fact and refused the file's `[2]`
+    def f(y):
+        try:
+            if y.shape[1] <= 1:  # (no assert statement: pytest rewrites those here)
+                raise ValueError("narrow")
+            v = y * 2
+        except ValueError:
+            v = y - 1
+        m = v[v > 0]
+        torch._check(m.numel() > 1)
+        return m[:2]
+
+    ep = st.export(f, (torch.randn(3, 3),), dynamic_shapes=({1: Dim("d", max=3)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for y in (torch.rand(3, 1) + 1, torch.rand(3, 2) + 0.5):
+        torch.testing.assert_close(loaded.module()(y.clone()), f(y.clone()))
+    with pytest.raises(Exception, match=">= 2"):
+        loaded.module()(-torch.rand(3, 2))
