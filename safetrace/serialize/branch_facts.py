@@ -16,6 +16,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
+from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.scope import scoped
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
@@ -67,13 +68,32 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
         return None
     value, fresh = [], set()
     made: dict = {}  # (one branch's size, the other's) -> the new size made for them
+    pairs = []
     for x, y in zip(a, b):
         if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
                 len(x.shape) != len(y.shape) or x.dtype != y.dtype:
             return None
+        pairs.append([(p, q, _one_form(env, p, q, given, known))
+                      for p, q in zip(x.shape, y.shape)])
+    # (a new size for each pair of sizes read from data, ``u3`` in one branch and ``u5``
+    # in the other: where each of the two is in that pair only, a size written of it
+    # in both branches alike, ``u3 + 1`` and ``u5 + 1``, is the new size plus one)
+    names: tuple = ({}, {})  # a branch's symbol -> the new sizes it makes
+    for dims in pairs:
+        for p, q, one in dims:
+            if one is None and _bare(p, known) and _bare(q, known):
+                key = (to_expr(p), to_expr(q))
+                if key not in made:
+                    made[key] = _new_size(env, p, q)
+                    fresh.add(made[key].expr.name)
+                for side, v in zip(names, key):
+                    side.setdefault(v.name, set()).add(made[key].expr)
+    one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
+    for (x, _), dims in zip(zip(a, b), pairs):
         shape = []
-        for p, q in zip(x.shape, y.shape):
-            one = _one_form(env, p, q, given, known)
+        for p, q, one in dims:
+            if one is None:
+                one = _renamed(env, p, q, one_of)
             if one is None:  # (a pair met before is that size again, as the exporter
                 # writes it: two outputs that are one size in each branch are one there)
                 key = (to_expr(p), to_expr(q))
@@ -84,6 +104,22 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
             shape.append(one)
         value.append(TensorMeta(tuple(shape), x.dtype, x.device))
     return type(a)(value), fresh
+
+
+def _bare(v: Any, known: set) -> bool:
+    e = to_expr(v)
+    return e.op == "sym" and e.name not in known
+
+
+def _renamed(env: Any, p: Any, q: Any, one_of: list) -> Any:
+    """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
+    -> the one new size it makes), else None."""
+    ep = substitute(to_expr(p), lambda s: one_of[0].get(s.name))
+    eq_ = substitute(to_expr(q), lambda s: one_of[1].get(s.name))
+    if ep == to_expr(p) and eq_ == to_expr(q):
+        return None  # (nothing renamed: not the same by it)
+    same = eq(ep, eq_)
+    return new_symbolic(ep, env) if same.op == "const" and same.value else None
 
 
 def _one_form(env: Any, p: Any, q: Any, given: tuple, known: set) -> Any:

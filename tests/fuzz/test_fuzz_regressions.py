@@ -574,3 +574,19 @@ def test_an_assert_inside_a_size_split_branch_is_a_fact_at_load(tmp_path):
         torch.testing.assert_close(loaded.module()(y.clone()), f(y.clone()))
     with pytest.raises(Exception, match=">= 2"):
         loaded.module()(-torch.rand(3, 2))
+
+
+def test_a_size_split_returning_a_data_size_plus_one_loads(tmp_path):
+    # fuzz seed 304 (second run): the file records `[u0]` and `[u0 + 1]`; the loader made
+    # two unrelated new sizes for them and refused its own file
+    def f(x):
+        v = torch.unique((x > 0).int())
+        w = torch.cat([v, v.amax(0, keepdim=True)])
+        return v, w, (x * 2 if x.shape[1] >= 3 else x * 0)
+
+    ep = st.export(f, (torch.randn(5, 3),), dynamic_shapes=({1: Dim("d", min=1)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for x in (torch.randn(5, 1), torch.randn(5, 7)):
+        for got, want in zip(loaded.module()(x.clone()), f(x.clone())):
+            assert torch.equal(got, want)
