@@ -57,53 +57,69 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
     """torch.cond's value from its branches' (``outs``, evaluated under ``given``), where
     they return as many tensors of one dtype and rank (else None): a size that is one
     wherever the cond runs is that size (a size split's branches may write it in two forms,
-    ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``), and so is one
-    of the same form in the new sizes of the cond's earlier ones (``_renamed_form``); any
-    other (``s0`` in one branch, ``3*s0`` in the other, or a size read from data) is a new
-    size, read from data as the exporter writes it, in the range of the two.  Returns (the value, the
+    ``1`` under ``s1 == 1`` and ``s1`` in the other: the cond's is ``s1``); any other (``s0``
+    in one branch, ``3*s0`` in the other, or a size read from data) is a new size, read
+    from data as the exporter writes it, in the range of the two (one new size for each pair
+of branch sizes: outputs of one size in each branch are of one size).  Returns (the value, the
     new sizes' symbol names)."""
     a, b = outs
     if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or \
             len(a) != len(b):
         return None
     value, fresh = [], set()
-    renamed: tuple = ({}, {})  # per branch: its symbol -> the new size that it is there
+    made: dict = {}  # (one branch's size, the other's) -> the new size made for them
+    pairs = []
     for x, y in zip(a, b):
         if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
                 len(x.shape) != len(y.shape) or x.dtype != y.dtype:
             return None
+        pairs.append([(p, q, _one_form(env, p, q, given, known))
+                      for p, q in zip(x.shape, y.shape)])
+    # (a new size for each pair of sizes read from data, ``u3`` in one branch and ``u5``
+    # in the other: where each of the two is in that pair only, a size written of it
+    # in both branches alike, ``u3 + 1`` and ``u5 + 1``, is the new size plus one)
+    names: tuple = ({}, {})  # a branch's symbol -> the new sizes it makes
+    for dims in pairs:
+        for p, q, one in dims:
+            if one is None and _bare(p, known) and _bare(q, known):
+                key = (to_expr(p), to_expr(q))
+                if key not in made:
+                    made[key] = _new_size(env, p, q)
+                    fresh.add(made[key].expr.name)
+                for side, v in zip(names, key):
+                    side.setdefault(v.name, set()).add(made[key].expr)
+    one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
+    for (x, _), dims in zip(zip(a, b), pairs):
         shape = []
-        for p, q in zip(x.shape, y.shape):
-            one = _one_form(env, p, q, given, known)
-            if one is None and (renamed[0] or renamed[1]):
-                one = _renamed_form(env, p, q, renamed)
+        for p, q, one in dims:
             if one is None:
-                one = _new_size(env, p, q)
-                fresh.add(one.expr.name)
-                for v, names in zip((p, q), renamed):
-                    e = getattr(v, "expr", None)
-                    if e is not None and e.op == "sym" and e.name not in known:
-                        names.setdefault(e.name, one.expr)
+                one = _renamed(env, p, q, one_of)
+            if one is None:  # (a pair met before is that size again, as the exporter
+                # writes it: two outputs that are one size in each branch are one there)
+                key = (to_expr(p), to_expr(q))
+                one = made.get(key)
+                if one is None:
+                    one = made[key] = _new_size(env, p, q)
+                    fresh.add(one.expr.name)
             shape.append(one)
         value.append(TensorMeta(tuple(shape), x.dtype, x.device))
     return type(a)(value), fresh
 
 
-def _renamed_form(env: Any, p: Any, q: Any, renamed: tuple) -> Any:
-    """The size ``p`` and ``q`` both are once each branch's symbols that an earlier size of
-    the cond's made a new size are that new size, else None.  A branch's ``masked_select``
-    gives ``[uA]`` and a ``cat`` of it with 5 elements ``[uA + 5]``, the other's ``[uB]``
-    and ``[uB + 5]``: the first is the new size ``u3`` (``uA`` wherever the one runs,
-    ``uB`` wherever the other does), so the second is ``u3 + 5`` in both, as the exporter
-    records it."""
-    forms = []
-    for v, names in zip((p, q), renamed):
-        e = to_expr(v)
-        forms.append(substitute(e, lambda x: names.get(x.name)) if names else e)
-    same = eq(forms[0], forms[1])
-    if same.op == "const" and same.value:
-        return new_symbolic(forms[0], env)
-    return None
+def _bare(v: Any, known: set) -> bool:
+    e = to_expr(v)
+    return e.op == "sym" and e.name not in known
+
+
+def _renamed(env: Any, p: Any, q: Any, one_of: list) -> Any:
+    """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
+    -> the one new size it makes), else None."""
+    ep = substitute(to_expr(p), lambda s: one_of[0].get(s.name))
+    eq_ = substitute(to_expr(q), lambda s: one_of[1].get(s.name))
+    if ep == to_expr(p) and eq_ == to_expr(q):
+        return None  # (nothing renamed: not the same by it)
+    same = eq(ep, eq_)
+    return new_symbolic(ep, env) if same.op == "const" and same.value else None
 
 
 def _one_form(env: Any, p: Any, q: Any, given: tuple, known: set) -> Any:

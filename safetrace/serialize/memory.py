@@ -34,6 +34,7 @@ from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.branch_facts import branch_conditions, merged
 from safetrace.serialize.recorded import Recorded
+from safetrace.serialize.requirements import is_own_check
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -41,6 +42,7 @@ from safetrace.serialize.work import Tally, scalar_returns, touched
 from safetrace.serialize.evaluation import (evaluate as _evaluate, is_int as _is_int,
                                            key as _key, python as _python, sizes as _sizes,
                                            sub as _sub, sym_query as _sym_query)
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 # CPU seconds the analysis of what depends on the inputs may take at one load: past them
@@ -244,6 +246,8 @@ class StaticMemory:
         target = node.target
         prior = self.bounded.get(node, True)  # (a shared subgraph's node: every evaluation)
         self.bounded[node] = False  # (until its sizes and work are worked out below)
+        if target is assert_sym and node.graph is not self.main and not is_own_check(node):
+            self._asserted(node, meta)
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
@@ -283,6 +287,21 @@ class StaticMemory:
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, result_bytes(target, out, args, kwargs)
+
+    def _asserted(self, node: torch.fx.Node, meta: dict) -> None:
+        """A subgraph's ``assert_sym`` of a comparison of sizes is a fact for its later nodes
+        (it raises where it fails): ``u0 >= 2`` makes ``x[:2]`` of ``x[mask]`` two rows, as the
+        exporter traced it.  Only in a subgraph, whose facts end with it (``_call``'s scope):
+        the main graph's bytes are bounded at every node, before its checks too; and not
+        the loader's own checks a file holds (``requirements.strip`` drops them)."""
+        fact = branch_conditions(node.args[0], meta, self.env.int_cls)[0] if node.args \
+            else None
+        if fact is None:
+            return
+        try:
+            self.env.add_fact(fact)
+        except ValueError:
+            pass  # (the assertion fails wherever it runs: nothing assumed)
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of

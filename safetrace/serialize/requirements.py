@@ -62,12 +62,18 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
         _insert(node, cond, why, sources)
 
 
+def is_own_check(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a check ``guard`` put in a graph (a loaded program saved again):
+    ``strip`` drops it at load, so it is no fact for the graph's later nodes."""
+    return node.op == "call_function" and node.target is assert_sym and \
+        len(node.args) == 2 and isinstance(node.args[1], str) and \
+        node.args[1].startswith(_MARK)
+
+
 def strip(graph: torch.fx.Graph) -> None:
     """Erase the checks ``guard`` puts in a graph (and the arithmetic only they use)."""
     for node in reversed(list(graph.nodes)):
-        if node.op == "call_function" and node.target is assert_sym and not node.users \
-                and len(node.args) == 2 and isinstance(node.args[1], str) and \
-                node.args[1].startswith(_MARK):
+        if is_own_check(node) and not node.users:
             pending = [node]
             while pending:
                 n = pending.pop()

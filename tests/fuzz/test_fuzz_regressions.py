@@ -533,3 +533,60 @@ def test_emptiness_probe_of_a_division_by_a_data_size_is_an_export_error():
     spec = (None, {1: Dim("d0", min=1, max=7), 3: Dim.AUTO})
     with pytest.raises(st.ExportError, match="depends on tensor data"):
         st.export(_ChunksByHalfACount(), args, dynamic_shapes=spec)
+
+
+def test_a_size_split_returning_one_data_size_twice_loads(tmp_path):
+    # fuzz seed 303: each branch returns nonzero()'s rows twice; the file records one size
+    # for both outputs, the loader made a new size for each and refused its own file
+    def f(z):
+        v = z.nonzero()
+        if z.size(1) == 2:
+            return v, v * 2
+        return v, v + 1
+
+    ep = st.export(f, (torch.randn(6, 3),), dynamic_shapes=({0: Dim("a", max=6),
+                                                              1: Dim("b", max=8)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for z in (torch.randn(4, 2), torch.randn(0, 5), torch.randn(3, 1)):
+        for got, want in zip(loaded.module()(z.clone()), f(z.clone())):
+            assert torch.equal(got, want)
+
+
+def test_an_assert_inside_a_size_split_branch_is_a_fact_at_load(tmp_path):
+    # fuzz seed 304: `x[mask][:2]` after `assert numel > 1` is two rows in both branches; the
+    # loader did not take the branch's assertion as a fact and refused the file's `[2]`
+    def f(y):
+        try:
+            if y.shape[1] <= 1:  # (no assert statement: pytest rewrites those here)
+                raise ValueError("narrow")
+            v = y * 2
+        except ValueError:
+            v = y - 1
+        m = v[v > 0]
+        torch._check(m.numel() > 1)
+        return m[:2]
+
+    ep = st.export(f, (torch.randn(3, 3),), dynamic_shapes=({1: Dim("d", max=3)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for y in (torch.rand(3, 1) + 1, torch.rand(3, 2) + 0.5):
+        torch.testing.assert_close(loaded.module()(y.clone()), f(y.clone()))
+    with pytest.raises(Exception, match=">= 2"):
+        loaded.module()(-torch.rand(3, 2))
+
+
+def test_a_size_split_returning_a_data_size_plus_one_loads(tmp_path):
+    # fuzz seed 304 (second run): the file records `[u0]` and `[u0 + 1]`; the loader made
+    # two unrelated new sizes for them and refused its own file
+    def f(x):
+        v = torch.unique((x > 0).int())
+        w = torch.cat([v, v.amax(0, keepdim=True)])
+        return v, w, (x * 2 if x.shape[1] >= 3 else x * 0)
+
+    ep = st.export(f, (torch.randn(5, 3),), dynamic_shapes=({1: Dim("d", min=1)},))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for x in (torch.randn(5, 1), torch.randn(5, 7)):
+        for got, want in zip(loaded.module()(x.clone()), f(x.clone())):
+            assert torch.equal(got, want)
