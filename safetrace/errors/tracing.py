@@ -23,7 +23,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
-    "strides_of_loose", "state_reassigned_changed", "python_state_read",
+    "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
@@ -322,6 +322,18 @@ def layout_of_view(what: str, source: str) -> UnsupportedConstruct:
                       f"does not trace strides, and the answer could differ between inputs.",
                       "call .contiguous() on the tensor before asking, or drop the layout test "
                       "(the values computed never depend on it)", source)
+
+
+def write_reads_own_memory(op: str, source: str) -> UnsupportedConstruct:
+    """An in-place op reading another view of the memory it writes (``v.add_(v[0])``)
+    where the layout is not known: eager refuses a partial overlap only for some strides."""
+    return _construct(f"{op} at {source} writes a tensor in place while reading another view "
+                      f"of the same memory (`v.add_(v[0])`), and the tensor's strides are not "
+                      f"known at export (a view, or computed from one): eager raises "
+                      f"\"some elements of the input tensor and the written-to tensor refer to "
+                      f"a single memory location\" for some strides and not for others.",
+                      "read a copy, `v.add_(v[0].clone())`, or write a new tensor, "
+                      "`v = v + v[0]`", source)
 
 
 def strides_of_loose(what: str, source: str) -> UnsupportedConstruct:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from safetrace import errors
-from safetrace.trace.source import short
+from safetrace.trace.source import short, stack_trace
 
 # op name -> (training flag index and name, running stat indices): unannotated writes
 _RUNNING_STATS = {
@@ -112,6 +112,19 @@ def storage_root(node: Any) -> Any:
             return node
         node = node.args[0]
     return node
+
+
+def reads_own_memory(op: Any, target: Any, args: Any) -> None:
+    """Refuse an in-place write of `target` (a node) whose other tensor arguments include
+    another view of its memory when the memory's layout is not known (a vmap's output:
+    eager's strides follow its batching rules): eager's overlap check (an error for a
+    partial overlap of dense tensors) depends on the strides."""
+    root = storage_root(target)
+    if getattr(root.meta.get("val"), "st_contig", None) is not None:
+        return  # (a base of known layout: its views have eager's strides, and so the check)
+    for a in args:
+        if isinstance(a, torch.fx.Node) and a is not target and storage_root(a) is root:
+            raise errors.write_reads_own_memory(str(op), short(stack_trace(4)))
 
 
 def writes_a_pick(target: Any) -> str | None:

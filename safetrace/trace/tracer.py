@@ -34,8 +34,9 @@ from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import dense_vector, exact_contiguous, result_contiguity
 from safetrace.trace.metakernel import meta_kernel
-from safetrace.trace.mutation import (constant_written, note_constant_storage, state_alias,
-                                      traced_elsewhere, write_target, written_args)
+from safetrace.trace.mutation import (constant_written, note_constant_storage,
+                                      reads_own_memory, state_alias, traced_elsewhere,
+                                      write_target, written_args)
 from safetrace.trace.numbering import number_mask
 from safetrace.trace.opinfo import (OP_INFO, RESHAPES_SELF, op_info, refresh_op_info,
                                     return_type)
@@ -582,6 +583,7 @@ class Tracer(TorchFunctionMode):
 
     def _note_mutation(self, op: Any, nargs: list, nkwargs: dict, node: torch.fx.Node) -> None:
         for target in written_args(op, nargs, nkwargs):
+            reads_own_memory(op, target, nargs)  # (v.add_(v[0]) of unknown strides)
             what, base = write_target(target)  # (one walk of its views)
             if what is not None:
                 raise errors.picked_tensor_written(op, short(stack_trace(3)), what)

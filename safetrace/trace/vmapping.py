@@ -26,6 +26,7 @@ from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.hops import ops as hop_ops
 from safetrace.trace.hops import submodules
 from safetrace.trace.mutation import storage_root
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.torch_own import Originals
 
@@ -80,6 +81,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             _mark_mapped_views(graph, new, args, out)
         else:
             _mark_lost_views(slices, out, before)
+        for o in pytree.tree_leaves(out):  # (eager's strides follow its batching rules,
+            if isinstance(o, Proxy):  # not the stack's: layout queries are refused)
+                o.st_contig = None
         return out
     return batched
 

@@ -98,6 +98,8 @@ CASES = {
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
                                                "m.py:3 `if x.t().is_contiguous():`"),
+    "write_reads_own_memory": lambda: E.write_reads_own_memory(
+        "aten.add_.Tensor", "m.py:4 `v.add_(v[0])`"),
     "strides_of_loose": lambda: E.strides_of_loose(
         "x.stride()", "m.py:3 `s = x.t().contiguous().stride(1)`"),
     "view_of_strided": lambda: E.view_of_strided(
@@ -426,6 +428,13 @@ GOLDEN = {
         'inputs.\n'
         'Fix: call .contiguous() on the tensor before asking, or drop the layout test '
         '(the values computed never depend on it)'),
+    'write_reads_own_memory': ('UnsupportedConstruct',
+        'aten.add_.Tensor at m.py:4 `v.add_(v[0])` writes a tensor in place while reading '
+        'another view of the same memory (`v.add_(v[0])`), and the tensor\'s strides are not '
+        'known at export (a view, or computed from one): eager raises "some elements of the '
+        'input tensor and the written-to tensor refer to a single memory location" for some '
+        'strides and not for others.\n'
+        'Fix: read a copy, `v.add_(v[0].clone())`, or write a new tensor, `v = v + v[0]`'),
     'strides_of_loose': ('UnsupportedConstruct',
         'x.stride() at m.py:3 `s = x.t().contiguous().stride(1)` reads the strides of a '
         'tensor that is contiguous, but whose dims of size 0 or 1 may carry any stride and '

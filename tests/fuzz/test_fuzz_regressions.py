@@ -590,3 +590,31 @@ def test_a_size_split_returning_a_data_size_plus_one_loads(tmp_path):
     for x in (torch.randn(5, 1), torch.randn(5, 7)):
         for got, want in zip(loaded.module()(x.clone()), f(x.clone())):
             assert torch.equal(got, want)
+
+
+def test_an_in_place_read_of_its_own_memory_after_vmap_is_refused():
+    # fuzz seed 261: vmap's output was traced as row-major where eager's has the batch dim
+    # innermost (strides (1, 7)); `v.add_(v[0])` passed eager's overlap check (a non-dense
+    # read) and failed in the program (a dense, partly overlapping read) on every input
+    def f(x):
+        v = torch.vmap(lambda r: r.flip(0), in_dims=1)(x).clone()
+        v.add_(v[0])
+        return v
+
+    x = torch.randn(3, 7)
+    f(x)  # eager runs
+    with pytest.raises(st.UnsupportedOpError, match=r"reading another view of the same "
+                                                    r"memory(.|\n)*v\.add_\(v\[0\]\.clone\(\)\)"):
+        st.export(f, (x,), dynamic_shapes=({1: Dim("d0", min=2, max=10)},))
+
+    def g(x):  # with the read copied: exported, eager's values
+        v = torch.vmap(lambda r: r.flip(0), in_dims=1)(x).clone()
+        v.add_(v[0].clone())
+        return v
+
+    ep = st.export(g, (x,), dynamic_shapes=({1: Dim("d0", min=2, max=10)},))
+    for n in (2, 5, 10):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(ep.module()(x), g(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 11))
