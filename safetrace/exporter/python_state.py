@@ -25,6 +25,7 @@ from safetrace.exporter.compare import same_program
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.snapshot import ABSENT, CONTENTS
 from safetrace.exporter.watched import watched
+from safetrace.trace import memo
 
 
 def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram]) -> None:
@@ -50,6 +51,8 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram])
             other = again()
         except E.ExportError:
             other = None
+        finally:  # (op calls remembered with watched numbers as arguments: forgotten)
+            memo.refresh()
     finally:
         for mod, key, value in reversed(kept):
             if key is CONTENTS:

@@ -207,6 +207,8 @@ def make_node(op: str, args: tuple[Expr, ...]) -> Expr:
 
 def const(v: int | bool) -> Expr:
     """The constant ``v`` (bools stay bools)."""
+    if type(v) is not int and type(v) is not bool and isinstance(v, int):
+        v = int.__index__(v)  # (an int subclass, a watched number: held as a plain int)
     key = ("const", type(v) is bool, v)
     e = _TABLE.get(key)
     if e is None:

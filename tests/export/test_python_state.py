@@ -383,3 +383,4 @@ def test_a_memo_of_size_tables_exports_and_state_made_without_inputs_is_refused(
         torch.testing.assert_close(mod(x), eager(x))
     with pytest.raises(st.InputMismatchError):
         mod(torch.randn(4))
+
