@@ -192,7 +192,6 @@ class Warmup(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
-        self.rate = 1.0
 
     def forward(self, x):
         self.calls += 1
@@ -201,10 +200,9 @@ class Warmup(torch.nn.Module):
         return x + 1
 
 
-class DecayLogged(torch.nn.Module):
+class DecayLogged(Warmup):
     def __init__(self) -> None:
         super().__init__()
-        self.calls = 0
         self.rate = 1.0
 
     def forward(self, x):
