@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.trace.current import exporting
+from safetrace.trace.hops.routing import while_loop
 
 
 def _batched_nms_coordinate_trick(boxes: torch.Tensor, scores: torch.Tensor,
@@ -133,8 +134,6 @@ def _heatmaps_to_keypoints(maps: torch.Tensor, rois: torch.Tensor) -> tuple:
     sizes read from data live only inside one iteration (the resized heatmaps are as large
     as eager's, never all boxes' at once), and the number of iterations is the number of
     boxes at run time, so the values are eager's for every input."""
-    from torch._higher_order_ops import while_loop
-
     widths = (rois[:, 2] - rois[:, 0]).clamp(min=1)
     heights = (rois[:, 3] - rois[:, 1]).clamp(min=1)
     widths_ceil, heights_ceil = widths.ceil(), heights.ceil()
