@@ -207,13 +207,14 @@ def make_node(op: str, args: tuple[Expr, ...]) -> Expr:
 
 def const(v: int | bool) -> Expr:
     """The constant ``v`` (bools stay bools)."""
-    if type(v) is not int and type(v) is not bool and isinstance(v, int):
-        v = int.__index__(v)  # (an int subclass, a watched number: held as a plain int)
     key = ("const", type(v) is bool, v)
     e = _TABLE.get(key)
     if e is None:
         if not isinstance(v, int):
             raise TypeError(f"symbolic constants must be int or bool, got {v!r}")
+        if type(v) is not int and type(v) is not bool:
+            v = int.__index__(v)  # (an int subclass, a watched number: held as a plain int)
+            key = ("const", False, v)
         e = object.__new__(Expr)
         e.op, e.args, e.value, e.name = "const", (), v, None
         e._key = (0, int(v), type(v) is bool)
