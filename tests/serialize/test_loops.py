@@ -87,6 +87,16 @@ class Nested(torch.nn.Module):
                                                   (torch.tensor(0), x))[1]
 
 
+def _bounded(blob: bytes, bound: int) -> bytes:
+    """`blob` with each loop's bound (``lt.Scalar`` against 3 in a subgraph) set to `bound`."""
+    doc, tensors = parts(blob)
+    for g in doc["subgraphs"]:
+        for n in g["nodes"]:
+            if n.get("target") == "torch.ops.aten.lt.Scalar" and n["args"][1] == 3:
+                n["args"][1] = bound
+    return pack(doc, tensors)
+
+
 @functools.lru_cache(maxsize=None)
 def _nested(bound: int | None = None) -> bytes:
     """The program of ``Nested``, each loop's bound (3) set to ``bound`` in the file."""
@@ -95,12 +105,7 @@ def _nested(bound: int | None = None) -> bytes:
         st.save(st.export(Nested(), (torch.randn(2, 4),),
                           dynamic_shapes={"x": {0: st.Dim("n", max=64)}}), buf)
         return buf.getvalue()
-    doc, tensors = parts(_nested())
-    for g in doc["subgraphs"]:
-        for n in g["nodes"]:
-            if n.get("target") == "torch.ops.aten.lt.Scalar" and n["args"][1] == 3:
-                n["args"][1] = bound
-    return pack(doc, tensors)
+    return _bounded(_nested(), bound)
 
 
 def test_nested_loops_count_toward_the_outer_budget():
@@ -143,12 +148,7 @@ def _per_row(bound: int | None = None) -> bytes:
         st.save(st.export(LoopPerRow(), (torch.randn(4, 4),),
                           dynamic_shapes={"x": {0: st.Dim("n", min=1, max=64)}}), buf)
         return buf.getvalue()
-    doc, tensors = parts(_per_row())
-    for g in doc["subgraphs"]:
-        for n in g["nodes"]:
-            if n.get("target") == "torch.ops.aten.lt.Scalar" and n["args"][1] == 3:
-                n["args"][1] = bound
-    return pack(doc, tensors)
+    return _bounded(_per_row(), bound)
 
 
 @pytest.mark.slow
