@@ -23,7 +23,7 @@ __all__ = [
     "to_argument",
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
-    "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read",
+    "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
@@ -361,6 +361,16 @@ def state_reassigned_changed(name: str, got: str, was: str) -> UnsupportedConstr
                       f"pass it in as an input and return the new tensor", "")
 
 
+def state_name(path: str) -> str:
+    """A piece of Python state as messages name it: a model attribute's path (``sub.n``)
+    as `self.sub.n`, a module-level name (``global:pkg.mod.COUNT``) as the global
+    `COUNT` of module pkg.mod."""
+    if path.startswith("global:"):
+        module, _, name = path[7:].rpartition(".")
+        return f"the global `{name}` of module {module}"
+    return f"`self.{path}`"
+
+
 def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
                       decided: str | None = None) -> UnsupportedConstruct:
     """forward changes plain Python attributes of the model (``self.n += 1``) and the graph
@@ -370,7 +380,7 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
     attribute's starting value (for the buffer the fix makes of it); `decided`: where
     forward's Python decided on a changing number when the graph itself was the same
     (``if self.calls > 2``: the program keeps the branch export took)."""
-    said = ", ".join(f"`self.{p}` ({old} -> {new!r})" for p, old, new in changes)
+    said = ", ".join(f"{state_name(p)} ({old} -> {new!r})" for p, old, new in changes)
     name = changes[0][0].rsplit(".", 1)[-1]
     mode = "set the mode before export (model.train() / model.eval()), not in forward; " \
         if any(p.rsplit(".", 1)[-1] == "training" for p, _, _ in changes) else ""

@@ -84,7 +84,7 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
     with eager_classes(), built_under(model), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
-            module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn):
+            module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn) as caches:
         runs: list[Exporter] = []
 
         def one(sides: dict | None, flipped: frozenset = frozenset()) -> ExportedProgram:
@@ -94,7 +94,8 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
 
         ep = export_with_splits(one, max_splits)
         # (self.n += 1 in forward: the graph must not read it)
-        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits))
+        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits),
+                           caches.changes())
         check_additional(ep, dynamic_shapes)
         return ep
 

@@ -6,21 +6,32 @@ which eager then returns as results).  After each export, the module-level conta
 the modules that define the model's classes and ``forward`` lose the entries holding traced
 values, and an ``lru_cache`` function there that grew during the export is cleared.
 (Only those that grew: an entry replaced in place stays, and fails loudly if read.)
+
+The same namespaces are the Python state forward may change outside the model
+(``global COUNT; COUNT += 1``, ``_STATE["n"] += 1``): ``changes()`` lists the numbers,
+strings and small containers forward left changed, which ``python_state.py`` checks as it
+checks the model's attributes.  They are not put back (torch.export leaves them too, and
+another thread may be the writer): a change only makes the export look again.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 from typing import Any
 
 import torch
 
+from safetrace.exporter.snapshot import ABSENT, CONTENTS, plain_item
 from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = (dict, list, set)
 _TRACED = (Proxy, torch.SymInt, torch.SymFloat, torch.SymBool)
 _LIMIT = 10_000  # (a larger container is not scanned: it costs more than an export)
+_COPIED = 256  # (a container compared item by item for changes: at most this long)
+_SCALARS = (int, float, bool, str, type(None))
+_GLOBAL = "global:"  # (the path of a module-level name: python_state.py, errors)
 # (id(namespace), len(namespace)) -> the names there holding containers or lru caches
 _NAMES: dict[tuple[int, int], tuple[str, ...]] = {}
 # class -> the namespaces of the user's modules defining it and its bases
@@ -30,24 +41,90 @@ _CLASS_SPACES: dict[type, tuple[dict, ...]] = {}
 class GlobalCaches:
     """Around one export: clean the caches of the model's modules afterwards."""
 
-    __slots__ = ("model", "fn", "sizes")
+    __slots__ = ("model", "fn", "sizes", "spaces")
 
     def __init__(self, model: Any, fn: Any) -> None:
         self.model, self.fn = model, fn
 
     def __enter__(self) -> GlobalCaches:
-        # each container and lru cache with its size: one that grew is looked at after
-        self.sizes = [(c, len(c) if isinstance(c, _CONTAINERS) else c.cache_info().currsize)
-                      for ns in _namespaces(self.model, self.fn) for c in _values(ns)]
+        self.sizes, self.spaces = [], []
+        for ns in _namespaces(self.model, self.fn):
+            found = _values(ns)
+            # each container and lru cache with its size: one that grew is looked at after
+            self.sizes += [(c, len(c) if isinstance(c, _CONTAINERS)
+                            else c.cache_info().currsize) for c in found]
+            # the namespace as it was, and a copy of each of its small containers (plain
+            # dicts, lists and sets only: a subclass's copy may run its code, as
+            # transformers' ACT2FN instantiating on every read does)
+            self.spaces.append((ns, ns.copy(), [(c, c.copy()) for c in found
+                                                if type(c) in _CONTAINERS and len(c) <= _COPIED]))
         return self
 
+    def changes(self) -> list[tuple[str, Any, Any, Any, Any]]:
+        """The module-level Python state forward changed, as ``snapshot.ModuleGuard``
+        lists a model's: (path, owner, name, value before, value after) per number, string
+        or None rebound, (path, the container, CONTENTS, items before, items now) per small
+        dict/list/set whose items changed (plain items only: numbers, strings, tensors)."""
+        found: list = []
+        same = operator.is_
+        for ns, before, copies in self.spaces:
+            # (values by identity: a name rebound shows; keys need no look of their own)
+            if len(ns) != len(before) or not all(map(same, ns.values(), before.values())):
+                owner = None
+                for k, v in ns.items():
+                    old = before.get(k, ABSENT)
+                    if v is old or k.startswith("__") or not _plain_global(v) or (
+                            old is not ABSENT and not _plain_global(old)) or (
+                            type(v) is type(old) and v == old):
+                        continue
+                    owner = owner or _Space(ns)
+                    found.append((f"{_GLOBAL}{ns.get('__name__', '?')}.{k}", owner, k, old, v))
+            for c, items in copies:
+                if _same_items(c, items):
+                    continue
+                if all(map(plain_item, c.items() if isinstance(c, dict) else c)):
+                    name = next((k for k, v in ns.items() if v is c), "?")
+                    found.append((f"{_GLOBAL}{ns.get('__name__', '?')}.{name}", c, CONTENTS,
+                                  items, c.copy()))
+        return found
+
     def __exit__(self, *exc: Any) -> None:
+        for ns, before, _ in self.spaces:  # (`global N; N = x.shape[0]`: N as it was)
+            if len(ns) != len(before) or not all(map(operator.is_, ns.values(),
+                                                     before.values())):
+                for k in [k for k, v in ns.items() if _traced(v)]:
+                    if k in before and not _traced(before[k]):
+                        ns[k] = before[k]
+                    else:
+                        del ns[k]
         for c, size in self.sizes:
             if isinstance(c, _CONTAINERS):
                 if len(c) != size and len(c) <= _LIMIT:
                     _scrub(c)
             elif c.cache_info().currsize != size:  # (its entries cannot be read: all go)
                 c.cache_clear()
+
+
+def _same_items(c: Any, items: Any) -> bool:
+    """Whether a container holds its copy's items (by identity: items may be tensors)."""
+    if len(c) != len(items):
+        return False
+    if type(c) is dict:
+        return all(map(operator.is_, c.values(), items.values())) and \
+            all(map(operator.is_, c, items))
+    return all(map(operator.is_, c, items)) if type(c) is list else c == items
+
+
+def _plain_global(v: Any) -> bool:
+    return type(v) in _SCALARS or isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+class _Space:
+    """A module's namespace as an object whose ``__dict__`` it is (python_state.py sets a
+    stand-in value through ``owner.__dict__``)."""
+
+    def __init__(self, ns: dict) -> None:
+        self.__dict__ = ns
 
 
 def _namespaces(model: Any, fn: Any) -> list[dict]:

@@ -28,13 +28,15 @@ from safetrace.exporter.watched import watched
 from safetrace.trace import memo
 
 
-def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram]) -> None:
+def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram],
+          outside: list = ()) -> None:
     """Refuse `ep` if tracing with each attribute forward changed at its new value
     (`again`) gives another program.  `runs`: the exporters that traced `ep` (each with
     its ``python_state``: (path, module, attribute, value before, value after), or for a
-    list/dict/set attribute (path, the container, CONTENTS, items before, items after))."""
-    changed = [c for c in {c[0]: c for run in runs for c in run.python_state}.values()
-               if not _memo_only(c)]
+    list/dict/set attribute (path, the container, CONTENTS, items before, items after)).
+    `outside`: the module-level names forward changed, in that form (global_caches.py)."""
+    changed = [c for c in {c[0]: c for c in [*(c for run in runs for c in run.python_state),
+                                             *outside]}.values() if not _memo_only(c)]
     if not changed:
         return
     kept = []

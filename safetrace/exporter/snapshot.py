@@ -22,15 +22,15 @@ CONTENTS = "<contents>"  # (the attribute of a container forward changed: its it
 ABSENT = object()  # (the value before of an attribute forward added)
 
 
-def _plain(item: Any) -> bool:
+def plain_item(item: Any) -> bool:
     """Whether a container's item (a dict's (key, value)) holds only plain Python values,
     values from the input's sizes or tensors (``self.hist.append(x)``)."""
     if type(item) is tuple:
-        return all(map(_plain, item))
+        return all(map(plain_item, item))
     return type(item) in _SCALARS or isinstance(item, (*_SYMBOLIC, torch.Tensor))
 
 
-def _changed(obj: Any, contents: Any) -> bool:
+def items_changed(obj: Any, contents: Any) -> bool:
     """Whether a container's items differ from its copy (by identity: items may be tensors)."""
     if len(obj) != len(contents):
         return True
@@ -216,8 +216,8 @@ class ModuleGuard:
             if not _same(c.getattr(k), v):
                 c.setattr(k, v)
         for obj, contents, path in self.containers:
-            if _changed(obj, contents):  # self.log.append(...) in forward: undone
-                if all(map(_plain, obj.items() if isinstance(obj, dict) else obj)):
+            if items_changed(obj, contents):  # self.log.append(...) in forward: undone
+                if all(map(plain_item, obj.items() if isinstance(obj, dict) else obj)):
                     now = _CONTAINERS[type(obj)](obj)
                     self.scalars.append((path, obj, CONTENTS, contents, now))
                 obj.clear()
@@ -241,7 +241,7 @@ class ModuleGuard:
         forward leaves there is traced again with a stand-in: python_state.py)."""
         for k, v in now.items():
             old = before.get(k, ABSENT)
-            if v is old or not _plain(v) or (old is not ABSENT and not _plain(old)):
+            if v is old or not plain_item(v) or (old is not ABSENT and not plain_item(old)):
                 continue
             if type(v) is type(old) and type(v) in _SCALARS and v == old:
                 continue

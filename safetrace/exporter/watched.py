@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from safetrace import errors as E
+
 
 def watched(value: Any, path: str, decided: list[str]) -> Any:
     """`value` as a watched number noting decisions in `decided` (other values as they are;
@@ -31,7 +33,7 @@ def _note(self: Any, what: str, depth: int = 2) -> None:
     code = frame.f_code
     if code.co_filename.startswith(_LIBRARY):
         return  # (safetrace's own handling of the number: the graph comparison judges it)
-    self._st_decided.append(f"{what} of `self.{self._st_path}` at "
+    self._st_decided.append(f"{what} of {E.state_name(self._st_path)} at "
                             f"{code.co_filename}:{frame.f_lineno}")
 
 
