@@ -9,6 +9,8 @@ shared by inputs).
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from safetrace.errors.base import SpecError, Where
@@ -186,7 +188,9 @@ def _dim(where: str, path: str, d: int, cause: str, fix: str) -> SpecExampleErro
 def example_size(where: str, path: str, d: int, spec: int, size: int) -> SpecExampleError:
     """The spec gives the static size ``spec``; the example's ``path.shape[d]`` is ``size``."""
     return _dim(where, path, d, f"is {spec}, but the example input has {path}.shape[{d}] = "
-                                f"{size}.", f"use {size} or None (static), or a Dim")
+                                f"{size} (as torch.export says: Static shape constraint of "
+                                f"{spec} does not match input size of {size}, for "
+                                f"{path}.shape[{d}]).", f"use {size} or None (static), or a Dim")
 
 
 def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
@@ -197,12 +201,22 @@ def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
                 "declare the dim with a Dim of its own, or give an example of that form")
 
 
-def example_out_of_range(where: str, spec: str, lo: Any, hi: Any,
-                         size: int) -> SpecExampleError:
-    """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``)."""
+def example_out_of_range(where: str, spec: str, lo: Any, hi: Any, size: int,
+                         place: str = "", user: tuple | None = None) -> SpecExampleError:
+    """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``);
+    ``place``: the input's dim (``x.shape[0]``), ``user``: a dim hint's (min, max) as given
+    (a named Dim's range otherwise)."""
     bound = "min" if size < lo else "max"
+    if user is None:  # torch.export's words for a named Dim
+        words = f"{size} not in range [{lo}, {hi}]"
+    else:
+        m = re.match(r"(\w+)(.*)$", place, re.S)
+        at = f"inputs[{m.group(1)!r}]{m.group(2)}" if m else place
+        words = (f"Received user-specified min/max range of [{user[0]}, {user[1]}], "
+                 f"conflicting with the inferred min/max range of [{size}, {size}] (the "
+                 f"example), for {at}")
     return spec_example(where, f"is {spec} with range [{lo}, {hi}], but the example input "
-                               f"has size {size}.",
+                               f"has size {size} (as torch.export says: {words}).",
                         f"widen the range to admit {size} ({bound}={size}), or change the "
                         f"example")
 
@@ -244,6 +258,8 @@ def additional_refused(index: int, exc: BaseException) -> AdditionalInputRefused
     """Example ``index`` (1-based, after the export's own inputs) of AdditionalInputs fails
     the exported program's input checks: the program does not cover every example."""
     reason = str(getattr(exc, "cause", None) or exc).split("\n")[0]
+    words = getattr(exc, "details", {}).get("torch_words")  # torch.export's phrase for it
+    reason += f" ({words})" if words else ""
     return AdditionalInputRefused(
         f"AdditionalInputs: example {index} is refused by the exported program: {reason} "
         f"(a size there breaks a condition the traced code needs, so the examples do not "

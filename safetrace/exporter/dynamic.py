@@ -85,12 +85,15 @@ class DynamicDims:
         if entries is None or entries is OMITTED:
             return shape
         out: list = []
+        scalar = not isinstance(t, torch.Tensor)  # an int input: one "dim", the value
         for d, (n, e) in enumerate(zip(shape, entries)):
-            where = f"dynamic_shapes for {path}.shape[{d}]"
+            place = path if scalar else f"{path}.shape[{d}]"
+            where = f"dynamic_shapes for {place}"
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):
                     self._in_range(where, n, 0 if e.min is None else e.min,
-                                   math.inf if e.max is None else e.max, repr(e))
+                                   math.inf if e.max is None else e.max, repr(e), place,
+                                   (e.min, e.max))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
@@ -99,7 +102,7 @@ class DynamicDims:
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
-                self._in_range(where, n, lo, hi, repr(e))
+                self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max))
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
@@ -127,9 +130,10 @@ class DynamicDims:
                 raise spec_entry(where, e)
         return tuple(out)
 
-    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str) -> None:
+    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str,
+                  place: str = "", user: tuple | None = None) -> None:
         if not lo <= n <= hi:
-            raise errors.example_out_of_range(where, what, lo, hi, n)
+            raise errors.example_out_of_range(where, what, lo, hi, n, place, user)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -206,8 +210,11 @@ class DynamicDims:
                 if decl.kind in ("named", "derived"):  # a size split can keep it
                     self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
                                                                    self.roots)])
+                marked = decl.spec.name if isinstance(decl.spec, Dim) else decl.where
                 cause = (f"was specialized to {dim.size}"
-                         f"{self.origin_of(name, dim.size + 1)}.")  # the guard ruling out others
+                         f"{self.origin_of(name, dim.size + 1)}"  # the guard ruling out others
+                         f" (torch.export's words: You marked {marked} as dynamic but your "
+                         f"code specialized it to be a constant ({dim.size})).")
                 fix = _static_fix(decl.where, dim.size)
                 cause, fix = self._omitted_note(decl, dim.size, cause, fix)
                 problems.append(Violation(label, cause, fix))
@@ -246,7 +253,10 @@ class DynamicDims:
                 problems.append(Violation(
                     label, f"only works for {_range_text(dim_name, lo, hi)}"
                            f"{self.origin_of(root, outside)}, but {declared!r} allows "
-                           f"[{declared.min}, {declared.max}].",
+                           f"[{declared.min}, {declared.max}] (torch.export's words: Not all "
+                           f"values of {dim_name} = {decl.where} in the specified range "
+                           f"{_range_text(dim_name, declared.min, declared.max)} satisfy the "
+                           f"generated guard {_range_text(decl.where, lo, hi)}).",
                     f"{dim_name} = Dim({', '.join(args)})"))
                 continue
             if root not in pins:
@@ -446,7 +456,9 @@ class DynamicDims:
                    f"can be {text}; the program then checks {dim_name} == {text} on every "
                    f"input)")
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare.", fix)
+                                f"does not declare (torch.export's words: The values of "
+                                f"{dim_name} must always be related to the values of "
+                                f"{text} by {dim_name} = {text}).", fix)
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(

@@ -134,7 +134,8 @@ GOLDEN = {
         'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
         'Fix: use 3 or None (static), or a Dim'),
     'declared_space': ('DeclaredSpaceViolation',
-        'the traced program does not work for the whole declared input space (1 problem):\n'
+        'the traced program does not work for the whole declared input space (1 problem; '
+        "in torch.export's words: Constraints violated (b)!):\n"
         "  - x.shape[0] (Dim('b')) was specialized to 3 (from `x.view(3, 4)` at m.py:2).\n"
         '    Fix: make it static: x.shape[0] -> 3 (or Dim.STATIC), or let safetrace '
         'decide: Dim.AUTO\n'
