@@ -173,17 +173,16 @@ def script_module(model: Any) -> ScriptModuleInput:
             "st.export(model, args)")
 
 
-def script_submodule(path: str, type_name: str, method: str = "forward",
-                     where: str = "") -> ScriptModuleInput:
-    """A call of a TorchScript method (``method``) of the model's submodule ``path``, the
-    result of torch.jit.script or torch.jit.trace (holding it, or reading its parameters,
-    exports)."""
+def script_node(path: str, type_name: str, method: str, kind: str,
+                where: str = "") -> ScriptModuleInput:
+    """The TorchScript method ``method`` of the submodule ``path`` (torch.jit.script or
+    torch.jit.trace) has a graph node of ``kind`` that safetrace does not follow."""
     return ScriptModuleInput(
         f"{where + ' calls' if where else 'the program calls'} the TorchScript method "
-        f"`{method}` of the submodule `{path}` ({type_name}), a TorchScript module (the "
-        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
-        f"interpreter, which safetrace cannot follow (torch.export fails on a scripted "
-        f"one's forward, and runs a traced one's Python forward instead of its trace).",
+        f"`{method}` of the submodule `{path}` ({type_name}, the result of torch.jit.script "
+        f"or torch.jit.trace); safetrace follows its graph node by node, and its node "
+        f"`{kind}` is not one it follows (ATen operators, operators on numbers, constants, "
+        f"attributes, lists and tuples, prim::If are).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>", where=Where(source=where or None))
 

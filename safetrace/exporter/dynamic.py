@@ -457,8 +457,9 @@ class DynamicDims:
                    f"input)")
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
                                 f"does not declare (torch.export's words: The values of "
-                                f"{dim_name} must always be related to the values of "
-                                f"{text} by {dim_name} = {text}).", fix)
+                                f"{dim_name} = {label.split(' (')[0]} must always be related "
+                                f"to the values of {', '.join(sorted(set(names.values())))} by "
+                                f"{dim_name} = {text}).", fix)
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(
