@@ -1,0 +1,170 @@
+"""Behaviours of torch's own export tests met by a user who replaces
+``torch.export.export(...)`` with ``st.export(...).to_torch()`` (issue 21), round 18:
+refusals carry torch.export's phrase for the same situation (torch's tests match it), and
+TorchScript submodules called in forward are followed through their graphs.  Our own
+cases; each runs through torch.export in the same test where torch takes it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import check_program, same
+
+
+class Sub(nn.Module):
+    def forward(self, x, y):
+        return x - y
+
+
+class Shifted(nn.Module):
+    def forward(self, x, y):
+        return x + y[1:]
+
+
+class AtMost32(nn.Module):
+    def forward(self, x):
+        assert x.shape[0] <= 32
+        return x + 2
+
+
+class FirstThree(nn.Module):
+    def forward(self, x, y):
+        return (x + y)[:3]
+
+
+def _additional(*examples):
+    ai = torch.export.AdditionalInputs()
+    for e in examples:
+        ai.add(e)
+    return ai
+
+
+def _four(n: int = 4) -> tuple:
+    return (torch.randn(n), torch.randn(n))
+
+
+# name -> (model, args, dynamic_shapes (a function: a fresh spec each time), torch's phrase,
+#          which both refusals contain)
+WORDING = {
+    "static size": (Sub, _four(), lambda: ((5,), None),
+                    r"Static shape constraint of 5 does not match input size of 4, for "),
+    "named range": (Sub, _four(8), lambda: ((Dim("a", min=2, max=5),), None),
+                    r"8 not in range \[2, 5\]"),
+    "hint range": (Sub, _four(), lambda: ((Dim.STATIC(min=6, max=8),), None),
+                   r"Received user-specified min/max range of \[6, 8\], conflicting with the "
+                   r"inferred min/max range of \[4, 4\].* for inputs\['x'\]\.shape\[0\]"),
+    "specialized": (Sub, _four(), lambda: ((Dim.STATIC,), (Dim("dy"),)),
+                    r"Constraints violated \(dy\)!(.*\n)*.*You marked dy as dynamic but your "
+                    r"code specialized it to be a constant \(4\)"),
+    "narrowed": (AtMost32, (torch.randn(16),), lambda: ((Dim("a", min=3, max=64),),),
+                 r"Constraints violated \(a\)!(.*\n)*.*Not all values of a = .* in the "
+                 r"specified range 3 <= a <= 64 satisfy the generated guard(.*\n)*.*"
+                 r"Suggested fixes:(.*\n)*.*a = Dim\('a', min=3, max=32\)"),
+    "related": (Shifted, (torch.randn(5), torch.randn(6)),
+                lambda: ((Dim("dx", min=3, max=6),), (Dim("dy", min=4, max=7),)),
+                r"Constraints violated \(dy\)!(.*\n)*.*The values of dy.*must always be "
+                r"related to the values of dx.*by.*dy = dx \+ 1"),
+    "additional": (FirstThree, _four(),
+                   lambda: _additional(_four(), _four(2)),
+                   r"Expected input.*to be >= 3, but got 2"),
+}
+
+
+@pytest.mark.parametrize("name", list(WORDING))
+def test_a_refusal_carries_torch_exports_phrase(name: str) -> None:
+    model, args, spec, phrase = WORDING[name]
+    with pytest.raises(st.ExportError) as info:
+        st.export(model(), args, dynamic_shapes=spec())
+    assert re.search(phrase, str(info.value)), str(info.value)
+    assert info.value.fix  # and our own fix
+
+
+@pytest.mark.slow  # (torch.export's refusals: ~3 s together)
+@pytest.mark.parametrize("name", list(WORDING))
+def test_torch_exports_refusal_has_that_phrase(name: str) -> None:
+    model, args, spec, phrase = WORDING[name]
+    with pytest.raises(Exception) as info:
+        torch.export.export(model(), args, dynamic_shapes=spec())
+    assert re.search(phrase, str(info.value)), str(info.value)
+
+
+def test_an_int_inputs_spec_place_is_the_input_itself() -> None:
+    with pytest.raises(st.errors.SpecExampleError, match=r"dynamic_shapes for n is Dim\.DYNAMIC") as e:
+        st.export(lambda x, n: x * n, (torch.randn(3), 8),
+                  dynamic_shapes=(None, Dim.DYNAMIC(min=2, max=6)))
+    assert ".shape" not in str(e.value).split("(as torch")[0]
+
+
+# -- a TorchScript submodule called in forward: its graph, followed node by node ------------
+class Gate(nn.Module):
+    """Branches on a size; writes a buffer; reads a parameter of a child."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.calls = nn.Buffer(torch.zeros(1))
+
+    def forward(self, x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        self.calls.add_(1)
+        if x.shape[0] > 2:
+            return self.lin(x).relu() * scale + self.calls
+        return torch.cat([x, x], 0).sum(0, keepdim=True) - self.calls
+
+
+class HoldsGate(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+@pytest.mark.parametrize("compile_", [pytest.param("script", marks=pytest.mark.slow),  # ~3 s
+                                      "trace"])
+def test_a_torchscript_submodule_runs_its_graph_with_its_state(compile_: str) -> None:
+    """A scripted Gate branches on the batch size (the program splits on it, checked at
+    run time); a traced one runs the branch its trace froze, for every size, as eager's
+    traced module does.  The buffer write is the program's, counted as in eager."""
+    x = torch.randn(3, 4)
+
+    def make():
+        torch.manual_seed(0)
+        if compile_ == "script":
+            return HoldsGate(torch.jit.script(Gate()))
+        traced = torch.jit.trace(Gate(), (x,), check_trace=False)
+        traced.calls.zero_()  # (tracing ran the module)
+        return HoldsGate(traced)
+
+    model = make()
+    ep = st.export(model, (x,), dynamic_shapes=({0: Dim("n", max=64)},))
+    assert float(model.inner.calls) == 0.0  # exporting wrote nothing
+    sizes = (1, 2, 3, 7) if compile_ == "script" else (3, 7)
+    check_program(ep, make(), [(torch.randn(n, 4),) for n in sizes], [(torch.randn(2, 5),)])
+    # (the program's buffer now counts the calls above: a fresh program for torch's side)
+    conv = st.export(make(), (x,), dynamic_shapes=({0: Dim("n", max=64)},)).to_torch()
+    conv, eager = conv.module(), make()
+    for n in sizes:
+        y = torch.randn(n, 4)
+        same(conv(y), eager(y))
+
+
+class Loops(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(x.shape[0]):
+            x = x + 1
+        return x
+
+
+def test_a_torchscript_node_it_does_not_follow_is_refused_naming_it() -> None:
+    with pytest.raises(st.UnsupportedInputError, match="prim::Loop") as info:
+        st.export(HoldsGate(torch.jit.script(Loops())), (torch.randn(2, 4),))
+    assert "submodule `inner`" in str(info.value)
+    assert "model.inner = <the module before torch.jit.script>" in info.value.fix
