@@ -127,8 +127,8 @@ class HoldsGate(nn.Module):
         return self.inner(x) + 1
 
 
-@pytest.mark.parametrize("compile_", [pytest.param("script", marks=pytest.mark.slow),  # ~3 s
-                                      "trace"])
+@pytest.mark.slow  # (~3 s each; suite_17's CallsCompiled cases follow a graph by default)
+@pytest.mark.parametrize("compile_", ["script", "trace"])
 def test_a_torchscript_submodule_runs_its_graph_with_its_state(compile_: str) -> None:
     """A scripted Gate branches on the batch size (the program splits on it, checked at
     run time); a traced one runs the branch its trace froze, for every size, as eager's
