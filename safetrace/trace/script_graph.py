@@ -40,6 +40,22 @@ _DTYPES = dict(enumerate((torch.uint8, torch.int8, torch.int16, torch.int32, tor
                           torch.complex64, torch.complex128, torch.bool)))
 _DTYPES[15] = torch.bfloat16
 
+_CODES = {dtype: code for code, dtype in _DTYPES.items()}
+_ENUMS = {
+    "ScalarType": _DTYPES,
+    "MemoryFormat": dict(enumerate((torch.contiguous_format, torch.preserve_format,
+                                    torch.channels_last, torch.channels_last_3d))),
+    "Layout": dict(enumerate((torch.strided, torch.sparse_coo))),
+}
+
+# other nodes of one output, as Python computes them
+_PRIMS: dict[str, Callable[..., Any]] = {
+    "prim::dtype": lambda t: _CODES[t.dtype], "prim::device": lambda t: t.device,
+    "prim::min": min, "prim::max": max,
+    "prim::requires_grad": lambda t: t.requires_grad,
+    "prim::Uninitialized": lambda: None,
+}
+
 # tensor queries: the tensor's own methods (sizes stay the tracer's symbolic ints)
 _QUERIES: dict[str, Callable[..., Any]] = {
     "aten::size": lambda t, *d: t.size(*d) if d else list(t.size()),
@@ -113,8 +129,13 @@ def _run_node(node: Any, env: dict) -> None:
     elif kind == "prim::If":
         blocks = list(node.blocks())
         taken = blocks[0] if ins[0] else blocks[1]  # (a size condition becomes a guard)
-        for v, x in zip(outs, _run_block(taken, dict(env))):
+        for v, x in zip(outs, _run_block(taken, env)):
             env[v] = x
+    elif kind == "prim::Loop":
+        for v, x in zip(outs, _loop(next(iter(node.blocks())), ins, env)):
+            env[v] = x
+    elif kind in _PRIMS:
+        env[outs[0]] = _PRIMS[kind](*ins)
     elif kind.startswith("aten::"):
         result = _aten(node, kind, ins)
         if len(outs) == 1:
@@ -124,6 +145,22 @@ def _run_node(node: Any, env: dict) -> None:
                 env[v] = x
     else:
         raise _Refused(kind)
+
+
+def _loop(body: Any, ins: list, env: dict) -> list:
+    """TorchScript's loop: (trip count, condition, carried values); the body takes (the
+    iteration, carried) and gives (condition, carried).  Unrolled as Python runs it: a
+    trip count or condition on a size decides as Python's ``while`` does (a guard)."""
+    trip, go, carried = ins[0], ins[1], list(ins[2:])
+    params = list(body.inputs())
+    i = 0
+    while go and i < trip:
+        env[params[0]] = i
+        for v, x in zip(params[1:], carried):
+            env[v] = x
+        go, *carried = _run_block(body, env)
+        i += 1
+    return carried
 
 
 def _constant(node: Any) -> Any:
@@ -150,8 +187,9 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
     args: list = []
     kwargs: dict = {}
     for a, x in zip(schema.arguments, ins):
-        if "ScalarType" in str(a.type) and type(x) is int:
-            x = _DTYPES[x]
+        if type(x) is int:  # (an enum is an int in a TorchScript graph)
+            table = _ENUMS.get(str(a.real_type).replace("Optional[", "").rstrip("]"))
+            x = x if table is None else table[x]
         if a.kwarg_only:
             kwargs[a.name] = x
         else:

@@ -158,13 +158,47 @@ def test_a_torchscript_submodule_runs_its_graph_with_its_state(compile_: str) ->
 
 class Loops(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for _ in range(x.shape[0]):
+        for i in range(x.shape[0]):
+            x = x + i
+        while x.shape[1] > 100 and x.sum() < 0:  # (the size decides: never entered)
             x = x + 1
+        return x.to(x.dtype)
+
+
+class RaisesOnTwo(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] == 2:
+            raise ValueError("two rows")
         return x
 
 
+class HoldsOne(nn.Module):
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_a_torchscript_loop_unrolls_as_python_and_a_size_it_reads_is_checked() -> None:
+    model = HoldsOne(torch.jit.script(Loops()))
+    x = torch.randn(3, 4)
+    ep = st.export(model, (x,))
+    check_program(ep, model, [(torch.randn(3, 4),)], [(torch.randn(4, 4),)])
+    with pytest.raises(st.ConstraintViolationError, match="specialized to 3"):
+        st.export(model, (x,), dynamic_shapes=({0: Dim("n")},))
+
+
 def test_a_torchscript_node_it_does_not_follow_is_refused_naming_it() -> None:
-    with pytest.raises(st.UnsupportedInputError, match="prim::Loop") as info:
-        st.export(HoldsGate(torch.jit.script(Loops())), (torch.randn(2, 4),))
+    model = HoldsOne(torch.jit.script(RaisesOnTwo()))
+    with pytest.raises(Exception, match="two rows"):
+        model(torch.randn(2, 4))  # eager raises too
+    with pytest.raises(st.UnsupportedInputError, match="prim::RaiseException") as info:
+        st.export(model, (torch.randn(2, 4),))
     assert "submodule `inner`" in str(info.value)
     assert "model.inner = <the module before torch.jit.script>" in info.value.fix
+    with pytest.raises(st.ConstraintViolationError, match="x.shape\\[0\\] != 2"):
+        st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("n")},))
+    ep = st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim.DYNAMIC},))
+    check_program(ep, model, [(torch.randn(n, 4),) for n in (0, 1, 5)], [(torch.randn(2, 4),)])
