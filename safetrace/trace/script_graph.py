@@ -170,8 +170,11 @@ def _constant(node: Any) -> Any:
 
 
 def _aten(node: Any, kind: str, ins: list) -> Any:
-    if kind in ("aten::__getitem__", "aten::len") and isinstance(ins[0], (list, tuple)):
+    if kind in ("aten::__getitem__", "aten::len") and isinstance(ins[0], (list, tuple, dict)):
         return _NUMBER_OPS[kind](*ins)
+    if kind == "aten::append" and isinstance(ins[0], list):  # (in place, as TorchScript's)
+        ins[0].append(ins[1])
+        return ins[0]
     if kind in _QUERIES and isinstance(ins[0], torch.Tensor):
         return _QUERIES[kind](*ins)
     if not any(isinstance(x, torch.Tensor) for x in _leaves(ins)):
@@ -184,6 +187,11 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
     overload = getattr(packet, schema.overload_name or "default", None)
     if overload is None:
         raise _Refused(kind)
+    for a in schema.arguments:  # a list or dict written in place: the copy that torch.ops
+        # makes of a Python container would take the write, not the graph's value
+        if a.alias_info is not None and a.alias_info.is_write and \
+                "Tensor" not in str(a.real_type).replace("Tensor[]", ""):
+            raise _Refused(f"{kind} (writes its {a.name} argument in place)")
     args: list = []
     kwargs: dict = {}
     for a, x in zip(schema.arguments, ins):

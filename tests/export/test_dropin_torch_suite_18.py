@@ -7,6 +7,7 @@ cases; each runs through torch.export in the same test where torch takes it."""
 from __future__ import annotations
 
 import re
+from typing import List
 
 import pytest
 import torch
@@ -202,3 +203,29 @@ def test_a_torchscript_node_it_does_not_follow_is_refused_naming_it() -> None:
         st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("n")},))
     ep = st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim.DYNAMIC},))
     check_program(ep, model, [(torch.randn(n, 4),) for n in (0, 1, 5)], [(torch.randn(2, 4),)])
+
+
+class Appends(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts: List[torch.Tensor] = []
+        for i in range(3):
+            parts.append(x * i)
+        return torch.cat(parts)
+
+
+class Inserts(Appends):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        parts: List[torch.Tensor] = [x]
+        parts.insert(0, x * 2)
+        return torch.cat(parts)
+
+
+def test_a_torchscript_list_is_written_in_place_or_refused() -> None:
+    """``append`` writes the graph's list itself; another write to a list (``insert``)
+    would land in the copy torch.ops makes of a Python list: refused, never a program
+    missing the element."""
+    model = HoldsOne(torch.jit.script(Appends()))
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: Dim("n")},))
+    check_program(ep, model, [(torch.randn(n, 3),) for n in (0, 1, 4)], [(torch.randn(2, 4),)])
+    with pytest.raises(st.UnsupportedInputError, match="aten::insert"):
+        st.export(HoldsOne(torch.jit.script(Inserts())), (torch.randn(2, 3),))
