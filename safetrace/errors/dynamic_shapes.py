@@ -197,7 +197,9 @@ def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
                         root: str) -> SpecExampleError:
     """``size`` is not ``derived`` (``2*n + 1``) for any integer value of Dim ``root``."""
     return _dim(where, path, d, f"is {derived!r}, but {path}.shape[{d}] = {size} is not of "
-                                f"that form for any integer {root}",
+                                f"that form for any integer {root} (as torch.export says: "
+                                f"Expected shape[{d}] = {size} of input Tensor to be of the "
+                                f"form {derived!r}, where {root} is an integer)",
                 "declare the dim with a Dim of its own, or give an example of that form")
 
 
@@ -232,8 +234,12 @@ def dim_sizes_disagree(where: str, name: str, first: str, first_size: int, path:
                        shown: str) -> SpecExampleError:
     """Dim ``name`` is ``first_size`` at its first use (``first``: that dim's path) but
     ``path.shape[d]`` gives ``shown`` (``n = 5``, or ``2*n = 10`` for a derived dim)."""
+    expr, got = shown.rsplit(" = ", 1)
     return _dim(where, path, d, f"uses {name}, but the example sizes disagree: {first} gives "
-                                f"{name} = {first_size} while {path}.shape[{d}] gives {shown}.",
+                                f"{name} = {first_size} while {path}.shape[{d}] gives {shown} "
+                                f"(as torch.export says: Expected input {path}.size()[{d}] to "
+                                f"be equal to {expr}, where {name} = {first_size}, but got "
+                                f"{got}).",
                 "the same Dim means equal sizes; use separate Dims or consistent example "
                 "inputs")
 

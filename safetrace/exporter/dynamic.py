@@ -210,11 +210,9 @@ class DynamicDims:
                 if decl.kind in ("named", "derived"):  # a size split can keep it
                     self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
                                                                    self.roots)])
-                marked = decl.spec.name if isinstance(decl.spec, Dim) else decl.where
                 cause = (f"was specialized to {dim.size}"
                          f"{self.origin_of(name, dim.size + 1)}"  # the guard ruling out others
-                         f" (torch.export's words: You marked {marked} as dynamic but your "
-                         f"code specialized it to be a constant ({dim.size})).")
+                         f" (torch.export's words: {_torch_specialized(decl, dim.size)}).")
                 fix = _static_fix(decl.where, dim.size)
                 cause, fix = self._omitted_note(decl, dim.size, cause, fix)
                 problems.append(Violation(label, cause, fix))
@@ -617,6 +615,17 @@ def _holds(cond: Expr, point: dict) -> bool:
     if not cond.free_symbols <= point.keys():
         return True
     return bool(cond.evaluate(point))
+
+
+def _torch_specialized(decl: DimDecl, size: int) -> str:
+    """torch.export's sentence for a declared dim its trace specialized to `size`."""
+    if isinstance(decl.spec, DerivedDim):
+        return (f"Specializations unexpectedly required ({decl.spec.root.name})! solving the "
+                f"guards generated for {decl.spec!r} = {decl.where} resulted in a specialized "
+                f"value of {size}")
+    marked = decl.spec.name if isinstance(decl.spec, Dim) else decl.where
+    return f"You marked {marked} as dynamic but your code specialized it to be a constant " \
+           f"({size})"
 
 
 def _range_text(name: str, lo: float, hi: float) -> str:

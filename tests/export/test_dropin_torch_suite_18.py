@@ -40,6 +40,16 @@ class FirstThree(nn.Module):
         return (x + y)[:3]
 
 
+class Halves(nn.Module):
+    def forward(self, w):
+        return w[::2]
+
+
+class Flattens(nn.Module):
+    def forward(self, x, y):
+        return x.reshape([-1]) + y
+
+
 def _additional(*examples):
     ai = torch.export.AdditionalInputs()
     for e in examples:
@@ -72,6 +82,17 @@ WORDING = {
                 lambda: ((Dim("dx", min=3, max=6),), (Dim("dy", min=4, max=7),)),
                 r"Constraints violated \(dy\)!(.*\n)*.*The values of dy.*must always be "
                 r"related to the values of dx.*by.*dy = dx \+ 1"),
+    "derived sizes": (Shifted, (torch.randn(5), torch.randn(6)),
+                      lambda: ((Dim("dx", min=3, max=6),), (Dim("dx", min=3, max=6) * 2,)),
+                      r"Expected input.*size.* to be equal to 2\*dx, where dx = 5, but got 6"),
+    "derived form": (Halves, (torch.randn(10),), lambda: ((Dim("dx", min=3, max=6) * 2 + 1,),),
+                     r"Expected shape.*= 10 of input Tensor to be of the form 2\*dx \+ 1, "
+                     r"where dx is an integer"),
+    "derived root": (Flattens, (torch.randn(6, 2), torch.randn(12)),
+                     lambda: ((Dim("dy", min=6) - 6, 2), (Dim("dy", min=6),)),
+                     r"Specializations unexpectedly required \(dy\)!(.*\n)*.*solving the "
+                     r"guards generated for dy - 6.*resulted in a specialized value of 6"
+                     r"(.*\n)*.*Suggested fixes(.*\n)*.*dy = 12"),
     "additional": (FirstThree, _four(),
                    lambda: _additional(_four(), _four(2)),
                    r"Expected input.*to be >= 3, but got 2"),
@@ -85,6 +106,8 @@ def test_a_refusal_carries_torch_exports_phrase(name: str) -> None:
         st.export(model(), args, dynamic_shapes=spec())
     assert re.search(phrase, str(info.value)), str(info.value)
     assert info.value.fix  # and our own fix
+    if name == "derived root":  # (no fix suggested for the derived dim itself)
+        assert "dy - 6 = 6" not in str(info.value)
 
 
 @pytest.mark.slow  # (torch.export's refusals: ~3 s together)
