@@ -456,8 +456,21 @@ class DynamicDims:
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
                                 f"does not declare (torch.export's words: The values of "
                                 f"{dim_name} = {label.split(' (')[0]} must always be related "
-                                f"to the values of {', '.join(sorted(set(names.values())))} by "
+                                f"to the values of {self._first_uses(rep)} by "
                                 f"{dim_name} = {text}).", fix)
+
+    def _first_uses(self, rep: Expr) -> str:
+        """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
+        declaration and where), as torch.export names the other side of a relation."""
+        out = []
+        for s in sorted(rep.free_symbols):
+            decl = self._decl_of(s)
+            if decl is None:
+                out.append(self.dim_names.get(s) or self._where_of(s))
+                continue
+            spec = decl.spec.name if isinstance(decl.spec, Dim) else repr(decl.spec)
+            out.append(f"{spec} = {decl.where}")
+        return ", ".join(out)
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(

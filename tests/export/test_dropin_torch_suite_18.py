@@ -50,6 +50,17 @@ class Flattens(nn.Module):
         return x.reshape([-1]) + y
 
 
+class ThreeShifted(nn.Module):
+    def forward(self, x, y, z):
+        return x + y[1:] + z[2:]
+
+
+def _out_of_order() -> tuple:
+    """x, y from one root written out of order; z a Dim of its own that must be that root."""
+    root = Dim("_dz", min=6, max=8)
+    return ({0: root - 2}, {0: root - 1}, {0: Dim("dz", min=6, max=8)})
+
+
 def _additional(*examples):
     ai = torch.export.AdditionalInputs()
     for e in examples:
@@ -93,6 +104,11 @@ WORDING = {
                      r"Specializations unexpectedly required \(dy\)!(.*\n)*.*solving the "
                      r"guards generated for dy - 6.*resulted in a specialized value of 6"
                      r"(.*\n)*.*Suggested fixes(.*\n)*.*dy = 12"),
+    "related root": (ThreeShifted, (torch.randn(5), torch.randn(6), torch.randn(7)),
+                     lambda: _out_of_order(),
+                     r"Constraints violated \(dz\)!(.*\n)*.*The values of dz.*must always be "
+                     r"related to the values of _dz - 2.*by.*(.*\n)*.*Suggested fixes:(.*\n)*"
+                     r".*dz = _dz"),
     "additional": (FirstThree, _four(),
                    lambda: _additional(_four(), _four(2)),
                    r"Expected input.*to be >= 3, but got 2"),
