@@ -453,11 +453,14 @@ class DynamicDims:
             fix = (f"declare it: {dim_name} = Dim.AUTO  (derive the dim automatically: no Dim "
                    f"can be {text}; the program then checks {dim_name} == {text} on every "
                    f"input)")
+        mine = f"{dim_name} = {label.split(' (')[0]}"
+        words = (f"The values of {mine} and {self._first_uses(rep)} must always be equal"
+                 if rep.op == "sym" and isinstance(getattr(self._decl_of(rep.name), "spec",
+                                                           None), Dim) else
+                 f"The values of {mine} must always be related to the values of "
+                 f"{self._first_uses(rep)} by {dim_name} = {text}")
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare (torch.export's words: The values of "
-                                f"{dim_name} = {label.split(' (')[0]} must always be related "
-                                f"to the values of {self._first_uses(rep)} by "
-                                f"{dim_name} = {text}).", fix)
+                                f"does not declare (torch.export's words: {words}).", fix)
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the

@@ -50,6 +50,11 @@ class Flattens(nn.Module):
         return x.reshape([-1]) + y
 
 
+class MatMul(nn.Module):
+    def forward(self, x, y):
+        return torch.matmul(x, y)
+
+
 class ThreeShifted(nn.Module):
     def forward(self, x, y, z):
         return x + y[1:] + z[2:]
@@ -109,6 +114,11 @@ WORDING = {
                      r"Constraints violated \(dz\)!(.*\n)*.*The values of dz.*must always be "
                      r"related to the values of _dz - 2.*by.*(.*\n)*.*Suggested fixes:(.*\n)*"
                      r".*dz = _dz"),
+    "equal": (MatMul, (torch.randn(10, 2, 3), torch.randn(10, 3, 4)),
+              lambda: (tuple(Dim(n) for n in ("b", "m", "k1")),
+                       tuple(Dim(n) for n in ("b", "k2", "n"))),
+              r"Constraints violated \(k2\)!(.*\n)*.*k2.*and.*k1.*must always be equal"
+              r"(.*\n)*.*Suggested fixes:(.*\n)*.*k2 = k1"),
     "additional": (FirstThree, _four(),
                    lambda: _additional(_four(), _four(2)),
                    r"Expected input.*to be >= 3, but got 2"),
