@@ -463,7 +463,8 @@ def data_dependent_int(expr: str, symbols: str, source: str) -> DataDependentDec
 def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDependentDecision:
     return DataDependentDecision(
         f"could not decide `{expr}`{symbols}, asked at {source}: it depends on values "
-        f"computed from tensor data, which export never reads.",
+        f"computed from tensor data, which export never reads (torch.export's words: Could "
+        f"not guard on data-dependent expression {expr}).",
         fix=check_fix(expr), where=Where(source=source), expr=expr)
 
 

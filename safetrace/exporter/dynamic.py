@@ -371,7 +371,10 @@ class DynamicDims:
         at = f" (with {', '.join(f'{self._where_of(n)} = {v}' for n, v in others.items())} " \
              f"as in the example)" if others else ""
         bad = point[root]
-        cause = (f"must satisfy `{text}`{c.origin}, which fails for {name} = {bad}{at}, "
+        first = self._decl_of(root)
+        cause = (f"must satisfy `{text}`{c.origin} (torch.export's words: Not all values of "
+                 f"{name} = {first.where if first else name} in the specified range satisfy "
+                 f"the generated guard {text}), which fails for {name} = {bad}{at}, "
                  f"inside {dim!r}'s range [{dim.min}, {dim.max}]")
         words = passing_sizes(c.cond, root, Range(lo, hi), name) if not others else None
         if words and not (held is not None and held[2]):

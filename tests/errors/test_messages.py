@@ -169,7 +169,8 @@ GOLDEN = {
         "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
     'data_dependent_decision': ('DataDependentDecision',
         'could not decide `u0 > 0` (u0 = x.sum().item()), asked at m.py:4 `if n > 0:`: '
-        'it depends on values computed from tensor data, which export never reads.\n'
+        'it depends on values computed from tensor data, which export never reads '
+        "(torch.export's words: Could not guard on data-dependent expression u0 > 0).\n"
         'Fix: add the check that holds for your data before this line, either\n'
         '    st.check(u0 > 0)\n'
         'or\n'

@@ -55,6 +55,18 @@ class MatMul(nn.Module):
         return torch.matmul(x, y)
 
 
+class MatMulIfSmall(nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] < 16 and y.shape[1] % 3 == 0:
+            return torch.matmul(x, y)
+        return x + y
+
+
+class BranchesOnCount(nn.Module):
+    def forward(self, x):
+        return x.cos() if x.nonzero().shape[0] > 2 else x.sin()
+
+
 class ThreeShifted(nn.Module):
     def forward(self, x, y, z):
         return x + y[1:] + z[2:]
@@ -119,6 +131,13 @@ WORDING = {
                        tuple(Dim(n) for n in ("b", "k2", "n"))),
               r"Constraints violated \(k2\)!(.*\n)*.*k2.*and.*k1.*must always be equal"
               r"(.*\n)*.*Suggested fixes:(.*\n)*.*k2 = k1"),
+    "guard": (MatMulIfSmall, (torch.randn(10, 2, 3), torch.randn(10, 3, 4)),
+              lambda: (tuple(Dim(n) for n in ("b", "m", "k")),
+                       tuple(Dim(n) for n in ("b", "k", "n"))),
+              r"Constraints violated.*!(.*\n)*.*Not all values of k.*satisfy the generated "
+              r"guard(.*\n)*.*Suggested fixes:(.*\n)*.*b = Dim\('b', max=15\)"),
+    "data-dependent": (BranchesOnCount, (torch.tensor([2, 3, 5]),), lambda: None,
+                       r"Could not guard on data-dependent expression"),
     "additional": (FirstThree, _four(),
                    lambda: _additional(_four(), _four(2)),
                    r"Expected input.*to be >= 3, but got 2"),
