@@ -15,6 +15,7 @@ runs too (its branches frozen at the trace), so the program computes what eager 
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -32,6 +33,9 @@ _NUMBER_OPS: dict[str, Callable[..., Any]] = {
     "aten::__not__": operator.not_, "aten::__getitem__": operator.getitem,
     "aten::len": len, "aten::Int": int, "aten::Float": float, "aten::Bool": bool,
     "aten::__is__": operator.is_, "aten::__isnot__": operator.is_not,
+    "aten::__contains__": operator.contains, "aten::str": str,
+    "aten::format": lambda text, *args: text.format(*args),
+    "aten::warn": lambda message, stacklevel=2: warnings.warn(message, stacklevel=stacklevel),
 }
 
 # ATen scalar types by TorchScript's int code (a dtype is an int in a TorchScript graph)
@@ -140,7 +144,7 @@ def _run_node(node: Any, env: dict) -> None:
         result = _aten(node, kind, ins)
         if len(outs) == 1:
             env[outs[0]] = result
-        else:
+        elif outs:  # (none: a node run for its effect, aten::warn)
             for v, x in zip(outs, result):
                 env[v] = x
     else:

@@ -7,6 +7,7 @@ cases; each runs through torch.export in the same test where torch takes it."""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import List
 
 import pytest
@@ -231,6 +232,8 @@ class Loops(nn.Module):
             x = x + i
         while x.shape[1] > 100 and x.sum() < 0:  # (the size decides: never entered)
             x = x + 1
+        if x.shape[1] in [4, 8]:
+            warnings.warn("width {} seen".format(x.shape[1]))
         return x.to(x.dtype)
 
 
@@ -253,7 +256,8 @@ class HoldsOne(nn.Module):
 def test_a_torchscript_loop_unrolls_as_python_and_a_size_it_reads_is_checked() -> None:
     model = HoldsOne(torch.jit.script(Loops()))
     x = torch.randn(3, 4)
-    ep = st.export(model, (x,))
+    with pytest.warns(UserWarning, match="width 4 seen"):  # (eager's warning, while tracing)
+        ep = st.export(model, (x,))
     check_program(ep, model, [(torch.randn(3, 4),)], [(torch.randn(4, 4),)])
     with pytest.raises(st.ConstraintViolationError, match="specialized to 3"):
         st.export(model, (x,), dynamic_shapes=({0: Dim("n")},))
