@@ -181,10 +181,8 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
         return ins[0]
     if kind in _QUERIES and isinstance(ins[0], torch.Tensor):
         return _QUERIES[kind](*ins)
-    if not any(isinstance(x, torch.Tensor) for x in _leaves(ins)):
-        op = _NUMBER_OPS.get(kind)
-        if op is None:
-            raise _Refused(f"{kind} on numbers")
+    op = _NUMBER_OPS.get(kind)
+    if op is not None and not any(isinstance(x, torch.Tensor) for x in _leaves(ins)):
         return op(*ins)
     schema = torch._C.parse_schema(node.schema())
     packet = getattr(torch.ops.aten, kind.split("::", 1)[1], None)
@@ -200,7 +198,10 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
     kwargs: dict = {}
     for a, x in zip(schema.arguments, ins):
         if type(x) is int:  # (an enum is an int in a TorchScript graph)
-            table = _ENUMS.get(str(a.real_type).replace("Optional[", "").rstrip("]"))
+            enum = str(a.real_type).replace("Optional[", "").rstrip("]")
+            table = _ENUMS.get(enum)
+            if table is not None and x not in table:
+                raise _Refused(f"{kind} (its {a.name} is {enum} code {x})")
             x = x if table is None else table[x]
         if a.kwarg_only:
             kwargs[a.name] = x

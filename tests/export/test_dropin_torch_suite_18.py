@@ -301,3 +301,17 @@ def test_a_torchscript_list_is_written_in_place_or_refused() -> None:
     check_program(ep, model, [(torch.randn(n, 3),) for n in (0, 1, 4)], [(torch.randn(2, 4),)])
     with pytest.raises(st.UnsupportedInputError, match="aten::insert"):
         st.export(HoldsOne(torch.jit.script(Inserts())), (torch.randn(2, 3),))
+
+
+class Builds(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        zeros = torch.zeros(x.shape[0], 4, dtype=torch.float64)
+        return x.double() + zeros + torch.arange(x.shape[1]).to(torch.float64)
+
+
+def test_a_torchscript_factory_takes_the_traced_sizes_and_dtype_codes() -> None:
+    """Factories have no tensor input (sizes as symbolic ints); TorchScript's int-coded
+    dtype comes back as torch.float64."""
+    model = HoldsOne(torch.jit.script(Builds()))
+    ep = st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("n")},))
+    check_program(ep, model, [(torch.randn(n, 4),) for n in (0, 1, 5)], [(torch.randn(2, 5),)])
