@@ -173,17 +173,16 @@ def script_module(model: Any) -> ScriptModuleInput:
             "st.export(model, args)")
 
 
-def script_submodule(path: str, type_name: str, method: str = "forward",
-                     where: str = "") -> ScriptModuleInput:
-    """A call of a TorchScript method (``method``) of the model's submodule ``path``, the
-    result of torch.jit.script or torch.jit.trace (holding it, or reading its parameters,
-    exports)."""
+def script_node(path: str, type_name: str, method: str, kind: str,
+                where: str = "") -> ScriptModuleInput:
+    """The TorchScript method ``method`` of the submodule ``path`` (torch.jit.script or
+    torch.jit.trace) has a graph node of ``kind`` that safetrace does not follow."""
     return ScriptModuleInput(
         f"{where + ' calls' if where else 'the program calls'} the TorchScript method "
-        f"`{method}` of the submodule `{path}` ({type_name}), a TorchScript module (the "
-        f"result of torch.jit.script or torch.jit.trace): it runs TorchScript's "
-        f"interpreter, which safetrace cannot follow (torch.export fails on a scripted "
-        f"one's forward, and runs a traced one's Python forward instead of its trace).",
+        f"`{method}` of the submodule `{path}` ({type_name}, the result of torch.jit.script "
+        f"or torch.jit.trace); safetrace follows its graph node by node, and its node "
+        f"`{kind}` is not one it follows (ATen operators, operators on numbers, constants, "
+        f"attributes, lists and tuples, prim::If and prim::Loop are).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>", where=Where(source=where or None))
 
@@ -285,11 +284,16 @@ class DeclaredSpaceViolation(ConstraintViolationError):
         return self.details["problems"]
 
     def render(self) -> str:
+        """Ours, then the fixes in torch.export's form (see ``msg``)."""
         fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
-        return f"{self.cause}{fix}\n{self.see()}"
+        return self._torch_form(f"{self.cause}{fix}\n{self.see()}")
 
     @property
     def msg(self) -> str:
+        """The message, as torch's ``UserError.msg`` (its last part in torch's form)."""
+        return str(self)
+
+    def _torch_form(self, ours: str) -> str:
         """The message with its fixes also in torch.export's form (``Suggested fixes:``,
         one ``name = ...`` per Dim), as torch's ``UserError.msg``: what
         ``torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg,
@@ -308,8 +312,8 @@ class DeclaredSpaceViolation(ConstraintViolationError):
             lines.append(_torch_fix(name, new))
         lines = [line for line in lines if line is not None]
         if not lines:
-            return self.render()
-        return self.render() + "\n\nSuggested fixes:\n" + "\n".join(f"  {x}" for x in lines)
+            return ours
+        return ours + "\n\nSuggested fixes:\n" + "\n".join(f"  {x}" for x in lines)
 
 
 _PLACE = re.compile(r"^(.*)\.shape\[(\d+)\] \(Dim\('(\w+)'")
@@ -338,15 +342,24 @@ def _torch_fix(name: str, new: Any) -> str | None:
     return f"{name} = Dim('{getattr(new, 'name', name)}'{bounds})"
 
 
+def _violated(dim: str) -> str:
+    """The name torch.export's "Constraints violated (...)" gives a problem's dim: its
+    Dim's name, else the input's dim (``x.shape[0] (Dim('b'))`` -> ``b``)."""
+    m = re.search(r"\(Dim\('(\w+)'", dim)
+    return m.group(1) if m else dim.split(" (")[0]
+
+
 def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
                    dim_fixes: dict | None = None) -> DeclaredSpaceViolation:
     """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied; ``fixes``:
     (input path, dim) -> new entry, ``dim_fixes``: Dim name -> new Dim (or derived dim),
     as data for ``st.refine_dynamic_shapes_from_suggested_fixes``."""
     n = len(problems)
+    names = ", ".join(dict.fromkeys(_violated(p.dim) for p in problems))
     return DeclaredSpaceViolation(
         f"the traced program does not work for the whole declared input space "
-        f"({n} problem{'s' if n > 1 else ''}):\n"
+        f"({n} problem{'s' if n > 1 else ''}; in torch.export's words: Constraints violated "
+        f"({names})!):\n"
         + "\n".join(f"  - {p.text()}" for p in problems),
         fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
         dim_fixes=dict(dim_fixes or {}))
@@ -450,7 +463,8 @@ def data_dependent_int(expr: str, symbols: str, source: str) -> DataDependentDec
 def data_dependent_decision(expr: str, symbols: str, source: str) -> DataDependentDecision:
     return DataDependentDecision(
         f"could not decide `{expr}`{symbols}, asked at {source}: it depends on values "
-        f"computed from tensor data, which export never reads.",
+        f"computed from tensor data, which export never reads (torch.export's words: Could "
+        f"not guard on data-dependent expression {expr}).",
         fix=check_fix(expr), where=Where(source=source), expr=expr)
 
 

@@ -9,6 +9,8 @@ shared by inputs).
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from safetrace.errors.base import SpecError, Where
@@ -186,23 +188,37 @@ def _dim(where: str, path: str, d: int, cause: str, fix: str) -> SpecExampleErro
 def example_size(where: str, path: str, d: int, spec: int, size: int) -> SpecExampleError:
     """The spec gives the static size ``spec``; the example's ``path.shape[d]`` is ``size``."""
     return _dim(where, path, d, f"is {spec}, but the example input has {path}.shape[{d}] = "
-                                f"{size}.", f"use {size} or None (static), or a Dim")
+                                f"{size} (as torch.export says: Static shape constraint of "
+                                f"{spec} does not match input size of {size}, for "
+                                f"{path}.shape[{d}]).", f"use {size} or None (static), or a Dim")
 
 
 def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
                         root: str) -> SpecExampleError:
     """``size`` is not ``derived`` (``2*n + 1``) for any integer value of Dim ``root``."""
     return _dim(where, path, d, f"is {derived!r}, but {path}.shape[{d}] = {size} is not of "
-                                f"that form for any integer {root}",
+                                f"that form for any integer {root} (as torch.export says: "
+                                f"Expected shape[{d}] = {size} of input Tensor to be of the "
+                                f"form {derived!r}, where {root} is an integer)",
                 "declare the dim with a Dim of its own, or give an example of that form")
 
 
-def example_out_of_range(where: str, spec: str, lo: Any, hi: Any,
-                         size: int) -> SpecExampleError:
-    """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``)."""
+def example_out_of_range(where: str, spec: str, lo: Any, hi: Any, size: int,
+                         place: str = "", user: tuple | None = None) -> SpecExampleError:
+    """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``);
+    ``place``: the input's dim (``x.shape[0]``), ``user``: a dim hint's (min, max) as given
+    (a named Dim's range otherwise)."""
     bound = "min" if size < lo else "max"
+    if user is None:  # torch.export's words for a named Dim
+        words = f"{size} not in range [{lo}, {hi}]"
+    else:
+        m = re.match(r"(\w+)(.*)$", place, re.S)
+        at = f"inputs[{m.group(1)!r}]{m.group(2)}" if m else place
+        words = (f"Received user-specified min/max range of [{user[0]}, {user[1]}], "
+                 f"conflicting with the inferred min/max range of [{size}, {size}] (the "
+                 f"example), for {at}")
     return spec_example(where, f"is {spec} with range [{lo}, {hi}], but the example input "
-                               f"has size {size}.",
+                               f"has size {size} (as torch.export says: {words}).",
                         f"widen the range to admit {size} ({bound}={size}), or change the "
                         f"example")
 
@@ -218,8 +234,12 @@ def dim_sizes_disagree(where: str, name: str, first: str, first_size: int, path:
                        shown: str) -> SpecExampleError:
     """Dim ``name`` is ``first_size`` at its first use (``first``: that dim's path) but
     ``path.shape[d]`` gives ``shown`` (``n = 5``, or ``2*n = 10`` for a derived dim)."""
+    expr, got = shown.rsplit(" = ", 1)
     return _dim(where, path, d, f"uses {name}, but the example sizes disagree: {first} gives "
-                                f"{name} = {first_size} while {path}.shape[{d}] gives {shown}.",
+                                f"{name} = {first_size} while {path}.shape[{d}] gives {shown} "
+                                f"(as torch.export says: Expected input {path}.size()[{d}] to "
+                                f"be equal to {expr}, where {name} = {first_size}, but got "
+                                f"{got}).",
                 "the same Dim means equal sizes; use separate Dims or consistent example "
                 "inputs")
 
@@ -244,6 +264,8 @@ def additional_refused(index: int, exc: BaseException) -> AdditionalInputRefused
     """Example ``index`` (1-based, after the export's own inputs) of AdditionalInputs fails
     the exported program's input checks: the program does not cover every example."""
     reason = str(getattr(exc, "cause", None) or exc).split("\n")[0]
+    words = getattr(exc, "details", {}).get("torch_words")  # torch.export's phrase for it
+    reason += f" ({words})" if words else ""
     return AdditionalInputRefused(
         f"AdditionalInputs: example {index} is refused by the exported program: {reason} "
         f"(a size there breaks a condition the traced code needs, so the examples do not "

@@ -80,18 +80,24 @@ def static_size(path: str, dim: int, shape: list, size: int, spec: str) -> Wrong
         f"{path}.shape[{dim}]: expected {size}, got {shape[dim]} (dim {dim} was static at "
         f"export; input shape {shape}).",
         fix=f"pass a tensor with {path}.shape[{dim}] == {size}, or export with "
-            f"{path}.shape[{dim}] declared dynamic, e.g. {spec}", where=Where(path, dim))
+            f"{path}.shape[{dim}] declared dynamic, e.g. {spec}", where=Where(path, dim),
+        torch_words=f"Expected input at {path}.shape[{dim}] to be equal to {size}, but got "
+                    f"{shape[dim]}")
 
 
 def required_size(path: str, dim: int, shape: list, size: int, why: str) -> WrongSize:
     return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but the program requires {size}"
-                     f"{why} (input shape {shape})", where=Where(path, dim))
+                     f"{why} (input shape {shape})", where=Where(path, dim),
+                     torch_words=f"Expected input at {path}.shape[{dim}] to be equal to {size}"
+                                 f", but got {shape[dim]}")
 
 
 def related_size(path: str, dim: int, shape: list, text: str, value: int,
                  why: str) -> WrongSize:
     return WrongSize(f"{path}.shape[{dim}] = {shape[dim]}, but it must equal {text} = {value}"
-                     f"{why} (input shape {shape})", where=Where(path, dim))
+                     f"{why} (input shape {shape})", where=Where(path, dim),
+                     torch_words=f"Expected input at {path}.shape[{dim}] to be equal to "
+                                 f"{value}, but got {shape[dim]}")
 
 
 class OutOfRange(InputMismatchError):
@@ -108,7 +114,8 @@ def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRa
     else:
         fix += f": the traced program does not work for {got} (the line above says why)"
     return OutOfRange(f"{where} = {got}, but it must be {op} {bound}{why}", fix=fix,
-                      where=Where(input=where))
+                      where=Where(input=where),
+                      torch_words=f"Expected input at {where} to be {op} {bound}, but got {got}")
 
 
 class WrongLayout(InputMismatchError):

@@ -19,8 +19,13 @@ from torch.utils import _pytree as pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
 from safetrace.errors import Violation, declared_space, spec_entry
+from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.dim_conditions import (
+    holding_range, holds_outside, pinned_by_conditions, residue_class,
+)
+from safetrace.exporter.dim_conditions import holds as holds_at  # (`holds`: a local below)
 from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
     relation_required,
@@ -85,12 +90,15 @@ class DynamicDims:
         if entries is None or entries is OMITTED:
             return shape
         out: list = []
+        scalar = not isinstance(t, torch.Tensor)  # an int input: one "dim", the value
         for d, (n, e) in enumerate(zip(shape, entries)):
-            where = f"dynamic_shapes for {path}.shape[{d}]"
+            place = path if scalar else f"{path}.shape[{d}]"
+            where = f"dynamic_shapes for {place}"
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):
                     self._in_range(where, n, 0 if e.min is None else e.min,
-                                   math.inf if e.max is None else e.max, repr(e))
+                                   math.inf if e.max is None else e.max, repr(e), place,
+                                   (e.min, e.max))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
@@ -99,7 +107,7 @@ class DynamicDims:
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
-                self._in_range(where, n, lo, hi, repr(e))
+                self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max))
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
@@ -127,9 +135,10 @@ class DynamicDims:
                 raise spec_entry(where, e)
         return tuple(out)
 
-    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str) -> None:
+    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str,
+                  place: str = "", user: tuple | None = None) -> None:
         if not lo <= n <= hi:
-            raise errors.example_out_of_range(where, what, lo, hi, n)
+            raise errors.example_out_of_range(where, what, lo, hi, n, place, user)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -207,7 +216,8 @@ class DynamicDims:
                     self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
                                                                    self.roots)])
                 cause = (f"was specialized to {dim.size}"
-                         f"{self.origin_of(name, dim.size + 1)}.")  # the guard ruling out others
+                         f"{self.origin_of(name, dim.size + 1)}"  # the guard ruling out others
+                         f"{torch_said.quoted(_torch_specialized(decl, dim.size))}.")
                 fix = _static_fix(decl.where, dim.size)
                 cause, fix = self._omitted_note(decl, dim.size, cause, fix)
                 problems.append(Violation(label, cause, fix))
@@ -246,11 +256,14 @@ class DynamicDims:
                 problems.append(Violation(
                     label, f"only works for {_range_text(dim_name, lo, hi)}"
                            f"{self.origin_of(root, outside)}, but {declared!r} allows "
-                           f"[{declared.min}, {declared.max}].",
+                           f"[{declared.min}, {declared.max}]" + torch_said.quoted(
+                               torch_said.not_all_values(
+                                   dim_name, decl.where, _range_text(decl.where, lo, hi),
+                                   _range_text(dim_name, declared.min, declared.max))) + ".",
                     f"{dim_name} = Dim({', '.join(args)})"))
                 continue
             if root not in pins:
-                pins[root] = _pinned_by_conditions(root, lo, hi, contract.conditions)
+                pins[root] = pinned_by_conditions(root, lo, hi, contract.conditions)
             pinned = pins[root]
             if pinned is not None and f"pin:{decl.where}" not in seen:
                 seen.add(f"pin:{decl.where}")
@@ -358,13 +371,16 @@ class DynamicDims:
         others = {n: self.env.hints[n] for n in sorted(c.cond.free_symbols) if n != root}
         conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols]
         fixed = {n: self.env.hints.get(n, 0) for o in conds for n in o.free_symbols if n != root}
-        held = _holding_range(conds, root, int(self.env.hints[root]), lo, hi, fixed)
+        held = holding_range(conds, root, int(self.env.hints[root]), lo, hi, fixed)
         text = contract.where_text(c.cond)
         at = f" (with {', '.join(f'{self._where_of(n)} = {v}' for n, v in others.items())} " \
              f"as in the example)" if others else ""
         bad = point[root]
-        cause = (f"must satisfy `{text}`{c.origin}, which fails for {name} = {bad}{at}, "
-                 f"inside {dim!r}'s range [{dim.min}, {dim.max}]")
+        first = self._decl_of(root)
+        torch_words = torch_said.quoted(torch_said.not_all_values(
+            name, first.where if first else name, text))
+        cause = (f"must satisfy `{text}`{c.origin}{torch_words}, which fails for {name} = "
+                 f"{bad}{at}, inside {dim!r}'s range [{dim.min}, {dim.max}]")
         words = passing_sizes(c.cond, root, Range(lo, hi), name) if not others else None
         if words and not (held is not None and held[2]):
             cause += f"; it holds when {words}"  # the sizes that pass, beyond any range
@@ -387,16 +403,16 @@ class DynamicDims:
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
             self.dim_fixes[name] = narrowed
             self.narrowed.append((name, a, b, dim.min, dim.max, int(self.env.hints[root]),
-                                  _holds_outside(conds, root, a, b, lo, hi, fixed)))
+                                  holds_outside(conds, root, a, b, lo, hi, fixed)))
             args = [repr(name)] + ([f"min={a}"] if a > 0 else []) + (
                 [f"max={int(b)}"] if b != math.inf else [])
             return Violation(self._label(root),
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
-        step = _residue_class(c.cond, root)
+        step = residue_class(c.cond, root)
         if step is not None and all(
-                _holds(o, dict(fixed, **{root: v})) for o in conds
+                holds_at(o, dict(fixed, **{root: v})) for o in conds
                 for v in range(lo + (step[1] - lo) % step[0], int(min(hi, lo + 64 * step[0])) + 1,
                                step[0])):
             k, r = step  # `s % k == r`, and every condition holds there: s = k*q + r
@@ -445,8 +461,24 @@ class DynamicDims:
             fix = (f"declare it: {dim_name} = Dim.AUTO  (derive the dim automatically: no Dim "
                    f"can be {text}; the program then checks {dim_name} == {text} on every "
                    f"input)")
+        equal = rep.op == "sym" and isinstance(getattr(self._decl_of(rep.name), "spec", None),
+                                               Dim)
+        said = torch_said.related(dim_name, label.split(" (")[0], self._first_uses(rep), text, equal)
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare.", fix)
+                                f"does not declare{torch_said.quoted(said)}.", fix)
+
+    def _first_uses(self, rep: Expr) -> str:
+        """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
+        declaration and where), as torch.export names the other side of a relation."""
+        out = []
+        for s in sorted(rep.free_symbols):
+            decl = self._decl_of(s)
+            if decl is None:
+                out.append(self.dim_names.get(s) or self._where_of(s))
+                continue
+            spec = decl.spec.name if isinstance(decl.spec, Dim) else repr(decl.spec)
+            out.append(f"{spec} = {decl.where}")
+        return ", ".join(out)
 
     def _decl_of(self, root: str) -> DimDecl | None:
         return self.owner.get(root) or next(
@@ -523,87 +555,16 @@ def _render(v: Any) -> str:
     return repr(v)
 
 
-def _pinned_by_conditions(root: str, lo: int, hi: float, conditions: tuple) -> tuple | None:
-    """The single value a bounded dim can take under the residual conditions on it alone
-    (``s*s == 16``, ``(s*s)//4 == 4``), with their origin; None when more (or no
-    enumerable range)."""
-    conds = [c for c in conditions if c.cond.free_symbols == {root}]
-    if not conds or hi == math.inf or hi - lo > 4096:
-        return None
-    found = []
-    for v in range(lo, int(hi) + 1):
-        try:
-            ok = all(c.cond.evaluate({root: v}) for c in conds)
-        except ZeroDivisionError:
-            ok = False
-        if ok:
-            found.append(v)
-            if len(found) > 1:
-                return None
-    return (found[0], conds[0].origin) if len(found) == 1 else None
-
-
 _DONE = ("rel", "pin")  # a dim with one of these problems gets no second one (a narrowed
 # range may: the condition is then searched, and its fix given, inside the narrowed range)
 
 
-def _holding_range(conds: list, root: str, hint: int, lo: int, hi: float,
-                   fixed: dict) -> tuple[int, float, bool] | None:
-    """``(a, b, alone)``: the widest interval [a, b] around `hint` inside [lo, hi] where
-    every condition in `conds` holds (other symbols at their `fixed` values), searched up
-    to a bound and sampled beyond it; `alone` when a == b and no other value up to the
-    bound meets them.  None when they fail at the hint itself."""
-    top = int(min(hi, max(hint, lo) * 4 + 256))
-
-    def ok(v: int) -> bool:
-        point = dict(fixed, **{root: v})
-        try:
-            return all(_holds(c, point) for c in conds)
-        except (ArithmeticError, KeyError, ValueError, TypeError):
-            return False
-
-    if not ok(hint):
-        return None
-    a = hint
-    while a > lo and ok(a - 1):
-        a -= 1
-    b: float = hint
-    while b < top and ok(int(b) + 1):
-        b += 1
-    if b == top and top < hi:
-        far = [top * k for k in (2, 3, 10, 100, 1000)] + [1 << 20, 1 << 31]
-        if all(ok(v) for v in far if v <= hi):
-            b = hi
-    alone = a == b and not any(ok(v) for v in range(lo, top + 1) if v != a)
-    return a, b, alone
-
-
-def _holds_outside(conds: list, root: str, a: int, b: float, lo: int, hi: float,
-                   fixed: dict) -> bool:
-    """Whether the conditions hold somewhere in [lo, hi] outside [a, b] (searched up to a
-    bound): then a size split at [a, b] would not end (``s % 3 != 0``)."""
-    top = int(min(hi, max(b if b != math.inf else a, lo) * 4 + 256))
-    return any((v < a or v > b) and _holding_range(conds, root, v, v, v, fixed) is not None
-               for v in range(lo, top + 1))
-
-
-def _residue_class(cond: Expr, root: str) -> tuple[int, int] | None:
-    """``(k, r)`` when `cond` is ``root % k == r`` (a constant k > 1), else None."""
-    if cond.op != "eq":
-        return None
-    lhs, rhs = cond.args
-    if lhs.op != "mod" or rhs.op != "const" or lhs.args[0].op != "sym" or \
-            lhs.args[0].name != root or lhs.args[1].op != "const":
-        return None
-    k, r = int(lhs.args[1].value), int(rhs.value)  # type: ignore[arg-type]
-    return (k, r) if k > 1 and 0 <= r < k else None
-
-
-def _holds(cond: Expr, point: dict) -> bool:
-    """`cond` at `point`; True where it reads symbols the point does not bind."""
-    if not cond.free_symbols <= point.keys():
-        return True
-    return bool(cond.evaluate(point))
+def _torch_specialized(decl: DimDecl, size: int) -> str:
+    if isinstance(decl.spec, DerivedDim):
+        return torch_said.specialized(decl.where, size, derived=repr(decl.spec),
+                                 root=decl.spec.root.name)
+    return torch_said.specialized(decl.where, size, decl.spec.name if isinstance(decl.spec, Dim)
+                             else None)
 
 
 def _range_text(name: str, lo: float, hi: float) -> str:

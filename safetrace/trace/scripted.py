@@ -18,8 +18,9 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import script_method_call, script_submodule
+from safetrace.errors import script_method_call
 from safetrace.trace.current import exporting
+from safetrace.trace.script_graph import run_method
 from safetrace.trace.source import short, stack_trace
 
 _ORIGINAL_CALL = torch.ScriptMethod.__call__
@@ -27,8 +28,8 @@ _ORIGINAL_CALL = torch.ScriptMethod.__call__
 
 class _Local(threading.local):
     owners: list | None = None  # the exported model's class-API script modules
-    # the C++ module of each of its torch.jit.script / torch.jit.trace submodules -> (path,
-    # class name): a call of one of their methods is refused, naming the submodule
+    # each of its torch.jit.script / torch.jit.trace submodules, with its path and class
+    # name: a call of one of their methods follows the method's graph (script_graph.py)
     compiled: list = []
 
 
@@ -51,7 +52,7 @@ def enter(walk: list | None) -> list | None:
     previous = _LOCAL.owners, _LOCAL.compiled
     script = torch.jit.ScriptModule
     _LOCAL.owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
-    _LOCAL.compiled = [(m._c, p, type(m).__name__) for p, m in walk or ()
+    _LOCAL.compiled = [(m, p, type(m).__name__) for p, m in walk or ()
                        if isinstance(m, script) and not class_api(m)]
     return previous
 
@@ -67,9 +68,9 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
     owner = next((m for m in _LOCAL.owners if m._c == method.owner), None)
     if owner is None or not inspect.isfunction(original):
         where = short(stack_trace(1))
-        held = next((c for c in _LOCAL.compiled if c[0] == method.owner), None)
-        if held is not None:
-            raise script_submodule(held[1], held[2], method.name, where)
+        held = next((c for c in _LOCAL.compiled if c[0]._c == method.owner), None)
+        if held is not None:  # a torch.jit.script / trace submodule: its graph, followed
+            return run_method(method, held[0], args, kwargs, held[1], where)
         raise script_method_call(method.name, where)
     return original(owner, *args, **kwargs)
 

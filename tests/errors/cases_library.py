@@ -566,15 +566,18 @@ CASES.update({
 })
 GOLDEN.update({
     'example_size': ('SpecExampleError',
-        'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
+        'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3 '
+        '(as torch.export says: Static shape constraint of 4 does not match input size of 3, '
+        'for x.shape[0]).\n'
         'Fix: use 3 or None (static), or a Dim'),
     'example_not_derived': ('SpecExampleError',
         'dynamic_shapes for x.shape[1] is 2*n + 1, but x.shape[1] = 8 is not of that '
-        'form for any integer n\n'
+        'form for any integer n (as torch.export says: Expected shape[1] = 8 of input '
+        'Tensor to be of the form 2*n + 1, where n is an integer)\n'
         'Fix: declare the dim with a Dim of its own, or give an example of that form'),
     'example_out_of_range': ('SpecExampleError',
         "dynamic_shapes for x.shape[0] is Dim('b', min=2, max=8) with range [2, 8], but "
-        'the example input has size 9.\n'
+        'the example input has size 9 (as torch.export says: 9 not in range [2, 8]).\n'
         'Fix: widen the range to admit 9 (max=9), or change the example'),
     'dim_name_clash': ('SpecExampleError',
         "dynamic_shapes for y.shape[0] names a Dim 'n' that another Dim of the spec is "
@@ -582,7 +585,8 @@ GOLDEN.update({
         'Fix: use one Dim object per name'),
     'dim_sizes_disagree': ('SpecExampleError',
         'dynamic_shapes for y.shape[0] uses n, but the example sizes disagree: '
-        'x.shape[0] gives n = 4 while y.shape[0] gives n = 5.\n'
+        'x.shape[0] gives n = 4 while y.shape[0] gives n = 5 (as torch.export says: '
+        'Expected input y.size()[0] to be equal to n, where n = 4, but got 5).\n'
         'Fix: the same Dim means equal sizes; use separate Dims or consistent example '
         'inputs'),
     'additional_value': ('SpecExampleError',

@@ -134,7 +134,8 @@ GOLDEN = {
         'dynamic_shapes for x.shape[0] is 4, but the example input has x.shape[0] = 3.\n'
         'Fix: use 3 or None (static), or a Dim'),
     'declared_space': ('DeclaredSpaceViolation',
-        'the traced program does not work for the whole declared input space (1 problem):\n'
+        'the traced program does not work for the whole declared input space (1 problem; '
+        "in torch.export's words: Constraints violated (b)!):\n"
         "  - x.shape[0] (Dim('b')) was specialized to 3 (from `x.view(3, 4)` at m.py:2).\n"
         '    Fix: make it static: x.shape[0] -> 3 (or Dim.STATIC), or let safetrace '
         'decide: Dim.AUTO\n'
@@ -168,7 +169,8 @@ GOLDEN = {
         "(`masks = ep.module()(x)` then `[f(m) for m in masks]`)"),
     'data_dependent_decision': ('DataDependentDecision',
         'could not decide `u0 > 0` (u0 = x.sum().item()), asked at m.py:4 `if n > 0:`: '
-        'it depends on values computed from tensor data, which export never reads.\n'
+        'it depends on values computed from tensor data, which export never reads '
+        "(torch.export's words: Could not guard on data-dependent expression u0 > 0).\n"
         'Fix: add the check that holds for your data before this line, either\n'
         '    st.check(u0 > 0)\n'
         'or\n'
@@ -372,8 +374,8 @@ CASES.update(cases_library.CASES)
 GOLDEN.update(cases_library.GOLDEN)
 CASES["compiled_specialized"] = lambda: E.compiled_specialized(
     "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
-CASES['script_submodule'] = lambda: E.script_submodule("encoder", "RecursiveScriptModule", "forward", "m.py:5 `return self.encoder(x)`")
-GOLDEN['script_submodule'] = ('ScriptModuleInput', "m.py:5 `return self.encoder(x)` calls the TorchScript method `forward` of the submodule `encoder` (RecursiveScriptModule), a TorchScript module (the result of torch.jit.script or torch.jit.trace): it runs TorchScript's interpreter, which safetrace cannot follow (torch.export fails on a scripted one's forward, and runs a traced one's Python forward instead of its trace).\nFix: put the original nn.Module back before exporting: model.encoder = <the module before torch.jit.script>")
+CASES['script_node'] = lambda: E.script_node("encoder", "RecursiveScriptModule", "forward", "prim::RaiseException", "m.py:5 `return self.encoder(x)`")
+GOLDEN['script_node'] = ('ScriptModuleInput', "m.py:5 `return self.encoder(x)` calls the TorchScript method `forward` of the submodule `encoder` (RecursiveScriptModule, the result of torch.jit.script or torch.jit.trace); safetrace follows its graph node by node, and its node `prim::RaiseException` is not one it follows (ATen operators, operators on numbers, constants, attributes, lists and tuples, prim::If and prim::Loop are).\nFix: put the original nn.Module back before exporting: model.encoder = <the module before torch.jit.script>")
 CASES['tensor_attribute'] = lambda: E.tensor_attribute("get_elem_a", "m.py:3 `y.get_elem_a()`")
 GOLDEN['tensor_attribute'] = ('UnsupportedOpError', "the exported code reads `.get_elem_a` of a tensor at m.py:3 `y.get_elem_a()`, an attribute no plain tensor has: a tensor subclass's own attribute or method (a subclass input is traced as a plain tensor of the graph, its ops dispatched to the subclass when the program runs, so its attributes are not known while tracing).\nFix: keep `.get_elem_a` out of the exported forward: pass the subclass's inner tensors as inputs, or make it a parameter or buffer of the model (traceable wrapper subclass state is traced through its __torch_dispatch__)")
 CASES['preserved_in_function'] = lambda: E.preserved_in_function()

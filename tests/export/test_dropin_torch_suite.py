@@ -214,9 +214,9 @@ class _Sine(nn.Module):
 
 
 class HoldsScripted(nn.Module):
-    """torch.jit.script of an nn.Module (torch.export fails on it too: its forward's Python
-    is called with the wrong arguments).  A ScriptModule subclass written with
-    @script_method exports: tests/export/test_dropin_torchscript.py."""
+    """torch.jit.script of an nn.Module (torch.export fails on it: its forward's Python is
+    called with the wrong arguments); safetrace follows its TorchScript graph.  A
+    ScriptModule subclass written with @script_method: tests/export/test_dropin_torchscript.py."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -240,11 +240,18 @@ class TwoDerived(nn.Module):
         return z[1:] + y[1::2]
 
 
+def test_a_scripted_submodule_exports_following_its_graph() -> None:
+    ep = st.export(HoldsScripted(), (torch.randn(3),), dynamic_shapes=({0: Dim("n")},))
+    with pytest.raises(TypeError):
+        torch.export.export(HoldsScripted(), (torch.randn(3),))
+    for n in (0, 1, 4):
+        x = torch.randn(n)
+        same(ep.module()(x), x.sin() + 1)
+
+
 _dx = Dim("dx", min=3, max=6)
 
 REFUSALS = [
-    ("a TorchScript submodule", HoldsScripted, (torch.randn(3),), None,
-     st.UnsupportedInputError, "inner"),
     ("an attribute of a tensor subclass parameter's inner tensor", SubclassParameter,
      (torch.randn(2, 3),), None, st.UnsupportedOpError, "`.a`"),
     # the root Dim used only through derived dims, with examples that disagree on it

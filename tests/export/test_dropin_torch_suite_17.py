@@ -196,15 +196,25 @@ class CallsCompiled(nn.Module):
 
 
 @pytest.mark.parametrize("how", ["call", "_c", "_get_method"])
-def test_a_call_of_a_torchscript_submodule_is_refused_naming_it(how: str) -> None:
+def test_a_call_of_a_torchscript_submodule_follows_its_graph(how: str) -> None:
     """torch fails on ``self.inner(x)`` (it calls the Python forward with the method as
-    ``self``) and traces TorchScript's own ops for ``_c`` calls; safetrace does not
-    follow TorchScript's interpreter: refused, with the submodule, the line and the fix."""
-    with pytest.raises(st.UnsupportedInputError, match="submodule `inner`") as info:
-        st.export(CallsCompiled(how), (torch.randn(2, 4),))
-    assert "test_dropin_torch_suite_17.py" in str(info.value)
-    assert "model.inner = <the module before torch.jit.script>" in info.value.fix
-    same(CallsCompiled(how)(torch.ones(1, 4)), torch.sin(torch.ones(1, 4)) * 2)
+    ``self``) and traces TorchScript's own ops for ``_c`` calls; safetrace follows the
+    method's TorchScript graph node by node for each (trace/script_graph.py), the
+    submodule's parameters and buffers as the program's state."""
+    args = (torch.randn(2, 4),)
+    spec = ({0: Dim("n")},)
+    ours = st.export(CallsCompiled(how), args, dynamic_shapes=spec)
+    if how != "call":  # (torch's TorchScript interpreter specializes the sizes: static)
+        ref = torch.export.export(CallsCompiled(how), args)
+        same(ref.module()(*args), ours.module()(*args))
+    else:
+        with pytest.raises(TypeError):
+            torch.export.export(CallsCompiled(how), args, dynamic_shapes=spec)
+    assert sorted(ours.state_dict) == ["inner.b", "inner.w"]
+    check_program(ours, CallsCompiled(how), [(torch.randn(n, 4),) for n in (0, 1, 5)],
+                  [(torch.randn(2, 5),)])
+    conv = ours.to_torch().module()
+    same(conv(torch.ones(3, 4)), torch.sin(torch.ones(3, 4)) * 2)
 
 
 # -- a failure of safetrace's own code, or of the conversion, is an export error (never a

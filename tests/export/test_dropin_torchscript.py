@@ -172,13 +172,21 @@ class _Branchy(nn.Module):
         return x.sin() if x.sum() > 0 else x.cos()
 
 
-def test_a_scripted_or_traced_submodule_is_refused() -> None:
-    """torch.export fails on a torch.jit.script-ed submodule, and runs a traced one's Python
-    forward where eager runs the trace (frozen at one branch here): both refused."""
+def test_a_scripted_submodule_branching_on_data_is_a_data_read_and_a_traced_one_runs_its_trace(
+        ) -> None:
+    """A torch.jit.script / trace submodule's method is followed node by node through its
+    TorchScript graph (trace/script_graph.py): the scripted one decides on tensor data
+    (refused as a data read, naming the line), the traced one runs the branch its trace
+    froze, for every input, as eager's traced module does."""
     x = torch.ones(2, 3)
-    for inner in (torch.jit.script(_Branchy()), torch.jit.trace(_Branchy(), (x,))):
-        with pytest.raises(st.UnsupportedInputError, match="submodule `inner`"):
-            st.export(Holds(inner), (x,))
+    with pytest.raises(st.ExportError, match="reads tensor data") as info:
+        st.export(Holds(torch.jit.script(_Branchy())), (x,))
+    assert "self.inner(x) - x" in str(info.value)
+    traced = Holds(torch.jit.trace(_Branchy(), (x,)))  # (frozen at sin)
+    ep = st.export(traced, (x,), dynamic_shapes=({0: Dim("n")},))
+    for y in (-torch.ones(3, 3), torch.randn(0, 3), x):
+        same(ep.module()(y), traced(y))
+        same(ep.module()(y), y.sin() - y)
 
 
 class AddsItem(nn.Module):

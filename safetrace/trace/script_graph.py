@@ -1,0 +1,217 @@
+"""A TorchScript method of a ``torch.jit.script`` / ``torch.jit.trace`` submodule, followed
+node by node through the tracer.
+
+Eager runs such a method in TorchScript's interpreter, which calls one ATen operator per
+node of the method's graph.  Here each node of ``method.inlined_graph`` (the methods and
+functions it calls inlined) is run as Python runs it: an ``aten::`` node is its
+``torch.ops.aten`` overload, called on the traced values (so the tracer records it, with
+its shape rule and its guards), an operator on ints, floats or bools is Python's own,
+``prim::GetAttr`` reads the module (its parameters and buffers are the program's state),
+``prim::If`` decides its condition as Python's ``if`` does.  Any other node kind is
+refused, naming it: the graph is never guessed at.  A traced module's graph is what eager
+runs too (its branches frozen at the trace), so the program computes what eager computes.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Any, Callable
+
+import torch
+
+from safetrace.errors import script_node
+
+# operators of TorchScript on numbers (no tensor among the inputs): Python's
+_NUMBER_OPS: dict[str, Callable[..., Any]] = {
+    "aten::add": operator.add, "aten::sub": operator.sub, "aten::mul": operator.mul,
+    "aten::floordiv": operator.floordiv, "aten::div": operator.truediv,
+    "aten::remainder": operator.mod, "aten::neg": operator.neg,
+    "aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
+    "aten::le": operator.le, "aten::gt": operator.gt, "aten::ge": operator.ge,
+    "aten::__and__": operator.and_, "aten::__or__": operator.or_,
+    "aten::__not__": operator.not_, "aten::__getitem__": operator.getitem,
+    "aten::len": len, "aten::Int": int, "aten::Float": float, "aten::Bool": bool,
+    "aten::__is__": operator.is_, "aten::__isnot__": operator.is_not,
+    "aten::__contains__": operator.contains, "aten::str": str,
+    "aten::format": lambda text, *args: text.format(*args),
+    "aten::warn": lambda message, stacklevel=2: warnings.warn(message, stacklevel=stacklevel),
+}
+
+# ATen scalar types by TorchScript's int code (a dtype is an int in a TorchScript graph)
+_DTYPES = dict(enumerate((torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                          torch.float16, torch.float32, torch.float64, torch.complex32,
+                          torch.complex64, torch.complex128, torch.bool)))
+_DTYPES[15] = torch.bfloat16
+
+_CODES = {dtype: code for code, dtype in _DTYPES.items()}
+_ENUMS = {
+    "ScalarType": _DTYPES,
+    "MemoryFormat": dict(enumerate((torch.contiguous_format, torch.preserve_format,
+                                    torch.channels_last, torch.channels_last_3d))),
+    "Layout": dict(enumerate((torch.strided, torch.sparse_coo))),
+}
+
+# other nodes of one output, as Python computes them
+_PRIMS: dict[str, Callable[..., Any]] = {
+    "prim::dtype": lambda t: _CODES[t.dtype], "prim::device": lambda t: t.device,
+    "prim::min": min, "prim::max": max,
+    "prim::requires_grad": lambda t: t.requires_grad,
+    "prim::Uninitialized": lambda: None,
+}
+
+# tensor queries: the tensor's own methods (sizes stay the tracer's symbolic ints)
+_QUERIES: dict[str, Callable[..., Any]] = {
+    "aten::size": lambda t, *d: t.size(*d) if d else list(t.size()),
+    "aten::dim": lambda t: t.dim(), "aten::numel": lambda t: t.numel(),
+    # a tensor read as a Python number: as Python reads it (data-dependent in the tracer)
+    "aten::Bool": bool, "aten::Int": int, "aten::Float": float,
+    "aten::item": lambda t: t.item(),
+}
+
+
+class _Refused(Exception):
+    """A node this interpreter does not follow (its kind)."""
+
+
+def run_method(method: Any, module: Any, args: tuple, kwargs: dict, path: str,
+               where: str) -> Any:
+    """What calling TorchScript `method` of `module` (the submodule at `path`) with `args`
+    computes, traced; a node it cannot follow raises ScriptModuleInput naming it."""
+    graph = method.inlined_graph
+    inputs = list(graph.inputs())
+    schema = method.schema
+    bound = _bind(schema, args, kwargs)
+    env: dict[Any, Any] = {inputs[0]: module}
+    for value, arg in zip(inputs[1:], bound):
+        env[value] = arg
+    try:
+        out = _run_block(graph, env)
+    except _Refused as exc:
+        raise script_node(path, type(module).__name__, method.name, str(exc), where) from None
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _bind(schema: Any, args: tuple, kwargs: dict) -> list:
+    """The call's arguments in the schema's order (its defaults filled in)."""
+    params = list(schema.arguments)[1:]  # (self first)
+    out = list(args)
+    for p in params[len(args):]:
+        if p.name in kwargs:
+            out.append(kwargs[p.name])
+        elif p.has_default_value():
+            out.append(p.default_value)
+        else:
+            raise TypeError(f"{schema.name}() missing required argument {p.name!r}")
+    return out
+
+
+def _run_block(block: Any, env: dict) -> list:
+    for node in block.nodes():
+        _run_node(node, env)
+    ret = block.return_node() if isinstance(block, torch._C.Graph) else block.returnNode()
+    return [env[v] for v in ret.inputs()]
+
+
+def _run_node(node: Any, env: dict) -> None:
+    kind = node.kind()
+    ins = [env[v] for v in node.inputs()]
+    outs = list(node.outputs())
+    if kind == "prim::Constant":
+        env[outs[0]] = _constant(node)
+    elif kind == "prim::GetAttr":
+        env[outs[0]] = getattr(ins[0], node.s("name"))
+    elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
+        env[outs[0]] = list(ins) if kind == "prim::ListConstruct" else tuple(ins)
+    elif kind in ("prim::ListUnpack", "prim::TupleUnpack"):
+        for v, x in zip(outs, ins[0]):
+            env[v] = x
+    elif kind == "prim::TupleIndex":
+        env[outs[0]] = ins[0][ins[1]]
+    elif kind == "prim::unchecked_cast":
+        env[outs[0]] = ins[0]
+    elif kind == "prim::If":
+        blocks = list(node.blocks())
+        taken = blocks[0] if ins[0] else blocks[1]  # (a size condition becomes a guard)
+        for v, x in zip(outs, _run_block(taken, env)):
+            env[v] = x
+    elif kind == "prim::Loop":
+        for v, x in zip(outs, _loop(next(iter(node.blocks())), ins, env)):
+            env[v] = x
+    elif kind in _PRIMS:
+        env[outs[0]] = _PRIMS[kind](*ins)
+    elif kind.startswith("aten::"):
+        result = _aten(node, kind, ins)
+        if len(outs) == 1:
+            env[outs[0]] = result
+        elif outs:  # (none: a node run for its effect, aten::warn)
+            for v, x in zip(outs, result):
+                env[v] = x
+    else:
+        raise _Refused(kind)
+
+
+def _loop(body: Any, ins: list, env: dict) -> list:
+    """TorchScript's loop: (trip count, condition, carried values); the body takes (the
+    iteration, carried) and gives (condition, carried).  Unrolled as Python runs it: a
+    trip count or condition on a size decides as Python's ``while`` does (a guard)."""
+    trip, go, carried = ins[0], ins[1], list(ins[2:])
+    params = list(body.inputs())
+    i = 0
+    while go and i < trip:
+        env[params[0]] = i
+        for v, x in zip(params[1:], carried):
+            env[v] = x
+        go, *carried = _run_block(body, env)
+        i += 1
+    return carried
+
+
+def _constant(node: Any) -> Any:
+    """A constant's value (None for ``prim::Constant()``; a tensor held in the graph stays
+    that tensor, which the tracer lifts as a constant)."""
+    return node.output().toIValue() if node.hasAttribute("value") else None
+
+
+def _aten(node: Any, kind: str, ins: list) -> Any:
+    if kind in ("aten::__getitem__", "aten::len") and isinstance(ins[0], (list, tuple, dict)):
+        return _NUMBER_OPS[kind](*ins)
+    if kind == "aten::append" and isinstance(ins[0], list):  # (in place, as TorchScript's)
+        ins[0].append(ins[1])
+        return ins[0]
+    if kind in _QUERIES and isinstance(ins[0], torch.Tensor):
+        return _QUERIES[kind](*ins)
+    op = _NUMBER_OPS.get(kind)
+    if op is not None and not any(isinstance(x, torch.Tensor) for x in _leaves(ins)):
+        return op(*ins)
+    schema = torch._C.parse_schema(node.schema())
+    packet = getattr(torch.ops.aten, kind.split("::", 1)[1], None)
+    overload = getattr(packet, schema.overload_name or "default", None)
+    if overload is None:
+        raise _Refused(kind)
+    for a in schema.arguments:  # a list or dict written in place: the copy that torch.ops
+        # makes of a Python container would take the write, not the graph's value
+        if a.alias_info is not None and a.alias_info.is_write and \
+                "Tensor" not in str(a.real_type).replace("Tensor[]", ""):
+            raise _Refused(f"{kind} (writes its {a.name} argument in place)")
+    args: list = []
+    kwargs: dict = {}
+    for a, x in zip(schema.arguments, ins):
+        if type(x) is int:  # (an enum is an int in a TorchScript graph)
+            enum = str(a.real_type).replace("Optional[", "").rstrip("]")
+            table = _ENUMS.get(enum)
+            if table is not None and x not in table:
+                raise _Refused(f"{kind} (its {a.name} is {enum} code {x})")
+            x = x if table is None else table[x]
+        if a.kwarg_only:
+            kwargs[a.name] = x
+        else:
+            args.append(x)
+    return overload(*args, **kwargs)
+
+
+def _leaves(values: list) -> list:
+    out = []
+    for v in values:
+        out += _leaves(list(v)) if isinstance(v, (list, tuple)) else [v]
+    return out
