@@ -226,7 +226,7 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
             d = vars(m)
             plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
             if plain is not None and plain[0]() is m and len(d) == plain[1] and \
-                    _unchanged(d, plain) and not any(map(d.__getitem__, plain[3])):
+                    _unchanged(d, plain):
                 continue
             layout = tuple(d)
             hit = _LAYOUTS.get(layout)
@@ -335,13 +335,20 @@ def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
     if len(_PLAIN) > 10_000:
         _PLAIN.clear()
     key = id(m)
-    _PLAIN[key] = (weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None)), len(d), keys,
-                   hooks, tuple(map(d.__getitem__, keys)))
+    try:
+        ref = weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None))
+    except TypeError:  # (a class without weak references: scanned every export)
+        return
+    _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
 
 
 def _unchanged(d: dict, plain: tuple) -> bool:
+    """Whether a module kept by ``_keep_plain`` (its ``__dict__`` `d`, as many keys as
+    then) still holds no code: each scanned key bound to the same object, no hook.  (Only
+    nn.Module's own tables, never scanned, could give way to a new key unseen here.)"""
     try:  # (a key gone: KeyError)
-        return all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4]))
+        return all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
+            not any(map(d.__getitem__, plain[3]))
     except KeyError:
         return False
 
