@@ -36,7 +36,7 @@ from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder
 from safetrace.trace.layout import exact_contiguous, input_layout
 from safetrace.trace.handlers.grad import close_grad_regions
-from safetrace.trace.proxy import Proxy, SymShape
+from safetrace.trace.proxy import WRAPPER, Proxy, SymShape
 from safetrace.trace.raising import is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
@@ -295,7 +295,8 @@ class Exporter:
                     node = add_placeholder(graph, ph)
                     # (Proxy.__new__ inline: a real tensor's sizes are ints)
                     meta = TensorMeta(t.shape, t.dtype, t.device)
-                    p = _WRAPPER(Proxy, meta.shape, dtype=meta.dtype, device=_META)
+                    p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED,
+                                _META)
                     p.st_meta, p.st_node = meta, node
                     if not exact_contiguous(t):
                         p.st_contig, p.st_strides = None, tuple(t.stride())
@@ -557,7 +558,7 @@ def _common_device(leaves: list) -> torch.device:
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
-_WRAPPER = torch.Tensor._make_wrapper_subclass
+_STRIDED = torch.strided
 _META = torch.device("meta")
 # an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}

@@ -16,8 +16,7 @@ Once the export failed, the error raised to st.export's caller for a call eager 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from safetrace import errors as E
 from safetrace.errors.base import refusals_built, with_eager_class
@@ -25,23 +24,37 @@ from safetrace.symbolic import DataDependentQuestion
 from safetrace.trace.raising import catching_frame
 
 
-@contextmanager
-def refusals_watched(env: Any, question_error: Callable[[Any], Any]) -> Iterator[None]:
+def refusals_watched(env: Any, question_error: Callable[[Any], Any]) -> _Watched:
     """Around the program's run: raise a refusal its code caught (a data-dependent
     question becomes its export error, ``question_error``), also when the run then failed
     another way (the refusal is the cause)."""
-    with refusals_built() as built:
-        env.raised = []
+    return _Watched(env, question_error)
+
+
+class _Watched:
+    """``refusals_watched``'s context manager (a class: a generator's context manager
+    costs a few microseconds more per export)."""
+
+    __slots__ = ("env", "question_error", "collecting", "built")
+
+    def __init__(self, env: Any, question_error: Callable[[Any], Any]) -> None:
+        self.env, self.question_error = env, question_error
+
+    def __enter__(self) -> None:
+        self.collecting = refusals_built()
+        self.built = self.collecting.__enter__()
+        self.env.raised = []
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> bool:
         try:
-            try:
-                yield
-            except Exception:
-                _raise_caught(built, env.raised, question_error)
-                raise
-            _raise_caught(built, env.raised, question_error)
+            # (after an Exception too: a refusal the code caught is the failure's cause)
+            if exc_type is None or issubclass(exc_type, Exception):
+                _raise_caught(self.built, self.env.raised, self.question_error)
         finally:
-            env.raised = None
-            built.clear()
+            self.env.raised = None
+            self.built.clear()
+            self.collecting.__exit__(None, None, None)
+        return False
 
 
 def _raise_caught(built: list, questions: list, question_error: Callable[[Any], Any]) -> None:
@@ -53,13 +66,25 @@ def _raise_caught(built: list, questions: list, question_error: Callable[[Any], 
             raise E.caught_while_tracing(exc, where) from exc
 
 
-@contextmanager
-def eager_classes() -> Iterator[None]:
+def eager_classes() -> _EagerClasses:
     """Around st.export: the error for a call eager rejects carries eager's class."""
-    try:
-        yield
-    except (E.OpShapeError, E.CheckNeverHolds) as err:
-        new = with_eager_class(err, err.eager or RuntimeError)
-        if new is err:
-            raise
-        raise new.with_traceback(err.__traceback__) from err.__cause__
+    return _EAGER_CLASSES
+
+
+class _EagerClasses:
+    """``eager_classes()``'s context manager (holds nothing: one serves every export)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, err: Any, tb: Any) -> bool:
+        if exc_type is not None and issubclass(exc_type, (E.OpShapeError, E.CheckNeverHolds)):
+            new = with_eager_class(err, err.eager or RuntimeError)
+            if new is not err:
+                raise new.with_traceback(err.__traceback__) from err.__cause__
+        return False
+
+
+_EAGER_CLASSES = _EagerClasses()

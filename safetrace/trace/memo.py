@@ -49,7 +49,7 @@ from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
-from safetrace.trace.proxy import Proxy
+from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 
@@ -176,7 +176,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if sizes is None:  # several results (split): a getitem node each
         return _pieces(tr, node, out_static, contig)
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
-    result = node.meta["val"] = _WRAPPER(Proxy, sizes, dtype=out_static[1], device=_META)
+    result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
+                                        _STRIDED, _META)
     result.st_meta = TensorMeta(*out_static)
     result.st_node = node
     if contig is not True:
@@ -184,8 +185,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     return result
 
 
-_WRAPPER = torch.Tensor._make_wrapper_subclass
-_META = torch.device("meta")
+_META, _STRIDED = torch.device("meta"), torch.strided
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
@@ -404,8 +404,8 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
     for i, out_static in enumerate(statics):
         item = add_node(graph, operator.getitem, (node, i), {}, "getitem")
         item.meta["stack_trace"] = trace
-        p = item.meta["val"] = _WRAPPER(Proxy, out_static[0], dtype=out_static[1],
-                                        device=_META)
+        p = item.meta["val"] = WRAPPER(Proxy, out_static[0], None, None, None,
+                                       out_static[1], _STRIDED, _META)
         p.st_meta = TensorMeta(*out_static)
         p.st_node = item
         if contigs[i] is not True:

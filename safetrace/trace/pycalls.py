@@ -224,12 +224,17 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
             seen.add(id(m))
             classes.setdefault(id(type(m)), type(m))
             d = vars(m)
+            plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
+            if plain is not None and plain[0]() is m and len(d) == plain[1] and \
+                    _unchanged(d, plain):
+                continue
             layout = tuple(d)
             hit = _LAYOUTS.get(layout)
             keys, hooks = hit if hit is not None else _scanned_keys(layout)
             attrs = []
             if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
                 attrs = [v for v in map(d.__getitem__, hooks) if v]
+            frozen = True  # every value scanned can never hold code (kept in _PLAIN)
             for k in keys:
                 v = d[k]
                 t = type(v)
@@ -240,6 +245,8 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
                     if v and not _ATOMS.issuperset(map(type, v.values() if t is dict or
                                                        t is collections.OrderedDict else v)):
                         attrs.append(v)
+                    elif t is not tuple:  # (it may hold code later: scanned every export)
+                        frozen = False
                 elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
                         issubclass(t, (dict, list, tuple, set)) and v:
                     # (by type: what _collect can find code in; an isinstance test asks
@@ -250,6 +257,8 @@ def _functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, boo
                 if part[0] or part[1]:
                     take(part)
                     fresh = True
+            elif frozen:
+                _keep_plain(m, d, keys, hooks)
         for cls in classes.values():
             take(_of_class(cls))
     # what the parts found so far reach through the modules defining their classes: a
@@ -318,6 +327,35 @@ def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
     return hit
 
 
+def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
+    """Remember that module `m` holds no code of its own: its ``__dict__`` has `keys` (of
+    its layout) bound to atoms or tuples of atoms, which cannot change in place.  The next
+    export skips its scan while it has as many attributes, each of those the same object,
+    and no hook (a weak reference: the entry goes when the module does)."""
+    if len(_PLAIN) > 10_000:
+        _PLAIN.clear()
+    key = id(m)
+    try:
+        ref = weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None))
+    except TypeError:  # (a class without weak references: scanned every export)
+        return
+    _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
+
+
+def _unchanged(d: dict, plain: tuple) -> bool:
+    """Whether a module kept by ``_keep_plain`` (its ``__dict__`` `d`, as many keys as
+    then) still holds no code: each scanned key bound to the same object, no hook.  (Only
+    nn.Module's own tables, never scanned, could give way to a new key unseen here.)"""
+    try:  # (a key gone: KeyError)
+        return all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
+            not any(map(d.__getitem__, plain[3]))
+    except KeyError:
+        return False
+
+
+# id(module) -> (a weak reference to it, its __dict__'s size, the keys scanned, its hook
+# dicts' keys, the values scanned): modules found holding no code (_keep_plain)
+_PLAIN: dict[int, tuple] = {}
 # attribute types that never hold code, and containers (empty ones hold none)
 _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
 _CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))

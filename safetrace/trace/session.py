@@ -213,10 +213,13 @@ def _uninstall(held: _Held) -> None:
 _SETTERS = ("set_default_dtype", "set_default_tensor_type", "use_deterministic_algorithms")
 _WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
             *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
-_WATCHED_MODULES = tuple(name for name, _ in _WATCHED)
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
+# each watched module once (the identity pass reads 16 modules, not 39 rows), and the
+# place of each row's module among them
+_WATCHED_MODULES = tuple(dict.fromkeys(name for name, _ in _WATCHED))
+_WATCHED_PLACES = tuple(_WATCHED_MODULES.index(name) for name, _ in _WATCHED)
 _NO_NAMES: dict = {}  # (the namespace of a watched module not imported)
-# [(the watched modules, their namespaces, the watched values, their _Table)]
+# [(the watched modules, each row's namespace, the watched values, their _Table)]
 _PROVIDED: list[Any] = [None]
 
 
@@ -234,6 +237,7 @@ def _provided() -> _Table:
                     *shims.patches(), *vmapping.patches(), *scripted.patches(),
                     *_compiler_patches(), *_setter_patches()])
     spaces = [_NO_NAMES if m is None else getattr(m, "__dict__", None) for m in modules]
+    spaces = [spaces[i] for i in _WATCHED_PLACES]  # (each row's module's namespace)
     if all(type(s) is dict for s in spaces):  # (else made again each time: never seen)
         _PROVIDED[0] = (modules, spaces, list(map(dict.get, spaces, _WATCHED_ATTRS)), table)
     return table

@@ -131,6 +131,39 @@ def test_a_helper_stored_on_the_model_after_an_export_is_rewritten() -> None:
            lambda k: int(math.sqrt(k)))
 
 
+
+class _Picks(torch.nn.Module):
+    """A submodule whose attributes are plain values (found holding no code, kept so)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pick, self.k = None, 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pick = getattr(self, "pick", None)
+        return x if pick is None else pick(x)
+
+
+def test_a_plain_submodule_given_a_helper_or_a_hook_after_an_export_is_scanned_again() -> None:
+    n = st.Dim("n", min=1, max=64)
+    m = torch.nn.Sequential(_Picks())
+    spec = {"input": {0: n}}
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    m[0].pick = lambda x: x[: max(1, len(x) - 1)]  # the same keys, another value
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+    m[0].pick = None
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    del m[0].pick  # as many attributes, one key replaced by another
+    m[0].other = 1
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: k)
+    del m[0].other
+    m[0].pick = lambda x: x[: int(math.sqrt(len(x)))]
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec),
+           lambda k: int(math.sqrt(k)))
+    m[0].pick = None
+    m[0].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
+    _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
+
 class _Gated(torch.nn.Module):
     """A forward that signals `entered` and waits for `go` (``self.gate()``) before it goes on."""
 
