@@ -78,6 +78,37 @@ class ImageList(torch.nn.Module):
         return self.detector(list(x))
 
 
+class PerImage(torch.nn.Module):
+    """One program for every batch size: ``images`` (B, 3, H, W) in, each of the detector's
+    per-image outputs padded to ``k`` detections and stacked (``boxes`` (B, k, 4), ``scores``
+    (B, k), ``labels`` (B, k), masks, keypoints...) with ``valid`` (B, k): which rows are
+    detections.  Under export the per-image step is a ``map`` over the batch (one traced
+    body, the batch stays symbolic); eagerly a Python loop (torch's eager ``map`` compiles
+    its body, which the detectors' cached anchors refuse).  docs/deploying.md shows it."""
+
+    def __init__(self, detector: torch.nn.Module, k: int | None = None) -> None:
+        super().__init__()
+        self.detector = detector
+        heads = getattr(detector, "roi_heads", detector)
+        self.k = k if k is not None else heads.detections_per_img
+
+    def one(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
+        found = self.detector([image])[0]
+        n = found["boxes"].shape[0]  # data-dependent, at most k (the detector's own cap)
+        out = {}
+        for key, v in found.items():
+            out[key] = torch.nn.functional.pad(v, (0, 0) * (v.dim() - 1) + (0, self.k - n))
+        out["valid"] = torch.arange(self.k, device=image.device) < n
+        return out
+
+    def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
+        if torch.compiler.is_exporting():
+            from torch._higher_order_ops import map as per_item
+            return per_item(self.one, images)
+        found = [self.one(image) for image in images]
+        return {key: torch.stack([f[key] for f in found]) for key in found[0]}
+
+
 def build(name: str, empty: bool = False) -> torch.nn.Module:
     """The detector `name` (random weights, eval mode), with a threshold that lets boxes
     through, or none (`empty`)."""
