@@ -93,7 +93,8 @@ def main() -> None:
         st.export(AsList(detector), (images,),
                   dynamic_shapes={"images": {0: batch, 2: auto, 3: auto}})
     except st.ConstraintViolationError as err:
-        print("list of images, named batch, refused:", err.problems[0].cause.split(". ")[0])
+        first = err.problems[0]
+        print("list of images, named batch, refused:", first.dim, first.cause.split(". ")[0])
     else:
         raise AssertionError("a list as long as a symbolic batch was accepted")
 
