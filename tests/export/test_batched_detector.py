@@ -135,3 +135,25 @@ def test_torch_export_on_the_same_two_models():
         want, got = model(x), ep.module()(x)
         for key in want:
             assert_close(want[key], got[key])
+
+
+def test_a_write_through_the_same_view_of_an_unknown_layout_is_a_full_overlap():
+    # torchvision's resize_keypoints: `k[..., 0] *= r` on a clone of a view (layout not
+    # traced): __setitem__ copies the written view onto the same view taken anew, a full
+    # overlap that eager allows for every layout; a partial one stays refused
+    def scale(x):
+        k = x[0].clone()
+        k[..., 0] *= 2.0
+        return k
+
+    def shift(x):
+        v = x[0].clone()
+        v[..., 1:] += v[..., :-1]
+        return v
+
+    spec = {"x": {0: AUTO, 1: AUTO}}
+    ep = st.export(scale, (torch.rand(2, 4, 3),), dynamic_shapes=spec)
+    for x in (torch.rand(3, 5, 3), torch.rand(1, 1, 3), torch.rand(2, 0, 3)):
+        assert torch.equal(scale(x), ep.module()(x))
+    with pytest.raises(st.UnsupportedOpError, match="reading another view of the same memory"):
+        st.export(shift, (torch.rand(2, 4, 3),), dynamic_shapes=spec)
