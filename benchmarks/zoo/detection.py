@@ -209,10 +209,43 @@ def _cell(r: dict) -> str:
     return (f"{r['seconds']:.1f}s ex={r['example']} others={','.join(r['others'])}")
 
 
+# batch sizes with other resolutions: (B, H, W)
+BATCHES = ((1, SIZE, SIZE), (2, SIZE + 32, SIZE), (3, 96, SIZE))
+
+
+def batched_case(name: str) -> Case:
+    """`name`'s detector in ``PerImage``, with ``Dim.AUTO`` on batch, height and width."""
+    base, empty = name.removesuffix("-empty"), name.endswith("-empty")
+    model = PerImage(build(base, empty).detector).eval()
+    g = torch.Generator().manual_seed(1)
+    others = [((torch.rand(*b, generator=g),), {}) for b in
+              [(n, 3, h, w) for n, h, w in BATCHES]]
+    auto = Dim.AUTO
+    return Case(model, (torch.rand(2, 3, SIZE, SIZE, generator=g),), {},
+                {"images": {0: auto, 2: auto, 3: auto}}, others,
+                outside=((torch.rand(0, 3, SIZE, SIZE),), {}))
+
+
 def main(names: list[str]) -> None:
     torch.set_grad_enabled(False)
     if not available():
         print("torchvision does not import here (see /work/shared/tools/tv_shim.py)")
+        return
+    if names[:1] == ["--batched"]:  # PerImage: one program for every batch size
+        for e in ENTRIES:
+            if names[1:] and e.name not in names[1:]:
+                continue
+            row = {"name": e.name}
+            case = batched_case(e.name)
+            for which in ("safetrace", "torch.export"):
+                module, secs, err = _export(which, case)
+                row[which] = {"exported": False, "error": err, "seconds": secs} \
+                    if module is None else {
+                        "exported": True, "seconds": secs,
+                        "example": _outcome(case, module, case.args),
+                        "others": [_outcome(case, module, a) for a, _ in case.others]}
+            print(f"| {e.name} (batches {[b[0] for b in BATCHES]}) | "
+                  f"{_cell(row['safetrace'])} | {_cell(row['torch.export'])} |", flush=True)
         return
     rows = [evaluate(e) for e in ENTRIES if not names or e.name in names]
     for row in rows:
