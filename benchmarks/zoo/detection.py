@@ -78,6 +78,37 @@ class ImageList(torch.nn.Module):
         return self.detector(list(x))
 
 
+class PerImage(torch.nn.Module):
+    """One program for every batch size: ``images`` (B, 3, H, W) in, each of the detector's
+    per-image outputs padded to ``k`` detections and stacked (``boxes`` (B, k, 4), ``scores``
+    (B, k), ``labels`` (B, k), masks, keypoints...) with ``valid`` (B, k): which rows are
+    detections.  Under export the per-image step is a ``map`` over the batch (one traced
+    body, the batch stays symbolic); eagerly a Python loop (torch's eager ``map`` compiles
+    its body, which the detectors' cached anchors refuse).  docs/deploying.md shows it."""
+
+    def __init__(self, detector: torch.nn.Module, k: int | None = None) -> None:
+        super().__init__()
+        self.detector = detector
+        heads = getattr(detector, "roi_heads", detector)
+        self.k = k if k is not None else heads.detections_per_img
+
+    def one(self, image: torch.Tensor) -> dict[str, torch.Tensor]:
+        found = self.detector([image])[0]
+        n = found["boxes"].shape[0]  # data-dependent, at most k (the detector's own cap)
+        out = {}
+        for key, v in found.items():
+            out[key] = torch.nn.functional.pad(v, (0, 0) * (v.dim() - 1) + (0, self.k - n))
+        out["valid"] = torch.arange(self.k, device=image.device) < n
+        return out
+
+    def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
+        if torch.compiler.is_exporting():
+            from torch._higher_order_ops import map as per_item
+            return per_item(self.one, images)
+        found = [self.one(image) for image in images]
+        return {key: torch.stack([f[key] for f in found]) for key in found[0]}
+
+
 def build(name: str, empty: bool = False) -> torch.nn.Module:
     """The detector `name` (random weights, eval mode), with a threshold that lets boxes
     through, or none (`empty`)."""
@@ -178,10 +209,43 @@ def _cell(r: dict) -> str:
     return (f"{r['seconds']:.1f}s ex={r['example']} others={','.join(r['others'])}")
 
 
+# batch sizes with other resolutions: (B, H, W)
+BATCHES = ((1, SIZE, SIZE), (2, SIZE + 32, SIZE), (3, 96, SIZE))
+
+
+def batched_case(name: str) -> Case:
+    """`name`'s detector in ``PerImage``, with ``Dim.AUTO`` on batch, height and width."""
+    base, empty = name.removesuffix("-empty"), name.endswith("-empty")
+    model = PerImage(build(base, empty).detector).eval()
+    g = torch.Generator().manual_seed(1)
+    others = [((torch.rand(*b, generator=g),), {}) for b in
+              [(n, 3, h, w) for n, h, w in BATCHES]]
+    auto = Dim.AUTO
+    return Case(model, (torch.rand(2, 3, SIZE, SIZE, generator=g),), {},
+                {"images": {0: auto, 2: auto, 3: auto}}, others,
+                outside=((torch.rand(0, 3, SIZE, SIZE),), {}))
+
+
 def main(names: list[str]) -> None:
     torch.set_grad_enabled(False)
     if not available():
         print("torchvision does not import here (see /work/shared/tools/tv_shim.py)")
+        return
+    if names[:1] == ["--batched"]:  # PerImage: one program for every batch size
+        for e in ENTRIES:
+            if names[1:] and e.name not in names[1:]:
+                continue
+            row = {"name": e.name}
+            case = batched_case(e.name)
+            for which in ("safetrace", "torch.export"):
+                module, secs, err = _export(which, case)
+                row[which] = {"exported": False, "error": err, "seconds": secs} \
+                    if module is None else {
+                        "exported": True, "seconds": secs,
+                        "example": _outcome(case, module, case.args),
+                        "others": [_outcome(case, module, a) for a, _ in case.others]}
+            print(f"| {e.name} (batches {[b[0] for b in BATCHES]}) | "
+                  f"{_cell(row['safetrace'])} | {_cell(row['torch.export'])} |", flush=True)
         return
     rows = [evaluate(e) for e in ENTRIES if not names or e.name in names]
     for row in rows:

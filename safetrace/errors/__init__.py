@@ -269,9 +269,31 @@ class Violation:
     dim: str       # "x.shape[0] (Dim('batch'))": the declared dim, with its spec
     cause: str     # "was specialized to 3 (from ...)"
     fix: str       # "batch = Dim('batch', min=2)"
+    count: bool = False  # specialized by a count of Python values (no size split keeps it)
 
     def text(self) -> str:
         return f"{self.dim} {self.cause}\n    Fix: {self.fix}"
+
+
+_COUNTS = {"unbind": "makes one Python value per index of this dim (`unbind`, `list(x)` or "
+                      "`for t in x`)",
+           "index": "turns the size into a Python int (`range(n)`, a list index, `int(n)`)"}
+
+
+def count_pinned(dim: str, where: str, size: int, origin: str, what: str) -> Violation:
+    """`where` (``x.shape[0]``, declared `dim`) specialized to `size` because the code at
+    `origin` made a Python count of it; `what`: ``unbind``, ``split``, ``index``..."""
+    how = _COUNTS.get(what, f"makes a list as long as `{what}`'s count of pieces")
+    return Violation(
+        dim, f"was specialized to {size}{origin}: that line {how}. A program has one "
+             f"Python structure (its loops, lists and outputs), so this count cannot stay "
+             f"symbolic; no size split can keep it either, as each size is another "
+             f"structure (torch.export specializes it too).",
+        f"export one program per size: {where} -> {size} (or Dim.AUTO, which specializes "
+        f"it); or keep the dim inside tensors: run the per-item code under "
+        f"torch._higher_order_ops.map over {where.split('.shape')[0]} and return fixed-size "
+        f"tensors (pad a variable count, with a mask): docs/deploying.md#batched-detectors",
+        count=True)
 
 
 class DeclaredSpaceViolation(ConstraintViolationError):

@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 
 from safetrace.dims import DerivedDim, Dim, DimHint
 from safetrace import errors
-from safetrace.errors import Violation, declared_space, spec_entry
+from safetrace.errors import Violation, count_pinned, declared_space, spec_entry
 from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
@@ -32,6 +32,7 @@ from safetrace.exporter.eager_raises import (
 )
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
+from safetrace.meta.pins import CountPin
 from safetrace.symbolic import Env, Expr, Range, make_int
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.symbolic.expr import sym
@@ -175,6 +176,10 @@ class DynamicDims:
     def origin_of(self, name: str, excluded: int | None = None) -> str:
         """Where the guard that decided symbol `name` came from: the one ruling out
         `excluded` (a value just outside its range) if given, else the first mentioning it."""
+        return from_text(self._deciding(name, excluded))
+
+    def _deciding(self, name: str, excluded: int | None = None) -> object:
+        """The origin of that guard (None when no guard mentions `name`)."""
         guards = [g for g in self.env.guards + self.env.facts if name in g.cond.free_symbols]
         if excluded is not None:
             binding = {n: info.hint for n, info in self.env.symbols.items() if info.backed}
@@ -182,10 +187,10 @@ class DynamicDims:
             for g in guards:
                 try:
                     if not g.cond.evaluate(binding):
-                        return from_text(g.origin)
+                        return g.origin
                 except (KeyError, ZeroDivisionError):
                     continue
-        return from_text(guards[0].origin) if guards else ""
+        return guards[0].origin if guards else None
 
     def violations(self, contract: Contract) -> list[Violation]:
         """Every declared relation the traced program broke (empty when all hold), read
@@ -215,8 +220,12 @@ class DynamicDims:
                 if decl.kind in ("named", "derived"):  # a size split can keep it
                     self.narrowed += filter(None, [point_narrowing(decl.spec, dim.size,
                                                                    self.roots)])
-                cause = (f"was specialized to {dim.size}"
-                         f"{self.origin_of(name, dim.size + 1)}"  # the guard ruling out others
+                origin = self._deciding(name, dim.size + 1)  # the guard ruling out others
+                if isinstance(origin, CountPin):  # a list or loop as long as the dim
+                    problems.append(count_pinned(label, decl.where, dim.size,
+                                                 from_text(origin), origin.what))
+                    continue
+                cause = (f"was specialized to {dim.size}{from_text(origin)}"
                          f"{torch_said.quoted(_torch_specialized(decl, dim.size))}.")
                 fix = _static_fix(decl.where, dim.size)
                 cause, fix = self._omitted_note(decl, dim.size, cause, fix)

@@ -64,7 +64,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     try:
         return same_either_way(run, {}, run({}), max_splits)
     except DeclaredSpaceViolation as exc:
-        if not getattr(exc, "st_narrowed", None) or max_splits <= 0:
+        if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
+                _count_beyond(exc, max_splits):
             raise
         original = exc
     sides: list[Side] = []
@@ -75,6 +76,14 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         if getattr(why, "kind", "") == "too-many-splits":
             raise
         raise original from why
+
+
+def _count_beyond(exc: DeclaredSpaceViolation, max_splits: int) -> bool:
+    """A Dim pinned by a count (a list or loop as long as it) whose declared range has more
+    sizes than the splits allow: each size is a side of its own, the last side (``b >= k``)
+    pins again, so exploring only costs traces before ``TooManySplits``."""
+    _, _, _, dlo, dhi, _, _ = exc.st_narrowed[0]
+    return any(p.count for p in exc.problems) and dhi - dlo > max_splits
 
 
 def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side],

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.pins import pin_count
 from safetrace.meta.textflow import frame_is_message
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import (
@@ -278,6 +279,13 @@ def _hint_or(value: Any, convert: Callable[[Any], Any], specialize: Callable[[],
     return specialize()
 
 
+def _pinned_index(n: SymInt) -> int:
+    """``SymInt.__int__``'s guard ``n == hint``, its origin marked as a count."""
+    v = int(n.env.hint(n.expr))
+    pin_count(n, v, "index")
+    return v
+
+
 # ``n.__class__`` and the class an isinstance test falls back to (``case int():``): read
 # through ``_st_class``, a plain class attribute (the class itself: C calls only, no
 # Python frame for the isinstance tests torch asks of sizes) that an export whose user
@@ -294,8 +302,8 @@ class TorchSymInt(SymInt, torch.SymInt):
     def __int__(self) -> int:
         return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
 
-    def __index__(self) -> int:
-        return _hint_or(self, int, lambda: SymInt.__int__(self))  # type: ignore[no-any-return]
+    def __index__(self) -> int:  # range(n), a list index: a count, pinned (meta/pins.py)
+        return _hint_or(self, int, lambda: _pinned_index(self))  # type: ignore[no-any-return]
 
     def __float__(self) -> float:
         return _hint_or(self, float, lambda: SymInt.__float__(self))  # type: ignore

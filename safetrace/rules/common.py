@@ -28,7 +28,8 @@ def check(cond: Any, op: str, message: str, fix: str = "") -> None:
     if isinstance(cond, SymBool):
         env = cond.env
         if env.undecided_unbacked(cond.expr) and (
-                env.precondition_probe is None or env.precondition_probe(True, True)):
+                env.precondition_probe is None or env.precondition_probe(True, True,
+                                                                         cond.expr)):
             env.settle(cond.expr, "precondition", f"{op} raises otherwise ({message})")
             return
         # (inside the program's own try block the except side is eager's path where the

@@ -14,6 +14,7 @@ import torch
 
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
+from safetrace.meta.pins import pin_count
 from safetrace.rules.common import (check, hint_of, normalize_dim, normalize_dims,
                                     open_question, prod, requiring, settle, wrap_index)
 from safetrace.rules.registry import rule
@@ -40,8 +41,9 @@ def concrete_count(n: Size, op: str) -> int:
         if (k := hint_of(n)) is None:  # from data: a loop over it has no fixed length
             raise data_dependent_count(op, str(env.simplify(n.expr)))
         # a pin, not a requirement of the op (eager runs any count): a plain guard, so that
-        # it is never taken for a size where eager raises (exporter/eager_raises.py)
-        _ = bool(n == k)  # (True at the example: the hint is k)
+        # it is never taken for a size where eager raises (exporter/eager_raises.py); its
+        # origin says a count was made (the exporter's message on a declared dim)
+        pin_count(n, k, op)  # (True at the example: the hint is k)
         return k
     check(n >= 0, op, f"expected a non-negative count, got {n}")
     k = 0

@@ -471,12 +471,33 @@ def _decide(env: Facts, c: Expr) -> bool | None:
             return True
         if nonneg(env, sub(d, ONE)):
             return False
-        return None
+        return _by_one_argument(env, d)
     nonzero = nonneg(env, sub(d, ONE)) or nonneg(env, sub(neg(d), ONE))
     if nonzero:
         return op == "ne"
     if nonneg(env, d) and nonneg(env, neg(d)):
         return op == "eq"
+    return None
+
+
+def _by_one_argument(env: Facts, d: Expr) -> bool | None:
+    """``d <= 0`` decided through a min/max term of ``d``: ``k*min(a, b)`` with k > 0 is at
+    most ``k*a`` (and ``k*max(a, b)``, k < 0, at most ``k*a``), so ``d`` with the term's
+    argument in its place bounds ``d`` from above; true when that bound is <= 0 for one
+    argument (``min(u, 10) <= u``: topk's ``k <= size`` for ``k = min(size, 10)``, which
+    interval bounds cannot tell for an unbounded ``u``).  The other direction bounds it from
+    below: false when that bound is >= 1."""
+    for mono, k in terms(d):
+        if len(mono) != 1 or mono[0].op not in ("min", "max") or not k:
+            continue
+        atom = mono[0]
+        upper = (atom.op == "min") == (k > 0)  # the argument bounds d from above
+        for a in atom.args:
+            d2 = add(d, scale(sub(a, atom), k))
+            if upper and nonneg(env, neg(d2)):
+                return True
+            if not upper and nonneg(env, sub(d2, ONE)):
+                return False
     return None
 
 

@@ -89,7 +89,8 @@ class Env:
         # probe(answer, required) -> whether the guard is a requirement (an op's, or the
         # caller raises on the other answer, ``assert``), not a branch (eager catches it)
         self.precondition_depth = 0
-        self.precondition_probe: Callable[[bool, bool], bool] | None = None
+        # (answer, required[, condition]) -> whether the guard is a requirement
+        self.precondition_probe: Callable[..., bool] | None = None
         self.required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
         # New after any change an answer may depend on, and after a question the facts
         # left open (its answer depends on the asker): trace/memo.py reuses a pure

@@ -123,8 +123,39 @@ def reads_own_memory(op: Any, target: Any, args: Any) -> None:
     if getattr(root.meta.get("val"), "st_contig", None) is not None:
         return  # (a base of known layout: its views have eager's strides, and so the check)
     for a in args:
-        if isinstance(a, torch.fx.Node) and a is not target and storage_root(a) is root:
+        if isinstance(a, torch.fx.Node) and a is not target and storage_root(a) is root \
+                and _view_path(a) != _view_path(target):
             raise errors.write_reads_own_memory(str(op), short(stack_trace(4)))
+
+
+def _view_path(node: Any) -> tuple:
+    """The views from the storage root to `node` (in-place results skipped: they are their
+    first argument): two nodes of one path are the same elements at the same strides, a
+    full overlap, which eager's check allows for every layout (``v[..., 0] *= r``, whose
+    ``__setitem__`` copies the written view onto the same view taken anew)."""
+    path: list = []
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
+                not node.args or not _aliases_first_arg(node):
+            break
+        target = node.target
+        returns = getattr(target, "_schema", None)
+        if returns is None or not returns.returns[0].alias_info.is_write:  # a view
+            rest = tuple(_plain(v) for v in node.args[1:]) + \
+                tuple((k, _plain(v)) for k, v in sorted(node.kwargs.items()))
+            path.append((target, rest))
+        node = node.args[0]
+    return tuple(reversed(path))
+
+
+def _plain(v: Any) -> Any:
+    """A view argument as a key: a plain value as itself, a node or a symbolic size by
+    identity (comparing symbolic sizes with == would record a guard)."""
+    if v is None or type(v) in (int, float, bool, str):
+        return (type(v), v)
+    if isinstance(v, (tuple, list)):
+        return tuple(_plain(x) for x in v)
+    return ("id", id(v))
 
 
 def writes_a_pick(target: Any) -> str | None:

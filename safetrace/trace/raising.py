@@ -13,6 +13,7 @@ import dis
 import os
 import sys
 from types import CodeType, FrameType
+from typing import Any
 
 import torch
 
@@ -29,13 +30,21 @@ _ENDINGS = ("StopIteration", "StopAsyncIteration", "GeneratorExit")
 _CODES: dict[CodeType, tuple[dict[int, dis.Instruction], list[int], list[range]]] = {}
 
 
-def is_requirement(answer: bool, required: bool = False) -> bool:
+def is_requirement(answer: bool, required: bool = False, cond: Any = None) -> bool:
     """``Env.precondition_probe``: ``other_branch_raises``, except inside the subgraph of a
-    torch.cond branch or a loop body (a requirement there holds only where that code
-    runs: eager takes the other branch, or runs the body no time, and computes a result)."""
+    torch.cond branch or a loop or map body (a requirement there holds only where that code
+    runs: eager takes the other branch, or runs the body no time, and computes a result).
+    An op's own check (`required`) on sizes made inside that subgraph only (`cond`: topk's
+    ``k <= size`` on a count of boxes in a map body) is one: asserted inside the
+    subgraph, it runs exactly where the op does, and no size outside depends on it."""
     tr = active_tracer()
     if tr is not None and len(tr.scopes) > 1:
-        return False
+        free = getattr(cond, "free_symbols", None)
+        if not (required and free and tr.env is not None):
+            return False
+        inside = list(tr.env.symbols)[tr.scope.n_syms:]
+        if not free <= set(inside) or any(tr.env.symbols[n].backed for n in free):
+            return False
     return other_branch_raises(answer, required)
 
 

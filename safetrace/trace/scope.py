@@ -24,7 +24,7 @@ class Scope:
     """One graph being recorded (the program's, or a branch's or loop body's)."""
 
     __slots__ = ("graph", "first_op", "sym_nodes", "asserted", "print_refusal", "where",
-                 "_ns", "_names", "_table", "_by_target")
+                 "n_syms", "_ns", "_names", "_table", "_by_target")
 
     def __init__(self, graph: Graph, asserted: set | None = None,
                  print_refusal: Callable[[], Exception] | None = None,
@@ -36,6 +36,7 @@ class Scope:
         self.asserted: set = set() if asserted is None else set(asserted)
         self.print_refusal = print_refusal  # the error for a print() here (None: allowed)
         self.where = where  # the branch's or body's source location ('' for the program)
+        self.n_syms = 0  # how many symbols the environment held when the scope began
         # the graph's internals for adding a node directly (graph.py's fast path)
         fast = FAST_NODES and graph._owning_module is None
         self._ns: Any = graph._graph_namespace if fast else None

@@ -25,7 +25,7 @@ def _run(name: str, tmp_path: pathlib.Path, *args: str) -> str:
 def test_every_example_is_tested_and_listed():
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))
     tested = {"vision_onnx.py", "cond_model.py", "custom_op.py", "save_load.py",
-              "llm_generate.py", "detector.py"}
+              "llm_generate.py", "detector.py", "batched_detector.py"}
     assert set(scripts) == tested
     listing = (EXAMPLES / "README.md").read_text()
     assert all(f"`{s}`" in listing for s in scripts)
@@ -82,3 +82,13 @@ def test_detector(tmp_path):
     assert out.count("as eager") == 10
     assert "0 boxes, as eager" in out and "5 boxes, as eager" in out
     assert "a batch of 2 is refused" in out
+
+
+@pytest.mark.slow  # a fresh process (~5 s); tests/export/test_batched_detector.py runs the
+# same classes in-process by default
+def test_batched_detector(tmp_path):
+    out = _run("batched_detector.py", tmp_path)
+    assert "list of images, named batch, refused: images.shape[0]" in out
+    assert out.count("as eager") == 10
+    assert "batch 3, 48x40: boxes per image [0, 5, 5], as eager" in out
+    assert "an empty batch is refused" in out

@@ -426,6 +426,10 @@ GOLDEN["caught_while_tracing"] = ("CaughtWhileTracing", "safetrace refused a cal
 CASES["caught_while_tracing_at"] = lambda: E.caught_while_tracing(TypeError("bad"), "m.py:9")
 GOLDEN["caught_while_tracing_at"] = ("CaughtWhileTracing", "tracing a call raised TypeError: bad\n  This was raised while tracing inside a `try` block, and the code at m.py:9 caught it; eager may compute the call at these sizes (or raise an error of another class), so the `except` side is not known to be what eager runs there\nFix: (the export must not go down the `except` side: fix the cause, or make the call outside the `try` block at m.py:9; if eager computes the call at these sizes and no fix is given, the error is safetrace's: please report it)")
 
+# a declared dim pinned by a count of Python values (meta/pins.py)
+CASES['count_pinned'] = lambda: E.declared_space([E.count_pinned("images.shape[0] (Dim('batch'))", 'images.shape[0]', 2, ' (from `return self.detector(list(images))` at m.py:5)', 'unbind')], "    dynamic_shapes = {'images': (2, None, Dim.AUTO, Dim.AUTO)}")
+GOLDEN['count_pinned'] = ('DeclaredSpaceViolation', "the traced program does not work for the whole declared input space (1 problem):\n  - images.shape[0] (Dim('batch')) was specialized to 2 (from `return self.detector(list(images))` at m.py:5): that line makes one Python value per index of this dim (`unbind`, `list(x)` or `for t in x`). A program has one Python structure (its loops, lists and outputs), so this count cannot stay symbolic; no size split can keep it either, as each size is another structure (torch.export specializes it too).\n    Fix: export one program per size: images.shape[0] -> 2 (or Dim.AUTO, which specializes it); or keep the dim inside tensors: run the per-item code under torch._higher_order_ops.map over images and return fixed-size tensors (pad a variable count, with a mask): docs/deploying.md#batched-detectors\nSuggested fix (all problems at once):\n    dynamic_shapes = {'images': (2, None, Dim.AUTO, Dim.AUTO)}")
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_builder_renders_its_golden_text(name):
     err = CASES[name]()

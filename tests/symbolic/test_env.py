@@ -7,7 +7,7 @@ import math
 import pytest
 
 from safetrace.symbolic import (
-    DataDependentQuestion, Env, Expr, Range, eq, ge, gt, le, lt, min_, ne, parse,
+    DataDependentQuestion, Env, Expr, Range, eq, ge, gt, le, lt, max_, min_, ne, parse,
 )
 
 
@@ -23,6 +23,21 @@ def test_prover_examples() -> None:
     assert env.decide(ge(u0, 1)) is None
     env.add_fact(ge(s0, 3))
     assert env.decide(gt(s0 + 2, 4)) is True
+
+
+def test_a_min_or_max_is_bounded_by_each_of_its_arguments() -> None:
+    # topk's `k <= size` for k = min(size, 10), with an unbounded data-dependent size: the
+    # ranges alone bound `u - min(u, 10)` by [-10, inf]
+    env = Env()
+    u, v = env.new_unbacked(lo=0), env.new_unbacked(lo=0)
+    assert env.decide(le(min_(u, 10), u)) is True
+    assert env.decide(ge(u, min_(10, u))) is True
+    assert env.decide(lt(u, min_(u, 10))) is False
+    assert env.decide(le(u + 1, max_(v, u + 1))) is True
+    assert env.decide(gt(min_(u, 10) - u, 0)) is False
+    assert env.decide(le(min_(u, 10), v)) is None  # no argument bounds it by v
+    assert env.decide(le(max_(u, 10), u)) is None  # the max is at least u, not at most
+    assert env.guards == []
 
 
 def test_ranges_prove_simple_facts() -> None:

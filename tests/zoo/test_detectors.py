@@ -5,7 +5,10 @@
 - the plain-torch CPU kernels of ``torchvision::nms`` / ``roi_align`` (benchmarks/zoo/tv_ops.py)
   against torchvision's own pure-Python ``_roi_align``, a naive NMS and hand-computed cases;
 - the detectors export with ``Dim.AUTO`` on H/W, match eager at the example and at other
-  resolutions (non-square included), and reject inputs outside the declared space.
+  resolutions (non-square included), and reject inputs outside the declared space;
+- wrapped in ``detection.PerImage`` (a map over the batch, each image's detections padded
+  to the detector's cap with a ``valid`` mask: docs/deploying.md#batched-detectors), each is
+  one program for batches of 1, 2 and 3 at other resolutions (``Dim.AUTO`` on B, H, W).
 
 Needs torchvision (imported through /work/shared/tools/tv_shim.py beside a CPU torch); the
 tests that do are skipped with that reason elsewhere.  One small detector case runs by
@@ -284,6 +287,33 @@ def test_keypoint_decoding_exports_as_a_loop_over_boxes_and_matches_eager_exactl
 @pytest.mark.slow
 def test_keypoint_rcnn_generalizes_to_other_resolutions():
     _check("keypointrcnn_resnet50_fpn", [(0, 0), (160, 128), (96, 128)])
+
+
+# -- every batch size: the PerImage wrapper (a map over the batch, padded detections) --------
+def _check_batched(name: str) -> None:
+    case = detection.batched_case(name)
+    with torch.no_grad():
+        ep = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+        assert "map_impl" in ep.graph_module.code
+        counts = []
+        for (x,), _ in case.others:  # batches of 1, 2, 3 at other resolutions
+            expected = case.model(copy.deepcopy(x))
+            got = ep.module()(x)
+            assert_close(expected, got)
+            counts.append(expected["valid"].sum(1).tolist())
+        assert [len(c) for c in counts] == [1, 2, 3]
+        assert all(n == 0 for c in counts for n in c) == name.endswith("-empty")
+        with pytest.raises(st.InputMismatchError, match="must be >= 1"):
+            ep.module()(*case.outside[0])  # an empty batch: eager cannot stack it
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.rand(2, 4, 128, 128))  # channels are static
+
+
+@needs_torchvision
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [e.name for e in detection.ENTRIES])
+def test_detector_generalizes_to_other_batch_sizes_and_resolutions(name):
+    _check_batched(name)
 
 
 if __name__ == "__main__":

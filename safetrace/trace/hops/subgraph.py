@@ -168,6 +168,7 @@ def _in_subgraph(tr: Recorder, graph: torch.fx.Graph, where: str) -> Iterator[se
         return errors.print_in_branch(where, short(stack_trace(3)))
 
     scope = Scope(graph, parent.asserted, refuse_print, where)
+    scope.n_syms = n_syms
     tr.scopes.append(scope)
     tr.scope = scope
     created: set[str] = set()
