@@ -13,8 +13,15 @@ tests/llm), and the Llama-3-8B shape on the meta device (no weights allocated).
 Times are in milliseconds; ``--quick`` measures only st.export and to_torch() (no verify,
 no torch.export).
 
+``--first`` measures the ONNX paths end to end as a process's first call: per zoo model
+and round, two fresh processes (torch, torch.onnx, onnxscript and safetrace imported and
+the model built before the clock), one timing ``st.export`` + ``st.to_onnx``, the other
+``torch.onnx.export(model, dynamo=True)``; CPU and wall time of that one call, the two
+sides alternating, ``--repeat`` rounds.
+
 Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--onnx] [--quick] [--clock cpu] [names]
      .venv/bin/python benchmarks/bench_to_torch.py --floor [--clock cpu] [names]
+     .venv/bin/python benchmarks/bench_to_torch.py --first [--repeat N] [names]
 """
 
 from __future__ import annotations
@@ -228,7 +235,58 @@ def floor(names: list[str], repeat: int) -> None:
             f" | {share:.0%} |", flush=True)
 
 
+def first_child(side: str, name: str) -> None:
+    """One first call in this fresh process: prints its CPU and wall seconds."""
+    import onnxscript  # noqa: F401 - imported before the clock on both sides
+    import torch.onnx  # noqa: F401
+
+    (_, model, args, kwargs, spec), = zoo_models([name])
+    quiet = contextlib.redirect_stdout(io.StringIO())
+    c0, w0 = time.process_time(), time.perf_counter()
+    with quiet:
+        if side == "ours":
+            st.to_onnx(st.export(model, args, kwargs, dynamic_shapes=spec), verbose=False)
+        else:
+            torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=torch_spec(spec),
+                              dynamo=True, verbose=False)
+    print(f"{time.process_time() - c0:.4f} {time.perf_counter() - w0:.4f}")
+
+
+def first_calls(names: list[str], repeat: int) -> None:
+    """``--first``: each side's first call in fresh processes, alternating (see above)."""
+    import subprocess
+
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cpus, "
+          f"torch {torch.__version__}; first call in a fresh process, {repeat} rounds; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print("| model | st.export + st.to_onnx CPU s (min / median) | torch.onnx.export CPU s | "
+          "ours wall s (median) | torch wall s |")
+    print("|---|---|---|---|---|")
+    for name in names or ("mlp", "tiny_gpt", "llama"):
+        got: dict = {"ours": [], "torch": []}
+        for _ in range(repeat):
+            for side in ("ours", "torch"):
+                out = subprocess.run([sys.executable, __file__, "--first-child", side, name],
+                                     capture_output=True, text=True, check=True)
+                cpu, wall = map(float, out.stdout.split()[-2:])
+                got[side].append((cpu, wall))
+
+        def cpu(side):
+            xs = [c for c, _ in got[side]]
+            return f"{min(xs):.2f} / {statistics.median(xs):.2f}"
+
+        def wall(side):
+            return f"{statistics.median(w for _, w in got[side]):.2f}"
+
+        print(f"| {name} | {cpu('ours')} | {cpu('torch')} | {wall('ours')} | "
+              f"{wall('torch')} |", flush=True)
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--first-child":
+        warnings.filterwarnings("ignore")
+        first_child(sys.argv[2], sys.argv[3])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--zoo", action="store_true")
@@ -239,7 +297,11 @@ def main() -> None:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     ap.add_argument("--floor", action="store_true")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--first", action="store_true")
     o = ap.parse_args()
+    if o.first:
+        first_calls(o.names, o.repeat)
+        return
     global CLOCK
     CLOCK = time.process_time if o.clock == "cpu" else time.perf_counter
     if o.floor:

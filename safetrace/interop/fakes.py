@@ -12,7 +12,8 @@ checks in torch's symbolic engine (~15 operations of ~7 µs each).  Placeholders
 ``torch.empty``'s tensors (a storage of their own, of torch's size); an input of symbolic
 sizes is made as a view of its own empty storage resized to that size, where a check made
 once per process and rank finds it torch.empty's tensor to torch's tools (``own_views``;
-rank 4 is not: its channels-last test guards in another order).  A size from data
+rank 4 is not: its channels-last test guards in another order; not in a process's first
+conversion, whose inputs are torch.empty's).  A size from data
 (``x[mask]``'s rows, ``nonzero``'s count: a bare symbol of ours torch has none of) becomes
 a fresh unbacked torch symbol, size-like, with our range, as torch's kernel makes it.
 
@@ -77,6 +78,7 @@ class FakeBuilder:
         self.exprs: dict[Expr, Any] = {}   # our Expr -> torch SymInt
         self.stride_memo: dict[tuple, list] = {}  # torch sizes -> contiguous strides
         self.built = 0                     # values made here (for the benchmark)
+        _CONVERSIONS[0] += 1
 
     # -- sizes -----------------------------------------------------------------------------
     def expr_of(self, s: Any) -> Expr:
@@ -212,7 +214,8 @@ class FakeBuilder:
         try:
             with torch._C._DisablePythonDispatcher():
                 if own and strides is None:
-                    if all(s.__class__ is int for s in sizes) or not own_views(len(sizes)):
+                    if all(s.__class__ is int for s in sizes) or not _CONVERSIONS[0] > 1 \
+                            or not own_views(len(sizes)):
                         return torch.empty(sizes, dtype=dtype, device=_META)
                     # an input of symbolic sizes: torch.empty's tensor (strides, storage
                     # size) from the memoized arithmetic, on a storage of its own
@@ -375,6 +378,14 @@ def _resize(elem: torch.Tensor, nbytes: Any) -> None:
 
 
 _RESIZE = _resize
+
+
+# Conversions begun in this process.  Its first converts with torch.empty's inputs: the
+# check behind `own_views` (torch's fake kernels run cold on scratch ShapeEnvs) costs ~0.4 s
+# of CPU in a fresh process, two orders more than the view saves an input, so a process
+# that converts once (st.to_onnx in a script) never pays it; from the second on it runs
+# once per rank.  (A count raced by two threads only moves the check by one conversion.)
+_CONVERSIONS = [0]
 
 
 @functools.cache

@@ -8,6 +8,7 @@ exporter would call it ``s55``); symbols without a declared Dim keep safetrace's
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ import torch
 
 from safetrace.interop.composites import beyond_torch, masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
+from safetrace.interop.onnx_decompose import can_fold, folded
 from safetrace.interop.onnx_registry import cached_registry
 
 
@@ -30,10 +32,13 @@ def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     # operators no ONNX function covers (transformers' grouped_mm_fallback), and masked
     # attention, whose ONNX function differs from torch on fully masked rows
     forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
-    if forms:
+    fold = bool(forms) and can_fold()
+    if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
         tep = tep.run_decompositions(forms)
     kwargs.setdefault("verbose", False)
-    with cached_registry():  # (torch's operator registry: 0.7 s to build, made once)
+    # (torch's operator registry: 0.7 s to build, made once; the forms decomposed in
+    # torch.onnx's own run_decompositions, not in a retrace of their own)
+    with cached_registry(), folded(forms) if fold else contextlib.nullcontext():
         program = torch.onnx.export(tep, dynamo=True, **kwargs)
     if not isinstance(ep, torch.export.ExportedProgram):  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)

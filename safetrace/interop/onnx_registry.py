@@ -19,8 +19,11 @@ runs torch's own method).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from typing import Any, Iterator
+
+from safetrace.interop.rebind import rebound
 
 _LOCK = threading.Lock()
 _PATCH: dict[str, Any] = {"depth": 0, "original": None}
@@ -58,13 +61,65 @@ def _from_cache(cls: type, opset_version: int | None = None) -> Any:
         return _PATCH["original"].__func__(cls, opset_version=opset)
     entry = _BUILT.get(opset)
     if entry is None or entry[0] != _sizes() or _any_resolves(entry[1]):
-        built = _PATCH["original"].__func__(cls, opset_version=opset)
+        built = _builder(_PATCH["original"].__func__)(cls, opset_version=opset)
         entry = _BUILT[opset] = (_sizes(), _unresolved(), built)
     built = entry[2]
     registry = cls()
     registry._opset_version = built._opset_version
     registry.functions = {k: list(v) for k, v in built.functions.items()}
     return registry
+
+
+@functools.lru_cache(maxsize=4)
+def _builder(from_torchlib: Any) -> Any:
+    """torch's `from_torchlib` whose list of onnxscript's torchlib functions is made without
+    building each function's IR: onnxscript's ``get_torchlib_ops`` reads every function's
+    ``function_ir.domain``, and for a traced function (most of torchlib) that property
+    parses the function's source and translates its signature anew each time it is read,
+    ~40% of the build, for a field `from_torchlib` never reads (it reads the name, the
+    function and whether it is the complex variant; the signature it infers comes from
+    the function itself).  torch's own where the list is not made as expected."""
+    from torch.onnx._internal import _lazy_import
+
+    if not hasattr(_torchlib_meta(), "__dataclass_fields__"):
+        return from_torchlib
+    fast = rebound(from_torchlib, {"onnxscript_apis": _Apis(_lazy_import.onnxscript_apis)})
+    return fast if fast is not None else from_torchlib
+
+
+def _torchlib_meta() -> Any:
+    try:
+        from onnxscript._framework_apis.torch_2_5 import _OnnxFunctionMeta
+    except ImportError:
+        return None
+    return _OnnxFunctionMeta
+
+
+class _Apis:
+    """torch's ``onnxscript_apis`` (its other functions read through), but for
+    ``get_torchlib_ops``, whose list holds the same functions with the domain read from
+    each function's opset (the same domain, without its IR)."""
+
+    def __init__(self, apis: Any) -> None:
+        self._apis = apis
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._apis, name)
+
+    @staticmethod
+    def get_torchlib_ops() -> list:
+        from onnxscript.function_libs.torch_lib import ops, registration  # noqa: F401
+
+        meta = _torchlib_meta()
+        out = []
+        for name, functions in registration.default_registry.items():
+            if name.startswith("internal::"):  # (onnxscript's own helpers)
+                continue
+            for fn, complex_ in [(f, False) for f in functions.overloads] + \
+                    [(f, True) for f in functions.complex]:
+                out.append(meta(qualified_name=name, function=fn, domain=fn.domain,
+                                name=fn.name, is_complex=complex_))
+        return out
 
 
 def _sizes() -> tuple[int, int]:

@@ -114,3 +114,59 @@ def test_two_conversions_and_a_bystander_constructor_at_once(monkeypatch) -> Non
             torch.testing.assert_close(tep.module()(x), program.module()(x))
         with pytest.raises(Exception):
             tep.module()(torch.randn(3, width + 1))
+
+
+class _Squeezable(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_size_oblivious_setting_is_the_converting_threads_only(monkeypatch) -> None:
+    """``to_torch()`` propagates with torch's ``backed_size_oblivious`` on: a thread's
+    ``torch.export`` meanwhile runs with its own setting (off: a size-1 ``Dim.AUTO`` dim
+    is specialized, as it would be alone), and afterwards the converting thread's setting
+    is unset again, not pinned to the value it read."""
+    from torch.fx.experimental import _config as fx_config
+
+    from safetrace.interop import torch_export
+
+    program = _program(5)
+    inside = threading.Event()
+    resume = threading.Event()
+    seen: dict = {}
+    errors: list = []
+    output = torch_export._Converter._output
+
+    def paused_output(self, *args, **kwargs):  # (inside the conversion's settings)
+        seen["converting"] = fx_config.backed_size_oblivious
+        inside.set()
+        resume.wait(60)
+        return output(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch_export._Converter, "_output", paused_output)
+
+    def convert() -> None:
+        try:
+            seen["tep"] = program.to_torch()
+            seen["after"] = fx_config._is_default("backed_size_oblivious")
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+            inside.set()
+
+    t = threading.Thread(target=convert)
+    t.start()
+    try:
+        assert inside.wait(60)
+        seen["bystander"] = fx_config.backed_size_oblivious
+        Dim = torch.export.Dim
+        alone = torch.export.export(_Squeezable(), (torch.randn(1, 3),),
+                                    dynamic_shapes={"x": {0: Dim.AUTO}})
+    finally:
+        resume.set()
+        t.join(60)
+    assert not errors, errors
+    assert seen["converting"] is True and seen["bystander"] is False
+    assert not alone.range_constraints  # the size-1 dim specialized: torch's default
+    assert seen["after"]  # unset again on the converting thread
+    x = torch.randn(7, 5)
+    torch.testing.assert_close(seen["tep"].module()(x), program.module()(x))

@@ -74,3 +74,72 @@ def test_fully_masked_rows_match_eager_through_onnx(gqa, tmp_path):
             got = sess.run(None, {"x": args[0].numpy(), "pad": args[1].numpy()})[0]
             torch.testing.assert_close(torch.from_numpy(got), model(*args), rtol=1e-5,
                                        atol=1e-5)
+
+
+class Causal(torch.nn.Module):
+    """Causal self-attention with no mask (a GPT block's): torch's ONNX function serves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, 2, 4).permute(2, 0, 3, 1, 4)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _count_retraces(monkeypatch) -> list:
+    """Each ``run_decompositions`` of a torch program (a retrace through AOT autograd)."""
+    calls: list = []
+    original = torch.export.ExportedProgram.run_decompositions
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
+    return calls
+
+
+def _ort_run(program, *args):
+    ort = pytest.importorskip("onnxruntime")
+    sess = ort.InferenceSession(program.model_proto.SerializeToString())
+    feeds = {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)}
+    return torch.from_numpy(sess.run(None, feeds)[0])
+
+
+@pytest.mark.slow  # an ONNX export: ~3 s of CPU
+def test_causal_attention_through_onnx_in_one_retrace(monkeypatch):
+    """is_causal alone: torch's ONNX function (no form), eager's values at lengths 1..;
+    one retrace (torch.onnx's own)."""
+    pytest.importorskip("onnxscript")
+    torch.manual_seed(0)
+    model = Causal().eval()
+    ep = st.export(model, (torch.randn(2, 5, 8),),
+                   dynamic_shapes={"x": {0: st.Dim("b", max=8), 1: st.Dim("n", max=32)}})
+    calls = _count_retraces(monkeypatch)
+    program = st.to_onnx(ep, verbose=False)
+    assert len(calls) == 1
+    for b, n in ((3, 7), (1, 1), (2, 4)):
+        x = torch.randn(b, n, 8)
+        with torch.no_grad():
+            torch.testing.assert_close(_ort_run(program, x), model(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # an ONNX export: ~3 s of CPU
+def test_masked_attention_form_in_torch_onnx_own_retrace(monkeypatch):
+    """safetrace's masked-attention form goes into the one decomposition torch.onnx runs
+    (not a retrace of its own first), and a bystander thread's table is torch's own."""
+    pytest.importorskip("onnxscript")
+    from torch.onnx._internal.exporter import _decomp
+
+    model, ep = _export(gqa=True)
+    calls = _count_retraces(monkeypatch)
+    program = st.to_onnx(ep, verbose=False)
+    assert len(calls) == 1
+    for args in (_inputs(*o) for o in OTHERS):
+        with torch.no_grad():
+            torch.testing.assert_close(_ort_run(program, *args), model(*args), rtol=1e-5,
+                                       atol=1e-5)
+    assert _decomp.create_onnx_friendly_decomposition_table.__module__ == _decomp.__name__

@@ -92,3 +92,25 @@ def test_another_threads_registry_is_torchs_own_during_our_call() -> None:
             onnx_registry._PATCH["original"] = torchs
     assert len(builds) == 1 and builds[0] != threading.get_ident()  # the bystander: torch's
     assert seen["other"].functions.keys() == mine.functions.keys()
+
+
+def test_registry_built_without_function_irs_equals_torchs() -> None:
+    """st.to_onnx's registry build (torch's ``from_torchlib`` with torchlib's function list
+    made without each function's IR) registers what torch's own build registers: the same
+    operators, each with the same functions, signatures and flags, in the same order."""
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    from safetrace.interop import onnx_registry
+
+    torchs = ONNXRegistry.__dict__["from_torchlib"].__func__
+    fast = onnx_registry._builder(torchs)
+    assert fast is not torchs  # (else this compares torch's build with itself)
+    theirs, ours = torchs(ONNXRegistry, opset_version=18), fast(ONNXRegistry, opset_version=18)
+
+    def entries(registry):
+        return {k: [(m.onnx_function, m.fx_target, m.signature, m.is_custom, m.is_complex,
+                     m.opset_introduced, m.device) for m in v]
+                for k, v in registry.functions.items()}
+
+    assert ours.opset_version == theirs.opset_version
+    assert entries(ours) == entries(theirs)
