@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import gcd
-from typing import AbstractSet, Mapping, Protocol, Sequence
+from typing import AbstractSet, Callable, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
-from safetrace.symbolic.canon import compare, diff, not_, rebuild
+from safetrace.symbolic.canon import compare, diff, not_, or_, rebuild
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.records import Contradiction
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
 
 
@@ -478,6 +479,27 @@ def _decide(env: Facts, c: Expr) -> bool | None:
     if nonneg(env, d) and nonneg(env, neg(d)):
         return op == "eq"
     return None
+
+
+def narrow_disjunctions(env: Facts, assume: Callable[[Expr], None]) -> None:
+    """``assume`` the sides of each ``a or b`` fact that the env's state leaves, in place of
+    the fact: with ``s1 >= 1`` (``s1 != 0`` of a range from 0), ``s0*s1 >= 1 or s1 <= 0`` is
+    its first side, which bounds products of the two (stored as one condition, its sides
+    are seen by no range or linear fact).  Again while a side falls: what one leaves may
+    rule out a side of another (each round drops a side)."""
+    for _ in range(sum(c.op == "or" for c in env.known)):
+        left = []
+        for c in [c for c in env.known if c.op == "or"]:
+            rest = [a for a in c.args if decide(env, a) is not False]
+            if len(rest) < len(c.args):
+                left.append((c, rest))
+        if not left:
+            return
+        for c, rest in left:
+            if not rest:
+                raise Contradiction(f"contradiction: no side of `{c}` holds")
+            env.known.discard(c)  # type: ignore[attr-defined]
+            assume(or_(*rest))
 
 
 def hint_value(env: Facts, e: Expr) -> int | bool | float | None:

@@ -1,0 +1,41 @@
+"""Programs of our own that the loader refused (found by ``benchmarks/fuzz.py``): each
+saves, loads and computes what eager does at other sizes, the edges of the declared space
+included.  The loader re-derives every size; where it knew less than the exporter, its
+recomputed size did not match the file's and it refused the file."""
+
+from __future__ import annotations
+
+import io
+
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return st.load(buf.getvalue())
+
+
+class _ProductPredicate(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = torch.ones(x.numel() * (x.numel() > 2))
+        v2a = x.clone().unsqueeze(0).expand(2, *x.shape).reshape(-1)
+        v2a[:1].add_(1)
+        return v0, v2a
+
+
+def test_a_branch_fact_narrows_a_residual_disjunction():
+    """Split on ``s1 == 0``: the other branch knows ``s1 >= 1``, which leaves of the
+    condition ``s0*s1 >= 1 or s1 <= 0`` its first side; ``v2a[:1]`` is then one element
+    (the loader computed ``min(10*s0*s1, 1)`` and refused the file's ``float32[1]``)."""
+    m = _ProductPredicate()
+    x, y = torch.randn(1, 5, 1, 1), torch.randn(0, 5, 1, 1)
+    ep = st.export(m, (x, y), dynamic_shapes=({2: Dim.AUTO, 3: Dim("d0", max=4)}, None))
+    loaded = _reloaded(ep)
+    for s0, s1 in [(1, 1), (3, 4), (1, 0), (7, 2)]:
+        xs = torch.randn(1, 5, s0, s1)
+        for got, want in zip(loaded.module()(xs, y), m(xs, y)):
+            torch.testing.assert_close(got, want)
