@@ -39,3 +39,26 @@ def test_a_branch_fact_narrows_a_residual_disjunction():
         xs = torch.randn(1, 5, s0, s1)
         for got, want in zip(loaded.module()(xs, y), m(xs, y)):
             torch.testing.assert_close(got, want)
+
+
+class _SplitPerRow(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = y.sum(0).view(-1)
+        v1 = (x > 0) + x
+        v2 = torch.cat([p * i for i, p in enumerate(v1.split(len(v0) or 1, 0))], 0)
+        return v1, v2
+
+
+def test_a_size_each_branch_writes_as_a_number_is_the_predicates_size():
+    """Splits on ``s0 == 2`` inside ``s0 >= 2`` of ``s0 <= 3``: one branch's rows are
+    ``2``, the other's ``3``, and the cond's are ``s0`` (the loader took them for a size
+    read from data and refused the file's ``float32[s0, s1]``)."""
+    m = _SplitPerRow()
+    y = torch.randn(1, 1)
+    ep = st.export(m, (torch.randn(0, 2), y), dynamic_shapes=(
+        {0: Dim("d0", max=3), 1: Dim.AUTO}, None))
+    loaded = _reloaded(ep)
+    for rows in range(4):
+        x = torch.randn(rows, 3)
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
