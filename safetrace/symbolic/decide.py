@@ -14,7 +14,7 @@ from typing import AbstractSet, Callable, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
-from safetrace.symbolic.canon import compare, diff, not_, or_, rebuild
+from safetrace.symbolic.canon import compare, diff, not_, or_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
@@ -31,6 +31,7 @@ class Caches:
     bounds: dict[Expr, Range] = field(default_factory=dict)
     decided: dict[Expr, bool | None] = field(default_factory=dict)
     hint_values: dict[Expr, int | bool | float] = field(default_factory=dict)  # never stale
+    enumerating: bool = False  # (inside ``_enumerated``: no second symbol enumerated)
 
     def clear(self) -> None:
         """Forget the answers that depend on the facts."""
@@ -424,25 +425,37 @@ def decide(env: Facts, cond: Expr) -> bool | None:
 
 
 def _enumerated(env: Facts, c: Expr, limit: int) -> bool | None:
-    """``c`` of one symbol whose range holds at most ``limit`` values, decided by its value
-    at each (an env that asks for it: the loader's, where a branch's ``s0 <= 3`` of a
-    declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot tell).
-    The range holds every value the facts allow: true or false at each, it is so."""
-    free = c.free_symbols
-    if len(free) != 1:
+    """``c`` decided at each value of its symbol of fewest values, where that range holds
+    at most ``limit`` (an env that asks for it: the loader's, where a branch's ``s0 <= 3``
+    of a declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot
+    tell).  The range holds every value the facts allow: true or false at each, it is so.
+    Of several symbols, the rest are decided at each value by the env (not enumerated in
+    turn: one symbol's values at most per question)."""
+    best = None
+    for name in sorted(str(x) for x in c.free_symbols):
+        r = bounds_of(env, sym(name))
+        if r.lo != -R.INF and r.hi != R.INF and r.hi - r.lo + 1 <= limit and (
+                best is None or r.hi - r.lo < best[1].hi - best[1].lo):
+            best = (name, r)
+    if best is None or env.cache.enumerating:
         return None
-    name = str(next(iter(free)))
-    r = bounds_of(env, sym(name))
-    if r.lo == -R.INF or r.hi == R.INF or r.hi - r.lo + 1 > limit:
-        return None
-    seen = set()
-    for v in range(int(r.lo), int(r.hi) + 1):
-        try:
-            seen.add(bool(evaluate(c, {name: v})))
-        except (ArithmeticError, ValueError, TypeError):
-            return None
-        if len(seen) > 1:
-            return None
+    (name, r), one = best, len(c.free_symbols) == 1
+    seen: set[bool | None] = set()
+    env.cache.enumerating = True
+    try:
+        for v in range(int(r.lo), int(r.hi) + 1):
+            if one:
+                try:
+                    seen.add(bool(evaluate(c, {name: v})))
+                except (ArithmeticError, ValueError, TypeError):
+                    return None
+            else:
+                seen.add(decide(env, substitute(c, lambda x: const(v) if str(x) == name
+                                                else None)))
+            if len(seen) > 1 or None in seen:
+                return None
+    finally:
+        env.cache.enumerating = False
     return seen.pop() if seen else None
 
 

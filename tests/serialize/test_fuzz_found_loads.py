@@ -62,3 +62,26 @@ def test_a_size_each_branch_writes_as_a_number_is_the_predicates_size():
         x = torch.randn(rows, 3)
         for got, want in zip(loaded.module()(x, y), m(x, y)):
             torch.testing.assert_close(got, want)
+
+
+class _ChunkThenStride(torch.nn.Module):
+    def forward(self, x, y):
+        v1 = y[:y.shape[0] // 2]
+        v2 = x * 2 if x.shape[0] >= v1.numel() else x * 0
+        v3 = y.unsafe_chunk(2, 0)[-1].view(-1)
+        return v2, v3, v3[-v3.shape[0] // 2:2:2]
+
+
+def test_sizes_of_several_symbols_compare_at_each_value_of_one_of_few():
+    """The file's and the loader's forms of the last slice's size (min/max of floor
+    divisions of ``s0``, times ``s1*s2``) are one at each of ``s0``'s three values in the
+    branch (``2 <= s0 <= 4``), which no rewriting showed: the loader refused the file."""
+    m = _ChunkThenStride()
+    x = torch.randn(5)
+    ep = st.export(m, (x, torch.randn(1, 2, 5, 1)), dynamic_shapes=(
+        None, {0: Dim("d0", max=4), 1: Dim.AUTO, 2: Dim.DYNAMIC}))
+    loaded = _reloaded(ep)
+    for shape in [(0, 2, 3, 1), (1, 1, 1, 1), (2, 3, 2, 1), (3, 2, 4, 1), (4, 2, 5, 1)]:
+        y = torch.randn(shape)
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
