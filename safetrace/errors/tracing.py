@@ -24,10 +24,10 @@ __all__ = [
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read",
-    "view_of_strided", "write_through_reshape",
+    "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
-    "allow_ops_entry",
+    "allow_ops_entry", "write_through_reshape",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_subclass", "preserved_unknown", "preserved_value",
 ]
