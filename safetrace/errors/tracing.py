@@ -27,7 +27,7 @@ __all__ = [
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
-    "allow_ops_entry",
+    "allow_ops_entry", "write_through_reshape",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_subclass", "preserved_unknown", "preserved_value",
 ]
@@ -334,6 +334,21 @@ def write_reads_own_memory(op: str, source: str) -> UnsupportedConstruct:
                       f"a single memory location\" for some strides and not for others.",
                       "read a copy, `v.add_(v[0].clone())`, or write a new tensor, "
                       "`v = v + v[0]`", source)
+
+
+def write_through_reshape(op: str, source: str) -> UnsupportedConstruct:
+    """An in-place write to a reshape of a tensor whose strides in eager are vmap's (its
+    output, or computed from it): eager's reshape is a view for some strides and a copy
+    for others, and the program's vmap returns other strides than eager's."""
+    return _construct(f"{op} at {source} writes in place the result of a reshape (or "
+                      f"flatten, or contiguous()) of an output of torch.vmap, or of a tensor computed from "
+                      f"one: eager's reshape returns a view of it for some strides (the "
+                      f"write then shows through it) and a copy for others, and eager's "
+                      f"vmap returns the batch dim with strides of its own, which the "
+                      f"program does not reproduce.",
+                      "write a copy, `r = t.reshape(...).clone(); r.mul_(2)`, or make the "
+                      "tensor row-major first, `t = t.clone(memory_format="
+                      "torch.contiguous_format)`", source)
 
 
 def strides_of_loose(what: str, source: str) -> UnsupportedConstruct:

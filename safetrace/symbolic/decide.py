@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import gcd
-from typing import AbstractSet, Mapping, Protocol, Sequence
+from typing import AbstractSet, Callable, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
-from safetrace.symbolic.canon import compare, diff, not_, rebuild
+from safetrace.symbolic.canon import compare, diff, not_, or_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
 from safetrace.symbolic.ranges import Range
+from safetrace.symbolic.records import Contradiction
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
 
 
@@ -30,6 +31,8 @@ class Caches:
     bounds: dict[Expr, Range] = field(default_factory=dict)
     decided: dict[Expr, bool | None] = field(default_factory=dict)
     hint_values: dict[Expr, int | bool | float] = field(default_factory=dict)  # never stale
+    enumerating: bool = False  # (inside ``_enumerated``: no second symbol enumerated)
+    disjunction_looks: int = 0  # (``narrow_disjunctions``: never cleared)
 
     def clear(self) -> None:
         """Forget the answers that depend on the facts."""
@@ -423,25 +426,37 @@ def decide(env: Facts, cond: Expr) -> bool | None:
 
 
 def _enumerated(env: Facts, c: Expr, limit: int) -> bool | None:
-    """``c`` of one symbol whose range holds at most ``limit`` values, decided by its value
-    at each (an env that asks for it: the loader's, where a branch's ``s0 <= 3`` of a
-    declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot tell).
-    The range holds every value the facts allow: true or false at each, it is so."""
-    free = c.free_symbols
-    if len(free) != 1:
+    """``c`` decided at each value of its symbol of fewest values, where that range holds
+    at most ``limit`` (an env that asks for it: the loader's, where a branch's ``s0 <= 3``
+    of a declared ``s0 >= 2`` makes ``s0 - (s0 + 1)//2 == 1``, which the ranges cannot
+    tell).  The range holds every value the facts allow: true or false at each, it is so.
+    Of several symbols, the rest are decided at each value by the env (not enumerated in
+    turn: one symbol's values at most per question)."""
+    best = None
+    for name in sorted(str(x) for x in c.free_symbols):
+        r = bounds_of(env, sym(name))
+        if r.lo != -R.INF and r.hi != R.INF and r.hi - r.lo + 1 <= limit and (
+                best is None or r.hi - r.lo < best[1].hi - best[1].lo):
+            best = (name, r)
+    if best is None or env.cache.enumerating:
         return None
-    name = str(next(iter(free)))
-    r = bounds_of(env, sym(name))
-    if r.lo == -R.INF or r.hi == R.INF or r.hi - r.lo + 1 > limit:
-        return None
-    seen = set()
-    for v in range(int(r.lo), int(r.hi) + 1):
-        try:
-            seen.add(bool(evaluate(c, {name: v})))
-        except (ArithmeticError, ValueError, TypeError):
-            return None
-        if len(seen) > 1:
-            return None
+    (name, r), one = best, len(c.free_symbols) == 1
+    seen: set[bool | None] = set()
+    env.cache.enumerating = True
+    try:
+        for v in range(int(r.lo), int(r.hi) + 1):
+            if one:
+                try:
+                    seen.add(bool(evaluate(c, {name: v})))
+                except (ArithmeticError, ValueError, TypeError):
+                    return None
+            else:
+                seen.add(decide(env, substitute(c, lambda x: const(v) if str(x) == name
+                                                else None)))
+            if len(seen) > 1 or None in seen:
+                return None
+    finally:
+        env.cache.enumerating = False
     return seen.pop() if seen else None
 
 
@@ -499,6 +514,40 @@ def _by_one_argument(env: Facts, d: Expr) -> bool | None:
             if not upper and nonneg(env, sub(d2, ONE)):
                 return False
     return None
+
+
+_MAX_DISJUNCTIONS = 16  # ``or`` facts ``narrow_disjunctions`` looks into (beyond: none)
+_MAX_LOOKS = 64  # times it looks, in one env's life
+
+
+def narrow_disjunctions(env: Facts, cond: Expr, assume: Callable[[Expr], None]) -> None:
+    """``assume`` the sides of each ``a or b`` fact that the new fact ``cond`` leaves, in
+    place of the fact: with ``s1 >= 1`` (``s1 != 0`` of a range from 0), ``s0*s1 >= 1 or
+    s1 <= 0`` is its first side, which bounds products of the two (stored as one
+    condition, its sides are seen by no range or linear fact).  Only facts that share a
+    symbol with ``cond``, then with a side assumed (what one leaves may rule out a side of
+    another), and none where the env holds more than a few: each look decides every side
+    again, and none past a number of looks: a file's contract of thousands of conditions
+    took minutes, and the cost of a decision grows with the facts."""
+    ors = [c for c in env.known if c.op == "or"]
+    if not ors or len(ors) > _MAX_DISJUNCTIONS or env.cache.disjunction_looks >= _MAX_LOOKS:
+        return
+    env.cache.disjunction_looks += 1
+    names = set(cond.free_symbols)
+    for _ in range(len(ors)):
+        left = []
+        for c in [c for c in env.known if c.op == "or" and c.free_symbols & names]:
+            rest = [a for a in c.args if decide(env, a) is not False]
+            if len(rest) < len(c.args):
+                left.append((c, rest))
+        if not left:
+            return
+        for c, rest in left:
+            if not rest:
+                raise Contradiction(f"contradiction: no side of `{c}` holds")
+            env.known.discard(c)  # type: ignore[attr-defined]
+            names |= set().union(*(a.free_symbols for a in rest))
+            assume(or_(*rest))
 
 
 def hint_value(env: Facts, e: Expr) -> int | bool | float | None:

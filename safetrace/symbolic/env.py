@@ -311,6 +311,7 @@ class Env:
         log.settled(self, c, kind, why, item.origin, asserted)
         self.facts.append(Guard(c, item.origin))
         self._assume(c)
+        D.narrow_disjunctions(self, c, self._assume)
         if asserted and self.on_settled is not None:
             self.on_settled(item)
 
@@ -334,6 +335,7 @@ class Env:
         self.facts.append(Guard(c, self._origin(origin)))
         self.epoch = next(_EPOCHS)
         self._assume(c)
+        D.narrow_disjunctions(self, c, self._assume)
 
     # --- assuming facts -----------------------------------------------------------------
     def _assume(self, cond: Expr) -> None:

@@ -119,6 +119,7 @@ def reads_own_memory(op: Any, target: Any, args: Any) -> None:
     another view of its memory when the memory's layout is not known (a vmap's output:
     eager's strides follow its batching rules): eager's overlap check (an error for a
     partial overlap of dense tensors) depends on the strides."""
+    _reshaped_vmap_output(op, target)
     root = storage_root(target)
     if getattr(root.meta.get("val"), "st_contig", None) is not None:
         return  # (a base of known layout: its views have eager's strides, and so the check)
@@ -156,6 +157,36 @@ def _plain(v: Any) -> Any:
     if isinstance(v, (tuple, list)):
         return tuple(_plain(x) for x in v)
     return ("id", id(v))
+
+
+_MAY_COPY = ("reshape", "reshape_as", "flatten", "_reshape_alias", "contiguous")
+
+
+def _reshaped_vmap_output(op: Any, target: Any) -> None:
+    """Refuse an in-place write to a reshape (a view for some strides, a copy for others)
+    of a tensor whose strides are vmap's in eager: the program's differ, so the write
+    would reach the reshaped tensor in one and not in the other."""
+    node = target
+    for _ in range(256):
+        if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
+                not node.args or not _aliases_first_arg(node):
+            return
+        if getattr(node.target, "_opname", None) in _MAY_COPY and _vmap_strides(node.args[0]):
+            raise errors.write_through_reshape(str(op), short(stack_trace(5)))
+        node = node.args[0]
+
+
+def _vmap_strides(node: Any, depth: int = 0) -> bool:
+    """Whether ``node``'s strides may be those eager's vmap gives: a vmap output, or of
+    unknown layout and computed (or viewed) from one."""
+    if not isinstance(node, torch.fx.Node) or depth > 32:
+        return False
+    if node.meta.get("st_vmap_layout"):
+        return True
+    if node.op != "call_function" or \
+            getattr(node.meta.get("val"), "st_contig", None) is not None:
+        return False  # (of known layout: eager's strides and the program's are one)
+    return any(_vmap_strides(a, depth + 1) for a in node.all_input_nodes)
 
 
 def writes_a_pick(target: Any) -> str | None:

@@ -100,6 +100,8 @@ CASES = {
                                                "m.py:3 `if x.t().is_contiguous():`"),
     "write_reads_own_memory": lambda: E.write_reads_own_memory(
         "aten.add_.Tensor", "m.py:4 `v.add_(v[0])`"),
+    "write_through_reshape": lambda: E.write_through_reshape(
+        "aten.mul_.Tensor", "m.py:5 `v.reshape(-1).mul_(2)`"),
     "strides_of_loose": lambda: E.strides_of_loose(
         "x.stride()", "m.py:3 `s = x.t().contiguous().stride(1)`"),
     "view_of_strided": lambda: E.view_of_strided(
@@ -435,6 +437,14 @@ GOLDEN = {
         'input tensor and the written-to tensor refer to a single memory location" for some '
         'strides and not for others.\n'
         'Fix: read a copy, `v.add_(v[0].clone())`, or write a new tensor, `v = v + v[0]`'),
+    'write_through_reshape': ('UnsupportedConstruct',
+        'aten.mul_.Tensor at m.py:5 `v.reshape(-1).mul_(2)` writes in place the result of a '
+        'reshape (or flatten, or contiguous()) of an output of torch.vmap, or of a tensor '
+        'computed from one: eager\'s reshape returns a view of it for some strides (the write '
+        'then shows through it) and a copy for others, and eager\'s vmap returns the batch '
+        'dim with strides of its own, which the program does not reproduce.\n'
+        'Fix: write a copy, `r = t.reshape(...).clone(); r.mul_(2)`, or make the tensor '
+        'row-major first, `t = t.clone(memory_format=torch.contiguous_format)`'),
     'strides_of_loose': ('UnsupportedConstruct',
         'x.stride() at m.py:3 `s = x.t().contiguous().stride(1)` reads the strides of a '
         'tensor that is contiguous, but whose dims of size 0 or 1 may carry any stride and '

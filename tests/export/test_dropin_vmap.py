@@ -188,6 +188,45 @@ def test_a_write_to_what_vmap_computed_afresh_is_kept() -> None:
     same(ep.module()(x), Fresh()(x))
 
 
+class WritesAReshapeOfAClone(nn.Module):
+    def forward(self, x):
+        v = torch.vmap(lambda r: r.flip(0), in_dims=2)(x).clone()  # (vmap's strides kept)
+        v.permute(3, 0, 1, 2).reshape(v.shape[-1], -1).mul_(2)  # (eager: a view of v)
+        return v
+
+
+class WritesItsContiguous(nn.Module):
+    def forward(self, x):
+        v = torch.vmap(lambda r: r.flip(0), in_dims=2)(x)
+        v.contiguous().mul_(2)  # (eager: a copy; the program's map output: v itself)
+        return v
+
+
+class WritesARowMajorCopy(nn.Module):
+    def forward(self, x):
+        v = torch.vmap(lambda r: r.flip(0), in_dims=2)(x).clone(
+            memory_format=torch.contiguous_format)
+        v.permute(3, 0, 1, 2).reshape(v.shape[-1], -1).mul_(2)
+        return v
+
+
+@pytest.mark.parametrize("model", [WritesAReshapeOfAClone, WritesItsContiguous])
+def test_a_write_through_a_reshape_of_vmaps_strides_is_refused(model) -> None:
+    """Whether a reshape (or contiguous()) is a view depends on the strides, and eager's
+    vmap gives its output strides the program's map does not: the write reached the
+    tensor in one and not the other (fuzz seed 1814, a wrong result before)."""
+    with pytest.raises(st.UnsupportedOpError, match="reshape .or flatten, or contiguous"):
+        st.export(model(), (torch.randn(3, 3, 4, 4),), dynamic_shapes=({0: Dim.DYNAMIC},))
+
+
+def test_a_write_through_a_reshape_of_a_row_major_copy_is_kept() -> None:
+    ep = st.export(WritesARowMajorCopy(), (torch.randn(3, 3, 4, 4),),
+                   dynamic_shapes=({0: Dim.DYNAMIC},))
+    for n in (1, 2, 5):
+        x = torch.randn(n, 3, 4, 4)
+        same(ep.module()(x), WritesARowMajorCopy()(x))
+
+
 # -- a memory format inside vmap is the batched tensor's (torch's test_vmap_to_assert) -----
 class ChannelsLastSlices(nn.Module):
     """channels_last on 3-d slices: eager's vmap applies it to the 4-d batched tensor."""

@@ -191,6 +191,31 @@ def test_many_linear_conditions_load_in_bounded_time():
     assert len(ep.contract.conditions) >= 900
 
 
+def test_disjunctions_are_not_looked_into_again_at_every_condition(monkeypatch):
+    """A later fact may rule out a side of an ``a or b`` condition (the loader then takes
+    the other side as a fact); a contract of a few ``or`` conditions and hundreds of others
+    had every side decided again at each condition (7 s for 1,900), now a bounded number of
+    times: the decisions grow by a few per condition."""
+    import safetrace.symbolic.decide as D
+
+    s = ["s0", "s1", "s4", "s6"]
+    doc = _doc()
+    doc["contract"]["conditions"].extend(
+        [{"cond": ["or", ["ge", ["mul", s[k % 4], s[(k + 1) % 4]], k + 2],
+                   ["le", s[(k + 2) % 4], k + 1]], "origin": ""} for k in range(16)] +
+        [{"cond": ["ge", ["add", s[k % 4], s[(k + 1) % 4]], k // 8 + 1], "origin": ""}
+         for k in range(600)])
+    calls, decide = [0], D.decide
+
+    def counted(env, c):
+        calls[0] += 1
+        return decide(env, c)
+
+    monkeypatch.setattr(D, "decide", counted)
+    st.load(pack(doc, TENSORS))
+    assert calls[0] < 6_000  # (about 2,500; each condition against every `or`: 10,500)
+
+
 def test_rejected_files_do_not_grow_the_intern_table():
     from safetrace.symbolic.expr import table_mark
 

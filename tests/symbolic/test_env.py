@@ -245,3 +245,32 @@ def test_an_or_decided_by_one_operand_survives_a_zero_divisor() -> None:
     with pytest.raises(ZeroDivisionError):  # (nothing decides it: raised, as before)
         env2.add_fact(eq(v0, 0))
         env2.simplify(and_(eq((v0 - 1) // v0, 1), le(v0, 0)))
+
+
+def test_a_later_fact_leaves_one_side_of_a_disjunction() -> None:
+    """``s1 != 0`` of a range from 0 rules out ``s1 <= 0``: the fact ``s0*s1 >= 1 or
+    s1 <= 0`` is then its first side, which bounds the product (a size split's branch of a
+    loaded program: found by the fuzzer)."""
+    env = Env()
+    env.new_unbacked(0, None, name="s0")
+    env.new_unbacked(0, 4, name="s1")
+    env.add_fact(parse("(s0*s1 >= 1) or (s1 <= 0)"))
+    assert str(env.simplify(parse("min(10*s0*s1, 1)"))) == "min(10*s0*s1, 1)"
+    env.add_fact(parse("s1 != 0"))
+    assert str(env.simplify(parse("min(10*s0*s1, 1)"))) == "1"
+    with pytest.raises(ValueError):
+        env.add_fact(parse("s0*s1 <= 0"))
+
+
+def test_a_question_of_several_symbols_is_decided_at_each_value_of_one_of_few() -> None:
+    """An env that enumerates (the loader's) decides ``c`` at each of ``s0``'s values when
+    ``s0`` ranges over few: ``(s0 + 1)//2 * s1 == s1 * (s0 - s0//2)`` holds at each."""
+    env = Env()
+    env.new_unbacked(0, 3, name="s0")
+    env.new_unbacked(0, None, name="s1")
+    same = parse("((s0 + 1)//2)*s1 == s1*(s0 - s0//2)")
+    assert env.decide(same) is None
+    env.enumerate_up_to = 16
+    env.cache.clear()
+    assert env.decide(same) is True
+    assert env.decide(parse("((s0 + 1)//2)*s1 == s1*(s0//2)")) is None  # (s1 == 0: equal)

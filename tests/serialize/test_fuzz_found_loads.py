@@ -1,0 +1,87 @@
+"""Programs of our own that the loader refused (found by ``benchmarks/fuzz.py``): each
+saves, loads and computes what eager does at other sizes, the edges of the declared space
+included.  The loader re-derives every size; where it knew less than the exporter, its
+recomputed size did not match the file's and it refused the file."""
+
+from __future__ import annotations
+
+import io
+
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    return st.load(buf.getvalue())
+
+
+class _ProductPredicate(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = torch.ones(x.numel() * (x.numel() > 2))
+        v2a = x.clone().unsqueeze(0).expand(2, *x.shape).reshape(-1)
+        v2a[:1].add_(1)
+        return v0, v2a
+
+
+def test_a_branch_fact_narrows_a_residual_disjunction():
+    """Split on ``s1 == 0``: the other branch knows ``s1 >= 1``, which leaves of the
+    condition ``s0*s1 >= 1 or s1 <= 0`` its first side; ``v2a[:1]`` is then one element
+    (the loader computed ``min(10*s0*s1, 1)`` and refused the file's ``float32[1]``)."""
+    m = _ProductPredicate()
+    x, y = torch.randn(1, 5, 1, 1), torch.randn(0, 5, 1, 1)
+    ep = st.export(m, (x, y), dynamic_shapes=({2: Dim.AUTO, 3: Dim("d0", max=4)}, None))
+    loaded = _reloaded(ep)
+    for s0, s1 in [(1, 1), (3, 4), (1, 0), (7, 2)]:
+        xs = torch.randn(1, 5, s0, s1)
+        for got, want in zip(loaded.module()(xs, y), m(xs, y)):
+            torch.testing.assert_close(got, want)
+
+
+class _SplitPerRow(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = y.sum(0).view(-1)
+        v1 = (x > 0) + x
+        v2 = torch.cat([p * i for i, p in enumerate(v1.split(len(v0) or 1, 0))], 0)
+        return v1, v2
+
+
+def test_a_size_each_branch_writes_as_a_number_is_the_predicates_size():
+    """Splits on ``s0 == 2`` inside ``s0 >= 2`` of ``s0 <= 3``: one branch's rows are
+    ``2``, the other's ``3``, and the cond's are ``s0`` (the loader took them for a size
+    read from data and refused the file's ``float32[s0, s1]``)."""
+    m = _SplitPerRow()
+    y = torch.randn(1, 1)
+    ep = st.export(m, (torch.randn(0, 2), y), dynamic_shapes=(
+        {0: Dim("d0", max=3), 1: Dim.AUTO}, None))
+    loaded = _reloaded(ep)
+    for rows in range(4):
+        x = torch.randn(rows, 3)
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
+
+
+class _ChunkThenStride(torch.nn.Module):
+    def forward(self, x, y):
+        v1 = y[:y.shape[0] // 2]
+        v2 = x * 2 if x.shape[0] >= v1.numel() else x * 0
+        v3 = y.unsafe_chunk(2, 0)[-1].view(-1)
+        return v2, v3, v3[-v3.shape[0] // 2:2:2]
+
+
+def test_sizes_of_several_symbols_compare_at_each_value_of_one_of_few():
+    """The file's and the loader's forms of the last slice's size (min/max of floor
+    divisions of ``s0``, times ``s1*s2``) are one at each of ``s0``'s three values in the
+    branch (``2 <= s0 <= 4``), which no rewriting showed: the loader refused the file."""
+    m = _ChunkThenStride()
+    x = torch.randn(5)
+    ep = st.export(m, (x, torch.randn(1, 2, 5, 1)), dynamic_shapes=(
+        None, {0: Dim("d0", max=4), 1: Dim.AUTO, 2: Dim.DYNAMIC}))
+    loaded = _reloaded(ep)
+    for shape in [(0, 2, 3, 1), (1, 1, 1, 1), (2, 3, 2, 1), (3, 2, 4, 1), (4, 2, 5, 1)]:
+        y = torch.randn(shape)
+        for got, want in zip(loaded.module()(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
