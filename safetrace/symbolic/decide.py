@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import gcd
-from typing import AbstractSet, Callable, Mapping, Protocol, Sequence
+from typing import AbstractSet, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.ranges as R
-from safetrace.symbolic.canon import compare, diff, not_, or_, rebuild, substitute
+from safetrace.symbolic.canon import compare, diff, not_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
@@ -514,40 +514,6 @@ def _by_one_argument(env: Facts, d: Expr) -> bool | None:
             if not upper and nonneg(env, sub(d2, ONE)):
                 return False
     return None
-
-
-_MAX_DISJUNCTIONS = 16  # ``or`` facts ``narrow_disjunctions`` looks into (beyond: none)
-_MAX_LOOKS = 64  # times it looks, in one env's life
-
-
-def narrow_disjunctions(env: Facts, cond: Expr, assume: Callable[[Expr], None]) -> None:
-    """``assume`` the sides of each ``a or b`` fact that the new fact ``cond`` leaves, in
-    place of the fact: with ``s1 >= 1`` (``s1 != 0`` of a range from 0), ``s0*s1 >= 1 or
-    s1 <= 0`` is its first side, which bounds products of the two (stored as one
-    condition, its sides are seen by no range or linear fact).  Only facts that share a
-    symbol with ``cond``, then with a side assumed (what one leaves may rule out a side of
-    another), and none where the env holds more than a few: each look decides every side
-    again, and none past a number of looks: a file's contract of thousands of conditions
-    took minutes, and the cost of a decision grows with the facts."""
-    ors = [c for c in env.known if c.op == "or"]
-    if not ors or len(ors) > _MAX_DISJUNCTIONS or env.cache.disjunction_looks >= _MAX_LOOKS:
-        return
-    env.cache.disjunction_looks += 1
-    names = set(cond.free_symbols)
-    for _ in range(len(ors)):
-        left = []
-        for c in [c for c in env.known if c.op == "or" and c.free_symbols & names]:
-            rest = [a for a in c.args if decide(env, a) is not False]
-            if len(rest) < len(c.args):
-                left.append((c, rest))
-        if not left:
-            return
-        for c, rest in left:
-            if not rest:
-                raise Contradiction(f"contradiction: no side of `{c}` holds")
-            env.known.discard(c)  # type: ignore[attr-defined]
-            names |= set().union(*(a.free_symbols for a in rest))
-            assume(or_(*rest))
 
 
 def hint_value(env: Facts, e: Expr) -> int | bool | float | None:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.log as log
+from safetrace.symbolic.disjunctions import narrow_disjunctions
 from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
@@ -311,7 +312,7 @@ class Env:
         log.settled(self, c, kind, why, item.origin, asserted)
         self.facts.append(Guard(c, item.origin))
         self._assume(c)
-        D.narrow_disjunctions(self, c, self._assume)
+        narrow_disjunctions(self, c, self._assume)
         if asserted and self.on_settled is not None:
             self.on_settled(item)
 
@@ -335,7 +336,7 @@ class Env:
         self.facts.append(Guard(c, self._origin(origin)))
         self.epoch = next(_EPOCHS)
         self._assume(c)
-        D.narrow_disjunctions(self, c, self._assume)
+        narrow_disjunctions(self, c, self._assume)
 
     # --- assuming facts -----------------------------------------------------------------
     def _assume(self, cond: Expr) -> None:
