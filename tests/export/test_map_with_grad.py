@@ -113,3 +113,30 @@ def test_st_map_loops_eagerly_and_exports_one_map_node():
         model(_x(0, 11), s)
     with pytest.raises(st.InputMismatchError, match=r"x.shape\[0\] = 0"):
         mod(_x(0, 11), s)
+
+
+class WritesItsOwn(TorchMap):
+    """A body that writes its own intermediates in place, one through a slice bounded by a
+    size handed to the body (torchvision's batching of images: ``batched[i, :h, :w]
+    .copy_(img)``): the weights it reads are not written, so autograd goes through them,
+    as in eager."""
+
+    def one(self, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = torch.zeros((2, K))
+        z[:, : min(row.shape[0] - 3, K)] = 0.5
+        y = self.lin(row[:K])
+        y.clamp_(min=-0.5)
+        return super().one(y + z.sum(0))  # (lin again on the written intermediate)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return st.map(self.one, x)
+
+
+def test_a_body_writing_its_intermediates_keeps_autograd_through_the_weights():
+    model = WritesItsOwn()
+    ep = st.export(model, (torch.randn(2, 6),), dynamic_shapes={"x": {0: AUTO, 1: AUTO}})
+    mod = ep.module()
+    for b, w, seed in ((1, 4, 13), (3, 9, 14), (2, 6, 15)):
+        x = torch.randn(b, w, generator=torch.Generator().manual_seed(seed))
+        _same_with_grads(model, mod, (x,))
+    assert all(p.requires_grad for p in mod.parameters())
