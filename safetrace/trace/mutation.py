@@ -272,7 +272,11 @@ def _writes(graph: torch.fx.Graph, depth: int) -> tuple[set, set]:
             if mutates(target):
                 for v in written_args(target, node.args, node.kwargs):
                     written |= _union(v, alias)
-            alias[node] = srcs if may_alias(target) else frozenset()
+            # (only its tensor arguments: a view's SymInt bounds, `x[:, :n]`, share no
+            # memory, and an `n` computed from a placeholder's size must not make a write
+            # to the view a write to that placeholder)
+            alias[node] = _tensor_sources(target, node, alias) if may_alias(target) \
+                else frozenset()
             continue
         if isinstance(target, torch._ops.HigherOrderOperator):
             mapped = _map_operands(node, subs) if target is _MAP_IMPL else None
@@ -294,6 +298,19 @@ def _writes(graph: torch.fx.Graph, depth: int) -> tuple[set, set]:
 
 
 _MAP_IMPL = torch.ops.higher_order.map_impl
+_TENSOR_ARGS: dict = {}  # op -> ((position, name) of each argument holding tensors)
+
+
+def _tensor_sources(op: Any, node: torch.fx.Node, alias: dict) -> frozenset:
+    """The placeholders the tensor arguments of `node` (a call of ATen overload `op`)
+    may alias."""
+    where = _TENSOR_ARGS.get(op)
+    if where is None:
+        where = _TENSOR_ARGS[op] = tuple((i, a.name) for i, a in enumerate(op._schema.arguments)
+                                         if "Tensor" in str(a.type))
+    values = [node.args[i] if i < len(node.args) else node.kwargs.get(name)
+              for i, name in where]
+    return frozenset(_union(values, alias))
 
 
 def _map_operands(node: torch.fx.Node, subs: dict) -> list | None:

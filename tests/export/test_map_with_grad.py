@@ -140,3 +140,33 @@ def test_a_body_writing_its_intermediates_keeps_autograd_through_the_weights():
         x = torch.randn(b, w, generator=torch.Generator().manual_seed(seed))
         _same_with_grads(model, mod, (x,))
     assert all(p.requires_grad for p in mod.parameters())
+
+
+class CondWritesItsOwn(torch.nn.Module):
+    """The same write (a slice bounded by a size) in a cond branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(K, K)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def written(x: torch.Tensor) -> torch.Tensor:
+            z = torch.zeros(2, K)
+            z[:, : min(x.shape[0], K)] = 0.5
+            return self.lin(x) + z.sum()
+
+        return torch.cond(x.sum() > 0, written, lambda x: self.lin(x) * 2, (x,))
+
+
+def test_a_cond_branch_writing_its_intermediates_keeps_autograd_through_the_weights():
+    model = CondWritesItsOwn()
+    ep = st.export(model, (_x(3, 16),), dynamic_shapes={"x": {0: AUTO}})
+    mod = ep.module()
+    for x in (_x(2, 17).abs(), -_x(1, 18).abs(), _x(5, 19).abs(), _x(0, 20)):
+        want, got = model(x), mod(x)
+        assert_close(got, want)
+        assert got.requires_grad and want.requires_grad
+        (gw,) = torch.autograd.grad(got.sum(), mod.lin.weight)
+        (ww,) = torch.autograd.grad(want.sum(), model.lin.weight)
+        assert_close(gw, ww)
