@@ -292,8 +292,8 @@ def test_keypoint_rcnn_generalizes_to_other_resolutions():
 # -- every batch size: the PerImage wrapper (a map over the batch, padded detections) --------
 def _check_batched(name: str) -> None:
     case = detection.batched_case(name)
-    # grad mode on, as a user calls eager: outputs require grad exactly when eager's do
-    # (boxes and scores do: the weights require grad); a map body that writes its own
+    # grad mode on, as a user calls eager: outputs require grad whenever eager's do
+    # (boxes and scores: the weights require grad); a map body that writes its own
     # intermediates (the images' batch, the RoI pooler's result) must not run the
     # weights detached
     assert torch.is_grad_enabled()
@@ -304,8 +304,10 @@ def _check_batched(name: str) -> None:
         expected = case.model(copy.deepcopy(x))
         got = ep.module()(x)
         assert_close(expected, got)
-        assert {k: v.requires_grad for k, v in got.items()} == \
-            {k: v.requires_grad for k, v in expected.items()}
+        # (every output eager's autograd reaches, the program's does; Mask R-CNN's masks
+        # with no box: eager returns a fresh empty tensor, the program's one path stays
+        # connected to the weights, its gradient zero)
+        assert all(got[k].requires_grad for k, v in expected.items() if v.requires_grad)
         counts.append(expected["valid"].sum(1).tolist())
     assert got["scores"].requires_grad
     assert [len(c) for c in counts] == [1, 2, 3]
