@@ -4,10 +4,12 @@ Detectors written as torchvision's are (a list of images in, one dict of boxes p
 out) cannot keep the batch symbolic: the list is as long as the batch, so each batch size
 is another program structure.  Exported with a named batch Dim, safetrace refuses and says
 why (torch.export refuses too).  The fix is a wrapper that keeps the batch inside tensors:
-under export the per-image step is a `map` over the batch (one traced body), each image's
-detections padded to the detector's cap with a `valid` mask, stacked.  Exported once with
+the per-image step is `st.map` over the batch (one traced body when exported, a Python
+loop eagerly), each image's detections padded to the detector's cap with a `valid` mask,
+stacked.  Exported once with
 `Dim.AUTO` on batch, height and width, the program runs for batches of 1, 2, 3 at other
-resolutions, with empty images among them, and matches eager each time.
+resolutions, with empty images among them, and matches eager each time, with grad mode
+on (the default) as under torch.no_grad().
 
 Run: python examples/batched_detector.py
 """
@@ -48,8 +50,9 @@ class ListDetector(torch.nn.Module):
 
 class PerImage(torch.nn.Module):
     """images [B, 3, H, W] -> each output [B, k, ...] padded to k detections, and `valid`
-    [B, k]: which rows are detections.  torch's eager `map` compiles its body (which
-    real detectors refuse), so eagerly the same step runs in a Python loop."""
+    [B, k]: which rows are detections.  `st.map` runs the step in a Python loop eagerly
+    (torch's eager `map` compiles its body, which real detectors refuse) and is one `map`
+    over the batch when exported."""
 
     def __init__(self, detector: torch.nn.Module) -> None:
         super().__init__()
@@ -64,11 +67,7 @@ class PerImage(torch.nn.Module):
         return out
 
     def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
-        if torch.compiler.is_exporting():
-            from torch._higher_order_ops import map as per_item
-            return per_item(self.one, images)
-        found = [self.one(image) for image in images]
-        return {key: torch.stack([f[key] for f in found]) for key in found[0]}
+        return st.map(self.one, images)
 
 
 class AsList(torch.nn.Module):
@@ -100,9 +99,8 @@ def main() -> None:
 
     # 2. the batch kept inside tensors: one program for every batch and image size
     model = PerImage(detector).eval()
-    # inference under no_grad: torch's map, with weights that require grad, first traces
-    # its body for autograd, which a data-dependent number of boxes stops
-    torch.set_grad_enabled(False)
+    # (grad mode as eager's default: ep.module() runs the map's body per image, so the
+    # outputs require grad as eager's do; under torch.no_grad() neither does)
     ep = st.export(model, (images,), dynamic_shapes={"images": {0: auto, 2: auto, 3: auto}})
     print(ep.describe_contract())
     for b, h, w in [(2, 32, 24), (1, 32, 32), (3, 48, 40), (2, 8, 8), (3, 2, 2)]:
@@ -113,6 +111,7 @@ def main() -> None:
             assert got.keys() == want.keys()
             for key in want:
                 torch.testing.assert_close(got[key], want[key])
+                assert got[key].requires_grad == want[key].requires_grad
             counts = want["valid"].sum(1).tolist()
             print(f"batch {b}, {h}x{w}: boxes per image {counts}, as eager")
     try:

@@ -25,6 +25,7 @@ _API = {
     "Dim": "safetrace.dims",
     "check": "safetrace.trace.asserts",
     "cond": "safetrace.trace.hops",
+    "map": "safetrace.trace.hops.looped",
     "custom_op": "safetrace.trace.custom",
     "register_fake": "safetrace.trace.custom",
     "new_dynamic_size": "safetrace.trace.custom",

@@ -35,6 +35,7 @@ if __name__ == "__main__":
 
 import torch  # noqa: E402
 
+import safetrace as st  # noqa: E402
 from safetrace import Dim  # noqa: E402
 from benchmarks.zoo import Case, Entry, tv_ops  # noqa: E402
 
@@ -82,8 +83,8 @@ class PerImage(torch.nn.Module):
     """One program for every batch size: ``images`` (B, 3, H, W) in, each of the detector's
     per-image outputs padded to ``k`` detections and stacked (``boxes`` (B, k, 4), ``scores``
     (B, k), ``labels`` (B, k), masks, keypoints...) with ``valid`` (B, k): which rows are
-    detections.  Under export the per-image step is a ``map`` over the batch (one traced
-    body, the batch stays symbolic); eagerly a Python loop (torch's eager ``map`` compiles
+    detections.  The per-image step is ``st.map`` over the batch: under export one traced
+    body (the batch stays symbolic), eagerly a Python loop (torch's eager ``map`` compiles
     its body, which the detectors' cached anchors refuse).  docs/deploying.md shows it."""
 
     def __init__(self, detector: torch.nn.Module, k: int | None = None) -> None:
@@ -102,11 +103,7 @@ class PerImage(torch.nn.Module):
         return out
 
     def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
-        if torch.compiler.is_exporting():
-            from torch._higher_order_ops import map as per_item
-            return per_item(self.one, images)
-        found = [self.one(image) for image in images]
-        return {key: torch.stack([f[key] for f in found]) for key in found[0]}
+        return st.map(self.one, images)
 
 
 def build(name: str, empty: bool = False) -> torch.nn.Module:

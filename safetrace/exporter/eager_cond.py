@@ -1,5 +1,5 @@
-"""``ep.module()`` runs a program's ``torch.cond`` and ``while_loop`` nodes as torch's dense
-kernels do.
+"""``ep.module()`` runs a program's ``torch.cond``, ``while_loop`` and ``map`` nodes as
+torch's dense kernels do.
 
 Under autograd (a parameter or input that requires grad) torch's eager ``cond`` first
 traces both branches with fake tensors, for its autograd's schema and backward graphs.
@@ -10,7 +10,12 @@ the predicate picks on the real tensors, as the dense kernel does (autograd reco
 through it as through any eager code, the same gradients).  A ``while_loop`` node likewise
 runs its body while its condition holds, as torch's dense kernel does: torch's eager entry
 reads the subgraphs' ``meta["val"]`` for its autograd schema on some releases (2.11), and
-those hold safetrace's own metadata, not fake tensors.  While the program is traced
+those hold safetrace's own metadata, not fake tensors.  A ``map`` node runs its body on
+each slice and stacks the results, as the dense kernel does: torch's eager ``map`` under
+autograd first traces its body for its backward graph, which a size computed from data
+in the body (``x[x > 0]``, a count of boxes) stops, so a program that ran under
+``torch.no_grad()`` failed with grad enabled; run so, autograd records through the body as
+through eager code (outputs require grad exactly when eager's do).  While the program is traced
 (dynamo, fake or functional tensors, a functorch transform, safetrace's own tracer) the
 nodes stay torch's.  The program's graph itself is not changed.
 """
@@ -27,14 +32,15 @@ __all__ = ["eager_forward"]
 
 _COND = torch.ops.higher_order.cond
 _WHILE = torch.ops.higher_order.while_loop
+_MAP = torch.ops.higher_order.map_impl
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 # branch or program module -> ((id of its graph, node count), forward)
 _FORWARDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def eager_forward(gm: torch.fx.GraphModule) -> Callable:
-    """`gm`'s forward, with its cond and while_loop nodes run by `run_cond` and
-    `run_while_loop` (gm.forward when it has none)."""
+    """`gm`'s forward, with its cond, while_loop and map nodes run by `run_cond`,
+    `run_while_loop` and `run_map` (gm.forward when it has none)."""
     key = (id(gm.graph), len(gm.graph.nodes))
     found = _FORWARDS.get(gm)
     if found is not None and found[0] == key:
@@ -81,11 +87,36 @@ def run_while_loop(cond_fn: Any, body_fn: Any, carried: Any, additional: Any) ->
     return values
 
 
+def run_map(body: Any, xs: Any, pos: Any) -> Any:
+    """``torch.ops.higher_order.map_impl(body, xs, pos)``: the body on each slice of the xs
+    along dim 0, each of its outputs stacked, as torch's dense kernel does."""
+    if not isinstance(xs, (tuple, list)) or not xs or not isinstance(pos, (tuple, list)) \
+            or not all(isinstance(x, torch.Tensor) and x.dim() >= 1 for x in xs) \
+            or not _eager(False, (*xs, *pos)):
+        return _MAP(body, xs, pos)
+    n = xs[0].shape[0]
+    if n == 0 or any(x.shape[0] != n for x in xs):
+        return _MAP(body, xs, pos)  # (torch's own refusal)
+    # (a loaded program's body counts its slices in its own __call__, which runs its graph
+    # through eager_forward: serialize/subgraphs.py)
+    fn = body if hasattr(body, "st_loop") else _runnable(body)
+    slices = [x.unbind(0) for x in xs]
+    results = [fn(*(s[i] for s in slices), *pos) for i in range(n)]
+    first = results[0]
+    if isinstance(first, torch.Tensor):
+        return torch.stack(results)
+    if not isinstance(first, (tuple, list)) or \
+            not all(isinstance(v, torch.Tensor) for r in results for v in r):
+        return _MAP(body, xs, pos)  # (not a graph's tensors: torch's kernel decides)
+    stacked = [torch.stack(column) for column in zip(*results)]
+    return type(first)(stacked) if isinstance(first, list) else tuple(stacked)
+
+
 def _runnable(fn: Any) -> Callable:
     return eager_forward(fn) if isinstance(fn, torch.fx.GraphModule) else fn
 
 
-_RUNS = {_COND: run_cond, _WHILE: run_while_loop}
+_RUNS = {_COND: run_cond, _WHILE: run_while_loop, _MAP: run_map}
 
 
 def _eager(pred: Any, operands: Any) -> bool:

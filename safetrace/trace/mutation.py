@@ -257,8 +257,15 @@ def may_alias(op: Any) -> bool:
 def _composite(op: Any) -> bool:
     cached = _COMPOSITE.get(op)
     if cached is None:
-        cached = _COMPOSITE[op] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
-            op.name(), "CompositeImplicitAutograd"))
+        try:
+            cached = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
+                op.name(), "CompositeImplicitAutograd"))
+        except RuntimeError:
+            # an operator only TorchScript registers (``aten::device(str) -> Device``, a
+            # torch.device made in traced code): the dispatcher does not know it; what
+            # returns no tensor shares no memory, anything else may
+            cached = any("Tensor" in str(r.type) for r in op._schema.returns)
+        _COMPOSITE[op] = cached
     return cached
 
 
@@ -296,17 +303,60 @@ def _writes(graph: torch.fx.Graph, depth: int) -> tuple[set, set]:
             if mutates(target):
                 for v in written_args(target, node.args, node.kwargs):
                     written |= _union(v, alias)
-            alias[node] = srcs if may_alias(target) else frozenset()
+            # (only its tensor arguments: a view's SymInt bounds, `x[:, :n]`, share no
+            # memory, and an `n` computed from a placeholder's size must not make a write
+            # to the view a write to that placeholder)
+            alias[node] = _tensor_sources(target, node, alias) if may_alias(target) \
+                else frozenset()
             continue
         if isinstance(target, torch._ops.HigherOrderOperator):
+            mapped = _map_operands(node, subs) if target is _MAP_IMPL else None
             for a in node.all_input_nodes:
                 sub = subs.get(a.target) if a.op == "get_attr" else None
                 if sub is None:
                     continue
-                if depth > 64 or _writes(sub.graph, depth + 1)[0]:
+                inside = _writes(sub.graph, depth + 1)[0] if depth <= 64 else None
+                if mapped is not None and inside is not None:
+                    # a map's body: its placeholders are the slices of xs, then the
+                    # other operands, so a write reaches only the operands it writes
+                    # (parameters read by a body that writes its own intermediates
+                    # stay parameters: ep.module() keeps autograd through them)
+                    written |= _union([mapped[i] for i in inside], alias)
+                elif inside is None or inside:
                     written |= srcs  # (a write inside reaches every operand)
         alias[node] = srcs  # control flow, Python callables: unknown, so aliasing
     return written, out
+
+
+_MAP_IMPL = torch.ops.higher_order.map_impl
+_TENSOR_ARGS: dict = {}  # op -> ((position, name) of each argument holding tensors)
+
+
+def _tensor_sources(op: Any, node: torch.fx.Node, alias: dict) -> frozenset:
+    """The placeholders the tensor arguments of `node` (a call of ATen overload `op`)
+    may alias."""
+    where = _TENSOR_ARGS.get(op)
+    if where is None:
+        where = _TENSOR_ARGS[op] = tuple((i, a.name) for i, a in enumerate(op._schema.arguments)
+                                         if "Tensor" in str(a.type))
+    values = [node.args[i] if i < len(node.args) else node.kwargs.get(name)
+              for i, name in where]
+    return frozenset(_union(values, alias))
+
+
+def _map_operands(node: torch.fx.Node, subs: dict) -> list | None:
+    """``map_impl(body, xs, args)``'s operands in the order of its body's placeholders
+    (``[*xs, *args]``), or None when the call is not of that form."""
+    if len(node.args) != 3 or node.kwargs:
+        return None
+    body, xs, pos = node.args
+    sub = subs.get(body.target) if isinstance(body, torch.fx.Node) and \
+        body.op == "get_attr" else None
+    if sub is None or not isinstance(xs, (list, tuple)) or not isinstance(pos, (list, tuple)):
+        return None
+    operands = [*xs, *pos]
+    n = sum(1 for p in sub.graph.nodes if p.op == "placeholder")
+    return operands if n == len(operands) else None
 
 
 def _union(value: Any, alias: dict) -> set:

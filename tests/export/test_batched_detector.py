@@ -75,25 +75,35 @@ def test_a_loop_over_range_of_a_declared_size_is_refused_with_the_reason():
 
 def test_the_wrapper_is_one_program_for_every_batch_and_image_size():
     model = example.PerImage(_detector()).eval()
+    # grad mode on (the default) and weights that require grad, as a user calls eager:
+    # torch's eager map would first trace the body for autograd and stop on the count
+    assert torch.is_grad_enabled()
+    ep = st.export(model, (_images(2, 16, 12, 0),),
+                   dynamic_shapes={"images": {0: AUTO, 2: AUTO, 3: AUTO}})
+    assert "map_impl" in ep.graph_module.code
+    counts = set()
+    for seed, (b, h, w, blank) in enumerate([(1, 16, 12, ()), (2, 20, 20, (1,)),
+                                             (3, 24, 16, (0,)), (3, 8, 8, ()),
+                                             (2, 1, 1, ())]):
+        x = _images(b, h, w, seed, blank)
+        want, got = model(x), ep.module()(x)
+        assert want.keys() == got.keys() == {"boxes", "scores", "valid"}
+        for key in want:
+            assert_close(want[key], got[key])
+            assert want[key].requires_grad == got[key].requires_grad
+        assert got["scores"].requires_grad  # (autograd kept, as eager's)
+        counts.update(want["valid"].sum(1).tolist())
+    assert {0, 5} <= counts and len(counts) >= 3  # empty, full and partial images
     with torch.no_grad():
-        ep = st.export(model, (_images(2, 16, 12, 0),),
-                       dynamic_shapes={"images": {0: AUTO, 2: AUTO, 3: AUTO}})
-        assert "map_impl" in ep.graph_module.code
-        counts = set()
-        for seed, (b, h, w, blank) in enumerate([(1, 16, 12, ()), (2, 20, 20, (1,)),
-                                                 (3, 24, 16, (0,)), (3, 8, 8, ()),
-                                                 (2, 1, 1, ())]):
-            x = _images(b, h, w, seed, blank)
-            want, got = model(x), ep.module()(x)
-            assert want.keys() == got.keys() == {"boxes", "scores", "valid"}
-            for key in want:
-                assert_close(want[key], got[key])
-            counts.update(want["valid"].sum(1).tolist())
-        assert {0, 5} <= counts and len(counts) >= 3  # empty, full and partial images
-        with pytest.raises(st.InputMismatchError, match="must be >= 1"):
-            ep.module()(torch.rand(0, 3, 16, 12))  # eager cannot stack an empty batch
-        with pytest.raises(st.InputMismatchError):
-            ep.module()(torch.rand(2, 4, 16, 12))  # channels are static
+        x = _images(2, 20, 16, 9, (0,))
+        want, got = model(x), ep.module()(x)
+        assert_close(want["scores"], got["scores"]) and not got["scores"].requires_grad
+    with pytest.raises(st.InputMismatchError, match="must be >= 1"):
+        ep.module()(torch.rand(0, 3, 16, 12))  # eager cannot stack an empty batch
+    with pytest.raises(st.ExportError, match="xs has length 0"):
+        model(torch.rand(0, 3, 16, 12))  # (eager's st.map says so too)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(2, 4, 16, 12))  # channels are static
 
 
 def test_an_ops_own_check_inside_a_map_body_is_asserted_there():

@@ -64,3 +64,24 @@ def test_programs_without_a_lost_write_match_eager(model):
         torch.testing.assert_close(ep.module()(x), model(x))  # the state is not carried
     with pytest.raises(Exception):
         ep.module()(torch.randn(1))
+
+
+def test_an_operator_only_torchscript_registers_does_not_stop_the_write_analysis():
+    # `aten.device(str) -> Device` (a torch.device made in traced code) is unknown to the
+    # dispatcher: asking it whether the op is a composite raised "operator aten::device
+    # does not exist" once a program with a constant writes anything
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.ones(1)  # (a constant: not a parameter, not a buffer)
+
+        def forward(self, x):
+            where = torch.ops.aten.device("cpu")
+            z = x.clone()
+            z.add_(self.c)
+            return z.to(where)
+
+    ep = st.export(M(), (torch.rand(3),), dynamic_shapes={"x": {0: st.Dim.AUTO}})
+    for n in (0, 1, 5):
+        x = torch.rand(n)
+        assert torch.equal(ep.module()(x), M()(x))

@@ -292,21 +292,32 @@ def test_keypoint_rcnn_generalizes_to_other_resolutions():
 # -- every batch size: the PerImage wrapper (a map over the batch, padded detections) --------
 def _check_batched(name: str) -> None:
     case = detection.batched_case(name)
+    # grad mode on, as a user calls eager: outputs require grad whenever eager's do
+    # (boxes and scores: the weights require grad); a map body that writes its own
+    # intermediates (the images' batch, the RoI pooler's result) must not run the
+    # weights detached
+    assert torch.is_grad_enabled()
+    ep = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
+    assert "map_impl" in ep.graph_module.code
+    counts = []
+    for (x,), _ in case.others:  # batches of 1, 2, 3 at other resolutions
+        expected = case.model(copy.deepcopy(x))
+        got = ep.module()(x)
+        assert_close(expected, got)
+        # (every output eager's autograd reaches, the program's does; Mask R-CNN's masks
+        # with no box: eager returns a fresh empty tensor, the program's one path stays
+        # connected to the weights, its gradient zero)
+        assert all(got[k].requires_grad for k, v in expected.items() if v.requires_grad)
+        counts.append(expected["valid"].sum(1).tolist())
+    assert got["scores"].requires_grad
+    assert [len(c) for c in counts] == [1, 2, 3]
+    assert all(n == 0 for c in counts for n in c) == name.endswith("-empty")
     with torch.no_grad():
-        ep = st.export(case.model, case.args, dynamic_shapes=case.dynamic_shapes)
-        assert "map_impl" in ep.graph_module.code
-        counts = []
-        for (x,), _ in case.others:  # batches of 1, 2, 3 at other resolutions
-            expected = case.model(copy.deepcopy(x))
-            got = ep.module()(x)
-            assert_close(expected, got)
-            counts.append(expected["valid"].sum(1).tolist())
-        assert [len(c) for c in counts] == [1, 2, 3]
-        assert all(n == 0 for c in counts for n in c) == name.endswith("-empty")
-        with pytest.raises(st.InputMismatchError, match="must be >= 1"):
-            ep.module()(*case.outside[0])  # an empty batch: eager cannot stack it
-        with pytest.raises(st.InputMismatchError):
-            ep.module()(torch.rand(2, 4, 128, 128))  # channels are static
+        assert_close(case.model(copy.deepcopy(x)), ep.module()(x))
+    with pytest.raises(st.InputMismatchError, match="must be >= 1"):
+        ep.module()(*case.outside[0])  # an empty batch: eager cannot stack it
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.rand(2, 4, 128, 128))  # channels are static
 
 
 @needs_torchvision
