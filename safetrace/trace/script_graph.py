@@ -70,6 +70,16 @@ _QUERIES: dict[str, Callable[..., Any]] = {
 }
 
 
+# operators TorchScript's interpreter runs itself (not in PyTorch's dispatcher: torch.ops
+# calls them outside it, so a traced call would record a node no program can run), as
+# Python computes them
+_INTERPRETER_ONLY: dict[str, Callable[..., Any]] = {
+    "aten::tensor": lambda data, dtype=None, device=None, requires_grad=False: torch.tensor(
+        data, dtype=dtype, device=device, requires_grad=requires_grad),
+    "aten::list": list,
+}
+
+
 class _Refused(Exception):
     """A node this interpreter does not follow (its kind)."""
 
@@ -207,7 +217,24 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
             kwargs[a.name] = x
         else:
             args.append(x)
+    if not _dispatched(overload):
+        python = _INTERPRETER_ONLY.get(kind)
+        if python is None:
+            raise _Refused(f"{kind} (an operator of TorchScript's interpreter, outside "
+                           f"PyTorch's dispatcher)")
+        return python(*args, **kwargs)
     return overload(*args, **kwargs)
+
+
+def _dispatched(overload: Any) -> bool:
+    """Whether `overload` is PyTorch's dispatcher's (not TorchScript's interpreter's own)."""
+    known = _DISPATCHED.get(overload)
+    if known is None:
+        known = _DISPATCHED[overload] = torch._C._dispatch_has_kernel(overload.name())
+    return known
+
+
+_DISPATCHED: dict = {}
 
 
 def _leaves(values: list) -> list:

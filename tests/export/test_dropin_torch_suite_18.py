@@ -315,3 +315,29 @@ def test_a_torchscript_factory_takes_the_traced_sizes_and_dtype_codes() -> None:
     model = HoldsOne(torch.jit.script(Builds()))
     ep = st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("n")},))
     check_program(ep, model, [(torch.randn(n, 4),) for n in (0, 1, 5)], [(torch.randn(2, 5),)])
+
+
+class WritesNumbers(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.new_zeros(x.size(1))
+        y[0] = 1.5                                   # aten::tensor.float, then copy_
+        return x * y + torch.tensor([x.shape[0], 2]).sum() + len(list(x.shape))
+
+
+class FillsWithATensor(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.full([2], x.sum())              # aten::ScalarImplicit
+
+
+def test_torchscript_interpreter_operators_run_as_python_or_are_refused() -> None:
+    """``aten::tensor`` / ``aten::list`` / ``aten::ScalarImplicit`` are TorchScript's
+    interpreter's own (not in PyTorch's dispatcher): recorded as nodes they made programs
+    that failed on every call (operator aten::tensor.float does not exist). aten::tensor
+    and aten::list run as Python's torch.tensor and list; any other is refused naming it."""
+    model = HoldsOne(torch.jit.script(WritesNumbers()))
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=({0: Dim("n"), 1: Dim("m", min=1)},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((0, 1), (1, 5), (4, 2))],
+                  [(torch.randn(2, 0),)])
+    with pytest.raises(st.UnsupportedInputError, match="aten::ScalarImplicit"):
+        st.export(HoldsOne(torch.jit.script(FillsWithATensor())), (torch.randn(2, 3),))
