@@ -225,9 +225,11 @@ def may_alias(op: Any) -> bool:
 
 def _composite(op: Any) -> bool:
     cached = _COMPOSITE.get(op)
-    if cached is None:
-        cached = _COMPOSITE[op] = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
-            op.name(), "CompositeImplicitAutograd"))
+    if cached is None:  # (an operator of TorchScript's interpreter, torch.ops.aten.tensor.
+        # float, is outside the dispatcher, which raises on its name: it may alias)
+        cached = _COMPOSITE[op] = not torch._C._dispatch_has_kernel(op.name()) or bool(
+            torch._C._dispatch_has_kernel_for_dispatch_key(op.name(),
+                                                           "CompositeImplicitAutograd"))
     return cached
 
 

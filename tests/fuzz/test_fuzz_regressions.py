@@ -618,3 +618,19 @@ def test_an_in_place_read_of_its_own_memory_after_vmap_is_refused():
         torch.testing.assert_close(ep.module()(x), g(x))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(3, 11))
+
+
+def test_a_torchscript_interpreter_operator_called_directly_runs(tmp_path):
+    # torch.ops.aten.tensor.float is TorchScript's interpreter's own (outside the
+    # dispatcher): the program's write analysis asked the dispatcher about it and every
+    # call raised `operator aten::tensor.float does not exist`
+    def f(x):
+        return x * torch.ops.aten.tensor.float(2.0)
+
+    ep = st.export(f, (torch.randn(3),), dynamic_shapes=({0: Dim("b")},))
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(ep.module()(x), f(x))
+    st.save(ep, tmp_path / "p.st")
+    x = torch.randn(4)
+    torch.testing.assert_close(st.load(tmp_path / "p.st").module()(x), f(x))
