@@ -150,6 +150,10 @@ def _run_node(node: Any, env: dict) -> None:
             env[v] = x
     elif kind in _PRIMS:
         env[outs[0]] = _PRIMS[kind](*ins)
+    elif kind == "prim::NumToTensor":
+        env[outs[0]] = _num_to_tensor(ins[0], env)
+    elif kind in ("aten::Int", "aten::Float") and _number_of(ins[0], env, kind) is not None:
+        env[outs[0]] = _number_of(ins[0], env, kind)
     elif kind.startswith("aten::"):
         result = _aten(node, kind, ins)
         if len(outs) == 1:
@@ -159,6 +163,34 @@ def _run_node(node: Any, env: dict) -> None:
                 env[v] = x
     else:
         raise _Refused(kind)
+
+
+_NUMBERS = object()  # env's key for the numbers prim::NumToTensor made tensors of
+
+
+def _num_to_tensor(n: Any, env: dict) -> Any:
+    """TorchScript's ``prim::NumToTensor`` (a traced module's size, as a 0-dim tensor:
+    int64, float64 for a float, as TorchScript makes it).  The number is kept: an
+    ``aten::Int`` of the tensor is that number again, not a read of tensor data."""
+    dtype = torch.bool if isinstance(n, (bool, torch.SymBool)) else torch.int64 if \
+        isinstance(n, (int, torch.SymInt)) else torch.float64 if \
+        isinstance(n, (float, torch.SymFloat)) else None
+    if dtype is None:
+        raise _Refused(f"prim::NumToTensor (of a {type(n).__name__})")
+    t = torch.tensor(n, dtype=dtype)
+    env.setdefault(_NUMBERS, {})[id(t)] = (t, n)
+    return t
+
+
+def _number_of(t: Any, env: dict, kind: str) -> Any:
+    """The number prim::NumToTensor made `t` of, when ``kind`` (aten::Int, aten::Float)
+    reads it back as a number of its own type; else None."""
+    made = env.get(_NUMBERS, {}).get(id(t))
+    if made is None or made[0] is not t or isinstance(made[1], (bool, torch.SymBool)):
+        return None
+    n = made[1]
+    kinds = (int, torch.SymInt) if kind == "aten::Int" else (float, torch.SymFloat)
+    return n if isinstance(n, kinds) else None
 
 
 def _loop(body: Any, ins: list, env: dict) -> list:

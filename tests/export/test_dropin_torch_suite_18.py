@@ -341,3 +341,19 @@ def test_torchscript_interpreter_operators_run_as_python_or_are_refused() -> Non
                   [(torch.randn(2, 0),)])
     with pytest.raises(st.UnsupportedInputError, match="aten::ScalarImplicit"):
         st.export(HoldsOne(torch.jit.script(FillsWithATensor())), (torch.randn(2, 3),))
+
+
+class ReadsItsSize(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.size(0)
+        return x.view(n, -1).sum(1) * n + x.size(1) / 2
+
+
+def test_a_traced_modules_size_as_a_tensor_stays_the_size() -> None:
+    """torch.jit.trace records a size read as prim::NumToTensor (then aten::Int where it is
+    used as a number): a 0-dim int64 tensor of the traced size, read back without a data
+    read, so the program follows every size as eager's traced module does."""
+    model = HoldsOne(torch.jit.trace(ReadsItsSize(), torch.randn(3, 4)))
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=({0: Dim("n", min=1), 1: Dim("m")},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((1, 2), (5, 3), (2, 0))])
