@@ -77,6 +77,7 @@ _INTERPRETER_ONLY: dict[str, Callable[..., Any]] = {
     "aten::tensor": lambda data, dtype=None, device=None, requires_grad=False: torch.tensor(
         data, dtype=dtype, device=device, requires_grad=requires_grad),
     "aten::list": list,
+    "aten::slice": lambda values, start=None, end=None, step=1: values[start:end:step],
 }
 
 
@@ -251,11 +252,19 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
             args.append(x)
     if not _dispatched(overload):
         python = _INTERPRETER_ONLY.get(kind)
+        if python is None and not _tensors_in(ins, schema):
+            return overload(*args, **kwargs)  # (on numbers and lists: no node recorded)
         if python is None:
             raise _Refused(f"{kind} (an operator of TorchScript's interpreter, outside "
                            f"PyTorch's dispatcher)")
         return python(*args, **kwargs)
     return overload(*args, **kwargs)
+
+
+def _tensors_in(ins: list, schema: Any) -> bool:
+    """Whether a node's inputs or results include a tensor."""
+    return any(isinstance(x, torch.Tensor) for x in _leaves(ins)) or \
+        any("Tensor" in str(r.type) for r in schema.returns)
 
 
 def _dispatched(overload: Any) -> bool:

@@ -321,7 +321,9 @@ class WritesNumbers(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x.new_zeros(x.size(1))
         y[0] = 1.5                                   # aten::tensor.float, then copy_
-        return x * y + torch.tensor([x.shape[0], 2]).sum() + len(list(x.shape))
+        tail: List[int] = x.shape[1:]                # aten::slice.t
+        return x.reshape([-1] + tail) * y + torch.tensor([x.shape[0], 2]).sum() + \
+            len(list(x.shape)) + tail[0]
 
 
 class FillsWithATensor(nn.Module):
@@ -330,10 +332,10 @@ class FillsWithATensor(nn.Module):
 
 
 def test_torchscript_interpreter_operators_run_as_python_or_are_refused() -> None:
-    """``aten::tensor`` / ``aten::list`` / ``aten::ScalarImplicit`` are TorchScript's
-    interpreter's own (not in PyTorch's dispatcher): recorded as nodes they made programs
-    that failed on every call (operator aten::tensor.float does not exist). aten::tensor
-    and aten::list run as Python's torch.tensor and list; any other is refused naming it."""
+    """``aten::tensor`` / ``aten::list`` / ``aten::slice.t`` / ``aten::ScalarImplicit`` are
+    TorchScript's interpreter's own (not in PyTorch's dispatcher): recorded as nodes they
+    made programs that failed on every call (operator aten::tensor.float does not exist). aten::tensor,
+    aten::list and list slices run as Python's; any other on tensors is refused naming it."""
     model = HoldsOne(torch.jit.script(WritesNumbers()))
     ep = st.export(model, (torch.randn(3, 4),),
                    dynamic_shapes=({0: Dim("n"), 1: Dim("m", min=1)},))
