@@ -36,7 +36,17 @@ _NUMBER_OPS: dict[str, Callable[..., Any]] = {
     "aten::__contains__": operator.contains, "aten::str": str,
     "aten::format": lambda text, *args: text.format(*args),
     "aten::warn": lambda message, stacklevel=2: warnings.warn(message, stacklevel=stacklevel),
+    # a loop over range(lo, hi, step): its trip count and each index, as Python's range
+    "aten::__range_length": lambda lo, hi, step: _range_length(lo, hi, step),
+    "aten::__derive_index": lambda index, start, step: start + index * step,
 }
+
+
+def _range_length(lo: Any, hi: Any, step: Any) -> Any:
+    """``len(range(lo, hi, step))`` (sizes stay symbolic: each comparison a guard)."""
+    if step > 0:
+        return (hi - lo + step - 1) // step if lo < hi else 0
+    return (lo - hi - step - 1) // -step if lo > hi else 0
 
 # ATen scalar types by TorchScript's int code (a dtype is an int in a TorchScript graph)
 _DTYPES = dict(enumerate((torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,

@@ -359,3 +359,21 @@ def test_a_traced_modules_size_as_a_tensor_stays_the_size() -> None:
     ep = st.export(model, (torch.randn(3, 4),),
                    dynamic_shapes=({0: Dim("n", min=1), 1: Dim("m")},))
     check_program(ep, model, [(torch.randn(n, m),) for n, m in ((1, 2), (5, 3), (2, 0))])
+
+
+class StepsOverRows(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        acc = torch.zeros_like(x[0])
+        for i in range(1, x.shape[0], 2):            # aten::__range_length, __derive_index
+            acc = acc + x[i] * i
+        return acc
+
+
+def test_a_torchscript_range_loop_counts_as_pythons() -> None:
+    """range(lo, hi, step)'s trip count and indices are TorchScript number operators
+    (refused as a missing shape rule before): the loop unrolls as Python's, its count
+    checked on the inputs."""
+    model = HoldsOne(torch.jit.script(StepsOverRows()))
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=({0: Dim.DYNAMIC, 1: Dim("m")},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((4, 0), (5, 2), (4, 7))],
+                  [(torch.randn(6, 3),), (torch.randn(3, 3),)])
