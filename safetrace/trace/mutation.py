@@ -228,11 +228,16 @@ def may_alias(op: Any) -> bool:
 
 def _composite(op: Any) -> bool:
     cached = _COMPOSITE.get(op)
-    if cached is None:  # (an operator of TorchScript's interpreter, torch.ops.aten.tensor.
-        # float, is outside the dispatcher, which raises on its name: it may alias)
-        cached = _COMPOSITE[op] = not torch._C._dispatch_has_kernel(op.name()) or bool(
-            torch._C._dispatch_has_kernel_for_dispatch_key(op.name(),
-                                                           "CompositeImplicitAutograd"))
+    if cached is None:
+        try:
+            cached = bool(torch._C._dispatch_has_kernel_for_dispatch_key(
+                op.name(), "CompositeImplicitAutograd"))
+        except RuntimeError:
+            # an operator only TorchScript registers (``aten::device(str) -> Device``, a
+            # torch.device made in traced code): the dispatcher does not know it; what
+            # returns no tensor shares no memory, anything else may
+            cached = any("Tensor" in str(r.type) for r in op._schema.returns)
+        _COMPOSITE[op] = cached
     return cached
 
 
