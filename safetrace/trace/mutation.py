@@ -130,10 +130,11 @@ def reads_own_memory(op: Any, target: Any, args: Any) -> None:
 
 
 def _view_path(node: Any) -> tuple:
-    """The views from the storage root to `node` (in-place results skipped: they are their
-    first argument): two nodes of one path are the same elements at the same strides, a
-    full overlap, which eager's check allows for every layout (``v[..., 0] *= r``, whose
-    ``__setitem__`` copies the written view onto the same view taken anew)."""
+    """The views from the storage root to `node` (in-place results that keep the view
+    skipped: they are their first argument; ``unsqueeze_``/``t_`` are views): two nodes
+    of one path are the same elements at the same strides, a full overlap, which eager's
+    check allows for every layout (``v[..., 0] *= r``, whose ``__setitem__`` copies the
+    written view onto the same view taken anew)."""
     path: list = []
     for _ in range(256):
         if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
@@ -141,7 +142,9 @@ def _view_path(node: Any) -> tuple:
             break
         target = node.target
         returns = getattr(target, "_schema", None)
-        if returns is None or not returns.returns[0].alias_info.is_write:  # a view
+        # a view, or an in-place view (unsqueeze_, t_: the same tensor, other strides)
+        if returns is None or not returns.returns[0].alias_info.is_write or \
+                torch.Tag.inplace_view in target.tags:
             rest = tuple(_plain(v) for v in node.args[1:]) + \
                 tuple((k, _plain(v)) for k, v in sorted(node.kwargs.items()))
             path.append((target, rest))

@@ -214,7 +214,8 @@ def reshaped_in_place(x: Proxy, meta: TensorMeta, node: torch.fx.Node,
     layout); the node that made it keeps the value it computed as its recorded ``val``."""
     made = x.st_node
     if made is not None and made.meta.get("val") is x:
-        made.meta["val"] = Proxy(x.st_meta, made)
+        made.meta["val"] = before = Proxy(x.st_meta, made)
+        before.st_contig = x.st_contig  # (its layout too: an unknown one stays unknown)
     x.st_meta, x.st_node = meta, node
     if not keeps_layout:
         x.st_contig = None

@@ -36,7 +36,17 @@ _NUMBER_OPS: dict[str, Callable[..., Any]] = {
     "aten::__contains__": operator.contains, "aten::str": str,
     "aten::format": lambda text, *args: text.format(*args),
     "aten::warn": lambda message, stacklevel=2: warnings.warn(message, stacklevel=stacklevel),
+    # a loop over range(lo, hi, step): its trip count and each index, as Python's range
+    "aten::__range_length": lambda lo, hi, step: _range_length(lo, hi, step),
+    "aten::__derive_index": lambda index, start, step: start + index * step,
 }
+
+
+def _range_length(lo: Any, hi: Any, step: Any) -> Any:
+    """``len(range(lo, hi, step))`` (sizes stay symbolic: each comparison a guard)."""
+    if step > 0:
+        return (hi - lo + step - 1) // step if lo < hi else 0
+    return (lo - hi - step - 1) // -step if lo > hi else 0
 
 # ATen scalar types by TorchScript's int code (a dtype is an int in a TorchScript graph)
 _DTYPES = dict(enumerate((torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -67,6 +77,17 @@ _QUERIES: dict[str, Callable[..., Any]] = {
     # a tensor read as a Python number: as Python reads it (data-dependent in the tracer)
     "aten::Bool": bool, "aten::Int": int, "aten::Float": float,
     "aten::item": lambda t: t.item(),
+}
+
+
+# operators TorchScript's interpreter runs itself (not in PyTorch's dispatcher: torch.ops
+# calls them outside it, so a traced call would record a node no program can run), as
+# Python computes them
+_INTERPRETER_ONLY: dict[str, Callable[..., Any]] = {
+    "aten::tensor": lambda data, dtype=None, device=None, requires_grad=False: torch.tensor(
+        data, dtype=dtype, device=device, requires_grad=requires_grad),
+    "aten::list": list,
+    "aten::slice": lambda values, start=None, end=None, step=1: values[start:end:step],
 }
 
 
@@ -140,6 +161,10 @@ def _run_node(node: Any, env: dict) -> None:
             env[v] = x
     elif kind in _PRIMS:
         env[outs[0]] = _PRIMS[kind](*ins)
+    elif kind == "prim::NumToTensor":
+        env[outs[0]] = _num_to_tensor(ins[0], env)
+    elif kind in ("aten::Int", "aten::Float") and _number_of(ins[0], env, kind) is not None:
+        env[outs[0]] = _number_of(ins[0], env, kind)
     elif kind.startswith("aten::"):
         result = _aten(node, kind, ins)
         if len(outs) == 1:
@@ -149,6 +174,34 @@ def _run_node(node: Any, env: dict) -> None:
                 env[v] = x
     else:
         raise _Refused(kind)
+
+
+_NUMBERS = object()  # env's key for the numbers prim::NumToTensor made tensors of
+
+
+def _num_to_tensor(n: Any, env: dict) -> Any:
+    """TorchScript's ``prim::NumToTensor`` (a traced module's size, as a 0-dim tensor:
+    int64, float64 for a float, as TorchScript makes it).  The number is kept: an
+    ``aten::Int`` of the tensor is that number again, not a read of tensor data."""
+    dtype = torch.bool if isinstance(n, (bool, torch.SymBool)) else torch.int64 if \
+        isinstance(n, (int, torch.SymInt)) else torch.float64 if \
+        isinstance(n, (float, torch.SymFloat)) else None
+    if dtype is None:
+        raise _Refused(f"prim::NumToTensor (of a {type(n).__name__})")
+    t = torch.tensor(n, dtype=dtype)
+    env.setdefault(_NUMBERS, {})[id(t)] = (t, n)
+    return t
+
+
+def _number_of(t: Any, env: dict, kind: str) -> Any:
+    """The number prim::NumToTensor made `t` of, when ``kind`` (aten::Int, aten::Float)
+    reads it back as a number of its own type; else None."""
+    made = env.get(_NUMBERS, {}).get(id(t))
+    if made is None or made[0] is not t or isinstance(made[1], (bool, torch.SymBool)):
+        return None
+    n = made[1]
+    kinds = (int, torch.SymInt) if kind == "aten::Int" else (float, torch.SymFloat)
+    return n if isinstance(n, kinds) else None
 
 
 def _loop(body: Any, ins: list, env: dict) -> list:
@@ -207,7 +260,32 @@ def _aten(node: Any, kind: str, ins: list) -> Any:
             kwargs[a.name] = x
         else:
             args.append(x)
+    if not _dispatched(overload):
+        python = _INTERPRETER_ONLY.get(kind)
+        if python is None and not _tensors_in(ins, schema):
+            return overload(*args, **kwargs)  # (on numbers and lists: no node recorded)
+        if python is None:
+            raise _Refused(f"{kind} (an operator of TorchScript's interpreter, outside "
+                           f"PyTorch's dispatcher)")
+        return python(*args, **kwargs)
     return overload(*args, **kwargs)
+
+
+def _tensors_in(ins: list, schema: Any) -> bool:
+    """Whether a node's inputs or results include a tensor."""
+    return any(isinstance(x, torch.Tensor) for x in _leaves(ins)) or \
+        any("Tensor" in str(r.type) for r in schema.returns)
+
+
+def _dispatched(overload: Any) -> bool:
+    """Whether `overload` is PyTorch's dispatcher's (not TorchScript's interpreter's own)."""
+    known = _DISPATCHED.get(overload)
+    if known is None:
+        known = _DISPATCHED[overload] = torch._C._dispatch_has_kernel(overload.name())
+    return known
+
+
+_DISPATCHED: dict = {}
 
 
 def _leaves(values: list) -> list:

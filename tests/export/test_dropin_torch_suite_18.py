@@ -315,3 +315,65 @@ def test_a_torchscript_factory_takes_the_traced_sizes_and_dtype_codes() -> None:
     model = HoldsOne(torch.jit.script(Builds()))
     ep = st.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("n")},))
     check_program(ep, model, [(torch.randn(n, 4),) for n in (0, 1, 5)], [(torch.randn(2, 5),)])
+
+
+class WritesNumbers(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.new_zeros(x.size(1))
+        y[0] = 1.5                                   # aten::tensor.float, then copy_
+        tail: List[int] = x.shape[1:]                # aten::slice.t
+        return x.reshape([-1] + tail) * y + torch.tensor([x.shape[0], 2]).sum() + \
+            len(list(x.shape)) + tail[0]
+
+
+class FillsWithATensor(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.full([2], x.sum())              # aten::ScalarImplicit
+
+
+def test_torchscript_interpreter_operators_run_as_python_or_are_refused() -> None:
+    """``aten::tensor`` / ``aten::list`` / ``aten::slice.t`` / ``aten::ScalarImplicit`` are
+    TorchScript's interpreter's own (not in PyTorch's dispatcher): recorded as nodes they
+    made programs that failed on every call (operator aten::tensor.float does not exist). aten::tensor,
+    aten::list and list slices run as Python's; any other on tensors is refused naming it."""
+    model = HoldsOne(torch.jit.script(WritesNumbers()))
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=({0: Dim("n"), 1: Dim("m", min=1)},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((0, 1), (1, 5), (4, 2))],
+                  [(torch.randn(2, 0),)])
+    with pytest.raises(st.UnsupportedInputError, match="aten::ScalarImplicit"):
+        st.export(HoldsOne(torch.jit.script(FillsWithATensor())), (torch.randn(2, 3),))
+
+
+class ReadsItsSize(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.size(0)
+        return x.view(n, -1).sum(1) * n + x.size(1) / 2
+
+
+def test_a_traced_modules_size_as_a_tensor_stays_the_size() -> None:
+    """torch.jit.trace records a size read as prim::NumToTensor (then aten::Int where it is
+    used as a number): a 0-dim int64 tensor of the traced size, read back without a data
+    read, so the program follows every size as eager's traced module does."""
+    model = HoldsOne(torch.jit.trace(ReadsItsSize(), torch.randn(3, 4)))
+    ep = st.export(model, (torch.randn(3, 4),),
+                   dynamic_shapes=({0: Dim("n", min=1), 1: Dim("m")},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((1, 2), (5, 3), (2, 0))])
+
+
+class StepsOverRows(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        acc = torch.zeros_like(x[0])
+        for i in range(1, x.shape[0], 2):            # aten::__range_length, __derive_index
+            acc = acc + x[i] * i
+        return acc
+
+
+def test_a_torchscript_range_loop_counts_as_pythons() -> None:
+    """range(lo, hi, step)'s trip count and indices are TorchScript number operators
+    (refused as a missing shape rule before): the loop unrolls as Python's, its count
+    checked on the inputs."""
+    model = HoldsOne(torch.jit.script(StepsOverRows()))
+    ep = st.export(model, (torch.randn(4, 3),), dynamic_shapes=({0: Dim.DYNAMIC, 1: Dim("m")},))
+    check_program(ep, model, [(torch.randn(n, m),) for n, m in ((4, 0), (5, 2), (4, 7))],
+                  [(torch.randn(6, 3),), (torch.randn(3, 3),)])

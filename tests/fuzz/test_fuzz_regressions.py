@@ -618,3 +618,45 @@ def test_an_in_place_read_of_its_own_memory_after_vmap_is_refused():
         torch.testing.assert_close(ep.module()(x), g(x))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(3, 11))
+
+
+def test_a_torchscript_interpreter_operator_called_directly_runs(tmp_path):
+    # torch.ops.aten.tensor.float is TorchScript's interpreter's own (outside the
+    # dispatcher): the program's write analysis asked the dispatcher about it and every
+    # call raised `operator aten::tensor.float does not exist`
+    def f(x):
+        return x * torch.ops.aten.tensor.float(2.0)
+
+    ep = st.export(f, (torch.randn(3),), dynamic_shapes=({0: Dim("b")},))
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(ep.module()(x), f(x))
+    st.save(ep, tmp_path / "p.st")
+    x = torch.randn(4)
+    torch.testing.assert_close(st.load(tmp_path / "p.st").module()(x), f(x))
+
+
+def test_an_in_place_view_keeps_vmaps_unknown_layout_for_the_overlap_check():
+    # v.unsqueeze_(0) gave vmap's output (strides unknown at export) a row-major layout,
+    # and v[0] after it was taken for the same view as v[0] before it: eager's write
+    # (a non-dense read) ran, the program's (dense, partly overlapping) raised every call
+    def f(x):
+        v = torch.vmap(lambda r: r * 2, in_dims=1)(x)
+        a = v[0]
+        v.unsqueeze_(0)
+        v[0].add_(a)
+        return v
+
+    f(torch.randn(3, 4))  # eager runs
+    with pytest.raises(st.UnsupportedOpError, match="reading another view of the same"):
+        st.export(f, (torch.randn(3, 4),), dynamic_shapes=({1: Dim("n", min=2)},))
+
+    def g(x):  # with the read copied: exported, eager's values
+        v = torch.vmap(lambda r: r * 2, in_dims=1)(x)
+        a = v[0].clone()
+        v.unsqueeze_(0)
+        v[0].add_(a)
+        return v
+
+    _same_as_eager(g, (torch.randn(3, 4),), ({1: Dim("n", min=2)},),
+                   [(torch.randn(3, n),) for n in (2, 5)])
