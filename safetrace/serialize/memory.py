@@ -491,8 +491,9 @@ class StaticMemory:
         init_v, extra_v = _sub(init, meta), _sub(extra, meta)
         fresh = {k: v for k, v in data.items() if k not in xs and k not in init}
         body_work = Tally()
-        some = n >= 1 if isinstance(n, int) else self.env.decide((n >= 1).expr)
-        runs = None if some is False else True if some else (n >= 1).expr
+        has = n >= 1  # (a plain bool where the size's range decides it)
+        some = has if isinstance(has, bool) else self.env.decide(has.expr)
+        runs = None if some is False else True if some else has.expr
         if some is not True:  # (torch's kernel reads slice 0: IndexError on no slices)
             why = f"torch's {kind} runs its body on at least one slice of its xs"
             if some is False and self._runs() == []:

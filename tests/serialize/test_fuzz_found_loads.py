@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import torch
 
 import safetrace as st
@@ -85,3 +86,33 @@ def test_sizes_of_several_symbols_compare_at_each_value_of_one_of_few():
         y = torch.randn(shape)
         for got, want in zip(loaded.module()(x, y), m(x, y)):
             torch.testing.assert_close(got, want)
+
+
+class _VmapAfterSizeBranches(torch.nn.Module):
+    def forward(self, x):
+        v0 = x * 2 if x.shape[0] == len(x) else x.flip(0)
+        v1 = v0.squeeze(0) if v0.shape[0] == 1 else v0.sum(0)
+        v2 = x.clone()
+        v2[v2 > 0] = 0.0
+        v3 = v0.flip(0)
+        v4 = torch.cat(x.split(1, 0)[::-1], 0)
+        v5 = torch.vmap(lambda r: r + v2.sum())(x)
+        v6 = torch.cond(v3.size(-1) == 0, lambda t: torch.cond(
+            t.shape[0] > 2, lambda u: u * 2, lambda u: u * 3, (t,)), lambda t: t.flip(0), (v3,))
+        return v0, v1, v2, v4, v5, v6
+
+
+def test_a_mapped_length_whose_range_decides_it_loads():
+    """The loader asked ``n >= 1`` of a vmap's length as a condition where the size's own
+    range answered it as a plain bool (fuzz seed 18404: "malformed program")."""
+    with pytest.warns(UserWarning, match="Pred is a Python constant"):
+        ep = st.export(_VmapAfterSizeBranches(), (torch.randn(4),),
+                       dynamic_shapes=({0: Dim.AUTO},))
+    ep = _reloaded(ep)
+    m = ep.module()
+    x = torch.randn(4)  # (the split's piece count pins the size: 4 only)
+    for got, want in zip(m(x), _VmapAfterSizeBranches()(x)):
+        torch.testing.assert_close(got, want)
+    for n in (1, 3):
+        with pytest.raises(st.InputMismatchError):
+            m(torch.randn(n))
