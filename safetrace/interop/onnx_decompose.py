@@ -19,8 +19,9 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
-_LOCK = threading.Lock()
-_PATCH: dict[str, Any] = {"depth": 0, "original": None}
+from safetrace.interop.shared_patch import SharedPatch
+
+_PATCH = SharedPatch()
 _HERE = threading.local()  # .forms: this thread's st.to_onnx calls' forms, innermost last
 
 
@@ -40,26 +41,18 @@ def can_fold() -> bool:
 def folded(forms: dict) -> Iterator[None]:
     """While active, this thread's ``torch.onnx.export`` decomposes with `forms` added to
     its table."""
-    module = _module()
-    with _LOCK:
-        if _PATCH["depth"] == 0:
-            _PATCH["original"] = module.create_onnx_friendly_decomposition_table
-            module.create_onnx_friendly_decomposition_table = _with_forms
-        _PATCH["depth"] += 1
     stack = _HERE.__dict__.setdefault("forms", [])
     stack.append(forms)
     try:
-        yield
+        with _PATCH.applied(_module(), "create_onnx_friendly_decomposition_table",
+                            _with_forms):
+            yield
     finally:
         stack.pop()
-        with _LOCK:
-            _PATCH["depth"] -= 1
-            if _PATCH["depth"] == 0:
-                module.create_onnx_friendly_decomposition_table = _PATCH["original"]
 
 
 def _with_forms(*args: Any, **kwargs: Any) -> dict:
-    table = _PATCH["original"](*args, **kwargs)
+    table = _PATCH.original(*args, **kwargs)
     stack = getattr(_HERE, "forms", None)
     if stack:  # (another thread's torch.onnx.export meanwhile: torch's table)
         table = {**table, **stack[-1]}

@@ -24,9 +24,9 @@ import threading
 from typing import Any, Iterator
 
 from safetrace.interop.rebind import rebound
+from safetrace.interop.shared_patch import SharedPatch
 
-_LOCK = threading.Lock()
-_PATCH: dict[str, Any] = {"depth": 0, "original": None}
+_PATCH = SharedPatch()
 _BUILT: dict[int, tuple] = {}  # opset -> (registries' sizes, names not resolved, registry)
 _HERE = threading.local()  # .depth: this thread's st.to_onnx calls in progress
 
@@ -37,20 +37,12 @@ def cached_registry() -> Iterator[None]:
     registry for the opset (built on first use, rebuilt when what it reads changed)."""
     from torch.onnx._internal.exporter._registration import ONNXRegistry
 
-    with _LOCK:
-        if _PATCH["depth"] == 0:
-            _PATCH["original"] = ONNXRegistry.__dict__["from_torchlib"]
-            ONNXRegistry.from_torchlib = classmethod(_from_cache)
-        _PATCH["depth"] += 1
     _HERE.depth = getattr(_HERE, "depth", 0) + 1
     try:
-        yield
+        with _PATCH.applied(ONNXRegistry, "from_torchlib", classmethod(_from_cache)):
+            yield
     finally:
         _HERE.depth -= 1
-        with _LOCK:
-            _PATCH["depth"] -= 1
-            if _PATCH["depth"] == 0:
-                ONNXRegistry.from_torchlib = _PATCH["original"]
 
 
 def _from_cache(cls: type, opset_version: int | None = None) -> Any:
@@ -58,10 +50,10 @@ def _from_cache(cls: type, opset_version: int | None = None) -> Any:
 
     opset = _constants.TORCHLIB_OPSET if opset_version is None else opset_version
     if not getattr(_HERE, "depth", 0):  # another thread's torch.onnx.export: torch's own
-        return _PATCH["original"].__func__(cls, opset_version=opset)
+        return _PATCH.original.__func__(cls, opset_version=opset)
     entry = _BUILT.get(opset)
     if entry is None or entry[0] != _sizes() or _any_resolves(entry[1]):
-        built = _builder(_PATCH["original"].__func__)(cls, opset_version=opset)
+        built = _builder(_PATCH.original.__func__)(cls, opset_version=opset)
         entry = _BUILT[opset] = (_sizes(), _unresolved(), built)
     built = entry[2]
     registry = cls()

@@ -79,8 +79,8 @@ def test_another_threads_registry_is_torchs_own_during_our_call() -> None:
 
     with onnx_registry.cached_registry():
         ONNXRegistry.from_torchlib()  # this opset cached
-        torchs = onnx_registry._PATCH["original"]
-        onnx_registry._PATCH["original"] = classmethod(
+        torchs = onnx_registry._PATCH.original
+        onnx_registry._PATCH.original = classmethod(
             lambda cls, **kw: builds.append(threading.get_ident()) or torchs.__func__(cls, **kw))
         try:
             mine = ONNXRegistry.from_torchlib()
@@ -89,7 +89,7 @@ def test_another_threads_registry_is_torchs_own_during_our_call() -> None:
             t.start()
             t.join(timeout=120)
         finally:
-            onnx_registry._PATCH["original"] = torchs
+            onnx_registry._PATCH.original = torchs
     assert len(builds) == 1 and builds[0] != threading.get_ident()  # the bystander: torch's
     assert seen["other"].functions.keys() == mine.functions.keys()
 
