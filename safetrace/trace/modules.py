@@ -177,11 +177,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         n = calls[fqn] - 1  # the global pre-hook above ran first
         call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
         leaves, call.in_spec = _pytree.tree_flatten((tuple(args), dict(kwargs)))
-        for v in leaves:  # a subclass would become its inner tensors: more values
-            if subclasses.traceable(v):
-                raise E.preserved_subclass(f"{fqn} input", type(v).__name__,
-                                           list(v.__tensor_flatten__()[0]),
-                                           fqn.split("@")[0], _state_name(tracer, model, v))
+        _refuse_subclasses(leaves, f"{fqn} input", fqn, tracer, model)
         call.inputs = [_value(tracer, v, f"{fqn} input") for v in leaves]
         open_calls.setdefault(id(module), []).append(call)
 
@@ -193,11 +189,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
             return
         call = pending.pop()
         leaves, call.out_spec = _pytree.tree_flatten(output)
-        for v in leaves:
-            if subclasses.traceable(v):
-                raise E.preserved_subclass(f"{call.fqn} output", type(v).__name__,
-                                           list(v.__tensor_flatten__()[0]),
-                                           call.fqn.split("@")[0], _state_name(tracer, model, v))
+        _refuse_subclasses(leaves, f"{call.fqn} output", call.fqn, tracer, model)
         call.outputs = [_value(tracer, v, f"{call.fqn} output") for v in leaves]
         found.calls.append(call)
 
@@ -227,6 +219,16 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
             close = sorted(known, key=lambda k: (not k.endswith(str(fqn)), len(k)))[:3]
             raise E.preserved_unknown(fqn, type(model).__name__, close)
     return list(dict.fromkeys(preserve))
+
+
+def _refuse_subclasses(leaves: list, what: str, fqn: str, tracer: Recorder,
+                       model: torch.nn.Module) -> None:
+    """Refuse a tensor subclass among a preserved call's inputs or outputs (`what`): the
+    graph holds its inner tensors, more values than the call's signature has."""
+    for v in leaves:
+        if subclasses.traceable(v):
+            raise E.preserved_subclass(what, type(v).__name__, list(v.__tensor_flatten__()[0]),
+                                       fqn.split("@")[0], _state_name(tracer, model, v))
 
 
 def _state_name(tracer: Recorder, model: torch.nn.Module, v: Any) -> str | None:
