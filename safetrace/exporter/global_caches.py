@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from safetrace.exporter.snapshot import ABSENT, CONTENTS, plain_item
+from safetrace.exporter.snapshot import ABSENT, CONTENTS, items_changed, plain_item
 from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = (dict, list, set)
@@ -80,7 +80,7 @@ class GlobalCaches:
                     owner = owner or _Space(ns)
                     found.append((f"{_GLOBAL}{ns.get('__name__', '?')}.{k}", owner, k, old, v))
             for c, items in copies:
-                if _same_items(c, items):
+                if not items_changed(c, items):
                     continue
                 if all(map(plain_item, c.items() if isinstance(c, dict) else c)):
                     name = next((k for k, v in ns.items() if v is c), "?")
@@ -103,16 +103,6 @@ class GlobalCaches:
                     _scrub(c)
             elif c.cache_info().currsize != size:  # (its entries cannot be read: all go)
                 c.cache_clear()
-
-
-def _same_items(c: Any, items: Any) -> bool:
-    """Whether a container holds its copy's items (by identity: items may be tensors)."""
-    if len(c) != len(items):
-        return False
-    if type(c) is dict:
-        return all(map(operator.is_, c.values(), items.values())) and \
-            all(map(operator.is_, c, items))
-    return all(map(operator.is_, c, items)) if type(c) is list else c == items
 
 
 def _plain_global(v: Any) -> bool:

@@ -35,7 +35,7 @@ def items_changed(obj: Any, contents: Any) -> bool:
     if len(obj) != len(contents):
         return True
     if isinstance(obj, list):
-        return any(a is not b for a, b in zip(obj, contents))
+        return not all(map(operator.is_, obj, contents))
     if isinstance(obj, dict):
         return any(k not in contents or contents[k] is not v for k, v in obj.items())
     return obj != contents
