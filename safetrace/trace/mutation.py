@@ -179,17 +179,25 @@ def _reshaped_vmap_output(op: Any, target: Any) -> None:
         node = node.args[0]
 
 
-def _vmap_strides(node: Any, depth: int = 0) -> bool:
+def _vmap_strides(node: Any) -> bool:
     """Whether ``node``'s strides may be those eager's vmap gives: a vmap output, or of
-    unknown layout and computed (or viewed) from one."""
-    if not isinstance(node, torch.fx.Node) or depth > 32:
-        return False
-    if node.meta.get("st_vmap_layout"):
-        return True
-    if node.op != "call_function" or \
-            getattr(node.meta.get("val"), "st_contig", None) is not None:
-        return False  # (of known layout: eager's strides and the program's are one)
-    return any(_vmap_strides(a, depth + 1) for a in node.all_input_nodes)
+    unknown layout and computed (or viewed) from one.  (Each node looked at once: a graph
+    of unknown layouts shares its inputs, and a walk of every path would be exponential.)"""
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if not isinstance(n, torch.fx.Node) or n in seen:
+            continue
+        if len(seen) > 256:
+            return True  # (too far to look: taken as one, the write refused)
+        seen.add(n)
+        if n.meta.get("st_vmap_layout"):
+            return True
+        if n.op != "call_function" or \
+                getattr(n.meta.get("val"), "st_contig", None) is not None:
+            continue  # (of known layout: eager's strides and the program's are one)
+        todo.extend(n.all_input_nodes)
+    return False
 
 
 def writes_a_pick(target: Any) -> str | None:
