@@ -147,6 +147,7 @@ class NotCallable(UnsupportedInputError):
     """The object given to st.export cannot be called."""
 
     kind = "not-callable"
+    torch_classes = ("ValueError",)  # (torch's words: Expected `mod` to be an nn.Module)
 
 
 def not_callable(model: Any) -> NotCallable:
@@ -158,6 +159,7 @@ class ScriptModuleInput(UnsupportedInputError, ValueError):
     """A TorchScript module was given to st.export (a ValueError, as torch.export's)."""
 
     kind = "script-module"
+    torch_classes = ()  # (a ValueError, as torch's)
 
 
 _TORCHSCRIPT = ("a TorchScript module (the result of torch.jit.script or torch.jit.trace): it "
@@ -202,6 +204,7 @@ class CallMismatch(UnsupportedInputError):
     """The example inputs do not fit the signature of what is exported."""
 
     kind = "call-mismatch"
+    torch_classes = ("TypeError",)  # (torch's: the signature's own TypeError)
 
 
 def call_mismatch(qual: str, signature: str, why: str, got: str, call: str) -> CallMismatch:
@@ -215,6 +218,7 @@ class UnflattenableInput(UnsupportedInputError):
     """An input holds an object of a class that is not registered as a pytree node."""
 
     kind = "unflattenable-input"
+    torch_classes = ("ValueError",)  # (torch's: Unsupported input type)
 
 
 def unflattenable_input(path: str, leaf: Any) -> UnflattenableInput:
@@ -230,6 +234,7 @@ class UnflattenableOutput(ExportError):
     """The model returned an object of a class that is not registered as a pytree node."""
 
     kind = "unflattenable-output"
+    torch_classes = ("RuntimeError",)  # (torch's: Found ... in output)
 
 
 def unflattenable_output(leaf: Any) -> UnflattenableOutput:
@@ -445,6 +450,7 @@ class CheckNeverHolds(ConstraintViolationError):
     """An st.check / torch._check on sizes is false for the example inputs."""
 
     kind = "check-never-holds"
+    torch_classes = ()  # (torch's own check raises a plain RuntimeError, as ours is)
 
 
 def check_never_holds(cond: str, detail: str, origin: str) -> CheckNeverHolds:

@@ -106,6 +106,12 @@ class ExportError(StructuredError):
 
     kind = "export-error"
     eager: ClassVar[type[BaseException] | None] = None  # eager's class too (with_eager_class)
+    # What torch.export raises in the same situation, by name (``UserError.<its
+    # UserErrorType>``, ``ConstraintViolationError``, ``GuardOnDataDependentSymNode``,
+    # ``RuntimeError``, ``ValueError``): st.export's error is an instance of those classes
+    # too (``interop/torch_errors.py``); a builder may name others for one error
+    # (``torch_classes=`` among its details). docs/migration.md#errors has the table.
+    torch_classes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, cause: str = "", *, fix: str = "", where: Where | None = None,
                  **details: Any) -> None:
@@ -119,30 +125,38 @@ class UnsupportedInputError(ExportError):
     """An input (or part of one) has a type that safetrace cannot flatten, or the call is bad."""
 
     kind = "unsupported-input"
+    torch_classes = ("UserError.INVALID_INPUT",)
 
 
 class SpecError(ExportError):
     """The dynamic_shapes specification is malformed or does not match the inputs."""
 
     kind = "spec"
+    torch_classes = ("UserError.INVALID_INPUT",)
 
 
 class ConstraintViolationError(ExportError):
     """The traced program needs a relation that contradicts the declared dynamic shapes."""
 
     kind = "constraint-violation"
+    # (torch.export wraps its ConstraintViolationError in a UserError, except where it
+    # checks the examples against the declared ranges: either class catches ours)
+    torch_classes = ("UserError.CONSTRAINT_VIOLATION", "ConstraintViolationError")
 
 
 class DataDependentError(ExportError):
     """A decision depends on tensor data, which export never reads."""
 
     kind = "data-dependent"
+    # (the non-strict export raises GuardOnDataDependentSymNode, the strict one a UserError)
+    torch_classes = ("GuardOnDataDependentSymNode", "UserError.ANTI_PATTERN")
 
 
 class UnsupportedOpError(ExportError):
     """An operator safetrace cannot trace (no shape rule, no fake implementation)."""
 
     kind = "unsupported-op"
+    torch_classes = ("RuntimeError",)  # (no fake kernel, an operator dynamo refuses...)
 
 
 class OpShapeError(ExportError):

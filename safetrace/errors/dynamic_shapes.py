@@ -21,7 +21,7 @@ __all__ = [
     "spec_shape", "spec_dim_out_of_range", "spec_rank", "spec_tensor_form",
     "spec_signature", "collection_entry", "additional_structure",
     "SpecExampleError", "spec_example", "example_size", "example_not_derived",
-    "example_out_of_range", "dim_name_clash", "dim_sizes_disagree", "additional_value",
+    "example_out_of_range", "examples_out_of_range", "dim_name_clash", "dim_sizes_disagree", "additional_value",
     "additional_rank",
 ]
 
@@ -170,6 +170,7 @@ class SpecExampleError(SpecError, ValueError):
     ValueError, as torch.export's errors on the examples of AdditionalInputs are."""
 
     kind = "spec-example"
+    torch_classes = ()  # (its builders name torch's class where torch's is not a ValueError)
 
 
 class AdditionalInputRefused(SpecExampleError, RuntimeError):
@@ -181,8 +182,15 @@ def spec_example(where: str, cause: str, fix: str) -> SpecExampleError:
     return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=where))
 
 
-def _dim(where: str, path: str, d: int, cause: str, fix: str) -> SpecExampleError:
-    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=path, dim=d))
+# torch.export's classes where its error on the examples is not a ValueError: a size the
+# spec pins or a named Dim's range (checked as it makes its symbols), and equal Dims
+_VIOLATION = ("ConstraintViolationError", "UserError.CONSTRAINT_VIOLATION")
+
+
+def _dim(where: str, path: str, d: int, cause: str, fix: str,
+         torch_classes: tuple[str, ...] = _VIOLATION) -> SpecExampleError:
+    return SpecExampleError(f"{where} {cause}", fix=fix, where=Where(input=path, dim=d),
+                            torch_classes=torch_classes)
 
 
 def example_size(where: str, path: str, d: int, spec: int, size: int) -> SpecExampleError:
@@ -208,26 +216,59 @@ def example_out_of_range(where: str, spec: str, lo: Any, hi: Any, size: int,
     """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``);
     ``place``: the input's dim (``x.shape[0]``), ``user``: a dim hint's (min, max) as given
     (a named Dim's range otherwise)."""
-    bound = "min" if size < lo else "max"
     if user is None:  # torch.export's words for a named Dim
         words = f"{size} not in range [{lo}, {hi}]"
     else:
-        m = re.match(r"(\w+)(.*)$", place, re.S)
-        at = f"inputs[{m.group(1)!r}]{m.group(2)}" if m else place
-        words = (f"Received user-specified min/max range of [{user[0]}, {user[1]}], "
-                 f"conflicting with the inferred min/max range of [{size}, {size}] (the "
-                 f"example), for {at}")
-    return spec_example(where, f"is {spec} with range [{lo}, {hi}], but the example input "
-                               f"has size {size} (as torch.export says: {words}).",
-                        f"widen the range to admit {size} ({bound}={size}), or change the "
-                        f"example")
+        words = _hint_conflict(size, place, user)
+    return SpecExampleError(
+        f"{where} {_outside(spec, lo, hi, size)} (as torch.export says: {words}).",
+        fix=f"widen the range to admit {size} ({_bound(lo, size)}={size}), or change the "
+            f"example",
+        where=Where(input=where), torch_classes=_VIOLATION if user is None else ())
+
+
+def examples_out_of_range(conflicts: list[tuple]) -> SpecExampleError:
+    """Example sizes outside their dim hints' ranges, every one at once as torch.export
+    lists them (each conflict: ``example_out_of_range``'s arguments, ``user`` given)."""
+    if len(conflicts) == 1:
+        return example_out_of_range(*conflicts[0])
+    ours = "\n".join(f"  - {where} {_outside(spec, lo, hi, size)}"
+                     for where, spec, lo, hi, size, _, _ in conflicts)
+    theirs = "\n".join(f"- {_hint_conflict(size, place, user)}."
+                       for _, _, _, _, size, place, user in conflicts)
+    fixes = "; ".join(f"{place}: {_bound(lo, size)}={size}"
+                      for _, _, lo, _, size, place, _ in conflicts)
+    return SpecExampleError(
+        f"the example inputs are outside the ranges dynamic_shapes declares, at "
+        f"{len(conflicts)} dims:\n{ours}\n(as torch.export says: Found the following "
+        f"conflicts between user-specified ranges and inferred ranges from model tracing:"
+        f"\n{theirs})",
+        fix=f"widen each range to admit its example ({fixes}), or change the examples",
+        where=Where(input=conflicts[0][0]), torch_classes=())
+
+
+def _outside(spec: str, lo: Any, hi: Any, size: int) -> str:
+    return f"is {spec} with range [{lo}, {hi}], but the example input has size {size}"
+
+
+def _bound(lo: Any, size: int) -> str:
+    return "min" if size < lo else "max"
+
+
+def _hint_conflict(size: int, place: str, user: tuple) -> str:
+    """torch.export's line for a dim hint whose range the example's size is outside of."""
+    m = re.match(r"(\w+)(.*)$", place, re.S)
+    at = f"inputs[{m.group(1)!r}]{m.group(2)}" if m else place
+    return (f"Received user-specified min/max range of [{user[0]}, {user[1]}], conflicting "
+            f"with the inferred min/max range of [{size}, {size}] (the example), for {at}")
 
 
 def dim_name_clash(where: str, name: str, first: Any, second: Any) -> SpecExampleError:
     """Two different Dims of the spec have the same ``name``."""
-    return spec_example(where, f"names a Dim {name!r} that another Dim of the spec is also "
-                               f"named ({first!r} and {second!r})",
-                        "use one Dim object per name")
+    return SpecExampleError(f"{where} names a Dim {name!r} that another Dim of the spec is "
+                            f"also named ({first!r} and {second!r})",
+                            fix="use one Dim object per name", where=Where(input=where),
+                            torch_classes=("UserError.INVALID_INPUT",))
 
 
 def dim_sizes_disagree(where: str, name: str, first: str, first_size: int, path: str, d: int,

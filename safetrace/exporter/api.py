@@ -63,6 +63,15 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     ConstraintViolationError; ``ep.deferred_checks`` lists them.  ``max_splits``
     bounds the size splits (``exporter/splits.py``); ``verbose`` reports a long export's
     progress on standard error (by default only on a terminal)."""
+    with eager_classes():  # (what leaves here carries torch.export's classes too)
+        model, fn, args, kwargs = _checked_call(model, mod, args, kwargs)
+        args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
+        return _export(model, fn, args, kwargs, dynamic_shapes, preserve_module_call_signature,
+                       max_splits, prefer_deferred_runtime_asserts_over_guards, verbose)
+
+
+def _checked_call(model: Any, mod: Any, args: Any, kwargs: dict | None) -> tuple:
+    """The model, its forward and the call's arguments, as st.export takes them."""
     if mod is not None:
         if model is not None:  # as Python says of a parameter given twice
             raise TypeError("st.export() got both model and mod= (torch.export's name for "
@@ -81,8 +90,14 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
-    args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
-    with eager_classes(), built_under(model), gc_paused(), \
+    return model, fn, args, kwargs
+
+
+def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes: Any,
+            preserve_module_call_signature: tuple[str, ...], max_splits: int,
+            prefer_deferred_runtime_asserts_over_guards: bool,
+            verbose: bool | None) -> ExportedProgram:
+    with built_under(model), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn) as caches:
         runs: list[Exporter] = []
@@ -363,6 +378,7 @@ class Exporter:
                 node.meta["val"] = value
                 proxies.append(value)
             self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
+        self.dyn.range_conflicts()
         return proxies
 
     def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:

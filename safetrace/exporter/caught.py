@@ -11,7 +11,9 @@ eager's are, and are not kept.
 
 Once the export failed, the error raised to st.export's caller for a call eager rejects
 (``OpShapeError`` and its kinds, ``CheckNeverHolds``) carries eager's class, a
-``RuntimeError`` where eager's kernel was not run, as torch.export's refusals are.
+``RuntimeError`` where eager's kernel was not run, as torch.export's refusals are; every
+other kind carries the classes torch.export raises in its situation
+(``interop/torch_errors.py``: ``UserError``, ``ConstraintViolationError``...).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Callable
 
 from safetrace import errors as E
 from safetrace.errors.base import refusals_built, with_eager_class
+from safetrace.interop.torch_errors import as_torch
 from safetrace.symbolic import DataDependentQuestion
 from safetrace.trace.raising import catching_frame
 
@@ -80,10 +83,14 @@ class _EagerClasses:
         return None
 
     def __exit__(self, exc_type: Any, err: Any, tb: Any) -> bool:
-        if exc_type is not None and issubclass(exc_type, (E.OpShapeError, E.CheckNeverHolds)):
+        if exc_type is None or not issubclass(exc_type, E.ExportError):
+            return False
+        new = err
+        if issubclass(exc_type, (E.OpShapeError, E.CheckNeverHolds)):
             new = with_eager_class(err, err.eager or RuntimeError)
-            if new is not err:
-                raise new.with_traceback(err.__traceback__) from err.__cause__
+        new = as_torch(new)
+        if new is not err:
+            raise new.with_traceback(err.__traceback__) from err.__cause__
         return False
 
 

@@ -77,6 +77,9 @@ class DynamicDims:
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
         self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
         self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
+        # example sizes outside a dim hint's range (example_out_of_range's arguments):
+        # every input is read before one error lists them all (``range_conflicts``)
+        self.conflicts: list[tuple] = []
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -108,7 +111,9 @@ class DynamicDims:
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
-                self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max))
+                if not self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max)):
+                    out.append(n)  # (refused once every input was read)
+                    continue
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
@@ -137,9 +142,20 @@ class DynamicDims:
         return tuple(out)
 
     def _in_range(self, where: str, n: int, lo: float, hi: float, what: str,
-                  place: str = "", user: tuple | None = None) -> None:
-        if not lo <= n <= hi:
+                  place: str = "", user: tuple | None = None) -> bool:
+        """Whether example size `n` is in [lo, hi]; outside a named Dim's range (`user`
+        None) an error at once, as torch.export's, outside a dim hint's a conflict kept."""
+        if lo <= n <= hi:
+            return True
+        if user is None:
             raise errors.example_out_of_range(where, what, lo, hi, n, place, user)
+        self.conflicts.append((where, what, lo, hi, n, place, user))
+        return False
+
+    def range_conflicts(self) -> None:
+        """Refuse the example sizes outside their dim hints' ranges, all in one error."""
+        if self.conflicts:
+            raise errors.examples_out_of_range(self.conflicts)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:

@@ -565,6 +565,11 @@ CASES.update({
         "dynamic_shapes for x.shape[1]", "x", 1, 2 * st.Dim("n") + 1, 8, "n"),
     "example_out_of_range": lambda: E.example_out_of_range(
         "dynamic_shapes for x.shape[0]", "Dim('b', min=2, max=8)", 2, 8, 9),
+    "examples_out_of_range": lambda: E.examples_out_of_range([
+        ("dynamic_shapes for x.shape[0]", "Dim.DYNAMIC(min=33)", 33, float("inf"), 16,
+         "x.shape[0]", (33, None)),
+        ("dynamic_shapes for y.shape[0]", "Dim.AUTO(max=127)", 0, 127, 256, "y.shape[0]",
+         (None, 127))]),
     "dim_name_clash": lambda: E.dim_name_clash("dynamic_shapes for y.shape[0]", "n",
                                                st.Dim("n", max=8), st.Dim("n", max=16)),
     "dim_sizes_disagree": lambda: E.dim_sizes_disagree("dynamic_shapes for y.shape[0]", "n",
@@ -589,6 +594,20 @@ GOLDEN.update({
         "dynamic_shapes for x.shape[0] is Dim('b', min=2, max=8) with range [2, 8], but "
         'the example input has size 9 (as torch.export says: 9 not in range [2, 8]).\n'
         'Fix: widen the range to admit 9 (max=9), or change the example'),
+    'examples_out_of_range': ('SpecExampleError',
+        'the example inputs are outside the ranges dynamic_shapes declares, at 2 dims:\n'
+        '  - dynamic_shapes for x.shape[0] is Dim.DYNAMIC(min=33) with range [33, inf], but '
+        'the example input has size 16\n'
+        '  - dynamic_shapes for y.shape[0] is Dim.AUTO(max=127) with range [0, 127], but the '
+        'example input has size 256\n'
+        '(as torch.export says: Found the following conflicts between user-specified ranges '
+        'and inferred ranges from model tracing:\n'
+        "- Received user-specified min/max range of [33, None], conflicting with the inferred "
+        "min/max range of [16, 16] (the example), for inputs['x'].shape[0].\n"
+        "- Received user-specified min/max range of [None, 127], conflicting with the "
+        "inferred min/max range of [256, 256] (the example), for inputs['y'].shape[0].)\n"
+        'Fix: widen each range to admit its example (x.shape[0]: min=16; y.shape[0]: '
+        'max=256), or change the examples'),
     'dim_name_clash': ('SpecExampleError',
         "dynamic_shapes for y.shape[0] names a Dim 'n' that another Dim of the spec is "
         "also named (Dim('n', max=8) and Dim('n', max=16))\n"
