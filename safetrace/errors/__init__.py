@@ -31,7 +31,6 @@ the assertion nodes in the graph (conditions on values computed from data).
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 from safetrace.errors.base import (  # noqa: F401 - the families, re-exported
@@ -85,6 +84,7 @@ from safetrace.errors.deploy import *  # noqa: F401,F403
 from safetrace.errors.dynamic_shapes import *  # noqa: F401,F403
 from safetrace.errors.tracing import *  # noqa: F401,F403
 from safetrace.errors.subclasses import *  # noqa: F401,F403
+from safetrace.errors.violations import *  # noqa: F401,F403
 
 from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in builders
     collective_async as collective_async,
@@ -266,132 +266,7 @@ def spec_entry(where: str, entry: Any, cause: str = "") -> SpecEntryError:
         where=Where(input=where))
 
 
-# -- constraint violations --------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Violation:
-    """One way the traced program needs less than the declared space."""
-
-    dim: str       # "x.shape[0] (Dim('batch'))": the declared dim, with its spec
-    cause: str     # "was specialized to 3 (from ...)"
-    fix: str       # "batch = Dim('batch', min=2)"
-    count: bool = False  # specialized by a count of Python values (no size split keeps it)
-
-    def text(self) -> str:
-        return f"{self.dim} {self.cause}\n    Fix: {self.fix}"
-
-
-_COUNTS = {"unbind": "makes one Python value per index of this dim (`unbind`, `list(x)` or "
-                      "`for t in x`)",
-           "index": "turns the size into a Python int (`range(n)`, a list index, `int(n)`)"}
-
-
-def count_pinned(dim: str, where: str, size: int, origin: str, what: str) -> Violation:
-    """`where` (``x.shape[0]``, declared `dim`) specialized to `size` because the code at
-    `origin` made a Python count of it; `what`: ``unbind``, ``split``, ``index``..."""
-    how = _COUNTS.get(what, f"makes a list as long as `{what}`'s count of pieces")
-    return Violation(
-        dim, f"was specialized to {size}{origin}: that line {how}. A program has one "
-             f"Python structure (its loops, lists and outputs), so this count cannot stay "
-             f"symbolic; no size split can keep it either, as each size is another "
-             f"structure (torch.export specializes it too).",
-        f"export one program per size: {where} -> {size} (or Dim.AUTO, which specializes "
-        f"it); or keep the dim inside tensors: run the per-item code under "
-        f"torch._higher_order_ops.map over {where.split('.shape')[0]} and return fixed-size "
-        f"tensors (pad a variable count, with a mask): docs/deploying.md#batched-detectors",
-        count=True)
-
-
-class DeclaredSpaceViolation(ConstraintViolationError):
-    """Declared dynamic dims were specialized, narrowed or related by the program."""
-
-    kind = "declared-space"
-
-    @property
-    def problems(self) -> list[Violation]:
-        return self.details["problems"]
-
-    def render(self) -> str:
-        """Ours, then the fixes in torch.export's form (see ``msg``)."""
-        fix = f"\nSuggested fix (all problems at once):\n{self.fix}" if self.fix else ""
-        return self._torch_form(f"{self.cause}{fix}\n{self.see()}")
-
-    @property
-    def msg(self) -> str:
-        """The message, as torch's ``UserError.msg`` (its last part in torch's form)."""
-        return str(self)
-
-    def _torch_form(self, ours: str) -> str:
-        """The message with its fixes also in torch.export's form (``Suggested fixes:``,
-        one ``name = ...`` per Dim), as torch's ``UserError.msg``: what
-        ``torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg,
-        dynamic_shapes)`` reads, for a spec written with torch's own Dims."""
-        fixes = dict(self.details["dim_fixes"])
-        for p in self.problems:  # a dim made static: its place's fix, under its Dim's name
-            m = _PLACE.match(p.dim)
-            value = m and self.details["fixes"].get((m.group(1), int(m.group(2))))
-            if m and type(value) is int and m.group(3) not in fixes:
-                fixes[m.group(3)] = value
-        lines = []
-        for name, new in fixes.items():
-            root = getattr(new, "root", None)
-            if root is not None and root.name == f"{name}_{getattr(new, 'coef', 1)}":
-                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*dx_3`): first
-            lines.append(_torch_fix(name, new))
-        lines = [line for line in lines if line is not None]
-        if not lines:
-            return ours
-        return ours + "\n\nSuggested fixes:\n" + "\n".join(f"  {x}" for x in lines)
-
-
-_PLACE = re.compile(r"^(.*)\.shape\[(\d+)\] \(Dim\('(\w+)'")
-
-
-def _torch_fix(name: str, new: Any) -> str | None:
-    """One fix in torch.export's suggested-fixes syntax (None: one it cannot express)."""
-    if isinstance(new, bool):
-        return None
-    if isinstance(new, int):
-        return f"{name} = {new}"
-    root = getattr(new, "root", None)
-    if root is not None:  # a derived dim: coef * root + offset
-        coef, offset = getattr(new, "coef", 1), getattr(new, "offset", 0)
-        term = root.name if coef == 1 else f"{coef}*{root.name}"
-        return f"{name} = {term}" + (f" + {offset}" if offset > 0 else
-                                      f" - {-offset}" if offset < 0 else "")
-    other = getattr(new, "name", None)
-    if isinstance(other, str) and other != name:  # the same Dim as another: `dy1 = dx1`
-        return f"{name} = {other}"
-    lo, hi = getattr(new, "min", None), getattr(new, "max", None)
-    if lo is None and hi is None:
-        return None
-    bounds = "".join([f", min={lo}" if isinstance(lo, int) and lo > 0 else "",
-                      f", max={hi}" if isinstance(hi, int) else ""])
-    return f"{name} = Dim('{getattr(new, 'name', name)}'{bounds})"
-
-
-def _violated(dim: str) -> str:
-    """The name torch.export's "Constraints violated (...)" gives a problem's dim: its
-    Dim's name, else the input's dim (``x.shape[0] (Dim('b'))`` -> ``b``)."""
-    m = re.search(r"\(Dim\('(\w+)'", dim)
-    return m.group(1) if m else dim.split(" (")[0]
-
-
-def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
-                   dim_fixes: dict | None = None) -> DeclaredSpaceViolation:
-    """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied; ``fixes``:
-    (input path, dim) -> new entry, ``dim_fixes``: Dim name -> new Dim (or derived dim),
-    as data for ``st.refine_dynamic_shapes_from_suggested_fixes``."""
-    n = len(problems)
-    names = ", ".join(dict.fromkeys(_violated(p.dim) for p in problems))
-    return DeclaredSpaceViolation(
-        f"the traced program does not work for the whole declared input space "
-        f"({n} problem{'s' if n > 1 else ''}; in torch.export's words: Constraints violated "
-        f"({names})!):\n"
-        + "\n".join(f"  - {p.text()}" for p in problems),
-        fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
-        dim_fixes=dict(dim_fixes or {}))
-
-
+# -- constraint violations (Violation, DeclaredSpaceViolation: errors/violations.py) -------
 class ContradictorySizes(ConstraintViolationError):
     """The program requires input sizes that no input can have at once."""
 

@@ -80,6 +80,7 @@ class DynamicDims:
         # example sizes outside a dim hint's range (example_out_of_range's arguments):
         # every input is read before one error lists them all (``range_conflicts``)
         self.conflicts: list[tuple] = []
+        self.declared: dict[str, Dim] = {}  # Dim name -> the Dim as the user declared it
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -121,6 +122,7 @@ class DynamicDims:
                     self.env.flexible.add(s.name)
                 out.append(make_int(s, self.env))
             elif isinstance(e, Dim):
+                self.declared.setdefault(e.name, e)
                 s = self._root(e, n, where, path, d)
                 self.env.named.update(s.free_symbols)
                 eff = self.roots[e.name][0]  # the declared Dim, or a split side's range
@@ -128,6 +130,7 @@ class DynamicDims:
                                       eff.max))
                 out.append(make_int(s, self.env))
             elif isinstance(e, DerivedDim):
+                self.declared.setdefault(e.root.name, e.root)
                 root_hint = n - e.offset
                 if root_hint % e.coef and e.root.name not in self.overrides:
                     raise errors.example_not_derived(where, path, d, e, n, e.root.name)
@@ -521,8 +524,19 @@ class DynamicDims:
         return decl.where if decl else name
 
     def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
-        """A ready-to-paste ``dynamic_shapes`` value with every fix applied."""
+        """A ready-to-paste ``dynamic_shapes`` value with every fix applied: a line for each
+        Dim the fixes change or add; the Dims kept as declared are named, not restated (as
+        torch.export's suggested fixes)."""
         defs: dict[str, str] = {}
+        kept: dict[str, None] = {}
+        declared = self.declared
+
+        def define(dim: Dim) -> None:
+            same = declared.get(dim.name)
+            if same is not None and (same.min, same.max) == (dim.min, dim.max):
+                kept[dim.name] = None
+            else:
+                defs[dim.name] = f"{dim.name} = {dim!r}"
 
         def render(entry: Any, path: str, d: int) -> str:
             fixed = self.fixes.get((path, d), entry)
@@ -533,10 +547,10 @@ class DynamicDims:
                         and isinstance(self.dim_fixes[fixed.root.name], Dim):
                     fixed = DerivedDim(self.dim_fixes[fixed.root.name], fixed.coef, fixed.offset)
             if isinstance(fixed, DerivedDim):
-                defs[fixed.root.name] = f"{fixed.root.name} = {fixed.root!r}"
+                define(fixed.root)
                 return repr(fixed)
             if isinstance(fixed, Dim):
-                defs[fixed.name] = f"{fixed.name} = {fixed!r}"
+                define(fixed)
                 return fixed.name
             return repr(fixed)
 
@@ -553,6 +567,10 @@ class DynamicDims:
         top.update(kwargs)
         body = "{" + ", ".join(f"{k!r}: {_render(v)}" for k, v in top.items()) + "}"
         lines = ["from safetrace import Dim"] + list(defs.values())
+        kept = {k: None for k in kept if k not in defs}
+        if kept:
+            lines.append(f"# {', '.join(kept)}: your Dim{'s' if len(kept) > 1 else ''}, "
+                         f"unchanged")
         lines.append(f"dynamic_shapes = {body}")
         return "\n".join("    " + line for line in lines)
 
@@ -612,7 +630,8 @@ def _static_fix(where: str, value: int) -> str:
 
 def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
-        exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes)
+        exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes,
+                             {n: (d.min, d.max) for n, d in dyn.declared.items()})
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []

@@ -160,6 +160,40 @@ def _merge(values: list, index: int) -> Any:
     return tuple(dims)
 
 
+# -- torch.export's own Dims --------------------------------------------------------------
+_TORCH_DIMS: dict[int, Dim] = {}
+
+
+def from_torch_export(e: Any, where: str) -> Any:
+    """A torch.export Dim / Dim.AUTO / derived dim written for torch.export, read by duck
+    typing (the library never imports torch.export)."""
+    kind = getattr(e, "type", None)
+    if kind is not None:  # Dim.AUTO / DYNAMIC / STATIC, maybe with a range
+        name = getattr(kind, "name", str(kind)).lower()
+        hint = {"auto": Dim.AUTO, "dynamic": Dim.DYNAMIC, "static": Dim.STATIC}.get(name)
+        if hint is None:
+            raise errors.spec_entry(where, e, "an unknown torch.export hint")
+        lo, hi = getattr(e, "min", None), getattr(e, "max", None)
+        return hint if (lo, hi) == (None, None) else hint(lo, hi)
+    root = getattr(e, "root", None)
+    if root is not None and callable(getattr(e, "fn", None)):  # derived: fn(root) linear
+        base = from_torch_export(root, where)
+        at0, at1 = e.fn(0), e.fn(1)
+        if not isinstance(base, Dim) or e.fn(2) != 2 * at1 - at0 or at1 - at0 <= 0:
+            raise errors.spec_entry(where, e, "only linear derived dims (a*d + b) are supported")
+        return DerivedDim(base, at1 - at0, at0)
+    name = getattr(e, "__name__", None)
+    if isinstance(name, str):  # a named torch.export Dim: one safetrace Dim per object
+        found = _TORCH_DIMS.get(id(e))
+        if found is None or found.name != name:
+            hi = getattr(e, "max", None)
+            found = Dim(name, min=getattr(e, "min", None),
+                        max=None if hi is None or hi >= 2 ** 62 else hi)
+            _TORCH_DIMS[id(e)] = found
+        return found
+    raise errors.spec_entry(where, e)
+
+
 # -- applying the fixes of a ConstraintViolationError -------------------------------------
 _NAME_FIX = re.compile(r"^\s*(?:Fix:\s*|- )?(?:declare it:\s*)?([A-Za-z_]\w*) = (.+?)\s*"
                        r"(?:\(derive the dim.*)?$")
@@ -249,6 +283,11 @@ def _apply(spec: Any, by_name: dict, by_place: dict, path: str) -> Any:
     def entry(e: Any, d: int) -> Any:
         if (path, d) in by_place:
             return by_place[(path, d)]
+        if type(e).__module__.startswith("torch.export"):  # torch's Dim: by its name
+            ours = from_torch_export(e, path)
+            root = ours.root if isinstance(ours, DerivedDim) else ours
+            if isinstance(root, Dim) and root.name in by_name:
+                e = ours
         if isinstance(e, Dim) and e.name in by_name:
             return by_name[e.name]
         if isinstance(e, DerivedDim) and e.root.name in by_name:
@@ -277,6 +316,7 @@ def _apply(spec: Any, by_name: dict, by_place: dict, path: str) -> Any:
 
 def _is_tensor_spec(spec: tuple | list) -> bool:
     """A tuple of dim entries (not of nested specs)."""
-    return all(e is None or isinstance(e, (int, Dim, DerivedDim, DimHint)) for e in spec) \
+    return all(e is None or isinstance(e, (int, Dim, DerivedDim, DimHint)) or
+               type(e).__module__.startswith("torch.export") for e in spec) \
         and not all(e is None for e in spec)
 

@@ -14,7 +14,7 @@ from torch.utils import _pytree as pytree
 
 from safetrace import pytree as st_pytree
 from safetrace.dims import DerivedDim, Dim, DimHint
-from safetrace.exporter.shapes import AdditionalInputs, ShapesCollection
+from safetrace.exporter.shapes import AdditionalInputs, ShapesCollection, from_torch_export
 from safetrace import errors
 from safetrace.errors import spec_entry
 
@@ -286,43 +286,12 @@ def _entry(e: Any, where: str) -> Entry:
     if e is None or isinstance(e, (DimHint, Dim, DerivedDim)):
         return e
     if type(e).__module__.startswith("torch.export"):
-        return _from_torch_export(e, where)
+        return from_torch_export(e, where)
     if isinstance(e, int) and not isinstance(e, bool):
         return e
     raise spec_entry(where, e)
 
 
-_TORCH_DIMS: dict[int, Dim] = {}
-
-
-def _from_torch_export(e: Any, where: str) -> Entry:
-    """A torch.export Dim / Dim.AUTO / derived dim written for torch.export, read by duck
-    typing (the library never imports torch.export)."""
-    kind = getattr(e, "type", None)
-    if kind is not None:  # Dim.AUTO / DYNAMIC / STATIC, maybe with a range
-        name = getattr(kind, "name", str(kind)).lower()
-        hint = {"auto": Dim.AUTO, "dynamic": Dim.DYNAMIC, "static": Dim.STATIC}.get(name)
-        if hint is None:
-            raise spec_entry(where, e, "an unknown torch.export hint")
-        lo, hi = getattr(e, "min", None), getattr(e, "max", None)
-        return hint if (lo, hi) == (None, None) else hint(lo, hi)
-    root = getattr(e, "root", None)
-    if root is not None and callable(getattr(e, "fn", None)):  # derived: fn(root) linear
-        base = _from_torch_export(root, where)
-        at0, at1 = e.fn(0), e.fn(1)
-        if not isinstance(base, Dim) or e.fn(2) != 2 * at1 - at0 or at1 - at0 <= 0:
-            raise spec_entry(where, e, "only linear derived dims (a*d + b) are supported")
-        return DerivedDim(base, at1 - at0, at0)
-    name = getattr(e, "__name__", None)
-    if isinstance(name, str):  # a named torch.export Dim: one safetrace Dim per object
-        found = _TORCH_DIMS.get(id(e))
-        if found is None or found.name != name:
-            hi = getattr(e, "max", None)
-            found = Dim(name, min=getattr(e, "min", None),
-                        max=None if hi is None or hi >= 2 ** 62 else hi)
-            _TORCH_DIMS[id(e)] = found
-        return found
-    raise spec_entry(where, e)
 def tree_text(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         return f"Tensor{list(v.shape)}"

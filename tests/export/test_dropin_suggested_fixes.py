@@ -1,0 +1,103 @@
+"""Suggested fixes name only the Dims they change or add, as torch.export's (issue 21): a
+root Dim kept as declared is not restated (torch's test_derived_dim_out_of_order_simplified
+asserts ``"_dimz = Dim(" not in`` the message), neither in torch's ``Suggested fixes:``
+lines nor in our paste-ready ``dynamic_shapes``.  Each case runs torch.export on the same
+model in the same test.  Our own cases."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+from torch._dynamo.exc import UserError
+from torch.export import Dim, dims
+from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+import safetrace as st
+
+from tests.export.dropin_check import check_program
+
+
+class AddsShifted(nn.Module):
+    def forward(self, x, y, z):
+        return x + y[1:] + z[2:]
+
+
+def test_an_unchanged_root_dim_is_not_restated():
+    """torch's test_derived_dim_out_of_order_simplified, through both exporters."""
+    _dimz = Dim("_dimz", min=6, max=8)
+    dimy = _dimz - 1
+    dimx = dimy - 1
+    dimz = Dim("dimz", min=6, max=8)  # should be _dimz
+    args = (torch.randn(5), torch.randn(6), torch.randn(7))
+    for export in (torch.export.export, st.export):
+        with pytest.raises(UserError) as info:
+            export(AddsShifted(), args, dynamic_shapes=({0: dimx}, {0: dimy}, {0: dimz}))
+        text = info.value.args[0]
+        assert re.search(r"Constraints violated \(dimz\)!(.*\n)*.*The values of dimz.*must "
+                         r"always be related to the values of _dimz - 2.*by.*(.*\n)*.*"
+                         r"Suggested fixes:(.*\n)*.*dimz = _dimz", text)
+        for restated in ("_dimz - 2 = Dim(", "_dimz - 1 = _dimz - 1", "_dimz = Dim("):
+            assert restated not in text
+    assert "# _dimz: your Dim, unchanged" in info.value.fix
+    spec = ({0: dimx}, {0: dimy}, {0: dimz})
+    ref = torch.export.export(AddsShifted(), args, dynamic_shapes=(
+        refine_dynamic_shapes_from_suggested_fixes(info.value.msg, spec)))
+    # (our function, given torch's Dims: the same fix)
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
+    assert fixed[2][0].name == "_dimz" and fixed[:2] == spec[:2]
+    ep = st.export(AddsShifted(), args, dynamic_shapes=fixed)
+    inside = [(torch.randn(n), torch.randn(n + 1), torch.randn(n + 2)) for n in (4, 5, 6)]
+    outside = [(torch.randn(6), torch.randn(7), torch.randn(5)),
+               (torch.randn(3), torch.randn(4), torch.randn(5))]
+    check_program(ep, AddsShifted(), inside, outside, ref=ref)
+
+
+class MatmulOrAdd(nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] < 16 and y.shape[1] % 3 == 0:
+            return torch.matmul(x, y)
+        return x + y
+
+
+def test_only_changed_and_new_dims_are_defined():
+    """A narrowed Dim and a new root are defined; the Dims kept (M, N) are only used."""
+    batch, M, K, N = dims("batch", "M", "K", "N")
+    spec = {"x": (batch, M, K), "y": (batch, K, N)}
+    args = (torch.randn(10, 2, 3), torch.randn(10, 3, 4))
+    for export in (torch.export.export, st.export):
+        with pytest.raises(UserError) as info:
+            export(MatmulOrAdd(), args, dynamic_shapes=spec)
+        torch_form = info.value.msg.split("Suggested fixes:")[1]
+        assert "batch = Dim('batch', max=15)" in torch_form and "K = 3*" in torch_form
+        assert "M = Dim(" not in info.value.msg and "N = Dim(" not in info.value.msg
+    assert "batch = Dim('batch', max=15)" in info.value.fix and "K_3 = Dim(" in info.value.fix
+    ep = st.export(MatmulOrAdd(), args,
+                   dynamic_shapes=st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec))
+    check_program(ep, MatmulOrAdd(), [(torch.randn(b, m, 3 * k), torch.randn(b, 3 * k, n))
+                                      for b, m, k, n in ((1, 2, 1, 4), (15, 1, 2, 3))],
+                  [(torch.randn(16, 2, 3), torch.randn(16, 3, 4))])
+
+
+class EvenOrSlice(nn.Module):
+    def forward(self, x, y):
+        return x.view(2, -1), y + x[: y.shape[0]].sum()
+
+
+def test_a_run_time_check_fix_is_not_shown_as_the_declared_dim_in_torch_form():
+    """The fix is Dim.DYNAMIC of the declared range (a run-time check), which torch's
+    syntax cannot say: no ``a = Dim('a', min=2, max=64)`` line restating the Dim."""
+    spec = {"x": (Dim("a", min=2, max=64),), "y": (Dim("b", max=64),)}
+    args = (torch.randn(8), torch.randn(3))
+    with pytest.raises(UserError):
+        torch.export.export(EvenOrSlice(), args, dynamic_shapes=spec)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(EvenOrSlice(), args, dynamic_shapes=spec)
+    assert "a = Dim('a'" not in str(info.value) and "b = Dim(" not in str(info.value)
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
+    ep = st.export(EvenOrSlice(), args, dynamic_shapes=fixed)
+    check_program(ep, EvenOrSlice(), [(torch.randn(n), torch.randn(m))
+                                      for n, m in ((2, 0), (4, 4), (64, 9))],
+                  [(torch.randn(5), torch.randn(2)), (torch.randn(66), torch.randn(5))])
