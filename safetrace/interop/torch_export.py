@@ -168,7 +168,7 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        tep._guards_code.extend(self._constant_types(tep))
+        tep._guards_code.extend(self._input_guards(tep))
         return tep
 
     def _as_torch_settings(self) -> None:
@@ -183,20 +183,25 @@ class _Converter:
         if not settings.specialize_zero_one:
             self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)
 
-    def _constant_types(self, tep: Any) -> list[str]:
-        """torch's guard compares a specialized input by ``==`` only (3.0 == 3, 0 == False):
-        ours also wants its type.  (Held in the program object; torch.export.save drops it.)"""
-        if not any(isinstance(inp, ConstInput) and (inp.value is None or type(inp.value) in (
-                int, float, bool, str)) for inp in self.ep.contract.inputs):
-            return []  # (most programs: no walk of the example inputs)
+    def _input_guards(self, tep: Any) -> list[str]:
+        """Guards torch's ``module()`` checks first (``Guard failed: x.dtype ==
+        torch.int32``, naming the input): each tensor input's dtype (the graph's
+        ``_assert_tensor_metadata`` checks it too, but its message names no input and it
+        stays where torch drops these: ``run_decompositions``, re-export, a saved file);
+        a specialized constant's type, as torch's guard compares it by ``==`` only (3.0 ==
+        3, 0 == False).  (Held in the program object; torch.export.save drops them.)"""
+        inputs = self.ep.contract.inputs
+        if not inputs:
+            return []
         args, kwargs = tep.example_inputs
-        names = self._arg_names()
-        ctx = dict(zip(names, args))
+        ctx = dict(zip(self._arg_names(), args))
         ctx.update(kwargs)
         paths = [p for p, _ in _pytree.tree_leaves_with_path(ctx)]
         out = []
-        for path, inp in zip(paths, self.ep.contract.inputs):
-            if isinstance(inp, ConstInput) and inp.value is None:
+        for path, inp in zip(paths, inputs):
+            if isinstance(inp, TensorInput) and not (inp.scalar or inp.subclass):
+                out.append(f"L{_pytree.keystr(path)}.dtype == {inp.dtype}")
+            elif isinstance(inp, ConstInput) and inp.value is None:
                 # torch's guard leaves a None input unchecked (a tensor passed there runs
                 # the branch traced for None): ours refuses anything but None
                 out.append(f"L{_pytree.keystr(path)} is None or "

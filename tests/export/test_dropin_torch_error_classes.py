@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import subprocess
 import sys
 
@@ -194,3 +195,27 @@ def test_except_clause_catches_it_in_a_process_that_never_imported_dynamo():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.strip() == "caught INVALID_INPUT", out.stderr
+
+
+class IntTimesTwo(nn.Module):
+    def forward(self, x, ys):
+        return x * 2 + ys["a"].sum()
+
+
+def test_a_wrong_dtype_after_to_torch_names_the_input_and_its_dtype():
+    """A program exported with an int32 example refuses int64: ``ep.module()`` with
+    WrongDtype, ``ep.to_torch().module()`` with torch's own guard message naming the input
+    (not the graph's bare "Tensor dtype mismatch").  torch.export's program checks no
+    dtype: it runs int64 through the int32 program."""
+    args = (torch.arange(6, dtype=torch.int32).reshape(2, 3), {"a": torch.randn(4)})
+    ep = st.export(IntTimesTwo(), args)
+    converted = ep.to_torch().module()
+    torch.testing.assert_close(converted(*args), IntTimesTwo()(*args))
+    wrong = [((args[0].long(), args[1]), "x.dtype == torch.int32"),
+             ((args[0], {"a": torch.randn(4).double()}), "ys['a'].dtype == torch.float32")]
+    for bad, guard in wrong:
+        with pytest.raises(E.WrongDtype, match="expected dtype"):
+            ep.module()(*bad)
+        with pytest.raises(AssertionError, match=re.escape(f"Guard failed: {guard}")):
+            converted(*bad)
+    torch.export.export(IntTimesTwo(), args).module()(*wrong[0][0])  # (accepted by torch's)
