@@ -184,7 +184,8 @@ def script_node(path: str, type_name: str, method: str, kind: str,
         f"`{method}` of the submodule `{path}` ({type_name}, the result of torch.jit.script "
         f"or torch.jit.trace); safetrace follows its graph node by node, and its node "
         f"`{kind}` is not one it follows (ATen operators, operators on numbers, constants, "
-        f"attributes, lists and tuples, prim::If and prim::Loop are).",
+        f"attributes read, lists, tuples and dicts, interface method calls, prim::If and "
+        f"prim::Loop are).",
         fix=f"put the original nn.Module back before exporting: model.{path} = "
             f"<the module before torch.jit.script>", where=Where(source=where or None))
 

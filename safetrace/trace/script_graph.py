@@ -7,8 +7,11 @@ functions it calls inlined) is run as Python runs it: an ``aten::`` node is its
 ``torch.ops.aten`` overload, called on the traced values (so the tracer records it, with
 its shape rule and its guards), an operator on ints, floats or bools is Python's own,
 ``prim::GetAttr`` reads the module (its parameters and buffers are the program's state),
-``prim::If`` decides its condition as Python's ``if`` does.  Any other node kind is
-refused, naming it: the graph is never guessed at.  A traced module's graph is what eager
+``prim::If`` decides its condition as Python's ``if`` does, a dict is Python's dict, and a
+``prim::CallMethod`` the inlining left (a ``@torch.jit.interface`` submodule) is followed
+through the method of the submodule held.  Any other node kind (``prim::SetAttr``: the
+module's attributes are not written while exporting) is refused, naming it: the graph is
+never guessed at.  A traced module's graph is what eager
 runs too (its branches frozen at the trace), so the program computes what eager computes.
 """
 
@@ -62,6 +65,21 @@ _ENUMS = {
     "Layout": dict(enumerate((torch.strided, torch.sparse_coo))),
 }
 
+# operators on a TorchScript dict (ordered by insertion, as Python's), as Python's dict
+# computes them; the writes change the dict itself, as TorchScript's do
+_DICT_OPS: dict[str, Callable[..., Any]] = {
+    "aten::keys": lambda d: list(d), "aten::values": lambda d: list(d.values()),
+    "aten::items": lambda d: list(d.items()),
+    "aten::get": lambda d, key, default=None: d.get(key, default),
+    "aten::__contains__": operator.contains,
+    "aten::_set_item": operator.setitem, "aten::Delete": operator.delitem,
+    "aten::pop": lambda d, key, *default: d.pop(key, *default),
+    "aten::setdefault": lambda d, key, default: d.setdefault(key, default),
+    "aten::update": lambda d, other: d.update(other),
+    "aten::clear": lambda d: d.clear(), "aten::popitem": lambda d: d.popitem(),
+    "aten::copy": dict, "aten::dict": dict,
+}
+
 # other nodes of one output, as Python computes them
 _PRIMS: dict[str, Callable[..., Any]] = {
     "prim::dtype": lambda t: _CODES[t.dtype], "prim::device": lambda t: t.device,
@@ -99,18 +117,32 @@ def run_method(method: Any, module: Any, args: tuple, kwargs: dict, path: str,
                where: str) -> Any:
     """What calling TorchScript `method` of `module` (the submodule at `path`) with `args`
     computes, traced; a node it cannot follow raises ScriptModuleInput naming it."""
-    graph = method.inlined_graph
-    inputs = list(graph.inputs())
-    schema = method.schema
-    bound = _bind(schema, args, kwargs)
-    env: dict[Any, Any] = {inputs[0]: module}
-    for value, arg in zip(inputs[1:], bound):
-        env[value] = arg
     try:
-        out = _run_block(graph, env)
+        out = _run_graph(method, module, _bind(method.schema, args, kwargs))
     except _Refused as exc:
         raise script_node(path, type(module).__name__, method.name, str(exc), where) from None
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _run_graph(method: Any, module: Any, args: list) -> list:
+    """The outputs of `method`'s inlined graph run on `module` and `args` (bound)."""
+    graph = method.inlined_graph
+    inputs = list(graph.inputs())
+    env: dict[Any, Any] = {inputs[0]: module}
+    for value, arg in zip(inputs[1:], args):
+        env[value] = arg
+    return _run_block(graph, env)
+
+
+def _call_method(target: Any, name: str, args: list) -> list:
+    """``prim::CallMethod``: a method call the inlining left (a submodule typed by a
+    ``@torch.jit.interface``, whose method is chosen when the program runs): the method
+    of the submodule held now, followed through its own graph."""
+    method = getattr(target, name, None)
+    if not isinstance(target, torch.jit.ScriptModule) or \
+            not hasattr(method, "inlined_graph"):
+        raise _Refused(f"prim::CallMethod (of {name!r} on a {type(target).__name__})")
+    return _run_graph(method, target, args)
 
 
 def _bind(schema: Any, args: tuple, kwargs: dict) -> list:
@@ -142,8 +174,15 @@ def _run_node(node: Any, env: dict) -> None:
         env[outs[0]] = _constant(node)
     elif kind == "prim::GetAttr":
         env[outs[0]] = getattr(ins[0], node.s("name"))
+    elif kind == "prim::SetAttr":  # (the module's C++ attribute would hold a traced value)
+        raise _Refused(f"prim::SetAttr (it sets the module's attribute `{node.s('name')}`)")
     elif kind in ("prim::ListConstruct", "prim::TupleConstruct"):
         env[outs[0]] = list(ins) if kind == "prim::ListConstruct" else tuple(ins)
+    elif kind == "prim::DictConstruct":  # (keys and values in turn, in insertion order)
+        env[outs[0]] = dict(zip(ins[0::2], ins[1::2]))
+    elif kind == "prim::CallMethod":
+        for v, x in zip(outs, _call_method(ins[0], node.s("name"), ins[1:])):
+            env[v] = x
     elif kind in ("prim::ListUnpack", "prim::TupleUnpack"):
         for v, x in zip(outs, ins[0]):
             env[v] = x
@@ -229,6 +268,8 @@ def _constant(node: Any) -> Any:
 def _aten(node: Any, kind: str, ins: list) -> Any:
     if kind in ("aten::__getitem__", "aten::len") and isinstance(ins[0], (list, tuple, dict)):
         return _NUMBER_OPS[kind](*ins)
+    if ins and isinstance(ins[0], dict) and kind in _DICT_OPS:  # (in place, as TorchScript's)
+        return _DICT_OPS[kind](*ins)
     if kind == "aten::append" and isinstance(ins[0], list):  # (in place, as TorchScript's)
         ins[0].append(ins[1])
         return ins[0]
