@@ -48,7 +48,7 @@ def as_torch(err: ExportError) -> ExportError:
                 "__reduce__": _reduce, "catalogue_class": type(err)})
         except TypeError:  # (an instance lay-out apart)
             return err
-        _COMBINED[key] = cls
+        cls = _COMBINED.setdefault(key, cls)  # (another thread's, if it was first)
     new = BaseException.__new__(cls, *err.args)  # (no __init__ of either side: a copy)
     new.__dict__.update(err.__dict__)
     for c, member in classes:
