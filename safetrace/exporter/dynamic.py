@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 import torch
@@ -525,18 +526,20 @@ class DynamicDims:
 
     def suggestion(self, specs: list, leaves: list, in_spec: Any, names: list[str]) -> str:
         """A ready-to-paste ``dynamic_shapes`` value with every fix applied: a line for each
-        Dim the fixes change or add; the Dims kept as declared are named, not restated (as
-        torch.export's suggested fixes)."""
+        Dim the fixes change or add; a Dim kept as declared is not restated (as in
+        torch.export's suggested fixes) but written where it is used, ``Dim('n')``, so the
+        text runs whatever the user's variables are called."""
         defs: dict[str, str] = {}
-        kept: dict[str, None] = {}
         declared = self.declared
 
-        def define(dim: Dim) -> None:
+        def define(dim: Dim) -> str:
+            """The name to write for `dim` (defined once), or `dim` itself, kept."""
             same = declared.get(dim.name)
-            if same is not None and (same.min, same.max) == (dim.min, dim.max):
-                kept[dim.name] = None
-            else:
-                defs[dim.name] = f"{dim.name} = {dim!r}"
+            if same is not None and (same.min, same.max) == (dim.min, dim.max) and \
+                    dim.name not in defs:
+                return repr(dim)
+            defs[dim.name] = f"{dim.name} = {dim!r}"
+            return dim.name
 
         def render(entry: Any, path: str, d: int) -> str:
             fixed = self.fixes.get((path, d), entry)
@@ -547,11 +550,10 @@ class DynamicDims:
                         and isinstance(self.dim_fixes[fixed.root.name], Dim):
                     fixed = DerivedDim(self.dim_fixes[fixed.root.name], fixed.coef, fixed.offset)
             if isinstance(fixed, DerivedDim):
-                define(fixed.root)
-                return repr(fixed)
+                root = define(fixed.root)
+                return re.sub(rf"\b{fixed.root.name}\b", lambda _: root, repr(fixed))
             if isinstance(fixed, Dim):
-                define(fixed)
-                return fixed.name
+                return define(fixed)
             return repr(fixed)
 
         rendered = []
@@ -567,10 +569,6 @@ class DynamicDims:
         top.update(kwargs)
         body = "{" + ", ".join(f"{k!r}: {_render(v)}" for k, v in top.items()) + "}"
         lines = ["from safetrace import Dim"] + list(defs.values())
-        kept = {k: None for k in kept if k not in defs}
-        if kept:
-            lines.append(f"# {', '.join(kept)}: your Dim{'s' if len(kept) > 1 else ''}, "
-                         f"unchanged")
         lines.append(f"dynamic_shapes = {body}")
         return "\n".join("    " + line for line in lines)
 

@@ -196,10 +196,16 @@ class _Converter:
         args, kwargs = tep.example_inputs
         ctx = dict(zip(self._arg_names(), args))
         ctx.update(kwargs)
-        paths = [p for p, _ in _pytree.tree_leaves_with_path(ctx)]
+        if any(isinstance(v, torch.nn.Module) for v in _pytree.tree_leaves(
+                ctx, is_leaf=lambda v: isinstance(v, torch.nn.Module))):
+            return []  # (a module given as an input: torch's guards see it as one leaf)
+        leaves = _pytree.tree_leaves_with_path(ctx)
+        if len(leaves) != len(inputs):
+            return []
         out = []
-        for path, inp in zip(paths, inputs):
-            if isinstance(inp, TensorInput) and not (inp.scalar or inp.subclass):
+        for (path, leaf), inp in zip(leaves, inputs):
+            if isinstance(inp, TensorInput) and not (inp.scalar or inp.subclass) and \
+                    type(leaf) is torch.Tensor:
                 out.append(f"L{_pytree.keystr(path)}.dtype == {inp.dtype}")
             elif isinstance(inp, ConstInput) and inp.value is None:
                 # torch's guard leaves a None input unchecked (a tensor passed there runs
