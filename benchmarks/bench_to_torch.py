@@ -260,6 +260,8 @@ def first_child(side: str, name: str) -> None:
 
 def first_calls(names: list[str], repeat: int, bytecode: str = "cached") -> None:
     """``--first``: each side's first call in fresh processes, alternating (see above)."""
+    import atexit
+    import shutil
     import subprocess
     import tempfile
 
@@ -267,6 +269,7 @@ def first_calls(names: list[str], repeat: int, bytecode: str = "cached") -> None
     if bytecode == "cached":
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="safetrace-bench-pyc-")
+        atexit.register(shutil.rmtree, env["PYTHONPYCACHEPREFIX"], True)  # (~90 MB)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cpus, "
           f"torch {torch.__version__}; first call in a fresh process, {repeat} rounds; "
           f"bytecode {bytecode}; load average {os.getloadavg()[0]:.1f}")
