@@ -264,7 +264,9 @@ class FakeBuilder:
                                            dispatch_device=True,
                                            device_for_backend_keys=normalized)
         mutable(fake)
-        fake.__dict__.update(fields)
+        # (a copy of the attributes set as the new value's dict: ~0.2 µs, where updating
+        # the empty dict it has inserts each of the ~20 attributes, ~1.3 µs)
+        fake.__dict__ = fields.copy()
         return fake
 
     def _state_key(self, device: Any) -> tuple:

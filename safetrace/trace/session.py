@@ -38,6 +38,7 @@ import torch.fx._symbolic_trace as fx_symbolic_trace
 from safetrace.errors import seeded_generator
 from safetrace.trace import asserts, hops, pycalls, pyhelpers, scripted, shims, vmapping
 from safetrace.trace.current import enter_session, exporting, leave_session
+from safetrace.trace.handlers.collectives import load_when_grouped
 from safetrace.trace.torch_own import Originals
 
 Patch = tuple[Any, str, Any]  # (owner, attribute, replacement)
@@ -369,6 +370,7 @@ class ExportSession:
         self._seed = torch.default_generator.initial_seed()
         self._bystander_seeds = pyhelpers.BYSTANDER_SEEDS[0]
         self._sets = (_OWN_SETS.count, _BYSTANDER_SETS[0])
+        load_when_grouped()  # (before the table: funcol's shim is in it once imported)
         self._held = _install(self._table())
         self._owners = scripted.enter(self.walk)
         enter_session()

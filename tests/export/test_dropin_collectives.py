@@ -123,3 +123,47 @@ def test_async_op_is_refused_with_the_fix() -> None:
                                                     r"async_op=True\)(.|\n)*Fix: call it "
                                                     r"with async_op=False"):
         st.export(Async(), (x,))
+
+
+
+_FRESH = """
+import sys
+import torch
+import torch.distributed as dist
+from torch import nn
+import safetrace as st
+st.export  # (the exporter's modules)
+print("after-import", "torch.distributed._functional_collectives" in sys.modules)
+{inplace}
+dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+x = torch.randn(4, 3)
+ep = st.export(InPlace(), (x,), dynamic_shapes=({{0: st.Dim("n", max=64)}},))
+print("waits", sum(n.target is torch.ops._c10d_functional.wait_tensor.default
+                   for n in ep.graph.nodes))
+for n in (0, 5):
+    x = torch.randn(n, 3)
+    for got, want in zip(ep.module()(x), InPlace()(x)):
+        torch.testing.assert_close(got, want)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_a_fresh_process_imports_funcol_only_for_an_export_in_a_group() -> None:
+    """torch's functional collectives (~40 ms to import) are not imported with safetrace's
+    exporter; an export's session imports them once a process group exists, before it
+    installs the shim that waits on their results: the in-place calls export with a
+    wait_tensor per collective, as above, in a process that never imported them itself
+    (this module imports them: the child runs InPlace's source alone)."""
+    import inspect
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = _FRESH.format(inplace=inspect.getsource(InPlace))
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "after-import False" in out.stdout
+    assert "waits 5" in out.stdout

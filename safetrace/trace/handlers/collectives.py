@@ -8,6 +8,7 @@ torch.export records them: the functional collective (``_c10d_functional.*``), i
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any, Callable
 
 import torch
@@ -28,11 +29,33 @@ _REMAPS: list[tuple[str, str]] = [  # torch.distributed's function -> funcol's i
 ]
 
 
-def _remap(legacy: Callable[..., Any], inplace: Callable[..., Any], ops: dict) -> Callable:
-    signature = inspect.signature(legacy)
-    accepted = set(inspect.signature(inplace).parameters)
+FUNCOL = "torch.distributed._functional_collectives"
+
+
+def load_when_grouped() -> None:
+    """Import torch's functional collectives before an export once a process group exists
+    (``ExportSession`` calls this on entry).  They are imported here, not at import time:
+    the module costs ~40 ms to import and serves only programs that call collectives, and
+    no collective runs (in eager or in an export) without an initialized process group.
+    Importing it before the session builds its table lets ``trace/shims.py`` wait on the
+    results of funcol's calls as torch.export does."""
+    if FUNCOL not in sys.modules and torch.distributed.is_available() and \
+            torch.distributed.is_initialized():
+        from torch.distributed import _functional_collectives  # noqa: F401 - see above
+
+
+def _remap(legacy: Callable[..., Any], inplace_name: str) -> Callable:
+    parts: list = []  # (inplace function, its accepted names, legacy signature, ReduceOp
+    # names): made at the first call, from funcol, imported by then (load_when_grouped)
 
     def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+        if not parts:
+            import torch.distributed._functional_collectives as funcol  # (see above)
+
+            inplace = getattr(funcol, inplace_name)
+            parts[:] = [inplace, set(inspect.signature(inplace).parameters),
+                        inspect.signature(legacy), funcol.REDUCE_OP_TO_STR]
+        inplace, accepted, signature, ops = parts
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = dict(bound.arguments)
@@ -51,13 +74,10 @@ def _remap(legacy: Callable[..., Any], inplace: Callable[..., Any], ops: dict) -
 def _register() -> None:
     if not torch.distributed.is_available():
         return
-    import torch.distributed._functional_collectives as funcol
-
     for legacy_name, inplace_name in _REMAPS:
         legacy = getattr(torch.distributed, legacy_name, None)
-        inplace = getattr(funcol, inplace_name, None)
-        if legacy is not None and inplace is not None:
-            handles(legacy)(_remap(legacy, inplace, funcol.REDUCE_OP_TO_STR))
+        if legacy is not None:  # (funcol has each in-place function in torch 2.13)
+            handles(legacy)(_remap(legacy, inplace_name))
 
 
 _register()
