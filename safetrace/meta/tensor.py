@@ -131,6 +131,23 @@ class TensorMeta:
         return f"TensorMeta({list(self.shape)}, {self.dtype}, {self.device})"
 
 
+def static_meta(static: tuple) -> TensorMeta:
+    """``TensorMeta(*static)`` for a static key (a tuple of int sizes, dtype, device: a
+    meta's ``static``, or a real tensor's), without the constructor's look at each size.
+    The hot paths (a replayed op's result, the program's state) make one per value."""
+    m = _NEW(TensorMeta)
+    m.shape = shape = static[0]
+    m.ndim = len(shape)
+    m.dtype, m.device = static[1], static[2]
+    m._bounds = m._mask_cell = m._symbolic = None
+    m._bounds_epoch = ACTIVE.data_epoch
+    m.static = static
+    return m
+
+
+_NEW = object.__new__
+
+
 def contiguous_strides(shape: tuple) -> tuple:
     """Row-major strides of a contiguous tensor of `shape` (size-0/1 dims as torch does)."""
     strides = []

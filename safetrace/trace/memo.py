@@ -46,6 +46,7 @@ import torch
 
 from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
@@ -178,7 +179,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
                                         _STRIDED, _META)
-    result.st_meta = TensorMeta(*out_static)
+    # (an entry of this trace's symbolic sizes holds (sizes, dtype, device), no static key)
+    result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
     result.st_node = node
     if contig is not True:
         result.st_contig = contig
@@ -406,7 +408,7 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
         item.meta["stack_trace"] = trace
         p = item.meta["val"] = WRAPPER(Proxy, out_static[0], None, None, None,
                                        out_static[1], _STRIDED, _META)
-        p.st_meta = TensorMeta(*out_static)
+        p.st_meta = static_meta(out_static)
         p.st_node = item
         if contigs[i] is not True:
             p.st_contig = contigs[i]
