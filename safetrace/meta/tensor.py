@@ -42,7 +42,7 @@ class TensorMeta:
         self.static: tuple | None = (shape, dtype, device) if bounds is None else None
         self._symbolic: tuple | None = None  # (env, symbolic_key(env)) once asked
         for s in shape:
-            if s.__class__ is not int:
+            if type(s) is not int:
                 self.static = None
                 break
 
@@ -96,9 +96,9 @@ class TensorMeta:
         sizes = []
         cls = env.int_cls
         for s in self.shape:
-            if s.__class__ is int:
+            if type(s) is int:
                 sizes.append(s)
-            elif s.__class__ is cls and s.env is env:
+            elif type(s) is cls and s.env is env:
                 sizes.append(s.expr)  # (interned: equal expressions are one object)
             else:
                 return None
@@ -113,7 +113,7 @@ class TensorMeta:
         n = 1
         sym: Size = None
         for s in self.shape:
-            if s.__class__ is int:
+            if type(s) is int:
                 n *= s  # plain ints first: each symbolic product builds an expression
             else:
                 sym = s if sym is None else sym * s
