@@ -10,7 +10,9 @@ import collections
 import dataclasses
 import functools
 import inspect
+import operator
 import re
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -331,6 +333,45 @@ def _first_difference(e: Any, g: Any, path: str, got_leaves: list, start: int) -
 tree_flatten = pytree.tree_flatten
 tree_unflatten = pytree.tree_unflatten
 tree_map = pytree.tree_map
+
+
+class ModuleWalk(list):
+    """``module_walk``'s list of (path, module), with ``facts``: a dict where the export's
+    steps keep what they derive from the walk's paths, module identities and classes alone
+    (``walk_of``: the same dict while those are the same)."""
+
+    __slots__ = ("facts",)
+
+
+def walk_of(model: Any) -> ModuleWalk:
+    """``module_walk(model)`` with its facts: those of the model's last walk while every
+    path, module and module class is the same (compared by identity: a module's ``id``
+    is its own while the model is alive and the cached walk's ids were read from live
+    modules of the same classes at the same paths), else a new, empty dict.  The cache
+    holds no module: a weak reference to the model, the paths, ids and classes."""
+    walk = ModuleWalk(module_walk(model))
+    mods = list(map(_SECOND, walk))
+    names, ids = tuple(map(_FIRST, walk)), tuple(map(id, mods))
+    key = id(model)
+    hit = _WALKS.get(key)
+    if hit is not None and hit[0]() is model and hit[1] == names and hit[2] == ids and \
+            all(map(operator.is_, map(type, mods), hit[3])):
+        walk.facts = hit[4]
+        return walk
+    walk.facts = {}
+    if len(_WALKS) > 1_000:
+        _WALKS.clear()
+    try:
+        ref = weakref.ref(model, lambda _, key=key: _WALKS.pop(key, None))
+    except TypeError:  # (no weak references: facts made again each export)
+        return walk
+    _WALKS[key] = (ref, names, ids, tuple(map(type, mods)), walk.facts)
+    return walk
+
+
+# id(model) -> (a weak reference to it, its walk's paths, module ids, module classes, facts)
+_WALKS: dict[int, tuple] = {}
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def module_walk(model: Any) -> list[tuple[str, Any]]:

@@ -33,7 +33,7 @@ from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
-from safetrace.trace.graph import add_node, add_placeholder
+from safetrace.trace.graph import add_node, add_placeholder, add_placeholders
 from safetrace.trace.layout import exact_contiguous, input_layout
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import WRAPPER, Proxy, SymShape
@@ -97,14 +97,18 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             preserve_module_call_signature: tuple[str, ...], max_splits: int,
             prefer_deferred_runtime_asserts_over_guards: bool,
             verbose: bool | None) -> ExportedProgram:
+    # the model's modules, walked once for the steps below and the first trace (a later
+    # one walks again: forward may have changed the tree)
+    walk = pytree.walk_of(model) if isinstance(model, torch.nn.Module) else None
     with built_under(model), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
-            module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn) as caches:
+            module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn, walk) as caches:
         runs: list[Exporter] = []
 
         def one(sides: dict | None, flipped: frozenset = frozenset()) -> ExportedProgram:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
-                                 defer=prefer_deferred_runtime_asserts_over_guards))
+                                 defer=prefer_deferred_runtime_asserts_over_guards,
+                                 walk=None if runs else walk))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
         ep = export_with_splits(one, max_splits)
@@ -118,12 +122,14 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
                  sides: dict | None = None, flipped: frozenset = frozenset(),
-                 defer: bool = False) -> None:
+                 defer: bool = False, walk: Any = None) -> None:
         self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
             model = plain
             fn = model.forward if isinstance(model, torch.nn.Module) else model
+            walk = None
+        self.given_walk = walk  # pytree.walk_of(model) made just before, if any
         self.model = model
         self.fn = fn
         self.preserve = preserve
@@ -143,7 +149,7 @@ class Exporter:
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
             report: Any = None) -> ExportedProgram | None:
         """Trace and build the program; with a `report`, collect problems instead of raising."""
-        with _UnwrappedChildren(self.model) as walk:
+        with _UnwrappedChildren(self.model, self.given_walk) as walk:
             self.walk = walk  # the model's modules (one walk for the whole export)
             # (a torch.jit.script / trace submodule is refused where it is called,
             # trace/scripted.py: held, or its parameters read, it exports as in torch)
@@ -286,7 +292,10 @@ class Exporter:
         # torch.export's state_dict lists each, as the model's own state_dict does (the
         # snapshot walks every path, as named_parameters(remove_duplicate=False))
         again: list[tuple[str, int]] = []
-        state, graph = self.state, self.graph
+        state = self.state
+        lifted = []  # each tensor lifted once: (tensor, name, kind, persistent)
+        places = []  # ... and its placeholder's target
+        seen: set[int] = set()
         for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
             for entry in guard.saved:
                 mname, mod, tensors = entry[0], entry[1], entry[index]
@@ -304,22 +313,26 @@ class Exporter:
                     if type(t) not in _REAL_STATE and traced_elsewhere(t):
                         raise E.state_traced_elsewhere(f"the model's state {name!r}",
                                                        type(t).__name__)
-                    if id(t) in state:
+                    if id(t) in seen:
                         again.append((name, id(t)))
                         continue
-                    node = add_placeholder(graph, ph)
-                    # (Proxy.__new__ inline: a real tensor's sizes are ints)
-                    meta = TensorMeta(t.shape, t.dtype, t.device)
-                    p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED,
-                                _META)
-                    p.st_meta, p.st_node = meta, node
-                    if not exact_contiguous(t):
-                        p.st_contig, p.st_strides = None, tuple(t.stride())
-                    node.meta.update(val=p, stack_trace="", kind=kind, target=name)
-                    state[id(t)] = node
-                    self.state_tensors[name] = t
-                    persistent = kind == "parameter" or key not in mod._non_persistent_buffers_set
-                    self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
+                    seen.add(id(t))
+                    places.append(ph)
+                    lifted.append((t, name, kind, kind == "parameter" or
+                                   key not in mod._non_persistent_buffers_set))
+        # (the placeholders made in one pass: the graph has no node before them)
+        for (t, name, kind, persistent), node in zip(lifted,
+                                                     add_placeholders(self.graph, places)):
+            # (Proxy.__new__ inline: a real tensor's sizes are ints)
+            meta = TensorMeta(t.shape, t.dtype, t.device)
+            p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
+            p.st_meta, p.st_node = meta, node
+            if not exact_contiguous(t):
+                p.st_contig, p.st_strides = None, tuple(t.stride())
+            node.meta.update(val=p, stack_trace="", kind=kind, target=name)
+            state[id(t)] = node
+            self.state_tensors[name] = t
+            self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
         self.state_aliases: dict[str, str] = {}
         if again:
             names = {id(t): n for n, t in self.state_tensors.items()}
@@ -538,28 +551,36 @@ class _UnwrappedChildren:
     Gives the model's (unwrapped) modules, ``pytree.module_walk``; None for a function.
     (A class: a generator context manager costs more than the walk for small models.)"""
 
-    __slots__ = ("model", "swapped")
+    __slots__ = ("model", "walk", "swapped")
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, walk: Any = None) -> None:
         self.model = model
+        self.walk = walk  # pytree.walk_of(model), made just before (else walked here)
         self.swapped: list = []
 
     def __enter__(self) -> list | None:
         model = self.model
         if not isinstance(model, torch.nn.Module):
             return None
-        walk = pytree.module_walk(model)
+        walk = self.walk if self.walk is not None else pytree.walk_of(model)
+        if walk.facts.get("compiled") is False:  # (no torch.compile wrapper among them)
+            return walk
         seen: set[int] = set()
+        compiled = False
         for _, mod in walk:
             if id(mod) in seen:
                 continue
             seen.add(id(mod))
             for name, child in list(mod._modules.items()):
                 # (the class name first, inline: one Python call less per module)
-                if type(child).__name__ == "OptimizedModule" and _compiled_wrapper(child):
-                    mod._modules[name] = child._orig_mod
-                    self.swapped.append((mod, name, child))
-        return pytree.module_walk(model) if self.swapped else walk
+                if type(child).__name__ == "OptimizedModule":
+                    compiled = True
+                    if _compiled_wrapper(child):
+                        mod._modules[name] = child._orig_mod
+                        self.swapped.append((mod, name, child))
+        if not compiled:  # (a fact of the walk's classes: kept while they are the same)
+            walk.facts["compiled"] = False
+        return pytree.walk_of(model) if self.swapped else walk
 
     def __exit__(self, *exc: Any) -> None:
         for mod, name, child in self.swapped:

@@ -41,14 +41,15 @@ _CLASS_SPACES: dict[type, tuple[dict, ...]] = {}
 class GlobalCaches:
     """Around one export: clean the caches of the model's modules afterwards."""
 
-    __slots__ = ("model", "fn", "sizes", "spaces")
+    __slots__ = ("model", "fn", "walk", "sizes", "spaces")
 
-    def __init__(self, model: Any, fn: Any) -> None:
+    def __init__(self, model: Any, fn: Any, walk: Any = None) -> None:
         self.model, self.fn = model, fn
+        self.walk = walk  # the model's pytree.walk_of, when the caller has it
 
     def __enter__(self) -> GlobalCaches:
         self.sizes, self.spaces = [], []
-        for ns in _namespaces(self.model, self.fn):
+        for ns in _namespaces(self.model, self.fn, self.walk):
             found = _values(ns)
             # each container and lru cache with its size: one that grew is looked at after
             self.sizes += [(c, len(c) if isinstance(c, _CONTAINERS)
@@ -117,18 +118,39 @@ class _Space:
         self.__dict__ = ns
 
 
-def _namespaces(model: Any, fn: Any) -> list[dict]:
+def _namespaces(model: Any, fn: Any, walk: Any = None) -> list[dict]:
     """The global namespaces of the user's code the export runs: the modules defining the
-    model's classes (torch's own excluded) and forward's function."""
+    model's classes (torch's own excluded) and forward's function.  (Those of the classes
+    are kept with the facts of the model's walk, `walk`, a ``pytree.walk_of``: a function
+    of its classes, each class's answer being kept in _CLASS_SPACES anyway.)"""
+    facts = getattr(walk, "facts", None)
+    found = facts.get("namespaces") if facts is not None else None
+    if found is None:
+        found = _class_spaces(model if walk is None else [m for _, m in walk])
+        if facts is not None:
+            facts["namespaces"] = found
+    spaces = dict(found)
+    g = getattr(getattr(fn, "__func__", fn), "__globals__", None)
+    if isinstance(g, dict) and _users(g.get("__name__", "")):
+        spaces.setdefault(id(g), g)
+    return list(spaces.values())
+
+
+def _class_spaces(modules: Any) -> tuple[tuple[int, dict], ...]:
+    """(id, namespace) of each module defining a class of `modules` (a model, whose
+    modules are walked, or the list of them), in a first-seen order."""
     spaces: dict[int, dict] = {}
     classes = set()
-    todo = [model] if isinstance(model, torch.nn.Module) else []
-    while todo:  # (the classes of the model's modules: no named walk needed)
-        m = todo.pop()
-        if type(m) not in classes:
-            classes.add(type(m))
-        if m._modules:
-            todo.extend(c for c in m._modules.values() if c is not None)
+    if isinstance(modules, list):
+        classes.update(map(type, modules))
+    else:
+        todo = [modules] if isinstance(modules, torch.nn.Module) else []
+        while todo:  # (the classes of the model's modules: no named walk needed)
+            m = todo.pop()
+            if type(m) not in classes:
+                classes.add(type(m))
+            if m._modules:
+                todo.extend(c for c in m._modules.values() if c is not None)
     for cls in classes:
         found = _CLASS_SPACES.get(cls)
         if found is None:
@@ -139,10 +161,7 @@ def _namespaces(model: Any, fn: Any) -> list[dict]:
                 if _users(c.__module__) and c.__module__ in sys.modules)
         for ns in found:
             spaces[id(ns)] = ns
-    g = getattr(getattr(fn, "__func__", fn), "__globals__", None)
-    if isinstance(g, dict) and _users(g.get("__name__", "")):
-        spaces.setdefault(id(g), g)
-    return list(spaces.values())
+    return tuple(spaces.items())
 
 
 def _users(module: str) -> bool:

@@ -379,6 +379,10 @@ class TorchSymFloat(SymFloat, torch.SymFloat):
 
 
 TorchSymInt._st_class = TorchSymInt  # type: ignore[attr-defined]
+# the classes whose ``__class__`` (read by isinstance tests too) an export may answer in
+# Python (trace/pycalls.py's ``_st_class``, when the user's code reads classes): safetrace's
+# own hot type tests look at ``type(v)`` first
+SYM_CLASSES = frozenset((TorchSymInt, TorchSymFloat, TorchSymBool))
 TorchSymBool._st_class = TorchSymBool  # type: ignore[attr-defined]
 TorchSymFloat._st_class = TorchSymFloat  # type: ignore[attr-defined]
 _complete(TorchSymInt, SymInt, torch.SymInt, int)

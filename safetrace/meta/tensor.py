@@ -42,7 +42,7 @@ class TensorMeta:
         self.static: tuple | None = (shape, dtype, device) if bounds is None else None
         self._symbolic: tuple | None = None  # (env, symbolic_key(env)) once asked
         for s in shape:
-            if s.__class__ is not int:
+            if type(s) is not int:
                 self.static = None
                 break
 
@@ -96,9 +96,9 @@ class TensorMeta:
         sizes = []
         cls = env.int_cls
         for s in self.shape:
-            if s.__class__ is int:
+            if type(s) is int:
                 sizes.append(s)
-            elif s.__class__ is cls and s.env is env:
+            elif type(s) is cls and s.env is env:
                 sizes.append(s.expr)  # (interned: equal expressions are one object)
             else:
                 return None
@@ -113,7 +113,7 @@ class TensorMeta:
         n = 1
         sym: Size = None
         for s in self.shape:
-            if s.__class__ is int:
+            if type(s) is int:
                 n *= s  # plain ints first: each symbolic product builds an expression
             else:
                 sym = s if sym is None else sym * s
@@ -129,6 +129,23 @@ class TensorMeta:
 
     def __repr__(self) -> str:
         return f"TensorMeta({list(self.shape)}, {self.dtype}, {self.device})"
+
+
+def static_meta(static: tuple) -> TensorMeta:
+    """``TensorMeta(*static)`` for a static key (a tuple of int sizes, dtype, device: a
+    meta's ``static``, or a real tensor's), without the constructor's look at each size.
+    The hot paths (a replayed op's result, the program's state) make one per value."""
+    m = _NEW(TensorMeta)
+    m.shape = shape = static[0]
+    m.ndim = len(shape)
+    m.dtype, m.device = static[1], static[2]
+    m._bounds = m._mask_cell = m._symbolic = None
+    m._bounds_epoch = ACTIVE.data_epoch
+    m.static = static
+    return m
+
+
+_NEW = object.__new__
 
 
 def contiguous_strides(shape: tuple) -> tuple:

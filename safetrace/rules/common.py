@@ -10,6 +10,7 @@ import torch
 from safetrace.errors import outside_export, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE  # the trace in progress
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.symbolic import (
     SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_and, sym_max, sym_min,
     to_expr,
@@ -113,7 +114,8 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
             cur = out[j]
             if cur is size:
                 continue
-            if isinstance(cur, int) and isinstance(size, int):
+            if type(cur) not in SYM_CLASSES and type(size) not in SYM_CLASSES and \
+                    isinstance(cur, int) and isinstance(size, int):
                 if size == 1 or cur == size:
                     continue
                 if cur == 1:
@@ -121,7 +123,7 @@ def broadcast_shapes(*shapes: Sequence[Size], op: str = "op") -> tuple:
                     continue
                 raise shape_error(op, f"The size of tensor a ({cur}) must match the size of "
                                       f"tensor b ({size}) at non-singleton dimension {i}")
-            if cur.__class__ is size.__class__ is SymInt and cur.expr is size.expr and \
+            if type(cur) is type(size) is SymInt and cur.expr is size.expr and \
                     cur.env is size.env:
                 continue  # one (interned) size expression: equal, with nothing to decide
             out[j] = broadcast_sizes(cur, size, i, op)
@@ -143,7 +145,7 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
     Sizes equal on the example are unified (equal sizes broadcast alike whether or not
     they are 1); only when the example really broadcasts is ``== 1`` guarded.
     """
-    if isinstance(b, int) and b == 1:
+    if type(b) not in SYM_CLASSES and isinstance(b, int) and b == 1:
         return a
     if isinstance(a, int) and a == 1:
         return b

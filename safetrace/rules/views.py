@@ -15,6 +15,7 @@ import torch
 from safetrace.errors import data_dependent_count, shape_error
 from safetrace.meta import TensorMeta
 from safetrace.meta.pins import pin_count
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import (check, hint_of, normalize_dim, normalize_dims,
                                     open_question, prod, requiring, settle, wrap_index)
 from safetrace.rules.registry import rule
@@ -29,7 +30,7 @@ Size = Any
 
 def is_minus_one(size: Size) -> bool:
     """True for the literal -1 of a size list ("infer this" / "keep this")."""
-    return isinstance(size, int) and size == -1
+    return type(size) not in SYM_CLASSES and isinstance(size, int) and size == -1
 
 
 def concrete_count(n: Size, op: str) -> int:
@@ -98,8 +99,10 @@ def infer_size(shape: Sequence[Size], numel: Size, op: str,
 
 
 def _same_size(a: Size, b: Size) -> bool:
-    if isinstance(a, int) or isinstance(b, int):
-        return isinstance(a, int) and isinstance(b, int) and a == b
+    a_int = type(a) not in SYM_CLASSES and isinstance(a, int)
+    b_int = type(b) not in SYM_CLASSES and isinstance(b, int)
+    if a_int or b_int:
+        return a_int and b_int and a == b
     return getattr(a, "expr", a) is getattr(b, "expr", b)  # interned expressions
 
 

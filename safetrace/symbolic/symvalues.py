@@ -46,7 +46,7 @@ def _wrap_bool(e: Expr, env: Env) -> Any:
 
 
 def _int_operand(o: object) -> Expr | None:
-    c = o.__class__
+    c = type(o)  # (not o.__class__: an export may answer it in Python, pycalls.py)
     if c is int:
         return const(o)  # type: ignore[arg-type]
     if c is SymInt or isinstance(o, SymInt):

@@ -73,6 +73,47 @@ def add_placeholder(graph: Graph, name: str) -> Node:
     return add_node(graph, name, (), {}, base, op="placeholder")
 
 
+def add_placeholders(graph: Graph, targets: list[str]) -> list[Node]:
+    """``[add_placeholder(graph, t) for t in targets]``.  On a graph with no node yet (the
+    program's state, lifted first) the unique names, and the namespace's names and counts
+    after them, are a function of `targets` alone: kept per list of targets, so the nodes
+    are made and linked in one loop with no name to work out."""
+    ns = graph._graph_namespace if FAST_NODES and graph._owning_module is None else None
+    if ns is None or graph._len or ns._used_names or ns._base_count or ns._obj_to_name:
+        return [add_placeholder(graph, t) for t in targets]
+    insert = graph._insert
+    key = tuple(targets)
+    hit = _PLACEHOLDER_RUNS.get(key)
+    if hit is None or getattr(insert, "__func__", None) is not PREPEND:
+        nodes = [add_placeholder(graph, t) for t in targets]
+        if len(_PLACEHOLDER_RUNS) > 1_000:
+            _PLACEHOLDER_RUNS.clear()
+        _PLACEHOLDER_RUNS[key] = (tuple(n.name for n in nodes), frozenset(ns._used_names),
+                                  dict(ns._base_count))
+        return nodes
+    uniques, used, counts = hit
+    ns._used_names.update(used)
+    ns._base_count.update(counts)
+    names, at = ns._obj_to_name, insert.__self__
+    table = graph._find_nodes_lookup_table.table[("placeholder", None)]
+    nodes = []
+    for target, unique in zip(targets, uniques):
+        n = NEW_NODE(Node)  # (add_node's fast path, as it makes each node)
+        INIT_NODE(n, graph, unique, "placeholder", target, None)
+        n._update_args_kwargs((), {})
+        names[n] = unique
+        at._prepend(n)
+        table[n] = None
+        nodes.append(n)
+    graph._len += len(nodes)
+    return nodes
+
+
+# tuple(targets) -> (the placeholders' unique names, the namespace's used names and base
+# counts after them), for a graph with no node before them (add_placeholders)
+_PLACEHOLDER_RUNS: dict[tuple, tuple] = {}
+
+
 def target_name(graph: Graph, target: Any) -> str:
     """``graph._target_to_str(target)`` (fx's base name of a node calling `target`; it
     depends on the target alone), made once per target."""
@@ -155,6 +196,17 @@ def _selfcheck() -> bool:
                   "for", "p_a_b_weight", "p_a_b_weight", "_1", "a__3", "a__3", "relu_10",
                   "relu", "relu_10"):
             ok = ok and unique_name(mine, c) == theirs.create_name(c, None)
+        targets = ["p_a", "p_a", "for", "x_1", "x"]
+        fx = Graph()
+        expected = [fx.placeholder(t).name for t in targets]
+        for _ in range(2):  # (made, then from the kept names)
+            h = Graph()
+            made = add_placeholders(h, targets)
+            ok = ok and [n.name for n in made] == expected and list(h.nodes) == made and \
+                h.find_nodes(op="placeholder") == made and \
+                [n.target for n in made] == targets and \
+                h._graph_namespace._used_names == fx._graph_namespace._used_names and \
+                h._graph_namespace._base_count == fx._graph_namespace._base_count
     except Exception:
         ok = False
     FAST_NODES = ok

@@ -23,6 +23,7 @@ import torch
 
 from safetrace.errors import layout_of_view, strides_of_loose, view_of_strided
 from safetrace.meta import contiguous_strides
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.proxy import Proxy
@@ -195,12 +196,13 @@ def storage_offset(tr: Recorder, x: Proxy) -> int:
 def _hint(v: Any) -> Any:
     """A value as eager has it at the example inputs (sizes at their hints), or raise
     LookupError where that is unknown (a tensor argument, an unbacked size)."""
-    if isinstance(v, torch.fx.Node):
-        v = v.meta.get("val")
-    if isinstance(v, (list, tuple)):
-        return type(v)(_hint(a) for a in v)
-    if isinstance(v, torch.Tensor):
-        raise LookupError(v)
+    if type(v) not in SYM_CLASSES:  # (a size: none of these; its type tests may run Python)
+        if isinstance(v, torch.fx.Node):
+            v = v.meta.get("val")
+        if isinstance(v, (list, tuple)):
+            return type(v)(_hint(a) for a in v)
+        if isinstance(v, torch.Tensor):
+            raise LookupError(v)
     if hasattr(v, "expr") and hasattr(type(v), "hint"):  # (not v: the property may raise)
         try:
             return v.hint

@@ -46,7 +46,9 @@ import torch
 
 from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import WRAPPER, Proxy
@@ -97,14 +99,14 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     nodes: list = []
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
-        if a.__class__ is Proxy and a._st_value is None and \
+        if type(a) is Proxy and a._st_value is None and \
                 (s := a.st_meta.static) is not None:
             # (a proxy of static sizes, the usual argument: _argument's first case, inline)
             if a.st_contig is not True:
                 parts.append(_VIEW if a.st_contig is None else _LOOSE)
             parts.append(s)
             nodes.append(a.st_node)
-        elif a.__class__ is int:  # (a size or a dim: as _argument keys it)
+        elif type(a) is int:  # (a size or a dim: as _argument keys it)
             parts.append(int)
             parts.append(a)
         elif not _argument(a, tr.state, parts, nodes, sym):
@@ -178,7 +180,8 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
                                         _STRIDED, _META)
-    result.st_meta = TensorMeta(*out_static)
+    # (an entry of this trace's symbolic sizes holds (sizes, dtype, device), no static key)
+    result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
     result.st_node = node
     if contig is not True:
         result.st_contig = contig
@@ -192,7 +195,7 @@ _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     """Append one argument's key to `parts` (its tensors' nodes to `nodes`); False when
     no key describes it (the call takes the general path)."""
-    t = a.__class__
+    t = type(a)  # (not a.__class__: an export may answer a size's in Python, pycalls.py)
     if t is Proxy:
         if a._st_value is not None:
             return False
@@ -240,7 +243,7 @@ def _symbolic(meta: Any, sym: list, parts: list) -> tuple | None:
 def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     """Key a real tensor that is program state (a parameter or buffer) by its meta;
     False for anything else (constants are folded or lifted: the general path)."""
-    if not isinstance(a, torch.Tensor):
+    if type(a) in SYM_CLASSES or not isinstance(a, torch.Tensor):  # (a size: Python, pycalls)
         return False
     node = state.get(id(a))
     if node is None:
@@ -261,7 +264,7 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
     to `nodes`; None when it holds anything else."""
     parts: list = []
     for x in v:
-        t = x.__class__
+        t = type(x)
         if t is int or t is float or t is bool:
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
@@ -406,7 +409,7 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
         item.meta["stack_trace"] = trace
         p = item.meta["val"] = WRAPPER(Proxy, out_static[0], None, None, None,
                                        out_static[1], _STRIDED, _META)
-        p.st_meta = TensorMeta(*out_static)
+        p.st_meta = static_meta(out_static)
         p.st_node = item
         if contigs[i] is not True:
             p.st_contig = contigs[i]

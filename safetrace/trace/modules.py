@@ -97,26 +97,16 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
                    walk: list | None, found: Hierarchy) -> list:
     """Register the hooks that keep the stack (and record the preserved calls); gives
     their handles."""
-    names: dict[int, str] = {}
-    paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
-    every: dict[int, list[str]] = {}  # id(module) -> each of its paths
-    containers: set[str] = set()
-    for fqn, mod in walk if walk is not None else module_walk(model):
-        names.setdefault(id(mod), fqn)
-        every.setdefault(id(mod), []).append(fqn)
-        if fqn:
-            paths[fqn] = None
-        if isinstance(mod, _CONTAINERS):
-            containers.add(fqn)
-    # a module held twice by one container (nn.Sequential(ln, relu, ln)): its k-th call
-    # there is named by its k-th place, as the container's own iteration reaches it
-    seats = _container_seats(every, containers)
+    facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while the walk is)
+    tables = facts.get("stack") if facts is not None else None
+    if tables is None:
+        tables = _tables(walk if walk is not None else module_walk(model))
+        if facts is not None:
+            facts["stack"] = tables
+    names, modules, seats, infos = tables
     seated: dict[tuple[str, int], int] = {}  # (container path, id(module)) -> calls so far
-    found.modules = list(paths)
+    found.modules = list(modules)
     found.root_type = _recorded_root(model) or _type_name(model)
-    # id(submodule) -> (its path, its key in nn_module_stack, its type's name): made on
-    # its first call
-    infos: dict[int | str, tuple[str, str, str]] = {}  # (a seated module: by its path)
     calls: dict[str, int] = {}
     stack: list[tuple[int, dict | None, tuple | None]] = []
     # torch's global module hooks run on every thread: only this export's thread counts
@@ -130,16 +120,9 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         if ident in seats:
             ident = _seat(seats[ident], tracer.nn_stack, seated, ident)
         info = infos.get(ident)
-        if info is None:
-            fqn = names.get(ident) if type(ident) is int else ident
-            if not fqn:  # the root, or a module that is not a submodule of the model
-                stack.append((id(module), None, None))
-                return
-            # (a module held twice: one key for all its places, as torch's strict export
-            # keys by the module object, so unflatten makes it one module again)
-            first = names.get(id(module), fqn)
-            info = infos[ident] = (fqn, f"L__self___{first.replace('.', '_')}",
-                                   _type_name(module))
+        if info is None:  # the root, or a module that is not a submodule of the model
+            stack.append((id(module), None, None))
+            return
         fqn = info[0]
         n = calls.get(fqn, 0)
         calls[fqn] = n + 1
@@ -203,6 +186,43 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
     return [h1, h2, *handles]
+
+
+def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
+    """What the module stack reads of the model's walk: id(module) -> its first path, every
+    submodule path (the model's order), the seats of modules a container holds more than
+    once (``_container_seats``), and id(submodule) (or a seated module's path) -> (its
+    path, its key in nn_module_stack, its class's name).  A function of the walk's paths,
+    module ids and classes alone (kept with ``pytree.walk_of``'s facts: no module held)."""
+    names: dict[int, str] = {}
+    paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
+    every: dict[int, list[str]] = {}  # id(module) -> each of its paths
+    containers: set[str] = set()
+    types: dict[int, str] = {}
+    for fqn, mod in walk:
+        names.setdefault(id(mod), fqn)
+        every.setdefault(id(mod), []).append(fqn)
+        if fqn:
+            paths[fqn] = None
+            types[id(mod)] = _type_name(mod)
+        if isinstance(mod, _CONTAINERS):
+            containers.add(fqn)
+    # a module held twice by one container (nn.Sequential(ln, relu, ln)): its k-th call
+    # there is named by its k-th place, as the container's own iteration reaches it
+    seats = _container_seats(every, containers)
+    infos: dict[int | str, tuple[str, str, str]] = {}
+    for ident, fqns in every.items():
+        first = names[ident]
+        if not first:  # (the root: no entry of its own)
+            continue
+        # (a module held twice: one key for all its places, as torch's strict export
+        # keys by the module object, so unflatten makes it one module again)
+        info = (first, f"L__self___{first.replace('.', '_')}", types[ident])
+        infos[ident] = info
+        for places in seats.get(ident, {}).values():
+            for place in places:
+                infos[place] = (place, info[1], info[2])
+    return names, tuple(paths), seats, infos
 
 
 def _preserved_names(model: Any, preserve: Any) -> list[str]:

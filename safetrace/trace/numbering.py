@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.versions import stamp
@@ -45,16 +46,17 @@ def value_key(tr: Recorder, v: Any, tensors: list) -> Any:
     if type(v) is Proxy:
         tensors.append(v)
         return tr.value_numbers.get(v.st_node, ("node", v.st_node))
-    if isinstance(v, torch.Tensor):
-        tensors.append(v)
-        return ("tensor", id(v))  # state or a constant: the same object
-    if isinstance(v, (list, tuple)):
-        out = tuple(value_key(tr, x, tensors) for x in v)
-        return None if any(x is None for x in out) else (type(v).__name__, out)
-    if isinstance(v, dict):
-        items = tuple((k, value_key(tr, x, tensors)) for k, x in sorted(v.items()))
-        return None if any(x is None for _, x in items) else ("dict", items)
-    if v is None or isinstance(v, _PLAIN):
-        return (type(v).__name__, v)
+    if type(v) not in SYM_CLASSES:  # (a size: none of these; its type tests may run Python)
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+            return ("tensor", id(v))  # state or a constant: the same object
+        if isinstance(v, (list, tuple)):
+            out = tuple(value_key(tr, x, tensors) for x in v)
+            return None if any(x is None for x in out) else (type(v).__name__, out)
+        if isinstance(v, dict):
+            items = tuple((k, value_key(tr, x, tensors)) for k, x in sorted(v.items()))
+            return None if any(x is None for _, x in items) else ("dict", items)
+        if v is None or isinstance(v, _PLAIN):
+            return (type(v).__name__, v)
     expr = getattr(v, "expr", None)  # a symbolic size: its expression
     return None if expr is None else ("sym", expr)

@@ -15,7 +15,7 @@ import torch
 
 from safetrace.errors import below_tracer
 from safetrace.meta import TensorMeta, contiguous_strides
-from safetrace.meta.symtypes import shape_text
+from safetrace.meta.symtypes import SYM_CLASSES, shape_text
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.versions import stamp
 
@@ -50,7 +50,7 @@ def _hint(size: Any) -> int:
     """A size for the wrapper tensor (never read: ``st_meta`` is the truth).  The hint of
     a size expression can be negative where the expression holds only on another range
     (a size split's other side, evaluated at this program's example): 0 then."""
-    if isinstance(size, int):
+    if type(size) not in SYM_CLASSES and isinstance(size, int):
         return size
     try:
         return max(0, size.hint)
@@ -62,7 +62,7 @@ def wrapper_sizes(shape: tuple) -> list[int]:
     """The sizes of a proxy's wrapper tensor: the example's (see _hint)."""
     out = []
     for s in shape:
-        out.append(s if s.__class__ is int else _hint(s))
+        out.append(s if type(s) is int else _hint(s))
     return out
 
 
@@ -106,7 +106,7 @@ class Proxy(torch.Tensor):
         if sizes is None:
             sizes = meta.shape
             for s in sizes:
-                if s.__class__ is not int:
+                if type(s) is not int:
                     sizes = wrapper_sizes(sizes)
                     break
         self = WRAPPER(cls, sizes, None, None, None, meta.dtype, _STRIDED, _META)
@@ -168,7 +168,7 @@ def _size(p: Proxy, dim: int | None = None) -> Any:
 def shape_value(shape: tuple) -> Any:
     """A torch.Size for static shapes, a SymShape (a tuple subclass) for symbolic ones."""
     for s in shape:
-        if not isinstance(s, int):
+        if type(s) is not int and (type(s) in SYM_CLASSES or not isinstance(s, int)):
             return SymShape(shape)
     return torch.Size(shape)
 

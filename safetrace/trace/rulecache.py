@@ -18,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
@@ -78,8 +79,8 @@ def call(rule: Callable[..., Any], op: Any, margs: list, mkwargs: dict) -> Any:
     if hit is not None and hit[0] is rule and hit[1] is op:
         kind, found = hit[2], hit[3]
         if kind is None:
-            return TensorMeta(*found)
-        return kind(TensorMeta(*m) for m in found)
+            return static_meta(found)
+        return kind(static_meta(m) for m in found)
     env = ACTIVE.env
     n_syms = len(env.symbols) if env is not None else 0
     out = rule(*margs, **mkwargs)

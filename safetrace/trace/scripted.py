@@ -50,10 +50,16 @@ def enter(walk: list | None) -> list | None:
     script modules are the owners a script method call may run on.  Returns what to give
     `leave`."""
     previous = _LOCAL.owners, _LOCAL.compiled
+    facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while its classes are)
+    if facts is not None and facts.get("scripted") is False:
+        _LOCAL.owners, _LOCAL.compiled = [], []
+        return previous
     script = torch.jit.ScriptModule
     _LOCAL.owners = [m for _, m in walk or () if isinstance(m, script) and class_api(m)]
     _LOCAL.compiled = [(m, p, type(m).__name__) for p, m in walk or ()
                        if isinstance(m, script) and not class_api(m)]
+    if facts is not None and not _LOCAL.owners and not _LOCAL.compiled:
+        facts["scripted"] = False  # (no module of a script class: none can become one)
     return previous
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.symbolic import SymFloat, make_bool, make_int
 from safetrace.symbolic.expr import Expr, from_terms, terms
 from safetrace.symbolic.semantics import Algebra, lower
@@ -21,7 +22,7 @@ from safetrace.trace.recorder import Recorder
 
 def sym_to_node(tr: Recorder, v: Any) -> Any:
     """The node computing symbolic value `v` (static values are returned as they are)."""
-    if isinstance(v, (int, float, bool)):
+    if type(v) not in SYM_CLASSES and isinstance(v, (int, float, bool)):
         return v
     env = v.env
     if getattr(v, "opaque", False):  # a float the engine cannot express: its recipe

@@ -23,6 +23,7 @@ from safetrace.errors import DataDependentError, OpShapeError
 from safetrace.errors.base import note_raised
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
+from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.oblivious import oblivious_answer
 from safetrace.symbolic import make_int
 from safetrace.symbolic.expr import sym
@@ -121,8 +122,7 @@ class Tracer(TorchFunctionMode):
         self.data_versions = Versions()  # which storages each write reached (versions.py)
         self.state_tensors: dict[str, torch.Tensor] = {}  # state name -> tensor (exporter)
         self.state_memory: dict | None = None  # memory -> state names (mutation.py)
-        # bool masks by how they were computed (numbering.py)
-        self.value_numbers: dict[torch.fx.Node, tuple] = {}
+        self.value_numbers: dict[torch.fx.Node, tuple] = {}  # masks by value (numbering.py)
         self.masks_by_value: dict[tuple, tuple] = {}  # -> (the first mask, its stamp)
         # ops recorded so far, and the last one that took the plain path (memo.py)
         self.n_emits = 0
@@ -313,6 +313,8 @@ class Tracer(TorchFunctionMode):
             return v.st_meta, v.st_node
         if t is int or t is float or t is bool or v is None:
             return v, v
+        if t in SYM_CLASSES:  # (first: their type tests may run Python, trace/pycalls.py)
+            return v, (self.sym_node(v) if self.recording else None)
         if isinstance(v, Proxy):
             return v.st_meta, v.st_node
         if isinstance(v, torch.Tensor):
@@ -334,8 +336,7 @@ class Tracer(TorchFunctionMode):
         if isinstance(v, torch.Generator):
             raise errors.generator_argument(short(stack_trace(3)))
         if hasattr(v, "env") and (hasattr(v, "expr") or hasattr(v, "opaque")):  # Sym values
-            # inside a custom op's fake no node is built: its sizes may have no source yet
-            return v, (self.sym_node(v) if self.recording else None)
+            return v, (self.sym_node(v) if self.recording else None)  # (none in a fake's)
         return v, v
 
     # -- emitting --------------------------------------------------------------------

@@ -185,7 +185,7 @@ def data_as_sizes(tr: Recorder, args: tuple, kwargs: dict) -> tuple[tuple, dict]
     found = False
     for v in (*args, *kwargs.values()):
         for x in (v if type(v) in (list, tuple) else (v,)):
-            if isinstance(x, torch.Tensor) and x.__class__ is not Proxy and _data_int(tr, x):
+            if isinstance(x, torch.Tensor) and type(x) is not Proxy and _data_int(tr, x):
                 found = True
     if not found:
         return None

@@ -563,3 +563,50 @@ def test_check_and_vmap_replaced_at_the_first_export_are_not_taken_for_torchs() 
                          env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "refused"
+
+
+class _Times2(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+class _Plus1(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
+class _Tree(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = _Times2()
+        self.seq = torch.nn.Sequential(torch.nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.seq(self.a(x))
+
+
+def _stacks(ep: st.ExportedProgram) -> list:
+    return [list((n.meta.get("nn_module_stack") or {}).values()) for n in ep.graph.nodes
+            if n.op == "call_function"]
+
+
+def test_what_is_kept_of_the_module_tree_follows_a_submodule_replaced_between_exports() -> None:
+    """The module tree's facts kept between exports (pytree.walk_of: nn_module_stack keys,
+    paths and class names, whether a submodule is a torch.compile wrapper, the user's
+    module namespaces) are made again when a submodule is replaced by one of another class,
+    moved, held twice by a container, or wrapped by torch.compile."""
+    m, x = _Tree().eval(), torch.randn(3, 4)
+    assert _stacks(st.export(m, (x,)))[0] == [("a", f"{__name__}._Times2")]
+    m.a = _Plus1()  # another class at the same path
+    ep = st.export(m, (x,))
+    assert _stacks(ep)[0] == [("a", f"{__name__}._Plus1")]
+    torch.testing.assert_close(ep.module()(x), torch.relu(x + 1))
+    relu = m.seq[0]
+    m.seq.append(relu)  # one module held twice by the container: its second place
+    ep = st.export(m, (x,))
+    assert [s[-1][0] for s in _stacks(ep)] == ["a", "seq.0", "seq.1"]
+    m.a = torch.compile(_Times2())  # a torch.compile wrapper: traced as what it wraps
+    ep = st.export(m, (x,))
+    torch.testing.assert_close(ep.module()(x), torch.relu(x * 2))
+    assert isinstance(m.a, torch.nn.Module) and type(m.a).__name__ == "OptimizedModule"
+    assert _stacks(st.export(_Tree().eval(), (x,)))[0] == [("a", f"{__name__}._Times2")]
