@@ -116,3 +116,27 @@ def test_a_mapped_length_whose_range_decides_it_loads():
     for n in (1, 3):
         with pytest.raises(st.InputMismatchError):
             m(torch.randn(n))
+
+
+class _SplitThenClampedLength(torch.nn.Module):
+    def forward(self, x):
+        v2 = x * 2 if bool(len(x)) else x * 0
+        return v2, torch.ones(max(0, x.numel() - x.size(-2))).permute(0)
+
+
+def test_a_split_output_in_the_files_form_loads_where_each_branch_gives_it():
+    """A size split on ``s0 == 0``: the file records the cond's length as
+    ``max(s0*s1 - s0, 0)``, the loader's branches give ``0`` (``s0 == 0``) and
+    ``s0*s1 - s0`` (``1 <= s0 <= 16``, ``s1 >= 1``), merged as ``s0*s1 - s0``, which no
+    rule shows equal to the file's without a fact on ``s0``; the file's form is each
+    branch's where it runs, so it stands (fuzz seed 19101: the file was refused)."""
+    m = _SplitThenClampedLength()
+    ep = st.export(m, (torch.randn(4, 4),), dynamic_shapes=(
+        {0: Dim("d0", max=16), 1: Dim("d1", min=1)},))
+    loaded = _reloaded(ep)
+    out = next(n for n in loaded.graph.nodes if n.op == "output").args[0][1]
+    assert [str(s) for s in out.meta["val"].shape] == ["max(-s0 + s0*s1, 0)"]
+    for shape in [(3, 5), (0, 2), (1, 1), (16, 1)]:
+        x = torch.randn(shape)
+        for got, want in zip(loaded.module()(x), m(x)):
+            torch.testing.assert_close(got, want)
