@@ -194,3 +194,20 @@ def test_fuzz18_refused_files_load(case):
         args = tuple(torch.randn(s) for s in shapes)
         for got, want in zip(loaded(*args), m(*args)):
             torch.testing.assert_close(got, want)
+
+
+class _CondOnRowsReadFromData(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.nonzero()[:, 0].float()
+        v1 = torch.cond(len(v0) > 1, lambda t: t.sum(0, keepdim=True), lambda t: t[:1], (v0,))
+        return v1 * 2
+
+
+def test_a_cond_on_a_size_read_from_data_keeps_its_new_size():
+    """``len(v0) > 1`` on rows read from data: the cond's rows stay a new size (the loader
+    merges only forms of input sizes); written as ``min(u0, 1)`` the file was refused
+    (fuzz seed 19505)."""
+    m = _CondOnRowsReadFromData()
+    loaded = _reloaded(st.export(m, (torch.randn(4),), dynamic_shapes=({0: Dim("d0", min=2)},)))
+    for x in (torch.tensor([0.0, 0.0]), torch.tensor([0.0, 2.0, 0.0]), torch.randn(5)):
+        torch.testing.assert_close(loaded.module()(x), m(x))

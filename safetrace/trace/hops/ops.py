@@ -252,8 +252,12 @@ def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple,
 def _one_form(env: Any, given: Expr, p: Any, q: Any) -> Any:
     """The size a cond returns as ``p`` where ``given`` holds and ``q`` elsewhere, when one
     of the two forms is the other where its branch runs (``1`` where ``s0 >= 2`` and
-    ``min(s0, 1)`` elsewhere: ``min(s0, 1)``), else None.  (In the order st.load's
-    ``branch_facts.merged`` tries, so that both write the same form.)"""
+    ``min(s0, 1)`` elsewhere: ``min(s0, 1)``), else None.  Input sizes only, as st.load's
+    ``branch_facts.merged`` (which tries the same order), so that both write one form: a
+    predicate or size read from data (``u0 > 1``) keeps the new size."""
+    names = given.free_symbols | to_expr(eq(_size_expr(p), _size_expr(q))).free_symbols
+    if not all(env.symbols[str(n)].backed for n in names):
+        return None
     for fact, other in ((given, q), (not_(given), p)):
         with assuming(env, fact) as runs:
             if not runs or env.decide(eq(_size_expr(p), _size_expr(q))) is True:
