@@ -157,3 +157,19 @@ def test_a_cond_size_one_form_in_both_branches_is_that_size():
         assert_close(m(x), ep.module()(x))
     with pytest.raises(st.ConstraintViolationError, match="min=1"):  # (rank 0 or 1 by rows)
         st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0")},))
+
+
+class _AsksACondOutputsLayout(torch.nn.Module):
+    def forward(self, x):
+        c = torch.cond(x.shape[0] > 2, lambda t: t[:1], lambda t: t[:1] * 2, (x.t(),))
+        return c * 2 if c.is_contiguous() else c
+
+
+def test_a_cond_output_has_the_layout_its_branches_give():
+    """Eager's cond returns what the branch returned (``x.t()[:1]``, strided): its layout is
+    not known, so a layout query is refused, as is carrying it through a while_loop (whose
+    eager check compares strides; fuzz seed 19606: a vmap output sliced in a branch, then
+    carried, ran where eager raised)."""
+    with pytest.raises(st.UnsupportedOpError, match="memory layout"):
+        st.export(_AsksACondOutputsLayout(), (torch.randn(4, 3),),
+                  dynamic_shapes=({0: st.Dim("n")},))

@@ -170,6 +170,10 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
     f_attr = _get_attr(tr, "false_graph", f)
     ops = tuple(_node_of(tr, v) for v in leaves) + tuple(outer)
     outs = _emit_hop(tr, hop.cond, (pred_node, t_attr, f_attr, ops), out_metas, fresh, "cond")
+    for o, *sides in zip(outs, t.out_leaves, f.out_leaves):  # (eager's cond returns what
+        layouts = {getattr(v, "st_contig", True) for v in sides}  # the branch returned,
+        if isinstance(o, Proxy) and layouts != {True}:  # a view of an operand's strides too)
+            o.st_contig = None if None in layouts else layouts.pop()
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
