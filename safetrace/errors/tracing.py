@@ -27,7 +27,7 @@ __all__ = [
     "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
-    "allow_ops_entry", "write_through_reshape",
+    "allow_ops_entry", "write_through_reshape", "view_of_vmap_output",
     "no_inputs_drawn", "preserved_in_function",
     "preserved_subclass", "preserved_unknown", "preserved_value",
 ]
@@ -349,6 +349,19 @@ def write_through_reshape(op: str, source: str) -> UnsupportedConstruct:
                       "write a copy, `r = t.reshape(...).clone(); r.mul_(2)`, or make the "
                       "tensor row-major first, `t = t.clone(memory_format="
                       "torch.contiguous_format)`", source)
+
+
+def view_of_vmap_output(source: str) -> UnsupportedConstruct:
+    """``x.view(shape)`` merging dims of a tensor whose strides in eager are vmap's (its
+    output, or computed from it): whether eager's view succeeds depends on those strides,
+    and the program's vmap returns other strides than eager's."""
+    return _construct(f"Tensor.view at {source} merges dims of an output of torch.vmap, or "
+                      f"of a tensor computed from one: eager's view succeeds or raises \"view "
+                      f"size is not compatible with input tensor's size and stride\" "
+                      f"depending on the strides eager's vmap gives the batch dim, which the "
+                      f"program does not reproduce.",
+                      "use t.reshape(shape) (the values are the same), or view a row-major "
+                      "copy, `t.contiguous().view(shape)`", source)
 
 
 def strides_of_loose(what: str, source: str) -> UnsupportedConstruct:

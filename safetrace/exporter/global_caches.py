@@ -27,6 +27,7 @@ from safetrace.exporter.snapshot import ABSENT, CONTENTS, items_changed, plain_i
 from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = (dict, list, set)
+_KINDS = (*_CONTAINERS, functools._lru_cache_wrapper)  # (what is scanned and cleaned)
 _TRACED = (Proxy, torch.SymInt, torch.SymFloat, torch.SymBool)
 _LIMIT = 10_000  # (a larger container is not scanned: it costs more than an export)
 _COPIED = 256  # (a container compared item by item for changes: at most this long)
@@ -178,8 +179,10 @@ def _values(ns: dict) -> list:
             _NAMES.clear()
         names = _NAMES[key] = tuple(
             k for k, v in list(ns.items()) if not k.startswith("__") and (
-                isinstance(v, (*_CONTAINERS, functools._lru_cache_wrapper))))
-    return [ns[k] for k in names if k in ns]
+                isinstance(v, _KINDS)))
+    # (a name may since hold another kind of value at the same namespace size: `spec = {...}`
+    # in one loop turn, `spec = None` in the next)
+    return [v for v in map(ns.get, names) if isinstance(v, _KINDS)]
 
 
 def _traced(v: Any) -> bool:

@@ -418,6 +418,10 @@ class StaticMemory:
                 never_runs.branches(node, outs, given[0] is None)
                 if outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1]):
                     return outs[0]
+                own = None if self.recorded is None else \
+                    self.recorded.each_branch(node, outs, given)
+                if own is not None:  # (the file's form, each branch's where it runs)
+                    return own
                 # (sizes in two forms, or that differ: the exporter's new size, read from
                 # data; the file must record it as one of its own, not as another size)
                 both = merged(self.env, outs, given, self.bound_symbols | self.opaque.keys())

@@ -31,11 +31,13 @@ import torch
 
 from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
+from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.expr import Expr, to_expr
+from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
@@ -86,6 +88,32 @@ class Recorded:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
+
+    def each_branch(self, node: torch.fx.Node, outs: list, given: tuple) -> Any:
+        """A torch.cond ``node``'s recorded value (in the scratch environment) where it
+        holds only sizes of the inputs' and is each branch's value wherever that branch
+        runs, else None.  (``max(s0*s1 - s0, 0)`` is ``s0*s1 - s0`` where ``s0 >= 1`` and
+        ``0`` where ``s0 == 0``, which the branches' merged form ``s0*s1 - s0`` is not
+        provably without a fact on ``s0``: the file's form stays, and what reads it later
+        is held against it.)"""
+        rec = node.meta.get("val")
+        if given[0] is None or any(out is UNKNOWN for out in outs) or \
+                not isinstance(rec, (list, tuple)) or not _sizes(rec, self.contract) or \
+                not all(isinstance(v, (Proxy, TensorMeta)) for v in rec):
+            return None
+        kept = self.scope()
+        try:
+            for out, fact in zip(outs, given):
+                with scoped(self.env):
+                    try:
+                        self.env.add_fact(fact)
+                    except ValueError:
+                        continue  # (a branch that never runs)
+                    if self._same(rec, out) is not True:
+                        return None
+        finally:
+            self.restore(kept)
+        return type(outs[0])(_scratch(v, d, self.env) for v, d in zip(rec, outs[0]))
 
     # -- one value ---------------------------------------------------------------------
     def _same(self, rec: Any, der: Any) -> bool | None:
@@ -152,6 +180,26 @@ class Recorded:
         if not free - self.contract <= self.file_to_scratch.keys():
             return None
         return substitute(e, lambda s: self.file_to_scratch.get(s.name))
+
+
+def _sizes(v: Any, contract: set) -> bool:
+    """Whether ``v`` (tensors, sizes, in lists) holds only sizes of the inputs'."""
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return all(_sizes(s, contract) for s in v.shape)
+    if isinstance(v, (list, tuple)):
+        return all(_sizes(x, contract) for x in v)
+    if isinstance(v, torch.SymInt):
+        return {str(s) for s in to_expr(v.expr).free_symbols} <= contract
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
+    """A recorded tensor value as a TensorMeta of sizes of ``env`` (on ``like``'s device)."""
+    m = v.st_meta if isinstance(v, Proxy) else v
+    return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
+                            for s in m.shape), m.dtype, like.device)
 
 
 def _is_int(v: Any) -> bool:

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from safetrace.symbolic.env import Env
+from safetrace.symbolic.expr import Expr
+from safetrace.symbolic.records import Contradiction
 
 
 @contextmanager
@@ -32,4 +34,18 @@ def scoped(env: Env) -> Iterator[None]:
         env._bump()  # (answers cached under the block's facts are stale)
 
 
-__all__ = ["scoped"]
+@contextmanager
+def assuming(env: Env, cond: Expr) -> Iterator[bool]:
+    """Inside ``scoped(env)``, ``cond`` taken as a fact whatever the example sizes say (a
+    branch that the example does not take); yields False where the facts refute it (the
+    code it guards never runs), True otherwise."""
+    with scoped(env):
+        try:
+            env._assume(cond)
+        except Contradiction:
+            yield False
+            return
+        yield True
+
+
+__all__ = ["assuming", "scoped"]

@@ -21,11 +21,13 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import layout_of_view, strides_of_loose, view_of_strided
+from safetrace.errors import (layout_of_view, strides_of_loose, view_of_strided,
+                              view_of_vmap_output)
 from safetrace.meta import contiguous_strides
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.trace.index_ranges import CHECKS
+from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.recorder import Recorder
@@ -292,6 +294,10 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
     x = args[0] if args else None
     if not isinstance(x, Proxy) or x.st_contig is not None or len(args) < 2:
         return
+    if tr.vmapped and vmap_strides(x.st_node):  # (the program's strides are not eager's)
+        if not _splits_only(tuple(x.st_meta.shape), args[1]):
+            raise view_of_vmap_output(short(stack_trace(4)))
+        return
     try:
         numel = 1
         for n in _hint(tuple(x.st_meta.shape)):
@@ -307,6 +313,36 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
             example.view(shape)
     except RuntimeError as exc:
         raise view_of_strided(str(exc), short(stack_trace(4))) from None
+
+
+def _splits_only(old: tuple, new: Any) -> bool:
+    """Whether viewing sizes ``old`` as ``new`` only splits dims and adds or drops dims of
+    size 1, for every size of the symbols: eager's view then succeeds whatever the strides
+    (a merge of two dims needs the first's stride to span the second)."""
+    if not isinstance(new, (list, tuple)):
+        return False
+    new = list(new)
+    wild = [i for i, s in enumerate(new) if type(s) is int and s == -1]
+    if wild:  # (-1: what the other sizes leave of the elements)
+        numel, rest = 1, 1
+        for s in old:
+            numel = numel * s
+        for i, s in enumerate(new):
+            if i != wild[0]:
+                rest = rest * s
+        if not cond_true(rest >= 1):
+            return False
+        new[wild[0]] = numel // rest
+    olds = [s for s in old if not (type(s) is int and s == 1)]
+    news = [s for s in new if not (type(s) is int and s == 1)]
+    i = 0
+    for o in olds:  # each old dim is the product of the next new dims
+        p: Any = 1
+        while not cond_true(p == o):
+            if i == len(news):
+                return False
+            p, i = p * news[i], i + 1
+    return i == len(news)
 
 
 CHECKS[torch.ops.aten.view.default] = _check_view

@@ -174,12 +174,12 @@ def _reshaped_vmap_output(op: Any, target: Any) -> None:
         if not isinstance(node, torch.fx.Node) or node.op != "call_function" or \
                 not node.args or not _aliases_first_arg(node):
             return
-        if getattr(node.target, "_opname", None) in _MAY_COPY and _vmap_strides(node.args[0]):
+        if getattr(node.target, "_opname", None) in _MAY_COPY and vmap_strides(node.args[0]):
             raise errors.write_through_reshape(str(op), short(stack_trace(5)))
         node = node.args[0]
 
 
-def _vmap_strides(node: Any) -> bool:
+def vmap_strides(node: Any) -> bool:
     """Whether ``node``'s strides may be those eager's vmap gives: a vmap output, or of
     unknown layout and computed (or viewed) from one.  (Each node looked at once: a graph
     of unknown layouts shares its inputs, and a walk of every path would be exponential.)"""

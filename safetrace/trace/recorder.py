@@ -39,6 +39,7 @@ class Recorder(Protocol):
     specialized_by_op: list
     layout_queried: str | None
     strides_queried: bool
+    vmapped: bool               # a torch.vmap output was recorded (vmapping.py)
     replayed_checks: list
     on_data_read: Callable | None
     written_storages: set[int]

@@ -106,6 +106,7 @@ class Tracer(TorchFunctionMode):
         self.fn_calls: dict[Any, int] = {}
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.strides_queried = False  # the code read a stride or storage offset (layout.py)
+        self.vmapped = False  # a torch.vmap output was recorded (layout.py's view check)
         # identity views that only fed a replayed program's metadata check (handlers/
         # casts.py): erased after the trace if nothing else read them
         self.replayed_checks: list = []

@@ -85,6 +85,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             if isinstance(o, Proxy):  # not the stack's: layout queries are refused)
                 o.st_contig = None
                 o.st_node.meta["st_vmap_layout"] = True  # (mutation.reads_own_memory)
+                tr.vmapped = True  # (layout.py: a view of it must not depend on strides)
         return out
     return batched
 

@@ -136,3 +136,40 @@ def test_a_view_of_an_outside_value_returned_by_a_branch_is_copied():
     true_gm = getattr(ep.graph_module, cond.args[1].target)
     out = next(n for n in true_gm.graph.nodes if n.op == "output").args[0][0]
     assert out.target is torch.ops.aten.clone.default
+
+
+class _FirstRowOrSum(torch.nn.Module):
+    def forward(self, x):
+        v0 = torch.cond(len(x) > 1, lambda t: t.sum(0, keepdim=True), lambda t: t[:1], (x,))
+        return v0, v0.squeeze(0)
+
+
+def test_a_cond_size_one_form_in_both_branches_is_that_size():
+    """Rows ``1`` where ``s0 >= 2`` and ``min(s0, 1)`` elsewhere are ``min(s0, 1)`` wherever
+    the cond runs: no new size read from data, whose ``squeeze(0)`` was settled as ``!= 1``
+    and pinned it to 0 (the program raised for every x with rows; fuzz seed 19202)."""
+    m = _FirstRowOrSum()
+    ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0", min=1)},))
+    cond = next(n for n in ep.graph.nodes if n.name == "cond")
+    assert [str(s) for s in cond.meta["val"][0].shape] == ["1"]
+    for n in (1, 2, 5):
+        x = torch.randn(n)
+        assert_close(m(x), ep.module()(x))
+    with pytest.raises(st.ConstraintViolationError, match="min=1"):  # (rank 0 or 1 by rows)
+        st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0")},))
+
+
+class _AsksACondOutputsLayout(torch.nn.Module):
+    def forward(self, x):
+        c = torch.cond(x.shape[0] > 2, lambda t: t[:1], lambda t: t[:1] * 2, (x.t(),))
+        return c * 2 if c.is_contiguous() else c
+
+
+def test_a_cond_output_has_the_layout_its_branches_give():
+    """Eager's cond returns what the branch returned (``x.t()[:1]``, strided): its layout is
+    not known, so a layout query is refused, as is carrying it through a while_loop (whose
+    eager check compares strides; fuzz seed 19606: a vmap output sliced in a branch, then
+    carried, ran where eager raised)."""
+    with pytest.raises(st.UnsupportedOpError, match="memory layout"):
+        st.export(_AsksACondOutputsLayout(), (torch.randn(4, 3),),
+                  dynamic_shapes=({0: st.Dim("n")},))

@@ -102,6 +102,7 @@ CASES = {
         "aten.add_.Tensor", "m.py:4 `v.add_(v[0])`"),
     "write_through_reshape": lambda: E.write_through_reshape(
         "aten.mul_.Tensor", "m.py:5 `v.reshape(-1).mul_(2)`"),
+    "view_of_vmap_output": lambda: E.view_of_vmap_output("m.py:4 `v.movedim(0, -1).view(-1)`"),
     "strides_of_loose": lambda: E.strides_of_loose(
         "x.stride()", "m.py:3 `s = x.t().contiguous().stride(1)`"),
     "view_of_strided": lambda: E.view_of_strided(
@@ -445,6 +446,13 @@ GOLDEN = {
         'dim with strides of its own, which the program does not reproduce.\n'
         'Fix: write a copy, `r = t.reshape(...).clone(); r.mul_(2)`, or make the tensor '
         'row-major first, `t = t.clone(memory_format=torch.contiguous_format)`'),
+    'view_of_vmap_output': ('UnsupportedConstruct',
+        'Tensor.view at m.py:4 `v.movedim(0, -1).view(-1)` merges dims of an output of '
+        'torch.vmap, or of a tensor computed from one: eager\'s view succeeds or raises "view '
+        'size is not compatible with input tensor\'s size and stride" depending on the strides '
+        'eager\'s vmap gives the batch dim, which the program does not reproduce.\n'
+        'Fix: use t.reshape(shape) (the values are the same), or view a row-major copy, '
+        '`t.contiguous().view(shape)`'),
     'strides_of_loose': ('UnsupportedConstruct',
         'x.stride() at m.py:3 `s = x.t().contiguous().stride(1)` reads the strides of a '
         'tensor that is contiguous, but whose dims of size 0 or 1 may carry any stride and '

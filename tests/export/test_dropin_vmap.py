@@ -227,6 +227,35 @@ def test_a_write_through_a_reshape_of_a_row_major_copy_is_kept() -> None:
         same(ep.module()(x), WritesARowMajorCopy()(x))
 
 
+class ViewsItsMovedBatch(nn.Module):
+    def forward(self, x):
+        v = torch.vmap(lambda r: r.flip(0), in_dims=1)(x).clone()  # (vmap's strides kept)
+        return v.movedim(0, -1).view(-1)  # (eager: row-major again, the program's not)
+
+
+class SplitsItsBatch(nn.Module):
+    def forward(self, x):
+        v = torch.vmap(lambda r: r * 2, in_dims=1)(x)
+        return v.view(v.shape[0], 1, 2, -1), v.view(v.shape)  # (splits: any strides view)
+
+
+def test_a_view_merging_dims_of_vmaps_strides_is_refused() -> None:
+    """Whether eager's view merges two dims depends on their strides, which eager's vmap
+    chooses and the program's map does not reproduce: the program raised "view size is
+    not compatible" where eager ran (fuzz18 views run, crash_after_checks)."""
+    with pytest.raises(st.UnsupportedOpError, match="merges dims of an output of torch.vmap"):
+        st.export(ViewsItsMovedBatch(), (torch.randn(1, 7),),
+                  dynamic_shapes=({0: Dim("d0", min=1, max=4)},))
+
+
+def test_a_view_splitting_dims_of_vmaps_strides_is_kept() -> None:
+    ep = st.export(SplitsItsBatch(), (torch.randn(4, 3),),
+                   dynamic_shapes=({1: Dim("b", min=1)},))
+    for shape in ((4, 1), (4, 5), (4, 3)):
+        x = torch.randn(shape)
+        same(ep.module()(x), SplitsItsBatch()(x))
+
+
 # -- a memory format inside vmap is the batched tensor's (torch's test_vmap_to_assert) -----
 class ChannelsLastSlices(nn.Module):
     """channels_last on 3-d slices: eager's vmap applies it to the 4-d batched tensor."""

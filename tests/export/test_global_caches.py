@@ -65,3 +65,23 @@ def test_torch_export_leaves_fake_tensors_in_such_a_cache():
     torch.export.export(UsesCaches("dict"), (torch.randn(3),))
     assert any(type(v) is not torch.Tensor for v in _TABLES.values())
     _TABLES.clear()
+
+
+_SWAPPED: object = {}
+
+
+def _doubled(x):
+    return x * 2
+
+
+def test_a_module_name_rebound_from_a_container_to_none_between_exports():
+    """A module-level name held a dict at one export and ``None`` at the next (the
+    namespace the same size): the export no longer fails asking ``None`` for its cache
+    size."""
+    global _SWAPPED
+    st.export(_doubled, (torch.randn(2),))
+    _SWAPPED = None
+    try:
+        st.export(_doubled, (torch.randn(2),))
+    finally:
+        _SWAPPED = {}

@@ -116,3 +116,98 @@ def test_a_mapped_length_whose_range_decides_it_loads():
     for n in (1, 3):
         with pytest.raises(st.InputMismatchError):
             m(torch.randn(n))
+
+
+class _SplitThenClampedLength(torch.nn.Module):
+    def forward(self, x):
+        v2 = x * 2 if bool(len(x)) else x * 0
+        return v2, torch.ones(max(0, x.numel() - x.size(-2))).permute(0)
+
+
+def test_a_split_output_in_the_files_form_loads_where_each_branch_gives_it():
+    """A size split on ``s0 == 0``: the file records the cond's length as
+    ``max(s0*s1 - s0, 0)``, the loader's branches give ``0`` (``s0 == 0``) and
+    ``s0*s1 - s0`` (``1 <= s0 <= 16``, ``s1 >= 1``), merged as ``s0*s1 - s0``, which no
+    rule shows equal to the file's without a fact on ``s0``; the file's form is each
+    branch's where it runs, so it stands (fuzz seed 19101: the file was refused)."""
+    m = _SplitThenClampedLength()
+    ep = st.export(m, (torch.randn(4, 4),), dynamic_shapes=(
+        {0: Dim("d0", max=16), 1: Dim("d1", min=1)},))
+    loaded = _reloaded(ep)
+    out = next(n for n in loaded.graph.nodes if n.op == "output").args[0][1]
+    assert [str(s) for s in out.meta["val"].shape] == ["max(-s0 + s0*s1, 0)"]
+    for shape in [(3, 5), (0, 2), (1, 1), (16, 1)]:
+        x = torch.randn(shape)
+        for got, want in zip(loaded.module()(x), m(x)):
+            torch.testing.assert_close(got, want)
+
+
+class _SliceAfterSizeBranch(torch.nn.Module):
+    def forward(self, x):
+        v1 = x.reshape(-1)
+        v3 = v1 * 2 if len(v1) > 25 else v1[:1]
+        v5a = v3.clone().flatten()
+        v5a[-1:] = 9.0
+        return v1, v3, v5a
+
+
+class _CondAfterNumelBranch(torch.nn.Module):
+    def forward(self, x, y):
+        v0 = y * 2 if y.numel() > 83 else y[:1]
+        v2 = torch.cond(len(x) * 0.7 >= 3.5, lambda t: t * 2, lambda t: -t, (x,))
+        return v0, v0.softmax(0), v2
+
+
+class _ScalarOrPiece(torch.nn.Module):
+    def forward(self, y):
+        v0 = torch.zeros(1) if y.shape[3] == 0 else y.flatten()[:1]
+        return v0, v0.squeeze(0) if v0.shape[0] == 1 else v0.sum(0)
+
+
+_FUZZ18 = {  # fuzz18's files refused by the loader (fixed by loader18: these pin them)
+    "slice_length_without_the_branch": (
+        _SliceAfterSizeBranch, [(1, 5, 5)], ({0: Dim.AUTO, 1: Dim.DYNAMIC, 2: Dim("d0")},),
+        [[(2, 3, 4)], [(1, 2, 2)], [(1, 0, 3)]]),
+    "cond_rows_as_a_size_read_from_data": (
+        _CondAfterNumelBranch, [(5,), (2, 3, 7, 2)], ({0: Dim.AUTO}, {0: Dim("d0", max=2)}),
+        [[(7,), (1, 3, 7, 2)], [(2,), (2, 3, 7, 2)]]),
+    "branches_of_other_ranks": (
+        _ScalarOrPiece, [(7, 3, 7, 7)],
+        ({1: Dim.DYNAMIC, 2: Dim("d1", min=7), 3: Dim("d0", max=7)},),
+        [[(7, 2, 8, 3)], [(7, 0, 7, 0)]]),
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow)
+                                  if c == "branches_of_other_ranks" else c
+                                  for c in sorted(_FUZZ18)])  # (four splits: ~2 s)
+def test_fuzz18_refused_files_load(case):
+    """(a) a slice's length recomputed as ``max(n - max(n - 1, 0), 0)`` without the
+    branch's ``n <= 25`` against the file's ``1``; (b) a cond's rows recorded as ``s1``
+    recomputed as a size read from data; (c) branches compared as ``[]`` and
+    ``[min(7*s0*s1*s2, 1)]`` where the split's branch makes it ``[1]``."""
+    model, example, spec, calls = _FUZZ18[case]
+    m = model()
+    ep = st.export(m, tuple(torch.randn(s) for s in example), dynamic_shapes=spec)
+    loaded = _reloaded(ep).module()
+    for shapes in calls:
+        args = tuple(torch.randn(s) for s in shapes)
+        for got, want in zip(loaded(*args), m(*args)):
+            torch.testing.assert_close(got, want)
+
+
+class _CondOnRowsReadFromData(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.nonzero()[:, 0].float()
+        v1 = torch.cond(len(v0) > 1, lambda t: t.sum(0, keepdim=True), lambda t: t[:1], (v0,))
+        return v1 * 2
+
+
+def test_a_cond_on_a_size_read_from_data_keeps_its_new_size():
+    """``len(v0) > 1`` on rows read from data: the cond's rows stay a new size (the loader
+    merges only forms of input sizes); written as ``min(u0, 1)`` the file was refused
+    (fuzz seed 19505)."""
+    m = _CondOnRowsReadFromData()
+    loaded = _reloaded(st.export(m, (torch.randn(4),), dynamic_shapes=({0: Dim("d0", min=2)},)))
+    for x in (torch.tensor([0.0, 0.0]), torch.tensor([0.0, 2.0, 0.0]), torch.randn(5)):
+        torch.testing.assert_close(loaded.module()(x), m(x))

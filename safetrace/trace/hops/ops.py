@@ -20,7 +20,8 @@ from safetrace import pytree
 from safetrace import errors
 from safetrace.errors import cond_output_kinds, cond_size_output
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
+from safetrace.symbolic import Expr, SymInt, eq, make_int, not_, to_expr
+from safetrace.symbolic.scope import assuming
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
@@ -156,7 +157,8 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
     if t.out_spec != f.out_spec:
         raise errors.branch_structures(where, t.where, _describe(t.out_spec, t.out_leaves),
                                        f.where, _describe(f.out_spec, f.out_leaves))
-    out_metas, fresh = _merge(tr, [t, f], where, ("true branch", "false branch"))
+    given = getattr(pred, "expr", None) if not isinstance(pred, torch.Tensor) else None
+    out_metas, fresh = _merge(tr, [t, f], where, ("true branch", "false branch"), given)
     outer = _lift_together(branches)
     if isinstance(pred, Proxy):
         pred_node = pred.st_node
@@ -168,6 +170,10 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
     f_attr = _get_attr(tr, "false_graph", f)
     ops = tuple(_node_of(tr, v) for v in leaves) + tuple(outer)
     outs = _emit_hop(tr, hop.cond, (pred_node, t_attr, f_attr, ops), out_metas, fresh, "cond")
+    for o, *sides in zip(outs, t.out_leaves, f.out_leaves):  # (eager's cond returns what
+        layouts = {getattr(v, "st_contig", True) for v in sides}  # the branch returned,
+        if isinstance(o, Proxy) and layouts != {True}:  # a view of an operand's strides too)
+            o.st_contig = None if None in layouts else layouts.pop()
     return pytree.tree_unflatten(outs, t.out_spec)
 
 
@@ -204,8 +210,10 @@ def _describe(spec: Any, leaves: list) -> str:
     return str(shown).replace("'", "")
 
 
-def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple) -> tuple[list, list]:
-    """The outputs' metadata both subgraphs agree on; differing sizes become unbacked."""
+def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple,
+           given: Expr | None = None) -> tuple[list, list]:
+    """The outputs' metadata both subgraphs agree on; differing sizes become unbacked,
+    except one that a cond's size predicate (``given``) makes one form in both branches."""
     env = tr.env
     metas: list = []
     fresh: list = []
@@ -231,15 +239,34 @@ def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple) -> tupl
         shape = []
         for d in range(first.ndim):
             sizes = [m.shape[d] for m in ms]
-            if all(_same_size(env, sizes[0], s) for s in sizes[1:]) and \
-                    not any(_inner(env, s, created) for s in sizes):
+            inner = any(_inner(env, s, created) for s in sizes)
+            if all(_same_size(env, sizes[0], s) for s in sizes[1:]) and not inner:
                 shape.append(sizes[0])
+            elif given is not None and not inner and \
+                    (one := _one_form(env, given, *sizes)) is not None:
+                shape.append(one)
             else:
                 u = _fresh(env, sizes, "torch.cond output")
                 fresh.append((i, d, u))
                 shape.append(u)
         metas.append(TensorMeta(tuple(shape), first.dtype, first.device))
     return metas, fresh
+
+
+def _one_form(env: Any, given: Expr, p: Any, q: Any) -> Any:
+    """The size a cond returns as ``p`` where ``given`` holds and ``q`` elsewhere, when one
+    of the two forms is the other where its branch runs (``1`` where ``s0 >= 2`` and
+    ``min(s0, 1)`` elsewhere: ``min(s0, 1)``), else None.  Input sizes only, as st.load's
+    ``branch_facts.merged`` (which tries the same order), so that both write one form: a
+    predicate or size read from data (``u0 > 1``) keeps the new size."""
+    names = given.free_symbols | to_expr(eq(_size_expr(p), _size_expr(q))).free_symbols
+    if not all(env.symbols[str(n)].backed for n in names):
+        return None
+    for fact, other in ((given, q), (not_(given), p)):
+        with assuming(env, fact) as runs:
+            if not runs or env.decide(eq(_size_expr(p), _size_expr(q))) is True:
+                return other
+    return None
 
 
 def _merge_int(env: Any, i: int, group: tuple, created: set[str], fresh: list, where: str,
