@@ -509,8 +509,12 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
         return branches[0]
     env = _env_of(ref.ep.graph)
     g = torch.fx.Graph()
-    metas = {n.name: dict(n.meta) for n in ref.ep.graph.nodes if n.op == "placeholder"}
-    for b in branches:  # (a constant only another side has: that side's metadata)
+    consts = {spec.name for spec in inputs if spec.kind == "constant"}
+    # (a lifted constant's name is the unified one, which may be another constant of
+    # the reference's: constants take the metadata of a branch that reads them)
+    metas = {n.name: dict(n.meta) for n in ref.ep.graph.nodes
+             if n.op == "placeholder" and n.name not in consts}
+    for b in branches:
         for n in b.nodes:
             if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
                 metas[n.name] = dict(n.meta)

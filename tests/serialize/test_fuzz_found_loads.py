@@ -211,3 +211,33 @@ def test_a_cond_on_a_size_read_from_data_keeps_its_new_size():
     loaded = _reloaded(st.export(m, (torch.randn(4),), dynamic_shapes=({0: Dim("d0", min=2)},)))
     for x in (torch.tensor([0.0, 0.0]), torch.tensor([0.0, 2.0, 0.0]), torch.randn(5)):
         torch.testing.assert_close(loaded.module()(x), m(x))
+
+
+class _ConstantsPerSide(torch.nn.Module):
+    def forward(self, x, z):
+        v2 = x[:1] * x
+        v4 = torch.tensor([x.numel(), 2])  # a constant on the d0 == 0 side only
+        v6 = z.clone()
+        v6.index_fill_(0, torch.tensor([0]), -1.0)
+        return v2, v4, v6
+
+
+def test_split_sides_lifting_different_constants_under_one_name_load():
+    """A size split whose sides lift different constants first: the d0 == 0 side's
+    ``c_lifted_tensor_0`` is ``[0, 2]``, the other side's is ``[0]`` (renamed
+    ``c_lifted_tensor_0_split1``); the top graph's placeholder took the other side's
+    metadata (``i64[1]``) for the ``i64[2]`` tensor, and the loader refused the file
+    (fuzz seed 19505)."""
+    m = _ConstantsPerSide()
+    ep = st.export(m, (torch.randn(7, 3), torch.randn(7)),
+                   dynamic_shapes=({0: Dim("d0", max=7), 1: Dim("d1", min=1)}, None))
+    consts = ep.constants
+    for n in ep.graph.nodes:
+        if n.op == "placeholder" and n.name in consts:
+            assert tuple(n.meta["val"].shape) == tuple(consts[n.name].shape), n.name
+    loaded = _reloaded(ep).module()
+    z = torch.randn(7)
+    for rows, cols in [(0, 3), (1, 1), (5, 2), (7, 4)]:
+        x = torch.randn(rows, cols)
+        for got, want in zip(loaded(x, z), m(x, z)):
+            torch.testing.assert_close(got, want)
