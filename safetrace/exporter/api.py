@@ -94,8 +94,7 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
 
         ep = export_with_splits(one, max_splits)
         # (self.n += 1 in forward: the graph must not read it)
-        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits),
-                           caches.changes())
+        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits), caches)
         check_additional(ep, dynamic_shapes)
         return ep
 

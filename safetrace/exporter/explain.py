@@ -168,8 +168,12 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     try:
         ep = first.run(args, dict(kwargs or {}), dynamic_shapes, report=report)
         if ep is not None:  # self.n += 1 in forward: as st.export checks it
-            python_state.check(ep, [first], lambda: Exporter(model, fn).run(
-                args, dict(kwargs or {}), dynamic_shapes))
+            runs = [first]
+
+            def again() -> Any:
+                runs.append(Exporter(model, fn))
+                return runs[-1].run(args, dict(kwargs or {}), dynamic_shapes)
+            python_state.check(ep, runs, again)
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None
