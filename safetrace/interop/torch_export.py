@@ -333,6 +333,8 @@ class _Converter:
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
+        if target is _MAP_IMPL and _sizes_from_data(self.submodule_of.get(args[0])):
+            warnings.warn(EI.map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns
@@ -606,6 +608,17 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
+
+
+_MAP_IMPL = torch.ops.higher_order.map_impl
+
+
+def _sizes_from_data(body: Any) -> bool:
+    """Whether a converted subgraph (or one nested in it) makes a size from data: a node
+    torch gave data-dependent symbols (``nonzero``, ``.item()``)."""
+    return isinstance(body, torch.fx.GraphModule) and any(
+        "unbacked_bindings" in n.meta for m in body.modules()
+        if isinstance(m, torch.fx.GraphModule) for n in m.graph.nodes)
 
 
 def _where(node: torch.fx.Node) -> str:
