@@ -7,8 +7,10 @@ state the program may depend on), a user class it names, a function held in a cl
 Found statically from the code's names (``co_names``, nested code included: a global
 loaded, then an attribute read off a module), once per class and per function, and kept
 while every namespace followed keeps its size (a name added or removed may bind another
-module).  Installed libraries are followed only inside the packages defining the model
-(transformers' own helpers for a transformers model; numpy's namespaces never).
+module).  Only the user's own files are followed: installed libraries (transformers,
+numpy) and the standard library are not (a transformers model's ~55 namespaces would
+cost an export ~7 ms to copy and compare); a library class the model is made of still
+has its own module watched, as before.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ _CLASSES: dict[type, tuple[tuple[dict, ...], tuple[tuple[dict, int], ...]]] = {}
 # id(function) -> (function, its namespaces, the sizes followed): a function traced
 # directly (st.export(fn, ...))
 _FUNCTIONS: dict[int, tuple[Any, tuple[dict, ...], tuple[tuple[dict, int], ...]]] = {}
-# a file name -> "user" (followed), "installed" (followed inside a model's package), "no"
+# a file name -> "user" (followed), "installed" or "no" (torch's, safetrace's: not followed)
 _FILES: dict[str, str] = {}
 
 
@@ -54,21 +56,24 @@ def namespaces(model: Any, fn: Any) -> list[dict]:
         if hit is None or not all(len(ns) == n for ns, n in hit[1]):
             if len(_CLASSES) > 10_000:
                 _CLASSES.clear()
-            hit = _CLASSES[cls] = _Reach([cls]).of_class(cls)
+            hit = _CLASSES[cls] = _Reach().of_class(cls)
         for ns in hit[0]:
             spaces[id(ns)] = ns
     f = getattr(fn, "__func__", fn)
-    if isinstance(f, types.FunctionType) and f.__globals__ is not None and \
-            id(f.__globals__) not in spaces:
-        hit = _FUNCTIONS.get(id(f))
-        if hit is None or hit[0] is not f or not all(len(ns) == n for ns, n in hit[2]):
-            if len(_FUNCTIONS) > 10_000:
-                _FUNCTIONS.clear()
-            reach = _Reach([f])
-            reach.function(f)
-            hit = _FUNCTIONS[id(f)] = (f, *reach.found())
-        for ns in hit[1]:
-            spaces.setdefault(id(ns), ns)
+    g = getattr(f, "__globals__", None)
+    if isinstance(g, dict) and id(g) not in spaces:
+        if users(g.get("__name__", "") or ""):  # (forward's own module, as a class's)
+            spaces[id(g)] = g
+        if isinstance(f, types.FunctionType):
+            hit = _FUNCTIONS.get(id(f))
+            if hit is None or hit[0] is not f or not all(len(ns) == n for ns, n in hit[2]):
+                if len(_FUNCTIONS) > 10_000:
+                    _FUNCTIONS.clear()
+                reach = _Reach()
+                reach.function(f)
+                hit = _FUNCTIONS[id(f)] = (f, *reach.found())
+            for ns in hit[1]:
+                spaces.setdefault(id(ns), ns)
     return list(spaces.values())
 
 
@@ -96,12 +101,10 @@ def _kind(path: str) -> str:
 class _Reach:
     """One walk from a class or function through the names its code reads."""
 
-    def __init__(self, roots: list) -> None:
+    def __init__(self) -> None:
         self.spaces: dict[int, dict] = {}
         self.followed: dict[int, tuple[dict, int]] = {}
         self.seen: set[int] = set()
-        # the top-level packages of the roots: installed code is followed inside them only
-        self.packages = {(getattr(r, "__module__", None) or "").partition(".")[0] for r in roots}
 
     def found(self) -> tuple[tuple[dict, ...], tuple[tuple[dict, int], ...]]:
         return tuple(self.spaces.values()), tuple(self.followed.values())
@@ -110,12 +113,10 @@ class _Reach:
         self.cls(cls)
         return self.found()
 
-    def _follows(self, module: str, path: str | None) -> bool:
-        if not users(module) or path is None:
-            return False
-        kind = _kind(path)
-        return kind == "user" or kind == "installed" and \
-            module.partition(".")[0] in self.packages
+    @staticmethod
+    def _follows(module: str, path: str | None) -> bool:
+        """Whether code of `module` (its file `path`) is followed: the user's own files."""
+        return users(module) and path is not None and _kind(path) == "user"
 
     def _space(self, ns: dict) -> None:
         self.spaces.setdefault(id(ns), ns)
@@ -126,11 +127,12 @@ class _Reach:
                 continue
             self.seen.add(id(c))
             m = sys.modules.get(c.__module__ or "")
-            if m is None or not self._follows(m.__name__, getattr(m, "__file__", None)):
+            if m is None or not users(m.__name__):
                 continue
-            self._space(vars(m))
-            for v in list(vars(c).values()):
-                self.value(v, ())
+            self._space(vars(m))  # (a library's class too: its own module, watched)
+            if self._follows(m.__name__, getattr(m, "__file__", None)):
+                for v in list(vars(c).values()):
+                    self.value(v, ())
 
     def function(self, f: types.FunctionType) -> None:
         if id(f) in self.seen or len(self.seen) > _LIMIT:
@@ -138,7 +140,7 @@ class _Reach:
         self.seen.add(id(f))
         code = original_code(f)
         g = f.__globals__
-        if _kind(code.co_filename) == "no" or not isinstance(g, dict) or not \
+        if not isinstance(g, dict) or not \
                 self._follows(g.get("__name__", "") or "", code.co_filename):
             return
         self._space(g)
