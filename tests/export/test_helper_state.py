@@ -148,3 +148,10 @@ def test_a_helper_modules_globals_nothing_reads_export_and_match_eager():
         torch.testing.assert_close(ours(x), eager(x))
     with pytest.raises(st.InputMismatchError):
         ours(torch.randn(3, 3))
+
+
+def test_explain_reports_a_helper_modules_global_the_graph_reads():
+    helpers.reset()
+    report = st.explain(StepsAHelper("module"), (torch.randn(3),))
+    assert not report.ok
+    assert "the global `COUNT` of module tests.export.state_helpers" in str(report)
