@@ -135,7 +135,7 @@ def test_a_loaded_subgraph_writing_an_input_keeps_autograd_through_the_weights(k
     x0 = _rows(3, 0, (K,)).abs() if kind == "cond" else _rows(K, 0)
     mod = _loaded_with_a_write(kind, (x0, _rows(K, 1)), dims).module()
     eager = WritingEagerly(kind)
-    xs = [_rows(b, b, (K,)).abs() for b in (1, 2, 5)] + [-_rows(2, 9, (K,)).abs()] \
+    xs = [_rows(b, b, (K,)).abs() for b in (1, 5)] + [-_rows(2, 9, (K,)).abs()] \
         if kind == "cond" else [_rows(K, s) for s in (2, 3)]
     for i, x in enumerate(xs):
         y_ours, y_eager = _rows(K, 10 + i), _rows(K, 10 + i)
@@ -154,7 +154,7 @@ def test_a_loaded_scan_writing_an_input_runs_as_eager_without_grad_and_refuses_w
                                {"x": {0: AUTO}}).module()
     eager = WritingEagerly("scan")
     with torch.no_grad():
-        for b in (1, 2, 6):
+        for b in (1, 6):
             x = _rows(b, b, (K,))
             y_ours, y_eager = _rows(K, 20 + b), _rows(K, 20 + b)
             assert_close(mod(x, y_ours), eager(x, y_eager))
