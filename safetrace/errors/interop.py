@@ -51,17 +51,6 @@ def torch_assumed(text: str) -> ConversionError:
             "checks are safetrace's; torch's assumptions are reported)")
 
 
-def map_under_grad(where: str) -> str:
-    """The warning ``ep.to_torch()`` gives for a map whose body makes a size from data
-    (the converted program then runs only without grad: torch's limit, not the program's)."""
-    return (f"ep.to_torch(): the map{where} makes a size from data in its body. torch's map, "
-            f"called with grad enabled and an input that requires grad (the weights), first "
-            f"traces its body for autograd and stops on such a size (`SymIntArrayRef expected "
-            f"to contain only concrete integers`): run the converted program under "
-            f"torch.no_grad() or torch.inference_mode(). ep.module() runs it with grad, as "
-            f"eager (docs/deploying.md#batched-detectors)")
-
-
 def kernel_failed(node: str, op: str, where: str, error: str, kind: str) -> ConversionError:
     """torch's fake kernel raised on a node; `kind`: "control-flow", "custom" or "aten"."""
     cause = (f"cannot convert node {node} ({op}){where}: torch's FakeTensor propagation "

@@ -40,7 +40,8 @@ from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
-from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
+from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
+                                   quiet_symbol_logs, run_hop, sizes_from_data)
 from safetrace.interop.lazy import graph_signature
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
@@ -333,8 +334,8 @@ class _Converter:
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
-        if target is _MAP_IMPL and _sizes_from_data(self.submodule_of.get(args[0])):
-            warnings.warn(EI.map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
+        if target is MAP_IMPL and sizes_from_data(self.submodule_of.get(args[0])):
+            warnings.warn(map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns
@@ -608,17 +609,6 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
-
-
-_MAP_IMPL = torch.ops.higher_order.map_impl
-
-
-def _sizes_from_data(body: Any) -> bool:
-    """Whether a converted subgraph (or one nested in it) makes a size from data: a node
-    torch gave data-dependent symbols (``nonzero``, ``.item()``)."""
-    return isinstance(body, torch.fx.GraphModule) and any(
-        "unbacked_bindings" in n.meta for m in body.modules()
-        if isinstance(m, torch.fx.GraphModule) for n in m.graph.nodes)
 
 
 def _where(node: torch.fx.Node) -> str:
