@@ -155,9 +155,11 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _outcome(case: Case, module: Any, args: tuple) -> str:
-    """'match', 'MISMATCH', 'rejected (<error>)' or 'eager raises'."""
-    with torch.no_grad():
+def _outcome(case: Case, module: Any, args: tuple, grad: bool = False) -> str:
+    """'match', 'MISMATCH', 'rejected (<error>)' or 'eager raises'; with `grad`, run with
+    grad enabled (the weights require grad) and name the outputs whose requires_grad
+    differs from eager's (``match (grad differs: masks)``)."""
+    with torch.set_grad_enabled(grad):
         try:
             expected = case.model(*copy.deepcopy(args))
         except Exception:  # noqa: BLE001
@@ -166,7 +168,11 @@ def _outcome(case: Case, module: Any, args: tuple) -> str:
             got = module(*args)
         except Exception as exc:  # noqa: BLE001
             return f"rejected ({type(exc).__name__})"
-    return "match" if _close(expected, got) else "MISMATCH"
+    if not _close(expected, got):
+        return "MISMATCH"
+    differs = [k for k in expected if isinstance(expected, dict) and isinstance(
+        expected[k], torch.Tensor) and expected[k].requires_grad != got[k].requires_grad]
+    return f"match (grad differs: {'/'.join(differs)})" if differs else "match"
 
 
 def _export(which: str, case: Case) -> tuple[Any, float, str]:
@@ -224,11 +230,13 @@ def batched_case(name: str) -> Case:
 
 
 def main(names: list[str]) -> None:
-    torch.set_grad_enabled(False)
     if not available():
         print("torchvision does not import here (see /work/shared/tools/tv_shim.py)")
         return
     if names[:1] == ["--batched"]:  # PerImage: one program for every batch size
+        # with grad enabled, as a user calls eager (the weights require grad): outputs
+        # must match eager's and require grad where eager's do
+        torch.set_grad_enabled(True)
         for e in ENTRIES:
             if names[1:] and e.name not in names[1:]:
                 continue
@@ -239,11 +247,13 @@ def main(names: list[str]) -> None:
                 row[which] = {"exported": False, "error": err, "seconds": secs} \
                     if module is None else {
                         "exported": True, "seconds": secs,
-                        "example": _outcome(case, module, case.args),
-                        "others": [_outcome(case, module, a) for a, _ in case.others]}
+                        "example": _outcome(case, module, case.args, grad=True),
+                        "others": [_outcome(case, module, a, grad=True)
+                                   for a, _ in case.others]}
             print(f"| {e.name} (batches {[b[0] for b in BATCHES]}) | "
                   f"{_cell(row['safetrace'])} | {_cell(row['torch.export'])} |", flush=True)
         return
+    torch.set_grad_enabled(False)
     rows = [evaluate(e) for e in ENTRIES if not names or e.name in names]
     for row in rows:
         print(f"| {row['name']} | {_cell(row['safetrace'])} | {_cell(row['torch.export'])} |")

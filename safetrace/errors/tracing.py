@@ -24,7 +24,7 @@ __all__ = [
     "to_dtype", "too_many_indices", "bool_index", "slice_step", "index_type",
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
-    "view_of_strided",
+    "python_state_unsettled", "view_of_strided",
     "constant_written_through_alias", "state_written_through_alias",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
     "allow_ops_entry", "write_through_reshape", "view_of_vmap_output",
@@ -425,12 +425,38 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
             f"forward changes {said} and decides on it in Python ({decided}): an exported "
             f"program keeps the branch export took on every call, while eager can take "
             f"another once the value has changed")
+    if isinstance(initial, str):  # (a mode: its position among the values, in a buffer)
+        buffer = (f"keep its position among the values it takes in a buffer, which the "
+                  f"program reads and writes on every call: `self.register_buffer(\"{name}_"
+                  f"index\", torch.tensor(0))`, advanced with tensor ops "
+                  f"(`self.{name}_index.copy_((self.{name}_index + 1) % n)`) and read with "
+                  f"torch.where / torch.cond in place of Python's `if`; or ")
     branch = "" if decided is None else (
         "decide with tensor ops on it (`torch.where(self.{0} > 2, a, b)`, torch.cond) "
         "instead of Python's `if`; ".format(name))
     return _construct(f"{what} (torch.export gives that answer silently).",
                       f"{mode}{buffer}{branch}pass the value in as an input, or set it before "
                       f"export and leave it unchanged in forward", "")
+
+
+def python_state_unsettled(changes: list[tuple[str, str, Any]],
+                           traces: int) -> UnsupportedConstruct:
+    """forward leaves a string, bool or None attribute or global at a new value on each of
+    `traces` traces (``self.log += "."``, a mode cycling through more values): the program
+    could differ at a value not traced.  `changes`: (path, the values traced as text, the
+    next value)."""
+    said = ", ".join(f"{state_name(p)} ({old} -> {new!r})" for p, old, new in changes)
+    name = changes[0][0].rsplit(".", 1)[-1]
+    return _construct(
+        f"forward changes {said}: a new value on each of {traces} traces. Each traced to the "
+        f"same program, but an exported program keeps the value export saw while eager goes "
+        f"on to values never traced, where it may take another path (torch.export answers "
+        f"silently there).",
+        f"keep the state in a buffer, which the program reads and writes on every call "
+        f"(a position in a list of modes: `self.register_buffer(\"{name}_index\", "
+        f"torch.tensor(0))`, advanced with tensor ops and read with torch.where / torch.cond); "
+        f"or pass the value in as an input, or set it before export and leave it unchanged in "
+        f"forward", "")
 
 
 def view_of_strided(message: str, source: str) -> OpShapeError:

@@ -113,8 +113,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
 
         ep = export_with_splits(one, max_splits)
         # (self.n += 1 in forward: the graph must not read it)
-        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits),
-                           caches.changes())
+        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits), caches)
         check_additional(ep, dynamic_shapes)
         return ep
 

@@ -16,6 +16,7 @@ import torch
 from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter import python_state
 from safetrace.exporter.api import Exporter
+from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.trace.source import short
 
@@ -166,10 +167,15 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     report = ExplainReport()
     first = Exporter(model, fn)
     try:
-        ep = first.run(args, dict(kwargs or {}), dynamic_shapes, report=report)
-        if ep is not None:  # self.n += 1 in forward: as st.export checks it
-            python_state.check(ep, [first], lambda: Exporter(model, fn).run(
-                args, dict(kwargs or {}), dynamic_shapes))
+        with GlobalCaches(model, fn) as caches:  # (module-level state, as st.export's)
+            ep = first.run(args, dict(kwargs or {}), dynamic_shapes, report=report)
+            if ep is not None:  # self.n += 1 in forward: as st.export checks it
+                runs = [first]
+
+                def again() -> Any:
+                    runs.append(Exporter(model, fn))
+                    return runs[-1].run(args, dict(kwargs or {}), dynamic_shapes)
+                python_state.check(ep, runs, again, caches)
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None

@@ -3,8 +3,10 @@ position tables (``_CACHE[n] = torch.arange(n) * 2``), a list, or a ``functools.
 function.  During export they receive traced values (our Proxies, sizes of the trace),
 and eager code that reads them afterwards fails (torch.export leaves FakeTensors there,
 which eager then returns as results).  After each export, the module-level containers of
-the modules that define the model's classes and ``forward`` lose the entries holding traced
-values, and an ``lru_cache`` function there that grew during the export is cleared.
+the modules whose code the export may run (``user_spaces.py``: those defining the model's
+classes and ``forward``, and the helper modules their code calls into) lose the entries
+holding traced values, and an ``lru_cache`` function there that grew during the export is
+cleared.
 (Only those that grew: an entry replaced in place stays, and fails loudly if read.)
 
 The same namespaces are the Python state forward may change outside the model
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 import functools
 import operator
-import sys
 from typing import Any
 
 import torch
 
 from safetrace.exporter.snapshot import ABSENT, CONTENTS, items_changed, plain_item
+from safetrace.exporter.user_spaces import namespaces
 from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = (dict, list, set)
@@ -35,8 +37,6 @@ _SCALARS = (int, float, bool, str, type(None))
 _GLOBAL = "global:"  # (the path of a module-level name: python_state.py, errors)
 # (id(namespace), len(namespace)) -> the names there holding containers or lru caches
 _NAMES: dict[tuple[int, int], tuple[str, ...]] = {}
-# class -> the namespaces of the user's modules defining it and its bases
-_CLASS_SPACES: dict[type, tuple[dict, ...]] = {}
 
 
 class GlobalCaches:
@@ -50,7 +50,7 @@ class GlobalCaches:
 
     def __enter__(self) -> GlobalCaches:
         self.sizes, self.spaces = [], []
-        for ns in _namespaces(self.model, self.fn, self.walk):
+        for ns in namespaces(self.model, self.fn, self.walk):
             found = _values(ns)
             # each container and lru cache with its size: one that grew is looked at after
             self.sizes += [(c, len(c) if isinstance(c, _CONTAINERS)
@@ -117,58 +117,6 @@ class _Space:
 
     def __init__(self, ns: dict) -> None:
         self.__dict__ = ns
-
-
-def _namespaces(model: Any, fn: Any, walk: Any = None) -> list[dict]:
-    """The global namespaces of the user's code the export runs: the modules defining the
-    model's classes (torch's own excluded) and forward's function.  (Those of the classes
-    are kept with the facts of the model's walk, `walk`, a ``pytree.walk_of``: a function
-    of its classes, each class's answer being kept in _CLASS_SPACES anyway.)"""
-    facts = getattr(walk, "facts", None)
-    found = facts.get("namespaces") if facts is not None else None
-    if found is None:
-        found = _class_spaces(model if walk is None else [m for _, m in walk])
-        if facts is not None:
-            facts["namespaces"] = found
-    spaces = dict(found)
-    g = getattr(getattr(fn, "__func__", fn), "__globals__", None)
-    if isinstance(g, dict) and _users(g.get("__name__", "")):
-        spaces.setdefault(id(g), g)
-    return list(spaces.values())
-
-
-def _class_spaces(modules: Any) -> tuple[tuple[int, dict], ...]:
-    """(id, namespace) of each module defining a class of `modules` (a model, whose
-    modules are walked, or the list of them), in a first-seen order."""
-    spaces: dict[int, dict] = {}
-    classes = set()
-    if isinstance(modules, list):
-        classes.update(map(type, modules))
-    else:
-        todo = [modules] if isinstance(modules, torch.nn.Module) else []
-        while todo:  # (the classes of the model's modules: no named walk needed)
-            m = todo.pop()
-            if type(m) not in classes:
-                classes.add(type(m))
-            if m._modules:
-                todo.extend(c for c in m._modules.values() if c is not None)
-    for cls in classes:
-        found = _CLASS_SPACES.get(cls)
-        if found is None:
-            if len(_CLASS_SPACES) > 10_000:
-                _CLASS_SPACES.clear()
-            found = _CLASS_SPACES[cls] = tuple(
-                vars(sys.modules[c.__module__]) for c in cls.__mro__
-                if _users(c.__module__) and c.__module__ in sys.modules)
-        for ns in found:
-            spaces[id(ns)] = ns
-    return tuple(spaces.items())
-
-
-def _users(module: str) -> bool:
-    """Whether a module is the user's (not torch's, Python's own or this library's)."""
-    return not (module.startswith(("torch.", "safetrace.")) or
-                module in ("torch", "builtins", "safetrace"))
 
 
 def _values(ns: dict) -> list:

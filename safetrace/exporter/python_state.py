@@ -22,6 +22,7 @@ import torch
 
 from safetrace import errors as E
 from safetrace.exporter.compare import same_program
+from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.snapshot import ABSENT, CONTENTS
 from safetrace.exporter.watched import watched
@@ -29,50 +30,119 @@ from safetrace.trace import memo
 
 
 def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram],
-          outside: list = ()) -> None:
+          caches: GlobalCaches | None = None) -> None:
     """Refuse `ep` if tracing with each attribute forward changed at its new value
-    (`again`) gives another program.  `runs`: the exporters that traced `ep` (each with
-    its ``python_state``: (path, module, attribute, value before, value after), or for a
-    list/dict/set attribute (path, the container, CONTENTS, items before, items after)).
-    `outside`: the module-level names forward changed, in that form (global_caches.py)."""
-    changed = [c for c in {c[0]: c for c in [*(c for run in runs for c in run.python_state),
-                                             *outside]}.values() if not _memo_only(c)]
+    (`again`, which appends its exporters to `runs`) gives another program.  `runs`: the
+    exporters that traced `ep` (each with its ``python_state``: (path, module, attribute,
+    value before, value after), or for a list/dict/set attribute (path, the container,
+    CONTENTS, items before, items after)).  `caches`: the export's module-level watch
+    (global_caches.py), whose changes are checked in that form too.
+
+    A string, bool or None forward changes is followed until it comes back to a value
+    traced before (``self.mode`` rotating "a" -> "b" -> "c" -> "a": three traces, each the
+    same program, or refused): `_ROUNDS` traces at most, then refused."""
+    outside = caches.changes() if caches is not None else []
+    changed = {c[0]: c for c in [*(c for run in runs for c in run.python_state), *outside]
+               if not _memo_only(c)}
     if not changed:
         return
-    kept = []
+    kept: dict[tuple, tuple] = {}  # (id(owner), key) -> (owner, key, its value before)
+    first = {p: c[3] for p, c in changed.items()}  # each value as export found it
+    now = {p: c[4] for p, c in changed.items()}  # each value to trace with next
+    history = {p: [v] for p, v in first.items()}  # the values traced so far, per path
+    seen = [{p: v for p, v in first.items() if _cycles(v)}]  # strings, bools, Nones traced
+    decided: list[str] = []  # where forward's Python decided on a watched number
+    same = False
     try:
-        decided: list[str] = []  # where forward's Python decided on a watched number
-        for path, owner, key, old, new in changed:
-            if key is CONTENTS:  # a list/dict/set attribute: its items
-                kept.append((owner, key, type(owner)(owner)))
-                _fill(owner, _items_stand_in(new))
-                continue
-            kept.append((owner, key, owner.__dict__.get(key, ABSENT)))
-            owner.__dict__[key] = watched(_stand_in(old, new), path, decided)
-        try:
-            other = again()
-        except E.ExportError:
-            other = None
-        finally:  # (op calls remembered with watched numbers as arguments: forgotten)
-            memo.refresh()
+        for _ in range(_ROUNDS):
+            for path, (_, owner, key, _, _) in changed.items():
+                if history[path][-1] is not now[path]:
+                    history[path].append(now[path])
+                if key is CONTENTS:  # a list/dict/set attribute: its items
+                    kept.setdefault((id(owner), key), (owner, key, type(owner)(owner)))
+                    _fill(owner, _items_stand_in(now[path]))
+                    continue
+                kept.setdefault((id(owner), key), (owner, key, owner.__dict__.get(key, ABSENT)))
+                owner.__dict__[key] = watched(_stand_in(first[path], now[path]), path, decided)
+            seen.append({p: v for p, v in now.items() if _cycles(v)})
+            other, after = _again(runs, again, caches)
+            same = other is not None and same_program(ep, other, {}, set())
+            if not same or decided:
+                break
+            fresh = False  # state this trace changed that no trace has had yet
+            for c in after:
+                path = c[0]
+                if path not in changed:  # (changed only at the values traced now)
+                    if _memo_only(c):
+                        continue
+                    changed[path], first[path], history[path] = c, c[3], [c[3]]
+                    now[path], fresh = c[4], True
+                elif _cycles(c[4]) or _cycles(now[path]):
+                    now[path] = c[4]
+            state = {p: v for p, v in now.items() if _cycles(v)}
+            if not fresh and any(_same_values(state, s, first) for s in seen):
+                return
+        else:  # (new values after _ROUNDS traces: the program may differ at a later one)
+            raise E.python_state_unsettled(
+                [(p, _path_shown(history[p]), _Shown(now[p])) for p in changed
+                 if _cycles(now[p]) and now[p] is not history[p][-1]], _ROUNDS + 1)
     finally:
-        for mod, key, value in reversed(kept):
+        for mod, key, value in reversed(kept.values()):
             if key is CONTENTS:
                 _fill(mod, value)
             elif value is ABSENT:
                 mod.__dict__.pop(key, None)
             else:
                 mod.__dict__[key] = value
-    same = other is not None and same_program(ep, other, {}, set())
-    if same and not decided:
-        return
-    changed.sort(key=lambda c: c[2] is CONTENTS)  # (the fix's buffer: the first attribute)
-    _, _, key, old, new = changed[0]
+    listed = sorted(changed.values(), key=lambda c: c[2] is CONTENTS)  # (the fix's buffer)
+    _, _, key, old, new = listed[0]
     initial = None if key is CONTENTS else _stand_in(None, new) \
         if old is ABSENT or old is None else old
-    raise E.python_state_read([(path, "unset" if was is ABSENT else _shown(was), _Shown(now))
-                               for path, _, _, was, now in changed], initial,
-                              decided[0] if same else None)
+    raise E.python_state_read([(path, _path_shown(history[path][:-1]),
+                                _Shown(history[path][-1])) for path, *_ in listed],
+                              initial, decided[0] if same else None)
+
+
+def _again(runs: list, again: Callable[[], ExportedProgram],
+           caches: GlobalCaches | None) -> tuple[ExportedProgram | None, list]:
+    """Trace again: the program (None where that export fails) and the Python state that
+    trace changed (the model's attributes from its exporters, the module-level names from
+    a watch of the same namespaces)."""
+    start = len(runs)
+    inner = GlobalCaches(caches.model, caches.fn) if caches is not None else None
+    try:
+        if inner is not None:
+            inner.__enter__()
+        try:
+            other = again()
+        except E.ExportError:
+            return None, []
+        after = [c for run in runs[start:] for c in run.python_state]
+        return other, after + inner.changes() if inner is not None else after
+    finally:  # (op calls remembered with watched numbers as arguments: forgotten)
+        memo.refresh()
+        if inner is not None:
+            inner.__exit__(None, None, None)
+
+
+_ROUNDS = 4  # traces again at most (a string cycling through up to five values settles)
+
+
+def _cycles(value: Any) -> bool:
+    """Whether a value forward changes is followed round by round (not a number: those are
+    watched, any decision on one refused; not a container or tensor: traced once)."""
+    return type(value) in (str, bool, bytes, type(None))
+
+
+def _same_values(a: dict, b: dict, first: dict) -> bool:
+    """Whether two rounds' strings/bools/Nones agree (a path missing from one: its value
+    as export found it)."""
+    return all(type(a.get(p, first[p])) is type(b.get(p, first[p])) and
+               a.get(p, first[p]) == b.get(p, first[p]) for p in {*a, *b})
+
+
+def _path_shown(values: list) -> str:
+    return " -> ".join("unset" if v is ABSENT else _shown(v) for v in values)
 
 
 def _stand_in(old: Any, new: Any) -> Any:

@@ -238,3 +238,25 @@ def _is_view(node: torch.fx.Node) -> bool:
     t = node.target
     return isinstance(t, torch._ops.OpOverload) and not t._schema.is_mutable and \
         any(r.alias_info is not None for r in t._schema.returns)
+
+
+MAP_IMPL = torch.ops.higher_order.map_impl
+
+
+def sizes_from_data(body: Any) -> bool:
+    """Whether a converted subgraph (or one nested in it) makes a size from data: a node
+    torch gave data-dependent symbols (``nonzero``, ``.item()``)."""
+    return isinstance(body, torch.fx.GraphModule) and any(
+        "unbacked_bindings" in n.meta for m in body.modules()
+        if isinstance(m, torch.fx.GraphModule) for n in m.graph.nodes)
+
+
+def map_under_grad(where: str) -> str:
+    """The warning ``ep.to_torch()`` gives for a map whose body makes a size from data
+    (the converted program then runs only without grad: torch's limit, not the program's)."""
+    return (f"ep.to_torch(): the map{where} makes a size from data in its body. torch's map, "
+            f"called with grad enabled and an input that requires grad (the weights), first "
+            f"traces its body for autograd and stops on such a size (`SymIntArrayRef expected "
+            f"to contain only concrete integers`): run the converted program under "
+            f"torch.no_grad() or torch.inference_mode(). ep.module() runs it with grad, as "
+            f"eager (docs/deploying.md#batched-detectors)")

@@ -40,7 +40,8 @@ from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
-from safetrace.interop.hops import convert_get_attr, fake_of, quiet_symbol_logs, run_hop
+from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
+                                   quiet_symbol_logs, run_hop, sizes_from_data)
 from safetrace.interop.lazy import graph_signature
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
@@ -344,6 +345,8 @@ class _Converter:
             kwargs = {"memory_format": args[1] if len(args) > 1 else
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
+        if target is MAP_IMPL and sizes_from_data(self.submodule_of.get(args[0])):
+            warnings.warn(map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns

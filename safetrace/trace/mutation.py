@@ -14,7 +14,9 @@ declares no alias, or when it is a composite known to allocate (``FRESH``); ever
 else (composites such as ``type_as``, ``atleast_1d``, ``broadcast_tensors``, ``meshgrid``,
 ``unsafe_chunk``, which return their input or a view of it without saying so; ``lift``
 and ``unsafe_split``; Python callables; control flow) counts as aliasing.  Control-flow
-subgraphs are analysed too: a write inside any of them reaches every operand of the call.
+subgraphs are analysed too: a write inside one reaches the operands its written placeholders
+stand for (map, cond, while_loop and scan: placeholders in the order of the call's operand
+lists), every operand of a call of another form.
 """
 
 from __future__ import annotations
@@ -321,51 +323,94 @@ def _writes(graph: torch.fx.Graph, depth: int) -> tuple[set, set]:
                 else frozenset()
             continue
         if isinstance(target, torch._ops.HigherOrderOperator):
-            mapped = _map_operands(node, subs) if target is _MAP_IMPL else None
             for a in node.all_input_nodes:
                 sub = subs.get(a.target) if a.op == "get_attr" else None
                 if sub is None:
                     continue
                 inside = _writes(sub.graph, depth + 1)[0] if depth <= 64 else None
-                if mapped is not None and inside is not None:
-                    # a map's body: its placeholders are the slices of xs, then the
-                    # other operands, so a write reaches only the operands it writes
-                    # (parameters read by a body that writes its own intermediates
-                    # stay parameters: ep.module() keeps autograd through them)
-                    written |= _union([mapped[i] for i in inside], alias)
+                operands = _operands(node, a, sub) if inside else None
+                if operands is not None:
+                    # the subgraph's placeholders are the call's operands in a known
+                    # order: a write reaches only the operands it writes (parameters
+                    # read by a body that writes another operand stay parameters:
+                    # ep.module() keeps autograd through them)
+                    written |= _union([operands[i] for i in inside], alias)
                 elif inside is None or inside:
                     written |= srcs  # (a write inside reaches every operand)
         alias[node] = srcs  # control flow, Python callables: unknown, so aliasing
     return written, out
 
 
-_MAP_IMPL = torch.ops.higher_order.map_impl
+_HOP = torch.ops.higher_order
+# a control-flow operator -> (the positions of its subgraph arguments, the positions of the
+# operand lists whose concatenation its subgraphs' placeholders are): map's body takes the
+# slices of xs then the other operands; cond's branches the operands; while_loop's cond_fn
+# and body_fn the carried values then the additional inputs; scan's combine_fn the carry,
+# the slices of xs, then the additional inputs (a slice written is its xs written)
+_OPERAND_LISTS = {_HOP.map_impl: ((0,), (1, 2)), _HOP.cond: ((1, 2), (3,)),
+                  _HOP.while_loop: ((0, 1), (2, 3)), _HOP.scan: ((0,), (1, 2, 3))}
 _TENSOR_ARGS: dict = {}  # op -> ((position, name) of each argument holding tensors)
 
 
 def _tensor_sources(op: Any, node: torch.fx.Node, alias: dict) -> frozenset:
     """The placeholders the tensor arguments of `node` (a call of ATen overload `op`)
     may alias."""
+    return frozenset(_union(_tensor_args(op, node), alias))
+
+
+def _tensor_args(op: Any, node: torch.fx.Node) -> list:
+    """The values `node` (a call of ATen overload `op`) passes for its tensor arguments."""
     where = _TENSOR_ARGS.get(op)
     if where is None:
         where = _TENSOR_ARGS[op] = tuple((i, a.name) for i, a in enumerate(op._schema.arguments)
                                          if "Tensor" in str(a.type))
-    values = [node.args[i] if i < len(node.args) else node.kwargs.get(name)
-              for i, name in where]
-    return frozenset(_union(values, alias))
+    return [node.args[i] if i < len(node.args) else node.kwargs.get(name) for i, name in where]
 
 
-def _map_operands(node: torch.fx.Node, subs: dict) -> list | None:
-    """``map_impl(body, xs, args)``'s operands in the order of its body's placeholders
-    (``[*xs, *args]``), or None when the call is not of that form."""
-    if len(node.args) != 3 or node.kwargs:
+def aliased_input(node: Any, graph: torch.fx.Graph) -> Any:
+    """A placeholder of `graph`, or a node of another graph, whose memory an in-place write
+    to `node` may reach through results that may alias their inputs (``atleast_1d(x)``,
+    ``type_as``: no view in their schema, `x` itself in eager), or None."""
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (list, tuple)):
+            todo.extend(n)
+            continue
+        if not isinstance(n, torch.fx.Node) or n in seen:
+            continue
+        if len(seen) > 10_000:
+            return n  # (too far to look: taken as reaching an input)
+        seen.add(n)
+        if n.op == "placeholder" or n.graph is not graph:
+            return n
+        if n.op != "call_function":
+            continue
+        target = n.target
+        if isinstance(target, torch._ops.OpOverload):
+            if may_alias(target):
+                todo.extend(_tensor_args(target, n))
+        else:  # (control flow, getitem, Python callables: their results may alias)
+            todo.extend(n.all_input_nodes)
+    return None
+
+
+def _operands(node: torch.fx.Node, attr: torch.fx.Node, sub: Any) -> list | None:
+    """The operands of control-flow call `node` in the order of the placeholders of its
+    subgraph `sub` (read through `attr`), or None when the call is not of the known form
+    (every operand then counts as written)."""
+    form = _OPERAND_LISTS.get(node.target)
+    if form is None or node.kwargs:
         return None
-    body, xs, pos = node.args
-    sub = subs.get(body.target) if isinstance(body, torch.fx.Node) and \
-        body.op == "get_attr" else None
-    if sub is None or not isinstance(xs, (list, tuple)) or not isinstance(pos, (list, tuple)):
+    graphs, lists = form
+    args = node.args
+    if len(args) != max(*graphs, *lists) + 1 or not any(args[i] is attr for i in graphs):
         return None
-    operands = [*xs, *pos]
+    operands: list = []
+    for i in lists:
+        if not isinstance(args[i], (list, tuple)):
+            return None
+        operands.extend(args[i])
     n = sum(1 for p in sub.graph.nodes if p.op == "placeholder")
     return operands if n == len(operands) else None
 

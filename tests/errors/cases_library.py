@@ -94,6 +94,8 @@ CASES = {
     "state_reassigned_changed": lambda: E.state_reassigned_changed(
         "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
     "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
+    "python_state_unsettled": lambda: E.python_state_unsettled(
+        [("log", "'' -> '.'", ".."), ("global:m.MODE", "'a' -> 'b'", "c")], 5),
     "state_written_through_alias": lambda: E.state_written_through_alias(
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
@@ -413,6 +415,16 @@ GOLDEN = {
         'and in forward update it with tensor ops (`self.calls += 1`, `self.calls.fill_(...)`); '
         'or pass the value in as an input, or set it before export and leave it unchanged in '
         'forward'),
+    'python_state_unsettled': ('UnsupportedConstruct',
+        'forward changes `self.log` (\'\' -> \'.\' -> \'..\'), the global `MODE` of module m '
+        '(\'a\' -> \'b\' -> \'c\'): a new value on each of 5 traces. Each traced to the same '
+        'program, but an exported program keeps the value export saw while eager goes on to '
+        'values never traced, where it may take another path (torch.export answers silently '
+        'there).\n'
+        'Fix: keep the state in a buffer, which the program reads and writes on every call (a '
+        'position in a list of modes: `self.register_buffer("log_index", torch.tensor(0))`, '
+        'advanced with tensor ops and read with torch.where / torch.cond); or pass the value '
+        'in as an input, or set it before export and leave it unchanged in forward'),
     'state_written_through_alias': ('UnsupportedConstruct',
         'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
         '`first` shares its memory (one is a view of the other); the exported program '

@@ -8,6 +8,8 @@ eagerly and one map node when exported.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -96,6 +98,47 @@ def test_torch_exports_the_same_map_and_runs_it_under_no_grad():
     with torch.no_grad():
         x = _x(3, 6)
         assert_close(tep.module()(x)[0], model(x)[0])
+
+
+@pytest.mark.slow  # (a conversion with a map: several seconds)
+def test_to_torch_says_its_map_of_sizes_from_data_runs_only_without_grad():
+    model = TorchMap()
+    ep = st.export(model, (_x(2, 0),), dynamic_shapes={"x": {0: AUTO}})
+    with pytest.warns(st.ConversionWarning, match=r"the map .*per_item.*makes a size from "
+                                                  r"data(.|\n)*torch\.no_grad\(\)"):
+        converted = ep.to_torch().module()
+    with torch.no_grad():
+        for b, seed in ((1, 16), (3, 17)):
+            got, want = converted(_x(b, seed)), model(_x(b, seed))
+            assert_close(got[0], want[0]) and assert_close(got[1], want[1])
+    with pytest.raises(RuntimeError, match="concrete integers"):  # what the warning says
+        converted(_x(2, 18))
+
+
+class PlainBody(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(K, K)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return st.map(lambda row: self.lin(row).relu(), x)
+
+
+@pytest.mark.slow  # (a conversion with a map: several seconds)
+def test_to_torch_of_a_map_without_sizes_from_data_trains_as_eager_and_says_nothing():
+    model = PlainBody()
+    ep = st.export(model, (_x(2, 0),), dynamic_shapes={"x": {0: AUTO}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", st.ConversionWarning)
+        converted = ep.to_torch().module()
+    weight = dict(converted.named_parameters())["lin.weight"]
+    for b, seed in ((1, 19), (4, 20)):
+        got, want = converted(_x(b, seed)), model(_x(b, seed))
+        assert_close(got, want)
+        (gw,) = torch.autograd.grad(got.sum(), weight)
+        (ww,) = torch.autograd.grad(want.sum(), model.lin.weight)
+        assert_close(gw, ww)
 
 
 def test_st_map_loops_eagerly_and_exports_one_map_node():

@@ -20,7 +20,7 @@ import torch
 from safetrace import pytree
 from safetrace import errors
 from safetrace.meta import TensorMeta
-from safetrace.trace.mutation import base_placeholder, mutates, written_args
+from safetrace.trace.mutation import aliased_input, base_placeholder, mutates, written_args
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.scope import Scope
@@ -298,6 +298,8 @@ def _refuse_writes(graph: torch.fx.Graph, what: str, where: str) -> None:
             base = base_placeholder(target)
             if base is None and target.graph is not graph:
                 base = target
+            if base is None:  # (a result that may be its input: ``atleast_1d(x).add_(1)``)
+                base = aliased_input(target, graph)
             if base is None:
                 continue
             kind = "module state" if (base.meta.get("kind") in ("parameter", "buffer")) \

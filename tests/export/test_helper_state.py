@@ -1,0 +1,157 @@
+"""Python state outside the model that an export's code changes and the program may
+depend on: a string attribute cycling through more than two values, and the globals of a
+helper module forward calls into (defining neither the model's classes nor forward).
+Refused, naming the attribute or global, where the graph or forward's Python depends on
+it -- torch.export keeps what it saw and answers wrongly on a later call -- and exported
+where nothing depends on it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.export import state_helpers as helpers
+from tests.export.state_helpers import Counter, step
+
+_NEXT = {"a": "b", "b": "c", "c": "a"}
+
+
+class CyclingMode(torch.nn.Module):
+    def __init__(self, branch: bool = True) -> None:
+        super().__init__()
+        self.mode, self.branch = "a", branch
+
+    def forward(self, x):
+        self.mode = _NEXT[self.mode]
+        if self.branch and self.mode == "a":  # eager's third call takes this branch
+            return x * 2
+        return x + 1
+
+
+class GrowingLog(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = ""
+
+    def forward(self, x):
+        self.log += "."
+        return x + 1
+
+
+class StepsAHelper(torch.nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "module":
+            return x * helpers.step()  # the helper module's global counter
+        if self.how == "function":
+            return x * step()  # imported by name
+        return x * Counter.tick()  # behind a class in the helper module
+
+
+class RotatesAHelper(torch.nn.Module):
+    def forward(self, x):
+        if helpers.rotate() == "a":  # a global string cycling a -> b -> c -> a
+            return x * 2
+        return x + 1
+
+
+class LogsThroughAHelper(torch.nn.Module):
+    def forward(self, x):
+        helpers.log_call()  # nothing computed reads it
+        helpers.rotate()
+        return x.relu() * 3
+
+
+def _calls(model: torch.nn.Module, x: torch.Tensor, n: int = 3) -> list[torch.Tensor]:
+    return [model(x) for _ in range(n)]
+
+
+def test_a_string_cycling_through_three_values_is_refused_where_torch_answers_wrongly():
+    x = torch.randn(3)
+    m = CyclingMode()
+    with pytest.raises(st.UnsupportedOpError,
+                       match=r"`self\.mode` \('a' -> 'b' -> 'c'\)(.|\n)*mode_index"):
+        st.export(m, (x,))
+    assert m.mode == "a"  # export never changes the model
+    theirs = torch.export.export(CyclingMode(), (x,)).module()
+    eager, ours = _calls(CyclingMode(), x), _calls(theirs, x)
+    torch.testing.assert_close(ours[:2], eager[:2])
+    assert not torch.equal(ours[2], eager[2])  # torch's third call is wrong
+
+
+def test_a_cycling_string_nothing_depends_on_exports_and_matches_eager():
+    m = CyclingMode(branch=False)
+    ep = st.export(m, (torch.randn(4),), dynamic_shapes=({0: st.Dim("n")},))
+    assert m.mode == "a"
+    ours, eager = ep.module(), CyclingMode(branch=False)
+    for n in (0, 1, 7, 2, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(ours(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        ours(torch.randn(2, 2))
+
+
+def test_a_string_taking_a_new_value_on_every_call_is_refused_after_five_traces():
+    m = GrowingLog()
+    with pytest.raises(st.UnsupportedOpError,
+                       match=r"`self\.log` \('' -> '\.' -> (.|\n)*5 traces"):
+        st.export(m, (torch.randn(3),))
+    assert m.log == ""
+
+
+@pytest.mark.parametrize("how", ["module", "function", "class"])
+def test_a_helper_modules_global_counter_the_graph_reads_is_refused(how):
+    helpers.reset()
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError,
+                       match=r"the global `COUNT` of module tests\.export\.state_helpers "
+                             r"\(0 -> 1\)"):
+        st.export(StepsAHelper(how), (x,))
+    helpers.reset()
+    theirs = torch.export.export(StepsAHelper(how), (x,)).module()
+    helpers.reset()
+    eager = _calls(StepsAHelper(how), x)
+    helpers.reset()
+    ours = _calls(theirs, x)
+    torch.testing.assert_close(ours[0], eager[0])
+    assert not torch.equal(ours[1], eager[1])  # torch keeps multiplying by 1
+
+
+def test_a_branch_on_a_helper_modules_cycling_global_is_refused():
+    helpers.reset()
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError,
+                       match=r"the global `MODE` of module tests\.export\.state_helpers "
+                             r"\('a' -> 'b' -> 'c'\)"):
+        st.export(RotatesAHelper(), (x,))
+    helpers.reset()
+    theirs = torch.export.export(RotatesAHelper(), (x,)).module()
+    helpers.reset()
+    eager = _calls(RotatesAHelper(), x)
+    helpers.reset()
+    ours = _calls(theirs, x)
+    torch.testing.assert_close(ours[:2], eager[:2])
+    assert not torch.equal(ours[2], eager[2])  # torch's third call is wrong
+
+
+def test_a_helper_modules_globals_nothing_reads_export_and_match_eager():
+    helpers.reset()
+    ep = st.export(LogsThroughAHelper(), (torch.randn(4),),
+                   dynamic_shapes=({0: st.Dim("n")},))
+    ours, eager = ep.module(), LogsThroughAHelper()
+    for n in (0, 1, 6):
+        x = torch.randn(n)
+        torch.testing.assert_close(ours(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        ours(torch.randn(3, 3))
+
+
+def test_explain_reports_a_helper_modules_global_the_graph_reads():
+    helpers.reset()
+    report = st.explain(StepsAHelper("module"), (torch.randn(3),))
+    assert not report.ok
+    assert "the global `COUNT` of module tests.export.state_helpers" in str(report)
