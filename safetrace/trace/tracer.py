@@ -107,9 +107,7 @@ class Tracer(TorchFunctionMode):
         self.layout_queried: str | None = None  # where the code first asked for a layout
         self.strides_queried = False  # the code read a stride or storage offset (layout.py)
         self.vmapped = False  # a torch.vmap output was recorded (layout.py's view check)
-        # identity views that only fed a replayed program's metadata check (handlers/
-        # casts.py): erased after the trace if nothing else read them
-        self.replayed_checks: list = []
+        self.replayed_checks: list = []  # views for a replay's meta check only (casts.py)
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
