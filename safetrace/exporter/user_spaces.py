@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from safetrace.trace.pycalls import original_code
+from safetrace.trace.pycalls import code_names, original_code
 
 _LIMIT = 2_000  # functions followed from one root (a larger closure is cut there)
 _INSTALLED = tuple(sorted({os.path.join(os.path.realpath(p), "")
@@ -148,7 +148,7 @@ class _Reach:
                 self._follows(g.get("__name__", "") or "", code.co_filename):
             return
         self._space(g)
-        names = _names(code)
+        names = tuple(sorted(code_names(code)))  # (a fixed order: the spaces found)
         self.followed.setdefault(id(g), (g, len(g)))
         for name in names:
             w = g.get(name)
@@ -190,22 +190,3 @@ class _Reach:
             w = ns.get(name)
             if w is not None:
                 self.value(w, names)
-
-
-def _names(code: types.CodeType) -> tuple[str, ...]:
-    """The names `code` and its nested code read (globals and attributes alike)."""
-    hit = _NAMES.get(id(code))
-    if hit is not None and hit[0] is code:
-        return hit[1]
-    names = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            names.update(_names(c))
-    out = tuple(sorted(names))
-    if len(_NAMES) > 20_000:
-        _NAMES.clear()
-    _NAMES[id(code)] = (code, out)
-    return out
-
-
-_NAMES: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}

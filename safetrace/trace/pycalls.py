@@ -438,7 +438,7 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
             # the user functions it calls by global name (helpers imported from another
             # of the user's modules: ``from .masks import make_mask``)
             g = v.__globals__
-            for name in _global_names(code):
+            for name in code_names(code):
                 w = g.get(name)
                 if isinstance(w, types.FunctionType):
                     visit(w, depth)
@@ -469,15 +469,16 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
     return funcs, mods
 
 
-def _global_names(code: types.CodeType) -> tuple[str, ...]:
-    """The names ``code`` and its nested functions may load as globals (cached)."""
+def code_names(code: types.CodeType) -> tuple[str, ...]:
+    """The names ``code`` and its nested functions may load as globals or read as
+    attributes (cached; in no fixed order)."""
     hit = _GLOBAL_NAMES.get(id(code))
     if hit is not None and hit[0] is code:
         return hit[1]
     names = set(code.co_names)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            names.update(_global_names(c))
+            names.update(code_names(c))
     out = tuple(names)
     if len(_GLOBAL_NAMES) > 20000:
         _GLOBAL_NAMES.clear()
