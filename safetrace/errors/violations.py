@@ -83,8 +83,8 @@ class DeclaredSpaceViolation(ConstraintViolationError):
         declared = self.details.get("declared", {})
         for name, new in fixes.items():
             root = getattr(new, "root", None)
-            if root is not None and root.name == f"{name}_{getattr(new, 'coef', 1)}":
-                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*dx_3`): first
+            if root is not None and root.name not in declared and root.name != name:
+                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*_dx`): first
             if name in declared and _as_declared(name, new, *declared[name]):
                 continue  # (torch's suggested fixes name only the Dims they change)
             lines.append(_torch_fix(name, new))

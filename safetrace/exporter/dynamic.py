@@ -445,7 +445,7 @@ class DynamicDims:
                 for v in range(lo + (step[1] - lo) % step[0], int(min(hi, lo + 64 * step[0])) + 1,
                                step[0])):
             k, r = step  # `s % k == r`, and every condition holds there: s = k*q + r
-            q = Dim(f"{name}_{k}", min=max(-(-(lo - r) // k), 0),
+            q = Dim(self._new_root_name(name), min=max(-(-(lo - r) // k), 0),
                     max=None if hi == math.inf else int(hi - r) // k)
             self.dim_fixes[name] = DerivedDim(q, k, r)
             holds = "." if words else (  # `words` said it already
@@ -459,6 +459,16 @@ class DynamicDims:
                          cause + ("; " if not words else ", and ") + "no range of " + name
                          + " expresses it.",
                          f"{dynamic}, or change the code so that it holds for every {name}")
+
+    def _new_root_name(self, name: str) -> str:
+        """The root of a derived fix for Dim `name` (`name = k*_name + r`): torch.export's
+        ``_name``, with more underscores if the spec already has a Dim of that name."""
+        taken = set(self.roots) | set(self.declared) | set(self.dim_fixes) | {
+            getattr(getattr(f, "root", None), "name", None) for f in self.dim_fixes.values()}
+        root = f"_{name}"
+        while root in taken:
+            root = f"_{root}"
+        return root
 
     def _relation_problem(self, root: str, dim_name: str, rep: Expr, label: str) -> Violation:
         names = {s: self.dim_names.get(s) or self._where_of(s) for s in rep.free_symbols}

@@ -289,7 +289,7 @@ def test_while_loop_takes_the_body_outputs_structure(carried, returned) -> None:
 
 
 # -- torch's refine_dynamic_shapes_from_suggested_fixes(exc.msg, spec) reads a new root
-#    (`dx = 3*dx_3` after `dx_3 = Dim('dx_3', min=3)`) and one Dim for two (`dy1 = dx1`) ----
+#    (`dx = 3*_dx` after `_dx = Dim('_dx', min=3)`) and one Dim for two (`dy1 = dx1`) ----
 class ReshapeByThree(nn.Module):
     def forward(self, x):
         if x.shape[0] >= 9:

@@ -116,19 +116,19 @@ def test_iterating_pieces_pins_their_count():
 # a residual condition ruling out part of a named Dim's range: (fn, example, spec, message)
 NARROWING = {
     "branch_on_parity": (lambda x: x * 2 if x.shape[0] % 2 == 0 else x, [(4, 2)],
-                         ({0: Dim("d0")},), "derive the dim: d0 = 2*d0_2"),
+                         ({0: Dim("d0")},), "derive the dim: d0 = 2*_d0"),
     "branch_on_not_a_multiple": (
         lambda x: x * 2 if x.shape[1] % 3 != 0 else x, [(2, 4)], ({1: Dim("d0")},),
         "d0 = Dim('d0', min=4, max=5); or declare d0 as Dim.DYNAMIC"),
     "branch_on_parity_and_a_bound": (
         lambda x: x * 2 if x.shape[0] % 2 == 1 and x.shape[0] > 2 else x, [(5, 2)],
         ({0: Dim("d0", max=9)},),
-        "derive the dim: d0 = 2*d0_2 + 1 with d0_2 = Dim('d0_2', min=1, max=4)"),
+        "derive the dim: d0 = 2*_d0 + 1 with _d0 = Dim('_d0', min=1, max=4)"),
     "squeeze_of_a_named_dim": (lambda x: x.squeeze(0), [(2, 3)], ({0: Dim("d0")},),
                                "d0 = Dim('d0', min=2)"),
     "multiple_of_4": (lambda x: x.reshape(-1, 4, x.shape[1]).sum(1) if x.shape[0] % 4 == 0
                       else x, [(8, 3)], ({0: Dim("h", min=1, max=64)},),
-                      "derive the dim: h = 4*h_4 with h_4 = Dim('h_4', min=1, max=16)"),
+                      "derive the dim: h = 4*_h with _h = Dim('_h', min=1, max=16)"),
     "numel_with_a_dynamic_dim": (lambda y: y * 2 if y.numel() > 7 else y * 0, [(2, 5)],
                                  ({0: Dim.DYNAMIC, 1: Dim("d1")},), "d1 = Dim('d1', min=4)"),
 }
