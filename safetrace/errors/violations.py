@@ -79,16 +79,18 @@ class DeclaredSpaceViolation(ConstraintViolationError):
             value = m and self.details["fixes"].get((m.group(1), int(m.group(2))))
             if m and type(value) is int and m.group(3) not in fixes:
                 fixes[m.group(3)] = value
-        lines = []
-        declared = self.details.get("declared", {})
+        keyed = []  # (torch's order: the Dim's first input dim, a new root after the others)
+        declared, places = self.details.get("declared", {}), self.details.get("places", {})
         for name, new in fixes.items():
             root = getattr(new, "root", None)
             if root is not None and root.name not in declared and root.name != name:
-                lines.append(_torch_fix(root.name, root))  # a new root (`dx = 3*_dx`): first
+                keyed.append(((1, places.get(name, name)), _torch_fix(root.name, root)))
             if name in declared and _as_declared(name, new, *declared[name]):
                 continue  # (torch's suggested fixes name only the Dims they change)
-            lines.append(_torch_fix(name, new))
-        lines = [line for line in lines if line is not None]
+            keyed.append(((0, places.get(name, name)), _torch_fix(name, new)))
+        ordered = [line for _, line in sorted(keyed, key=lambda kv: kv[0]) if line is not None]
+        lines = ([x for x in ordered if " = Dim(" in x]  # Dims first, then `name = expr`
+                 + [x for x in ordered if " = Dim(" not in x])
         if not lines:
             return ours
         return ours + "\n\nSuggested fixes:\n" + "\n".join(f"  {x}" for x in lines)
@@ -144,11 +146,13 @@ def _violated(dim: str) -> str:
 
 def declared_space(problems: list[Violation], suggestion: str, fixes: dict | None = None,
                    dim_fixes: dict | None = None,
-                   declared: dict | None = None) -> DeclaredSpaceViolation:
+                   declared: dict | None = None,
+                   places: dict | None = None) -> DeclaredSpaceViolation:
     """``suggestion``: a ready-to-paste dynamic_shapes with every fix applied; ``fixes``:
     (input path, dim) -> new entry, ``dim_fixes``: Dim name -> new Dim (or derived dim),
     as data for ``st.refine_dynamic_shapes_from_suggested_fixes``; ``declared``: Dim name
-    -> (min, max) as declared (a fix that keeps them is not restated in torch's form)."""
+    -> (min, max) as declared (a fix that keeps them is not restated in torch's form);
+    ``places``: Dim name -> its first input dim (``x.shape[0]``), torch's order of fixes."""
     n = len(problems)
     names = ", ".join(dict.fromkeys(_violated(p.dim) for p in problems))
     return DeclaredSpaceViolation(
@@ -157,4 +161,5 @@ def declared_space(problems: list[Violation], suggestion: str, fixes: dict | Non
         f"({names})!):\n"
         + "\n".join(f"  - {p.text()}" for p in problems),
         fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
-        dim_fixes=dict(dim_fixes or {}), declared=dict(declared or {}))
+        dim_fixes=dict(dim_fixes or {}), declared=dict(declared or {}),
+        places=dict(places or {}))

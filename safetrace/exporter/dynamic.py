@@ -638,8 +638,11 @@ def _static_fix(where: str, value: int) -> str:
 
 def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
     if problems:
+        places = {d.name: x.where for x in reversed(dyn.decls)  # each Dim's first input dim
+                  for d in (x.spec, getattr(x.spec, "root", None))
+                  if isinstance(getattr(d, "name", None), str)}
         exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes,
-                             {n: (d.min, d.max) for n, d in dyn.declared.items()})
+                             {n: (d.min, d.max) for n, d in dyn.declared.items()}, places)
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []

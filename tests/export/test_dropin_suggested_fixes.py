@@ -106,3 +106,69 @@ def test_a_run_time_check_fix_is_not_shown_as_the_declared_dim_in_torch_form():
     check_program(ep, EvenOrSlice(), [(torch.randn(n), torch.randn(m))
                                       for n, m in ((2, 0), (4, 4), (64, 9))],
                   [(torch.randn(5), torch.randn(2)), (torch.randn(66), torch.randn(5))])
+
+
+class BoundsAndMultiples(nn.Module):
+    def forward(self, y, x):
+        if y.shape[0] < 10 and x.shape[0] < 8 and x.shape[1] % 2 == 0 and y.shape[1] % 3 == 0:
+            return x.sum() + y.sum()
+        return x.sum()
+
+
+def _torch_lines(exc: Exception) -> list[str]:
+    return [x.strip() for x in exc.msg.split("Suggested fixes:")[1].strip().splitlines()]
+
+
+def test_new_roots_are_named_and_ordered_as_torchs():
+    """A new root is torch's ``_q`` (``q = 3*_q``), and the lines come in torch's order:
+    the ``Dim(...)`` lines first, then ``name = expr``, each by the Dim's first input
+    (``x`` before ``y``: torch sorts its sources by name), a new root after the other Dims.
+    One difference, by design: torch writes ``min=1, max=oo`` for ``_q`` (torch assumes a
+    size of at least 2 where no guard bounds it); our declared space keeps 0, so ``_q`` is
+    bounded by nothing and written ``Dim('_q')``."""
+    spec = ((Dim("p"), Dim("q")), (Dim("r"), Dim("s")))
+    args = (torch.randn(6, 6), torch.randn(5, 4))
+    with pytest.raises(UserError) as theirs:
+        torch.export.export(BoundsAndMultiples(), args, dynamic_shapes=spec)
+    with pytest.raises(UserError) as ours:
+        st.export(BoundsAndMultiples(), args, dynamic_shapes=spec)
+    expected = [re.sub(r", min=1, max=oo\)$", ")", x) for x in _torch_lines(theirs.value)]
+    assert _torch_lines(ours.value) == expected == [
+        "r = Dim('r', max=7)", "p = Dim('p', max=9)", "_s = Dim('_s')", "_q = Dim('_q')",
+        "s = 2*_s", "q = 3*_q"]
+    ep = st.export(BoundsAndMultiples(), args,
+                   dynamic_shapes=refine_dynamic_shapes_from_suggested_fixes(ours.value.msg, spec))
+    check_program(ep, BoundsAndMultiples(), [(torch.randn(9, 3), torch.randn(7, 2)),
+                                             (torch.randn(0, 0), torch.randn(1, 0))],
+                  [(torch.randn(10, 3), torch.randn(7, 2)), (torch.randn(9, 3), torch.randn(7, 3))])
+
+
+class ReshapeByThreeBounded(nn.Module):
+    def forward(self, x):
+        if x.shape[0] >= 9:
+            return x.reshape([-1, 3])
+        return x * 2
+
+
+def test_a_bounded_new_root_is_torchs_line_for_line():
+    spec = ((Dim("dx", min=4, max=100),),)
+    args = (torch.randn(15),)
+    with pytest.raises(UserError) as theirs:
+        torch.export.export(ReshapeByThreeBounded(), args, dynamic_shapes=spec)
+    with pytest.raises(UserError) as ours:
+        st.export(ReshapeByThreeBounded(), args, dynamic_shapes=spec)
+    assert _torch_lines(ours.value) == _torch_lines(theirs.value) == [
+        "_dx = Dim('_dx', min=3, max=33)", "dx = 3*_dx"]
+
+
+def test_a_new_root_avoids_the_users_names():
+    """The user already has a Dim ``_dx``: the new root of ``dx`` is ``__dx``."""
+    spec = ((Dim("dx", min=4, max=100),), (Dim("_dx"),))
+
+    class Two(nn.Module):
+        def forward(self, x, y):
+            return ReshapeByThreeBounded()(x), y * 2
+
+    with pytest.raises(UserError) as ours:
+        st.export(Two(), (torch.randn(15), torch.randn(3)), dynamic_shapes=spec)
+    assert _torch_lines(ours.value) == ["__dx = Dim('__dx', min=3, max=33)", "dx = 3*__dx"]
