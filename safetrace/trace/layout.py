@@ -149,6 +149,16 @@ def dense_vector(kind: int, fmt: int | None, meta: Any) -> bool:
     return kind == COMPUTE and fmt is None and len(meta.shape) <= 1
 
 
+def vector_contiguity(kind: int, fmt: int | None, meta: Any) -> bool | str | None:
+    """The layout of a result of an op whose operands' layout is unknown: None, or for a
+    ``dense_vector`` True where its one dim is known >= 2, else LOOSE (an op allocating
+    like its operand, ``flip``, keeps a dense operand's stride on a dim of size 1: eager's
+    ``y[::2].flip(0).stride(0)`` is 4 for a 1-element ``y[::2]``; fuzz seed 292)."""
+    if not dense_vector(kind, fmt, meta):
+        return None
+    return True if all(cond_true(s >= 2) for s in meta.shape) else LOOSE
+
+
 def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False) -> None:
     trace = stack_trace(4)
     if x.st_contig is None:

@@ -33,7 +33,7 @@ from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
-from safetrace.trace.layout import dense_vector, exact_contiguous, result_contiguity
+from safetrace.trace.layout import exact_contiguous, result_contiguity, vector_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage,
                                       reads_own_memory, state_alias, traced_elsewhere,
@@ -453,8 +453,8 @@ class Tracer(TorchFunctionMode):
             contig = result_contiguity(info[5], info[6], args, kwargs, known)
             if contig is None:
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
-                    if type(p) is Proxy and not dense_vector(info[5], info[6], p.st_meta):
-                        p.st_contig = None
+                    if type(p) is Proxy:
+                        p.st_contig = vector_contiguity(info[5], info[6], p.st_meta)
             elif contig is not True:
                 for p in (result if isinstance(result, (tuple, list)) else (result,)):
                     if type(p) is Proxy:

@@ -333,3 +333,24 @@ def test_storage_offset_is_checked_only_where_the_program_reads_it():
         ep.module()(shifted)
     with pytest.raises(st.UnsupportedOpError, match="storage offset may be any"):
         st.export(off, (shifted,))
+
+
+def test_stride_of_a_computed_vector_that_may_have_one_element_is_refused():
+    """``flip`` allocates like its operand: a dense operand's stride stays on a dim of
+    size 1 (``y[::2]`` of one element has stride 4 here, and so has its flip), so a
+    one-dim result of a strided input is row-major only where its size is >= 2 (the
+    program answered 1 and scaled by it where eager scaled by 4; fuzz seed 292)."""
+    def f(y):
+        v = y[::2].flip(0)
+        return v * v.contiguous().stride(0)
+
+    y1 = torch.empty(4)[::2].copy_(torch.tensor([1.0, 2.0]))[:1]  # 1 element, stride 2
+    assert f(y1).item() == 4.0  # eager: stride 4
+    step = torch.empty(6)[::2].copy_(torch.arange(3.0))
+    with pytest.raises(st.UnsupportedOpError, match="size 0 or 1 may carry any stride"):
+        st.export(f, (step,), dynamic_shapes=({0: Dim.AUTO},))
+    # a size known >= 3 (two elements after the step): row-major whatever y's layout
+    ep = st.export(f, (step,), dynamic_shapes=({0: Dim("n", min=3)},))
+    for n in (3, 4, 7):
+        y = torch.empty(2 * n)[::2].copy_(torch.randn(n))
+        torch.testing.assert_close(ep.module()(y), f(y))
