@@ -17,6 +17,7 @@ from torch.export import Dim
 import safetrace as st
 
 from tests.export.dropin_check import same
+from tests.export.test_dropin_torchscript import Holds  # (a model holding a scripted one)
 
 
 class DictOps(nn.Module):
@@ -62,15 +63,6 @@ class Counts(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.n = self.n + 1
         return x * self.n
-
-
-class Holds(nn.Module):
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x):
-        return self.inner(x) - x
 
 
 @pytest.mark.parametrize("make", [DictOps, CallsInterface], ids=["dict", "interface"])
