@@ -15,6 +15,7 @@ otherwise while the program keeps the branch export took.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any, Callable
 
@@ -111,18 +112,15 @@ def _again(runs: list, again: Callable[[], ExportedProgram],
     start = len(runs)
     inner = GlobalCaches(caches.model, caches.fn) if caches is not None else None
     try:
-        if inner is not None:
-            inner.__enter__()
-        try:
-            other = again()
-        except E.ExportError:
-            return None, []
-        after = [c for run in runs[start:] for c in run.python_state]
-        return other, after + inner.changes() if inner is not None else after
+        with inner if inner is not None else contextlib.nullcontext():
+            try:
+                other = again()
+            except E.ExportError:
+                return None, []
+            after = [c for run in runs[start:] for c in run.python_state]
+            return other, after + (inner.changes() if inner is not None else [])
     finally:  # (op calls remembered with watched numbers as arguments: forgotten)
         memo.refresh()
-        if inner is not None:
-            inner.__exit__(None, None, None)
 
 
 _ROUNDS = 4  # traces again at most (a string cycling through up to five values settles)
