@@ -382,3 +382,31 @@ def test_a_memo_of_size_tables_exports_and_state_made_without_inputs_is_refused(
     with pytest.raises(st.InputMismatchError):
         mod(torch.randn(4))
 
+
+
+class GrowsALog(torch.nn.Module):
+    def __init__(self, reads: bool) -> None:
+        super().__init__()
+        self.log, self.reads = "", reads
+
+    def forward(self, x):
+        self.log += "."
+        if self.reads and len(self.log) > 6:  # a branch only calls after the sixth take
+            return x * 3
+        return x * 2
+
+
+def test_a_string_new_on_every_call_is_refused_even_when_nothing_reads_it():
+    """Stricter than torch.export on purpose: a string forward extends on every call
+    cannot be told apart from one a later branch reads (Python's string operations are not
+    traced), so after five traces of new values export refuses both, with the buffer fix.
+    torch.export exports both and is wrong on the one that reads it (its 7th call)."""
+    for reads in (False, True):
+        with pytest.raises(st.UnsupportedOpError, match=r"a new value on each of .* traces"):
+            st.export(GrowsALog(reads), (torch.randn(3),))
+    ep = torch.export.export(GrowsALog(True), (torch.randn(3),))
+    eager, ours = GrowsALog(True), ep.module()
+    x = torch.randn(3)
+    outs = [(eager(x), ours(x)) for _ in range(7)]
+    torch.testing.assert_close(outs[0][1], outs[0][0])
+    assert not torch.equal(outs[6][1], outs[6][0])  # torch's 7th call keeps x * 2
