@@ -392,9 +392,13 @@ def state_reassigned_changed(name: str, got: str, was: str) -> UnsupportedConstr
 def state_name(path: str) -> str:
     """A piece of Python state as messages name it: a model attribute's path (``sub.n``)
     as `self.sub.n`, a module-level name (``global:pkg.mod.COUNT``) as the global
-    `COUNT` of module pkg.mod."""
+    `COUNT` of module pkg.mod, an attribute of an object a module holds
+    (``global:pkg.mod:counter.n``) as `counter.n` of module pkg.mod."""
     if path.startswith("global:"):
         module, _, name = path[7:].rpartition(".")
+        if ":" in module:
+            module, _, obj = module.partition(":")
+            return f"`{obj}.{name}` of module {module}"
         return f"the global `{name}` of module {module}"
     return f"`self.{path}`"
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from safetrace.exporter.snapshot import ABSENT, CONTENTS, items_changed, plain_item
-from safetrace.exporter.user_spaces import namespaces
+from safetrace.exporter.user_spaces import label, namespaces
 from safetrace.trace.proxy import Proxy
 
 _CONTAINERS = (dict, list, set)
@@ -80,13 +80,13 @@ class GlobalCaches:
                             type(v) is type(old) and v == old):
                         continue
                     owner = owner or _Space(ns)
-                    found.append((f"{_GLOBAL}{ns.get('__name__', '?')}.{k}", owner, k, old, v))
+                    found.append((f"{_GLOBAL}{label(ns)}.{k}", owner, k, old, v))
             for c, items in copies:
                 if not items_changed(c, items):
                     continue
                 if all(map(plain_item, c.items() if isinstance(c, dict) else c)):
                     name = next((k for k, v in ns.items() if v is c), "?")
-                    found.append((f"{_GLOBAL}{ns.get('__name__', '?')}.{name}", c, CONTENTS,
+                    found.append((f"{_GLOBAL}{label(ns)}.{name}", c, CONTENTS,
                                   items, c.copy()))
         return found
 

@@ -1,6 +1,8 @@
 """Python state outside the model that an export's code changes and the program may
 depend on: a string attribute cycling through more than two values, and the globals of a
 helper module forward calls into (defining neither the model's classes nor forward).
+Also the attributes of plain objects such a module holds (``tally.n`` through a method, a
+``SimpleNamespace``, callbacks kept in a module-level list or dict).
 Refused, naming the attribute or global, where the graph or forward's Python depends on
 it -- torch.export keeps what it saw and answers wrongly on a later call -- and exported
 where nothing depends on it."""
@@ -155,3 +157,82 @@ def test_explain_reports_a_helper_modules_global_the_graph_reads():
     report = st.explain(StepsAHelper("module"), (torch.randn(3),))
     assert not report.ok
     assert "the global `COUNT` of module tests.export.state_helpers" in str(report)
+
+
+class ReadsAnObjectsState(torch.nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "method":
+            return x * helpers.tally.bump()  # `self.n += 1` on the module's object
+        if self.how == "namespace":
+            return x * helpers.grow()  # a SimpleNamespace's attribute
+        if self.how == "list":
+            k = 0
+            for hook in helpers.HOOKS:  # a bound method kept in a list
+                k = hook()
+            return x * k
+        return x * helpers.TABLE["grow"]()  # a function kept in a dict
+
+
+@pytest.mark.parametrize("how, name", [("method", "tally.n"), ("namespace", "settings.scale"),
+                                       ("list", "tally.n"),  # (its plainest name)
+                                       ("dict", "settings.scale")])
+def test_an_objects_attribute_a_helper_module_holds_is_refused_where_the_graph_reads_it(
+        how, name):
+    helpers.reset()
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError,
+                       match=rf"`{name}` of module tests\.export\.state_helpers \(\d+ -> \d+\)"
+                             r"(.|\n)*register_buffer"):
+        st.export(ReadsAnObjectsState(how), (x,))
+    if how != "method":
+        return
+    helpers.reset()
+    theirs = torch.export.export(ReadsAnObjectsState(how), (x,)).module()
+    helpers.reset()
+    eager = _calls(ReadsAnObjectsState(how), x)
+    helpers.reset()
+    ours = _calls(theirs, x)
+    torch.testing.assert_close(ours[0], eager[0])
+    assert not torch.equal(ours[1], eager[1])  # torch keeps multiplying by 1
+
+
+class BumpsAnObjectNothingReads(torch.nn.Module):
+    def forward(self, x):
+        helpers.tally.bump()
+        return x.relu() + 1
+
+
+def test_an_objects_counter_nothing_reads_exports_and_matches_eager():
+    helpers.reset()
+    ep = st.export(BumpsAnObjectNothingReads(), (torch.randn(4),),
+                   dynamic_shapes=({0: st.Dim("n")},))
+    ours, eager = ep.module(), BumpsAnObjectNothingReads()
+    for n in (0, 1, 6):
+        x = torch.randn(n)
+        torch.testing.assert_close(ours(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        ours(torch.randn(3, 3))
+
+
+class _Fixed:
+    n = 1
+
+    def bump(self) -> int:  # no state change: a program multiplying by 1 is right
+        return self.n
+
+
+def test_an_object_rebound_after_an_export_is_the_one_watched_next():
+    helpers.reset()
+    old = helpers.tally
+    try:
+        helpers.tally = _Fixed()
+        st.export(ReadsAnObjectsState("method"), (torch.randn(3),))  # (its reach is kept)
+        helpers.tally = helpers.Tally()  # the same module size, another object
+        with pytest.raises(st.UnsupportedOpError, match=r"`tally\.n` of module"):
+            st.export(ReadsAnObjectsState("method"), (torch.randn(3),))
+    finally:
+        helpers.tally = old
