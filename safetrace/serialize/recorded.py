@@ -68,18 +68,28 @@ class Recorded:
     def restore(self, kept: tuple) -> None:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
 
-    def check(self, graph: torch.fx.Graph, values: dict) -> None:
-        """Refuse a node of ``graph`` whose recorded value differs from ``values[node]``."""
-        for node in graph.nodes:
-            if node.op == "output" or "val" not in node.meta:
-                continue
-            derived = values.get(node, UNKNOWN)
-            if derived is UNKNOWN:
-                continue  # (an op without a rule, past the analysis' time: kept as written)
-            recorded = node.meta["val"]
-            same = self._same(recorded, derived)
-            if same is False and self.wrong is None:
-                self.wrong = (node.name, _show(recorded), _show(derived))
+    def check(self, node: torch.fx.Node, derived: Any, facts: list) -> None:
+        """Note ``node`` if its recorded value differs from ``derived`` (its evaluated one),
+        also where the main graph's assertions before it hold (``facts``: they raise before
+        it otherwise, ``asserted.py``), unless those can never all hold (then nothing is
+        assumed: the node never runs, and what the file says of it is not believed)."""
+        if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
+            return  # (an op without a rule, past the analysis' time: kept as written)
+        recorded = node.meta["val"]
+        same = self._same(recorded, derived)
+        if same is False and facts:
+            same = self._under(facts, recorded, derived)
+        if same is False and self.wrong is None:
+            self.wrong = (node.name, _show(recorded), _show(derived))
+
+    def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
+        with scoped(self.env):
+            for fact in facts:
+                try:
+                    self.env.add_fact(fact)
+                except ValueError:
+                    return False
+            return self._same(recorded, derived)
 
     def refuse(self) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
