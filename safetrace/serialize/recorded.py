@@ -40,6 +40,10 @@ from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
+# facts of the graph's assertions one load assumes, in all, to compare nodes again under
+# them (each is a decision of the engine: a file of thousands of checks and of nodes that
+# need them stays fast; past it, a node that needs one is refused)
+_ASSUMED = 1 << 12
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -60,6 +64,7 @@ class Recorded:
         # other size, not one of the file's own read from data, it is refused
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
+        self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -77,12 +82,15 @@ class Recorded:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
         same = self._same(recorded, derived)
-        if same is False and facts:
+        if same is False and facts and self.wrong is None:
             same = self._under(facts, recorded, derived)
         if same is False and self.wrong is None:
             self.wrong = (node.name, _show(recorded), _show(derived))
 
     def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
+        self.assumed += len(facts)
+        if self.assumed > _ASSUMED:  # (a file of many checks and many nodes that need them
+            return False  # would make loading slow: past a number, none is believed)
         with scoped(self.env):
             for fact in facts:
                 try:
