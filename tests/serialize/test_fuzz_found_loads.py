@@ -241,3 +241,24 @@ def test_split_sides_lifting_different_constants_under_one_name_load():
         x = torch.randn(rows, cols)
         for got, want in zip(loaded(x, z), m(x, z)):
             torch.testing.assert_close(got, want)
+
+
+class _CondOnAClampedSliceLength(torch.nn.Module):
+    def forward(self, y):
+        v0 = y[y.shape[0] - 2:-1]
+        return v0, torch.cond(v0.numel() > 1, lambda t: t.sum(0, keepdim=True),
+                              lambda t: t[:1], (v0,))
+
+
+def test_a_predicate_of_python_min_max_of_sizes_is_read():
+    """The cond's predicate compares ``builtins.max(...)`` of sizes (the slice's length as
+    the graph computes it): the loader ran Python's ``max`` on symbolic sizes, which asks
+    which is larger, so it read no predicate and made the rows a size read from data
+    where the file records ``min(len, 1)`` (fuzz seed 20104: the file was refused)."""
+    m = _CondOnAClampedSliceLength()
+    ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},))
+    loaded = _reloaded(ep).module()
+    for n in (0, 1, 2, 3, 5):
+        y = torch.randn(n)
+        for got, want in zip(loaded(y), m(y)):
+            torch.testing.assert_close(got, want)
