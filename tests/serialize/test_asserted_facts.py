@@ -126,3 +126,44 @@ def test_a_calls_memory_is_bounded_without_the_graphs_checks(after):
     assert out[1].item() == 2 * 1024
     with pytest.raises(st.InputMismatchError, match=r"max_alloc_numel"):
         loaded(torch.randn(100, 4), torch.tensor(0))
+
+
+class _BranchChecks(torch.nn.Module):
+    """The same checks inside a torch.cond branch, then ``zeros(8, 4)[:n]`` there."""
+
+    def forward(self, x, pos):
+        def rows(x, pos):
+            p = pos.item()
+            torch._check(p >= 0)
+            torch._check(p + x.shape[0] <= 8)
+            return torch.zeros(8, 4)[:x.shape[0]] + x
+        return torch.cond(x.shape[0] > 2, rows, lambda x, pos: x * 2, (x, pos))
+
+
+def test_a_branchs_check_is_a_fact_only_for_the_branchs_nodes_after_it():
+    """In a branch the checks are facts of the evaluation for its later nodes: the file
+    loads; with the ``<= 8`` check moved after the slice the slice's recorded ``s0`` rows
+    rest on nothing that holds where it runs (the loader compared a subgraph's nodes only
+    once it was evaluated, under all of its checks: the slice passed, and only a value the
+    branch returns showed the difference, at the cond)."""
+    m = _BranchChecks()
+    ep = st.export(m, (torch.randn(3, 4), torch.tensor(2)),
+                   dynamic_shapes=({0: Dim("n", min=1)}, None))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue()).module()
+    for n, pos in [(3, 5), (8, 0), (1, 9)]:
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(loaded(x, torch.tensor(pos)), m(x, torch.tensor(pos)))
+    doc, tensors = parts(buf.getvalue())
+    branch = next(g for g in doc["subgraphs"] if any(
+        n.get("target", "").endswith("assert_sym") for n in g["nodes"]))
+    nodes = branch["nodes"]
+    check = [i for i, n in enumerate(nodes) if n.get("target", "").endswith("assert_sym")][-1]
+    moved = nodes[check - 1:check + 1]  # (the comparison and its assertion)
+    rest = nodes[:check - 1] + nodes[check + 1:]
+    at = next(i for i, n in enumerate(rest) if n.get("target", "").endswith("slice.Tensor"))
+    branch["nodes"] = rest[:at + 1] + moved + rest[at + 1:]
+    with pytest.raises(st.LoadError, match=r"node 'slice_\d'.*records its value as "
+                                           r"float32\[s0, 4\]"):
+        st.load(pack(doc, tensors))
