@@ -11,7 +11,9 @@ there), the file is refused at load; where it cannot work the value out (a custo
 the analysis' time) the recorded value stays as written.
 
 Sizes compare as expressions in the evaluation's scratch environment (the contract's
-symbols, and inside a branch its predicate as a fact).  A size read from data is a new
+symbols, and inside a branch its predicate as a fact), each node as soon as it is
+evaluated: under the assertions before it (a subgraph's, and where the plain comparison
+differs the main graph's, ``asserted.py``), never one after it.  A size read from data is a new
 symbol in each of the two: the first time a node's evaluated size is such a symbol and the
 file records a bare symbol of its own there, the two are taken as one (once each: two
 values read from data are never one symbol of the file).  Left open (kept as written): a
