@@ -12,7 +12,7 @@ output metadata together, one int changed everywhere it occurs (a size and its c
 two symbols swapped, a contract dim and a node together, or 2-3 independent edits), one
 field of a tensor's header changed (shape, dtype, data_offsets), random byte flips, and
 edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
-over five more bases with size work in branches and bodies; ``--classes sg`` runs only
+over six more bases with size work in branches and bodies; ``--classes sg`` runs only
 those).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /

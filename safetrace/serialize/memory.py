@@ -409,6 +409,8 @@ class StaticMemory:
                     cands.extend(c)
                 inner[node] = cands
                 never_runs.branches(node, outs, given[0] is None)
+                if self.recorded is not None:  # (also where one branch is not worked out)
+                    self.recorded.kinds(node, outs)
                 if outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1]):
                     return outs[0]
                 own = None if self.recorded is None else \

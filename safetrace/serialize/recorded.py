@@ -109,6 +109,17 @@ class Recorded:
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
 
+    def kinds(self, node: torch.fx.Node, outs: list) -> None:
+        """Note a torch.cond ``node`` whose recorded value is not, in count, kind, dtype
+        and rank, what a branch the evaluation worked out returns (eager runs the branch
+        its predicate picks, whatever the other returns: the file's value must be each's)."""
+        if "val" not in node.meta:
+            return
+        rec = node.meta["val"]
+        for out in outs:
+            if out is not UNKNOWN and self.wrong is None and _kind(rec) != _kind(out):
+                self.wrong = (node.name, _show(rec), _show(out))
+
     def each_branch(self, node: torch.fx.Node, outs: list, given: tuple) -> Any:
         """A torch.cond ``node``'s recorded value (in the scratch environment) where it
         holds only sizes of the inputs' and is each branch's value wherever that branch
@@ -220,6 +231,18 @@ def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
     m = v.st_meta if isinstance(v, Proxy) else v
     return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
                             for s in m.shape), m.dtype, like.device)
+
+
+def _kind(v: Any) -> Any:
+    """What of ``v`` the two branches of a cond share: tensors' dtype and rank, and
+    containers' length (a number: None)."""
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return str(v.dtype), len(v.shape)
+    if isinstance(v, (list, tuple)):
+        return tuple(_kind(x) for x in v)
+    return None
 
 
 def _is_int(v: Any) -> bool:
