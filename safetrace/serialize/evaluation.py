@@ -5,7 +5,6 @@ value's metadata.  Never the file's metadata."""
 
 from __future__ import annotations
 
-import builtins
 import math
 import operator
 from typing import Any
@@ -18,7 +17,6 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN
 from safetrace.serialize.work import leaves as _leaves
-from safetrace.symbolic import make_int, max_, min_
 
 _MAX_RESULTS = 4096  # results of one op whose count a size picks (unbind, split, chunk)
 
@@ -86,9 +84,6 @@ def sub(value: Any, meta: dict) -> Any:
     return value
 
 
-_MIN_MAX = {builtins.min: min_, builtins.max: max_}
-
-
 def python(fn: Any, args: Any, env: Any = None) -> Any:
     """Arithmetic of known numbers (a size computed from a constant's value, or from the
     inputs' symbolic sizes), and an element of a known result."""
@@ -102,11 +97,6 @@ def python(fn: Any, args: Any, env: Any = None) -> Any:
             isinstance(a, sym) or (isinstance(a, (int, float)) and not isinstance(a, bool)
                                    and abs(a) < 1 << 64) for a in args):
         return _UNKNOWN
-    pick = _MIN_MAX.get(fn)
-    if pick is not None and env is not None and not any(isinstance(a, float) for a in args):
-        # (Python's min/max of ints is the value min/max: symbolic, where Python's own
-        # would ask which is larger, a question no example answers here)
-        return make_int(pick(*args), env)
     try:
         out = fn(*args)
     except Exception:  # noqa: BLE001 - invalid, or a question the sizes leave open
