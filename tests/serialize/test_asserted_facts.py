@@ -77,8 +77,7 @@ def _check_of(blob: bytes, fact: str) -> tuple:
     doc, _ = parts(blob)
     nodes = doc["nodes"]
     for i, n in enumerate(nodes):
-        if n["target"].endswith("assert_sym") and fact in n["args"][1] \
-                if n.get("target") else False:
+        if n.get("target", "").endswith("assert_sym") and fact in n["args"][1]:
             return nodes[i - 1]["name"], n["name"]
     raise AssertionError(f"no check of {fact}")
 
