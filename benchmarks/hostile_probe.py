@@ -3,7 +3,8 @@
     python benchmarks/hostile_probe.py [--per-program N] [--seed S]
 
 Saves a few real programs (static, dynamic with checks, cond, while_loop, map, scan, a
-custom op, an int input, in-place state, data-dependent sizes), then makes variants: one
+custom op, an int input, in-place state, data-dependent sizes, checks on a size read from
+data that later slices rely on), then makes variants: one
 JSON field of the program document changed (ints to 0/-1/2**63/huge/small, floats to
 NaN/inf, strings to other node names/unicode/empty, lists emptied/duplicated/deeply nested,
 keys dropped), coordinated edits of 2-3 fields (``multi``: a node's arguments and its
@@ -11,7 +12,7 @@ output metadata together, one int changed everywhere it occurs (a size and its c
 two symbols swapped, a contract dim and a node together, or 2-3 independent edits), one
 field of a tensor's header changed (shape, dtype, data_offsets), random byte flips, and
 edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
-over five more bases with size work in branches and bodies; ``--classes sg`` runs only
+over six more bases with size work in branches and bodies; ``--classes sg`` runs only
 those).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
@@ -112,6 +113,19 @@ def programs() -> dict[str, bytes]:
         def forward(self, x, k):
             return x[:k] * k, torch.zeros(k + 1)
 
+    class Facts(torch.nn.Module):  # checks on a size read from data that size later nodes
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("cache", torch.zeros(8, 4))
+
+        def forward(self, x, pos):
+            p = pos.item()
+            torch._check(p >= 0)
+            torch._check(p + x.shape[0] <= 8)
+            self.cache[p:p + x.shape[0]] = x
+            self.cache[:x.shape[0]].mul_(0.5)
+            return self.cache + 0, x.new_ones(x.shape[0], 16).sum()
+
     n = st.Dim("n", min=0, max=32)
     made = {
         "static": st.export(Static(), (torch.randn(3, 6),)),
@@ -130,6 +144,8 @@ def programs() -> dict[str, bytes]:
         "scalar": st.export(Scalar(), (torch.randn(8, 2), 3),
                             dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
                                             "k": st.Dim("k", min=1, max=8)}),
+        "facts": st.export(Facts(), (torch.randn(3, 4), torch.tensor(2)),
+                           dynamic_shapes={"x": {0: st.Dim("f", min=1, max=32)}, "pos": None}),
     }
     import hostile_subgraphs
 

@@ -3,7 +3,8 @@ scan bodies), for benchmarks/hostile_probe.py.
 
 ``programs()`` exports bases whose control flow does size work inside its subgraphs (a
 branch that reshapes and allocates from a size, a loop body reading an outer tensor, a cond
-nested in a while_loop body and in a map body, a scan with two outputs of different dtypes);
+nested in a while_loop body and in a map body, a scan with two outputs of different dtypes,
+a branch whose checks on a size read from data bound its later slice);
 ``variants()`` edits one subgraph (or the HOP call that runs it) per variant:
 
 * ``sg_int``: an int argument of a node inside a subgraph (a size, a dim, an index);
@@ -89,6 +90,16 @@ def programs() -> dict[str, object]:
             return hop_scan(lambda c, x: (c + x * k, ((c * x).sum(0, keepdim=True),
                                                       (x > 0).sum(0, keepdim=True))), init, xs)
 
+    class BranchChecks(torch.nn.Module):  # checks on a size read from data, in a branch
+        def forward(self, x, pos):
+            def rows(x, pos):
+                p = pos.item()
+                torch._check(p >= 0)
+                torch._check(p + x.shape[0] <= 8)
+                return torch.zeros(8, 4)[:x.shape[0]] + x
+
+            return torch.cond(x.shape[0] > 2, rows, lambda x, pos: x * 2, (x, pos))
+
     n = st.Dim("n", min=0, max=32)
     t = st.Dim("t", min=1, max=32)
     return {
@@ -103,6 +114,9 @@ def programs() -> dict[str, object]:
         "sg_scan2": st.export(Scan2(), (torch.randn(3), torch.zeros((), dtype=torch.int64),
                                         torch.randn(5, 3)),
                               dynamic_shapes={"init": None, "k": None, "xs": {0: t}}),
+        "sg_checks": st.export(BranchChecks(), (torch.randn(3, 4), torch.tensor(2)),
+                               dynamic_shapes={"x": {0: st.Dim("r", min=1, max=32)},
+                                               "pos": None}),
     }
 
 

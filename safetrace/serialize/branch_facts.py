@@ -17,8 +17,7 @@ from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.expr import sym
-from safetrace.symbolic.scope import scoped
+from safetrace.symbolic.branches import one_form
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
@@ -74,7 +73,7 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
         if not isinstance(x, TensorMeta) or not isinstance(y, TensorMeta) or \
                 len(x.shape) != len(y.shape) or x.dtype != y.dtype:
             return None
-        pairs.append([(p, q, _one_form(env, p, q, given, known))
+        pairs.append([(p, q, _one_form(env, p, q, given[0], known))
                       for p, q in zip(x.shape, y.shape)])
     # (a new size for each pair of sizes read from data, ``u3`` in one branch and ``u5``
     # in the other: where each of the two is in that pair only, a size written of it
@@ -123,40 +122,11 @@ def _renamed(env: Any, p: Any, q: Any, one_of: list) -> Any:
     return new_symbolic(ep, env) if same.op == "const" and same.value else None
 
 
-def _one_form(env: Any, p: Any, q: Any, given: tuple, known: set) -> Any:
-    """The size both branches' ``p`` and ``q`` are wherever the cond runs, else None."""
-    same = eq(to_expr(p), to_expr(q))
-    if same.op == "const" and same.value:
-        return p
-    if {str(s) for s in same.free_symbols} - known:
-        return None
-    if given[0] is None:
-        return p if same.op != "const" and env.decide(same) is True else None
-    if same.op != "const":
-        for g, other in zip(given, (q, p)):  # (where it holds in one branch, the other's)
-            with scoped(env):
-                try:
-                    env.add_fact(g)
-                except ValueError:
-                    return other  # (this branch never runs: the cond's size is the other's)
-                if env.decide(same) is True:
-                    return other
-    # (a size of the predicate's that each branch writes as what it is there: ``2`` under
-    # ``s0 == 2``, ``3`` in the other branch where ``2 <= s0 <= 3``: the cond's is ``s0``)
-    for s in sorted({str(x) for x in to_expr(given[0]).free_symbols} & known):
-        if all(_holds(env, g, eq(sym(s), to_expr(v))) for g, v in zip(given, (p, q))):
-            return new_symbolic(sym(s), env)
-    return None
-
-
-def _holds(env: Any, given: Any, c: Any) -> bool:
-    """Whether ``c`` holds wherever ``given`` does (where it never does too)."""
-    with scoped(env):
-        try:
-            env.add_fact(given)
-        except ValueError:
-            return True
-        return env.decide(c) is True
+def _one_form(env: Any, p: Any, q: Any, given: Any, known: set) -> Any:
+    """The size both branches' ``p`` and ``q`` are wherever the cond runs, else None: by
+    the exporter's own rule (``symbolic.branches.one_form``), so that both write it."""
+    one = one_form(env, given, p, q, known)
+    return None if one is None else new_symbolic(one, env)
 
 
 def _new_size(env: Any, p: Any, q: Any) -> Any:

@@ -32,9 +32,9 @@ from safetrace.symbolic import eq, not_, or_, to_expr
 from safetrace.symbolic.expr import FALSE
 from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
+from safetrace.serialize.asserted import Asserted
 from safetrace.serialize.branch_facts import branch_conditions, merged
 from safetrace.serialize.recorded import Recorded
-from safetrace.serialize.requirements import is_own_check
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -103,6 +103,7 @@ class StaticMemory:
         # run at all (a cond branch, a loop body)
         self._ctx: list = []
         self.recorded: Recorded | None = None  # (the file's metadata held against ours)
+        self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -127,6 +128,7 @@ class StaticMemory:
                 if value is not _UNKNOWN:
                     meta[node] = value
         self.recorded = Recorded(self.env, self.bound_symbols, self._opaque_sizes())
+        self.asserted = Asserted(self.env, graph)
         previous, ACTIVE.env = ACTIVE.env, self.env
         self.deadline = time.process_time() + ANALYSIS_SECONDS
         try:
@@ -186,6 +188,7 @@ class StaticMemory:
         for node in graph.nodes:
             if node in meta and node.op == "placeholder":
                 self._note(node, meta[node])
+                self._held(node, meta)
         tainted = {n for n in graph.nodes if n.op == "placeholder" and n.name in inputs}
         for node in graph.nodes:
             if node.op == "call_function":
@@ -207,17 +210,22 @@ class StaticMemory:
                     meta[node] = out
                 if size is not _UNKNOWN:
                     nbytes[node] = size
+                self._held(node, meta)
         for node in graph.nodes:
             if node in meta and node.op == "call_function":
                 self._note(node, meta[node])
-        if self.recorded is not None:
-            self.recorded.check(graph, meta)
         output = next((n for n in graph.nodes if n.op == "output"), None)
         try:
             result = _sub(output.args[0], meta) if output is not None else _UNKNOWN
         except KeyError:
             result = _UNKNOWN
         return result, peak.candidates(graph, nbytes, inner), tally
+
+    def _held(self, node: torch.fx.Node, meta: dict) -> None:
+        """Hold ``node``'s recorded value against the evaluated one as soon as it is worked
+        out: under what the graph's assertions before it establish, not those after it."""
+        if self.recorded is not None and node in meta:
+            self.recorded.check(node, meta[node], self.asserted.facts)
 
     def _note(self, node: torch.fx.Node, value: Any) -> None:
         """Remember a tensor node's dtype (None: unknown, or not the same at every call of
@@ -246,8 +254,8 @@ class StaticMemory:
         target = node.target
         prior = self.bounded.get(node, True)  # (a shared subgraph's node: every evaluation)
         self.bounded[node] = False  # (until its sizes and work are worked out below)
-        if target is assert_sym and node.graph is not self.main and not is_own_check(node):
-            self._asserted(node, meta)
+        if target is assert_sym:
+            self.asserted.node(node, meta)
         try:
             args = _sub(node.args, meta)
             kwargs = _sub(node.kwargs, meta)
@@ -287,21 +295,6 @@ class StaticMemory:
             return _UNKNOWN, _UNKNOWN
         self._work(node, touched(target, args, kwargs, out), tally, prior)
         return out, result_bytes(target, out, args, kwargs)
-
-    def _asserted(self, node: torch.fx.Node, meta: dict) -> None:
-        """A subgraph's ``assert_sym`` of a comparison of sizes is a fact for its later nodes
-        (it raises where it fails): ``u0 >= 2`` makes ``x[:2]`` of ``x[mask]`` two rows, as the
-        exporter traced it.  Only in a subgraph, whose facts end with it (``_call``'s scope):
-        the main graph's bytes are bounded at every node, before its checks too; and not
-        the loader's own checks a file holds (``requirements.strip`` drops them)."""
-        fact = branch_conditions(node.args[0], meta, self.env.int_cls)[0] if node.args \
-            else None
-        if fact is None:
-            return
-        try:
-            self.env.add_fact(fact)
-        except ValueError:
-            pass  # (the assertion fails wherever it runs: nothing assumed)
 
     def _work(self, node: torch.fx.Node, value: Any, tally: Tally, prior: bool) -> None:
         """Count a kernel's work; it is bounded where that is a number or an expression of
@@ -416,6 +409,8 @@ class StaticMemory:
                     cands.extend(c)
                 inner[node] = cands
                 never_runs.branches(node, outs, given[0] is None)
+                if self.recorded is not None:  # (also where one branch is not worked out)
+                    self.recorded.kinds(node, outs)
                 if outs[0] is not _UNKNOWN and _key(outs[0]) == _key(outs[1]):
                     return outs[0]
                 own = None if self.recorded is None else \

@@ -11,7 +11,9 @@ there), the file is refused at load; where it cannot work the value out (a custo
 the analysis' time) the recorded value stays as written.
 
 Sizes compare as expressions in the evaluation's scratch environment (the contract's
-symbols, and inside a branch its predicate as a fact).  A size read from data is a new
+symbols, and inside a branch its predicate as a fact), each node as soon as it is
+evaluated: under the assertions before it (a subgraph's, and where the plain comparison
+differs the main graph's, ``asserted.py``), never one after it.  A size read from data is a new
 symbol in each of the two: the first time a node's evaluated size is such a symbol and the
 file records a bare symbol of its own there, the two are taken as one (once each: two
 values read from data are never one symbol of the file).  Left open (kept as written): a
@@ -40,6 +42,10 @@ from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
+# facts of the graph's assertions one load assumes, in all, to compare nodes again under
+# them (each is a decision of the engine: a file of thousands of checks and of nodes that
+# need them stays fast; past it, a node that needs one is refused)
+_ASSUMED = 1 << 12
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -60,6 +66,7 @@ class Recorded:
         # other size, not one of the file's own read from data, it is refused
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
+        self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -68,18 +75,31 @@ class Recorded:
     def restore(self, kept: tuple) -> None:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
 
-    def check(self, graph: torch.fx.Graph, values: dict) -> None:
-        """Refuse a node of ``graph`` whose recorded value differs from ``values[node]``."""
-        for node in graph.nodes:
-            if node.op == "output" or "val" not in node.meta:
-                continue
-            derived = values.get(node, UNKNOWN)
-            if derived is UNKNOWN:
-                continue  # (an op without a rule, past the analysis' time: kept as written)
-            recorded = node.meta["val"]
-            same = self._same(recorded, derived)
-            if same is False and self.wrong is None:
-                self.wrong = (node.name, _show(recorded), _show(derived))
+    def check(self, node: torch.fx.Node, derived: Any, facts: list) -> None:
+        """Note ``node`` if its recorded value differs from ``derived`` (its evaluated one),
+        also where the main graph's assertions before it hold (``facts``: they raise before
+        it otherwise, ``asserted.py``), unless those can never all hold (then nothing is
+        assumed: the node never runs, and what the file says of it is not believed)."""
+        if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
+            return  # (an op without a rule, past the analysis' time: kept as written)
+        recorded = node.meta["val"]
+        same = self._same(recorded, derived)
+        if same is False and facts and self.wrong is None:
+            same = self._under(facts, recorded, derived)
+        if same is False and self.wrong is None:
+            self.wrong = (node.name, _show(recorded), _show(derived))
+
+    def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
+        self.assumed += len(facts)
+        if self.assumed > _ASSUMED:  # (a file of many checks and many nodes that need them
+            return False  # would make loading slow: past a number, none is believed)
+        with scoped(self.env):
+            for fact in facts:
+                try:
+                    self.env.add_fact(fact)
+                except ValueError:
+                    return False
+            return self._same(recorded, derived)
 
     def refuse(self) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
@@ -88,6 +108,17 @@ class Recorded:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
+
+    def kinds(self, node: torch.fx.Node, outs: list) -> None:
+        """Note a torch.cond ``node`` whose recorded value is not, in count, kind, dtype
+        and rank, what a branch the evaluation worked out returns (eager runs the branch
+        its predicate picks, whatever the other returns: the file's value must be each's)."""
+        if "val" not in node.meta:
+            return
+        rec = node.meta["val"]
+        for out in outs:
+            if out is not UNKNOWN and self.wrong is None and _kind(rec) != _kind(out):
+                self.wrong = (node.name, _show(rec), _show(out))
 
     def each_branch(self, node: torch.fx.Node, outs: list, given: tuple) -> Any:
         """A torch.cond ``node``'s recorded value (in the scratch environment) where it
@@ -200,6 +231,18 @@ def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
     m = v.st_meta if isinstance(v, Proxy) else v
     return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
                             for s in m.shape), m.dtype, like.device)
+
+
+def _kind(v: Any) -> Any:
+    """What of ``v`` the two branches of a cond share: tensors' dtype and rank, and
+    containers' length (a number: None)."""
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return str(v.dtype), len(v.shape)
+    if isinstance(v, (list, tuple)):
+        return tuple(_kind(x) for x in v)
+    return None
 
 
 def _is_int(v: Any) -> bool:

@@ -451,8 +451,11 @@ def _enumerated(env: Facts, c: Expr, limit: int) -> bool | None:
                 except (ArithmeticError, ValueError, TypeError):
                     return None
             else:
-                seen.add(decide(env, substitute(c, lambda x: const(v) if str(x) == name
-                                                else None)))
+                try:  # (a value where a divisor is 0: the condition has no answer there)
+                    at = substitute(c, lambda x: const(v) if str(x) == name else None)
+                except ArithmeticError:
+                    return None
+                seen.add(decide(env, at))
             if len(seen) > 1 or None in seen:
                 return None
     finally:

@@ -4,7 +4,7 @@ cannot look inside an ``or``)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from safetrace.symbolic.canon import or_
 from safetrace.symbolic.decide import Facts, decide
@@ -43,3 +43,16 @@ def narrow_disjunctions(env: Facts, cond: Expr, assume: Callable[[Expr], None]) 
             env.known.discard(c)  # type: ignore[attr-defined]
             names |= set().union(*(a.free_symbols for a in rest))
             assume(or_(*rest))
+
+
+def collapsed(env: Facts, pairs: Sequence[tuple[Expr, Expr]],
+              assume: Callable[[Expr], None]) -> None:
+    """Each ``or`` fact (``not (a and b)`` too) that new replacements leave one side of,
+    ``(before, after)`` in ``pairs``, assumed as a fact of its own, and the ``or`` facts it
+    narrows narrowed: ``s0 != 1 or s1 != 1`` once ``s0 == 1`` is ``s1 != 1``, which makes
+    ``s1 >= 2`` of a range from 1, and then ``s1 <= 1 or s3 >= 2`` is ``s3 >= 2`` (stored
+    as the one condition the replacement left, no range or linear fact saw it)."""
+    for before, after in pairs:
+        if before.op in ("or", "not") and after.op not in ("or", "not"):
+            assume(after)
+            narrow_disjunctions(env, after, assume)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.log as log
-from safetrace.symbolic.disjunctions import narrow_disjunctions
+from safetrace.symbolic.disjunctions import collapsed, narrow_disjunctions
 from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
@@ -483,13 +483,16 @@ class Env:
                     raise Contradiction("contradiction among the facts")
             else:
                 self.linear.append(f2)
+        pairs: list[tuple[Expr, Expr]] = []  # (a fact, as the replacements leave it)
         for k in known:
             k2 = D.simplify(self, k)
             if k2.op == "const" and not k2.value:
                 raise Contradiction(f"contradiction: `{k}` no longer holds")
             if k2.op != "const":
                 self.known.add(k2)
+                pairs.append((k, k2))
         self._bump()
+        collapsed(self, pairs, self._assume)
 
     # --- results ------------------------------------------------------------------------
     def solution(self) -> Solution:

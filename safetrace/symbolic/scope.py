@@ -9,6 +9,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+import safetrace.symbolic.decide as D
+from safetrace.symbolic.disjunctions import narrow_disjunctions
 from safetrace.symbolic.env import Env
 from safetrace.symbolic.expr import Expr
 from safetrace.symbolic.records import Contradiction
@@ -36,12 +38,19 @@ def scoped(env: Env) -> Iterator[None]:
 
 @contextmanager
 def assuming(env: Env, cond: Expr) -> Iterator[bool]:
-    """Inside ``scoped(env)``, ``cond`` taken as a fact whatever the example sizes say (a
-    branch that the example does not take); yields False where the facts refute it (the
-    code it guards never runs), True otherwise."""
+    """Inside ``scoped(env)``, ``cond`` taken as a fact as ``env.add_fact`` takes one
+    (``or`` facts it narrows included), whatever the example sizes say (a branch that the
+    example does not take); yields False where the facts refute it (the code it guards
+    never runs), True otherwise."""
     with scoped(env):
         try:
-            env._assume(cond)
+            c = D.simplify(env, cond)
+            answer = D.decide(env, c)
+            if answer is False:
+                raise Contradiction(f"`{c}` is false under the known facts")
+            if answer is None:
+                env._assume(c)
+                narrow_disjunctions(env, c, env._assume)
         except Contradiction:
             yield False
             return

@@ -3,6 +3,8 @@ inside branches, operands in containers, state returned as it is."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -157,6 +159,33 @@ def test_a_cond_size_one_form_in_both_branches_is_that_size():
         assert_close(m(x), ep.module()(x))
     with pytest.raises(st.ConstraintViolationError, match="min=1"):  # (rank 0 or 1 by rows)
         st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0")},))
+
+
+class _TwoOrThreeRows(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.shape[0] == 2, lambda t: t.new_zeros(2) + 1,
+                          lambda t: t.new_ones(3), (x,))
+
+
+def test_a_cond_size_each_branch_writes_as_the_predicates_size_is_that_size():
+    """``2`` rows under ``s0 == 2`` and ``3`` in the other branch where ``2 <= s0 <= 3``
+    are ``s0`` rows: the rule st.load's merge asks too (``symbolic.branches.one_form``),
+    where the exporter wrote a new size read from data; the file loads as saved."""
+    m = _TwoOrThreeRows()
+    ep = st.export(m, (torch.randn(2, 4),), dynamic_shapes=({0: st.Dim("n", min=2, max=3)},))
+    cond = next(n for n in ep.graph.nodes if n.name == "cond")
+    assert [str(s) for s in cond.meta["val"][0].shape] == ["s0"]
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue())
+    again = next(n for n in loaded.graph.nodes if n.name == "cond")
+    assert [str(s) for s in again.meta["val"][0].shape] == ["s0"]
+    for n in (2, 3):
+        x = torch.randn(n, 4)
+        assert_close(m(x), ep.module()(x))
+        assert_close(m(x), loaded.module()(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(4, 4))
 
 
 class _AsksACondOutputsLayout(torch.nn.Module):

@@ -9,6 +9,8 @@ main graph) called ``view(x, 2)`` loaded and then ran into torch's own error.
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -89,6 +91,9 @@ def _size_of(doc: dict) -> None:
     for g in doc["subgraphs"]:  # (recorded as what it is given, or not at all: what
         for n in g["nodes"]:    # differs from the loader's evaluation is refused at load)
             n.get("meta", {}).pop("val", None)
+    for n in doc["nodes"]:  # (the cond's value too: its false branch, given a number,
+        if n["name"].startswith(("cond", "getitem")):  # returns int64[], not the file's
+            n.get("meta", {}).pop("val", None)  # float32[s0, 3], which is refused at load)
 
 
 BRANCH = {
@@ -136,6 +141,39 @@ CONDS = {
 def test_cond_branches_returning_other_shapes_or_dtypes_are_refused_at_load(name):
     with pytest.raises(st.LoadError, match=r"the branches of torch.cond return value 0 of"):
         st.load(_file(CONDS[name]))
+
+
+class _TwoOutputs(torch.nn.Module):
+    def forward(self, x, p):
+        def t(a):
+            return a.reshape(-1)[: a.shape[0]] * 2, torch.zeros(a.shape[0], 2).sum(1).long()
+
+        def f(a):
+            return a[:, 0] - 1, a.new_ones(a.shape[0], dtype=torch.int64)
+
+        return torch.cond(p.sum() > 0, t, f, (x,))
+
+
+def test_a_cond_whose_file_value_is_not_the_worked_out_branchs_is_refused():
+    """The true branch returns its two outputs swapped (``int64``, ``float32``) and the
+    false branch reads a size where it reads a tensor (the loader cannot work it out): the
+    file's ``(float32[s0], int64[s0])`` is not what the true branch returns where it runs,
+    and it loaded (hostile_probe sg_multi, seed 20102: the call ran and returned int64
+    where the metadata said float32)."""
+    ep = st.export(_TwoOutputs(), (torch.randn(4, 3), torch.randn(2)),
+                   dynamic_shapes={"x": {0: st.Dim("n", max=32)}, "p": None})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    true, false = (next(g["nodes"] for g in doc["subgraphs"] if g["path"] == name)
+                   for name in ("true_graph_0", "false_graph_0"))
+    out = next(n for n in true if n.get("op") == "output")
+    out["args"][0]["tuple"].reverse()
+    select = next(n for n in false if n["name"] == "select")
+    select["args"][0] = {"node": "sym_size_int"}
+    with pytest.raises(st.LoadError, match=r"node 'cond'.*records its value as "
+                                           r"\(float32\[s0\], int64\[s0\]\)"):
+        st.load(hostile.pack(doc, tensors))
 
 
 def test_a_scan_over_a_tensor_of_no_dims_is_refused_at_load():

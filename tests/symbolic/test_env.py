@@ -274,3 +274,30 @@ def test_a_question_of_several_symbols_is_decided_at_each_value_of_one_of_few() 
     env.cache.clear()
     assert env.decide(same) is True
     assert env.decide(parse("((s0 + 1)//2)*s1 == s1*(s0//2)")) is None  # (s1 == 0: equal)
+
+
+def test_a_replacement_that_leaves_one_side_of_a_disjunction_makes_it_a_fact() -> None:
+    """``not (s0 == 1 and s1 == 1)`` once ``s0 == 1`` is ``s1 != 1``: a fact of its own
+    (``s1 >= 2`` of a range from 1), which leaves ``s3 >= 2`` of ``s1 <= 1 or s3 >= 2``
+    (a size split's nested branch of a loaded program: ``max(s3, 2)`` is ``s3`` there;
+    fuzz seed 20105)."""
+    env = Env()
+    env.new_unbacked(1, 16, name="s0")
+    env.new_unbacked(1, None, name="s1")
+    env.new_unbacked(0, None, name="s3")
+    env.add_fact(parse("(s1 <= 1) or (s3 == max(s3, 2))"))
+    env.add_fact(parse("not ((s0 == 1) and (s1 == 1))"))
+    assert env.decide(parse("max(s3, 2) == s3")) is None
+    env.add_fact(parse("s0 == 1"))
+    assert env.symbol_range("s1") == Range(2, math.inf)
+    assert env.decide(parse("max(s3, 2) == s3")) is True
+
+
+def test_enumerating_a_value_that_divides_by_zero_decides_nothing() -> None:
+    """At ``s0 = 1`` the divisor ``s0 - 1`` of ``s1 // (s0 - 1)`` is 0: enumerating
+    ``s0``'s few values gives no answer (it raised ZeroDivisionError, through st.load)."""
+    env = Env()
+    env.new_unbacked(1, 3, name="s0")
+    env.new_unbacked(0, None, name="s1")
+    env.enumerate_up_to = 16
+    assert env.decide(parse("s1//(s0 - 1) == s1")) is None

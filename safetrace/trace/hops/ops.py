@@ -20,8 +20,8 @@ from safetrace import pytree
 from safetrace import errors
 from safetrace.errors import cond_output_kinds, cond_size_output
 from safetrace.meta import TensorMeta
-from safetrace.symbolic import Expr, SymInt, eq, make_int, not_, to_expr
-from safetrace.symbolic.scope import assuming
+from safetrace.symbolic import Expr, SymInt, eq, make_int, to_expr
+from safetrace.symbolic.branches import one_form
 from safetrace.trace.hops.subgraph import (Traced, add_submodule, fn_location, input_metas,
                                            is_sym, trace_function)
 from safetrace.trace.proxy import Proxy, annotation
@@ -218,6 +218,7 @@ def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple,
     metas: list = []
     fresh: list = []
     created = set().union(*(t.new_symbols for t in traced))
+    backed = set() if given is None else {n for n, s in env.symbols.items() if s.backed}
     for i, group in enumerate(zip(*(t.out_leaves for t in traced))):
         if not all(isinstance(p, Proxy) for p in group):
             metas.append(_merge_int(env, i, group, created, fresh, where, traced, names))
@@ -243,7 +244,7 @@ def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple,
             if all(_same_size(env, sizes[0], s) for s in sizes[1:]) and not inner:
                 shape.append(sizes[0])
             elif given is not None and not inner and \
-                    (one := _one_form(env, given, *sizes)) is not None:
+                    (one := _one_form(env, given, *sizes, backed)) is not None:
                 shape.append(one)
             else:
                 u = _fresh(env, sizes, "torch.cond output")
@@ -253,20 +254,14 @@ def _merge(tr: Recorder, traced: list[Traced], where: str, names: tuple,
     return metas, fresh
 
 
-def _one_form(env: Any, given: Expr, p: Any, q: Any) -> Any:
-    """The size a cond returns as ``p`` where ``given`` holds and ``q`` elsewhere, when one
-    of the two forms is the other where its branch runs (``1`` where ``s0 >= 2`` and
-    ``min(s0, 1)`` elsewhere: ``min(s0, 1)``), else None.  Input sizes only, as st.load's
-    ``branch_facts.merged`` (which tries the same order), so that both write one form: a
-    predicate or size read from data (``u0 > 1``) keeps the new size."""
-    names = given.free_symbols | to_expr(eq(_size_expr(p), _size_expr(q))).free_symbols
-    if not all(env.symbols[str(n)].backed for n in names):
-        return None
-    for fact, other in ((given, q), (not_(given), p)):
-        with assuming(env, fact) as runs:
-            if not runs or env.decide(eq(_size_expr(p), _size_expr(q))) is True:
-                return other
-    return None
+def _one_form(env: Any, given: Expr, p: Any, q: Any, known: set[str]) -> Any:
+    """The size a cond returns as ``p`` where ``given`` holds and ``q`` elsewhere, where
+    one form is that size wherever it runs (``1`` where ``s0 >= 2`` and ``min(s0, 1)``
+    elsewhere: ``min(s0, 1)``), else None; ``known``: the input sizes' symbols.  By the rule
+    st.load's ``branch_facts.merged`` asks too (``symbolic.branches.one_form``), so that
+    both write one form."""
+    one = one_form(env, given, p, q, known)
+    return None if one is None else make_int(one, env)
 
 
 def _merge_int(env: Any, i: int, group: tuple, created: set[str], fresh: list, where: str,

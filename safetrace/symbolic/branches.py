@@ -1,0 +1,57 @@
+"""The one form of a size that two branches write each their own way.
+
+A ``torch.cond`` on a predicate of sizes returns, for each output size, the true branch's
+``p`` where the predicate holds and the false branch's ``q`` elsewhere.  Where one form is
+that size wherever the cond runs, the exporter writes it (``trace/hops/ops.py``) and
+st.load works it out again from the file (``serialize/branch_facts.py``); any other is a
+new size read from data.  The two must write the same form (the loader refuses a file
+whose recorded size differs from its own), so both ask this one function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Container
+
+from safetrace.symbolic.canon import eq, not_
+from safetrace.symbolic.env import Env
+from safetrace.symbolic.expr import Expr, sym, to_expr
+from safetrace.symbolic.scope import assuming
+
+
+def one_form(env: Env, given: Expr | None, p: Any, q: Any,
+             known: Container[str]) -> Expr | None:
+    """The size both ``p`` (where ``given`` holds) and ``q`` (where it fails) are, else None.
+
+    In this order: one expression; only sizes and a predicate of ``known`` symbols (sizes
+    of the inputs: a predicate or a size read from data, ``u0 > 1``, keeps the new size);
+    without a predicate, provably one; a form the other is where its branch runs (``1``
+    where ``s0 >= 2`` and ``min(s0, 1)`` elsewhere: ``min(s0, 1)``; a branch that never
+    runs: the other's); a size of the predicate's that each branch writes as its value
+    there (``2`` under ``s0 == 2``, ``3`` elsewhere where ``2 <= s0 <= 3``: ``s0``)."""
+    a, b = to_expr(p), to_expr(q)
+    same = eq(a, b)
+    if same.op == "const" and same.value:
+        return a
+    names = same.free_symbols | (given.free_symbols if given is not None else frozenset())
+    if any(str(s) not in known for s in names):
+        return None
+    if given is None:
+        return a if same.op != "const" and env.decide(same) is True else None
+    if same.op != "const":
+        for fact, other in ((given, b), (not_(given), a)):
+            with assuming(env, fact) as runs:
+                if not runs or env.decide(same) is True:
+                    return other
+    for s in sorted(str(x) for x in given.free_symbols):
+        if _holds(env, given, eq(sym(s), a)) and _holds(env, not_(given), eq(sym(s), b)):
+            return sym(s)
+    return None
+
+
+def _holds(env: Env, given: Expr, c: Expr) -> bool:
+    """Whether ``c`` holds wherever ``given`` does (where it never does too)."""
+    with assuming(env, given) as runs:
+        return not runs or env.decide(c) is True
+
+
+__all__ = ["one_form"]
