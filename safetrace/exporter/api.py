@@ -16,6 +16,7 @@ from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for, internal_error_for
+from safetrace.exporter.example_ranges import refuse_conflicts
 from safetrace.exporter.module_inputs import module_nodes, module_types
 from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, unwrap_int_keys
 from safetrace.exporter import python_state
@@ -204,6 +205,7 @@ class Exporter:
             except Contradiction as exc:
                 raise E.contradictory_sizes(str(exc)) from None
         except E.ExportError as exc:
+            refuse_conflicts(self.dyn)  # (an example outside a dim hint's range: the cause)
             if report is None:
                 raise
             report.stopped(exc)
@@ -215,6 +217,7 @@ class Exporter:
         self.python_state = guard.scalars
         contract = self._contract(leaves, proxies, tracer.layout_queried,
                                   tracer.strides_queried)
+        refuse_conflicts(self.dyn, contract)  # (with the ranges the program works for)
         if report is not None:
             report.contract = contract
         problems = self.dyn.violations(contract)
@@ -390,7 +393,6 @@ class Exporter:
                 node.meta["val"] = value
                 proxies.append(value)
             self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
-        self.dyn.range_conflicts()
         return proxies
 
     def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:

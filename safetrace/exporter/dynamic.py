@@ -31,6 +31,7 @@ from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
     relation_required,
 )
+from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.meta.pins import CountPin
@@ -79,7 +80,7 @@ class DynamicDims:
         self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
         self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
         # example sizes outside a dim hint's range (example_out_of_range's arguments):
-        # every input is read before one error lists them all (``range_conflicts``)
+        # every input is read before one error lists them all (``example_ranges``)
         self.conflicts: list[tuple] = []
         self.declared: dict[str, Dim] = {}  # Dim name -> the Dim as the user declared it
 
@@ -102,9 +103,9 @@ class DynamicDims:
             where = f"dynamic_shapes for {place}"
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):
-                    self._in_range(where, n, 0 if e.min is None else e.min,
-                                   math.inf if e.max is None else e.max, repr(e), place,
-                                   (e.min, e.max))
+                    in_range(self, where, n, 0 if e.min is None else e.min,
+                             math.inf if e.max is None else e.max, repr(e), place,
+                             (e.min, e.max))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
@@ -113,9 +114,8 @@ class DynamicDims:
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
-                if not self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max)):
-                    out.append(n)  # (refused once every input was read)
-                    continue
+                if not in_range(self, where, n, lo, hi, repr(e), place, (e.min, e.max)):
+                    lo, hi = 0, math.inf  # (traced unbounded, refused after: example_ranges)
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
@@ -145,22 +145,6 @@ class DynamicDims:
                 raise spec_entry(where, e)
         return tuple(out)
 
-    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str,
-                  place: str = "", user: tuple | None = None) -> bool:
-        """Whether example size `n` is in [lo, hi]; outside a named Dim's range (`user`
-        None) an error at once, as torch.export's, outside a dim hint's a conflict kept."""
-        if lo <= n <= hi:
-            return True
-        if user is None:
-            raise errors.example_out_of_range(where, what, lo, hi, n, place, user)
-        self.conflicts.append((where, what, lo, hi, n, place, user))
-        return False
-
-    def range_conflicts(self) -> None:
-        """Refuse the example sizes outside their dim hints' ranges, all in one error."""
-        if self.conflicts:
-            raise errors.examples_out_of_range(self.conflicts)
-
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
         side = self.overrides.get(dim.name)
@@ -180,7 +164,7 @@ class DynamicDims:
                 raise errors.dim_sizes_disagree(where, dim.name, first.where,
                                                 self.env.hint(s), path, d, shown)
             return s
-        self._in_range(where, hint, dim.min, dim.max, repr(dim))
+        in_range(self, where, hint, dim.min, dim.max, repr(dim))
         s = self.env.new_backed(hint, lo=dim.min, hi=None if dim.max == math.inf else dim.max,
                                 origin=f"{path}.shape[{d}]")
         self.roots[dim.name] = (dim, s)
