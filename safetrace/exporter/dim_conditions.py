@@ -86,3 +86,29 @@ def holds(cond: Expr, point: dict) -> bool:
     if not cond.free_symbols <= point.keys():
         return True
     return bool(cond.evaluate(point))
+
+
+def residue_span(conds: list, first: Expr, root: str, hint: int, lo: int, hi: float,
+                 fixed: dict) -> tuple[int, int, int, float] | None:
+    """``(k, r, a, b)``: one condition (`first`, else one of `conds`) is ``root % k == r``
+    and every condition holds for the sizes ``k*q + r`` in [a, b], the interval around
+    `hint` where the others hold (``6 <= y <= 37 and y % 3 == 0``: the derived dim
+    ``y = 3*q`` with q in [2, 12]; the whole of [lo, hi] when there are no others).  An
+    equality with other dims (a relation, reported on its own) is left out: at their
+    example sizes it would pin `root` to one value."""
+    step = next(filter(None, (residue_class(c, root) for c in (first, *conds))), None)
+    if step is None:
+        return None
+    k, r = step
+    conds = [c for c in conds if c.op != "eq" or c.free_symbols == {root}]
+    rest = [c for c in conds if residue_class(c, root) is None]
+    span = holding_range(rest, root, hint, lo, hi, fixed) if rest else (lo, hi, False)
+    if span is None or span[0] == span[1]:
+        return None
+    a, b = span[0], span[1]
+    try:
+        ok = all(holds(c, dict(fixed, **{root: v})) for c in conds
+                 for v in range(a + (r - a) % k, int(min(b, a + 64 * k)) + 1, k))
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return (k, r, a, b) if ok else None

@@ -24,14 +24,14 @@ from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.dim_conditions import (
-    holding_range, holds_outside, pinned_by_conditions, residue_class,
+    holding_range, holds_outside, pinned_by_conditions, residue_span,
 )
-from safetrace.exporter.dim_conditions import holds as holds_at  # (`holds`: a local below)
 from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
     relation_required,
 )
 from safetrace.exporter.example_ranges import in_range
+from safetrace.exporter.fix_links import compose_links, example_side_link
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.meta.pins import CountPin
@@ -83,6 +83,7 @@ class DynamicDims:
         # every input is read before one error lists them all (``example_ranges``)
         self.conflicts: list[tuple] = []
         self.declared: dict[str, Dim] = {}  # Dim name -> the Dim as the user declared it
+        self.links: dict[str, tuple[str, int]] = {}  # Dim name -> (other, k): other + k
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -289,6 +290,8 @@ class DynamicDims:
                            f"holds for no other value in {declared!r}'s range.",
                     _static_fix(decl.where, value)))
         problems += self._named_relations(contract, seen)
+        compose_links(self.dim_fixes, self.links, self.declared, list(self.roots),
+                      self._new_root_name)  # (fix_links.py: one family, torch's form)
         return problems
 
     def _omitted_note(self, decl: DimDecl, size: int, cause: str, fix: str) -> tuple[str, str]:
@@ -357,6 +360,16 @@ class DynamicDims:
 
     def _relation(self, contract: Contract, c: Any, named: list[str],
                   names: list[str]) -> Violation:
+        where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
+                          for s, n in zip(named, names))
+        cause = (f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
+                 f"between Dims the spec declares independent ({', '.join(names)}).")
+        k = example_side_link(self.env, c.cond, *named[1::-1]) if len(named) == 2 else None
+        if k is not None:  # one Dim is the other plus a constant (on the example's side)
+            self.links[names[1]] = (names[0], k)
+            return Violation(where, cause, f"declare it: {names[1]} = "
+                             f"{DerivedDim(self.roots[names[0]][0], 1, k)!r}  (the relation "
+                             f"at the example's sizes; export then checks it)")
         # With one of them Dim.DYNAMIC (at its example size) the others would still be
         # narrowed: every named Dim in the relation becomes Dim.DYNAMIC
         relaxed = []
@@ -365,13 +378,10 @@ class DynamicDims:
             loose = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
             self.dim_fixes[n] = loose
             relaxed.append(f"{n} as {loose!r}")
-        where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
-                          for s, n in zip(named, names))
         return Violation(
-            where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
-                   f"between Dims the spec declares independent ({', '.join(names)}).",
-            f"declare {' and '.join(relaxed)} to accept it as a run-time check of the "
-            f"inputs, or change the code so that it does not need the relation")
+            where, cause, f"declare {' and '.join(relaxed)} to accept it as a run-time "
+                          f"check of the inputs, or change the code so that it does not "
+                          f"need the relation")
 
     def _narrowing(self, contract: Contract, c: Any, root: str, point: dict) -> Violation:
         """One named Dim that a residual condition narrows: the fix is the range around
@@ -395,22 +405,12 @@ class DynamicDims:
         cause = (f"must satisfy `{text}`{c.origin}{torch_words}, which fails for {name} = "
                  f"{bad}{at}, inside {dim!r}'s range [{dim.min}, {dim.max}]")
         words = passing_sizes(c.cond, root, Range(lo, hi), name) if not others else None
-        if words and not (held is not None and held[2]):
+        said = words and not (held is not None and held[2])
+        if said:
             cause += f"; it holds when {words}"  # the sizes that pass, beyond any range
         relaxed = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
         dynamic = (f"declare {name} as {relaxed!r} to accept it as a run-time check of the "
                    f"inputs")
-        if held is not None and held[2]:
-            value = held[0]
-            first = self._decl_of(root)
-            where = first.where if first is not None else name
-            for decl in self.decls:
-                if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
-                    self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
-            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
-            return Violation(self._label(root),
-                             cause + f": it holds for {name} = {value} alone.",
-                             f"{_static_fix(where, value)}; or {dynamic}")
         if held is not None and held[0] != held[1]:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
@@ -423,21 +423,30 @@ class DynamicDims:
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
-        step = residue_class(c.cond, root)
-        if step is not None and all(
-                holds_at(o, dict(fixed, **{root: v})) for o in conds
-                for v in range(lo + (step[1] - lo) % step[0], int(min(hi, lo + 64 * step[0])) + 1,
-                               step[0])):
-            k, r = step  # `s % k == r`, and every condition holds there: s = k*q + r
-            q = Dim(self._new_root_name(name), min=max(-(-(lo - r) // k), 0),
-                    max=None if hi == math.inf else int(hi - r) // k)
+        found = residue_span(conds, c.cond, root, int(self.env.hints[root]), lo, hi, fixed)
+        if found is not None:  # `s % k == r` and the others hold around it: s = k*q + r
+            k, r, a, b = found
+            q = Dim(self._new_root_name(name), min=max(-(-(a - r) // k), 0),
+                    max=None if b == math.inf else int(b - r) // k)
             self.dim_fixes[name] = DerivedDim(q, k, r)
-            holds = "." if words else (  # `words` said it already
-                f"; it holds for the sizes {k}*q + {r}." if r else
-                f"; it holds for the multiples of {k}.")
+            holds = "." if said else (  # `words` said it already
+                f"; it holds for the sizes {k}*q + {r}" if r else
+                f"; it holds for the multiples of {k}") + (
+                f" in [{a}, {b}]." if (a, b) != (lo, hi) else ".")
             return Violation(self._label(root), cause + holds,
                              f"derive the dim: {name} = {DerivedDim(q, k, r)!r} with "
                              f"{q.name} = {q!r}; or {dynamic}")
+        if held is not None and held[2]:
+            value = held[0]
+            first = self._decl_of(root)
+            where = first.where if first is not None else name
+            for decl in self.decls:
+                if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
+                    self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
+            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
+            return Violation(self._label(root),
+                             cause + f": it holds for {name} = {value} alone.",
+                             f"{_static_fix(where, value)}; or {dynamic}")
         self.dim_fixes[name] = relaxed
         return Violation(self._label(root),
                          cause + ("; " if not words else ", and ") + "no range of " + name
@@ -467,6 +476,8 @@ class DynamicDims:
             if lin is None and other_dim is not None:
                 lin = linear_in(branch_at_example(self.env, rep), other)
                 piece = lin
+            if other_dim is not None and lin is not None and lin[0] == 1:
+                self.links[dim_name] = (other_dim, lin[1])
             if other_dim is not None and lin is not None and piece is None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)
