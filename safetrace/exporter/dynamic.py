@@ -392,7 +392,9 @@ class DynamicDims:
         lo = spec.lo if spec is not None and spec.lo is not None else 0
         hi = spec.hi if spec is not None and spec.hi is not None else math.inf
         others = {n: self.env.hints[n] for n in sorted(c.cond.free_symbols) if n != root}
-        conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols]
+        conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols and (
+            o is c or o.cond.op != "eq" or o.cond.free_symbols == {root})]  # (a relation
+        # to other dims, at their example sizes, would pin this one: reported on its own)
         fixed = {n: self.env.hints.get(n, 0) for o in conds for n in o.free_symbols if n != root}
         held = holding_range(conds, root, int(self.env.hints[root]), lo, hi, fixed)
         text = contract.where_text(c.cond)
@@ -423,7 +425,8 @@ class DynamicDims:
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
-        found = residue_span(conds, c.cond, root, int(self.env.hints[root]), lo, hi, fixed)
+        found = residue_span(conds, c.cond, root, int(self.env.hints[root]), lo, hi, fixed,
+                             lambda e: branch_at_example(self.env, e))
         if found is not None:  # `s % k == r` and the others hold around it: s = k*q + r
             k, r, a, b = found
             q = Dim(self._new_root_name(name), min=max(-(-(a - r) // k), 0),

@@ -242,3 +242,25 @@ def test_a_residue_class_with_a_lower_bound_is_a_derived_dim():
         st.refine_dynamic_shapes_from_suggested_fixes(ours.value, spec)))
     check_program(ep, MultipleOfFourFromSix(), [(torch.randn(n),) for n in (8, 12, 100)],
                   [(torch.randn(4),), (torch.randn(10),), (torch.randn(104),)])
+
+
+class PairsAfterTwo(nn.Module):
+    def forward(self, x, y):
+        return x.reshape(-1, 2) + y[2:].reshape(-1, 2)
+
+
+def test_a_residue_class_read_on_the_example_side_of_a_clamp():
+    """``(dy + min(dy, 2)) % 2 == 0`` (``y[2:]`` reshaped by 2): ``dy = 2*_dy``, as
+    torch's (it suggested ``dy = 8``, claiming no other size works, before: a relation to
+    dx at dx's example size had pinned it).  torch writes its default bounds
+    (``min=1, max=oo``), ours none."""
+    spec = ((Dim("dx"),), (Dim("dy"),))
+    args = (torch.randn(6), torch.randn(8))
+    with pytest.raises(UserError) as theirs:
+        torch.export.export(PairsAfterTwo(), args, dynamic_shapes=spec)
+    with pytest.raises(UserError) as ours:
+        st.export(PairsAfterTwo(), args, dynamic_shapes=spec)
+    expected = [re.sub(r", (min=1|max=oo)", "", x) for x in _torch_lines(theirs.value)]
+    assert _torch_lines(ours.value) == expected == [
+        "_dx = Dim('_dx')", "_dy = Dim('_dy')", "dx = 2*_dx", "dy = 2*_dy"]
+    assert "-> 8" not in str(ours.value) and "alone" not in str(ours.value)
