@@ -10,6 +10,7 @@ import torch
 
 from safetrace import pytree
 from safetrace import errors as E
+from safetrace.errors.dropin import is_torch_program
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
@@ -88,6 +89,8 @@ def _checked_call(model: Any, mod: Any, args: Any, kwargs: dict | None) -> tuple
     kwargs = dict(kwargs or {})
     if isinstance(model, torch.jit.ScriptModule):
         raise E.script_module(model)
+    if is_torch_program(model):  # (torch's raises "Expected `mod` to be an nn.Module")
+        raise E.ours_given_torch_program("st.export")
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
