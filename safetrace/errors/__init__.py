@@ -18,7 +18,8 @@ The public families::
       UnsupportedOpError          an operation that cannot be traced (yet)
       OpShapeError                eager PyTorch would reject the call's shapes or dtypes
     InputMismatchError          (a ValueError) ep.module() called with inputs outside the
-                                exported space, raised before anything is computed
+                                exported space, raised before anything is computed (also
+                                torch's module's class: AssertionError / RuntimeError)
     RuntimeAssertionError       (a RuntimeError) an st.check / torch._check on data failed
                                 while the program ran
     LoadError                   a saved program is truncated, corrupted, newer or hostile
@@ -97,6 +98,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     fake_mismatch as fake_mismatch,
     tensor_attribute as tensor_attribute,
     torch_api_given_ours as torch_api_given_ours,
+    ours_given_torch_program as ours_given_torch_program,
     traced_subclass as traced_subclass,
     unknown_higher_order_op as unknown_higher_order_op,
 )

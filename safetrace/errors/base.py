@@ -222,6 +222,9 @@ class InputMismatchError(StructuredError, ValueError):
     """An exported program was called with inputs outside the space it was exported for."""
 
     kind = "input-mismatch"
+    # What torch's ``ep.module()`` raises for such an input (``interop/torch_errors.py``
+    # makes the error an instance of those too where it leaves ``ep.module()``)
+    torch_classes: ClassVar[tuple[str, ...]] = ()
 
 
 class RuntimeAssertionError(StructuredError, RuntimeError):

@@ -52,6 +52,29 @@ def torch_api_given_ours(api: str | None, what: str = "") -> UnsupportedInputErr
                    "writes safetrace's own format", where=Where())
 
 
+def is_torch_program(value: object) -> bool:
+    """Whether `value` is torch.export's ExportedProgram (read by its class's name: no
+    import of torch.export here)."""
+    cls = type(value)
+    return cls.__name__ == "ExportedProgram" and cls.__module__.startswith("torch.export")
+
+
+_MEANT = {"st.export": "export its module again: st.export(ep.module(), args, "
+                        "dynamic_shapes=...)",
+          "st.save": "torch.export.save(ep, path) writes torch's program; st.save takes "
+                     "st.export's"}
+
+
+def ours_given_torch_program(api: str) -> UnsupportedInputError:
+    """safetrace's `api` (``st.export``, ``st.save``) was handed torch.export's program:
+    the fix is the call that does what was meant."""
+    return UnsupportedInputError(
+        f"{api} was handed a torch.export.ExportedProgram, not "
+        f"{'a model' if api == 'st.export' else 'a program of safetrace (st.export)'}.",
+        fix=_MEANT[api], where=Where(),
+        torch_classes=("ValueError",) if api == "st.export" else ())
+
+
 def unknown_higher_order_op(name: str, source: str, fn_class: str = "") -> UnsupportedOpError:
     """A higher-order operator safetrace has no handler for (`fn_class`: the
     autograd.Function of ``custom_function_call``, what torch.vmap makes of one)."""

@@ -9,6 +9,7 @@ shared by inputs).
 
 from __future__ import annotations
 
+import math
 import re
 
 from typing import Any
@@ -212,16 +213,18 @@ def example_not_derived(where: str, path: str, d: int, derived: Any, size: int,
 
 
 def example_out_of_range(where: str, spec: str, lo: Any, hi: Any, size: int,
-                         place: str = "", user: tuple | None = None) -> SpecExampleError:
+                         place: str = "", user: tuple | None = None,
+                         works: tuple | None = None) -> SpecExampleError:
     """The example size is outside the declared range of ``spec`` (``Dim('b', max=8)``);
     ``place``: the input's dim (``x.shape[0]``), ``user``: a dim hint's (min, max) as given
-    (a named Dim's range otherwise)."""
+    (a named Dim's range otherwise); ``works``: the (min, max) the traced program admits
+    there (None: not traced)."""
     if user is None:  # torch.export's words for a named Dim
         words = f"{size} not in range [{lo}, {hi}]"
     else:
-        words = _hint_conflict(size, place, user)
+        words = _hint_conflict(size, place, user, works)
     return SpecExampleError(
-        f"{where} {_outside(spec, lo, hi, size)} (as torch.export says: {words}).",
+        f"{where} {_outside(spec, lo, hi, size, works)} (as torch.export says: {words}).",
         fix=f"widen the range to admit {size} ({_bound(lo, size)}={size}), or change the "
             f"example",
         where=Where(input=where), torch_classes=_VIOLATION if user is None else ())
@@ -232,12 +235,13 @@ def examples_out_of_range(conflicts: list[tuple]) -> SpecExampleError:
     lists them (each conflict: ``example_out_of_range``'s arguments, ``user`` given)."""
     if len(conflicts) == 1:
         return example_out_of_range(*conflicts[0])
-    ours = "\n".join(f"  - {where} {_outside(spec, lo, hi, size)}"
-                     for where, spec, lo, hi, size, _, _ in conflicts)
-    theirs = "\n".join(f"- {_hint_conflict(size, place, user)}."
-                       for _, _, _, _, size, place, user in conflicts)
+    conflicts = [(*c, None)[:8] for c in conflicts]  # (no traced range: None)
+    ours = "\n".join(f"  - {where} {_outside(spec, lo, hi, size, works)}"
+                     for where, spec, lo, hi, size, _, _, works in conflicts)
+    theirs = "\n".join(f"- {_hint_conflict(size, place, user, works)}."
+                       for _, _, _, _, size, place, user, works in conflicts)
     fixes = "; ".join(f"{place}: {_bound(lo, size)}={size}"
-                      for _, _, lo, _, size, place, _ in conflicts)
+                      for _, _, lo, _, size, place, _, _ in conflicts)
     return SpecExampleError(
         f"the example inputs are outside the ranges dynamic_shapes declares, at "
         f"{len(conflicts)} dims:\n{ours}\n(as torch.export says: Found the following "
@@ -247,20 +251,27 @@ def examples_out_of_range(conflicts: list[tuple]) -> SpecExampleError:
         where=Where(input=conflicts[0][0]), torch_classes=())
 
 
-def _outside(spec: str, lo: Any, hi: Any, size: int) -> str:
-    return f"is {spec} with range [{lo}, {hi}], but the example input has size {size}"
+def _outside(spec: str, lo: Any, hi: Any, size: int, works: tuple | None = None) -> str:
+    text = f"is {spec} with range [{lo}, {hi}], but the example input has size {size}"
+    if works is not None and works[0] != works[1]:
+        text += f" (the traced program works for [{works[0]}, {works[1]}] there)"
+    return text
 
 
 def _bound(lo: Any, size: int) -> str:
     return "min" if size < lo else "max"
 
 
-def _hint_conflict(size: int, place: str, user: tuple) -> str:
-    """torch.export's line for a dim hint whose range the example's size is outside of."""
+def _hint_conflict(size: int, place: str, user: tuple, works: tuple | None = None) -> str:
+    """torch.export's line for a dim hint whose range the example's size is outside of:
+    `works`, the range the traced program infers there (torch's ``int_oo`` unbounded);
+    none traced, the example's size."""
     m = re.match(r"(\w+)(.*)$", place, re.S)
     at = f"inputs[{m.group(1)!r}]{m.group(2)}" if m else place
+    lo, hi = works if works is not None else (size, size)
     return (f"Received user-specified min/max range of [{user[0]}, {user[1]}], conflicting "
-            f"with the inferred min/max range of [{size}, {size}] (the example), for {at}")
+            f"with the inferred min/max range of [{lo}, {'int_oo' if hi == math.inf else hi}]"
+            f"{' (the example)' if works is None else ''}, for {at}")
 
 
 def dim_name_clash(where: str, name: str, first: Any, second: Any) -> SpecExampleError:

@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from safetrace.errors.base import InputMismatchError, Where
+
+# torch's ``ep.module()`` checks an input against the program's guards with
+# ``torch._assert`` ("Guard failed: ...", an AssertionError); with ``check_guards=False``
+# (and before torch 2.8) its pre-hook raises RuntimeError ("Expected input at ...")
+_GUARD: tuple[str, ...] = ("AssertionError", "RuntimeError")
 
 
 class WrongInputCount(InputMismatchError):
@@ -34,6 +39,7 @@ class WrongInputType(InputMismatchError):
     """A tensor was expected (a tensor with data: not on the meta device)."""
 
     kind = "wrong-input-type"
+    torch_classes: ClassVar[tuple[str, ...]] = ("RuntimeError",)  # (the pre-hook's)
 
 
 def wrong_input_type(path: str, got: Any) -> WrongInputType:
@@ -49,6 +55,7 @@ class WrongDtype(InputMismatchError):
     """A tensor input has another dtype than at export."""
 
     kind = "wrong-dtype"
+    torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
 def wrong_dtype(path: str, got: Any, expected: Any) -> WrongDtype:
@@ -60,6 +67,7 @@ class WrongRank(InputMismatchError):
     """A tensor input has another number of dims than at export."""
 
     kind = "wrong-rank"
+    torch_classes: ClassVar[tuple[str, ...]] = ("RuntimeError",)  # (the pre-hook's)
 
 
 def wrong_rank(path: str, shape: list, expected: tuple) -> WrongRank:
@@ -72,6 +80,7 @@ class WrongSize(InputMismatchError):
     """A dim has a size the program was not exported for (static, required or related)."""
 
     kind = "wrong-size"
+    torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
 def static_size(path: str, dim: int, shape: list, size: int, spec: str) -> WrongSize:
@@ -104,6 +113,7 @@ class OutOfRange(InputMismatchError):
     """A dynamic size lies outside its symbol's range."""
 
     kind = "out-of-range"
+    torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
 def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRange:
@@ -145,6 +155,7 @@ class FailedCondition(InputMismatchError):
     """The sizes break a residual condition of the contract."""
 
     kind = "failed-condition"
+    torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
 def failed_condition(text: str, origin: str) -> FailedCondition:
@@ -155,6 +166,7 @@ class WrongConstant(InputMismatchError):
     """A non-tensor input differs from the value it was specialized to."""
 
     kind = "wrong-constant"
+    torch_classes: ClassVar[tuple[str, ...]] = _GUARD
 
 
 def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:

@@ -88,7 +88,8 @@ class DeclaredSpaceViolation(ConstraintViolationError):
             if name in declared and _as_declared(name, new, *declared[name]):
                 continue  # (torch's suggested fixes name only the Dims they change)
             keyed.append(((0, places.get(name, name)), _torch_fix(name, new)))
-        ordered = [line for _, line in sorted(keyed, key=lambda kv: kv[0]) if line is not None]
+        ordered = list(dict.fromkeys(  # (a new root shared by several Dims: once)
+            line for _, line in sorted(keyed, key=lambda kv: kv[0]) if line is not None))
         lines = ([x for x in ordered if " = Dim(" in x]  # Dims first, then `name = expr`
                  + [x for x in ordered if " = Dim(" not in x])
         if not lines:

@@ -10,12 +10,14 @@ import torch
 
 from safetrace import pytree
 from safetrace import errors as E
+from safetrace.errors.dropin import is_torch_program
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
 from safetrace.exporter.contract import Contract, build_contract, linear_in
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for, internal_error_for
+from safetrace.exporter.example_ranges import refuse_conflicts
 from safetrace.exporter.module_inputs import module_nodes, module_types
 from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, unwrap_int_keys
 from safetrace.exporter import python_state
@@ -87,6 +89,8 @@ def _checked_call(model: Any, mod: Any, args: Any, kwargs: dict | None) -> tuple
     kwargs = dict(kwargs or {})
     if isinstance(model, torch.jit.ScriptModule):
         raise E.script_module(model)
+    if is_torch_program(model):  # (torch's raises "Expected `mod` to be an nn.Module")
+        raise E.ours_given_torch_program("st.export")
     fn = model.forward if isinstance(model, torch.nn.Module) else model
     if not callable(fn):
         raise E.not_callable(model)
@@ -204,6 +208,7 @@ class Exporter:
             except Contradiction as exc:
                 raise E.contradictory_sizes(str(exc)) from None
         except E.ExportError as exc:
+            refuse_conflicts(self.dyn)  # (an example outside a dim hint's range: the cause)
             if report is None:
                 raise
             report.stopped(exc)
@@ -215,6 +220,7 @@ class Exporter:
         self.python_state = guard.scalars
         contract = self._contract(leaves, proxies, tracer.layout_queried,
                                   tracer.strides_queried)
+        refuse_conflicts(self.dyn, contract)  # (with the ranges the program works for)
         if report is not None:
             report.contract = contract
         problems = self.dyn.violations(contract)
@@ -390,7 +396,6 @@ class Exporter:
                 node.meta["val"] = value
                 proxies.append(value)
             self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
-        self.dyn.range_conflicts()
         return proxies
 
     def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:

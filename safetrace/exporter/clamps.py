@@ -22,7 +22,7 @@ def branch_at_example(env: Env, e: Expr) -> Expr:
             return e
         pick = min if e.op == "min" else max
         return branch_at_example(env, pick(vals, key=lambda va: va[0])[1])
-    if e.op not in ("add", "mul"):
+    if e.op not in ("add", "mul", "mod", "eq"):  # (`(y + min(y, 2)) % 2 == 0` too)
         return e
     return rebuild(e.op, tuple(branch_at_example(env, a) for a in e.args))
 

@@ -5,7 +5,9 @@ single value they pin, the interval around the example where they hold, a residu
 from __future__ import annotations
 
 import math
+from typing import Callable
 
+from safetrace.exporter.contract import linear_in
 from safetrace.symbolic import Expr
 
 
@@ -70,15 +72,18 @@ def holds_outside(conds: list, root: str, a: int, b: float, lo: int, hi: float,
 
 
 def residue_class(cond: Expr, root: str) -> tuple[int, int] | None:
-    """``(k, r)`` when `cond` is ``root % k == r`` (a constant k > 1), else None."""
+    """``(k, r)`` when `cond` is ``(root + c) % k == r'`` (a constant k > 1: root is
+    ``r`` modulo k), else None."""
     if cond.op != "eq":
         return None
     lhs, rhs = cond.args
-    if lhs.op != "mod" or rhs.op != "const" or lhs.args[0].op != "sym" or \
-            lhs.args[0].name != root or lhs.args[1].op != "const":
+    if lhs.op != "mod" or rhs.op != "const" or lhs.args[1].op != "const":
+        return None
+    lin = linear_in(lhs.args[0], root)
+    if lin is None or lin[0] != 1:
         return None
     k, r = int(lhs.args[1].value), int(rhs.value)  # type: ignore[arg-type]
-    return (k, r) if k > 1 and 0 <= r < k else None
+    return (k, (r - lin[1]) % k) if k > 1 and 0 <= r < k else None
 
 
 def holds(cond: Expr, point: dict) -> bool:
@@ -86,3 +91,34 @@ def holds(cond: Expr, point: dict) -> bool:
     if not cond.free_symbols <= point.keys():
         return True
     return bool(cond.evaluate(point))
+
+
+def residue_span(conds: list, first: Expr, root: str, hint: int, lo: int, hi: float,
+                 fixed: dict, example: Callable[[Expr], Expr] = lambda e: e,
+                 ) -> tuple[int, int, int, float] | None:
+    """``(k, r, a, b)``: one condition (`first`, else one of `conds`) is ``root % k == r``
+    and every condition holds for the sizes ``k*q + r`` in [a, b], the interval around
+    `hint` where the others hold (``6 <= y <= 37 and y % 3 == 0``: the derived dim
+    ``y = 3*q`` with q in [2, 12]; the whole of [lo, hi] when there are no others).  An
+    equality with other dims (a relation, reported on its own) is left out: at their
+    example sizes it would pin `root` to one value.  `example`: a condition on the
+    example's side of its clamps (``(y + min(y, 2)) % 2 == 0``: ``(y + 2) % 2 == 0``),
+    where the residue class is read; every size it suggests is checked on `conds`."""
+    conds = [c for c in (first, *(c for c in conds if c is not first))
+             if c.op != "eq" or c.free_symbols == {root}]
+    steps = [residue_class(c, root) or residue_class(example(c), root) for c in conds]
+    step = next(filter(None, steps), None)
+    if step is None:
+        return None
+    k, r = step
+    rest = [c for c, s in zip(conds, steps) if s is None]
+    span = holding_range(rest, root, hint, lo, hi, fixed) if rest else (lo, hi, False)
+    if span is None or span[0] == span[1]:
+        return None
+    a, b = span[0], span[1]
+    try:
+        ok = all(holds(c, dict(fixed, **{root: v})) for c in conds
+                 for v in range(a + (r - a) % k, int(min(b, a + 64 * k)) + 1, k))
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return (k, r, a, b) if ok else None

@@ -24,13 +24,14 @@ from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.dim_conditions import (
-    holding_range, holds_outside, pinned_by_conditions, residue_class,
+    holding_range, holds_outside, pinned_by_conditions, residue_span,
 )
-from safetrace.exporter.dim_conditions import holds as holds_at  # (`holds`: a local below)
 from safetrace.exporter.eager_raises import (
     condition_assumed_away, range_assumed_away, refuted, relation_assumed_away,
     relation_required,
 )
+from safetrace.exporter.example_ranges import in_range
+from safetrace.exporter.fix_links import compose_links, example_side_link
 from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED, ScalarSpec
 from safetrace.meta.pins import CountPin
@@ -79,9 +80,10 @@ class DynamicDims:
         self.narrowed: list[tuple[str, int, float, int, float, int, bool]] = []
         self.omitted: dict[str, tuple] = {}             # path -> shape, left out of the spec
         # example sizes outside a dim hint's range (example_out_of_range's arguments):
-        # every input is read before one error lists them all (``range_conflicts``)
+        # every input is read before one error lists them all (``example_ranges``)
         self.conflicts: list[tuple] = []
         self.declared: dict[str, Dim] = {}  # Dim name -> the Dim as the user declared it
+        self.links: dict[str, tuple[str, int]] = {}  # Dim name -> (other, k): other + k
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -102,9 +104,9 @@ class DynamicDims:
             where = f"dynamic_shapes for {place}"
             if e is None or (isinstance(e, DimHint) and e.kind == "static"):
                 if e is not None and (e.min is not None or e.max is not None):
-                    self._in_range(where, n, 0 if e.min is None else e.min,
-                                   math.inf if e.max is None else e.max, repr(e), place,
-                                   (e.min, e.max))
+                    in_range(self, where, n, 0 if e.min is None else e.min,
+                             math.inf if e.max is None else e.max, repr(e), place,
+                             (e.min, e.max))
                 out.append(n)
             elif isinstance(e, int):
                 if e != n:
@@ -113,9 +115,8 @@ class DynamicDims:
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
-                if not self._in_range(where, n, lo, hi, repr(e), place, (e.min, e.max)):
-                    out.append(n)  # (refused once every input was read)
-                    continue
+                if not in_range(self, where, n, lo, hi, repr(e), place, (e.min, e.max)):
+                    lo, hi = 0, math.inf  # (traced unbounded, refused after: example_ranges)
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
                                         origin=f"{path}.shape[{d}]")
                 self._declare(DimDecl(path, d, e.kind, s, n, e, lo, hi))
@@ -145,22 +146,6 @@ class DynamicDims:
                 raise spec_entry(where, e)
         return tuple(out)
 
-    def _in_range(self, where: str, n: int, lo: float, hi: float, what: str,
-                  place: str = "", user: tuple | None = None) -> bool:
-        """Whether example size `n` is in [lo, hi]; outside a named Dim's range (`user`
-        None) an error at once, as torch.export's, outside a dim hint's a conflict kept."""
-        if lo <= n <= hi:
-            return True
-        if user is None:
-            raise errors.example_out_of_range(where, what, lo, hi, n, place, user)
-        self.conflicts.append((where, what, lo, hi, n, place, user))
-        return False
-
-    def range_conflicts(self) -> None:
-        """Refuse the example sizes outside their dim hints' ranges, all in one error."""
-        if self.conflicts:
-            raise errors.examples_out_of_range(self.conflicts)
-
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
         side = self.overrides.get(dim.name)
@@ -180,7 +165,7 @@ class DynamicDims:
                 raise errors.dim_sizes_disagree(where, dim.name, first.where,
                                                 self.env.hint(s), path, d, shown)
             return s
-        self._in_range(where, hint, dim.min, dim.max, repr(dim))
+        in_range(self, where, hint, dim.min, dim.max, repr(dim))
         s = self.env.new_backed(hint, lo=dim.min, hi=None if dim.max == math.inf else dim.max,
                                 origin=f"{path}.shape[{d}]")
         self.roots[dim.name] = (dim, s)
@@ -305,6 +290,8 @@ class DynamicDims:
                            f"holds for no other value in {declared!r}'s range.",
                     _static_fix(decl.where, value)))
         problems += self._named_relations(contract, seen)
+        compose_links(self.dim_fixes, self.links, self.declared, list(self.roots),
+                      self._new_root_name)  # (fix_links.py: one family, torch's form)
         return problems
 
     def _omitted_note(self, decl: DimDecl, size: int, cause: str, fix: str) -> tuple[str, str]:
@@ -373,6 +360,16 @@ class DynamicDims:
 
     def _relation(self, contract: Contract, c: Any, named: list[str],
                   names: list[str]) -> Violation:
+        where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
+                          for s, n in zip(named, names))
+        cause = (f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
+                 f"between Dims the spec declares independent ({', '.join(names)}).")
+        k = example_side_link(self.env, c.cond, *named[1::-1]) if len(named) == 2 else None
+        if k is not None:  # one Dim is the other plus a constant (on the example's side)
+            self.links[names[1]] = (names[0], k)
+            return Violation(where, cause, f"declare it: {names[1]} = "
+                             f"{DerivedDim(self.roots[names[0]][0], 1, k)!r}  (the relation "
+                             f"at the example's sizes; export then checks it)")
         # With one of them Dim.DYNAMIC (at its example size) the others would still be
         # narrowed: every named Dim in the relation becomes Dim.DYNAMIC
         relaxed = []
@@ -381,13 +378,10 @@ class DynamicDims:
             loose = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
             self.dim_fixes[n] = loose
             relaxed.append(f"{n} as {loose!r}")
-        where = ", ".join(f"{self._where_of(s)} ({self.roots[n][0]!r})"
-                          for s, n in zip(named, names))
         return Violation(
-            where, f"must satisfy `{contract.where_text(c.cond)}`{c.origin}, a relation "
-                   f"between Dims the spec declares independent ({', '.join(names)}).",
-            f"declare {' and '.join(relaxed)} to accept it as a run-time check of the "
-            f"inputs, or change the code so that it does not need the relation")
+            where, cause, f"declare {' and '.join(relaxed)} to accept it as a run-time "
+                          f"check of the inputs, or change the code so that it does not "
+                          f"need the relation")
 
     def _narrowing(self, contract: Contract, c: Any, root: str, point: dict) -> Violation:
         """One named Dim that a residual condition narrows: the fix is the range around
@@ -398,7 +392,9 @@ class DynamicDims:
         lo = spec.lo if spec is not None and spec.lo is not None else 0
         hi = spec.hi if spec is not None and spec.hi is not None else math.inf
         others = {n: self.env.hints[n] for n in sorted(c.cond.free_symbols) if n != root}
-        conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols]
+        conds = [o.cond for o in contract.conditions if root in o.cond.free_symbols and (
+            o is c or o.cond.op != "eq" or o.cond.free_symbols == {root})]  # (a relation
+        # to other dims, at their example sizes, would pin this one: reported on its own)
         fixed = {n: self.env.hints.get(n, 0) for o in conds for n in o.free_symbols if n != root}
         held = holding_range(conds, root, int(self.env.hints[root]), lo, hi, fixed)
         text = contract.where_text(c.cond)
@@ -411,22 +407,12 @@ class DynamicDims:
         cause = (f"must satisfy `{text}`{c.origin}{torch_words}, which fails for {name} = "
                  f"{bad}{at}, inside {dim!r}'s range [{dim.min}, {dim.max}]")
         words = passing_sizes(c.cond, root, Range(lo, hi), name) if not others else None
-        if words and not (held is not None and held[2]):
+        said = words and not (held is not None and held[2])
+        if said:
             cause += f"; it holds when {words}"  # the sizes that pass, beyond any range
         relaxed = Dim.DYNAMIC(min=dim.min or None, max=None if dim.max == math.inf else dim.max)
         dynamic = (f"declare {name} as {relaxed!r} to accept it as a run-time check of the "
                    f"inputs")
-        if held is not None and held[2]:
-            value = held[0]
-            first = self._decl_of(root)
-            where = first.where if first is not None else name
-            for decl in self.decls:
-                if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
-                    self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
-            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
-            return Violation(self._label(root),
-                             cause + f": it holds for {name} = {value} alone.",
-                             f"{_static_fix(where, value)}; or {dynamic}")
         if held is not None and held[0] != held[1]:
             a, b = held[0], held[1]
             narrowed = Dim(name, min=a, max=None if b == math.inf else int(b))
@@ -439,21 +425,31 @@ class DynamicDims:
                              cause + f"; {'around the example, ' if words else ''}it holds "
                                      f"for {_range_text(name, a, b)}.",
                              f"{name} = Dim({', '.join(args)}); or {dynamic}")
-        step = residue_class(c.cond, root)
-        if step is not None and all(
-                holds_at(o, dict(fixed, **{root: v})) for o in conds
-                for v in range(lo + (step[1] - lo) % step[0], int(min(hi, lo + 64 * step[0])) + 1,
-                               step[0])):
-            k, r = step  # `s % k == r`, and every condition holds there: s = k*q + r
-            q = Dim(self._new_root_name(name), min=max(-(-(lo - r) // k), 0),
-                    max=None if hi == math.inf else int(hi - r) // k)
+        found = residue_span(conds, c.cond, root, int(self.env.hints[root]), lo, hi, fixed,
+                             lambda e: branch_at_example(self.env, e))
+        if found is not None:  # `s % k == r` and the others hold around it: s = k*q + r
+            k, r, a, b = found
+            q = Dim(self._new_root_name(name), min=max(-(-(a - r) // k), 0),
+                    max=None if b == math.inf else int(b - r) // k)
             self.dim_fixes[name] = DerivedDim(q, k, r)
-            holds = "." if words else (  # `words` said it already
-                f"; it holds for the sizes {k}*q + {r}." if r else
-                f"; it holds for the multiples of {k}.")
+            holds = "." if said else (  # `words` said it already
+                f"; it holds for the sizes {k}*q + {r}" if r else
+                f"; it holds for the multiples of {k}") + (
+                f" in [{a}, {b}]." if (a, b) != (lo, hi) else ".")
             return Violation(self._label(root), cause + holds,
                              f"derive the dim: {name} = {DerivedDim(q, k, r)!r} with "
                              f"{q.name} = {q!r}; or {dynamic}")
+        if held is not None and held[2]:
+            value = held[0]
+            first = self._decl_of(root)
+            where = first.where if first is not None else name
+            for decl in self.decls:
+                if decl.expr.free_symbols == {root} and decl.kind in ("named", "derived"):
+                    self.fixes[(decl.path, decl.dim)] = int(decl.expr.evaluate({root: value}))
+            self.narrowed.append((name, value, value, dim.min, dim.max, value, False))
+            return Violation(self._label(root),
+                             cause + f": it holds for {name} = {value} alone.",
+                             f"{_static_fix(where, value)}; or {dynamic}")
         self.dim_fixes[name] = relaxed
         return Violation(self._label(root),
                          cause + ("; " if not words else ", and ") + "no range of " + name
@@ -483,6 +479,8 @@ class DynamicDims:
             if lin is None and other_dim is not None:
                 lin = linear_in(branch_at_example(self.env, rep), other)
                 piece = lin
+            if other_dim is not None and lin is not None and lin[0] == 1:
+                self.links[dim_name] = (other_dim, lin[1])
             if other_dim is not None and lin is not None and piece is None:
                 base = self.roots[other_dim][0]
                 self.dim_fixes[dim_name] = base if lin == (1, 0) else DerivedDim(base, *lin)

@@ -332,9 +332,11 @@ class ExportedProgram:
         return interop.module_call_graph(self)
 
     # -- running -------------------------------------------------------------------
-    def module(self) -> torch.nn.Module:
+    def module(self, check_guards: bool = True) -> torch.nn.Module:
         """A callable nn.Module, shaped as torch.export's unlifted module: checks its
-        inputs, then runs the graph (``exporter/program_module.py``)."""
+        inputs, then runs the graph (``exporter/program_module.py``).  ``check_guards``
+        is torch's keyword: both ways the inputs are checked (torch's ``False`` checks
+        them in a pre-hook instead of in the graph)."""
         return ProgramModule(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -23,6 +23,7 @@ from safetrace.errors import InputMismatchError
 from safetrace.exporter.eager_cond import eager_forward
 from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argument_names,
                                        flattener, named_forward, unlifted_graph)
+from safetrace.interop.torch_errors import as_torch
 from safetrace.trace.hops import owner_module
 
 __all__ = ["ProgramModule", "mode_dependent"]
@@ -264,11 +265,12 @@ class ProgramModule(torch.fx.GraphModule):
         (Each program's copy presents the model's argument names: ``named_forward``.)"""
         try:
             leaves = self._ep.check_inputs(args, kwargs)
-        except InputMismatchError:
+        except InputMismatchError as err:
             if _symbolic(args, kwargs):  # torch.fx.symbolic_trace: trace the unlifted code
                 self._generate()
                 return self._unlifted_forward(*args, **kwargs)
-            raise
+            # (also torch's class for it: code catching what torch's module raises)
+            raise as_torch(err).with_traceback(err.__traceback__) from None
         call = []
         for kind, ref in self._sources:
             if kind == "leaf":

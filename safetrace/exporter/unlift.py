@@ -28,6 +28,7 @@ import torch
 from safetrace import pytree
 from safetrace.errors import InputMismatchError
 from safetrace.exporter.checks import compiled
+from safetrace.interop.torch_errors import as_torch
 
 __all__ = ["CHECKS", "InputChecks", "ProgramCodeGen", "unlifted_graph", "argument_names",
            "named_forward", "flattener"]
@@ -54,7 +55,10 @@ class InputChecks(torch.nn.Module):
             tracer = proxy.tracer
             return tracer.create_proxy(  # type: ignore[no-any-return]
                 "call_module", tracer.path_of_module(self), leaves, {})
-        self.check(list(leaves))
+        try:
+            self.check(list(leaves))
+        except InputMismatchError as err:  # (torch's class too, as the module's call)
+            raise as_torch(err).with_traceback(err.__traceback__) from None
         return None
 
 

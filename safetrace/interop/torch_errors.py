@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import builtins
 import traceback
-from typing import Any
+from typing import Any, TypeVar
 
-from safetrace.errors.base import ExportError, StructuredError, Where
+from safetrace.errors.base import StructuredError, Where
 
+E = TypeVar("E", bound=StructuredError)
 _COMBINED: dict[tuple[type, tuple[str, ...]], type] = {}
 
 
-def as_torch(err: ExportError) -> ExportError:
+def as_torch(err: E) -> E:
     """``err``, an instance of torch.export's classes for its situation too (the same
-    error where it is one already, or where torch's classes cannot be had)."""
+    error where it is one already, or where torch's classes cannot be had).  An
+    ``InputMismatchError`` kind names the classes torch's ``ep.module()`` raises."""
     names = err.details.get("torch_classes", type(err).torch_classes)
     if not names or type(err).__reduce__ is not StructuredError.__reduce__:
         return err  # (a class made for eager's exception keeps its own pickling)
@@ -68,7 +70,7 @@ def _torch_class(name: str) -> tuple[type, Any]:
     return getattr(builtins, head), None
 
 
-def _torch_fields(new: Any, cls: type, member: Any, err: ExportError) -> None:
+def _torch_fields(new: Any, cls: type, member: Any, err: StructuredError) -> None:
     """The attributes torch's ``__init__`` would have set (what its own handlers read)."""
     if member is not None:  # UserError (a TorchDynamoException)
         new.error_type = member

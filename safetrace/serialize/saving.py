@@ -16,6 +16,7 @@ import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from safetrace import errors as E
+from safetrace.errors.dropin import is_torch_program
 from safetrace.progress import task
 from safetrace.serialize import value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
@@ -40,6 +41,8 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     on the meta device, or one whose weights live in a checkpoint); load it with
     ``st.load(path, weights=<safetensors file or state_dict>)``.
     """
+    if is_torch_program(ep):
+        raise E.ours_given_torch_program("st.save")
     external = set(ep.state_dict) if not weights else set()
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})

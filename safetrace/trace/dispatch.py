@@ -151,14 +151,16 @@ def _replaced(parts: tuple, old: Any, new: Any) -> tuple[tuple, dict]:
 
 
 def _integer_scalar(args: tuple, kwargs: dict) -> Proxy | None:
-    """A one-element integer proxy among the arguments (in lists too), or None (eager
-    reads those through __index__ where an int is expected)."""
+    """A one-element integer tensor among the arguments (in lists too), or None (eager
+    reads those through __index__ where an int is expected): a proxy, or a constant made
+    in ``forward`` (``torch.empty(torch.tensor([3]))``)."""
     for v in (*args, *kwargs.values()):
         for x in (v if isinstance(v, (list, tuple)) else (v,)):
-            if isinstance(x, Proxy) and all(type(s) is int and s == 1
-                                            for s in x.st_meta.shape) and not (
-                    x.st_meta.dtype.is_floating_point or x.st_meta.dtype.is_complex):
-                return x
+            meta = x.st_meta if isinstance(x, Proxy) else x if isinstance(
+                x, torch.Tensor) else None
+            if meta is not None and all(type(s) is int and s == 1 for s in meta.shape) \
+                    and not (meta.dtype.is_floating_point or meta.dtype.is_complex):
+                return x  # type: ignore[no-any-return]
     return None
 
 

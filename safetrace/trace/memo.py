@@ -179,7 +179,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         return _pieces(tr, node, out_static, contig)
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
-                                        _STRIDED, _META)
+                                        _STRIDED, out_static[2])
     # (an entry of this trace's symbolic sizes holds (sizes, dtype, device), no static key)
     result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
     result.st_node = node
@@ -408,7 +408,7 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
         item = add_node(graph, operator.getitem, (node, i), {}, "getitem")
         item.meta["stack_trace"] = trace
         p = item.meta["val"] = WRAPPER(Proxy, out_static[0], None, None, None,
-                                       out_static[1], _STRIDED, _META)
+                                       out_static[1], _STRIDED, out_static[2])
         p.st_meta = static_meta(out_static)
         p.st_node = item
         if contigs[i] is not True:

@@ -109,7 +109,7 @@ class Proxy(torch.Tensor):
                 if type(s) is not int:
                     sizes = wrapper_sizes(sizes)
                     break
-        self = WRAPPER(cls, sizes, None, None, None, meta.dtype, _STRIDED, _META)
+        self = WRAPPER(cls, sizes, None, None, None, meta.dtype, _STRIDED, meta.device)
         self.st_meta = meta
         self.st_node = node
         return self  # (no Python __init__: torch's accepts the arguments, one call less)

@@ -587,9 +587,9 @@ CASES.update({
         "dynamic_shapes for x.shape[0]", "Dim('b', min=2, max=8)", 2, 8, 9),
     "examples_out_of_range": lambda: E.examples_out_of_range([
         ("dynamic_shapes for x.shape[0]", "Dim.DYNAMIC(min=33)", 33, float("inf"), 16,
-         "x.shape[0]", (33, None)),
+         "x.shape[0]", (33, None), (0, 32)),
         ("dynamic_shapes for y.shape[0]", "Dim.AUTO(max=127)", 0, 127, 256, "y.shape[0]",
-         (None, 127))]),
+         (None, 127), (128, float("inf")))]),
     "dim_name_clash": lambda: E.dim_name_clash("dynamic_shapes for y.shape[0]", "n",
                                                st.Dim("n", max=8), st.Dim("n", max=16)),
     "dim_sizes_disagree": lambda: E.dim_sizes_disagree("dynamic_shapes for y.shape[0]", "n",
@@ -617,15 +617,15 @@ GOLDEN.update({
     'examples_out_of_range': ('SpecExampleError',
         'the example inputs are outside the ranges dynamic_shapes declares, at 2 dims:\n'
         '  - dynamic_shapes for x.shape[0] is Dim.DYNAMIC(min=33) with range [33, inf], but '
-        'the example input has size 16\n'
+        'the example input has size 16 (the traced program works for [0, 32] there)\n'
         '  - dynamic_shapes for y.shape[0] is Dim.AUTO(max=127) with range [0, 127], but the '
-        'example input has size 256\n'
+        'example input has size 256 (the traced program works for [128, inf] there)\n'
         '(as torch.export says: Found the following conflicts between user-specified ranges '
         'and inferred ranges from model tracing:\n'
         "- Received user-specified min/max range of [33, None], conflicting with the inferred "
-        "min/max range of [16, 16] (the example), for inputs['x'].shape[0].\n"
+        "min/max range of [0, 32], for inputs['x'].shape[0].\n"
         "- Received user-specified min/max range of [None, 127], conflicting with the "
-        "inferred min/max range of [256, 256] (the example), for inputs['y'].shape[0].)\n"
+        "inferred min/max range of [128, int_oo], for inputs['y'].shape[0].)\n"
         'Fix: widen each range to admit its example (x.shape[0]: min=16; y.shape[0]: '
         'max=256), or change the examples'),
     'dim_name_clash': ('SpecExampleError',

@@ -90,6 +90,8 @@ CASES = {
     "cond_size_output": lambda: E.cond_size_output("m.py:3 `torch.cond(p, f, g, (x,))`", 1, [("true branch", "m.py:1", "s0"), ("false branch", "m.py:2", "s0 + 1")]),
     "torch_api_given_ours": lambda: E.torch_api_given_ours("torch.export.save"),
     "torch_api_given_ours_read": lambda: E.torch_api_given_ours(None, "ExportedProgram.verifiers"),
+    "ours_given_torch_program": lambda: E.ours_given_torch_program("st.export"),
+    "ours_given_torch_program_save": lambda: E.ours_given_torch_program("st.save"),
     "unknown_higher_order_op": lambda: E.unknown_higher_order_op("my_hop", "m.py:4 `my_hop(f, x)`"),
     "unknown_higher_order_op_vmap": lambda: E.unknown_higher_order_op("custom_function_call", "m.py:4 `torch.vmap(Sin.apply)(x)`", "Sin"),
     "collective_async": lambda: E.collective_async("torch.distributed.all_reduce", "m.py:5 `dist.all_reduce(y, async_op=True)`"),
@@ -353,6 +355,12 @@ GOLDEN = {
     'torch_api_given_ours_read': ('UnsupportedInputError',
         "`ExportedProgram.verifiers` is an attribute of torch.export.ExportedProgram; safetrace's ExportedProgram does not have it.\n"
         "Fix: convert it first: pass ep.to_torch() (torch's class, with the same input contract), e.g. torch.export.save(ep.to_torch(), path); st.save(ep, path) writes safetrace's own format"),
+    'ours_given_torch_program': ('UnsupportedInputError',
+        'st.export was handed a torch.export.ExportedProgram, not a model.\n'
+        'Fix: export its module again: st.export(ep.module(), args, dynamic_shapes=...)'),
+    'ours_given_torch_program_save': ('UnsupportedInputError',
+        'st.save was handed a torch.export.ExportedProgram, not a program of safetrace (st.export).\n'
+        "Fix: torch.export.save(ep, path) writes torch's program; st.save takes st.export's"),
     'unknown_higher_order_op': ('UnsupportedOpError',
         'the higher-order operator my_hop at m.py:4 `my_hop(f, x)`: safetrace traces torch.cond, while_loop, map, scan and hints_wrapper, not operators defined elsewhere.\n'
         "Fix: call the operator's body function directly while exporting (e.g. `if torch.compiler.is_exporting(): return body(x)`), or make it a custom op with a fake implementation (st.custom_op + st.register_fake)"),

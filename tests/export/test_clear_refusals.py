@@ -56,6 +56,32 @@ def test_vmap_over_a_batch_that_may_be_empty_is_refused_with_the_fix() -> None:
     assert "Dim('b', min=1)" in info.value.fix
 
 
+class CastsLegacyFloat(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if isinstance(x, torch.FloatTensor):  # (a legacy type: the dtype and the device)
+            return x.to(torch.int32)
+        if isinstance(x, (torch.DoubleTensor, torch.LongTensor)):
+            return x * 2
+        return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int8])
+def test_isinstance_of_a_legacy_tensor_type_is_eagers(dtype) -> None:
+    """``isinstance(x, torch.FloatTensor)`` inside forward reads the dtype and the device,
+    as eager and torch.export do (it was always False while tracing, and the program
+    silently took the other branch)."""
+    x = torch.arange(4).to(dtype)
+    spec = {"x": {0: torch.export.Dim("n", max=8)}}  # (torch's Dim: both take it)
+    ep = st.export(CastsLegacyFloat(), (x,), dynamic_shapes=spec)
+    ref = torch.export.export(CastsLegacyFloat(), (x,), dynamic_shapes=spec)
+    for size in (0, 1, 6):
+        y = torch.arange(size).to(dtype)
+        want = CastsLegacyFloat()(y)
+        for got in (ep.module()(y), ref.module()(y)):
+            assert got.dtype == want.dtype
+            torch.testing.assert_close(got, want)
+
+
 @pytest.mark.parametrize("spelling", [torch.FloatTensor, "torch.FloatTensor"])
 def test_legacy_tensor_types_cast_as_eager(spelling) -> None:
     def f(x: torch.Tensor) -> torch.Tensor:

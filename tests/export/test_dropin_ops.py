@@ -53,6 +53,18 @@ class PadSequence(nn.Module):
         return nn.utils.rnn.pad_sequence([a, b], batch_first=True, padding_value=-1.0)
 
 
+class SizedByLiteral(nn.Module):
+    """A factory whose size is a one-element integer tensor made in forward: eager reads
+    it through __index__ (torch.empty(tensor([3])) is empty(3))."""
+
+    def forward(self, x: torch.Tensor) -> tuple:
+        n = torch.tensor([3])
+        grown = torch.tensor(2)
+        grown.add_(x.shape[0])  # written: read when the program runs, not folded
+        return (torch.empty(n).shape[0] + x, torch.zeros(1, n) + 1,
+                x.new_ones(grown), torch.ones(torch.tensor([[1]]), 2))
+
+
 def _b(name: str = "b", **kw) -> torch.export.Dim:
     return torch.export.Dim(name, **kw)  # st.export takes torch's Dims as they are
 
@@ -90,6 +102,9 @@ CASES = {
     "multinomial": (Multinomial, (torch.rand(2, 5),), {"p": {0: _b(), 1: _b("k")}},
                     [(torch.rand(1, 1),), (torch.rand(3, 9),)],
                     [(torch.rand(2, 5, 1),)], True),
+    "factory-size-tensor": (SizedByLiteral, (torch.randn(4),), {"x": {0: _b("n")}},
+                            [(torch.randn(0),), (torch.randn(1),), (torch.randn(7),)],
+                            [(torch.randn(2, 2),)], True),
     "pad-sequence": (PadSequence, (torch.randn(3, 2), torch.randn(5, 2)),
                      {"a": {0: _b("la")}, "b": {0: _b("lb")}},
                      [(torch.randn(0, 2), torch.randn(1, 2)), (torch.randn(7, 2),

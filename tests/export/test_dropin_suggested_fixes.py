@@ -172,3 +172,95 @@ def test_a_new_root_avoids_the_users_names():
     with pytest.raises(UserError) as ours:
         st.export(Two(), (torch.randn(15), torch.randn(3)), dynamic_shapes=spec)
     assert _torch_lines(ours.value) == ["__dx = Dim('__dx', min=3, max=33)", "dx = 3*__dx"]
+
+
+class ShiftedMultiples(nn.Module):
+    def forward(self, x, y, z):
+        if 5 <= x.shape[0] <= 36 and y.shape[0] % 3 == 0:
+            return x + y[1:] + z[3:]
+        return x * 0
+
+
+def test_related_dims_with_a_residue_class_share_one_new_root():
+    """torch's test_suggested_fixes_new_roots: two relations (``dy = dx + 1``,
+    ``dz = dx + 3``), a range and ``dy % 3 == 0`` make one family derived from a new root
+    ``_dx`` (it suggested ``y.shape[0] -> 12``, a static size, before).  One difference:
+    ours bounds ``_dx`` below too (``min=2``: dx = 3*_dx - 1 >= 5), which torch's own
+    test then writes by hand."""
+    args = (torch.randn(11), torch.randn(12), torch.randn(14))
+    spec = {"x": (Dim("dx"),), "y": (Dim("dy"),), "z": (Dim("dz"),)}
+    found = {}
+    for export in (torch.export.export, st.export):
+        with pytest.raises(UserError) as info:
+            export(ShiftedMultiples(), args, dynamic_shapes=spec)
+        found[export] = info.value
+    theirs, ours = found[torch.export.export], found[st.export]
+    assert _torch_lines(theirs) == ["_dx = Dim('_dx', max=12)", "dx = 3*_dx - 1",
+                                    "dy = 3*_dx", "dz = 3*_dx + 2"]
+    assert _torch_lines(ours) == ["_dx = Dim('_dx', min=2, max=12)"] + _torch_lines(theirs)[1:]
+    assert "(12,)" not in ours.fix and "_dx = Dim('_dx', min=2, max=12)" in ours.fix
+    pasted: dict = {}
+    exec(textwrap.dedent(ours.fix), pasted)
+    inside = [(torch.randn(3 * q - 1), torch.randn(3 * q), torch.randn(3 * q + 2))
+              for q in (2, 7, 12)]
+    outside = [(torch.randn(2), torch.randn(3), torch.randn(5)),
+               (torch.randn(38), torch.randn(39), torch.randn(41)),
+               (torch.randn(5), torch.randn(6), torch.randn(9))]
+    # (torch's own lines do not export as they are: "Expected derived min value of
+    # 3*_dx - 1 to be >= 0"; ours, read by torch's function, do)
+    with pytest.raises(AssertionError, match="derived min value"):
+        torch.export.export(ShiftedMultiples(), args, dynamic_shapes=(
+            refine_dynamic_shapes_from_suggested_fixes(theirs.msg, spec)))
+    ref = torch.export.export(ShiftedMultiples(), args, dynamic_shapes=(
+        refine_dynamic_shapes_from_suggested_fixes(ours.msg, spec)))
+    for fixed in (pasted["dynamic_shapes"],
+                  refine_dynamic_shapes_from_suggested_fixes(ours.msg, spec),
+                  st.refine_dynamic_shapes_from_suggested_fixes(ours, spec)):
+        ep = st.export(ShiftedMultiples(), args, dynamic_shapes=fixed)
+        check_program(ep, ShiftedMultiples(), inside, outside, ref=ref)
+
+
+class MultipleOfFourFromSix(nn.Module):
+    def forward(self, x):
+        if x.shape[0] >= 6 and x.shape[0] % 4 == 0:
+            return x.reshape(4, -1)
+        return x.reshape(1, -1)
+
+
+def test_a_residue_class_with_a_lower_bound_is_a_derived_dim():
+    """``6 <= s and s % 4 == 0``: ``s = 4*_s`` with ``_s >= 2``, as torch suggests (not a
+    static size: the condition holds for more than the example)."""
+    spec = ((Dim("s", max=100),),)
+    args = (torch.randn(8),)
+    with pytest.raises(UserError) as theirs:
+        torch.export.export(MultipleOfFourFromSix(), args, dynamic_shapes=spec)
+    with pytest.raises(UserError) as ours:
+        st.export(MultipleOfFourFromSix(), args, dynamic_shapes=spec)
+    assert "s = 4*_s" in _torch_lines(theirs.value)
+    assert _torch_lines(ours.value)[-1] == "s = 4*_s"
+    ep = st.export(MultipleOfFourFromSix(), args, dynamic_shapes=(
+        st.refine_dynamic_shapes_from_suggested_fixes(ours.value, spec)))
+    check_program(ep, MultipleOfFourFromSix(), [(torch.randn(n),) for n in (8, 12, 100)],
+                  [(torch.randn(4),), (torch.randn(10),), (torch.randn(104),)])
+
+
+class PairsAfterTwo(nn.Module):
+    def forward(self, x, y):
+        return x.reshape(-1, 2) + y[2:].reshape(-1, 2)
+
+
+def test_a_residue_class_read_on_the_example_side_of_a_clamp():
+    """``(dy + min(dy, 2)) % 2 == 0`` (``y[2:]`` reshaped by 2): ``dy = 2*_dy``, as
+    torch's (it suggested ``dy = 8``, claiming no other size works, before: a relation to
+    dx at dx's example size had pinned it).  torch writes its default bounds
+    (``min=1, max=oo``), ours none."""
+    spec = ((Dim("dx"),), (Dim("dy"),))
+    args = (torch.randn(6), torch.randn(8))
+    with pytest.raises(UserError) as theirs:
+        torch.export.export(PairsAfterTwo(), args, dynamic_shapes=spec)
+    with pytest.raises(UserError) as ours:
+        st.export(PairsAfterTwo(), args, dynamic_shapes=spec)
+    expected = [re.sub(r", (min=1|max=oo)", "", x) for x in _torch_lines(theirs.value)]
+    assert _torch_lines(ours.value) == expected == [
+        "_dx = Dim('_dx')", "_dy = Dim('_dy')", "dx = 2*_dx", "dy = 2*_dy"]
+    assert "-> 8" not in str(ours.value) and "alone" not in str(ours.value)

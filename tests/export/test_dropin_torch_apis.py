@@ -98,3 +98,29 @@ def test_other_code_sees_our_class() -> None:
     torch.testing.assert_close(torch.compile(ep.module(), backend="eager")(x), model(x))
     again = torch.export.export(ep.to_torch().module(), (x,))
     torch.testing.assert_close(again.module()(x), model(x))
+
+
+def test_our_api_handed_torchs_program_points_to_what_was_meant(tmp_path) -> None:
+    """The other way round: st.export and st.save handed torch.export's program.  st.export
+    raises a ValueError as torch.export does for it (torch's: "Expected `mod` to be an
+    instance of `torch.nn.Module`"; it was torch's own RuntimeError from calling the
+    program), st.save an export error (it was an AttributeError, ``_state``); each names
+    the call to make, and neither names one class twice."""
+    model = _model()
+    theirs = torch.export.export(model, (torch.randn(5, 3),))
+    with pytest.raises(ValueError):
+        torch.export.export(theirs, (torch.randn(5, 3),))
+    with pytest.raises(st.UnsupportedInputError) as info:
+        st.export(theirs, (torch.randn(5, 3),))
+    assert isinstance(info.value, ValueError) and "ep.module()" in info.value.fix
+    with pytest.raises(st.UnsupportedInputError) as saved:
+        st.save(theirs, tmp_path / "m.st")
+    assert "torch.export.save(ep, path)" in saved.value.fix
+    for err in (info.value, saved.value):
+        text = str(err)
+        assert "torch.export.ExportedProgram" in text and "got 'ExportedProgram'" not in text
+    # what the fix says works, and computes what the model does
+    ep = st.export(theirs.module(), (torch.randn(5, 3),))
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(ep.module()(x), model(x))
+    torch.export.save(theirs, tmp_path / "m.pt2")

@@ -166,6 +166,54 @@ def test_every_dim_hint_range_conflict_is_listed_in_one_value_error_as_torchs():
     torch.testing.assert_close(ep.module()(x, y), Bounded()(x, y))
 
 
+def _inferred(text: str) -> dict:
+    """torch's lines ``... inferred min/max range of [lo, hi], for inputs['x'].shape[0]``."""
+    return {m[2]: (m[0], m[1]) for m in re.findall(
+        r"inferred min/max range of \[(\w+), (\w+)\](?: \(the example\))?, for "
+        r"(inputs\['\w+'\]\.shape\[\d+\])", text)}
+
+
+def test_a_dim_hint_conflict_names_the_range_the_traced_program_infers():
+    """As torch's, the range each conflicting dim has after the trace (not the example's
+    size): the same upper bounds; the lower bound where torch's program specializes sizes
+    0 and 1 away (torch: 2) is ours 0, where the program runs them."""
+    spec = {"x": (Dim.DYNAMIC(min=33),), "y": (Dim.AUTO(max=127),)}
+    got = {}
+    for export in (torch.export.export, st.export):
+        with pytest.raises(ValueError) as info:
+            export(Bounded(), (torch.randn(16), torch.randn(256)), dynamic_shapes=spec)
+        got[export] = _inferred(str(info.value))
+    theirs, ours = got[torch.export.export], got[st.export]
+    assert theirs == {"inputs['x'].shape[0]": ("2", "32"),
+                      "inputs['y'].shape[0]": ("128", "int_oo")}
+    assert ours == dict(theirs, **{"inputs['x'].shape[0]": ("0", "32")})
+    assert "(the traced program works for [0, 32] there)" in str(info.value)
+    ep = st.export(Bounded(), (torch.randn(16), torch.randn(256)),
+                   dynamic_shapes={"x": (Dim.DYNAMIC(max=32),), "y": (Dim.AUTO(min=128),)})
+    for n in (0, 1, 32):
+        x, y = torch.randn(n), torch.randn(128)
+        torch.testing.assert_close(ep.module()(x, y), Bounded()(x, y))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(33), torch.randn(128))
+
+
+class ViewsInTwo(nn.Module):
+    def forward(self, x):
+        return x.view(2, 2) + 1
+
+
+def test_a_dim_hint_conflict_on_a_dim_the_trace_makes_static_or_a_trace_that_fails():
+    """The trace pins the dim: its inferred range is the example's size, as torch's; a
+    trace that stops (here: a branch on data) still reports the conflict, the example's size."""
+    spec = ((Dim.AUTO(max=3),),)
+    for export in (torch.export.export, st.export):
+        with pytest.raises(ValueError) as info:
+            export(ViewsInTwo(), (torch.randn(4),), dynamic_shapes=spec)
+        assert _inferred(str(info.value)) == {"inputs['x'].shape[0]": ("4", "4")}
+    with pytest.raises(E.SpecExampleError, match=r"\[4, 4\] \(the example\)"):
+        st.export(lambda x: x + 1 if x.sum() > 0 else x, (torch.randn(4),), dynamic_shapes=spec)
+
+
 def test_the_program_own_except_never_sees_torch_classes():
     """Inside the trace our refusal is our class alone: a program catching torch's class
     around a data read does not take its except side (the export is refused, naming it)."""
