@@ -74,7 +74,7 @@ class StaticMemory:
         self.limit, self.max_ops, self.work_limit = limit, max_ops, work_limit
         self.bounded: dict = {}  # kernel node -> whether its sizes and work are bounded by
         # the input sizes at every evaluation (else: work.check before it, at call)
-        self.work_open: list = []  # (count, work expression, node) checked at call
+        self.work_open: list = []  # (count, work expression, node, >= 0) at call
         self.loops: dict = {}  # while_loop node -> the work of one iteration, per evaluation
         self.ops = 0
         self.env = _scratch_env(contract)
@@ -610,7 +610,7 @@ class StaticMemory:
                               f"(this is the largest), {self.work_limit} allowed", "max_work",
                               int(lo))
         if hi > self.work_limit:
-            self.work_open = [(tally.const, None, tally.biggest[1]), *opened]
+            self.work_open = [(tally.const, None, tally.biggest[1], True), *opened]
 
     def call_check(self) -> Any:
         """The run-time check of the open bounds (None when there are none)."""

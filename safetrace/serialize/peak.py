@@ -119,14 +119,20 @@ class CallCheck:
         # what the graph's kernels require of the sizes (memory.StaticMemory.required)
         self.required = [(c, n, why) for c, n, why in required or ()
                          if c.free_symbols <= self.read.keys()]
-        # the work of one call, one expression (a polynomial of the input sizes: its like
-        # terms collected); terms of sizes read from data are checked before their kernel
-        self.work = [(c, e, n) for c, e, n in work or ()
+        # the work of one call: the terms >= 0 over the declared sizes as one expression
+        # (a polynomial of the input sizes: its like terms collected), each other term on
+        # its own, at least 0 (negative only where its node does not run: work.Tally.bounds);
+        # terms of sizes read from data are checked before their kernel
+        self.work = [(c, e, n) for c, e, n, _ in work or ()
                      if e is None or e.free_symbols <= self.read.keys()]
         self.total: Any = sum(c for c, e, _ in self.work if e is None)
-        for c, e, _ in self.work:
-            if e is not None:
-                self.total = e * c + self.total
+        self.loose: list = []
+        for c, e, n, sure in work or ():
+            if e is not None and e.free_symbols <= self.read.keys():
+                if sure:
+                    self.total = e * c + self.total
+                else:
+                    self.loose.append((c, e))
 
     def __call__(self, leaves: list) -> None:
         binding = {}
@@ -158,18 +164,30 @@ class CallCheck:
     def _work(self, binding: dict) -> None:
         try:
             need = self.total if isinstance(self.total, int) else self.total.evaluate(binding)
-        except (ArithmeticError, ValueError, TypeError):
-            return
+        except (ArithmeticError, ValueError, TypeError):  # (a term of a node that does not
+            need = sum(_term(c, e, binding) for c, e, _ in self.work)  # run here: one by one)
+        else:
+            for c, e in self.loose:
+                need = need + _term(c, e, binding)
         if not isinstance(need, (int, float)) or not math.isfinite(need) or \
                 need <= self.work_limit:
             return
         largest, where = -1, self.work[0][2]
         for c, e, n in self.work:  # (the node of the largest term, for the message)
-            try:
-                v = c if e is None else c * e.evaluate(binding)
-            except (ArithmeticError, ValueError, TypeError):
-                continue
+            v = _term(c, e, binding)
             if v > largest and n is not None:
                 largest, where = v, n
         raise work_at_call(getattr(where, "name", "?"), str(getattr(where, "target", "?")),
                            int(need), int(self.work_limit), binding)
+
+
+def _term(count: int, expr: Any, binding: dict) -> Any:
+    """One work term at these sizes, at least 0: negative, or failing to evaluate (a
+    ``s1 // s0`` at ``s0 == 0``), only where its node does not run."""
+    if expr is None:
+        return count
+    try:
+        v = expr.evaluate(binding)
+    except (ArithmeticError, ValueError, TypeError):
+        return 0
+    return count * v if isinstance(v, (int, float)) and v > 0 else 0

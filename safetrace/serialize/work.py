@@ -173,6 +173,7 @@ class Tally:
 
     def add(self, value: Any, node: Any, times: int = 1) -> None:
         if isinstance(value, int):
+            value = max(value, 0)  # (a node of a negative size runs nowhere: see bounds)
             self.const += value * times
             if value * times > self.biggest[0]:
                 self.biggest = (value * times, node)
@@ -197,17 +198,21 @@ class Tally:
 
     def bounds(self, env: Any) -> tuple:
         """(lowest, highest) over the declared sizes, and the open terms (count, expr,
-        node) that the call check evaluates."""
+        node, whether it is provably >= 0 there) that the call check evaluates.
+
+        A term is negative only at sizes where its node does not run (a branch's ``s0 - 5``
+        under ``s0 >= 5``, at ``s0 == 0``): it touches nothing there, so each term counts
+        at least 0, never less, which would cancel the work of the nodes that do run."""
         lo, hi, opened = self.const, self.const, []
         for count, value, node in self.terms.values():
             try:
                 r = env.bounds(value.expr)
-                t_lo, t_hi = max(r.lo, 0), r.hi
+                t_lo, t_hi, sure = max(r.lo, 0), max(r.hi, 0), r.lo >= 0
             except Exception:  # noqa: BLE001 - no bounds known: checked at call
-                t_lo, t_hi = 0, math.inf
+                t_lo, t_hi, sure = 0, math.inf, False
             lo += count * t_lo
             hi += count * t_hi
-            opened.append((count, value.expr, node))
+            opened.append((count, value.expr, node, bool(sure)))
         return lo, hi, opened
 
     def worst(self, env: Any) -> Any:

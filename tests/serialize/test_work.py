@@ -300,3 +300,47 @@ def test_a_map_over_empty_slices_costs_its_slices():
         st.load(without_values(pack(doc, tensors)))
     assert info.value.details["budget"] == "max_work"
     assert (1 << 26) * SLICE_WORK > st.serialize.Budgets().max_work
+
+
+class NotRun(torch.nn.Module):
+    """A scan of y's [s1, 2**20] broadcast, and a branch whose scan has a size that is
+    negative, or divides by zero, at the sizes where the branch does not run."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x, y):
+        big = torch.zeros(1).expand(y.shape[0], 1 << 20).sum()
+        minus = self.kind == "minus"
+
+        def run(x, y):  # ((s0 - 5) * 2**24 elements: -5 * 2**24 at s0 == 0)
+            n = x.shape[0] - 5 if minus else y.shape[0] // x.shape[0]
+            return x.sum() + torch.zeros(1).expand(n, 1 << 24).sum()
+
+        return torch.cond(x.shape[0] >= (5 if minus else 1), run,
+                          lambda x, y: x.sum(), (x, y)) + big
+
+
+@pytest.mark.parametrize("kind", ["minus", "divide"])
+def test_a_node_that_does_not_run_cancels_no_work(kind):
+    """The work of a call is one sum of every node's: the term of a node that does not run
+    at these sizes (``(s0 - 5) * 2**24`` at ``s0 == 0``, ``s1 // s0 * 2**24``) counts 0, not
+    -5 * 2**24 that would cancel the scan of y, nor an error that skipped the check."""
+    model = NotRun(kind)
+    ep = st.export(model, (torch.randn(6), torch.randn(3)),
+                   dynamic_shapes={"x": {0: st.Dim("a")}, "y": {0: st.Dim("b")}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    mod = st.load(buf.getvalue(), budgets={"max_work": 1 << 22}).module()
+    for a, b in ((0, 0), (4, 3), (5, 2), (0, 3)):
+        x, y = torch.randn(a), torch.randn(b)
+        torch.testing.assert_close(mod(x, y), model(x, y))
+    with pytest.raises(st.InputMismatchError, match=r"over the work budget .*\(max_work\)") \
+            as info:
+        mod(torch.randn(0), torch.randn(64))  # (64 * 2**20 elements)
+    assert info.value.details["budget"] == "max_work"
+    assert "node 'sum_1'" in str(info.value) and "s0=0, s1=64" in str(info.value)
+    with pytest.raises(st.InputMismatchError, match=r"sum.default.*\(max_work\)"):
+        mod(*((torch.randn(6), torch.randn(0)) if kind == "minus" else
+              (torch.randn(1), torch.randn(1))))  # (the branch's 2**24, where it runs)
