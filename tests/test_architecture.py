@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+from tests import sources
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "safetrace"
 
 FORBIDDEN = ("torch.export", "torch._dynamo", "torch._export", "torch._subclasses",
@@ -22,7 +24,7 @@ LAYERS = {
 
 
 def _imports(path: pathlib.Path) -> list[str]:
-    tree = ast.parse(path.read_text())
+    tree = sources.tree(path)
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -59,7 +61,7 @@ def _top_level_imports(path: pathlib.Path) -> list[str]:
                 names.extend(f"{child.module}.{a.name}" for a in child.names)
             visit(child)
 
-    visit(ast.parse(path.read_text()))
+    visit(sources.tree(path))
     return names
 
 
@@ -98,7 +100,7 @@ def test_library_never_reaches_torch_internals_another_way():
         if INTEROP in path.parents:
             continue
         text = path.read_text()
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(sources.parse(text)):
             name = _dotted(node) if isinstance(node, ast.Attribute) else None
             if name and name.startswith(FORBIDDEN):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
@@ -219,7 +221,7 @@ def _catalogue_kinds() -> set[str]:
 def _constructions_in(source: str, kinds: set[str]) -> list[int]:
     """The lines where `source` calls a catalogue class (``X(...)`` or ``mod.X(...)``)."""
     lines = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(sources.parse(source)):
         if isinstance(node, ast.Call):
             f = node.func
             if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in kinds:

@@ -5,7 +5,10 @@ and the package face; no private name imported from another module."""
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
+
+from tests import sources
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "safetrace"
 # where an import inside a function is the point: commands load what they run
@@ -32,10 +35,11 @@ def _absolute(name: str | None, level: int, here: str, package: bool) -> str:
     return ".".join(base + ([name] if name else []))
 
 
-def _edges(module: str) -> list[tuple[str, str, bool, int]]:
+@functools.lru_cache(maxsize=None)  # three tests read every module's edges
+def _edges(module: str) -> tuple[tuple[str, str, bool, int], ...]:
     """(imported module, imported name or '', inside a function, line) of `module`."""
     path = MODULES[module]
-    tree = ast.parse(path.read_text())
+    tree = sources.tree(path)
     inner = {id(sub) for node in ast.walk(tree)
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
              for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom))}
@@ -51,7 +55,7 @@ def _edges(module: str) -> list[tuple[str, str, bool, int]]:
                 target = full if full in MODULES else base
                 out.append((target, "" if target == full else a.name, id(node) in inner,
                             node.lineno))
-    return [e for e in out if e[0] in MODULES and e[0] != module]
+    return tuple(e for e in out if e[0] in MODULES and e[0] != module)
 
 
 def test_no_import_cycle_in_the_package():

@@ -15,6 +15,8 @@ from safetrace.meta import TensorMeta
 from safetrace.rules import RULES, get_rule, register_shape_rule, rule
 from safetrace.rules.registry import FAMILY, inplace_form, op_name
 
+from tests import sources
+
 aten = torch.ops.aten
 RULES_DIR = pathlib.Path(__file__).resolve().parents[2] / "safetrace" / "rules"
 # an op no rule covers (the rule-less example in tests/export and tests/zoo)
@@ -128,7 +130,7 @@ def test_rules_made_by_shared_factories_belong_to_the_family_registering_them():
 
 
 def _modules() -> dict[str, ast.Module]:
-    return {p.stem: ast.parse(p.read_text()) for p in RULES_DIR.glob("*.py")}
+    return {p.stem: sources.tree(p) for p in RULES_DIR.glob("*.py")}
 
 
 def _imported(node: ast.AST) -> list[tuple[str, list[str]]]:

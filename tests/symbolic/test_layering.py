@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests import sources
+
 PKG = "safetrace.symbolic"
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "safetrace" / "symbolic"
 MODULES = {p.stem: p for p in ROOT.glob("*.py")}
@@ -41,7 +43,7 @@ def _imports(tree: ast.AST) -> list[tuple[ast.AST, str, str | None]]:
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path)
         graph[name] = {t for _, t, _ in _imports(tree) if t != name}
     return graph
 
@@ -80,7 +82,7 @@ def test_only_the_face_imports_the_package() -> None:
 def test_imports_at_module_top_only() -> None:
     bad = []
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path)
         top = {id(n) for n in tree.body}
         for node, target, _ in _imports(tree):
             if id(node) not in top:
@@ -91,7 +93,7 @@ def test_imports_at_module_top_only() -> None:
 def test_no_private_names_across_modules() -> None:
     bad = []
     for name, path in MODULES.items():
-        for node, target, imported in _imports(ast.parse(path.read_text())):
+        for node, target, imported in _imports(sources.tree(path)):
             if imported and imported.startswith("_") and target != name:
                 bad.append(f"{name}: {imported} from {target}")
     assert not bad, "\n".join(bad)

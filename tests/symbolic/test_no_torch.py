@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+from tests import sources
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 SCRIPT = f"""
@@ -33,7 +35,7 @@ def test_symbolic_imports_without_torch() -> None:
 def test_symbolic_sources_never_mention_torch_imports() -> None:
     import ast
     for path in (ROOT / "safetrace" / "symbolic").glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(sources.tree(path)):
             if isinstance(node, ast.Import):
                 assert not any(a.name.split(".")[0] == "torch" for a in node.names), path
             if isinstance(node, ast.ImportFrom):

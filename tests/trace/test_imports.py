@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from tests import sources
+
 TRACE = pathlib.Path(__file__).resolve().parents[2] / "safetrace" / "trace"
 PACKAGE = "safetrace.trace"
 
@@ -45,7 +47,7 @@ def _imports(tree: ast.AST) -> list[tuple[ast.AST, str, list[str]]]:
 def _edges() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for mod, path in MODULES.items():
-        for _, name, names in _imports(ast.parse(path.read_text())):
+        for _, name, names in _imports(sources.tree(path)):
             targets = [_target(f"{name}.{n}") or _target(name) for n in names] or \
                 [_target(name)]
             graph[mod].update(t for t in targets if t is not None and t != mod)
@@ -84,7 +86,7 @@ def test_no_import_cycle_in_the_trace_package():
 def test_imports_of_safetrace_modules_at_module_top_only():
     bad = []
     for mod, path in MODULES.items():
-        tree = ast.parse(path.read_text())
+        tree = sources.tree(path)
         top = {id(n) for n in tree.body}
         for node, name, _ in _imports(tree):
             if name.startswith("safetrace") and id(node) not in top:
@@ -95,7 +97,7 @@ def test_imports_of_safetrace_modules_at_module_top_only():
 def test_no_private_name_imported_from_another_module():
     bad = []
     for mod, path in MODULES.items():
-        for node, name, names in _imports(ast.parse(path.read_text())):
+        for node, name, names in _imports(sources.tree(path)):
             if name.startswith("safetrace"):
                 bad.extend(f"{mod}:{node.lineno} imports {n} from {name}"
                            for n in names if n.startswith("_") and n != "__future__")
