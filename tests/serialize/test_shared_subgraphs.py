@@ -75,7 +75,7 @@ def test_different_subgraphs_stay_apart():
 def test_two_thousand_conds_load_in_bounded_time():
     import time
 
-    from tests.serialize.hostile_static import OneCond, many_conds
+    from tests.serialize.hostile_static import many_conds
 
     blob = many_conds(2000)  # 6.8 MB: 12,000 main-graph nodes, 4,000 subgraphs
     st.load(many_conds(2))  # (first-load imports and caches out of the measure)
@@ -91,6 +91,6 @@ def test_two_thousand_conds_load_in_bounded_time():
     assert len(_graphs(ep)) == 2
     x = torch.randn(3)
     expected = x
-    for _ in range(2000):
-        expected = OneCond()(expected)
+    for _ in range(2000):  # (OneCond's branches, in Python: 2,000 eager conds cost ~0.8 s)
+        expected = expected + 1 if expected.sum() > 0 else expected - 1
     torch.testing.assert_close(ep.module()(x), expected)
