@@ -96,6 +96,7 @@ def programs() -> dict[str, bytes]:
     from torch._higher_order_ops.scan import scan as hop_scan
 
     from tests.export import test_data_dependent as dd
+    from tests.serialize.test_asserted_facts import CheckedCache  # (checks later sizes use)
 
     class Map(torch.nn.Module):
         def __init__(self):
@@ -112,19 +113,6 @@ def programs() -> dict[str, bytes]:
     class Scalar(torch.nn.Module):
         def forward(self, x, k):
             return x[:k] * k, torch.zeros(k + 1)
-
-    class Facts(torch.nn.Module):  # checks on a size read from data that size later nodes
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("cache", torch.zeros(8, 4))
-
-        def forward(self, x, pos):
-            p = pos.item()
-            torch._check(p >= 0)
-            torch._check(p + x.shape[0] <= 8)
-            self.cache[p:p + x.shape[0]] = x
-            self.cache[:x.shape[0]].mul_(0.5)
-            return self.cache + 0, x.new_ones(x.shape[0], 16).sum()
 
     n = st.Dim("n", min=0, max=32)
     made = {
@@ -144,7 +132,7 @@ def programs() -> dict[str, bytes]:
         "scalar": st.export(Scalar(), (torch.randn(8, 2), 3),
                             dynamic_shapes={"x": {0: st.Dim("m", min=1, max=32)},
                                             "k": st.Dim("k", min=1, max=8)}),
-        "facts": st.export(Facts(), (torch.randn(3, 4), torch.tensor(2)),
+        "facts": st.export(CheckedCache(wide=16), (torch.randn(3, 4), torch.tensor(2)),
                            dynamic_shapes={"x": {0: st.Dim("f", min=1, max=32)}, "pos": None}),
     }
     import hostile_subgraphs

@@ -54,6 +54,7 @@ def programs() -> dict[str, object]:
     from torch._higher_order_ops.while_loop import while_loop
 
     import safetrace as st
+    from tests.serialize.test_asserted_facts import BranchChecks  # (a branch's checks)
 
     class CondSizes(torch.nn.Module):
         def forward(self, x, p):
@@ -89,16 +90,6 @@ def programs() -> dict[str, object]:
         def forward(self, init, k, xs):
             return hop_scan(lambda c, x: (c + x * k, ((c * x).sum(0, keepdim=True),
                                                       (x > 0).sum(0, keepdim=True))), init, xs)
-
-    class BranchChecks(torch.nn.Module):  # checks on a size read from data, in a branch
-        def forward(self, x, pos):
-            def rows(x, pos):
-                p = pos.item()
-                torch._check(p >= 0)
-                torch._check(p + x.shape[0] <= 8)
-                return torch.zeros(8, 4)[:x.shape[0]] + x
-
-            return torch.cond(x.shape[0] > 2, rows, lambda x, pos: x * 2, (x, pos))
 
     n = st.Dim("n", min=0, max=32)
     t = st.Dim("t", min=1, max=32)

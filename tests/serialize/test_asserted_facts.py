@@ -15,7 +15,7 @@ from safetrace import Dim
 from tests.serialize.hostile import pack, parts
 
 
-class _Cache(torch.nn.Module):
+class CheckedCache(torch.nn.Module):
     """Writes rows ``pos:pos + n`` of its cache, then halves the first ``n`` rows: the
     exporter knows ``n <= 8`` from the two checks, so ``cache[:n]`` is ``n`` rows."""
 
@@ -38,7 +38,7 @@ class _Cache(torch.nn.Module):
 
 @pytest.fixture(scope="module")
 def saved() -> bytes:
-    ep = st.export(_Cache(), (torch.randn(3, 4), torch.tensor(2)),
+    ep = st.export(CheckedCache(), (torch.randn(3, 4), torch.tensor(2)),
                    dynamic_shapes=({0: Dim("n", min=1)}, None))
     buf = io.BytesIO()
     st.save(ep, buf)
@@ -50,7 +50,7 @@ def test_a_size_the_checks_bound_loads_and_computes_what_eager_does(saved):
     ``float32[s0, 4]``: ``u0 >= 0`` and ``u0 + s0 <= 8`` now hold for the nodes after
     them."""
     loaded = st.load(saved).module()
-    eager = _Cache()
+    eager = CheckedCache()
     for n, pos in [(1, 7), (3, 2), (8, 0), (2, 0)]:
         x = torch.randn(n, 4)
         torch.testing.assert_close(loaded(x, torch.tensor(pos)), eager(x, torch.tensor(pos)))
@@ -111,7 +111,7 @@ def test_a_calls_memory_is_bounded_without_the_graphs_checks(after):
     checked before the graph runs, at the call's sizes, as if no check held (a file may
     put its checks after the allocation, or claim what fails: the check raises only after
     what runs before it).  n = 100 is refused for its memory, not by the assertion."""
-    ep = st.export(_Cache(wide=1024), (torch.randn(3, 4), torch.tensor(2)),
+    ep = st.export(CheckedCache(wide=1024), (torch.randn(3, 4), torch.tensor(2)),
                    dynamic_shapes=({0: Dim("n", min=1)}, None))
     buf = io.BytesIO()
     st.save(ep, buf)
@@ -127,7 +127,7 @@ def test_a_calls_memory_is_bounded_without_the_graphs_checks(after):
         loaded(torch.randn(100, 4), torch.tensor(0))
 
 
-class _BranchChecks(torch.nn.Module):
+class BranchChecks(torch.nn.Module):
     """The same checks inside a torch.cond branch, then ``zeros(8, 4)[:n]`` there."""
 
     def forward(self, x, pos):
@@ -145,7 +145,7 @@ def test_a_branchs_check_is_a_fact_only_for_the_branchs_nodes_after_it():
     rest on nothing that holds where it runs (the loader compared a subgraph's nodes only
     once it was evaluated, under all of its checks: the slice passed, and only a value the
     branch returns showed the difference, at the cond)."""
-    m = _BranchChecks()
+    m = BranchChecks()
     ep = st.export(m, (torch.randn(3, 4), torch.tensor(2)),
                    dynamic_shapes=({0: Dim("n", min=1)}, None))
     buf = io.BytesIO()
