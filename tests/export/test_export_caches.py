@@ -164,6 +164,36 @@ def test_a_plain_submodule_given_a_helper_or_a_hook_after_an_export_is_scanned_a
     m[0].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
     _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
 
+def test_a_model_of_plain_modules_given_code_after_two_exports_is_scanned_again() -> None:
+    # two exports first each time: the second checks the whole model in one pass
+    # (trace/usercode.py's plain fact), which must see each change
+    n = st.Dim("n", min=1, max=64)
+    m = torch.nn.Sequential(torch.nn.Sequential(_Picks()), torch.nn.Identity())
+    spec = {"input": {0: n}}
+
+    def twice(rows: callable) -> None:
+        for _ in range(2):
+            _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), rows)
+
+    twice(lambda k: k)
+    m[0][0].pick = lambda x: x[: max(1, len(x) - 1)]  # a nested module's value replaced
+    twice(lambda k: max(1, k - 1))
+    m[0][0].pick = None
+    twice(lambda k: k)
+    m[1].pick = lambda x: x  # an attribute added (read by nothing) ...
+    twice(lambda k: k)
+    del m[1].pick
+    m[0][0].k = lambda x: x  # ... and as many attributes, a value now a function
+    m[0][0].pick = lambda x: x[: int(math.sqrt(len(x)))]
+    twice(lambda k: int(math.sqrt(k)))
+    m[0][0].pick, m[0][0].k = None, 2
+    twice(lambda k: k)
+    handle = m[1].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
+    twice(lambda k: max(1, k - 1))  # a hook on a module the scan had found plain
+    handle.remove()
+    twice(lambda k: k)
+
+
 class _Gated(torch.nn.Module):
     """A forward that signals `entered` and waits for `go` (``self.gate()``) before it goes on."""
 
