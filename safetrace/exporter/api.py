@@ -29,6 +29,7 @@ from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import base_placeholder, fresh_written_constants, traced_elsewhere
 from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
@@ -322,8 +323,10 @@ class Exporter:
         # (the placeholders made in one pass: the graph has no node before them)
         for (t, name, kind, persistent), node in zip(lifted,
                                                      add_placeholders(self.graph, places)):
-            # (Proxy.__new__ inline: a real tensor's sizes are ints)
-            meta = TensorMeta(t.shape, t.dtype, t.device)
+            # (Proxy.__new__ inline: a real tensor's sizes are ints, its meta made from
+            # its static key without TensorMeta's look at each size)
+            meta = TensorMeta(t.shape, t.dtype, t.device) if t._has_symbolic_sizes_strides \
+                else static_meta((tuple(t.shape), t.dtype, t.device))
             p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
             p.st_meta, p.st_node = meta, node
             if not exact_contiguous(t):
