@@ -194,6 +194,52 @@ def test_a_model_of_plain_modules_given_code_after_two_exports_is_scanned_again(
     twice(lambda k: k)
 
 
+class _Stateful(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.full((3,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(x) * self.scale
+        extra = getattr(self, "extra", None)
+        return out if extra is None else out + extra
+
+
+def test_the_state_rows_kept_from_two_exports_follow_the_models_tables() -> None:
+    # two exports first each time: the second reads the rows kept with the walk's facts
+    # (exporter/state_rows.py), which must see each change of the model's tables
+    m, x = _Stateful(), torch.randn(2, 3)
+
+    def twice() -> st.ExportedProgram:
+        for _ in range(2):
+            ep = st.export(m, (x,))
+            torch.testing.assert_close(ep.module()(x), m(x))
+        return ep
+
+    assert sorted(twice().state_dict) == ["lin.bias", "lin.weight", "scale"]
+    m.lin.weight = torch.nn.Parameter(torch.randn(3, 3))  # the same key, another tensor
+    assert twice().state_dict["lin.weight"] is m.lin.weight
+    m.lin.bias.data = torch.randn(1)  # the same tensor, another shape
+    assert twice().state_dict["lin.bias"].shape == (1,)
+    m.register_buffer("extra", torch.ones(3), persistent=False)  # a non-persistent key
+    ep = twice()
+    assert "extra" not in ep.state_dict and ep.graph_signature.non_persistent_buffers == [
+        "extra"]
+    m._non_persistent_buffers_set.discard("extra")  # persistent now, nothing else changed
+    assert "extra" in twice().state_dict
+    m.lin.bias = None  # a value None
+    assert "lin.bias" not in twice().state_dict
+    m.register_buffer("extra", m.scale)  # one tensor under two names
+    ep = twice()
+    assert sorted(ep.state_dict) == ["lin.weight", "scale"]  # (lifted once)
+    assert [s.target for s in ep.graph_signature.input_specs if s.kind == "buffer"] \
+        == ["scale"]
+    del m.extra
+    m.lin.register_buffer("extra", torch.ones(3))  # a key moved to another module
+    assert sorted(twice().state_dict) == ["lin.extra", "lin.weight", "scale"]
+
+
 class _Gated(torch.nn.Module):
     """A forward that signals `entered` and waits for `go` (``self.gate()``) before it goes on."""
 
