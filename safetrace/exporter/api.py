@@ -293,7 +293,7 @@ class Exporter:
         # torch.export's state_dict lists each, as the model's own state_dict does (the
         # snapshot walks every path, as named_parameters(remove_duplicate=False))
         state = self.state
-        lifted, places, again = state_rows(guard.saved, getattr(self.walk, "facts", None))
+        lifted, places, again = state_rows(guard.saved)
         # (the placeholders made in one pass: the graph has no node before them)
         for (t, name, kind, persistent), node in zip(lifted,
                                                      add_placeholders(self.graph, places)):

@@ -1,13 +1,14 @@
 """Which of the user's functions an export may run (``functions``): the traced callable,
 the methods of the model's classes and their bases outside torch, functions stored on its
 modules, and what the modules defining those classes hold.  What a class, a function or a
-module reaches is cached; a model whose modules were found holding no code is checked in
-one identity pass per export (``_model_plain``, kept with ``pytree.walk_of``'s facts)."""
+module reaches is cached, and a module found holding no code is skipped while it is the
+same (``_PLAIN``).  (Checking a whole model of such modules in one identity pass in C,
+kept with ``pytree.walk_of``'s facts, was measured: no fewer instructions for a small
+model, and the zoo's bert, whose root holds containers, would not use it.)"""
 
 from __future__ import annotations
 
 import collections
-import itertools
 import operator
 import sys
 import types
@@ -36,14 +37,9 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
     take = parts.append
 
     take(_of_function(fn))
-    facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while the walk is)
-    known = facts.get("plain") if facts is not None else None
-    if known is not None and _model_plain(walk, known):
-        parts.extend(map(_of_class, known[4]))
-    elif isinstance(model, torch.nn.Module):
+    if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
         seen: set[int] = set()
-        every_plain = True  # every module found holding no code (kept in `facts`)
         for _, m in walk if walk is not None else [("", m) for m in model.modules()]:
             if id(m) in seen:
                 continue
@@ -79,15 +75,12 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
                     # the object for __class__, slow on a transformers config)
                     attrs.append(v)
             if attrs:
-                every_plain = False
                 part = _collect(attrs)
                 if part[0] or part[1]:
                     take(part)
                     fresh = True
-            elif not frozen or not _keep_plain(m, d, keys, hooks):
-                every_plain = False
-        if every_plain and facts is not None:
-            facts["plain"] = _plain_fact(walk, tuple(classes.values()))
+            elif frozen:
+                _keep_plain(m, d, keys, hooks)
         for cls in classes.values():
             take(_of_class(cls))
     # what the parts found so far reach through the modules defining their classes: a
@@ -125,50 +118,6 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
 
 
 _UNIONS: dict[tuple, tuple[list, list, list]] = {}
-
-
-def _getter(keys: tuple) -> Any:
-    """A C callable giving a tuple of ``d[k]`` for each of `keys` (for one key, twice)."""
-    if not keys:
-        return _NOTHING
-    return operator.itemgetter(*keys) if len(keys) > 1 else operator.itemgetter(*keys, *keys)
-
-
-_NOTHING = frozenset().intersection  # (gives an empty set for any dict)
-_SECOND = operator.itemgetter(1)
-_CHAIN = itertools.chain.from_iterable
-
-
-def _plain_fact(walk: list, classes: tuple) -> tuple | None:
-    """What ``_model_plain`` compares, made when every module of `walk` was found holding
-    no code: the sizes of their ``__dict__``s, a getter per module of the attributes the
-    scan reads and of its hook dicts, the values read then, and the modules' classes.
-    (No module held: the getters hold keys, the values are atoms and tuples of atoms.)"""
-    dicts = list(map(vars, map(_SECOND, walk)))
-    getters, hook_getters = [], []
-    for d in dicts:
-        layout = tuple(d)
-        hit = _LAYOUTS.get(layout)
-        keys, hooks = hit if hit is not None else _scanned_keys(layout)
-        getters.append(_getter(keys))
-        hook_getters.append(_getter(hooks))
-    values = tuple(_CHAIN(map(operator.call, getters, dicts)))
-    return (tuple(map(len, dicts)), tuple(getters), values, tuple(hook_getters), classes)
-
-
-def _model_plain(walk: list, known: tuple) -> bool:
-    """Whether every module of `walk` still holds no code (``_plain_fact``'s answer, for
-    the same walk: the same modules at the same paths): as many attributes each, every
-    attribute the scan read the same object, no hook.  One identity pass in C."""
-    lens, getters, values, hook_getters, _ = known
-    dicts = list(map(vars, map(_SECOND, walk)))
-    if tuple(map(len, dicts)) != lens:
-        return False
-    try:  # (a key gone: KeyError)
-        return all(map(operator.is_, _CHAIN(map(operator.call, getters, dicts)), values)) \
-            and not any(map(len, _CHAIN(map(operator.call, hook_getters, dicts))))
-    except KeyError:
-        return False
 # what may hold code that _collect finds (besides containers and types with __func__)
 _CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
                  property)
@@ -200,21 +149,19 @@ def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
     return hit
 
 
-def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> bool:
+def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
     """Remember that module `m` holds no code of its own: its ``__dict__`` has `keys` (of
     its layout) bound to atoms or tuples of atoms, which cannot change in place.  The next
     export skips its scan while it has as many attributes, each of those the same object,
-    and no hook (a weak reference: the entry goes when the module does).  False when the
-    module cannot be kept (no weak reference to it)."""
+    and no hook (a weak reference: the entry goes when the module does)."""
     if len(_PLAIN) > 10_000:
         _PLAIN.clear()
     key = id(m)
     try:
         ref = weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None))
     except TypeError:  # (a class without weak references: scanned every export)
-        return False
+        return
     _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
-    return True
 
 
 def _unchanged(d: dict, plain: tuple) -> bool:

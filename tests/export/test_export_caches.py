@@ -165,8 +165,8 @@ def test_a_plain_submodule_given_a_helper_or_a_hook_after_an_export_is_scanned_a
     _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
 
 def test_a_model_of_plain_modules_given_code_after_two_exports_is_scanned_again() -> None:
-    # two exports first each time: the second checks the whole model in one pass
-    # (trace/usercode.py's plain fact), which must see each change
+    # two exports first each time: the second skips the scan of modules found holding
+    # no code (trace/usercode.py's _PLAIN), which must see each change
     n = st.Dim("n", min=1, max=64)
     m = torch.nn.Sequential(torch.nn.Sequential(_Picks()), torch.nn.Identity())
     spec = {"input": {0: n}}
@@ -207,8 +207,8 @@ class _Stateful(torch.nn.Module):
 
 
 def test_the_state_rows_kept_from_two_exports_follow_the_models_tables() -> None:
-    # two exports first each time: the second reads the rows kept with the walk's facts
-    # (exporter/state_rows.py), which must see each change of the model's tables
+    # two exports first each time: what is kept between exports (the state's names,
+    # exporter/state_rows.py; placeholder runs, trace/graph.py) must follow each change
     m, x = _Stateful(), torch.randn(2, 3)
 
     def twice() -> st.ExportedProgram:
