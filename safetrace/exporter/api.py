@@ -27,10 +27,12 @@ from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
+from safetrace.exporter.state_rows import state_rows
 from safetrace.exporter.replay import forward_of
 from safetrace.trace.modules import module_stack
-from safetrace.trace.mutation import base_placeholder, fresh_written_constants, traced_elsewhere
+from safetrace.trace.mutation import base_placeholder, fresh_written_constants
 from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
@@ -296,40 +298,15 @@ class Exporter:
         # other names of the same tensors (a module or parameter shared under two paths):
         # torch.export's state_dict lists each, as the model's own state_dict does (the
         # snapshot walks every path, as named_parameters(remove_duplicate=False))
-        again: list[tuple[str, int]] = []
         state = self.state
-        lifted = []  # each tensor lifted once: (tensor, name, kind, persistent)
-        places = []  # ... and its placeholder's target
-        seen: set[int] = set()
-        for kind, prefix, index in (("parameter", "p_", 2), ("buffer", "b_", 3)):
-            for entry in guard.saved:
-                mname, mod, tensors = entry[0], entry[1], entry[index]
-                for key, t in tensors.items():
-                    if t is None:
-                        continue
-                    paths = _STATE_PATHS.get((prefix, mname, key))
-                    if paths is None:  # (the state's path and its placeholder's name)
-                        if len(_STATE_PATHS) > 100_000:
-                            _STATE_PATHS.clear()
-                        full = f"{mname}.{key}" if mname else key
-                        paths = _STATE_PATHS[(prefix, mname, key)] = (
-                            full, pytree.placeholder_name(prefix + full))
-                    name, ph = paths
-                    if type(t) not in _REAL_STATE and traced_elsewhere(t):
-                        raise E.state_traced_elsewhere(f"the model's state {name!r}",
-                                                       type(t).__name__)
-                    if id(t) in seen:
-                        again.append((name, id(t)))
-                        continue
-                    seen.add(id(t))
-                    places.append(ph)
-                    lifted.append((t, name, kind, kind == "parameter" or
-                                   key not in mod._non_persistent_buffers_set))
+        lifted, places, again = state_rows(guard.saved)
         # (the placeholders made in one pass: the graph has no node before them)
         for (t, name, kind, persistent), node in zip(lifted,
                                                      add_placeholders(self.graph, places)):
-            # (Proxy.__new__ inline: a real tensor's sizes are ints)
-            meta = TensorMeta(t.shape, t.dtype, t.device)
+            # (Proxy.__new__ inline: a real tensor's sizes are ints, its meta made from
+            # its static key without TensorMeta's look at each size)
+            meta = TensorMeta(t.shape, t.dtype, t.device) if t._has_symbolic_sizes_strides \
+                else static_meta((tuple(t.shape), t.dtype, t.device))
             p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
             p.st_meta, p.st_node = meta, node
             if not exact_contiguous(t):
@@ -603,11 +580,6 @@ _STRIDED = torch.strided
 _META = torch.device("meta")
 # an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}
-# ("p_"/"b_", module path, attribute) -> (the state's path, its placeholder's name)
-_STATE_PATHS: dict[tuple[str, str, str], tuple[str, str]] = {}
-# the model's state as export reads it; a tensor of the classes named in NO_DATA is what
-# torch.export / torch.compile swap in while they trace the model
-_REAL_STATE = frozenset((torch.Tensor, torch.nn.Parameter, torch.nn.Buffer))
 
 
 def _const_or(e: Any) -> Any:

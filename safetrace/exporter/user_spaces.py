@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from safetrace.trace.pycalls import code_names, original_code
+from safetrace.trace.rewrite import code_names, original_code
 
 _LIMIT = 2_000  # functions followed from one root (a larger closure is cut there)
 _INSTALLED = tuple(sorted({os.path.join(os.path.realpath(p), "")

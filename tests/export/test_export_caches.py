@@ -164,6 +164,82 @@ def test_a_plain_submodule_given_a_helper_or_a_hook_after_an_export_is_scanned_a
     m[0].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
     _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), lambda k: max(1, k - 1))
 
+def test_a_model_of_plain_modules_given_code_after_two_exports_is_scanned_again() -> None:
+    # two exports first each time: the second skips the scan of modules found holding
+    # no code (trace/usercode.py's _PLAIN), which must see each change
+    n = st.Dim("n", min=1, max=64)
+    m = torch.nn.Sequential(torch.nn.Sequential(_Picks()), torch.nn.Identity())
+    spec = {"input": {0: n}}
+
+    def twice(rows: callable) -> None:
+        for _ in range(2):
+            _check(st.export(m, (torch.randn(6, 3),), dynamic_shapes=spec), rows)
+
+    twice(lambda k: k)
+    m[0][0].pick = lambda x: x[: max(1, len(x) - 1)]  # a nested module's value replaced
+    twice(lambda k: max(1, k - 1))
+    m[0][0].pick = None
+    twice(lambda k: k)
+    m[1].pick = lambda x: x  # an attribute added (read by nothing) ...
+    twice(lambda k: k)
+    del m[1].pick
+    m[0][0].k = lambda x: x  # ... and as many attributes, a value now a function
+    m[0][0].pick = lambda x: x[: int(math.sqrt(len(x)))]
+    twice(lambda k: int(math.sqrt(k)))
+    m[0][0].pick, m[0][0].k = None, 2
+    twice(lambda k: k)
+    handle = m[1].register_forward_hook(lambda mod, args, out: out[: max(1, len(out) - 1)])
+    twice(lambda k: max(1, k - 1))  # a hook on a module the scan had found plain
+    handle.remove()
+    twice(lambda k: k)
+
+
+class _Stateful(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("scale", torch.full((3,), 2.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(x) * self.scale
+        extra = getattr(self, "extra", None)
+        return out if extra is None else out + extra
+
+
+def test_the_state_rows_kept_from_two_exports_follow_the_models_tables() -> None:
+    # two exports first each time: what is kept between exports (the state's names,
+    # exporter/state_rows.py; placeholder runs, trace/graph.py) must follow each change
+    m, x = _Stateful(), torch.randn(2, 3)
+
+    def twice() -> st.ExportedProgram:
+        for _ in range(2):
+            ep = st.export(m, (x,))
+            torch.testing.assert_close(ep.module()(x), m(x))
+        return ep
+
+    assert sorted(twice().state_dict) == ["lin.bias", "lin.weight", "scale"]
+    m.lin.weight = torch.nn.Parameter(torch.randn(3, 3))  # the same key, another tensor
+    assert twice().state_dict["lin.weight"] is m.lin.weight
+    m.lin.bias.data = torch.randn(1)  # the same tensor, another shape
+    assert twice().state_dict["lin.bias"].shape == (1,)
+    m.register_buffer("extra", torch.ones(3), persistent=False)  # a non-persistent key
+    ep = twice()
+    assert "extra" not in ep.state_dict and ep.graph_signature.non_persistent_buffers == [
+        "extra"]
+    m._non_persistent_buffers_set.discard("extra")  # persistent now, nothing else changed
+    assert "extra" in twice().state_dict
+    m.lin.bias = None  # a value None
+    assert "lin.bias" not in twice().state_dict
+    m.register_buffer("extra", m.scale)  # one tensor under two names
+    ep = twice()
+    assert sorted(ep.state_dict) == ["lin.weight", "scale"]  # (lifted once)
+    assert [s.target for s in ep.graph_signature.input_specs if s.kind == "buffer"] \
+        == ["scale"]
+    del m.extra
+    m.lin.register_buffer("extra", torch.ones(3))  # a key moved to another module
+    assert sorted(twice().state_dict) == ["lin.extra", "lin.weight", "scale"]
+
+
 class _Gated(torch.nn.Module):
     """A forward that signals `entered` and waits for `go` (``self.gate()``) before it goes on."""
 
@@ -610,3 +686,14 @@ def test_what_is_kept_of_the_module_tree_follows_a_submodule_replaced_between_ex
     torch.testing.assert_close(ep.module()(x), torch.relu(x * 2))
     assert isinstance(m.a, torch.nn.Module) and type(m.a).__name__ == "OptimizedModule"
     assert _stacks(st.export(_Tree().eval(), (x,)))[0] == [("a", f"{__name__}._Times2")]
+
+
+@pytest.mark.xfail(strict=True, reason="known bug (perf20's report): a buffer's program-owned "
+                   "copy (program.py _SHADOWS) is made once per model tensor, so a model "
+                   "whose buffer was changed in place after a program ran keeps the old "
+                   "values in every later export: a silent wrong result")
+def test_an_export_after_load_state_dict_reads_the_new_buffers() -> None:
+    m, x = torch.nn.BatchNorm1d(3).eval(), torch.randn(2, 3)
+    st.export(m, (x,)).module()(x)  # (the program takes its own copy of the buffers)
+    m.load_state_dict({**m.state_dict(), "running_mean": torch.full((3,), 5.0)})
+    torch.testing.assert_close(st.export(m, (x,)).module()(x), m(x))

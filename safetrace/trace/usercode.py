@@ -1,0 +1,291 @@
+"""Which of the user's functions an export may run (``functions``): the traced callable,
+the methods of the model's classes and their bases outside torch, functions stored on its
+modules, and what the modules defining those classes hold.  What a class, a function or a
+module reaches is cached, and a module found holding no code is skipped while it is the
+same (``_PLAIN``).  (Checking a whole model of such modules in one identity pass in C,
+kept with ``pytree.walk_of``'s facts, was measured: no fewer instructions for a small
+model, and the zoo's bert, whose root holds containers, would not use it.)"""
+
+from __future__ import annotations
+
+import collections
+import operator
+import sys
+import types
+import weakref
+from typing import Any
+
+import torch
+
+from safetrace.trace.rewrite import code_names, original_code, reads_class, rewrite, \
+    user_code, user_code_file
+
+# classes of these packages are never the user's ("torchvision" is: only the root counts)
+_LIBRARY_ROOTS = frozenset(("torch", "safetrace", "builtins"))
+
+
+def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool]:
+    """The user's functions that the export may run, found from ``fn`` and the model: the
+    methods of its classes (and their bases outside torch), functions stored on its
+    modules, and what the modules defining those classes and ``fn`` hold (functions,
+    classes, functions in module-level dicts/lists/tuples; closures and defaults).  What a
+    class or a module holds is cached: an export walks only the model's instances.
+    Gives the functions and whether that list is a cached answer (the same list object
+    for as long as it holds)."""
+    parts: list[tuple[list, list]] = []
+    fresh = False  # a part found on the instances (not cached): the union is not either
+    take = parts.append
+
+    take(_of_function(fn))
+    if isinstance(model, torch.nn.Module):
+        classes: dict[int, type] = {}
+        seen: set[int] = set()
+        for _, m in walk if walk is not None else [("", m) for m in model.modules()]:
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            classes.setdefault(id(type(m)), type(m))
+            d = vars(m)
+            plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
+            if plain is not None and plain[0]() is m and len(d) == plain[1] and \
+                    _unchanged(d, plain):
+                continue
+            layout = tuple(d)
+            hit = _LAYOUTS.get(layout)
+            keys, hooks = hit if hit is not None else _scanned_keys(layout)
+            attrs = []
+            if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
+                attrs = [v for v in map(d.__getitem__, hooks) if v]
+            frozen = True  # every value scanned can never hold code (kept in _PLAIN)
+            for k in keys:
+                v = d[k]
+                t = type(v)
+                if t in _ATOMS:  # (the common attributes, by exact type)
+                    continue
+                if t in _CONTAINERS:
+                    # (a container of atoms holds no code: a conv's kernel_size, padding)
+                    if v and not _ATOMS.issuperset(map(type, v.values() if t is dict or
+                                                       t is collections.OrderedDict else v)):
+                        attrs.append(v)
+                    elif t is not tuple:  # (it may hold code later: scanned every export)
+                        frozen = False
+                elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
+                        issubclass(t, (dict, list, tuple, set)) and v:
+                    # (by type: what _collect can find code in; an isinstance test asks
+                    # the object for __class__, slow on a transformers config)
+                    attrs.append(v)
+            if attrs:
+                part = _collect(attrs)
+                if part[0] or part[1]:
+                    take(part)
+                    fresh = True
+            elif frozen:
+                _keep_plain(m, d, keys, hooks)
+        for cls in classes.values():
+            take(_of_class(cls))
+    # what the parts found so far reach through the modules defining their classes: a
+    # cached closure, while each of its modules' answers is the one it was made from
+    key = tuple(map(id, parts))
+    hit = None if fresh else _UNIONS.get(key)
+    if hit is not None and all(map(operator.is_, hit[0], parts)) and \
+            all(_of_module(m) is part for m, part in hit[1]):
+        return hit[2], True
+    first = list(parts)
+    closure: list[tuple[types.ModuleType, tuple[list, list]]] = []
+    modules: dict[str, types.ModuleType] = {}
+    for part in parts:
+        for m in part[1]:
+            modules.setdefault(m.__name__, m)
+    done: set[str] = set()
+    while len(done) < len(modules):  # (classes defined in a module add their modules)
+        for name in [n for n in modules if n not in done]:
+            done.add(name)
+            part = _of_module(modules[name])
+            closure.append((modules[name], part))
+            parts.append(part)
+            for m in part[1]:
+                modules.setdefault(m.__name__, m)
+    found: dict[int, types.FunctionType] = {}
+    for part in parts:
+        for f in part[0]:
+            found[id(f)] = f
+    out = list(found.values())
+    if not fresh:
+        if len(_UNIONS) > 1000:
+            _UNIONS.clear()
+        _UNIONS[key] = (first, closure, out)  # (parts held: their ids stay theirs)
+    return out, not fresh
+
+
+_UNIONS: dict[tuple, tuple[list, list, list]] = {}
+# what may hold code that _collect finds (besides containers and types with __func__)
+_CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
+                 property)
+
+
+# nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
+_MODULE_STATE = frozenset(("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set",
+                           "_state_dict_hooks", "_state_dict_pre_hooks",
+                           "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"))
+_MODULE_DICT = torch.nn.Module().__dict__
+# nn.Module's own attributes that may hold the user's code: its hook dicts
+_HOOK_KEYS = frozenset(k for k, v in _MODULE_DICT.items()
+                       if k not in _MODULE_STATE and isinstance(v, dict))
+# tuple(a module's __dict__ keys) -> (the keys a scan reads one by one, the hook dicts'):
+# modules of one class share one layout, filtered once
+_LAYOUTS: dict[tuple, tuple[tuple, tuple]] = {}
+
+
+def _scanned_keys(layout: tuple) -> tuple[tuple, tuple]:
+    """The keys of a module's ``__dict__`` (its `layout`) that may hold code: (the user's
+    attributes and any of nn.Module's that is not one of its own dicts as they are made,
+    its hook dicts).  nn.Module's state dicts (tensors and submodules, walked on their
+    own) are skipped."""
+    if len(_LAYOUTS) > 10_000:
+        _LAYOUTS.clear()
+    hit = _LAYOUTS[layout] = (
+        tuple(k for k in layout if k not in _MODULE_STATE and k not in _HOOK_KEYS),
+        tuple(k for k in layout if k in _HOOK_KEYS))
+    return hit
+
+
+def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
+    """Remember that module `m` holds no code of its own: its ``__dict__`` has `keys` (of
+    its layout) bound to atoms or tuples of atoms, which cannot change in place.  The next
+    export skips its scan while it has as many attributes, each of those the same object,
+    and no hook (a weak reference: the entry goes when the module does)."""
+    if len(_PLAIN) > 10_000:
+        _PLAIN.clear()
+    key = id(m)
+    try:
+        ref = weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None))
+    except TypeError:  # (a class without weak references: scanned every export)
+        return
+    _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
+
+
+def _unchanged(d: dict, plain: tuple) -> bool:
+    """Whether a module kept by ``_keep_plain`` (its ``__dict__`` `d`, as many keys as
+    then) still holds no code: each scanned key bound to the same object, no hook.  (Only
+    nn.Module's own tables, never scanned, could give way to a new key unseen here.)"""
+    try:  # (a key gone: KeyError)
+        return all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
+            not any(map(d.__getitem__, plain[3]))
+    except KeyError:
+        return False
+
+
+# id(module) -> (a weak reference to it, its __dict__'s size, the keys scanned, its hook
+# dicts' keys, the values scanned): modules found holding no code (_keep_plain)
+_PLAIN: dict[int, tuple] = {}
+# attribute types that never hold code, and containers (empty ones hold none)
+_ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
+_CONTAINERS = frozenset((dict, list, tuple, set, collections.OrderedDict))
+# id(class) -> (a weak reference to it, what it reaches); a plain dict read by id (a
+# WeakKeyDictionary's get is a Python call making a reference each time)
+_CLASSES: dict[int, tuple[weakref.ref, tuple[list, list]]] = {}
+_MODULES: dict[str, tuple[int, tuple[list, list]]] = {}
+
+
+def _of_function(fn: Any) -> tuple[list, list]:
+    """What the traced callable reaches, cached per function while its module's namespace
+    keeps its size (a bound method: its function; anything else is walked each time)."""
+    f = getattr(fn, "__func__", fn)
+    if not isinstance(f, types.FunctionType) or f is not fn and \
+            getattr(fn, "__self__", None) is None:
+        return _collect([fn])
+    hit = _FUNCTIONS.get(id(f))
+    if hit is None or hit[0]() is not f or hit[1] != len(f.__globals__) or \
+            hit[2] is not f.__code__ and original_code(f) is not hit[2]:
+        if len(_FUNCTIONS) > 10_000:
+            _FUNCTIONS.clear()
+        hit = _FUNCTIONS[id(f)] = (weakref.ref(f), len(f.__globals__), original_code(f),
+                                   _collect([f]))
+    return hit[3]
+
+
+# id(function) -> (a weak reference to it, its namespace's size, its code, what it reaches)
+_FUNCTIONS: dict[int, tuple[weakref.ref, int, types.CodeType, Any]] = {}
+
+
+def _of_class(cls: type) -> tuple[list, list]:
+    hit = _CLASSES.get(id(cls))
+    if hit is None or hit[0]() is not cls:
+        if len(_CLASSES) > 10_000:
+            _CLASSES.clear()
+        hit = _CLASSES[id(cls)] = (weakref.ref(cls), _collect([cls]))
+    return hit[1]
+
+
+def _of_module(m: types.ModuleType) -> tuple[list, list]:
+    """What module ``m`` defines that may hold user code (its functions and classes, and
+    its dicts, lists and tuples: registries of functions); cached while the module's
+    namespace keeps its size."""
+    names = vars(m)
+    hit = _MODULES.get(m.__name__)
+    if hit is None or hit[0] != len(names):
+        roots = [v for k, v in list(names.items())
+                 if (isinstance(v, (types.FunctionType, type)) and
+                     getattr(v, "__module__", None) == m.__name__) or
+                 isinstance(v, (dict, list, tuple)) and not k.startswith("__")]
+        hit = _MODULES[m.__name__] = (len(names), _collect(roots, containers=1))
+    return hit[1]
+
+
+def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
+    """The user functions that call ``int``/``float``, reachable from ``roots`` (through methods, closures, defaults,
+    ``__wrapped__`` and up to ``containers`` levels of dicts/lists/tuples), and the user
+    modules that define the classes met."""
+    funcs: list[types.FunctionType] = []
+    mods: list[types.ModuleType] = []
+    seen: set[int] = set()
+
+    def visit(v: Any, depth: int) -> None:
+        if id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        elif isinstance(v, property):
+            visit(v.fget, depth)
+            visit(v.fset, depth)
+            return
+        v = getattr(v, "__func__", v)  # bound methods
+        if isinstance(v, types.FunctionType):
+            code = original_code(v)
+            if not user_code(code):
+                return
+            if rewrite(code) is not code or reads_class(code):  # it calls int() ...
+                funcs.append(v)
+            # the user functions it calls by global name (helpers imported from another
+            # of the user's modules: ``from .masks import make_mask``)
+            g = v.__globals__
+            for name in code_names(code):
+                w = g.get(name)
+                if isinstance(w, types.FunctionType):
+                    visit(w, depth)
+            for c in v.__closure__ or ():
+                try:
+                    visit(c.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    pass
+            for d in v.__defaults__ or ():
+                visit(d, depth + 1)
+            visit(getattr(v, "__wrapped__", None), depth)
+        elif isinstance(v, type):
+            for c in v.__mro__:
+                if c is object or c.__module__.partition(".")[0] in _LIBRARY_ROOTS:
+                    continue
+                m = sys.modules.get(c.__module__)
+                path = getattr(m, "__file__", None)
+                if m is not None and path and user_code_file(path):
+                    mods.append(m)
+                for w in list(vars(c).values()):
+                    visit(w, depth)
+        elif isinstance(v, (dict, list, tuple)) and depth < containers:
+            for w in list(v.values() if isinstance(v, dict) else v)[:256]:
+                visit(w, depth + 1)
+
+    for r in roots:
+        visit(r, 0)
+    return funcs, mods
