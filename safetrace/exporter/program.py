@@ -210,7 +210,7 @@ class ExportedProgram:
                 if kinds.get(name) != "parameter" or name in written:
                     self._state[name] = _SHADOWS.of(t)
                 else:
-                    self._state[name] = _SHADOWS.existing(t) or t
+                    self._state[name] = _SHADOWS.current(t) or t
             self._owns_state = True
 
     # -- checks --------------------------------------------------------------------
@@ -448,10 +448,27 @@ class _Shadows:
                 return entry[1]()  # type: ignore[no-any-return]
             return None
 
+    def current(self, t: torch.Tensor) -> torch.Tensor | None:
+        """`t`'s copy as ``existing``, first brought up to `t`'s values where `t` was
+        written in place since the copy last read it (``load_state_dict``, an eager
+        training step): torch.export's programs alias the model's tensors and see such a
+        write, so every program sharing the copy sees it too."""
+        with self.lock:
+            found = self.existing(t)
+            entry = self._copies.get(id(t))
+            if found is None or found is t or entry is None:
+                return found
+            version = _version(t)
+            if version is not None and version != entry[2]:
+                with torch.no_grad():
+                    found.copy_(t)
+                self._copies[id(t)] = (entry[0], entry[1], version)
+            return found
+
     def of(self, t: torch.Tensor) -> torch.Tensor:
         """`t`'s copy, made on first use."""
         with self.lock:
-            found = self.existing(t)
+            found = self.current(t)
             if found is not None:
                 return found
             try:
@@ -463,7 +480,8 @@ class _Shadows:
                 copy_ = torch.nn.Parameter(copy_, requires_grad=t.requires_grad)
             src, mine = id(t), id(copy_)
             self._copies[src] = (weakref.ref(t, self._forget(self._copies, src)),
-                                 weakref.ref(copy_, self._forget(self._copies, src)))
+                                 weakref.ref(copy_, self._forget(self._copies, src)),
+                                 _version(t))
             self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
             return copy_
 
@@ -474,6 +492,14 @@ class _Shadows:
                 if entry is ref or (type(entry) is tuple and any(r is ref for r in entry)):
                     del table[key]
         return drop
+
+
+def _version(t: torch.Tensor) -> int | None:
+    """`t`'s in-place write counter (None where it keeps none: an inference tensor)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
 
 
 _SHADOWS = _Shadows()
