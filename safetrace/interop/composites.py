@@ -134,6 +134,11 @@ def adaptive_avg_pool2d(x: Any, size: Any) -> Any:
     return aten._adaptive_avg_pool2d.default(x, size)
 
 
+@_register(aten.adaptive_avg_pool3d.default)
+def adaptive_avg_pool3d(x: Any, size: Any) -> Any:
+    return aten._adaptive_avg_pool3d.default(x, size)
+
+
 @_register(aten.scaled_dot_product_attention.default)
 def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
          is_causal: bool = False, scale: Any = None, enable_gqa: bool = False) -> Any:
@@ -329,6 +334,23 @@ def _nearest(vec: Any) -> Callable:
 for _d in (1, 2, 3):
     _packet = getattr(aten, f"upsample_nearest{_d}d")
     TABLE[_packet.default] = _nearest(_packet.vec)
+
+
+def _interpolating(vec: Any) -> Callable:
+    def upsample(x: Any, output_size: Any, align_corners: bool, *scales: Any) -> Any:
+        """``.default(x, size, align_corners, scales...)`` with no scale as the core
+        ``.vec`` on the size (the kernel then takes the scales from the sizes, as
+        ``.default`` does without them); with scales it is kept as it is (``.vec`` would
+        compute the size from them, which need not be the size given)."""
+        if any(s is not None for s in scales):
+            return vec.overloadpacket.default(x, output_size, align_corners, *scales)
+        return vec(x, list(output_size), align_corners, None)
+    return upsample
+
+
+# (bilinear's .vec is core ATen; the other modes' .vec decompose into _unsafe_index, which
+# has no shape rule here: they stay as they are)
+TABLE[aten.upsample_bilinear2d.default] = _interpolating(aten.upsample_bilinear2d.vec)
 
 
 @_register(aten.embedding_bag.default, aten.embedding_bag.padding_idx)

@@ -194,6 +194,33 @@ def test_a_decomposition_needing_more_of_the_inputs_is_refused():
         _same_conditions(narrower, ep)
 
 
+class _Resampling(torch.nn.Module):
+    """torchvision's segmentation heads (bilinear back to the input size) and video
+    networks (a 3-D adaptive pool)."""
+
+    def forward(self, x, v):
+        up = torch.nn.functional.interpolate(x[:, :, ::2], size=x.shape[-2:], mode="bilinear",
+                                             align_corners=False)
+        fixed = torch.nn.functional.interpolate(x, size=(5, 7), mode="bilinear",
+                                                align_corners=True)
+        return up, fixed, torch.nn.functional.adaptive_avg_pool3d(v, (1, 2, 2))
+
+
+def test_resampling_decomposes_to_core_aten():
+    # (tv_fcn / tv_deeplabv3 / tv_lraspp kept upsample_bilinear2d.default, tv_r3d_18
+    # adaptive_avg_pool3d: neither is core, and torch decomposes both in C++)
+    h, w, t = st.Dim("h", min=2, max=32), st.Dim("w", min=1, max=32), st.Dim("t", max=8)
+    ep = st.export(_Resampling(), (torch.randn(2, 3, 8, 6), torch.randn(1, 2, 4, 6, 6)),
+                   dynamic_shapes={"x": {2: h, 3: w}, "v": {0: st.Dim("n", max=4), 2: t}})
+    dep = ep.run_decompositions()
+    assert not _non_core(dep), _non_core(dep)
+    assert str(dep.range_constraints) == str(ep.range_constraints)
+    seen = {same_behaviour(ep, dep.module(), args, kwargs)
+            for args, kwargs in [((torch.randn(1, 3, 9, 4), torch.randn(2, 2, 3, 6, 6)), {})]
+            + edge_inputs(ep, cap=12)}
+    assert seen == {"ok", "rejected"}
+
+
 class _Recurrent(torch.nn.Module):
     def __init__(self, cell, **kw):
         super().__init__()
