@@ -221,6 +221,46 @@ def test_resampling_decomposes_to_core_aten():
     assert seen == {"ok", "rejected"}
 
 
+class _FlowHead(torch.nn.Module):
+    """torchvision RAFT's pieces torch decomposes in C++: a coordinate grid (meshgrid),
+    InstanceNorm2d without running statistics, grid_sample."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.InstanceNorm2d(3, affine=True)
+
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        gy, gx = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+        xy = torch.meshgrid(torch.arange(w), torch.arange(h), indexing="xy")[0]
+        grid = torch.stack([gx, gy], -1).float()[None].expand(x.shape[0], -1, -1, -1)
+        out = torch.nn.functional.grid_sample(self.norm(x), grid / 4 - 1, align_corners=True)
+        return out, xy * 2
+
+
+@pytest.mark.slow  # (~1-2 s: three decomposition rounds)
+def test_raft_like_composites_decompose_to_core_aten():
+    # (tv_raft_small kept meshgrid, instance_norm, grid_sampler: torch's table calls their
+    # C++ kernels, which record nothing here; and batch norm without running statistics,
+    # _native_batch_norm_legit.no_stats, was taken for a write of its flags)
+    torch.manual_seed(0)
+    model = _FlowHead().eval()
+    with torch.no_grad():
+        model.norm.weight.uniform_()
+    spec = {"x": {0: st.Dim("b", max=8), 2: st.Dim("h", min=2, max=32),
+                  3: st.Dim("w", min=2, max=32)}}
+    ep = st.export(model, (torch.randn(2, 3, 8, 6),), dynamic_shapes=spec)
+    dep = ep.run_decompositions()
+    assert not _non_core(dep), _non_core(dep)
+    assert str(dep.range_constraints) == str(ep.range_constraints)
+    seen = set()
+    for args, kwargs in [((torch.randn(1, 3, 5, 9),), {})] + edge_inputs(ep, cap=12):
+        seen.add(same_behaviour(ep, dep.module(), args, kwargs))
+        if seen == {"ok"}:
+            assert_close(model(*args), dep.module()(*args))
+    assert seen == {"ok", "rejected"}
+
+
 class _Recurrent(torch.nn.Module):
     def __init__(self, cell, **kw):
         super().__init__()
