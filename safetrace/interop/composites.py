@@ -219,6 +219,14 @@ def batch_norm(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bo
                                                              momentum, eps)[0]
 
 
+@_register(aten.pad.default)
+def pad(x: Any, sizes: Any, mode: str = "constant", value: Any = None) -> Any:
+    """torch's C++ form of constant padding (Swin's window padding); other modes stay."""
+    if mode != "constant":
+        return aten.pad.default(x, sizes, mode, value)
+    return aten.constant_pad_nd.default(x, list(sizes), 0.0 if value is None else value)
+
+
 @_register(aten.instance_norm.default)
 def instance_norm(x: Any, weight: Any, bias: Any, mean: Any, var: Any, use_input_stats: bool,
                   momentum: float, eps: float, cudnn_enabled: bool = True) -> Any:

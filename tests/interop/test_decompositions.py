@@ -203,7 +203,8 @@ class _Resampling(torch.nn.Module):
                                              align_corners=False)
         fixed = torch.nn.functional.interpolate(x, size=(5, 7), mode="bilinear",
                                                 align_corners=True)
-        return up, fixed, torch.nn.functional.adaptive_avg_pool3d(v, (1, 2, 2))
+        padded = torch.nn.functional.pad(x, (0, 1, 2, 0))  # (Swin's window padding)
+        return up, fixed, torch.nn.functional.adaptive_avg_pool3d(v, (1, 2, 2)), padded
 
 
 def test_resampling_decomposes_to_core_aten():
