@@ -115,3 +115,13 @@ def conversion_crashed(error: str, inside: str) -> ConversionError:
     the raw exception."""
     return ConversionError(f"ep.to_torch() failed inside the conversion ({error}, at "
                            f"{inside})", fix=f"{_RUN_OURS}; and report the program")
+
+
+def decomposition_narrowed(extra: str) -> ConversionError:
+    """``ep.run_decompositions()``: the retraced program would check more of its inputs
+    than the program does (a decomposition needs something of the sizes)."""
+    return ConversionError(
+        f"ep.run_decompositions(): the decomposed program would require {extra} of its "
+        f"inputs, which the program does not; decomposing must keep the input contract",
+        fix=f"pass a decomp_table without the operator whose decomposition needs it "
+            f"(ep.run_decompositions({{...}})), or {_RUN_OURS}")

@@ -134,6 +134,11 @@ def adaptive_avg_pool2d(x: Any, size: Any) -> Any:
     return aten._adaptive_avg_pool2d.default(x, size)
 
 
+@_register(aten.adaptive_avg_pool3d.default)
+def adaptive_avg_pool3d(x: Any, size: Any) -> Any:
+    return aten._adaptive_avg_pool3d.default(x, size)
+
+
 @_register(aten.scaled_dot_product_attention.default)
 def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
          is_causal: bool = False, scale: Any = None, enable_gqa: bool = False) -> Any:
@@ -205,11 +210,66 @@ def masked_attention(gm: torch.fx.GraphModule) -> dict:
 @_register(aten.batch_norm.default)
 def batch_norm(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool,
                momentum: float, eps: float, cudnn_enabled: bool = True) -> Any:
+    if training and mean is None and var is None:  # the batch's statistics, none kept
+        return aten._native_batch_norm_legit.no_stats(x, weight, bias, True, momentum, eps)[0]
     if training or mean is None:  # updates running statistics: left as it is
         return aten.batch_norm.default(x, weight, bias, mean, var, training, momentum, eps,
                                        cudnn_enabled)
     return aten._native_batch_norm_legit_no_training.default(x, weight, bias, mean, var,
                                                              momentum, eps)[0]
+
+
+@_register(aten.pad.default)
+def pad(x: Any, sizes: Any, mode: str = "constant", value: Any = None) -> Any:
+    """torch's C++ form of constant padding (Swin's window padding); other modes stay."""
+    if mode != "constant":
+        return aten.pad.default(x, sizes, mode, value)
+    return aten.constant_pad_nd.default(x, list(sizes), 0.0 if value is None else value)
+
+
+@_register(aten.instance_norm.default)
+def instance_norm(x: Any, weight: Any, bias: Any, mean: Any, var: Any, use_input_stats: bool,
+                  momentum: float, eps: float, cudnn_enabled: bool = True) -> Any:
+    """torch's C++ form: a batch norm of (1, N*C, *) with the parameters repeated N
+    times.  With running statistics (which it writes back averaged) it stays as it is."""
+    if mean is not None or var is not None:
+        return aten.instance_norm.default(x, weight, bias, mean, var, use_input_stats,
+                                          momentum, eps, cudnn_enabled)
+    n, c = x.shape[0], x.shape[1]
+    flat = aten.view.default(_contiguous(x), [1, n * c, *x.shape[2:]])
+    w = None if weight is None else aten.repeat.default(weight, [n])
+    b = None if bias is None else aten.repeat.default(bias, [n])
+    out = batch_norm(flat, w, b, None, None, use_input_stats, momentum, eps, cudnn_enabled)
+    return aten.view.default(out, list(x.shape))
+
+
+@_register(aten.grid_sampler.default)
+def grid_sampler(x: Any, grid: Any, mode: int, padding: int, align_corners: bool) -> Any:
+    """torch's C++ form off CUDA (where cuDNN's kernel may serve instead): the 2-D or 3-D
+    sampler by the input's rank."""
+    if x.device.type == "cuda" or x.dim() not in (4, 5):
+        return aten.grid_sampler.default(x, grid, mode, padding, align_corners)
+    op = aten.grid_sampler_2d.default if x.dim() == 4 else aten.grid_sampler_3d.default
+    return op(x, grid, mode, padding, align_corners)
+
+
+@_register(aten.meshgrid.indexing, aten.meshgrid.default)
+def meshgrid(tensors: Any, indexing: str = "ij") -> Any:
+    """torch's C++ form: each 0-d or 1-d tensor viewed along its own dim and expanded to
+    the grid ("xy": the first two inputs and outputs swapped around the "ij" grid)."""
+    ts = list(tensors)
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.numel() for t in ts]
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = -1
+        out.append(aten.expand.default(aten.view.default(t, view), shape))
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return out
 
 
 @_register(aten.max_pool2d.default)
@@ -329,6 +389,23 @@ def _nearest(vec: Any) -> Callable:
 for _d in (1, 2, 3):
     _packet = getattr(aten, f"upsample_nearest{_d}d")
     TABLE[_packet.default] = _nearest(_packet.vec)
+
+
+def _interpolating(vec: Any) -> Callable:
+    def upsample(x: Any, output_size: Any, align_corners: bool, *scales: Any) -> Any:
+        """``.default(x, size, align_corners, scales...)`` with no scale as the core
+        ``.vec`` on the size (the kernel then takes the scales from the sizes, as
+        ``.default`` does without them); with scales it is kept as it is (``.vec`` would
+        compute the size from them, which need not be the size given)."""
+        if any(s is not None for s in scales):
+            return vec.overloadpacket.default(x, output_size, align_corners, *scales)
+        return vec(x, list(output_size), align_corners, None)
+    return upsample
+
+
+# (bilinear's .vec is core ATen; the other modes' .vec decompose into _unsafe_index, which
+# has no shape rule here: they stay as they are)
+TABLE[aten.upsample_bilinear2d.default] = _interpolating(aten.upsample_bilinear2d.vec)
 
 
 @_register(aten.embedding_bag.default, aten.embedding_bag.padding_idx)

@@ -19,6 +19,7 @@ from torch.utils import _pytree
 
 from safetrace.dims import Dim
 from safetrace.errors import UnsupportedOpError
+from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
@@ -41,15 +42,35 @@ def run_decompositions(ep: Any, decomp_table: dict | None, export: Any) -> Any:
     """`ep` retraced by `export` (``st.export``, handed in by the program: this layer
     sits below the exporter) with every operator of `decomp_table` decomposed."""
     table = default_table() if decomp_table is None else dict(decomp_table)
+    original = ep
+    # The contract's conditions (``h % 8 == 0`` of a Dim.AUTO size) are checked on the
+    # retrace's inputs before its graph runs (`_Retracer._residuals`); on the declared Dims
+    # of the retrace's spec they would be refused as narrowing, so they are taken as the
+    # run-time checks they are, and the result must need no other (`_same_conditions`).
+    defer = {"prefer_deferred_runtime_asserts_over_guards": True} \
+        if ep.contract.conditions else {}
     for _ in range(3):
         # a decomposition's own calls are recorded as they are: one written with a
         # non-core operator (``x.to(dtype)`` inside a norm's) leaves it for one more round
         model = _Retracer(ep, table)
         args, kwargs = _examples(ep)
-        ep = export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names))
+        ep = export(model, args, kwargs, dynamic_shapes=_spec(ep, model.arg_names), **defer)
+        if defer:
+            _same_conditions(original, ep)
         if not any(_decomposable(n.target, table) for n in _all_nodes(ep.graph)):
             break
     return ep
+
+
+def _same_conditions(original: Any, retraced: Any) -> None:
+    """The retraced program requires of its inputs only what `original` does (each of its
+    conditions, read as a condition on the input paths, is one of the original's)."""
+    def texts(ep: Any) -> set:
+        return {ep.contract.where_text(c.cond) for c in ep.contract.conditions}
+
+    extra = texts(retraced) - texts(original)
+    if extra:
+        raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in sorted(extra)))
 
 
 def _decomposable(target: Any, table: dict) -> bool:
@@ -144,6 +165,7 @@ class _Retracer(torch.nn.Module):
         subgraphs = submodules(graph)
         groups: dict[torch.fx.Node, list] = {}  # a written tensor's nodes (it, its writes)
         order = {n: i for i, n in enumerate(graph.nodes)}
+        kept_views = _seen_by_writes(graph, order)
         for node in graph.nodes:
             if node.op == "placeholder":
                 env[node] = next(values)
@@ -159,6 +181,9 @@ class _Retracer(torch.nn.Module):
                     for member in group:
                         env[member] = value
                     env[node] = env[node.args[0]] = value  # (nothing reads them again)
+                    continue
+                if node in kept_views:  # (its decomposition may copy: see _seen_by_writes)
+                    env[node] = node.target(*a, **k)
                     continue
                 functional = _functional(node, groups, order)
                 if functional is None:
@@ -268,11 +293,66 @@ def _functional(node: torch.fx.Node, groups: dict, order: dict) -> Any:
     if not isinstance(written, torch.fx.Node) or written.op != "call_function":
         return None
     if written not in groups and (not isinstance(written.target, torch._ops.OpOverload) or
-                                  _aliases(written.target)):
+                                  _aliases(written.target)) and not _lone_view(written):
         return None
     if _views_before(groups.get(written, [written]), node, order, set()):
         return None  # a view of the written tensor, which would see the write
     return functional
+
+
+def _seen_by_writes(graph: torch.fx.Graph, order: dict) -> set:
+    """The view nodes called as they are, not decomposed: those that a later in-place write
+    into the same memory (the view, its base, another view of it) must reach.
+
+    A view operator's decomposition may copy where eager's op returns a view (``flatten``
+    of a contiguous tensor is a view; its decomposition through ``reshape`` clones), and
+    the write would then miss it (or its base).  Writes that become functional (a write
+    into a view nothing else reads, `_lone_view`) need no such view."""
+    parent: dict = {}
+
+    def root(n: Any) -> Any:
+        while parent.get(n, n) is not n:
+            n = parent[n]
+        return n
+
+    writes = []
+    for node in graph.nodes:
+        t = node.target
+        if node.op != "call_function" or not isinstance(t, torch._ops.OpOverload) or \
+                not _aliases(t) or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        parent[root(node)] = root(node.args[0])  # (same memory as its first argument)
+        if t._schema.is_mutable:
+            writes.append(node)
+    unsure = {}  # memory class -> the last write that may stay a write
+    for w in writes:
+        written = w.args[0]
+        lone = _lone_view(written) and functional_of(w.target) is not None and all(
+            u.target._schema.is_mutable and u.args[0] is written for u in written.users
+            if isinstance(u.target, torch._ops.OpOverload) and _aliases(u.target))
+        if not lone:
+            unsure[root(w)] = max(unsure.get(root(w), -1), order[w])
+    if not unsure:
+        return set()
+    return {n for n in parent if not n.target._schema.is_mutable and
+            order[n] < unsure.get(root(n), -1)}
+
+
+def _lone_view(view: torch.fx.Node) -> bool:
+    """Whether `view` is a view (``flatten``, ``view``, ``transpose``: a chain of them) of a
+    tensor the graph computed that nothing reads but that chain: a write into `view` is
+    then seen only through `view` itself (``nn.Dropout(inplace=True)`` after a flatten),
+    and its functional form, read by `view`'s later users, is what eager computes."""
+    node = view
+    while isinstance(node.target, torch._ops.OpOverload) and _aliases(node.target):
+        if node.target._schema.is_mutable or not node.args:
+            return False  # (a write's result: its own group decides)
+        base = node.args[0]
+        if not isinstance(base, torch.fx.Node) or base.op != "call_function" or \
+                len(base.users) != 1:
+            return False  # an input's or state's memory, or a tensor read elsewhere
+        node = base
+    return node is not view and isinstance(node.target, torch._ops.OpOverload)
 
 
 def _view_write(node: torch.fx.Node, groups: dict, order: dict) -> Any:

@@ -56,7 +56,20 @@ def traced_elsewhere(t: Any) -> bool:
 
 def mutates(op: Any) -> bool:
     """Whether `op` may write one of its inputs in place."""
-    return bool(op._schema.is_mutable) or op._opname in _RUNNING_STATS
+    return bool(op._schema.is_mutable) or _running_stats(op) is not None
+
+
+def _running_stats(op: Any) -> tuple | None:
+    """`op`'s training flag (index, name) where the overload takes running statistics
+    (``_native_batch_norm_legit.no_stats`` has none: its 3rd and 4th are flags)."""
+    stats = _RUNNING_STATS.get(op._opname)
+    if stats is None:
+        return None
+    schema = op._schema.arguments
+    if len(schema) <= stats[0] or schema[stats[0]].name != stats[1] or \
+            schema[3].name != "running_mean":
+        return None
+    return stats
 
 
 def written_args(op: Any, args: tuple | list, kwargs: dict) -> list:
@@ -67,7 +80,7 @@ def written_args(op: Any, args: tuple | list, kwargs: dict) -> list:
             v = args[i] if i < len(args) else kwargs.get(a.name)
             if v is not None:
                 out.append(v)
-    stats = _RUNNING_STATS.get(op._opname)
+    stats = _running_stats(op)
     if stats is not None:
         idx, name = stats
         training = args[idx] if idx < len(args) else kwargs.get(name)

@@ -62,6 +62,7 @@ PASSTHROUGH_NAMES = frozenset({
     "_C._set_grad_enabled", "set_grad_enabled", "_has_compatible_shallow_copy_type",
     "is_autocast_ipu_enabled", "is_autocast_xla_enabled", "clear_autocast_cache",
     "autocast_increment_nesting", "autocast_decrement_nesting", "_is_functional_tensor",
+    "device",  # torch.device("cpu"): a constant (its namesake aten::device(str) is no op)
 })
 
 

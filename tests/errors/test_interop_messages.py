@@ -27,6 +27,7 @@ CASES = {
     "unread_symbol": lambda: EI.unread_symbol("s3"),
     "no_torch_form": lambda: EI.no_torch_form("s0 ** 2"),
     "conversion_crashed": lambda: EI.conversion_crashed("KeyError: s3", "safetrace/interop/contract.py:453"),
+    "decomposition_narrowed": lambda: EI.decomposition_narrowed("`a.shape[2] % 8 == 0`"),
 }
 
 GOLDEN = {
@@ -44,6 +45,7 @@ GOLDEN = {
     'unread_symbol': 'symbol s3 is read from no input dim\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program',
     'no_torch_form': "the size expression s0 ** 2 has no form in torch's symbols\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program",
     'conversion_crashed': 'ep.to_torch() failed inside the conversion (KeyError: s3, at safetrace/interop/contract.py:453)\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the program',
+    'decomposition_narrowed': 'ep.run_decompositions(): the decomposed program would require `a.shape[2] % 8 == 0` of its inputs, which the program does not; decomposing must keep the input contract\nFix: pass a decomp_table without the operator whose decomposition needs it (ep.run_decompositions({...})), or run the program with ep.module() (no conversion needed), or st.save / st.load it',
 }
 
 

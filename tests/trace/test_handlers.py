@@ -53,6 +53,8 @@ METADATA = [
                                     + int(x.is_quantized) + int(x.is_nested)
                                     + int(x.grad is None) + int(x.is_leaf))),
     ("device_kind", lambda x: x.new_zeros(int(x.is_cpu) + int(x.is_cuda) + x.get_device() + 2)),
+    # (torchvision RAFT's make_coords_grid: torch.device(device) was an aten.device node)
+    ("device_constructor", lambda x: torch.zeros(2, device=torch.device(x.device.type))),
 ]
 
 
