@@ -12,10 +12,11 @@ module-level list or dict): the object's ``__dict__`` is watched as a namespace 
 Found statically from the code's names (``co_names``, nested code included: a global
 loaded, then an attribute read off a module or object), once per class and per function,
 and kept while every namespace followed keeps its size (a name added or removed may bind
-another module) and every object followed is still the one its name holds.  Only the user's own files are followed: installed libraries (transformers,
-numpy) and the standard library are not (a transformers model's ~55 namespaces would
-cost an export ~7 ms to copy and compare); a library class the model is made of still
-has its own module watched, as before.
+another module) and every object followed is still the one its name holds.  Only the
+user's own files are followed: installed libraries (transformers, numpy) and the standard
+library are not (a transformers model's ~55 namespaces would cost an export ~7 ms to copy
+and compare); a library class the model is made of still has its own module watched, as
+before.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ _INSTALLED = tuple(sorted({os.path.join(os.path.realpath(p), "")
 _LIBRARY = tuple(os.path.join(os.path.realpath(os.path.dirname(m.__file__)), "")
                  for m in (torch, sys.modules[__name__.partition(".")[0]]))
 _PLAIN = frozenset((int, float, bool, str, bytes, type(None), complex))
-_ITEMS = 64
-_ITEMS_SAME = object()  # (a check: every item still the one followed)  # (a module-level list, tuple or dict whose items are followed: at most this long)
+_ITEMS = 64  # (a module-level list, tuple or dict whose items are followed: at most this long)
+_ITEMS_SAME = object()  # (a check: every item still the one followed)
 # what a cached reach still requires: (namespace, its size then, a name there, the value it
 # held) -- the name None where only the size counts
 _Checks = tuple[tuple[dict, int, Any, Any], ...]
