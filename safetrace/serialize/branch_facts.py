@@ -17,7 +17,7 @@ from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.branches import one_form
+from safetrace.symbolic.branches import either_form, one_form
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
@@ -93,7 +93,7 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
         shape = []
         for p, q, one in dims:
             if one is None:
-                one = _renamed(env, p, q, one_of)
+                one = _renamed(env, p, q, one_of, given[0])
             if one is None:  # (a pair met before is that size again, as the exporter
                 # writes it: two outputs that are one size in each branch are one there)
                 key = (to_expr(p), to_expr(q))
@@ -111,15 +111,20 @@ def _bare(v: Any, known: set) -> bool:
     return e.op == "sym" and e.name not in known
 
 
-def _renamed(env: Any, p: Any, q: Any, one_of: list) -> Any:
+def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
-    -> the one new size it makes), else None."""
+    -> the one new size it makes), else None; under a size predicate (``given``) also
+    where each is that form where its branch runs (``u3`` under ``s1 == 0`` and
+    ``u5 + min(s1, u5)`` elsewhere, the branch having simplified ``min(s1, u3)``)."""
     ep = substitute(to_expr(p), lambda s: one_of[0].get(s.name))
     eq_ = substitute(to_expr(q), lambda s: one_of[1].get(s.name))
     if ep == to_expr(p) and eq_ == to_expr(q):
         return None  # (nothing renamed: not the same by it)
     same = eq(ep, eq_)
-    return new_symbolic(ep, env) if same.op == "const" and same.value else None
+    if same.op == "const" and same.value:
+        return new_symbolic(ep, env)
+    one = None if given is None else either_form(env, given, ep, eq_)
+    return None if one is None else new_symbolic(one, env)
 
 
 def _one_form(env: Any, p: Any, q: Any, given: Any, known: set) -> Any:

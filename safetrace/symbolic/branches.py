@@ -48,10 +48,24 @@ def one_form(env: Env, given: Expr | None, p: Any, q: Any,
     return None
 
 
+def either_form(env: Env, given: Expr, a: Any, b: Any) -> Expr | None:
+    """Of ``a`` (the true branch's size) and ``b`` (the false one's), written of the same
+    symbols, the one that is both where each branch runs (``u4`` where ``s1 == 0`` and
+    ``u4 + min(s1, u4)`` elsewhere: ``u4 + min(s1, u4)``, which is ``u4`` at ``s1 == 0``),
+    else None.  Unlike ``one_form`` the symbols need not be the inputs' sizes: st.load asks
+    it of sizes a cond's outputs share (``branch_facts.merged``), whose data-read sizes
+    are one new size in both branches."""
+    x, y = to_expr(a), to_expr(b)
+    for c in (y, x):  # (the form written in more branches' terms first: the false one's)
+        if _holds(env, given, eq(x, c)) and _holds(env, not_(given), eq(y, c)):
+            return c
+    return None
+
+
 def _holds(env: Env, given: Expr, c: Expr) -> bool:
     """Whether ``c`` holds wherever ``given`` does (where it never does too)."""
     with assuming(env, given) as runs:
         return not runs or env.decide(c) is True
 
 
-__all__ = ["one_form"]
+__all__ = ["either_form", "one_form"]

@@ -243,6 +243,33 @@ def test_split_sides_lifting_different_constants_under_one_name_load():
             torch.testing.assert_close(got, want)
 
 
+class _MaskRowsInASplit(torch.nn.Module):
+    def forward(self, y, z):
+        if z.shape[0] == 1:
+            v0 = z.squeeze(0)
+        else:
+            v0 = z.sum(0)
+        v1 = y[torch.arange(y.shape[0]) % 2 == 0]  # rows read from data, in each side
+        return v0, v1, torch.vstack([v1, v1[:len(z)]])
+
+
+def test_a_split_size_of_a_data_size_one_side_simplified_loads():
+    """A split on ``z.shape[0] == 0``: both sides record ``u0 + min(s1, u0)`` rows, of the
+    rows ``u0`` read from data; the loader's ``s1 == 0`` branch simplifies its own to
+    ``u3``, the other keeps ``u5 + min(s1, u5)``, and taking the two apart it made a new
+    size where the file records the one form, then refused the file (fuzz seed 201)."""
+    m = _MaskRowsInASplit()
+    ep = st.export(m, (torch.randn(4, 2), torch.randn(4)),
+                   dynamic_shapes=({0: Dim("d1", min=2, max=16)}, {0: Dim("d2")}))
+    loaded = _reloaded(ep).module()
+    for rows, n in [(2, 0), (2, 1), (5, 3), (16, 7), (3, 0)]:
+        y, z = torch.randn(rows, 2), torch.randn(n)
+        for got, want in zip(loaded(y, z), m(y, z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded(torch.randn(1, 2), torch.randn(3))
+
+
 class _CondOnAClampedSliceLength(torch.nn.Module):
     def forward(self, y):
         v0 = y[y.shape[0] - 2:-1]
