@@ -72,6 +72,30 @@ def _calls(model: torch.nn.Module, x: torch.Tensor, n: int = 3) -> list[torch.Te
     return [model(x) for _ in range(n)]
 
 
+def _torch_and_eager(make, x: torch.Tensor) -> tuple[list, list]:
+    """Three calls of torch.export's program of ``make()`` and three of eager ``make()``,
+    each from the helper module's first state."""
+    helpers.reset()
+    theirs = torch.export.export(make(), (x,)).module()
+    helpers.reset()
+    eager = _calls(make(), x)
+    helpers.reset()
+    return _calls(theirs, x), eager
+
+
+def _matches_eager_at_other_sizes(model_cls) -> None:
+    """A program whose helper state nothing reads: exported with a dynamic dim, it
+    computes what eager does at sizes 0, 1 and 6 and refuses another rank."""
+    helpers.reset()
+    ep = st.export(model_cls(), (torch.randn(4),), dynamic_shapes=({0: st.Dim("n")},))
+    ours, eager = ep.module(), model_cls()
+    for n in (0, 1, 6):
+        x = torch.randn(n)
+        torch.testing.assert_close(ours(x), eager(x))
+    with pytest.raises(st.InputMismatchError):
+        ours(torch.randn(3, 3))
+
+
 def test_a_string_cycling_through_three_values_is_refused_where_torch_answers_wrongly():
     x = torch.randn(3)
     m = CyclingMode()
@@ -113,12 +137,7 @@ def test_a_helper_modules_global_counter_the_graph_reads_is_refused(how):
                        match=r"the global `COUNT` of module tests\.export\.state_helpers "
                              r"\(0 -> 1\)"):
         st.export(StepsAHelper(how), (x,))
-    helpers.reset()
-    theirs = torch.export.export(StepsAHelper(how), (x,)).module()
-    helpers.reset()
-    eager = _calls(StepsAHelper(how), x)
-    helpers.reset()
-    ours = _calls(theirs, x)
+    ours, eager = _torch_and_eager(lambda: StepsAHelper(how), x)
     torch.testing.assert_close(ours[0], eager[0])
     assert not torch.equal(ours[1], eager[1])  # torch keeps multiplying by 1
 
@@ -130,26 +149,13 @@ def test_a_branch_on_a_helper_modules_cycling_global_is_refused():
                        match=r"the global `MODE` of module tests\.export\.state_helpers "
                              r"\('a' -> 'b' -> 'c'\)"):
         st.export(RotatesAHelper(), (x,))
-    helpers.reset()
-    theirs = torch.export.export(RotatesAHelper(), (x,)).module()
-    helpers.reset()
-    eager = _calls(RotatesAHelper(), x)
-    helpers.reset()
-    ours = _calls(theirs, x)
+    ours, eager = _torch_and_eager(lambda: RotatesAHelper(), x)
     torch.testing.assert_close(ours[:2], eager[:2])
     assert not torch.equal(ours[2], eager[2])  # torch's third call is wrong
 
 
 def test_a_helper_modules_globals_nothing_reads_export_and_match_eager():
-    helpers.reset()
-    ep = st.export(LogsThroughAHelper(), (torch.randn(4),),
-                   dynamic_shapes=({0: st.Dim("n")},))
-    ours, eager = ep.module(), LogsThroughAHelper()
-    for n in (0, 1, 6):
-        x = torch.randn(n)
-        torch.testing.assert_close(ours(x), eager(x))
-    with pytest.raises(st.InputMismatchError):
-        ours(torch.randn(3, 3))
+    _matches_eager_at_other_sizes(LogsThroughAHelper)
 
 
 def test_explain_reports_a_helper_modules_global_the_graph_reads():
@@ -190,12 +196,7 @@ def test_an_objects_attribute_a_helper_module_holds_is_refused_where_the_graph_r
         st.export(ReadsAnObjectsState(how), (x,))
     if how != "method":
         return
-    helpers.reset()
-    theirs = torch.export.export(ReadsAnObjectsState(how), (x,)).module()
-    helpers.reset()
-    eager = _calls(ReadsAnObjectsState(how), x)
-    helpers.reset()
-    ours = _calls(theirs, x)
+    ours, eager = _torch_and_eager(lambda: ReadsAnObjectsState(how), x)
     torch.testing.assert_close(ours[0], eager[0])
     assert not torch.equal(ours[1], eager[1])  # torch keeps multiplying by 1
 
@@ -207,15 +208,7 @@ class BumpsAnObjectNothingReads(torch.nn.Module):
 
 
 def test_an_objects_counter_nothing_reads_exports_and_matches_eager():
-    helpers.reset()
-    ep = st.export(BumpsAnObjectNothingReads(), (torch.randn(4),),
-                   dynamic_shapes=({0: st.Dim("n")},))
-    ours, eager = ep.module(), BumpsAnObjectNothingReads()
-    for n in (0, 1, 6):
-        x = torch.randn(n)
-        torch.testing.assert_close(ours(x), eager(x))
-    with pytest.raises(st.InputMismatchError):
-        ours(torch.randn(3, 3))
+    _matches_eager_at_other_sizes(BumpsAnObjectNothingReads)
 
 
 class _Fixed:
