@@ -55,16 +55,7 @@ def programs() -> dict[str, object]:
 
     import safetrace as st
     from tests.serialize.test_asserted_facts import BranchChecks  # (a branch's checks)
-
-    class CondSizes(torch.nn.Module):
-        def forward(self, x, p):
-            def t(a):
-                return a.reshape(-1)[: a.shape[0]] * 2, torch.zeros(a.shape[0], 2).sum(1).long()
-
-            def f(a):
-                return a[:, 0] - 1, a.new_ones(a.shape[0], dtype=torch.int64)
-
-            return torch.cond(p.sum() > 0, t, f, (x,))
+    from tests.serialize.test_hostile_subgraph_args import TwoOutputs as CondSizes
 
     class LoopOuter(torch.nn.Module):
         def forward(self, x, y):

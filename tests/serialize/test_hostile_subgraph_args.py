@@ -143,7 +143,7 @@ def test_cond_branches_returning_other_shapes_or_dtypes_are_refused_at_load(name
         st.load(_file(CONDS[name]))
 
 
-class _TwoOutputs(torch.nn.Module):
+class TwoOutputs(torch.nn.Module):  # (also hostile_subgraphs' sg_cond_sizes program)
     def forward(self, x, p):
         def t(a):
             return a.reshape(-1)[: a.shape[0]] * 2, torch.zeros(a.shape[0], 2).sum(1).long()
@@ -160,7 +160,7 @@ def test_a_cond_whose_file_value_is_not_the_worked_out_branchs_is_refused():
     file's ``(float32[s0], int64[s0])`` is not what the true branch returns where it runs,
     and it loaded (hostile_probe sg_multi, seed 20102: the call ran and returned int64
     where the metadata said float32)."""
-    ep = st.export(_TwoOutputs(), (torch.randn(4, 3), torch.randn(2)),
+    ep = st.export(TwoOutputs(), (torch.randn(4, 3), torch.randn(2)),
                    dynamic_shapes={"x": {0: st.Dim("n", max=32)}, "p": None})
     buf = io.BytesIO()
     st.save(ep, buf)
