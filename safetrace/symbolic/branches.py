@@ -37,11 +37,8 @@ def one_form(env: Env, given: Expr | None, p: Any, q: Any,
         return None
     if given is None:
         return a if same.op != "const" and env.decide(same) is True else None
-    if same.op != "const":
-        for fact, other in ((given, b), (not_(given), a)):
-            with assuming(env, fact) as runs:
-                if not runs or env.decide(same) is True:
-                    return other
+    if same.op != "const" and (either := either_form(env, given, a, b)) is not None:
+        return either
     for s in sorted(str(x) for x in given.free_symbols):
         if _holds(env, given, eq(sym(s), a)) and _holds(env, not_(given), eq(sym(s), b)):
             return sym(s)
