@@ -14,11 +14,12 @@ from __future__ import annotations
 import itertools
 import math
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator
 
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.floats as F
 import safetrace.symbolic.log as log
+import safetrace.symbolic.results as _results
 from safetrace.symbolic.disjunctions import collapsed, narrow_disjunctions
 from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
 from safetrace.symbolic.expr import (
@@ -26,7 +27,7 @@ from safetrace.symbolic.expr import (
 )
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import (
-    Contradiction, DataDependentQuestion, Fate, Guard, Settled, Solution, SymbolInfo,
+    Contradiction, DataDependentQuestion, Guard, Settled, SymbolInfo,
 )
 from safetrace.symbolic.semantics import holds_at
 
@@ -494,57 +495,6 @@ class Env:
         self._bump()
         collapsed(self, pairs, self._assume)
 
-    # --- results ------------------------------------------------------------------------
-    def solution(self) -> Solution:
-        """Per-symbol fates and the residual guards (not captured by ranges/replacements)."""
-        out = Solution()
-        for name, info in self._syms.items():
-            v = self.subst.get(sym(name))
-            if v is None:
-                out.fates[name] = Fate("free", info.range,
-                                       expr=fsym(name) if info.is_float else sym(name))
-            elif v.op == "const":
-                value = int(v.value)  # type: ignore[arg-type]
-                out.fates[name] = Fate("static", Range(value, value), value=value, expr=v)
-            else:
-                kind = "equal" if v.op == "sym" else "derived"
-                out.fates[name] = Fate(kind, self.bounds(v), expr=v)
-        seen: set[Expr] = set()
-        backed_facts = [f for f in self.facts if all(n in self.hints for n in
-                                                     f.cond.free_symbols)]
-        for g in self.guards + backed_facts + self.requirements:
-            c = substitute(g.cond, self.subst.get)
-            if c in seen or D.bounds_of(self, c).lo == 1:
-                continue
-            seen.add(c)
-            out.residual.append(Guard(c, g.origin))
-        return out
-
-    def check_binding(self, binding: Mapping[str, int]) -> list[Expr]:
-        """Conditions of the contract that ``binding`` (name -> int) violates."""
-        conds: list[Expr] = []
-        for name, info in self._syms.items():
-            if name not in binding:
-                continue
-            s = sym(name)
-            v = self.subst.get(s)
-            if v is not None:
-                conds.append(compare("eq", s, v))
-            if info.range.lo > -INF:
-                conds.append(compare("ge", s, const(int(info.range.lo))))
-            if info.range.hi < INF:
-                conds.append(compare("le", s, const(int(info.range.hi))))
-        conds += [g.cond for g in self.guards + self.requirements]
-        conds += [f.cond for f in self.facts if f.cond.free_symbols <= binding.keys()]
-        bad: list[Expr] = []
-        for c in conds:
-            if c is TRUE or c in bad:
-                continue
-            try:
-                ok = c.evaluate(binding)
-            except (KeyError, ZeroDivisionError):
-                continue
-            if not ok:
-                bad.append(c)
-        return bad
-
+    # --- results (results.py) ---------------------------------------------------------
+    solution = _results.solution
+    check_binding = _results.check_binding
