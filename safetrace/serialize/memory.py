@@ -34,6 +34,7 @@ from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.asserted import Asserted
 from safetrace.serialize.branch_facts import branch_conditions, merged
+from safetrace.serialize.predicate_sizes import predicate_values
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
@@ -401,7 +402,8 @@ class StaticMemory:
                 operands = list(node.args[3])
                 values = _sub(operands, meta)
                 outs, cands = [], []
-                given = branch_conditions(node.args[0], meta, self.env.int_cls)
+                given = branch_conditions(node.args[0], predicate_values(
+                    node.args[0], meta, self.env, _SIZE_ARITHMETIC), self.env.int_cls)
                 for a, g in zip(node.args[1:3], given):  # (both branches' work: a bound)
                     out, c = self._call(graph_of(a), operands, values, data, tainted, tally,
                                         None, g)

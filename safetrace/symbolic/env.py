@@ -25,6 +25,7 @@ from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, s
 from safetrace.symbolic.expr import (
     TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
+from safetrace.symbolic.pins import pinned
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import (
     Contradiction, DataDependentQuestion, Guard, Settled, SymbolInfo,
@@ -366,6 +367,9 @@ class Env:
                     self._narrow(s, -INF, c0 // (-k))
             else:
                 self.linear.append(f)
+                pin = pinned(self, f)  # (an atom the fact leaves one value: that value)
+                if pin is not None:
+                    self._assume_eq(compare("eq", pin[0], const(pin[1])))
         elif op == "ne":
             one = single_symbol(diff(c))
             if one is not None:

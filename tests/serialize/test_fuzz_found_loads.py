@@ -12,6 +12,7 @@ import torch
 
 import safetrace as st
 from safetrace import Dim
+from tests.serialize import hostile
 
 
 def _reloaded(ep: st.ExportedProgram) -> st.ExportedProgram:
@@ -277,14 +278,12 @@ class _CondOnAClampedSliceLength(torch.nn.Module):
                               lambda t: t[:1], (v0,))
 
 
-@pytest.mark.xfail(strict=True, reason="st.load leaves Python's min/max of sizes unknown "
-                   "(working them out exposed other forms its engine cannot prove: fuzz "
-                   "seeds 20104 and 20105, loader20's report)")
 def test_a_predicate_of_python_min_max_of_sizes_is_read():
     """The cond's predicate compares ``builtins.max(...)`` of sizes (the slice's length as
-    the graph computes it): the loader runs Python's ``max`` on symbolic sizes, which asks
-    which is larger, so it reads no predicate and makes the rows a size read from data
-    where the file records ``min(len, 1)`` (fuzz seed 20104: the file is refused)."""
+    the graph computes it): the loader ran Python's ``max`` on symbolic sizes, which asks
+    which is larger, so it read no predicate and made the rows a size read from data
+    where the file records ``min(len, 1)`` (fuzz seed 20104: the file was refused).  The
+    predicate's own min/max are now worked out for it (``predicate_sizes.py``)."""
     m = _CondOnAClampedSliceLength()
     ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},))
     loaded = _reloaded(ep).module()
@@ -292,3 +291,65 @@ def test_a_predicate_of_python_min_max_of_sizes_is_read():
         y = torch.randn(n)
         for got, want in zip(loaded(y), m(y)):
             torch.testing.assert_close(got, want)
+
+
+def _recorded_as(ep: st.ExportedProgram, shape: list, *names: str) -> bytes:
+    """``ep``'s file with the nodes ``names`` (of any graph) recorded as ``shape``."""
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    for graph in [doc, *doc["subgraphs"]]:
+        for n in graph["nodes"]:
+            if n["name"] in names:
+                val = n["meta"]["val"]
+                (val["tuple"][0] if "tuple" in val else val)["tensor"]["shape"] = shape
+    return hostile.pack(doc, tensors)
+
+
+_P = ["max", ["add", ["mul", -1, ["max", ["min", "s0", ["add", "s0", ["mul", "s0", [
+    "min", ["max", ["add", ["mul", -1, "s0"], 2], 0], 1]], -2]], 0]], ["max", [
+        "add", "s0", -1], 0]], 0]  # (the slice's length as the file writes it)
+
+
+@pytest.mark.parametrize("shape", [[1], [["min", _P, 2]], [_P]])
+def test_a_cond_recorded_as_other_sizes_of_a_min_max_predicate_is_refused(shape):
+    """The same file with the cond's rows recorded as one (the false branch has none at
+    ``len == 0``), ``min(len, 2)`` or ``len`` (two rows at ``len == 2``): refused, now that
+    the predicate is read as each branch's fact."""
+    ep = st.export(_CondOnAClampedSliceLength(), (torch.randn(1),),
+                   dynamic_shapes=({0: Dim.AUTO},))
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(_recorded_as(ep, shape, "cond", "getitem"))
+
+
+class _CondOnAStridedClampedSlice(torch.nn.Module):
+    def forward(self, x):
+        v1 = x[x.shape[0] - 1:1:2]
+        return v1, torch.cond(v1.size(-1) > 0, lambda t: t[:1] + 1,
+                              lambda t: t.new_zeros(0), (v1,))
+
+
+def _strided_slice_program() -> st.ExportedProgram:
+    return st.export(_CondOnAStridedClampedSlice(), (torch.randn(0),),
+                     dynamic_shapes=({0: Dim.AUTO},))
+
+
+def test_a_predicate_pinning_a_min_max_length_to_one_loads():
+    """``x[n - 1:1:2]`` has at most one row; the cond on ``len > 0`` is written with
+    min/max of ``n`` (``max(min(n, 1) - max(min(n, ...), 0), 0) >= 1``), and the true
+    branch's ``t[:1]`` recorded as the slice's length ``(max(...) + 1)//2``: where the
+    predicate holds that is 1, which the loader's ``[1]`` is only once the fact pins the
+    min/max to its one value (``symbolic/pins.py``).  Before: the predicate was unknown,
+    the branches' ``[1]`` and ``[0]`` were compared and the file refused."""
+    m = _CondOnAStridedClampedSlice()
+    loaded = _reloaded(_strided_slice_program()).module()
+    for n in (0, 1, 2, 3, 5):
+        x = torch.randn(n)
+        for got, want in zip(loaded(x), m(x)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("shape", [[0], [2]])
+def test_a_branch_recorded_as_another_length_of_a_pinned_slice_is_refused(shape):
+    with pytest.raises(st.LoadError, match="node 'slice_2': the file records"):
+        st.load(_recorded_as(_strided_slice_program(), shape, "slice_2"))

@@ -301,3 +301,25 @@ def test_enumerating_a_value_that_divides_by_zero_decides_nothing() -> None:
     env.new_unbacked(0, None, name="s1")
     env.enumerate_up_to = 16
     assert env.decide(parse("s1//(s0 - 1) == s1")) is None
+
+
+def test_a_fact_leaving_a_min_max_one_value_makes_it_that_value() -> None:
+    # (a strided slice's length x[n - 1:1:2] in the branch of a cond on its length > 0:
+    # the atom ranges over [0, 1], the fact leaves it 1, and a size of it is that size at 1)
+    env = Env()
+    s0, s1 = env.new_unbacked(0, None), env.new_unbacked(0, None)
+    p = max_(min_(s0, 1) - min_(s1, 3), 0)
+    assert env.decide(eq((p + 1) // 2, 1)) is None
+    env.add_fact(ge(p, 1))
+    assert env.decide(eq((p + 1) // 2, 1)) is True
+    assert env.decide(eq(p * 5, 5)) is True
+    wider = Env()
+    s0, s1 = wider.new_unbacked(0, None), wider.new_unbacked(0, None)
+    q = max_(min_(s0, 2) - min_(s1, 3), 0)  # ([0, 2]: the fact leaves two values)
+    wider.add_fact(ge(q, 1))
+    assert wider.decide(eq(q, 1)) is None and wider.decide(eq(q, 2)) is None
+    below = Env()
+    s0, s1 = below.new_unbacked(0, None), below.new_unbacked(0, None)
+    r = max_(min_(s0, 4) - s1, 0)
+    below.add_fact(le(2 * r, 1))  # (r <= 0 of r >= 0: r is 0)
+    assert below.decide(eq(r + s0, s0)) is True
