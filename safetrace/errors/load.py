@@ -93,32 +93,45 @@ def unchecked_inputs(err: ArithmeticError) -> InputMismatchError:
             "ep.describe_contract()), or re-export the program")
 
 
-def memory_at_call(node: str, target: str, need: int, limit: int,
+def memory_at_call(node: str, target: str, need: int | float, limit: int,
                    sizes: dict) -> InputMismatchError:
     """A loaded program called with sizes at which its tensors would take more memory
-    than the load's budget: refused before running."""
+    than the load's budget (or a number of bytes that is no finite number): refused
+    before running."""
     shown = ", ".join(f"{k}={v}" for k, v in list(sizes.items())[:8])
+    finite = _finite(need)
     return InputMismatchError(
-        f"at these input sizes ({shown}) the loaded program would keep {need} bytes of "
-        f"tensors alive at node {node!r} ({target}), over the budget of {limit} bytes (16 * "
-        "max_alloc_numel)",
+        f"at these input sizes ({shown}) the loaded program would keep "
+        f"{int(need) if finite else 'a number of'} bytes of tensors alive at node "
+        f"{node!r} ({target}), over the budget of {limit} bytes (16 * max_alloc_numel)"
+        + ("" if finite else f": its size expression evaluates to {need}"),
         fix=f"pass smaller inputs, or if you trust the file, st.load(path, budgets="
-            f"{{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
+            f"{{'max_alloc_numel': {-(-int(need) // 16)}}})" if finite else
+            "pass smaller inputs (no budget admits a size that is not a finite number)",
+        budget="max_alloc_numel")
 
 
-def work_at_call(node: str, target: str, need: int, limit: int,
+def _finite(need: int | float) -> bool:
+    return isinstance(need, int) or need == need and abs(need) != float("inf")
+
+
+def work_at_call(node: str, target: str, need: int | float, limit: int,
                  sizes: dict | None = None) -> InputMismatchError:
     """A loaded program called with inputs at which its kernels would touch more elements
     than the load's work budget (a reduction over a huge broadcast view, a matmul of
-    views): refused before running."""
+    views), or a number of elements that is no finite number: refused before running."""
     shown = ", ".join(f"{k}={v}" for k, v in list((sizes or {}).items())[:8])
     at = f"at these input sizes ({shown}) " if shown else "at this call "
+    finite = _finite(need)
     return InputMismatchError(
-        f"{at}the loaded program's kernels would touch {need} elements (the largest at "
+        f"{at}the loaded program's kernels would touch "
+        f"{int(need) if finite else 'a number of'} elements (the largest at "
         f"node {node!r}, {target}), over the work budget of {limit} (max_work): the call "
-        "would run for a long time",
+        "would run for a long time" + ("" if finite else f" (its work evaluates to {need})"),
         fix=f"pass smaller inputs, or if you trust the file, st.load(path, budgets="
-            f"{{'max_work': {need}}})", budget="max_work")
+            f"{{'max_work': {int(need)}}})" if finite else
+            "pass smaller inputs (no budget admits work that is not a finite number)",
+        budget="max_work")
 
 
 def work_in_graph(node: str, target: str, need: int, limit: int) -> RuntimeAssertionError:

@@ -153,11 +153,13 @@ class CallCheck:
                 need = expr.evaluate(binding)
             except (ArithmeticError, ValueError, TypeError):
                 continue
-            if isinstance(need, (int, float)) and math.isfinite(need) and need > worst:
-                worst, where = need, node
+            if isinstance(need, (int, float)) and not isinstance(need, bool) and (
+                    not math.isfinite(need) or need > worst):  # (inf, nan: no number of
+                worst, where = need, node  # bytes the budget admits)
+                if not math.isfinite(need):
+                    break
         if where is not None:  # (the largest need, not the first over the budget)
-            raise memory_at_call(where.name, str(where.target), int(worst), self.limit,
-                                 binding)
+            raise memory_at_call(where.name, str(where.target), worst, self.limit, binding)
         if self.work:
             self._work(binding)
 
@@ -169,16 +171,17 @@ class CallCheck:
         else:
             for c, e in self.loose:
                 need = need + _term(c, e, binding)
-        if not isinstance(need, (int, float)) or not math.isfinite(need) or \
+        if isinstance(need, (int, float)) and math.isfinite(need) and \
                 need <= self.work_limit:
-            return
+            return  # (else over the budget, or no finite number: inf, nan, not a number)
         largest, where = -1, self.work[0][2]
         for c, e, n in self.work:  # (the node of the largest term, for the message)
             v = _term(c, e, binding)
             if v > largest and n is not None:
                 largest, where = v, n
         raise work_at_call(getattr(where, "name", "?"), str(getattr(where, "target", "?")),
-                           int(need), int(self.work_limit), binding)
+                           need if isinstance(need, (int, float)) else math.nan,
+                           int(self.work_limit), binding)
 
 
 def _term(count: int, expr: Any, binding: dict) -> Any:
@@ -190,4 +193,6 @@ def _term(count: int, expr: Any, binding: dict) -> Any:
         v = expr.evaluate(binding)
     except (ArithmeticError, ValueError, TypeError):
         return 0
+    if isinstance(v, float) and math.isnan(v):
+        return v  # (no number of elements: refused)
     return count * v if isinstance(v, (int, float)) and v > 0 else 0

@@ -6,6 +6,7 @@ size read from data feeding a kernel: checked before that kernel (work and memor
 from __future__ import annotations
 
 import io
+import math
 import time
 
 import pytest
@@ -344,3 +345,35 @@ def test_a_node_that_does_not_run_cancels_no_work(kind):
     with pytest.raises(st.InputMismatchError, match=r"sum.default.*\(max_work\)"):
         mod(*((torch.randn(6), torch.randn(0)) if kind == "minus" else
               (torch.randn(1), torch.randn(1))))  # (the branch's 2**24, where it runs)
+
+
+class _Node:  # (what a refusal names of a graph node)
+    name, target = "sum_1", "aten.sum.default"
+
+
+@pytest.mark.parametrize("value", [math.inf, math.nan])
+def test_a_call_check_refuses_a_need_that_is_no_finite_number(value):
+    """``CallCheck`` (built by the loader; a file's size expressions are its author's, and
+    a float in one may overflow): work or bytes that evaluate to inf or nan at a call's
+    sizes are refused before the call, not taken for "no need" (it returned without
+    refusing them)."""
+    from types import SimpleNamespace
+
+    from safetrace.serialize.peak import CallCheck
+    from safetrace.symbolic.expr import fconst, mul, sym
+    contract = SimpleNamespace(inputs=[])
+    x = torch.randn(10)
+    need = mul(fconst(1e308 if value == math.inf else value), sym("d0"))
+    work = CallCheck([], contract, 1 << 30, {"d0": (0, 0)}, [(1, need, _Node(), True)], 1e9)
+    with pytest.raises(st.InputMismatchError, match=r"max_work.*evaluates to (inf|nan)"):
+        work([x])
+    loose = CallCheck([], contract, 1 << 30, {"d0": (0, 0)}, [(1, need, _Node(), False)],
+                      1e9)
+    with pytest.raises(st.InputMismatchError, match=r"max_work"):
+        loose([x])
+    alive = CallCheck([(need, _Node())], contract, 1 << 30, {"d0": (0, 0)})
+    with pytest.raises(st.InputMismatchError, match=r"bytes .*evaluates to (inf|nan)"):
+        alive([x])
+    small = mul(fconst(1.5), sym("d0"))
+    CallCheck([(small, _Node())], contract, 1 << 30, {"d0": (0, 0)},
+              [(1, small, _Node(), True)], 1e9)([x])  # (15 elements, 15 bytes: runs)
