@@ -15,9 +15,11 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
+from safetrace.serialize.scratch import simple
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.branches import either_form, one_form
+from safetrace.symbolic.cases import by_cases
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
@@ -124,6 +126,9 @@ def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     if same.op == "const" and same.value:
         return new_symbolic(ep, env)
     one = None if given is None else either_form(env, given, ep, eq_)
+    if one is None and simple(same) and by_cases(env, same) is True:
+        one = eq_  # (one size everywhere in two forms: the false branch's, as either_form
+        # prefers and the exporter writes it; fuzz seed 2112)
     return None if one is None else new_symbolic(one, env)
 
 

@@ -353,3 +353,52 @@ def test_a_predicate_pinning_a_min_max_length_to_one_loads():
 def test_a_branch_recorded_as_another_length_of_a_pinned_slice_is_refused(shape):
     with pytest.raises(st.LoadError, match="node 'slice_2': the file records"):
         st.load(_recorded_as(_strided_slice_program(), shape, "slice_2"))
+
+
+class _StridedTailOfReadRowsInASplit(torch.nn.Module):
+    def forward(self, x):
+        v1 = x.flatten()[:(x > 0).sum().item()]
+        v3 = torch.masked_select(v1, v1 > 0)
+        if len(x) < 4:
+            v5 = x * 2
+        else:
+            v5 = x.sum(0, keepdim=True)
+        return v3, v5, v3[-1::2]
+
+
+def _strided_tail_program() -> st.ExportedProgram:
+    return st.export(_StridedTailOfReadRowsInASplit(), (torch.randn(6),),
+                     dynamic_shapes=({0: Dim("d0", max=16)},))
+
+
+def test_a_split_size_written_in_two_equal_forms_loads():
+    """A split on ``n <= 3``: both sides slice ``v3[-1::2]`` of ``u`` rows read from data;
+    the loader's ``n <= 3`` side (``u <= 3``) simplified the length to
+    ``(u + max(u - 1, 0) + 1)//2 - max(u - 1, 0)``, the other kept the file's
+    ``(max(u - max(u - 1, 0), 0) + 1)//2``: one size (``min(u, 1)``) that the loader made a
+    new one, and refused the file (fuzz seed 2112).  Split on the ``max``, each side is a
+    number (``symbolic/cases.py``)."""
+    m = _StridedTailOfReadRowsInASplit()
+    loaded = _reloaded(_strided_tail_program()).module()
+    for n in (0, 1, 3, 4, 9, 16):
+        x = torch.randn(n)
+        for got, want in zip(loaded(x), m(x)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded(torch.randn(17))
+
+
+_U = ["max", ["add", "u1", ["mul", -1, ["max", ["add", "u1", -1], 0]]], 0]
+
+
+@pytest.mark.parametrize("shape", [["u1"], [1], [["floordiv", ["add", _U, 2], 2]]])
+def test_a_split_size_recorded_in_another_form_is_refused(shape):
+    """The same file with the strided tail's rows recorded as all the rows read (``u1``),
+    as one row, or as ``(max(...) + 2)//2`` (one row where there are none): refused."""
+    doc, tensors = hostile.parts(_recorded_as(_strided_tail_program(), [], "none"))
+    for n in doc["nodes"]:
+        if n["name"] in ("cond", "getitem_2"):
+            val = n["meta"]["val"]
+            (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"] = shape
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(hostile.pack(doc, tensors))

@@ -323,3 +323,17 @@ def test_a_fact_leaving_a_min_max_one_value_makes_it_that_value() -> None:
     r = max_(min_(s0, 4) - s1, 0)
     below.add_fact(le(2 * r, 1))  # (r <= 0 of r >= 0: r is 0)
     assert below.decide(eq(r + s0, s0)) is True
+
+
+def test_two_forms_of_one_size_are_equal_case_by_case() -> None:
+    # (a strided slice's length v[-1::2] of u rows, simplified two ways: both min(u, 1))
+    from safetrace.symbolic.cases import by_cases
+    env = Env()
+    u = env.new_unbacked(0, None)
+    a = (u + max_(u - 1, 0) + 1) // 2 - max_(u - 1, 0)
+    b = (max_(u - max_(u - 1, 0), 0) + 1) // 2
+    assert env.decide(eq(a, b)) is None
+    assert by_cases(env, eq(a, b)) is True and by_cases(env, eq(a, min_(u, 1))) is True
+    assert by_cases(env, eq(a, u)) is None  # (u == 2: 1 and 2)
+    assert by_cases(env, ge(a, 2)) is False and by_cases(env, le(a, 1)) is True
+    assert not env.facts and not env.linear  # (the cases are assumed inside only)

@@ -1,0 +1,61 @@
+"""A condition decided case by case on the min/max terms in it.
+
+``max(a, b)`` is ``a`` where ``a >= b`` and ``b`` elsewhere (``min``: ``a`` where
+``a <= b``): a condition true (or false) in both cases, each decided with its case as a
+fact and the term replaced by its value there, is so everywhere.  Interval bounds and
+linear facts cannot tell that two forms of one size are equal where they differ in how a
+min/max sits in them: ``(u + max(u - 1, 0) + 1)//2 - max(u - 1, 0)`` and
+``(max(u - max(u - 1, 0), 0) + 1)//2`` (a strided slice's length, simplified under other
+facts in two branches) are both ``min(u, 1)``; the split on ``u - 1 >= 0`` makes each
+side a number.
+"""
+
+from __future__ import annotations
+
+from safetrace.symbolic.canon import ge, le, minmax, not_, rebuild
+from safetrace.symbolic.env import Env
+from safetrace.symbolic.expr import Expr, dag_nodes
+from safetrace.symbolic.scope import assuming
+
+DEPTH = 3  # min/max terms split on, one inside the other (2**DEPTH decisions at most)
+
+
+def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
+    """True/False where ``cond`` is so in every case of its min/max terms (``depth`` of
+    them split on, the first met first), else None."""
+    answer = env.decide(cond)
+    if answer is not None or depth <= 0:
+        return answer
+    term = next((x for x in dag_nodes(env.simplify(cond)) if x.op in ("min", "max")), None)
+    if term is None:
+        return None
+    first = term.args[0]
+    rest = term.args[1] if len(term.args) == 2 else minmax(term.op, list(term.args[1:]))
+    picks_first = ge(first, rest) if term.op == "max" else le(first, rest)
+    answers: set[bool | None] = set()
+    for case, value in ((picks_first, first), (not_(picks_first), rest)):
+        with assuming(env, case) as possible:
+            if not possible:
+                continue  # (a case no size reaches)
+            answers.add(by_cases(env, _replaced(env.simplify(cond), term, value, {}),
+                                 depth - 1))
+        if None in answers or len(answers) > 1:
+            return None
+    return answers.pop() if len(answers) == 1 else None
+
+
+def _replaced(e: Expr, old: Expr, new: Expr, memo: dict[Expr, Expr]) -> Expr:
+    """``e`` with the subexpression ``old`` replaced by ``new`` (re-canonicalized)."""
+    if e == old:
+        return new
+    if e.op in ("sym", "const", "fconst"):
+        return e
+    r = memo.get(e)
+    if r is None:
+        args = tuple([_replaced(a, old, new, memo) for a in e.args])
+        r = memo[e] = e if all(x is y for x, y in zip(args, e.args)) else \
+            rebuild(e.op, args)
+    return r
+
+
+__all__ = ["by_cases"]
