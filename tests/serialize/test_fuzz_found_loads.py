@@ -402,3 +402,29 @@ def test_a_split_size_recorded_in_another_form_is_refused(shape):
             (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"] = shape
     with pytest.raises(st.LoadError, match="records its value as"):
         st.load(hostile.pack(doc, tensors))
+
+
+class _OneNonzero(torch.nn.Module):
+    def forward(self, x):
+        nz = x.nonzero()
+        torch._check(nz.shape[0] == 1)
+        return nz * 2
+
+
+def test_a_count_a_later_check_pins_is_recorded_as_that_number_and_loads():
+    """Why a recorded number where the loader's rule makes a new size read from data is
+    kept, not refused (``nonzero`` recorded as ``[1, u0]`` of the rule's ``[u, 1]`` loads):
+    the exporter writes a count that a later check pins as that number (``[1, 1]`` here),
+    which the loader's evaluation of the node, before the check, cannot tell."""
+    m = _OneNonzero()
+    ep = st.export(m, (torch.tensor([0.0, 1.0, 0.0]),), dynamic_shapes=({0: Dim("n")},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, _ = hostile.parts(buf.getvalue())
+    nonzero = next(n for n in doc["nodes"] if n["name"] == "nonzero")
+    assert nonzero["meta"]["val"]["tensor"]["shape"] == [1, 1]
+    loaded = st.load(buf.getvalue()).module()
+    for x in (torch.tensor([0.0, 2.0]), torch.tensor([3.0]), torch.tensor([0, 0, 0, 1.0])):
+        torch.testing.assert_close(loaded(x), m(x))
+    with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
+        loaded(torch.tensor([1.0, 1.0]))
