@@ -24,6 +24,7 @@ from safetrace.symbolic.cases import by_cases
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
 _CONNECTIVES = {operator.and_: and_, operator.or_: or_}
+_CASES = 64  # a cond's output sizes compared case by case (symbolic.cases), at most
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
@@ -91,11 +92,12 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
                 for side, v in zip(names, key):
                     side.setdefault(v.name, set()).add(made[key].expr)
     one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
+    cases = [_CASES]  # (sizes compared case by case, at most: about a millisecond each)
     for (x, _), dims in zip(zip(a, b), pairs):
         shape = []
         for p, q, one in dims:
             if one is None:
-                one = _renamed(env, p, q, one_of, given[0])
+                one = _renamed(env, p, q, one_of, given[0], cases)
             if one is None:  # (a pair met before is that size again, as the exporter
                 # writes it: two outputs that are one size in each branch are one there)
                 key = (to_expr(p), to_expr(q))
@@ -113,11 +115,14 @@ def _bare(v: Any, known: set) -> bool:
     return e.op == "sym" and e.name not in known
 
 
-def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
+def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any, cases: list) -> Any:
     """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
     -> the one new size it makes), else None; under a size predicate (``given``) also
     where each is that form where its branch runs (``u3`` under ``s1 == 0`` and
-    ``u5 + min(s1, u5)`` elsewhere, the branch having simplified ``min(s1, u3)``)."""
+    ``u5 + min(s1, u5)`` elsewhere, the branch having simplified ``min(s1, u3)``); and
+    where the two are one size everywhere, written two ways (compared case by case on
+    their min/max terms, ``cases[0]`` times at most: ``symbolic.cases``), the false
+    branch's form."""
     ep = substitute(to_expr(p), lambda s: one_of[0].get(s.name))
     eq_ = substitute(to_expr(q), lambda s: one_of[1].get(s.name))
     if ep == to_expr(p) and eq_ == to_expr(q):
@@ -126,9 +131,11 @@ def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     if same.op == "const" and same.value:
         return new_symbolic(ep, env)
     one = None if given is None else either_form(env, given, ep, eq_)
-    if one is None and simple(same) and by_cases(env, same) is True:
-        one = eq_  # (one size everywhere in two forms: the false branch's, as either_form
-        # prefers and the exporter writes it; fuzz seed 2112)
+    if one is None and cases[0] > 0 and simple(same):
+        cases[0] -= 1
+        if by_cases(env, same) is True:
+            one = eq_  # (one size everywhere in two forms: the false branch's, as
+            # either_form prefers and the exporter writes it; fuzz seed 2112)
     return None if one is None else new_symbolic(one, env)
 
 
