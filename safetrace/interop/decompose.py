@@ -25,6 +25,8 @@ from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
+from safetrace.symbolic.canon import subs
+from safetrace.symbolic.expr import TRUE, const, floordiv, sub
 from safetrace.trace.hops import submodules
 
 
@@ -63,14 +65,39 @@ def run_decompositions(ep: Any, decomp_table: dict | None, export: Any) -> Any:
 
 
 def _same_conditions(original: Any, retraced: Any) -> None:
-    """The retraced program requires of its inputs only what `original` does (each of its
-    conditions, read as a condition on the input paths, is one of the original's)."""
-    def texts(ep: Any) -> set:
-        return {ep.contract.where_text(c.cond) for c in ep.contract.conditions}
-
-    extra = texts(retraced) - texts(original)
+    """The retraced program requires of its inputs only what `original` does: each of its
+    conditions, its symbols replaced by the original's sizes at the same input dims, is
+    one of the original's (canonical expressions: equal conditions are the same object,
+    however each program's symbols are named or ordered)."""
+    mine = {c.cond for c in original.contract.conditions}
+    to_original = _symbols_in(original.contract, retraced.contract)
+    extra = []
+    for c in retraced.contract.conditions:
+        cond = c.cond
+        if not cond.free_symbols <= to_original.keys():
+            extra.append(c.cond)
+            continue
+        cond = subs(cond, {n: to_original[n] for n in cond.free_symbols})
+        if cond is not TRUE and cond not in mine:
+            extra.append(c.cond)
     if extra:
-        raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in sorted(extra)))
+        texts = sorted({retraced.contract.where_text(e) for e in extra})
+        raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in texts))
+
+
+def _symbols_in(original: Any, retraced: Any) -> dict:
+    """``{retraced symbol name: the original's Expr of it}``: each backed symbol of
+    `retraced` as read from its input dim, that dim's size in `original`."""
+    sizes = original.dims_by_where()
+    dims = retraced.dims_by_where()
+    out = {}
+    for s in retraced.symbols:
+        dim, theirs = dims.get(s.where), sizes.get(s.where)
+        if dim is None or theirs is None or dim.coef <= 0:
+            continue
+        size = const(theirs.size) if theirs.kind == "static" else theirs.size
+        out[s.name] = floordiv(sub(size, const(dim.offset)), const(dim.coef))
+    return out
 
 
 def _decomposable(target: Any, table: dict) -> bool:

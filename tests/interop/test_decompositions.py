@@ -194,6 +194,77 @@ def test_a_decomposition_needing_more_of_the_inputs_is_refused():
         _same_conditions(narrower, ep)
 
 
+class _TwoSizesOneCondition(torch.nn.Module):
+    def forward(self, a, b):
+        h, w = a.shape[-2:]
+        if (h + 2 * w) % 8 != 0:
+            raise ValueError("h + 2w must be a multiple of 8")
+        return a - b
+
+
+def _renamed(contract, names: dict):
+    """`contract` with its symbols renamed (``{"s0": "s1", "s1": "s0"}``): the same
+    requirements, written over other names (so its conditions print in another order)."""
+    import dataclasses
+
+    from safetrace.symbolic.canon import subs
+    from safetrace.symbolic.expr import sym
+
+    def expr(e):
+        return subs(e, {k: sym(v) for k, v in names.items()})
+
+    def dim(d):
+        if d.kind == "static":
+            return d
+        return dataclasses.replace(d, size=expr(d.size), symbol=names.get(d.symbol, d.symbol))
+
+    inputs = tuple(dataclasses.replace(i, dims=tuple(dim(d) for d in i.dims))
+                   for i in contract.inputs)
+    symbols = tuple(dataclasses.replace(s, name=names[s.name]) for s in contract.symbols)
+    conditions = tuple(dataclasses.replace(c, cond=expr(c.cond)) for c in contract.conditions)
+    return dataclasses.replace(contract, inputs=inputs, symbols=symbols, conditions=conditions)
+
+
+def test_conditions_are_compared_by_meaning_not_text():
+    import dataclasses
+
+    from safetrace.interop.decompose import _same_conditions
+    from safetrace.symbolic.canon import eq
+    from safetrace.symbolic.expr import add, const, mod, mul, sym
+
+    auto = st.Dim.AUTO
+    spec = {"a": {2: auto, 3: auto}, "b": {2: auto, 3: auto}}
+    ep = st.export(_TwoSizesOneCondition(), (torch.randn(1, 2, 16, 28),) * 2,
+                   dynamic_shapes=spec)
+    (cond,) = ep.contract.conditions
+    swapped = copy.copy(ep)  # (a retrace whose symbols came out in the other order)
+    swapped.contract = _renamed(ep.contract, {"s0": "s1", "s1": "s0"})
+    text = [swapped.contract.where_text(c.cond) for c in swapped.contract.conditions]
+    assert text != [ep.contract.where_text(cond.cond)], text  # (the two texts differ)
+    _same_conditions(ep, swapped)
+    # the same condition on another of the equal dims (b's where a's was read)
+    b_reads = copy.copy(ep)
+    (a, b) = ep.contract.inputs
+    b_reads.contract = dataclasses.replace(ep.contract, inputs=(
+        dataclasses.replace(a, dims=a.dims[:2] + tuple(
+            dataclasses.replace(d, kind="equal", symbol=None) for d in a.dims[2:])),
+        dataclasses.replace(b, dims=b.dims[:2] + tuple(
+            dataclasses.replace(d, kind="bind", symbol=d.size.name, why=None)
+            for d in b.dims[2:]))),
+        symbols=tuple(dataclasses.replace(s, where=s.where.replace("a.", "b."))
+                      for s in ep.contract.symbols))
+    assert b_reads.contract.where_text(cond.cond).startswith("(b.shape[2]")
+    _same_conditions(ep, b_reads)
+    # a condition the original does not have is still refused, however it is named
+    other = copy.copy(ep)
+    s0, s1 = sym("s0"), sym("s1")
+    by_four = eq(mod(add(s0, mul(const(2), s1)), const(4)), 0)  # (% 4 where it was % 8)
+    other.contract = _renamed(dataclasses.replace(ep.contract, conditions=(
+        dataclasses.replace(cond, cond=by_four),)), {"s0": "s1", "s1": "s0"})
+    with pytest.raises(st.ConversionError, match="would require"):
+        _same_conditions(ep, other)
+
+
 class _Resampling(torch.nn.Module):
     """torchvision's segmentation heads (bilinear back to the input size) and video
     networks (a 3-D adaptive pool)."""
