@@ -12,6 +12,7 @@ them from).  The result is an ordinary safetrace program: it saves, loads and co
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import torch
@@ -25,7 +26,12 @@ from safetrace.interop.composites import TABLE as COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
+from safetrace.symbolic.canon import subs
+from safetrace.symbolic.expr import TRUE, const, floordiv, sub
 from safetrace.trace.hops import submodules
+
+
+_SYM_MINMAX = {builtins.min: torch.sym_min, builtins.max: torch.sym_max}
 
 
 def default_table() -> dict:
@@ -63,14 +69,39 @@ def run_decompositions(ep: Any, decomp_table: dict | None, export: Any) -> Any:
 
 
 def _same_conditions(original: Any, retraced: Any) -> None:
-    """The retraced program requires of its inputs only what `original` does (each of its
-    conditions, read as a condition on the input paths, is one of the original's)."""
-    def texts(ep: Any) -> set:
-        return {ep.contract.where_text(c.cond) for c in ep.contract.conditions}
-
-    extra = texts(retraced) - texts(original)
+    """The retraced program requires of its inputs only what `original` does: each of its
+    conditions, its symbols replaced by the original's sizes at the same input dims, is
+    one of the original's (canonical expressions: equal conditions are the same object,
+    however each program's symbols are named or ordered)."""
+    mine = {c.cond for c in original.contract.conditions}
+    to_original = _symbols_in(original.contract, retraced.contract)
+    extra = []
+    for c in retraced.contract.conditions:
+        cond = c.cond
+        if not cond.free_symbols <= to_original.keys():
+            extra.append(c.cond)
+            continue
+        cond = subs(cond, {n: to_original[n] for n in cond.free_symbols})
+        if cond is not TRUE and cond not in mine:
+            extra.append(c.cond)
     if extra:
-        raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in sorted(extra)))
+        texts = sorted({retraced.contract.where_text(e) for e in extra})
+        raise EI.decomposition_narrowed(", ".join(f"`{t}`" for t in texts))
+
+
+def _symbols_in(original: Any, retraced: Any) -> dict:
+    """``{retraced symbol name: the original's Expr of it}``: each backed symbol of
+    `retraced` as read from its input dim, that dim's size in `original`."""
+    sizes = original.dims_by_where()
+    dims = retraced.dims_by_where()
+    out = {}
+    for s in retraced.symbols:
+        dim, theirs = dims.get(s.where), sizes.get(s.where)
+        if dim is None or theirs is None or dim.coef <= 0:
+            continue
+        size = const(theirs.size) if theirs.kind == "static" else theirs.size
+        out[s.name] = floordiv(sub(size, const(dim.offset)), const(dim.coef))
+    return out
 
 
 def _decomposable(target: Any, table: dict) -> bool:
@@ -207,34 +238,26 @@ class _Retracer(torch.nn.Module):
         raise ValueError("a graph without an output node")
 
     def _scatter(self, node: torch.fx.Node, a: tuple, env: dict) -> Any:
-        """``copy_(base[view], src)`` as ``slice_scatter`` / ``select_scatter`` of base."""
+        """``copy_(base[view]...[view], src)`` (slices and selects, one or more) as
+        ``slice_scatter`` / ``select_scatter`` from the innermost view out."""
         aten = torch.ops.aten
-        view = node.args[0]
-        base = env[view.args[0]]
-        dst = a[0]
-        src = a[1]
+        chain = _write_chain(node)
+        views = [env[chain[0].args[0]]]  # the base's value now, then each view of it
+        for view in chain:
+            vargs = torch.fx.node.map_arg(view.args, env.__getitem__)
+            views.append(view.target(views[-1], *vargs[1:]))
+        dst, src = views[-1], a[1]
         if not isinstance(src, torch.Tensor):
             src = aten.full.default([], src, dtype=dst.dtype, device=dst.device)
         if src.dtype != dst.dtype:
             src = aten._to_copy.default(src, dtype=dst.dtype)
         src = aten.expand.default(src, list(dst.shape))
-        # base[..., :start], src, base[..., end:] joined (cat: core, and it has a shape rule)
-        vargs = torch.fx.node.map_arg(view.args, env.__getitem__)
-        dim = vargs[1] if len(vargs) > 1 else 0
-        dim = dim % base.dim()
-        if view.target is aten.select.int:
-            start = vargs[2]
-            start = start if not isinstance(start, int) or start >= 0 else start + \
-                base.shape[dim]
-            end = start + 1
-            src = aten.unsqueeze.default(src, dim)
-        else:
-            start = vargs[2] if len(vargs) > 2 and vargs[2] is not None else 0
-            end = vargs[3] if len(vargs) > 3 and vargs[3] is not None else None
-        parts = [aten.slice.Tensor(base, dim, 0, start), src]
-        if end is not None:
-            parts.append(aten.slice.Tensor(base, dim, end))
-        return aten.cat.default(parts, dim)
+        for view, base in zip(reversed(chain), reversed(views[:-1])):
+            vargs = torch.fx.node.map_arg(view.args, env.__getitem__)
+            scatter = aten.select_scatter.default if view.target is aten.select.int else \
+                aten.slice_scatter.default
+            src = scatter(base, src, *vargs[1:])
+        return src
 
     def _subgraph(self, graph: torch.fx.Graph) -> Any:
         def run(*args: Any) -> Any:
@@ -248,6 +271,12 @@ class _Retracer(torch.nn.Module):
             return None
         if target is torch.ops.aten.sym_size.int:
             return args[0].shape[args[1]]
+        if target in _SYM_MINMAX and len(args) >= 2 and not kwargs:
+            # (a size's min/max: Python's would compare, deciding it at the example)
+            out = args[0]
+            for b in args[1:]:
+                out = _SYM_MINMAX[target](out, b)
+            return out
         if isinstance(target, torch._ops.OpOverload) and not target._schema.is_mutable:
             fn = self._table.get(target)
             if fn is not None:
@@ -356,29 +385,37 @@ def _lone_view(view: torch.fx.Node) -> bool:
 
 
 def _view_write(node: torch.fx.Node, groups: dict, order: dict) -> Any:
-    """The base tensor of ``copy_(base[slice or index], src)`` when that view is read by
-    nothing else and the base could be written functionally (see `_functional`); else
-    None.  The write becomes ``slice_scatter`` / ``select_scatter`` of the base."""
-    aten = torch.ops.aten
-    if node.target is not aten.copy_.default or len(node.args) < 2 or node.kwargs:
+    """The base tensor of ``copy_(base[slice or index]..., src)`` when each view of that
+    chain is read by the next only and the base could be written functionally (see
+    `_functional`); else None.  The write becomes a scatter into the base (`_scatter`)."""
+    if node.target is not torch.ops.aten.copy_.default or len(node.args) < 2 or node.kwargs:
         return None
-    view = node.args[0]
-    if not isinstance(view, torch.fx.Node) or view.target not in (
-            aten.slice.Tensor, aten.select.int) or len(view.users) != 1 or view.kwargs:
+    chain = _write_chain(node)
+    if not chain:
         return None
-    if view.target is aten.slice.Tensor and (
-            len(view.args) > 4 and view.args[4] != 1 or
-            any(isinstance(v, int) and v < 0 for v in view.args[2:4])):
-        return None  # a stepped or negative-bounded slice: left as it is
-    base = view.args[0]
+    base = chain[0].args[0]
     if not isinstance(base, torch.fx.Node) or base.op != "call_function":
         return None
     if base not in groups and (not isinstance(base.target, torch._ops.OpOverload) or
                                _aliases(base.target)):
         return None
-    if _views_before(groups.get(base, [base]), node, order, {view}):
+    if _views_before(groups.get(base, [base]), node, order, set(chain)):
         return None
     return base
+
+
+def _write_chain(write: torch.fx.Node) -> list:
+    """The views ``write`` writes through, base side first: slices and selects, each read
+    by nothing but the next (or the write); [] where the written tensor is not such a
+    view."""
+    aten = torch.ops.aten
+    chain: list = []
+    view = write.args[0]
+    while isinstance(view, torch.fx.Node) and view.target in (
+            aten.slice.Tensor, aten.select.int) and len(view.users) == 1 and not view.kwargs:
+        chain.insert(0, view)
+        view = view.args[0]
+    return chain
 
 
 def _views_before(members: list, node: torch.fx.Node, order: dict, allowed: set) -> bool:
@@ -391,12 +428,19 @@ def _views_before(members: list, node: torch.fx.Node, order: dict, allowed: set)
                 continue
             if u.args and u.args[0] is member and u.target._schema.is_mutable:
                 continue  # a write into it
-            if u.target in (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int) and \
-                    all(w.target is torch.ops.aten.copy_.default and w.args[0] is u
-                        for w in u.users):
+            if _only_written_through(u):
                 continue  # a view only written through (folded into a scatter)
             return True
     return False
+
+
+def _only_written_through(view: torch.fx.Node) -> bool:
+    """Whether `view` (a slice or select) is read only by ``copy_`` into it or by such
+    views of it: writes each folded into a scatter of the base."""
+    if view.target not in (torch.ops.aten.slice.Tensor, torch.ops.aten.select.int):
+        return False
+    return all(w.target is torch.ops.aten.copy_.default and w.args[0] is view or
+               _only_written_through(w) and w.args[0] is view for w in view.users)
 
 
 def _aliases(op: Any) -> bool:

@@ -62,6 +62,32 @@ def slice_rule(self: TensorMeta, dim: int = 0, start: Size | None = None,
                                                                    step)))
 
 
+def _same_sizes(src: TensorMeta, want: tuple, op: str, what: str) -> None:
+    msg = f"expected src to have a size equal to the {what} of self. src size = " \
+          f"{list(src.shape)}, {what} size = {list(want)}"
+    check(src.ndim == len(want), op, msg)
+    for a, b in zip(src.shape, want):
+        if a is not b:
+            check(a == b, op, msg)
+
+
+@rule(aten.slice_scatter.default)
+def slice_scatter(self: TensorMeta, src: TensorMeta, dim: int = 0, start: Size | None = None,
+                  end: Size | None = None, step: Size = 1) -> TensorMeta:
+    """`self`'s shape and dtype (src converted); src must be the slice's shape."""
+    region = slice_rule(self, dim, start, end, step)
+    _same_sizes(src, region.shape, "slice_scatter", "slice")
+    return self.like()
+
+
+@rule(aten.select_scatter.default)
+def select_scatter(self: TensorMeta, src: TensorMeta, dim: int, index: Size) -> TensorMeta:
+    """`self`'s shape and dtype (src converted); src must be the selected slice's shape."""
+    region = select(self, dim, index)
+    _same_sizes(src, region.shape, "select_scatter", "embedded")
+    return self.like()
+
+
 # -- advanced indexing ----------------------------------------------------------------
 
 def _broadcast_index_shapes(shapes: list[tuple], op: str) -> tuple:

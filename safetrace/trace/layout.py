@@ -35,10 +35,12 @@ from safetrace.trace.recorder import Recorder
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
 LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
-# Views that keep a contiguous tensor contiguous (same storage offset too).
+# Views that keep a contiguous tensor contiguous (same storage offset too); ``to`` is the
+# tensor itself where nothing changes, else a copy in ``preserve_format``: a dense
+# tensor's strides (a ``memory_format`` argument is read first).
 _KEEPS_CONTIGUITY = frozenset({
     "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten",
-    "alias", "detach", "lift_fresh", "view_as", "reshape_as",
+    "alias", "detach", "lift_fresh", "view_as", "reshape_as", "to",
 })
 # Matrix products: a new row-major result whatever their operands' layout.
 _FRESH = frozenset({"mm", "addmm", "bmm", "baddbmm", "_addmm_activation"})
@@ -226,8 +228,19 @@ def _hint(v: Any) -> Any:
 # Small examples replay on CPU tensors of zeros: the first computed op on meta tensors
 # makes torch import its Python meta kernels (sympy included, seconds); CPU kernels give
 # the same strides (TensorIterator), at the cost of computing on the example's sizes.
+# Every tensor the replay starts from must be small too: a small view of ``linear(x, W)``
+# replays from ``W`` (a 4096 x 4096 weight: 64 MB of zeros and a matmul, ~20 ms a view
+# at Llama-8B's sizes), so a large one sends the whole replay to meta tensors.
 _ON_CPU = "on cpu"
+_TOO_LARGE = "too large for cpu"
 _CPU_NUMEL = 1 << 16
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _example(node: Any, depth: int, memo: dict | None = None) -> Any:
@@ -248,15 +261,17 @@ def _example_of(node: Any, depth: int, memo: dict) -> Any:
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     if not isinstance(val, Proxy):
         return None
-    if val.st_contig:
+    if val.st_contig or val.st_strides is not None:
         meta = val.st_meta
         shape = _hint(tuple(meta.shape))
+        if memo.get(_ON_CPU) and _numel(shape) > _CPU_NUMEL:
+            memo[_TOO_LARGE] = True
+            raise LookupError(node)
+    if val.st_contig:
         if memo.get(_ON_CPU):
             return torch.zeros(shape, dtype=meta.dtype)
         return torch.empty(shape, dtype=meta.dtype, device="meta")
     if val.st_strides is not None:  # (a strided buffer, an input's strided example)
-        meta = val.st_meta
-        shape = _hint(tuple(meta.shape))
         if memo.get(_ON_CPU):
             return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype).zero_()
         return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype, device="meta")
@@ -309,10 +324,10 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
             raise view_of_vmap_output(short(stack_trace(4)))
         return
     try:
-        numel = 1
-        for n in _hint(tuple(x.st_meta.shape)):
-            numel *= n
-        example = _example(x.st_node, 0, {_ON_CPU: numel <= _CPU_NUMEL})
+        memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
+        example = _example(x.st_node, 0, memo)
+        if example is None and memo.get(_TOO_LARGE):  # (a large tensor it starts from)
+            example = _example(x.st_node, 0, {})
         shape = _hint(args[1])
     except LookupError:  # (a size read from data: no example strides to replay)
         return

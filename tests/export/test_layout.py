@@ -256,6 +256,50 @@ def test_view_of_a_computed_strided_tensor_of_a_large_example_is_refused():
         st.export(f, (torch.randn(300, 400),), dynamic_shapes={"x": {0: Dim.AUTO}})
 
 
+
+@pytest.mark.slow   # (the replay on meta tensors imports torch's meta kernels)
+def test_a_small_view_replayed_from_a_large_tensor_replays_on_meta(monkeypatch):
+    """The small ``(x.t() * w[:, :4].t()).view(-1)`` replays from ``w`` (90,000 elements): the
+    whole replay runs on meta tensors, no CPU zeros of ``w``'s size (a transformer's
+    projection views replayed from 4096 x 4096 weights: ~20 ms each), the same refusal."""
+    def f(x, w):
+        return (x.t() * w[:, :4].t()).view(-1)
+
+    x, w = torch.randn(3, 4), torch.randn(3, 30000)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        f(x, w)
+    made, zeros = [], torch.zeros
+
+    def counting(*size, **kwargs):
+        out = zeros(*size, **kwargs)
+        made.append(out.numel())
+        return out
+
+    monkeypatch.setattr(torch, "zeros", counting)
+    with pytest.raises(st.ExportError, match="view size is not compatible"):
+        st.export(f, (x, w), dynamic_shapes={"x": {0: Dim.AUTO}, "w": None})
+    assert made and max(made) <= 1 << 16, made  # (x's zeros: the replay did start on CPU)
+
+
+def test_a_cast_keeps_its_operands_layout():
+    """``x.to(dtype)`` is ``x`` itself or a copy with ``x``'s strides (preserve_format): a
+    contiguous input's cast answers layout questions, a view's is still refused, and
+    ``x.t().float().view(-1)`` is refused at export as eager raises."""
+    def strides(x):
+        return torch.tensor(x.double().stride()) + x.float().is_contiguous()
+
+    ep = st.export(strides, (torch.randn(3, 4),), dynamic_shapes={"x": {0: Dim.AUTO}})
+    for n in (0, 1, 2, 7):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), strides(x))
+    with pytest.raises(st.ExportError, match="layout"):
+        st.export(lambda x: x.t().double().stride(0), (torch.randn(3, 4),))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        torch.randn(3, 4).t().float().view(-1)
+    with pytest.raises(st.ExportError, match="view size is not compatible"):
+        st.export(lambda x: x.t().float().view(-1), (torch.randn(3, 4),),
+                  dynamic_shapes={"x": {0: Dim.AUTO}})
+
 # -- strides of dims of size 0 / 1 (is_contiguous() ignores them; stride() returns them) ---
 
 def _odd(shape, strides):

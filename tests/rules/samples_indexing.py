@@ -36,6 +36,14 @@ SAMPLES = [
     S(aten.slice.Tensor, (T(0, 3), 0, 1, None, 3)),
     S(aten.slice.Tensor, (T(10), 0, 0, 10, 4)),
     S(aten.slice_copy.Tensor, (T(10), 0, 2, -1, 3)),
+    S(aten.slice_scatter.default, (T(5, 3), T(2, 3), 0, 1, 3)),
+    S(aten.slice_scatter.default, (T(5, 3), T(5, 1), 1, -1)),
+    S(aten.slice_scatter.default, (T(5, 3), T(0, 3), 0, 3, 1)),
+    S(aten.slice_scatter.default, (T(10), T(3, dtype=f64), 0, 2, -1, 3)),
+    S(aten.slice_scatter.default, (T(4, 8), T(4, 4), 1, -7, -3)),
+    S(aten.slice_scatter.default, (T(4, 5), T(4, 0), 1, -7, -7)),
+    S(aten.select_scatter.default, (T(3, 4), T(4), 0, -1)),
+    S(aten.select_scatter.default, (T(3, 4), T(3, dtype=f64), 1, 2)),
     # advanced indexing
     C(aten.index.Tensor, (T(3, 4), [T(2, dtype=L, high=3)])),
     C(aten.index.Tensor, (T(3, 4), [None, T(2, dtype=L, high=4)])),
@@ -148,6 +156,10 @@ SAMPLES = [
 ]
 
 ERROR_SAMPLES = [
+    C(aten.slice_scatter.default, (T(5, 3), T(3, 3), 0, 1, 3)),
+    C(aten.slice_scatter.default, (T(5, 3), T(3), 0, 0, 3)),
+    C(aten.select_scatter.default, (T(3, 4), T(3), 0, 0)),
+    C(aten.select_scatter.default, (T(3, 4), T(4), 0, 3)),
     S(aten.select.int, (T(3, 4), 0, 3)),
     S(aten.select.int, (T(3, 4), 0, -4)),
     S(aten.select.int, (T(0,), 0, 0)),
