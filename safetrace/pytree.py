@@ -338,9 +338,10 @@ tree_map = pytree.tree_map
 class ModuleWalk(list):
     """``module_walk``'s list of (path, module), with ``facts``: a dict where the export's
     steps keep what they derive from the walk's paths, module identities and classes alone
-    (``walk_of``: the same dict while those are the same)."""
+    (``walk_of``: the same dict while those are the same), and ``held``: what its modules
+    hold that may be the user's code (``usercode.held_in``: read once per walk)."""
 
-    __slots__ = ("facts",)
+    __slots__ = ("facts", "held")
 
 
 def walk_of(model: Any) -> ModuleWalk:

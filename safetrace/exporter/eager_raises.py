@@ -90,7 +90,7 @@ def refuted(env: Env, contract: Contract, cond: Any, named: list[str],
     and the example size, then pseudo-random points; every other symbol keeps its example
     value.  A condition with a symbol that has no declared range (data-dependent) counts
     as refuted, at the example."""
-    return next(_refuting(env, contract, cond, named, floor), None)
+    return next(refuting(env, contract, cond, named, floor), None)
 
 
 def relation_assumed_away(env: Env, contract: Contract, cond: Any, named: list[str]) -> bool:
@@ -100,14 +100,14 @@ def relation_assumed_away(env: Env, contract: Contract, cond: Any, named: list[s
     broadcasting assumes such a dim is not 1): torch.export keeps it as a run-time check of
     its program, not a constraint violation, and so does safetrace (checked before any op
     runs)."""
-    points = list(itertools.islice(_refuting(env, contract, cond, named, 0), 256))
+    points = list(itertools.islice(refuting(env, contract, cond, named, 0), 256))
     return bool(points) and all(
         any(p[n] < ASSUMED_MIN for n in named) or requirements_only(env, p, True)
         for p in points)
 
 
-def _refuting(env: Env, contract: Contract, cond: Any, named: list[str],
-              floor: int) -> Iterator[dict]:
+def refuting(env: Env, contract: Contract, cond: Any, named: list[str],
+             floor: int) -> Iterator[dict]:
     """The points of `refuted`, each once, in the order tried."""
     names = sorted(cond.cond.free_symbols)
     values: dict[str, list[int]] = {}

@@ -33,6 +33,7 @@ from safetrace.exporter.contract import Condition, Contract, SymbolRange, Tensor
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node, kept_sizes
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
+from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
@@ -62,7 +63,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     """``run(overrides)`` exports with ``{Dim name: (hint, lo, hi)}`` in place of the
     declared ranges; a refusal that only narrows named Dims is split instead."""
     try:
-        return same_either_way(run, {}, run({}), max_splits)
+        ep = same_either_way(run, {}, run({}), max_splits)
+        return split_small_sizes(run, ep, max_splits, _explore, combine)
     except DeclaredSpaceViolation as exc:
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
@@ -118,6 +120,9 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             _explore(run, side, more[0], sides, budget)
             continue
         ep = same_either_way(run, side, ep, budget[1])
+        if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
+            _explore(run, side, ep.small_sides[0], sides, budget)
+            continue
         sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
 
 

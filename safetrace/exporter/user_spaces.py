@@ -21,6 +21,7 @@ before.
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import sys
@@ -31,6 +32,7 @@ from typing import Any
 import torch
 
 from safetrace.trace.rewrite import code_names, original_code
+from safetrace.trace.usercode import held_in
 
 _LIMIT = 2_000  # functions followed from one root (a larger closure is cut there)
 _INSTALLED = tuple(sorted({os.path.join(os.path.realpath(p), "")
@@ -60,16 +62,13 @@ def namespaces(model: Any, fn: Any, walk: Any = None) -> list[dict]:
     the traced function) may run: see the module's docstring.  (`walk`: the model's
     ``pytree.walk_of`` when the caller has it, its modules' classes read off it.)"""
     spaces: dict[int, dict] = {}
-    if walk is not None:
-        classes = {type(m) for _, m in walk}
-    else:
-        classes = set()
-        todo = [model] if isinstance(model, torch.nn.Module) else []
-        while todo:  # (the classes of the model's modules: no named walk needed)
-            m = todo.pop()
-            classes.add(type(m))
-            if m._modules:
-                todo.extend(c for c in m._modules.values() if c is not None)
+    if walk is None:
+        walk = [("", m) for m in model.modules()] if isinstance(model, torch.nn.Module) else []
+    classes = {type(m) for _, m in walk}
+    for m, held in held_in(walk):  # code set on an instance (``model.cb = utils.step``, a hook)
+        where = f"{type(m).__module__}:{type(m).__qualname__}"
+        for ns in _of_instance(held, where):
+            spaces.setdefault(id(ns), ns)
     for cls in classes:
         hit = _CLASSES.get(cls)
         if hit is None or not _current(hit[1]):
@@ -85,17 +84,41 @@ def namespaces(model: Any, fn: Any, walk: Any = None) -> list[dict]:
         if users(g.get("__name__", "") or ""):  # (forward's own module, as a class's)
             spaces[id(g)] = g
         if isinstance(f, types.FunctionType):
-            hit = _FUNCTIONS.get(id(f))
-            if hit is None or hit[0] is not f or not _current(hit[2]):
-                if len(_FUNCTIONS) > 10_000:
-                    _FUNCTIONS.clear()
-                    _LABELS.clear()
-                reach = _Reach()
-                reach.function(f)
-                hit = _FUNCTIONS[id(f)] = (f, *reach.found())
-            for ns in hit[1]:
+            for ns in _of_function(f):
                 spaces.setdefault(id(ns), ns)
     return list(spaces.values())
+
+
+def _of_function(f: types.FunctionType) -> tuple[dict, ...]:
+    """The namespaces function `f`'s code reaches, cached while they hold."""
+    hit = _FUNCTIONS.get(id(f))
+    if hit is None or hit[0] is not f or not _current(hit[2]):
+        if len(_FUNCTIONS) > 10_000:
+            _FUNCTIONS.clear()
+            _LABELS.clear()
+        reach = _Reach()
+        reach.function(f)
+        hit = _FUNCTIONS[id(f)] = (f, *reach.found())
+    return hit[1]
+
+
+def _of_instance(held: list[tuple[str, Any]], where: str) -> list[dict]:
+    """The namespaces that the code a module instance holds reaches (`held`: its
+    attributes as ``usercode.held_code`` gives them; `where`: its class, for labels).  A
+    function alone is cached as a traced one is; anything else is walked each export."""
+    out: list[dict] = []
+    for key, v in held:
+        if type(v) is types.FunctionType:
+            out += _of_function(v)
+            continue
+        reach = _Reach()
+        if key.startswith("_") and key.endswith("_hooks") and isinstance(v, dict):
+            for w in list(v.values()):  # (a hook dict's values: the hooks)
+                reach.value(w, (), (None, None, f"{where}.{key}"))
+        else:
+            reach.value(v, (), (None, None, f"{where}.{key}"))
+        out += reach.found()[0]
+    return out
 
 
 def label(ns: dict) -> str:
@@ -206,6 +229,11 @@ class _Reach:
         elif isinstance(v, property):
             for part in (v.fget, v.fset):
                 self.value(part, names)
+            return
+        elif isinstance(v, functools.partial):  # (its function and what it is bound to)
+            for part in (v.func, *v.args, *v.keywords.values()):
+                if type(part) not in _PLAIN:
+                    self.value(part, names, where)
             return
         if isinstance(v, types.MethodType) and where is not None and self._object(v.__self__):
             self.obj(v.__self__, names, (None, None, f"{where[2]}.__self__"))

@@ -9,6 +9,7 @@ model, and the zoo's bert, whose root holds containers, would not use it.)"""
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 import sys
 import types
@@ -17,6 +18,7 @@ from typing import Any
 
 import torch
 
+from safetrace.pytree import ModuleWalk
 from safetrace.trace.rewrite import code_names, original_code, reads_class, rewrite, \
     user_code, user_code_file
 
@@ -40,47 +42,14 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
     if isinstance(model, torch.nn.Module):
         classes: dict[int, type] = {}
         seen: set[int] = set()
-        for _, m in walk if walk is not None else [("", m) for m in model.modules()]:
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
+        walk = walk if walk is not None else [("", m) for m in model.modules()]
+        for _, m in walk:
             classes.setdefault(id(type(m)), type(m))
-            d = vars(m)
-            plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
-            if plain is not None and plain[0]() is m and len(d) == plain[1] and \
-                    _unchanged(d, plain):
-                continue
-            layout = tuple(d)
-            hit = _LAYOUTS.get(layout)
-            keys, hooks = hit if hit is not None else _scanned_keys(layout)
-            attrs = []
-            if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
-                attrs = [v for v in map(d.__getitem__, hooks) if v]
-            frozen = True  # every value scanned can never hold code (kept in _PLAIN)
-            for k in keys:
-                v = d[k]
-                t = type(v)
-                if t in _ATOMS:  # (the common attributes, by exact type)
-                    continue
-                if t in _CONTAINERS:
-                    # (a container of atoms holds no code: a conv's kernel_size, padding)
-                    if v and not _ATOMS.issuperset(map(type, v.values() if t is dict or
-                                                       t is collections.OrderedDict else v)):
-                        attrs.append(v)
-                    elif t is not tuple:  # (it may hold code later: scanned every export)
-                        frozen = False
-                elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
-                        issubclass(t, (dict, list, tuple, set)) and v:
-                    # (by type: what _collect can find code in; an isinstance test asks
-                    # the object for __class__, slow on a transformers config)
-                    attrs.append(v)
-            if attrs:
-                part = _collect(attrs)
-                if part[0] or part[1]:
-                    take(part)
-                    fresh = True
-            elif frozen:
-                _keep_plain(m, d, keys, hooks)
+        for _, attrs in held_in(walk):
+            part = _collect([v for _, v in attrs])
+            if part[0] or part[1]:
+                take(part)
+                fresh = True
         for cls in classes.values():
             take(_of_class(cls))
     # what the parts found so far reach through the modules defining their classes: a
@@ -118,9 +87,67 @@ def functions(model: Any, fn: Any, walk: list | None = None) -> tuple[list, bool
 
 
 _UNIONS: dict[tuple, tuple[list, list, list]] = {}
+
+
+def held_in(walk: list) -> list[tuple[Any, list[tuple[str, Any]]]]:
+    """(module, ``held_code(module)``) for each module of `walk` (``pytree.module_walk``'s
+    (path, module) pairs) that holds code; kept on a ``pytree.ModuleWalk`` (its ``held``),
+    read once per walk: an export's namespace watch and its user-code scan share it."""
+    found = getattr(walk, "held", None)
+    if found is not None:
+        return found
+    found, seen = [], set()
+    for _, m in walk:
+        if id(m) not in seen:
+            seen.add(id(m))
+            attrs = held_code(m)
+            if attrs:
+                found.append((m, attrs))
+    if isinstance(walk, ModuleWalk):
+        walk.held = found
+    return found
+
+
+def held_code(m: Any) -> list[tuple[str, Any]]:
+    """What module instance `m`'s own attributes hold that may be the user's code, as
+    (attribute, value): functions, methods, classes, ``functools.partial``s, containers
+    holding more than numbers and strings, and its hook dicts where one is set (read under
+    nn.Module's attribute name).  Empty where it holds none; a module whose scanned values
+    can never hold code is remembered (``_keep_plain``) and skipped while they stay."""
+    d = vars(m)
+    plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
+    if plain is not None and plain[0]() is m and len(d) == plain[1] and _unchanged(d, plain):
+        return []
+    layout = tuple(d)
+    hit = _LAYOUTS.get(layout)
+    keys, hooks = hit if hit is not None else _scanned_keys(layout)
+    attrs = []
+    if any(map(d.__getitem__, hooks)):  # (a hook is the user's function)
+        attrs = [(k, d[k]) for k in hooks if d[k]]
+    frozen = True  # every value scanned can never hold code (kept in _PLAIN)
+    for k in keys:
+        v = d[k]
+        t = type(v)
+        if t in _ATOMS:  # (the common attributes, by exact type)
+            continue
+        if t in _CONTAINERS:
+            # (a container of atoms holds no code: a conv's kernel_size, padding)
+            if v and not _ATOMS.issuperset(map(type, v.values() if t is dict or
+                                               t is collections.OrderedDict else v)):
+                attrs.append((k, v))
+            elif t is not tuple:  # (it may hold code later: scanned every export)
+                frozen = False
+        elif issubclass(t, _CODE_HOLDERS) or hasattr(t, "__func__") or \
+                issubclass(t, (dict, list, tuple, set)) and v:
+            # (by type: what _collect can find code in; an isinstance test asks the
+            # object for __class__, slow on a transformers config)
+            attrs.append((k, v))
+    if not attrs and frozen:
+        _keep_plain(m, d, keys, hooks)
+    return attrs
 # what may hold code that _collect finds (besides containers and types with __func__)
 _CODE_HOLDERS = (types.FunctionType, types.MethodType, type, staticmethod, classmethod,
-                 property)
+                 property, functools.partial)
 
 
 # nn.Module's own bookkeeping: tensors and submodules (walked on their own), never code
@@ -249,6 +276,10 @@ def _collect(roots: list, containers: int = 2) -> tuple[list, list]:
         elif isinstance(v, property):
             visit(v.fget, depth)
             visit(v.fset, depth)
+            return
+        elif isinstance(v, functools.partial):  # (its function and what it is bound to)
+            for w in (v.func, *v.args, *v.keywords.values()):
+                visit(w, depth)
             return
         v = getattr(v, "__func__", v)  # bound methods
         if isinstance(v, types.FunctionType):

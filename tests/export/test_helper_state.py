@@ -9,6 +9,8 @@ where nothing depends on it."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -229,3 +231,65 @@ def test_an_object_rebound_after_an_export_is_the_one_watched_next():
             st.export(ReadsAnObjectsState("method"), (torch.randn(3),))
     finally:
         helpers.tally = old
+
+
+class CallsWhatItHolds(torch.nn.Module):
+    """Code set on the instance from outside (``model.cb = utils.step``): forward names
+    neither the helper module nor its function."""
+
+    def __init__(self, cb=None) -> None:
+        super().__init__()
+        self.inner = torch.nn.Identity()
+        if cb is not None:
+            self.cb = cb
+
+    def forward(self, x):
+        if hasattr(self, "cbs"):
+            return self.inner(x) * self.cbs[0]()
+        if hasattr(self, "cb"):
+            return self.inner(x) * self.cb()
+        return self.inner(x) + 1
+
+
+def _holding(how: str) -> CallsWhatItHolds:
+    if how == "hook":  # (a submodule's forward hook from the helper module)
+        m = CallsWhatItHolds()
+        m.inner.register_forward_hook(lambda mod, args, out: out * helpers.step())
+        return m
+    if how == "list":
+        m = CallsWhatItHolds()
+        m.cbs = [step]
+        return m
+    return CallsWhatItHolds({"function": step, "partial": functools.partial(step),
+                             "method": helpers.tally.bump}[how])
+
+
+@pytest.mark.parametrize("how, name", [
+    ("function", "the global `COUNT`"), ("partial", "the global `COUNT`"),
+    ("list", "the global `COUNT`"), ("hook", "the global `COUNT`"),
+    ("method", r"`(tally|CallsWhatItHolds\.cb\.__self__)\.n`")])  # (its plainest name seen)
+def test_a_helper_function_set_on_the_instance_is_watched_where_the_graph_reads_its_state(
+        how, name):
+    helpers.reset()
+    x = torch.randn(3)
+    with pytest.raises(st.UnsupportedOpError, match=name + r" of module tests\.export\."):
+        st.export(_holding(how), (x,))
+    if how == "function":
+        ours, eager = _torch_and_eager(lambda: _holding(how), x)
+        torch.testing.assert_close(ours[0], eager[0])
+        assert not torch.equal(ours[1], eager[1])  # torch keeps multiplying by 1
+
+
+class _LogsThroughWhatItHolds(CallsWhatItHolds):
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = helpers.log_call
+        self.inner.register_forward_hook(lambda mod, args, out: helpers.rotate() and None)
+
+    def forward(self, x):
+        self.log()  # nothing computed reads it
+        return self.inner(x).relu() * 3
+
+
+def test_a_helper_function_set_on_the_instance_that_nothing_reads_exports():
+    _matches_eager_at_other_sizes(_LogsThroughWhatItHolds)

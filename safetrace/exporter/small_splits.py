@@ -1,0 +1,65 @@
+"""Size splits at 0 and 1 for a relation between named Dims that the program checks at run
+time (``if x.numel() < 4:``, ``if bool(y.numel()):`` with ``x.shape[0]`` declared from 0).
+
+A residual condition between two or more named Dims that fails only where one of them is
+below 2 (``x.shape[0]*x.shape[1] != 0``) is kept as a run-time check of the program, as
+torch.export keeps it (``eager_raises.relation_assumed_away``).  Where eager computes
+something at such a size (the condition picks a branch, it is not a requirement of an op),
+that check refuses inputs eager handles.  Here such a size is traced as a side of its own
+(``x.shape[0] == 0``, then the rest of the declared range), each side a complete export
+sound for its range, and the sides become one program as ``splits.py`` makes them: equal
+graphs merged, the rest dispatched by ``torch.cond``.  A split that fails for any reason
+leaves the program with its run-time check, as it was (nothing is lost).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+from safetrace.exporter.contract import Contract
+from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
+from safetrace.exporter.program import ExportedProgram
+from safetrace.symbolic import Env
+
+_POINTS = 256  # sizes breaking one condition looked at for a small size eager computes at
+
+
+def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
+    """The split to try, as ``DynamicDims.narrowed`` lists a narrowing (Dim name, the
+    point's size twice, the Dim's range traced, the point as hint, False), for the first
+    residual relation between named Dims that some size in their ranges breaks with a
+    named Dim below ``ASSUMED_MIN`` where every failing check is not a requirement (eager
+    runs there); [] when none.  (`dyn`: the export's ``DynamicDims``.)"""
+    for c in contract.conditions:
+        named = sorted(s for s in c.cond.free_symbols if s in dyn.dim_names and
+                       contract.symbol(s) is not None and contract.symbol(s).backed)
+        if len({dyn.dim_names[s] for s in named}) < 2 or any(
+                contract.symbol(s) is None or not contract.symbol(s).backed
+                for s in c.cond.free_symbols):
+            continue
+        for point in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+            small = [s for s in named if point[s] < ASSUMED_MIN]
+            if not small or requirements_only(env, point, True):
+                continue
+            name = dyn.dim_names[small[0]]
+            dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
+            v = point[small[0]]
+            if dim.min < dim.max:
+                return [(name, v, v, dim.min, dim.max, v, False)]
+    return []
+
+
+def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
+                      explore: Callable, combine: Callable) -> ExportedProgram:
+    """`ep`, or one program for it with its ``small_sides`` traced apart (`explore` and
+    `combine`: ``splits.py``'s, `run` as there); `ep` where any step fails."""
+    first = getattr(ep, "small_sides", ())
+    if not first or max_splits <= 0:
+        return ep
+    sides: list = []
+    try:
+        explore(run, {}, first[0], sides, [0, max_splits, None, False, True])
+        return combine(sides)
+    except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+        return ep
