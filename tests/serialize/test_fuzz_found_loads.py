@@ -428,3 +428,34 @@ def test_a_count_a_later_check_pins_is_recorded_as_that_number_and_loads():
         torch.testing.assert_close(loaded(x), m(x))
     with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
         loaded(torch.tensor([1.0, 1.0]))
+
+
+class _TwoSplits(torch.nn.Module):
+    def forward(self, y, z):
+        v0 = torch.ones(max(0, 6 - len(y)))
+        v1 = v0 * 2 if bool(len(v0)) else v0.sum(0, keepdim=True)
+        v2 = z * 2 if z.size(0) < 4 else z[:1]
+        return v0, v1, v2
+
+
+def test_a_branch_of_nested_size_splits_knows_what_their_facts_leave():
+    """Splits on ``s3 <= 5`` and ``s6 <= 3`` nest: the false branch of ``(s3 <= 5) and
+    (s6 <= 3)`` holds ``not (...)``, and inside it the true branch of ``s3 <= 5`` runs only
+    where ``s6 >= 4``, where ``z[:1]`` is one row; the loader kept ``min(s6, 1)`` (it did not
+    narrow a ``not (a and b)`` fact as the ``or`` it is) and refused the file's ``1``."""
+    m = _TwoSplits()
+    ep = st.export(m, (torch.randn(3, 7), torch.randn(6, 7)),
+                   dynamic_shapes=({0: Dim("d3", min=3)}, {0: Dim("d5", max=6)}))
+    loaded = _reloaded(ep).module()
+    for rows, n in [(3, 0), (3, 6), (5, 4), (6, 3), (9, 5), (4, 1)]:
+        y, z = torch.randn(rows, 7), torch.randn(n, 7)
+        for got, want in zip(loaded(y, z), m(y, z)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("shape", [[0, 7], [2, 7]])
+def test_a_nested_split_branch_recorded_as_other_rows_is_refused(shape):
+    ep = st.export(_TwoSplits(), (torch.randn(3, 7), torch.randn(6, 7)),
+                   dynamic_shapes=({0: Dim("d3", min=3)}, {0: Dim("d5", max=6)}))
+    with pytest.raises(st.LoadError, match="node 'slice_1': the file records"):
+        st.load(_recorded_as(ep, shape, "slice_1"))
