@@ -37,6 +37,7 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
+from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.scope import scoped
@@ -46,6 +47,7 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
+_CASES = 256  # sizes one load compares case by case (about a millisecond each), at most
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -67,6 +69,7 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
+        self.cases = _CASES  # sizes still to compare case by case (symbolic.cases)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -194,6 +197,9 @@ class Recorded:
             return True
         try:
             answer = self.env.decide(eq(d, r_in))
+            if answer is None and self.cases > 0:  # (two forms of one size, a min/max
+                self.cases -= 1  # placed otherwise in each: compared case by case)
+                answer = by_cases(self.env, eq(d, r_in))
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:

@@ -311,11 +311,12 @@ _P = ["max", ["add", ["mul", -1, ["max", ["min", "s0", ["add", "s0", ["mul", "s0
         "add", "s0", -1], 0]], 0]  # (the slice's length as the file writes it)
 
 
-@pytest.mark.parametrize("shape", [[1], [["min", _P, 2]], [_P]])
+@pytest.mark.parametrize("shape", [[1], [["add", _P, 1]], [2]])
 def test_a_cond_recorded_as_other_sizes_of_a_min_max_predicate_is_refused(shape):
     """The same file with the cond's rows recorded as one (the false branch has none at
-    ``len == 0``), ``min(len, 2)`` or ``len`` (two rows at ``len == 2``): refused, now that
-    the predicate is read as each branch's fact."""
+    ``len == 0``), ``len + 1`` or two: refused, now that the predicate is read as each
+    branch's fact.  (``min(len, 2)`` and ``len`` are no forgery: the slice ``y[n-2:-1]``
+    has at most one row, so they are ``min(len, 1)`` and load.)"""
     ep = st.export(_CondOnAClampedSliceLength(), (torch.randn(1),),
                    dynamic_shapes=({0: Dim.AUTO},))
     with pytest.raises(st.LoadError, match="records its value as"):
@@ -459,3 +460,17 @@ def test_a_nested_split_branch_recorded_as_other_rows_is_refused(shape):
                    dynamic_shapes=({0: Dim("d3", min=3)}, {0: Dim("d5", max=6)}))
     with pytest.raises(st.LoadError, match="node 'slice_1': the file records"):
         st.load(_recorded_as(ep, shape, "slice_1"))
+
+
+@pytest.mark.parametrize("shape", [[["min", _P, 2]], [_P]])
+def test_a_cond_recorded_in_another_form_of_its_size_loads(shape):
+    """``y[n-2:-1]`` has at most one row: ``min(len, 2)`` and ``len`` are ``min(len, 1)``
+    written otherwise, which the loader proves case by case on the min/max terms of the
+    length (``symbolic/cases.py``) and no longer refuses."""
+    m = _CondOnAClampedSliceLength()
+    ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},))
+    loaded = st.load(_recorded_as(ep, shape, "cond", "getitem")).module()
+    for n in (0, 1, 2, 5):
+        y = torch.randn(n)
+        for got, want in zip(loaded(y), m(y)):
+            torch.testing.assert_close(got, want)
