@@ -27,6 +27,7 @@ other size it is refused.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -47,7 +48,9 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
-_CASES = 256  # sizes one load compares case by case (about a millisecond each), at most
+# CPU seconds one load spends comparing sizes case by case (a millisecond each, 10 for a
+# file's largest expressions), at most: past them a size is compared as before
+_CASES = 0.25
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -69,7 +72,7 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
-        self.cases = _CASES  # sizes still to compare case by case (symbolic.cases)
+        self.cases = _CASES  # seconds left to compare sizes case by case (symbolic.cases)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -198,8 +201,9 @@ class Recorded:
         try:
             answer = self.env.decide(eq(d, r_in))
             if answer is None and self.cases > 0:  # (two forms of one size, a min/max
-                self.cases -= 1  # placed otherwise in each: compared case by case)
+                start = time.process_time()  # placed otherwise in each: case by case)
                 answer = by_cases(self.env, eq(d, r_in))
+                self.cases -= time.process_time() - start
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:
