@@ -152,6 +152,24 @@ class Recorded:
             self.restore(kept)
         return type(outs[0])(_scratch(v, d, self.env) for v, d in zip(rec, outs[0]))
 
+    def input_forms(self, node: torch.fx.Node) -> list | None:
+        """A torch.cond ``node``'s recorded sizes of each output where they are sizes of
+        the inputs (a number, or an expression of the contract's symbols), None where not
+        (a size read from data, a file's huge expression, not a tensor)."""
+        rec = node.meta.get("val")
+        if not isinstance(rec, (list, tuple)):
+            return None
+        out: list = []
+        for v in rec:
+            m = v.st_meta if isinstance(v, Proxy) else v
+            if not isinstance(m, TensorMeta):
+                out.append(None)
+                continue
+            out.append([to_expr(s) if isinstance(s, int) else to_expr(s.expr) if isinstance(
+                s, torch.SymInt) and _sizes(s, self.contract) and simple(to_expr(s.expr))
+                else None for s in m.shape])
+        return out
+
     # -- one value ---------------------------------------------------------------------
     def _same(self, rec: Any, der: Any) -> bool | None:
         """True where they are provably the same, False where they provably differ (or

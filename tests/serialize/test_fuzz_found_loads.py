@@ -474,3 +474,42 @@ def test_a_cond_recorded_in_another_form_of_its_size_loads(shape):
         y = torch.randn(n)
         for got, want in zip(loaded(y), m(y)):
             torch.testing.assert_close(got, want)
+
+
+class _StridedTailInASplit(torch.nn.Module):
+    def forward(self, x):
+        v0 = x * 2 if bool(x.shape[1]) else x[:1]
+        return v0, torch.masked_select(v0, v0 > 0), x[x.shape[0] - 2:x.shape[0] + 1:3]
+
+
+def _strided_split_program() -> st.ExportedProgram:
+    return st.export(_StridedTailInASplit(), (torch.randn(7, 7),),
+                     dynamic_shapes=({0: Dim("d0", max=16), 1: Dim("d0", max=16)},))
+
+
+def test_a_split_size_the_file_writes_for_both_branches_loads():
+    """A split on ``n == 0``: the file writes the rows of ``x[n-2:n+1:3]`` as the slice's
+    length of ``n``, which is each branch's (0 at ``n == 0``); the loader's ``n != 0``
+    branch simplified its own under ``n >= 1`` into a form that is 1 at ``n == 0``, so
+    neither branch's form was the cond's and the loader made a new size, refusing the
+    file (found by a load-only search, seed 7).  The file's form of the inputs' sizes is
+    now the cond's where each branch's size is that form where it runs."""
+    m = _StridedTailInASplit()
+    loaded = _reloaded(_strided_split_program()).module()
+    for n in (0, 1, 2, 3, 7, 16):
+        x = torch.randn(n, n)
+        for got, want in zip(loaded(x), m(x)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("rows", [["floordiv", ["add", "s0", 2], 3], 1, "s0"])
+def test_a_split_size_the_file_writes_otherwise_is_refused(rows):
+    """The file's form must be each branch's where it runs: ``(n + 2)//3`` (3 rows at
+    ``n == 7``), 1 (none at ``n == 0``) or ``n`` are refused."""
+    doc, tensors = hostile.parts(_recorded_as(_strided_split_program(), [], "none"))
+    for n in doc["nodes"]:
+        if n["name"] in ("cond", "getitem_2"):
+            val = n["meta"]["val"]
+            (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"][0] = rows
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(hostile.pack(doc, tensors))
