@@ -18,13 +18,14 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
+from safetrace.symbolic.scope import assuming
 from safetrace.symbolic.branches import either_form, one_form
 from safetrace.symbolic.cases import by_cases
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
 _CONNECTIVES = {operator.and_: and_, operator.or_: or_}
-_CASES = 64  # a cond's output sizes compared case by case (symbolic.cases), at most
+_CASES = 16  # a cond's output sizes compared case by case (symbolic.cases), at most
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
@@ -56,7 +57,7 @@ def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
 
 
 
-def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
+def merged(env: Any, outs: list, given: tuple, known: set, forms: Any = None) -> Any:
     """torch.cond's value from its branches' (``outs``, evaluated under ``given``), where
     they return as many tensors of one dtype and rank (else None): a size that is one
     wherever the cond runs is that size (a size split's branches may write it in two forms,
@@ -64,7 +65,10 @@ def merged(env: Any, outs: list, given: tuple, known: set) -> Any:
     in one branch, ``3*s0`` in the other, or a size read from data) is a new size, read
     from data as the exporter writes it, in the range of the two (one new size for each pair
 of branch sizes: outputs of one size in each branch are of one size).  Returns (the value, the
-    new sizes' symbol names)."""
+    new sizes' symbol names).  ``forms``: the file's recorded sizes of each output, where
+    they are sizes of the inputs (else None): one that each branch's size is where it runs
+    is the cond's (the loader's branch may simplify its size under its fact, into a form
+    the other branch's size is not: ``x[n-2:n+1:3]``'s length under ``n != 0``)."""
     a, b = outs
     if not isinstance(a, (list, tuple)) or not isinstance(b, (list, tuple)) or \
             len(a) != len(b):
@@ -92,12 +96,14 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
                 for side, v in zip(names, key):
                     side.setdefault(v.name, set()).add(made[key].expr)
     one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
-    cases = [_CASES]  # (sizes compared case by case, at most: about a millisecond each)
-    for (x, _), dims in zip(zip(a, b), pairs):
+    cases = [_CASES]  # (sizes compared case by case, at most: 1 to 10 ms each)
+    for i, ((x, _), dims) in enumerate(zip(zip(a, b), pairs)):
         shape = []
-        for p, q, one in dims:
+        for j, (p, q, one) in enumerate(dims):
             if one is None:
                 one = _renamed(env, p, q, one_of, given[0], cases)
+            if one is None and given[0] is not None:
+                one = _recorded(env, given, p, q, _form(forms, i, j))
             if one is None:  # (a pair met before is that size again, as the exporter
                 # writes it: two outputs that are one size in each branch are one there)
                 key = (to_expr(p), to_expr(q))
@@ -108,6 +114,25 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
             shape.append(one)
         value.append(TensorMeta(tuple(shape), x.dtype, x.device))
     return type(a)(value), fresh
+
+
+def _form(forms: Any, i: int, j: int) -> Any:
+    if forms is None or i >= len(forms) or forms[i] is None or j >= len(forms[i]):
+        return None
+    return forms[i][j]
+
+
+def _recorded(env: Any, given: tuple, p: Any, q: Any, form: Any) -> Any:
+    """The file's size ``form`` (of the inputs' sizes) where each branch's size is that
+    where the branch runs (``p`` where ``given[0]`` holds, ``q`` where ``given[1]``), else
+    None."""
+    if form is None:
+        return None
+    for fact, v in zip(given, (p, q)):
+        with assuming(env, fact) as runs:
+            if runs and env.decide(eq(to_expr(v), form)) is not True:
+                return None
+    return new_symbolic(form, env)
 
 
 def _bare(v: Any, known: set) -> bool:

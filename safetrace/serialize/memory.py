@@ -421,7 +421,8 @@ class StaticMemory:
                     return own
                 # (sizes in two forms, or that differ: the exporter's new size, read from
                 # data; the file must record it as one of its own, not as another size)
-                both = merged(self.env, outs, given, self.bound_symbols | self.opaque.keys())
+                both = merged(self.env, outs, given, self.bound_symbols | self.opaque.keys(),
+                              None if self.recorded is None else self.recorded.input_forms(node))
                 if both is None:
                     return _UNKNOWN
                 if self.recorded is not None:

@@ -27,6 +27,7 @@ other size it is refused.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -37,6 +38,7 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
+from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
 from safetrace.symbolic.expr import Expr, to_expr
 from safetrace.symbolic.scope import scoped
@@ -46,6 +48,9 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
+# CPU seconds one load spends comparing sizes case by case (a millisecond each, 10 for a
+# file's largest expressions), at most: past them a size is compared as before
+_CASES = 0.25
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -67,6 +72,7 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
+        self.cases = _CASES  # seconds left to compare sizes case by case (symbolic.cases)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -146,6 +152,24 @@ class Recorded:
             self.restore(kept)
         return type(outs[0])(_scratch(v, d, self.env) for v, d in zip(rec, outs[0]))
 
+    def input_forms(self, node: torch.fx.Node) -> list | None:
+        """A torch.cond ``node``'s recorded sizes of each output where they are sizes of
+        the inputs (a number, or an expression of the contract's symbols), None where not
+        (a size read from data, a file's huge expression, not a tensor)."""
+        rec = node.meta.get("val")
+        if not isinstance(rec, (list, tuple)):
+            return None
+        out: list = []
+        for v in rec:
+            m = v.st_meta if isinstance(v, Proxy) else v
+            if not isinstance(m, TensorMeta):
+                out.append(None)
+                continue
+            out.append([to_expr(s) if isinstance(s, int) else to_expr(s.expr) if isinstance(
+                s, torch.SymInt) and _sizes(s, self.contract) and simple(to_expr(s.expr))
+                else None for s in m.shape])
+        return out
+
     # -- one value ---------------------------------------------------------------------
     def _same(self, rec: Any, der: Any) -> bool | None:
         """True where they are provably the same, False where they provably differ (or
@@ -194,6 +218,10 @@ class Recorded:
             return True
         try:
             answer = self.env.decide(eq(d, r_in))
+            if answer is None and self.cases > 0:  # (two forms of one size, a min/max
+                start = time.process_time()  # placed otherwise in each: case by case)
+                answer = by_cases(self.env, eq(d, r_in))
+                self.cases -= time.process_time() - start
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:

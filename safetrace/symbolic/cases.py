@@ -22,11 +22,11 @@ DEPTH = 3  # min/max terms split on, one inside the other (2**DEPTH decisions at
 
 def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
     """True/False where ``cond`` is so in every case of its min/max terms (``depth`` of
-    them split on, the first met first), else None."""
+    them split on, innermost first), else None."""
     answer = env.decide(cond)
     if answer is not None or depth <= 0:
         return answer
-    term = next((x for x in dag_nodes(env.simplify(cond)) if x.op in ("min", "max")), None)
+    term = _innermost(env.simplify(cond))
     if term is None:
         return None
     first = term.args[0]
@@ -42,6 +42,16 @@ def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
         if None in answers or len(answers) > 1:
             return None
     return answers.pop() if len(answers) == 1 else None
+
+
+def _innermost(cond: Expr) -> Expr | None:
+    """A min/max term of ``cond`` with none inside it (splitting on it first settles the
+    terms around it in each case), else None."""
+    for x in dag_nodes(cond):
+        if x.op in ("min", "max") and not any(
+                y.op in ("min", "max") for a in x.args for y in dag_nodes(a)):
+            return x
+    return None
 
 
 def _replaced(e: Expr, old: Expr, new: Expr, memo: dict[Expr, Expr]) -> Expr:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from safetrace.symbolic.canon import or_
+from safetrace.symbolic.canon import not_, or_
 from safetrace.symbolic.decide import Facts, decide
 from safetrace.symbolic.expr import Expr
 from safetrace.symbolic.records import Contradiction
@@ -24,16 +24,17 @@ def narrow_disjunctions(env: Facts, cond: Expr, assume: Callable[[Expr], None]) 
     another), and none where the env holds more than a few: each look decides every side
     again, and none past a number of looks: a file's contract of thousands of conditions
     took minutes, and the cost of a decision grows with the facts."""
-    ors = [c for c in env.known if c.op == "or"]
+    ors = [c for c in env.known if _sides(c)]
     if not ors or len(ors) > _MAX_DISJUNCTIONS or env.cache.disjunction_looks >= _MAX_LOOKS:
         return
     env.cache.disjunction_looks += 1
     names = set(cond.free_symbols)
     for _ in range(len(ors)):
         left = []
-        for c in [c for c in env.known if c.op == "or" and c.free_symbols & names]:
-            rest = [a for a in c.args if decide(env, a) is not False]
-            if len(rest) < len(c.args):
+        for c in [c for c in env.known if _sides(c) and c.free_symbols & names]:
+            sides = _sides(c)
+            rest = [a for a in sides if decide(env, a) is not False]
+            if len(rest) < len(sides):
                 left.append((c, rest))
         if not left:
             return
@@ -43,6 +44,16 @@ def narrow_disjunctions(env: Facts, cond: Expr, assume: Callable[[Expr], None]) 
             env.known.discard(c)  # type: ignore[attr-defined]
             names |= set().union(*(a.free_symbols for a in rest))
             assume(or_(*rest))
+
+
+def _sides(c: Expr) -> list[Expr]:
+    """The sides of an ``or`` fact, ``not (a and b)`` as ``not a or not b`` (a cond's false
+    branch of ``(s3 <= 5) and (s6 <= 3)``); else none."""
+    if c.op == "or":
+        return list(c.args)
+    if c.op == "not" and c.args[0].op == "and":
+        return [not_(a) for a in c.args[0].args]
+    return []
 
 
 def collapsed(env: Facts, pairs: Sequence[tuple[Expr, Expr]],

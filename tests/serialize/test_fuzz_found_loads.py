@@ -311,11 +311,12 @@ _P = ["max", ["add", ["mul", -1, ["max", ["min", "s0", ["add", "s0", ["mul", "s0
         "add", "s0", -1], 0]], 0]  # (the slice's length as the file writes it)
 
 
-@pytest.mark.parametrize("shape", [[1], [["min", _P, 2]], [_P]])
+@pytest.mark.parametrize("shape", [[1], [["add", _P, 1]], [2]])
 def test_a_cond_recorded_as_other_sizes_of_a_min_max_predicate_is_refused(shape):
     """The same file with the cond's rows recorded as one (the false branch has none at
-    ``len == 0``), ``min(len, 2)`` or ``len`` (two rows at ``len == 2``): refused, now that
-    the predicate is read as each branch's fact."""
+    ``len == 0``), ``len + 1`` or two: refused, now that the predicate is read as each
+    branch's fact.  (``min(len, 2)`` and ``len`` are no forgery: the slice ``y[n-2:-1]``
+    has at most one row, so they are ``min(len, 1)`` and load.)"""
     ep = st.export(_CondOnAClampedSliceLength(), (torch.randn(1),),
                    dynamic_shapes=({0: Dim.AUTO},))
     with pytest.raises(st.LoadError, match="records its value as"):
@@ -428,3 +429,87 @@ def test_a_count_a_later_check_pins_is_recorded_as_that_number_and_loads():
         torch.testing.assert_close(loaded(x), m(x))
     with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
         loaded(torch.tensor([1.0, 1.0]))
+
+
+class _TwoSplits(torch.nn.Module):
+    def forward(self, y, z):
+        v0 = torch.ones(max(0, 6 - len(y)))
+        v1 = v0 * 2 if bool(len(v0)) else v0.sum(0, keepdim=True)
+        v2 = z * 2 if z.size(0) < 4 else z[:1]
+        return v0, v1, v2
+
+
+def test_a_branch_of_nested_size_splits_knows_what_their_facts_leave():
+    """Splits on ``s3 <= 5`` and ``s6 <= 3`` nest: the false branch of ``(s3 <= 5) and
+    (s6 <= 3)`` holds ``not (...)``, and inside it the true branch of ``s3 <= 5`` runs only
+    where ``s6 >= 4``, where ``z[:1]`` is one row; the loader kept ``min(s6, 1)`` (it did not
+    narrow a ``not (a and b)`` fact as the ``or`` it is) and refused the file's ``1``."""
+    m = _TwoSplits()
+    ep = st.export(m, (torch.randn(3, 7), torch.randn(6, 7)),
+                   dynamic_shapes=({0: Dim("d3", min=3)}, {0: Dim("d5", max=6)}))
+    loaded = _reloaded(ep).module()
+    for rows, n in [(3, 0), (3, 6), (5, 4), (6, 3), (9, 5), (4, 1)]:
+        y, z = torch.randn(rows, 7), torch.randn(n, 7)
+        for got, want in zip(loaded(y, z), m(y, z)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("shape", [[0, 7], [2, 7]])
+def test_a_nested_split_branch_recorded_as_other_rows_is_refused(shape):
+    ep = st.export(_TwoSplits(), (torch.randn(3, 7), torch.randn(6, 7)),
+                   dynamic_shapes=({0: Dim("d3", min=3)}, {0: Dim("d5", max=6)}))
+    with pytest.raises(st.LoadError, match="node 'slice_1': the file records"):
+        st.load(_recorded_as(ep, shape, "slice_1"))
+
+
+@pytest.mark.parametrize("shape", [[["min", _P, 2]], [_P]])
+def test_a_cond_recorded_in_another_form_of_its_size_loads(shape):
+    """``y[n-2:-1]`` has at most one row: ``min(len, 2)`` and ``len`` are ``min(len, 1)``
+    written otherwise, which the loader proves case by case on the min/max terms of the
+    length (``symbolic/cases.py``) and no longer refuses."""
+    m = _CondOnAClampedSliceLength()
+    ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: Dim.AUTO},))
+    loaded = st.load(_recorded_as(ep, shape, "cond", "getitem")).module()
+    for n in (0, 1, 2, 5):
+        y = torch.randn(n)
+        for got, want in zip(loaded(y), m(y)):
+            torch.testing.assert_close(got, want)
+
+
+class _StridedTailInASplit(torch.nn.Module):
+    def forward(self, x):
+        v0 = x * 2 if bool(x.shape[1]) else x[:1]
+        return v0, torch.masked_select(v0, v0 > 0), x[x.shape[0] - 2:x.shape[0] + 1:3]
+
+
+def _strided_split_program() -> st.ExportedProgram:
+    return st.export(_StridedTailInASplit(), (torch.randn(7, 7),),
+                     dynamic_shapes=({0: Dim("d0", max=16), 1: Dim("d0", max=16)},))
+
+
+def test_a_split_size_the_file_writes_for_both_branches_loads():
+    """A split on ``n == 0``: the file writes the rows of ``x[n-2:n+1:3]`` as the slice's
+    length of ``n``, which is each branch's (0 at ``n == 0``); the loader's ``n != 0``
+    branch simplified its own under ``n >= 1`` into a form that is 1 at ``n == 0``, so
+    neither branch's form was the cond's and the loader made a new size, refusing the
+    file (found by a load-only search, seed 7).  The file's form of the inputs' sizes is
+    now the cond's where each branch's size is that form where it runs."""
+    m = _StridedTailInASplit()
+    loaded = _reloaded(_strided_split_program()).module()
+    for n in (0, 1, 2, 3, 7, 16):
+        x = torch.randn(n, n)
+        for got, want in zip(loaded(x), m(x)):
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("rows", [["floordiv", ["add", "s0", 2], 3], 1, "s0"])
+def test_a_split_size_the_file_writes_otherwise_is_refused(rows):
+    """The file's form must be each branch's where it runs: ``(n + 2)//3`` (3 rows at
+    ``n == 7``), 1 (none at ``n == 0``) or ``n`` are refused."""
+    doc, tensors = hostile.parts(_recorded_as(_strided_split_program(), [], "none"))
+    for n in doc["nodes"]:
+        if n["name"] in ("cond", "getitem_2"):
+            val = n["meta"]["val"]
+            (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"][0] = rows
+    with pytest.raises(st.LoadError, match="records its value as"):
+        st.load(hostile.pack(doc, tensors))

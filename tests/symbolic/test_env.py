@@ -337,3 +337,15 @@ def test_two_forms_of_one_size_are_equal_case_by_case() -> None:
     assert by_cases(env, eq(a, u)) is None  # (u == 2: 1 and 2)
     assert by_cases(env, ge(a, 2)) is False and by_cases(env, le(a, 1)) is True
     assert not env.facts and not env.linear  # (the cases are assumed inside only)
+
+
+def test_a_not_and_fact_is_narrowed_as_an_or() -> None:
+    # (nested size splits: the false branch of (s3 <= 5) and (s6 <= 3), then the true
+    # branch of s3 <= 5 inside it, where s6 >= 4)
+    from safetrace.symbolic import and_, not_
+    env = Env()
+    s3, s6 = env.new_unbacked(3, None), env.new_unbacked(0, 6)
+    env.add_fact(not_(and_(le(s3, 5), le(s6, 3))))
+    assert env.decide(eq(min_(s6, 1), 1)) is None
+    env.add_fact(le(s3, 5))
+    assert env.bounds(s6) == Range(4, 6) and env.decide(eq(min_(s6, 1), 1)) is True

@@ -189,3 +189,22 @@ def test_exact_division_by_a_positive_symbol(x, y, k, c) -> None:
     env2 = Env()
     u = env2.new_unbacked(name="u")  # a divisor that may be 0 is left alone
     assert "//" in str(env2.simplify((3 * u * u) // u))
+
+
+@SETTINGS
+@given(st.lists(raw_conds(), max_size=3), raw_conds(), bindings())
+def test_case_by_case_decisions_are_sound(facts, r, b) -> None:  # type: ignore
+    """``symbolic.cases.by_cases`` (st.load compares two forms of one size with it): an
+    answer holds at every binding that satisfies the facts, and the env is left as it
+    was (its cases are assumed inside only)."""
+    from safetrace.symbolic.cases import by_cases
+    env = _env(None)
+    for f in facts:
+        if _value_or_none(f, b):
+            env.add_fact(build(f))
+    v = _value_or_none(r, b)
+    assume(v is not None)
+    known, linear = set(env.known), list(env.linear)
+    d = by_cases(env, build(r))
+    assert d is None or d == v
+    assert env.known == known and env.linear == linear
