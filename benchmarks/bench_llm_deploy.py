@@ -6,13 +6,18 @@ Columns: the export (seconds); greedy tokens of ``ep.module()`` against eager ``
 (AOTInductor) and ``st.to_executorch`` (the ExecuTorch runtime), whether the artifact is
 made and whether its first call (the prefill of the 7-token prompt) gives eager's logits.
 
+``--aoti`` prints a table of AOTInductor packages only: ``st.to_aoti(ep)`` and torch's
+``torch._inductor.aoti_compile_and_package(ep.to_torch())`` side by side, each: compile
+seconds, the prefill against eager, 20 greedy tokens of one loaded package against eager
+``generate``, and prompts of 0 and 65 tokens (outside ``seq``'s [1, 64]) refused.
+
 ``--more`` prints a second table per family: a DynamicCache prefill+decode program (the
 cache in and out as tensors, ``seq = Dim(min=1)``, ``past = Dim(min=0)``), its 20 greedy
 tokens against eager; and ``model(ids, mask, use_cache=False)`` (a bool keyword input,
 ``batch`` and ``seq`` dynamic) through ``to_torch().run_decompositions()``, ONNX and
 ExecuTorch, each compared with eager's logits at another batch and length.
 
-Run: .venv/bin/python benchmarks/bench_llm_deploy.py [--no-aoti] [--more] [llama gemma2 ...]
+Run: .venv/bin/python benchmarks/bench_llm_deploy.py [--no-aoti] [--more] [--aoti] [llama gemma2 ...]
 (tiny configs with random weights, built at run time; AOTInductor compiles take ~1-2 min.)
 """
 
@@ -192,12 +197,98 @@ def more_row(kind: str, tmp: str) -> list[str]:
     return [kind, _try(lambda: dynamic_cache_tokens(model)), *bool_keyword_cells(model, kind, tmp)]
 
 
+_REFUSES = """
+import sys, torch
+runner = torch._inductor.aoti_load_package(sys.argv[1])
+n = int(sys.argv[2])
+try:
+    with torch.no_grad():
+        runner(input_ids=torch.zeros(1, n, dtype=torch.long), cache_position=torch.arange(n))
+except Exception as exc:
+    print("refused", type(exc).__name__)
+else:
+    print("RUNS")
+"""
+
+
+def _refuses(pkg: str, n: int) -> str:
+    """Whether the package at `pkg` refuses a prompt of `n` tokens (outside seq's [1, 64]),
+    in a child process: a package without the check may crash its process."""
+    import signal
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", _REFUSES, pkg, str(n)], capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode < 0:
+        return f"CRASH ({signal.Signals(-out.returncode).name})"
+    if out.returncode:
+        return f"CRASH (exit {out.returncode})"
+    words = out.stdout.split()
+    return f"refused ({words[1]})" if words[:1] == ["refused"] else "RUNS"
+
+
+def aoti_cells(ep, model, make, tmp: str, tag: str) -> list[str]:
+    """One AOTInductor package of `ep` made by `make(path)`: compile seconds, the prefill's
+    logits against eager, 20 greedy tokens against eager ``generate`` (the cache is the
+    package's state: one loaded runner does the prefill and every decode step), and
+    prompts of 0 and 65 tokens (out of ``seq``'s [1, 64]) refused."""
+    t = time.perf_counter()
+    try:
+        pkg = make(f"{tmp}/{tag}.pt2")
+    except Exception as exc:  # noqa: BLE001 - the row names the failure
+        return [_fails(exc)] + ["-"] * 4
+    took = time.perf_counter() - t
+    prompt = torch.randint(0, G.VOCAB, (1, 7))
+    with torch.no_grad():
+        want = model(prompt).logits
+    load = torch._inductor.aoti_load_package
+
+    def prefill() -> str:
+        with torch.no_grad():
+            return _close(load(pkg)(input_ids=prompt, cache_position=torch.arange(7)), want)
+
+    def tokens() -> str:
+        with torch.no_grad():
+            got = G.static_tokens(load(pkg), prompt)
+        return "identical" if got == G.eager_tokens(model, prompt) else "DIFFER"
+
+    return [f"{took:.0f}", _try(prefill), _try(tokens), _try(lambda: _refuses(pkg, 0)),
+            _try(lambda: _refuses(pkg, G.CACHE + 1))]
+
+
+def aoti_row(kind: str, tmp: str) -> list[str]:
+    """``--aoti``: ``st.to_aoti(ep)`` and torch's own ``aoti_compile_and_package`` of
+    ``ep.to_torch()``, each checked as `aoti_cells` says."""
+    family, overrides = VARIANTS.get(kind, (kind, {}))
+    model = G.tiny(family, **overrides)
+    ep = _export(model)
+
+    def ours(path):
+        return st.to_aoti(ep, path)
+
+    def torchs(path):
+        return torch._inductor.aoti_compile_and_package(ep.to_torch(), package_path=path)
+
+    return [kind, *aoti_cells(ep, model, ours, tmp, f"{kind}-st"),
+            *aoti_cells(ep, model, torchs, tmp, f"{kind}-torch")]
+
+
 def main(kinds: list[str]) -> None:
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
     aoti_on = "--no-aoti" not in kinds
     more = "--more" in kinds
+    aoti = "--aoti" in kinds
     kinds = [k for k in kinds if not k.startswith("--")]
+    if aoti:
+        cells = "compile s | prefill vs eager | 20 tokens vs eager | seq 0 | seq 65"
+        print(f"| model | st.to_aoti: {cells} | aoti_compile_and_package(ep.to_torch()): "
+              f"{cells} |")
+        print("|---" * 11 + "|")
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in kinds or ["llama", "gemma2", "gpt2"]:
+                print("| " + " | ".join(aoti_row(kind, tmp)) + " |", flush=True)
+        return
     if more:
         print("| model | DynamicCache: 20 tokens vs eager | use_cache=False: ep.module() "
               "| run_decompositions | ONNX | ExecuTorch |")

@@ -7,6 +7,7 @@ Per model: ``st.export``; ``to_torch()`` (fake values built from our shapes, the
 ``torch.export.export``.  Models: the zoo's (hand-written and transformers), tiny
 transformers LLMs built from configs (a StaticCache prefill+decode program, seq >= 1, as in
 tests/llm), and the Llama-3-8B shape on the meta device (no weights allocated).
+``--real``: SmolLM-135M's and GPT-2's shapes on CPU (random weights, ``real_models``).
 ``--onnx`` adds st.to_onnx vs torch.onnx.export on a few models.  Each time is the best
 (the minimum: least disturbed) of ``--repeat`` runs after one warm-up of every path.
 
@@ -25,7 +26,7 @@ first.  ``--bytecode none`` keeps the environment as it is: where
 ``PYTHONDONTWRITEBYTECODE`` is set (this repository's development machines), safetrace's
 ~1.9 MB of source is compiled in every process (~0.35 s of CPU) while torch's is not.
 
-Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--onnx] [--quick] [--clock cpu] [names]
+Run: .venv/bin/python benchmarks/bench_to_torch.py [--zoo] [--llm] [--big] [--real] [--onnx] [--quick] [--clock cpu] [names]
      .venv/bin/python benchmarks/bench_to_torch.py --floor [--clock cpu] [names]
      .venv/bin/python benchmarks/bench_to_torch.py --first [--repeat N] [--bytecode none] [names]
 """
@@ -55,7 +56,7 @@ from benchmarks.common import torch_spec  # noqa: E402
 
 warnings.filterwarnings("ignore")
 logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-ONNX_MODELS = ("mlp", "tiny_gpt", "llama")
+ONNX_MODELS = ("mlp", "tiny_gpt", "llama", "smollm", "gpt2-124m")
 LLM = ("llama", "gemma2", "gpt2", "qwen2", "qwen3", "mistral", "phi3", "gemma", "olmo2",
        "granite", "smollm3")
 
@@ -121,6 +122,32 @@ def big_model() -> tuple:
     seq = st.Dim("seq", min=2, max=4096)
     return ("llama-3-8b shape (meta)", model, (ids,), {"use_cache": False},
             {"input_ids": {1: seq}, "use_cache": None})
+
+
+def real_models(names: list[str]) -> list:
+    """``--real``: two small released LLMs' shapes on CPU with random weights, as a user
+    exports them (``use_cache=False``, ``seq`` in [2, 2048]): SmolLM-135M (llama
+    architecture, 30 layers, hidden 576, GQA 9/3; 135 M parameters) and GPT-2 (124 M)."""
+    import transformers
+
+    shapes = {
+        "smollm-135m shape": (transformers.LlamaConfig, transformers.LlamaForCausalLM, dict(
+            vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+            num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=2048,
+            tie_word_embeddings=True, rope_theta=10000.0)),
+        "gpt2-124m shape": (transformers.GPT2Config, transformers.GPT2LMHeadModel, {}),
+    }
+    out = []
+    for name, (config, cls, kw) in shapes.items():
+        if names and not any(name.startswith(n) for n in names):
+            continue
+        torch.manual_seed(0)
+        model = cls(config(**kw)).eval()
+        ids = torch.randint(0, 1000, (1, 16))
+        seq = st.Dim("seq", min=2, max=1024)
+        out.append((name, model, (ids,), {"use_cache": False},
+                    {"input_ids": {1: seq}, "use_cache": None}))
+    return out
 
 
 # -- one model ----------------------------------------------------------------------------------
@@ -307,6 +334,7 @@ def main() -> None:
     ap.add_argument("--zoo", action="store_true")
     ap.add_argument("--llm", action="store_true")
     ap.add_argument("--big", action="store_true")
+    ap.add_argument("--real", action="store_true")
     ap.add_argument("--onnx", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
@@ -324,11 +352,12 @@ def main() -> None:
         warm_up()
         floor(o.names, o.repeat)
         return
-    if not (o.zoo or o.llm or o.big):
+    if not (o.zoo or o.llm or o.big or o.real):
         o.zoo = o.llm = True
     torch.manual_seed(0)
     warm_up()
-    models = (zoo_models(o.names) if o.zoo else []) + (llm_models(o.names) if o.llm else [])
+    models = (zoo_models(o.names) if o.zoo else []) + (llm_models(o.names) if o.llm else []) \
+        + (real_models(o.names) if o.real else [])
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cpus, "
           f"torch {torch.__version__}; best of {o.repeat}, {o.clock} time")
     print("| model | st.export ms | to_torch ms | to_torch(verify) ms | torch.export ms | "

@@ -40,6 +40,7 @@ from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
+from safetrace.interop.input_guards import input_guards
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data)
 from safetrace.interop.lazy import graph_signature
@@ -169,7 +170,7 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        tep._guards_code.extend(self._input_guards(tep))
+        tep._guards_code.extend(input_guards(self.ep, tep))
         return tep
 
     def _as_torch_settings(self) -> None:
@@ -183,42 +184,6 @@ class _Converter:
         settings = self.shape_env.settings
         if not settings.specialize_zero_one:
             self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)
-
-    def _input_guards(self, tep: Any) -> list[str]:
-        """Guards torch's ``module()`` checks first (``Guard failed: x.dtype ==
-        torch.int32``, naming the input): each tensor input's dtype (the graph's
-        ``_assert_tensor_metadata`` checks it too, but its message names no input and it
-        stays where torch drops these: ``run_decompositions``, re-export, a saved file);
-        a specialized constant's type, as torch's guard compares it by ``==`` only (3.0 ==
-        3, 0 == False).  (Held in the program object; torch.export.save drops them.)"""
-        inputs = self.ep.contract.inputs
-        if not inputs:
-            return []
-        args, kwargs = tep.example_inputs
-        ctx = dict(zip(self._arg_names(), args))
-        ctx.update(kwargs)
-        if any(isinstance(v, torch.nn.Module) for v in _pytree.tree_leaves(
-                ctx, is_leaf=lambda v: isinstance(v, torch.nn.Module))):
-            return []  # (a module given as an input: torch's guards see it as one leaf)
-        leaves = _pytree.tree_leaves_with_path(ctx)
-        if len(leaves) != len(inputs):
-            return []
-        out = []
-        for (path, leaf), inp in zip(leaves, inputs):
-            if isinstance(inp, TensorInput) and not (inp.scalar or inp.subclass) and \
-                    type(leaf) is torch.Tensor:
-                out.append(f"L{_pytree.keystr(path)}.dtype == {inp.dtype}")
-            elif isinstance(inp, ConstInput) and inp.value is None:
-                # torch's guard leaves a None input unchecked (a tensor passed there runs
-                # the branch traced for None): ours refuses anything but None
-                out.append(f"L{_pytree.keystr(path)} is None or "
-                           f"torch._guards.TracingContext.try_get() is not None")
-            elif isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
-                # while torch traces the program (run_decompositions, re-export) the value
-                # is torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
-                out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
-                           f"torch._guards.TracingContext.try_get() is not None")
-        return out
 
     # -- symbols -----------------------------------------------------------------------------
     def _symbolic_env(self) -> Any:
@@ -523,7 +488,8 @@ class _Converter:
             specs.append(OutputSpec(kind, arg, spec.target if spec.kind != "user_output"
                                     else None))
             values.append(new)
-        self.graph.output(tuple(values))
+        # (Graph.output's general node constructor: ~4x the direct one)
+        add_node(self.graph, "output", (tuple(values),), {}, "output", op="output")
         return specs
 
     def _placeholder_of(self, target: str) -> str | None:
@@ -607,7 +573,8 @@ class _Converter:
             # on the device the program runs on: AOTInductor compares each example with
             # its placeholder's fake value (a CUDA program with CPU examples is refused)
             val = ph.meta.get("val")
-            if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor):
+            if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor) and \
+                    leaves[leaf].device != val.device:
                 leaves[leaf] = leaves[leaf].to(val.device)
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)

@@ -225,7 +225,7 @@ def _hint(v: Any) -> Any:
     return v
 
 
-# Small examples replay on CPU tensors of zeros: the first computed op on meta tensors
+# Small examples replay on CPU tensors (`_cpu`): the first computed op on meta tensors
 # makes torch import its Python meta kernels (sympy included, seconds); CPU kernels give
 # the same strides (TensorIterator), at the cost of computing on the example's sizes.
 # Every tensor the replay starts from must be small too: a small view of ``linear(x, W)``
@@ -243,8 +243,17 @@ def _numel(shape: tuple) -> int:
     return n
 
 
+def _cpu(t: torch.Tensor) -> torch.Tensor:
+    """A CPU example's values: zeros where values can be indices (integer and bool
+    tensors: in range for an index op), else left as allocated. Only the strides are read,
+    and filling an example of more than 32768 elements runs on torch's thread pool, whose
+    wake-up costs ~40 ms a fill on a machine whose cores are busy (a GPT-2's split q/k/v
+    views replay from the (1, 16, 2304) projection)."""
+    return t.zero_() if not (t.is_floating_point() or t.is_complex()) else t
+
+
 def _example(node: Any, depth: int, memo: dict | None = None) -> Any:
-    """A tensor (meta, or CPU zeros for a small example) with the strides that
+    """A tensor (meta, or CPU for a small example) with the strides that
     ``node``'s value has at the example inputs, found by replaying the ops between it and
     tensors of known (contiguous) layout: views, and computed ops too (eager's elementwise
     ops, ``clone`` and ``*_like`` keep an operand's layout: ``(x.t() * 2)`` is as strided
@@ -269,11 +278,11 @@ def _example_of(node: Any, depth: int, memo: dict) -> Any:
             raise LookupError(node)
     if val.st_contig:
         if memo.get(_ON_CPU):
-            return torch.zeros(shape, dtype=meta.dtype)
+            return _cpu(torch.empty(shape, dtype=meta.dtype))
         return torch.empty(shape, dtype=meta.dtype, device="meta")
     if val.st_strides is not None:  # (a strided buffer, an input's strided example)
         if memo.get(_ON_CPU):
-            return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype).zero_()
+            return _cpu(torch.empty_strided(shape, val.st_strides, dtype=meta.dtype))
         return torch.empty_strided(shape, val.st_strides, dtype=meta.dtype, device="meta")
     op = node.target
     if depth > 16 or node.op != "call_function" or not node.args:

@@ -260,7 +260,7 @@ def test_view_of_a_computed_strided_tensor_of_a_large_example_is_refused():
 @pytest.mark.slow   # (the replay on meta tensors imports torch's meta kernels)
 def test_a_small_view_replayed_from_a_large_tensor_replays_on_meta(monkeypatch):
     """The small ``(x.t() * w[:, :4].t()).view(-1)`` replays from ``w`` (90,000 elements): the
-    whole replay runs on meta tensors, no CPU zeros of ``w``'s size (a transformer's
+    whole replay runs on meta tensors, no CPU tensor of ``w``'s size (a transformer's
     projection views replayed from 4096 x 4096 weights: ~20 ms each), the same refusal."""
     def f(x, w):
         return (x.t() * w[:, :4].t()).view(-1)
@@ -268,17 +268,18 @@ def test_a_small_view_replayed_from_a_large_tensor_replays_on_meta(monkeypatch):
     x, w = torch.randn(3, 4), torch.randn(3, 30000)
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         f(x, w)
-    made, zeros = [], torch.zeros
+    made, empty = [], torch.empty
 
     def counting(*size, **kwargs):
-        out = zeros(*size, **kwargs)
-        made.append(out.numel())
+        out = empty(*size, **kwargs)
+        if out.device.type == "cpu":
+            made.append(out.numel())
         return out
 
-    monkeypatch.setattr(torch, "zeros", counting)
+    monkeypatch.setattr(torch, "empty", counting)
     with pytest.raises(st.ExportError, match="view size is not compatible"):
         st.export(f, (x, w), dynamic_shapes={"x": {0: Dim.AUTO}, "w": None})
-    assert made and max(made) <= 1 << 16, made  # (x's zeros: the replay did start on CPU)
+    assert 12 in made and max(made) <= 1 << 16, made  # (x's: the replay did start on CPU)
 
 
 def test_a_cast_keeps_its_operands_layout():

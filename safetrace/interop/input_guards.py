@@ -1,0 +1,63 @@
+"""The guards torch's ``module()`` of a converted program checks first: each tensor input's
+dtype and each specialized constant's type, named by the input (``Guard failed:
+x.dtype == torch.int32``).
+
+The graph's ``_assert_tensor_metadata`` checks a dtype too, but its message names no input,
+and it stays where torch drops these (``run_decompositions``, re-export, a saved file).
+torch's own guard compares a constant by ``==`` only (3.0 == 3, 0 == False), hence the type.
+The guards are held in the program object (torch.export.save drops them).  They are a
+function of the contract and the input structure: made once per pair, kept on the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree
+
+from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.interop.hierarchy import arg_names
+
+
+def input_guards(ep: Any, tep: Any) -> list[str]:
+    """The guard texts of `ep`'s inputs, `tep` its conversion (its stand-in examples have
+    the structure torch's guards read)."""
+    made = ep.contract.derived("torch input guards", lambda c: [])
+    for spec, guards in made:
+        if spec is ep.in_spec:
+            return list(guards)
+    guards = _guards(ep, tep)
+    made.append((ep.in_spec, tuple(guards)))
+    return guards
+
+
+def _guards(ep: Any, tep: Any) -> list[str]:
+    inputs = ep.contract.inputs
+    if not inputs:
+        return []
+    args, kwargs = tep.example_inputs
+    ctx = dict(zip(arg_names(ep), args))
+    ctx.update(kwargs)
+    if any(isinstance(v, torch.nn.Module) for v in _pytree.tree_leaves(
+            ctx, is_leaf=lambda v: isinstance(v, torch.nn.Module))):
+        return []  # (a module given as an input: torch's guards see it as one leaf)
+    leaves = _pytree.tree_leaves_with_path(ctx)
+    if len(leaves) != len(inputs):
+        return []
+    out = []
+    for (path, leaf), inp in zip(leaves, inputs):
+        if isinstance(inp, TensorInput) and not (inp.scalar or inp.subclass) and \
+                type(leaf) is torch.Tensor:
+            out.append(f"L{_pytree.keystr(path)}.dtype == {inp.dtype}")
+        elif isinstance(inp, ConstInput) and inp.value is None:
+            # torch's guard leaves a None input unchecked (a tensor passed there runs the
+            # branch traced for None): ours refuses anything but None
+            out.append(f"L{_pytree.keystr(path)} is None or "
+                       f"torch._guards.TracingContext.try_get() is not None")
+        elif isinstance(inp, ConstInput) and type(inp.value) in (int, float, bool, str):
+            # while torch traces the program (run_decompositions, re-export) the value is
+            # torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
+            out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
+                       f"torch._guards.TracingContext.try_get() is not None")
+    return out
