@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from safetrace.errors import OpShapeError, StructuredError
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
@@ -51,24 +50,12 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     return []
 
 
-def eager_raises(exc: BaseException) -> bool:
-    """Whether a side's export failed as eager fails at its size: an op's own check
-    (``OpShapeError``), or the program's code raising (``assert``, ``raise ValueError``).
-    Not a refusal of safetrace's (a construct it does not export, too many splits): the
-    original program may run those inputs."""
-    return isinstance(exc, OpShapeError) or (
-        isinstance(exc, _RAISED) and not isinstance(exc, StructuredError))
-
-
-_RAISED = (AssertionError, IndexError, ValueError, ZeroDivisionError)
-
-
 def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
                       explore: Callable, combine: Callable) -> ExportedProgram:
     """`ep`, or one program for it with its ``small_sides`` traced apart (`explore` and
     `combine`: ``splits.py``'s, `run` as there); `ep` where any step fails.  A side of
-    one size below 2 whose export fails as eager fails there (``eager_raises``) is left
-    out, its inputs refused by the program's contract."""
+    one size below 2 that does not export (an op raises there, as eager does) is left out,
+    its inputs refused by the program's contract."""
     first = getattr(ep, "small_sides", ())
     if not first or max_splits <= 0:
         return ep

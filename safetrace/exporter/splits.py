@@ -33,7 +33,7 @@ from safetrace.exporter.contract import Condition, Contract, SymbolRange, Tensor
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node, kept_sizes
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
-from safetrace.exporter.small_splits import eager_raises, split_small_sizes
+from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
@@ -118,8 +118,9 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             if isinstance(exc, DeclaredSpaceViolation) and more:
                 _explore(run, side, more[0], sides, budget)
                 continue
-            if len(budget) > 5 and plo == phi < 2 and eager_raises(exc):  # (small_splits.py:
-                budget[5].append(f" (an op raises at {_range_text(name, plo, phi)})")  # refused)
+            if len(budget) > 5 and plo == phi < 2:  # (small_splits.py: its inputs refused)
+                budget[5].append((f" ({_range_text(name, plo, phi)} does not export: "
+                                  f"{type(exc).__name__})"))
                 continue
             raise
         ep = same_either_way(run, side, ep, budget[1])
