@@ -53,16 +53,13 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
 def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
                       explore: Callable, combine: Callable) -> ExportedProgram:
     """`ep`, or one program for it with its ``small_sides`` traced apart (`explore` and
-    `combine`: ``splits.py``'s, `run` as there); `ep` where any step fails.  A side of
-    one size below 2 that does not export (an op raises there, as eager does) is left out,
-    its inputs refused by the program's contract."""
+    `combine`: ``splits.py``'s, `run` as there); `ep` where any step fails."""
     first = getattr(ep, "small_sides", ())
     if not first or max_splits <= 0:
         return ep
     sides: list = []
-    gaps: list[str] = []  # a size eager raises at (or that does not export): refused
     try:
-        explore(run, {}, first[0], sides, [0, max_splits, None, False, True, gaps])
-        return combine(sides, gaps) if sides else ep
+        explore(run, {}, first[0], sides, [0, max_splits, None, False, True])
+        return combine(sides)
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep

@@ -113,16 +113,12 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         side[name] = (phint, plo, phi)
         try:
             ep = run(side)
-        except Exception as exc:
+        except DeclaredSpaceViolation as exc:
             more = getattr(exc, "st_narrowed", None)
-            if isinstance(exc, DeclaredSpaceViolation) and more:
-                _explore(run, side, more[0], sides, budget)
-                continue
-            if len(budget) > 5 and plo == phi < 2:  # (small_splits.py: its inputs refused)
-                budget[5].append((f" ({_range_text(name, plo, phi)} does not export: "
-                                  f"{type(exc).__name__})"))
-                continue
-            raise
+            if not more:
+                raise
+            _explore(run, side, more[0], sides, budget)
+            continue
         ep = same_either_way(run, side, ep, budget[1])
         if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
             _explore(run, side, ep.small_sides[0], sides, budget)
@@ -150,11 +146,10 @@ def _region_text(region: dict) -> str:
 
 
 # -- combining ---------------------------------------------------------------------------------
-def combine(sides: list[Side], gaps: list[str] = ()) -> ExportedProgram:
-    """One program for all sides: equal graphs merged, the rest dispatched by torch.cond.
-    `gaps`: the origins of regions no side stands for (their inputs refused)."""
+def combine(sides: list[Side]) -> ExportedProgram:
+    """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
     notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
-    clamped = _clamp(sides) + list(gaps)
+    clamped = _clamp(sides)
     merged = True
     while merged and len(sides) > 1:
         merged = False

@@ -76,28 +76,3 @@ def test_a_requirement_at_zero_stays_a_check():
     torch.testing.assert_close(ours(torch.randn(1, 0)), NeedsARow()(torch.randn(1, 0)))
     with pytest.raises(st.InputMismatchError):
         ours(torch.randn(0, 3))
-
-
-class RowsOnlyAndAMedian(torch.nn.Module):
-    def forward(self, x):
-        if x.size(0) == x.numel():  # (b == c == 1: a branch at sizes below 2)
-            v0 = x * 2
-        else:
-            v0 = x.sum(0, keepdim=True)
-        return v0, x.nanmedian(2).values  # (eager raises where c == 0)
-
-
-def test_a_size_where_an_op_raises_is_refused_and_the_others_traced():
-    spec = {0: Dim("a", min=2, max=16), 1: Dim("b", max=16), 2: Dim("c", max=16)}
-    ep = st.export(RowsOnlyAndAMedian(), (torch.randn(4, 3, 3),), dynamic_shapes=(spec,))
-    ours, eager = ep.module(), RowsOnlyAndAMedian()
-    for s in [(2, 1, 1), (16, 1, 1), (3, 0, 2), (3, 2, 1), (3, 1, 7), (2, 5, 7)]:
-        x = torch.randn(*s)
-        torch.testing.assert_close(ours(x), eager(x), msg=str(s))
-    for s in [(3, 1, 0), (3, 2, 0)]:  # (both raise)
-        with pytest.raises(IndexError):
-            eager(torch.randn(*s))
-        with pytest.raises(Exception):
-            ours(torch.randn(*s))
-    with pytest.raises(st.InputMismatchError):
-        ours(torch.randn(1, 1, 1))
