@@ -30,6 +30,7 @@ from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
 from safetrace.exporter.state_rows import state_rows
 from safetrace.exporter.replay import forward_of
+from safetrace.exporter.root_hooks import with_root_hooks
 from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import base_placeholder, fresh_written_constants
 from safetrace.meta import TensorMeta
@@ -189,7 +190,8 @@ class Exporter:
                 with refusals_watched(self.env, lambda q: _data_dependent(q, self.env)), \
                         guard, ExportSession(self.model, self.fn, self.walk), tracer, \
                         module_stack(self.model, tracer, self.preserve, self.walk) as tree:
-                    out = forward_of(self.model, self.fn)(*targs, **tkwargs)
+                    call = with_root_hooks(self.model, forward_of(self.model, self.fn))
+                    out = call(*targs, **tkwargs)  # (the model's own hooks: root_hooks.py)
                     _drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)

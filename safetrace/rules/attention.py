@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check
+from safetrace.rules.common import broadcast_shapes, check, every
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
 
@@ -84,13 +84,13 @@ def _scaled_dot_product_flash_attention_for_cpu(
     check(query.shape[3] == key.shape[3] == value.shape[3], op,
           "scaled_dot_product_attention_flash_attention: Q/K/V should have the same head size")
     b, h, length, e = query.shape
-    check(key.shape[0] == b and value.shape[0] == b, op, f"batch sizes of query, key and "
+    check(every((key.shape[0] == b, value.shape[0] == b)), op, f"batch sizes of query, key and "
           f"value must be equal, got {b}, {key.shape[0]} and {value.shape[0]}")
-    check(key.shape[1] == value.shape[1] and key.shape[2] == value.shape[2], op,
+    check(every((key.shape[1] == value.shape[1], key.shape[2] == value.shape[2])), op,
           f"key {list(key.shape)} and value {list(value.shape)} must have the same heads and "
           f"sequence length")
     # the CPU kernel divides by these sizes: it crashes the process where one is 0
-    check(h != 0 and key.shape[1] != 0 and length != 0 and key.shape[2] != 0, op,
+    check(every((h != 0, key.shape[1] != 0, length != 0, key.shape[2] != 0)), op,
           f"the CPU flash attention kernel needs non-empty heads and sequences, got query "
           f"{list(query.shape)} and key {list(key.shape)}; scaled_dot_product_attention "
           f"handles empty inputs")

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import check, every
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -177,6 +177,6 @@ def assert_tensor_metadata(a: TensorMeta, size: Any = None, stride: Any = None,
         check(a.device == torch.device(device), "_assert_tensor_metadata",
               f"Tensor device mismatch! Expected {device}, got {a.device}")
     if size is not None:
-        check(len(size) == a.ndim and all(x == y for x, y in zip(a.shape, size)),
+        check(len(size) == a.ndim and every(x == y for x, y in zip(a.shape, size)),
               "_assert_tensor_metadata", f"Tensor sizes mismatch! Expected {list(size)}")
     return None  # (strides: the node itself checks them when the program runs)

@@ -275,7 +275,7 @@ def pool_out(size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool) -> Any:
 def pool_input(op: str, x: TensorMeta, n: int) -> None:
     """Pooling takes (C, *spatial) or (N, C, *spatial); only N may be 0."""
     ok = x.ndim in (n + 1, n + 2)
-    check(ok and all(s != 0 for s in x.shape[x.ndim - n - 1:]), op,
+    check(ok and every(s != 0 for s in x.shape[x.ndim - n - 1:]), op,
           f"Expected {n + 1}D or {n + 2}D (batch mode) tensor with optional 0 dim batch size "
           f"for input, but got: {list(x.shape)}")
 
@@ -551,10 +551,10 @@ def im2col(self: TensorMeta, kernel_size: Any, dilation: Any, padding: Any,
     check(self.ndim in (3, 4), op, "Expected 3D or 4D (batch mode) tensor with possibly 0 "
           "batch size and other non-zero dimensions for input")
     c, h, w = self.shape[-3:]
-    check(c != 0 and h != 0 and w != 0, op, "Expected 3D or 4D (batch mode) tensor with "
+    check(every((c != 0, h != 0, w != 0)), op, "Expected 3D or 4D (batch mode) tensor with "
           "possibly 0 batch size and other non-zero dimensions for input")
     oh, ow = conv_out(h, k[0], s[0], p[0], d[0]), conv_out(w, k[1], s[1], p[1], d[1])
-    check(oh >= 1 and ow >= 1, op, "Given input with spatial size, the calculated shape of "
+    check(every((oh >= 1, ow >= 1)), op, "Given input with spatial size, the calculated shape of "
           "the array of sliding blocks must be at least one")
     return self.like(shape=self.shape[:-3] + (c * k[0] * k[1], oh * ow))
 

@@ -185,3 +185,29 @@ def test_a_raise_a_calling_frame_catches_is_a_branch_not_a_requirement() -> None
     for n in (0, 1, 2, 7):  # (both sides traced: sizes 0 and 1 run, as in eager)
         x = torch.randn(n)
         same(ep.module()(x), _caught_by_the_caller(x))
+
+
+@pytest.mark.parametrize("fn, shape, sizes, refused", [
+    (lambda x: F.unfold(x, 2), (1, 1, 6, 4), [2, 5], [0, 1]),
+    (lambda x: F.avg_pool1d(x, 3, 2, 1), (2, 3, 5), [1, 2, 8], [0]),
+], ids=["unfold shorter than its kernel", "pooling an empty length"])
+def test_a_requirement_on_several_sizes_at_once_is_the_ops_on_each(
+        fn: Callable, shape: tuple, sizes: list, refused: list) -> None:
+    """An op's check of several sizes (`oh >= 1 and ow >= 1`, every spatial size non-zero)
+    was a plain branch on the first: refused at export.  Exported, sizes where eager raises
+    refused by the input checks (torch.export refuses both: its guards rule out sizes
+    eager runs, 2 for unfold, 1 and 2 for the pooling)."""
+    model, d = Fn(fn), 2
+    ours = st.export(model, (torch.randn(*shape),), dynamic_shapes=({d: Dim("b")},)).module()
+
+    def at(n: int) -> torch.Tensor:
+        return torch.randn(*shape[:d], n, *shape[d + 1:])
+
+    for n in sizes:
+        x = at(n)
+        same(ours(x), fn(x))
+    for n in refused:
+        with pytest.raises(Exception):
+            fn(at(n))
+        with pytest.raises(st.InputMismatchError):
+            ours(at(n))

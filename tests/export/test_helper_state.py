@@ -256,6 +256,10 @@ def _holding(how: str) -> CallsWhatItHolds:
         m = CallsWhatItHolds()
         m.inner.register_forward_hook(lambda mod, args, out: out * helpers.step())
         return m
+    if how == "root hook":  # (on the model itself: run around forward)
+        m = CallsWhatItHolds()
+        m.register_forward_hook(lambda mod, args, out: out * helpers.step())
+        return m
     if how == "list":
         m = CallsWhatItHolds()
         m.cbs = [step]
@@ -267,6 +271,7 @@ def _holding(how: str) -> CallsWhatItHolds:
 @pytest.mark.parametrize("how, name", [
     ("function", "the global `COUNT`"), ("partial", "the global `COUNT`"),
     ("list", "the global `COUNT`"), ("hook", "the global `COUNT`"),
+    ("root hook", "the global `COUNT`"),
     ("method", r"`(tally|CallsWhatItHolds\.cb\.__self__)\.n`")])  # (its plainest name seen)
 def test_a_helper_function_set_on_the_instance_is_watched_where_the_graph_reads_its_state(
         how, name):
