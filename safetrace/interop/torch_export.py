@@ -33,6 +33,7 @@ from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
                                          provenance, training_verifier)
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
+from safetrace.interop.relation_guards import relation_guards
 from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
@@ -218,7 +219,8 @@ class _Converter:
                 # is torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
                 out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
                            f"torch._guards.TracingContext.try_get() is not None")
-        return out
+        return out + relation_guards(self.ep.contract, leaves, ctx,
+                                     bool(getattr(self.ep, "defers_checks", False)))
 
     # -- symbols -----------------------------------------------------------------------------
     def _symbolic_env(self) -> Any:
