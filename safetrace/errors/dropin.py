@@ -147,9 +147,11 @@ def traced_subclass(cls: str, source: str) -> UnsupportedOpError:
 
 class FakeKernelMismatch(UnsupportedOpError, RuntimeError):
     """A custom op's fake kernel, or its schema, disagrees with what its kernel does (a
-    RuntimeError too, as torch's own refusal of it)."""
+    RuntimeError too, as torch's own refusal of it; where it leaves st.export, torch's
+    MetadataMismatchError too, the class torch's real-tensor propagation raises)."""
 
     kind = "fake-mismatch"
+    torch_classes = ("MetadataMismatchError",)
 
 
 _FAKE_FIXES = {

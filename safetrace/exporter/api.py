@@ -263,6 +263,7 @@ class Exporter:
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
         ep.deferred_checks = [p.text() for p in problems] if self.defer else []
+        ep.defers_checks = bool(self.defer)
         ep.example_inputs = (args, kwargs)
         if real_kernels.requested():  # torch's fake_tensor_propagate_real_tensors
             real_kernels.check_custom_ops(ep, args, kwargs, self.env)

@@ -121,6 +121,7 @@ class ExportedProgram:
         # torch.export's prefer_deferred_runtime_asserts_over_guards: what the input checks
         # refuse beyond the declared space (one line per declared dim)
         self.deferred_checks: list[str] = []
+        self.defers_checks = False  # (exported with that option: checks raise at run time)
         # (args, kwargs) the program was exported with, as torch.export keeps them (None
         # for a loaded program: the file holds no inputs)
         self.example_inputs: tuple[tuple, dict] | None = None

@@ -18,6 +18,7 @@ from torch.utils import _pytree
 
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
+from safetrace.interop.relation_guards import relation_guards
 
 
 def input_guards(ep: Any, tep: Any) -> list[str]:
@@ -60,4 +61,5 @@ def _guards(ep: Any, tep: Any) -> list[str]:
             # torch's stand-in (a symbol, or 0/1 for a bool): the check is for calls
             out.append(f"type(L{_pytree.keystr(path)}) is {type(inp.value).__name__} or "
                        f"torch._guards.TracingContext.try_get() is not None")
-    return out
+    return out + relation_guards(ep.contract, leaves, ctx,
+                                 bool(getattr(ep, "defers_checks", False)))

@@ -67,6 +67,9 @@ def _torch_class(name: str) -> tuple[type, Any]:
     if head in ("ConstraintViolationError", "GuardOnDataDependentSymNode"):
         from torch.fx.experimental import symbolic_shapes
         return getattr(symbolic_shapes, head), None
+    if head == "MetadataMismatchError":  # (a RuntimeError: fake kernel against kernel)
+        from torch._subclasses.fake_tensor import MetadataMismatchError
+        return MetadataMismatchError, None
     return getattr(builtins, head), None
 
 

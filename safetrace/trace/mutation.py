@@ -133,7 +133,12 @@ def reads_own_memory(op: Any, target: Any, args: Any) -> None:
     """Refuse an in-place write of `target` (a node) whose other tensor arguments include
     another view of its memory when the memory's layout is not known (a vmap's output:
     eager's strides follow its batching rules): eager's overlap check (an error for a
-    partial overlap of dense tensors) depends on the strides."""
+    partial overlap of dense tensors) depends on the strides.  A written list (a custom
+    op's ``Tensor(a!)[]`` argument) is each of its tensors written."""
+    if isinstance(target, (list, tuple)):
+        for t in target:
+            reads_own_memory(op, t, args)
+        return
     _reshaped_vmap_output(op, target)
     root = storage_root(target)
     if getattr(root.meta.get("val"), "st_contig", None) is not None:

@@ -62,6 +62,35 @@ def bumps_declared(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 bumps_declared.register_fake(lambda x, y: x.clone())
 
 
+@torch.library.custom_op("st_realk::bumps_list", mutates_args=())
+def bumps_list(xs: list[torch.Tensor]) -> torch.Tensor:
+    x, y = xs
+    y.add_(1)
+    return x.clone()
+
+
+bumps_list.register_fake(lambda xs: xs[0].clone())
+
+
+@torch.library.custom_op("st_realk::bumps_list_declared", mutates_args={"xs"})
+def bumps_list_declared(xs: list[torch.Tensor]) -> torch.Tensor:
+    x, y = xs
+    y.add_(1)
+    return x.clone()
+
+
+bumps_list_declared.register_fake(lambda xs: xs[0].clone())
+
+
+class CallList(torch.nn.Module):
+    def __init__(self, op: Callable) -> None:
+        super().__init__()
+        self.op = op
+
+    def forward(self, xs):
+        return self.op(xs)
+
+
 @torch.library.custom_op("st_realk::adds", mutates_args=())
 def adds(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x + y
@@ -101,12 +130,32 @@ REFUSED = [
 @pytest.mark.parametrize("name, op, args, spec, words, torch_words", REFUSED,
                          ids=[r[0] for r in REFUSED])
 def test_refused_as_torch_refuses(name, op, args, spec, words, torch_words) -> None:
-    with pytest.raises(Exception, match=torch_words):
+    with pytest.raises(Exception, match=torch_words) as theirs:
         _real(lambda: torch.export.export(Call(op), args, dynamic_shapes=spec))
     with pytest.raises(FakeKernelMismatch, match=words) as info:
         _real(lambda: st.export(Call(op), args, dynamic_shapes=spec))
     assert "docs/errors.md#fake-mismatch" in str(info.value)
-    assert isinstance(info.value, RuntimeError)  # (code catching torch's refusal catches it)
+    # code catching torch's refusal (a RuntimeError; MetadataMismatchError for the fake
+    # kernel's own mismatches) catches ours
+    assert isinstance(info.value, type(theirs.value))
+
+
+def test_list_argument_written() -> None:
+    """A kernel writing an element of a list argument: refused as torch refuses it when
+    the schema does not declare it (it was an internal error), exported when it does."""
+    args = ([R(8), R(8)],)
+    with pytest.raises(RuntimeError, match="argument 'xs'"):
+        _real(lambda: torch.export.export(CallList(bumps_list), args))
+    with pytest.raises(FakeKernelMismatch, match="argument 'xs'"):
+        _real(lambda: st.export(CallList(bumps_list), args))
+    _real(lambda: torch.export.export(CallList(bumps_list_declared), args))
+    ep = st.export(CallList(bumps_list_declared), ([R(8), R(8)],))
+    for _ in range(2):
+        got = [R(8), R(8)]
+        want_in = [t.clone() for t in got]
+        want = bumps_list_declared(want_in)
+        out = ep.module()(got)
+        assert torch.equal(out, want) and torch.equal(got[1], want_in[1])
 
 
 @pytest.mark.parametrize("op, args, spec", [

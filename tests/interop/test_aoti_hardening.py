@@ -23,7 +23,9 @@ class Pool(torch.nn.Module):
 
 def _tensor_checks_only(tep):
     """The converted module with its symbolic ``_assert_scalar`` checks removed, as inductor
-    removes those it proves in its own model of the sizes (every size >= 2)."""
+    removes those it proves in its own model of the sizes (every size >= 2), and without
+    the guard code repeating them (a package keeps no ``_guards_code``)."""
+    tep._guards_code[:] = [g for g in tep._guards_code if ".dtype ==" in g]
     g = tep.graph
     for n in list(g.nodes):
         if n.target is torch.ops.aten._assert_scalar.default:
