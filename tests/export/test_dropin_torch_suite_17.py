@@ -101,8 +101,8 @@ def test_a_broadcast_relation_between_named_dims_is_a_run_time_check(defer: bool
     conv = ours.to_torch().module()
     for args in inputs:
         same(conv(*args), SliceToOther()(*args))
-    for args in bad:
-        with pytest.raises(RuntimeError):
+    for args in bad:  # (torch's guard error; the graph's assert where no guard says it)
+        with pytest.raises((AssertionError, RuntimeError)):
             conv(*args)
 
 
