@@ -469,7 +469,17 @@ class Env:
         self._refresh()
 
     def _refresh(self) -> None:
-        """Re-simplify stored facts after the replacements changed."""
+        """Re-simplify stored facts after the replacements changed.  A stored expression
+        that now divides by zero contradicts them: the program computed it (or checked
+        it) where they hold, and eager raises on a zero divisor, so the divisor is not
+        zero wherever the program goes on (``(s0 - 1) // (s0 // 2)`` of a split by
+        ``s0 // 2``, under an assumption ``s0 == 0`` of a branch that never runs)."""
+        try:
+            self._resimplify()
+        except ZeroDivisionError as exc:
+            raise Contradiction(f"contradiction: {exc} under the known facts") from None
+
+    def _resimplify(self) -> None:
         lin, known, atom, div = self.linear, self.known, self.atoms, self.divisors
         self.linear, self.known, self.atoms, self.divisors = [], set(), {}, {}
         self._bump()

@@ -660,3 +660,22 @@ def test_an_in_place_view_keeps_vmaps_unknown_layout_for_the_overlap_check():
 
     _same_as_eager(g, (torch.randn(3, 4),), ({1: Dim("n", min=2)},),
                    [(torch.randn(3, n),) for n in (2, 5)])
+
+
+def test_a_cond_on_a_size_that_zeroes_an_earlier_divisor_is_an_export_error():
+    # fuzz seed 2123: the cond's true branch (2*d0 == 0) assumed d0 == 0, which made the
+    # split's chunk count (d0 + d0//2 - 1)//(d0//2) divide by zero: ZeroDivisionError
+    # escaped st.export. The branch cannot run where the split ran (d0//2 != 0).
+    class P(torch.nn.Module):
+        def forward(self, x, y, z):
+            v0 = x.unsafe_split(x.shape[2] // 2 or 1, 2)[0]
+            v1 = torch.cond(y.size(-1) == 0, lambda t: t.sum(0, keepdim=True),
+                            lambda t: t[:1], (y,))
+            return (v0, v1)
+
+    d0 = Dim("d0")
+    spec = ({0: Dim.DYNAMIC, 2: d0}, {0: 2 * d0},
+            {0: d0, 1: Dim("d1", min=3, max=6), 2: Dim.AUTO})
+    args = (torch.randn(1, 0, 3), torch.randn(6), torch.randn(3, 3, 3))
+    with pytest.raises(st.DeclaredSpaceViolation, match=r"x\.shape\[2\]//2 != 0"):
+        st.export(P(), args, dynamic_shapes=spec)

@@ -349,3 +349,22 @@ def test_a_not_and_fact_is_narrowed_as_an_or() -> None:
     assert env.decide(eq(min_(s6, 1), 1)) is None
     env.add_fact(le(s3, 5))
     assert env.bounds(s6) == Range(4, 6) and env.decide(eq(min_(s6, 1), 1)) is True
+
+
+def test_an_assumption_that_zeroes_a_stored_divisor_never_holds() -> None:
+    # fuzz seed 2123: `x.unsafe_split(x.shape[2] // 2 or 1, 2)` stores the chunk count
+    # (s0 + s0//2 - 1)//(s0//2); a cond on `2*s0 == 0` then assumed s0 == 0 inside its true
+    # branch, and re-simplifying the count divided by zero (a ZeroDivisionError escaped
+    # st.export). The program computed the count, so its divisor is not zero wherever the
+    # facts hold: the assumption is refuted, the branch never runs.
+    from safetrace.symbolic.scope import assuming
+    env = Env()
+    s0 = env.new_backed(3)
+    assert env.evaluate(ne(s0 // 2, 0)) is True
+    count = (s0 + s0 // 2 - 1) // (s0 // 2)
+    assert env.evaluate(eq(count, 3)) is True
+    with assuming(env, eq(2 * s0, 0)) as runs:
+        assert runs is False
+    with assuming(env, eq(s0, 5)) as runs:
+        assert runs is True
+    assert env.decide(eq(s0, 3)) is None  # (what the blocks assumed is forgotten)
