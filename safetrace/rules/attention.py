@@ -62,7 +62,7 @@ def scaled_dot_product_attention(query: TensorMeta, key: TensorMeta, value: Tens
     scores = matmul(query, key.like(key.shape[:-2] + (key.shape[-1], key.shape[-2])))
     if attn_mask is not None:
         shape = broadcast_shapes(scores.shape, attn_mask.shape, op=op)
-        check(len(shape) == scores.ndim and all(a is b or a == b
+        check(len(shape) == scores.ndim and every(a is b or a == b
                                                 for a, b in zip(shape, scores.shape)), op,
               f"output with shape {list(scores.shape)} doesn't match the broadcast shape "
               f"{list(shape)}")
@@ -102,7 +102,7 @@ def _scaled_dot_product_flash_attention_for_cpu(
               f"{attn_mask.dtype}")
         full = (b, h, length, key.shape[2])
         shape = broadcast_shapes(full, attn_mask.shape, op=op)
-        check(len(shape) == 4 and all(x is y or x == y for x, y in zip(shape, full)), op,
+        check(len(shape) == 4 and every(x is y or x == y for x, y in zip(shape, full)), op,
               f"attn_mask {list(attn_mask.shape)} does not broadcast to {list(full)}")
     lse = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
     return query.like(), query.like((b, h, length), lse)

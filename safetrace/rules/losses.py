@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, prod, static_zero
+from safetrace.rules.common import broadcast_shapes, check, every, prod, static_zero
 from safetrace.rules.pointwise import FLOAT_ONLY, castable, reject, same_shape
 from safetrace.rules.registry import get_rule, rule
 
@@ -287,7 +287,7 @@ def binary_cross_entropy(self: TensorMeta, target: TensorMeta,
     floating(op, self, "binary_cross_entropy")
     sq = _squeezed(self.shape)
     out = broadcast_shapes(sq, _squeezed(target.shape), op=op)
-    check(len(out) == len(sq) and all(a == b for a, b in zip(out, sq)), op,
+    check(len(out) == len(sq) and every(a == b for a, b in zip(out, sq)), op,
           f"output with shape {list(sq)} doesn't match the broadcast shape {list(out)}")
     if weight is not None:
         same_shape(op, self, broadcast_shapes(self.shape, weight.shape, op=op))

@@ -11,7 +11,7 @@ import torch
 
 from safetrace.errors import shape_error
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, decided_max
+from safetrace.rules.common import broadcast_shapes, check, decided_max, every
 from safetrace.rules.registry import op_name, rule
 from safetrace.symbolic import sym_min
 
@@ -167,7 +167,7 @@ def pad_sequence(sequences: Sequence[TensorMeta], batch_first: bool = False,
         check(seq.ndim >= 1, op, "Dimension specified as 0 but tensor has no dimensions")
         dest = (seq.shape[0],) + trailing  # the sequence is copied into this slice
         shape = broadcast_shapes(dest, seq.shape, op=op)
-        check(len(shape) == len(dest) and all(a is b or a == b
+        check(len(shape) == len(dest) and every(a is b or a == b
                                               for a, b in zip(shape, dest)), op,
               f"The expanded size of the tensor {list(seq.shape)} must match the "
               f"existing size {list(dest)}")

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import check, every
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -29,7 +29,8 @@ def check_dtypes(op: str, input: TensorMeta, tensors: Sequence[TensorMeta | None
 
 
 def check_hidden(op: str, hx: TensorMeta, expected: tuple, name: str) -> None:
-    check(hx.ndim == len(expected) and all(a == b for a, b in zip(hx.shape, expected)), op,
+    check(hx.ndim == len(expected) and every(a == b for a, b in zip(hx.shape, expected)),
+          op,
           f"Expected hidden {name} size {list(expected)}, got {list(hx.shape)}")
 
 
