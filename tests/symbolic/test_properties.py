@@ -25,6 +25,15 @@ def _env(hints: dict[str, int] | None = None) -> Env:
     return env
 
 
+def _env_with_facts(hints, facts, b):  # type: ignore[no-untyped-def]
+    """`_env(hints)` knowing each of `facts` that holds at binding `b`."""
+    env = _env(hints)
+    for f in facts:
+        if _value_or_none(f, b):
+            env.add_fact(build(f))
+    return env
+
+
 def _build(r):  # type: ignore[no-untyped-def]
     """The Expr, or skip the example when a divisor is identically zero."""
     try:
@@ -87,10 +96,7 @@ def test_condition_bounds_are_sound(r, b) -> None:  # type: ignore[no-untyped-de
 @SETTINGS
 @given(st.lists(raw_conds(), max_size=4), raw_conds(), bindings())
 def test_decisions_hold_on_bindings_that_satisfy_the_facts(facts, r, b) -> None:  # type: ignore
-    env = _env(b)
-    for f in facts:
-        if _value_or_none(f, b):
-            env.add_fact(build(f))
+    env = _env_with_facts(b, facts, b)
     v = _value_or_none(r, b)
     assume(v is not None)
     d = env.decide(build(r))
@@ -131,10 +137,7 @@ def test_floordiv_and_mod_match_python_on_negatives(x, m, k) -> None:
 @SETTINGS
 @given(st.lists(raw_conds(), max_size=4), raw_conds(), bindings())
 def test_decisions_with_unbacked_symbols_are_sound(facts, r, b) -> None:  # type: ignore
-    env = _env(None)
-    for f in facts:
-        if _value_or_none(f, b):
-            env.add_fact(build(f))
+    env = _env_with_facts(None, facts, b)
     v = _value_or_none(r, b)
     assume(v is not None)
     d = env.decide(build(r))
@@ -198,10 +201,7 @@ def test_case_by_case_decisions_are_sound(facts, r, b) -> None:  # type: ignore
     answer holds at every binding that satisfies the facts, and the env is left as it
     was (its cases are assumed inside only)."""
     from safetrace.symbolic.cases import by_cases
-    env = _env(None)
-    for f in facts:
-        if _value_or_none(f, b):
-            env.add_fact(build(f))
+    env = _env_with_facts(None, facts, b)
     v = _value_or_none(r, b)
     assume(v is not None)
     known, linear = set(env.known), list(env.linear)
