@@ -451,9 +451,11 @@ class DynamicDims:
                              cause + f": it holds for {name} = {value} alone.",
                              f"{_static_fix(where, value)}; or {dynamic}")
         self.dim_fixes[name] = relaxed
+        also = [f"`{contract.where_text(o)}`" for o in conds if o is not c.cond]
         return Violation(self._label(root),
                          cause + ("; " if not words else ", and ") + "no range of " + name
-                         + " expresses it.",
+                         + " expresses it" + (f" together with {', '.join(also)}"
+                                              if also else "") + ".",
                          f"{dynamic}, or change the code so that it holds for every {name}")
 
     def _new_root_name(self, name: str) -> str:
