@@ -125,12 +125,15 @@ def child(name: str, calls: int, warmup: int) -> None:
             # instruction specializes later still, so 5 warm-ups left ~0.5M instructions
             # of that in a 20-call mlp count; and another side's calls in between can
             # undo what a warm-up filled, e.g. caches on a class that changed)
+            # (and after the collection: a full collection empties weak caches, which the
+            # next calls refill; with 5 warm-ups before it, a 20-call to_torch count on mlp
+            # was 10% above a 60-call one)
             fn = fns[side]
-            for _ in range(warmup):
-                fn()
             gc.collect()
             gc.freeze()
             gc.disable()
+            for _ in range(warmup):
+                fn()
             functools.reduce(lambda acc, _: (fn(), acc)[1], range(calls), None)
             gc.enable()
             _control("-d", side)
