@@ -2,21 +2,23 @@
 that the other jobs of a shared machine do not disturb, exact enough to judge 1% changes.
 
 Each model runs in a child process under valgrind's callgrind with instrumentation off
-while it imports and warms up.  Then, per side (an empty step, the eager forward,
-``st.export``, ``ep.to_torch()``), the child runs the side `--calls` times inside ONE
-``functools.reduce`` call; callgrind runs with ``--collect-atstart=no
---toggle-collect=functools_reduce``, so it counts the instructions inside that reduce
-and nothing else.  Between sides the child dumps the count with ``callgrind_control -d``
-while collection is off, so the dump request and the child's busy wait for its answer
-are not counted (when the child switched collection on and off itself with
-``callgrind_control``, as this script did before, the wait was counted, and two runs of
-one tree differed by ~20k instructions, ~1%, on an mlp export).  Also fixed:
-``PYTHONHASHSEED=0`` (set and dict orders), ``gc.freeze()`` after the warm-up and the
-collector off during the counts (no collection lands in one count and not another).  The
-empty step's count (the reduce loop calling a function) is subtracted from each side.
-Before counting, the child checks with a profile hook that no side calls
-``functools.reduce`` itself (a nested call would toggle collection off inside it) and
-refuses if one does.
+while it imports.  Then, per side (an empty step, the eager forward, ``st.export``,
+``ep.to_torch()``), the child makes `--warmup` calls, then runs the side `--calls` times
+inside ONE ``functools.reduce`` call, twice; callgrind runs with ``--collect-atstart=no
+--toggle-collect=functools_reduce``, so it counts the instructions inside a reduce and
+nothing else, and the child dumps each count with ``callgrind_control -d`` while
+collection is off: the dump request and the busy wait for its answer are not counted
+(when the child switched collection on and off with ``callgrind_control`` itself, as this
+script did before, the wait was counted, and two runs of one tree differed by ~20k
+instructions, ~1%, on an mlp export).  The first reduce's count is dropped (on mlp the
+first reduce of to_torch calls paid ~12M instructions once, after 5, 30 or 100 plain
+warm-up calls alike; cause not found).  Also fixed: ``PYTHONHASHSEED=0`` (set and dict
+orders), ``gc.collect(); gc.freeze()`` then the collector off from the warm-up to the
+counts (no collection lands in one count and not another).  The empty step's count (the
+reduce loop calling a function) is subtracted from each side.  The child first checks
+with a profile hook that no side calls ``functools.reduce`` itself (a nested call would
+toggle collection off inside it) and refuses if one does.  Two runs of one tree agree to
+~0.05% (mlp export, 2026-12-06: within 2k of 4.03M).
 
 What a count leaves out: cache misses.  On a 2-3 ms program the wall-clock ratio
 measured after a full collection (``bench_to_torch.py``) is ~10% above the instruction
@@ -27,7 +29,8 @@ Names: any zoo entry (``benchmarks/zoo``: its model, inputs and dynamic shapes),
 ``trace_mlp`` / ``trace_convnet`` / ``trace_attention`` (``bench_trace.py``'s static
 exports of ``tests/models.py``).
 
-Run: .venv/bin/python benchmarks/instructions.py [--calls N] [--keep DIR] [names]
+Run: .venv/bin/python benchmarks/instructions.py [--calls N] [--warmup N] [--keep DIR]
+                                                  [names]
      (needs valgrind; ~1 min per model on a loaded 2-core machine)
 """
 
@@ -124,10 +127,8 @@ def child(name: str, calls: int, warmup: int) -> None:
             # specialized its bytecode: a function is quickened after 8 calls and each
             # instruction specializes later still, so 5 warm-ups left ~0.5M instructions
             # of that in a 20-call mlp count; and another side's calls in between can
-            # undo what a warm-up filled, e.g. caches on a class that changed)
-            # (and after the collection: a full collection empties weak caches, which the
-            # next calls refill; with 5 warm-ups before it, a 20-call to_torch count on mlp
-            # was 10% above a 60-call one)
+            # undo what a warm-up filled, e.g. caches on a class that changed; after the
+            # collection, so that what it empties is refilled before the count)
             fn = fns[side]
             gc.collect()
             gc.freeze()
