@@ -17,8 +17,8 @@ orders), ``gc.collect(); gc.freeze()`` then the collector off from the warm-up t
 counts (no collection lands in one count and not another).  The empty step's count (the
 reduce loop calling a function) is subtracted from each side.  The child first checks
 with a profile hook that no side calls ``functools.reduce`` itself (a nested call would
-toggle collection off inside it) and refuses if one does.  Two runs of one tree agree to
-~0.05% (mlp export, 2026-12-06: within 2k of 4.03M).
+toggle collection off inside it) and refuses if one does.  Two runs of one tree give the
+same counts on ``trace_mlp``, and within 0.25% on the zoo's mlp (dynamic batch), 2026-12-06.
 
 What a count leaves out: cache misses.  On a 2-3 ms program the wall-clock ratio
 measured after a full collection (``bench_to_torch.py``) is ~10% above the instruction
