@@ -25,7 +25,7 @@ from safetrace.symbolic.cases import by_cases
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
 _CONNECTIVES = {operator.and_: and_, operator.or_: or_}
-_CASES = 16  # a cond's output sizes compared case by case (symbolic.cases), at most
+_CASE_COUNT = 16  # a cond's output sizes compared case by case (symbolic.cases), at most
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
@@ -96,7 +96,7 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
                 for side, v in zip(names, key):
                     side.setdefault(v.name, set()).add(made[key].expr)
     one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
-    cases = [_CASES]  # (sizes compared case by case, at most: 1 to 10 ms each)
+    cases = [_CASE_COUNT]  # (sizes compared case by case, at most: 1 to 10 ms each)
     for i, ((x, _), dims) in enumerate(zip(zip(a, b), pairs)):
         shape = []
         for j, (p, q, one) in enumerate(dims):

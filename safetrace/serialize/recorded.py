@@ -50,7 +50,7 @@ from safetrace.trace.proxy import Proxy
 _ASSUMED = 1 << 12
 # CPU seconds one load spends comparing sizes case by case (a millisecond each, 10 for a
 # file's largest expressions), at most: past them a size is compared as before
-_CASES = 0.25
+_CASE_SECONDS = 0.25
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -72,7 +72,7 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
-        self.cases = _CASES  # seconds left to compare sizes case by case (symbolic.cases)
+        self.cases = _CASE_SECONDS  # (seconds left for symbolic.cases comparisons)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
