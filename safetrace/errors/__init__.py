@@ -454,6 +454,18 @@ def picked_tensor_written(op: Any, source: str, what: str) -> UnsupportedConstru
         "max() / min())", source)
 
 
+def builtin_minmax_number(name: str, why: str, source: str) -> UnsupportedConstruct:
+    """Python's max()/min() of tensors and numbers where one tensor cannot stand for the
+    builtin's answer (the number or a tensor, depending on the data)."""
+    bound = "min" if name == "max" else "max"
+    return unsupported_construct(
+        f"Python's {name}() of tensors and numbers at {source or 'an unknown line'} returns "
+        f"the number or a tensor depending on the data, and {why}: no one exported value "
+        f"behaves as eager's answer in both cases.",
+        f"compute on tensors, which gives a tensor in eager too: torch.clamp(x, {bound}=n) "
+        f"for {name}(x, n), torch.{name}imum(x, y) for two tensors", source)
+
+
 def vmap_not_per_slice(what: str, source: str) -> UnsupportedConstruct:
     """torch.vmap's function does what a per-slice application cannot reproduce."""
     return unsupported_construct(

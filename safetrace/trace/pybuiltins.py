@@ -19,10 +19,12 @@ and every call on a thread that is not exporting) is the builtin's, unchanged.
 from __future__ import annotations
 
 import builtins
+import struct
 from typing import Any, Callable
 
 import torch
 
+from safetrace import errors
 from safetrace.rules.common import decided_max, decided_min
 import safetrace.symbolic.floats as F
 from safetrace.symbolic import SymFloat, SymInt
@@ -31,6 +33,7 @@ from safetrace.trace.current import active_tracer
 from safetrace.trace.mutation import storage_root
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.source import short, stack_trace
 
 _ORIGINAL: dict[str, Callable[..., Any]] = {"min": builtins.min, "max": builtins.max,
                                             "len": builtins.len, "print": builtins.print}
@@ -89,8 +92,11 @@ def _routed(name: str, combine: Callable[[Any, Any], Any],
             return original(*args, **kwargs)
         found = _sizes(items) if items else None
         if found is None:
-            if items and _real_len(kwargs) == 0 and _one_valued(items):
-                return _tensor_fold(name, list(items))
+            if items and _real_len(kwargs) == 0:
+                if _one_valued(items):
+                    return _tensor_fold(name, list(items))
+                if _with_numbers(items):
+                    return _tensor_fold(name, _checked_numbers(name, list(items)))
             return original(*args, **kwargs)
         sizes, floats = found
         step = fcombine if floats else combine
@@ -117,17 +123,92 @@ def _one_valued(items: Any) -> bool:
 
 
 def _tensor_fold(name: str, items: list) -> Any:
-    """``max(a, b, ...)`` of one-element tensors as Python computes it, without reading
-    data: each next item replaces the result where it is strictly larger (smaller), so
-    ties and NaN keep the earlier one, as the builtin does (torch.maximum would not)."""
+    """``max(a, b, ...)`` of one-element tensors (and numbers, ``_checked_numbers``) as
+    Python computes it, without reading data: each next item replaces the result where it
+    is strictly larger (smaller), so ties and NaN keep the earlier one, as the builtin does
+    (torch.maximum would not); two numbers in a row compare as Python numbers."""
     acc = items[0]
     for v in items[1:]:
+        if not isinstance(acc, Proxy) and not isinstance(v, Proxy):
+            acc = _ORIGINAL[name](acc, v)
+            continue
         wins = v > acc if name == "max" else v < acc
         acc = torch.where(wins, v, acc)
     for t in (acc, *items):  # eager returns one of them: a later write would alias (mutation.py)
-        storage_root(t.st_node).meta["st_picked"] = (
-            "a tensor that Python's max()/min() picked, or one of the tensors it picked among")
+        if isinstance(t, Proxy):
+            storage_root(t.st_node).meta["st_picked"] = ("a tensor that Python's max()/min() "
+                                                         "picked, or one of the tensors it picked among")
     return acc
+
+
+def _with_numbers(items: Any) -> bool:
+    """Traced tensors and Python numbers, at least one of each: ``max(x, 5)``."""
+    tensors = numbers = 0
+    for v in items:
+        if isinstance(v, Proxy):
+            tensors += 1
+        elif v.__class__ in (int, float, bool):
+            numbers += 1
+        else:
+            return False
+    return tensors > 0 and numbers > 0
+
+
+def _checked_numbers(name: str, items: list) -> list:
+    """The items of ``max(x, 5)`` when one tensor can stand for Python's answer, which is
+    the number or the tensor depending on the data: every tensor 0-d, all of one dtype, and
+    each number of that dtype's kind (an int for integers, a float for floating point) and
+    exactly held by it.  Else refused, with the tensor spelling of the call as the fix."""
+    tensors = [v for v in items if isinstance(v, Proxy)]
+    numbers = [v for v in items if not isinstance(v, Proxy)]
+    meta = tensors[0].st_meta
+    dtype, source = meta.dtype, short(stack_trace(3))
+    if any(t.st_meta.ndim or t.st_meta.dtype != dtype for t in tensors):
+        why = ("its tensors are not all 0-d of one dtype, so the number and a tensor "
+               "differ in shape or dtype")
+    elif dtype.is_floating_point and all(n.__class__ in (int, float) for n in numbers):
+        exact = _FLOAT_EXACT.get(dtype)
+        why = None if exact is not None and all(exact(float(n)) for n in numbers) else (
+            f"a number it may return is not held exactly by {dtype}")
+        if why is None and any(n.__class__ is int for n in numbers):
+            why = "an int it may return is not a floating-point value like the tensor"
+    elif dtype in _INT_RANGES and all(n.__class__ is int for n in numbers):
+        lo, hi = _INT_RANGES[dtype]
+        why = None if all(lo <= n <= hi for n in numbers) else (
+            f"a number it may return does not fit {dtype}")
+    else:
+        why = f"a number it may return is not of the kind of {dtype}"
+    if why is not None:
+        raise errors.builtin_minmax_number(name, why, source)
+    return items
+
+
+def _float_exact(code: str) -> Callable[[float], bool]:
+    def exact(v: float) -> bool:
+        if v != v or v in (_INF, -_INF):
+            return True
+        try:
+            return struct.unpack(code, struct.pack(code, v))[0] == v
+        except OverflowError:
+            return False
+
+    return exact
+
+
+def _bfloat16_exact(v: float) -> bool:
+    """bfloat16 is float32 with the low 16 bits of the fraction cut off."""
+    if not _float_exact("<f")(v):
+        return False
+    return v != v or struct.unpack("<I", struct.pack("<f", v))[0] & 0xFFFF == 0
+
+
+_INF = float("inf")
+_FLOAT_EXACT: dict[torch.dtype, Callable[[float], bool]] = {
+    torch.float64: lambda v: True, torch.float32: _float_exact("<f"),
+    torch.float16: _float_exact("<e"), torch.bfloat16: _bfloat16_exact}
+_INT_RANGES = {d: (-(1 << (b - 1)), (1 << (b - 1)) - 1) for d, b in
+               ((torch.int8, 8), (torch.int16, 16), (torch.int32, 32), (torch.int64, 64))}
+_INT_RANGES[torch.uint8] = (0, 255)
 
 
 def _len(obj: Any) -> Any:

@@ -58,6 +58,9 @@ CASES = {
                                            "m.py:3 `return torch.vmap(f)(x)`"),
     "picked_tensor_written": lambda: E.picked_tensor_written(
         "aten.add_.Tensor", "m.py:6 `m.add_(10)`", "a tensor that Python's max()/min() picked"),
+    "builtin_minmax_number": lambda: E.builtin_minmax_number(
+        "max", "an int it may return is not a floating-point value like the tensor",
+        "m.py:3 `return max(x, 0)`"),
     "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
         "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
@@ -244,6 +247,13 @@ GOLDEN = {
         "Fix: write a copy instead (t = t.clone() before the in-place op), or use an op that "
         "returns a new tensor in eager too (torch.maximum / torch.minimum instead of "
         "max() / min())"),
+    'builtin_minmax_number': ('UnsupportedConstruct',
+        "Python's max() of tensors and numbers at m.py:3 `return max(x, 0)` returns the "
+        "number or a tensor depending on the data, and an int it may return is not a "
+        "floating-point value like the tensor: no one exported value behaves as eager's "
+        "answer in both cases.\n"
+        "Fix: compute on tensors, which gives a tensor in eager too: torch.clamp(x, min=n) "
+        "for max(x, n), torch.maximum(x, y) for two tensors"),
     'vmap_not_per_slice': ('UnsupportedConstruct',
         "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
         "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "

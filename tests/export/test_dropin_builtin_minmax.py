@@ -78,3 +78,75 @@ def test_a_write_to_what_max_picked_or_picked_among_is_refused(model) -> None:
         (torch.tensor([2.0]), torch.tensor([1.0]))
     with pytest.raises(st.UnsupportedOpError, match="max\\(\\)/min\\(\\) picked"):
         st.export(model(), args)
+
+
+class WithNumbers(nn.Module):
+    def forward(self, x, y):
+        return max(x, 5), min(3, x), max([x, y, 4]), min(x, y, 2, 7)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32])
+def test_builtin_max_min_of_tensors_and_numbers(dtype) -> None:
+    """``max(x, 5)``: Python returns 5 or x depending on the data; exported as the 0-d
+    tensor of x's dtype holding that value (torch records torch.clamp), the fold in
+    Python's order (ties and NaN keep the earlier item)."""
+    model = FloatNumbers() if dtype.is_floating_point else WithNumbers()
+    args = (torch.tensor(4, dtype=dtype), torch.tensor(1, dtype=dtype))
+    ours = st.export(model, args)
+    ref = torch.export.export(TensorThenNumber(dtype), args)  # (torch: a tensor, then one number)
+    conv = ours.to_torch()
+    values = [(0, 0), (5, 9), (10, -3), (-7, 3), (2, 2)]
+    if dtype.is_floating_point:
+        values += [(NAN, 1.0), (1.0, NAN)]
+    for a, b in values:
+        x, y = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+        want = [torch.as_tensor(v, dtype=dtype) for v in model(x, y)]
+        for got in (ours.module()(x, y), conv.module()(x, y)):
+            assert all(g.dtype == dtype and g.shape == () for g in got)
+            same(list(got), want)
+        if a == a:
+            same(list(ref.module()(x, y)), [torch.as_tensor(v, dtype=dtype)
+                                            for v in TensorThenNumber(dtype)(x, y)])
+            same(list(st.export(TensorThenNumber(dtype), args).module()(x, y)),
+                 list(ref.module()(x, y)))
+
+
+class TensorThenNumber(nn.Module):
+    def __init__(self, dtype) -> None:
+        super().__init__()
+        self.five, self.three = (5.0, 3.0) if dtype.is_floating_point else (5, 3)
+
+    def forward(self, x, y):
+        return max(x, self.five), min(x, self.three)
+
+
+class FloatNumbers(nn.Module):
+    def forward(self, x, y):
+        return max(x, 5.0), min(3.5, x), max([x, y, 4.25]), min(x, y, 2.0, float("inf"))
+
+
+class MaxOf(nn.Module):
+    def __init__(self, number) -> None:
+        super().__init__()
+        self.number = number
+
+    def forward(self, x):
+        return max(x, self.number)
+
+
+@pytest.mark.parametrize("x, number, why", [
+    (torch.tensor(1.0), 0, "an int it may return"),
+    (torch.tensor(1), 0.5, "not of the kind of torch.int64"),
+    (torch.tensor(1, dtype=torch.int8), 300, "does not fit torch.int8"),
+    (torch.tensor(1.0), 0.1, "not held exactly by torch.float32"),
+    (torch.tensor([1.0]), 2.0, "not all 0-d"),
+    (torch.tensor(True), False, "not of the kind of torch.bool"),
+], ids=["int-for-float", "float-for-int", "int8-range", "inexact", "shape-(1,)", "bool"])
+def test_builtin_max_of_tensor_and_number_refused_where_no_tensor_stands_for_it(
+        x, number, why) -> None:
+    """Eager's answer is the number or the tensor; where the two differ in kind, shape or
+    value held, no single exported tensor behaves as both: refused with torch.clamp."""
+    MaxOf(number)(x)  # eager runs it
+    with pytest.raises(st.UnsupportedOpError, match=why) as info:
+        st.export(MaxOf(number), (x,))
+    assert "torch.clamp(x, min=n)" in info.value.fix
