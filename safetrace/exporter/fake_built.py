@@ -2,10 +2,12 @@
 
 ``with FakeTensorMode(): model = Net()`` gives parameters and buffers without data; torch.export
 finds their mode and traces under it.  safetrace does the same when every such tensor of
-the model (all of its parameters and buffers) shares one mode that is the user's (made
-without a ShapeEnv, and not active now): the state of a model that another tracer
-(torch.export, torch.compile: their modes carry a ShapeEnv) is tracing on another thread,
-or a model with some real state, stays refused (``state_traced_elsewhere``).
+the model (all of its parameters and buffers) shares one mode that is the user's (not
+made for an export (its converter's ``export`` flag), and not active now; torch asks for one with a ShapeEnv,
+``FakeTensorMode(shape_env=ShapeEnv(tracked_fakes=[]))``, and one without works too): the
+state of a model that torch.export is tracing on another thread (its modes, strict and
+non-strict, are made with ``export=True``, and it swaps the model's state for theirs), or
+a model with some real state, stays refused (``state_traced_elsewhere``).
 FakeTensor is known by its class's name: torch._subclasses is never imported here.
 """
 
@@ -31,7 +33,8 @@ def built_under(model: Any) -> Any:
         return contextlib.nullcontext()  # (some state real: swapped by a tracer, refused)
     mode = next(iter(modes.values()))
     active = torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
-    if active is not None or getattr(mode, "shape_env", True) is not None:
+    made_for_export = getattr(getattr(mode, "fake_tensor_converter", None), "export", True)
+    if active is not None or made_for_export is not False:
         return contextlib.nullcontext()
     return mode
 

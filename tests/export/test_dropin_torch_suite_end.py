@@ -225,8 +225,9 @@ def test_autocast_region_of_ops_it_leaves_alone_exports() -> None:
 
 
 # -- a model built under a FakeTensorMode (torch's test_fake_weights): exported outside the
-#    mode under the mode of its state, as torch.export does; the state of a model another
-#    tracer is tracing (a fake mode with a ShapeEnv) stays refused, with the fix -----------
+#    mode under the mode of its state, as torch.export does (with or without a ShapeEnv:
+#    torch asks for one); the state of a model torch.export is tracing on another thread
+#    (its fake modes are made with export=True) stays refused, with the fix --------------
 class FakeBuilt(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -241,7 +242,16 @@ def test_model_built_under_fake_mode_exports_outside_it_as_torch() -> None:
     from torch._subclasses import FakeTensorMode  # (test code: torch internals allowed)
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    mode = FakeTensorMode()
+    for mode in (FakeTensorMode(), FakeTensorMode(shape_env=ShapeEnv(tracked_fakes=[]))):
+        _exports_as_torch(mode)
+    with FakeTensorMode(shape_env=ShapeEnv(), export=True):  # (as torch.export's own mode)
+        other = FakeBuilt()
+    with pytest.raises(st.UnsupportedOpError, match="FakeTensorMode") as info:
+        st.export(other, (torch.randn(2, 4),))
+    assert "with fake_mode: st.export(model, args)" in info.value.fix
+
+
+def _exports_as_torch(mode) -> None:
     with mode:
         model = FakeBuilt()
     ref = torch.export.export(model, (torch.randn(2, 4),))
@@ -253,8 +263,4 @@ def test_model_built_under_fake_mode_exports_outside_it_as_torch() -> None:
     out = [n.meta["val"] for n in conv.graph.find_nodes(op="output")[0].args[0]]
     want = [n.meta["val"] for n in ref.graph.find_nodes(op="output")[0].args[0]]
     assert [(v.shape, v.dtype) for v in out] == [(v.shape, v.dtype) for v in want]
-    with FakeTensorMode(shape_env=ShapeEnv()):  # (as torch.export's own mode)
-        other = FakeBuilt()
-    with pytest.raises(st.UnsupportedOpError, match="FakeTensorMode") as info:
-        st.export(other, (torch.randn(2, 4),))
-    assert "with fake_mode: st.export(model, args)" in info.value.fix
+    assert all(type(v).__name__ == "FakeTensor" for v in conv.state_dict.values())
