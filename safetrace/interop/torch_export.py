@@ -575,9 +575,22 @@ class _Converter:
             val = ph.meta.get("val")
             if isinstance(val, torch.Tensor) and isinstance(leaves[leaf], torch.Tensor) and \
                     leaves[leaf].device != val.device:
-                leaves[leaf] = leaves[leaf].to(val.device)
+                leaves[leaf] = _on_device(leaves[leaf], val)
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def _on_device(stand_in: torch.Tensor, val: Any) -> torch.Tensor:
+    """`stand_in` on `val`'s device; for a device this build cannot hold data on (fake
+    inputs given a CUDA ``fake_device`` on a CPU build) a fake tensor of `val`'s mode."""
+    kind = val.device.type
+    module = getattr(torch, kind, None)
+    available = kind in ("cpu", "meta") or getattr(module, "is_available", lambda: True)()
+    mode = getattr(val, "fake_mode", None)
+    if available or mode is None:
+        return stand_in.to(val.device)
+    with mode:
+        return torch.zeros(stand_in.shape, dtype=stand_in.dtype, device=val.device)
 
 
 def module_call_graph(ep: Any) -> list:

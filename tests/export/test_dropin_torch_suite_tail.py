@@ -450,6 +450,29 @@ def test_export_inside_a_fake_tensor_mode(device: str) -> None:
     same(got(y), model(y))
 
 
+def test_fake_inputs_given_a_cuda_fake_device_convert_on_any_build() -> None:
+    """Fake inputs and state made on meta and given ``fake_device`` cuda (torch's
+    test_export_with_fake_tensor_inputs_on_cuda_devices): the conversion's stand-in
+    example inputs are fake tensors of that mode where the build holds no CUDA data
+    (before: ConversionError "Torch not compiled with CUDA enabled")."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for exporter in ("ours", "torch"):
+        mode = FakeTensorMode()
+        with mode, torch.device("meta"):
+            x, model = torch.rand(5, 2), FakeLinear()
+        x.fake_device = torch.device("cuda:0")
+        for p in model.parameters():
+            p.fake_device = torch.device("cuda:0")
+            p.requires_grad = False
+        prog = st.export(model, (x,)).to_torch() if exporter == "ours" else \
+            torch.export.export(model, (x,))
+        out = prog.module()(x)
+        assert out.shape == model(x).shape == (5, 3) and out.device == x.device
+        vals = [n.meta["val"] for n in prog.graph.nodes if "val" in n.meta]
+        assert all(v.device == x.device and v.fake_mode is vals[0].fake_mode for v in vals)
+
+
 # -- one value read twice is one size (torch's test_unflatten_asserts) -----------------------
 class Below(nn.Module):
     def forward(self, x, y):
