@@ -203,6 +203,21 @@ def script_method_call(name: str, where: str) -> ScriptModuleInput:
         where=Where(source=where))
 
 
+def torchbind_call(name: str, class_name: str, where: str) -> ScriptModuleInput:
+    """The traced code calls a method of a TorchScript custom class object (torchbind)."""
+    return ScriptModuleInput(
+        f"{where} calls the method `{name}` of a TorchScript custom class object "
+        f"(`{class_name}`, a torchbind class): its C++ code runs outside PyTorch's "
+        f"operators, so safetrace cannot record it (torch.export records it as a "
+        f"call_torchbind node, the object a constant and the fake class registered with "
+        f"torch._library.register_fake_class standing in for it while tracing); safetrace "
+        f"does not export custom class objects.",
+        fix="compute it in forward with tensor ops, or move it into a custom op with a "
+            "fake kernel that takes tensors (@torch.library.custom_op(...) and "
+            ".register_fake), called in place of the object's method",
+        where=Where(source=where))
+
+
 class CallMismatch(UnsupportedInputError):
     """The example inputs do not fit the signature of what is exported."""
 

@@ -6,8 +6,14 @@ function where eager would run TorchScript's interpreter (``torch.jit.is_scripti
 False there), as it does for a ``@torch.jit.script`` function; safetrace does the same,
 with the module itself as ``self`` (torch passes the method object, so a method that reads
 its module's state fails there).  The module must be one of the exported model's modules,
-so that its parameters and buffers are the program's state; any other script method
-(a ``torch.jit.script``-ed ``nn.Module``'s, one reached outside the model) is refused.
+so that its parameters and buffers are the program's state.  A method of a
+``torch.jit.script`` / ``torch.jit.trace`` submodule follows its graph
+(``script_graph.py``), and so does one of such a module's C++ object that the model holds
+as a plain attribute (``self.add = torch.jit.script(Add())._c``, torch's
+test_export_script_module): its tensors are constants of the program, as torch.export
+lifts them, and a graph that writes one in place is refused (eager keeps the write).  A
+method of a TorchScript custom class object (torchbind: C++ code, no graph) is refused
+(``torchbind_call``), as is any other script method reached outside the model.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 import torch
 
-from safetrace.errors import script_method_call
+from safetrace.errors import script_method_call, script_node, torchbind_call
 from safetrace.trace.current import exporting
 from safetrace.trace.script_graph import run_method
 from safetrace.trace.source import short, stack_trace
@@ -31,6 +37,7 @@ class _Local(threading.local):
     # each of its torch.jit.script / torch.jit.trace submodules, with its path and class
     # name: a call of one of their methods follows the method's graph (script_graph.py)
     compiled: list = []
+    walk: list | None = None  # the exported model's (path, module) pairs
 
 
 _LOCAL = _Local()
@@ -49,7 +56,8 @@ def enter(walk: list | None) -> list | None:
     """While exporting the model whose modules are `walk` (this thread): its class-API
     script modules are the owners a script method call may run on.  Returns what to give
     `leave`."""
-    previous = _LOCAL.owners, _LOCAL.compiled
+    previous = _LOCAL.owners, _LOCAL.compiled, _LOCAL.walk
+    _LOCAL.walk = walk
     facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while its classes are)
     if facts is not None and facts.get("scripted") is False:
         _LOCAL.owners, _LOCAL.compiled = [], []
@@ -64,7 +72,33 @@ def enter(walk: list | None) -> list | None:
 
 
 def leave(previous: Any) -> None:
-    _LOCAL.owners, _LOCAL.compiled = previous
+    _LOCAL.owners, _LOCAL.compiled, _LOCAL.walk = previous
+
+
+def _held_compiled(owner: Any) -> tuple | None:
+    """A compiled module's C++ object the model holds as a plain attribute
+    (``self.add = torch.jit.script(Add())._c``) whose method is `owner`'s: the object and
+    its path.  Its tensors are not the model's state: read by the graph, they are
+    constants of the program, as torch.export lifts them."""
+    for path, module in _LOCAL.walk or ():
+        for key, value in module.__dict__.items():
+            if type(value) is torch.ScriptModule and value == owner:
+                return value, f"{path}.{key}" if path else key
+    return None
+
+
+def _in_place(block: Any) -> str | None:
+    """The kind of the first node of `block` (nested blocks included) that writes a
+    tensor in place (an ATen ``op_`` node), else None."""
+    for node in block.nodes():
+        kind = node.kind()
+        if kind.startswith("aten::") and kind.endswith("_") and not kind.endswith("__"):
+            return kind
+        for inner in node.blocks():
+            found = _in_place(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
@@ -74,9 +108,19 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
     owner = next((m for m in _LOCAL.owners if m._c == method.owner), None)
     if owner is None or not inspect.isfunction(original):
         where = short(stack_trace(1))
+        kind = method.owner._type().qualified_name()
+        if kind.startswith("__torch__.torch.classes."):  # (a torchbind object: C++ code)
+            raise torchbind_call(method.name, kind, where)
         held = next((c for c in _LOCAL.compiled if c[0]._c == method.owner), None)
         if held is not None:  # a torch.jit.script / trace submodule: its graph, followed
             return run_method(method, held[0], args, kwargs, held[1], where)
+        attribute = _held_compiled(method.owner)
+        if attribute is not None:  # (its C++ object, held outside the module tree)
+            write = _in_place(method.inlined_graph)
+            if write is not None:  # (its tensors are constants: eager keeps the write)
+                raise script_node(attribute[1], "torch.ScriptModule", method.name,
+                                  f"{write} (a write in place)", where)
+            return run_method(method, attribute[0], args, kwargs, attribute[1], where)
         raise script_method_call(method.name, where)
     return original(owner, *args, **kwargs)
 

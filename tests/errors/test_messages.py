@@ -61,6 +61,8 @@ CASES = {
     "builtin_minmax_number": lambda: E.builtin_minmax_number(
         "max", "an int it may return is not a floating-point value like the tensor",
         "m.py:3 `return max(x, 0)`"),
+    "torchbind_call": lambda: E.torchbind_call(
+        "add_tensor", "__torch__.torch.classes.ns._Foo", "m.py:4 `return self.foo.add_tensor(x)`"),
     "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
         "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
@@ -254,6 +256,16 @@ GOLDEN = {
         "answer in both cases.\n"
         "Fix: compute on tensors, which gives a tensor in eager too: torch.clamp(x, min=n) "
         "for max(x, n), torch.maximum(x, y) for two tensors"),
+    'torchbind_call': ('ScriptModuleInput',
+        "m.py:4 `return self.foo.add_tensor(x)` calls the method `add_tensor` of a "
+        "TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind "
+        "class): its C++ code runs outside PyTorch's operators, so safetrace cannot record "
+        "it (torch.export records it as a call_torchbind node, the object a constant and "
+        "the fake class registered with torch._library.register_fake_class standing in for "
+        "it while tracing); safetrace does not export custom class objects.\n"
+        "Fix: compute it in forward with tensor ops, or move it into a custom op with a fake "
+        "kernel that takes tensors (@torch.library.custom_op(...) and .register_fake), "
+        "called in place of the object's method"),
     'vmap_not_per_slice': ('UnsupportedConstruct',
         "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
         "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "

@@ -203,3 +203,83 @@ def test_a_scripted_model_is_refused_as_torch_refuses_it() -> None:
             export(scripted, inp)
     with pytest.raises(st.UnsupportedInputError, match="the original nn.Module"):
         st.export(scripted, inp)
+
+
+class _Affine(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2))
+
+    def forward(self, x, y):
+        return x + y * self.w
+
+
+class HoldsCompiledObject(nn.Module):
+    """A scripted module's C++ object held as a plain attribute, its method called."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = torch.jit.script(inner)._c
+
+    def forward(self, x, y):
+        return self.inner.forward(x, y) * 2
+
+
+def test_a_scripted_modules_cpp_object_held_as_an_attribute_follows_its_graph() -> None:
+    """torch's TestExportCustomClass.test_export_script_module: ``torch.jit.script(m)._c``
+    held by the model and its ``forward`` called: its graph is followed (its parameter a
+    constant of the program, as torch.export lifts it), on other sizes too."""
+    model = HoldsCompiledObject(_Affine())
+    args = (torch.randn(3, 2), torch.randn(3, 2))
+    spec = ({0: Dim("n")}, {0: Dim("n")})
+    ref = torch.export.export(model, args)
+    ours = st.export(model, args, dynamic_shapes=spec)
+    for n in (0, 1, 5):
+        x, y = torch.randn(n, 2), torch.randn(n, 2)
+        same(ours.module()(x, y), model(x, y))
+        same(ours.to_torch().module()(x, y), model(x, y))
+    same(ours.module()(*args), ref.module()(*args))
+    assert [s.kind.name for s in ours.to_torch().graph_signature.input_specs].count(
+        "CONSTANT_TENSOR") == 1
+
+
+class _Counts(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("c", torch.zeros(2))
+
+    def forward(self, x, y):
+        self.c.add_(1)
+        return x + y * self.c
+
+
+def test_a_held_cpp_object_whose_graph_writes_in_place_is_refused() -> None:
+    """Its tensors are constants of the program, and eager keeps the write from call to
+    call: refused, naming the node, and the object is left as it was."""
+    model = HoldsCompiledObject(_Counts())
+    with pytest.raises(st.UnsupportedInputError, match="aten::add_") as info:
+        st.export(model, (torch.randn(3, 2), torch.randn(3, 2)))
+    assert "model.inner = " in info.value.fix
+    same(model.inner.getattr("c"), torch.zeros(2))
+
+
+class CallsTorchbind(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        weight = torch.quantize_per_tensor(torch.randn(3, 2), 0.1, 0, torch.qint8)
+        self.packed = torch.ops.quantized.linear_prepack(weight, None)
+
+    def forward(self, x):
+        return x + self.packed.unpack()[0].dequantize()
+
+
+def test_a_torchbind_objects_method_is_refused_naming_the_class() -> None:
+    """A TorchScript custom class object's method (C++ code, no graph; torch records
+    call_torchbind from a registered fake class): refused, naming the class, the call's
+    line and the custom-op fix."""
+    model = CallsTorchbind()
+    model(torch.zeros(3, 2))  # eager runs it
+    with pytest.raises(st.UnsupportedInputError, match="LinearPackedParamsBase") as info:
+        st.export(model, (torch.zeros(3, 2),))
+    assert "self.packed.unpack()" in str(info.value)
+    assert "torch.library.custom_op" in info.value.fix
