@@ -163,6 +163,7 @@ def _checked_numbers(name: str, items: list) -> list:
     numbers = [v for v in items if not isinstance(v, Proxy)]
     meta = tensors[0].st_meta
     dtype, source = meta.dtype, short(stack_trace(3))
+    why: str | None
     if any(t.st_meta.ndim or t.st_meta.dtype != dtype for t in tensors):
         why = ("its tensors are not all 0-d of one dtype, so the number and a tensor "
                "differ in shape or dtype")
