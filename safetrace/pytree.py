@@ -351,6 +351,7 @@ def walk_of(model: Any) -> ModuleWalk:
     modules of the same classes at the same paths), else a new, empty dict.  The cache
     holds no module: a weak reference to the model, the paths, ids and classes."""
     walk = ModuleWalk(module_walk(model))
+    walk.held = None  # (not read yet: usercode.held_in; an unset slot raises, ~2k instructions)
     mods = list(map(_SECOND, walk))
     names, ids = tuple(map(_FIRST, walk)), tuple(map(id, mods))
     key = id(model)

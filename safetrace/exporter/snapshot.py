@@ -138,6 +138,7 @@ class ModuleGuard:
     def __enter__(self) -> ModuleGuard:
         if isinstance(self.model, torch.nn.Module) and not self.saved:
             tensor = torch.Tensor
+            objects = _OBJECT_TYPES  # (_plain_object's table, read inline: an int's answer)
             walk = self.walk if self.walk is not None else pytree.module_walk(self.model)
             seen: set[int] = set()
             for mname, mod in walk:
@@ -157,7 +158,8 @@ class ModuleGuard:
                                                 f"{mname}.{k}" if mname else k))
                     elif isinstance(v, tensor):
                         attrs[k] = v
-                    elif _plain_object(t) and type(getattr(v, "__dict__", None)) is dict \
+                    elif (objects[t] if t in objects else _plain_object(t)) and \
+                            type(getattr(v, "__dict__", None)) is dict \
                             and id(v) not in seen:  # (self.cfg: one snapshot per object)
                         seen.add(id(v))
                         self.objects.append((v, v.__dict__.copy(),

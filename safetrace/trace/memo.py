@@ -79,7 +79,9 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
-_LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
+_LOOSE = _Mark("loose")
+# a program state tensor's classes (keyed inline in ``call``; others go by _argument)
+_STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))  # (a tensor of layout.LOOSE: its result keeps that)
 # in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
 _SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
@@ -98,6 +100,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     parts: list = [func, _default_dtype()]
     nodes: list = []
     sym: list = [env if env is not None and ACTIVE.env is env else None]
+    state = tr.state
     for a in args:
         if type(a) is Proxy and a._st_value is None and \
                 (s := a.st_meta.static) is not None:
@@ -109,7 +112,17 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         elif type(a) is int:  # (a size or a dim: as _argument keys it)
             parts.append(int)
             parts.append(a)
-        elif not _argument(a, tr.state, parts, nodes, sym):
+        elif type(a) in _STATE_TYPES and (node := state.get(id(a))) is not None:
+            # (a parameter or buffer of the program, F.linear's weight: _tensor, inline)
+            val = node.meta["val"]
+            if (s := val.st_meta.static) is None:
+                return plan(tr, func, args, kwargs)
+            parts.append(_STATE)
+            if val.st_contig is None:
+                parts.append(_VIEW)
+            parts.append(s)
+            nodes.append(node)
+        elif not _argument(a, state, parts, nodes, sym):
             return plan(tr, func, args, kwargs)
     if kwargs:
         parts.append(_KWARGS)
@@ -137,7 +150,9 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, table)
     # the call made before with the same key: its node again
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
-    if fills:
+    if fills is None:  # (the node's arguments are the call's tensors, in order)
+        targs = tuple(nodes)
+    elif fills:
         nargs = list(targs)
         for i in fills:
             v = targs[i]
@@ -325,6 +340,8 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
         return None
     # what filling needs: which arguments hold slots (the rest are given as they are)
     fills = tuple(i for i, a in enumerate(targs) if _has_slot(a))
+    if len(targs) == len(nodes) <= len(_SLOTS) and all(map(operator.is_, targs, _SLOTS)):
+        fills = None  # (relu(x), linear(x, w, b): the node's arguments are the tensors)
     kfills = tuple(k for k, a in tkwargs.items() if _has_slot(a))
     return (op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes)
 

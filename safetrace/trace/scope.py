@@ -83,8 +83,8 @@ class Scope:
                 insert(node)
             by_target = self._by_target
             key = id(target)
-            if key not in by_target:
-                by_target[key] = self._table[("call_function", target)]
+            if key not in by_target:  # (setdefault: an OpOverload hashes once, in Python)
+                by_target[key] = self._table.setdefault(("call_function", target), {})
             by_target[key][node] = None
             self.graph._len += 1
         node.meta["stack_trace"] = stack_trace

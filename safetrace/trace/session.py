@@ -68,9 +68,9 @@ def _compiling_flag(original: Callable[[], bool]) -> Callable[[], bool]:
     (``trace/modules.py``) pops a call that raised through its global one."""
 
     def flag() -> bool:
-        if not exporting():
+        if sys._getframe(1).f_code is _CALL_IMPL:  # (each module call asks: no other call)
             return original()
-        return sys._getframe(1).f_code is not _CALL_IMPL or original()
+        return True if exporting() else original()
 
     flag.__name__ = flag.__qualname__ = original.__name__
     flag.__doc__ = original.__doc__

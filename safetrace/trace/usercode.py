@@ -116,8 +116,15 @@ def held_code(m: Any) -> list[tuple[str, Any]]:
     can never hold code is remembered (``_keep_plain``) and skipped while they stay."""
     d = vars(m)
     plain = _PLAIN.get(id(m))  # (scanned before and found holding no code)
-    if plain is not None and plain[0]() is m and len(d) == plain[1] and _unchanged(d, plain):
-        return []
+    if plain is not None and plain[0]() is m and len(d) == plain[1]:
+        # still no code: each scanned key bound to the same object, no hook (only
+        # nn.Module's own tables, never scanned, could give way to a new key unseen here)
+        try:
+            if all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
+                    not any(map(d.__getitem__, plain[3])):
+                return []
+        except KeyError:  # (a key gone)
+            pass
     layout = tuple(d)
     hit = _LAYOUTS.get(layout)
     keys, hooks = hit if hit is not None else _scanned_keys(layout)
@@ -189,17 +196,6 @@ def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
     except TypeError:  # (a class without weak references: scanned every export)
         return
     _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
-
-
-def _unchanged(d: dict, plain: tuple) -> bool:
-    """Whether a module kept by ``_keep_plain`` (its ``__dict__`` `d`, as many keys as
-    then) still holds no code: each scanned key bound to the same object, no hook.  (Only
-    nn.Module's own tables, never scanned, could give way to a new key unseen here.)"""
-    try:  # (a key gone: KeyError)
-        return all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
-            not any(map(d.__getitem__, plain[3]))
-    except KeyError:
-        return False
 
 
 # id(module) -> (a weak reference to it, its __dict__'s size, the keys scanned, its hook
