@@ -99,7 +99,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     nodes: list = []
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     for a in args:
-        if type(a) is Proxy and a._st_value is None and \
+        if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
                 (s := a.st_meta.static) is not None:
             # (a proxy of static sizes, the usual argument: _argument's first case, inline)
             if a.st_contig is not True:
@@ -197,7 +197,7 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     no key describes it (the call takes the general path)."""
     t = type(a)  # (not a.__class__: an export may answer a size's in Python, pycalls.py)
     if t is Proxy:
-        if a._st_value is not None:
+        if a._st_value is not None or a.st_layout is not None:  # (exact strides: unkeyed)
             return False
         s = a.st_meta.static
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
@@ -269,7 +269,7 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
         elif t is Proxy:
-            if x._st_value is not None:
+            if x._st_value is not None or x.st_layout is not None:
                 return None
             s = x.st_meta.static
             if s is None:
@@ -355,6 +355,8 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
+    if plain is not None and _strided(result):  # (its exact strides: not in an entry)
+        return result
     if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
         if found[2] is None and tr.n_emits == n_emits + 1 and plain[-1] == depth and \
                 len(tr.symbols) == n_syms and tr.scope.graph is graph and \
@@ -384,6 +386,14 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
                 table.clear()
             table[found[0]] = made
     return result
+
+
+def _strided(result: Any) -> bool:
+    """Whether `result` (or one of its pieces) carries exact strides (``strides.py``)."""
+    if type(result) is Proxy:
+        return result.st_layout is not None
+    return (type(result) is tuple or type(result) is list) and \
+        any(type(p) is Proxy and p.st_layout is not None for p in result)  # (not Pieces)
 
 
 def _pieces_of(result: Any, node: torch.fx.Node) -> bool:

@@ -90,11 +90,17 @@ def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
     if isinstance(target, Proxy):
         shared = tr.emit(aten.alias.default, (value,), {})
         target.st_meta, target.st_node = shared.st_meta, shared.st_node
-        target.st_contig = shared.st_contig
+        target.st_contig, target.st_layout = shared.st_contig, shared.st_layout
         return
     tr.emit(aten.copy_.default, (target, value), {})
 
 
 @handles(T.contiguous)
 def contiguous(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    return tr.emit(aten.contiguous.default, (args[0],), kwargs)
+    """``x.contiguous()`` is `x` itself where x is contiguous (eager returns self; torch's
+    graphs hold no node for it): known so for every size here, nothing is recorded."""
+    x = args[0]
+    fmt = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
+    if type(x) is Proxy and x.st_contig is not None and fmt is torch.contiguous_format:
+        return x
+    return tr.emit(aten.contiguous.default, (x,), kwargs)

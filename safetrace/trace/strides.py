@@ -1,0 +1,311 @@
+"""Exact strides of views while tracing, as torch's kernels compute them.
+
+``layout.py`` knows whether a traced tensor is contiguous (``st_contig``).  A view of a
+tensor whose strides are known (a contiguous one, or another such view) has strides that
+follow from its input's by torch's own rules: here they are computed on our symbolic
+sizes and kept on the proxy as ``st_layout`` = ``(strides, offset_zero)`` while its
+``st_contig`` is None.  The strides are exact on every dim of size >= 2 of a non-empty
+tensor (dims of size 0 or 1 may carry any stride in eager: kernels and meta functions
+differ there, and ``is_contiguous()`` and ``view`` ignore them); a dim of a literal size
+1 is left out of every decision.  Every decision holds for every size of the declared
+space (``cond_true``), else the result's layout stays unknown, as before.
+
+What it gives: a view whose strides come back row-major (``x.view(b, s, h, e)
+.transpose(1, 2)`` after ``scaled_dot_product_attention``, whose output is allocated
+like its query: ``empty_like`` keeps the query's dim order) is contiguous again, so
+``.contiguous()`` returns it (no copy, as in eager and torch.export) and a ``view`` of
+a split part is decided without replaying the example (``layout._check_view``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.rules.common import cond_true, normalize_dim
+from safetrace.trace.proxy import Proxy
+
+aten = torch.ops.aten
+LOOSE = "loose"  # (layout.LOOSE: is_contiguous() holds, exact strides and offset not known)
+
+
+def _one(s: Any) -> bool:
+    return type(s) is int and s == 1
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or cond_true(a == b)
+
+
+def _prod(sizes: Any) -> Any:
+    p: Any = 1
+    for s in sizes:
+        p = s if type(p) is int and p == 1 else p * s
+    return p
+
+
+def known_strides(p: Any) -> tuple | None:
+    """``(strides, offset_zero)`` of a traced tensor, exact on its dims of size >= 2, or
+    None when its layout is not known (a contiguous one: row-major)."""
+    if type(p) is not Proxy:
+        return None
+    if p.st_contig is None:
+        return p.st_layout
+    shape = p.st_meta.shape
+    return tuple(_prod(shape[d + 1:]) for d in range(len(shape))), p.st_contig is True
+
+
+def classify(shape: tuple, strides: tuple, zero: bool) -> tuple:
+    """(st_contig, st_layout) of a tensor of these sizes and strides: True for row-major
+    strides at offset 0 on dims all >= 2, LOOSE for row-major ones otherwise (what
+    ``is_contiguous()`` accepts), else None with the strides kept."""
+    for d, (s, st) in enumerate(zip(shape, strides)):
+        if not _one(s) and not _same(st, _prod(shape[d + 1:])):
+            return None, (tuple(strides), zero)
+    if zero and all(type(s) is int and s >= 2 or type(s) is not int and cond_true(s >= 2)
+                    for s in shape):
+        return True, None
+    return LOOSE, None
+
+
+def _arg(args: tuple, kwargs: dict, i: int, name: str, default: Any) -> Any:
+    return args[i] if i < len(args) else kwargs.get(name, default)
+
+
+def _transpose(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    n = len(st)
+    a = normalize_dim(_arg(args, kwargs, 1, "dim0", 0), n, "transpose")
+    b = normalize_dim(_arg(args, kwargs, 2, "dim1", 0), n, "transpose")
+    st = list(st)
+    st[a], st[b] = st[b], st[a]
+    return st, zero
+
+
+def _permute(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    dims = _arg(args, kwargs, 1, "dims", None)
+    return [st[normalize_dim(d, len(st), "permute")] for d in dims], zero
+
+
+def _t(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    return list(reversed(x[0])), x[1]
+
+
+def _alias(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    return list(x[0]), x[1]
+
+
+def _select(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, _ = x
+    d = normalize_dim(_arg(args, kwargs, 1, "dim", 0), len(st), "select")
+    return st[:d] + st[d + 1:], False
+
+
+def _slice(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    d = normalize_dim(_arg(args, kwargs, 1, "dim", 0), len(st), "slice")
+    start, step = _arg(args, kwargs, 2, "start", None), _arg(args, kwargs, 4, "step", 1)
+    if type(step) is not int:
+        return None
+    st = list(st)
+    st[d] = st[d] * step if step != 1 else st[d]
+    return st, zero and (start is None or (type(start) is int and start == 0))
+
+
+def _unsqueeze(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    d = normalize_dim(_arg(args, kwargs, 1, "dim", 0), len(st) + 1, "unsqueeze")
+    return st[:d] + [1] + st[d:], zero  # (a dim of size 1: its stride is never read)
+
+
+def _squeeze(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    dims = _arg(args, kwargs, 1, "dim", None)
+    n = len(st)
+    dims = range(n) if dims is None else [dims] if type(dims) is int else dims
+    drop = {normalize_dim(d, n, "squeeze") for d in dims}
+    drop = {d for d in drop if _one(shape[d])}
+    kept = [s for i, s in enumerate(st) if i not in drop]
+    return (kept, zero) if len(kept) == len(out.shape) else None
+
+
+def _expand(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    new = out.shape
+    lead = len(new) - len(shape)
+    res: list = [0] * lead
+    for s, stride, want in zip(shape, st, new[lead:]):
+        if _one(s):
+            res.append(0 if not _one(want) else stride)
+        elif _same(s, want):
+            res.append(stride)
+        else:
+            return None  # (a size that may be 1, expanded: which it is is not known)
+    return res, zero
+
+
+def view_layout(shape: tuple, strides: tuple, new: tuple) -> list | None:
+    """torch's ``computeStride`` on symbolic sizes: the strides of ``x.view(new)`` for a
+    tensor of these sizes and strides, where the view keeps a whole dim of the input
+    within one dim of the result or splits one dim into several (merging dims whose
+    strides chain); None where that is not proven for every size (eager may refuse)."""
+    olds = [(s, st) for s, st in zip(shape, strides) if not _one(s)]
+    news = [i for i, s in enumerate(new) if not _one(s)]
+    out: list = [1] * len(new)
+    i = j = 0
+    while i < len(olds) or j < len(news):
+        if i == len(olds) or j == len(news):
+            return None
+        size, stride = olds[i]
+        if _same(size, new[news[j]]):  # one dim to one dim
+            out[news[j]] = stride
+            i, j = i + 1, j + 1
+            continue
+        # one dim of the input split into new[news[j:k]]
+        k, p = j, 1
+        while k < len(news) and not (k > j and _same(p, size)):
+            p = new[news[k]] if k == j else p * new[news[k]]
+            k += 1
+        if _same(p, size) and k - j >= 2:
+            for m in range(k - 1, j - 1, -1):
+                out[news[m]] = stride
+                stride = stride * new[news[m]]
+            i, j = i + 1, k
+            continue
+        # several dims of the input merged into new[news[j]]: their strides must chain
+        k, p = i, size
+        while k + 1 < len(olds) and not _same(p, new[news[j]]):
+            nsize, nstride = olds[k + 1]
+            if not _same(olds[k][1], nsize * nstride):
+                return None
+            p, k = p * nsize, k + 1
+        if k == i or not _same(p, new[news[j]]):
+            return None
+        out[news[j]] = olds[k][1]
+        i, j = k + 1, j + 1
+    return out
+
+
+def _view(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st = view_layout(shape, x[0], out.shape)
+    return None if st is None else (st, x[1])
+
+
+def _split(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    return [(list(x[0]), x[1] and i == 0) for i in range(len(out))]
+
+
+def _unbind(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    st, zero = x
+    d = normalize_dim(_arg(args, kwargs, 1, "dim", 0), len(st), "unbind")
+    return [(st[:d] + st[d + 1:], zero and i == 0) for i in range(len(out))]
+
+
+def _dense_like(x: tuple, shape: tuple) -> list | None:
+    """``empty_like(x)``'s strides (preserve_format): dense, in the order of x's strides
+    (torch's ``infer_dense_strides``: an insertion sort by stride, equal strides by size,
+    dims of size 1 left where they are); None where an order is not proven."""
+    st = x[0]
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))  # innermost first
+
+    def should_swap(a: int, b: int) -> int | None:
+        if _one(shape[a]) or _one(shape[b]):
+            return 0
+        sa, sb = st[a], st[b]
+        if cond_true(sa < sb):
+            return -1
+        if cond_true(sa > sb):
+            return 1
+        if not cond_true(sa == sb):
+            return None
+        if cond_true(shape[a] > shape[b]):
+            return 1
+        return 0 if cond_true(shape[a] <= shape[b]) else None
+
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c is None:
+                return None
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    res: list = [1] * n
+    acc: Any = 1
+    for d in perm:
+        res[d] = acc
+        if not _one(shape[d]):
+            acc = shape[d] if type(acc) is int and acc == 1 else acc * shape[d]
+    return res
+
+
+def _attention(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    """scaled_dot_product_attention on CPU: its flash kernel (the one chosen without
+    dropout, on 4-d inputs of one head size whose last dims have stride 1) allocates the
+    output like the query; anything else (the math path's new contiguous result, a
+    choice not proven here) leaves it unknown."""
+    q, k, v = args[:3]
+    dropout = _arg(args, kwargs, 4, "dropout_p", 0.0)
+    if dropout or _arg(args, kwargs, 7, "enable_gqa", False) or len(shape) != 4 or \
+            not torch._C._get_flash_sdp_enabled():
+        return None
+    for t in (q, k, v):
+        lay = known_strides(t)
+        if lay is None or t.st_meta.ndim != 4 or not _same(lay[0][-1], 1) or \
+                not cond_true(t.st_meta.shape[-1] >= 2) or \
+                not _same(t.st_meta.shape[-1], shape[-1]):
+            return None
+    if len(out.shape) != 4 or not all(_same(a, b) for a, b in zip(out.shape, shape)):
+        return None
+    st = _dense_like(x, shape)
+    return None if st is None else (st, True)
+
+
+_RULES: dict = {
+    aten.transpose.int: _transpose, aten.permute.default: _permute, aten.t.default: _t,
+    aten.alias.default: _alias, aten.detach.default: _alias,
+    aten.select.int: _select, aten.slice.Tensor: _slice,
+    aten.unsqueeze.default: _unsqueeze, aten.squeeze.default: _squeeze,
+    aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.expand.default: _expand,
+    aten.view.default: _view, aten._unsafe_view.default: _view,
+    aten.reshape.default: _view,
+    aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
+    aten.unbind.int: _unbind,
+    aten.scaled_dot_product_attention.default: _attention,
+}
+
+
+def derive(op: Any, args: tuple, kwargs: dict, result: Any) -> bool:
+    """Give the result(s) of view `op` (or attention) their exact layout where it follows
+    from its input's; False where nothing is known (the caller's answer stands)."""
+    rule = _RULES.get(op)
+    if rule is None or not args:
+        return False
+    x = known_strides(args[0])
+    if x is None:
+        return False
+    shape = args[0].st_meta.shape
+    outs = result if type(result) is tuple or type(result) is list else None
+    if outs is None and type(result) is not Proxy:  # (pieces of a count not known: pieces.py)
+        return False
+    if outs is not None and not all(type(p) is Proxy for p in outs):
+        return False
+    meta = [p.st_meta for p in outs] if outs is not None else result.st_meta
+    try:
+        found = rule(x, shape, args, kwargs, meta)
+    except Exception:  # (an argument this table does not read: the layout stays unknown)
+        return False
+    if found is None:
+        return False
+    pairs = list(zip(outs, found)) if outs is not None else [(result, found)]
+    if any(len(st) != p.st_meta.ndim for p, (st, _) in pairs):
+        return False
+    for p, (st, zero) in pairs:
+        p.st_contig, p.st_layout = classify(p.st_meta.shape, tuple(st), zero)
+    return True
