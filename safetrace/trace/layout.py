@@ -30,10 +30,11 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
-from safetrace.trace.strides import derive, view_layout
+from safetrace.trace.strides import COPIES, concatenated, derive, pointwise, view_layout
 from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
+_CAT = torch.ops.aten.cat.default
 LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
 # Views that keep a contiguous tensor contiguous (same storage offset too); ``to`` is the
@@ -170,6 +171,11 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
     if (kind == UNKNOWN or (type(x) is Proxy and x.st_contig is None)) and \
             derive(op, args, kwargs, result):
         return
+    if not known and kind == COMPUTE and fmt is None:
+        if op is _CAT and concatenated(args, result):
+            return
+        if torch.Tag.pointwise in op.tags and pointwise(args, kwargs, result):
+            return
     contig = result_contiguity(kind, fmt, args, kwargs, known)
     if contig is None:
         for p in (result if isinstance(result, (tuple, list)) else (result,)):
@@ -385,7 +391,8 @@ def _viewable(x: Proxy, new: Any) -> bool:
         if not cond_true(rest >= 1):
             return False
         new[wild[0]] = x.st_meta.numel() // rest
-    return view_layout(tuple(x.st_meta.shape), x.st_layout[0], tuple(new)) is not None
+    found = view_layout(tuple(x.st_meta.shape), x.st_layout[0], tuple(new))
+    return found is not None and found is not COPIES
 
 
 def _splits_only(old: tuple, new: Any) -> bool:

@@ -146,11 +146,15 @@ def _expand(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
     return res, zero
 
 
-def view_layout(shape: tuple, strides: tuple, new: tuple) -> list | None:
+COPIES = "copies"  # (view_layout: no view has these sizes: reshape copies)
+
+
+def view_layout(shape: tuple, strides: tuple, new: tuple) -> Any:
     """torch's ``computeStride`` on symbolic sizes: the strides of ``x.view(new)`` for a
     tensor of these sizes and strides, where the view keeps a whole dim of the input
     within one dim of the result or splits one dim into several (merging dims whose
-    strides chain); None where that is not proven for every size (eager may refuse)."""
+    strides chain); ``COPIES`` where a merge of dims of sizes >= 2 is proven impossible
+    for every size (eager's view refuses, reshape copies); None where neither is proven."""
     olds = [(s, st) for s, st in zip(shape, strides) if not _one(s)]
     news = [i for i, s in enumerate(new) if not _one(s)]
     out: list = [1] * len(new)
@@ -175,14 +179,19 @@ def view_layout(shape: tuple, strides: tuple, new: tuple) -> list | None:
             i, j = i + 1, k
             continue
         # several dims of the input merged into new[news[j]]: their strides must chain
-        k, p = i, size
+        k, p, broken = i, size, False
         while k + 1 < len(olds) and not _same(p, new[news[j]]):
             nsize, nstride = olds[k + 1]
             if not _same(olds[k][1], nsize * nstride):
-                return None
+                if not (cond_true(olds[k][1] != nsize * nstride) and
+                        cond_true(olds[k][0] >= 2) and cond_true(nsize >= 2)):
+                    return None
+                broken = True
             p, k = p * nsize, k + 1
         if k == i or not _same(p, new[news[j]]):
             return None
+        if broken:
+            return COPIES
         out[news[j]] = olds[k][1]
         i, j = k + 1, j + 1
     return out
@@ -190,6 +199,14 @@ def view_layout(shape: tuple, strides: tuple, new: tuple) -> list | None:
 
 def _view(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
     st = view_layout(shape, x[0], out.shape)
+    return None if st is None or st is COPIES else (st, x[1])
+
+
+def _reshape(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
+    """A view where one exists, else a row-major copy (``clone(contiguous_format)``)."""
+    st = view_layout(shape, x[0], out.shape)
+    if st is COPIES:
+        return [_prod(out.shape[d + 1:]) for d in range(len(out.shape))], True
     return None if st is None else (st, x[1])
 
 
@@ -267,6 +284,120 @@ def _attention(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> A
     return None if st is None else (st, True)
 
 
+def _operand(t: Any, shape: tuple) -> list | None:
+    """An operand's strides broadcast to the result's sizes (0 on broadcast dims), or
+    None where not known (or where a size may or may not broadcast)."""
+    if type(t) is Proxy:
+        lay = known_strides(t)
+        if lay is None:
+            return None
+        sizes, st = t.st_meta.shape, lay[0]
+    else:
+        sizes, st = tuple(t.shape), tuple(t.stride())
+    lead = len(shape) - len(sizes)
+    res: list = [0] * lead
+    for s, stride, want in zip(sizes, st, shape[lead:]):
+        if _one(s) and not _one(want):
+            res.append(0)
+        elif _same(s, want):
+            res.append(stride)
+        else:
+            return None
+    return res
+
+
+def _iterator_strides(operands: list, shape: tuple) -> list | None:
+    """TensorIterator's output strides: dense, its dims ordered by the operands' strides
+    (``reorder_dimensions``: the first operand whose strides of two dims differ decides,
+    broadcast dims skipped, equal strides put the smaller size inside); dims of size 1
+    left where they are; None where an order is not proven."""
+    n = len(shape)
+
+    def should_swap(a: int, b: int) -> int | None:
+        if _one(shape[a]) or _one(shape[b]):
+            return 0
+        for st in operands:
+            sa, sb = st[a], st[b]
+            if (type(sa) is int and sa == 0) or (type(sb) is int and sb == 0):
+                continue
+            if cond_true(sa < sb):
+                return -1
+            if cond_true(sa > sb):
+                return 1
+            if not cond_true(sa == sb):
+                return None
+            if cond_true(shape[a] > shape[b]):
+                return 1
+            if not cond_true(shape[a] <= shape[b]):
+                return None
+        return 0
+
+    perm = list(range(n - 1, -1, -1))  # innermost first
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c is None:
+                return None
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    res: list = [1] * n
+    acc: Any = 1
+    for d in perm:
+        res[d] = acc
+        if not _one(shape[d]):
+            acc = shape[d] if type(acc) is int and acc == 1 else acc * shape[d]
+    return res
+
+
+def pointwise(args: tuple, kwargs: dict, result: Any) -> bool:
+    """The layout of a pointwise op's result (a TensorIterator kernel's) from its tensor
+    operands' known strides; False where one is not known."""
+    if type(result) is not Proxy:
+        return False
+    shape = result.st_meta.shape
+    operands = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            st = _operand(a, shape)
+            if st is None:
+                return False
+            operands.append(st)
+    if not operands:
+        return False
+    found = _iterator_strides(operands, shape)
+    if found is None:
+        return False
+    result.st_contig, result.st_layout = classify(shape, tuple(found), True)
+    return True
+
+
+def concatenated(args: tuple, result: Any) -> bool:
+    """``cat``'s result is row-major (eager's ``compute_output_memory_format``) where no
+    input of 4 or 5 dims may look channels-last (its last dim: stride 1, size >= 2, and
+    dim 1 of size >= 2)."""
+    tensors = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+    if type(result) is not Proxy or not tensors:
+        return False
+    for t in tensors:
+        if type(t) is not Proxy:
+            return False
+        lay = known_strides(t)
+        if lay is None:
+            return False
+        sizes = t.st_meta.shape
+        if len(sizes) in (4, 5) and not (_same(lay[0][-1], 1) and cond_true(sizes[-1] >= 2)
+                                         and cond_true(sizes[1] >= 2)):
+            return False
+    result.st_contig, result.st_layout = classify(
+        result.st_meta.shape, tuple(_prod(result.st_meta.shape[d + 1:])
+                                    for d in range(result.st_meta.ndim)), True)
+    return True
+
+
 _RULES: dict = {
     aten.transpose.int: _transpose, aten.permute.default: _permute, aten.t.default: _t,
     aten.alias.default: _alias, aten.detach.default: _alias,
@@ -274,7 +405,7 @@ _RULES: dict = {
     aten.unsqueeze.default: _unsqueeze, aten.squeeze.default: _squeeze,
     aten.squeeze.dim: _squeeze, aten.squeeze.dims: _squeeze, aten.expand.default: _expand,
     aten.view.default: _view, aten._unsafe_view.default: _view,
-    aten.reshape.default: _view,
+    aten.reshape.default: _reshape,
     aten.split.Tensor: _split, aten.split_with_sizes.default: _split,
     aten.unbind.int: _unbind,
     aten.scaled_dot_product_attention.default: _attention,
@@ -290,6 +421,7 @@ def derive(op: Any, args: tuple, kwargs: dict, result: Any) -> bool:
     x = known_strides(args[0])
     if x is None:
         return False
+    x = (list(x[0]), x[1])
     shape = args[0].st_meta.shape
     outs = result if type(result) is tuple or type(result) is list else None
     if outs is None and type(result) is not Proxy:  # (pieces of a count not known: pieces.py)
