@@ -30,7 +30,8 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
-from safetrace.trace.strides import COPIES, concatenated, derive, pointwise, view_layout
+from safetrace.trace.strides import (COPIES, concatenated, derive, pointwise, strided,
+                                    view_layout)
 from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
@@ -187,9 +188,10 @@ def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
                 p.st_contig = contig
 
 
-def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False) -> None:
+def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False,
+                   known: bool = False) -> None:
     trace = stack_trace(4)
-    if x.st_contig is None:
+    if x.st_contig is None and not known:
         raise layout_of_view(what, short(trace))
     if strides:  # (is_contiguous() ignores the strides of dims of size 0 / 1; stride() not)
         if x.st_contig is not True and not (what == "x.stride()" and _no_dim_below_two(x)):
@@ -206,6 +208,9 @@ def _no_dim_below_two(x: Proxy) -> bool:
 
 
 def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
+    if x.st_contig is None and memory_format is torch.contiguous_format and strided(x):
+        _require_known(tr, x, "x.is_contiguous()", known=True)
+        return False
     _require_known(tr, x, "x.is_contiguous()")
     if memory_format in (torch.contiguous_format, torch.preserve_format):
         return True

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from safetrace.rules.common import cond_true, normalize_dim
+from safetrace.symbolic import sym_or
 from safetrace.trace.proxy import Proxy
 
 aten = torch.ops.aten
@@ -36,6 +37,18 @@ def _one(s: Any) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     return a is b or cond_true(a == b)
+
+
+def _order(shape: tuple, a: int, b: int, sa: Any, sb: Any) -> int | None:
+    """-1 / 1 / 0 for strides ``sa`` <, > or == ``sb`` of dims a and b, decided where both
+    dims have size >= 2 (the order of a dim of size 1 changes no other stride); None where
+    not proven."""
+    small = (shape[a] < 2, shape[b] < 2)
+    if cond_true(sym_or(*small, sa < sb)):
+        return -1
+    if cond_true(sym_or(*small, sa > sb)):
+        return 1
+    return 0 if cond_true(sym_or(*small, sa == sb)) else None
 
 
 def _prod(sizes: Any) -> Any:
@@ -54,6 +67,19 @@ def known_strides(p: Any) -> tuple | None:
         return p.st_layout
     shape = p.st_meta.shape
     return tuple(_prod(shape[d + 1:]) for d in range(len(shape))), p.st_contig is True
+
+
+def strided(p: Proxy) -> bool:
+    """Whether `p` (of exact strides) is proven not contiguous: non-empty, and a dim of
+    size >= 2 whose stride is not the product of the sizes after it."""
+    if p.st_layout is None:
+        return False
+    shape = p.st_meta.shape
+    if not all(type(s) is int and s >= 1 or type(s) is not int and cond_true(s >= 1)
+               for s in shape):
+        return False
+    return any(cond_true(s >= 2) and cond_true(st != _prod(shape[d + 1:]))
+               for d, (s, st) in enumerate(zip(shape, p.st_layout[0])))
 
 
 def classify(shape: tuple, strides: tuple, zero: bool) -> tuple:
@@ -231,13 +257,9 @@ def _dense_like(x: tuple, shape: tuple) -> list | None:
     def should_swap(a: int, b: int) -> int | None:
         if _one(shape[a]) or _one(shape[b]):
             return 0
-        sa, sb = st[a], st[b]
-        if cond_true(sa < sb):
-            return -1
-        if cond_true(sa > sb):
-            return 1
-        if not cond_true(sa == sb):
-            return None
+        c = _order(shape, a, b, st[a], st[b])
+        if c != 0:
+            return c
         if cond_true(shape[a] > shape[b]):
             return 1
         return 0 if cond_true(shape[a] <= shape[b]) else None
@@ -320,12 +342,9 @@ def _iterator_strides(operands: list, shape: tuple) -> list | None:
             sa, sb = st[a], st[b]
             if (type(sa) is int and sa == 0) or (type(sb) is int and sb == 0):
                 continue
-            if cond_true(sa < sb):
-                return -1
-            if cond_true(sa > sb):
-                return 1
-            if not cond_true(sa == sb):
-                return None
+            c = _order(shape, a, b, sa, sb)
+            if c != 0:
+                return c
             if cond_true(shape[a] > shape[b]):
                 return 1
             if not cond_true(shape[a] <= shape[b]):
