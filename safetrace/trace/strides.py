@@ -69,6 +69,41 @@ def known_strides(p: Any) -> tuple | None:
     return tuple(_prod(shape[d + 1:]) for d in range(len(shape))), p.st_contig is True
 
 
+# Ops whose result is a new row-major tensor whatever their operands' layout (matmul's
+# folds copy a strided operand; embedding gathers rows); factories read no tensor.
+_FRESH = frozenset({"linear", "mm", "addmm", "bmm", "baddbmm", "matmul", "embedding",
+                    "_addmm_activation"})
+_STATE_KINDS = ("parameter", "buffer", "constant")
+_WALK = 400  # nodes looked at for one tensor, at most
+
+
+def fixed_layout(node: Any) -> bool:
+    """Whether the layout of `node`'s value is the same at every run: it depends on no
+    input's layout (an input may come with any strides unless the program checks them),
+    only on the program's state and on results that are new row-major tensors."""
+    seen: set = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if len(seen) > _WALK:
+            return False
+        if not isinstance(n.meta.get("val"), torch.Tensor):
+            continue  # (a size read, a number: no layout to carry)
+        if n.op == "placeholder":
+            if n.meta.get("kind") not in _STATE_KINDS:
+                return False
+            continue
+        if n.op != "call_function":
+            return False
+        if getattr(n.target, "_opname", None) in _FRESH:
+            continue
+        todo.extend(n.all_input_nodes)
+    return True
+
+
 def strided(p: Proxy) -> bool:
     """Whether `p` (of exact strides) is proven not contiguous: non-empty, and a dim of
     size >= 2 whose stride is not the product of the sizes after it."""
