@@ -251,9 +251,9 @@ def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     s = node.meta["val"].st_meta.static
     if s is None:
         return False
+    if node.meta["val"].st_contig is None:  # (a strided state tensor: its strides decide
+        return False                         # its results' layout, strides.py)
     parts.append(_STATE)
-    if node.meta["val"].st_contig is None:  # (a strided state tensor: the result's may be)
-        parts.append(_VIEW)
     parts.append(s)
     nodes.append(node)
     return True
