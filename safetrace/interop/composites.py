@@ -169,7 +169,15 @@ def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
         empty = aten.eq.Scalar(aten.amax.default(scores, [-1], True), -math.inf)
         probs = aten.where.self(empty, aten.full.default([], 0.0, dtype=probs.dtype,
                                                          device=probs.device), probs)
-    return matmul(probs, v)
+    out = matmul(probs, v)
+    if q.dim() == 4 and not enable_gqa and type(q.shape[-1]) is int and \
+            q.shape[-1] == v.shape[-1]:
+        # torch's CPU kernel allocates the result like the query (a transpose of it is
+        # contiguous again: the program may view it): a where that reads q first keeps
+        # q's dim order (torch's own decomposition transposes for the same reason)
+        no = aten.full.default([], False, dtype=torch.bool, device=out.device)
+        out = aten.where.self(no, q, out)
+    return out
 
 
 def _repeat_heads(x: Any, heads: Any) -> Any:
