@@ -36,6 +36,8 @@ def _one(s: Any) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if a.__class__ is int and b.__class__ is int:
+        return a == b
     return a is b or cond_true(a == b)
 
 
@@ -43,6 +45,8 @@ def _order(shape: tuple, a: int, b: int, sa: Any, sb: Any) -> int | None:
     """-1 / 1 / 0 for strides ``sa`` <, > or == ``sb`` of dims a and b, decided where both
     dims have size >= 2 (the order of a dim of size 1 changes no other stride); None where
     not proven."""
+    if sa.__class__ is int and sb.__class__ is int:
+        return -1 if sa < sb else 1 if sa > sb else 0
     small = (shape[a] < 2, shape[b] < 2)
     if cond_true(sym_or(*small, sa < sb)):
         return -1
@@ -58,6 +62,17 @@ def _prod(sizes: Any) -> Any:
     return p
 
 
+def _suffix(shape: tuple) -> list:
+    """Row-major strides (plain products of the sizes after each dim)."""
+    out: list = [1] * len(shape)
+    acc: Any = 1
+    for d in range(len(shape) - 1, -1, -1):
+        out[d] = acc
+        s = shape[d]
+        acc = s if acc.__class__ is int and acc == 1 else acc * s
+    return out
+
+
 def known_strides(p: Any) -> tuple | None:
     """``(strides, offset_zero)`` of a traced tensor, exact on its dims of size >= 2, or
     None when its layout is not known (a contiguous one: row-major)."""
@@ -65,8 +80,7 @@ def known_strides(p: Any) -> tuple | None:
         return None
     if p.st_contig is None:
         return p.st_layout
-    shape = p.st_meta.shape
-    return tuple(_prod(shape[d + 1:]) for d in range(len(shape))), p.st_contig is True
+    return tuple(_suffix(p.st_meta.shape)), p.st_contig is True
 
 
 # Ops whose result is a new row-major tensor whatever their operands' layout (matmul's
@@ -121,8 +135,8 @@ def classify(shape: tuple, strides: tuple, zero: bool) -> tuple:
     """(st_contig, st_layout) of a tensor of these sizes and strides: True for row-major
     strides at offset 0 on dims all >= 2, LOOSE for row-major ones otherwise (what
     ``is_contiguous()`` accepts), else None with the strides kept."""
-    for d, (s, st) in enumerate(zip(shape, strides)):
-        if not _one(s) and not _same(st, _prod(shape[d + 1:])):
+    for s, st, want in zip(shape, strides, _suffix(shape)):
+        if not (s.__class__ is int and s == 1) and not _same(st, want):
             return None, (tuple(strides), zero)
     if zero and all(type(s) is int and s >= 2 or type(s) is not int and cond_true(s >= 2)
                     for s in shape):
