@@ -340,8 +340,12 @@ def _attention(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> A
     choice not proven here) leaves it unknown."""
     q, k, v = args[:3]
     dropout = _arg(args, kwargs, 4, "dropout_p", 0.0)
+    mask = _arg(args, kwargs, 3, "attn_mask", None)
     if dropout or _arg(args, kwargs, 7, "enable_gqa", False) or len(shape) != 4 or \
             not torch._C._get_flash_sdp_enabled():
+        return None
+    if mask is not None and (mask.dim() not in (2, 4) or (  # (else: the math kernel's)
+            type(mask) is not Proxy and mask.requires_grad and torch.is_grad_enabled())):
         return None
     for t in (q, k, v):
         lay = known_strides(t)

@@ -171,3 +171,24 @@ def test_a_view_of_a_split_part_is_decided_without_replaying_the_example(monkeyp
     assert not _calls(ep, "contiguous", "clone")
     for x in (torch.randn(1, 3, 192), torch.randn(2, 1, 192)):
         torch.testing.assert_close(ep.module()(x), m(x))
+
+
+class _MaskedHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(192, 192)
+
+    def forward(self, x, mask):
+        q, k, v = (t.view(1, 8, 4, 16).transpose(1, 2) for t in self.qkv(x).split(64, 2))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2) \
+            .is_contiguous()
+
+
+def test_attention_layout_follows_the_kernel_eager_picks():
+    m, x = _MaskedHeads(), torch.randn(1, 8, 192)
+    mask = torch.ones(8, 8, dtype=torch.bool)  # (the flash kernel: allocated like q)
+    assert st.export(m, (x, mask)).module()(x, mask) is m(x, mask) is True
+    mask = torch.ones(1, 8, 8, dtype=torch.bool)  # (a 3-d mask: the math kernel's result)
+    assert m(x, mask) is False
+    with pytest.raises(st.UnsupportedOpError, match="memory layout"):
+        st.export(m, (x, mask))
