@@ -169,7 +169,15 @@ def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
         empty = aten.eq.Scalar(aten.amax.default(scores, [-1], True), -math.inf)
         probs = aten.where.self(empty, aten.full.default([], 0.0, dtype=probs.dtype,
                                                          device=probs.device), probs)
-    return matmul(probs, v)
+    out = matmul(probs, v)
+    if q.dim() == 4 and not enable_gqa and type(q.shape[-1]) is int and \
+            q.shape[-1] == v.shape[-1]:
+        # torch's CPU kernel allocates the result like the query (a transpose of it is
+        # contiguous again: the program may view it): a where that reads q first keeps
+        # q's dim order (torch's own decomposition transposes for the same reason)
+        no = aten.full.default([], False, dtype=torch.bool, device=out.device)
+        out = aten.where.self(no, q, out)
+    return out
 
 
 def _repeat_heads(x: Any, heads: Any) -> Any:
@@ -178,33 +186,6 @@ def _repeat_heads(x: Any, heads: Any) -> Any:
     lead, h, n, d = list(x.shape[:-3]), x.shape[-3], x.shape[-2], x.shape[-1]
     wide = aten.expand.default(aten.unsqueeze.default(x, -3), lead + [h, heads // h, n, d])
     return aten.view.default(_contiguous(wide), lead + [heads, n, d])
-
-
-def masked_attention(gm: torch.fx.GraphModule) -> dict:
-    """``{sdpa: form}`` when `gm` (or a subgraph) calls ``scaled_dot_product_attention``
-    with a mask and no dropout, else ``{}``.  For ONNX: torch's ONNX function masks with
-    the dtype's lowest value instead of ``-inf``, so a row with every position masked (a
-    left-padded prompt's padding) attends to every position equally where torch's kernels
-    give 0; the form above gives torch's 0.  ``is_causal`` alone needs no form: its mask
-    (row i sees keys 0..i) leaves key 0 to every row, and where no row is fully masked the
-    lowest value's weight is exp(lowest - max) = 0 as -inf's is (no keys at all: both give
-    an empty softmax and zeros).  (The form costs the ONNX export's retrace a third more
-    on a small transformer.)"""
-    masked = False
-    for m in gm.modules():
-        if not isinstance(m, torch.fx.GraphModule):
-            continue
-        for n in m.graph.nodes:
-            if n.op != "call_function" or n.target is not aten.scaled_dot_product_attention \
-                    .default:
-                continue
-            args = list(n.args) + [None] * (6 - len(n.args))
-            mask = args[3] if len(n.args) > 3 else n.kwargs.get("attn_mask")
-            dropout = args[4] if len(n.args) > 4 else n.kwargs.get("dropout_p", 0.0)
-            if dropout:
-                return {}
-            masked = masked or mask is not None
-    return {aten.scaled_dot_product_attention.default: sdpa} if masked else {}
 
 
 @_register(aten.batch_norm.default)

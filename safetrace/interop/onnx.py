@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.composites import beyond_torch, masked_attention
+from safetrace.interop.composites import beyond_torch
+from safetrace.interop.onnx_attention import masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
 from safetrace.interop.onnx_decompose import can_fold, folded
 from safetrace.interop.onnx_registry import cached_registry

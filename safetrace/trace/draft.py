@@ -66,7 +66,7 @@ def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | Non
     node.meta["st_fake_inferred"] = True  # (to_torch builds its value from ours)
     for p, t in zip(value if isinstance(value, (tuple, list)) else (value,), outs):
         if isinstance(t, torch.Tensor) and isinstance(p, Proxy):
-            p.st_contig = None  # (its strides are the kernel's)
+            p.st_contig = p.st_layout = None  # (its strides are the kernel's)
             same_order = tr.emit(aten.permute.default, (p, list(range(t.dim()))), {})
             tr.emit(aten._assert_tensor_metadata.default, (same_order,),
                     {"dtype": t.dtype, "device": t.device})

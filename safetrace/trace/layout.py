@@ -30,9 +30,12 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.strides import (COPIES, concatenated, derive, pointwise, strided,
+                                    view_layout)
 from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
+_CAT = torch.ops.aten.cat.default
 LOOSE = "loose"  # contiguous to is_contiguous(), strides of dims of size 0 / 1 and offset not
 
 # Views that keep a contiguous tensor contiguous (same storage offset too); ``to`` is the
@@ -161,9 +164,34 @@ def vector_contiguity(kind: int, fmt: int | None, meta: Any) -> bool | str | Non
     return True if all(cond_true(s >= 2) for s in meta.shape) else LOOSE
 
 
-def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False) -> None:
+def set_layout(kind: int, fmt: int | None, op: Any, args: tuple, kwargs: dict,
+               known: bool, result: Any) -> None:
+    """Give an op's result(s) their layout (``st_contig``, and ``st_layout`` where a view's
+    exact strides follow from its input's: ``strides.py``)."""
+    x = args[0] if args else None
+    if (kind == UNKNOWN or (type(x) is Proxy and x.st_contig is None)) and \
+            derive(op, args, kwargs, result):
+        return
+    if not known and kind == COMPUTE and fmt is None:
+        if op is _CAT and concatenated(args, result):
+            return
+        if torch.Tag.pointwise in op.tags and pointwise(args, kwargs, result):
+            return
+    contig = result_contiguity(kind, fmt, args, kwargs, known)
+    if contig is None:
+        for p in (result if isinstance(result, (tuple, list)) else (result,)):
+            if type(p) is Proxy:
+                p.st_contig = vector_contiguity(kind, fmt, p.st_meta)
+    elif contig is not True:
+        for p in (result if isinstance(result, (tuple, list)) else (result,)):
+            if type(p) is Proxy:
+                p.st_contig = contig
+
+
+def _require_known(tr: Recorder, x: Proxy, what: str, strides: bool = False,
+                   known: bool = False) -> None:
     trace = stack_trace(4)
-    if x.st_contig is None:
+    if x.st_contig is None and not known:
         raise layout_of_view(what, short(trace))
     if strides:  # (is_contiguous() ignores the strides of dims of size 0 / 1; stride() not)
         if x.st_contig is not True and not (what == "x.stride()" and _no_dim_below_two(x)):
@@ -180,6 +208,9 @@ def _no_dim_below_two(x: Proxy) -> bool:
 
 
 def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_format) -> Any:
+    if x.st_contig is None and memory_format is torch.contiguous_format and strided(x):
+        _require_known(tr, x, "x.is_contiguous()", known=True)
+        return False
     _require_known(tr, x, "x.is_contiguous()")
     if memory_format in (torch.contiguous_format, torch.preserve_format):
         return True
@@ -332,6 +363,8 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
         if not _splits_only(tuple(x.st_meta.shape), args[1]):
             raise view_of_vmap_output(short(stack_trace(4)))
         return
+    if x.st_layout is not None and _viewable(x, args[1]):  # (exact strides: decided)
+        return
     try:
         memo = {_ON_CPU: _numel(_hint(tuple(x.st_meta.shape))) <= _CPU_NUMEL}
         example = _example(x.st_node, 0, memo)
@@ -347,6 +380,24 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
             example.view(shape)
     except RuntimeError as exc:
         raise view_of_strided(str(exc), short(stack_trace(4))) from None
+
+
+def _viewable(x: Proxy, new: Any) -> bool:
+    """Whether ``x.view(new)`` is proven valid for every size from x's exact strides."""
+    if not isinstance(new, (list, tuple)):
+        return False
+    new = list(new)
+    wild = [i for i, s in enumerate(new) if type(s) is int and s == -1]
+    if wild:
+        rest: Any = 1
+        for i, s in enumerate(new):
+            if i != wild[0]:
+                rest = rest * s
+        if not cond_true(rest >= 1):
+            return False
+        new[wild[0]] = x.st_meta.numel() // rest
+    found = view_layout(tuple(x.st_meta.shape), x.st_layout[0], tuple(new))
+    return found is not None and found is not COPIES
 
 
 def _splits_only(old: tuple, new: Any) -> bool:

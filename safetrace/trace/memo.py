@@ -79,9 +79,10 @@ class _Mark:
 # layout (a view: the layout of results follows from the arguments', layout.py); and
 # before the keyword arguments
 _STATE, _VIEW, _KWARGS = _Mark("state"), _Mark("view"), _Mark("**")
-_LOOSE = _Mark("loose")
+_STRIDES = _Mark("strides")
+_LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
 # a program state tensor's classes (keyed inline in ``call``; others go by _argument)
-_STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))  # (a tensor of layout.LOOSE: its result keeps that)
+_STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
 # in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
 _SYM = _Mark("symbolic")
 _default_dtype = torch.get_default_dtype
@@ -102,7 +103,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     sym: list = [env if env is not None and ACTIVE.env is env else None]
     state = tr.state
     for a in args:
-        if type(a) is Proxy and a._st_value is None and \
+        if type(a) is Proxy and a._st_value is None and a.st_layout is None and \
                 (s := a.st_meta.static) is not None:
             # (a proxy of static sizes, the usual argument: _argument's first case, inline)
             if a.st_contig is not True:
@@ -115,11 +116,11 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         elif type(a) in _STATE_TYPES and (node := state.get(id(a))) is not None:
             # (a parameter or buffer of the program, F.linear's weight: _tensor, inline)
             val = node.meta["val"]
-            if (s := val.st_meta.static) is None:
+            if (s := val.st_meta.static) is None or val.st_contig is None:
+                # (symbolic sizes, or a strided state tensor: its strides decide its
+                # results' layout, strides.py; as _tensor)
                 return plan(tr, func, args, kwargs)
             parts.append(_STATE)
-            if val.st_contig is None:
-                parts.append(_VIEW)
             parts.append(s)
             nodes.append(node)
         elif not _argument(a, state, parts, nodes, sym):
@@ -199,7 +200,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
     result.st_node = node
     if contig is not True:
-        result.st_contig = contig
+        _set_layout(result, contig)
     return result
 
 
@@ -215,6 +216,11 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         if a._st_value is not None:
             return False
         s = a.st_meta.static
+        if a.st_layout is not None:  # (exact strides: keyed on static sizes, strides.py)
+            if s is None:
+                return False
+            parts.append(_STRIDES)
+            parts.append(a.st_layout)
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
             if sym[0] is None:
                 return False
@@ -266,9 +272,9 @@ def _tensor(a: Any, state: dict, parts: list, nodes: list) -> bool:
     s = node.meta["val"].st_meta.static
     if s is None:
         return False
+    if node.meta["val"].st_contig is None:  # (a strided state tensor: its strides decide
+        return False                         # its results' layout, strides.py)
     parts.append(_STATE)
-    if node.meta["val"].st_contig is None:  # (a strided state tensor: the result's may be)
-        parts.append(_VIEW)
     parts.append(s)
     nodes.append(node)
     return True
@@ -284,9 +290,13 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
         elif t is Proxy:
-            if x._st_value is not None:
+            if x._st_value is not None or (x.st_layout is not None and
+                                           x.st_meta.static is None):
                 return None
             s = x.st_meta.static
+            if x.st_layout is not None:
+                parts.append(_STRIDES)
+                parts.append(x.st_layout)
             if s is None:
                 s = _symbolic(x.st_meta, sym, parts)
                 if s is None:
@@ -372,6 +382,10 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
+    if plain is not None and _strided(result):  # (exact strides: in an entry on static
+        if found[2] is not None:                  # sizes only, as a Strided layout)
+            return result
+        plain = _with_layouts(plain, result)
     if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
         if found[2] is None and tr.n_emits == n_emits + 1 and plain[-1] == depth and \
                 len(tr.symbols) == n_syms and tr.scope.graph is graph and \
@@ -403,6 +417,35 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     return result
 
 
+class Strided(tuple):
+    """An entry's result layout that is exact strides: ``(strides, offset_zero)``."""
+
+
+def _with_layouts(plain: tuple, result: Any) -> tuple:
+    """The plain emit with its result layout(s) given as ``Strided`` where exact."""
+    def lay(p: Any, contig: Any) -> Any:
+        return Strided(p.st_layout) if p.st_layout is not None else contig
+    if len(plain) == 9:
+        return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + plain[7:]
+    return plain[:6] + (lay(result, plain[6]),) + plain[7:]
+
+
+def _set_layout(p: Any, contig: Any) -> None:
+    """A replayed result's layout from its entry."""
+    if contig.__class__ is Strided:
+        p.st_contig, p.st_layout = None, (contig[0], contig[1])
+    else:
+        p.st_contig = contig
+
+
+def _strided(result: Any) -> bool:
+    """Whether `result` (or one of its pieces) carries exact strides (``strides.py``)."""
+    if type(result) is Proxy:
+        return result.st_layout is not None
+    return (type(result) is tuple or type(result) is list) and \
+        any(type(p) is Proxy and p.st_layout is not None for p in result)  # (not Pieces)
+
+
 def _pieces_of(result: Any, node: torch.fx.Node) -> bool:
     """Whether `result` is the proxies of `node`'s results, one getitem each, in order."""
     if not isinstance(result, (tuple, list)):
@@ -429,7 +472,7 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
         p.st_meta = static_meta(out_static)
         p.st_node = item
         if contigs[i] is not True:
-            p.st_contig = contigs[i]
+            _set_layout(p, contigs[i])
         items.append(p)
     node.meta["val"] = items if kind is list else tuple(items)
     return named(items) if named is not None else node.meta["val"]

@@ -94,6 +94,7 @@ class Proxy(torch.Tensor):
     _st_value_stamp: Any = None
     st_contig: bool | str | None = True  # row-major (offset 0), LOOSE, None: layout.py
     st_strides: tuple | None = None  # a real tensor's strides (state, an input's example)
+    st_layout: tuple | None = None  # a view's exact (strides, offset 0), st_contig None: strides.py
 
     def __round__(self, ndigits: Any = None) -> Any:
         # eager's own error for round(tensor) (torch.Tensor has no __round__), not one
@@ -216,6 +217,8 @@ def reshaped_in_place(x: Proxy, meta: TensorMeta, node: torch.fx.Node,
     if made is not None and made.meta.get("val") is x:
         made.meta["val"] = before = Proxy(x.st_meta, made)
         before.st_contig = x.st_contig  # (its layout too: an unknown one stays unknown)
+        before.st_layout = x.st_layout
     x.st_meta, x.st_node = meta, node
+    x.st_layout = None  # (exact strides of the old shape)
     if not keeps_layout:
         x.st_contig = None

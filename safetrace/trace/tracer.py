@@ -33,7 +33,7 @@ from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
-from safetrace.trace.layout import exact_contiguous, result_contiguity, vector_contiguity
+from safetrace.trace.layout import exact_contiguous, set_layout
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage,
                                       reads_own_memory, state_alias, traced_elsewhere,
@@ -450,15 +450,7 @@ class Tracer(TorchFunctionMode):
         else:
             result = self.wrap(out, node)
         if info[5] or info[6] is not None or not known or loose:
-            contig = result_contiguity(info[5], info[6], args, kwargs, known)
-            if contig is None:
-                for p in (result if isinstance(result, (tuple, list)) else (result,)):
-                    if type(p) is Proxy:
-                        p.st_contig = vector_contiguity(info[5], info[6], p.st_meta)
-            elif contig is not True:
-                for p in (result if isinstance(result, (tuple, list)) else (result,)):
-                    if type(p) is Proxy:
-                        p.st_contig = contig
+            set_layout(info[5], info[6], op, args, kwargs, known, result)
         if info[9] is not None and type(result) is Proxy:  # the values an index spans
             info[9](self, args, kwargs, result)
         if info[4] and isinstance(result, Proxy) and result.st_meta.shape == ():

@@ -83,7 +83,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             _mark_lost_views(slices, out, before)
         for o in pytree.tree_leaves(out):  # (eager's strides follow its batching rules,
             if isinstance(o, Proxy):  # not the stack's: layout queries are refused)
-                o.st_contig = None
+                o.st_contig = o.st_layout = None
                 o.st_node.meta["st_vmap_layout"] = True  # (mutation.reads_own_memory)
                 tr.vmapped = True  # (layout.py: a view of it must not depend on strides)
         return out

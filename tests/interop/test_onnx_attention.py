@@ -1,9 +1,10 @@
 """Masked attention through ``st.to_onnx``: a row whose every position is masked (the
 padding of a left-padded prompt, ``model(ids, mask, use_cache=False)``) attends to nothing
 in torch (0); torch's ONNX function masks with the dtype's lowest value instead of -inf, so
-it averaged every position there.  ``st.to_onnx`` lowers masked sdpa through safetrace's
-core ATen form (``interop/composites.py: sdpa``), which also repeats the key/value heads
-of ``enable_gqa``."""
+it averaged every position there.  ``st.to_onnx`` keeps torch's operator and sets those
+rows to 0 from the mask (``interop/onnx_attention.py``); ``ep.run_decompositions()``
+lowers masked sdpa through safetrace's core ATen form (``interop/composites.py: sdpa``),
+which also repeats the key/value heads of ``enable_gqa``."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from safetrace.trace import indexing
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
+from safetrace.trace.strides import fixed_layout
 from safetrace.trace.recorder import Recorder
 
 T: Any = torch.Tensor  # (its properties as descriptors: typed Any)
@@ -90,11 +91,19 @@ def set_data(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> None:
     if isinstance(target, Proxy):
         shared = tr.emit(aten.alias.default, (value,), {})
         target.st_meta, target.st_node = shared.st_meta, shared.st_node
-        target.st_contig = shared.st_contig
+        target.st_contig, target.st_layout = shared.st_contig, shared.st_layout
         return
     tr.emit(aten.copy_.default, (target, value), {})
 
 
 @handles(T.contiguous)
 def contiguous(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
-    return tr.emit(aten.contiguous.default, (args[0],), kwargs)
+    """``x.contiguous()`` is `x` itself where x is contiguous (eager returns self; torch's
+    graphs hold no node for it): where that holds for every size and every run (its
+    layout depends on no input's: ``strides.fixed_layout``), nothing is recorded."""
+    x = args[0]
+    fmt = kwargs.get("memory_format", args[1] if len(args) > 1 else torch.contiguous_format)
+    if type(x) is Proxy and x.st_contig is not None and fmt is torch.contiguous_format and \
+            x.st_node is not None and fixed_layout(x.st_node):
+        return x
+    return tr.emit(aten.contiguous.default, (x,), kwargs)
