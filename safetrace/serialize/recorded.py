@@ -27,7 +27,6 @@ other size it is refused.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
@@ -48,9 +47,6 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
-# CPU seconds one load spends comparing sizes case by case (a millisecond each, 10 for a
-# file's largest expressions), at most: past them a size is compared as before
-_CASE_SECONDS = 0.25
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -62,8 +58,8 @@ class Recorded:
     ``opaque``: scratch symbol name -> the contract size it stands for (``memory._dim``).
     """
 
-    def __init__(self, env: Any, contract: set, opaque: dict) -> None:
-        self.env, self.contract = env, contract
+    def __init__(self, env: Any, contract: set, opaque: dict, main: Any = None) -> None:
+        self.env, self.contract, self.main = env, contract, main
         self.opaque = dict(opaque)
         self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
         self.taken: set = set()  # scratch symbols matched with a file symbol
@@ -72,7 +68,11 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
-        self.cases = _CASE_SECONDS  # (seconds left for symbolic.cases comparisons)
+        # main-graph nodes whose sizes read from data the file records as sizes of the
+        # inputs (``[1, 1]`` of a nonzero whose count a later check pins): (node, recorded,
+        # evaluated, the equalities left open), held against all the graph's checks
+        self.later: list = []
+        self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -89,11 +89,14 @@ class Recorded:
         if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
+        self.open = []
         same = self._same(recorded, derived)
         if same is False and facts and self.wrong is None:
             same = self._under(facts, recorded, derived)
         if same is False and self.wrong is None:
             self.wrong = (node.name, _show(recorded), _show(derived))
+        elif same is None and self.open and node.graph is self.main:
+            self.later.append((node.name, _show(recorded), _show(derived), self.open))
 
     def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
         self.assumed += len(facts)
@@ -107,13 +110,55 @@ class Recorded:
                     return False
             return self._same(recorded, derived)
 
-    def refuse(self) -> None:
+    def refuse(self, facts: list) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
-        (after the budgets' refusals, which name what to raise)."""
+        (after the budgets' refusals, which name what to raise), or where it records a
+        size read from data as a size of the inputs that the main graph's assertions
+        (``facts``: all of them) do not make it."""
         if self.wrong is not None:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
+        unproven = self._unproven(facts)
+        if unproven is not None:
+            name, recorded, derived = unproven
+            raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
+                           f"but the graph computes {derived} there, and none of its "
+                           f"checks makes the two one", _FIX)
+
+    def _unproven(self, facts: list) -> tuple | None:
+        """The first of ``later`` whose sizes the main graph's assertions (``facts``) do
+        not prove the file's, else None.
+
+        Sound against a forged file: the loaded graph runs as written, each node on what
+        it computes, whatever the file records; the recorded value is read only by what
+        takes the program as a whole (``print(ep)``, ``to_torch()``, decompositions), and
+        the graph returns nothing, nor writes an output, where one of its main-graph
+        assertions fails.  Where those prove the recorded size at every run that returns,
+        the value is what our exporter writes for that graph (it records a size as the
+        checks of the whole program leave it: ``nonzero`` pinned to one row by a later
+        ``torch._check`` is ``[1, 1]`` at its own node)."""
+        if not self.later:
+            return None
+        self.assumed += len(facts)
+        if self.assumed > _ASSUMED:
+            return self.later[0][:3]
+        with scoped(self.env):
+            for fact in facts:
+                try:
+                    self.env.add_fact(fact)
+                except ValueError:
+                    return None  # (they never all hold: the graph never returns)
+            for name, recorded, derived, conds in self.later:
+                if not all(self._proved(c) for c in conds):
+                    return name, recorded, derived
+        return None
+
+    def _proved(self, cond: Any) -> bool:
+        try:
+            return self.env.decide(cond) is True or by_cases(self.env, cond) is True
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            return False
 
     def kinds(self, node: torch.fx.Node, outs: list) -> None:
         """Note a torch.cond ``node`` whose recorded value is not, in count, kind, dtype
@@ -218,16 +263,17 @@ class Recorded:
             return True
         try:
             answer = self.env.decide(eq(d, r_in))
-            if answer is None and self.cases > 0:  # (two forms of one size, a min/max
-                start = time.process_time()  # placed otherwise in each: case by case)
-                answer = by_cases(self.env, eq(d, r_in))
-                self.cases -= time.process_time() - start
+            if answer is None:  # (two forms of one size, a min/max placed otherwise in
+                answer = by_cases(self.env, eq(d, r_in))  # each: case by case, within the
+                # load's budget of decisions, scratch.CASE_DECISIONS)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | {str(x) for x in r.free_symbols} <= self.contract:
                 return False  # (sizes of the inputs both, not provably one: not the same)
+            if {str(x) for x in r.free_symbols} <= self.contract:
+                self.open.append(eq(d, r_in))  # (read from data, recorded as of the inputs)
         return answer
 
     def _file(self, e: Expr) -> Expr | None:
