@@ -135,3 +135,31 @@ def test_shared_subexpressions_evaluate_once() -> None:
     for _ in range(40):
         v = (v + v % 7) // 2 + v // 3
     assert e.evaluate({"H": 1000}) == v
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-3, 3).filter(bool), st.integers(-6, 6), st.integers(1, 5),
+       st.integers(-4, 8), st.integers(0, 4), st.integers(-3, 3), st.integers(-12, 12))
+def test_a_pinned_division_bounds_its_operand(k: int, c: int, m: int, v: int, lo: int,
+                                             j: int, t: int) -> None:
+    """``(k*s + c)//m == v`` (a contract's ``(x.shape[3] + 1)//2 == 3``) as a fact: every
+    answer the env then gives (the range of ``s``, a comparison ``s + j*(s//m) >= t``)
+    holds at each ``s`` of the declared range where the fact holds."""
+    env = Env()
+    s = env.new_unbacked(lo, lo + 40, name="s")
+    fact = eq((k * s + c) // m, v)
+    values = [x for x in range(lo, lo + 41) if (k * x + c) // m == v]
+    try:
+        env.add_fact(fact)
+    except ValueError:
+        assert not values
+        return
+    if not values:
+        return  # (a fact no size meets: any answer holds at none)
+    r = env.bounds(s)
+    assert all(r.lo <= x <= r.hi for x in values)
+    if k == 1:  # (a bare symbol's operand: the bounds are exact)
+        assert (r.lo, r.hi) == (min(values), max(values))
+    q = ge(s + j * (s // m), t)
+    answer = env.decide(q)
+    assert answer is None or all((x + j * (x // m) >= t) == answer for x in values)
