@@ -8,16 +8,23 @@ min/max sits in them: ``(u + max(u - 1, 0) + 1)//2 - max(u - 1, 0)`` and
 ``(max(u - max(u - 1, 0), 0) + 1)//2`` (a strided slice's length, simplified under other
 facts in two branches) are both ``min(u, 1)``; the split on ``u - 1 >= 0`` makes each
 side a number.
+
+Where no min/max is left, a symbol ``s`` under a floor division (or modulo) by a small
+constant ``m`` is split on its residue: ``s == m*t + r`` for a new symbol ``t``, each ``r``
+of ``0 .. m-1`` a case (every integer is one of them), in which the division of ``s``
+is linear in ``t``: ``s - s//2`` and ``(s + 1)//2`` (a slice ``x[-1:-n//2:3]``'s bounds)
+are ``t + r`` both; ``((s + 1)//2)*b + (s//2)*b`` is ``s*b``.
 """
 
 from __future__ import annotations
 
-from safetrace.symbolic.canon import ge, le, minmax, not_, rebuild
+from safetrace.symbolic.canon import eq, ge, le, minmax, not_, rebuild
 from safetrace.symbolic.env import Env
-from safetrace.symbolic.expr import Expr, dag_nodes
+from safetrace.symbolic.expr import Expr, add, const, dag_nodes, scale, terms
 from safetrace.symbolic.scope import assuming
 
 DEPTH = 3  # min/max terms split on, one inside the other (2**DEPTH decisions at most)
+MODULUS = 6  # residues split on, of a division by at most this (one split in each case)
 
 
 def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
@@ -44,7 +51,7 @@ def _split(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
         return answer
     term = _innermost(env.simplify(cond))
     if term is None:
-        return None
+        return _residues(env, cond, depth, until)
     first = term.args[0]
     rest = term.args[1] if len(term.args) == 2 else minmax(term.op, list(term.args[1:]))
     picks_first = ge(first, rest) if term.op == "max" else le(first, rest)
@@ -60,6 +67,39 @@ def _split(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
         if None in answers or len(answers) > 1:
             return None
     return answers.pop() if len(answers) == 1 else None
+
+
+def _residues(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
+    """``cond`` decided in each residue of a symbol under a floor division by a constant
+    (module docstring), else None."""
+    split = _divided(env.simplify(cond))
+    if split is None:
+        return None
+    s, m = split
+    t = env.new_unbacked()  # (the quotient: any integer; s's range bounds it in each case)
+    answers: set[bool | None] = set()
+    for r in range(m):
+        if _spent(env, until):
+            return None
+        with assuming(env, eq(s, add(scale(t, m), const(r)))) as possible:
+            if not possible:
+                continue  # (a residue no size has)
+            answers.add(_split(env, env.simplify(cond), depth - 1, until))
+        if None in answers or len(answers) > 1:
+            return None
+    return answers.pop() if len(answers) == 1 else None
+
+
+def _divided(cond: Expr) -> tuple[Expr, int] | None:
+    """(a symbol, m) where ``cond`` divides a sum holding that symbol (as a term of its
+    own) by a constant m in ``2 .. MODULUS``, else None."""
+    for x in dag_nodes(cond):
+        if x.op in ("floordiv", "mod") and x.args[1].op == "const" and \
+                2 <= int(x.args[1].value) <= MODULUS:  # type: ignore[arg-type]
+            for mono, _ in terms(x.args[0]):
+                if len(mono) == 1 and mono[0].op == "sym":
+                    return mono[0], int(x.args[1].value)  # type: ignore[arg-type]
+    return None
 
 
 def _spent(env: Env, until: int | None) -> bool:
