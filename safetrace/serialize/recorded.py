@@ -254,8 +254,12 @@ class Recorded:
         d, r = to_expr(d), to_expr(r)
         if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
             return True if self.opaque.get(d.name) is r else None
-        if not simple(r):  # (a file's huge expression: not reasoned on)
-            return None
+        if not simple(r):  # (a file's huge expression: not reasoned on; of the inputs'
+            # sizes both and not the loader's own form, not believed)
+            if d is r:
+                return True
+            sizes = {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract
+            return False if sizes else None
         r_in = self._file(r)
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \

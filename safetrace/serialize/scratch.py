@@ -16,7 +16,7 @@ _MAX_DIVS = 6   # floor divisions and modulos in one (the engine's cost grows fa
 # (``symbolic.cases``: a recorded size against the loader's, a cond's branches' sizes), at
 # most: past them such a size is compared as if one form.  Counted, not timed, so that a
 # file loads or is refused alike on every machine
-CASE_DECISIONS = 256
+CASE_DECISIONS = 512
 
 
 def simple(e: Any) -> bool:

@@ -9,8 +9,8 @@ min/max sits in them: ``(u + max(u - 1, 0) + 1)//2 - max(u - 1, 0)`` and
 facts in two branches) are both ``min(u, 1)``; the split on ``u - 1 >= 0`` makes each
 side a number.
 
-Where no min/max is left, a symbol ``s`` under a floor division (or modulo) by a small
-constant ``m`` is split on its residue: ``s == m*t + r`` for a new symbol ``t``, each ``r``
+Where that leaves a condition open, it is split first on the residue of a symbol ``s``
+under a floor division (or modulo) by a small constant ``m`` (once on each path): ``s == m*t + r`` for a new symbol ``t``, each ``r``
 of ``0 .. m-1`` a case (every integer is one of them), in which the division of ``s``
 is linear in ``t``: ``s - s//2`` and ``(s + 1)//2`` (a slice ``x[-1:-n//2:3]``'s bounds)
 are ``t + r`` both; ``((s + 1)//2)*b + (s//2)*b`` is ``s*b``.
@@ -36,22 +36,29 @@ def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
     or less each)."""
     left = getattr(env, "case_decisions", None)
     start = env.cache.decisions
-    try:
-        return _split(env, cond, depth, None if left is None else start + left)
+    until = None if left is None else start + left
+    try:  # (min/max terms only first, as cheap as before; then residues first)
+        answer = _split(env, cond, depth, until, False)
+        return answer if answer is not None else _split(env, cond, depth, until)
     finally:
         if left is not None:
             env.case_decisions = left - (env.cache.decisions - start)  # type: ignore[attr-defined]
 
 
-def _split(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
+def _split(env: Env, cond: Expr, depth: int, until: int | None,
+           residues: bool = True) -> bool | None:
     if _spent(env, until):
         return None
     answer = env.decide(cond)
     if answer is not None or depth <= 0:
         return answer
-    term = _innermost(env.simplify(cond))
+    plain = env.simplify(cond)
+    divided = _divided(plain) if residues else None
+    if divided is not None:  # (first: a residue makes its divisions linear, and the
+        return _residues(env, cond, divided, depth, until)  # min/max of them fewer)
+    term = _innermost(plain)
     if term is None:
-        return _residues(env, cond, depth, until)
+        return None
     first = term.args[0]
     rest = term.args[1] if len(term.args) == 2 else minmax(term.op, list(term.args[1:]))
     picks_first = ge(first, rest) if term.op == "max" else le(first, rest)
@@ -63,19 +70,17 @@ def _split(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
             if not possible:
                 continue  # (a case no size reaches)
             answers.add(_split(env, _replaced(env.simplify(cond), term, value, {}),
-                               depth - 1, until))
+                               depth - 1, until, residues))
         if None in answers or len(answers) > 1:
             return None
     return answers.pop() if len(answers) == 1 else None
 
 
-def _residues(env: Env, cond: Expr, depth: int, until: int | None) -> bool | None:
-    """``cond`` decided in each residue of a symbol under a floor division by a constant
-    (module docstring), else None."""
-    split = _divided(env.simplify(cond))
-    if split is None:
-        return None
-    s, m = split
+def _residues(env: Env, cond: Expr, divided: tuple[Expr, int], depth: int,
+              until: int | None) -> bool | None:
+    """``cond`` decided in each residue of ``divided``'s symbol modulo its divisor (module
+    docstring), its min/max terms split on in each, else None."""
+    s, m = divided
     t = env.new_unbacked()  # (the quotient: any integer; s's range bounds it in each case)
     answers: set[bool | None] = set()
     for r in range(m):
@@ -84,7 +89,7 @@ def _residues(env: Env, cond: Expr, depth: int, until: int | None) -> bool | Non
         with assuming(env, eq(s, add(scale(t, m), const(r)))) as possible:
             if not possible:
                 continue  # (a residue no size has)
-            answers.add(_split(env, env.simplify(cond), depth - 1, until))
+            answers.add(_split(env, env.simplify(cond), depth, until, False))
         if None in answers or len(answers) > 1:
             return None
     return answers.pop() if len(answers) == 1 else None

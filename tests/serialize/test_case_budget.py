@@ -56,3 +56,39 @@ def test_many_sizes_in_another_equal_form_are_refused_at_the_same_node():
             st.load(blob)
         refusals.add(str(e.value).split(":")[0])
     assert len(refusals) == 1
+
+
+class _ManyDivisions(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        return x[:n // 2 + n // 3 + (n + 1) // 4 + n // 5 + n // 6 + n // 7 + n // 9] * 2
+
+
+def _many_divisions() -> st.ExportedProgram:
+    return st.export(_ManyDivisions(), (torch.randn(40, 2),), dynamic_shapes=({0: Dim("n")},))
+
+
+def test_a_size_past_what_the_engine_reasons_on_loads_in_the_loaders_own_form():
+    """Seven floor divisions: more than the loader reasons on (``scratch.simple``); the file
+    writes the size as the loader computes it, and that is the same expression."""
+    buf = io.BytesIO()
+    st.save(_many_divisions(), buf)
+    loaded = st.load(buf.getvalue()).module()
+    for n in (0, 1, 9, 40):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(loaded(x), _ManyDivisions()(x))
+
+
+def test_a_size_recorded_past_what_the_engine_reasons_on_is_refused():
+    """A file recording an input size as such an expression where the graph computes
+    another (``y[n-2:-1] * 0`` as ``n + n//2 + ... + n//9`` rows): it loaded, its metadata
+    believed."""
+    buf = io.BytesIO()
+    st.save(st.export(_Tails(1), (torch.randn(4),), dynamic_shapes=({0: Dim("n")},)), buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    huge = ["add", "s0"] + [["floordiv", "s0", k] for k in range(2, 10)]
+    for n in doc["nodes"]:
+        if n["name"] == "mul":
+            n["meta"]["val"]["tensor"]["shape"][0] = huge
+    with pytest.raises(st.LoadError, match="node 'mul'"):
+        st.load(hostile.pack(doc, tensors))
