@@ -564,6 +564,8 @@ class StaticMemory:
                     except ValueError:
                         pass  # (a branch that never runs: nothing assumed)
                     self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+                    if self.recorded is not None:
+                        self.recorded.settle(graph, self.asserted.facts, values)
             finally:
                 self._ctx.pop()
                 if matched is not None:

@@ -73,10 +73,11 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
-        # main-graph nodes whose sizes read from data the file records as sizes of the
-        # inputs (``[1, 1]`` of a nonzero whose count a later check pins): (node, recorded,
-        # evaluated, the equalities left open), held against all the graph's checks
+        # nodes whose sizes read from data the file records as sizes of the inputs
+        # (``[1, 1]`` of a nonzero whose count a later check pins): (graph, node, recorded,
+        # evaluated, the equalities left open), held against all their graph's checks
         self.later: list = []
+        self.unproven: tuple | None = None  # (the first of a subgraph's: ``settle``)
         self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
 
     def scope(self) -> tuple:
@@ -100,8 +101,9 @@ class Recorded:
             same = self._under(facts, recorded, derived)
         if same is False and self.wrong is None:
             self.wrong = (node.name, _show(recorded), _show(derived))
-        elif same is None and self.open and node.graph is self.main:
-            self.later.append((node.name, _show(recorded), _show(derived), self.open))
+        elif same is None and self.open:
+            self.later.append((node.graph, node.name, _show(recorded), _show(derived),
+                               self.open))
 
     def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
         self.assumed += len(facts)
@@ -118,43 +120,60 @@ class Recorded:
     def refuse(self, facts: list) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
         (after the budgets' refusals, which name what to raise), or where it records a
-        size read from data as a size of the inputs that the main graph's assertions
-        (``facts``: all of them) do not make it."""
+        size read from data as a size of the inputs that its graph's assertions do not
+        make it (``facts``: all of the main graph's)."""
         if self.wrong is not None:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
-        unproven = self._unproven(facts)
+        unproven = self.unproven or self._unproven(
+            [x for x in self.later if x[0] is self.main], facts)
         if unproven is not None:
             name, recorded, derived = unproven
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there, and none of its "
                            f"checks makes the two one", _FIX)
 
-    def _unproven(self, facts: list) -> tuple | None:
-        """The first of ``later`` whose sizes the main graph's assertions (``facts``) do
-        not prove the file's, else None.
+    def settle(self, graph: Any, facts: list, values: list) -> None:
+        """At the end of a subgraph's evaluation (its branch predicate and all its own
+        assertions facts of the env), note the first of its ``later`` nodes they and the
+        main graph's before it (``facts``) do not prove.  One whose size is read from data
+        outside (``values``: its inputs; a loop's carry of any size) stays as written."""
+        outside: set = set()
+        for v in values:
+            outside |= _names(v)
+        mine = [x for x in self.later if x[0] is graph and not any(
+            {str(s) for s in c.free_symbols} & outside for c in x[4])]
+        self.later = [x for x in self.later if x[0] is not graph]
+        if self.unproven is None:
+            self.unproven = self._unproven(mine, facts)
+
+    def _unproven(self, later: list, facts: list) -> tuple | None:
+        """The first of ``later`` whose sizes the env's facts and ``facts`` do not prove
+        the file's, else None.
 
         Sound against a forged file: the loaded graph runs as written, each node on what
-        it computes, whatever the file records; the recorded value is read only by what
-        takes the program as a whole (``print(ep)``, ``to_torch()``, decompositions), and
-        the graph returns nothing, nor writes an output, where one of its main-graph
-        assertions fails.  Where those prove the recorded size at every run that returns,
-        the value is what our exporter writes for that graph (it records a size as the
-        checks of the whole program leave it: ``nonzero`` pinned to one row by a later
-        ``torch._check`` is ``[1, 1]`` at its own node)."""
-        if not self.later:
+        it computes, whatever the file records (what it writes before an assertion fails
+        it computes from the data); the recorded value is read only by what takes the
+        program as a whole (``print(ep)``, ``to_torch()``, decompositions), and a graph
+        returns nothing where one of its assertions fails (a subgraph's: the node that
+        calls it returns nothing).  Where they prove the recorded size at every run that
+        returns, the value is what our exporter writes for that graph (it records a size
+        as the checks of the whole program leave it: ``nonzero`` pinned to one row by a
+        later ``torch._check`` is ``[1, 1]`` at its own node)."""
+        entries = [x[1:] for x in later]
+        if not entries:
             return None
         self.assumed += len(facts)
         if self.assumed > _ASSUMED:
-            return self.later[0][:3]
+            return entries[0][:3]
         with scoped(self.env):
             for fact in facts:
                 try:
                     self.env.add_fact(fact)
                 except ValueError:
                     return None  # (they never all hold: the graph never returns)
-            for name, recorded, derived, conds in self.later:
+            for name, recorded, derived, conds in entries:
                 if not all(self._proved(c) for c in conds):
                     return name, recorded, derived
         return None
@@ -314,6 +333,18 @@ def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
     m = v.st_meta if isinstance(v, Proxy) else v
     return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
                             for s in m.shape), m.dtype, like.device)
+
+
+def _names(v: Any) -> set:
+    """The symbols of the sizes in ``v`` (tensors, sizes, in lists)."""
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return set().union(*(_names(s) for s in v.shape))
+    if isinstance(v, (list, tuple)):
+        return set().union(*(_names(x) for x in v))
+    e = getattr(v, "expr", None)
+    return set() if e is None else {str(s) for s in to_expr(e).free_symbols}
 
 
 def _kind(v: Any) -> Any:

@@ -93,3 +93,41 @@ def test_a_count_a_check_pins_to_another_number_is_refused():
             n["args"][1] = 2
     with pytest.raises(st.LoadError, match="node 'nonzero'"):
         st.load(hostile.pack(doc, tensors))
+
+
+class _PinnedInABranch(torch.nn.Module):
+    def forward(self, x):
+        def rows(x):
+            nz = x.nonzero()
+            y = nz * 2
+            torch._check(nz.shape[0] == 1)
+            return y.float().sum(0, keepdim=True)
+
+        return torch.cond(x.shape[0] > 2, rows, lambda x: torch.zeros(1, 1), (x,))
+
+
+def _branch_pinned() -> tuple[dict, dict]:
+    ep = st.export(_PinnedInABranch(), (torch.tensor([0.0, 1.0, 0.0]),),
+                   dynamic_shapes=({0: Dim("n")},))
+    return hostile.parts(_saved(ep))
+
+
+def test_a_count_a_later_check_pins_in_a_branch_loads():
+    """In a branch, the branch's own assertions (and its predicate) prove it, at the end of
+    its evaluation."""
+    doc, tensors = _branch_pinned()
+    loaded = st.load(hostile.pack(doc, tensors)).module()
+    for x in (torch.tensor([0.0, 0.0, 3.0]), torch.tensor([2.0])):
+        torch.testing.assert_close(loaded(x), _PinnedInABranch()(x))
+    with pytest.raises(st.RuntimeAssertionError, match="u0 == 1"):
+        loaded(torch.tensor([1.0, 1.0, 1.0]))
+
+
+def test_a_count_in_a_branch_recorded_as_a_number_without_its_check_is_refused():
+    doc, tensors = _branch_pinned()
+    branch = next(g for g in doc["subgraphs"] if any(n["name"] == "nonzero"
+                                                     for n in g["nodes"]))
+    branch["nodes"] = [n for n in branch["nodes"] if n["name"] not in ("sym_size_int", "eq",
+                                                                        "assert_sym")]
+    with pytest.raises(st.LoadError, match="node 'nonzero'.*none of its checks"):
+        st.load(hostile.pack(doc, tensors))
