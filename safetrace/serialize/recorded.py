@@ -20,10 +20,12 @@ values read from data are never one symbol of the file).  A main-graph node's si
 from data that the file records as a number or a size the inputs bind (``nonzero`` as
 ``[1, 1]`` where a later ``torch._check`` pins its count; ``.item()`` as ``u0`` of a
 contract's ``z.shape[0] == 2 * u0``, which the graph checks after it) is proved at the end
-from all the main graph's assertions, else the file is refused (``Recorded._unproven``).
+from all the main graph's assertions, else the file is refused (``Recorded._unproven``);
+a subgraph's, read from data inside it, at the end of its evaluation (``settle``).
 Left open (kept as written): a size the file records as one of its own read from data
 where the evaluation has an input size (a while_loop body's growing carry, evaluated at
-its first iteration), and a subgraph's size read from data recorded as a number; a
+its first iteration), and a subgraph's size read from data outside it (a carry of any
+size) recorded as a number; a
 torch.cond whose branches return other sizes is the exporter's new size read from data
 (``branch_facts.merged``), and recorded as any other size it is refused.  Two forms of a
 size are compared case by case within the load's budget of decisions

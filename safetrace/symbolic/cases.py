@@ -10,10 +10,11 @@ facts in two branches) are both ``min(u, 1)``; the split on ``u - 1 >= 0`` makes
 side a number.
 
 Where that leaves a condition open, it is split first on the residue of a symbol ``s``
-under a floor division (or modulo) by a small constant ``m`` (once on each path): ``s == m*t + r`` for a new symbol ``t``, each ``r``
-of ``0 .. m-1`` a case (every integer is one of them), in which the division of ``s``
-is linear in ``t``: ``s - s//2`` and ``(s + 1)//2`` (a slice ``x[-1:-n//2:3]``'s bounds)
-are ``t + r`` both; ``((s + 1)//2)*b + (s//2)*b`` is ``s*b``.
+under a floor division (or modulo) by a small constant ``m`` (once on each path):
+``s == m*t + r`` for a new symbol ``t``, each ``r`` of ``0 .. m-1`` a case (every integer
+is one of them), in which the division of ``s`` is linear in ``t``: ``s - s//2`` and
+``(s + 1)//2`` (a slice ``x[-1:-n//2:3]``'s bounds) are ``t + r`` both;
+``((s + 1)//2)*b + (s//2)*b`` is ``s*b``.
 """
 
 from __future__ import annotations
