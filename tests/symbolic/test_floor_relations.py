@@ -137,7 +137,7 @@ def test_shared_subexpressions_evaluate_once() -> None:
     assert e.evaluate({"H": 1000}) == v
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.integers(-3, 3).filter(bool), st.integers(-6, 6), st.integers(1, 5),
        st.integers(-4, 8), st.integers(0, 4), st.integers(-3, 3), st.integers(-12, 12))
 def test_a_pinned_division_bounds_its_operand(k: int, c: int, m: int, v: int, lo: int,
