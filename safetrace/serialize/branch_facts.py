@@ -25,7 +25,6 @@ from safetrace.symbolic.cases import by_cases
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
 _CONNECTIVES = {operator.and_: and_, operator.or_: or_}
-_CASE_COUNT = 16  # a cond's output sizes compared case by case (symbolic.cases), at most
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
@@ -96,12 +95,11 @@ of branch sizes: outputs of one size in each branch are of one size).  Returns (
                 for side, v in zip(names, key):
                     side.setdefault(v.name, set()).add(made[key].expr)
     one_of = [{k: next(iter(v)) for k, v in side.items() if len(v) == 1} for side in names]
-    cases = [_CASE_COUNT]  # (sizes compared case by case, at most: 1 to 10 ms each)
     for i, ((x, _), dims) in enumerate(zip(zip(a, b), pairs)):
         shape = []
         for j, (p, q, one) in enumerate(dims):
             if one is None:
-                one = _renamed(env, p, q, one_of, given[0], cases)
+                one = _renamed(env, p, q, one_of, given[0])
             if one is None and given[0] is not None:
                 one = _recorded(env, given, p, q, _form(forms, i, j))
             if one is None:  # (a pair met before is that size again, as the exporter
@@ -140,13 +138,13 @@ def _bare(v: Any, known: set) -> bool:
     return e.op == "sym" and e.name not in known
 
 
-def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any, cases: list) -> Any:
+def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
     -> the one new size it makes), else None; under a size predicate (``given``) also
     where each is that form where its branch runs (``u3`` under ``s1 == 0`` and
     ``u5 + min(s1, u5)`` elsewhere, the branch having simplified ``min(s1, u3)``); and
     where the two are one size everywhere, written two ways (compared case by case on
-    their min/max terms, ``cases[0]`` times at most: ``symbolic.cases``), the false
+    their min/max terms within the load's budget: ``symbolic.cases``), the false
     branch's form."""
     ep = substitute(to_expr(p), lambda s: one_of[0].get(s.name))
     eq_ = substitute(to_expr(q), lambda s: one_of[1].get(s.name))
@@ -156,8 +154,7 @@ def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any, cases: list) ->
     if same.op == "const" and same.value:
         return new_symbolic(ep, env)
     one = None if given is None else either_form(env, given, ep, eq_)
-    if one is None and cases[0] > 0 and simple(same):
-        cases[0] -= 1
+    if one is None and simple(same):
         if by_cases(env, same) is True:
             one = eq_  # (one size everywhere in two forms: the false branch's, as
             # either_form prefers and the exporter writes it; fuzz seed 2112)

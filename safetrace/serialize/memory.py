@@ -128,7 +128,7 @@ class StaticMemory:
                 value = self._input(user[node.name])
                 if value is not _UNKNOWN:
                     meta[node] = value
-        self.recorded = Recorded(self.env, self.bound_symbols, self._opaque_sizes())
+        self.recorded = Recorded(self.env, self.bound_symbols, self._opaque_sizes(), graph)
         self.asserted = Asserted(self.env, graph)
         previous, ACTIVE.env = ACTIVE.env, self.env
         self.deadline = time.process_time() + ANALYSIS_SECONDS
@@ -138,7 +138,7 @@ class StaticMemory:
             ACTIVE.env = previous
         self.check(candidates)
         self.check_work(tally)
-        self.recorded.refuse()
+        self.recorded.refuse(self.asserted.facts)
 
     def _input(self, inp: Any) -> Any:
         """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
@@ -564,6 +564,8 @@ class StaticMemory:
                     except ValueError:
                         pass  # (a branch that never runs: nothing assumed)
                     self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+                    if self.recorded is not None:
+                        self.recorded.settle(graph, self.asserted.facts, values)
             finally:
                 self._ctx.pop()
                 if matched is not None:

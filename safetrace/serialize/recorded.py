@@ -16,18 +16,24 @@ evaluated: under the assertions before it (a subgraph's, and where the plain com
 differs the main graph's, ``asserted.py``), never one after it.  A size read from data is a new
 symbol in each of the two: the first time a node's evaluated size is such a symbol and the
 file records a bare symbol of its own there, the two are taken as one (once each: two
-values read from data are never one symbol of the file).  Left open (kept as written): a
-size the file records as one of its own read from data where the evaluation has an input
-size (a while_loop body's growing carry, evaluated at its first iteration), and one read
-from data that the file records as a size the inputs bind (``.item()`` recorded as ``u0``
-of a contract's ``z.shape[0] == 2 * u0``, which the graph checks after it); a torch.cond whose branches return other sizes is
-the exporter's new size read from data (``branch_facts.merged``), and recorded as any
-other size it is refused.
+values read from data are never one symbol of the file).  A main-graph node's size read
+from data that the file records as a number or a size the inputs bind (``nonzero`` as
+``[1, 1]`` where a later ``torch._check`` pins its count; ``.item()`` as ``u0`` of a
+contract's ``z.shape[0] == 2 * u0``, which the graph checks after it) is proved at the end
+from all the main graph's assertions, else the file is refused (``Recorded._unproven``);
+a subgraph's, read from data inside it, at the end of its evaluation (``settle``).
+Left open (kept as written): a size the file records as one of its own read from data
+where the evaluation has an input size (a while_loop body's growing carry, evaluated at
+its first iteration), and a subgraph's size read from data outside it (a carry of any
+size) recorded as a number; a
+torch.cond whose branches return other sizes is the exporter's new size read from data
+(``branch_facts.merged``), and recorded as any other size it is refused.  Two forms of a
+size are compared case by case within the load's budget of decisions
+(``scratch.CASE_DECISIONS``).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
@@ -48,9 +54,6 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
-# CPU seconds one load spends comparing sizes case by case (a millisecond each, 10 for a
-# file's largest expressions), at most: past them a size is compared as before
-_CASE_SECONDS = 0.25
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -62,8 +65,8 @@ class Recorded:
     ``opaque``: scratch symbol name -> the contract size it stands for (``memory._dim``).
     """
 
-    def __init__(self, env: Any, contract: set, opaque: dict) -> None:
-        self.env, self.contract = env, contract
+    def __init__(self, env: Any, contract: set, opaque: dict, main: Any = None) -> None:
+        self.env, self.contract, self.main = env, contract, main
         self.opaque = dict(opaque)
         self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
         self.taken: set = set()  # scratch symbols matched with a file symbol
@@ -72,7 +75,12 @@ class Recorded:
         self.strict: set = set()
         self.wrong: tuple | None = None  # (node, recorded, evaluated): the first differing
         self.assumed = 0  # facts assumed to compare nodes again (``_under``), in all
-        self.cases = _CASE_SECONDS  # (seconds left for symbolic.cases comparisons)
+        # nodes whose sizes read from data the file records as sizes of the inputs
+        # (``[1, 1]`` of a nonzero whose count a later check pins): (graph, node, recorded,
+        # evaluated, the equalities left open), held against all their graph's checks
+        self.later: list = []
+        self.unproven: tuple | None = None  # (the first of a subgraph's: ``settle``)
+        self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -89,11 +97,15 @@ class Recorded:
         if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
+        self.open = []
         same = self._same(recorded, derived)
         if same is False and facts and self.wrong is None:
             same = self._under(facts, recorded, derived)
         if same is False and self.wrong is None:
             self.wrong = (node.name, _show(recorded), _show(derived))
+        elif same is None and self.open:
+            self.later.append((node.graph, node.name, _show(recorded), _show(derived),
+                               self.open))
 
     def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
         self.assumed += len(facts)
@@ -107,13 +119,72 @@ class Recorded:
                     return False
             return self._same(recorded, derived)
 
-    def refuse(self) -> None:
+    def refuse(self, facts: list) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
-        (after the budgets' refusals, which name what to raise)."""
+        (after the budgets' refusals, which name what to raise), or where it records a
+        size read from data as a size of the inputs that its graph's assertions do not
+        make it (``facts``: all of the main graph's)."""
         if self.wrong is not None:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
+        unproven = self.unproven or self._unproven(
+            [x for x in self.later if x[0] is self.main], facts)
+        if unproven is not None:
+            name, recorded, derived = unproven
+            raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
+                           f"but the graph computes {derived} there, and none of its "
+                           f"checks makes the two one", _FIX)
+
+    def settle(self, graph: Any, facts: list, values: list) -> None:
+        """At the end of a subgraph's evaluation (its branch predicate and all its own
+        assertions facts of the env), note the first of its ``later`` nodes they and the
+        main graph's before it (``facts``) do not prove.  One whose size is read from data
+        outside (``values``: its inputs; a loop's carry of any size) stays as written."""
+        outside: set = set()
+        for v in values:
+            outside |= _names(v)
+        mine = [x for x in self.later if x[0] is graph and not any(
+            {str(s) for s in c.free_symbols} & outside for c in x[4])]
+        self.later = [x for x in self.later if x[0] is not graph]
+        if self.unproven is None:
+            self.unproven = self._unproven(mine, facts)
+
+    def _unproven(self, later: list, facts: list) -> tuple | None:
+        """The first of ``later`` whose sizes the env's facts and ``facts`` do not prove
+        the file's, else None.
+
+        Sound against a forged file: the loaded graph runs as written, each node on what
+        it computes, whatever the file records (what it writes before an assertion fails
+        it computes from the data); the recorded value is read only by what takes the
+        program as a whole (``print(ep)``, ``to_torch()``, decompositions), and a graph
+        returns nothing where one of its assertions fails (a subgraph's: the node that
+        calls it returns nothing).  Where they prove the recorded size at every run that
+        returns, the value is what our exporter writes for that graph (it records a size
+        as the checks of the whole program leave it: ``nonzero`` pinned to one row by a
+        later ``torch._check`` is ``[1, 1]`` at its own node)."""
+        entries = [x[1:] for x in later]
+        if not entries:
+            return None
+        self.assumed += len(facts)
+        if self.assumed > _ASSUMED:
+            return entries[0][:3]
+        with scoped(self.env):
+            for fact in facts:
+                try:
+                    self.env.add_fact(fact)
+                except ValueError:
+                    return None  # (they never all hold: the graph never returns)
+            for name, recorded, derived, conds in entries:
+                if not all(self._proved(c) for c in conds):
+                    return name, recorded, derived
+        return None
+
+    def _proved(self, cond: Any) -> bool:
+        try:
+            return self.env.decide(cond) is True or by_cases(self.env, cond) is True
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            return False
 
     def kinds(self, node: torch.fx.Node, outs: list) -> None:
         """Note a torch.cond ``node`` whose recorded value is not, in count, kind, dtype
@@ -204,8 +275,12 @@ class Recorded:
         d, r = to_expr(d), to_expr(r)
         if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
             return True if self.opaque.get(d.name) is r else None
-        if not simple(r):  # (a file's huge expression: not reasoned on)
-            return None
+        if not simple(r):  # (a file's huge expression: not reasoned on; of the inputs'
+            # sizes both and not the loader's own form, not believed)
+            if d is r:
+                return True
+            sizes = {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract
+            return False if sizes else None
         r_in = self._file(r)
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
@@ -218,16 +293,17 @@ class Recorded:
             return True
         try:
             answer = self.env.decide(eq(d, r_in))
-            if answer is None and self.cases > 0:  # (two forms of one size, a min/max
-                start = time.process_time()  # placed otherwise in each: case by case)
-                answer = by_cases(self.env, eq(d, r_in))
-                self.cases -= time.process_time() - start
+            if answer is None:  # (two forms of one size, a min/max placed otherwise in
+                answer = by_cases(self.env, eq(d, r_in))  # each: case by case, within the
+                # load's budget of decisions, scratch.CASE_DECISIONS)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | {str(x) for x in r.free_symbols} <= self.contract:
                 return False  # (sizes of the inputs both, not provably one: not the same)
+            if {str(x) for x in r.free_symbols} <= self.contract:
+                self.open.append(eq(d, r_in))  # (read from data, recorded as of the inputs)
         return answer
 
     def _file(self, e: Expr) -> Expr | None:
@@ -259,6 +335,18 @@ def _scratch(v: Any, like: TensorMeta, env: Any) -> Any:
     m = v.st_meta if isinstance(v, Proxy) else v
     return TensorMeta(tuple(s if isinstance(s, int) else new_symbolic(to_expr(s.expr), env)
                             for s in m.shape), m.dtype, like.device)
+
+
+def _names(v: Any) -> set:
+    """The symbols of the sizes in ``v`` (tensors, sizes, in lists)."""
+    if isinstance(v, Proxy):
+        v = v.st_meta
+    if isinstance(v, TensorMeta):
+        return set().union(*(_names(s) for s in v.shape))
+    if isinstance(v, (list, tuple)):
+        return set().union(*(_names(x) for x in v))
+    e = getattr(v, "expr", None)
+    return set() if e is None else {str(s) for s in to_expr(e).free_symbols}
 
 
 def _kind(v: Any) -> Any:

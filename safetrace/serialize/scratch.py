@@ -12,6 +12,11 @@ from safetrace.symbolic.expr import dag_nodes
 
 _MAX_EXPR = 48  # nodes of a size expression the analysis works with (beyond: unknown)
 _MAX_DIVS = 6   # floor divisions and modulos in one (the engine's cost grows fast in them)
+# the prover's decisions one load spends comparing two forms of a size case by case
+# (``symbolic.cases``: a recorded size against the loader's, a cond's branches' sizes), at
+# most: past them such a size is compared as if one form.  Counted, not timed, so that a
+# file loads or is refused alike on every machine
+CASE_DECISIONS = 512
 
 
 def simple(e: Any) -> bool:
@@ -33,6 +38,7 @@ def scratch_env(contract: Any) -> Any:
     residual conditions as facts."""
     env = torch_env()
     env.enumerate_up_to = 16  # (a size of one symbol a branch's fact pins to a few values)
+    env.case_decisions = CASE_DECISIONS
     if contract is None:
         return env
     for s in contract.symbols:
@@ -70,4 +76,4 @@ def _resolved(conds: list) -> list:
     return out
 
 
-__all__ = ["scratch_env", "simple"]
+__all__ = ["CASE_DECISIONS", "scratch_env", "simple"]

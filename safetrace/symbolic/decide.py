@@ -33,6 +33,8 @@ class Caches:
     hint_values: dict[Expr, int | bool | float] = field(default_factory=dict)  # never stale
     enumerating: bool = False  # (inside ``_enumerated``: no second symbol enumerated)
     disjunction_looks: int = 0  # (``narrow_disjunctions``: never cleared)
+    decisions: int = 0  # questions the prover worked on, in all (never cleared: a measure
+    # of work that a caller's budget counts in, the same on every machine)
 
     def clear(self) -> None:
         """Forget the answers that depend on the facts."""
@@ -413,6 +415,7 @@ def decide(env: Facts, cond: Expr) -> bool | None:
     if r is not _MISSING:
         return r  # type: ignore[return-value]
     env.cache.decided[c] = None  # guards against re-entrant loops through min/max pruning
+    env.cache.decisions += 1
     r = _decide(env, c)
     if r is None and c.op in ("le", "lt", "ge", "eq", "ne"):
         c2 = _round_ups(c, {})

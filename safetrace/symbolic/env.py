@@ -23,7 +23,7 @@ import safetrace.symbolic.results as _results
 from safetrace.symbolic.disjunctions import collapsed, narrow_disjunctions
 from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
 from safetrace.symbolic.expr import (
-    TRUE, Expr, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
+    TRUE, Expr, add, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
 from safetrace.symbolic.pins import pinned
 from safetrace.symbolic.ranges import Range
@@ -416,14 +416,14 @@ class Env:
                     and best.args[1].op == "const":
                 x, modulus = best.args[0], abs(int(best.args[1].value))  # type: ignore[arg-type]
                 self.divisors[x] = math.lcm(self.divisors.get(x, 1), modulus)
-            den = best.args[1].value if best.op == "floordiv" else None
-            if isinstance(den, int) and den > 0 and isinstance(value.value, int) \
-                    and value.op == "const" and best.args[0].op == "sym":
-                v = value.value  # s // den == v: the range [den*v, den*v + den - 1]
-                self._narrow(best.args[0], den * v, den * v + den - 1)
             self.known.add(c)
             self._bump()
             self._refresh()
+            den = best.args[1].value if best.op == "floordiv" else None
+            if isinstance(den, int) and den > 0:  # e // den == v: den*v <= e < den*v + den
+                low = scale(value, den)  # (a range where e is k*s + c: (s0 + 1)//2 == 3)
+                self._assume(compare("ge", best.args[0], low))
+                self._assume(compare("le", best.args[0], add(low, const(den - 1))))
 
     def _eq_key(self, x: Expr, k: int, t: dict[tuple[Expr, ...], int]) -> tuple[Any, ...]:
         """Which side of an equality to replace: a symbol before an atom; a symbol equal to

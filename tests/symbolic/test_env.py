@@ -339,6 +339,27 @@ def test_two_forms_of_one_size_are_equal_case_by_case() -> None:
     assert not env.facts and not env.linear  # (the cases are assumed inside only)
 
 
+def test_case_by_case_work_is_counted_in_decisions() -> None:
+    """An env's ``case_decisions`` (the loader's budget) is spent in the prover's
+    decisions, the same count on every run; past it a question is left open at once."""
+    from safetrace.symbolic.cases import by_cases
+    spent = []
+    for _ in range(2):
+        env = Env()
+        u = env.new_unbacked(0, None)
+        a = (u + max_(u - 1, 0) + 1) // 2 - max_(u - 1, 0)
+        b = (max_(u - max_(u - 1, 0), 0) + 1) // 2
+        env.case_decisions = 1000  # type: ignore[attr-defined]
+        assert by_cases(env, eq(a, b)) is True
+        spent.append(1000 - env.case_decisions)  # type: ignore[attr-defined]
+        env.case_decisions = spent[-1] - 1  # type: ignore[attr-defined]
+        assert by_cases(env, eq(a + 1, b + 1)) is None  # (one decision short)
+        before = env.cache.decisions
+        assert env.case_decisions <= 0 and by_cases(env, eq(a, b)) is None  # type: ignore
+        assert env.cache.decisions == before
+    assert spent[0] == spent[1] > 0
+
+
 def test_a_not_and_fact_is_narrowed_as_an_or() -> None:
     # (nested size splits: the false branch of (s3 <= 5) and (s6 <= 3), then the true
     # branch of s3 <= 5 inside it, where s6 >= 4)

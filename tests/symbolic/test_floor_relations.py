@@ -135,3 +135,60 @@ def test_shared_subexpressions_evaluate_once() -> None:
     for _ in range(40):
         v = (v + v % 7) // 2 + v // 3
     assert e.evaluate({"H": 1000}) == v
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(-3, 3).filter(bool), st.integers(-6, 6), st.integers(1, 5),
+       st.integers(-4, 8), st.integers(0, 4), st.integers(-3, 3), st.integers(-12, 12))
+def test_a_pinned_division_bounds_its_operand(k: int, c: int, m: int, v: int, lo: int,
+                                             j: int, t: int) -> None:
+    """``(k*s + c)//m == v`` (a contract's ``(x.shape[3] + 1)//2 == 3``) as a fact: every
+    answer the env then gives (the range of ``s``, a comparison ``s + j*(s//m) >= t``)
+    holds at each ``s`` of the declared range where the fact holds."""
+    env = Env()
+    s = env.new_unbacked(lo, lo + 40, name="s")
+    fact = eq((k * s + c) // m, v)
+    values = [x for x in range(lo, lo + 41) if (k * x + c) // m == v]
+    try:
+        env.add_fact(fact)
+    except ValueError:
+        assert not values
+        return
+    if not values:
+        return  # (a fact no size meets: any answer holds at none)
+    r = env.bounds(s)
+    assert all(r.lo <= x <= r.hi for x in values)
+    if k == 1:  # (a bare symbol's operand: the bounds are exact)
+        assert (r.lo, r.hi) == (min(values), max(values))
+    q = ge(s + j * (s // m), t)
+    answer = env.decide(q)
+    assert answer is None or all((x + j * (x // m) >= t) == answer for x in values)
+
+
+_TERM = st.tuples(st.integers(-2, 2), st.integers(-3, 3), st.integers(1, 4), st.integers(-2, 2))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(_TERM, min_size=1, max_size=3), st.lists(_TERM, max_size=3),
+       st.integers(-2, 2), st.sampled_from(["eq", "le"]), st.integers(0, 3))
+def test_residue_cases_hold_on_the_whole_range(left: list, right: list, c: int, op: str,
+                                               lo: int) -> None:
+    """``symbolic.cases`` splits a symbol under a floor division on its residue: an
+    answer (``s - s//2 == (s + 1)//2`` is True) holds at every size of the range."""
+    from safetrace.symbolic.cases import by_cases
+    env = Env()
+    s = env.new_unbacked(lo, lo + 30, name="s")
+
+    def side(ts: list, x: Expr | int) -> Expr | int:
+        out: Expr | int = 0
+        for k, a, m, j in ts:
+            out = out + j * ((k * x + a) // m)
+        return out
+
+    build = eq if op == "eq" else le
+    cond = build(side(left, s), side(right, s) + c)
+    plain = {"eq": lambda p, q: p == q, "le": lambda p, q: p <= q}[op]
+    answer = by_cases(env, cond)
+    truth = {plain(side(left, x), side(right, x) + c) for x in range(lo, lo + 31)}
+    assert answer is None or truth == {answer}
+    assert not env.facts and not env.linear

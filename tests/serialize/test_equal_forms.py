@@ -1,0 +1,73 @@
+"""Sizes a file writes in another form than the loader's, equal only by the residue of a
+floor division (``symbolic/cases.py``): they load, and a form that differs at one size is
+refused."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+from tests.serialize import hostile
+
+
+def _recorded(ep: st.ExportedProgram, name: str, size: object) -> bytes:
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, tensors = hostile.parts(buf.getvalue())
+    for n in doc["nodes"]:
+        if n["name"] == name:
+            n["meta"]["val"]["tensor"]["shape"][0] = size
+    return hostile.pack(doc, tensors)
+
+
+class _BackwardHalf(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        return x[-1:-n // 2:3] * 2
+
+
+@pytest.mark.parametrize("rows, loads", [(0, True), (1, False)])
+def test_a_backward_slice_to_minus_half_is_empty(rows, loads):
+    """``x[-1:-n//2:3]`` of ``n >= 1`` rows has none (``n//2 <= n - 1``): the file records
+    0 where the loader's length holds ``min(n - n//2, 1)``, which is 1 at every ``n >= 1``
+    only in each residue of ``n`` modulo 2."""
+    ep = st.export(_BackwardHalf(), (torch.randn(5, 2),), dynamic_shapes=({0: Dim("n", min=1)},))
+    blob = _recorded(ep, "slice_1", rows)
+    if not loads:
+        with pytest.raises(st.LoadError, match="node 'slice_1'"):
+            st.load(blob)
+        return
+    loaded = st.load(blob).module()
+    for n in (1, 2, 3, 8):
+        x = torch.randn(n, 2)
+        torch.testing.assert_close(loaded(x), _BackwardHalf()(x))
+
+
+class _Product(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.ones(x.shape[0] * y.shape[0]) * 2
+
+
+_HALF_UP = ["floordiv", ["add", "s0", 1], 2]
+
+
+@pytest.mark.parametrize("form, loads", [
+    (["add", ["mul", _HALF_UP, "s1"], ["mul", ["floordiv", "s0", 2], "s1"]], True),
+    (["add", ["mul", _HALF_UP, "s1"], ["mul", _HALF_UP, "s1"]], False)])
+def test_a_product_written_as_two_halves(form, loads):
+    """``((a + 1)//2)*b + (a//2)*b`` is ``a*b``; ``2*((a + 1)//2)*b`` is not (odd ``a``)."""
+    ep = st.export(_Product(), (torch.randn(5), torch.randn(3)),
+                   dynamic_shapes=({0: Dim("a")}, {0: Dim("b")}))
+    blob = _recorded(ep, "mul_1", form)
+    if not loads:
+        with pytest.raises(st.LoadError, match="node 'mul_1'"):
+            st.load(blob)
+        return
+    loaded = st.load(blob).module()
+    for a, b in ((0, 3), (1, 1), (5, 2), (4, 7)):
+        x, y = torch.randn(a), torch.randn(b)
+        torch.testing.assert_close(loaded(x, y), _Product()(x, y))
