@@ -33,6 +33,7 @@ from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
+from safetrace.trace.raising import program_catches
 from safetrace.trace.layout import exact_contiguous, result_contiguity, vector_contiguity
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage,
@@ -138,7 +139,7 @@ class Tracer(TorchFunctionMode):
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
-            env.settle_policy = lambda q: oblivious_answer(env, q)
+            env.settle_policy = lambda q: oblivious_answer(env, q, program_catches)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:

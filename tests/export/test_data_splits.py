@@ -142,3 +142,23 @@ def test_a_narrowing_the_answer_does_not_imply_is_refused_at_run_time() -> None:
         torch.testing.assert_close(ep.module()(y), f(y))
     with pytest.raises(st.RuntimeAssertionError, match="holds where"):
         ep.module()(_data(2, 1))
+
+
+def test_an_assert_the_program_catches_is_a_size_test_with_both_sides_traced() -> None:
+    """`assert` on a count read from data inside `try: ... except AssertionError:` was
+    answered to pass and asserted, refusing data that takes the except clause (fuzz seed
+    1, picking+raising); as a size test both sides are traced and run."""
+
+    def f(x):
+        v0 = torch.ones((x > 0).sum().item() + 1)
+        try:
+            assert v0.shape[0] > 1
+            v1 = v0 * 2
+        except AssertionError:
+            v1 = v0 - 1
+        return v0, v1
+
+    ep = st.export(f, (torch.tensor([2.0, 3.0]),))
+    for x in (torch.tensor([2.0, 3.0]), torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0])):
+        for got, want in zip(ep.module()(x), f(x)):
+            torch.testing.assert_close(got, want)
