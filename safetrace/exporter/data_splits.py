@@ -18,8 +18,11 @@ mid-graph instead of from the input sizes:
 Sound because each side is a complete export, sound where its own checks hold, and the
 branch taken is the side whose answer the test gives: the top's ops compute what that
 side's graph computes before its assert (the same ops on the same inputs, nothing written
-in place before the assert, no random op among them).  Anything else (several tests,
-sides with other input contracts, outputs of another rank) keeps the assert, as before.
+in place before the assert, no random op among them).  Where the other answer's trace
+narrowed an input size (it was traced again for the narrower range: ``u0 == 1`` of a
+read from ``n`` rows needs ``n >= 1``), the top asserts the test or that range, so its
+graph never runs outside the sizes it was traced for.  Anything else (several tests,
+sides with other signatures or contracts, outputs of another rank) keeps the assert.
 """
 
 from __future__ import annotations
