@@ -1,8 +1,8 @@
 """The differential fuzzer's long run (the engine is tests/fuzz/engine.py; a short fixed-seed
 run is part of the test suite).
 
-Run: python benchmarks/fuzz.py --minutes N [--seed S] [--inputs K] [--show 5] [--base]
-[--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py
+Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
+[--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py
 and grammar_layout.py;
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
@@ -36,6 +36,9 @@ from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E4
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=1.0)
+    ap.add_argument("--programs", type=int, default=0,
+                    help="stop after this many programs instead (a fixed count: comparable "
+                         "before and after a change, whatever the machine's load)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--inputs", type=int, default=24, help="input sizes per exported program")
     ap.add_argument("--show", type=int, default=0, help="print this many classes, shrunk")
@@ -59,7 +62,7 @@ def main() -> None:
     torch.set_num_threads(1)
     if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)
         torch._higher_order_ops.while_loop = reference_while_loop
-    stats = fuzz(seed=opts.seed, seconds=opts.minutes * 60, n_inputs=opts.inputs,
+    stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
                  torch_export_p=opts.torch_export, kinds=table)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
@@ -75,12 +78,19 @@ def main() -> None:
             print(min(fs, key=lambda f: len(f.program.source())).report())
 
 
+def _limit(opts) -> dict:
+    """--programs, else --minutes."""
+    if opts.programs:
+        return {"programs": opts.programs, "seconds": None}
+    return {"programs": None, "seconds": opts.minutes * 60}
+
+
 def state_run(opts) -> None:
     from tests.fuzz.grammar_state import STATE_KINDS, fuzz_state, shrink_state
 
     table = {k: STATE_KINDS[k] for k in opts.kinds.split(",")} if opts.kinds else None
     torch.set_num_threads(1)
-    stats = fuzz_state(seed=opts.seed, seconds=opts.minutes * 60, kinds=table)
+    stats = fuzz_state(seed=opts.seed, kinds=table, **_limit(opts))
     c = stats.counts
     print(stats.line() + f", layout_rejected {c['layout_rejected']} (by design), "
           f"partial_state {c['partial_state']} (a raise both make, eager's writes half done)",

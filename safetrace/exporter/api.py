@@ -185,13 +185,15 @@ class Exporter:
             self.env.on_undecided = lambda q: report.question(q, _data_dependent(q, self.env))
             tracer.on_data_read = report.data_read
             report.env, report.dyn = self.env, self.dyn
+        stack = module_stack(self.model, tracer, self.preserve, self.walk)
         try:
             try:
                 with refusals_watched(self.env, lambda q: _data_dependent(q, self.env)), \
                         guard, ExportSession(self.model, self.fn, self.walk), tracer, \
-                        module_stack(self.model, tracer, self.preserve, self.walk) as tree:
-                    call = with_root_hooks(self.model, forward_of(self.model, self.fn))
-                    out = call(*targs, **tkwargs)  # (the model's own hooks: root_hooks.py)
+                        stack as tree:
+                    call = with_root_hooks(self.model, forward_of(self.model, self.fn),
+                                           stack.global_hook_ids())
+                    out = call(*targs, **tkwargs)  # (hooks of the model's call: root_hooks.py)
                     _drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)

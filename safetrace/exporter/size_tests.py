@@ -1,17 +1,16 @@
 """Size tests on sizes read from data whose every answer traces the same graph: their
-run-time checks are dropped (``same_either_way``, called by exporter/splits.py)."""
+run-time checks are dropped (``same_either_way``, called by exporter/splits.py); one whose
+two answers trace two graphs is asked where the program runs (``data_splits.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable
 
-import torch
-
-from safetrace.exporter.compare import (canonical, contract_key, is_size_fn, note,
-                                        residual_conditions, same_constants, signature_key)
+from safetrace.exporter.compare import (canonical, contract_key, note, residual_conditions,
+                                        same_constants, signature_key)
+from safetrace.exporter.data_splits import checks_of, erase_with_inputs, join_on_data
 from safetrace.exporter.program import ExportedProgram
-from safetrace.trace.asserts import assert_sym, asserts_condition
 
 
 def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
@@ -35,7 +34,7 @@ def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
     """
     if not getattr(ep, "size_tests", ()) or max_splits <= 0:
         return ep
-    ref = canonical(ep.graph, {}, _checks_of(ep.size_checks))
+    ref = canonical(ep.graph, {}, checks_of(ep.size_checks))
     todo: list[tuple[frozenset, ExportedProgram]] = [(frozenset(), ep)]
     dead: dict[int, tuple[ExportedProgram, list[str]]] = {}  # the program that asked
     traced = [ep]
@@ -46,27 +45,88 @@ def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
             traces += 1
             if traces > max_splits:
                 return ep
+            alone = prog is ep and len(ep.size_tests) == 1  # (a join: one test only)
             try:
                 other = run(overrides, flipped | {test})
-            except Exception:  # noqa: BLE001 - the other side does not export: kept
-                dead.setdefault(id(prog), (prog, []))[1].append(test)
-                continue
-            if not _same_frame(ep, other) or \
-                    canonical(other.graph, {}, _checks_of(other.size_checks)) != ref:
+            except Exception as exc:  # noqa: BLE001 - the other side does not export: kept
+                other = _narrowed(run, overrides, flipped | {test}, exc) if alone else None
+                if other is None:
+                    dead.setdefault(id(prog), (prog, []))[1].append(test)
+                    continue
+                ranges = _ranges(ep, other)
+                return ep if ranges is None else _joined(ep, other, test, ranges)
+            if not _same_frame(ep, other, writes_differ=True):
                 return ep
+            if not _same_frame(ep, other) or \
+                    canonical(other.graph, {}, checks_of(other.size_checks)) != ref:
+                return _joined(ep, other, test) if alone else ep
             todo.append((flipped | {test}, other))
             traced.append(other)
     if len(dead) > 1:
         return ep  # (kept checks from two graphs: not attempted)
     prog, kept = next(iter(dead.values())) if dead else (ep, [])
     gone = tuple(t for t in prog.size_checks if t not in kept)
-    for node in [n for n in prog.graph.nodes if _checks_of(gone)(n)]:
-        _erase_with_inputs(prog.graph, node)
+    for node in [n for n in prog.graph.nodes if checks_of(gone)(n)]:
+        erase_with_inputs(prog.graph, node)
     note(prog.graph, [f"`{t}` (a size read from data) traces the same graph either way: "
                        f"run-time check dropped" for t in ep.size_tests if t not in kept])
     prog.size_tests = prog.size_checks = tuple(kept)
     widen_unbacked(prog, traced)
     return prog
+
+
+def _narrowed(run: Callable, overrides: dict, flipped: frozenset,
+              exc: Exception) -> ExportedProgram | None:
+    """The other answer's program traced for the input ranges its trace narrowed (``u0 ==
+    1`` of a read from ``n`` rows: n >= 1), when narrowing is all it refused; else None."""
+    narrowed = getattr(exc, "st_narrowed", None)
+    if not narrowed:
+        return None
+    side = dict(overrides)
+    for name, lo, hi, _, _, hint, _ in narrowed:
+        side[name] = (hint, lo, hi)
+    try:
+        return run(side, flipped)
+    except Exception:  # noqa: BLE001 - the other side does not export: kept
+        return None
+
+
+def _ranges(ep: ExportedProgram, other: ExportedProgram) -> dict | None:
+    """{input size symbol: (lo, hi)} where `other`'s range is narrower than `ep`'s (None
+    where it is wider, or binds another symbol)."""
+    mine = {x.name: x for x in ep.contract.symbols if x.backed}
+    out = {}
+    for x in other.contract.symbols:
+        if not x.backed:
+            continue
+        y = mine.get(x.name)
+        if y is None:
+            return None
+        if (x.lo, x.hi) != (y.lo, y.hi):
+            if (x.lo or 0) < (y.lo or 0) or (y.hi is not None and (x.hi is None or
+                                                                    x.hi > y.hi)):
+                return None
+            out[x.name] = (x.lo, x.hi)
+    return out
+
+
+def _joined(ep: ExportedProgram, other: ExportedProgram, test: str,
+            ranges: dict | None = None) -> ExportedProgram:
+    """`ep` and its size test's other side as one program that asks the test where it
+    runs (``data_splits.py``), or `ep` with its assert where they cannot be joined."""
+    if not _same_frame(ep, other, writes_differ=True, narrowed=ranges):
+        return ep
+    checks = [n for n in ep.graph.nodes if checks_of((test,))(n)]
+    joined = join_on_data(ep, other, test, checks[0], ranges) if len(checks) == 1 else None
+    if joined is None:
+        return ep
+    widen_unbacked(joined, [ep, other])
+    return joined
+
+
+def _written_aside(ep: ExportedProgram) -> tuple:
+    k = signature_key(ep)
+    return k[:1] + (tuple(o for o in k[1] if o[0] != "buffer_mutation"),) + k[2:]
 
 
 def widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None:
@@ -86,28 +146,15 @@ def widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None
     prog._check_fn = None
 
 
-def _checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:
-    """Whether a node is the run-time check of one of `tests` (conditions as text)."""
-    def check(node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and node.target is assert_sym and \
-            len(node.args) > 1 and isinstance(node.args[1], str) and \
-            any(asserts_condition(node.args[1], t) for t in tests)
-    return check
-
-
-def _same_frame(g: ExportedProgram, h: ExportedProgram) -> bool:
+def _same_frame(g: ExportedProgram, h: ExportedProgram, writes_differ: bool = False,
+                narrowed: dict | None = None) -> bool:
     """The same signature, constants and input contract (data-dependent symbols' ranges
-    aside: the answers narrow them)."""
+    aside: the answers narrow them); with `writes_differ`, the buffers each writes aside
+    (a torch.cond's branches return every buffer either writes); `narrowed`: input size
+    symbols whose ranges may differ too."""
     skip = {x.name for c in (g.contract, h.contract) for x in c.symbols if not x.backed}
-    return signature_key(g) == signature_key(h) and same_constants(g, h) and \
+    skip |= set(narrowed or ())
+    key = _written_aside if writes_differ else signature_key
+    return key(g) == key(h) and same_constants(g, h) and \
         contract_key(g.contract, {}, skip) == contract_key(h.contract, {}, skip) and \
         residual_conditions(g.contract, {}) == residual_conditions(h.contract, {})
-
-
-def _erase_with_inputs(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
-    """Erase `node` and the size arithmetic that only it used."""
-    inputs = [a for a in node.all_input_nodes]
-    graph.erase_node(node)
-    for a in inputs:
-        if not a.users and a.op == "call_function" and is_size_fn(a):
-            _erase_with_inputs(graph, a)

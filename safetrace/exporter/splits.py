@@ -27,35 +27,25 @@ from typing import Any, Callable
 import torch
 
 from safetrace.errors import DeclaredSpaceViolation, too_many_splits
-from safetrace.exporter.compare import (contract_key, expr_key, note, residual_conditions,
+from safetrace.exporter.branches import (
+    Side, Unsplittable, branch_graph, env_of, extra_placeholders, input_nodes, output_vals,
+    placeholders, point_subst, unified_constants,
+)
+from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
-from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node, kept_sizes
+from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
-from safetrace.trace.hops import submodules
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
-from safetrace.trace.proxy import Proxy
 
 MAX_SPLITS = 4
 aten = torch.ops.aten
-
-
-@dataclasses.dataclass
-class Side:
-    """One specialization: the Dim ranges it was traced for, and its program."""
-
-    region: dict[str, tuple[int, float]]   # Dim name -> (lo, hi), inclusive
-    ep: ExportedProgram
-
-
-class _Unsplittable(Exception):
-    """The sides cannot make one program (the original refusal stands)."""
 
 
 def export_with_splits(run: Callable[[dict], ExportedProgram],
@@ -93,7 +83,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
     name, lo, hi, dlo, dhi, hint, soft = narrowing
     budget[3] = budget[3] or soft
     if (lo, hi) == (dlo, dhi) or lo < dlo or hi > dhi:
-        raise _Unsplittable(f"{name}: no progress splitting [{dlo}, {dhi}]")
+        raise Unsplittable(f"{name}: no progress splitting [{dlo}, {dhi}]")
     parts = [(lo, hi, hint)]
     if lo > dlo:
         parts.append((dlo, lo - 1, _hint(dlo, lo - 1, lo - 1)))
@@ -102,7 +92,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
     budget[0] += len(parts) - 1
     if budget[0] > budget[1]:
         if budget[3]:  # a condition holding on many intervals (`s % 3 != 0`): refused
-            raise _Unsplittable("a condition that no few ranges express")
+            raise Unsplittable("a condition that no few ranges express")
         found = [_region_text(s.region) for s in sides]
         found += [_region_text(dict({k: (v[1], v[2]) for k, v in overrides.items()},
                                     **{name: (a, b)})) for a, b, _ in parts]
@@ -234,10 +224,10 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     ref = next((s for s in sides if all(_symbol_of(s.ep, d) for d in dims)), None)
     if ref is None:
         if len({str(s.ep.out_spec) for s in sides}) > 1:  # (a list as long as the batch)
-            raise _Unsplittable(f"each of {', '.join(_region_text(s.region) for s in sides)} "
+            raise Unsplittable(f"each of {', '.join(_region_text(s.region) for s in sides)} "
                                 f"returns another output structure, which no one graph "
                                 f"returns")
-        raise _Unsplittable("no side keeps the split Dims symbolic")
+        raise Unsplittable("no side keeps the split Dims symbolic")
     syms = {d: _symbol_of(ref.ep, d) for d in dims}
     key = signature_key(ref.ep)[:1] + signature_key(ref.ep)[2:]
     # data-dependent symbols: each branch checks its own (in its graph); their ranges are
@@ -247,17 +237,17 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     for s in sides:
         sk = signature_key(s.ep)
         if sk[:1] + sk[2:] != key:
-            raise _Unsplittable("the sides' signatures differ")
-        subst = _point_subst(s, syms)
+            raise Unsplittable("the sides' signatures differ")
+        subst = point_subst(s, syms)
         if contract_key(ref.ep.contract, subst, skip) != \
                 contract_key(s.ep.contract, {}, skip):
-            raise _Unsplittable(f"the input contract differs for {_region_text(s.region)}")
+            raise Unsplittable(f"the input contract differs for {_region_text(s.region)}")
     for s in sides:  # ep.module() finds in-place writes of parameters in the top graph only
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
         if written_placeholders(s.ep.graph) & params:
-            raise _Unsplittable("a side writes a parameter in place")
+            raise Unsplittable("a side writes a parameter in place")
     contract = _union_contract(sides, ref, syms, clamped)
-    consts, const_names = _unified_constants(sides)
+    consts, const_names = unified_constants(sides)
     inputs = [dataclasses.replace(spec) for spec in ref.ep.graph_signature.input_specs
               if spec.kind != "constant"]
     inputs += [InputSpec("constant", name, name, None, True) for name in consts]
@@ -267,11 +257,11 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
     n_user = sum(1 for o in ref.ep.graph_signature.output_specs if o.kind == "user_output")
     outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
     outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
-    names = [_input_nodes(s, const_names[k]) for k, s in enumerate(sides)]
+    names = [input_nodes(s, const_names[k]) for k, s in enumerate(sides)]
     prefix = common_prefix([s.ep.graph for s in sides], sides.index(ref),
-                           [_point_subst(s, syms) for s in sides], names,
+                           [point_subst(s, syms) for s in sides], names,
                            {x.name for x in ref.ep.contract.symbols if x.backed})
-    branches = [_branch(s, ref, inputs, const_names[k], mutated, prefix, k)
+    branches = [branch_graph(s, ref, inputs, const_names[k], mutated, prefix, k)
                 for k, s in enumerate(sides)]
     graph = _dispatch_graph(sides, branches, ref, inputs, syms, mutated, prefix,
                             names[sides.index(ref)])
@@ -288,10 +278,6 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
         setattr(ep, attr, getattr(ref.ep, attr))
     widen_unbacked(ep, [s.ep for s in sides])
     return ep
-
-
-def _point_subst(side: Side, syms: dict) -> dict:
-    return {syms[d]: lo for d, (lo, hi) in side.region.items() if lo == hi}
 
 
 def _region_pred(region: dict, syms: dict, hull: dict) -> Expr:
@@ -319,7 +305,7 @@ def _union_contract(sides: list[Side], ref: Side, syms: dict, clamped: list[str]
                                         origin="".join(dict.fromkeys(clamped)))
                     if x.name in by_sym else x for x in c.symbols)
     ref_conds = residual_conditions(c, {})
-    same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, _point_subst(s, syms))
+    same = all(residual_conditions(s.ep.contract, {}) == residual_conditions(c, point_subst(s, syms))
                for s in sides)
     if same and ref_conds is not None:
         conditions = c.conditions
@@ -347,144 +333,6 @@ def _tiles(sides: list[Side], hull: dict) -> bool:
     return at > hi
 
 
-def _unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
-    """Every side's lifted constants under one name each (renamed where two differ)."""
-    out: dict[str, torch.Tensor] = {}
-    names: list[dict] = []
-    for s in sides:
-        mine = {}
-        for name, t in s.ep.constants.items():
-            new = name
-            k = 0
-            while new in out and not (out[new].dtype == t.dtype and out[new].shape == t.shape
-                                      and torch.equal(out[new], t)):
-                k += 1
-                new = f"{name}_split{k}"
-            out[new] = t
-            mine[name] = new
-        names.append(mine)
-    return out, names
-
-
-def _placeholders(g: torch.fx.Graph, inputs: list[InputSpec], metas: dict) -> list:
-    phs = []
-    for spec in inputs:
-        ph = g.placeholder(spec.name)
-        ph.meta.update(metas.get(spec.name, {"stack_trace": ""}))
-        phs.append(ph)
-    return phs
-
-
-def _input_nodes(side: Side, const_names: dict) -> dict[str, torch.fx.Node]:
-    """The side's placeholders by their unified input names."""
-    phs = {n.name: n for n in side.ep.graph.nodes if n.op == "placeholder"}
-    return {(const_names[spec.target] if spec.kind == "constant" else spec.name):
-            phs[spec.name] for spec in side.ep.graph_signature.input_specs}
-
-
-def _branch(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
-            mutated: list[str], prefix: Prefix, index: int) -> torch.fx.Graph:
-    """The side's graph taking every unified input (and the prefix's values the
-    branches read), returning every unified output; the prefix's ops left out."""
-    old = side.ep.graph
-    by_name = {}
-    for spec in side.ep.graph_signature.input_specs:
-        key = const_names[spec.target] if spec.kind == "constant" else spec.name
-        by_name[key] = spec.name
-    old_phs = {n.name: n for n in old.nodes if n.op == "placeholder"}
-    g = torch.fx.Graph()
-    metas = {spec.name: dict(old_phs[by_name[spec.name]].meta) for spec in inputs
-             if spec.name in by_name}
-    ref_phs = {n.name: n for n in ref.ep.graph.nodes if n.op == "placeholder"}
-    narrowed = {}  # a point side's input: the operand's (symbolic) meta, narrowed inside
-    for spec in inputs:
-        theirs = ref_phs.get(spec.name)
-        if spec.kind == "user_input" and spec.name in metas and theirs is not None and \
-                _point_dims(metas[spec.name].get("val"), theirs.meta.get("val")):
-            narrowed[spec.name] = metas[spec.name]["val"]
-            metas[spec.name] = dict(theirs.meta)
-    phs = _placeholders(g, inputs, metas)
-    extra = _extra_placeholders(g, prefix)
-    val_map = {old_phs[by_name[spec.name]]: _narrow(g, ph, narrowed[spec.name])
-               if spec.name in narrowed else ph
-               for spec, ph in zip(inputs, phs) if spec.name in by_name}
-    if prefix:
-        outs = _copy_rest(g, old, prefix.matched[index], dict(zip(prefix.extras, extra)),
-                          val_map)
-    else:
-        outs = g.graph_copy(old, val_map)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    specs = side.ep.graph_signature.output_specs
-    written = {o.target: v for o, v in zip(specs, outs) if o.kind == "buffer_mutation"}
-    buf_ph = {spec.target: ph for spec, ph in zip(inputs, phs) if spec.kind == "buffer"}
-    user = [v for o, v in zip(specs, outs) if o.kind == "user_output"]
-    g.output(tuple(written.get(t, buf_ph.get(t)) for t in mutated) + tuple(user))
-    subs_ = submodules(old)
-    if subs_:
-        g.__dict__["st_submodules"] = dict(subs_)
-    return g
-
-
-def _extra_placeholders(g: torch.fx.Graph, prefix: Prefix) -> list[torch.fx.Node]:
-    """A branch's placeholders for the prefix's values (the reference side's metadata)."""
-    out = []
-    for e in prefix.extras:
-        ph = g.placeholder(e.name)
-        ph.meta.update(val=e.meta.get("val"), stack_trace="")
-        out.append(ph)
-    return out
-
-
-def _copy_rest(g: torch.fx.Graph, old: torch.fx.Graph, matched: dict, extra: dict,
-               val_map: dict) -> Any:
-    """`old` less the prefix's ops into `g`: a matched node reads the branch's operand for
-    the reference's node (narrowed to a point side's sizes, as inputs are)."""
-    for mine, theirs in matched.items():
-        ph = extra.get(theirs)
-        if ph is None:
-            continue
-        val = mine.meta.get("val")
-        val_map[mine] = _narrow(g, ph, val) if _point_dims(val, ph.meta.get("val")) else ph
-    sizes = kept_sizes(old, matched)
-    for n in old.nodes:
-        if n.op == "placeholder" or n in matched or (is_size_node(n) and n not in sizes):
-            continue
-        if n.op == "output":
-            return torch.fx.node.map_arg(n.args[0], val_map.__getitem__)
-        val_map[n] = g.node_copy(n, val_map.__getitem__)
-    raise _Unsplittable("a side's graph without an output")
-
-
-def _point_dims(mine: Any, theirs: Any) -> list[tuple[int, int]]:
-    """(dim, size) where this side's input has a plain size and the operand a symbol."""
-    if not isinstance(mine, Proxy) or not isinstance(theirs, Proxy):
-        return []
-    return [(d, a) for d, (a, b) in enumerate(zip(mine.st_meta.shape, theirs.st_meta.shape))
-            if isinstance(a, int) and not isinstance(b, int)]
-
-
-def _narrow(g: torch.fx.Graph, ph: torch.fx.Node, mine: Proxy) -> torch.fx.Node:
-    """`ph` sliced to the point side's sizes (``x[:, :1]`` where seq == 1): the same tensor
-    where the branch runs, and a branch that torch's cond traces with the operands'
-    symbolic sizes then sees the sizes it was traced for."""
-    node, shape = ph, list(ph.meta["val"].st_meta.shape)
-    for d, size in _point_dims(mine, ph.meta["val"]):
-        node = g.call_function(torch.ops.aten.slice.Tensor, (node, d, 0, size))
-        shape[d] = size
-        node.meta["val"] = Proxy(mine.st_meta.like(shape=tuple(shape)), node)
-        node.meta["stack_trace"] = ""
-    return node
-
-
-def _env_of(graph: torch.fx.Graph) -> Any:
-    for n in graph.nodes:
-        val = n.meta.get("val")
-        for d in (val.st_meta.shape if isinstance(val, Proxy) else (val,)):
-            if getattr(d, "env", None) is not None:
-                return d.env
-    return None
-
-
 def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,
                env: Any) -> torch.fx.Node:
     """Nodes reading symbol `name` from the input dim the contract binds it to."""
@@ -501,7 +349,7 @@ def _size_node(g: torch.fx.Graph, ref: Side, phs: list, inputs: list, name: str,
                     node = g.call_function(operator.floordiv, (node, dim.coef))
                     node.meta.update(val=make_int(sym(name), env), stack_trace="")
                 return node
-    raise _Unsplittable(f"no input dim binds {name}")
+    raise Unsplittable(f"no input dim binds {name}")
 
 
 def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
@@ -512,7 +360,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     prefix first; every cond passes its values on."""
     if len(sides) == 1:
         return branches[0]
-    env = _env_of(ref.ep.graph)
+    env = env_of(ref.ep.graph)
     g = torch.fx.Graph()
     consts = {spec.name for spec in inputs if spec.kind == "constant"}
     # (a lifted constant's name is the unified one, which may be another constant of
@@ -523,7 +371,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
         for n in b.nodes:
             if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
                 metas[n.name] = dict(n.meta)
-    phs = _placeholders(g, inputs, metas)
+    phs = placeholders(g, inputs, metas)
     if ref_inputs is not None:
         env_map = {ref_inputs[spec.name]: ph for spec, ph in zip(inputs, phs)
                    if spec.name in ref_inputs}
@@ -531,7 +379,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
             env_map[n] = g.node_copy(n, env_map.__getitem__)
         extra = [env_map[e] for e in prefix.extras]
     else:
-        extra = _extra_placeholders(g, prefix)
+        extra = extra_placeholders(g, prefix)
     region = sides[0].region
     hull = {d: (min(s.region[d][0] for s in sides if d in s.region),
                 max(s.region[d][1] for s in sides if d in s.region)) for d in region}
@@ -552,7 +400,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
                 c.meta.update(val=make_bool(expr, env), stack_trace="")
             pred = c
     if pred is None:
-        raise _Unsplittable("sides with overlapping ranges")
+        raise Unsplittable("sides with overlapping ranges")
     rest = _dispatch_graph(sides[1:], branches[1:], ref, inputs, syms, mutated, prefix)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(rest)))
@@ -560,7 +408,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr,
                                                                     tuple(phs + extra)))
     node.meta["stack_trace"] = ""
-    ref_vals = _output_vals(sides, ref, syms, env)
+    ref_vals = output_vals(sides, ref, syms, env)
     buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
                if spec.kind == "buffer"}
     vals = [buf_val.get(t) for t in mutated] + ref_vals
@@ -574,44 +422,3 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     return g
 
 
-def _user_vals(ep: ExportedProgram) -> list:
-    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output").args[0]
-    return [v.meta.get("val") if isinstance(v, torch.fx.Node) else v
-            for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
-
-
-def _output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
-    """The outputs' metadata every side agrees on (the reference's, where each side's
-    sizes are the reference's at its point); a size they disagree on is a fresh
-    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
-    rank cannot be one torch.cond."""
-    vals = _user_vals(ref.ep)
-    fresh: dict[tuple[int, int], Any] = {}
-    for s in sides:
-        subst = _point_subst(s, syms)
-        for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
-            if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
-                raise _Unsplittable(f"output {k} differs in kind between the sides")
-            if not isinstance(mine, Proxy):
-                if expr_key(mine, subst) != expr_key(theirs, {}) and (k, -1) not in fresh:
-                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
-                                            env)
-                continue
-            a, b = mine.st_meta, theirs.st_meta
-            if a.dtype != b.dtype or len(a.shape) != len(b.shape):
-                raise _Unsplittable(f"output {k} differs in dtype or rank between the sides")
-            for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if expr_key(x, subst) != expr_key(y, {}) and (k, d) not in fresh:
-                    lo = 0
-                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
-                                                            "output"), env)
-    out = []
-    for k, v in enumerate(vals):
-        if (k, -1) in fresh:
-            v = fresh[k, -1]
-        elif isinstance(v, Proxy) and any((k, d) in fresh for d in range(len(v.st_meta.shape))):
-            m = v.st_meta
-            shape = tuple(fresh.get((k, d), x) for d, x in enumerate(m.shape))
-            v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
-        out.append(v)
-    return out

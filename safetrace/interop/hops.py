@@ -41,6 +41,7 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
     saved = (conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs)
     conv.graph, conv.env, conv.stacks, conv.attrs = torch.fx.Graph(), {}, {}, {}
     conv.bounds = Boundaries(conv, None, {})  # preserved calls never reach inside
+    conv.branch_depth = getattr(conv, "branch_depth", 0) + 1
     try:
         for n in graph.nodes:
             if n.op == "placeholder":
@@ -60,6 +61,7 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
         return torch.fx.GraphModule(root, conv.graph)
     finally:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
+        conv.branch_depth -= 1
 
 
 def quiet_symbol_logs(shape_env: Any) -> None:

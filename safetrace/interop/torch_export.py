@@ -452,7 +452,13 @@ class _Converter:
         new.meta["val"] = None
         self.env[node] = new
         if isinstance(val, torch.SymBool):
-            torch._check(val)
+            if getattr(self, "branch_depth", 0) == 0:
+                torch._check(val)
+                return
+            try:  # (a cond branch: torch's engine keeps the branches' facts as one)
+                torch._check(val)
+            except RuntimeError:  # another branch's answer (exporter/data_splits.py)
+                pass  # (the node above checks it where this branch runs)
 
     # -- outputs -----------------------------------------------------------------------------
     def _output(self, out: torch.fx.Node) -> list:

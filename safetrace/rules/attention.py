@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, every
+from safetrace.rules.common import broadcast_shapes, check, divides, every
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
 
@@ -43,7 +43,7 @@ def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta) -> TensorMeta:
         return kv
     hq, hkv = query.shape[-3], kv.shape[-3]
     # eager divides by the kv head count (a crash at 0)
-    check(hkv != 0 and hq % hkv == 0, op, f"Number of heads in key and value must divide the "
+    check(divides(hkv, hq), op, f"Number of heads in key and value must divide the "
                                           f"number of heads in query, got {hkv} and {hq}")
     return kv.like(kv.shape[:-3] + (hq,) + kv.shape[-2:])
 
@@ -151,7 +151,7 @@ def _native_multi_head_attention(
     check(qkv_bias.ndim == 1, op, f"expected 1-D `qkv_bias`, got {qkv_bias.ndim}-D tensor")
     check(qkv_bias.shape[0] == 3 * embed_dim, op,
           "expected `qkv_bias` first dim and first dim of query to be equal")
-    check(num_head != 0 and embed_dim % num_head == 0, op,
+    check(divides(num_head, embed_dim), op,
           "`embed_dim` must divide evenly by `num_heads`")
     b, t, _ = query.shape
     out = query.like((b, t, proj_weight.shape[0]))

@@ -13,7 +13,7 @@ from safetrace.meta.active import ACTIVE  # the trace in progress
 from safetrace.meta.symtypes import SYM_CLASSES
 from safetrace.symbolic import (
     SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_and, sym_max, sym_min,
-    to_expr,
+    sym_or, to_expr,
 )
 
 Size = Any
@@ -63,6 +63,24 @@ def every(conds: Iterable[Any]) -> Any:
     """``all(conds)`` without deciding anything: a SymBool for ``check`` to decide as the
     op's requirement (``all()`` would record each guard as a plain branch first)."""
     return sym_and(*conds)
+
+
+def either(conds: Iterable[Any]) -> Any:
+    """``any(conds)`` without deciding anything (``every``'s ``or``): Python's ``a or b``
+    would decide ``a`` as a plain branch before ``check`` sees the whole."""
+    return sym_or(*conds)
+
+
+def divides(d: Any, n: Any) -> Any:
+    """``d != 0 and n % d == 0`` as one requirement (``every``), without a branch on
+    ``d != 0`` first; false where `d` is known to be 0 (no modulo by zero asked)."""
+    nonzero = d != 0
+    if nonzero is False:
+        return False
+    try:
+        return every((nonzero, n % d == 0))
+    except ZeroDivisionError:  # (the facts make a symbolic d 0)
+        return False
 
 
 def open_question(cond: Any) -> bool | None:

@@ -568,7 +568,7 @@ def col2im(self: TensorMeta, output_size: Any, kernel_size: Any, dilation: Any, 
     k = expand_param(op, kernel_size, 2, "kernel_size")
     d = expand_param(op, dilation, 2, "dilation")
     p, s = expand_param(op, padding, 2, "padding"), expand_param(op, stride, 2, "stride")
-    check(o[0] > 0 and o[1] > 0, op, f"output_size should be greater than zero, but got {o}")
+    check(every((o[0] > 0, o[1] > 0)), op, f"output_size should be greater than zero, but got {o}")
     check(every(v > 0 for v in k), op, f"kernel size should be greater than zero, but got {k}")
     check(every(v > 0 for v in d), op, f"dilation should be greater than zero, but got {d}")
     check(every(v >= 0 for v in p), op, f"padding should be non-negative, but got {p}")
@@ -577,13 +577,13 @@ def col2im(self: TensorMeta, output_size: Any, kernel_size: Any, dilation: Any, 
           f"possibly 0 batch size and non-zero dimensions for input, but got: "
           f"{list(self.shape)}")
     ck, length = self.shape[-2:]
-    check(ck != 0 and length != 0, op, f"Expected 2D or 3D (batch mode) tensor for input with "
-          f"possibly 0 batch size and non-zero dimensions for input, but got: "
+    check(every((ck != 0, length != 0)), op, f"Expected 2D or 3D (batch mode) tensor for "
+          f"input with possibly 0 batch size and non-zero dimensions for input, but got: "
           f"{list(self.shape)}")
     check(ck % (k[0] * k[1]) == 0, op, f"Expected size of input's dimension 1 to be divisible "
           f"by the product of kernel_size, but got input.size(1)={ck} and kernel_size={k}.")
     bh, bw = conv_out(o[0], k[0], s[0], p[0], d[0]), conv_out(o[1], k[1], s[1], p[1], d[1])
-    check(bh >= 1 and bw >= 1, op, f"Given output_size={o}, kernel_size={k}, dilation={d}, "
+    check(every((bh >= 1, bw >= 1)), op, f"Given output_size={o}, kernel_size={k}, dilation={d}, "
           f"padding={p}, stride={s}, calculated shape of the array of sliding blocks as "
           f"({bh}, {bw}), but its components must be at least one.")
     check(length == bh * bw, op, f"Given output_size={o}, kernel_size={k}, dilation={d}, "

@@ -15,7 +15,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.errors import complex_item
 from safetrace.rules.common import (
-    broadcast_shapes, check, is_empty, new_float, new_size, normalize_dim, prod,
+    broadcast_shapes, check, either, is_empty, new_float, new_size, normalize_dim, prod,
 )
 from safetrace.rules.registry import rule
 
@@ -108,7 +108,7 @@ def unique_dim(self: TensorMeta, dim: int, sorted: bool = True, return_inverse: 
     d = normalize_dim(dim, self.ndim, "unique_dim")
     size = self.shape[d]
     others = prod(s for i, s in enumerate(self.shape) if i != d)
-    check(others != 0 or size == 0, "unique_dim", "There are 0 sized dimensions, and they "
+    check(either((others != 0, size == 0)), "unique_dim", "There are 0 sized dimensions, and they "
                                                    "aren't selected, so unique cannot be applied")
     u = new_size(min(size, 1), size, "unique(dim=...)") if isinstance(size, int) else \
         new_size(0, size, "unique(dim=...)")
@@ -133,8 +133,7 @@ def repeat_interleave_self(self: TensorMeta, repeats: TensorMeta, dim: int | Non
     if repeats.ndim == 1 and not (isinstance(repeats.shape[0], int) and repeats.shape[0] == 1):
         along = self.numel() if dim is None else \
             self.shape[normalize_dim(dim, self.ndim, "repeat_interleave")]
-        # equal sizes first: `n == 1 or ...` would guard n != 1 when the sizes are one symbol
-        check(repeats.shape[0] == along or repeats.shape[0] == 1, "repeat_interleave",
+        check(either((repeats.shape[0] == along, repeats.shape[0] == 1)), "repeat_interleave",
               f"repeats must have the same size as input along dim, but got repeats.size(0) = "
               f"{repeats.shape[0]} and input.size({0 if dim is None else dim}) = {along}")
     n = output_size if output_size is not None else new_size(0, None, "repeat_interleave()")

@@ -14,7 +14,7 @@ import torch
 
 from safetrace.errors import one_hot_num_classes
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check
+from safetrace.rules.common import check, either
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -36,7 +36,7 @@ def embedding(weight: TensorMeta, indices: TensorMeta, padding_idx: Any = -1,
     op = "aten.embedding"
     check(weight.ndim == 2, op, "'weight' must be 2-D")
     check_indices(op, indices, "indices", 1)
-    check(weight.shape[0] != 0 or indices.numel() == 0, op,
+    check(either((weight.shape[0] != 0, indices.numel() == 0)), op,
           "index_select(): self indexing axis dim should be positive")
     return weight.like(indices.shape + (weight.shape[1],))
 
@@ -66,7 +66,7 @@ def embedding_bag_outputs(weight: TensorMeta, indices: TensorMeta, offsets: Tens
               f"have dtype {weight.dtype}, got {per_sample_weights.dtype}")
     n_offsets = offsets.shape[0]
     # CPU reads offsets[0] of any non-empty input (a crash when there are none)
-    check(n_offsets != 0 or indices.shape[0] == 0, op,
+    check(either((n_offsets != 0, indices.shape[0] == 0)), op,
           f"offsets is empty but input has {indices.shape[0]} indices; give one offset per "
           f"bag (offsets[0] = 0)")
     if include_last_offset:

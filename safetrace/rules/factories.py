@@ -14,7 +14,9 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, decided_max, decided_min, scalar_dtype
+from safetrace.rules.common import (
+    check, decided_max, decided_min, either, every, scalar_dtype,
+)
 from safetrace.rules.registry import rule
 from safetrace.symbolic import SymFloat
 
@@ -186,7 +188,7 @@ def arange_start_step(start: Any, end: Any, step: Any = 1, *,
         for x in (start, end):
             if not _is_integral(x):  # an int (symbolic or not) is finite: ask nothing
                 check(_finite(x), "arange", f"unsupported range: {start} -> {end}")
-    check((step > 0 and start <= end) or (step < 0 and start >= end), "arange",
+    check(either((every((step > 0, start <= end)), every((step < 0, start >= end)))), "arange",
           "upper bound and lower bound inconsistent with step sign")
     int_bounds = _is_integral(start) and _is_integral(end)
     if int_bounds and isinstance(step, float) and step.is_integer():

@@ -52,9 +52,19 @@ _HEAD = re.compile(r'File "(?P<path>[^"]*)", line \d+, in (?P<fn>\S+)')
 _GENERAL = (2, 3, 7, 64, 4097, 10 ** 9)
 
 
-def oblivious_answer(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
-    """(answer, kind, why, asserted) for a question this module settles, else None."""
+def oblivious_answer(env: Env, q: DataDependentQuestion,
+                     catches: Any = None) -> tuple[bool, str, str, bool] | None:
+    """(answer, kind, why, asserted) for a question this module settles, else None.
+    `catches()`: whether the asking code runs inside a ``try`` block with an ``except``
+    clause (``trace/raising.program_catches``)."""
     passing = _assert_statement()
+    if passing is not None and catches is not None and catches():
+        # an assert the program may catch: its failing side is a branch eager runs (the
+        # except clause), not a requirement; a size test's other side is traced too
+        # (exporter/size_tests.py), anything else stays asserted as before
+        found = _size_test(env, q)
+        if found is not None:
+            return _by_the_input_sizes(env, q.expr, found)
     if passing is not None:
         answer, where = passing
         return answer, "assert", f"the assert statement at {where}", True

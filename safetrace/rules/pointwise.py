@@ -22,6 +22,7 @@ from safetrace.rules.common import (
     broadcast_shapes,
     check,
     dtype_category,
+    every,
     float_result,
     result_type,
     to_real,
@@ -65,7 +66,7 @@ def reject(op: str, dtype: torch.dtype, categories: frozenset | set) -> None:
 
 def same_shape(op: str, self: TensorMeta, shape: tuple) -> None:
     """In-place ops write into `self`: the broadcast result must have exactly its shape."""
-    ok = len(shape) == self.ndim and all(a == b for a, b in zip(shape, self.shape))
+    ok = len(shape) == self.ndim and every(a == b for a, b in zip(shape, self.shape))
     check(ok, op, f"output with shape {list(self.shape)} doesn't match the broadcast shape "
                   f"{list(shape)}")
 

@@ -92,6 +92,11 @@ class ModuleStack:
         # (a preserved module the forward never calls keeps no signature: torch.export's
         # entry for it has signature None; unflatten makes it an empty module)
 
+    def global_hook_ids(self) -> frozenset[int]:
+        """The ids of the global module hooks this stack registered (while entered): the
+        export's own, not the user's (``exporter/root_hooks.py`` leaves them out)."""
+        return frozenset(h.id for h in self.handles[:2])
+
 
 def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
                    walk: list | None, found: Hierarchy) -> list:

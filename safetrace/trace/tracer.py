@@ -34,6 +34,7 @@ from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, p
 from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node
 from safetrace.trace.layout import exact_contiguous, set_layout
+from safetrace.trace.raising import program_catches
 from safetrace.trace.metakernel import meta_kernel
 from safetrace.trace.mutation import (constant_written, note_constant_storage,
                                       reads_own_memory, state_alias, traced_elsewhere,
@@ -138,7 +139,7 @@ class Tracer(TorchFunctionMode):
         ACTIVE.env = env
         if env is not None:
             env.on_settled = self._assert_settled
-            env.settle_policy = lambda q: oblivious_answer(env, q)
+            env.settle_policy = lambda q: oblivious_answer(env, q, program_catches)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:

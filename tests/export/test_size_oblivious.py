@@ -58,8 +58,10 @@ PATTERNS = {
     # the rank cannot depend on data: a kept dim is asserted != 1
     "squeeze(0)": (lambda b, m: b[m].squeeze(0), (), {1}),
     "squeeze()": (lambda b, m: b[m][:, :1].squeeze(), (), {1}),
-    # an emptiness test in user code: the general branch, asserted
-    "if numel != 0": (lambda b, m: b[m] * 2 if b[m].numel() != 0 else b[:0], (), {0}),
+    # an emptiness test in user code: both branches traced, a torch.cond on the test
+    # (exporter/data_splits.py); the general branch asserted where the two return tensors
+    # of another rank (no one torch.cond returns both)
+    "if numel != 0": (lambda b, m: b[m] * 2 if b[m].numel() != 0 else b[:0], (), set()),
     "if len == 0": (lambda b, m: b[:0] if len(b[m]) == 0 else b[m].sum(0), (), {0}),
     # a size test whose sides trace the same graph (transformers' `is_causal = q_length > 1
     # and mask is None`): the other side is traced too, and the check dropped
@@ -155,18 +157,24 @@ def test_size_test_with_the_same_graph_either_way_keeps_no_check():
     for k in (0, 1, 2):
         m = _mask(k)
         assert_close(fn(X, m), ep.module()(X, m))
-    # sides that differ keep the check (and refuse the untraced side)
-    other = st.export(PATTERNS["if numel != 0"][0], (X, EXAMPLE))
-    assert "either way" not in str(other)
+    # sides that differ: a torch.cond on the test, each side's graph a branch
+    fn = PATTERNS["if numel != 0"][0]
+    other = st.export(fn, (X, EXAMPLE))
+    assert "either way" not in str(other) and "asked where the graph runs" in str(other)
+    for k in (0, 1, 3):
+        m = _mask(k)
+        assert_close(fn(X, m), other.module()(X, m))
+    # sides returning tensors of another rank keep the check (and refuse the other side)
+    ranked = st.export(PATTERNS["if len == 0"][0], (X, EXAMPLE))
     with pytest.raises(st.RuntimeAssertionError, match="size-oblivious"):
-        other.module()(X, _mask(0))
+        ranked.module()(X, _mask(0))
 
 
 def test_settled_program_saves_and_loads(tmp_path):
-    ep = st.export(PATTERNS["if numel != 0"][0], (X, EXAMPLE))
+    ep = st.export(PATTERNS["if len == 0"][0], (X, EXAMPLE))
     st.save(ep, tmp_path / "p.st")
     loaded = st.load(tmp_path / "p.st").module()
     m = _mask(3)
-    assert_close(X[m] * 2, loaded(X, m))
+    assert_close(X[m].sum(0), loaded(X, m))
     with pytest.raises(st.RuntimeAssertionError, match="size-oblivious"):
         loaded(X, _mask(0))

@@ -1,0 +1,216 @@
+"""Each side's program as a ``torch.cond`` branch: its graph taking every unified input
+(and the values a common prefix computed before the cond, ``hoist.py``), returning every
+unified output (the buffers any side writes, then the user outputs), with the output
+metadata every side agrees on.  Shared by the size splits on declared Dims
+(``splits.py``) and on sizes read from data (``data_splits.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from safetrace.exporter.compare import expr_key
+from safetrace.exporter.hoist import Prefix, is_size_node, kept_sizes
+from safetrace.exporter.program import ExportedProgram, InputSpec
+from safetrace.symbolic import make_int
+from safetrace.trace.hops import submodules
+from safetrace.trace.proxy import Proxy
+
+
+@dataclasses.dataclass
+class Side:
+    """One specialization: the Dim ranges it was traced for, and its program."""
+
+    region: dict[str, tuple[int, float]]   # Dim name -> (lo, hi), inclusive
+    ep: ExportedProgram
+
+
+class Unsplittable(Exception):
+    """The sides cannot make one program (the original refusal stands)."""
+
+
+def unified_constants(sides: list[Side]) -> tuple[dict, list[dict]]:
+    """Every side's lifted constants under one name each (renamed where two differ)."""
+    out: dict[str, torch.Tensor] = {}
+    names: list[dict] = []
+    for s in sides:
+        mine = {}
+        for name, t in s.ep.constants.items():
+            new = name
+            k = 0
+            while new in out and not (out[new].dtype == t.dtype and out[new].shape == t.shape
+                                      and torch.equal(out[new], t)):
+                k += 1
+                new = f"{name}_split{k}"
+            out[new] = t
+            mine[name] = new
+        names.append(mine)
+    return out, names
+
+
+def placeholders(g: torch.fx.Graph, inputs: list[InputSpec], metas: dict) -> list:
+    phs = []
+    for spec in inputs:
+        ph = g.placeholder(spec.name)
+        ph.meta.update(metas.get(spec.name, {"stack_trace": ""}))
+        phs.append(ph)
+    return phs
+
+
+def input_nodes(side: Side, const_names: dict) -> dict[str, torch.fx.Node]:
+    """The side's placeholders by their unified input names."""
+    phs = {n.name: n for n in side.ep.graph.nodes if n.op == "placeholder"}
+    return {(const_names[spec.target] if spec.kind == "constant" else spec.name):
+            phs[spec.name] for spec in side.ep.graph_signature.input_specs}
+
+
+def branch_graph(side: Side, ref: Side, inputs: list[InputSpec], const_names: dict,
+            mutated: list[str], prefix: Prefix, index: int) -> torch.fx.Graph:
+    """The side's graph taking every unified input (and the prefix's values the
+    branches read), returning every unified output; the prefix's ops left out."""
+    old = side.ep.graph
+    by_name = {}
+    for spec in side.ep.graph_signature.input_specs:
+        key = const_names[spec.target] if spec.kind == "constant" else spec.name
+        by_name[key] = spec.name
+    old_phs = {n.name: n for n in old.nodes if n.op == "placeholder"}
+    g = torch.fx.Graph()
+    metas = {spec.name: dict(old_phs[by_name[spec.name]].meta) for spec in inputs
+             if spec.name in by_name}
+    ref_phs = {n.name: n for n in ref.ep.graph.nodes if n.op == "placeholder"}
+    narrowed = {}  # a point side's input: the operand's (symbolic) meta, narrowed inside
+    for spec in inputs:
+        theirs = ref_phs.get(spec.name)
+        if spec.kind == "user_input" and spec.name in metas and theirs is not None and \
+                point_dims(metas[spec.name].get("val"), theirs.meta.get("val")):
+            narrowed[spec.name] = metas[spec.name]["val"]
+            metas[spec.name] = dict(theirs.meta)
+    phs = placeholders(g, inputs, metas)
+    extra = extra_placeholders(g, prefix)
+    val_map = {old_phs[by_name[spec.name]]: narrow(g, ph, narrowed[spec.name])
+               if spec.name in narrowed else ph
+               for spec, ph in zip(inputs, phs) if spec.name in by_name}
+    if prefix:
+        outs = _copy_rest(g, old, prefix.matched[index], dict(zip(prefix.extras, extra)),
+                          val_map)
+    else:
+        outs = g.graph_copy(old, val_map)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    specs = side.ep.graph_signature.output_specs
+    written = {o.target: v for o, v in zip(specs, outs) if o.kind == "buffer_mutation"}
+    buf_ph = {spec.target: ph for spec, ph in zip(inputs, phs) if spec.kind == "buffer"}
+    user = [v for o, v in zip(specs, outs) if o.kind == "user_output"]
+    g.output(tuple(written.get(t, buf_ph.get(t)) for t in mutated) + tuple(user))
+    subs_ = submodules(old)
+    if subs_:
+        g.__dict__["st_submodules"] = dict(subs_)
+    return g
+
+
+def extra_placeholders(g: torch.fx.Graph, prefix: Prefix) -> list[torch.fx.Node]:
+    """A branch's placeholders for the prefix's values (the reference side's metadata)."""
+    out = []
+    for e in prefix.extras:
+        ph = g.placeholder(e.name)
+        ph.meta.update(val=e.meta.get("val"), stack_trace="")
+        out.append(ph)
+    return out
+
+
+def _copy_rest(g: torch.fx.Graph, old: torch.fx.Graph, matched: dict, extra: dict,
+               val_map: dict) -> Any:
+    """`old` less the prefix's ops into `g`: a matched node reads the branch's operand for
+    the reference's node (narrowed to a point side's sizes, as inputs are)."""
+    for mine, theirs in matched.items():
+        ph = extra.get(theirs)
+        if ph is None:
+            continue
+        val = mine.meta.get("val")
+        val_map[mine] = narrow(g, ph, val) if point_dims(val, ph.meta.get("val")) else ph
+    sizes = kept_sizes(old, matched)
+    for n in old.nodes:
+        if n.op == "placeholder" or n in matched or (is_size_node(n) and n not in sizes):
+            continue
+        if n.op == "output":
+            return torch.fx.node.map_arg(n.args[0], val_map.__getitem__)
+        val_map[n] = g.node_copy(n, val_map.__getitem__)
+    raise Unsplittable("a side's graph without an output")
+
+
+def point_dims(mine: Any, theirs: Any) -> list[tuple[int, int]]:
+    """(dim, size) where this side's input has a plain size and the operand a symbol."""
+    if not isinstance(mine, Proxy) or not isinstance(theirs, Proxy):
+        return []
+    return [(d, a) for d, (a, b) in enumerate(zip(mine.st_meta.shape, theirs.st_meta.shape))
+            if isinstance(a, int) and not isinstance(b, int)]
+
+
+def narrow(g: torch.fx.Graph, ph: torch.fx.Node, mine: Proxy) -> torch.fx.Node:
+    """`ph` sliced to the point side's sizes (``x[:, :1]`` where seq == 1): the same tensor
+    where the branch runs, and a branch that torch's cond traces with the operands'
+    symbolic sizes then sees the sizes it was traced for."""
+    node, shape = ph, list(ph.meta["val"].st_meta.shape)
+    for d, size in point_dims(mine, ph.meta["val"]):
+        node = g.call_function(torch.ops.aten.slice.Tensor, (node, d, 0, size))
+        shape[d] = size
+        node.meta["val"] = Proxy(mine.st_meta.like(shape=tuple(shape)), node)
+        node.meta["stack_trace"] = ""
+    return node
+
+
+def env_of(graph: torch.fx.Graph) -> Any:
+    for n in graph.nodes:
+        val = n.meta.get("val")
+        for d in (val.st_meta.shape if isinstance(val, Proxy) else (val,)):
+            if getattr(d, "env", None) is not None:
+                return d.env
+    return None
+
+
+def _user_vals(ep: ExportedProgram) -> list:
+    out = next(n for n in reversed(ep.graph.nodes) if n.op == "output").args[0]
+    return [v.meta.get("val") if isinstance(v, torch.fx.Node) else v
+            for o, v in zip(ep.graph_signature.output_specs, out) if o.kind == "user_output"]
+
+
+def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
+    """The outputs' metadata every side agrees on (the reference's, where each side's
+    sizes are the reference's at its point); a size they disagree on is a fresh
+    data-dependent size, as torch.cond's outputs get.  Sides returning another dtype or
+    rank cannot be one torch.cond."""
+    vals = _user_vals(ref.ep)
+    fresh: dict[tuple[int, int], Any] = {}
+    for s in sides:
+        subst = point_subst(s, syms)
+        for k, (mine, theirs) in enumerate(zip(vals, _user_vals(s.ep))):
+            if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
+                raise Unsplittable(f"output {k} differs in kind between the sides")
+            if not isinstance(mine, Proxy):
+                if expr_key(mine, subst) != expr_key(theirs, {}) and (k, -1) not in fresh:
+                    fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
+                                            env)
+                continue
+            a, b = mine.st_meta, theirs.st_meta
+            if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+                raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
+            for d, (x, y) in enumerate(zip(a.shape, b.shape)):
+                if expr_key(x, subst) != expr_key(y, {}) and (k, d) not in fresh:
+                    lo = 0
+                    fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
+                                                            "output"), env)
+    out = []
+    for k, v in enumerate(vals):
+        if (k, -1) in fresh:
+            v = fresh[k, -1]
+        elif isinstance(v, Proxy) and any((k, d) in fresh for d in range(len(v.st_meta.shape))):
+            m = v.st_meta
+            shape = tuple(fresh.get((k, d), x) for d, x in enumerate(m.shape))
+            v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        out.append(v)
+    return out
+
+
+def point_subst(side: Side, syms: dict) -> dict:
+    return {syms[d]: lo for d, (lo, hi) in side.region.items() if lo == hi}

@@ -1,0 +1,220 @@
+"""A size test on a size read from data whose two answers trace different graphs: one
+program that asks it where the graph runs.
+
+A Python decision on a data-dependent size that differs only at 0 or 1 (``if
+y[y > 0].shape[0] == 1:``) is answered as for every size >= 2 and asserted at run time
+(``rules/oblivious.py``); ``size_tests.same_either_way`` traces its other answer, and
+drops the assert where both give the same graph.  Where they do not, the assert refused
+the data that takes the other branch, which eager computes.  Here both traces become one
+program, as a size split on a declared Dim does (``splits.py``), with the predicate read
+mid-graph instead of from the input sizes:
+
+- the top graph computes what the test reads (the ops it depends on, copied from the
+  general side's graph: the data read, its size) and the test itself;
+- ``torch.cond`` on it runs the general side's whole graph where it holds, the other
+  side's where it does not, each taking every input (their values are recomputed inside:
+  a tensor of a data-dependent size is no operand torch's cond takes, ``hoist.py``).
+
+Sound because each side is a complete export, sound where its own checks hold, and the
+branch taken is the side whose answer the test gives: the top's ops compute what that
+side's graph computes before its assert (the same ops on the same inputs, nothing written
+in place before the assert, no random op among them).  Where the other answer's trace
+narrowed an input size (it was traced again for the narrower range: ``u0 == 1`` of a
+read from ``n`` rows needs ``n >= 1``), the top asserts the test or that range, so its
+graph never runs outside the sizes it was traced for.  Anything else (several tests,
+sides with other signatures or contracts, outputs of another rank) keeps the assert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Callable
+
+import torch
+
+from safetrace.exporter.branches import (
+    Side, Unsplittable, branch_graph, env_of, input_nodes, output_vals, placeholders,
+    unified_constants,
+)
+from safetrace.exporter.compare import is_size_fn, note
+from safetrace.exporter.hoist import NONE
+from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.symbolic import make_bool, make_int
+from safetrace.symbolic.canon import and_, ge, le, or_
+from safetrace.symbolic.expr import TRUE, sym
+from safetrace.trace.asserts import assert_sym, asserts_condition
+from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.mutation import mutates, written_placeholders
+
+_KINDS = ("user_output", "buffer_mutation")
+
+
+def join_on_data(ep: ExportedProgram, other: ExportedProgram, test: str,
+                 check: torch.fx.Node, ranges: dict | None = None) -> ExportedProgram | None:
+    """One program running `ep` where its size test `test` holds (its assert: `check`)
+    and `other` (the test's other answer, traced) where it does not; None where the two
+    cannot be joined soundly (the caller keeps `ep` with its assert).  `ranges`: {input
+    size symbol: (lo, hi)} where `other` was traced for part of `ep`'s ranges only (its
+    answer narrowed an input size: ``u0 == 1`` of a read from ``n`` rows needs n >= 1);
+    asserted before the cond for the inputs that take `other`."""
+    try:
+        return _join(ep, other, test, check, ranges or {})
+    except Unsplittable:
+        return None
+
+
+def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
+          check: torch.fx.Node, ranges: dict) -> ExportedProgram:
+    sides = [Side({}, ep), Side({}, other)]
+    for s in sides:
+        if any(o.kind not in _KINDS for o in s.ep.graph_signature.output_specs):
+            raise Unsplittable("a side writes an input in place")
+        params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
+        if written_placeholders(s.ep.graph) & params:
+            raise Unsplittable("a side writes a parameter in place")
+    reads = _reads(ep.graph, check)
+    consts, const_names = unified_constants(sides)
+    inputs = [dataclasses.replace(spec) for spec in ep.graph_signature.input_specs
+              if spec.kind != "constant"]
+    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
+    mutated = list(dict.fromkeys(o.target for s in sides
+                                 for o in s.ep.graph_signature.output_specs
+                                 if o.kind == "buffer_mutation"))
+    n_user = sum(1 for o in ep.graph_signature.output_specs if o.kind == "user_output")
+    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
+    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
+    branches = [branch_graph(s, sides[0], inputs, const_names[k], mutated, NONE, k)
+                for k, s in enumerate(sides)]
+    env = env_of(ep.graph)
+    g = torch.fx.Graph()
+    metas = {n.name: dict(n.meta) for n in ep.graph.nodes
+             if n.op == "placeholder" and n.name not in consts}
+    for b in branches:  # (a unified constant: the metadata of a branch that reads it)
+        for n in b.nodes:
+            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
+                metas[n.name] = dict(n.meta)
+    phs = placeholders(g, inputs, metas)
+    by_name = input_nodes(sides[0], const_names[0])
+    env_map = {by_name[spec.name]: ph for spec, ph in zip(inputs, phs) if spec.name in by_name}
+    for n in reads:
+        env_map[n] = g.node_copy(n, env_map.__getitem__)
+    pred = env_map[check.args[0]]
+    if ranges:
+        _assert_ranges(g, ep, inputs, phs, pred, ranges, test)
+    t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
+    f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
+    t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
+    node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
+    node.meta["stack_trace"] = check.meta.get("stack_trace", "")
+    buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
+               if spec.kind == "buffer"}
+    vals = [buf_val.get(t) for t in mutated] + output_vals(sides, sides[0], {}, env)
+    items = []
+    for i, val in enumerate(vals):
+        item = g.call_function(operator.getitem, (node, i))
+        item.meta.update(val=val, stack_trace="")
+        items.append(item)
+    node.meta["val"] = tuple(it.meta["val"] for it in items)
+    g.output(tuple(items))
+    notes = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
+    note(g, notes + [f"`{test}` (a size read from data) asked where the graph runs: a "
+                     f"torch.cond on it, each answer's graph a branch"])
+    out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
+                          state=dict(ep._state), constants=consts, contract=ep.contract)
+    for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
+        setattr(out, attr, getattr(ep, attr))
+    out.size_tests = out.size_checks = ()
+    return out
+
+
+def _assert_ranges(g: torch.fx.Graph, ep: ExportedProgram, inputs: list, phs: list,
+                   pred: torch.fx.Node, ranges: dict, test: str) -> None:
+    """Assert `pred` or each input size within the range the other side was traced for:
+    the facts of the trace imply it where `pred` fails (a read's size is at most the
+    rows it reads), and where they do not, the input is refused, not computed."""
+    env = pred.meta["val"].env
+    user = {spec.leaf: ph for spec, ph in zip(inputs, phs) if spec.kind == "user_input"}
+    ok_node, ok = None, TRUE
+    for name, (lo, hi) in sorted(ranges.items()):
+        size = _size_of(g, ep, user, name, env)
+        for fn, op, bound in ((operator.ge, ge, lo), (operator.le, le, hi)):
+            if bound is None:
+                continue
+            c = g.call_function(fn, (size, int(bound)))
+            ok = and_(ok, op(sym(name), int(bound)))
+            c.meta.update(val=make_bool(op(sym(name), int(bound)), env), stack_trace="")
+            if ok_node is not None:
+                c = g.call_function(operator.and_, (ok_node, c))
+                c.meta.update(val=make_bool(ok, env), stack_trace="")
+            ok_node = c
+    if ok_node is None:
+        return
+    expr = or_(pred.meta["val"].expr, ok)
+    node = g.call_function(operator.or_, (pred, ok_node))
+    node.meta.update(val=make_bool(expr, env), stack_trace="")
+    message = (f"Runtime assertion failed for expression {expr}: where `{test}` (a size "
+               f"read from data) fails, the program runs the graph traced for its other "
+               f"answer, which holds where {ok} only")
+    a = g.call_function(assert_sym, (node, message))
+    a.meta.update(val=None, stack_trace="")
+
+
+def _size_of(g: torch.fx.Graph, ep: ExportedProgram, user: dict, name: str,
+             env: object) -> torch.fx.Node:
+    """A node reading input size symbol `name` from the dim the contract binds it to."""
+    for i, inp in enumerate(ep.contract.inputs):
+        for d, dim in enumerate(getattr(inp, "dims", ())):
+            if dim.kind == "bind" and dim.symbol == name and i in user:
+                node = g.call_function(torch.ops.aten.sym_size.int, (user[i], d))
+                node.meta.update(val=make_int(sym(name), env), stack_trace="")
+                return node
+    raise Unsplittable(f"no input dim binds {name}")
+
+
+def _reads(graph: torch.fx.Graph, check: torch.fx.Node) -> list[torch.fx.Node]:
+    """The ops `check`'s condition depends on (graph order, placeholders aside), when the
+    top graph may compute them again: plain operators and size arithmetic, no random op,
+    and nothing written in place before the check (a copied op reads what it read there)."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    for n in graph.nodes:
+        if n is check:
+            break
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and \
+                mutates(n.target):
+            raise Unsplittable("an op writes in place before the size test")
+    seen: set = set()
+    todo = [a for a in check.args[:1] if isinstance(a, torch.fx.Node)]
+    if not todo:
+        raise Unsplittable("the size test's assert reads no value")
+    while todo:
+        n = todo.pop()
+        if n in seen or n.op == "placeholder":
+            continue
+        if n.op != "call_function" or not (
+                is_size_fn(n) or n.target is operator.getitem or
+                (isinstance(n.target, torch._ops.OpOverload) and not
+                 (torch.Tag.nondeterministic_seeded in n.target.tags))):
+            raise Unsplittable(f"the size test reads {n.name}, which the top graph cannot "
+                               f"compute again")
+        seen.add(n)
+        todo.extend(n.all_input_nodes)
+    return sorted(seen, key=order.__getitem__)
+
+
+def checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:
+    """Whether a node is the run-time check of one of `tests` (conditions as text)."""
+    def check(node: torch.fx.Node) -> bool:
+        return node.op == "call_function" and node.target is assert_sym and \
+            len(node.args) > 1 and isinstance(node.args[1], str) and \
+            any(asserts_condition(node.args[1], t) for t in tests)
+    return check
+
+
+def erase_with_inputs(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """Erase `node` and the size arithmetic that only it used."""
+    inputs = [a for a in node.all_input_nodes]
+    graph.erase_node(node)
+    for a in inputs:
+        if not a.users and a.op == "call_function" and is_size_fn(a):
+            erase_with_inputs(graph, a)

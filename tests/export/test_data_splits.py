@@ -1,0 +1,164 @@
+"""A size test on a size read from data whose two answers trace different graphs (``if
+y[y > 0].shape[0] == 1:``) is asked where the program runs: a ``torch.cond`` on it, each
+answer's graph a branch (exporter/data_splits.py).  It was answered as for every size >= 2
+and asserted, so data taking the other branch was refused where eager computes it.  Each
+program is compared with eager on data taking each branch, at input sizes 0 and 1 too; an
+op written in place before the test keeps the assert (the test could not be computed again
+before the cond)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import safetrace as st
+
+N = st.Dim("n", max=64)
+
+
+class One(nn.Module):
+    def forward(self, y):
+        v = y[y > 0]
+        if v.shape[0] == 1:
+            return v * 3
+        return v + 1
+
+
+class Empty(nn.Module):
+    def forward(self, y):
+        v = y[y > 0]
+        if v.numel() == 0:
+            return y.sum(0, keepdim=True)
+        return v[:1] * 2
+
+
+class Counts(nn.Module):
+    """A buffer written in one branch only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("singles", torch.zeros(()))
+
+    def forward(self, y):
+        v = y[y > 0]
+        if v.shape[0] == 1:
+            self.singles.add_(1)
+            return v * 3
+        return v - self.singles
+
+
+def _data(n: int, positives: int) -> torch.Tensor:
+    return torch.cat([torch.rand(positives) + 0.5, -torch.rand(n - positives) - 0.5])
+
+
+def _cases(sizes=(0, 1, 2, 5)) -> list[torch.Tensor]:
+    return [_data(n, k) for n in sizes for k in range(min(n, 3) + 1)]
+
+
+@pytest.mark.parametrize("model, spec, example", [
+    (One(), None, _data(4, 2)),
+    (Empty(), ({0: N},), _data(6, 3)),
+], ids=["one selected (static size)", "none selected (named Dim from 0)"])
+def test_both_answers_of_a_size_test_on_data_run(model, spec, example) -> None:
+    ep = st.export(model, (example,), dynamic_shapes=spec)
+    assert "asked where the graph runs" in str(ep)
+    sizes = (4,) if spec is None else (0, 1, 2, 5)
+    for y in _cases(sizes):
+        torch.testing.assert_close(ep.module()(y), model(y))
+
+
+def test_a_buffer_written_by_one_branch_is_written_as_eager_writes_it() -> None:
+    model = Counts()
+    ep = st.export(copy.deepcopy(model), (_data(4, 2),))
+    ours = ep.module()
+    for k in (1, 2, 1, 0, 1, 3):
+        y = _data(4, k)
+        torch.testing.assert_close(ours(y), model(y))
+        torch.testing.assert_close(ours.singles, model.singles)
+    assert model.singles.item() == 3
+
+
+def test_the_joined_program_saves_and_loads(tmp_path) -> None:
+    ep = st.export(One(), (_data(4, 2),))
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st").module()
+    for y in _cases((4,)):
+        torch.testing.assert_close(loaded(y), One()(y))
+
+
+@pytest.mark.slow  # (the conversion: a few seconds)
+def test_the_joined_program_converts_to_torch() -> None:
+    ep = st.export(Empty(), (_data(6, 3),), dynamic_shapes=({0: N},))
+    theirs = ep.to_torch().module()
+    for y in _cases():
+        torch.testing.assert_close(theirs(y), Empty()(y))
+
+
+def test_a_write_before_the_test_keeps_the_assert() -> None:
+    """The test's value could not be computed again before the cond (the write would be
+    missed): the general answer stays asserted, the other side refused, as before."""
+
+    def f(y):
+        y = y.clone()
+        y.add_(0.0)
+        v = y[y > 0]
+        return v * 3 if v.shape[0] == 1 else v + 1
+
+    ep = st.export(f, (_data(4, 2),))
+    assert "asked where the graph runs" not in str(ep)
+    y = _data(4, 3)
+    torch.testing.assert_close(ep.module()(y), f(y))
+    with pytest.raises(st.RuntimeAssertionError, match="size-oblivious"):
+        ep.module()(_data(4, 1))
+
+
+def test_an_answer_that_narrows_an_input_size_runs_where_it_holds() -> None:
+    """`u0 == 1` of a read from `n` rows needs n >= 1: the other answer's trace narrowed
+    the named Dim (it was refused, the general answer asserted); traced for n >= 1, its
+    graph runs where the test fails, n >= 1 asserted there (it always holds)."""
+    ep = st.export(One(), (_data(6, 2),), dynamic_shapes=({0: N},))
+    assert "asked where the graph runs" in str(ep)
+    for y in _cases():
+        torch.testing.assert_close(ep.module()(y), One()(y))
+
+
+def test_a_narrowing_the_answer_does_not_imply_is_refused_at_run_time() -> None:
+    """The other answer's graph branches on the input size too (traced for n >= 4): where
+    the test fails at a smaller n the input is refused, never run in a graph traced for
+    other sizes."""
+
+    def f(y):
+        v = y[y > 0]
+        if v.shape[0] == 1:
+            return v * 3 if y.shape[0] > 3 else v * 5
+        return v + 1
+
+    ep = st.export(f, (_data(6, 2),), dynamic_shapes=({0: N},))
+    for n, k in ((6, 1), (5, 1), (2, 2), (0, 0), (1, 0), (3, 0)):
+        y = _data(n, k)
+        torch.testing.assert_close(ep.module()(y), f(y))
+    with pytest.raises(st.RuntimeAssertionError, match="holds where"):
+        ep.module()(_data(2, 1))
+
+
+def test_an_assert_the_program_catches_is_a_size_test_with_both_sides_traced() -> None:
+    """`assert` on a count read from data inside `try: ... except AssertionError:` was
+    answered to pass and asserted, refusing data that takes the except clause (fuzz seed
+    1, picking+raising); as a size test both sides are traced and run."""
+
+    def f(x):
+        v0 = torch.ones((x > 0).sum().item() + 1)
+        try:
+            assert v0.shape[0] > 1
+            v1 = v0 * 2
+        except AssertionError:
+            v1 = v0 - 1
+        return v0, v1
+
+    ep = st.export(f, (torch.tensor([2.0, 3.0]),))
+    for x in (torch.tensor([2.0, 3.0]), torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0])):
+        for got, want in zip(ep.module()(x), f(x)):
+            torch.testing.assert_close(got, want)
