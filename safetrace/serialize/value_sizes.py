@@ -22,6 +22,7 @@ import torch
 
 from safetrace.errors.load import memory_from_values
 from safetrace.trace.current import active_tracer
+from safetrace.trace.graph import run_time_check
 
 aten = torch.ops.aten
 
@@ -168,6 +169,7 @@ for _op, _kind, _args in (
         GUARDED[_target] = (_kind, _args)
 
 
+@run_time_check
 def check(kind: str, node: str, limit: int, *args: Any) -> None:
     """Run time: refuse the call if the kernel of ``node`` would allocate over ``limit``
     bytes for these operands."""

@@ -29,6 +29,7 @@ from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.trace.current import active_tracer
+from safetrace.trace.graph import run_time_check
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
@@ -233,6 +234,7 @@ class Tally:
 _OPS: dict[str, Any] = {}  # name -> overload, of the kernels checked (filled by ``guard``)
 
 
+@run_time_check
 def check(node: str, op: str, mem_limit: int, work_limit: int, args: tuple,
           kwargs: dict) -> None:
     """Run time: refuse the call if the kernel of ``node`` (overload ``op``) would allocate

@@ -15,6 +15,7 @@ from safetrace.errors import check_false, check_never_holds, runtime_check_faile
 from safetrace.meta.textflow import making_message
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
+from safetrace.trace.graph import run_time_check
 from safetrace.trace.raising import program_catches
 from safetrace.trace.source import from_text, short, stack_trace
 from safetrace.trace.symnodes import expr_node
@@ -22,6 +23,7 @@ from safetrace.trace.torch_own import Originals
 from safetrace.trace.recorder import Recorder
 
 
+@run_time_check
 def assert_sym(cond: Any, message: str) -> None:
     """Run time: raise RuntimeAssertionError(message) unless cond holds.
 

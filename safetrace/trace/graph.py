@@ -214,3 +214,14 @@ def _selfcheck() -> bool:
 
 
 _selfcheck()
+
+
+def run_time_check(fn: Any) -> Any:
+    """Mark `fn` (a graph target that raises where its check fails and returns nothing)
+    impure to torch.fx: ``Graph.eliminate_dead_code()`` and passes that call it (a user's,
+    a compiler's) must keep a check node whose result nothing reads."""
+    mark = getattr(torch.fx.node, "has_side_effect", None)
+    if mark is not None:
+        return mark(fn)
+    torch.fx.node._side_effectful_functions.add(fn)  # (torch releases without the helper)
+    return fn
