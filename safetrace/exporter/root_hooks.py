@@ -60,7 +60,9 @@ def with_root_hooks(model: Any, fn: Callable, ours: Collection[int] = ()) -> Cal
 
 
 def _items(hooks: dict, ours: Collection[int]) -> list:
-    return [(key, hook) for key, hook in hooks.items() if key not in ours]
+    # (a copy first, made in one C call: another thread's export adds and removes its
+    # own global hooks meanwhile, and iterating the dict itself then raises)
+    return [(key, hook) for key, hook in list(hooks.items()) if key not in ours]
 
 
 def _run_pre_hooks(model: torch.nn.Module, pre: list, args: tuple,
