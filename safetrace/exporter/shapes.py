@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from typing import Any
 
 import torch
@@ -161,7 +162,11 @@ def _merge(values: list, index: int) -> Any:
 
 
 # -- torch.export's own Dims --------------------------------------------------------------
-_TORCH_DIMS: dict[int, Dim] = {}
+# id(a torch.export Dim) -> (a weak reference to it, its safetrace Dim): an id is reused
+# once its object is freed, so an entry holds only while its reference still gives that
+# object (a freed Dim's id taken by a new one of the same name but another range: that
+# range, not the freed one's)
+_TORCH_DIMS: dict[int, tuple[weakref.ref, Dim]] = {}
 
 
 def from_torch_export(e: Any, where: str) -> Any:
@@ -184,12 +189,20 @@ def from_torch_export(e: Any, where: str) -> Any:
         return DerivedDim(base, at1 - at0, at0)
     name = getattr(e, "__name__", None)
     if isinstance(name, str):  # a named torch.export Dim: one safetrace Dim per object
-        found = _TORCH_DIMS.get(id(e))
-        if found is None or found.name != name:
-            hi = getattr(e, "max", None)
-            found = Dim(name, min=getattr(e, "min", None),
-                        max=None if hi is None or hi >= 2 ** 62 else hi)
-            _TORCH_DIMS[id(e)] = found
+        hit = _TORCH_DIMS.get(id(e))
+        if hit is not None and hit[0]() is e:
+            return hit[1]
+        hi = getattr(e, "max", None)
+        found = Dim(name, min=getattr(e, "min", None),
+                    max=None if hi is None or hi >= 2 ** 62 else hi)
+        try:
+            ref = weakref.ref(e)
+        except TypeError:  # (an object without weak references: not remembered)
+            return found
+        if len(_TORCH_DIMS) > 4096:  # (entries of freed Dims: dropped now and then)
+            for k in [k for k, (r, _) in _TORCH_DIMS.items() if r() is None]:
+                del _TORCH_DIMS[k]
+        _TORCH_DIMS[id(e)] = (ref, found)
         return found
     raise errors.spec_entry(where, e)
 
