@@ -242,7 +242,10 @@ class Exporter:
         outputs = self._outputs(tracer, guard, out_leaves)
         drop_unused(tracer)  # what tensor subclasses computed and nothing reads
         constants = _used_constants(self.graph, tracer.constants)
-        fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
+        # (a tensor the code made, as torch.tensor(6.): made anew by each eager call; any
+        # other, held by the model or not, is state a write keeps: ExportedProgram.own_state)
+        fresh_written_constants(self.graph, {n for n, t in constants.items()
+                                             if id(t) in tracer.folded})
         for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(

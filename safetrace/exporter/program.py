@@ -199,7 +199,9 @@ class ExportedProgram:
         program whose state is that tensor: the exported model, and memory handed to
         ``st.load``, are never written.  All buffers are copied, not only the ones this
         program writes: another program of the same model may write one this one reads.
-        A parameter is copied when this program writes it (or another one already did)."""
+        A parameter is copied when this program writes it (or another one already did),
+        and so is a constant (a plain tensor attribute, an element of a list or dict of
+        them): one the program writes in place is program state as a buffer is."""
         if self._owns_state:
             return
         with _SHADOWS.lock:
@@ -211,7 +213,13 @@ class ExportedProgram:
                 if kinds.get(name) != "parameter" or name in written:
                     self._state[name] = _SHADOWS.of(t)
                 else:
-                    self._state[name] = _SHADOWS.current(t) or t
+                    self._state[name] = _current_or(t)
+            in_place = _written_inputs(self)
+            written_constants = {s.target for s in self.graph_signature.input_specs
+                                 if s.kind == "constant" and s.name in in_place}
+            for name, t in self.constants.items():
+                self.constants[name] = _SHADOWS.of(t) if name in written_constants else \
+                    _current_or(t)
             self._owns_state = True
 
     # -- checks --------------------------------------------------------------------
@@ -493,6 +501,12 @@ class _Shadows:
                 if entry is ref or (type(entry) is tuple and any(r is ref for r in entry)):
                     del table[key]
         return drop
+
+
+def _current_or(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s program-owned copy where one lives (another program writes it), else `t`."""
+    found = _SHADOWS.current(t)
+    return t if found is None else found
 
 
 def _version(t: torch.Tensor) -> int | None:

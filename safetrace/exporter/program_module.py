@@ -105,11 +105,11 @@ class ProgramModule(torch.fx.GraphModule):
             self.add_module(name, sub)
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
-        # Buffers and written parameters are the program's own copies, shared by all its
-        # modules (ep.own_state, torch's semantics); constants a write may reach (by
-        # analysis of every graph) get a copy per module, and every parameter its own
-        # Parameter object: running the program, .to()/.half() and load_state_dict never
-        # change the exported model or the caller's weights= tensors.
+        # Buffers, written parameters and constants a write may reach (by analysis of
+        # every graph) are the program's own copies, shared by all its modules
+        # (ep.own_state, torch's semantics), and every parameter gets its own Parameter
+        # object: running the program, .to()/.half() and load_state_dict never change the
+        # exported model or the caller's weights= tensors.
         ep.own_state()
         in_place = parts.written
         self._written = {s.target for s in specs.values() if s.name in in_place}
@@ -138,7 +138,6 @@ class ProgramModule(torch.fx.GraphModule):
                 sources.append(("leaf", s.leaf))
             elif s.kind == "constant":
                 t = ep.constants[s.target]
-                t = t.clone() if s.name in in_place else t
                 sources.append(("const", t))
                 self._set_attr(self._const_attrs[s.target], t)
             else:
@@ -216,15 +215,16 @@ class ProgramModule(torch.fx.GraphModule):
             getattr(o2, t2)[k2] = copy.deepcopy(value, memo)
         new._owned = set(new._slots)
         new.training = self.training
-        consts = iter(s.target for s in self._ep.graph_signature.input_specs
-                      if s.kind == "constant")
+        # (a constant the program writes: this module's current value, its own from now)
+        written = _Parts.of(self._ep).written
+        consts = iter(s for s in self._ep.graph_signature.input_specs if s.kind == "constant")
         sources = []
         for (k, v), (_, c) in zip(self._sources, new._sources):
             if k == "const":
-                target = next(consts)
-                if v is not c:
+                spec = next(consts)
+                if spec.name in written:
                     c = copy.deepcopy(v, memo)
-                    new._set_attr(new._const_attrs[target], c)
+                    new._set_attr(new._const_attrs[spec.target], c)
             sources.append((k, c))
         new._sources = sources
         return new

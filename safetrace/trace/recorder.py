@@ -43,6 +43,7 @@ class Recorder(Protocol):
     replayed_checks: list
     on_data_read: Callable | None
     written_storages: set[int]
+    folded: set[int]             # ids of constants the code made (literals, folds)
     grad_regions: list
     symbols: dict                # the environment's symbols (name -> info)
     n_emits: int                 # ops recorded so far (memo.py)

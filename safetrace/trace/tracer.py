@@ -110,7 +110,7 @@ class Tracer(TorchFunctionMode):
         self.replayed_checks: list = []  # views for a replay's meta check only (casts.py)
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
-        self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        self.folded: set[int] = set()  # ids of constants the code made (literals, _fold)
         # storages of real constants written by a recorded op (never folded from then on:
         # the real tensor keeps its old value, the graph's copy has the new one)
         self.written_storages: set[int] = set()
