@@ -15,7 +15,7 @@ from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.module_inputs import module_nodes, spec_module_types
 from safetrace.exporter.printing import print_readable
-from safetrace.exporter.program_module import ProgramModule
+from safetrace.exporter.program_module import ProgramModule, adopt
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
                                           torch_only, type_check_caller)
 from safetrace.progress import task
@@ -213,14 +213,25 @@ class ExportedProgram:
                 if kinds.get(name) != "parameter" or name in written:
                     self._state[name] = _SHADOWS.of(t)
                 else:
-                    self._state[name] = _current_or(t)
+                    self._state[name] = _SHADOWS.read(t, self, name)
             in_place = _written_inputs(self)
             written_constants = {s.target for s in self.graph_signature.input_specs
                                  if s.kind == "constant" and s.name in in_place}
             for name, t in self.constants.items():
                 self.constants[name] = _SHADOWS.of(t) if name in written_constants else \
-                    _current_or(t)
+                    _SHADOWS.read(t, self, name)
             self._owns_state = True
+
+    def _adopt(self, name: str, source: torch.Tensor, copy_: torch.Tensor) -> None:
+        """Another program now writes `source`, which this one reads as it is: this program
+        and its modules read `copy_`, the copy that program writes, from now on."""
+        if self.constants.get(name) is source:
+            self.constants[name] = copy_
+        elif self._state.get(name) is source:
+            self._state[name] = copy_
+        else:
+            return
+        adopt(self, name, source, copy_)
 
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
@@ -445,6 +456,8 @@ class _Shadows:
         self.lock = threading.RLock()
         self._copies: dict[int, tuple[Any, Any]] = {}  # id(source) -> (ref, ref to copy)
         self._ours: dict[int, Any] = {}  # id(copy) -> ref: a copy is its own copy
+        # id(source) -> (ref to a program, name) reading the source itself (``read``)
+        self._readers: dict[int, list] = {}
 
     def existing(self, t: torch.Tensor) -> torch.Tensor | None:
         """`t`'s copy if one lives (or `t` itself if it is one), else None."""
@@ -474,6 +487,18 @@ class _Shadows:
                 self._copies[id(t)] = (entry[0], entry[1], version)
             return found
 
+    def read(self, t: torch.Tensor, ep: ExportedProgram, name: str) -> torch.Tensor:
+        """What program `ep` reads for `t`, which it does not write: `t`'s copy where
+        another program writes `t`, else `t` itself, until one does (``of`` then hands
+        `ep` the copy: every program of the model reads what that one writes)."""
+        with self.lock:
+            found = self.current(t)
+            if found is not None:
+                return found
+            readers = [r for r in self._readers.get(id(t), ()) if r[0]() is not None]
+            self._readers[id(t)] = [*readers, (weakref.ref(ep), name)]
+            return t
+
     def of(self, t: torch.Tensor) -> torch.Tensor:
         """`t`'s copy, made on first use."""
         with self.lock:
@@ -492,6 +517,10 @@ class _Shadows:
                                  weakref.ref(copy_, self._forget(self._copies, src)),
                                  _version(t))
             self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
+            for ref, name in self._readers.pop(src, ()):
+                reader = ref()
+                if reader is not None:
+                    reader._adopt(name, t, copy_)
             return copy_
 
     def _forget(self, table: dict, key: int) -> Any:
@@ -501,12 +530,6 @@ class _Shadows:
                 if entry is ref or (type(entry) is tuple and any(r is ref for r in entry)):
                     del table[key]
         return drop
-
-
-def _current_or(t: torch.Tensor) -> torch.Tensor:
-    """`t`'s program-owned copy where one lives (another program writes it), else `t`."""
-    found = _SHADOWS.current(t)
-    return t if found is None else found
 
 
 def _version(t: torch.Tensor) -> int | None:

@@ -26,7 +26,7 @@ from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argu
 from safetrace.interop.torch_errors import as_torch
 from safetrace.trace.hops import owner_module
 
-__all__ = ["ProgramModule", "mode_dependent"]
+__all__ = ["ProgramModule", "adopt", "mode_dependent"]
 
 _MODE_OPS = ("dropout", "batch_norm", "rrelu")
 
@@ -357,6 +357,25 @@ class ProgramModule(torch.fx.GraphModule):
 # gave the program's own storage (by the program's identity: it is not hashed by value)
 _MODULES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def adopt(ep: Any, name: str, source: torch.Tensor, copy_: torch.Tensor) -> None:
+    """Every live module of `ep` reading `source` itself as constant or parameter `name`
+    reads `copy_` from now on (another program of the model writes it: ep.own_state)."""
+    for module in list(_modules_of(ep)):
+        if name in module._const_attrs:
+            targets = [s.target for s in ep.graph_signature.input_specs if s.kind == "constant"]
+            consts = iter(targets)
+            sources = module._sources
+            for i, (kind, value) in enumerate(sources):
+                if kind == "const" and next(consts) == name and value is source:
+                    sources[i] = (kind, copy_)
+                    module._set_attr(module._const_attrs[name], copy_)
+        slot = module._slots.get(name)
+        if slot is not None and slot[1] == "_parameters":
+            p = slot[0]._parameters[slot[2]]
+            if name not in module._owned and _same_storage(p, source):
+                p.data = copy_.detach()  # (the Parameter object stays: optimizers)
 
 
 def _modules_of(ep: Any) -> weakref.WeakSet:
