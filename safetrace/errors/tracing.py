@@ -25,7 +25,7 @@ __all__ = [
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
     "python_state_unsettled", "view_of_strided",
-    "constant_written_through_alias", "state_written_through_alias",
+    "constant_written_through_alias", "state_written_through_alias", "constant_read_then_written",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
     "allow_ops_entry", "write_through_reshape", "view_of_vmap_output",
     "no_inputs_drawn", "preserved_in_function",
@@ -313,6 +313,19 @@ def state_written_through_alias(written: str, other: str, source: str) -> Unsupp
                       f"register only `{written}` and take the view in forward (e.g. "
                       f"`{other} = self.{written}[0]`), or register a copy "
                       f"(`.clone()`) if they should not share memory", source)
+
+
+def constant_read_then_written(name: str, source: str) -> UnsupportedConstruct:
+    """A tensor held outside the parameters and buffers is read by Python (``.item()``,
+    ``bool()``) and also written in place by the program: program state, whose value
+    the export took."""
+    return _construct(f"the value of `{name}` is read in Python at {source}, and the program "
+                      f"writes `{name}` in place: it is program state, which changes from "
+                      f"call to call, so the value read at export would be stale from the "
+                      f"next call on.",
+                      f"compute with the tensor instead of its Python value (torch.where, "
+                      f"torch.cond on `{name}`), or keep `{name}` unchanged in forward (pass "
+                      f"the changing value in as an input)", source)
 
 
 def layout_of_view(what: str, source: str) -> UnsupportedConstruct:

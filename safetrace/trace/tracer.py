@@ -86,9 +86,9 @@ class Tracer(TorchFunctionMode):
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
-        # the environment's symbols (one dict, filled as sizes are made): new ones an op
-        # made are sourced after it
+        # the environment's symbols (new ones an op made are sourced after it)
         self.symbols: dict = env.symbols if env is not None else {}
+        self.value_reads: dict[int, str] = {}  # constant's memory -> where Python read it
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node

@@ -96,6 +96,8 @@ CASES = {
     "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
     "python_state_unsettled": lambda: E.python_state_unsettled(
         [("log", "'' -> '.'", ".."), ("global:m.MODE", "'a' -> 'b'", "c")], 5),
+    "constant_read_then_written": lambda: E.constant_read_then_written(
+        "step", "m.py:5 `if self.step.item() > 2:`"),
     "state_written_through_alias": lambda: E.state_written_through_alias(
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
@@ -425,6 +427,13 @@ GOLDEN = {
         'position in a list of modes: `self.register_buffer("log_index", torch.tensor(0))`, '
         'advanced with tensor ops and read with torch.where / torch.cond); or pass the value '
         'in as an input, or set it before export and leave it unchanged in forward'),
+    'constant_read_then_written': ('UnsupportedConstruct',
+        'the value of `step` is read in Python at m.py:5 `if self.step.item() > 2:`, and '
+        'the program writes `step` in place: it is program state, which changes from call '
+        'to call, so the value read at export would be stale from the next call on.\n'
+        'Fix: compute with the tensor instead of its Python value (torch.where, torch.cond '
+        'on `step`), or keep `step` unchanged in forward (pass the changing value in as an '
+        'input)'),
     'state_written_through_alias': ('UnsupportedConstruct',
         'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
         '`first` shares its memory (one is a view of the other); the exported program '

@@ -329,3 +329,29 @@ def test_a_parameter_read_by_one_program_and_written_by_another_is_shared_as_in_
         torch.testing.assert_close(m(x), ref_reads.module()(x))
     assert reads.state_dict["core.w"].tolist() == [1.0, 1.0]
     assert core.w.tolist() == [0.0, 0.0] and ref_core.w.tolist() == [1.0, 1.0]
+
+
+class ReadsThenSteps(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = torch.zeros((), dtype=torch.int64)
+
+    def forward(self, x):
+        y = x * 100 if self.step.item() > 1 else x  # eager: x twice, then x * 100
+        self.step.add_(1)
+        return y
+
+
+def test_a_constant_whose_value_python_reads_and_the_program_writes_is_refused():
+    """torch.export takes the export value and keeps the write: from the third call on its
+    program answers x where eager answers x * 100.  The value would be stale: refused."""
+    ref = torch.export.export(ReadsThenSteps(), (torch.ones(2),))
+    ref.constants["step"].zero_()
+    m, eager = ref.module(), ReadsThenSteps()
+    got = [m(torch.ones(2)).tolist() for _ in range(3)]
+    want = [eager(torch.ones(2)).tolist() for _ in range(3)]
+    assert got == [[1.0, 1.0]] * 3 and want[2] == [100.0, 100.0]  # torch's: stale
+    model = ReadsThenSteps()
+    with pytest.raises(st.UnsupportedOpError, match="value of `step` is read in Python"):
+        st.export(model, (torch.ones(2),))
+    assert model.step.item() == 0
