@@ -442,6 +442,11 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
             f"forward changes {said} and decides on it in Python ({decided}): an exported "
             f"program keeps the branch export took on every call, while eager can take "
             f"another once the value has changed")
+    if hasattr(initial, "shape") and hasattr(initial, "dtype"):  # a plain tensor attribute
+        buffer = (f"register it as a buffer, which the program reads and writes on every "
+                  f"call (its writes are program state): in its module's __init__ "
+                  f"`self.register_buffer(\"{name}\", <the tensor>)` instead of "
+                  f"`self.{name} = <the tensor>`; or ")
     if isinstance(initial, str):  # (a mode: its position among the values, in a buffer)
         buffer = (f"keep its position among the values it takes in a buffer, which the "
                   f"program reads and writes on every call: `self.register_buffer(\"{name}_"

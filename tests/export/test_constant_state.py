@@ -355,3 +355,48 @@ def test_a_constant_whose_value_python_reads_and_the_program_writes_is_refused()
     with pytest.raises(st.UnsupportedOpError, match="value of `step` is read in Python"):
         st.export(model, (torch.ones(2),))
     assert model.step.item() == 0
+
+
+class Rebinds(nn.Module):
+    """Tensors held outside the registry replaced (not written in place) by forward."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
+        self.c = torch.full((2,), 3.0)
+        self.ts = [torch.full((2,), 3.0)]
+        self.h = Holder()
+
+    def forward(self, x):
+        if self.where == "attribute":
+            self.c = self.c + 1
+            return x + self.c
+        if self.where == "list":
+            self.ts[0] = self.ts[0] + 1
+            return x + self.ts[0]
+        self.h.t = x * 2  # kept, never read: as a log
+        return x + 1
+
+
+@pytest.mark.parametrize("where", ["attribute", "list"])
+def test_a_held_tensor_replaced_and_read_again_is_refused(where):
+    """Eager reads the new tensor on its next call; torch.export's program keeps the
+    export value silently (measured); a program cannot keep the replacement: refused."""
+    ref = torch.export.export(Rebinds(where), (torch.zeros(2),)).module()
+    eager = Rebinds(where)
+    got = [ref(torch.zeros(2)).tolist() for _ in range(2)]
+    want = [eager(torch.zeros(2)).tolist() for _ in range(2)]
+    assert got == [[4.0, 4.0]] * 2 and want == [[4.0, 4.0], [5.0, 5.0]]
+    model = Rebinds(where)
+    with pytest.raises(st.UnsupportedOpError, match="the graph traced after that change"):
+        st.export(model, (torch.zeros(2),))
+    assert model.c.tolist() == [3.0, 3.0] and model.ts[0].tolist() == [3.0, 3.0]
+
+
+def test_a_held_tensor_replaced_but_not_read_exports():
+    model = Rebinds("object")
+    ep = st.export(model, (torch.zeros(2),), dynamic_shapes={"x": {0: st.Dim("n", min=0)}})
+    for n in (0, 1, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(ep.module()(x), x + 1)
+    assert model.h.t.tolist() == [0.0, 0.0]
