@@ -456,8 +456,9 @@ class _Shadows:
         self.lock = threading.RLock()
         self._copies: dict[int, tuple[Any, Any]] = {}  # id(source) -> (ref, ref to copy)
         self._ours: dict[int, Any] = {}  # id(copy) -> ref: a copy is its own copy
-        # id(source) -> (ref to a program, name) reading the source itself (``read``)
-        self._readers: dict[int, list] = {}
+        # id(source) -> (ref, [(ref to a program, name)]): programs reading the source
+        # itself (``read``)
+        self._readers: dict[int, tuple[Any, list]] = {}
 
     def existing(self, t: torch.Tensor) -> torch.Tensor | None:
         """`t`'s copy if one lives (or `t` itself if it is one), else None."""
@@ -495,8 +496,12 @@ class _Shadows:
             found = self.current(t)
             if found is not None:
                 return found
-            readers = [r for r in self._readers.get(id(t), ()) if r[0]() is not None]
-            self._readers[id(t)] = [*readers, (weakref.ref(ep), name)]
+            entry = self._readers.get(id(t))
+            if entry is None or entry[0]() is not t:  # (freed with the source)
+                entry = self._readers[id(t)] = (
+                    weakref.ref(t, self._forget(self._readers, id(t))), [])
+            entry[1][:] = [r for r in entry[1] if r[0]() is not None]
+            entry[1].append((weakref.ref(ep), name))
             return t
 
     def of(self, t: torch.Tensor) -> torch.Tensor:
@@ -517,7 +522,8 @@ class _Shadows:
                                  weakref.ref(copy_, self._forget(self._copies, src)),
                                  _version(t))
             self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
-            for ref, name in self._readers.pop(src, ()):
+            readers = self._readers.pop(src, None)
+            for ref, name in readers[1] if readers and readers[0]() is t else ():
                 reader = ref()
                 if reader is not None:
                     reader._adopt(name, t, copy_)
