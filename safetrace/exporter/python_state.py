@@ -242,8 +242,8 @@ def _items_stand_in(items: Any, before: Any = None) -> Any:
     """A container's new items with each value from the input's sizes made plain (a
     tensor unlike the item it replaces: `before`, the items export found)."""
     if isinstance(items, dict):
-        old = before if isinstance(before, dict) else {}
-        return {k: _stand_in(old.get(k), v) for k, v in items.items()}
+        kept = before if isinstance(before, dict) else {}
+        return {k: _stand_in(kept.get(k), v) for k, v in items.items()}
     old = list(before) if isinstance(before, (list, tuple)) and len(before) == len(items) \
         else [None] * len(items)
     plain = functools.partial(_stand_in, None)
