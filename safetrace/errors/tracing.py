@@ -25,7 +25,7 @@ __all__ = [
     "generator_argument", "autocast_active", "data_assignment", "layout_of_view",
     "strides_of_loose", "write_reads_own_memory", "state_reassigned_changed", "python_state_read", "state_name",
     "python_state_unsettled", "view_of_strided",
-    "constant_written_through_alias", "state_written_through_alias",
+    "constant_written_through_alias", "state_written_through_alias", "constant_read_then_written",
     "kernel_needs_data", "kernel_rejects", "internal_error", "internal_exception",
     "allow_ops_entry", "write_through_reshape", "view_of_vmap_output",
     "no_inputs_drawn", "preserved_in_function",
@@ -315,6 +315,19 @@ def state_written_through_alias(written: str, other: str, source: str) -> Unsupp
                       f"(`.clone()`) if they should not share memory", source)
 
 
+def constant_read_then_written(name: str, source: str) -> UnsupportedConstruct:
+    """A tensor held outside the parameters and buffers is read by Python (``.item()``,
+    ``bool()``) and also written in place by the program: program state, whose value
+    the export took."""
+    return _construct(f"the value of `{name}` is read in Python at {source}, and the program "
+                      f"writes `{name}` in place: it is program state, which changes from "
+                      f"call to call, so the value read at export would be stale from the "
+                      f"next call on.",
+                      f"compute with the tensor instead of its Python value (torch.where, "
+                      f"torch.cond on `{name}`), or keep `{name}` unchanged in forward (pass "
+                      f"the changing value in as an input)", source)
+
+
 def layout_of_view(what: str, source: str) -> UnsupportedConstruct:
     """``what`` (``x.is_contiguous()``, ``x.stride()``) on a view."""
     return _construct(f"{what} at {source} asks for the memory layout of a tensor that is a "
@@ -429,6 +442,11 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
             f"forward changes {said} and decides on it in Python ({decided}): an exported "
             f"program keeps the branch export took on every call, while eager can take "
             f"another once the value has changed")
+    if hasattr(initial, "shape") and hasattr(initial, "dtype"):  # a plain tensor attribute
+        buffer = (f"register it as a buffer, which the program reads and writes on every "
+                  f"call (its writes are program state): in its module's __init__ "
+                  f"`self.register_buffer(\"{name}\", <the tensor>)` instead of "
+                  f"`self.{name} = <the tensor>`; or ")
     if isinstance(initial, str):  # (a mode: its position among the values, in a buffer)
         buffer = (f"keep its position among the values it takes in a buffer, which the "
                   f"program reads and writes on every call: `self.register_buffer(\"{name}_"

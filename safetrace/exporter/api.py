@@ -32,7 +32,8 @@ from safetrace.exporter.state_rows import state_rows
 from safetrace.exporter.replay import forward_of
 from safetrace.exporter.root_hooks import with_root_hooks
 from safetrace.trace.modules import module_stack
-from safetrace.trace.mutation import base_placeholder, fresh_written_constants
+from safetrace.trace.mutation import (base_placeholder, fresh_written_constants,
+                                      stale_value_reads)
 from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.meta.symtypes import torch_env
@@ -244,7 +245,12 @@ class Exporter:
         outputs = self._outputs(tracer, guard, out_leaves)
         drop_unused(tracer)  # what tensor subclasses computed and nothing reads
         constants = _used_constants(self.graph, tracer.constants)
-        fresh_written_constants(self.graph, set(constants) - set(self.constant_fqns))
+        # (a tensor the code made, as torch.tensor(6.): made anew by each eager call; any
+        # other, held by the model or not, is state a write keeps: ExportedProgram.own_state)
+        fresh_written_constants(self.graph, {n for n, t in constants.items()
+                                             if id(t) in tracer.folded})
+        if tracer.value_reads:
+            stale_value_reads(self.graph, constants, tracer.value_reads, self.constant_fqns)
         for name in constants:
             self.input_specs.append(InputSpec("constant", name, name, None, True))
         ep = ExportedProgram(

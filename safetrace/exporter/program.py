@@ -15,7 +15,7 @@ from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.module_inputs import module_nodes, spec_module_types
 from safetrace.exporter.printing import print_readable
-from safetrace.exporter.program_module import ProgramModule
+from safetrace.exporter.program_module import ProgramModule, adopt
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
                                           torch_only, type_check_caller)
 from safetrace.progress import task
@@ -199,7 +199,9 @@ class ExportedProgram:
         program whose state is that tensor: the exported model, and memory handed to
         ``st.load``, are never written.  All buffers are copied, not only the ones this
         program writes: another program of the same model may write one this one reads.
-        A parameter is copied when this program writes it (or another one already did)."""
+        A parameter is copied when this program writes it (or another one already did),
+        and so is a constant (a plain tensor attribute, an element of a list or dict of
+        them): one the program writes in place is program state as a buffer is."""
         if self._owns_state:
             return
         with _SHADOWS.lock:
@@ -211,8 +213,25 @@ class ExportedProgram:
                 if kinds.get(name) != "parameter" or name in written:
                     self._state[name] = _SHADOWS.of(t)
                 else:
-                    self._state[name] = _SHADOWS.current(t) or t
+                    self._state[name] = _SHADOWS.read(t, self, name)
+            in_place = _written_inputs(self)
+            written_constants = {s.target for s in self.graph_signature.input_specs
+                                 if s.kind == "constant" and s.name in in_place}
+            for name, t in self.constants.items():
+                self.constants[name] = _SHADOWS.of(t) if name in written_constants else \
+                    _SHADOWS.read(t, self, name)
             self._owns_state = True
+
+    def _adopt(self, name: str, source: torch.Tensor, copy_: torch.Tensor) -> None:
+        """Another program now writes `source`, which this one reads as it is: this program
+        and its modules read `copy_`, the copy that program writes, from now on."""
+        if self.constants.get(name) is source:
+            self.constants[name] = copy_
+        elif self._state.get(name) is source:
+            self._state[name] = copy_
+        else:
+            return
+        adopt(self, name, source, copy_)
 
     # -- checks --------------------------------------------------------------------
     def _build_checks(self) -> Any:
@@ -437,6 +456,9 @@ class _Shadows:
         self.lock = threading.RLock()
         self._copies: dict[int, tuple[Any, Any]] = {}  # id(source) -> (ref, ref to copy)
         self._ours: dict[int, Any] = {}  # id(copy) -> ref: a copy is its own copy
+        # id(source) -> (ref, [(ref to a program, name)]): programs reading the source
+        # itself (``read``)
+        self._readers: dict[int, tuple[Any, list]] = {}
 
     def existing(self, t: torch.Tensor) -> torch.Tensor | None:
         """`t`'s copy if one lives (or `t` itself if it is one), else None."""
@@ -466,6 +488,22 @@ class _Shadows:
                 self._copies[id(t)] = (entry[0], entry[1], version)
             return found
 
+    def read(self, t: torch.Tensor, ep: ExportedProgram, name: str) -> torch.Tensor:
+        """What program `ep` reads for `t`, which it does not write: `t`'s copy where
+        another program writes `t`, else `t` itself, until one does (``of`` then hands
+        `ep` the copy: every program of the model reads what that one writes)."""
+        with self.lock:
+            found = self.current(t)
+            if found is not None:
+                return found
+            entry = self._readers.get(id(t))
+            if entry is None or entry[0]() is not t:  # (freed with the source)
+                entry = self._readers[id(t)] = (
+                    weakref.ref(t, self._forget(self._readers, id(t))), [])
+            entry[1][:] = [r for r in entry[1] if r[0]() is not None]
+            entry[1].append((weakref.ref(ep), name))
+            return t
+
     def of(self, t: torch.Tensor) -> torch.Tensor:
         """`t`'s copy, made on first use."""
         with self.lock:
@@ -484,6 +522,11 @@ class _Shadows:
                                  weakref.ref(copy_, self._forget(self._copies, src)),
                                  _version(t))
             self._ours[mine] = weakref.ref(copy_, self._forget(self._ours, mine))
+            readers = self._readers.pop(src, None)
+            for ref, name in readers[1] if readers and readers[0]() is t else ():
+                reader = ref()
+                if reader is not None:
+                    reader._adopt(name, t, copy_)
             return copy_
 
     def _forget(self, table: dict, key: int) -> Any:

@@ -26,7 +26,7 @@ from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argu
 from safetrace.interop.torch_errors import as_torch
 from safetrace.trace.hops import owner_module
 
-__all__ = ["ProgramModule", "mode_dependent"]
+__all__ = ["ProgramModule", "adopt", "mode_dependent"]
 
 _MODE_OPS = ("dropout", "batch_norm", "rrelu")
 
@@ -105,11 +105,11 @@ class ProgramModule(torch.fx.GraphModule):
             self.add_module(name, sub)
         specs = {s.target: s for s in ep.graph_signature.input_specs
                  if s.kind in ("parameter", "buffer")}
-        # Buffers and written parameters are the program's own copies, shared by all its
-        # modules (ep.own_state, torch's semantics); constants a write may reach (by
-        # analysis of every graph) get a copy per module, and every parameter its own
-        # Parameter object: running the program, .to()/.half() and load_state_dict never
-        # change the exported model or the caller's weights= tensors.
+        # Buffers, written parameters and constants a write may reach (by analysis of
+        # every graph) are the program's own copies, shared by all its modules
+        # (ep.own_state, torch's semantics), and every parameter gets its own Parameter
+        # object: running the program, .to()/.half() and load_state_dict never change the
+        # exported model or the caller's weights= tensors.
         ep.own_state()
         in_place = parts.written
         self._written = {s.target for s in specs.values() if s.name in in_place}
@@ -138,7 +138,6 @@ class ProgramModule(torch.fx.GraphModule):
                 sources.append(("leaf", s.leaf))
             elif s.kind == "constant":
                 t = ep.constants[s.target]
-                t = t.clone() if s.name in in_place else t
                 sources.append(("const", t))
                 self._set_attr(self._const_attrs[s.target], t)
             else:
@@ -216,15 +215,16 @@ class ProgramModule(torch.fx.GraphModule):
             getattr(o2, t2)[k2] = copy.deepcopy(value, memo)
         new._owned = set(new._slots)
         new.training = self.training
-        consts = iter(s.target for s in self._ep.graph_signature.input_specs
-                      if s.kind == "constant")
+        # (a constant the program writes: this module's current value, its own from now)
+        written = _Parts.of(self._ep).written
+        consts = iter(s for s in self._ep.graph_signature.input_specs if s.kind == "constant")
         sources = []
         for (k, v), (_, c) in zip(self._sources, new._sources):
             if k == "const":
-                target = next(consts)
-                if v is not c:
+                spec = next(consts)
+                if spec.name in written:
                     c = copy.deepcopy(v, memo)
-                    new._set_attr(new._const_attrs[target], c)
+                    new._set_attr(new._const_attrs[spec.target], c)
             sources.append((k, c))
         new._sources = sources
         return new
@@ -357,6 +357,25 @@ class ProgramModule(torch.fx.GraphModule):
 # gave the program's own storage (by the program's identity: it is not hashed by value)
 _MODULES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOADED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def adopt(ep: Any, name: str, source: torch.Tensor, copy_: torch.Tensor) -> None:
+    """Every live module of `ep` reading `source` itself as constant or parameter `name`
+    reads `copy_` from now on (another program of the model writes it: ep.own_state)."""
+    for module in list(_modules_of(ep)):
+        if name in module._const_attrs:
+            targets = [s.target for s in ep.graph_signature.input_specs if s.kind == "constant"]
+            consts = iter(targets)
+            sources = module._sources
+            for i, (kind, value) in enumerate(sources):
+                if kind == "const" and next(consts) == name and value is source:
+                    sources[i] = (kind, copy_)
+                    module._set_attr(module._const_attrs[name], copy_)
+        slot = module._slots.get(name)
+        if slot is not None and slot[1] == "_parameters":
+            p = slot[0]._parameters[slot[2]]
+            if name not in module._owned and _same_storage(p, source):
+                p.data = copy_.detach()  # (the Parameter object stays: optimizers)
 
 
 def _modules_of(ep: Any) -> weakref.WeakSet:

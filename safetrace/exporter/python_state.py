@@ -61,7 +61,7 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram],
                     history[path].append(now[path])
                 if key is CONTENTS:  # a list/dict/set attribute: its items
                     kept.setdefault((id(owner), key), (owner, key, type(owner)(owner)))
-                    _fill(owner, _items_stand_in(now[path]))
+                    _fill(owner, _items_stand_in(now[path], first[path]))
                     continue
                 kept.setdefault((id(owner), key), (owner, key, owner.__dict__.get(key, ABSENT)))
                 owner.__dict__[key] = watched(_stand_in(first[path], now[path]), path, decided)
@@ -155,9 +155,16 @@ def _stand_in(old: Any, new: Any) -> Any:
         return old + 1.0 if isinstance(old, (int, float)) and not isinstance(old, bool) else 1.0
     if isinstance(new, torch.Tensor) and hasattr(new, "st_meta"):
         # a tensor forward computed and kept (``self.hist.append(x * 2)``): a real tensor of
-        # its dtype to trace again with (sizes from the input's: any plain value)
+        # its dtype to trace again with (sizes from the input's: any plain value), whose
+        # values differ from the one it replaces where it has that one's form (a program
+        # reading them then reads other constants: ``self.c = self.c + 1`` is told apart)
         meta = new.st_meta
-        return torch.zeros([s if type(s) is int else 2 for s in meta.shape], dtype=meta.dtype)
+        shape = [s if type(s) is int else 2 for s in meta.shape]
+        if isinstance(old, torch.Tensor) and not hasattr(old, "st_meta") and \
+                list(old.shape) == shape and old.dtype == meta.dtype:
+            with torch.no_grad():
+                return (old == 0).to(meta.dtype)
+        return torch.zeros(shape, dtype=meta.dtype)
     return new
 
 
@@ -231,12 +238,17 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-def _items_stand_in(items: Any) -> Any:
-    """A container's new items with each value from the input's sizes made plain."""
+def _items_stand_in(items: Any, before: Any = None) -> Any:
+    """A container's new items with each value from the input's sizes made plain (a
+    tensor unlike the item it replaces: `before`, the items export found)."""
     if isinstance(items, dict):
-        return {k: _stand_in(None, v) for k, v in items.items()}
+        kept = before if isinstance(before, dict) else {}
+        return {k: _stand_in(kept.get(k), v) for k, v in items.items()}
+    old = list(before) if isinstance(before, (list, tuple)) and len(before) == len(items) \
+        else [None] * len(items)
     plain = functools.partial(_stand_in, None)
-    return type(items)(tuple(map(plain, i)) if type(i) is tuple else plain(i) for i in items)
+    return type(items)(tuple(map(plain, i)) if type(i) is tuple else _stand_in(o, i)
+                       for i, o in zip(items, old))
 
 
 def _fill(container: Any, items: Any) -> None:

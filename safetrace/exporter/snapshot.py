@@ -231,6 +231,11 @@ class ModuleGuard:
     def _note_scalars(self, mname: str, mod: Any, now: dict, before: dict) -> None:
         for k, v in now.items():
             old = before.get(k, ABSENT)
+            if isinstance(v, torch.Tensor) and isinstance(old, torch.Tensor) and v is not old:
+                # a plain tensor attribute replaced (``self.c = self.c + 1``): traced again
+                # with a stand-in, as an object's (python_state.py)
+                self.scalars.append((f"{mname}.{k}" if mname else k, mod, k, old, v))
+                continue
             if v is old or (type(v) not in _SCALARS and not isinstance(v, _SYMBOLIC)) or (
                     old is not ABSENT and type(old) not in _SCALARS):
                 continue

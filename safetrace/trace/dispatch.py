@@ -119,7 +119,11 @@ def aten_call(packet: str, tr: Recorder, func: Any, args: tuple, kwargs: dict) -
     if found is None:
         if not has_tensor(args) and not has_tensor(list(kwargs.values())) and not hasattr(
                 torch.ops.aten, packet):
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor):  # (torch.from_numpy: made by this call)
+                tr.folded.add(id(out))
+                tr.keepalive.append(out)
+            return out
         # (a Tensor method's first argument is its tensor; a function's may be the size)
         first = 1 if getattr(func, "__objclass__", None) is torch._C.TensorBase else 0
         scalar = _integer_scalar(args[first:], kwargs)

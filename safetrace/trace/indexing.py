@@ -15,7 +15,7 @@ import torch
 from safetrace import errors
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
-from safetrace.trace.values import program_data
+from safetrace.trace.values import read_data
 from safetrace.trace.recorder import Recorder
 
 aten = torch.ops.aten
@@ -102,7 +102,7 @@ def _scalar_index(tr: Recorder, x: Any, d: int, t: Any) -> Any:
     known value, else the tensor's data read as an unbacked size (``aten.item``), which
     must lie in [-size, size) as eager's IndexError demands (a run-time assertion)."""
     if not isinstance(t, Proxy):
-        traced = program_data(tr, t)  # a parameter or buffer: read at run time
+        traced = read_data(tr, t)  # a parameter or buffer: read at run time
         if traced is None:
             with torch._C.DisableTorchFunction():
                 return int(t.item())

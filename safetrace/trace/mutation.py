@@ -526,6 +526,23 @@ def fresh_written_constants(graph: torch.fx.Graph, made_in_forward: set) -> None
         node.replace_all_uses_with(clone, delete_user_cb=lambda u: u is not clone)
 
 
+def stale_value_reads(graph: torch.fx.Graph, constants: dict, reads: dict, names: dict) -> None:
+    """Refuse a constant the graph writes in place whose value Python read while tracing
+    (`reads`: memory -> where, ``values.read_data``): the program keeps the write (state),
+    so from the next call on the value taken at export is stale.  `names`: a constant's
+    attribute path, for the message."""
+    written = written_inputs(graph)
+    for node in graph.find_nodes(op="placeholder"):
+        t = constants.get(node.target)
+        if t is None or node.name not in written:
+            continue
+        with torch._C.DisableTorchFunction():
+            ptr = t.untyped_storage().data_ptr()
+        if ptr in reads:
+            raise errors.constant_read_then_written(names.get(node.target, node.target),
+                                                    reads[ptr])
+
+
 def returns_self(op: Any) -> bool:
     """An in-place op that returns its first argument (``add_``, ``copy_``); cached per op
     by the tracer."""

@@ -43,6 +43,8 @@ class Recorder(Protocol):
     replayed_checks: list
     on_data_read: Callable | None
     written_storages: set[int]
+    folded: set[int]             # ids of constants the code made (literals, folds)
+    value_reads: dict[int, str]  # constant's memory -> where Python read its value
     grad_regions: list
     symbols: dict                # the environment's symbols (name -> info)
     n_emits: int                 # ops recorded so far (memo.py)

@@ -87,9 +87,9 @@ class Tracer(TorchFunctionMode):
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
-        # the environment's symbols (one dict, filled as sizes are made): new ones an op
-        # made are sourced after it
+        # the environment's symbols (new ones an op made are sourced after it)
         self.symbols: dict = env.symbols if env is not None else {}
+        self.value_reads: dict[int, str] = {}  # constant's memory -> where Python read it
         # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
         self.sym_sources: dict[str, Any] = {}
         # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
@@ -111,7 +111,7 @@ class Tracer(TorchFunctionMode):
         self.replayed_checks: list = []  # views for a replay's meta check only (casts.py)
         self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
-        self.folded: set[int] = set()  # ids of constants computed from constants (_fold)
+        self.folded: set[int] = set()  # ids of constants the code made (literals, _fold)
         # storages of real constants written by a recorded op (never folded from then on:
         # the real tensor keeps its old value, the graph's copy has the new one)
         self.written_storages: set[int] = set()

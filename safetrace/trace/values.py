@@ -176,6 +176,21 @@ def program_data(tr: Recorder, t: Any) -> Proxy | None:
     return tr.lift(t).meta["val"]
 
 
+def read_data(tr: Recorder, t: Any) -> Proxy | None:
+    """``program_data`` where Python reads `t`'s values (``.item()``, ``bool(t)``, an
+    index): None for a constant, whose value export takes; its memory is noted
+    (``value_reads``) so that a later write to it by the program, which would make that
+    value stale on the next call, is refused at the end of the export."""
+    traced = program_data(tr, t)
+    if traced is None and isinstance(t, torch.Tensor) and id(t) not in tr.folded:
+        with torch._C.DisableTorchFunction():
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr() if storage.nbytes() else None
+        if ptr is not None and ptr not in tr.value_reads:
+            tr.value_reads[ptr] = short(stack_trace(3))
+    return traced
+
+
 def data_as_sizes(tr: Recorder, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
     """(args, kwargs) with each one-element integer tensor whose data the program reads
     (``program_data``: a buffer, a constant written in place) replaced by its graph value,

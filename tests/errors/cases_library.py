@@ -5,6 +5,8 @@ raise site passes, and the text the user reads (less the docs link every message
 
 from __future__ import annotations
 
+import torch
+
 import safetrace as st
 from safetrace import errors as E
 
@@ -94,8 +96,12 @@ CASES = {
     "state_reassigned_changed": lambda: E.state_reassigned_changed(
         "cache", "float32[s0 + 1, 2]", "float32[0, 2]"),
     "python_state_read": lambda: E.python_state_read([("calls", "0", 1)], 0),
+    "python_state_read_tensor": lambda: E.python_state_read(
+        [("c", "<tensor float32, 1 dims>", "<tensor float32, 1 dims>")], torch.zeros(2)),
     "python_state_unsettled": lambda: E.python_state_unsettled(
         [("log", "'' -> '.'", ".."), ("global:m.MODE", "'a' -> 'b'", "c")], 5),
+    "constant_read_then_written": lambda: E.constant_read_then_written(
+        "step", "m.py:5 `if self.step.item() > 2:`"),
     "state_written_through_alias": lambda: E.state_written_through_alias(
         "whole", "first", "m.py:5 `self.whole.add_(x)`"),
     "layout_of_view": lambda: E.layout_of_view("x.is_contiguous()",
@@ -405,6 +411,15 @@ GOLDEN = {
         'Fix: allocate `cache` at its full size and write into it in place '
         '(`self.cache[pos:pos + n] = x`, the position in another buffer), or pass it in as '
         'an input and return the new tensor'),
+    'python_state_read_tensor': ('UnsupportedConstruct',
+        "forward changes `self.c` (<tensor float32, 1 dims> -> '<tensor float32, 1 dims>'), "
+        'and the graph traced after that change differs: an exported program keeps Python '
+        'attributes at the values export saw, so every call would compute what the first '
+        'one did while eager reads the new value (torch.export gives that answer silently).\n'
+        'Fix: register it as a buffer, which the program reads and writes on every call (its '
+        'writes are program state): in its module\'s __init__ `self.register_buffer("c", '
+        '<the tensor>)` instead of `self.c = <the tensor>`; or pass the value in as an '
+        'input, or set it before export and leave it unchanged in forward'),
     'python_state_read': ('UnsupportedConstruct',
         'forward changes `self.calls` (0 -> 1), and the graph traced after that change '
         'differs: an exported program keeps Python attributes at the values export saw, so '
@@ -425,6 +440,13 @@ GOLDEN = {
         'position in a list of modes: `self.register_buffer("log_index", torch.tensor(0))`, '
         'advanced with tensor ops and read with torch.where / torch.cond); or pass the value '
         'in as an input, or set it before export and leave it unchanged in forward'),
+    'constant_read_then_written': ('UnsupportedConstruct',
+        'the value of `step` is read in Python at m.py:5 `if self.step.item() > 2:`, and '
+        'the program writes `step` in place: it is program state, which changes from call '
+        'to call, so the value read at export would be stale from the next call on.\n'
+        'Fix: compute with the tensor instead of its Python value (torch.where, torch.cond '
+        'on `step`), or keep `step` unchanged in forward (pass the changing value in as an '
+        'input)'),
     'state_written_through_alias': ('UnsupportedConstruct',
         'module state `whole` is written in place at m.py:5 `self.whole.add_(x)`, and '
         '`first` shares its memory (one is a view of the other); the exported program '

@@ -21,7 +21,7 @@ from safetrace.trace.hops.rewrite import cond_rewrite
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.registry import Handler, handles
 from safetrace.trace.source import parse, short, stack_trace, user_frame
-from safetrace.trace.values import program_data
+from safetrace.trace.values import read_data
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.versions import stamp
 
@@ -38,7 +38,7 @@ def data_read(what: str) -> Handler:
 
     def handler(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(args[0], Proxy):
-            traced = program_data(tr, args[0])
+            traced = read_data(tr, args[0])
             if traced is None:
                 return real(func, args, kwargs)  # a constant: its value is known
             args = (traced, *args[1:])
@@ -140,7 +140,7 @@ def _float_read(call: str, x: Proxy) -> Exception:
 def item(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     """``.item()``: an unbacked int, bool or float (``aten.item`` in the graph)."""
     if not isinstance(args[0], Proxy):
-        traced = program_data(tr, args[0])
+        traced = read_data(tr, args[0])
         if traced is None:
             return real(func, args, kwargs)
         args = (traced, *args[1:])
@@ -165,7 +165,7 @@ def tolist(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     (static lengths only)."""
     x = args[0]
     if not isinstance(x, Proxy):
-        x = program_data(tr, x)
+        x = read_data(tr, x)
         if x is None:
             return real(func, args, kwargs)
     if x.st_meta.dtype.is_complex:
@@ -186,7 +186,7 @@ def is_nonzero(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     DataDependentError like any data read."""
     x = args[0] if args else next(iter(kwargs.values()))
     if not isinstance(x, Proxy):
-        x = program_data(tr, x)
+        x = read_data(tr, x)
         if x is None:
             return real(func, args, kwargs)
     if x.st_meta.numel() != 1:  # eager's refusal (a guard where the size is a Dim)

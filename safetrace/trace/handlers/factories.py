@@ -30,6 +30,7 @@ def tensor(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     t = real(func, args, kwargs)
     tr.lift(t)
     tr.note_literal(t)
+    tr.folded.add(id(t))  # (made anew by every call: a write to it is not state)
     return t
 
 

@@ -19,7 +19,7 @@ from safetrace.trace.handlers.data import data_read
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
-from safetrace.trace.values import integral, program_data, read_value
+from safetrace.trace.values import integral, read_data, read_value
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.versions import stamp
 
@@ -35,7 +35,7 @@ def index_value(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if not isinstance(x, Proxy):
         # a parameter or buffer (a cache's length, written between calls) or a constant
         # written in place: data, read by the graph at run time, never its export value
-        x = program_data(tr, x)
+        x = read_data(tr, x)
         if x is None:
             return real(func, args, kwargs)  # a constant: its value (eager's errors too)
         args = (x, *args[1:])
