@@ -7,6 +7,7 @@ metadata every side agrees on.  Shared by the size splits on declared Dims
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import torch
@@ -107,6 +108,21 @@ def branch_graph(side: Side, ref: Side, inputs: list[InputSpec], const_names: di
     if subs_:
         g.__dict__["st_submodules"] = dict(subs_)
     return g
+
+
+def cond_outputs(g: torch.fx.Graph, node: torch.fx.Node, inputs: list[InputSpec],
+                 phs: list, mutated: list, vals: list) -> None:
+    """The program's output from its ``cond`` node: an item per written buffer (its
+    placeholder's value) and per output value in `vals`, in that order."""
+    buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
+               if spec.kind == "buffer"}
+    items = []
+    for i, val in enumerate([buf_val.get(t) for t in mutated] + vals):
+        item = g.call_function(operator.getitem, (node, i))
+        item.meta.update(val=val, stack_trace="")
+        items.append(item)
+    node.meta["val"] = tuple(it.meta["val"] for it in items)
+    g.output(tuple(items))
 
 
 def extra_placeholders(g: torch.fx.Graph, prefix: Prefix) -> list[torch.fx.Node]:

@@ -34,8 +34,8 @@ from typing import Callable
 import torch
 
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, env_of, input_nodes, output_vals, placeholders,
-    unified_constants,
+    Side, Unsplittable, branch_graph, cond_outputs, env_of, input_nodes, output_vals,
+    placeholders, unified_constants,
 )
 from safetrace.exporter.compare import is_size_fn, note
 from safetrace.exporter.hoist import NONE
@@ -107,16 +107,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
-    buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
-               if spec.kind == "buffer"}
-    vals = [buf_val.get(t) for t in mutated] + output_vals(sides, sides[0], {}, env)
-    items = []
-    for i, val in enumerate(vals):
-        item = g.call_function(operator.getitem, (node, i))
-        item.meta.update(val=val, stack_trace="")
-        items.append(item)
-    node.meta["val"] = tuple(it.meta["val"] for it in items)
-    g.output(tuple(items))
+    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
     notes = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
     note(g, notes + [f"`{test}` (a size read from data) asked where the graph runs: a "
                      f"torch.cond on it, each answer's graph a branch"])

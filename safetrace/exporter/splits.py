@@ -28,8 +28,8 @@ import torch
 
 from safetrace.errors import DeclaredSpaceViolation, too_many_splits
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, env_of, extra_placeholders, input_nodes, output_vals,
-    placeholders, point_subst, unified_constants,
+    Side, Unsplittable, branch_graph, cond_outputs, env_of, extra_placeholders, input_nodes,
+    output_vals, placeholders, point_subst, unified_constants,
 )
 from safetrace.exporter.compare import (contract_key, note, residual_conditions,
                                         same_program, signature_key)
@@ -408,17 +408,7 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr,
                                                                     tuple(phs + extra)))
     node.meta["stack_trace"] = ""
-    ref_vals = output_vals(sides, ref, syms, env)
-    buf_val = {spec.target: ph.meta.get("val") for spec, ph in zip(inputs, phs)
-               if spec.kind == "buffer"}
-    vals = [buf_val.get(t) for t in mutated] + ref_vals
-    items = []
-    for i, val in enumerate(vals):
-        item = g.call_function(operator.getitem, (node, i))
-        item.meta.update(val=val, stack_trace="")
-        items.append(item)
-    node.meta["val"] = tuple(it.meta["val"] for it in items)
-    g.output(tuple(items))
+    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, ref, syms, env))
     return g
 
 

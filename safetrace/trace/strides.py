@@ -19,7 +19,7 @@ a split part is decided without replaying the example (``layout._check_view``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -300,8 +300,6 @@ def _dense_like(x: tuple, shape: tuple) -> list | None:
     (torch's ``infer_dense_strides``: an insertion sort by stride, equal strides by size,
     dims of size 1 left where they are); None where an order is not proven."""
     st = x[0]
-    n = len(shape)
-    perm = list(range(n - 1, -1, -1))  # innermost first
 
     def should_swap(a: int, b: int) -> int | None:
         if _one(shape[a]) or _one(shape[b]):
@@ -313,24 +311,7 @@ def _dense_like(x: tuple, shape: tuple) -> list | None:
             return 1
         return 0 if cond_true(shape[a] <= shape[b]) else None
 
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c is None:
-                return None
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    res: list = [1] * n
-    acc: Any = 1
-    for d in perm:
-        res[d] = acc
-        if not _one(shape[d]):
-            acc = shape[d] if type(acc) is int and acc == 1 else acc * shape[d]
-    return res
+    return _dense_in_order(shape, should_swap)
 
 
 def _attention(x: tuple, shape: tuple, args: tuple, kwargs: dict, out: Any) -> Any:
@@ -386,7 +367,6 @@ def _iterator_strides(operands: list, shape: tuple) -> list | None:
     (``reorder_dimensions``: the first operand whose strides of two dims differ decides,
     broadcast dims skipped, equal strides put the smaller size inside); dims of size 1
     left where they are; None where an order is not proven."""
-    n = len(shape)
 
     def should_swap(a: int, b: int) -> int | None:
         if _one(shape[a]) or _one(shape[b]):
@@ -404,7 +384,15 @@ def _iterator_strides(operands: list, shape: tuple) -> list | None:
                 return None
         return 0
 
-    perm = list(range(n - 1, -1, -1))  # innermost first
+    return _dense_in_order(shape, should_swap)
+
+
+def _dense_in_order(shape: tuple, should_swap: Callable[[int, int], int | None]) -> list | None:
+    """Dense strides for `shape`, its dims (innermost first) ordered by torch's insertion
+    sort (``should_swap``: > 0 swaps, < 0 stops, None: not proven, so None); dims of size 1
+    take the stride where they stand, adding nothing."""
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))
     for i in range(1, n):
         d1 = i
         for d0 in range(i - 1, -1, -1):
