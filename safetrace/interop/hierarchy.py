@@ -14,6 +14,7 @@ import torch
 from safetrace.errors import ConversionError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import expr_node
+from safetrace.interop.lazy import exported_program_module
 from safetrace.symbolic.expr import terms
 from safetrace.trace.modules import Hierarchy
 
@@ -177,7 +178,7 @@ class Boundaries:
 
     def signatures(self) -> dict:
         """call fqn ("layer1", "layer1@1") -> its ModuleCallSignature."""
-        from torch.export.exported_program import ModuleCallSignature
+        ModuleCallSignature = exported_program_module().ModuleCallSignature
 
         return {c.fqn: ModuleCallSignature(
             inputs=[self._argument(kind, v) for kind, v in c.inputs],
@@ -241,7 +242,8 @@ def arg_names(ep: Any) -> list[str]:
 
 def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
     """The root, every submodule, the preserved calls (`kept`: fqn -> signature)."""
-    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+    module = exported_program_module()
+    ModuleCallEntry, ModuleCallSignature = module.ModuleCallEntry, module.ModuleCallSignature
 
     # the root's inputs and outputs are empty, as torch.export writes them: the graph
     # signature already names them, and passes that rename outputs (ExecuTorch's edge
