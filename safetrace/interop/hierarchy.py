@@ -57,12 +57,18 @@ def _common_prefix(a: dict | None, b: dict | None) -> dict:
 
 
 def submodule_fqns(graph: torch.fx.Graph) -> list[str]:
-    """Every submodule path in the graph's ``nn_module_stack``s, parents first."""
+    """Every submodule path in the graph's ``nn_module_stack``s, parents first (in order
+    of first appearance at each depth: the sort is stable)."""
     seen: dict[str, None] = {}
+    last = None
     for node in graph.nodes:
-        for fqn, _ty in (node.meta.get("nn_module_stack") or {}).values():
+        stack = node.meta.get("nn_module_stack")
+        if not stack or stack == last:  # (runs of nodes share a stack)
+            continue
+        last = stack
+        for fqn, _ty in stack.values():
             seen.setdefault(fqn.split("@")[0], None)
-    return sorted(seen, key=lambda f: (f.count("."), list(seen).index(f)))
+    return sorted(seen, key=lambda f: f.count("."))
 
 
 class Boundaries:
