@@ -20,6 +20,7 @@ import torch
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from safetrace.interop.hierarchy import fill_stacks
+from safetrace.interop.lazy import verifier
 from safetrace.interop.rebind import rebound
 
 
@@ -178,6 +179,4 @@ def allowed_builtins() -> tuple:
 
 
 def training_verifier() -> Any:
-    from torch._export.verifier import TrainingIRVerifier
-
-    return TrainingIRVerifier
+    return verifier().TrainingIRVerifier

@@ -20,6 +20,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.interop.lazy import value_ranges
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
 from safetrace.symbolic.expr import const as _const
@@ -251,7 +252,7 @@ class ContractEmitter:
     def with_derived_ranges(self, ranges: dict) -> dict:
         """`ranges` (torch symbol -> ValueRanges) and an entry per derived input dim
         (``dx + 1``), the root's range carried through it, as torch.export's program has."""
-        from torch.utils._sympy.value_ranges import bound_sympy
+        bound_sympy = value_ranges().bound_sympy
 
         out = dict(ranges)
         for ph in self.placeholders.values():

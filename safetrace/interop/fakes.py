@@ -47,6 +47,7 @@ from typing import Any
 import torch
 
 from safetrace.interop.contract import evaluate
+from safetrace.interop.lazy import fake_tensor
 from safetrace.interop.symbols import backed_symint, conversion_env
 from safetrace.interop.symops import sym_op
 from safetrace.interop.unbacked import unbacked_symint
@@ -63,11 +64,10 @@ class FakeBuilder:
     """Makes the fake values of one conversion (one ShapeEnv, one FakeTensorMode)."""
 
     def __init__(self, conv: Any) -> None:
-        from torch._subclasses.fake_tensor import FakeTensor, FakeTensorConfig
-
+        module = fake_tensor()
         self.conv = conv
-        self.fake_class = FakeTensor
-        self.debug = FakeTensorConfig.debug  # (its constructor records a traceback then)
+        self.fake_class = module.FakeTensor
+        self.debug = module.FakeTensorConfig.debug  # (its constructor records a traceback then)
         self.states: dict[Any, tuple] = {}   # device -> a fresh FakeTensor's attributes
         self.sizes: dict[Any, Any] = {}    # our size (object id / Expr) -> torch size
         # (torch sizes, strides, dtype) -> a meta tensor: making one with symbolic sizes

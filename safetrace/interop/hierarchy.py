@@ -14,6 +14,7 @@ import torch
 from safetrace.errors import ConversionError
 from safetrace.errors import interop as EI
 from safetrace.interop.contract import expr_node
+from safetrace.interop.lazy import exported_program_module
 from safetrace.symbolic.expr import terms
 from safetrace.trace.modules import Hierarchy
 
@@ -56,12 +57,18 @@ def _common_prefix(a: dict | None, b: dict | None) -> dict:
 
 
 def submodule_fqns(graph: torch.fx.Graph) -> list[str]:
-    """Every submodule path in the graph's ``nn_module_stack``s, parents first."""
+    """Every submodule path in the graph's ``nn_module_stack``s, parents first (in order
+    of first appearance at each depth: the sort is stable)."""
     seen: dict[str, None] = {}
+    last = None
     for node in graph.nodes:
-        for fqn, _ty in (node.meta.get("nn_module_stack") or {}).values():
+        stack = node.meta.get("nn_module_stack")
+        if not stack or stack == last:  # (runs of nodes share a stack)
+            continue
+        last = stack
+        for fqn, _ty in stack.values():
             seen.setdefault(fqn.split("@")[0], None)
-    return sorted(seen, key=lambda f: (f.count("."), list(seen).index(f)))
+    return sorted(seen, key=lambda f: f.count("."))
 
 
 class Boundaries:
@@ -177,7 +184,7 @@ class Boundaries:
 
     def signatures(self) -> dict:
         """call fqn ("layer1", "layer1@1") -> its ModuleCallSignature."""
-        from torch.export.exported_program import ModuleCallSignature
+        ModuleCallSignature = exported_program_module().ModuleCallSignature
 
         return {c.fqn: ModuleCallSignature(
             inputs=[self._argument(kind, v) for kind, v in c.inputs],
@@ -241,7 +248,8 @@ def arg_names(ep: Any) -> list[str]:
 
 def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
     """The root, every submodule, the preserved calls (`kept`: fqn -> signature)."""
-    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+    module = exported_program_module()
+    ModuleCallEntry, ModuleCallSignature = module.ModuleCallEntry, module.ModuleCallSignature
 
     # the root's inputs and outputs are empty, as torch.export writes them: the graph
     # signature already names them, and passes that rename outputs (ExecuTorch's edge

@@ -28,3 +28,51 @@ def symbolic_shapes() -> Any:
     import torch.fx.experimental.symbolic_shapes as module
 
     return module
+
+
+@functools.cache
+def exported_program_module() -> Any:
+    """``torch.export.exported_program`` (ModuleCallEntry, ModuleCallSignature)."""
+    import torch.export.exported_program as module
+
+    return module
+
+
+@functools.cache
+def fake_tensor() -> Any:
+    """``torch._subclasses.fake_tensor`` (FakeTensor, FakeTensorConfig)."""
+    import torch._subclasses.fake_tensor as module
+
+    return module
+
+
+@functools.cache
+def python_dispatch() -> Any:
+    """``torch._dispatch.python`` (enable_python_dispatcher)."""
+    import torch._dispatch.python as module
+
+    return module
+
+
+@functools.cache
+def fx_config() -> Any:
+    """``torch.fx.experimental._config`` (backed_size_oblivious)."""
+    import torch.fx.experimental._config as module
+
+    return module
+
+
+@functools.cache
+def value_ranges() -> Any:
+    """``torch.utils._sympy.value_ranges`` (bound_sympy)."""
+    import torch.utils._sympy.value_ranges as module
+
+    return module
+
+
+@functools.cache
+def verifier() -> Any:
+    """``torch._export.verifier`` (TrainingIRVerifier)."""
+    import torch._export.verifier as module
+
+    return module

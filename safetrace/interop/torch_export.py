@@ -43,7 +43,7 @@ from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_
 from safetrace.interop.input_guards import input_guards
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data)
-from safetrace.interop.lazy import graph_signature
+from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -94,9 +94,8 @@ class _Converter:
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
-        from torch._dispatch.python import enable_python_dispatcher
-        from torch.fx.experimental import _config as fx_config
-        from torch.export.graph_signature import ExportGraphSignature
+        enable_python_dispatcher = python_dispatch().enable_python_dispatcher
+        ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
         ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
@@ -115,7 +114,7 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with config_set(fx_config, "backed_size_oblivious", True), self.mode, \
+        with config_set(fx_config(), "backed_size_oblivious", True), self.mode, \
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             aliased = vars(ep).get("state_aliases")
@@ -462,9 +461,11 @@ class _Converter:
 
     # -- outputs -----------------------------------------------------------------------------
     def _output(self, out: torch.fx.Node) -> list:
-        from torch.export.graph_signature import (ConstantArgument, OutputKind, OutputSpec,
-                                                  SymBoolArgument, SymFloatArgument,
-                                                  SymIntArgument, TensorArgument)
+        gs = graph_signature()
+        ConstantArgument, OutputKind, OutputSpec = gs.ConstantArgument, gs.OutputKind, \
+            gs.OutputSpec
+        SymBoolArgument, SymFloatArgument, SymIntArgument, TensorArgument = \
+            gs.SymBoolArgument, gs.SymFloatArgument, gs.SymIntArgument, gs.TensorArgument
 
         specs, values = [], []
         written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
