@@ -22,6 +22,7 @@ import traceback
 from typing import Any, TypeVar
 
 from safetrace.errors.base import StructuredError, Where
+from safetrace.interop import lazy
 
 E = TypeVar("E", bound=StructuredError)
 _COMBINED: dict[tuple[type, tuple[str, ...]], type] = {}
@@ -65,11 +66,9 @@ def _torch_class(name: str) -> tuple[type, Any]:
         from torch._dynamo.exc import UserError, UserErrorType
         return UserError, UserErrorType[member]
     if head in ("ConstraintViolationError", "GuardOnDataDependentSymNode"):
-        from torch.fx.experimental import symbolic_shapes
-        return getattr(symbolic_shapes, head), None
+        return getattr(lazy.symbolic_shapes(), head), None
     if head == "MetadataMismatchError":  # (a RuntimeError: fake kernel against kernel)
-        from torch._subclasses.fake_tensor import MetadataMismatchError
-        return MetadataMismatchError, None
+        return lazy.fake_tensor().MetadataMismatchError, None
     return getattr(builtins, head), None
 
 
