@@ -23,14 +23,14 @@ import argparse
 import functools
 import gc
 import importlib
-import os
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks.instructions import callgrind_dumps, control  # noqa: E402
+from benchmarks.instructions import case as bench_case  # noqa: E402
+
 API = "safetrace.exporter.api:"
 # the steps of a static export: the whole, the session and snapshots around the trace,
 # the state and inputs lifted, the model's forward (its module calls and ops), and after
@@ -55,21 +55,19 @@ def _resolve(step: str) -> tuple[object, str]:
 
 
 def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
-    sys.path.insert(0, str(ROOT))
     import warnings
 
     warnings.filterwarnings("ignore")
     import torch
 
     import safetrace as st
-    from benchmarks.instructions import _case, _control
 
     torch.set_num_threads(1)
-    model, args, kwargs, dynamic_shapes = _case(case)
+    model, args, kwargs, dynamic_shapes = bench_case(case)
     with torch.no_grad():
         for _ in range(warmup):
             st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
-        _control("-i", "on")
+        control("-i", "on")
         for step in steps:
             owner, attr = _resolve(step)
             original = vars(owner)[attr] if isinstance(owner, type) else getattr(owner, attr)
@@ -85,11 +83,11 @@ def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
                 for label in ("warm", step.replace(":", "@")):
                     for _ in range(calls if label != "warm" else warmup):
                         st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
-                    _control("-d", label)
+                    control("-d", label)
                 gc.enable()
             finally:
                 setattr(owner, attr, original)
-        _control("-i", "off")
+        control("-i", "off")
 
 
 def main() -> None:
@@ -103,23 +101,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     o = ap.parse_args()
     steps = o.steps or list(DEFAULT_STEPS)
-    with tempfile.TemporaryDirectory(prefix="safetrace-parts-") as tmp:
-        out = Path(tmp) / "cg.out"
-        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(ROOT))
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
-             "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
-             sys.executable, __file__, "--child", o.case, str(o.calls), str(o.warmup),
-             *steps], env=env, capture_output=True, text=True)
-        if proc.returncode:
-            sys.exit(f"the child failed:\n{proc.stderr[-3000:]}")
-        got = {}
-        for dump in Path(tmp).glob("cg.out*"):
-            text = dump.read_text(errors="replace")
-            label = re.search(r"^desc: Trigger: dump (\S+)", text, re.M)
-            total = re.search(r"^summary: (\d+)", text, re.M)
-            if label and total:
-                got[label.group(1)] = int(total.group(1))
+    got, _ = callgrind_dumps(__file__, [o.case, str(o.calls), str(o.warmup), *steps],
+                             o.case)
     print(f"instructions per warm {o.case} export, inclusive, each step's wrapper included")
     for step in steps:
         n = got.get(step.replace(":", "@"))

@@ -52,7 +52,7 @@ TRACE_CASES = {"trace_mlp": ("MLP", (4, 16)), "trace_convnet": ("ConvNet", (2, 3
                "trace_attention": ("Attention", (2, 5, 32))}
 
 
-def _case(name: str):
+def case(name: str):
     """(model, args, kwargs, dynamic_shapes) of a named case."""
     import torch
 
@@ -68,7 +68,7 @@ def _case(name: str):
     return case.model, case.args, case.kwargs, case.dynamic_shapes
 
 
-def _control(*args: str) -> None:
+def control(*args: str) -> None:
     # (callgrind reads its command file while this process runs Python: busy, not
     # blocked in a wait, until callgrind_control has its answer; collection is off here)
     proc = subprocess.Popen(["callgrind_control", *args, str(os.getpid())],
@@ -108,7 +108,7 @@ def child(name: str, calls: int, warmup: int) -> None:
     import safetrace as st
 
     torch.set_num_threads(1)
-    model, args, kwargs, dynamic_shapes = _case(name)
+    model, args, kwargs, dynamic_shapes = case(name)
 
     def export():
         return st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
@@ -121,7 +121,7 @@ def child(name: str, calls: int, warmup: int) -> None:
             if _calls_reduce(fn):
                 sys.exit(f"{name}: {side} calls functools.reduce itself; its count would "
                          "miss that call's insides")
-        _control("-i", "on")
+        control("-i", "on")
         for side in SIDES:
             # (warmed up right before its count, for long enough that the interpreter has
             # specialized its bytecode: a function is quickened after 8 calls and each
@@ -140,24 +140,26 @@ def child(name: str, calls: int, warmup: int) -> None:
             # plain warm-up calls; cause not found)
             for label in (f"{side}.warm", side):
                 functools.reduce(lambda acc, _: (fn(), acc)[1], range(calls), None)
-                _control("-d", label)
+                control("-d", label)
             gc.enable()
-        _control("-i", "off")
+        control("-i", "off")
 
 
-def count(name: str, calls: int, warmup: int, keep: Path | None = None) -> dict[str, int]:
-    """Instructions of `calls` calls of each side, from the child's dumps."""
+def callgrind_dumps(script: str, args: list[str], prefix: str,
+                    keep: Path | None = None) -> tuple[dict[str, int], str]:
+    """Run ``script --child *args`` under callgrind, counting only inside
+    ``functools.reduce`` (the child's counted loops): its dumps' totals by label (``@`` for
+    ``:``), and callgrind's stderr; each dump copied into `keep` as ``<prefix>.<label>.cg``."""
     with tempfile.TemporaryDirectory(prefix="safetrace-cg-") as tmp:
         out = Path(tmp) / "cg.out"
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(ROOT))
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
              "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
-             sys.executable, __file__, "--child", name, str(calls),
-             str(warmup)],
+             sys.executable, script, "--child", *args],
             env=env, capture_output=True, text=True)
         if proc.returncode:
-            sys.exit(f"{name}: the child failed:\n{proc.stderr[-3000:]}")
+            sys.exit(f"{prefix}: the child failed:\n{proc.stderr[-3000:]}")
         got = {}
         for dump in Path(tmp).glob("cg.out*"):
             text = dump.read_text(errors="replace")
@@ -167,12 +169,17 @@ def count(name: str, calls: int, warmup: int, keep: Path | None = None) -> dict[
                 got[label.group(1)] = int(total.group(1))
             if keep is not None and label:
                 keep.mkdir(parents=True, exist_ok=True)
-                shutil.copy(dump, keep / f"{name}.{label.group(1)}.cg")
-        missing = [side for side in SIDES if side not in got]
-        if missing:
-            sys.exit(f"{name}: no count for {missing}; callgrind's stderr:\n"
-                     f"{proc.stderr[-3000:]}")
-        return got
+                shutil.copy(dump, keep / f"{prefix}.{label.group(1)}.cg")
+        return got, proc.stderr
+
+
+def count(name: str, calls: int, warmup: int, keep: Path | None = None) -> dict[str, int]:
+    """Instructions of `calls` calls of each side, from the child's dumps."""
+    got, stderr = callgrind_dumps(__file__, [name, str(calls), str(warmup)], name, keep)
+    missing = [side for side in SIDES if side not in got]
+    if missing:
+        sys.exit(f"{name}: no count for {missing}; callgrind's stderr:\n{stderr[-3000:]}")
+    return got
 
 
 def main() -> None:
