@@ -41,6 +41,8 @@ def by_cases(env: Env, cond: Expr, depth: int = DEPTH) -> bool | None:
     try:  # (min/max terms only first, as cheap as before; then residues first)
         answer = _split(env, cond, depth, until, False)
         return answer if answer is not None else _split(env, cond, depth, until)
+    except ZeroDivisionError:  # (a case in which cond divides by zero, as `s//(s % 2)`
+        return None  # does where s is even: no answer holds in every case)
     finally:
         if left is not None:
             env.case_decisions = left - (env.cache.decisions - start)  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from safetrace.symbolic import Env, Expr, eq, parse
@@ -196,6 +196,10 @@ def test_exact_division_by_a_positive_symbol(x, y, k, c) -> None:
 
 @SETTINGS
 @given(st.lists(raw_conds(), max_size=3), raw_conds(), bindings())
+@example([], ("lt", ("sym", "s0"), ("floordiv", ("sym", "s0"), ("mod", ("sym", "s0"), ("const", 2)))),
+         {"s0": 1, "s1": 2, "s2": 0, "s3": 1})  # (a residue case dividing by zero)
+@example([], ("lt", ("sym", "s0"), ("mod", ("sym", "s0"), ("mod", ("sym", "s0"), ("const", 2)))),
+         {"s0": 1, "s1": 2, "s2": 0, "s3": 1})
 def test_case_by_case_decisions_are_sound(facts, r, b) -> None:  # type: ignore
     """``symbolic.cases.by_cases`` (st.load compares two forms of one size with it): an
     answer holds at every binding that satisfies the facts, and the env is left as it
