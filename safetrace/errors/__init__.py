@@ -203,19 +203,64 @@ def script_method_call(name: str, where: str) -> ScriptModuleInput:
         where=Where(source=where))
 
 
+def _torchbind(name: str, class_name: str, where: str) -> str:
+    return (f"{where} calls the method `{name}` of a TorchScript custom class object "
+            f"(`{class_name}`, a torchbind class: C++ code outside PyTorch's operators)")
+
+
 def torchbind_call(name: str, class_name: str, where: str) -> ScriptModuleInput:
-    """The traced code calls a method of a TorchScript custom class object (torchbind)."""
+    """A torchbind object's method, the object held by no module of the model."""
     return ScriptModuleInput(
-        f"{where} calls the method `{name}` of a TorchScript custom class object "
-        f"(`{class_name}`, a torchbind class): its C++ code runs outside PyTorch's "
-        f"operators, so safetrace cannot record it (torch.export records it as a "
-        f"call_torchbind node, the object a constant and the fake class registered with "
-        f"torch._library.register_fake_class standing in for it while tracing); safetrace "
-        f"does not export custom class objects.",
-        fix="compute it in forward with tensor ops, or move it into a custom op with a "
-            "fake kernel that takes tensors (@torch.library.custom_op(...) and "
-            ".register_fake), called in place of the object's method",
+        f"{_torchbind(name, class_name, where)} that no module of the exported model holds "
+        f"as an attribute: safetrace records such a call as torch.export does, a "
+        f"call_torchbind node with the object a constant of the program, so the object must "
+        f"be part of the model (one passed as an input or made in forward is not).",
+        fix=f"hold the object as an attribute of a module of the model: self.obj = obj in "
+            f"__init__, then self.obj.{name}(...) in forward",
         where=Where(source=where))
+
+
+def torchbind_no_fake(name: str, class_name: str, where: str) -> ScriptModuleInput:
+    """A torchbind object's method whose class has no registered fake class."""
+    parts = class_name.split(".")
+    qual = f"{parts[-2]}::{parts[-1]}" if len(parts) >= 2 else class_name
+    return ScriptModuleInput(
+        f"{_torchbind(name, class_name, where)}: no fake class is registered for it, so "
+        f"the shapes of its results are unknown (torch.export needs one too).",
+        fix=f"register one before exporting:\n"
+            f"@torch._library.register_fake_class(\"{qual}\")\n"
+            f"class Fake{parts[-1].lstrip('_')}:\n"
+            f"    def __init__(self, ...): ...  # the state __obj_flatten__ gives\n"
+            f"    @classmethod\n"
+            f"    def __obj_unflatten__(cls, flat):\n"
+            f"        return cls(**dict(flat))\n"
+            f"    def {name}(self, ...):\n"
+            f"        ...  # tensors of the result's shapes, from the arguments' and the state's",
+        where=Where(source=where))
+
+
+def torchbind_unshaped(name: str, class_name: str, where: str, why: str) -> ScriptModuleInput:
+    """A torchbind object's method whose registered fake cannot give the result's shapes."""
+    return ScriptModuleInput(
+        f"{_torchbind(name, class_name, where)}, shaped by its registered fake class, and "
+        f"{why}: safetrace needs the fake to return tensors (or None) whose sizes come from "
+        f"the arguments and the object's state (a number would be fixed at its export value).",
+        fix=f"give the fake class a method `{name}` that returns tensors of the result's "
+            f"shapes (and __obj_unflatten__), or compute a number in forward with tensor ops",
+        where=Where(source=where))
+
+
+def torchbind_save(names: list[str], class_name: str) -> ScriptModuleInput:
+    """st.save of a program holding torchbind objects as constants."""
+    return ScriptModuleInput(
+        f"st.save cannot write {', '.join(names)} (`{class_name}`, a TorchScript custom "
+        f"class object): safetrace's file format holds tensors and an allowlisted graph "
+        f"only, and no form of such an object is on the allowlist (loading one would run "
+        f"its class's own deserialization on the file's bytes).",
+        fix="keep the object out of the saved program (compute its method with tensor ops "
+            "or a custom op), or save torch's program, which stores the object with its "
+            "class's __getstate__, for trusted files only: torch.export.save(ep.to_torch(), "
+            "path)")
 
 
 class CallMismatch(UnsupportedInputError):

@@ -48,6 +48,7 @@ from safetrace.trace.raising import is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
 from safetrace.trace.subclasses import drop_unused, output_node, traceable, watch_state
+from safetrace.trace.torchbind import is_torchbind
 from safetrace.trace.tracer import Tracer
 
 
@@ -419,6 +420,12 @@ class Exporter:
             found = names.get(id(t))
             if found is not None:
                 return found
+            if is_torchbind(t):  # (a torchbind object, lifted: found where it is held)
+                full = next(f"{m}.{k}" if m else k for m, *_, held in guard.saved
+                            for k, v in held.items() if v is t)
+                names[id(t)] = pytree.placeholder_name("obj_" + full)
+                self.constant_fqns[names[id(t)]] = full
+                return names[id(t)]
             counter[0] += 1
             return f"c_lifted_tensor_{counter[0] - 1}"
 

@@ -38,6 +38,7 @@ from safetrace.interop.modes import conversion_mode, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
+from safetrace.interop.torchbind import custom_obj_input
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
@@ -224,6 +225,9 @@ class _Converter:
             arg = gs.SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 gs.ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
+        obj = self.ep.constants.get(spec.target) if spec.kind == "constant" else None
+        if obj is not None and not isinstance(obj, torch.Tensor):  # a torchbind object
+            return custom_obj_input(self, spec, new, obj)
         made = self.state_fakes.get(spec.name)
         new.meta["val"] = made if made is not None else self.fakes.static(
             self._state_value(spec))

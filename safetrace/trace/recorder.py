@@ -25,6 +25,7 @@ class Recorder(Protocol):
     state: dict[int, torch.fx.Node]           # id(parameter or buffer) -> placeholder
     constants: dict[str, torch.Tensor]
     const_nodes: dict[int, torch.fx.Node]     # id(constant) -> its placeholder
+    const_name: Callable[[Any], str]          # a constant's placeholder name
     real_feed: Callable[[], dict] | None      # placeholder -> example value (draft.py)
     keepalive: list
     fn_calls: dict[Any, int]    # torch function -> calls so far (node.meta["torch_fn"])

@@ -12,8 +12,10 @@ so that its parameters and buffers are the program's state.  A method of a
 as a plain attribute (``self.add = torch.jit.script(Add())._c``, torch's
 test_export_script_module): its tensors are constants of the program, as torch.export
 lifts them, and a graph that writes one in place is refused (eager keeps the write).  A
-method of a TorchScript custom class object (torchbind: C++ code, no graph) is refused
-(``torchbind_call``), as is any other script method reached outside the model.
+method of a TorchScript custom class object (torchbind: C++ code, no graph) the model
+holds is one call_torchbind node shaped by its registered fake class (``torchbind.py``);
+one held elsewhere is refused (``torchbind_call``), as is any other script method reached
+outside the model.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import Any
 import torch
 
 from safetrace.errors import script_method_call, script_node, torchbind_call
-from safetrace.trace.current import exporting
+from safetrace.trace import torchbind
+from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.script_graph import run_method
 from safetrace.trace.source import short, stack_trace
 
@@ -87,6 +90,17 @@ def _held_compiled(owner: Any) -> tuple | None:
     return None
 
 
+def _held_object(owner: Any) -> Any:
+    """The torchbind object one of the model's modules holds as an attribute that is
+    `owner` (each read of a method makes a new Python wrapper of the same C++ object,
+    whose hash is the object's)."""
+    for _, module in _LOCAL.walk or ():
+        for value in module.__dict__.values():
+            if torchbind.is_torchbind(value) and hash(value) == hash(owner):
+                return value
+    return None
+
+
 def _in_place(block: Any) -> str | None:
     """The kind of the first node of `block` (nested blocks included) that writes a
     tensor in place (an ATen ``op_`` node), else None."""
@@ -110,7 +124,11 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
         where = short(stack_trace(1))
         kind = method.owner._type().qualified_name()
         if kind.startswith("__torch__.torch.classes."):  # (a torchbind object: C++ code)
-            raise torchbind_call(method.name, kind, where)
+            held = _held_object(method.raw_owner)
+            tr = active_tracer()
+            if held is None or tr is None:
+                raise torchbind_call(method.name, kind, where)
+            return torchbind.call(tr, held, method.name, args, kwargs, where)
         held = next((c for c in _LOCAL.compiled if c[0]._c == method.owner), None)
         if held is not None:  # a torch.jit.script / trace submodule: its graph, followed
             return run_method(method, held[0], args, kwargs, held[1], where)

@@ -61,8 +61,6 @@ CASES = {
     "builtin_minmax_number": lambda: E.builtin_minmax_number(
         "max", "an int it may return is not a floating-point value like the tensor",
         "m.py:3 `return max(x, 0)`"),
-    "torchbind_call": lambda: E.torchbind_call(
-        "add_tensor", "__torch__.torch.classes.ns._Foo", "m.py:4 `return self.foo.add_tensor(x)`"),
     "vmap_not_per_slice": lambda: E.vmap_not_per_slice(
         "writes a tensor in place (aten.add_.Tensor)", "m.py:3 `return torch.vmap(f)(x)`"),
     "unknown_tensor_type": lambda: E.unknown_tensor_type("torch.Float", "m.py:2 `x.type('torch.Float')`"),
@@ -256,16 +254,6 @@ GOLDEN = {
         "answer in both cases.\n"
         "Fix: compute on tensors, which gives a tensor in eager too: torch.clamp(x, min=n) "
         "for max(x, n), torch.maximum(x, y) for two tensors"),
-    'torchbind_call': ('ScriptModuleInput',
-        "m.py:4 `return self.foo.add_tensor(x)` calls the method `add_tensor` of a "
-        "TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind "
-        "class): its C++ code runs outside PyTorch's operators, so safetrace cannot record "
-        "it (torch.export records it as a call_torchbind node, the object a constant and "
-        "the fake class registered with torch._library.register_fake_class standing in for "
-        "it while tracing); safetrace does not export custom class objects.\n"
-        "Fix: compute it in forward with tensor ops, or move it into a custom op with a fake "
-        "kernel that takes tensors (@torch.library.custom_op(...) and .register_fake), "
-        "called in place of the object's method"),
     'vmap_not_per_slice': ('UnsupportedConstruct',
         "the function given to torch.vmap at m.py:3 `return torch.vmap(f)(x)` writes a tensor "
         "in place (aten.add_.Tensor): safetrace exports vmap by applying the function to each "
@@ -402,6 +390,20 @@ GOLDEN = {
 }
 CASES.update(cases_library.CASES)
 GOLDEN.update(cases_library.GOLDEN)
+
+# torchbind objects (trace/torchbind.py)
+CASES['torchbind_call'] = lambda: E.torchbind_call(
+    "add_tensor", "__torch__.torch.classes.ns._Foo", "m.py:4 `return self.foo.add_tensor(x)`")
+GOLDEN['torchbind_call'] = ('ScriptModuleInput', "m.py:4 `return self.foo.add_tensor(x)` calls the method `add_tensor` of a TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind class: C++ code outside PyTorch's operators) that no module of the exported model holds as an attribute: safetrace records such a call as torch.export does, a call_torchbind node with the object a constant of the program, so the object must be part of the model (one passed as an input or made in forward is not).\nFix: hold the object as an attribute of a module of the model: self.obj = obj in __init__, then self.obj.add_tensor(...) in forward")
+CASES['torchbind_no_fake'] = lambda: E.torchbind_no_fake(
+    "add_tensor", "__torch__.torch.classes.ns._Foo", "m.py:4 `return self.foo.add_tensor(x)`")
+GOLDEN['torchbind_no_fake'] = ('ScriptModuleInput', 'm.py:4 `return self.foo.add_tensor(x)` calls the method `add_tensor` of a TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind class: C++ code outside PyTorch\'s operators): no fake class is registered for it, so the shapes of its results are unknown (torch.export needs one too).\nFix: register one before exporting:\n@torch._library.register_fake_class("ns::_Foo")\nclass FakeFoo:\n    def __init__(self, ...): ...  # the state __obj_flatten__ gives\n    @classmethod\n    def __obj_unflatten__(cls, flat):\n        return cls(**dict(flat))\n    def add_tensor(self, ...):\n        ...  # tensors of the result\'s shapes, from the arguments\' and the state\'s')
+CASES['torchbind_unshaped'] = lambda: E.torchbind_unshaped(
+    "add", "__torch__.torch.classes.ns._Foo", "m.py:4 `return x * self.foo.add(3)`",
+    "its fake returns int, not tensors")
+GOLDEN['torchbind_unshaped'] = ('ScriptModuleInput', "m.py:4 `return x * self.foo.add(3)` calls the method `add` of a TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind class: C++ code outside PyTorch's operators), shaped by its registered fake class, and its fake returns int, not tensors: safetrace needs the fake to return tensors (or None) whose sizes come from the arguments and the object's state (a number would be fixed at its export value).\nFix: give the fake class a method `add` that returns tensors of the result's shapes (and __obj_unflatten__), or compute a number in forward with tensor ops")
+CASES['torchbind_save'] = lambda: E.torchbind_save(["obj_foo"], "__torch__.torch.classes.ns._Foo")
+GOLDEN['torchbind_save'] = ('ScriptModuleInput', "st.save cannot write obj_foo (`__torch__.torch.classes.ns._Foo`, a TorchScript custom class object): safetrace's file format holds tensors and an allowlisted graph only, and no form of such an object is on the allowlist (loading one would run its class's own deserialization on the file's bytes).\nFix: keep the object out of the saved program (compute its method with tensor ops or a custom op), or save torch's program, which stores the object with its class's __getstate__, for trusted files only: torch.export.save(ep.to_torch(), path)")
 CASES["compiled_specialized"] = lambda: E.compiled_specialized(
     "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
 CASES['script_node'] = lambda: E.script_node("encoder", "RecursiveScriptModule", "forward", "prim::RaiseException", "m.py:5 `return self.encoder(x)`")

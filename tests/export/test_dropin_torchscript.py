@@ -273,13 +273,13 @@ class CallsTorchbind(nn.Module):
         return x + self.packed.unpack()[0].dequantize()
 
 
-def test_a_torchbind_objects_method_is_refused_naming_the_class() -> None:
-    """A TorchScript custom class object's method (C++ code, no graph; torch records
-    call_torchbind from a registered fake class): refused, naming the class, the call's
-    line and the custom-op fix."""
+def test_a_torchbind_objects_method_without_a_fake_class_is_refused_naming_it() -> None:
+    """A TorchScript custom class object's method (C++ code, no graph) whose class has no
+    registered fake class (torch records call_torchbind from one: test_dropin_torchbind.py):
+    refused, naming the class, the call's line and the registration to paste."""
     model = CallsTorchbind()
     model(torch.zeros(3, 2))  # eager runs it
     with pytest.raises(st.UnsupportedInputError, match="LinearPackedParamsBase") as info:
         st.export(model, (torch.zeros(3, 2),))
     assert "self.packed.unpack()" in str(info.value)
-    assert "torch.library.custom_op" in info.value.fix
+    assert 'register_fake_class("quantized::LinearPackedParamsBase")' in info.value.fix

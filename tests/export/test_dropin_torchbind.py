@@ -1,0 +1,166 @@
+"""A torchbind object's method called in forward (issue 21; torch's
+test_unflatten_constant_obj): one ``call_torchbind`` node shaped by the fake class
+registered for the object's class, the object a constant of the program (torch's
+``CUSTOM_OBJ`` input after ``to_torch()``), the real method's results checked against the
+fake's shapes when the program runs.  No fake class, a number returned, an object the
+model does not hold, and ``st.save`` of such a program: refused."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+from tests.export.dropin_check import check_program, same
+
+_LIB = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorchbind_test.so")
+pytestmark = pytest.mark.skipif(not os.path.exists(_LIB), reason="torch's torchbind test library")
+_QUAL = "_TorchScriptTesting::_Foo"
+_FULL = "__torch__.torch.classes._TorchScriptTesting._Foo"
+
+
+def _foo(x: int, y: int) -> torch.ScriptObject:
+    torch.ops.load_library(_LIB)
+    return torch.classes._TorchScriptTesting._Foo(x, y)
+
+
+def _state(obj: torch.ScriptObject) -> tuple:
+    return obj.__obj_flatten__()
+
+
+@pytest.fixture
+def fake_foo():
+    """A fake class for _Foo while the test runs: add_tensor gives `z`'s shape (the real
+    method's is (x + y) * z); `shrunk` lies about it (one row)."""
+    torch.ops.load_library(_LIB)
+
+    class FakeFoo:
+        shrunk = False
+
+        def __init__(self, x: int, y: int) -> None:
+            self.x, self.y = x, y
+
+        @classmethod
+        def __obj_unflatten__(cls, flat):
+            return cls(**dict(flat))
+
+        def add_tensor(self, z):
+            return z[:1] * 2 if FakeFoo.shrunk else (self.x + self.y) * z
+
+        def add(self, k):
+            return self.x + k
+
+    registry = torch._library.fake_class_registry
+    before = registry.find_fake_class(_FULL)
+    torch._library.register_fake_class(_QUAL)(FakeFoo)
+    try:
+        yield FakeFoo
+    finally:
+        registry.deregister_fake_class(_QUAL)
+        if before is not None:  # (another test's, registered for the process)
+            torch._library.register_fake_class(_QUAL)(before)
+
+
+class Inner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attr = _foo(10, 20)
+
+    def forward(self, x):
+        return x + self.attr.add_tensor(x)
+
+
+class Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.submod = Inner()
+
+    def forward(self, x):
+        return x + self.submod(x)
+
+
+def test_a_held_objects_method_is_one_node_checked_against_eager(fake_foo) -> None:
+    model = Outer()
+    before = _state(model.submod.attr)
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    calls = [n for n in ep.graph.nodes if n.target is torch.ops.higher_order.call_torchbind]
+    assert len(calls) == 1 and calls[0].args[1] == "add_tensor"
+    assert _state(model.submod.attr) == before  # (the export ran the fake only)
+    check_program(ep, model, [(torch.randn(n, 3),) for n in (0, 1, 5)],
+                  bad=[(torch.randn(4, 2),), (torch.randn(4, 3, 1),),
+                       (torch.randn(4, 3, dtype=torch.float64),)])
+
+
+def test_to_torch_lifts_the_object_as_torchs_custom_obj(fake_foo) -> None:
+    model = Outer()
+    tep = st.export(model, (torch.randn(2, 3),),
+                    dynamic_shapes={"x": {0: Dim("b")}}).to_torch()
+    (spec,) = [s for s in tep.graph_signature.input_specs
+               if s.kind == torch.export.graph_signature.InputKind.CUSTOM_OBJ]
+    assert spec.target == "submod.attr" and tep.constants["submod.attr"] is model.submod.attr
+    x = torch.randn(6, 3)
+    same(tep.module()(x), model(x))
+    same(torch.export.unflatten(tep)(x), model(x))
+
+
+def test_a_result_of_other_sizes_than_the_fake_gives_stops_the_program(fake_foo) -> None:
+    """The fake says one row, the real method returns all of them: the check after the
+    call stops the program rather than letting it broadcast."""
+    fake_foo.shrunk = True
+    ep = st.export(Inner(), (torch.randn(2, 3),))
+    with pytest.raises(st.RuntimeAssertionError, match="add_tensor returned a tensor"):
+        ep.module()(torch.randn(2, 3))
+
+
+def test_without_a_fake_class_it_is_refused_with_the_registration_to_paste() -> None:
+    model = Inner()
+    if torch._library.fake_class_registry.find_fake_class(_FULL) is not None:
+        pytest.skip("a fake class for _Foo is registered in this process")
+    with pytest.raises(st.UnsupportedInputError, match="no fake class is registered") as info:
+        st.export(model, (torch.randn(2, 3),))
+    assert '@torch._library.register_fake_class("_TorchScriptTesting::_Foo")' in info.value.fix
+    assert "def add_tensor(self" in info.value.fix
+
+
+class ReturnsNumber(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attr = _foo(1, 2)
+
+    def forward(self, x):
+        return x * self.attr.add(3)
+
+
+def test_a_number_result_is_refused(fake_foo) -> None:
+    """The real method's number would be fixed at its export value."""
+    with pytest.raises(st.UnsupportedInputError, match="returns int, not tensors"):
+        st.export(ReturnsNumber(), (torch.randn(2),))
+
+
+_GLOBAL: list = []
+
+
+class ReadsGlobalObject(nn.Module):
+    def forward(self, x):
+        return _GLOBAL[0].add_tensor(x)
+
+
+def test_an_object_the_model_does_not_hold_is_refused(fake_foo) -> None:
+    _GLOBAL[:] = [_foo(1, 1)]
+    with pytest.raises(st.UnsupportedInputError, match="no module of the exported model") as info:
+        st.export(ReadsGlobalObject(), (torch.randn(2),))
+    assert "self.obj.add_tensor(...)" in info.value.fix
+
+
+def test_saving_a_program_holding_an_object_is_refused(fake_foo) -> None:
+    """The file format has no allowlisted form of a custom class object."""
+    ep = st.export(Outer(), (torch.randn(2, 3),))
+    with pytest.raises(st.UnsupportedInputError, match="custom class object") as info:
+        st.save(ep, io.BytesIO())
+    assert "torch.export.save(ep.to_torch(), path)" in info.value.fix
