@@ -38,7 +38,7 @@ from safetrace.interop.modes import conversion_mode, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
-from safetrace.interop.torchbind import custom_obj_input
+from safetrace.interop.torchbind import custom_obj_input, custom_obj_values
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
@@ -92,6 +92,7 @@ class _Converter:
         self.attrs: dict[str, torch.fx.GraphModule] = {}  # the graph's subgraphs
         self.submodule_of: dict[torch.fx.Node, torch.fx.GraphModule] = {}  # get_attr's
         self.export_grad: bool | None = None  # grad mode at export, where regions exist
+        self.custom_targets: dict[str, str] = {}  # a torchbind object's placeholder -> path
 
     # -- the whole conversion --------------------------------------------------------------
     def run(self) -> Any:
@@ -136,6 +137,7 @@ class _Converter:
                                         if n.op == "output"))
             self._check_narrowing()
         shared_custom_meta(calls, self.graph)
+        custom_obj_values(self, self.graph)
         for node in self.graph.find_nodes(op="call_function", target=_SIZE):
             if not node.users:  # a size read for no check: dead code to torch
                 self.graph.erase_node(node)

@@ -29,6 +29,8 @@ import torch
 from safetrace.errors import script_method_call, script_node, torchbind_call
 from safetrace.trace import torchbind
 from safetrace.trace.current import active_tracer, exporting
+from safetrace.trace.recorder import Recorder
+from safetrace.trace.registry import handles
 from safetrace.trace.script_graph import run_method
 from safetrace.trace.source import short, stack_trace
 
@@ -141,6 +143,20 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
             return run_method(method, attribute[0], args, kwargs, attribute[1], where)
         raise script_method_call(method.name, where)
     return original(owner, *args, **kwargs)
+
+
+if torchbind.CALL_TORCHBIND is not None:
+    @handles(torchbind.CALL_TORCHBIND)
+    def _call_torchbind(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``call_torchbind(obj, method, *args)`` met in the traced code (a program module
+        of ours or torch's, exported again): the same node, when the model holds `obj`."""
+        obj, method, *rest = args
+        where = short(stack_trace(3))
+        held = _held_object(obj) if torchbind.is_torchbind(obj) else None
+        if held is None:
+            raise torchbind_call(method, torchbind.class_name(obj) if isinstance(
+                obj, torch.ScriptObject) else type(obj).__name__, where)
+        return torchbind.call(tr, held, method, tuple(rest), kwargs, where, enter=True)
 
 
 def patches() -> list[tuple[Any, str, Any]]:

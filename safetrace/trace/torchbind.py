@@ -51,8 +51,10 @@ def class_name(obj: Any) -> str:
     return obj._type().qualified_name()
 
 
-def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where: str) -> Any:
-    """``held.method(*args, **kwargs)`` of the object `held` (the model's attribute)."""
+def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where: str,
+         enter: bool = False) -> Any:
+    """``held.method(*args, **kwargs)`` of the object `held` (the model's attribute);
+    `enter`: the tracer's mode is to be entered for the fake (a handler's call)."""
     kind = class_name(held)
     fake_class = find_fake_class(kind) if find_fake_class is not None else None
     if fake_class is None or CALL_TORCHBIND is None:
@@ -67,7 +69,11 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     saved = tr.recording, tr.pending_checks
     tr.recording, tr.pending_checks = False, []
     try:
-        result = fn(*args, **kwargs)
+        if enter:
+            with tr:
+                result = fn(*args, **kwargs)
+        else:
+            result = fn(*args, **kwargs)
         checks = tr.pending_checks
     finally:
         tr.recording, tr.pending_checks = saved

@@ -164,3 +164,14 @@ def test_saving_a_program_holding_an_object_is_refused(fake_foo) -> None:
     with pytest.raises(st.UnsupportedInputError, match="custom class object") as info:
         st.save(ep, io.BytesIO())
     assert "torch.export.save(ep.to_torch(), path)" in info.value.fix
+
+
+def test_the_program_module_exports_again_with_its_call(fake_foo) -> None:
+    """ep.module() holds the object; exported again, its call_torchbind node is the same
+    call, checked against eager as before."""
+    model = Outer()
+    ep = st.export(model, (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    again = st.export(ep.module(), (torch.randn(2, 3),), dynamic_shapes={"x": {0: Dim("b")}})
+    assert any(n.target is torch.ops.higher_order.call_torchbind for n in again.graph.nodes)
+    check_program(again, model, [(torch.randn(n, 3),) for n in (0, 1, 4)],
+                  bad=[(torch.randn(4, 2),)])
