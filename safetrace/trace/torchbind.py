@@ -59,6 +59,10 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     fake_class = find_fake_class(kind) if find_fake_class is not None else None
     if fake_class is None or CALL_TORCHBIND is None:
         raise errors.torchbind_no_fake(method, kind, where)
+    if tr.scope is not tr.scopes[0]:  # (the object would be an operand of the branch)
+        raise errors.torchbind_unshaped(method, kind, where, "the call is inside a "
+                                        "torch.cond branch or a loop body, where safetrace "
+                                        "does not record it")
     fn = getattr(_fake_object(held, fake_class, method, where), method, None)
     if not callable(fn):
         raise errors.torchbind_unshaped(method, kind, where,
@@ -85,6 +89,9 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     if result is not None and bad is not outs:
         raise errors.torchbind_unshaped(method, kind, where,
                                         f"its fake returns {type(bad).__name__}, not tensors")
+    wrong = _unlike_schema(held, method, result)
+    if wrong is not None:
+        raise errors.torchbind_unshaped(method, kind, where, wrong)
     trace = stack_trace(3, tr.nn_stack)
     nargs, nkwargs = pytree.tree_map(lambda a: tr.unwrap(a)[1], (args, kwargs))
     node = tr.scope.record(CALL_TORCHBIND, (_lift(tr, held), method, *nargs), nkwargs,
@@ -95,6 +102,28 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     for expr, msg, origin in checks:
         emit_assert(tr, expr, msg, origin or trace)
     return value
+
+
+def _unlike_schema(held: Any, method: str, result: Any) -> str | None:
+    """How the fake's result differs in form from what the method's schema returns (a
+    tensor, a tuple of tensors, None), or None when it has that form."""
+    returns = [r.type for r in getattr(held, method).schema.returns]
+    if len(returns) == 1 and isinstance(returns[0], torch.TupleType):
+        returns, single = list(returns[0].elements()), False
+    else:
+        single = len(returns) == 1
+    tensor = torch.TensorType.get()
+    if any(t != tensor for t in returns) and returns != [torch.NoneType.get()]:
+        return (f"the method returns {', '.join(map(str, returns))} (the program can check "
+                f"tensors and tuples of them only)")
+    if returns in ([], [torch.NoneType.get()]):
+        form = result is None
+    elif single:
+        form = isinstance(result, Proxy)
+    else:
+        form = isinstance(result, tuple) and len(result) == len(returns)
+    return None if form else (f"its fake returns {type(result).__name__} where the "
+                              f"method's schema returns {returns or 'nothing'}")
 
 
 def _check_result(tr: Recorder, p: Proxy, what: str, i: int, trace: str) -> None:

@@ -41,7 +41,7 @@ def fake_foo():
     torch.ops.load_library(_LIB)
 
     class FakeFoo:
-        shrunk = False
+        shrunk = tupled = False
 
         def __init__(self, x: int, y: int) -> None:
             self.x, self.y = x, y
@@ -51,6 +51,8 @@ def fake_foo():
             return cls(**dict(flat))
 
         def add_tensor(self, z):
+            if FakeFoo.tupled:
+                return z, z
             return z[:1] * 2 if FakeFoo.shrunk else (self.x + self.y) * z
 
         def add(self, k):
@@ -118,6 +120,14 @@ def test_a_result_of_other_sizes_than_the_fake_gives_stops_the_program(fake_foo)
         ep.module()(torch.randn(2, 3))
 
 
+def test_a_fake_result_of_another_form_than_the_schema_is_refused(fake_foo) -> None:
+    """add_tensor returns one Tensor: a fake giving a tuple would make the program index
+    the real tensor's rows."""
+    fake_foo.tupled = True
+    with pytest.raises(st.UnsupportedInputError, match="where the method's schema returns"):
+        st.export(Inner(), (torch.randn(2, 3),))
+
+
 def test_without_a_fake_class_it_is_refused_with_the_registration_to_paste() -> None:
     model = Inner()
     if torch._library.fake_class_registry.find_fake_class(_FULL) is not None:
@@ -175,3 +185,17 @@ def test_the_program_module_exports_again_with_its_call(fake_foo) -> None:
     assert any(n.target is torch.ops.higher_order.call_torchbind for n in again.graph.nodes)
     check_program(again, model, [(torch.randn(n, 3),) for n in (0, 1, 4)],
                   bad=[(torch.randn(4, 2),)])
+
+
+class CallsInBranch(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attr = _foo(1, 2)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: self.attr.add_tensor(t), lambda t: t * 2, (x,))
+
+
+def test_a_call_inside_a_cond_branch_is_refused(fake_foo) -> None:
+    with pytest.raises(st.UnsupportedInputError, match="inside a torch.cond branch"):
+        st.export(CallsInBranch(), (torch.randn(3),))
