@@ -18,6 +18,7 @@ unknown.  No fake class, a fake class without the method, a result that is not t
 from __future__ import annotations
 
 import operator
+import weakref
 from typing import Any
 
 import torch
@@ -39,6 +40,7 @@ CALL_TORCHBIND = getattr(torch.ops.higher_order, "call_torchbind", None)
 _ASSERT_META = torch.ops.aten._assert_tensor_metadata.default
 _SIZE = torch.ops.aten.sym_size.int
 _ORIGINAL_CALL = torch.ScriptMethod.__call__  # (scripted.py's patch sends calls here)
+_FAKES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tracer -> {id: fake}
 
 
 def is_torchbind(value: Any) -> bool:
@@ -63,7 +65,11 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
         raise errors.torchbind_unshaped(method, kind, where, "the call is inside a "
                                         "torch.cond branch or a loop body, where safetrace "
                                         "does not record it")
-    fn = getattr(_fake_object(held, fake_class, method, where), method, None)
+    fakes = _FAKES.setdefault(tr, {})  # (one fake per object for the whole trace: the
+    fake = fakes.get(id(held))           # state its methods change carries to later calls)
+    if fake is None:
+        fake = fakes[id(held)] = _fake_object(held, fake_class, method, where)
+    fn = getattr(fake, method, None)
     if not callable(fn):
         raise errors.torchbind_unshaped(method, kind, where,
                                         f"its fake class {fake_class.__name__} has no "
@@ -106,8 +112,14 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
 
 def _unlike_schema(held: Any, method: str, result: Any) -> str | None:
     """How the fake's result differs in form from what the method's schema returns (a
-    tensor, a tuple of tensors, None), or None when it has that form."""
-    returns = [r.type for r in getattr(held, method).schema.returns]
+    tensor, a tuple of tensors, None), or None when it has that form; a method that
+    writes an argument in place (the trace would not know the new values) is refused."""
+    schema = getattr(held, method).schema
+    written = [a.name for a in schema.arguments[1:]
+               if a.alias_info is not None and a.alias_info.is_write]
+    if written:
+        return f"the method writes its argument `{written[0]}` in place ({schema})"
+    returns = [r.type for r in schema.returns]
     if len(returns) == 1 and isinstance(returns[0], torch.TupleType):
         returns, single = list(returns[0].elements()), False
     else:

@@ -199,3 +199,59 @@ class CallsInBranch(nn.Module):
 def test_a_call_inside_a_cond_branch_is_refused(fake_foo) -> None:
     with pytest.raises(st.UnsupportedInputError, match="inside a torch.cond branch"):
         st.export(CallsInBranch(), (torch.randn(3),))
+
+
+@pytest.fixture
+def fake_queue():
+    """torch's test queue (_TensorQueue: push, pop in FIFO order) with a fake whose state
+    (the queued tensors' metadata) carries from call to call within one trace."""
+    torch.ops.load_library(_LIB)
+
+    class FakeQueue:
+        def __init__(self, queue) -> None:
+            self.queue = queue
+
+        @classmethod
+        def __obj_unflatten__(cls, flat):
+            return cls(dict(flat)["queue"])
+
+        def push(self, t):
+            self.queue.append(t)
+
+        def pop(self):
+            return self.queue.pop(0)
+
+    registry = torch._library.fake_class_registry
+    qual = "_TorchScriptTesting::_TensorQueue"
+    before = registry.find_fake_class("__torch__.torch.classes._TorchScriptTesting._TensorQueue")
+    torch._library.register_fake_class(qual)(FakeQueue)
+    try:
+        yield FakeQueue
+    finally:
+        registry.deregister_fake_class(qual)
+        if before is not None:
+            torch._library.register_fake_class(qual)(before)
+
+
+class PushPop(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue = torch.classes._TorchScriptTesting._TensorQueue(torch.zeros(1))
+
+    def forward(self, x):
+        self.queue.push(x.cos())
+        return self.queue.pop() + x
+
+
+def test_a_stateful_objects_calls_share_one_fake_state(fake_queue) -> None:
+    """pop() returns what push() queued: its shape comes from the fake's state, changed by
+    the earlier call in the same trace (each call a node, in order)."""
+    torch.ops.load_library(_LIB)
+    model = PushPop()
+    ep = st.export(model, (torch.randn(3, 2),), dynamic_shapes={"x": {0: Dim("n")}})
+    methods = [n.args[1] for n in ep.graph.nodes
+               if n.target is torch.ops.higher_order.call_torchbind]
+    assert methods == ["push", "pop"]
+    assert model.queue.size() == 0  # (the export ran the fake only)
+    check_program(ep, model, [(torch.randn(n, 2),) for n in (0, 1, 5)],
+                  bad=[(torch.randn(4),)])
