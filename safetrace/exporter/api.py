@@ -319,12 +319,19 @@ class Exporter:
         for (t, name, kind, persistent), node in zip(lifted,
                                                      add_placeholders(self.graph, places)):
             # (Proxy.__new__ inline: a real tensor's sizes are ints, its meta made from
-            # its static key without TensorMeta's look at each size)
-            meta = TensorMeta(t.shape, t.dtype, t.device) if t._has_symbolic_sizes_strides \
-                else static_meta((tuple(t.shape), t.dtype, t.device))
+            # its static key without TensorMeta's look at each size; `t.device` makes a
+            # new device object at each read, a CPU tensor's is the one CPU device)
+            if t._has_symbolic_sizes_strides:
+                meta, shape = TensorMeta(t.shape, t.dtype, t.device), None
+            else:
+                shape = tuple(t.shape)
+                meta = static_meta((shape, t.dtype, _CPU if t.is_cpu else t.device))
             p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
             p.st_meta, p.st_node = meta, node
-            if not exact_contiguous(t):
+            # (exact_contiguous, inline where no size is 0 or 1: is_contiguous() has then
+            # compared every stride with the row-major one)
+            if not (shape is not None and 1 not in shape and 0 not in shape and
+                    t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
                 p.st_contig, p.st_strides = None, tuple(t.stride())
             node.meta.update(val=p, stack_trace="", kind=kind, target=name)
             state[id(t)] = node
@@ -598,7 +605,7 @@ def _common_device(leaves: list) -> torch.device:
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
 _STRIDED = torch.strided
-_META = torch.device("meta")
+_META, _CPU = torch.device("meta"), torch.device("cpu")
 # an input's path -> pytree.placeholder_name of it (cached)
 _STATE_NAMES: dict[str, str] = {}
 

@@ -171,22 +171,23 @@ class ModuleGuard:
                 self.saved.append((mname, mod,
                                    params.copy() if type(params) is dict else _copy(params),
                                    buffers.copy() if type(buffers) is dict else _copy(buffers),
-                                   attrs, mod.training, d.copy()))
+                                   attrs, mod.training, d.copy(), layout))
                 if "_c" in d or "_actual_script_module" in d:
                     self.scripted += _script_attributes(mod)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         same = operator.is_
-        for mname, mod, params, buffers, _, training, everything in self.saved:
-            # whether each dict differs from its copy now: same keys in the same order,
-            # each with the same value object (a key removed and added again reads as
-            # changed: then the dict is restored from the copy, which changes nothing)
+        for mname, mod, params, buffers, _, training, everything, layout in self.saved:
+            # whether each dict differs from its copy now: the same keys in the same order
+            # (tuples of keys compared in C: equal keys are the same key to a dict), each
+            # with the same value object (a key removed and added again reads as changed:
+            # then the dict is restored from the copy, which changes nothing)
             now = mod._buffers
             if type(now) is not dict:
                 now = _table(now)
             if len(now) != len(buffers) or not all(map(same, now.values(), buffers.values())) \
-                    or not all(map(same, now, buffers)):
+                    or tuple(now) != tuple(buffers):
                 now = mod._buffers
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
@@ -196,11 +197,11 @@ class ModuleGuard:
             if type(now) is not dict:
                 now = _table(now)
             if len(now) != len(params) or not all(map(same, now.values(), params.values())) \
-                    or not all(map(same, now, params)):
+                    or tuple(now) != tuple(params):
                 _restore(mod._parameters, params)
             d = mod.__dict__
             if len(d) != len(everything) or not all(map(same, d.values(), everything.values())) \
-                    or not all(map(same, d, everything)):
+                    or tuple(d) != layout:  # (the keys at entry: `everything`'s)
                 self._note_scalars(mname, mod, d, everything)
                 for k in [k for k in d if k not in everything]:
                     del d[k]

@@ -12,11 +12,13 @@ torch's global module hooks run on every thread: only the exporting thread's cal
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.nn.modules import module as nn_module
 from torch.utils import _pytree
 
 from safetrace import errors as E
@@ -66,25 +68,29 @@ class ModuleStack:
     """The context manager of ``module_stack`` (a class: every export enters one, and a
     generator's context manager costs more than its body for small models)."""
 
-    __slots__ = ("model", "tracer", "preserve", "walk", "found", "handles")
+    __slots__ = ("model", "tracer", "preserve", "walk", "found", "handles", "keys")
 
     def __init__(self, model: Any, tracer: Recorder, preserve: Any,
                  walk: list | None) -> None:
         self.model, self.tracer, self.preserve, self.walk = model, tracer, preserve, walk
         self.found = Hierarchy()
-        self.handles: list = []
+        self.handles: list = []  # the preserved calls' hooks on their modules
+        self.keys: tuple[int, int] | None = None  # the global pre-hook's and hook's ids
 
     def __enter__(self) -> Hierarchy:
         model, tracer, found = self.model, self.tracer, self.found
         preserve = _preserved_names(model, self.preserve)
         if not isinstance(model, torch.nn.Module):
             return found
-        self.handles = _install_hooks(model, tracer, preserve, self.walk, found)
+        self.keys, self.handles = _install_hooks(model, tracer, preserve, self.walk, found)
         return found
 
     def __exit__(self, *exc: Any) -> None:
         if not isinstance(self.model, torch.nn.Module):
             return
+        if self.keys is not None:
+            _remove_global(*self.keys)
+            self.keys = None
         for h in self.handles:
             h.remove()
         self.tracer.nn_stack = None
@@ -95,13 +101,13 @@ class ModuleStack:
     def global_hook_ids(self) -> frozenset[int]:
         """The ids of the global module hooks this stack registered (while entered): the
         export's own, not the user's (``exporter/root_hooks.py`` leaves them out)."""
-        return frozenset(h.id for h in self.handles[:2])
+        return frozenset(self.keys or ())
 
 
 def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str],
-                   walk: list | None, found: Hierarchy) -> list:
+                   walk: list | None, found: Hierarchy) -> tuple[tuple[int, int], list]:
     """Register the hooks that keep the stack (and record the preserved calls); gives
-    their handles."""
+    the global hooks' ids and the preserved calls' hook handles."""
     facts = getattr(walk, "facts", None)  # (pytree.walk_of's: kept while the walk is)
     tables = facts.get("stack") if facts is not None else None
     if tables is None:
@@ -181,16 +187,40 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         call.outputs = [_value(tracer, v, f"{call.fqn} output") for v in leaves]
         found.calls.append(call)
 
-    h1 = torch.nn.modules.module.register_module_forward_pre_hook(pre)
-    # (always_call: a call whose forward raised is popped too, its exception caught by a
-    # caller; trace/session.py keeps nn.Module._call_impl on that path under export)
-    h2 = torch.nn.modules.module.register_module_forward_hook(post, always_call=True)
     handles = []
     for ident, fqn in preserved_for.items():  # (once per module, whatever its paths)
         mod = model.get_submodule(fqn)
         handles.append(mod.register_forward_pre_hook(call_pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(call_post, with_kwargs=True))
-    return [h1, h2, *handles]
+    # (registered last, nothing after them can raise; the global hooks run before a
+    # module's own whatever the order they were registered in; always_call: a call whose
+    # forward raised is popped too, its exception caught by a caller; trace/session.py
+    # keeps nn.Module._call_impl on that path under export)
+    return _add_global(pre, post), handles
+
+
+# ids of the module stack's global hooks: negative, so never one of torch's handles' ids
+# (RemovableHandle counts up from 0); next() on a count is atomic, for exporting threads
+_GLOBAL_IDS = itertools.count(-1, -1)
+
+
+def _add_global(pre: Any, post: Any) -> tuple[int, int]:
+    """Register `pre` as a global module forward pre-hook and `post` as a global forward
+    hook with ``always_call``, as ``register_module_forward_pre_hook`` and
+    ``register_module_forward_hook`` do, without their handles (whose weak references and
+    class counter cost a tiny export ~20k instructions); gives their ids."""
+    pre_id, post_id = next(_GLOBAL_IDS), next(_GLOBAL_IDS)
+    nn_module._global_forward_pre_hooks[pre_id] = pre
+    nn_module._global_forward_hooks[post_id] = post
+    nn_module._global_forward_hooks_always_called[post_id] = True
+    return pre_id, post_id
+
+
+def _remove_global(pre_id: int, post_id: int) -> None:
+    """Remove the hooks `_add_global` registered (as their handles' ``remove``)."""
+    nn_module._global_forward_pre_hooks.pop(pre_id, None)
+    nn_module._global_forward_hooks.pop(post_id, None)
+    nn_module._global_forward_hooks_always_called.pop(post_id, None)
 
 
 def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:

@@ -119,9 +119,12 @@ def held_code(m: Any) -> list[tuple[str, Any]]:
     if plain is not None and plain[0]() is m and len(d) == plain[1]:
         # still no code: each scanned key bound to the same object, no hook (only
         # nn.Module's own tables, never scanned, could give way to a new key unseen here)
+        # (the values read by one itemgetter call each, in C, where it gives a tuple)
+        values, hooks = plain[5], plain[6]
         try:
-            if all(map(operator.is_, map(d.__getitem__, plain[2]), plain[4])) and \
-                    not any(map(d.__getitem__, plain[3])):
+            if all(map(operator.is_, map(d.__getitem__, plain[2]) if values is None
+                       else values(d), plain[4])) and \
+                    not any(map(d.__getitem__, plain[3]) if hooks is None else hooks(d)):
                 return []
         except KeyError:  # (a key gone)
             pass
@@ -195,11 +198,19 @@ def _keep_plain(m: Any, d: dict, keys: tuple, hooks: tuple) -> None:
         ref = weakref.ref(m, lambda _, key=key: _PLAIN.pop(key, None))
     except TypeError:  # (a class without weak references: scanned every export)
         return
-    _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)))
+    _PLAIN[key] = (ref, len(d), keys, hooks, tuple(map(d.__getitem__, keys)),
+                   _items_of(keys), _items_of(hooks))
+
+
+def _items_of(keys: tuple) -> Any:
+    """``operator.itemgetter(*keys)``, which gives the tuple of a dict's values at `keys`
+    in one C call; None for fewer than two keys (then it gives no tuple)."""
+    return operator.itemgetter(*keys) if len(keys) > 1 else None
 
 
 # id(module) -> (a weak reference to it, its __dict__'s size, the keys scanned, its hook
-# dicts' keys, the values scanned): modules found holding no code (_keep_plain)
+# dicts' keys, the values scanned, an itemgetter of each key list or None): modules found
+# holding no code (_keep_plain)
 _PLAIN: dict[int, tuple] = {}
 # attribute types that never hold code, and containers (empty ones hold none)
 _ATOMS = frozenset((bool, int, float, str, type(None), torch.Tensor, torch.nn.Parameter))
