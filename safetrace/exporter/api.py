@@ -428,8 +428,9 @@ class Exporter:
             if found is not None:
                 return found
             if is_torchbind(t):  # (a torchbind object, lifted: found where it is held)
-                full = next((f"{m}.{k}" if m else k for m, *_, held in guard.saved
-                             for k, v in held.items() if v is t), f"lifted_custom_{id(t)}")
+                full = next((f"{m}.{k}" if m else k for m, mod, *_ in guard.saved
+                             for k, v in vars(mod).items() if v is t),
+                            f"lifted_custom_{id(t)}")
                 names[id(t)] = pytree.placeholder_name("obj_" + full)
                 self.constant_fqns[names[id(t)]] = full
                 return names[id(t)]
