@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, cond_outputs, env_of, input_nodes, output_vals,
+    Side, Unsplittable, branch_graph, cond_outputs, env_of, output_vals,
     placeholders, unified_constants,
 )
 from safetrace.exporter.compare import contract_key, note, signature_key
