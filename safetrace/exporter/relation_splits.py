@@ -56,11 +56,15 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
         if not named or any(contract.symbol(s) is None or not contract.symbol(s).backed
                             for s in syms) or not _plain(c.cond):
             continue
-        points = [p for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS)
-                  if not requirements_only(env, p, True)]
-        if not points:
+        point = None
+        for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+            if (point is None or all(p[s] >= 2 for s in named)) and \
+                    not requirements_only(env, p, True):
+                point = p
+                if all(p[s] >= 2 for s in named):
+                    break
+        if point is None:
             continue
-        point = max(points, key=lambda p: min(p[s] >= 2 for s in named))
         out = {}
         for s in named:
             dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
