@@ -48,20 +48,21 @@ _OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or",
 def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     """[(the condition, {Dim name: (hint, lo, hi)})]: the first residual condition on
     backed sizes, named Dims among them, that some sizes in the declared ranges break
-    where a branch of the code (no requirement) fails, with those sizes as hints (sizes of
-    at least 2 preferred: 0 and 1 are special to code); [] when none."""
+    where a branch of the code (no requirement) fails, with those sizes as hints (the
+    most sizes of at least 2 preferred, then 0: 1 is special to code); [] when none."""
     for c in contract.conditions:
         syms = c.cond.free_symbols
         named = sorted(s for s in syms if s in dyn.dim_names)
         if not named or any(contract.symbol(s) is None or not contract.symbol(s).backed
                             for s in syms) or not _plain(c.cond):
             continue
-        point = None
+        point, best = None, -1
         for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
-            if (point is None or all(p[s] >= 2 for s in named)) and \
-                    not requirements_only(env, p, True):
-                point = p
-                if all(p[s] >= 2 for s in named):
+            # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
+            score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
+            if score > best and not requirements_only(env, p, True):
+                point, best = p, score
+                if score == 2 * len(named):
                     break
         if point is None:
             continue
