@@ -22,6 +22,7 @@ from safetrace.exporter.module_inputs import module_nodes, module_types
 from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, unwrap_int_keys
 from safetrace.exporter import python_state
 from safetrace.exporter.call_check import check_call
+from safetrace.exporter.relation_splits import relation_sides
 from safetrace.exporter.small_splits import small_sides
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
@@ -287,6 +288,8 @@ class Exporter:
                                if s.kind.startswith("size test") and s.asserted)
         # a relation checked at run time that refuses sizes 0 or 1 eager computes at
         ep.small_sides = [] if problems else small_sides(self.env, contract, self.dyn)
+        ep.relation_sides = [] if problems else relation_sides(
+            self.env, contract, self.dyn)  # (any other relation: relation_splits.py)
         return ep
 
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None,

@@ -204,7 +204,7 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if isinstance(mine, Proxy) != isinstance(theirs, Proxy):
                 raise Unsplittable(f"output {k} differs in kind between the sides")
             if not isinstance(mine, Proxy):
-                if expr_key(mine, subst) != expr_key(theirs, {}) and (k, -1) not in fresh:
+                if _differ(mine, theirs, subst) and (k, -1) not in fresh:
                     fresh[k, -1] = make_int(env.new_unbacked(origin="a size split output"),
                                             env)
                 continue
@@ -212,7 +212,7 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             if a.dtype != b.dtype or len(a.shape) != len(b.shape):
                 raise Unsplittable(f"output {k} differs in dtype or rank between the sides")
             for d, (x, y) in enumerate(zip(a.shape, b.shape)):
-                if expr_key(x, subst) != expr_key(y, {}) and (k, d) not in fresh:
+                if _differ(x, y, subst) and (k, d) not in fresh:
                     lo = 0
                     fresh[k, d] = make_int(env.new_unbacked(lo=lo, origin="a size split "
                                                             "output"), env)
@@ -226,6 +226,16 @@ def output_vals(sides: list[Side], ref: Side, syms: dict, env: Any) -> list:
             v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
         out.append(v)
     return out
+
+
+def _differ(mine: Any, theirs: Any, subst: dict) -> bool:
+    """Whether the reference's size `mine` at a side's point (`subst`) is not the side's
+    `theirs`; so where the reference's form is undefined there (``ceil(s1/ceil(s1/2))`` of
+    ``x.chunk(2, 1)`` at s1 == 0 divides by zero): the cond's size is then a fresh one."""
+    try:
+        return expr_key(mine, subst) != expr_key(theirs, {})
+    except ZeroDivisionError:
+        return True
 
 
 def point_subst(side: Side, syms: dict) -> dict:

@@ -17,8 +17,9 @@ mid-graph instead of from the input sizes:
 
 Sound because each side is a complete export, sound where its own checks hold, and the
 branch taken is the side whose answer the test gives: the top's ops compute what that
-side's graph computes before its assert (the same ops on the same inputs, nothing written
-in place before the assert, no random op among them).  Where the other answer's trace
+side's graph computes before its assert (the same ops on the same inputs, no random op
+among them; a write before the assert only to a tensor those ops made, no view, copied
+with them in order).  Where the other answer's trace
 narrowed an input size (it was traced again for the narrower range: ``u0 == 1`` of a
 read from ``n`` rows needs ``n >= 1``), the top asserts the test or that range, so its
 graph never runs outside the sizes it was traced for.  Anything else (several tests,
@@ -165,15 +166,20 @@ def _size_of(g: torch.fx.Graph, ep: ExportedProgram, user: dict, name: str,
 
 def _reads(graph: torch.fx.Graph, check: torch.fx.Node) -> list[torch.fx.Node]:
     """The ops `check`'s condition depends on (graph order, placeholders aside), when the
-    top graph may compute them again: plain operators and size arithmetic, no random op,
-    and nothing written in place before the check (a copied op reads what it read there)."""
+    top graph may compute them again: plain operators and size arithmetic, no random op.
+    An in-place write before the check is copied with them where it writes a tensor they
+    read that an op of the graph made (``y = x.clone(); y.add_(1)``: a new tensor, no view
+    of another, written in its first argument only); any other write refuses."""
     order = {n: i for i, n in enumerate(graph.nodes)}
+    writes: dict = {}  # written tensor -> the writes, in graph order
     for n in graph.nodes:
         if n is check:
             break
         if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and \
                 mutates(n.target):
-            raise Unsplittable("an op writes in place before the size test")
+            if not _writes_a_new_tensor(n):
+                raise Unsplittable("an op writes in place before the size test")
+            writes.setdefault(n.args[0], []).append(n)
     seen: set = set()
     todo = [a for a in check.args[:1] if isinstance(a, torch.fx.Node)]
     if not todo:
@@ -190,7 +196,19 @@ def _reads(graph: torch.fx.Graph, check: torch.fx.Node) -> list[torch.fx.Node]:
                                f"compute again")
         seen.add(n)
         todo.extend(n.all_input_nodes)
+        todo.extend(w for w in writes.get(n, ()) if order[w] < order[check])
     return sorted(seen, key=order.__getitem__)
+
+
+def _writes_a_new_tensor(node: torch.fx.Node) -> bool:
+    """An in-place op writing its first argument only, a tensor a non-view op made."""
+    args = node.target._schema.arguments
+    written = [a.alias_info is not None and a.alias_info.is_write for a in args]
+    target = node.args[0] if node.args else None
+    return bool(written) and written[0] and not any(written[1:]) and \
+        isinstance(target, torch.fx.Node) and target.op == "call_function" and \
+        isinstance(target.target, torch._ops.OpOverload) and \
+        not target.target.is_view and not mutates(target.target)
 
 
 def checks_of(tests: tuple[str, ...]) -> Callable[[torch.fx.Node], bool]:

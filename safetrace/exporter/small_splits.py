@@ -34,7 +34,7 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     for c in contract.conditions:
         named = sorted(s for s in c.cond.free_symbols if s in dyn.dim_names and
                        contract.symbol(s) is not None and contract.symbol(s).backed)
-        if len({dyn.dim_names[s] for s in named}) < 2 or any(
+        if not named or len(c.cond.free_symbols) < 2 or any(
                 contract.symbol(s) is None or not contract.symbol(s).backed
                 for s in c.cond.free_symbols):
             continue
@@ -42,9 +42,12 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
             small = [s for s in named if point[s] < ASSUMED_MIN]
             if not small or requirements_only(env, point, True):
                 continue
-            name = dyn.dim_names[small[0]]
+            # (the smallest size first: at (1, 0) of `s0*s1 != 0` the 0 breaks it, and a
+            # split at s0 == 1 would only spend one of the splits)
+            first = min(small, key=lambda s: point[s])
+            name = dyn.dim_names[first]
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
-            v = point[small[0]]
+            v = point[first]
             if dim.min < dim.max:
                 return [(name, v, v, dim.min, dim.max, v, False)]
     return []

@@ -36,6 +36,7 @@ from safetrace.exporter.compare import (contract_key, note, residual_conditions,
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.relation_splits import split_relation
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.symbolic import make_bool, make_int
@@ -54,7 +55,8 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     declared ranges; a refusal that only narrows named Dims is split instead."""
     try:
         ep = same_either_way(run, {}, run({}), max_splits)
-        return split_small_sizes(run, ep, max_splits, _explore, combine)
+        ep = split_small_sizes(run, ep, max_splits, _explore, combine)
+        return split_relation(run, ep, max_splits)
     except DeclaredSpaceViolation as exc:
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
@@ -110,6 +112,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
             _explore(run, side, more[0], sides, budget)
             continue
         ep = same_either_way(run, side, ep, budget[1])
+        ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
         if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
             _explore(run, side, ep.small_sides[0], sides, budget)
             continue

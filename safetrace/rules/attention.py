@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, divides, every
+from safetrace.rules.common import (broadcast_shapes, check, decided_max, divides, either,
+                                    every, known)
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
 
@@ -37,15 +38,29 @@ def check_mask(op: str, query: TensorMeta, attn_mask: TensorMeta | None,
     check(not is_causal, op, "Explicit attn_mask should not be set when is_causal=True")
 
 
-def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta) -> TensorMeta:
-    """GQA: kv's heads (dim -3) repeated to the query's head count, which they divide."""
+def repeat_heads(op: str, query: TensorMeta, kv: TensorMeta, skipped: object = False
+                 ) -> TensorMeta:
+    """GQA: kv's heads (dim -3) repeated to the query's head count, which they divide
+    (`skipped`: where eager returns before looking at the heads, ``nothing_to_attend``)."""
     if query.ndim < 3 or kv.ndim < 3:
         return kv
     hq, hkv = query.shape[-3], kv.shape[-3]
-    # eager divides by the kv head count (a crash at 0)
-    check(divides(hkv, hq), op, f"Number of heads in key and value must divide the "
-                                          f"number of heads in query, got {hkv} and {hq}")
+    # eager divides by the kv head count (a crash at 0); where it may skip that, the
+    # modulo is by max(hkv, 1): the check's code, evaluated whole in a converted program
+    # (`x or y` as `x | y`), never divides by zero
+    ok = divides(hkv, hq) if skipped is False else every(
+        (hkv != 0, hq % decided_max(hkv, 1) == 0))
+    check(either((skipped, ok)), op, f"Number of heads in key and value must divide the "
+                                     f"number of heads in query, got {hkv} and {hq}")
     return kv.like(kv.shape[:-3] + (hq,) + kv.shape[-2:])
+
+
+def nothing_to_attend(query: TensorMeta, value: TensorMeta) -> object:
+    """Where eager's scaled_dot_product_attention returns zeros of the query's shape with
+    the value's last size at once, without looking at the heads or batch dims: no query
+    position (``L == 0``) or an empty value (torch 2.13, CPU, measured: zero kv heads
+    with ``enable_gqa`` run there, and a batch of 1 in the query stays 1)."""
+    return either((query.shape[-2] == 0, value.numel() == 0))
 
 
 @rule(aten.scaled_dot_product_attention.default)
@@ -53,12 +68,18 @@ def scaled_dot_product_attention(query: TensorMeta, key: TensorMeta, value: Tens
                                  attn_mask: TensorMeta | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, *, scale: float | None = None,
                                  enable_gqa: bool = False) -> TensorMeta:
-    """q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev), batch dims broadcast."""
+    """q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev), batch dims broadcast;
+    q's shape with Ev last where there is nothing to attend (``nothing_to_attend``)."""
     op = "aten.scaled_dot_product_attention"
     check_qkv(op, query, key, value)
     check_mask(op, query, attn_mask, is_causal)
+    skipped = nothing_to_attend(query, value)
+    zeros = query.like(query.shape[:-1] + (value.shape[-1],))
+    if skipped is True:
+        return zeros
     if enable_gqa:
-        key, value = repeat_heads(op, query, key), repeat_heads(op, query, value)
+        key = repeat_heads(op, query, key, skipped)
+        value = repeat_heads(op, query, value, skipped)
     scores = matmul(query, key.like(key.shape[:-2] + (key.shape[-1], key.shape[-2])))
     if attn_mask is not None:
         shape = broadcast_shapes(scores.shape, attn_mask.shape, op=op)
@@ -66,7 +87,12 @@ def scaled_dot_product_attention(query: TensorMeta, key: TensorMeta, value: Tens
                                                 for a, b in zip(shape, scores.shape)), op,
               f"output with shape {list(scores.shape)} doesn't match the broadcast shape "
               f"{list(shape)}")
-    return matmul(scores, value)
+    out = matmul(scores, value)
+    if skipped is False or (out.ndim == zeros.ndim and all(
+            a is b or (a == b) is True or known(a, "le", b) and known(a, "ge", b)
+            for a, b in zip(out.shape, zeros.shape))):
+        return out
+    return zeros if skipped else out  # (the batch dims broadcast: a guard on which)
 
 
 @rule(aten._scaled_dot_product_flash_attention_for_cpu.default)

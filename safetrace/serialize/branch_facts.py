@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -182,3 +182,32 @@ def _new_size(env: Any, p: Any, q: Any) -> Any:
     s = env.new_unbacked(int(low) if low != -math.inf else 0,
                          None if high == math.inf else int(high))
     return new_symbolic(s, env)
+
+
+def pinned(env: Any, run: Callable[[], tuple]) -> tuple:
+    """``run()``, a subgraph's evaluation (``memory._run``'s result) inside its scope, with
+    each output size read from data inside it that the subgraph's own checks make one
+    number (``torch._check(nz.shape[0] == 1)`` in a branch) as that number: outside the
+    scope the checks are no facts, and the exporter writes the cond's size so
+    (``trace/hops/ops.py: _fresh``).  Sound: the number is the size wherever the
+    subgraph runs to its end.  A size of the inputs keeps its form (a branch's fact on
+    it is the branch's: ``merged`` reads both)."""
+    before = set(env.symbols)
+    out, cands, work = run()
+    if not isinstance(out, (list, tuple)):
+        return out, cands, work
+    inner = set(env.symbols) - before
+    return type(out)(_pinned(env, v, inner) for v in out), cands, work
+
+
+def _pinned(env: Any, v: Any, inner: set) -> Any:
+    if not isinstance(v, TensorMeta) or all(type(s) is int for s in v.shape):
+        return v
+    shape = []
+    for s in v.shape:
+        e = None if type(s) is int else to_expr(s)
+        if e is not None and e.free_symbols and e.free_symbols <= inner:
+            c = env.simplify(e)
+            s = int(c.value) if c.op == "const" else s
+        shape.append(s)
+    return TensorMeta(tuple(shape), v.dtype, v.device)

@@ -33,7 +33,7 @@ from safetrace.symbolic.expr import FALSE
 from safetrace.symbolic.scope import scoped
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.asserted import Asserted
-from safetrace.serialize.branch_facts import branch_conditions, merged
+from safetrace.serialize.branch_facts import branch_conditions, merged, pinned
 from safetrace.serialize.predicate_sizes import predicate_values
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
@@ -563,7 +563,8 @@ class StaticMemory:
                         None if given is None else self.env.add_fact(given)
                     except ValueError:
                         pass  # (a branch that never runs: nothing assumed)
-                    self._subs[key] = self._run(graph, dict(zip(ph, values)), known, inputs)
+                    self._subs[key] = pinned(self.env, lambda: self._run(  # (sizes its
+                        graph, dict(zip(ph, values)), known, inputs))  # own checks pin)
                     if self.recorded is not None:
                         self.recorded.settle(graph, self.asserted.facts, values)
             finally:

@@ -202,3 +202,56 @@ def test_a_cond_output_has_the_layout_its_branches_give():
     with pytest.raises(st.UnsupportedOpError, match="memory layout"):
         st.export(_AsksACondOutputsLayout(), (torch.randn(4, 3),),
                   dynamic_shapes=({0: st.Dim("n")},))
+
+
+class _OneNonzeroEachBranch(torch.nn.Module):
+    """Each branch reads a size from data and pins it (torch._check) to 1: the cond's
+    output size is 1, not a size read from its output (was a KeyError: the fresh size
+    made for the two was a number)."""
+
+    def forward(self, x):
+        def hit(x):
+            nz = x.nonzero()
+            torch._check(nz.shape[0] == 1)
+            return nz * 2
+
+        def miss(x):
+            nz = (x == 0).nonzero()
+            torch._check(nz.shape[0] == 1)
+            return nz + 1
+        return torch.cond(x.sum() > 0, hit, miss, (x,))
+
+
+def test_branch_sizes_pinned_by_checks_inside_each_branch():
+    _pinned_sizes_match_eager(converted=False)
+
+
+@pytest.mark.slow
+def test_branch_sizes_pinned_by_checks_inside_each_branch_converted():
+    _pinned_sizes_match_eager(converted=True)
+
+
+def _pinned_sizes_match_eager(converted):
+    model = _OneNonzeroEachBranch()
+    ep = st.export(model, (torch.tensor([0.0, 1.0, 0.0]),), dynamic_shapes=N)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    buf.seek(0)
+    programs = [ep.module(), st.load(buf).module()]
+    programs += [ep.to_torch().module()] if converted else []
+    assert ep.graph_module.graph.find_nodes(op="call_function",
+                                            target=torch.ops.higher_order.cond)
+    for x in ([0.0, 2.0], [3.0], [-1.0, 0.0, -2.0], [0.0, 0.0, 5.0, 0.0]):
+        x = torch.tensor(x)
+        with python_semantics():
+            want = model(x)
+        assert want.shape[0] == 1
+        for m in programs:
+            assert_close(want, m(x))
+    for x in ([1.0, 1.0], [0.0, 0.0, 1.0, -1.0]):  # (eager's torch._check fails)
+        x = torch.tensor(x)
+        for m in programs:
+            with pytest.raises(Exception):
+                m(x)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.zeros(2, 2))

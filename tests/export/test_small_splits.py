@@ -76,3 +76,20 @@ def test_a_requirement_at_zero_stays_a_check():
     torch.testing.assert_close(ours(torch.randn(1, 0)), NeedsARow()(torch.randn(1, 0)))
     with pytest.raises(st.InputMismatchError):
         ours(torch.randn(0, 3))
+
+
+class EmptyOfFour(torch.nn.Module):
+    def forward(self, x):
+        if x.numel() == 0:  # (any of four dims at 0: a union of boxes, one per dim)
+            return x.sum(-1) + 1
+        return x.sum(-1) * 2
+
+
+def test_numel_zero_on_four_dims_from_zero_is_one_program():
+    # (fuzz seed 221: each split at 0 first, not at 1, so four splits cover the four dims)
+    spec = {i: Dim(f"d{i}", max=6) for i in range(4)}
+    ep = _matches_eager(EmptyOfFour(), spec, (2, 3, 4, 5),
+                        [(0, 3, 4, 5), (2, 0, 4, 5), (2, 3, 0, 5), (2, 3, 4, 0), (0, 0, 0, 0),
+                         (1, 1, 1, 1), (1, 0, 1, 1), (3, 2, 1, 6), (6, 6, 6, 6)],
+                        [(7, 1, 1, 1), (1, 1, 1, 7), (2, 2, 2)])
+    assert not ep.contract.conditions  # (no run-time check refuses a zero size)

@@ -34,6 +34,11 @@ SAMPLES = [
     Sample(SDPA, (T(8, 5, 8), T(2, 6, 8), T(2, 6, 3)), {"enable_gqa": True}),
     Sample(SDPA, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3)), {"enable_gqa": True}),
     Sample(SDPA, (T(2, 4, 0, 8), T(2, 4, 6, 8), T(2, 4, 6, 3))),
+    # nothing to attend (an empty value or no query position): eager returns zeros of the
+    # query's shape without looking at the heads or broadcasting the batch
+    Sample(SDPA, (T(2, 4, 5, 8), T(2, 0, 6, 8), T(2, 0, 6, 3)), {"enable_gqa": True}),
+    Sample(SDPA, (T(2, 3, 0, 8), T(2, 2, 6, 8), T(2, 2, 6, 3)), {"enable_gqa": True}),
+    Sample(SDPA, (T(1, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 0))),
     Sample(SDPA, (T(2, 4, 5, 8), T(2, 4, 0, 8), T(2, 4, 0, 3)), {"dropout_p": 0.0}),
     Sample(FLASH, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 8))),
     Sample(FLASH, (T(2, 4, 5, 8, dtype=bf16), T(2, 4, 6, 8, dtype=bf16),
@@ -59,6 +64,7 @@ ERROR_SAMPLES = [
     Sample(SDPA, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3), T(5, 6, dtype=f64))),
     Sample(SDPA, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3), T(5, 6)), {"is_causal": True}),
     Sample(SDPA, (T(2, 8, 5, 8), T(2, 3, 6, 8), T(2, 3, 6, 3)), {"enable_gqa": True}),
+    Sample(SDPA, (T(2, 4, 5, 8), T(2, 0, 6, 8), T(2, 2, 6, 3)), {"enable_gqa": True}),
     Sample(SDPA, (T(2, 8, 5, 8), T(2, 2, 6, 8), T(2, 2, 6, 3))),
     Sample(FLASH, (T(2, 4, 5, 8), T(2, 4, 6, 8), T(2, 4, 6, 3)), device="cpu"),
     Sample(FLASH, (T(4, 5, 8), T(4, 6, 8), T(4, 6, 8)), device="cpu"),

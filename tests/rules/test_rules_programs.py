@@ -115,3 +115,35 @@ def test_ceil_mode_pooling_exports_for_every_size():
     ep = _export(f, torch.randn(1, 2, 9, 10), {2: st.Dim("h", min=3), 3: st.Dim("w", min=3)})
     for h, w in [(9, 10), (3, 3), (4, 7), (16, 5), (11, 12)]:
         matches_eager(ep, f, (torch.randn(1, 2, h, w),))
+
+
+def _gqa(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+
+def _qkv(b, hq, hk, length, s=6):
+    return torch.randn(b, hq, length, 8), torch.randn(b, hk, s, 8), torch.randn(b, hk, s, 3)
+
+
+def test_attention_with_no_kv_heads_where_eager_returns_zeros():
+    """Eager's attention returns zeros of the query's shape where the value is empty (no
+    kv heads: enable_gqa divides by nothing there) or the query has no position; the heads
+    must divide elsewhere, and eager's batch does not broadcast there."""
+    hq, hk, length = st.Dim("hq", max=8), st.Dim("hk", max=8), st.Dim("L", max=8)
+    ep = st.export(_gqa, _qkv(2, 4, 2, 5), dynamic_shapes={
+        "q": {1: hq, 2: length}, "k": {1: hk}, "v": {1: hk}})
+    for b, q_heads, kv_heads, n in [(2, 4, 0, 5), (2, 0, 0, 5), (2, 3, 2, 0), (2, 6, 3, 5),
+                                    (2, 1, 1, 1), (2, 0, 2, 5), (2, 4, 1, 0)]:
+        matches_eager(ep, _gqa, _qkv(b, q_heads, kv_heads, n))
+    rejects(ep, _qkv(2, 3, 2, 5))  # (eager: the heads must divide)
+    rejects(ep, _qkv(2, 9, 3, 5))
+    # a query batch of 1 against kv batches of 2: eager's result has batch 2 where there
+    # is something to attend and 1 where not; the program, traced for the first, refuses
+    # the second (was: a result recorded with batch 2)
+    batch = st.export(_gqa, (torch.randn(1, 4, 5, 8),) + _qkv(2, 2, 2, 5)[1:],
+                      dynamic_shapes={"q": {2: length}, "k": None, "v": {1: hk}})
+    q, k = torch.randn(1, 4, 5, 8), torch.randn(2, 2, 6, 8)
+    matches_eager(batch, _gqa, (q, k, torch.randn(2, 2, 6, 3)))
+    assert _gqa(q, k, torch.randn(2, 0, 6, 3)).shape[0] == 1
+    rejects(batch, (q, k, torch.randn(2, 0, 6, 3)))
+    rejects(batch, (q, k, torch.randn(2, 3, 6, 3)))  # (3 heads do not divide 4)

@@ -96,6 +96,8 @@ def _fresh(env: Any, sizes: list, origin: str, lo: int | None = 0) -> Any:
         low, high = min(low, r.lo), max(high, r.hi)
     lo_i = int(low) if low != float("-inf") else None
     hi_i = int(high) if high != float("inf") else None
+    if lo_i is not None and lo_i == hi_i:  # (every branch's size is that one number:
+        return lo_i                        # `torch._check(nz.shape[0] == 1)` in each)
     return make_int(env.new_unbacked(lo=lo_i, hi=hi_i, origin=origin), env)
 
 
@@ -121,6 +123,8 @@ def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh
         items.append(g)
     node.meta["val"] = tuple(outs)
     for i, d, size in fresh:  # read at run time from the output it describes
+        if isinstance(size, int):  # (a number every branch gives: no size to read)
+            continue
         tr.sym_sources[str(_size_expr(size).name)] = items[i] if d is None else (items[i], d, 1, 0)
         tr.env.symbols[_size_expr(size).name].origin = (
             f"a size where the branches/iterations differ, at {short(trace)}")

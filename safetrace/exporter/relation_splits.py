@@ -1,0 +1,201 @@
+"""A split on a relation between input sizes that the program's code branches on.
+
+A Python decision on a relation of sizes (``if x.numel() % 2 == 0:``, ``if x.numel() * 0.7
+>= 3.5:``, ``if v.size(-3) >= len(v):``) is a guard; where it is no range of one Dim, the
+program keeps it as a run-time check (a residual condition of its contract), which refuses
+the inputs that take the other branch, which eager computes.  Here the other answer is
+traced too, at sizes where the relation fails (the declared ranges kept: a hint only), and
+the two traces become one program: ``torch.cond`` on the relation, computed from the input
+sizes, runs each side's whole graph (as ``data_splits.py`` does for a size read from data).
+
+Sound because each side is a complete export, sound where its own conditions hold, the
+branch taken is the side whose answer the relation gives, and each side's other
+conditions stay checked on its own side (``not relation or cond``, ``relation or cond``).
+Sides with other signatures, input contracts or outputs of another rank keep the check;
+so does a relation that divides by a size (its value where the divisor is 0 is no
+Python's).  One relation per export.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any, Callable
+
+import torch
+
+from safetrace.exporter.branches import (
+    Side, Unsplittable, branch_graph, cond_outputs, env_of, output_vals,
+    placeholders, unified_constants,
+)
+from safetrace.exporter.compare import contract_key, note, signature_key
+from safetrace.exporter.contract import Condition, Contract, TensorInput
+from safetrace.exporter.eager_raises import refuting, requirements_only
+from safetrace.exporter.hoist import NONE
+from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.symbolic import Env, make_bool, make_int
+from safetrace.symbolic.canon import not_, or_
+from safetrace.symbolic.expr import sym
+from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
+from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.mutation import written_placeholders
+
+_POINTS = 256  # sizes breaking the relation looked at for one eager computes at
+_OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
+                  "min", "max", "floordiv", "mod"))
+
+
+def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
+    """[(the condition, {Dim name: (hint, lo, hi)})]: the first residual condition on
+    backed sizes, named Dims among them, that some sizes in the declared ranges break
+    where a branch of the code (no requirement) fails, with those sizes as hints (the
+    most sizes of at least 2 preferred, then 0: 1 is special to code); [] when none."""
+    for c in contract.conditions:
+        syms = c.cond.free_symbols
+        named = sorted(s for s in syms if s in dyn.dim_names)
+        if not named or any(contract.symbol(s) is None or not contract.symbol(s).backed
+                            for s in syms) or not _plain(c.cond):
+            continue
+        point, best = None, -1
+        for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+            # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
+            score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
+            if score > best and not requirements_only(env, p, True):
+                point, best = p, score
+                if score == 2 * len(named):
+                    break
+        if point is None:
+            continue
+        out = {}
+        for s in named:
+            dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
+            out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
+        return [(c.cond, out)]
+    return []
+
+
+def _plain(e: Any) -> bool:
+    """Integer size arithmetic and comparisons only, dividing by constants only."""
+    if e.op in ("const", "sym"):
+        return True
+    if e.op not in _OPS:
+        return False
+    if e.op in ("floordiv", "mod") and e.args[1].op != "const":
+        return False
+    return all(_plain(a) for a in e.args)
+
+
+def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
+                   max_splits: int) -> ExportedProgram:
+    """`ep`, or one program running it where its relation holds and the relation's other
+    answer, traced, where not; `ep` where any step fails (its check stays)."""
+    first = getattr(ep, "relation_sides", ())
+    if not first or max_splits <= 0:
+        return ep
+    cond, overrides = first[0]
+    try:
+        other = run(overrides)
+        return _join(ep, other, cond)
+    except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
+        return ep
+
+
+def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedProgram:
+    sides = [Side({}, ep), Side({}, other)]
+    if signature_key(ep) != signature_key(other):
+        raise Unsplittable("the sides' signatures differ")
+    skip = {x.name for s in sides for x in s.ep.contract.symbols if not x.backed}
+    if contract_key(ep.contract, {}, skip) != contract_key(other.contract, {}, skip):
+        raise Unsplittable("the input contract differs on the other side")
+    for s in sides:
+        params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
+        if written_placeholders(s.ep.graph) & params:
+            raise Unsplittable("a side writes a parameter in place")
+    if any(c.cond == cond for c in other.contract.conditions):
+        raise Unsplittable("the other side's trace kept the relation")
+    consts, const_names = unified_constants(sides)
+    inputs = [dataclasses.replace(spec) for spec in ep.graph_signature.input_specs
+              if spec.kind != "constant"]
+    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
+    mutated = list(dict.fromkeys(o.target for s in sides
+                                 for o in s.ep.graph_signature.output_specs
+                                 if o.kind == "buffer_mutation"))
+    n_user = sum(1 for o in ep.graph_signature.output_specs if o.kind == "user_output")
+    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
+    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
+    branches = [branch_graph(s, sides[0], inputs, const_names[k], mutated, NONE, k)
+                for k, s in enumerate(sides)]
+    env = env_of(ep.graph)
+    g = torch.fx.Graph()
+    metas = {n.name: dict(n.meta) for n in ep.graph.nodes
+             if n.op == "placeholder" and n.name not in consts}
+    for b in branches:  # (a unified constant: the metadata of a branch that reads it)
+        for n in b.nodes:
+            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
+                metas[n.name] = dict(n.meta)
+    phs = placeholders(g, inputs, metas)
+    pred = _predicate(g, ep, phs, inputs, cond, env)
+    t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
+    f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
+    t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
+    node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
+    node.meta["stack_trace"] = ""
+    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
+    notes = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
+    note(g, notes + [f"`{cond}` (a relation of input sizes the code branches on) asked "
+                     f"where the graph runs: a torch.cond on it, each answer's graph a "
+                     f"branch"])
+    out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
+                          state=dict(ep._state), constants=consts,
+                          contract=_contract(ep, other, cond))
+    for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
+        setattr(out, attr, getattr(ep, attr))
+    out.size_tests = out.size_checks = ()
+    return out
+
+
+def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> Contract:
+    """`ep`'s, each side's other conditions checked where that side runs."""
+    conditions = []
+    for c, where in [(c, not_(cond)) for c in ep.contract.conditions if c.cond != cond] + \
+            [(c, cond) for c in other.contract.conditions]:
+        e = or_(where, c.cond)
+        if not (e.op == "const" and e.value):
+            conditions.append(Condition(e, c.origin))
+    return dataclasses.replace(ep.contract, conditions=tuple(conditions))
+
+
+def _predicate(g: torch.fx.Graph, ep: ExportedProgram, phs: list, inputs: list, cond: Any,
+               env: Any) -> torch.fx.Node:
+    """Nodes computing `cond` from the input sizes."""
+    def leaf(x: Any) -> Any:
+        if x.op == "const":
+            return x.value
+        return _size_of(g, ep, phs, inputs, x.name, env)
+
+    def call(fn: Any, args: tuple, x: Any) -> Any:
+        n = g.call_function(fn, args)
+        n.meta["stack_trace"] = ""
+        if x is not None:
+            n.meta["val"] = make_bool(x, env) if x.is_bool else make_int(x, env)
+        return n
+
+    pred = lower(cond, Algebra(leaf, call, PY_FNS), {})
+    if not isinstance(pred, torch.fx.Node):
+        raise Unsplittable("the relation is a constant")
+    return pred
+
+
+def _size_of(g: torch.fx.Graph, ep: ExportedProgram, phs: list, inputs: list, name: str,
+             env: Any) -> torch.fx.Node:
+    """A node reading input size symbol `name` from the dim the contract binds it to."""
+    user = {spec.leaf: ph for spec, ph in zip(inputs, phs) if spec.kind == "user_input"}
+    for i, inp in enumerate(ep.contract.inputs):
+        if not isinstance(inp, TensorInput) or i not in user:
+            continue
+        for d, dim in enumerate(inp.dims):
+            if dim.kind == "bind" and dim.symbol == name:
+                node = g.call_function(torch.ops.aten.sym_size.int, (user[i], d))
+                node.meta.update(val=make_int(sym(name), env), stack_trace="")
+                return node
+    raise Unsplittable(f"no input dim binds {name}")

@@ -1,0 +1,58 @@
+"""Splits on a relation of input sizes the code branches on (exporter/relation_splits.py):
+``if x.numel() % 2 == 0:`` or ``if x.shape[2] >= 4 * x.shape[1]:`` kept as a run-time check
+refused the inputs taking the other branch, which eager computes; the other answer is now
+traced too and a torch.cond on the relation runs each.  Found by the differential fuzzer
+(seeds 2301/2302)."""
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+class EvenOrOdd(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1, 2) * 2 if x.numel() % 2 == 0 else x.reshape(-1, 1) - 1
+
+
+class WideOrTall(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[2] >= 4 * x.shape[1]:
+            return x * 2
+        return x[:1] + 1
+
+
+def _matches_eager(model, spec, example, sizes, outside):
+    ep = st.export(model, (torch.randn(*example),), dynamic_shapes=(spec,))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    buf.seek(0)
+    for ours in (ep.module(), st.load(buf).module()):
+        for s in sizes:
+            x = torch.randn(*s)
+            torch.testing.assert_close(ours(x), model(x), msg=str(s))
+        for s in outside:
+            with pytest.raises(st.InputMismatchError):
+                ours(torch.randn(*s))
+    return ep
+
+
+def test_a_branch_on_numel_parity_runs_both_answers():
+    # (a relation between named Dims that only sizes below 2 of `a` break is a run-time
+    # check, as in torch.export; it refused the odd sizes eager computes)
+    spec = {0: Dim("a", max=1), 1: Dim("b", max=5), 2: Dim.AUTO}
+    ep = _matches_eager(EvenOrOdd(), spec, (1, 3, 3),
+                        [(1, 3, 3), (0, 1, 3), (1, 2, 3), (1, 5, 3), (1, 1, 3), (0, 0, 3),
+                         (1, 4, 3), (1, 3, 7)], [(2, 1, 3), (1, 6, 3), (1, 3)])
+    assert not ep.contract.conditions
+
+
+def test_a_branch_on_a_relation_of_two_dims_runs_both_answers():
+    ep = _matches_eager(WideOrTall(), {1: Dim("a", max=1), 2: Dim("b", min=1, max=20)},
+                        (2, 1, 5),
+                        [(2, 1, 5), (2, 0, 1), (2, 1, 3), (2, 1, 4), (2, 0, 7), (2, 1, 1),
+                         (2, 1, 20)], [(2, 2, 4), (3, 1, 5), (2, 1, 21), (2, 1, 0)])
+    assert not ep.contract.conditions
