@@ -271,6 +271,12 @@ _PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "Sca
 _PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
 
 
+# backend-specific and legacy kernels reached only through torch's own wrappers, which
+# check the arguments they pass: called directly (``mkldnn_rnn_layer`` with 1-element
+# weights) they corrupt the heap
+_BACKEND_KERNELS = ("mkldnn", "miopen", "cudnn", "quantized_", "fbgemm")
+
+
 def _not_plain(op: Any, packet: str) -> str | None:
     """Why an ATen overload outside the rules and core ATen is refused (None: allowed).
 
@@ -281,6 +287,9 @@ def _not_plain(op: Any, packet: str) -> str | None:
     """
     if packet.startswith("_"):
         return "is a private operator without a safetrace shape rule"
+    if packet.startswith(_BACKEND_KERNELS) or packet.endswith("_backward"):
+        return ("is a backend or gradient kernel that trusts its caller's argument shapes "
+                "(a file can make it write out of bounds)")
     schema = op._schema
     returns = [str(r.real_type) for r in schema.returns]
     if not returns:
