@@ -333,6 +333,12 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
                takes_numbers(op), arg in one_int_lists(op))
+        if arg == "dtype" and kind in ("int", "Optional[int]") and \
+                not isinstance(given[arg], (torch.dtype, type(None))):
+            # a dtype the schema types as an int (``to.prim_dtype``): a code torch does not
+            # check (-1 crashes the process)
+            raise bad_file(where, f"{name} argument 'dtype': expected a dtype, got "
+                                  f"{_kind(given[arg])}")
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)

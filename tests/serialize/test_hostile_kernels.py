@@ -1,10 +1,12 @@
-"""Backend and gradient kernels a file names directly are refused at load (session 23).
+"""Backend and gradient kernels a file names directly, and dtypes given as int codes, are
+refused at load (session 23).
 
 Torch reaches ``mkldnn_rnn_layer``, ``miopen_*``, ``cudnn_*``, the legacy ``quantized_*``
 RNNs and the ``*_backward`` kernels only through wrappers that check the arguments they
 pass; a file calling one itself chooses those arguments.  ``mkldnn_rnn_layer`` given
 one-element weights and a hidden size of 7 overflows a heap buffer (``free(): invalid next
-size``, the process aborts).  The files are loaded here, never called.
+size``, the process aborts); ``to.prim_dtype`` given the dtype code -1 segfaults.  The
+files are loaded here, never called.
 """
 
 from __future__ import annotations
@@ -77,3 +79,15 @@ def test_control_file_loads_and_runs():
     blob = _file([_call("y", "aten.neg.default", X)])
     x = torch.randn(3, 4)
     torch.testing.assert_close(st.load(io.BytesIO(blob)).module()(x), -x)
+
+
+@pytest.mark.parametrize("target,args", [
+    ("aten.to.prim_dtype", [X, -1, True, False]),
+    ("aten.to.prim_Device", [X, None, 6, False, True]),
+])
+def test_a_dtype_given_as_an_int_code_is_refused_at_load(target, args):
+    """``to.prim_dtype`` types its dtype as an int; torch does not check the code (-1
+    crashes the process), so a file must give a dtype."""
+    blob = _file([_call("y", f"{target}", *args)])
+    with pytest.raises(LoadError, match=r"argument 'dtype': expected a dtype, got int"):
+        st.load(io.BytesIO(blob))
