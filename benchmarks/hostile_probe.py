@@ -13,7 +13,8 @@ two symbols swapped, a contract dim and a node together, or 2-3 independent edit
 field of a tensor's header changed (shape, dtype, data_offsets), random byte flips, and
 edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
 over six more bases with size work in branches and bodies; ``--classes sg`` runs only
-those).  Each variant is loaded in a
+those), and calls replaced by backend or gradient kernels of hostile arguments
+(``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
@@ -233,6 +234,58 @@ def json_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str
         h["__metadata__"][KEY] = json.dumps(d)
         where = "/".join(str(p) for p in path[-4:])
         out.append((f"json:{label}@{where}", join(h, data)))
+    return out
+
+
+# backend and gradient kernels torch reaches only through checking wrappers (the file
+# names them itself; mkldnn_rnn_layer with one-element weights corrupted the heap)
+KERNELS = ("mkldnn_rnn_layer.default", "miopen_rnn.default", "cudnn_batch_norm.default",
+           "quantized_lstm.data_legacy", "max_pool3d_with_indices_backward.default",
+           "threshold_backward.default", "slice_backward.default", "unfold_backward.default",
+           "reflection_pad2d_backward.default", "grid_sampler_2d_backward.default")
+
+
+def _kernel_arg(kind: str, tensors: list, rng: random.Random) -> object:
+    kind = kind.replace("Optional[", "").rstrip("]") if kind.startswith("Optional[") else kind
+    if "Tensor" in kind:
+        one = {"node": rng.choice(tensors)}
+        return {"list": [one] * rng.randint(1, 4)} if kind.startswith("List") else one
+    if kind.startswith("List["):
+        return {"list": [rng.choice((0, 1, 7, -1, 1 << 20)) for _ in range(rng.randint(0, 4))]}
+    if kind == "bool":
+        return rng.random() < 0.5
+    if kind == "float":
+        return {"float": repr(rng.choice((0.0, 0.5, -1.0, 1e30)))}
+    return rng.choice((0, 1, 2, 7, -1, 1 << 20))
+
+
+def kernel_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str, bytes]]:
+    """A main-graph call replaced by a backend or gradient kernel of hostile arguments."""
+    import torch
+
+    head, data = split(blob)
+    doc = json.loads(head["__metadata__"][KEY])
+    calls = [i for i, n in enumerate(doc["nodes"]) if n["op"] == "call_function"
+             and str(n.get("target", "")).startswith("torch.ops.aten.")]
+    out = []
+    for _ in range(count if calls else 0):
+        d = copy.deepcopy(doc)
+        at = rng.choice(calls)
+        tensors = [n["name"] for n in d["nodes"][:at] if n["op"] in ("placeholder",
+                   "call_function") and "tensor" in (n.get("meta", {}).get("val") or {})]
+        if not tensors:
+            continue
+        name = rng.choice(KERNELS)
+        packet, overload = name.split(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload)
+        node = d["nodes"][at]
+        node["target"] = f"torch.ops.aten.{name}"
+        node["args"] = [_kernel_arg(str(a.real_type), tensors, rng)
+                        for a in op._schema.arguments if not a.kwarg_only]
+        node.pop("kwargs", None)
+        h = copy.deepcopy(head)
+        h["__metadata__"][KEY] = json.dumps(d)
+        out.append((f"kernel:{packet}@{node['name']}", join(h, data)))
     return out
 
 
@@ -523,7 +576,7 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
-                    help="comma-separated variant classes (json,multi,tensor,bytes,sg)")
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_subgraphs
@@ -540,9 +593,10 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        wanted = set((a.classes or "json,multi,tensor,bytes,sg").split(","))
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel").split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
+                  ("kernel", kernel_variants, n // 2),
                   ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
                    2 * n)]
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]

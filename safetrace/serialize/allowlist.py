@@ -271,6 +271,12 @@ _PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "Sca
 _PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
 
 
+# backend-specific and legacy kernels reached only through torch's own wrappers, which
+# check the arguments they pass: called directly (``mkldnn_rnn_layer`` with 1-element
+# weights) they corrupt the heap
+_BACKEND_KERNELS = ("mkldnn", "miopen", "cudnn", "quantized_", "fbgemm")
+
+
 def _not_plain(op: Any, packet: str) -> str | None:
     """Why an ATen overload outside the rules and core ATen is refused (None: allowed).
 
@@ -281,6 +287,9 @@ def _not_plain(op: Any, packet: str) -> str | None:
     """
     if packet.startswith("_"):
         return "is a private operator without a safetrace shape rule"
+    if packet.startswith(_BACKEND_KERNELS) or packet.endswith("_backward"):
+        return ("is a backend or gradient kernel that trusts its caller's argument shapes "
+                "(a file can make it write out of bounds)")
     schema = op._schema
     returns = [str(r.real_type) for r in schema.returns]
     if not returns:
@@ -324,6 +333,12 @@ def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Bud
             continue
         _value(kind, given[arg], f"{where}: {name} argument {arg!r}", budgets,
                takes_numbers(op), arg in one_int_lists(op))
+        if arg == "dtype" and kind in ("int", "Optional[int]") and \
+                not isinstance(given[arg], (torch.dtype, type(None))):
+            # a dtype the schema types as an int (``to.prim_dtype``): a code torch does not
+            # check (-1 crashes the process)
+            raise bad_file(where, f"{name} argument 'dtype': expected a dtype, got "
+                                  f"{_kind(given[arg])}")
     for k, v in given.items():
         if k in SIZE_ARGS:
             _alloc(v, f"{where}: {name} argument {k!r}", max_numel)
