@@ -90,6 +90,14 @@ def _short(v: Any) -> str:
     return text if len(text) < 60 else text[:57] + "..."
 
 
+def undeclared(unknown: Any) -> str:
+    """The message for symbols a file uses and does not declare: the first five names,
+    each cut short, and how many more (a file can name thousands of long ones)."""
+    names = sorted(unknown)
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"undeclared symbol(s) {', '.join(map(_short, names[:5]))}{more}"
+
+
 # --- symbolic expressions ---------------------------------------------------------------
 def encode_expr(e: Expr) -> Any:
     """``s0`` -> "s0", ``7`` -> 7, ``s0 + 1`` -> ["add", "s0", 1]."""
@@ -320,7 +328,7 @@ class ValueDecoder:
             raise fail(where, "a symbolic value is not allowed here")
         unknown = e.free_symbols - self.env.symbols.keys()
         if unknown:
-            raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
+            raise fail(where, undeclared(unknown))
         if (tag == "symbool") != e.is_bool:
             raise fail(where, f"{tag} holds a {'condition' if e.is_bool else 'number'}")
         return new_symbolic(e, self.env)
@@ -337,7 +345,7 @@ class ValueDecoder:
             raise fail(where, "symfloat holds no float expression")
         unknown = e.free_symbols - self.env.symbols.keys()
         if unknown:
-            raise fail(where, f"undeclared symbol(s) {sorted(unknown)}")
+            raise fail(where, undeclared(unknown))
         return SymFloat._make(e, self.env)
 
     def tensor(self, x: Any, where: str) -> Any:

@@ -21,7 +21,7 @@ from safetrace.serialize import (allocations, allowlist, memory, never_runs, req
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
-                                       lookup, new_env)
+                                       lookup, new_env, undeclared)
 from safetrace.serialize.targets import name_to_target
 from safetrace.exporter.api import export
 from safetrace.exporter.program import ExportedProgram
@@ -214,7 +214,7 @@ class Builder:
                                       f"{self.budgets.max_residual_total})")
             unknown = e.free_symbols - self.env.symbols.keys()
             if unknown:
-                raise fail(where, f"undeclared symbol(s) {sorted(unknown)[:5]}")
+                raise fail(where, undeclared(unknown))
             unbound = [x for x in e.free_symbols if not self.env.symbols[x].backed
                        and x not in bound]
             if unbound and where.startswith("contract.inputs"):

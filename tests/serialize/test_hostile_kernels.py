@@ -91,3 +91,16 @@ def test_a_dtype_given_as_an_int_code_is_refused_at_load(target, args):
     blob = _file([_call("y", f"{target}", *args)])
     with pytest.raises(LoadError, match=r"argument 'dtype': expected a dtype, got int"):
         st.load(io.BytesIO(blob))
+
+
+def test_undeclared_symbols_are_named_five_at_most():
+    """A size over thousands of symbols the file never declares: the refusal names five
+    and counts the rest (the message was the whole sorted list, ~200 KB for a big file)."""
+    doc, tensors = parts(_base())
+    node = next(n for n in doc["nodes"] if n["op"] == "call_function")
+    names = sorted(f"s{i}" for i in range(100, 3100))
+    node["meta"]["val"]["tensor"]["shape"] = [["add", *names], 4]
+    with pytest.raises(LoadError, match=r"undeclared symbol\(s\) 's100', 's1000', "
+                                        r"'s1001', 's1002', 's1003' and 2995 more") as info:
+        st.load(io.BytesIO(pack(doc, tensors)))
+    assert len(str(info.value)) < 300
