@@ -182,11 +182,13 @@ def frames(f: Any) -> Any:
     made = _SUMMARIES
     while f is not None:
         code = f.f_code
-        # (as extract_stack does: a module whose source comes from its loader registers it)
-        linecache.lazycache(code.co_filename, f.f_globals)
         key = (id(code), f.f_lineno)
         hit = made.get(key)
         if hit is None or hit[0] is not code:
+            # (as extract_stack does: a module whose source comes from its loader
+            # registers it; once per summary made, not per frame walked: ~1k instructions
+            # a frame, a deep caller's stack tens of frames)
+            linecache.lazycache(code.co_filename, f.f_globals)
             if len(made) > 20_000:
                 made.clear()
             hit = made[key] = (code, traceback.FrameSummary(
