@@ -1,5 +1,6 @@
-"""Where one warm export's instructions go: the inclusive count of each named step, under
-callgrind, as ``instructions.py`` counts whole calls.
+"""Where one warm export's (or, ``--of to_torch``, one ``ep.to_torch()``'s) instructions
+go: the inclusive count of each named step, under callgrind, as ``instructions.py`` counts
+whole calls.
 
 A step is a function or method named ``module:attribute.path`` as the export looks it up
 (``safetrace.exporter.api:Exporter._lift_state``; a name ``api.py`` imported is patched
@@ -13,8 +14,9 @@ then removed.  A count is the step's own work and everything it calls, plus the 
 ``instructions.py`` (``PYTHONHASHSEED=0``, ``gc.freeze()``, the collector off).
 
 Run: .venv/bin/python benchmarks/export_parts.py [--case trace_mlp] [--calls N]
-                                                  [step ...]
-     (no step named: DEFAULT_STEPS; ~5 min for them on a loaded 2-core machine)
+                                                  [--of export|to_torch] [step ...]
+     (no step named: DEFAULT_STEPS or TO_TORCH_STEPS; ~5 min for them on a loaded 2-core
+     machine)
 """
 
 from __future__ import annotations
@@ -43,6 +45,20 @@ DEFAULT_STEPS = tuple(API + s for s in (
     "pytree.flatten_inputs", "pytree.walk_of", "built_under")) + (
     "safetrace.exporter.python_state:check", "safetrace.trace.memo:call",
     "safetrace.trace.scope:Scope.record", "torch.nn.modules.module:Module._call_impl")
+CONV = "safetrace.interop.torch_export:"
+# the steps of a conversion: the whole, its ShapeEnv and mode, inputs, nodes, torch's
+# constructor and what is made for it
+TO_TORCH_STEPS = tuple(CONV + s for s in (
+    "convert", "_Converter.__init__", "conversion_env", "conversion_mode", "_Converter.run",
+    "FakeBuilder.statics", "ContractEmitter", "_Converter._placeholder",
+    "ContractEmitter.emit", "_Converter._call", "_Converter._output", "shared_custom_meta",
+    "provenance", "program_state", "_Converter._range_constraints",
+    "_Converter._module_call_graph", "_Converter._examples", "exported_program",
+    "input_guards", "fill_stacks", "Boundaries", "_Converter._as_torch_settings")) + (
+    "torch._subclasses.fake_tensor:FakeTensorMode.__enter__",
+    "torch._subclasses.fake_tensor:FakeTensorMode.__exit__",
+    "torch.fx.graph_module:GraphModule.__init__",
+    "torch.export.exported_program:_common_getitem_elimination_pass")
 
 
 def _resolve(step: str) -> tuple[object, str]:
@@ -54,7 +70,7 @@ def _resolve(step: str) -> tuple[object, str]:
     return owner, attr
 
 
-def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
+def child(case: str, of: str, calls: int, warmup: int, steps: list[str]) -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -65,8 +81,11 @@ def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
     torch.set_num_threads(1)
     model, args, kwargs, dynamic_shapes = bench_case(case)
     with torch.no_grad():
+        ep = st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+        run = ep.to_torch if of == "to_torch" else \
+            lambda: st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
         for _ in range(warmup):
-            st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+            run()
         control("-i", "on")
         for step in steps:
             owner, attr = _resolve(step)
@@ -82,7 +101,7 @@ def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
                 gc.disable()
                 for label in ("warm", step.replace(":", "@")):
                     for _ in range(calls if label != "warm" else warmup):
-                        st.export(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+                        run()
                     control("-d", label)
                 gc.enable()
             finally:
@@ -92,18 +111,19 @@ def child(case: str, calls: int, warmup: int, steps: list[str]) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("steps", nargs="*")
     ap.add_argument("--case", default="trace_mlp", help="as instructions.py names them")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--of", choices=("export", "to_torch"), default="export")
     o = ap.parse_args()
-    steps = o.steps or list(DEFAULT_STEPS)
-    got, _ = callgrind_dumps(__file__, [o.case, str(o.calls), str(o.warmup), *steps],
+    steps = o.steps or list(TO_TORCH_STEPS if o.of == "to_torch" else DEFAULT_STEPS)
+    got, _ = callgrind_dumps(__file__, [o.case, o.of, str(o.calls), str(o.warmup), *steps],
                              o.case)
-    print(f"instructions per warm {o.case} export, inclusive, each step's wrapper included")
+    print(f"instructions per warm {o.case} {o.of}, inclusive, each step's wrapper included")
     for step in steps:
         n = got.get(step.replace(":", "@"))
         print(f"{'-' if n is None else f'{n / o.calls:,.0f}':>12}  {step}")

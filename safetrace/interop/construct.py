@@ -12,6 +12,7 @@ pickle, exactly as it would have been) and the verifier runs where asked
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 from typing import Any, Iterator
@@ -51,12 +52,118 @@ def _constructor(init: Any, guards: bool) -> Any:
     guard code is (here none).  Setting the module's two helpers around the call would
     hand a ``torch.export`` running on another thread meanwhile a lazy graph module and
     no guard code.  None where `init` is not a plain function of its module."""
-    from torch.fx._lazy_graph_module import _LazyGraphModule
-
-    names: dict[str, Any] = {"_create_graph_module_for_export": _LazyGraphModule}
+    names: dict[str, Any] = {"_create_graph_module_for_export": graph_module}
     if not guards:
         names["_convert_guards_to_code"] = _guard_code
     return rebound(init, names)
+
+
+def graph_module(root: Any, graph: torch.fx.Graph) -> Any:
+    """``_LazyGraphModule(root, graph)``.  For the conversion's usual root (a bare
+    ``nn.Module``) and a graph that reads nothing from it (no ``get_attr`` or
+    ``call_module``: no control-flow subgraph), the module's attributes are written from a
+    plan made once per process (each empty container fresh) after torch's own ``__new__``
+    (its class of one instance): the constructor sets them one by one through
+    ``nn.Module.__setattr__``, ~9% of a small model's conversion.  torch's constructor
+    serves every other root and graph, and wherever the plan is missing."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    plan = _module_plan()
+    if plan is None or type(root) is not torch.nn.Module or \
+            graph.find_nodes(op="get_attr") or graph.find_nodes(op="call_module"):
+        return _LazyGraphModule(root, graph)
+    return _planned_module(plan, root, graph)
+
+
+def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    template, fresh = plan
+    torch._C._log_api_usage_once("python.nn_module")  # (as nn.Module's constructor)
+    gm = _LazyGraphModule.__new__(_LazyGraphModule)
+    cls = type(gm)
+    cls.__name__ = "GraphModule"
+    d = gm.__dict__
+    d.update(template)  # (the constructor's order)
+    for key, make in fresh:
+        d[key] = make()
+    d["training"] = root.training
+    d["_graph"] = graph
+    graph.owning_module = gm
+    cls.recompile()  # (the lazy kind's: code generated on first use)
+    tracer = graph._tracer_cls
+    if tracer and "<locals>" not in tracer.__qualname__:
+        d["_tracer_cls"] = tracer
+    d["_tracer_extras"] = graph._tracer_extras or {}
+    return gm
+
+
+_SET = ("training", "_graph", "_tracer_cls", "_tracer_extras")  # (written per module)
+
+
+@functools.cache
+def _module_plan() -> tuple | None:
+    """The attributes of torch's ``_LazyGraphModule(nn.Module(), graph)`` but those written
+    per module (`_SET`): shared immutable values, and the empty containers to make fresh
+    (with their types); None where one is neither, or where a module made from the plan
+    differs from the constructor's (checked here, once per process)."""
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+
+    try:
+        template, fresh = {}, []
+        for key, value in vars(_LazyGraphModule(torch.nn.Module(), _sample_graph())).items():
+            if key not in _SET and type(value) in _CONTAINERS and not value:
+                fresh.append((key, type(value)))
+            elif key not in _SET and type(value) not in (type(None), bool, int, str):
+                return None
+            template[key] = value if key not in _SET else None
+        plan = (template, tuple(fresh))
+        for training in (True, False):
+            root = torch.nn.Module().train(training)
+            a_graph, b_graph = _sample_graph(), _sample_graph()
+            a = _LazyGraphModule(root, a_graph)
+            b = _planned_module(plan, root, b_graph)
+            if not _same_module(a, b, a_graph, b_graph):
+                return None
+        return plan
+    except Exception:  # noqa: BLE001 - torch's class changed: its constructor serves
+        return None
+
+
+_CONTAINERS = (dict, list, set, collections.OrderedDict)
+
+
+def _sample_graph() -> torch.fx.Graph:
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.output((g.call_function(torch.ops.aten.relu.default, (x,)),))
+    return g
+
+
+def _same_module(a: Any, b: Any, a_graph: Any, b_graph: Any) -> bool:
+    """Two graph modules of two equal graphs hold the same attributes (each container its
+    own), their classes alike, and both run and print the same."""
+    va, vb = vars(a), vars(b)
+    if list(va) != list(vb) or a_graph.owning_module is not a or \
+            b_graph.owning_module is not b or vb["_graph"] is not b_graph:
+        return False
+    for key, value in va.items():
+        other = vb[key]
+        if key == "_graph":
+            continue
+        if type(value) is not type(other) or (type(value) in _CONTAINERS and
+                                              (value is other or value != other)):
+            return False
+        if type(value) not in _CONTAINERS and value != other:
+            return False
+    ca, cb = type(a), type(b)
+    if ca is cb or ca.__mro__[1:] != cb.__mro__[1:] or \
+            (ca.__name__, ca.__qualname__, ca.__module__) != \
+            (cb.__name__, cb.__qualname__, cb.__module__) or \
+            sorted(vars(ca)) != sorted(vars(cb)) or ca.forward is not cb.forward:
+        return False
+    x = torch.randn(3)
+    return str(a) == str(b) and a.code == b.code and torch.equal(a(x)[0], b(x)[0])
 
 
 def _guard_code(graph_module: Any) -> list:

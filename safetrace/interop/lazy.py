@@ -76,3 +76,40 @@ def verifier() -> Any:
     import torch._export.verifier as module
 
     return module
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+@functools.cache
+def _unset() -> Any:
+    """torch's marker of a config value not set."""
+    from torch.utils._config_module import _UNSET_SENTINEL
+
+    return _UNSET_SENTINEL
+
+
+def config_value(config: Any, name: str) -> Any:
+    """``getattr(config, name)`` of a torch config module, without its cost (~17k
+    instructions a read: the module's own lookup fails first, formatting an
+    AttributeError, then ``ConfigModule.__getattr__`` runs its steps in Python; a
+    conversion reads 6, ~4% of a small one).  The entry's value is read in
+    ``__getattr__``'s order: the environment's forced value, this context's override
+    (``patch``, a set), the environment's default, the default.  ``getattr`` serves an
+    entry of any other kind (hidden, deprecated, an alias, a JustKnob, a mutable
+    default) and a module without entries."""
+    try:
+        entry = config._config[name]
+    except (AttributeError, KeyError, TypeError):
+        return getattr(config, name)
+    if entry.hide or entry.deprecated or entry.alias is not None or \
+            entry.justknob is not None or type(entry.default) not in _PLAIN:
+        return getattr(config, name)
+    unset = _unset()
+    if entry.env_value_force is not unset:
+        return entry.env_value_force
+    value = entry.user_override.get()
+    if value is not unset:
+        return value
+    return entry.env_value_default if entry.env_value_default is not unset else \
+        entry.default

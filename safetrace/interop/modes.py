@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.lazy import config_value
 from safetrace.interop.rebind import rebound
 from safetrace.interop.symbols import conversion_env
 
@@ -69,18 +70,20 @@ def _made(shape_env: Any) -> Any:
     where the check below finds the two modes the same, and torch's debug log (the
     constructor's one line) is off."""
     FakeTensorMode, functorch, dynamo, nested, _log, base = _parts()
+    read = config_value  # (torch's config reads: ~17k instructions each through getattr)
     mode = FakeTensorMode.__new__(FakeTensorMode)
     base(mode)  # (TorchDispatchMode's own fields)
     d = mode.__dict__
     d["allow_fallback_kernels"] = True
-    d["propagate_real_tensors"] = real = functorch.fake_tensor_propagate_real_tensors
+    d["propagate_real_tensors"] = real = read(functorch, "fake_tensor_propagate_real_tensors")
     d["fake_tensor_converter"] = _parts_converter()(copy_data=real, export=False)
     d["static_shapes"] = shape_env is None
     d["allow_scalar_outputs"] = False
-    d["_allow_unsafe_data_ptr_access"] = functorch.fake_tensor_allow_unsafe_data_ptr_access
-    d["allow_meta"] = functorch.fake_tensor_allow_meta
-    d["cache_enabled"] = dynamo.fake_tensor_cache_enabled and not real
-    d["cache_crosscheck_enabled"] = dynamo.fake_tensor_cache_crosscheck_enabled
+    d["_allow_unsafe_data_ptr_access"] = read(functorch,
+                                              "fake_tensor_allow_unsafe_data_ptr_access")
+    d["allow_meta"] = read(functorch, "fake_tensor_allow_meta")
+    d["cache_enabled"] = read(dynamo, "fake_tensor_cache_enabled") and not real
+    d["cache_crosscheck_enabled"] = read(dynamo, "fake_tensor_cache_crosscheck_enabled")
     d["allow_non_fake_inputs"] = True
     d["in_kernel_invocation"] = False
     d["enter_stack"] = []
@@ -179,11 +182,13 @@ def frames(f: Any) -> Any:
     made = _SUMMARIES
     while f is not None:
         code = f.f_code
-        # (as extract_stack does: a module whose source comes from its loader registers it)
-        linecache.lazycache(code.co_filename, f.f_globals)
         key = (id(code), f.f_lineno)
         hit = made.get(key)
         if hit is None or hit[0] is not code:
+            # (as extract_stack does: a module whose source comes from its loader
+            # registers it; once per summary made, not per frame walked: ~1k instructions
+            # a frame, a deep caller's stack tens of frames)
+            linecache.lazycache(code.co_filename, f.f_globals)
             if len(made) > 20_000:
                 made.clear()
             hit = made[key] = (code, traceback.FrameSummary(

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from safetrace.interop.lazy import symbolic_shapes
+from safetrace.interop.lazy import config_value, symbolic_shapes
 
 _WHERE = "safetrace.to_torch (an input symbol of the program)"
 
@@ -168,7 +168,7 @@ def _torch_env() -> Any:
 def _tv_enabled(shapes: Any) -> bool:
     """Translation validation is on (torch's constructor then asserts z3 and makes its
     validator)."""
-    return bool(shapes.config.translation_validation)
+    return bool(config_value(shapes.config, "translation_validation"))
 
 
 _IMMUTABLE = (type(None), bool, int, float, str)

@@ -185,7 +185,7 @@ class _Converter:
         specialized.  Only symbols created later see the setting: ours are all made."""
         settings = self.shape_env.settings
         if not settings.specialize_zero_one:
-            self.shape_env.settings = dataclasses.replace(settings, specialize_zero_one=True)
+            self.shape_env.settings = _specialized(settings)
 
     # -- symbols -----------------------------------------------------------------------------
     def _symbolic_env(self) -> Any:
@@ -591,6 +591,21 @@ class _Converter:
                 leaves[leaf] = _on_device(leaves[leaf], val)
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+_SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement
+
+
+def _specialized(settings: Any) -> Any:
+    """``dataclasses.replace(settings, specialize_zero_one=True)``, made once for the
+    settings object every conversion's ShapeEnv shares (~1% of a small conversion); the
+    settings are frozen, so sharing the replacement is sharing a value."""
+    global _SPECIALIZED
+    last, made = _SPECIALIZED
+    if last is not settings:
+        made = dataclasses.replace(settings, specialize_zero_one=True)
+        _SPECIALIZED = (settings, made)  # (one assignment: a thread sees a matched pair)
+    return made
 
 
 def _on_device(stand_in: torch.Tensor, val: Any) -> torch.Tensor:

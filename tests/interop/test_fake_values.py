@@ -184,6 +184,36 @@ def test_the_lazily_compiled_graph_module_is_torchs_own_code(name):
         torch.testing.assert_close(copy.deepcopy(fast).module()(*args, **kwargs), want)
 
 
+def test_graph_module_written_directly_is_torchs_constructors(monkeypatch):
+    # the converted program's graph module is made from a plan (its attributes written
+    # directly, once the per-process check passed): the same attributes, in the same
+    # order, as torch's constructor gives; it prints, pickles and runs the same
+    import pickle
+
+    from safetrace.interop import construct
+
+    case = by_name("mlp").factory()
+    ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    fast = ep.to_torch()
+    assert construct._module_plan() is not None
+    monkeypatch.setattr(construct, "_module_plan", lambda: None)
+    theirs = ep.to_torch()
+    a, b = fast.graph_module, theirs.graph_module
+    assert list(vars(a)) == list(vars(b))
+    for key, value in vars(a).items():
+        if key != "_graph":
+            assert type(value) is type(vars(b)[key]) and value == vars(b)[key], key
+    assert vars(a)["_tracer_extras"] is not vars(b)["_tracer_extras"]
+    assert a.graph.owning_module is a and type(a).__mro__[1:] == type(b).__mro__[1:]
+    assert type(a).__name__ == type(b).__name__ and type(a) is not type(b)
+    assert str(a) == str(b) and a.code == b.code
+    copied = pickle.loads(pickle.dumps(a))
+    for args, kwargs in [(case.args, case.kwargs)] + case.others:
+        want = case.model(*args, **kwargs)
+        torch.testing.assert_close(fast.module()(*args, **kwargs), want)
+        torch.testing.assert_close(copied(*fast.state_dict.values(), *args), (want,))
+
+
 class _FromData(torch.nn.Module):
     """Sizes from data: a boolean-mask index, nonzero, and a size computed from both."""
 
@@ -412,3 +442,30 @@ def test_torch_state_written_directly_is_what_torchs_constructors_write(monkeypa
     monkeypatch.setattr(construct, "_no_guards", guard_code)
     monkeypatch.setattr(fakes, "_CPU_STATES", {})  # (the first value: the constructor's)
     assert state(ep.to_torch()) == fast
+
+
+def test_torch_config_values_read_directly_are_getattrs():
+    # the conversion reads torch's config entries directly (config_value): the value
+    # getattr gives, by default and under patch()
+    import torch._dynamo.config as dynamo
+    import torch._functorch.config as functorch
+
+    from safetrace.interop.lazy import config_value
+
+    names = [(functorch, "fake_tensor_propagate_real_tensors"),
+             (functorch, "fake_tensor_allow_meta"), (dynamo, "fake_tensor_cache_enabled"),
+             (dynamo, "fake_tensor_cache_crosscheck_enabled")]
+    for config, name in names:
+        assert config_value(config, name) == getattr(config, name)
+        flipped = not getattr(config, name)
+        with config.patch(**{name: flipped}):
+            assert config_value(config, name) is getattr(config, name) is flipped
+        assert config_value(config, name) is getattr(config, name) is not flipped
+    # a conversion under a patched setting makes its mode with it
+    case = by_name("mlp").factory()
+    ep = st.export(case.model, case.args, case.kwargs, dynamic_shapes=case.dynamic_shapes)
+    with dynamo.patch(fake_tensor_cache_enabled=False):
+        tep = ep.to_torch()
+    mode = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder").fake_mode
+    assert mode.cache_enabled is False and ep.to_torch().graph.find_nodes(
+        op="placeholder")[0].meta["val"].fake_mode.cache_enabled is True
