@@ -73,6 +73,16 @@ def add_placeholder(graph: Graph, name: str) -> Node:
     return add_node(graph, name, (), {}, base, op="placeholder")
 
 
+def placeholder_before_ops(graph: Graph, name: str) -> Node:
+    """A placeholder named after `name` placed before the graph's first node that is not
+    one (an input of the whole program met while tracing: a lifted constant or object)."""
+    anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    if anchor is None:
+        return graph.placeholder(name)
+    with graph.inserting_before(anchor):
+        return graph.placeholder(name)
+
+
 def add_placeholders(graph: Graph, targets: list[str]) -> list[Node]:
     """``[add_placeholder(graph, t) for t in targets]``.  On a graph with no node yet (the
     program's state, lifted first) the unique names, and the namespace's names and counts

@@ -27,6 +27,7 @@ from torch.utils import _pytree as pytree
 from safetrace import errors
 from safetrace.meta import TensorMeta
 from safetrace.trace.asserts import assert_sym, emit_assert
+from safetrace.trace.graph import placeholder_before_ops
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import stack_trace, torch_fn
@@ -181,13 +182,7 @@ def _lift(tr: Recorder, held: Any) -> torch.fx.Node:
     if node is not None:
         return node
     name = tr.const_name(held)
-    graph = tr.scopes[0].graph
-    anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
-    if anchor is not None:
-        with graph.inserting_before(anchor):
-            node = graph.placeholder(name)
-    else:
-        node = graph.placeholder(name)
+    node = placeholder_before_ops(tr.scopes[0].graph, name)
     node.meta["val"] = held
     node.meta["stack_trace"] = ""
     node.meta["kind"] = "constant"

@@ -32,7 +32,7 @@ from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.eager_raise import eager_class, traced_arguments
-from safetrace.trace.graph import add_node
+from safetrace.trace.graph import add_node, placeholder_before_ops
 from safetrace.trace.layout import exact_contiguous, set_layout
 from safetrace.trace.raising import program_catches
 from safetrace.trace.metakernel import meta_kernel
@@ -238,12 +238,7 @@ class Tracer(TorchFunctionMode):
         # an input of the whole program: a placeholder of the program's graph (also while
         # a branch is traced), before its first node that is not one (an op, or an
         # input's sym_size read before any op)
-        anchor = next((n for n in graph.nodes if n.op != "placeholder"), None)
-        if anchor is not None:
-            with graph.inserting_before(anchor):
-                node = graph.placeholder(name)
-        else:
-            node = graph.placeholder(name)
+        node = placeholder_before_ops(graph, name)
         p = node.meta["val"] = Proxy(TensorMeta(tuple(t.shape), t.dtype, t.device), node)
         if not exact_contiguous(t):
             p.st_contig = None
