@@ -10,10 +10,20 @@ from safetrace.errors.base import ConversionError
 _RUN_OURS = "run the program with ep.module() (no conversion needed), or st.save / st.load it"
 
 
-def unrepresentable_call(node: str, target: str, where: str) -> ConversionError:
-    """A graph node calls a Python callable that torch.export graphs cannot hold."""
+def unrepresentable_call(node: str, target: object, where: str) -> ConversionError:
+    """A graph node calls a Python callable that torch.export graphs cannot hold (`target`:
+    the callable, or its name)."""
+    name = target if isinstance(target, str) else str(getattr(target, "__qualname__", target))
+    if str(getattr(target, "__module__", "")).startswith("safetrace.serialize."):
+        return ConversionError(  # (st.load's call-time budgets of sizes read from data)
+            f"node {node} is a loaded program's call-time budget check ({name} of "
+            f"{target.__module__}: the bytes or work of an op whose sizes are read from "  # type: ignore[attr-defined]
+            f"data, checked before it runs), which torch.export graphs cannot hold{where}",
+            fix="convert the program st.export gave, before st.save (`st.export(model, args, "
+                "dynamic_shapes=...).to_torch()`), or run the loaded program with "
+                "ep.module() (its budgets then hold)")
     return ConversionError(
-        f"node {node} calls {target}, which torch.export graphs cannot hold (only operator "
+        f"node {node} calls {name}, which torch.export graphs cannot hold (only operator "
         f"overloads and size arithmetic){where}",
         fix=f"wrap the computation in a custom operator (torch.library.custom_op) so the "
             f"graph calls an operator overload, or {_RUN_OURS}")

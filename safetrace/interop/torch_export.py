@@ -321,8 +321,7 @@ class _Converter:
                 and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns
                 raise subclass_output_conversion(args[0].rpartition(".")[2])
-            raise EI.unrepresentable_call(node.name, str(getattr(target, "__qualname__", target)),
-                                          _where(node))
+            raise EI.unrepresentable_call(node.name, target, _where(node))
         self._op(node, target, args, kwargs)
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:

@@ -10,10 +10,12 @@ import torch
 
 import safetrace as st
 from safetrace.errors import interop as EI
+from safetrace.serialize import value_sizes
 from tests.interop.harness import wrong_rule_program
 
 CASES = {
     "unrepresentable_call": lambda: EI.unrepresentable_call("print_1", "print", " (from m.py:3 `print(x)`)"),
+    "unrepresentable_call_loaded": lambda: EI.unrepresentable_call("check_2", value_sizes.check, " (from m.py:3 `y.nonzero()`)"),
     "not_a_subgraph": lambda: EI.not_a_subgraph("get_attr_1", "weight"),
     "rank_differs": lambda: EI.rank_differs("t_1", " (from m.py:3 `x.t()`)", 2, 3),
     "dim_differs": lambda: EI.dim_differs("t_1", " (from m.py:3 `x.t()`)", 0, "s0", 5),
@@ -31,6 +33,7 @@ CASES = {
 }
 
 GOLDEN = {
+    'unrepresentable_call_loaded': "node check_2 is a loaded program's call-time budget check (check of safetrace.serialize.value_sizes: the bytes or work of an op whose sizes are read from data, checked before it runs), which torch.export graphs cannot hold (from m.py:3 `y.nonzero()`)\nFix: convert the program st.export gave, before st.save (`st.export(model, args, dynamic_shapes=...).to_torch()`), or run the loaded program with ep.module() (its budgets then hold)",
     'unrepresentable_call': 'node print_1 calls print, which torch.export graphs cannot hold (only operator overloads and size arithmetic) (from m.py:3 `print(x)`)\nFix: wrap the computation in a custom operator (torch.library.custom_op) so the graph calls an operator overload, or run the program with ep.module() (no conversion needed), or st.save / st.load it',
     'not_a_subgraph': "node get_attr_1 reads attribute 'weight', which is no control-flow subgraph of the program\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it",
     'rank_differs': "node t_1 (from m.py:3 `x.t()`): torch computes rank 2, safetrace 3\nFix: run the program with ep.module() (no conversion needed), or st.save / st.load it; and report the node (a shape rule disagrees with torch's kernel)",
@@ -62,7 +65,7 @@ def test_conversion_message_is_pinned(name):
 def test_every_builder_is_pinned():
     builders = {n for n, v in vars(EI).items() if callable(v) and not n.startswith("_")
                 and v.__module__ == EI.__name__}
-    pinned = {n.split("_custom")[0].split("_control_flow")[0].split("_aten")[0]
+    pinned = {n.split("_custom")[0].split("_control_flow")[0].split("_aten")[0].split("_loaded")[0]
               for n in CASES}
     assert builders <= pinned, builders - pinned
 

@@ -235,3 +235,30 @@ def test_a_loaded_program_saves_without_the_loaders_checks():
     doc, _ = parts(buf.getvalue())
     assert not [n for n in doc["nodes"] if "value_size" in str(n.get("target"))]
     assert doc == parts(_blob("bincount"))[0]
+
+
+def test_a_loaded_program_with_budget_checks_names_them_when_converted():
+    """``to_torch()`` of a loaded program whose call-time budget checks guard a size read
+    from data: refused naming the check and the fix (it said "wrap it in a custom op, or
+    st.save / st.load it": the program was loaded); the program st.export gave converts,
+    and the loaded one runs as eager with its budgets."""
+
+    class Nz(torch.nn.Module):
+        def forward(self, y):
+            return y.nonzero() * 2
+
+    ep = st.export(Nz(), (torch.tensor([1.0, 0.0, 2.0]),),
+                   dynamic_shapes=({0: torch.export.Dim("n")},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    buf.seek(0)
+    loaded = st.load(buf)
+    with pytest.raises(st.ConversionError, match="a loaded program's call-time budget "
+                                                 "check") as info:
+        loaded.to_torch()
+    assert "before st.save" in info.value.fix and "st.load" not in info.value.fix
+    converted = ep.to_torch().module()
+    for v in ([0.0, 3.0, 1.0, 0.0], [], [5.0]):
+        x = torch.tensor(v)
+        assert torch.equal(loaded.module()(x), Nz()(x))
+        assert torch.equal(converted(x), Nz()(x))
