@@ -28,6 +28,7 @@ from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import dag_nodes, sym
+from safetrace.trace.current import active_tracer
 from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
@@ -635,8 +636,8 @@ def _arith_safe(checks: Any, memory_check: Any = None) -> Any:
             out = checks(leaves)
         except ArithmeticError as err:
             raise unchecked_inputs(err) from None
-        if memory_check is not None:
-            memory_check(leaves)
+        if memory_check is not None and active_tracer() is None:
+            memory_check(leaves)  # (not while st.export traces the module: no values)
         subgraphs.new_call()
         return out
 

@@ -262,3 +262,30 @@ def test_a_loaded_program_with_budget_checks_names_them_when_converted():
         x = torch.tensor(v)
         assert torch.equal(loaded.module()(x), Nz()(x))
         assert torch.equal(converted(x), Nz()(x))
+
+
+@pytest.mark.parametrize("data", [False, True])
+def test_a_loaded_program_exports_again_with_its_dims(data):
+    """``st.export(st.load(f).module(), ...)`` with a Dim: the loaded module's call-time
+    memory check compared bytes of symbolic sizes with its budget while being traced, a
+    branch on the size at every size (TooManySplits: n == 0, 1, 2, ...). It is not run
+    while traced (it has no values then, as the graph's own budget checks); the program
+    traced again runs as eager at other sizes, and the loaded one keeps its checks."""
+
+    class Nz(torch.nn.Module):
+        def forward(self, y):
+            return y.nonzero() * 2 if data else y * 2
+
+    dims = ({0: torch.export.Dim("n")},)
+    ep = st.export(Nz(), (torch.tensor([1.0, 0.0, 2.0]),), dynamic_shapes=dims)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    buf.seek(0)
+    loaded = st.load(buf)
+    again = st.export(loaded.module(), (torch.tensor([1.0, 0.0, 2.0]),), dynamic_shapes=dims)
+    for v in ([0.0, 3.0, 1.0, 0.0], [], [5.0], [1.0, 2.0]):
+        x = torch.tensor(v)
+        assert torch.equal(again.module()(x), Nz()(x))
+        assert torch.equal(loaded.module()(x), Nz()(x))
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.ones(2, 2))
