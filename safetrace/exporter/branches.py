@@ -2,7 +2,8 @@
 (and the values a common prefix computed before the cond, ``hoist.py``), returning every
 unified output (the buffers any side writes, then the user outputs), with the output
 metadata every side agrees on.  Shared by the size splits on declared Dims
-(``splits.py``) and on sizes read from data (``data_splits.py``)."""
+(``splits.py``), on sizes read from data (``data_splits.py``) and on relations of input
+sizes (``relation_splits.py``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from typing import Any
 import torch
 
 from safetrace.exporter.compare import expr_key
-from safetrace.exporter.hoist import Prefix, is_size_node, kept_sizes
-from safetrace.exporter.program import ExportedProgram, InputSpec
+from safetrace.exporter.hoist import NONE, Prefix, is_size_node, kept_sizes
+from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.symbolic import make_int
 from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy
@@ -240,3 +241,30 @@ def _differ(mine: Any, theirs: Any, subst: dict) -> bool:
 
 def point_subst(side: Side, syms: dict) -> dict:
     return {syms[d]: lo for d, (lo, hi) in side.region.items() if lo == hi}
+
+
+def both_sides(ep: ExportedProgram, sides: list[Side]) -> tuple:
+    """(constants, each side's constant names, inputs, outputs, written buffers, each
+    side's branch graph, placeholder metadata) of one program running either of two
+    complete exports as a cond's branches (``data_splits.py``, ``relation_splits.py``):
+    `ep`'s inputs and the sides' unified constants, the buffers any side writes then
+    `ep`'s user outputs."""
+    consts, const_names = unified_constants(sides)
+    inputs = [dataclasses.replace(spec) for spec in ep.graph_signature.input_specs
+              if spec.kind != "constant"]
+    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
+    mutated = list(dict.fromkeys(o.target for s in sides
+                                 for o in s.ep.graph_signature.output_specs
+                                 if o.kind == "buffer_mutation"))
+    n_user = sum(1 for o in ep.graph_signature.output_specs if o.kind == "user_output")
+    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
+    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
+    branches = [branch_graph(s, sides[0], inputs, const_names[k], mutated, NONE, k)
+                for k, s in enumerate(sides)]
+    metas = {n.name: dict(n.meta) for n in ep.graph.nodes
+             if n.op == "placeholder" and n.name not in consts}
+    for b in branches:  # (a unified constant: the metadata of a branch that reads it)
+        for n in b.nodes:
+            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
+                metas[n.name] = dict(n.meta)
+    return consts, const_names, inputs, outputs, mutated, branches, metas

@@ -28,19 +28,17 @@ sides with other signatures or contracts, outputs of another rank) keeps the ass
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 from typing import Callable
 
 import torch
 
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, cond_outputs, env_of, input_nodes, output_vals,
-    placeholders, unified_constants,
+    Side, Unsplittable, both_sides, cond_outputs, env_of, input_nodes, output_vals,
+    placeholders,
 )
 from safetrace.exporter.compare import is_size_fn, note
-from safetrace.exporter.hoist import NONE
-from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, ge, le, or_
 from safetrace.symbolic.expr import TRUE, sym
@@ -75,26 +73,9 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
         if written_placeholders(s.ep.graph) & params:
             raise Unsplittable("a side writes a parameter in place")
     reads = _reads(ep.graph, check)
-    consts, const_names = unified_constants(sides)
-    inputs = [dataclasses.replace(spec) for spec in ep.graph_signature.input_specs
-              if spec.kind != "constant"]
-    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
-    mutated = list(dict.fromkeys(o.target for s in sides
-                                 for o in s.ep.graph_signature.output_specs
-                                 if o.kind == "buffer_mutation"))
-    n_user = sum(1 for o in ep.graph_signature.output_specs if o.kind == "user_output")
-    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
-    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
-    branches = [branch_graph(s, sides[0], inputs, const_names[k], mutated, NONE, k)
-                for k, s in enumerate(sides)]
+    consts, const_names, inputs, outputs, mutated, branches, metas = both_sides(ep, sides)
     env = env_of(ep.graph)
     g = torch.fx.Graph()
-    metas = {n.name: dict(n.meta) for n in ep.graph.nodes
-             if n.op == "placeholder" and n.name not in consts}
-    for b in branches:  # (a unified constant: the metadata of a branch that reads it)
-        for n in b.nodes:
-            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
-                metas[n.name] = dict(n.meta)
     phs = placeholders(g, inputs, metas)
     by_name = input_nodes(sides[0], const_names[0])
     env_map = {by_name[spec.name]: ph for spec, ph in zip(inputs, phs) if spec.name in by_name}

@@ -25,14 +25,12 @@ from typing import Any, Callable
 import torch
 
 from safetrace.exporter.branches import (
-    Side, Unsplittable, branch_graph, cond_outputs, env_of, output_vals,
-    placeholders, unified_constants,
+    Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals, placeholders,
 )
 from safetrace.exporter.compare import contract_key, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
-from safetrace.exporter.hoist import NONE
-from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
+from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import Env, make_bool, make_int
 from safetrace.symbolic.canon import not_, or_
 from safetrace.symbolic.expr import sym
@@ -113,26 +111,9 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
             raise Unsplittable("a side writes a parameter in place")
     if any(c.cond == cond for c in other.contract.conditions):
         raise Unsplittable("the other side's trace kept the relation")
-    consts, const_names = unified_constants(sides)
-    inputs = [dataclasses.replace(spec) for spec in ep.graph_signature.input_specs
-              if spec.kind != "constant"]
-    inputs += [InputSpec("constant", name, name, None, True) for name in consts]
-    mutated = list(dict.fromkeys(o.target for s in sides
-                                 for o in s.ep.graph_signature.output_specs
-                                 if o.kind == "buffer_mutation"))
-    n_user = sum(1 for o in ep.graph_signature.output_specs if o.kind == "user_output")
-    outputs = [OutputSpec("buffer_mutation", t) for t in mutated]
-    outputs += [OutputSpec("user_output", None) for _ in range(n_user)]
-    branches = [branch_graph(s, sides[0], inputs, const_names[k], mutated, NONE, k)
-                for k, s in enumerate(sides)]
+    consts, _, inputs, outputs, mutated, branches, metas = both_sides(ep, sides)
     env = env_of(ep.graph)
     g = torch.fx.Graph()
-    metas = {n.name: dict(n.meta) for n in ep.graph.nodes
-             if n.op == "placeholder" and n.name not in consts}
-    for b in branches:  # (a unified constant: the metadata of a branch that reads it)
-        for n in b.nodes:
-            if n.op == "placeholder" and "val" not in metas.get(n.name, ()):
-                metas[n.name] = dict(n.meta)
     phs = placeholders(g, inputs, metas)
     pred = _predicate(g, ep, phs, inputs, cond, env)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
