@@ -102,14 +102,17 @@ def config_value(config: Any, name: str) -> Any:
         entry = config._config[name]
     except (AttributeError, KeyError, TypeError):
         return getattr(config, name)
-    if entry.hide or entry.deprecated or entry.alias is not None or \
-            entry.justknob is not None or type(entry.default) not in _PLAIN:
+    try:  # (an entry of another torch release, without these fields: getattr's way)
+        if entry.hide or entry.deprecated or entry.alias is not None or \
+                entry.justknob is not None or type(entry.default) not in _PLAIN:
+            return getattr(config, name)
+        unset = _unset()
+        if entry.env_value_force is not unset:
+            return entry.env_value_force
+        value = entry.user_override.get()
+        if value is not unset:
+            return value
+        return entry.env_value_default if entry.env_value_default is not unset else \
+            entry.default
+    except (AttributeError, ImportError):
         return getattr(config, name)
-    unset = _unset()
-    if entry.env_value_force is not unset:
-        return entry.env_value_force
-    value = entry.user_override.get()
-    if value is not unset:
-        return value
-    return entry.env_value_default if entry.env_value_default is not unset else \
-        entry.default
