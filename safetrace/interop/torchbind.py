@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch._library.fake_class_registry import FakeScriptObject, maybe_to_fake_obj
+
 from safetrace.interop.lazy import graph_signature
 from safetrace.interop.state import torch_target
 
 
 def custom_obj_input(conv: Any, spec: Any, node: Any, obj: Any) -> Any:
     """The InputSpec of the object's placeholder `node` (its value set)."""
-    from torch._library.fake_class_registry import maybe_to_fake_obj
-
     gs = graph_signature()
     fake = node.meta["val"] = maybe_to_fake_obj(conv.mode, obj)
     target = torch_target(conv.ep, spec)
@@ -29,15 +29,9 @@ def custom_obj_values(conv: Any, graph: Any) -> None:
     """After propagation, each object placeholder's value is torch's final form, a
     CustomObjArgument holding the fake object (what torch's verifier accepts)."""
     gs = graph_signature()
-    fake_class = _fake_script_object()
     for node in graph.find_nodes(op="placeholder"):
         fake = node.meta.get("val")
-        if isinstance(fake, fake_class):
+        if isinstance(fake, FakeScriptObject):
             target = conv.custom_targets.get(node.name, node.name)
             node.meta["val"] = gs.CustomObjArgument(target, fake.script_class_name, fake)
 
-
-def _fake_script_object() -> Any:
-    from torch._library.fake_class_registry import FakeScriptObject
-
-    return FakeScriptObject
