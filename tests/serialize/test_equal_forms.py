@@ -36,15 +36,8 @@ def test_a_backward_slice_to_minus_half_is_empty(rows, loads):
     0 where the loader's length holds ``min(n - n//2, 1)``, which is 1 at every ``n >= 1``
     only in each residue of ``n`` modulo 2."""
     ep = st.export(_BackwardHalf(), (torch.randn(5, 2),), dynamic_shapes=({0: Dim("n", min=1)},))
-    blob = _recorded(ep, "slice_1", rows)
-    if not loads:
-        with pytest.raises(st.LoadError, match="node 'slice_1'"):
-            st.load(blob)
-        return
-    loaded = st.load(blob).module()
-    for n in (1, 2, 3, 8):
-        x = torch.randn(n, 2)
-        torch.testing.assert_close(loaded(x), _BackwardHalf()(x))
+    _loads_as_eager(_recorded(ep, "slice_1", rows), "slice_1", loads, _BackwardHalf(),
+                    [(torch.randn(n, 2),) for n in (1, 2, 3, 8)])
 
 
 class _Product(torch.nn.Module):
@@ -62,12 +55,17 @@ def test_a_product_written_as_two_halves(form, loads):
     """``((a + 1)//2)*b + (a//2)*b`` is ``a*b``; ``2*((a + 1)//2)*b`` is not (odd ``a``)."""
     ep = st.export(_Product(), (torch.randn(5), torch.randn(3)),
                    dynamic_shapes=({0: Dim("a")}, {0: Dim("b")}))
-    blob = _recorded(ep, "mul_1", form)
+    _loads_as_eager(_recorded(ep, "mul_1", form), "mul_1", loads, _Product(),
+                    [(torch.randn(a), torch.randn(b)) for a, b in ((0, 3), (1, 1), (5, 2), (4, 7))])
+
+
+def _loads_as_eager(blob, node, loads, model, calls):
+    """The file is refused naming `node` (not `loads`), or it loads and its program
+    computes eager's values on each of `calls`."""
     if not loads:
-        with pytest.raises(st.LoadError, match="node 'mul_1'"):
+        with pytest.raises(st.LoadError, match=f"node '{node}'"):
             st.load(blob)
         return
     loaded = st.load(blob).module()
-    for a, b in ((0, 3), (1, 1), (5, 2), (4, 7)):
-        x, y = torch.randn(a), torch.randn(b)
-        torch.testing.assert_close(loaded(x, y), _Product()(x, y))
+    for args in calls:
+        torch.testing.assert_close(loaded(*args), model(*args))
