@@ -18,6 +18,7 @@ import functools
 from typing import Any, Iterator
 
 import torch
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from safetrace.interop.hierarchy import fill_stacks
@@ -66,8 +67,6 @@ def graph_module(root: Any, graph: torch.fx.Graph) -> Any:
     (its class of one instance): the constructor sets them one by one through
     ``nn.Module.__setattr__``, ~9% of a small model's conversion.  torch's constructor
     serves every other root and graph, and wherever the plan is missing."""
-    from torch.fx._lazy_graph_module import _LazyGraphModule
-
     plan = _module_plan()
     if plan is None or type(root) is not torch.nn.Module or \
             graph.find_nodes(op="get_attr") or graph.find_nodes(op="call_module"):
@@ -76,8 +75,6 @@ def graph_module(root: Any, graph: torch.fx.Graph) -> Any:
 
 
 def _planned_module(plan: tuple, root: Any, graph: torch.fx.Graph) -> Any:
-    from torch.fx._lazy_graph_module import _LazyGraphModule
-
     template, fresh = plan
     torch._C._log_api_usage_once("python.nn_module")  # (as nn.Module's constructor)
     gm = _LazyGraphModule.__new__(_LazyGraphModule)
@@ -107,8 +104,6 @@ def _module_plan() -> tuple | None:
     per module (`_SET`): shared immutable values, and the empty containers to make fresh
     (with their types); None where one is neither, or where a module made from the plan
     differs from the constructor's (checked here, once per process)."""
-    from torch.fx._lazy_graph_module import _LazyGraphModule
-
     try:
         template, fresh = {}, []
         for key, value in vars(_LazyGraphModule(torch.nn.Module(), _sample_graph())).items():
