@@ -27,25 +27,26 @@ from typing import Any
 import torch
 from torch.utils import _pytree
 
-from safetrace.errors import ConversionError, ConversionWarning, subclass_output_conversion
+from safetrace.errors import ConversionWarning, subclass_output_conversion
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
                                          provenance, training_verifier)
-from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
+from safetrace.interop.contract import ContractEmitter, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
 from safetrace.interop.torchbind import custom_obj_input, custom_obj_values
-from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
+from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
+from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
+                                          why_failed)
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
-from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.graph import add_node, add_placeholder, target_name
@@ -135,7 +136,7 @@ class _Converter:
                     self.env[node] = convert_get_attr(self, node, ep.graph)
             outputs = self._output(next(n for n in reversed(ep.graph.nodes)
                                         if n.op == "output"))
-            self._check_narrowing()
+            check_narrowing(self)
         shared_custom_meta(calls, self.graph)
         custom_obj_values(self, self.graph)
         for node in self.graph.find_nodes(op="call_function", target=_SIZE):
@@ -316,12 +317,12 @@ class _Converter:
                       kwargs.get("memory_format", torch.contiguous_format)}
             args = args[:1]
         if target is MAP_IMPL and sizes_from_data(self.submodule_of.get(args[0])):
-            warnings.warn(map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
+            warnings.warn(map_under_grad(where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
             if target is rebuild:  # a tensor subclass the program returns
                 raise subclass_output_conversion(args[0].rpartition(".")[2])
-            raise EI.unrepresentable_call(node.name, target, _where(node))
+            raise EI.unrepresentable_call(node.name, target, where(node))
         self._op(node, target, args, kwargs)
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
@@ -359,35 +360,17 @@ class _Converter:
                 self._size_of(args) if target is _SIZE and not (kwargs or self.verify) \
                 else self._run(target, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - reraised with the node that failed
-            raise _why_failed(node, target, exc) from exc
+            raise why_failed(node, target, exc) from exc
         new.meta["val"] = val
         bindings = all_bindings(self.shape_env, val)
         if bindings:
             new.meta["unbacked_bindings"] = bindings
-            self._bind_unbacked(node, val, bindings)
+            bind_unbacked(self, node, val, bindings)
         elif known_unbacked(val, self.emitter.symbol_names) and hasattr(ours, "expr") and \
                 to_expr(ours.expr).op == "sym":
             # a tensor read again, unwritten since: torch's fake memo gives the earlier symbol
             self.emitter.values.setdefault(to_expr(ours.expr).name, val)
-        self._same_shape(node, val)
-
-    def _bind_unbacked(self, node: torch.fx.Node, val: Any, bindings: dict) -> None:
-        """Each data-dependent symbol torch's kernel created is ours at the same place in
-        our node's value (``.item()``'s result, ``nonzero``'s row count): torch numbers
-        them its own way, and a later size compares by meaning only once they are
-        matched."""
-        names = self.emitter.symbol_names
-        for sym, path in bindings.items():
-            if sym in names:
-                continue
-            mine = follow(node.meta.get("val"), path)
-            if mine is None or isinstance(mine, bool):
-                continue
-            mine = to_expr(mine.expr if hasattr(mine, "expr") else mine)
-            names[sym] = mine
-            theirs = follow(val, path)
-            if mine.op == "sym" and isinstance(theirs, torch.SymInt):
-                self.emitter.values.setdefault(mine.name, theirs)
+        same_shape(self, node, val)
 
     def _size_of(self, args: tuple) -> Any:
         """``aten.sym_size.int(x, d)``'s value: a fake value's own size, what torch's kernel
@@ -406,44 +389,6 @@ class _Converter:
         if isinstance(ours, (tuple, list)):
             return tuple(fake_of(self, p) for p in ours)
         return fake_of(self, ours)
-
-    def _same_shape(self, node: torch.fx.Node, val: Any) -> None:
-        """torch's shape of a tensor node must be ours (a difference would be a narrower or
-        a wrong program); unbacked symbols are matched up as they appear."""
-        ours = node.meta.get("val")
-        if not isinstance(ours, torch.Tensor) or not isinstance(val, torch.Tensor):
-            return
-        if len(ours.shape) != len(val.shape):
-            raise EI.rank_differs(node.name, _where(node), val.dim(), len(ours.shape))
-        names = self.emitter.symbol_names
-        for d, (a, b) in enumerate(zip(ours.shape, val.shape)):
-            if isinstance(a, int) and isinstance(b, int):
-                if a == b:
-                    continue
-                mine = theirs = None
-            else:
-                mine = to_expr(a.expr if hasattr(a, "expr") else a)
-                if isinstance(b, torch.SymInt) and b.node.expr not in names and \
-                        mine.op == "sym" and b.node.expr.is_symbol:
-                    names[b.node.expr] = mine  # an unbacked size born here
-                    self.emitter.values.setdefault(mine.name, b)
-                elif known_unbacked(b, names) and mine.op == "sym" and \
-                        mine.name not in self.emitter.values:
-                    # our fresh data-dependent size is one torch already has: its kernel
-                    # remembers a count made from the same tensor (nonzero of a mask that
-                    # x[mask] counted), which ours numbers anew; the same value, so ours is
-                    # torch's from here on
-                    self.emitter.values[mine.name] = b
-                    continue
-                theirs = from_sympy(b.node.expr if isinstance(b, torch.SymInt) else b, names)
-                if theirs is not None and (theirs is mine or
-                                           self.emitter.implied(S.eq(mine, theirs))):
-                    continue
-                if self.emitter.same_in_torch(mine, b) or (
-                        theirs is not None and self.emitter.agree(mine, theirs)) or (
-                        theirs is None and self.emitter.agree_sympy(mine, b)):
-                    continue
-            raise EI.dim_differs(node.name, _where(node), d, a, b)
 
     def _assert(self, node: torch.fx.Node, args: tuple) -> None:
         """Our run-time assertion becomes torch's, and a fact torch's engine may use."""
@@ -511,41 +456,6 @@ class _Converter:
         return None
 
     # -- contract checks ---------------------------------------------------------------------
-    def _check_narrowing(self) -> None:
-        """Guards torch's propagation recorded beyond our contract.
-
-        Each such guard is a decision inside one op's fake kernel (a memory format, a fast
-        path; or a control-flow operator's, which decides on its subgraphs' shapes); the op's output shape was compared with
-        ours on the whole input space, and the converted program's checks come from our
-        contract only (range constraints included), so nothing here narrows what it
-        accepts.  A compiler trusting torch's ShapeEnv could still specialize on them:
-        they are reported (a warning, ``strict=True`` refuses) rather than shipped
-        silently."""
-        extra = []
-        for guard in self.shape_env.guards[self.contract_guards:]:
-            ours = from_sympy(guard.expr, self.emitter.symbol_names)
-            if ours is not None and self.emitter.implied(ours):
-                continue
-            extra.append(self._user_text(ours) if ours is not None else f"`{guard.expr}`")
-        self.torch_guards = list(dict.fromkeys(extra))
-        if not extra:
-            return
-        text = "; ".join(self.torch_guards)
-        if self.strict:
-            raise EI.torch_assumed(text)
-        warnings.warn(f"ep.to_torch(): torch's shape propagation assumed {text} inside op "
-                      f"kernels (not required of the inputs: the converted program's checks "
-                      f"are safetrace's, and it accepts every input the safetrace program "
-                      f"accepts)", ConversionWarning, stacklevel=4)
-
-    def _user_text(self, cond: Any) -> str:
-        """`` `x.shape[0] <= 15` (s0: Dim 'batch') ``: the condition on the input dims, with
-        the user's Dim name of each symbol in it."""
-        names = getattr(self.ep, "dim_names", None) or {}
-        syms = sorted(cond.free_symbols)
-        dims = ", ".join(f"{s}: Dim {names[s]!r}" if s in names else s for s in syms)
-        return f"`{self.ep.contract.where_text(cond)}`" + (f" ({dims})" if dims else "")
-
     def _range_constraints(self) -> dict:
         """Our ranges for our input symbols (never the ranges torch's guards narrowed),
         torch's own for the data-dependent symbols it created."""
@@ -627,22 +537,3 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
-
-
-def _where(node: torch.fx.Node) -> str:
-    trace = node.meta.get("stack_trace") or ""
-    last = [line.strip() for line in str(trace).strip().splitlines() if line.strip()]
-    return f" (from {last[-1]})" if last else ""
-
-
-def _why_failed(node: torch.fx.Node, target: Any, exc: Exception) -> ConversionError:
-    name = getattr(target, "_schema", None)
-    op = name.name if name is not None else getattr(target, "__qualname__", str(target))
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        op, kind = target.__name__, "control-flow"
-    elif isinstance(target, torch._ops.OpOverload) and target.namespace not in ("aten", "prims"):
-        kind = "custom"
-    else:
-        kind = "aten"
-    return EI.kernel_failed(node.name, op, _where(node), f"{type(exc).__name__}: {first}", kind)
