@@ -288,7 +288,7 @@ def test_a_map_over_empty_slices_costs_its_slices():
     """The map's xs inflated to [2**26, 0]: no element and no byte, so neither the memory
     nor the elements touched bounded it, and torch's map would run 2**26 slices (hours,
     and a Python object each): every slice costs ``SLICE_WORK`` elements of max_work."""
-    from safetrace.serialize.memory import SLICE_WORK
+    from safetrace.serialize.memory_control import SLICE_WORK
     from tests.serialize.hostile_static import pack, without_values
 
     ep, blob = _loaded(EmptyMap(), torch.randn(3), {0: st.Dim("n", max=64)})
