@@ -234,7 +234,18 @@ def _where(node: torch.fx.Node) -> str:
 
 
 def arg_names(ep: Any) -> list[str]:
-    """The forward's parameter names: each positional input's leading path part."""
+    """The forward's parameter names: each positional input's leading path part (made
+    once per contract and input structure, kept on the contract)."""
+    made = ep.contract.derived("forward arg names", lambda c: [])
+    for spec, names in made:
+        if spec is ep.in_spec:
+            return list(names)
+    names = _arg_names(ep)
+    made.append((ep.in_spec, tuple(names)))
+    return names
+
+
+def _arg_names(ep: Any) -> list[str]:
     args_spec, kwargs_spec = _children(ep.in_spec)
     paths = [inp.path for inp in ep.contract.inputs]
     names, at = [], 0

@@ -57,6 +57,52 @@ def outside_modes() -> Any:
 _NO_MODES = contextlib.nullcontext()
 
 
+class entered:  # noqa: N801 - used as ``with entered(mode):``, a function to the reader
+    """``with mode:`` for the conversion's fake mode, its ``avoid_device_init`` read once
+    per process: torch's property asks ``torch.cuda.is_available()``, ``hasattr(torch,
+    "hpu")`` and the private backend on every read (on a CPU build two formatted
+    AttributeErrors: ~50k instructions of each small conversion), for an answer fixed by
+    the build and the devices present.  torch's own ``__enter__`` and ``__exit__`` run; the
+    mode is an instance of a subclass holding the answer during the ``__enter__`` call
+    only (the mode is this conversion's: no other thread holds it)."""
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode: Any) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> Any:
+        mode = self.mode
+        cls = type(mode)
+        steady = _steady(cls) if cls is _parts()[0] else None
+        if steady is None:
+            return cls.__enter__(mode)
+        mode.__class__ = steady
+        try:
+            return cls.__enter__(mode)
+        finally:
+            mode.__class__ = cls
+
+    def __exit__(self, *exc: Any) -> Any:
+        return type(self.mode).__exit__(self.mode, *exc)
+
+
+@functools.cache
+def _steady(cls: type) -> type | None:
+    """`cls` with ``avoid_device_init`` a plain class attribute of the value torch's
+    property gives now (None where it is no property of `cls`)."""
+    prop = getattr(cls, "avoid_device_init", None)
+    if not isinstance(prop, property) or prop.fget is None:
+        return None
+    try:
+        value = bool(prop.fget(None))
+    except Exception:  # noqa: BLE001 - the property reads the mode: torch's serves
+        return None
+    return type(cls.__name__, (cls,), {"avoid_device_init": value,
+                                       "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__})
+
+
 def _torch(shape_env: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
