@@ -36,9 +36,16 @@ def fill_stacks(nodes: list) -> list:
         if stacks[i] is not None:
             nxt = stacks[i]
     out, prev = [], None
+    last: tuple = (None, None, None)  # (a run of unstamped nodes: one prefix, copied)
     for i, s in enumerate(stacks):
         if s is None:
-            s = _common_prefix(prev, after[i])
+            nxt = after[i]
+            if last[0] is prev and last[1] is nxt and prev is not None:
+                s = dict(last[2])
+            else:
+                s = _common_prefix(prev, nxt)
+                last = (prev, nxt, s)
+                s = dict(s)
         else:
             prev = s
         out.append(s)
