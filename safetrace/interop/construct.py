@@ -277,16 +277,14 @@ def _node_source(node: torch.fx.Node) -> Any:
         if len(_TARGET_TEXT) > 10_000:
             _TARGET_TEXT.clear()
         text = _TARGET_TEXT[node.target] = str(node.target)
-    info = _NEW(_INFO)
-    info.__dict__ = {"name": node.name, "target": text, "graph_id": id(node.graph)}
-    out = _NEW(NodeSource)
-    # (the attributes as one dict, in the constructor's order: one store, not six)
-    out.__dict__ = {"pass_name": _PASS, "action": [_CREATE], "node_info": info,
-                    "from_node": [], "_action_string": None, "_dict": None}
+    out = NodeSource.__new__(NodeSource)
+    out.pass_name = _PASS
+    out.action = [NodeSourceAction.CREATE]
+    out.node_info = NodeSource.NodeInfo(node.name, text, id(node.graph))
+    out.from_node = []
+    out._action_string = None
+    out._dict = None
     return out
-
-
-_NEW, _INFO, _CREATE = object.__new__, NodeSource.NodeInfo, NodeSourceAction.CREATE
 
 
 @functools.cache
