@@ -220,15 +220,17 @@ _STAND_IN = _Traceback()
 def frames(f: Any) -> Any:
     """``traceback.extract_stack(f)`` without its source-line reads (made when shown).
     A frame's summary (file, line number, function; its line once read) is made once
-    per code object and line, and shared by the stacks that pass there.  (Keyed by the
-    code object's id, the entry holding the code object itself so that the id stays its
-    own: hashing a code object hashes its constants, a module's every function's code,
-    ~3,000 instructions a frame, 5% of a small conversion.)"""
+    per code object and instruction, and shared by the stacks that pass there.  (Keyed by
+    the code object's id, the entry holding the code object itself so that the id stays
+    its own: hashing a code object hashes its constants, a module's every function's code,
+    ~3,000 instructions a frame, 5% of a small conversion; and by the instruction's
+    offset, ``f_lasti``, not ``f_lineno``, which walks the code's line table on each
+    read: the line is read once per summary made.)"""
     out = traceback.StackSummary()
     made = _SUMMARIES
     while f is not None:
         code = f.f_code
-        key = (id(code), f.f_lineno)
+        key = (id(code), f.f_lasti)
         hit = made.get(key)
         if hit is None or hit[0] is not code:
             # (as extract_stack does: a module whose source comes from its loader
@@ -245,7 +247,7 @@ def frames(f: Any) -> Any:
     return out
 
 
-_SUMMARIES: dict[tuple, Any] = {}  # (id of a code object, line) -> (it, its FrameSummary)
+_SUMMARIES: dict[tuple, Any] = {}  # (id of a code object, offset) -> (it, its FrameSummary)
 
 
 @functools.cache
