@@ -423,10 +423,12 @@ class _Converter:
             gs.SymBoolArgument, gs.SymFloatArgument, gs.SymIntArgument, gs.TensorArgument
 
         specs, values = [], []
-        written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
+        written = None  # (the placeholders' new nodes, where the program writes a buffer)
         for spec, value in zip(self.ep.graph_signature.output_specs, out.args[0]):
             new = self.env[value] if isinstance(value, torch.fx.Node) else value
             if spec.kind == "buffer_mutation":
+                if written is None:
+                    written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
                 if new in written and new.name == self._placeholder_of(spec.target):
                     # written in place: torch's graphs keep the in-place op and no output
                     continue
@@ -490,7 +492,8 @@ class _Converter:
         torch._C._set_grad_enabled(bool(args[0]))
 
     def _module_call_graph(self) -> list:
-        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names())
+        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names(),
+                          self.stacks.values())
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input
