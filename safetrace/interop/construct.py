@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import operator
 from typing import Any, Iterator
 
 import torch
@@ -22,7 +23,7 @@ from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.traceback import NodeSource, NodeSourceAction
 
 from safetrace.interop.hierarchy import fill_stacks
-from safetrace.interop.lazy import verifier
+from safetrace.interop.lazy import exported_program_module, verifier
 from safetrace.interop.rebind import rebound
 
 
@@ -49,11 +50,12 @@ def exported_program(*, validate: bool, guards: bool = True, **fields: Any) -> A
 def _constructor(init: Any, guards: bool) -> Any:
     """torch's constructor `init` run with the module-level helpers it calls replaced in
     its own copy (``interop/rebind.py``), the module untouched: the one place its graph
-    module is made (here the lazy kind) and, where `guards` is False, the one place its
-    guard code is (here none).  Setting the module's two helpers around the call would
+    module is made (here the lazy kind), the getitem pass (skipped where no graph holds a
+    getitem) and, where `guards` is False, the one place its guard code is (here none).  Setting the module's two helpers around the call would
     hand a ``torch.export`` running on another thread meanwhile a lazy graph module and
     no guard code.  None where `init` is not a plain function of its module."""
-    names: dict[str, Any] = {"_create_graph_module_for_export": graph_module}
+    names: dict[str, Any] = {"_create_graph_module_for_export": graph_module,
+                             "_common_getitem_elimination_pass": _getitem_step}
     if not guards:
         names["_convert_guards_to_code"] = _guard_code
     return rebound(init, names)
@@ -159,6 +161,35 @@ def _same_module(a: Any, b: Any, a_graph: Any, b_graph: Any) -> bool:
         return False
     x = torch.randn(3)
     return str(a) == str(b) and a.code == b.code and torch.equal(a(x)[0], b(x)[0])
+
+
+def _getitem_step(gm: Any, graph_signature: Any, module_call_graph: Any) -> None:
+    _getitems_pass(gm, graph_signature, module_call_graph)  # (read when called: a test
+    # replaces it to stop a conversion inside torch's constructor)
+
+
+def _getitems_pass(gm: Any, graph_signature: Any, module_call_graph: Any) -> None:
+    """torch's ``_common_getitem_elimination_pass``, run where it would change something:
+    two ``getitem`` nodes of one graph reading the same index of the same node (it merges
+    them; where every getitem's (source, index) is its own, each gets an id of its own
+    and the pass changes nothing, at ~200 instructions a node of the graph)."""
+    graphs = [m.graph for m in gm.modules() if isinstance(m, torch.fx.GraphModule)] \
+        if gm._modules else [gm.graph]
+    for graph in graphs:
+        seen: set = set()
+        for node in graph.find_nodes(op="call_function", target=operator.getitem):
+            key = node.args[:2]
+            try:
+                if key in seen:
+                    break
+                seen.add(key)
+            except TypeError:  # (an unhashable index: torch's pass decides)
+                break
+        else:
+            continue
+        exported_program_module()._common_getitem_elimination_pass(
+            gm, graph_signature, module_call_graph)
+        return
 
 
 def _guard_code(graph_module: Any) -> list:

@@ -20,6 +20,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.interop.divisions import guarded_divisions
 from safetrace.interop.lazy import value_ranges
 from safetrace import symbolic as S
 from safetrace.symbolic import Expr
@@ -218,7 +219,7 @@ class ContractEmitter:
         bound = {s.name for s in c.symbols if s.where is not None}
         for cond in c.conditions:
             if cond.cond.free_symbols <= bound:
-                self._assert(self.node(cond.cond), f"the inputs must satisfy "
+                self._assert(self.node(guarded_divisions(cond.cond)), f"the inputs must satisfy "
                              f"`{c.where_text(cond.cond)}`{cond.origin}")
 
     def _size_node(self, i: int, d: int) -> Any:

@@ -7,7 +7,7 @@ the export) turned into torch's module call signatures, so that
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
@@ -36,9 +36,16 @@ def fill_stacks(nodes: list) -> list:
         if stacks[i] is not None:
             nxt = stacks[i]
     out, prev = [], None
+    last: tuple = (None, None, None)  # (a run of unstamped nodes: one prefix, copied)
     for i, s in enumerate(stacks):
         if s is None:
-            s = _common_prefix(prev, after[i])
+            nxt = after[i]
+            if last[0] is prev and last[1] is nxt and prev is not None:
+                s = dict(last[2])
+            else:
+                s = _common_prefix(prev, nxt)
+                last = (prev, nxt, s)
+                s = dict(s)
         else:
             prev = s
         out.append(s)
@@ -59,11 +66,15 @@ def _common_prefix(a: dict | None, b: dict | None) -> dict:
 def submodule_fqns(graph: torch.fx.Graph) -> list[str]:
     """Every submodule path in the graph's ``nn_module_stack``s, parents first (in order
     of first appearance at each depth: the sort is stable)."""
+    return stack_fqns(node.meta.get("nn_module_stack") for node in graph.nodes)
+
+
+def stack_fqns(stacks: Iterable) -> list[str]:
+    """`submodule_fqns` of a graph whose nodes' stacks, in order, are `stacks`."""
     seen: dict[str, None] = {}
     last = None
-    for node in graph.nodes:
-        stack = node.meta.get("nn_module_stack")
-        if not stack or stack == last:  # (runs of nodes share a stack)
+    for stack in stacks:
+        if not stack or stack is last or stack == last:  # (runs of nodes share a stack)
             continue
         last = stack
         for fqn, _ty in stack.values():
@@ -234,7 +245,18 @@ def _where(node: torch.fx.Node) -> str:
 
 
 def arg_names(ep: Any) -> list[str]:
-    """The forward's parameter names: each positional input's leading path part."""
+    """The forward's parameter names: each positional input's leading path part (made
+    once per contract and input structure, kept on the contract)."""
+    made = ep.contract.derived("forward arg names", lambda c: [])
+    for spec, names in made:
+        if spec is ep.in_spec:
+            return list(names)
+    names = _arg_names(ep)
+    made.append((ep.in_spec, tuple(names)))
+    return names
+
+
+def _arg_names(ep: Any) -> list[str]:
     args_spec, kwargs_spec = _children(ep.in_spec)
     paths = [inp.path for inp in ep.contract.inputs]
     names, at = [], 0
@@ -246,8 +268,11 @@ def arg_names(ep: Any) -> list[str]:
     return names + [k for k in kwargs_spec.context if k not in names]
 
 
-def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str]) -> list:
-    """The root, every submodule, the preserved calls (`kept`: fqn -> signature)."""
+def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str],
+               stacks: Iterable | None = None) -> list:
+    """The root, every submodule, the preserved calls (`kept`: fqn -> signature);
+    `stacks`: the graph's nodes' ``nn_module_stack``s where known (a conversion's: each
+    node it adds has a prefix of a neighbour's stack, so the same submodules)."""
     module = exported_program_module()
     ModuleCallEntry, ModuleCallSignature = module.ModuleCallEntry, module.ModuleCallSignature
 
@@ -261,7 +286,8 @@ def call_graph(ep: Any, graph: torch.fx.Graph, kept: dict, arg_names: list[str])
     # never calls, e.g. a dropout that attention takes only the rate of), parents first
     tree = getattr(ep, "module_tree", None)
     fqns = list(tree.modules) if tree is not None else []
-    fqns += [f for f in submodule_fqns(graph) if f and f not in fqns]
+    found = submodule_fqns(graph) if stacks is None else stack_fqns(stacks)
+    fqns += [f for f in found if f and f not in fqns]
     entries = [ModuleCallEntry(fqn="", signature=signature)]
     entries += [ModuleCallEntry(fqn=fqn, signature=kept.get(fqn)) for fqn in fqns]
     # later calls of a preserved module last, as torch.export lists them

@@ -57,6 +57,52 @@ def outside_modes() -> Any:
 _NO_MODES = contextlib.nullcontext()
 
 
+class entered:  # noqa: N801 - used as ``with entered(mode):``, a function to the reader
+    """``with mode:`` for the conversion's fake mode, its ``avoid_device_init`` read once
+    per process: torch's property asks ``torch.cuda.is_available()``, ``hasattr(torch,
+    "hpu")`` and the private backend on every read (on a CPU build two formatted
+    AttributeErrors: ~50k instructions of each small conversion), for an answer fixed by
+    the build and the devices present.  torch's own ``__enter__`` and ``__exit__`` run; the
+    mode is an instance of a subclass holding the answer during the ``__enter__`` call
+    only (the mode is this conversion's: no other thread holds it)."""
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode: Any) -> None:
+        self.mode = mode
+
+    def __enter__(self) -> Any:
+        mode = self.mode
+        cls = type(mode)
+        steady = _steady(cls) if cls is _parts()[0] else None
+        if steady is None:
+            return cls.__enter__(mode)
+        mode.__class__ = steady
+        try:
+            return cls.__enter__(mode)
+        finally:
+            mode.__class__ = cls
+
+    def __exit__(self, *exc: Any) -> Any:
+        return type(self.mode).__exit__(self.mode, *exc)
+
+
+@functools.cache
+def _steady(cls: type) -> type | None:
+    """`cls` with ``avoid_device_init`` a plain class attribute of the value torch's
+    property gives now (None where it is no property of `cls`)."""
+    prop = getattr(cls, "avoid_device_init", None)
+    if not isinstance(prop, property) or prop.fget is None:
+        return None
+    try:
+        value = bool(prop.fget(None))
+    except Exception:  # noqa: BLE001 - the property reads the mode: torch's serves
+        return None
+    return type(cls.__name__, (cls,), {"avoid_device_init": value,
+                                       "__module__": cls.__module__,
+                                       "__qualname__": cls.__qualname__})
+
+
 def _torch(shape_env: Any) -> Any:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -174,15 +220,17 @@ _STAND_IN = _Traceback()
 def frames(f: Any) -> Any:
     """``traceback.extract_stack(f)`` without its source-line reads (made when shown).
     A frame's summary (file, line number, function; its line once read) is made once
-    per code object and line, and shared by the stacks that pass there.  (Keyed by the
-    code object's id, the entry holding the code object itself so that the id stays its
-    own: hashing a code object hashes its constants, a module's every function's code,
-    ~3,000 instructions a frame, 5% of a small conversion.)"""
+    per code object and instruction, and shared by the stacks that pass there.  (Keyed by
+    the code object's id, the entry holding the code object itself so that the id stays
+    its own: hashing a code object hashes its constants, a module's every function's code,
+    ~3,000 instructions a frame, 5% of a small conversion; and by the instruction's
+    offset, ``f_lasti``, not ``f_lineno``, which walks the code's line table on each
+    read: the line is read once per summary made.)"""
     out = traceback.StackSummary()
     made = _SUMMARIES
     while f is not None:
         code = f.f_code
-        key = (id(code), f.f_lineno)
+        key = (id(code), f.f_lasti)
         hit = made.get(key)
         if hit is None or hit[0] is not code:
             # (as extract_stack does: a module whose source comes from its loader
@@ -199,7 +247,7 @@ def frames(f: Any) -> Any:
     return out
 
 
-_SUMMARIES: dict[tuple, Any] = {}  # (id of a code object, line) -> (it, its FrameSummary)
+_SUMMARIES: dict[tuple, Any] = {}  # (id of a code object, offset) -> (it, its FrameSummary)
 
 
 @functools.cache

@@ -13,7 +13,8 @@ drop ``_guards_code`` still check); a guard only repeats one of them.
 Each guard is our check's own expression (``Contract.where_text``) with every input dim
 written as torch's source; one that is not plain Python over those sources (a function
 torch's guard namespace lacks, a size no input carries), or that is not true of the
-example inputs, is left to the graph's assert.
+example inputs, is left to the graph's assert.  A guard never divides by zero: torch's
+guard function would raise ``ZeroDivisionError`` instead of refusing (``_no_zero_division``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,89 @@ def relation_guards(contract: Any, leaves: list, ctx: dict, deferred: bool) -> l
         for cond in contract.conditions:
             if {str(x) for x in cond.cond.free_symbols} <= bound:
                 wanted.append(code(contract.where_text(cond.cond)))
-    return [g for g in dict.fromkeys(wanted) if _holds(g, ctx)]
+    return [g for g in map(_no_zero_division, dict.fromkeys(wanted)) if _holds(g, ctx)]
+
+
+def _no_zero_division(guard: str) -> str:
+    """`guard` evaluated so that no ``%`` or ``//`` meets a zero divisor.
+
+    Our conditions are in canonical order (``(a % b == 0) or (b == 0)``), which Python's
+    short-circuit evaluates left to right: the operands of each ``and``/``or`` that divide
+    go after those that do not (the same value wherever the original evaluates without
+    raising, as no operand has an effect).  A divisor still unguarded after that (no
+    earlier ``d == 0`` in an ``or`` above it, no ``d != 0`` in an ``and``) makes the guard
+    ``d == 0 or (...)``: at zero the graph's own assert decides."""
+    try:
+        tree = ast.parse(guard, mode="eval")
+    except SyntaxError:
+        return guard
+    if not any(isinstance(n, ast.BinOp) and isinstance(n.op, _DIVISIONS)
+               for n in ast.walk(tree)):
+        return guard
+    tree.body = _divisions_last(tree.body)
+    open_divisors = list(dict.fromkeys(_unguarded(tree.body, frozenset(), frozenset())))
+    body = ast.unparse(tree.body)
+    if open_divisors:
+        tests = " or ".join(f"{d} == 0" for d in open_divisors)
+        return f"{tests} or ({body})"
+    return body
+
+
+_DIVISIONS = (ast.Mod, ast.FloorDiv)
+
+
+def _divides(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, _DIVISIONS) for n in ast.walk(node))
+
+
+def _divisions_last(node: ast.expr) -> ast.expr:
+    for child in ast.walk(node):
+        if isinstance(child, ast.BoolOp):
+            child.values = [v for v in child.values if not _divides(v)] + \
+                           [v for v in child.values if _divides(v)]
+    return node
+
+
+def _unguarded(node: ast.expr, zero: frozenset, nonzero: frozenset) -> list[str]:
+    """The divisors (as text) of `node`'s divisions that may be zero when reached: `zero`
+    holds the divisors an enclosing ``or`` has found non-zero before (its earlier operands
+    ``d == 0`` were false), `nonzero` those an enclosing ``and`` has."""
+    out: list[str] = []
+    if isinstance(node, ast.BoolOp):
+        seen = set()
+        for value in node.values:
+            out += _unguarded(value, zero | seen, nonzero | seen)
+            test = _zero_test(value, isinstance(node.op, ast.Or))
+            if test is not None:
+                seen.add(test)
+        return out
+    if isinstance(node, ast.BinOp) and isinstance(node.op, _DIVISIONS):
+        divisor = ast.unparse(node.right)
+        if divisor not in zero and divisor not in nonzero and not _positive(node.right):
+            out.append(divisor)
+    for child in ast.iter_child_nodes(node):
+        out += _unguarded(child, zero, nonzero)  # type: ignore[arg-type]
+    return out
+
+
+def _zero_test(node: ast.expr, in_or: bool) -> str | None:
+    """``d`` where `node` is ``d == 0`` (an ``or``'s operand: false past it) or ``d != 0``
+    (an ``and``'s: true past it)."""
+    want = ast.Eq if in_or else ast.NotEq
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+            isinstance(node.ops[0], want) and isinstance(node.comparators[0], ast.Constant) \
+            and node.comparators[0].value == 0:
+        return ast.unparse(node.left)
+    return None
+
+
+def _positive(node: ast.expr) -> bool:
+    """A divisor that cannot be zero: a non-zero constant, or ``max(..., k)`` with k > 0."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and node.value != 0
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == "max" and any(isinstance(a, ast.Constant) and isinstance(a.value, int)
+                                      and a.value > 0 for a in node.args)
 
 
 def _holds(guard: str, ctx: dict) -> bool:

@@ -34,7 +34,7 @@ from safetrace.interop.construct import (allowed_builtins, config_set, exported_
                                          provenance, training_verifier)
 from safetrace.interop.contract import ContractEmitter, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds, detached
-from safetrace.interop.modes import conversion_mode, outside_modes
+from safetrace.interop.modes import conversion_mode, entered, outside_modes
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
@@ -117,7 +117,7 @@ class _Converter:
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
         # shape is compared with ours below, so torch needs no 0/1 guards of its own.
-        with config_set(fx_config(), "backed_size_oblivious", True), self.mode, \
+        with config_set(fx_config(), "backed_size_oblivious", True), entered(self.mode), \
                 enable_python_dispatcher(), torch.set_grad_enabled(torch.is_grad_enabled()):
             inputs = []
             aliased = vars(ep).get("state_aliases")
@@ -293,9 +293,14 @@ class _Converter:
 
     def _call(self, node: torch.fx.Node) -> None:
         target = node.target
-        arg = self.bounds.arg
-        args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
+        if self.bounds.calls:  # (preserved module calls: values crossing one are checked)
+            arg = self.bounds.arg
+            args = torch.fx.node.map_arg(node.args, lambda m: arg(m, node))
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda m: arg(m, node))
+        else:  # (each argument node's new node: two Python calls fewer per argument)
+            new = self.env.__getitem__
+            args = torch.fx.node.map_arg(node.args, new)
+            kwargs = torch.fx.node.map_arg(node.kwargs, new) if node.kwargs else node.kwargs
         if type(target) is torch._ops.OpOverload and target is not _CONTIGUOUS:
             self._op(node, target, args, kwargs)  # (no rewrite below applies)
             return
@@ -418,10 +423,12 @@ class _Converter:
             gs.SymBoolArgument, gs.SymFloatArgument, gs.SymIntArgument, gs.TensorArgument
 
         specs, values = [], []
-        written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
+        written = None  # (the placeholders' new nodes, where the program writes a buffer)
         for spec, value in zip(self.ep.graph_signature.output_specs, out.args[0]):
             new = self.env[value] if isinstance(value, torch.fx.Node) else value
             if spec.kind == "buffer_mutation":
+                if written is None:
+                    written = {self.env[n] for n in self.ep.graph.find_nodes(op="placeholder")}
                 if new in written and new.name == self._placeholder_of(spec.target):
                     # written in place: torch's graphs keep the in-place op and no output
                     continue
@@ -485,7 +492,8 @@ class _Converter:
         torch._C._set_grad_enabled(bool(args[0]))
 
     def _module_call_graph(self) -> list:
-        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names())
+        return call_graph(self.ep, self.graph, self.bounds.signatures(), self._arg_names(),
+                          self.stacks.values())
 
     def _examples(self) -> tuple:
         """Stand-in example inputs (zeros of the example sizes): torch builds its input

@@ -15,6 +15,7 @@ from torch.export.graph_signature import (ExportGraphSignature, InputKind, Input
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
 import safetrace as st
+from safetrace.interop import construct
 
 
 def _guarded_fields() -> dict:
@@ -59,7 +60,7 @@ def test_two_conversions_and_a_bystander_constructor_at_once(monkeypatch) -> Non
     barrier = threading.Barrier(2, timeout=20)
     bystander_saw: list = []
     errors: list = []
-    pass_ = torch_module._common_getitem_elimination_pass
+    pass_ = construct._getitems_pass
 
     def bystander() -> None:
         try:
@@ -80,7 +81,7 @@ def test_two_conversions_and_a_bystander_constructor_at_once(monkeypatch) -> Non
             barrier.wait()
         return pass_(*args, **kwargs)
 
-    monkeypatch.setattr(torch_module, "_common_getitem_elimination_pass", inside_constructor)
+    monkeypatch.setattr(construct, "_getitems_pass", inside_constructor)
     results: list = [None, None]
 
     def convert(i: int) -> None:
