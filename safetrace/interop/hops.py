@@ -56,8 +56,8 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
                 conv.graph.output(torch.fx.node.map_arg(n.args[0], conv.env.__getitem__))
         functional_writes(conv.graph)
         root = torch.nn.Module()
-        for name, gm in conv.attrs.items():
-            root.add_module(name, gm)
+        for name, gm in conv.attrs.items():  # (subgraphs, pytree specs of flat_apply)
+            setattr(root, name, gm)
         return torch.fx.GraphModule(root, conv.graph)
     finally:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved

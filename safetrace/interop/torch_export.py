@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree
 
-from safetrace.errors import ConversionError, ConversionWarning, subclass_output_conversion
+from safetrace.errors import ConversionError, ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
@@ -35,6 +35,7 @@ from safetrace.interop.construct import (allowed_builtins, config_set, exported_
 from safetrace.interop.contract import ContractEmitter, from_sympy, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, outside_modes
+from safetrace.interop.subclass_values import rebuild_call
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
@@ -145,8 +146,8 @@ class _Converter:
         tree = getattr(ep, "module_tree", None)
         provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
         root = torch.nn.Module()
-        for name, sub in self.attrs.items():
-            root.add_module(name, sub)
+        for name, sub in self.attrs.items():  # (subgraphs, pytree specs of flat_apply)
+            setattr(root, name, sub)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
         if self.export_grad is not None:
@@ -319,9 +320,9 @@ class _Converter:
             warnings.warn(map_under_grad(_where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
-            if target is rebuild:  # a tensor subclass the program returns
-                raise subclass_output_conversion(args[0].rpartition(".")[2])
-            raise EI.unrepresentable_call(node.name, target, _where(node))
+            if target is not rebuild:  # (a subclass built from its inner tensors: below)
+                raise EI.unrepresentable_call(node.name, target, _where(node))
+            target, args = rebuild_call(self, args)
         self._op(node, target, args, kwargs)
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:
