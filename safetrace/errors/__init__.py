@@ -204,7 +204,8 @@ def script_method_call(name: str, where: str) -> ScriptModuleInput:
 
 
 def _torchbind(name: str, class_name: str, where: str) -> str:
-    return (f"{where} calls the method `{name}` of a TorchScript custom class object "
+    what = f"the custom op `{name}` on" if "." in name else f"the method `{name}` of"
+    return (f"{where} calls {what} a TorchScript custom class object "
             f"(`{class_name}`, a torchbind class: C++ code outside PyTorch's operators)")
 
 
@@ -234,8 +235,10 @@ def torchbind_no_fake(name: str, class_name: str, where: str) -> ScriptModuleInp
             f"    @classmethod\n"
             f"    def __obj_unflatten__(cls, flat):\n"
             f"        return cls(**dict(flat))\n"
-            f"    def {name}(self, ...):\n"
-            f"        ...  # tensors of the result's shapes, from the arguments' and the state's",
+            + (f"    def {name}(self, ...):\n"
+               f"        ...  # tensors of the result's shapes, from the arguments' and the "
+               f"state's" if "." not in name else
+               "    ...  # the methods the op's fake calls on it"),
         where=Where(source=where))
 
 
@@ -245,8 +248,11 @@ def torchbind_unshaped(name: str, class_name: str, where: str, why: str) -> Scri
         f"{_torchbind(name, class_name, where)}, shaped by its registered fake class, and "
         f"{why}: safetrace needs the fake to return tensors (or None) whose sizes come from "
         f"the arguments and the object's state (a number would be fixed at its export value).",
-        fix=f"give the fake class a method `{name}` that returns tensors of the result's "
-            f"shapes (and __obj_unflatten__), or compute a number in forward with tensor ops",
+        fix=(f"give the fake class a method `{name}` that returns tensors of the result's "
+             f"shapes (and __obj_unflatten__)" if "." not in name else
+             f"register a fake for `{name}` (torch.library.register_fake) that returns "
+             f"tensors of the result's shapes") + ", or compute a number in forward with "
+            "tensor ops",
         where=Where(source=where))
 
 

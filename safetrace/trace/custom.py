@@ -25,7 +25,7 @@ from safetrace.symbolic import ge, le
 from safetrace.symbolic.expr import const, sym, to_expr
 from safetrace.trace.arguments import (INT_SLOTS, numbers_as_tensors, resolve_normalized,
                                        tensors_as_ints)
-from safetrace.trace import draft
+from safetrace.trace import draft, torchbind
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
@@ -116,8 +116,10 @@ def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
         entry = simple_registry.singleton.find(qual)
         kernel = entry.fake_impl.kernel
     except Exception:
-        return None
-    return kernel
+        kernel = None
+    # else the op's Python Meta kernel (``op.py_impl(DispatchKey.Meta)``), which torch's fake
+    # mode runs for an op without a fake under the Python dispatcher, as export traces
+    return kernel if kernel is not None else op.py_kernels.get(torch._C.DispatchKey.Meta)
 
 
 def call_packet(tr: Recorder, packet: Any, args: tuple, kwargs: dict) -> Any:
@@ -143,6 +145,14 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         rule(op)(named)
         return tr.emit(op, args, kwargs)
     fake = _fake_of(op)
+    where = short(stack_trace(3))
+    objects = torchbind.op_arguments(tr, op, args, kwargs, where)
+    if objects is not None:  # (torchbind objects: fakes for the fake, placeholders in the node)
+        if fake is None:
+            raise _no_fake(op)
+        fargs, fkwargs, args, kwargs = objects
+    else:
+        fargs, fkwargs = args, kwargs
     if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         return _decomposed(tr, op, args, kwargs)
@@ -157,7 +167,7 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     try:
         with _torch_ctx(), tr:
             try:
-                result = fake(*args, **kwargs)
+                result = fake(*fargs, **fkwargs)
             except ExportError:  # (an op of the fake refused by a rule: a RuntimeError too)
                 raise
             except RuntimeError as exc:
@@ -171,7 +181,13 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         if draft.requested():
             return draft.infer(tr, op, args, kwargs, tr.real_feed)
         raise _no_fake(op)
+    if objects is not None:  # (a number would be fixed at its export value: the state
+        torchbind.tensors_only(op, args, kwargs, result, where)  # of the object may differ)
     out = _metas(result)
+    if result is None and not op._schema.returns:  # (recorded for its effect: no value)
+        tr.emit(op, args, kwargs, out=(), n_syms=n_syms)
+        _assert_fake_promises(tr, n_syms, checks)
+        return None
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
     inputs = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Proxy)]
     returned = [i for i, r in enumerate(result if isinstance(result, (list, tuple)) else

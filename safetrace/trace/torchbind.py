@@ -66,10 +66,7 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
         raise errors.torchbind_unshaped(method, kind, where, "the call is inside a "
                                         "torch.cond branch or a loop body, where safetrace "
                                         "does not record it")
-    fakes = _FAKES.setdefault(tr, {})  # (one fake per object for the whole trace: the
-    fake = fakes.get(id(held))           # state its methods change carries to later calls)
-    if fake is None:
-        fake = fakes[id(held)] = _fake_object(held, fake_class, method, where)
+    fake = fake_for(tr, held, fake_class, method, where)
     fn = getattr(fake, method, None)
     if not callable(fn):
         raise errors.torchbind_unshaped(method, kind, where,
@@ -109,6 +106,67 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     for expr, msg, origin in checks:
         emit_assert(tr, expr, msg, origin or trace)
     return value
+
+
+def fake_for(tr: Recorder, held: Any, fake_class: Any, method: str, where: str) -> Any:
+    """The fake object standing for `held` in this trace: one per object for the whole
+    trace (as torch's fake mode keeps one), so the state its methods and the custom ops
+    given it change carries to later calls."""
+    fakes = _FAKES.setdefault(tr, {})
+    fake = fakes.get(id(held))
+    if fake is None:
+        fake = fakes[id(held)] = _fake_object(held, fake_class, method, where)
+    return fake
+
+
+def op_arguments(tr: Recorder, op: Any, args: tuple, kwargs: dict,
+                 where: str) -> tuple[tuple, dict, tuple, dict] | None:
+    """A custom op given torchbind objects the model holds (``torch.ops.ns.op(self.obj,
+    x)``): the arguments its fake runs on (each object its fake object) and those its node
+    takes (each object its constant placeholder, as torch.export lifts it); None when no
+    argument is one."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not any(type(a) is torch.ScriptObject for a in leaves):
+        return None
+    name = str(op)
+    for obj in leaves:
+        if type(obj) is not torch.ScriptObject:
+            continue
+        if not is_torchbind(obj):
+            raise errors.torchbind_no_fake(name, class_name(obj), where)
+        fake_class = find_fake_class(class_name(obj)) if find_fake_class is not None else None
+        if fake_class is None:
+            raise errors.torchbind_no_fake(name, class_name(obj), where)
+        if tr.scope is not tr.scopes[0]:
+            raise errors.torchbind_unshaped(name, class_name(obj), where, "the call is inside "
+                                            "a torch.cond branch or a loop body, where "
+                                            "safetrace does not record it")
+        fake_for(tr, obj, fake_class, name, where)
+    fakes = _FAKES[tr]
+
+    def faked(a: Any) -> Any:
+        return fakes[id(a)] if type(a) is torch.ScriptObject else a
+
+    def lifted(a: Any) -> Any:
+        return _lift(tr, a) if type(a) is torch.ScriptObject else a
+
+    fargs, fkwargs = pytree.tree_map(faked, (args, kwargs))
+    nargs, nkwargs = pytree.tree_map(lifted, (args, kwargs))
+    return fargs, fkwargs, nargs, nkwargs
+
+
+def tensors_only(op: Any, args: tuple, kwargs: dict, result: Any, where: str) -> None:
+    """Refuse a custom op given a torchbind object whose fake returns anything but tensors
+    (or nothing): a number read from the object's state would be fixed at its export value
+    (torch.export fixes it; the object's state at run time may differ)."""
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    bad = next((o for o in outs if not isinstance(o, Proxy)), None)
+    if result is None or bad is None:
+        return
+    obj = next(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.fx.Node)
+               and type(a.meta.get("val")) is torch.ScriptObject)
+    raise errors.torchbind_unshaped(str(op), class_name(obj.meta["val"]), where,
+                                    f"its fake returns {type(bad).__name__}, not tensors")
 
 
 def _unlike_schema(held: Any, method: str, result: Any) -> str | None:

@@ -430,6 +430,11 @@ CASES['torch_collection_refused'] = lambda: E.torch_collection_refused(
     "AdditionalInputs", ValueError("inputs differ: (2.0, 3.0)"))
 GOLDEN['torch_collection_refused'] = ('SpecExampleError', "dynamic_shapes (torch.export.AdditionalInputs) could not be turned into a spec: ValueError: inputs differ: (2.0, 3.0)\nFix: fix the examples as the message says, or use st.AdditionalInputs (the same API, with safetrace's messages)")
 
+CASES['torchbind_unshaped_op'] = lambda: E.torchbind_unshaped(
+    "_TorchScriptTesting.queue_size.default", "__torch__.torch.classes._TorchScriptTesting._TensorQueue",
+    "m.py:4 `n = torch.ops._TorchScriptTesting.queue_size(self.tq)`", "its fake returns int, not tensors")
+GOLDEN['torchbind_unshaped_op'] = ('ScriptModuleInput', "m.py:4 `n = torch.ops._TorchScriptTesting.queue_size(self.tq)` calls the custom op `_TorchScriptTesting.queue_size.default` on a TorchScript custom class object (`__torch__.torch.classes._TorchScriptTesting._TensorQueue`, a torchbind class: C++ code outside PyTorch's operators), shaped by its registered fake class, and its fake returns int, not tensors: safetrace needs the fake to return tensors (or None) whose sizes come from the arguments and the object's state (a number would be fixed at its export value).\nFix: register a fake for `_TorchScriptTesting.queue_size.default` (torch.library.register_fake) that returns tensors of the result's shapes, or compute a number in forward with tensor ops")
+
 # tensor subclasses (trace/subclasses.py)
 CASES['subclass_value'] = lambda: E.subclass_value("TwoTensor", ["a", "b"], "m.py:4 `return x + self.w`")
 GOLDEN['subclass_value'] = ('SubclassValue', "a TwoTensor (a tensor subclass) is used at m.py:4 `return x + self.w` where the exported program needs a plain tensor: a program output, or an operand of torch.cond / a loop (safetrace traces a subclass through its __torch_dispatch__ into its inner tensors, so the subclass itself has no value in the graph).\nFix: return or pass plain tensors: the subclass's inner tensors (`.a`, `.b`), or a plain tensor computed from them")
