@@ -39,7 +39,7 @@ from safetrace.interop.subclass_values import rebuild_call
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
-from safetrace.interop.torchbind import custom_obj_input, custom_obj_values
+from safetrace.interop.torchbind import const_input, custom_obj_input, custom_obj_values
 from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, known_unbacked
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
@@ -218,10 +218,8 @@ class _Converter:
         self.env[node] = new
         if spec.kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
-            if isinstance(inp, ConstInput):
-                new.meta["val"] = inp.value
-                return InputSpec(InputKind.USER_INPUT,
-                                 gs.ConstantArgument(new.name, inp.value), None)
+            if isinstance(inp, ConstInput):  # (a torchbind object: a CustomObjArgument)
+                return const_input(self, new, inp.value)
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)

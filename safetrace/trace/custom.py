@@ -189,6 +189,8 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         _assert_fake_promises(tr, n_syms, checks)
         return None
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
+    if objects is not None:  # (the object at run time may not be the one the fake saw)
+        torchbind.check_results(tr, op, value)
     inputs = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Proxy)]
     returned = [i for i, r in enumerate(result if isinstance(result, (list, tuple)) else
                                         (result,)) if any(r is a for a in inputs)]

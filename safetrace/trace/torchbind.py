@@ -169,6 +169,17 @@ def tensors_only(op: Any, args: tuple, kwargs: dict, result: Any, where: str) ->
                                     f"its fake returns {type(bad).__name__}, not tensors")
 
 
+def check_results(tr: Recorder, op: Any, value: Any) -> None:
+    """Each tensor a custom op given a torchbind object returns is checked against its
+    fake's sizes, dtype and device when the program runs, as a method's results are."""
+    trace = stack_trace(4, tr.nn_stack)
+    outs = (value,) if isinstance(value, Proxy) else value if isinstance(
+        value, (tuple, list)) else ()
+    for i, p in enumerate(outs):
+        if isinstance(p, Proxy):
+            _check_result(tr, p, str(op), i, trace)
+
+
 def _unlike_schema(held: Any, method: str, result: Any) -> str | None:
     """How the fake's result differs in form from what the method's schema returns (a
     tensor, a tuple of tensors, None), or None when it has that form; a method that
@@ -234,9 +245,22 @@ def _fake_object(held: Any, fake_class: Any, method: str, where: str) -> Any:
         flat))
 
 
+def input_node(tr: Recorder, obj: Any) -> torch.fx.Node | None:
+    """The placeholder of the program's input that is the object `obj` itself (torch.export
+    takes a torchbind object as an input as it is), None when no input is."""
+    for node in tr.scopes[0].graph.find_nodes(op="placeholder"):
+        if node.meta.get("kind") == "user_input" and node.meta.get("val") is obj:
+            return node
+    return None
+
+
 def _lift(tr: Recorder, held: Any) -> torch.fx.Node:
-    """The object's placeholder: a constant input of the program, before its first op."""
+    """The object's placeholder: a constant input of the program, before its first op (or
+    the input it is)."""
     node = tr.const_nodes.get(id(held))
+    if node is not None:
+        return node
+    node = input_node(tr, held)
     if node is not None:
         return node
     name = tr.const_name(held)

@@ -120,3 +120,33 @@ def test_an_object_without_a_fake_class_is_refused_with_the_registration() -> No
     with pytest.raises(st.UnsupportedInputError, match="no fake class is registered") as info:
         st.export(TakesFoo("takes_foo"), (torch.randn(2, 3),))
     assert '@torch._library.register_fake_class("_TorchScriptTesting::_Foo")' in info.value.fix
+
+
+class TakesObject(nn.Module):
+    def forward(self, x, cc):
+        return x + cc.add_tensor(x) * torch.ops._TorchScriptTesting.takes_foo(cc, x)
+
+
+def test_an_object_passed_as_an_input_is_taken_as_it_is(fake_foo) -> None:
+    """torch's test_input_as_custom_op_argument: the object is an input of the program
+    (torch's CustomObjArgument after to_torch()), the very object the export saw."""
+    cc, model = _foo(10, 20), TakesObject()
+    ep = st.export(model, (torch.randn(2, 3), cc), dynamic_shapes={"x": {0: Dim("b")}, "cc": None})
+    assert _calls(ep) == [(f"{T}.takes_foo.default", "placeholder")]
+    check_program(ep, model, [(torch.randn(n, 3), cc) for n in (0, 1, 5)],
+                  bad=[(torch.randn(4, 2), cc), (torch.randn(4, 3), _foo(10, 20))])
+    tep = ep.to_torch()
+    (spec,) = [s for s in tep.graph_signature.input_specs if s.arg.name == "cc"]
+    assert type(spec.arg).__name__ == "CustomObjArgument"
+    x = torch.randn(4, 3)
+    same(tep.module()(x, cc), model(x, cc))
+    same(st.export(ep.module(), (x, cc)).module()(x, cc), model(x, cc))
+    with pytest.raises(st.UnsupportedInputError, match="st.save cannot write cc"):
+        st.save(ep, __import__("io").BytesIO())
+
+
+@pytest.mark.slow
+def test_an_object_input_against_torch(fake_foo) -> None:
+    cc, model, x = _foo(10, 20), TakesObject(), torch.randn(2, 3)
+    ref = torch.export.export(model, (x, cc), strict=False)
+    check_program(st.export(model, (x, cc)), model, [(x, cc)], ref=ref)
