@@ -213,11 +213,12 @@ def torchbind_call(name: str, class_name: str, where: str) -> ScriptModuleInput:
     """A torchbind object's method, the object held by no module of the model."""
     return ScriptModuleInput(
         f"{_torchbind(name, class_name, where)} that no module of the exported model holds "
-        f"as an attribute: safetrace records such a call as torch.export does, a "
-        f"call_torchbind node with the object a constant of the program, so the object must "
-        f"be part of the model (one passed as an input or made in forward is not).",
-        fix=f"hold the object as an attribute of a module of the model: self.obj = obj in "
-            f"__init__, then self.obj.{name}(...) in forward",
+        f"as an attribute and no input of the program is: safetrace records such a call as "
+        f"torch.export does, a call_torchbind node on the object's placeholder, so the "
+        f"object must be part of the model or an input (one made in forward, or reached "
+        f"through a global, is not).",
+        fix=f"hold the object as an attribute of a module of the model (self.obj = obj in "
+            f"__init__, then self.obj.{name}(...) in forward), or pass it as an input",
         where=Where(source=where))
 
 

@@ -135,6 +135,8 @@ def test_an_object_passed_as_an_input_is_taken_as_it_is(fake_foo) -> None:
     assert _calls(ep) == [(f"{T}.takes_foo.default", "placeholder")]
     check_program(ep, model, [(torch.randn(n, 3), cc) for n in (0, 1, 5)],
                   bad=[(torch.randn(4, 2), cc), (torch.randn(4, 3), _foo(10, 20))])
+    with pytest.raises(st.InputMismatchError, match="got another object than the _Foo object"):
+        ep.module()(torch.randn(2, 3), _foo(10, 20))
     tep = ep.to_torch()
     (spec,) = [s for s in tep.graph_signature.input_specs if s.arg.name == "cc"]
     assert type(spec.arg).__name__ == "CustomObjArgument"
