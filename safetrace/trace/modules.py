@@ -165,7 +165,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         preserved_for.setdefault(id(model.get_submodule(fqn)), fqn)
 
     # (hooks on the user's own submodules run for every thread's calls of them too)
-    def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
+    def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> Any:
         if ident_now() != thread:
             return
         key, (fqn, _) = next(reversed(tracer.nn_stack.items()))  # (pushed by `pre`)
@@ -183,7 +183,7 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
                 call.in_spec)
         return None
 
-    def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+    def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> Any:
         if ident_now() != thread:
             return
         pending = open_calls.get(id(module))
