@@ -44,7 +44,8 @@ from safetrace.interop.unbacked import all_bindings, follow, fresh_bindings, kno
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
-                                   quiet_symbol_logs, run_hop, sizes_from_data)
+                                   quiet_symbol_logs, run_hop, sizes_from_data,
+                                   without_empty_regions)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace import symbolic as S
 from safetrace.symbolic import to_expr
@@ -158,7 +159,7 @@ class _Converter:
                 replace_set_grad_with_hop_pass as regions
             with torch.set_grad_enabled(self.export_grad):
                 root, signature = regions(torch.fx.GraphModule(root, graph), signature)
-            graph = root.graph
+            graph = without_empty_regions(root)  # (a region of sizes only: none)
         state, constants = program_state(self.ep, ordered)
         # (the graph module is made once, by the constructor, which also validates it)
         tep = exported_program(
