@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - older torch
     fake_impl = simple_registry = None  # type: ignore[assignment]
 
 FAKES: dict[str, Callable] = {}
+_META = torch._C.DispatchKey.Meta
 
 
 def _qualname(op: Any) -> str:
@@ -116,10 +117,8 @@ def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
         entry = simple_registry.singleton.find(qual)
         kernel = entry.fake_impl.kernel
     except Exception:
-        kernel = None
-    # else the op's Python Meta kernel (``op.py_impl(DispatchKey.Meta)``), which torch's fake
-    # mode runs for an op without a fake under the Python dispatcher, as export traces
-    return kernel if kernel is not None else op.py_kernels.get(torch._C.DispatchKey.Meta)
+        return None
+    return kernel
 
 
 def call_packet(tr: Recorder, packet: Any, args: tuple, kwargs: dict) -> Any:
@@ -145,17 +144,18 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         rule(op)(named)
         return tr.emit(op, args, kwargs)
     fake = _fake_of(op)
-    where = short(stack_trace(3))
-    objects = torchbind.op_arguments(tr, op, args, kwargs, where)
-    if objects is not None:  # (torchbind objects: fakes for the fake, placeholders in the node)
-        if fake is None:
-            raise _no_fake(op)
-        fargs, fkwargs, args, kwargs = objects
-    else:
-        fargs, fkwargs = args, kwargs
     if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         return _decomposed(tr, op, args, kwargs)
+    if fake is None:  # the op's Python Meta kernel (``op.py_impl(DispatchKey.Meta)``), which
+        fake = op.py_kernels.get(_META)  # torch's fake mode runs, as export traces
+    objects = torchbind.op_arguments(tr, op, args, kwargs)
+    if objects is not None:  # (torchbind objects: fakes for the fake, placeholders in the node)
+        if fake is None:
+            raise _no_fake(op)
+        fargs, fkwargs, args, kwargs, where = objects
+    else:
+        fargs, fkwargs = args, kwargs
     if fake is None and draft.requested():  # inferred from one run of its kernel
         return draft.infer(tr, op, args, kwargs, tr.real_feed)
     if fake is None:

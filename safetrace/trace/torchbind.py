@@ -30,7 +30,7 @@ from safetrace.trace.asserts import assert_sym, emit_assert
 from safetrace.trace.graph import placeholder_before_ops
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
-from safetrace.trace.source import stack_trace, torch_fn
+from safetrace.trace.source import short, stack_trace, torch_fn
 
 try:  # torch's registry of fake classes (torch._library.register_fake_class)
     from torch._library.fake_class_registry import find_fake_class
@@ -119,16 +119,16 @@ def fake_for(tr: Recorder, held: Any, fake_class: Any, method: str, where: str) 
     return fake
 
 
-def op_arguments(tr: Recorder, op: Any, args: tuple, kwargs: dict,
-                 where: str) -> tuple[tuple, dict, tuple, dict] | None:
-    """A custom op given torchbind objects the model holds (``torch.ops.ns.op(self.obj,
-    x)``): the arguments its fake runs on (each object its fake object) and those its node
-    takes (each object its constant placeholder, as torch.export lifts it); None when no
-    argument is one."""
+def op_arguments(tr: Recorder, op: Any, args: tuple,
+                 kwargs: dict) -> tuple[tuple, dict, tuple, dict, str] | None:
+    """A custom op given torchbind objects the model holds or takes (``torch.ops.ns.op(
+    self.obj, x)``): the arguments its fake runs on (each object its fake object), those its
+    node takes (each object its placeholder, as torch.export lifts it) and the user's line;
+    None when no argument is one."""
     leaves = pytree.tree_leaves((args, kwargs))
     if not any(type(a) is torch.ScriptObject for a in leaves):
         return None
-    name = str(op)
+    name, where = str(op), short(stack_trace(4))
     for obj in leaves:
         if type(obj) is not torch.ScriptObject:
             continue
@@ -152,7 +152,7 @@ def op_arguments(tr: Recorder, op: Any, args: tuple, kwargs: dict,
 
     fargs, fkwargs = pytree.tree_map(faked, (args, kwargs))
     nargs, nkwargs = pytree.tree_map(lifted, (args, kwargs))
-    return fargs, fkwargs, nargs, nkwargs
+    return fargs, fkwargs, nargs, nkwargs, where
 
 
 def tensors_only(op: Any, args: tuple, kwargs: dict, result: Any, where: str) -> None:
