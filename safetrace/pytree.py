@@ -25,6 +25,13 @@ CONSTANT_LEAVES = (int, float, bool, str, complex, type(None), torch.dtype, torc
                    torch.memory_format, torch.layout, type(Ellipsis))
 
 
+def torchbind_object(value: Any) -> bool:
+    """A TorchScript custom class object (``torch.classes.ns.Cls``): an input the program
+    takes as it is, as torch.export does (it is never flattened)."""
+    return type(value) is torch.ScriptObject and \
+        value._type().qualified_name().startswith("__torch__.torch.classes.")
+
+
 def register_dataclass(cls: type) -> type:
     """Let a dataclass appear in inputs and outputs (its fields are flattened)."""
     if not dataclasses.is_dataclass(cls):
@@ -105,7 +112,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
         else:
             root = str(key.key)
         user = key_str(rest, root)
-        if not isinstance(leaf, (torch.Tensor,) + CONSTANT_LEAVES):
+        if not isinstance(leaf, (torch.Tensor,) + CONSTANT_LEAVES) and not torchbind_object(leaf):
             raise unflattenable_input(user, leaf)
         out.append((user, leaf))
     return out, spec

@@ -204,7 +204,8 @@ def script_method_call(name: str, where: str) -> ScriptModuleInput:
 
 
 def _torchbind(name: str, class_name: str, where: str) -> str:
-    return (f"{where} calls the method `{name}` of a TorchScript custom class object "
+    what = f"the custom op `{name}` on" if "." in name else f"the method `{name}` of"
+    return (f"{where} calls {what} a TorchScript custom class object "
             f"(`{class_name}`, a torchbind class: C++ code outside PyTorch's operators)")
 
 
@@ -212,11 +213,12 @@ def torchbind_call(name: str, class_name: str, where: str) -> ScriptModuleInput:
     """A torchbind object's method, the object held by no module of the model."""
     return ScriptModuleInput(
         f"{_torchbind(name, class_name, where)} that no module of the exported model holds "
-        f"as an attribute: safetrace records such a call as torch.export does, a "
-        f"call_torchbind node with the object a constant of the program, so the object must "
-        f"be part of the model (one passed as an input or made in forward is not).",
-        fix=f"hold the object as an attribute of a module of the model: self.obj = obj in "
-            f"__init__, then self.obj.{name}(...) in forward",
+        f"as an attribute and no input of the program is: safetrace records such a call as "
+        f"torch.export does, a call_torchbind node on the object's placeholder, so the "
+        f"object must be part of the model or an input (one made in forward, or reached "
+        f"through a global, is not).",
+        fix=f"hold the object as an attribute of a module of the model (self.obj = obj in "
+            f"__init__, then self.obj.{name}(...) in forward), or pass it as an input",
         where=Where(source=where))
 
 
@@ -234,8 +236,10 @@ def torchbind_no_fake(name: str, class_name: str, where: str) -> ScriptModuleInp
             f"    @classmethod\n"
             f"    def __obj_unflatten__(cls, flat):\n"
             f"        return cls(**dict(flat))\n"
-            f"    def {name}(self, ...):\n"
-            f"        ...  # tensors of the result's shapes, from the arguments' and the state's",
+            + (f"    def {name}(self, ...):\n"
+               f"        ...  # tensors of the result's shapes, from the arguments' and the "
+               f"state's" if "." not in name else
+               "    ...  # the methods the op's fake calls on it"),
         where=Where(source=where))
 
 
@@ -245,8 +249,11 @@ def torchbind_unshaped(name: str, class_name: str, where: str, why: str) -> Scri
         f"{_torchbind(name, class_name, where)}, shaped by its registered fake class, and "
         f"{why}: safetrace needs the fake to return tensors (or None) whose sizes come from "
         f"the arguments and the object's state (a number would be fixed at its export value).",
-        fix=f"give the fake class a method `{name}` that returns tensors of the result's "
-            f"shapes (and __obj_unflatten__), or compute a number in forward with tensor ops",
+        fix=(f"give the fake class a method `{name}` that returns tensors of the result's "
+             f"shapes (and __obj_unflatten__)" if "." not in name else
+             f"register a fake for `{name}` (torch.library.register_fake) that returns "
+             f"tensors of the result's shapes") + ", or compute a number in forward with "
+            "tensor ops",
         where=Where(source=where))
 
 

@@ -170,6 +170,14 @@ class WrongConstant(InputMismatchError):
 
 
 def wrong_constant(path: str, got: Any, expected: Any) -> WrongConstant:
+    if type(expected).__name__ == "ScriptObject":  # (a torchbind object: that very one)
+        kind = expected._type().qualified_name().rpartition(".")[2]
+        return WrongConstant(
+            f"{path}: got another object than the {kind} object the program was exported "
+            f"with; a TorchScript custom class object input is taken as it is, and the "
+            f"program's shapes come from that object's state.",
+            fix=f"pass the object the program was exported with as {path}, or export again "
+                f"with this one", where=Where(input=path))
     return WrongConstant(
         f"{path}: expected {expected!r}, got {got!r}. Non-tensor inputs are specialized at "
         f"export: the graph was built for {path} = {expected!r}.",

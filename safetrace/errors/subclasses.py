@@ -121,10 +121,11 @@ def subclass_input_mixed(path: str, cls: str, other: str, op: str, source: str) 
 
 
 def subclass_output_conversion(cls: str) -> ConversionError:
-    """``ep.to_torch()`` of a program that returns a tensor subclass it built."""
+    """``ep.to_torch()`` of a program that rebuilds a tensor subclass whose class this
+    process never exported (torch's graph calls the class's ``__tensor_unflatten__``)."""
     return ConversionError(
-        f"the program returns a {cls} (a tensor subclass) that it rebuilds from its inner "
-        f"tensors (safetrace traces subclasses through their __torch_dispatch__); a "
-        f"torch.export graph cannot call that constructor.",
-        fix=f"return the {cls}'s inner tensors (plain tensors) to convert the program, or run "
-            f"it with ep.module(), which returns the {cls}")
+        f"the program rebuilds a {cls} (a tensor subclass) from its inner tensors, but this "
+        f"process has not exported that class, so torch's graph cannot call its "
+        f"__tensor_unflatten__.",
+        fix=f"export the model again in this process (the module defining {cls} imported), "
+            f"or run the program with ep.module(), which returns the {cls}")

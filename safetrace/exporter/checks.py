@@ -144,7 +144,9 @@ class CheckBuilder:
         k = self.const(value)
         p = self.const(path)
         same = f"leaves[{i}] == {k}"
-        if isinstance(value, float) and value != value:  # NaN equals only NaN here
+        if type(value) is torch.ScriptObject:  # a torchbind object: that very object (its
+            same = f"leaves[{i}] is {k}"          # class may define no __eq__)
+        elif isinstance(value, float) and value != value:  # NaN equals only NaN here
             same = f"leaves[{i}] != leaves[{i}]"
         elif isinstance(value, float) and value == 0:  # 0.0 and -0.0 differ (1/x)
             sign = math.copysign(1.0, value)

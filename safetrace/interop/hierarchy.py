@@ -17,6 +17,7 @@ from safetrace.interop.contract import expr_node
 from safetrace.interop.lazy import exported_program_module
 from safetrace.symbolic.expr import terms
 from safetrace.trace.modules import Hierarchy
+from safetrace.trace.subclasses import ACCESS
 
 
 def fill_stacks(nodes: list) -> list:
@@ -127,11 +128,37 @@ class Boundaries:
         val = m.meta.get("val")
         if hasattr(val, "expr") and hasattr(val, "env"):
             return self._size(val.env.simplify(val.expr), inner[-1] if inner else "", user)
+        if not leaving and self._state_read(m):  # (read again inside, as state is)
+            return self._read_again(m, inner[-1], user)
         k = (entering or leaving)[0]
         how = (f"reads {m.name}, which is not one of its inputs" if entering else
                f"is read by {user.name} outside it, but is not one of its outputs")
         raise EI.preserved_crossing(self.calls[k].fqn, m.name if leaving else user.name,
                                     _where(user), how)
+
+    def _state_read(self, m: torch.fx.Node) -> bool:
+        """`m` reads an inner tensor of subclass state (``access_subclass_inner_tensor`` of
+        a state placeholder, nested or not): a module may read it as it reads state."""
+        while m.op == "call_function" and m.target is ACCESS:
+            m = m.args[0]
+        return m.op == "placeholder" and m.name in self.state
+
+    def _read_again(self, m: torch.fx.Node, scope: str, user: torch.fx.Node) -> Any:
+        """`m`'s read of subclass state made again inside the preserved call `scope` (the
+        module then reads the state itself, not a value of its caller's)."""
+        key = (scope, m)
+        hit = self.sizes.get(key)
+        if hit is None:
+            parent = m.args[0]
+            source = self.conv.env[parent] if parent.op == "placeholder" else \
+                self._read_again(parent, scope, user)
+            hit = self.conv.graph.call_function(ACCESS, (source, m.args[1]))
+            hit.meta.update(val=self.conv.env[m].meta.get("val"))
+            stack = self.stacks.get(user)
+            if stack:
+                hit.meta["nn_module_stack"] = stack
+            self.sizes[key] = hit
+        return hit
 
     def _size(self, e: Any, scope: str, user: torch.fx.Node) -> Any:
         key = (scope, e)

@@ -56,8 +56,8 @@ def convert_subgraph(conv: Any, graph: torch.fx.Graph) -> torch.fx.GraphModule:
                 conv.graph.output(torch.fx.node.map_arg(n.args[0], conv.env.__getitem__))
         functional_writes(conv.graph)
         root = torch.nn.Module()
-        for name, gm in conv.attrs.items():
-            root.add_module(name, gm)
+        for name, gm in conv.attrs.items():  # (subgraphs, pytree specs of flat_apply)
+            setattr(root, name, gm)
         return torch.fx.GraphModule(root, conv.graph)
     finally:
         conv.graph, conv.env, conv.bounds, conv.stacks, conv.attrs = saved
@@ -243,6 +243,28 @@ def _is_view(node: torch.fx.Node) -> bool:
 
 
 MAP_IMPL = torch.ops.higher_order.map_impl
+
+
+def without_empty_regions(root: torch.fx.GraphModule) -> torch.fx.Graph:
+    """`root`'s graph without the ``wrap_with_set_grad_enabled`` calls of regions left
+    empty (a ``no_grad`` block whose work was all size arithmetic, computed outside it):
+    they run nothing, and torch's serializer drops their empty value, so ``torch.export.load``
+    refused the file ("missing val field")."""
+    graph = root.graph
+    for node in graph.find_nodes(op="call_function", target=_GRAD_REGION):
+        sub = node.args[1] if len(node.args) > 1 else None
+        body = getattr(root, sub.target, None) if isinstance(sub, torch.fx.Node) else None
+        if node.users or not isinstance(body, torch.fx.GraphModule) or any(
+                n.op not in ("placeholder", "output") for n in body.graph.nodes):
+            continue
+        graph.erase_node(node)
+        if not sub.users:
+            graph.erase_node(sub)
+            delattr(root, sub.target)
+    return graph
+
+
+_GRAD_REGION = getattr(torch.ops.higher_order, "wrap_with_set_grad_enabled", None)
 
 
 def sizes_from_data(body: Any) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree
 
-from safetrace.errors import ConversionWarning, subclass_output_conversion
+from safetrace.errors import ConversionWarning
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.construct import (allowed_builtins, config_set, exported_program,
@@ -35,17 +35,19 @@ from safetrace.interop.construct import (allowed_builtins, config_set, exported_
 from safetrace.interop.contract import ContractEmitter, shared_custom_meta
 from safetrace.interop.fakes import FakeBuilder, builds, detached
 from safetrace.interop.modes import conversion_mode, entered, outside_modes
+from safetrace.interop.subclass_values import rebuild_call
 from safetrace.interop.state import alias_inputs, program_state, torch_target
 from safetrace.interop.symbols import backed_symint, conversion_env, value_range
 from safetrace.interop.symops import size_op
-from safetrace.interop.torchbind import custom_obj_input, custom_obj_values
+from safetrace.interop.torchbind import const_input, custom_obj_input, custom_obj_values
 from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbacked
 from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
                                           why_failed)
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
-                                   quiet_symbol_logs, run_hop, sizes_from_data)
+                                   quiet_symbol_logs, run_hop, sizes_from_data,
+                                   without_empty_regions)
 from safetrace.interop.lazy import fx_config, graph_signature, python_dispatch
 from safetrace.symbolic import to_expr
 from safetrace.trace.asserts import assert_sym
@@ -146,8 +148,8 @@ class _Converter:
         tree = getattr(ep, "module_tree", None)
         provenance(self.graph, getattr(tree, "root_type", "torch.nn.modules.module.Module"))
         root = torch.nn.Module()
-        for name, sub in self.attrs.items():
-            root.add_module(name, sub)
+        for name, sub in self.attrs.items():  # (subgraphs, pytree specs of flat_apply)
+            setattr(root, name, sub)
         signature = ExportGraphSignature(inputs, outputs)
         graph = self.graph
         if self.export_grad is not None:
@@ -158,7 +160,7 @@ class _Converter:
                 replace_set_grad_with_hop_pass as regions
             with torch.set_grad_enabled(self.export_grad):
                 root, signature = regions(torch.fx.GraphModule(root, graph), signature)
-            graph = root.graph
+            graph = without_empty_regions(root)  # (a region of sizes only: none)
         state, constants = program_state(self.ep, ordered)
         # (the graph module is made once, by the constructor, which also validates it)
         tep = exported_program(
@@ -218,10 +220,8 @@ class _Converter:
         self.env[node] = new
         if spec.kind == "user_input":
             inp = self.ep.contract.inputs[spec.leaf]
-            if isinstance(inp, ConstInput):
-                new.meta["val"] = inp.value
-                return InputSpec(InputKind.USER_INPUT,
-                                 gs.ConstantArgument(new.name, inp.value), None)
+            if isinstance(inp, ConstInput):  # (a torchbind object: a CustomObjArgument)
+                return const_input(self, new, inp.value)
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)
@@ -325,9 +325,9 @@ class _Converter:
             warnings.warn(map_under_grad(where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
-            if target is rebuild:  # a tensor subclass the program returns
-                raise subclass_output_conversion(args[0].rpartition(".")[2])
-            raise EI.unrepresentable_call(node.name, target, where(node))
+            if target is not rebuild:  # (a subclass built from its inner tensors: below)
+                raise EI.unrepresentable_call(node.name, target, where(node))
+            target, args = rebuild_call(self, args)
         self._op(node, target, args, kwargs)
 
     def _op(self, node: torch.fx.Node, target: Any, args: tuple, kwargs: dict) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from torch._library.fake_class_registry import FakeScriptObject, maybe_to_fake_obj
 
 from safetrace.interop.lazy import graph_signature
@@ -23,6 +25,19 @@ def custom_obj_input(conv: Any, spec: Any, node: Any, obj: Any) -> Any:
     return gs.InputSpec(gs.InputKind.CUSTOM_OBJ,
                         gs.CustomObjArgument(node.name, obj._type().qualified_name(), fake),
                         target)
+
+
+def const_input(conv: Any, node: Any, value: Any) -> Any:
+    """The InputSpec of a user input specialized at export (`node` its placeholder, its
+    value set): a torchbind object is torch's ``CustomObjArgument`` holding its fake, any
+    other value a ``ConstantArgument``."""
+    gs = graph_signature()
+    if type(value) is torch.ScriptObject:
+        fake = node.meta["val"] = maybe_to_fake_obj(conv.mode, value)
+        arg = gs.CustomObjArgument(node.name, value._type().qualified_name(), fake)
+        return gs.InputSpec(gs.InputKind.USER_INPUT, arg, None)
+    node.meta["val"] = value
+    return gs.InputSpec(gs.InputKind.USER_INPUT, gs.ConstantArgument(node.name, value), None)
 
 
 def custom_obj_values(conv: Any, graph: Any) -> None:

@@ -44,9 +44,12 @@ def save(ep: Any, path: Any, *, weights: bool = True, verbose: bool | None = Non
     if is_torch_program(ep):
         raise E.ours_given_torch_program("st.save")
     external = set(ep.state_dict) if not weights else set()
-    objects = [k for k, v in ep.constants.items() if not isinstance(v, torch.Tensor)]
-    if objects:  # (torchbind objects: no allowlisted form)
-        raise E.torchbind_save(objects, ep.constants[objects[0]]._type().qualified_name())
+    objects = {k: v for k, v in ep.constants.items() if not isinstance(v, torch.Tensor)}
+    objects.update((i.path, i.value) for i in ep.contract.inputs
+                   if type(getattr(i, "value", None)) is torch.ScriptObject)
+    if objects:  # (torchbind objects, held or inputs: no allowlisted form)
+        raise E.torchbind_save(list(objects), next(iter(objects.values()))._type()
+                               .qualified_name())
     tensors = {f"state:{k}": v for k, v in ep._state.items() if k not in external}
     tensors.update({f"constant:{k}": v for k, v in ep.constants.items()})
     subclass = [k for k, v in tensors.items() if is_traceable_wrapper_subclass(v)]

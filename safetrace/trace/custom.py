@@ -25,7 +25,7 @@ from safetrace.symbolic import ge, le
 from safetrace.symbolic.expr import const, sym, to_expr
 from safetrace.trace.arguments import (INT_SLOTS, numbers_as_tensors, resolve_normalized,
                                        tensors_as_ints)
-from safetrace.trace import draft
+from safetrace.trace import draft, torchbind
 from safetrace.trace.asserts import emit_assert
 from safetrace.trace.current import active_tracer
 from safetrace.trace.proxy import Proxy
@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - older torch
     fake_impl = simple_registry = None  # type: ignore[assignment]
 
 FAKES: dict[str, Callable] = {}
+_META = torch._C.DispatchKey.Meta
 
 
 def _qualname(op: Any) -> str:
@@ -146,6 +147,15 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         return _decomposed(tr, op, args, kwargs)
+    if fake is None:  # the op's Python Meta kernel (``op.py_impl(DispatchKey.Meta)``), which
+        fake = op.py_kernels.get(_META)  # torch's fake mode runs, as export traces
+    objects = torchbind.op_arguments(tr, op, args, kwargs)
+    if objects is not None:  # (torchbind objects: fakes for the fake, placeholders in the node)
+        if fake is None:
+            raise _no_fake(op)
+        fargs, fkwargs, args, kwargs, where = objects
+    else:
+        fargs, fkwargs = args, kwargs
     if fake is None and draft.requested():  # inferred from one run of its kernel
         return draft.infer(tr, op, args, kwargs, tr.real_feed)
     if fake is None:
@@ -157,7 +167,7 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     try:
         with _torch_ctx(), tr:
             try:
-                result = fake(*args, **kwargs)
+                result = fake(*fargs, **fkwargs)
             except ExportError:  # (an op of the fake refused by a rule: a RuntimeError too)
                 raise
             except RuntimeError as exc:
@@ -171,8 +181,16 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
         if draft.requested():
             return draft.infer(tr, op, args, kwargs, tr.real_feed)
         raise _no_fake(op)
+    if objects is not None:  # (a number would be fixed at its export value: the state
+        torchbind.tensors_only(op, args, kwargs, result, where)  # of the object may differ)
     out = _metas(result)
+    if result is None and not op._schema.returns:  # (recorded for its effect: no value)
+        tr.emit(op, args, kwargs, out=(), n_syms=n_syms)
+        _assert_fake_promises(tr, n_syms, checks)
+        return None
     value = tr.emit(op, args, kwargs, out=out, n_syms=n_syms)
+    if objects is not None:  # (the object at run time may not be the one the fake saw)
+        torchbind.check_results(tr, op, value)
     inputs = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, Proxy)]
     returned = [i for i, r in enumerate(result if isinstance(result, (list, tuple)) else
                                         (result,)) if any(r is a for a in inputs)]

@@ -44,6 +44,7 @@ class ModuleCall:
     inputs: list = field(default_factory=list)
     out_spec: Any = None
     outputs: list = field(default_factory=list)
+    stack: Any = None             # the nn_module_stack inside the call
 
 
 @dataclass
@@ -164,18 +165,25 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
         preserved_for.setdefault(id(model.get_submodule(fqn)), fqn)
 
     # (hooks on the user's own submodules run for every thread's calls of them too)
-    def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
+    def call_pre(module: torch.nn.Module, args: Any, kwargs: Any) -> Any:
         if ident_now() != thread:
             return
         key, (fqn, _) = next(reversed(tracer.nn_stack.items()))  # (pushed by `pre`)
         n = calls[fqn] - 1  # the global pre-hook above ran first
-        call = ModuleCall(fqn if not n else f"{fqn}@{n}", key)
+        call = ModuleCall(fqn if not n else f"{fqn}@{n}", key, stack=tracer.nn_stack)
         leaves, call.in_spec = _pytree.tree_flatten((tuple(args), dict(kwargs)))
-        _refuse_subclasses(leaves, f"{fqn} input", fqn, tracer, model)
-        call.inputs = [_value(tracer, v, f"{fqn} input") for v in leaves]
+        crossed = _across(leaves, f"{fqn} input", fqn, tracer, model, stack[-1][1],
+                          tracer.nn_stack)
+        call.inputs = [crossed[i][0] if i in crossed else _value(tracer, v, f"{fqn} input")
+                       for i, v in enumerate(leaves)]
         open_calls.setdefault(id(module), []).append(call)
+        if crossed:  # (the call reads its subclass inputs from the boundary's values)
+            return _pytree.tree_unflatten(
+                [crossed[i][1] if i in crossed else v for i, v in enumerate(leaves)],
+                call.in_spec)
+        return None
 
-    def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+    def call_post(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> Any:
         if ident_now() != thread:
             return
         pending = open_calls.get(id(module))
@@ -183,9 +191,16 @@ def _install_hooks(model: torch.nn.Module, tracer: Recorder, preserve: list[str]
             return
         call = pending.pop()
         leaves, call.out_spec = _pytree.tree_flatten(output)
-        _refuse_subclasses(leaves, f"{call.fqn} output", call.fqn, tracer, model)
-        call.outputs = [_value(tracer, v, f"{call.fqn} output") for v in leaves]
+        crossed = _across(leaves, f"{call.fqn} output", call.fqn, tracer, model, call.stack,
+                          tracer.nn_stack)
+        call.outputs = [crossed[i][0] if i in crossed else
+                        _value(tracer, v, f"{call.fqn} output") for i, v in enumerate(leaves)]
         found.calls.append(call)
+        if crossed:  # (the caller reads the subclass outputs from the boundary's values)
+            return _pytree.tree_unflatten(
+                [crossed[i][1] if i in crossed else v for i, v in enumerate(leaves)],
+                call.out_spec)
+        return None
 
     handles = []
     for ident, fqn in preserved_for.items():  # (once per module, whatever its paths)
@@ -276,14 +291,21 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
     return list(dict.fromkeys(preserve))
 
 
-def _refuse_subclasses(leaves: list, what: str, fqn: str, tracer: Recorder,
-                       model: torch.nn.Module) -> None:
-    """Refuse a tensor subclass among a preserved call's inputs or outputs (`what`): the
-    graph holds its inner tensors, more values than the call's signature has."""
-    for v in leaves:
-        if subclasses.traceable(v):
+def _across(leaves: list, what: str, fqn: str, tracer: Recorder, model: torch.nn.Module,
+            value_stack: Any, read_stack: Any) -> dict[int, tuple[tuple[str, Any], Any]]:
+    """The tensor subclasses among a preserved call's inputs or outputs (`what`), by place:
+    each one graph value at the boundary (``("tensor", node)``) and the view the other side
+    reads instead (``subclasses.across``); one that cannot cross is refused."""
+    crossed: dict[int, tuple[tuple[str, Any], Any]] = {}
+    for i, v in enumerate(leaves):
+        if not subclasses.traceable(v):
+            continue
+        got = subclasses.across(tracer, v, value_stack, read_stack)
+        if got is None:
             raise E.preserved_subclass(what, type(v).__name__, list(v.__tensor_flatten__()[0]),
                                        fqn.split("@")[0], _state_name(tracer, model, v))
+        crossed[i] = (("tensor", got[0]), got[1])
+    return crossed
 
 
 def _state_name(tracer: Recorder, model: torch.nn.Module, v: Any) -> str | None:

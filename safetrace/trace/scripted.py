@@ -92,13 +92,19 @@ def _held_compiled(owner: Any) -> tuple | None:
     return None
 
 
-def _held_object(owner: Any) -> Any:
-    """The torchbind object one of the model's modules holds as an attribute that is
-    `owner` (each read of a method makes a new Python wrapper of the same C++ object,
-    whose hash is the object's)."""
+def _held_object(owner: Any, tr: Any = None) -> Any:
+    """The torchbind object one of the model's modules holds as an attribute, or the
+    program takes as an input, that is `owner` (each read of a method makes a new Python
+    wrapper of the same C++ object, whose hash is the object's)."""
     for _, module in _LOCAL.walk or ():
         for value in module.__dict__.values():
             if torchbind.is_torchbind(value) and hash(value) == hash(owner):
+                return value
+    if tr is not None:
+        for node in tr.scopes[0].graph.find_nodes(op="placeholder"):
+            value = node.meta.get("val")
+            if node.meta.get("kind") == "user_input" and torchbind.is_torchbind(value) and \
+                    hash(value) == hash(owner):
                 return value
     return None
 
@@ -126,8 +132,8 @@ def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
         where = short(stack_trace(1))
         kind = method.owner._type().qualified_name()
         if kind.startswith("__torch__.torch.classes."):  # (a torchbind object: C++ code)
-            held = _held_object(method.raw_owner)
             tr = active_tracer()
+            held = _held_object(method.raw_owner, tr)
             if held is None or tr is None:
                 raise torchbind_call(method.name, kind, where)
             return torchbind.call(tr, held, method.name, args, kwargs, where)
@@ -152,7 +158,7 @@ if torchbind.CALL_TORCHBIND is not None:
         of ours or torch's, exported again): the same node, when the model holds `obj`."""
         obj, method, *rest = args
         where = short(stack_trace(3))
-        held = _held_object(obj) if torchbind.is_torchbind(obj) else None
+        held = _held_object(obj, tr) if torchbind.is_torchbind(obj) else None
         if held is None:
             raise torchbind_call(method, torchbind.class_name(obj) if isinstance(
                 obj, torch.ScriptObject) else type(obj).__name__, where)

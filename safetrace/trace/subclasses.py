@@ -14,7 +14,9 @@ program does once decomposed.  A composite op (``F.linear``) is decomposed by to
 kernel first, as eager does before ``__torch_dispatch__``; the ops that kernel makes on
 proxies alone come back through ``Proxy.__torch_dispatch__``.  A subclass built in the
 traced code works the same way; one the program returns is rebuilt from its inner tensors
-(``rebuild``), and what the dispatch computed that nothing reads is erased after the trace.
+(``rebuild``), as is one crossing a preserved module call's boundary (``across``: the
+other side reads its inner tensors from that one value); what the dispatch computed that
+nothing reads is erased after the trace.
 
 Sizes must be static (the subclass's Python code and torch's C++ read them as ints), writes
 into subclass state are refused, and so is a subclass that is not state (an attribute).  A
@@ -213,6 +215,56 @@ def output_node(tr: Recorder, t: torch.Tensor) -> torch.fx.Node:
     node.meta.update(stack_trace="", val=Proxy(TensorMeta(tuple(shape), t.dtype,
                                                          traced_inner(t).st_meta.device), node))
     return node
+
+
+def across(tr: Recorder, t: torch.Tensor, value_stack: Any,
+           read_stack: Any) -> tuple[torch.fx.Node, torch.Tensor] | None:
+    """A subclass `t` crossing a preserved module call's boundary, as torch's training IR
+    passes it: one graph value (subclass state's placeholder, or `t` rebuilt from its inner
+    tensors, recorded under `value_stack`) and a fresh view of that value whose inner
+    tensors are read from it under `read_stack`, so the code on the other side of the
+    boundary reads nothing else.  None where it cannot (a subclass of subclasses, or one in
+    a branch being traced): the caller refuses it."""
+    names, ctx = t.__tensor_flatten__()
+    reg: Subclasses | None = getattr(tr, "subclasses", None)
+    real = reg is not None and reg.owns(t)
+    if tr.scope is not tr.scopes[0] or not _plain_constant(ctx) or any(
+            traceable(getattr(t, a)) for a in names):
+        return None
+    if not real and traced_inner(t) is None:
+        return None  # (a subclass of real tensors that is not state: refused as before)
+    node = output_node(tr, t)
+    if node.op == "call_function" and node.target is rebuild:
+        node.meta["nn_module_stack"] = value_stack
+    if reg is None:
+        reg = tr.subclasses = Subclasses()  # type: ignore[attr-defined]
+    graph = tr.scopes[0].graph
+    inner = {}
+    for attr in names:
+        x = getattr(t, attr)
+        meta = x.st_meta if x.__class__ is Proxy else \
+            TensorMeta(tuple(x.shape), x.dtype, x.device)
+        read = graph.call_function(ACCESS, (node, attr))
+        p = Proxy(TensorMeta(meta.shape, meta.dtype, meta.device), read)
+        p.st_subclass = type(t).__name__  # (named in refusals)
+        if x.__class__ is Proxy:  # (the same tensor object at run time: its layout too)
+            p.st_contig, p.st_layout = x.st_contig, x.st_layout
+        elif not (x.is_contiguous() and x.storage_offset() == 0):
+            p.st_contig = None
+        read.meta.update(val=p, stack_trace="", nn_module_stack=read_stack)
+        reg.made.append(read)  # (erased after the trace when nothing reads it)
+        inner[attr] = p
+    with torch._C.DisableTorchFunctionSubclass():
+        shape, stride = t.size(), t.stride()
+    try:
+        with _beneath_mode(tr):
+            view = type(t).__tensor_unflatten__(inner, ctx, shape, stride)
+    except (errors.StructuredError, DataDependentQuestion):
+        raise
+    except Exception as exc:  # the subclass's own code failed on traced tensors
+        raise errors.subclass_dispatch_failed(type(t).__name__, "__tensor_unflatten__",
+                                              short(stack_trace(4)), exc) from exc
+    return node, view
 
 
 # the tensor subclasses programs return, by their qualified names (what rebuild nodes hold)

@@ -30,7 +30,7 @@ from safetrace.trace.asserts import assert_sym, emit_assert
 from safetrace.trace.graph import placeholder_before_ops
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.recorder import Recorder
-from safetrace.trace.source import stack_trace, torch_fn
+from safetrace.trace.source import short, stack_trace, torch_fn
 
 try:  # torch's registry of fake classes (torch._library.register_fake_class)
     from torch._library.fake_class_registry import find_fake_class
@@ -66,10 +66,7 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
         raise errors.torchbind_unshaped(method, kind, where, "the call is inside a "
                                         "torch.cond branch or a loop body, where safetrace "
                                         "does not record it")
-    fakes = _FAKES.setdefault(tr, {})  # (one fake per object for the whole trace: the
-    fake = fakes.get(id(held))           # state its methods change carries to later calls)
-    if fake is None:
-        fake = fakes[id(held)] = _fake_object(held, fake_class, method, where)
+    fake = fake_for(tr, held, fake_class, method, where)
     fn = getattr(fake, method, None)
     if not callable(fn):
         raise errors.torchbind_unshaped(method, kind, where,
@@ -109,6 +106,78 @@ def call(tr: Recorder, held: Any, method: str, args: tuple, kwargs: dict, where:
     for expr, msg, origin in checks:
         emit_assert(tr, expr, msg, origin or trace)
     return value
+
+
+def fake_for(tr: Recorder, held: Any, fake_class: Any, method: str, where: str) -> Any:
+    """The fake object standing for `held` in this trace: one per object for the whole
+    trace (as torch's fake mode keeps one), so the state its methods and the custom ops
+    given it change carries to later calls."""
+    fakes = _FAKES.setdefault(tr, {})
+    fake = fakes.get(id(held))
+    if fake is None:
+        fake = fakes[id(held)] = _fake_object(held, fake_class, method, where)
+    return fake
+
+
+def op_arguments(tr: Recorder, op: Any, args: tuple,
+                 kwargs: dict) -> tuple[tuple, dict, tuple, dict, str] | None:
+    """A custom op given torchbind objects the model holds or takes (``torch.ops.ns.op(
+    self.obj, x)``): the arguments its fake runs on (each object its fake object), those its
+    node takes (each object its placeholder, as torch.export lifts it) and the user's line;
+    None when no argument is one."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not any(type(a) is torch.ScriptObject for a in leaves):
+        return None
+    name, where = str(op), short(stack_trace(4))
+    for obj in leaves:
+        if type(obj) is not torch.ScriptObject:
+            continue
+        if not is_torchbind(obj):
+            raise errors.torchbind_no_fake(name, class_name(obj), where)
+        fake_class = find_fake_class(class_name(obj)) if find_fake_class is not None else None
+        if fake_class is None:
+            raise errors.torchbind_no_fake(name, class_name(obj), where)
+        if tr.scope is not tr.scopes[0]:
+            raise errors.torchbind_unshaped(name, class_name(obj), where, "the call is inside "
+                                            "a torch.cond branch or a loop body, where "
+                                            "safetrace does not record it")
+        fake_for(tr, obj, fake_class, name, where)
+    fakes = _FAKES[tr]
+
+    def faked(a: Any) -> Any:
+        return fakes[id(a)] if type(a) is torch.ScriptObject else a
+
+    def lifted(a: Any) -> Any:
+        return _lift(tr, a) if type(a) is torch.ScriptObject else a
+
+    fargs, fkwargs = pytree.tree_map(faked, (args, kwargs))
+    nargs, nkwargs = pytree.tree_map(lifted, (args, kwargs))
+    return fargs, fkwargs, nargs, nkwargs, where
+
+
+def tensors_only(op: Any, args: tuple, kwargs: dict, result: Any, where: str) -> None:
+    """Refuse a custom op given a torchbind object whose fake returns anything but tensors
+    (or nothing): a number read from the object's state would be fixed at its export value
+    (torch.export fixes it; the object's state at run time may differ)."""
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    bad = next((o for o in outs if not isinstance(o, Proxy)), None)
+    if result is None or bad is None:
+        return
+    obj = next(a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.fx.Node)
+               and type(a.meta.get("val")) is torch.ScriptObject)
+    raise errors.torchbind_unshaped(str(op), class_name(obj.meta["val"]), where,
+                                    f"its fake returns {type(bad).__name__}, not tensors")
+
+
+def check_results(tr: Recorder, op: Any, value: Any) -> None:
+    """Each tensor a custom op given a torchbind object returns is checked against its
+    fake's sizes, dtype and device when the program runs, as a method's results are."""
+    trace = stack_trace(4, tr.nn_stack)
+    outs = (value,) if isinstance(value, Proxy) else value if isinstance(
+        value, (tuple, list)) else ()
+    for i, p in enumerate(outs):
+        if isinstance(p, Proxy):
+            _check_result(tr, p, str(op), i, trace)
 
 
 def _unlike_schema(held: Any, method: str, result: Any) -> str | None:
@@ -176,9 +245,22 @@ def _fake_object(held: Any, fake_class: Any, method: str, where: str) -> Any:
         flat))
 
 
+def input_node(tr: Recorder, obj: Any) -> torch.fx.Node | None:
+    """The placeholder of the program's input that is the object `obj` itself (torch.export
+    takes a torchbind object as an input as it is), None when no input is."""
+    for node in tr.scopes[0].graph.find_nodes(op="placeholder"):
+        if node.meta.get("kind") == "user_input" and node.meta.get("val") is obj:
+            return node
+    return None
+
+
 def _lift(tr: Recorder, held: Any) -> torch.fx.Node:
-    """The object's placeholder: a constant input of the program, before its first op."""
+    """The object's placeholder: a constant input of the program, before its first op (or
+    the input it is)."""
     node = tr.const_nodes.get(id(held))
+    if node is not None:
+        return node
+    node = input_node(tr, held)
     if node is not None:
         return node
     name = tr.const_name(held)

@@ -160,3 +160,28 @@ def test_a_mode_left_set_is_the_callers_again_after_the_program() -> None:
     module = ep.module()
     module(x)
     assert torch.is_grad_enabled()
+
+
+class SizesUnderNoGrad(nn.Module):
+    """torch's test_hoo_inline_users_issue: the no_grad block computes on sizes only."""
+
+    def forward(self, x):
+        n = x.shape[0] + 2
+        with torch.no_grad():
+            y = n * 4
+        return n + 2, y
+
+
+def test_a_grad_region_of_sizes_only_saves_and_loads_with_torch(tmp_path) -> None:
+    """The region has no op left (its work is size arithmetic, outside it): to_torch()
+    writes no empty wrap_with_set_grad_enabled call, which torch.export.load refused."""
+    model, x = SizesUnderNoGrad(), torch.randn(6)
+    tep = st.export(model, (x,), dynamic_shapes={"x": (st.Dim("n"),)}).to_torch()
+    assert not tep.graph.find_nodes(op="call_function",
+                                    target=torch.ops.higher_order.wrap_with_set_grad_enabled)
+    torch.export.save(tep, tmp_path / "p.pt2")
+    loaded = torch.export.load(tmp_path / "p.pt2")
+    for n in (0, 1, 5):
+        assert loaded.module()(torch.randn(n)) == model(torch.randn(n))
+    with pytest.raises(Exception):
+        loaded.module()(torch.randn(2, 2))
