@@ -42,6 +42,7 @@ class NamedRelations:
     narrowed: list
     declared: dict[str, Dim]
     links: dict[str, tuple[str, int]]
+    assumed: tuple[Expr, ...]
 
     def origin_of(self, name: str, excluded: int | None = None) -> str:
         """Where the guard that decided symbol `name` came from: the one ruling out
@@ -75,6 +76,8 @@ class NamedRelations:
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
+            if c.cond in self.assumed:
+                continue  # a relation split's side: the program runs only where it holds
             if not names or f"rel:{names[-1]}" in seen or (
                     len(names) == 1 and any(f"{k}:{named[0]}" in seen for k in _DONE)):
                 continue

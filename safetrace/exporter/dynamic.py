@@ -25,7 +25,7 @@ from safetrace.exporter.dim_relations import NamedRelations, range_text, static_
 from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
-from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
+from safetrace.exporter.sides import ASSUMED, auto_alias, only_value, point_narrowing
 from safetrace.exporter.spec import OMITTED
 from safetrace.exporter.suggestion import suggestion_text
 from safetrace.meta.pins import CountPin
@@ -65,8 +65,10 @@ class DynamicDims(NamedRelations):
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
         # a size split's side (exporter/splits.py): Dim name -> (hint, lo, hi) traced
-        # instead of the example size and the declared range
+        # instead of the example size and the declared range; under sides.ASSUMED, the
+        # conditions that hold wherever the side runs (a relation split's: relation_splits)
         self.overrides: dict[str, tuple[int, int, float]] = {}
+        self.assumed: tuple[Expr, ...] = ()
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -138,6 +140,11 @@ class DynamicDims(NamedRelations):
             else:  # pragma: no cover - spec.py validated entries
                 raise spec_entry(where, e)
         return tuple(out)
+
+    def set_overrides(self, sides: dict) -> None:
+        """A split's side (``sides.py``): the Dims' hints and ranges, and what it assumes."""
+        self.overrides = {k: v for k, v in sides.items() if k != ASSUMED}
+        self.assumed = tuple(sides.get(ASSUMED, ()))
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:

@@ -31,6 +31,7 @@ from safetrace.exporter.compare import contract_key, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.sides import ASSUMED
 from safetrace.symbolic import Env, make_bool, make_int
 from safetrace.symbolic.canon import not_, or_
 from safetrace.symbolic.expr import sym
@@ -91,8 +92,8 @@ def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
     if not first or max_splits <= 0:
         return ep
     cond, overrides = first[0]
-    try:
-        other = run(overrides)
+    try:  # (the other side runs only where the relation fails: no narrowing there)
+        other = run({**overrides, ASSUMED: (not_(cond),)})
         return _join(ep, other, cond)
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
@@ -139,7 +140,7 @@ def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> Contrac
     """`ep`'s, each side's other conditions checked where that side runs."""
     conditions = []
     for c, where in [(c, not_(cond)) for c in ep.contract.conditions if c.cond != cond] + \
-            [(c, cond) for c in other.contract.conditions]:
+            [(c, cond) for c in other.contract.conditions if c.cond != not_(cond)]:
         e = or_(where, c.cond)
         if not (e.op == "const" and e.value):
             conditions.append(Condition(e, c.origin))

@@ -1,6 +1,8 @@
 """What a size split's side (``exporter/splits.py``) changes in DynamicDims' reading of the
 spec: a named Dim's range and hint come from the side (``overrides``: Dim name -> (hint,
-lo, hi)), and a named Dim pinned to one size is a narrowing to that point.  Also: a named
+lo, hi); under ``ASSUMED``, conditions that hold wherever the side runs: a relation split's
+other answer, ``relation_splits.py``, is no narrowing of the Dims it relates), and a named
+Dim pinned to one size is a narrowing to that point.  Also: a named
 Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either."""
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
 from safetrace.symbolic.expr import sym
+
+ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
 
 
 def only_value(spec: Any, overrides: dict) -> int | None:

@@ -93,7 +93,8 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         parts.append((int(hi) + 1, dhi, _hint(int(hi) + 1, dhi, int(hi) + 1)))
     budget[0] += len(parts) - 1
     if budget[0] > budget[1]:
-        if budget[3]:  # a condition holding on many intervals (`s % 3 != 0`): refused
+        if budget[3] or budget[2] is None:  # a condition holding on many intervals (`s %
+            # 3 != 0`), or a split that refused nothing (small_splits.py's): refused
             raise Unsplittable("a condition that no few ranges express")
         found = [_region_text(s.region) for s in sides]
         found += [_region_text(dict({k: (v[1], v[2]) for k, v in overrides.items()},

@@ -56,3 +56,33 @@ def test_a_branch_on_a_relation_of_two_dims_runs_both_answers():
                         [(2, 1, 5), (2, 0, 1), (2, 1, 3), (2, 1, 4), (2, 0, 7), (2, 1, 1),
                          (2, 1, 20)], [(2, 2, 4), (3, 1, 5), (2, 1, 21), (2, 1, 0)])
     assert not ep.contract.conditions
+
+
+class Few(torch.nn.Module):
+    def forward(self, x):
+        if x.numel() < 4:
+            return x * 2
+        return x.flip(0)
+
+
+class Cube(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] * x.shape[0] * x.shape[1] >= 4:
+            return x.sum(0, keepdim=True)
+        return x[:, :1] + 1
+
+
+def test_the_other_answer_of_a_relation_is_no_narrowing_of_its_dims():
+    # (its trace ran at a = 1, b = 2, where `a*b <= 3` was refused as a relation between
+    # independent Dims, and `(a*b >= 4)` stayed a check of the inputs: found by the fuzzer)
+    ep = _matches_eager(Few(), {0: Dim("a", min=1, max=10), 1: Dim("b")}, (7, 7),
+                        [(1, 1), (1, 3), (2, 1), (3, 1), (1, 0), (2, 2), (10, 5), (4, 0)],
+                        [(11, 2), (0, 3), (2, 2, 2)])
+    assert not ep.contract.conditions
+
+
+def test_a_relation_of_a_dim_squared_runs_both_answers():
+    ep = _matches_eager(Cube(), {0: Dim("a", max=8), 1: Dim("b", min=1, max=9)}, (3, 3),
+                        [(0, 1), (1, 1), (1, 3), (1, 4), (2, 1), (2, 9), (8, 9), (0, 9)],
+                        [(9, 1), (2, 0), (2, 10)])
+    assert not ep.contract.conditions
