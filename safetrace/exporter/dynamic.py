@@ -25,7 +25,9 @@ from safetrace.exporter.dim_relations import NamedRelations, range_text, static_
 from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
-from safetrace.exporter.sides import ASSUMED, auto_alias, only_value, point_narrowing
+from safetrace.exporter.sides import (
+    ASSUMED, assumed_out, auto_alias, only_value, point_narrowing,
+)
 from safetrace.exporter.spec import OMITTED
 from safetrace.exporter.suggestion import suggestion_text
 from safetrace.meta.pins import CountPin
@@ -237,7 +239,8 @@ class DynamicDims(NamedRelations):
             lo = 0 if free.lo is None else free.lo
             hi = math.inf if free.hi is None else free.hi
             if (lo > declared.min or hi < declared.max) and not range_assumed_away(
-                    env, root, declared, lo, hi):  # (sizes 0/1 where eager raises: checked)
+                    env, root, declared, lo, hi) and not assumed_out(  # (sizes 0/1 where
+                    env, self.assumed, root, declared, lo, hi):  # eager raises: checked)
                 key = f"range:{root}"
                 if key in seen:
                     continue

@@ -27,14 +27,14 @@ import torch
 from safetrace.exporter.branches import (
     Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals, placeholders,
 )
-from safetrace.exporter.compare import contract_key, note, signature_key
+from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.sides import ASSUMED
 from safetrace.symbolic import Env, make_bool, make_int
-from safetrace.symbolic.canon import not_, or_
-from safetrace.symbolic.expr import sym
+from safetrace.symbolic.canon import and_, ge, le, not_, or_
+from safetrace.symbolic.expr import TRUE, sym
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
@@ -104,6 +104,10 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
     if signature_key(ep) != signature_key(other):
         raise Unsplittable("the sides' signatures differ")
     skip = {x.name for s in sides for x in s.ep.contract.symbols if not x.backed}
+    narrowed = narrower_ranges(ep.contract, other.contract)  # (what its assumption implies:
+    if narrowed is None:  # dynamic.py's violations; checked where that side runs)
+        raise Unsplittable("the other side's input ranges are wider")
+    skip |= set(narrowed)
     if contract_key(ep.contract, {}, skip) != contract_key(other.contract, {}, skip):
         raise Unsplittable("the input contract differs on the other side")
     for s in sides:
@@ -129,16 +133,22 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
                      f"branch"])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts,
-                          contract=_contract(ep, other, cond))
+                          contract=_contract(ep, other, cond, narrowed))
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
 
 
-def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> Contract:
-    """`ep`'s, each side's other conditions checked where that side runs."""
+def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any,
+              narrowed: dict) -> Contract:
+    """`ep`'s, each side's other conditions checked where that side runs, and the input
+    ranges the other side narrowed (`narrowed`: {symbol: (lo, hi)}) where it runs."""
     conditions = []
+    for name, (lo, hi) in sorted(narrowed.items()):
+        within = and_(ge(sym(name), lo or 0), TRUE if hi is None else le(sym(name), hi))
+        conditions.append(Condition(or_(cond, within), f" (the sizes {name} was traced for "
+                                                       f"where `{not_(cond)}`)"))
     for c, where in [(c, not_(cond)) for c in ep.contract.conditions if c.cond != cond] + \
             [(c, cond) for c in other.contract.conditions if c.cond != not_(cond)]:
         e = or_(where, c.cond)

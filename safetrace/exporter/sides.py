@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
+from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import sym
 
 ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
@@ -50,3 +51,20 @@ def auto_alias(env: Any, decls: list, root: str) -> str | None:
     e = env.simplify(sym(root))
     kinds = {d.kind for d in decls if d.expr.op == "sym" and d.expr.name == e.name}
     return e.name if e.op == "sym" and kinds == {"auto"} else None
+
+
+def assumed_out(env: Any, assumed: tuple, root: str, declared: Any, lo: float,
+                hi: float) -> bool:
+    """A side's narrowing of the Dim of symbol `root` to [lo, hi] that its assumptions
+    imply: at each excluded size of the declared range (a few at most), some assumed
+    condition is false whatever the other sizes (``s0 == s0*s1*s2`` with ``s0 >= 2``
+    excludes ``s2 == 0``); the side's program never runs there."""
+    below = max(int(lo) - int(declared.min), 0)
+    above = 0 if hi >= declared.max else declared.max - hi
+    if not assumed or not 0 < below + above <= _FEW:
+        return False
+    excluded = [*range(int(declared.min), int(lo)), *range(int(hi) + 1, int(hi + above) + 1)]
+    return all(any(env.decide(subs(c, {root: v})) is False for c in assumed) for v in excluded)
+
+
+_FEW = 16  # excluded sizes looked at

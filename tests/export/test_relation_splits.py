@@ -86,3 +86,19 @@ def test_a_relation_of_a_dim_squared_runs_both_answers():
                         [(0, 1), (1, 1), (1, 3), (1, 4), (2, 1), (2, 9), (8, 9), (0, 9)],
                         [(9, 1), (2, 0), (2, 10)])
     assert not ep.contract.conditions
+
+
+class AllInRows(torch.nn.Module):
+    def forward(self, x):
+        if x.size(-3) == x.numel():
+            return x * 2
+        return x.sum(0, keepdim=True)
+
+
+def test_a_range_the_other_answer_implies_is_no_narrowing():
+    # (`a == a*b*c` with a >= 2 holds only where c >= 1: the other answer's trace narrowed
+    # c to [1, 16], which was refused; its program runs only where the relation fails)
+    spec = {0: Dim("a", min=2, max=16), 1: Dim("b", max=16), 2: Dim("c", max=16)}
+    _matches_eager(AllInRows(), spec, (4, 6, 4),
+                   [(10, 1, 1), (2, 1, 1), (2, 0, 3), (2, 3, 0), (3, 1, 2), (16, 16, 16)],
+                   [(1, 1, 1), (2, 17, 1), (2, 1, 17)])
