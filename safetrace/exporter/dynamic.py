@@ -26,7 +26,7 @@ from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
 from safetrace.exporter.sides import (
-    ASSUMED, assumed_out, auto_alias, only_value, point_narrowing,
+    ASSUMED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
 )
 from safetrace.exporter.spec import OMITTED
 from safetrace.exporter.suggestion import suggestion_text
@@ -71,6 +71,7 @@ class DynamicDims(NamedRelations):
         # conditions that hold wherever the side runs (a relation split's: relation_splits)
         self.overrides: dict[str, tuple[int, int, float]] = {}
         self.assumed: tuple[Expr, ...] = ()
+        self.related: dict[str, Expr] = {}  # under sides.RELATED: see set_overrides
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -112,6 +113,7 @@ class DynamicDims(NamedRelations):
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
+                n = side_hint(self.env, self.related.get(place), n, lo, hi)
                 if not in_range(self, where, n, lo, hi, repr(e), place, (e.min, e.max)):
                     lo, hi = 0, math.inf  # (traced unbounded, refused after: example_ranges)
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
@@ -144,9 +146,24 @@ class DynamicDims(NamedRelations):
         return tuple(out)
 
     def set_overrides(self, sides: dict) -> None:
-        """A split's side (``sides.py``): the Dims' hints and ranges, and what it assumes."""
-        self.overrides = {k: v for k, v in sides.items() if k != ASSUMED}
+        """A split's side (``sides.py``): the Dims' hints and ranges, what it assumes, and
+        the sizes of Dim.AUTO / DYNAMIC dims as the first trace related them to others (their
+        hints follow the side's: an example size would break the relation)."""
+        self.overrides = {k: v for k, v in sides.items() if k not in SPECIAL}
         self.assumed = tuple(sides.get(ASSUMED, ()))
+        self.related = dict(sides.get(RELATED, {}))
+
+    def relations(self) -> dict:
+        """{RELATED: {"z.shape[1]": size}}: each Dim.AUTO / DYNAMIC dim this trace made an
+        expression of other input sizes (a side's overrides, ``set_overrides``)."""
+        out = {}
+        for decl in self.decls:
+            if decl.kind in ("auto", "dynamic") and decl.expr.op == "sym":
+                e = self.env.simplify(decl.expr)
+                if e != decl.expr and e.op != "const" and all(
+                        self.env.symbols[n].backed for n in e.free_symbols):
+                    out[decl.where] = e
+        return {RELATED: out} if out else {}
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -328,5 +345,6 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
+        exc.st_related = dyn.relations()  # (the sides' hints of the dims related to them)
         raise exc
 

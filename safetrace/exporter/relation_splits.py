@@ -69,7 +69,7 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
         for s in named:
             dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
             out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
-        return [(c.cond, out)]
+        return [(c.cond, {**out, **dyn.relations()})]
     return []
 
 

@@ -1,7 +1,9 @@
 """What a size split's side (``exporter/splits.py``) changes in DynamicDims' reading of the
 spec: a named Dim's range and hint come from the side (``overrides``: Dim name -> (hint,
 lo, hi); under ``ASSUMED``, conditions that hold wherever the side runs: a relation split's
-other answer, ``relation_splits.py``, is no narrowing of the Dims it relates), and a named
+other answer, ``relation_splits.py``, is no narrowing of the Dims it relates; under
+``RELATED``, the sizes the first trace gave Dim.AUTO / DYNAMIC dims, whose hints follow the
+side's), and a named
 Dim pinned to one size is a narrowing to that point.  Also: a named
 Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either."""
 
@@ -14,6 +16,20 @@ from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import sym
 
 ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
+RELATED = "(related)"  # and for {"z.shape[1]": its size as an expression of other sizes}
+SPECIAL = (ASSUMED, RELATED)
+
+
+def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:
+    """The hint of a Dim.AUTO / DYNAMIC dim on a side: `size` (its expression in the first
+    trace) at the side's hints of the sizes read so far, else the example's size."""
+    if size is None:
+        return example
+    try:
+        v = size.evaluate({n: env.hints[n] for n in size.free_symbols})
+    except (KeyError, ArithmeticError, ValueError, TypeError):
+        return example
+    return int(v) if isinstance(v, int) and lo <= v <= hi else example
 
 
 def only_value(spec: Any, overrides: dict) -> int | None:
