@@ -43,6 +43,7 @@ class NamedRelations:
     declared: dict[str, Dim]
     links: dict[str, tuple[str, int]]
     assumed: tuple[Expr, ...]
+    refused: list  # (contract, condition, its named symbols): a relation split's candidates
 
     def origin_of(self, name: str, excluded: int | None = None) -> str:
         """Where the guard that decided symbol `name` came from: the one ruling out
@@ -94,8 +95,12 @@ class NamedRelations:
                         self.env, contract, c, named):
                     continue  # an op's requirement between Dims: checked, as torch's program
                 out.append(self._relation(contract, c, named, names))
+                self.refused.append((contract, c, named))
             else:
+                before = len(self.narrowed)
                 out.append(self._narrowing(contract, c, named[0], point))
+                if len(self.narrowed) == before:  # no range: a relation split may keep it
+                    self.refused.append((contract, c, named))
             seen.add(f"rel:{names[-1]}")
             if len(names) == 1:
                 seen.add(f"rel:{named[0]}")

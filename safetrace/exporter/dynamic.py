@@ -24,6 +24,7 @@ from safetrace.exporter.dim_conditions import pinned_by_conditions
 from safetrace.exporter.dim_relations import NamedRelations, range_text, static_fix
 from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
+from safetrace.exporter.relation_splits import plain_relation, relation_point
 from safetrace.exporter.fix_links import compose_links
 from safetrace.exporter.sides import (
     ASSUMED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
@@ -72,6 +73,7 @@ class DynamicDims(NamedRelations):
         self.overrides: dict[str, tuple[int, int, float]] = {}
         self.assumed: tuple[Expr, ...] = ()
         self.related: dict[str, Expr] = {}  # under sides.RELATED: see set_overrides
+        self.refused: list = []  # relations refused where no range expresses them
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -164,6 +166,15 @@ class DynamicDims(NamedRelations):
                         self.env.symbols[n].backed for n in e.free_symbols):
                     out[decl.where] = e
         return {RELATED: out} if out else {}
+
+    def refused_split(self) -> tuple | None:
+        """(condition, overrides of a side breaking it) for the first refused relation
+        (``relation_splits.split_refused``), or None."""
+        contract, c, named = self.refused[0]
+        if not plain_relation(c.cond):
+            return None
+        side = relation_point(self.env, contract, c, named, self)
+        return None if side is None else (c.cond, side)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -346,5 +357,8 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
         exc.st_related = dyn.relations()  # (the sides' hints of the dims related to them)
+        # every problem a relation no range expresses: a relation split can keep the
+        # declared space (exporter/relation_splits.py)
+        exc.st_relation = dyn.refused_split() if len(dyn.refused) == len(problems) else None
         raise exc
 

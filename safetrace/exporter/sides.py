@@ -20,6 +20,11 @@ RELATED = "(related)"  # and for {"z.shape[1]": its size as an expression of oth
 SPECIAL = (ASSUMED, RELATED)
 
 
+def with_assumed(overrides: dict, cond: Any) -> dict:
+    """`overrides` with `cond` assumed too (a relation split's side inside another's)."""
+    return {**overrides, ASSUMED: (*overrides.get(ASSUMED, ()), cond)}
+
+
 def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:
     """The hint of a Dim.AUTO / DYNAMIC dim on a side: `size` (its expression in the first
     trace) at the side's hints of the sizes read so far, else the example's size."""

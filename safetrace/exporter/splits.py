@@ -36,7 +36,7 @@ from safetrace.exporter.compare import (contract_key, note, residual_conditions,
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
-from safetrace.exporter.relation_splits import split_relation
+from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
@@ -59,6 +59,11 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         ep = split_small_sizes(run, ep, max_splits, _explore, combine)
         return split_relation(run, ep, max_splits)
     except DeclaredSpaceViolation as exc:
+        if getattr(exc, "st_relation", None) and not exc.st_narrowed:
+            try:  # (relations between Dims, no range: relation_splits.py)
+                return split_refused(run, exc, max_splits)
+            except Exception as why:  # noqa: BLE001 - a split never makes an error worse
+                raise exc from why
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
             raise

@@ -128,3 +128,41 @@ def test_a_dynamic_dim_related_to_the_split_dims_follows_the_sides_sizes():
         for xs, zs in [((3, 1), (2, 1)), ((2, 3), (2, 3)), ((17, 2), (1, 2))]:
             with pytest.raises(st.InputMismatchError):
                 ours(torch.randn(*xs), torch.randn(*zs))
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x):
+        if x.numel() * 0.7 >= 3.5:
+            return x * 2
+        return x.flip(0)
+
+
+class TwoTests(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2 if x.numel() % 2 == 0 else x - 1
+        if x.shape[0] * 2 >= x.shape[1]:
+            return y.sum(0, keepdim=True)
+        return y + 1
+
+
+class RowParity(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1, 2) * 2 if x.shape[0] % 2 == 0 else x.reshape(-1, 1) - 1
+
+
+@pytest.mark.parametrize("model, spec, example, sizes, outside", [
+    # a relation between independent Dims at sizes >= 2 (refused with Dim.DYNAMIC as the
+    # fix), a float relation among them
+    (Scaled(), {0: Dim("a", max=10), 1: Dim("b", max=10)}, (3, 4),
+     [(1, 1), (2, 2), (1, 5), (0, 3), (7, 1), (1, 4), (5, 1), (10, 10)], [(11, 1), (2, 2, 2)]),
+    # two relations in one program: each side split again on the other
+    (TwoTests(), {0: Dim("a", max=10), 1: Dim("b", max=10)}, (4, 4),
+     [(3, 3), (1, 5), (0, 3), (2, 7), (7, 1), (1, 4), (5, 5), (10, 1)], [(11, 1), (1, 11)]),
+    # one Dim's parity, which no range expresses (refused with a derived Dim as the fix)
+    (RowParity(), {0: Dim("n", max=9)}, (4, 3),
+     [(3, 3), (0, 3), (1, 3), (9, 3), (8, 3)], [(10, 3), (4, 2)]),
+], ids=["float relation", "two relations", "parity of one Dim"])
+def test_a_relation_refused_at_export_runs_both_answers(model, spec, example, sizes, outside):
+    ep = _matches_eager(model, spec, example, sizes, outside)
+    assert not ep.contract.conditions
+    assert "asked where the graph runs" in str(ep)
