@@ -51,11 +51,13 @@ _OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or",
 
 
 def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
-    """[(the condition, {Dim name: (hint, lo, hi)})]: each residual condition on backed
-    sizes, named Dims among them, that some sizes in the declared ranges break where a
-    branch of the code (no requirement) fails, with those sizes as hints; [] when none.
-    (A condition the side assumes, ``DynamicDims.assumed``, is none.)"""
-    out = []
+    """[(the condition, {Dim name: (hint, lo, hi)})]: the first residual condition on
+    backed sizes, named Dims among them, that some sizes in the declared ranges break
+    where a branch of the code (no requirement) fails, with those sizes as hints, then
+    the other candidates after it with None (each side of the first looks for their
+    sizes itself); [] when none.  (A condition the side assumes, ``DynamicDims.assumed``,
+    is none.)"""
+    out: list[tuple] = []
     for c in contract.conditions:
         syms = c.cond.free_symbols
         named = sorted(s for s in syms if s in dyn.dim_names)
@@ -63,8 +65,8 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
                 contract.symbol(s) is None or not contract.symbol(s).backed
                 for s in syms) or not plain_relation(c.cond):
             continue
-        side = relation_point(env, contract, c, named, dyn)
-        if side is not None:
+        side = relation_point(env, contract, c, named, dyn) if not out else None
+        if side is not None or out:
             out.append((c.cond, side))
     return out
 
