@@ -32,7 +32,7 @@ from safetrace.exporter.compare import contract_key, narrower_ranges, note, sign
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
-from safetrace.exporter.sides import ASSUMED, with_assumed
+from safetrace.exporter.sides import ASSUMED, assumed_hold, with_assumed
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Env, make_bool, make_float, make_int
 from safetrace.symbolic.floats import is_float
@@ -77,12 +77,11 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
     hi)} at sizes in the declared ranges that break it where no requirement fails and the
     side's assumptions hold (the most sizes of at least 2 preferred, then 0: 1 is special
     to code), with ``DynamicDims.relations``; None when there are none."""
-    binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
     point, best = None, -1
     for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
         # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
         score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
-        if score > best and _holds(dyn.assumed, {**binding, **p}) and \
+        if score > best and assumed_hold(env, dyn.assumed, p) and \
                 not requirements_only(env, p, True):
             point, best = p, score
             if score == 2 * len(named):
@@ -94,13 +93,6 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
         dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
         out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
     return {**out, **dyn.relations(), ASSUMED: dyn.assumed}
-
-
-def _holds(conds: tuple, binding: dict) -> bool:
-    try:
-        return all(c.evaluate(binding) for c in conds)
-    except (ArithmeticError, KeyError, ValueError, TypeError):
-        return False
 
 
 def plain_relation(e: Any) -> bool:

@@ -25,6 +25,18 @@ def with_assumed(overrides: dict, cond: Any) -> dict:
     return {**overrides, ASSUMED: (*overrides.get(ASSUMED, ()), cond)}
 
 
+def assumed_hold(env: Any, assumed: tuple, point: dict) -> bool:
+    """Whether a side's assumptions hold at `point` (symbol -> size; every other size
+    as in the example): sizes that break a condition there but no assumption are sizes
+    where the side runs."""
+    binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
+    binding.update(point)
+    try:
+        return all(c.evaluate(binding) for c in assumed)
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return False
+
+
 def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:
     """The hint of a Dim.AUTO / DYNAMIC dim on a side: `size` (its expression in the first
     trace) at the side's hints of the sizes read so far, else the example's size."""
