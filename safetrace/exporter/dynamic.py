@@ -24,8 +24,8 @@ from safetrace.exporter.dim_conditions import pinned_by_conditions
 from safetrace.exporter.dim_relations import NamedRelations, range_text, static_fix
 from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
-from safetrace.exporter.relation_splits import plain_relation, relation_point
 from safetrace.exporter.fix_links import compose_links
+from safetrace.exporter.relation_splits import plain_relation, relation_point
 from safetrace.exporter.sides import (
     ASSUMED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
 )
@@ -68,11 +68,11 @@ class DynamicDims(NamedRelations):
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
         # a size split's side (exporter/splits.py): Dim name -> (hint, lo, hi) traced
-        # instead of the example size and the declared range; under sides.ASSUMED, the
-        # conditions that hold wherever the side runs (a relation split's: relation_splits)
+        # instead of the example size and the declared range; what the side assumes and
+        # the sizes of AUTO / DYNAMIC dims related to its Dims (sides.py, set_overrides)
         self.overrides: dict[str, tuple[int, int, float]] = {}
         self.assumed: tuple[Expr, ...] = ()
-        self.related: dict[str, Expr] = {}  # under sides.RELATED: see set_overrides
+        self.related: dict[str, Expr] = {}
         self.refused: list = []  # relations refused where no range expresses them
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the

@@ -1,11 +1,13 @@
 """What a size split's side (``exporter/splits.py``) changes in DynamicDims' reading of the
 spec: a named Dim's range and hint come from the side (``overrides``: Dim name -> (hint,
-lo, hi); under ``ASSUMED``, conditions that hold wherever the side runs: a relation split's
-other answer, ``relation_splits.py``, is no narrowing of the Dims it relates; under
-``RELATED``, the sizes the first trace gave Dim.AUTO / DYNAMIC dims, whose hints follow the
-side's), and a named
-Dim pinned to one size is a narrowing to that point.  Also: a named
-Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either."""
+lo, hi)), and a named Dim pinned to one size is a narrowing to that point.  Also: a named
+Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either.
+
+Two keys of ``overrides`` are no Dim names.  ``ASSUMED``: conditions that hold wherever
+the side's program runs (a relation split's answer, ``relation_splits.py``): no narrowing
+of the Dims they relate, nor a range they imply.  ``RELATED``: the sizes the first trace
+gave Dim.AUTO / DYNAMIC dims in terms of other sizes, whose hints then follow the side's
+(the example's size would break the relation there)."""
 
 from __future__ import annotations
 
