@@ -21,10 +21,9 @@ from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
-    condition_assumed_away, refuted, refuting, relation_assumed_away, relation_required,
+    condition_assumed_away, refuted, relation_assumed_away, relation_required,
 )
 from safetrace.exporter.fix_links import example_side_link
-from safetrace.exporter.sides import assumed_hold
 from safetrace.symbolic import Env, Expr, Range
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.trace.source import from_text
@@ -85,9 +84,7 @@ class NamedRelations:
                 continue
             if len(names) == 1 and not self._all_backed(contract, c.cond):
                 continue  # a data-dependent check (u0 <= x.shape[0]): not the spec's space
-            point = refuted(self.env, contract, c, named) if not self.assumed else next(
-                (p for p in refuting(self.env, contract, c, named, 0)  # (a side's: where
-                 if assumed_hold(self.env, self.assumed, p)), None)  # it runs, only)
+            point = refuted(self.env, contract, c, named)
             if point is None or condition_assumed_away(self.env, contract, c, named, point):
                 # no size in the declared ranges breaks it (e.g. `(3*b*n) % (b*n) == 0`,
                 # which the prover cannot simplify), or only sizes below 2 where eager

@@ -167,20 +167,3 @@ def test_a_relation_refused_at_export_runs_both_answers(model, spec, example, si
     assert not ep.contract.conditions
     assert "asked where the graph runs" in str(ep)
 
-
-class FewTurns(torch.nn.Module):
-    def forward(self, x):
-        v = x.clone()
-        for _ in range(min(x.numel(), 3)):
-            v = v + 1
-        return v
-
-
-def test_a_loop_count_of_a_relation_runs_each_count():
-    # (each side pins the count, a relation of both Dims: split again inside it, where
-    # every count the side's assumptions leave is one more split; fuzz seed 4)
-    d = Dim("d", max=7)
-    ep = _matches_eager(FewTurns(), {0: Dim("b", min=1), 1: d, 2: d}, (1, 4, 4),
-                        [(1, 4, 4), (1, 0, 0), (1, 1, 1), (2, 1, 1), (3, 1, 1), (5, 2, 2)],
-                        [(0, 1, 1), (1, 2, 3), (1, 8, 8)])
-    assert "asked where the graph runs" in str(ep)
