@@ -153,7 +153,7 @@ class Exporter:
         self.env.precondition_probe = is_requirement  # `assert`, `if ...: raise`, op checks
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
-        self.dyn.overrides = dict(sides or {})  # a size split's side (exporter/splits.py)
+        self.dyn.set_overrides(sides or {})  # a size split's side (exporter/splits.py)
         self.env.flipped = flipped  # size tests answered the other way (splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,

@@ -128,6 +128,25 @@ def contract_key(c: Contract, subst: dict, skip: set[str]) -> tuple:
     return tuple(inputs), symbols
 
 
+def narrower_ranges(mine: Contract, other: Contract) -> dict | None:
+    """{input size symbol: (lo, hi)} where `other`'s range is narrower than `mine`'s (None
+    where it is wider, or binds another symbol)."""
+    by_name = {x.name: x for x in mine.symbols if x.backed}
+    out = {}
+    for x in other.symbols:
+        if not x.backed:
+            continue
+        y = by_name.get(x.name)
+        if y is None:
+            return None
+        if (x.lo, x.hi) != (y.lo, y.hi):
+            if (x.lo or 0) < (y.lo or 0) or (y.hi is not None and (x.hi is None or
+                                                                    x.hi > y.hi)):
+                return None
+            out[x.name] = (x.lo, x.hi)
+    return out
+
+
 def residual_conditions(c: Contract, subst: dict) -> frozenset | None:
     """The residual conditions with `subst` applied; None when one becomes False."""
     out = set()

@@ -42,6 +42,8 @@ class NamedRelations:
     narrowed: list
     declared: dict[str, Dim]
     links: dict[str, tuple[str, int]]
+    assumed: tuple[Expr, ...]
+    refused: list  # (contract, condition, its named symbols): a relation split's candidates
 
     def origin_of(self, name: str, excluded: int | None = None) -> str:
         """Where the guard that decided symbol `name` came from: the one ruling out
@@ -75,6 +77,8 @@ class NamedRelations:
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
+            if c.cond in self.assumed:
+                continue  # a relation split's side: the program runs only where it holds
             if not names or f"rel:{names[-1]}" in seen or (
                     len(names) == 1 and any(f"{k}:{named[0]}" in seen for k in _DONE)):
                 continue
@@ -91,8 +95,12 @@ class NamedRelations:
                         self.env, contract, c, named):
                     continue  # an op's requirement between Dims: checked, as torch's program
                 out.append(self._relation(contract, c, named, names))
+                self.refused.append((contract, c, named))
             else:
+                before = len(self.narrowed)
                 out.append(self._narrowing(contract, c, named[0], point))
+                if len(self.narrowed) == before:  # no range: a relation split may keep it
+                    self.refused.append((contract, c, named))
             seen.add(f"rel:{names[-1]}")
             if len(names) == 1:
                 seen.add(f"rel:{named[0]}")

@@ -25,7 +25,10 @@ from safetrace.exporter.dim_relations import NamedRelations, range_text, static_
 from safetrace.exporter.eager_raises import range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
-from safetrace.exporter.sides import auto_alias, only_value, point_narrowing
+from safetrace.exporter.relation_splits import plain_relation, relation_point
+from safetrace.exporter.sides import (
+    ASSUMED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
+)
 from safetrace.exporter.spec import OMITTED
 from safetrace.exporter.suggestion import suggestion_text
 from safetrace.meta.pins import CountPin
@@ -65,8 +68,12 @@ class DynamicDims(NamedRelations):
         self.fixes: dict[tuple[str, int], Any] = {}     # (path, dim) -> replacement entry
         self.dim_fixes: dict[str, Any] = {}             # Dim name -> replacement Dim/expr
         # a size split's side (exporter/splits.py): Dim name -> (hint, lo, hi) traced
-        # instead of the example size and the declared range
+        # instead of the example size and the declared range; what the side assumes and
+        # the sizes of AUTO / DYNAMIC dims related to its Dims (sides.py, set_overrides)
         self.overrides: dict[str, tuple[int, int, float]] = {}
+        self.assumed: tuple[Expr, ...] = ()
+        self.related: dict[str, Expr] = {}
+        self.refused: list = []  # relations refused where no range expresses them
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -108,6 +115,7 @@ class DynamicDims(NamedRelations):
             elif isinstance(e, DimHint):
                 lo = 0 if e.min is None else e.min
                 hi = math.inf if e.max is None else e.max
+                n = side_hint(self.env, self.related.get(place), n, lo, hi)
                 if not in_range(self, where, n, lo, hi, repr(e), place, (e.min, e.max)):
                     lo, hi = 0, math.inf  # (traced unbounded, refused after: example_ranges)
                 s = self.env.new_backed(n, lo=lo, hi=None if hi == math.inf else hi,
@@ -138,6 +146,35 @@ class DynamicDims(NamedRelations):
             else:  # pragma: no cover - spec.py validated entries
                 raise spec_entry(where, e)
         return tuple(out)
+
+    def set_overrides(self, sides: dict) -> None:
+        """A split's side (``sides.py``): the Dims' hints and ranges, what it assumes, and
+        the sizes of Dim.AUTO / DYNAMIC dims as the first trace related them to others (their
+        hints follow the side's: an example size would break the relation)."""
+        self.overrides = {k: v for k, v in sides.items() if k not in SPECIAL}
+        self.assumed = tuple(sides.get(ASSUMED, ()))
+        self.related = dict(sides.get(RELATED, {}))
+
+    def relations(self) -> dict:
+        """{RELATED: {"z.shape[1]": size}}: each Dim.AUTO / DYNAMIC dim this trace made an
+        expression of other input sizes (a side's overrides, ``set_overrides``)."""
+        out = {}
+        for decl in self.decls:
+            if decl.kind in ("auto", "dynamic") and decl.expr.op == "sym":
+                e = self.env.simplify(decl.expr)
+                if e != decl.expr and e.op != "const" and all(
+                        self.env.symbols[n].backed for n in e.free_symbols):
+                    out[decl.where] = e
+        return {RELATED: out} if out else {}
+
+    def refused_split(self) -> tuple | None:
+        """(condition, overrides of a side breaking it) for the first refused relation
+        (``relation_splits.split_refused``), or None."""
+        contract, c, named = self.refused[0]
+        if not plain_relation(c.cond):
+            return None
+        side = relation_point(self.env, contract, c, named, self)
+        return None if side is None else (c.cond, side)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:
@@ -230,7 +267,8 @@ class DynamicDims(NamedRelations):
             lo = 0 if free.lo is None else free.lo
             hi = math.inf if free.hi is None else free.hi
             if (lo > declared.min or hi < declared.max) and not range_assumed_away(
-                    env, root, declared, lo, hi):  # (sizes 0/1 where eager raises: checked)
+                    env, root, declared, lo, hi) and not assumed_out(  # (sizes 0/1 where
+                    env, self.assumed, root, declared, lo, hi):  # eager raises: checked)
                 key = f"range:{root}"
                 if key in seen:
                     continue
@@ -318,5 +356,9 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []
+        exc.st_related = dyn.relations()  # (the sides' hints of the dims related to them)
+        # every problem a relation no range expresses: a relation split can keep the
+        # declared space (exporter/relation_splits.py)
+        exc.st_relation = dyn.refused_split() if len(dyn.refused) == len(problems) else None
         raise exc
 

@@ -24,78 +24,143 @@ from typing import Any, Callable
 
 import torch
 
+from safetrace.errors import DeclaredSpaceViolation
 from safetrace.exporter.branches import (
     Side, Unsplittable, both_sides, cond_outputs, env_of, output_vals, placeholders,
 )
-from safetrace.exporter.compare import contract_key, note, signature_key
+from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
-from safetrace.symbolic import Env, make_bool, make_int
-from safetrace.symbolic.canon import not_, or_
-from safetrace.symbolic.expr import sym
+from safetrace.exporter.sides import ASSUMED, assumed_hold, with_assumed
+from safetrace.meta.symtypes import torch_env
+from safetrace.symbolic import Env, make_bool, make_float, make_int
+from safetrace.symbolic.floats import is_float
+from safetrace.symbolic.canon import and_, ge, le, not_, or_
+from safetrace.symbolic.expr import TRUE, sym
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
 
 _POINTS = 256  # sizes breaking the relation looked at for one eager computes at
 _OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
-                  "min", "max", "floordiv", "mod"))
+                  "min", "max", "floordiv", "mod",
+                  # float arithmetic of sizes (``x.numel() * 0.7 >= 3.5``), as Python's
+                  "fconst", "float", "fneg", "fadd", "fsub", "fmul", "fmin", "fmax", "fdiv",
+                  "flt", "fle", "fgt", "fge", "feq", "fne"))
 
 
 def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     """[(the condition, {Dim name: (hint, lo, hi)})]: the first residual condition on
     backed sizes, named Dims among them, that some sizes in the declared ranges break
-    where a branch of the code (no requirement) fails, with those sizes as hints (the
-    most sizes of at least 2 preferred, then 0: 1 is special to code); [] when none."""
+    where a branch of the code (no requirement) fails, with those sizes as hints, then
+    the other candidates after it with None (each side of the first looks for their
+    sizes itself); [] when none.  (A condition the side assumes, ``DynamicDims.assumed``,
+    is none.)"""
+    out: list[tuple] = []
     for c in contract.conditions:
         syms = c.cond.free_symbols
         named = sorted(s for s in syms if s in dyn.dim_names)
-        if not named or any(contract.symbol(s) is None or not contract.symbol(s).backed
-                            for s in syms) or not _plain(c.cond):
+        if not named or c.cond in dyn.assumed or any(
+                contract.symbol(s) is None or not contract.symbol(s).backed
+                for s in syms) or not plain_relation(c.cond):
             continue
-        point, best = None, -1
-        for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
-            # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
-            score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
-            if score > best and not requirements_only(env, p, True):
-                point, best = p, score
-                if score == 2 * len(named):
-                    break
-        if point is None:
-            continue
-        out = {}
-        for s in named:
-            dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
-            out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
-        return [(c.cond, out)]
-    return []
+        side = relation_point(env, contract, c, named, dyn) if not out else None
+        if side is not None or out:
+            out.append((c.cond, side))
+    return out
 
 
-def _plain(e: Any) -> bool:
-    """Integer size arithmetic and comparisons only, dividing by constants only."""
-    if e.op in ("const", "sym"):
+def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
+                   dyn: Any) -> dict | None:
+    """The overrides of a side where residual condition `c` fails: {Dim name: (hint, lo,
+    hi)} at sizes in the declared ranges that break it where no requirement fails and the
+    side's assumptions hold (the most sizes of at least 2 preferred, then 0: 1 is special
+    to code), with ``DynamicDims.relations``; None when there are none."""
+    point, best = None, -1
+    for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+        # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
+        score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
+        if score > best and assumed_hold(env, dyn.assumed, p) and \
+                not requirements_only(env, p, True):
+            point, best = p, score
+            if score == 2 * len(named):
+                break
+    if point is None:
+        return None
+    out = {}
+    for s in named:
+        dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
+        out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
+    return {**out, **dyn.relations(), ASSUMED: dyn.assumed}
+
+
+def plain_relation(e: Any) -> bool:
+    """Size arithmetic and comparisons only, dividing by constants (not 0) only."""
+    if e.op in ("const", "sym", "fconst"):
         return True
     if e.op not in _OPS:
         return False
-    if e.op in ("floordiv", "mod") and e.args[1].op != "const":
+    if e.op in ("floordiv", "mod", "fdiv") and (e.args[1].op not in ("const", "fconst") or
+                                               not e.args[1].value):
         return False
-    return all(_plain(a) for a in e.args)
+    return all(plain_relation(a) for a in e.args)
 
 
 def split_relation(run: Callable[[dict], ExportedProgram], ep: ExportedProgram,
                    max_splits: int) -> ExportedProgram:
-    """`ep`, or one program running it where its relation holds and the relation's other
-    answer, traced, where not; `ep` where any step fails (its check stays)."""
+    """`ep`, or one program running it where its first relation holds and the relation's
+    other answer, traced, where not (each side split again on its own relations, up to
+    `max_splits` splits in all); `ep` where any step fails (its check stays)."""
     first = getattr(ep, "relation_sides", ())
     if not first or max_splits <= 0:
         return ep
-    cond, overrides = first[0]
     try:
-        other = run(overrides)
-        return _join(ep, other, cond)
+        return _split(run, {}, ep, first[0], [max_splits])
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
+
+
+def split_refused(run: Callable[[dict], ExportedProgram], exc: Exception,
+                  max_splits: int) -> ExportedProgram:
+    """The program for a spec whose export `exc` refused for relations between its Dims
+    (``st_relation``: a condition and the overrides of a side breaking it): each answer
+    traced under the assumption that it holds, joined by a torch.cond on the relation.
+    Raises where a side cannot be traced or joined (the caller keeps `exc`)."""
+    if max_splits <= 0:
+        raise exc
+    return _split(run, {}, None, exc.st_relation, [max_splits])
+
+
+def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation: tuple,
+           budget: list[int]) -> ExportedProgram:
+    """`ep` (the trace at `overrides`, None where it was refused) split on `relation`."""
+    cond, point = relation
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Unsplittable("more relation splits than max_splits")
+    if ep is None or len(ep.relation_sides) > 1:  # (its other relations: split inside)
+        ep = _solve(run, with_assumed(overrides, cond), budget)
+    other = _solve(run, with_assumed({**overrides, **point}, not_(cond)), budget)
+    return _join(ep, other, cond)
+
+
+def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram:
+    """The program of one side: its trace, split again on a relation it refuses or keeps
+    as a check (where that fails: the trace as it is, or its refusal)."""
+    try:
+        ep = run(overrides)
+    except DeclaredSpaceViolation as exc:
+        relation = getattr(exc, "st_relation", None)
+        if relation is None or budget[0] <= 0:
+            raise
+        return _split(run, overrides, None, relation, budget)
+    if ep.relation_sides and budget[0] > 0:
+        try:
+            return _split(run, overrides, ep, ep.relation_sides[0], budget)
+        except Exception:  # noqa: BLE001 - this side as it was: its check stays
+            return ep
+    return ep
 
 
 def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedProgram:
@@ -103,6 +168,10 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
     if signature_key(ep) != signature_key(other):
         raise Unsplittable("the sides' signatures differ")
     skip = {x.name for s in sides for x in s.ep.contract.symbols if not x.backed}
+    narrowed = narrower_ranges(ep.contract, other.contract)  # (what its assumption implies:
+    if narrowed is None:  # dynamic.py's violations; checked where that side runs)
+        raise Unsplittable("the other side's input ranges are wider")
+    skip |= set(narrowed)
     if contract_key(ep.contract, {}, skip) != contract_key(other.contract, {}, skip):
         raise Unsplittable("the input contract differs on the other side")
     for s in sides:
@@ -115,7 +184,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
     env = env_of(ep.graph)
     g = torch.fx.Graph()
     phs = placeholders(g, inputs, metas)
-    pred = _predicate(g, ep, phs, inputs, cond, env)
+    pred = _predicate(g, ep, phs, inputs, cond, _plain_env(env, ep.contract, cond))
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
@@ -128,29 +197,46 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
                      f"branch"])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts,
-                          contract=_contract(ep, other, cond))
+                          contract=_contract(ep, other, cond, narrowed))
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
 
 
-def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> Contract:
-    """`ep`'s, each side's other conditions checked where that side runs."""
+def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any,
+              narrowed: dict) -> Contract:
+    """`ep`'s, each side's other conditions checked where that side runs, and the input
+    ranges the other side narrowed (`narrowed`: {symbol: (lo, hi)}) where it runs."""
     conditions = []
+    for name, (lo, hi) in sorted(narrowed.items()):
+        within = and_(ge(sym(name), lo or 0), TRUE if hi is None else le(sym(name), hi))
+        conditions.append(Condition(or_(cond, within), f" (the sizes {name} was traced for "
+                                                       f"where `{not_(cond)}`)"))
     for c, where in [(c, not_(cond)) for c in ep.contract.conditions if c.cond != cond] + \
-            [(c, cond) for c in other.contract.conditions]:
+            [(c, cond) for c in other.contract.conditions if c.cond != not_(cond)]:
         e = or_(where, c.cond)
         if not (e.op == "const" and e.value):
             conditions.append(Condition(e, c.origin))
     return dataclasses.replace(ep.contract, conditions=tuple(conditions))
 
 
+def _plain_env(env: Env, contract: Contract, cond: Any) -> Env:
+    """An engine knowing only the declared ranges of `cond`'s sizes: the values of the
+    nodes computing it (``s0 % 2``), which a side's engine would simplify by its answer
+    (``0`` where it assumed ``s0 % 2 == 0``) and a loaded file's checks recompute."""
+    plain = torch_env()
+    for name in sorted(cond.free_symbols, key=list(env.symbols).index):
+        spec = contract.symbol(name)
+        plain.new_backed(env.hints[name], lo=spec.lo, hi=spec.hi, name=name)
+    return plain
+
+
 def _predicate(g: torch.fx.Graph, ep: ExportedProgram, phs: list, inputs: list, cond: Any,
                env: Any) -> torch.fx.Node:
     """Nodes computing `cond` from the input sizes."""
     def leaf(x: Any) -> Any:
-        if x.op == "const":
+        if x.op in ("const", "fconst"):
             return x.value
         return _size_of(g, ep, phs, inputs, x.name, env)
 
@@ -158,7 +244,8 @@ def _predicate(g: torch.fx.Graph, ep: ExportedProgram, phs: list, inputs: list, 
         n = g.call_function(fn, args)
         n.meta["stack_trace"] = ""
         if x is not None:
-            n.meta["val"] = make_bool(x, env) if x.is_bool else make_int(x, env)
+            n.meta["val"] = make_bool(x, env) if x.is_bool else \
+                make_float(x, env) if is_float(x) else make_int(x, env)
         return n
 
     pred = lower(cond, Algebra(leaf, call, PY_FNS), {})

@@ -1,14 +1,54 @@
 """What a size split's side (``exporter/splits.py``) changes in DynamicDims' reading of the
 spec: a named Dim's range and hint come from the side (``overrides``: Dim name -> (hint,
 lo, hi)), and a named Dim pinned to one size is a narrowing to that point.  Also: a named
-Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either."""
+Dim unified with Dim.AUTO dims only (``auto_alias``), which is no narrowing either.
+
+Two keys of ``overrides`` are no Dim names.  ``ASSUMED``: conditions that hold wherever
+the side's program runs (a relation split's answer, ``relation_splits.py``): no narrowing
+of the Dims they relate, nor a range they imply.  ``RELATED``: the sizes the first trace
+gave Dim.AUTO / DYNAMIC dims in terms of other sizes, whose hints then follow the side's
+(the example's size would break the relation there)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
+from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import sym
+
+ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
+RELATED = "(related)"  # and for {"z.shape[1]": its size as an expression of other sizes}
+SPECIAL = (ASSUMED, RELATED)
+
+
+def with_assumed(overrides: dict, cond: Any) -> dict:
+    """`overrides` with `cond` assumed too (a relation split's side inside another's)."""
+    return {**overrides, ASSUMED: (*overrides.get(ASSUMED, ()), cond)}
+
+
+def assumed_hold(env: Any, assumed: tuple, point: dict) -> bool:
+    """Whether a side's assumptions hold at `point` (symbol -> size; every other size
+    as in the example): sizes that break a condition there but no assumption are sizes
+    where the side runs."""
+    binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
+    binding.update(point)
+    try:
+        return all(c.evaluate(binding) for c in assumed)
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return False
+
+
+def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:
+    """The hint of a Dim.AUTO / DYNAMIC dim on a side: `size` (its expression in the first
+    trace) at the side's hints of the sizes read so far, else the example's size."""
+    if size is None:
+        return example
+    try:
+        v = size.evaluate({n: env.hints[n] for n in size.free_symbols})
+    except (KeyError, ArithmeticError, ValueError, TypeError):
+        return example
+    return int(v) if isinstance(v, int) and lo <= v <= hi else example
 
 
 def only_value(spec: Any, overrides: dict) -> int | None:
@@ -46,3 +86,20 @@ def auto_alias(env: Any, decls: list, root: str) -> str | None:
     e = env.simplify(sym(root))
     kinds = {d.kind for d in decls if d.expr.op == "sym" and d.expr.name == e.name}
     return e.name if e.op == "sym" and kinds == {"auto"} else None
+
+
+def assumed_out(env: Any, assumed: tuple, root: str, declared: Any, lo: float,
+                hi: float) -> bool:
+    """A side's narrowing of the Dim of symbol `root` to [lo, hi] that its assumptions
+    imply: at each excluded size of the declared range (a few at most), some assumed
+    condition is false whatever the other sizes (``s0 == s0*s1*s2`` with ``s0 >= 2``
+    excludes ``s2 == 0``); the side's program never runs there."""
+    below = max(int(lo) - int(declared.min), 0)
+    above = 0 if hi >= declared.max else declared.max - hi
+    if not assumed or not 0 < below + above <= _FEW:
+        return False
+    excluded = [*range(int(declared.min), int(lo)), *range(int(hi) + 1, int(hi + above) + 1)]
+    return all(any(env.decide(subs(c, {root: v})) is False for c in assumed) for v in excluded)
+
+
+_FEW = 16  # excluded sizes looked at

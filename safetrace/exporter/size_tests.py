@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from safetrace.exporter.compare import (canonical, contract_key, note, residual_conditions,
-                                        same_constants, signature_key)
+from safetrace.exporter.compare import (canonical, contract_key, narrower_ranges, note,
+                                        residual_conditions, same_constants, signature_key)
 from safetrace.exporter.data_splits import checks_of, erase_with_inputs, join_on_data
 from safetrace.exporter.program import ExportedProgram
 
@@ -53,7 +53,7 @@ def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
                 if other is None:
                     dead.setdefault(id(prog), (prog, []))[1].append(test)
                     continue
-                ranges = _ranges(ep, other)
+                ranges = narrower_ranges(ep.contract, other.contract)
                 return ep if ranges is None else _joined(ep, other, test, ranges)
             if not _same_frame(ep, other, writes_differ=True):
                 return ep
@@ -89,25 +89,6 @@ def _narrowed(run: Callable, overrides: dict, flipped: frozenset,
         return run(side, flipped)
     except Exception:  # noqa: BLE001 - the other side does not export: kept
         return None
-
-
-def _ranges(ep: ExportedProgram, other: ExportedProgram) -> dict | None:
-    """{input size symbol: (lo, hi)} where `other`'s range is narrower than `ep`'s (None
-    where it is wider, or binds another symbol)."""
-    mine = {x.name: x for x in ep.contract.symbols if x.backed}
-    out = {}
-    for x in other.contract.symbols:
-        if not x.backed:
-            continue
-        y = mine.get(x.name)
-        if y is None:
-            return None
-        if (x.lo, x.hi) != (y.lo, y.hi):
-            if (x.lo or 0) < (y.lo or 0) or (y.hi is not None and (x.hi is None or
-                                                                    x.hi > y.hi)):
-                return None
-            out[x.name] = (x.lo, x.hi)
-    return out
 
 
 def _joined(ep: ExportedProgram, other: ExportedProgram, test: str,

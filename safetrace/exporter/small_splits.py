@@ -27,7 +27,8 @@ _POINTS = 256  # sizes breaking one condition looked at for a small size eager c
 
 def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     """The split to try, as ``DynamicDims.narrowed`` lists a narrowing (Dim name, the
-    point's size twice, the Dim's range traced, the point as hint, False), for the first
+    point's size twice, the Dim's range traced, the point as hint, False) with the
+    overrides its sides start from (``DynamicDims.relations``), for the first
     residual relation between named Dims that some size in their ranges breaks with a
     named Dim below ``ASSUMED_MIN`` where every failing check is not a requirement (eager
     runs there); [] when none.  (`dyn`: the export's ``DynamicDims``.)"""
@@ -49,7 +50,7 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
             v = point[first]
             if dim.min < dim.max:
-                return [(name, v, v, dim.min, dim.max, v, False)]
+                return [((name, v, v, dim.min, dim.max, v, False), dyn.relations())]
     return []
 
 
@@ -62,7 +63,8 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
         return ep
     sides: list = []
     try:
-        explore(run, {}, first[0], sides, [0, max_splits, None, False, True])
+        narrowing, start = first[0]
+        explore(run, start, narrowing, sides, [0, max_splits, None, False, True])
         return combine(sides)
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep

@@ -36,7 +36,8 @@ from safetrace.exporter.compare import (contract_key, note, residual_conditions,
 from safetrace.exporter.contract import Condition, Contract, SymbolRange, TensorInput
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
-from safetrace.exporter.relation_splits import split_relation
+from safetrace.exporter.relation_splits import split_refused, split_relation
+from safetrace.exporter.sides import SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.symbolic import make_bool, make_int
@@ -58,13 +59,19 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
         ep = split_small_sizes(run, ep, max_splits, _explore, combine)
         return split_relation(run, ep, max_splits)
     except DeclaredSpaceViolation as exc:
+        if getattr(exc, "st_relation", None) and not exc.st_narrowed:
+            try:  # (relations between Dims, no range: relation_splits.py)
+                return split_refused(run, exc, max_splits)
+            except Exception as why:  # noqa: BLE001 - a split never makes an error worse
+                raise exc from why
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
             raise
         original = exc
     sides: list[Side] = []
     try:
-        _explore(run, {}, original.st_narrowed[0], sides, [0, max_splits, original, False])
+        _explore(run, getattr(original, "st_related", {}), original.st_narrowed[0], sides,
+                 [0, max_splits, original, False])
         return combine(sides)
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if getattr(why, "kind", "") == "too-many-splits":
@@ -93,10 +100,11 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         parts.append((int(hi) + 1, dhi, _hint(int(hi) + 1, dhi, int(hi) + 1)))
     budget[0] += len(parts) - 1
     if budget[0] > budget[1]:
-        if budget[3]:  # a condition holding on many intervals (`s % 3 != 0`): refused
+        if budget[3] or budget[2] is None:  # a condition holding on many intervals (`s %
+            # 3 != 0`), or a split that refused nothing (small_splits.py's): refused
             raise Unsplittable("a condition that no few ranges express")
         found = [_region_text(s.region) for s in sides]
-        found += [_region_text(dict({k: (v[1], v[2]) for k, v in overrides.items()},
+        found += [_region_text(dict(_region(overrides),
                                     **{name: (a, b)})) for a, b, _ in parts]
         problem = budget[2].problems[0].text().split("\n")[0]
         raise too_many_splits(budget[1], found, problem)
@@ -114,9 +122,10 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         ep = same_either_way(run, side, ep, budget[1])
         ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
         if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
-            _explore(run, side, ep.small_sides[0], sides, budget)
+            narrowing, start = ep.small_sides[0]
+            _explore(run, {**side, **start}, narrowing, sides, budget)
             continue
-        sides.append(Side({k: (v[1], v[2]) for k, v in side.items()}, ep))
+        sides.append(Side(_region(side), ep))
 
 
 def _hint(lo: int, hi: float, near: int) -> int:
@@ -132,6 +141,11 @@ def _range_text(name: str, lo: int, hi: float) -> str:
     if hi == math.inf:
         return f"{name} >= {lo}"
     return f"{lo} <= {name} <= {int(hi)}"
+
+
+def _region(side: dict) -> dict:
+    """{Dim name: (lo, hi)} of a side's overrides."""
+    return {k: (v[1], v[2]) for k, v in side.items() if k not in SPECIAL}
 
 
 def _region_text(region: dict) -> str:

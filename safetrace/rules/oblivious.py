@@ -62,9 +62,10 @@ def oblivious_answer(env: Env, q: DataDependentQuestion,
         # an assert the program may catch: its failing side is a branch eager runs (the
         # except clause), not a requirement; a size test's other side is traced too
         # (exporter/size_tests.py), anything else stays asserted as before
-        found = _size_test(env, q)
+        found = _size_test(env, q.expr)
         if found is not None:
             return _by_the_input_sizes(env, q.expr, found)
+        return _caught_assert(env, q.expr, *passing)
     if passing is not None:
         answer, where = passing
         return answer, "assert", f"the assert statement at {where}", True
@@ -74,10 +75,24 @@ def oblivious_answer(env: Env, q: DataDependentQuestion,
         for suffix, name, answer, why in STRATEGY_SWITCHES:
             if fn == name and path.replace("\\", "/").endswith(suffix):
                 return answer, "strategy switch", why, True
-    found = _size_test(env, q)
+    found = _size_test(env, q.expr)
     if found is not None:
         return _by_the_input_sizes(env, q.expr, found)
     return None
+
+
+def _caught_assert(env: Env, c: Expr, answer: bool, where: str) -> tuple[bool, str, str, bool]:
+    """Any other condition of an assert the program catches: answered so that it passes
+    and asserted, as a size test is; its other side (the except clause) is traced too
+    (``flipped``, exporter/size_tests.py) and the two joined (data_splits.py), or the
+    assert stays."""
+    if env.flipped and str(env.simplify(c if answer else not_(c))) in env.flipped:
+        return (not answer, "size test, other side",
+                f"`{c}` answered {not answer} (the assert at {where} fails: its except "
+                f"clause, traced to compare with the passing side)", True)
+    return (answer, "size test", f"`{c}` answered {answer} (the assert at {where} passes); "
+                                 f"data where it fails would take the except clause, which "
+                                 f"was not traced", True)
 
 
 def _by_the_input_sizes(env: Env, c: Expr, found: tuple[bool, str, str, bool]
@@ -221,11 +236,15 @@ def _site(origin: Any) -> tuple[str, str] | None:
     return (m.group("path"), m.group("fn")) if m else None
 
 
-def _size_test(env: Env, q: DataDependentQuestion) -> tuple[bool, str, str, bool] | None:
+def is_size_test(env: Env, c: Expr) -> bool:
+    """Whether `c` is a size test on data-dependent sizes (``_size_test``)."""
+    return _size_test(env, c) is not None
+
+
+def _size_test(env: Env, c: Expr) -> tuple[bool, str, str, bool] | None:
     """A comparison ``S <op> k`` of a size expression S >= 0 (built from data-dependent sizes
     only: ``4*u0``, ``u0 + u1``, a sum of ``min(u_i, 10)``) whose value is the same for
     every S >= 2 and differs at S == 0 or S == 1."""
-    c = q.expr
     if c.op not in ("le", "lt", "ge", "eq", "ne") or not c.free_symbols:
         return None
     for name in c.free_symbols:

@@ -13,6 +13,7 @@ import torch
 
 from safetrace.errors import check_false, check_never_holds, runtime_check_failed
 from safetrace.meta.textflow import making_message
+from safetrace.rules.oblivious import is_size_test
 from safetrace.symbolic import SymBool, SymInt
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.graph import run_time_check
@@ -64,9 +65,10 @@ def check_is_size(i: Any, msg: Any = None, *, max: Any = None) -> None:
 def _symbolic_check(cond: SymBool, msg: str | None) -> None:
     env = cond.env
     origin = stack_trace(3)
-    if all(env.symbols[n].backed for n in cond.expr.free_symbols) and program_catches():
+    if program_catches() and _branch(env, cond):
         # inside the program's try/except: where it fails eager raises and the except side
-        # runs, so it is a branch on the input sizes (a guard), not a fact for every input
+        # runs, so it is a branch on the input sizes (a guard), not a fact for every input;
+        # on a size read from data, a size test whose other side is traced too
         if not bool(cond):
             raise RuntimeError(msg if msg is not None else f"Expected {cond} to be True")
         return
@@ -85,6 +87,15 @@ def _symbolic_check(cond: SymBool, msg: str | None) -> None:
         emit_assert(tr, cond.expr, msg, origin)
     else:
         tr.pending_checks.append((cond.expr, msg, origin))
+
+
+def _branch(env: Any, cond: SymBool) -> bool:
+    """Whether a check the program catches can be answered as a branch: on input sizes,
+    or a size test (``rules/oblivious.py``) on sizes read from data; any other data
+    question stays a fact of the trace, asserted (its except side refused at run time)."""
+    if all(env.symbols[n].backed for n in cond.expr.free_symbols):
+        return True
+    return env.decide(cond.expr) is None and is_size_test(env, cond.expr)
 
 
 def describe_symbols(env: Any, expr: Any) -> str:

@@ -78,9 +78,6 @@ REFUSED = {
                       "on (its position embeddings: IndexError), the case declares max=64"),
     "hf/mobilevit": ("ConstraintViolationError", _NARROW + " (math.ceil(h / patch) * patch is "
                      "symbolic now; `if new_width != orig_width` leaves `(h // 32) % 2 == 0`)"),
-    "patterns/pad_negative_crop_symbolic": ("ConstraintViolationError", "`if d >= 0` with d = y - "
-                                            "x relates two independent named Dims (documented: "
-                                            "declare both Dim.DYNAMIC)"),
     "hf/swin": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
     "hf/swinv2": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
     "hf/mobilenet_v1": ("ConstraintViolationError",

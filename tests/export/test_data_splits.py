@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 import safetrace as st
+from tests.export.caught_cases import caught_assert_on_a_value
 
 N = st.Dim("n", max=64)
 
@@ -177,4 +178,41 @@ def test_an_assert_the_program_catches_is_a_size_test_with_both_sides_traced() -
     ep = st.export(f, (torch.tensor([2.0, 3.0]),))
     for x in (torch.tensor([2.0, 3.0]), torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0])):
         for got, want in zip(ep.module()(x), f(x)):
+            torch.testing.assert_close(got, want)
+
+
+def test_an_assert_the_program_catches_on_any_value_read_traces_its_except_clause() -> None:
+    """The same on a value with no known lower bound (``int(x.abs().max().item())``, a
+    float read): not a size test, but the except clause is eager's other branch all the
+    same (fuzz seed 1, picking+raising); it was asserted to pass, refusing ``x < 1``."""
+
+    f = caught_assert_on_a_value
+    ep = st.export(f, (torch.tensor([1.5, 2.0]),), dynamic_shapes=({0: N},))
+    assert "asked where the graph runs" in str(ep)
+    for x in (torch.tensor([1.5, 2.0]), torch.tensor([0.1, 0.2]), torch.tensor([0.5]),
+              torch.tensor([9.0, 0.0, 3.0]), torch.tensor([0.0])):
+        for got, want in zip(ep.module()(x), f(x)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(65))
+
+
+def test_a_torch_check_the_program_catches_on_a_read_size_is_a_size_test() -> None:
+    """``torch._check(n != 1)`` on a count read from data inside ``try: ... except
+    RuntimeError:`` was a fact of the trace, asserted, refusing the data eager sends to
+    the except clause (fuzz seed 1, data_dependent+raising); both sides now run."""
+
+    def f(y):
+        v = y[y > 0][:2]
+        try:
+            torch._check(v.shape[0] != 1)
+            out = v + 1
+        except RuntimeError:
+            out = v * 3
+        return v, out
+
+    ep = st.export(f, (_data(5, 2),), dynamic_shapes=({0: N},))
+    assert "asked where the graph runs" in str(ep)
+    for y in _cases():
+        for got, want in zip(ep.module()(y), f(y)):
             torch.testing.assert_close(got, want)

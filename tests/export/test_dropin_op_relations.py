@@ -166,13 +166,17 @@ def _branch(x, y):
     return y * 2
 
 
-def test_a_branch_relating_named_dims_is_still_refused() -> None:
+def test_a_branch_relating_named_dims_runs_both_answers() -> None:
     model, args = Fn(_branch), _rows(5, 3)
     spec = ({0: Dim("m")}, {0: Dim("n")})
-    # (torch exports it with the branch as a guard of its program; safetrace keeps
-    # refusing a condition that picks a result, as for one named Dim)
+    # (torch exports it with the branch as a guard of its program, refusing the other
+    # answer; safetrace splits it as a range of one named Dim, or refuses it with the fix)
     with pytest.raises(st.ConstraintViolationError, match="Dim.DYNAMIC"):
-        st.export(model, args, dynamic_shapes=spec)
+        st.export(model, args, dynamic_shapes=spec, max_splits=0)
+    ep = st.export(model, args, dynamic_shapes=spec)
+    for m, n in ((5, 3), (3, 5), (0, 0), (0, 2), (1, 1), (4, 4)):
+        x, y = _rows(m, n)
+        torch.testing.assert_close(ep.module()(x, y), model(x, y))
 
 
 def test_a_pinned_piece_count_is_no_requirement_between_dims() -> None:

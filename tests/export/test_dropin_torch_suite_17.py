@@ -106,12 +106,16 @@ def test_a_broadcast_relation_between_named_dims_is_a_run_time_check(defer: bool
             conv(*args)
 
 
-def test_a_branch_on_two_named_dims_is_still_refused_as_torch_refuses_it() -> None:
+def test_a_branch_on_two_named_dims_runs_both_answers_where_torch_refuses_it() -> None:
     args = (torch.randn(6, 3), torch.randn(4, 3))
     with pytest.raises(Exception, match="Constraints violated"):
         torch.export.export(BranchOnBoth(), args, dynamic_shapes=_XY)
-    with pytest.raises(st.ConstraintViolationError, match="dx, dy"):
-        st.export(BranchOnBoth(), args, dynamic_shapes=_XY)
+    with pytest.raises(st.ConstraintViolationError, match="dx, dy"):  # (not split)
+        st.export(BranchOnBoth(), args, dynamic_shapes=_XY, max_splits=0)
+    ours = st.export(BranchOnBoth(), args, dynamic_shapes=_XY)  # (a relation split)
+    sizes = [(6, 4), (4, 6), (5, 5), (0, 3), (3, 0), (1, 1)]
+    check_program(ours, BranchOnBoth(), [(torch.randn(a, 3), torch.randn(b, 3))
+                                         for a, b in sizes], [])
 
 
 def test_a_broadcast_that_narrows_one_named_dim_below_two_stays_refused() -> None:

@@ -1,6 +1,8 @@
 """A run-time relation between two separately declared named Dims (``min(b, c)``,
-``if b >= c:``) is a ConstraintViolationError with its fix, as in torch.export, not a
-silent input check (named Dims are independent)."""
+``if b >= c:``) is never a silent input check (named Dims are independent): the code's
+branch on it is split (each answer traced, a torch.cond on the relation, as for a range
+of one Dim), and where it is not split (``max_splits=0``) a ConstraintViolationError with
+its fix, as in torch.export."""
 
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def test_relation_between_named_dims_is_a_violation_with_a_fix():
     args = (torch.randn(3), torch.randn(5))
     spec = {"x": {0: Dim("b", max=64)}, "y": {0: Dim("c", min=1, max=64)}}
     with pytest.raises(st.ConstraintViolationError) as info:
-        st.export(model, args, dynamic_shapes=spec)
+        st.export(model, args, dynamic_shapes=spec, max_splits=0)
     err = info.value
     assert re.search(r"`x.shape\[0\] <?=? ?y.shape\[0\]`", str(err))
     assert "independent (b, c)" in str(err)
@@ -48,6 +50,17 @@ def test_relation_between_named_dims_is_a_violation_with_a_fix():
         matches_eager(ep, model, (torch.randn(b), torch.randn(c)))
     rejects(ep, (torch.randn(4), torch.randn(2)), match="x.shape\\[0\\] <")
     rejects(ep, (torch.randn(2), torch.randn(65)))
+
+
+def test_a_branch_on_a_relation_between_named_dims_runs_both_answers():
+    model = Branch()
+    ep = st.export(model, (torch.randn(3), torch.randn(5)),
+                   dynamic_shapes={"x": {0: Dim("b", max=64)}, "y": {0: Dim("c", min=1, max=64)}})
+    assert ep.contract.conditions == ()
+    for b, c in ((0, 1), (1, 2), (2, 9), (4, 2), (9, 9), (64, 1)):
+        matches_eager(ep, model, (torch.randn(b), torch.randn(c)))
+    rejects(ep, (torch.randn(2), torch.randn(65)))
+    rejects(ep, (torch.randn(2), torch.randn(0)))
 
 
 @pytest.mark.parametrize("other", [Dim("c", min=1, max=64), Dim.DYNAMIC])
