@@ -55,6 +55,17 @@ def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
     return LoadError(_at(where, what), fix=fix, where=Where(input=where))
 
 
+def unlisted_op(where: str | None, name: str) -> LoadError:
+    """An ATen overload that safetrace's exporter never records (``load_ops.OPS``)."""
+    return LoadError(_at(where, f"calls {name}, which safetrace's exporter does not record: "
+                                "the file was not written by safetrace's st.save, or needs "
+                                "a newer safetrace"),
+                     fix="if a newer safetrace wrote it, load it with that version; a "
+                         "program whose operator has a shape rule you registered "
+                         "(st.register_shape_rule) loads once the rule is registered",
+                     where=Where(input=where))
+
+
 def bad_source(what: str, fix: str = "") -> LoadError:
     """What was given to ``st.load`` (a path, a buffer, a file object) cannot be read."""
     what, fix = _parts(what, fix)
