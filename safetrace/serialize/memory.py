@@ -107,6 +107,10 @@ class StaticMemory(SubgraphMemory):
         self.main = graph
         self.values = meta  # (node -> what the analysis works out it is)
         written = written_inputs(graph)
+        # (the memory of every tensor the program writes: a file's aliases can bind a name
+        # the program only reads to it, whose values then change from call to call too)
+        changing = {_memory(t) for name, (t, updated) in tensors.items()
+                    if updated or name in written}
         for node in graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -114,7 +118,7 @@ class StaticMemory(SubgraphMemory):
             if entry is not None:
                 t, updated = entry
                 meta[node] = TensorMeta(tuple(t.shape), t.dtype, _CPU)
-                if node.name not in written and not updated:
+                if _memory(t) not in changing:
                     data[node] = t
             elif user is not None and node.name in user:
                 value = self._input(user[node.name])
@@ -426,6 +430,11 @@ class StaticMemory(SubgraphMemory):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
+
+
+def _memory(t: torch.Tensor) -> int:
+    """What identifies a tensor's memory (tied names, a Parameter and its data: one)."""
+    return t.untyped_storage().data_ptr()
 
 
 def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:
