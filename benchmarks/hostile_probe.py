@@ -14,7 +14,9 @@ field of a tensor's header changed (shape, dtype, data_offsets), random byte fli
 edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
 over six more bases with size work in branches and bodies; ``--classes sg`` runs only
 those), and calls replaced by backend or gradient kernels of hostile arguments
-(``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``).  Each variant is loaded in a
+(``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``), tied tensors, confusable
+names, unlisted and device operators, symbol ranges (``alias``, ``names``, ``ops``,
+``ranges``: benchmarks/hostile_more.py).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
@@ -576,9 +578,11 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
-                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel)")
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
+                         "alias,names,ops,ranges)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hostile_more
     import hostile_subgraphs
 
     if a.worker:
@@ -593,12 +597,15 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel").split(","))
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
+                               "ranges").split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2),
                   ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
                    2 * n)]
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_more.variants(b, r, c, kind),
+                    n // 4) for kind in hostile_more.KINDS]
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
             fname = f"{k:05d}.st"

@@ -121,6 +121,7 @@ def test_a_sparse_layout_is_refused_at_load():
     ("aten.quantize_per_tensor.default", [X, {"float": "0.1"}, 0, {"dtype": "quint8"}]),
     ("aten.lstm.data", [X, X, {"list": []}, True, 1, {"float": "0.0"}, False, False]),
     ("aten.requires_grad_.default", [X]),
+    ("aten.lift.default", [X]),
 ])
 def test_reviewed_out_families_are_refused_at_load(target, args):
     with pytest.raises(LoadError, match="does not record"):

@@ -1,0 +1,168 @@
+"""More hostile edits of saved programs, for benchmarks/hostile_probe.py (session 24).
+
+``variants(blob, rng, count, kind)`` makes ``count`` variants of one class:
+
+* ``alias``: the file's ``aliases`` tie one stored tensor name to another (the first's bytes
+  dropped): a read buffer to a written one, a constant to a parameter, a tensor to one of
+  another shape or dtype, a chain, a name to itself;
+* ``names``: an input path, a keyword name of ``in_spec``, a Dim name or a state name
+  replaced by one Python reads as another (NFKC: fullwidth letters), ``self``, a name of
+  the generated code (``_st_forward``) or of nn.Module (``forward``, ``training``);
+* ``ops``: a main-graph call replaced by an operator the exporter never records or that
+  reaches a device (``pin_memory``, ``is_pinned``, ``cuda``, sparse and quantized tensors,
+  packed-sequence RNNs, TorchScript spellings), or given a device of another kind, a
+  sparse layout or ``pin_memory=True``;
+* ``ranges``: a symbol's range or hint, in ``symbols`` and the contract together or apart:
+  negative, empty, unbounded, past int64, one value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import struct
+
+KEY = "safetrace.program"
+KINDS = ("alias", "names", "ops", "ranges")
+
+CONFUSABLE = ("\uff58", "\uff53\uff45\uff4c\uff46", "\uff3fst_forward", "self", "forward",
+              "training", "_st_forward", "__class__", "x\u200b", "\u0445")  # (the last: Cyrillic)
+
+UNLISTED = ("pin_memory.default", "_pin_memory.default", "is_pinned.default", "cuda.default",
+            "cpu.default", "to_sparse.default", "coalesce.default", "to_dense.default",
+            "int_repr.default", "dequantize.self", "clip.default", "absolute.default",
+            "lift.default", "requires_grad_.default", "get_device.default",
+            "slice_inverse.default", "set.source_Tensor", "to_mkldnn.default")
+
+
+def _parts(blob: bytes) -> tuple[dict, dict]:
+    import safetensors.torch
+
+    (n,) = struct.unpack("<Q", blob[:8])
+    doc = json.loads(json.loads(blob[8:8 + n])["__metadata__"][KEY])
+    return doc, safetensors.torch.load(blob)
+
+
+def _pack(doc: dict, tensors: dict) -> bytes:
+    import safetensors.torch
+
+    return safetensors.torch.save(tensors, metadata={KEY: json.dumps(doc)})
+
+
+def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
+    make = {"alias": _alias, "names": _names, "ops": _ops, "ranges": _ranges}[kind]
+    doc, tensors = _parts(blob)
+    out = []
+    for _ in range(count):
+        d, t = copy.deepcopy(doc), dict(tensors)
+        label = make(d, t, rng)
+        if label is not None:
+            out.append((f"{kind}:{label}", _pack(d, t)))
+    return out
+
+
+def _alias(d: dict, t: dict, rng: random.Random) -> str | None:
+    keys = sorted(t)
+    if len(keys) < 2:
+        return None
+    written = {o.get("target") for o in d.get("outputs", ()) if o.get("kind") ==
+               "buffer_mutation"}
+    targets = [k for k in keys if k.split(":", 1)[1] in written]
+    how = rng.choice(["any", "to_written", "self", "chain", "missing"])
+    a, b = rng.sample(keys, 2)
+    if how == "to_written" and targets:
+        b = rng.choice(targets)
+        a = rng.choice([k for k in keys if k != b])
+    if how == "self":
+        d["aliases"] = [[a, a]]
+        return f"self@{a}"
+    if how == "missing":
+        d["aliases"] = [[a, "state:nowhere"]]
+        del t[a]
+        return f"missing@{a}"
+    del t[a]
+    d["aliases"] = [[a, b]]
+    if how == "chain" and len(keys) > 2:
+        c = rng.choice([k for k in keys if k not in (a, b)])
+        d["aliases"].append([c, a])
+        del t[c]
+    return f"{how}@{a}->{b}"
+
+
+def _names(d: dict, t: dict, rng: random.Random) -> str | None:
+    name = rng.choice(CONFUSABLE)
+    where = rng.choice(["path", "kwarg", "dim_name", "state"])
+    inputs = d.get("contract", {}).get("inputs", [])
+    if where == "path" and inputs:
+        inp = rng.choice(inputs)
+        inp["path"] = name + rng.choice(["", "[0]", ".a"])
+    elif where == "kwarg":
+        kw = d["in_spec"]["children"][1]
+        kw["context"] = {"list": [name]}
+        kw["children"] = [None]
+    elif where == "dim_name" and d.get("dim_names"):
+        d["dim_names"][0][1] = name
+    elif d.get("state"):
+        s = rng.choice(d["state"])
+        old, s["name"] = s["name"], name
+        if f"state:{old}" in t:
+            t[f"state:{name}"] = t.pop(f"state:{old}")
+        for inp in d.get("inputs", ()):
+            if inp.get("target") == old:
+                inp["target"] = name
+    else:
+        return None
+    return f"{where}={name!r}"
+
+
+def _ops(d: dict, t: dict, rng: random.Random) -> str | None:
+    calls = [n for n in d["nodes"] if n["op"] == "call_function"
+             and str(n.get("target", "")).startswith("torch.ops.aten.")]
+    tensors = [n["name"] for n in d["nodes"] if n["op"] in ("placeholder", "call_function")
+               and "tensor" in ((n.get("meta") or {}).get("val") or {})]
+    if not calls or not tensors:
+        return None
+    node = rng.choice(calls)
+    how = rng.choice(["unlisted", "device", "layout", "pin"])
+    x = {"node": rng.choice(tensors)}
+    if how == "unlisted":
+        name = rng.choice(UNLISTED)
+        node["target"] = f"torch.ops.aten.{name}"
+        node["args"], node["kwargs"] = [x], []
+        return f"unlisted:{name}@{node['name']}"
+    if how == "device":
+        device = rng.choice(["hpu", "xla", "privateuseone", "lazy", "mps", "cuda", "cuda:9999",
+                             "meta", "cpu:7"])
+        node["target"] = "torch.ops.aten._to_copy.default"
+        node["args"], node["kwargs"] = [x], [["device", {"device": device}]]
+        return f"device:{device}@{node['name']}"
+    size = {"list": [rng.choice([1, 3, 1 << 20])]}
+    node["target"] = "torch.ops.aten.empty.memory_format"
+    node["args"] = [size]
+    node["kwargs"] = [["layout", {"layout": rng.choice(["sparse_coo", "sparse_csr",
+                                                        "_mkldnn", "strided"])}]] \
+        if how == "layout" else [["pin_memory", True]]
+    return f"{how}@{node['name']}"
+
+
+def _ranges(d: dict, t: dict, rng: random.Random) -> str | None:
+    syms = d.get("symbols") or []
+    if not syms:
+        return None
+    i = rng.randrange(len(syms))
+    lo, hi = rng.choice([(-5, None), (0, 0), (1, 1), (-1, -1), (0, 2**62), (0, 2**63),
+                         (-2**63, 2**63 - 1), (50, 3), (2**40, 2**41), (None, None)])
+    part = rng.choice(["both", "symbols", "contract", "hint"])
+    if part == "hint":
+        syms[i]["hint"] = rng.choice([-1, 0, 1, 2**62, 10**6])
+        return f"hint={syms[i]['hint']}@{syms[i]['name']}"
+    if part in ("both", "symbols"):
+        syms[i]["lo"], syms[i]["hi"] = lo, hi
+    if part in ("both", "contract"):
+        for s in d.get("contract", {}).get("symbols", ()):
+            if s.get("name") == syms[i]["name"]:
+                s["lo"], s["hi"] = lo, hi
+        d["range_constraints"] = [[n, lo, hi] if n == syms[i]["name"] else [n, a, b]
+                                  for n, a, b in d.get("range_constraints", ())]
+    return f"{part}[{lo},{hi}]@{syms[i]['name']}"
