@@ -5,9 +5,10 @@
 * ``alias``: the file's ``aliases`` tie one stored tensor name to another (the first's bytes
   dropped): a read buffer to a written one, a constant to a parameter, a tensor to one of
   another shape or dtype, a chain, a name to itself;
-* ``names``: an input path, a keyword name of ``in_spec``, a Dim name or a state name
-  replaced by one Python reads as another (NFKC: fullwidth letters), ``self``, a name of
-  the generated code (``_st_forward``) or of nn.Module (``forward``, ``training``);
+* ``names``: an input path, a keyword name of ``in_spec``, a Dim name, a state name or a
+  subgraph name replaced by one Python reads as another (NFKC: fullwidth letters),
+  ``self``, a name of the generated code (``_st_forward``), of nn.Module (``forward``,
+  ``training``) or of a GraphModule (``meta``, ``shape_env``, ``graph``, ``code``);
 * ``ops``: a main-graph call replaced by an operator the exporter never records or that
   reaches a device (``pin_memory``, ``is_pinned``, ``cuda``, sparse and quantized tensors,
   packed-sequence RNNs, TorchScript spellings), or given a device of another kind, a
@@ -28,6 +29,9 @@ KINDS = ("alias", "names", "ops", "ranges")
 
 CONFUSABLE = ("\uff58", "\uff53\uff45\uff4c\uff46", "\uff3fst_forward", "self", "forward",
               "training", "_st_forward", "__class__", "x\u200b", "\u0445")  # (the last: Cyrillic)
+# what a GraphModule holds (set on itself or a property): as a state or subgraph name
+GRAPH_MODULE = ("meta", "shape_env", "graph", "code", "_graph", "_code", "recompile",
+                "print_readable", "_tracer_extras", "owning_module")
 
 UNLISTED = ("pin_memory.default", "_pin_memory.default", "is_pinned.default", "cuda.default",
             "cpu.default", "to_sparse.default", "coalesce.default", "to_dense.default",
@@ -92,7 +96,9 @@ def _alias(d: dict, t: dict, rng: random.Random) -> str | None:
 
 def _names(d: dict, t: dict, rng: random.Random) -> str | None:
     name = rng.choice(CONFUSABLE)
-    where = rng.choice(["path", "kwarg", "dim_name", "state"])
+    where = rng.choice(["path", "kwarg", "dim_name", "state", "subgraph"])
+    if where in ("state", "subgraph") and rng.random() < 0.5:
+        name = rng.choice(GRAPH_MODULE)
     inputs = d.get("contract", {}).get("inputs", [])
     if where == "path" and inputs:
         inp = rng.choice(inputs)
@@ -103,7 +109,13 @@ def _names(d: dict, t: dict, rng: random.Random) -> str | None:
         kw["children"] = [None]
     elif where == "dim_name" and d.get("dim_names"):
         d["dim_names"][0][1] = name
-    elif d.get("state"):
+    elif where == "subgraph" and d.get("subgraphs"):
+        old = rng.choice(d["subgraphs"])["path"].split(".")[-1]
+        text = json.dumps(d).replace(json.dumps(old), json.dumps(name))
+        text = text.replace(f'"{old}.', f'"{name}.')
+        d.clear()
+        d.update(json.loads(text))
+    elif where == "state" and d.get("state"):
         s = rng.choice(d["state"])
         old, s["name"] = s["name"], name
         if f"state:{old}" in t:
