@@ -40,6 +40,27 @@ UNLISTED = ("pin_memory.default", "_pin_memory.default", "is_pinned.default", "c
             "slice_inverse.default", "set.source_Tensor", "to_mkldnn.default")
 
 
+def programs() -> dict:
+    """A base for ``alias``: two buffers of one dtype and shape, one written in place, the
+    other read for a size (``zeros(n.item())``), and a constant like them."""
+    import torch
+
+    import safetrace as st
+
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("n", torch.tensor(3))
+            self.register_buffer("m", torch.tensor(3))
+            self.c = torch.tensor(2)
+
+        def forward(self, x):
+            self.m.mul_(1000)
+            return x + torch.zeros(self.n.item()).sum() + self.c
+
+    return {"tied": st.export(Tied(), (torch.randn(3),))}
+
+
 def _parts(blob: bytes) -> tuple[dict, dict]:
     import safetensors.torch
 
@@ -73,11 +94,15 @@ def _alias(d: dict, t: dict, rng: random.Random) -> str | None:
     written = {o.get("target") for o in d.get("outputs", ()) if o.get("kind") ==
                "buffer_mutation"}
     targets = [k for k in keys if k.split(":", 1)[1] in written]
-    how = rng.choice(["any", "to_written", "self", "chain", "missing"])
+    how = rng.choice(["any", "alike", "to_written", "self", "chain", "missing"])
     a, b = rng.sample(keys, 2)
     if how == "to_written" and targets:
         b = rng.choice(targets)
         a = rng.choice([k for k in keys if k != b])
+    if how in ("alike", "to_written"):  # (of one dtype and shape: the loader's checks pass)
+        same = [k for k in keys if k != b and t[k].dtype == t[b].dtype
+                and t[k].shape == t[b].shape]
+        a = rng.choice(same) if same else a
     if how == "self":
         d["aliases"] = [[a, a]]
         return f"self@{a}"

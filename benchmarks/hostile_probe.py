@@ -138,9 +138,11 @@ def programs() -> dict[str, bytes]:
         "facts": st.export(CheckedCache(wide=16), (torch.randn(3, 4), torch.tensor(2)),
                            dynamic_shapes={"x": {0: st.Dim("f", min=1, max=32)}, "pos": None}),
     }
+    import hostile_more
     import hostile_subgraphs
 
     made.update(hostile_subgraphs.programs())
+    made.update(hostile_more.programs())
     return hostile_subgraphs.saved(made)
 
 
