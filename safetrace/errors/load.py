@@ -241,8 +241,21 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> RuntimeAs
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
+def view_outside(node: str, target: str, view: tuple, own: tuple) -> RuntimeAssertionError:
+    """A loaded program's strided view (``as_strided``, whose offset is into the storage,
+    not the tensor) would reach memory outside the tensor it views: the caller's memory
+    around the tensor it passed (the rest of a batch it sliced), never given."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's node {node!r} ({target}) would view storage "
+        f"elements {view[0]}..{view[1]}, outside the tensor it is given (elements "
+        f"{own[0]}..{own[1]}{', with gaps' if own[2] else ''}): a loaded graph reads and "
+        "writes only the memory of the tensors it is given",
+        fix="pass a tensor of its own memory (x.contiguous() or x.clone()), or, if you "
+            "trust the file, run the program on such a copy of your data")
+
+
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
-           "loop_budget", "unchecked_inputs"]
+           "loop_budget", "unchecked_inputs", "view_outside"]
