@@ -14,7 +14,11 @@
   packed-sequence RNNs, TorchScript spellings), or given a device of another kind, a
   sparse layout or ``pin_memory=True``;
 * ``ranges``: a symbol's range or hint, in ``symbols`` and the contract together or apart:
-  negative, empty, unbounded, past int64, one value.
+  negative, empty, unbounded, past int64, one value;
+* ``views``: a main-graph call replaced by an ``as_strided`` view of a user input (sizes,
+  strides and a storage offset reaching before or past it), read, or written by ``add_``:
+  the probe's worker calls every program that runs again with its inputs inside larger
+  buffers of sentinels (``embedded_call``), a finding where a sentinel is read or written.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import random
 import struct
 
 KEY = "safetrace.program"
-KINDS = ("alias", "names", "ops", "ranges")
+SENTINEL = 12345  # (the value around an embedded input: read or written, a finding)
+KINDS = ("alias", "names", "ops", "ranges", "views")
 
 CONFUSABLE = ("\uff58", "\uff53\uff45\uff4c\uff46", "\uff3fst_forward", "self", "forward",
               "training", "_st_forward", "__class__", "x\u200b", "\u0445")  # (the last: Cyrillic)
@@ -76,7 +81,8 @@ def _pack(doc: dict, tensors: dict) -> bytes:
 
 
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
-    make = {"alias": _alias, "names": _names, "ops": _ops, "ranges": _ranges}[kind]
+    make = {"alias": _alias, "names": _names, "ops": _ops, "ranges": _ranges,
+            "views": _views}[kind]
     doc, tensors = _parts(blob)
     out = []
     for _ in range(count):
@@ -203,3 +209,62 @@ def _ranges(d: dict, t: dict, rng: random.Random) -> str | None:
         d["range_constraints"] = [[n, lo, hi] if n == syms[i]["name"] else [n, a, b]
                                   for n, a, b in d.get("range_constraints", ())]
     return f"{part}[{lo},{hi}]@{syms[i]['name']}"
+
+
+def _views(d: dict, t: dict, rng: random.Random) -> str | None:
+    users = {i.get("name") for i in d.get("inputs", ()) if i.get("kind") == "user_input"}
+    inputs = [n["name"] for n in d["nodes"] if n["op"] == "placeholder" and n["name"] in users
+              and "tensor" in ((n.get("meta") or {}).get("val") or {})]
+    calls = [n for n in d["nodes"] if n["op"] == "call_function"
+             and str(n.get("target", "")).startswith("torch.ops.aten.")]
+    if not inputs or not calls:
+        return None
+    node, x = rng.choice(calls), {"node": rng.choice(inputs)}
+    size = rng.choice([1, 2, 4, 8, 16])
+    offset = rng.choice([0, 1, 4, 8, 12])
+    stride = rng.choice([1, 2, -1])
+    write = rng.random() < 0.5
+    node["target"] = "torch.ops.aten.as_strided_copy.default" if not write and \
+        rng.random() < 0.3 else "torch.ops.aten.as_strided.default"
+    node["args"] = [x, {"list": [size]}, {"list": [stride]}, offset]
+    node["kwargs"] = []
+    if write:
+        node["target"] = "torch.ops.aten.as_strided.default"
+        at = d["nodes"].index(node)
+        d["nodes"].insert(at + 1, {"name": f"{node['name']}_w", "op": "call_function",
+                                   "target": "torch.ops.aten.add_.Tensor",
+                                   "args": [{"node": node["name"]}, 1]})
+    return f"{'write' if write else 'read'}[{size}:{stride}@{offset}]@{node['name']}"
+
+
+def embedded_call(mod, args: tuple, kwargs: dict) -> str | None:
+    """Call ``mod`` with each tensor input inside a larger buffer of sentinels (8 elements
+    on each side): what it returns holding a sentinel, or a sentinel changed, is a read or
+    a write of the caller's memory around what it was given (None: neither)."""
+    import torch
+    from torch.utils import _pytree
+
+    bufs = []
+
+    def embed(v):
+        if not isinstance(v, torch.Tensor) or v.numel() == 0 or v.dtype == torch.bool:
+            return v
+        buf = torch.full((v.numel() + 16,), SENTINEL, dtype=v.dtype)
+        inner = buf[8:8 + v.numel()]
+        inner.copy_(v.reshape(-1))
+        bufs.append(buf)
+        return inner.view(v.shape)
+
+    args, kwargs = _pytree.tree_map(embed, (args, kwargs))
+    try:
+        res = mod(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - a refusal (or torch's error) is no read or write
+        return None
+    for buf in bufs:
+        if (buf[:8] != SENTINEL).any() or (buf[-8:] != SENTINEL).any():
+            return "wrote the caller's memory around an input"
+    for leaf in _pytree.tree_leaves(res):
+        if isinstance(leaf, torch.Tensor) and leaf.numel() and not leaf.dtype.is_complex \
+                and (leaf == SENTINEL).any():
+            return "read the caller's memory around an input"
+    return None

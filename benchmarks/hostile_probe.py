@@ -15,8 +15,10 @@ edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_s
 over six more bases with size work in branches and bodies; ``--classes sg`` runs only
 those), and calls replaced by backend or gradient kernels of hostile arguments
 (``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``), tied tensors, confusable
-names, unlisted and device operators, symbol ranges (``alias``, ``names``, ``ops``,
-``ranges``: benchmarks/hostile_more.py).  Each variant is loaded in a
+names, unlisted and device operators, symbol ranges, strided views of the inputs
+(``alias``, ``names``, ``ops``, ``ranges``, ``views``: benchmarks/hostile_more.py); every
+program that runs is called once more with its inputs inside larger buffers of sentinels
+(a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
@@ -484,6 +486,8 @@ def worker(folder: str, start: int) -> None:
 
     import safetrace as st
     from safetrace.cli import draw_inputs
+
+    import hostile_more
     from tests.export import test_data_dependent  # noqa: F401 - registers sttest ops
 
     torch.set_num_threads(1)
@@ -548,6 +552,12 @@ def worker(folder: str, start: int) -> None:
                     wrong = meta_mismatch(res, declared_outputs(before))
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
+                    # the caller's memory around its inputs: never read, never written
+                    if attempt == 0:
+                        caller = hostile_more.embedded_call(mod, args, kwargs)
+                        if caller:
+                            outcome, detail = "FINDING caller memory", caller
+                            break
                     # outputs must not alias file data: write every tensor output
                     for leaf in torch.utils._pytree.tree_leaves(res):
                         if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
@@ -581,7 +591,7 @@ def main() -> int:
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
-                         "alias,names,ops,ranges)")
+                         "alias,names,ops,ranges,views)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_more
@@ -600,7 +610,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
-                               "ranges").split(","))
+                               "ranges,views").split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2),

@@ -13,8 +13,9 @@ A loaded file may call what safetrace's exporter records, and nothing else:
   decompositions and references call;
 
 less what a loaded graph may never call (``allowlist.DENIED``, out= variants, writes of an
-argument other than the first) and, outside the rules and core ATen, what this script's
-review refuses: private operators, backend and gradient kernels, operators of arguments or
+argument other than the first), backend and gradient kernels outside the rules (core
+ATen's included: ``max_pool2d_with_indices_backward`` writes where its indices say) and,
+outside the rules and core ATen, what this script's review refuses: private operators, backend and gradient kernels, operators of arguments or
 results a graph does not hold, and the families of ``REVIEWED_OUT`` (devices, sparse and
 quantized tensors, autograd state, kernels that trust their caller).  The list is data:
 ``st.load`` looks an overload up by name in it, so what a file may call does not change
@@ -149,6 +150,13 @@ def refusal(op) -> str | None:
     return None
 
 
+def _trusting(packet: str) -> bool:
+    """A backend or gradient kernel: refused even in core ATen (a forward program never
+    calls one; ``max_pool2d_with_indices_backward`` writes where its ``indices`` say, out
+    of bounds, and crashes the process)."""
+    return packet.startswith(_BACKEND_KERNELS) or packet.endswith("_backward")
+
+
 def _base(kind: str) -> str:
     while kind.startswith(("Optional[", "List[")):
         kind = kind[kind.index("[") + 1:-1]
@@ -161,14 +169,15 @@ def allowed() -> list[str]:
     decomps = [torch_dir / "_decomp" / "decompositions.py", torch_dir / "_refs" / "__init__.py",
                torch_dir / "_refs" / "nn" / "functional" / "__init__.py",
                torch_dir / "_refs" / "linalg" / "__init__.py"]
-    trusted = rules() | core()
+    rules_ = rules()
+    trusted = rules_ | core()
     others = namesakes() | named_in(ours) | named_in([f for f in decomps if f.exists()])
     out = set()
     for op in trusted | others:
         packet = op._schema.name.split("::", 1)[1]
         if packet in DENIED or packet in _REVIEWED or structural_refusal(op) is not None:
             continue
-        if op in trusted or refusal(op) is None:
+        if op in rules_ or refusal(op) is None or op in trusted and not _trusting(packet):
             out.add(f"{packet}.{op._overloadname}")
     return sorted(out)
 

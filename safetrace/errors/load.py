@@ -254,8 +254,18 @@ def view_outside(node: str, target: str, view: tuple, own: tuple) -> RuntimeAsse
             "trust the file, run the program on such a copy of your data")
 
 
+def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
+    """A loaded program's kernel is about to run on operands it trusts and these break
+    (``ctc_loss``'s target classes): refused before it runs, where torch would read out
+    of bounds or crash."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's node {node!r} ({target}) would run on {what}",
+        fix="pass operands the operator is defined for (eager torch would read out of "
+            "bounds, or crash, on these)")
+
+
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
-           "loop_budget", "unchecked_inputs", "view_outside"]
+           "loop_budget", "unchecked_inputs", "view_outside", "operand_refused"]

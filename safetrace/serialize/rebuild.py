@@ -17,7 +17,7 @@ import torch
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import (allocations, allowlist, memory, never_runs, requirements,
-                                 subgraphs, value_sizes, view_spans, work)
+                                 operand_checks, subgraphs, value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -110,7 +110,7 @@ class Builder:
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
-            view_spans.guard(g)
+            operand_checks.guard(g)
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
             least = min(int(min(t.bounds(bound.env)[0], 1 << 62)) for t in iterations)

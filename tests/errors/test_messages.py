@@ -410,6 +410,8 @@ CASES['unlisted_op'] = lambda: load_errors.unlisted_op("node 'y'", "torch.ops.at
 GOLDEN['unlisted_op'] = ('LoadError', "node 'y': calls torch.ops.aten.clip.default, which safetrace's exporter does not record: the file was not written by safetrace's st.save, or needs a newer safetrace\nFix: if a newer safetrace wrote it, load it with that version; a program whose operator has a shape rule you registered (st.register_shape_rule) loads once the rule is registered")
 CASES['view_outside'] = lambda: load_errors.view_outside("v", "aten.as_strided", (0, 7), (0, 3, False))
 GOLDEN['view_outside'] = ('RuntimeAssertionError', "at this call the loaded program's node 'v' (aten.as_strided) would view storage elements 0..7, outside the tensor it is given (elements 0..3): a loaded graph reads and writes only the memory of the tensors it is given\nFix: pass a tensor of its own memory (x.contiguous() or x.clone()), or, if you trust the file, run the program on such a copy of your data")
+CASES['operand_refused'] = lambda: load_errors.operand_refused("ctc", "aten.ctc_loss", "a target class outside [0, 4) (log_probs has 4 classes; its kernel reads them unchecked)")
+GOLDEN['operand_refused'] = ('RuntimeAssertionError', "at this call the loaded program's node 'ctc' (aten.ctc_loss) would run on a target class outside [0, 4) (log_probs has 4 classes; its kernel reads them unchecked)\nFix: pass operands the operator is defined for (eager torch would read out of bounds, or crash, on these)")
 CASES["compiled_specialized"] = lambda: E.compiled_specialized(
     "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
 CASES['script_node'] = lambda: E.script_node("encoder", "RecursiveScriptModule", "forward", "prim::RaiseException", "m.py:5 `return self.encoder(x)`")

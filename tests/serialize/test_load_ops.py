@@ -122,6 +122,9 @@ def test_a_sparse_layout_is_refused_at_load():
     ("aten.lstm.data", [X, X, {"list": []}, True, 1, {"float": "0.0"}, False, False]),
     ("aten.requires_grad_.default", [X]),
     ("aten.lift.default", [X]),
+    # (core ATen, but a gradient kernel: it writes where its indices say; 10**9 crashed)
+    ("aten.max_pool2d_with_indices_backward.default", [X, X, {"list": [2]}, {"list": [2]},
+                                                       {"list": [0]}, {"list": [1]}, False, X]),
 ])
 def test_reviewed_out_families_are_refused_at_load(target, args):
     with pytest.raises(LoadError, match="does not record"):

@@ -1,4 +1,5 @@
-"""A loaded graph's strided view stays within the tensor it views (session 24).
+"""Operands a kernel trusts are checked before a loaded graph calls it (session 24):
+a strided view stays within the tensor it views; ctc_loss's targets are classes.
 
 ``as_strided`` takes its offset into the storage: on a tensor the caller sliced from a
 larger one it viewed, and through ``add_`` wrote, the caller's memory around it (a file
@@ -86,3 +87,36 @@ def test_the_checks_are_not_saved():
     st.save(ep, buf)
     doc, _ = parts(buf.getvalue())
     assert [n["name"] for n in doc["nodes"] if n["op"] == "call_function"] == ["v", "y"]
+
+
+class CTC(torch.nn.Module):
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths)
+
+
+def _ctc_args(targets: list) -> tuple:
+    return (torch.randn(5, 1, 4).log_softmax(2), torch.tensor([targets]), torch.tensor([5]),
+            torch.tensor([2]))
+
+
+@functools.lru_cache(maxsize=1)
+def _ctc_loaded() -> st.ExportedProgram:
+    buf = io.BytesIO()
+    st.save(st.export(CTC(), _ctc_args([1, 2])), buf)
+    return st.load(io.BytesIO(buf.getvalue()))
+
+
+@pytest.mark.parametrize("bad", [10**9, -5, 4], ids=["huge", "negative", "classes"])
+def test_ctc_loss_targets_outside_the_classes_are_refused_at_call(bad):
+    """torch's ctc_loss kernel reads log_probs at each target unchecked: 10**9 crashed the
+    process (SIGSEGV), -5 and 4 read memory around log_probs."""
+    mod = _ctc_loaded().module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"ctc_loss.*target class outside "
+                                                       r"\[0, 4\)"):
+        mod(*_ctc_args([1, bad]))
+
+
+def test_ctc_loss_padding_past_the_target_lengths_is_not_read():
+    log_probs, _, input_lengths, _ = _ctc_args([1, 2])
+    padded = (log_probs, torch.tensor([[3, -1]]), input_lengths, torch.tensor([1]))
+    torch.testing.assert_close(_ctc_loaded().module()(*padded), CTC()(*padded))
