@@ -25,7 +25,8 @@ from safetrace.errors import OpShapeError
 from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
-from safetrace.serialize import never_runs, peak
+from safetrace.rules.registry import RULES
+from safetrace.serialize import never_runs, peak, unruled
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
@@ -311,6 +312,12 @@ class StaticMemory(SubgraphMemory):
             return _sym_query(op, args)
         guards, settled = len(self.env.guards), len(self.env.settled)
         out = _evaluate(op, args, kwargs)
+        if out is _UNKNOWN and op.namespace == "aten" and op not in RULES:
+            out = unruled.result(op, args, kwargs)
+            if out is unruled.SYMBOLIC:
+                raise bad_file(f"node {node.name!r}", f"{op} has no shape rule: safetrace's "
+                               "exporter records such an operator only where its operands' "
+                               "sizes are static, and here they vary with the inputs")
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
         self._require(node, [(x.cond, x.why) for x in self.env.settled[settled:]

@@ -35,7 +35,7 @@ from safetrace.trace.proxy import Proxy
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
 # attribute names of the module ``ep.module()`` builds, a GraphModule's (``graph``, ``meta``)
 # included: a state path component must not shadow one (registering it raised a KeyError)
-_RESERVED_ATTRS = subgraphs.RESERVED | {
+_RESERVED_ATTRS = (subgraphs.RESERVED - {"self"}) | {  # (BERT: attention.self)
     "_ep", "_written", "_owned", "_slots", "_sources", "_mutations", "_n_mut", "_forward",
     "_single_out", "_input_checks", "_const_attrs", "_graph_forward", "_grad_nodes",
     "_unlifted_forward", "_lineno_map", "run"}
