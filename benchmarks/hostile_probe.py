@@ -533,6 +533,12 @@ def worker(folder: str, start: int) -> None:
                     except Exception as e:  # noqa: BLE001 - the checks raised
                         outcome, detail = "FINDING draw", f"{type(e).__name__}: {e}"[:160]
                         break
+                    # the caller's memory around its inputs: never read, never written
+                    caller = hostile_more.embedded_call(mod, args, kwargs) \
+                        if attempt == 0 else None
+                    if caller:
+                        outcome, detail = "FINDING caller memory", caller
+                        break
                     try:
                         res = mod(*args, **kwargs)
                     except (st.InputMismatchError, st.LoadError) as e:
@@ -552,12 +558,6 @@ def worker(folder: str, start: int) -> None:
                     wrong = meta_mismatch(res, declared_outputs(before))
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
-                    # the caller's memory around its inputs: never read, never written
-                    if attempt == 0:
-                        caller = hostile_more.embedded_call(mod, args, kwargs)
-                        if caller:
-                            outcome, detail = "FINDING caller memory", caller
-                            break
                     # outputs must not alias file data: write every tensor output
                     for leaf in torch.utils._pytree.tree_leaves(res):
                         if isinstance(leaf, torch.Tensor) and leaf.numel() and leaf.is_floating_point():
