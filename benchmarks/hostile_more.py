@@ -263,8 +263,8 @@ def embedded_call(mod, args: tuple, kwargs: dict) -> str | None:
     for buf in bufs:
         if (buf[:8] != SENTINEL).any() or (buf[-8:] != SENTINEL).any():
             return "wrote the caller's memory around an input"
-    for leaf in _pytree.tree_leaves(res):
-        if isinstance(leaf, torch.Tensor) and leaf.numel() and not leaf.dtype.is_complex \
-                and (leaf == SENTINEL).any():
+    for leaf in _pytree.tree_leaves(res):  # (an output on another device holds none)
+        if isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu" and leaf.numel() \
+                and not leaf.dtype.is_complex and bool((leaf == SENTINEL).any()):
             return "read the caller's memory around an input"
     return None

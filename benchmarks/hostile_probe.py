@@ -580,6 +580,8 @@ def worker(folder: str, start: int) -> None:
                 outcome = "FINDING file changed"
         print(json.dumps({"i": i, "name": name, "outcome": outcome, "detail": detail}),
               flush=True)
+        if outcome == "FINDING hang":  # (the alarm may have cut an import short: the rest
+            sys.exit(3)  # of this worker's files would fail on a half-imported module)
 
 
 def main() -> int:
