@@ -14,7 +14,11 @@ field of a tensor's header changed (shape, dtype, data_offsets), random byte fli
 edits aimed at control-flow subgraphs (``sg``/``sg_multi``: benchmarks/hostile_subgraphs.py,
 over six more bases with size work in branches and bodies; ``--classes sg`` runs only
 those), and calls replaced by backend or gradient kernels of hostile arguments
-(``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``).  Each variant is loaded in a
+(``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``), tied tensors, confusable
+names, unlisted and device operators, symbol ranges, strided views of the inputs
+(``alias``, ``names``, ``ops``, ``ranges``, ``views``: benchmarks/hostile_more.py); every
+program that runs is called once more with its inputs inside larger buffers of sentinels
+(a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
 Outcomes: ``load_error``, ``ran``, ``call_refused`` (InputMismatchError / LoadError /
 RuntimeAssertionError at call, or every size drawn refused by the input checks),
@@ -136,9 +140,11 @@ def programs() -> dict[str, bytes]:
         "facts": st.export(CheckedCache(wide=16), (torch.randn(3, 4), torch.tensor(2)),
                            dynamic_shapes={"x": {0: st.Dim("f", min=1, max=32)}, "pos": None}),
     }
+    import hostile_more
     import hostile_subgraphs
 
     made.update(hostile_subgraphs.programs())
+    made.update(hostile_more.programs())
     return hostile_subgraphs.saved(made)
 
 
@@ -480,6 +486,8 @@ def worker(folder: str, start: int) -> None:
 
     import safetrace as st
     from safetrace.cli import draw_inputs
+
+    import hostile_more
     from tests.export import test_data_dependent  # noqa: F401 - registers sttest ops
 
     torch.set_num_threads(1)
@@ -525,6 +533,12 @@ def worker(folder: str, start: int) -> None:
                     except Exception as e:  # noqa: BLE001 - the checks raised
                         outcome, detail = "FINDING draw", f"{type(e).__name__}: {e}"[:160]
                         break
+                    # the caller's memory around its inputs: never read, never written
+                    caller = hostile_more.embedded_call(mod, args, kwargs) \
+                        if attempt == 0 else None
+                    if caller:
+                        outcome, detail = "FINDING caller memory", caller
+                        break
                     try:
                         res = mod(*args, **kwargs)
                     except (st.InputMismatchError, st.LoadError) as e:
@@ -566,6 +580,8 @@ def worker(folder: str, start: int) -> None:
                 outcome = "FINDING file changed"
         print(json.dumps({"i": i, "name": name, "outcome": outcome, "detail": detail}),
               flush=True)
+        if outcome == "FINDING hang":  # (the alarm may have cut an import short: the rest
+            sys.exit(3)  # of this worker's files would fail on a half-imported module)
 
 
 def main() -> int:
@@ -576,9 +592,11 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="folder to keep the variants in")
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
-                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel)")
+                    help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
+                         "alias,names,ops,ranges,views)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hostile_more
     import hostile_subgraphs
 
     if a.worker:
@@ -593,12 +611,15 @@ def main() -> int:
         if a.programs and pname not in a.programs.split(","):
             continue
         n = a.per_program
-        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel").split(","))
+        wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
+                               "ranges,views").split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2),
                   ("sg", lambda b, r, c: hostile_subgraphs.variants(b, r, c, split, join, KEY),
                    2 * n)]
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_more.variants(b, r, c, kind),
+                    n // 4) for kind in hostile_more.KINDS]
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
             fname = f"{k:05d}.st"

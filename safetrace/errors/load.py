@@ -55,6 +55,17 @@ def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
     return LoadError(_at(where, what), fix=fix, where=Where(input=where))
 
 
+def unlisted_op(where: str | None, name: str) -> LoadError:
+    """An ATen overload that safetrace's exporter never records (``load_ops.OPS``)."""
+    return LoadError(_at(where, f"calls {name}, which safetrace's exporter does not record: "
+                                "the file was not written by safetrace's st.save, or needs "
+                                "a newer safetrace"),
+                     fix="if a newer safetrace wrote it, load it with that version; a "
+                         "program whose operator has a shape rule you registered "
+                         "(st.register_shape_rule) loads once the rule is registered",
+                     where=Where(input=where))
+
+
 def bad_source(what: str, fix: str = "") -> LoadError:
     """What was given to ``st.load`` (a path, a buffer, a file object) cannot be read."""
     what, fix = _parts(what, fix)
@@ -230,8 +241,31 @@ def memory_from_values(node: str, kind: str, need: int, limit: int) -> RuntimeAs
             f"budgets={{'max_alloc_numel': {-(-need // 16)}}})", budget="max_alloc_numel")
 
 
+def view_outside(node: str, target: str, view: tuple, own: tuple) -> RuntimeAssertionError:
+    """A loaded program's strided view (``as_strided``, whose offset is into the storage,
+    not the tensor) would reach memory outside the tensor it views: the caller's memory
+    around the tensor it passed (the rest of a batch it sliced), never given."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's node {node!r} ({target}) would view storage "
+        f"elements {view[0]}..{view[1]}, outside the tensor it is given (elements "
+        f"{own[0]}..{own[1]}{', with gaps' if own[2] else ''}): a loaded graph reads and "
+        "writes only the memory of the tensors it is given",
+        fix="pass a tensor of its own memory (x.contiguous() or x.clone()), or, if you "
+            "trust the file, run the program on such a copy of your data")
+
+
+def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
+    """A loaded program's kernel is about to run on operands it trusts and these break
+    (``ctc_loss``'s target classes): refused before it runs, where torch would read out
+    of bounds or crash."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's node {node!r} ({target}) would run on {what}",
+        fix="pass operands the operator is defined for (eager torch would read out of "
+            "bounds, or crash, on these)")
+
+
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call",
            "bad_source", "truncated",
-           "loop_budget", "unchecked_inputs"]
+           "loop_budget", "unchecked_inputs", "view_outside", "operand_refused"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import keyword
 import types
+import unicodedata
 from typing import Any, Callable
 
 import torch
@@ -168,7 +169,11 @@ def argument_names(ep: Any) -> tuple[list[str], int] | None:
 
 
 def _usable(name: str, taken: list[str]) -> bool:
-    return (name.isidentifier() and not keyword.iskeyword(name) and name != "self"
+    # (Python reads an identifier in its NFKC form: a loaded file's "ｘ" beside "x", or
+    # "ｓｅｌｆ", would be a duplicate argument of the generated code; the source of a
+    # model's own forward is always in that form)
+    return (name.isidentifier() and unicodedata.normalize("NFKC", name) == name
+            and not keyword.iskeyword(name) and name != "self"
             and not name.startswith("_st_") and name not in taken)
 
 

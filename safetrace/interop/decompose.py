@@ -13,6 +13,8 @@ them from).  The result is an ordinary safetrace program: it saves, loads and co
 from __future__ import annotations
 
 import builtins
+import keyword
+import unicodedata
 from typing import Any
 
 import torch
@@ -135,7 +137,7 @@ class _Retracer(torch.nn.Module):
         n_pos = len(_children(_children(ep.in_spec)[0]))
         pos, kw = self.arg_names[:n_pos], self.arg_names[n_pos:]
         for name in self.arg_names:
-            if not name.isidentifier():
+            if not _plain_name(name, []):
                 raise ValueError(f"cannot retrace: input name {name!r} is not an identifier")
         # A real function with the model's parameter names: st.export binds inputs (and
         # names them in the contract) by the forward's signature.
@@ -464,9 +466,16 @@ def _arg_names(ep: Any) -> list[str]:
             if ch in "[.":
                 head = head[:j]
                 break
-        names.append(head if head not in names else f"arg{i}")
+        names.append(head if _plain_name(head, names) else f"arg{i}")
         at += child.num_leaves
     return names + [k for k in kwargs_spec.context if k not in names]
+
+
+def _plain_name(name: str, taken: list[str]) -> bool:
+    """A name the generated ``forward`` can take as it is (a loaded file's paths are any
+    text: Python reads "ｘ" as "x", and "self" is taken)."""
+    return name.isidentifier() and unicodedata.normalize("NFKC", name) == name and \
+        not keyword.iskeyword(name) and name not in ("self", "_run") and name not in taken
 
 
 def _examples(ep: Any) -> tuple[tuple, dict]:

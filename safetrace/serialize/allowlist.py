@@ -2,10 +2,11 @@
 
 A call target of a loaded graph is accepted only if it is
 
-* an ATen overload that safetrace's tracer can emit (it has a shape rule, or it is a
-  public tensor operator of plain arguments and results, run through its meta kernel) or a
-  core ATen operator (what decompositions emit), and not in ``DENIED`` (files, unchecked
-  aliasing, process-global state, printing);
+* an ATen overload on the list of what safetrace's exporter records (``load_ops.OPS``:
+  the overloads of its shape rules, core ATen, the namesakes of torch's public functions;
+  generated and reviewed by ``tools/gen_load_ops.py``) or with a shape rule registered in
+  this process (``st.register_shape_rule``), and not in ``DENIED`` (files, unchecked
+  aliasing, process-global state, printing, devices);
 * an overload of another namespace the caller named (``st.load(path, allow_ops=
   ["mylib::op"])``) that is registered in this process;
 * a Python callable of ``CALLABLES`` (the arithmetic the tracer emits on sizes) or one the
@@ -28,9 +29,10 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import bad_file, over_budget, refused_call
+from safetrace.errors.load import bad_file, over_budget, refused_call, unlisted_op
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
+from safetrace.serialize.load_ops import OPS
 from safetrace.serialize.value_sizes import NEEDS
 
 # aten operators refused whatever else says, with the reason given in the LoadError.
@@ -55,6 +57,13 @@ DENIED: dict[str, str] = {
     "lift_fresh": "a tracing-time marker",
     "_nested_view_from_buffer": "makes a view that is not checked against its storage",
     "_make_dep_token": "a tracing-time marker",
+    # devices: a file must not initialise a device's runtime (CUDA's, by pinning memory)
+    # nor query one
+    "pin_memory": "pins memory, which initialises the CUDA runtime",
+    "_pin_memory": "pins memory, which initialises the CUDA runtime",
+    "is_pinned": "asks the CUDA runtime about memory (which initialises it)",
+    "cuda": "moves a tensor to a device the caller did not give it",
+    "get_device": "queries a device",
 }
 
 # Python callables and what their arguments may be: (min args, max args, check).
@@ -230,7 +239,11 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
     if ns == "aten":
         why = _ATEN_REFUSALS.get(op, _UNSEEN)
         if why is _UNSEEN:  # a property of the operator: decided once per process
-            why = _ATEN_REFUSALS[op] = _aten_refusal(op, packet)
+            why = _aten_refusal(op, packet)
+            if why is not UNLISTED:  # (a rule may be registered later)
+                _ATEN_REFUSALS[op] = why
+        if why is UNLISTED:
+            raise unlisted_op(where, name)
         if why is not None:
             raise refused_call(where, f"calls {name}, {why}")
     elif f"{ns}::{packet}" not in allow_ops and ns not in allow_ops:
@@ -239,24 +252,51 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
                            f"[{f'{ns}::{packet}'!r}]) (its implementation must be registered "
                            "in this process)")
     given = bind(op, name, args, kwargs, where, budgets, max_numel)
+    _placement_args(given, name, where)
     if alloc is not None:
         alloc.check(op, given, where)
 
 
 _UNSEEN = object()
+UNLISTED = object()  # (an overload not on the list)
 _ATEN_REFUSALS: dict = {}  # aten overload -> why it is refused (None: allowed)
 
 
-def _aten_refusal(op: Any, packet: str) -> str | None:
+def _aten_refusal(op: Any, packet: str) -> Any:
     if packet in DENIED:
         return f"which is refused in loaded graphs: it {DENIED[packet]}"
-    if op not in RULES and torch.Tag.core not in op.tags:
-        why = _not_plain(op, packet)
-        if why is not None:
-            return (f"which is not on the allowlist: it {why} (allowed: ATen operators with "
-                    f"a safetrace shape rule, core ATen, and public tensor operators of plain "
-                    f"arguments and results).\nFix: if the program needs it, re-export it "
-                    f"with a safetrace that supports it")
+    if f"{packet}.{op._overloadname}" not in OPS and op not in RULES:
+        return UNLISTED  # (a rule registered in this process: st.register_shape_rule)
+    return structural_refusal(op)
+
+
+# the devices a loaded graph may name: another kind makes torch import or initialise that
+# device's backend (``x.to("hpu")`` imports ``torch.hpu``), whatever the program computes
+DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
+
+
+def _placement_args(given: dict, name: str, where: str) -> None:
+    """Refuse arguments that reach beyond dense tensors in this process's memory: a device
+    of another kind, a layout other than strided (sparse and mkldnn tensors, which the
+    loader's rules do not describe), pinned memory (which initialises the CUDA runtime)."""
+    for arg, v in given.items():
+        if isinstance(v, torch.device) and v.type not in DEVICE_TYPES:
+            raise refused_call(f"{where}: {name} argument {arg!r}", f"names the device {v}: "
+                               f"loaded graphs may name {', '.join(sorted(DEVICE_TYPES))} "
+                               f"devices only (another makes torch import or initialise "
+                               f"its backend)")
+        if isinstance(v, torch.layout) and v is not torch.strided:
+            raise refused_call(f"{where}: {name} argument {arg!r}", f"asks for the layout "
+                               f"{v}: loaded graphs compute strided (dense) tensors only")
+        if arg == "pin_memory" and v is True:
+            raise refused_call(f"{where}: {name} argument 'pin_memory'", "asks for pinned "
+                               "memory, which initialises the CUDA runtime (a loaded graph "
+                               "may not touch a device it is not given)")
+
+
+def structural_refusal(op: Any) -> str | None:
+    """Why an overload's schema keeps it out of loaded graphs whatever lists it: its out=
+    variant, or a write of an argument other than the first (None: neither)."""
     if any(a.name == "out" for a in op._schema.arguments):
         return "the out= variant, which loaded graphs may not call"
     for i, a in enumerate(op._schema.arguments):
@@ -264,52 +304,6 @@ def _aten_refusal(op: Any, packet: str) -> str | None:
             return f"which writes its argument {a.name!r} (in-place operators may write " \
                    "their first argument only)"
     return None
-
-
-_PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
-                         "Layout", "Device", "MemoryFormat"))
-_PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
-
-
-# backend-specific and legacy kernels reached only through torch's own wrappers, which
-# check the arguments they pass: called directly (``mkldnn_rnn_layer`` with 1-element
-# weights) they corrupt the heap
-_BACKEND_KERNELS = ("mkldnn", "miopen", "cudnn", "quantized_", "fbgemm")
-
-
-def _not_plain(op: Any, packet: str) -> str | None:
-    """Why an ATen overload outside the rules and core ATen is refused (None: allowed).
-
-    The tracer also emits public operators it runs through their meta kernels
-    (``aten.atleast_3d``): those pass when they are tensor operators whose arguments and
-    results are plain values (no generators, lists of arbitrary values, strings returned,
-    nothing returned: the TorchScript builtins and side effects of the namespace).
-    """
-    if packet.startswith("_"):
-        return "is a private operator without a safetrace shape rule"
-    if packet.startswith(_BACKEND_KERNELS) or packet.endswith("_backward"):
-        return ("is a backend or gradient kernel that trusts its caller's argument shapes "
-                "(a file can make it write out of bounds)")
-    schema = op._schema
-    returns = [str(r.real_type) for r in schema.returns]
-    if not returns:
-        return "returns nothing (it is called for a side effect)"
-    bad = [r for r in returns if r not in _PLAIN_RETURNS]
-    if bad:
-        return f"returns {bad[0]}"
-    kinds = [(a.name, _base(str(a.real_type))) for a in schema.arguments]
-    bad = [f"{n}: {k}" for n, k in kinds if k not in _PLAIN_ARGS]
-    if bad:
-        return f"takes an argument of a kind loaded graphs cannot hold ({bad[0]})"
-    if "Tensor" not in returns[0] and all(k != "Tensor" for _, k in kinds):
-        return "is not a tensor operator"
-    return None
-
-
-def _base(kind: str) -> str:
-    while kind.startswith(("Optional[", "List[")):
-        kind = kind[kind.index("[") + 1:-1]
-    return kind
 
 
 def bind(op: Any, name: str, args: tuple, kwargs: dict, where: str, budgets: Budgets,

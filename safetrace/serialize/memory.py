@@ -25,7 +25,8 @@ from safetrace.errors import OpShapeError
 from safetrace.errors.load import bad_file, over_budget
 from safetrace.meta import TensorMeta
 from safetrace.meta.active import ACTIVE
-from safetrace.serialize import never_runs, peak
+from safetrace.rules.registry import RULES
+from safetrace.serialize import never_runs, peak, unruled
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import not_, or_
@@ -107,6 +108,10 @@ class StaticMemory(SubgraphMemory):
         self.main = graph
         self.values = meta  # (node -> what the analysis works out it is)
         written = written_inputs(graph)
+        # (the memory of every tensor the program writes: a file's aliases can bind a name
+        # the program only reads to it, whose values then change from call to call too)
+        changing = {_memory(t) for name, (t, updated) in tensors.items()
+                    if updated or name in written}
         for node in graph.nodes:
             if node.op != "placeholder":
                 continue
@@ -114,7 +119,7 @@ class StaticMemory(SubgraphMemory):
             if entry is not None:
                 t, updated = entry
                 meta[node] = TensorMeta(tuple(t.shape), t.dtype, _CPU)
-                if node.name not in written and not updated:
+                if _memory(t) not in changing:
                     data[node] = t
             elif user is not None and node.name in user:
                 value = self._input(user[node.name])
@@ -307,6 +312,12 @@ class StaticMemory(SubgraphMemory):
             return _sym_query(op, args)
         guards, settled = len(self.env.guards), len(self.env.settled)
         out = _evaluate(op, args, kwargs)
+        if out is _UNKNOWN and op.namespace == "aten" and op not in RULES:
+            out = unruled.result(op, args, kwargs)
+            if out is unruled.SYMBOLIC:
+                raise bad_file(f"node {node.name!r}", f"{op} has no shape rule: safetrace's "
+                               "exporter records such an operator only where its operands' "
+                               "sizes are static, and here they vary with the inputs")
         if len(self.env.guards) != guards:
             return _UNKNOWN  # (never: the scratch symbols have no hints)
         self._require(node, [(x.cond, x.why) for x in self.env.settled[settled:]
@@ -426,6 +437,11 @@ class StaticMemory(SubgraphMemory):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
+
+
+def _memory(t: torch.Tensor) -> int:
+    """What identifies a tensor's memory (tied names, a Parameter and its data: one)."""
+    return t.untyped_storage().data_ptr()
 
 
 def state_of(inputs: list, state: dict, constants: dict, outputs: list) -> dict:

@@ -17,7 +17,7 @@ import torch
 from safetrace.errors.load import bad_source, unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
 from safetrace.serialize import (allocations, allowlist, memory, never_runs, requirements,
-                                 subgraphs, value_sizes, work)
+                                 operand_checks, subgraphs, value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder,
                                        decode_record, decode_spec, expect, expect_keys, fail,
@@ -33,9 +33,9 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
-# attribute names of the module ``ep.module()`` builds: a state path component must not
-# shadow one (nn.Module itself refuses them when registering)
-_RESERVED_ATTRS = frozenset(dir(torch.nn.Module)) | frozenset(vars(torch.nn.Module())) | {
+# attribute names of the module ``ep.module()`` builds, a GraphModule's (``graph``, ``meta``)
+# included: a state path component must not shadow one (registering it raised a KeyError)
+_RESERVED_ATTRS = (subgraphs.RESERVED - {"self"}) | {  # (BERT: attention.self)
     "_ep", "_written", "_owned", "_slots", "_sources", "_mutations", "_n_mut", "_forward",
     "_single_out", "_input_checks", "_const_attrs", "_graph_forward", "_grad_nodes",
     "_unlifted_forward", "_lineno_map", "run"}
@@ -110,6 +110,7 @@ class Builder:
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)
+            operand_checks.guard(g)
             work.guard(g, bound.bounded, self.alloc.limit, self.max_work)
         for node, iterations in bound.loops.items():  # (the least an iteration touches)
             least = min(int(min(t.bounds(bound.env)[0], 1 << 62)) for t in iterations)

@@ -18,7 +18,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
 from safetrace.progress import task
-from safetrace.serialize import value_sizes, work, writer
+from safetrace.serialize import operand_checks, value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
@@ -161,7 +161,11 @@ def _nodes(graph: torch.fx.Graph) -> list[dict]:
     # saved: each load makes its own, with its budget; files stay readable by loaders
     # without them)
     return [_node(n, ref) for n in graph.nodes
-            if n.target is not value_sizes.check and n.target is not work.check]
+            if n.target not in _LOAD_CHECKS]
+
+
+# (what a load puts into its graphs: value_sizes.py, work.py, operand_checks.py)
+_LOAD_CHECKS = (value_sizes.check, work.check, operand_checks.check)
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:

@@ -417,8 +417,10 @@ def check_target(target: Any, where: str) -> None:
 
 # a subgraph becomes an attribute of the module that runs its parent graph: it must not
 # shadow one (``code``, ``forward``, ``_ep``, ``__deepcopy__``, ``_graph_forward`` ...)
-RESERVED = frozenset(dir(ExportedGraphModule)) | frozenset(vars(torch.nn.Module())) | {
-    "code", "graph", "training", "self"}
+# (and what a GraphModule sets on itself: ``meta``, ``shape_env``, which no class lists)
+RESERVED = frozenset(dir(ExportedGraphModule)) | frozenset(vars(torch.nn.Module())) | \
+    frozenset(vars(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))) | {
+        "code", "graph", "training", "self"}
 
 
 def reserved(name: str) -> bool:

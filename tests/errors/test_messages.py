@@ -16,6 +16,7 @@ import pytest
 
 import safetrace as st
 from safetrace import errors as E
+from safetrace.errors import load as load_errors
 from tests.errors import cases_library
 
 
@@ -404,6 +405,13 @@ CASES['torchbind_unshaped'] = lambda: E.torchbind_unshaped(
 GOLDEN['torchbind_unshaped'] = ('ScriptModuleInput', "m.py:4 `return x * self.foo.add(3)` calls the method `add` of a TorchScript custom class object (`__torch__.torch.classes.ns._Foo`, a torchbind class: C++ code outside PyTorch's operators), shaped by its registered fake class, and its fake returns int, not tensors: safetrace needs the fake to return tensors (or None) whose sizes come from the arguments and the object's state (a number would be fixed at its export value).\nFix: give the fake class a method `add` that returns tensors of the result's shapes (and __obj_unflatten__), or compute a number in forward with tensor ops")
 CASES['torchbind_save'] = lambda: E.torchbind_save(["obj_foo"], "__torch__.torch.classes.ns._Foo")
 GOLDEN['torchbind_save'] = ('ScriptModuleInput', "st.save cannot write obj_foo (`__torch__.torch.classes.ns._Foo`, a TorchScript custom class object): safetrace's file format holds tensors and an allowlisted graph only, and no form of such an object is on the allowlist (loading one would run its class's own deserialization on the file's bytes).\nFix: keep the object out of the saved program (compute its method with tensor ops or a custom op), or save torch's program, which stores the object with its class's __getstate__, for trusted files only: torch.export.save(ep.to_torch(), path)")
+# (a builder of errors/load.py, which the errors namespace does not re-export)
+CASES['unlisted_op'] = lambda: load_errors.unlisted_op("node 'y'", "torch.ops.aten.clip.default")
+GOLDEN['unlisted_op'] = ('LoadError', "node 'y': calls torch.ops.aten.clip.default, which safetrace's exporter does not record: the file was not written by safetrace's st.save, or needs a newer safetrace\nFix: if a newer safetrace wrote it, load it with that version; a program whose operator has a shape rule you registered (st.register_shape_rule) loads once the rule is registered")
+CASES['view_outside'] = lambda: load_errors.view_outside("v", "aten.as_strided", (0, 7), (0, 3, False))
+GOLDEN['view_outside'] = ('RuntimeAssertionError', "at this call the loaded program's node 'v' (aten.as_strided) would view storage elements 0..7, outside the tensor it is given (elements 0..3): a loaded graph reads and writes only the memory of the tensors it is given\nFix: pass a tensor of its own memory (x.contiguous() or x.clone()), or, if you trust the file, run the program on such a copy of your data")
+CASES['operand_refused'] = lambda: load_errors.operand_refused("ctc", "aten.ctc_loss", "a target class outside [0, 4) (log_probs has 4 classes; its kernel reads them unchecked)")
+GOLDEN['operand_refused'] = ('RuntimeAssertionError', "at this call the loaded program's node 'ctc' (aten.ctc_loss) would run on a target class outside [0, 4) (log_probs has 4 classes; its kernel reads them unchecked)\nFix: pass operands the operator is defined for (eager torch would read out of bounds, or crash, on these)")
 CASES["compiled_specialized"] = lambda: E.compiled_specialized(
     "AOTInductor", "[(5, 13)]", "[(5, 10, 7)]", "[(5, 13, 7)]")
 CASES['script_node'] = lambda: E.script_node("encoder", "RecursiveScriptModule", "forward", "prim::RaiseException", "m.py:5 `return self.encoder(x)`")

@@ -1,0 +1,123 @@
+"""Operands a kernel trusts, checked before a loaded graph calls it.
+
+Some kernels take their operands' values or memory on trust; a file chooses them (a
+constant of its own, or arithmetic in front of the kernel), so the loader puts a check
+before each such node (``guard``), made by each load and never saved (``saving.py``):
+
+* ``as_strided(x, size, stride, offset)`` (and ``as_strided_copy``) takes its offset into
+  ``x``'s storage, not into ``x``: on a tensor the caller sliced from a larger one
+  (``batch[i]``, ``buf[4:8]``) it views, and through ``add_`` writes, the caller's memory
+  around it, which the caller never gave.  The view's elements must lie within the
+  tensor's own (its lowest to its highest element, no gaps between its elements there);
+* ``ctc_loss`` reads ``log_probs`` at each target's class without a bounds check: a
+  target of ``10**9`` crashes the process, one of ``-5`` reads memory before it.  Each
+  target a length makes it read must be a class of ``log_probs``.
+
+A check that fails raises a ``RuntimeAssertionError`` naming the node before it runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import operand_refused, view_outside
+from safetrace.trace.current import active_tracer
+from safetrace.trace.graph import run_time_check
+
+aten = torch.ops.aten
+# op -> (check kind, its argument names in schema order)
+GUARDED: dict = {
+    aten.as_strided.default: ("view", ("self", "size", "stride", "storage_offset")),
+    aten.as_strided_copy.default: ("view", ("self", "size", "stride", "storage_offset")),
+    aten.ctc_loss.IntList: ("ctc", ("log_probs", "targets", "input_lengths",
+                                    "target_lengths")),
+    aten.ctc_loss.Tensor: ("ctc", ("log_probs", "targets", "input_lengths",
+                                   "target_lengths")),
+}
+
+
+def _span(offset: int, size: Any, stride: Any) -> tuple[int, int] | None:
+    """The lowest and highest storage element a view reaches (None: no element)."""
+    lo = hi = offset
+    for n, st in zip(size, stride):
+        if n == 0:
+            return None
+        lo += min(0, (n - 1) * st)
+        hi += max(0, (n - 1) * st)
+    return lo, hi
+
+
+def _view(node: str, x: Any, size: Any, stride: Any, offset: Any = None) -> None:
+    if not isinstance(x, torch.Tensor):
+        return
+    try:
+        size, stride = [int(n) for n in size], [int(s) for s in stride]
+        view = _span(x.storage_offset() if offset is None else int(offset), size, stride)
+    except (TypeError, ValueError):
+        return  # arguments the kernel itself refuses: its own error, when it runs
+    if view is None:
+        return
+    own = _span(x.storage_offset(), x.shape, x.stride())
+    gaps = own is not None and own[1] - own[0] + 1 > x.numel()
+    if own is None or gaps or view[0] < own[0] or view[1] > own[1]:
+        raise view_outside(node, "aten.as_strided", view,
+                           own[:2] + (gaps,) if own is not None else (0, -1, False))
+
+
+def _ctc(node: str, log_probs: Any, targets: Any, input_lengths: Any,
+         target_lengths: Any) -> None:
+    if not isinstance(log_probs, torch.Tensor) or not isinstance(targets, torch.Tensor) or \
+            log_probs.dim() not in (2, 3) or targets.is_floating_point():
+        return  # (the kernel's own checks refuse these)
+    classes = log_probs.shape[-1]
+    lengths = [int(n) for n in (target_lengths.reshape(-1).tolist() if isinstance(
+        target_lengths, torch.Tensor) else target_lengths)]
+    if targets.dim() == 2:  # padded: row i's first lengths[i] entries
+        used = [targets[i, :max(0, min(n, targets.shape[1]))]
+                for i, n in enumerate(lengths[:targets.shape[0]])]
+    else:  # concatenated: the lengths' sum of entries
+        used = [targets.reshape(-1)[:max(0, sum(lengths))]]
+    for t in used:
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= classes):
+            raise operand_refused(node, "aten.ctc_loss", f"a target class outside [0, "
+                                  f"{classes}) (log_probs has {classes} classes; its kernel "
+                                  "reads them unchecked)")
+
+
+_KINDS = {"view": _view, "ctc": _ctc}
+
+
+@run_time_check
+def check(kind: str, node: str, *args: Any) -> None:
+    """Run time: refuse the call of ``node`` if its operands are ones its kernel trusts."""
+    fn = _KINDS.get(kind)
+    if fn is None or active_tracer() is not None:
+        return  # (a loaded program's module traced by st.export: its operands have no values)
+    if any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+        return
+    fn(node, *args)
+
+
+def guard(graph: torch.fx.Graph) -> None:
+    """Insert ``check`` before each node of ``graph`` that ``GUARDED`` names (the checks
+    a file holds are dropped first: the loader's own replace them)."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is check and not node.users:
+            graph.erase_node(node)
+    for node in list(graph.nodes):
+        entry = GUARDED.get(node.target) if node.op == "call_function" else None
+        if entry is None:
+            continue
+        kind, names = entry
+        given = {**dict(zip([a.name for a in node.target._schema.arguments], node.args)),
+                 **node.kwargs}
+        with graph.inserting_before(node):
+            guard_node = graph.call_function(check, (kind, node.name,
+                                                     *(given.get(n) for n in names)))
+        guard_node.meta["val"] = None
+        guard_node.meta["stack_trace"] = node.meta.get("stack_trace", "")
+
+
+__all__ = ["GUARDED", "check", "guard"]

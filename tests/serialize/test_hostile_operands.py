@@ -1,0 +1,122 @@
+"""Operands a kernel trusts are checked before a loaded graph calls it (session 24):
+a strided view stays within the tensor it views; ctc_loss's targets are classes.
+
+``as_strided`` takes its offset into the storage: on a tensor the caller sliced from a
+larger one it viewed, and through ``add_`` wrote, the caller's memory around it (a file
+viewing ``x`` as 8 elements from offset 0, called with ``big[:4]``, read and incremented
+all of ``big``).  A loaded program now checks each such view before it runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize.hostile_static import pack, parts
+
+
+class Abs(torch.nn.Module):
+    def forward(self, x):
+        return x.abs()
+
+
+@functools.lru_cache(maxsize=1)
+def _base() -> bytes:
+    buf = io.BytesIO()
+    st.save(st.export(Abs(), (torch.randn(4),)), buf)
+    return buf.getvalue()
+
+
+def _file(*nodes: dict) -> bytes:
+    doc, tensors = parts(_base())
+    kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
+    out = kept.pop()
+    out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
+    doc["nodes"] = kept + list(nodes) + [out]
+    return pack(doc, tensors)
+
+
+def _call(name: str, target: str, *args) -> dict:
+    return {"name": name, "op": "call_function", "target": f"torch.ops.aten.{target}",
+            "args": list(args)}
+
+
+def _strided(size: int, offset: int, write: bool) -> bytes:
+    nodes = [_call("v", "as_strided.default", {"node": "x"}, {"list": [size]}, {"list": [1]},
+                   offset)]
+    if write:
+        nodes.append(_call("w", "add_.Tensor", {"node": "v"}, 1))
+    nodes.append(_call("y", "clone.default", {"node": nodes[-1]["name"]}))
+    return _file(*nodes)
+
+
+@pytest.mark.parametrize("size,offset,write", [(8, 0, False), (4, 4, False), (8, 0, True)],
+                         ids=["read-past", "read-after", "write-past"])
+def test_a_view_past_the_given_tensor_is_refused_at_call(size, offset, write):
+    mod = st.load(io.BytesIO(_strided(size, offset, write))).module()
+    big = torch.arange(8.0)
+    with pytest.raises(st.RuntimeAssertionError, match=r"node 'v' \(aten.as_strided\) would "
+                                                       r"view storage elements"):
+        mod(big[:4])
+    torch.testing.assert_close(big, torch.arange(8.0))  # (the caller's memory, unwritten)
+
+
+def test_a_view_within_the_tensor_runs_as_eager():
+    mod = st.load(io.BytesIO(_strided(2, 3, True))).module()
+    big = torch.arange(8.0)
+    x = big[2:6]  # (a view of the caller's from storage element 2: the program's, 3..4)
+    torch.testing.assert_close(mod(x), torch.tensor([4.0, 5.0]))
+    torch.testing.assert_close(big, torch.tensor([0.0, 1.0, 2.0, 4.0, 5.0, 5.0, 6.0, 7.0]))
+
+
+def test_a_view_of_a_tensor_with_gaps_is_refused_and_a_copy_runs():
+    mod = st.load(io.BytesIO(_strided(2, 0, False))).module()
+    x = torch.arange(8.0)[::2]
+    with pytest.raises(st.RuntimeAssertionError, match="with gaps"):
+        mod(x)
+    torch.testing.assert_close(mod(x.contiguous()), torch.tensor([0.0, 2.0]))
+
+
+def test_the_checks_are_not_saved():
+    ep = st.load(io.BytesIO(_strided(2, 0, False)))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    doc, _ = parts(buf.getvalue())
+    assert [n["name"] for n in doc["nodes"] if n["op"] == "call_function"] == ["v", "y"]
+
+
+class CTC(torch.nn.Module):
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return torch.nn.functional.ctc_loss(log_probs, targets, input_lengths, target_lengths)
+
+
+def _ctc_args(targets: list) -> tuple:
+    return (torch.randn(5, 1, 4).log_softmax(2), torch.tensor([targets]), torch.tensor([5]),
+            torch.tensor([2]))
+
+
+@functools.lru_cache(maxsize=1)
+def _ctc_loaded() -> st.ExportedProgram:
+    buf = io.BytesIO()
+    st.save(st.export(CTC(), _ctc_args([1, 2])), buf)
+    return st.load(io.BytesIO(buf.getvalue()))
+
+
+@pytest.mark.parametrize("bad", [10**9, -5, 4], ids=["huge", "negative", "classes"])
+def test_ctc_loss_targets_outside_the_classes_are_refused_at_call(bad):
+    """torch's ctc_loss kernel reads log_probs at each target unchecked: 10**9 crashed the
+    process (SIGSEGV), -5 and 4 read memory around log_probs."""
+    mod = _ctc_loaded().module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"ctc_loss.*target class outside "
+                                                       r"\[0, 4\)"):
+        mod(*_ctc_args([1, bad]))
+
+
+def test_ctc_loss_padding_past_the_target_lengths_is_not_read():
+    log_probs, _, input_lengths, _ = _ctc_args([1, 2])
+    padded = (log_probs, torch.tensor([[3, -1]]), input_lengths, torch.tensor([1]))
+    torch.testing.assert_close(_ctc_loaded().module()(*padded), CTC()(*padded))

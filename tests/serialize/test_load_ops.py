@@ -1,0 +1,151 @@
+"""A loaded graph calls only the ATen overloads safetrace's exporter records (the list in
+``safetrace/serialize/load_ops.py``, made by ``tools/gen_load_ops.py``), and never one that
+reaches a device, pins memory or makes a tensor of another layout (session 24).
+
+Until then any public ATen operator of plain arguments passed ("the plain rule"): a file
+could call ``pin_memory`` or ``is_pinned`` (which initialise the CUDA runtime on a machine
+that has one), build sparse tensors from unchecked indices, or name a device whose backend
+torch then imports (``x.to("hpu")`` imports ``torch.hpu``).  The files are loaded here,
+never called.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import io
+import pathlib
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace.errors import LoadError
+from safetrace.rules import RULES
+from safetrace.rules.registry import FAMILY
+from safetrace.serialize.allowlist import DENIED, structural_refusal
+from safetrace.serialize.load_ops import OPS, TORCH_VERSION
+from tests.serialize.hostile_static import pack, parts
+
+
+class Abs(torch.nn.Module):
+    def forward(self, x):
+        return x.abs()
+
+
+@functools.lru_cache(maxsize=1)
+def _base() -> bytes:
+    buf = io.BytesIO()
+    st.save(st.export(Abs(), (torch.randn(3, 4),)), buf)
+    return buf.getvalue()
+
+
+def _file(*nodes: dict) -> bytes:
+    """The saved program of ``Abs`` with its one call replaced by ``nodes`` (the last is
+    the output)."""
+    doc, tensors = parts(_base())
+    kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
+    out = kept.pop()
+    out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
+    doc["nodes"] = kept + list(nodes) + [out]
+    return pack(doc, tensors)
+
+
+def _call(target: str, *args, name: str = "y", **kwargs) -> dict:
+    node = {"name": name, "op": "call_function", "target": f"torch.ops.{target}",
+            "args": list(args)}
+    if kwargs:
+        node["kwargs"] = [[k, v] for k, v in kwargs.items()]
+    return node
+
+
+X = {"node": "x"}
+SIZES = {"list": [3, 4]}
+
+
+def test_an_operator_the_exporter_never_records_is_refused_naming_it():
+    """``aten.clip`` is a TorchScript spelling of ``clamp``: the tracer records clamp."""
+    blob = _file(_call("aten.clip.default", X, {"float": "-1.0"}, {"float": "1.0"}))
+    with pytest.raises(LoadError) as info:
+        st.load(io.BytesIO(blob))
+    text = str(info.value)
+    assert "aten.clip.default" in text and "does not record" in text
+    assert "not written by safetrace's st.save, or needs a newer safetrace" in text
+    assert "load it with that version" in text
+
+
+def test_the_same_file_with_the_recorded_overload_loads_and_runs():
+    blob = _file(_call("aten.clamp.default", X, {"float": "-1.0"}, {"float": "1.0"}))
+    x = torch.randn(3, 4) * 3
+    torch.testing.assert_close(st.load(io.BytesIO(blob)).module()(x), x.clamp(-1, 1))
+
+
+@pytest.mark.parametrize("node", [
+    _call("aten.pin_memory.default", X),
+    _call("aten._pin_memory.default", X),
+    _call("aten.is_pinned.default", X),
+    _call("aten.cuda.default", X),
+], ids=["pin_memory", "_pin_memory", "is_pinned", "cuda"])
+def test_device_operators_are_refused_at_load(node):
+    with pytest.raises(LoadError, match=r"refused in loaded graphs: it (pins memory|asks the "
+                                        r"CUDA runtime|moves a tensor to a device)"):
+        st.load(io.BytesIO(_file(node)))
+
+
+def test_pinned_memory_asked_of_a_factory_is_refused_at_load():
+    blob = _file(_call("aten.empty.memory_format", SIZES, pin_memory=True))
+    with pytest.raises(LoadError, match=r"argument 'pin_memory'.*initialises the CUDA"):
+        st.load(io.BytesIO(blob))
+    blob = _file(_call("aten.empty.memory_format", SIZES, pin_memory=False))
+    assert st.load(io.BytesIO(blob)).module()(torch.randn(3, 4)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("device", ["hpu", "xla", "privateuseone", "lazy", "mps", "xpu"])
+def test_a_device_of_another_kind_is_refused_at_load(device):
+    blob = _file(_call("aten._to_copy.default", X, device={"device": device}))
+    with pytest.raises(LoadError, match=rf"names the device {device}: loaded graphs may "
+                                        r"name cpu, cuda, meta devices only"):
+        st.load(io.BytesIO(blob))
+
+
+def test_a_sparse_layout_is_refused_at_load():
+    blob = _file(_call("aten.zeros.default", SIZES, layout={"layout": "sparse_coo"}))
+    with pytest.raises(LoadError, match=r"layout torch.sparse_coo: loaded graphs compute "
+                                        r"strided"):
+        st.load(io.BytesIO(blob))
+
+
+@pytest.mark.parametrize("target,args", [
+    ("aten.sparse_coo_tensor.indices", [X, X]),
+    ("aten.to_sparse.default", [X]),
+    ("aten.quantize_per_tensor.default", [X, {"float": "0.1"}, 0, {"dtype": "quint8"}]),
+    ("aten.lstm.data", [X, X, {"list": []}, True, 1, {"float": "0.0"}, False, False]),
+    ("aten.requires_grad_.default", [X]),
+    ("aten.lift.default", [X]),
+    # (core ATen, but a gradient kernel: it writes where its indices say; 10**9 crashed)
+    ("aten.max_pool2d_with_indices_backward.default", [X, X, {"list": [2]}, {"list": [2]},
+                                                       {"list": [0]}, {"list": [1]}, False, X]),
+])
+def test_reviewed_out_families_are_refused_at_load(target, args):
+    with pytest.raises(LoadError, match="does not record"):
+        st.load(io.BytesIO(_file(_call(target, *args))))
+
+
+def test_every_library_rule_is_on_the_list():
+    """A rule added without regenerating the list would save programs that do not load."""
+    missing = sorted(
+        f"{op._schema.name[6:]}.{op._overloadname}" for op in RULES
+        if op.namespace == "aten" and FAMILY[op].startswith("safetrace.rules.")
+        and op._schema.name[6:] not in DENIED and structural_refusal(op) is None
+        and f"{op._schema.name[6:]}.{op._overloadname}" not in OPS)
+    assert not missing, f"run tools/gen_load_ops.py: {missing[:10]}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.__version__ != TORCH_VERSION, reason="the list's torch")
+def test_the_list_is_what_the_generator_makes():
+    path = pathlib.Path(__file__).parents[2] / "tools" / "gen_load_ops.py"
+    spec = importlib.util.spec_from_file_location("gen_load_ops", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert set(gen.allowed()) == OPS
