@@ -98,6 +98,7 @@ from safetrace.errors.dropin import (  # noqa: F401 - torch.export drop-in build
     fake_mismatch as fake_mismatch,
     tensor_attribute as tensor_attribute,
     torch_api_given_ours as torch_api_given_ours,
+    state_name_taken as state_name_taken,
     ours_given_torch_program as ours_given_torch_program,
     traced_subclass as traced_subclass,
     unknown_higher_order_op as unknown_higher_order_op,

@@ -191,3 +191,21 @@ def draft_result(op: str, index: int, problem: str, source: str) -> FakeKernelMi
         fix=f"register a fake kernel: @torch.library.register_fake({op!r}), or return a new "
             f"contiguous tensor from the kernel (.clone())",
         where=Where(source=source), op=op)
+
+
+def state_name_taken(path: str, part: str, kind: str) -> UnsupportedInputError:
+    """The model holds state (`kind`: a parameter, buffer or submodule's state) at `path`
+    whose component `part` is an attribute of the module ``ep.module()`` builds (a
+    GraphModule's ``graph``, ``code``, ``meta``): registering it there raises, as it does
+    in torch.export's ``module()``."""
+    new = f"{part}_"
+    return UnsupportedInputError(
+        f"the model's {kind} `{path}` is held under the name `{part}`, an attribute of "
+        f"the GraphModule that ep.module() and ep.to_torch().module() build (torch.fx's "
+        f"`{part}`): the program's state cannot be registered there (torch.export's "
+        f"module() fails on it too).",
+        fix=f"rename the attribute before exporting, e.g. self.{new} = self.{part} (and "
+            f"`del self.{part}`) in __init__, reading self.{new} in forward, and rename the "
+            f"matching keys of saved state dicts",
+        where=Where(input=path))
+

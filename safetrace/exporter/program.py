@@ -15,7 +15,7 @@ from safetrace.exporter.contract import Contract, RangeConstraints
 from safetrace.exporter.html import render_html
 from safetrace.exporter.module_inputs import module_nodes, spec_module_types
 from safetrace.exporter.printing import print_readable
-from safetrace.exporter.program_module import ProgramModule, adopt
+from safetrace.exporter.program_module import ProgramModule, adopt, check_state_names
 from safetrace.exporter.signature import (ExportGraphSignature, InputSpec, OutputSpec,
                                           torch_only, type_check_caller)
 from safetrace.progress import task
@@ -104,6 +104,8 @@ class ExportedProgram:
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
         self.graph_signature = ExportGraphSignature(input_specs, output_specs)
+        check_state_names(state, {s.target: s.kind for s in input_specs
+                                  if s.kind in ("parameter", "buffer")})
         self._state = state
         self.constants = constants
         self.in_spec = in_spec

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from safetrace import pytree
-from safetrace.errors import InputMismatchError
+from safetrace.errors import InputMismatchError, state_name_taken
 from safetrace.exporter.eager_cond import eager_forward
 from safetrace.exporter.unlift import (CHECKS, InputChecks, ProgramCodeGen, argument_names,
                                        flattener, named_forward, unlifted_graph)
@@ -409,3 +409,25 @@ def _unshare(outs: Any, first: int, buf: torch.Tensor) -> Any:
         return outs
     return type(outs)(o.clone() if i >= first and isinstance(o, torch.Tensor) and
                       o.untyped_storage().data_ptr() == ptr else o for i, o in enumerate(outs))
+
+
+# attribute names of the module ep.module() builds, which no dotted part of a state name
+# may take: a GraphModule's (graph, code, meta, shape_env, forward, ...) and ProgramModule's
+# own (registering one raised KeyError or replaced the module's machinery; st.load refuses
+# them in a file too)
+MODULE_ATTRS = frozenset(dir(ProgramModule)) | frozenset(vars(torch.nn.Module())) | \
+    frozenset(vars(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))) | {
+        "code", "graph", "training", "meta", "shape_env", "_ep", "_written", "_owned",
+        "_slots", "_sources", "_mutations", "_n_mut", "_forward", "_single_out",
+        "_input_checks", "_const_attrs", "_graph_forward", "_grad_nodes", "_unlifted_forward",
+        "_lineno_map", "run"}
+
+
+def check_state_names(names: Any, kinds: dict[str, str]) -> None:
+    """Refuse a state name with a dotted part ep.module() cannot hold (MODULE_ATTRS);
+    ``kinds``: name -> "parameter" / "buffer" for the message."""
+    for name in names:
+        for part in name.split("."):
+            if part in MODULE_ATTRS:
+                raise state_name_taken(name, part, kinds.get(name, "state"))
+

@@ -206,7 +206,7 @@ class ModuleGuard:
                 for k in [k for k in d if k not in everything]:
                     del d[k]
                 d.update(everything)
-            if mod.training != training:
+            if mod.training is not training:  # (bools; a Parameter named training: as is)
                 mod.training = training
         for obj, before, path in self.objects:
             d = obj.__dict__

@@ -25,6 +25,7 @@ from safetrace.serialize.codec import (DTYPES, IDENT_RE, SYMBOL_RE, ValueDecoder
 from safetrace.serialize.targets import name_to_target
 from safetrace.exporter.api import export
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.program_module import MODULE_ATTRS
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import dag_nodes, sym
@@ -35,10 +36,7 @@ from safetrace.trace.proxy import Proxy
 _STATE_PART = re.compile(r"^[A-Za-z0-9_]{1,200}\Z")
 # attribute names of the module ``ep.module()`` builds, a GraphModule's (``graph``, ``meta``)
 # included: a state path component must not shadow one (registering it raised a KeyError)
-_RESERVED_ATTRS = (subgraphs.RESERVED - {"self"}) | {  # (BERT: attention.self)
-    "_ep", "_written", "_owned", "_slots", "_sources", "_mutations", "_n_mut", "_forward",
-    "_single_out", "_input_checks", "_const_attrs", "_graph_forward", "_grad_nodes",
-    "_unlifted_forward", "_lineno_map", "run"}
+_RESERVED_ATTRS = (subgraphs.RESERVED - {"self"}) | MODULE_ATTRS  # (BERT: attention.self)
 _RESERVED_NODES = frozenset({"self"})
 _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
                        "layout", "memory_format", "ellipsis"})
