@@ -23,16 +23,8 @@ def _at(where: str | None, what: str) -> str:
     return f"{where}: {what}" if where else what
 
 
-def _parts(what: str, fix: str) -> tuple[str, str]:
-    """Cause and fix: a reader's check may phrase both in one text ("...\nFix: ...")."""
-    if not fix and "\nFix:" in what:
-        what, _, fix = what.partition("\nFix:")
-    return what, fix.strip()
-
-
 def bad_file(where: str | None, what: str, fix: str = "") -> LoadError:
     """A part of the file that is malformed, inconsistent or not what the format allows."""
-    what, fix = _parts(what, fix)
     return LoadError(_at(where, what), fix=fix, where=Where(input=where))
 
 
@@ -48,7 +40,6 @@ def over_budget(where: str | None, what: str, budget: str, need: int | None = No
 
 def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
     """A call in a loaded graph that the allowlist refuses (operator, callable, arguments)."""
-    what, fix = _parts(what, fix)
     if not fix:
         fix = ("re-export the program with a safetrace that supports it, or load it only if "
                "you trust the file's author")
@@ -68,7 +59,6 @@ def unlisted_op(where: str | None, name: str) -> LoadError:
 
 def bad_source(what: str, fix: str = "") -> LoadError:
     """What was given to ``st.load`` (a path, a buffer, a file object) cannot be read."""
-    what, fix = _parts(what, fix)
     return LoadError(what, fix=fix)
 
 

@@ -57,8 +57,8 @@ _EXPR_ARITY = {"floordiv": 2, "mod": 2, "eq": 2, "ne": 2, "lt": 2, "le": 2, "ge"
 _EXPR_VARIADIC = frozenset(("add", "mul", "min", "max", "and", "or"))
 
 
-def fail(where: str, what: str) -> LoadError:
-    return load_error(where, what)
+def fail(where: str, what: str, fix: str = "") -> LoadError:
+    return load_error(where, what, fix)
 
 
 def expect(value: Any, kind: type | tuple, where: str) -> Any:
@@ -463,7 +463,7 @@ def decode_spec(obj: Any, where: str, depth: int = 0) -> Any:
     else:
         cls = _loaded_class(name, where)
         if cls not in pytree.SUPPORTED_NODES:
-            raise fail(where, f"class {name} is not registered as a pytree node.\nFix: "
+            raise fail(where, f"class {name} is not registered as a pytree node",
                               f"import the module defining it and call "
                               f"st.register_dataclass(...) before st.load (the safetrace "
                               f"command: --import MODULE)")
@@ -482,8 +482,8 @@ def _loaded_class(name: str, where: str) -> Any:
         raise fail(where, f"bad class name {_short(name)}")
     obj = sys.modules.get(mod_name)
     if obj is None:
-        raise fail(where, f"class {name}: module {mod_name} is not imported.\nFix: import "
-                          f"{mod_name} (and register the class) before st.load (the "
+        raise fail(where, f"class {name}: module {mod_name} is not imported",
+                          f"import {mod_name} (and register the class) before st.load (the "
                           f"safetrace command: --import {mod_name})")
     for p in parts:
         if p.startswith("__"):

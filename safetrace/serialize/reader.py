@@ -235,7 +235,7 @@ def _check_version(doc: Any) -> None:
         raise bad_file(PROGRAM, f"bad format version {str(v)[:40]}")
     if v[0] > VERSION[0]:
         raise bad_file(None, f"this file has format version {v[0]}.{v[1]}, newer than this "
-                             f"safetrace reads ({VERSION[0]}.x).\nFix: upgrade safetrace")
+                             f"safetrace reads ({VERSION[0]}.x)", "upgrade safetrace")
     if v[0] < VERSION[0]:
         raise bad_file(None, f"unsupported format version {v[0]}.{v[1]}")
     tv = doc.get("torch_version")

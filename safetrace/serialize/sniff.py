@@ -34,45 +34,47 @@ def looks_like_safetensors(first: bytes) -> bool:
     return len(first) >= 9 and first[8:9] == b"{"
 
 
-def describe(first: bytes, tail: bytes | None = None) -> str:
-    """What the file that starts with ``first`` (and ends with ``tail``) is."""
+def describe(first: bytes, tail: bytes | None = None) -> tuple[str, str]:
+    """What the file that starts with ``first`` (and ends with ``tail``) is, and the fix
+    where one is known ("" where not)."""
     if is_zip(first):
         return _zip(_zip_names(first, tail or b""))
     shown = repr(first[:24])
     for magic, what in _MAGICS:
         if first.startswith(magic):
-            return f"{what}, not a safetrace program (it starts with {shown})"
+            return f"{what}, not a safetrace program (it starts with {shown})", ""
     if _onnx(first):
-        return f"an ONNX model, not a safetrace program (it starts with {shown})"
+        return f"an ONNX model, not a safetrace program (it starts with {shown})", ""
     if first and _text(first):
-        return f"a text file, not a safetrace program (it starts with {shown})"
+        return f"a text file, not a safetrace program (it starts with {shown})", ""
     if len(first) < 9:
-        return f"not a safetrace program: the file holds only {len(first)} bytes ({shown})"
-    return f"not a safetrace program (it starts with {shown})"
+        return (f"not a safetrace program: the file holds only {len(first)} bytes ({shown})",
+                "")
+    return f"not a safetrace program (it starts with {shown})", ""
 
 
-def _zip(names: list[str]) -> str:
-    fix = ("\nFix: st.load reads files written by st.save (a safetensors file whose "
-           "metadata holds the program)")
+def _zip(names: list[str]) -> tuple[str, str]:
+    fix = ("st.load reads files written by st.save (a safetensors file whose metadata holds "
+           "the program)")
     if any(n.endswith(("archive_format", "archive_version")) or "/models/" in n
            or n.startswith("models/") or "data/weights/" in n for n in names):
         return ("a torch.export program archive (.pt2, written by torch.export.save), not a "
-                "safetrace program" + fix + "; load it with torch.export.load, or export the "
+                "safetrace program", fix + "; load it with torch.export.load, or export the "
                 "model with st.export and st.save it")
     if any(n.endswith("data.pkl") for n in names):
         return ("a torch.save checkpoint (pickled objects in a zip), not a safetrace program "
-                "(st.load never unpickles)" + fix + "; for the weights of a program saved with "
+                "(st.load never unpickles)", fix + "; for the weights of a program saved with "
                 "weights=False: safetensors.torch.save_file(torch.load(path, weights_only=True)"
                 ", 'weights.safetensors'), then st.load(program, weights='weights."
                 "safetensors')")
     if "program.json" in names:
         return ("a format 1 file (a zip archive, written by safetrace before format 2); "
                 "this safetrace reads format 2 only, which checks every operator and "
-                "weight.\nFix: re-save it: with the safetrace that wrote it, ep = st.load("
+                "weight.", "re-save it: with the safetrace that wrote it, ep = st.load("
                 "path); then with this one, st.save(ep, path) (or export the model again and "
                 "st.save it)")
     listed = ", ".join(repr(n[:60]) for n in names[:3])
-    return f"a zip archive ({listed or 'no names read'}), not a safetrace program" + fix
+    return f"a zip archive ({listed or 'no names read'}), not a safetrace program", fix
 
 
 def _zip_names(first: bytes, tail: bytes) -> list[str]:

@@ -70,7 +70,8 @@ def target_to_name(target: Any) -> str:
 
 
 class _Unknown(Exception):
-    """A name that does not resolve (the message, without the node it came from)."""
+    """A name that does not resolve: (what, fix) or the message alone, without the node it
+    came from."""
 
 
 # operator overloads found by name (what torch.ops itself keeps once looked up)
@@ -92,11 +93,11 @@ def name_to_target(name: Any, where: str, memo: dict | None = None) -> Any:
         try:
             hit = _resolve(name)
         except _Unknown as err:
-            hit = str(err)
+            hit = err.args if len(err.args) == 2 else (str(err), "")
         if memo is not None and len(memo) < _MEMO_MAX:
             memo[name] = hit
-    if isinstance(hit, str):
-        raise bad_file(where, f"{hit}")
+    if isinstance(hit, tuple):  # (what, fix)
+        raise bad_file(where, *hit)
     return hit
 
 
@@ -113,7 +114,7 @@ def _resolve(name: str) -> Any:
     if fn is None:
         raise _Unknown(
             f"unknown callable {name!r}. Only torch.ops operators and registered "
-            f"callables can be loaded.\nFix: call safetrace.serialize.register_callable"
+            f"callables can be loaded", f"call safetrace.serialize.register_callable"
             f"({name!r}, fn) before st.load (the safetrace command: --import MODULE, "
             f"a module that registers it)")
     return fn
@@ -147,7 +148,7 @@ def _op(name: str) -> torch._ops.OpOverload:
     if not isinstance(overload_obj, torch._ops.OpOverload):
         raise _Unknown(
             f"unknown operator {name}: no such operator is registered in this "
-            f"process.\nFix: if it is a custom op, import the module that defines it "
+            f"process", f"if it is a custom op, import the module that defines it "
             f"(st.custom_op / torch.library) before st.load (the safetrace command: "
             f"--import MODULE --allow-ops NS::OP); if it is an ATen op, this "
             f"PyTorch version ({torch.__version__}) lacks it")

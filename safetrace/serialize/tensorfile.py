@@ -283,8 +283,8 @@ _THREAD_MIN = 64 << 20  # bytes each of them reads at least
 def _start(first: bytes, tail: Any, where: str) -> None:
     """Refuse a file that is not a safetensors file, saying what it is instead."""
     if sniff.is_zip(first) or not sniff.looks_like_safetensors(first):
-        raise bad_file(None, f"{where}: " + sniff.describe(first, tail() if sniff.is_zip(first)
-                             else None))
+        what, fix = sniff.describe(first, tail() if sniff.is_zip(first) else None)
+        raise bad_file(None, f"{where}: {what}", fix)
 
 
 def _seekable(f: Any) -> bool:

@@ -217,9 +217,9 @@ def test_load_builders_render_cause_and_paste_able_fix():
     assert str(err) == ("node 'evil': list of 70000 items, over the budget (max_repeat)\n"
                         "Fix: if you trust the file, st.load(path, budgets={'max_repeat': 70000})"
                         "\nSee docs/errors.md#load")
-    assert L.bad_file(None, "bad.\nFix: do this").fix == "do this"
+    assert L.bad_file(None, "bad", "do this").fix == "do this"
     assert "re-export" in L.refused_call("node 'x'", "calls os.system").fix
-    assert L.refused_call("n", "no.\nFix: allow it").fix == "allow it"
+    assert L.refused_call("n", "no", "allow it").fix == "allow it"
     err = L.loop_budget("while_loop", 8)
     assert "max_loop_iterations=8" in err.cause and "'max_loop_iterations': 16" in err.fix
     # a check inside the graph as it runs: RuntimeAssertionError, the budget named
