@@ -23,17 +23,19 @@ any other kind of argument) goes the whole way each time.  The table is emptied 
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
-Calls on symbolic sizes are remembered too, within one trace only (the tracer's own
-``sym_memo``): a tensor of symbolic sizes is keyed by its sizes' expressions (interned:
-the same expression is the same object), with its dtype and device, and such a key also
-holds the environment's ``epoch`` (``symbolic/env.py``: a new number, unique in the
-process, after any change to symbols, ranges, replacements, facts, guards or settled
-answers, and after any question the facts left open, whose answer may depend on the
-asking frame).  Everything the rule and the plan decide is a function of those sizes and
-of the environment's state, so the same key in the same epoch gets the same answer; a
-call is remembered only when it left the epoch as it found it (it asked nothing the
-environment had to record, so a replay skips nothing).  Sizes of another environment,
-and metas with value facts, are not keyed.
+Calls on symbolic sizes are remembered too: a tensor of symbolic sizes is keyed by its
+sizes' expressions (interned: the same expression is the same object), with its dtype and
+device, and such a key also holds the name of the environment's state
+(``Env.state_name``, ``symbolic/history.py``: the same in any export whose environment
+went through the same changes from the same configuration, e.g. a later export of the
+same model with the same spec and example sizes; a name no other environment has after a
+change the name cannot describe).  Everything the rule and the plan decide is a function
+of those sizes and of the environment's state, so the same key gets the same answer; a
+call is remembered only when it left the environment's ``epoch`` as it found it (it asked
+nothing the environment had to record, and no question the facts left open, whose answer
+may depend on the asking frame: a replay skips nothing).  Its entry holds the result's
+sizes as expressions, made values of the replaying export's environment.  Sizes of
+another environment, and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -135,20 +137,19 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         return plan(tr, func, args, kwargs)
     if len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
-        # state this epoch names (a new number after any change, in any environment)
+        # state its name names (the same in any export that went through the same
+        # changes, symbolic/history.py); the epoch tells whether the call changed it
         epoch = env.epoch
-        parts.append(epoch)
-        table = tr.sym_memo
+        parts.append(env.state_name)
     else:  # (the key holds for any export)
         epoch = None
-        table = MEMO
     key = tuple(parts)
     try:
-        hit = table[key]
+        hit = MEMO[key]
     except KeyError:
         hit = None
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
-        return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, table)
+        return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
@@ -196,8 +197,10 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
                                         _STRIDED, out_static[2])
-    # (an entry of this trace's symbolic sizes holds (sizes, dtype, device), no static key)
-    result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
+    # (an entry on symbolic sizes holds its symbolic key: sizes as expressions, made
+    # values of this export's env)
+    result.st_meta = static_meta(out_static) if epoch is None else \
+        _symbolic_meta(out_static, env)
     result.st_node = node
     if contig is not True:
         _set_layout(result, contig)
@@ -205,6 +208,16 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
 
 
 _META, _STRIDED = torch.device("meta"), torch.strided
+
+
+def _symbolic_meta(key: tuple, env: Any) -> TensorMeta:
+    """The meta whose symbolic key in `env` is `key` (each expression as `env`'s value:
+    the rule made it simplified in the same state)."""
+    cls = env.int_cls
+    meta = TensorMeta(tuple(s if s.__class__ is int else cls(s, env) for s in key[0]),
+                      key[1], key[2])
+    meta._symbolic = (env, key)
+    return meta
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
@@ -406,9 +419,12 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
         if found[2] is None:
             sizes = out_static[0]
-        else:  # (the wrapper's example sizes, as Proxy made them: the same in this epoch)
+        else:  # (the wrapper's example sizes, as Proxy made them: the same in this state)
             with _NO_TORCH_FUNCTION():
                 sizes = tuple(result.shape)
+            out_static = result.st_meta.symbolic_key(tr.env)  # (no env's values kept)
+            if out_static is None:
+                return result
         made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes)
         if made is not None:
             if len(table) >= _LIMIT:

@@ -261,7 +261,7 @@ def test_a_tensor_given_twice_is_not_replayed_for_two_tensors():
             torch.testing.assert_close(got, want)
 
 
-# -- calls on symbolic sizes: replayed within one export while the environment is unchanged
+# -- calls on symbolic sizes: replayed while the environment is in the same state
 
 
 class _Counting:
@@ -409,6 +409,30 @@ def test_calls_on_symbolic_sizes_are_not_replayed_into_another_export():
     ref = torch.export.export(model, (torch.randn(3, 4),),
                               dynamic_shapes={"x": {0: torch.export.Dim.AUTO}})
     torch.testing.assert_close(ep.module()(x), ref.module()(x))
+
+
+def test_calls_on_symbolic_sizes_are_replayed_in_another_export_of_the_same_spec():
+    """A later export of the same model with the same spec and example sizes reaches the
+    same environment states (symbolic/history.py): its calls are replayed from the
+    first export's, and it gives the same program; a changed range is another state."""
+    model = _ThreeAdds()
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
+    with _Counting() as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked  # (nothing asked again)
+        st.export(model, args, dynamic_shapes={"x": {0: st.Dim("n", max=9)},
+                                               "y": {0: st.Dim("n", max=9)}})
+        assert rule.asked == asked + 1  # (another range: the rule asked again)
+    assert str(again.graph) == str(first.graph)
+    for rows in (0, 1, 6):
+        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(3, 4), torch.randn(2, 4))
 
 
 class _Norm(torch.nn.Module):
