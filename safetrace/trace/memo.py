@@ -34,8 +34,12 @@ of those sizes and of the environment's state, so the same key gets the same ans
 call is remembered only when it left the environment's ``epoch`` as it found it (it asked
 nothing the environment had to record, and no question the facts left open, whose answer
 may depend on the asking frame: a replay skips nothing).  Its entry holds the result's
-sizes as expressions, made values of the replaying export's environment.  Sizes of
-another environment, and metas with value facts, are not keyed.
+sizes as expressions, made values of the replaying export's environment.  A symbolic
+size given as an argument (``x.view(b, 2, -1)``) is keyed by its expression too; a node
+argument that computes a size (its ``sym_size`` read, arithmetic on it) is kept as the
+size (``SizeSlot``) and a replay takes the replaying scope's node for it, made there as
+the general path makes it when the scope has none yet.  Sizes of another environment,
+and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -50,12 +54,13 @@ from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
-from safetrace.meta.symtypes import SYM_CLASSES
+from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
+from safetrace.trace.symnodes import expr_node
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -85,8 +90,10 @@ _STRIDES = _Mark("strides")
 _LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
 # a program state tensor's classes (keyed inline in ``call``; others go by _argument)
 _STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
-# in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
+# in a key: a tensor with symbolic sizes follows (and the key ends with the state's name);
+# a symbolic size given as an argument (``x.view(b, -1)``) follows, as its expression
 _SYM = _Mark("symbolic")
+_SIZE = _Mark("size")
 _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
@@ -158,12 +165,12 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         nargs = list(targs)
         for i in fills:
             v = targs[i]
-            nargs[i] = nodes[v.index] if v.__class__ is Slot else fill(v, nodes)
+            nargs[i] = nodes[v.index] if v.__class__ is Slot else fill(v, nodes, tr)
         targs = tuple(nargs)
     if kfills:
         tkwargs = dict(tkwargs)
         for k in kfills:
-            tkwargs[k] = fill(tkwargs[k], nodes)
+            tkwargs[k] = fill(tkwargs[k], nodes, tr)
     # the user's line: source.stack_trace's answer when its tables have it (inline: the
     # frames of torch's and safetrace's code skipped, then the cached text of that
     # instruction in this module call), else its own walk
@@ -249,6 +256,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     elif t in _PLAIN:
         parts.append(t)
         parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
+    elif t is TorchSymInt:  # (a size of this export's env: its expression)
+        if sym[0] is None or a.env is not sym[0]:
+            return False
+        parts.append(_SIZE)
+        parts.append(a.expr)
+        sym.append(_SIZE)
     elif t is list or t is tuple:
         inner = _sequence(a, state, nodes, sym)
         if inner is None:
@@ -302,6 +315,12 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
         if t is int or t is float or t is bool:
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
+        elif t is TorchSymInt:  # (as _argument keys it)
+            if sym[0] is None or x.env is not sym[0]:
+                return None
+            parts.append(_SIZE)
+            parts.append(x.expr)
+            sym.append(_SIZE)
         elif t is Proxy:
             if x._st_value is not None or (x.st_layout is not None and
                                            x.st_meta.static is None):
@@ -332,20 +351,41 @@ class Slot:
         self.index = index
 
 
+class SizeSlot:
+    """In an entry's node arguments: the node computing size `expr` in the replaying
+    trace's scope (``symnodes.expr_node``, as the general path's ``sym_node`` makes it:
+    shared when the scope has it, else made there)."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: Any) -> None:
+        self.expr = expr
+
+
 def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
-          contig: bool | None, nodes: list, sizes: Any) -> tuple | None:
+          contig: bool | None, nodes: list, sizes: Any, scope: Any = None) -> tuple | None:
     """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
     with each of the call's tensors (`nodes`) as a slot, and its result's meta and
-    wrapper `sizes`; None unless every node argument is one of them and each of them is
-    an argument."""
+    wrapper `sizes`; None unless every node argument is one of them, or (on symbolic
+    sizes, `scope` given) the node of a size in `scope`, and each of them is an
+    argument."""
     index = {id(n): i for i, n in enumerate(nodes)}
     used: set[int] = set()
+    sizes_of: dict[int, Any] | None = None
 
     def template(v: Any) -> Any:
+        nonlocal sizes_of
         if isinstance(v, torch.fx.Node):
             i = index.get(id(v))
             if i is None:
-                raise LookupError
+                if scope is None:
+                    raise LookupError
+                if sizes_of is None:
+                    sizes_of = _sizes_of(scope)
+                e = sizes_of.get(id(v))
+                if e is None:  # (no size's node, or the node of two: not remembered)
+                    raise LookupError
+                return SizeSlot(e)
             used.add(i)
             return _SLOTS[i] if i < len(_SLOTS) else Slot(i)
         if isinstance(v, (list, tuple)):
@@ -372,17 +412,32 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
 _SLOTS = tuple(Slot(i) for i in range(16))  # (a slot is never changed: shared)
 
 
+def _sizes_of(scope: Any) -> dict[int, Any]:
+    """id(node) -> the size expression it computes, for the nodes of `scope`'s sizes
+    (None for a node held under two keys)."""
+    out: dict[int, Any] = {}
+    for e, node in scope.sym_nodes.items():
+        if e.__class__ is not int:  # (an opaque float's node, keyed by id: not a size)
+            out[id(node)] = None if id(node) in out else e
+    return out
+
+
 def _has_slot(v: Any) -> bool:
-    if v.__class__ is Slot:
+    if v.__class__ is Slot or v.__class__ is SizeSlot:
         return True
     return isinstance(v, (list, tuple)) and any(_has_slot(x) for x in v)
 
 
-def fill(v: Any, nodes: list) -> Any:
+def fill(v: Any, nodes: list, tr: Recorder) -> Any:
     """A template argument with its slots replaced by the call's nodes."""
     if v.__class__ is Slot:
         return nodes[v.index]
-    return type(v)(fill(x, nodes) for x in v)
+    if v.__class__ is SizeSlot:
+        node = tr.scope.sym_nodes.get(v.expr)
+        return node if node is not None else expr_node(tr, v.expr, tr.env)
+    if v.__class__ is list or v.__class__ is tuple:
+        return type(v)(fill(x, nodes, tr) for x in v)
+    return v
 
 
 def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
@@ -425,7 +480,8 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
             out_static = result.st_meta.symbolic_key(tr.env)  # (no env's values kept)
             if out_static is None:
                 return result
-        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes)
+        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes,
+                     None if found[2] is None else tr.scope)
         if made is not None:
             if len(table) >= _LIMIT:
                 table.clear()

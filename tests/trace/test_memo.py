@@ -435,6 +435,35 @@ def test_calls_on_symbolic_sizes_are_replayed_in_another_export_of_the_same_spec
         again.module()(torch.randn(3, 4), torch.randn(2, 4))
 
 
+class _ViewsBySize(torch.nn.Module):
+    def forward(self, x, y):
+        b = x.shape[0]
+        return x.view(b, 2, 4) * 2, y.view(b, 2, 4) + 1
+
+
+def test_a_size_given_to_a_call_is_keyed_by_its_expression():
+    """``x.view(b, 2, 4)`` with ``b`` a symbolic size: remembered with ``b``'s
+    expression, and replayed with the replaying trace's node for it (its ``sym_size``
+    read), in this export and the next; the programs are the same and match eager."""
+    model = _ViewsBySize()
+    args = (torch.randn(3, 8), torch.randn(3, 8))
+    spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
+    with _Counting(torch.ops.aten.view.default) as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked
+    assert str(again.graph) == str(first.graph)
+    views = _calls(again, torch.ops.aten.view.default)
+    assert len(views) == 2 and views[0].args[1][0] is views[1].args[1][0]  # (one read of n)
+    for rows in (0, 1, 5):
+        x, y = torch.randn(rows, 8), torch.randn(rows, 8)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(3, 8), torch.randn(2, 8))
+
+
 class _Norm(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
