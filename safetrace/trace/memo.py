@@ -38,8 +38,9 @@ sizes as expressions, made values of the replaying export's environment.  A symb
 size given as an argument (``x.view(b, 2, -1)``) is keyed by its expression too; a node
 argument that computes a size (its ``sym_size`` read, arithmetic on it) is kept as the
 size (``SizeSlot``) and a replay takes the replaying scope's node for it, made there as
-the general path makes it when the scope has none yet.  Sizes of another environment,
-and metas with value facts, are not keyed.
+the general path makes it when the scope has none yet.  Exact strides on symbolic sizes
+(``x.transpose(0, 1)``'s, strides.py) are keyed and kept as expressions in the same way.
+Sizes of another environment, and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         _symbolic_meta(out_static, env)
     result.st_node = node
     if contig is not True:
-        _set_layout(result, contig)
+        _set_layout(result, contig, None if epoch is None else env)
     return result
 
 
@@ -236,11 +237,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         if a._st_value is not None:
             return False
         s = a.st_meta.static
-        if a.st_layout is not None:  # (exact strides: keyed on static sizes, strides.py)
-            if s is None:
+        if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
+            lay = a.st_layout        # expressions)
+            if s is None and (sym[0] is None or (lay := _layout_key(lay, sym[0])) is None):
                 return False
             parts.append(_STRIDES)
-            parts.append(a.st_layout)
+            parts.append(lay)
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
             if sym[0] is None:
                 return False
@@ -322,13 +324,16 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             parts.append(x.expr)
             sym.append(_SIZE)
         elif t is Proxy:
-            if x._st_value is not None or (x.st_layout is not None and
-                                           x.st_meta.static is None):
+            if x._st_value is not None:
                 return None
             s = x.st_meta.static
-            if x.st_layout is not None:
+            if x.st_layout is not None:  # (as _argument keys them)
+                lay = x.st_layout
+                if s is None and (sym[0] is None or
+                                  (lay := _layout_key(lay, sym[0])) is None):
+                    return None
                 parts.append(_STRIDES)
-                parts.append(x.st_layout)
+                parts.append(lay)
             if s is None:
                 s = _symbolic(x.st_meta, sym, parts)
                 if s is None:
@@ -450,10 +455,10 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
-    if plain is not None and _strided(result):  # (exact strides: in an entry on static
-        if found[2] is not None:                  # sizes only, as a Strided layout)
+    if plain is not None and _strided(result):  # (exact strides: a Strided layout)
+        plain = _with_layouts(plain, result, None if found[2] is None else tr.env)
+        if plain is None:
             return result
-        plain = _with_layouts(plain, result)
     if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
         if found[2] is None and tr.n_emits == n_emits + 1 and plain[-1] == depth and \
                 len(tr.symbols) == n_syms and tr.scope.graph is graph and \
@@ -493,19 +498,48 @@ class Strided(tuple):
     """An entry's result layout that is exact strides: ``(strides, offset_zero)``."""
 
 
-def _with_layouts(plain: tuple, result: Any) -> tuple:
-    """The plain emit with its result layout(s) given as ``Strided`` where exact."""
+def _with_layouts(plain: tuple, result: Any, env: Any = None) -> tuple | None:
+    """The plain emit with its result layout(s) given as ``Strided`` where exact (with
+    `env`, symbolic strides as their expressions; None where one is not a size of it)."""
     def lay(p: Any, contig: Any) -> Any:
-        return Strided(p.st_layout) if p.st_layout is not None else contig
-    if len(plain) == 9:
-        return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + plain[7:]
-    return plain[:6] + (lay(result, plain[6]),) + plain[7:]
+        if p.st_layout is None:
+            return contig
+        found = p.st_layout if env is None else _layout_key(p.st_layout, env)
+        if found is None:
+            raise LookupError
+        return Strided(found)
+    try:
+        if len(plain) == 9:
+            return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + \
+                plain[7:]
+        return plain[:6] + (lay(result, plain[6]),) + plain[7:]
+    except LookupError:
+        return None
 
 
-def _set_layout(p: Any, contig: Any) -> None:
-    """A replayed result's layout from its entry."""
+def _layout_key(layout: tuple, env: Any) -> tuple | None:
+    """Exact strides ``(strides, offset_zero)`` with each symbolic stride as its
+    expression; None where one is not a size of `env`."""
+    out = []
+    cls = env.int_cls
+    for st in layout[0]:
+        if st.__class__ is int:
+            out.append(st)
+        elif type(st) is cls and st.env is env:
+            out.append(st.expr)
+        else:
+            return None
+    return (tuple(out), layout[1])
+
+
+def _set_layout(p: Any, contig: Any, env: Any = None) -> None:
+    """A replayed result's layout from its entry (`env`: its symbolic strides' env)."""
     if contig.__class__ is Strided:
-        p.st_contig, p.st_layout = None, (contig[0], contig[1])
+        st = contig[0]
+        if env is not None:
+            cls = env.int_cls
+            st = tuple(x if x.__class__ is int else cls(x, env) for x in st)
+        p.st_contig, p.st_layout = None, (st, contig[1])
     else:
         p.st_contig = contig
 

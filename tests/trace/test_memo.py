@@ -464,6 +464,35 @@ def test_a_size_given_to_a_call_is_keyed_by_its_expression():
         again.module()(torch.randn(3, 8), torch.randn(2, 8))
 
 
+class _Transposed(torch.nn.Module):
+    def forward(self, x, y):
+        a, b = x.transpose(0, 1), y.transpose(0, 1)  # exact strides, on symbolic sizes
+        return a * 2, b.transpose(1, 0) + 1, a.reshape(-1)
+
+
+def test_exact_strides_on_symbolic_sizes_are_keyed_and_replayed():
+    """A transposed tensor of symbolic sizes has exact strides (expressions of the
+    sizes): calls on it are keyed by them, and a replayed transpose's result gets them
+    again as this export's values; the next export asks no rule again and gives the same
+    program, layouts included."""
+    model = _Transposed()
+    args = (torch.randn(3, 5), torch.randn(3, 5))
+    spec = {"x": {0: st.Dim("n"), 1: st.Dim("m")}, "y": {0: st.Dim("n"), 1: st.Dim("m")}}
+    with _Counting(torch.ops.aten.transpose.int) as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked
+    assert str(again.graph) == str(first.graph)
+    layouts = [[str(n.meta["val"].st_layout) for n in _calls(ep, torch.ops.aten.transpose.int)]
+               for ep in (first, again)]
+    assert layouts[0] == layouts[1] and "s1" in layouts[0][0]
+    for rows, cols in ((0, 3), (1, 1), (4, 6)):
+        x, y = torch.randn(rows, cols), torch.randn(rows, cols)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+
+
 class _Norm(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
