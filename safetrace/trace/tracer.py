@@ -139,10 +139,12 @@ class Tracer(TorchFunctionMode):
         if env is not None:
             env.on_settled = self._assert_settled
             env.settle_policy = lambda q: oblivious_answer(env, q, program_catches)
-            # (what the rules read of the env besides its state: memo.py's key names it)
-            env.note((frozenset(env.flexible), frozenset(env.named), env.flipped,
-                      env.on_undecided is None, env.precondition_probe,
-                      env.opaque_float is not None, env.int_cls))
+            if len(self._saved_env) == 1:  # (what the rules read of the env besides its
+                # state, set before the trace: memo.py's key names it; a composite traced
+                # through enters again)
+                env.note((frozenset(env.flexible), frozenset(env.named), env.flipped,
+                          env.on_undecided is None, env.precondition_probe,
+                          env.opaque_float is not None, env.int_cls))
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
