@@ -22,6 +22,7 @@ import safetrace.symbolic.log as log
 import safetrace.symbolic.results as _results
 from safetrace.symbolic.disjunctions import collapsed, narrow_disjunctions
 from safetrace.symbolic.canon import and_, compare, diff, not_, single_symbol, substitute
+from safetrace.symbolic.history import ROOT, after, described, unique
 from safetrace.symbolic.expr import (
     TRUE, Expr, add, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
@@ -99,8 +100,18 @@ class Env:
         # left open (its answer depends on the asker): trace/memo.py reuses a pure
         # computation's result while the epoch is unchanged
         self.epoch = next(_EPOCHS)
+        # the state's name, shared with any env that went through the same described
+        # changes (history.py): trace/memo.py keeps a computation's result under it
+        self.state_name = ROOT
+        self.describing = 0  # > 0 inside a described method
+
+    def note(self, event: tuple[Any, ...]) -> None:
+        """Name the configuration the state is read under (what the environment's
+        callers set outside its methods: flexible and named symbols, policies)."""
+        self.state_name = after(self.state_name, ("note", event))
 
     # --- symbols ----------------------------------------------------------------------
+    @described(origin_at=4)
     def new_backed(self, hint: int, lo: int | None = 0, hi: int | None = None,
                    name: str | None = None, origin: object = None) -> Expr:
         """A new symbol with an example value ``hint`` in ``[lo, hi]`` (None: unbounded)."""
@@ -113,6 +124,7 @@ class Env:
         self.hints[name] = int(hint)
         return self._maybe_point(name)
 
+    @described(origin_at=2)
     def new_unbacked(self, lo: int | None = None, hi: int | None = None,
                      origin: object = None, name: str | None = None) -> Expr:
         """A new data-dependent symbol (no hint) in ``[lo, hi]`` (None: unbounded)."""
@@ -124,6 +136,7 @@ class Env:
         self._add_symbol(SymbolInfo(name, False, None, rng, origin, len(self._syms)))
         return self._maybe_point(name)
 
+    @described(origin_at=0)
     def new_unbacked_float(self, origin: object = None, name: str | None = None) -> Expr:
         """A new float read from data (no hint; any double, inf and nan included)."""
         if name is None:
@@ -173,7 +186,12 @@ class Env:
 
     def _bump(self) -> None:
         self.cache.clear()
+        self._new_epoch()
+
+    def _new_epoch(self) -> None:
         self.epoch = next(_EPOCHS)
+        if not self.describing:  # (a change no described method names: history.py)
+            self.state_name = unique()
 
     def symbol_range(self, name: str) -> Range | None:
         """The range of a symbol, None for one this env never created."""
@@ -210,6 +228,7 @@ class Env:
             return self.origin_provider()
         return origin
 
+    @described(origin_at=1)
     def evaluate(self, cond: Expr | bool, origin: object = None) -> bool:
         """Answer ``cond``: proven, else by the hints with a recorded guard, else raise."""
         c = to_expr(cond)
@@ -221,7 +240,9 @@ class Env:
         s = D.simplify(self, c)
         v = D.hint_value(self, s)
         if v is None:
-            self.epoch = next(_EPOCHS)  # (the answer may depend on who asks: see epoch)
+            # (the answer may depend on who asks: see epoch; and on what the policy
+            # below reads of the asking code, which no state name says)
+            self.epoch, self.state_name = next(_EPOCHS), unique()
             q = DataDependentQuestion(s, self._origin(origin), self._hints_for(s))
             found = self.settle_policy(q) if self.settle_policy is not None else None
             if found is not None:
@@ -244,7 +265,7 @@ class Env:
             pre = probe(bool(v), req) if probe is not None else req
             self.guards.append(Guard(taken, self._origin(origin), pre,
                                      0 if pre else self.required_from))
-            self.epoch = next(_EPOCHS)
+            self._new_epoch()
             log.guarded(self, taken, self.guards[-1].origin)
         self._assume(taken)
         return bool(v)
@@ -292,6 +313,7 @@ class Env:
         finally:
             self.precondition_depth -= 1
 
+    @described(origin_at=1)
     def require(self, cond: Expr, origin: object = None, precondition: bool = False) -> None:
         """Check ``cond`` at run time without assuming it (a limit of exactness, or with
         ``precondition`` an op's requirement no later size uses); nothing when proven."""
@@ -299,8 +321,9 @@ class Env:
         if D.decide(self, c) is True or any(g.cond is c for g in self.requirements):
             return
         self.requirements.append(Guard(c, origin, precondition))
-        self.epoch = next(_EPOCHS)
+        self._new_epoch()
 
+    @described(origin_at=3)
     def settle(self, cond: Expr, kind: str, why: str, origin: object = None,
                asserted: bool = True) -> None:
         """Assume ``cond``, a condition on data-dependent sizes that the facts do not
@@ -310,7 +333,7 @@ class Env:
             return
         item = Settled(c, kind, why, self._origin(origin), asserted)
         self.settled.append(item)
-        self.epoch = next(_EPOCHS)
+        self._new_epoch()
         log.settled(self, c, kind, why, item.origin, asserted)
         self.facts.append(Guard(c, item.origin))
         self._assume(c)
@@ -323,6 +346,7 @@ class Env:
         c = D.simplify(self, cond)
         return D.decide(self, c) is None and D.hint_value(self, c) is None
 
+    @described(origin_at=1)
     def add_fact(self, cond: Expr | bool, origin: object = None) -> None:
         """Assume ``cond`` (a user check); ValueError if it is provably false."""
         c = D.simplify(self, to_expr(cond))
@@ -336,7 +360,7 @@ class Env:
             raise ValueError(f"check `{c}` is false at the sizes traced "
                              f"({self._hints_for(c)})")
         self.facts.append(Guard(c, self._origin(origin)))
-        self.epoch = next(_EPOCHS)
+        self._new_epoch()
         self._assume(c)
         narrow_disjunctions(self, c, self._assume)
 

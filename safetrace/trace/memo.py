@@ -23,17 +23,24 @@ any other kind of argument) goes the whole way each time.  The table is emptied 
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
-Calls on symbolic sizes are remembered too, within one trace only (the tracer's own
-``sym_memo``): a tensor of symbolic sizes is keyed by its sizes' expressions (interned:
-the same expression is the same object), with its dtype and device, and such a key also
-holds the environment's ``epoch`` (``symbolic/env.py``: a new number, unique in the
-process, after any change to symbols, ranges, replacements, facts, guards or settled
-answers, and after any question the facts left open, whose answer may depend on the
-asking frame).  Everything the rule and the plan decide is a function of those sizes and
-of the environment's state, so the same key in the same epoch gets the same answer; a
-call is remembered only when it left the epoch as it found it (it asked nothing the
-environment had to record, so a replay skips nothing).  Sizes of another environment,
-and metas with value facts, are not keyed.
+Calls on symbolic sizes are remembered too: a tensor of symbolic sizes is keyed by its
+sizes' expressions (interned: the same expression is the same object), with its dtype and
+device, and such a key also holds the name of the environment's state
+(``Env.state_name``, ``symbolic/history.py``: the same in any export whose environment
+went through the same changes from the same configuration, e.g. a later export of the
+same model with the same spec and example sizes; a name no other environment has after a
+change the name cannot describe).  Everything the rule and the plan decide is a function
+of those sizes and of the environment's state, so the same key gets the same answer; a
+call is remembered only when it left the environment's ``epoch`` as it found it (it asked
+nothing the environment had to record, and no question the facts left open, whose answer
+may depend on the asking frame: a replay skips nothing).  Its entry holds the result's
+sizes as expressions, made values of the replaying export's environment.  A symbolic
+size given as an argument (``x.view(b, 2, -1)``) is keyed by its expression too; a node
+argument that computes a size (its ``sym_size`` read, arithmetic on it) is kept as the
+size (``SizeSlot``) and a replay takes the replaying scope's node for it, made there as
+the general path makes it when the scope has none yet.  Exact strides on symbolic sizes
+(``x.transpose(0, 1)``'s, strides.py) are keyed and kept as expressions in the same way.
+Sizes of another environment, and metas with value facts, are not keyed.
 """
 
 from __future__ import annotations
@@ -48,12 +55,13 @@ from safetrace.errors import autocast_active
 from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.meta.active import ACTIVE
-from safetrace.meta.symtypes import SYM_CLASSES
+from safetrace.meta.symtypes import SYM_CLASSES, TorchSymInt
 from safetrace.trace.autocast import autocast_changes
 from safetrace.trace.graph import FAST_NODES, add_node
 from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
+from safetrace.trace.symnodes import expr_node
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -83,8 +91,10 @@ _STRIDES = _Mark("strides")
 _LOOSE = _Mark("loose")  # (a tensor of layout.LOOSE: its result keeps that)
 # a program state tensor's classes (keyed inline in ``call``; others go by _argument)
 _STATE_TYPES = frozenset((torch.Tensor, torch.nn.Parameter))
-# in a key: a tensor with symbolic sizes follows (and the key ends with the epoch)
+# in a key: a tensor with symbolic sizes follows (and the key ends with the state's name);
+# a symbolic size given as an argument (``x.view(b, -1)``) follows, as its expression
 _SYM = _Mark("symbolic")
+_SIZE = _Mark("size")
 _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
@@ -135,20 +145,19 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         return plan(tr, func, args, kwargs)
     if len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
-        # state this epoch names (a new number after any change, in any environment)
+        # state its name names (the same in any export that went through the same
+        # changes, symbolic/history.py); the epoch tells whether the call changed it
         epoch = env.epoch
-        parts.append(epoch)
-        table = tr.sym_memo
+        parts.append(env.state_name)
     else:  # (the key holds for any export)
         epoch = None
-        table = MEMO
     key = tuple(parts)
     try:
-        hit = table[key]
+        hit = MEMO[key]
     except KeyError:
         hit = None
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
-        return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, table)
+        return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
     op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
@@ -157,12 +166,12 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         nargs = list(targs)
         for i in fills:
             v = targs[i]
-            nargs[i] = nodes[v.index] if v.__class__ is Slot else fill(v, nodes)
+            nargs[i] = nodes[v.index] if v.__class__ is Slot else fill(v, nodes, tr)
         targs = tuple(nargs)
     if kfills:
         tkwargs = dict(tkwargs)
         for k in kfills:
-            tkwargs[k] = fill(tkwargs[k], nodes)
+            tkwargs[k] = fill(tkwargs[k], nodes, tr)
     # the user's line: source.stack_trace's answer when its tables have it (inline: the
     # frames of torch's and safetrace's code skipped, then the cached text of that
     # instruction in this module call), else its own walk
@@ -196,15 +205,27 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     # (Proxy.__new__, inline: the wrapper's sizes are the entry's)
     result = node.meta["val"] = WRAPPER(Proxy, sizes, None, None, None, out_static[1],
                                         _STRIDED, out_static[2])
-    # (an entry of this trace's symbolic sizes holds (sizes, dtype, device), no static key)
-    result.st_meta = static_meta(out_static) if epoch is None else TensorMeta(*out_static)
+    # (an entry on symbolic sizes holds its symbolic key: sizes as expressions, made
+    # values of this export's env)
+    result.st_meta = static_meta(out_static) if epoch is None else \
+        _symbolic_meta(out_static, env)
     result.st_node = node
     if contig is not True:
-        _set_layout(result, contig)
+        _set_layout(result, contig, None if epoch is None else env)
     return result
 
 
 _META, _STRIDED = torch.device("meta"), torch.strided
+
+
+def _symbolic_meta(key: tuple, env: Any) -> TensorMeta:
+    """The meta whose symbolic key in `env` is `key` (each expression as `env`'s value:
+    the rule made it simplified in the same state)."""
+    cls = env.int_cls
+    meta = TensorMeta(tuple(s if s.__class__ is int else cls(s, env) for s in key[0]),
+                      key[1], key[2])
+    meta._symbolic = (env, key)
+    return meta
 _autocast_on = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)
 
 
@@ -216,11 +237,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         if a._st_value is not None:
             return False
         s = a.st_meta.static
-        if a.st_layout is not None:  # (exact strides: keyed on static sizes, strides.py)
-            if s is None:
+        if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
+            lay = a.st_layout        # expressions)
+            if s is None and (sym[0] is None or (lay := _layout_key(lay, sym[0])) is None):
                 return False
             parts.append(_STRIDES)
-            parts.append(a.st_layout)
+            parts.append(lay)
         if s is None:  # symbolic sizes: keyed by their expressions (_symbolic, inline)
             if sym[0] is None:
                 return False
@@ -236,6 +258,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
     elif t in _PLAIN:
         parts.append(t)
         parts.append(a if a or t is not float else repr(a))  # (-0.0 == 0.0)
+    elif t is TorchSymInt:  # (a size of this export's env: its expression)
+        if sym[0] is None or a.env is not sym[0]:
+            return False
+        parts.append(_SIZE)
+        parts.append(a.expr)
+        sym.append(_SIZE)
     elif t is list or t is tuple:
         inner = _sequence(a, state, nodes, sym)
         if inner is None:
@@ -289,14 +317,23 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
         if t is int or t is float or t is bool:
             parts.append(t)
             parts.append(x if x or t is not float else repr(x))
+        elif t is TorchSymInt:  # (as _argument keys it)
+            if sym[0] is None or x.env is not sym[0]:
+                return None
+            parts.append(_SIZE)
+            parts.append(x.expr)
+            sym.append(_SIZE)
         elif t is Proxy:
-            if x._st_value is not None or (x.st_layout is not None and
-                                           x.st_meta.static is None):
+            if x._st_value is not None:
                 return None
             s = x.st_meta.static
-            if x.st_layout is not None:
+            if x.st_layout is not None:  # (as _argument keys them)
+                lay = x.st_layout
+                if s is None and (sym[0] is None or
+                                  (lay := _layout_key(lay, sym[0])) is None):
+                    return None
                 parts.append(_STRIDES)
-                parts.append(x.st_layout)
+                parts.append(lay)
             if s is None:
                 s = _symbolic(x.st_meta, sym, parts)
                 if s is None:
@@ -319,20 +356,41 @@ class Slot:
         self.index = index
 
 
+class SizeSlot:
+    """In an entry's node arguments: the node computing size `expr` in the replaying
+    trace's scope (``symnodes.expr_node``, as the general path's ``sym_node`` makes it:
+    shared when the scope has it, else made there)."""
+
+    __slots__ = ("expr",)
+
+    def __init__(self, expr: Any) -> None:
+        self.expr = expr
+
+
 def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
-          contig: bool | None, nodes: list, sizes: Any) -> tuple | None:
+          contig: bool | None, nodes: list, sizes: Any, scope: Any = None) -> tuple | None:
     """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
     with each of the call's tensors (`nodes`) as a slot, and its result's meta and
-    wrapper `sizes`; None unless every node argument is one of them and each of them is
-    an argument."""
+    wrapper `sizes`; None unless every node argument is one of them, or (on symbolic
+    sizes, `scope` given) the node of a size in `scope`, and each of them is an
+    argument."""
     index = {id(n): i for i, n in enumerate(nodes)}
     used: set[int] = set()
+    sizes_of: dict[int, Any] | None = None
 
     def template(v: Any) -> Any:
+        nonlocal sizes_of
         if isinstance(v, torch.fx.Node):
             i = index.get(id(v))
             if i is None:
-                raise LookupError
+                if scope is None:
+                    raise LookupError
+                if sizes_of is None:
+                    sizes_of = _sizes_of(scope)
+                e = sizes_of.get(id(v))
+                if e is None:  # (no size's node, or the node of two: not remembered)
+                    raise LookupError
+                return SizeSlot(e)
             used.add(i)
             return _SLOTS[i] if i < len(_SLOTS) else Slot(i)
         if isinstance(v, (list, tuple)):
@@ -359,17 +417,32 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
 _SLOTS = tuple(Slot(i) for i in range(16))  # (a slot is never changed: shared)
 
 
+def _sizes_of(scope: Any) -> dict[int, Any]:
+    """id(node) -> the size expression it computes, for the nodes of `scope`'s sizes
+    (None for a node held under two keys)."""
+    out: dict[int, Any] = {}
+    for e, node in scope.sym_nodes.items():
+        if e.__class__ is not int:  # (an opaque float's node, keyed by id: not a size)
+            out[id(node)] = None if id(node) in out else e
+    return out
+
+
 def _has_slot(v: Any) -> bool:
-    if v.__class__ is Slot:
+    if v.__class__ is Slot or v.__class__ is SizeSlot:
         return True
     return isinstance(v, (list, tuple)) and any(_has_slot(x) for x in v)
 
 
-def fill(v: Any, nodes: list) -> Any:
+def fill(v: Any, nodes: list, tr: Recorder) -> Any:
     """A template argument with its slots replaced by the call's nodes."""
     if v.__class__ is Slot:
         return nodes[v.index]
-    return type(v)(fill(x, nodes) for x in v)
+    if v.__class__ is SizeSlot:
+        node = tr.scope.sym_nodes.get(v.expr)
+        return node if node is not None else expr_node(tr, v.expr, tr.env)
+    if v.__class__ is list or v.__class__ is tuple:
+        return type(v)(fill(x, nodes, tr) for x in v)
+    return v
 
 
 def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
@@ -382,10 +455,10 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
-    if plain is not None and _strided(result):  # (exact strides: in an entry on static
-        if found[2] is not None:                  # sizes only, as a Strided layout)
+    if plain is not None and _strided(result):  # (exact strides: a Strided layout)
+        plain = _with_layouts(plain, result, None if found[2] is None else tr.env)
+        if plain is None:
             return result
-        plain = _with_layouts(plain, result)
     if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
         if found[2] is None and tr.n_emits == n_emits + 1 and plain[-1] == depth and \
                 len(tr.symbols) == n_syms and tr.scope.graph is graph and \
@@ -406,10 +479,14 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
         if found[2] is None:
             sizes = out_static[0]
-        else:  # (the wrapper's example sizes, as Proxy made them: the same in this epoch)
+        else:  # (the wrapper's example sizes, as Proxy made them: the same in this state)
             with _NO_TORCH_FUNCTION():
                 sizes = tuple(result.shape)
-        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes)
+            out_static = result.st_meta.symbolic_key(tr.env)  # (no env's values kept)
+            if out_static is None:
+                return result
+        made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes,
+                     None if found[2] is None else tr.scope)
         if made is not None:
             if len(table) >= _LIMIT:
                 table.clear()
@@ -421,19 +498,48 @@ class Strided(tuple):
     """An entry's result layout that is exact strides: ``(strides, offset_zero)``."""
 
 
-def _with_layouts(plain: tuple, result: Any) -> tuple:
-    """The plain emit with its result layout(s) given as ``Strided`` where exact."""
+def _with_layouts(plain: tuple, result: Any, env: Any = None) -> tuple | None:
+    """The plain emit with its result layout(s) given as ``Strided`` where exact (with
+    `env`, symbolic strides as their expressions; None where one is not a size of it)."""
     def lay(p: Any, contig: Any) -> Any:
-        return Strided(p.st_layout) if p.st_layout is not None else contig
-    if len(plain) == 9:
-        return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + plain[7:]
-    return plain[:6] + (lay(result, plain[6]),) + plain[7:]
+        if p.st_layout is None:
+            return contig
+        found = p.st_layout if env is None else _layout_key(p.st_layout, env)
+        if found is None:
+            raise LookupError
+        return Strided(found)
+    try:
+        if len(plain) == 9:
+            return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + \
+                plain[7:]
+        return plain[:6] + (lay(result, plain[6]),) + plain[7:]
+    except LookupError:
+        return None
 
 
-def _set_layout(p: Any, contig: Any) -> None:
-    """A replayed result's layout from its entry."""
+def _layout_key(layout: tuple, env: Any) -> tuple | None:
+    """Exact strides ``(strides, offset_zero)`` with each symbolic stride as its
+    expression; None where one is not a size of `env`."""
+    out = []
+    cls = env.int_cls
+    for st in layout[0]:
+        if st.__class__ is int:
+            out.append(st)
+        elif type(st) is cls and st.env is env:
+            out.append(st.expr)
+        else:
+            return None
+    return (tuple(out), layout[1])
+
+
+def _set_layout(p: Any, contig: Any, env: Any = None) -> None:
+    """A replayed result's layout from its entry (`env`: its symbolic strides' env)."""
     if contig.__class__ is Strided:
-        p.st_contig, p.st_layout = None, (contig[0], contig[1])
+        st = contig[0]
+        if env is not None:
+            cls = env.int_cls
+            st = tuple(x if x.__class__ is int else cls(x, env) for x in st)
+        p.st_contig, p.st_layout = None, (st, contig[1])
     else:
         p.st_contig = contig
 

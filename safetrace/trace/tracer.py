@@ -128,7 +128,6 @@ class Tracer(TorchFunctionMode):
         self.n_emits = 0
         self.plain_emit: tuple | None = None
         self.subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
-        self.sym_memo: dict[tuple, tuple] = {}  # memo.py's entries of this trace's sizes
         refresh_op_info()
 
     def __enter__(self) -> Tracer:
@@ -140,6 +139,12 @@ class Tracer(TorchFunctionMode):
         if env is not None:
             env.on_settled = self._assert_settled
             env.settle_policy = lambda q: oblivious_answer(env, q, program_catches)
+            if len(self._saved_env) == 1:  # (what the rules read of the env besides its
+                # state, set before the trace: memo.py's key names it; a composite traced
+                # through enters again)
+                env.note((frozenset(env.flexible), frozenset(env.named), env.flipped,
+                          env.on_undecided is None, env.precondition_probe,
+                          env.opaque_float is not None, env.int_cls))
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:

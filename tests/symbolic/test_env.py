@@ -389,3 +389,35 @@ def test_an_assumption_that_zeroes_a_stored_divisor_never_holds() -> None:
     with assuming(env, eq(s0, 5)) as runs:
         assert runs is True
     assert env.decide(eq(s0, 3)) is None  # (what the blocks assumed is forgotten)
+
+
+def test_two_environments_through_the_same_changes_share_a_state_name() -> None:
+    """``Env.state_name`` (symbolic/history.py; trace/memo.py keeps results under it):
+    the same described changes in the same order give the same name, whatever their
+    origins; another hint, another order or a change made outside the described methods
+    (a block's facts forgotten) gives another one."""
+    from safetrace.symbolic.scope import assuming
+
+    def walk(hint: int, order: bool = True, origin: str = "a") -> Env:
+        env = Env()
+        s0 = env.new_backed(hint, lo=0, origin=origin)
+        s1 = env.new_backed(5, lo=0)
+        conds = [ge(s0, 2), le(s1, 64)]
+        for c in conds if order else conds[::-1]:
+            env.evaluate(c, origin)
+        env.require(le(s0 + s1, 10 ** 6), origin)
+        return env
+
+    first = walk(4)
+    assert walk(4, origin="b").state_name == first.state_name
+    assert walk(3).state_name != first.state_name
+    assert walk(4, order=False).state_name != first.state_name
+    name = first.state_name
+    first.decide(ge(parse("s0"), 0))  # (a pure question: the state is the same)
+    assert first.state_name == name
+    with assuming(first, ge(parse("s0"), 3)):
+        pass
+    assert first.state_name != name and first.state_name != walk(4).state_name
+    noted = walk(4)
+    noted.note(("flexible", "s0"))
+    assert noted.state_name != name

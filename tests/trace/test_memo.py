@@ -261,7 +261,7 @@ def test_a_tensor_given_twice_is_not_replayed_for_two_tensors():
             torch.testing.assert_close(got, want)
 
 
-# -- calls on symbolic sizes: replayed within one export while the environment is unchanged
+# -- calls on symbolic sizes: replayed while the environment is in the same state
 
 
 class _Counting:
@@ -409,6 +409,88 @@ def test_calls_on_symbolic_sizes_are_not_replayed_into_another_export():
     ref = torch.export.export(model, (torch.randn(3, 4),),
                               dynamic_shapes={"x": {0: torch.export.Dim.AUTO}})
     torch.testing.assert_close(ep.module()(x), ref.module()(x))
+
+
+def test_calls_on_symbolic_sizes_are_replayed_in_another_export_of_the_same_spec():
+    """A later export of the same model with the same spec and example sizes reaches the
+    same environment states (symbolic/history.py): its calls are replayed from the
+    first export's, and it gives the same program; a changed range is another state."""
+    model = _ThreeAdds()
+    args = (torch.randn(3, 4), torch.randn(3, 4))
+    spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
+    with _Counting() as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked  # (nothing asked again)
+        st.export(model, args, dynamic_shapes={"x": {0: st.Dim("n", max=9)},
+                                               "y": {0: st.Dim("n", max=9)}})
+        assert rule.asked == asked + 1  # (another range: the rule asked again)
+    assert str(again.graph) == str(first.graph)
+    for rows in (0, 1, 6):
+        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(3, 4), torch.randn(2, 4))
+
+
+class _ViewsBySize(torch.nn.Module):
+    def forward(self, x, y):
+        b = x.shape[0]
+        return x.view(b, 2, 4) * 2, y.view(b, 2, 4) + 1
+
+
+def test_a_size_given_to_a_call_is_keyed_by_its_expression():
+    """``x.view(b, 2, 4)`` with ``b`` a symbolic size: remembered with ``b``'s
+    expression, and replayed with the replaying trace's node for it (its ``sym_size``
+    read), in this export and the next; the programs are the same and match eager."""
+    model = _ViewsBySize()
+    args = (torch.randn(3, 8), torch.randn(3, 8))
+    spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
+    with _Counting(torch.ops.aten.view.default) as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked
+    assert str(again.graph) == str(first.graph)
+    views = _calls(again, torch.ops.aten.view.default)
+    assert len(views) == 2 and views[0].args[1][0] is views[1].args[1][0]  # (one read of n)
+    for rows in (0, 1, 5):
+        x, y = torch.randn(rows, 8), torch.randn(rows, 8)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        again.module()(torch.randn(3, 8), torch.randn(2, 8))
+
+
+class _Transposed(torch.nn.Module):
+    def forward(self, x, y):
+        a, b = x.transpose(0, 1), y.transpose(0, 1)  # exact strides, on symbolic sizes
+        return a * 2, b.transpose(1, 0) + 1, a.reshape(-1)
+
+
+def test_exact_strides_on_symbolic_sizes_are_keyed_and_replayed():
+    """A transposed tensor of symbolic sizes has exact strides (expressions of the
+    sizes): calls on it are keyed by them, and a replayed transpose's result gets them
+    again as this export's values; the next export asks no rule again and gives the same
+    program, layouts included."""
+    model = _Transposed()
+    args = (torch.randn(3, 5), torch.randn(3, 5))
+    spec = {"x": {0: st.Dim("n"), 1: st.Dim("m")}, "y": {0: st.Dim("n"), 1: st.Dim("m")}}
+    with _Counting(torch.ops.aten.transpose.int) as rule:
+        first = st.export(model, args, dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(model, args, dynamic_shapes=spec)
+        assert rule.asked == asked
+    assert str(again.graph) == str(first.graph)
+    layouts = [[str(n.meta["val"].st_layout) for n in _calls(ep, torch.ops.aten.transpose.int)]
+               for ep in (first, again)]
+    assert layouts[0] == layouts[1] and "s1" in layouts[0][0]
+    for rows, cols in ((0, 3), (1, 1), (4, 6)):
+        x, y = torch.randn(rows, cols), torch.randn(rows, cols)
+        for got, want in zip(again.module()(x, y), model(x, y)):
+            torch.testing.assert_close(got, want)
 
 
 class _Norm(torch.nn.Module):
