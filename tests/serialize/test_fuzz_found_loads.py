@@ -513,3 +513,26 @@ def test_a_split_size_the_file_writes_otherwise_is_refused(rows):
             (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"][0] = rows
     with pytest.raises(st.LoadError, match="records its value as"):
         st.load(hostile.pack(doc, tensors))
+
+
+class _PickAfterProduct(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.flatten()[1] * x  # (requires s0*s1 >= 1: with s1 >= 1, s0 >= 1 too)
+        return v0, torch.cond(len(x) == 0, lambda t: t.sum(0, keepdim=True),
+                              lambda t: t[:1], (x,))
+
+
+def test_a_product_requirement_gives_each_factor_its_lower_bound():
+    """``x.flatten()[1]`` requires ``s0*s1 >= 1``; the exporter knew ``s0 >= 1`` from it and
+    recorded the cond as ``t[:1]``'s ``min(s0, 1)``, which the loader (that computed ``1``)
+    could not prove one with it: found by the fuzzer (seed 1)."""
+    m = _PickAfterProduct()
+    ep = st.export(m, (torch.randn(2, 1, 2),),
+                   dynamic_shapes=({0: Dim("d0", max=16), 1: Dim("d1", min=1)},))
+    for ours in (ep.module(), _reloaded(ep).module()):
+        for s0, s1 in [(1, 1), (2, 3), (16, 1), (5, 7)]:
+            xs = torch.randn(s0, s1, 2)
+            for got, want in zip(ours(xs), m(xs)):
+                torch.testing.assert_close(got, want)
+        with pytest.raises(st.InputMismatchError):
+            ours(torch.randn(0, 3, 2))
