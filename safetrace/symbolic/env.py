@@ -394,7 +394,7 @@ class Env:
         mono = [(m, k) for m, k in terms(f) if m]
         if len(mono) != 1 or mono[0][1] <= 0 or sum(k for m, k in terms(f) if not m) >= 0:
             return
-        if all(x.op == "sym" and self._info(x.name).range.lo >= 0 for x in mono[0][0]):
+        if all(x.op == "sym" and self._info(str(x.name)).range.lo >= 0 for x in mono[0][0]):
             for x in mono[0][0]:
                 self._narrow(x, 1, INF)
 
