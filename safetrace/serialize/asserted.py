@@ -26,6 +26,8 @@ from typing import Any
 import torch
 
 from safetrace.serialize.branch_facts import branch_conditions
+from safetrace.serialize.memory_control import SIZE_ARITHMETIC
+from safetrace.serialize.predicate_sizes import predicate_values
 from safetrace.serialize.requirements import is_own_check
 from safetrace.trace.asserts import assert_sym
 
@@ -44,7 +46,10 @@ class Asserted:
         """Take what ``node`` asserts, if it is an assertion whose condition is known."""
         if node.target is not assert_sym or is_own_check(node) or not node.args:
             return
-        fact = branch_conditions(node.args[0], values, self.env.int_cls)[0]
+        # (its sizes of Python's min/max worked out as a cond predicate's: the exporter's
+        # size-oblivious ``min(u0, 2) >= 2`` of ``x[mask][:2]``, which the table leaves unknown)
+        fact = branch_conditions(node.args[0], predicate_values(
+            node.args[0], values, self.env, SIZE_ARITHMETIC), self.env.int_cls)[0]
         if fact is None:
             return
         if node.graph is self.main:

@@ -39,6 +39,7 @@ def scratch_env(contract: Any) -> Any:
     env = torch_env()
     env.enumerate_up_to = 16  # (a size of one symbol a branch's fact pins to a few values)
     env.case_decisions = CASE_DECISIONS
+    env.positive_factors = True  # (``s0*s1 >= 1``: each >= 1, as the exporter may know)
     if contract is None:
         return env
     for s in contract.symbols:

@@ -391,6 +391,7 @@ class Env:
                     self._narrow(s, -INF, c0 // (-k))
             else:
                 self.linear.append(f)
+                self._factors_positive(f)
                 pin = pinned(self, f)  # (an atom the fact leaves one value: that value)
                 if pin is not None:
                     self._assume_eq(compare("eq", pin[0], const(pin[1])))
@@ -406,6 +407,20 @@ class Env:
                     elif v == rng.hi:
                         self._narrow(s, -INF, v - 1)
         self._bump()
+
+    def _factors_positive(self, f: Expr) -> None:
+        """``k*s0*s1 - c >= 0`` (``k, c > 0``) of symbols never negative: each is >= 1 (a
+        product of integers >= 0 is 0 where one of them is).  Only where the env asks for it
+        (``positive_factors``: the loader's scratch env); a trace keeps such a relation
+        whole (relation_splits.py splits on it, not on the ranges it implies)."""
+        if not getattr(self, "positive_factors", False):
+            return
+        mono = [(m, k) for m, k in terms(f) if m]
+        if len(mono) != 1 or mono[0][1] <= 0 or sum(k for m, k in terms(f) if not m) >= 0:
+            return
+        if all(x.op == "sym" and self._info(str(x.name)).range.lo >= 0 for x in mono[0][0]):
+            for x in mono[0][0]:
+                self._narrow(x, 1, INF)
 
     def _assume_eq(self, c: Expr) -> None:
         d = diff(c)

@@ -513,3 +513,48 @@ def test_a_split_size_the_file_writes_otherwise_is_refused(rows):
             (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"][0] = rows
     with pytest.raises(st.LoadError, match="records its value as"):
         st.load(hostile.pack(doc, tensors))
+
+
+class _PickAfterProduct(torch.nn.Module):
+    def forward(self, x):
+        v0 = x.flatten()[1] * x  # (requires s0*s1 >= 1: with s1 >= 1, s0 >= 1 too)
+        return v0, torch.cond(len(x) == 0, lambda t: t.sum(0, keepdim=True),
+                              lambda t: t[:1], (x,))
+
+
+def test_a_product_requirement_gives_each_factor_its_lower_bound():
+    """``x.flatten()[1]`` requires ``s0*s1 >= 1``; the exporter knew ``s0 >= 1`` from it and
+    recorded the cond as ``t[:1]``'s ``min(s0, 1)``, which the loader (that computed ``1``)
+    could not prove one with it: found by the fuzzer (seed 1)."""
+    m = _PickAfterProduct()
+    ep = st.export(m, (torch.randn(2, 1, 2),),
+                   dynamic_shapes=({0: Dim("d0", max=16), 1: Dim("d1", min=1)},))
+    for ours in (ep.module(), _reloaded(ep).module()):
+        for s0, s1 in [(1, 1), (2, 3), (16, 1), (5, 7)]:
+            xs = torch.randn(s0, s1, 2)
+            for got, want in zip(ours(xs), m(xs)):
+                torch.testing.assert_close(got, want)
+        with pytest.raises(st.InputMismatchError):
+            ours(torch.randn(0, 3, 2))
+
+
+class _FirstTwoKept(torch.nn.Module):
+    def forward(self, x):
+        v1 = x.flatten()[x.flatten() > 0][:2]
+        return v1 * 2 if v1.shape[0] > 1 else v1.flip(0), x + 1
+
+
+def test_an_assertion_on_a_python_min_of_a_size_read_from_data_is_a_fact():
+    """``v1.shape[0] > 1`` of ``x[mask][:2]`` is asserted as ``min(u0, 2) >= 2`` (Python's
+    ``min`` in the graph), and ``v1`` recorded as two elements; the loader left the min
+    unknown, took nothing from the assertion and refused our file (fuzzer seed 5)."""
+    m = _FirstTwoKept()
+    torch.manual_seed(0)
+    ep = st.export(m, (torch.randn(6, 3, 2),), dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO},))
+    for ours in (ep.module(), _reloaded(ep).module()):
+        for shape in [(6, 3, 2), (1, 3, 1)]:
+            xs = torch.randn(*shape).abs() + 0.1
+            for got, want in zip(ours(xs), m(xs)):
+                torch.testing.assert_close(got, want)
+        with pytest.raises(Exception, match="min"):
+            ours(-torch.ones(2, 3, 2))  # (one branch traced: fewer than 2 positives refused)
