@@ -40,6 +40,9 @@ def scratch_env(contract: Any) -> Any:
     env.enumerate_up_to = 16  # (a size of one symbol a branch's fact pins to a few values)
     env.case_decisions = CASE_DECISIONS
     env.positive_factors = True  # (``s0*s1 >= 1``: each >= 1, as the exporter may know)
+    # (its states are never shared: a file's expressions are not kept in history.py's
+    # table, and no trace replays a computation of this env)
+    env.shares_state_names = False
     if contract is None:
         return env
     for s in contract.symbols:

@@ -26,7 +26,7 @@ from safetrace.symbolic.history import ROOT, after, described, unique
 from safetrace.symbolic.expr import (
     TRUE, Expr, add, const, from_terms, fsym, neg, scale, sym, terms, to_expr,
 )
-from safetrace.symbolic.pins import pinned
+from safetrace.symbolic.pins import pinned, positive_factors
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import (
     Contradiction, DataDependentQuestion, Guard, Settled, SymbolInfo,
@@ -103,12 +103,14 @@ class Env:
         # the state's name, shared with any env that went through the same described
         # changes (history.py): trace/memo.py keeps a computation's result under it
         self.state_name = ROOT
+        self.shares_state_names = True  # (False: each change a unique name, none kept)
         self.describing = 0  # > 0 inside a described method
 
     def note(self, event: tuple[Any, ...]) -> None:
         """Name the configuration the state is read under (what the environment's
         callers set outside its methods: flexible and named symbols, policies)."""
-        self.state_name = after(self.state_name, ("note", event))
+        self.state_name = after(self.state_name, ("note", event)) \
+            if self.shares_state_names else unique()
 
     # --- symbols ----------------------------------------------------------------------
     @described(origin_at=4)
@@ -391,7 +393,9 @@ class Env:
                     self._narrow(s, -INF, c0 // (-k))
             else:
                 self.linear.append(f)
-                self._factors_positive(f)
+                if getattr(self, "positive_factors", False):  # (the loader's scratch env)
+                    for x in positive_factors(self, f):
+                        self._narrow(x, 1, INF)
                 pin = pinned(self, f)  # (an atom the fact leaves one value: that value)
                 if pin is not None:
                     self._assume_eq(compare("eq", pin[0], const(pin[1])))
@@ -407,20 +411,6 @@ class Env:
                     elif v == rng.hi:
                         self._narrow(s, -INF, v - 1)
         self._bump()
-
-    def _factors_positive(self, f: Expr) -> None:
-        """``k*s0*s1 - c >= 0`` (``k, c > 0``) of symbols never negative: each is >= 1 (a
-        product of integers >= 0 is 0 where one of them is).  Only where the env asks for it
-        (``positive_factors``: the loader's scratch env); a trace keeps such a relation
-        whole (relation_splits.py splits on it, not on the ranges it implies)."""
-        if not getattr(self, "positive_factors", False):
-            return
-        mono = [(m, k) for m, k in terms(f) if m]
-        if len(mono) != 1 or mono[0][1] <= 0 or sum(k for m, k in terms(f) if not m) >= 0:
-            return
-        if all(x.op == "sym" and self._info(str(x.name)).range.lo >= 0 for x in mono[0][0]):
-            for x in mono[0][0]:
-                self._narrow(x, 1, INF)
 
     def _assume_eq(self, c: Expr) -> None:
         d = diff(c)

@@ -64,6 +64,9 @@ def described(origin_at: int) -> Callable[[_F], _F]:
                 raise
             env.describing -= 1
             if env.epoch != epoch and not env.describing and env.state_name == name:
+                if not env.shares_state_names:  # (nothing kept: st.load's scratch envs)
+                    env.state_name = unique()
+                    return out
                 kept = args[:origin_at] + args[origin_at + 1:]
                 if kwargs:
                     kept += tuple(sorted((k, v) for k, v in kwargs.items() if k != "origin"))

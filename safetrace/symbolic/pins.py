@@ -11,6 +11,7 @@ that length takes) is that number too.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import safetrace.symbolic.decide as D
 from safetrace.symbolic.expr import Expr, terms
@@ -46,3 +47,17 @@ def pinned(env: D.Facts, f: Expr) -> tuple[Expr, int] | None:
 
 
 __all__ = ["pinned"]
+
+
+def positive_factors(env: Any, f: Expr) -> list[Expr]:
+    """The symbols the fact ``f >= 0``, ``k*s0*s1 - c >= 0`` (``k, c > 0``) of symbols never
+    negative, shows to be >= 1 (a product of integers >= 0 is 0 where one of them is);
+    else none.  Only the loader's scratch env asks (``positive_factors``): a trace keeps
+    such a relation whole (relation_splits.py splits on it, not on the ranges it implies)."""
+    mono = [(m, k) for m, k in terms(f) if m]
+    if len(mono) != 1 or mono[0][1] <= 0 or sum(k for m, k in terms(f) if not m) >= 0:
+        return []
+    syms = mono[0][0]  # (env: an Env, its symbol_range)
+    ranges = [env.symbol_range(str(x.name)) if x.op == "sym" else None for x in syms]
+    return list(syms) if all(r is not None and r.lo >= 0 for r in ranges) else []
+
