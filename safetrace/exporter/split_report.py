@@ -37,10 +37,17 @@ def where_of_trace(stack_trace: str) -> str:
     return f"`{p[3]}` at {os.path.basename(p[0])}:{p[1]}" if p else ""
 
 
-def two_sides(cond: Any) -> list[str]:
-    """The side lines of a split on a condition (a torch.cond on it)."""
+def two_sides(cond: Any, holds: Any, fails: Any) -> list[str]:
+    """The side lines of a split on a condition (a torch.cond on it), each followed by the
+    splits of its side's program (`holds`, `fails`), indented under it."""
     return [f"  where `{cond}` holds: the graph traced for it (the torch.cond's true branch)",
-            f"  where it fails: the graph traced for that (the false branch)"]
+            *nested(holds), "  where it fails: the graph traced for that (the false branch)",
+            *nested(fails)]
+
+
+def nested(ep: Any) -> list[str]:
+    """The split lines of a side's program, indented under the side's line."""
+    return [f"    {line}" for line in describe(ep.graph)]
 
 
 def headed(ep: Any, line: str) -> Any:

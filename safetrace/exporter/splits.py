@@ -40,7 +40,7 @@ from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
-from safetrace.exporter.split_report import header, headed, where_of
+from safetrace.exporter.split_report import header, headed, nested, where_of
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
@@ -158,7 +158,7 @@ def _region_text(region: dict) -> str:
 # -- combining ---------------------------------------------------------------------------------
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
-    notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
+    notes: list[str] = []  # (each side's own splits: under its line, _dispatch)
     clamped = _clamp(sides)
     merged = True
     while merged and len(sides) > 1:
@@ -291,6 +291,7 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                      f"before the torch.cond")
     for s in sides:
         notes.append(f"  {_region_text(s.region)}: its own graph (a torch.cond branch)")
+        notes += nested(s.ep)
     note(graph, notes)
     ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
                          state=dict(ref.ep._state), constants=consts, contract=contract)

@@ -62,6 +62,9 @@ def test_a_split_at_size_zero_names_its_condition_and_line():
     head = "size split on `s0*s1 != 0` (from `if x.numel() == 0:  # small-size split` at " \
            "test_split_report.py:20)"
     assert head in text and head in printed and "  a == 0: its own graph" in text
+    # (b == 0 where a >= 1: a split of that side's program, indented under its line)
+    assert "  1 <= a <= 8: its own graph (a torch.cond branch)\n    relation split on " \
+        "`s0*s1 != 0`" in text
 
 
 def test_a_data_split_names_its_test_line_and_branches():
