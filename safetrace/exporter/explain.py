@@ -129,8 +129,13 @@ class ExplainReport:
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
         if self.settled:
             lines.append("Settled size-obliviously (data-dependent questions answered for "
-                         "every size; [asserted]: checked at run time):")
+                         "every size; [asserted]: checked at run time; [split]: both answers "
+                         "traced, see Splits):")
             for c, kind, why, w, asserted in self.settled:
+                if any(f"split on `{c}`" in line for line in self.splits):  # (its other
+                    # answer was traced too: no longer checked, see Splits)
+                    lines.append(f"  {c} [split]  {'at ' + w if w else ''}")
+                    continue
                 mark = " [asserted]" if asserted else ""
                 lines.append(f"  {c}{mark}  {'at ' + w if w else ''}\n    {kind}: {why}")
         return "\n".join(lines)

@@ -145,7 +145,9 @@ def test_explain_lists_settled_questions():
     assert kinds == {"size test"} | {"size-oblivious"}
     assert all(asserted for *_, asserted in report.settled)
     text = str(report)
-    assert "Settled size-obliviously" in text and "u0 != 0 [asserted]" in text
+    assert "Settled size-obliviously" in text and "u0 != 0 [split]" in text
+    # (as st.export does, both answers of `t.numel() == 0` are traced: a data split)
+    assert "data split on `u0 != 0` (from `if t.numel() == 0:` at test_size_oblivious" in text
     assert "test_size_oblivious.py" in text
 
 
