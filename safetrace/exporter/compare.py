@@ -22,9 +22,12 @@ _SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
 
 
 def note(graph: torch.fx.Graph, notes: list[str]) -> None:
-    if notes:
-        have = graph.__dict__.setdefault("st_splits", [])
-        have.extend(n for n in dict.fromkeys(notes) if n not in have)
+    """Adds a block of split lines (exporter/split_report.py) unless the graph has it:
+    the same side line may repeat in another block (a split nested in two sides)."""
+    have = graph.__dict__.setdefault("st_splits", [])
+    n = len(notes)
+    if notes and not any(have[i:i + n] == notes for i in range(len(have) - n + 1)):
+        have.extend(notes)
 
 
 # -- comparing programs --------------------------------------------------------------------------

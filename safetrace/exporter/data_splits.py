@@ -38,6 +38,7 @@ from safetrace.exporter.branches import (
     placeholders,
 )
 from safetrace.exporter.compare import is_size_fn, note
+from safetrace.exporter.split_report import header, two_sides, where_of_trace
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, ge, le, or_
@@ -90,9 +91,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
-    notes = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
-    note(g, notes + [f"`{test}` (a size read from data) asked where the graph runs: a "
-                     f"torch.cond on it, each answer's graph a branch"])
+    note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", ""))),
+             *two_sides(test, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts, contract=ep.contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):

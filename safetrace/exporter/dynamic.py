@@ -174,7 +174,7 @@ class DynamicDims(NamedRelations):
         if not plain_relation(c.cond):
             return None
         side = relation_point(self.env, contract, c, named, self)
-        return None if side is None else (c.cond, side)
+        return None if side is None else (c.cond, side, c.origin)
 
     def _root(self, dim: Dim, hint: int, where: str, path: str, d: int,
               derived: DerivedDim | None = None) -> Expr:

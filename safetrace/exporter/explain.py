@@ -17,6 +17,7 @@ from safetrace.errors import DeclaredSpaceViolation, StructuredError, Violation
 from safetrace.exporter import python_state
 from safetrace.exporter.api import Exporter
 from safetrace.exporter.global_caches import GlobalCaches
+from safetrace.exporter.split_report import describe
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.trace.source import short
 
@@ -48,7 +49,7 @@ class ExplainReport:
         self.env: Any = None
         self.dyn: Any = None
         self.contract: Any = None  # the input contract, once tracing finished
-        # size splits that keep a named Dim's range (exporter/splits.py): one line each
+        # the program's splits (exporter/split_report.py): a header line each, then its sides
         self.splits: list[str] = []
         self._n_violations = 0
         self._seen: set[tuple[str, str]] = set()
@@ -115,20 +116,26 @@ class ExplainReport:
             lines.append("Suggested dynamic_shapes (fixes every constraint problem):")
             lines.append(self.suggestion)
         if self.splits:
-            lines.append("Size splits (one program; each range of sizes runs its own graph):")
-            lines += [f"  {note}" for note in self.splits]
+            lines.append("Splits (one program; each part of the declared space runs its own "
+                         "graph):")
+            lines += [f"  {line}" for line in self.splits]
         if self.dims:
             lines.append("Dims (declared dynamic -> as traced):")
             lines += [f"  {k}: {v}" for k, v in self.dims.items()]
         if self.guards:
             lines.append("Guards (conditions the traced program relies on):" if not self.splits
-                         else "Guards (of the first trace; the size splits dispatch on the "
-                              "split Dims'):")
+                         else "Guards (of the first trace; the splits dispatch on their "
+                              "conditions):")
             lines += [f"  {c}  {'at ' + w if w else ''}" for c, w in self.guards]
         if self.settled:
             lines.append("Settled size-obliviously (data-dependent questions answered for "
-                         "every size; [asserted]: checked at run time):")
+                         "every size; [asserted]: checked at run time; [split]: both answers "
+                         "traced, see Splits):")
             for c, kind, why, w, asserted in self.settled:
+                if any(f"split on `{c}`" in line for line in self.splits):  # (its other
+                    # answer was traced too: no longer checked, see Splits)
+                    lines.append(f"  {c} [split]  {'at ' + w if w else ''}")
+                    continue
                 mark = " [asserted]" if asserted else ""
                 lines.append(f"  {c}{mark}  {'at ' + w if w else ''}\n    {kind}: {why}")
         return "\n".join(lines)
@@ -158,6 +165,13 @@ def _splittable(report: ExplainReport) -> bool:
         len(dyn.narrowed) == report._n_violations
 
 
+def _splits(report: ExplainReport, ep: Any) -> bool:
+    """The traced program would be split by st.export (its size tests, small sizes or
+    relations, exporter/split_report.py)."""
+    return report.ok and ep is not None and any(
+        getattr(ep, a, ()) for a in ("size_tests", "small_sides", "relation_sides"))
+
+
 def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
             dynamic_shapes: Any = None) -> ExplainReport:
     """Trace as far as possible and report every decision and problem at once."""
@@ -179,7 +193,7 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
     except Exception as exc:  # spec or input errors stop before tracing: report them too
         report.stopped(exc)
         ep = None
-    if _splittable(report):  # the refusals narrow named Dims: size splits keep them
+    if _splittable(report) or _splits(report, ep):  # as st.export splits: the same program
         try:
             ep = export_with_splits(lambda sides, flipped=frozenset(): Exporter(
                 model, fn, (), sides, flipped).run(
@@ -189,7 +203,7 @@ def explain(model: Any, args: tuple = (), kwargs: dict | None = None, *,
         else:
             report.problems = [p for p in report.problems if p.kind != "constraint"]
             report.suggestion = ""
-            report.splits = list(ep.graph.__dict__.get("st_splits", ()))
+            report.splits = describe(ep.graph)
             report.contract = ep.contract
     if report.ok:
         report.program = ep

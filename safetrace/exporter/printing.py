@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from safetrace.exporter.split_report import describe
 from safetrace.meta import TensorMeta
 from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy, annotation, current
@@ -83,8 +84,8 @@ def print_readable(graph: torch.fx.Graph, name: str = "GraphModule") -> str:
             body.append(f"return {format_arg(node.args[0])}")
     lines = [f"class {name}(torch.nn.Module):",
              f"    def forward(self, {', '.join(params)}):"]
-    # size splits (exporter/splits.py): which sizes run which graph
-    lines += [f"        # size split: {note}" for note in graph.__dict__.get("st_splits", ())]
+    # its splits (exporter/split_report.py): which sizes run which graph
+    lines += [f"        # {line}" for line in describe(graph)]
     lines += [f"        {b}" if b else "" for b in body]
     for sub_name, sub in submodules(graph).items():
         lines.append("")

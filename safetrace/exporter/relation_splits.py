@@ -33,6 +33,7 @@ from safetrace.exporter.contract import Condition, Contract, TensorInput
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.sides import ASSUMED, assumed_hold, with_assumed
+from safetrace.exporter.split_report import header, two_sides, where_of
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Env, make_bool, make_float, make_int
 from safetrace.symbolic.floats import is_float
@@ -67,7 +68,7 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
             continue
         side = relation_point(env, contract, c, named, dyn) if not out else None
         if side is not None or out:
-            out.append((c.cond, side))
+            out.append((c.cond, side, c.origin))
     return out
 
 
@@ -135,14 +136,14 @@ def split_refused(run: Callable[[dict], ExportedProgram], exc: Exception,
 def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation: tuple,
            budget: list[int]) -> ExportedProgram:
     """`ep` (the trace at `overrides`, None where it was refused) split on `relation`."""
-    cond, point = relation
+    cond, point, origin = relation
     budget[0] -= 1
     if budget[0] < 0:
         raise Unsplittable("more relation splits than max_splits")
     if ep is None or len(ep.relation_sides) > 1:  # (its other relations: split inside)
         ep = _solve(run, with_assumed(overrides, cond), budget)
     other = _solve(run, with_assumed({**overrides, **point}, not_(cond)), budget)
-    return _join(ep, other, cond)
+    return _join(ep, other, cond, origin)
 
 
 def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram:
@@ -163,7 +164,8 @@ def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram
     return ep
 
 
-def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedProgram:
+def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any,
+          origin: str) -> ExportedProgram:
     sides = [Side({}, ep), Side({}, other)]
     if signature_key(ep) != signature_key(other):
         raise Unsplittable("the sides' signatures differ")
@@ -191,10 +193,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any) -> ExportedPro
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = ""
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
-    notes = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
-    note(g, notes + [f"`{cond}` (a relation of input sizes the code branches on) asked "
-                     f"where the graph runs: a torch.cond on it, each answer's graph a "
-                     f"branch"])
+    note(g, [header("relation", cond, where_of(origin)), *two_sides(cond, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts,
                           contract=_contract(ep, other, cond, narrowed))

@@ -11,6 +11,7 @@ from safetrace.exporter.compare import (canonical, contract_key, narrower_ranges
                                         residual_conditions, same_constants, signature_key)
 from safetrace.exporter.data_splits import checks_of, erase_with_inputs, join_on_data
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.split_report import header, where_of_trace
 
 
 def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
@@ -66,10 +67,13 @@ def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
         return ep  # (kept checks from two graphs: not attempted)
     prog, kept = next(iter(dead.values())) if dead else (ep, [])
     gone = tuple(t for t in prog.size_checks if t not in kept)
+    where = {t: where_of_trace(n.meta.get("stack_trace", "")) for t in gone
+             for n in prog.graph.nodes if checks_of((t,))(n)}
     for node in [n for n in prog.graph.nodes if checks_of(gone)(n)]:
         erase_with_inputs(prog.graph, node)
-    note(prog.graph, [f"`{t}` (a size read from data) traces the same graph either way: "
-                       f"run-time check dropped" for t in ep.size_tests if t not in kept])
+    note(prog.graph, [line for t in ep.size_tests if t not in kept for line in (
+        header("data", t, where.get(t, "")),
+        "  either answer traces the same graph: no torch.cond, run-time check dropped")])
     prog.size_tests = prog.size_checks = tuple(kept)
     widen_unbacked(prog, traced)
     return prog

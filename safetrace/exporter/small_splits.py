@@ -20,6 +20,7 @@ from typing import Any, Callable
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
+from safetrace.exporter.split_report import header, headed, where_of
 from safetrace.symbolic import Env
 
 _POINTS = 256  # sizes breaking one condition looked at for a small size eager computes at
@@ -50,7 +51,7 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
             dim = dyn.roots[name][0]  # (the Dim, or a split side's range)
             v = point[first]
             if dim.min < dim.max:
-                return [((name, v, v, dim.min, dim.max, v, False), dyn.relations())]
+                return [((name, v, v, dim.min, dim.max, v, False), dyn.relations(), c)]
     return []
 
 
@@ -63,8 +64,8 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
         return ep
     sides: list = []
     try:
-        narrowing, start = first[0]
+        narrowing, start, c = first[0]
         explore(run, start, narrowing, sides, [0, max_splits, None, False, True])
-        return combine(sides)
+        return headed(combine(sides), header("size", c.cond, where_of(c.origin)))
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep

@@ -40,6 +40,7 @@ from safetrace.exporter.relation_splits import split_refused, split_relation
 from safetrace.exporter.sides import SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
+from safetrace.exporter.split_report import header, headed, nested, where_of
 from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
@@ -72,7 +73,9 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     try:
         _explore(run, getattr(original, "st_related", {}), original.st_narrowed[0], sides,
                  [0, max_splits, original, False])
-        return combine(sides)
+        name, lo, hi = original.st_narrowed[0][:3]
+        return headed(combine(sides), header("size", _range_text(name, lo, hi),
+                                             where_of(original.problems[0].cause)))
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if getattr(why, "kind", "") == "too-many-splits":
             raise
@@ -122,7 +125,7 @@ def _explore(run: Callable, overrides: dict, narrowing: tuple, sides: list[Side]
         ep = same_either_way(run, side, ep, budget[1])
         ep = split_relation(lambda more, side=side: run({**side, **more}), ep, budget[1])
         if len(budget) > 4 and getattr(ep, "small_sides", ()):  # (small_splits.py's: nested)
-            narrowing, start = ep.small_sides[0]
+            narrowing, start = ep.small_sides[0][:2]
             _explore(run, {**side, **start}, narrowing, sides, budget)
             continue
         sides.append(Side(_region(side), ep))
@@ -155,7 +158,7 @@ def _region_text(region: dict) -> str:
 # -- combining ---------------------------------------------------------------------------------
 def combine(sides: list[Side]) -> ExportedProgram:
     """One program for all sides: equal graphs merged, the rest dispatched by torch.cond."""
-    notes: list[str] = [n for s in sides for n in s.ep.graph.__dict__.get("st_splits", ())]
+    notes: list[str] = []  # (each side's own splits: under its line, _dispatch)
     clamped = _clamp(sides)
     merged = True
     while merged and len(sides) > 1:
@@ -228,7 +231,7 @@ def _try_merge(sides: list[Side], i: int, j: int, notes: list[str]) -> bool:
                     for x in g.ep.contract.symbols)
     g.ep.contract = dataclasses.replace(g.ep.contract, symbols=symbols)
     widen_unbacked(g.ep, [g.ep, h.ep])
-    notes.append(f"{_range_text(dim, hlo, hhi)} traces the same graph as "
+    notes.append(f"  {_range_text(dim, hlo, hhi)} traces the same graph as "
                  f"{_range_text(dim, glo, ghi)}: guard dropped")
     g.region = dict(g.region, **{dim: (lo, hi)})
     del sides[j]
@@ -284,10 +287,11 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
                             names[sides.index(ref)])
     if prefix:
         ops = sum(1 for n in prefix.nodes if not is_size_node(n))
-        notes.append(f"{ops} ops every side runs before they differ: computed once, "
+        notes.append(f"  {ops} ops every side runs before they differ: computed once, "
                      f"before the torch.cond")
     for s in sides:
-        notes.append(f"{_region_text(s.region)}: its own graph (a torch.cond branch)")
+        notes.append(f"  {_region_text(s.region)}: its own graph (a torch.cond branch)")
+        notes += nested(s.ep)
     note(graph, notes)
     ep = ExportedProgram(graph, inputs, outputs, ref.ep.in_spec, ref.ep.out_spec,
                          state=dict(ref.ep._state), constants=consts, contract=contract)

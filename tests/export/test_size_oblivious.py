@@ -145,14 +145,18 @@ def test_explain_lists_settled_questions():
     assert kinds == {"size test"} | {"size-oblivious"}
     assert all(asserted for *_, asserted in report.settled)
     text = str(report)
-    assert "Settled size-obliviously" in text and "u0 != 0 [asserted]" in text
+    assert "Settled size-obliviously" in text and "u0 != 0 [split]" in text
+    # (as st.export does, both answers of `t.numel() == 0` are traced: a data split)
+    assert "data split on `u0 != 0` (from `if t.numel() == 0:` at test_size_oblivious" in text
     assert "test_size_oblivious.py" in text
 
 
 def test_size_test_with_the_same_graph_either_way_keeps_no_check():
     fn = PATTERNS["same graph either way"][0]
     ep = st.export(fn, (X, EXAMPLE))
-    assert "traces the same graph either way: run-time check dropped" in str(ep)
+    assert "# data split on `u0 >= 2` (from `" in str(ep) and "at test_size_oblivious.py:68)" \
+        in str(ep) and "either answer traces the same graph: no torch.cond, run-time check " \
+        "dropped" in str(ep)
     assert "assert_sym" not in str(ep.graph_module.code)
     for k in (0, 1, 2):
         m = _mask(k)
@@ -160,7 +164,7 @@ def test_size_test_with_the_same_graph_either_way_keeps_no_check():
     # sides that differ: a torch.cond on the test, each side's graph a branch
     fn = PATTERNS["if numel != 0"][0]
     other = st.export(fn, (X, EXAMPLE))
-    assert "either way" not in str(other) and "asked where the graph runs" in str(other)
+    assert "either answer" not in str(other) and "the torch.cond's true branch" in str(other)
     for k in (0, 1, 3):
         m = _mask(k)
         assert_close(fn(X, m), other.module()(X, m))
