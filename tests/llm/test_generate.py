@@ -86,8 +86,9 @@ def tiny(kind: str, **overrides) -> torch.nn.Module:
 
 
 def eager_tokens(model, prompt):
-    out = model.generate(prompt, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False,
-                         pad_token_id=0)
+    # (the mask given: generate would otherwise mask every prompt token equal to pad_token_id)
+    out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=NEW,
+                         min_new_tokens=NEW, do_sample=False, pad_token_id=0)
     return out[0, prompt.shape[1]:].tolist()
 
 
