@@ -12,7 +12,8 @@ TESTS ?= tests
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+# (safetrace/__init__.py holds the version the installed metadata records)
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt safetrace/__init__.py
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev,docs]'
 	# ExecuTorch's wheel pins another torch: --no-deps keeps the pinned one (pyproject's

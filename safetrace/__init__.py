@@ -51,7 +51,7 @@ _API = {
     "ConversionWarning": "safetrace.errors",
 }
 
-__version__ = "0.1.0"  # pyproject.toml reads it from here
+__version__ = "0.2.0"  # pyproject.toml reads it from here
 
 __all__ = sorted([*_API, "dims"])
 
