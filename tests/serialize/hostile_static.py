@@ -310,3 +310,17 @@ def inputs_hostile(kind: str) -> tuple[bytes, str]:
     if kind == "loop_constant":
         big["constant:c_lifted_tensor_1"] = torch.ones(1, 1 << 16)
     return replaced(b, big), "load"
+
+
+class Abs(torch.nn.Module):
+    def forward(self, x):
+        return x.abs()
+
+
+@functools.lru_cache(maxsize=4)
+def saved_abs(*shape: int) -> bytes:
+    """The saved program of ``x.abs()`` at ``shape``: one call for a test to replace."""
+    buf = io.BytesIO()
+    st.save(st.export(Abs(), (torch.randn(*shape),)), buf)
+    return buf.getvalue()
+

@@ -11,7 +11,6 @@ files are loaded here, never called.
 
 from __future__ import annotations
 
-import functools
 import io
 
 import pytest
@@ -19,25 +18,13 @@ import torch
 
 import safetrace as st
 from safetrace.errors import LoadError
-from tests.serialize.hostile_static import pack, parts
-
-
-class Abs(torch.nn.Module):
-    def forward(self, x):
-        return x.abs()
-
-
-@functools.lru_cache(maxsize=1)
-def _base() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Abs(), (torch.randn(3, 4),)), buf)
-    return buf.getvalue()
+from tests.serialize.hostile_static import pack, parts, saved_abs
 
 
 def _file(nodes: list) -> bytes:
     """The saved program of ``Abs`` with its one call replaced by ``nodes`` (the last is
     the output)."""
-    doc, tensors = parts(_base())
+    doc, tensors = parts(saved_abs(3, 4))
     kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
     out = kept.pop()
     out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
@@ -96,7 +83,7 @@ def test_a_dtype_given_as_an_int_code_is_refused_at_load(target, args):
 def test_undeclared_symbols_are_named_five_at_most():
     """A size over thousands of symbols the file never declares: the refusal names five
     and counts the rest (the message was the whole sorted list, ~200 KB for a big file)."""
-    doc, tensors = parts(_base())
+    doc, tensors = parts(saved_abs(3, 4))
     node = next(n for n in doc["nodes"] if n["op"] == "call_function")
     names = sorted(f"s{i}" for i in range(100, 3100))
     node["meta"]["val"]["tensor"]["shape"] = [["add", *names], 4]

@@ -16,23 +16,11 @@ import pytest
 import torch
 
 import safetrace as st
-from tests.serialize.hostile_static import pack, parts
-
-
-class Abs(torch.nn.Module):
-    def forward(self, x):
-        return x.abs()
-
-
-@functools.lru_cache(maxsize=1)
-def _base() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Abs(), (torch.randn(4),)), buf)
-    return buf.getvalue()
+from tests.serialize.hostile_static import pack, parts, saved_abs
 
 
 def _file(*nodes: dict) -> bytes:
-    doc, tensors = parts(_base())
+    doc, tensors = parts(saved_abs(4))
     kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
     out = kept.pop()
     out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]

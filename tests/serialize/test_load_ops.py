@@ -11,7 +11,6 @@ never called.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import io
 import pathlib
@@ -25,25 +24,13 @@ from safetrace.rules import RULES
 from safetrace.rules.registry import FAMILY
 from safetrace.serialize.allowlist import DENIED, structural_refusal
 from safetrace.serialize.load_ops import OPS, TORCH_VERSION
-from tests.serialize.hostile_static import pack, parts
-
-
-class Abs(torch.nn.Module):
-    def forward(self, x):
-        return x.abs()
-
-
-@functools.lru_cache(maxsize=1)
-def _base() -> bytes:
-    buf = io.BytesIO()
-    st.save(st.export(Abs(), (torch.randn(3, 4),)), buf)
-    return buf.getvalue()
+from tests.serialize.hostile_static import pack, parts, saved_abs
 
 
 def _file(*nodes: dict) -> bytes:
     """The saved program of ``Abs`` with its one call replaced by ``nodes`` (the last is
     the output)."""
-    doc, tensors = parts(_base())
+    doc, tensors = parts(saved_abs(3, 4))
     kept = [n for n in doc["nodes"] if n["op"] != "call_function"]
     out = kept.pop()
     out["args"] = [{"tuple": [{"node": nodes[-1]["name"]}]}]
