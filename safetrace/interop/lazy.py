@@ -79,14 +79,10 @@ def verifier() -> Any:
 
 
 _PLAIN = (bool, int, float, str, type(None))
-
-
-@functools.cache
-def _unset() -> Any:
-    """torch's marker of a config value not set."""
-    from torch.utils._config_module import _UNSET_SENTINEL
-
-    return _UNSET_SENTINEL
+try:  # torch's marker of a config value not set (torch.utils imports the module already)
+    from torch.utils._config_module import _UNSET_SENTINEL as _UNSET
+except ImportError:  # (another torch release: config_value reads through getattr)
+    _UNSET = None
 
 
 def config_value(config: Any, name: str) -> Any:
@@ -106,7 +102,9 @@ def config_value(config: Any, name: str) -> Any:
         if entry.hide or entry.deprecated or entry.alias is not None or \
                 entry.justknob is not None or type(entry.default) not in _PLAIN:
             return getattr(config, name)
-        unset = _unset()
+        unset = _UNSET
+        if unset is None:  # (a torch release without the marker: getattr's way)
+            return getattr(config, name)
         if entry.env_value_force is not unset:
             return entry.env_value_force
         value = entry.user_override.get()
@@ -114,5 +112,5 @@ def config_value(config: Any, name: str) -> Any:
             return value
         return entry.env_value_default if entry.env_value_default is not unset else \
             entry.default
-    except (AttributeError, ImportError):
+    except AttributeError:
         return getattr(config, name)
