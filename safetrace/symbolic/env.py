@@ -104,6 +104,7 @@ class Env:
         # changes (history.py): trace/memo.py keeps a computation's result under it
         self.state_name = ROOT
         self.shares_state_names = True  # (False: each change a unique name, none kept)
+        self.positive_factors = False  # (True: pins.positive_factors; the loader's env)
         self.describing = 0  # > 0 inside a described method
 
     def note(self, event: tuple[Any, ...]) -> None:
@@ -393,7 +394,7 @@ class Env:
                     self._narrow(s, -INF, c0 // (-k))
             else:
                 self.linear.append(f)
-                if getattr(self, "positive_factors", False):  # (the loader's scratch env)
+                if self.positive_factors:
                     for x in positive_factors(self, f):
                         self._narrow(x, 1, INF)
                 pin = pinned(self, f)  # (an atom the fact leaves one value: that value)
