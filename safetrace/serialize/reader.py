@@ -20,7 +20,8 @@ from safetrace.errors.load import bad_file, bad_source, over_budget
 from safetrace.serialize import lease, tensorfile
 from safetrace.serialize.budgets import Budgets, budgets_of, json_shape
 from safetrace.serialize.codec import expr_budget
-from safetrace.serialize.rebuild import Builder, LazyTensor
+from safetrace.serialize.rebuild import Builder
+from safetrace.serialize.state import LazyTensor
 from safetrace.serialize.saving import FORMAT, PROGRAM, VERSION
 from safetrace.trace.session import gc_paused
 from safetrace.symbolic.expr import release_since, table_mark
