@@ -124,7 +124,7 @@ def run(name: str, dev: str, aoti: bool) -> None:
         import io
         buf = io.BytesIO()
         st.save(held["ep"], buf)
-        ep2 = st.load(buf.getvalue())
+        ep2 = st.load(buf.getvalue(), allow_cuda=True)
         return compare(ep2.module().to(dev), held["model"], case, dev)
 
     step(name, "save-load->dev", dev_save_load)

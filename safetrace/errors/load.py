@@ -46,6 +46,15 @@ def refused_call(where: str | None, what: str, fix: str = "") -> LoadError:
     return LoadError(_at(where, what), fix=fix, where=Where(input=where))
 
 
+def cuda_device(where: str | None, device: str) -> LoadError:
+    """A loaded graph names a CUDA device the caller did not allow (``allow_cuda``)."""
+    return LoadError(_at(where, f"names the device {device}: calling the program would start "
+                                "CUDA (its runtime, memory on the GPU), which st.load allows "
+                                "only when asked"),
+                     fix="if the program was exported on a GPU and you trust the file, "
+                         "st.load(path, allow_cuda=True)", where=Where(input=where))
+
+
 def unlisted_op(where: str | None, name: str) -> LoadError:
     """An ATen overload that safetrace's exporter never records (``load_ops.OPS``)."""
     return LoadError(_at(where, f"calls {name}, which safetrace's exporter does not record: "
@@ -256,6 +265,6 @@ def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
 
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
-           "kernel_unbounded", "bad_file", "over_budget", "refused_call",
+           "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs", "view_outside", "operand_refused"]

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import bad_file, over_budget, refused_call, unlisted_op
+from safetrace.errors.load import bad_file, cuda_device, over_budget, refused_call, unlisted_op
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.load_ops import OPS
@@ -233,8 +233,9 @@ def _itemsize(given: dict) -> int:
 
 def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
              allow_ops: frozenset, budgets: Budgets, max_numel: int,
-             alloc: AllocBudget | None = None) -> None:
-    """Refuse an operator overload that is not allowed, or a call that misuses it."""
+             alloc: AllocBudget | None = None, cuda: bool = False) -> None:
+    """Refuse an operator overload that is not allowed, or a call that misuses it (a CUDA
+    device argument unless ``cuda``: the caller's ``st.load(..., allow_cuda=True)``)."""
     ns, packet = op.namespace, op._schema.name.split("::", 1)[1]
     if ns == "aten":
         why = _ATEN_REFUSALS.get(op, _UNSEEN)
@@ -252,7 +253,7 @@ def check_op(op: Any, name: str, args: tuple, kwargs: dict, where: str,
                            f"[{f'{ns}::{packet}'!r}]) (its implementation must be registered "
                            "in this process)")
     given = bind(op, name, args, kwargs, where, budgets, max_numel)
-    _placement_args(given, name, where)
+    _placement_args(given, name, where, cuda)
     if alloc is not None:
         alloc.check(op, given, where)
 
@@ -275,9 +276,10 @@ def _aten_refusal(op: Any, packet: str) -> Any:
 DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
 
 
-def _placement_args(given: dict, name: str, where: str) -> None:
+def _placement_args(given: dict, name: str, where: str, cuda: bool) -> None:
     """Refuse arguments that reach beyond dense tensors in this process's memory: a device
-    of another kind, a layout other than strided (sparse and mkldnn tensors, which the
+    of another kind, a CUDA device unless the caller allows it (calling the program would
+    initialise CUDA, or use a GPU the caller did not give it), a layout other than strided (sparse and mkldnn tensors, which the
     loader's rules do not describe), pinned memory (which initialises the CUDA runtime)."""
     for arg, v in given.items():
         if isinstance(v, torch.device) and v.type not in DEVICE_TYPES:
@@ -285,6 +287,8 @@ def _placement_args(given: dict, name: str, where: str) -> None:
                                f"loaded graphs may name {', '.join(sorted(DEVICE_TYPES))} "
                                f"devices only (another makes torch import or initialise "
                                f"its backend)")
+        if isinstance(v, torch.device) and v.type == "cuda" and not cuda:
+            raise cuda_device(f"{where}: {name} argument {arg!r}", str(v))
         if isinstance(v, torch.layout) and v is not torch.strided:
             raise refused_call(f"{where}: {name} argument {arg!r}", f"asks for the layout "
                                f"{v}: loaded graphs compute strided (dense) tensors only")

@@ -36,7 +36,8 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # the JSON escape of a surrogate
 
 
 def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
-         budgets: Any = None, mmap: bool = False, verbose: bool | None = None) -> Any:
+         budgets: Any = None, mmap: bool = False, verbose: bool | None = None,
+         allow_cuda: bool = False) -> Any:
     """Read a program written by ``save`` from a path, a binary file object or bytes.
 
     From a path, the file is mapped copy-on-write under a read lease where the kernel
@@ -57,19 +58,23 @@ def load(source: Any, *, weights: Any = None, allow_ops: Any = (),
     state_dict with the parameters and persistent buffers; names, shapes and dtypes are
     checked.  ``allow_ops``: operators of other namespaces the graph may call
     (``"mylib::op"`` or a whole namespace ``"mylib"``).  ``budgets``: overrides of
-    ``safetrace.serialize.Budgets`` (a dict or a Budgets).  ``verbose``: report a long
+    ``safetrace.serialize.Budgets`` (a dict or a Budgets).  ``allow_cuda``: a program
+    exported on a GPU names CUDA devices (``torch.zeros(n, device="cuda")``); calling it
+    starts CUDA, so such a file loads only with ``allow_cuda=True``.  ``verbose``: report a long
     load's progress on standard error (by default only on a terminal).
     """
     limits = budgets_of(budgets)
     ops = frozenset(_op_names(allow_ops))
     if not isinstance(mmap, bool):
         raise TypeError(f"mmap must be True or False, got {type(mmap).__name__}")
+    if not isinstance(allow_cuda, bool):
+        raise TypeError(f"allow_cuda must be True or False, got {type(allow_cuda).__name__}")
     mark = table_mark()
     try:
         # (the collector paused as in an export: the document's objects and the graphs'
         # nodes, with their cycles, live on; collections would scan them again and again)
         with gc_paused(), task("st.load: reading and validating", verbose):
-            return _load(source, weights, ops, limits, mmap)
+            return _load(source, weights, ops, limits, mmap, allow_cuda)
     except BaseException as err:  # noqa: BLE001 - released below, then re-raised
         error = err
     # Outside the handler the failed load's frames are gone once the tracebacks drop them
@@ -110,7 +115,7 @@ def _op_names(allow_ops: Any) -> list[str]:
 
 
 def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
-          mapped: bool) -> Any:
+          mapped: bool, allow_cuda: bool = False) -> Any:
     if mapped and not isinstance(source, (str, os.PathLike)):
         raise bad_source(f"st.load(..., mmap=True) maps a file given by its path; got a "
                          f"{type(source).__name__}", "st.load(path, mmap=True), or drop mmap=True")
@@ -125,7 +130,7 @@ def _load(source: Any, weights: Any, allow_ops: frozenset, budgets: Budgets,
         raise bad_file(None, f"cannot read the weights file: {err}") from None
     try:
         with expr_budget(budgets.max_expr_nodes, budgets.max_expr_nodes_each):
-            ep = Builder(doc, container, external, allow_ops, budgets).build()
+            ep = Builder(doc, container, external, allow_ops, budgets, allow_cuda).build()
     except RecursionError:
         raise bad_file(PROGRAM, "structure nested too deeply") from None
     except (LoadError, ExportError):  # (OpShapeError is a RuntimeError too: as it is)

@@ -39,8 +39,9 @@ _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "de
 
 class Builder(StateReader):
     def __init__(self, doc: dict, container: Any, external: dict | None,
-                 allow_ops: frozenset, budgets: Budgets) -> None:
+                 allow_ops: frozenset, budgets: Budgets, allow_cuda: bool = False) -> None:
         self.doc = doc
+        self.allow_cuda = allow_cuda
         self.container = container
         self.names = set(container.header)
         self.external = external
@@ -276,7 +277,8 @@ class Builder(StateReader):
                 target = name_to_target(tname, where, self.targets)
                 if isinstance(target, torch._ops.OpOverload):
                     allowlist.check_op(target, tname, args, kwargs, where, self.allow_ops,
-                                       self.budgets, self.max_numel, self.alloc)
+                                       self.budgets, self.max_numel, self.alloc,
+                                       self.allow_cuda)
                 elif isinstance(target, torch._ops.HigherOrderOperator):
                     subgraphs.check_target(target, where)  # its call: subgraphs.attach
                 else:

@@ -136,3 +136,20 @@ def test_the_list_is_what_the_generator_makes():
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     assert set(gen.allowed()) == OPS
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:7"])
+def test_a_cuda_device_loads_only_when_the_caller_allows_cuda(device):
+    """Calling a graph that names a CUDA device starts CUDA (on a machine with a GPU): a
+    file made that way by hand, or a program exported on a GPU, loads only when asked."""
+    blob = _file(_call("aten._to_copy.default", X, device={"device": device}))
+    with pytest.raises(LoadError, match=rf"names the device {device}: calling the program "
+                                        r"would start CUDA(.|\n)*allow_cuda=True"):
+        st.load(io.BytesIO(blob))
+    factory = _file(_call("aten.zeros.default", SIZES, device={"device": device}))
+    with pytest.raises(LoadError, match="argument 'device': names the device"):
+        st.load(io.BytesIO(factory))
+    for allowed in (blob, factory):
+        assert st.load(io.BytesIO(allowed), allow_cuda=True).graph is not None
+    with pytest.raises(TypeError, match="allow_cuda must be True or False"):
+        st.load(io.BytesIO(blob), allow_cuda="yes")
