@@ -29,7 +29,7 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize import never_runs, peak, unruled
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import not_, or_
+from safetrace.symbolic import eq, not_, or_, to_expr
 from safetrace.symbolic.expr import FALSE
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.asserted import Asserted
@@ -312,8 +312,11 @@ class StaticMemory(SubgraphMemory):
             return _sym_query(op, args)
         guards, settled = len(self.env.guards), len(self.env.settled)
         out = _evaluate(op, args, kwargs)
-        if out is _UNKNOWN and op.namespace == "aten" and op not in RULES:
+        if out is _UNKNOWN and op not in RULES:
             out = unruled.result(op, args, kwargs)
+            if out is unruled.SYMBOLIC and op.namespace != "aten":
+                self._as_recorded(node)  # (a custom op over varying sizes)
+                out = _UNKNOWN
             if out is unruled.SYMBOLIC:
                 raise bad_file(f"node {node.name!r}", f"{op} has no shape rule: safetrace's "
                                "exporter records such an operator only where its operands' "
@@ -328,6 +331,30 @@ class StaticMemory(SubgraphMemory):
             # cannot decide adds a guard or raises otherwise, and is left unknown above)
             return self._fails(node, op, str(out))
         return out
+
+    def _as_recorded(self, node: torch.fx.Node) -> None:
+        """A custom op over sizes that vary: its fake cannot be run here, so the sizes the
+        file records for its tensor (which the loaded program keeps, and ``to_torch``
+        hands on) are checked in its graph before its first use, at each call (``inline``; a
+        recorded size of a symbol no earlier value gives, one the op makes from data, is
+        left as recorded)."""
+        rec = getattr(node.meta.get("val"), "st_meta", None)
+        after = node.next  # (before its first use other than a size query)
+        while after.op != "root" and (after not in node.users or
+                                      after.target is torch.ops.aten.sym_size.int):
+            after = after.next
+        if not isinstance(rec, TensorMeta) or after.op == "root":
+            return
+        real = []
+        for _ in rec.shape:
+            name = next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
+                        if f"r{i}" not in self.env.symbols)
+            real.append(new_symbolic(self.env.new_unbacked(0, None, name=name), self.env))
+        values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
+        for d, (got, size) in enumerate(zip(real, rec.shape)):
+            self.inline.append((eq(got.expr, to_expr(size)), after, f"{got} is dim {d} of "
+                                f"what the custom op {node.name!r} ({node.target}) returns; "
+                                "the file records its size", values))
 
     def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
         """A node that fails wherever it runs: refused at load where it runs at every call;

@@ -9,6 +9,11 @@ against that (``recorded.py``) and its bytes count in the memory budget.  Where 
 sizes vary with the inputs the file is not the exporter's: ``SYMBOLIC``, refused at load
 (without it a file's ``combinations(x, 3)`` over a declared range would allocate
 ``n**3`` elements uncounted, and its recorded shape would stand for the real one).
+
+A custom op (a namespace the caller allowed) is evaluated the same way at static sizes,
+by its fake implementation (``st.register_fake``, torch's ``register_fake``) or its Meta
+kernel: its recorded result is held against that and its bytes count (a fake that needs
+a tracer, one making a size from data, is left unknown: checked at call).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.serialize.constant_sizes import UNKNOWN
+from safetrace.trace.custom import fake_of
 
 SYMBOLIC = object()  # (an operand's size varies with the inputs)
 _CPU = torch.device("cpu")
@@ -55,9 +61,10 @@ def result(op: Any, args: Any, kwargs: dict) -> Any:
     margs, mkwargs = meta(list(args)), {k: meta(v) for k, v in kwargs.items()}
     if found:
         return found[0]
+    kernel = op if op.namespace == "aten" else (fake_of(op) or op)
     try:
         with torch._C.DisableTorchFunction():
-            out = op(*margs, **mkwargs)
+            out = kernel(*margs, **mkwargs)
     except Exception:  # noqa: BLE001 - a kernel that needs data, or refuses the call
         return UNKNOWN
     return _back(out)
@@ -65,6 +72,8 @@ def result(op: Any, args: Any, kwargs: dict) -> Any:
 
 def _back(v: Any) -> Any:
     if isinstance(v, torch.Tensor):
+        if not v.is_meta:  # (a custom op's fake computed on real data: not a meta result)
+            return UNKNOWN
         return TensorMeta(tuple(int(x) for x in v.shape), v.dtype, _CPU)
     if isinstance(v, (list, tuple)):
         return type(v)(_back(x) for x in v)

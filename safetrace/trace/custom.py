@@ -108,7 +108,8 @@ def _torch_ctx() -> Iterator[None]:
         yield
 
 
-def _fake_of(op: torch._ops.OpOverload) -> Callable | None:
+def fake_of(op: torch._ops.OpOverload) -> Callable | None:
+    """A custom op's fake implementation (safetrace's registry, then torch's), or None."""
     qual = op._schema.name
     fake = FAKES.get(qual)
     if fake is not None:
@@ -143,7 +144,7 @@ def call_overload(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
     if named is not None:  # a library op safetrace has a rule for, met for the first time
         rule(op)(named)
         return tr.emit(op, args, kwargs)
-    fake = _fake_of(op)
+    fake = fake_of(op)
     if fake is None and torch._C._dispatch_has_kernel_for_dispatch_key(
             op.name(), "CompositeImplicitAutograd"):
         return _decomposed(tr, op, args, kwargs)

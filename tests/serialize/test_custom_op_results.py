@@ -1,0 +1,100 @@
+"""A custom op's result in a loaded program is the loader's, not the file's word.
+
+Until session 25 a custom op (a namespace the caller allowed) had no shape rule at load:
+its result kept the shape the file records, whatever the op returns, and its bytes were
+not counted.  At static sizes its fake (or Meta kernel) now gives the result, held
+against the record (refused at load where they differ) and counted in the memory budget;
+over sizes that vary the record is checked in the graph right after the op, at each call.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize.hostile_static import pack, parts
+
+
+@torch.library.custom_op("sth25::twice_rows", mutates_args=())
+def twice_rows(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([x, x])
+
+
+@twice_rows.register_fake
+def _(x):
+    return x.new_empty(2 * x.shape[0], x.shape[1])
+
+
+@torch.library.custom_op("sth25::big", mutates_args=())
+def big(x: torch.Tensor) -> torch.Tensor:
+    raise AssertionError("never run: refused at load")
+
+
+@big.register_fake
+def _(x):
+    return x.new_empty(1 << 20, 1 << 16)
+
+
+class Twice(torch.nn.Module):
+    def forward(self, x):
+        return twice_rows(x) + 1
+
+
+DYN = {"x": (st.Dim("n", min=0, max=64), None)}
+
+
+def _saved(dynamic: dict | None, shape: list | None = None) -> bytes:
+    buf = io.BytesIO()
+    st.save(st.export(Twice(), (torch.randn(3, 4),), dynamic_shapes=dynamic), buf)
+    if shape is None:
+        return buf.getvalue()
+    doc, tensors = parts(buf.getvalue())
+    for node in doc["nodes"]:
+        if node.get("name") in ("twice_rows", "add"):
+            node["meta"]["val"]["tensor"]["shape"] = shape
+    return pack(doc, tensors)
+
+
+def _load(blob: bytes):
+    return st.load(io.BytesIO(blob), allow_ops=["sth25"])
+
+
+def test_a_recorded_result_other_than_the_fakes_is_refused_at_static_sizes():
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(_load(_saved(None)).module()(x), torch.cat([x, x]) + 1)
+    with pytest.raises(st.LoadError, match=r"node 'twice_rows': the file records its value "
+                                           r"as float32\[1000, 4\], but the graph computes "
+                                           r"float32\[6, 4\]"):
+        _load(_saved(None, [1000, 4]))
+
+
+def test_a_static_custom_ops_result_counts_in_the_memory_budget():
+    class Big(torch.nn.Module):
+        def forward(self, x):
+            return big(x)
+
+    ep = st.export(Big(), (torch.randn(3, 4),))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    with pytest.raises(st.LoadError, match=r"node .big. \(sth25.big.default\): the tensors "
+                                           r"alive there take 274877906944 bytes"):
+        st.load(io.BytesIO(buf.getvalue()), allow_ops=["sth25::big"])
+
+
+def test_over_varying_sizes_the_record_is_checked_after_the_op_at_each_call():
+    ep = _load(_saved(DYN))
+    for n in (0, 1, 5, 64):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(ep.module()(x), torch.cat([x, x]) + 1)
+    lying = _load(_saved(DYN, [["mul", 1000, "s0"], 4]))
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000\*s0 \(\w+ is dim 0 of what "
+                                                       r"the custom op 'twice_rows'"):
+        lying.module()(torch.randn(5, 4))
+    # saved again, the loaded program's own checks are dropped at load and made anew
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    again = _load(buf.getvalue())
+    torch.testing.assert_close(again.module()(torch.ones(2, 4)), torch.full((4, 4), 2.0))
