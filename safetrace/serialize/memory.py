@@ -262,6 +262,8 @@ class StaticMemory(SubgraphMemory):
                     and self._runs() == []:
                 never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
                     a, torch.fx.Node) else a)
+            if isinstance(target, torch._ops.OpOverload) and target not in RULES:
+                self._as_recorded(node)  # (no rule: its record is checked at call)
             return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
             if target is operator.getitem or target in SIZE_ARITHMETIC:
@@ -314,8 +316,8 @@ class StaticMemory(SubgraphMemory):
         out = _evaluate(op, args, kwargs)
         if out is _UNKNOWN and op not in RULES:
             out = unruled.result(op, args, kwargs)
-            if out is unruled.SYMBOLIC and op.namespace != "aten":
-                self._as_recorded(node)  # (a custom op over varying sizes)
+            if out is unruled.SYMBOLIC and op.namespace != "aten" or out is _UNKNOWN:
+                self._as_recorded(node)  # (a custom op over varying sizes, or data-dependent)
                 out = _UNKNOWN
             if out is unruled.SYMBOLIC:
                 raise bad_file(f"node {node.name!r}", f"{op} has no shape rule: safetrace's "
@@ -333,17 +335,20 @@ class StaticMemory(SubgraphMemory):
         return out
 
     def _as_recorded(self, node: torch.fx.Node) -> None:
-        """A custom op over sizes that vary: its fake cannot be run here, so the sizes the
-        file records for its tensor (which the loaded program keeps, and ``to_torch``
-        hands on) are checked in its graph before its first use, at each call (``inline``; a
-        recorded size of a symbol no earlier value gives, one the op makes from data, is
-        left as recorded)."""
+        """An op without a rule whose result the loader cannot work out (a custom op over
+        sizes that vary: its fake cannot run here; operands it does not know; a kernel that
+        sizes by data): the sizes the file records for its tensor (which the loaded program
+        keeps, and ``to_torch`` hands on) are checked in its graph before its first use, at
+        each call (``inline``; a recorded size of a symbol no earlier value gives, one the
+        op makes from data, is left as recorded)."""
         rec = getattr(node.meta.get("val"), "st_meta", None)
+        if not isinstance(rec, TensorMeta) or not node.users:
+            return
         after = node.next  # (before its first use other than a size query)
         while after.op != "root" and (after not in node.users or
                                       after.target is torch.ops.aten.sym_size.int):
             after = after.next
-        if not isinstance(rec, TensorMeta) or after.op == "root":
+        if after.op == "root":
             return
         real = []
         for _ in rec.shape:
@@ -353,7 +358,7 @@ class StaticMemory(SubgraphMemory):
         values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
         for d, (got, size) in enumerate(zip(real, rec.shape)):
             self.inline.append((eq(got.expr, to_expr(size)), after, f"{got} is dim {d} of "
-                                f"what the custom op {node.name!r} ({node.target}) returns; "
+                                f"what {node.name!r} ({node.target}) returns; "
                                 "the file records its size", values))
 
     def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
