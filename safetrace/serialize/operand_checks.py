@@ -9,15 +9,34 @@ before each such node (``guard``), made by each load and never saved (``saving.p
   (``batch[i]``, ``buf[4:8]``) it views, and through ``add_`` writes, the caller's memory
   around it, which the caller never gave.  The view's elements must lie within the
   tensor's own (its lowest to its highest element, no gaps between its elements there);
+  ``as_strided_scatter`` writes such a view of a copy of ``x``'s whole storage (the
+  caller's buffer around it): its view is held to the same rule;
 * ``ctc_loss`` reads ``log_probs`` at each target's class without a bounds check: a
   target of ``10**9`` crashes the process, one of ``-5`` reads memory before it.  Each
-  target a length makes it read must be a class of ``log_probs``.
+  target a length makes it read must be a class of ``log_probs``;
+* ``embedding_bag`` (and ``_embedding_bag``) reads ``indices`` between consecutive
+  ``offsets`` and checks only the first and the last: ``[0, -10**9]`` crashes the process,
+  ``[0, -5]`` reads memory before ``indices`` (with ``include_last_offset``, silently).
+  The offsets must be non-decreasing, within ``[0, len(indices)]``.
+
+Checked in a subprocess and found checked by torch itself (session 25, torch 2.11):
+indices, targets, pivots and sorters out of range in embedding, embedding_renorm_,
+index_select, index/index_put (hacked_twin too), index_add/copy/fill/reduce, gather,
+scatter (src, value, reduce, add, scatter_reduce), take, put(_), take_along_dim (wraps),
+nll_loss (1d, 2d, nd, forward, weights), cross_entropy_loss (label smoothing),
+multi_margin_loss, multilabel_margin_loss, one_hot, bincount, searchsorted and bucketize
+(sorter, unsorted, NaN), max_unpool2d/3d, lu_unpack, lu_solve, linalg_lu_solve,
+linalg_ldl_solve, repeat_interleave (output_size, negative repeats), ctc_loss's lengths,
+narrow.Tensor, split_with_sizes (unsafe, copy), tensor_split, fractional_max_pool2d/3d
+(samples outside [0, 1) are clamped), grid_sampler 2d/3d and the upsample kernels (NaN,
+infinite, huge coordinates and scales), col2im/im2col, unfold, pads.
 
 A check that fails raises a ``RuntimeAssertionError`` naming the node before it runs.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -31,6 +50,11 @@ aten = torch.ops.aten
 GUARDED: dict = {
     aten.as_strided.default: ("view", ("self", "size", "stride", "storage_offset")),
     aten.as_strided_copy.default: ("view", ("self", "size", "stride", "storage_offset")),
+    aten.as_strided_scatter.default: ("scatter", ("self", "size", "stride",
+                                                   "storage_offset")),
+    aten.embedding_bag.default: ("bags", ("indices", "offsets")),
+    aten.embedding_bag.padding_idx: ("bags", ("indices", "offsets")),
+    aten._embedding_bag.default: ("bags", ("indices", "offsets")),
     aten.ctc_loss.IntList: ("ctc", ("log_probs", "targets", "input_lengths",
                                     "target_lengths")),
     aten.ctc_loss.Tensor: ("ctc", ("log_probs", "targets", "input_lengths",
@@ -49,7 +73,8 @@ def _span(offset: int, size: Any, stride: Any) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _view(node: str, x: Any, size: Any, stride: Any, offset: Any = None) -> None:
+def _view(node: str, x: Any, size: Any, stride: Any, offset: Any = None,
+          target: str = "aten.as_strided") -> None:
     if not isinstance(x, torch.Tensor):
         return
     try:
@@ -62,7 +87,7 @@ def _view(node: str, x: Any, size: Any, stride: Any, offset: Any = None) -> None
     own = _span(x.storage_offset(), x.shape, x.stride())
     gaps = own is not None and own[1] - own[0] + 1 > x.numel()
     if own is None or gaps or view[0] < own[0] or view[1] > own[1]:
-        raise view_outside(node, "aten.as_strided", view,
+        raise view_outside(node, target, view,
                            own[:2] + (gaps,) if own is not None else (0, -1, False))
 
 
@@ -86,7 +111,23 @@ def _ctc(node: str, log_probs: Any, targets: Any, input_lengths: Any,
                                   "reads them unchecked)")
 
 
-_KINDS = {"view": _view, "ctc": _ctc}
+def _bags(node: str, indices: Any, offsets: Any) -> None:
+    if not isinstance(indices, torch.Tensor) or not isinstance(offsets, torch.Tensor) or \
+            indices.dim() != 1 or offsets.dim() != 1 or offsets.is_floating_point() or \
+            offsets.is_complex() or not offsets.numel():
+        return  # (2-d indices: torch makes the offsets; the kernel's own checks refuse others)
+    n = indices.shape[0]
+    if bool((offsets < 0).any()) or bool((offsets > n).any()) or \
+            bool((offsets[1:] < offsets[:-1]).any()):
+        shown = offsets[:8].tolist()
+        raise operand_refused(node, "aten.embedding_bag", f"offsets {shown}"
+                              f"{'...' if offsets.numel() > 8 else ''} that are not "
+                              f"non-decreasing within [0, {n}] (indices has {n} elements; its "
+                              "kernel reads between them unchecked)")
+
+
+_KINDS = {"view": _view, "ctc": _ctc, "bags": _bags,
+          "scatter": functools.partial(_view, target="aten.as_strided_scatter")}
 
 
 @run_time_check

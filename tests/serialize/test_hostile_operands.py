@@ -108,3 +108,58 @@ def test_ctc_loss_padding_past_the_target_lengths_is_not_read():
     log_probs, _, input_lengths, _ = _ctc_args([1, 2])
     padded = (log_probs, torch.tensor([[3, -1]]), input_lengths, torch.tensor([1]))
     torch.testing.assert_close(_ctc_loaded().module()(*padded), CTC()(*padded))
+
+
+def test_an_as_strided_scatter_view_past_the_given_tensor_is_refused_at_call():
+    """as_strided_scatter writes its view into a copy of the whole storage of its input
+    (the caller's buffer around it), at an offset into that storage: held to as_strided's
+    rule (session 25)."""
+    def blob(offset: int) -> bytes:
+        return _file(_call("y", "as_strided_scatter.default", {"node": "x"},
+                           {"node": "x"}, {"list": [4]}, {"list": [1]}, offset))
+
+    big = torch.arange(8.0)
+    with pytest.raises(st.RuntimeAssertionError, match=r"node 'y' \(aten.as_strided_scatter\) "
+                                                       r"would view storage elements 3..6"):
+        st.load(io.BytesIO(blob(3))).module()(big[2:6])
+    torch.testing.assert_close(st.load(io.BytesIO(blob(0))).module()(big[:4]), big[:4])
+    torch.testing.assert_close(big, torch.arange(8.0))
+
+
+class Bags(torch.nn.Module):
+    def __init__(self, last: bool = False):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(6, 3))
+        self.last = last
+
+    def forward(self, indices, offsets):
+        return torch.nn.functional.embedding_bag(indices, self.weight, offsets, mode="sum",
+                                                 include_last_offset=self.last)
+
+
+@functools.lru_cache(maxsize=2)
+def _bags_loaded(last: bool) -> tuple:
+    model = Bags(last)
+    args = (torch.tensor([0, 1, 2, 3]), torch.tensor([0, 2, 3, 4] if last else [0, 2, 3]))
+    buf = io.BytesIO()
+    st.save(st.export(model, args), buf)
+    return model, st.load(io.BytesIO(buf.getvalue())).module()
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["bags", "include_last_offset"])
+@pytest.mark.parametrize("offsets", [[0, -10**9, 2], [0, -5, 2], [0, 3, 1]],
+                         ids=["huge", "negative", "decreasing"])
+def test_embedding_bag_offsets_out_of_order_are_refused_at_call(last, offsets):
+    """torch checks only the first and the last offset: [0, -10**9, 2] crashed the process
+    (SIGSEGV), [0, -5, 2] read memory before the indices (with include_last_offset, silently:
+    a result of values the weight does not hold)."""
+    model, mod = _bags_loaded(last)
+    indices = torch.tensor([0, 1, 2, 3])
+    if last:
+        offsets = offsets + [4]
+    with pytest.raises(st.RuntimeAssertionError, match=r"aten.embedding_bag\) would run on "
+                                                       r"offsets .* not non-decreasing within "
+                                                       r"\[0, 4\]"):
+        mod(indices, torch.tensor(offsets))
+    good = torch.tensor([0, 0, 3, 4] if last else [0, 0, 3])
+    torch.testing.assert_close(mod(indices, good), model(indices, good))
