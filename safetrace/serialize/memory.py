@@ -262,8 +262,7 @@ class StaticMemory(SubgraphMemory):
                     and self._runs() == []:
                 never_runs.dim_range(node, target, lambda a: meta.get(a) if isinstance(
                     a, torch.fx.Node) else a)
-            if isinstance(target, torch._ops.OpOverload) and target not in RULES:
-                self._as_recorded(node)  # (no rule: its record is checked at call)
+            self._as_recorded(node)  # (its record is checked at call)
             return _UNKNOWN, _UNKNOWN
         if not isinstance(target, torch._ops.OpOverload):
             if target is operator.getitem or target in SIZE_ARITHMETIC:
@@ -335,9 +334,10 @@ class StaticMemory(SubgraphMemory):
         return out
 
     def _as_recorded(self, node: torch.fx.Node) -> None:
-        """An op without a rule whose result the loader cannot work out (a custom op over
-        sizes that vary: its fake cannot run here; operands it does not know; a kernel that
-        sizes by data): the sizes the file records for its tensor (which the loaded program
+        """A node whose result the loader cannot work out (operands it does not know: after
+        a custom op's number; an op without a rule: a custom op over sizes that vary, whose
+        fake cannot run here, a kernel that sizes by data): the sizes the file records for
+        its tensor (which the loaded program
         keeps, and ``to_torch`` hands on) are checked in its graph before its first use, at
         each call (``inline``; a recorded size of a symbol no earlier value gives, one the
         op makes from data, is left as recorded)."""

@@ -98,3 +98,24 @@ def test_over_varying_sizes_the_record_is_checked_after_the_op_at_each_call():
     st.save(ep, buf)
     again = _load(buf.getvalue())
     torch.testing.assert_close(again.module()(torch.ones(2, 4)), torch.full((4, 4), 2.0))
+
+
+def test_a_size_after_a_custom_ops_number_is_checked_as_recorded():
+    """``z[:count_nonzero_int(x)]``: the loader cannot work the slice out (the op's number
+    is read from data), so its recorded size is checked at each call (it stood as written:
+    a file recording 1000 printed and converted as 1000)."""
+    from tests.export import test_data_dependent as dd
+
+    args = (torch.tensor([1.0, 0.0, 2.0, 0.0, 3.0, 0.0]), torch.randn(6))
+    buf = io.BytesIO()
+    st.save(st.export(dd.CustomSlice(), args), buf)
+    doc, tensors = parts(buf.getvalue())
+    honest = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sttest"]).module()
+    torch.testing.assert_close(honest(*args), dd.CustomSlice()(*args))
+    for node in doc["nodes"]:
+        if node["name"].startswith("slice"):
+            node["meta"]["val"]["tensor"]["shape"] = [1000]
+    lying = st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sttest"]).module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000 \(\w+ is dim 0 of what "
+                                                       r"'slice_1' \(aten.slice.Tensor\)"):
+        lying(*args)
