@@ -18,7 +18,15 @@
 * ``views``: a main-graph call replaced by an ``as_strided`` view of a user input (sizes,
   strides and a storage offset reaching before or past it), read, or written by ``add_``:
   the probe's worker calls every program that runs again with its inputs inside larger
-  buffers of sentinels (``embedded_call``), a finding where a sentinel is read or written.
+  buffers of sentinels (``embedded_call``), a finding where a sentinel is read or written;
+* ``operands`` (session 25): a float tensor of the main graph gets zero times the sum of
+  a kernel that reads indices or offsets from data, given hostile ones built by
+  ``arange``: ``embedding_bag`` offsets that decrease or go negative (``[0, -10**9]``
+  crashed the process), ``as_strided_scatter`` views past a user input, ``gather``,
+  ``index_select``, ``take``, ``scatter_add``, ``index_put``, ``nll_loss``,
+  ``max_unpool2d`` and ``searchsorted``'s sorter indices out of range;
+* ``records`` (session 25): the recorded shape of a call's tensor (a custom op's first) and
+  of the nodes using it changed to another size or expression of a symbol.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import struct
 
 KEY = "safetrace.program"
 SENTINEL = 12345  # (the value around an embedded input: read or written, a finding)
-KINDS = ("alias", "names", "ops", "ranges", "views")
+KINDS = ("alias", "names", "ops", "ranges", "views", "operands", "records")
 
 CONFUSABLE = ("\uff58", "\uff53\uff45\uff4c\uff46", "\uff3fst_forward", "self", "forward",
               "training", "_st_forward", "__class__", "x\u200b", "\u0445")  # (the last: Cyrillic)
@@ -82,7 +90,7 @@ def _pack(doc: dict, tensors: dict) -> bytes:
 
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
     make = {"alias": _alias, "names": _names, "ops": _ops, "ranges": _ranges,
-            "views": _views}[kind]
+            "views": _views, "operands": _operands, "records": _records}[kind]
     doc, tensors = _parts(blob)
     out = []
     for _ in range(count):
@@ -235,6 +243,135 @@ def _views(d: dict, t: dict, rng: random.Random) -> str | None:
                                    "target": "torch.ops.aten.add_.Tensor",
                                    "args": [{"node": node["name"]}, 1]})
     return f"{'write' if write else 'read'}[{size}:{stride}@{offset}]@{node['name']}"
+
+
+_BAD = ((10**9, 10**9 + 1, 1), (-5, -4, 1), (4, 5, 1), (-10**9, -10**9 + 1, 1))
+_OFFSETS = ((0, -10, -5), (0, -2 * 10**9, -10**9), (0, 8, 4), (0, -2, -1), (0, 4, 2))
+
+
+def _operands(d: dict, t: dict, rng: random.Random) -> str | None:
+    floats = [n for n in d["nodes"] if n["op"] == "call_function"
+              and str(n.get("target", "")).startswith("torch.ops.aten.")
+              and str(((n.get("meta") or {}).get("val") or {}).get("tensor", {}).get(
+                  "dtype")).startswith("float")]
+    users = {i.get("name") for i in d.get("inputs", ()) if i.get("kind") == "user_input"}
+    inputs = [n["name"] for n in d["nodes"] if n["op"] == "placeholder" and n["name"] in users
+              and "tensor" in ((n.get("meta") or {}).get("val") or {})]
+    if not floats:
+        return None
+    node = rng.choice(floats)
+    name, new = node["name"], []
+    long = {"dtype": "int64"}
+
+    def call(suffix: str, target: str, *args, **kwargs) -> dict:
+        n = {"name": f"{name}_{suffix}", "op": "call_function",
+             "target": target if target.startswith("operator.") else f"torch.ops.aten.{target}",
+             "args": list(args)}
+        if kwargs:
+            n["kwargs"] = [[k, v] for k, v in kwargs.items()]
+        new.append(n)
+        return {"node": n["name"]}
+
+    how = rng.choice(["bag", "bag", "bag", "scatter_view", "index"])
+    w = call("w", "ones.default", {"list": [6, 3]})
+    if how == "bag":
+        start, stop, step = rng.choice(_OFFSETS)
+        last, mode = rng.random() < 0.5, rng.choice([0, 1, 2])
+        idx = call("i", "arange.start_step", 0, 4, 1, dtype=long)
+        off = call("o", "arange.start_step", start, stop, step, dtype=long)
+        op = rng.choice(["embedding_bag.default", "_embedding_bag.default"])
+        bag = call("eb", op, w, idx, off, False, mode, False, None, last)
+        value = call("eb0", "operator.getitem", bag, 0)
+        label = f"bag:{op}[{start}:{stop}:{step}]m{mode}{'L' if last else ''}"
+    elif how == "scatter_view" and inputs:
+        x = {"node": rng.choice(inputs)}
+        flat = call("f", "reshape.default", x, {"list": [-1]})
+        size, offset = rng.choice([1, 2, 4, 8]), rng.choice([0, 1, 4, 8, 12])
+        part = call("p", "slice.Tensor", flat, 0, 0, size)
+        value = call("s", "as_strided_scatter.default", flat, part, {"list": [size]},
+                     {"list": [1]}, offset)
+        label = f"scatter_view[{size}@{offset}]"
+    else:
+        lo, hi, step = rng.choice(_BAD)
+        bad = call("b", "arange.start_step", lo, hi, step, dtype=long)
+        kind = rng.choice(["gather", "index_select", "take", "scatter_add", "index_put",
+                           "nll_loss", "max_unpool2d", "searchsorted"])
+        if kind == "gather":
+            value = call("k", "gather.default", w, 0, call("v", "view.default", bad,
+                                                            {"list": [1, 1]}))
+        elif kind == "index_select":
+            value = call("k", "index_select.default", w, 0, bad)
+        elif kind == "take":
+            value = call("k", "take.default", w, bad)
+        elif kind == "scatter_add":
+            value = call("k", "scatter_add.default", w, 0, call(
+                "v", "view.default", bad, {"list": [1, 1]}), w)
+        elif kind == "index_put":
+            value = call("k", "index_put.default", w, {"list": [bad]},
+                         call("one", "scalar_tensor.default", 1.0), True)
+        elif kind == "nll_loss":
+            value = call("k", "nll_loss_forward.default", w, call(
+                "v", "repeat.default", bad, {"list": [6]}), None, 1, -100)
+            value = call("k0", "operator.getitem", value, 0)
+        elif kind == "max_unpool2d":
+            ones = call("u", "ones.default", {"list": [1, 1, 1, 1]})
+            value = call("k", "max_unpool2d.default", ones, call(
+                "v", "view.default", bad, {"list": [1, 1, 1, 1]}), {"list": [2, 2]})
+        else:
+            sorted_ = call("q", "arange.start_step", 0, 3, 1, dtype={"dtype": "float32"})
+            sorter = call("r", "cat.default", {"list": [call("r0", "arange.start_step", 0, 2, 1,
+                                                             dtype=long), bad]})
+            value = call("k", "searchsorted.Scalar", sorted_, 1.5, sorter=sorter)
+            value = call("kf", "_to_copy.default", value, dtype={"dtype": "float32"})
+        label = f"index:{kind}[{lo}]"
+    total = call("sum", "sum.default", value)
+    zero = call("zero", "mul.Tensor", total, 0)
+    at = d["nodes"].index(node)
+    plus = {"name": f"{name}_plus", "op": "call_function", "target": "torch.ops.aten.add.Tensor",
+            "args": [{"node": name}, zero], "meta": copy.deepcopy(node.get("meta") or {})}
+    _rename(d["nodes"][at + 1:], name, plus["name"])
+    d["nodes"][at + 1:at + 1] = new + [plus]
+    return f"{label}@{name}"
+
+
+def _records(d: dict, t: dict, rng: random.Random) -> str | None:
+    calls = [n for n in d["nodes"] if n["op"] == "call_function"
+             and "tensor" in ((n.get("meta") or {}).get("val") or {})
+             and (n["meta"]["val"]["tensor"].get("shape") or [])]
+    if not calls:
+        return None
+    custom = [n for n in calls if not str(n.get("target", "")).startswith(("torch.ops.aten.",
+                                                                           "operator."))]
+    node = rng.choice(custom if custom and rng.random() < 0.7 else calls)
+    syms = [s["name"] for s in d.get("symbols") or ()]
+    shape = node["meta"]["val"]["tensor"]["shape"]
+    d_ = rng.randrange(len(shape))
+    new = rng.choice([0, 1, 1000, 2**40] + ([["mul", 1000, rng.choice(syms)],
+                                            ["add", 1, rng.choice(syms)]] if syms else []))
+    shape[d_] = new
+    if rng.random() < 0.5:  # (and its users alike)
+        for n in d["nodes"]:
+            val = (n.get("meta") or {}).get("val") or {}
+            if n is not node and "tensor" in val and json.dumps(n.get("args")).count(
+                    json.dumps({"node": node["name"]})) and len(val["tensor"]["shape"]) > d_:
+                val["tensor"]["shape"][d_] = new
+    return f"{json.dumps(new)}@{node['name']}[{d_}]"
+
+
+def _rename(nodes: list, old: str, new: str) -> None:
+    """Point every use of node ``old`` in ``nodes`` (their arguments) to ``new``."""
+    def walk(v):
+        if isinstance(v, dict):
+            if v.get("node") == old and len(v) == 1:
+                v["node"] = new
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    for n in nodes:
+        walk(n.get("args"))
+        walk(n.get("kwargs"))
 
 
 def embedded_call(mod, args: tuple, kwargs: dict) -> str | None:

@@ -16,7 +16,8 @@ over six more bases with size work in branches and bodies; ``--classes sg`` runs
 those), and calls replaced by backend or gradient kernels of hostile arguments
 (``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``), tied tensors, confusable
 names, unlisted and device operators, symbol ranges, strided views of the inputs
-(``alias``, ``names``, ``ops``, ``ranges``, ``views``: benchmarks/hostile_more.py); every
+(``alias``, ``names``, ``ops``, ``ranges``, ``views``, ``operands``, ``records``:
+benchmarks/hostile_more.py); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
@@ -593,7 +594,7 @@ def main() -> int:
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
-                         "alias,names,ops,ranges,views)")
+                         "alias,names,ops,ranges,views,operands,records)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_more
@@ -612,7 +613,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
-                               "ranges,views").split(","))
+                               "ranges,views,operands,records").split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2),
