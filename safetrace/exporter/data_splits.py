@@ -91,7 +91,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
-    note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", ""))),
+    note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", "")),
+                    ep.dim_names),
              *two_sides(test, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts, contract=ep.contract)

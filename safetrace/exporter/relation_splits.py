@@ -193,7 +193,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any,
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = ""
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
-    note(g, [header("relation", cond, where_of(origin)), *two_sides(cond, ep, other)])
+    note(g, [header("relation", cond, where_of(origin), ep.dim_names),
+             *two_sides(cond, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts,
                           contract=_contract(ep, other, cond, narrowed))

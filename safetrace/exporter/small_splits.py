@@ -66,6 +66,7 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
     try:
         narrowing, start, c = first[0]
         explore(run, start, narrowing, sides, [0, max_splits, None, False, True])
-        return headed(combine(sides), header("size", c.cond, where_of(c.origin)))
+        out = combine(sides)
+        return headed(out, header("size", c.cond, where_of(c.origin), out.dim_names))
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep

@@ -14,14 +14,24 @@ import os
 import re
 from typing import Any
 
+from safetrace.symbolic import subs
+from safetrace.symbolic.expr import Expr, sym
 from safetrace.trace.source import parse
 
 _FROM = re.compile(r"\(from (`[^`]*` at [^\s)]+)\)")
 
 
-def header(kind: str, cond: Any, where: str) -> str:
-    """``relation split on `4*s0 <= s1` (from `if ...:` at model.py:12)``."""
-    return f"{kind} split on `{cond}`" + (f" (from {where})" if where else "")
+def named(cond: Any, names: dict | None) -> Any:
+    """``cond`` with each symbol of a named Dim written as the Dim's name (``names``:
+    symbol -> Dim name, ``ep.dim_names``): ``a*b != 0``, not ``s0*s1 != 0``."""
+    if not names or not isinstance(cond, Expr):
+        return cond
+    return subs(cond, {s: sym(names[s]) for s in map(str, cond.free_symbols) if s in names})
+
+
+def header(kind: str, cond: Any, where: str, names: dict | None = None) -> str:
+    """``relation split on `4*a <= b` (from `if ...:` at model.py:12)``."""
+    return f"{kind} split on `{named(cond, names)}`" + (f" (from {where})" if where else "")
 
 
 def where_of(origin: str) -> str:
@@ -40,6 +50,7 @@ def where_of_trace(stack_trace: str) -> str:
 def two_sides(cond: Any, holds: Any, fails: Any) -> list[str]:
     """The side lines of a split on a condition (a torch.cond on it), each followed by the
     splits of its side's program (`holds`, `fails`), indented under it."""
+    cond = named(cond, getattr(holds, "dim_names", None))
     return [f"  where `{cond}` holds: the graph traced for it (the torch.cond's true branch)",
             *nested(holds), "  where it fails: the graph traced for that (the false branch)",
             *nested(fails)]

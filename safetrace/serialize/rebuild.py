@@ -33,6 +33,7 @@ from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
 
 _RESERVED_NODES = frozenset({"self"})
+MAX_SPLIT_LINES = 4096  # (the lines of a program's splits: one per split and side)
 _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
                        "layout", "memory_format", "ellipsis"})
 
@@ -112,6 +113,7 @@ class Builder(StateReader):
         ep.retrace = export  # run_decompositions retraces with st.export
         ep.dim_names = self._dim_names(contract)
         ep.exported_training = expect(self.doc.get("training", False), bool, "training")
+        graph.__dict__["st_splits"] = self._splits()
         # (format 1 also stores these two; the program derives them from its contract)
         self._range_constraints()
         self._pairs("dims_report", str)
@@ -394,6 +396,21 @@ class Builder(StateReader):
             out[sym(_symbol(r[0], where))] = ValueRange(-math.inf if lo is None else lo,
                                                          math.inf if hi is None else hi)
         return out
+
+    def _splits(self) -> list[str]:
+        """The lines describing the program's splits (``print(ep)``, ``split_report.py``):
+        text only, never parsed nor run; printable characters (no terminal escapes, line
+        breaks or direction marks), within the string budget and ``MAX_SPLIT_LINES``."""
+        lines = expect(self.doc.get("splits", []), list, "splits")
+        if len(lines) > MAX_SPLIT_LINES:
+            raise fail("splits", f"{len(lines)} lines, more than {MAX_SPLIT_LINES}")
+        for i, line in enumerate(lines):
+            expect(line, str, f"splits[{i}]")
+            if len(line) > self.budgets.max_string or not line.isprintable():
+                raise fail(f"splits[{i}]", f"a line of {len(line)} characters that is "
+                           f"longer than max_string ({self.budgets.max_string}) or holds "
+                           "characters that are not printable (control, format)")
+        return list(lines)
 
     def _dim_names(self, contract: Any) -> dict:
         """symbol -> the user's Dim name; each symbol one of the contract's."""

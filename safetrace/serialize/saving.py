@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
+from safetrace.exporter.split_report import describe
 from safetrace.progress import task
 from safetrace.serialize import operand_checks, value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
@@ -26,7 +27,8 @@ from safetrace.trace.subclasses import rebuild
 
 FORMAT = "safetrace.program"
 # 2.1: dim_names, training; dtypes without a safetensors code (the safetrace.dtypes entry)
-VERSION = (2, 1)
+# 2.2: splits (the lines of exporter/split_report.py, written only where there are some)
+VERSION = (2, 2)
 # the metadata entry of the program (beside it: ``safetrace.dtypes``, see tensorfile.py)
 PROGRAM = "safetrace.program"
 
@@ -151,6 +153,7 @@ def document(ep: Any) -> dict:
         "training": bool(getattr(ep, "exported_training", False)),
         **({"subgraphs": subgraphs} if (subgraphs := encode_subgraphs(ep.graph, _nodes))
            else {}),
+        **({"splits": splits} if (splits := describe(ep.graph)) else {}),
     }
 
 

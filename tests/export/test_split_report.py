@@ -59,12 +59,12 @@ def test_a_size_split_names_its_range_line_and_sides():
 def test_a_split_at_size_zero_names_its_condition_and_line():
     text, printed = _both(EmptyIsSpecial(), torch.randn(3, 4),
                           {0: Dim("a", max=8), 1: Dim("b", max=8)})
-    head = "size split on `s0*s1 != 0` (from `if x.numel() == 0:  # small-size split` at " \
+    head = "size split on `a*b != 0` (from `if x.numel() == 0:  # small-size split` at " \
            "test_split_report.py:20)"
     assert head in text and head in printed and "  a == 0: its own graph" in text
     # (b == 0 where a >= 1: a split of that side's program, indented under its line)
     assert "  1 <= a <= 8: its own graph (a torch.cond branch)\n    relation split on " \
-        "`s0*s1 != 0`" in text
+        "`a*b != 0`" in text
 
 
 def test_a_data_split_names_its_test_line_and_branches():
@@ -79,7 +79,7 @@ def test_a_data_split_names_its_test_line_and_branches():
 def test_a_relation_split_names_its_relation_line_and_branches():
     text, printed = _both(WideOrTall(), torch.randn(2, 1, 5),
                           {1: Dim("a", max=1), 2: Dim("b", min=1, max=20)})
-    head = "relation split on `4*s0 <= s1` (from `if x.shape[2] >= 4 * x.shape[1]:  # " \
+    head = "relation split on `4*a <= b` (from `if x.shape[2] >= 4 * x.shape[1]:  # " \
            "relation split` at test_split_report.py:35)"
     assert head in text and head in printed and "where it fails: the graph traced for that" \
         in printed
@@ -88,3 +88,21 @@ def test_a_relation_split_names_its_relation_line_and_branches():
 def test_a_program_without_splits_reports_none():
     report = st.explain(lambda x: x + 1, (torch.randn(3),), dynamic_shapes=({0: Dim("n")},))
     assert report.ok and report.splits == [] and "Splits (" not in str(report)
+
+
+def test_a_loaded_program_prints_the_splits_it_was_saved_with():
+    """The lines are saved with the program (format 2.2, ``splits``) and printed after
+    ``st.load``: before, a loaded program printed none."""
+    import io
+
+    ep = st.export(EmptyIsSpecial(), (torch.randn(3, 4),),
+                   dynamic_shapes=({0: Dim("a", max=8), 1: Dim("b", max=8)},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(io.BytesIO(buf.getvalue()))
+    lines = [line for line in str(ep).splitlines() if "split on" in line or "its own" in line]
+    assert lines and "size split on `a*b != 0`" in lines[0]
+    assert [line for line in str(loaded).splitlines() if line in lines] == lines
+    again = io.BytesIO()
+    st.save(loaded, again)  # (and saved again as they were)
+    assert str(st.load(io.BytesIO(again.getvalue()))) == str(loaded)
