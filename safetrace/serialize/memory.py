@@ -340,10 +340,10 @@ class StaticMemory(SubgraphMemory):
         its tensor (which the loaded program
         keeps, and ``to_torch`` hands on) are checked in its graph before its first use, at
         each call (``inline``; a recorded size of a symbol no earlier value gives, one the
-        op makes from data, is left as recorded)."""
+        op makes from data, and a subgraph's node, are left as recorded)."""
         rec = getattr(node.meta.get("val"), "st_meta", None)
-        if not isinstance(rec, TensorMeta) or not node.users:
-            return
+        if not isinstance(rec, TensorMeta) or not node.users or node.graph is not self.main:
+            return  # (a subgraph's: as recorded, evaluated once per call site it may have)
         after = node.next  # (before its first use other than a size query)
         while after.op != "root" and (after not in node.users or
                                       after.target is torch.ops.aten.sym_size.int):
