@@ -8,7 +8,8 @@
     safetrace run FILE [--n N] [--seed S]    run on random inputs drawn from the contract
 
 Options of show/check/run: --allow-ops NS::OP (repeatable) lets the graph call that
-custom operator (it must be registered in this process: --import MODULE imports it).
+custom operator (it must be registered in this process: --import MODULE imports it);
+--allow-cuda lets it name CUDA devices (a program exported on a GPU).
 Everything printed that comes from a file is escaped to printable text.
 
 MODULE may be a dotted name or a file (path/to/models.py:make).  Errors are one message
@@ -189,6 +190,8 @@ def _file_args(s: argparse.ArgumentParser) -> None:
                    help="let the graph call this custom operator (repeatable)")
     s.add_argument("--weights", default=None,
                    help="safetensors weights for a file saved with weights=False")
+    s.add_argument("--allow-cuda", action="store_true",
+                   help="let the graph name CUDA devices (a program exported on a GPU)")
     s.add_argument("--import", dest="imports", action="append", default=[],
                    metavar="MODULE", help="import MODULE first (registers custom ops)")
 
@@ -197,7 +200,8 @@ def _load(ns: argparse.Namespace) -> Any:
     from safetrace.serialize import load
 
     try:
-        return load(ns.file, allow_ops=ns.allow_ops, weights=ns.weights)
+        return load(ns.file, allow_ops=ns.allow_ops, weights=ns.weights,
+                    allow_cuda=ns.allow_cuda)
     except TypeError as err:  # a malformed --allow-ops entry
         raise allow_ops_entry(str(err)) from None
 

@@ -116,6 +116,20 @@ def test_check_refuses_a_graph_off_the_allowlist(tmp_path, capsys):
     assert "from_file" in err and "refused" in err
 
 
+def test_check_loads_a_graph_naming_cuda_only_with_allow_cuda(tmp_path, capsys):
+    from tests.serialize.hostile_static import pack, parts, saved_abs
+
+    doc, tensors = parts(saved_abs(3))
+    call = next(n for n in doc["nodes"] if n["op"] == "call_function")
+    call["target"] = "torch.ops.aten._to_copy.default"
+    call["kwargs"] = [["device", {"device": "cuda:0"}]]
+    path = tmp_path / "gpu.st"
+    path.write_bytes(pack(doc, tensors))
+    assert main(["check", str(path)]) == 1
+    assert "allow_cuda=True" in capsys.readouterr().err
+    assert main(["show", str(path), "--allow-cuda"]) == 0
+
+
 def test_run_caps_inputs_whatever_the_hints_say(tmp_path, capsys):
     def edit(doc):
         doc["symbols"][0]["hint"] = 2 ** 33
