@@ -113,10 +113,10 @@ def _ctc(node: str, log_probs: Any, targets: Any, input_lengths: Any,
 
 def _bags(node: str, indices: Any, offsets: Any) -> None:
     if not isinstance(indices, torch.Tensor) or not isinstance(offsets, torch.Tensor) or \
-            indices.dim() != 1 or offsets.dim() != 1 or offsets.is_floating_point() or \
-            offsets.is_complex() or not offsets.numel():
-        return  # (2-d indices: torch makes the offsets; the kernel's own checks refuse others)
-    n = indices.shape[0]
+            offsets.dim() != 1 or offsets.is_floating_point() or offsets.is_complex() or \
+            not offsets.numel():
+        return  # (the kernel's own checks refuse these)
+    n = indices.numel()  # (2-d indices with offsets given: read flat, [0, -10**9] crashed)
     if bool((offsets < 0).any()) or bool((offsets > n).any()) or \
             bool((offsets[1:] < offsets[:-1]).any()):
         shown = offsets[:8].tolist()

@@ -163,3 +163,19 @@ def test_embedding_bag_offsets_out_of_order_are_refused_at_call(last, offsets):
         mod(indices, torch.tensor(offsets))
     good = torch.tensor([0, 0, 3, 4] if last else [0, 0, 3])
     torch.testing.assert_close(mod(indices, good), model(indices, good))
+
+
+def test_embedding_bag_of_2d_indices_with_offsets_is_refused_at_load():
+    """The kernel reads 2-d indices flat when offsets are given (the functional API builds
+    them itself): [0, -10**9] crashed the process there too.  The shape rule refuses such
+    a call at load; where the indices' shape is known only at call, the operand check
+    reads them flat (``operand_checks._bags``)."""
+    nodes = [_call("w", "ones.default", {"list": [6, 3]}),
+             _call("r", "arange.start_step", 0, 4, 1),
+             _call("i", "view.default", {"node": "r"}, {"list": [2, 2]}),
+             _call("o", "arange.start_step", 0, -2 * 10**9, -10**9),
+             _call("b", "embedding_bag.default", {"node": "w"}, {"node": "i"}, {"node": "o"}),
+             {"name": "y", "op": "call_function", "target": "operator.getitem",
+              "args": [{"node": "b"}, 0]}]
+    with pytest.raises(st.LoadError, match=r"node 'b': .* input has to be a 1D Tensor"):
+        st.load(io.BytesIO(_file(*nodes)))
