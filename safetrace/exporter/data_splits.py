@@ -28,6 +28,7 @@ sides with other signatures or contracts, outputs of another rank) keeps the ass
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Callable
 
@@ -41,10 +42,11 @@ from safetrace.exporter.compare import is_size_fn, note
 from safetrace.exporter.split_report import header, two_sides, where_of_trace
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import make_bool, make_int
-from safetrace.symbolic.canon import and_, ge, le, or_
-from safetrace.symbolic.expr import TRUE, sym
+from safetrace.symbolic.canon import and_, ge, le, or_, substitute
+from safetrace.symbolic.expr import TRUE, sym, to_expr
 from safetrace.trace.asserts import assert_sym, asserts_condition
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.mutation import mutates, written_placeholders
 
 _KINDS = ("user_output", "buffer_mutation")
@@ -90,7 +92,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
-    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
+    vals = _own_sizes(output_vals(sides, sides[0], {}, env), ep.graph, reads, env)
+    cond_outputs(g, node, inputs, phs, mutated, vals)
     note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", ""))),
              *two_sides(test, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
@@ -99,6 +102,53 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
+
+
+def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> list:
+    """The cond's output values with each size the top graph reads from data (`reads`'
+    symbols, ``u0`` of ``x[mask]``) renamed to a new size, one per symbol (outputs of one
+    size stay one).  Each branch computes that read again, the same number; but what reads
+    the program (``st.load``'s evaluation, ``to_torch()``) gives each branch's read a
+    symbol of its own, and sees the cond's output as a new size, as torch.cond's outputs
+    are: the top's ``u0`` there is a size it cannot prove (fuzz seed 1)."""
+    inputs = set().union(*(_symbols(n.meta.get("val")) for n in graph.nodes
+                           if n.op == "placeholder"))
+    top = set().union(*(_symbols(n.meta.get("val")) for n in reads)) - inputs
+    if not top:
+        return vals
+    new: dict = {}
+
+    def renamed(v: object) -> object:
+        e = getattr(v, "expr", None)
+        if e is None or not {str(s) for s in to_expr(e).free_symbols} & top:
+            return v
+        for name in sorted(str(s) for s in to_expr(e).free_symbols):
+            if name in top and name not in new:
+                r = env.bounds(sym(name))
+                new[name] = env.new_unbacked(
+                    lo=None if r.lo == -math.inf else int(r.lo),
+                    hi=None if r.hi == math.inf else int(r.hi),
+                    origin="a data split's output")
+        return make_int(substitute(to_expr(e), lambda s: new.get(s.name)), env)
+
+    out = []
+    for v in vals:
+        if isinstance(v, Proxy):
+            m = v.st_meta
+            shape = tuple(renamed(d) for d in m.shape)
+            if any(a is not b for a, b in zip(shape, m.shape)):
+                v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        else:
+            v = renamed(v)
+        out.append(v)
+    return out
+
+
+def _symbols(val: object) -> set:
+    """The names of the symbols in a node's value (a tensor's sizes, a size)."""
+    dims = val.st_meta.shape if isinstance(val, Proxy) else (val,)
+    return {str(s) for d in dims if getattr(d, "expr", None) is not None
+            for s in to_expr(d.expr).free_symbols}
 
 
 def _assert_ranges(g: torch.fx.Graph, ep: ExportedProgram, inputs: list, phs: list,

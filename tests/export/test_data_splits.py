@@ -90,6 +90,41 @@ def test_the_joined_program_saves_and_loads(tmp_path) -> None:
         torch.testing.assert_close(loaded(y), One()(y))
 
 
+class Returned(nn.Module):
+    """The read itself returned beside the branch's value (fuzz seed 1)."""
+
+    def forward(self, y):
+        v = y[y[:, 0] > 0]
+        w = v * 2 if v.shape[0] >= 2 else v.sum(0, keepdim=True)
+        return v, w, v.reshape(-1)
+
+
+@pytest.mark.parametrize("low", [0, 1], ids=["inside a size split on n == 0", "alone"])
+def test_a_program_returning_the_read_saves_and_loads(low) -> None:
+    """Each branch computes the read again; the cond's outputs are sizes of their own, not
+    the top graph's ``u0``, which st.load's evaluation of a branch cannot prove (it refused
+    our own file)."""
+    import io
+
+    ep = st.export(Returned(), (torch.randn(6, 3),),
+                   dynamic_shapes=({0: st.Dim("n", min=low, max=64)},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue()).module()
+    for n in (0, 1, 2, 5):
+        for k in range(min(n, 3) + 1):
+            y = torch.randn(n, 3).abs()
+            y[k:, 0] *= -1
+            if n < low:
+                with pytest.raises(st.InputMismatchError):
+                    loaded(y)
+                continue
+            for a, b in zip(loaded(y), Returned()(y)):
+                torch.testing.assert_close(a, b)
+    with pytest.raises(st.InputMismatchError):
+        loaded(torch.randn(65, 3))
+
+
 @pytest.mark.slow  # (the conversion: a few seconds)
 def test_the_joined_program_converts_to_torch() -> None:
     ep = st.export(Empty(), (_data(6, 3),), dynamic_shapes=({0: N},))
