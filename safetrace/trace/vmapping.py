@@ -9,13 +9,6 @@ what vmap computes, as ordinary recorded ops.  A batch of static size up to
 stacked results moved to ``out_dims``.  Either way the function is held to what vmap runs
 once per slice (no in-place write, random op or data read), and a result that views an
 input is marked so that a later write to either is refused.
-
-An empty batch, which eager's vmap takes (the function runs once on a batch of no slice),
-has no slice to trace: the function is traced on a slice of zeros, for its results' sizes
-and dtypes and the checks its ops make of the slice's sizes (eager's batching rules check
-the same), and each result is an empty tensor of those sizes with the batch dim of 0.  A
-dynamic batch that may be empty is a ``torch.cond`` on its size: that where it is 0, the
-``map`` where it is not (torch's map takes no empty batch).
 """
 
 from __future__ import annotations
@@ -29,8 +22,6 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.errors import below_tracer, shape_error, vmap_not_per_slice
-from safetrace.symbolic.canon import ge
-from safetrace.symbolic.expr import to_expr
 from safetrace.trace.current import active_tracer, exporting
 from safetrace.trace.hops import ops as hop_ops
 from safetrace.trace.hops import submodules
@@ -139,8 +130,6 @@ def _per_slice(func: Callable, in_dims: Any, out_dims: Any, args: tuple, kwargs:
     tr = active_tracer()
     if tr is not None and not (isinstance(size, int) and size <= UNROLL_LIMIT):
         return _mapped(tr, func, leaves, dims, spec, out_dims, kwargs), None
-    if tr is not None and size == 0:
-        return _empty(func, leaves, dims, spec, out_dims, kwargs), []
     if not isinstance(size, int) or not 0 < size <= UNROLL_LIMIT:
         raise below_tracer("torch.vmap", short(stack_trace(3)))  # (a dynamic batch)
     results = []
@@ -167,48 +156,6 @@ def _mapped(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_di
     function traced once on a slice (every other argument as it is), and each stacked
     result's batch dim moved to its ``out_dims``."""
     mapped = [x.movedim(d, 0) if d else x for x, d in zip(leaves, dims) if d is not None]
-    n = mapped[0].shape[0]
-    if isinstance(n, int) or tr.env.decide(ge(to_expr(n.expr), 1)) is True:
-        return _map(tr, func, leaves, dims, spec, out_dims, kwargs, mapped)
-
-    def moved(xs: tuple) -> list:  # (the leaves with the mapped ones given, batch first)
-        it = iter(xs)
-        return [x if d is None else next(it) for x, d in zip(leaves, dims)]
-
-    first = [None if d is None else 0 for d in dims]
-    return hop_ops.cond(  # (eager's vmap takes an empty batch; torch's map does not)
-        tr, n >= 1,
-        lambda *xs: _map(tr, func, moved(xs), first, spec, out_dims, kwargs, list(xs), True),
-        lambda *xs: _empty(func, moved(xs), first, spec, out_dims, kwargs),
-        tuple(mapped))
-
-
-def _empty(func: Callable, leaves: list, dims: list, spec: Any, out_dims: Any,
-           kwargs: dict) -> Any:
-    """vmap over an empty batch: the function traced on a slice of zeros, each result an
-    empty tensor of its sizes with a batch dim of 0 at its ``out_dims``."""
-    sliced = [x if d is None else x.new_zeros(tuple(x.shape[:d]) + tuple(x.shape[d + 1:]))
-              for x, d in zip(leaves, dims)]
-    _DEPTH.levels += 1
-    try:
-        out = func(*pytree.tree_unflatten(sliced, spec), **kwargs)
-    finally:
-        _DEPTH.levels -= 1
-    outs, out_spec = pytree.tree_flatten(out)
-    where = [out_dims] * len(outs) if isinstance(out_dims, int) else \
-        pytree._broadcast_to_and_flatten(out_dims, out_spec)
-    if where is None or not all(isinstance(o, torch.Tensor) and isinstance(d, int)
-                                for o, d in zip(outs, where)):
-        raise below_tracer("torch.vmap over an empty batch", short(stack_trace(2)))
-    empty = [o.new_empty((0, *o.shape)) for o in outs]  # (moved as the map's results
-    return pytree.tree_unflatten(  # are, so a cond's two branches have one layout)
-        [e.movedim(0, d) if d else e for e, d in zip(empty, where)], out_spec)
-
-
-def _map(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_dims: Any,
-         kwargs: dict, mapped: list, nonempty: bool = False) -> Any:
-    """The vmap of a batch of one slice or more as one ``map`` (``_mapped``; `nonempty`:
-    in the branch of the cond that runs where the batch has a slice)."""
 
     def body(slices: list) -> Any:
         it = iter(slices)
@@ -220,12 +167,14 @@ def _map(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_dims:
             _DEPTH.levels -= 1
 
     body.__wrapped__ = func  # (where the map's refusals say the body was written)
-    out = hop_ops.map_(tr, body, mapped, nonempty=nonempty)
+    if not bool(mapped[0].shape[0] >= 1):  # (eager maps an empty batch; a map cannot)
+        raise below_tracer("torch.vmap over an empty batch", short(stack_trace(4)))
+    out = hop_ops.map_(tr, body, mapped)
     outs, out_spec = pytree.tree_flatten(out)
     where = [out_dims] * len(outs) if isinstance(out_dims, int) else \
         pytree._broadcast_to_and_flatten(out_dims, out_spec)
     if where is None:
-        raise below_tracer("torch.vmap", short(stack_trace(2)))
+        raise below_tracer("torch.vmap", short(stack_trace(4)))
     moved = [o.movedim(0, d) if d else o for o, d in zip(outs, where)]
     return pytree.tree_unflatten(moved, out_spec)
 
@@ -248,8 +197,6 @@ def _mark_mapped_views(graph: Any, new: list, args: Any, out: Any) -> None:
     as ``_mark_lost_views`` marks them."""
     subs = submodules(graph)
     bodies = [subs[n.target] for n in new if n.op == "get_attr" and n.target in subs]
-    for body in bodies:  # (and the map inside the cond of a batch that may be empty)
-        bodies += [b for b in submodules(body.graph).values() if b not in bodies]
     viewing = False
     for body in bodies:
         ret = next(n for n in reversed(body.graph.nodes) if n.op == "output")

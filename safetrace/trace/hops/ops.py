@@ -388,17 +388,15 @@ def _check_pred_out(tr: Recorder, c: Traced, where: str) -> None:
 
 # -- map ------------------------------------------------------------------------------------
 
-def map_(tr: Recorder, f: Callable, xs: Any, *args: Any, nonempty: bool = False) -> Any:
-    """``map(f, xs, *args)``: f on every slice of xs along dim 0, results stacked.
-    `nonempty`: the caller runs the map only where xs has a slice (a cond's branch on it:
-    ``trace/vmapping.py``), so no guard on the length is needed."""
+def map_(tr: Recorder, f: Callable, xs: Any, *args: Any) -> Any:
+    """``map(f, xs, *args)``: f on every slice of xs along dim 0, results stacked."""
     where = short(stack_trace(3))
     x_leaves, x_spec = _flat_operands(xs, "map", where)
     a_leaves, a_spec = _flat_operands(args, "map", where)
     if not x_leaves:
         raise errors.nothing_to_map(where)
     x_metas = input_metas(x_leaves, "map", where)
-    n = _scan_length(x_metas, 0, "map", where, nonempty)
+    n = _scan_length(x_metas, 0, "map", where)
     slices = [TensorMeta(tuple(m.shape[1:]), m.dtype, m.device) for m in x_metas]
     a_metas = input_metas(a_leaves, "map", where)
     n_x = len(slices)
@@ -429,10 +427,9 @@ def _stacked(tr: Recorder, t: Any, m: TensorMeta, n: Any, what: str, op: str) ->
     return TensorMeta((n, *m.shape), m.dtype, m.device)
 
 
-def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str,
-                 nonempty: bool = False) -> Any:
+def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str) -> Any:
     """The common length of the xs tensors (`metas`) along `dim`, at least 1 (as torch's
-    eager op needs; `nonempty`: where the op runs, it is)."""
+    eager op needs)."""
     for m in metas:
         if m.ndim <= dim:
             raise errors.xs_rank(what, where, dim, annotation(m))
@@ -440,7 +437,7 @@ def _scan_length(metas: list[TensorMeta], dim: int, what: str, where: str,
     for m in metas[1:]:
         if not bool(m.shape[dim] == n):  # a guard when symbolic
             raise errors.xs_lengths(what, where, dim, annotation(metas[0]), annotation(m))
-    if not nonempty and not bool(n >= 1):
+    if not bool(n >= 1):
         raise errors.xs_empty(what, where, dim)
     return n
 
