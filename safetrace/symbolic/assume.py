@@ -14,6 +14,7 @@ from typing import Any
 
 import safetrace.symbolic.decide as D
 import safetrace.symbolic.log as log
+from safetrace.symbolic.floats import has_float
 from safetrace.symbolic.canon import compare, diff, single_symbol, substitute
 from safetrace.symbolic.disjunctions import collapsed
 from safetrace.symbolic.expr import Expr, add, const, from_terms, neg, scale, terms
@@ -88,7 +89,25 @@ class Assuming:
                         self._narrow(s, v + 1, INF)
                     elif v == rng.hi:
                         self._narrow(s, -INF, v - 1)
+            elif self._beside(diff(c)):  # (a bound now: the others may be at one too)
+                for other in [x for x in self.known if x.op == "ne" and x is not c]:
+                    self._beside(diff(other))
         self._bump()
+
+    def _beside(self, d: Expr) -> bool:
+        """For a known ``d != 0`` (an integer expression of more than one symbol, or an
+        atom: ``min(s0*s1, 3) - 3``), where the facts put ``d`` on one side of 0 it is at
+        least 1 away: ``d <= -1`` (``min(s0*s1, 3) <= 2``) or ``d >= 1``, assumed.  True
+        where one was."""
+        if has_float(d):
+            return False
+        for op, bound in (("le", -1), ("ge", 1)):
+            if D.decide(self, compare(op, d, const(0))) is True:
+                if D.decide(self, compare(op, d, const(bound))) is True:
+                    return False  # (already so)
+                self._assume(compare(op, d, const(bound)))
+                return True
+        return False
 
     def _assume_eq(self, c: Expr) -> None:
         d = diff(c)
