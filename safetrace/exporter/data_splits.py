@@ -28,6 +28,8 @@ sides with other signatures or contracts, outputs of another rank) keeps the ass
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import operator
 from typing import Callable
 
@@ -41,31 +43,37 @@ from safetrace.exporter.compare import is_size_fn, note
 from safetrace.exporter.split_report import header, two_sides, where_of_trace
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic import make_bool, make_int
-from safetrace.symbolic.canon import and_, ge, le, or_
-from safetrace.symbolic.expr import TRUE, sym
+from safetrace.symbolic.canon import and_, eq, ge, gt, le, lt, ne, not_, or_, substitute
+from safetrace.symbolic.expr import TRUE, Expr, sym, to_expr
 from safetrace.trace.asserts import assert_sym, asserts_condition
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
+from safetrace.trace.proxy import Proxy
 from safetrace.trace.mutation import mutates, written_placeholders
 
 _KINDS = ("user_output", "buffer_mutation")
 
 
 def join_on_data(ep: ExportedProgram, other: ExportedProgram, test: str,
-                 check: torch.fx.Node, ranges: dict | None = None) -> ExportedProgram | None:
+                 check: torch.fx.Node, ranges: dict | None = None,
+                 own: dict | None = None) -> ExportedProgram | None:
     """One program running `ep` where its size test `test` holds (its assert: `check`)
     and `other` (the test's other answer, traced) where it does not; None where the two
     cannot be joined soundly (the caller keeps `ep` with its assert).  `ranges`: {input
     size symbol: (lo, hi)} where `other` was traced for part of `ep`'s ranges only (its
     answer narrowed an input size: ``u0 == 1`` of a read from ``n`` rows needs n >= 1);
-    asserted before the cond for the inputs that take `other`."""
+    asserted before the cond for the inputs that take `other`.  `own`: likewise where
+    `ep` was traced for part of `other`'s ranges (``x[mask][:2].select(0, 1)`` needs a
+    row where the test holds, none where it fails and an ``except`` takes the
+    IndexError): asserted for the inputs that take `ep`, and the program's ranges are
+    `other`'s there."""
     try:
-        return _join(ep, other, test, check, ranges or {})
+        return _join(ep, other, test, check, ranges or {}, own or {})
     except Unsplittable:
         return None
 
 
 def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
-          check: torch.fx.Node, ranges: dict) -> ExportedProgram:
+          check: torch.fx.Node, ranges: dict, own: dict) -> ExportedProgram:
     sides = [Side({}, ep), Side({}, other)]
     for s in sides:
         if any(o.kind not in _KINDS for o in s.ep.graph_signature.output_specs):
@@ -85,29 +93,83 @@ def _join(ep: ExportedProgram, other: ExportedProgram, test: str,
     pred = env_map[check.args[0]]
     if ranges:
         _assert_ranges(g, ep, inputs, phs, pred, ranges, test)
+    if own:
+        _assert_ranges(g, ep, inputs, phs, pred, own, test, holds=True)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = check.meta.get("stack_trace", "")
-    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
+    vals = _own_sizes(output_vals(sides, sides[0], {}, env), ep.graph, reads, env)
+    cond_outputs(g, node, inputs, phs, mutated, vals)
     note(g, [header("data", test, where_of_trace(check.meta.get("stack_trace", "")),
                     ep.dim_names),
              *two_sides(test, ep, other)])
+    wider = {x.name: x for x in other.contract.symbols if x.name in own}
+    contract = dataclasses.replace(ep.contract, symbols=tuple(
+        wider.get(x.name, x) for x in ep.contract.symbols)) if own else ep.contract
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
-                          state=dict(ep._state), constants=consts, contract=ep.contract)
+                          state=dict(ep._state), constants=consts, contract=contract)
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
 
 
+def _own_sizes(vals: list, graph: torch.fx.Graph, reads: list, env: object) -> list:
+    """The cond's output values with each size the top graph reads from data (`reads`'
+    symbols, ``u0`` of ``x[mask]``) renamed to a new size, one per symbol (outputs of one
+    size stay one).  Each branch computes that read again, the same number; but what reads
+    the program (``st.load``'s evaluation, ``to_torch()``) gives each branch's read a
+    symbol of its own, and sees the cond's output as a new size, as torch.cond's outputs
+    are: the top's ``u0`` there is a size it cannot prove (fuzz seed 1)."""
+    inputs = set().union(*(_symbols(n.meta.get("val")) for n in graph.nodes
+                           if n.op == "placeholder"))
+    top = set().union(*(_symbols(n.meta.get("val")) for n in reads)) - inputs
+    if not top:
+        return vals
+    new: dict = {}
+
+    def renamed(v: object) -> object:
+        e = getattr(v, "expr", None)
+        if e is None or not {str(s) for s in to_expr(e).free_symbols} & top:
+            return v
+        for name in sorted(str(s) for s in to_expr(e).free_symbols):
+            if name in top and name not in new:
+                r = env.bounds(sym(name))
+                new[name] = env.new_unbacked(
+                    lo=None if r.lo == -math.inf else int(r.lo),
+                    hi=None if r.hi == math.inf else int(r.hi),
+                    origin="a data split's output")
+        return make_int(substitute(to_expr(e), lambda s: new.get(s.name)), env)
+
+    out = []
+    for v in vals:
+        if isinstance(v, Proxy):
+            m = v.st_meta
+            shape = tuple(renamed(d) for d in m.shape)
+            if any(a is not b for a, b in zip(shape, m.shape)):
+                v = Proxy(type(m)(shape, m.dtype, m.device), v.st_node)
+        else:
+            v = renamed(v)
+        out.append(v)
+    return out
+
+
+def _symbols(val: object) -> set:
+    """The names of the symbols in a node's value (a tensor's sizes, a size)."""
+    dims = val.st_meta.shape if isinstance(val, Proxy) else (val,)
+    return {str(s) for d in dims if getattr(d, "expr", None) is not None
+            for s in to_expr(d.expr).free_symbols}
+
+
 def _assert_ranges(g: torch.fx.Graph, ep: ExportedProgram, inputs: list, phs: list,
-                   pred: torch.fx.Node, ranges: dict, test: str) -> None:
+                   pred: torch.fx.Node, ranges: dict, test: str, holds: bool = False) -> None:
     """Assert `pred` or each input size within the range the other side was traced for:
     the facts of the trace imply it where `pred` fails (a read's size is at most the
-    rows it reads), and where they do not, the input is refused, not computed."""
-    env = pred.meta["val"].env
+    rows it reads), and where they do not, the input is refused, not computed.  `holds`:
+    the same for the side that runs where `pred` holds (``not pred`` or its ranges)."""
+    env = env_of(ep.graph)
     user = {spec.leaf: ph for spec, ph in zip(inputs, phs) if spec.kind == "user_input"}
     ok_node, ok = None, TRUE
     for name, (lo, hi) in sorted(ranges.items()):
@@ -124,14 +186,43 @@ def _assert_ranges(g: torch.fx.Graph, ep: ExportedProgram, inputs: list, phs: li
             ok_node = c
     if ok_node is None:
         return
-    expr = or_(pred.meta["val"].expr, ok)
+    test_expr = _expr_of(pred)
+    if holds:
+        pred = g.call_function(torch.sym_not, (pred,))
+        test_expr = not_(test_expr)
+        pred.meta.update(val=make_bool(test_expr, env), stack_trace="")
+    expr = or_(test_expr, ok)
     node = g.call_function(operator.or_, (pred, ok_node))
     node.meta.update(val=make_bool(expr, env), stack_trace="")
     message = (f"Runtime assertion failed for expression {expr}: where `{test}` (a size "
-               f"read from data) fails, the program runs the graph traced for its other "
-               f"answer, which holds where {ok} only")
+               f"read from data) {'holds' if holds else 'fails'}, the program runs the "
+               f"graph traced for {'it' if holds else 'its other answer'}, which holds "
+               f"where {ok} only")
     a = g.call_function(assert_sym, (node, message))
     a.meta.update(val=None, stack_trace="")
+
+
+_COMPARE = {operator.ge: ge, operator.gt: gt, operator.le: le, operator.lt: lt,
+            operator.eq: eq, operator.ne: ne}
+
+
+def _expr_of(pred: torch.fx.Node) -> Expr:
+    """The condition node `pred` computes (its value, or where its trace settled it to a
+    constant under its own answer, the comparison of its operands' values)."""
+    e = getattr(pred.meta.get("val"), "expr", None)
+    if e is not None and e.op != "const":
+        return e
+    build = _COMPARE.get(pred.target)
+    if build is None or len(pred.args) != 2 or pred.kwargs:
+        raise Unsplittable("the size test's condition is not a comparison of sizes")
+    operands = []
+    for a in pred.args:
+        v = a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+        v = getattr(v, "expr", v)
+        if not isinstance(v, (int, Expr)) or isinstance(v, bool):
+            raise Unsplittable("the size test compares something other than sizes")
+        operands.append(v)
+    return build(*operands)
 
 
 def _size_of(g: torch.fx.Graph, ep: ExportedProgram, user: dict, name: str,

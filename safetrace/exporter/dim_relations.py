@@ -24,6 +24,7 @@ from safetrace.exporter.eager_raises import (
     condition_assumed_away, refuted, relation_assumed_away, relation_required,
 )
 from safetrace.exporter.fix_links import example_side_link
+from safetrace.exporter.sides import assumed_imply
 from safetrace.symbolic import Env, Expr, Range
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.trace.source import from_text
@@ -77,7 +78,9 @@ class NamedRelations:
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
-            if c.cond in self.assumed:
+            if c.cond in self.assumed or assumed_imply(self.assumed, c.cond, {
+                    s: (self.roots[n][0].min, self.roots[n][0].max)
+                    for s, n in self.dim_names.items() if n in self.roots}):
                 continue  # a relation split's side: the program runs only where it holds
             if not names or f"rel:{names[-1]}" in seen or (
                     len(names) == 1 and any(f"{k}:{named[0]}" in seen for k in _DONE)):

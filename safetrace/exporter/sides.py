@@ -11,11 +11,15 @@ gave Dim.AUTO / DYNAMIC dims in terms of other sizes, whose hints then follow th
 
 from __future__ import annotations
 
+import contextlib
+import math
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
+from safetrace.symbolic import Env
 from safetrace.symbolic.canon import subs
 from safetrace.symbolic.expr import sym
+from safetrace.symbolic.scope import assuming
 
 ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
 RELATED = "(related)"  # and for {"z.shape[1]": its size as an expression of other sizes}
@@ -37,6 +41,29 @@ def assumed_hold(env: Any, assumed: tuple, point: dict) -> bool:
         return all(c.evaluate(binding) for c in assumed)
     except (ArithmeticError, KeyError, ValueError, TypeError):
         return False
+
+
+def assumed_imply(assumed: tuple, cond: Any, ranges: dict) -> bool:
+    """Whether a side's assumptions imply `cond`, proved from them and the sizes' declared
+    `ranges` alone (symbol -> (lo, hi); any other a size), not the trace's own guards (of
+    which `cond` may be one): ``min(n, 3) == 1`` where ``min(n, 3) != 3``, ``!= 2`` and
+    each factor of ``n`` is at least 1 (the count of a loop, on the side of each other
+    count); or where they never all hold.  The side's program runs only where they hold,
+    so `cond` refuses no size it runs at."""
+    if not assumed:
+        return False
+    env = Env()
+    env.shares_state_names = False
+    names = set(cond.free_symbols).union(*(c.free_symbols for c in assumed))
+    for name in sorted(names):
+        lo, hi = ranges.get(name, (0, None))
+        env.new_backed(int(lo), int(lo), None if hi is None or hi == math.inf else int(hi),
+                       name=name)
+    with contextlib.ExitStack() as stack:
+        for c in assumed:
+            if not stack.enter_context(assuming(env, c)):
+                return True  # (they never all hold: the side never runs)
+        return env.decide(cond) is True
 
 
 def side_hint(env: Any, size: Any, example: int, lo: float, hi: float) -> int:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from safetrace.exporter.branches import env_of
 from safetrace.exporter.compare import (canonical, contract_key, narrower_ranges, note,
                                         residual_conditions, same_constants, signature_key)
 from safetrace.exporter.data_splits import checks_of, erase_with_inputs, join_on_data
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.split_report import header, where_of_trace
+from safetrace.symbolic.expr import sym
 
 
 def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
@@ -57,7 +59,8 @@ def same_either_way(run: Callable, overrides: dict, ep: ExportedProgram,
                 ranges = narrower_ranges(ep.contract, other.contract)
                 return ep if ranges is None else _joined(ep, other, test, ranges)
             if not _same_frame(ep, other, writes_differ=True):
-                return ep
+                apart = _apart(ep, other) if alone else None
+                return ep if apart is None else _joined(ep, other, test, *apart)
             if not _same_frame(ep, other) or \
                     canonical(other.graph, {}, checks_of(other.size_checks)) != ref:
                 return _joined(ep, other, test) if alone else ep
@@ -95,14 +98,44 @@ def _narrowed(run: Callable, overrides: dict, flipped: frozenset,
         return None
 
 
+def _apart(ep: ExportedProgram, other: ExportedProgram) -> tuple | None:
+    """({input size symbol: `other`'s (lo, hi)} where `other` was traced for part of
+    `ep`'s range only, the same where `ep` was traced for part of `other`'s) where the two
+    sides' ranges differ so (one inside the other, for each symbol); else None."""
+    mine = {x.name: (x.lo, x.hi) for x in ep.contract.symbols if x.backed}
+    theirs = {x.name: (x.lo, x.hi) for x in other.contract.symbols if x.backed}
+    if mine.keys() != theirs.keys():
+        return None
+    ranges, own = {}, {}
+    for name, (lo, hi) in mine.items():
+        olo, ohi = theirs[name]
+        if (lo, hi) == (olo, ohi):
+            continue
+        if _inside((olo, ohi), (lo, hi)):
+            ranges[name] = (olo, ohi)
+        elif _inside((lo, hi), (olo, ohi)):
+            own[name] = (lo, hi)
+        else:
+            return None
+    return (ranges, own) if ranges or own else None
+
+
+def _inside(a: tuple, b: tuple) -> bool:
+    """Whether range `a` (lo, hi; None: unbounded) lies inside range `b`."""
+    return (b[0] is None or (a[0] is not None and a[0] >= b[0])) and \
+        (b[1] is None or (a[1] is not None and a[1] <= b[1]))
+
+
 def _joined(ep: ExportedProgram, other: ExportedProgram, test: str,
-            ranges: dict | None = None) -> ExportedProgram:
+            ranges: dict | None = None, own: dict | None = None) -> ExportedProgram:
     """`ep` and its size test's other side as one program that asks the test where it
     runs (``data_splits.py``), or `ep` with its assert where they cannot be joined."""
-    if not _same_frame(ep, other, writes_differ=True, narrowed=ranges):
+    if not _same_frame(ep, other, writes_differ=True, narrowed={**(ranges or {}),
+                                                                **(own or {})}):
         return ep
     checks = [n for n in ep.graph.nodes if checks_of((test,))(n)]
-    joined = join_on_data(ep, other, test, checks[0], ranges) if len(checks) == 1 else None
+    joined = join_on_data(ep, other, test, checks[0], ranges, own) \
+        if len(checks) == 1 else None
     if joined is None:
         return ep
     widen_unbacked(joined, [ep, other])
@@ -124,11 +157,25 @@ def widen_unbacked(prog: ExportedProgram, traced: list[ExportedProgram]) -> None
                 lo, hi = hull.get(x.name, (x.lo, x.hi))
                 hull[x.name] = (None if lo is None or x.lo is None else min(lo, x.lo),
                                 None if hi is None or x.hi is None else max(hi, x.hi))
+    for t in traced:  # (a side whose answer made one a number: ``u0 == 0``; its value, or
+        mine = {x.name for x in t.contract.symbols}  # any where it is not known)
+        for name, (lo, hi) in list(hull.items()):
+            if name not in mine:
+                v = _pinned_value(t, name)
+                hull[name] = (None, None) if v is None else (
+                    None if lo is None else min(lo, v), None if hi is None else max(hi, v))
     symbols = tuple(dataclasses.replace(x, lo=hull[x.name][0], hi=hull[x.name][1])
                     if x.name in hull else x for x in prog.contract.symbols)
     prog.contract = dataclasses.replace(prog.contract, symbols=symbols)
     prog._ranges = None
     prog._check_fn = None
+
+
+def _pinned_value(ep: ExportedProgram, name: str) -> int | None:
+    """The number a trace's answers made its symbol `name`, else None."""
+    env = env_of(ep.graph)
+    v = None if env is None else env.replacements.get(sym(name))
+    return int(v.value) if v is not None and v.op == "const" else None
 
 
 def _same_frame(g: ExportedProgram, h: ExportedProgram, writes_differ: bool = False,

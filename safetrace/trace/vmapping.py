@@ -167,7 +167,10 @@ def _mapped(tr: Any, func: Callable, leaves: list, dims: list, spec: Any, out_di
             _DEPTH.levels -= 1
 
     body.__wrapped__ = func  # (where the map's refusals say the body was written)
-    if not bool(mapped[0].shape[0] >= 1):  # (eager maps an empty batch; a map cannot)
+    # (a map cannot take an empty batch; eager's vmap takes one for some functions and
+    # sizes and raises for others, `r * 2` on 0-d slices, `torch.cat` of empty ones:
+    # "select(): index 0 out of range", so it stays refused, as a requirement)
+    if not bool(mapped[0].shape[0] >= 1):
         raise below_tracer("torch.vmap over an empty batch", short(stack_trace(4)))
     out = hop_ops.map_(tr, body, mapped)
     outs, out_spec = pytree.tree_flatten(out)

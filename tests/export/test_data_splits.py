@@ -90,6 +90,89 @@ def test_the_joined_program_saves_and_loads(tmp_path) -> None:
         torch.testing.assert_close(loaded(y), One()(y))
 
 
+class Returned(nn.Module):
+    """The read itself returned beside the branch's value (fuzz seed 1)."""
+
+    def forward(self, y):
+        v = y[y[:, 0] > 0]
+        w = v * 2 if v.shape[0] >= 2 else v.sum(0, keepdim=True)
+        return v, w, v.reshape(-1)
+
+
+@pytest.mark.parametrize("low", [0, 1], ids=["inside a size split on n == 0", "alone"])
+def test_a_program_returning_the_read_saves_and_loads(low) -> None:
+    """Each branch computes the read again; the cond's outputs are sizes of their own, not
+    the top graph's ``u0``, which st.load's evaluation of a branch cannot prove (it refused
+    our own file)."""
+    import io
+
+    ep = st.export(Returned(), (torch.randn(6, 3),),
+                   dynamic_shapes=({0: st.Dim("n", min=low, max=64)},))
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue()).module()
+    for n in (0, 1, 2, 5):
+        for k in range(min(n, 3) + 1):
+            y = torch.randn(n, 3).abs()
+            y[k:, 0] *= -1
+            if n < low:
+                with pytest.raises(st.InputMismatchError):
+                    loaded(y)
+                continue
+            for a, b in zip(loaded(y), Returned()(y)):
+                torch.testing.assert_close(a, b)
+    with pytest.raises(st.InputMismatchError):
+        loaded(torch.randn(65, 3))
+
+
+class CaughtSelect(nn.Module):
+    """The test's general answer needs a row that its other answer, caught, does not."""
+
+    def forward(self, x):
+        v = x.flatten()[x.flatten() > 0][:2]
+        try:
+            w = v.select(0, 1)
+        except IndexError:
+            w = v.sum(0) * 0
+        return v, w
+
+
+class CaughtCheck(nn.Module):
+    """The test's other answer (one row read) needs a row of the input."""
+
+    def forward(self, x):
+        v = x.nonzero()[:, 0].float()
+        try:
+            torch._check(v.shape[0] != 1)
+            w = v + 1
+        except RuntimeError:
+            w = v * 3
+        return v, w
+
+
+@pytest.mark.parametrize("model", [CaughtSelect(), CaughtCheck()], ids=["select", "check"])
+def test_sides_traced_for_other_input_ranges_join(model) -> None:
+    """Each side's trace narrowed the input size its answer needs (a row where `v` has
+    one); the program takes the wider range and asserts each side's where it runs (fuzz
+    seeds 4 and 6: the test's assert refused the data the other side computes).  A read
+    of fewer than two rows, which no example size has, makes eager's IndexError too."""
+    import io
+
+    ep = st.export(model, (torch.ones(3),), dynamic_shapes=({0: st.Dim.AUTO},))
+    assert "the torch.cond's true branch" in str(ep)
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue()).module()
+    for n in (0, 1, 2, 3, 6):
+        for k in range(min(n, 3) + 1):
+            x = torch.cat([torch.ones(k), -torch.ones(n - k)])
+            for m in (ep.module(), loaded):
+                for got, want in zip(m(x), model(x)):
+                    torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.ones(2, 2))
+
+
 @pytest.mark.slow  # (the conversion: a few seconds)
 def test_the_joined_program_converts_to_torch() -> None:
     ep = st.export(Empty(), (_data(6, 3),), dynamic_shapes=({0: N},))
