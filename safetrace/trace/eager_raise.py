@@ -24,6 +24,7 @@ import torch
 from safetrace.errors import OpShapeError
 from safetrace.errors.base import with_eager_class
 from safetrace.meta import TensorMeta
+from safetrace.symbolic import SymInt
 from safetrace.symbolic.canon import eq
 from safetrace.trace.proxy import Proxy
 
@@ -80,11 +81,16 @@ def _unknown_sizes(v: Any, out: dict | None = None) -> dict:
         try:
             _hint(v)
         except _Unknown:
-            r = v.env.bounds(v.expr)
-            if r.lo == -math.inf or r.hi == math.inf or r.hi - r.lo >= 4:
-                raise
-            out[v.expr] = [k for k in range(int(r.lo), int(r.hi) + 1)  # (what the facts
-                           if v.env.decide(eq(v.expr, k)) is not False]  # leave possible)
+            if not isinstance(v, SymInt):
+                raise  # (a float or a flag read from data: not enumerated)
+            try:
+                r = v.env.bounds(v.expr)
+                if r.lo == -math.inf or r.hi == math.inf or r.hi - r.lo >= 4:
+                    raise _Unknown
+                out[v.expr] = [k for k in range(int(r.lo), int(r.hi) + 1)  # (what the
+                               if v.env.decide(eq(v.expr, k)) is not False]  # facts leave)
+            except Exception:  # noqa: BLE001 - a question the engine cannot take
+                raise _Unknown from None
             if math.prod(len(c) for c in out.values()) > 16:
                 raise
     return out
