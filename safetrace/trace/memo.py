@@ -41,6 +41,10 @@ size (``SizeSlot``) and a replay takes the replaying scope's node for it, made t
 the general path makes it when the scope has none yet.  Exact strides on symbolic sizes
 (``x.transpose(0, 1)``'s, strides.py) are keyed and kept as expressions in the same way.
 Sizes of another environment, and metas with value facts, are not keyed.
+
+``x[index]`` (``handlers/views.py``) goes through ``call`` too, its index keyed by value
+(ints, sizes, None, Ellipsis, a slice by its three bounds): remembered when it lowered to
+one plain op (``x[:, 0]``, ``x[..., None]``, ``x[1:n]``).
 """
 
 from __future__ import annotations
@@ -270,6 +274,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
             return False
         parts.append(t)
         parts.append(inner)
+    elif t is slice or a is Ellipsis:  # (an index, x[1:n])
+        inner = _sequence((a,), state, nodes, sym)
+        if inner is None:
+            return False
+        parts.append(t)
+        parts.append(inner)
     else:
         return _tensor(a, state, parts, nodes)
     return True
@@ -323,6 +333,17 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             parts.append(_SIZE)
             parts.append(x.expr)
             sym.append(_SIZE)
+        elif x is None or x is Ellipsis:  # (in an index: x[:, None, ...])
+            parts.append(x)
+        elif t is slice:  # (its bounds as the items of a list; slices are unhashable)
+            bounds = (x.start, x.stop, x.step)
+            if not all(b is None or type(b) is int or type(b) is TorchSymInt for b in bounds):
+                return None  # (a tensor bound is read through __index__: no key)
+            bounds = _sequence(bounds, state, nodes, sym)
+            if bounds is None:
+                return None
+            parts.append(slice)
+            parts.append(bounds)
         elif t is Proxy:
             if x._st_value is not None:
                 return None

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import data_assignment
-from safetrace.trace import indexing
+from safetrace.trace import indexing, memo
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
@@ -24,6 +24,15 @@ aten = torch.ops.aten
 
 @handles(T.__getitem__)
 def getitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x[index]``: replayed when the same tensor metas and index were met before and
+    gave one op (``x[:, 0]``, ``x[..., None]``, ``x[:, :n]``; memo.py keys the index's
+    ints, slices, None and Ellipsis by value), else lowered by ``indexing.getitem``."""
+    if tr.recording and not tr.unsourced_settled and not kwargs:
+        return memo.call(tr, func, _getitem, args, kwargs)
+    return indexing.getitem(tr, args[0], args[1])
+
+
+def _getitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return indexing.getitem(tr, args[0], args[1])
 
 
