@@ -44,7 +44,9 @@ Sizes of another environment, and metas with value facts, are not keyed.
 
 ``x[index]`` (``handlers/views.py``) goes through ``call`` too, its index keyed by value
 (ints, sizes, None, Ellipsis, a slice by its three bounds): remembered when it lowered to
-one plain op (``x[:, 0]``, ``x[..., None]``, ``x[1:n]``).
+one plain op (``x[:, 0]``, ``x[..., None]``, ``x[1:n]``); an index of several views
+(``x[:, None, None, :]``) is traced, each of its views keyed and replayed on its own
+(``indexing.py``).
 """
 
 from __future__ import annotations
