@@ -91,13 +91,7 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
 def _view(tr: Recorder, op: Any, args: tuple) -> Any:
     """One view an index makes (select, slice, unsqueeze), keyed and replayed as plain
     calls are (memo.py): an index of several views replays each."""
-    if tr.recording and not tr.unsourced_settled:
-        return memo.call(tr, op, _emit, args, {})
-    return tr.emit(op, args, {})
-
-
-def _emit(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
-    return tr.emit(op, args, kwargs)
+    return memo.emit(tr, op, args, {})
 
 
 def _is_integer_scalar(t: Any) -> bool:

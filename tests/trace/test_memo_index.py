@@ -159,3 +159,76 @@ def test_dropout_is_replayed_in_another_export():
         x = torch.randn(rows, 4)
         for got, want in zip(again.module()(x), model(x)):
             torch.testing.assert_close(got, want)
+
+
+class _Casts(torch.nn.Module):
+    def forward(self, x):
+        t = x.transpose(0, 1)
+        return (x.to(torch.float64) * 2, x.half().float() + 1, t.contiguous() * 3,
+                x.to("cpu", torch.float64, copy=True) - 1)
+
+
+_CAST_OPS = (aten.to.dtype, aten.to.device, aten.contiguous.default)
+
+
+def test_casts_and_contiguous_are_replayed_in_another_export():
+    """The ops the cast and ``contiguous`` handlers record go through the same keys
+    (memo.emit): replayed in a later export, asked again for another range or dtype."""
+    model = _Casts()
+    spec = {"x": {0: st.Dim("n")}}
+    with _Asked(*_CAST_OPS) as rules:
+        first = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
+        asked = rules.asked
+        again = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
+        assert asked >= 5 and rules.asked == asked
+        st.export(model, (torch.randn(3, 4),), dynamic_shapes={"x": {0: st.Dim("n", max=5)}})
+        assert rules.asked == 2 * asked
+        st.export(model, (torch.randn(3, 4, dtype=torch.float64),), dynamic_shapes=spec)
+        assert rules.asked > 2 * asked
+    assert again.graph_module.code == first.graph_module.code
+    for rows in (0, 1, 6):
+        x = torch.randn(rows, 4)
+        for got, want in zip(again.module()(x), model(x)):
+            torch.testing.assert_close(got, want)
+            assert got.dtype == want.dtype and got.is_contiguous() == want.is_contiguous()
+
+
+class _Cache(torch.nn.Module):
+    """A static cache's write at the length read from a buffer (u0): the index spans
+    [u0, u0 + n - 1] (trace/index_ranges.py), which the program checks before the write."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(1, 8, 2))
+        self.register_buffer("length", torch.tensor(0))
+
+    def forward(self, x):
+        mask = torch.ones(1, self.length + x.shape[1])  # (the length read: u0)
+        position = torch.arange(x.shape[1]) + self.length
+        self.length.add_(x.shape[1])
+        self.keys.index_copy_(1, position, x)
+        return self.keys * 1, mask, torch.arange(x.shape[1], dtype=torch.float32)
+
+
+def test_an_arange_is_replayed_with_the_values_it_spans():
+    """``torch.arange(n)`` (no tensor argument) is keyed by its arguments: replayed in a
+    later export with the span it noted, so that program checks the cache's bound too."""
+    spec = ({1: st.Dim("n", min=1)},)
+    with _Asked(aten.arange.default) as rule:
+        first = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
+        asked = rule.asked
+        again = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
+        assert asked == 2 and rule.asked == asked
+        st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=({1: st.Dim("n", min=2)},))
+        assert rule.asked == 2 * asked
+    assert again.graph_module.code == first.graph_module.code
+    assert "s0 + u0 <= 8" in str(again)
+    eager, mod = _Cache(), again.module()
+    for n in (3, 4, 1):  # 8 tokens: full
+        x = torch.randn(1, n, 2)
+        for g, w in zip(mod(x), eager(x)):
+            torch.testing.assert_close(g, w)
+    with pytest.raises(IndexError):
+        eager(torch.randn(1, 1, 2))
+    with pytest.raises(st.RuntimeAssertionError, match="index_copy_"):
+        mod(torch.randn(1, 1, 2))

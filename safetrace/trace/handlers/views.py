@@ -115,4 +115,4 @@ def contiguous(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if type(x) is Proxy and x.st_contig is not None and fmt is torch.contiguous_format and \
             x.st_node is not None and fixed_layout(x.st_node):
         return x
-    return tr.emit(aten.contiguous.default, (x,), kwargs)
+    return memo.emit(tr, aten.contiguous.default, (x,), kwargs)  # (replayed when known)
