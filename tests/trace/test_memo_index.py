@@ -232,3 +232,24 @@ def test_an_arange_is_replayed_with_the_values_it_spans():
         eager(torch.randn(1, 1, 2))
     with pytest.raises(st.RuntimeAssertionError, match="index_copy_"):
         mod(torch.randn(1, 1, 2))
+
+
+class _FirstRead(torch.nn.Module):
+    def forward(self, x):
+        return x.expand(x.shape[0], 2, 2) * 2  # (the expand reads n's node first)
+
+
+def test_a_call_that_reads_a_size_first_is_replayed_with_its_node():
+    """The expand's node argument ``n`` is made by the call itself (``sym_size``): the call
+    is remembered, and a replay in the next export makes that node again, in the same
+    place (the same program)."""
+    spec = {"x": {0: st.Dim("n")}}
+    with _Asked(aten.expand.default) as rule:
+        first = st.export(_FirstRead(), (torch.randn(3, 2, 2),), dynamic_shapes=spec)
+        again = st.export(_FirstRead(), (torch.randn(3, 2, 2),), dynamic_shapes=spec)
+        assert rule.asked == 1
+    assert str(again.graph) == str(first.graph)
+    assert "sym_size" in str(again.graph)
+    for rows in (0, 1, 4):
+        x = torch.randn(rows, 2, 2)
+        torch.testing.assert_close(again.module()(x), _FirstRead()(x))
