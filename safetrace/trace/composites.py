@@ -96,6 +96,23 @@ _SIGS: dict[Any, Any] = {}
 
 _RECIPES: dict[tuple, Any] = {}
 
+# Python parameter names an ATen namesake spells otherwise (``F.dropout(x, p, training)``
+# is ``aten.dropout(input, p, train)``): bound under the schema's name when the schema has
+# no parameter of the Python name
+_RENAMED = {"training": "train"}
+
+
+def _probability(named: dict) -> bool:
+    p = named.get("p")
+    return type(p) in (int, float) and 0 <= p <= 1
+
+
+# checks a composite's body makes that its ATen namesake's rule does not (F.dropout's
+# ValueError for p outside [0, 1]): a call failing one is traced through, and its body
+# raises as in eager
+_ACCEPTS = {"dropout": _probability, "alpha_dropout": _probability,
+            "feature_alpha_dropout": _probability}
+
 
 def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict | None:
     """Bind a Python composite's call by parameter name onto the ATen schema's names.
@@ -106,16 +123,17 @@ def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict
     """
     key = (func, packet, len(args), tuple(kwargs))
     recipe = _RECIPES.get(key)
+    accepts = _ACCEPTS.get(packet)
     if recipe is not None:
         out = _replay(recipe, args, kwargs)
         if out is not _NO:
-            return out
+            return out if accepts is None or accepts(out) else None
     found = _bind_slow(func, packet, args, kwargs)
     if found is None:
         return None
     out, recipe = found
     _RECIPES[key] = recipe
-    return out
+    return out if accepts is None or accepts(out) else None
 
 
 def _get(src: tuple, args: tuple, kwargs: dict) -> Any:
@@ -176,6 +194,8 @@ def _bind_slow(func: Callable, packet: str, args: tuple, kwargs: dict) -> tuple 
         target = name
         if first and name not in names:
             target = "self" if "self" in names else "input" if "input" in names else name
+        elif name not in names and _RENAMED.get(name) in names:
+            target = _RENAMED[name]
         first = False
         if target not in names:
             if p.default is not inspect.Parameter.empty and _same(value, p.default):

@@ -147,6 +147,9 @@ SPANS = {
     _A.add.Tensor: lambda tr, a, k, r: _add(tr, a, k, r, 1),
     _A.sub.Tensor: lambda tr, a, k, r: _add(tr, a, k, r, -1),
 }
+# the ops whose span follows from their arguments alone (and the environment's state, when
+# sizes are symbolic): a call remembered by memo.py keeps it in its entry
+FROM_ARGUMENTS = frozenset((_A.arange.default, _A.arange.start, _A.arange.start_step))
 # op -> the check eager's kernel makes, asserted before the op's node
 CHECKS = {
     _A.index_copy_.default: _index_copy,

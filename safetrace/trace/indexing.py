@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from safetrace import errors
+from safetrace.trace import memo
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
 from safetrace.trace.values import read_data
@@ -54,7 +55,7 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
     has_adv = False
     for item in items:
         if item is None:
-            x = tr.emit(aten.unsqueeze.default, (x, d), {})
+            x = _view(tr, aten.unsqueeze.default, (x, d))
             advanced.append(None)
             d += 1
         elif item is Ellipsis:
@@ -63,7 +64,7 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
         elif isinstance(item, bool):
             raise errors.bool_index()
         elif _is_int(item):
-            x = tr.emit(aten.select.int, (x, d, item), {})
+            x = _view(tr, aten.select.int, (x, d, item))
         elif _is_integer_scalar(item):
             x = tr.emit(aten.select.int, (x, d, _scalar_index(tr, x, d, item)), {})
         elif isinstance(item, slice):
@@ -72,7 +73,7 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
                 raise errors.slice_step(step)
             if not (start is None and stop is None and (step is None or step == 1)):
                 args = (x, d, start, stop) + ((step,) if step not in (None, 1) else ())
-                x = tr.emit(aten.slice.Tensor, args, {})
+                x = _view(tr, aten.slice.Tensor, args)
             advanced.append(None)
             d += 1
         elif isinstance(item, (torch.Tensor, list, tuple)):
@@ -85,6 +86,12 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
         else:
             raise errors.index_type(item)
     return x, advanced, has_adv
+
+
+def _view(tr: Recorder, op: Any, args: tuple) -> Any:
+    """One view an index makes (select, slice, unsqueeze), keyed and replayed as plain
+    calls are (memo.py): an index of several views replays each."""
+    return memo.emit(tr, op, args, {})
 
 
 def _is_integer_scalar(t: Any) -> bool:

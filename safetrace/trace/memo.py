@@ -13,13 +13,15 @@ with the tensors as slots, the result's static meta and layout); a later call wi
 same key records the node directly (``call``).
 
 A call is remembered only when its path was the plain one, checked on what it did
-(``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node, no new
-symbol, no write, no traced-through Python body, no value or mask bookkeeping), its
-result one tensor (or, on static sizes, several: one getitem node each, ``_pieces``),
-and every tensor of the call an argument of its node (a tensor read as a number,
-``x.view(n)`` of a 0-d tensor of known value, is not remembered).  A call
-the key does not describe (symbolic sizes, value facts, constants found in the code,
-any other kind of argument) goes the whole way each time.  The table is emptied when a
+(``traced``): one op recorded by ``Tracer.emit`` through the rule (no other node but
+those computing a size it reads for the first time, which a replay makes again; no new
+symbol, no write, no traced-through Python body, no value or mask bookkeeping but an
+integer arange's span, kept in the entry), its result one tensor (or, on static sizes,
+several: one getitem node each, ``_pieces``), and every tensor of the call an argument
+of its node (a tensor read as a number, ``x.view(n)`` of a 0-d tensor of known value,
+is not remembered).  A call without a tensor (a factory) is keyed by its other
+arguments.  A call the key does not describe (value facts, constants found in the
+code, any other kind of argument) goes the whole way each time.  The table is emptied when a
 shape rule is registered or replaced (``refresh``, with the tracer's per-op table);
 ``tests/trace/test_memo.py`` shows each part of the key and the emptying at work.
 
@@ -41,6 +43,12 @@ size (``SizeSlot``) and a replay takes the replaying scope's node for it, made t
 the general path makes it when the scope has none yet.  Exact strides on symbolic sizes
 (``x.transpose(0, 1)``'s, strides.py) are keyed and kept as expressions in the same way.
 Sizes of another environment, and metas with value facts, are not keyed.
+
+``x[index]`` (``handlers/views.py``) goes through ``call`` too, its index keyed by value
+(ints, sizes, None, Ellipsis, a slice by its three bounds): remembered when it lowered to
+one plain op (``x[:, 0]``, ``x[..., None]``, ``x[1:n]``); an index of several views
+(``x[:, None, None, :]``) is traced, each of its views keyed and replayed on its own
+(``emit``, which handlers use for the op they record: casts, ``contiguous``).
 """
 
 from __future__ import annotations
@@ -62,6 +70,9 @@ from safetrace.trace.proxy import WRAPPER, Proxy
 from safetrace.trace.recorder import Recorder
 from safetrace.trace.source import LIBRARY_FILES, TRACES, short, stack_trace
 from safetrace.trace.symnodes import expr_node
+from safetrace.trace.memo_values import (layout_key, set_layout, span_key, strided,
+                                         with_layouts)
+from safetrace.trace.versions import stamp
 
 _LIMIT = 50_000  # entries (a few MB); the table starts again when full
 MEMO: dict[tuple, tuple] = {}
@@ -141,8 +152,6 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
             parts.append(k)
             if not _argument(a, tr.state, parts, nodes, sym):
                 return plan(tr, func, args, kwargs)
-    if not nodes:  # factories and calls of numbers: the general path
-        return plan(tr, func, args, kwargs)
     if len(sym) > 1:
         # a symbolic size: the rule's questions were answered by the environment in the
         # state its name names (the same in any export that went through the same
@@ -159,7 +168,7 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     if hit is None or (tr.tracing_through and func in tr.tracing_through):
         return traced(tr, (key, nodes, epoch), plan, func, args, kwargs, MEMO)
     # the call made before with the same key: its node again
-    op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes = hit
+    op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes, span = hit
     if fills is None:  # (the node's arguments are the call's tensors, in order)
         targs = tuple(nodes)
     elif fills:
@@ -211,8 +220,24 @@ def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
         _symbolic_meta(out_static, env)
     result.st_node = node
     if contig is not True:
-        _set_layout(result, contig, None if epoch is None else env)
+        set_layout(result, contig, None if epoch is None else env)
+    if span is not None:  # (an integer arange's values, index_ranges.py: as it noted them)
+        result.st_span = (stamp(result, tr), *(v if v.__class__ is int else
+                                               env.int_cls(v, env) for v in span))
     return result
+
+
+def emit(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
+    """``tr.emit(op, args, kwargs)`` made by a handler (an index's views, a cast,
+    ``contiguous``), keyed and replayed as a plain call is (``call``): the op and its
+    arguments are the whole of what the emit depends on."""
+    if tr.recording and not tr.unsourced_settled:
+        return call(tr, op, _emit, args, kwargs)
+    return tr.emit(op, args, kwargs)
+
+
+def _emit(tr: Recorder, op: Any, args: tuple, kwargs: dict) -> Any:
+    return tr.emit(op, args, kwargs)
 
 
 _META, _STRIDED = torch.device("meta"), torch.strided
@@ -239,7 +264,7 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         s = a.st_meta.static
         if a.st_layout is not None:  # (exact strides, strides.py; symbolic ones as
             lay = a.st_layout        # expressions)
-            if s is None and (sym[0] is None or (lay := _layout_key(lay, sym[0])) is None):
+            if s is None and (sym[0] is None or (lay := layout_key(lay, sym[0])) is None):
                 return False
             parts.append(_STRIDES)
             parts.append(lay)
@@ -266,6 +291,12 @@ def _argument(a: Any, state: dict, parts: list, nodes: list, sym: list) -> bool:
         sym.append(_SIZE)
     elif t is list or t is tuple:
         inner = _sequence(a, state, nodes, sym)
+        if inner is None:
+            return False
+        parts.append(t)
+        parts.append(inner)
+    elif t is slice or a is Ellipsis:  # (an index, x[1:n])
+        inner = _sequence((a,), state, nodes, sym)
         if inner is None:
             return False
         parts.append(t)
@@ -323,6 +354,17 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             parts.append(_SIZE)
             parts.append(x.expr)
             sym.append(_SIZE)
+        elif x is None or x is Ellipsis:  # (in an index: x[:, None, ...])
+            parts.append(x)
+        elif t is slice:  # (its bounds as the items of a list; slices are unhashable)
+            ends = (x.start, x.stop, x.step)
+            if not all(b is None or type(b) is int or type(b) is TorchSymInt for b in ends):
+                return None  # (a tensor bound is read through __index__: no key)
+            bounds = _sequence(ends, state, nodes, sym)
+            if bounds is None:
+                return None
+            parts.append(slice)
+            parts.append(bounds)
         elif t is Proxy:
             if x._st_value is not None:
                 return None
@@ -330,7 +372,7 @@ def _sequence(v: list | tuple, state: dict, nodes: list, sym: list) -> tuple | N
             if x.st_layout is not None:  # (as _argument keys them)
                 lay = x.st_layout
                 if s is None and (sym[0] is None or
-                                  (lay := _layout_key(lay, sym[0])) is None):
+                                  (lay := layout_key(lay, sym[0])) is None):
                     return None
                 parts.append(_STRIDES)
                 parts.append(lay)
@@ -368,11 +410,13 @@ class SizeSlot:
 
 
 def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
-          contig: bool | None, nodes: list, sizes: Any, scope: Any = None) -> tuple | None:
+          contig: bool | None, nodes: list, sizes: Any, scope: Any = None,
+          span: tuple | None = None) -> tuple | None:
     """The entry of a call that recorded node ``op(*nargs, **nkwargs)``: its arguments
-    with each of the call's tensors (`nodes`) as a slot, and its result's meta and
-    wrapper `sizes`; None unless every node argument is one of them, or (on symbolic
-    sizes, `scope` given) the node of a size in `scope`, and each of them is an
+    with each of the call's tensors (`nodes`) as a slot, its result's meta and wrapper
+    `sizes`, and the values it spans (an integer arange's, index_ranges.py; symbolic
+    ones as expressions); None unless every node argument is one of them, or (on
+    symbolic sizes, `scope` given) the node of a size in `scope`, and each of them is an
     argument."""
     index = {id(n): i for i, n in enumerate(nodes)}
     used: set[int] = set()
@@ -411,7 +455,7 @@ def entry(op: Any, nargs: tuple, nkwargs: dict, name: str, out_static: tuple,
     if len(targs) == len(nodes) <= len(_SLOTS) and all(map(operator.is_, targs, _SLOTS)):
         fills = None  # (relu(x), linear(x, w, b): the node's arguments are the tensors)
     kfills = tuple(k for k, a in tkwargs.items() if _has_slot(a))
-    return (op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes)
+    return (op, targs, fills, tkwargs, kfills, name, out_static, contig, sizes, span)
 
 
 _SLOTS = tuple(Slot(i) for i in range(16))  # (a slot is never changed: shared)
@@ -452,11 +496,12 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     nothing else (on symbolic sizes: the environment unchanged, its epoch the key's)."""
     n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
     n_nodes, depth = _node_count(graph), len(tr.tracing_through)
+    n_sizes = len(tr.scope.sym_nodes)  # (a size's nodes the call makes: a replay makes them)
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
-    if plain is not None and _strided(result):  # (exact strides: a Strided layout)
-        plain = _with_layouts(plain, result, None if found[2] is None else tr.env)
+    if plain is not None and strided(result):  # (exact strides: a Strided layout)
+        plain = with_layouts(plain, result, None if found[2] is None else tr.env)
         if plain is None:
             return result
     if plain is not None and len(plain) == 9:  # several tensors (split): static sizes only
@@ -474,7 +519,7 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     if plain is not None and tr.n_emits == n_emits + 1 and type(result) is Proxy and \
             plain[0] is result.st_node and plain[-1] == depth and \
             len(tr.symbols) == n_syms and tr.scope.graph is graph and \
-            _node_count(graph) == n_nodes + 1 and \
+            _node_count(graph) == n_nodes + 1 + len(tr.scope.sym_nodes) - n_sizes and \
             (found[2] is None or tr.env.epoch == found[2]):
         _, op, nargs, nkwargs, name, out_static, contig, _ = plain
         if found[2] is None:
@@ -485,71 +530,18 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
             out_static = result.st_meta.symbolic_key(tr.env)  # (no env's values kept)
             if out_static is None:
                 return result
+        span = None
+        if getattr(result, "st_span", None) is not None:  # (an arange's, index_ranges.py)
+            span = span_key(result.st_span, tr.env if found[2] is not None else None)
+            if span is None:
+                return result
         made = entry(op, nargs, nkwargs, name, out_static, contig, found[1], sizes,
-                     None if found[2] is None else tr.scope)
+                     None if found[2] is None else tr.scope, span)
         if made is not None:
             if len(table) >= _LIMIT:
                 table.clear()
             table[found[0]] = made
     return result
-
-
-class Strided(tuple):
-    """An entry's result layout that is exact strides: ``(strides, offset_zero)``."""
-
-
-def _with_layouts(plain: tuple, result: Any, env: Any = None) -> tuple | None:
-    """The plain emit with its result layout(s) given as ``Strided`` where exact (with
-    `env`, symbolic strides as their expressions; None where one is not a size of it)."""
-    def lay(p: Any, contig: Any) -> Any:
-        if p.st_layout is None:
-            return contig
-        found = p.st_layout if env is None else _layout_key(p.st_layout, env)
-        if found is None:
-            raise LookupError
-        return Strided(found)
-    try:
-        if len(plain) == 9:
-            return plain[:6] + (tuple(lay(p, c) for p, c in zip(result, plain[6])),) + \
-                plain[7:]
-        return plain[:6] + (lay(result, plain[6]),) + plain[7:]
-    except LookupError:
-        return None
-
-
-def _layout_key(layout: tuple, env: Any) -> tuple | None:
-    """Exact strides ``(strides, offset_zero)`` with each symbolic stride as its
-    expression; None where one is not a size of `env`."""
-    out = []
-    cls = env.int_cls
-    for st in layout[0]:
-        if st.__class__ is int:
-            out.append(st)
-        elif type(st) is cls and st.env is env:
-            out.append(st.expr)
-        else:
-            return None
-    return (tuple(out), layout[1])
-
-
-def _set_layout(p: Any, contig: Any, env: Any = None) -> None:
-    """A replayed result's layout from its entry (`env`: its symbolic strides' env)."""
-    if contig.__class__ is Strided:
-        st = contig[0]
-        if env is not None:
-            cls = env.int_cls
-            st = tuple(x if x.__class__ is int else cls(x, env) for x in st)
-        p.st_contig, p.st_layout = None, (st, contig[1])
-    else:
-        p.st_contig = contig
-
-
-def _strided(result: Any) -> bool:
-    """Whether `result` (or one of its pieces) carries exact strides (``strides.py``)."""
-    if type(result) is Proxy:
-        return result.st_layout is not None
-    return (type(result) is tuple or type(result) is list) and \
-        any(type(p) is Proxy and p.st_layout is not None for p in result)  # (not Pieces)
 
 
 def _pieces_of(result: Any, node: torch.fx.Node) -> bool:
@@ -578,7 +570,7 @@ def _pieces(tr: Recorder, node: torch.fx.Node, statics: tuple, layout: tuple) ->
         p.st_meta = static_meta(out_static)
         p.st_node = item
         if contigs[i] is not True:
-            _set_layout(p, contigs[i])
+            set_layout(p, contigs[i])
         items.append(p)
     node.meta["val"] = items if kind is list else tuple(items)
     return named(items) if named is not None else node.meta["val"]

@@ -33,6 +33,7 @@ from safetrace.trace.current import set_active_tracer
 from safetrace.trace.dispatch import PLANS, aten_call, composite_call, dunder, plan_for
 from safetrace.trace.eager_raise import eager_class, traced_arguments
 from safetrace.trace.graph import add_node, placeholder_before_ops
+from safetrace.trace.index_ranges import FROM_ARGUMENTS
 from safetrace.trace.layout import exact_contiguous, set_layout
 from safetrace.trace.raising import program_catches
 from safetrace.trace.metakernel import meta_kernel
@@ -469,10 +470,11 @@ class Tracer(TorchFunctionMode):
             self._source_new_symbols(n_syms, result, node, trace)
         elif rule_path and info[3] is not None and type(out) is TensorMeta and not writes \
                 and out.dtype is not torch.bool and not (info[4] and out.shape == ()) and \
-                (info[9] is None or out.dtype.is_floating_point) and \
+                (info[9] is None or out.dtype.is_floating_point or op in FROM_ARGUMENTS) and \
                 (out.static is not None or out.symbolic_key(self.env) is not None):
             # the plain path: what memo.py needs to record this call again (not for an
-            # integer arange/add/sub: the span emit notes, index_ranges.py, would be lost)
+            # integer add/sub: the span emit notes, index_ranges.py, would be lost; an
+            # arange's follows from its arguments, memo.py keeps it)
             self.plain_emit = (node, op, tuple(nargs), nkwargs, info[0],
                                out.static or (out.shape, out.dtype, out.device),
                                result.st_contig, len(self.tracing_through))

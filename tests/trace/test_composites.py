@@ -4,6 +4,8 @@ composites; boolean dispatchers; composites of numbers only run as they are."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -80,3 +82,49 @@ def test_tracing_through_leaves_the_model_unchanged():
     before = {k: v.clone() for k, v in m.state_dict().items()}
     st.export(m, (torch.randn(2, 4),))
     assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
+
+
+def _runs_of(code, fn):
+    """How many frames of `code` ran during ``fn()``."""
+    runs = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            runs.append(frame)
+
+    sys.setprofile(hook)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return len(runs)
+
+
+def test_dropout_binds_by_parameter_name_without_its_body():
+    """``F.dropout(x, p, training)`` is ``aten.dropout(input, p, train)``: bound by name
+    (training -> train), its Python body is not traced (F.dropout's frame runs once per
+    call: torch's own hand-off to the tracer)."""
+    m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.25)).eval()
+
+    def f(x):
+        return F.dropout(m(x), 0.1, training=False) + F.alpha_dropout(x, 0.2, False)
+
+    for _ in range(2):  # (the second export replays the calls, trace/memo.py)
+        runs = _runs_of(F.dropout.__code__, lambda: check(f, _x, sizes=(0, 2)))
+        assert runs == 2 + 2 * 2  # the export's two calls, and two per eager comparison
+    assert targets(st.export(f, _x(3))).count("aten.dropout.default") == 2
+
+
+def test_dropout_keeps_its_own_checks_and_in_place_form():
+    """A probability outside [0, 1] raises eager's ValueError (the body's own check, which
+    aten's rule does not make); ``inplace=True`` is traced through to ``dropout_``."""
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        st.export(lambda x: F.dropout(x, 1.5, training=False), _x(3))
+
+    def in_place(x):
+        y = x * 2
+        F.dropout(y, 0.5, training=False, inplace=True)
+        return y
+
+    ep = check(in_place, _x)
+    assert "aten.dropout_.default" in targets(ep)

@@ -9,6 +9,7 @@ import torch
 
 from safetrace.errors import to_argument, to_dtype, unknown_tensor_type
 from safetrace.rules import get_rule
+from safetrace.trace import memo
 from safetrace.trace.handlers.metadata import real
 from safetrace.trace.names import CAST_METHODS, PY_DTYPES
 from safetrace.trace.proxy import Proxy
@@ -54,11 +55,12 @@ def to(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
         extra["memory_format"] = fmt
     if device is None:
         args2: tuple = (x, dtype if dtype is not None else _dtype(x), non_blocking, copy)
-        out = tr.emit(aten.to.dtype, args2[:2] if not (non_blocking or copy) else args2, extra)
+        out = memo.emit(tr, aten.to.dtype, args2[:2] if not (non_blocking or copy) else args2,
+                        extra)  # (replayed when its key was met before, memo.py)
     else:
-        out = tr.emit(aten.to.device, (x, torch.device(device),
-                                       dtype if dtype is not None else _dtype(x),
-                                       non_blocking, copy), extra)
+        out = memo.emit(tr, aten.to.device, (x, torch.device(device),
+                                             dtype if dtype is not None else _dtype(x),
+                                             non_blocking, copy), extra)
     if per_slice and isinstance(out, Proxy):  # (eager's layout is the batched tensor's)
         out.st_contig = None
     return out
@@ -123,8 +125,8 @@ def _cast(dtype: torch.dtype) -> Handler:
             out = tr.emit(aten.to.dtype, (args[0], dtype), {})
             out.st_contig = None
             return out
-        return tr.emit(aten.to.dtype, (args[0], dtype), {} if fmt is None else
-                       {"memory_format": fmt})
+        return memo.emit(tr, aten.to.dtype, (args[0], dtype), {} if fmt is None else
+                         {"memory_format": fmt})
 
     return handler
 

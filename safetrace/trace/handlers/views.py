@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from safetrace.errors import data_assignment
-from safetrace.trace import indexing
+from safetrace.trace import indexing, memo
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.registry import handles
 from safetrace.trace.source import short, stack_trace
@@ -24,6 +24,15 @@ aten = torch.ops.aten
 
 @handles(T.__getitem__)
 def getitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
+    """``x[index]``: replayed when the same tensor metas and index were met before and
+    gave one op (``x[:, 0]``, ``x[..., None]``, ``x[:, :n]``; memo.py keys the index's
+    ints, slices, None and Ellipsis by value), else lowered by ``indexing.getitem``."""
+    if tr.recording and not tr.unsourced_settled and not kwargs:
+        return memo.call(tr, func, _getitem, args, kwargs)
+    return indexing.getitem(tr, args[0], args[1])
+
+
+def _getitem(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     return indexing.getitem(tr, args[0], args[1])
 
 
@@ -106,4 +115,4 @@ def contiguous(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     if type(x) is Proxy and x.st_contig is not None and fmt is torch.contiguous_format and \
             x.st_node is not None and fixed_layout(x.st_node):
         return x
-    return tr.emit(aten.contiguous.default, (x,), kwargs)
+    return memo.emit(tr, aten.contiguous.default, (x,), kwargs)  # (replayed when known)
