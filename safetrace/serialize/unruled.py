@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from safetrace.meta import TensorMeta
+from safetrace.meta.active import ACTIVE
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.trace.custom import fake_of
 
@@ -62,11 +63,16 @@ def result(op: Any, args: Any, kwargs: dict) -> Any:
     if found:
         return found[0]
     kernel = op if op.namespace == "aten" else (fake_of(op) or op)
+    # (a fake asking for a size from data, st.new_dynamic_size, raises here: no environment
+    # of the loader's takes its symbol)
+    env, ACTIVE.env = ACTIVE.env, None
     try:
         with torch._C.DisableTorchFunction():
             out = kernel(*margs, **mkwargs)
     except Exception:  # noqa: BLE001 - a kernel that needs data, or refuses the call
         return UNKNOWN
+    finally:
+        ACTIVE.env = env
     return _back(out)
 
 

@@ -29,6 +29,7 @@ from safetrace.errors.load import kernel_memory_at_call, kernel_unbounded, work_
 from safetrace.meta import TensorMeta
 from safetrace.rules.registry import RULES
 from safetrace.trace.current import active_tracer
+from safetrace.trace.custom import fake_of
 from safetrace.trace.graph import run_time_check
 
 aten = torch.ops.aten
@@ -283,8 +284,8 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
 
 
 def _meta_run(target: Any, args: tuple, kwargs: dict) -> Any:
-    """The op's result shapes from its meta kernel (operands as meta tensors of their
-    shapes and strides), as TensorMeta."""
+    """The op's result shapes from its meta kernel (a custom op's fake, as the exporter
+    ran it; operands as meta tensors of their shapes and strides), as TensorMeta."""
     def meta(v: Any) -> Any:
         if isinstance(v, torch.Tensor):
             return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
@@ -292,8 +293,9 @@ def _meta_run(target: Any, args: tuple, kwargs: dict) -> Any:
             return type(v)(meta(x) for x in v)
         return torch.device("meta") if isinstance(v, torch.device) else v
 
+    kernel = target if target.namespace == "aten" else (fake_of(target) or target)
     with torch._C.DisableTorchFunction():
-        out = target(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
+        out = kernel(*meta(args), **{k: meta(v) for k, v in kwargs.items()})
     return _metas(out)
 
 

@@ -38,6 +38,16 @@ def _(x):
     return x.new_empty(1 << 20, 1 << 16)
 
 
+@torch.library.custom_op("sth25::wide", mutates_args=())
+def wide(x: torch.Tensor) -> torch.Tensor:
+    raise AssertionError("never run: refused at call")
+
+
+@st.register_fake(wide)
+def _(x):
+    return x.new_empty(x.shape[0] << 30)
+
+
 class Twice(torch.nn.Module):
     def forward(self, x):
         return twice_rows(x) + 1
@@ -119,3 +129,18 @@ def test_a_size_after_a_custom_ops_number_is_checked_as_recorded():
     with pytest.raises(st.RuntimeAssertionError, match=r"== 1000 \(\w+ is dim 0 of what "
                                                        r"'slice_1' \(aten.slice.Tensor\)"):
         lying(*args)
+
+
+def test_a_custom_ops_result_over_varying_sizes_counts_at_call():
+    """Its fake gives the bytes at call, from the operands' real shapes, before it runs."""
+    class Wide(torch.nn.Module):
+        def forward(self, x):
+            return wide(x)
+
+    ep = st.export(Wide(), (torch.randn(3),), dynamic_shapes={"x": (st.Dim("n", max=64),)})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    mod = st.load(io.BytesIO(buf.getvalue()), allow_ops=["sth25::wide"]).module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"'wide' \(sth25.wide.default\) would "
+                                                       r"allocate 17179869184 bytes"):
+        mod(torch.randn(4))
