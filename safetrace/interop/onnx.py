@@ -18,7 +18,8 @@ from safetrace.interop.composites import beyond_torch
 from safetrace.interop.onnx_attention import masked_attention
 from safetrace.interop.onnx_checks import add_input_checks
 from safetrace.interop.onnx_decompose import can_fold, folded
-from safetrace.interop.onnx_registry import cached_registry
+from safetrace.interop.onnx_lean import as_decomposed, can_skip, lower
+from safetrace.interop.onnx_registry import cached_registry, implemented
 
 
 def symbol_labels(tep: Any) -> dict[str, str]:
@@ -29,24 +30,41 @@ def symbol_labels(tep: Any) -> dict[str, str]:
 def export_onnx(ep: Any, path: Any = None, **kwargs: Any) -> Any:
     """The ``torch.onnx.ONNXProgram`` of a safetrace program (saved to `path` if given);
     `kwargs` go to ``torch.onnx.export`` (``opset_version``, ``optimize``, ...)."""
-    tep = ep if isinstance(ep, torch.export.ExportedProgram) else ep.to_torch()
-    # operators no ONNX function covers (transformers' grouped_mm_fallback), and masked
-    # attention, whose ONNX function differs from torch on fully masked rows
-    forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
-    fold = bool(forms) and can_fold()
-    if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
-        tep = tep.run_decompositions(forms)
+    own = not isinstance(ep, torch.export.ExportedProgram)
+    tep = ep.to_torch() if own else ep
     kwargs.setdefault("verbose", False)
-    # (torch's operator registry: 0.7 s to build, made once; the forms decomposed in
-    # torch.onnx's own run_decompositions, not in a retrace of their own)
-    with cached_registry(), folded(forms) if fold else contextlib.nullcontext():
-        program = torch.onnx.export(tep, dynamo=True, **kwargs)
-    if not isinstance(ep, torch.export.ExportedProgram):  # our program: its contract's checks onnxruntime does not make
+    # (torch's operator registry: 0.7 s to build, made once)
+    with cached_registry():
+        # our own program, functional and within the registry: lowered here, node by
+        # node, without torch.onnx's retrace (onnx_lean)
+        if own and "custom_translation_table" not in kwargs and can_skip() and \
+                not beyond_torch(tep.graph_module) and lower(tep, implemented()):
+            try:
+                with as_decomposed(tep):
+                    program = torch.onnx.export(tep, dynamo=True, **kwargs)
+            except Exception:  # noqa: BLE001  (what torch.onnx's retrace may still take)
+                tep = ep.to_torch()
+                program = _retraced(tep, kwargs)
+        else:
+            program = _retraced(tep, kwargs)
+    if own:  # our program: its contract's checks onnxruntime does not make
         add_input_checks(program.model, ep.contract)
     rename_dims(program.model, symbol_labels(tep))
     if path is not None:
         program.save(str(path))
     return program
+
+
+def _retraced(tep: Any, kwargs: dict) -> Any:
+    """``torch.onnx.export`` through its own decomposition, with safetrace's forms added
+    to its table: operators no ONNX function covers (transformers' grouped_mm_fallback),
+    and masked attention, whose ONNX function differs from torch on fully masked rows."""
+    forms = {**beyond_torch(tep.graph_module), **masked_attention(tep.graph_module)}
+    fold = bool(forms) and can_fold()
+    if forms and not fold:  # (a torch.onnx whose table this cannot add to: one retrace more)
+        tep = tep.run_decompositions(forms)
+    with folded(forms) if fold else contextlib.nullcontext():
+        return torch.onnx.export(tep, dynamo=True, **kwargs)
 
 
 def rename_dims(model: Any, labels: dict[str, str]) -> None:

@@ -36,6 +36,9 @@ class _Graph:
 
     def op(self, op_type: str, *inputs: Any, name: str | None = None, **attrs: Any) -> Any:
         node = self.ir.node(op_type, list(inputs), attrs or None, name=name)
+        # (a name of its own: an unnamed value is named val_<n> when the model is saved,
+        # which can be a name the exporter's graph already holds)
+        node.outputs[0].name = f"safetrace_check_{len(self.nodes)}"
         self.nodes.append(node)
         return node.outputs[0]
 

@@ -45,6 +45,14 @@ def cached_registry() -> Iterator[None]:
         _HERE.depth -= 1
 
 
+def implemented() -> frozenset:
+    """The operators the registry translates (read inside ``cached_registry``: its copy)."""
+    from torch.onnx._internal.exporter import _decomp
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    return frozenset(_decomp.get_onnx_implemented_overloads(ONNXRegistry.from_torchlib()))
+
+
 def _from_cache(cls: type, opset_version: int | None = None) -> Any:
     from torch.onnx._internal.exporter import _constants
 

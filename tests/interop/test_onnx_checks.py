@@ -73,3 +73,13 @@ def test_onnxruntime_refuses_what_the_program_refuses(make, tmp_path):
             assert theirs == "ok", f"onnxruntime refused {shapes}: {got}"
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert refused >= 4 and named >= 2, (refused, named)
+
+
+def test_check_values_have_names_of_their_own():
+    """A value without a name is named val_<n> when the model is saved: a name the
+    exporter's graph may hold already (OPT's static-cache program failed to load with
+    'Duplicate definition of name (val_25)'). Every value the checks add is named."""
+    program = st.to_onnx(_pair(), verbose=False)
+    names = [value.name for node in program.model.graph for value in node.outputs]
+    assert None not in names and len(names) == len(set(names))
+    assert sum(name.startswith("safetrace_check_") for name in names) > 5

@@ -1,0 +1,113 @@
+"""``st.to_onnx`` of a functional program without torch.onnx's retrace
+(``interop/onnx_lean.py``): the operators torch.onnx's registry lacks are decomposed node
+by node, masked attention gets its form in the graph (the empty rows of a mask computed
+once, however many attention calls share it), and torch.onnx's own retrace runs only
+where the program writes in place.  Each model's onnxruntime output is checked against
+eager at other sizes (1 included), and out-of-space inputs are still refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import safetrace as st
+
+pytest.importorskip("onnxscript")
+ort = pytest.importorskip("onnxruntime")
+
+
+class TwoAttentions(torch.nn.Module):
+    """Two attention calls over one padding mask, a dtype cast and ``diff`` (an operator
+    torch.onnx's registry has no ONNX function for)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 24), torch.nn.Linear(8, 24)
+
+    def forward(self, x, pad):
+        b, n, _ = x.shape
+        mask = torch.ones(n, n, dtype=torch.bool).tril()[None, None] & \
+            pad[:, None, None, :].bool()
+        h = x
+        for qkv in (self.a, self.b):
+            q, k, v = qkv(h).view(b, n, 3, 2, 4).permute(2, 0, 3, 1, 4)
+            h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            h = h.transpose(1, 2).reshape(b, n, 8)
+        steps = torch.diff(pad, dim=1, prepend=pad[:, :1])
+        return h * 2, steps.to(h.dtype), x.diff(dim=-1)  # (the last two: rewritten outputs)
+
+
+class Writes(torch.nn.Module):
+    """An in-place write on an intermediate: left to torch.onnx's retrace."""
+
+    def forward(self, x):
+        y = x * 2
+        y.add_(1)
+        return y.diff(dim=1)
+
+
+def _retraces(monkeypatch) -> list:
+    calls: list = []
+    original = torch.export.ExportedProgram.run_decompositions
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
+    return calls
+
+
+def _session(program):
+    sess = ort.InferenceSession(program.model_proto.SerializeToString())
+
+    def run(*args):
+        feeds = {i.name: a.numpy() for i, a in zip(sess.get_inputs(), args)}
+        got = [torch.from_numpy(out) for out in sess.run(None, feeds)]
+        return got[0] if len(got) == 1 else tuple(got)
+    return run
+
+
+def _pad(b, n, padded):
+    pad = torch.ones(b, n, dtype=torch.long)
+    pad[0, :padded] = 0  # row 0 left-padded: its first queries see no key
+    return pad
+
+
+@pytest.mark.slow  # an ONNX export and three sessions: ~1.5 s of CPU
+def test_functional_program_lowers_without_a_retrace(monkeypatch):
+    from torch.onnx._internal.exporter import _fx_passes
+
+    torch.manual_seed(0)
+    model = TwoAttentions().eval()
+    b, n = st.Dim("b", max=8), st.Dim("n", min=1, max=32)
+    ep = st.export(model, (torch.randn(2, 5, 8), _pad(2, 5, 0)),
+                   dynamic_shapes={"x": {0: b, 1: n}, "pad": {0: b, 1: n}})
+    calls = _retraces(monkeypatch)
+    program = st.to_onnx(ep, verbose=False)
+    assert calls == []
+    targets = [node.target for node in program.exported_program.graph.nodes]
+    assert targets.count(torch.ops.aten.any.dim) == 1  # the mask's empty rows, once
+    assert targets.count(torch.ops.aten.where.ScalarSelf) == 2  # one per attention call
+    assert torch.ops.aten.diff.default not in targets
+    run = _session(program)
+    for shape in ((3, 7, 2), (1, 1, 0), (2, 4, 4)):
+        x, pad = torch.randn(*shape[:2], 8), _pad(*shape)
+        with torch.no_grad():
+            torch.testing.assert_close(run(x, pad), model(x, pad), rtol=1e-5, atol=1e-5)
+    with pytest.raises(Exception, match="must be <= 32"):
+        run(torch.randn(1, 33, 8), _pad(1, 33, 0))
+    assert _fx_passes.decompose_with_registry.__module__ == _fx_passes.__name__
+
+
+@pytest.mark.slow  # an ONNX export: ~1.5 s of CPU
+def test_program_writing_in_place_takes_torch_onnx_retrace(monkeypatch):
+    ep = st.export(Writes(), (torch.randn(2, 5),),
+                   dynamic_shapes={"x": {0: st.Dim("b", max=8)}})
+    calls = _retraces(monkeypatch)
+    run = _session(st.to_onnx(ep, verbose=False))
+    assert len(calls) == 1
+    for b in (1, 3):
+        x = torch.randn(b, 5)
+        torch.testing.assert_close(run(x), Writes()(x))
