@@ -18,6 +18,7 @@ from safetrace.trace.hops import submodules
 from safetrace.trace.proxy import Proxy
 
 aten = torch.ops.aten
+_CONTIGUOUS = aten.contiguous.default
 _SIZE_FNS = {aten.sym_size.int, aten.sym_numel.default, aten.sym_stride.int}
 
 
@@ -83,14 +84,21 @@ def is_size_fn(node: torch.fx.Node) -> bool:
 
 
 def canonical(graph: torch.fx.Graph, subst: dict,
-              skip: Callable[[torch.fx.Node], bool] | None = None) -> tuple:
+              skip: Callable[[torch.fx.Node], bool] | None = None,
+              made_contiguous: set | None = None) -> tuple:
     """The graph as data: ops with their arguments and output metadata, sizes as
     expressions (`subst` applied), size arithmetic folded into the values it computes;
-    nodes `skip` names left out."""
+    nodes `skip` names left out.  With `made_contiguous`, an ``x.contiguous()`` stands for
+    `x` itself (its values) and `x`'s key goes into the set (see ``same_program``)."""
     ids: dict = {}
     out: list = []
     for node in graph.nodes:
         if skip is not None and skip(node):
+            continue
+        if made_contiguous is not None and node.target is _CONTIGUOUS and not node.kwargs \
+                and len(node.args) == 1 and node.args[0] in ids:
+            ids[node] = ids[node.args[0]]
+            made_contiguous.add(ids[node])
             continue
         if node.op == "placeholder":
             ids[node] = ("in", node.name)
@@ -191,4 +199,10 @@ def same_program(g: ExportedProgram, h: ExportedProgram, subst: dict, skip: set)
     cg = residual_conditions(g.contract, subst)
     if cg is None or cg != residual_conditions(h.contract, {}):
         return False
-    return canonical(g.graph, subst) == canonical(h.graph, {})
+    # `g` (the graph kept) may make contiguous a value `h` does not: at `h`'s sizes `h`
+    # found that value contiguous already, where ``contiguous`` returns it as it is (GPT/OPT
+    # attention's transpose at seq == 1); every value `h` makes contiguous, `g` must too
+    mine: set = set()
+    theirs: set = set()
+    return canonical(g.graph, subst, made_contiguous=mine) == \
+        canonical(h.graph, {}, made_contiguous=theirs) and theirs <= mine
