@@ -1,0 +1,109 @@
+"""st.export of a program's own module: torch.export's ``ep.module()`` and ours after
+``to_torch()``.  Such a module's code calls torch's run-time assertion ops
+(``aten._assert_scalar`` of a condition on a size read from data) and the range ops;
+each is the check it was written from, so the re-export stands where torch.export's
+re-export of the same module stands, checks the same inputs and computes eager's result."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+
+
+class Filled(torch.nn.Module):
+    """A size read from data, bounded by checks, then used as a size."""
+
+    def forward(self, x, y):
+        b = x.item()
+        torch._check(b >= 1)
+        torch._check(b <= 6)
+        return torch.full((b, 2), 1.0) * y.sum()
+
+
+class Ranged(torch.nn.Module):
+    """torch's range op called directly (eager checks the value too)."""
+
+    def forward(self, x):
+        b = x.item()
+        torch.ops.aten.sym_constrain_range_for_size.default(b, min=2, max=5)
+        torch.ops.aten.sym_constrain_range.default(b, max=4)
+        return torch.zeros(b) + 1
+
+
+def _modules(model, args):
+    """The module of torch.export's program and of ours converted to torch's."""
+    return {"torch": torch.export.export(model, args).module(),
+            "ours": st.export(model, args).to_torch().module()}
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except (RuntimeError, AssertionError, st.InputMismatchError):
+        return "refused"
+
+
+@pytest.mark.parametrize("which", ["torch", "ours"])
+def test_reexport_keeps_data_checks(which):
+    model, y = Filled(), torch.randn(2)
+    module = _modules(model, (torch.tensor([3]), y))[which]
+    again = st.export(module, (torch.tensor([3]), y))
+    theirs = torch.export.export(module, (torch.tensor([3]), y)).module()
+    for v in (1, 6):
+        x = torch.tensor([v])
+        torch.testing.assert_close(again.module()(x, y), model(x, y))
+        torch.testing.assert_close(again.module()(x, y), theirs(x, y))
+    for v in (0, 7):  # eager's checks fail: refused by both, before any result
+        x = torch.tensor([v])
+        assert _outcome(again.module(), x, y) == "refused"
+        assert _outcome(theirs, x, y) == "refused"
+
+
+@pytest.mark.slow
+def test_reexport_converted_again_by_torch():
+    """The re-export, converted, exported once more by torch.export: still checked."""
+    y = torch.randn(2)
+    module = st.export(Filled(), (torch.tensor([3]), y)).to_torch().module()
+    again = st.export(module, (torch.tensor([3]), y))
+    twice = torch.export.export(again.to_torch().module(), (torch.tensor([3]), y)).module()
+    assert twice(torch.tensor([4]), y).shape == (4, 2)
+    assert _outcome(twice, torch.tensor([0]), y) == "refused"
+
+
+@pytest.mark.parametrize("which", ["torch", "ours"])
+def test_reexport_of_range_ops(which):
+    model = Ranged()
+    module = _modules(model, (torch.tensor([3]),))[which]
+    again = st.export(module, (torch.tensor([3]),)).module()
+    theirs = torch.export.export(module, (torch.tensor([3]),)).module()
+    for v in (2, 3, 4):
+        x = torch.tensor([v])
+        torch.testing.assert_close(again(x), model(x))
+        torch.testing.assert_close(again(x), theirs(x))
+    for v in (1, 5, 0):  # outside [2, 4]: eager's op raises, both programs refuse
+        x = torch.tensor([v])
+        assert _outcome(model, x) == "refused"
+        assert _outcome(again, x) == "refused"
+        assert _outcome(theirs, x) == "refused"
+
+
+def test_assertion_op_in_user_code():
+    """``aten._assert_scalar`` written by hand: a fact for the trace (export reads no
+    data, so the example's value does not decide it), checked at run time as eager's."""
+
+    class Asserted(torch.nn.Module):
+        def forward(self, x):
+            b = x.item()
+            torch.ops.aten._assert_scalar.default(b >= 5, "b must be >= 5")
+            return torch.zeros(b)
+
+    args = (torch.tensor([6]),)
+    ours = st.export(Asserted(), args).module()
+    theirs = torch.export.export(Asserted(), args).module()
+    for v in (5, 9):
+        assert ours(torch.tensor([v])).shape == theirs(torch.tensor([v])).shape == (v,)
+    for v in (4, 0):
+        assert _outcome(ours, torch.tensor([v])) == _outcome(theirs, torch.tensor([v])) \
+            == "refused"
