@@ -107,3 +107,22 @@ def test_assertion_op_in_user_code():
     for v in (4, 0):
         assert _outcome(ours, torch.tensor([v])) == _outcome(theirs, torch.tensor([v])) \
             == "refused"
+
+
+class NonZero(torch.nn.Module):
+    def forward(self, x):
+        return torch.is_nonzero(x)
+
+
+@pytest.mark.parametrize("example", [0, 1])
+def test_reexport_of_a_bool_read_from_data(example):
+    """Our converted ``is_nonzero`` reads the bool as ``item(ne(x, 0)) == 1``: traced again,
+    ``== 1`` of that bool is Python's (``True == 1``), for either example."""
+    args = (torch.tensor(example),)
+    module = st.export(NonZero(), args).to_torch().module()
+    again = st.export(module, args).module()
+    theirs = torch.export.export(module, args).module()
+    for v in (0, 1, 7):
+        x = torch.tensor(v)
+        assert again(x) is NonZero()(x) or again(x) == NonZero()(x)
+        assert again(x) == theirs(x) == (v != 0)
