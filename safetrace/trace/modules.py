@@ -283,6 +283,10 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
         return []
     if not isinstance(model, torch.nn.Module):
         raise E.preserved_in_function()
+    if isinstance(model, torch.fx.GraphModule):
+        # a graph (an exported program's module, retraced): its submodules' calls are
+        # gone, and torch.export leaves the names out there too (no signature preserved)
+        return []
     known = {fqn for fqn, _ in model.named_modules(remove_duplicate=False) if fqn}
     for fqn in preserve:
         if not isinstance(fqn, str) or fqn not in known:

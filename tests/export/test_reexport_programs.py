@@ -126,3 +126,41 @@ def test_reexport_of_a_bool_read_from_data(example):
         x = torch.tensor(v)
         assert again(x) is NonZero()(x) or again(x) == NonZero()(x)
         assert again(x) == theirs(x) == (v != 0)
+
+
+class Inner(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = Inner()
+        self.l = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.l(self.n(x))
+
+
+@pytest.mark.parametrize("which", ["torch", "ours"])
+def test_preserved_names_on_a_program_module_are_left_out(which):
+    """A program's module no longer calls its submodules: torch.export leaves a preserved
+    name out there (no signature kept), and so does st.export; a plain module still
+    refuses a name it does not hold, as torch's AttributeError does."""
+    args = (torch.randn(2, 3),)
+    model = Outer()
+    if which == "torch":
+        module = torch.export.export(model, args, preserve_module_call_signature=("n",)).module()
+    else:
+        module = st.export(model, args, preserve_module_call_signature=("n",)).to_torch().module()
+    ours = st.export(module, args, preserve_module_call_signature=("n",))
+    theirs = torch.export.export(module, args, preserve_module_call_signature=("n",))
+    assert all(e.signature is None for e in theirs.module_call_graph if e.fqn == "n")
+    assert all(e.signature is None for e in ours.to_torch().module_call_graph if e.fqn == "n")
+    torch.testing.assert_close(ours.module()(args[0]), model(args[0]))
+    torch.testing.assert_close(ours.module()(args[0]), theirs.module()(args[0]))
+    with pytest.raises(AttributeError):
+        torch.export.export(model, args, preserve_module_call_signature=("m",))
+    with pytest.raises(st.ExportError, match="not a submodule"):
+        st.export(model, args, preserve_module_call_signature=("m",))
