@@ -164,3 +164,33 @@ def test_preserved_names_on_a_program_module_are_left_out(which):
         torch.export.export(model, args, preserve_module_call_signature=("m",))
     with pytest.raises(st.ExportError, match="not a submodule"):
         st.export(model, args, preserve_module_call_signature=("m",))
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x, y):
+        return self.linear(x) * y
+
+
+class TakesModule(torch.nn.Module):
+    def forward(self, x, y, m):
+        return m(x, y) + x + y
+
+
+def test_reexport_with_a_module_input():
+    """torch's program module registers a module input's class with torch's pytree for
+    its call and takes it away after: st.export of that module leaves the registry as
+    it found it (was: KeyError on the way out) and computes eager's result."""
+    from torch.utils import _pytree
+
+    args = (torch.randn(3), torch.randn(3), Scaled())
+    module = torch.export.export(TakesModule(), args, strict=False).module()
+    ours = st.export(module, args).module()
+    theirs = torch.export.export(module, args, strict=False).module()
+    assert Scaled not in _pytree.SUPPORTED_NODES
+    other = (torch.randn(3), torch.randn(3), Scaled())
+    torch.testing.assert_close(ours(*other), TakesModule()(*other))
+    torch.testing.assert_close(ours(*other), theirs(*other))
