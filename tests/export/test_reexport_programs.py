@@ -194,3 +194,37 @@ def test_reexport_with_a_module_input():
     other = (torch.randn(3), torch.randn(3), Scaled())
     torch.testing.assert_close(ours(*other), TakesModule()(*other))
     torch.testing.assert_close(ours(*other), theirs(*other))
+
+
+class NoGradChild(torch.nn.Module):
+    def forward(self, a, b):
+        with torch.no_grad():
+            return a + b
+
+
+class NoGradParent(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.m1 = NoGradChild()
+
+    def forward(self, a, b):
+        return self.m1(a, b)
+
+
+@pytest.mark.parametrize("which", ["torch", "ours"])
+def test_reexported_grad_region_unflattens(which):
+    """A program's module calls its no_grad region's graph (a higher-order op's body):
+    traced again, that graph is no module call of the user's, so torch's unflatten of
+    the re-export runs (was: the region's output placed in a module 'submod_1')."""
+    args = (torch.ones(3, 3), torch.ones(3, 3))
+    if which == "torch":
+        module = torch.export.export(NoGradParent(), args).module()
+    else:
+        module = st.export(NoGradParent(), args).to_torch().module()
+    ours = st.export(module, args).to_torch()
+    theirs = torch.export.export(module, args)
+    x = (torch.randn(3, 3), torch.randn(3, 3))
+    expected = NoGradParent()(*x)
+    torch.testing.assert_close(torch.export.unflatten(ours)(*x), expected)
+    torch.testing.assert_close(torch.export.unflatten(theirs)(*x), expected)
+    assert not ours.module()(*x).requires_grad
