@@ -228,3 +228,41 @@ def test_reexported_grad_region_unflattens(which):
     torch.testing.assert_close(torch.export.unflatten(ours)(*x), expected)
     torch.testing.assert_close(torch.export.unflatten(theirs)(*x), expected)
     assert not ours.module()(*x).requires_grad
+
+
+class CondOnInts(torch.nn.Module):
+    """torch.cond whose branches read an int input (a size, with Dim.DYNAMIC)."""
+
+    def forward(self, x, trigger, target):
+        return torch.cond(trigger == 1, lambda: x + target, lambda: x * target, ())
+
+
+class CondIntOperand(torch.nn.Module):
+    """An int given as a cond operand, as torch's converted programs pass one."""
+
+    def forward(self, x, n):
+        return torch.cond(x.sum() > 0, lambda a, k: a + k, lambda a, k: a * k, (x, n))
+
+
+def test_cond_with_number_operands_matches_torch():
+    D = torch.export.Dim.DYNAMIC
+    args = (torch.randn(2), 0, 2)
+    shapes = (None, D, D)
+    ours = st.export(CondOnInts(), args, dynamic_shapes=shapes)
+    theirs = torch.export.export(CondOnInts(), args, dynamic_shapes=shapes)
+    again = st.export(ours.to_torch().module(), args, dynamic_shapes=shapes).module()
+    for call in [(torch.randn(2), 1, 5), (torch.randn(2), 0, 0), (torch.randn(2), 3, 1)]:
+        expected = CondOnInts()(*call)
+        torch.testing.assert_close(ours.module()(*call), expected)
+        torch.testing.assert_close(theirs.module()(*call), expected)
+        torch.testing.assert_close(again(*call), expected)
+    # written by hand, an int operand is refused by eager's torch.cond and both exports
+    # (torch's own programs pass sizes so, from the branches' closures: the operator
+    # takes them, and the re-export above read them as the closure would)
+    args2 = (torch.randn(3), 4)
+    with pytest.raises(RuntimeError, match="tensor leaves"):
+        CondIntOperand()(*args2)
+    with pytest.raises(RuntimeError, match="tensor leaves"):
+        torch.export.export(CondIntOperand(), args2, dynamic_shapes=(None, D))
+    with pytest.raises(st.ExportError, match="operands must be tensors"):
+        st.export(CondIntOperand(), args2, dynamic_shapes=(None, D))
