@@ -161,3 +161,10 @@ def assert_tensor_metadata(tr: Recorder, func: Any, args: tuple, kwargs: dict) -
             list(node.args[1]) == [-1] * x.st_meta.ndim):
         tr.replayed_checks.append(node)
     return None
+
+
+def drop_replayed_checks(tr: Recorder) -> None:
+    """The identity views a re-exported program's own input checks read, now unread."""
+    for node in tr.replayed_checks:
+        if not node.users and node.graph is not None:
+            node.graph.erase_node(node)
