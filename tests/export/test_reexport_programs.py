@@ -266,3 +266,29 @@ def test_cond_with_number_operands_matches_torch():
         torch.export.export(CondIntOperand(), args2, dynamic_shapes=(None, D))
     with pytest.raises(st.ExportError, match="operands must be tensors"):
         st.export(CondIntOperand(), args2, dynamic_shapes=(None, D))
+
+
+class SizesOnly(torch.nn.Module):
+    """Outputs computed from an input's size alone (a no_grad block among them)."""
+
+    def forward(self, x):
+        n = x.shape[0] + 2
+        m = n + 2
+        with torch.no_grad():
+            y = n * 4
+        return m, y
+
+
+def test_reexport_of_sizes_only_program():
+    """Our converted program's own input checks are dropped when it is traced again; the
+    size read for the outputs afterwards is still in the graph (was: a node of no graph,
+    and to_torch failed with KeyError)."""
+    dx = torch.export.Dim("dx")
+    module = st.export(SizesOnly(), (torch.randn(6),), dynamic_shapes=((dx,),)) \
+        .to_torch().module()
+    again = st.export(module, (torch.randn(6),), dynamic_shapes=((dx,),))
+    theirs = torch.export.export(module, (torch.randn(6),), dynamic_shapes=((dx,),)).module()
+    for n in (2, 9):
+        x = torch.randn(n)
+        assert again.module()(x) == again.to_torch().module()(x) == theirs(x) == \
+            SizesOnly()(x)
