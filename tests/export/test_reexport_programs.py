@@ -292,3 +292,30 @@ def test_reexport_of_sizes_only_program():
         x = torch.randn(n)
         assert again.module()(x) == again.to_torch().module()(x) == theirs(x) == \
             SizesOnly()(x)
+
+
+class AssertsEqual(torch.nn.Module):
+    def forward(self, q, k):
+        torch._assert(k.shape[0] == q.shape[0], "q and k must agree")
+        return q + k.sum(), k * 2
+
+
+def test_torch_assert_relating_named_dims_is_a_requirement():
+    """``torch._assert`` of a relation between two named Dims: eager raises where it fails,
+    so the program checks it at run time and keeps the Dims independent (torch.export
+    refuses the spec instead: sound, stricter); the converted program's guard code, traced
+    again with the same Dims, is that requirement too."""
+    D = torch.export.Dim
+    args = (torch.randn(4), torch.randn(4))
+    shapes = ((D("a", max=100),), (D("b", max=100),))
+    with pytest.raises(Exception, match="must always be equal"):
+        torch.export.export(AssertsEqual(), args, dynamic_shapes=shapes)
+    ep = st.export(AssertsEqual(), args, dynamic_shapes=shapes)
+    again = st.export(ep.to_torch().module(), args, dynamic_shapes=shapes)
+    for program in (ep.module(), again.module(), again.to_torch().module()):
+        for n in (1, 7):
+            x = (torch.randn(n), torch.randn(n))
+            torch.testing.assert_close(program(*x), AssertsEqual()(*x))
+        with pytest.raises(AssertionError):
+            AssertsEqual()(torch.randn(3), torch.randn(5))
+        assert _outcome(program, torch.randn(3), torch.randn(5)) == "refused"

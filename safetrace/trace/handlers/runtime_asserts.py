@@ -3,8 +3,8 @@ program (``st.export(ep.to_torch().module(), ...)``, or a torch.export program's
 module): ``aten._assert_scalar(cond, msg)`` and the range ops ``torch._check_is_size``
 and ``torch._constrain_as_size`` leave (``aten.sym_constrain_range_for_size``,
 ``aten.sym_constrain_range``).  Each is the check it was written from, made again here:
-a fact the engine uses, asserted at run time where it reads data (``trace/asserts.py``),
-part of the input contract where it is on input sizes only."""
+a fact the engine uses, asserted at run time where it reads data (``trace/asserts.py``);
+an assertion on input sizes only is a condition of the input contract (``required``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from safetrace.trace.asserts import ASSERT_HEAD, check
+from safetrace.symbolic import SymBool
+from safetrace.trace.asserts import ASSERT_HEAD, check, required
 from safetrace.trace.registry import handles
 from safetrace.trace.recorder import Recorder
 
@@ -27,7 +28,11 @@ def _message(msg: Any) -> Any:
 @handles(aten._assert_scalar.default)
 def assert_scalar(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     bound = dict(zip(("self", "assert_msg"), args), **kwargs)
-    check(bound["self"], _message(bound.get("assert_msg")))
+    cond, msg = bound["self"], _message(bound.get("assert_msg"))
+    if isinstance(cond, SymBool):  # (on input sizes: a run-time check, nothing assumed)
+        required(cond, msg, RuntimeError)
+    else:
+        check(cond, msg)
     return None
 
 
