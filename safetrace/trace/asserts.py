@@ -183,17 +183,25 @@ def _assert(condition: Any, message: Any) -> None:
 
 def required(condition: SymBool, message: Any, error: type) -> None:
     """An assertion the program makes (eager raises `error` where it fails): on data, a
-    fact asserted at run time (``check``); on input sizes, where it is true at the example
-    and open for others, checked at run time with nothing assumed (two named Dims it
-    relates stay independent, the inputs checked against it)."""
+    fact asserted at run time (``check``); a relation between input sizes, true at the
+    example and open for others, checked at run time with nothing assumed (two named Dims
+    it relates stay independent, the inputs checked against it); else decided as Python's
+    ``assert`` decides it (``torch._assert``), or as an op's requirement."""
     env = condition.env
-    if any(not env.symbols[n].backed for n in condition.expr.free_symbols):
+    free = condition.expr.free_symbols
+    if any(not env.symbols[n].backed for n in free):
         return check(condition, message)
-    if env.decide(condition.expr) is None and env.hint(condition.expr):
-        env.require(condition.expr, from_text(stack_trace(3)), precondition=True)
+    if len(free) > 1 and env.decide(condition.expr) is None and env.hint(condition.expr):
+        # (an op's requirement, `error` RuntimeError, stays the graph's assert after
+        # to_torch(); an assertion's, AssertionError, torch's guard code: eager's classes)
+        env.require(condition.expr, from_text(stack_trace(3)),
+                    precondition=error is not AssertionError)
         return None
-    with env.precondition():
+    if error is AssertionError:
         holds = bool(condition)
+    else:
+        with env.precondition():
+            holds = bool(condition)
     if not holds:
         raise error(message)
     return None

@@ -300,22 +300,26 @@ class AssertsEqual(torch.nn.Module):
         return q + k.sum(), k * 2
 
 
-def test_torch_assert_relating_named_dims_is_a_requirement():
-    """``torch._assert`` of a relation between two named Dims: eager raises where it fails,
-    so the program checks it at run time and keeps the Dims independent (torch.export
-    refuses the spec instead: sound, stricter); the converted program's guard code, traced
-    again with the same Dims, is that requirement too."""
+def test_torch_assert_relating_dims():
+    """``torch._assert`` of a relation between two input sizes is Python's assert: two
+    named Dims it relates are refused as torch.export refuses them; with Dim.DYNAMIC the
+    program checks it (torch's guard, AssertionError), also when its converted module is
+    exported again (its guard code is then that requirement, nothing assumed)."""
     D = torch.export.Dim
     args = (torch.randn(4), torch.randn(4))
-    shapes = ((D("a", max=100),), (D("b", max=100),))
+    named = ((D("a", max=100),), (D("b", max=100),))
     with pytest.raises(Exception, match="must always be equal"):
-        torch.export.export(AssertsEqual(), args, dynamic_shapes=shapes)
+        torch.export.export(AssertsEqual(), args, dynamic_shapes=named)
+    with pytest.raises(st.ExportError, match="b = a"):
+        st.export(AssertsEqual(), args, dynamic_shapes=named)
+    shapes = ((D.DYNAMIC,), (D.DYNAMIC,))
     ep = st.export(AssertsEqual(), args, dynamic_shapes=shapes)
+    theirs = torch.export.export(AssertsEqual(), args, dynamic_shapes=shapes).module()
     again = st.export(ep.to_torch().module(), args, dynamic_shapes=shapes)
-    for program in (ep.module(), again.module(), again.to_torch().module()):
+    for program in (ep.module(), again.module(), again.to_torch().module(), theirs):
         for n in (1, 7):
             x = (torch.randn(n), torch.randn(n))
             torch.testing.assert_close(program(*x), AssertsEqual()(*x))
-        with pytest.raises(AssertionError):
-            AssertsEqual()(torch.randn(3), torch.randn(5))
         assert _outcome(program, torch.randn(3), torch.randn(5)) == "refused"
+    with pytest.raises(AssertionError):
+        AssertsEqual()(torch.randn(3), torch.randn(5))
