@@ -148,9 +148,6 @@ class Condition:
 
     cond: Expr
     origin: str = ""
-    # an op's own requirement (eager's kernel raises RuntimeError where it fails), not a
-    # condition a branch of the trace chose; not saved (a loaded program's is False)
-    precondition: bool = dataclasses.field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         _require(isinstance(self.cond, Expr) and self.cond.is_bool,
@@ -446,8 +443,7 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         symbols.append(SymbolRange(name, None if lo == -math.inf else int(lo),
                                    None if hi == math.inf else int(hi), info.backed,
                                    bound.get(name), origin(name) if name in bound else ""))
-    conditions = tuple(Condition(g.cond, from_text(g.origin), getattr(g, "precondition", False))
-                       for g in fates.residual)
+    conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual)
     contract = Contract(tuple(inputs), tuple(symbols), conditions)
     if key is not None:
         if len(_STATIC_CONTRACTS) > 1000:

@@ -68,10 +68,6 @@ def relation_guards(contract: Any, leaves: list, ctx: dict, deferred: bool) -> l
             wanted.append(f"{code(s.where)} <= {s.hi}")
     if not deferred:
         for cond in contract.conditions:
-            # an op's own requirement stays the graph's assert: where it fails, eager's
-            # kernel raises RuntimeError, and so does torch's program (its kernel's check)
-            if cond.precondition:
-                continue
             if {str(x) for x in cond.cond.free_symbols} <= bound:
                 wanted.append(code(contract.where_text(cond.cond)))
     return [g for g in map(_no_zero_division, dict.fromkeys(wanted)) if _holds(g, ctx)]

@@ -38,7 +38,7 @@ def solution(self: Any) -> Solution:
         if c in seen or D.bounds_of(self, c).lo == 1:
             continue
         seen.add(c)
-        out.residual.append(Guard(c, g.origin, g.precondition))
+        out.residual.append(Guard(c, g.origin))
     return out
 
 def check_binding(self: Any, binding: Mapping[str, int]) -> list[Expr]:
