@@ -192,10 +192,7 @@ def required(condition: SymBool, message: Any, error: type) -> None:
     if any(not env.symbols[n].backed for n in free):
         return check(condition, message)
     if len(free) > 1 and env.decide(condition.expr) is None and env.hint(condition.expr):
-        # (an op's requirement, `error` RuntimeError, stays the graph's assert after
-        # to_torch(); an assertion's, AssertionError, torch's guard code: eager's classes)
-        env.require(condition.expr, from_text(stack_trace(3)),
-                    precondition=error is not AssertionError)
+        env.require(condition.expr, from_text(stack_trace(3)), precondition=True)
         return None
     if error is AssertionError:
         holds = bool(condition)
