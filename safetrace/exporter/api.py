@@ -43,6 +43,7 @@ from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
 from safetrace.trace.graph import add_node, add_placeholder, add_placeholders
 from safetrace.trace.layout import exact_contiguous, input_layout
+from safetrace.trace.handlers.casts import drop_replayed_checks
 from safetrace.trace.handlers.grad import close_grad_regions
 from safetrace.trace.proxy import WRAPPER, Proxy, SymShape
 from safetrace.trace.raising import is_requirement
@@ -197,7 +198,7 @@ class Exporter:
                     call = with_root_hooks(self.model, forward_of(self.model, self.fn),
                                            stack.global_hook_ids())
                     out = call(*targs, **tkwargs)  # (hooks of the model's call: root_hooks.py)
-                    _drop_replayed_checks(tracer)
+                    drop_replayed_checks(tracer)
                     # split/chunk pieces returned: all of them (their count is pinned now,
                     # before the contract is read)
                     out = _pin_pieces(out)
@@ -640,11 +641,3 @@ class _Scalar:
 
     def __init__(self, value: int) -> None:
         self.shape = (value,)
-
-
-def _drop_replayed_checks(tracer: Tracer) -> None:
-    """The identity views a re-exported program's own input checks read, now unread."""
-    for node in tracer.replayed_checks:
-        if not node.users and node.graph is not None:
-            node.graph.erase_node(node)
-

@@ -160,4 +160,7 @@ def _registered(types: set[type]) -> Iterator[None]:
                 _REGISTERED[t] -= 1
                 if not _REGISTERED[t]:
                     del _REGISTERED[t]
-                    pytree._deregister_pytree_node(t)
+                    # (a torch.export program's module registers the class before its call
+                    # and takes it away after: exporting that module, ours is gone already)
+                    if t in pytree.SUPPORTED_NODES:
+                        pytree._deregister_pytree_node(t)

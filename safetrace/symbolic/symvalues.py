@@ -250,11 +250,13 @@ class SymBool:
         """Logical not (like torch's SymBool), not bitwise."""
         return _wrap_bool(not_(self.expr), self.env)
 
-    def __eq__(self, o: object) -> Any:
-        return self._logic(o, lambda a, b: compare("eq", a, b))
+    def __eq__(self, o: object) -> Any:  # 0 or 1 is that bool, as in Python (True == 1)
+        return self._logic(bool(o) if type(o) in (int, float) and o in (0, 1) else o,
+                           lambda a, b: compare("eq", a, b))
 
     def __ne__(self, o: object) -> Any:
-        return self._logic(o, lambda a, b: compare("ne", a, b))
+        return self._logic(bool(o) if type(o) in (int, float) and o in (0, 1) else o,
+                           lambda a, b: compare("ne", a, b))
 
     def __int__(self) -> int:
         return int(bool(self))

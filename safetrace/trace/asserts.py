@@ -137,7 +137,7 @@ def emit_assert(tr: Recorder, expr: Any, msg: str | None, origin: str) -> None:
     node.meta["val"] = None
 
 
-_NAMES = ("_check", "_check_is_size", "_check_with")
+_NAMES = ("_check", "_check_is_size", "_check_with", "_assert")
 _REAL = Originals()  # torch's own of each (known by its code: trace/torch_own.py)
 for _name in _NAMES:
     _REAL.learn(_name, getattr(torch, _name, None))
@@ -172,10 +172,44 @@ def _check_with(error_type: Any, cond: Any, message: Any = None) -> None:
         _REAL["_check_with"](error_type, cond, message)
 
 
+def _assert(condition: Any, message: Any) -> None:
+    """``torch._assert`` on a symbolic condition while exporting: what the program requires
+    (eager raises AssertionError where it fails; a torch program's module asserts its
+    input guards so), a condition of the input contract, not a branch on the sizes."""
+    if not (isinstance(condition, SymBool) and exporting()):
+        return _REAL["_assert"](condition, message)
+    return required(condition, message, AssertionError)
+
+
+def required(condition: SymBool, message: Any, error: type) -> None:
+    """An assertion the program makes (eager raises `error` where it fails): on data, a
+    fact asserted at run time (``check``); a relation between input sizes, true at the
+    example and open for others, checked at run time with nothing assumed (two named Dims
+    it relates stay independent, the inputs checked against it); else decided as Python's
+    ``assert`` decides it (``torch._assert``), or as an op's requirement."""
+    env = condition.env
+    free = condition.expr.free_symbols
+    if any(not env.symbols[n].backed for n in free):
+        return check(condition, message)
+    if len(free) > 1 and env.decide(condition.expr) is None and env.hint(condition.expr):
+        env.require(condition.expr, from_text(stack_trace(3)), precondition=True)
+        return None
+    if error is AssertionError:
+        holds = bool(condition)
+    else:
+        with env.precondition():
+            holds = bool(condition)
+    if not holds:
+        raise error(message)
+    return None
+
+
 def patches() -> list[tuple[Any, str, Any]]:
-    """While exporting, ``torch._check`` / ``_check_with`` / ``_check_is_size`` go through
+    """While exporting, ``torch._check`` / ``_check_with`` / ``_check_is_size`` (and
+    ``torch._assert``, as a requirement) go through
     st.check (installed by the export session) where torch's own are in place (a user's
     replacement is left to be traced as Python)."""
-    ours = {"_check": _check, "_check_is_size": _check_is_size, "_check_with": _check_with}
+    ours = {"_check": _check, "_check_is_size": _check_is_size, "_check_with": _check_with,
+            "_assert": _assert}
     return [(torch, name, fn) for name, fn in ours.items()
             if getattr(torch, name, None) is fn or _REAL.learn(name, getattr(torch, name, None))]

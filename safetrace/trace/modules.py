@@ -249,7 +249,12 @@ def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
     every: dict[int, list[str]] = {}  # id(module) -> each of its paths
     containers: set[str] = set()
     types: dict[int, str] = {}
+    # a graph's own graphs (an exported program's module: the bodies its higher-order ops
+    # call) are no module calls of the user's, as in torch.export's retrace of it
+    graph_root = bool(walk) and isinstance(walk[0][1], torch.fx.GraphModule)
     for fqn, mod in walk:
+        if graph_root and fqn and isinstance(mod, torch.fx.GraphModule):
+            continue
         names.setdefault(id(mod), fqn)
         every.setdefault(id(mod), []).append(fqn)
         if fqn:
@@ -283,6 +288,10 @@ def _preserved_names(model: Any, preserve: Any) -> list[str]:
         return []
     if not isinstance(model, torch.nn.Module):
         raise E.preserved_in_function()
+    if isinstance(model, torch.fx.GraphModule):
+        # a graph (an exported program's module, retraced): its submodules' calls are
+        # gone, and torch.export leaves the names out there too (no signature preserved)
+        return []
     known = {fqn for fqn, _ in model.named_modules(remove_duplicate=False) if fqn}
     for fqn in preserve:
         if not isinstance(fqn, str) or fqn not in known:

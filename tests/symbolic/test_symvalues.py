@@ -95,6 +95,20 @@ def test_symbool_logic() -> None:
     assert bool(a | b) is True and int(a) == 1
 
 
+@pytest.mark.parametrize("k", [0, 1, 2, -1, 0.0, 1.0, 0.5])
+@pytest.mark.parametrize("truth", [True, False])
+def test_symbool_compares_with_numbers_as_python_bool(k, truth) -> None:  # type: ignore[no-untyped-def]
+    """A bool is the number 0 or 1 (``True == 1``, ``False != 0.0`` is False), never
+    another one; the answers are Python's for the bool the condition takes."""
+    env = Env()
+    u = SymInt(env.new_unbacked(lo=0, hi=1), env)
+    c = u == 1
+    env.add_fact((u == 1).expr if truth else (u == 0).expr)
+    for op in (operator.eq, operator.ne):
+        for r in (op(c, k), op(k, c)):
+            assert bool(r) is op(truth, k), (op, k, truth, r)
+
+
 def test_sym_min_max_do_not_guard() -> None:
     env, n = _n(10)
     assert sym_min(3, 4) == 3 and sym_max(3, 4) == 4

@@ -11,11 +11,12 @@ registers them all in ``registry.HANDLERS``.
   ``nonzero(as_tuple=True)``, ``split``);
 - ``profiler``: ``record_function`` ranges, left out of the graph;
 - ``grad``: grad-mode changes (``no_grad`` blocks), nodes of the graph;
-- ``collectives``: torch.distributed's in-place collectives, as functional ones.
+- ``collectives``: torch.distributed's in-place collectives, as functional ones;
+- ``runtime_asserts``: torch's assertion and range ops (``_assert_scalar``), as checks.
 """
 
 from safetrace.trace.handlers import (casts, collectives, data, factories, grad, index_value,
-                                     metadata, profiler, spellings, views)
+                                     metadata, profiler, runtime_asserts, spellings, views)
 
 __all__ = ["casts", "collectives", "data", "factories", "grad", "index_value", "metadata",
-           "profiler", "spellings", "views"]
+           "profiler", "runtime_asserts", "spellings", "views"]

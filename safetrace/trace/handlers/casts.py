@@ -163,3 +163,16 @@ def assert_tensor_metadata(tr: Recorder, func: Any, args: tuple, kwargs: dict) -
             list(node.args[1]) == [-1] * x.st_meta.ndim):
         tr.replayed_checks.append(node)
     return None
+
+
+def drop_replayed_checks(tr: Recorder) -> None:
+    """The identity views a re-exported program's own input checks read, now unread.  A
+    scope whose first op was one starts at the op after it (sizes read later, for the
+    outputs, go before that op: before an erased node they would be in no graph)."""
+    for node in tr.replayed_checks:
+        if not node.users and node.graph is not None:
+            for scope in tr.scopes:
+                if scope.first_op is node:
+                    after = node.next
+                    scope.first_op = None if after.op in ("root", "output") else after
+            node.graph.erase_node(node)

@@ -133,8 +133,11 @@ def _emit_hop(tr: Recorder, op: Any, args: tuple, metas: list[TensorMeta], fresh
 
 # -- cond --------------------------------------------------------------------------------
 
-def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = ()) -> Any:
-    """``torch.cond`` while tracing: one branch when the predicate is known, else both."""
+def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operands: Any = (),
+         numbers: bool = False) -> Any:
+    """``torch.cond`` while tracing: one branch when the predicate is known, else both.
+    `numbers`: the operator itself, which takes numbers among the operands (torch.cond
+    refuses them, as eager does)."""
     where = short(stack_trace(3))
     if not callable(true_fn) or not callable(false_fn):
         raise errors.cond_not_callable(where, f"{type(true_fn).__name__}, "
@@ -151,6 +154,8 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
                       UserWarning, stacklevel=4)
     if known is not None:  # decided at export: the taken branch is traced inline
         return (true_fn if known else false_fn)(*operands)
+    if numbers:
+        true_fn, false_fn, operands = _numbers_closed_over(true_fn, false_fn, operands)
     leaves, spec = _flat_operands(operands, "torch.cond", where)
     metas = [v for v in leaves]
     branches = []
@@ -179,6 +184,30 @@ def cond(tr: Recorder, pred: Any, true_fn: Callable, false_fn: Callable, operand
         if isinstance(o, Proxy) and layouts != {True}:  # a view of an operand's strides too)
             o.st_contig = None if None in layouts else layouts.pop()
     return pytree.tree_unflatten(outs, t.out_spec)
+
+
+_NUMBERS = (int, float, torch.SymInt, torch.SymFloat, torch.SymBool)  # (bool is an int)
+
+
+def _numbers_closed_over(true_fn: Callable, false_fn: Callable, operands: Any) -> tuple:
+    """Number operands of the cond operator (a converted program passes a size its
+    branches read as one) read by the branches from their closure instead, as a value of
+    this trace; the tensors stay the operands."""
+    leaves, spec = pytree.tree_flatten(operands)
+    if not any(isinstance(v, _NUMBERS) and not isinstance(v, torch.Tensor) for v in leaves):
+        return true_fn, false_fn, operands
+    tensors = [i for i, v in enumerate(leaves) if not isinstance(v, _NUMBERS)]
+
+    def closed(fn: Callable) -> Callable:
+        def branch(*given: Any) -> Any:
+            values = list(leaves)
+            for i, v in zip(tensors, given):
+                values[i] = v
+            return fn(*pytree.tree_unflatten(values, spec))
+        branch.__wrapped__ = fn  # type: ignore[attr-defined]  # (its location: fn_location)
+        return branch
+
+    return closed(true_fn), closed(false_fn), tuple(leaves[i] for i in tensors)
 
 
 def _known_pred(tr: Recorder, pred: Any, where: str) -> bool | None:

@@ -149,7 +149,7 @@ def patches() -> list[tuple[Any, str, Any]]:
 def _cond_op(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     pred, true_fn, false_fn, operands = (list(args) + [kwargs.get("operands", ())])[:4]
     with tr:  # the mode is off while it handles a call: the branches need it
-        out = ops.cond(tr, pred, true_fn, false_fn, tuple(operands))
+        out = ops.cond(tr, pred, true_fn, false_fn, tuple(operands), numbers=True)
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
