@@ -97,9 +97,10 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
     Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``).
     """
     params = positional_names(fn, len(args))
-    simple = CONSTANT_LEAVES + (torch.Tensor,)
-    if all(isinstance(a, simple) for a in args) and all(
-            isinstance(v, simple) for v in kwargs.values()):
+    # (by exact type in one pass in C first: plain tensors and constants)
+    if all(map(_PLAIN_TYPES.__contains__, map(type, (*args, *kwargs.values())))) or all(
+            isinstance(a, _SIMPLE) for a in args) and all(
+            isinstance(v, _SIMPLE) for v in kwargs.values()):
         # Common case, no containers: the paths are the argument names.
         spec = _plain_spec(args, kwargs)
         return list(zip(params, args)) + list(kwargs.items()), spec
@@ -124,6 +125,7 @@ def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[
 _PLAIN_SPECS: dict[tuple, Any] = {}
 _PLAIN_LAYOUT: dict[int, tuple] = {}
 _PLAIN_TYPES = frozenset(CONSTANT_LEAVES) | {torch.Tensor, torch.nn.Parameter}
+_SIMPLE = (torch.Tensor, *CONSTANT_LEAVES)  # (flatten_inputs' leaves that need no flattening)
 
 
 def _plain_spec(args: tuple, kwargs: dict) -> Any:

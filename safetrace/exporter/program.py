@@ -104,8 +104,8 @@ class ExportedProgram:
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
         self.graph_signature = ExportGraphSignature(input_specs, output_specs)
-        check_state_names(state, {s.target: s.kind for s in input_specs
-                                  if s.kind in ("parameter", "buffer")})
+        check_state_names(state, lambda: {s.target: s.kind for s in input_specs
+                                          if s.kind in ("parameter", "buffer")})
         self._state = state
         self.constants = constants
         self.in_spec = in_spec

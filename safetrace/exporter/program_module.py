@@ -423,11 +423,23 @@ MODULE_ATTRS = frozenset(dir(ProgramModule)) | frozenset(vars(torch.nn.Module())
         "_lineno_map", "run"}
 
 
-def check_state_names(names: Any, kinds: dict[str, str]) -> None:
+def check_state_names(names: Any, kinds: Any) -> None:
     """Refuse a state name with a dotted part ep.module() cannot hold (MODULE_ATTRS);
-    ``kinds``: name -> "parameter" / "buffer" for the message."""
-    for name in names:
+    ``kinds``: name -> "parameter" / "buffer" for the message (or a function making that
+    dict, called only to raise).  A list of names found good is remembered (a function of
+    the names alone: MODULE_ATTRS is fixed)."""
+    key = tuple(names)
+    if key in _GOOD_NAMES:
+        return
+    for name in key:
         for part in name.split("."):
             if part in MODULE_ATTRS:
+                kinds = kinds() if callable(kinds) else kinds
                 raise state_name_taken(name, part, kinds.get(name, "state"))
+    if len(_GOOD_NAMES) > 1_000:
+        _GOOD_NAMES.clear()
+    _GOOD_NAMES.add(key)
+
+
+_GOOD_NAMES: set[tuple[str, ...]] = set()  # tuples of state names check_state_names passed
 

@@ -30,6 +30,8 @@ _REMAPS: list[tuple[str, str]] = [  # torch.distributed's function -> funcol's i
 
 
 FUNCOL = "torch.distributed._functional_collectives"
+# (whether torch was built with torch.distributed: read once, it cannot change)
+_DISTRIBUTED = torch.distributed.is_available()
 
 
 def load_when_grouped() -> None:
@@ -39,8 +41,7 @@ def load_when_grouped() -> None:
     no collective runs (in eager or in an export) without an initialized process group.
     Importing it before the session builds its table lets ``trace/shims.py`` wait on the
     results of funcol's calls as torch.export does."""
-    if FUNCOL not in sys.modules and torch.distributed.is_available() and \
-            torch.distributed.is_initialized():
+    if FUNCOL not in sys.modules and _DISTRIBUTED and torch.distributed.is_initialized():
         from torch.distributed import _functional_collectives  # noqa: F401 - see above
 
 
