@@ -183,3 +183,17 @@ def onnx_module_set_up() -> None:
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"needs {package}: pip install -c constraints.txt -e '.[dev]'",
                         allow_module_level=True)
+
+
+def count_retraces(monkeypatch: Any) -> list:
+    """Each ``run_decompositions`` of a torch program (a retrace through AOT autograd),
+    appended to the list returned, for the rest of the test."""
+    calls: list = []
+    original = torch.export.ExportedProgram.run_decompositions
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
+    return calls

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import safetrace as st
+from tests.interop.harness import count_retraces
 
 
 class Attention(torch.nn.Module):
@@ -100,19 +101,6 @@ class Causal(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
-def _count_retraces(monkeypatch) -> list:
-    """Each ``run_decompositions`` of a torch program (a retrace through AOT autograd)."""
-    calls: list = []
-    original = torch.export.ExportedProgram.run_decompositions
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
-    return calls
-
-
 def _ort_run(program, *args):
     ort = pytest.importorskip("onnxruntime")
     sess = ort.InferenceSession(program.model_proto.SerializeToString())
@@ -129,7 +117,7 @@ def test_causal_attention_through_onnx_without_a_retrace(monkeypatch):
     model = Causal().eval()
     ep = st.export(model, (torch.randn(2, 5, 8),),
                    dynamic_shapes={"x": {0: st.Dim("b", max=8), 1: st.Dim("n", max=32)}})
-    calls = _count_retraces(monkeypatch)
+    calls = count_retraces(monkeypatch)
     program = st.to_onnx(ep, verbose=False)
     assert calls == []
     for b, n in ((3, 7), (1, 1), (2, 4)):
@@ -147,7 +135,7 @@ def test_masked_attention_form_in_torch_onnx_own_retrace(monkeypatch):
     from torch.onnx._internal.exporter import _decomp
 
     model, ep = _export(gqa=True, cls=WritingAttention)
-    calls = _count_retraces(monkeypatch)
+    calls = count_retraces(monkeypatch)
     program = st.to_onnx(ep, verbose=False)
     assert len(calls) == 1
     for args in (_inputs(*o) for o in OTHERS):

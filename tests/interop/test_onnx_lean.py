@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import safetrace as st
+from tests.interop.harness import count_retraces
 
 pytest.importorskip("onnxscript")
 ort = pytest.importorskip("onnxruntime")
@@ -47,18 +48,6 @@ class Writes(torch.nn.Module):
         return y.diff(dim=1)
 
 
-def _retraces(monkeypatch) -> list:
-    calls: list = []
-    original = torch.export.ExportedProgram.run_decompositions
-
-    def counted(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counted)
-    return calls
-
-
 def _session(program):
     sess = ort.InferenceSession(program.model_proto.SerializeToString())
 
@@ -84,7 +73,7 @@ def test_functional_program_lowers_without_a_retrace(monkeypatch):
     b, n = st.Dim("b", max=8), st.Dim("n", min=1, max=32)
     ep = st.export(model, (torch.randn(2, 5, 8), _pad(2, 5, 0)),
                    dynamic_shapes={"x": {0: b, 1: n}, "pad": {0: b, 1: n}})
-    calls = _retraces(monkeypatch)
+    calls = count_retraces(monkeypatch)
     program = st.to_onnx(ep, verbose=False)
     assert calls == []
     targets = [node.target for node in program.exported_program.graph.nodes]
@@ -105,7 +94,7 @@ def test_functional_program_lowers_without_a_retrace(monkeypatch):
 def test_program_writing_in_place_takes_torch_onnx_retrace(monkeypatch):
     ep = st.export(Writes(), (torch.randn(2, 5),),
                    dynamic_shapes={"x": {0: st.Dim("b", max=8)}})
-    calls = _retraces(monkeypatch)
+    calls = count_retraces(monkeypatch)
     run = _session(st.to_onnx(ep, verbose=False))
     assert len(calls) == 1
     for b in (1, 3):
