@@ -74,6 +74,12 @@ _REVIEWED = {p: family for family, ps in REVIEWED_OUT.items() for p in ps}
 # (packed-sequence overloads of the RNNs: ``lstm.data`` and the like)
 _REVIEWED_OVERLOADS = {"lstm.data", "gru.data", "rnn_relu.data", "rnn_tanh.data"}
 
+# private operators the tracer records through their meta kernels, each reviewed: a pure
+# computation of its tensor operands, reading no index, offset or length from their data
+# (``torch._weight_norm`` of ``nn.utils.weight_norm`` and its parametrization: wav2vec2,
+# hubert, wavlm, sew, unispeech)
+REVIEWED_IN = {"_weight_norm.default"}
+
 _PLAIN_ARGS = frozenset(("Tensor", "int", "float", "number", "bool", "str", "ScalarType",
                          "Layout", "Device", "MemoryFormat"))
 _PLAIN_RETURNS = frozenset(("Tensor", "List[Tensor]", "int", "float", "bool", "number"))
@@ -172,12 +178,15 @@ def allowed() -> list[str]:
     rules_ = rules()
     trusted = rules_ | core()
     others = namesakes() | named_in(ours) | named_in([f for f in decomps if f.exists()])
+    reviewed_in = {op for name in REVIEWED_IN for op in overloads(name.split(".")[0])
+                   if f"{op._schema.name.split('::', 1)[1]}.{op._overloadname}" in REVIEWED_IN}
     out = set()
-    for op in trusted | others:
+    for op in trusted | others | reviewed_in:
         packet = op._schema.name.split("::", 1)[1]
         if packet in DENIED or packet in _REVIEWED or structural_refusal(op) is not None:
             continue
-        if op in rules_ or refusal(op) is None or op in trusted and not _trusting(packet):
+        if op in rules_ or refusal(op) is None or op in trusted and not _trusting(packet) \
+                or f"{packet}.{op._overloadname}" in REVIEWED_IN:
             out.add(f"{packet}.{op._overloadname}")
     return sorted(out)
 

@@ -33,7 +33,7 @@ def assert_sym(cond: Any, message: str) -> None:
     on a data-dependent size cannot be read there: the check becomes torch's own run-time
     assertion (``torch._check``, a deferred assert when undecided), never a guard on data."""
     if isinstance(cond, torch.SymBool):
-        _REAL_CHECK(cond, lambda: message)
+        _REAL["_check"](cond, lambda: message)
         return
     if not cond:
         raise runtime_check_failed(message)

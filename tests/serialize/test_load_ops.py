@@ -153,3 +153,32 @@ def test_a_cuda_device_loads_only_when_the_caller_allows_cuda(device):
         assert st.load(io.BytesIO(allowed), allow_cuda=True).graph is not None
     with pytest.raises(TypeError, match="allow_cuda must be True or False"):
         st.load(io.BytesIO(blob), allow_cuda="yes")
+
+
+def test_a_private_operator_the_tracer_records_loads(tmp_path):
+    """``nn.utils.parametrizations.weight_norm`` calls ``torch._weight_norm``, which the
+    tracer records as ``aten._weight_norm`` (wav2vec2's positional convolution): the loader
+    takes the programs the exporter writes (REVIEWED_IN, tools/gen_load_ops.py)."""
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 4, 3, padding=1),
+                                                       dim=2)
+
+    class Positional(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = conv
+
+        def forward(self, x):
+            return self.conv(x) + x
+
+    m = Positional().eval()
+    n = st.Dim("n", min=1, max=64)
+    ep = st.export(m, (torch.randn(2, 4, 9),), dynamic_shapes={"x": {2: n}})
+    assert "aten._weight_norm.default" in ep.graph_module.code
+    st.save(ep, tmp_path / "p.st")
+    loaded = st.load(tmp_path / "p.st")
+    for k in (1, 2, 17):
+        x = torch.randn(2, 4, k)
+        with torch.no_grad():
+            torch.testing.assert_close(loaded.module()(x), m(x))
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(2, 4, 0))
