@@ -15,7 +15,8 @@ A loaded file may call what safetrace's exporter records, and nothing else:
 less what a loaded graph may never call (``allowlist.DENIED``, out= variants, writes of an
 argument other than the first), backend and gradient kernels outside the rules (core
 ATen's included: ``max_pool2d_with_indices_backward`` writes where its indices say) and,
-outside the rules and core ATen, what this script's review refuses: private operators, backend and gradient kernels, operators of arguments or
+outside the rules and core ATen, what this script's review refuses: private operators (but
+those of ``REVIEWED_IN``, which the tracer records), backend and gradient kernels, operators of arguments or
 results a graph does not hold, and the families of ``REVIEWED_OUT`` (devices, sparse and
 quantized tensors, autograd state, kernels that trust their caller).  The list is data:
 ``st.load`` looks an overload up by name in it, so what a file may call does not change
