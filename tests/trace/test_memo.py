@@ -13,6 +13,8 @@ import safetrace as st
 from safetrace import Dim
 from safetrace.rules import get_rule
 from safetrace.rules.registry import FAMILY
+from tests.helpers import matches_eager
+from tests.trace.rules_asked import RulesAsked
 
 
 class _Swapped(torch.nn.Module):
@@ -264,26 +266,6 @@ def test_a_tensor_given_twice_is_not_replayed_for_two_tensors():
 # -- calls on symbolic sizes: replayed while the environment is in the same state
 
 
-class _Counting:
-    """Count the calls of aten.add.Tensor's shape rule while installed."""
-
-    def __init__(self, op=torch.ops.aten.add.Tensor) -> None:
-        self.op, self.original, self.asked = op, get_rule(op), 0
-        self.family = FAMILY[op]
-
-    def __enter__(self) -> _Counting:
-        def counting(*a, **k):
-            self.asked += 1
-            return self.original(*a, **k)
-
-        st.register_shape_rule(self.op)(counting)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        st.register_shape_rule(self.op)(self.original)
-        FAMILY[self.op] = self.family
-
-
 class _ThreeAdds(torch.nn.Module):
     def forward(self, x, y):
         return x + y, (x + y) * 2, (x + y).relu()
@@ -293,7 +275,7 @@ def test_a_call_on_symbolic_sizes_is_replayed_within_the_export():
     n = st.Dim("n")
     spec = {"x": {0: n}, "y": {0: n}}
     model = _ThreeAdds()
-    with _Counting() as rule:
+    with RulesAsked(torch.ops.aten.add.Tensor) as rule:
         ep = st.export(model, (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=spec)
     assert rule.asked == 1  # the first add went the whole way, the others were replayed
     adds = _calls(ep, torch.ops.aten.add.Tensor)
@@ -323,7 +305,7 @@ def test_a_call_on_other_symbolic_sizes_is_not_replayed():
     args = (torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4))
     n = st.Dim("n")
     spec = {"x": {0: n}, "y": {0: n}, "z": {0: st.Dim.AUTO}}
-    with _Counting() as rule:
+    with RulesAsked(torch.ops.aten.add.Tensor) as rule:
         ep = st.export(model, args, dynamic_shapes=spec)
     assert rule.asked == 2
     x = torch.randn(5, 4)
@@ -352,7 +334,7 @@ def test_a_fact_between_two_calls_on_symbolic_sizes_makes_the_second_ask_again()
     model = _AddsAroundACheck()
     args = (torch.randn(3, 4), torch.randn(3, 4))
     spec = {"x": {0: st.Dim.AUTO}, "y": {0: st.Dim.AUTO}}
-    with _Counting() as rule:
+    with RulesAsked(torch.ops.aten.add.Tensor) as rule:
         ep = st.export(model, args, dynamic_shapes=spec)
     assert rule.asked == 3
     x, y = torch.randn(6, 4), torch.randn(6, 4)
@@ -418,7 +400,7 @@ def test_calls_on_symbolic_sizes_are_replayed_in_another_export_of_the_same_spec
     model = _ThreeAdds()
     args = (torch.randn(3, 4), torch.randn(3, 4))
     spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
-    with _Counting() as rule:
+    with RulesAsked(torch.ops.aten.add.Tensor) as rule:
         first = st.export(model, args, dynamic_shapes=spec)
         asked = rule.asked
         again = st.export(model, args, dynamic_shapes=spec)
@@ -428,9 +410,7 @@ def test_calls_on_symbolic_sizes_are_replayed_in_another_export_of_the_same_spec
         assert rule.asked == asked + 1  # (another range: the rule asked again)
     assert str(again.graph) == str(first.graph)
     for rows in (0, 1, 6):
-        x, y = torch.randn(rows, 4), torch.randn(rows, 4)
-        for got, want in zip(again.module()(x, y), model(x, y)):
-            torch.testing.assert_close(got, want)
+        matches_eager(again, model, (torch.randn(rows, 4), torch.randn(rows, 4)))
     with pytest.raises(st.InputMismatchError):
         again.module()(torch.randn(3, 4), torch.randn(2, 4))
 
@@ -448,7 +428,7 @@ def test_a_size_given_to_a_call_is_keyed_by_its_expression():
     model = _ViewsBySize()
     args = (torch.randn(3, 8), torch.randn(3, 8))
     spec = {"x": {0: st.Dim("n")}, "y": {0: st.Dim("n")}}
-    with _Counting(torch.ops.aten.view.default) as rule:
+    with RulesAsked(torch.ops.aten.view.default) as rule:
         first = st.export(model, args, dynamic_shapes=spec)
         asked = rule.asked
         again = st.export(model, args, dynamic_shapes=spec)
@@ -457,9 +437,7 @@ def test_a_size_given_to_a_call_is_keyed_by_its_expression():
     views = _calls(again, torch.ops.aten.view.default)
     assert len(views) == 2 and views[0].args[1][0] is views[1].args[1][0]  # (one read of n)
     for rows in (0, 1, 5):
-        x, y = torch.randn(rows, 8), torch.randn(rows, 8)
-        for got, want in zip(again.module()(x, y), model(x, y)):
-            torch.testing.assert_close(got, want)
+        matches_eager(again, model, (torch.randn(rows, 8), torch.randn(rows, 8)))
     with pytest.raises(st.InputMismatchError):
         again.module()(torch.randn(3, 8), torch.randn(2, 8))
 
@@ -478,7 +456,7 @@ def test_exact_strides_on_symbolic_sizes_are_keyed_and_replayed():
     model = _Transposed()
     args = (torch.randn(3, 5), torch.randn(3, 5))
     spec = {"x": {0: st.Dim("n"), 1: st.Dim("m")}, "y": {0: st.Dim("n"), 1: st.Dim("m")}}
-    with _Counting(torch.ops.aten.transpose.int) as rule:
+    with RulesAsked(torch.ops.aten.transpose.int) as rule:
         first = st.export(model, args, dynamic_shapes=spec)
         asked = rule.asked
         again = st.export(model, args, dynamic_shapes=spec)
@@ -488,9 +466,7 @@ def test_exact_strides_on_symbolic_sizes_are_keyed_and_replayed():
                for ep in (first, again)]
     assert layouts[0] == layouts[1] and "s1" in layouts[0][0]
     for rows, cols in ((0, 3), (1, 1), (4, 6)):
-        x, y = torch.randn(rows, cols), torch.randn(rows, cols)
-        for got, want in zip(again.module()(x, y), model(x, y)):
-            torch.testing.assert_close(got, want)
+        matches_eager(again, model, (torch.randn(rows, cols), torch.randn(rows, cols)))
 
 
 class _Norm(torch.nn.Module):

@@ -11,32 +11,10 @@ import torch
 import torch.nn.functional as F
 
 import safetrace as st
-from safetrace.rules import get_rule
-from safetrace.rules.registry import FAMILY
+from tests.helpers import matches_eager
+from tests.trace.rules_asked import RulesAsked
 
 aten = torch.ops.aten
-
-
-class _Asked:
-    """Count the calls of the shape rules of `ops` while installed."""
-
-    def __init__(self, *ops) -> None:
-        self.ops, self.asked = ops, 0
-        self.originals = [(get_rule(op), FAMILY[op]) for op in ops]
-
-    def __enter__(self) -> _Asked:
-        for op, (original, _) in zip(self.ops, self.originals):
-            def counting(*a, _original=original, **k):
-                self.asked += 1
-                return _original(*a, **k)
-
-            st.register_shape_rule(op)(counting)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for op, (original, family) in zip(self.ops, self.originals):
-            st.register_shape_rule(op)(original)
-            FAMILY[op] = family  # (the library's rule again, as docs/ops.md lists it)
 
 
 class _Indexed(torch.nn.Module):
@@ -68,7 +46,7 @@ def _spec(**dim):
 
 def test_an_index_is_replayed_in_another_export_of_the_same_spec():
     model = _Indexed()
-    with _Asked(*_INDEX_OPS) as rules:
+    with RulesAsked(*_INDEX_OPS) as rules:
         first = st.export(model, _args(3), dynamic_shapes=_spec())
         asked = rules.asked
         again = st.export(model, _args(3), dynamic_shapes=_spec())
@@ -81,9 +59,7 @@ def test_an_index_is_replayed_in_another_export_of_the_same_spec():
     for a, b in zip(first.graph.nodes, again.graph.nodes):
         assert a.meta.get("stack_trace") == b.meta.get("stack_trace")
     for rows in (2, 3, 7):
-        args = _args(rows)
-        for got, want in zip(again.module()(*args), model(*args)):
-            torch.testing.assert_close(got, want)
+        matches_eager(again, model, _args(rows))
     for bad in (_args(1), (torch.randn(3, 4, 6), torch.rand(4, 6) > 0.5)):
         with pytest.raises(st.InputMismatchError):
             again.module()(*bad)
@@ -147,7 +123,7 @@ def test_dropout_is_replayed_in_another_export():
     later export of the same spec, asked again for another range."""
     model = _Dropouts().eval()
     spec = {"x": {0: st.Dim("n")}}
-    with _Asked(aten.dropout.default) as rule:
+    with RulesAsked(aten.dropout.default) as rule:
         first = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
         assert rule.asked == 2
         again = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
@@ -156,9 +132,7 @@ def test_dropout_is_replayed_in_another_export():
         assert rule.asked == 4
     assert again.graph_module.code == first.graph_module.code
     for rows in (0, 1, 5):
-        x = torch.randn(rows, 4)
-        for got, want in zip(again.module()(x), model(x)):
-            torch.testing.assert_close(got, want)
+        matches_eager(again, model, (torch.randn(rows, 4),))
 
 
 class _Casts(torch.nn.Module):
@@ -176,7 +150,7 @@ def test_casts_and_contiguous_are_replayed_in_another_export():
     (memo.emit): replayed in a later export, asked again for another range or dtype."""
     model = _Casts()
     spec = {"x": {0: st.Dim("n")}}
-    with _Asked(*_CAST_OPS) as rules:
+    with RulesAsked(*_CAST_OPS) as rules:
         first = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
         asked = rules.asked
         again = st.export(model, (torch.randn(3, 4),), dynamic_shapes=spec)
@@ -214,7 +188,7 @@ def test_an_arange_is_replayed_with_the_values_it_spans():
     """``torch.arange(n)`` (no tensor argument) is keyed by its arguments: replayed in a
     later export with the span it noted, so that program checks the cache's bound too."""
     spec = ({1: st.Dim("n", min=1)},)
-    with _Asked(aten.arange.default) as rule:
+    with RulesAsked(aten.arange.default) as rule:
         first = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
         asked = rule.asked
         again = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
@@ -244,7 +218,7 @@ def test_a_call_that_reads_a_size_first_is_replayed_with_its_node():
     is remembered, and a replay in the next export makes that node again, in the same
     place (the same program)."""
     spec = {"x": {0: st.Dim("n")}}
-    with _Asked(aten.expand.default) as rule:
+    with RulesAsked(aten.expand.default) as rule:
         first = st.export(_FirstRead(), (torch.randn(3, 2, 2),), dynamic_shapes=spec)
         again = st.export(_FirstRead(), (torch.randn(3, 2, 2),), dynamic_shapes=spec)
         assert rule.asked == 1
