@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import safetrace as st
+from tests.trace.caches import StaticCache, fills_as_eager_and_refuses_when_full
 
 
 def _read_twice(write):
@@ -298,32 +299,8 @@ def test_a_write_inside_a_branch_to_a_tensor_it_made_keeps_the_outer_symbol():
 
 
 # -- a static cache's bound (OPT with transformers' StaticCache, issue 22) --------------------
-class _StaticCache(torch.nn.Module):
-    """transformers' StaticLayer.update, and OPT's mask over past + new tokens."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("keys", torch.zeros(1, 8, 2))
-        self.register_buffer("length", torch.tensor(0))
-
-    def forward(self, x):
-        mask = torch.ones(1, self.length + x.shape[1])  # (the length read: u0)
-        position = torch.arange(x.shape[1]) + self.length
-        self.length.add_(x.shape[1])  # (a write to the length: the span above holds)
-        self.keys.index_copy_(1, position, x)  # eager: IndexError once the cache is full
-        return self.keys * 1, mask
-
-
 def test_a_full_static_cache_fails_its_check_before_the_write():
-    ep = st.export(_StaticCache(), (torch.randn(1, 3, 2),),
+    ep = st.export(StaticCache(), (torch.randn(1, 3, 2),),
                    dynamic_shapes=({1: st.Dim("n", min=1)},))
     assert "s0 + u0 <= 8" in str(ep)  # u0: the length, s0: the new tokens
-    eager, mod = _StaticCache(), ep.module()
-    for n in (3, 4, 1):  # 8 tokens: full
-        x = torch.randn(1, n, 2)
-        for g, w in zip(mod(x), eager(x)):
-            torch.testing.assert_close(g, w)
-    with pytest.raises(IndexError):
-        eager(torch.randn(1, 1, 2))
-    with pytest.raises(st.RuntimeAssertionError, match="index_copy_"):
-        mod(torch.randn(1, 1, 2))
+    fills_as_eager_and_refuses_when_full(ep, StaticCache())

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import safetrace as st
 from tests.helpers import matches_eager
+from tests.trace.caches import StaticCache, fills_as_eager_and_refuses_when_full
 from tests.trace.rules_asked import RulesAsked
 
 aten = torch.ops.aten
@@ -167,45 +168,20 @@ def test_casts_and_contiguous_are_replayed_in_another_export():
             assert got.dtype == want.dtype and got.is_contiguous() == want.is_contiguous()
 
 
-class _Cache(torch.nn.Module):
-    """A static cache's write at the length read from a buffer (u0): the index spans
-    [u0, u0 + n - 1] (trace/index_ranges.py), which the program checks before the write."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("keys", torch.zeros(1, 8, 2))
-        self.register_buffer("length", torch.tensor(0))
-
-    def forward(self, x):
-        mask = torch.ones(1, self.length + x.shape[1])  # (the length read: u0)
-        position = torch.arange(x.shape[1]) + self.length
-        self.length.add_(x.shape[1])
-        self.keys.index_copy_(1, position, x)
-        return self.keys * 1, mask, torch.arange(x.shape[1], dtype=torch.float32)
-
-
 def test_an_arange_is_replayed_with_the_values_it_spans():
     """``torch.arange(n)`` (no tensor argument) is keyed by its arguments: replayed in a
     later export with the span it noted, so that program checks the cache's bound too."""
     spec = ({1: st.Dim("n", min=1)},)
     with RulesAsked(aten.arange.default) as rule:
-        first = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
+        first = st.export(StaticCache(aranged=True), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
         asked = rule.asked
-        again = st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
+        again = st.export(StaticCache(aranged=True), (torch.randn(1, 3, 2),), dynamic_shapes=spec)
         assert asked == 2 and rule.asked == asked
-        st.export(_Cache(), (torch.randn(1, 3, 2),), dynamic_shapes=({1: st.Dim("n", min=2)},))
+        st.export(StaticCache(aranged=True), (torch.randn(1, 3, 2),), dynamic_shapes=({1: st.Dim("n", min=2)},))
         assert rule.asked == 2 * asked
     assert again.graph_module.code == first.graph_module.code
     assert "s0 + u0 <= 8" in str(again)
-    eager, mod = _Cache(), again.module()
-    for n in (3, 4, 1):  # 8 tokens: full
-        x = torch.randn(1, n, 2)
-        for g, w in zip(mod(x), eager(x)):
-            torch.testing.assert_close(g, w)
-    with pytest.raises(IndexError):
-        eager(torch.randn(1, 1, 2))
-    with pytest.raises(st.RuntimeAssertionError, match="index_copy_"):
-        mod(torch.randn(1, 1, 2))
+    fills_as_eager_and_refuses_when_full(again, StaticCache(aranged=True))
 
 
 class _FirstRead(torch.nn.Module):
