@@ -35,12 +35,31 @@ def masked_attention(gm: torch.fx.GraphModule) -> dict:
         for n in m.graph.nodes:
             if n.op != "call_function" or n.target is not _SDPA:
                 continue
-            mask = n.args[3] if len(n.args) > 3 else n.kwargs.get("attn_mask")
-            dropout = n.args[4] if len(n.args) > 4 else n.kwargs.get("dropout_p", 0.0)
+            mask, dropout = mask_and_dropout(n)
             if dropout:
                 return {}
             masked = masked or mask is not None
     return {_SDPA: zero_masked_rows} if masked else {}
+
+
+def mask_and_dropout(node: torch.fx.Node) -> tuple[Any, Any]:
+    """The ``attn_mask`` and ``dropout_p`` of a ``scaled_dot_product_attention`` node."""
+    mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
+    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
+    return mask, dropout
+
+
+def empty_rows(mask: Any, dtype: torch.dtype, call: Any) -> Any:
+    """The rows of `mask` (of `dtype`) that mask every position (True there), computed
+    with ``call(op, *args)``: on values, or as nodes of a graph (``onnx_lean``)."""
+    if dtype == torch.bool:
+        return call(aten.logical_not.default, call(aten.any.dim, mask, -1, True))
+    # (an additive mask: a row of -inf only)
+    return call(aten.eq.Scalar, call(aten.amax.default, mask, [-1], True), -math.inf)
+
+
+def _apply(op: Any, *args: Any) -> Any:
+    return op(*args)
 
 
 def zero_masked_rows(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: float = 0.0,
@@ -59,9 +78,6 @@ def zero_masked_rows(q: Any, k: Any, v: Any, attn_mask: Any = None, dropout_p: f
         _HERE.inside = False
     if attn_mask is None or dropout_p:
         return out
-    if attn_mask.dtype == torch.bool:
-        empty = aten.logical_not.default(aten.any.dim(attn_mask, -1, True))
-    else:  # (an additive mask: a row of -inf only)
-        empty = aten.eq.Scalar(aten.amax.default(attn_mask, [-1], True), -math.inf)
+    empty = empty_rows(attn_mask, attn_mask.dtype, _apply)
     zero = aten.full.default([], 0.0, dtype=out.dtype, device=out.device)
     return aten.where.self(empty, zero, out)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import operator
 import threading
 from typing import Any, Iterator
@@ -36,6 +35,7 @@ from typing import Any, Iterator
 import torch
 
 from safetrace.interop.lazy import graph_signature
+from safetrace.interop.onnx_attention import empty_rows, mask_and_dropout
 from safetrace.interop.shared_patch import SharedPatch
 
 aten = torch.ops.aten
@@ -79,7 +79,7 @@ def lower(tep: Any, implemented: Any) -> bool:
         if isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable:
             return False
         if target is _SDPA:
-            mask, dropout = _attention_mask(node)
+            mask, dropout = mask_and_dropout(node)
             if dropout:
                 return False  # (torch.onnx's path, as before: no form with dropout)
             if mask is not None:
@@ -203,12 +203,6 @@ def _plain(tep: Any) -> bool:
         all(s.kind == kinds.OutputKind.USER_OUTPUT for s in sig.output_specs)
 
 
-def _attention_mask(node: Any) -> tuple[Any, Any]:
-    mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
-    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
-    return mask, dropout
-
-
 def _to(graph: Any, node: Any) -> None:
     """``x.to(...)`` as torch's decomposition leaves it: ``x`` itself where the dtype stays
     (ONNX has no devices or layouts, and nothing in this graph writes), else
@@ -229,19 +223,12 @@ def _to(graph: Any, node: Any) -> None:
 def _zero_masked_rows(graph: Any, node: Any, empty: dict) -> None:
     """After ``scaled_dot_product_attention``, 0 on the rows its mask masks whole
     (``onnx_attention``: torch's ONNX function averages there, torch's kernels give 0)."""
-    mask, _ = _attention_mask(node)
-    if mask not in empty:
-        meta = {k: v for k, v in node.meta.items() if k != "val"}
-        with graph.inserting_after(mask):
-            if mask.meta["val"].dtype == torch.bool:
-                first = _call(graph, aten.any.dim, (mask, -1, True), meta)
-                with graph.inserting_after(first):
-                    empty[mask] = _call(graph, aten.logical_not.default, (first,), meta)
-            else:  # (an additive mask: a row of -inf only)
-                first = _call(graph, aten.amax.default, (mask, [-1], True), meta)
-                with graph.inserting_after(first):
-                    empty[mask] = _call(graph, aten.eq.Scalar, (first, -math.inf), meta)
+    mask, _ = mask_and_dropout(node)
     meta = {k: v for k, v in node.meta.items() if k != "val"}
+    if mask not in empty:
+        with graph.inserting_before(mask.next):  # (right after the mask, in order)
+            empty[mask] = empty_rows(mask, mask.meta["val"].dtype,
+                                     lambda op, *args: _call(graph, op, args, meta))
     with graph.inserting_after(node):
         zeroed = _call(graph, aten.where.ScalarSelf, (empty[mask], 0.0, node), meta)
     node.replace_all_uses_with(zeroed, delete_user_cb=lambda user: user is not zeroed)
