@@ -253,6 +253,19 @@ def view_outside(node: str, target: str, view: tuple, own: tuple) -> RuntimeAsse
             "trust the file, run the program on such a copy of your data")
 
 
+def recorded_dtype(node: str, target: str, got: str, recorded: str) -> RuntimeAssertionError:
+    """A loaded program's node whose result the loader could not work out returned another
+    dtype (or not a tensor) than the file records for it: what reads the program's
+    metadata (``print(ep)``, ``ep.to_torch()``, ``run_decompositions``) would believe the
+    file, so the call is refused before the value is used."""
+    return RuntimeAssertionError(
+        f"at this call the loaded program's node {node[:100]!r} ({target[:100]}) returned "
+        f"{got}, but the file records {recorded} there: the file was modified or written "
+        "by another version of safetrace",
+        fix="re-export the program and save it again (st.save(st.export(model, args, ...), "
+            "path))")
+
+
 def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
     """A loaded program's kernel is about to run on operands it trusts and these break
     (``ctc_loss``'s target classes): refused before it runs, where torch would read out
@@ -267,4 +280,5 @@ __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
            "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device",
            "bad_source", "truncated",
-           "loop_budget", "unchecked_inputs", "view_outside", "operand_refused"]
+           "loop_budget", "unchecked_inputs", "view_outside", "operand_refused",
+           "recorded_dtype"]

@@ -98,6 +98,8 @@ class StaticMemory(SubgraphMemory):
         self._ctx: list = []
         self.recorded: Recorded | None = None  # (the file's metadata held against ours)
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
+        self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
+        self.dtype_checks: list = []  # (node, its first use, the dtype the file records)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -337,27 +339,41 @@ class StaticMemory(SubgraphMemory):
         """A node whose result the loader cannot work out (operands it does not know: after
         a custom op's number; an op without a rule: a custom op over sizes that vary, whose
         fake cannot run here, a kernel that sizes by data): the sizes the file records for
-        its tensor (which the loaded program
-        keeps, and ``to_torch`` hands on) are checked in its graph before its first use, at
-        each call (``inline``; a recorded size of a symbol no earlier value gives, one the
-        op makes from data, and a subgraph's node, are left as recorded)."""
+        its tensor (which the loaded program keeps, and ``to_torch`` hands on) are checked
+        in its graph before its first use, at each call (``inline``), a subgraph's as a
+        main graph's: its check runs each time the subgraph does, at every call site of a
+        shared one (its record, one for all sites, is read from the sizes that graph holds
+        there).  A recorded size of a symbol no earlier value gives (one the op makes from
+        data) is left as recorded."""
         rec = getattr(node.meta.get("val"), "st_meta", None)
-        if not isinstance(rec, TensorMeta) or not node.users or node.graph is not self.main:
-            return  # (a subgraph's: as recorded, evaluated once per call site it may have)
+        if not isinstance(rec, TensorMeta) or not node.users:
+            return
         after = node.next  # (before its first use other than a size query)
         while after.op != "root" and (after not in node.users or
                                       after.target is torch.ops.aten.sym_size.int):
             after = after.next
         if after.op == "root":
             return
-        real = []
-        for _ in rec.shape:
-            name = next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
-                        if f"r{i}" not in self.env.symbols)
-            real.append(new_symbolic(self.env.new_unbacked(0, None, name=name), self.env))
+        real = self._real.get(node)  # (one set per node: a shared subgraph's checks of
+        if real is None or len(real) != len(rec.shape):  # each site are then one)
+            real = []
+            for _ in rec.shape:
+                name = next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
+                            if f"r{i}" not in self.env.symbols)
+                real.append(new_symbolic(self.env.new_unbacked(0, None, name=name),
+                                         self.env))
+            self._real[node] = real
         values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
-        for d, (got, size) in enumerate(zip(real, rec.shape)):
-            self.inline.append((eq(got.expr, to_expr(size)), after, f"{got} is dim {d} of "
+        self.dtype_checks.append((node, after, rec.dtype))
+        sizes = list(enumerate(zip(real, rec.shape)))
+        for d, size in _element_record(node, rec):  # (the list's record: one with it)
+            sizes.append((d, (real[d], size)))
+        for d, (got, size) in sizes:
+            size = to_expr(size)
+            # (a symbol of the file's read from data: the scratch one it was matched with)
+            mine = self.recorded._file(size) if self.recorded is not None else None
+            size = size if mine is None else mine
+            self.inline.append((eq(got.expr, size), after, f"{got} is dim {d} of "
                                 f"what {node.name!r} ({node.target}) returns; "
                                 "the file records its size", values))
 
@@ -469,6 +485,34 @@ class StaticMemory(SubgraphMemory):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
+
+
+def _element_record(node: torch.fx.Node, rec: TensorMeta) -> list:
+    """(dim, size) the file records for ``node`` (``x[i]`` of an op's list of tensors) in
+    its operand's record, where that operand's result the loader could not work out
+    either: each is checked with ``node``'s own, so that the list's record is the one
+    that ran.  Refused at load where the two records differ in dtype or rank."""
+    if node.target is not operator.getitem or len(node.args) != 2 or \
+            not isinstance(node.args[0], torch.fx.Node) or type(node.args[1]) is not int:
+        return []
+    whole = node.args[0].meta.get("val")
+    if not isinstance(whole, (list, tuple)) or not -len(whole) <= node.args[1] < len(whole):
+        return []
+    part = getattr(whole[node.args[1]], "st_meta", whole[node.args[1]])
+    if not isinstance(part, TensorMeta) or part.dtype != rec.dtype or \
+            len(part.shape) != len(rec.shape):
+        raise bad_file(f"node {node.name!r}", f"the file records its value as {_show(rec)}, "
+                       f"but as {_show(part)} in the value of {node.args[0].name!r} it is "
+                       "taken from",
+                       "the file was modified or written by another version of safetrace; "
+                       "re-export the program and save it again")
+    return list(enumerate(part.shape))
+
+
+def _show(v: Any) -> str:
+    if not isinstance(v, TensorMeta):
+        return type(v).__name__
+    return f"{str(v.dtype).removeprefix('torch.')}{[str(x) for x in v.shape]}".replace("'", "")
 
 
 def _memory(t: torch.Tensor) -> int:

@@ -15,8 +15,8 @@ import torch
 
 from safetrace.errors.load import unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import (allocations, allowlist, memory, never_runs, requirements,
-                                 operand_checks, subgraphs, value_sizes, work)
+from safetrace.serialize import (allocations, allowlist, memory, never_runs, operand_checks,
+                                 record_checks, requirements, subgraphs, value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (IDENT_RE, SYMBOL_RE, ValueDecoder, decode_record,
                                        decode_spec, expect, expect_keys, fail, new_env,
@@ -90,6 +90,7 @@ class Builder(StateReader):
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
         requirements.guard(self._all_graphs, bound.inline,
                            bound.bound_symbols | bound.opaque.keys(), bound.required)
+        record_checks.guard(self._all_graphs, bound.dtype_checks)
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
             value_sizes.guard(g, self.alloc.limit, bound.dtypes, bound.is_sized)

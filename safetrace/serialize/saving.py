@@ -19,7 +19,7 @@ from safetrace import errors as E
 from safetrace.errors.dropin import is_torch_program
 from safetrace.exporter.split_report import describe
 from safetrace.progress import task
-from safetrace.serialize import operand_checks, value_sizes, work, writer
+from safetrace.serialize import operand_checks, record_checks, value_sizes, work, writer
 from safetrace.serialize.codec import encode_record, encode_spec, encode_value, finite_or_none
 from safetrace.serialize.subgraphs import encode as encode_subgraphs
 from safetrace.serialize.targets import target_to_name
@@ -167,8 +167,9 @@ def _nodes(graph: torch.fx.Graph) -> list[dict]:
             if n.target not in _LOAD_CHECKS]
 
 
-# (what a load puts into its graphs: value_sizes.py, work.py, operand_checks.py)
-_LOAD_CHECKS = (value_sizes.check, work.check, operand_checks.check)
+# (what a load puts into its graphs: value_sizes.py, work.py, operand_checks.py,
+# record_checks.py)
+_LOAD_CHECKS = (value_sizes.check, work.check, operand_checks.check, record_checks.check)
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:

@@ -1,0 +1,106 @@
+"""What the file records of a node the loader cannot work out is checked at each call.
+
+Session 26: a subgraph's node (a ``torch.cond`` branch's custom op over sizes that vary)
+kept its recorded sizes as written, a custom op's ``List[Tensor]`` record stood beside the
+checked records of its elements, and no such node's recorded dtype was checked.  Each is
+now checked in its graph before the value's first use, at every call.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize.hostile_static import pack, parts
+from tests.serialize.test_custom_op_results import twice_rows
+
+
+@torch.library.custom_op("sth26::halves", mutates_args=())
+def halves(x: torch.Tensor) -> list[torch.Tensor]:
+    return [x[: x.shape[0] // 2].clone(), x[x.shape[0] // 2:].clone()]
+
+
+@halves.register_fake
+def _(x):
+    half = x.shape[0] // 2
+    return [x.new_empty(half, x.shape[1]), x.new_empty(x.shape[0] - half, x.shape[1])]
+
+
+class Branch(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda a: twice_rows(a) + 1,
+                          lambda a: torch.cat([a, a]) - 1, (x,))
+
+
+class Halves(torch.nn.Module):
+    def forward(self, x):
+        a, b = halves(x)
+        return a * 2, b.sum(0)
+
+
+DYN = {"x": (st.Dim("n", min=0, max=64), None)}
+
+
+def _saved(model: torch.nn.Module) -> tuple[dict, dict]:
+    buf = io.BytesIO()
+    st.save(st.export(model, (torch.randn(6, 4),), dynamic_shapes=DYN), buf)
+    return parts(buf.getvalue())
+
+
+def _edit(doc: dict, name: str, field: str, value, element: int | None = None) -> None:
+    for graph in [doc["nodes"], *(s["nodes"] for s in doc.get("subgraphs", ()))]:
+        for node in graph:
+            if node["name"] == name:
+                val = node["meta"]["val"]
+                val = val["list"][element] if element is not None else val
+                val["tensor"][field] = value
+
+
+def _load(doc: dict, tensors: dict):
+    return st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25", "sth26"]).module()
+
+
+def test_a_branchs_recorded_sizes_are_checked_where_the_branch_runs():
+    doc, tensors = _saved(Branch())
+    honest = _load(doc, tensors)
+    for n in (0, 1, 5):
+        x = torch.rand(n, 4) + 1
+        torch.testing.assert_close(honest(x), Branch()(x))
+    _edit(doc, "twice_rows", "shape", [["mul", 1000, "s0"], 4])
+    lying = _load(doc, tensors)
+    x = -torch.rand(3, 4) - 1  # (the other branch runs: not checked)
+    torch.testing.assert_close(lying(x), Branch()(x))
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000\*s0 \(\w+ is dim 0 of what "
+                                                       r"'twice_rows'"):
+        lying(torch.rand(3, 4) + 1)
+
+
+def test_a_lists_record_and_its_elements_are_held_to_what_ran():
+    doc, tensors = _saved(Halves())
+    x = torch.randn(7, 4)
+    got = _load(doc, tensors)(x)
+    torch.testing.assert_close(got, Halves()(x))
+    _edit(doc, "halves", "shape", [1000, 4], element=0)
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000 \(\w+ is dim 0 of what "
+                                                       r"'getitem'"):
+        _load(doc, tensors)(x)
+
+
+def test_a_recorded_dtype_is_checked_where_the_loader_cannot_work_it_out():
+    doc, tensors = _saved(Halves())
+    _edit(doc, "getitem", "dtype", "float64")
+    with pytest.raises(st.LoadError, match=r"node 'getitem': the file records its value as "
+                                           r"float64\[s0//2, 4\], but as float32\[s0//2, 4\] "
+                                           r"in the value of 'halves'"):
+        _load(doc, tensors)
+    for element in (0, 1):
+        _edit(doc, "halves", "dtype", "float64", element=element)
+    _edit(doc, "getitem_1", "dtype", "float64")
+    mod = _load(doc, tensors)
+    with pytest.raises(st.RuntimeAssertionError, match=r"node 'getitem' \(.*\) returned a "
+                                                       r"float32 tensor, but the file records "
+                                                       r"a float64 tensor there"):
+        mod(torch.randn(4, 4))
