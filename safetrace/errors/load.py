@@ -55,6 +55,18 @@ def cuda_device(where: str | None, device: str) -> LoadError:
                          "st.load(path, allow_cuda=True)", where=Where(input=where))
 
 
+def meta_device(where: str | None) -> LoadError:
+    """A loaded graph's call names the meta device (``torch.arange(n, device=x.device)``
+    traced on meta tensors): what it makes there has no data at a call on real tensors."""
+    return LoadError(_at(where, "names the meta device: a tensor made there has no data "
+                                "(a call on real tensors would fail where it is read, or "
+                                "return it in place of the values the program computes)"),
+                     fix="export on the device the program will run on: a model made on "
+                         "meta, model.to_empty(device='cpu') with example inputs on the "
+                         "CPU, then st.save(ep, path, weights=False) and "
+                         "st.load(path, weights=...)", where=Where(input=where))
+
+
 def unlisted_op(where: str | None, name: str) -> LoadError:
     """An ATen overload that safetrace's exporter never records (``load_ops.OPS``)."""
     return LoadError(_at(where, f"calls {name}, which safetrace's exporter does not record: "
@@ -278,7 +290,7 @@ def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
 
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
-           "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device",
+           "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device", "meta_device",
            "bad_source", "truncated",
            "loop_budget", "unchecked_inputs", "view_outside", "operand_refused",
            "recorded_dtype"]

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 import torch
 
-from safetrace.errors.load import bad_file, cuda_device, over_budget, refused_call, unlisted_op
+from safetrace.errors.load import (bad_file, cuda_device, meta_device, over_budget,
+                                   refused_call, unlisted_op)
 from safetrace.rules.registry import RULES
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.load_ops import OPS
@@ -272,7 +273,8 @@ def _aten_refusal(op: Any, packet: str) -> Any:
 
 
 # the devices a loaded graph may name: another kind makes torch import or initialise that
-# device's backend (``x.to("hpu")`` imports ``torch.hpu``), whatever the program computes
+# device's backend (``x.to("hpu")`` imports ``torch.hpu``), whatever the program computes;
+# a call's device argument may not name meta either (its tensors have no data)
 DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
 
 
@@ -289,6 +291,9 @@ def _placement_args(given: dict, name: str, where: str, cuda: bool) -> None:
                                f"its backend)")
         if isinstance(v, torch.device) and v.type == "cuda" and not cuda:
             raise cuda_device(f"{where}: {name} argument {arg!r}", str(v))
+        if isinstance(v, torch.device) and v.type == "meta":  # (a file's recorded metadata
+            raise meta_device(f"{where}: {name} argument {arg!r}")  # may name it: an export
+            # on meta, whose weights st.load is given)
         if isinstance(v, torch.layout) and v is not torch.strided:
             raise refused_call(f"{where}: {name} argument {arg!r}", f"asks for the layout "
                                f"{v}: loaded graphs compute strided (dense) tensors only")

@@ -391,9 +391,15 @@ def decode_device(x: Any, where: str) -> torch.device:
     if not _DEVICE_RE.fullmatch(x):
         raise fail(where, f"bad device {_short(x)}")
     try:
-        return torch.device(x)
+        device = torch.device(x)
     except (RuntimeError, ValueError) as err:
         raise fail(where, f"bad device {_short(x)}: {err}") from None
+    if str(device) != x:  # (torch keeps an index in 8 bits: cuda:9999 is cuda:15)
+        raise fail(where, f"bad device {_short(x)}: its index is out of the range torch "
+                          f"holds (0 to 127), which would read it as the device {device}",
+                   "the file was modified or written by another program; re-export the "
+                   "program on the device it names and save it again")
+    return device
 
 
 def lookup(table: dict, x: Any, where: str, what: str) -> Any:
