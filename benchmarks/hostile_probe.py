@@ -17,7 +17,11 @@ those), and calls replaced by backend or gradient kernels of hostile arguments
 (``kernel``: mkldnn_rnn_layer, *_backward; ``--classes kernel``), tied tensors, confusable
 names, unlisted and device operators, symbol ranges, strided views of the inputs
 (``alias``, ``names``, ``ops``, ``ranges``, ``views``, ``operands``, ``records``:
-benchmarks/hostile_more.py); every
+benchmarks/hostile_more.py), data offsets and lengths, state orders, huge counts,
+subgraphs that call themselves, names given twice or in odd unicode, and the recorded
+values of subgraph nodes, dtypes and list elements (``offsets``, ``order``, ``counts``,
+``depth``, ``dups``, ``unicode``, ``recmeta``: benchmarks/hostile_extra.py, session 26,
+over two more bases with custom ops over varying sizes); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
@@ -30,7 +34,9 @@ the worker, a write to the file, an output aliasing the file's data.  ``ran_meta
 the call ran and its outputs differ from the root graph's recorded output metadata, which
 the loaded program keeps (the loader holds every node's recorded value against its own
 evaluation and refuses the file where they differ: serialize/recorded.py; expected 0, each
-one printed).  Custom-op programs
+one printed; since session 26 also every node of every graph, run node by node, held to
+its recorded dtype, rank and the sizes whose symbols that run binds:
+``hostile_extra.node_records``).  Custom-op programs
 load with ``allow_ops=["sttest"]`` (tests/export/test_data_dependent.py's ops).
 """
 
@@ -141,10 +147,12 @@ def programs() -> dict[str, bytes]:
         "facts": st.export(CheckedCache(wide=16), (torch.randn(3, 4), torch.tensor(2)),
                            dynamic_shapes={"x": {0: st.Dim("f", min=1, max=32)}, "pos": None}),
     }
+    import hostile_extra
     import hostile_more
     import hostile_subgraphs
 
     made.update(hostile_subgraphs.programs())
+    made.update(hostile_extra.programs())
     made.update(hostile_more.programs())
     return hostile_subgraphs.saved(made)
 
@@ -488,8 +496,11 @@ def worker(folder: str, start: int) -> None:
     import safetrace as st
     from safetrace.cli import draw_inputs
 
+    import hostile_extra
     import hostile_more
     from tests.export import test_data_dependent  # noqa: F401 - registers sttest ops
+
+    hostile_extra.ops()
 
     torch.set_num_threads(1)
     files = sorted(f for f in os.listdir(folder) if f.endswith(".st"))
@@ -556,7 +567,8 @@ def worker(folder: str, start: int) -> None:
                         continue
                     # (the loaded program keeps the file's metadata where the loader's
                     # evaluation agrees with it, or cannot work the value out)
-                    wrong = meta_mismatch(res, declared_outputs(before))
+                    wrong = meta_mismatch(res, declared_outputs(before)) or \
+                        hostile_extra.node_records(ep, args, kwargs)
                     if wrong:
                         outcome, detail = "ran_meta_differs", wrong
                     # outputs must not alias file data: write every tensor output
@@ -594,9 +606,11 @@ def main() -> int:
     ap.add_argument("--programs", default=None, help="comma-separated program names")
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
-                         "alias,names,ops,ranges,views,operands,records)")
+                         "alias,names,ops,ranges,views,operands,records,offsets,order,"
+                         "counts,depth,dups,unicode,recmeta)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import hostile_extra
     import hostile_more
     import hostile_subgraphs
 
@@ -613,7 +627,8 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
-                               "ranges,views,operands,records").split(","))
+                               "ranges,views,operands,records," +
+                               ",".join(hostile_extra.KINDS)).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
                   ("kernel", kernel_variants, n // 2),
@@ -621,6 +636,8 @@ def main() -> int:
                    2 * n)]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_more.variants(b, r, c, kind),
                     n // 4) for kind in hostile_more.KINDS]
+        makers += [(kind, lambda b, r, c, kind=kind: hostile_extra.variants(b, r, c, kind),
+                    n // 4) for kind in hostile_extra.KINDS]
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
             fname = f"{k:05d}.st"

@@ -499,8 +499,9 @@ def _element_record(node: torch.fx.Node, rec: TensorMeta) -> list:
     if not isinstance(whole, (list, tuple)) or not -len(whole) <= node.args[1] < len(whole):
         return []
     part = getattr(whole[node.args[1]], "st_meta", whole[node.args[1]])
-    if not isinstance(part, TensorMeta) or part.dtype != rec.dtype or \
-            len(part.shape) != len(rec.shape):
+    if not isinstance(part, TensorMeta):
+        return []  # (not recorded as a tensor there: nothing of it is read as one)
+    if part.dtype != rec.dtype or len(part.shape) != len(rec.shape):
         raise bad_file(f"node {node.name!r}", f"the file records its value as {_show(rec)}, "
                        f"but as {_show(part)} in the value of {node.args[0].name!r} it is "
                        "taken from",
