@@ -339,7 +339,8 @@ def _unicode(head: dict, doc: dict, data: bytes, rng: random.Random):
         old = rng.choice(doc["symbols"])["name"]
         text = json.dumps(doc)
         import re
-        text = re.sub(rf"\b{re.escape(old)}\b", json.dumps(new)[1:-1], text)
+        esc = json.dumps(new)[1:-1]
+        text = re.sub(rf"\b{re.escape(old)}\b", lambda _: esc, text)
         head["__metadata__"][KEY] = text
         return f"symbol:{new[:12]!r}", _join(head, data)
     if how == "state" and doc.get("state"):
