@@ -140,14 +140,16 @@ def _offsets(head: dict, doc: dict, data: bytes, rng: random.Random):
         return how, _join(head, data, prefix=max(0, len(json.dumps(head)) // 2))
     if how == "append":
         return how, _pack(head, doc, data + bytes(rng.randrange(1, 64)))
-    if how == "cut":
+    if how == "cut" and data:
         return how, _pack(head, doc, data[:max(0, len(data) - rng.randrange(1, 16))])
-    if not keys:
+    if not keys or how == "cut":
         return None
     key = rng.choice(keys)
     t = head[key]
     a, b = t["data_offsets"]
-    other = head[rng.choice(keys)]["data_offsets"]
+    other = head[rng.choice([k for k in keys if k != key] or keys)]["data_offsets"]
+    if how == "same" and other == [a, b]:
+        return None
     if how == "overlap":
         shift = max(1, (b - a) // 2)
         t["data_offsets"] = [other[0] + shift, other[0] + shift + (b - a)]
@@ -297,9 +299,8 @@ def _dups(head: dict, doc: dict, data: bytes, rng: random.Random):
     if how == "state" and doc.get("state"):
         doc["state"].append(copy.deepcopy(rng.choice(doc["state"])))
         return how, _pack(head, doc, data)
-    if how == "input" and doc.get("inputs"):
-        a = rng.choice(doc["inputs"])
-        b = rng.choice(doc["inputs"])
+    if how == "input" and len(doc.get("inputs") or ()) > 1:
+        a, b = rng.sample(doc["inputs"], 2)
         b["name"] = a["name"]
         return f"{how}@{a['name']}", _pack(head, doc, data)
     if how == "json_key":

@@ -99,7 +99,7 @@ class StaticMemory(SubgraphMemory):
         self.recorded: Recorded | None = None  # (the file's metadata held against ours)
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
         self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
-        self.dtype_checks: list = []  # (node, its first use, the dtype the file records)
+        self.dtype_checks: list = []  # (node, the dtype and rank the file records)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -364,7 +364,7 @@ class StaticMemory(SubgraphMemory):
                                          self.env))
             self._real[node] = real
         values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
-        self.dtype_checks.append((node, after, rec.dtype))
+        self.dtype_checks.append((node, rec.dtype, len(rec.shape)))
         sizes = list(enumerate(zip(real, rec.shape)))
         for d, size in _element_record(node, rec):  # (the list's record: one with it)
             sizes.append((d, (real[d], size)))

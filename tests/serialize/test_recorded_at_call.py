@@ -101,6 +101,17 @@ def test_a_recorded_dtype_is_checked_where_the_loader_cannot_work_it_out():
     _edit(doc, "getitem_1", "dtype", "float64")
     mod = _load(doc, tensors)
     with pytest.raises(st.RuntimeAssertionError, match=r"node 'getitem' \(.*\) returned a "
-                                                       r"float32 tensor, but the file records "
-                                                       r"a float64 tensor there"):
+                                                       r"float32 tensor of 2 dims, but the file "
+                                                       r"records a float64 tensor of 2 dims"):
         mod(torch.randn(4, 4))
+
+
+def test_a_recorded_rank_is_checked_before_the_sizes_are_read():
+    """(the size checks read each recorded dim: of a tensor of fewer dims, torch's
+    IndexError, not the file's refusal)"""
+    doc, tensors = _saved(Halves())
+    _edit(doc, "sum_1", "shape", [4, 1])
+    with pytest.raises(st.RuntimeAssertionError, match=r"node 'sum_1' \(.*\) returned a "
+                                                       r"float32 tensor of 1 dim, but the file "
+                                                       r"records a float32 tensor of 2 dims"):
+        _load(doc, tensors)(torch.randn(5, 4))
