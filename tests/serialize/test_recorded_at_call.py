@@ -115,3 +115,29 @@ def test_a_recorded_rank_is_checked_before_the_sizes_are_read():
                                                        r"float32 tensor of 1 dim, but the file "
                                                        r"records a float32 tensor of 2 dims"):
         _load(doc, tensors)(torch.randn(5, 4))
+
+
+class TwoSites(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(2):  # (one subgraph at load, shared by both conds)
+            x = torch.cond(x.sum() > 0, lambda a: twice_rows(a)[: a.shape[0]] + 1,
+                           lambda a: a - 1, (x,))
+        return x
+
+
+def test_a_shared_subgraphs_record_is_checked_at_each_call_site():
+    doc, tensors = _saved(TwoSites())
+    ep = st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25"])
+    assert len({id(s.graph) for s in ep.graph.st_submodules.values()}) == 2
+    honest = ep.module()
+    for n in (0, 1, 5):
+        x = torch.rand(n, 4) + 1
+        torch.testing.assert_close(honest(x), TwoSites()(x))
+    for sg in doc["subgraphs"]:
+        for node in sg["nodes"]:
+            if node["name"].startswith("twice_rows"):
+                node["meta"]["val"]["tensor"]["shape"][1] = 5
+    lying = _load(doc, tensors)
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 5 \(\w+ is dim 1 of what "
+                                                       r"'twice_rows"):
+        lying(torch.rand(3, 4) + 1)
