@@ -288,6 +288,8 @@ class StaticMemory(SubgraphMemory):
         if why is not None:
             return self._fails(node, target, why), _UNKNOWN
         out = _from_data(target, node, args, kwargs, data)
+        if out is not _UNKNOWN and self.recorded is not None:
+            self.recorded.read.add(node)  # (a size read from a constant's values)
         if out is _UNKNOWN:
             out = self._evaluate(target, args, kwargs, node, static)
         if out is _UNKNOWN and scalar_returns(target):  # (a number: reads its operands)

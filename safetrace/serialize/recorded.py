@@ -21,11 +21,15 @@ from data that the file records as a number or a size the inputs bind (``nonzero
 ``[1, 1]`` where a later ``torch._check`` pins its count; ``.item()`` as ``u0`` of a
 contract's ``z.shape[0] == 2 * u0``, which the graph checks after it) is proved at the end
 from all the main graph's assertions, else the file is refused (``Recorded._unproven``);
-a subgraph's, read from data inside it, at the end of its evaluation (``settle``).
+a subgraph's, read from data inside it, at the end of its evaluation (``settle``).  So is
+the reverse in the main graph: an input size the file records as one read from data
+(``x > 0``'s ``[s0]`` as ``[1000*u0]``, ``u0`` the count of an earlier ``nonzero``);
+one recorded as a size read from data that no earlier node's record names where the
+evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).
 Left open (kept as written): a size the file records as one of its own read from data
-where the evaluation has an input size (a while_loop body's growing carry, evaluated at
-its first iteration), and a subgraph's size read from data outside it (a carry of any
-size) recorded as a number; a
+where the evaluation has an input size in a subgraph (a while_loop body's growing carry,
+evaluated at its first iteration), and a subgraph's size read from data outside it (a
+carry of any size) recorded as a number; a
 torch.cond whose branches return other sizes is the exporter's new size read from data
 (``branch_facts.merged``), and recorded as any other size it is refused.  Two forms of a
 size are compared case by case within the load's budget of decisions
@@ -81,6 +85,9 @@ class Recorded:
         self.later: list = []
         self.unproven: tuple | None = None  # (the first of a subgraph's: ``settle``)
         self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
+        self.read: set = set()  # nodes whose value the evaluation read from a constant
+        self.in_main = False  # (whether the node being compared is the main graph's)
+        self._first: dict | None = None  # file symbol -> the main-graph node naming it first
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -98,7 +105,9 @@ class Recorded:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
         self.open = []
-        same = self._same(recorded, derived)
+        self.in_main = node.graph is self.main
+        same = False if self._new_read(node, recorded, derived) else \
+            self._same(recorded, derived)
         if same is False and facts and self.wrong is None:
             same = self._under(facts, recorded, derived)
         if same is False and self.wrong is None:
@@ -106,6 +115,22 @@ class Recorded:
         elif same is None and self.open:
             self.later.append((node.graph, node.name, _show(recorded), _show(derived),
                                self.open))
+
+    def _new_read(self, node: torch.fx.Node, recorded: Any, derived: Any) -> bool:
+        """Whether a main-graph node's record names a size read from data that no earlier
+        node's record names (so read here) where the evaluation reads none: not a value
+        read from a constant, no size of its own (``x > 0`` recorded as ``[1000*u0]``, the
+        ``u0`` a later ``.item()`` reads).  A loop body's carry is left out (its record
+        may name the loop's new size where the first iteration has an input size)."""
+        if node.graph is not self.main or self.main is None or node in self.read:
+            return False
+        if self._first is None:
+            self._first = {}
+            for n in self.main.nodes:
+                for name in _names(n.meta.get("val")) - self.contract:
+                    self._first.setdefault(name, n)
+        new = {x for x in _names(recorded) - self.contract if self._first.get(x) is node}
+        return bool(new) and not _names(derived) - self.contract - self.opaque.keys()
 
     def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
         self.assumed += len(facts)
@@ -302,8 +327,11 @@ class Recorded:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | {str(x) for x in r.free_symbols} <= self.contract:
                 return False  # (sizes of the inputs both, not provably one: not the same)
-            if {str(x) for x in r.free_symbols} <= self.contract:
-                self.open.append(eq(d, r_in))  # (read from data, recorded as of the inputs)
+            if {str(x) for x in r.free_symbols} <= self.contract or (
+                    self.in_main and free <= self.contract):  # (or the reverse, in the
+                self.open.append(eq(d, r_in))  # main graph: read from data, recorded as
+                # of the inputs; of the inputs, recorded as read from data, [1000*u0] for
+                # [s0]: either holds only where the graph's checks prove it)
         return answer
 
     def _file(self, e: Expr) -> Expr | None:

@@ -141,3 +141,33 @@ def test_a_shared_subgraphs_record_is_checked_at_each_call_site():
     with pytest.raises(st.RuntimeAssertionError, match=r"== 5 \(\w+ is dim 1 of what "
                                                        r"'twice_rows"):
         lying(torch.rand(3, 4) + 1)
+
+
+class Data(torch.nn.Module):
+    def forward(self, x):
+        nz = torch.nonzero(x > 0)
+        k = (x > 0).sum().item()
+        return nz, torch.zeros(k)
+
+
+@pytest.mark.parametrize("shape", [[["mul", 1000, "u0"]], ["u7"]], ids=["of_u0", "new"])
+def test_an_input_size_recorded_as_one_read_from_data_is_refused_at_load(shape):
+    """``x > 0`` is ``[s0]``: recorded as ``[1000*u0]`` (``u0``: the nonzero's count) or as a
+    size no node reads (``u7``), the file is refused, not kept as written (session 26: the
+    probe's node-by-node oracle found the first kept)."""
+    buf = io.BytesIO()
+    st.save(st.export(Data(), (torch.randn(7),), dynamic_shapes={"x": (st.Dim("n", max=64),)}),
+            buf)
+    doc, tensors = parts(buf.getvalue())
+    x = torch.randn(9)
+    got = _load(doc, tensors)(x)
+    for a, b in zip(got, Data()(x)):
+        torch.testing.assert_close(a, b)
+    name = [n["name"] for n in doc["nodes"] if n["name"].startswith("gt")][-1]
+    _edit(doc, name, "shape", shape)
+    doc["symbols"].append({**next(s for s in doc["symbols"] if s["name"] == "u0"),
+                           "name": "u7"})
+    with pytest.raises(st.LoadError, match=rf"node '{name}': the file records its value as "
+                                           r"bool\[(1000\*u0|u7)\], but the graph computes "
+                                           r"bool\[s0\]"):
+        _load(doc, tensors)
