@@ -290,7 +290,7 @@ def operand_refused(node: str, target: str, what: str) -> RuntimeAssertionError:
 
 __all__ = ["memory_at_call", "requirement_at_call", "memory_from_values", "work_at_call",
            "work_in_graph", "loop_memory", "kernel_memory_at_call",
-           "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device", "meta_device",
-           "bad_source", "truncated",
+           "kernel_unbounded", "bad_file", "over_budget", "refused_call", "cuda_device",
+           "meta_device", "bad_source", "truncated",
            "loop_budget", "unchecked_inputs", "view_outside", "operand_refused",
            "recorded_dtype"]

@@ -281,7 +281,8 @@ DEVICE_TYPES = frozenset(("cpu", "cuda", "meta"))
 def _placement_args(given: dict, name: str, where: str, cuda: bool) -> None:
     """Refuse arguments that reach beyond dense tensors in this process's memory: a device
     of another kind, a CUDA device unless the caller allows it (calling the program would
-    initialise CUDA, or use a GPU the caller did not give it), a layout other than strided (sparse and mkldnn tensors, which the
+    initialise CUDA, or use a GPU the caller did not give it), the meta device (tensors
+    without data), a layout other than strided (sparse and mkldnn tensors, which the
     loader's rules do not describe), pinned memory (which initialises the CUDA runtime)."""
     for arg, v in given.items():
         if isinstance(v, torch.device) and v.type not in DEVICE_TYPES:

@@ -120,9 +120,12 @@ class Recorded:
         """Whether a main-graph node's record names a size read from data that no earlier
         node's record names (so read here) where the evaluation reads none: not a value
         read from a constant, no size of its own (``x > 0`` recorded as ``[1000*u0]``, the
-        ``u0`` a later ``.item()`` reads).  A loop body's carry is left out (its record
-        may name the loop's new size where the first iteration has an input size)."""
-        if node.graph is not self.main or self.main is None or node in self.read:
+        ``u0`` a later ``.item()`` reads).  A subgraph's node is left out (a loop body's
+        carry may name the loop's new size where the first iteration has an input size),
+        and so is a control-flow node (the exporter makes a new size of branches' sizes it
+        cannot prove one, which the loader's case-by-case comparison may)."""
+        if node.graph is not self.main or self.main is None or node in self.read or \
+                isinstance(node.target, torch._ops.HigherOrderOperator):
             return False
         if self._first is None:
             self._first = {}
