@@ -44,6 +44,7 @@ from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
 
 _POINTS = 256  # sizes breaking the relation looked at for one eager computes at
+_SMALL = 32  # and, on a side that assumes a relation, each named size's smallest values
 _OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
                   "min", "max", "floordiv", "mod",
                   # float arithmetic of sizes (``x.numel() * 0.7 >= 3.5``), as Python's
@@ -79,7 +80,10 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
     side's assumptions hold (the most sizes of at least 2 preferred, then 0: 1 is special
     to code), with ``DynamicDims.relations``; None when there are none."""
     point, best = None, -1
-    for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+    points = itertools.islice(refuting(env, contract, c, named, 0), _POINTS)
+    if dyn.assumed:  # (a side inside another: sizes breaking `c` where the side's
+        points = itertools.chain(points, _small(contract, c, named))  # `h*w == 16` holds)
+    for p in points:
         # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
         score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
         if score > best and assumed_hold(env, dyn.assumed, p) and \
@@ -94,6 +98,25 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
         dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
         out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
     return {**out, **dyn.relations(), ASSUMED: dyn.assumed}
+
+
+def _small(contract: Contract, c: Any, named: list[str]) -> Any:
+    """Each combination of the named sizes' smallest ``_SMALL`` values that breaks `c`
+    (every other size as in the example is not needed: `c` has named sizes only here)."""
+    if set(c.cond.free_symbols) != set(named):
+        return
+    ranges = []
+    for s in named:
+        lo = contract.symbol(s).lo or 0
+        hi = contract.symbol(s).hi
+        ranges.append(range(lo, lo + _SMALL if hi is None else min(hi + 1, lo + _SMALL)))
+    for combo in itertools.islice(itertools.product(*ranges), _POINTS * 4):
+        p = dict(zip(named, combo))
+        try:
+            if not c.cond.evaluate(p):
+                yield p
+        except (ArithmeticError, ValueError, TypeError):
+            continue
 
 
 def plain_relation(e: Any) -> bool:
