@@ -17,7 +17,7 @@ from safetrace.symbolic.canon import compare, diff, not_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
-from safetrace.symbolic.floor_forms import floors_as_remainders
+from safetrace.symbolic.floor_forms import floors_as_remainders, remainders_as_floors
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import Contradiction
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
@@ -359,6 +359,9 @@ def nonneg(env: Facts, f: Expr) -> bool:
             if _lower_bound_of_difference(env, ft, g, scaled) >= 0:
                 return True
     h = floors_as_remainders(f)
+    if h is not None and bounds_of(env, simplify(env, h)).lo >= 0:
+        return True
+    h = remainders_as_floors(f)
     return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
 
 

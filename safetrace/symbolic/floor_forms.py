@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import gcd
 
-from safetrace.symbolic.expr import Expr, add, mod, scale, sub, terms
+from safetrace.symbolic.expr import Expr, add, floordiv, mod, scale, sub, terms
 
 
 def floors_as_remainders(f: Expr) -> Expr | None:
@@ -30,4 +30,23 @@ def floors_as_remainders(f: Expr) -> Expr | None:
         m = int(den.value)  # type: ignore[arg-type]
         out = add(out, scale(fl, -lcm * k))
         out = add(out, scale(sub(a, mod(a, den)), lcm // m * k))
+    return out
+
+
+def remainders_as_floors(f: Expr) -> Expr | None:
+    """``f`` with each linear term ``k*(a % m)`` (m > 0) written as ``k*a - k*m*(a//m)``,
+    or None when f has no such term: ``a % m <= a`` is ``m*(a//m) >= 0``, which the
+    range of ``a//m`` settles where ``a >= 0`` (the interval of ``a - a % m`` is only
+    ``[lo - m + 1, hi]``)."""
+    rems = [(mono[0], k) for mono, k in terms(f) if len(mono) == 1
+            and mono[0].op == "mod" and mono[0].args[1].op == "const"
+            and int(mono[0].args[1].value) > 0]  # type: ignore[arg-type]
+    if not rems:
+        return None
+    out = f
+    for r, k in rems:
+        a, m = r.args
+        mv = int(m.value)  # type: ignore[arg-type]
+        out = add(out, scale(r, -k))
+        out = add(out, sub(scale(a, k), scale(floordiv(a, m), k * mv)))
     return out
