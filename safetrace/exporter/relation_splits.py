@@ -42,6 +42,7 @@ from safetrace.symbolic.floats import is_float
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, sym
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
 
@@ -233,7 +234,7 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
           pins: dict | None = None) -> ExportedProgram:
     """`pins`: {symbol: size} where `other` was traced at one size of those Dims."""
     pins = pins or {}
-    sides = [Side({}, ep), Side({s: (v, v) for s, v in pins.items()}, other)]
+    sides = [Side({}, ep), Side({}, other)]
     if signature_key(ep) != signature_key(other):
         raise Unsplittable("the sides' signatures differ")
     skip = {x.name for s in sides for x in s.ep.contract.symbols if not x.backed}
@@ -254,13 +255,16 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
     g = torch.fx.Graph()
     phs = placeholders(g, inputs, metas)
     pred = _predicate(g, ep, phs, inputs, cond, _plain_env(env, ep.contract, cond))
+    if pins:
+        _assert_pins(branches[1], ep, inputs, pins, env)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = ""
-    cond_outputs(g, node, inputs, phs, mutated,
-                 output_vals(sides, sides[0], {s: s for s in pins}, env))
+    # (a size the point side has as a number is a fresh one where the sides differ, as
+    # st.load merges them: the branch knows the point, the predicate's answer does not)
+    cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
     note(g, [header("relation", cond, where_of(origin), ep.dim_names),
              *two_sides(cond, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
@@ -270,6 +274,22 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
+
+
+def _assert_pins(branch: torch.fx.Graph, ep: ExportedProgram, inputs: list, pins: dict,
+                 env: Any) -> None:
+    """The point side's branch asserts its one size first (the contract checks it where
+    the branch runs: it never fails): a fact for the branch's later nodes where ``st.load``
+    evaluates them (its inputs narrowed to that size: ``y[:, :, :1]``), which the
+    predicate's other answer alone does not give."""
+    at = and_(*(eq(sym(s), v) for s, v in sorted(pins.items())))
+    phs = [n for n in branch.nodes if n.op == "placeholder"]
+    first = next(n for n in branch.nodes if n.op != "placeholder")
+    with branch.inserting_before(first):  # (each node before `first`: in order)
+        check = _predicate(branch, ep, phs, inputs, at, _plain_env(env, ep.contract, at))
+        node = branch.call_function(assert_sym, (check, f"the sizes {at} where this branch "
+                                                       f"runs (a relation split's side)"))
+    node.meta["stack_trace"] = ""
 
 
 def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any,

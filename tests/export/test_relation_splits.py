@@ -214,3 +214,16 @@ def test_a_nested_relation_that_holds_at_one_size_traces_that_size():
     assert sum(n.target is torch.ops.higher_order.cond for n in ep.graph.nodes) == 1
     out = ep.module()(torch.ones(2, 8, 8))
     assert torch.equal(out, torch.full((2, 8, 8), 2.0))  # h == w == 4: x * 2, not cumsum
+
+
+def _parity_of_last(y):
+    v = y.max(1, keepdim=True).values
+    return v * 2 if v.size(-1) % 2 == 0 else v - 1
+
+
+def test_a_condition_broken_at_one_size_alone_traces_and_loads_that_size():
+    """`d % 2 == 0` over d in [0, 2] fails at d == 1 alone: that side is traced at 1, its
+    branch asserts it (a fact where st.load evaluates the branch; fuzz seed 51)."""
+    _matches_eager(_parity_of_last, {0: Dim("b", max=8), 2: Dim("d", max=2)}, (3, 7, 2),
+                   [(3, 7, 0), (3, 7, 1), (3, 7, 2), (1, 7, 1), (8, 7, 2)],
+                   [(3, 7, 3), (9, 7, 1)])
