@@ -287,8 +287,9 @@ def _assert_pins(branch: torch.fx.Graph, ep: ExportedProgram, inputs: list, pins
     first = next(n for n in branch.nodes if n.op != "placeholder")
     with branch.inserting_before(first):  # (each node before `first`: in order)
         check = _predicate(branch, ep, phs, inputs, at, _plain_env(env, ep.contract, at))
-        node = branch.call_function(assert_sym, (check, f"the sizes {at} where this branch "
-                                                       f"runs (a relation split's side)"))
+        where = " and ".join(f"{ep.dim_names.get(s, s)} == {v}" for s, v in sorted(pins.items()))
+        node = branch.call_function(assert_sym, (check, f"the sizes where this branch runs "
+                                                       f"({where}: a relation split's side)"))
     node.meta["stack_trace"] = ""
 
 
