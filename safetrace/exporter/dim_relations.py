@@ -102,7 +102,9 @@ class NamedRelations:
             else:
                 before = len(self.narrowed)
                 out.append(self._narrowing(contract, c, named[0], point))
-                if len(self.narrowed) == before:  # no range: a relation split may keep it
+                if len(self.narrowed) == before or self.narrowed[-1][6]:  # no range, or
+                    # one that holds beyond it too (`s % 20 < 10`): a relation split may
+                    # keep it where the range splits cannot (splits.py)
                     self.refused.append((contract, c, named))
             seen.add(f"rel:{names[-1]}")
             if len(names) == 1:

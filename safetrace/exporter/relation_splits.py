@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
+import operator
 from typing import Any, Callable
 
 import torch
@@ -37,13 +39,16 @@ from safetrace.exporter.split_report import header, two_sides, where_of
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Env, make_bool, make_float, make_int
 from safetrace.symbolic.floats import is_float
-from safetrace.symbolic.canon import and_, ge, le, not_, or_
+from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, sym
 from safetrace.symbolic.semantics import PY_FNS, Algebra, lower
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
 from safetrace.trace.mutation import written_placeholders
 
 _POINTS = 256  # sizes breaking the relation looked at for one eager computes at
+_BOX = 1 << 16  # points of a side's Dims counted for the one where its assumptions hold
+_SMALL = 32  # and, on a side that assumes a relation, each named size's smallest values
 _OPS = frozenset(("add", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not",
                   "min", "max", "floordiv", "mod",
                   # float arithmetic of sizes (``x.numel() * 0.7 >= 3.5``), as Python's
@@ -79,13 +84,18 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
     side's assumptions hold (the most sizes of at least 2 preferred, then 0: 1 is special
     to code), with ``DynamicDims.relations``; None when there are none."""
     point, best = None, -1
-    for p in itertools.islice(refuting(env, contract, c, named, 0), _POINTS):
+    points = itertools.islice(refuting(env, contract, c, named, 0), _POINTS)
+    if dyn.assumed:  # (a side inside another: sizes breaking `c` where the side's
+        points = itertools.chain(points, _small(contract, c, named))  # `h*w == 16` holds)
+    for p in points:
         # (a size of 1 broadcasts, and code treats it apart: 0 before 1)
-        score = sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named)
+        # (then sizes apart: at h == w a branch on `h == w` would make them one symbol)
+        score = 2 * sum(2 if p[s] >= 2 else 1 if p[s] == 0 else 0 for s in named) + \
+            (len({p[s] for s in named}) == len(named))
         if score > best and assumed_hold(env, dyn.assumed, p) and \
                 not requirements_only(env, p, True):
             point, best = p, score
-            if score == 2 * len(named):
+            if score == 4 * len(named) + 1:
                 break
     if point is None:
         return None
@@ -94,6 +104,25 @@ def relation_point(env: Env, contract: Contract, c: Any, named: list[str],
         dim = dyn.roots[dyn.dim_names[s]][0]  # (the Dim, or a split side's range)
         out[dyn.dim_names[s]] = (point[s], dim.min, dim.max)
     return {**out, **dyn.relations(), ASSUMED: dyn.assumed}
+
+
+def _small(contract: Contract, c: Any, named: list[str]) -> Any:
+    """Each combination of the named sizes' smallest ``_SMALL`` values that breaks `c`
+    (every other size as in the example is not needed: `c` has named sizes only here)."""
+    if set(c.cond.free_symbols) != set(named):
+        return
+    ranges = []
+    for s in named:
+        lo = contract.symbol(s).lo or 0
+        hi = contract.symbol(s).hi
+        ranges.append(range(lo, lo + _SMALL if hi is None else min(hi + 1, lo + _SMALL)))
+    for combo in itertools.islice(itertools.product(*ranges), _POINTS * 4):
+        p = dict(zip(named, combo))
+        try:
+            if not c.cond.evaluate(p):
+                yield p
+        except (ArithmeticError, ValueError, TypeError):
+            continue
 
 
 def plain_relation(e: Any) -> bool:
@@ -142,8 +171,45 @@ def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation:
         raise Unsplittable("more relation splits than max_splits")
     if ep is None or len(ep.relation_sides) > 1:  # (its other relations: split inside)
         ep = _solve(run, with_assumed(overrides, cond), budget)
-    other = _solve(run, with_assumed({**overrides, **point}, not_(cond)), budget)
-    return _join(ep, other, cond, origin)
+    side = with_assumed({**overrides, **point}, not_(cond))
+    try:
+        return _join(ep, _solve(run, side, budget), cond, origin)
+    except DeclaredSpaceViolation:
+        pins = _one_point(side, ep.dim_names)
+        if pins is None:
+            raise
+    # the side's assumptions hold at one size of its Dims alone (`h*w == 16` and `h == w`:
+    # h == w == 4): traced there, each Dim one size, which the join checks where it runs
+    other = run({**side, **{ep.dim_names[s]: (v, v, v) for s, v in pins.items()}})
+    return _join(ep, other, cond, origin, pins)
+
+
+def _one_point(side: dict, dim_names: dict) -> dict | None:
+    """{symbol: size}: the one point of the side's Dims (in their ranges) where all its
+    assumptions hold, counted over every point (at most ``_BOX``); None where there are
+    more, none, or the assumptions read other sizes."""
+    assumed = side.get(ASSUMED, ())
+    names = sorted(set().union(*(c.free_symbols for c in assumed)))
+    spans = []
+    for s in names:
+        entry = side.get(dim_names.get(s, ""))
+        if entry is None or entry[2] == math.inf:
+            return None
+        spans.append(range(int(entry[1]), int(entry[2]) + 1))
+    if not spans or math.prod(len(r) for r in spans) > _BOX:
+        return None
+    found = None
+    for combo in itertools.product(*spans):
+        p = dict(zip(names, combo))
+        try:
+            holds = all(c.evaluate(p) for c in assumed)
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+        if holds:
+            if found is not None:
+                return None
+            found = p
+    return found
 
 
 def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram:
@@ -164,8 +230,10 @@ def _solve(run: Callable, overrides: dict, budget: list[int]) -> ExportedProgram
     return ep
 
 
-def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any,
-          origin: str) -> ExportedProgram:
+def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
+          pins: dict | None = None) -> ExportedProgram:
+    """`pins`: {symbol: size} where `other` was traced at one size of those Dims."""
+    pins = pins or {}
     sides = [Side({}, ep), Side({}, other)]
     if signature_key(ep) != signature_key(other):
         raise Unsplittable("the sides' signatures differ")
@@ -173,8 +241,8 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any,
     narrowed = narrower_ranges(ep.contract, other.contract)  # (what its assumption implies:
     if narrowed is None:  # dynamic.py's violations; checked where that side runs)
         raise Unsplittable("the other side's input ranges are wider")
-    skip |= set(narrowed)
-    if contract_key(ep.contract, {}, skip) != contract_key(other.contract, {}, skip):
+    skip |= set(narrowed) | set(pins)
+    if contract_key(ep.contract, pins, skip) != contract_key(other.contract, {}, skip):
         raise Unsplittable("the input contract differs on the other side")
     for s in sides:
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
@@ -187,28 +255,54 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any,
     g = torch.fx.Graph()
     phs = placeholders(g, inputs, metas)
     pred = _predicate(g, ep, phs, inputs, cond, _plain_env(env, ep.contract, cond))
+    if pins:
+        _assert_pins(branches[1], ep, inputs, pins, env)
     t_attr = g.get_attr(add_submodule(g, "true_graph", Subgraph(branches[0])))
     f_attr = g.get_attr(add_submodule(g, "false_graph", Subgraph(branches[1])))
     t_attr.meta["stack_trace"] = f_attr.meta["stack_trace"] = ""
     node = g.call_function(torch.ops.higher_order.cond, (pred, t_attr, f_attr, tuple(phs)))
     node.meta["stack_trace"] = ""
+    # (a size the point side has as a number is a fresh one where the sides differ, as
+    # st.load merges them: the branch knows the point, the predicate's answer does not)
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, sides[0], {}, env))
     note(g, [header("relation", cond, where_of(origin), ep.dim_names),
              *two_sides(cond, ep, other)])
     out = ExportedProgram(g, inputs, outputs, ep.in_spec, ep.out_spec,
                           state=dict(ep._state), constants=consts,
-                          contract=_contract(ep, other, cond, narrowed))
+                          contract=_contract(ep, other, cond, narrowed, pins))
     for attr in ("dim_names", "exported_training", "module_tree", "retrace"):
         setattr(out, attr, getattr(ep, attr))
     out.size_tests = out.size_checks = ()
     return out
 
 
+def _assert_pins(branch: torch.fx.Graph, ep: ExportedProgram, inputs: list, pins: dict,
+                 env: Any) -> None:
+    """The point side's branch asserts its one size first (the contract checks it where
+    the branch runs: it never fails): a fact for the branch's later nodes where ``st.load``
+    evaluates them (its inputs narrowed to that size: ``y[:, :, :1]``), which the
+    predicate's other answer alone does not give."""
+    at = and_(*(eq(sym(s), v) for s, v in sorted(pins.items())))
+    phs = [n for n in branch.nodes if n.op == "placeholder"]
+    first = next(n for n in branch.nodes if n.op != "placeholder")
+    with branch.inserting_before(first):  # (each node before `first`: in order)
+        check = _predicate(branch, ep, phs, inputs, at, _plain_env(env, ep.contract, at))
+        where = " and ".join(f"{ep.dim_names.get(s, s)} == {v}" for s, v in sorted(pins.items()))
+        node = branch.call_function(assert_sym, (check, f"the sizes where this branch runs "
+                                                       f"({where}: a relation split's side)"))
+    node.meta["stack_trace"] = ""
+
+
 def _contract(ep: ExportedProgram, other: ExportedProgram, cond: Any,
-              narrowed: dict) -> Contract:
+              narrowed: dict, pins: dict) -> Contract:
     """`ep`'s, each side's other conditions checked where that side runs, and the input
-    ranges the other side narrowed (`narrowed`: {symbol: (lo, hi)}) where it runs."""
+    ranges the other side narrowed (`narrowed`: {symbol: (lo, hi)}) or the one size it
+    was traced at (`pins`) where it runs."""
     conditions = []
+    if pins:
+        at = and_(*(eq(sym(s), v) for s, v in sorted(pins.items())))
+        conditions.append(Condition(or_(cond, at), f" (the one size the Dims were traced "
+                                                   f"at where `{not_(cond)}`)"))
     for name, (lo, hi) in sorted(narrowed.items()):
         within = and_(ge(sym(name), lo or 0), TRUE if hi is None else le(sym(name), hi))
         conditions.append(Condition(or_(cond, within), f" (the sizes {name} was traced for "
@@ -262,8 +356,12 @@ def _size_of(g: torch.fx.Graph, ep: ExportedProgram, phs: list, inputs: list, na
         if not isinstance(inp, TensorInput) or i not in user:
             continue
         for d, dim in enumerate(inp.dims):
-            if dim.kind == "bind" and dim.symbol == name:
+            if dim.kind in ("bind", "derived") and dim.symbol == name:
                 node = g.call_function(torch.ops.aten.sym_size.int, (user[i], d))
+                if dim.kind == "derived":  # (8*h: the size is coef*name + offset)
+                    node.meta.update(val=make_int(dim.size, env), stack_trace="")
+                    node = g.call_function(operator.sub, (node, dim.offset))
+                    node = g.call_function(operator.floordiv, (node, dim.coef))
                 node.meta.update(val=make_int(sym(name), env), stack_trace="")
                 return node
     raise Unsplittable(f"no input dim binds {name}")

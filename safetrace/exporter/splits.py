@@ -79,6 +79,11 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
     except Exception as why:  # noqa: BLE001 - a split never makes an error worse
         if getattr(why, "kind", "") == "too-many-splits":
             raise
+        if getattr(original, "st_relation", None):  # a condition holding on many ranges
+            try:  # (`s % 20 < 10`): split on it as on a relation, two sides in all
+                return split_refused(run, original, max_splits)
+            except Exception:  # noqa: BLE001
+                pass
         raise original from why
 
 

@@ -9,7 +9,6 @@ otherwise it is None.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import gcd
 from typing import AbstractSet, Mapping, Protocol, Sequence
 
 import safetrace.symbolic.floats as F
@@ -18,6 +17,7 @@ from safetrace.symbolic.canon import compare, diff, not_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
+from safetrace.symbolic.floor_forms import floors_as_remainders, remainders_as_floors
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import Contradiction
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
@@ -358,7 +358,10 @@ def nonneg(env: Facts, f: Expr) -> bool:
         for g in linear[:-LINEAR_FACTS_TRIED - 1:-1]:
             if _lower_bound_of_difference(env, ft, g, scaled) >= 0:
                 return True
-    h = _floors_as_remainders(f)
+    h = floors_as_remainders(f)
+    if h is not None and bounds_of(env, simplify(env, h)).lo >= 0:
+        return True
+    h = remainders_as_floors(f)
     return h is not None and bounds_of(env, simplify(env, h)).lo >= 0
 
 
@@ -380,30 +383,6 @@ def _lower_bound_of_difference(env: Facts, ft: dict[tuple[Expr, ...], int], g: E
                                                   make_node("mul", m)), k).lo
         lo += r
     return lo
-
-
-def _floors_as_remainders(f: Expr) -> Expr | None:
-    """A positive multiple of ``f`` with each linear term ``k*(a//m)`` (m > 0) written as
-    ``k*(a - a % m)/m``, or None when f has no such term.  The two are equal for every a,
-    and ``a`` then cancels against f's other terms while ``a % m`` keeps its range
-    [0, m - 1]: TF "same" padding asks ``x <= 2*((x + 1)//2)``, whose interval bounds
-    are [-inf, inf] but whose rewrite is ``1 - (x + 1) % 2 >= 0``."""
-    floors = [(mono[0], k) for mono, k in terms(f) if len(mono) == 1
-              and mono[0].op == "floordiv" and mono[0].args[1].op == "const"
-              and int(mono[0].args[1].value) > 0]  # type: ignore[arg-type]
-    if not floors:
-        return None
-    lcm = 1
-    for fl, _ in floors:
-        m = int(fl.args[1].value)  # type: ignore[arg-type]
-        lcm = lcm * m // gcd(lcm, m)
-    out = scale(f, lcm)
-    for fl, k in floors:
-        a, den = fl.args
-        m = int(den.value)  # type: ignore[arg-type]
-        out = add(out, scale(fl, -lcm * k))
-        out = add(out, scale(sub(a, mod(a, den)), lcm // m * k))
-    return out
 
 
 def decide(env: Facts, cond: Expr) -> bool | None:

@@ -192,3 +192,38 @@ def test_a_loop_count_of_a_relation_runs_each_count(spec, example, sizes, outsid
     6); an earlier try that sampled sizes kept vit_interp's check silently."""
     ep = _matches_eager(FewTurns(), spec, example, sizes, outside)  # (each count, 0 too:
     assert "the torch.cond's true branch" in str(ep)  # the check left is the sides' union)
+
+
+class SquareOfSixteen(torch.nn.Module):
+    """dinov2's ``num_patches == num_positions and height == width`` on patch counts: the
+    side where ``h*w == 16`` branches again on ``h == w``, which holds at h == w == 4 alone."""
+
+    def forward(self, x):
+        h, w = x.shape[1] // 2, x.shape[2] // 2
+        if h * w == 16 and h == w:
+            return x * 2
+        return x.cumsum(1)
+
+
+def test_a_nested_relation_that_holds_at_one_size_traces_that_size():
+    h, w = Dim("h", min=1, max=12), Dim("w", min=1, max=12)
+    sizes = [(2, 2 * a, 2 * b) for a, b in ((3, 5), (4, 4), (2, 8), (8, 2), (1, 1), (12, 12),
+                                            (1, 12), (4, 3), (3, 3))]
+    ep = _matches_eager(SquareOfSixteen(), {1: 2 * h, 2: 2 * w}, (2, 6, 10), sizes,
+                        [(2, 26, 8), (2, 7, 8), (2, 8, 0)])
+    assert sum(n.target is torch.ops.higher_order.cond for n in ep.graph.nodes) == 1
+    out = ep.module()(torch.ones(2, 8, 8))
+    assert torch.equal(out, torch.full((2, 8, 8), 2.0))  # h == w == 4: x * 2, not cumsum
+
+
+def _parity_of_last(y):
+    v = y.max(1, keepdim=True).values
+    return v * 2 if v.size(-1) % 2 == 0 else v - 1
+
+
+def test_a_condition_broken_at_one_size_alone_traces_and_loads_that_size():
+    """`d % 2 == 0` over d in [0, 2] fails at d == 1 alone: that side is traced at 1, its
+    branch asserts it (a fact where st.load evaluates the branch; fuzz seed 51)."""
+    _matches_eager(_parity_of_last, {0: Dim("b", max=8), 2: Dim("d", max=2)}, (3, 7, 2),
+                   [(3, 7, 0), (3, 7, 1), (3, 7, 2), (1, 7, 1), (8, 7, 2)],
+                   [(3, 7, 3), (9, 7, 1)])

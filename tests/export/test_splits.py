@@ -129,12 +129,19 @@ def test_a_point_inside_the_range_splits_in_three():
     _rejected(ep, [(2, 0), (2, 65)])
 
 
-def test_a_condition_on_many_ranges_stays_refused():
-    def parity(x):
-        return x * 2 if x.shape[1] % 3 != 0 else x
+def _parity(x):
+    return x * 2 if x.shape[1] % 3 != 0 else x
 
+
+def test_a_condition_on_many_ranges_splits_on_the_condition():
+    """No few ranges express `seq % 3 != 0`: the two answers are traced as a relation's
+    (exporter/relation_splits.py), a torch.cond on the condition between them."""
+    ep = st.export(_parity, (torch.randn(2, 4),), dynamic_shapes={"x": {1: SEQ}})
+    assert len(_conds(ep.graph)) == 1
+    _check(ep, _parity, [(2, k) for k in range(1, 65)])
+    _rejected(ep, [(2, 0), (2, 65)])
     with pytest.raises(st.ConstraintViolationError, match="it holds when seq % 3 != 0"):
-        st.export(parity, (torch.randn(2, 4),), dynamic_shapes={"x": {1: SEQ}})
+        st.export(_parity, (torch.randn(2, 4),), dynamic_shapes={"x": {1: SEQ}}, max_splits=0)
 
 
 def test_two_dims_split_into_four_programs():

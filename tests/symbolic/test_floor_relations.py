@@ -192,3 +192,31 @@ def test_residue_cases_hold_on_the_whole_range(left: list, right: list, c: int, 
     truth = {plain(side(left, x), side(right, x) + c) for x in range(lo, lo + 31)}
     assert answer is None or truth == {answer}
     assert not env.facts and not env.linear
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-4, 4), st.integers(1, 9), st.integers(-6, 6), st.integers(-4, 4),
+       st.integers(-4, 4), st.integers(-9, 9), st.integers(-12, 30), st.integers(0, 40))
+def test_remainder_decisions_hold_on_the_whole_range(p: int, m: int, c: int, q: int, f: int,
+                                                     r: int, lo: int, width: int) -> None:
+    """p*((H + c) % m) + q*H + f*((H + c)//m) + r >= 0: a True/False decision holds for
+    every H in range (``a % m <= a`` where a >= 0 among them)."""
+    env = Env()
+    h = env.new_backed(lo, lo=lo, hi=lo + width)
+    e = p * ((h + c) % m) + q * h + f * ((h + c) // m) + r
+    got = env.decide(ge(e, 0))
+    values = [p * ((x + c) % m) + q * x + f * ((x + c) // m) + r >= 0
+              for x in range(lo, lo + width + 1)]
+    if got is not None:
+        assert all(v == got for v in values)
+
+
+def test_a_remainder_is_at_most_its_dividend() -> None:
+    env = Env()
+    h = env.new_backed(64, lo=0)
+    assert env.decide(le(h % 8, h)) is True
+    assert env.decide(le((h + 5) % 8, h + 5)) is True
+    assert env.decide(lt(h % 8, h)) is None  # h in 0..7
+    env = Env()
+    g = env.new_backed(4, lo=-5)
+    assert env.decide(le(g % 8, g)) is None  # g = -1: 7 > -1

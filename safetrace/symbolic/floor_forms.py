@@ -1,0 +1,52 @@
+"""Linear forms of floor divisions and remainders by positive constants, which the prover
+bounds term by term where the expression's own interval bounds are too wide: each is equal
+to the expression for every value of its symbols (``a//m == (a - a % m)/m``)."""
+
+from __future__ import annotations
+
+from math import gcd
+
+from safetrace.symbolic.expr import Expr, add, floordiv, mod, scale, sub, terms
+
+
+def floors_as_remainders(f: Expr) -> Expr | None:
+    """A positive multiple of ``f`` with each linear term ``k*(a//m)`` (m > 0) written as
+    ``k*(a - a % m)/m``, or None when f has no such term.  The two are equal for every a,
+    and ``a`` then cancels against f's other terms while ``a % m`` keeps its range
+    [0, m - 1]: TF "same" padding asks ``x <= 2*((x + 1)//2)``, whose interval bounds
+    are [-inf, inf] but whose rewrite is ``1 - (x + 1) % 2 >= 0``."""
+    floors = [(mono[0], k) for mono, k in terms(f) if len(mono) == 1
+              and mono[0].op == "floordiv" and mono[0].args[1].op == "const"
+              and int(mono[0].args[1].value) > 0]  # type: ignore[arg-type]
+    if not floors:
+        return None
+    lcm = 1
+    for fl, _ in floors:
+        m = int(fl.args[1].value)  # type: ignore[arg-type]
+        lcm = lcm * m // gcd(lcm, m)
+    out = scale(f, lcm)
+    for fl, k in floors:
+        a, den = fl.args
+        m = int(den.value)  # type: ignore[arg-type]
+        out = add(out, scale(fl, -lcm * k))
+        out = add(out, scale(sub(a, mod(a, den)), lcm // m * k))
+    return out
+
+
+def remainders_as_floors(f: Expr) -> Expr | None:
+    """``f`` with each linear term ``k*(a % m)`` (m > 0) written as ``k*a - k*m*(a//m)``,
+    or None when f has no such term: ``a % m <= a`` is ``m*(a//m) >= 0``, which the
+    range of ``a//m`` settles where ``a >= 0`` (the interval of ``a - a % m`` is only
+    ``[lo - m + 1, hi]``)."""
+    rems = [(mono[0], k) for mono, k in terms(f) if len(mono) == 1
+            and mono[0].op == "mod" and mono[0].args[1].op == "const"
+            and int(mono[0].args[1].value) > 0]  # type: ignore[arg-type]
+    if not rems:
+        return None
+    out = f
+    for r, k in rems:
+        a, m = r.args
+        mv = int(m.value)  # type: ignore[arg-type]
+        out = add(out, scale(r, -k))
+        out = add(out, sub(scale(a, k), scale(floordiv(a, m), k * mv)))
+    return out
