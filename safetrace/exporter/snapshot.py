@@ -186,8 +186,10 @@ class ModuleGuard:
             now = mod._buffers
             if type(now) is not dict:
                 now = _table(now)
-            if len(now) != len(buffers) or not all(map(same, now.values(), buffers.values())) \
-                    or tuple(now) != tuple(buffers):
+            # (an empty table that is still empty: no pass at all)
+            if len(now) != len(buffers) or buffers and (
+                    not all(map(same, now.values(), buffers.values()))
+                    or tuple(now) != tuple(buffers)):
                 now = mod._buffers
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
@@ -196,8 +198,9 @@ class ModuleGuard:
             now = mod._parameters
             if type(now) is not dict:
                 now = _table(now)
-            if len(now) != len(params) or not all(map(same, now.values(), params.values())) \
-                    or tuple(now) != tuple(params):
+            if len(now) != len(params) or params and (
+                    not all(map(same, now.values(), params.values()))
+                    or tuple(now) != tuple(params)):
                 _restore(mod._parameters, params)
             d = mod.__dict__
             if len(d) != len(everything) or not all(map(same, d.values(), everything.values())) \
