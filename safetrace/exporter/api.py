@@ -337,7 +337,7 @@ class Exporter:
             if not (shape is not None and 1 not in shape and 0 not in shape and
                     t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
                 p.st_contig, p.st_strides = None, tuple(t.stride())
-            node.meta = {"val": p, "stack_trace": "", "kind": kind, "target": name}  # (new)
+            node.meta.update(val=p, stack_trace="", kind=kind, target=name)
             state[id(t)] = node
             self.state_tensors[name] = t
             self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
