@@ -42,16 +42,22 @@ def items_changed(obj: Any, contents: Any) -> bool:
 
 
 _MODULE_INTERNALS = frozenset(torch.nn.Module().__dict__)
-# tuple(a module's __dict__ keys) -> those that are not nn.Module's own (modules of one
-# class share one key layout: the filter runs once per layout)
+# tuple(a module's __dict__ keys) -> (those that are not nn.Module's own, an itemgetter
+# of their values or None for fewer than two) (modules of one class share one key layout:
+# the filter runs once per layout)
 _USER_KEYS: dict[tuple, tuple] = {}
+# the types of attribute values the snapshot keeps nothing of beyond the module's
+# ``__dict__`` copy: no container, tensor or object with attributes of its own (a tuple
+# has no ``__dict__``: a conv's kernel_size)
+_KEPT_AS_IS = frozenset((*_SCALARS, tuple))
 
 
 def _user_keys(layout: tuple) -> tuple:
     if len(_USER_KEYS) > 10_000:
         _USER_KEYS.clear()
-    user = _USER_KEYS[layout] = tuple(k for k in layout if k not in _MODULE_INTERNALS)
-    return user
+    user = tuple(k for k in layout if k not in _MODULE_INTERNALS)
+    hit = _USER_KEYS[layout] = (user, operator.itemgetter(*user) if len(user) > 1 else None)
+    return hit
 
 
 # type -> whether its objects held as a module attribute are plain Python objects whose
@@ -147,9 +153,13 @@ class ModuleGuard:
                 # the user's attributes (nn.Module's own bookkeeping, most of __dict__,
                 # holds no tensor and no user container; it is restored below as a whole)
                 layout = tuple(d)
-                user = _USER_KEYS.get(layout)
-                if user is None:
-                    user = _user_keys(layout)
+                hit = _USER_KEYS.get(layout)
+                user, values = hit if hit is not None else _user_keys(layout)
+                # (each value's type checked in one pass in C first: numbers, strings and
+                # tuples, the usual attributes, need nothing below)
+                if not user or _KEPT_AS_IS.issuperset(
+                        map(type, values(d)) if values is not None else (type(d[user[0]]),)):
+                    user = ()
                 for k in user:
                     v = d[k]
                     t = type(v)
@@ -186,8 +196,10 @@ class ModuleGuard:
             now = mod._buffers
             if type(now) is not dict:
                 now = _table(now)
-            if len(now) != len(buffers) or not all(map(same, now.values(), buffers.values())) \
-                    or tuple(now) != tuple(buffers):
+            # (an empty table that is still empty: no pass at all)
+            if len(now) != len(buffers) or buffers and (
+                    not all(map(same, now.values(), buffers.values()))
+                    or tuple(now) != tuple(buffers)):
                 now = mod._buffers
                 for k, v in now.items():
                     if k in buffers and buffers[k] is not v:
@@ -196,8 +208,9 @@ class ModuleGuard:
             now = mod._parameters
             if type(now) is not dict:
                 now = _table(now)
-            if len(now) != len(params) or not all(map(same, now.values(), params.values())) \
-                    or tuple(now) != tuple(params):
+            if len(now) != len(params) or params and (
+                    not all(map(same, now.values(), params.values()))
+                    or tuple(now) != tuple(params)):
                 _restore(mod._parameters, params)
             d = mod.__dict__
             if len(d) != len(everything) or not all(map(same, d.values(), everything.values())) \
