@@ -45,6 +45,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
                                           why_failed)
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
+from safetrace.interop.load_checks import lowered
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions)
@@ -63,7 +64,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
 _DROP = (operator.pos,)
 _CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
-             torch.ops.aten._assert_scalar.default)
+             torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_async.msg)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
 # sequence length: their outputs' metadata is ours instead, so the converted program
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
@@ -242,10 +243,12 @@ class _Converter:
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
-             name: str | None = None, value: Any = None) -> torch.fx.Node:
-        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
-        (or take `value`, torch's value of it made already, unless verifying)."""
-        node = add_node(self.graph, target, args, {}, name or target_name(self.graph, target))
+             name: str | None = None, value: Any = None,
+             kwargs: dict | None = None) -> torch.fx.Node:
+        """Append ``target(*args, **kwargs)`` (new-graph nodes or values) and compute its
+        ``val`` (or take `value`, torch's value of it made already, unless verifying)."""
+        node = add_node(self.graph, target, args, kwargs or {},
+                        name or target_name(self.graph, target))
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -258,7 +261,7 @@ class _Converter:
                 all(s == -1 for s in args[1]):  # (the contract's rank check)
             node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
         else:
-            node.meta["val"] = self._run(target, args, {})
+            node.meta["val"] = self._run(target, args, kwargs or {})
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -308,6 +311,8 @@ class _Converter:
             warnings.warn(map_under_grad(where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
+            if lowered(self, node, target, args):  # (a loaded program's budget check)
+                return
             if target is not rebuild:  # (a subclass built from its inner tensors: below)
                 raise EI.unrepresentable_call(node.name, target, where(node))
             target, args = rebuild_call(self, args)
