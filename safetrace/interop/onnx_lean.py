@@ -36,6 +36,7 @@ import torch
 
 from safetrace.interop.lazy import graph_signature
 from safetrace.interop.onnx_attention import empty_rows, mask_and_dropout
+from safetrace.interop.onnx_writes import buffer_writes, functionalize
 from safetrace.interop.shared_patch import SharedPatch
 
 aten = torch.ops.aten
@@ -56,12 +57,15 @@ def lower(tep: Any, implemented: Any) -> bool:
     gm = tep.graph_module
     if not _plain(tep) or next(iter(gm.children()), None) is not None:
         return False
+    writes = buffer_writes(tep)
+    if writes is None:
+        return False
     masked, traced = [], {}
     mode = _fake_mode(gm.graph)
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        target = node.target
+        target = writes.get(node, node.target)
         if node.op != "call_function":
             return False
         if target in _ASSERTS:
@@ -71,7 +75,7 @@ def lower(tep: Any, implemented: Any) -> bool:
         if target in _TO or target in _SAME_ARGUMENTS:
             continue
         if target not in implemented:
-            sub = _decomposed(node, implemented, mode)
+            sub = _decomposed(node, implemented, mode, target)
             if sub is None:
                 return False
             traced[node] = sub
@@ -85,6 +89,8 @@ def lower(tep: Any, implemented: Any) -> bool:
             if mask is not None:
                 masked.append(node)
     graph = gm.graph
+    if writes:
+        functionalize(tep, writes)
     for node in list(graph.nodes):
         if node in traced:
             _inline(graph, node, traced[node])
@@ -112,11 +118,14 @@ def _name_outputs(tep: Any) -> None:
             specs[i] = kinds.OutputSpec(spec.kind, kinds.TensorArgument(node.name), spec.target)
 
 
-def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
+def _decomposed(node: Any, implemented: Any, fake_mode: Any, target: Any) -> Any:
     """The graph torch's decomposition (torch.onnx's table, then the dispatcher's
-    composites) makes of `node` alone, traced on its arguments' fake values; None where
-    that graph holds anything the registry does not translate or that writes, or the
-    node's arguments or users are not plain tensors and constants."""
+    composites) makes of `node` alone (calling `target`: its own, or the functional form
+    of its write), traced on its arguments' fake values; None where that graph holds
+    anything the registry does not translate or that writes, or the node's arguments or
+    users are not plain tensors and constants.  With the graph: the argument slots it
+    reads (the nodes there when it is inlined: a write's functional form reads the
+    buffer's value at that point)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     if fake_mode is None:
@@ -134,7 +143,7 @@ def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
         for i, t in zip(slots, tensors):
             leaves[i] = t
         args, kwargs = torch.utils._pytree.tree_unflatten(leaves, spec)
-        return node.target(*args, **kwargs)
+        return target(*args, **kwargs)
 
     try:
         with fake_mode:  # (the program's: an operator without tensor arguments too)
@@ -149,7 +158,7 @@ def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
             return None
         if n.op not in ("placeholder", "call_function", "output"):
             return None
-    return sub, [flat[i] for i in slots]
+    return sub, slots
 
 
 def _fake_mode(graph: Any) -> Any:
@@ -164,8 +173,9 @@ def _fake_mode(graph: Any) -> Any:
 def _inline(graph: Any, node: Any, traced: tuple) -> None:
     """`node` replaced by its decomposition's nodes (each with its fake value from the
     trace and `node`'s source line and module stack)."""
-    sub, inputs = traced
-    env = dict(zip(sub.graph.find_nodes(op="placeholder"), inputs))
+    sub, slots = traced
+    flat, _ = torch.utils._pytree.tree_flatten((node.args, node.kwargs))
+    env = dict(zip(sub.graph.find_nodes(op="placeholder"), [flat[i] for i in slots]))
     meta = {k: v for k, v in node.meta.items() if k != "val"}
     result = None
     with graph.inserting_before(node):
