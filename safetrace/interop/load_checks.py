@@ -3,7 +3,8 @@
 ``st.load`` puts a Python check before each kernel whose sizes are read from data as the
 program runs (``serialize/work.py``: the bytes and elements a kernel of data-dependent
 sizes allocates and touches; ``serialize/value_sizes.py``: the bytes a kernel sizes by
-its operands' values, ``nonzero``, ``bincount``, ...).  torch.export graphs hold no
+its operands' values: ``nonzero``, ``bincount``, ``repeat_interleave``, ``one_hot``,
+``unique``, ``masked_select``, ``x[mask]``).  torch.export graphs hold no
 Python callable, so the conversion writes each check as graph arithmetic with the same
 budget: sizes as ``aten.sym_size`` arithmetic checked by ``aten._assert_scalar`` (as the
 contract's checks), values as tensor reductions in float64 checked by
@@ -287,5 +288,38 @@ def _unique(v: _Values, x: Any, *_: Any) -> Any:
     return v.times(one, v.numel(x) + [x.meta["val"].element_size() + 16])
 
 
+def _masked_select(v: _Values, x: Any, mask: Any) -> Any:
+    """One element of `x` per true element of the mask broadcast with it: here where the
+    mask has the broadcast shape (`x`'s dims, right-aligned, 1 or the mask's own)."""
+    x, mask = v.tensor(x), v.tensor(mask)
+    xs, ms = x.meta["val"].shape, mask.meta["val"].shape
+    if len(xs) > len(ms) or not all(_same(a, 1) or _same(a, b)
+                                    for a, b in zip(reversed(xs), reversed(ms))):
+        raise _NoForm
+    return v.times(v.count(mask), [x.meta["val"].element_size()])
+
+
+def _index(v: _Values, x: Any, indices: Any) -> Any:
+    """``x[mask]``, one mask over `x`'s leading dims: a slice of the rest per true
+    element (other index forms are not lowered here)."""
+    x = v.tensor(x)
+    if not isinstance(indices, (list, tuple)) or len(indices) != 1:
+        raise _NoForm
+    mask = v.tensor(indices[0])
+    fake = mask.meta["val"]
+    if fake.dtype not in (torch.bool, torch.uint8) or fake.dim() > x.meta["val"].dim():
+        raise _NoForm
+    rest = [v.size(x, d) for d in range(fake.dim(), x.meta["val"].dim())]
+    return v.times(v.count(mask), rest + [x.meta["val"].element_size()])
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sizes are the same int or the same symbolic expression (no guard)."""
+    if type(a) is int or type(b) is int:
+        return type(a) is type(b) and a == b
+    return a.node.expr == b.node.expr
+
+
 _NEEDS = {"nonzero": _nonzero, "bincount": _bincount, "one_hot": _one_hot,
-          "repeats": _repeats, "unique": _unique}
+          "repeats": _repeats, "unique": _unique, "masked_select": _masked_select,
+          "index": _index}

@@ -8,15 +8,16 @@ export; on a converted one it starts cold, and it was ~60% of ``st.to_onnx`` on 
 
 A program converted from safetrace's is already what that retrace produces wherever
 every node is an operator the registry translates: functional (no in-place operator, no
-input or buffer written), without subgraphs, each node's fake value made from
-safetrace's metadata.  There the retrace is left out and the few nodes the registry
+input written; a buffer written in place, as a static cache is, made functional first by
+``onnx_writes``), without subgraphs, each node's fake value made from safetrace's
+metadata.  There the retrace is left out and the few nodes the registry
 lacks are rewritten in place, each to the operator torch's decomposition gives, with the
 node's own fake value (``to`` as ``_to_copy`` or the value itself; ``min.other`` as
 ``minimum``).  Masked attention gets its ONNX form in the graph itself (the form of
 ``onnx_attention``: the rows its mask masks whole set to 0), the mask's empty rows
-computed once per mask, not once per attention call.  Anything else (an in-place
-operator, a subgraph, an operator neither the registry nor this module covers) leaves
-the program as it is, for torch.onnx's retrace.
+computed once per mask, not once per attention call.  Anything else (another in-place
+write, a subgraph, an operator neither the registry nor this module covers) leaves the
+program as it is, for torch.onnx's retrace.
 
 torch.onnx's own steps after its decomposition (type promotion, which runs every node's
 fake kernel again, the removal of assertion nodes, the translation, the optimizer) run

@@ -13,7 +13,7 @@ import torch
 import safetrace as st
 from tests.serialize.test_value_sizes import KINDS, ValueSized
 
-LOWERED = ("bincount", "repeat_interleave", "nonzero", "unique")
+LOWERED = ("bincount", "repeat_interleave", "nonzero", "unique", "masked_select", "index")
 SMALL = {"max_alloc_numel": 1024}  # 16 KiB
 
 
