@@ -59,7 +59,34 @@ def buffer_writes(tep: Any) -> dict | None:
         later = [p for p in written_at.get(root, ()) if p > made]
         if later and any(order[u] > later[0] for u in view.users):
             return None
+    if written_at and _shared(tep, {p.name for p in written_at}):
+        return None
     return writes
+
+
+def _shared(tep: Any, written: set) -> bool:
+    """Whether a written buffer's memory is also that of another input the graph reads
+    (views of one storage; st.export refuses a write to state another path views, this
+    is the check of the program as given): a write through one placeholder shows in the
+    other, which the functional form would not show.  (One tensor under two paths is one
+    placeholder read, the other unread.)"""
+    held = {**tep.state_dict, **tep.constants}
+    read = {n.name for n in tep.graph_module.graph.find_nodes(op="placeholder") if n.users}
+    storages: dict = {}
+    for spec in tep.graph_signature.input_specs:
+        value = held.get(spec.target) if spec.target is not None else None
+        if not isinstance(value, torch.Tensor) or spec.arg.name not in read:
+            continue
+        storages.setdefault(_storage(value), []).append(spec.arg.name)
+    return any(len(names) > 1 and written & set(names) for names in storages.values())
+
+
+def _storage(t: torch.Tensor) -> Any:
+    try:
+        ptr = t.untyped_storage().data_ptr()
+    except Exception:  # noqa: BLE001 - no storage to read (a subclass): treated as shared
+        return "unknown"
+    return ptr if ptr else "no data"  # (meta and empty tensors: one key, refused)
 
 
 def _functional(op: Any) -> Any:
