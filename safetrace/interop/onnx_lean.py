@@ -8,15 +8,16 @@ export; on a converted one it starts cold, and it was ~60% of ``st.to_onnx`` on 
 
 A program converted from safetrace's is already what that retrace produces wherever
 every node is an operator the registry translates: functional (no in-place operator, no
-input or buffer written), without subgraphs, each node's fake value made from
-safetrace's metadata.  There the retrace is left out and the few nodes the registry
+input written; a buffer written in place, as a static cache is, made functional first by
+``onnx_writes``), without subgraphs, each node's fake value made from safetrace's
+metadata.  There the retrace is left out and the few nodes the registry
 lacks are rewritten in place, each to the operator torch's decomposition gives, with the
 node's own fake value (``to`` as ``_to_copy`` or the value itself; ``min.other`` as
 ``minimum``).  Masked attention gets its ONNX form in the graph itself (the form of
 ``onnx_attention``: the rows its mask masks whole set to 0), the mask's empty rows
-computed once per mask, not once per attention call.  Anything else (an in-place
-operator, a subgraph, an operator neither the registry nor this module covers) leaves
-the program as it is, for torch.onnx's retrace.
+computed once per mask, not once per attention call.  Anything else (another in-place
+write, a subgraph, an operator neither the registry nor this module covers) leaves the
+program as it is, for torch.onnx's retrace.
 
 torch.onnx's own steps after its decomposition (type promotion, which runs every node's
 fake kernel again, the removal of assertion nodes, the translation, the optimizer) run
@@ -36,6 +37,7 @@ import torch
 
 from safetrace.interop.lazy import graph_signature
 from safetrace.interop.onnx_attention import empty_rows, mask_and_dropout
+from safetrace.interop.onnx_writes import buffer_writes, functionalize
 from safetrace.interop.shared_patch import SharedPatch
 
 aten = torch.ops.aten
@@ -56,12 +58,15 @@ def lower(tep: Any, implemented: Any) -> bool:
     gm = tep.graph_module
     if not _plain(tep) or next(iter(gm.children()), None) is not None:
         return False
+    writes = buffer_writes(tep)
+    if writes is None:
+        return False
     masked, traced = [], {}
     mode = _fake_mode(gm.graph)
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        target = node.target
+        target = writes.get(node, node.target)
         if node.op != "call_function":
             return False
         if target in _ASSERTS:
@@ -71,7 +76,7 @@ def lower(tep: Any, implemented: Any) -> bool:
         if target in _TO or target in _SAME_ARGUMENTS:
             continue
         if target not in implemented:
-            sub = _decomposed(node, implemented, mode)
+            sub = _decomposed(node, implemented, mode, target)
             if sub is None:
                 return False
             traced[node] = sub
@@ -85,6 +90,8 @@ def lower(tep: Any, implemented: Any) -> bool:
             if mask is not None:
                 masked.append(node)
     graph = gm.graph
+    if writes:
+        functionalize(tep, writes)
     for node in list(graph.nodes):
         if node in traced:
             _inline(graph, node, traced[node])
@@ -112,11 +119,14 @@ def _name_outputs(tep: Any) -> None:
             specs[i] = kinds.OutputSpec(spec.kind, kinds.TensorArgument(node.name), spec.target)
 
 
-def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
+def _decomposed(node: Any, implemented: Any, fake_mode: Any, target: Any) -> Any:
     """The graph torch's decomposition (torch.onnx's table, then the dispatcher's
-    composites) makes of `node` alone, traced on its arguments' fake values; None where
-    that graph holds anything the registry does not translate or that writes, or the
-    node's arguments or users are not plain tensors and constants."""
+    composites) makes of `node` alone (calling `target`: its own, or the functional form
+    of its write), traced on its arguments' fake values; None where that graph holds
+    anything the registry does not translate or that writes, or the node's arguments or
+    users are not plain tensors and constants.  With the graph: the argument slots it
+    reads (the nodes there when it is inlined: a write's functional form reads the
+    buffer's value at that point)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     if fake_mode is None:
@@ -134,7 +144,7 @@ def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
         for i, t in zip(slots, tensors):
             leaves[i] = t
         args, kwargs = torch.utils._pytree.tree_unflatten(leaves, spec)
-        return node.target(*args, **kwargs)
+        return target(*args, **kwargs)
 
     try:
         with fake_mode:  # (the program's: an operator without tensor arguments too)
@@ -149,7 +159,7 @@ def _decomposed(node: Any, implemented: Any, fake_mode: Any) -> Any:
             return None
         if n.op not in ("placeholder", "call_function", "output"):
             return None
-    return sub, [flat[i] for i in slots]
+    return sub, slots
 
 
 def _fake_mode(graph: Any) -> Any:
@@ -164,8 +174,9 @@ def _fake_mode(graph: Any) -> Any:
 def _inline(graph: Any, node: Any, traced: tuple) -> None:
     """`node` replaced by its decomposition's nodes (each with its fake value from the
     trace and `node`'s source line and module stack)."""
-    sub, inputs = traced
-    env = dict(zip(sub.graph.find_nodes(op="placeholder"), inputs))
+    sub, slots = traced
+    flat, _ = torch.utils._pytree.tree_flatten((node.args, node.kwargs))
+    env = dict(zip(sub.graph.find_nodes(op="placeholder"), [flat[i] for i in slots]))
     meta = {k: v for k, v in node.meta.items() if k != "val"}
     result = None
     with graph.inserting_before(node):

@@ -45,6 +45,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
                                           why_failed)
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards
+from safetrace.interop.load_checks import lowered
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions)
@@ -63,7 +64,7 @@ _REPLACE = {builtins.min: torch.sym_min, builtins.max: torch.sym_max,
 _DROP = (operator.pos,)
 _CONTIGUOUS, _SIZE = torch.ops.aten.contiguous.default, torch.ops.aten.sym_size.int
 _NO_VALUE = (torch.ops.aten._assert_tensor_metadata.default,
-             torch.ops.aten._assert_scalar.default)
+             torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_async.msg)
 # Ops whose fake kernels (Python decompositions looping over time steps) specialize the
 # sequence length: their outputs' metadata is ours instead, so the converted program
 # keeps that dim dynamic (unflatten's input checks and compilers read these values).
@@ -103,18 +104,13 @@ class _Converter:
         ExportGraphSignature = graph_signature().ExportGraphSignature
 
         ep = self.ep
-        ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
-        specs = ep.graph_signature.input_specs
-        order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
-        ordered = sorted(specs, key=lambda s: order[s.kind])  # stable within each kind
+        ours, ordered, calls, self.stacks, env = _plan(ep)
         self.fakes = FakeBuilder(self)
         self.state_fakes = self.fakes.statics(
             {s.name: self._state_value(s) for s in ordered if s.kind != "user_input"})
-        self.emitter = ContractEmitter(self, ep.contract, self._symbolic_env())
+        self.emitter = ContractEmitter(self, ep.contract, env)
         for size, root in self.emitter.derived_roots():
             self.fakes.seed(size, root)
-        calls = [n for n in ep.graph.nodes if n.op == "call_function"]
-        self.stacks = dict(zip(calls, fill_stacks(calls)))
         self.bounds = Boundaries(self, getattr(ep, "module_tree", None), self.stacks)
         # Size-oblivious answers for `size == 1` tests (broadcasting, contiguity): our
         # engine already proved every shape for the whole input space, and each node's
@@ -191,18 +187,6 @@ class _Converter:
             self.shape_env.settings = _specialized(settings)
 
     # -- symbols -----------------------------------------------------------------------------
-    def _symbolic_env(self) -> Any:
-        """Our engine's env (for hints and to decide torch's guards), found on any symbolic
-        size of the program; None for a fully static program."""
-        for n in self.ep.graph.nodes:
-            val = n.meta.get("val")
-            meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
-            for s in meta.shape if meta is not None else (val,):
-                env = getattr(s, "env", None)
-                if env is not None and hasattr(env, "hint"):
-                    return env
-        return None
-
     def make_symbol(self, name: str, hint: int, lo: int, hi: int | None, where: str) -> Any:
         """A backed torch SymInt for one of our input symbols, with our range."""
         vr = value_range(lo, hi)
@@ -259,10 +243,12 @@ class _Converter:
 
     # -- nodes -------------------------------------------------------------------------------
     def call(self, target: Any, args: tuple, origin: str | None = None,
-             name: str | None = None, value: Any = None) -> torch.fx.Node:
-        """Append ``target(*args)`` (new-graph nodes or values) and compute its ``val``
-        (or take `value`, torch's value of it made already, unless verifying)."""
-        node = add_node(self.graph, target, args, {}, name or target_name(self.graph, target))
+             name: str | None = None, value: Any = None,
+             kwargs: dict | None = None) -> torch.fx.Node:
+        """Append ``target(*args, **kwargs)`` (new-graph nodes or values) and compute its
+        ``val`` (or take `value`, torch's value of it made already, unless verifying)."""
+        node = add_node(self.graph, target, args, kwargs or {},
+                        name or target_name(self.graph, target))
         if origin:
             node.meta["stack_trace"] = origin
         if value is not None and not self.verify:
@@ -275,7 +261,7 @@ class _Converter:
                 all(s == -1 for s in args[1]):  # (the contract's rank check)
             node.meta["val"] = self.fakes.same_view(args[0].meta["val"])
         else:
-            node.meta["val"] = self._run(target, args, {})
+            node.meta["val"] = self._run(target, args, kwargs or {})
         return node
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -325,6 +311,8 @@ class _Converter:
             warnings.warn(map_under_grad(where(node)), ConversionWarning, stacklevel=6)
         if not isinstance(target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and target not in allowed_builtins():
+            if lowered(self, node, target, args):  # (a loaded program's budget check)
+                return
             if target is not rebuild:  # (a subclass built from its inner tensors: below)
                 raise EI.unrepresentable_call(node.name, target, where(node))
             target, args = rebuild_call(self, args)
@@ -508,6 +496,39 @@ class _Converter:
                 leaves[leaf] = _on_device(leaves[leaf], val)
         args, kwargs = _pytree.tree_unflatten(leaves, self.ep.in_spec)
         return tuple(args), dict(kwargs)
+
+
+def _plan(ep: Any) -> tuple:
+    """What a conversion reads of the program alone, made once per program (kept while its
+    graph holds the same nodes, as ``_written_inputs`` keeps its answer): placeholders by
+    name, input specs in torch's order (parameters, buffers, constants, user inputs;
+    stable within each kind), the call nodes, their filled ``nn_module_stack``s and our
+    engine's env.  Torch's objects are never kept: each conversion makes its own."""
+    key = (id(ep.graph), len(ep.graph.nodes), ep.graph_signature.input_specs)
+    cached = ep.__dict__.get("_st_convert_plan")
+    if cached is not None and cached[0][0] == key[0] and cached[0][1] == key[1] and \
+            cached[0][2] is key[2]:
+        return cached[1]
+    ours = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
+    order = {"parameter": 0, "buffer": 1, "constant": 2, "user_input": 3}
+    ordered = sorted(ep.graph_signature.input_specs, key=lambda s: order[s.kind])
+    calls = [n for n in ep.graph.nodes if n.op == "call_function"]
+    plan = (ours, ordered, calls, dict(zip(calls, fill_stacks(calls))), _symbolic_env(ep))
+    ep.__dict__["_st_convert_plan"] = (key, plan)
+    return plan
+
+
+def _symbolic_env(ep: Any) -> Any:
+    """Our engine's env (for hints and to decide torch's guards), found on any symbolic
+    size of the program; None for a fully static program."""
+    for n in ep.graph.nodes:
+        val = n.meta.get("val")
+        meta = getattr(val, "st_meta", None)  # (a traced value's .shape: a slow path)
+        for s in meta.shape if meta is not None else (val,):
+            env = getattr(s, "env", None)
+            if env is not None and hasattr(env, "hint"):
+                return env
+    return None
 
 
 _SPECIALIZED: tuple = (None, None)  # the last settings replaced, and the replacement

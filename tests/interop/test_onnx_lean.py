@@ -48,6 +48,54 @@ class Writes(torch.nn.Module):
         return y.diff(dim=1)
 
 
+class Cache(torch.nn.Module):
+    """A static cache, written in place as transformers' StaticCache writes it: the new
+    rows by ``index_copy_`` at their positions, a counter by ``add_``, a last row by
+    ``copy_``; the output reads the written cache."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k", torch.zeros(1, 16, 4))
+        self.register_buffer("seen", torch.zeros((), dtype=torch.long))
+        self.register_buffer("last", torch.zeros(1, 4))
+
+    def forward(self, x, pos):
+        before = self.k.sum()  # (read before the write: the cache as it was)
+        self.k.index_copy_(1, pos, x)
+        self.seen.add_(x.shape[1])
+        self.last.copy_(x[:, -1])
+        return self.k.cumsum(1) * self.last + before, self.seen * 2
+
+
+class ViewAcrossWrite(torch.nn.Module):
+    """A view of the buffer taken before a write and read after it (it sees the write):
+    left to torch.onnx's retrace."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k", torch.ones(1, 16, 4))
+
+    def forward(self, x, pos):
+        head = self.k[:, :4]
+        self.k.index_copy_(1, pos, x)
+        return head * 2
+
+
+class TwoPaths(torch.nn.Module):
+    """One buffer under two attribute paths, written through one and read through the
+    other: one placeholder of the graph reads both, and its write is made functional."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = torch.zeros(1, 16, 4)
+        self.register_buffer("a", t)
+        self.register_buffer("b", t)
+
+    def forward(self, x, pos):
+        self.a.index_copy_(1, pos, x)
+        return self.b * 2
+
+
 def _session(program):
     sess = ort.InferenceSession(program.model_proto.SerializeToString())
 
@@ -100,3 +148,49 @@ def test_program_writing_in_place_takes_torch_onnx_retrace(monkeypatch):
     for b in (1, 3):
         x = torch.randn(b, 5)
         torch.testing.assert_close(run(x), Writes()(x))
+
+
+@pytest.mark.slow  # two ONNX exports: ~3 s of CPU
+def test_buffer_writes_lower_without_a_retrace(monkeypatch):
+    """In-place writes of buffers (a static cache) take the lean path: each write its
+    functional operator, later reads the written value, the buffer's last value a
+    BUFFER_MUTATION output (torch.onnx keeps the buffer an initializer); onnxruntime gives
+    eager's first call at other lengths, and refuses lengths outside the space.  A view
+    read across a write still takes torch.onnx's retrace, with eager's values."""
+    n = st.Dim("n", min=1, max=16)
+    x = torch.randn(1, 5, 4)
+    ep = st.export(Cache(), (x, torch.arange(5)), dynamic_shapes=({1: n}, {0: n}))
+    calls = count_retraces(monkeypatch)
+    program = st.to_onnx(ep, verbose=False)
+    assert calls == []
+    signature = program.exported_program.graph_signature
+    assert sorted(s.target for s in signature.output_specs if s.kind.name ==
+                  "BUFFER_MUTATION") == ["k", "last", "seen"]
+    run = _session(program)
+    for length in (7, 1, 16):
+        x = torch.randn(1, length, 4)
+        want = Cache()(x, torch.arange(length))  # (a fresh cache: the program's first call)
+        torch.testing.assert_close(run(x, torch.arange(length)), want)
+    with pytest.raises(Exception, match="must be <= 16"):
+        run(torch.randn(1, 17, 4), torch.arange(17))
+    ep = st.export(ViewAcrossWrite(), (x, torch.arange(16)), dynamic_shapes=({1: n}, {0: n}))
+    run = _session(st.to_onnx(ep, verbose=False))
+    assert calls == [1]
+    x = torch.randn(1, 3, 4)
+    torch.testing.assert_close(run(x, torch.tensor([0, 2, 9])),
+                               ViewAcrossWrite()(x, torch.tensor([0, 2, 9])))
+
+
+@pytest.mark.slow  # an ONNX export: ~1.5 s of CPU
+def test_a_buffer_written_under_one_path_and_read_under_another_lowers(monkeypatch):
+    """The read under the other path sees the write, as in eager (torch.onnx's retrace
+    fails on this program: the lean path is its only way to ONNX)."""
+    n = st.Dim("n", min=1, max=16)
+    ep = st.export(TwoPaths(), (torch.randn(1, 5, 4), torch.arange(5)),
+                   dynamic_shapes=({1: n}, {0: n}))
+    calls = count_retraces(monkeypatch)
+    run = _session(st.to_onnx(ep, verbose=False))
+    assert calls == []
+    for length in (3, 1):
+        x, pos = torch.randn(1, length, 4), torch.arange(2, 2 + length)
+        torch.testing.assert_close(run(x, pos), TwoPaths()(x, pos))

@@ -212,6 +212,34 @@ def test_dynamic_cache_one_program_generates_like_eager(kind):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_static_cache_program_lowers_to_onnx_without_torchs_retrace(kind, monkeypatch):
+    """A static-cache program writes its cache in place; st.to_onnx makes the writes
+    functional itself (interop/onnx_writes.py) instead of torch.onnx's retrace, and
+    onnxruntime gives eager's prefill logits at other lengths (1 included) and refuses a
+    prompt longer than the cache."""
+    ort = pytest.importorskip("onnxruntime")
+    from tests.interop.harness import count_retraces
+
+    model = tiny(kind)
+    ep = export_static(model)
+    calls = count_retraces(monkeypatch)
+    sess = ort.InferenceSession(st.to_onnx(ep, verbose=False).model_proto
+                                .SerializeToString())
+    assert calls == []
+    for n in (7, 1):
+        prompt = torch.randint(0, VOCAB, (1, n))
+        got = sess.run(None, {"input_ids": prompt.numpy(),
+                              "cache_position": torch.arange(n).numpy()})[0]
+        with torch.no_grad():
+            want = model(prompt).logits
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(Exception):
+        sess.run(None, {"input_ids": torch.zeros(1, CACHE + 1, dtype=torch.long).numpy(),
+                        "cache_position": torch.arange(CACHE + 1).numpy()})
+
+
+@pytest.mark.slow
 def test_opt_static_cache_program_converts_and_lowers_to_onnx():
     """OPT's one program (its cache length read from data: one symbol, checked >= 0)
     converts with to_torch (20 tokens as eager, through torch's own module) and lowers to
