@@ -34,6 +34,8 @@ def requested() -> bool:
     """Whether torch's ``fake_tensor_propagate_real_tensors`` flag is set (read where torch
     keeps it, when torch has loaded it: never imported here)."""
     config = sys.modules.get("torch._functorch.config")
+    if config is None:  # (not loaded: getattr on None would raise and drop an error)
+        return False
     return bool(getattr(config, "fake_tensor_propagate_real_tensors", False))
 
 

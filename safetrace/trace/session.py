@@ -375,9 +375,19 @@ _WARN_ONLY = getattr(torch._C, "_get_deterministic_algorithms_warn_only",
                      torch.is_deterministic_algorithms_warn_only_enabled)
 
 
+# (one call for every device's autocast flag: while it is False, each is; the per-device
+# reads parse their device name each time)
+_ANY_AUTOCAST = getattr(torch._C, "_is_any_autocast_enabled", None)
+
+
+def _autocast_off() -> bool:
+    return _ANY_AUTOCAST is not None and not _ANY_AUTOCAST()
+
+
 def _snapshot() -> tuple:
-    autocast = tuple([(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
-                      for d in _AUTOCAST_DEVICES])
+    off = _autocast_off()
+    autocast = tuple([(d, False if off else torch.is_autocast_enabled(d),
+                       torch.get_autocast_dtype(d)) for d in _AUTOCAST_DEVICES])
     return (torch.is_grad_enabled(), torch.get_default_dtype(), _DETERMINISTIC(),
             _WARN_ONLY(), autocast)
 
@@ -393,8 +403,9 @@ def _restore(snap: tuple, process_wide: bool) -> None:
         torch._C._set_default_dtype(dtype)  # (torch's own setter's call, whatever is in place)
     if process_wide and (_DETERMINISTIC(), _WARN_ONLY()) != (deterministic, warn_only):
         torch._C._set_deterministic_algorithms(deterministic, warn_only=warn_only)
+    off = _autocast_off()
     for device, enabled, cast_dtype in autocast:
-        if torch.is_autocast_enabled(device) != enabled:
+        if (enabled if off else torch.is_autocast_enabled(device) != enabled):
             torch.set_autocast_enabled(device, enabled)
         if torch.get_autocast_dtype(device) != cast_dtype:
             torch.set_autocast_dtype(device, cast_dtype)
