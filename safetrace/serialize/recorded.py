@@ -25,7 +25,9 @@ a subgraph's, read from data inside it, at the end of its evaluation (``settle``
 the reverse in the main graph: an input size the file records as one read from data
 (``x > 0``'s ``[s0]`` as ``[1000*u0]``, ``u0`` the count of an earlier ``nonzero``);
 one recorded as a size read from data that no earlier node's record names where the
-evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).
+evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  A size the
+loader reads from a constant (``n.item()`` of a buffer never written: 3) is that value
+wherever later nodes record the file's symbol for it.
 Left open (kept as written): a size the file records as one of its own read from data
 where the evaluation has an input size in a subgraph (a while_loop body's growing carry,
 evaluated at its first iteration), and a subgraph's size read from data outside it (a
@@ -87,6 +89,7 @@ class Recorded:
         self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
         self.read: set = set()  # nodes whose value the evaluation read from a constant
         self.in_main = False  # (whether the node being compared is the main graph's)
+        self.reading = False  # (whether its value is read from a constant's data)
         self._first: dict | None = None  # file symbol -> the main-graph node naming it first
 
     def scope(self) -> tuple:
@@ -106,6 +109,7 @@ class Recorded:
         recorded = node.meta["val"]
         self.open = []
         self.in_main = node.graph is self.main
+        self.reading = node in self.read
         same = False if self._new_read(node, recorded, derived) else \
             self._same(recorded, derived)
         if same is False and facts and self.wrong is None:
@@ -316,6 +320,9 @@ class Recorded:
                 self.file_to_scratch[r.name] = d
                 self.taken.add(d.name)
                 return True
+            if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
+                self.file_to_scratch[r.name] = d  # by the loader: the file's symbol is that
+                return True  # value, in what later nodes record of it)
             return None
         if d is r_in:
             return True

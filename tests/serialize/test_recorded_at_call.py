@@ -176,3 +176,28 @@ def test_an_input_size_recorded_as_one_read_from_data_is_refused_at_load(shape):
                                            r"bool\[(1000\*u0|u7)\], but the graph computes "
                                            r"bool\[s0\]"):
         _load(doc, tensors)
+
+
+class ReadsBuffer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("n", torch.tensor(3))
+
+    def forward(self, x):
+        return x + torch.zeros(self.n.item()).sum()
+
+
+def test_a_size_the_loader_reads_from_a_constant_is_that_value_in_later_records():
+    """``n.item()`` of a buffer the program never writes is 3 at load: the file's ``u0``
+    for it is 3 in what later nodes record (``[1000*u0]`` for ``x + ...``'s ``[3]`` stood)."""
+    buf = io.BytesIO()
+    st.save(st.export(ReadsBuffer(), (torch.randn(3),)), buf)
+    doc, tensors = parts(buf.getvalue())
+    x = torch.randn(3)
+    torch.testing.assert_close(_load(doc, tensors)(x), x)
+    name = [n["name"] for n in doc["nodes"] if n["name"].startswith("add")][-1]
+    _edit(doc, name, "shape", [["mul", 1000, "u0"]])
+    with pytest.raises(st.LoadError, match=rf"node '{name}': the file records its value as "
+                                           r"float32\[1000\*u0\], but the graph computes "
+                                           r"float32\[3\]"):
+        _load(doc, tensors)
