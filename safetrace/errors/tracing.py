@@ -456,7 +456,9 @@ def python_state_read(changes: list[tuple[str, str, Any]], initial: Any,
     branch = "" if decided is None else (
         "decide with tensor ops on it (`torch.where(self.{0} > 2, a, b)`, torch.cond) "
         "instead of Python's `if`; ".format(name))
-    return _construct(f"{what} (torch.export gives that answer silently).",
+    torch_does = "gives that answer silently" if not hasattr(initial, "dtype") else \
+        "warns that the tensor attribute was assigned during export, then gives that answer"
+    return _construct(f"{what} (torch.export {torch_does}).",
                       f"{mode}{buffer}{branch}pass the value in as an input, or set it before "
                       f"export and leave it unchanged in forward", "")
 

@@ -23,6 +23,9 @@ class Violation:
     cause: str     # "was specialized to 3 (from ...)"
     fix: str       # "batch = Dim('batch', min=2)"
     count: bool = False  # specialized by a count of Python values (no size split keeps it)
+    # breaks only sizes where a named Dim is below 2, which torch.export's trace assumes
+    # away (its program runs them unchecked): kept as a run-time check (small_splits.py)
+    small: bool = False
 
     def text(self) -> str:
         return f"{self.dim} {self.cause}\n    Fix: {self.fix}"

@@ -23,7 +23,7 @@ from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, un
 from safetrace.exporter import python_state
 from safetrace.exporter.call_check import check_call
 from safetrace.exporter.relation_splits import relation_sides
-from safetrace.exporter.small_splits import small_sides
+from safetrace.exporter.small_splits import checked_below_two, small_sides
 from safetrace.exporter.splits import MAX_SPLITS, export_with_splits
 from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
@@ -117,15 +117,19 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
             module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn, walk) as caches:
         runs: list[Exporter] = []
 
-        def one(sides: dict | None, flipped: frozenset = frozenset()) -> ExportedProgram:
+        def one(sides: dict | None, flipped: frozenset = frozenset(), *,
+                defer: bool = False) -> ExportedProgram:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
-                                 defer=prefer_deferred_runtime_asserts_over_guards,
-                                 walk=None if runs else walk))
+                                 defer=defer, walk=None if runs else walk))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
-        ep = export_with_splits(one, max_splits)
+        def every(defer: bool) -> ExportedProgram:  # (sizes 0 and 1: small_splits.py)
+            return export_with_splits(functools.partial(one, defer=defer), max_splits)
+
+        deferred = prefer_deferred_runtime_asserts_over_guards
+        ep = checked_below_two(every, deferred)
         # (self.n += 1 in forward: the graph must not read it)
-        python_state.check(ep, runs, lambda: export_with_splits(one, max_splits), caches)
+        python_state.check(ep, runs, lambda: checked_below_two(every, deferred), caches)
         check_additional(ep, dynamic_shapes)
         return ep
 

@@ -12,6 +12,7 @@ whose tables (``roots``, ``dim_names``, ``fixes``, ``dim_fixes``, ``narrowed``,
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from safetrace.dims import DerivedDim, Dim
@@ -21,7 +22,7 @@ from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
-    condition_assumed_away, refuted, relation_assumed_away, relation_required,
+    ASSUMED_MIN, condition_assumed_away, refuted, relation_assumed_away, relation_required,
 )
 from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.sides import assumed_imply
@@ -93,15 +94,16 @@ class NamedRelations:
                 # which the prover cannot simplify), or only sizes below 2 where eager
                 # raises (eager_raises.py): a run-time check, as torch's program raises
                 continue
+            small = refuted(self.env, contract, c, named, ASSUMED_MIN) is None
             if len(names) >= 2:
                 if relation_required(self.env, c, point) or relation_assumed_away(
                         self.env, contract, c, named):
                     continue  # an op's requirement between Dims: checked, as torch's program
-                out.append(self._relation(contract, c, named, names))
+                out.append(replace(self._relation(contract, c, named, names), small=small))
                 self.refused.append((contract, c, named))
             else:
                 before = len(self.narrowed)
-                out.append(self._narrowing(contract, c, named[0], point))
+                out.append(replace(self._narrowing(contract, c, named[0], point), small=small))
                 if len(self.narrowed) == before or self.narrowed[-1][6]:  # no range, or
                     # one that holds beyond it too (`s % 20 < 10`): a relation split may
                     # keep it where the range splits cannot (splits.py)

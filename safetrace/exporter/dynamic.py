@@ -22,7 +22,7 @@ from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.dim_conditions import pinned_by_conditions
 from safetrace.exporter.dim_relations import NamedRelations, range_text, static_fix
-from safetrace.exporter.eager_raises import range_assumed_away
+from safetrace.exporter.eager_raises import ASSUMED_MIN, range_assumed_away
 from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
 from safetrace.exporter.relation_splits import plain_relation, relation_point
@@ -286,7 +286,8 @@ class DynamicDims(NamedRelations):
                                torch_said.not_all_values(
                                    dim_name, decl.where, range_text(decl.where, lo, hi),
                                    range_text(dim_name, declared.min, declared.max))) + ".",
-                    f"{dim_name} = Dim({', '.join(args)})"))
+                    f"{dim_name} = Dim({', '.join(args)})",
+                    small=hi >= declared.max and lo <= ASSUMED_MIN))
                 continue
             if root not in pins:
                 pins[root] = pinned_by_conditions(root, lo, hi, contract.conditions)

@@ -10,6 +10,13 @@ that check refuses inputs eager handles.  Here such a size is traced as a side o
 sound for its range, and the sides become one program as ``splits.py`` makes them: equal
 graphs merged, the rest dispatched by ``torch.cond``.  A split that fails for any reason
 leaves the program with its run-time check, as it was (nothing is lost).
+
+``checked_below_two``: where no split keeps such sizes (``x.squeeze()`` of a named Dim is
+another rank at 1) and every problem of the refusal breaks only sizes where a named Dim
+is below 2, the program is exported with those problems as its run-time checks, as
+``prefer_deferred_runtime_asserts_over_guards`` makes them.  torch.export accepts these
+programs (its trace assumes a dynamic size is at least 2) and runs 0 and 1 unchecked;
+safetrace's refuses them before computing, naming the condition (sound either way).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
+from safetrace.errors import DeclaredSpaceViolation
 from safetrace.exporter.contract import Contract
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
@@ -70,3 +78,22 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
         return headed(out, header("size", c.cond, where_of(c.origin), out.dim_names))
     except Exception:  # noqa: BLE001 - the program as it was: its check refuses those sizes
         return ep
+
+
+def checked_below_two(export: Callable[[bool], ExportedProgram],
+                      deferred: bool) -> ExportedProgram:
+    """``export(deferred)``; where that is refused only for sizes below 2 of named Dims
+    (every ``Violation.small``), ``export(True)``: those sizes become run-time checks."""
+    try:
+        return export(deferred)
+    except DeclaredSpaceViolation as exc:
+        problems = getattr(exc, "problems", None)
+        if deferred or not problems or not all(p.small for p in problems):
+            raise
+        refusal = exc
+    try:
+        ep = export(True)
+    except Exception as why:  # noqa: BLE001 - the refusal as it was
+        raise refusal from why
+    ep.retrace = getattr(ep.retrace, "func", ep.retrace)  # (a re-export: the same way)
+    return ep

@@ -7,11 +7,20 @@ and it stays where torch drops these (``run_decompositions``, re-export, a saved
 torch's own guard compares a constant by ``==`` only (3.0 == 3, 0 == False), hence the type.
 The guards are held in the program object (torch.export.save drops them).  They are a
 function of the contract and the input structure: made once per pair, kept on the contract.
+
+torch's ExportedProgram computes ``_guards_code`` in its constructor from the graph's
+ShapeEnv, so the program its ``run_decompositions`` builds would drop ours: a derived dim
+or relation checked only here would no longer be checked (``-1 + 2*z == y`` after
+``run_decompositions({})``: torch's keeps it on its placeholders' sizes).  ``with_guards``
+adds them to the converted program and to every program its ``run_decompositions`` returns
+(the same inputs, the same sources).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import types
 
 import torch
 from torch.utils import _pytree
@@ -63,3 +72,16 @@ def _guards(ep: Any, tep: Any) -> list[str]:
                        f"torch._guards.TracingContext.try_get() is not None")
     return out + relation_guards(ep.contract, leaves, ctx,
                                  bool(getattr(ep, "defers_checks", False)))
+
+
+def with_guards(tep: Any, guards: list[str]) -> None:
+    """`guards` appended to torch program `tep`'s ``_guards_code``, and to that of each
+    program its ``run_decompositions`` makes (torch's constructor recomputes the list)."""
+    tep._guards_code.extend(g for g in guards if g not in tep._guards_code)
+
+    def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = type(self).run_decompositions(self, *args, **kwargs)
+        with_guards(out, guards)
+        return out
+
+    tep.run_decompositions = types.MethodType(run_decompositions, tep)

@@ -29,7 +29,7 @@ from torch.utils import _pytree
 
 from safetrace.exporter.contract import TensorInput
 
-_ALLOWED_NAMES = frozenset(("L", "min", "max", "abs", "math", "True", "False"))
+_ALLOWED_NAMES = frozenset(("L", "min", "max", "abs", "math", "torch", "True", "False"))
 
 
 def relation_guards(contract: Any, leaves: list, ctx: dict, deferred: bool) -> list[str]:
@@ -70,7 +70,33 @@ def relation_guards(contract: Any, leaves: list, ctx: dict, deferred: bool) -> l
         for cond in contract.conditions:
             if {str(x) for x in cond.cond.free_symbols} <= bound:
                 wanted.append(code(contract.where_text(cond.cond)))
-    return [g for g in map(_no_zero_division, dict.fromkeys(wanted)) if _holds(g, ctx)]
+    return [g for g in map(_symbolic_min_max, map(_no_zero_division, dict.fromkeys(wanted)))
+            if _holds(g, ctx)]
+
+
+def _symbolic_min_max(guard: str) -> str:
+    """`guard` with each ``min(a, b, ...)`` / ``max(...)`` as ``torch.sym_min`` /
+    ``torch.sym_max`` (the same value on ints): Python's builtins compare their operands,
+    so a tracer re-exporting the converted module (torch's, or ours) would record a branch
+    on ``b < a`` where the guard only asserts the relation."""
+    if "min(" not in guard and "max(" not in guard:
+        return guard
+    tree = ast.parse(guard, mode="eval")
+
+    class _Sym(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            f = node.func
+            if not (isinstance(f, ast.Name) and f.id in ("min", "max") and
+                    len(node.args) >= 2 and not node.keywords):
+                return node
+            out = node.args[0]
+            for arg in node.args[1:]:
+                fn = ast.Attribute(ast.Name("torch", ast.Load()), f"sym_{f.id}", ast.Load())
+                out = ast.Call(fn, [out, arg], [])
+            return out
+
+    return ast.unparse(_Sym().visit(tree))
 
 
 def _no_zero_division(guard: str) -> str:
@@ -163,7 +189,8 @@ def _holds(guard: str, ctx: dict) -> bool:
         return False
     if any(isinstance(n, ast.Name) and n.id not in _ALLOWED_NAMES for n in ast.walk(tree)):
         return False
-    if any(isinstance(n, ast.Attribute) and n.attr != "size" for n in ast.walk(tree)):
+    if any(isinstance(n, ast.Attribute) and n.attr not in ("size", "sym_min", "sym_max")
+           for n in ast.walk(tree)):
         return False
     try:
         ok = eval(compile(tree, "<guard>", "eval"),  # noqa: S307 - our own expression

@@ -44,7 +44,7 @@ from safetrace.interop.unbacked import all_bindings, fresh_bindings, known_unbac
 from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_shape, where,
                                           why_failed)
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
-from safetrace.interop.input_guards import input_guards
+from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.load_checks import lowered
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
@@ -171,7 +171,7 @@ class _Converter:
         ours = getattr(self.ep, "_gm", None)  # (made only when something asked for it)
         if ours is not None and "custom" in ours.meta:  # the exported GraphModule's own
             meta["custom"] = copy.deepcopy(ours.meta["custom"])
-        tep._guards_code.extend(input_guards(self.ep, tep))
+        with_guards(tep, input_guards(self.ep, tep))
         return tep
 
     def _as_torch_settings(self) -> None:

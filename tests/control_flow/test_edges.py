@@ -157,8 +157,13 @@ def test_a_cond_size_one_form_in_both_branches_is_that_size():
     for n in (1, 2, 5):
         x = torch.randn(n)
         assert_close(m(x), ep.module()(x))
-    with pytest.raises(st.ConstraintViolationError, match="min=1"):  # (rank 0 or 1 by rows)
-        st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0")},))
+    # from 0: no rows is another rank (v0.squeeze(0)), refused at run time
+    ep = st.export(m, (torch.randn(1),), dynamic_shapes=({0: st.Dim("d0")},))
+    for n in (1, 4):
+        x = torch.randn(n)
+        assert_close(m(x), ep.module()(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(0))
 
 
 class _TwoOrThreeRows(torch.nn.Module):

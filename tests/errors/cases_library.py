@@ -415,7 +415,8 @@ GOLDEN = {
         "forward changes `self.c` (<tensor float32, 1 dims> -> '<tensor float32, 1 dims>'), "
         'and the graph traced after that change differs: an exported program keeps Python '
         'attributes at the values export saw, so every call would compute what the first '
-        'one did while eager reads the new value (torch.export gives that answer silently).\n'
+        'one did while eager reads the new value (torch.export warns that the tensor '
+        'attribute was assigned during export, then gives that answer).\n'
         'Fix: register it as a buffer, which the program reads and writes on every call (its '
         'writes are program state): in its module\'s __init__ `self.register_buffer("c", '
         '<the tensor>)` instead of `self.c = <the tensor>`; or pass the value in as an '

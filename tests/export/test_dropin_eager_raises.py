@@ -4,9 +4,10 @@ torch.export traces a dynamic size as if it were at least 2, so an op's requirem
 fails only at 0 or 1 (``x.max()`` of nothing, ``x[0]``, batch norm of one row in training,
 ``assert n > 1``) is no guard there: torch exports and its program raises in the op.
 safetrace exports the same programs, and its input check refuses those sizes before any op
-runs, naming the line.  A condition that picks a branch, or a requirement failing at a
-size of 2 or more, is still refused at export (torch refuses the latter too).  Each row is
-compared with torch.export's program and with eager at other sizes."""
+runs, naming the line.  A requirement failing at a size of 2 or more is still refused at
+export (torch refuses it too); a condition that picks a branch at 0 or 1:
+test_dropin_sizes_below_two.py.  Each row is compared with torch.export's program and
+with eager at other sizes."""
 
 from __future__ import annotations
 
@@ -101,38 +102,17 @@ def test_exports_where_torch_does_and_checks_what_eager_refuses(
             conv.module()(x)
 
 
-def _branch_on_size(x):
-    if x.shape[0] > 0:
-        return x.sum()
-    return x
-
-
-def _row_then_branch(x):
-    y = x[0]
-    if x.shape[0] > 1:  # at size 1 eager computes `y`: not a size where it raises
-        return y + x[1]
-    return y
-
-
 def _check_three(x):
     torch._check(x.shape[0] >= 3)  # fails at 2 as well: torch refuses it too
     return x * 2
 
 
-@pytest.mark.parametrize("fn, shape, torch_exports, fix", [
-    (_branch_on_size, (6,), True, "min=1"),
-    (_row_then_branch, (6, 2), True, "min=2"),
-    (_check_three, (6,), False, "min=3"),
-], ids=["branch", "row then branch", "check past 2"])
-def test_a_branch_or_a_requirement_past_two_is_still_refused(
-        fn: Callable, shape: tuple, torch_exports: bool, fix: str) -> None:
-    model, example, spec = Fn(fn), (torch.randn(*shape),), ({0: Dim("b")},)
-    if torch_exports:  # torch assumes b >= 2 and takes one branch silently
+def test_a_requirement_past_two_is_still_refused() -> None:
+    # (a branch at sizes below 2 that no split keeps: test_dropin_sizes_below_two.py)
+    model, example, spec = Fn(_check_three), (torch.randn(6),), ({0: Dim("b")},)
+    with pytest.raises(Exception, match="3 <= "):
         torch.export.export(model, example, dynamic_shapes=spec)
-    else:
-        with pytest.raises(Exception, match="3 <= "):
-            torch.export.export(model, example, dynamic_shapes=spec)
-    with pytest.raises(st.ConstraintViolationError, match=fix):
+    with pytest.raises(st.ConstraintViolationError, match="min=3"):
         st.export(model, example, dynamic_shapes=spec)
 
 

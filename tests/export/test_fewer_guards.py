@@ -124,8 +124,7 @@ NARROWING = {
         lambda x: x * 2 if x.shape[0] % 2 == 1 and x.shape[0] > 2 else x, [(5, 2)],
         ({0: Dim("d0", max=9)},),
         "derive the dim: d0 = 2*_d0 + 1 with _d0 = Dim('_d0', min=1, max=4)"),
-    "squeeze_of_a_named_dim": (lambda x: x.squeeze(0), [(2, 3)], ({0: Dim("d0")},),
-                               "d0 = Dim('d0', min=2)"),
+    # (x.squeeze(0) of a named Dim, which only size 1 breaks: test_dropin_sizes_below_two)
     "multiple_of_4": (lambda x: x.reshape(-1, 4, x.shape[1]).sum(1) if x.shape[0] % 4 == 0
                       else x, [(8, 3)], ({0: Dim("h", min=1, max=64)},),
                       "derive the dim: h = 4*_h with _h = Dim('_h', min=1, max=16)"),

@@ -324,3 +324,47 @@ def test_torch_assert_relating_dims():
         assert _outcome(program, torch.randn(3), torch.randn(5)) == "refused"
     with pytest.raises(AssertionError):
         AssertsEqual()(torch.randn(3), torch.randn(5))
+
+
+class FillsPrefix(torch.nn.Module):
+    """A write into the first n columns: the op requires n <= m (eager raises past it)."""
+
+    def forward(self, mask, fill):
+        mask = mask.clone()
+        mask[:, :fill.shape[-1]] = fill
+        return mask
+
+
+def test_reexport_of_a_guard_with_min_relating_named_dims():
+    # the converted module's guard `n == min(m, n)` calls torch.sym_min: Python's min
+    # would compare m and n, a branch on the re-export's sizes (refused as a relation)
+    D = torch.export.Dim
+    args = (torch.randn(2, 4), torch.randn(2, 3))
+    spec = ({1: D("m")}, {1: D("n")})
+    module = st.export(FillsPrefix(), args, dynamic_shapes=spec).to_torch().module()
+    theirs = torch.export.export(module, args, dynamic_shapes=spec).module()
+    again = st.export(module, args, dynamic_shapes=spec)
+    for program in (module, again.module(), again.to_torch().module(), theirs):
+        for m, n in ((4, 3), (5, 5), (7, 1), (3, 0)):
+            if program is theirs and m == n:
+                continue  # (torch's re-export guards m != n: over-restrictive, not ours)
+            x = (torch.randn(2, m), torch.randn(2, n))
+            torch.testing.assert_close(program(*x), FillsPrefix()(*x))
+        assert _outcome(program, torch.randn(2, 3), torch.randn(2, 5)) == "refused"
+
+
+def test_reexport_of_a_row_read_keeps_the_named_dim():
+    # x[0] needs a row: the converted module's guard `x.size()[0] >= 1` traced again is
+    # that requirement, checked at run time (torch's re-export accepts it too)
+    class FirstRow(torch.nn.Module):
+        def forward(self, x):
+            return x[0] + x.shape[0], x.shape[0]
+
+    spec = {"x": (torch.export.Dim("a"), torch.export.Dim("b"))}
+    module = st.export(FirstRow(), (torch.ones(2, 3),), dynamic_shapes=spec).to_torch().module()
+    torch.export.export(module, (torch.ones(2, 3),), dynamic_shapes=spec)
+    again = st.export(module, (torch.ones(2, 3),), dynamic_shapes=spec)
+    for n in (1, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(again.module()(x), FirstRow()(x))
+    assert _outcome(again.module(), torch.randn(0, 3)) == "refused"

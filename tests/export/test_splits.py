@@ -192,10 +192,19 @@ def test_the_number_of_splits_is_bounded():
     _check(ep, m, [(2, k) for k in (1, 5, 20)])
 
 
-def test_max_splits_zero_keeps_the_refusal():
-    with pytest.raises(st.ConstraintViolationError, match="only works for 2 <= seq <= 64"):
-        st.export(OneIsSpecial(), (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}},
-                  max_splits=0)
+def test_max_splits_zero_checks_the_size_below_two_at_run_time():
+    # no split allowed: the side seq == 1 is not traced; torch.export accepts the program
+    # (it runs seq == 1 unchecked, as x + x), safetrace's refuses it before computing
+    m = OneIsSpecial()
+    ep = st.export(m, (torch.randn(2, 5),), dynamic_shapes={"x": {1: SEQ}}, max_splits=0)
+    assert not _conds(ep.graph) and ep.deferred_checks
+    _check(ep, m, [(2, k) for k in (2, 3, 33, 64)])
+    with pytest.raises(st.InputMismatchError, match=r"must be >= 2 \(from `if x.shape"):
+        ep.module()(torch.randn(2, 1))
+    _rejected(ep, [(2, 0), (2, 65)])
+    torch_ep = torch.export.export(m, (torch.randn(2, 5),),
+                                   dynamic_shapes={"x": {1: torch.export.Dim("seq", max=64)}})
+    assert torch.equal(torch_ep.module()(torch.ones(2, 1)), torch.full((2, 1), 2.0))
 
 
 def test_a_split_never_mutates_the_model_or_inputs():

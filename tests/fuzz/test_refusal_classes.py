@@ -286,9 +286,14 @@ def test_affine_grid_refuses_a_batch_eager_refuses():
     def f(theta):
         return F.affine_grid(theta, [theta.shape[0], 1, 4, 4], align_corners=False)
 
-    # eager raises for a 0 batch ("Expected non-zero, positive output size"): the fix is min=1
-    with pytest.raises(st.ConstraintViolationError, match="min=1"):
-        st.export(f, (torch.randn(2, 2, 3),), dynamic_shapes=({0: Dim("b")},))
+    # eager raises for a 0 batch ("Expected non-zero, positive output size"): the program
+    # refuses it before computing (a named Dim's size below 2, as torch's trace assumes)
+    ep = st.export(f, (torch.randn(2, 2, 3),), dynamic_shapes=({0: Dim("b")},))
+    for n in (1, 5):
+        matches_eager(ep, f, (torch.randn(n, 2, 3),))
+    with pytest.raises(ValueError, match="non-zero"):
+        f(torch.randn(0, 2, 3))
+    rejects(ep, (torch.randn(0, 2, 3),))
 
 
 # -- masks computed twice the same way have one count ----------------------------------------
