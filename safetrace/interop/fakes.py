@@ -153,7 +153,8 @@ class FakeBuilder:
         if hit is None:
             if e.op == "sym":
                 hit = self.conv.emitter.values[e.name]
-            elif e.op in ("add", "mul"):
+            elif e.op in ("add", "mul", "floordiv"):
+                # (as ``evaluate`` folds them: left to right, Python's operators)
                 parts = [self.torch_expr(a) for a in e.args]
                 hit = parts[0]
                 for p in parts[1:]:

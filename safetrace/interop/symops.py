@@ -1,4 +1,5 @@
-"""torch's size arithmetic on SymInts (``a * b``, ``a + b``, ``sym_max``, ``a <= b``...),
+"""torch's size arithmetic on SymInts (``a * b``, ``a + b``, ``a // b``, ``sym_max``,
+``a <= b``...),
 its result made directly once torch has made it for the same operands.
 
 One SymInt operation costs ~12-17 µs in torch: the user-level magic method, the SymNode
@@ -28,10 +29,11 @@ from safetrace.interop.symbols import backed_symint, conversion_env
 
 # method -> (the Python operation, the result's type)
 _OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
-        "sym_max": (torch.sym_max, int), "ge": (operator.ge, bool),
-        "le": (operator.le, bool)}
-_BY_FN = {operator.add: "add", operator.mul: "mul", torch.sym_max: "sym_max",
-          operator.ge: "ge", operator.le: "le"}
+        "floordiv": (operator.floordiv, int), "sym_max": (torch.sym_max, int),
+        "ge": (operator.ge, bool), "le": (operator.le, bool)}
+_BY_FN = {operator.add: "add", operator.mul: "mul", operator.floordiv: "floordiv",
+          torch.sym_max: "sym_max", operator.ge: "ge", operator.le: "le"}
+_TORCH_NAMES = {"floordiv": "int_floordiv"}  # (a SymInt's ``//`` is SymNode.int_floordiv)
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
 _LIMIT = 50_000
@@ -59,7 +61,7 @@ def size_op(target: Any, args: tuple) -> Any:
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
-    """``a <op> b`` for `method` in ``add mul sym_max ge le``: the value torch's SymInt
+    """``a <op> b`` for `method` in ``add mul floordiv sym_max ge le``: the value torch's SymInt
     arithmetic gives (ints: Python's)."""
     fn, pytype = _OPS[method]
     ta, tb = type(a), type(b)
@@ -117,7 +119,7 @@ def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) ->
     if hl is None or hr is None:
         hint: Any = no_hint
     else:
-        hint = to_op(method)(hl, hr)
+        hint = to_op(_TORCH_NAMES.get(method, method))(hl, hr)
         if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
     node = symnode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
@@ -161,7 +163,9 @@ def _fast_ok() -> bool:
                 op("mul", ab, a), op("sym_max", a, 1), op("sym_max", b, 1),
                 op("mul", 4, op("sym_max", b, 1)), op("ge", a, 1), op("ge", b, 2),
                 op("le", a, 1024), op("le", ab, 7), op("mul", u, 4), op("le", u, 10),
-                op("ge", u, 0), op("add", u, a)]
+                op("ge", u, 0), op("add", u, a), op("floordiv", op("add", a, -3), 2),
+                op("floordiv", ab, a), op("floordiv", 64, op("sym_max", b, 1)),
+                op("add", op("floordiv", op("add", b, 1), 2), 1), op("floordiv", u, 4)]
 
     def torch_op(method: str, x: Any, y: Any) -> Any:
         return _OPS[method][0](x, y)
