@@ -302,7 +302,9 @@ class FakeBuilder:
                 hit = [1] * len(sizes)
             else:
                 rest = self.contiguous(sizes[1:], key[1:])
-                hit = [sym_op("stride", rest[0], sizes[1])] + rest
+                a, b = rest[0], sizes[1]
+                hit = [a * max(b, 1) if a.__class__ is int and b.__class__ is int else
+                       sym_op("stride", a, b)] + rest
             self.stride_memo[key] = hit
         return hit
 

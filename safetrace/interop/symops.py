@@ -38,14 +38,16 @@ _TORCH_NAMES = {"floordiv": "int_floordiv"}  # (a SymInt's ``//`` is SymNode.int
 
 def _stride(a: Any, b: Any) -> Any:
     """A contiguous stride from the next one `a` and the next size `b` (torch's
-    ``empty_tensor_restride``): ``a * sym_max(b, 1)``."""
-    return a * torch.sym_max(b, 1)
+    ``empty_tensor_restride``): ``a * sym_max(b, 1)`` (of an int, Python's ``max``: what
+    ``torch.sym_max`` returns for two ints, without its checks)."""
+    return a * (max(b, 1) if type(b) is int else torch.sym_max(b, 1))
 
 
 # (made directly: the product's expression, the hint from the operands' hints; the
 # intermediate ``sym_max`` torch's path makes is read by nothing else)
 _OPS["stride"] = (_stride, int)
 _HINTS = {"stride": lambda a, b: a * max(b, 1)}
+_SYMINT = torch.SymInt
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
 _LIMIT = 50_000
@@ -77,20 +79,17 @@ def sym_op(method: str, a: Any, b: Any) -> Any:
     ``a * sym_max(b, 1)``): the value torch's SymInt arithmetic gives (ints: Python's)."""
     fn, pytype = _OPS[method]
     ta, tb = type(a), type(b)
-    if ta is torch.SymInt and (tb is int or tb is torch.SymInt):
-        lhs, rhs = a, b  # (torch's orientation: the SymInt's method)
-    elif ta is int and tb is torch.SymInt:
-        lhs, rhs = a, b  # (torch's __r<op>__: the int's wrapped node's method)
+    if ta is _SYMINT and (tb is int or tb is _SYMINT):
+        node = a.node  # (torch's orientation: the SymInt's method)
+    elif ta is int and tb is _SYMINT:
+        node = b.node  # (torch's __r<op>__: the int's wrapped node's method)
     else:
         return fn(a, b)
-    if not _fast_ok():
-        return fn(a, b)
-    node = (lhs if type(lhs) is torch.SymInt else rhs).node
     env = node.shape_env
-    if env is None or env._translation_validation_enabled or _tracing():
+    if env is None or not _fast_ok() or env._translation_validation_enabled or _tracing():
         return fn(a, b)
-    kl, hl = _key(lhs)
-    kr, hr = _key(rhs)
+    kl, hl = _key(a)
+    kr, hr = _key(b)
     if kl is None or kr is None:
         return fn(a, b)
     key = (method, kl, kr)
