@@ -118,6 +118,8 @@ def child(name: str, calls: int, warmup: int) -> None:
         fns = {"empty": lambda: None, "eager": lambda: model(*args, **kwargs),
                "export": export, "to_torch": ep.to_torch}
         for side, fn in fns.items():
+            fn(), fn()  # (a process's first two conversions run once-per-process checks
+            # on scratch ShapeEnvs that reach sympy's or torch's reduce; never counted)
             if _calls_reduce(fn):
                 sys.exit(f"{name}: {side} calls functools.reduce itself; its count would "
                          "miss that call's insides")

@@ -153,7 +153,8 @@ class FakeBuilder:
         if hit is None:
             if e.op == "sym":
                 hit = self.conv.emitter.values[e.name]
-            elif e.op in ("add", "mul"):
+            elif e.op in ("add", "mul", "floordiv"):
+                # (as ``evaluate`` folds them: left to right, Python's operators)
                 parts = [self.torch_expr(a) for a in e.args]
                 hit = parts[0]
                 for p in parts[1:]:
@@ -289,28 +290,21 @@ class FakeBuilder:
         state = self.states[device] = (fields, normalized, mutable)
         return state
 
-    def at_least_one(self, size: Any) -> Any:
-        """``max(size, 1)``, a symbolic one made once per size."""
-        if size.__class__ is int:
-            return max(size, 1)
-        key = ("max1", _key(size))
-        hit = self.stride_memo.get(key)
-        if hit is None:
-            hit = self.stride_memo[key] = sym_op("sym_max", size, 1)
-        return hit
-
-    def contiguous(self, sizes: list) -> list:
+    def contiguous(self, sizes: list, key: tuple | None = None) -> list:
         """torch's contiguous strides of `sizes` (``empty_tensor_restride``: each stride the
-        next one times ``max(next size, 1)``), memoized by suffix: across a program most
-        tensors share their trailing sizes."""
-        key = tuple(_key(s) for s in sizes)
+        next one times ``max(next size, 1)``, symops' ``stride``), memoized by suffix:
+        across a program most tensors share their trailing sizes."""
+        if key is None:
+            key = tuple(_key(s) for s in sizes)
         hit = self.stride_memo.get(key)
         if hit is None:
             if len(sizes) <= 1:
                 hit = [1] * len(sizes)
             else:
-                rest = self.contiguous(sizes[1:])
-                hit = [sym_op("mul", rest[0], self.at_least_one(sizes[1]))] + rest
+                rest = self.contiguous(sizes[1:], key[1:])
+                a, b = rest[0], sizes[1]
+                hit = [a * max(b, 1) if a.__class__ is int and b.__class__ is int else
+                       sym_op("stride", a, b)] + rest
             self.stride_memo[key] = hit
         return hit
 

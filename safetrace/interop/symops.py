@@ -1,4 +1,5 @@
-"""torch's size arithmetic on SymInts (``a * b``, ``a + b``, ``sym_max``, ``a <= b``...),
+"""torch's size arithmetic on SymInts (``a * b``, ``a + b``, ``a // b``, ``sym_max``,
+``a <= b``...),
 its result made directly once torch has made it for the same operands.
 
 One SymInt operation costs ~12-17 µs in torch: the user-level magic method, the SymNode
@@ -28,10 +29,25 @@ from safetrace.interop.symbols import backed_symint, conversion_env
 
 # method -> (the Python operation, the result's type)
 _OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
-        "sym_max": (torch.sym_max, int), "ge": (operator.ge, bool),
-        "le": (operator.le, bool)}
-_BY_FN = {operator.add: "add", operator.mul: "mul", torch.sym_max: "sym_max",
-          operator.ge: "ge", operator.le: "le"}
+        "floordiv": (operator.floordiv, int), "sym_max": (torch.sym_max, int),
+        "ge": (operator.ge, bool), "le": (operator.le, bool)}
+_BY_FN = {operator.add: "add", operator.mul: "mul", operator.floordiv: "floordiv",
+          torch.sym_max: "sym_max", operator.ge: "ge", operator.le: "le"}
+_TORCH_NAMES = {"floordiv": "int_floordiv"}  # (a SymInt's ``//`` is SymNode.int_floordiv)
+
+
+def _stride(a: Any, b: Any) -> Any:
+    """A contiguous stride from the next one `a` and the next size `b` (torch's
+    ``empty_tensor_restride``): ``a * sym_max(b, 1)`` (of an int, Python's ``max``: what
+    ``torch.sym_max`` returns for two ints, without its checks)."""
+    return a * (max(b, 1) if type(b) is int else torch.sym_max(b, 1))
+
+
+# (made directly: the product's expression, the hint from the operands' hints; the
+# intermediate ``sym_max`` torch's path makes is read by nothing else)
+_OPS["stride"] = (_stride, int)
+_HINTS = {"stride": lambda a, b: a * max(b, 1)}
+_SYMINT = torch.SymInt
 _SEEN: dict[tuple, Any] = {}  # (method, lhs key, rhs key) -> (expr, optimized) or _TORCH
 _TORCH = object()             # a result torch's path gives (a constant, an FX node...)
 _LIMIT = 50_000
@@ -59,24 +75,21 @@ def size_op(target: Any, args: tuple) -> Any:
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
-    """``a <op> b`` for `method` in ``add mul sym_max ge le``: the value torch's SymInt
-    arithmetic gives (ints: Python's)."""
+    """``a <op> b`` for `method` in ``add mul floordiv sym_max ge le`` (and ``stride``,
+    ``a * sym_max(b, 1)``): the value torch's SymInt arithmetic gives (ints: Python's)."""
     fn, pytype = _OPS[method]
     ta, tb = type(a), type(b)
-    if ta is torch.SymInt and (tb is int or tb is torch.SymInt):
-        lhs, rhs = a, b  # (torch's orientation: the SymInt's method)
-    elif ta is int and tb is torch.SymInt:
-        lhs, rhs = a, b  # (torch's __r<op>__: the int's wrapped node's method)
+    if ta is _SYMINT and (tb is int or tb is _SYMINT):
+        node = a.node  # (torch's orientation: the SymInt's method)
+    elif ta is int and tb is _SYMINT:
+        node = b.node  # (torch's __r<op>__: the int's wrapped node's method)
     else:
         return fn(a, b)
-    if not _fast_ok():
-        return fn(a, b)
-    node = (lhs if type(lhs) is torch.SymInt else rhs).node
     env = node.shape_env
-    if env is None or env._translation_validation_enabled or _tracing():
+    if env is None or not _fast_ok() or env._translation_validation_enabled or _tracing():
         return fn(a, b)
-    kl, hl = _key(lhs)
-    kr, hr = _key(rhs)
+    kl, hl = _key(a)
+    kr, hr = _key(b)
     if kl is None or kr is None:
         return fn(a, b)
     key = (method, kl, kr)
@@ -97,7 +110,11 @@ def _key(x: Any) -> tuple[Any, Any]:
     n = x.node
     if n.constant is not None:  # (torch computes with the constant)
         return None, None
-    return (n.expr, n._optimized_summation), n.hint
+    # (``n.expr`` is ``n._expr`` while its ShapeEnv has made no replacement, after a
+    # walk of the expression's arguments for ``is_number``; a conversion makes none)
+    e = n._expr if getattr(n.shape_env, "_replacements_version_counter", 1) == 0 \
+        else n.expr
+    return (e, n._optimized_summation), n.hint
 
 
 def _remember(key: tuple, out: Any) -> None:
@@ -117,7 +134,8 @@ def _build(method: str, hit: tuple, env: Any, pytype: type, hl: Any, hr: Any) ->
     if hl is None or hr is None:
         hint: Any = no_hint
     else:
-        hint = to_op(method)(hl, hr)
+        fn = _HINTS.get(method)
+        hint = (fn or to_op(_TORCH_NAMES.get(method, method)))(hl, hr)
         if hint is not None and not isinstance(hint, (torch.SymInt, torch.SymBool)):
             hint = pytype(hint)
     node = symnode(hit[0], env, pytype, hint, fx_node=hit[2], optimized_summation=hit[1])
@@ -161,7 +179,11 @@ def _fast_ok() -> bool:
                 op("mul", ab, a), op("sym_max", a, 1), op("sym_max", b, 1),
                 op("mul", 4, op("sym_max", b, 1)), op("ge", a, 1), op("ge", b, 2),
                 op("le", a, 1024), op("le", ab, 7), op("mul", u, 4), op("le", u, 10),
-                op("ge", u, 0), op("add", u, a)]
+                op("ge", u, 0), op("add", u, a), op("floordiv", op("add", a, -3), 2),
+                op("floordiv", ab, a), op("floordiv", 64, op("sym_max", b, 1)),
+                op("add", op("floordiv", op("add", b, 1), 2), 1), op("floordiv", u, 4),
+                op("stride", 1, a), op("stride", 1, b), op("stride", op("stride", 1, b), a),
+                op("stride", ab, 3), op("stride", 1, u), op("stride", u, b)]
 
     def torch_op(method: str, x: Any, y: Any) -> Any:
         return _OPS[method][0](x, y)

@@ -469,3 +469,46 @@ def test_torch_config_values_read_directly_are_getattrs():
     mode = next(n.meta["val"] for n in tep.graph.nodes if n.op == "placeholder").fake_mode
     assert mode.cache_enabled is False and ep.to_torch().graph.find_nodes(
         op="placeholder")[0].meta["val"].fake_mode.cache_enabled is True
+
+
+class _Strided(torch.nn.Module):
+    """A strided conv and pool: output sizes ``(h + 1) // 2`` and ``(h + 3) // 4``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.pool = torch.nn.MaxPool2d(3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.pool(self.conv(x)).flatten(1)
+
+
+def test_floor_divisions_made_directly_are_torchs(monkeypatch):
+    """The conv output sizes' floor divisions take symops' direct path (a SymNode built
+    from the expression torch made once) and give the program torch's own path gives:
+    every node's value, field by field, its graph and its ranges; inputs outside the
+    contract still refused."""
+    from safetrace.interop import symops
+
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")  # (the default path's values)
+    h, w = st.Dim("h", min=8, max=64), st.Dim("w", min=5, max=64)
+    ep = st.export(_Strided().eval(), (torch.randn(2, 3, 16, 12),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1, max=8), 2: h, 3: w}})
+
+    def state(tep):
+        return (str(tep.graph), str(tep.range_constraints), str(tep.graph_signature),
+                [_node_value(n) for n in tep.graph.nodes])
+
+    ep.to_torch()  # (torch's path the first time for each operation, then the direct one)
+    made = []
+    build = symops._build
+    monkeypatch.setattr(symops, "_build", lambda *a: made.append(a[0]) or build(*a))
+    fast = ep.to_torch()
+    assert symops._fast_ok() and "floordiv" in made
+    monkeypatch.setattr(symops, "_fast_ok", lambda: False)
+    assert state(ep.to_torch()) == state(fast)
+    mod = fast.module()
+    x = torch.randn(3, 3, 9, 5)
+    torch.testing.assert_close(mod(x), ep.module()(x))
+    with pytest.raises(Exception):
+        mod(torch.randn(3, 3, 7, 5))  # h below its minimum
