@@ -28,6 +28,7 @@ from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import dag_nodes, sym
+from safetrace.trace.asserts import assert_sym
 from safetrace.trace.current import active_tracer
 from safetrace.trace.graph import add_node
 from safetrace.trace.proxy import Proxy
@@ -36,6 +37,10 @@ _RESERVED_NODES = frozenset({"self"})
 MAX_SPLIT_LINES = 4096  # (the lines of a program's splits: one per split and side)
 _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
                        "layout", "memory_format", "ellipsis"})
+
+
+# callables a graph runs for their effect only (None is no operand)
+_VOID_CALLABLES = frozenset((assert_sym, value_sizes.check, torch._C._set_grad_enabled))
 
 
 class Builder(StateReader):
@@ -270,6 +275,7 @@ class Builder(StateReader):
                         or pair[0] in kwargs):
                     raise fail(where, "kwargs must be [name, value] pairs with unique names")
                 kwargs[pair[0]] = dec.decode(pair[1], where)
+            _no_void_operand(args, kwargs, where)
             if op == "placeholder":
                 if args or kwargs or "target" in item or len(nodes) != len(placeholders):
                     raise fail(where, "placeholders take no arguments and come first")
@@ -434,6 +440,19 @@ class Builder(StateReader):
                 raise fail(f"{key}[{i}]", "expected a [key, value] pair")
             out[expect(r[0], str, f"{key}[{i}]")] = expect(r[1], kind, f"{key}[{i}]")
         return out
+
+
+def _no_void_operand(args: tuple, kwargs: dict, where: str) -> None:
+    """A node's argument naming a node that returns nothing (a run-time check, a grad
+    switch, an operator without results) would hand None to the kernel: refused at load."""
+    found: list = []
+    torch.fx.node.map_arg((args, kwargs), found.append)
+    for n in found:
+        t = n.target
+        if (t in _VOID_CALLABLES or isinstance(t, torch._ops.OpOverload)
+                and not t._schema.returns):
+            raise fail(where, f"takes the result of node {n.name!r}, which returns nothing "
+                              f"(a check or a mode switch, run for its effect)")
 
 
 def _wrap(val: Any, node: torch.fx.Node) -> Any:
