@@ -121,7 +121,8 @@ def out_of_range(where: str, got: int, op: str, bound: int, why: str) -> OutOfRa
     if why.startswith(" (as declared:"):  # the user's range, not the program's need
         fix += (f", or export again with a declared range that admits {got} "
                 f"({'max' if op == '<=' else 'min'}={got} in that Dim)")
-        if op == ">=" and got < bound <= 2:  # (torch's input check leaves out such a min)
+        if op == ">=" and bound <= 2:  # (torch's input check leaves out such a min; `got`
+            # may be a value known only at run time: an AOTInductor package's message)
             why += (f"; torch.export's program runs sizes 0 and 1 unchecked for a Dim whose "
                     f"min is {bound}, traced for {bound} and more (a branch on the size "
                     f"gives the other side's answer), safetrace's refuses them")

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from safetrace.interop.input_guards import rebind
+
 
 def sums_as_adds(gm: Any) -> int:
     """Rewrite every ``torch.sym_sum`` node of `gm` and its graph modules below as a chain
@@ -75,4 +77,5 @@ def for_executorch(tep: Any) -> Any:
 
     ours = copy.copy(tep)
     ours.__class__ = _SumsAsAdds
+    rebind(ours)  # (to_torch's input guards: else their wrapper decomposes the original)
     return ours

@@ -78,6 +78,7 @@ def with_guards(tep: Any, guards: list[str]) -> None:
     """`guards` appended to torch program `tep`'s ``_guards_code``, and to that of each
     program its ``run_decompositions`` makes (torch's constructor recomputes the list)."""
     tep._guards_code.extend(g for g in guards if g not in tep._guards_code)
+    tep._st_guards = guards  # (a copy's method is bound to `tep`: rebind(copy) reads them)
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
         out = type(self).run_decompositions(self, *args, **kwargs)
@@ -85,3 +86,10 @@ def with_guards(tep: Any, guards: list[str]) -> None:
         return out
 
     tep.run_decompositions = types.MethodType(run_decompositions, tep)
+
+
+def rebind(tep: Any) -> None:
+    """`tep`, a shallow copy of a program `with_guards` gave guards (its class changed),
+    with its ``run_decompositions`` bound to itself: the copied one ran the original's."""
+    if "run_decompositions" in vars(tep):
+        with_guards(tep, tep._st_guards)
