@@ -150,6 +150,9 @@ class Assuming:
                 low = scale(value, den)  # (a range where e is k*s + c: (s0 + 1)//2 == 3)
                 self._assume(compare("ge", best.args[0], low))
                 self._assume(compare("le", best.args[0], add(low, const(den - 1))))
+            if best.op in ("min", "max"):  # min(a, b) == v: each of a, b >= v (max: <=)
+                for a in best.args:
+                    self._assume(compare("ge" if best.op == "min" else "le", a, value))
 
     def _eq_key(self, x: Expr, k: int, t: dict[tuple[Expr, ...], int]) -> tuple[Any, ...]:
         """Which side of an equality to replace: a symbol before an atom; a symbol equal to

@@ -558,3 +558,27 @@ def test_an_assertion_on_a_python_min_of_a_size_read_from_data_is_a_fact():
                    -torch.ones(2, 3, 2), torch.randn(0, 3, 2)]:
             for got, want in zip(ours(xs), m(xs)):
                 torch.testing.assert_close(got, want)
+
+
+class _LastPieceOfARow(torch.nn.Module):
+    def forward(self, z):
+        v0 = z[-1]
+        v3 = v0.hsplit([max(v0.shape[0] - 1, 1)])[0]
+        return v3, v3.unbind(0)[0]
+
+
+def test_a_requirement_on_a_min_bounds_its_argument():
+    """``unbind(0)[0]`` requires ``min(z.shape[1], 1) == 1``: the exporter records
+    ``hsplit``'s second piece as ``s1 - 1``; the loader, taking the requirement as a fact,
+    computed ``max(s1 - 1, 0)`` and refused the file until the fact bounded ``s1 >= 1``
+    (seed 263)."""
+    m = _LastPieceOfARow()
+    ep = st.export(m, (torch.randn(3, 2),),
+                   dynamic_shapes=({0: Dim("a", min=2, max=16), 1: Dim("b", max=2)},))
+    loaded = _reloaded(ep)
+    for a, b in [(2, 1), (16, 2), (5, 2)]:
+        z = torch.randn(a, b)
+        for got, want in zip(loaded.module()(z), m(z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        loaded.module()(torch.randn(3, 0))
