@@ -28,19 +28,14 @@ from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.signature import InputSpec, OutputSpec
 from safetrace.meta import TensorMeta
 from safetrace.symbolic.expr import dag_nodes, sym
-from safetrace.trace.asserts import assert_sym
 from safetrace.trace.current import active_tracer
-from safetrace.trace.graph import add_node
+from safetrace.trace.graph import RUN_TIME_CHECKS, add_node
 from safetrace.trace.proxy import Proxy
 
 _RESERVED_NODES = frozenset({"self"})
 MAX_SPLIT_LINES = 4096  # (the lines of a program's splits: one per split and side)
 _ARG_TAGS = frozenset({"node", "list", "tuple", "float", "complex", "dtype", "device",
                        "layout", "memory_format", "ellipsis"})
-
-
-# callables a graph runs for their effect only (None is no operand)
-_VOID_CALLABLES = frozenset((assert_sym, value_sizes.check, torch._C._set_grad_enabled))
 
 
 class Builder(StateReader):
@@ -449,8 +444,8 @@ def _no_void_operand(args: tuple, kwargs: dict, where: str) -> None:
     torch.fx.node.map_arg((args, kwargs), found.append)
     for n in found:
         t = n.target
-        if (t in _VOID_CALLABLES or isinstance(t, torch._ops.OpOverload)
-                and not t._schema.returns):
+        if (t in RUN_TIME_CHECKS or t is torch._C._set_grad_enabled
+                or isinstance(t, torch._ops.OpOverload) and not t._schema.returns):
             raise fail(where, f"takes the result of node {n.name!r}, which returns nothing "
                               f"(a check or a mode switch, run for its effect)")
 

@@ -226,10 +226,14 @@ def _selfcheck() -> bool:
 _selfcheck()
 
 
+RUN_TIME_CHECKS: set = set()  # every function `run_time_check` marked (they return None)
+
+
 def run_time_check(fn: Any) -> Any:
     """Mark `fn` (a graph target that raises where its check fails and returns nothing)
     impure to torch.fx: ``Graph.eliminate_dead_code()`` and passes that call it (a user's,
     a compiler's) must keep a check node whose result nothing reads."""
+    RUN_TIME_CHECKS.add(fn)
     mark = getattr(torch.fx.node, "has_side_effect", None)
     if mark is not None:
         return mark(fn)
