@@ -42,6 +42,7 @@ from typing import Any, Callable, Union
 
 import torch
 
+from safetrace.exporter.declared_ranges import declared_range_conditions
 from safetrace.symbolic import Env, Expr
 from safetrace.symbolic.expr import sym, terms
 from safetrace.trace.source import from_text
@@ -382,7 +383,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         if name not in origins:
             rng = fates.fates[name].range
             lo, hi = rng.lo, rng.hi
-            decl = as_declared.get(name)
+            decl = as_declared.get(name) if fates.fates[name].kind not in (
+                "derived", "equal") else None  # (a replaced symbol: its guard, not its Dim)
             if decl is not None and (lo, hi) == (decl.lo, decl.hi) and (lo > 0 or
                                                                          hi < math.inf):
                 origins[name] = f" (as declared: {decl.spec!r})"
@@ -443,7 +445,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         symbols.append(SymbolRange(name, None if lo == -math.inf else int(lo),
                                    None if hi == math.inf else int(hi), info.backed,
                                    bound.get(name), origin(name) if name in bound else ""))
-    conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual)
+    conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual) + \
+        declared_range_conditions(decls, fates, Condition)  # (c == a*b: c's own range)
     contract = Contract(tuple(inputs), tuple(symbols), conditions)
     if key is not None:
         if len(_STATIC_CONTRACTS) > 1000:

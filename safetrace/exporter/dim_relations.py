@@ -20,6 +20,7 @@ from safetrace.errors import Violation
 from safetrace.errors import torch_words as torch_said
 from safetrace.exporter.clamps import branch_at_example, clamp_fix
 from safetrace.exporter.contract import Contract, linear_in
+from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
     ASSUMED_MIN, condition_assumed_away, refuted, relation_assumed_away, relation_required,
@@ -27,7 +28,9 @@ from safetrace.exporter.eager_raises import (
 from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.sides import assumed_imply
 from safetrace.symbolic import Env, Expr, Range
+from safetrace.symbolic.canon import diff
 from safetrace.symbolic.describe import passing_sizes
+from safetrace.symbolic.expr import terms
 from safetrace.trace.source import from_text
 
 
@@ -76,6 +79,8 @@ class NamedRelations:
         order = list(self.env.symbols)
         out = []
         for c in contract.conditions:
+            if declared_range(c.origin):
+                continue  # a declared range of a dim the program related (checked)
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))
@@ -143,7 +148,7 @@ class NamedRelations:
         return Violation(
             where, cause, f"declare {' and '.join(relaxed)} to accept it as a run-time "
                           f"check of the inputs, or change the code so that it does not "
-                          f"need the relation")
+                          f"need the relation", checked=not _dim_expressible(c.cond))
 
     def _narrowing(self, contract: Contract, c: Any, root: str, point: dict) -> Violation:
         """One named Dim that a residual condition narrows: the fix is the range around
@@ -265,8 +270,16 @@ class NamedRelations:
         equal = rep.op == "sym" and isinstance(getattr(self._decl_of(rep.name), "spec", None),
                                                Dim)
         said = torch_said.related(dim_name, label.split(" (")[0], self._first_uses(rep), text, equal)
+        # (of two or more Dims, `c == a*b`, `c == a + b`: no Dim declaration can express
+        # it, and torch.export keeps it as a run-time check: so does safetrace)
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare{torch_said.quoted(said)}.", fix)
+                                f"does not declare{torch_said.quoted(said)}.", fix,
+                         checked=len(rep.free_symbols) >= 2 and self._all_inputs(rep))
+
+    def _all_inputs(self, rep: Expr) -> bool:
+        """Every symbol of `rep` an input size (backed: no size read from data)."""
+        return all(n in self.env.symbols and self.env.symbols[n].backed
+                   for n in rep.free_symbols)
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
@@ -299,6 +312,14 @@ class NamedRelations:
 
 _DONE = ("rel", "pin")  # a dim with one of these problems gets no second one (a narrowed
 # range may: the condition is then searched, and its fix given, inside the narrowed range)
+
+
+def _dim_expressible(cond: Expr) -> bool:
+    """An equality linear in two sizes (`b == 2*a + 1`, `3*a == 2*b`): derived Dims of
+    one root express it (torch.export refuses it with that fix, and so does safetrace)."""
+    if cond.op != "eq" or len(cond.free_symbols) != 2:
+        return False
+    return all(len(m) <= 1 and all(f.op == "sym" for f in m) for m, _ in terms(diff(cond)))
 
 
 def range_text(name: str, lo: float, hi: float) -> str:

@@ -32,6 +32,7 @@ from safetrace.exporter.branches import (
 )
 from safetrace.exporter.compare import contract_key, narrower_ranges, note, signature_key
 from safetrace.exporter.contract import Condition, Contract, TensorInput
+from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.sides import ASSUMED, assumed_hold, with_assumed
@@ -67,7 +68,7 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     for c in contract.conditions:
         syms = c.cond.free_symbols
         named = sorted(s for s in syms if s in dyn.dim_names)
-        if not named or c.cond in dyn.assumed or any(
+        if not named or c.cond in dyn.assumed or declared_range(c.origin) or any(
                 contract.symbol(s) is None or not contract.symbol(s).backed
                 for s in syms) or not plain_relation(c.cond):
             continue

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from safetrace.errors import DeclaredSpaceViolation
 from safetrace.exporter.contract import Contract
+from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.eager_raises import ASSUMED_MIN, refuting, requirements_only
 from safetrace.exporter.program import ExportedProgram
 from safetrace.exporter.split_report import header, headed, where_of
@@ -42,6 +43,8 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     named Dim below ``ASSUMED_MIN`` where every failing check is not a requirement (eager
     runs there); [] when none.  (`dyn`: the export's ``DynamicDims``.)"""
     for c in contract.conditions:
+        if declared_range(c.origin):
+            continue  # (a declared range: sizes outside it are not the spec's)
         named = sorted(s for s in c.cond.free_symbols if s in dyn.dim_names and
                        contract.symbol(s) is not None and contract.symbol(s).backed)
         if not named or len(c.cond.free_symbols) < 2 or any(
@@ -83,12 +86,13 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
 def checked_below_two(export: Callable[[bool], ExportedProgram],
                       deferred: bool) -> ExportedProgram:
     """``export(deferred)``; where that is refused only for sizes below 2 of named Dims
-    (every ``Violation.small``), ``export(True)``: those sizes become run-time checks."""
+    (``Violation.small``) or for relations between named Dims that no Dim declaration
+    can express (``Violation.checked``), ``export(True)``: those become run-time checks."""
     try:
         return export(deferred)
     except DeclaredSpaceViolation as exc:
         problems = getattr(exc, "problems", None)
-        if deferred or not problems or not all(p.small for p in problems):
+        if deferred or not problems or not all(p.small or p.checked for p in problems):
             raise
         refusal = exc
     try:
