@@ -26,9 +26,6 @@ class Violation:
     # breaks only sizes where a named Dim is below 2, which torch.export's trace assumes
     # away (its program runs them unchecked): kept as a run-time check (small_splits.py)
     small: bool = False
-    # a relation between named Dims that no Dim declaration can express (`c == a*b`,
-    # `a*b == c*d`): torch.export keeps it as a run-time check; so does safetrace
-    checked: bool = False
 
     def text(self) -> str:
         return f"{self.dim} {self.cause}\n    Fix: {self.fix}"

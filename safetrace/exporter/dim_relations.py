@@ -28,9 +28,7 @@ from safetrace.exporter.eager_raises import (
 from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.sides import assumed_imply
 from safetrace.symbolic import Env, Expr, Range
-from safetrace.symbolic.canon import diff
 from safetrace.symbolic.describe import passing_sizes
-from safetrace.symbolic.expr import terms
 from safetrace.trace.source import from_text
 
 
@@ -148,7 +146,7 @@ class NamedRelations:
         return Violation(
             where, cause, f"declare {' and '.join(relaxed)} to accept it as a run-time "
                           f"check of the inputs, or change the code so that it does not "
-                          f"need the relation", checked=not _dim_expressible(c.cond))
+                          f"need the relation")
 
     def _narrowing(self, contract: Contract, c: Any, root: str, point: dict) -> Violation:
         """One named Dim that a residual condition narrows: the fix is the range around
@@ -270,16 +268,41 @@ class NamedRelations:
         equal = rep.op == "sym" and isinstance(getattr(self._decl_of(rep.name), "spec", None),
                                                Dim)
         said = torch_said.related(dim_name, label.split(" (")[0], self._first_uses(rep), text, equal)
-        # (of two or more Dims, `c == a*b`, `c == a + b`: no Dim declaration can express
-        # it, and torch.export keeps it as a run-time check: so does safetrace)
         return Violation(label, f"must equal {text}{self.origin_of(root)}, a relation the spec "
-                                f"does not declare{torch_said.quoted(said)}.", fix,
-                         checked=len(rep.free_symbols) >= 2 and self._all_inputs(rep))
+                                f"does not declare{torch_said.quoted(said)}.", fix)
 
-    def _all_inputs(self, rep: Expr) -> bool:
-        """Every symbol of `rep` an input size (backed: no size read from data)."""
-        return all(n in self.env.symbols and self.env.symbols[n].backed
-                   for n in rep.free_symbols)
+    def required_relation(self, root: str, rep: Expr) -> bool:
+        """Root symbol `root` became `rep`, an expression of two or more input sizes
+        (``z.shape[0] == x.shape[0]*x.shape[1]`` of ``x.reshape(-1) + z``), that no Dim
+        declaration can express, and only the code's requirements made it so: at the
+        example's sizes with `root` one more than `rep`, every recorded condition on
+        `root` that fails is one (eager raises there; a broadcast's equality where each
+        size is at least 2).  torch.export keeps such a relation as a run-time check of
+        its program and so does safetrace (the contract checks `root`'s dim against `rep`,
+        and its declared range, ``declared_ranges.py``), refused before computing."""
+        env = self.env
+        if len(rep.free_symbols) < 2 or not all(
+                n in env.symbols and env.symbols[n].backed for n in rep.free_symbols):
+            return False
+        binding = {n: info.hint for n, info in env.symbols.items() if info.backed}
+        try:
+            binding[root] = int(rep.evaluate(binding)) + 1
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return False
+        checks = {id(f) for f in env.facts}
+        failed = []
+        for g in env.guards + env.facts + [r for r in env.requirements if r.precondition]:
+            if root not in g.cond.free_symbols:
+                continue
+            try:
+                if not g.cond.evaluate(binding):
+                    failed.append(g)
+            except (ArithmeticError, KeyError, ValueError, TypeError):
+                return False
+        return bool(failed) and all(
+            g.precondition or id(g) in checks or (g.required_from > 0 and all(
+                binding[n] >= g.required_from for n in g.cond.free_symbols))
+            for g in failed)
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
@@ -312,14 +335,6 @@ class NamedRelations:
 
 _DONE = ("rel", "pin")  # a dim with one of these problems gets no second one (a narrowed
 # range may: the condition is then searched, and its fix given, inside the narrowed range)
-
-
-def _dim_expressible(cond: Expr) -> bool:
-    """An equality linear in two sizes (`b == 2*a + 1`, `3*a == 2*b`): derived Dims of
-    one root express it (torch.export refuses it with that fix, and so does safetrace)."""
-    if cond.op != "eq" or len(cond.free_symbols) != 2:
-        return False
-    return all(len(m) <= 1 and all(f.op == "sym" for f in m) for m, _ in terms(diff(cond)))
 
 
 def range_text(name: str, lo: float, hi: float) -> str:

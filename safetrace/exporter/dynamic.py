@@ -260,8 +260,9 @@ class DynamicDims(NamedRelations):
                 if key in seen:
                     continue
                 seen.add(key)
-                problems.append(self._relation_problem(root, dim_name,
-                                                       env.simplify(sym(root)), label))
+                rep = env.simplify(sym(root))
+                if not self.required_relation(root, rep):  # (c == a*b of an op: checked)
+                    problems.append(self._relation_problem(root, dim_name, rep, label))
                 continue
             declared = self.roots[dim_name][0]
             lo = 0 if free.lo is None else free.lo

@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 class _Prototype:
     """The module a spec was made from, compared by class (any module of the class with the
     same state names fits the spec); equal to torch.export's own for the class
-    (``_proto_cls`` is the attribute torch's compares)."""
+    (``_proto_cls`` is the attribute torch's compares) and called as torch's is."""
 
     __slots__ = ("_proto_cls", "ref")
 
@@ -35,6 +35,12 @@ class _Prototype:
     @property
     def cls(self) -> type:
         return self._proto_cls
+
+    def __call__(self) -> torch.nn.Module | None:
+        """The module, or None once collected: a weak reference's call, as torch's own
+        prototype (a ``weakref.ref``) answers it where torch unflattens our spec (its
+        ``run_decompositions`` of a ``to_torch()`` program)."""
+        return self.ref()
 
     def __eq__(self, other: object) -> bool:
         return getattr(other, "_proto_cls", None) is self._proto_cls

@@ -86,13 +86,12 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
 def checked_below_two(export: Callable[[bool], ExportedProgram],
                       deferred: bool) -> ExportedProgram:
     """``export(deferred)``; where that is refused only for sizes below 2 of named Dims
-    (``Violation.small``) or for relations between named Dims that no Dim declaration
-    can express (``Violation.checked``), ``export(True)``: those become run-time checks."""
+    (every ``Violation.small``), ``export(True)``: those sizes become run-time checks."""
     try:
         return export(deferred)
     except DeclaredSpaceViolation as exc:
         problems = getattr(exc, "problems", None)
-        if deferred or not problems or not all(p.small or p.checked for p in problems):
+        if deferred or not problems or not all(p.small for p in problems):
             raise
         refusal = exc
     try:

@@ -209,6 +209,8 @@ class _Converter:
             new.meta["val"] = val = self.emitter.fake_input(spec.leaf, inp, node.meta.get("val"))
             if node.meta.get("requires_grad") and isinstance(val, torch.Tensor):
                 val.requires_grad_(True)  # as the example input did (torch's placeholders)
+            if self.mode.propagate_real_tensors:  # (draft export: torch's retrace runs
+                real_example(val, self.ep, spec.leaf)  # the real kernels, as for its own)
             arg = gs.SymIntArgument(new.name) if isinstance(val, torch.SymInt) else \
                 gs.ConstantArgument(new.name, val) if inp.scalar else TensorArgument(new.name)
             return InputSpec(InputKind.USER_INPUT, arg, None)
@@ -566,3 +568,14 @@ def module_call_graph(ep: Any) -> list:
     if tree is not None and tree.calls:
         return convert(ep).module_call_graph
     return call_graph(ep, ep.graph, {}, arg_names(ep))
+
+
+def real_example(val: Any, ep: Any, leaf: int) -> None:
+    """The example input `leaf` as fake `val`'s ``real_tensor``, as torch's placeholders
+    carry theirs under ``fake_tensor_propagate_real_tensors`` (its ``run_decompositions``
+    then infers a custom op's missing fake kernel from a run of the real one)."""
+    leaves = _pytree.tree_leaves(ep.example_inputs or ((), {}))
+    if len(leaves) == len(ep.contract.inputs) and isinstance(leaves[leaf], torch.Tensor) \
+            and isinstance(val, torch.Tensor) and val.dim() == leaves[leaf].dim():
+        with outside_modes():  # (a copy of the user's tensor, not a fake one)
+            val.real_tensor = leaves[leaf].detach().clone()

@@ -15,6 +15,7 @@ from safetrace.symbolic import (
     SymBool, SymFloat, SymInt, ge, le, lt, make_float, make_int, sym_and, sym_max, sym_min,
     sym_or, to_expr,
 )
+from safetrace.symbolic.expr import terms
 
 Size = Any
 
@@ -230,17 +231,24 @@ def broadcast_sizes(a: Size, b: Size, i: int, op: str) -> Size:
 
 
 def _one_only_below_two(size: Size) -> bool:
-    """A size that is 1 only where one of its input sizes is below 2: one size itself, or
-    the min/max of such sizes and constants of at least 2."""
+    """A size that is 1 only where one of its input sizes is below 2: one size itself, a
+    sum or product of sizes (positive coefficients), or the min/max of such sizes and
+    constants of at least 2."""
     if isinstance(size, int):
         return size >= 2
     if not isinstance(size, SymInt):
         return False
-    e = size.expr
+    return _not_one_from_two(size.expr)
+
+
+def _not_one_from_two(e: Any) -> bool:
     if e.op == "sym":
         return True
+    if e.op in ("add", "mul"):  # sizes times and plus sizes (`s0*s1`, `s0 + s1`): 1
+        t = terms(e)  # only where a size is 0 or 1 (each term at least 2 otherwise)
+        return all(k > 0 and all(f.op == "sym" for f in m) for m, k in t) and any(m for m, _ in t)
     return e.op in ("min", "max") and all(
-        a.op == "sym" or (a.op == "const" and a.value >= 2) for a in e.args)
+        _not_one_from_two(a) or (a.op == "const" and a.value >= 2) for a in e.args)
 
 
 def _either_broadcasts(a: SymInt, b: SymInt) -> Size:
