@@ -141,7 +141,7 @@ class _Table:
     through ``setattr``."""
 
     __slots__ = ("rows", "modules", "spaces", "names", "values", "owners", "attrs",
-                 "replacements")
+                 "replacements", "base", "known")
 
     def __init__(self, rows: list[Patch], base: _Table | None = None) -> None:
         plain = [_spaced(owner, attr) for owner, attr, _ in rows]
@@ -158,6 +158,8 @@ class _Table:
         self.rows, self.modules, self.names, self.values, self.spaces = (
             rows, modules, names, values, spaces)
         self.owners, self.attrs, self.replacements = owners, attrs, replacements
+        self.base = base  # (the providers' table this one extends, if any: _originals)
+        self.known: tuple | None = None  # (_originals: what a bulk install read, rows to read)
 
     def __add__(self, more: list[Patch]) -> _Table:
         """This table with `more` rows after its own (its columns extended, not split
@@ -189,7 +191,7 @@ _BULK: list[_Held] = []  # the session holding its table in bulk (at most one)
 def _install(table: _Table) -> _Held:
     with _LOCK:
         if not _INSTALLED and not _BULK:  # the only export running: install in bulk
-            originals = _read(table)
+            originals = _originals(table)
             try:
                 _set(table, table.values, table.replacements)
             except BaseException:  # (an attribute that cannot be set: none stays set)
@@ -213,6 +215,35 @@ def _read(table: _Table) -> tuple[tuple, list]:
     except KeyError:
         spaced = tuple(map(getattr, table.modules, table.names))
     return spaced, list(map(getattr, table.owners, table.attrs))
+
+
+def _originals(table: _Table) -> tuple[tuple, list]:
+    """``_read(table)``, without reading again the rows that ``_provided`` has just found
+    holding the values its kept table was made from (that table is handed out again only
+    while they are the same objects): those rows' originals are the ones a bulk install of
+    it read before, once its rows not watched (``torch.compile``, ``torch.compiler``'s
+    flags) are found the same objects as then; the rows a user-code table adds, and rows
+    on a class or a function, are read."""
+    base = table.base if table.base is not None else table
+    known = base.known
+    if known is not None:
+        spaced, loose, before = known
+        try:
+            now = [base.spaces[i][base.names[i]] for i in loose]
+            n = len(base.spaces)
+            if table is not base:
+                spaced = spaced + tuple(map(operator.getitem, table.spaces[n:],
+                                            table.names[n:]))
+        except KeyError:
+            now = None
+        if now is not None and all(map(operator.is_, now, before)):
+            return spaced, list(map(getattr, table.owners, table.attrs))
+    spaced, others = _read(table)
+    loose = tuple(i for i, (m, name) in enumerate(zip(base.modules, base.names))
+                  if (m.__name__, name) not in _WATCHED_ROWS or
+                  sys.modules.get(m.__name__) is not m)
+    base.known = (spaced[:len(base.spaces)], loose, tuple(spaced[i] for i in loose))
+    return spaced, others
 
 
 def _set(table: _Table, spaced: tuple, others: Any) -> None:
@@ -272,6 +303,7 @@ _SETTERS = ("set_default_dtype", "set_default_tensor_type", "use_deterministic_a
 _WATCHED = (*asserts.WATCHED, *hops.WATCHED, *pyhelpers.WATCHED, *shims.WATCHED,
             *vmapping.WATCHED, *(("torch", name) for name in _SETTERS))
 _WATCHED_ATTRS = tuple(attr for _, attr in _WATCHED)
+_WATCHED_ROWS = frozenset(_WATCHED)
 # each watched module once (the identity pass reads 16 modules, not 39 rows), and the
 # place of each row's module among them
 _WATCHED_MODULES = tuple(dict.fromkeys(name for name, _ in _WATCHED))

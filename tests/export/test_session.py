@@ -565,3 +565,30 @@ def test_a_library_imported_after_an_export_is_shimmed_by_the_next(monkeypatch) 
         torch.testing.assert_close(ep.module()(x), x * 2)
         with pytest.raises(st.InputMismatchError):
             ep.module()(torch.randn(5))
+
+
+def test_torch_compile_replaced_between_exports_is_left_as_the_user_set_it(monkeypatch) -> None:
+    """The session puts back what it replaced as it finds it at each export, also where the
+    user replaced it since the last one (``torch.compile``, a row whose replacement is the
+    same whatever it wraps); inside forward ``torch.compile`` stays a no-op either way."""
+    model = torch.nn.Linear(3, 2).eval()
+    x = torch.randn(4, 3)
+    st.export(model, (x,))  # (the table and what it replaced, kept from this export)
+    original = torch.compile
+
+    def users_compile(*args, **kwargs):  # (a wrapper a library might install)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "compile", users_compile)
+    seen = []
+
+    def forward(a):
+        seen.append(torch.compile(lambda t: t * 2))  # (the function itself while exporting)
+        return seen[-1](a) + 1
+
+    for expected in (users_compile, original):
+        torch.compile = expected
+        ep = st.export(forward, (x,))
+        assert torch.compile is expected  # (not the replacement the first export read)
+        assert seen[-1](torch.ones(1)).item() == 2.0
+        torch.testing.assert_close(ep.module()(x), x * 2 + 1)
