@@ -269,6 +269,10 @@ class StaticMemory(SubgraphMemory):
         if not isinstance(target, torch._ops.OpOverload):
             if target is operator.getitem or target in SIZE_ARITHMETIC:
                 never_runs.python_value(node, args)
+            if target is operator.getitem and isinstance(args[0], (list, tuple)) and \
+                    type(args[1]) is int and not -len(args[0]) <= args[1] < len(args[0]):
+                return self._fails(node, target, f"value {args[1]} of {node.args[0]}, which "
+                                   f"returns {len(args[0])}"), _UNKNOWN
             if node.graph is self.main:
                 never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
@@ -348,6 +352,8 @@ class StaticMemory(SubgraphMemory):
         there).  A recorded size of a symbol no earlier value gives (one the op makes from
         data) is left as recorded."""
         rec = getattr(node.meta.get("val"), "st_meta", None)
+        if isinstance(node.meta.get("val"), (list, tuple)) and node.users:
+            self._list_as_recorded(node)
         if not isinstance(rec, TensorMeta) or not node.users:
             return
         after = node.next  # (before its first use other than a size query)
@@ -360,9 +366,7 @@ class StaticMemory(SubgraphMemory):
         if real is None or len(real) != len(rec.shape):  # each site are then one)
             real = []
             for _ in rec.shape:
-                name = next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
-                            if f"r{i}" not in self.env.symbols)
-                real.append(new_symbolic(self.env.new_unbacked(0, None, name=name),
+                real.append(new_symbolic(self.env.new_unbacked(0, None, name=self._fresh()),
                                          self.env))
             self._real[node] = real
         values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
@@ -378,6 +382,42 @@ class StaticMemory(SubgraphMemory):
             self.inline.append((eq(got.expr, size), after, f"{got} is dim {d} of "
                                 f"what {node.name!r} ({node.target}) returns; "
                                 "the file records its size", values))
+
+    def _list_as_recorded(self, node: torch.fx.Node) -> None:
+        """A custom op's ``List[Tensor]`` the loader cannot work out: its length and each
+        element's dtype and rank are checked right after it (``record_checks.check_list``),
+        and the sizes of each element no ``getitem`` takes (those taken are checked with the
+        getitem's own record, ``_element_record``) before its first use."""
+        recs = [getattr(v, "st_meta", v) for v in node.meta["val"]]
+        if not isinstance(node.target, torch._ops.OpOverload) or \
+                not all(isinstance(r, TensorMeta) for r in recs):
+            return
+        self.dtype_checks.append((node, tuple((r.dtype, len(r.shape)) for r in recs), None))
+        taken = {u.args[1] % len(recs) for u in node.users if u.target is operator.getitem
+                 and len(u.args) == 2 and type(u.args[1]) is int}
+        after = node.next  # (its first user)
+        while after.op != "root" and after not in node.users:
+            after = after.next
+        real = []
+        for i, r in enumerate(recs):
+            real.append(TensorMeta(tuple(new_symbolic(self.env.new_unbacked(
+                0, None, name=self._fresh()), self.env) for _ in r.shape), r.dtype, _CPU)
+                if i not in taken else None)  # (a taken one: with its getitem's)
+        values = {**self._meta, node: real}
+        for i, r in enumerate(recs):
+            if i in taken:
+                continue
+            for d, (got, size) in enumerate(zip(real[i].shape, r.shape)):
+                size = to_expr(size)
+                mine = self.recorded._file(size) if self.recorded is not None else None
+                self.inline.append((eq(got.expr, size if mine is None else mine), after,
+                                    f"{got} is dim {d} of value {i} of what {node.name!r} "
+                                    f"({node.target}) returns; the file records its size",
+                                    values))
+
+    def _fresh(self) -> str:
+        return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
+                    if f"r{i}" not in self.env.symbols)
 
     def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
         """A node that fails wherever it runs: refused at load where it runs at every call;

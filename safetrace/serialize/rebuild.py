@@ -63,6 +63,7 @@ class Builder(StateReader):
         self.alloc = allowlist.AllocBudget(self.max_numel)  # summed over every graph
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
+        record_checks.indices(self._all_graphs)
         clash = {n.target for n in graph.nodes if n.op == "get_attr"} & {
             k.split(".")[0] for k in [*state, *constants]}
         if clash:

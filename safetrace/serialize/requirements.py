@@ -78,7 +78,8 @@ def strip(graph: torch.fx.Graph) -> None:
             while pending:
                 n = pending.pop()
                 if n.users or n.op != "call_function" or not (
-                        n is node or n.target is _SYM_SIZE or n.target in _ARITH):
+                        n is node or n.target in (_SYM_SIZE, operator.getitem) or
+                        n.target in _ARITH):
                     continue
                 pending.extend(n.all_input_nodes)
                 graph.erase_node(n)
@@ -95,7 +96,9 @@ def _sources(node: torch.fx.Node, values: dict, names: set, cache: dict) -> dict
         order = {n: i for i, n in enumerate(node.graph.nodes)}
         for n in node.graph.nodes:
             v = values.get(n)
-            dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [(None, v)]
+            dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [
+                ((i, d), x) for i, t in enumerate(v) if isinstance(t, TensorMeta)
+                for d, x in enumerate(t.shape)] if isinstance(v, list) else [(None, v)]
             for d, x in dims:
                 e = getattr(x, "expr", None)
                 if not isinstance(x, torch.SymInt) or e is None or len(e.free_symbols) != 1:
@@ -121,6 +124,8 @@ def _insert(node: torch.fx.Node, cond: Any, why: str, sources: dict) -> None:
             return e.value
         if e.name not in read:
             src, d, c, k = sources[e.name]
+            if isinstance(d, tuple):  # (dim d[1] of value d[0] of a list)
+                src, d = call_node(graph, operator.getitem, (src, d[0])), d[1]
             if d is not None:
                 src = graph.call_function(_SYM_SIZE, (src, d))
                 src.meta["val"] = None
