@@ -26,7 +26,7 @@ _CPU = torch.device("cpu")
 class AsRecorded:
     """The record-checking part of ``StaticMemory`` (see the module's docstring)."""
 
-    def _as_recorded(self, node: torch.fx.Node) -> None:
+    def _as_recorded(self, node: torch.fx.Node, late: bool = False) -> Any:
         """A node whose result the loader cannot work out (operands it does not know: after
         a custom op's number; an op without a rule: a custom op over sizes that vary, whose
         fake cannot run here, a kernel that sizes by data): the sizes the file records for
@@ -35,18 +35,22 @@ class AsRecorded:
         main graph's: its check runs each time the subgraph does, at every call site of a
         shared one (its record, one for all sites, is read from the sizes that graph holds
         there).  A recorded size of a symbol no earlier value gives (one the op makes from
-        data) is left as recorded."""
-        rec = getattr(node.meta.get("val"), "st_meta", None)
-        if isinstance(node.meta.get("val"), (list, tuple)) and node.users:
-            self._list_as_recorded(node)
-        if not isinstance(rec, TensorMeta) or not node.users:
-            return
-        after = node.next  # (before its first use other than a size query)
-        while after.op != "root" and (after not in node.users or
-                                      after.target is torch.ops.aten.sym_size.int):
-            after = after.next
-        if after.op == "root":
-            return
+        data) is left as recorded, except ``late`` (past the analysis' time, ``_late``):
+        then it is that size at the call, for later records (and a number's record, a
+        size, is checked too).  Returns the value with the real sizes (for later checks),
+        or None."""
+        val = node.meta.get("val")
+        rec = getattr(val, "st_meta", None)
+        if isinstance(val, (list, tuple)) and (node.users or late):
+            self._list_as_recorded(node, late)
+            return None
+        if late and rec is None and _is_int(val):
+            return self._number_as_recorded(node, val)
+        if not isinstance(rec, TensorMeta) or not (node.users or late):
+            return None
+        after = _after(node, late)
+        if after is None:
+            return None
         real = self._real.get(node)  # (one set per node: a shared subgraph's checks of
         if real is None or len(real) != len(rec.shape):  # each site are then one)
             real = []
@@ -54,55 +58,188 @@ class AsRecorded:
                 real.append(new_symbolic(self.env.new_unbacked(0, None, name=self._fresh()),
                                          self.env))
             self._real[node] = real
-        values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
+        value = TensorMeta(tuple(real), rec.dtype, _CPU)
+        if late:  # (one dict for the graph's checks: ``requirements._sources`` walks it once)
+            self._meta[node] = value
+        values = self._meta if late else {**self._meta, node: value}
         self.dtype_checks.append((node, rec.dtype, len(rec.shape)))
         sizes = list(enumerate(zip(real, rec.shape)))
         for d, size in _element_record(node, rec):  # (the list's record: one with it)
             sizes.append((d, (real[d], size)))
         for d, (got, size) in sizes:
-            size = to_expr(size)
-            # (a symbol of the file's read from data: the scratch one it was matched with)
-            mine = self.recorded._file(size) if self.recorded is not None else None
-            size = size if mine is None else mine
-            self.inline.append((eq(got.expr, size), after, f"{got} is dim {d} of "
-                                f"what {node.name!r} ({node.target}) returns; "
-                                "the file records its size", values))
+            self._check_size(got, size, after, f"{got} is dim {d} of what {node.name!r} "
+                             f"({node.target}) returns; the file records its size", values,
+                             late)
+        return value
 
-    def _list_as_recorded(self, node: torch.fx.Node) -> None:
-        """A custom op's ``List[Tensor]`` the loader cannot work out: its length and each
-        element's dtype and rank are checked right after it (``record_checks.check_list``),
-        and the sizes of each element no ``getitem`` takes (those taken are checked with the
-        getitem's own record, ``_element_record``) before its first use."""
+    def _check_size(self, got: Any, size: Any, after: torch.fx.Node, why: str,
+                    values: dict, late: bool) -> None:
+        """Check before ``after`` that the real size ``got`` is the recorded ``size``."""
+        size = to_expr(size)
+        # (a symbol of the file's read from data: the scratch one it was matched with)
+        mine = self.recorded._file(size) if self.recorded is not None else None
+        if mine is None and late and size.op == "sym" and self.recorded is not None and \
+                size.name not in self.recorded.contract:  # (its first record: the size
+            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)  # read there)
+            return
+        cond = eq(got.expr, size if mine is None else mine)
+        self.inline.append((cond, after, why, values))
+        if late:
+            self.late_checks.add((after, cond))
+
+    def _number_as_recorded(self, node: torch.fx.Node, val: Any) -> Any:
+        """A number past the analysis' time (a size query, size arithmetic, ``.item()``):
+        its record checked before its first use."""
+        after = _after(node, True)
+        if after is None:
+            return None
+        got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()), self.env)
+        self._meta[node] = got
+        self._check_size(got, val, after, f"{got} is what {node.name!r} ({node.target}) "
+                         "returns; the file records it", self._meta, True)
+        return got
+
+    def _list_as_recorded(self, node: torch.fx.Node, late: bool = False) -> None:
+        """A custom op's ``List[Tensor]`` the loader cannot work out (``late``: any list of
+        tensors): its length and each element's dtype and rank are checked right after it
+        (``record_checks.check_list``), and the sizes of each element no ``getitem`` takes
+        (those taken are checked with the getitem's own record, ``_element_record``)
+        before its first use."""
         recs = [getattr(v, "st_meta", v) for v in node.meta["val"]]
-        if not isinstance(node.target, torch._ops.OpOverload) or \
-                not all(isinstance(r, TensorMeta) for r in recs):
+        if not isinstance(node.target, torch._ops.OpOverload) and not late or \
+                not all(isinstance(r, TensorMeta) for r in recs) or not recs:
             return
         self.dtype_checks.append((node, tuple((r.dtype, len(r.shape)) for r in recs), None))
         taken = {u.args[1] % len(recs) for u in node.users if u.target is operator.getitem
                  and len(u.args) == 2 and type(u.args[1]) is int}
-        after = node.next  # (its first user)
-        while after.op != "root" and after not in node.users:
-            after = after.next
+        after = _after(node, late)
+        if after is None:
+            return
         real = []
         for i, r in enumerate(recs):
             real.append(TensorMeta(tuple(new_symbolic(self.env.new_unbacked(
                 0, None, name=self._fresh()), self.env) for _ in r.shape), r.dtype, _CPU)
                 if i not in taken else None)  # (a taken one: with its getitem's)
-        values = {**self._meta, node: real}
+        if late:
+            self._meta[node] = real
+        values = self._meta if late else {**self._meta, node: real}
         for i, r in enumerate(recs):
             if i in taken:
                 continue
             for d, (got, size) in enumerate(zip(real[i].shape, r.shape)):
-                size = to_expr(size)
-                mine = self.recorded._file(size) if self.recorded is not None else None
-                self.inline.append((eq(got.expr, size if mine is None else mine), after,
-                                    f"{got} is dim {d} of value {i} of what {node.name!r} "
-                                    f"({node.target}) returns; the file records its size",
-                                    values))
+                self._check_size(got, size, after, f"{got} is dim {d} of value {i} of what "
+                                 f"{node.name!r} ({node.target}) returns; the file records "
+                                 "its size", values, late)
+
+    def _late(self, node: torch.fx.Node, meta: dict) -> None:
+        """A node past the analysis' time (``memory.ANALYSIS_SECONDS``): not evaluated, its
+        record is checked at each call as one the loader cannot work out, with what the
+        nodes before it really hold (their own checked records past the time), and so are
+        those of the subgraphs a control-flow node calls; a record no check can read
+        (``late_checks``) refuses the file (``refuse_late``)."""
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            subs = getattr(node.graph, "st_submodules", {})
+            graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
+                      and a.op == "get_attr" and a.target in subs]
+            given = _operands(node, meta)
+            for g in graphs:
+                self._late_graph(g, given)
+        out = self._as_recorded(node, late=True)
+        if out is not None:
+            meta[node] = out
+
+    def _late_graph(self, graph: torch.fx.Graph, given: list) -> None:
+        """Every node of a subgraph whose call is past the analysis' time: its placeholders
+        hold what the call passes (``given``: None where not known, or where the record
+        is not plainly that value), checked as recorded otherwise."""
+        outer, self._meta = self._meta, {}
+        try:
+            ph = [n for n in graph.nodes if n.op == "placeholder"]
+            for p, v in zip(ph, given):
+                if v is not None and _plainly(getattr(p.meta.get("val"), "st_meta",
+                                                      p.meta.get("val")), v, self.recorded):
+                    self._meta[p] = v
+            for n in graph.nodes:
+                if n.op == "call_function" or n.op == "placeholder" and n not in self._meta:
+                    self._late(n, self._meta)
+        finally:
+            self._meta = outer
+
+    def refuse_late(self, dropped: list) -> None:
+        """Refuse the file where a record past the analysis' time can be neither worked
+        out nor checked at call (``dropped``: what ``requirements.guard`` could not put in
+        its graph)."""
+        for cond, node, why in dropped:
+            if (node, cond) in self.late_checks:
+                raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
+                               f"before it, and what the file records there cannot be "
+                               f"checked at call ({why[:200]})",
+                               "load it where the process has CPU time to spare, or raise "
+                               "safetrace.serialize.memory.ANALYSIS_SECONDS")
 
     def _fresh(self) -> str:
         return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
                     if f"r{i}" not in self.env.symbols)
+
+
+def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:
+    """Where a node's recorded sizes are checked: before its first use other than a size
+    query (``late``: the next node where nothing uses it); None where nothing does."""
+    after = node.next
+    while after.op != "root" and (after not in node.users or
+                                  after.target is torch.ops.aten.sym_size.int):
+        after = after.next
+    if after.op == "root":
+        return node.next if late and node.next.op != "root" and not node.users else None
+    return after
+
+
+def _operands(node: torch.fx.Node, meta: dict) -> list:
+    """What a control-flow node passes each of its subgraphs' placeholders, as far as the
+    loader knows it (None: not known; a loop's carried values change)."""
+    def of(a: Any) -> Any:
+        return meta.get(a) if isinstance(a, torch.fx.Node) else a
+
+    def sliced(a: Any) -> Any:
+        v = of(a)
+        return TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) if isinstance(
+            v, TensorMeta) and v.shape else None
+
+    kind, args = node.target.name(), node.args
+    try:
+        if kind == "cond":
+            return [of(a) for a in args[3]]
+        if kind == "while_loop":
+            return [None] * len(args[2]) + [of(a) for a in args[3]]
+        if kind == "map_impl":
+            return [sliced(a) for a in args[1]] + [of(a) for a in args[2]]
+        if kind == "scan":
+            return [None] * len(args[1]) + [sliced(a) for a in args[2]] + \
+                [of(a) for a in args[3]]
+    except (IndexError, TypeError):
+        pass
+    return []
+
+
+def _plainly(rec: Any, value: Any, recorded: Any) -> bool:
+    """Whether ``rec`` (a placeholder's record) is plainly ``value``: the same dtype and
+    rank, each size the same number or expression (no question asked: past the time)."""
+    if not isinstance(rec, TensorMeta) or not isinstance(value, TensorMeta) or \
+            rec.dtype != value.dtype or len(rec.shape) != len(value.shape):
+        return False
+    for r, v in zip(rec.shape, value.shape):
+        if isinstance(r, int) or isinstance(v, int):
+            if not (isinstance(r, int) and isinstance(v, int) and r == v):
+                return False
+            continue
+        mine = recorded._file(to_expr(r.expr)) if recorded is not None else None
+        if mine is None or mine is not to_expr(v.expr):
+            return False
+    return True
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, torch.SymInt) or isinstance(v, int) and not isinstance(v, bool)
 
 
 def _element_record(node: torch.fx.Node, rec: TensorMeta) -> list:

@@ -101,6 +101,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
         self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
         self.dtype_checks: list = []  # (node, the dtype and rank the file records)
+        self.late_checks: set = set()  # (node, condition) of records past the time
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -195,12 +196,10 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             if node.op == "call_function":
                 if any(a in tainted for a in node.all_input_nodes):
                     tainted.add(node)
-                    if self.gave_up is not None:
+                    if self.gave_up is not None or time.process_time() > self.deadline:
+                        self.gave_up = self.gave_up or node
                         self.bounded[node] = False
-                        continue
-                    if time.process_time() > self.deadline:
-                        self.gave_up = node
-                        self.bounded[node] = False
+                        self._late(node, meta)  # (its record checked at call)
                         continue
                 if isinstance(node.target, torch._ops.HigherOrderOperator):
                     out = self._control(node, meta, data, tainted, inner, tally)

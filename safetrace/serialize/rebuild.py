@@ -90,8 +90,9 @@ class Builder(StateReader):
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
-        requirements.guard(self._all_graphs, bound.inline,
-                           bound.bound_symbols | bound.opaque.keys(), bound.required)
+        bound.refuse_late(requirements.guard(self._all_graphs, bound.inline,
+                                             bound.bound_symbols | bound.opaque.keys(),
+                                             bound.required))
         record_checks.guard(self._all_graphs, bound.dtype_checks)
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)

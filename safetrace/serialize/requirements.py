@@ -34,15 +34,18 @@ _MARK = requirement_in_graph("", "", "", "")[:24]  # (how this module's checks b
 _ARITH = frozenset(PY_FNS.values())
 
 
-def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
+def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
     """Insert a check before each node of ``inline`` ((condition, node, why, the values
     the loader worked out for the nodes of its graph)); a condition of the input sizes
     (symbols in ``known``) that its graph cannot compute goes to ``before_call``.  The
     checks of this kind a file holds (a loaded program saved again) are dropped first from
-    ``graphs``: the loader's own replace them."""
+    ``graphs``: the loader's own replace them.  Returns what it could check nowhere
+    ((condition, node, why): a size read from data that the graph holds only inside a
+    larger expression, left to the kernel's own check)."""
     for g in graphs:
         strip(g)
     done: set = set()
+    dropped: list = []
     cache: dict = {}
     for cond, node, why, values in inline:
         if (node, cond) in done:
@@ -56,10 +59,11 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
         if sources is None:
             if names <= known:
                 before_call.append((cond, node, why))
-            # (else a size read from data that the graph holds only inside a larger
-            # expression: left to the kernel's own check, torch's error, as before)
+            else:  # (a size read from data that the graph holds only inside a larger
+                dropped.append((cond, node, why))  # expression: the kernel's own check)
             continue
         _insert(node, cond, why, sources)
+    return dropped
 
 
 def is_own_check(node: torch.fx.Node) -> bool:
