@@ -33,6 +33,7 @@ from safetrace.symbolic import not_, or_
 from safetrace.symbolic.expr import FALSE
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.asserted import Asserted
+from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -374,7 +375,11 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         graph, before the node (``inline``)."""
         runs = self._runs()
         known = self.bound_symbols | self.opaque.keys()
+        found = self.recorded.steps if self.recorded is not None else []
         for cond, why in conds:
+            if found and steps(self.env, cond, found) is True:
+                continue  # (it holds where the branch runs: its facts leave a size one
+                # value in every m, ``branch_facts.tighten``)
             if runs is None or not {str(x) for x in cond.free_symbols} <= known:
                 self.inline.append((cond, node, why, self._meta))
                 continue

@@ -46,6 +46,7 @@ import torch
 
 from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
+from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.scratch import simple
@@ -77,6 +78,7 @@ class Recorded:
         self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
         self.taken: set = set()  # scratch symbols matched with a file symbol
         self.as_input: set = set()  # file symbols read from data taken as sizes of the inputs
+        self.steps: list = []  # (in a branch: ``branch_facts.tighten``'s progressions)
         # scratch symbols of sizes that differ between a cond's branches: recorded as any
         # other size, not one of the file's own read from data, it is refused
         self.strict: set = set()
@@ -336,6 +338,8 @@ class Recorded:
             if answer is None:  # (two forms of one size, a min/max placed otherwise in
                 answer = by_cases(self.env, eq(d, r_in))  # each: case by case, within the
                 # load's budget of decisions, scratch.CASE_DECISIONS)
+            if answer is None and self.steps:  # (in a branch whose facts leave a size
+                answer = steps(self.env, eq(d, r_in), self.steps)  # one value in every m)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:
