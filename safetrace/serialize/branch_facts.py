@@ -79,30 +79,40 @@ def tighten(env: Any) -> list:
             facts.setdefault(f, None)
     out = []
     for fact in list(facts)[:_TIGHT_FACTS]:
-        name = str(next(iter(fact.free_symbols)))
-        rng = env.symbol_range(name)
-        if rng is None or not all(isinstance(x, int) and not isinstance(x, bool)
-                                  for x in (rng.lo, rng.hi)):
+        try:
+            out += _tighten(env, fact)
+        except Exception:  # noqa: BLE001 - a fact that cannot be evaluated: left as it is
             continue
-        if rng.hi - rng.lo < _TIGHT_STEPS * 2:  # (a small range: every value tried)
-            held = [v for v in range(rng.lo, rng.hi + 1) if holds_at(fact, name, v)]
-            steps = {b - a for a, b in zip(held, held[1:])}
-            if len(steps) == 1 and min(steps) > 1:
-                m = steps.pop()
-                out.append((name, m, held[0] % m, held[0] // m, held[-1] // m))
-            ends = [(held[0], ge), (held[-1], le)] if held else []
-        else:
-            ends = []
-            for end, step, bound in ((rng.lo, 1, ge), (rng.hi, -1, le)):
-                first = next((end + step * i for i in range(_TIGHT_STEPS)
-                              if holds_at(fact, name, end + step * i)), None)
-                ends += [] if first is None else [(first, bound)]
-        for value, bound in ends:
-            if value not in (rng.lo, rng.hi):
-                try:
-                    env.add_fact(bound(sym(name), value))
-                except ValueError:
-                    pass  # (the branch never runs: nothing more assumed)
+    return out
+
+
+def _tighten(env: Any, fact: Expr) -> list:
+    """``tighten`` of one fact (one symbol's)."""
+    name = str(next(iter(fact.free_symbols)))
+    rng = env.symbol_range(name)
+    if rng is None or not all(isinstance(x, int) and not isinstance(x, bool)
+                              for x in (rng.lo, rng.hi)):
+        return []
+    out = []
+    if rng.hi - rng.lo < _TIGHT_STEPS * 2:  # (a small range: every value tried)
+        held = [v for v in range(rng.lo, rng.hi + 1) if holds_at(fact, name, v)]
+        gaps = {b - a for a, b in zip(held, held[1:])}
+        if len(gaps) == 1 and min(gaps) > 1:
+            m = gaps.pop()
+            out.append((name, m, held[0] % m, held[0] // m, held[-1] // m))
+        ends = [(held[0], rng.lo, ge), (held[-1], rng.hi, le)] if held else []
+    else:
+        ends = []
+        for end, step, bound in ((rng.lo, 1, ge), (rng.hi, -1, le)):
+            first = next((end + step * i for i in range(_TIGHT_STEPS)
+                          if holds_at(fact, name, end + step * i)), None)
+            ends += [] if first is None else [(first, end, bound)]
+    for value, end, bound in ends:
+        if value != end:
+            try:
+                env.add_fact(bound(sym(name), value))
+            except ValueError:
+                pass  # (the branch never runs: nothing more assumed)
     return out
 
 
