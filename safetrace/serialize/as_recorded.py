@@ -155,15 +155,33 @@ class AsRecorded:
         outer, self._meta = self._meta, {}
         try:
             ph = [n for n in graph.nodes if n.op == "placeholder"]
-            for p, v in zip(ph, given):
-                if v is not None and _plainly(getattr(p.meta.get("val"), "st_meta",
-                                                      p.meta.get("val")), v, self.recorded):
+            for p, (v, rec) in zip(ph, given):
+                mine = getattr(p.meta.get("val"), "st_meta", p.meta.get("val"))
+                if v is not None and _plainly(mine, v, self.recorded):
                     self._meta[p] = v
+                elif _same_record(mine, rec):  # (what the call passes is checked to be
+                    v = self._scratch(rec)  # that record before the call, or at each
+                    if v is not None:  # iteration: a loop's carry the body returns as it)
+                        self._meta[p] = v
             for n in graph.nodes:
                 if n.op == "call_function" or n.op == "placeholder" and n not in self._meta:
                     self._late(n, self._meta)
         finally:
             self._meta = outer
+
+    def _scratch(self, rec: TensorMeta) -> TensorMeta | None:
+        """A recorded tensor value in the scratch env's symbols (None: a symbol of the
+        file's that nothing matched)."""
+        dims = []
+        for d in rec.shape:
+            if isinstance(d, int):
+                dims.append(d)
+                continue
+            e = self.recorded._file(to_expr(d.expr)) if self.recorded is not None else None
+            if e is None:
+                return None
+            dims.append(new_symbolic(e, self.env))
+        return TensorMeta(tuple(dims), rec.dtype, _CPU)
 
     def refuse_late(self, dropped: list) -> None:
         """Refuse the file where a record past the analysis' time can be neither worked
@@ -195,30 +213,59 @@ def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:
 
 
 def _operands(node: torch.fx.Node, meta: dict) -> list:
-    """What a control-flow node passes each of its subgraphs' placeholders, as far as the
-    loader knows it (None: not known; a loop's carried values change)."""
-    def of(a: Any) -> Any:
-        return meta.get(a) if isinstance(a, torch.fx.Node) else a
+    """What a control-flow node passes each of its subgraphs' placeholders: (what the
+    loader knows it is, or None; the record it is checked to be before the call, or None),
+    a loop's carried value by its record where the body returns it as recorded so."""
+    def rec(a: Any) -> Any:
+        v = getattr(a.meta.get("val"), "st_meta", None) if isinstance(a, torch.fx.Node) \
+            else None
+        return v if isinstance(v, TensorMeta) else None
 
-    def sliced(a: Any) -> Any:
-        v = of(a)
-        return TensorMeta(tuple(v.shape[1:]), v.dtype, _CPU) if isinstance(
-            v, TensorMeta) and v.shape else None
+    def of(a: Any) -> tuple:
+        return (meta.get(a) if isinstance(a, torch.fx.Node) else a), rec(a)
+
+    def sliced(a: Any) -> tuple:
+        v, r = of(a)
+        return tuple(TensorMeta(tuple(x.shape[1:]), x.dtype, _CPU) if isinstance(
+            x, TensorMeta) and x.shape else None for x in (v, r))
+
+    def carried(a: Any, i: int, body: Any) -> tuple:
+        out = next((n for n in body.nodes if n.op == "output"), None) if body else None
+        outs = out.args[0] if out is not None and out.args else ()
+        back = outs[i] if isinstance(outs, (list, tuple)) and i < len(outs) else None
+        return None, rec(a) if _same_record(rec(back), rec(a)) else None
 
     kind, args = node.target.name(), node.args
+    subs = getattr(node.graph, "st_submodules", {})
     try:
         if kind == "cond":
             return [of(a) for a in args[3]]
         if kind == "while_loop":
-            return [None] * len(args[2]) + [of(a) for a in args[3]]
+            body = subs.get(args[1].target) if isinstance(args[1], torch.fx.Node) else None
+            body = getattr(body, "graph", None)
+            return [carried(a, i, body) for i, a in enumerate(args[2])] + \
+                [of(a) for a in args[3]]
         if kind == "map_impl":
             return [sliced(a) for a in args[1]] + [of(a) for a in args[2]]
         if kind == "scan":
-            return [None] * len(args[1]) + [sliced(a) for a in args[2]] + \
-                [of(a) for a in args[3]]
-    except (IndexError, TypeError):
+            body = subs.get(args[0].target) if isinstance(args[0], torch.fx.Node) else None
+            body = getattr(body, "graph", None)
+            return [carried(a, i, body) for i, a in enumerate(args[1])] + \
+                [sliced(a) for a in args[2]] + [of(a) for a in args[3]]
+    except (IndexError, TypeError, AttributeError):
         pass
     return []
+
+
+def _same_record(a: Any, b: Any) -> bool:
+    """Whether two recorded tensor values are the same (dtype, rank, each size the same
+    number or expression)."""
+    if not isinstance(a, TensorMeta) or not isinstance(b, TensorMeta) or \
+            a.dtype != b.dtype or len(a.shape) != len(b.shape):
+        return False
+    return all(isinstance(x, int) and isinstance(y, int) and x == y
+               if isinstance(x, int) or isinstance(y, int) else
+               to_expr(x.expr) is to_expr(y.expr) for x, y in zip(a.shape, b.shape))
 
 
 def _plainly(rec: Any, value: Any, recorded: Any) -> bool:

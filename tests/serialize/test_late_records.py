@@ -91,14 +91,32 @@ def test_a_branchs_lying_record_past_the_time_is_refused_where_it_runs(no_time):
         lying(torch.rand(3, 4) + 1)
 
 
-def test_a_record_no_check_can_read_past_the_time_refuses_the_file(no_time):
-    """A size of the inputs in a loop body's carried record: the body holds no value of
-    it (its carried values change), so it is refused, not believed."""
-    class Loop(torch.nn.Module):
-        def forward(self, x):
-            return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2),
-                                    (torch.tensor(0), x))[1]
+class Loop(torch.nn.Module):
+    def forward(self, x):
+        return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, (a * 2).sin()),
+                                (torch.tensor(0), x))[1]
 
+
+def test_a_loops_carry_past_the_time_is_its_record_where_the_body_keeps_it(no_time):
+    """The body returns the carry as recorded (checked at each iteration), the loop is
+    given it so (checked before the loop): each iteration's carry is that record."""
+    mod = _load(*_saved(Loop()))
+    for n in (0, 1, 5):
+        x = torch.randn(n, 4)
+        want = x
+        for _ in range(3):
+            want = (want * 2).sin()
+        torch.testing.assert_close(mod(x), want)
+
+
+def test_a_record_no_check_can_read_past_the_time_refuses_the_file(no_time):
+    """The body's result recorded in another form (``max(s0, 0)``) than the carry: the
+    carry's ``[s0, 4]`` in the body is then a size of the inputs its graph holds no value
+    of (its carried values change), so the file is refused, not believed."""
+    doc, tensors = _saved(Loop())
+    body = next(s for s in doc["subgraphs"] if "body" in s["path"])
+    sin = next(n for n in body["nodes"] if n["name"] == "sin")
+    sin["meta"]["val"]["tensor"]["shape"][0] = ["max", "s0", 0]
     with pytest.raises(st.LoadError, match=r"analysis ran out of time before it, and what "
                                            r"the file records there cannot be checked"):
-        _load(*_saved(Loop()))
+        _load(doc, tensors)
