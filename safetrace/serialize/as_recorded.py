@@ -141,7 +141,7 @@ class AsRecorded:
             subs = getattr(node.graph, "st_submodules", {})
             graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
                       and a.op == "get_attr" and a.target in subs]
-            given = _operands(node, meta)
+            given = _operands(node, meta, self._real)
             for g in graphs:
                 self._late_graph(g, given)
         out = self._as_recorded(node, late=True)
@@ -159,10 +159,10 @@ class AsRecorded:
                 mine = getattr(p.meta.get("val"), "st_meta", p.meta.get("val"))
                 if v is not None and _plainly(mine, v, self.recorded):
                     self._meta[p] = v
-                elif _same_record(mine, rec):  # (what the call passes is checked to be
-                    v = self._scratch(rec)  # that record before the call, or at each
-                    if v is not None:  # iteration: a loop's carry the body returns as it)
-                        self._meta[p] = v
+                elif v is None and _same_record(mine, rec):  # (what the call passes is
+                    v = self._scratch(rec)  # checked to be that record before the call,
+                    if v is not None:  # or at each iteration: a loop's carry the body
+                        self._meta[p] = v  # returns as recorded)
             for n in graph.nodes:
                 if n.op == "call_function" or n.op == "placeholder" and n not in self._meta:
                     self._late(n, self._meta)
@@ -212,17 +212,20 @@ def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:
     return after
 
 
-def _operands(node: torch.fx.Node, meta: dict) -> list:
+def _operands(node: torch.fx.Node, meta: dict, checked: Any) -> list:
     """What a control-flow node passes each of its subgraphs' placeholders: (what the
-    loader knows it is, or None; the record it is checked to be before the call, or None),
+    loader knows it is, or None where it is checked at call as recorded (``checked``); the
+    record it is checked to be before the call, or None),
     a loop's carried value by its record where the body returns it as recorded so."""
     def rec(a: Any) -> Any:
         v = getattr(a.meta.get("val"), "st_meta", None) if isinstance(a, torch.fx.Node) \
             else None
         return v if isinstance(v, TensorMeta) else None
 
-    def of(a: Any) -> tuple:
-        return (meta.get(a) if isinstance(a, torch.fx.Node) else a), rec(a)
+    def of(a: Any) -> tuple:  # (a value checked as recorded at call: its record)
+        if isinstance(a, torch.fx.Node):
+            return (None if a in checked else meta.get(a)), rec(a)
+        return a, None
 
     def sliced(a: Any) -> tuple:
         v, r = of(a)
