@@ -37,7 +37,7 @@ import struct
 import torch
 
 KEY = "safetrace.program"
-KINDS = ("offsets", "order", "counts", "depth", "dups", "unicode", "recmeta")
+KINDS = ("offsets", "order", "counts", "depth", "dups", "unicode", "recmeta", "lists")
 
 
 _OPS: list = []
@@ -108,7 +108,7 @@ def _join(head: dict | str, data: bytes, prefix: int | None = None) -> bytes:
 
 def variants(blob: bytes, rng: random.Random, count: int, kind: str) -> list[tuple[str, bytes]]:
     make = {"offsets": _offsets, "order": _order, "counts": _counts, "depth": _depth,
-            "dups": _dups, "unicode": _unicode, "recmeta": _recmeta}[kind]
+            "dups": _dups, "unicode": _unicode, "recmeta": _recmeta, "lists": _lists}[kind]
     out = []
     for _ in range(count):
         head, data = _split(blob)
@@ -399,6 +399,47 @@ def _recmeta(head: dict, doc: dict, data: bytes, rng: random.Random):
                 elif len(val["tensor"]["shape"]) > d:
                     val["tensor"]["shape"][d] = new
     return f"{what}={json.dumps(new)}@{path}/{node['name']}", _pack(head, doc, data)
+
+
+# -- lists (session 27) -------------------------------------------------------------------
+def _lists(head: dict, doc: dict, data: bytes, rng: random.Random):
+    """A node recorded as a list of tensors (a custom op's ``List[Tensor]``, ``split``):
+    a getitem past it, an element record dropped or added, the getitems of an element
+    dropped and its record changed (nothing takes it), or the list record dropped."""
+    graphs = [doc["nodes"]] + [s["nodes"] for s in doc.get("subgraphs") or ()]
+    sites = [(nodes, n) for nodes in graphs for n in nodes
+             if isinstance(((n.get("meta") or {}).get("val") or {}).get("list"), list)
+             and n["op"] == "call_function"]
+    if not sites:
+        return None
+    nodes, node = rng.choice(sites)
+    items = node["meta"]["val"]["list"]
+    ref = {"node": node["name"]}
+    takers = [n for n in nodes if n.get("target") == "operator.getitem"
+              and (n.get("args") or [None])[0] == ref]
+    how = rng.choice(["past", "drop", "add", "untaken", "unrecorded"])
+    if how == "past" and takers:
+        rng.choice(takers)["args"][1] = len(items) + rng.choice([0, 1, 5])
+    elif how == "drop" and items:
+        items.pop(rng.randrange(len(items)))
+    elif how == "add" and items:
+        items.append(json.loads(json.dumps(rng.choice(items))))
+    elif how == "untaken" and items and takers:
+        gone = rng.choice(takers)
+        mark = json.dumps({"node": gone["name"]})
+        if any(mark in json.dumps([n.get("args"), n.get("kwargs")]) for n in nodes):
+            return None  # (used: dropping it would break the graph)
+        rec = items[gone["args"][1] % len(items)].get("tensor")
+        if not rec or not rec.get("shape"):
+            return None
+        nodes.remove(gone)
+        syms = [x["name"] for x in doc.get("symbols") or ()]
+        rec["shape"][0] = rng.choice([0, 1000] + ([["mul", 1000, syms[0]]] if syms else []))
+    elif how == "unrecorded":
+        node["meta"].pop("val")
+    else:
+        return None
+    return f"{how}@{node['name']}", _pack(head, doc, data)
 
 
 # -- the oracle ----------------------------------------------------------------------------

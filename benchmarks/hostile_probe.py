@@ -20,7 +20,9 @@ names, unlisted and device operators, symbol ranges, strided views of the inputs
 benchmarks/hostile_more.py), data offsets and lengths, state orders, huge counts,
 subgraphs that call themselves, names given twice or in odd unicode, and the recorded
 values of subgraph nodes, dtypes and list elements (``offsets``, ``order``, ``counts``,
-``depth``, ``dups``, ``unicode``, ``recmeta``: benchmarks/hostile_extra.py, session 26,
+``depth``, ``dups``, ``unicode``, ``recmeta``: benchmarks/hostile_extra.py, session 26;
+``lists``: a node's recorded list of tensors taken past, shortened, lengthened, an element
+nobody takes lied about, or dropped, session 27,
 over two more bases with custom ops over varying sizes); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
@@ -607,7 +609,7 @@ def main() -> int:
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
-                         "counts,depth,dups,unicode,recmeta)")
+                         "counts,depth,dups,unicode,recmeta,lists)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra

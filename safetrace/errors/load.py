@@ -55,6 +55,18 @@ def cuda_device(where: str | None, device: str) -> LoadError:
                          "st.load(path, allow_cuda=True)", where=Where(input=where))
 
 
+def cuda_absent(device: str, count: int) -> RuntimeAssertionError:
+    """A loaded program allowed to use CUDA (``allow_cuda=True``) names a CUDA device this
+    process does not have (``cuda:127`` where it sees 2, or any where it sees none): refused
+    before the call runs, rather than by torch's own error from inside the graph."""
+    have = "no CUDA device" if count == 0 else \
+        f"{count} CUDA device{'s' * (count != 1)} (cuda:0 to cuda:{count - 1})"
+    return RuntimeAssertionError(
+        f"the loaded program names the device {device[:40]}, but this process has {have}",
+        fix="run the program where that device exists, or re-export it on the device it "
+            "will run on and save it again")
+
+
 def meta_device(where: str | None) -> LoadError:
     """A loaded graph's call names the meta device (``torch.arange(n, device=x.device)``
     traced on meta tensors): what it makes there has no data at a call on real tensors."""

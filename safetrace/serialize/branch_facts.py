@@ -18,13 +18,19 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.scratch import simple
 from safetrace.symbolic import Expr, and_, eq, ge, gt, le, lt, ne, not_, or_, to_expr
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.scope import assuming
+from safetrace.symbolic.scope import assuming, scoped
 from safetrace.symbolic.branches import either_form, one_form
 from safetrace.symbolic.cases import by_cases
+from safetrace.symbolic.expr import sym
+from safetrace.symbolic.semantics import holds_at
 
 _COMPARISONS = {operator.eq: eq, operator.ne: ne, operator.lt: lt, operator.le: le,
                 operator.gt: gt, operator.ge: ge}
 _CONNECTIVES = {operator.and_: and_, operator.or_: or_}
+# the one-symbol facts ``tighten`` looks at in a branch, and the values it tries from each
+# end of a symbol's range (a few hundred evaluations of a small expression: microseconds)
+_TIGHT_FACTS = 16
+_TIGHT_STEPS = 64
 
 
 def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
@@ -54,6 +60,81 @@ def branch_conditions(pred: Any, meta: dict, int_cls: type) -> tuple:
     c: Expr = build(*operands)
     return c, not_(c)
 
+
+
+def tighten(env: Any) -> list:
+    """The range of each symbol that a one-symbol fact of the branch (its predicate, the
+    contract's conditions it narrows: ``(3*s1) % 4 <= 0``) holds at only inside, made
+    tight: the least and the greatest value where the fact holds, tried from each end of
+    the symbol's range (``s1`` in ``[3, 64]`` with ``s1 % 4 == 0`` is ``s1 >= 4``; then
+    ``(s0*(s1//4))//(s1//4)`` is ``s0``).  Sound: every fact of the env holds wherever
+    the branch runs (the contract's are checked before the call, the predicate picks the
+    branch), and the values left out fail a fact that names no other symbol.  Returns
+    the symbols such a fact leaves one value in every ``m`` of a small range (name, m, c,
+    lo, hi: the symbol is ``m*t + c`` for some ``t`` in ``[lo, hi]``), for ``steps``."""
+    facts: dict = {}  # (the facts assumed, newest first, and what they left: ``known``)
+    for f in [*(g.cond for g in reversed(getattr(env, "facts", ()))),
+              *getattr(env, "known", ())]:
+        if len(f.free_symbols) == 1:
+            facts.setdefault(f, None)
+    out = []
+    for fact in list(facts)[:_TIGHT_FACTS]:
+        try:
+            out += _tighten(env, fact)
+        except Exception:  # noqa: BLE001 - a fact that cannot be evaluated: left as it is
+            continue
+    return out
+
+
+def _tighten(env: Any, fact: Expr) -> list:
+    """``tighten`` of one fact (one symbol's)."""
+    name = str(next(iter(fact.free_symbols)))
+    rng = env.symbol_range(name)
+    if rng is None or not all(isinstance(x, int) and not isinstance(x, bool)
+                              for x in (rng.lo, rng.hi)):
+        return []
+    out = []
+    if rng.hi - rng.lo < _TIGHT_STEPS * 2:  # (a small range: every value tried)
+        held = [v for v in range(rng.lo, rng.hi + 1) if holds_at(fact, name, v)]
+        gaps = {b - a for a, b in zip(held, held[1:])}
+        if len(gaps) == 1 and min(gaps) > 1:
+            m = gaps.pop()
+            out.append((name, m, held[0] % m, held[0] // m, held[-1] // m))
+        ends = [(held[0], rng.lo, ge), (held[-1], rng.hi, le)] if held else []
+    else:
+        ends = []
+        for end, step, bound in ((rng.lo, 1, ge), (rng.hi, -1, le)):
+            first = next((end + step * i for i in range(_TIGHT_STEPS)
+                          if holds_at(fact, name, end + step * i)), None)
+            ends += [] if first is None else [(first, end, bound)]
+    for value, end, bound in ends:
+        if value != end:
+            try:
+                env.add_fact(bound(sym(name), value))
+            except ValueError:
+                pass  # (the branch never runs: nothing more assumed)
+    return out
+
+
+def steps(env: Any, cond: Expr, found: list) -> bool | None:
+    """``cond`` decided with each symbol of it that ``found`` (``tighten``'s) leaves one
+    value in every ``m`` written as ``m*t + c`` (``s1`` as ``4*t``: ``(s0*s1*s2)//16`` is
+    ``s0*t1*t2``, a form the engine compares where it cannot with ``s1 % 4 == 0``), for
+    this question only: the new symbols stay out of every value and check."""
+    names = {str(x) for x in cond.free_symbols}
+    used = [f for f in found if f[0] in names]
+    if not used:
+        return None
+    with scoped(env):
+        try:
+            for name, m, c, lo, hi in used:
+                t = next(f"k{i}" for i in range(len(env.symbols), 1 << 30)
+                         if f"k{i}" not in env.symbols)
+                env.new_unbacked(lo, hi, name=t)
+                env.add_fact(eq(sym(name), sym(t) * m + c))
+            return env.decide(cond)
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            return None
 
 
 def merged(env: Any, outs: list, given: tuple, known: set, forms: Any = None) -> Any:

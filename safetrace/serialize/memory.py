@@ -29,10 +29,11 @@ from safetrace.rules.registry import RULES
 from safetrace.serialize import never_runs, peak, unruled
 from safetrace.exporter.contract import TensorInput
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import eq, not_, or_, to_expr
+from safetrace.symbolic import not_, or_
 from safetrace.symbolic.expr import FALSE
 from safetrace.serialize.allocations import out_bytes, result_bytes
 from safetrace.serialize.asserted import Asserted
+from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
@@ -40,6 +41,7 @@ from safetrace.serialize.work import Tally, scalar_returns, touched
 from safetrace.serialize.evaluation import (evaluate as _evaluate, python as _python,
                                            sizes as _sizes, sub as _sub,
                                            sym_query as _sym_query)
+from safetrace.serialize.as_recorded import AsRecorded
 from safetrace.serialize.memory_control import SIZE_ARITHMETIC, SubgraphMemory
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
@@ -51,7 +53,7 @@ aten = torch.ops.aten
 _CPU = torch.device("cpu")
 
 
-class StaticMemory(SubgraphMemory):
+class StaticMemory(SubgraphMemory, AsRecorded):
     """Evaluate a whole program's shapes (subgraphs included) and bound what is alive.
 
     The user inputs' shapes are the contract's (symbols ranging over the declared space),
@@ -100,6 +102,7 @@ class StaticMemory(SubgraphMemory):
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
         self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
         self.dtype_checks: list = []  # (node, the dtype and rank the file records)
+        self.late_checks: set = set()  # (node, condition) of records past the time
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -194,12 +197,10 @@ class StaticMemory(SubgraphMemory):
             if node.op == "call_function":
                 if any(a in tainted for a in node.all_input_nodes):
                     tainted.add(node)
-                    if self.gave_up is not None:
+                    if self.gave_up is not None or time.process_time() > self.deadline:
+                        self.gave_up = self.gave_up or node
                         self.bounded[node] = False
-                        continue
-                    if time.process_time() > self.deadline:
-                        self.gave_up = node
-                        self.bounded[node] = False
+                        self._late(node, meta)  # (its record checked at call)
                         continue
                 if isinstance(node.target, torch._ops.HigherOrderOperator):
                     out = self._control(node, meta, data, tainted, inner, tally)
@@ -269,6 +270,10 @@ class StaticMemory(SubgraphMemory):
         if not isinstance(target, torch._ops.OpOverload):
             if target is operator.getitem or target in SIZE_ARITHMETIC:
                 never_runs.python_value(node, args)
+            if target is operator.getitem and isinstance(args[0], (list, tuple)) and \
+                    type(args[1]) is int and not -len(args[0]) <= args[1] < len(args[0]):
+                return self._fails(node, target, f"value {args[1]} of {node.args[0]}, which "
+                                   f"returns {len(args[0])}"), _UNKNOWN
             if node.graph is self.main:
                 never_runs.division(self.env, node, args)
             out = _python(target, args, self.env)
@@ -337,48 +342,6 @@ class StaticMemory(SubgraphMemory):
             return self._fails(node, op, str(out))
         return out
 
-    def _as_recorded(self, node: torch.fx.Node) -> None:
-        """A node whose result the loader cannot work out (operands it does not know: after
-        a custom op's number; an op without a rule: a custom op over sizes that vary, whose
-        fake cannot run here, a kernel that sizes by data): the sizes the file records for
-        its tensor (which the loaded program keeps, and ``to_torch`` hands on) are checked
-        in its graph before its first use, at each call (``inline``), a subgraph's as a
-        main graph's: its check runs each time the subgraph does, at every call site of a
-        shared one (its record, one for all sites, is read from the sizes that graph holds
-        there).  A recorded size of a symbol no earlier value gives (one the op makes from
-        data) is left as recorded."""
-        rec = getattr(node.meta.get("val"), "st_meta", None)
-        if not isinstance(rec, TensorMeta) or not node.users:
-            return
-        after = node.next  # (before its first use other than a size query)
-        while after.op != "root" and (after not in node.users or
-                                      after.target is torch.ops.aten.sym_size.int):
-            after = after.next
-        if after.op == "root":
-            return
-        real = self._real.get(node)  # (one set per node: a shared subgraph's checks of
-        if real is None or len(real) != len(rec.shape):  # each site are then one)
-            real = []
-            for _ in rec.shape:
-                name = next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
-                            if f"r{i}" not in self.env.symbols)
-                real.append(new_symbolic(self.env.new_unbacked(0, None, name=name),
-                                         self.env))
-            self._real[node] = real
-        values = {**self._meta, node: TensorMeta(tuple(real), rec.dtype, _CPU)}
-        self.dtype_checks.append((node, rec.dtype, len(rec.shape)))
-        sizes = list(enumerate(zip(real, rec.shape)))
-        for d, size in _element_record(node, rec):  # (the list's record: one with it)
-            sizes.append((d, (real[d], size)))
-        for d, (got, size) in sizes:
-            size = to_expr(size)
-            # (a symbol of the file's read from data: the scratch one it was matched with)
-            mine = self.recorded._file(size) if self.recorded is not None else None
-            size = size if mine is None else mine
-            self.inline.append((eq(got.expr, size), after, f"{got} is dim {d} of "
-                                f"what {node.name!r} ({node.target}) returns; "
-                                "the file records its size", values))
-
     def _fails(self, node: torch.fx.Node, op: Any, why: str) -> Any:
         """A node that fails wherever it runs: refused at load where it runs at every call;
         else (a map body failing on every slice: only a call of no slices runs; a branch or
@@ -412,7 +375,11 @@ class StaticMemory(SubgraphMemory):
         graph, before the node (``inline``)."""
         runs = self._runs()
         known = self.bound_symbols | self.opaque.keys()
+        found = self.recorded.steps if self.recorded is not None else []
         for cond, why in conds:
+            if found and steps(self.env, cond, found) is True:
+                continue  # (it holds where the branch runs: its facts leave a size one
+                # value in every m, ``branch_facts.tighten``)
             if runs is None or not {str(x) for x in cond.free_symbols} <= known:
                 self.inline.append((cond, node, why, self._meta))
                 continue
@@ -487,35 +454,6 @@ class StaticMemory(SubgraphMemory):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
-
-
-def _element_record(node: torch.fx.Node, rec: TensorMeta) -> list:
-    """(dim, size) the file records for ``node`` (``x[i]`` of an op's list of tensors) in
-    its operand's record, where that operand's result the loader could not work out
-    either: each is checked with ``node``'s own, so that the list's record is the one
-    that ran.  Refused at load where the two records differ in dtype or rank."""
-    if node.target is not operator.getitem or len(node.args) != 2 or \
-            not isinstance(node.args[0], torch.fx.Node) or type(node.args[1]) is not int:
-        return []
-    whole = node.args[0].meta.get("val")
-    if not isinstance(whole, (list, tuple)) or not -len(whole) <= node.args[1] < len(whole):
-        return []
-    part = getattr(whole[node.args[1]], "st_meta", whole[node.args[1]])
-    if not isinstance(part, TensorMeta):
-        return []  # (not recorded as a tensor there: nothing of it is read as one)
-    if part.dtype != rec.dtype or len(part.shape) != len(rec.shape):
-        raise bad_file(f"node {node.name!r}", f"the file records its value as {_show(rec)}, "
-                       f"but as {_show(part)} in the value of {node.args[0].name!r} it is "
-                       "taken from",
-                       "the file was modified or written by another version of safetrace; "
-                       "re-export the program and save it again")
-    return list(enumerate(part.shape))
-
-
-def _show(v: Any) -> str:
-    if not isinstance(v, TensorMeta):
-        return type(v).__name__
-    return f"{str(v.dtype).removeprefix('torch.')}{[str(x) for x in v.shape]}".replace("'", "")
 
 
 def _memory(t: torch.Tensor) -> int:

@@ -19,7 +19,7 @@ from safetrace.meta import TensorMeta
 from safetrace.serialize import carries, never_runs
 from safetrace.serialize.allocations import out_bytes
 from safetrace.serialize.allowlist import CALLABLES, NUMERIC
-from safetrace.serialize.branch_facts import branch_conditions, merged, pinned
+from safetrace.serialize.branch_facts import branch_conditions, merged, pinned, tighten
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN
 from safetrace.serialize.evaluation import is_int as _is_int, key as _key, sub as _sub
@@ -220,11 +220,16 @@ class SubgraphMemory:
             inputs = {p.name for p, a in zip(ph, operands) if a in tainted}
             self._ctx.append(runs)
             matched = self.recorded.scope() if self.recorded is not None else None
+            steps = self.recorded.steps if self.recorded is not None else None
             try:  # (what a subgraph's ops establish is no fact outside it: a branch may
                 # not run, and what a body needs is checked where it is needed)
                 with scoped(self.env):
                     try:
-                        None if given is None else self.env.add_fact(given)
+                        if given is not None:
+                            self.env.add_fact(given)
+                            found = tighten(self.env)  # (what it and the contract leave)
+                            if self.recorded is not None:
+                                self.recorded.steps = self.recorded.steps + found
                     except ValueError:
                         pass  # (a branch that never runs: nothing assumed)
                     self._subs[key] = pinned(self.env, lambda: self._run(  # (sizes its
@@ -235,6 +240,7 @@ class SubgraphMemory:
                 self._ctx.pop()
                 if matched is not None:
                     self.recorded.restore(matched)
+                    self.recorded.steps = steps
         out, cands, work = self._subs[key]
         tally.merge(work)
         return out, cands

@@ -15,8 +15,9 @@ import torch
 
 from safetrace.errors.load import unchecked_inputs
 from safetrace.exporter.contract import Contract, RangeConstraints, TensorInput, ValueRange
-from safetrace.serialize import (allocations, allowlist, memory, never_runs, operand_checks,
-                                 record_checks, requirements, subgraphs, value_sizes, work)
+from safetrace.serialize import (allocations, allowlist, devices, memory, never_runs,
+                                 operand_checks, record_checks, requirements, subgraphs,
+                                 value_sizes, work)
 from safetrace.serialize.budgets import Budgets
 from safetrace.serialize.codec import (IDENT_RE, SYMBOL_RE, ValueDecoder, decode_record,
                                        decode_spec, expect, expect_keys, fail, new_env,
@@ -62,6 +63,7 @@ class Builder(StateReader):
         self.alloc = allowlist.AllocBudget(self.max_numel)  # summed over every graph
         graph, placeholders, outputs = self._graph(expect(doc["nodes"], list, "nodes"))
         self._subgraphs(graph)
+        record_checks.indices(self._all_graphs)
         clash = {n.target for n in graph.nodes if n.op == "get_attr"} & {
             k.split(".")[0] for k in [*state, *constants]}
         if clash:
@@ -88,8 +90,9 @@ class Builder(StateReader):
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),
                     {s.name: contract.inputs[s.leaf] for s in inputs if s.kind == "user_input"})
         never_runs.writes_fit(outputs, out_specs, state, bound.values)
-        requirements.guard(self._all_graphs, bound.inline,
-                           bound.bound_symbols | bound.opaque.keys(), bound.required)
+        bound.refuse_late(requirements.guard(self._all_graphs, bound.inline,
+                                             bound.bound_symbols | bound.opaque.keys(),
+                                             bound.required))
         record_checks.guard(self._all_graphs, bound.dtype_checks)
         for g in {id(g): g for g in self._all_graphs}.values():
             allocations.guard_sizes(g, self.max_numel, bound.is_sized)
@@ -126,7 +129,7 @@ class Builder(StateReader):
         if size > self.budgets.max_check_code:
             raise fail("contract", f"the input checks are {size} characters of code, over the "
                                    f"budget (max_check_code={self.budgets.max_check_code})")
-        ep._check_fn = _arith_safe(checks, bound.call_check())
+        ep._check_fn = _arith_safe(checks, bound.call_check(), devices.named(self._all_graphs))
         return ep
 
     def _subgraphs(self, graph: torch.fx.Graph) -> None:
@@ -508,11 +511,14 @@ def _check_divisors(e: Any, where: str) -> int:
     return n
 
 
-def _arith_safe(checks: Any, memory_check: Any = None) -> Any:
+def _arith_safe(checks: Any, memory_check: Any = None, cuda: list | None = None) -> Any:
     """The input checks, with an arithmetic error (a file's `s0 // (s1 - s1)`) reported as
     an input mismatch rather than escaping as ZeroDivisionError; then the memory the
-    program would take at these sizes, where the declared ranges leave it open."""
+    program would take at these sizes, where the declared ranges leave it open, and the
+    CUDA devices it names (``cuda``), where this process has them."""
     def check_inputs(leaves: list) -> None:
+        if cuda and active_tracer() is None:
+            devices.check(cuda)
         try:
             out = checks(leaves)
         except ArithmeticError as err:

@@ -46,6 +46,7 @@ import torch
 
 from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
+from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.codec import new_symbolic
 from safetrace.serialize.constant_sizes import UNKNOWN
 from safetrace.serialize.scratch import simple
@@ -76,6 +77,8 @@ class Recorded:
         self.opaque = dict(opaque)
         self.file_to_scratch: dict = {}  # a file symbol read from data -> scratch symbol
         self.taken: set = set()  # scratch symbols matched with a file symbol
+        self.as_input: set = set()  # file symbols read from data taken as sizes of the inputs
+        self.steps: list = []  # (in a branch: ``branch_facts.tighten``'s progressions)
         # scratch symbols of sizes that differ between a cond's branches: recorded as any
         # other size, not one of the file's own read from data, it is refused
         self.strict: set = set()
@@ -94,10 +97,11 @@ class Recorded:
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
-        return dict(self.file_to_scratch), set(self.taken)
+        return dict(self.file_to_scratch), set(self.taken), set(self.as_input)
 
     def restore(self, kept: tuple) -> None:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
+        self.as_input = set(kept[2])
 
     def check(self, node: torch.fx.Node, derived: Any, facts: list) -> None:
         """Note ``node`` if its recorded value differs from ``derived`` (its evaluated one),
@@ -320,6 +324,9 @@ class Recorded:
                 self.file_to_scratch[r.name] = d
                 self.taken.add(d.name)
                 return True
+            if r.op == "sym" and not self.in_main and \
+                    {str(x) for x in d.free_symbols} <= self.contract:
+                return self._as_input(rec, r, d)
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
                 self.file_to_scratch[r.name] = d  # by the loader: the file's symbol is that
                 return True  # value, in what later nodes record of it)
@@ -331,11 +338,14 @@ class Recorded:
             if answer is None:  # (two forms of one size, a min/max placed otherwise in
                 answer = by_cases(self.env, eq(d, r_in))  # each: case by case, within the
                 # load's budget of decisions, scratch.CASE_DECISIONS)
+            if answer is None and self.steps:  # (in a branch whose facts leave a size
+                answer = steps(self.env, eq(d, r_in), self.steps)  # one value in every m)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
         if answer is None:
             free = {str(x) for x in d.free_symbols}
-            if free & self.strict or free | {str(x) for x in r.free_symbols} <= self.contract:
+            if free & self.strict or free | ({str(x) for x in r.free_symbols} -
+                                             self.as_input) <= self.contract:
                 return False  # (sizes of the inputs both, not provably one: not the same)
             if {str(x) for x in r.free_symbols} <= self.contract or (
                     self.in_main and free <= self.contract):  # (or the reverse, in the
@@ -343,6 +353,24 @@ class Recorded:
                 # of the inputs; of the inputs, recorded as read from data, [1000*u0] for
                 # [s0]: either holds only where the graph's checks prove it)
         return answer
+
+    def _as_input(self, rec: Any, r: Expr, d: Expr) -> bool:
+        """A subgraph's size of the inputs (``d``) that the file records as a symbol of its
+        own read from data (``r``, unmatched: a loop body's carry at its first iteration,
+        which the body may grow): that symbol is ``d`` in what later nodes of this
+        evaluation record (checked against it), where its declared range holds every value
+        ``d`` takes; else (``u9`` in ``[0, 3]`` for ``s0`` up to 64) the file lies."""
+        env = getattr(rec, "env", None)
+        rng = env.symbol_range(r.name) if env is not None else None
+        try:
+            b = self.env.bounds(d)
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            return False
+        if rng is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
+            return False
+        self.file_to_scratch[r.name] = d
+        self.as_input.add(r.name)
+        return True
 
     def _file(self, e: Expr) -> Expr | None:
         """A recorded size in scratch symbols; None where it names a symbol of the file's

@@ -34,15 +34,18 @@ _MARK = requirement_in_graph("", "", "", "")[:24]  # (how this module's checks b
 _ARITH = frozenset(PY_FNS.values())
 
 
-def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
+def guard(graphs: list, inline: list, known: set, before_call: list) -> list:
     """Insert a check before each node of ``inline`` ((condition, node, why, the values
     the loader worked out for the nodes of its graph)); a condition of the input sizes
     (symbols in ``known``) that its graph cannot compute goes to ``before_call``.  The
     checks of this kind a file holds (a loaded program saved again) are dropped first from
-    ``graphs``: the loader's own replace them."""
+    ``graphs``: the loader's own replace them.  Returns what it could check nowhere
+    ((condition, node, why): a size read from data that the graph holds only inside a
+    larger expression, left to the kernel's own check)."""
     for g in graphs:
         strip(g)
     done: set = set()
+    dropped: list = []
     cache: dict = {}
     for cond, node, why, values in inline:
         if (node, cond) in done:
@@ -56,10 +59,11 @@ def guard(graphs: list, inline: list, known: set, before_call: list) -> None:
         if sources is None:
             if names <= known:
                 before_call.append((cond, node, why))
-            # (else a size read from data that the graph holds only inside a larger
-            # expression: left to the kernel's own check, torch's error, as before)
+            else:  # (a size read from data that the graph holds only inside a larger
+                dropped.append((cond, node, why))  # expression: the kernel's own check)
             continue
         _insert(node, cond, why, sources)
+    return dropped
 
 
 def is_own_check(node: torch.fx.Node) -> bool:
@@ -78,7 +82,8 @@ def strip(graph: torch.fx.Graph) -> None:
             while pending:
                 n = pending.pop()
                 if n.users or n.op != "call_function" or not (
-                        n is node or n.target is _SYM_SIZE or n.target in _ARITH):
+                        n is node or n.target in (_SYM_SIZE, operator.getitem) or
+                        n.target in _ARITH):
                     continue
                 pending.extend(n.all_input_nodes)
                 graph.erase_node(n)
@@ -95,7 +100,9 @@ def _sources(node: torch.fx.Node, values: dict, names: set, cache: dict) -> dict
         order = {n: i for i, n in enumerate(node.graph.nodes)}
         for n in node.graph.nodes:
             v = values.get(n)
-            dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [(None, v)]
+            dims = enumerate(v.shape) if isinstance(v, TensorMeta) else [
+                ((i, d), x) for i, t in enumerate(v) if isinstance(t, TensorMeta)
+                for d, x in enumerate(t.shape)] if isinstance(v, list) else [(None, v)]
             for d, x in dims:
                 e = getattr(x, "expr", None)
                 if not isinstance(x, torch.SymInt) or e is None or len(e.free_symbols) != 1:
@@ -121,6 +128,8 @@ def _insert(node: torch.fx.Node, cond: Any, why: str, sources: dict) -> None:
             return e.value
         if e.name not in read:
             src, d, c, k = sources[e.name]
+            if isinstance(d, tuple):  # (dim d[1] of value d[0] of a list)
+                src, d = call_node(graph, operator.getitem, (src, d[0])), d[1]
             if d is not None:
                 src = graph.call_function(_SYM_SIZE, (src, d))
                 src.meta["val"] = None

@@ -169,7 +169,8 @@ def _nodes(graph: torch.fx.Graph) -> list[dict]:
 
 # (what a load puts into its graphs: value_sizes.py, work.py, operand_checks.py,
 # record_checks.py)
-_LOAD_CHECKS = (value_sizes.check, work.check, operand_checks.check, record_checks.check)
+_LOAD_CHECKS = (value_sizes.check, work.check, operand_checks.check, record_checks.check,
+                record_checks.check_list)
 
 
 def _node(n: torch.fx.Node, ref: Any) -> dict:

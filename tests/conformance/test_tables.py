@@ -89,10 +89,6 @@ _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: 
 KNOWN = {
     "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
                         "int() of a size symbolic); owner: trace"),
-    "arch2/swin_mask": ("`if pad_r > 0 or pad_b > 0` splits on `(3*w) % 4 >= 1` and the program "
-                        "matches eager, but st.load does not re-derive a matmul size inside a "
-                        "side from its run-time condition (`... or (3*w) % 4 >= 1`) and refuses "
-                        "the file; owner: serialize"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "
                      "multiplied); owner: conformance (the case's config)"),
 }

@@ -51,3 +51,18 @@ def test_a_program_exported_on_meta_loads_with_its_weights():
     for n in (0, 1, 5):
         x = torch.randn(n, 16)
         torch.testing.assert_close(loaded.module()(x), real(x))
+
+
+def test_a_cuda_device_this_process_lacks_is_refused_at_call_naming_it():
+    """``allow_cuda=True`` lets the file name ``cuda:127``; a call on a process without that
+    device raised torch's own error from inside the graph (session 27): refused before
+    the call runs, naming the device and the devices there are.  A graph naming no CUDA
+    device asks nothing."""
+    blob = _file(_call("aten._to_copy.default", X, device={"device": "cuda:127"}))
+    mod = st.load(io.BytesIO(blob), allow_cuda=True).module()
+    with pytest.raises(st.RuntimeAssertionError, match=r"names the device cuda:127, but this "
+                                                       r"process has (no CUDA device|\d+ CUDA)"):
+        mod(torch.randn(3, 4))
+    x = torch.randn(3, 4)
+    plain = st.load(io.BytesIO(_file(_call("aten.abs.default", X))), allow_cuda=True)
+    torch.testing.assert_close(plain.module()(x), x.abs())

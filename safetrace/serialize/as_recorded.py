@@ -1,0 +1,324 @@
+"""What the file records of a node the loader cannot work out, checked at each call.
+
+A mixin of ``memory.StaticMemory``: a node whose result its evaluation cannot work out
+(operands it does not know: after a custom op's number; an op without a rule: a custom op
+over sizes that vary, a kernel that sizes by data) keeps the file's record, which what
+reads the program's metadata believes (``print(ep)``, ``to_torch()``): its sizes are
+checked in its graph before its first use (``inline``, ``requirements.py``), its dtype
+and rank right after it (``dtype_checks``, ``record_checks.py``).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from safetrace.errors.load import bad_file
+from safetrace.meta import TensorMeta
+from safetrace.serialize.codec import new_symbolic
+from safetrace.symbolic import eq, to_expr
+
+_CPU = torch.device("cpu")
+
+
+class AsRecorded:
+    """The record-checking part of ``StaticMemory`` (see the module's docstring)."""
+
+    def _as_recorded(self, node: torch.fx.Node, late: bool = False) -> Any:
+        """A node whose result the loader cannot work out (operands it does not know: after
+        a custom op's number; an op without a rule: a custom op over sizes that vary, whose
+        fake cannot run here, a kernel that sizes by data): the sizes the file records for
+        its tensor (which the loaded program keeps, and ``to_torch`` hands on) are checked
+        in its graph before its first use, at each call (``inline``), a subgraph's as a
+        main graph's: its check runs each time the subgraph does, at every call site of a
+        shared one (its record, one for all sites, is read from the sizes that graph holds
+        there).  A recorded size of a symbol no earlier value gives (one the op makes from
+        data) is left as recorded, except ``late`` (past the analysis' time, ``_late``):
+        then it is that size at the call, for later records (and a number's record, a
+        size, is checked too).  Returns the value with the real sizes (for later checks),
+        or None."""
+        val = node.meta.get("val")
+        rec = getattr(val, "st_meta", None)
+        if isinstance(val, (list, tuple)) and (node.users or late):
+            self._list_as_recorded(node, late)
+            return None
+        if late and rec is None and _is_int(val):
+            return self._number_as_recorded(node, val)
+        if not isinstance(rec, TensorMeta) or not (node.users or late):
+            return None
+        after = _after(node, late)
+        if after is None:
+            return None
+        real = self._real.get(node)  # (one set per node: a shared subgraph's checks of
+        if real is None or len(real) != len(rec.shape):  # each site are then one)
+            real = []
+            for _ in rec.shape:
+                real.append(new_symbolic(self.env.new_unbacked(0, None, name=self._fresh()),
+                                         self.env))
+            self._real[node] = real
+        value = TensorMeta(tuple(real), rec.dtype, _CPU)
+        if late:  # (one dict for the graph's checks: ``requirements._sources`` walks it once)
+            self._meta[node] = value
+        values = self._meta if late else {**self._meta, node: value}
+        self.dtype_checks.append((node, rec.dtype, len(rec.shape)))
+        sizes = list(enumerate(zip(real, rec.shape)))
+        for d, size in _element_record(node, rec):  # (the list's record: one with it)
+            sizes.append((d, (real[d], size)))
+        for d, (got, size) in sizes:
+            self._check_size(got, size, after, f"{got} is dim {d} of what {node.name!r} "
+                             f"({node.target}) returns; the file records its size", values,
+                             late)
+        return value
+
+    def _check_size(self, got: Any, size: Any, after: torch.fx.Node, why: str,
+                    values: dict, late: bool) -> None:
+        """Check before ``after`` that the real size ``got`` is the recorded ``size``."""
+        size = to_expr(size)
+        # (a symbol of the file's read from data: the scratch one it was matched with)
+        mine = self.recorded._file(size) if self.recorded is not None else None
+        if mine is None and late and size.op == "sym" and self.recorded is not None and \
+                size.name not in self.recorded.contract:  # (its first record: the size
+            self.recorded.file_to_scratch[size.name] = to_expr(got.expr)  # read there)
+            return
+        cond = eq(got.expr, size if mine is None else mine)
+        self.inline.append((cond, after, why, values))
+        if late:
+            self.late_checks.add((after, cond))
+
+    def _number_as_recorded(self, node: torch.fx.Node, val: Any) -> Any:
+        """A number past the analysis' time (a size query, size arithmetic, ``.item()``):
+        its record checked before its first use."""
+        after = _after(node, True)
+        if after is None:
+            return None
+        got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()), self.env)
+        self._meta[node] = got
+        self._check_size(got, val, after, f"{got} is what {node.name!r} ({node.target}) "
+                         "returns; the file records it", self._meta, True)
+        return got
+
+    def _list_as_recorded(self, node: torch.fx.Node, late: bool = False) -> None:
+        """A custom op's ``List[Tensor]`` the loader cannot work out (``late``: any list of
+        tensors): its length and each element's dtype and rank are checked right after it
+        (``record_checks.check_list``), and the sizes of each element no ``getitem`` takes
+        (those taken are checked with the getitem's own record, ``_element_record``)
+        before its first use."""
+        recs = [getattr(v, "st_meta", v) for v in node.meta["val"]]
+        if not isinstance(node.target, torch._ops.OpOverload) and not late or \
+                not all(isinstance(r, TensorMeta) for r in recs) or not recs:
+            return
+        self.dtype_checks.append((node, tuple((r.dtype, len(r.shape)) for r in recs), None))
+        taken = {u.args[1] % len(recs) for u in node.users if u.target is operator.getitem
+                 and len(u.args) == 2 and type(u.args[1]) is int}
+        after = _after(node, late)
+        if after is None:
+            return
+        real = []
+        for i, r in enumerate(recs):
+            real.append(TensorMeta(tuple(new_symbolic(self.env.new_unbacked(
+                0, None, name=self._fresh()), self.env) for _ in r.shape), r.dtype, _CPU)
+                if i not in taken else None)  # (a taken one: with its getitem's)
+        if late:
+            self._meta[node] = real
+        values = self._meta if late else {**self._meta, node: real}
+        for i, r in enumerate(recs):
+            if i in taken:
+                continue
+            for d, (got, size) in enumerate(zip(real[i].shape, r.shape)):
+                self._check_size(got, size, after, f"{got} is dim {d} of value {i} of what "
+                                 f"{node.name!r} ({node.target}) returns; the file records "
+                                 "its size", values, late)
+
+    def _late(self, node: torch.fx.Node, meta: dict) -> None:
+        """A node past the analysis' time (``memory.ANALYSIS_SECONDS``): not evaluated, its
+        record is checked at each call as one the loader cannot work out, with what the
+        nodes before it really hold (their own checked records past the time), and so are
+        those of the subgraphs a control-flow node calls; a record no check can read
+        (``late_checks``) refuses the file (``refuse_late``)."""
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            subs = getattr(node.graph, "st_submodules", {})
+            graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
+                      and a.op == "get_attr" and a.target in subs]
+            given = _operands(node, meta, self._real)
+            for g in graphs:
+                self._late_graph(g, given)
+        out = self._as_recorded(node, late=True)
+        if out is not None:
+            meta[node] = out
+
+    def _late_graph(self, graph: torch.fx.Graph, given: list) -> None:
+        """Every node of a subgraph whose call is past the analysis' time: its placeholders
+        hold what the call passes (``given``: None where not known, or where the record
+        is not plainly that value), checked as recorded otherwise."""
+        outer, self._meta = self._meta, {}
+        try:
+            ph = [n for n in graph.nodes if n.op == "placeholder"]
+            for p, (v, rec) in zip(ph, given):
+                mine = getattr(p.meta.get("val"), "st_meta", p.meta.get("val"))
+                if v is not None and _plainly(mine, v, self.recorded):
+                    self._meta[p] = v
+                elif v is None and _same_record(mine, rec):  # (what the call passes is
+                    v = self._scratch(rec)  # checked to be that record before the call,
+                    if v is not None:  # or at each iteration: a loop's carry the body
+                        self._meta[p] = v  # returns as recorded)
+            for n in graph.nodes:
+                if n.op == "call_function" or n.op == "placeholder" and n not in self._meta:
+                    self._late(n, self._meta)
+        finally:
+            self._meta = outer
+
+    def _scratch(self, rec: TensorMeta) -> TensorMeta | None:
+        """A recorded tensor value in the scratch env's symbols (None: a symbol of the
+        file's that nothing matched)."""
+        dims = []
+        for d in rec.shape:
+            if isinstance(d, int):
+                dims.append(d)
+                continue
+            e = self.recorded._file(to_expr(d.expr)) if self.recorded is not None else None
+            if e is None:
+                return None
+            dims.append(new_symbolic(e, self.env))
+        return TensorMeta(tuple(dims), rec.dtype, _CPU)
+
+    def refuse_late(self, dropped: list) -> None:
+        """Refuse the file where a record past the analysis' time can be neither worked
+        out nor checked at call (``dropped``: what ``requirements.guard`` could not put in
+        its graph)."""
+        for cond, node, why in dropped:
+            if (node, cond) in self.late_checks:
+                raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
+                               f"before it, and what the file records there cannot be "
+                               f"checked at call ({why[:200]})",
+                               "load it where the process has CPU time to spare, or raise "
+                               "safetrace.serialize.memory.ANALYSIS_SECONDS")
+
+    def _fresh(self) -> str:
+        return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
+                    if f"r{i}" not in self.env.symbols)
+
+
+def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:
+    """Where a node's recorded sizes are checked: before its first use other than a size
+    query (``late``: the next node where nothing uses it); None where nothing does."""
+    after = node.next
+    while after.op != "root" and (after not in node.users or
+                                  after.target is torch.ops.aten.sym_size.int):
+        after = after.next
+    if after.op == "root":
+        return node.next if late and node.next.op != "root" and not node.users else None
+    return after
+
+
+def _operands(node: torch.fx.Node, meta: dict, checked: Any) -> list:
+    """What a control-flow node passes each of its subgraphs' placeholders: (what the
+    loader knows it is, or None where it is checked at call as recorded (``checked``); the
+    record it is checked to be before the call, or None),
+    a loop's carried value by its record where the body returns it as recorded so."""
+    def rec(a: Any) -> Any:
+        v = getattr(a.meta.get("val"), "st_meta", None) if isinstance(a, torch.fx.Node) \
+            else None
+        return v if isinstance(v, TensorMeta) else None
+
+    def of(a: Any) -> tuple:  # (a value checked as recorded at call: its record)
+        if isinstance(a, torch.fx.Node):
+            return (None if a in checked else meta.get(a)), rec(a)
+        return a, None
+
+    def sliced(a: Any) -> tuple:
+        v, r = of(a)
+        return tuple(TensorMeta(tuple(x.shape[1:]), x.dtype, _CPU) if isinstance(
+            x, TensorMeta) and x.shape else None for x in (v, r))
+
+    def carried(a: Any, i: int, body: Any) -> tuple:
+        out = next((n for n in body.nodes if n.op == "output"), None) if body else None
+        outs = out.args[0] if out is not None and out.args else ()
+        back = outs[i] if isinstance(outs, (list, tuple)) and i < len(outs) else None
+        return None, rec(a) if _same_record(rec(back), rec(a)) else None
+
+    kind, args = node.target.name(), node.args
+    subs = getattr(node.graph, "st_submodules", {})
+    try:
+        if kind == "cond":
+            return [of(a) for a in args[3]]
+        if kind == "while_loop":
+            body = subs.get(args[1].target) if isinstance(args[1], torch.fx.Node) else None
+            body = getattr(body, "graph", None)
+            return [carried(a, i, body) for i, a in enumerate(args[2])] + \
+                [of(a) for a in args[3]]
+        if kind == "map_impl":
+            return [sliced(a) for a in args[1]] + [of(a) for a in args[2]]
+        if kind == "scan":
+            body = subs.get(args[0].target) if isinstance(args[0], torch.fx.Node) else None
+            body = getattr(body, "graph", None)
+            return [carried(a, i, body) for i, a in enumerate(args[1])] + \
+                [sliced(a) for a in args[2]] + [of(a) for a in args[3]]
+    except (IndexError, TypeError, AttributeError):
+        pass
+    return []
+
+
+def _same_record(a: Any, b: Any) -> bool:
+    """Whether two recorded tensor values are the same (dtype, rank, each size the same
+    number or expression)."""
+    if not isinstance(a, TensorMeta) or not isinstance(b, TensorMeta) or \
+            a.dtype != b.dtype or len(a.shape) != len(b.shape):
+        return False
+    return all(isinstance(x, int) and isinstance(y, int) and x == y
+               if isinstance(x, int) or isinstance(y, int) else
+               to_expr(x.expr) is to_expr(y.expr) for x, y in zip(a.shape, b.shape))
+
+
+def _plainly(rec: Any, value: Any, recorded: Any) -> bool:
+    """Whether ``rec`` (a placeholder's record) is plainly ``value``: the same dtype and
+    rank, each size the same number or expression (no question asked: past the time)."""
+    if not isinstance(rec, TensorMeta) or not isinstance(value, TensorMeta) or \
+            rec.dtype != value.dtype or len(rec.shape) != len(value.shape):
+        return False
+    for r, v in zip(rec.shape, value.shape):
+        if isinstance(r, int) or isinstance(v, int):
+            if not (isinstance(r, int) and isinstance(v, int) and r == v):
+                return False
+            continue
+        mine = recorded._file(to_expr(r.expr)) if recorded is not None else None
+        if mine is None or mine is not to_expr(v.expr):
+            return False
+    return True
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, torch.SymInt) or isinstance(v, int) and not isinstance(v, bool)
+
+
+def _element_record(node: torch.fx.Node, rec: TensorMeta) -> list:
+    """(dim, size) the file records for ``node`` (``x[i]`` of an op's list of tensors) in
+    its operand's record, where that operand's result the loader could not work out
+    either: each is checked with ``node``'s own, so that the list's record is the one
+    that ran.  Refused at load where the two records differ in dtype or rank."""
+    if node.target is not operator.getitem or len(node.args) != 2 or \
+            not isinstance(node.args[0], torch.fx.Node) or type(node.args[1]) is not int:
+        return []
+    whole = node.args[0].meta.get("val")
+    if not isinstance(whole, (list, tuple)) or not -len(whole) <= node.args[1] < len(whole):
+        return []
+    part = getattr(whole[node.args[1]], "st_meta", whole[node.args[1]])
+    if not isinstance(part, TensorMeta):
+        return []  # (not recorded as a tensor there: nothing of it is read as one)
+    if part.dtype != rec.dtype or len(part.shape) != len(rec.shape):
+        raise bad_file(f"node {node.name!r}", f"the file records its value as {_show(rec)}, "
+                       f"but as {_show(part)} in the value of {node.args[0].name!r} it is "
+                       "taken from",
+                       "the file was modified or written by another version of safetrace; "
+                       "re-export the program and save it again")
+    return list(enumerate(part.shape))
+
+
+def _show(v: Any) -> str:
+    if not isinstance(v, TensorMeta):
+        return type(v).__name__
+    return f"{str(v.dtype).removeprefix('torch.')}{[str(x) for x in v.shape]}".replace("'", "")
+
+
+__all__ = ["AsRecorded"]

@@ -1,0 +1,122 @@
+"""What the file records of the nodes past the loader's analysis time is checked at call.
+
+The loader evaluates what depends on the inputs within ``ANALYSIS_SECONDS`` of CPU (a file
+of hard size questions must not make loading slow); until session 27 the nodes past that
+point kept their records unchecked, so a file made large enough to run the analysis out
+of time had its later records believed (``print(ep)``, ``to_torch()``).  Now each such
+node (and every node of the subgraphs it calls) has its recorded dtype, rank and sizes
+checked at each call, like a node the loader cannot work out; a record no check can
+read refuses the file.  Here the time is spent at once (``ANALYSIS_SECONDS = -1``).
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace.serialize import memory
+from tests.serialize.hostile_static import pack, parts
+from tests.serialize.test_recorded_at_call import Branch, _branch, _edit
+
+
+class Dyn(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        return (x * 2).sum(1), x[: n // 2] + 1, torch.zeros(n + 1)
+
+
+def _eager(x):
+    return Dyn()(x)
+
+
+@pytest.fixture
+def no_time(monkeypatch):
+    monkeypatch.setattr(memory, "ANALYSIS_SECONDS", -1.0)
+
+
+def _saved(model, allow=()) -> tuple[dict, dict]:
+    buf = io.BytesIO()
+    st.save(st.export(model, (torch.randn(6, 4),),
+                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)}), buf)
+    return parts(buf.getvalue())
+
+
+def _load(doc, tensors):
+    return st.load(io.BytesIO(pack(doc, tensors)), allow_ops=["sth25"]).module()
+
+
+def _name(doc, prefix):
+    return next(n["name"] for n in doc["nodes"] if n["name"].startswith(prefix))
+
+
+def test_our_files_load_and_run_past_the_time(no_time):
+    doc, tensors = _saved(Dyn())
+    mod = _load(doc, tensors)
+    for n in (0, 1, 7):
+        x = torch.randn(n, 4)
+        for got, want in zip(mod(x), Dyn()(x)):
+            torch.testing.assert_close(got, want)
+    branch = _load(*_saved(Branch()))
+    for x in (torch.rand(3, 4) + 1, -torch.rand(0, 4) - 1, -torch.rand(2, 4) - 1):
+        torch.testing.assert_close(branch(x), _branch(x))
+
+
+@pytest.mark.parametrize("prefix, field, value, error", [
+    ("sum", "shape", [["mul", 1000, "s0"]], r"== 1000\*s0 \(\w+ is dim 0 of what 'sum"),
+    ("slice", "shape", [7, 4], r"== 7 \(\w+ is dim 0 of what 'slice"),
+    ("add", "dtype", "float64", r"node 'add\w*' \(.*\) returned a float32 tensor of 1 dim|"
+                                r"returned a float32 tensor of 2 dims, but the file records a "
+                                r"float64"),
+    ("zeros", "shape", [["add", "s0", 2]], r"== s0 \+ 2 \(\w+ is dim 0 of what 'zeros"),
+], ids=["sum", "slice", "dtype", "zeros"])
+def test_a_lying_record_past_the_time_is_refused_at_call(no_time, prefix, field, value, error):
+    doc, tensors = _saved(Dyn())
+    _edit(doc, _name(doc, prefix), field, value)
+    mod = _load(doc, tensors)
+    with pytest.raises(st.RuntimeAssertionError, match=error):
+        mod(torch.randn(5, 4))
+
+
+def test_a_branchs_lying_record_past_the_time_is_refused_where_it_runs(no_time):
+    doc, tensors = _saved(Branch())
+    _edit(doc, "twice_rows", "shape", [["mul", 1000, "s0"], 4])
+    lying = _load(doc, tensors)
+    x = -torch.rand(3, 4) - 1
+    torch.testing.assert_close(lying(x), _branch(x))
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000\*s0 \(\w+ is dim 0 of what "
+                                                       r"'twice_rows'"):
+        lying(torch.rand(3, 4) + 1)
+
+
+class Loop(torch.nn.Module):
+    def forward(self, x):
+        return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, (a * 2).sin()),
+                                (torch.tensor(0), x))[1]
+
+
+def test_a_loops_carry_past_the_time_is_its_record_where_the_body_keeps_it(no_time):
+    """The body returns the carry as recorded (checked at each iteration), the loop is
+    given it so (checked before the loop): each iteration's carry is that record."""
+    mod = _load(*_saved(Loop()))
+    for n in (0, 1, 5):
+        x = torch.randn(n, 4)
+        want = x
+        for _ in range(3):
+            want = (want * 2).sin()
+        torch.testing.assert_close(mod(x), want)
+
+
+def test_a_record_no_check_can_read_past_the_time_refuses_the_file(no_time):
+    """The body's result recorded in another form (``max(s0, 0)``) than the carry: the
+    carry's ``[s0, 4]`` in the body is then a size of the inputs its graph holds no value
+    of (its carried values change), so the file is refused, not believed."""
+    doc, tensors = _saved(Loop())
+    body = next(s for s in doc["subgraphs"] if "body" in s["path"])
+    sin = next(n for n in body["nodes"] if n["name"] == "sin")
+    sin["meta"]["val"]["tensor"]["shape"][0] = ["max", "s0", 0]
+    with pytest.raises(st.LoadError, match=r"analysis ran out of time before it, and what "
+                                           r"the file records there cannot be checked"):
+        _load(doc, tensors)

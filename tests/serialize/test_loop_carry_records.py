@@ -1,0 +1,76 @@
+"""A loop body's carried size recorded as a size read from data, where the loader has a
+size of the inputs (session 27: kept as written, unchecked).
+
+The loader evaluates a ``while_loop`` body at its first iteration (the carried tensors at
+the loop's operands' sizes) and again with any size where the body grows one.  A file
+recording the first evaluation's ``[s0]`` as a symbol of its own (``u9``) was believed
+there: now that symbol stands for ``s0`` in what later nodes of the body record (held
+to it), and one whose declared range leaves out values ``s0`` takes is refused.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.serialize.hostile_static import pack, parts
+
+
+class Loop(torch.nn.Module):
+    def forward(self, x):
+        return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, (a * 2).sin()),
+                                (torch.tensor(0), x))[1]
+
+
+def _saved() -> tuple[dict, dict]:
+    buf = io.BytesIO()
+    st.save(st.export(Loop(), (torch.randn(6, 4),),
+                      dynamic_shapes={"x": (st.Dim("n", min=0, max=64), None)}), buf)
+    return parts(buf.getvalue())
+
+
+def _body(doc: dict, lo: int, hi: int | None, sin) -> None:
+    doc["symbols"].append({"name": "u9", "backed": False, "hint": None, "lo": lo, "hi": hi})
+    body = next(s for s in doc["subgraphs"] if "body" in s["path"])
+    for node in body["nodes"]:
+        if node["name"] in ("arg1", "mul"):
+            node["meta"]["val"]["tensor"]["shape"][0] = "u9"
+        if node["name"] == "sin":
+            node["meta"]["val"]["tensor"]["shape"][0] = sin
+
+
+def _load(doc: dict, tensors: dict):
+    return st.load(io.BytesIO(pack(doc, tensors)))
+
+
+def _eager(x):
+    for _ in range(3):
+        x = (x * 2).sin()
+    return x
+
+
+def test_the_carry_as_its_own_symbol_loads_and_is_held_in_later_records():
+    doc, tensors = _saved()
+    _body(doc, 0, None, "u9")
+    mod = _load(doc, tensors).module()
+    for n in (0, 1, 5):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(mod(x), _eager(x))
+    doc, tensors = _saved()
+    _body(doc, 0, None, ["mul", 2, "u9"])
+    with pytest.raises(st.LoadError, match=r"node 'sin': the file records its value as "
+                                           r"float32\[2\*u9, 4\], but the graph computes "
+                                           r"float32\[s0, 4\]"):
+        _load(doc, tensors)
+
+
+def test_the_carry_as_a_symbol_of_a_narrower_range_is_refused():
+    doc, tensors = _saved()
+    _body(doc, 0, 3, "u9")
+    with pytest.raises(st.LoadError, match=r"node 'arg1': the file records its value as "
+                                           r"float32\[u9, 4\], but the graph computes "
+                                           r"float32\[s0, 4\]"):
+        _load(doc, tensors)
