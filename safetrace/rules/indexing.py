@@ -12,8 +12,8 @@ import torch
 
 from safetrace.errors import DataDependentError, mask_count
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, hint_of, new_size,
-                                    normalize_dim, static_zero)
+from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, either, hint_of,
+                                    new_size, normalize_dim, static_zero)
 from safetrace.rules.registry import rule
 from safetrace.rules.slicing import slice_length
 from safetrace.rules.views import replace_dim
@@ -442,6 +442,6 @@ def take(self: TensorMeta, index: TensorMeta) -> TensorMeta:
     """Elements of the flattened self at int64 `index`: index's shape, self's dtype."""
     check(index.dtype == torch.int64, "take", f"take(): Expected a long tensor for index, but "
                                               f"got {index.dtype}")
-    check(index.numel() == 0 or self.numel() != 0, "take",
+    check(either((index.numel() == 0, self.numel() != 0)), "take",
           "take(): tried to take from an empty tensor")
     return self.like(shape=index.shape)

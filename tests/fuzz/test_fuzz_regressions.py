@@ -19,7 +19,7 @@ def _same_as_eager(fn, example, spec, inputs):
         want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
         for w, g in zip(want, got):
             assert w.shape == g.shape, (w.shape, g.shape)
-            torch.testing.assert_close(g, w)
+            torch.testing.assert_close(g, w, equal_nan=True)
 
 
 def test_int_of_size_times_float_matches_python():
@@ -684,3 +684,54 @@ def test_a_cond_on_a_size_that_zeroes_an_earlier_divisor_is_an_export_error():
     # chunk count's condition (3: d0 in {3, 5}) is why no range serves: the message names it
     assert "`(x.shape[2] + x.shape[2]//2 - 1)//(x.shape[2]//2) == 3`" in str(e.value)
     assert "no range of d0 expresses it" in str(e.value)
+
+
+# -- grammar_ops.py's kinds (session 27) ------------------------------------------------------
+
+def test_group_norm_refuses_one_value_per_channel_as_eager_does():
+    # grammar_ops seed 3, WRONG: F.group_norm was traced as aten.group_norm, whose rule
+    # lacks the Python function's ValueError where N*C/G * prod(spatial) == 1: the program
+    # computed a result (zeros) where eager raises
+    def f(x):
+        return F.group_norm(x, 1)
+
+    ep = st.export(f, (torch.randn(1, 1, 7),), dynamic_shapes=({2: Dim("d0", max=10)},))
+    for n in (0, 2, 10):
+        assert torch.equal(ep.module()(x := torch.randn(1, 1, n)), f(x))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        f(torch.randn(1, 1, 1))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 1, 1))
+    m = torch.nn.GroupNorm(2, 4)    # the module form: the same check
+    ep = st.export(m, (torch.randn(3, 4, 5),), dynamic_shapes=({0: Dim("b")},))
+    _same_as_eager(m, (torch.randn(3, 4, 5),), ({0: Dim("b")},),
+                   [(torch.randn(n, 4, 5),) for n in (0, 1, 6)])
+
+
+def test_adaptive_avg_pool_of_an_output_size_that_may_be_one_keeps_empty_inputs():
+    # grammar_ops seed 3, over-rejection: `max(w // 2, 1)` is 1 for w < 4, where eager
+    # takes the mean path (NaN for an empty w); the kernel's non-empty check narrowed w >= 1
+    def f(x):
+        return F.interpolate(x, size=(max(x.shape[-1] // 2, 1),), mode="area")
+
+    _same_as_eager(f, (torch.randn(2, 2, 6),), ({0: Dim("b", max=16), 2: Dim("w", max=16)},),
+                   [(torch.randn(b, 2, w),) for b, w in ((0, 0), (2, 0), (1, 1), (3, 7))])
+
+    def g(x):       # an output size that is never 1: empty still raises, as in eager
+        return F.adaptive_avg_pool1d(x, max(x.shape[-1] // 2, 2))
+
+    ep = st.export(g, (torch.randn(2, 2, 6),), dynamic_shapes=({2: Dim("w", max=16)},))
+    with pytest.raises(RuntimeError):
+        g(torch.randn(2, 2, 0))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 2, 0))
+
+
+def test_take_of_an_empty_index_from_an_empty_tensor():
+    # grammar_ops seed 3: take's `index.numel() == 0 or self.numel() != 0` decided its
+    # first half as a branch, and the second became a requirement: n = 0 refused
+    def f(x):
+        return x.take(torch.arange(x.numel()) // 2)
+
+    _same_as_eager(f, (torch.randn(6, 3),), ({0: Dim("n")},),
+                   [(torch.randn(n, 3),) for n in (0, 1, 4)])
