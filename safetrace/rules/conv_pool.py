@@ -404,9 +404,9 @@ def adaptive(op: str, n: int, x: TensorMeta, output_size: Any,
     check(x.ndim in (n + 1, n + 2), op, f"Expected {n + 1}D or {n + 2}D tensor, but got "
                                         f"{list(x.shape)}")
     for i in range(x.ndim - n if spatial_only else 1, x.ndim):
-        check(x.shape[i] != 0 if unless is False else either([x.shape[i] != 0, unless]), op, f"Expected input to have non-zero size for non-batch "
-                                   f"dimensions, but input has sizes {list(x.shape)} with "
-                                   f"dimension {i} being empty")
+        check(either((x.shape[i] != 0, unless)), op, f"Expected input to have non-zero size "
+              f"for non-batch dimensions, but input has sizes {list(x.shape)} with dimension "
+              f"{i} being empty")
     check(every(s >= 0 for s in sizes), op, f"elements of output_size must be greater than or "
                                           f"equal to 0 but received {sizes}")
     return x.shape[:x.ndim - n] + tuple(sizes)
@@ -417,9 +417,8 @@ def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta
     (any rank >= n, empty dims allowed, floating dtypes only); else the pooling kernel."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
     # A symbolic size that may or may not be 1 (``int(h * 0.5)``) takes the kernel's path
-    # without a guard: the output shape is the same, only the checks differ; the kernel's
-    # non-empty check holds only where some size is not 1 (eager takes the mean path
-    # elsewhere: ``max(w // 2, 1)`` pools an empty w to NaN, fuzz seed 3 of grammar_ops).
+    # without a guard: the same output shape; its non-empty check only where some size is
+    # not 1 (elsewhere eager's mean: ``max(w // 2, 1)`` pools an empty w to NaN).
     ones = [s == 1 if isinstance(s, int) else
             known(s, "le", 1) is True and known(s, "ge", 1) is True for s in sizes]
     if len(sizes) == n and all(ones):

@@ -16,7 +16,7 @@ from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, ei
                                     new_size, normalize_dim, static_zero)
 from safetrace.rules.registry import rule
 from safetrace.rules.slicing import slice_length
-from safetrace.rules.views import replace_dim
+from safetrace.rules.views import diagonal, replace_dim
 
 aten = torch.ops.aten
 Size = Any
@@ -85,6 +85,14 @@ def select_scatter(self: TensorMeta, src: TensorMeta, dim: int, index: Size) -> 
     """`self`'s shape and dtype (src converted); src must be the selected slice's shape."""
     region = select(self, dim, index)
     _same_sizes(src, region.shape, "select_scatter", "embedded")
+    return self.like()
+
+
+@rule(aten.diagonal_scatter.default)
+def diagonal_scatter(self: TensorMeta, src: TensorMeta, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> TensorMeta:
+    """`self`'s shape and dtype (src converted); src must be the diagonal's shape."""
+    _same_sizes(src, diagonal(self, offset, dim1, dim2).shape, "diagonal_scatter", "slice")
     return self.like()
 
 

@@ -113,7 +113,7 @@ def scatter(rng, env, v):
         f"{v} = torch.take_along_dim({a}, {a}.argmax({d}, keepdim=True), {d})",
         f"{v} = torch.take_along_dim({a}, {a}.argsort({d}), dim={d})",
         f"{v} = {a}.take(torch.arange({a}.numel()) // 2)",
-        f"{v} = {a}.flatten().take(torch.tensor([0, -1])) if {a}.numel() else {a}.sum()",
+        f"{v} = {a}.flatten().take(torch.tensor([0, -1])) if {a}.numel() else {a}.new_ones(2)",
         f"{v} = torch.zeros_like({a}).scatter({d}, {a}.argsort({d}), {a})",
         f"{v} = {a}.scatter({d}, {a}.argmin({d}, keepdim=True), 1.5)",
         f"{v} = torch.zeros_like({a}).scatter_add({d}, torch.zeros_like({a}, dtype=torch.long), {a})",
