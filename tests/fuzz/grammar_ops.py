@@ -30,6 +30,10 @@ grammars reach little or not at all, as a fuzzer written from torch's op list wo
               ``histc`` bins, ``bincount`` minlength, ``searchsorted`` / ``bucketize``,
               ``repeat_interleave``, ``roll``, ``diag_embed``, ``one_hot``, ``embedding``,
               ``layer_norm`` / ``group_norm`` shapes, ``cross_entropy`` targets
+  layers      convolutions (same / valid / strided / grouped / transposed) with weights made
+              from sizes, ``scaled_dot_product_attention`` (causal, masks, GQA-like),
+              ``embedding_bag``, linalg (det, inv, solve, norms, qr, svdvals, eigvalsh,
+              cdist), ``lstm_cell`` / ``gru_cell``, batch / instance / rms / local norms, losses
 """
 
 from __future__ import annotations
@@ -385,5 +389,49 @@ def sizeops(rng, env, v):
     ])
 
 
+def layers(rng, env, v):
+    a = _t(env, rng, 1, True)
+    if a is None:
+        return None
+    t = env[a]
+    x3 = _nd(a, 3, t.ndim)
+    x4 = _nd(a, 4, t.ndim)
+    c3, c4 = f"{x3}.shape[1]", f"{x4}.shape[1]"
+    m = _nd(a, 2, t.ndim) if t.ndim != 2 else a
+    k = rng.choice([1, 2, 3])
+    return f"{v} = " + rng.choice([
+        f"F.conv1d({x3}, torch.ones(2, {c3}, {k}), padding='same')",
+        f"F.conv1d({x3}, torch.ones(2, {c3}, {k}), stride=2, padding={k // 2})",
+        f"F.conv1d({x3}, torch.ones({c3}, 1, {k}), groups={c3}, dilation=2, padding=2)",
+        f"F.conv2d({x4}, torch.ones(3, {c4}, 1, {k}), padding='valid')",
+        f"F.conv2d({x4}, torch.ones(1, {c4}, {k}, {k}), stride=(1, 2), padding=1)",
+        f"F.conv_transpose1d({x3}, torch.ones({c3}, 2, {k}), stride=2)",
+        f"F.conv_transpose2d({x4}, torch.ones({c4}, 1, {k}, 1), stride=2, output_padding=1)",
+        f"F.scaled_dot_product_attention({x4}, {x4}, {x4})",
+        f"F.scaled_dot_product_attention({x4}, {x4}, {x4}, is_causal=True)",
+        f"F.scaled_dot_product_attention({x3}, {x3}[:, :2], {x3}[:, :2])",
+        f"F.scaled_dot_product_attention({x4}, {x4}, {x4}, attn_mask=torch.ones("
+        f"{x4}.shape[-2], {x4}.shape[-2], dtype=torch.bool).tril())",
+        f"F.embedding_bag(torch.arange({m}.shape[0] * 2) % 3, torch.arange(6.0).reshape(3, 2), "
+        f"torch.arange(0, {m}.shape[0] * 2, 2), mode='{rng.choice(['sum', 'mean', 'max'])}')",
+        f"torch.linalg.det(torch.eye({m}.shape[-1]) + {m}.mT @ {m} * 0.1)",
+        f"torch.linalg.inv(torch.eye({m}.shape[0]) * 2 + {m} @ {m}.mT * 0.01)",
+        f"torch.linalg.solve(torch.eye({m}.shape[0]) * 3 + {m} @ {m}.mT * 0.01, {m})",
+        f"torch.linalg.norm({m}, dim=-1)", f"torch.linalg.vector_norm({a}, 3, dim=-1)",
+        f"torch.linalg.matrix_norm({m}, 'fro')", f"torch.cdist({m}, {m}[:2])",
+        f"torch.linalg.qr({m}).R.abs()" if t.ndim else f"{a} * 1",
+        f"torch.linalg.svdvals({m})", f"torch.linalg.eigvalsh({m}.mT @ {m})",
+        f"torch.lstm_cell({m}, (torch.zeros({m}.shape[0], 2), torch.zeros({m}.shape[0], 2)), "
+        f"torch.ones(8, {m}.shape[1]) * 0.1, torch.ones(8, 2) * 0.1)[0]",
+        f"torch.gru_cell({m}, torch.zeros({m}.shape[0], 2), torch.ones(6, {m}.shape[1]) * 0.1, "
+        f"torch.ones(6, 2) * 0.1)",
+        f"F.batch_norm({x3}, torch.zeros({c3}), torch.ones({c3}))",
+        f"F.instance_norm({x3})", f"F.local_response_norm({x3}, 2)",
+        f"F.rms_norm({a}, {a}.shape[-1:])", f"F.pairwise_distance({m}, {m}.flip(0))",
+        f"F.huber_loss({a}, {a} * 0.5, reduction='sum')",
+        f"F.kl_div({a}.log_softmax(-1), {a}.softmax(-1), reduction='batchmean')",
+    ])
+
+
 OPS_KINDS = {f.__name__: f for f in (structured, scatter, cumulative, masked, padmodes,
-                                     resample, folds, contract, promote0d, sizeops)}
+                                     resample, folds, contract, promote0d, sizeops, layers)}
