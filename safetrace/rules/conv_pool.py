@@ -13,7 +13,7 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (
-    check, either, every, is_empty, known, negative_indicator, requiring,
+    check, either, every, is_empty, known, negative_indicator,
 )
 from safetrace.rules.registry import rule
 
@@ -92,11 +92,9 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
         check(bias.ndim == 1 and bias.shape[0] == out_channels, op,
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
-    # the usual case first: a symbolic batch must not be asked `== 0` when spatial dims are
-    # known non-empty (that question would become a needless guard)
-    with requiring():
-        nonempty = all(x != 0 for x in spatial) or batch == 0 or channels == 0
-    check(nonempty, op,
+    # one requirement of the three (no question alone: `x != 0` asked first made an empty
+    # spatial dim refused also where the batch is 0 and eager computes)
+    check(either((every(x != 0 for x in spatial), batch == 0, channels == 0)), op,
           f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
     if transposed:

@@ -735,3 +735,20 @@ def test_take_of_an_empty_index_from_an_empty_tensor():
 
     _same_as_eager(f, (torch.randn(6, 3),), ({0: Dim("n")},),
                    [(torch.randn(n, 3),) for n in (0, 1, 4)])
+
+
+def test_conv_of_an_empty_batch_keeps_an_empty_spatial_dim():
+    # grammar_ops seed 7 ('layers'): conv's "only zero batch or zero channel inputs"
+    # requirement asked `w != 0` first, which became the requirement: w = 0 was refused
+    # also at batch 0, where eager computes (a padded length of 2 for a kernel of 2)
+    def f(x):
+        return F.conv1d(x, torch.ones(2, x.shape[1], 2), stride=2, padding=1)
+
+    spec = ({0: Dim("b"), 2: Dim("w", max=16)},)
+    _same_as_eager(f, (torch.randn(0, 7, 6),), spec,
+                   [(torch.randn(b, 7, w),) for b, w in ((0, 0), (0, 5), (2, 1), (3, 16))])
+    ep = st.export(f, (torch.randn(0, 7, 6),), dynamic_shapes=spec)
+    with pytest.raises(RuntimeError, match="zero batch"):
+        f(torch.randn(2, 7, 0))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 7, 0))
