@@ -752,3 +752,25 @@ def test_conv_of_an_empty_batch_keeps_an_empty_spatial_dim():
         f(torch.randn(2, 7, 0))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(2, 7, 0))
+
+
+def test_tensordot_of_a_size_with_itself_or_one_asks_no_branch():
+    # grammar_ops seed 7: tensordot's "size 1 broadcasts" asked `s == 1` as a branch, kept
+    # as a run-time check `s != 1` (inputs eager computes refused); now one requirement
+    def f(x):
+        v = x.flatten(0, 1)
+        return torch.tensordot(v, v, dims=2)
+
+    _same_as_eager(f, (torch.randn(6, 3, 6),), ({0: Dim("n"), 2: Dim("n")},),
+                   [(torch.randn(n, 3, n),) for n in (0, 1, 2, 5)])
+
+    def g(x, y):
+        return torch.tensordot(x, y, dims=([0], [0]))
+
+    _same_as_eager(g, (torch.randn(3, 2), torch.randn(3, 4)), ({0: Dim("n")}, {0: Dim("m")}),
+                   [(torch.randn(a, 2), torch.randn(b, 4)) for a, b in
+                    ((1, 3), (3, 1), (0, 0), (0, 1), (5, 5))])
+    ep = st.export(g, (torch.randn(3, 2), torch.randn(3, 4)),
+                   dynamic_shapes=({0: Dim("n")}, {0: Dim("m")}))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2), torch.randn(2, 4))
