@@ -774,3 +774,26 @@ def test_tensordot_of_a_size_with_itself_or_one_asks_no_branch():
                    dynamic_shapes=({0: Dim("n")}, {0: Dim("m")}))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(3, 2), torch.randn(2, 4))
+
+
+def test_qr_and_svd_of_sizes_either_side_of_each_other_ask_no_branch(tmp_path):
+    # grammar_ops seed 3 ('layers'): qr / svd's k = min(m, n) was a guard `n <= m` on the
+    # example's side, kept as a run-time check (m < n refused where eager computes); k is
+    # now min(m, n) itself, and the program saves and loads
+    def f(x):
+        v = F.pad(x.flatten(0, 1), (1, 0), mode="replicate")
+        q, r = torch.linalg.qr(v)
+        u, s, vh = torch.linalg.svd(v, full_matrices=False)
+        return r.abs(), q.abs().sum(0), s, ((u * s) @ vh - v).abs().amax(), torch.linalg.svdvals(v)
+
+    spec = ({0: Dim("d0", min=1), 1: Dim("d1", min=1)},)
+    ep = st.export(f, (torch.randn(2, 6, 2),), dynamic_shapes=spec)
+    st.save(ep, tmp_path / "p.pt2")
+    loaded = st.load(tmp_path / "p.pt2").module()
+    for shape in ((1, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2), (4, 4, 2)):
+        x = torch.randn(*shape)
+        want = f(x)
+        for got in (ep.module()(x), loaded(x)):
+            for w, g in zip(want, got):
+                assert w.shape == g.shape
+                torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
