@@ -51,6 +51,12 @@ def _nd(a, nd, have):
     return a
 
 
+def _small(t, limit=48):
+    """Whether `t` is small enough at the example for a form whose result grows as the
+    square of it (chained, such forms made a run's memory explode at later sizes)."""
+    return t.numel() <= limit
+
+
 def _k(rng, s):
     """A count between 0 and the size `s` (as source)."""
     return rng.choice(["1", f"min(2, {s})", f"{s} // 2", s, f"max({s} - 1, 0)"])
@@ -233,10 +239,11 @@ def resample(rng, env, v):
              2: ["nearest", "nearest-exact", "bilinear", "bicubic", "area"],
              3: ["nearest", "nearest-exact", "trilinear", "area"]}[k]
     mode = rng.choice(modes)
-    size = rng.choice([f"{last} * 2", f"{last} + 1", f"max({last} // 2, 1)", "3",
-                       f"{a}.shape[0] + 1"])
+    grow = _small(t, 256)   # (an upsampled result feeds others: only of small inputs)
+    size = rng.choice([f"{last} * 2", f"{last} + 1", f"{a}.shape[0] + 1"] * grow
+                      + [f"max({last} // 2, 1)", "3"])
     sizes = ", ".join([size] + [rng.choice(["2", size]) for _ in range(k - 1)])
-    scales = ", ".join(str(rng.choice([0.5, 2, 1.5, 2.5, 1 / 3])) for _ in range(k))
+    scales = ", ".join(str(rng.choice([0.5, 1 / 3] + [2, 1.5, 2.5] * grow)) for _ in range(k))
     opts = ""
     if mode in ("linear", "bilinear", "bicubic", "trilinear"):
         opts = f", align_corners={rng.random() < 0.5}"
@@ -293,22 +300,26 @@ def contract(rng, env, v):
     g = f"{b}.flatten()"
     forms = [
         f"torch.einsum('ij->ji', {m})", f"torch.einsum('...i,...i->...', {a}, {a})",
-        f"torch.einsum('i,j->ij', {f}, {g})", f"torch.einsum('ij,kj->ik', {m}, {m})",
-        f"torch.einsum('bij,bkj->bik', {m3}, {m3})", f"torch.einsum('ij,ij->', {m}, {m})",
+        f"torch.einsum('ij,ij->', {m}, {m})",
         f"torch.einsum('...->', {a})", f"torch.einsum('i...->...', {a})",
-        f"torch.einsum({m}, [0, 1], {m}, [2, 1], [0, 2])",
         f"torch.einsum('ii->i', {m}[:, :min({m}.shape)][:min({m}.shape)])",
         f"torch.einsum('ii', {m}[:min({m}.shape), :min({m}.shape)])",
-        f"{a} @ {a}.mT" if t.ndim >= 2 else f"{a} @ {a}",
         f"{f} @ {f}", f"torch.matmul({a}, torch.ones({a}.shape[-1], 2))",
         f"torch.matmul(torch.ones(2, {a}.shape[0]), {a})" if t.ndim <= 2
         else f"torch.matmul({a}.mT, {a})",
-        f"torch.bmm({m3}, {m3}.mT)", f"torch.tensordot({a}, {a}, dims=([0], [0]))",
         f"torch.tensordot({m}, {m}, dims=2)", f"torch.outer({f}, {g}[:3])",
-        f"torch.kron({m}, torch.ones(2, 1))", f"torch.block_diag({m}, {m} * 2)",
         f"torch.mv({m}, torch.ones({m}.shape[1]))", f"torch.dot({f}, {f}.flip(0))",
         f"torch.cartesian_prod({f}[:3], torch.arange(2.0))",
     ]
+    if _small(t):   # (results quadratic in the operand: only of small ones)
+        forms += [
+            f"torch.einsum('i,j->ij', {f}, {g}[:8])", f"torch.einsum('ij,kj->ik', {m}, {m})",
+            f"torch.einsum('bij,bkj->bik', {m3}, {m3})",
+            f"torch.einsum({m}, [0, 1], {m}, [2, 1], [0, 2])",
+            f"{a} @ {a}.mT" if t.ndim >= 2 else f"{a} @ {a}", f"torch.bmm({m3}, {m3}.mT)",
+            f"torch.tensordot({a}, {a}, dims=([0], [0]))", f"torch.kron({m}, torch.ones(2, 1))",
+            f"torch.block_diag({m}, {m} * 2)",
+        ]
     return f"{v} = " + rng.choice(forms)
 
 
@@ -354,7 +365,9 @@ def sizeops(rng, env, v):
     m = _nd(a, 2, t.ndim) if t.ndim != 2 else a
     x3 = _nd(a, 3, t.ndim)
     last = f"{a}.shape[-1]"
-    return f"{v} = " + rng.choice([
+    grows = [f"{a}.repeat_interleave({s}, {d})", f"{a}.diag_embed()",
+             f"torch.diag({a}.flatten(), 1)"] if _small(t) else []
+    return f"{v} = " + rng.choice(grows + [
         f"{m}.tril({s} // 2 - 1)", f"{m}.triu(1 - {s})", f"torch.tril_indices({s}, {s})",
         f"torch.triu_indices(3, {s}, 1)", f"torch.ones({s}, {s}).triu(1).bool()",
         f"torch.histc({a}, bins={s} + 1, min=-2, max=2)",
@@ -362,11 +375,11 @@ def sizeops(rng, env, v):
         f"torch.bincount(({a} > 0).long().flatten(), minlength={s})",
         f"torch.searchsorted(torch.linspace(-1, 1, {s}), {a})",
         f"torch.bucketize({a}, torch.tensor([-0.5, 0.0, 0.5]), right=True)",
-        f"{a}.repeat_interleave(2, {d})", f"{a}.repeat_interleave({s}, {d})",
+        f"{a}.repeat_interleave(2, {d})",
         f"torch.repeat_interleave(torch.arange({s}))",
         f"{a}.repeat_interleave(torch.arange({s}) % 2, {d})",
         f"{a}.roll({s} // 2, {d})", f"{a}.roll(({s}, 1), ({d}, 0))",
-        f"{a}.diag_embed()", f"torch.diag({a}.flatten(), 1)", f"{m}.diagonal(offset=1)",
+        f"{m}.diagonal(offset=1)",
         f"{m}.diagonal(offset=-{m}.shape[0] // 2)", f"{m}.trace()" if t.ndim == 2 else
         f"{a}.rot90(1, (0, -1))" if t.ndim >= 2 else f"{a}.flip(0)",
         f"torch.meshgrid(torch.arange({s}), torch.arange(2), indexing='ij')[0]",
@@ -399,7 +412,10 @@ def layers(rng, env, v):
     c3, c4 = f"{x3}.shape[1]", f"{x4}.shape[1]"
     m = _nd(a, 2, t.ndim) if t.ndim != 2 else a
     k = rng.choice([1, 2, 3])
-    return f"{v} = " + rng.choice([
+    grows = [f"torch.linalg.inv(torch.eye({m}.shape[0]) * 2 + {m} @ {m}.mT * 0.01)",
+             f"torch.linalg.solve(torch.eye({m}.shape[0]) * 3 + {m} @ {m}.mT * 0.01, {m})"] \
+        if _small(t) else []
+    return f"{v} = " + rng.choice(grows + [
         f"F.conv1d({x3}, torch.ones(2, {c3}, {k}), padding='same')",
         f"F.conv1d({x3}, torch.ones(2, {c3}, {k}), stride=2, padding={k // 2})",
         f"F.conv1d({x3}, torch.ones({c3}, 1, {k}), groups={c3}, dilation=2, padding=2)",
@@ -415,8 +431,6 @@ def layers(rng, env, v):
         f"F.embedding_bag(torch.arange({m}.shape[0] * 2) % 3, torch.arange(6.0).reshape(3, 2), "
         f"torch.arange(0, {m}.shape[0] * 2, 2), mode='{rng.choice(['sum', 'mean', 'max'])}')",
         f"torch.linalg.det(torch.eye({m}.shape[-1]) + {m}.mT @ {m} * 0.1)",
-        f"torch.linalg.inv(torch.eye({m}.shape[0]) * 2 + {m} @ {m}.mT * 0.01)",
-        f"torch.linalg.solve(torch.eye({m}.shape[0]) * 3 + {m} @ {m}.mT * 0.01, {m})",
         f"torch.linalg.norm({m}, dim=-1)", f"torch.linalg.vector_norm({a}, 3, dim=-1)",
         f"torch.linalg.matrix_norm({m}, 'fro')", f"torch.cdist({m}, {m}[:2])",
         f"torch.linalg.qr({m}).R.abs()" if t.ndim else f"{a} * 1",
