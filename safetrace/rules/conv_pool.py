@@ -92,15 +92,16 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
         check(bias.ndim == 1 and bias.shape[0] == out_channels, op,
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
-    # one requirement of the three (no question alone: `x != 0` asked first made an empty
-    # spatial dim refused also where the batch is 0 and eager computes)
+    # one requirement (`x != 0` asked alone refused an empty dim where the batch is 0)
     check(either((every(x != 0 for x in spatial), batch == 0, channels == 0)), op,
           f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
     if transposed:
         out = [conv_transpose_out(x, k, s, p, d, o) for x, k, s, p, d, o in
                zip(spatial, kernel, stride, padding, dilation, output_padding)]
-        check(every(o > 0 for o in out), op, f"Given input size per channel: "
+        # (an empty batch skips it: an output size of 0 computes, eager's reshape raises < 0)
+        check(either((every(o > 0 for o in out), every([batch == 0] + [o >= 0 for o in out]))),
+              op, f"Given input size per channel: "
               f"({' x '.join(map(str, spatial))}). Calculated output size per channel: "
               f"({' x '.join(map(str, out))}). Output size is too small")
     else:

@@ -106,8 +106,8 @@ class Stats:
         c = self.counts
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
-                f"(+{c['small_by_design']} at sizes 0/1 by design), WRONG {c['WRONG']}, crash_after_checks {c['crash_after_checks']}, "
-                f"export_crash {c['export_crash']}")
+                f"(+{c['small_by_design']} at sizes 0/1 by design), WRONG {c['WRONG']}, "
+                f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
     def refusal_line(self) -> str:
         c = self.counts

@@ -126,7 +126,8 @@ def scatter(rng, env, v):
         f"{v} = {a}.flatten().take(torch.tensor([0, -1])) if {a}.numel() else {a}.new_ones(2)",
         f"{v} = torch.zeros_like({a}).scatter({d}, {a}.argsort({d}), {a})",
         f"{v} = {a}.scatter({d}, {a}.argmin({d}, keepdim=True), 1.5)",
-        f"{v} = torch.zeros_like({a}).scatter_add({d}, torch.zeros_like({a}, dtype=torch.long), {a})",
+        f"{v} = torch.zeros_like({a}).scatter_add({d}, torch.zeros_like({a}, "
+        f"dtype=torch.long), {a})",
         f"{v} = {a}.scatter_reduce({d}, {a}.argsort({d}), {a} * 2, reduce="
         f"'{rng.choice(['sum', 'prod', 'mean', 'amax', 'amin'])}', "
         f"include_self={rng.random() < 0.5})",

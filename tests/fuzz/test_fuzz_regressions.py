@@ -797,3 +797,18 @@ def test_qr_and_svd_of_sizes_either_side_of_each_other_ask_no_branch(tmp_path):
             for w, g in zip(want, got):
                 assert w.shape == g.shape
                 torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
+
+
+def test_transposed_conv_of_an_empty_batch_keeps_an_empty_output():
+    # grammar_ops seed 8: conv_transpose's "output size is too small" (sizes > 0) is not
+    # checked by eager at batch 0, where an output size of 0 computes an empty result
+    def f(x):
+        return F.conv_transpose2d(x, torch.ones(x.shape[1], 1, 3, 1), stride=2,
+                                  output_padding=1)
+
+    spec = ({0: Dim("b"), 3: Dim("w")},)
+    _same_as_eager(f, (torch.randn(0, 1, 1, 3),), spec,
+                   [(torch.randn(b, 1, 1, w),) for b, w in ((0, 0), (0, 2), (2, 1))])
+    ep = st.export(f, (torch.randn(0, 1, 1, 3),), dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):   # eager: "only zero batch ... supported"
+        ep.module()(torch.randn(1, 1, 1, 0))
