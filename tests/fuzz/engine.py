@@ -12,6 +12,9 @@ Per input (an exported program called on fresh inputs):
                   the refusal into run-time checks (exporter/small_splits.py
                   ``checked_below_two``), refusing them as torch.export's program runs them
                   unchecked (counted apart from over_rejection)
+  oblivious_by_design  such a rejection by a run-time assertion on a size read from data
+                  that the trace answered size-obliviously (as for every size >= 2, as
+                  torch.export does): data making that size 0 or 1 is refused by design
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -45,8 +48,8 @@ from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
-          "small_by_design", "WRONG", "crash_after_checks", "export_crash", "refused",
-          "eager_fails")
+          "small_by_design", "oblivious_by_design", "WRONG", "crash_after_checks",
+          "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
 
@@ -106,7 +109,8 @@ class Stats:
         c = self.counts
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
-                f"(+{c['small_by_design']} at sizes 0/1 by design), WRONG {c['WRONG']}, "
+                f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
+                f"size-oblivious data sizes), WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
     def refusal_line(self) -> str:
@@ -246,6 +250,16 @@ def small_by_design(ep, spec, shapes, message: str) -> bool:
     cond = re.search(r"violate `(.*?)`", message)
     return any((origin and origin.group(0) in c) or (cond and f"`{cond.group(1)}`" in c)
                for c in checks)
+
+
+def by_design(ep, spec, shapes, message: str) -> str | None:
+    """The counter of a rejection of an admitted input eager computes that the program
+    makes by design (``small_by_design``, ``oblivious_by_design``), else None."""
+    if small_by_design(ep, spec, shapes, message):
+        return "small_by_design"
+    if message.startswith("RuntimeAssertionError") and "(size-oblivious" in message:
+        return "oblivious_by_design"
+    return None
 
 
 def make_args(shapes, seed):
@@ -419,8 +433,9 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
         if outcome == "rejected" and admitted and _eager_handles(eager, args):
-            if small_by_design(ep, spec, shapes, msg):
-                c["small_by_design"] += 1
+            why = by_design(ep, spec, shapes, msg)
+            if why:
+                c[why] += 1
                 continue
             c["over_rejection"] += 1
             if sum(f.kind == "over_rejection" for f in stats.findings) < 200:
@@ -538,5 +553,5 @@ def classes(findings, per_key=4):
     return out
 
 
-__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Refusals", "Stats", "classes", "fuzz",
-           "refusal_key", "shrink", "torch_exports"]
+__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Refusals", "Stats", "by_design", "classes",
+           "fuzz", "refusal_key", "shrink", "small_by_design", "torch_exports"]

@@ -120,7 +120,7 @@ def test_state_layout_and_scalar_kinds_find_no_wrong_result_or_crash():
     assert c["exported"] >= 20 and c["ok"] >= 2 * c["exported"], stats.line()
 
 
-def test_refusals_at_sizes_zero_and_one_the_program_defers_are_counted_apart():
+def test_refusals_at_sizes_zero_and_one_by_design_are_counted_apart():
     """A named Dim whose size 1 no split keeps (``squeeze()`` changes the rank there):
     the program exports with that size as a run-time check (``ep.deferred_checks``) and
     refuses it at call by design: counted as small_by_design, not as over_rejection; a
@@ -128,7 +128,7 @@ def test_refusals_at_sizes_zero_and_one_the_program_defers_are_counted_apart():
     import torch
 
     from safetrace import Dim
-    from tests.fuzz.engine import Stats, check_program, small_by_design
+    from tests.fuzz.engine import Stats, by_design, check_program, small_by_design
     from tests.fuzz.grammar import Program
 
     p = Program([("x", torch.randn(3, 4))], [("v0 = x.squeeze() * 2", ["v0"])], tags=["view"])
@@ -145,6 +145,12 @@ def test_refusals_at_sizes_zero_and_one_the_program_defers_are_counted_apart():
     assert not small_by_design(ep, spec, [(3, 4)], msg)    # no Dim below 2
     assert not small_by_design(ep, spec, [(1, 4)], "FailedCondition: the inputs violate "
                                                    "`x.shape[0] > 7`, required")
+    # a size read from data that the trace answered as for every size >= 2 (as torch does)
+    data = ("RuntimeAssertionError: Runtime assertion failed for expression u0 != 1 where u0 "
+            "= .item() (from `v.squeeze(0)`): the program was traced for it (size-oblivious: ")
+    assert by_design(ep, spec, [(3, 4)], data) == "oblivious_by_design"
+    assert by_design(ep, spec, [(1, 4)], msg) == "small_by_design"
+    assert by_design(ep, spec, [(3, 4)], msg) is None
 
 
 @pytest.mark.slow   # (~6 s)
