@@ -8,8 +8,10 @@ grammar_layout.py and grammar_ops.py; --kinds ops: grammar_ops.py's only;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
 state / layout_in / scalars)
-Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
-WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
+Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V
+(+S at sizes 0/1 by design, +D size-oblivious data sizes), WRONG W, crash_after_checks C,
+export_crash X (V: refusals of inputs the spec admits and eager computes that the program
+does not explain; S and D: those it refuses by design, tests/fuzz/engine.py ``by_design``); then, with --show, the finding classes with a
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
 on their example, and a table of refusal classes (error class + normalized first line),
 with --torch-export P the share of a sample of each class that torch.export exports.
