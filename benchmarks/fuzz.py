@@ -2,14 +2,16 @@
 run is part of the test suite).
 
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
-[--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py
-and grammar_layout.py;
+[--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
+grammar_layout.py and grammar_ops.py; --kinds ops: grammar_ops.py's only;
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
 state / layout_in / scalars)
-Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V,
-WRONG W, crash_after_checks C, export_crash X; then, with --show, the finding classes with a
+Prints one line: fuzz: P programs, E exported, I inputs, ok O, rejected R, over_rejection V
+(+S at sizes 0/1 by design, +D size-oblivious data sizes), WRONG W, crash_after_checks C,
+export_crash X (V: refusals of inputs the spec admits and eager computes that the program
+does not explain; S and D: those it refuses by design, tests/fuzz/engine.py ``by_design``); then, with --show, the finding classes with a
 shrunk reproducer each. Then the refusals: refused programs apart from those eager cannot run
 on their example, and a table of refusal classes (error class + normalized first line),
 with --torch-export P the share of a sample of each class that torch.export exports.
@@ -31,6 +33,7 @@ from tests.fuzz.engine import classes, fuzz  # noqa: E402
 from tests.fuzz.grammar import KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
+from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
 
 
 def main() -> None:
@@ -56,8 +59,10 @@ def main() -> None:
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
-    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS}
-    if opts.kinds:
+    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS}
+    if opts.kinds == "ops":
+        table = dict(OPS_KINDS)
+    elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
     if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)

@@ -13,7 +13,7 @@ import torch
 
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (
-    check, every, is_empty, known, negative_indicator, requiring,
+    check, either, every, is_empty, known, negative_indicator,
 )
 from safetrace.rules.registry import rule
 
@@ -92,17 +92,16 @@ def convolution_shape(op: str, input: TensorMeta, weight: TensorMeta, bias: Tens
         check(bias.ndim == 1 and bias.shape[0] == out_channels, op,
               f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
               f"with {out_channels} elements, but got bias of size {list(bias.shape)} instead")
-    # the usual case first: a symbolic batch must not be asked `== 0` when spatial dims are
-    # known non-empty (that question would become a needless guard)
-    with requiring():
-        nonempty = all(x != 0 for x in spatial) or batch == 0 or channels == 0
-    check(nonempty, op,
+    # one requirement (`x != 0` asked alone refused an empty dim where the batch is 0)
+    check(either((every(x != 0 for x in spatial), batch == 0, channels == 0)), op,
           f"Only zero batch or zero channel inputs are supported, but got input shape: "
           f"{list(input.shape)}")
     if transposed:
         out = [conv_transpose_out(x, k, s, p, d, o) for x, k, s, p, d, o in
                zip(spatial, kernel, stride, padding, dilation, output_padding)]
-        check(every(o > 0 for o in out), op, f"Given input size per channel: "
+        # (an empty batch skips it: an output size of 0 computes, eager's reshape raises < 0)
+        check(either((every(o > 0 for o in out), every([batch == 0] + [o >= 0 for o in out]))),
+              op, f"Given input size per channel: "
               f"({' x '.join(map(str, spatial))}). Calculated output size per channel: "
               f"({' x '.join(map(str, out))}). Output size is too small")
     else:
@@ -394,18 +393,19 @@ def avg_pool3d(self: TensorMeta, kernel_size: Any, stride: Any = (), padding: An
 
 
 def adaptive(op: str, n: int, x: TensorMeta, output_size: Any,
-             spatial_only: bool = False) -> tuple:
+             spatial_only: bool = False, unless: Any = False) -> tuple:
     """(…, *spatial) -> (…, *output_size).  Every dim but the first must be non-empty
     (the CPU kernels' check, also for unbatched inputs); the 2-d average pool checks only
-    its spatial dims (spatial_only)."""
+    its spatial dims (spatial_only); not where `unless` holds (the average pools' mean
+    path, ``adaptive_avg``)."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
     check(len(sizes) == n, op, f"output_size must be {n}, got {len(sizes)}")
     check(x.ndim in (n + 1, n + 2), op, f"Expected {n + 1}D or {n + 2}D tensor, but got "
                                         f"{list(x.shape)}")
     for i in range(x.ndim - n if spatial_only else 1, x.ndim):
-        check(x.shape[i] != 0, op, f"Expected input to have non-zero size for non-batch "
-                                   f"dimensions, but input has sizes {list(x.shape)} with "
-                                   f"dimension {i} being empty")
+        check(either((x.shape[i] != 0, unless)), op, f"Expected input to have non-zero size "
+              f"for non-batch dimensions, but input has sizes {list(x.shape)} with dimension "
+              f"{i} being empty")
     check(every(s >= 0 for s in sizes), op, f"elements of output_size must be greater than or "
                                           f"equal to 0 but received {sizes}")
     return x.shape[:x.ndim - n] + tuple(sizes)
@@ -416,8 +416,8 @@ def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta
     (any rank >= n, empty dims allowed, floating dtypes only); else the pooling kernel."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
     # A symbolic size that may or may not be 1 (``int(h * 0.5)``) takes the kernel's path
-    # without a guard: the output shape is the same, only the checks differ, and the
-    # kernel's are the stricter ones (it computes the same mean where every size is 1).
+    # without a guard: the same output shape; its non-empty check only where some size is
+    # not 1 (elsewhere eager's mean: ``max(w // 2, 1)`` pools an empty w to NaN).
     ones = [s == 1 if isinstance(s, int) else
             known(s, "le", 1) is True and known(s, "ge", 1) is True for s in sizes]
     if len(sizes) == n and all(ones):
@@ -427,7 +427,11 @@ def adaptive_avg(op: str, n: int, x: TensorMeta, output_size: Any) -> TensorMeta
               f"mean(): could not infer output dtype. Input dtype must be either a floating "
               f"point or complex dtype. Got: {x.dtype}")
         return x.like(x.shape[:x.ndim - n] + (1,) * n)
-    return x.like(adaptive(op, n, x, sizes, spatial_only=n == 2))
+    maybe = len(sizes) == n and x.ndim >= n and not any(s != 1 if isinstance(s, int) else
+                                                        known(s, "ge", 2) or known(s, "le", 0)
+                                                        for s in sizes)
+    unless = every(s == 1 for s in sizes) if maybe else False
+    return x.like(adaptive(op, n, x, sizes, spatial_only=n == 2, unless=unless))
 
 
 @rule(aten.adaptive_avg_pool1d.default)

@@ -12,11 +12,11 @@ import torch
 
 from safetrace.errors import DataDependentError, mask_count
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, hint_of, new_size,
-                                    normalize_dim, static_zero)
+from safetrace.rules.common import (broadcast_shapes, broadcast_sizes, check, either, hint_of,
+                                    new_size, normalize_dim, static_zero)
 from safetrace.rules.registry import rule
 from safetrace.rules.slicing import slice_length
-from safetrace.rules.views import replace_dim
+from safetrace.rules.views import diagonal, replace_dim
 
 aten = torch.ops.aten
 Size = Any
@@ -85,6 +85,14 @@ def select_scatter(self: TensorMeta, src: TensorMeta, dim: int, index: Size) -> 
     """`self`'s shape and dtype (src converted); src must be the selected slice's shape."""
     region = select(self, dim, index)
     _same_sizes(src, region.shape, "select_scatter", "embedded")
+    return self.like()
+
+
+@rule(aten.diagonal_scatter.default)
+def diagonal_scatter(self: TensorMeta, src: TensorMeta, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> TensorMeta:
+    """`self`'s shape and dtype (src converted); src must be the diagonal's shape."""
+    _same_sizes(src, diagonal(self, offset, dim1, dim2).shape, "diagonal_scatter", "slice")
     return self.like()
 
 
@@ -442,6 +450,6 @@ def take(self: TensorMeta, index: TensorMeta) -> TensorMeta:
     """Elements of the flattened self at int64 `index`: index's shape, self's dtype."""
     check(index.dtype == torch.int64, "take", f"take(): Expected a long tensor for index, but "
                                               f"got {index.dtype}")
-    check(index.numel() == 0 or self.numel() != 0, "take",
+    check(either((index.numel() == 0, self.numel() != 0)), "take",
           "take(): tried to take from an empty tensor")
     return self.like(shape=index.shape)

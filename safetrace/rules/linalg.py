@@ -15,7 +15,8 @@ from typing import Any, Sequence
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import broadcast_shapes, check, is_empty, normalize_dim, result_type
+from safetrace.rules.common import (broadcast_shapes, check, either, is_empty, normalize_dim,
+                                    result_type)
 from safetrace.rules.reductions import norm_result_dtype, reduce_shape, vector_norm
 from safetrace.rules.pointwise import castable, same_shape
 from safetrace.rules.registry import rule
@@ -358,10 +359,10 @@ def tensordot(self: TensorMeta, other: TensorMeta, dims_self: Sequence[int],
     do = [normalize_dim(d, other.ndim, op) for d in dims_other]
     for a, b in zip(ds, do):
         s1, s2 = self.shape[a], other.shape[b]
-        if s1 == 1 or s2 == 1:
-            continue
-        check(s1 == s2, op, f"contracted dimensions need to match, but first has size {s1} "
-                            f"in dim {a} and second has size {s2} in dim {b}")
+        if s1 is s2:
+            continue  # (one requirement, no branch on `== 1`: the shape is the same)
+        check(either((s1 == s2, s1 == 1, s2 == 1)), op, f"contracted dimensions need to "
+              f"match, but first has size {s1} in dim {a} and second has size {s2} in dim {b}")
     shape = tuple(s for i, s in enumerate(self.shape) if i not in ds) \
         + tuple(s for i, s in enumerate(other.shape) if i not in do)
     return self.like(shape, same_dtype(op, self, other))

@@ -17,7 +17,7 @@ import torch
 from safetrace.errors import lstsq_residuals
 from safetrace.meta import TensorMeta
 from safetrace.rules.common import (
-    broadcast_shapes, check, guarded_min, is_empty, normalize_dim, to_real,
+    broadcast_shapes, check, decided_min, is_empty, normalize_dim, to_real,
 )
 from safetrace.rules.linalg import matrix_norm
 from safetrace.rules.registry import rule
@@ -238,7 +238,7 @@ def linalg_lstsq(self: TensorMeta, b: TensorMeta, rcond: float | None = None, *,
     # rank and singular values follow input's own batch, the solution the broadcast one
     rank = self.like(shape=batch_of(self), dtype=I64) if driver != "gels" else \
         _empty(self, I64)
-    svals = (self.like(shape=batch_of(self) + (guarded_min(m, n),), dtype=real)
+    svals = (self.like(shape=batch_of(self) + (decided_min(m, n),), dtype=real)
              if driver in ("gelsd", "gelss") else _empty(self, real))
     residuals = _empty(self, real)
     if driver != "gelsy" and m > n:  # a guard on symbolic sizes, as eager branches
@@ -281,7 +281,7 @@ def linalg_qr(A: TensorMeta, mode: str = "reduced") -> tuple:
     batch, (m, n) = batch_of(A), A.shape[-2:]
     if mode == "complete":
         return A.like(shape=batch + (m, m)), A.like()
-    k = guarded_min(m, n)
+    k = decided_min(m, n)  # (no guard: the shapes are exact either way)
     R = A.like(shape=batch + (k, n))
     return (_empty(A) if mode == "r" else A.like(shape=batch + (m, k))), R
 
@@ -289,7 +289,7 @@ def linalg_qr(A: TensorMeta, mode: str = "reduced") -> tuple:
 def _svd(op: str, A: TensorMeta, full_matrices: bool, compute_uv: bool) -> tuple:
     matrices(op, A)
     batch, (m, n) = batch_of(A), A.shape[-2:]
-    k = guarded_min(m, n)
+    k = decided_min(m, n)
     S = A.like(shape=batch + (k,), dtype=to_real(A.dtype))
     if not compute_uv:
         return _empty(A), S, _empty(A)

@@ -111,7 +111,9 @@ def _probability(named: dict) -> bool:
 # ValueError for p outside [0, 1]): a call failing one is traced through, and its body
 # raises as in eager
 _ACCEPTS = {"dropout": _probability, "alpha_dropout": _probability,
-            "feature_alpha_dropout": _probability}
+            "feature_alpha_dropout": _probability,
+            # (F.group_norm's ValueError where N*C/G * prod(spatial) == 1: a size guard)
+            "group_norm": lambda named: False}
 
 
 def bind_by_name(func: Callable, packet: str, args: tuple, kwargs: dict) -> dict | None:

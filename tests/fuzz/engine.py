@@ -5,7 +5,16 @@ Per input (an exported program called on fresh inputs):
   ok              the program's outputs (and in-place effects) equal eager's, or both raise
   rejected        InputMismatchError / RuntimeAssertionError
   over_rejection  rejected although the spec admits it (named Dims within range, all else as
-                  at export) and eager handles it (a subset of rejected)
+                  at export) and eager handles it (a subset of rejected), for no reason the
+                  program states
+  small_by_design such a rejection at a named Dim's size 0 or 1 by a check the program lists
+                  in ``ep.deferred_checks``: no split keeps those sizes, so the export turned
+                  the refusal into run-time checks (exporter/small_splits.py
+                  ``checked_below_two``), refusing them as torch.export's program runs them
+                  unchecked (counted apart from over_rejection)
+  oblivious_by_design  such a rejection by a run-time assertion on a size read from data
+                  that the trace answered size-obliviously (as for every size >= 2, as
+                  torch.export does): data making that size 0 or 1 is refused by design
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -38,8 +47,9 @@ from safetrace.symbolic.expr import terms
 from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
-FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection", "WRONG",
-          "crash_after_checks", "export_crash", "refused", "eager_fails")
+FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
+          "small_by_design", "oblivious_by_design", "WRONG", "crash_after_checks",
+          "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
 
@@ -98,9 +108,10 @@ class Stats:
     def line(self) -> str:
         c = self.counts
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
-                f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']}, "
-                f"WRONG {c['WRONG']}, crash_after_checks {c['crash_after_checks']}, "
-                f"export_crash {c['export_crash']}")
+                f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
+                f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
+                f"size-oblivious data sizes), WRONG {c['WRONG']}, "
+                f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
     def refusal_line(self) -> str:
         c = self.counts
@@ -213,6 +224,42 @@ def follow_relations(contract, inputs, spec, shapes):
             v = subs(cd.size, known)
             if v.op == "const":
                 shape[d] = int(v.value)
+
+
+def dim_values(spec, shapes) -> dict:
+    """The named Dims' values (root names) that `shapes` give under `spec`."""
+    out = {}
+    for entry, shape in zip(spec, shapes):
+        for d, e in (entry or {}).items():
+            if isinstance(e, Dim) and e is not Dim.AUTO and e is not Dim.DYNAMIC:
+                out[e.name] = shape[d]
+            elif hasattr(e, "root") and (shape[d] - e.offset) % e.coef == 0:
+                out[e.root.name] = (shape[d] - e.offset) // e.coef
+    return out
+
+
+def small_by_design(ep, spec, shapes, message: str) -> bool:
+    """Whether a rejection (`message`) is one of the checks the program lists as deferred
+    (``ep.deferred_checks``: sizes below 2 of named Dims no split keeps, refused at call by
+    design) at an input where a named Dim is 0 or 1: the check's source location or its
+    condition is the rejection's."""
+    checks = getattr(ep, "deferred_checks", None) or ()
+    if not checks or not any(v < 2 for v in dim_values(spec, shapes).values()):
+        return False
+    origin = re.search(r"\(from `.*?` at [^)]*\)", message)
+    cond = re.search(r"violate `(.*?)`", message)
+    return any((origin and origin.group(0) in c) or (cond and f"`{cond.group(1)}`" in c)
+               for c in checks)
+
+
+def by_design(ep, spec, shapes, message: str) -> str | None:
+    """The counter of a rejection of an admitted input eager computes that the program
+    makes by design (``small_by_design``, ``oblivious_by_design``), else None."""
+    if small_by_design(ep, spec, shapes, message):
+        return "small_by_design"
+    if message.startswith("RuntimeAssertionError") and "(size-oblivious" in message:
+        return "oblivious_by_design"
+    return None
 
 
 def make_args(shapes, seed):
@@ -386,6 +433,10 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
         if outcome == "rejected" and admitted and _eager_handles(eager, args):
+            why = by_design(ep, spec, shapes, msg)
+            if why:
+                c[why] += 1
+                continue
             c["over_rejection"] += 1
             if sum(f.kind == "over_rejection" for f in stats.findings) < 200:
                 stats.findings.append(Finding("over_rejection", program, spec, args, msg))
@@ -502,5 +553,5 @@ def classes(findings, per_key=4):
     return out
 
 
-__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Refusals", "Stats", "classes", "fuzz",
-           "refusal_key", "shrink", "torch_exports"]
+__all__ = ["BAD", "FIELDS", "KINDS", "Finding", "Refusals", "Stats", "by_design", "classes",
+           "fuzz", "refusal_key", "shrink", "small_by_design", "torch_exports"]

@@ -19,7 +19,7 @@ def _same_as_eager(fn, example, spec, inputs):
         want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
         for w, g in zip(want, got):
             assert w.shape == g.shape, (w.shape, g.shape)
-            torch.testing.assert_close(g, w)
+            torch.testing.assert_close(g, w, equal_nan=True)
 
 
 def test_int_of_size_times_float_matches_python():
@@ -684,3 +684,131 @@ def test_a_cond_on_a_size_that_zeroes_an_earlier_divisor_is_an_export_error():
     # chunk count's condition (3: d0 in {3, 5}) is why no range serves: the message names it
     assert "`(x.shape[2] + x.shape[2]//2 - 1)//(x.shape[2]//2) == 3`" in str(e.value)
     assert "no range of d0 expresses it" in str(e.value)
+
+
+# -- grammar_ops.py's kinds (session 27) ------------------------------------------------------
+
+def test_group_norm_refuses_one_value_per_channel_as_eager_does():
+    # grammar_ops seed 3, WRONG: F.group_norm was traced as aten.group_norm, whose rule
+    # lacks the Python function's ValueError where N*C/G * prod(spatial) == 1: the program
+    # computed a result (zeros) where eager raises
+    def f(x):
+        return F.group_norm(x, 1)
+
+    ep = st.export(f, (torch.randn(1, 1, 7),), dynamic_shapes=({2: Dim("d0", max=10)},))
+    for n in (0, 2, 10):
+        assert torch.equal(ep.module()(x := torch.randn(1, 1, n)), f(x))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        f(torch.randn(1, 1, 1))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 1, 1))
+    m = torch.nn.GroupNorm(2, 4)    # the module form: the same check
+    ep = st.export(m, (torch.randn(3, 4, 5),), dynamic_shapes=({0: Dim("b")},))
+    _same_as_eager(m, (torch.randn(3, 4, 5),), ({0: Dim("b")},),
+                   [(torch.randn(n, 4, 5),) for n in (0, 1, 6)])
+
+
+def test_adaptive_avg_pool_of_an_output_size_that_may_be_one_keeps_empty_inputs():
+    # grammar_ops seed 3, over-rejection: `max(w // 2, 1)` is 1 for w < 4, where eager
+    # takes the mean path (NaN for an empty w); the kernel's non-empty check narrowed w >= 1
+    def f(x):
+        return F.interpolate(x, size=(max(x.shape[-1] // 2, 1),), mode="area")
+
+    _same_as_eager(f, (torch.randn(2, 2, 6),), ({0: Dim("b", max=16), 2: Dim("w", max=16)},),
+                   [(torch.randn(b, 2, w),) for b, w in ((0, 0), (2, 0), (1, 1), (3, 7))])
+
+    def g(x):       # an output size that is never 1: empty still raises, as in eager
+        return F.adaptive_avg_pool1d(x, max(x.shape[-1] // 2, 2))
+
+    ep = st.export(g, (torch.randn(2, 2, 6),), dynamic_shapes=({2: Dim("w", max=16)},))
+    with pytest.raises(RuntimeError):
+        g(torch.randn(2, 2, 0))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 2, 0))
+
+
+def test_take_of_an_empty_index_from_an_empty_tensor():
+    # grammar_ops seed 3: take's `index.numel() == 0 or self.numel() != 0` decided its
+    # first half as a branch, and the second became a requirement: n = 0 refused
+    def f(x):
+        return x.take(torch.arange(x.numel()) // 2)
+
+    _same_as_eager(f, (torch.randn(6, 3),), ({0: Dim("n")},),
+                   [(torch.randn(n, 3),) for n in (0, 1, 4)])
+
+
+def test_conv_of_an_empty_batch_keeps_an_empty_spatial_dim():
+    # grammar_ops seed 7 ('layers'): conv's "only zero batch or zero channel inputs"
+    # requirement asked `w != 0` first, which became the requirement: w = 0 was refused
+    # also at batch 0, where eager computes (a padded length of 2 for a kernel of 2)
+    def f(x):
+        return F.conv1d(x, torch.ones(2, x.shape[1], 2), stride=2, padding=1)
+
+    spec = ({0: Dim("b"), 2: Dim("w", max=16)},)
+    _same_as_eager(f, (torch.randn(0, 7, 6),), spec,
+                   [(torch.randn(b, 7, w),) for b, w in ((0, 0), (0, 5), (2, 1), (3, 16))])
+    ep = st.export(f, (torch.randn(0, 7, 6),), dynamic_shapes=spec)
+    with pytest.raises(RuntimeError, match="zero batch"):
+        f(torch.randn(2, 7, 0))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 7, 0))
+
+
+def test_tensordot_of_a_size_with_itself_or_one_asks_no_branch():
+    # grammar_ops seed 7: tensordot's "size 1 broadcasts" asked `s == 1` as a branch, kept
+    # as a run-time check `s != 1` (inputs eager computes refused); now one requirement
+    def f(x):
+        v = x.flatten(0, 1)
+        return torch.tensordot(v, v, dims=2)
+
+    _same_as_eager(f, (torch.randn(6, 3, 6),), ({0: Dim("n"), 2: Dim("n")},),
+                   [(torch.randn(n, 3, n),) for n in (0, 1, 2, 5)])
+
+    def g(x, y):
+        return torch.tensordot(x, y, dims=([0], [0]))
+
+    _same_as_eager(g, (torch.randn(3, 2), torch.randn(3, 4)), ({0: Dim("n")}, {0: Dim("m")}),
+                   [(torch.randn(a, 2), torch.randn(b, 4)) for a, b in
+                    ((1, 3), (3, 1), (0, 0), (0, 1), (5, 5))])
+    ep = st.export(g, (torch.randn(3, 2), torch.randn(3, 4)),
+                   dynamic_shapes=({0: Dim("n")}, {0: Dim("m")}))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2), torch.randn(2, 4))
+
+
+def test_qr_and_svd_of_sizes_either_side_of_each_other_ask_no_branch(tmp_path):
+    # grammar_ops seed 3 ('layers'): qr / svd's k = min(m, n) was a guard `n <= m` on the
+    # example's side, kept as a run-time check (m < n refused where eager computes); k is
+    # now min(m, n) itself, and the program saves and loads
+    def f(x):
+        v = F.pad(x.flatten(0, 1), (1, 0), mode="replicate")
+        q, r = torch.linalg.qr(v)
+        u, s, vh = torch.linalg.svd(v, full_matrices=False)
+        return r.abs(), q.abs().sum(0), s, ((u * s) @ vh - v).abs().amax(), torch.linalg.svdvals(v)
+
+    spec = ({0: Dim("d0", min=1), 1: Dim("d1", min=1)},)
+    ep = st.export(f, (torch.randn(2, 6, 2),), dynamic_shapes=spec)
+    st.save(ep, tmp_path / "p.pt2")
+    loaded = st.load(tmp_path / "p.pt2").module()
+    for shape in ((1, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2), (4, 4, 2)):
+        x = torch.randn(*shape)
+        want = f(x)
+        for got in (ep.module()(x), loaded(x)):
+            for w, g in zip(want, got):
+                assert w.shape == g.shape
+                torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
+
+
+def test_transposed_conv_of_an_empty_batch_keeps_an_empty_output():
+    # grammar_ops seed 8: conv_transpose's "output size is too small" (sizes > 0) is not
+    # checked by eager at batch 0, where an output size of 0 computes an empty result
+    def f(x):
+        return F.conv_transpose2d(x, torch.ones(x.shape[1], 1, 3, 1), stride=2,
+                                  output_padding=1)
+
+    spec = ({0: Dim("b"), 3: Dim("w")},)
+    _same_as_eager(f, (torch.randn(0, 1, 1, 3),), spec,
+                   [(torch.randn(b, 1, 1, w),) for b, w in ((0, 0), (0, 2), (2, 1))])
+    ep = st.export(f, (torch.randn(0, 1, 1, 3),), dynamic_shapes=spec)
+    with pytest.raises(st.InputMismatchError):   # eager: "only zero batch ... supported"
+        ep.module()(torch.randn(1, 1, 1, 0))

@@ -118,3 +118,49 @@ def test_state_layout_and_scalar_kinds_find_no_wrong_result_or_crash():
         f"{f.key()} (spec {f.spec!r})\n{f.message[:300]}\n{f.program.source()}" for f in bad)
     c = stats.counts
     assert c["exported"] >= 20 and c["ok"] >= 2 * c["exported"], stats.line()
+
+
+def test_refusals_at_sizes_zero_and_one_by_design_are_counted_apart():
+    """A named Dim whose size 1 no split keeps (``squeeze()`` changes the rank there):
+    the program exports with that size as a run-time check (``ep.deferred_checks``) and
+    refuses it at call by design: counted as small_by_design, not as over_rejection; a
+    refusal the program does not list stays an over_rejection."""
+    import torch
+
+    from safetrace import Dim
+    from tests.fuzz.engine import Stats, by_design, check_program, small_by_design
+    from tests.fuzz.grammar import Program
+
+    p = Program([("x", torch.randn(3, 4))], [("v0 = x.squeeze() * 2", ["v0"])], tags=["view"])
+    d0 = Dim("d0", max=6)
+    stats = Stats()
+    check_program(p, ({0: d0},), [(d0, 3)], random.Random(1), stats, 10, 0.0)
+    c = stats.counts
+    assert c["exported"] == 1 and c["small_by_design"] >= 1 and c["over_rejection"] == 0
+    import safetrace as st
+
+    ep = st.export(p.model(), p.example(), dynamic_shapes=({0: d0},))
+    spec, msg = ({0: d0},), "FailedCondition: the inputs violate `x.shape[0] != 1`, required"
+    assert small_by_design(ep, spec, [(1, 4)], msg)
+    assert not small_by_design(ep, spec, [(3, 4)], msg)    # no Dim below 2
+    assert not small_by_design(ep, spec, [(1, 4)], "FailedCondition: the inputs violate "
+                                                   "`x.shape[0] > 7`, required")
+    # a size read from data that the trace answered as for every size >= 2 (as torch does)
+    data = ("RuntimeAssertionError: Runtime assertion failed for expression u0 != 1 where u0 "
+            "= .item() (from `v.squeeze(0)`): the program was traced for it (size-oblivious: ")
+    assert by_design(ep, spec, [(3, 4)], data) == "oblivious_by_design"
+    assert by_design(ep, spec, [(1, 4)], msg) == "small_by_design"
+    assert by_design(ep, spec, [(3, 4)], msg) is None
+
+
+@pytest.mark.slow   # (~6 s)
+def test_ops_kinds_find_no_wrong_result_or_crash():
+    """grammar_ops' kinds: multi-output ops, scatter / gather / index_put, cumulative ops,
+    where / masked, pad modes, interpolate modes, unfold / fold, einsum, promotion with
+    0-d and int / bool tensors, int arguments from sizes."""
+    from tests.fuzz.grammar_ops import OPS_KINDS
+
+    stats = fuzz(seed=3, programs=60, n_inputs=8, kinds=OPS_KINDS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 45, stats.line()
