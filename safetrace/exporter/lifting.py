@@ -16,7 +16,7 @@ from safetrace.exporter.state_rows import state_rows
 from safetrace.meta import TensorMeta
 from safetrace.meta.tensor import static_meta
 from safetrace.trace.graph import add_placeholder, add_placeholders
-from safetrace.trace.layout import exact_contiguous, input_layout
+from safetrace.trace.layout import LOOSE, exact_contiguous
 from safetrace.trace.proxy import WRAPPER, Proxy
 
 _STRIDED = torch.strided
@@ -30,7 +30,7 @@ def lift_state(self: Any, guard: Any) -> None:
     # other names of the same tensors (a module or parameter shared under two paths):
     # torch.export's state_dict lists each, as the model's own state_dict does (the
     # snapshot walks every path, as named_parameters(remove_duplicate=False))
-    state = self.state
+    state, tensors, add_spec = self.state, self.state_tensors, self.input_specs.append
     lifted, places, again = state_rows(guard.saved)
     # (the placeholders made in one pass: the graph has no node before them)
     for (t, name, kind, persistent), node in zip(lifted,
@@ -50,10 +50,11 @@ def lift_state(self: Any, guard: Any) -> None:
         if not (shape is not None and 1 not in shape and 0 not in shape and
                 t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
             p.st_contig, p.st_strides = None, tuple(t.stride())
-        node.meta.update(val=p, stack_trace="", kind=kind, target=name)
+        own = node.meta  # (stores: a keyword dict merged in costs twice as much)
+        own["val"], own["stack_trace"], own["kind"], own["target"] = p, "", kind, name
         state[id(t)] = node
-        self.state_tensors[name] = t
-        self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
+        tensors[name] = t
+        add_spec(InputSpec(kind, node.name, name, None, persistent))
     self.state_aliases: dict[str, str] = {}
     if again:
         names = {id(t): n for n, t in self.state_tensors.items()}
@@ -74,21 +75,34 @@ def user_inputs(self: Any, leaves: list, specs: list, tracer: Any) -> list:
             name += "_"
         used.add(name)
         node = add_placeholder(self.graph, name)
-        node.meta["stack_trace"] = ""
-        node.meta["kind"] = "user_input"
-        node.meta["path"] = path
+        meta = node.meta
+        meta["stack_trace"], meta["kind"], meta["path"] = "", "user_input", path
         if isinstance(value, torch.Tensor):
-            n_decl = len(self.dyn.decls)
+            decls = self.dyn.decls
+            n_decl = len(decls)
             shape = self.dyn.sizes(path, value, spec)
-            for decl in self.dyn.decls[n_decl:]:
-                _source(tracer, node, decl)
-            p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
-            p.st_contig = input_layout(value)
-            if p.st_contig is None and value.layout is torch.strided:
-                p.st_strides = tuple(value.stride())
-            node.meta["val"] = p
+            if len(decls) != n_decl:
+                for decl in decls[n_decl:]:
+                    _source(tracer, node, decl)
+            if spec is None:  # (no dim declared: the example's sizes, as the state's
+                # meta made from its static key; Proxy.__new__ inline)
+                m = static_meta((shape, value.dtype, _CPU if value.is_cpu else value.device))
+                p = WRAPPER(Proxy, shape, None, None, None, m.dtype, _STRIDED, m.device)
+                p.st_meta, p.st_node = m, node
+            else:
+                p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
+            # (input_layout, is_contiguous() asked once: exact where the example's sizes
+            # have no 0 or 1 and its offset is 0)
+            if not value.is_contiguous():
+                p.st_contig = None
+                if value.layout is torch.strided:
+                    p.st_strides = tuple(value.stride())
+            elif value.storage_offset() or not (spec is None and 1 not in shape and
+                                                0 not in shape) and not exact_contiguous(value):
+                p.st_contig = LOOSE
+            meta["val"] = p
             if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
-                node.meta["requires_grad"] = True
+                meta["requires_grad"] = True
             proxies.append(p)
         elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
             n_decl = len(self.dyn.decls)
