@@ -14,12 +14,12 @@ from safetrace.errors.dropin import is_torch_program
 from safetrace.exporter.caught import eager_classes, refusals_watched
 from safetrace.exporter.fake_built import built_under
 from safetrace.exporter.global_caches import GlobalCaches
-from safetrace.exporter.contract import Contract, build_contract, linear_in
+from safetrace.exporter.contract import Contract, build_contract
 from safetrace.exporter.dynamic import DynamicDims, raise_violations
 from safetrace.exporter.escapes import export_error_for, internal_error_for
 from safetrace.exporter.example_ranges import refuse_conflicts
 from safetrace.exporter.module_inputs import module_nodes, module_types
-from safetrace.exporter.spec import ScalarSpec, check_additional, match_spec, unwrap_int_keys
+from safetrace.exporter.spec import check_additional, match_spec, unwrap_int_keys
 from safetrace.exporter import python_state
 from safetrace.exporter.call_check import check_call
 from safetrace.exporter.relation_splits import relation_sides
@@ -29,23 +29,20 @@ from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
-from safetrace.exporter.state_rows import state_rows
+from safetrace.exporter.lifting import lift_state, user_inputs
 from safetrace.exporter.replay import forward_of
 from safetrace.exporter.root_hooks import with_root_hooks
 from safetrace.trace.modules import module_stack
 from safetrace.trace.mutation import (base_placeholder, fresh_written_constants,
                                       stale_value_reads)
-from safetrace.meta import TensorMeta
-from safetrace.meta.tensor import static_meta
 from safetrace.meta.symtypes import torch_env
 from safetrace.symbolic import Contradiction, DataDependentQuestion, SymBool, SymFloat, SymInt
 from safetrace.trace.asserts import describe_symbols
 from safetrace.trace.pieces import Pieces
-from safetrace.trace.graph import add_node, add_placeholder, add_placeholders
-from safetrace.trace.layout import exact_contiguous, input_layout
+from safetrace.trace.graph import add_node
 from safetrace.trace.handlers.casts import drop_replayed_checks
 from safetrace.trace.handlers.grad import close_grad_regions
-from safetrace.trace.proxy import WRAPPER, Proxy, SymShape
+from safetrace.trace.proxy import Proxy, SymShape
 from safetrace.trace.raising import is_requirement
 from safetrace.trace.session import ExportSession, gc_paused
 from safetrace.trace.source import from_text, raised_at, short, stack_trace
@@ -316,41 +313,8 @@ class Exporter:
         return build_contract(env, self.dyn.decls, leaves, shapes, layout, self.dyn.origin_of,
                               self.scalars, exact)
 
-    def _lift_state(self, guard: ModuleGuard) -> None:
-        """Placeholders for every parameter and buffer (shared tensors lifted once)."""
-        # other names of the same tensors (a module or parameter shared under two paths):
-        # torch.export's state_dict lists each, as the model's own state_dict does (the
-        # snapshot walks every path, as named_parameters(remove_duplicate=False))
-        state = self.state
-        lifted, places, again = state_rows(guard.saved)
-        # (the placeholders made in one pass: the graph has no node before them)
-        for (t, name, kind, persistent), node in zip(lifted,
-                                                     add_placeholders(self.graph, places)):
-            # (Proxy.__new__ inline: a real tensor's sizes are ints, its meta made from
-            # its static key without TensorMeta's look at each size; `t.device` makes a
-            # new device object at each read, a CPU tensor's is the one CPU device)
-            if t._has_symbolic_sizes_strides:
-                meta, shape = TensorMeta(t.shape, t.dtype, t.device), None
-            else:
-                shape = tuple(t.shape)
-                meta = static_meta((shape, t.dtype, _CPU if t.is_cpu else t.device))
-            p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
-            p.st_meta, p.st_node = meta, node
-            # (exact_contiguous, inline where no size is 0 or 1: is_contiguous() has then
-            # compared every stride with the row-major one)
-            if not (shape is not None and 1 not in shape and 0 not in shape and
-                    t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
-                p.st_contig, p.st_strides = None, tuple(t.stride())
-            node.meta.update(val=p, stack_trace="", kind=kind, target=name)
-            state[id(t)] = node
-            self.state_tensors[name] = t
-            self.input_specs.append(InputSpec(kind, node.name, name, None, persistent))
-        self.state_aliases: dict[str, str] = {}
-        if again:
-            names = {id(t): n for n, t in self.state_tensors.items()}
-            for fqn, ident in again:
-                if fqn not in self.state_tensors:
-                    self.state_aliases[fqn] = names[ident]
+    _lift_state = lift_state  # (placeholders for the state and the inputs: lifting.py)
+    _user_inputs = user_inputs
 
     def _example_values(self, leaves: list) -> dict:
         """Each input and state placeholder's value in the example."""
@@ -362,56 +326,6 @@ class Exporter:
             if node is not None:
                 out[node] = t
         return out
-
-    def _user_inputs(self, leaves: list, specs: list, tracer: Tracer) -> list:
-        proxies = []
-        used: set = set()
-        for i, ((path, value), spec) in enumerate(zip(leaves, specs)):
-            name = _STATE_NAMES.get(path)  # (one table: each key's name is a function of it)
-            if name is None:
-                name = _STATE_NAMES[path] = pytree.placeholder_name(path)
-            while name in used:
-                name += "_"
-            used.add(name)
-            node = add_placeholder(self.graph, name)
-            node.meta["stack_trace"] = ""
-            node.meta["kind"] = "user_input"
-            node.meta["path"] = path
-            if isinstance(value, torch.Tensor):
-                n_decl = len(self.dyn.decls)
-                shape = self.dyn.sizes(path, value, spec)
-                for decl in self.dyn.decls[n_decl:]:
-                    self._source(tracer, node, decl)
-                p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
-                p.st_contig = input_layout(value)
-                if p.st_contig is None and value.layout is torch.strided:
-                    p.st_strides = tuple(value.stride())
-                node.meta["val"] = p
-                if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
-                    node.meta["requires_grad"] = True
-                proxies.append(p)
-            elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
-                n_decl = len(self.dyn.decls)
-                (size,) = self.dyn.sizes(path, _Scalar(value), spec)
-                for decl in self.dyn.decls[n_decl:]:
-                    decl.scalar = True
-                    self._source(tracer, node, decl)
-                self.scalars.add(i)
-                node.meta["val"] = size
-                proxies.append(size)
-            else:
-                node.meta["val"] = value
-                proxies.append(value)
-            self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
-        return proxies
-
-    def _source(self, tracer: Tracer, node: torch.fx.Node, decl: Any) -> None:
-        """Where the graph reads a symbol at run time: the first dim declared with it."""
-        for name in decl.expr.free_symbols:
-            lin = linear_in(decl.expr, name)
-            if lin is not None:  # (an int input: its own value, dim None)
-                tracer.sym_sources.setdefault(name, (node, None if decl.scalar else decl.dim)
-                                              + lin)
 
     def _constant_namer(self, guard: ModuleGuard) -> Callable[[torch.Tensor], str]:
         names: dict[int, str] = {}
@@ -613,10 +527,6 @@ def _common_device(leaves: list) -> torch.device:
 
 
 _LEAF_SPEC = pytree.tree_flatten(0)[1]  # the spec of one output
-_STRIDED = torch.strided
-_META, _CPU = torch.device("meta"), torch.device("cpu")
-# an input's path -> pytree.placeholder_name of it (cached)
-_STATE_NAMES: dict[str, str] = {}
 
 
 def _const_or(e: Any) -> Any:
@@ -638,10 +548,3 @@ def _raise_missing_rule(tracer: Tracer, dyn: DynamicDims) -> None:
         hit = [declared[n].where for n in names if n in declared]
         if hit:
             raise E.missing_shape_rule(str(op), short(trace), hit)
-
-
-class _Scalar:
-    """An int input declared dynamic, as DynamicDims.sizes reads a tensor: one "dim"."""
-
-    def __init__(self, value: int) -> None:
-        self.shape = (value,)

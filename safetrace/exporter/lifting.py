@@ -1,0 +1,136 @@
+"""The program's placeholders: the model's state (each parameter and buffer, lifted once)
+and the user's inputs, with their metas, wrapper proxies and input specs.  Methods of
+``api.Exporter`` (``self`` is the exporter), kept here to keep ``api.py`` small."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from safetrace import pytree
+from safetrace.exporter.contract import linear_in
+from safetrace.exporter.signature import InputSpec
+from safetrace.exporter.spec import ScalarSpec
+from safetrace.exporter.state_rows import state_rows
+from safetrace.meta import TensorMeta
+from safetrace.meta.tensor import static_meta
+from safetrace.trace.graph import add_placeholder, add_placeholders
+from safetrace.trace.layout import LOOSE, exact_contiguous
+from safetrace.trace.proxy import WRAPPER, Proxy
+
+_STRIDED = torch.strided
+_META, _CPU = torch.device("meta"), torch.device("cpu")
+# an input's path -> pytree.placeholder_name of it (cached)
+_STATE_NAMES: dict[str, str] = {}
+
+
+def lift_state(self: Any, guard: Any) -> None:
+    """Placeholders for every parameter and buffer (shared tensors lifted once)."""
+    # other names of the same tensors (a module or parameter shared under two paths):
+    # torch.export's state_dict lists each, as the model's own state_dict does (the
+    # snapshot walks every path, as named_parameters(remove_duplicate=False))
+    state, tensors, add_spec = self.state, self.state_tensors, self.input_specs.append
+    lifted, places, again = state_rows(guard.saved)
+    # (the placeholders made in one pass: the graph has no node before them)
+    for (t, name, kind, persistent), node in zip(lifted,
+                                                 add_placeholders(self.graph, places)):
+        # (Proxy.__new__ inline: a real tensor's sizes are ints, its meta made from
+        # its static key without TensorMeta's look at each size; `t.device` makes a
+        # new device object at each read, a CPU tensor's is the one CPU device)
+        if t._has_symbolic_sizes_strides:
+            meta, shape = TensorMeta(t.shape, t.dtype, t.device), None
+        else:
+            shape = tuple(t.shape)
+            meta = static_meta((shape, t.dtype, _CPU if t.is_cpu else t.device))
+        p = WRAPPER(Proxy, meta.shape, None, None, None, meta.dtype, _STRIDED, _META)
+        p.st_meta, p.st_node = meta, node
+        # (exact_contiguous, inline where no size is 0 or 1: is_contiguous() has then
+        # compared every stride with the row-major one)
+        if not (shape is not None and 1 not in shape and 0 not in shape and
+                t.is_contiguous() and not t.storage_offset()) and not exact_contiguous(t):
+            p.st_contig, p.st_strides = None, tuple(t.stride())
+        own = node.meta  # (stores: a keyword dict merged in costs twice as much)
+        own["val"], own["stack_trace"], own["kind"], own["target"] = p, "", kind, name
+        state[id(t)] = node
+        tensors[name] = t
+        add_spec(InputSpec(kind, node.name, name, None, persistent))
+    self.state_aliases: dict[str, str] = {}
+    if again:
+        names = {id(t): n for n, t in self.state_tensors.items()}
+        for fqn, ident in again:
+            if fqn not in self.state_tensors:
+                self.state_aliases[fqn] = names[ident]
+
+
+def user_inputs(self: Any, leaves: list, specs: list, tracer: Any) -> list:
+    """A placeholder for each flattened input: its proxy, symbolic int or value."""
+    proxies = []
+    used: set = set()
+    for i, ((path, value), spec) in enumerate(zip(leaves, specs)):
+        name = _STATE_NAMES.get(path)  # (one table: each key's name is a function of it)
+        if name is None:
+            name = _STATE_NAMES[path] = pytree.placeholder_name(path)
+        while name in used:
+            name += "_"
+        used.add(name)
+        node = add_placeholder(self.graph, name)
+        meta = node.meta
+        meta["stack_trace"], meta["kind"], meta["path"] = "", "user_input", path
+        if isinstance(value, torch.Tensor):
+            decls = self.dyn.decls
+            n_decl = len(decls)
+            shape = self.dyn.sizes(path, value, spec)
+            if len(decls) != n_decl:
+                for decl in decls[n_decl:]:
+                    _source(tracer, node, decl)
+            if spec is None:  # (no dim declared: the example's sizes, as the state's
+                # meta made from its static key; Proxy.__new__ inline)
+                m = static_meta((shape, value.dtype, _CPU if value.is_cpu else value.device))
+                p = WRAPPER(Proxy, shape, None, None, None, m.dtype, _STRIDED, m.device)
+                p.st_meta, p.st_node = m, node
+            else:
+                p = Proxy(TensorMeta(shape, value.dtype, value.device), node)
+            # (input_layout, is_contiguous() asked once: exact where the example's sizes
+            # have no 0 or 1 and its offset is 0)
+            if not value.is_contiguous():
+                p.st_contig = None
+                if value.layout is torch.strided:
+                    p.st_strides = tuple(value.stride())
+            elif value.storage_offset() or not (spec is None and 1 not in shape and
+                                                0 not in shape) and not exact_contiguous(value):
+                p.st_contig = LOOSE
+            meta["val"] = p
+            if value.requires_grad:  # (torch's placeholder keeps it; to_torch reads it)
+                meta["requires_grad"] = True
+            proxies.append(p)
+        elif isinstance(spec, ScalarSpec):  # an int declared dynamic: a symbolic int
+            n_decl = len(self.dyn.decls)
+            (size,) = self.dyn.sizes(path, _Scalar(value), spec)
+            for decl in self.dyn.decls[n_decl:]:
+                decl.scalar = True
+                _source(tracer, node, decl)
+            self.scalars.add(i)
+            node.meta["val"] = size
+            proxies.append(size)
+        else:
+            node.meta["val"] = value
+            proxies.append(value)
+        self.input_specs.append(InputSpec("user_input", node.name, None, i, True))
+    return proxies
+
+
+def _source(tracer: Any, node: torch.fx.Node, decl: Any) -> None:
+    """Where the graph reads a symbol at run time: the first dim declared with it."""
+    for name in decl.expr.free_symbols:
+        lin = linear_in(decl.expr, name)
+        if lin is not None:  # (an int input: its own value, dim None)
+            tracer.sym_sources.setdefault(name, (node, None if decl.scalar else decl.dim)
+                                          + lin)
+
+
+class _Scalar:
+    """An int input declared dynamic, as DynamicDims.sizes reads a tensor: one "dim"."""
+
+    def __init__(self, value: int) -> None:
+        self.shape = (value,)
