@@ -46,6 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.load_checks import lowered
+from safetrace.interop.memos import remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions)
@@ -336,12 +337,14 @@ class _Converter:
         if stack:
             new.meta["nn_module_stack"] = stack
         self.env[node], self.current, ours = new, node, node.meta.get("val")
+        mask = None if self.verify else shared_rows(self, target, args, node)
         if (not self.verify and builds(target, ours, self.fakes)) or (node.meta.get(
                 "st_fake_inferred") and (self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
             new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
                 new.meta["unbacked_bindings"] = fresh_bindings(self.shape_env, val)
+                remember(mask, val)  # (the mask's count, for a later op on it)
             return
         if not self.verify:
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \
