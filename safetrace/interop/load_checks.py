@@ -4,7 +4,7 @@
 program runs (``serialize/work.py``: the bytes and elements a kernel of data-dependent
 sizes allocates and touches; ``serialize/value_sizes.py``: the bytes a kernel sizes by
 its operands' values: ``nonzero``, ``bincount``, ``repeat_interleave``, ``one_hot``,
-``unique``, ``masked_select``, ``x[mask]``).  torch.export graphs hold no
+``unique``, ``masked_select``, ``x[mask]``, ``x[:, mask]``).  torch.export graphs hold no
 Python callable, so the conversion writes each check as graph arithmetic with the same
 budget: sizes as ``aten.sym_size`` arithmetic checked by ``aten._assert_scalar`` (as the
 contract's checks), values as tensor reductions in float64 checked by
@@ -282,6 +282,28 @@ def _repeats(v: _Values, repeats: Any, output_size: Any = None) -> Any:
     return v.times(v.total(repeats), [8])
 
 
+def _repeat_self(v: _Values, x: Any, repeats: Any, dim: Any = None,
+                 output_size: Any = None) -> Any:
+    """``repeat_interleave(x, r, dim)``: ``sum(r)`` slices of `x` along `dim` (`x`
+    flattened where no dim is given), ``r * x.shape[dim]`` where `r` holds one element
+    (the loader's ``_repeat_self``)."""
+    if output_size is not None:
+        return None
+    x = v.tensor(x)
+    if not isinstance(repeats, torch.fx.Node) or not (dim is None or isinstance(dim, int)):
+        raise _NoForm
+    sizes = v.numel(x) or [1]
+    d = 0 if dim is None else dim % len(sizes)
+    along, rest = (sizes, []) if dim is None else ([sizes[d]], sizes[:d] + sizes[d + 1:])
+    r = v.tensor(repeats)
+    n = v.total(r)
+    one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
+    count = v.times(one, v.numel(r))  # (r's element count: one element is broadcast)
+    n = v.call(aten.mul.Tensor, n, v.call(aten.where.self, v.call(
+        aten.eq.Scalar, count, 1.0), v.times(one, along), one))
+    return v.times(n, rest + [x.meta["val"].element_size()])
+
+
 def _unique(v: _Values, x: Any, *_: Any) -> Any:
     x = v.tensor(x)
     one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
@@ -300,17 +322,56 @@ def _masked_select(v: _Values, x: Any, mask: Any) -> Any:
 
 
 def _index(v: _Values, x: Any, indices: Any) -> Any:
-    """``x[mask]``, one mask over `x`'s leading dims: a slice of the rest per true
-    element (other index forms are not lowered here)."""
+    """``x[...]`` with boolean masks among its indices (the loader's ``_index``): a mask
+    stands for its true elements' count, an integer index for its shape, the indices
+    broadcast together; a dim without an index (None) and the dims after the indexed ones
+    are kept whole."""
     x = v.tensor(x)
-    if not isinstance(indices, (list, tuple)) or len(indices) != 1:
+    if not isinstance(indices, (list, tuple)):
         raise _NoForm
-    mask = v.tensor(indices[0])
-    fake = mask.meta["val"]
-    if fake.dtype not in (torch.bool, torch.uint8) or fake.dim() > x.meta["val"].dim():
+    shapes, kept, d = [], [], 0
+    for ix in indices:
+        if ix is None:
+            if d < x.meta["val"].dim():
+                kept.append(v.size(x, d))
+            d += 1
+            continue
+        fake = v.tensor(ix).meta["val"]
+        if fake.dtype in (torch.bool, torch.uint8):
+            shapes.append([v.count(ix)])
+            d += fake.dim()
+        elif fake.dtype in (torch.int64, torch.int32):
+            shapes.append(v.numel(ix))
+            d += 1
+        else:
+            raise _NoForm
+    if d > x.meta["val"].dim():
         raise _NoForm
-    rest = [v.size(x, d) for d in range(fake.dim(), x.meta["val"].dim())]
-    return v.times(v.count(mask), rest + [x.meta["val"].element_size()])
+    rest = kept + [v.size(x, k) for k in range(d, x.meta["val"].dim())]
+    return v.times(_broadcast(v, shapes), rest + [x.meta["val"].element_size()])
+
+
+def _broadcast(v: _Values, shapes: list) -> Any:
+    """The element count of `shapes` broadcast together (0-d float64 tensor); sizes are
+    ints, size nodes or float64 tensors.  A dim is its sizes other than 1 (equal where the
+    kernel runs: their maximum), or 1 where all are 1."""
+    one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
+    total = one
+    for k in range(1, max(map(len, shapes)) + 1):
+        sizes = [s[-k] for s in shapes if len(s) >= k]
+        if all(type(s) is int for s in sizes):
+            total = v.times(total, [max([s for s in sizes if s != 1], default=1)])
+            continue
+        top = None
+        for s in sizes:
+            t = s if isinstance(s, torch.fx.Node) and isinstance(
+                s.meta.get("val"), torch.Tensor) else v.times(one, [s])
+            t = v.call(aten.where.self, v.call(aten.eq.Scalar, t, 1.0), v.call(
+                aten.scalar_tensor.default, -1.0, dtype=torch.float64), t)
+            top = t if top is None else v.call(aten.maximum.default, top, t)
+        total = v.call(aten.mul.Tensor, total, v.call(
+            aten.where.self, v.call(aten.lt.Scalar, top, 0.0), one, top))
+    return total
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -321,5 +382,5 @@ def _same(a: Any, b: Any) -> bool:
 
 
 _NEEDS = {"nonzero": _nonzero, "bincount": _bincount, "one_hot": _one_hot,
-          "repeats": _repeats, "unique": _unique, "masked_select": _masked_select,
-          "index": _index}
+          "repeats": _repeats, "repeat_self": _repeat_self, "unique": _unique,
+          "masked_select": _masked_select, "index": _index}
