@@ -4,10 +4,10 @@
 program runs (``serialize/work.py``: the bytes and elements a kernel of data-dependent
 sizes allocates and touches; ``serialize/value_sizes.py``: the bytes a kernel sizes by
 its operands' values: ``nonzero``, ``bincount``, ``repeat_interleave``, ``one_hot``,
-``unique``, ``masked_select``, ``x[mask]``, ``x[:, mask]``).  torch.export graphs hold no
-Python callable, so the conversion writes each check as graph arithmetic with the same
-budget: sizes as ``aten.sym_size`` arithmetic checked by ``aten._assert_scalar`` (as the
-contract's checks), values as tensor reductions in float64 checked by
+``unique``, ``masked_select``, ``x[mask]``, ``x[:, mask]``, ``arange`` of numbers read from
+data).  torch.export graphs hold no Python callable, so the conversion writes each check
+as graph arithmetic with the same budget: sizes as ``aten.sym_size`` arithmetic (and the
+numbers ``.item()`` read) checked by ``aten._assert_scalar`` (as the contract's checks), values as tensor reductions in float64 checked by
 ``aten._assert_async`` (a value's check needs no size symbol of its own).  The converted
 program refuses a call before the kernel runs, where the loaded one does.
 
@@ -127,7 +127,8 @@ def _metas(value: Any) -> Any:
 class _SizeNodes:
     """Graph nodes computing our size expressions at run time from the operands' sizes:
     an input symbol from the contract's size nodes, a symbol read from data (a nonzero's
-    row count) from the size of an operand that carries it."""
+    row count) from the size of an operand that carries it, or the operand itself (a
+    number read by ``.item()``)."""
 
     def __init__(self, conv: Any, operands: list) -> None:
         self.conv = conv
@@ -139,8 +140,13 @@ class _SizeNodes:
                 if e is not None and to_expr(e).op == "sym":
                     self.dims.setdefault(to_expr(e), (ours, d))
 
+        # (a number read from data, ``.item()``: the node that reads it)
+        self.dims.update((k, (n, None)) for k, n in _numbers(conv).items()
+                         if k not in self.dims)
+
     def readable(self, size: Any) -> bool:
-        """Whether every symbol of `size` is an input's or an operand's size."""
+        """Whether every symbol of `size` is an input's, an operand's size or a number
+        the program read."""
         if isinstance(size, int):
             return True
         known = self.conv.emitter.nodes
@@ -157,8 +163,24 @@ class _SizeNodes:
             return None
         ours, d = hit
         new = self.conv.env[ours]
+        if d is None:
+            return new
         return self.conv.call(aten.sym_size.int, (new, d), name="sym_size_int",
                               value=new.meta["val"].shape[d])
+
+
+def _numbers(conv: Any) -> dict:
+    """Our symbol -> the node of the program that reads it from data as a number (an
+    ``.item()``), made once per conversion."""
+    found = conv.__dict__.get("_read_numbers")
+    if found is None:
+        found = conv.__dict__["_read_numbers"] = {}
+        for n in conv.ep.graph.nodes:
+            e = getattr(n.meta.get("val"), "expr", None)
+            if e is not None and not hasattr(n.meta["val"], "st_meta") and \
+                    to_expr(e).op == "sym":
+                found.setdefault(to_expr(e), n)
+    return found
 
 
 # -- value_sizes.check: bytes a kernel reads from its operands' values -------------------
@@ -304,6 +326,28 @@ def _repeat_self(v: _Values, x: Any, repeats: Any, dim: Any = None,
     return v.times(n, rest + [x.meta["val"].element_size()])
 
 
+def _arange(v: _Values, start: Any, end: Any = None, step: Any = 1) -> Any:
+    """``arange(end)``, ``arange(start, end[, step])`` of numbers read from data:
+    ``max(0, ceil((end - start) / step))`` int64 values (the loader's ``_arange``; a zero
+    step, which the kernel refuses, fails the check too)."""
+    if end is None:
+        start, end = 0, start
+    a, b, c = (_number(v, x) for x in (start, end, 1 if step is None else step))
+    n = v.call(aten.ceil.default, v.call(aten.div.Tensor, v.call(aten.sub.Tensor, b, a), c))
+    return v.times(v.call(aten.clamp_min.default, n, 0.0), [8])
+
+
+def _number(v: _Values, x: Any) -> Any:
+    """A number of the graph (a SymInt or SymFloat node) or a constant as a 0-d float64
+    tensor."""
+    if isinstance(x, torch.fx.Node):
+        if not isinstance(x.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
+            raise _NoForm
+    elif isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise _NoForm
+    return v.call(aten.scalar_tensor.default, x, dtype=torch.float64)
+
+
 def _unique(v: _Values, x: Any, *_: Any) -> Any:
     x = v.tensor(x)
     one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
@@ -383,4 +427,4 @@ def _same(a: Any, b: Any) -> bool:
 
 _NEEDS = {"nonzero": _nonzero, "bincount": _bincount, "one_hot": _one_hot,
           "repeats": _repeats, "repeat_self": _repeat_self, "unique": _unique,
-          "masked_select": _masked_select, "index": _index}
+          "masked_select": _masked_select, "index": _index, "arange": _arange}

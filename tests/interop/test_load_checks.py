@@ -98,3 +98,33 @@ def test_several_indices_and_repeats_along_a_dim_are_checked_in_the_converted_gr
     for bad in (torch.randn(65, 5, 6), torch.randn(4, 5, 7), torch.randn(4, 30)):
         with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error classes
             mod(bad, torch.tensor([1, 2]))
+
+
+class _Stepped(torch.nn.Module):
+    """``arange`` of numbers read from data (``.item()``), with a start and a step."""
+
+    def forward(self, x):
+        n = x.sum().item()
+        torch._check(n >= 0)
+        return torch.arange(n).sum() + torch.arange(n, 2 * n + 1, 3).sum() + x.shape[0]
+
+
+@pytest.mark.slow
+def test_a_range_of_numbers_read_from_data_is_checked_in_the_converted_graph():
+    ep = st.export(_Stepped(), (torch.tensor([1, 2]),),
+                   dynamic_shapes={"x": {0: st.Dim("k", min=1, max=8)}})
+    buf = io.BytesIO()
+    st.save(ep, buf)
+    loaded = st.load(buf.getvalue(), budgets={"max_alloc_numel": 1024})  # 16 KiB
+    mod = loaded.to_torch().module()
+    for v in ([0], [1], [3, 4], [1000, 1]):
+        x = torch.tensor(v)
+        torch.testing.assert_close(mod(x), _Stepped()(x))
+    over = torch.tensor([3000])  # 3000 + 1001 values of 8 bytes
+    with pytest.raises(st.RuntimeAssertionError, match="over the budget"):
+        loaded.module()(over)
+    with pytest.raises(RuntimeError, match=r"node 'arange\w*' would allocate more than 16384"):
+        mod(over)
+    for bad in (torch.tensor([[1]]), torch.ones(9, dtype=torch.long)):  # rank; k <= 8
+        with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error classes
+            mod(bad)
