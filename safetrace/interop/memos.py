@@ -23,6 +23,7 @@ import torch
 from safetrace.symbolic import to_expr
 
 _NONZERO, _INDEX = torch.ops.aten.nonzero.default, torch.ops.aten.index.Tensor
+MASK_OPS = frozenset((_NONZERO, _INDEX))  # (the ops `shared_rows` looks at)
 
 
 def _mask(target: Any, args: tuple) -> torch.fx.Node | None:

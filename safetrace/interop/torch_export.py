@@ -46,7 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.load_checks import lowered
-from safetrace.interop.memos import remember, shared_rows
+from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions)
@@ -339,7 +339,8 @@ class _Converter:
         if stack:
             new.meta["nn_module_stack"] = stack
         self.env[node], self.current, ours = new, node, node.meta.get("val")
-        mask = None if self.verify else shared_rows(self, target, args, node)
+        mask = shared_rows(self, target, args, node) if target in MASK_OPS and \
+            not self.verify else None
         if (not self.verify and builds(target, ours, self.fakes)) or (node.meta.get(
                 "st_fake_inferred") and (self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
