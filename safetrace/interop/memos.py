@@ -26,8 +26,9 @@ _NONZERO, _INDEX = torch.ops.aten.nonzero.default, torch.ops.aten.index.Tensor
 MASK_OPS = frozenset((_NONZERO, _INDEX))  # (the ops `shared_rows` looks at)
 
 
-def _mask(target: Any, args: tuple) -> torch.fx.Node | None:
-    """The boolean mask whose count `target(*args)` makes its rows (new-graph node)."""
+def _mask(target: Any, args: tuple) -> Any:
+    """The boolean mask whose count `target(*args)` makes its rows (a graph node), or
+    None."""
     if target is _NONZERO:
         mask = args[0] if args else None
     elif target is _INDEX and len(args) == 2 and isinstance(args[1], (list, tuple)) and \
@@ -35,10 +36,7 @@ def _mask(target: Any, args: tuple) -> torch.fx.Node | None:
         mask = args[1][0]
     else:
         return None
-    if not isinstance(mask, torch.fx.Node):
-        return None
-    fake = mask.meta.get("val")
-    return mask if isinstance(fake, torch.Tensor) and fake.dtype == torch.bool else None
+    return mask if isinstance(mask, torch.fx.Node) else None
 
 
 def _unchanging(mask: torch.fx.Node, ours: torch.fx.Node | None) -> bool:
@@ -60,13 +58,13 @@ def shared_rows(conv: Any, target: Any, args: tuple, node: torch.fx.Node) -> Any
     """Before `node`'s value is made: where its op's rows are a mask's count that an
     earlier op made already, our symbol for the rows is that torch symbol.  Returns the
     mask's fake value where the op may make the count (see `remember`), else None."""
-    mask = _mask(target, args)
-    if mask is None:
+    mask, ours = _mask(target, args), _mask(node.target, node.args)
+    if mask is None or ours is None or conv.env.get(ours) is not mask:
         return None
-    ours = next((k for k, v in conv.env.items() if v is mask), None)
-    if not _unchanging(mask, ours):
+    fake = mask.meta.get("val")
+    if not isinstance(fake, torch.Tensor) or fake.dtype != torch.bool or \
+            not _unchanging(mask, ours):
         return None
-    fake = mask.meta["val"]
     count = fake.nonzero_memo
     rows = _rows(node.meta.get("val"))
     if rows is None:
