@@ -23,7 +23,8 @@ import torch
 from safetrace.symbolic import to_expr
 
 _NONZERO, _INDEX = torch.ops.aten.nonzero.default, torch.ops.aten.index.Tensor
-MASK_OPS = frozenset((_NONZERO, _INDEX))  # (the ops `shared_rows` looks at)
+MASK_OPS = (_NONZERO, _INDEX)  # (the ops `shared_rows` looks at; a tuple: an OpOverload's
+# hash is a Python method, its equality identity)
 
 
 def _mask(target: Any, args: tuple) -> Any:
@@ -39,11 +40,10 @@ def _mask(target: Any, args: tuple) -> Any:
     return mask if isinstance(mask, torch.fx.Node) else None
 
 
-def _unchanging(mask: torch.fx.Node, ours: torch.fx.Node | None) -> bool:
+def _unchanging(ours: torch.fx.Node) -> bool:
     """The mask is made by an op returning a fresh tensor (not a view of another) and no
     op of our program writes it in place."""
-    if ours is None or ours.op != "call_function" or \
-            not isinstance(ours.target, torch._ops.OpOverload):
+    if ours.op != "call_function" or not isinstance(ours.target, torch._ops.OpOverload):
         return False
     if any(r.alias_info is not None for r in ours.target._schema.returns):
         return False
@@ -62,18 +62,15 @@ def shared_rows(conv: Any, target: Any, args: tuple, node: torch.fx.Node) -> Any
     if mask is None or ours is None or conv.env.get(ours) is not mask:
         return None
     fake = mask.meta.get("val")
-    if not isinstance(fake, torch.Tensor) or fake.dtype != torch.bool or \
-            not _unchanging(mask, ours):
+    if not isinstance(fake, torch.Tensor) or fake.dtype != torch.bool:
         return None
     count = fake.nonzero_memo
-    rows = _rows(node.meta.get("val"))
-    if rows is None:
-        return None
     if count is None:
-        return fake
-    values = conv.emitter.values
-    if rows.op == "sym" and rows.name not in values:
-        values[rows.name] = count
+        return fake  # (the first count: a later op asks whether the mask changed since)
+    rows = _rows(node.meta.get("val"))
+    if rows is not None and rows.op == "sym" and rows.name not in conv.emitter.values \
+            and _unchanging(ours):
+        conv.emitter.values[rows.name] = count
     return None
 
 
