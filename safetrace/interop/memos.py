@@ -59,8 +59,9 @@ def shared_rows(conv: Any, target: Any, args: tuple, node: torch.fx.Node) -> Any
     earlier op made already, our symbol for the rows is that torch symbol.  Returns the
     mask's fake value where the op may make the count (see `remember`), else None."""
     mask, ours = _mask(target, args), _mask(node.target, node.args)
-    if mask is None or ours is None or conv.env.get(ours) is not mask:
-        return None
+    if mask is None or ours is None or conv.env.get(ours) is not mask or not any(
+            u is not node and u.target in MASK_OPS for u in ours.users):
+        return None  # (no other op counts this mask)
     fake = mask.meta.get("val")
     if not isinstance(fake, torch.Tensor) or fake.dtype != torch.bool:
         return None
