@@ -4,10 +4,10 @@
 program runs (``serialize/work.py``: the bytes and elements a kernel of data-dependent
 sizes allocates and touches; ``serialize/value_sizes.py``: the bytes a kernel sizes by
 its operands' values: ``nonzero``, ``bincount``, ``repeat_interleave``, ``one_hot``,
-``unique``, ``masked_select``, ``x[mask]``).  torch.export graphs hold no
-Python callable, so the conversion writes each check as graph arithmetic with the same
-budget: sizes as ``aten.sym_size`` arithmetic checked by ``aten._assert_scalar`` (as the
-contract's checks), values as tensor reductions in float64 checked by
+``unique``, ``masked_select``, ``x[mask]``, ``x[:, mask]``, ``arange`` of numbers read from
+data).  torch.export graphs hold no Python callable, so the conversion writes each check
+as graph arithmetic with the same budget: sizes as ``aten.sym_size`` arithmetic (and the
+numbers ``.item()`` read) checked by ``aten._assert_scalar`` (as the contract's checks), values as tensor reductions in float64 checked by
 ``aten._assert_async`` (a value's check needs no size symbol of its own).  The converted
 program refuses a call before the kernel runs, where the loaded one does.
 
@@ -127,7 +127,8 @@ def _metas(value: Any) -> Any:
 class _SizeNodes:
     """Graph nodes computing our size expressions at run time from the operands' sizes:
     an input symbol from the contract's size nodes, a symbol read from data (a nonzero's
-    row count) from the size of an operand that carries it."""
+    row count) from the size of an operand that carries it, or the operand itself (a
+    number read by ``.item()``)."""
 
     def __init__(self, conv: Any, operands: list) -> None:
         self.conv = conv
@@ -139,8 +140,13 @@ class _SizeNodes:
                 if e is not None and to_expr(e).op == "sym":
                     self.dims.setdefault(to_expr(e), (ours, d))
 
+        # (a number read from data, ``.item()``: the node that reads it)
+        self.dims.update((k, (n, None)) for k, n in _numbers(conv).items()
+                         if k not in self.dims)
+
     def readable(self, size: Any) -> bool:
-        """Whether every symbol of `size` is an input's or an operand's size."""
+        """Whether every symbol of `size` is an input's, an operand's size or a number
+        the program read."""
         if isinstance(size, int):
             return True
         known = self.conv.emitter.nodes
@@ -157,8 +163,24 @@ class _SizeNodes:
             return None
         ours, d = hit
         new = self.conv.env[ours]
+        if d is None:
+            return new
         return self.conv.call(aten.sym_size.int, (new, d), name="sym_size_int",
                               value=new.meta["val"].shape[d])
+
+
+def _numbers(conv: Any) -> dict:
+    """Our symbol -> the node of the program that reads it from data as a number (an
+    ``.item()``), made once per conversion."""
+    found = conv.__dict__.get("_read_numbers")
+    if found is None:
+        found = conv.__dict__["_read_numbers"] = {}
+        for n in conv.ep.graph.nodes:
+            e = getattr(n.meta.get("val"), "expr", None)
+            if e is not None and not hasattr(n.meta["val"], "st_meta") and \
+                    to_expr(e).op == "sym":
+                found.setdefault(to_expr(e), n)
+    return found
 
 
 # -- value_sizes.check: bytes a kernel reads from its operands' values -------------------
@@ -282,6 +304,50 @@ def _repeats(v: _Values, repeats: Any, output_size: Any = None) -> Any:
     return v.times(v.total(repeats), [8])
 
 
+def _repeat_self(v: _Values, x: Any, repeats: Any, dim: Any = None,
+                 output_size: Any = None) -> Any:
+    """``repeat_interleave(x, r, dim)``: ``sum(r)`` slices of `x` along `dim` (`x`
+    flattened where no dim is given), ``r * x.shape[dim]`` where `r` holds one element
+    (the loader's ``_repeat_self``)."""
+    if output_size is not None:
+        return None
+    x = v.tensor(x)
+    if not isinstance(repeats, torch.fx.Node) or not (dim is None or isinstance(dim, int)):
+        raise _NoForm
+    sizes = v.numel(x) or [1]
+    d = 0 if dim is None else dim % len(sizes)
+    along, rest = (sizes, []) if dim is None else ([sizes[d]], sizes[:d] + sizes[d + 1:])
+    r = v.tensor(repeats)
+    n = v.total(r)
+    one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
+    count = v.times(one, v.numel(r))  # (r's element count: one element is broadcast)
+    n = v.call(aten.mul.Tensor, n, v.call(aten.where.self, v.call(
+        aten.eq.Scalar, count, 1.0), v.times(one, along), one))
+    return v.times(n, rest + [x.meta["val"].element_size()])
+
+
+def _arange(v: _Values, start: Any, end: Any = None, step: Any = 1) -> Any:
+    """``arange(end)``, ``arange(start, end[, step])`` of numbers read from data:
+    ``max(0, ceil((end - start) / step))`` int64 values (the loader's ``_arange``; a zero
+    step, which the kernel refuses, fails the check too)."""
+    if end is None:
+        start, end = 0, start
+    a, b, c = (_number(v, x) for x in (start, end, 1 if step is None else step))
+    n = v.call(aten.ceil.default, v.call(aten.div.Tensor, v.call(aten.sub.Tensor, b, a), c))
+    return v.times(v.call(aten.clamp_min.default, n, 0.0), [8])
+
+
+def _number(v: _Values, x: Any) -> Any:
+    """A number of the graph (a SymInt or SymFloat node) or a constant as a 0-d float64
+    tensor."""
+    if isinstance(x, torch.fx.Node):
+        if not isinstance(x.meta.get("val"), (torch.SymInt, torch.SymFloat, int, float)):
+            raise _NoForm
+    elif isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise _NoForm
+    return v.call(aten.scalar_tensor.default, x, dtype=torch.float64)
+
+
 def _unique(v: _Values, x: Any, *_: Any) -> Any:
     x = v.tensor(x)
     one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
@@ -300,17 +366,56 @@ def _masked_select(v: _Values, x: Any, mask: Any) -> Any:
 
 
 def _index(v: _Values, x: Any, indices: Any) -> Any:
-    """``x[mask]``, one mask over `x`'s leading dims: a slice of the rest per true
-    element (other index forms are not lowered here)."""
+    """``x[...]`` with boolean masks among its indices (the loader's ``_index``): a mask
+    stands for its true elements' count, an integer index for its shape, the indices
+    broadcast together; a dim without an index (None) and the dims after the indexed ones
+    are kept whole."""
     x = v.tensor(x)
-    if not isinstance(indices, (list, tuple)) or len(indices) != 1:
+    if not isinstance(indices, (list, tuple)):
         raise _NoForm
-    mask = v.tensor(indices[0])
-    fake = mask.meta["val"]
-    if fake.dtype not in (torch.bool, torch.uint8) or fake.dim() > x.meta["val"].dim():
+    shapes, kept, d = [], [], 0
+    for ix in indices:
+        if ix is None:
+            if d < x.meta["val"].dim():
+                kept.append(v.size(x, d))
+            d += 1
+            continue
+        fake = v.tensor(ix).meta["val"]
+        if fake.dtype in (torch.bool, torch.uint8):
+            shapes.append([v.count(ix)])
+            d += fake.dim()
+        elif fake.dtype in (torch.int64, torch.int32):
+            shapes.append(v.numel(ix))
+            d += 1
+        else:
+            raise _NoForm
+    if d > x.meta["val"].dim():
         raise _NoForm
-    rest = [v.size(x, d) for d in range(fake.dim(), x.meta["val"].dim())]
-    return v.times(v.count(mask), rest + [x.meta["val"].element_size()])
+    rest = kept + [v.size(x, k) for k in range(d, x.meta["val"].dim())]
+    return v.times(_broadcast(v, shapes), rest + [x.meta["val"].element_size()])
+
+
+def _broadcast(v: _Values, shapes: list) -> Any:
+    """The element count of `shapes` broadcast together (0-d float64 tensor); sizes are
+    ints, size nodes or float64 tensors.  A dim is its sizes other than 1 (equal where the
+    kernel runs: their maximum), or 1 where all are 1."""
+    one = v.call(aten.scalar_tensor.default, 1.0, dtype=torch.float64)
+    total = one
+    for k in range(1, max(map(len, shapes)) + 1):
+        sizes = [s[-k] for s in shapes if len(s) >= k]
+        if all(type(s) is int for s in sizes):
+            total = v.times(total, [max([s for s in sizes if s != 1], default=1)])
+            continue
+        top = None
+        for s in sizes:
+            t = s if isinstance(s, torch.fx.Node) and isinstance(
+                s.meta.get("val"), torch.Tensor) else v.times(one, [s])
+            t = v.call(aten.where.self, v.call(aten.eq.Scalar, t, 1.0), v.call(
+                aten.scalar_tensor.default, -1.0, dtype=torch.float64), t)
+            top = t if top is None else v.call(aten.maximum.default, top, t)
+        total = v.call(aten.mul.Tensor, total, v.call(
+            aten.where.self, v.call(aten.lt.Scalar, top, 0.0), one, top))
+    return total
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -321,5 +426,5 @@ def _same(a: Any, b: Any) -> bool:
 
 
 _NEEDS = {"nonzero": _nonzero, "bincount": _bincount, "one_hot": _one_hot,
-          "repeats": _repeats, "unique": _unique, "masked_select": _masked_select,
-          "index": _index}
+          "repeats": _repeats, "repeat_self": _repeat_self, "unique": _unique,
+          "masked_select": _masked_select, "index": _index, "arange": _arange}

@@ -13,7 +13,8 @@ input written; a buffer written in place, as a static cache is, made functional 
 metadata.  There the retrace is left out and the few nodes the registry
 lacks are rewritten in place, each to the operator torch's decomposition gives, with the
 node's own fake value (``to`` as ``_to_copy`` or the value itself; ``min.other`` as
-``minimum``).  Masked attention gets its ONNX form in the graph itself (the form of
+``minimum``; ``item`` as ``_local_scalar_dense``: a static cache's length read from data,
+OPT's).  Masked attention gets its ONNX form in the graph itself (the form of
 ``onnx_attention``: the rows its mask masks whole set to 0), the mask's empty rows
 computed once per mask, not once per attention call.  Anything else (another in-place
 write, a subgraph, an operator neither the registry nor this module covers) leaves the
@@ -48,7 +49,8 @@ _ASSERTS = frozenset((aten._assert_scalar.default, aten._assert_tensor_metadata.
                       aten.sym_constrain_range_for_size.default, aten._assert_async.default,
                       aten._assert_async.msg))  # (torch.onnx removes these after its decomposition)
 _TO = frozenset((aten.to.dtype, aten.to.device, aten.to.dtype_layout, aten.to.other))
-_SAME_ARGUMENTS = {aten.min.other: aten.minimum.default, aten.max.other: aten.maximum.default}
+_SAME_ARGUMENTS = {aten.min.other: aten.minimum.default, aten.max.other: aten.maximum.default,
+                   aten.item.default: aten._local_scalar_dense.default}  # (item: its body)
 
 
 def lower(tep: Any, implemented: Any) -> bool:

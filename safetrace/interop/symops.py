@@ -28,11 +28,12 @@ import torch
 from safetrace.interop.symbols import backed_symint, conversion_env
 
 # method -> (the Python operation, the result's type)
-_OPS = {"add": (operator.add, int), "mul": (operator.mul, int),
+_OPS = {"add": (operator.add, int), "sub": (operator.sub, int), "mul": (operator.mul, int),
         "floordiv": (operator.floordiv, int), "sym_max": (torch.sym_max, int),
-        "ge": (operator.ge, bool), "le": (operator.le, bool)}
-_BY_FN = {operator.add: "add", operator.mul: "mul", operator.floordiv: "floordiv",
-          torch.sym_max: "sym_max", operator.ge: "ge", operator.le: "le"}
+        "ge": (operator.ge, bool), "le": (operator.le, bool), "eq": (operator.eq, bool)}
+_BY_FN = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+          operator.floordiv: "floordiv", torch.sym_max: "sym_max", operator.ge: "ge",
+          operator.le: "le", operator.eq: "eq"}
 _TORCH_NAMES = {"floordiv": "int_floordiv"}  # (a SymInt's ``//`` is SymNode.int_floordiv)
 
 
@@ -75,7 +76,7 @@ def size_op(target: Any, args: tuple) -> Any:
 
 
 def sym_op(method: str, a: Any, b: Any) -> Any:
-    """``a <op> b`` for `method` in ``add mul floordiv sym_max ge le`` (and ``stride``,
+    """``a <op> b`` for `method` in ``add sub mul floordiv sym_max ge le eq`` (and ``stride``,
     ``a * sym_max(b, 1)``): the value torch's SymInt arithmetic gives (ints: Python's)."""
     fn, pytype = _OPS[method]
     ta, tb = type(a), type(b)
@@ -183,7 +184,10 @@ def _fast_ok() -> bool:
                 op("floordiv", ab, a), op("floordiv", 64, op("sym_max", b, 1)),
                 op("add", op("floordiv", op("add", b, 1), 2), 1), op("floordiv", u, 4),
                 op("stride", 1, a), op("stride", 1, b), op("stride", op("stride", 1, b), a),
-                op("stride", ab, 3), op("stride", 1, u), op("stride", u, b)]
+                op("stride", ab, 3), op("stride", 1, u), op("stride", u, b),
+                op("sub", a, 0), op("sub", ab, b), op("sub", 7, a), op("sub", u, 1),
+                op("eq", a, op("mul", 4, op("floordiv", a, 4))), op("eq", b, 5),
+                op("eq", 3, ab), op("eq", u, a)]
 
     def torch_op(method: str, x: Any, y: Any) -> Any:
         return _OPS[method][0](x, y)

@@ -46,6 +46,7 @@ from safetrace.interop.node_checks import (bind_unbacked, check_narrowing, same_
 from safetrace.interop.hierarchy import Boundaries, arg_names, call_graph, fill_stacks
 from safetrace.interop.input_guards import input_guards, with_guards
 from safetrace.interop.load_checks import lowered
+from safetrace.interop.memos import MASK_OPS, remember, shared_rows
 from safetrace.interop.hops import (MAP_IMPL, convert_get_attr, fake_of, map_under_grad,
                                    quiet_symbol_logs, run_hop, sizes_from_data,
                                    without_empty_regions)
@@ -268,6 +269,8 @@ class _Converter:
 
     def _run(self, target: Any, args: tuple, kwargs: dict) -> Any:
         """torch's kernel's value, detached as torch.export records it (snapshot_fake)."""
+        if not self.verify and (op := size_op(target, args)) is not None:
+            return op()  # (the program's own size arithmetic: symops' direct path)
         subs = self.submodule_of
         vals = torch.fx.node.map_arg((args, kwargs), lambda n: subs[n] if n in subs
                                      else n.meta["val"])
@@ -338,12 +341,15 @@ class _Converter:
         if stack:
             new.meta["nn_module_stack"] = stack
         self.env[node], self.current, ours = new, node, node.meta.get("val")
+        mask = shared_rows(self, target, args, node) if target in MASK_OPS and \
+            not self.verify else None
         if (not self.verify and builds(target, ours, self.fakes)) or (node.meta.get(
                 "st_fake_inferred") and (self.fakes.known(ours) or self.fakes.born(ours))):
             # (st_fake_inferred: trace/draft.py's, for an op torch has no fake of)
             new.meta["val"] = val = self.fakes.value(target, args, kwargs, ours)
             if self.shape_env.pending_fresh_unbacked_symbols:  # sizes from data
                 new.meta["unbacked_bindings"] = fresh_bindings(self.shape_env, val)
+                remember(mask, val)  # (the mask's count, for a later op on it)
             return
         if not self.verify:
             if target is operator.getitem and isinstance(args[0], torch.fx.Node) and \

@@ -512,3 +512,44 @@ def test_floor_divisions_made_directly_are_torchs(monkeypatch):
     torch.testing.assert_close(mod(x), ep.module()(x))
     with pytest.raises(Exception):
         mod(torch.randn(3, 3, 7, 5))  # h below its minimum
+
+
+class _Halves(torch.nn.Module):
+    """Sizes declared as multiples (``4*hq``: a derived dim, checked ``h == 4*(h // 4)``)
+    and read back by the program (``(h - 0) // 4``, an upsample to ``4 * that``)."""
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(x, 2)
+        return torch.nn.functional.interpolate(y, size=(x.shape[2] - 0, x.shape[3]))
+
+
+def test_derived_dims_and_program_sizes_made_directly_are_torchs(monkeypatch):
+    """The contract's derived-dim checks (``sub``, ``floordiv``, ``eq``) and the program's
+    own size arithmetic take symops' direct path and give torch's program."""
+    from safetrace.interop import symops
+
+    monkeypatch.setenv("SAFETRACE_VERIFY_TO_TORCH", "0")
+    hq, wq = st.Dim("hq", min=2, max=32), st.Dim("wq", min=1, max=32)
+    ep = st.export(_Halves(), (torch.randn(2, 3, 16, 14),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=0, max=8), 2: 4 * hq,
+                                         3: 4 * wq + 2}})
+
+    def state(tep):
+        return (str(tep.graph), str(tep.range_constraints), str(tep.graph_signature),
+                [_node_value(n) for n in tep.graph.nodes])
+
+    ep.to_torch()
+    made = []
+    build = symops._build
+    monkeypatch.setattr(symops, "_build", lambda *a: made.append(a[0]) or build(*a))
+    fast = ep.to_torch()
+    assert symops._fast_ok() and {"sub", "eq", "floordiv"} <= set(made)
+    monkeypatch.setattr(symops, "_fast_ok", lambda: False)
+    assert state(ep.to_torch()) == state(fast)
+    mod = fast.module()
+    for shape in [(3, 3, 8, 6), (1, 3, 128, 130), (0, 3, 16, 10)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(mod(x), _Halves()(x))
+    for bad in [(2, 3, 10, 6), (2, 3, 8, 7), (2, 3, 4, 6)]:  # not 4*hq; not 4*wq+2; hq < 2
+        with pytest.raises(Exception):  # noqa: B017, PT011 - torch's own error classes
+            mod(torch.randn(bad))

@@ -194,3 +194,35 @@ def test_a_buffer_written_under_one_path_and_read_under_another_lowers(monkeypat
     for length in (3, 1):
         x, pos = torch.randn(1, length, 4), torch.arange(2, 2 + length)
         torch.testing.assert_close(run(x, pos), TwoPaths()(x, pos))
+
+
+class CountedCache(torch.nn.Module):
+    """OPT's pattern: the cache's length read from data with ``.item()`` and used as a
+    size, then the cache written in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("k", torch.zeros(1, 16, 4))
+
+    def forward(self, x, pos):
+        seen = (pos[-1] + 1).item()
+        torch._check(seen >= x.shape[1])
+        torch._check(seen <= 16)
+        self.k.index_copy_(1, pos, x)
+        return self.k[:, :seen].sum(1) * torch.ones(1, seen, 1).mean(1)
+
+
+@pytest.mark.slow  # an ONNX export: ~1.5 s of CPU
+def test_a_length_read_with_item_lowers_without_a_retrace(monkeypatch):
+    n = st.Dim("n", min=1, max=16)
+    ep = st.export(CountedCache(), (torch.randn(1, 5, 4), torch.arange(5)),
+                   dynamic_shapes=({1: n}, {0: n}))
+    calls = count_retraces(monkeypatch)
+    program = st.to_onnx(ep, verbose=False)
+    assert calls == []
+    run = _session(program)
+    for length, start in ((7, 0), (1, 0), (3, 5), (16, 0)):
+        x, pos = torch.randn(1, length, 4), torch.arange(start, start + length)
+        torch.testing.assert_close(run(x, pos), CountedCache()(x, pos))
+    with pytest.raises(Exception, match="must be <= 16"):
+        run(torch.randn(1, 17, 4), torch.arange(17))
