@@ -12,9 +12,14 @@ graphs merged, the rest dispatched by ``torch.cond``.  A split that fails for an
 leaves the program with its run-time check, as it was (nothing is lost).
 
 ``checked_below_two``: where no split keeps such sizes (``x.squeeze()`` of a named Dim is
-another rank at 1) and every problem of the refusal breaks only sizes where a named Dim
-is below 2, the program is exported with those problems as its run-time checks, as
-``prefer_deferred_runtime_asserts_over_guards`` makes them.  torch.export accepts these
+another rank at 1) and a problem of the refusal breaks only sizes where a named Dim is
+below 2, the program is exported again with those problems as its run-time checks, as
+``prefer_deferred_runtime_asserts_over_guards`` makes them, and only those: each export
+(a split's sides too) matches a small problem to the refusal's by ``Violation.key`` (the
+condition in the Env's symbols with their Dim names; for one Dim, the sizes below 2 it
+breaks, `s0 != 1` being `s0 >= 2` on a side from 1), and any other problem is split or
+refused as before.  Where that fails and every problem was small, the whole program is
+exported deferred (as before); else the refusal stands.  torch.export accepts these
 programs (its trace assumes a dynamic size is at least 2) and runs 0 and 1 unchecked;
 safetrace's refuses them before computing, naming the condition (sound either way).
 """
