@@ -138,8 +138,9 @@ class NamedRelations:
         # from 1); else the same condition, in the same symbols and Dims
         if key[2] is None and key not in self.defer_keys:
             return False
-        if key[2] is not None and not key[2] <= {v for k in self.defer_keys if k[1] == key[1]
-                                                 and k[2] is not None for v in k[2]}:
+        if key[2] is not None and not (key[2] and key[2] <= {
+                v for k in self.defer_keys if k[1] == key[1] and k[2] is not None
+                for v in k[2]}):
             return False
         self.deferred.append(problem)
         return True
