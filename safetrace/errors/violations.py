@@ -26,6 +26,9 @@ class Violation:
     # breaks only sizes where a named Dim is below 2, which torch.export's trace assumes
     # away (its program runs them unchecked): kept as a run-time check (small_splits.py)
     small: bool = False
+    # the condition, its symbols with their Dim names: an export deferring the small
+    # problems a first refusal listed finds them by it (small_splits.py)
+    key: tuple = ()
 
     def text(self) -> str:
         return f"{self.dim} {self.cause}\n    Fix: {self.fix}"

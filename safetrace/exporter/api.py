@@ -115,12 +115,12 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
         runs: list[Exporter] = []
 
         def one(sides: dict | None, flipped: frozenset = frozenset(), *,
-                defer: bool = False) -> ExportedProgram:
+                defer: bool | frozenset = False) -> ExportedProgram:
             runs.append(Exporter(model, fn, preserve_module_call_signature, sides, flipped,
                                  defer=defer, walk=None if runs else walk))
             return runs[-1].run(args, kwargs, dynamic_shapes)
 
-        def every(defer: bool) -> ExportedProgram:  # (sizes 0 and 1: small_splits.py)
+        def every(defer: bool | frozenset) -> ExportedProgram:  # (sizes 0 and 1: small_splits.py)
             return export_with_splits(functools.partial(one, defer=defer), max_splits)
 
         deferred = prefer_deferred_runtime_asserts_over_guards
@@ -134,7 +134,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
 class Exporter:
     def __init__(self, model: Any, fn: Callable, preserve: tuple[str, ...] = (),
                  sides: dict | None = None, flipped: frozenset = frozenset(),
-                 defer: bool = False, walk: Any = None) -> None:
+                 defer: bool | frozenset = False, walk: Any = None) -> None:
         self.defer = defer  # needs narrower than declared: run-time checks, not errors
         plain = _uncompiled(model)
         if plain is not model:  # torch.compile(model): export what it wraps
@@ -156,6 +156,7 @@ class Exporter:
         self.dyn = DynamicDims(self.env)
         self.scalars: set[int] = set()  # leaves: ints declared dynamic
         self.dyn.set_overrides(sides or {})  # a size split's side (exporter/splits.py)
+        self.dyn.defer_keys = defer if isinstance(defer, frozenset) else frozenset()
         self.env.flipped = flipped  # size tests answered the other way (splits.py)
 
     def run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
@@ -238,7 +239,7 @@ class Exporter:
         problems = self.dyn.violations(contract)
         if tracer.specialized_by_op:  # also when only a product like b*t was pinned
             _raise_missing_rule(tracer, self.dyn)
-        if problems and not self.defer:
+        if problems and self.defer is not True:  # (a set: only those, small_splits.py)
             names = pytree.positional_names(self.fn, len(args))
             suggestion = self.dyn.suggestion(specs, leaves, in_spec, names)
             if report is not None:
@@ -274,7 +275,7 @@ class Exporter:
         ep.retrace = functools.partial(
             export, prefer_deferred_runtime_asserts_over_guards=True) if self.defer else export
         # what the contract checks at run time beyond the declaration (the deferred asserts)
-        ep.deferred_checks = [p.text() for p in problems] if self.defer else []
+        ep.deferred_checks = [p.text() for p in problems + self.dyn.deferred]
         ep.defers_checks = bool(self.defer)
         ep.example_inputs = (args, kwargs)
         if real_kernels.requested():  # torch's fake_tensor_propagate_real_tensors

@@ -47,6 +47,8 @@ class NamedRelations:
     links: dict[str, tuple[str, int]]
     assumed: tuple[Expr, ...]
     refused: list  # (contract, condition, its named symbols): a relation split's candidates
+    defer_keys: frozenset
+    deferred: list
 
     def origin_of(self, name: str, excluded: int | None = None) -> str:
         """Where the guard that decided symbol `name` came from: the one ruling out
@@ -98,23 +100,63 @@ class NamedRelations:
                 # raises (eager_raises.py): a run-time check, as torch's program raises
                 continue
             small = refuted(self.env, contract, c, named, ASSUMED_MIN) is None
+            key = small_key(c.cond, {s: self.dim_names[s] for s in named},
+                            self.roots[names[0]][0])
             if len(names) >= 2:
                 if relation_required(self.env, c, point) or relation_assumed_away(
                         self.env, contract, c, named):
                     continue  # an op's requirement between Dims: checked, as torch's program
-                out.append(replace(self._relation(contract, c, named, names), small=small))
-                self.refused.append((contract, c, named))
+                problem = self._kept(lambda: self._relation(contract, c, named, names),
+                                     small, key)
+                if problem is not None:
+                    out.append(problem)
+                    self.refused.append((contract, c, named))
             else:
                 before = len(self.narrowed)
-                out.append(replace(self._narrowing(contract, c, named[0], point), small=small))
-                if len(self.narrowed) == before or self.narrowed[-1][6]:  # no range, or
-                    # one that holds beyond it too (`s % 20 < 10`): a relation split may
-                    # keep it where the range splits cannot (splits.py)
-                    self.refused.append((contract, c, named))
+                problem = self._kept(lambda: self._narrowing(contract, c, named[0], point),
+                                     small, key)
+                if problem is not None:
+                    out.append(problem)
+                    if len(self.narrowed) == before or self.narrowed[-1][6]:  # no range,
+                        # or one that holds beyond it too (`s % 20 < 10`): a relation split
+                        # may keep it where the range splits cannot (splits.py)
+                        self.refused.append((contract, c, named))
             seen.add(f"rel:{names[-1]}")
             if len(names) == 1:
                 seen.add(f"rel:{named[0]}")
         return out
+
+    def deferring(self, problem: Violation) -> bool:
+        """Whether `problem` is one of the small problems this export keeps as run-time
+        checks (``defer_keys``, matched by its condition and Dim names): kept in
+        ``deferred`` then, for ``ExportedProgram.deferred_checks``."""
+        key = problem.key
+        if not problem.small or not key:
+            return False
+        # one Dim's condition: the sizes below 2 it breaks, each among those of a deferred
+        # condition on that Dim (`s0 != 1` at the first export is `s0 >= 2` on a side
+        # from 1); else the same condition, in the same symbols and Dims
+        if key[2] is None and key not in self.defer_keys:
+            return False
+        if key[2] is not None and not (key[2] and key[2] <= {
+                v for k in self.defer_keys if k[1] == key[1] and k[2] is not None
+                for v in k[2]}):
+            return False
+        self.deferred.append(problem)
+        return True
+
+    def _kept(self, make: Any, small: bool, key: tuple) -> Violation | None:
+        """``make()``'s problem with `small` and `key`, or None where ``deferring`` it:
+        what making it wrote for the refusal's fixes and splits is undone then."""
+        before = len(self.narrowed), dict(self.fixes), dict(self.dim_fixes), dict(self.links)
+        problem = replace(make(), small=small, key=key)
+        if not self.deferring(problem):
+            return problem
+        del self.narrowed[before[0]:]
+        for table, was in zip((self.fixes, self.dim_fixes, self.links), before[1:]):
+            table.clear()
+            table.update(was)
+        return None
 
     def _all_backed(self, contract: Contract, cond: Expr) -> bool:
         for name in cond.free_symbols:
@@ -331,6 +373,21 @@ class NamedRelations:
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
         return decl.where if decl else name
+
+
+def small_key(cond: Expr, named: dict[str, str], dim: Dim) -> tuple:
+    """``Violation.key`` of `cond`: its text, its named symbols with their Dim names and,
+    where its one symbol is `dim`'s, the sizes in `dim`'s range below 2 that break it
+    (None otherwise, or where one cannot be evaluated)."""
+    names = tuple(sorted(named.items()))
+    if len(cond.free_symbols) != 1 or len(names) != 1:
+        return str(cond), names, None
+    try:
+        broken = frozenset(v for v in range(ASSUMED_MIN) if dim.min <= v <= dim.max and
+                           not cond.evaluate({names[0][0]: v}))
+    except (ArithmeticError, KeyError, TypeError, ValueError):
+        return str(cond), names, None
+    return str(cond), names, broken
 
 
 _DONE = ("rel", "pin")  # a dim with one of these problems gets no second one (a narrowed

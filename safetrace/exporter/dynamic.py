@@ -84,6 +84,10 @@ class DynamicDims(NamedRelations):
         self.conflicts: list[tuple] = []
         self.declared: dict[str, Dim] = {}  # Dim name -> the Dim as the user declared it
         self.links: dict[str, tuple[str, int]] = {}  # Dim name -> (other, k): other + k
+        # the small problems (sizes below 2) this export keeps as run-time checks, by
+        # ``Violation.key``, and those it kept (small_splits.checked_below_two)
+        self.defer_keys: frozenset = frozenset()
+        self.deferred: list[Violation] = []
 
     # -- before tracing ---------------------------------------------------------------
     def sizes(self, path: str, t: torch.Tensor, entries: list | None) -> tuple:
@@ -274,13 +278,10 @@ class DynamicDims(NamedRelations):
                 if key in seen:
                     continue
                 seen.add(key)
-                self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
-                self.narrowed.append((dim_name, lo, hi, declared.min, declared.max,
-                                      self.env.hints[root], False))
                 args = [repr(dim_name)] + ([f"min={lo}"] if lo > 0 else []) + (
                     [f"max={hi}"] if hi != math.inf else [])
                 outside = lo - 1 if lo > declared.min else int(hi) + 1
-                problems.append(Violation(
+                problem = Violation(
                     label, f"only works for {range_text(dim_name, lo, hi)}"
                            f"{self.origin_of(root, outside)}, but {declared!r} allows "
                            f"[{declared.min}, {declared.max}]" + torch_said.quoted(
@@ -288,7 +289,15 @@ class DynamicDims(NamedRelations):
                                    dim_name, decl.where, range_text(decl.where, lo, hi),
                                    range_text(dim_name, declared.min, declared.max))) + ".",
                     f"{dim_name} = Dim({', '.join(args)})",
-                    small=hi >= declared.max and lo <= ASSUMED_MIN))
+                    small=hi >= declared.max and lo <= ASSUMED_MIN,
+                    key=(f"{root} >= {lo}", ((root, dim_name),), frozenset(
+                        v for v in range(declared.min, min(lo, ASSUMED_MIN)))))
+                if self.deferring(problem):
+                    continue  # (a run-time check: no fix, no split)
+                self.dim_fixes[dim_name] = Dim(dim_name, min=lo, max=free.hi)
+                self.narrowed.append((dim_name, lo, hi, declared.min, declared.max,
+                                      self.env.hints[root], False))
+                problems.append(problem)
                 continue
             if root not in pins:
                 pins[root] = pinned_by_conditions(root, lo, hi, contract.conditions)

@@ -65,10 +65,12 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     sizes itself); [] when none.  (A condition the side assumes, ``DynamicDims.assumed``,
     is none.)"""
     out: list[tuple] = []
+    deferred = {p.key[0] for p in dyn.deferred}  # (small_splits.py's run-time checks)
     for c in contract.conditions:
         syms = c.cond.free_symbols
         named = sorted(s for s in syms if s in dyn.dim_names)
-        if not named or c.cond in dyn.assumed or declared_range(c.origin) or any(
+        if not named or c.cond in dyn.assumed or str(c.cond) in deferred or \
+                declared_range(c.origin) or any(
                 contract.symbol(s) is None or not contract.symbol(s).backed
                 for s in syms) or not plain_relation(c.cond):
             continue

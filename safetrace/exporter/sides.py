@@ -125,7 +125,8 @@ def assumed_out(env: Any, assumed: tuple, root: str, declared: Any, lo: float,
     above = 0 if hi >= declared.max else declared.max - hi
     if not assumed or not 0 < below + above <= _FEW:
         return False
-    excluded = [*range(int(declared.min), int(lo)), *range(int(hi) + 1, int(hi + above) + 1)]
+    excluded = [*range(int(declared.min), int(lo)),
+                *(range(int(hi) + 1, int(hi + above) + 1) if above else ())]  # (hi: inf)
     return all(any(env.decide(subs(c, {root: v})) is False for c in assumed) for v in excluded)
 
 

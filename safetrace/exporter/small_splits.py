@@ -12,9 +12,14 @@ graphs merged, the rest dispatched by ``torch.cond``.  A split that fails for an
 leaves the program with its run-time check, as it was (nothing is lost).
 
 ``checked_below_two``: where no split keeps such sizes (``x.squeeze()`` of a named Dim is
-another rank at 1) and every problem of the refusal breaks only sizes where a named Dim
-is below 2, the program is exported with those problems as its run-time checks, as
-``prefer_deferred_runtime_asserts_over_guards`` makes them.  torch.export accepts these
+another rank at 1) and a problem of the refusal breaks only sizes where a named Dim is
+below 2, the program is exported again with those problems as its run-time checks, as
+``prefer_deferred_runtime_asserts_over_guards`` makes them, and only those: each export
+(a split's sides too) matches a small problem to the refusal's by ``Violation.key`` (the
+condition in the Env's symbols with their Dim names; for one Dim, the sizes below 2 it
+breaks, `s0 != 1` being `s0 >= 2` on a side from 1), and any other problem is split or
+refused as before.  Where that fails and every problem was small, the whole program is
+exported deferred (as before); else the refusal stands.  torch.export accepts these
 programs (its trace assumes a dynamic size is at least 2) and runs 0 and 1 unchecked;
 safetrace's refuses them before computing, naming the condition (sound either way).
 """
@@ -42,8 +47,9 @@ def small_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
     residual relation between named Dims that some size in their ranges breaks with a
     named Dim below ``ASSUMED_MIN`` where every failing check is not a requirement (eager
     runs there); [] when none.  (`dyn`: the export's ``DynamicDims``.)"""
+    deferred = {p.key[0] for p in dyn.deferred}  # (checked_below_two's run-time checks)
     for c in contract.conditions:
-        if declared_range(c.origin):
+        if declared_range(c.origin) or str(c.cond) in deferred:
             continue  # (a declared range: sizes outside it are not the spec's)
         named = sorted(s for s in c.cond.free_symbols if s in dyn.dim_names and
                        contract.symbol(s) is not None and contract.symbol(s).backed)
@@ -83,20 +89,31 @@ def split_small_sizes(run: Callable, ep: ExportedProgram, max_splits: int,
         return ep
 
 
-def checked_below_two(export: Callable[[bool], ExportedProgram],
+def checked_below_two(export: Callable[[bool | frozenset], ExportedProgram],
                       deferred: bool) -> ExportedProgram:
-    """``export(deferred)``; where that is refused only for sizes below 2 of named Dims
-    (every ``Violation.small``), ``export(True)``: those sizes become run-time checks."""
+    """``export(deferred)``; where that is refused for sizes below 2 of named Dims (a
+    ``Violation.small`` among its problems), the export again with those problems as
+    run-time checks, every other guard split or refused as before (``export(keys)``:
+    the problems' ``Violation.key``); failing that, where every problem was small, with
+    all of them run-time checks (``export(True)``); failing that, the refusal."""
     try:
         return export(deferred)
     except DeclaredSpaceViolation as exc:
-        problems = getattr(exc, "problems", None)
-        if deferred or not problems or not all(p.small for p in problems):
+        problems = getattr(exc, "problems", None) or []
+        keys = frozenset(p.key for p in problems if p.small and p.key)
+        if deferred or not keys:
             raise
         refusal = exc
-    try:
-        ep = export(True)
-    except Exception as why:  # noqa: BLE001 - the refusal as it was
-        raise refusal from why
-    ep.retrace = getattr(ep.retrace, "func", ep.retrace)  # (a re-export: the same way)
-    return ep
+    tries = [keys] + ([True] if all(p.small for p in problems) else [])
+    for i, how in enumerate(tries):
+        try:
+            ep = export(how)
+        except Exception as why:  # noqa: BLE001 - the next way, or the refusal as it was
+            if i + 1 == len(tries):
+                raise refusal from why
+            continue
+        ep.retrace = getattr(ep.retrace, "func", ep.retrace)  # (a re-export: the same way)
+        if how is not True:  # (sides joined by splits.py keep no list: what they defer)
+            ep.deferred_checks = [p.text() for p in problems if p.small]
+        return ep
+    raise refusal  # (unreachable: `tries` is never empty)
