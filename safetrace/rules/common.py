@@ -507,14 +507,14 @@ def _static_bound(env: Any, v: Any, low: bool) -> int | None:
         return v
     r = env.bounds(to_expr(v))
     b = r.lo if low else r.hi
-    if not low and b == float("inf") and _at_most_zero(env, to_expr(v)):
+    if not low and b > 0 and _at_most_zero(env, to_expr(v)):
         return 0  # (a count of elements the facts make none: ``s0*s1 == 0`` is no range)
     return None if b in (float("inf"), float("-inf")) else int(b)
 
 
 def _at_most_zero(env: Any, e: Any) -> bool:
     """Whether the facts prove ``e <= 0`` (a product of sizes, one of them 0 where the
-    facts hold, has no range the bounds show: the tracer's and the loader's environments
+    facts hold, has no range the bounds show, or a wider one: the tracer's and the loader's environments
     must both find the count of its elements 0, or a file records a number its loader
     cannot prove)."""
     try:

@@ -75,3 +75,53 @@ def test_a_count_of_an_empty_tensor_recorded_as_one_is_refused(cls, node, val):
     n["meta"]["val"] = val
     with pytest.raises(st.LoadError, match="records its value as"):
         st.load(hostile.pack(doc, tensors))
+
+
+class _CountInARelationSplit(torch.nn.Module):
+    def forward(self, x, z):
+        v1 = x * 2
+        v3 = torch.zeros((z.expand(2, *z.shape) > 0).sum().item(), 2)
+        v7 = v3.amax(0) if v3.shape[0] > 0 else v3.sum(0)
+        return v1, v3, v7
+
+
+def _split_program() -> st.ExportedProgram:
+    """Split on ``s0*s3 == 0`` (``v3.shape[0] > 0``); in the true branch, ``s0 >= 1``
+    makes ``z`` empty and the count 0, which the file records as a number."""
+    d0, d1, d3 = Dim("d0", max=7), Dim("d1", min=2, max=2), Dim("d3", max=3)
+    return st.export(_CountInARelationSplit(), (torch.randn(7, 2), torch.randn(2, 0, 7, 2)),
+                     dynamic_shapes=({0: d0, 1: d1}, {0: d1, 1: d3, 2: d0}))
+
+
+def _branch_nodes(doc: dict, name: str) -> list:
+    return [n for g in doc["subgraphs"] for n in g["nodes"] if n["name"] == name]
+
+
+def test_a_count_a_branch_fact_empties_loads():
+    """The loader's bound of the count, ``8*s0*s3``, has a range (up to 168) but the
+    branch's fact ``s0*s3 == 0`` makes it 0 (before: only an unbounded count was held
+    against the facts; the loader read ``u0`` and refused the file's 0)."""
+    m = _CountInARelationSplit()
+    ep = _split_program()
+    blob = _saved(ep)
+    assert {"symint": 0} in [n["meta"]["val"] for n in _branch_nodes(hostile.parts(blob)[0],
+                                                                      "item")]
+    run = st.load(blob).module()
+    for s0, s3 in [(1, 0), (7, 0), (3, 1), (1, 3), (7, 2)]:
+        x, z = torch.randn(s0, 2), torch.randn(2, s3, s0, 2)
+        for got, want in zip(run(x, z), m(x, z)):
+            torch.testing.assert_close(got, want)
+    with pytest.raises(st.InputMismatchError):
+        run(torch.randn(8, 2), torch.randn(2, 1, 8, 2))  # (s0 past its declared 7)
+
+
+@pytest.mark.parametrize("branch, val", [(0, {"symint": 1}), (1, {"symint": 0})])
+def test_a_count_in_a_split_recorded_as_another_number_is_refused(branch, val):
+    """The true branch's count recorded as 1, or the false branch's (``s0*s3 != 0``: any
+    count up to 168) as 0: refused."""
+    doc, tensors = hostile.parts(_saved(_split_program()))
+    n = _branch_nodes(doc, "item")[branch]
+    assert n["meta"]["val"] != val
+    n["meta"]["val"] = val
+    with pytest.raises(st.LoadError, match="node 'item'"):
+        st.load(hostile.pack(doc, tensors))
