@@ -514,9 +514,9 @@ def _static_bound(env: Any, v: Any, low: bool) -> int | None:
 
 def _at_most_zero(env: Any, e: Any) -> bool:
     """Whether the facts prove ``e <= 0`` (a product of sizes, one of them 0 where the
-    facts hold, has no range the bounds show, or a wider one: the tracer's and the loader's environments
-    must both find the count of its elements 0, or a file records a number its loader
-    cannot prove)."""
+    facts hold, has no range the bounds show, or a wider one: the tracer's and the
+    loader's environments must both find the count of its elements 0, or a file records
+    a number its loader cannot prove)."""
     try:
         return env.decide(le(e, 0)) is True
     except Exception:  # noqa: BLE001 - a question the engine cannot take: not assumed
