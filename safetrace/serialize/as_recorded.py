@@ -132,7 +132,7 @@ class AsRecorded:
                                  "its size", values, late)
 
     def _late(self, node: torch.fx.Node, meta: dict) -> None:
-        """A node past the analysis' time (``memory.ANALYSIS_SECONDS``): not evaluated, its
+        """A node past the analysis' budget (``memory.ANALYSIS_NODES``): not evaluated, its
         record is checked at each call as one the loader cannot work out, with what the
         nodes before it really hold (their own checked records past the time), and so are
         those of the subgraphs a control-flow node calls; a record no check can read
@@ -192,8 +192,8 @@ class AsRecorded:
                 raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
                                f"before it, and what the file records there cannot be "
                                f"checked at call ({why[:200]})",
-                               "load it where the process has CPU time to spare, or raise "
-                               "safetrace.serialize.memory.ANALYSIS_SECONDS")
+                               "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
+                               "analysed at load) or ANALYSIS_SECONDS (its CPU backstop)")
 
     def _fresh(self) -> str:
         return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)

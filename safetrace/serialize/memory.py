@@ -46,9 +46,15 @@ from safetrace.serialize.memory_control import SIZE_ARITHMETIC, SubgraphMemory
 from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
-# CPU seconds the analysis of what depends on the inputs may take at one load: past them
-# the rest is left unknown (not refused), so a file cannot make loading slow through it
-ANALYSIS_SECONDS = 1.0
+# nodes computed from the inputs that one load analyses (each evaluation of a subgraph's
+# counted anew): past them the rest is not worked out but checked at call (``_late``), so
+# a file cannot make loading slow through it.  A count, not a time, so that whether a
+# file of ours loads is the same on every machine: a program of 20k ordinary nodes (a
+# 800-block transformer) fits, in about 0.9 s of one 2-core VM's CPU
+ANALYSIS_NODES = 1 << 15
+# and CPU seconds, a backstop against a file whose nodes are each slow to analyse (huge
+# size expressions): none of ours comes near it
+ANALYSIS_SECONDS = 10.0
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
 
@@ -79,9 +85,10 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self._subs: dict = {}  # (subgraph, what it is called with) -> (outputs, candidates)
         self.opaque: dict = {}  # symbol of an input dim too complex to analyse -> (leaf, dim)
         self.deadline = math.inf
+        self.analysed = 0  # (nodes computed from the inputs analysed: ``ANALYSIS_NODES``)
         self.main: torch.fx.Graph | None = None  # (a node of it that always fails: refused)
         self.values: dict = {}
-        self.gave_up: torch.fx.Node | None = None  # where the analysis ran out of time
+        self.gave_up: torch.fx.Node | None = None  # where the analysis stopped
         self.dtypes: dict = {}  # node -> the dtype its tensor has, where the rules know it
         self.sized: dict = {}  # node -> whether its int is a size the call check bounds
         self.bound_symbols = {s.name for s in getattr(contract, "symbols", ())
@@ -134,6 +141,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self.asserted = Asserted(self.env, graph)
         previous, ACTIVE.env = ACTIVE.env, self.env
         self.deadline = time.process_time() + ANALYSIS_SECONDS
+        self.analysed = 0
         try:
             _, candidates, tally = self._run(graph, meta, data, set(user or ()))
         finally:
@@ -197,7 +205,9 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             if node.op == "call_function":
                 if any(a in tainted for a in node.all_input_nodes):
                     tainted.add(node)
-                    if self.gave_up is not None or time.process_time() > self.deadline:
+                    self.analysed += 1
+                    if self.gave_up is not None or self.analysed > ANALYSIS_NODES or \
+                            time.process_time() > self.deadline:
                         self.gave_up = self.gave_up or node
                         self.bounded[node] = False
                         self._late(node, meta)  # (its record checked at call)

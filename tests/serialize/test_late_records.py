@@ -1,12 +1,14 @@
 """What the file records of the nodes past the loader's analysis time is checked at call.
 
-The loader evaluates what depends on the inputs within ``ANALYSIS_SECONDS`` of CPU (a file
-of hard size questions must not make loading slow); until session 27 the nodes past that
+The loader evaluates at most ``ANALYSIS_NODES`` nodes that depend on the inputs, within
+``ANALYSIS_SECONDS`` of CPU (a file of many nodes or hard size questions must not make
+loading slow; the count, session 27, makes it the same on every machine, the time is a
+backstop against hostile files); until session 27 the nodes past that
 point kept their records unchecked, so a file made large enough to run the analysis out
 of time had its later records believed (``print(ep)``, ``to_torch()``).  Now each such
 node (and every node of the subgraphs it calls) has its recorded dtype, rank and sizes
 checked at each call, like a node the loader cannot work out; a record no check can
-read refuses the file.  Here the time is spent at once (``ANALYSIS_SECONDS = -1``).
+read refuses the file.  Here the budget is spent at once (``ANALYSIS_NODES = 0``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _eager(x):
 
 @pytest.fixture
 def no_time(monkeypatch):
-    monkeypatch.setattr(memory, "ANALYSIS_SECONDS", -1.0)
+    monkeypatch.setattr(memory, "ANALYSIS_NODES", 0)
 
 
 def _saved(model, allow=()) -> tuple[dict, dict]:
@@ -120,3 +122,30 @@ def test_a_record_no_check_can_read_past_the_time_refuses_the_file(no_time):
     with pytest.raises(st.LoadError, match=r"analysis ran out of time before it, and what "
                                            r"the file records there cannot be checked"):
         _load(doc, tensors)
+
+
+def test_the_count_stops_the_analysis_at_the_same_node_everywhere(monkeypatch):
+    """Three nodes analysed (``sym_size_int``, ``mul``, ``sum_1``): a lie in the third's
+    record is refused at load, one in a node after them at call."""
+    monkeypatch.setattr(memory, "ANALYSIS_NODES", 3)
+    doc, tensors = _saved(Dyn())
+    _edit(doc, _name(doc, "sum"), "shape", [["mul", 1000, "s0"]])
+    with pytest.raises(st.LoadError, match="node 'sum_1': the file records its value as"):
+        _load(doc, tensors)
+    doc, tensors = _saved(Dyn())
+    _edit(doc, _name(doc, "zeros"), "shape", [["add", "s0", 2]])
+    mod = _load(doc, tensors)
+    with pytest.raises(st.RuntimeAssertionError, match=r"== s0 \+ 2 \(\w+ is dim 0 of what"):
+        mod(torch.randn(5, 4))
+
+
+def test_the_cpu_backstop_also_stops_the_analysis(monkeypatch):
+    monkeypatch.setattr(memory, "ANALYSIS_SECONDS", -1.0)
+    doc, tensors = _saved(Dyn())
+    mod = _load(doc, tensors)
+    x = torch.randn(7, 4)
+    for got, want in zip(mod(x), Dyn()(x)):
+        torch.testing.assert_close(got, want)
+    _edit(doc, _name(doc, "sum"), "shape", [["mul", 1000, "s0"]])
+    with pytest.raises(st.RuntimeAssertionError, match=r"== 1000\*s0 \(\w+ is dim 0 of"):
+        _load(doc, tensors)(x)
