@@ -54,7 +54,7 @@ from safetrace.trace.mutation import written_inputs
 ANALYSIS_NODES = 1 << 15
 # and CPU seconds, a backstop against a file whose nodes are each slow to analyse (huge
 # size expressions): none of ours comes near it
-ANALYSIS_SECONDS = 10.0
+ANALYSIS_SECONDS = 5.0
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
 
