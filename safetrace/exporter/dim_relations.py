@@ -24,10 +24,14 @@ from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
     ASSUMED_MIN, condition_assumed_away, refuted, relation_assumed_away, relation_required,
+    requirements_only,
 )
 from safetrace.exporter.fix_links import example_side_link
-from safetrace.exporter.sides import assumed_imply
+from safetrace.exporter.relation_splits import plain_relation
+from safetrace.exporter.sides import ASSUMED, assumed_imply
 from safetrace.symbolic import Env, Expr, Range
+from safetrace.symbolic.canon import eq
+from safetrace.symbolic.expr import sym
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.trace.source import from_text
 
@@ -47,6 +51,7 @@ class NamedRelations:
     links: dict[str, tuple[str, int]]
     assumed: tuple[Expr, ...]
     refused: list  # (contract, condition, its named symbols): a relation split's candidates
+    branched: list  # (relation, side, origin): a branch's relation a split may keep
     defer_keys: frozenset
     deferred: list
 
@@ -345,6 +350,43 @@ class NamedRelations:
             g.precondition or id(g) in checks or (g.required_from > 0 and all(
                 binding[n] >= g.required_from for n in g.cond.free_symbols))
             for g in failed)
+
+    def branch_relation(self, root: str, rep: Expr) -> bool:
+        """Root symbol `root` became `rep`, a plain expression of two or more backed
+        sizes that no Dim expresses (``if a*b == c:`` at the example), by a branch of the
+        code: torch.export keeps it as a run-time check of its program, and so does
+        safetrace (the contract checks `root`'s dim against `rep`); where the relation's
+        other answer is in the declared ranges, ``branched`` gets it for a relation split
+        (``relation_splits.relation_sides``: both answers traced, ``torch.cond`` on it).
+        A side that assumes the relation (``assumed``) runs only where it holds."""
+        env = self.env
+        if len(rep.free_symbols) < 2 or not plain_relation(rep) or not all(
+                n in env.symbols and env.symbols[n].backed for n in rep.free_symbols):
+            return False
+        cond = eq(sym(root), rep)
+        ranges = {s: (self.roots[n][0].min, self.roots[n][0].max)
+                  for s, n in self.dim_names.items() if n in self.roots}
+        if cond in self.assumed or assumed_imply(self.assumed, cond, ranges):
+            return True
+        named = sorted(rep.free_symbols | {root})
+        if not all(s in self.dim_names for s in named):
+            return True  # (a relation to Dim.AUTO sizes: checked, not split)
+        try:
+            at = int(rep.evaluate({n: env.hints[n] for n in rep.free_symbols}))
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return True
+        dim = self.roots[self.dim_names[root]][0]
+        point = next((v for v in (at + 1, at - 1, dim.min, at + 2) if
+                      dim.min <= v <= dim.max and v != at and
+                      not requirements_only(env, {root: v}, True)), None)
+        if point is None:
+            return True
+        side = {self.dim_names[s]: (env.hints[s] if s != root else point,
+                                    self.roots[self.dim_names[s]][0].min,
+                                    self.roots[self.dim_names[s]][0].max) for s in named}
+        self.branched.append((cond, {**side, **self.relations(), ASSUMED: self.assumed},
+                              self.origin_of(root)))
+        return True
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the

@@ -74,6 +74,7 @@ class DynamicDims(NamedRelations):
         self.assumed: tuple[Expr, ...] = ()
         self.related: dict[str, Expr] = {}
         self.refused: list = []  # relations refused where no range expresses them
+        self.branched: list = []  # (c == a*b, side breaking it, origin): a branch's relation
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -265,7 +266,8 @@ class DynamicDims(NamedRelations):
                     continue
                 seen.add(key)
                 rep = env.simplify(sym(root))
-                if not self.required_relation(root, rep):  # (c == a*b of an op: checked)
+                if not self.required_relation(root, rep) and not self.branch_relation(
+                        root, rep):  # (c == a*b of an op or a branch: checked, or split)
                     problems.append(self._relation_problem(root, dim_name, rep, label))
                 continue
             declared = self.roots[dim_name][0]
