@@ -50,6 +50,7 @@ class NamedRelations:
     declared: dict[str, Dim]
     links: dict[str, tuple[str, int]]
     assumed: tuple[Expr, ...]
+    checked: tuple[Expr, ...]
     refused: list  # (contract, condition, its named symbols): a relation split's candidates
     branched: list  # (relation, side, origin): a branch's relation a split may keep
     defer_keys: frozenset
@@ -109,7 +110,7 @@ class NamedRelations:
                             self.roots[names[0]][0])
             if len(names) >= 2:
                 if relation_required(self.env, c, point) or relation_assumed_away(
-                        self.env, contract, c, named):
+                        self.env, contract, c, named) or c.cond in self.checked:
                     continue  # an op's requirement between Dims: checked, as torch's program
                 problem = self._kept(lambda: self._relation(contract, c, named, names),
                                      small, key)
