@@ -29,6 +29,7 @@ from safetrace.exporter.eager_raises import (
 from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.relation_splits import plain_relation
 from safetrace.exporter.sides import ASSUMED, assumed_imply
+from safetrace.meta.pins import CountPin
 from safetrace.symbolic import Env, Expr, Range
 from safetrace.symbolic.canon import eq
 from safetrace.symbolic.expr import sym
@@ -388,6 +389,15 @@ class NamedRelations:
         self.branched.append((cond, {**side, **self.relations(), ASSUMED: self.assumed},
                               self.origin_of(root)))
         return True
+
+    def branch_between(self, c: Any, named: list[str]) -> bool:
+        """Refused condition `c` relates two or more named Dims and no guard pinning a
+        count (a list as long as a size: ``CountPin``) decided its sizes: a branch's
+        relation, which torch.export's program keeps as a run-time check."""
+        syms = set(c.cond.free_symbols)
+        return len({self.dim_names[s] for s in named}) >= 2 and not any(
+            isinstance(g.origin, CountPin) and g.cond.free_symbols <= syms
+            for g in self.env.guards)
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the

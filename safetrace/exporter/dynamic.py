@@ -377,8 +377,7 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         exc.st_relation = dyn.refused_split() if len(dyn.refused) == len(problems) else None
         # every problem a branch's relation between named Dims: where no split keeps both
         # answers, the program checks them at run time, as torch.export's does (splits.py)
-        between = [c.cond for _, c, named in dyn.refused
-                   if len({dyn.dim_names[s] for s in named}) >= 2]
+        between = [c.cond for _, c, named in dyn.refused if dyn.branch_between(c, named)]
         exc.st_checked = tuple(between) if len(between) == len(problems) else ()
         raise exc
 
