@@ -11,6 +11,7 @@ whose tables (``roots``, ``dim_names``, ``fixes``, ``dim_fixes``, ``narrowed``,
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from typing import Any
@@ -397,7 +398,30 @@ class NamedRelations:
         syms = set(c.cond.free_symbols)
         return len({self.dim_names[s] for s in named}) >= 2 and not any(
             isinstance(g.origin, CountPin) and g.cond.free_symbols <= syms
-            for g in self.env.guards)
+            for g in self.env.guards) and not self._narrows_one(c.cond)
+
+    def _narrows_one(self, cond: Expr) -> bool:
+        """Some size of one of `cond`'s Dims at an end of its range (its smallest three,
+        its largest) breaks `cond` whatever the others' sizes (a grid of their smallest
+        and largest): ``a > c`` rules out ``a == 0``, a narrowing of one Dim, which
+        torch.export refuses too (``3 <= a``), not a relation kept as a check."""
+        grid, ends = {}, {}
+        for s in sorted(cond.free_symbols):
+            dim = self.roots[self.dim_names[s]][0] if s in self.dim_names else None
+            if dim is None:
+                grid[s] = ends[s] = [self.env.hints.get(s, 0)]
+                continue
+            top = [] if dim.max == math.inf else [int(dim.max) - 1, int(dim.max)]
+            grid[s] = [v for v in range(dim.min, dim.min + _GRID) if v <= dim.max] + top
+            ends[s] = [v for v in range(dim.min, dim.min + 3) if v <= dim.max] + top[1:]
+        for s in grid:
+            others = [n for n in grid if n != s]
+            for v in ends[s]:
+                points = itertools.islice(itertools.product(*(grid[n] for n in others)),
+                                          4096)
+                if not any(_holds(cond, {s: v, **dict(zip(others, p))}) for p in points):
+                    return True
+        return False
 
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
@@ -426,6 +450,16 @@ class NamedRelations:
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
         return decl.where if decl else name
+
+
+_GRID = 12  # sizes of each Dim tried where `_narrows_one` looks for one that holds
+
+
+def _holds(cond: Expr, point: dict) -> bool:
+    try:
+        return bool(cond.evaluate(point))
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return True  # (no answer: not counted as ruling the size out)
 
 
 def small_key(cond: Expr, named: dict[str, str], dim: Dim) -> tuple:
