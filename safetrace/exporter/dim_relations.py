@@ -363,14 +363,16 @@ class NamedRelations:
         (``relation_splits.relation_sides``: both answers traced, ``torch.cond`` on it).
         A side that assumes the relation (``assumed``) runs only where it holds."""
         env = self.env
-        if len(rep.free_symbols) < 2 or not plain_relation(rep) or not all(
+        if not rep.free_symbols or not plain_relation(rep) or not all(
                 n in env.symbols and env.symbols[n].backed for n in rep.free_symbols):
             return False
         cond = eq(sym(root), rep)
         ranges = {s: (self.roots[n][0].min, self.roots[n][0].max)
                   for s, n in self.dim_names.items() if n in self.roots}
         if cond in self.assumed or assumed_imply(self.assumed, cond, ranges):
-            return True
+            return True  # (`b == a` too: the side of `if a == b:` that a split traced)
+        if len(rep.free_symbols) < 2:
+            return False
         named = sorted(rep.free_symbols | {root})
         if not all(s in self.dim_names for s in named):
             return True  # (a relation to Dim.AUTO sizes: checked, not split)
@@ -392,10 +394,13 @@ class NamedRelations:
         return True
 
     def branch_between(self, c: Any, named: list[str]) -> bool:
-        """Refused condition `c` relates two or more named Dims and no guard pinning a
-        count (a list as long as a size: ``CountPin``) decided its sizes: a branch's
-        relation, which torch.export's program keeps as a run-time check."""
+        """Refused condition `c` relates two or more named Dims, pins no expression of
+        them to one value (``len(x.split(2)) == 3``, a count: a pin, not a relation) and
+        no guard pinning a count (``CountPin``) decided its sizes: a branch's relation,
+        which torch.export's program keeps as a run-time check."""
         syms = set(c.cond.free_symbols)
+        if c.cond.op == "eq" and any(a.op == "const" for a in c.cond.args):
+            return False
         return len({self.dim_names[s] for s in named}) >= 2 and not any(
             isinstance(g.origin, CountPin) and g.cond.free_symbols <= syms
             for g in self.env.guards) and not self._narrows_one(c.cond)

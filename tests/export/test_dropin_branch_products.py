@@ -133,3 +133,28 @@ def test_unsplit_the_example_answer_is_checked_as_torch(tmp_path: Any) -> None:
                 with pytest.raises(st.InputMismatchError,
                                    match="test_dropin_branch_products.py"):
                     m(x, z)
+
+
+def _same_size(x, y):
+    if x.shape[0] == y.shape[0]:
+        return x * 2 + y
+    return x.sum() + y.sum(0, keepdim=True)
+
+
+def test_a_branch_on_two_named_dims_apart_at_the_example_runs_both_answers() -> None:
+    """``if a == c:`` with a != c in the example: torch keeps `a != c` as a guard of its
+    program; safetrace splits it (the side where a == c traced with c as a)."""
+    model, args = Fn(_same_size), (_t(5), _t(3))
+    spec = ((Dim("a"),), (Dim("c"),))
+    ref = torch.export.export(model, args, dynamic_shapes=spec)
+    ours = st.export(model, args, dynamic_shapes=spec)
+    assert "relation split" in str(ours), str(ours)
+    for m, n in [(5, 3), (4, 4), (0, 0), (1, 1), (0, 1), (1, 0), (2, 7)]:
+        x, y = _t(m), _t(n)
+        same(ours.module()(x, y), _same_size(x, y))
+        if m != n and min(m, n) >= 2:
+            same(ref.module()(x, y), _same_size(x, y))
+    with pytest.raises(AssertionError, match="Guard failed"):
+        ref.module()(_t(4), _t(4))  # (torch's refuses the other answer)
+    with pytest.raises(st.InputMismatchError):
+        ours.module()(_t(4, 1), _t(4))
