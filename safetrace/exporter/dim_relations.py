@@ -11,6 +11,7 @@ whose tables (``roots``, ``dim_names``, ``fixes``, ``dim_fixes``, ``narrowed``,
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 from typing import Any
@@ -24,10 +25,15 @@ from safetrace.exporter.declared_ranges import declared_range
 from safetrace.exporter.dim_conditions import holding_range, holds_outside, residue_span
 from safetrace.exporter.eager_raises import (
     ASSUMED_MIN, condition_assumed_away, refuted, relation_assumed_away, relation_required,
+    requirements_only,
 )
 from safetrace.exporter.fix_links import example_side_link
-from safetrace.exporter.sides import assumed_imply
+from safetrace.exporter.relation_splits import plain_relation
+from safetrace.exporter.sides import ASSUMED, assumed_imply
+from safetrace.meta.pins import CountPin
 from safetrace.symbolic import Env, Expr, Range
+from safetrace.symbolic.canon import eq
+from safetrace.symbolic.expr import sym
 from safetrace.symbolic.describe import passing_sizes
 from safetrace.trace.source import from_text
 
@@ -46,7 +52,9 @@ class NamedRelations:
     declared: dict[str, Dim]
     links: dict[str, tuple[str, int]]
     assumed: tuple[Expr, ...]
+    checked: tuple[Expr, ...]
     refused: list  # (contract, condition, its named symbols): a relation split's candidates
+    branched: list  # (relation, side, origin): a branch's relation a split may keep
     defer_keys: frozenset
     deferred: list
 
@@ -104,7 +112,7 @@ class NamedRelations:
                             self.roots[names[0]][0])
             if len(names) >= 2:
                 if relation_required(self.env, c, point) or relation_assumed_away(
-                        self.env, contract, c, named):
+                        self.env, contract, c, named) or c.cond in self.checked:
                     continue  # an op's requirement between Dims: checked, as torch's program
                 problem = self._kept(lambda: self._relation(contract, c, named, names),
                                      small, key)
@@ -346,6 +354,80 @@ class NamedRelations:
                 binding[n] >= g.required_from for n in g.cond.free_symbols))
             for g in failed)
 
+    def branch_relation(self, root: str, rep: Expr) -> bool:
+        """Root symbol `root` became `rep`, a plain expression of two or more backed
+        sizes that no Dim expresses (``if a*b == c:`` at the example), by a branch of the
+        code: torch.export keeps it as a run-time check of its program, and so does
+        safetrace (the contract checks `root`'s dim against `rep`); where the relation's
+        other answer is in the declared ranges, ``branched`` gets it for a relation split
+        (``relation_splits.relation_sides``: both answers traced, ``torch.cond`` on it).
+        A side that assumes the relation (``assumed``) runs only where it holds."""
+        env = self.env
+        if not rep.free_symbols or not plain_relation(rep) or not all(
+                n in env.symbols and env.symbols[n].backed for n in rep.free_symbols):
+            return False
+        cond = eq(sym(root), rep)
+        ranges = {s: (self.roots[n][0].min, self.roots[n][0].max)
+                  for s, n in self.dim_names.items() if n in self.roots}
+        if cond in self.assumed or assumed_imply(self.assumed, cond, ranges):
+            return True  # (`b == a` too: the side of `if a == b:` that a split traced)
+        if len(rep.free_symbols) < 2:
+            return False
+        named = sorted(rep.free_symbols | {root})
+        if not all(s in self.dim_names for s in named):
+            return True  # (a relation to Dim.AUTO sizes: checked, not split)
+        try:
+            at = int(rep.evaluate({n: env.hints[n] for n in rep.free_symbols}))
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return True
+        dim = self.roots[self.dim_names[root]][0]
+        point = next((v for v in (at + 1, at - 1, dim.min, at + 2) if
+                      dim.min <= v <= dim.max and v != at and
+                      not requirements_only(env, {root: v}, True)), None)
+        if point is None:
+            return True
+        side = {self.dim_names[s]: (env.hints[s] if s != root else point,
+                                    self.roots[self.dim_names[s]][0].min,
+                                    self.roots[self.dim_names[s]][0].max) for s in named}
+        self.branched.append((cond, {**side, **self.relations(), ASSUMED: self.assumed},
+                              self.origin_of(root)))
+        return True
+
+    def branch_between(self, c: Any, named: list[str]) -> bool:
+        """Refused condition `c` relates two or more named Dims, pins no expression of
+        them to one value (``len(x.split(2)) == 3``, a count: a pin, not a relation) and
+        no guard pinning a count (``CountPin``) decided its sizes: a branch's relation,
+        which torch.export's program keeps as a run-time check."""
+        syms = set(c.cond.free_symbols)
+        if c.cond.op == "eq" and any(a.op == "const" for a in c.cond.args):
+            return False
+        return len({self.dim_names[s] for s in named}) >= 2 and not any(
+            isinstance(g.origin, CountPin) and g.cond.free_symbols <= syms
+            for g in self.env.guards) and not self._narrows_one(c.cond)
+
+    def _narrows_one(self, cond: Expr) -> bool:
+        """Some size of one of `cond`'s Dims at an end of its range (its smallest three,
+        its largest) breaks `cond` whatever the others' sizes (a grid of their smallest
+        and largest): ``a > c`` rules out ``a == 0``, a narrowing of one Dim, which
+        torch.export refuses too (``3 <= a``), not a relation kept as a check."""
+        grid, ends = {}, {}
+        for s in sorted(cond.free_symbols):
+            dim = self.roots[self.dim_names[s]][0] if s in self.dim_names else None
+            if dim is None:
+                grid[s] = ends[s] = [self.env.hints.get(s, 0)]
+                continue
+            top = [] if dim.max == math.inf else [int(dim.max) - 1, int(dim.max)]
+            grid[s] = [v for v in range(dim.min, dim.min + _GRID) if v <= dim.max] + top
+            ends[s] = [v for v in range(dim.min, dim.min + 3) if v <= dim.max] + top[1:]
+        for s in grid:
+            others = [n for n in grid if n != s]
+            for v in ends[s]:
+                points = itertools.islice(itertools.product(*(grid[n] for n in others)),
+                                          4096)
+                if not any(_holds(cond, {s: v, **dict(zip(others, p))}) for p in points):
+                    return True
+        return False
+
     def _first_uses(self, rep: Expr) -> str:
         """``_dimz - 2 = x.shape[0]``: each symbol of `rep` as its first declared dim (the
         declaration and where), as torch.export names the other side of a relation."""
@@ -373,6 +455,16 @@ class NamedRelations:
     def _where_of(self, name: str) -> str:
         decl = self.owner.get(name)
         return decl.where if decl else name
+
+
+_GRID = 12  # sizes of each Dim tried where `_narrows_one` looks for one that holds
+
+
+def _holds(cond: Expr, point: dict) -> bool:
+    try:
+        return bool(cond.evaluate(point))
+    except (ArithmeticError, KeyError, ValueError, TypeError):
+        return True  # (no answer: not counted as ruling the size out)
 
 
 def small_key(cond: Expr, named: dict[str, str], dim: Dim) -> tuple:

@@ -27,7 +27,7 @@ from safetrace.exporter.example_ranges import in_range
 from safetrace.exporter.fix_links import compose_links
 from safetrace.exporter.relation_splits import plain_relation, relation_point
 from safetrace.exporter.sides import (
-    ASSUMED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
+    ASSUMED, CHECKED, RELATED, SPECIAL, assumed_out, auto_alias, only_value, point_narrowing, side_hint,
 )
 from safetrace.exporter.spec import OMITTED
 from safetrace.exporter.suggestion import suggestion_text
@@ -72,8 +72,10 @@ class DynamicDims(NamedRelations):
         # the sizes of AUTO / DYNAMIC dims related to its Dims (sides.py, set_overrides)
         self.overrides: dict[str, tuple[int, int, float]] = {}
         self.assumed: tuple[Expr, ...] = ()
+        self.checked: tuple[Expr, ...] = ()  # relations kept as run-time checks (sides.py)
         self.related: dict[str, Expr] = {}
         self.refused: list = []  # relations refused where no range expresses them
+        self.branched: list = []  # (c == a*b, side breaking it, origin): a branch's relation
         # named Dims narrowed around their hint, one per problem found narrowing one:
         # (Dim name, lo, hi it works for, declared lo, declared hi, hint, soft); soft: the
         # condition also holds beyond [lo, hi] (`s != 7`): a split there may not end
@@ -157,6 +159,7 @@ class DynamicDims(NamedRelations):
         hints follow the side's: an example size would break the relation)."""
         self.overrides = {k: v for k, v in sides.items() if k not in SPECIAL}
         self.assumed = tuple(sides.get(ASSUMED, ()))
+        self.checked = tuple(sides.get(CHECKED, ()))
         self.related = dict(sides.get(RELATED, {}))
 
     def relations(self) -> dict:
@@ -265,7 +268,8 @@ class DynamicDims(NamedRelations):
                     continue
                 seen.add(key)
                 rep = env.simplify(sym(root))
-                if not self.required_relation(root, rep):  # (c == a*b of an op: checked)
+                if not self.required_relation(root, rep) and not self.branch_relation(
+                        root, rep):  # (c == a*b of an op or a branch: checked, or split)
                     problems.append(self._relation_problem(root, dim_name, rep, label))
                 continue
             declared = self.roots[dim_name][0]
@@ -371,5 +375,9 @@ def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDim
         # every problem a relation no range expresses: a relation split can keep the
         # declared space (exporter/relation_splits.py)
         exc.st_relation = dyn.refused_split() if len(dyn.refused) == len(problems) else None
+        # every problem a branch's relation between named Dims: where no split keeps both
+        # answers, the program checks them at run time, as torch.export's does (splits.py)
+        between = [c.cond for _, c, named in dyn.refused if dyn.branch_between(c, named)]
+        exc.st_checked = tuple(between) if len(between) == len(problems) else ()
         raise exc
 

@@ -77,6 +77,8 @@ def relation_sides(env: Env, contract: Contract, dyn: Any) -> list[tuple]:
         side = relation_point(env, contract, c, named, dyn) if not out else None
         if side is not None or out:
             out.append((c.cond, side, c.origin))
+    for cond, side, origin in dyn.branched:  # (a Dim a branch made a product of others:
+        out.append((cond, None if out else side, origin))  # dim_relations.branch_relation)
     return out
 
 
@@ -176,7 +178,10 @@ def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation:
         ep = _solve(run, with_assumed(overrides, cond), budget)
     side = with_assumed({**overrides, **point}, not_(cond))
     try:
-        return _join(ep, _solve(run, side, budget), cond, origin)
+        other = _solve(run, side, budget)
+        if _replaced(other, ep):  # (the side where `c == a*b` has no symbol of its own
+            return _join(other, ep, not_(cond), origin)  # for c: the other one's graph)
+        return _join(ep, other, cond, origin)
     except DeclaredSpaceViolation:
         pins = _one_point(side, ep.dim_names)
         if pins is None:
@@ -185,6 +190,21 @@ def _split(run: Callable, overrides: dict, ep: ExportedProgram | None, relation:
     # h == w == 4): traced there, each Dim one size, which the join checks where it runs
     other = run({**side, **{ep.dim_names[s]: (v, v, v) for s, v in pins.items()}})
     return _join(ep, other, cond, origin, pins)
+
+
+def _replaced(ep: ExportedProgram, other: ExportedProgram) -> dict:
+    """{symbol: its size in `other`}: each input size symbol `ep`'s contract binds that
+    `other`'s has no symbol for, its dim an expression of other sizes there (a side that
+    took ``if a*b == c:``, ``dim_relations.branch_relation``)."""
+    mine = {x.name for x in other.contract.symbols}
+    out = {}
+    for a, b in zip(ep.contract.inputs, other.contract.inputs):
+        if not isinstance(a, TensorInput) or not isinstance(b, TensorInput):
+            continue
+        for da, db in zip(a.dims, b.dims):
+            if da.kind == "bind" and da.symbol not in mine and db.kind == "equal":
+                out.setdefault(da.symbol, db.size)
+    return out
 
 
 def _one_point(side: dict, dim_names: dict) -> dict | None:
@@ -244,8 +264,10 @@ def _join(ep: ExportedProgram, other: ExportedProgram, cond: Any, origin: str,
     narrowed = narrower_ranges(ep.contract, other.contract)  # (what its assumption implies:
     if narrowed is None:  # dynamic.py's violations; checked where that side runs)
         raise Unsplittable("the other side's input ranges are wider")
-    skip |= set(narrowed) | set(pins)
-    if contract_key(ep.contract, pins, skip) != contract_key(other.contract, {}, skip):
+    replaced = _replaced(ep, other)  # {c: a*b} where `other` runs only where c == a*b
+    skip |= set(narrowed) | set(pins) | set(replaced)
+    if contract_key(ep.contract, {**pins, **replaced}, skip) != \
+            contract_key(other.contract, {}, skip):
         raise Unsplittable("the input contract differs on the other side")
     for s in sides:
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}

@@ -7,7 +7,9 @@ Two keys of ``overrides`` are no Dim names.  ``ASSUMED``: conditions that hold w
 the side's program runs (a relation split's answer, ``relation_splits.py``): no narrowing
 of the Dims they relate, nor a range they imply.  ``RELATED``: the sizes the first trace
 gave Dim.AUTO / DYNAMIC dims in terms of other sizes, whose hints then follow the side's
-(the example's size would break the relation there)."""
+(the example's size would break the relation there).  ``CHECKED``: relations between
+named Dims that a branch decided, kept as run-time checks of the program where no split
+keeps both answers (torch.export's program checks them too, ``splits.py``)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from safetrace.symbolic.scope import assuming
 
 ASSUMED = "(assumed)"  # a side's key for the conditions its program runs under (no Dim name)
 RELATED = "(related)"  # and for {"z.shape[1]": its size as an expression of other sizes}
-SPECIAL = (ASSUMED, RELATED)
+CHECKED = "(checked)"  # and for relations between named Dims kept as run-time checks
+SPECIAL = (ASSUMED, RELATED, CHECKED)
 
 
 def with_assumed(overrides: dict, cond: Any) -> dict:

@@ -37,7 +37,7 @@ from safetrace.exporter.contract import Condition, Contract, SymbolRange, Tensor
 from safetrace.exporter.hoist import Prefix, common_prefix, is_size_node
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter.relation_splits import split_refused, split_relation
-from safetrace.exporter.sides import SPECIAL
+from safetrace.exporter.sides import CHECKED, SPECIAL
 from safetrace.exporter.size_tests import same_either_way, widen_unbacked
 from safetrace.exporter.small_splits import split_small_sizes
 from safetrace.exporter.split_report import header, headed, nested, where_of
@@ -64,7 +64,9 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
             try:  # (relations between Dims, no range: relation_splits.py)
                 return split_refused(run, exc, max_splits)
             except Exception as why:  # noqa: BLE001 - a split never makes an error worse
-                raise exc from why
+                return _checked(run, exc, why)
+        if getattr(exc, "st_checked", None) and not exc.st_narrowed:
+            return _checked(run, exc, None)
         if not getattr(exc, "st_narrowed", None) or max_splits <= 0 or \
                 _count_beyond(exc, max_splits):
             raise
@@ -85,6 +87,20 @@ def export_with_splits(run: Callable[[dict], ExportedProgram],
             except Exception:  # noqa: BLE001
                 pass
         raise original from why
+
+
+def _checked(run: Callable, exc: DeclaredSpaceViolation,
+             why: Exception | None) -> ExportedProgram:
+    """Where no split keeps both answers of a branch's relations between named Dims
+    (``st_checked``): the example's answer, the relations run-time checks of the program
+    naming the branch's line, as torch.export's program keeps them (sound, narrower);
+    `exc` where there are none or the trace refuses otherwise."""
+    if not getattr(exc, "st_checked", None):
+        raise exc from why
+    try:
+        return run({CHECKED: exc.st_checked})
+    except DeclaredSpaceViolation:
+        raise exc from why
 
 
 def _count_beyond(exc: DeclaredSpaceViolation, max_splits: int) -> bool:

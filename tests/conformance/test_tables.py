@@ -48,10 +48,6 @@ _BRANCH = "a branch on a size rules out part of the declared range: the document
 _NARROW = ("a run-time condition on a named Dim fails inside its declared range (documented: "
            "the fix is Dim.DYNAMIC, or the range where it holds)")
 REFUSED = {
-    "patterns/mha_masks_both_layouts": ("ConstraintViolationError", "`if t == s_len` relates two "
-                                        "independent named Dims (documented: declare one Dim.DYNAMIC)"),
-    "arch/vit_interp": ("ConstraintViolationError", "`if npatch == N` relates the independent "
-                        "Dims h and w ((h//4)*(w//4) != 16)"),
     "arch/packed_lstm": ("UnsupportedOpError", "packing reads the lengths' data"),
     "arch2/mlp_mixer": ("ConstraintViolationError", "the token-mixing Linear makes the dims static"),
     "arch2/nn_transformer": ("DataDependentError", "bool() of (mask == causal).all()"),

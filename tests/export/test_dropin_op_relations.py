@@ -6,8 +6,10 @@ fail.  torch.export exports both with the requirement as a guard of its program,
 refuses other sizes before computing; safetrace exports them too, the requirement one of the
 program's input checks naming the op's line; so are ``assert`` and ``torch._check``
 relating them (torch exports those too).  An equality (``torch.cat``, ``x + y``) ties
-one Dim to the other, and a plain branch (``if m >= n:``) picks a result: safetrace refuses
-both at export (torch refuses the equality; the branch is kept a refusal on purpose)."""
+one Dim to the other: both refuse it at export.  A plain branch (``if m >= n:``) picks a
+result: torch exports the example's answer with the relation a guard of its program;
+safetrace splits it (both answers), or where it may not split (``max_splits=0``) exports
+the example's answer with the relation an input check naming the branch, as torch."""
 
 from __future__ import annotations
 
@@ -170,13 +172,36 @@ def test_a_branch_relating_named_dims_runs_both_answers() -> None:
     model, args = Fn(_branch), _rows(5, 3)
     spec = ({0: Dim("m")}, {0: Dim("n")})
     # (torch exports it with the branch as a guard of its program, refusing the other
-    # answer; safetrace splits it as a range of one named Dim, or refuses it with the fix)
-    with pytest.raises(st.ConstraintViolationError, match="Dim.DYNAMIC"):
-        st.export(model, args, dynamic_shapes=spec, max_splits=0)
+    # answer; safetrace splits it as a range of one named Dim)
     ep = st.export(model, args, dynamic_shapes=spec)
     for m, n in ((5, 3), (3, 5), (0, 0), (0, 2), (1, 1), (4, 4)):
         x, y = _rows(m, n)
         torch.testing.assert_close(ep.module()(x, y), model(x, y))
+
+
+def test_a_branch_relating_named_dims_unsplit_is_checked_as_torch() -> None:
+    """Where it may not split (max_splits=0): the example's answer, the relation an input
+    check naming the branch's line, refused before computing as torch's program refuses."""
+    model, args = Fn(_branch), _rows(5, 3)
+    spec = ({0: Dim("m")}, {0: Dim("n")})
+    ref = torch.export.export(model, args, dynamic_shapes=spec)
+    ours = st.export(model, args, dynamic_shapes=spec, max_splits=0)
+    conv = ours.to_torch().module()
+    for m, n in ((5, 3), (9, 2), (4, 4), (0, 0), (1, 0), (1, 1)):
+        x, y = _rows(m, n)
+        same(ours.module()(x, y), model(x, y))
+        same(conv(x, y), model(x, y))
+        if n >= 2 and m != n:  # (torch's program: traced for sizes 2 and more, m != n)
+            same(ref.module()(x, y), model(x, y))
+    for m, n in ((3, 5), (0, 2)):
+        x, y = _rows(m, n)
+        model(x, y)  # eager computes the other answer
+        with pytest.raises(AssertionError, match="Guard failed"):
+            ref.module()(x, y)
+        with pytest.raises(st.InputMismatchError, match="test_dropin_op_relations.py"):
+            ours.module()(x, y)
+        with pytest.raises(AssertionError, match="Guard failed"):
+            conv(x, y)
 
 
 def test_a_pinned_piece_count_is_no_requirement_between_dims() -> None:
