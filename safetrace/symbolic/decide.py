@@ -17,7 +17,8 @@ from safetrace.symbolic.canon import compare, diff, not_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
-from safetrace.symbolic.floor_forms import floors_as_remainders, remainders_as_floors
+from safetrace.symbolic.floor_forms import (floors_as_remainders, poly_quotient,
+                                            remainders_as_floors)
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import Contradiction
 from safetrace.symbolic.semantics import FCMP_FNS, FLOAT_OPS, INT_FROM_FLOAT, evaluate
@@ -217,6 +218,8 @@ def simplify(env: Facts, e: Expr) -> Expr:
                     else const(c)
     elif rop == "floordiv" or rop == "mod":  # a symbolic divisor
         q = _exact_quotient(r.args[0], r.args[1])
+        if q is None and r.args[1].op == "add":
+            q = poly_quotient(r.args[0], r.args[1])
         if q is not None and 0 not in bounds_of(env, r.args[1]):
             r = simplify(env, q) if rop == "floordiv" else ZERO
         elif 0 not in bounds_of(env, r.args[1]):

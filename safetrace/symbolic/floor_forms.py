@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import gcd
 
-from safetrace.symbolic.expr import Expr, add, floordiv, mod, scale, sub, terms
+from safetrace.symbolic.expr import ONE, ZERO, Expr, Mono, add, floordiv, mod, mul, scale, sub, terms
 
 
 def floors_as_remainders(f: Expr) -> Expr | None:
@@ -50,3 +50,42 @@ def remainders_as_floors(f: Expr) -> Expr | None:
         out = add(out, scale(r, -k))
         out = add(out, sub(scale(a, k), scale(floordiv(a, m), k * mv)))
     return out
+
+
+def poly_quotient(a: Expr, d: Expr, steps: int = 32) -> Expr | None:
+    """``a / d`` for a divisor with several terms where ``a`` is ``d`` times a polynomial of
+    the same atoms (``(6*s0*s1 - 3*s1) / (2*s0 - 1)`` is ``3*s1``: ``diff(append=...)``
+    then ``reshape(n, -1)``), else None.  Division by leading terms in graded order; the
+    answer is kept only where nothing is left over, so ``a == q*d`` for every value."""
+    dt = [t for t in terms(d) if t[0]]
+    if not dt:
+        return None
+    lead, lc = max(dt, key=_order)
+    q, rest = ZERO, a
+    for _ in range(steps):
+        rt = terms(rest)
+        if not rt or rest is ZERO:
+            return q
+        mono, k = max(rt, key=_order)
+        left = list(mono)
+        for f in lead:
+            i = next((j for j, g in enumerate(left) if g is f), None)  # interned: identity
+            if i is None:
+                return None
+            del left[i]
+        if k % lc:
+            return None
+        t = scale(_product(tuple(left)), k // lc)
+        q, rest = add(q, t), sub(rest, mul(t, d))
+    return None
+
+
+def _order(term: tuple[Mono, int]) -> tuple[int, tuple[str, ...]]:
+    return len(term[0]), tuple(sorted((str(f) for f in term[0]), reverse=True))
+
+
+def _product(mono: Mono) -> Expr:
+    p = ONE
+    for f in mono:
+        p = mul(p, f)
+    return p

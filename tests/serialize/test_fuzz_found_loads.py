@@ -582,3 +582,25 @@ def test_a_requirement_on_a_min_bounds_its_argument():
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         loaded.module()(torch.randn(3, 0))
+
+
+class _DiffThenReshape(torch.nn.Module):
+    def forward(self, y):
+        v1 = y.view(y.shape[0], -1)
+        v2 = v1.diff(dim=0, append=v1 * 2)  # 2*s0 - 1 rows
+        return v2.reshape(v2.shape[0], -1)  # -1: (6*s0*s1 - 3*s1) // (2*s0 - 1) == 3*s1
+
+
+def test_a_reshape_by_a_size_of_two_terms_loads():
+    """fuzz seed 271: the loader computed the -1 dim as the numel over ``2*s0 - 1``
+    unsimplified, where the file records ``3*s1``; the engine now divides a polynomial
+    by a divisor of several terms where nothing is left over."""
+    model = _DiffThenReshape()
+    ep = st.export(model, (torch.randn(7, 4, 3),),
+                   dynamic_shapes=({0: Dim("d1", min=2), 1: Dim("d0", min=2, max=7)},))
+    loaded = _reloaded(ep).module()
+    for shape in [(2, 2, 3), (3, 7, 3), (9, 5, 3)]:
+        y = torch.randn(*shape)
+        torch.testing.assert_close(loaded(y), model(y))
+    with pytest.raises(Exception, match="d0|shape|8"):
+        loaded(torch.randn(3, 8, 3))

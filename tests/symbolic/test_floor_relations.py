@@ -220,3 +220,29 @@ def test_a_remainder_is_at_most_its_dividend() -> None:
     env = Env()
     g = env.new_backed(4, lo=-5)
     assert env.decide(le(g % 8, g)) is None  # g = -1: 7 > -1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(-6, 6), st.integers(-6, 6), st.integers(-6, 6), st.integers(1, 4),
+       st.integers(-5, 5), st.integers(2, 9), st.integers(-9, 9), st.integers(-3, 3))
+def test_polynomial_divisor_quotient(q1: int, q0: int, qy: int, dk: int, dc: int,
+                                     s: int, y: int, extra: int) -> None:
+    """(q*d + extra) // d and % keep their values for a divisor of two terms (d = dk*S + dc,
+    never 0 in range), and an exact one loses the divisor: 3*Y*(2*S - 1) // (2*S - 1)."""
+    env = Env()
+    ss = env.new_backed(s, lo=2, hi=9)
+    yy = env.new_backed(y, lo=-9, hi=9)
+    dc = dc if dc else 1
+    if any(dk * v + dc == 0 for v in range(2, 10)):
+        return  # (a divisor that can be 0: no quotient is taken)
+    d = dk * ss + dc
+    q = q1 * ss * yy + q0 * ss + qy * yy
+    n = q * d + extra
+    binding = {ss.name: s, yy.name: y}  # type: ignore[dict-item]
+    dv = dk * s + dc
+    nv = (q1 * s * y + q0 * s + qy * y) * dv + extra
+    assert env.simplify(n // d).evaluate(binding) == nv // dv
+    assert env.simplify(n % d).evaluate(binding) == nv % dv
+    if extra == 0:
+        assert "//" not in str(env.simplify(n // d))
+        assert env.simplify(n % d).value == 0  # type: ignore[union-attr]
