@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from math import gcd
 
-from safetrace.symbolic.expr import ONE, ZERO, Expr, Mono, add, floordiv, mod, mul, scale, sub, terms
+from safetrace.symbolic.expr import (ZERO, Expr, Mono, add, floordiv, from_terms, mod, mono_key,
+                                     mul, scale, sub, terms)
 
 
 def floors_as_remainders(f: Expr) -> Expr | None:
@@ -75,17 +76,10 @@ def poly_quotient(a: Expr, d: Expr, steps: int = 32) -> Expr | None:
             del left[i]
         if k % lc:
             return None
-        t = scale(_product(tuple(left)), k // lc)
+        t = from_terms({tuple(left): k // lc})
         q, rest = add(q, t), sub(rest, mul(t, d))
     return None
 
 
-def _order(term: tuple[Mono, int]) -> tuple[int, tuple[str, ...]]:
-    return len(term[0]), tuple(sorted((str(f) for f in term[0]), reverse=True))
-
-
-def _product(mono: Mono) -> Expr:
-    p = ONE
-    for f in mono:
-        p = mul(p, f)
-    return p
+def _order(term: tuple[Mono, int]) -> tuple[int, tuple[object, ...]]:
+    return len(term[0]), mono_key(term[0])  # (degree, then the sums' own monomial order)
