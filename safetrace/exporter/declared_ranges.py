@@ -16,7 +16,7 @@ from typing import Any
 
 from safetrace.symbolic import Expr
 from safetrace.symbolic.canon import compare
-from safetrace.symbolic.expr import const
+from safetrace.symbolic.expr import const, sub
 
 MARK = " as declared for "  # in the origin of each such condition (``declared_range``)
 
@@ -51,3 +51,24 @@ def declared_range(origin: str) -> bool:
     """A condition ``declared_range_conditions`` made (a declaration, not a relation the
     code needs: no relation problem or split of its own)."""
     return MARK in origin
+
+
+def checked_bounds(conditions: Any, e: Expr) -> tuple:
+    """(lo, hi) that the contract's run-time conditions put on the size expression `e`
+    (``e >= k`` / ``e <= k`` in canonical form, a declared range's two checks among them;
+    None where none does): ``to_torch()``'s range constraint of a dim the program made a
+    product of others, as torch.export shows a declared range there."""
+    lo = hi = None
+    for c in conditions:
+        cond = c.cond
+        if cond.op not in ("ge", "le") or cond.args[1].op != "const":
+            continue
+        shift = sub(e, cond.args[0])  # `X >= k` with e == X + shift: e >= k + shift
+        if shift.op != "const" or not isinstance(shift.value, int):
+            continue
+        k = cond.args[1].value + shift.value
+        if cond.op == "ge":
+            lo = k if lo is None else max(lo, k)
+        else:
+            hi = k if hi is None else min(hi, k)
+    return lo, hi

@@ -20,6 +20,7 @@ import torch
 
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
+from safetrace.exporter.declared_ranges import checked_bounds
 from safetrace.interop.divisions import guarded_divisions
 from safetrace.interop.lazy import value_ranges
 from safetrace.interop.symops import sym_op
@@ -258,12 +259,19 @@ class ContractEmitter:
         bound_sympy = value_ranges().bound_sympy
 
         out = dict(ranges)
-        for ph in self.placeholders.values():
-            for size in getattr(ph.meta.get("val"), "shape", ()):
+        for i, ph in self.placeholders.items():
+            for d, size in enumerate(getattr(ph.meta.get("val"), "shape", ())):
                 expr = size.node.expr if isinstance(size, torch.SymInt) else None
                 if expr is not None and not expr.is_Symbol and expr.free_symbols and \
                         expr.free_symbols <= ranges.keys() and expr not in out:
-                    out[expr] = bound_sympy(expr, ranges)
+                    # (and the bounds our checks put on it: a declared range, as torch's)
+                    lo, hi = checked_bounds(self.contract.conditions,
+                                            self.contract.inputs[i].dims[d].size)
+                    vr = bound_sympy(expr, ranges)
+                    if lo is not None or hi is not None:
+                        vr = vr & value_ranges().ValueRanges(
+                            vr.lower if lo is None else lo, vr.upper if hi is None else hi)
+                    out[expr] = vr
         return out
 
     def labels(self, dim_names: dict) -> dict[str, str]:

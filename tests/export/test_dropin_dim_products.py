@@ -128,11 +128,21 @@ def test_the_related_dims_declared_range_is_checked(tmp_path: Any) -> None:
         ref = torch.export.export(model, args, dynamic_shapes=spec)
         ours = st.export(model, args, dynamic_shapes=spec)
         assert "requires x.shape[0]*x.shape[1] >= 13" in str(ours), str(ours)
+        # to_torch()'s range constraint of z's dim (the product) is the declared range,
+        # as torch's is (its own symbol for a named Dim, the product for Dim.DYNAMIC)
+        assert _z_range(ours.to_torch()) == _z_range(ref) == (13, 40)
         p = _Programs(ref, ours, tmp_path)
         for xs in [(3, 5), (1, 13), (4, 10), (13, 1)]:
             p.runs(_flat_plus, _t(*xs), _t(xs[0] * xs[1]), torch_too=min(xs) >= 2)
         for xs, n in [((2, 6), 12), ((5, 9), 45), ((0, 4), 0), ((3, 5), 14)]:
             p.refused(_t(*xs), _t(n))
+
+
+def _z_range(ep: Any) -> tuple:
+    """The range constraint of the last input's first dim (its size expression's)."""
+    z = [n for n in ep.graph.nodes if n.op == "placeholder"][-1]
+    vr = ep.range_constraints[z.meta["val"].shape[0].node.expr]
+    return int(vr.lower), int(vr.upper)
 
 
 def test_a_named_dim_equal_to_a_sum_of_two_others(tmp_path: Any) -> None:
