@@ -43,6 +43,7 @@ from typing import Any, Callable, Union
 import torch
 
 from safetrace.exporter.declared_ranges import declared_range_conditions
+from safetrace.rules.kernel_checks import kernel_note
 from safetrace.symbolic import Env, Expr
 from safetrace.symbolic.expr import sym, terms
 from safetrace.trace.source import from_text
@@ -445,7 +446,8 @@ def build_contract(env: Env, decls: list, leaves: list, shapes: list,
         symbols.append(SymbolRange(name, None if lo == -math.inf else int(lo),
                                    None if hi == math.inf else int(hi), info.backed,
                                    bound.get(name), origin(name) if name in bound else ""))
-    conditions = tuple(Condition(g.cond, from_text(g.origin)) for g in fates.residual) + \
+    conditions = tuple(Condition(g.cond, from_text(g.origin) + kernel_note(g.origin))
+                       for g in fates.residual) + \
         declared_range_conditions(decls, fates, Condition)  # (c == a*b: c's own range)
     contract = Contract(tuple(inputs), tuple(symbols), conditions)
     if key is not None:

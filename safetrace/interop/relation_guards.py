@@ -28,6 +28,7 @@ import torch
 from torch.utils import _pytree
 
 from safetrace.exporter.contract import TensorInput
+from safetrace.rules.kernel_checks import kernel_checked
 
 _ALLOWED_NAMES = frozenset(("L", "min", "max", "abs", "math", "torch", "True", "False"))
 
@@ -68,7 +69,10 @@ def relation_guards(contract: Any, leaves: list, ctx: dict, deferred: bool) -> l
             wanted.append(f"{code(s.where)} <= {s.hi}")
     if not deferred:
         for cond in contract.conditions:
-            if {str(x) for x in cond.cond.free_symbols} <= bound:
+            # (a kernel's own check: torch raises the kernel's RuntimeError there, which
+            # the graph's assert does, not a guard's AssertionError)
+            if {str(x) for x in cond.cond.free_symbols} <= bound and \
+                    not kernel_checked(cond.origin):
                 wanted.append(code(contract.where_text(cond.cond)))
     return [g for g in map(_symbolic_min_max, map(_no_zero_division, dict.fromkeys(wanted)))
             if _holds(g, ctx)]

@@ -17,6 +17,7 @@ from safetrace.errors import complex_item
 from safetrace.rules.common import (
     broadcast_shapes, check, either, is_empty, new_float, new_size, normalize_dim, prod,
 )
+from safetrace.rules.kernel_checks import kernel_check
 from safetrace.rules.registry import rule
 
 aten = torch.ops.aten
@@ -188,9 +189,11 @@ def multinomial(self: TensorMeta, num_samples: Any, replacement: bool = False, *
     check(0 < self.ndim <= 2, op, f"prob_dist must be 1 or 2 dim, got {self.ndim}")
     check(self.dtype.is_floating_point, op,
           f"multinomial only supports floating-point dtypes for input, got: {self.dtype}")
-    check(num_samples > 0, op, "cannot sample n_sample <= 0 samples")
-    # (more than 2**24 categories: the kernel itself raises at run time, as in eager)
-    check(replacement or num_samples <= self.shape[-1], op,
-          "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    # (torch's meta leaves these two to the kernel: see kernel_checks; more than 2**24
+    # categories: the kernel itself raises at run time, as in eager)
+    kernel_check(num_samples > 0, op, "cannot sample n_sample <= 0 samples")
+    if not replacement:
+        kernel_check(num_samples <= self.shape[-1], op,
+                     "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     shape = (num_samples,) if self.ndim == 1 else (self.shape[0], num_samples)
     return TensorMeta(shape, _LONG, self.device)

@@ -62,7 +62,8 @@ class _Programs:
         path = tmp_path / "p.st"
         st.save(ours, path)
         self.ref, self.ours = ref.module(), ours.module()
-        self.conv, self.loaded = ours.to_torch().module(), st.load(path).module()
+        self.converted = ours.to_torch()
+        self.conv, self.loaded = self.converted.module(), st.load(path).module()
 
     def refused(self, *args: torch.Tensor) -> None:
         """Refused by torch's program, by ours (its input checks), by our converted program
@@ -130,8 +131,8 @@ def test_the_related_dims_declared_range_is_checked(tmp_path: Any) -> None:
         assert "requires x.shape[0]*x.shape[1] >= 13" in str(ours), str(ours)
         # to_torch()'s range constraint of z's dim (the product) is the declared range,
         # as torch's is (its own symbol for a named Dim, the product for Dim.DYNAMIC)
-        assert _z_range(ours.to_torch()) == _z_range(ref) == (13, 40)
         p = _Programs(ref, ours, tmp_path)
+        assert _z_range(p.converted) == _z_range(ref) == (13, 40)
         for xs in [(3, 5), (1, 13), (4, 10), (13, 1)]:
             p.runs(_flat_plus, _t(*xs), _t(xs[0] * xs[1]), torch_too=min(xs) >= 2)
         for xs, n in [((2, 6), 12), ((5, 9), 45), ((0, 4), 0), ((3, 5), 14)]:

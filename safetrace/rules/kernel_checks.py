@@ -1,0 +1,57 @@
+"""An op's requirement that torch's kernel checks and its meta function does not.
+
+``torch.multinomial(x, n)`` without replacement needs ``n <= x.shape[-1]``: torch's meta
+function leaves it to the kernel, so torch.export's program accepts every size and the
+kernel raises eager's ``RuntimeError('cannot sample n_sample > ...')`` when it runs.  Ours
+checks it before computing (``to_onnx`` / ``to_aoti`` kernels need not check), but where
+it relates input sizes it is a run-time check of its own kind: nothing is assumed from it
+(no range narrows: torch's program accepts those sizes too), and the kernel's words ride
+in the check's origin, so a failing input raises a ``RuntimeError`` naming them, in
+``ep.module()`` and in ``ep.to_torch().module()`` (an in-graph assert there, not torch's
+``Guard failed`` AssertionError: ``interop/relation_guards``).
+
+The mark rides on the raw stack trace of the requirement (a line after the two that
+``trace.source.from_text`` reads), so it survives the contract, ``st.save`` and the
+cross-export replay with the requirement itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from safetrace.rules.common import check
+from safetrace.symbolic import SymBool
+
+_MARK = "\n#kernel-checks: "
+_NOTE = " (eager's kernel raises RuntimeError: "
+
+
+def kernel_check(cond: Any, op: str, message: str) -> None:
+    """``check(cond, op, message)`` for a requirement torch's kernel checks (see the
+    module doc): an open relation of input sizes true at the example is a run-time check
+    carrying `message`; anything else is ``check``'s (false at the example: eager raises,
+    so does the export; on data: asserted where it runs)."""
+    if isinstance(cond, SymBool):
+        env = cond.env
+        free = cond.expr.free_symbols
+        if free and all(env.symbols[n].backed for n in free) and \
+                env.decide(cond.expr) is None and env.hint(cond.expr):
+            where = env.origin_provider() if env.origin_provider is not None else None
+            trace = where if isinstance(where, str) else ""
+            env.require(cond.expr, f"{trace}{_MARK}{op}: {message}", precondition=True)
+            return
+    check(cond, op, message)
+
+
+def kernel_note(origin: Any) -> str:
+    """The text a contract condition adds for a requirement `kernel_check` made ('' for
+    any other origin)."""
+    if not isinstance(origin, str) or _MARK not in origin:
+        return ""
+    return f"{_NOTE}{origin.rpartition(_MARK)[2]})"
+
+
+def kernel_checked(condition_origin: str) -> bool:
+    """Whether a contract condition's origin text is a kernel's check (``kernel_note``):
+    torch raises the kernel's RuntimeError there, no guard's AssertionError."""
+    return _NOTE in condition_origin

@@ -1,0 +1,101 @@
+"""Requirements torch's kernel checks and its meta function does not (issue 21, torch's
+test_multinomial_dynamic): ``torch.multinomial(x, n)`` needs ``0 < n`` and, without
+replacement, ``n <= x.shape[-1]``.  torch.export's program accepts every size and its
+kernel raises eager's RuntimeError when run; ours refuses before computing (a run-time
+check, nothing assumed: the ranges stay torch's), with a RuntimeError naming the kernel's
+words, in ``ep.module()`` and in ``ep.to_torch().module()`` (an in-graph assert, not the
+AssertionError of torch's guards), also after ``st.save`` / ``st.load``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import safetrace as st
+
+DYN = Dim.DYNAMIC
+
+
+class Sample(nn.Module):
+    def forward(self, x, y):
+        return torch.multinomial(x, y.shape[0])
+
+
+def _probs(k: int, nonzero: int) -> torch.Tensor:
+    """`k` categories, the first `nonzero` of them possible: drawing `nonzero` without
+    replacement gives each of those once (sorted: a known answer)."""
+    p = torch.zeros(k)
+    p[:nonzero] = 1.0
+    return p
+
+
+def _n(n: int) -> torch.Tensor:
+    return torch.ones(n, dtype=torch.int64)
+
+
+def _ranges(ep: Any) -> list:
+    return sorted((int(v.lower), str(v.upper)) for v in ep.range_constraints.values())
+
+
+@pytest.mark.parametrize("spec", [((DYN,), (DYN,)), ((Dim("a"),), (Dim("b"),))],
+                         ids=["dynamic", "named"])
+def test_the_kernels_checks_raise_its_runtime_error(spec: Any, tmp_path: Any) -> None:
+    args = (_probs(4, 4), _n(2))
+    ref = torch.export.export(Sample(), args, dynamic_shapes=spec)
+    ours = st.export(Sample(), args, dynamic_shapes=spec)
+    conv = ours.to_torch()
+    # nothing assumed: torch's ranges for named Dims (its Dim.DYNAMIC ones start at 2)
+    assert _ranges(conv) == [(0, "int_oo"), (0, "int_oo")]
+    if isinstance(spec[0][0], Dim):
+        assert _ranges(conv) == _ranges(ref)
+    st.save(ours, tmp_path / "p.st")
+    modules = [ours.module(), conv.module(), st.load(tmp_path / "p.st").module()]
+    for k, n in [(4, 4), (6, 3), (1, 1), (5, 1)]:  # (all `n` possible categories drawn)
+        want = torch.sort(Sample()(_probs(k, n), _n(n))).values
+        for m in modules + [ref.module()]:
+            assert torch.equal(torch.sort(m(_probs(k, n), _n(n))).values, want)
+    for k, n, words in [(4, 5, "cannot sample n_sample > prob_dist.size"), (1, 2, "> prob"),
+                        (0, 1, "> prob"), (3, 0, "n_sample <= 0")]:
+        with pytest.raises(RuntimeError, match=words):  # eager's own
+            Sample()(_probs(k, 0) + 1, _n(n))
+        with pytest.raises(RuntimeError, match=words):
+            ref.module()(_probs(k, 0) + 1, _n(n))
+        for m in modules:  # refused before computing, with the kernel's words
+            with pytest.raises(RuntimeError, match=words) as got:
+                m(_probs(k, 0) + 1, _n(n))
+            assert not isinstance(got.value, AssertionError) or \
+                isinstance(got.value, st.InputMismatchError), type(got.value)
+    with pytest.raises(st.InputMismatchError, match="cannot sample"):
+        modules[0](_probs(4, 4), _n(5))
+
+
+def test_a_static_count_checks_the_dynamic_categories() -> None:
+    """n static (2) and x's dim a named Dim from 0: torch exports with no range narrowed
+    (its kernel raises below 2); ours keeps x's range and checks x.shape[0] >= 2."""
+    args, spec = (_probs(4, 4), _n(2)), ((Dim("a"),), None)
+    ref = torch.export.export(Sample(), args, dynamic_shapes=spec)
+    ours = st.export(Sample(), args, dynamic_shapes=spec)
+    conv = ours.to_torch()
+    assert _ranges(conv) == _ranges(ref) == [(0, "int_oo")]
+    for m in (ours.module(), conv.module(), ref.module()):
+        assert torch.equal(torch.sort(m(_probs(3, 2), _n(2))).values, torch.tensor([0, 1]))
+        with pytest.raises(RuntimeError, match="cannot sample n_sample > prob"):
+            m(_probs(1, 1), _n(2))
+        with pytest.raises(AssertionError, match="Guard failed|must equal|y.shape"):
+            m(_probs(4, 4), _n(3))  # the static count: torch's guard and ours
+
+
+def test_with_replacement_needs_no_check() -> None:
+    class WithReplacement(nn.Module):
+        def forward(self, x, y):
+            return torch.multinomial(x, y.shape[0], replacement=True)
+
+    ours = st.export(WithReplacement(), (_probs(2, 1), _n(3)), dynamic_shapes=((DYN,), (DYN,)))
+    assert "cannot sample n_sample >" not in str(ours)
+    for m in (ours.module(), ours.to_torch().module()):
+        assert torch.equal(m(_probs(2, 1), _n(5)), torch.zeros(5, dtype=torch.int64))
+        assert m(_probs(1, 1), _n(1)).shape == (1,)
