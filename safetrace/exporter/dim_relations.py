@@ -31,6 +31,7 @@ from safetrace.exporter.fix_links import example_side_link
 from safetrace.exporter.relation_splits import plain_relation
 from safetrace.exporter.sides import ASSUMED, assumed_imply
 from safetrace.meta.pins import CountPin
+from safetrace.rules.kernel_checks import kernel_checked
 from safetrace.symbolic import Env, Expr, Range
 from safetrace.symbolic.canon import eq
 from safetrace.symbolic.expr import sym
@@ -87,8 +88,9 @@ class NamedRelations:
         order = list(self.env.symbols)
         out = []
         for c in contract.conditions:
-            if declared_range(c.origin):
-                continue  # a declared range of a dim the program related (checked)
+            if declared_range(c.origin) or kernel_checked(c.origin):
+                continue  # a declared range of a dim the program related (checked), or
+                # an op's check torch's kernel makes (torch's program raises there too)
             named = sorted({s for s in c.cond.free_symbols if s in self.dim_names
                             and contract.symbol(s) is not None}, key=order.index)
             names = list(dict.fromkeys(self.dim_names[s] for s in named))

@@ -35,7 +35,7 @@ def kernel_check(cond: Any, op: str, message: str) -> None:
         env = cond.env
         free = cond.expr.free_symbols
         if free and all(env.symbols[n].backed for n in free) and \
-                env.decide(cond.expr) is None and env.hint(cond.expr):
+                env.decide(cond.expr) is None:
             where = env.origin_provider() if env.origin_provider is not None else None
             trace = where if isinstance(where, str) else ""
             env.require(cond.expr, f"{trace}{_MARK}{op}: {message}", precondition=True)

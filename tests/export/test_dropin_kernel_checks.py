@@ -99,3 +99,23 @@ def test_with_replacement_needs_no_check() -> None:
     for m in (ours.module(), ours.to_torch().module()):
         assert torch.equal(m(_probs(2, 1), _n(5)), torch.zeros(5, dtype=torch.int64))
         assert m(_probs(1, 1), _n(1)).shape == (1,)
+
+
+@pytest.mark.parametrize("spec", [((DYN, DYN), (DYN,)), ((Dim("r"), Dim("k")), None)],
+                         ids=["dynamic", "named-static-count"])
+def test_an_example_the_kernel_rejects_exports_as_torchs(spec: Any) -> None:
+    """torch's test_multinomial_dynamic, last part: 3 samples of 2 categories at the
+    example.  torch exports (its meta checks nothing) and its program raises the kernel's
+    RuntimeError on that input; so does ours, and both run where the kernel does."""
+    args = (torch.ones(3, 2), _n(3))
+    ref = torch.export.export(Sample(), args, dynamic_shapes=spec)
+    ours = st.export(Sample(), args, dynamic_shapes=spec)
+    for m in (ref.module(), ours.module(), ours.to_torch().module()):
+        with pytest.raises(RuntimeError, match="cannot sample n_sample > prob"):
+            m(*args)
+        for rows, k in [(3, 4), (1, 3), (0, 5)]:
+            probs = torch.ones(rows, k)
+            out = m(probs, _n(3))
+            assert out.shape == Sample()(probs, _n(3)).shape == (rows, 3)
+            assert torch.equal(torch.sort(out).values[:, :1], torch.zeros(rows, 1).long()) \
+                if k == 3 else out.lt(k).all()
