@@ -21,6 +21,7 @@ import torch
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.exporter.declared_ranges import checked_bounds
+from safetrace.rules.kernel_checks import kernel_checked
 from safetrace.interop.divisions import guarded_divisions
 from safetrace.interop.lazy import value_ranges
 from safetrace.interop.symops import sym_op
@@ -221,9 +222,20 @@ class ContractEmitter:
                              f"{s.where} must be <= {s.hi}{s.origin}")
         bound = {s.name for s in c.symbols if s.where is not None}
         for cond in c.conditions:
-            if cond.cond.free_symbols <= bound:
+            if cond.cond.free_symbols <= bound and not self._kernels_own(cond):
                 self._assert(self.node(guarded_divisions(cond.cond)), f"the inputs must satisfy "
                              f"`{c.where_text(cond.cond)}`{cond.origin}")
+
+    def _kernels_own(self, cond: Any) -> bool:
+        """A check torch's kernel makes (``rules/kernel_checks``) that the example breaks
+        (exported as torch.export exports it): no assert, which torch's tools would
+        evaluate false at the example while retracing; the kernel raises, as in torch's."""
+        if not kernel_checked(cond.origin):
+            return False
+        try:
+            return not cond.cond.evaluate(self.hints)
+        except (KeyError, ValueError, ZeroDivisionError):
+            return False
 
     def _size_node(self, i: int, d: int) -> Any:
         node = self.sizes.get((i, d))

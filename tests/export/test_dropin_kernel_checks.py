@@ -106,11 +106,14 @@ def test_with_replacement_needs_no_check() -> None:
 def test_an_example_the_kernel_rejects_exports_as_torchs(spec: Any) -> None:
     """torch's test_multinomial_dynamic, last part: 3 samples of 2 categories at the
     example.  torch exports (its meta checks nothing) and its program raises the kernel's
-    RuntimeError on that input; so does ours, and both run where the kernel does."""
+    RuntimeError on that input; so does ours, and both run where the kernel does (also
+    after torch's run_decompositions, which runs the graph at the example's sizes)."""
     args = (torch.ones(3, 2), _n(3))
     ref = torch.export.export(Sample(), args, dynamic_shapes=spec)
     ours = st.export(Sample(), args, dynamic_shapes=spec)
-    for m in (ref.module(), ours.module(), ours.to_torch().module()):
+    conv = ours.to_torch()
+    for m in (ref.module(), ours.module(), conv.module(),
+              conv.run_decompositions({}).module()):
         with pytest.raises(RuntimeError, match="cannot sample n_sample > prob"):
             m(*args)
         for rows, k in [(3, 4), (1, 3), (0, 5)]:
