@@ -70,7 +70,7 @@ def export(model: Any = None, args: tuple = (), kwargs: dict | None = None, *,
     ConstraintViolationError; ``ep.deferred_checks`` lists them.  ``max_splits``
     bounds the size splits (``exporter/splits.py``); ``verbose`` reports a long export's
     progress on standard error (by default only on a terminal)."""
-    with eager_classes():  # (what leaves here carries torch.export's classes too)
+    with eager_classes(strict):  # (what leaves here carries torch.export's classes too)
         model, fn, args, kwargs = _checked_call(model, mod, args, kwargs)
         args, kwargs, dynamic_shapes = unwrap_int_keys(model, args, kwargs, dynamic_shapes)
         return _export(model, fn, args, kwargs, dynamic_shapes, preserve_module_call_signature,

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from safetrace import errors as E
 from safetrace.errors.base import refusals_built, with_eager_class
-from safetrace.interop.torch_errors import as_torch
+from safetrace.interop.torch_errors import as_strict, as_torch
 from safetrace.symbolic import DataDependentQuestion
 from safetrace.trace.raising import catching_frame
 
@@ -69,15 +69,20 @@ def _raise_caught(built: list, questions: list, question_error: Callable[[Any], 
             raise E.caught_while_tracing(exc, where) from exc
 
 
-def eager_classes() -> _EagerClasses:
-    """Around st.export: the error for a call eager rejects carries eager's class."""
-    return _EAGER_CLASSES
+def eager_classes(strict: bool | None = None) -> _EagerClasses:
+    """Around st.export: the error for a call eager rejects carries eager's class (and,
+    with ``strict=True``, dynamo's ``TorchRuntimeError``, as torch.export's strict trace
+    raises for an op that raised, a custom op's fake kernel found wrong included)."""
+    return _EAGER_STRICT if strict else _EAGER_CLASSES
 
 
 class _EagerClasses:
-    """``eager_classes()``'s context manager (holds nothing: one serves every export)."""
+    """``eager_classes()``'s context manager (one serves every export of its kind)."""
 
-    __slots__ = ()
+    __slots__ = ("strict",)
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
 
     def __enter__(self) -> None:
         return None
@@ -89,9 +94,11 @@ class _EagerClasses:
         if issubclass(exc_type, (E.OpShapeError, E.CheckNeverHolds)):
             new = with_eager_class(err, err.eager or RuntimeError)
         new = as_torch(new)
+        if self.strict and issubclass(exc_type, (E.OpShapeError, E.FakeKernelMismatch)):
+            new = as_strict(new)
         if new is not err:
             raise new.with_traceback(err.__traceback__) from err.__cause__
         return False
 
 
-_EAGER_CLASSES = _EagerClasses()
+_EAGER_CLASSES, _EAGER_STRICT = _EagerClasses(False), _EagerClasses(True)

@@ -94,3 +94,40 @@ def _reduce(self: Any) -> Any:
 
 def _rebuild(cls: type, cause: str, fix: str, where: Where, details: dict) -> Any:
     return as_torch(cls(cause, fix=fix, where=where, **details))
+
+
+def as_strict(err: E) -> E:
+    """``err`` (already torch.export's classes), an instance of dynamo's
+    ``TorchRuntimeError`` too: what torch.export's ``strict=True`` trace raises where an op
+    raised while tracing (its fake kernel, or a custom op's kernel found wrong)."""
+    try:
+        from torch._dynamo.exc import TorchRuntimeError
+    except ImportError:
+        return err
+    if isinstance(err, TorchRuntimeError):
+        return err
+    key = (type(err), (TorchRuntimeError,))
+    cls = _COMBINED.get(key)
+    if cls is None:
+        try:
+            cls = type(type(err).__name__, (type(err), TorchRuntimeError), {
+                "__module__": type(err).__module__, "__qualname__": type(err).__qualname__,
+                "__reduce__": _reduce_strict})
+        except TypeError:  # (an instance lay-out apart)
+            return err
+        cls = _COMBINED.setdefault(key, cls)
+    new = BaseException.__new__(cls, *err.args)
+    new.__dict__.update(err.__dict__)
+    new.real_stack = traceback.StackSummary()  # (what dynamo's handlers read)
+    return new
+
+
+def _reduce_strict(self: Any) -> Any:
+    plain = BaseException.__new__(type(self).__mro__[1], *self.args)  # (the class it
+    plain.__dict__.update(self.__dict__)  # extends, pickled as that class pickles)
+    rebuild, args = plain.__reduce__()[:2]
+    return (_rebuild_strict, (rebuild, args))
+
+
+def _rebuild_strict(rebuild: Any, args: tuple) -> Any:
+    return as_strict(rebuild(*args))
