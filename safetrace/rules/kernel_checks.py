@@ -31,16 +31,32 @@ def kernel_check(cond: Any, op: str, message: str) -> None:
     module doc): an open relation of input sizes true at the example is a run-time check
     carrying `message`; anything else is ``check``'s (false at the example: eager raises,
     so does the export; on data: asserted where it runs)."""
-    if isinstance(cond, SymBool):
-        env = cond.env
-        free = cond.expr.free_symbols
-        if free and all(env.symbols[n].backed for n in free) and \
-                env.decide(cond.expr) is None:
-            where = env.origin_provider() if env.origin_provider is not None else None
-            trace = where if isinstance(where, str) else ""
-            env.require(cond.expr, f"{trace}{_MARK}{op}: {message}", precondition=True)
-            return
-    check(cond, op, message)
+    if not _required(cond, f"{op}: {message}"):
+        check(cond, op, message)
+
+
+def checked_again(cond: Any, text: Any) -> bool:
+    """An in-graph assert of a converted program whose message carries a kernel's note
+    (the program exported again): the same run-time check again, its note kept; False
+    for any other assert (the caller's to decide)."""
+    if not isinstance(text, str) or _NOTE not in text or not text.endswith(")"):
+        return False
+    return _required(cond, text.rpartition(_NOTE)[2][:-1])
+
+
+def _required(cond: Any, words: str) -> bool:
+    """An open condition on input sizes: required at run time, assuming nothing."""
+    if not isinstance(cond, SymBool):
+        return False
+    env = cond.env
+    free = cond.expr.free_symbols
+    if not free or not all(env.symbols[n].backed for n in free) or \
+            env.decide(cond.expr) is not None:
+        return False
+    where = env.origin_provider() if env.origin_provider is not None else None
+    trace = where if isinstance(where, str) else ""
+    env.require(cond.expr, f"{trace}{_MARK}{words}", precondition=True)
+    return True
 
 
 def kernel_note(origin: Any) -> str:

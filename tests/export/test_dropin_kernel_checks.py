@@ -122,3 +122,18 @@ def test_an_example_the_kernel_rejects_exports_as_torchs(spec: Any) -> None:
             assert out.shape == Sample()(probs, _n(3)).shape == (rows, 3)
             assert torch.equal(torch.sort(out).values[:, :1], torch.zeros(rows, 1).long()) \
                 if k == 3 else out.lt(k).all()
+
+
+def test_exported_again_the_check_keeps_its_kind() -> None:
+    """torch's test_retraceability: st.export of the converted module reads its in-graph
+    assert as the kernel's check again (a RuntimeError, no guard's AssertionError)."""
+    args, spec = (_probs(4, 4), _n(2)), ((DYN,), (DYN,))
+    again = st.export(st.export(Sample(), args, dynamic_shapes=spec).to_torch().module(),
+                      args, dynamic_shapes=spec)
+    assert "eager's kernel raises RuntimeError: aten.multinomial" in str(again)
+    for m in (again.module(), again.to_torch().module()):
+        assert torch.equal(torch.sort(m(_probs(3, 3), _n(3))).values, torch.arange(3))
+        with pytest.raises(RuntimeError, match="cannot sample n_sample > prob") as got:
+            m(_probs(2, 2), _n(3))
+        assert not isinstance(got.value, AssertionError) or \
+            isinstance(got.value, st.InputMismatchError)

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from safetrace.rules.kernel_checks import checked_again
 from safetrace.symbolic import SymBool
 from safetrace.trace.asserts import ASSERT_HEAD, check, required
 from safetrace.trace.registry import handles
@@ -30,7 +31,8 @@ def assert_scalar(tr: Recorder, func: Any, args: tuple, kwargs: dict) -> Any:
     bound = dict(zip(("self", "assert_msg"), args), **kwargs)
     cond, msg = bound["self"], _message(bound.get("assert_msg"))
     if isinstance(cond, SymBool):  # (on input sizes: a run-time check, nothing assumed)
-        required(cond, msg, RuntimeError)
+        if not checked_again(cond, msg):  # (a kernel's own check keeps its kind)
+            required(cond, msg, RuntimeError)
     else:
         check(cond, msg)
     return None
