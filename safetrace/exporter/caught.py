@@ -88,6 +88,11 @@ class _EagerClasses:
         return None
 
     def __exit__(self, exc_type: Any, err: Any, tb: Any) -> bool:
+        if self.strict and getattr(err, "st_kernel_raised", False) and \
+                not isinstance(err, E.ExportError):  # (a custom op's kernel run on the
+            new = as_strict(err)  # example: torch's strict trace raises it as dynamo's)
+            if new is not err:
+                raise new.with_traceback(err.__traceback__) from err.__cause__
         if exc_type is None or not issubclass(exc_type, E.ExportError):
             return False
         new = err

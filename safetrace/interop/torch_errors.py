@@ -109,12 +109,15 @@ def as_strict(err: E) -> E:
     key = (type(err), (TorchRuntimeError,))
     cls = _COMBINED.get(key)
     if cls is None:
+        attrs = {"__module__": type(err).__module__, "__qualname__": type(err).__qualname__,
+                 "__reduce__": _reduce_strict, "strict_of": type(err)}
         try:
-            cls = type(type(err).__name__, (type(err), TorchRuntimeError), {
-                "__module__": type(err).__module__, "__qualname__": type(err).__qualname__,
-                "__reduce__": _reduce_strict})
-        except TypeError:  # (an instance lay-out apart)
-            return err
+            cls = type(type(err).__name__, (type(err), TorchRuntimeError), attrs)
+        except TypeError:  # (a plain RuntimeError: dynamo's class goes first)
+            try:
+                cls = type(type(err).__name__, (TorchRuntimeError, type(err)), attrs)
+            except TypeError:  # (an instance lay-out apart)
+                return err
         cls = _COMBINED.setdefault(key, cls)
     new = BaseException.__new__(cls, *err.args)
     new.__dict__.update(err.__dict__)
@@ -123,7 +126,7 @@ def as_strict(err: E) -> E:
 
 
 def _reduce_strict(self: Any) -> Any:
-    plain = BaseException.__new__(type(self).__mro__[1], *self.args)  # (the class it
+    plain = BaseException.__new__(type(self).strict_of, *self.args)  # (the class it
     plain.__dict__.update(self.__dict__)  # extends, pickled as that class pickles)
     rebuild, args = plain.__reduce__()[:2]
     return (_rebuild_strict, (rebuild, args))

@@ -48,8 +48,12 @@ def infer(tr: Recorder, op: Any, args: tuple, kwargs: dict, feed: Callable | Non
             isinstance(r.type, torch.ListType) for r in op._schema.returns):
         raise missing_fake(name, where)
     real_args, real_kwargs = _real_arguments(tr, (args, kwargs), feed(), name, where)
-    with torch._C.DisableTorchFunction(), torch.no_grad():
-        result = op(*real_args, **real_kwargs)
+    try:
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            result = op(*real_args, **real_kwargs)
+    except Exception as exc:  # the kernel's own error, as eager's; marked for strict=True
+        exc.st_kernel_raised = True  # (exporter/caught.py: dynamo's class there, as torch's)
+        raise
     outs = result if isinstance(result, (tuple, list)) else (result,)
     for i, t in enumerate(outs):
         if isinstance(t, torch.Tensor):

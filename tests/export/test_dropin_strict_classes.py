@@ -82,3 +82,26 @@ def test_torch_strict_raises_the_same_class() -> None:
         torch.export.export(Attention(), _heads(33), strict=True)
     with pytest.raises(TorchRuntimeError, match="must divide the number of heads"):
         st.export(Attention(), _heads(33), strict=True)
+
+
+@torch.library.custom_op("st_strict::returns_input", mutates_args={})
+def _returns_input(x: torch.Tensor) -> torch.Tensor:
+    return x  # (torch's custom op machinery refuses an output that aliases an input)
+
+
+class ReturnsInput(nn.Module):
+    def forward(self, x):
+        return torch.ops.st_strict.returns_input(x) * 2
+
+
+def test_a_custom_op_kernels_own_error_is_dynamos_class_under_strict() -> None:
+    """No fake kernel: the kernel runs on the example (real-tensor propagation) and raises
+    eager's RuntimeError; under strict=True that error is dynamo's class too, as torch's
+    (test_real_tensor_errors_on_aliasing_custom_op), and pickles as such."""
+    with torch._functorch.config.patch(fake_tensor_propagate_real_tensors=True):
+        with pytest.raises(TorchRuntimeError, match="must not also be an input") as got:
+            st.export(ReturnsInput(), (torch.randn(3),), strict=True)
+        assert isinstance(pickle.loads(pickle.dumps(got.value)), TorchRuntimeError)
+        with pytest.raises(RuntimeError, match="must not also be an input") as plain:
+            st.export(ReturnsInput(), (torch.randn(3),))
+        assert not isinstance(plain.value, TorchRuntimeError)
