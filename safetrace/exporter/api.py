@@ -109,7 +109,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
     # the model's modules, walked once for the steps below and the first trace (a later
     # one walks again: forward may have changed the tree)
     walk = pytree.walk_of(model) if isinstance(model, torch.nn.Module) else None
-    with built_under(model), gc_paused(), \
+    with built_under(model, walk), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn, walk) as caches:
         runs: list[Exporter] = []
