@@ -72,7 +72,13 @@ class Tracer(TorchFunctionMode):
     - ``data_read(what)``: the error for reading tensor data.
     """
 
-    # (constant starting values are class defaults: no store per export in __init__)
+    # (the attributes made in __init__ as slots, the constant ones as class defaults)
+    __slots__ = ("scope", "scopes", "device", "state", "const_name", "constants", "env",
+                 "constant_bases", "const_nodes", "keepalive", "mutated", "symbols",
+                 "value_reads", "sym_sources", "tracing_through", "pending_checks", "folded",
+                 "specialized_by_op", "_saved_env", "grad_regions", "fn_calls", "literals",
+                 "replayed_checks", "unsourced_settled", "written_storages", "const_storages",
+                 "data_versions", "state_tensors", "value_numbers", "masks_by_value")
     real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
     # the submodules being called ({key: (fqn, type)}) stamped on each node (modules.py)
     nn_stack: dict | None = None
@@ -104,11 +110,9 @@ class Tracer(TorchFunctionMode):
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
-        # the environment's symbols (new ones an op made are sourced after it)
-        self.symbols: dict = env.symbols if env is not None else {}
+        self.symbols: dict = env.symbols if env is not None else {}  # (sourced after an op)
         self.value_reads: dict[int, str] = {}  # constant's memory -> where Python read it
-        # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
-        self.sym_sources: dict[str, Any] = {}
+        self.sym_sources: dict[str, Any] = {}  # symbol -> (placeholder, dim) or its node
         self.tracing_through: set = set()  # Python composites whose body runs now
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
@@ -118,13 +122,9 @@ class Tracer(TorchFunctionMode):
         self.replayed_checks: list = []  # views for a replay's meta check only (casts.py)
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants the code made (literals, _fold)
-        # storages of real constants written by a recorded op (never folded from then on:
-        # the real tensor keeps its old value, the graph's copy has the new one)
-        self.written_storages: set[int] = set()
+        self.written_storages: set[int] = set()  # constants' storages an op wrote: not folded
         self.const_storages: dict[int, set[int]] = {}  # storage -> ids of its lifted tensors
-        # id(0-d integer tensor made from a literal in the code) -> its data stamp when
-        # made (versions.py): its value is known until a write may reach its memory
-        self.literals: dict[int, tuple] = {}
+        self.literals: dict[int, tuple] = {}  # id(0-d int literal) -> its stamp (versions.py)
         self.data_versions = Versions()  # which storages each write reached (versions.py)
         self.state_tensors: dict[str, torch.Tensor] = {}  # state name -> tensor (exporter)
         self.value_numbers: dict[torch.fx.Node, tuple] = {}  # masks by value (numbering.py)
