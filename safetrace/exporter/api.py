@@ -170,11 +170,11 @@ class Exporter:
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
              report: Any = None) -> ExportedProgram | None:
-        check_call(self.model, self.fn, args, kwargs)
-        leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
+        sig = check_call(self.model, self.fn, args, kwargs)  # (fn's signature, read once)
+        names = pytree.positional_names(self.fn, len(args), sig)
+        leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs, names)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
-            names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
         guard = ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below
