@@ -91,12 +91,15 @@ def placeholder_name(user_path: str) -> str:
     return name
 
 
-def flatten_inputs(fn: Callable, args: tuple, kwargs: dict) -> tuple[list[tuple[str, Any]], Any]:
+def flatten_inputs(fn: Callable, args: tuple, kwargs: dict,
+                   params: list[str] | None = None) -> tuple[list[tuple[str, Any]], Any]:
     """Flatten ``(args, kwargs)`` as the program will be called: (user path, leaf) + spec.
 
-    Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``).
+    Paths start with the parameter name each argument binds to (``xs[1]``, ``d.xs[0]``;
+    `params`: ``positional_names(fn, len(args))``, when the caller has it).
     """
-    params = positional_names(fn, len(args))
+    if params is None:
+        params = positional_names(fn, len(args))
     # (by exact type in one pass in C first: plain tensors and constants)
     if all(map(_PLAIN_TYPES.__contains__, map(type, (*args, *kwargs.values())))) or all(
             isinstance(a, _SIMPLE) for a in args) and all(
@@ -179,8 +182,11 @@ def signature(fn: Callable) -> inspect.Signature | None:
     return sig
 
 
-def positional_names(fn: Callable, n: int) -> list[str]:
-    sig = signature(fn)
+def positional_names(fn: Callable, n: int, sig: Any = None) -> list[str]:
+    """The names of the first `n` positional parameters of `fn` (`sig`: its
+    ``signature(fn)``, when the caller has it)."""
+    if sig is None:
+        sig = signature(fn)
     if sig is None:
         return [f"args[{i}]" for i in range(n)]
     hit = _POSITIONAL.get((id(sig), n))  # (a function of the signature and n)

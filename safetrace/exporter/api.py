@@ -109,7 +109,7 @@ def _export(model: Any, fn: Callable, args: tuple, kwargs: dict, dynamic_shapes:
     # the model's modules, walked once for the steps below and the first trace (a later
     # one walks again: forward may have changed the tree)
     walk = pytree.walk_of(model) if isinstance(model, torch.nn.Module) else None
-    with built_under(model), gc_paused(), \
+    with built_under(model, walk), gc_paused(), \
             task(f"exporting {type(model).__name__}", verbose), \
             module_nodes(module_types(args, kwargs)), GlobalCaches(model, fn, walk) as caches:
         runs: list[Exporter] = []
@@ -170,11 +170,11 @@ class Exporter:
 
     def _run(self, args: tuple, kwargs: dict, dynamic_shapes: Any,
              report: Any = None) -> ExportedProgram | None:
-        check_call(self.model, self.fn, args, kwargs)
-        leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs)
+        sig = check_call(self.model, self.fn, args, kwargs)  # (fn's signature, read once)
+        names = pytree.positional_names(self.fn, len(args), sig)
+        leaves, in_spec = pytree.flatten_inputs(self.fn, args, kwargs, names)
         specs: list = [None] * len(leaves)
         if dynamic_shapes is not None:
-            names = pytree.positional_names(self.fn, len(args))
             specs = match_spec(self.fn, args, kwargs, dynamic_shapes, names)
         device = _common_device(leaves)
         guard = ModuleGuard(self.model, self.walk).__enter__()  # the snapshot; entered again below

@@ -14,24 +14,25 @@ from safetrace import pytree
 from safetrace.exporter.spec import tree_text
 
 
-def check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
-    """Refuse, before tracing, a call that does not fit the signature of what is exported."""
+def check_call(model: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Refuse, before tracing, a call that does not fit the signature of what is exported;
+    gives that signature (``pytree.signature(fn)``, for the caller's next steps)."""
     sig = pytree.signature(fn)
     if sig is None:
-        return
+        return None
     if not kwargs:  # positional inputs only: their count decides (sig.bind is ~5 us)
         arity = _ARITY.get(id(sig))
         if arity is None or arity[0] is not sig:
             arity = _ARITY[id(sig)] = (sig, _positional_arity(sig))
         if arity[1] is not None and arity[1][0] <= len(args) <= arity[1][1]:
-            return
+            return sig
     try:
         sig.bind(*args, **kwargs)
-        return
+        return sig
     except TypeError as exc:
         why = str(exc)
     if hasattr(getattr(fn, "__func__", fn), "__wrapped__"):
-        return  # a decorator may accept (and rename) more than the wrapped signature says
+        return sig  # a decorator may accept (and rename) more than the wrapped signature says
     params = list(sig.parameters.values())
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                        p.POSITIONAL_OR_KEYWORD)]

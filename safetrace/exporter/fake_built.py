@@ -19,11 +19,12 @@ from typing import Any
 import torch
 
 
-def built_under(model: Any) -> Any:
-    """The context to export `model` in: its state's own FakeTensorMode, else nothing."""
+def built_under(model: Any, walk: Any = None) -> Any:
+    """The context to export `model` in: its state's own FakeTensorMode, else nothing.
+    (`walk`: the model's ``pytree.module_walk``, when the caller has it.)"""
     if not isinstance(model, torch.nn.Module):
         return contextlib.nullcontext()
-    first = _first_state(model)
+    first = _first_state(model, walk)
     if first is None or type(first).__name__ != "FakeTensor":
         return _NOTHING  # (no state, or some real: the answer below, without every tensor)
     state = [*model.parameters(), *model.buffers()]
@@ -42,9 +43,22 @@ def built_under(model: Any) -> Any:
 _NOTHING = contextlib.nullcontext()  # (reentrant, holds nothing: one serves every export)
 
 
-def _first_state(model: torch.nn.Module) -> Any:
+def _first_state(model: torch.nn.Module, walk: Any = None) -> Any:
     """One parameter or buffer of the model (None when it has none): the first met in a
-    walk that stops there (a TorchScript module's tables: ``parameters()``'s first)."""
+    walk that stops there (a TorchScript module's tables: ``parameters()``'s first), or
+    in `walk`'s modules, in order, when given."""
+    if walk is not None:
+        for _, mod in walk:
+            params, buffers = mod._parameters, mod._buffers
+            if type(params) is not dict or type(buffers) is not dict:
+                return next(iter([*model.parameters(), *model.buffers()]), None)
+            for t in params.values():
+                if t is not None:
+                    return t
+            for t in buffers.values():
+                if t is not None:
+                    return t
+        return None
     todo = [model]
     while todo:
         mod = todo.pop()

@@ -100,7 +100,11 @@ class ExportedProgram:
             self._graph = graph_module.graph
             if isinstance(graph_module, ExportedGraphModule):
                 self._gm = graph_module
-        out_node = next(n for n in reversed(self._graph.nodes) if n.op == "output")
+        # (the graph's last node, read from fx's node list: the output unless a pass
+        # appended after it; reversed(graph.nodes) is a Python object and generator)
+        last = getattr(getattr(self._graph, "_root", None), "_prev", None)
+        out_node = last if getattr(last, "op", None) == "output" else \
+            next(n for n in reversed(self._graph.nodes) if n.op == "output")
         for spec, node in zip(output_specs, out_node.args[0]):
             spec.name = node.name if isinstance(node, torch.fx.Node) else repr(node)
         self.graph_signature = ExportGraphSignature(input_specs, output_specs)

@@ -43,6 +43,12 @@ def check(ep: ExportedProgram, runs: list, again: Callable[[], ExportedProgram],
     traced before (``self.mode`` rotating "a" -> "b" -> "c" -> "a": three traces, each the
     same program, or refused): `_ROUNDS` traces at most, then refused."""
     outside = caches.changes() if caches is not None else []
+    if not outside:  # (the usual answer, without the tables below)
+        for run in runs:
+            if run.python_state:
+                break
+        else:
+            return
     changed = {c[0]: c for c in [*(c for run in runs for c in run.python_state), *outside]
                if not _memo_only(c)}
     if not changed:

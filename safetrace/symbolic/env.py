@@ -37,11 +37,51 @@ _EPOCHS = itertools.count(1)  # one counter for all: an epoch names one state of
 class Env(Assuming):
     """Symbols, hints, ranges, replacements, guards and facts of one trace."""
 
+    # (constant starting values are class defaults: an export makes an Env, and each
+    # attribute stored in __init__ is paid by every export)
+    _ns = 0
+    _nu = 0
+    origin_provider: Callable[[], object] | None = None
+    # Report mode: called with the DataDependentQuestion instead of raising it; returns
+    # the answer to assume (the assumption is recorded as a guard).
+    on_undecided: Callable[[DataDependentQuestion], bool] | None = None
+    # While the exporter watches (a list): every question raised, so that it can tell
+    # whether the program's own code caught one (its except side is no eager path).
+    raised: list[DataDependentQuestion] | None = None
+    # Size-oblivious answers: the policy (installed by the layer that knows the
+    # question's context) returns (answer, kind, why, asserted) or None; each answer is
+    # recorded in ``settled`` and, when asserted, handed to ``on_settled`` (the tracer
+    # puts a run-time assertion in the graph).
+    settle_policy: Callable[[DataDependentQuestion], Any] | None = None
+    on_settled: Callable[[Settled], None] | None = None
+    # conditions (as text) whose size-oblivious answer the policy takes the other way:
+    # a retrace of the other side of a data-dependent size test (exporter/splits.py)
+    flipped: frozenset[str] = frozenset()
+    # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
+    # a host library may use subclasses that its own runtime recognises.
+    int_cls: type | None = None
+    bool_cls: type | None = None
+    float_cls: type | None = None
+    # f(op, operands) -> a float the engine cannot express (n ** -0.5), computed by the
+    # caller's graph; None: such values are specialized (their sizes guarded)
+    opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
+    # > 0 while an op's own requirement is being decided (``Env.precondition``);
+    # probe(answer, required) -> whether the guard is a requirement (an op's, or the
+    # caller raises on the other answer, ``assert``), not a branch (eager catches it)
+    precondition_depth = 0
+    # (answer, required[, condition]) -> whether the guard is a requirement
+    precondition_probe: Callable[..., bool] | None = None
+    required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
+    # the state's name, shared with any env that went through the same described
+    # changes (history.py): trace/memo.py keeps a computation's result under it
+    state_name = ROOT
+    shares_state_names = True  # (False: each change a unique name, none kept)
+    positive_factors = False  # (True: pins.positive_factors; the loader's env)
+    describing = 0  # > 0 inside a described method
+
     def __init__(self) -> None:
         self._syms: dict[str, SymbolInfo] = {}
         self.hints: dict[str, int] = {}
-        self._ns = 0
-        self._nu = 0
         self.subst: dict[Expr, Expr] = {}
         self.atoms: dict[Expr, Expr] = {}
         self.divisors: dict[Expr, int] = {}  # x -> a known divisor of x (from x % m == 0 facts)
@@ -59,49 +99,12 @@ class Env(Assuming):
         # symbols of named Dims: a guard that narrows one refuses the export (a rule that
         # can compute every size exactly prefers that to a guard)
         self.named: set[str] = set()
-        self.origin_provider: Callable[[], object] | None = None
-        # Classes of the Python values this env hands out (None: SymInt/SymBool/SymFloat);
-        # a host library may use subclasses that its own runtime recognises.
-        # Report mode: called with the DataDependentQuestion instead of raising it; returns
-        # the answer to assume (the assumption is recorded as a guard).
-        self.on_undecided: Callable[[DataDependentQuestion], bool] | None = None
-        # While the exporter watches (a list): every question raised, so that it can tell
-        # whether the program's own code caught one (its except side is no eager path).
-        self.raised: list[DataDependentQuestion] | None = None
-        # Size-oblivious answers: the policy (installed by the layer that knows the
-        # question's context) returns (answer, kind, why, asserted) or None; each answer is
-        # recorded in ``settled`` and, when asserted, handed to ``on_settled`` (the tracer
-        # puts a run-time assertion in the graph).
-        self.settle_policy: Callable[[DataDependentQuestion], Any] | None = None
-        self.on_settled: Callable[[Settled], None] | None = None
         self.settled: list[Settled] = []
-        # conditions (as text) whose size-oblivious answer the policy takes the other way:
-        # a retrace of the other side of a data-dependent size test (exporter/splits.py)
-        self.flipped: frozenset[str] = frozenset()
-        self.int_cls: type | None = None
-        self.bool_cls: type | None = None
-        self.float_cls: type | None = None
-        # f(op, operands) -> a float the engine cannot express (n ** -0.5), computed by the
-        # caller's graph; None: such values are specialized (their sizes guarded)
-        self.opaque_float: Callable[[str, tuple[Any, ...]], Any] | None = None
         self.cache = D.Caches()
-        # > 0 while an op's own requirement is being decided (``Env.precondition``);
-        # probe(answer, required) -> whether the guard is a requirement (an op's, or the
-        # caller raises on the other answer, ``assert``), not a branch (eager catches it)
-        self.precondition_depth = 0
-        # (answer, required[, condition]) -> whether the guard is a requirement
-        self.precondition_probe: Callable[..., bool] | None = None
-        self.required_from = 0  # > 0: each guard's Guard.required_from (rules/common.py)
         # New after any change an answer may depend on, and after a question the facts
         # left open (its answer depends on the asker): trace/memo.py reuses a pure
         # computation's result while the epoch is unchanged
         self.epoch = next(_EPOCHS)
-        # the state's name, shared with any env that went through the same described
-        # changes (history.py): trace/memo.py keeps a computation's result under it
-        self.state_name = ROOT
-        self.shares_state_names = True  # (False: each change a unique name, none kept)
-        self.positive_factors = False  # (True: pins.positive_factors; the loader's env)
-        self.describing = 0  # > 0 inside a described method
 
     def note(self, event: tuple[Any, ...]) -> None:
         """Name the configuration the state is read under (what the environment's

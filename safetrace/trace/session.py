@@ -447,15 +447,17 @@ class ExportSession:
     """``with ExportSession(model, fn):`` traces ``fn`` with everything an export needs
     installed for this thread only, and leaves the process as it found it."""
 
+    # (what __enter__ sets, as class defaults: no store per export in __init__)
+    _held: _Held | None = None
+    _modes: tuple = ()
+    _seed = 0
+    _bystander_seeds = 0
+    _sets = (0, 0)  # (this thread's, bystanders') setter calls on entry
+    _owners: list | None = None  # the enclosing export's script modules
+
     def __init__(self, model: Any, fn: Any, walk: list | None = None) -> None:
         self.model, self.fn = model, fn
         self.walk = walk  # the model's pytree.module_walk, when the caller has it
-        self._held: _Held | None = None
-        self._modes: tuple = ()
-        self._seed = 0
-        self._bystander_seeds = 0
-        self._sets = (0, 0)  # (this thread's, bystanders') setter calls on entry
-        self._owners: list | None = None  # the enclosing export's script modules
 
     def patches(self) -> list[Patch]:
         """Everything this export installs, in one table."""

@@ -72,6 +72,29 @@ class Tracer(TorchFunctionMode):
     - ``data_read(what)``: the error for reading tensor data.
     """
 
+    # (the attributes made in __init__ as slots, the constant ones as class defaults)
+    __slots__ = ("scope", "scopes", "device", "state", "const_name", "constants", "env",
+                 "constant_bases", "const_nodes", "keepalive", "mutated", "symbols",
+                 "value_reads", "sym_sources", "tracing_through", "pending_checks", "folded",
+                 "specialized_by_op", "_saved_env", "grad_regions", "fn_calls", "literals",
+                 "replayed_checks", "unsourced_settled", "written_storages", "const_storages",
+                 "data_versions", "state_tensors", "value_numbers", "masks_by_value")
+    real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
+    # the submodules being called ({key: (fqn, type)}) stamped on each node (modules.py)
+    nn_stack: dict | None = None
+    nn_layer: tuple | None = None  # its last entry (fqn, type name): the innermost
+    recording = True  # False while running a custom op's fake function
+    # node.meta["torch_fn"] as torch.export writes it: the user's torch call, its count
+    torch_fn: tuple[str, str] | None = None
+    layout_queried: str | None = None  # where the code first asked for a layout
+    strides_queried = False  # the code read a stride or storage offset (layout.py)
+    vmapped = False  # a torch.vmap output was recorded (layout.py's view check)
+    on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
+    state_memory: dict | None = None  # memory -> state names (mutation.py)
+    n_emits = 0  # ops recorded so far, and the last one that took the plain path (memo.py)
+    plain_emit: tuple | None = None
+    subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
+
     def __init__(self, graph: torch.fx.Graph, device: torch.device,
                  state: dict[int, torch.fx.Node], const_name: Callable[[torch.Tensor], str],
                  env: Any = None) -> None:
@@ -84,51 +107,28 @@ class Tracer(TorchFunctionMode):
         self.constants: dict[str, torch.Tensor] = {}
         self.constant_bases: dict[str, str] = {}  # a renamed constant -> the namer's name
         self.const_nodes: dict[int, torch.fx.Node] = {}
-        self.real_feed: Callable[[], dict] | None = None  # placeholder -> example (draft.py)
         self.keepalive: list = []
         self.mutated: dict[torch.fx.Node, torch.fx.Node] = {}  # state placeholder -> last write
         self.env = env
-        # the environment's symbols (new ones an op made are sourced after it)
-        self.symbols: dict = env.symbols if env is not None else {}
+        self.symbols: dict = env.symbols if env is not None else {}  # (sourced after an op)
         self.value_reads: dict[int, str] = {}  # constant's memory -> where Python read it
-        # symbol name -> (placeholder node, dim) for input sizes, or the node defining it
-        self.sym_sources: dict[str, Any] = {}
-        # the submodules being called ({key: (fqn, type)}), stamped on each recorded node
-        # as nn_module_stack (kept by trace.modules.module_stack during an export)
-        self.nn_stack: dict | None = None
-        self.nn_layer: tuple | None = None  # its last entry (fqn, type name): the innermost
+        self.sym_sources: dict[str, Any] = {}  # symbol -> (placeholder, dim) or its node
         self.tracing_through: set = set()  # Python composites whose body runs now
-        self.recording = True          # False while running a custom op's fake function
         self.pending_checks: list = []  # checks made inside a fake, asserted after the op
         self.specialized_by_op: list = []  # (op, trace, symbols) sizes pinned by rule-less ops
         self._saved_env: list = []
         self.grad_regions: list = []  # set_grad_enabled changes still open (handlers/grad)
-        # node.meta["torch_fn"] as torch.export writes it: the user's torch call, its count
-        self.torch_fn: tuple[str, str] | None = None
         self.fn_calls: dict[Any, int] = {}
-        self.layout_queried: str | None = None  # where the code first asked for a layout
-        self.strides_queried = False  # the code read a stride or storage offset (layout.py)
-        self.vmapped = False  # a torch.vmap output was recorded (layout.py's view check)
         self.replayed_checks: list = []  # views for a replay's meta check only (casts.py)
-        self.on_data_read: Callable | None = None  # st.explain: bool(tensor) -> assumed
         self.unsourced_settled: list = []  # size-oblivious asserts waiting for a symbol
         self.folded: set[int] = set()  # ids of constants the code made (literals, _fold)
-        # storages of real constants written by a recorded op (never folded from then on:
-        # the real tensor keeps its old value, the graph's copy has the new one)
-        self.written_storages: set[int] = set()
+        self.written_storages: set[int] = set()  # constants' storages an op wrote: not folded
         self.const_storages: dict[int, set[int]] = {}  # storage -> ids of its lifted tensors
-        # id(0-d integer tensor made from a literal in the code) -> its data stamp when
-        # made (versions.py): its value is known until a write may reach its memory
-        self.literals: dict[int, tuple] = {}
+        self.literals: dict[int, tuple] = {}  # id(0-d int literal) -> its stamp (versions.py)
         self.data_versions = Versions()  # which storages each write reached (versions.py)
         self.state_tensors: dict[str, torch.Tensor] = {}  # state name -> tensor (exporter)
-        self.state_memory: dict | None = None  # memory -> state names (mutation.py)
         self.value_numbers: dict[torch.fx.Node, tuple] = {}  # masks by value (numbering.py)
         self.masks_by_value: dict[tuple, tuple] = {}  # -> (the first mask, its stamp)
-        # ops recorded so far, and the last one that took the plain path (memo.py)
-        self.n_emits = 0
-        self.plain_emit: tuple | None = None
-        self.subclasses: Any = None  # tensor subclass state, if any (subclasses.py)
         refresh_op_info()
 
     def __enter__(self) -> Tracer:
