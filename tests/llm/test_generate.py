@@ -121,7 +121,9 @@ def check_static(kind):
     ep = export_static(model)
     ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()
               if str(k) in ep.dim_names}  # (OPT's 0-d position tensor: an unbacked size)
-    assert ranges == {"seq": (1, math.inf)}  # nothing narrowed
+    # nothing narrowed (OPT's checks on its cache length, read from data, refuse every
+    # prompt longer than the cache: that bound is in its contract, exporter/implied_bounds.py)
+    assert ranges == {"seq": (1, CACHE if kind == "opt" else math.inf)}
     if kind in ("llama", "gemma2", "gpt2"):
         assert "#   seq == 1" in str(ep)  # the q_length == 1 decision was split
     mod = ep.module()  # one module: its cache is reused by every call
@@ -261,3 +263,40 @@ def test_opt_static_cache_program_converts_and_lowers_to_onnx():
         got = sess.run(None, {"input_ids": prompt.numpy(),
                               "cache_position": torch.arange(7).numpy()})[0]
     torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_opt_static_cache_refuses_a_prompt_longer_than_the_cache_before_running():
+    """Eager raises IndexError for every prompt longer than the static cache (its write
+    ``index_copy_`` at ``arange(seq) + cache_len``); OPT's program asserts ``cache_len >= 0``
+    and ``seq + cache_len <= 64`` on the length it reads, so its contract bounds seq by 64:
+    the input check refuses such a prompt before the cache length is written, in the
+    program, in torch's program and in the ONNX model."""
+    ort = pytest.importorskip("onnxruntime")
+    model = tiny("opt")
+    ep = export_static(model)
+    assert "every larger size fails the program's run-time check" in ep.describe_contract()
+    long = torch.zeros(1, CACHE + 1, dtype=torch.long)
+    model.generation_config.cache_implementation = "static"
+    wrapper = __getattr__("TorchExportableModuleWithStaticCache")(model, batch_size=1,
+                                                                  max_cache_len=CACHE)
+    with pytest.raises(IndexError):
+        wrapper(input_ids=long, cache_position=torch.arange(CACHE + 1))
+    mod = ep.module()
+    before = {k: v.clone() for k, v in mod.state_dict().items()}
+    with pytest.raises(st.InputMismatchError, match=rf"input_ids.shape\[1\] = {CACHE + 1}, "
+                       rf"but it must be <= {CACHE} \(every larger size fails"):
+        mod(input_ids=long, cache_position=torch.arange(CACHE + 1))
+    assert all(torch.equal(v, before[k]) for k, v in mod.state_dict().items())
+    prompt = torch.randint(0, VOCAB, (1, CACHE))  # the full cache still runs
+    with torch.no_grad():
+        torch.testing.assert_close(mod(input_ids=prompt, cache_position=torch.arange(CACHE)),
+                                   model(prompt).logits, rtol=1e-4, atol=1e-4)
+    tep = ep.to_torch()  # torch's program gets the bound too
+    assert [(r.lower, r.upper) for r in tep.range_constraints.values() if r.lower == 1] \
+        == [(1, CACHE)]
+    sess = ort.InferenceSession(st.to_onnx(ep, verbose=False).model_proto.SerializeToString())
+    with pytest.raises(Exception, match=rf"safetrace input check: input_ids.shape\[1\] must "
+                       rf"be <= {CACHE}"):
+        sess.run(None, {"input_ids": long.numpy(),
+                        "cache_position": torch.arange(CACHE + 1).numpy()})

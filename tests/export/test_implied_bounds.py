@@ -1,0 +1,117 @@
+"""Input-size bounds implied by the program's own run-time checks on sizes read from data
+(exporter/implied_bounds.py): a call that every such check refuses is refused by the
+input check, before anything runs (a static cache's prompt longer than the cache)."""
+
+import math
+
+import pytest
+import torch
+
+import safetrace as st
+from tests.helpers import assert_close
+
+
+class StaticCache(torch.nn.Module):
+    """transformers' StaticLayer.update, with the length read as a size first (OPT)."""
+
+    def __init__(self, slots=8):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(slots, 4))
+        self.register_buffer("length", torch.tensor(0))
+
+    def forward(self, x):
+        start = self.length.item()
+        idx = torch.arange(x.shape[0]) + self.length
+        self.length.add_(x.shape[0])
+        self.cache.index_copy_(0, idx, x)
+        return self.cache[: start + x.shape[0]].sum(0) * 2
+
+
+def _range(ep, dim="n"):
+    return next((r.lower, r.upper) for k, r in ep.range_constraints.items()
+                if ep.dim_names.get(str(k)) == dim)
+
+
+def test_static_cache_length_bounds_the_prompt_before_running():
+    ep = st.export(StaticCache(), (torch.ones(3, 4),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1)}})
+    assert _range(ep) == (1, 8)  # declared min=1, no max: 8 from the cache's size
+    assert "every larger size fails the program's run-time check" in ep.describe_contract()
+    mod, eager = ep.module(), StaticCache()
+    for n in (1, 3, 4):  # the same calls on the same state: 8 slots filled
+        x = torch.randn(n, 4)
+        assert_close(mod(x), eager(x.clone()))
+    with pytest.raises(IndexError):  # eager: no call of 9 rows runs, whatever the state
+        StaticCache()(torch.ones(9, 4))
+    before = {k: v.clone() for k, v in mod.state_dict().items()}  # (8 slots filled)
+    with pytest.raises(st.InputMismatchError, match=r"x.shape\[0\] = 9, but it must be <= 8 "
+                       r"\(every larger size fails the program's run-time check "
+                       r"`x.shape\[0\] \+ u0 <= 8` \(from `self.cache.index_copy_"):
+        mod(torch.ones(9, 4))
+    for k, v in mod.state_dict().items():  # refused before the length was written
+        assert torch.equal(v, before[k]), k
+    with pytest.raises(st.InputMismatchError):  # (the declared min stays)
+        mod(torch.ones(0, 4))
+    # a call within the bound that the state makes fail still fails at the assertion
+    with pytest.raises(IndexError):
+        eager(torch.ones(1, 4))
+    with pytest.raises(st.RuntimeAssertionError):
+        mod(torch.ones(1, 4))
+
+def test_bound_needs_every_other_size_bounded():
+    """``x.shape[0] + u <= 8`` alone refuses nothing by itself: a negative ``u`` admits
+    any size, so nothing is narrowed; with ``u >= 0`` asserted too, 8 is the bound."""
+
+    class M(torch.nn.Module):
+        def __init__(self, nonnegative):
+            super().__init__()
+            self.nonnegative = nonnegative
+
+        def forward(self, x, start):
+            u = start.item()
+            if self.nonnegative:
+                torch._check(u >= 0)
+            torch._check(x.shape[0] + u <= 8)
+            return x * 2 + u
+
+    spec = {"x": {0: st.Dim("n", min=1)}, "start": None}
+    open_ = st.export(M(False), (torch.ones(3), torch.tensor(1)), dynamic_shapes=spec)
+    assert _range(open_) == (1, math.inf)
+    x, start = torch.ones(12), torch.tensor(-5)  # eager runs it
+    assert_close(open_.module()(x, start), M(False)(x, start))
+    bounded = st.export(M(True), (torch.ones(3), torch.tensor(1)), dynamic_shapes=spec)
+    assert _range(bounded) == (1, 8)
+    with pytest.raises(RuntimeError):
+        M(True)(torch.ones(9), torch.tensor(0))
+    with pytest.raises(st.InputMismatchError, match="must be <= 8"):
+        bounded.module()(torch.ones(9), torch.tensor(0))
+    for n in (1, 8):
+        assert_close(bounded.module()(torch.ones(n), torch.tensor(0)),
+                     M(True)(torch.ones(n), torch.tensor(0)))
+
+
+def test_lower_bound_and_equality():
+    class M(torch.nn.Module):
+        def forward(self, x, start):
+            u = start.item()
+            torch._check(u <= 2)
+            torch._check(x.shape[0] + u >= 5)  # x.shape[0] >= 3 whatever u is
+            return x + u
+
+    ep = st.export(M(), (torch.ones(4), torch.tensor(2)),
+                   dynamic_shapes={"x": {0: st.Dim("n", max=16)}, "start": None})
+    assert _range(ep) == (3, 16)
+    assert "every smaller size fails" in ep.describe_contract()
+    with pytest.raises(st.InputMismatchError, match="must be >= 3"):
+        ep.module()(torch.ones(2), torch.tensor(2))
+    assert_close(ep.module()(torch.ones(3), torch.tensor(2)), M()(torch.ones(3),
+                                                                   torch.tensor(2)))
+
+
+def test_deferred_program_keeps_its_checks_at_run_time():
+    ep = st.export(StaticCache(), (torch.ones(3, 4),),
+                   dynamic_shapes={"x": {0: st.Dim("n", min=1)}},
+                   prefer_deferred_runtime_asserts_over_guards=True)
+    assert _range(ep) == (1, math.inf)
+    with pytest.raises(st.RuntimeAssertionError):
+        ep.module()(torch.ones(9, 4))
