@@ -21,6 +21,11 @@ from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import eq, to_expr
 
 _CPU = torch.device("cpu")
+# sizes one load checks at call because it could neither prove nor refute the file's record
+# of them (``records_at_call``; a file of ours has a few, where its split sides knew more)
+RECORDS_AT_CALL = 1 << 12
+_FIX = "the file was modified or written by another version of safetrace; re-export the " \
+       "program and save it again (st.save(st.export(model, args, ...), path))"
 
 
 class AsRecorded:
@@ -85,7 +90,7 @@ class AsRecorded:
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))
         if late:
-            self.late_checks.add((after, cond))
+            self.late_checks[(after, cond)] = None
 
     def _number_as_recorded(self, node: torch.fx.Node, val: Any) -> Any:
         """A number past the analysis' time (a size query, size arithmetic, ``.item()``):
@@ -183,21 +188,82 @@ class AsRecorded:
             dims.append(new_symbolic(e, self.env))
         return TensorMeta(tuple(dims), rec.dtype, _CPU)
 
+    def records_at_call(self) -> None:
+        """Each size the file records that the loader could neither prove nor refute
+        (``Recorded.at_call``: the exporter knew more, a split side's facts; or the file
+        lies) is checked in its graph before the node's first use, at each call, as the
+        real size (a symbol of its own, read off the node's value there) equal to the
+        record (``inline``); a record no check can read refuses the file
+        (``refuse_late``).  At most ``RECORDS_AT_CALL`` sizes a load."""
+        made: dict = {}  # (id of a graph evaluation's values -> those with real sizes)
+        count = 0
+        for node, sizes, values in self.recorded.at_call:
+            after = _after(node, True) or node.next  # (used by size queries only: the
+            # next node; the output follows every node)
+            if values is None:
+                raise _unreadable(node, "no values of its graph")
+            count += len(sizes)
+            if count > RECORDS_AT_CALL:
+                raise _unreadable(node, f"the file has more than {RECORDS_AT_CALL} of them")
+            real = made.setdefault(id(values), dict(values))
+            for path, size in sizes:
+                got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()),
+                                   self.env)
+                where = _with(real.get(node), path, got)
+                if where is None:  # (a number in a list: no value of it a check reads)
+                    raise _unreadable(node, f"its value at {list(path)}")
+                real[node] = where[0]
+                cond = eq(got.expr, size)
+                self.inline.append((cond, after, f"{got} is {where[1]} of what {node.name!r} "
+                                    f"({node.target}) returns; the file records it", real))
+                self.late_checks[(after, cond)] = node.name
+
     def refuse_late(self, dropped: list) -> None:
-        """Refuse the file where a record past the analysis' time can be neither worked
-        out nor checked at call (``dropped``: what ``requirements.guard`` could not put in
-        its graph)."""
+        """Refuse the file where a record past the analysis' time, or one the loader could
+        not prove (``records_at_call``), can be neither worked out nor checked at call
+        (``dropped``: what ``requirements.guard`` could not put in its graph)."""
         for cond, node, why in dropped:
-            if (node, cond) in self.late_checks:
-                raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
-                               f"before it, and what the file records there cannot be "
-                               f"checked at call ({why[:200]})",
-                               "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
-                               "analysed at load) or ANALYSIS_SECONDS (its CPU backstop)")
+            if (node, cond) not in self.late_checks:
+                continue
+            name = self.late_checks[(node, cond)]
+            if name is not None:
+                raise _unreadable(node, f"no check at call can read it ({why[:200]})",
+                                  name)
+            raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
+                           f"before it, and what the file records there cannot be "
+                           f"checked at call ({why[:200]})",
+                           "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
+                           "analysed at load) or ANALYSIS_SECONDS (its CPU backstop)")
 
     def _fresh(self) -> str:
         return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
                     if f"r{i}" not in self.env.symbols)
+
+
+def _unreadable(node: torch.fx.Node, why: str, name: str | None = None) -> Exception:
+    return bad_file(f"node {name or node.name!r}", "the file records a value of it that "
+                    f"the loader can neither prove nor check at call: {why}", _FIX)
+
+
+def _with(value: Any, path: tuple, got: Any) -> tuple | None:
+    """``value`` (a node's evaluated value) with the size at ``path`` replaced by ``got``
+    (a tuple of values becomes a list, as the checks read one), and what that size is in
+    words; None where no check reads it so (a number inside a list)."""
+    if isinstance(value, TensorMeta) and len(path) == 1 and path[0] < len(value.shape):
+        shape = list(value.shape)
+        shape[path[0]] = got
+        return TensorMeta(tuple(shape), value.dtype, value.device), f"dim {path[0]}"
+    if not path and not isinstance(value, (TensorMeta, list, tuple)):
+        return got, "the number"
+    if isinstance(value, (list, tuple)) and len(path) == 2 and path[0] < len(value) and \
+            isinstance(value[path[0]], TensorMeta):
+        inner = _with(value[path[0]], path[1:], got)
+        if inner is None:
+            return None
+        out = list(value)
+        out[path[0]] = inner[0]
+        return out, f"{inner[1]} of value {path[0]}"
+    return None
 
 
 def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:

@@ -109,7 +109,9 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
         self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
         self.dtype_checks: list = []  # (node, the dtype and rank the file records)
-        self.late_checks: set = set()  # (node, condition) of records past the time
+        # (node, condition) of a record's check at call -> why the file is refused where
+        # no check can read it (None: past the analysis' time)
+        self.late_checks: dict = {}
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -149,6 +151,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self.check(candidates)
         self.check_work(tally)
         self.recorded.refuse(self.asserted.facts)
+        self.records_at_call()
 
     def _input(self, inp: Any) -> Any:
         """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
@@ -236,7 +239,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         """Hold ``node``'s recorded value against the evaluated one as soon as it is worked
         out: under what the graph's assertions before it establish, not those after it."""
         if self.recorded is not None and node in meta:
-            self.recorded.check(node, meta[node], self.asserted.facts)
+            self.recorded.check(node, meta[node], self.asserted.facts, meta)
 
     def _note(self, node: torch.fx.Node, value: Any) -> None:
         """Remember a tensor node's dtype (None: unknown, or not the same at every call of

@@ -75,6 +75,30 @@ def pack(doc: Any, tensors: dict, raw_program: str | None = None) -> bytes:
     return safetensors.torch.save(tensors, metadata={KEY: program})
 
 
+def refused_at_load_or_call(blob: bytes, calls: list, load: str = "",
+                            call: str = "", **kwargs: Any) -> str:
+    """Assert that a file's lying record is never believed: refused at load (a LoadError
+    matching ``load``) or, where the loader can neither prove nor refute it, at each call
+    of ``calls`` (argument tuples at which the lie shows: a RuntimeAssertionError matching
+    ``call``).  Returns "load" or "call"."""
+    import re
+
+    try:
+        mod = st.load(io.BytesIO(blob), **kwargs).module()
+    except st.LoadError as e:
+        assert re.search(load, str(e), re.S), str(e)
+        return "load"
+    assert calls, "loaded, and no call given where the lie shows"
+    for args in calls:
+        try:
+            mod(*args)
+        except st.RuntimeAssertionError as e:
+            assert re.search(call, str(e), re.S), str(e)
+            continue
+        raise AssertionError(f"the lie was believed at {[getattr(a, 'shape', a) for a in args]}")
+    return "call"
+
+
 def _raw_text(head_text: str) -> bytes:
     head = head_text.encode()
     head += b" " * (-len(head) % 8)
