@@ -10,6 +10,7 @@ and rank right after it (``dtype_checks``, ``record_checks.py``).
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -18,7 +19,8 @@ import torch
 from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import eq, to_expr
+from safetrace.symbolic import and_, eq, ge, le, to_expr
+from safetrace.symbolic.expr import TRUE
 
 _CPU = torch.device("cpu")
 # sizes one load checks at call because it could neither prove nor refute the file's record
@@ -213,7 +215,10 @@ class AsRecorded:
                 if where is None:  # (a number in a list: no value of it a check reads)
                     raise _unreadable(node, f"its value at {list(path)}")
                 real[node] = where[0]
-                cond = eq(got.expr, size)
+                cond = eq(got.expr, size) if not isinstance(size, tuple) else and_(*(
+                    c for c in (ge(got.expr, size[1]) if math.isfinite(size[1]) else None,
+                                le(got.expr, size[2]) if math.isfinite(size[2]) else None)
+                    if c is not None), TRUE)  # (("in", lo, hi): the file's symbol's range)
                 self.inline.append((cond, after, f"{got} is {where[1]} of what {node.name!r} "
                                     f"({node.target}) returns; the file records it", real))
                 self.late_checks[(after, cond)] = node.name

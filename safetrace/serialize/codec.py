@@ -20,7 +20,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from safetrace.errors import LoadError, load_error
-from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym, terms
+from safetrace.symbolic.expr import Expr, const, fconst, fsym, make_node, sym
 from safetrace.symbolic.semantics import BOOL_OPS
 from safetrace.meta import TensorMeta
 from safetrace.meta.symtypes import torch_env
@@ -191,7 +191,8 @@ def _check_canonical(op: str, args: tuple, where: str) -> None:
         ok = not any(is_bool)
     if op == "add":  # (and no monomial twice: the engine's sums keep one of them, the
         # evaluation both, so ``A + A`` would be A to one reader and 2*A to another)
-        monos = [m for a in args for m, _ in terms(a)]
+        monos = [a.args[a.args[0].op == "const":] if a.op == "mul" else (a,) for a in args
+                 if a.op != "const"]  # (as ``expr.terms`` reads them, cached nowhere)
         ok = ok and all(a.op != "add" for a in args) and all(
             a.op != "const" for a in args[:-1]) and len(set(monos)) == len(monos)
     elif op == "mul":

@@ -390,17 +390,22 @@ class Recorded:
         own read from data (``r``, unmatched: a loop body's carry at its first iteration,
         which the body may grow): that symbol is ``d`` in what later nodes of this
         evaluation record (checked against it), where its declared range holds every value
-        ``d`` takes; else (``u9`` in ``[0, 3]`` for ``s0`` up to 64) the file lies."""
+        ``d`` takes; where the bounds the loader knows of ``d`` do not show it, the range
+        is checked at call (``u9`` in ``[0, 3]`` for ``s0`` up to 64: refused at a call
+        where ``s0 > 3``); where they show it never does, the file lies."""
         env = getattr(rec, "env", None)
         rng = env.symbol_range(r.name) if env is not None else None
         try:
             b = self.env.bounds(d)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
-            return False
-        if rng is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
+            b = None
+        if rng is None or b is not None and (b.hi < rng.lo or b.lo > rng.hi):
             return False
         self.file_to_scratch[r.name] = d
         self.as_input.add(r.name)
+        if b is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
+            self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
+            return None
         return True
 
     def _file(self, e: Expr) -> Expr | None:

@@ -785,7 +785,8 @@ def _deep_not(depth: int) -> Any:
 
 
 def _sum_of(n: int) -> Any:
-    return ["add"] + [["mul", 2, "s0"] if i % 2 else "s0" for i in range(n - 1)] + [1]
+    """A sum of ``n`` terms in the engine's form (no monomial twice), 3 nodes each."""
+    return ["add"] + [["floordiv", "s0", i + 2] for i in range(n - 1)] + [1]
 
 
 def _products(doc: dict, n: int) -> None:
