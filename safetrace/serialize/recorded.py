@@ -338,13 +338,13 @@ class Recorded:
         d, r = to_expr(d), to_expr(r)
         if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
             return True if self.opaque.get(d.name) is r else None
-        if not simple(r):  # (a file's huge expression: not reasoned on; of the inputs'
-            # sizes both and not the loader's own form, checked at call)
+        if not simple(r):  # (a file's huge expression: not reasoned on, nor checked at
+            # call, each call evaluating it; of the inputs' sizes both and not the loader's
+            # own form, not believed)
             if d is r:
                 return True
-            if {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract:
-                self.unsure.append((tuple(self._path), r))
-            return None
+            sizes = {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract
+            return False if sizes else None
         r_in = self._file(r)
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
