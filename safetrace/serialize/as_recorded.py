@@ -26,6 +26,10 @@ _CPU = torch.device("cpu")
 # sizes one load checks at call because it could neither prove nor refute the file's record
 # of them (``records_at_call``; a file of ours has a few, where its split sides knew more)
 RECORDS_AT_CALL = 1 << 12
+# sizes recorded past the analysis' budget one load checks at call (each check is a few
+# nodes of the loaded graph, about 0.35 ms of load each: a file of many nodes of many
+# symbolic sizes past the budget took 22 ms a node to load)
+LATE_SIZES = 1 << 13
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -93,6 +97,14 @@ class AsRecorded:
         self.inline.append((cond, after, why, values))
         if late:
             self.late_checks[(after, cond)] = None
+            self.late_sizes += 1
+            if self.late_sizes > LATE_SIZES:  # (each a few nodes of the loaded graph)
+                raise bad_file(f"node {after.name!r}", "the loader's analysis ran out of its "
+                               f"budget, and the file records more than {LATE_SIZES} sizes "
+                               "of the nodes after it, each to be checked at call",
+                               "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
+                               "analysed at load) or safetrace.serialize.as_recorded."
+                               "LATE_SIZES")
 
     def _number_as_recorded(self, node: torch.fx.Node, val: Any) -> Any:
         """A number past the analysis' time (a size query, size arithmetic, ``.item()``):

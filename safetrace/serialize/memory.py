@@ -47,7 +47,8 @@ from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 # nodes computed from the inputs that one load analyses (each evaluation of a subgraph's
-# counted anew): past them the rest is not worked out but checked at call (``_late``), so
+# counted anew; one of many symbolic sizes counts as more: ``_extra_units``): past them
+# the rest is not worked out but checked at call (``_late``), so
 # a file cannot make loading slow through it.  A count, not a time, so that whether a
 # file of ours loads is the same on every machine: a program of 20k ordinary nodes (a
 # 800-block transformer) fits, in about 0.9 s of one 2-core VM's CPU
@@ -112,6 +113,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         # (node, condition) of a record's check at call -> why the file is refused where
         # no check can read it (None: past the analysis' time)
         self.late_checks: dict = {}
+        self.late_sizes = 0  # (sizes past the time checked at call: ``LATE_SIZES``)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -222,6 +224,8 @@ class StaticMemory(SubgraphMemory, AsRecorded):
                     out, size = self._node(node, meta, data, node not in tainted, tally)
                 if out is not _UNKNOWN:
                     meta[node] = out
+                    if node in tainted:  # (a node of many symbolic sizes costs more)
+                        self.analysed += _extra_units(out)
                 if size is not _UNKNOWN:
                     nbytes[node] = size
                 self._held(node, meta)
@@ -467,6 +471,18 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
+
+
+def _extra_units(value: Any) -> int:
+    """What analysing a node of result ``value`` costs beyond one node of
+    ``ANALYSIS_NODES``: its sizes that are not numbers, ``r`` of them, cost ``(r // 4)**2``
+    more (the engine's products of ``r`` symbols grow as ``r**2``: a rank-64 tensor of
+    symbolic sizes took 2 ms a node, 40 times an ordinary one; a transformer's values,
+    of 1-3 such sizes, cost one node each)."""
+    r = sum(not isinstance(d, int) for m in (value if isinstance(value, (list, tuple))
+                                             else (value,)) if isinstance(m, TensorMeta)
+            for d in m.shape)
+    return (r // 4) ** 2
 
 
 def _memory(t: torch.Tensor) -> int:
