@@ -475,14 +475,14 @@ class StaticMemory(SubgraphMemory, AsRecorded):
 
 def _extra_units(value: Any) -> int:
     """What analysing a node of result ``value`` costs beyond one node of
-    ``ANALYSIS_NODES``: its sizes that are not numbers, ``r`` of them, cost ``(r // 4)**2``
-    more (the engine's products of ``r`` symbols grow as ``r**2``: a rank-64 tensor of
-    symbolic sizes took 2 ms a node, 40 times an ordinary one; a transformer's values,
-    of 1-3 such sizes, cost one node each)."""
+    ``ANALYSIS_NODES``: its sizes that are not numbers, ``r`` of them, cost ``(r // 8)**2``
+    more (the engine's products of ``r`` symbols grow as ``r**2``: a node of a rank-64
+    tensor of symbolic sizes took 2 ms, 24 times one of rank 2, rank 32 6.5 times, rank
+    8 twice; a transformer's values, of 1-3 such sizes, cost one node each)."""
     r = sum(not isinstance(d, int) for m in (value if isinstance(value, (list, tuple))
                                              else (value,)) if isinstance(m, TensorMeta)
             for d in m.shape)
-    return (r // 4) ** 2
+    return (r // 8) ** 2
 
 
 def _memory(t: torch.Tensor) -> int:
