@@ -171,3 +171,14 @@ def test_the_records_a_load_checks_at_call_are_bounded(monkeypatch):
     monkeypatch.setattr(as_recorded, "RECORDS_AT_CALL", 0)
     with pytest.raises(st.LoadError, match="more than 0 of them"):
         st.load(_three_rows_recorded(["mul", 3, "s0"]))
+
+
+def test_a_loaded_program_with_such_checks_saves_loads_and_converts():
+    """The checks are the load's own (never saved as facts: stripped before the next
+    load analyses the file, which makes its own); ``to_torch()`` keeps them."""
+    ep = st.load(_three_rows_recorded(["mul", 3, "s0"]))
+    again = st.load(_saved(ep))
+    for prog in (again.module(), ep.to_torch().module()):
+        torch.testing.assert_close(prog(torch.ones(2, 3)), torch.ones(6, 3) * 2)
+        with pytest.raises(RuntimeError, match="the file records it"):
+            prog(-torch.ones(2, 3))
