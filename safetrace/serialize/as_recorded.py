@@ -157,15 +157,23 @@ class AsRecorded:
         those of the subgraphs a control-flow node calls; a record no check can read
         (``late_checks``) refuses the file (``refuse_late``)."""
         if isinstance(node.target, torch._ops.HigherOrderOperator):
-            subs = getattr(node.graph, "st_submodules", {})
-            graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
-                      and a.op == "get_attr" and a.target in subs]
-            given = _operands(node, meta, self._real)
-            for g in graphs:
-                self._late_graph(g, given)
+            self._subgraphs_at_call(node, meta)
         out = self._as_recorded(node, late=True)
         if out is not None:
             meta[node] = out
+
+    def _subgraphs_at_call(self, node: torch.fx.Node, meta: dict) -> None:
+        """The records of every node of the subgraphs a control-flow node calls, checked
+        at call as past the analysis' time: the node is past it, or the analysis could
+        not work out what it passes them (a cond given a value the loader does not know:
+        its branches, never evaluated, kept their records as written; hostile probe,
+        ``sg:hop_args``)."""
+        subs = getattr(node.graph, "st_submodules", {})
+        graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
+                  and a.op == "get_attr" and a.target in subs]
+        given = _operands(node, meta, self._real)
+        for g in graphs:
+            self._late_graph(g, given)
 
     def _late_graph(self, graph: torch.fx.Graph, given: list) -> None:
         """Every node of a subgraph whose call is past the analysis' time: its placeholders

@@ -182,3 +182,21 @@ def test_a_loaded_program_with_such_checks_saves_loads_and_converts():
         torch.testing.assert_close(prog(torch.ones(2, 3)), torch.ones(6, 3) * 2)
         with pytest.raises(RuntimeError, match="the file records it"):
             prog(-torch.ones(2, 3))
+
+
+def test_branches_given_what_the_loader_cannot_evaluate_have_their_records_checked():
+    """A cond passing its predicate (a bool) where the branches' placeholder records
+    ``s0`` (hostile probe seed 2801, ``sg:hop_args:cond:replace``): the loader cannot
+    evaluate the branches with it, and kept their records as written (``slice_1`` of
+    ``s0`` rows ran with one); now each is checked at call, as past the analysis."""
+    from tests.serialize.test_asserted_facts import BranchChecks
+
+    ep = st.export(BranchChecks(), (torch.randn(3, 4), torch.tensor(2)),
+                   dynamic_shapes=({0: Dim("r", min=1, max=32)}, None))
+    doc, tensors = hostile.parts(_saved(ep))
+    cond = next(n for n in doc["nodes"] if n.get("target", "").endswith("higher_order.cond"))
+    assert cond["args"][3]["tuple"][-1] != cond["args"][0]
+    cond["args"][3]["tuple"][-1] = cond["args"][0]
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [
+        (torch.randn(14, 4), torch.tensor(0)), (torch.randn(2, 4), torch.tensor(0))],
+        call="the file records it")
