@@ -37,7 +37,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
-from safetrace.serialize.work import Tally, scalar_returns, touched
+from safetrace.serialize.work import Tally, forget as forget_numels, scalar_returns, touched
 from safetrace.serialize.evaluation import (evaluate as _evaluate, python as _python,
                                            sizes as _sizes, sub as _sub,
                                            sym_query as _sym_query)
@@ -150,6 +150,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             _, candidates, tally = self._run(graph, meta, data, set(user or ()))
         finally:
             ACTIVE.env = previous
+            forget_numels()
         self.check(candidates)
         self.check_work(tally)
         self.recorded.refuse(self.asserted.facts)

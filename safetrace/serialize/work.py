@@ -90,7 +90,13 @@ def numel(t: TensorMeta) -> Any:
     return out[1]
 
 
-_NUMELS: dict = {}  # id of a shape -> (the shape, its product)
+_NUMELS: dict = {}  # id of a shape -> (the shape, its product), for one load's analysis
+
+
+def forget() -> None:
+    """Drop the products ``numel`` keeps (at the end of a load's analysis: a refused
+    file's expressions must not outlive it in the intern table)."""
+    _NUMELS.clear()
 
 
 def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
