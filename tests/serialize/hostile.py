@@ -317,7 +317,7 @@ def cases(categories: Any = None) -> list[Case]:
         ["lt", _sum_of(19_000 // k), 0] for _ in range(30)])),
         ("max_json_values", "max_expr_nodes", "max_expr_nodes_each"), match="max_json_values")
     both(bu, "many_expressions_under_each_limit", lambda k: _with(m, lambda d: _conds(d, [
-        ["lt", _sum_of(6_000 // k), 0] for _ in range(60)])),
+        ["lt", _sum_of(3_000 // k), 0] for _ in range(60)])),  # (3 nodes, 4 values a term)
         ("max_expr_nodes", "max_expr_nodes_each"), match="max_expr_nodes")
     blob(bu, "expression_depth", lambda: pack(None, m.tensors, raw_program=json.dumps(
         m.doc).replace('"conditions": []', '"conditions": [{"cond": ' + '["not", ' * 5000
