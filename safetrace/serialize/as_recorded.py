@@ -20,12 +20,13 @@ from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
 from safetrace.symbolic import and_, eq, ge, le, to_expr
-from safetrace.symbolic.expr import TRUE
+from safetrace.symbolic.expr import TRUE, dag_nodes
 
 _CPU = torch.device("cpu")
-# sizes one load checks at call because it could neither prove nor refute the file's record
-# of them (``records_at_call``; a file of ours has a few, where its split sides knew more)
-RECORDS_AT_CALL = 1 << 12
+# nodes of the recorded sizes one load checks at call because it could neither prove nor
+# refute them (``records_at_call``; a file of ours has a few, where its split sides knew
+# more): each call evaluates them
+RECORDS_AT_CALL = 1 << 14
 # sizes recorded past the analysis' budget one load checks at call (each check is a few
 # nodes of the loaded graph, about 0.35 ms of load each: a file of many nodes of many
 # symbolic sizes past the budget took 22 ms a node to load)
@@ -96,7 +97,8 @@ class AsRecorded:
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))
         if late:
-            self.late_checks[(after, cond)] = None
+            if not self._soft:  # (a soft one, not readable, is left as written)
+                self.late_checks[(after, cond)] = None
             self.late_sizes += 1
             if self.late_sizes > LATE_SIZES:  # (each a few nodes of the loaded graph)
                 raise bad_file(f"node {after.name!r}", "the loader's analysis ran out of its "
@@ -162,18 +164,25 @@ class AsRecorded:
         if out is not None:
             meta[node] = out
 
-    def _subgraphs_at_call(self, node: torch.fx.Node, meta: dict) -> None:
+    def _subgraphs_at_call(self, node: torch.fx.Node, meta: dict,
+                           unevaluated: bool = False) -> None:
         """The records of every node of the subgraphs a control-flow node calls, checked
         at call as past the analysis' time: the node is past it, or the analysis could
         not work out what it passes them (a cond given a value the loader does not know:
         its branches, never evaluated, kept their records as written; hostile probe,
-        ``sg:hop_args``)."""
+        ``sg:hop_args``).  In the second case a record no check can read stays as
+        written (``_soft``: our own files have such conds, whose branches' sizes their
+        graphs may hold nowhere linearly; a load-only search found 22 refused)."""
         subs = getattr(node.graph, "st_submodules", {})
         graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
                   and a.op == "get_attr" and a.target in subs]
         given = _operands(node, meta, self._real)
-        for g in graphs:
-            self._late_graph(g, given)
+        soft, self._soft = self._soft, self._soft or unevaluated
+        try:
+            for g in graphs:
+                self._late_graph(g, given)
+        finally:
+            self._soft = soft
 
     def _late_graph(self, graph: torch.fx.Graph, given: list) -> None:
         """Every node of a subgraph whose call is past the analysis' time: its placeholders
@@ -224,9 +233,11 @@ class AsRecorded:
             # next node; the output follows every node)
             if values is None:
                 raise _unreadable(node, "no values of its graph")
-            count += len(sizes)
+            count += sum(sum(1 for _ in dag_nodes(x)) if not isinstance(x, tuple) else 1
+                         for _, x in sizes)  # (their expressions' nodes: each call's work)
             if count > RECORDS_AT_CALL:
-                raise _unreadable(node, f"the file has more than {RECORDS_AT_CALL} of them")
+                raise _unreadable(node, f"the file has more than {RECORDS_AT_CALL} nodes "
+                                  "of them")
             real = made.setdefault(id(values), dict(values))
             for path, size in sizes:
                 got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()),

@@ -114,6 +114,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         # no check can read it (None: past the analysis' time)
         self.late_checks: dict = {}
         self.late_sizes = 0  # (sizes past the time checked at call: ``LATE_SIZES``)
+        self._soft = False  # (``as_recorded._subgraphs_at_call``)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:

@@ -130,7 +130,7 @@ class SubgraphMemory:
                 return self._mapped(node, kind, graph_of(node.args[0]), meta, data, tainted,
                                     inner, tally)
         except KeyError:  # an operand not known: its subgraphs are not evaluated, and
-            self._subgraphs_at_call(node, meta)  # what they record is checked at call
+            self._subgraphs_at_call(node, meta, True)  # what they record is checked at call
         return _UNKNOWN
 
     def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,

@@ -53,7 +53,7 @@ from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.expr import Expr, to_expr
+from safetrace.symbolic.expr import Expr, dag_nodes, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
@@ -61,6 +61,7 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
+_AT_CALL_NODES = 256
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -338,13 +339,17 @@ class Recorded:
         d, r = to_expr(d), to_expr(r)
         if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
             return True if self.opaque.get(d.name) is r else None
-        if not simple(r):  # (a file's huge expression: not reasoned on, nor checked at
-            # call, each call evaluating it; of the inputs' sizes both and not the loader's
-            # own form, not believed)
+        if not simple(r):  # (a file's large expression: not reasoned on; of the inputs'
+            # sizes both and not the loader's own form, checked at call where it is of at
+            # most _AT_CALL_NODES nodes (our split files write min/max forms of 60), each
+            # call evaluating it; larger, not believed)
             if d is r:
                 return True
-            sizes = {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract
-            return False if sizes else None
+            if {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract:
+                if sum(1 for _ in dag_nodes(r)) > _AT_CALL_NODES:
+                    return False
+                self.unsure.append((tuple(self._path), r))
+            return None
         r_in = self._file(r)
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \

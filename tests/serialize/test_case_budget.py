@@ -80,7 +80,8 @@ def test_a_size_past_what_the_engine_reasons_on_loads_in_the_loaders_own_form():
 def test_a_size_recorded_past_what_the_engine_reasons_on_is_refused():
     """A file recording an input size as such an expression where the graph computes
     another (``y[n-2:-1] * 0`` as ``n + n//2 + ... + n//9`` rows): it loaded, its metadata
-    believed."""
+    believed; refused at load or (of at most 256 nodes) at a call where it shows
+    (``n = 4``)."""
     buf = io.BytesIO()
     st.save(st.export(_Tails(1), (torch.randn(4),), dynamic_shapes=({0: Dim("n")},)), buf)
     doc, tensors = hostile.parts(buf.getvalue())
@@ -88,5 +89,11 @@ def test_a_size_recorded_past_what_the_engine_reasons_on_is_refused():
     for n in doc["nodes"]:
         if n["name"] == "mul":
             n["meta"]["val"]["tensor"]["shape"][0] = huge
-    with pytest.raises(st.LoadError, match="node 'mul'"):  # (not checked at call either:
-        st.load(hostile.pack(doc, tensors))  # each call would evaluate the expression)
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [(torch.randn(4),)],
+                                    load="node 'mul'", call="'mul'")
+    huge[2:] = [["floordiv", ["add", "s0", k], k] for k in range(2, 200)]  # (over 256
+    for n in doc["nodes"]:  # nodes: no check at call evaluates it, refused at load)
+        if n["name"] == "mul":
+            n["meta"]["val"]["tensor"]["shape"][0] = huge
+    with pytest.raises(st.LoadError, match="node 'mul'"):
+        st.load(hostile.pack(doc, tensors))

@@ -169,7 +169,7 @@ def test_a_record_no_check_can_read_refuses_the_file():
 
 def test_the_records_a_load_checks_at_call_are_bounded(monkeypatch):
     monkeypatch.setattr(as_recorded, "RECORDS_AT_CALL", 0)
-    with pytest.raises(st.LoadError, match="more than 0 of them"):
+    with pytest.raises(st.LoadError, match="more than 0 nodes of them"):
         st.load(_three_rows_recorded(["mul", 3, "s0"]))
 
 
