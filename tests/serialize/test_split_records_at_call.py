@@ -200,3 +200,31 @@ def test_branches_given_what_the_loader_cannot_evaluate_have_their_records_check
     hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [
         (torch.randn(14, 4), torch.tensor(0)), (torch.randn(2, 4), torch.tensor(0))],
         call="the file records it")
+
+
+class _CountSplitOnItself(torch.nn.Module):
+    def forward(self, x):
+        v0 = x + x
+        v1 = v0.flatten().new_ones((v0 < 0).sum().item())
+        v2 = torch.cond(v1.size(-1) == v0.size(-3), lambda t: t * 2, lambda t: t.abs(), (v1,))
+        if bool(v2.size(-1)):
+            v5 = v2 * 2
+        else:
+            v5 = v2[:1]
+        return v0, v1, v2, v5
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=st.LoadError, reason="open (session 28): the split side on a count read "
+                   "from data records the count's own node as [0]; the loader reads it as a "
+                   "new size where the side's fact is on the file's first read, and refuses")
+def test_a_split_on_a_count_read_from_data_loads():
+    """fuzz seed 28002 (a load-only search): ``new_ones`` recorded ``[0]`` in the side
+    where the count is 0."""
+    m = _CountSplitOnItself()
+    ep = st.export(m, (torch.randn(3, 3, 3, 5),), dynamic_shapes=(
+        {0: Dim("d0", min=3, max=16), 1: Dim("d0", min=3, max=16),
+         2: Dim("d0", min=3, max=16), 3: Dim("d1", min=1, max=5)},))
+    loaded = st.load(_saved(ep)).module()
+    for x in (torch.randn(3, 3, 3, 5), torch.ones(4, 4, 4, 2)):
+        torch.testing.assert_close(loaded(x), m(x))
