@@ -23,7 +23,10 @@ values of subgraph nodes, dtypes and list elements (``offsets``, ``order``, ``co
 ``depth``, ``dups``, ``unicode``, ``recmeta``: benchmarks/hostile_extra.py, session 26;
 ``lists``: a node's recorded list of tensors taken past, shortened, lengthened, an element
 nobody takes lied about, or dropped, session 27,
-over two more bases with custom ops over varying sizes); every
+over two more bases with custom ops over varying sizes), and the program's file changed
+after it loaded (``afterload``: truncated to 0 or half, rewritten or zeroed in place,
+replaced, appended to; session 28: each call must compute what a copy loaded from the
+file's bytes does); every
 program that runs is called once more with its inputs inside larger buffers of sentinels
 (a read or a write of the caller's memory around them: a finding).  Each variant is loaded in a
 worker process under an address-space cap and an alarm, then called at a few input sizes.
@@ -488,6 +491,62 @@ def byte_variants(blob: bytes, rng: random.Random, count: int) -> list[tuple[str
 # ---------------------------------------------------------------------------- worker
 
 
+AFTER_LOAD = ("truncate0", "truncate_half", "rewrite", "replace", "append", "zero_pages")
+
+
+def after_load(st, ep, path: str, before: bytes, change: str, draw_inputs) -> tuple:
+    """``afterload``: the program loaded from ``path``, its file then truncated, rewritten
+    in place, replaced, appended to or zeroed (what another process may do while it
+    lives), then called: it must compute what a copy loaded from the file's bytes does
+    (never a SIGBUS: the worker would die; never weights that follow the file)."""
+    import torch
+
+    ref = st.load(before, allow_ops=["sttest"]).module()
+    mod = ep.module()
+    rng, gen = random.Random(0), torch.Generator().manual_seed(0)
+    try:
+        args, kwargs, _ = draw_inputs(ep, rng, gen, use_hints=True, max_numel=1 << 14,
+                                      tries=20)
+    except Exception as e:  # noqa: BLE001 - no admitted input drawn
+        return "call_refused", f"(every draw) {e}"[:160]
+    if change == "truncate0":
+        os.truncate(path, 0)
+    elif change == "truncate_half":
+        os.truncate(path, len(before) // 2)
+    elif change in ("rewrite", "zero_pages"):
+        with open(path, "r+b") as f:
+            f.seek(len(before) // 3)
+            f.write(bytes(len(before) - len(before) // 3) if change == "zero_pages"
+                    else os.urandom(len(before) - len(before) // 3))
+    elif change == "replace":
+        tmp = path + ".new"
+        with open(tmp, "wb") as f:
+            f.write(os.urandom(len(before)))
+        os.replace(tmp, path)
+    elif change == "append":
+        with open(path, "ab") as f:
+            f.write(os.urandom(4096))
+    import copy
+
+    try:
+        want = ref(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception as e:  # noqa: BLE001 - the pristine copy refuses it too
+        want = e
+    try:
+        got = mod(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    except Exception as e:  # noqa: BLE001
+        got = e
+    if isinstance(want, Exception) or isinstance(got, Exception):
+        if type(want) is type(got):
+            return "call_refused", f"{type(got).__name__} (both)"
+        return "FINDING changed by the file", f"{type(want).__name__} / {type(got).__name__}"
+    for a, b in zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)):
+        if isinstance(a, torch.Tensor) and not torch.equal(a, b) and not (
+                a.is_floating_point() and torch.allclose(a, b, equal_nan=True)):
+            return "FINDING changed by the file", f"output differs after {change}"
+    return "ran", change
+
+
 def worker(folder: str, start: int) -> None:
     import resource
     import signal
@@ -537,6 +596,15 @@ def worker(folder: str, start: int) -> None:
                 mod = ep.module()
                 rng = random.Random(0)
                 gen = torch.Generator().manual_seed(0)
+                change = name.split(".")[1] if name.count(".") == 2 else None
+                if change is not None:  # (``afterload``: the file changed under the program)
+                    outcome, detail = after_load(st, ep, path, before, change, draw_inputs)
+                    signal.alarm(0)
+                    with open(path, "wb") as f:  # (put back: not the program's write)
+                        f.write(before)
+                    print(json.dumps({"i": i, "name": name, "outcome": outcome,
+                                      "detail": detail}), flush=True)
+                    continue
                 for attempt in range(3):
                     try:
                         args, kwargs, _ = draw_inputs(ep, rng, gen, use_hints=attempt == 0,
@@ -609,7 +677,7 @@ def main() -> int:
     ap.add_argument("--classes", default=None,
                     help="comma-separated variant classes (json,multi,tensor,bytes,sg,kernel,"
                          "alias,names,ops,ranges,views,operands,records,offsets,order,"
-                         "counts,depth,dups,unicode,recmeta,lists)")
+                         "counts,depth,dups,unicode,recmeta,lists,afterload)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hostile_extra
@@ -629,7 +697,7 @@ def main() -> int:
             continue
         n = a.per_program
         wanted = set((a.classes or "json,multi,tensor,bytes,sg,kernel,alias,names,ops,"
-                               "ranges,views,operands,records," +
+                               "ranges,views,operands,records,afterload," +
                                ",".join(hostile_extra.KINDS)).split(","))
         makers = [("json", json_variants, n), ("multi", multi_variants, n),
                   ("tensor", tensor_variants, n // 4), ("bytes", byte_variants, n // 4),
@@ -640,9 +708,12 @@ def main() -> int:
                     n // 4) for kind in hostile_more.KINDS]
         makers += [(kind, lambda b, r, c, kind=kind: hostile_extra.variants(b, r, c, kind),
                     n // 4) for kind in hostile_extra.KINDS]
+        makers.append(("afterload", lambda b, r, c: [
+            (f"afterload:{r.choice(AFTER_LOAD)}", b) for _ in range(c)], n // 4))
         variants = [v for cls, make, c in makers if cls in wanted for v in make(blob, rng, c)]
         for label, data in variants:
-            fname = f"{k:05d}.st"
+            fname = f"{k:05d}.st" if not label.startswith("afterload:") else \
+                f"{k:05d}.{label.split(':')[1]}.st"
             with open(os.path.join(folder, fname), "wb") as f:
                 f.write(data)
             labels[fname] = f"{pname}/{label}"
@@ -663,8 +734,9 @@ def main() -> int:
                 last = r["start"]
             else:
                 results[r["name"]] = r
-        if proc.returncode != 0 and f"{last:05d}.st" not in results:
-            results[f"{last:05d}.st"] = {"name": f"{last:05d}.st", "i": last,
+        dead = next((f for f in labels if f.startswith(f"{last:05d}.")), f"{last:05d}.st")
+        if proc.returncode != 0 and dead not in results:
+            results[dead] = {"name": dead, "i": last,
                                          "outcome": f"FINDING worker died rc={proc.returncode}",
                                          "detail": proc.stderr[-300:]}
         start = max(last + 1, start + 1) if proc.returncode != 0 else k

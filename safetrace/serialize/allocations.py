@@ -17,7 +17,7 @@ import torch
 from safetrace.meta import TensorMeta
 from safetrace.serialize.allowlist import ALLOCATING, SIZE_ARGS
 from safetrace.serialize.work import MAY_COPY as _MAY_COPY
-from safetrace.serialize.work import leaves as _leaves
+from safetrace.serialize.work import leaves as _leaves, numel
 from safetrace.trace.asserts import assert_sym
 
 _STRIDED = frozenset(("empty_strided", "new_empty_strided", "as_strided"))
@@ -58,7 +58,7 @@ def out_bytes(out: Any) -> Any:
     total: Any = 0
     for t in _leaves(out):
         if isinstance(t, TensorMeta):
-            total = total + math.prod(t.shape) * t.dtype.itemsize
+            total = total + numel(t) * t.dtype.itemsize
     return total
 
 

@@ -10,6 +10,7 @@ and rank right after it (``dtype_checks``, ``record_checks.py``).
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -18,9 +19,20 @@ import torch
 from safetrace.errors.load import bad_file
 from safetrace.meta import TensorMeta
 from safetrace.serialize.codec import new_symbolic
-from safetrace.symbolic import eq, to_expr
+from safetrace.symbolic import and_, eq, ge, le, to_expr
+from safetrace.symbolic.expr import TRUE, dag_nodes
 
 _CPU = torch.device("cpu")
+# nodes of the recorded sizes one load checks at call because it could neither prove nor
+# refute them (``records_at_call``; a file of ours has a few, where its split sides knew
+# more): each call evaluates them
+RECORDS_AT_CALL = 1 << 14
+# sizes recorded past the analysis' budget one load checks at call (each check is a few
+# nodes of the loaded graph, about 0.35 ms of load each: a file of many nodes of many
+# symbolic sizes past the budget took 22 ms a node to load)
+LATE_SIZES = 1 << 13
+_FIX = "the file was modified or written by another version of safetrace; re-export the " \
+       "program and save it again (st.save(st.export(model, args, ...), path))"
 
 
 class AsRecorded:
@@ -85,7 +97,16 @@ class AsRecorded:
         cond = eq(got.expr, size if mine is None else mine)
         self.inline.append((cond, after, why, values))
         if late:
-            self.late_checks.add((after, cond))
+            if not self._soft:  # (a soft one, not readable, is left as written)
+                self.late_checks[(after, cond)] = None
+            self.late_sizes += 1
+            if self.late_sizes > LATE_SIZES:  # (each a few nodes of the loaded graph)
+                raise bad_file(f"node {after.name!r}", "the loader's analysis ran out of its "
+                               f"budget, and the file records more than {LATE_SIZES} sizes "
+                               "of the nodes after it, each to be checked at call",
+                               "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
+                               "analysed at load) or safetrace.serialize.as_recorded."
+                               "LATE_SIZES")
 
     def _number_as_recorded(self, node: torch.fx.Node, val: Any) -> Any:
         """A number past the analysis' time (a size query, size arithmetic, ``.item()``):
@@ -138,15 +159,30 @@ class AsRecorded:
         those of the subgraphs a control-flow node calls; a record no check can read
         (``late_checks``) refuses the file (``refuse_late``)."""
         if isinstance(node.target, torch._ops.HigherOrderOperator):
-            subs = getattr(node.graph, "st_submodules", {})
-            graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
-                      and a.op == "get_attr" and a.target in subs]
-            given = _operands(node, meta, self._real)
-            for g in graphs:
-                self._late_graph(g, given)
+            self._subgraphs_at_call(node, meta)
         out = self._as_recorded(node, late=True)
         if out is not None:
             meta[node] = out
+
+    def _subgraphs_at_call(self, node: torch.fx.Node, meta: dict,
+                           unevaluated: bool = False) -> None:
+        """The records of every node of the subgraphs a control-flow node calls, checked
+        at call as past the analysis' time: the node is past it, or the analysis could
+        not work out what it passes them (a cond given a value the loader does not know:
+        its branches, never evaluated, kept their records as written; hostile probe,
+        ``sg:hop_args``).  In the second case a record no check can read stays as
+        written (``_soft``: our own files have such conds, whose branches' sizes their
+        graphs may hold nowhere linearly; a load-only search found 22 refused)."""
+        subs = getattr(node.graph, "st_submodules", {})
+        graphs = [subs[a.target].graph for a in node.args if isinstance(a, torch.fx.Node)
+                  and a.op == "get_attr" and a.target in subs]
+        given = _operands(node, meta, self._real)
+        soft, self._soft = self._soft, self._soft or unevaluated
+        try:
+            for g in graphs:
+                self._late_graph(g, given)
+        finally:
+            self._soft = soft
 
     def _late_graph(self, graph: torch.fx.Graph, given: list) -> None:
         """Every node of a subgraph whose call is past the analysis' time: its placeholders
@@ -183,21 +219,87 @@ class AsRecorded:
             dims.append(new_symbolic(e, self.env))
         return TensorMeta(tuple(dims), rec.dtype, _CPU)
 
+    def records_at_call(self) -> None:
+        """Each size the file records that the loader could neither prove nor refute
+        (``Recorded.at_call``: the exporter knew more, a split side's facts; or the file
+        lies) is checked in its graph before the node's first use, at each call, as the
+        real size (a symbol of its own, read off the node's value there) equal to the
+        record (``inline``); a record no check can read refuses the file
+        (``refuse_late``).  At most ``RECORDS_AT_CALL`` sizes a load."""
+        made: dict = {}  # (id of a graph evaluation's values -> those with real sizes)
+        count = 0
+        for node, sizes, values in self.recorded.at_call:
+            after = _after(node, True) or node.next  # (used by size queries only: the
+            # next node; the output follows every node)
+            if values is None:
+                raise _unreadable(node, "no values of its graph")
+            count += sum(sum(1 for _ in dag_nodes(x)) if not isinstance(x, tuple) else 1
+                         for _, x in sizes)  # (their expressions' nodes: each call's work)
+            if count > RECORDS_AT_CALL:
+                raise _unreadable(node, f"the file has more than {RECORDS_AT_CALL} nodes "
+                                  "of them")
+            real = made.setdefault(id(values), dict(values))
+            for path, size in sizes:
+                got = new_symbolic(self.env.new_unbacked(None, None, name=self._fresh()),
+                                   self.env)
+                where = _with(real.get(node), path, got)
+                if where is None:  # (a number in a list: no value of it a check reads)
+                    raise _unreadable(node, f"its value at {list(path)}")
+                real[node] = where[0]
+                cond = eq(got.expr, size) if not isinstance(size, tuple) else and_(*(
+                    c for c in (ge(got.expr, size[1]) if math.isfinite(size[1]) else None,
+                                le(got.expr, size[2]) if math.isfinite(size[2]) else None)
+                    if c is not None), TRUE)  # (("in", lo, hi): the file's symbol's range)
+                self.inline.append((cond, after, f"{got} is {where[1]} of what {node.name!r} "
+                                    f"({node.target}) returns; the file records it", real))
+                self.late_checks[(after, cond)] = node.name
+
     def refuse_late(self, dropped: list) -> None:
-        """Refuse the file where a record past the analysis' time can be neither worked
-        out nor checked at call (``dropped``: what ``requirements.guard`` could not put in
-        its graph)."""
+        """Refuse the file where a record past the analysis' time, or one the loader could
+        not prove (``records_at_call``), can be neither worked out nor checked at call
+        (``dropped``: what ``requirements.guard`` could not put in its graph)."""
         for cond, node, why in dropped:
-            if (node, cond) in self.late_checks:
-                raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
-                               f"before it, and what the file records there cannot be "
-                               f"checked at call ({why[:200]})",
-                               "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
-                               "analysed at load) or ANALYSIS_SECONDS (its CPU backstop)")
+            if (node, cond) not in self.late_checks:
+                continue
+            name = self.late_checks[(node, cond)]
+            if name is not None:
+                raise _unreadable(node, f"no check at call can read it ({why[:200]})",
+                                  name)
+            raise bad_file(f"node {node.name!r}", f"the loader's analysis ran out of time "
+                           f"before it, and what the file records there cannot be "
+                           f"checked at call ({why[:200]})",
+                           "raise safetrace.serialize.memory.ANALYSIS_NODES (nodes "
+                           "analysed at load) or ANALYSIS_SECONDS (its CPU backstop)")
 
     def _fresh(self) -> str:
         return next(f"r{i}" for i in range(len(self.env.symbols), 1 << 30)
                     if f"r{i}" not in self.env.symbols)
+
+
+def _unreadable(node: torch.fx.Node, why: str, name: str | None = None) -> Exception:
+    return bad_file(f"node {name or node.name!r}", "the file records a value of it that "
+                    f"the loader can neither prove nor check at call: {why}", _FIX)
+
+
+def _with(value: Any, path: tuple, got: Any) -> tuple | None:
+    """``value`` (a node's evaluated value) with the size at ``path`` replaced by ``got``
+    (a tuple of values becomes a list, as the checks read one), and what that size is in
+    words; None where no check reads it so (a number inside a list)."""
+    if isinstance(value, TensorMeta) and len(path) == 1 and path[0] < len(value.shape):
+        shape = list(value.shape)
+        shape[path[0]] = got
+        return TensorMeta(tuple(shape), value.dtype, value.device), f"dim {path[0]}"
+    if not path and not isinstance(value, (TensorMeta, list, tuple)):
+        return got, "the number"
+    if isinstance(value, (list, tuple)) and len(path) == 2 and path[0] < len(value) and \
+            isinstance(value[path[0]], TensorMeta):
+        inner = _with(value[path[0]], path[1:], got)
+        if inner is None:
+            return None
+        out = list(value)
+        out[path[0]] = inner[0]
+        return out, f"{inner[1]} of value {path[0]}"
+    return None
 
 
 def _after(node: torch.fx.Node, late: bool) -> torch.fx.Node | None:

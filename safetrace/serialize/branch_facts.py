@@ -7,6 +7,8 @@ in the ``s1 == 1`` branch removes a dim of size 1).
 
 from __future__ import annotations
 
+import functools
+
 import math
 import operator
 from typing import Any, Callable
@@ -137,6 +139,18 @@ def steps(env: Any, cond: Expr, found: list) -> bool | None:
             return None
 
 
+def _undefined_is_none(fn: Any) -> Any:
+    """A question whose assumed fact makes a divisor 0 (``(-1)//s`` where ``s == 0``: the
+    engine raises ZeroDivisionError) has no one form: None, a new size (fuzz seed 28001)."""
+    @functools.wraps(fn)
+    def wrapped(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except ArithmeticError:
+            return None
+    return wrapped
+
+
 def merged(env: Any, outs: list, given: tuple, known: set, forms: Any = None) -> Any:
     """torch.cond's value from its branches' (``outs``, evaluated under ``given``), where
     they return as many tensors of one dtype and rank (else None): a size that is one
@@ -201,6 +215,7 @@ def _form(forms: Any, i: int, j: int) -> Any:
     return forms[i][j]
 
 
+@_undefined_is_none
 def _recorded(env: Any, given: tuple, p: Any, q: Any, form: Any) -> Any:
     """The file's size ``form`` (of the inputs' sizes) where each branch's size is that
     where the branch runs (``p`` where ``given[0]`` holds, ``q`` where ``given[1]``), else
@@ -219,6 +234,7 @@ def _bare(v: Any, known: set) -> bool:
     return e.op == "sym" and e.name not in known
 
 
+@_undefined_is_none
 def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     """The size ``p`` and ``q`` write alike of new sizes (``one_of``: each branch's symbol
     -> the one new size it makes), else None; under a size predicate (``given``) also
@@ -242,6 +258,7 @@ def _renamed(env: Any, p: Any, q: Any, one_of: list, given: Any) -> Any:
     return None if one is None else new_symbolic(one, env)
 
 
+@_undefined_is_none
 def _one_form(env: Any, p: Any, q: Any, given: Any, known: set) -> Any:
     """The size both branches' ``p`` and ``q`` are wherever the cond runs, else None: by
     the exporter's own rule (``symbolic.branches.one_form``), so that both write it."""

@@ -189,9 +189,12 @@ def _check_canonical(op: str, args: tuple, where: str) -> None:
         ok = not any(is_bool)
     else:
         ok = not any(is_bool)
-    if op == "add":
+    if op == "add":  # (and no monomial twice: the engine's sums keep one of them, the
+        # evaluation both, so ``A + A`` would be A to one reader and 2*A to another)
+        monos = [a.args[a.args[0].op == "const":] if a.op == "mul" else (a,) for a in args
+                 if a.op != "const"]  # (as ``expr.terms`` reads them, cached nowhere)
         ok = ok and all(a.op != "add" for a in args) and all(
-            a.op != "const" for a in args[:-1])
+            a.op != "const" for a in args[:-1]) and len(set(monos)) == len(monos)
     elif op == "mul":
         ok = ok and all(a.op not in ("add", "mul") for a in args) and all(
             a.op != "const" for a in args[1:]) and (args[0].op != "const" or

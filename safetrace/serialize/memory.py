@@ -37,7 +37,7 @@ from safetrace.serialize.branch_facts import steps
 from safetrace.serialize.recorded import Recorded
 from safetrace.serialize.constant_sizes import UNKNOWN as _UNKNOWN, from_data as _from_data
 from safetrace.serialize.scratch import scratch_env as _scratch_env, simple as _simple
-from safetrace.serialize.work import Tally, scalar_returns, touched
+from safetrace.serialize.work import Tally, forget as forget_numels, scalar_returns, touched
 from safetrace.serialize.evaluation import (evaluate as _evaluate, python as _python,
                                            sizes as _sizes, sub as _sub,
                                            sym_query as _sym_query)
@@ -47,7 +47,8 @@ from safetrace.trace.asserts import assert_sym
 from safetrace.trace.mutation import written_inputs
 
 # nodes computed from the inputs that one load analyses (each evaluation of a subgraph's
-# counted anew): past them the rest is not worked out but checked at call (``_late``), so
+# counted anew; one of many symbolic sizes counts as more: ``_extra_units``): past them
+# the rest is not worked out but checked at call (``_late``), so
 # a file cannot make loading slow through it.  A count, not a time, so that whether a
 # file of ours loads is the same on every machine: a program of 20k ordinary nodes (a
 # 800-block transformer) fits, in about 0.9 s of one 2-core VM's CPU
@@ -109,7 +110,11 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         self.asserted = Asserted(self.env, None)  # (what the graph's assertions establish)
         self._real: dict = {}  # node -> the symbols of its real sizes (``_as_recorded``)
         self.dtype_checks: list = []  # (node, the dtype and rank the file records)
-        self.late_checks: set = set()  # (node, condition) of records past the time
+        # (node, condition) of a record's check at call -> why the file is refused where
+        # no check can read it (None: past the analysis' time)
+        self.late_checks: dict = {}
+        self.late_sizes = 0  # (sizes past the time checked at call: ``LATE_SIZES``)
+        self._soft = False  # (``as_recorded._subgraphs_at_call``)
 
     def graph(self, graph: torch.fx.Graph, tensors: dict[str, tuple],
               user: dict | None = None) -> None:
@@ -146,9 +151,11 @@ class StaticMemory(SubgraphMemory, AsRecorded):
             _, candidates, tally = self._run(graph, meta, data, set(user or ()))
         finally:
             ACTIVE.env = previous
+            forget_numels()
         self.check(candidates)
         self.check_work(tally)
         self.recorded.refuse(self.asserted.facts)
+        self.records_at_call()
 
     def _input(self, inp: Any) -> Any:
         """A user input as the contract declares it: a TensorMeta of symbolic sizes, a
@@ -219,6 +226,8 @@ class StaticMemory(SubgraphMemory, AsRecorded):
                     out, size = self._node(node, meta, data, node not in tainted, tally)
                 if out is not _UNKNOWN:
                     meta[node] = out
+                    if node in tainted:  # (a node of many symbolic sizes costs more)
+                        self.analysed += _extra_units(out)
                 if size is not _UNKNOWN:
                     nbytes[node] = size
                 self._held(node, meta)
@@ -236,7 +245,7 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         """Hold ``node``'s recorded value against the evaluated one as soon as it is worked
         out: under what the graph's assertions before it establish, not those after it."""
         if self.recorded is not None and node in meta:
-            self.recorded.check(node, meta[node], self.asserted.facts)
+            self.recorded.check(node, meta[node], self.asserted.facts, meta)
 
     def _note(self, node: torch.fx.Node, value: Any) -> None:
         """Remember a tensor node's dtype (None: unknown, or not the same at every call of
@@ -464,6 +473,18 @@ class StaticMemory(SubgraphMemory, AsRecorded):
         return peak.CallCheck(self.open, self.contract, self.limit, self.opaque,
                               self.work_open, self.work_limit, self.required)
 
+
+
+def _extra_units(value: Any) -> int:
+    """What analysing a node of result ``value`` costs beyond one node of
+    ``ANALYSIS_NODES``: its sizes that are not numbers, ``r`` of them, cost ``(r // 8)**2``
+    more (the engine's products of ``r`` symbols grow as ``r**2``: a node of a rank-64
+    tensor of symbolic sizes took 2 ms, 24 times one of rank 2, rank 32 6.5 times, rank
+    8 twice; a transformer's values, of 1-3 such sizes, cost one node each)."""
+    r = sum(not isinstance(d, int) for m in (value if isinstance(value, (list, tuple))
+                                             else (value,)) if isinstance(m, TensorMeta)
+            for d in m.shape)
+    return (r // 8) ** 2
 
 
 def _memory(t: torch.Tensor) -> int:

@@ -129,8 +129,8 @@ class SubgraphMemory:
             if kind in ("map_impl", "scan"):
                 return self._mapped(node, kind, graph_of(node.args[0]), meta, data, tainted,
                                     inner, tally)
-        except KeyError:
-            pass  # an operand not known
+        except KeyError:  # an operand not known: its subgraphs are not evaluated, and
+            self._subgraphs_at_call(node, meta, True)  # what they record is checked at call
         return _UNKNOWN
 
     def _mapped(self, node: torch.fx.Node, kind: str, body: Any, meta: dict, data: dict,

@@ -85,6 +85,8 @@ class Builder(StateReader):
         never_runs.input_kinds(graph, inputs, contract)
         out_specs = self._outputs(len(outputs), state)
         n_user = sum(1 for s in out_specs if s.kind == "user_output")
+        for g in self._all_graphs:  # (a loaded program saved again: its loader's checks
+            requirements.strip(g)  # go before the analysis, which places new ones)
         bound = memory.StaticMemory(self.alloc.limit, self.budgets.max_static_ops, contract,
                                     self.max_work)
         bound.graph(graph, memory.state_of(inputs, state, constants, out_specs),

@@ -53,7 +53,7 @@ from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.expr import Expr, to_expr
+from safetrace.symbolic.expr import Expr, dag_nodes, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
@@ -61,6 +61,7 @@ from safetrace.trace.proxy import Proxy
 # them (each is a decision of the engine: a file of thousands of checks and of nodes that
 # need them stays fast; past it, a node that needs one is refused)
 _ASSUMED = 1 << 12
+_AT_CALL_NODES = 256
 _FIX = "the file was modified or written by another version of safetrace; re-export the " \
        "program and save it again (st.save(st.export(model, args, ...), path))"
 
@@ -88,8 +89,14 @@ class Recorded:
         # (``[1, 1]`` of a nonzero whose count a later check pins): (graph, node, recorded,
         # evaluated, the equalities left open), held against all their graph's checks
         self.later: list = []
-        self.unproven: tuple | None = None  # (the first of a subgraph's: ``settle``)
-        self.open: list = []  # (the equalities ``_size`` leaves open, for one node)
+        # (node, [(where in its value, the recorded size in scratch symbols)], the values of
+        # its graph's nodes): records the loader can neither prove nor refute (it may know
+        # less than the exporter did: a split side's facts), checked at call
+        # (``as_recorded.AsRecorded.records_at_call``)
+        self.at_call: list = []
+        self.open: list = []  # (for one node: (equality, where, size) left open till the
+        self.unsure: list = []  # end of its graph; (where, size) not provably the record)
+        self._path: list = []  # (where in the value ``_same`` compares now)
         self.read: set = set()  # nodes whose value the evaluation read from a constant
         self.in_main = False  # (whether the node being compared is the main graph's)
         self.reading = False  # (whether its value is read from a constant's data)
@@ -103,26 +110,40 @@ class Recorded:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
         self.as_input = set(kept[2])
 
-    def check(self, node: torch.fx.Node, derived: Any, facts: list) -> None:
+    def check(self, node: torch.fx.Node, derived: Any, facts: list,
+              values: dict | None = None) -> None:
         """Note ``node`` if its recorded value differs from ``derived`` (its evaluated one),
         also where the main graph's assertions before it hold (``facts``: they raise before
         it otherwise, ``asserted.py``), unless those can never all hold (then nothing is
-        assumed: the node never runs, and what the file says of it is not believed)."""
+        assumed: the node never runs, and what the file says of it is not believed).
+        A size neither proved nor refuted (the exporter may have known more: a split
+        side's facts) is checked at call (``at_call``; ``values``: those of its graph)."""
         if node.op == "output" or "val" not in node.meta or derived is UNKNOWN:
             return  # (an op without a rule, past the analysis' time: kept as written)
         recorded = node.meta["val"]
-        self.open = []
         self.in_main = node.graph is self.main
         self.reading = node in self.read
-        same = False if self._new_read(node, recorded, derived) else \
-            self._same(recorded, derived)
-        if same is False and facts and self.wrong is None:
-            same = self._under(facts, recorded, derived)
-        if same is False and self.wrong is None:
-            self.wrong = (node.name, _show(recorded), _show(derived))
-        elif same is None and self.open:
+        if self._new_read(node, recorded, derived):
+            same, opened, unsure = False, [], []
+        else:
+            same, opened, unsure = self._compare(recorded, derived)
+        if (same is False or unsure) and facts and self.wrong is None:
+            same, opened, unsure = self._under(facts, recorded, derived) or \
+                (same, opened, unsure)
+        if same is False:
+            if self.wrong is None:
+                self.wrong = (node.name, _show(recorded), _show(derived))
+        elif unsure:  # (with every size of it left open: checked at call)
+            self.at_call.append((node, unsure + [x[1:] for x in opened], values))
+        elif same is None and opened:
             self.later.append((node.graph, node.name, _show(recorded), _show(derived),
-                               self.open))
+                               opened, node, values))
+
+    def _compare(self, recorded: Any, derived: Any) -> tuple:
+        """(``_same``, the sizes it leaves open, those it cannot prove the record)."""
+        self.open, self.unsure, self._path = [], [], []
+        same = self._same(recorded, derived)
+        return same, self.open, self.unsure
 
     def _new_read(self, node: torch.fx.Node, recorded: Any, derived: Any) -> bool:
         """Whether a main-graph node's record names a size read from data that no earlier
@@ -143,54 +164,51 @@ class Recorded:
         new = {x for x in _names(recorded) - self.contract if self._first.get(x) is node}
         return bool(new) and not _names(derived) - self.contract - self.opaque.keys()
 
-    def _under(self, facts: list, recorded: Any, derived: Any) -> bool | None:
+    def _under(self, facts: list, recorded: Any, derived: Any) -> tuple | None:
+        """``_compare`` under ``facts`` (None past the load's budget of them: what is left
+        open is then checked at call)."""
         self.assumed += len(facts)
         if self.assumed > _ASSUMED:  # (a file of many checks and many nodes that need them
-            return False  # would make loading slow: past a number, none is believed)
+            return None  # would make loading slow: past a number, none is assumed)
         with scoped(self.env):
             for fact in facts:
                 try:
                     self.env.add_fact(fact)
                 except ValueError:
-                    return False
-            return self._same(recorded, derived)
+                    return False, [], []
+            return self._compare(recorded, derived)
 
     def refuse(self, facts: list) -> None:
         """Refuse the file where a node's recorded value differs from the evaluated one
-        (after the budgets' refusals, which name what to raise), or where it records a
-        size read from data as a size of the inputs that its graph's assertions do not
-        make it (``facts``: all of the main graph's)."""
+        (after the budgets' refusals, which name what to raise); where it records a size
+        read from data as a size of the inputs that its graph's assertions do not make it
+        (``facts``: all of the main graph's), that size is checked at call."""
         if self.wrong is not None:
             name, recorded, derived = self.wrong
             raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
                            f"but the graph computes {derived} there", _FIX)
-        unproven = self.unproven or self._unproven(
-            [x for x in self.later if x[0] is self.main], facts)
-        if unproven is not None:
-            name, recorded, derived = unproven
-            raise bad_file(f"node {name!r}", f"the file records its value as {recorded}, "
-                           f"but the graph computes {derived} there, and none of its "
-                           f"checks makes the two one", _FIX)
+        self._unproven([x for x in self.later if x[0] is self.main], facts)
+        self.later = [x for x in self.later if x[0] is not self.main]
 
     def settle(self, graph: Any, facts: list, values: list) -> None:
         """At the end of a subgraph's evaluation (its branch predicate and all its own
-        assertions facts of the env), note the first of its ``later`` nodes they and the
-        main graph's before it (``facts``) do not prove.  One whose size is read from data
-        outside (``values``: its inputs; a loop's carry of any size) stays as written."""
+        assertions facts of the env), check at call those of its ``later`` nodes they
+        and the main graph's before it (``facts``) do not prove.  One whose size is read
+        from data outside (``values``: its inputs; a loop's carry of any size) stays as
+        written."""
         outside: set = set()
         for v in values:
             outside |= _names(v)
         mine = [x for x in self.later if x[0] is graph and not any(
-            {str(s) for s in c.free_symbols} & outside for c in x[4])]
+            {str(s) for s in c.free_symbols} & outside for c, _, _ in x[4])]
         self.later = [x for x in self.later if x[0] is not graph]
-        if self.unproven is None:
-            self.unproven = self._unproven(mine, facts)
+        self._unproven(mine, facts)
 
-    def _unproven(self, later: list, facts: list) -> tuple | None:
-        """The first of ``later`` whose sizes the env's facts and ``facts`` do not prove
-        the file's, else None.
+    def _unproven(self, later: list, facts: list) -> None:
+        """Check at call (``at_call``) each size of ``later`` that the env's facts and
+        ``facts`` do not prove the file's.
 
-        Sound against a forged file: the loaded graph runs as written, each node on what
+        Why proved ones need no check: the loaded graph runs as written, each node on what
         it computes, whatever the file records (what it writes before an assertion fails
         it computes from the data); the recorded value is read only by what takes the
         program as a whole (``print(ep)``, ``to_torch()``, decompositions), and a graph
@@ -198,23 +216,25 @@ class Recorded:
         calls it returns nothing).  Where they prove the recorded size at every run that
         returns, the value is what our exporter writes for that graph (it records a size
         as the checks of the whole program leave it: ``nonzero`` pinned to one row by a
-        later ``torch._check`` is ``[1, 1]`` at its own node)."""
-        entries = [x[1:] for x in later]
-        if not entries:
-            return None
+        later ``torch._check`` is ``[1, 1]`` at its own node).  Where they do not (the
+        exporter knew more: a split side's facts), the check at call refuses a run where
+        the record is not what ran."""
+        if not later:
+            return
         self.assumed += len(facts)
-        if self.assumed > _ASSUMED:
-            return entries[0][:3]
+        if self.assumed > _ASSUMED:  # (past the budget: none proved, each checked at call)
+            self.at_call.extend((x[5], [o[1:] for o in x[4]], x[6]) for x in later)
+            return
         with scoped(self.env):
             for fact in facts:
                 try:
                     self.env.add_fact(fact)
                 except ValueError:
-                    return None  # (they never all hold: the graph never returns)
-            for name, recorded, derived, conds in entries:
-                if not all(self._proved(c) for c in conds):
-                    return name, recorded, derived
-        return None
+                    return  # (they never all hold: the graph never returns)
+            for x in later:
+                left = [o[1:] for o in x[4] if not self._proved(o[0])]
+                if left:
+                    self.at_call.append((x[5], left, x[6]))
 
     def _proved(self, cond: Any) -> bool:
         try:
@@ -288,11 +308,12 @@ class Recorded:
                     len(rec.shape) != len(der.shape):  # (the device is the export's: a
                 # program exported on the meta device runs on the weights given at load)
                 return False
-            return _all(self._size(r, d) for r, d in zip(rec.shape, der.shape))
+            return _all(self._at(i, self._size, r, d)
+                        for i, (r, d) in enumerate(zip(rec.shape, der.shape)))
         if isinstance(rec, (list, tuple)):
             if not isinstance(der, (list, tuple)) or len(rec) != len(der):
                 return False
-            return _all(self._same(r, d) for r, d in zip(rec, der))
+            return _all(self._at(i, self._same, r, d) for i, (r, d) in enumerate(zip(rec, der)))
         if isinstance(rec, bool):
             return der == rec if isinstance(der, bool) else None
         if rec is None or isinstance(rec, (float, str)):
@@ -303,6 +324,13 @@ class Recorded:
             return self._size(rec, der)
         return None  # (a symbolic bool or float: not compared)
 
+    def _at(self, i: int, compare: Any, rec: Any, der: Any) -> bool | None:
+        self._path.append(i)
+        try:
+            return compare(rec, der)
+        finally:
+            self._path.pop()
+
     def _size(self, rec: Any, der: Any) -> bool | None:
         d = der if isinstance(der, int) else der.expr
         r = rec if isinstance(rec, int) else rec.expr
@@ -311,12 +339,17 @@ class Recorded:
         d, r = to_expr(d), to_expr(r)
         if d.free_symbols & self.opaque.keys():  # (an input dim too complex to reason on)
             return True if self.opaque.get(d.name) is r else None
-        if not simple(r):  # (a file's huge expression: not reasoned on; of the inputs'
-            # sizes both and not the loader's own form, not believed)
+        if not simple(r):  # (a file's large expression: not reasoned on; of the inputs'
+            # sizes both and not the loader's own form, checked at call where it is of at
+            # most _AT_CALL_NODES nodes (our split files write min/max forms of 60), each
+            # call evaluating it; larger, not believed)
             if d is r:
                 return True
-            sizes = {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract
-            return False if sizes else None
+            if {str(x) for x in d.free_symbols | r.free_symbols} <= self.contract:
+                if sum(1 for _ in dag_nodes(r)) > _AT_CALL_NODES:
+                    return False
+                self.unsure.append((tuple(self._path), r))
+            return None
         r_in = self._file(r)
         if r_in is None:  # (a symbol of the file's that nothing matched yet)
             if d.op == "sym" and r.op == "sym" and d.name not in self.contract and \
@@ -346,12 +379,15 @@ class Recorded:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | ({str(x) for x in r.free_symbols} -
                                              self.as_input) <= self.contract:
-                return False  # (sizes of the inputs both, not provably one: not the same)
-            if {str(x) for x in r.free_symbols} <= self.contract or (
+                # (sizes of the inputs both, not provably one: the exporter may have known
+                # more, a split side's facts; checked at call)
+                self.unsure.append((tuple(self._path), r_in))
+            elif {str(x) for x in r.free_symbols} <= self.contract or (
                     self.in_main and free <= self.contract):  # (or the reverse, in the
-                self.open.append(eq(d, r_in))  # main graph: read from data, recorded as
-                # of the inputs; of the inputs, recorded as read from data, [1000*u0] for
-                # [s0]: either holds only where the graph's checks prove it)
+                self.open.append((eq(d, r_in), tuple(self._path), r_in))  # main graph:
+                # read from data, recorded as of the inputs; of the inputs, recorded as
+                # read from data, [1000*u0] for [s0]: either holds only where the graph's
+                # checks prove it, else it is checked at call)
         return answer
 
     def _as_input(self, rec: Any, r: Expr, d: Expr) -> bool:
@@ -359,17 +395,22 @@ class Recorded:
         own read from data (``r``, unmatched: a loop body's carry at its first iteration,
         which the body may grow): that symbol is ``d`` in what later nodes of this
         evaluation record (checked against it), where its declared range holds every value
-        ``d`` takes; else (``u9`` in ``[0, 3]`` for ``s0`` up to 64) the file lies."""
+        ``d`` takes; where the bounds the loader knows of ``d`` do not show it, the range
+        is checked at call (``u9`` in ``[0, 3]`` for ``s0`` up to 64: refused at a call
+        where ``s0 > 3``); where they show it never does, the file lies."""
         env = getattr(rec, "env", None)
         rng = env.symbol_range(r.name) if env is not None else None
         try:
             b = self.env.bounds(d)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
-            return False
-        if rng is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
+            b = None
+        if rng is None or b is not None and (b.hi < rng.lo or b.lo > rng.hi):
             return False
         self.file_to_scratch[r.name] = d
         self.as_input.add(r.name)
+        if b is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
+            self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
+            return None
         return True
 
     def _file(self, e: Expr) -> Expr | None:

@@ -72,28 +72,47 @@ def touched(op: Any, args: Any, kwargs: dict, out: Any) -> Any:
     outs = [t for t in leaves(out) if isinstance(t, TensorMeta)]
     total: Any = 0
     for t in ins + outs:
-        total = total + _numel(t)
+        total = total + numel(t)
     return total + _contraction(op._opname, args, ins, outs)
 
 
-def _numel(t: TensorMeta) -> Any:
-    return math.prod(t.shape)
+def numel(t: TensorMeta) -> Any:
+    """``prod(t.shape)``, once per shape a load evaluates (a node's result is its users'
+    operand: the product of its symbolic sizes was made again for each, and the engine's
+    products of ``r`` symbols cost ``r**2``)."""
+    shape = t.shape
+    known = _NUMELS.get(id(shape))
+    if known is not None and known[0] is shape:
+        return known[1]
+    if len(_NUMELS) >= 4096:
+        _NUMELS.clear()
+    out = _NUMELS[id(shape)] = (shape, math.prod(shape))
+    return out[1]
+
+
+_NUMELS: dict = {}  # id of a shape -> (the shape, its product), for one load's analysis
+
+
+def forget() -> None:
+    """Drop the products ``numel`` keeps (at the end of a load's analysis: a refused
+    file's expressions must not outlive it in the intern table)."""
+    _NUMELS.clear()
 
 
 def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
     """The multiply-adds (or window reads) beyond the operands and results."""
-    out = sum((_numel(t) for t in outs), 0) if outs else 0
+    out = sum((numel(t) for t in outs), 0) if outs else 0
     if name in _LEFT0 or name in _LEFT1:
         left = args[1] if name in _LEFT1 and len(args) > 1 else (args[0] if args else None)
         return out * left.shape[-1] if isinstance(left, TensorMeta) and left.shape else 0
     if name.startswith("conv") or name in ("_convolution", "convolution"):
         w = args[1] if len(args) > 1 else None
         if isinstance(w, TensorMeta) and len(w.shape) > 1 and ins:
-            return (out + _numel(ins[0])) * math.prod(w.shape[1:])
+            return (out + numel(ins[0])) * math.prod(w.shape[1:])
         return 0
     if "pool" in name and "adaptive" not in name and len(args) > 1 and \
             isinstance(args[1], (list, tuple)) and outs:
-        return _numel(outs[0]) * math.prod(args[1])
+        return numel(outs[0]) * math.prod(args[1])
     if "scaled_dot_product" in name and len(ins) > 1 and ins[0].shape and \
             len(ins[1].shape) > 1:
         q, k = ins[0], ins[1]
@@ -102,7 +121,7 @@ def _contraction(name: str, args: Any, ins: list, outs: list) -> Any:
         return _decomposition(name, ins)
     if name in _RNN and ins and ins[0].shape:
         rows = math.prod(ins[0].shape[:-1])
-        return sum((_numel(t) for t in ins[1:] if len(t.shape) == 2), 0) * rows
+        return sum((numel(t) for t in ins[1:] if len(t.shape) == 2), 0) * rows
     if name == "einsum" and args and isinstance(args[0], str):
         return _einsum(args[0], [t for t in leaves(args[1:]) if isinstance(t, TensorMeta)])
     if name == "tensordot" and len(args) > 2 and isinstance(args[0], TensorMeta) and \
@@ -278,7 +297,7 @@ def _needs(target: Any, args: tuple, kwargs: dict) -> tuple:
             return touched(target, margs, mkwargs, None), None  # (no bound known)
     size = 0
     if out is not None and not is_view(target):
-        size = sum(_numel(t) * t.dtype.itemsize for t in leaves(out)
+        size = sum(numel(t) * t.dtype.itemsize for t in leaves(out)
                    if isinstance(t, TensorMeta))
     return touched(target, margs, mkwargs, out), size
 

@@ -118,10 +118,11 @@ def test_a_count_a_branch_fact_empties_loads():
 @pytest.mark.parametrize("branch, val", [(0, {"symint": 1}), (1, {"symint": 0})])
 def test_a_count_in_a_split_recorded_as_another_number_is_refused(branch, val):
     """The true branch's count recorded as 1, or the false branch's (``s0*s3 != 0``: any
-    count up to 168) as 0: refused."""
+    count up to 168) as 0: refused, at load, or (the false branch's, which the loader
+    cannot refute) at a call whose count is not 0."""
     doc, tensors = hostile.parts(_saved(_split_program()))
     n = _branch_nodes(doc, "item")[branch]
     assert n["meta"]["val"] != val
     n["meta"]["val"] = val
-    with pytest.raises(st.LoadError, match="node 'item'"):
-        st.load(hostile.pack(doc, tensors))
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [
+        (torch.randn(3, 2), torch.ones(2, 1, 3, 2))], load="node 'item'", call="'item'")

@@ -315,12 +315,12 @@ _P = ["max", ["add", ["mul", -1, ["max", ["min", "s0", ["add", "s0", ["mul", "s0
 def test_a_cond_recorded_as_other_sizes_of_a_min_max_predicate_is_refused(shape):
     """The same file with the cond's rows recorded as one (the false branch has none at
     ``len == 0``), ``len + 1`` or two: refused, now that the predicate is read as each
-    branch's fact.  (``min(len, 2)`` and ``len`` are no forgery: the slice ``y[n-2:-1]``
+    branch's fact (at load, or at the calls of no row: ``n`` of 0 or 1).  (``min(len, 2)`` and ``len`` are no forgery: the slice ``y[n-2:-1]``
     has at most one row, so they are ``min(len, 1)`` and load.)"""
     ep = st.export(_CondOnAClampedSliceLength(), (torch.randn(1),),
                    dynamic_shapes=({0: Dim.AUTO},))
-    with pytest.raises(st.LoadError, match="records its value as"):
-        st.load(_recorded_as(ep, shape, "cond", "getitem"))
+    hostile.refused_at_load_or_call(_recorded_as(ep, shape, "cond", "getitem"), [
+        (torch.randn(0),), (torch.randn(1),)], load="records its value as")
 
 
 class _CondOnAStridedClampedSlice(torch.nn.Module):
@@ -392,17 +392,21 @@ def test_a_split_size_written_in_two_equal_forms_loads():
 _U = ["max", ["add", "u1", ["mul", -1, ["max", ["add", "u1", -1], 0]]], 0]
 
 
-@pytest.mark.parametrize("shape", [["u1"], [1], [["floordiv", ["add", _U, 2], 2]]])
-def test_a_split_size_recorded_in_another_form_is_refused(shape):
+@pytest.mark.parametrize("shape, x", [
+    (["u1"], torch.ones(5)), ([1], -torch.ones(5)),
+    ([["floordiv", ["add", _U, 2], 2]], -torch.ones(5))], ids=["all_read", "one", "half_up"])
+def test_a_split_size_recorded_in_another_form_is_refused(shape, x):
     """The same file with the strided tail's rows recorded as all the rows read (``u1``),
-    as one row, or as ``(max(...) + 2)//2`` (one row where there are none): refused."""
+    as one row, or as ``(max(...) + 2)//2`` (one row where there are none): refused, at
+    load or (where the loader cannot refute it) at a call where it is not what runs (five
+    rows read; none)."""
     doc, tensors = hostile.parts(_recorded_as(_strided_tail_program(), [], "none"))
     for n in doc["nodes"]:
         if n["name"] in ("cond", "getitem_2"):
             val = n["meta"]["val"]
             (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"] = shape
-    with pytest.raises(st.LoadError, match="records its value as"):
-        st.load(hostile.pack(doc, tensors))
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [(x,)],
+                                    load="records its value as")
 
 
 class _OneNonzero(torch.nn.Module):
@@ -502,17 +506,19 @@ def test_a_split_size_the_file_writes_for_both_branches_loads():
             torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("rows", [["floordiv", ["add", "s0", 2], 3], 1, "s0"])
-def test_a_split_size_the_file_writes_otherwise_is_refused(rows):
+@pytest.mark.parametrize("rows, size", [(["floordiv", ["add", "s0", 2], 3], 7), (1, 0),
+                                        ("s0", 7)], ids=["third", "one", "all"])
+def test_a_split_size_the_file_writes_otherwise_is_refused(rows, size):
     """The file's form must be each branch's where it runs: ``(n + 2)//3`` (3 rows at
-    ``n == 7``), 1 (none at ``n == 0``) or ``n`` are refused."""
+    ``n == 7``), 1 (none at ``n == 0``) or ``n`` are refused (at load, or at those
+    calls)."""
     doc, tensors = hostile.parts(_recorded_as(_strided_split_program(), [], "none"))
     for n in doc["nodes"]:
         if n["name"] in ("cond", "getitem_2"):
             val = n["meta"]["val"]
             (val["tuple"][2] if "tuple" in val else val)["tensor"]["shape"][0] = rows
-    with pytest.raises(st.LoadError, match="records its value as"):
-        st.load(hostile.pack(doc, tensors))
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [(torch.randn(size, size),)],
+                                    load="records its value as")
 
 
 class _PickAfterProduct(torch.nn.Module):

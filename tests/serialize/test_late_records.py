@@ -129,7 +129,7 @@ def test_the_count_stops_the_analysis_at_the_same_node_everywhere(monkeypatch):
     record is refused at load, one in a node after them at call."""
     monkeypatch.setattr(memory, "ANALYSIS_NODES", 3)
     doc, tensors = _saved(Dyn())
-    _edit(doc, _name(doc, "sum"), "shape", [["mul", 1000, "s0"]])
+    _edit(doc, _name(doc, "sum"), "shape", [["add", "s0", 1]])  # (never the rows: refuted)
     with pytest.raises(st.LoadError, match="node 'sum_1': the file records its value as"):
         _load(doc, tensors)
     doc, tensors = _saved(Dyn())
@@ -149,3 +149,54 @@ def test_the_cpu_backstop_also_stops_the_analysis(monkeypatch):
     _edit(doc, _name(doc, "sum"), "shape", [["mul", 1000, "s0"]])
     with pytest.raises(st.RuntimeAssertionError, match=r"== 1000\*s0 \(\w+ is dim 0 of"):
         _load(doc, tensors)(x)
+
+
+class _Wide(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(8):
+            x = x * 2
+        return x
+
+
+def _wide(rank: int) -> tuple[dict, dict]:
+    buf = io.BytesIO()
+    st.save(st.export(_Wide(), (torch.randn(*[2] * rank),),
+                      dynamic_shapes={"x": {d: st.Dim.DYNAMIC for d in range(rank)}}), buf)
+    return parts(buf.getvalue())
+
+
+def test_a_node_of_many_symbolic_sizes_costs_more_of_the_analysis(monkeypatch):
+    """Eight nodes of 16 symbolic sizes each: ``1 + (16 // 8)**2`` units apiece (the
+    engine's products of their sizes grew as the square: rank 64 took 2 ms a node), so
+    a budget of 12 units stops the analysis within the first four; the later records are
+    checked at call, and the program runs.  Two symbolic sizes cost a node one unit."""
+    monkeypatch.setattr(memory, "ANALYSIS_NODES", 12)
+    seen = []
+    graph = memory.StaticMemory.graph
+
+    def spy(self, *a, **k):
+        try:
+            return graph(self, *a, **k)
+        finally:
+            seen.append((self.gave_up.name if self.gave_up is not None else None,
+                         self.analysed))
+
+    monkeypatch.setattr(memory.StaticMemory, "graph", spy)
+    mod = _load(*_wide(16))
+    assert seen[-1][0] in ("mul_1", "mul_2", "mul_3") and seen[-1][1] > 12
+    x = torch.randn(*[1] * 15, 3)
+    torch.testing.assert_close(mod(x), x * 256)
+    _load(*_wide(2))
+    assert seen[-1] == (None, 8)
+
+
+def test_the_sizes_checked_at_call_past_the_analysis_are_bounded(monkeypatch):
+    """Each is a few nodes of the loaded graph (0.35 ms of load): a file of many nodes of
+    many symbolic sizes past the analysis took 22 ms a node to load; past ``LATE_SIZES``
+    it is refused, naming the budgets to raise."""
+    from safetrace.serialize import as_recorded
+
+    monkeypatch.setattr(memory, "ANALYSIS_NODES", 0)
+    monkeypatch.setattr(as_recorded, "LATE_SIZES", 20)
+    with pytest.raises(st.LoadError, match=r"(?s)more than 20 sizes .*LATE_SIZES"):
+        _load(*_wide(4))

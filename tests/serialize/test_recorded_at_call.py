@@ -15,6 +15,7 @@ import torch
 
 import safetrace as st
 from tests.serialize.hostile_static import pack, parts
+from tests.serialize.hostile import refused_at_load_or_call
 from tests.serialize.test_custom_op_results import twice_rows
 
 
@@ -160,7 +161,7 @@ class Data(torch.nn.Module):
 def test_an_input_size_recorded_as_one_read_from_data_is_refused_at_load(shape):
     """``x > 0`` is ``[s0]``: recorded as ``[1000*u0]`` (``u0``: the nonzero's count) or as a
     size no node reads (``u7``), the file is refused, not kept as written (session 26: the
-    probe's node-by-node oracle found the first kept)."""
+    probe's node-by-node oracle found the first kept): at load, or at call."""
     buf = io.BytesIO()
     st.save(st.export(Data(), (torch.randn(7),), dynamic_shapes={"x": (st.Dim("n", max=64),)}),
             buf)
@@ -173,10 +174,11 @@ def test_an_input_size_recorded_as_one_read_from_data_is_refused_at_load(shape):
     _edit(doc, name, "shape", shape)
     doc["symbols"].append({**next(s for s in doc["symbols"] if s["name"] == "u0"),
                            "name": "u7"})
-    with pytest.raises(st.LoadError, match=rf"node '{name}': the file records its value as "
-                                           r"bool\[(1000\*u0|u7)\], but the graph computes "
-                                           r"bool\[s0\]"):
-        _load(doc, tensors)
+    # (``u7``: refused at load; ``1000*u0``, the count of the nonzero before it, checked at
+    # call, since session 28: the loader refutes it at no size)
+    refused_at_load_or_call(pack(doc, tensors), [(torch.randn(9),)], load=(
+        rf"node '{name}': the file records its value as bool\[(1000\*u0|u7)\], but the graph "
+        r"computes bool\[s0\]"), call=f"'{name}'", allow_ops=["sth25"])
 
 
 class ReadsBuffer(torch.nn.Module):
