@@ -517,10 +517,26 @@ def _fails(f: Finding, program) -> bool:
         return ep is None and err != "refused" and err.split(":")[0] == f.message.split(":")[0]
     if ep is None or f.args is None:
         return False
+    if f.message.startswith("save/load"):
+        return _roundtrip_differs(ep, f.args)
     outcome, _ = run_input(program.model(), ep.module(), f.args)
     if f.kind == "over_rejection":
         return outcome == "rejected" and _eager_handles(program.model(), f.args)
-    return outcome == f.kind or (f.message.startswith("save/load") and outcome == "ok")
+    return outcome == f.kind
+
+
+def _roundtrip_differs(ep, args) -> bool:
+    """Whether the saved and loaded program's outputs on `args` differ from `ep`'s (a
+    shrunk save/load finding must still differ, not merely run)."""
+    buf = io.BytesIO()
+    try:
+        st.save(ep, buf)
+        loaded = st.load(buf.getvalue()).module()
+        with torch.no_grad():
+            return compare(ep.module()(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
+                           "exact") is not None
+    except Exception:  # noqa: BLE001 - a crash is another finding
+        return False
 
 
 def shrink(f: Finding) -> Finding:

@@ -1,0 +1,55 @@
+"""Reproducers of what grammar_reach.py's statement kinds found (benchmarks/fuzz.py), through
+the public API: numerics against eager on other sizes (0 and 1 included), out-of-space
+inputs refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import safetrace as st
+from safetrace import Dim
+
+
+def _same_as_eager(fn, example, spec, inputs):
+    ep = st.export(fn, example, dynamic_shapes=spec)
+    for args in inputs:
+        want = fn(*[a.clone() for a in args])
+        got = ep.module()(*[a.clone() for a in args])
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            assert w.shape == g.shape, (w.shape, g.shape)
+            torch.testing.assert_close(g, w, equal_nan=True)
+    return ep
+
+
+def test_a_negative_slice_step_raises_valueerror_as_eager_does():
+    def f(x):
+        try:
+            v = x[::-1]
+        except ValueError:
+            v = x.flip(0)
+        try:
+            w = x[:, ::-2]
+        except ValueError:
+            w = x.flip(1)[:, ::2]
+        return v, w
+
+    spec = ({0: Dim("a"), 1: Dim("b", max=9)},)
+    ep = _same_as_eager(f, (torch.randn(4, 5),), spec,
+                        [(torch.randn(*s),) for s in [(0, 0), (1, 1), (0, 3), (3, 7)]])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 10))
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        st.export(lambda x: x[::-1], (torch.randn(3),))
+
+
+def test_a_slice_step_from_a_size_splits_where_eager_raises():
+    def f(x):
+        try:
+            return x[:, ::x.shape[1] - 2]
+        except ValueError:   # a step of 0 or below: eager's ValueError
+            return x * 2
+
+    _same_as_eager(f, (torch.randn(4, 5),), ({0: Dim("a"), 1: Dim("b")},),
+                   [(torch.randn(*s),) for s in [(0, 0), (1, 1), (2, 2), (2, 3), (3, 7)]])
