@@ -53,3 +53,25 @@ def test_a_slice_step_from_a_size_splits_where_eager_raises():
 
     _same_as_eager(f, (torch.randn(4, 5),), ({0: Dim("a"), 1: Dim("b")},),
                    [(torch.randn(*s),) for s in [(0, 0), (1, 1), (2, 2), (2, 3), (3, 7)]])
+
+
+def test_fill_diagonal_on_dynamic_sizes_matches_eager():
+    def f(x):
+        v = x.clone()
+        w = v[1:]                      # an alias the write shows through
+        v.fill_diagonal_(2.0, wrap=True)
+        return v, w * 1
+
+    _same_as_eager(f, (torch.randn(5, 3),), ({0: Dim("a"), 1: Dim("b")},),
+                   [(torch.randn(*s),) for s in [(0, 0), (1, 1), (1, 4), (7, 2), (3, 3)]])
+
+    def g(x):
+        v = x.clone()
+        v.fill_diagonal_(-1.0)
+        return v
+
+    a = Dim("a")
+    ep = _same_as_eager(g, (torch.randn(3, 3, 3),), ({0: a, 1: a, 2: a},),
+                        [(torch.randn(n, n, n),) for n in (0, 1, 2, 4)])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 3, 2))
