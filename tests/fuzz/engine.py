@@ -275,13 +275,8 @@ def error_text(e: BaseException) -> str:
 
 def run_input(eager, module, args):
     """-> (outcome, message) for one input: ok / rejected / WRONG / crash_after_checks."""
-    ea, pa = copy.deepcopy(args), copy.deepcopy(args)
-    try:
-        with torch.no_grad():
-            want = eager(*ea)
-        eager_err = None
-    except Exception as e:  # noqa: BLE001
-        eager_err = e
+    pa = copy.deepcopy(args)
+    want, eager_err, ea = _eager(eager, args)
     try:
         with torch.no_grad():
             got = module(*pa)
@@ -295,6 +290,23 @@ def run_input(eager, module, args):
         return "WRONG", f"eager raises {error_text(eager_err)[:160]}, the program computed a result"
     d = compare(want, got, "values", 1e-4) or compare(ea, pa, "values", 1e-4, "inputs after")
     return ("WRONG", d) if d else ("ok", "")
+
+
+def _eager(eager, args):
+    """-> (eager's result, None, its inputs after) or (None, its error, its inputs after).
+    Eager's ``torch.cond`` on a tensor predicate compiles the branches with dynamo, whose
+    caches grow over a long run: an error dynamo raises (not the program's) is retried
+    once on fresh caches."""
+    for attempt in (0, 1):
+        ea = copy.deepcopy(args)
+        try:
+            with torch.no_grad():
+                return eager(*ea), None, ea
+        except Exception as e:  # noqa: BLE001
+            if attempt or not type(e).__module__.startswith("torch._dynamo"):
+                return None, e, ea
+            torch._dynamo.reset()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _eager_handles(eager, args) -> bool:

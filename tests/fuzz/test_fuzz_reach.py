@@ -75,3 +75,23 @@ def test_fill_diagonal_on_dynamic_sizes_matches_eager():
                         [(torch.randn(n, n, n),) for n in (0, 1, 2, 4)])
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(2, 3, 2))
+
+
+def test_a_split_size_from_a_size_needs_no_count():
+    def f(x, y):
+        k = y.shape[0] + 1
+        return x.unsafe_split(k, 0)[0], x.split(k, 1)[-1], len(x.split(k)) * x.sum()
+
+    spec = ({0: Dim("a"), 1: Dim("b", max=9)}, {0: Dim("c")})
+    ep = _same_as_eager(f, (torch.randn(6, 5), torch.randn(6)), spec,
+                        [(torch.randn(*a), torch.randn(c)) for a, c in
+                         [((0, 0), 0), ((1, 1), 1), ((6, 5), 0), ((7, 3), 2), ((9, 9), 8)]])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 10), torch.randn(2))
+
+    def g(x, y):      # iterating the pieces still pins their count (a plain tuple's length)
+        return torch.stack([p.sum() for p in x.split(y.shape[0] + 1)])
+
+    with pytest.raises(st.ConstraintViolationError):
+        st.export(g, (torch.randn(6, 5), torch.randn(2)),
+                  dynamic_shapes=({0: Dim("a")}, {0: Dim("c")}))
