@@ -15,6 +15,10 @@ Per input (an exported program called on fresh inputs):
   oblivious_by_design  such a rejection by a run-time assertion on a size read from data
                   that the trace answered size-obliviously (as for every size >= 2, as
                   torch.export does): data making that size 0 or 1 is refused by design
+  count_by_design such a rejection by the requirement that a number of pieces (``chunk``,
+                  ``split``, ``unbind``) equal the example's, where the program reads the
+                  pieces as a whole (a loop over them, ``len``, unpacking): one graph holds
+                  one count of ops, as torch.export's guard does (``count_pin``)
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -48,7 +52,7 @@ from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
-          "small_by_design", "oblivious_by_design", "WRONG", "crash_after_checks",
+          "small_by_design", "oblivious_by_design", "count_by_design", "WRONG", "crash_after_checks",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
@@ -110,7 +114,8 @@ class Stats:
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
-                f"size-oblivious data sizes), WRONG {c['WRONG']}, "
+                f"size-oblivious data sizes, +{c['count_by_design']} pinned piece counts), "
+                f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
     def refusal_line(self) -> str:
@@ -259,7 +264,23 @@ def by_design(ep, spec, shapes, message: str) -> str | None:
         return "small_by_design"
     if message.startswith("RuntimeAssertionError") and "(size-oblivious" in message:
         return "oblivious_by_design"
+    if count_pin(message):
+        return "count_by_design"
     return None
+
+
+_PIECES = re.compile(r"\.(chunk|split|unbind|tensor_split|unsafe_split|unsafe_chunk)\(")
+_WHOLE = re.compile(r"\bfor\b|\blen\(|\*\w|\bsum\(|\blist\(|\btuple\(")
+
+
+def count_pin(message: str) -> bool:
+    """Whether a rejection is a failed ``count == N`` requirement of a line that makes
+    pieces and reads them as a whole (a Python loop or ``len`` of them): their number is
+    the example's in a graph (trace/pieces.py pins it only there)."""
+    m = re.match(r"FailedCondition: the inputs violate `(.*)`, required \(from `(.*?)` at ",
+                 message, re.S)
+    return bool(m and re.search(r" == \d+$", m.group(1)) and _PIECES.search(m.group(2))
+                and _WHOLE.search(m.group(2)))
 
 
 def make_args(shapes, seed):

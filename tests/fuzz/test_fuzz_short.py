@@ -164,3 +164,34 @@ def test_ops_kinds_find_no_wrong_result_or_crash():
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 45, stats.line()
+
+
+def test_a_pinned_count_of_pieces_read_whole_is_counted_by_design():
+    """A loop over the pieces of a size-dependent split: one graph holds one count of ops, so
+    the count is the example's (a requirement); a count condition of a line that indexes
+    one piece, or another requirement, stays unexplained."""
+    from tests.fuzz.engine import count_pin
+
+    head = "FailedCondition: the inputs violate "
+    loop = (head + "`max((x.shape[0] + 2)//3, 1) == 2`, required (from `v2 = torch.stack([p.sum() "
+                   "for p in v1.chunk(3, 0)])` at <fuzz program>:7)")
+    assert count_pin(loop)
+    assert count_pin(head + "`(x.shape[0] + 1)//2 == 3`, required (from `n = len(x.split(2))` "
+                            "at f.py:3)")
+    assert not count_pin(head + "`(x.shape[0] + 1)//2 == 3`, required (from `v = x.split(2)[0]"
+                                "` at f.py:3)")
+    assert not count_pin(head + "`x.shape[0] >= 3`, required (from `for p in x.chunk(2): ...`"
+                                " at f.py:3)")
+    assert not count_pin("InputMismatchError: " + loop[len(head):])
+
+
+@pytest.mark.slow   # (~10 s)
+def test_reach_kinds_find_no_wrong_result_or_crash():
+    """grammar_reach's kinds: advanced indexing, reductions over dim lists, nn layers,
+    promotion, in-place writes on views, more views, control flow on data and sizes."""
+    from tests.fuzz.grammar_reach import REACH_KINDS
+
+    stats = fuzz(seed=5, programs=60, n_inputs=8, kinds=REACH_KINDS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 40, stats.line()
