@@ -19,6 +19,10 @@ Per input (an exported program called on fresh inputs):
                   ``split``, ``unbind``) equal the example's, where the program reads the
                   pieces as a whole (a loop over them, ``len``, unpacking): one graph holds
                   one count of ops, as torch.export's guard does (``count_pin``)
+  vmap_by_design  such a rejection of an empty batch by ``torch.vmap``'s requirement that
+                  the batch be non-empty (a map takes no empty batch; eager's functorch
+                  runs some functions on one and raises for others, ``r * 2 + r.sum()``:
+                  no graph can tell which, ``empty_vmap``)
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -52,7 +56,8 @@ from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
-          "small_by_design", "oblivious_by_design", "count_by_design", "WRONG", "crash_after_checks",
+          "small_by_design", "oblivious_by_design", "count_by_design", "vmap_by_design",
+          "WRONG", "crash_after_checks",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
@@ -114,7 +119,8 @@ class Stats:
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
-                f"size-oblivious data sizes, +{c['count_by_design']} pinned piece counts), "
+                f"size-oblivious data sizes, +{c['count_by_design']} pinned piece counts, "
+                f"+{c['vmap_by_design']} empty vmap batches), "
                 f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
@@ -266,7 +272,17 @@ def by_design(ep, spec, shapes, message: str) -> str | None:
         return "oblivious_by_design"
     if count_pin(message):
         return "count_by_design"
+    if empty_vmap(message):
+        return "vmap_by_design"
     return None
+
+
+def empty_vmap(message: str) -> bool:
+    """Whether a rejection is ``torch.vmap``'s requirement of a non-empty batch
+    (trace/vmapping.py ``_mapped``): a size below 1 refused at a line that calls vmap."""
+    m = re.search(r"\(from `(.*?)` at ", message)
+    return bool(m and re.search(r"\bvmap\(", m.group(1)) and
+                re.search(r"= 0, but it must be >= 1|violate `[^`]* >= 1`", message))
 
 
 _PIECES = re.compile(r"\.(chunk|split|unbind|tensor_split|unsafe_split|unsafe_chunk)\(")

@@ -195,3 +195,28 @@ def test_reach_kinds_find_no_wrong_result_or_crash():
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
     assert stats.counts["exported"] >= 40, stats.line()
+
+
+def test_an_empty_vmap_batch_is_counted_by_design():
+    """torch.vmap over a dynamic batch is a map, which takes no empty batch: eager's vmap
+    runs `r * 2` on one but raises for `r * 2 + r.sum()`, so batch 0 stays refused (a
+    requirement) and the fuzzer counts that refusal apart."""
+    import torch
+
+    import safetrace as st
+    from safetrace import Dim
+    from tests.fuzz.engine import by_design, empty_vmap, error_text
+
+    def f(x):
+        return torch.vmap(lambda r: r * 2)(x)
+
+    spec = ({0: Dim.DYNAMIC},)      # (with a named Dim the check is a deferred one)
+    ep = st.export(f, (torch.randn(4, 3),), dynamic_shapes=spec)
+    assert ep.module()(torch.randn(1, 3)).shape == (1, 3)
+    with pytest.raises(st.InputMismatchError) as e:
+        ep.module()(torch.randn(0, 3))
+    msg = error_text(e.value)
+    assert empty_vmap(msg) and by_design(ep, spec, [(0, 3)], msg) == "vmap_by_design"
+    assert not empty_vmap(msg.replace("vmap(", "map("))
+    with pytest.raises(IndexError):   # eager's own refusal of another function
+        torch.vmap(lambda r: r * 2 + r.sum())(torch.randn(0, 3))
