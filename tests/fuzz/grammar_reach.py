@@ -65,6 +65,14 @@ def advindex(rng, env, v):
         f"torch.tensor(2.0), accumulate=True)",
         f"{v} = {a}.clone()\n{v}[..., {i1}] = {a}[..., {i1}] * 2",
         f"{v} = {a}.clone()\n{v}[{v} > 0] *= -1",
+        # indices read from data, lists and tuples of ints, broadcast values
+        f"{v} = {a}[{a}[:, 0].argsort()]", f"{v} = {a}[:, {a}[0].argmax() % {n1}]"
+        if t.shape[0] else f"{v} = {a}[[0, -1]]" if t.shape[0] else f"{v} = {a} * 1",
+        f"{v} = {a}[[0, -1]]" if t.shape[0] else f"{v} = {a}[[]]",
+        f"{v} = {a}[(0, -1),]" if t.shape[0] else f"{v} = {a}[:, None]",
+        f"{v} = {a}.clone()\n{v}[{i0}] = {a}[:1]",
+        f"{v} = {a}.clone()\n{v}.index_put_((torch.zeros({n0}, dtype=torch.long),), {a}, "
+        f"accumulate=True)",
         # negative steps: eager raises ValueError; the except side runs
         f"try:\n    {v} = {a}[::-1]\nexcept ValueError:\n    {v} = {a}.flip(0)",
         f"try:\n    {v} = {a}[:, ::-2]\nexcept ValueError:\n    {v} = {a}.flip(1)[:, ::2]",
@@ -236,6 +244,12 @@ def viewwrite2(rng, env, v):
         c + f"{w} = {v}.view_as({v})\n{w}.clamp_(-0.5, 0.5)",
         c + f"{w} = {v}.ravel()\n{w}[::2] = 1.0",
         c + f"{w} = {v}.as_strided(({v}.numel(),), (1,))\n{w} = {w} * 2",
+        # writes to overlapping views: eager raises (not at every size); except runs
+        c + f"try:\n    {v}.expand(2, *{v}.shape).add_(1)\nexcept RuntimeError:\n"
+            f"    {v} = {v} * 2",
+        c + f"try:\n    {w} = {v}.unfold({d}, 1, 1)\n    {w}.mul_(3)\nexcept RuntimeError:\n"
+            f"    {v} = {v} - 1",
+        c + f"try:\n    {v}.add_({v}.flip({d}))\nexcept RuntimeError:\n    {v} = {v} + 5",
     ]
     if nd >= 2:
         forms += [

@@ -95,3 +95,45 @@ def test_a_split_size_from_a_size_needs_no_count():
     with pytest.raises(st.ConstraintViolationError):
         st.export(g, (torch.randn(6, 5), torch.randn(2)),
                   dynamic_shapes=({0: Dim("a")}, {0: Dim("c")}))
+
+
+def test_every_overlap_checked_op_raises_in_eager_on_an_expanded_tensor():
+    from safetrace.trace.overlap import CHECKED
+
+    for name in CHECKED:
+        x = torch.rand(3).add(0.5).expand(2, 3)
+        args = {"copy_": (torch.ones(2, 3),), "pow_": (2,), "addcmul_": (x, x),
+                "addcdiv_": (x, x), "lerp_": (x, 0.5), "clamp_": (0, 1), "clamp_min_": (0,),
+                "clamp_max_": (1,), "remainder_": (2,), "fmod_": (2,)}.get(name)
+        if args is None:
+            args = (2,) if name in ("add_", "sub_", "mul_", "div_") else ()
+        with pytest.raises(RuntimeError, match="single memory location"):
+            getattr(x, name)(*args)
+
+
+def test_a_write_into_an_expand_raises_where_eager_does_so_except_catches_it():
+    def f(x):
+        v = x.clone()
+        try:
+            v.expand(2, *v.shape).add_(1)     # eager raises unless v is empty
+        except RuntimeError:
+            v = v * 2
+        try:
+            v[None].expand(3, *v.shape)[:] = 5.0
+        except RuntimeError:
+            v = v - 1
+        w = x.clone()
+        w.expand(2, *w.shape).fill_(3.0)      # fill_ checks nothing: it writes
+        return v, w
+
+    spec = ({0: Dim("a"), 1: Dim("b", max=8)},)
+    ep = _same_as_eager(f, (torch.randn(3, 2),), spec,
+                        [(torch.randn(*s),) for s in [(0, 2), (1, 1), (2, 0), (3, 2), (5, 8)]])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 9))
+
+    def g(x):
+        return x.clone().expand(2, *x.shape).mul_(2)
+
+    with pytest.raises(RuntimeError, match="single memory location"):
+        st.export(g, (torch.randn(3),))
