@@ -23,6 +23,10 @@ Per input (an exported program called on fresh inputs):
                   the batch be non-empty (a map takes no empty batch; eager's functorch
                   runs some functions on one and raises for others, ``r * 2 + r.sum()``:
                   no graph can tell which, ``empty_vmap``)
+  rank_by_design  such a rejection where eager's result on the input has another number
+                  of dims (or of outputs) than the program's on its example: a branch
+                  whose other side returns another rank, which no one graph returns (the
+                  export keeps the example's side as a check, as torch.export's guard)
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -57,7 +61,7 @@ from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
           "small_by_design", "oblivious_by_design", "count_by_design", "vmap_by_design",
-          "WRONG", "crash_after_checks",
+          "rank_by_design", "WRONG", "crash_after_checks",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
@@ -120,7 +124,8 @@ class Stats:
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
                 f"size-oblivious data sizes, +{c['count_by_design']} pinned piece counts, "
-                f"+{c['vmap_by_design']} empty vmap batches), "
+                f"+{c['vmap_by_design']} empty vmap batches, +{c['rank_by_design']} other "
+                f"ranks), "
                 f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
@@ -346,6 +351,22 @@ def _eager(eager, args):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _eager_out(eager, args):
+    """Eager's result (in a list), or None where eager raises."""
+    try:
+        with torch.no_grad():
+            return [eager(*copy.deepcopy(args))]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _ranks(out) -> list:
+    """The number of dims of each tensor of a result (None for other values)."""
+    from torch.utils import _pytree as pytree
+
+    return [t.ndim if isinstance(t, torch.Tensor) else None for t in pytree.tree_leaves(out)]
+
+
 def _eager_handles(eager, args) -> bool:
     """Eager computes a result (a rejection of an input eager also fails on is right)."""
     try:
@@ -475,14 +496,21 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
         return
     accepted = []
+    ranks = None
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
                                              ep.contract):
         args = make_args(shapes, rng.randrange(2**31))
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
-        if outcome == "rejected" and admitted and _eager_handles(eager, args):
+        if outcome == "rejected" and admitted and (out := _eager_out(eager, args)) is not None:
             why = by_design(ep, spec, shapes, msg)
+            if why is None:
+                if ranks is None:   # (the program's: eager's on the example)
+                    ex = _eager_out(eager, program.example())
+                    ranks = False if ex is None else _ranks(ex)
+                why = "rank_by_design" if ranks is not False and _ranks(out) != ranks \
+                    else None
             if why:
                 c[why] += 1
                 continue

@@ -220,3 +220,24 @@ def test_an_empty_vmap_batch_is_counted_by_design():
     assert not empty_vmap(msg.replace("vmap(", "map("))
     with pytest.raises(IndexError):   # eager's own refusal of another function
         torch.vmap(lambda r: r * 2 + r.sum())(torch.randn(0, 3))
+
+
+def test_a_branch_whose_other_side_has_another_rank_is_counted_by_design():
+    """`if x.numel() % 2 == 0:` with an AUTO dim in the condition: the sides return 2-d and
+    1-d results, which no one graph returns; the example's side is kept as a check and
+    eager's other side at odd sizes is counted as rank_by_design, not unexplained."""
+    import torch
+
+    from safetrace import Dim
+    from tests.fuzz.engine import Stats, check_program
+    from tests.fuzz.grammar import Program
+
+    src = "if x.numel() % 2 == 0:\n    v0 = x[:2]\nelse:\n    v0 = x.reshape(-1)"
+    p = Program([("x", torch.randn(2, 5, 1))], [(src, ["v0"])], tags=["flow"])
+    d0, d1 = Dim("d0", max=2), Dim("d1", min=1, max=4)   # (fuzz seed 5)
+    stats = Stats()
+    check_program(p, ({0: d0, 1: Dim.AUTO, 2: d1},), [(d0, 2), (d1, 1)], random.Random(3),
+                  stats, 16, 0.0)
+    c = stats.counts
+    assert c["exported"] == 1 and c["rank_by_design"] >= 1 and c["over_rejection"] == 0, \
+        stats.line()
