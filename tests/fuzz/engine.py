@@ -17,8 +17,10 @@ Per input (an exported program called on fresh inputs):
                   torch.export does): data making that size 0 or 1 is refused by design
   count_by_design such a rejection by the requirement that a number of pieces (``chunk``,
                   ``split``, ``unbind``) equal the example's, where the program reads the
-                  pieces as a whole (a loop over them, ``len``, unpacking): one graph holds
-                  one count of ops, as torch.export's guard does (``count_pin``)
+                  pieces as a whole (a loop over them, ``len``, unpacking), or that a loop
+                  ``for _ in range(n)`` counted by a size run as often as on a traced side:
+                  one graph holds one count of ops, as torch.export's guard does
+                  (``count_pin``)
   vmap_by_design  such a rejection of an empty batch by ``torch.vmap``'s requirement that
                   the batch be non-empty (a map takes no empty batch; eager's functorch
                   runs some functions on one and raises for others, ``r * 2 + r.sum()``:
@@ -123,7 +125,7 @@ class Stats:
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
-                f"size-oblivious data sizes, +{c['count_by_design']} pinned piece counts, "
+                f"size-oblivious data sizes, +{c['count_by_design']} pinned counts, "
                 f"+{c['vmap_by_design']} empty vmap batches, +{c['rank_by_design']} other "
                 f"ranks), "
                 f"WRONG {c['WRONG']}, "
@@ -300,8 +302,12 @@ def count_pin(message: str) -> bool:
     the example's in a graph (trace/pieces.py pins it only there)."""
     m = re.match(r"FailedCondition: the inputs violate `(.*)`, required \(from `(.*?)` at ",
                  message, re.S)
-    return bool(m and re.search(r" == \d+$", m.group(1)) and _PIECES.search(m.group(2))
-                and _WHOLE.search(m.group(2)))
+    if not m:
+        return False
+    cond, line = m.group(1), m.group(2)
+    if re.match(r"for \w+ in range\(", line):   # a loop counted by a size: unrolled
+        return all(re.search(r" == \d+\)?$", part) for part in cond.split(" or "))
+    return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 
 
 def make_args(shapes, seed):

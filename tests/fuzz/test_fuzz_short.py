@@ -183,6 +183,11 @@ def test_a_pinned_count_of_pieces_read_whole_is_counted_by_design():
     assert not count_pin(head + "`x.shape[0] >= 3`, required (from `for p in x.chunk(2): ...`"
                                 " at f.py:3)")
     assert not count_pin("InputMismatchError: " + loop[len(head):])
+    # a loop counted by a size (fuzz seed 1): unrolled, as many rounds as a traced side
+    rounds = (head + "`(min(x.shape[0]*x.shape[1], 3) == 0) or (min(x.shape[0]*x.shape[1], 3) "
+                     "== 3)`, required (from `for _ in range(min(x.numel(), 3)):` at p:10)")
+    assert count_pin(rounds)
+    assert not count_pin(rounds.replace("== 3)`", ">= 3)`"))
 
 
 @pytest.mark.slow   # (~10 s)
