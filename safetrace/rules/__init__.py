@@ -32,6 +32,7 @@ from safetrace.rules import (  # noqa: F401
     rotations,
     shuffles,
     special,
+    splitting,
     views,
 )
 
