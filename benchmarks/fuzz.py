@@ -3,7 +3,8 @@ run is part of the test suite).
 
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
-grammar_layout.py and grammar_ops.py; --kinds ops: grammar_ops.py's only;
+grammar_layout.py, grammar_ops.py and grammar_reach.py; --kinds ops / reach: grammar_ops.py's /
+grammar_reach.py's only;
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
@@ -34,6 +35,7 @@ from tests.fuzz.grammar import KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
+from tests.fuzz.grammar_reach import REACH_KINDS  # noqa: E402
 
 
 def main() -> None:
@@ -59,9 +61,12 @@ def main() -> None:
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
-    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS}
+    table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
+                                                  **REACH_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
+    elif opts.kinds == "reach":
+        table = dict(REACH_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)

@@ -12,7 +12,7 @@ from safetrace.rules import (  # noqa: F401
     activations,
     attention,
     casts,
-    conv_pool,
+    conv,
     data_dependent,
     elementwise,
     embedding,
@@ -26,10 +26,13 @@ from safetrace.rules import (  # noqa: F401
     losses,
     norms,
     padding,
+    pooling,
     reductions,
     rnn,
     rotations,
+    shuffles,
     special,
+    splitting,
     views,
 )
 

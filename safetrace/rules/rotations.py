@@ -1,17 +1,17 @@
 """Shape rules of flips, rotations and diagonals: fliplr/flipud, rot90, diag, diag_embed,
-diagflat.
+diagflat, fill_diagonal_.
 
 (flip, roll and diagonal, the views these build on, are in views.py.)
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
 from safetrace.meta import TensorMeta
-from safetrace.rules.common import check, normalize_dim
+from safetrace.rules.common import check, every, normalize_dim
 from safetrace.rules.registry import rule
 from safetrace.rules.views import swapped, diagonal
 
@@ -79,3 +79,15 @@ def diagflat(self: TensorMeta, offset: int = 0) -> TensorMeta:
     """The flattened input on diagonal `offset` of a square matrix of side numel + |offset|."""
     n = self.numel() + abs(offset)
     return self.like(shape=(n, n))
+
+
+@rule(aten.fill_diagonal_.default)
+def fill_diagonal_(self: TensorMeta, fill_value: Any, wrap: bool = False) -> TensorMeta:
+    """In place, the same shape: at least 2 dims, all of one length beyond 2 (eager's
+    checks; a tall matrix with wrap writes every (cols + 1)th row, no shape change)."""
+    op = "fill_diagonal_"
+    check(self.ndim >= 2, op, "dimensions must larger than 1")
+    if self.ndim > 2:
+        check(every(s == self.shape[0] for s in self.shape[1:]), op,
+              "all dimensions of input must be of equal length")
+    return self.like()

@@ -13,6 +13,9 @@ from typing import Any
 import torch
 
 from safetrace import errors
+from safetrace.errors import OpShapeError
+from safetrace.errors.base import with_eager_class
+from safetrace.rules.common import check as rule_check
 from safetrace.trace import memo
 from safetrace.trace.asserts import check
 from safetrace.trace.proxy import Proxy, annotation
@@ -71,6 +74,8 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
             start, stop, step = (_bound(tr, v) for v in (item.start, item.stop, item.step))
             if step is not None and not (_is_int(step)):
                 raise errors.slice_step(step)
+            if step is not None and not (isinstance(step, int) and step == 1):
+                _positive_step(step)
             if not (start is None and stop is None and (step is None or step == 1)):
                 args = (x, d, start, stop) + ((step,) if step not in (None, 1) else ())
                 x = _view(tr, aten.slice.Tensor, args)
@@ -86,6 +91,18 @@ def _basic(tr: Recorder, x: Any, index: Any) -> tuple[Any, list, bool]:
         else:
             raise errors.index_type(item)
     return x, advanced, has_adv
+
+
+def _positive_step(step: Any) -> None:
+    """Eager's Python indexing refuses a step below 1 (``x[::-1]``) with ValueError before
+    any kernel runs (aten.slice's own refusal is a RuntimeError): the refusal carries
+    ValueError, so that the program's ``except ValueError`` catches it where eager's does
+    (a guard where the step is a size)."""
+    try:
+        rule_check(step > 0, "slice", "step must be greater than zero",
+                   fix="flip the dim instead: x.flip(d)[::k]")
+    except OpShapeError as e:
+        raise with_eager_class(e, ValueError) from None
 
 
 def _view(tr: Recorder, op: Any, args: tuple) -> Any:

@@ -1,6 +1,7 @@
 """What the tracer knows about an ATen op, computed once per op and kept until the rule
 registry changes: its node name, whether it writes an input or returns one, its shape rule,
-its result's layout, its index check and span note (index_ranges.py), and the named
+its result's layout, its index check and span note (index_ranges.py) or its overlap check
+(overlap.py), and the named
 return type of its results."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from safetrace.trace import memo
 from safetrace.trace.index_ranges import CHECKS, SPANS
 from safetrace.trace.layout import layout_kind
 from safetrace.trace.mutation import mutates, returns_self
+from safetrace.trace.overlap import CHECKS as OVERLAP
 from safetrace.trace.values import VALUE_OPS
 
 # op -> (node name, mutates an input, returns self, shape rule, carries a known value,
@@ -28,7 +30,7 @@ def op_info(op: Any) -> tuple:
     info = OP_INFO[id(op)] = (op._opname, mutates(op), returns_self(op),
                                get_rule(op), op in VALUE_OPS, *layout_kind(op),
                                op,  # (keeps its id valid)
-                               CHECKS.get(op), SPANS.get(op))
+                               CHECKS.get(op) or OVERLAP.get(op), SPANS.get(op))
     return info
 
 

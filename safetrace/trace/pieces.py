@@ -159,6 +159,10 @@ def pieces(tr: Recorder, x: Any, d: int, kind: str, k: Any,
     """The pieces of `x` along dim `d` (already normalized): a ``Pieces`` when their count
     depends on a symbolic size, else the op's own tuple."""
     n = x.st_meta.shape[d]
+    if kind == "split" and isinstance(k, SymInt) and _truth(k >= 1):
+        # a split size from sizes: the count varies with it too (a guard k >= 1, which
+        # aten.split's own check would have made; k = 0 only splits an empty dim)
+        return Pieces(tr, x, d, kind, k)
     if isinstance(n, int) or not isinstance(k, int) or isinstance(k, bool) or k <= 0:
         return materialize()
     return Pieces(tr, x, d, kind, k)

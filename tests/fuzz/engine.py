@@ -15,6 +15,20 @@ Per input (an exported program called on fresh inputs):
   oblivious_by_design  such a rejection by a run-time assertion on a size read from data
                   that the trace answered size-obliviously (as for every size >= 2, as
                   torch.export does): data making that size 0 or 1 is refused by design
+  count_by_design such a rejection by the requirement that a number of pieces (``chunk``,
+                  ``split``, ``unbind``) equal the example's, where the program reads the
+                  pieces as a whole (a loop over them, ``len``, unpacking), or that a loop
+                  ``for _ in range(n)`` counted by a size run as often as on a traced side:
+                  one graph holds one count of ops, as torch.export's guard does
+                  (``count_pin``)
+  vmap_by_design  such a rejection of an empty batch by ``torch.vmap``'s requirement that
+                  the batch be non-empty (a map takes no empty batch; eager's functorch
+                  runs some functions on one and raises for others, ``r * 2 + r.sum()``:
+                  no graph can tell which, ``empty_vmap``)
+  rank_by_design  such a rejection where eager's result on the input has another number
+                  of dims (or of outputs) than the program's on its example: a branch
+                  whose other side returns another rank, which no one graph returns (the
+                  export keeps the example's side as a check, as torch.export's guard)
   WRONG           different outputs, or a result where eager raises, or a loaded program
                   that differs from the saved one
   crash_after_checks   another exception once the input checks passed, where eager runs
@@ -48,7 +62,8 @@ from tests.conformance.checker import compare
 from tests.fuzz.grammar import KINDS, Program, build
 
 FIELDS = ("programs", "exported", "inputs", "ok", "rejected", "over_rejection",
-          "small_by_design", "oblivious_by_design", "WRONG", "crash_after_checks",
+          "small_by_design", "oblivious_by_design", "count_by_design", "vmap_by_design",
+          "rank_by_design", "WRONG", "crash_after_checks",
           "export_crash", "refused", "eager_fails")
 BAD = ("WRONG", "crash_after_checks", "export_crash")
 ONE_VALUE = " [the spec: a Dim with a one-value range]"
@@ -110,7 +125,10 @@ class Stats:
         return (f"fuzz: {c['programs']} programs, {c['exported']} exported, {c['inputs']} inputs, "
                 f"ok {c['ok']}, rejected {c['rejected']}, over_rejection {c['over_rejection']} "
                 f"(+{c['small_by_design']} at sizes 0/1 by design, +{c['oblivious_by_design']} "
-                f"size-oblivious data sizes), WRONG {c['WRONG']}, "
+                f"size-oblivious data sizes, +{c['count_by_design']} pinned counts, "
+                f"+{c['vmap_by_design']} empty vmap batches, +{c['rank_by_design']} other "
+                f"ranks), "
+                f"WRONG {c['WRONG']}, "
                 f"crash_after_checks {c['crash_after_checks']}, export_crash {c['export_crash']}")
 
     def refusal_line(self) -> str:
@@ -259,7 +277,37 @@ def by_design(ep, spec, shapes, message: str) -> str | None:
         return "small_by_design"
     if message.startswith("RuntimeAssertionError") and "(size-oblivious" in message:
         return "oblivious_by_design"
+    if count_pin(message):
+        return "count_by_design"
+    if empty_vmap(message):
+        return "vmap_by_design"
     return None
+
+
+def empty_vmap(message: str) -> bool:
+    """Whether a rejection is ``torch.vmap``'s requirement of a non-empty batch
+    (trace/vmapping.py ``_mapped``): a size below 1 refused at a line that calls vmap."""
+    m = re.search(r"\(from `(.*?)` at ", message)
+    return bool(m and re.search(r"\bvmap\(", m.group(1)) and
+                re.search(r"= 0, but it must be >= 1|violate `[^`]* >= 1`", message))
+
+
+_PIECES = re.compile(r"\.(chunk|split|unbind|tensor_split|unsafe_split|unsafe_chunk)\(")
+_WHOLE = re.compile(r"\bfor\b|\blen\(|\*\w|\bsum\(|\blist\(|\btuple\(")
+
+
+def count_pin(message: str) -> bool:
+    """Whether a rejection is a failed ``count == N`` requirement of a line that makes
+    pieces and reads them as a whole (a Python loop or ``len`` of them): their number is
+    the example's in a graph (trace/pieces.py pins it only there)."""
+    m = re.match(r"FailedCondition: the inputs violate `(.*)`, required \(from `(.*?)` at ",
+                 message, re.S)
+    if not m:
+        return False
+    cond, line = m.group(1), m.group(2)
+    if re.match(r"for \w+ in range\(", line):   # a loop counted by a size: unrolled
+        return all(re.search(r" == \d+\)?$", part) for part in cond.split(" or "))
+    return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 
 
 def make_args(shapes, seed):
@@ -275,13 +323,8 @@ def error_text(e: BaseException) -> str:
 
 def run_input(eager, module, args):
     """-> (outcome, message) for one input: ok / rejected / WRONG / crash_after_checks."""
-    ea, pa = copy.deepcopy(args), copy.deepcopy(args)
-    try:
-        with torch.no_grad():
-            want = eager(*ea)
-        eager_err = None
-    except Exception as e:  # noqa: BLE001
-        eager_err = e
+    pa = copy.deepcopy(args)
+    want, eager_err, ea = _eager(eager, args)
     try:
         with torch.no_grad():
             got = module(*pa)
@@ -295,6 +338,39 @@ def run_input(eager, module, args):
         return "WRONG", f"eager raises {error_text(eager_err)[:160]}, the program computed a result"
     d = compare(want, got, "values", 1e-4) or compare(ea, pa, "values", 1e-4, "inputs after")
     return ("WRONG", d) if d else ("ok", "")
+
+
+def _eager(eager, args):
+    """-> (eager's result, None, its inputs after) or (None, its error, its inputs after).
+    Eager's ``torch.cond`` on a tensor predicate compiles the branches with dynamo, whose
+    caches grow over a long run: an error dynamo raises (not the program's) is retried
+    once on fresh caches."""
+    for attempt in (0, 1):
+        ea = copy.deepcopy(args)
+        try:
+            with torch.no_grad():
+                return eager(*ea), None, ea
+        except Exception as e:  # noqa: BLE001
+            if attempt or not type(e).__module__.startswith("torch._dynamo"):
+                return None, e, ea
+            torch._dynamo.reset()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _eager_out(eager, args):
+    """Eager's result (in a list), or None where eager raises."""
+    try:
+        with torch.no_grad():
+            return [eager(*copy.deepcopy(args))]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _ranks(out) -> list:
+    """The number of dims of each tensor of a result (None for other values)."""
+    from torch.utils import _pytree as pytree
+
+    return [t.ndim if isinstance(t, torch.Tensor) else None for t in pytree.tree_leaves(out)]
 
 
 def _eager_handles(eager, args) -> bool:
@@ -426,14 +502,21 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
         return
     accepted = []
+    ranks = None
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
                                              ep.contract):
         args = make_args(shapes, rng.randrange(2**31))
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)
         c[outcome] += 1
-        if outcome == "rejected" and admitted and _eager_handles(eager, args):
+        if outcome == "rejected" and admitted and (out := _eager_out(eager, args)) is not None:
             why = by_design(ep, spec, shapes, msg)
+            if why is None:
+                if ranks is None:   # (the program's: eager's on the example)
+                    ex = _eager_out(eager, program.example())
+                    ranks = False if ex is None else _ranks(ex)
+                why = "rank_by_design" if ranks is not False and _ranks(out) != ranks \
+                    else None
             if why:
                 c[why] += 1
                 continue
@@ -517,10 +600,26 @@ def _fails(f: Finding, program) -> bool:
         return ep is None and err != "refused" and err.split(":")[0] == f.message.split(":")[0]
     if ep is None or f.args is None:
         return False
+    if f.message.startswith("save/load"):
+        return _roundtrip_differs(ep, f.args)
     outcome, _ = run_input(program.model(), ep.module(), f.args)
     if f.kind == "over_rejection":
         return outcome == "rejected" and _eager_handles(program.model(), f.args)
-    return outcome == f.kind or (f.message.startswith("save/load") and outcome == "ok")
+    return outcome == f.kind
+
+
+def _roundtrip_differs(ep, args) -> bool:
+    """Whether the saved and loaded program's outputs on `args` differ from `ep`'s (a
+    shrunk save/load finding must still differ, not merely run)."""
+    buf = io.BytesIO()
+    try:
+        st.save(ep, buf)
+        loaded = st.load(buf.getvalue()).module()
+        with torch.no_grad():
+            return compare(ep.module()(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
+                           "exact") is not None
+    except Exception:  # noqa: BLE001 - a crash is another finding
+        return False
 
 
 def shrink(f: Finding) -> Finding:

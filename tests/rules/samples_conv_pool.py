@@ -1,4 +1,4 @@
-"""Samples of convolutions, pooling and pixel shuffle (conv_pool.py)."""
+"""Samples of convolutions, pooling and the shuffles (conv.py, pooling.py, shuffles.py)."""
 
 import torch
 

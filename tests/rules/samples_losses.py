@@ -126,7 +126,7 @@ SAMPLES = [
           (T(3, 4), L(3, 4), None), (T(3, 4), L(3, 4), T(4)), (T(4), L(None, 4), None),
           (T(4), L(1, 4), T(4)), (T(0, 4, dtype=f64), L(0, 4), None))],
     Sample(aten.multi_margin_loss.default, (T(), L(None, 1), 1, 1, None, 2), device="cpu"),
-    # distances and shuffles (linalg.py, conv_pool.py)
+    # distances and shuffles (linalg.py, shuffles.py)
     *[Sample(op, (T(*s, dtype=d),) + p) for op in (aten.pdist.default, aten._pdist_forward.default)
       for s in ((5, 3), (1, 3), (0, 3), (5, 0)) for d in (torch.float32, f64)
       for p in ((), (1.0,))],

@@ -330,3 +330,14 @@ SAMPLES += [
     S(aten.diagflat.default, (T(0),)),
     S(aten.diagflat.default, (T(3, dtype=torch.bool),)),
 ]
+# fill_diagonal_ (rotations.py)
+SAMPLES += [
+    S(aten.fill_diagonal_.default, (T(2, 3), 1.0)),
+    S(aten.fill_diagonal_.default, (T(5, 2), 2.0, True)),
+    S(aten.fill_diagonal_.default, (T(3, 3, 3), 0.5)),
+    S(aten.fill_diagonal_.default, (T(0, 4, dtype=torch.int64), 1)),
+]
+ERROR_SAMPLES += [
+    S(aten.fill_diagonal_.default, (T(3), 1.0)),
+    S(aten.fill_diagonal_.default, (T(2, 3, 3), 1.0)),
+]
