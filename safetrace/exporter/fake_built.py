@@ -49,27 +49,37 @@ def _first_state(model: torch.nn.Module, walk: Any = None) -> Any:
     in `walk`'s modules, in order, when given."""
     if walk is not None:
         for _, mod in walk:
-            params, buffers = mod._parameters, mod._buffers
-            if type(params) is not dict or type(buffers) is not dict:
-                return next(iter([*model.parameters(), *model.buffers()]), None)
-            for t in params.values():
-                if t is not None:
-                    return t
-            for t in buffers.values():
-                if t is not None:
-                    return t
+            found = _own_state(mod)
+            if found is not None:
+                return _any_state(model) if found is _ODD else found
         return None
     todo = [model]
     while todo:
         mod = todo.pop()
-        params, buffers, children = mod._parameters, mod._buffers, mod._modules
-        if type(params) is not dict or type(buffers) is not dict or type(children) is not dict:
-            return next(iter([*model.parameters(), *model.buffers()]), None)
-        for t in params.values():
-            if t is not None:
-                return t
-        for t in buffers.values():
-            if t is not None:
-                return t
-        todo.extend(m for m in children.values() if m is not None)
+        found = _own_state(mod)
+        if found is _ODD or (found is None and type(mod._modules) is not dict):
+            return _any_state(model)
+        if found is not None:
+            return found
+        todo.extend(m for m in mod._modules.values() if m is not None)
     return None
+
+
+_ODD = object()  # (a module whose tables are not plain dicts: TorchScript's)
+
+
+def _own_state(mod: torch.nn.Module) -> Any:
+    """A module's first own parameter or buffer (None: it has none; ``_ODD``: its tables
+    are not dicts)."""
+    params, buffers = mod._parameters, mod._buffers
+    if type(params) is not dict or type(buffers) is not dict:
+        return _ODD
+    for table in (params, buffers):
+        for t in table.values():
+            if t is not None:
+                return t
+    return None
+
+
+def _any_state(model: torch.nn.Module) -> Any:
+    return next(iter([*model.parameters(), *model.buffers()]), None)
