@@ -355,12 +355,48 @@ def sweep_one(name, torch_too=True) -> list[dict]:
     return rows
 
 
+def _short(v) -> str:
+    if v is None:
+        return "-"
+    return v if len(v) <= 40 else v[:37] + "..."
+
+
+def table(rows: list[dict]) -> None:
+    """One line a model: named Dims / Dim.AUTO in each cell."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["model"], {})[r["mode"]] = r
+    print("| model | st exports | torch exports | st generalizes | torch generalizes | "
+          "st refuses out-of-space (named) | torch/st export time |")
+    print("|---|---|---|---|---|---|---|")
+    for name, modes in by.items():
+        n, a = modes.get("named", modes.get("-", {})), modes.get("auto", {})
+
+        def pair(key, n=n, a=a):
+            return f"{_short(n.get(key))} / {_short(a.get(key))}"
+
+        def ratio(r):
+            ok = r.get("tx") == "yes" and r.get("st") == "yes"
+            return f"{r['tx_s'] / r['st_s']:.0f}x" if ok else "-"
+        print(f"| {name} | {pair('st')} | {pair('tx')} | {pair('gen')} | {pair('tx_gen')} | "
+              f"{_short(n.get('out'))} | {ratio(n)} / {ratio(a)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--rows-out")
+    ap.add_argument("--from-rows", nargs="+", help="print the table of saved rows (no export)")
     ap.add_argument("models", nargs="*")
     opts = ap.parse_args()
+    if opts.from_rows:
+        rows = {}
+        for path in opts.from_rows:  # (a later file's row of a model replaces an earlier one)
+            for line in open(path).read().splitlines():
+                r = json.loads(line)
+                rows[(r["model"], r["mode"])] = r
+        table(list(rows.values()))
+        return
     torch.set_num_threads(1)
     warm = torch.nn.Linear(2, 2)     # each library's one-time costs out of the first row
     st.export(warm, (torch.randn(3, 2),), dynamic_shapes=({0: Dim("b")},))
