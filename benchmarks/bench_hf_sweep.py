@@ -5,6 +5,7 @@ spec; then run the program on three inputs of other sizes (batch 1 and, where ea
 it, batch 0) against eager, and one input outside the declared space.
 
     nice python benchmarks/bench_hf_sweep.py [--no-torch] [--rows-out rows.jsonl] [models...]
+    python benchmarks/bench_hf_sweep.py --from-rows rows.jsonl [more.jsonl]   # the table
 
 Verdicts: "yes" (every input matches eager or is refused before running where it lies outside
 the declared space), "WRONG" (a result differs from eager), "rejects" (an input inside the
@@ -340,7 +341,7 @@ def timed(fn):
 
 def describe(exc) -> str:
     name = type(exc).__name__
-    if isinstance(exc, st.ExportError) if hasattr(st, "ExportError") else False:
+    if isinstance(exc, st.ExportError):
         return f"refused ({name})"
     mod = type(exc).__module__
     return f"{name}" if mod.startswith("safetrace") else f"crash: {name}"
