@@ -86,9 +86,9 @@ def _normalize(args: tuple, kwargs: dict) -> tuple | None:
         args = tuple(a.item() if _real_scalar_tensor(a) else a for a in args)
         kwargs = {k: v.item() if _real_scalar_tensor(v) else v for k, v in kwargs.items()}
         changed = True
-    if any(numpy_number(a) for a in (*args, *kwargs.values())):
-        args = tuple(a.item() if numpy_number(a) else a for a in args)
-        kwargs = {k: v.item() if numpy_number(v) else v for k, v in kwargs.items()}
+    if any(numpy_number(a) or _holds_numpy_number(a) for a in (*args, *kwargs.values())):
+        args = tuple(_python_number(a) for a in args)
+        kwargs = {k: _python_number(v) for k, v in kwargs.items()}
         changed = True
     if has_valued(args[1:]):
         args = (args[0],) + tuple(values(a) for a in args[1:])
@@ -113,6 +113,19 @@ def numpy_number(v: Any) -> bool:
     return type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind",
                                                      None) in ("f", "i", "u") and \
         getattr(v, "ndim", None) == 0
+
+
+def _holds_numpy_number(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and any(numpy_number(a) for a in v)
+
+
+def _python_number(v: Any) -> Any:
+    """`v` with its numpy numbers (itself, or the items of a list / tuple) as Python ones."""
+    if numpy_number(v):
+        return v.item()
+    if _holds_numpy_number(v):
+        return type(v)(a.item() if numpy_number(a) else a for a in v)
+    return v
 
 
 def _real_scalar_tensor(v: Any) -> bool:

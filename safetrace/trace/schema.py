@@ -318,7 +318,8 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
 def _numpy_number_in(args: tuple, kwargs: dict) -> bool:
     """A numpy scalar among the arguments: no overload takes it as written (np.float64 is
     a float, yet the graph must hold the Python number: arguments.py converts it)."""
-    return any(type(v).__module__ == "numpy" for v in (*args, *kwargs.values()))
+    return any(type(v).__module__ == "numpy" or isinstance(v, (list, tuple)) and
+               any(type(a).__module__ == "numpy" for a in v) for v in (*args, *kwargs.values()))
 
 
 def _packed_from(schema: Schema, args: tuple, kwargs: dict, bound: tuple) -> int | bool:

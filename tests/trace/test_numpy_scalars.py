@@ -33,3 +33,19 @@ def test_numpy_scalars_are_the_numbers_they_hold(dtype):
             torch.testing.assert_close(got, want)
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.zeros(9, 3, dtype=dtype))
+
+
+def _listed(x):  # numpy numbers inside an op's list argument
+    y = torch.nn.functional.interpolate(x, scale_factor=np.float64(2.0), mode="nearest")
+    return torch.nn.functional.pad(y, (np.int64(1), np.int64(2))).reshape([np.int64(-1)])
+
+
+def test_numpy_numbers_in_a_list_argument_are_the_numbers_they_hold():
+    ep = st.export(_listed, (torch.randn(2, 3, 4, 4),),
+                   dynamic_shapes=({0: Dim("b", min=1, max=8), 2: Dim("h", min=2, max=16)},))
+    assert "np." not in ep.graph_module.code
+    for b, h in ((1, 2), (3, 7)):
+        x = torch.randn(b, 3, h, 4)
+        torch.testing.assert_close(ep.module()(x), _listed(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 3, 17, 4))
