@@ -86,6 +86,10 @@ def _normalize(args: tuple, kwargs: dict) -> tuple | None:
         args = tuple(a.item() if _real_scalar_tensor(a) else a for a in args)
         kwargs = {k: v.item() if _real_scalar_tensor(v) else v for k, v in kwargs.items()}
         changed = True
+    if any(numpy_number(a) or _holds_numpy_number(a) for a in (*args, *kwargs.values())):
+        args = tuple(_python_number(a) for a in args)
+        kwargs = {k: _python_number(v) for k, v in kwargs.items()}
+        changed = True
     if has_valued(args[1:]):
         args = (args[0],) + tuple(values(a) for a in args[1:])
         changed = True
@@ -100,6 +104,28 @@ def _unset(name: str, v: Any) -> bool:
     of avg_pool2d takes the schema's default []), or a factory's Python-level
     `requires_grad=False` (torch's decompositions write it), which changes nothing."""
     return v is None or (name == "requires_grad" and v is False)
+
+
+def numpy_number(v: Any) -> bool:
+    """A numpy integer or floating scalar (``np.sqrt(d)``, ``np.int64(3)``): eager's parser
+    reads it as the Python number it holds (a bool or complex one it does not: eager's
+    ``int64 * np.bool_(True)`` is float32), so the call is traced with that number."""
+    return type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind",
+                                                     None) in ("f", "i", "u") and \
+        getattr(v, "ndim", None) == 0
+
+
+def _holds_numpy_number(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and any(numpy_number(a) for a in v)
+
+
+def _python_number(v: Any) -> Any:
+    """`v` with its numpy numbers (itself, or the items of a list / tuple) as Python ones."""
+    if numpy_number(v):
+        return v.item()
+    if _holds_numpy_number(v):
+        return type(v)(a.item() if numpy_number(a) else a for a in v)
+    return v
 
 
 def _real_scalar_tensor(v: Any) -> bool:

@@ -30,8 +30,8 @@ from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
 from safetrace.trace.source import short, stack_trace
-from safetrace.trace.strides import (COPIES, concatenated, derive, pointwise, strided,
-                                    view_layout)
+from safetrace.trace.strides import (COPIES, concatenated, derive, exact_strides, pointwise,
+                                    strided, view_layout)
 from safetrace.trace.recorder import Recorder
 
 COMPUTE, UNKNOWN, FOLLOW, CONTIGUOUS, CONTIGUOUS_SELF = 0, 1, 2, 3, 4
@@ -224,8 +224,9 @@ def is_contiguous(tr: Recorder, x: Proxy, memory_format: Any = torch.contiguous_
 
 
 def stride(tr: Recorder, x: Proxy, dim: int | None = None) -> Any:
-    _require_known(tr, x, "x.stride()", True)
-    strides = contiguous_strides(x.st_meta.shape)
+    exact = exact_strides(x)  # (a view's own strides, where every one of them is exact)
+    _require_known(tr, x, "x.stride()", True, known=exact is not None)
+    strides = exact if exact is not None else contiguous_strides(x.st_meta.shape)
     if dim is None:
         return strides
     return strides[normalize_dim(dim, len(strides), "Tensor.stride")]

@@ -304,7 +304,7 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
         bound = bind(schema, args, kwargs, loose, bool(pack), trusted=True)
         if bound is not None:
             return schema.op, bound[0], bound[1]
-    found = _search(packet_name, args, kwargs)
+    found = None if _numpy_number_in(args, kwargs) else _search(packet_name, args, kwargs)
     if found is None:
         if hit is None:
             _RESOLVED[key] = _NO_FIT
@@ -313,6 +313,13 @@ def resolve(packet_name: str, args: tuple, kwargs: dict) -> tuple[Any, tuple, di
     _RESOLVED[key] = (schema, loose, _packed_from(schema, args, kwargs, bound[0]) if pack
                       else False)
     return schema.op, bound[0], bound[1]
+
+
+def _numpy_number_in(args: tuple, kwargs: dict) -> bool:
+    """A numpy scalar among the arguments: no overload takes it as written (np.float64 is
+    a float, yet the graph must hold the Python number: arguments.py converts it)."""
+    return any(type(v).__module__ == "numpy" or isinstance(v, (list, tuple)) and
+               any(type(a).__module__ == "numpy" for a in v) for v in (*args, *kwargs.values()))
 
 
 def _packed_from(schema: Schema, args: tuple, kwargs: dict, bound: tuple) -> int | bool:

@@ -131,6 +131,18 @@ def strided(p: Proxy) -> bool:
                for d, (s, st) in enumerate(zip(shape, p.st_layout[0])))
 
 
+def exact_strides(p: Proxy) -> tuple | None:
+    """The strides eager gives view `p` at every size of the declared space (what
+    ``x.stride()`` returns, as torch.export traces it), or None: known only where the
+    view's strides are traced and every dim is known >= 2 (a dim of size 0 or 1 may carry
+    any stride in eager)."""
+    if p.st_contig is not None or p.st_layout is None:
+        return None
+    if not all(cond_true(s >= 2) for s in p.st_meta.shape):
+        return None
+    return tuple(p.st_layout[0])
+
+
 def classify(shape: tuple, strides: tuple, zero: bool) -> tuple:
     """(st_contig, st_layout) of a tensor of these sizes and strides: True for row-major
     strides at offset 0 on dims all >= 2, LOOSE for row-major ones otherwise (what

@@ -225,13 +225,14 @@ def test_round_of_a_tensor_raises_eagers_error() -> None:
 
 
 def test_an_untraceable_call_is_named_as_the_user_spells_it() -> None:
-    """``x * np.int64(5)`` (a numpy scalar, which safetrace does not trace): the refusal
-    names ``Tensor.mul``, not torch's C base class ``TensorBase.mul`` (should numpy
-    scalars become traceable, pick another untraceable call here)."""
+    """``x * np.bool_(True)`` (a numpy bool, which safetrace does not trace: eager does not
+    read it as a bool; numpy integers and floats are traced): the refusal names
+    ``Tensor.mul``, not torch's C base class ``TensorBase.mul`` (should numpy bools become
+    traceable, pick another untraceable call here)."""
     import numpy as np
 
     def f(x):
-        return x * np.int64(5)
+        return x * np.bool_(True)
 
     with pytest.raises(st.ExportError) as info:
         st.export(f, (torch.randn(5, 4),))

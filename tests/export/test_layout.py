@@ -46,9 +46,24 @@ def test_layout_of_a_view_is_refused_with_a_fix():
     assert "is_contiguous" in msg and ".contiguous()" in msg and "test_layout.py" in msg
 
 
-def test_stride_of_a_view_is_refused():
-    with pytest.raises(st.UnsupportedOpError):
-        st.export(lambda x: x * x.t().stride(0), (torch.randn(2, 5),))
+def test_stride_of_a_view_is_exact_where_every_dim_is_at_least_two():
+    """A view's strides are traced; ``stride()`` answers them where every dim of the view
+    is known >= 2 (as torch.export does) and is refused where a dim may be 0 or 1 (eager
+    gives such a dim any stride)."""
+    def f(x):
+        return x * x.t().stride(1)
+
+    ep = st.export(f, (torch.randn(2, 5),), dynamic_shapes=({1: Dim("b", min=2)},))
+    for cols in (2, 9):
+        x = torch.randn(2, cols)
+        torch.testing.assert_close(ep.module()(x), f(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(2, 1))
+    with pytest.raises(st.UnsupportedOpError):  # (b may be 1)
+        st.export(f, (torch.randn(2, 5),), dynamic_shapes=({1: Dim("b")},))
+
+
+def test_layout_of_a_strided_slice_is_refused():
     with pytest.raises(st.UnsupportedOpError):  # (contiguous where the slice has 1 column)
         st.export(lambda x: x * x[:, ::2].is_contiguous(), (torch.randn(2, 6),),
                   dynamic_shapes=({1: Dim("b")},))

@@ -192,3 +192,34 @@ def test_attention_layout_follows_the_kernel_eager_picks():
     assert m(x, mask) is False
     with pytest.raises(st.UnsupportedOpError, match="memory layout"):
         st.export(m, (x, mask))
+
+
+class _Chunked(torch.nn.Module):
+    """Longformer's ``_chunk``: overlapping chunks of a strided view made with
+    ``as_strided`` from the view's own ``stride()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):  # (s, b, 16), s a multiple of 8
+        s, b = x.shape[0], x.shape[1]
+        q = self.lin(x).view(s, b, 2, 8).transpose(0, 1).transpose(1, 2)
+        q = q.reshape(b * 2, s, 8)  # (a view: b and the heads merge)
+        q = q.view(b * 2, s // 8, 8, 8)
+        size, stride = list(q.size()), list(q.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return q.as_strided(size=size, stride=stride) * 2
+
+
+def test_stride_of_a_view_of_symbolic_sizes_feeds_as_strided():
+    """``stride()`` of a view whose dims are all >= 2 is its traced strides (expressions
+    of the sizes), so longformer's chunking exports and matches eager at other sizes."""
+    model = _Chunked().eval()
+    k, b = Dim("k", min=2, max=8), Dim("b", min=2, max=8)
+    ep = st.export(model, (torch.randn(24, 3, 16),), dynamic_shapes=({0: 8 * k, 1: b},))
+    for s, n in ((16, 2), (64, 5), (40, 8)):
+        x = torch.randn(s, n, 16)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    with pytest.raises(st.InputMismatchError):  # k = 1: the dim of chunks may be 1
+        ep.module()(torch.randn(8, 3, 16))
