@@ -53,7 +53,7 @@ from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.expr import Expr, dag_nodes, to_expr
+from safetrace.symbolic.expr import Expr, dag_nodes, from_terms, terms, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
@@ -363,7 +363,7 @@ class Recorded:
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
                 self.file_to_scratch[r.name] = d  # by the loader: the file's symbol is that
                 return True  # value, in what later nodes record of it)
-            return None
+            return self._solve(rec, r, d)
         if d is r_in:
             return True
         try:
@@ -412,6 +412,47 @@ class Recorded:
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
             return None
         return True
+
+    def _solve(self, rec: Any, r: Expr, d: Expr) -> bool | None:
+        """A record naming a symbol of the file's own read from data that nothing matched
+        yet (``r``: its first record, ``[u0 + 1]`` where the evaluation has a count of its
+        own, ``d``): where it is ``k*u0 + rest``, ``rest`` known, ``u0`` is ``(d - rest)
+        // k`` in what later nodes record (checked against it), and at call the real size
+        less ``rest`` is checked a multiple of ``k`` whose quotient is in the range the file
+        declares for ``u0`` (unless the loader's bounds of ``d`` prove it, ``k`` being 1 or
+        -1; where they show it never is, the file lies); elsewhere (``u0*u0``, two new
+        symbols) the file is refused."""
+        new = [x for x in r.free_symbols if x not in self.contract and
+               x not in self.file_to_scratch]
+        env = getattr(rec, "env", None)
+        if len(new) != 1 or env is None:
+            return False
+        u = new[0]
+        k, rest = 0, {}
+        for mono, c in terms(r):
+            if len(mono) == 1 and mono[0].op == "sym" and mono[0].name == u:
+                k = c
+            elif any(u in f.free_symbols for f in mono):
+                return False  # (not linear in it)
+            else:
+                rest[mono] = c
+        rest_in = self._file(from_terms(rest))
+        rng = env.symbol_range(u)
+        if not k or rest_in is None or rng is None:
+            return False
+        self.file_to_scratch[u] = (d - rest_in) // k
+        if d.op == "sym" and d.name not in self.contract:
+            self.taken.add(d.name)
+        try:
+            b = self.env.bounds((d - rest_in) // k)
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            b = None
+        if b is not None and (b.hi < rng.lo or b.lo > rng.hi):
+            return False
+        if abs(k) == 1 and b is not None and rng.lo <= b.lo and b.hi <= rng.hi:
+            return True
+        self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi, rest_in, k)))
+        return None
 
     def _file(self, e: Expr) -> Expr | None:
         """A recorded size in scratch symbols; None where it names a symbol of the file's
