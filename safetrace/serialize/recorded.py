@@ -101,6 +101,9 @@ class Recorded:
         self.in_main = False  # (whether the node being compared is the main graph's)
         self.reading = False  # (whether its value is read from a constant's data)
         self._first: dict | None = None  # file symbol -> the main-graph node naming it first
+        self.extra: dict = {}  # (for one node: where in its value -> what is checked at call)
+        self.pins: dict = {}  # (for one node: a size it reads from data -> its record, a fact)
+        self.given: set | None = None  # (for one node: the sizes its operands hold)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
@@ -123,6 +126,9 @@ class Recorded:
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
         self.reading = node in self.read
+        self.extra, self.pins = {}, {}  # (of ``_solve`` and ``_pin``: kept across ``_under``)
+        self.given = set().union(*(_names(values.get(a)) for a in node.all_input_nodes)) \
+            if values is not None else None  # (sizes its operands hold: not read here)
         if self._new_read(node, recorded, derived):
             same, opened, unsure = False, [], []
         else:
@@ -138,6 +144,10 @@ class Recorded:
         elif same is None and opened:
             self.later.append((node.graph, node.name, _show(recorded), _show(derived),
                                opened, node, values))
+        if same is not False and self.extra:
+            self.at_call.append((node, list(self.extra.items()), values))
+            for name, fact in self.pins.items():
+                self._pin(name, fact)
 
     def _compare(self, recorded: Any, derived: Any) -> tuple:
         """(``_same``, the sizes it leaves open, those it cannot prove the record)."""
@@ -375,6 +385,10 @@ class Recorded:
                 answer = steps(self.env, eq(d, r_in), self.steps)  # one value in every m)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
+        if answer is None and self._reads(d) and r.free_symbols <= self.contract:
+            self.extra[tuple(self._path)] = r_in  # (a subgraph's size read from data that
+            self.pins[d.name] = eq(d, r_in)  # the file records as one of the inputs': a
+            return True  # split side's count recorded [0]; that, checked at call, is a fact)
         if answer is None:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | ({str(x) for x in r.free_symbols} -
@@ -412,6 +426,22 @@ class Recorded:
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
             return None
         return True
+
+    def _reads(self, d: Expr) -> bool:
+        """Whether ``d`` is a size a subgraph's node reads from data (none of its operands
+        holds it, no record names it yet)."""
+        return not self.in_main and d.op == "sym" and self.given is not None and \
+            d.name not in self.given and d.name not in self.contract and \
+            d.name not in self.taken and d.name not in self.opaque and d.name not in self.strict
+
+    def _pin(self, name: str, fact: Any) -> None:
+        """A size read from data taken as its record (checked at call before its first
+        use): a fact for the rest of its graph's evaluation."""
+        self.taken.add(name)
+        try:
+            self.env.add_fact(fact)
+        except ValueError:
+            pass  # (the node never runs where that holds: the check refuses any call)
 
     def _solve(self, rec: Any, r: Expr, d: Expr) -> bool | None:
         """A record naming a symbol of the file's own read from data that nothing matched
@@ -451,8 +481,8 @@ class Recorded:
             return False
         if abs(k) == 1 and b is not None and rng.lo <= b.lo and b.hi <= rng.hi:
             return True
-        self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi, rest_in, k)))
-        return None
+        self.extra[tuple(self._path)] = ("in", rng.lo, rng.hi, rest_in, k)
+        return True
 
     def _file(self, e: Expr) -> Expr | None:
         """A recorded size in scratch symbols; None where it names a symbol of the file's
