@@ -25,7 +25,11 @@ a subgraph's, read from data inside it, at the end of its evaluation (``settle``
 the reverse in the main graph: an input size the file records as one read from data
 (``x > 0``'s ``[s0]`` as ``[1000*u0]``, ``u0`` the count of an earlier ``nonzero``);
 one recorded as a size read from data that no earlier node's record names where the
-evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  A size the
+evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  One the file
+records first inside an expression (``[u0 + 1]``) is solved from the evaluated size where
+linear, its declared range checked at call, else refused (``_solve``, session 28); a
+subgraph's size read from data that the file records as one of the inputs' (a split
+side's count ``[0]``) is taken as it, checked at call (``_reads``).  A size the
 loader reads from a constant (``n.item()`` of a buffer never written: 3) is that value
 wherever later nodes record the file's symbol for it.
 Left open (kept as written): a size the file records as one of its own read from data
