@@ -28,7 +28,8 @@ class _Rows(torch.nn.Module):
 
 
 def _file(edit) -> bytes:
-    ep = st.export(_Rows(), (torch.randn(4, 3),), dynamic_shapes={"x": {0: st.Dim("n", max=32)}})
+    ep = st.export(_Rows(), (torch.randn(4, 3),),
+                   dynamic_shapes={"x": {0: st.Dim("n", max=32)}})
     buf = io.BytesIO()
     st.save(ep, buf)
     doc, tensors = hostile.parts(buf.getvalue())
@@ -87,6 +88,8 @@ def test_a_multiple_is_checked_for_its_divisor_and_range_at_call():
 
 
 def test_a_count_recorded_where_it_cannot_be_solved_refuses_the_file():
-    blob = _file(lambda nodes, doc: _rows(nodes, ["mul", "u0", "u0"], ["add", ["mul", "u0", "u0"], 1]))
+    """``[u0*u0, 2]``: not linear in the new symbol, refused at load."""
+    square = ["mul", "u0", "u0"]
+    blob = _file(lambda nodes, doc: _rows(nodes, square, ["add", square, 1]))
     with pytest.raises(st.LoadError, match="'nonzero'"):
         st.load(blob)
