@@ -105,17 +105,24 @@ class Recorded:
         self.in_main = False  # (whether the node being compared is the main graph's)
         self.reading = False  # (whether its value is read from a constant's data)
         self._first: dict | None = None  # file symbol -> the main-graph node naming it first
+        self._node, self._values = None, None  # (the node ``check`` compares now)
         self.extra: dict = {}  # (for one node: where in its value -> what is checked at call)
-        self.pins: dict = {}  # (for one node: a size it reads from data -> its record, a fact)
         self.given: set | None = None  # (for one node: the sizes its operands hold)
+        # a subgraph's size read from data (a scratch symbol) that the file records as a
+        # size of the inputs' -> (that equality, node, where in its value, the record, the
+        # values of its graph): taken as a fact, checked at call, where a later node of
+        # its evaluation is otherwise refuted (``_rescue``)
+        self.pins: dict = {}
+        self.held: list = []  # (those equalities, once checked at call)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
-        return dict(self.file_to_scratch), set(self.taken), set(self.as_input)
+        return dict(self.file_to_scratch), set(self.taken), set(self.as_input), \
+            dict(self.pins), list(self.held)
 
     def restore(self, kept: tuple) -> None:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
-        self.as_input = set(kept[2])
+        self.as_input, self.pins, self.held = set(kept[2]), dict(kept[3]), list(kept[4])
 
     def check(self, node: torch.fx.Node, derived: Any, facts: list,
               values: dict | None = None) -> None:
@@ -130,9 +137,11 @@ class Recorded:
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
         self.reading = node in self.read
-        self.extra, self.pins = {}, {}  # (of ``_solve`` and ``_pin``: kept across ``_under``)
+        self._node, self._values = node, values
+        self.extra = {}  # (of ``_solve``: kept across ``_under``)
         self.given = set().union(*(_names(values.get(a)) for a in node.all_input_nodes)) \
-            if values is not None else None  # (sizes its operands hold: not read here)
+            if values is not None and node.op != "placeholder" else None  # (the sizes its
+        # operands hold, not read here; a placeholder's come from outside: a loop's carry)
         if self._new_read(node, recorded, derived):
             same, opened, unsure = False, [], []
         else:
@@ -140,6 +149,11 @@ class Recorded:
         if (same is False or unsure) and facts and self.wrong is None:
             same, opened, unsure = self._under(facts, recorded, derived) or \
                 (same, opened, unsure)
+        if same is False and (self.pins or self.held) and self.wrong is None:
+            rescued = self._rescue(recorded, derived)
+            if rescued is None:
+                return  # (it never runs where the pins hold: they are checked at call)
+            same, opened, unsure = rescued
         if same is False:
             if self.wrong is None:
                 self.wrong = (node.name, _show(recorded), _show(derived))
@@ -150,8 +164,6 @@ class Recorded:
                                opened, node, values))
         if same is not False and self.extra:
             self.at_call.append((node, list(self.extra.items()), values))
-            for name, fact in self.pins.items():
-                self._pin(name, fact)
 
     def _compare(self, recorded: Any, derived: Any) -> tuple:
         """(``_same``, the sizes it leaves open, those it cannot prove the record)."""
@@ -389,10 +401,10 @@ class Recorded:
                 answer = steps(self.env, eq(d, r_in), self.steps)  # one value in every m)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
-        if answer is None and self._reads(d) and r.free_symbols <= self.contract:
-            self.extra[tuple(self._path)] = r_in  # (a subgraph's size read from data that
-            self.pins[d.name] = eq(d, r_in)  # the file records as one of the inputs': a
-            return True  # split side's count recorded [0]; that, checked at call, is a fact)
+        if answer is None and self._reads(d) and r.free_symbols <= self.contract and \
+                self._node is not None:  # (a split side's count recorded [0]: ``_rescue``)
+            self.pins.setdefault(d.name, (eq(d, r_in), self._node, tuple(self._path), r_in,
+                                          self._values))
         if answer is None:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | ({str(x) for x in r.free_symbols} -
@@ -438,14 +450,31 @@ class Recorded:
             d.name not in self.given and d.name not in self.contract and \
             d.name not in self.taken and d.name not in self.opaque and d.name not in self.strict
 
-    def _pin(self, name: str, fact: Any) -> None:
-        """A size read from data taken as its record (checked at call before its first
-        use): a fact for the rest of its graph's evaluation."""
-        self.taken.add(name)
-        try:
-            self.env.add_fact(fact)
-        except ValueError:
-            pass  # (the node never runs where that holds: the check refuses any call)
+    def _rescue(self, recorded: Any, derived: Any) -> tuple | None:
+        """A subgraph's node refuted where the sizes it read from data (``pins``) may be
+        what the file records (a split side's count, read again in its branch, recorded
+        as 0 where the side's fact makes it so; the branch's inner cond on ``count == s0``
+        then never runs): compared again with those as facts, each then checked at call
+        before its node's first use.  None where it never runs so, else ``_compare``'s."""
+        with scoped(self.env):
+            try:
+                for fact in self.held + [x[0] for x in self.pins.values()]:
+                    self.env.add_fact(fact)
+            except ValueError:
+                out = None
+            else:
+                out = self._compare(recorded, derived)
+        if out is not None and out[0] is False:
+            return out
+        for name, (_, node, path, size, values) in list(self.pins.items()):
+            self.at_call.append((node, [(path, size)], values))
+            self.taken.add(name)
+            self.held.append(self.pins.pop(name)[0])
+            try:  # (a fact for the rest of this evaluation: its scope ends it)
+                self.env.add_fact(self.held[-1])
+            except ValueError:
+                pass  # (this graph never runs where it holds)
+        return out
 
     def _solve(self, rec: Any, r: Expr, d: Expr) -> bool | None:
         """A record naming a symbol of the file's own read from data that nothing matched
