@@ -29,7 +29,8 @@ evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  One th
 records first inside an expression (``[u0 + 1]``) is solved from the evaluated size where
 linear, its declared range checked at call, else refused (``_solve``, session 28); a
 subgraph's size read from data that the file records as one of the inputs' (a split
-side's count ``[0]``) is taken as it, checked at call (``_reads``).  A size the
+side's count ``[0]``) is taken as it, checked at call, where a later node of that
+evaluation is otherwise refuted (``_rescue``).  A size the
 loader reads from a constant (``n.item()`` of a buffer never written: 3) is that value
 wherever later nodes record the file's symbol for it.
 Left open (kept as written): a size the file records as one of its own read from data
