@@ -246,10 +246,8 @@ class AsRecorded:
                 if where is None:  # (a number in a list: no value of it a check reads)
                     raise _unreadable(node, f"its value at {list(path)}")
                 real[node] = where[0]
-                cond = eq(got.expr, size) if not isinstance(size, tuple) else and_(*(
-                    c for c in (ge(got.expr, size[1]) if math.isfinite(size[1]) else None,
-                                le(got.expr, size[2]) if math.isfinite(size[2]) else None)
-                    if c is not None), TRUE)  # (("in", lo, hi): the file's symbol's range)
+                cond = eq(got.expr, size) if not isinstance(size, tuple) else \
+                    _in_range(got.expr, *size[1:])
                 self.inline.append((cond, after, f"{got} is {where[1]} of what {node.name!r} "
                                     f"({node.target}) returns; the file records it", real))
                 self.late_checks[(after, cond)] = node.name
@@ -279,6 +277,16 @@ class AsRecorded:
 def _unreadable(node: torch.fx.Node, why: str, name: str | None = None) -> Exception:
     return bad_file(f"node {name or node.name!r}", "the file records a value of it that "
                     f"the loader can neither prove nor check at call: {why}", _FIX)
+
+
+def _in_range(got: Any, lo: Any, hi: Any, rest: Any = 0, k: int = 1) -> Any:
+    """That the real size ``got`` is ``k*u + rest`` for ``u`` in ``[lo, hi]`` (the range
+    the file declares for a symbol of its own it records there first, ``u``)."""
+    u = (got - rest) // k
+    return and_(*(c for c in (ge(u, lo) if math.isfinite(lo) else None,
+                              le(u, hi) if math.isfinite(hi) else None,
+                              eq(u * k + rest, got) if abs(k) != 1 else None)
+                  if c is not None), TRUE)
 
 
 def _with(value: Any, path: tuple, got: Any) -> tuple | None:

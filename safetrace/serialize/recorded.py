@@ -25,7 +25,12 @@ a subgraph's, read from data inside it, at the end of its evaluation (``settle``
 the reverse in the main graph: an input size the file records as one read from data
 (``x > 0``'s ``[s0]`` as ``[1000*u0]``, ``u0`` the count of an earlier ``nonzero``);
 one recorded as a size read from data that no earlier node's record names where the
-evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  A size the
+evaluation reads none (``[u7]``) is refused (``_new_read``, session 26).  One the file
+records first inside an expression (``[u0 + 1]``) is solved from the evaluated size where
+linear, its declared range checked at call, else refused (``_solve``, session 28); a
+subgraph's size read from data that the file records as one of the inputs' (a split
+side's count ``[0]``) is taken as it, checked at call, where a later node of that
+evaluation is otherwise refuted (``_rescue``).  A size the
 loader reads from a constant (``n.item()`` of a buffer never written: 3) is that value
 wherever later nodes record the file's symbol for it.
 Left open (kept as written): a size the file records as one of its own read from data
@@ -53,7 +58,7 @@ from safetrace.serialize.scratch import simple
 from safetrace.symbolic import eq
 from safetrace.symbolic.cases import by_cases
 from safetrace.symbolic.canon import substitute
-from safetrace.symbolic.expr import Expr, dag_nodes, to_expr
+from safetrace.symbolic.expr import Expr, dag_nodes, from_terms, terms, to_expr
 from safetrace.symbolic.scope import scoped
 from safetrace.trace.proxy import Proxy
 
@@ -101,14 +106,24 @@ class Recorded:
         self.in_main = False  # (whether the node being compared is the main graph's)
         self.reading = False  # (whether its value is read from a constant's data)
         self._first: dict | None = None  # file symbol -> the main-graph node naming it first
+        self._node, self._values = None, None  # (the node ``check`` compares now)
+        self.extra: dict = {}  # (for one node: where in its value -> what is checked at call)
+        self.given: set | None = None  # (for one node: the sizes its operands hold)
+        # a subgraph's size read from data (a scratch symbol) that the file records as a
+        # size of the inputs' -> (that equality, node, where in its value, the record, the
+        # values of its graph): taken as a fact, checked at call, where a later node of
+        # its evaluation is otherwise refuted (``_rescue``)
+        self.pins: dict = {}
+        self.held: list = []  # (those equalities, once checked at call)
 
     def scope(self) -> tuple:
         """What matches are known now (a subgraph's are its own: ``restore``)."""
-        return dict(self.file_to_scratch), set(self.taken), set(self.as_input)
+        return dict(self.file_to_scratch), set(self.taken), set(self.as_input), \
+            dict(self.pins), list(self.held)
 
     def restore(self, kept: tuple) -> None:
         self.file_to_scratch, self.taken = dict(kept[0]), set(kept[1])
-        self.as_input = set(kept[2])
+        self.as_input, self.pins, self.held = set(kept[2]), dict(kept[3]), list(kept[4])
 
     def check(self, node: torch.fx.Node, derived: Any, facts: list,
               values: dict | None = None) -> None:
@@ -123,6 +138,11 @@ class Recorded:
         recorded = node.meta["val"]
         self.in_main = node.graph is self.main
         self.reading = node in self.read
+        self._node, self._values = node, values
+        self.extra = {}  # (of ``_solve``: kept across ``_under``)
+        self.given = set().union(*(_names(values.get(a)) for a in node.all_input_nodes)) \
+            if values is not None and node.op != "placeholder" else None  # (the sizes its
+        # operands hold, not read here; a placeholder's come from outside: a loop's carry)
         if self._new_read(node, recorded, derived):
             same, opened, unsure = False, [], []
         else:
@@ -130,6 +150,11 @@ class Recorded:
         if (same is False or unsure) and facts and self.wrong is None:
             same, opened, unsure = self._under(facts, recorded, derived) or \
                 (same, opened, unsure)
+        if same is False and (self.pins or self.held) and self.wrong is None:
+            rescued = self._rescue(recorded, derived)
+            if rescued is None:
+                return  # (it never runs where the pins hold: they are checked at call)
+            same, opened, unsure = rescued
         if same is False:
             if self.wrong is None:
                 self.wrong = (node.name, _show(recorded), _show(derived))
@@ -138,6 +163,8 @@ class Recorded:
         elif same is None and opened:
             self.later.append((node.graph, node.name, _show(recorded), _show(derived),
                                opened, node, values))
+        if same is not False and self.extra:
+            self.at_call.append((node, list(self.extra.items()), values))
 
     def _compare(self, recorded: Any, derived: Any) -> tuple:
         """(``_same``, the sizes it leaves open, those it cannot prove the record)."""
@@ -363,7 +390,7 @@ class Recorded:
             if d.op == "const" and r.op == "sym" and self.reading:  # (read from a constant
                 self.file_to_scratch[r.name] = d  # by the loader: the file's symbol is that
                 return True  # value, in what later nodes record of it)
-            return None
+            return self._solve(rec, r, d)
         if d is r_in:
             return True
         try:
@@ -375,6 +402,10 @@ class Recorded:
                 answer = steps(self.env, eq(d, r_in), self.steps)  # one value in every m)
         except Exception:  # noqa: BLE001 - a question the engine cannot take
             answer = None
+        if answer is None and self._reads(d) and r.free_symbols <= self.contract and \
+                self._node is not None:  # (a split side's count recorded [0]: ``_rescue``)
+            self.pins.setdefault(d.name, (eq(d, r_in), self._node, tuple(self._path), r_in,
+                                          self._values))
         if answer is None:
             free = {str(x) for x in d.free_symbols}
             if free & self.strict or free | ({str(x) for x in r.free_symbols} -
@@ -411,6 +442,80 @@ class Recorded:
         if b is None or not (rng.lo <= b.lo and b.hi <= rng.hi):
             self.unsure.append((tuple(self._path), ("in", rng.lo, rng.hi)))
             return None
+        return True
+
+    def _reads(self, d: Expr) -> bool:
+        """Whether ``d`` is a size a subgraph's node reads from data (none of its operands
+        holds it, no record names it yet)."""
+        return not self.in_main and d.op == "sym" and self.given is not None and \
+            d.name not in self.given and d.name not in self.contract and \
+            d.name not in self.taken and d.name not in self.opaque and d.name not in self.strict
+
+    def _rescue(self, recorded: Any, derived: Any) -> tuple | None:
+        """A subgraph's node refuted where the sizes it read from data (``pins``) may be
+        what the file records (a split side's count, read again in its branch, recorded
+        as 0 where the side's fact makes it so; the branch's inner cond on ``count == s0``
+        then never runs): compared again with those as facts, each then checked at call
+        before its node's first use.  None where it never runs so, else ``_compare``'s."""
+        with scoped(self.env):
+            try:
+                for fact in self.held + [x[0] for x in self.pins.values()]:
+                    self.env.add_fact(fact)
+            except ValueError:
+                out = None
+            else:
+                out = self._compare(recorded, derived)
+        if out is not None and out[0] is False:
+            return out
+        for name, (_, node, path, size, values) in list(self.pins.items()):
+            self.at_call.append((node, [(path, size)], values))
+            self.taken.add(name)
+            self.held.append(self.pins.pop(name)[0])
+            try:  # (a fact for the rest of this evaluation: its scope ends it)
+                self.env.add_fact(self.held[-1])
+            except ValueError:
+                pass  # (this graph never runs where it holds)
+        return out
+
+    def _solve(self, rec: Any, r: Expr, d: Expr) -> bool | None:
+        """A record naming a symbol of the file's own read from data that nothing matched
+        yet (``r``: its first record, ``[u0 + 1]`` where the evaluation has a count of its
+        own, ``d``): where it is ``k*u0 + rest``, ``rest`` known, ``u0`` is ``(d - rest)
+        // k`` in what later nodes record (checked against it), and at call the real size
+        less ``rest`` is checked a multiple of ``k`` whose quotient is in the range the file
+        declares for ``u0`` (unless the loader's bounds of ``d`` prove it, ``k`` being 1 or
+        -1; where they show it never is, the file lies); elsewhere (``u0*u0``, two new
+        symbols) the file is refused."""
+        new = [x for x in r.free_symbols if x not in self.contract and
+               x not in self.file_to_scratch]
+        env = getattr(rec, "env", None)
+        if len(new) != 1 or env is None:
+            return False
+        u = new[0]
+        k, rest = 0, {}
+        for mono, c in terms(r):
+            if len(mono) == 1 and mono[0].op == "sym" and mono[0].name == u:
+                k = c
+            elif any(u in f.free_symbols for f in mono):
+                return False  # (not linear in it)
+            else:
+                rest[mono] = c
+        rest_in = self._file(from_terms(rest))
+        rng = env.symbol_range(u)
+        if not k or rest_in is None or rng is None:
+            return False
+        self.file_to_scratch[u] = (d - rest_in) // k
+        if d.op == "sym" and d.name not in self.contract:
+            self.taken.add(d.name)
+        try:
+            b = self.env.bounds((d - rest_in) // k)
+        except Exception:  # noqa: BLE001 - a question the engine cannot take
+            b = None
+        if b is not None and (b.hi < rng.lo or b.lo > rng.hi):
+            return False
+        if abs(k) == 1 and b is not None and rng.lo <= b.lo and b.hi <= rng.hi:
+            return True
+        self.extra[tuple(self._path)] = ("in", rng.lo, rng.hi, rest_in, k)
         return True
 
     def _file(self, e: Expr) -> Expr | None:

@@ -215,12 +215,12 @@ class _CountSplitOnItself(torch.nn.Module):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=st.LoadError, reason="open (session 28): the split side on a count read "
-                   "from data records the count's own node as [0]; the loader reads it as a "
-                   "new size where the side's fact is on the file's first read, and refuses")
 def test_a_split_on_a_count_read_from_data_loads():
     """fuzz seed 28002 (a load-only search): ``new_ones`` recorded ``[0]`` in the side
-    where the count is 0."""
+    where the count is 0 (the branch reads the count from data again: the loader's own
+    new size there, which the file records as 0, was refused; now it is taken as 0,
+    checked at call, for the rest of the branch, whose inner cond on ``count == s0``
+    then never runs)."""
     m = _CountSplitOnItself()
     ep = st.export(m, (torch.randn(3, 3, 3, 5),), dynamic_shapes=(
         {0: Dim("d0", min=3, max=16), 1: Dim("d0", min=3, max=16),
@@ -228,3 +228,20 @@ def test_a_split_on_a_count_read_from_data_loads():
     loaded = st.load(_saved(ep)).module()
     for x in (torch.randn(3, 3, 3, 5), torch.ones(4, 4, 4, 2)):
         torch.testing.assert_close(loaded(x), m(x))
+
+
+@pytest.mark.slow
+def test_a_split_sides_count_recorded_as_another_number_is_refused_at_call():
+    """The same file with the side's count recorded as 1 (and the ones of that size):
+    refused at a call taking that side (the count is 0 there)."""
+    ep = st.export(_CountSplitOnItself(), (torch.randn(3, 3, 3, 5),), dynamic_shapes=(
+        {0: Dim("d0", min=3, max=16), 1: Dim("d0", min=3, max=16),
+         2: Dim("d0", min=3, max=16), 3: Dim("d1", min=1, max=5)},))
+    doc, tensors = hostile.parts(_saved(ep))
+    side = next(g for g in doc["subgraphs"] if g["path"] == "false_graph_0")
+    nodes = {n["name"]: n for n in side["nodes"]}
+    assert nodes["item"]["meta"]["val"] == {"symint": 0}
+    nodes["item"]["meta"]["val"] = {"symint": 1}
+    nodes["new_ones"]["meta"]["val"]["tensor"]["shape"] = [1]
+    hostile.refused_at_load_or_call(hostile.pack(doc, tensors), [(torch.ones(4, 4, 4, 2),)],
+                                    call="'item'")
