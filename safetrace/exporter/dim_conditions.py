@@ -95,30 +95,45 @@ def holds(cond: Expr, point: dict) -> bool:
 
 def residue_span(conds: list, first: Expr, root: str, hint: int, lo: int, hi: float,
                  fixed: dict, example: Callable[[Expr], Expr] = lambda e: e,
-                 ) -> tuple[int, int, int, float] | None:
-    """``(k, r, a, b)``: one condition (`first`, else one of `conds`) is ``root % k == r``
-    and every condition holds for the sizes ``k*q + r`` in [a, b], the interval around
-    `hint` where the others hold (``6 <= y <= 37 and y % 3 == 0``: the derived dim
-    ``y = 3*q`` with q in [2, 12]; the whole of [lo, hi] when there are no others).  An
+                 ) -> tuple[int, int, int, float, bool] | None:
+    """``(k, r, a, b, alone)``: one condition (`first`, else one of `conds`) is ``root %
+    k' == r'``, and every condition holds for the sizes ``k*q + r`` in [a, b] around `hint` (searched
+    up to a bound, sampled beyond it), k the combined modulus of all of them: ``s % 2 ==
+    0`` with ``(s//2) % 2 == 0`` is ``s % 4 == 0`` (TF 'same' padding at two strides);
+    ``6 <= y <= 37 and y % 3 == 0`` the derived dim ``y = 3*q`` with q in [2, 12].  None
+    when a single size of the class is left (the fix is then no derived dim).  An
     equality with other dims (a relation, reported on its own) is left out: at their
     example sizes it would pin `root` to one value.  `example`: a condition on the
     example's side of its clamps (``(y + min(y, 2)) % 2 == 0``: ``(y + 2) % 2 == 0``),
-    where the residue class is read; every size it suggests is checked on `conds`."""
+    where the residue class is read.  `alone`: `first` is that very class."""
     conds = [c for c in (first, *(c for c in conds if c is not first))
              if c.op != "eq" or c.free_symbols == {root}]
     steps = [residue_class(c, root) or residue_class(example(c), root) for c in conds]
-    step = next(filter(None, steps), None)
-    if step is None:
+    k, r = next(filter(None, steps), (0, 0))
+    top = int(min(hi, max(hint, lo) * 4 + 256))
+
+    def ok(v: int) -> bool:
+        try:
+            return all(holds(c, dict(fixed, **{root: v})) for c in conds)
+        except (ArithmeticError, KeyError, ValueError, TypeError):
+            return False
+
+    if k == 0 or hint % k != r or not ok(hint):
         return None
-    k, r = step
-    rest = [c for c, s in zip(conds, steps) if s is None]
-    span = holding_range(rest, root, hint, lo, hi, fixed) if rest else (lo, hi, False)
-    if span is None or span[0] == span[1]:
+    step, k = k, 0  # k: the gcd of the distances between the class's sizes where all hold
+    for v in range(max(lo, 0) + (r - max(lo, 0)) % step, top + 1, step):
+        k = math.gcd(k, v - hint) if v != hint and ok(v) else k
+    if k == 0:
         return None
-    a, b = span[0], span[1]
-    try:
-        ok = all(holds(c, dict(fixed, **{root: v})) for c in conds
-                 for v in range(a + (r - a) % k, int(min(b, a + 64 * k)) + 1, k))
-    except (ArithmeticError, ValueError, TypeError):
+    a, b = hint, hint
+    while a - k >= lo and ok(a - k):
+        a -= k
+    while b + k <= top and ok(b + k):
+        b += k
+    if a == b:
         return None
-    return (k, r, a, b) if ok else None
+    if b + k > top and top < hi:  # sampled beyond the bound, on the class
+        far = [v - (v - hint) % k for v in (top * 2, top * 3, top * 10, 1 << 20, 1 << 31)]
+        b = hi if all(ok(v) for v in far if b < v <= hi) else b
+    alone = (residue_class(first, root) or residue_class(example(first), root)) == (k, hint % k)
+    return k, hint % k, (lo if a - k < lo else a), (hi if b + k > hi else b), alone

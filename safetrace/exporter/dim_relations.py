@@ -245,13 +245,13 @@ class NamedRelations:
         found = residue_span(conds, c.cond, root, int(self.env.hints[root]), lo, hi, fixed,
                              lambda e: branch_at_example(self.env, e))
         if found is not None:  # `s % k == r` and the others hold around it: s = k*q + r
-            k, r, a, b = found
+            k, r, a, b, alone = found  # alone: `words` said the class already
             q = Dim(self._new_root_name(name), min=max(-(-(a - r) // k), 0),
                     max=None if b == math.inf else int(b - r) // k)
             self.dim_fixes[name] = DerivedDim(q, k, r)
-            holds = "." if said else (  # `words` said it already
-                f"; it holds for the sizes {k}*q + {r}" if r else
-                f"; it holds for the multiples of {k}") + (
+            holds = "." if said and alone else (
+                f"; {f'with the other conditions on {name}, ' if said else ''}it holds for the "
+                + (f"sizes {k}*q + {r}" if r else f"multiples of {k}")) + (
                 f" in [{a}, {b}]." if (a, b) != (lo, hi) else ".")
             return Violation(self._label(root), cause + holds,
                              f"derive the dim: {name} = {DerivedDim(q, k, r)!r} with "

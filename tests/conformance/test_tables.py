@@ -78,13 +78,14 @@ REFUSED = {
     "hf/swinv2": ("ConstraintViolationError", _NARROW + " (`if width % self.patch_size[1] != 0:`)"),
     "hf/mobilenet_v1": ("ConstraintViolationError",
                         _NARROW + " (TF padding: `if in_height % stride_height == 0:`)"),
+    "hf/mobilenet_v2": ("ConstraintViolationError", _NARROW + " (TF padding at 5 strides: `if "
+                        "in_height % stride_height == 0:` on h, h//2, ..., h//16; the fix is "
+                        "h = 32*_h with _h = Dim('_h', min=1, max=16))"),
     "arch/sam_window": ("ConstraintViolationError", _NARROW + " (`if pad_h > 0 or pad_w > 0`)"),
 }
 
 _CLAMP = "a slice/max of sizes is guarded instead of clamped (issue 14); owner: rules"
 KNOWN = {
-    "hf/mobilenet_v2": ("int(features.shape[-2]) specializes the size (torch.export keeps an "
-                        "int() of a size symbolic); owner: trace"),
     "hf/segformer": ("the tiny config fails in eager (mat1 and mat2 shapes cannot be "
                      "multiplied); owner: conformance (the case's config)"),
 }

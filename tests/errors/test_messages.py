@@ -13,6 +13,7 @@ import pickle
 import re
 
 import pytest
+import torch
 
 import safetrace as st
 from safetrace import errors as E
@@ -590,3 +591,37 @@ CASES['draft_result'] = lambda: E.draft_result(
 GOLDEN['draft_result'] = ('FakeKernelMismatch', "custom op lib::op has no fake kernel, and its output 0 is not dense in memory when its kernel runs on the example inputs (torch._functorch.config.fake_tensor_propagate_real_tensors is set), so no fake kernel can be inferred from it.\n  at m.py:3 `return op(x)`\nFix: register a fake kernel: @torch.library.register_fake('lib::op'), or return a new contiguous tensor from the kernel (.clone())")
 CASES['state_name_taken'] = lambda: E.state_name_taken("graph.weight", "graph", "parameter")
 GOLDEN['state_name_taken'] = ('UnsupportedInputError', "the model's parameter `graph.weight` is held under the name `graph`, an attribute of the GraphModule that ep.module() and ep.to_torch().module() build (torch.fx's `graph`): the program's state cannot be registered there (torch.export's module() fails on it too).\nFix: rename the attribute before exporting, e.g. self.graph_ = self.graph (and `del self.graph`) in __init__, reading self.graph_ in forward, and rename the matching keys of saved state dicts")
+
+
+def _tf_padding_refusal() -> st.ConstraintViolationError:
+    from tests.errors.tf_padding_model import TfSamePadding
+    spec = ({2: st.Dim("h", min=8, max=64)},)
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(TfSamePadding(), (torch.randn(1, 2, 16, 5),), dynamic_shapes=spec)
+    return info.value
+
+
+def test_residue_conditions_of_tf_same_padding_combine_into_one_derived_dim():
+    """Three stride-2 convs padding by their input's parity (transformers' MobileNetV2):
+    `h % 2 == 0`, `(h//2) % 2 == 0`, `(h//4) % 2 == 0` together are `h % 8 == 0`, so the fix
+    derives h = 8*_h over the declared range (it offered h = 2*_h with _h pinned to the
+    example, one size, before).  The fix pasted: tests/errors/test_papercuts.py."""
+    assert str(_tf_padding_refusal()) == (
+        "the traced program does not work for the whole declared input space (1 problem; in "
+        "torch.export's words: Constraints violated (h)!):\n"
+        "  - x.shape[2] (Dim('h', min=8, max=64)) must satisfy `x.shape[2] % 2 == 0` (from "
+        "`pad = 1 if height % 2 == 0 else 2` at tf_padding_model.py:22) (torch.export's "
+        "words: Not all values of h = x.shape[2] in the specified range satisfy the "
+        "generated guard x.shape[2] % 2 == 0), which fails for h = 9, inside Dim('h', min=8, "
+        "max=64)'s range [8, 64]; it holds when h is a multiple of 2; with the other "
+        "conditions on h, it holds for the multiples of 8.\n"
+        "    Fix: derive the dim: h = 8*_h with _h = Dim('_h', min=1, max=8); or declare h "
+        "as Dim.DYNAMIC(min=8, max=64) to accept it as a run-time check of the inputs\n"
+        "Suggested fix (all problems at once):\n"
+        "    from safetrace import Dim\n"
+        "    _h = Dim('_h', min=1, max=8)\n"
+        "    dynamic_shapes = {'x': (None, None, 8*_h, None)}\n"
+        "See docs/errors.md#declared-space\n\n"
+        "Suggested fixes:\n"
+        "  _h = Dim('_h', min=1, max=8)\n"
+        "  h = 8*_h")

@@ -164,3 +164,35 @@ def test_coprime_modulus_condition_gets_the_derived_dim_fix():
         torch.testing.assert_close(ep.module()(x), x.reshape(-1, 4))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(6, 3))
+
+
+def test_the_derived_dim_of_tf_same_padding_pasted_exports_and_matches_eager():
+    """The fix of the golden refusal in test_messages.py, pasted as printed: every height
+    it admits (multiples of 8 in [8, 64]) runs as eager does; the others are refused."""
+    from tests.errors.tf_padding_model import TfSamePadding
+    from safetrace import Dim
+    _h = Dim('_h', min=1, max=8)
+    dynamic_shapes = {'x': (None, None, 8*_h, None)}
+    model = TfSamePadding()
+    ep = st.export(model, (torch.randn(1, 2, 16, 5),), dynamic_shapes=dynamic_shapes)
+    for h in (8, 24, 64):
+        x = torch.randn(1, 2, h, 5)
+        torch.testing.assert_close(ep.module()(x), model(x))
+    for h in (0, 1, 12, 18, 72):  # not a multiple of 8, or outside [8, 64]
+        with pytest.raises(st.InputMismatchError):
+            ep.module()(torch.randn(1, 2, h, 5))
+
+
+def test_tf_same_padding_with_one_size_left_gets_the_static_fix_not_a_pinned_derived_dim():
+    """Two strides need h % 4 == 0; in [6, 11] only 8 is: the fix is the static size."""
+    from tests.errors.tf_padding_model import TfSamePadding
+    spec = {"x": {2: st.Dim("h", min=6, max=11)}}  # (keyed by name: a fix by input position
+    with pytest.raises(st.ConstraintViolationError) as info:  # misses a tuple spec's path)
+        st.export(TfSamePadding(2), (torch.randn(1, 2, 8, 5),), dynamic_shapes=spec)
+    assert "x.shape[2] -> 8" in str(info.value) and "_h" not in str(info.value)
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
+    ep = st.export(TfSamePadding(2), (torch.randn(1, 2, 8, 5),), dynamic_shapes=fixed)
+    x = torch.randn(1, 2, 8, 5)
+    torch.testing.assert_close(ep.module()(x), TfSamePadding(2)(x))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2, 10, 5))
