@@ -246,7 +246,7 @@ class Exporter:
             if report is not None:
                 report.violations(problems, suggestion)
                 return None
-            raise_violations(problems, suggestion, self.dyn)
+            raise_violations(problems, suggestion, self.dyn, names)
         out_leaves, out_spec = _flatten_outputs(out)
         outputs = self._outputs(tracer, guard, out_leaves)
         drop_unused(tracer)  # what tensor subclasses computed and nothing reads

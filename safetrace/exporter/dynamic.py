@@ -312,6 +312,9 @@ class DynamicDims(NamedRelations):
                 value, origin = pinned
                 value = int(decl.expr.evaluate({root: value}))  # a derived dim: 2*d -> 2*v
                 self.fixes[(decl.path, decl.dim)] = value
+                named = getattr(decl.spec, "root", decl.spec)  # (the Dim: every use of it,
+                if decl.kind in ("named", "derived"):  # other inputs' too, pinned at once)
+                    self.dim_fixes.setdefault(named.name, pinned[0])
                 problems.append(Violation(
                     label, f"can only be {value}{origin}: the program's run-time condition "
                            f"holds for no other value in {declared!r}'s range.",
@@ -361,13 +364,17 @@ def _top_key(path: str) -> str:
     return path.split("[", 1)[0].split(".", 1)[0]
 
 
-def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims) -> None:
+def raise_violations(problems: list[Violation], suggestion: str, dyn: DynamicDims,
+                     positional: list[str] | tuple = ()) -> None:
+    """``positional``: the names of the inputs passed by position (a tuple spec's fixes are
+    found by them in ``refine_dynamic_shapes_from_suggested_fixes``)."""
     if problems:
         places = {d.name: x.where for x in reversed(dyn.decls)  # each Dim's first input dim
                   for d in (x.spec, getattr(x.spec, "root", None))
                   if isinstance(getattr(d, "name", None), str)}
         exc = declared_space(problems, suggestion, dyn.fixes, dyn.dim_fixes,
                              {n: (d.min, d.max) for n, d in dyn.declared.items()}, places)
+        exc.details["positional"] = list(positional)
         # every problem narrows a named Dim around its hint: a size split can keep the
         # declared space (exporter/splits.py)
         exc.st_narrowed = list(dyn.narrowed) if len(dyn.narrowed) == len(problems) else []

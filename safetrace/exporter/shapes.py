@@ -220,10 +220,17 @@ def refine_dynamic_shapes_from_suggested_fixes(msg: Any, dynamic_shapes: Any) ->
     shows are parsed: ``name = Dim('name', min=2)``, ``name = 4``, ``name = 2*other + 1``,
     ``x.shape[0] -> 3``), as torch.export's function of the same name takes the text.
     """
+    positional: list = []
     if isinstance(msg, DeclaredSpaceViolation):
         by_name, by_place = msg.details.get("dim_fixes", {}), msg.details.get("fixes", {})
+        positional = msg.details.get("positional", [])
     else:
         by_name, by_place = _parse_fixes(str(msg))
+    if isinstance(dynamic_shapes, (list, tuple)) and not _is_tensor_spec(dynamic_shapes):
+        # (a tuple spec: one entry per positional input, whose fixes name it by its name)
+        return type(dynamic_shapes)(
+            _apply(v, by_name, by_place, positional[i] if i < len(positional) else f"[{i}]")
+            for i, v in enumerate(dynamic_shapes))
     return _apply(dynamic_shapes, by_name, by_place, "")
 
 

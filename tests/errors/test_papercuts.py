@@ -186,8 +186,8 @@ def test_the_derived_dim_of_tf_same_padding_pasted_exports_and_matches_eager():
 def test_tf_same_padding_with_one_size_left_gets_the_static_fix_not_a_pinned_derived_dim():
     """Two strides need h % 4 == 0; in [6, 11] only 8 is: the fix is the static size."""
     from tests.errors.tf_padding_model import TfSamePadding
-    spec = {"x": {2: st.Dim("h", min=6, max=11)}}  # (keyed by name: a fix by input position
-    with pytest.raises(st.ConstraintViolationError) as info:  # misses a tuple spec's path)
+    spec = {"x": {2: st.Dim("h", min=6, max=11)}}
+    with pytest.raises(st.ConstraintViolationError) as info:
         st.export(TfSamePadding(2), (torch.randn(1, 2, 8, 5),), dynamic_shapes=spec)
     assert "x.shape[2] -> 8" in str(info.value) and "_h" not in str(info.value)
     fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
@@ -196,3 +196,51 @@ def test_tf_same_padding_with_one_size_left_gets_the_static_fix_not_a_pinned_der
     torch.testing.assert_close(ep.module()(x), TfSamePadding(2)(x))
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(1, 2, 10, 5))
+
+
+def test_a_static_fix_reaches_a_tuple_spec_and_every_use_of_the_dim():
+    """refine_dynamic_shapes_from_suggested_fixes with the error and a positional tuple spec:
+    the fix `x.shape[2] -> 8` names the input by its name; the tuple's entry is found by
+    position, and the Dim's other use (y) is pinned with it."""
+    from tests.errors.tf_padding_model import TfSamePadding
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pad = TfSamePadding(2)
+
+        def forward(self, x, y):
+            return self.pad(x), y * 2
+
+    h = st.Dim("h", min=6, max=11)
+    spec = ({2: h}, {0: h})
+    args = (torch.randn(1, 2, 8, 5), torch.randn(8))
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(Two(), args, dynamic_shapes=spec)
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
+    assert fixed == ({2: 8}, {0: 8})
+    ep = st.export(Two(), args, dynamic_shapes=fixed)
+    torch.testing.assert_close(ep.module()(*args), Two()(*args))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(1, 2, 10, 5), torch.randn(10))
+
+
+def test_a_fix_by_input_position_reaches_a_tuple_spec():
+    """A Dim.DYNAMIC specialized by `view(2, 4)`: its fix names the input (`x.shape[0] ->
+    8`); given the error, the tuple spec's first entry is the one fixed."""
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            return x.view(2, 4), y + 1
+
+    spec = ({0: st.Dim.DYNAMIC}, {0: st.Dim.DYNAMIC})
+    args = (torch.randn(8), torch.randn(3))
+    with pytest.raises(st.ConstraintViolationError) as info:
+        st.export(M(), args, dynamic_shapes=spec)
+    fixed = st.refine_dynamic_shapes_from_suggested_fixes(info.value, spec)
+    assert fixed == ({0: 8}, {0: st.Dim.DYNAMIC})
+    ep = st.export(M(), args, dynamic_shapes=fixed)
+    for n in (0, 1, 5):
+        y = torch.randn(n)
+        torch.testing.assert_close(ep.module()(args[0], y), M()(args[0], y))
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(9), torch.randn(3))
