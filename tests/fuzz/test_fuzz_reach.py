@@ -9,18 +9,7 @@ import torch
 
 import safetrace as st
 from safetrace import Dim
-
-
-def _same_as_eager(fn, example, spec, inputs):
-    ep = st.export(fn, example, dynamic_shapes=spec)
-    for args in inputs:
-        want = fn(*[a.clone() for a in args])
-        got = ep.module()(*[a.clone() for a in args])
-        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
-        for w, g in zip(want, got):
-            assert w.shape == g.shape, (w.shape, g.shape)
-            torch.testing.assert_close(g, w, equal_nan=True)
-    return ep
+from tests.fuzz.test_fuzz_regressions import _same_as_eager
 
 
 def test_a_negative_slice_step_raises_valueerror_as_eager_does():

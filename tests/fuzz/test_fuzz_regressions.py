@@ -20,6 +20,7 @@ def _same_as_eager(fn, example, spec, inputs):
         for w, g in zip(want, got):
             assert w.shape == g.shape, (w.shape, g.shape)
             torch.testing.assert_close(g, w, equal_nan=True)
+    return ep
 
 
 def test_int_of_size_times_float_matches_python():
