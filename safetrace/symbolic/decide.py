@@ -17,7 +17,7 @@ from safetrace.symbolic.canon import compare, diff, not_, rebuild, substitute
 from safetrace.symbolic.expr import (
     ONE, ZERO, Expr, add, const, make_node, mod, mul, neg, scale, sub, sym, terms,
 )
-from safetrace.symbolic.floor_forms import (floors_as_remainders, poly_quotient,
+from safetrace.symbolic.floor_forms import (floors_as_remainders, mono_divide, poly_quotient,
                                             remainders_as_floors)
 from safetrace.symbolic.ranges import Range
 from safetrace.symbolic.records import Contradiction
@@ -257,13 +257,10 @@ def _cancel_monomial(env: Facts, r: Expr) -> Expr:
     dmono, dk = dterms[0]
     rest = ZERO
     for mono, k in terms(r.args[0]):
-        left = list(mono)
-        for f in dmono:
-            i = next((j for j, g in enumerate(left) if g is f), None)  # interned: identity
-            if i is None:
-                return r
-            del left[i]
-        rest = add(rest, scale(_product(tuple(left)), k))
+        left = mono_divide(mono, dmono)
+        if left is None:
+            return r
+        rest = add(rest, scale(_product(left), k))
     kd = const(dk)
     if r.op == "floordiv":
         return simplify(env, rebuild("floordiv", (rest, kd)))

@@ -68,18 +68,24 @@ def poly_quotient(a: Expr, d: Expr, steps: int = 32) -> Expr | None:
         if not rt or rest is ZERO:
             return q
         mono, k = max(rt, key=_order)
-        left = list(mono)
-        for f in lead:
-            i = next((j for j, g in enumerate(left) if g is f), None)  # interned: identity
-            if i is None:
-                return None
-            del left[i]
-        if k % lc:
+        left = mono_divide(mono, lead)
+        if left is None or k % lc:
             return None
-        t = from_terms({tuple(left): k // lc})
+        t = from_terms({left: k // lc})
         q, rest = add(q, t), sub(rest, mul(t, d))
     return None
 
 
 def _order(term: tuple[Mono, int]) -> tuple[int, tuple[object, ...]]:
     return len(term[0]), mono_key(term[0])  # (degree, then the sums' own monomial order)
+
+
+def mono_divide(mono: Mono, by: Mono) -> Mono | None:
+    """``mono`` with each factor of ``by`` taken out once (None where one is missing)."""
+    left = list(mono)
+    for f in by:
+        i = next((j for j, g in enumerate(left) if g is f), None)  # interned: identity
+        if i is None:
+            return None
+        del left[i]
+    return tuple(left)
