@@ -8,8 +8,20 @@ from typing import Any, Callable, Iterable
 
 import pytest
 import torch
+from torch import nn
 
 import safetrace as st
+
+
+class Fn(nn.Module):
+    """A two-input module around `fn` (inputs named x and y, for dynamic_shapes by name)."""
+
+    def __init__(self, fn: Callable) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x, y):
+        return self.fn(x, y)
 
 
 def same(got: Any, want: Any) -> None:

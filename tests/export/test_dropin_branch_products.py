@@ -7,25 +7,15 @@ relation an input check naming the branch's line, as torch's program."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch
-from torch import nn
 from torch.export import Dim
 
 import safetrace as st
 
-from tests.export.dropin_check import same
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x, y):
-        return self.fn(x, y)
+from tests.export.dropin_check import Fn, same
 
 
 def _pick(x, z):  # z's Dim c against the product a*b

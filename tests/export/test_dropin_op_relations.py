@@ -17,21 +17,11 @@ from typing import Callable
 
 import pytest
 import torch
-from torch import nn
 from torch.export import Dim
 
 import safetrace as st
 
-from tests.export.dropin_check import same
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x, y):
-        return self.fn(x, y)
+from tests.export.dropin_check import Fn, same
 
 
 def _fill_mask(causal_mask, fill_value):  # torch's test_issue_157289
