@@ -9,6 +9,9 @@ writes ``arange(seq) + cache_len`` into a cache of 64 slots, so OPT's program as
 length already written), or, lowered to a runtime that drops the assertion, fail inside
 the runtime.  This module derives those bounds and puts them in the contract, so the
 input check refuses the call before anything runs, naming the check that implies it.
+The same holds for an indexing op whose indices are distinct (``arange(seq) + offset``) and
+must lie in a dim of static size: ``seq <= 64`` however the offset is read (llama's
+StaticCache: exporter/index_bounds.py).
 
 Sound: an assertion of the main graph runs on every call that succeeds (the graph is
 straight-line; an assertion inside a ``torch.cond`` branch or a loop body is not used), so
@@ -29,6 +32,7 @@ from typing import Any
 import torch
 
 from safetrace.exporter.contract import Contract, SymbolRange
+from safetrace.exporter.index_bounds import index_relations
 from safetrace.exporter.program import ExportedProgram
 from safetrace.symbolic.canon import and_, eq, ge, gt, le, lt
 from safetrace.symbolic.expr import Expr, const, sub, terms
@@ -44,7 +48,7 @@ def bound_by_checks(ep: ExportedProgram) -> ExportedProgram:
     (the same program when they imply none tighter than it has)."""
     if ep.defers_checks:
         return ep
-    found = _assertions(ep.graph)
+    found = _assertions(ep.graph) + _index_limits(ep.graph)
     if not found:
         return ep
     contract = ep.contract
@@ -58,7 +62,7 @@ def bound_by_checks(ep: ExportedProgram) -> ExportedProgram:
     return ep
 
 
-def _assertions(graph: Any) -> list[tuple[Linear, Expr, str]]:
+def _assertions(graph: Any) -> list[tuple[Linear, Expr, str, str]]:
     """(inequality, condition, source) of each linear condition the main graph asserts,
     read from the nodes that compute it (a condition node's recorded value may be a
     simplification that holds only where the program needs it: a data split's check)."""
@@ -68,7 +72,18 @@ def _assertions(graph: Any) -> list[tuple[Linear, Expr, str]]:
         if cond is None:
             continue
         for lin in _linear(cond):
-            out.append((lin, cond, node.meta.get("stack_trace", "")))
+            out.append((lin, cond, node.meta.get("stack_trace", ""), ""))
+    return out
+
+
+def _index_limits(graph: Any) -> list[tuple[Linear, Expr, str, str]]:
+    """``n <= L`` for each indexing op whose `n` distinct indices must lie in a dim of `L`
+    (exporter/index_bounds.py): the op raises IndexError past it, in eager too."""
+    out = []
+    for n, most, node, what in index_relations(graph):
+        cond = le(n, most)
+        for lin in _linear(cond):
+            out.append((lin, cond, node.meta.get("stack_trace", ""), what))
     return out
 
 
@@ -148,10 +163,10 @@ def _narrowed(contract: Contract, found: list) -> dict[str, SymbolRange]:
         lo[s.name] = s.checked_lo if s.where is not None else (
             -math.inf if s.lo is None else s.lo)
         hi[s.name] = math.inf if s.hi is None else s.hi
-    why: dict[tuple[str, str], tuple[Expr, str, dict]] = {}
+    why: dict[tuple[str, str], tuple[Expr, str, dict, str]] = {}
     for _ in range(4):  # (a bound found may tighten another: a few rounds)
         changed = False
-        for (coefs, c), cond, stack in found:
+        for (coefs, c), cond, stack, what in found:
             for name, a in coefs.items():
                 rest, used = _least_rest(coefs, name, lo, hi)
                 if rest is None:
@@ -161,12 +176,12 @@ def _narrowed(contract: Contract, found: list) -> dict[str, SymbolRange]:
                     new = room // a
                     if new < hi.get(name, math.inf):
                         hi[name], changed = new, True
-                        why[name, "hi"] = (cond, stack, used)
+                        why[name, "hi"] = (cond, stack, used, what)
                 else:
                     new = -(room // -a)  # (ceil(room / a) for a < 0)
                     if new > lo.get(name, -math.inf):
                         lo[name], changed = new, True
-                        why[name, "lo"] = (cond, stack, used)
+                        why[name, "lo"] = (cond, stack, used, what)
         if not changed:
             break
     out = {}
@@ -202,13 +217,20 @@ def _least_rest(coefs: dict, name: str, lo: dict, hi: dict) -> tuple[Any, dict]:
     return total, used
 
 
-def _origin(contract: Contract, side: str, cond: Expr, stack: str, used: dict) -> str:
+def _origin(contract: Contract, side: str, cond: Expr, stack: str, used: dict,
+            what: str) -> str:
     """`` (every larger size fails the program's run-time check `x.shape[0] + u0 <= 8`
-    (from ...), with u0 >= 0)``."""
+    (from ...), with u0 >= 0)``; for an index relation (`what` says why it holds): `` (every
+    larger size indexes out of bounds: `x.shape[0] <= 64` (from ...): `index_copy_` takes
+    ...; eager raises IndexError)``."""
     given = ", ".join(f"{n} {op} {v}" for n, (op, v) in sorted(used.items()))
-    return (f" (every {'larger' if side == 'hi' else 'smaller'} size fails the program's "
-            f"run-time check `{contract.where_text(cond)}`{from_text(stack)}"
-            f"{f', with {given}' if given else ''})")
+    given = f", with {given}" if given else ""
+    side = "larger" if side == "hi" else "smaller"
+    if what:
+        return (f" (every {side} size indexes out of bounds: `{contract.where_text(cond)}`"
+                f"{from_text(stack)}{given}: {what}; eager raises IndexError)")
+    return (f" (every {side} size fails the program's run-time check "
+            f"`{contract.where_text(cond)}`{from_text(stack)}{given})")
 
 
 __all__ = ["bound_by_checks"]

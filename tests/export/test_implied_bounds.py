@@ -115,3 +115,88 @@ def test_deferred_program_keeps_its_checks_at_run_time():
     assert _range(ep) == (1, math.inf)
     with pytest.raises(st.RuntimeAssertionError):
         ep.module()(torch.ones(9, 4))
+
+
+class IndexedCache(torch.nn.Module):
+    """transformers' StaticLayer.update as llama runs it (no size read from data): the length
+    is set from the positions given, then ``arange(n) + length`` indexes the cache's slots.
+    `index`: how the write indexes ("arange": distinct; "halved": ``arange(n) // 2``, which
+    repeats values; "given": the positions themselves, data; "put": ``cache[idx] = x``,
+    whose indices may be negative)."""
+
+    def __init__(self, index="arange", slots=8):
+        super().__init__()
+        self.index = index
+        self.register_buffer("cache", torch.zeros(slots, 4))
+        self.register_buffer("length", torch.tensor(0))
+
+    def forward(self, x, pos):
+        self.length.copy_(pos[0])
+        idx = {"arange": lambda: torch.arange(x.shape[0]) + self.length,
+               "put": lambda: torch.arange(x.shape[0]) + self.length,
+               "halved": lambda: torch.arange(x.shape[0]) // 2 + self.length,
+               "given": lambda: pos}[self.index]()
+        self.length.add_(x.shape[0])
+        if self.index == "put":
+            self.cache[idx] = x
+        else:
+            self.cache.index_copy_(0, idx, x)
+        return self.cache.sum(0) * 2
+
+
+def _export_indexed(index):
+    n = st.Dim("n", min=1)
+    return st.export(IndexedCache(index), (torch.ones(3, 4), torch.arange(3)),
+                     dynamic_shapes={"x": {0: n}, "pos": {0: n}})
+
+
+def test_distinct_indices_into_a_static_dim_bound_the_size_before_running():
+    """``index_copy_`` of ``arange(n) + length`` into 8 slots raises for every n > 8 (n
+    distinct values cannot all lie in [0, 8)), whatever the length: the contract says
+    n <= 8 and refuses a larger call before the length is written (eager writes it, then
+    raises)."""
+    ep = _export_indexed("arange")
+    assert _range(ep) == (1, 8)
+    assert "every larger size indexes out of bounds" in ep.describe_contract()
+    mod, eager = ep.module(), IndexedCache()
+    for n, start in ((3, 0), (1, 3), (5, 3), (8, 0), (1, 7)):  # the same calls, same state
+        x = torch.randn(n, 4)
+        assert_close(mod(x, torch.arange(n) + start), eager(x.clone(), torch.arange(n) + start))
+    with pytest.raises(IndexError):  # eager: 9 rows fail whatever the positions say
+        IndexedCache()(torch.ones(9, 4), torch.arange(9) - 4)
+    before = {k: v.clone() for k, v in mod.state_dict().items()}
+    with pytest.raises(st.InputMismatchError, match=r"x.shape\[0\] = 9, but it must be <= 8 "
+                       r"\(every larger size indexes out of bounds: `x.shape\[0\] <= 8` "
+                       r"\(from `self.cache.index_copy_\(0, idx, x\)`.*`index_copy_` takes "
+                       r"indices in \[0, 8\) of dim 0"):
+        mod(torch.ones(9, 4), torch.arange(9))
+    for k, v in mod.state_dict().items():  # refused before the length was written
+        assert torch.equal(v, before[k]), k
+    with pytest.raises(st.InputMismatchError):  # (the declared min stays)
+        mod(torch.ones(0, 4), torch.arange(0))
+    with pytest.raises(IndexError):  # in the bound, out of the slots: the op raises, as eager
+        mod(torch.ones(2, 4), torch.tensor([7, 8]))
+
+
+def test_index_put_takes_negative_indices_so_the_bound_is_twice_the_dim():
+    """``cache[idx] = x`` accepts indices in [-8, 8): 16 distinct ones fit, 17 do not."""
+    ep = _export_indexed("put")
+    assert _range(ep) == (1, 16)
+    mod, eager = ep.module(), IndexedCache("put")
+    x = torch.randn(16, 4)  # at -8 .. 7: every slot once
+    assert_close(mod(x, torch.arange(16) - 8), eager(x.clone(), torch.arange(16) - 8))
+    with pytest.raises(IndexError):
+        IndexedCache("put")(torch.ones(17, 4), torch.arange(17) - 8)
+    with pytest.raises(st.InputMismatchError, match="must be <= 16"):
+        mod(torch.ones(17, 4), torch.arange(17) - 8)
+
+
+@pytest.mark.parametrize("index", ["halved", "given"])
+def test_indices_that_may_repeat_bound_nothing(index):
+    """``arange(n) // 2`` repeats values and the positions given are data: more rows than
+    slots can run (eager writes a slot twice), so n keeps its declared range."""
+    ep = _export_indexed(index)
+    assert _range(ep) == (1, math.inf)
+    x = torch.randn(12, 4)
+    pos = torch.arange(12) % 4 if index == "given" else torch.zeros(12, dtype=torch.long)
+    assert_close(ep.module()(x, pos), IndexedCache(index)(x.clone(), pos))

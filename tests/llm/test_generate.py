@@ -121,9 +121,11 @@ def check_static(kind):
     ep = export_static(model)
     ranges = {ep.dim_names[str(k)]: (v.lower, v.upper) for k, v in ep.range_constraints.items()
               if str(k) in ep.dim_names}  # (OPT's 0-d position tensor: an unbacked size)
-    # nothing narrowed (OPT's checks on its cache length, read from data, refuse every
-    # prompt longer than the cache: that bound is in its contract, exporter/implied_bounds.py)
-    assert ranges == {"seq": (1, CACHE if kind == "opt" else math.inf)}
+    # nothing narrowed; the cache's size bounds seq: its write (``index_copy_`` at
+    # ``arange(seq) + length``, distinct indices into 64 slots) raises for every longer
+    # prompt, in eager too (exporter/index_bounds.py; OPT's checks on the length it reads
+    # say the same)
+    assert ranges == {"seq": (1, CACHE)}
     if kind in ("llama", "gemma2", "gpt2"):
         assert "#   seq == 1" in str(ep)  # the q_length == 1 decision was split
     mod = ep.module()  # one module: its cache is reused by every call
@@ -143,6 +145,25 @@ def check_static(kind):
         mod(input_ids=torch.zeros(1, 3, dtype=torch.long), cache_position=torch.arange(4))
     with pytest.raises(st.InputMismatchError):
         mod(input_ids=torch.zeros(1, 3), cache_position=torch.arange(3))
+    _refuses_a_prompt_longer_than_the_cache(model, mod)
+
+
+def _refuses_a_prompt_longer_than_the_cache(model, mod):
+    """Eager writes the cache length, then raises IndexError at the cache write; the
+    program refuses the prompt at its input check, its state untouched."""
+    long = torch.zeros(1, CACHE + 1, dtype=torch.long)
+    model.generation_config.cache_implementation = "static"
+    wrapper = __getattr__("TorchExportableModuleWithStaticCache")(model, batch_size=1,
+                                                                  max_cache_len=CACHE)
+    model.generation_config.cache_implementation = None
+    with pytest.raises(IndexError):
+        wrapper(input_ids=long, cache_position=torch.arange(CACHE + 1))
+    before = {k: v.clone() for k, v in mod.named_buffers()}  # (the cache and its length)
+    assert any("cumulative_length" in k for k in before)
+    with pytest.raises(st.InputMismatchError, match=rf"input_ids.shape\[1\] = {CACHE + 1}, "
+                       rf"but it must be <= {CACHE} \(every larger size "):
+        mod(input_ids=long, cache_position=torch.arange(CACHE + 1))
+    assert all(torch.equal(v, before[k]) for k, v in mod.named_buffers())
 
 
 # OPT with a StaticCache: its positions come from a 0-d tensor (an unbacked size), and sdpa's
