@@ -25,6 +25,7 @@ from safetrace.errors import UnsupportedOpError
 from safetrace.errors import interop as EI
 from safetrace.exporter.contract import ConstInput, TensorInput, linear_in
 from safetrace.interop.composites import TABLE as COMPOSITES
+from safetrace.interop.composites_vision import TABLE as VISION_COMPOSITES
 from safetrace.interop.contract import evaluate
 from safetrace.interop.hops import functional_of
 from safetrace.trace.asserts import assert_sym
@@ -43,6 +44,7 @@ def default_table() -> dict:
 
     table = dict(core_aten_decompositions().items())
     table.update(COMPOSITES)
+    table.update(VISION_COMPOSITES)
     return table
 
 

@@ -446,3 +446,59 @@ def test_histc_decomposes_to_core_aten_with_eagers_bins():
             assert torch.equal(g, w), (ids, x, g, w)
     with pytest.raises(st.InputMismatchError):  # the contract is kept
         dep.module()(torch.zeros(65), torch.zeros(2))
+
+
+class _VitLike(torch.nn.Module):
+    """timm's ViTs with a dynamic image size: the position embedding (a 14 x 14 grid)
+    resampled to the input's grid with antialiased bicubic; EVA's rotary embedding
+    (``repeat_interleave`` by an int, ``type_as``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(1, 8, 14, 14))
+
+    def forward(self, x):
+        grid = torch.nn.functional.interpolate(
+            self.pos, size=(x.shape[2] // 16, x.shape[3] // 16), mode="bicubic",
+            antialias=True, align_corners=False)
+        rope = x[:, :2, :3, :4].repeat_interleave(2, -1).type_as(grid) + \
+            x[0, 0, 0].to(torch.float64).repeat_interleave(3).type_as(x).sum()
+        return grid.flatten(2).mean(2) + x.mean(), rope
+
+
+@pytest.mark.slow  # (~3-6 s on two loaded cores; the forms' numerics are checked by default below)
+def test_vit_position_resampling_and_rotary_repeats_decompose_to_core_aten():
+    model = _VitLike()
+    spec = ({0: st.Dim("batch", min=1, max=8), 2: st.Dim.AUTO, 3: st.Dim.AUTO},)
+    ep = st.export(model, (torch.randn(2, 3, 64, 96),), dynamic_shapes=spec)
+    before = {str(t) for t in _ops(ep)}
+    assert {"aten._upsample_bicubic2d_aa.default", "aten.repeat_interleave.self_int",
+            "aten.type_as.default"} <= before
+    dep = ep.run_decompositions()
+    assert not _non_core(dep), _non_core(dep)
+    assert str(dep.range_constraints) == str(ep.range_constraints)
+    # other grids: smaller, larger than 14 (downsampling and upsampling), non-square, 1
+    # (96 x 24: a grid one column wide, where torch's kernel repeats the first row)
+    for hw in [(64, 96), (224, 224), (160, 480), (400, 48), (16, 16), (96, 24)]:
+        x = torch.randn(1, 3, *hw)
+        same_behaviour(model, dep.module(), (x,), {})
+    same_behaviour(ep, dep.module(), (torch.randn(1, 3, 15, 64),), {})  # (refused: 15 < 16)
+
+
+@pytest.mark.parametrize("size,out", [(14, (4, 5)), (14, (14, 14)), (14, (30, 9)), (7, (50, 1)),
+                                      (20, (1, 20))])
+def test_antialiased_bicubic_form_matches_torchs_kernel(size, out):
+    """The core ATen form (interop/composites_vision.py) against torch's kernel, down- and
+    upsampling, on eager tensors; repeat_interleave and type_as too."""
+    from safetrace.interop.composites_vision import TABLE
+
+    aten = torch.ops.aten
+    x = torch.randn(2, 3, size, size + 3)
+    want = aten._upsample_bicubic2d_aa.default(x, list(out), False, None, None)
+    got = TABLE[aten._upsample_bicubic2d_aa.default](x, list(out), False)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    for dim in (None, 0, -1, 2):
+        assert torch.equal(TABLE[aten.repeat_interleave.self_int](x, 3, dim),
+                           x.repeat_interleave(3, dim))
+    assert TABLE[aten.type_as.default](x, want) is x
+    assert torch.equal(TABLE[aten.type_as.default](x, want.double()), x.double())

@@ -1,0 +1,115 @@
+"""Core ATen forms of operators vision models leave after torch's core table (timm: EVA's
+rotary embedding, ViTs resampling their position embedding to the input's grid).
+
+Like interop/composites.py: each is the operator's documented meaning written with core
+ATen calls, checked against eager in the tests.  ``run_decompositions`` uses them with
+composites.TABLE.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+TABLE: dict[Any, Callable] = {}
+
+
+def _register(*ops: Any) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        for op in ops:
+            TABLE[op] = fn
+        return fn
+    return deco
+
+
+@_register(aten.type_as.default)
+def type_as(x: Any, other: Any) -> Any:
+    """``x.to(other.dtype)``: x itself when the dtype is already other's."""
+    return x if x.dtype == other.dtype else aten._to_copy.default(x, dtype=other.dtype)
+
+
+@_register(aten.repeat_interleave.self_int)
+def repeat_interleave(x: Any, repeats: Any, dim: Any = None, output_size: Any = None) -> Any:
+    """Each element `repeats` times in a row along `dim` (of the flattened x without one):
+    a new axis after `dim` expanded to `repeats`, then merged into `dim`."""
+    if dim is None:
+        x, dim = aten.view.default(_contiguous(x), [-1]), 0
+    dim = dim % x.dim()
+    shape = list(x.shape)
+    wide = aten.expand.default(aten.unsqueeze.default(x, dim + 1),
+                               shape[:dim + 1] + [repeats] + shape[dim + 1:])
+    return aten.view.default(_contiguous(wide),
+                             shape[:dim] + [shape[dim] * repeats] + shape[dim + 1:])
+
+
+def _contiguous(x: Any) -> Any:
+    return aten.clone.default(x, memory_format=torch.contiguous_format)
+
+
+@_register(aten._upsample_bicubic2d_aa.default)
+def upsample_bicubic2d_aa(x: Any, output_size: Any, align_corners: bool,
+                          scales_h: Any = None, scales_w: Any = None) -> Any:
+    """Antialiased bicubic resampling (PIL's, as torch's kernel): per axis, output i is a
+    normalized sum of the inputs j within ``support = 2 * max(scale, 1)`` of its center
+    ``scale * (i + 0.5)``, weighted by the cubic filter (a = -0.5) at ``(j - center + 0.5)
+    / max(scale, 1)``. Both axes are a matrix of weights: ``Wh @ x @ Ww.T`` (bmm). Other
+    calls (corners aligned, scales given) are kept as they are."""
+    if align_corners or scales_h is not None or scales_w is not None or x.dim() != 4:
+        return aten._upsample_bicubic2d_aa.default(x, output_size, align_corners, scales_h,
+                                                   scales_w)
+    n, c, h, w = x.shape
+    out_h, out_w = output_size
+    wh = _aa_weights(h, out_h, x.dtype)  # [out_h, h]
+    ww = _aa_weights(w, out_w, x.dtype)  # [out_w, w]
+    # torch's CPU kernel (2.13) gives every output row the first row's values when the
+    # output is one column wide and the height changes (bilinear too): eager's result,
+    # so the form's (a tensor condition: no decision on the sizes)
+    first = aten.expand.default(aten.slice.Tensor(wh, 0, 0, 1), [out_h, h])
+    f64 = torch.float64
+    repeats = aten.logical_and.default(
+        aten.eq.Scalar(aten.full.default([], out_w, dtype=f64), 1),
+        aten.ne.Scalar(aten.full.default([], out_h, dtype=f64), h))
+    wh = aten.where.self(repeats, first, wh)
+    flat = aten.view.default(_contiguous(x), [n * c, h, w])
+    rows = aten.bmm.default(aten.expand.default(wh, [n * c, out_h, h]), flat)
+    both = aten.bmm.default(rows, aten.expand.default(aten.permute.default(ww, [1, 0]),
+                                                      [n * c, w, out_w]))
+    return aten.view.default(both, [n, c, out_h, out_w])
+
+
+def _aa_weights(size: Any, out: Any, dtype: Any) -> Any:
+    """[out, size] weights of one axis, computed in float64 (without a decision on the
+    sizes: the scale's comparisons with 1 are tensor ops)."""
+    f64 = torch.float64
+    i = aten.arange.start_step(0, out, 1, dtype=f64)
+    j = aten.unsqueeze.default(aten.arange.start_step(0, size, 1, dtype=f64), 0)
+    scale = aten.div.Scalar(aten.full.default([], size, dtype=f64), out)
+    center = aten.unsqueeze.default(aten.mul.Tensor(aten.add.Scalar(i, 0.5), scale), 1)
+    wide = aten.clamp.default(scale, 1.0, None)  # max(scale, 1)
+    support = aten.mul.Scalar(wide, 2.0)
+    lo = aten.clamp.default(aten.trunc.default(
+        aten.add.Scalar(aten.sub.Tensor(center, support), 0.5)), 0.0, None)
+    hi = aten.minimum.default(aten.trunc.default(
+        aten.add.Scalar(aten.add.Tensor(center, support), 0.5)),
+        aten.full.default([], size, dtype=f64))
+    t = aten.abs.default(aten.div.Tensor(aten.add.Scalar(aten.sub.Tensor(j, center), 0.5),
+                                         wide))
+    a = -0.5
+    near = aten.add.Scalar(aten.mul.Tensor(aten.mul.Tensor(
+        aten.sub.Scalar(aten.mul.Scalar(t, a + 2), a + 3), t), t), 1.0)
+    far = aten.mul.Scalar(aten.sub.Scalar(aten.mul.Tensor(aten.add.Scalar(
+        aten.mul.Tensor(aten.sub.Scalar(t, 5.0), t), 8.0), t), 4.0), a)
+    zero = aten.full.default([], 0.0, dtype=f64)
+    weight = aten.where.self(aten.lt.Scalar(t, 1.0), near,
+                             aten.where.self(aten.lt.Scalar(t, 2.0), far, zero))
+    inside = aten.logical_and.default(aten.ge.Tensor(j, lo), aten.lt.Tensor(j, hi))
+    weight = aten.where.self(inside, weight, zero)
+    total = aten.sum.dim_IntList(weight, [1], True)
+    normed = aten.div.Tensor(weight, aten.where.self(aten.ne.Scalar(total, 0.0), total,
+                                                     aten.full.default([], 1.0, dtype=f64)))
+    return aten._to_copy.default(normed, dtype=dtype)
+
+
+__all__ = ["TABLE"]
