@@ -1,5 +1,6 @@
 """Core ATen forms of operators vision models leave after torch's core table (timm: EVA's
-rotary embedding, ViTs resampling their position embedding to the input's grid).
+rotary embedding, ViTs resampling their position embedding to the input's grid, EdgeNeXt's
+``expand_as`` and vector norm).
 
 Like interop/composites.py: each is the operator's documented meaning written with core
 ATen calls, checked against eager in the tests.  ``run_decompositions`` uses them with
@@ -8,6 +9,7 @@ composites.TABLE.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
@@ -42,6 +44,37 @@ def repeat_interleave(x: Any, repeats: Any, dim: Any = None, output_size: Any = 
                                shape[:dim + 1] + [repeats] + shape[dim + 1:])
     return aten.view.default(_contiguous(wide),
                              shape[:dim] + [shape[dim] * repeats] + shape[dim + 1:])
+
+
+@_register(aten.expand_as.default)
+def expand_as(x: Any, other: Any) -> Any:
+    return aten.expand.default(x, list(other.shape))
+
+
+@_register(aten.linalg_vector_norm.default)
+def linalg_vector_norm(x: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                       dtype: Any = None) -> Any:
+    """The vector norm of real x over `dim` (every dim for None): max/min of |x| for +-inf,
+    the count of non-zeros for 0, ``sum(|x|**p) ** (1/p)`` otherwise (2: a square root)."""
+    if x.is_complex():
+        return aten.linalg_vector_norm.default(x, ord, dim, keepdim, dtype=dtype)
+    if dtype is not None:
+        x = aten._to_copy.default(x, dtype=dtype)
+    dims = list(range(x.dim())) if dim is None else [dim] if type(dim) is int else list(dim)
+    mag = aten.abs.default(x)
+    if ord == math.inf:
+        return aten.amax.default(mag, dims, keepdim)
+    if ord == -math.inf:
+        return aten.amin.default(mag, dims, keepdim)
+    if ord == 0:
+        return aten.sum.dim_IntList(aten._to_copy.default(aten.ne.Scalar(x, 0), dtype=x.dtype),
+                                    dims, keepdim)
+    if ord == 1:
+        return aten.sum.dim_IntList(mag, dims, keepdim)
+    if ord == 2:
+        return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(x, x), dims, keepdim))
+    return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(mag, ord), dims,
+                                                       keepdim), 1.0 / ord)
 
 
 def _contiguous(x: Any) -> Any:

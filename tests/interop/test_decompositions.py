@@ -502,3 +502,21 @@ def test_antialiased_bicubic_form_matches_torchs_kernel(size, out):
                            x.repeat_interleave(3, dim))
     assert TABLE[aten.type_as.default](x, want) is x
     assert torch.equal(TABLE[aten.type_as.default](x, want.double()), x.double())
+
+
+@pytest.mark.parametrize("ord", [2, 1, 0, 3.5, float("inf"), -float("inf")])
+def test_vector_norm_and_expand_as_forms_match_eager(ord):
+    """EdgeNeXt's ``x.norm(p=2, dim=1, keepdim=True)`` and ``expand_as`` (not core ATen, not
+    in torch's table): the forms against eager, over one dim, several and all."""
+    from safetrace.interop.composites_vision import TABLE
+
+    aten = torch.ops.aten
+    x = torch.randn(2, 3, 4)
+    x[0, 0, 0] = 0.0
+    for dim, keep in ((1, True), ([0, 2], False), (None, False)):
+        want = torch.linalg.vector_norm(x, ord, dim, keep)
+        got = TABLE[aten.linalg_vector_norm.default](x, ord, dim, keep)
+        torch.testing.assert_close(got, want)
+    got = TABLE[aten.linalg_vector_norm.default](x, ord, -1, dtype=torch.float64)
+    torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, -1, dtype=torch.float64))
+    assert torch.equal(TABLE[aten.expand_as.default](x[:, :1], x), x[:, :1].expand_as(x))
