@@ -66,13 +66,17 @@ def _required(cond: Any, words: str) -> bool:
 
 
 def _always_raises(cond: Any, words: str) -> bool:
-    """A requirement false whatever the input (static sizes) while exporting: torch's
-    program raises the kernel's error at every call, so ours does (a run-time check that
-    never holds, assuming nothing)."""
+    """A requirement false whatever the input (static sizes) while exporting, on the
+    program's every path: torch's program raises the kernel's error at every call, so ours
+    does (a run-time check that never holds, assuming nothing)."""
     if cond is not False:
         return False
     env = ACTIVE.env
     if env is None or env.origin_provider is None:  # (not an export: the rule raises)
+        return False
+    # (inside a cond branch or a loop body, or a `try` of the program's code, eager may
+    # compute elsewhere: refused while exporting, as before)
+    if env.precondition_probe is None or not env.precondition_probe(True, True, FALSE):
         return False
     where = env.origin_provider()
     env.require(FALSE, f"{where if isinstance(where, str) else ''}{_MARK}{words}",

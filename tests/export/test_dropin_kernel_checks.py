@@ -174,3 +174,28 @@ def test_static_sizes_the_kernel_rejects_export_a_program_that_always_raises(
     # the same model at a count the kernel takes: no check in the program
     fine = st.export(SampleSix(), (torch.ones(7),))
     assert fine.module()(_probs(7, 6)).sort().values.tolist() == [0, 2, 4, 6, 8, 10]
+
+
+class SamplesInABranch(nn.Module):
+    def forward(self, p, x):
+        return torch.cond(p.sum() > 0, lambda x: torch.multinomial(x, 6).float().sum(),
+                          lambda x: x.sum(), (x,))
+
+
+class CatchesTheKernel(nn.Module):
+    def forward(self, x):
+        try:
+            return torch.multinomial(x, 6).float().sum()
+        except RuntimeError:
+            return x.sum()
+
+
+def test_a_rejected_example_where_eager_may_compute_elsewhere_stays_refused() -> None:
+    """Inside a cond branch, or a ``try`` of the program's code, eager computes where the
+    other branch runs or the except catches: no program that always raises (it would
+    refuse those calls); the export is refused, as before."""
+    with pytest.raises(st.OpShapeError, match="cannot sample n_sample > prob"):
+        st.export(SamplesInABranch(), (torch.ones(1), torch.ones(4)))
+    assert CatchesTheKernel()(torch.ones(4)) == 4.0  # (eager's except side)
+    with pytest.raises(st.ExportError, match="cannot sample n_sample > prob"):
+        st.export(CatchesTheKernel(), (torch.ones(4),))
