@@ -12,6 +12,7 @@ __all__ = [
     "SubclassValue", "subclass_value", "subclass_dynamic", "subclass_write",
     "subclass_constant", "subclass_torch_function", "subclass_dispatch_failed",
     "subclass_save", "subclass_input_mixed", "subclass_output_conversion",
+    "subclass_call_decomposed",
 ]
 
 
@@ -129,3 +130,29 @@ def subclass_output_conversion(cls: str) -> ConversionError:
         f"__tensor_unflatten__.",
         fix=f"export the model again in this process (the module defining {cls} imported), "
             f"or run the program with ep.module(), which returns the {cls}")
+
+
+def subclass_call_decomposed(call: str, name: str, side: str) -> ConversionError:
+    """``run_decompositions`` of a converted program whose preserved module call `call`
+    takes (`side` "input") or returns a tensor subclass value `name`: torch's
+    decomposition replaces the subclass by its inner tensors, so the call's boundary would
+    name a value the new graph no longer has.  torch refuses a subclass parameter crossing
+    a preserved call with a ValueError in these first words; a subclass it returns, torch
+    lets through naming one inner tensor, which is not the call's interface."""
+    desugared = ("run_decompositions replaces a subclass by its inner tensors, so the "
+                 "call's signature would no longer name one value")
+    if side == "input":
+        cause = (f"It looks like {name} is a tensor subclass. Preserving submodule that takes "
+                 f"subclass parameter is not supported in inference IR because we desugar "
+                 f"them, resulting in more tensors: the preserved call {call!r} takes it, "
+                 f"and {desugared}.")
+    else:
+        cause = (f"The preserved call {call!r} returns a tensor subclass ({name}): "
+                 f"{desugared} (torch.export's run_decompositions lets it through, the "
+                 f"call's output then naming one inner tensor, which is not the call's "
+                 f"interface).")
+    return ConversionError(
+        cause,
+        fix=f"leave {call!r} out of preserve_module_call_signature, or use the program "
+            f"undecomposed (ep.to_torch() as it is, or ep.module())",
+        where=Where(), torch_classes=("ValueError",))

@@ -34,6 +34,8 @@ class Violation:
         return f"{self.dim} {self.cause}\n    Fix: {self.fix}"
 
 
+_HINT = re.compile(r"\(Dim\.(DYNAMIC|AUTO)\b")
+
 _COUNTS = {"unbind": "makes one Python value per index of this dim (`unbind`, `list(x)` or "
                       "`for t in x`)",
            "index": "turns the size into a Python int (`range(n)`, a list index, `int(n)`)"}
@@ -162,6 +164,12 @@ def declared_space(problems: list[Violation], suggestion: str, fixes: dict | Non
     ``places``: Dim name -> its first input dim (``x.shape[0]``), torch's order of fixes."""
     n = len(problems)
     names = ", ".join(dict.fromkeys(_violated(p.dim) for p in problems))
+    # torch.export raises a ValueError where only dim hints (Dim.DYNAMIC / Dim.AUTO with a
+    # range) are specialized ("Received user-specified dim hint Dim.DYNAMIC ..."), its
+    # UserError where a named Dim is: ours is an instance of both there
+    hints = bool(problems) and all(_HINT.search(p.dim) for p in problems)
+    extra = {"torch_classes": ("ValueError",) + DeclaredSpaceViolation.torch_classes} \
+        if hints else {}
     return DeclaredSpaceViolation(
         f"the traced program does not work for the whole declared input space "
         f"({n} problem{'s' if n > 1 else ''}; in torch.export's words: Constraints violated "
@@ -169,4 +177,4 @@ def declared_space(problems: list[Violation], suggestion: str, fixes: dict | Non
         + "\n".join(f"  - {p.text()}" for p in problems),
         fix=suggestion, problems=list(problems), fixes=dict(fixes or {}),
         dim_fixes=dict(dim_fixes or {}), declared=dict(declared or {}),
-        places=dict(places or {}))
+        places=dict(places or {}), **extra)

@@ -244,6 +244,13 @@ class Contract:
         for s in self.symbols:
             out[sym(s.name)] = ValueRange(-math.inf if s.lo is None else s.lo,
                                           math.inf if s.hi is None else s.hi)
+        for inp in self.inputs:  # and a derived dim's expression (3*s0 + 1), as torch's
+            for dim in inp.dims if isinstance(inp, TensorInput) else ():
+                if isinstance(dim.size, Expr) and dim.size.op != "sym" and \
+                        dim.size not in out:
+                    vr = _linear_range(dim.size, out)
+                    if vr is not None:
+                        out[dim.size] = vr
         return out
 
     def dims_report(self) -> dict[str, str]:
@@ -345,6 +352,18 @@ class RangeConstraints(dict):
         return "{" + ", ".join(
             f"{k}{f' ({names[str(k)]})' if str(k) in names else ''}: {v!r}"
             for k, v in self.items()) + "}"
+
+
+def _linear_range(e: Expr, ranges: dict) -> ValueRange | None:
+    """The range of ``a*s + b`` over the range of symbol ``s`` (None for other forms)."""
+    free = sorted(e.free_symbols)
+    lin = linear_in(e, free[0]) if len(free) == 1 else None
+    vr = ranges.get(sym(free[0])) if lin is not None else None
+    if vr is None or lin[0] == 0:
+        return None
+    a, b = lin
+    ends = (a * vr.lower + b, a * vr.upper + b)
+    return ValueRange(min(ends), max(ends))
 
 
 def _key(key: Any) -> Any:

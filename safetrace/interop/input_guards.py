@@ -28,6 +28,7 @@ from torch.utils import _pytree
 from safetrace.exporter.contract import ConstInput, TensorInput
 from safetrace.interop.hierarchy import arg_names
 from safetrace.interop.relation_guards import relation_guards
+from safetrace.interop.subclass_values import refuse_decomposed_boundaries
 
 
 def input_guards(ep: Any, tep: Any) -> list[str]:
@@ -81,6 +82,7 @@ def with_guards(tep: Any, guards: list[str]) -> None:
     tep._st_guards = guards  # (a copy's method is bound to `tep`: rebind(copy) reads them)
 
     def run_decompositions(self: Any, *args: Any, **kwargs: Any) -> Any:
+        refuse_decomposed_boundaries(self)
         out = type(self).run_decompositions(self, *args, **kwargs)
         with_guards(out, guards)
         return out

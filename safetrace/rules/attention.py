@@ -15,6 +15,7 @@ from safetrace.rules.common import (broadcast_shapes, check, decided_max, divide
                                     every, known)
 from safetrace.rules.linalg import matmul
 from safetrace.rules.registry import rule
+from safetrace.symbolic import sym_not
 
 aten = torch.ops.aten
 
@@ -92,7 +93,11 @@ def scaled_dot_product_attention(query: TensorMeta, key: TensorMeta, value: Tens
             a is b or (a == b) is True or known(a, "le", b) and known(a, "ge", b)
             for a, b in zip(out.shape, zeros.shape))):
         return out
-    return zeros if skipped else out  # (the batch dims broadcast: a guard on which)
+    # (the batch dims broadcast: where eager skips and its zeros have the shape `out` has,
+    # e.g. every batch 0, both agree; a guard only on the inputs where they differ)
+    same = every(a == b for a, b in zip(out.shape, zeros.shape)) \
+        if out.ndim == zeros.ndim else False
+    return zeros if every((skipped, sym_not(same))) else out
 
 
 @rule(aten._scaled_dot_product_flash_attention_for_cpu.default)

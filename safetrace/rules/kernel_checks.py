@@ -8,7 +8,10 @@ it relates input sizes it is a run-time check of its own kind: nothing is assume
 (no range narrows: torch's program accepts those sizes too), and the kernel's words ride
 in the check's origin, so a failing input raises a ``RuntimeError`` naming them, in
 ``ep.module()`` and in ``ep.to_torch().module()`` (an in-graph assert there, not torch's
-``Guard failed`` AssertionError: ``interop/relation_guards``).
+``Guard failed`` AssertionError: ``interop/relation_guards``).  Where the sizes are static
+and the example breaks it, torch.export still exports, its program raising the kernel's
+error at every call: ours is a check that never holds, so its program does the same
+(it refused the export before).
 
 The mark rides on the raw stack trace of the requirement (a line after the two that
 ``trace.source.from_text`` reads), so it survives the contract, ``st.save`` and the
@@ -19,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from safetrace.meta.active import ACTIVE
 from safetrace.rules.common import check
 from safetrace.symbolic import SymBool
+from safetrace.symbolic.expr import FALSE
 
 _MARK = "\n#kernel-checks: "
 _NOTE = " (eager's kernel raises RuntimeError: "
@@ -29,9 +34,10 @@ _NOTE = " (eager's kernel raises RuntimeError: "
 def kernel_check(cond: Any, op: str, message: str) -> None:
     """``check(cond, op, message)`` for a requirement torch's kernel checks (see the
     module doc): an open relation of input sizes true at the example is a run-time check
-    carrying `message`; anything else is ``check``'s (false at the example: eager raises,
-    so does the export; on data: asserted where it runs)."""
-    if not _required(cond, f"{op}: {message}"):
+    carrying `message`, and so is one false whatever the sizes (static) while exporting;
+    anything else is ``check``'s (on data: asserted where it runs)."""
+    words = f"{op}: {message}"
+    if not _required(cond, words) and not _always_raises(cond, words):
         check(cond, op, message)
 
 
@@ -56,6 +62,25 @@ def _required(cond: Any, words: str) -> bool:
     where = env.origin_provider() if env.origin_provider is not None else None
     trace = where if isinstance(where, str) else ""
     env.require(cond.expr, f"{trace}{_MARK}{words}", precondition=True)
+    return True
+
+
+def _always_raises(cond: Any, words: str) -> bool:
+    """A requirement false whatever the input (static sizes) while exporting, on the
+    program's every path: torch's program raises the kernel's error at every call, so ours
+    does (a run-time check that never holds, assuming nothing)."""
+    if cond is not False:
+        return False
+    env = ACTIVE.env
+    if env is None or env.origin_provider is None:  # (not an export: the rule raises)
+        return False
+    # (inside a cond branch or a loop body, or a `try` of the program's code, eager may
+    # compute elsewhere: refused while exporting, as before)
+    if env.precondition_probe is None or not env.precondition_probe(True, True, FALSE):
+        return False
+    where = env.origin_provider()
+    env.require(FALSE, f"{where if isinstance(where, str) else ''}{_MARK}{words}",
+                precondition=True)
     return True
 
 

@@ -139,7 +139,9 @@ def document(ep: Any) -> dict:
         "in_spec": encode_spec(ep.in_spec),
         "out_spec": encode_spec(ep.out_spec),
         "range_constraints": [[_sym_name(k), _bound(v.lower), _bound(v.upper)]
-                              for k, v in ep.range_constraints.items()],
+                              for k, v in ep.range_constraints.items()
+                              if getattr(k, "op", "sym") == "sym"],  # (symbols: a derived
+        # dim's entry, 3*s0 + 1, the loaded program's contract gives again)
         "dims_report": [[k, str(v)] for k, v in ep.dims_report.items()],
         "state": [{"name": k, "kind": state_kinds.get(k, "buffer"),
                    "requires_grad": bool(v.requires_grad),

@@ -497,9 +497,13 @@ def traced(tr: Recorder, found: tuple, plan: Any, func: Any, args: tuple,
     n_emits, n_syms, graph = tr.n_emits, len(tr.symbols), tr.scope.graph
     n_nodes, depth = _node_count(graph), len(tr.tracing_through)
     n_sizes = len(tr.scope.sym_nodes)  # (a size's nodes the call makes: a replay makes them)
+    before = tr.env.epoch if tr.env is not None else None
     tr.plain_emit = None
     result = plan(tr, func, args, kwargs)
     plain = tr.plain_emit
+    if plain is not None and tr.env is not None and tr.env.epoch != before and \
+            found[2] is None:  # (static sizes that recorded a requirement: every time)
+        return result
     if plain is not None and strided(result):  # (exact strides: a Strided layout)
         plain = with_layouts(plain, result, None if found[2] is None else tr.env)
         if plain is None:

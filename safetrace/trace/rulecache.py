@@ -7,8 +7,8 @@ count), its answer, one meta or a tuple/list of them with static sizes, is kept 
 whole key and given again, as new metas, to the same call (the same rule, op and
 arguments) in this export or a later one.  Symbolic sizes, value facts, anything
 unhashable and every other kind of answer go to the rule each time; a rule that raises,
-or that made a symbol (a data-dependent size that turned out static), is never
-remembered.
+that made a symbol (a data-dependent size that turned out static) or that recorded
+anything in the environment (a requirement), is never remembered.
 """
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ def call(rule: Callable[..., Any], op: Any, margs: list, mkwargs: dict) -> Any:
             return static_meta(found)
         return kind(static_meta(m) for m in found)
     env = ACTIVE.env
-    n_syms = len(env.symbols) if env is not None else 0
+    n_syms, epoch = (len(env.symbols), env.epoch) if env is not None else (0, 0)
     out = rule(*margs, **mkwargs)
-    if env is not None and len(env.symbols) != n_syms:
-        return out  # it made a size (x[100:] of fewer rows: a plain 0): asked every time
+    if env is not None and (len(env.symbols) != n_syms or env.epoch != epoch):
+        # it made a size (x[100:] of fewer rows: a plain 0), or recorded something (a
+        # kernel's check the example breaks: rules/kernel_checks): asked every time
+        return out
     t = type(out)
     if t is TensorMeta:
         found = out.static

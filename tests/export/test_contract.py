@@ -44,7 +44,8 @@ def test_contract_fields_per_input_dim():
 def test_readers_agree_with_the_contract():
     ep = _export_three()
     assert {str(k): (v.lower, v.upper) for k, v in ep.range_constraints.items()} == {
-        "s0": (2, 50), "s1": (0, float("inf")), "s2": (0, float("inf"))}
+        "s0": (2, 50), "s1": (0, float("inf")), "s2": (0, float("inf")),
+        "2*s0 + 1": (5, 101)}  # (a derived dim keyed too, as torch.export keys it)
     assert ep.dims_report == {"x.shape[0]": "dynamic s0 where s0 = x.shape[0]",
                               "y.shape[0]": "dynamic 2*s0 + 1 where s0 = x.shape[0]",
                               "z.shape[0]": "dynamic s1 where s1 = z.shape[0]",

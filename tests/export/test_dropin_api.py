@@ -114,3 +114,28 @@ def test_example_inputs_are_kept_as_torch_keeps_them() -> None:
     assert len(args) == len(targs) and set(kwargs) == set(tkwargs)
     assert args[0] is x and kwargs["y"] is y and kwargs["z"] is z
     torch.testing.assert_close(ep.module()(*args, **kwargs), tep.module()(*targs, **tkwargs))
+
+
+class StridedSum(torch.nn.Module):
+    def forward(self, x, y, z):
+        return x + y[1::3] + z
+
+
+def test_range_constraints_key_a_derived_dims_expression_as_torchs(tmp_path) -> None:
+    """torch's test_dim_auto_and_dim (its derived part): ``ep.range_constraints`` keys the
+    root symbol and the derived dim's expression (``3*s0 + 1``) with its range; ours did
+    only the symbol (its to_torch() had both).  Indexed by a placeholder's symbolic size."""
+    dx = TorchDim("dx", min=2, max=10)
+    args = (torch.randn(4), torch.randn(13), torch.randn(4))
+    spec = {"x": (dx,), "y": (3 * dx + 1,), "z": (TorchDim.AUTO,)}
+    ref = torch.export.export(StridedSum(), args, dynamic_shapes=spec)
+    ours = st.export(StridedSum(), args, dynamic_shapes=spec)
+    st.save(ours, tmp_path / "p.st")
+    for ep in (ours, ours.to_torch(), st.load(tmp_path / "p.st")):
+        got = {str(k).replace(str(next(iter(k.free_symbols))), "s"): (v.lower, v.upper)
+               for k, v in ep.range_constraints.items()}
+        want = {str(k).replace(str(next(iter(k.free_symbols))), "s"): (v.lower, v.upper)
+                for k, v in ref.range_constraints.items()}
+        assert got == want == {"s": (2, 10), "3*s + 1": (7, 31)}
+    y = [n for n in ours.to_torch().graph.nodes if n.op == "placeholder"][1]
+    assert ours.to_torch().range_constraints[y.meta["val"].shape[0].node.expr].upper == 31

@@ -137,3 +137,65 @@ def test_exported_again_the_check_keeps_its_kind() -> None:
             m(_probs(2, 2), _n(3))
         assert not isinstance(got.value, AssertionError) or \
             isinstance(got.value, st.InputMismatchError)
+
+
+class SampleSix(nn.Module):
+    def forward(self, x):
+        return torch.multinomial(x, 6) * 2
+
+
+@pytest.mark.parametrize("shape", [(4,), (2, 5)])
+def test_static_sizes_the_kernel_rejects_export_a_program_that_always_raises(
+        shape: tuple, tmp_path: Any) -> None:
+    """Static sizes and an example the kernel rejects (6 samples of fewer categories):
+    torch.export exports (its meta checks nothing) and its program raises the kernel's
+    RuntimeError at every call; ours exports too (it refused the export before), its
+    program raising before computing, with the kernel's words, everywhere it goes (st.load
+    refuses its file, naming the op)."""
+    x = torch.ones(shape)
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob"):
+        SampleSix()(x)  # eager's own
+    ref = torch.export.export(SampleSix(), (x,))
+    ours = st.export(SampleSix(), (x,))
+    st.save(ours, tmp_path / "p.st")
+    conv = ours.to_torch()
+    with pytest.raises(st.LoadError, match="fails at every call of the program"):
+        st.load(tmp_path / "p.st")  # (the loader's own analysis refuses such a file)
+    modules = [ref.module(), ours.module(), conv.module(), conv.run_decompositions({}).module(),
+               st.export(conv.module(), (x,)).module(),
+               torch.export.export(conv.module(), (x,)).module()]
+    for m in modules:
+        with pytest.raises(RuntimeError, match="cannot sample n_sample > prob") as got:
+            m(torch.rand(shape) + 0.1)
+        assert not isinstance(got.value, AssertionError) or \
+            isinstance(got.value, st.InputMismatchError)
+    with pytest.raises(st.InputMismatchError, match="every input breaks a requirement"):
+        ours.module()(x)
+    # the same model at a count the kernel takes: no check in the program
+    fine = st.export(SampleSix(), (torch.ones(7),))
+    assert fine.module()(_probs(7, 6)).sort().values.tolist() == [0, 2, 4, 6, 8, 10]
+
+
+class SamplesInABranch(nn.Module):
+    def forward(self, p, x):
+        return torch.cond(p.sum() > 0, lambda x: torch.multinomial(x, 6).float().sum(),
+                          lambda x: x.sum(), (x,))
+
+
+class CatchesTheKernel(nn.Module):
+    def forward(self, x):
+        try:
+            return torch.multinomial(x, 6).float().sum()
+        except RuntimeError:
+            return x.sum()
+
+
+def test_a_rejected_example_where_eager_may_compute_elsewhere_stays_refused() -> None:
+    """Inside a cond branch, or a ``try`` of the program's code, eager computes where the
+    other branch runs or the except catches: no program that always raises (it would
+    refuse those calls); the export is refused, as before."""
+    with pytest.raises(st.OpShapeError, match="cannot sample n_sample > prob"):
+        st.export(SamplesInABranch(), (torch.ones(1), torch.ones(4)))
+    assert CatchesTheKernel()(torch.ones(4)) == 4.0  # (eager's except side)
+    with pytest.raises(st.ExportError, match="cannot sample n_sample > prob"):
+        st.export(CatchesTheKernel(), (torch.ones(4),))

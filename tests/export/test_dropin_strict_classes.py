@@ -55,13 +55,20 @@ def test_a_call_eager_rejects_raises_dynamos_class_under_strict() -> None:
         with pytest.raises(st.OpShapeError) as plain:
             st.export(Attention(), _heads(33), strict=strict)
         assert not isinstance(plain.value, TorchRuntimeError)
-    # (a good call: exported as without strict=; the batch dynamic, checked at 1 and 3;
-    # batch 0, which eager computes, is refused by our sdpa rule: a separate matter)
+    # (a good call: exported as without strict=; the batch dynamic, checked at 0, 1 and 3:
+    # at batch 0 eager returns zeros without attending, the shape the program computes)
     batch = {0: torch.export.Dim.DYNAMIC}
     ep = st.export(Attention(), _heads(32), strict=True, dynamic_shapes=(batch,) * 3)
-    for n in (1, 3):
+    for n in (0, 1, 3):
         args = tuple(t.expand(n, -1, -1, -1).clone() for t in _heads(32))
         torch.testing.assert_close(ep.module()(*args), Attention()(*args))
+        torch.testing.assert_close(ep.to_torch().module()(*args), Attention()(*args))
+    # a query batch of 1 over empty keys and values: eager's zeros have the query's batch,
+    # attending would broadcast to 0; the program refuses it before computing
+    q, k, v = _heads(32)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(q, k[:0], v[:0])
+    assert Attention()(q, k[:0], v[:0]).shape[0] == 1
     with pytest.raises(st.InputMismatchError):
         ep.module()(*_heads(16))
 

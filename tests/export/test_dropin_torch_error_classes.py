@@ -54,6 +54,12 @@ class Opaque:
     pass
 
 
+class AtMost32(nn.Module):
+    def forward(self, x):
+        assert x.shape[0] <= 32
+        return x + 2
+
+
 class ReturnsOpaque(nn.Module):
     def forward(self, x):
         return Opaque()
@@ -87,6 +93,13 @@ CASES = [
      (GuardOnDataDependentSymNode,), None, E.DataDependentDecision),
     ("data-branch", lambda f: f(BranchOnData(), (torch.randn(4),)),
      (GuardOnDataDependentSymNode,), None, E.DataRead),
+    # torch's test_dim_dynamic_specialization (its static part): a dim hint specialized
+    ("hint-made-static", lambda f: f(AtMost32(), (torch.randn(32),),
+                                     dynamic_shapes={"x": {0: Dim.DYNAMIC(min=32)}}),
+     (ValueError,), None, E.DeclaredSpaceViolation),
+    ("named-made-static", lambda f: f(AtMost32(), (torch.randn(32),),
+                                      dynamic_shapes={"x": {0: Dim("n", min=32)}}),
+     (UserError,), UserErrorType.CONSTRAINT_VIOLATION, E.DeclaredSpaceViolation),
 ]
 
 
@@ -103,6 +116,8 @@ def test_an_export_error_is_also_torch_exports_class(call, theirs, error_type, k
     if error_type is not None:
         assert torch_info.value.error_type is error_type
         assert err.error_type is error_type and err.msg == str(err)
+    if kind is E.DeclaredSpaceViolation:  # (a ValueError only where torch's is one)
+        assert isinstance(err, ValueError) == (theirs == (ValueError,))
     assert err.cause and f"See docs/errors.md#{kind.kind}" in str(err)
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is type(err) and str(back) == str(err) and back.where == err.where
