@@ -3,8 +3,9 @@ run is part of the test suite).
 
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
-grammar_layout.py, grammar_ops.py and grammar_reach.py; --kinds ops / reach: grammar_ops.py's /
-grammar_reach.py's only;
+grammar_layout.py, grammar_ops.py, grammar_reach.py and grammar_cross.py; --kinds ops / reach /
+cross: grammar_ops.py's / grammar_reach.py's / grammar_cross.py's only; inputs taken as forward's
+positional, keyword-only, nested-dict or list parameters (--flat: positional only);
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
@@ -31,7 +32,8 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 
 from tests.fuzz.engine import classes, fuzz  # noqa: E402
-from tests.fuzz.grammar import KINDS  # noqa: E402
+from tests.fuzz.grammar import KINDS, LAYOUTS  # noqa: E402
+from tests.fuzz.grammar_cross import CROSS_KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
@@ -56,24 +58,30 @@ def main() -> None:
                     help="only the short run's statement kinds (grammar.KINDS), not "
                          "grammar_long's")
     ap.add_argument("--kinds", default="", help="comma-separated statement kinds to use")
+    ap.add_argument("--flat", action="store_true",
+                    help="inputs only as forward's positional parameters (else also keyword-"
+                         "only, in a nested dict, in a list: grammar.LAYOUTS)")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
-                                                  **REACH_KINDS}
+                                                  **REACH_KINDS, **CROSS_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
         table = dict(REACH_KINDS)
+    elif opts.kinds == "cross":
+        table = dict(CROSS_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
     if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)
         torch._higher_order_ops.while_loop = reference_while_loop
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
-                 torch_export_p=opts.torch_export, kinds=table)
+                 torch_export_p=opts.torch_export, kinds=table,
+                 layouts=("flat",) if opts.base or opts.flat else LAYOUTS)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)
