@@ -281,8 +281,16 @@ def autocast_active(source: str, op: Any = None) -> UnsupportedConstruct:
                       source)
 
 
-def data_assignment(source: str) -> UnsupportedConstruct:
-    """``x.data = value`` with another shape or dtype."""
+def data_assignment(source: str, input_name: str | None = None) -> UnsupportedConstruct:
+    """``x.data = value`` with another shape or dtype; with `input_name`: on a tensor the
+    caller gave (an input of the program), which would share the new memory after the call."""
+    if input_name is not None:
+        return _construct(f"`x.data = value` at {source} gives the input `{input_name}` new "
+                          f"memory: the caller's tensor would hold the value (and share its "
+                          f"memory) after the call, which an exported program cannot do to "
+                          f"an input.",
+                          f"write the input in place ({input_name}.copy_(value)), or compute "
+                          f"with a new tensor ({input_name} = value)", source)
     return _construct(f"`x.data = value` at {source} changes the tensor's shape or dtype, "
                       f"which an exported graph cannot do to module state.",
                       "assign a value of the same shape and dtype, or compute with a new "
