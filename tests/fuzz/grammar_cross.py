@@ -21,6 +21,9 @@ for integer arithmetic on sizes, which the other grammars write little (session 
               ``narrow`` to length 0, matmul over an empty inner dim
   condsize    ``torch.cond`` on predicates over two inputs' sizes, with both inputs as
               operands; branches returning sizes-dependent shapes refused as eager's do not
+  inputwrites writes of the inputs themselves (the engine compares them after each call):
+              in-place ops, slice and view assignments, ``t_()``, ``x.data = v`` on an
+              input (refused: the caller's tensor would share new memory) and on a clone
 """
 
 from __future__ import annotations
@@ -205,5 +208,23 @@ def condsize(rng, env, v):
         ("[0]" if sides[0].endswith(")") and "(t.sum(0)" in sides[0] else "")
 
 
+def inputwrites(rng, env, v):
+    names = [n for n, t in env.items() if n in "xyz" and isinstance(t, torch.Tensor) and
+             t.is_floating_point() and t.ndim >= 1]
+    if not names:
+        return None
+    a = rng.choice(names)
+    s = f"{a}.shape[0]"
+    return rng.choice([
+        f"{a}.add_(1)\n{v} = {a} * 2", f"{a}[:1] = 0.5\n{v} = {a}.sum(0)",
+        f"{a}.view(-1)[:{s} // 2] = -1.0\n{v} = {a}.clone()",
+        f"{a}.mul_({s})\n{v} = {a}[:1]", f"{a}.clamp_(max=0.1)\n{v} = {a}.sum()",
+        f"{a}.data = {a} * 2\n{v} = {a} + 1", f"{v} = {a}.clone()\n{v}.data = {a} * 3",
+        f"{a}.t_()\n{v} = {a} + 1" if env[a].ndim <= 2 else f"{a}.neg_()\n{v} = {a}",
+        f"{a}.copy_({a}.flip(0))\n{v} = {a}.cumsum(0)",
+        f"{v} = {a}[0] if {s} else {a}\n{a}.mul_(2)",
+    ])
+
+
 CROSS_KINDS = {f.__name__: f for f in (crossview, sizearith, masks, sizeloops, empties,
-                                       condsize)}
+                                       condsize, inputwrites)}

@@ -47,3 +47,33 @@ def test_data_assignment_to_a_tensor_made_in_forward_still_exports():
                          [(0, 1), (1, 1), (0, 8), (5, 2)]])
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(2), torch.randn(9))
+
+
+def test_an_input_reshaped_in_place_is_checked_as_given():
+    # `x.t_()` on an input: the contract was built from the input's shape after the trace
+    # (transposed), so x = (5, 2) passed as (2, 5) within Dim('a', max=3) x Dim('b', 4..8),
+    # and the branch decided for a <= 3 ran (x * 1 where eager computes x * 2); the example
+    # (3, 5) itself was refused without a spec
+    def f(x):
+        big = x.shape[0] > 3
+        x.t_()
+        return x * (2 if big else 1), torch.ones(x.shape[0])
+
+    spec = ({0: Dim("a", max=3), 1: Dim("b", min=4, max=8)},)
+    ep = _same_as_eager(f, (torch.randn(3, 5),), spec,
+                        [(torch.randn(*s),) for s in [(0, 4), (1, 8), (3, 5), (2, 6)]])
+    with pytest.raises(st.InputMismatchError, match=r"x.shape\[0\] = 5"):
+        ep.module()(torch.ones(5, 2))
+    x = torch.randn(2, 4)
+    ep.module()(x)
+    assert x.shape == (4, 2)           # the caller's tensor transposed, as in eager
+
+    def g(x, y):
+        y.unsqueeze_(0)
+        x.swapdims_(0, 1)
+        return x.sum(0) + y.sum()
+
+    ep = _same_as_eager(g, (torch.randn(2, 3), torch.randn(4)), None,
+                        [(torch.randn(2, 3), torch.randn(4))])
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(3, 2), torch.randn(4))
