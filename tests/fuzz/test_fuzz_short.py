@@ -248,8 +248,7 @@ def test_a_branch_whose_other_side_has_another_rank_is_counted_by_design():
         stats.line()
 
 
-@pytest.mark.slow   # (~10 s)
-def test_cross_kinds_find_no_wrong_result_or_crash():
+def test_cross_kinds_find_no_wrong_result_or_crash():   # (~5 s: in the default run)
     """grammar_cross's kinds (sizes of one input in another's ops, integer arithmetic on
     sizes, broadcast masks, loops over sizes, empty tensors, torch.cond over two inputs'
     sizes), with forward taking its inputs positionally, keyword-only, in a nested dict
@@ -257,10 +256,10 @@ def test_cross_kinds_find_no_wrong_result_or_crash():
     from tests.fuzz.grammar import LAYOUTS
     from tests.fuzz.grammar_cross import CROSS_KINDS
 
-    stats = fuzz(seed=29, programs=60, n_inputs=8, kinds=CROSS_KINDS, layouts=LAYOUTS)
+    stats = fuzz(seed=29, programs=30, n_inputs=8, kinds=CROSS_KINDS, layouts=LAYOUTS)
     bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
     assert not bad, stats.line() + "\n\n" + "\n".join(bad)
-    assert stats.counts["exported"] >= 40, stats.line()
+    assert stats.counts["exported"] >= 18, stats.line()
 
 
 def test_every_layout_passes_the_inputs_where_forward_reads_them():
@@ -288,3 +287,16 @@ def test_every_layout_passes_the_inputs_where_forward_reads_them():
                 (layout, stats.line())
             assert p.paths()[1] in {i.path for i in st.export(
                 p.model(), *p.pack(p.example())).contract.inputs}
+
+
+@pytest.mark.slow   # (~8 s)
+def test_sweep_kinds_find_no_wrong_result_or_crash():
+    """grammar_sweep's kinds: ~90 unary and ~40 binary functions on casts to every dtype,
+    fft, linalg, padding modes, embeddings, rnn cells (the families a run reached least)."""
+    from tests.fuzz.grammar import LAYOUTS
+    from tests.fuzz.grammar_sweep import SWEEP_KINDS
+
+    stats = fuzz(seed=13, programs=50, n_inputs=8, kinds=SWEEP_KINDS, layouts=LAYOUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 35, stats.line()
