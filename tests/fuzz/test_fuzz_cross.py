@@ -77,3 +77,68 @@ def test_an_input_reshaped_in_place_is_checked_as_given():
                         [(torch.randn(2, 3), torch.randn(4))])
     with pytest.raises(st.InputMismatchError):
         ep.module()(torch.randn(3, 2), torch.randn(4))
+
+
+def test_a_view_whose_fit_depends_on_sizes_in_a_try_is_refused():
+    # eager raises "view size is not compatible ..." at (2, 2) and runs the except side;
+    # the program traced at (4, 1) (where the view fits) recorded the view and raised at
+    # run time there (crash_after_checks), as it did for a tensor transposed in place
+    # (its strides not traced) at any example
+    def f(x):
+        v = x.t()
+        try:
+            return v.view(-1)
+        except RuntimeError:
+            return v.reshape(-1) * 2
+
+    def g(x):
+        v = x.clone()
+        v.t_()
+        try:
+            return v.view(-1)
+        except RuntimeError:
+            return v.reshape(-1) * 2
+
+    spec = ({0: Dim("a"), 1: Dim("b")},)
+    for fn, example in ((f, (4, 1)), (g, (4, 1)), (g, (4, 3))):
+        with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+            st.export(fn, (torch.randn(*example),), dynamic_shapes=spec)
+
+    def h(x):         # outside a try the program raises where eager does: exported
+        v = x.clone()
+        v.t_()
+        return v.view(-1)
+
+    ep = st.export(h, (torch.randn(4, 1),), dynamic_shapes=spec)
+    for s in [(0, 3), (1, 1), (5, 1), (1, 6)]:
+        x = torch.randn(*s)
+        torch.testing.assert_close(ep.module()(x), h(x))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        ep.module()(torch.randn(2, 2))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        h(torch.randn(2, 2))
+    # h's view recorded first in this process: g's (the same key) is still checked
+    with pytest.raises(st.OpShapeError, match="inside a `try` block"):
+        st.export(g, (torch.randn(4, 1),), dynamic_shapes=spec)
+
+
+def test_an_input_reshaped_in_place_is_not_split_into_narrowed_sides():
+    # a split on d0 == 0 read the inputs narrowed (x[:0]) in that side: `x.t_()` there
+    # transposed the view, and the caller's x stayed (0, 3) where eager's became (3, 0)
+    def f(x, y):
+        v = y.amax(0) if y.shape[0] else y.sum(0)
+        x.t_()
+        return v, x + 1
+
+    d0 = Dim("d0")
+    spec = ({0: d0, 1: Dim("d1")}, {0: d0})
+    ep = st.export(f, (torch.randn(2, 3), torch.randn(2, 4)), dynamic_shapes=spec)
+    for s in [(1, 4), (2, 3), (5, 0)]:
+        x, y = torch.randn(*s), torch.randn(s[0], 4)
+        x2 = x.clone()
+        got, want = ep.module()(x, y), f(x2, y.clone())
+        assert x.shape == x2.shape
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b)
+    with pytest.raises(st.InputMismatchError):
+        ep.module()(torch.randn(0, 3), torch.randn(0, 4))   # (d0 >= 1 checked at call)
