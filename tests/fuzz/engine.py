@@ -307,7 +307,8 @@ def count_pin(message: str) -> bool:
     if not m:
         return False
     cond, line = m.group(1), m.group(2)
-    if re.match(r"for \w+ in range\(", line):   # a loop counted by a size: unrolled
+    if re.search(r"\bfor \w+ in range\(", line):   # a loop counted by a size (a statement
+        # or a comprehension): unrolled
         return all(re.search(r" == \d+\)?$", part) for part in cond.split(" or "))
     return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 

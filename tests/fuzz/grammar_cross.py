@@ -82,6 +82,11 @@ def crossview(rng, env, v):
         f"{v} = {a}.reshape({b}.shape) if {a}.shape == {b}.shape else {a} * 2",
         f"{v} = {a}.flatten()[:{b}.numel()].reshape(-1, 1)",
         f"{v} = torch.arange({s} * {ad}).reshape({s}, {ad}).float()",
+        # a view whose fit to the strides depends on the sizes, eager's error caught
+        f"try:\n    {v} = {a}.mT.view(-1)\nexcept RuntimeError:\n    {v} = {a}.mT.reshape(-1) * 2"
+        if t.ndim >= 2 else f"{v} = {a}.view(-1)",
+        f"{v} = {a}.clone()\n{v}.t_()\ntry:\n    {v} = {v}.view({s}, -1)\nexcept RuntimeError:"
+        f"\n    {v} = {v} * 3" if t.ndim == 2 else f"{v} = {a}.view(-1, 1)",
     ]
     return rng.choice(forms)
 
