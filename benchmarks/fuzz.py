@@ -3,8 +3,10 @@ run is part of the test suite).
 
 Run: python benchmarks/fuzz.py --minutes N | --programs P [--seed S] [--inputs K] [--show 5]
 [--base] [--kinds raising,vmapping]  (by default the statement kinds of grammar.py, grammar_long.py,
-grammar_layout.py, grammar_ops.py and grammar_reach.py; --kinds ops / reach: grammar_ops.py's /
-grammar_reach.py's only;
+grammar_layout.py, grammar_ops.py, grammar_reach.py, grammar_cross.py and grammar_sweep.py;
+--kinds ops / reach / cross / sweep: that module's only; --reach: the rule families the run's
+traces reached; inputs taken as forward's
+positional, keyword-only, nested-dict or list parameters (--flat: positional only);
 --base: grammar.py's only, the programs the suite's short run draws from;
 --state: grammar_state.py's programs instead, each called CALLS times in sequence on inputs
 of any layout and dtype, outputs and buffers compared after every call; with --kinds
@@ -31,7 +33,9 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 
 from tests.fuzz.engine import classes, fuzz  # noqa: E402
-from tests.fuzz.grammar import KINDS  # noqa: E402
+from tests.fuzz.grammar import KINDS, LAYOUTS  # noqa: E402
+from tests.fuzz.grammar_cross import CROSS_KINDS  # noqa: E402
+from tests.fuzz.grammar_sweep import SWEEP_KINDS  # noqa: E402
 from tests.fuzz.grammar_layout import LAYOUT_KINDS  # noqa: E402
 from tests.fuzz.grammar_long import LONG_KINDS, reference_while_loop  # noqa: E402
 from tests.fuzz.grammar_ops import OPS_KINDS  # noqa: E402
@@ -56,27 +60,42 @@ def main() -> None:
                     help="only the short run's statement kinds (grammar.KINDS), not "
                          "grammar_long's")
     ap.add_argument("--kinds", default="", help="comma-separated statement kinds to use")
+    ap.add_argument("--flat", action="store_true",
+                    help="inputs only as forward's positional parameters (else also keyword-"
+                         "only, in a nested dict, in a list: grammar.LAYOUTS)")
+    ap.add_argument("--reach", action="store_true",
+                    help="also print, per rule family, how many of its ATen overloads the "
+                         "run's traces asked for (and some it never asked)")
     ap.add_argument("--state", action="store_true",
                     help="grammar_state's stateful programs called in sequence")
     opts = ap.parse_args()
     if opts.state:
         return state_run(opts)
     table = dict(KINDS) if opts.base else {**KINDS, **LONG_KINDS, **LAYOUT_KINDS, **OPS_KINDS,
-                                                  **REACH_KINDS}
+                                                  **REACH_KINDS, **CROSS_KINDS,
+                                                  **SWEEP_KINDS}
     if opts.kinds == "ops":
         table = dict(OPS_KINDS)
     elif opts.kinds == "reach":
         table = dict(REACH_KINDS)
+    elif opts.kinds == "cross":
+        table = dict(CROSS_KINDS)
+    elif opts.kinds == "sweep":
+        table = dict(SWEEP_KINDS)
     elif opts.kinds:
         table = {k: table[k] for k in opts.kinds.split(",")}
     torch.set_num_threads(1)
+    asked = _count_rules() if opts.reach else None
     if not opts.base:   # the oracle's while_loop (torch's compiles each call: ~1 s)
         torch._higher_order_ops.while_loop = reference_while_loop
     stats = fuzz(seed=opts.seed, n_inputs=opts.inputs, **_limit(opts),
-                 torch_export_p=opts.torch_export, kinds=table)
+                 torch_export_p=opts.torch_export, kinds=table,
+                 layouts=("flat",) if opts.base or opts.flat else LAYOUTS)
     print(stats.line(), flush=True)
     print(stats.refusal_line())
     print(stats.refusals.table(opts.refusals), flush=True)
+    if asked is not None:
+        print(_reach_table(asked), flush=True)
     for key, _ in stats.refusals.counts.most_common(opts.refusal_examples):
         program, spec, _ = stats.refusals.examples[key]
         print(f"\n--- refused: {key}\n  spec {spec!r}\n{program.source()}")
@@ -86,6 +105,45 @@ def main() -> None:
         for (kind, tags), fs in bad[:opts.show]:
             print(f"\n=== {kind} {'+'.join(tags)} ({len(fs)} shrunk)")
             print(min(fs, key=lambda f: len(f.program.source())).report())
+
+
+def _count_rules() -> set:
+    """The ATen overloads whose rule the tracer looks up from now on (once per op: the
+    tracer caches what it learns of an op, trace/opinfo.py)."""
+    from safetrace.trace import opinfo
+
+    asked: set = set()
+    lookup = opinfo.get_rule
+
+    def counting(op):
+        asked.add(op)
+        return lookup(op)
+
+    opinfo.get_rule = counting
+    opinfo.OP_INFO.clear()
+    return asked
+
+
+def _reach_table(asked: set) -> str:
+    """Per rule family (rules/<family>.py): overloads asked / registered, least reached
+    first, with a few never asked."""
+    from collections import defaultdict
+
+    from safetrace.rules.registry import FAMILY
+
+    fams: dict = defaultdict(lambda: [0, 0, []])
+    for op, fam in FAMILY.items():
+        row = fams[fam.rsplit(".", 1)[-1]]
+        row[1] += 1
+        if op in asked:
+            row[0] += 1
+        elif len(row[2]) < 6 and op._overloadname in ("default", "Tensor", "dim", "int"):
+            row[2].append(str(op).removeprefix("aten."))
+    rows = [f"reach: {sum(r[0] for r in fams.values())} of {len(FAMILY)} ATen overloads "
+            f"with a rule asked by the run's traces"]
+    for fam, (n, total, never) in sorted(fams.items(), key=lambda kv: kv[1][0] / kv[1][1]):
+        rows.append(f"  {fam:<16} {n:>4} / {total:<4} never: {', '.join(never)}")
+    return "\n".join(rows)
 
 
 def _limit(opts) -> dict:

@@ -281,8 +281,16 @@ def autocast_active(source: str, op: Any = None) -> UnsupportedConstruct:
                       source)
 
 
-def data_assignment(source: str) -> UnsupportedConstruct:
-    """``x.data = value`` with another shape or dtype."""
+def data_assignment(source: str, input_name: str | None = None) -> UnsupportedConstruct:
+    """``x.data = value`` with another shape or dtype; with `input_name`: on a tensor the
+    caller gave (an input of the program), which would share the new memory after the call."""
+    if input_name is not None:
+        return _construct(f"`x.data = value` at {source} gives the input `{input_name}` new "
+                          f"memory: the caller's tensor would hold the value (and share its "
+                          f"memory) after the call, which an exported program cannot do to "
+                          f"an input.",
+                          f"write the input in place ({input_name}.copy_(value)), or compute "
+                          f"with a new tensor ({input_name} = value)", source)
     return _construct(f"`x.data = value` at {source} changes the tensor's shape or dtype, "
                       f"which an exported graph cannot do to module state.",
                       "assign a value of the same shape and dtype, or compute with a new "
@@ -483,9 +491,22 @@ def python_state_unsettled(changes: list[tuple[str, str, Any]],
         f"forward", "")
 
 
-def view_of_strided(message: str, source: str) -> OpShapeError:
+def view_of_strided(message: str, source: str, caught: bool = False) -> OpShapeError:
     """``x.view(shape)`` of a view (``x.t().view(-1)``) whose strides at the example inputs
-    cannot be viewed so (``message``: eager's own text); the program would raise there."""
+    cannot be viewed so (``message``: eager's own text); the program would raise there.
+    ``caught``: one viewable at the example but not proven so at every size, in a ``try``
+    block: eager's error at other sizes would take the ``except`` side, which the program
+    cannot take at run time."""
+    if caught:
+        return OpShapeError(f"Tensor.view at {source}: whether the view fits the tensor's "
+                            f"strides depends on the sizes (the tensor is a view, or was "
+                            f"transposed in place), and the line is inside a `try` block: "
+                            f"at sizes where eager raises \"view size is not compatible "
+                            f"with input tensor's size and stride\" it runs the `except` "
+                            f"side, which the program cannot take at run time",
+                            fix="use x.reshape(shape) (it copies only where needed), or "
+                                "x.contiguous().view(shape)", op="aten.view",
+                            where=_at(source))
     return OpShapeError(f"Tensor.view at {source}: {message} (eager raises this at the "
                         f"example inputs: the tensor is a view whose dims cannot be merged "
                         f"without a copy)",

@@ -30,7 +30,7 @@ from safetrace.progress import task
 from safetrace.exporter.program import ExportedProgram, InputSpec, OutputSpec
 from safetrace.exporter import real_kernels
 from safetrace.exporter.snapshot import ModuleGuard, same_form
-from safetrace.exporter.lifting import lift_state, user_inputs
+from safetrace.exporter.lifting import as_given, lift_state, user_inputs
 from safetrace.exporter.replay import forward_of
 from safetrace.exporter.root_hooks import with_root_hooks
 from safetrace.trace.modules import module_stack
@@ -299,6 +299,7 @@ class Exporter:
     def _contract(self, leaves: list, proxies: list, layout_queried: str | None,
                   strides_queried: bool = False) -> Contract:
         env = self.env
+        proxies = [as_given(p) for p in proxies]
         shapes = [tuple(s if isinstance(s, int) else _const_or(env.simplify(s.expr))
                         for s in p.st_meta.shape) if isinstance(p, Proxy) else None
                   for p in proxies]

@@ -45,7 +45,8 @@ from safetrace.symbolic import make_bool, make_int
 from safetrace.symbolic.canon import and_, eq, ge, le, not_, or_
 from safetrace.symbolic.expr import TRUE, Expr, sym
 from safetrace.trace.hops.subgraph import Subgraph, add_submodule
-from safetrace.trace.mutation import written_placeholders
+from safetrace.trace.mutation import base_placeholder, written_placeholders
+from safetrace.trace.opinfo import RESHAPES_SELF
 
 MAX_SPLITS = 4
 aten = torch.ops.aten
@@ -287,6 +288,9 @@ def _dispatch(sides: list[Side], notes: list[str], clamped: list[str]) -> Export
         params = {x.name for x in s.ep.graph_signature.input_specs if x.kind == "parameter"}
         if written_placeholders(s.ep.graph) & params:
             raise Unsplittable("a side writes a parameter in place")
+        if _reshapes_an_input(s.ep.graph):  # (a point side reads its inputs narrowed,
+            # x[:0]: `x.t_()` there would transpose that view, not the caller's tensor)
+            raise Unsplittable("a side reshapes an input in place")
     contract = _union_contract(sides, ref, syms, clamped)
     consts, const_names = unified_constants(sides)
     inputs = [dataclasses.replace(spec) for spec in ref.ep.graph_signature.input_specs
@@ -453,4 +457,15 @@ def _dispatch_graph(sides: list[Side], branches: list, ref: Side, inputs: list,
     cond_outputs(g, node, inputs, phs, mutated, output_vals(sides, ref, syms, env))
     return g
 
+
+def _reshapes_an_input(graph: torch.fx.Graph) -> bool:
+    """Whether `graph` changes the shape of an input (or a view of one) in place
+    (``x.t_()``, ``x.unsqueeze_(0)``: trace/opinfo.py ``RESHAPES_SELF``)."""
+    for n in graph.nodes:
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and \
+                n.target._opname in RESHAPES_SELF and n.args:
+            base = base_placeholder(n.args[0])
+            if base is not None and base.meta.get("kind") == "user_input":
+                return True
+    return False
 

@@ -29,6 +29,7 @@ from safetrace.rules.common import cond_true, normalize_dim
 from safetrace.trace.index_ranges import CHECKS
 from safetrace.trace.mutation import vmap_strides
 from safetrace.trace.proxy import Proxy
+from safetrace.trace.raising import program_catches
 from safetrace.trace.source import short, stack_trace
 from safetrace.trace.strides import (COPIES, concatenated, derive, exact_strides, pointwise,
                                     strided, view_layout)
@@ -374,13 +375,15 @@ def _check_view(tr: Recorder, args: tuple, kwargs: dict) -> None:
         shape = _hint(args[1])
     except LookupError:  # (a size read from data: no example strides to replay)
         return
-    if example is None:
-        return
-    try:
-        with torch._C.DisableTorchFunction():
-            example.view(shape)
-    except RuntimeError as exc:
-        raise view_of_strided(str(exc), short(stack_trace(4))) from None
+    if example is not None:
+        try:
+            with torch._C.DisableTorchFunction():
+                example.view(shape)
+        except RuntimeError as exc:
+            raise view_of_strided(str(exc), short(stack_trace(4))) from None
+    if program_catches():   # (valid at the example, or not known there: at other sizes
+        # eager may raise, and the program's except side would not run)
+        raise view_of_strided("", short(stack_trace(4)), caught=True)
 
 
 def _viewable(x: Proxy, new: Any) -> bool:

@@ -110,12 +110,21 @@ _default_dtype = torch.get_default_dtype
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
+_STRIDE_CHECKED = frozenset({torch.Tensor.view, torch.Tensor.view_as, torch.ops.aten.view.default})
+
+
 def call(tr: Recorder, func: Any, plan: Any, args: tuple, kwargs: dict) -> Any:
     """The call ``func(*args, **kwargs)`` traced by `plan`, answered from its entry when
     the same key was traced before (the node again, at this line), else traced by
     ``traced`` (which remembers it when it took the plain path); a call no key describes
     goes by its plan."""
     env = tr.env
+    if func in _STRIDE_CHECKED and args and type(args[0]) is Proxy and \
+            args[0].st_contig is None:
+        # (a view of a tensor whose layout is not known contiguous: its check replays the
+        # example's strides and reads whether the line is in a `try`, layout._check_view;
+        # neither is in the key)
+        return plan(tr, func, args, kwargs)
     # the key: the callable, the default dtype, then each argument (the graph node of
     # each of its tensors, in order, in `nodes`: the slots of an entry); `sym` holds the
     # env whose sizes may be keyed, then a mark for each tensor of symbolic sizes

@@ -50,7 +50,7 @@ import re
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -183,12 +183,13 @@ def _value(entry, root_values):
     return entry.coef * root_values[entry.root.name] + entry.offset
 
 
-def input_sizes(rng, inputs, spec, roots, n, contract=None):
+def input_sizes(rng, inputs, spec, roots, n, contract=None, paths=None):
     """n input shapes: (shapes, admitted). Named roots take 0, 1, bounds, equal sizes, random;
     half the inputs also move the AUTO / DYNAMIC dims. In the other half an AUTO / DYNAMIC
     dim stays as at export, unless the exported `contract` relates it to named Dims: then it
     follows them (torch's semantics of AUTO / DYNAMIC: the program's relations hold; a
-    named Dim is never narrowed by one)."""
+    named Dim is never narrowed by one). `paths`: the inputs' paths in the program (their
+    names where forward takes them flat)."""
     out = []
     for i in range(n):
         vals = {}
@@ -211,18 +212,19 @@ def input_sizes(rng, inputs, spec, roots, n, contract=None):
                     shape[d] = _value(e, vals)
             shapes.append(shape)
         if admitted and contract is not None:
-            follow_relations(contract, inputs, spec, shapes)
+            follow_relations(contract, inputs, spec, shapes, paths)
         if all(s >= 0 for sh in shapes for s in sh):
             out.append((shapes, admitted))
     return out
 
 
-def follow_relations(contract, inputs, spec, shapes):
+def follow_relations(contract, inputs, spec, shapes, paths=None):
     """Set the AUTO / DYNAMIC dims that `contract` writes as expressions of named Dims'
     symbols to their values at the named Dims of `shapes` (in place)."""
     dims = {inp.path: inp.dims for inp in contract.inputs if hasattr(inp, "dims")}
     known = {}   # symbol -> value, read from the named Dims
-    for (name, _), entry, shape in zip(inputs, spec, shapes):
+    names = paths or [n for n, _ in inputs]
+    for name, entry, shape in zip(names, spec, shapes):
         for d, e in (entry or {}).items():
             cd = dims.get(name, ())[d] if d < len(dims.get(name, ())) else None
             if cd is None or e is Dim.AUTO or e is Dim.DYNAMIC or isinstance(cd.size, int):
@@ -233,7 +235,7 @@ def follow_relations(contract, inputs, spec, shapes):
                 (m, k), c = linear[0], t.get((), 0)
                 if (shape[d] - c) % k == 0:
                     known.setdefault(str(m[0].name), (shape[d] - c) // k)
-    for (name, _), entry, shape in zip(inputs, spec, shapes):
+    for name, entry, shape in zip(names, spec, shapes):
         for d, e in (entry or {}).items():
             cd = dims.get(name, ())[d] if d < len(dims.get(name, ())) else None
             if cd is None or not (e is Dim.AUTO or e is Dim.DYNAMIC) or \
@@ -305,7 +307,8 @@ def count_pin(message: str) -> bool:
     if not m:
         return False
     cond, line = m.group(1), m.group(2)
-    if re.match(r"for \w+ in range\(", line):   # a loop counted by a size: unrolled
+    if re.search(r"\bfor \w+ in range\(", line):   # a loop counted by a size (a statement
+        # or a comprehension): unrolled
         return all(re.search(r" == \d+\)?$", part) for part in cond.split(" or "))
     return bool(re.search(r" == \d+$", cond) and _PIECES.search(line) and _WHOLE.search(line))
 
@@ -409,7 +412,7 @@ def refusal_key(e: BaseException, program=None) -> str:
 def eager_runs(program) -> bool:
     try:
         with torch.no_grad():
-            program.model()(*program.example())
+            program.flat(program.model())(*program.example())
     except Exception:  # noqa: BLE001
         return False
     return True
@@ -424,11 +427,21 @@ def export(program, spec):
 def export_classified(program, spec):
     """-> (ep, None, None), (None, 'refused', refusal key) or (None, export_crash message, None)."""
     try:
-        return st.export(program.model(), program.example(), dynamic_shapes=spec), None, None
+        args, kwargs = program.pack(program.example())
+        return st.export(program.model(), args, kwargs or None,
+                         dynamic_shapes=program.pack_spec(spec, by_name=_by_name(program))), \
+            None, None
     except st.ExportError as e:
         return None, "refused", refusal_key(e, program)
     except Exception as e:  # noqa: BLE001
         return None, error_text(e), None
+
+
+def _by_name(program) -> bool:
+    """Whether a program's spec is written as a dict by parameter name (else a tuple, one
+    entry per positional argument): one or the other for each program, fixed by its first
+    input's rank (shrinking keeps it)."""
+    return program.layout != "flat" and program.inputs[0][1].ndim % 2 == 1
 
 
 def _torch_spec(spec):
@@ -466,8 +479,9 @@ def torch_exports(program, spec) -> bool:
     quiet.setLevel(logging.CRITICAL)
     try:   # a failing torch.export prints the partial graph: keep the run's output readable
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            te.export(program.model(), program.example(), dynamic_shapes=_torch_spec(spec),
-                      strict=False)
+            args, kwargs = program.pack(program.example())
+            te.export(program.model(), args, kwargs or None, strict=False,
+                      dynamic_shapes=program.pack_spec(_torch_spec(spec), _by_name(program)))
     except Exception:  # noqa: BLE001
         return False
     finally:
@@ -496,7 +510,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         return
     c["exported"] += 1
     try:   # building the module (subgraphs compiled) is part of exporting
-        eager, module = program.model(), ep.module()
+        eager, module = program.flat(program.model()), program.flat(ep.module())
     except Exception as e:  # noqa: BLE001
         c["export_crash"] += 1
         stats.findings.append(Finding("export_crash", program, spec, None, "module() " + error_text(e)))
@@ -504,7 +518,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
     accepted = []
     ranks = None
     for shapes, admitted in input_sizes(rng, program.inputs, spec, roots, n_inputs,
-                                             ep.contract):
+                                             ep.contract, program.paths()):
         args = make_args(shapes, rng.randrange(2**31))
         c["inputs"] += 1
         outcome, msg = run_input(eager, module, args)
@@ -531,7 +545,7 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
         buf = io.BytesIO()
         try:
             st.save(ep, buf)
-            loaded = st.load(buf.getvalue()).module()
+            loaded = program.flat(st.load(buf.getvalue()).module())
         except Exception as e:  # noqa: BLE001
             c["export_crash"] += 1
             stats.findings.append(Finding("export_crash", program, spec, None, "save/load " + error_text(e)))
@@ -551,12 +565,14 @@ def check_program(program, spec, roots, rng, stats, n_inputs, roundtrip_p, torch
 
 
 def fuzz(seed=0, programs=None, seconds=None, n_inputs=24, kinds=None, roundtrip_p=0.25,
-         avoid=(), torch_export_p=0.0):
-    """Run until `programs` programs or `seconds` elapsed; returns Stats."""
+         avoid=(), torch_export_p=0.0, layouts=("flat",)):
+    """Run until `programs` programs or `seconds` elapsed; returns Stats. ``layouts``: how
+    forward may take its inputs (grammar.LAYOUTS: flat, keyword-only, a nested dict, a
+    list)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")      # torch's degrees-of-freedom warnings on empty dims
         return _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid,
-                     torch_export_p)
+                     torch_export_p, layouts)
 
 
 
@@ -569,10 +585,11 @@ def program_rngs(seed, programs, seconds, stats):
             (t_end is None or time.monotonic() <= t_end):
         yield random.Random(rng.randrange(2**62))
 
-def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p):
+def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_export_p,
+          layouts):
     stats = Stats()
     for prng in program_rngs(seed, programs, seconds, stats):
-        program = build(prng, kinds, avoid=avoid)
+        program = build(prng, kinds, avoid=avoid, layouts=layouts)
         if not program.stmts:
             continue
         spec, roots = random_spec(prng, program.inputs)
@@ -584,7 +601,7 @@ def _fuzz(seed, programs, seconds, n_inputs, kinds, roundtrip_p, avoid, torch_ex
 
 def _fails(f: Finding, program) -> bool:
     try:
-        model = program.model()
+        model = program.flat(program.model())
         with torch.no_grad():
             model(*program.example())
     except Exception:  # noqa: BLE001 - no longer a valid program on its example
@@ -601,22 +618,24 @@ def _fails(f: Finding, program) -> bool:
     if ep is None or f.args is None:
         return False
     if f.message.startswith("save/load"):
-        return _roundtrip_differs(ep, f.args)
-    outcome, _ = run_input(program.model(), ep.module(), f.args)
+        return _roundtrip_differs(ep, f.args, program)
+    eager = program.flat(program.model())
+    outcome, _ = run_input(eager, program.flat(ep.module()), f.args)
     if f.kind == "over_rejection":
-        return outcome == "rejected" and _eager_handles(program.model(), f.args)
+        return outcome == "rejected" and _eager_handles(eager, f.args)
     return outcome == f.kind
 
 
-def _roundtrip_differs(ep, args) -> bool:
+def _roundtrip_differs(ep, args, program) -> bool:
     """Whether the saved and loaded program's outputs on `args` differ from `ep`'s (a
     shrunk save/load finding must still differ, not merely run)."""
     buf = io.BytesIO()
     try:
         st.save(ep, buf)
-        loaded = st.load(buf.getvalue()).module()
+        loaded = program.flat(st.load(buf.getvalue()).module())
         with torch.no_grad():
-            return compare(ep.module()(*copy.deepcopy(args)), loaded(*copy.deepcopy(args)),
+            return compare(program.flat(ep.module())(*copy.deepcopy(args)),
+                           loaded(*copy.deepcopy(args)),
                            "exact") is not None
     except Exception:  # noqa: BLE001 - a crash is another finding
         return False
@@ -629,12 +648,12 @@ def shrink(f: Finding) -> Finding:
     while changed:
         changed = False
         for i in range(len(program.stmts) - 1, -1, -1):
-            cand = Program(program.inputs, program.stmts[:i] + program.stmts[i + 1:],
-                           program.state, program.tags[:i] + program.tags[i + 1:])
+            cand = replace(program, stmts=program.stmts[:i] + program.stmts[i + 1:],
+                           tags=program.tags[:i] + program.tags[i + 1:])
             if cand.stmts and _fails(f, cand):
                 program, changed = cand, True
-    if program.state and _fails(f, Program(program.inputs, program.stmts, False, program.tags)):
-        program = Program(program.inputs, program.stmts, False, program.tags)
+    if program.state and _fails(f, replace(program, state=False)):
+        program = replace(program, state=False)
     return Finding(f.kind, program, f.spec, f.args, f.message)
 
 

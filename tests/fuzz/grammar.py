@@ -19,6 +19,7 @@ these (its programs stay the same).
 from __future__ import annotations
 
 import linecache
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -36,15 +37,16 @@ class Program:
     stmts: list                  # [(source, names it defines)]
     state: bool = False
     tags: list = field(default_factory=list)   # kinds, parallel to stmts
+    layout: str = "flat"         # how forward takes the inputs: one of LAYOUTS
 
     def source(self) -> str:
-        args = ", ".join(n for n, _ in self.inputs)
+        args, unpack = _signature(self.layout, [n for n, _ in self.inputs])
         lines = ["class P(torch.nn.Module):", "    def __init__(self):", "        super().__init__()"]
         if self.state:
             lines += [f"        self.register_buffer('buf', torch.arange({BUF}.0))",
                       f"        self.w = torch.nn.Parameter(torch.linspace(-1, 1, {W * W})"
                       f".reshape({W}, {W}))"]
-        lines += ["", f"    def forward(self, {args}):"]
+        lines += ["", f"    def forward(self, {args}):"] + ["        " + u for u in unpack]
         outs = []
         for src, names in self.stmts:
             lines += ["        " + ln for ln in src.splitlines()]
@@ -53,7 +55,7 @@ class Program:
         return "\n".join(lines) + "\n"
 
     def model(self):
-        ns = {"torch": torch, "F": F}
+        ns = {"torch": torch, "F": F, "math": math}
         src = self.source()
         # the source lines in messages and graphs, as for a module written in a file
         linecache.cache[FILENAME] = (len(src), None, src.splitlines(True), FILENAME)
@@ -62,7 +64,7 @@ class Program:
 
     def kind_at(self, line: int) -> str | None:
         """The statement kind that wrote source line `line` (1-based) of ``source()``."""
-        first = 6 + 2 * self.state
+        first = 6 + 2 * self.state + len(_signature(self.layout, [n for n, _ in self.inputs])[1])
         for (src, _), kind in zip(self.stmts, self.tags):
             n = src.count("\n") + 1
             if first <= line < first + n:
@@ -72,6 +74,78 @@ class Program:
 
     def example(self):
         return tuple(t.clone() for _, t in self.inputs)
+
+    # -- the inputs as forward takes them (``layout``); the engine's inputs stay flat ------
+
+    def pack(self, flat) -> tuple:
+        """(args, kwargs) of a call of the model on the flat inputs `flat`."""
+        return _pack(self.layout, [n for n, _ in self.inputs], list(flat))
+
+    def flat(self, fn):
+        """`fn` (the model or its exported module) as a callable of the flat inputs."""
+        if self.layout == "flat":
+            return fn
+        return lambda *flat: _call(fn, self.pack(flat))
+
+    def pack_spec(self, spec, by_name: bool = False):
+        """The flat `spec` (one entry per input) in the structure of ``pack``: a tuple per
+        positional argument (with ``by_name``: a dict by parameter name) and keyword
+        arguments by name."""
+        names = [n for n, _ in self.inputs]
+        args, kwargs = _pack(self.layout, names, list(spec))
+        if self.layout == "flat" and not by_name:
+            return tuple(spec)
+        if not kwargs and not by_name:
+            return tuple(args)
+        params = _params(self.layout, names)
+        return {**dict(zip(params, args)), **kwargs}
+
+    def paths(self) -> list:
+        """Each flat input's path as the exported program names it (``inp['rest'][0]``)."""
+        names = [n for n, _ in self.inputs]
+        if self.layout in ("flat", "kwonly"):
+            return names
+        if self.layout == "dict":
+            return ["inp['x']"] + [f"inp['rest'][{i}]" for i in range(len(names) - 1)]
+        return [f"xs[{i}]" for i in range(len(names))]
+
+
+LAYOUTS = ("flat", "kwonly", "dict", "list")
+
+
+def _signature(layout, names):
+    """(forward's parameters, the lines that unpack them into the input names)."""
+    if layout == "flat":
+        return ", ".join(names), []
+    if layout == "kwonly":    # the first positional, the rest keyword-only
+        return ", ".join(names[:1] + ["*"] + names[1:]) if len(names) > 1 \
+            else f"*, {names[0]}", []
+    if layout == "dict":      # {'x': x, 'rest': [y, z]}
+        return "inp", [f"{names[0]} = inp['x']"] + (
+            [f"{', '.join(names[1:])}, = inp['rest']"] if len(names) > 1 else [])
+    return "xs", [f"{', '.join(names)}, = xs"]   # list: [x, y, z]
+
+
+def _params(layout, names):
+    return {"flat": names, "kwonly": names[:1] if len(names) > 1 else [], "dict": ["inp"],
+            "list": ["xs"]}[layout]
+
+
+def _pack(layout, names, flat):
+    if layout == "flat":
+        return tuple(flat), {}
+    if layout == "kwonly":
+        if len(names) == 1:
+            return (), {names[0]: flat[0]}
+        return (flat[0],), dict(zip(names[1:], flat[1:]))
+    if layout == "dict":
+        return ({"x": flat[0], "rest": list(flat[1:])},), {}
+    return (list(flat),), {}
+
+
+def _call(fn, packed):
+    args, kwargs = packed
+    return fn(*args, **kwargs)
 
 
 def _t(env, rng, min_ndim=1, floating=None):
@@ -346,14 +420,16 @@ def random_inputs(rng):
     return out
 
 
-def build(rng: random.Random, kinds=None, tries=40, avoid=()) -> Program:
+def build(rng: random.Random, kinds=None, tries=40, avoid=(), layouts=("flat",)) -> Program:
     """A program of 2–8 statements, each checked against eager on the example; statements
     containing an ``avoid`` substring are not used (known open bugs, for the short run).
     ``kinds``: names of ``KINDS``, or a table name -> generator (the long run's, with
-    grammar_long.LONG_KINDS)."""
+    grammar_long.LONG_KINDS). ``layouts``: how forward may take its inputs (``LAYOUTS``; one
+    layout draws nothing, so the short run's programs stay as they were)."""
     table = kinds if isinstance(kinds, dict) else KINDS
     kinds = list(kinds or KINDS)
     p = Program(random_inputs(rng), [], state=rng.random() < 0.3)
+    p.layout = rng.choice(layouts) if len(layouts) > 1 else layouts[0]
     want = rng.randint(2, 8)
     model_ns = p.model()
     env = dict(p.inputs)
@@ -367,7 +443,7 @@ def build(rng: random.Random, kinds=None, tries=40, avoid=()) -> Program:
         src = table[kind](rng, env, v)
         if src is None or any(a in src for a in avoid):
             continue
-        ns = {"torch": torch, "F": F, "self": model_ns, **{k: t.clone() for k, t in env.items()}}
+        ns = {"torch": torch, "F": F, "math": math, "self": model_ns, **{k: t.clone() for k, t in env.items()}}
         try:
             with torch.no_grad():
                 exec(src, ns)  # noqa: S102

@@ -246,3 +246,57 @@ def test_a_branch_whose_other_side_has_another_rank_is_counted_by_design():
     c = stats.counts
     assert c["exported"] == 1 and c["rank_by_design"] >= 1 and c["over_rejection"] == 0, \
         stats.line()
+
+
+def test_cross_kinds_find_no_wrong_result_or_crash():   # (~5 s: in the default run)
+    """grammar_cross's kinds (sizes of one input in another's ops, integer arithmetic on
+    sizes, broadcast masks, loops over sizes, empty tensors, torch.cond over two inputs'
+    sizes), with forward taking its inputs positionally, keyword-only, in a nested dict
+    or in a list (grammar.LAYOUTS)."""
+    from tests.fuzz.grammar import LAYOUTS
+    from tests.fuzz.grammar_cross import CROSS_KINDS
+
+    stats = fuzz(seed=29, programs=30, n_inputs=8, kinds=CROSS_KINDS, layouts=LAYOUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 18, stats.line()
+
+
+def test_every_layout_passes_the_inputs_where_forward_reads_them():
+    """A program taking its inputs keyword-only, in a nested dict or in a list is exported
+    with its spec in that structure (a tuple, or a dict by parameter name) and called on
+    the flat inputs the engine draws; the input paths are the program's own."""
+    import torch
+
+    import safetrace as st
+    from safetrace import Dim
+    from tests.fuzz.engine import Stats, check_program
+    from tests.fuzz.grammar import LAYOUTS, Program
+
+    for layout in LAYOUTS:
+        for rank in (1, 2):   # (the first input's rank picks a tuple or a by-name spec)
+            p = Program([("x", torch.randn(*[3] * rank)), ("y", torch.randn(3))],
+                        [("v0 = x * y.sum() + y.shape[0]", ["v0"])], tags=["crossview"],
+                        layout=layout)
+            d = Dim("d0")
+            stats = Stats()
+            check_program(p, ({0: d}, {0: Dim.AUTO}), [(d, 3)], random.Random(1), stats, 8,
+                          1.0)
+            c = stats.counts
+            assert c["exported"] == 1 and c["ok"] == c["inputs"] and not stats.findings, \
+                (layout, stats.line())
+            assert p.paths()[1] in {i.path for i in st.export(
+                p.model(), *p.pack(p.example())).contract.inputs}
+
+
+@pytest.mark.slow   # (~8 s)
+def test_sweep_kinds_find_no_wrong_result_or_crash():
+    """grammar_sweep's kinds: ~90 unary and ~40 binary functions on casts to every dtype,
+    fft, linalg, padding modes, embeddings, rnn cells (the families a run reached least)."""
+    from tests.fuzz.grammar import LAYOUTS
+    from tests.fuzz.grammar_sweep import SWEEP_KINDS
+
+    stats = fuzz(seed=13, programs=50, n_inputs=8, kinds=SWEEP_KINDS, layouts=LAYOUTS)
+    bad = [shrink(f).report() for f in stats.findings if f.kind in BAD][:3]
+    assert not bad, stats.line() + "\n\n" + "\n".join(bad)
+    assert stats.counts["exported"] >= 35, stats.line()
