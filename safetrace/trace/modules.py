@@ -163,7 +163,7 @@ def _follow(owner: ModuleStack, model: torch.nn.Module, tracer: Recorder,
         tables = _tables(walk)
         if facts is not None:
             facts["stack"] = tables
-    names, modules, seats, infos = tables
+    names, modules, seats, infos, at, classes = tables
     seated: dict[tuple[str, int], int] = {}  # (container path, id(module)) -> calls so far
     found.modules = list(modules)
     found.root_type = _recorded_root(model) or _type_name(model)
@@ -255,30 +255,21 @@ def _follow(owner: ModuleStack, model: torch.nn.Module, tracer: Recorder,
                     break
 
     if preserve or _PRE_HOOKS or _POST_HOOKS or _BACK_HOOKS or _BACK_PRE_HOOKS or \
-            not _install(owner, walk, names, tracked):
+            not all(map(_plain_call, classes)) or not _install(owner.tracked, walk, at,
+                                                               tracked):
         hook(False)
     if preserve:
         owner.handles = _preserve_hooks(model, tracer, preserve, found, calls, stack)
 
 
-def _install(owner: ModuleStack, walk: list, names: dict, tracked: Any) -> bool:
-    """Set each submodule's ``_compiled_call_impl`` to `tracked` bound to it; False (and
-    nothing set) where a class or module cannot be followed so."""
-    classes: dict[type, None] = {}
-    done = owner.tracked
-    seen: set[int] = set()
-    for fqn, mod in walk:
-        ident = id(mod)
-        if not fqn or ident in seen or not names.get(ident):
-            continue
-        seen.add(ident)
-        cls = type(mod)
-        if cls not in classes:
-            if not _plain_call(cls):
-                break
-            classes[cls] = None
+def _install(done: list, walk: list, at: tuple, tracked: Any) -> bool:
+    """Set the ``_compiled_call_impl`` of each submodule (at those places of `walk`) to
+    `tracked` bound to it, listed in `done`; False (and nothing set) where one has its own
+    (``Module.compile()``, or another export following it now)."""
+    for i in at:
+        mod = walk[i][1]
         d = mod.__dict__
-        if _CALL_ATTR in d:  # Module.compile(), or another export following it now
+        if _CALL_ATTR in d:
             break
         call = d[_CALL_ATTR] = MethodType(tracked, mod)
         done.append((d, call))
@@ -379,11 +370,12 @@ def _remove_global(ids: set[int]) -> None:
         nn_module._global_forward_hooks_always_called.pop(key, None)
 
 
-def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
+def _tables(walk: list) -> tuple[dict, tuple, dict, dict, tuple, tuple]:
     """What the module stack reads of the model's walk: id(module) -> its first path, every
     submodule path (the model's order), the seats of modules a container holds more than
-    once (``_container_seats``), and id(submodule) (or a seated module's path) -> (its
-    path, its key in nn_module_stack, its class's name).  A function of the walk's paths,
+    once (``_container_seats``), id(submodule) (or a seated module's path) -> (its
+    path, its key in nn_module_stack, its class's name), the places in the walk of each
+    submodule (once) and their classes (once each).  A function of the walk's paths,
     module ids and classes alone (kept with ``pytree.walk_of``'s facts: no module held)."""
     names: dict[int, str] = {}
     paths: dict[str, None] = {}  # (a dict: a list's `in` made this quadratic)
@@ -393,9 +385,14 @@ def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
     # a graph's own graphs (an exported program's module: the bodies its higher-order ops
     # call) are no module calls of the user's, as in torch.export's retrace of it
     graph_root = bool(walk) and isinstance(walk[0][1], torch.fx.GraphModule)
-    for fqn, mod in walk:
+    at: list[int] = []
+    classes: dict[type, None] = {}
+    for i, (fqn, mod) in enumerate(walk):
         if graph_root and fqn and isinstance(mod, torch.fx.GraphModule):
             continue
+        if fqn and id(mod) not in names:
+            at.append(i)
+            classes[type(mod)] = None
         names.setdefault(id(mod), fqn)
         every.setdefault(id(mod), []).append(fqn)
         if fqn:
@@ -418,7 +415,7 @@ def _tables(walk: list) -> tuple[dict, tuple, dict, dict]:
         for places in seats.get(ident, {}).values():
             for place in places:
                 infos[place] = (place, info[1], info[2])
-    return names, tuple(paths), seats, infos
+    return names, tuple(paths), seats, infos, tuple(at), tuple(classes)
 
 
 def _preserved_names(model: Any, preserve: Any) -> list[str]:
